@@ -1,0 +1,9 @@
+//! Rust core of icefloe. Each area lives in a module named for what it holds; the Python
+//! bindings are confined to `py/` (feature `python`) so `cargo test` runs without Python.
+
+pub mod error;
+
+#[cfg(feature = "python")]
+mod py;
+
+pub use error::{Error, Result};

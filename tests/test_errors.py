@@ -1,0 +1,45 @@
+"""The Rust core's errors and panics arrive as the icefloe exception hierarchy."""
+
+from __future__ import annotations
+
+import pytest
+
+import icefloe
+from icefloe import _native
+from icefloe.exceptions import (
+    CorruptFileError,
+    IcebergError,
+    InternalError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+
+
+def test_version_matches_package() -> None:
+    from importlib.metadata import version
+
+    assert icefloe.__version__ == version("icefloe")
+
+
+@pytest.mark.parametrize(
+    ("kind", "cls"),
+    [
+        ("validation", ValidationError),
+        ("corrupt", CorruptFileError),
+        ("unsupported", UnsupportedFeatureError),
+        ("internal", InternalError),
+    ],
+)
+def test_rust_errors_map_to_hierarchy(kind: str, cls: type[IcebergError]) -> None:
+    with pytest.raises(cls, match="the offending value 42") as info:
+        _native._debug_error(kind, "the offending value 42")
+    assert type(info.value) is cls
+    assert isinstance(info.value, IcebergError)
+
+
+def test_panic_becomes_internal_error_not_abort() -> None:
+    with pytest.raises(InternalError, match="boom at 7"):
+        _native._debug_panic("boom at 7")
+    # The interpreter and the extension are still usable afterwards.
+    with pytest.raises(ValidationError):
+        _native._debug_error("validation", "still alive")
