@@ -1,0 +1,40 @@
+"""Runs the benchmarks: ``python benches/run.py [--quick] [--out FILE] [area ...]``.
+
+Areas are the ``bench_<area>.py`` modules beside this file; with none named, all run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from harness import Harness  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    areas = sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("areas", nargs="*", choices=[*areas, []], help="which areas to run")
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--out", type=Path, help="also write the Markdown table here")
+    args = ap.parse_args(argv)
+    h = Harness(quick=args.quick, repeat=args.repeat)
+    for area in args.areas or areas:
+        h.area = area
+        importlib.import_module(f"bench_{area}").run(h)
+    table = h.markdown()
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
