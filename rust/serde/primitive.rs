@@ -107,7 +107,7 @@ impl PrimitiveType {
             Self::Long => "long".into(),
             Self::Float => "float".into(),
             Self::Double => "double".into(),
-            Self::Decimal { precision, scale } => format!("decimal({precision}, {scale})"),
+            Self::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
             Self::Date => "date".into(),
             Self::Time => "time".into(),
             Self::Timestamp => "timestamp".into(),
