@@ -369,9 +369,9 @@ fn parse_timestamp(
         (true, _) => return Err(invalid(t, j, "the zone offset must be +00:00")),
         (false, _) => return Err(invalid(t, j, "must not include a zone offset")),
     }
-    days.checked_mul(86_400 * per_sec)
-        .and_then(|v| v.checked_add(secs * per_sec + sub))
-        .ok_or_else(|| invalid(t, j, "out of range"))
+    // i128: the day part alone may overflow i64 where the sum does not (just after the minimum)
+    let total = days as i128 * (86_400 * per_sec) as i128 + (secs * per_sec + sub) as i128;
+    i64::try_from(total).map_err(|_| invalid(t, j, "out of range"))
 }
 
 /// Deserialises one JSON scalar as a value of type `t`.
