@@ -184,7 +184,7 @@ def test_assign_fresh_ids_reuses_base_ids() -> None:
 
 
 @given(schemas())
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 def test_assign_fresh_ids_matches_pyiceberg(schema: Schema) -> None:
     ours = assign_fresh_ids(schema)
     theirs = assign_fresh_schema_ids(PySchema.model_validate(schema.to_json()))
