@@ -171,6 +171,12 @@ def test_equality_str_and_same_schema() -> None:
     a = nested_schema()
     b = Schema.from_json(a.to_json())
     assert a == b and hash(a) == hash(b)
+    # Struct and list defaults are JSON objects and lists: the schema still hashes.
+    with_defaults = Schema(
+        NestedField(1, "s", StructType(NestedField(2, "x", LongType())), False, None, {}, {}),
+        NestedField(3, "l", ListType(4, LongType()), False, None, [1], [1]),
+    )
+    assert hash(with_defaults) == hash(Schema.from_json(with_defaults.to_json()))
     c = Schema(*a.fields, schema_id=8, identifier_field_ids=[1])
     assert a != c
     assert a.same_schema(c)

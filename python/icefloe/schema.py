@@ -208,7 +208,10 @@ class Schema:
             raise ValidationError(f"a field is found by name or id, got {name_or_id!r}")
         field_id = self.find_field_id(name_or_id, case_sensitive)
         if field_id is None:
-            raise ValidationError(f"cannot find field {name_or_id!r} in schema {self}")
+            raise ValidationError(
+                f"cannot find field {name_or_id!r} in schema {self._schema_id}"
+                + ("" if case_sensitive else " (case-insensitive)")
+            )
         return self._index.by_id[field_id]
 
     def find_field_id(self, name: str, case_sensitive: bool = True) -> int | None:
@@ -331,7 +334,9 @@ class Schema:
         return self._schema_id == other._schema_id and self.same_schema(other)
 
     def __hash__(self) -> int:
-        return hash((self._fields, self._schema_id, self._identifier_field_ids))
+        # Defaults may be JSON lists or objects (unhashable), so hash ids, names and types' text.
+        shape = tuple((f.field_id, f.name, str(f.field_type)) for f in self._fields)
+        return hash((shape, self._schema_id, self._identifier_field_ids))
 
     def __len__(self) -> int:
         return len(self._fields)
