@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from pyiceberg.schema import Schema as PySchema
+from pyiceberg.schema import index_by_name as py_index_by_name
 
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
@@ -22,6 +25,7 @@ from icefloe.types import (
     StringType,
     StructType,
 )
+from schema_strategies import schemas
 
 TESTDATA = Path("/work/shared/testdata")
 GOLDEN = sorted(
@@ -243,3 +247,12 @@ def test_select() -> None:
     assert sub.find_field(14).field_type == IntegerType()
     assert sub.identifier_field_ids == ()
     assert s.select("id").identifier_field_ids == (1,)
+
+
+@given(schemas())
+@settings(max_examples=40, deadline=None)
+def test_name_index_matches_pyiceberg(schema: Schema) -> None:
+    py = PySchema.model_validate(schema.to_json())
+    assert schema.index_by_name() == py_index_by_name(py)
+    for fid in schema.field_ids:
+        assert schema.find_column_name(fid) == py.find_column_name(fid)
