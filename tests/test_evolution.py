@@ -266,3 +266,12 @@ def test_dropping_partition_source_of_default_spec() -> None:
     with pytest.raises(ValidationError, match="cannot drop column 'd'"):
         check_schema_evolution(BASE, new, 3, default_spec=current)
     check_schema_evolution(BASE, new, 3, specs=[current])  # an old spec may lose its source
+
+
+def test_unknown_promotes_to_nested_types_in_v3() -> None:
+    old = s(opt(1, "u", UnknownType()))
+    new = s(opt(1, "u", StructType(opt(2, "x", LongType()))))
+    check_schema_evolution(old, new, 3)
+    check_schema_evolution(old, s(opt(1, "u", ListType(2, LongType()))), 3)
+    with pytest.raises(ValidationError, match="fresh id above 5"):
+        check_schema_evolution(old, new, 3, last_column_id=5)

@@ -125,7 +125,9 @@ def check_schema_evolution(
                 f"{_parent_name(new, fid)!r}: fields cannot move between structs"
             )
         ok, nk = _kind(of.field_type), _kind(nf.field_type)
-        if ok != nk:
+        # v3 promotes unknown to any type, nested ones included (its values are all null).
+        unknown_promoted = isinstance(of.field_type, UnknownType) and format_version >= 3
+        if ok != nk and not unknown_promoted:
             raise ValidationError(
                 f"column {name!r} cannot change from {of.field_type} to {nf.field_type}: "
                 f"a {ok} cannot become a {nk}"
