@@ -33,7 +33,7 @@ def test_create_list_nested(catalog: Catalog) -> None:
     assert not catalog.namespace_exists("a.x")
     with pytest.raises(NoSuchNamespaceError):
         catalog.list_namespaces("nope")
-    with pytest.raises(NamespaceAlreadyExistsError, match="a.b"):
+    with pytest.raises(NamespaceAlreadyExistsError, match=r"a\.b"):
         catalog.create_namespace("a.b")
     catalog.create_namespace_if_not_exists("a.b")
     catalog.create_namespace_if_not_exists("new")

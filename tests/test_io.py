@@ -34,9 +34,9 @@ def test_write_read_exists_delete(tmp_path: Path, uri: bool) -> None:
         assert f.read(3) == b"ell"
     io.delete(loc)
     assert not io.exists(loc)
-    with pytest.raises(NotFoundError, match="b.bin"):
+    with pytest.raises(NotFoundError, match=r"b\.bin"):
         io.delete(loc)
-    with pytest.raises(NotFoundError, match="b.bin"):
+    with pytest.raises(NotFoundError, match=r"b\.bin"):
         io.new_input(loc).read()
     assert io.delete_quietly(loc) is False
 

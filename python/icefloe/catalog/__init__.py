@@ -79,4 +79,3 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
 
         return HadoopCatalog(name, **props)
     raise ValidationError(f"unsupported catalog type {kind!r} (use 'sql' or 'hadoop')")
-

@@ -8,6 +8,7 @@ dropping tables is shared here and in :mod:`icefloe.catalog.commit`.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -129,10 +130,8 @@ class Catalog(ABC):
         """Create the namespace unless it already exists."""
         from icefloe.exceptions import NamespaceAlreadyExistsError
 
-        try:
+        with contextlib.suppress(NamespaceAlreadyExistsError):
             self.create_namespace(namespace, properties)
-        except NamespaceAlreadyExistsError:
-            pass
 
     @staticmethod
     def _ns_string(namespace: str | Iterable[str]) -> str:

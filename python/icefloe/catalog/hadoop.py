@@ -88,9 +88,7 @@ class HadoopCatalog(Catalog):
         try:
             self.io.new_output(f"{directory}/{NAMESPACE_FILE}").write(payload)
         except AlreadyExistsError as exc:
-            raise NamespaceAlreadyExistsError(
-                f"namespace {'.'.join(ns)!r} already exists"
-            ) from exc
+            raise NamespaceAlreadyExistsError(f"namespace {'.'.join(ns)!r} already exists") from exc
 
     def list_namespaces(self, namespace: str | Iterable[str] = ()) -> list[Identifier]:
         """Child directories of the namespace that are not tables."""

@@ -30,8 +30,8 @@ from sqlalchemy import (
     and_,
     create_engine,
     delete,
-    inspect,
     insert,
+    inspect,
     or_,
     select,
     update,
@@ -40,7 +40,12 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from icefloe.catalog.base import Identifier, PropertiesUpdateSummary, split_identifier, to_identifier
+from icefloe.catalog.base import (
+    Identifier,
+    PropertiesUpdateSummary,
+    split_identifier,
+    to_identifier,
+)
 from icefloe.catalog.metastore import MetastoreCatalog
 from icefloe.exceptions import (
     CommitFailedError,
@@ -143,7 +148,9 @@ class SqlCatalog(MetastoreCatalog):
         return and_(clause, self._type_filter()) if self._has_type_column else clause
 
     def _type_filter(self) -> Any:
-        return or_(ICEBERG_TABLES.c.iceberg_type == TABLE_TYPE, ICEBERG_TABLES.c.iceberg_type.is_(None))
+        return or_(
+            ICEBERG_TABLES.c.iceberg_type == TABLE_TYPE, ICEBERG_TABLES.c.iceberg_type.is_(None)
+        )
 
     def _ns_exists(self, conn: Connection, namespace: str) -> bool:
         prefix = _like_prefix(namespace)
@@ -229,8 +236,9 @@ class SqlCatalog(MetastoreCatalog):
             if not self._ns_exists(conn, ns):
                 raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
             rows = conn.execute(
-                select(NAMESPACE_PROPERTIES.c.property_key, NAMESPACE_PROPERTIES.c.property_value)
-                .where(
+                select(
+                    NAMESPACE_PROPERTIES.c.property_key, NAMESPACE_PROPERTIES.c.property_value
+                ).where(
                     NAMESPACE_PROPERTIES.c.catalog_name == self.name,
                     NAMESPACE_PROPERTIES.c.namespace == ns,
                 )
@@ -274,7 +282,9 @@ class SqlCatalog(MetastoreCatalog):
                 else:
                     conn.execute(
                         insert(NAMESPACE_PROPERTIES).values(
-                            catalog_name=self.name, namespace=ns, property_key=key,
+                            catalog_name=self.name,
+                            namespace=ns,
+                            property_key=key,
                             property_value=value,
                         )
                     )
