@@ -9,6 +9,9 @@ import pytest
 
 from peers import duckdb_connect
 
+# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py).
+pytest_plugins = ["_postgres", "_catalogs"]
+
 
 @pytest.fixture
 def duckdb_con() -> Iterator[Any]:
