@@ -61,7 +61,7 @@ def test_builder_operators() -> None:
     assert (a & b) == And(a, b)
     assert (a | b) == Or(a, b)
     assert ~a == Not(a)
-    assert (5 < col("a")) == (col("a") > 5)
+    assert (5 < col("a")) == (col("a") > 5)  # noqa: SIM300
     assert col("s").starts_with("ab").op is Op.STARTS_WITH
     assert col("s").not_starts_with("ab").op is Op.NOT_STARTS_WITH
     assert col("x").is_null().op is Op.IS_NULL

@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import (
-    And,
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
     BoundPredicate,
     Not,

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from icefloe.types import IcebergType
 
 __all__ = [
-    "And",
     "AlwaysFalse",
     "AlwaysTrue",
+    "And",
     "BooleanExpression",
     "BoundPredicate",
     "BoundReference",
@@ -463,7 +463,8 @@ class UnboundPredicate(Predicate):
 
     def __repr__(self) -> str:
         if self.op.is_set:
-            return f"UnboundPredicate({self.op.value!r}, {self.term!r}, {sorted(map(repr, self.literals))})"
+            lits = sorted(map(repr, self.literals))
+            return f"UnboundPredicate({self.op.value!r}, {self.term!r}, {lits})"
         if self.op.is_literal:
             return f"UnboundPredicate({self.op.value!r}, {self.term!r}, {self.literal!r})"
         return f"UnboundPredicate({self.op.value!r}, {self.term!r})"
@@ -501,7 +502,9 @@ class BoundReference:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"BoundReference(field_id={self.field_id}, name={self.name!r}, type={self.field_type})"
+        return (
+            f"BoundReference(field_id={self.field_id}, name={self.name!r}, type={self.field_type})"
+        )
 
 
 class BoundPredicate(Predicate):

@@ -17,9 +17,9 @@ from typing import Any
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import (
-    And,
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
     BoundPredicate,
     BoundReference,

@@ -16,9 +16,9 @@ from typing import Any
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import (
-    And,
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
     BoundPredicate,
     Not,

@@ -91,7 +91,7 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 def days_from_civil(y: int, m: int, d: int) -> int:
     """Days from 1970-01-01 to the proleptic Gregorian date (any year)."""
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -129,7 +129,7 @@ def _parse_timestamp(value: str, t: IcebergType, digits: int, with_zone: bool) -
             sign = -1 if tz[0] == "-" else 1
             body = tz[1:].replace(":", "")
             offset_s = sign * (int(body[:2]) * 3600 + int(body[2:4] or 0) * 60)
-    unit = 10**digits
+    unit = int(10**digits)
     secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset_s
     return secs * unit + _fraction(m["f"], digits, value, t)
 
@@ -148,7 +148,7 @@ def _datetime_units(value: dt.datetime, t: IcebergType, with_zone: bool, digits:
     else:
         delta = value.replace(tzinfo=dt.timezone.utc) - _EPOCH
     micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-    return micros * (10 ** (digits - 6))
+    return micros * int(10 ** (digits - 6))
 
 
 def _to_int(value: Any, t: IcebergType) -> int:
@@ -325,7 +325,7 @@ def _to_timestamp(value: Any, t: IcebergType) -> int:
     if isinstance(value, dt.datetime):
         return _datetime_units(value, t, with_zone, digits)
     if isinstance(value, dt.date):
-        return days_from_civil(value.year, value.month, value.day) * 86400 * 10**digits
+        return days_from_civil(value.year, value.month, value.day) * 86400 * int(10**digits)
     if isinstance(value, str):
         return _parse_timestamp(value, t, digits, with_zone)
     raise _bad(value, t)

@@ -31,9 +31,9 @@ from typing import Any
 
 from icefloe.exceptions import ParseError
 from icefloe.expressions.base import (
-    And,
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
     Not,
     Op,
@@ -116,7 +116,7 @@ def _tokenize(text: str) -> list[_Tok]:
             s, end, offsets = _read_quoted(text, i, "'", backslash=True)
             toks.append(_Tok("str", s, i, offsets))
             i = end
-        elif c in "\"`":
+        elif c in '"`':
             s, end, _ = _read_quoted(text, i, c, backslash=False)
             if not s:
                 raise _error(text, i, "empty quoted name")
@@ -177,7 +177,9 @@ def _like_prefix(text: str, tok: _Tok) -> str:
             return "".join(out)
         if c == "_":
             raise _error(
-                text, tok.offsets[i], "like supports only prefix patterns ('abc%'); '_' is not supported"
+                text,
+                tok.offsets[i],
+                "like supports only prefix patterns ('abc%'); '_' is not supported",
             )
         out.append(c)
         i += 1
@@ -212,7 +214,8 @@ class _Parser:
 
     def fail(self, message: str, tok: _Tok | None = None) -> ParseError:
         t = tok or self.tok
-        found = "end of input" if t.kind == "eof" else repr(self.text[t.pos : t.pos + 12].split()[0])
+        snippet = self.text[t.pos : t.pos + 12].split()
+        found = repr(snippet[0]) if t.kind != "eof" and snippet else "end of input"
         return _error(self.text, t.pos, f"{message}, found {found}")
 
     def expect(self, kind: str, what: str) -> _Tok:
@@ -330,9 +333,7 @@ class _Parser:
             self.advance()
             prefix = _like_prefix(self.text, pat)
             return self.make(Op.NOT_STARTS_WITH if negated else Op.STARTS_WITH, name, prefix)
-        raise self.fail(
-            f"expected a comparison, 'in', 'is' or 'like' after column {name.value!r}"
-        )
+        raise self.fail(f"expected a comparison, 'in', 'is' or 'like' after column {name.value!r}")
 
 
 def parse(text: str) -> BooleanExpression:

@@ -32,9 +32,9 @@ import pyarrow as pa
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.arrow import arrow_array
 from icefloe.expressions.base import (
-    And,
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
     BoundPredicate,
     Not,
@@ -95,9 +95,7 @@ def _step(value: Any, t: IcebergType, delta: int) -> Any:
     return out if _LONG_MIN <= out <= _LONG_MAX else None
 
 
-def _numeric_inclusive(
-    name: str, pred: BoundPredicate, tr: Transform
-) -> BooleanExpression | None:
+def _numeric_inclusive(name: str, pred: BoundPredicate, tr: Transform) -> BooleanExpression | None:
     t = pred.ref.field_type
     op, lit = pred.op, pred.literal
     if op is Op.LT:
@@ -216,13 +214,13 @@ def project_predicate(
     if op.is_unary:
         return _mk(op, name) if op in (Op.IS_NULL, Op.NOT_NULL) else None
     if isinstance(transform, BucketTransform):
-        if not strict and op is Op.EQ or strict and op is Op.NOT_EQ:
+        if (not strict and op is Op.EQ) or (strict and op is Op.NOT_EQ):
             return _mk(op, name, transform_literal(transform, t, pred.literal))
-        if not strict and op is Op.IN or strict and op is Op.NOT_IN:
+        if (not strict and op is Op.IN) or (strict and op is Op.NOT_IN):
             return _set(name, pred, transform)
         return None
     if isinstance(transform, TruncateTransform):
-        if not strict and op is Op.IN or strict and op is Op.NOT_IN:
+        if (not strict and op is Op.IN) or (strict and op is Op.NOT_IN):
             return _set(name, pred, transform)
         if op.is_set:
             return None
@@ -232,7 +230,7 @@ def project_predicate(
     if isinstance(t, _TIME_SOURCES) and transform.preserves_order:
         exact = isinstance(transform, DayTransform) and isinstance(t, DateType)
         projected: BooleanExpression | None
-        if not strict and op is Op.IN or strict and op is Op.NOT_IN:
+        if (not strict and op is Op.IN) or (strict and op is Op.NOT_IN):
             projected = _set(name, pred, transform)
         elif op.is_set or op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
             projected = None

@@ -28,9 +28,9 @@ from typing import Any
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import (
-    And,
     AlwaysFalse,
     AlwaysTrue,
+    And,
     BooleanExpression,
     BoundPredicate,
     BoundReference,
@@ -66,7 +66,7 @@ __all__ = ["from_dict", "literal_from_json", "literal_to_json", "to_dict"]
 def civil_from_days(z: int) -> tuple[int, int, int]:
     """(year, month, day) of the proleptic Gregorian date ``z`` days after 1970-01-01."""
     z += 719468
-    era = (z if z >= 0 else z - 146096) // 146097
+    era = z // 146097
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     y = yoe + era * 400
