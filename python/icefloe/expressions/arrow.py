@@ -1,15 +1,21 @@
 """Bound expressions as ``pyarrow.compute.Expression``, for vectorised row filtering.
 
 ``to_arrow_expression(bound)`` references columns by their struct path (``pc.field("a", "b")``
-for ``a.b``), so it applies to a table read with the schema's names. The result never yields
-null: it follows the reference's two-valued logic (see :mod:`icefloe.expressions.evaluator`):
-comparisons, ``in`` and ``starts_with`` are false on null, their negations true; NaN follows IEEE
-754 (ordering comparisons false, ``!=`` true); ``not_nan`` of null is true.
+for ``a.b``), so it applies to a table read with the schema's names. It selects the rows the
+reference's two-valued logic selects (see :mod:`icefloe.expressions.evaluator`): comparisons,
+``in`` and ``starts_with`` are false on null, their negations true; NaN follows IEEE 754
+(ordering comparisons false, ``!=`` true); ``not_nan`` of null is true.
+
+Use the result as a filter (``table.filter(expr)``): it may be null for a row it does not select.
+Outside ``Not`` a null acts as false through ``and``/``or`` (Kleene logic is monotone), so only
+the negated predicates need a null check there; under ``Not`` every predicate of an optional
+column is made null-free, so the negation is exact. Required columns need no checks.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -97,39 +103,42 @@ def _scalar(value: Any, t: IcebergType) -> pa.Scalar:
     return arrow_array([value], t)[0]
 
 
-def _predicate(pred: BoundPredicate) -> pc.Expression:
+def _predicate(pred: BoundPredicate, under_not: bool) -> pc.Expression:
     f = pc.field(*pred.ref.path)
     t = pred.ref.field_type
     op = pred.op
-    valid = f.is_valid()
+    nullable = not pred.ref.required
     if op is Op.IS_NULL:
         return f.is_null()
     if op is Op.NOT_NULL:
-        return valid
-    if op is Op.IS_NAN:
-        return f.is_nan() & valid
-    if op is Op.NOT_NAN:
-        return ~f.is_nan() | f.is_null()
+        return f.is_valid()
+    if op is Op.IS_NAN or op is Op.NOT_NAN:
+        nan = pc.is_nan(f)
+        if op is Op.IS_NAN:
+            return (nan & f.is_valid()) if nullable and under_not else nan
+        return (~nan | f.is_null()) if nullable else ~nan
     if op.is_set:
         value_set = arrow_array(sorted(pred.literals, key=_sort_key), t)
         hit = pc.is_in(f, value_set=value_set)
-        return (hit & valid) if op is Op.IN else (~hit | f.is_null())
-    if op is Op.STARTS_WITH:
-        return pc.starts_with(f, pattern=pred.literal) & valid
-    if op is Op.NOT_STARTS_WITH:
-        return ~pc.starts_with(f, pattern=pred.literal) | f.is_null()
-    lit = _scalar(pred.literal, t)
-    if op is Op.LT:
-        return (f < lit) & valid
-    if op is Op.LT_EQ:
-        return (f <= lit) & valid
-    if op is Op.GT:
-        return (f > lit) & valid
-    if op is Op.GT_EQ:
-        return (f >= lit) & valid
-    if op is Op.EQ:
-        return (f == lit) & valid
-    return (f != lit) | f.is_null()
+    elif op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
+        hit = pc.starts_with(f, pattern=pred.literal)
+    else:
+        hit = _COMPARE[op](f, _scalar(pred.literal, t))
+    if op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH):
+        if op is not Op.NOT_EQ:
+            hit = ~hit
+        return (hit | f.is_null()) if nullable else hit
+    return (hit & f.is_valid()) if nullable and under_not else hit
+
+
+_COMPARE: dict[Op, Callable[[pc.Expression, pa.Scalar], pc.Expression]] = {
+    Op.LT: lambda f, v: f < v,
+    Op.LT_EQ: lambda f, v: f <= v,
+    Op.GT: lambda f, v: f > v,
+    Op.GT_EQ: lambda f, v: f >= v,
+    Op.EQ: lambda f, v: f == v,
+    Op.NOT_EQ: lambda f, v: f != v,
+}
 
 
 def _sort_key(v: Any) -> Any:
@@ -138,16 +147,20 @@ def _sort_key(v: Any) -> Any:
 
 def to_arrow_expression(expr: BooleanExpression) -> pc.Expression:
     """A ``pyarrow.compute.Expression`` selecting the rows that satisfy bound ``expr``."""
+    return _convert(expr, under_not=False)
+
+
+def _convert(expr: BooleanExpression, under_not: bool) -> pc.Expression:
     if expr is AlwaysTrue():
         return pc.scalar(True)
     if expr is AlwaysFalse():
         return pc.scalar(False)
     if isinstance(expr, And):
-        return to_arrow_expression(expr.left) & to_arrow_expression(expr.right)
+        return _convert(expr.left, under_not) & _convert(expr.right, under_not)
     if isinstance(expr, Or):
-        return to_arrow_expression(expr.left) | to_arrow_expression(expr.right)
+        return _convert(expr.left, under_not) | _convert(expr.right, under_not)
     if isinstance(expr, Not):
-        return ~to_arrow_expression(expr.child)
+        return ~_convert(expr.child, under_not=True)
     if isinstance(expr, BoundPredicate):
-        return _predicate(expr)
+        return _predicate(expr, under_not)
     raise ValidationError(f"only bound expressions convert to Arrow, got {expr!r}")

@@ -373,7 +373,10 @@ def format_predicate(op: Op, name: str, literal: Any, literals: Iterable[Any]) -
     if op is Op.NOT_NAN:
         return f"{n} is not nan"
     if op.is_set:
-        items = sorted((format_literal(v) for v in literals), key=lambda s: (len(s), s))
+        try:
+            items = [format_literal(v) for v in sorted(literals)]
+        except TypeError:  # mixed kinds: order by text
+            items = sorted((format_literal(v) for v in literals), key=lambda s: (len(s), s))
         word = "in" if op is Op.IN else "not in"
         return f"{n} {word} ({', '.join(items)})"
     if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH) and isinstance(literal, str):
