@@ -268,8 +268,8 @@ def project(expr: BooleanExpression, spec: Any, strict: bool = False) -> Boolean
             raise ValidationError(f"can only project bound expressions, got {e!r}")
         result: BooleanExpression = AlwaysFalse() if strict else AlwaysTrue()
         for f in fields:
-            if f.source_id != e.ref.field_id:
-                continue
+            if f.source_id != e.ref.field_id or getattr(f, "source_ids", None):
+                continue  # multi-argument (v3) transforms do not project single predicates
             p = project_predicate(f.transform, f.name, e, strict)
             if p is not None:
                 result = Or(result, p) if strict else And(result, p)

@@ -56,7 +56,7 @@ class ResidualEvaluator:
             return
         checks: _Checks = []
         for f in self.fields:
-            if f.source_id != e.ref.field_id:
+            if f.source_id != e.ref.field_id or getattr(f, "source_ids", None):
                 continue
             strict = project_predicate(f.transform, f.name, e, strict=True)
             inclusive = project_predicate(f.transform, f.name, e, strict=False)
