@@ -4,6 +4,8 @@
 pub mod deletes;
 pub mod error;
 pub mod puffin;
+pub mod serde;
+pub mod transforms;
 
 #[cfg(feature = "python")]
 mod py;

@@ -4,6 +4,8 @@
 mod deletes;
 mod errors;
 mod puffin;
+mod serde;
+mod transforms;
 
 use pyo3::prelude::*;
 
@@ -35,5 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
     deletes::register(m)?;
     puffin::register(m)?;
+    serde::register(m)?;
+    transforms::register(m)?;
     Ok(())
 }
