@@ -18,7 +18,8 @@ pub struct BlobMetadata {
     pub properties: Vec<(String, String)>,
 }
 
-/// The footer: blob metadata and file properties (e.g. `created-by`).
+/// The footer: blob metadata and file properties (e.g. `created-by`). Properties are JSON
+/// objects: the writer keeps the given order, the reader returns them sorted by key.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FileMetadata {
     pub blobs: Vec<BlobMetadata>,

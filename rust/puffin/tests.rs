@@ -104,7 +104,16 @@ fn compressed_blobs_and_footer_round_trip() {
         let dvm = w.add_deletion_vector(&dv, "s3://b/f.parquet").unwrap();
         let file = w.finish(props(&[("created-by", "icefloe")]), true).unwrap();
         let (meta, _) = read_file_metadata(&file).unwrap();
-        assert_eq!(meta.blobs, vec![m.clone(), dvm.clone()]);
+        // Properties are a JSON object: compare them as maps.
+        let sorted = |mut b: BlobMetadata| {
+            b.properties.sort();
+            b
+        };
+        let expected: Vec<_> = [m.clone(), dvm.clone()].into_iter().map(sorted).collect();
+        assert_eq!(
+            meta.blobs.into_iter().map(sorted).collect::<Vec<_>>(),
+            expected
+        );
         assert_eq!(read_blob(&file, &m).unwrap(), data);
         let raw = &file[dvm.offset as usize..(dvm.offset + dvm.length) as usize];
         assert_eq!(crate::deletes::dv::decode_dv(raw, Some(3)).unwrap(), dv);
