@@ -76,9 +76,10 @@ from icefloe.metadata.updates import (
 )
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
+from icefloe.schema_rules import validate_schema
 from icefloe.sorting import SortOrder
 
-__all__ = ["METADATA_PREVIOUS_VERSIONS_MAX", "apply_updates", "check_schema_for_version"]
+__all__ = ["METADATA_PREVIOUS_VERSIONS_MAX", "apply_updates"]
 
 METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
@@ -170,7 +171,7 @@ class _Builder:
 
     def _add_schema(self, u: AddSchema) -> None:
         schema = u.schema
-        check_schema_for_version(schema, self.format_version)
+        validate_schema(schema, self.format_version)
         if u.last_column_id is not None and u.last_column_id < self.last_column_id:
             raise ValidationError(
                 f"Invalid last column ID: {u.last_column_id} < {self.last_column_id} "
@@ -533,23 +534,3 @@ def _int_prop(props: dict[str, str], key: str, default: int) -> int:
         return int(v)
     except ValueError:
         raise ValidationError(f"table property {key!r} is not an integer: {v!r}") from None
-
-
-def check_schema_for_version(schema: Schema, format_version: int) -> None:
-    """Types and non-null ``initial-default`` values newer than the table's format version."""
-    stack = list(schema.fields)
-    while stack:
-        f = stack.pop()
-        t = f.field_type
-        if t.min_format_version > format_version:
-            raise ValidationError(
-                f"Invalid schema for v{format_version}: field {f.name!r} has type {t} "
-                f"which needs format v{t.min_format_version}"
-            )
-        if f.initial_default is not None and format_version < 3:
-            raise ValidationError(
-                f"Invalid schema for v{format_version}: field {f.name!r} has a non-null "
-                "initial-default, which is not supported until v3"
-            )
-        if t.is_nested:
-            stack.extend(t.fields)  # type: ignore[attr-defined]

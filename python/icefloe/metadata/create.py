@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
-from icefloe.metadata._builder import check_schema_for_version
 from icefloe.metadata.table_metadata import SUPPORTED_FORMAT_VERSION, TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
+from icefloe.schema_rules import assign_fresh_ids, validate_schema
 from icefloe.sorting import SortField, SortOrder
-from icefloe.types import IcebergType, ListType, MapType, NestedField, StructType
 
-__all__ = ["RESERVED_PROPERTIES", "assign_fresh_ids", "new_table_metadata"]
+__all__ = ["RESERVED_PROPERTIES", "new_table_metadata"]
 
 #: Table properties that steer table creation (or report table state) and are never stored.
 RESERVED_PROPERTIES = frozenset(
@@ -33,65 +32,10 @@ RESERVED_PROPERTIES = frozenset(
 DEFAULT_FORMAT_VERSION = 2
 
 
-def _fresh_type(t: IcebergType, next_id: Callable[[], int], ids: dict[int, int]) -> IcebergType:
-    if isinstance(t, StructType):
-        new_ids = [next_id() for _ in t.fields]
-        out = []
-        for f, fid in zip(t.fields, new_ids, strict=True):
-            ids[f.field_id] = fid
-            out.append(
-                NestedField(
-                    fid,
-                    f.name,
-                    _fresh_type(f.field_type, next_id, ids),
-                    f.required,
-                    f.doc,
-                    f.initial_default,
-                    f.write_default,
-                )
-            )
-        return StructType(*out)
-    if isinstance(t, ListType):
-        eid = next_id()
-        ids[t.element_id] = eid
-        return ListType(eid, _fresh_type(t.element_type, next_id, ids), t.element_required)
-    if isinstance(t, MapType):
-        kid = next_id()
-        vid = next_id()
-        ids[t.key_id] = kid
-        ids[t.value_id] = vid
-        return MapType(
-            kid,
-            _fresh_type(t.key_type, next_id, ids),
-            vid,
-            _fresh_type(t.value_type, next_id, ids),
-            t.value_required,
-        )
-    return t
-
-
-def assign_fresh_ids(schema: Schema, schema_id: int = 0) -> tuple[Schema, dict[int, int]]:
-    """``schema`` renumbered from 1: each struct's fields first, then their children, in order
-    (list element, then map key and value), as the reference does. Returns the new schema and
-    the old-id -> new-id mapping."""
-    counter = [0]
-
-    def next_id() -> int:
-        counter[0] += 1
-        return counter[0]
-
-    ids: dict[int, int] = {}
-    struct = _fresh_type(StructType(*schema.fields), next_id, ids)
-    assert isinstance(struct, StructType)
-    identifier_ids = [ids[i] for i in schema.identifier_field_ids]
-    return (
-        Schema(*struct.fields, schema_id=schema_id, identifier_field_ids=identifier_ids),
-        ids,
-    )
-
-
-def _map_id(ids: dict[int, int], source_id: int, what: str) -> int:
-    new = ids.get(source_id)
+def _map_id(old: Schema, fresh: Schema, source_id: int, what: str) -> int:
+    """The id in ``fresh`` of the column that had ``source_id`` in ``old`` (matched by name)."""
+    name = old.find_column_name(source_id)
+    new = fresh.find_field_id(name) if name is not None else None
     if new is None:
         raise ValidationError(f"{what}: source column {source_id} is not in the schema")
     return new
@@ -110,11 +54,11 @@ def new_table_metadata(
 ) -> TableMetadata:
     """Metadata for a new table at ``location``.
 
-    Column ids are reassigned from 1 (:func:`assign_fresh_ids`), the spec becomes spec 0 with
-    partition field ids from 1000 and its source ids remapped, the sort order becomes order 1
-    (0 when unsorted) with remapped source ids. ``format_version`` defaults to the
-    ``format-version`` property, else 2. Reserved properties (:data:`RESERVED_PROPERTIES`) are
-    not stored.
+    Column ids are reassigned from 1 (:func:`icefloe.schema_rules.assign_fresh_ids`), the spec
+    becomes spec 0 with partition field ids from 1000 and its source ids remapped (by column
+    name), the sort order becomes order 1 (0 when unsorted) with remapped source ids.
+    ``format_version`` defaults to the ``format-version`` property, else 2. Reserved properties
+    (:data:`RESERVED_PROPERTIES`) are not stored.
     """
     props = dict(properties or {})
     if format_version is None:
@@ -127,12 +71,12 @@ def new_table_metadata(
         raise UnsupportedFeatureError(f"Unsupported format version: v{format_version}")
     if format_version < 1:
         raise ValidationError(f"format-version must be 1, 2 or 3, got {format_version}")
-    fresh, ids = assign_fresh_ids(schema)
-    check_schema_for_version(fresh, format_version)
+    fresh = assign_fresh_ids(schema, schema_id=0)
+    validate_schema(fresh, format_version)
     fields = []
     for i, f in enumerate(spec.fields):
         what = f"partition field {f.name!r}"
-        sources = tuple(_map_id(ids, s, what) for s in f.all_source_ids)
+        sources = tuple(_map_id(schema, fresh, s, what) for s in f.all_source_ids)
         fields.append(
             PartitionField(
                 sources[0], 1000 + i, f.transform, f.name, sources if len(sources) > 1 else None
@@ -142,7 +86,7 @@ def new_table_metadata(
     fresh_spec.validate(fresh)
     sort_fields = []
     for sf in sort_order.fields:
-        sources = tuple(_map_id(ids, s, "sort field") for s in sf.all_source_ids)
+        sources = tuple(_map_id(schema, fresh, s, "sort field") for s in sf.all_source_ids)
         sort_fields.append(
             SortField(
                 sources[0],
