@@ -727,3 +727,93 @@ def test_random_update_sequences_keep_invariants(version: int, batches: list[lis
         assert md.metadata_log[-1].metadata_file == f"m{n}.json"
         # the written form reads back identically
         assert TableMetadata.parse(md.dumps()) == md
+
+
+# ----------------------------------------------------------------------------- PyIceberg oracle
+
+
+def _pyiceberg_apply(md: TableMetadata, updates: list[TableUpdate], location: str) -> TableMetadata:
+    """The same updates applied by PyIceberg 0.12 (from their REST wire form), read back."""
+    import json
+
+    from pydantic import TypeAdapter
+    from pyiceberg.table.metadata import TableMetadataUtil
+    from pyiceberg.table.update import TableUpdate as PyTableUpdate
+    from pyiceberg.table.update import update_table_metadata
+
+    adapter: Any = TypeAdapter(PyTableUpdate)
+    theirs = update_table_metadata(
+        TableMetadataUtil.parse_raw(md.dumps()),
+        tuple(adapter.validate_python(u.to_json()) for u in updates),
+        metadata_location=location,
+    )
+    return TableMetadata.parse(json.dumps(json.loads(theirs.model_dump_json(by_alias=True))))
+
+
+def _dangling_parents_cleared(md: TableMetadata) -> TableMetadata:
+    """PyIceberg clears the parent id of a snapshot whose parent was removed; Java (and icefloe)
+    keep snapshots unchanged. Compare with such parent ids cleared on both sides."""
+    from dataclasses import replace
+
+    live = {s.snapshot_id for s in md.snapshots}
+    return replace(
+        md,
+        snapshots=tuple(
+            s if s.parent_snapshot_id in live else replace(s, parent_snapshot_id=None)
+            for s in md.snapshots
+        ),
+    )
+
+
+def test_apply_updates_agrees_with_pyiceberg() -> None:
+    """Ids already assigned by the client (PyIceberg does not reassign them) and no intermediate
+    snapshots (Java, and so icefloe, leaves those out of the snapshot log; PyIceberg logs them)."""
+    from dataclasses import replace
+
+    md = base(2)
+    wider = Schema(*SCHEMA.fields, NestedField(3, "z", LongType()), schema_id=1)
+    batches: list[list[TableUpdate]] = [
+        [
+            AddSchema(wider),
+            SetCurrentSchema(-1),
+            AddPartitionSpec(PartitionSpec(identity(1, 1000, "id"), spec_id=1)),
+            SetDefaultSpec(-1),
+            AddSortOrder(SortOrder(SortField(3))),
+            SetDefaultSortOrder(-1),
+            AddSnapshot(snap(1, 1, ts=3000)),
+            SetSnapshotRef("main", 1),
+            SetSnapshotRef("dev", 1, max_ref_age_ms=10),
+            SetProperties({"write.metadata.previous-versions-max": "2", "a": "b"}),
+        ],
+        [
+            AddSnapshot(snap(2, 2, parent=1, ts=3100)),
+            SetSnapshotRef("main", 2),
+            SetStatistics(StatisticsFile(2, "s.puffin", 10, 2)),
+            SetPartitionStatistics(PartitionStatisticsFile(2, "p.parquet", 5)),
+            RemoveProperties(("a",)),
+            SetLocation("s3://b/moved"),
+        ],
+        [
+            RemoveSnapshotRef("dev"),
+            AddSnapshot(snap(3, 3, parent=2, ts=3200)),
+            SetSnapshotRef("main", 3),
+        ],
+        [RemoveStatistics(2), RemovePartitionStatistics(2)],
+        [RemoveSnapshots((1,))],
+        [SetProperties({"b": "c"})],
+    ]
+    for i, updates in enumerate(batches):
+        location = f"s3://b/t/metadata/{i:05d}.metadata.json"
+        ours = apply_updates(md, updates, location, now_ms=md.last_updated_ms + 1)
+        theirs = _pyiceberg_apply(md, updates, location)
+        # last-updated-ms falls back to the wall clock in PyIceberg, and PyIceberg clears the
+        # parent id of a snapshot whose parent was removed (Java keeps snapshots unchanged)
+        # last-updated-ms falls back to the wall clock in PyIceberg
+        assert _dangling_parents_cleared(
+            replace(theirs, last_updated_ms=ours.last_updated_ms)
+        ) == _dangling_parents_cleared(ours), i
+        md = ours
+    assert [e.metadata_file[-19:] for e in md.metadata_log] == [
+        "00004.metadata.json",
+        "00005.metadata.json",
+    ]  # trimmed to write.metadata.previous-versions-max = 2
