@@ -413,6 +413,16 @@ _DROP = object()
         ({"last_sequence_number": 0}, "last-sequence-number"),
         ({"snapshot_log": [{"snapshot-id": 1}]}, "timestamp-ms"),
         ({"metadata_log": [{"timestamp-ms": 1}]}, "metadata-file"),
+        ({"last_updated_ms": 1555100955770 - 60_001}, "before the last snapshot-log entry"),
+        (
+            {
+                "metadata_log": [
+                    {"timestamp-ms": 5000000, "metadata-file": "b"},
+                    {"timestamp-ms": 1, "metadata-file": "a"},
+                ]
+            },
+            "metadata-log entries are not sorted",
+        ),
     ],
 )
 def test_invalid_fields_name_the_field(changes: dict[str, Any], message: str) -> None:

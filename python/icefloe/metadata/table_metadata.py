@@ -65,6 +65,7 @@ INITIAL_SEQUENCE_NUMBER = 0
 #: ``last-partition-id`` of a table that never had a partition field (ids start at 1000).
 PARTITION_DATA_ID_START = 1000
 _GZIP_MAGIC = b"\x1f\x8b"
+_ONE_MINUTE_MS = 60_000
 _WHAT = "table metadata"
 
 
@@ -190,6 +191,7 @@ class TableMetadata:
                 raise ValidationError(
                     f"refs: snapshot {ref.snapshot_id} of ref {name!r} is not in snapshots"
                 )
+        self._validate_log_times()
         main = self.refs.get(MAIN_BRANCH)
         if main is not None:
             if not main.is_branch:
@@ -202,6 +204,24 @@ class TableMetadata:
                 raise ValidationError(
                     f"refs: current-snapshot-id {self.current_snapshot_id} does not match the "
                     f"main branch ({main.snapshot_id})"
+                )
+
+    def _validate_log_times(self) -> None:
+        """Both logs are in time order and not after ``last-updated-ms``, with the reference's
+        one-minute tolerance for clock skew between writers."""
+        for key, entries in (
+            ("snapshot-log", self.snapshot_log),
+            ("metadata-log", self.metadata_log),
+        ):
+            prev: int | None = None
+            for e in entries:
+                if prev is not None and e.timestamp_ms - prev < -_ONE_MINUTE_MS:
+                    raise ValidationError(f"{key} entries are not sorted by timestamp-ms")
+                prev = e.timestamp_ms
+            if prev is not None and self.last_updated_ms - prev < -_ONE_MINUTE_MS:
+                raise ValidationError(
+                    f"last-updated-ms {self.last_updated_ms} is before the last {key} entry "
+                    f"at {prev}"
                 )
 
     # ------------------------------------------------------------------ lookups
