@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from harness import Harness
-
 from icefloe.metadata import (
     AddSnapshot,
     SetSnapshotRef,
@@ -20,7 +19,9 @@ from icefloe.types import LongType, NestedField, StringType
 
 
 def _table(n: int) -> TableMetadata:
-    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()))
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType())
+    )
     md = new_table_metadata(
         schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "s3://b/t", {}, 2, now_ms=1
     )
