@@ -54,6 +54,12 @@ def test_keep_mask_filters_a_batch() -> None:
     assert dv.keep_mask(10, 5).to_pylist() == [True, True, False, True, True]
     with pytest.raises(ValidationError, match="sorted"):
         keep_mask_from_positions([5, 1], 0, 10)
+    with pytest.raises(ValidationError, match="length"):
+        dv.keep_mask(0, 1 << 40)
+    with pytest.raises(ValidationError, match="length"):
+        keep_mask_from_positions([1], 0, 1 << 40)
+    with pytest.raises(ValidationError, match="length"):
+        PositionDeleteIndex().keep_mask("f", 0, 1 << 40)
 
 
 def _pos_table(rows: list[tuple[str, int]]) -> pa.Table:
