@@ -79,7 +79,7 @@ def transform_literal(transform: Transform, source: IcebergType, value: Any) -> 
     """``transform`` applied to one internal-representation value of type ``source``."""
     if isinstance(source, IntegerType):
         source = LongType()  # int and long transform identically; the wider type cannot overflow
-    out = transform.apply(arrow_array([value], source))  # type: ignore[attr-defined]
+    out = transform.apply(arrow_array([value], source))
     if pa.types.is_date32(out.type):
         out = out.cast(pa.int32())
     elif pa.types.is_timestamp(out.type) or pa.types.is_time64(out.type):
