@@ -140,6 +140,7 @@ def proj(t: Transform, expr: BooleanExpression, strict: bool = False) -> str | N
         (MonthTransform(), col("d") >= "1969-06-15", "p >= -7", "p > -6"),
         (MonthTransform(), col("d") != "1969-06-15", None, "p not in (-7, -6)"),
         (YearTransform(), col("ts") >= "1970-01-01", "p >= 0", "p > 0"),
+        (YearTransform(), col("ts") > "1970-01-01", "p >= 0", "p > 1"),
         (DayTransform(), col("d") < "1969-06-15", "p <= -201", "p < -200"),
         (DayTransform(), col("d") == "1969-06-15", "p = -200", None),
         # Void and unknown transforms never project.
