@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyiceberg.transforms as pt
 import pyiceberg.types as pty
 import pyiceberg_core.transform as pcore
-from harness import Harness
 
+from harness import Harness
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,
@@ -53,9 +53,7 @@ def run(h: Harness) -> None:
         ours=lambda: b16.apply(longs),
         peers={
             "pyiceberg-core": lambda: pcore.bucket(longs, 16),
-            "pyiceberg (pyarrow_transform)": lambda: p_b16.pyarrow_transform(pty.LongType())(
-                longs
-            ),
+            "pyiceberg (pyarrow_transform)": lambda: p_b16.pyarrow_transform(pty.LongType())(longs),
         },
         target="5x pyiceberg-core",
     )
