@@ -197,3 +197,49 @@ def test_backoff_policy_and_retry_count(tmp_path: Path) -> None:
     with pytest.raises(CommitFailedError):
         run_commit(timeout, "m0", [], [], always_lose, lambda: (timeout, "m0"), sleep=sleeps.append)
     assert len(attempts) == 1 and sleeps == []
+
+
+def _crashing_commit(uri: str, warehouse: str, name: str, when: str) -> None:
+    """Child process: commit a property change and die abruptly at ``when``."""
+    import os
+
+    catalog = SqlCatalog(name, uri=uri, warehouse=warehouse)
+    real_swap = catalog._swap_pointer
+
+    def swap(identifier: Any, expected: str, new: str) -> None:
+        if when == "before-swap":
+            os._exit(3)
+        real_swap(identifier, expected, new)
+        os._exit(4)  # after the swap, before anything else happens
+
+    catalog._swap_pointer = swap  # type: ignore[method-assign]
+    catalog.load_table("db.t").set_properties(crash=when)
+
+
+@pytest.mark.parametrize("when", ["before-swap", "after-swap"])
+def test_commit_interrupted_by_process_death(tmp_path: Path, when: str) -> None:
+    import multiprocessing
+
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    warehouse = (tmp_path / "warehouse").as_uri()
+    catalog = SqlCatalog("crash", uri=uri, warehouse=warehouse)
+    catalog.create_namespace("db")
+    before = catalog.create_table("db.t", _schema(), properties={"a": "1"})
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_crashing_commit, args=(uri, warehouse, "crash", when)
+    )
+    proc.start()
+    proc.join(timeout=300)
+    assert proc.exitcode == (3 if when == "before-swap" else 4)
+    after = catalog.load_table("db.t")  # never broken
+    files = _metadata_files(after)
+    assert len(files) == 2  # the new file was written in both cases
+    if when == "before-swap":
+        assert after.metadata_location == before.metadata_location
+        assert "crash" not in after.properties
+    else:
+        assert after.properties["crash"] == "after-swap"
+        assert after.metadata_log()[-1].metadata_file == before.metadata_location
+    after.set_properties(b="2")  # and the table keeps working
+    assert catalog.load_table("db.t").properties["b"] == "2"
+    catalog.close()
