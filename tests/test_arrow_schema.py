@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
-from pyiceberg.io.pyarrow import pyarrow_to_schema
+from pyiceberg.io.pyarrow import pyarrow_to_schema, schema_to_pyarrow
+from pyiceberg.schema import Schema as PySchema
 
 from icefloe.arrow_schema import (
     FIELD_ID_KEY,
@@ -304,3 +305,11 @@ def test_pyiceberg_reads_our_arrow_schemas(schema: Schema) -> None:
     theirs = pyarrow_to_schema(schema_to_arrow(schema), format_version=3)
     parsed = Schema.from_json(json.loads(theirs.model_dump_json(by_alias=True)))
     assert parsed.same_schema(schema)
+
+
+@given(schemas())
+@settings(max_examples=40, deadline=None)
+def test_we_read_pyiceberg_arrow_schemas(schema: Schema) -> None:
+    # PyIceberg writes large types, the uuid extension and its own map entry names.
+    theirs = schema_to_pyarrow(PySchema.model_validate(schema.to_json()))
+    assert arrow_to_schema(theirs, schema_id=schema.schema_id) == schema
