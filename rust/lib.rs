@@ -2,6 +2,8 @@
 //! bindings are confined to `py/` (feature `python`) so `cargo test` runs without Python.
 
 pub mod error;
+pub mod serde;
+pub mod transforms;
 
 #[cfg(feature = "python")]
 mod py;
