@@ -201,3 +201,55 @@ def test_sql_location_rules(sql_catalog: SqlCatalog, tmp_path: Path) -> None:
         "b.c.m", _schema(), properties={"write.metadata.path": (tmp_path / "meta").as_uri()}
     )
     assert _local(tc.metadata_location).parent == tmp_path / "meta"
+
+
+def test_sql_catalog_on_a_v0_database_without_iceberg_type(tmp_path: Path) -> None:
+    """Databases created by older Java JDBC catalogs lack ``iceberg_type``: used as they are."""
+    from sqlalchemy import create_engine, text
+
+    uri = f"sqlite:///{tmp_path / 'v0.db'}"
+    engine = create_engine(uri)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, "
+                "table_namespace VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, "
+                "metadata_location VARCHAR(1000), previous_metadata_location VARCHAR(1000), "
+                "PRIMARY KEY (catalog_name, table_namespace, table_name))"
+            )
+        )
+        conn.execute(
+            text(
+                "CREATE TABLE iceberg_namespace_properties (catalog_name VARCHAR(255) NOT NULL, "
+                "namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), "
+                "property_value VARCHAR(1000), "
+                "PRIMARY KEY (catalog_name, namespace, property_key))"
+            )
+        )
+    engine.dispose()
+    cat = SqlCatalog("old", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", _schema())
+    t.set_properties(a="1")
+    assert cat.list_tables("db") == [("db", "t")]
+    assert cat.load_table("db.t").properties["a"] == "1"
+    cat.close()
+
+
+def test_hadoop_version_hint_is_only_a_hint(tmp_path: Path) -> None:
+    cat = HadoopCatalog("fs", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", _schema())
+    t.set_properties(a="1")
+    t.set_properties(b="2")
+    hint = tmp_path / "db" / "t" / "metadata" / "version-hint.text"
+    assert hint.read_text() == "3"
+    hint.write_text("2")  # stale: a writer died between the commit and the hint update
+    assert cat.load_table("db.t").properties["b"] == "2"
+    hint.write_text("garbage")
+    assert cat.load_table("db.t").metadata_location.endswith("/v3.metadata.json")
+    hint.unlink()
+    assert cat.load_table("db.t").metadata_location.endswith("/v3.metadata.json")
+    # a directory without metadata files is not a table
+    (tmp_path / "db" / "empty" / "metadata").mkdir(parents=True)
+    assert not cat.table_exists("db.empty")

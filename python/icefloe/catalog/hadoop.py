@@ -196,21 +196,24 @@ class HadoopCatalog(Catalog):
             hint = self.io.new_input(f"{meta_dir}/{VERSION_HINT}").read().decode().strip()
             version = int(hint)
         except (NotFoundError, ValueError, UnicodeDecodeError):
+            version = None
+        if version is None or self._existing_version_file(identifier, version) is None:
+            # No usable hint: the newest v<N>.metadata.json in the directory.
             versions = [
                 v
                 for name, is_dir in self.io.list_dir(meta_dir)
-                if not is_dir
-                and (v := metadata_file_version(name)) is not None
-                and name.startswith("v")
+                if not is_dir and name.startswith("v")
+                if (v := metadata_file_version(name)) is not None
             ]
             version = max(versions) if versions else None
-        if version is None or self._existing_version_file(identifier, version) is None:
+        if version is None:
             raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
         # The hint may lag behind a commit whose hint update failed: look ahead.
         while self._existing_version_file(identifier, version + 1) is not None:
             version += 1
         location = self._existing_version_file(identifier, version)
-        assert location is not None
+        if location is None:
+            raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
         return location
 
     def _write_version(self, identifier: Identifier, version: int, new: TableMetadata) -> str:
