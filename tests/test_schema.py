@@ -181,6 +181,10 @@ def test_equality_str_and_same_schema() -> None:
         NestedField(3, "l", ListType(4, LongType()), False, None, [1], [1]),
     )
     assert hash(with_defaults) == hash(Schema.from_json(with_defaults.to_json()))
+    assert hash(with_defaults.as_struct()) == hash(
+        Schema.from_json(with_defaults.to_json()).as_struct()
+    )
+    assert len({with_defaults.fields[0], Schema.from_json(with_defaults.to_json()).fields[0]}) == 1
     c = Schema(*a.fields, schema_id=8, identifier_field_ids=[1])
     assert a != c
     assert a.same_schema(c)

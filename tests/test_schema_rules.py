@@ -24,6 +24,7 @@ from icefloe.types import (
     DateType,
     DecimalType,
     DoubleType,
+    FixedType,
     GeographyType,
     GeometryType,
     IcebergType,
@@ -36,7 +37,9 @@ from icefloe.types import (
     StructType,
     TimestampNanoType,
     TimestamptzNanoType,
+    TimestamptzType,
     UnknownType,
+    UUIDType,
     VariantType,
 )
 from schema_strategies import schemas
@@ -137,6 +140,18 @@ def test_struct_defaults() -> None:
         (ListType(2, IntegerType()), [1, 2, 3], [1, "2"]),
         (MapType(2, IntegerType(), 3, StringType()), {"keys": [1], "values": ["a"]}, [1]),
         (MapType(2, IntegerType(), 3, StringType()), {"keys": [], "values": []}, {"keys": [1]}),
+        # Appendix D examples (spec-facts 3.4): values are parsed, not only shape-checked.
+        (FixedType(2), "111f", "111ff"),
+        (TimestamptzType(), "2007-12-03T10:15:30+00:00", "2007-12-03T10:15:30+01:00"),
+        (DecimalType(9, 4), "123.4500", 123.45),
+        (DateType(), "2007-12-03", "2007-13-03"),
+        (TimestampNanoType(), "2007-12-03T10:15:30.123456789", "yesterday"),
+        (UUIDType(), "eb26bdb1-a1d8-4aa6-990e-da940875492c", "eb26bdb1"),
+        (
+            MapType(2, IntegerType(), 3, StringType()),
+            {"keys": [1, 2], "values": ["foo", "bar"]},
+            {"keys": [1, 2], "values": ["foo"]},
+        ),
     ],
 )
 def test_default_shapes(t: IcebergType, good: Any, bad: Any) -> None:

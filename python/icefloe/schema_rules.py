@@ -4,7 +4,8 @@
   ids (spec "Reserved Field IDs"), only types the version allows, and the default-value rules
   (spec "Default values"): defaults only from v3, ``unknown``/``variant``/``geometry``/
   ``geography`` default to null, ``unknown`` columns are optional, a struct's default is null or
-  ``{}`` and every default has the JSON shape its type needs (Appendix D).
+  ``{}`` and every default is a valid JSON single value of its type (Appendix D, parsed by
+  :func:`icefloe.values.from_json`).
 * :func:`min_format_version` is the lowest format version that can hold a schema.
 * :func:`assign_fresh_ids` renumbers a schema for a new table the way the reference does.
 
@@ -15,36 +16,20 @@ names, identifier fields), since internal schemas such as position-delete files 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from icefloe import values
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema, walk_fields
 from icefloe.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FixedType,
-    FloatType,
     GeographyType,
     GeometryType,
     IcebergType,
-    IntegerType,
     ListType,
-    LongType,
     MapType,
     NestedField,
     NestedType,
-    StringType,
     StructType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
     UnknownType,
-    UUIDType,
     VariantType,
 )
 
@@ -78,19 +63,6 @@ METADATA_COLUMNS: dict[int, tuple[str, str]] = {
 }
 
 _NULL_ONLY = (UnknownType, VariantType, GeometryType, GeographyType)
-_STRING_VALUED = (
-    DecimalType,
-    DateType,
-    TimeType,
-    TimestampType,
-    TimestamptzType,
-    TimestampNanoType,
-    TimestamptzNanoType,
-    StringType,
-    UUIDType,
-    FixedType,
-    BinaryType,
-)
 
 
 def validate_schema(schema: Schema, format_version: int) -> None:
@@ -124,7 +96,7 @@ def validate_schema(schema: Schema, format_version: int) -> None:
 
 def check_default_value(field: NestedField, name: str | None = None) -> None:
     """Checks ``field``'s ``initial-default`` and ``write-default`` against the spec's rules and
-    the JSON single-value shape of the field's type."""
+    parses them as JSON single values of the field's type."""
     label = name if name is not None else field.name
     for key, value in (
         ("initial-default", field.initial_default),
@@ -144,35 +116,12 @@ def check_default_value(field: NestedField, name: str | None = None) -> None:
                     f"(sub-field defaults belong to the sub-fields), got {value!r}"
                 )
             continue
-        if not _json_shape_ok(t, value):
-            raise ValidationError(f"column {label!r}: {key} {value!r} is not a valid {t} value")
-
-
-def _json_shape_ok(t: IcebergType, v: Any) -> bool:
-    """Whether ``v`` has the JSON shape of a single value of ``t`` (Appendix D)."""
-    if isinstance(t, BooleanType):
-        return isinstance(v, bool)
-    if isinstance(t, IntegerType | LongType):
-        return isinstance(v, int) and not isinstance(v, bool)
-    if isinstance(t, FloatType | DoubleType):
-        return isinstance(v, int | float) and not isinstance(v, bool)
-    if isinstance(t, _STRING_VALUED):
-        return isinstance(v, str)
-    if isinstance(t, ListType):
-        return isinstance(v, list) and all(_json_shape_ok(t.element_type, e) for e in v)
-    if isinstance(t, MapType):
-        return (
-            isinstance(v, dict)
-            and set(v) == {"keys", "values"}
-            and isinstance(v["keys"], list)
-            and isinstance(v["values"], list)
-            and len(v["keys"]) == len(v["values"])
-            and all(_json_shape_ok(t.key_type, k) for k in v["keys"])
-            and all(_json_shape_ok(t.value_type, x) for x in v["values"] if x is not None)
-        )
-    if isinstance(t, StructType):
-        return isinstance(v, dict)
-    return False
+        try:
+            values.from_json(t, value)
+        except ValidationError as e:
+            raise ValidationError(
+                f"column {label!r}: {key} {value!r} is not a valid {t} value ({e})"
+            ) from None
 
 
 def min_format_version(schema: Schema) -> int:

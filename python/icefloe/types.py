@@ -12,6 +12,7 @@ the Python value.
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -296,6 +297,20 @@ class NestedField:
     def optional(self) -> bool:
         return not self.required
 
+    def __hash__(self) -> int:
+        # Defaults may be JSON objects or lists (struct, map and list values): hash their text.
+        return hash(
+            (
+                self.field_id,
+                self.name,
+                self.field_type,
+                self.required,
+                self.doc,
+                _json_key(self.initial_default),
+                _json_key(self.write_default),
+            )
+        )
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.field_id,
@@ -514,6 +529,13 @@ def type_from_json(obj: Any) -> IcebergType:
     except KeyError as e:
         raise ValidationError(f"{kind} type is missing {e.args[0]!r}: {obj!r}") from None
     raise ValidationError(f"unknown nested type {kind!r} in {obj!r}")
+
+
+def _json_key(v: Any) -> Any:
+    """A hashable stand-in for a JSON default value."""
+    if isinstance(v, dict | list):
+        return json.dumps(v, sort_keys=True)
+    return v
 
 
 def _int(v: Any, name: str) -> int:
