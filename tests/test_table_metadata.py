@@ -604,3 +604,28 @@ def test_pyiceberg_reads_what_we_write() -> None:
         assert theirs.default_spec_id == md.default_spec_id, path.name
         assert [s.snapshot_id for s in theirs.snapshots] == [s.snapshot_id for s in md.snapshots]
         assert set(theirs.refs) == set(md.refs), path.name
+
+
+def test_ancestors_and_time_travel() -> None:
+    md = load(JAVA / "TableMetadataV2Valid.json")
+    first, second = 3051729675574597004, 3055729675574597004
+    assert [s.snapshot_id for s in md.ancestors_of(second)] == [second, first]
+    assert [s.snapshot_id for s in md.ancestors_of(first)] == [first]
+    assert md.ancestors_of(42) == []
+    # snapshot-log: first current at 1515100955770, second at 1555100955770
+    assert md.snapshot_as_of(1515100955770).snapshot_id == first
+    assert md.snapshot_as_of(1555100955769).snapshot_id == first
+    assert md.snapshot_as_of(1555100955770).snapshot_id == second
+    with pytest.raises(NoSuchSnapshotError, match="starts later"):
+        md.snapshot_as_of(1515100955769)
+    with pytest.raises(NoSuchSnapshotError, match="is empty"):
+        load(JAVA / "TableMetadataV1Valid.json").snapshot_as_of(0)
+
+
+def test_time_travel_to_an_expired_snapshot() -> None:
+    obj = raw(JAVA / "TableMetadataV2Valid.json")
+    obj["snapshots"] = obj["snapshots"][1:]  # the first snapshot expired, its log entry kept
+    md = TableMetadata.from_json(obj)
+    with pytest.raises(NoSuchSnapshotError, match="expired"):
+        md.snapshot_as_of(1515100955770)
+    assert [s.snapshot_id for s in md.ancestors_of(3055729675574597004)] == [3055729675574597004]

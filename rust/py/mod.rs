@@ -1,7 +1,9 @@
 //! Python bindings: the only module that imports pyo3. Each area registers its functions from a
 //! file of its own here; this file only assembles the module.
 
+mod deletes;
 mod errors;
+mod puffin;
 mod serde;
 mod transforms;
 
@@ -33,6 +35,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
+    deletes::register(m)?;
+    puffin::register(m)?;
     serde::register(m)?;
     transforms::register(m)?;
     Ok(())

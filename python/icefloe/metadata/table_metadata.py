@@ -272,6 +272,43 @@ class TableMetadata:
             raise NoSuchSnapshotError(f"no snapshot with id {snapshot_id}")
         return s
 
+    def ancestors_of(self, snapshot_id: int) -> list[Snapshot]:
+        """``snapshot_id``'s snapshot and its ancestors, newest first, following
+        ``parent-snapshot-id`` until a snapshot without a (still existing) parent."""
+        by_id = {s.snapshot_id: s for s in self.snapshots}
+        out: list[Snapshot] = []
+        seen: set[int] = set()
+        current = by_id.get(snapshot_id)
+        while current is not None and current.snapshot_id not in seen:
+            out.append(current)
+            seen.add(current.snapshot_id)
+            parent = current.parent_snapshot_id
+            current = by_id.get(parent) if parent is not None else None
+        return out
+
+    def snapshot_as_of(self, timestamp_ms: int) -> Snapshot:
+        """The snapshot that was current at ``timestamp_ms``, from ``snapshot-log`` (spec
+        Appendix F "Point in Time Reads"): the last entry at or before the time.
+
+        Raises :class:`NoSuchSnapshotError` when the log has no such entry or its snapshot has
+        been expired.
+        """
+        found: SnapshotLogEntry | None = None
+        for e in self.snapshot_log:
+            if e.timestamp_ms <= timestamp_ms:
+                found = e
+        if found is None:
+            raise NoSuchSnapshotError(
+                f"no snapshot was current at {timestamp_ms}: the snapshot log "
+                + ("starts later" if self.snapshot_log else "is empty")
+            )
+        snapshot = self.snapshot_by_id(found.snapshot_id)
+        if snapshot is None:
+            raise NoSuchSnapshotError(
+                f"snapshot {found.snapshot_id}, current at {timestamp_ms}, has been expired"
+            )
+        return snapshot
+
     def encryption_key(self, key_id: str) -> EncryptedKey | None:
         return next((k for k in self.encryption_keys if k.key_id == key_id), None)
 
