@@ -1,7 +1,9 @@
 //! Rust core of icefloe. Each area lives in a module named for what it holds; the Python
 //! bindings are confined to `py/` (feature `python`) so `cargo test` runs without Python.
 
+pub mod avro;
 pub mod error;
+pub mod manifest;
 
 #[cfg(feature = "python")]
 mod py;

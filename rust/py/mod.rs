@@ -2,6 +2,7 @@
 //! file of its own here; this file only assembles the module.
 
 mod errors;
+mod manifest;
 
 use pyo3::prelude::*;
 
@@ -31,5 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
+    manifest::register(m)?;
     Ok(())
 }
