@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from manifest_tables import make_table, read_bytes
 
 from icefloe.exceptions import CorruptFileError, UnsupportedFeatureError
 from icefloe.manifest import read_manifest, read_manifest_list, write_manifest
+from manifest_tables import make_table, read_bytes
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 I64 = st.integers(-(2**63), 2**63 - 1)

@@ -10,7 +10,6 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
-from manifest_tables import make_table, plain, read_bytes
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import ManifestFile as PIManifestFile
 from pyiceberg.manifest import read_manifest_list as pi_read_manifest_list
@@ -21,6 +20,7 @@ from icefloe.manifest import (
     write_manifest,
     write_manifest_list,
 )
+from manifest_tables import make_table, plain, read_bytes
 
 SCHEMA = json.dumps(
     {

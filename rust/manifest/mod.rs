@@ -17,3 +17,6 @@ pub mod summary;
 pub mod write;
 
 pub use write::{write_manifest, write_manifest_list, ListOptions, ManifestOptions};
+
+#[cfg(test)]
+mod oracle_tests;
