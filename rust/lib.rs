@@ -2,8 +2,12 @@
 //! bindings are confined to `py/` (feature `python`) so `cargo test` runs without Python.
 
 pub mod avro;
+pub mod deletes;
 pub mod error;
 pub mod manifest;
+pub mod puffin;
+pub mod serde;
+pub mod transforms;
 
 #[cfg(feature = "python")]
 mod py;

@@ -9,6 +9,15 @@ echo "==> cargo test"; cargo test --quiet
 echo "==> ruff"; ruff check python tests benches; ruff format --check python tests benches
 echo "==> mypy"; mypy
 echo "==> stubtest"; python -m mypy.stubtest icefloe._native
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing PostgreSQL (Debian package) for the SQL catalog tests"
+    apt-get update -qq && apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "note: PostgreSQL server binaries not found; the PostgreSQL catalog tests will be" \
+      "skipped. Install them with: sudo apt-get install -y postgresql" >&2
+  fi
+fi
 echo "==> pytest"
 set +e
 python -m pytest "$@"

@@ -7,10 +7,12 @@ core arrive as the matching subclass, and a Rust panic arrives as :class:`Intern
 from __future__ import annotations
 
 __all__ = [
+    "AlreadyExistsError",
     "CommitConflictError",
     "CommitFailedError",
     "CommitStateUnknownError",
     "CorruptFileError",
+    "FileIOError",
     "IcebergError",
     "InternalError",
     "NamespaceAlreadyExistsError",
@@ -18,6 +20,7 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NotFoundError",
     "ParseError",
     "TableAlreadyExistsError",
     "UnsupportedFeatureError",
@@ -93,3 +96,15 @@ class CommitStateUnknownError(IcebergError):
 
     Files written by the attempt are kept, since the new metadata may reference them.
     """
+
+
+class FileIOError(IcebergError):
+    """A file system operation failed; the message names the location."""
+
+
+class NotFoundError(FileIOError):
+    """No file exists at the location."""
+
+
+class AlreadyExistsError(FileIOError):
+    """A file exists at the location and an exclusive create was asked for."""

@@ -1,8 +1,12 @@
 //! Python bindings: the only module that imports pyo3. Each area registers its functions from a
 //! file of its own here; this file only assembles the module.
 
+mod deletes;
 mod errors;
 mod manifest;
+mod puffin;
+mod serde;
+mod transforms;
 
 use pyo3::prelude::*;
 
@@ -32,6 +36,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
+    deletes::register(m)?;
     manifest::register(m)?;
+    puffin::register(m)?;
+    serde::register(m)?;
+    transforms::register(m)?;
     Ok(())
 }

@@ -1,0 +1,81 @@
+"""Catalogs: where tables are named and their current metadata pointer is kept.
+
+``load_catalog()`` with nothing configured gives the embedded default, a SQL catalog on SQLite
+under ``./warehouse``. Configured catalogs (see :mod:`icefloe.catalog.config`) choose their kind
+with ``type``: ``sql`` (SQLite or PostgreSQL through SQLAlchemy, the tables of Iceberg's JDBC
+catalog) or ``hadoop`` (file-system tables, ``metadata/v<N>.metadata.json``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from icefloe.catalog.base import (
+    Catalog,
+    Identifier,
+    PropertiesUpdateSummary,
+    namespace_to_string,
+    to_identifier,
+)
+from icefloe.catalog.config import catalog_properties
+from icefloe.exceptions import ValidationError
+
+__all__ = [
+    "Catalog",
+    "Identifier",
+    "PropertiesUpdateSummary",
+    "load_catalog",
+    "namespace_to_string",
+    "to_identifier",
+]
+
+DEFAULT_WAREHOUSE = "warehouse"
+DEFAULT_SQLITE_FILE = "icefloe_catalog.db"
+
+
+def _infer_type(props: dict[str, str]) -> str:
+    kind = props.get("type")
+    if kind:
+        return kind.lower()
+    uri = props.get("uri", "")
+    if uri.startswith(("sqlite", "postgresql", "postgres", "mysql")):
+        return "sql"
+    if uri.startswith(("http://", "https://")):
+        return "rest"
+    if "warehouse" in props and "uri" not in props:
+        return "sql"
+    raise ValidationError(f"cannot tell the catalog type from properties {sorted(props)}")
+
+
+def load_catalog(name: str | None = None, **properties: str) -> Catalog:
+    """Open a catalog by name with properties from the config file, environment and arguments.
+
+    With nothing configured this returns the embedded default: a SQL catalog on SQLite in
+    ``./warehouse/icefloe_catalog.db`` with its warehouse in ``./warehouse`` (both created on
+    first use).
+    """
+    name, props, configured = catalog_properties(name, properties)
+    if not configured:
+        props = {"type": "sql"}
+    kind = _infer_type(props)
+    if kind == "sql":
+        if "uri" not in props:
+            warehouse = props.get("warehouse", DEFAULT_WAREHOUSE)
+            if "://" in warehouse and not warehouse.startswith("file://"):
+                raise ValidationError(
+                    f"a SQL catalog on warehouse {warehouse!r} needs a 'uri' for its database"
+                )
+            local = Path(warehouse.removeprefix("file://")).expanduser().resolve()
+            local.mkdir(parents=True, exist_ok=True)
+            props["uri"] = f"sqlite:///{local / DEFAULT_SQLITE_FILE}"
+            props.setdefault("warehouse", local.as_uri())
+        from icefloe.catalog.sql import SqlCatalog
+
+        return SqlCatalog(name, **props)
+    if kind in ("hadoop", "filesystem", "file"):
+        if "warehouse" not in props:
+            raise ValidationError("a hadoop (file-system) catalog needs a 'warehouse' property")
+        from icefloe.catalog.hadoop import HadoopCatalog
+
+        return HadoopCatalog(name, **props)
+    raise ValidationError(f"unsupported catalog type {kind!r} (use 'sql' or 'hadoop')")

@@ -1,0 +1,105 @@
+"""Where catalog properties come from: a YAML file, environment variables and arguments.
+
+The file is ``~/.icefloe.yaml`` unless ``ICEFLOE_CONFIG`` names another one; it has the same
+shape as PyIceberg's ``.pyiceberg.yaml``::
+
+    default-catalog: prod          # optional; otherwise "default"
+    catalog:
+      prod:
+        type: sql
+        uri: postgresql+psycopg://user:pw@db/iceberg
+        warehouse: s3://bucket/warehouse
+        s3.endpoint: http://localhost:9000
+
+Environment variables ``ICEFLOE_CATALOG__<NAME>__<KEY>`` add or override properties of catalog
+``<name>``: in ``<KEY>`` a double underscore becomes ``.`` and a single one ``-`` and it is
+lower-cased, so ``ICEFLOE_CATALOG__PROD__S3__ACCESS_KEY_ID`` sets ``s3.access-key-id``.
+Explicit keyword arguments to :func:`~icefloe.catalog.load_catalog` win over both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from icefloe.exceptions import ValidationError
+
+__all__ = ["CONFIG_ENV", "DEFAULT_CATALOG_NAME", "ENV_PREFIX", "catalog_properties", "read_config"]
+
+CONFIG_ENV = "ICEFLOE_CONFIG"
+ENV_PREFIX = "ICEFLOE_CATALOG__"
+DEFAULT_CATALOG_NAME = "default"
+
+
+def config_path() -> Path:
+    """The configuration file in effect (it may not exist)."""
+    override = os.environ.get(CONFIG_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".icefloe.yaml"
+
+
+def read_config() -> dict[str, Any]:
+    """The parsed configuration file, or an empty dict when there is none."""
+    path = config_path()
+    if not path.is_file():
+        if os.environ.get(CONFIG_ENV):
+            raise ValidationError(f"{CONFIG_ENV} names {path}, which is not a file")
+        return {}
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValidationError(f"cannot parse icefloe configuration {path}: {exc}") from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ValidationError(f"icefloe configuration {path} must be a mapping")
+    return loaded
+
+
+def _env_key(raw: str) -> str:
+    return raw.lower().replace("__", ".").replace("_", "-")
+
+
+def env_properties(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """Catalog properties from ``ICEFLOE_CATALOG__<NAME>__<KEY>`` variables, by catalog name."""
+    env = os.environ if environ is None else environ
+    out: dict[str, dict[str, str]] = {}
+    for key, value in env.items():
+        if not key.upper().startswith(ENV_PREFIX):
+            continue
+        rest = key[len(ENV_PREFIX) :]
+        name, sep, prop = rest.partition("__")
+        if not sep or not name or not prop:
+            continue
+        out.setdefault(name.lower(), {})[_env_key(prop)] = value
+    return out
+
+
+def catalog_properties(
+    name: str | None, overrides: Mapping[str, str]
+) -> tuple[str, dict[str, str], bool]:
+    """Resolve the name and merged properties of a catalog.
+
+    Returns ``(name, properties, configured)`` where ``configured`` says whether anything
+    (file, environment or arguments) described the catalog.
+    """
+    config = read_config()
+    if name is None:
+        name = str(config.get("default-catalog") or DEFAULT_CATALOG_NAME)
+    props: dict[str, str] = {}
+    catalogs = config.get("catalog") or {}
+    if not isinstance(catalogs, dict):
+        raise ValidationError("the 'catalog' entry of the icefloe configuration must be a mapping")
+    section = catalogs.get(name) or catalogs.get(name.lower())
+    if section is not None:
+        if not isinstance(section, dict):
+            raise ValidationError(f"catalog {name!r} in the icefloe configuration is not a mapping")
+        props.update({str(k): str(v) for k, v in section.items()})
+    props.update(env_properties().get(name.lower(), {}))
+    props.update({str(k): str(v) for k, v in overrides.items()})
+    return name, props, bool(props)

@@ -1,0 +1,428 @@
+"""SQL catalog on SQLAlchemy: SQLite (file or memory) and PostgreSQL.
+
+It keeps exactly the two tables of Iceberg's JDBC catalog and PyIceberg's ``SqlCatalog``, so all
+three can open one database:
+
+- ``iceberg_tables(catalog_name, table_namespace, table_name, metadata_location,
+  previous_metadata_location, iceberg_type)``; ``iceberg_type`` is ``'TABLE'`` for tables
+  (``'VIEW'`` rows of other engines are ignored); databases created without the column (the
+  "v0" layout) are used as they are;
+- ``iceberg_namespace_properties(catalog_name, namespace, property_key, property_value)``;
+  a namespace created without properties gets ``exists=true`` like the Java catalog.
+
+Namespaces are stored dotted (``a.b``). The pointer swap of a commit is one compare-and-swap
+``UPDATE ... WHERE metadata_location = :expected``: no row updated means another writer won
+(:class:`CommitFailedError`); a database error during the swap is resolved by re-reading the
+pointer, and reported as :class:`CommitStateUnknownError` when that is impossible.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    MetaData,
+    String,
+    Table,
+    and_,
+    create_engine,
+    delete,
+    insert,
+    inspect,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from icefloe.catalog.base import (
+    Identifier,
+    PropertiesUpdateSummary,
+    split_identifier,
+    to_identifier,
+)
+from icefloe.catalog.metastore import MetastoreCatalog
+from icefloe.exceptions import (
+    CommitFailedError,
+    CommitStateUnknownError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    ValidationError,
+)
+
+__all__ = ["SqlCatalog"]
+
+TABLE_TYPE = "TABLE"
+_MINIMAL_NAMESPACE_PROPERTIES = {"exists": "true"}
+
+_schema = MetaData()
+ICEBERG_TABLES = Table(
+    "iceberg_tables",
+    _schema,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("table_namespace", String(255), primary_key=True, nullable=False),
+    Column("table_name", String(255), primary_key=True, nullable=False),
+    Column("metadata_location", String(1000), nullable=True),
+    Column("previous_metadata_location", String(1000), nullable=True),
+    Column("iceberg_type", String(5), nullable=True),
+)
+NAMESPACE_PROPERTIES = Table(
+    "iceberg_namespace_properties",
+    _schema,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("namespace", String(255), primary_key=True, nullable=False),
+    Column("property_key", String(255), primary_key=True, nullable=False),
+    Column("property_value", String(1000), nullable=True),
+)
+
+
+def _normalise_uri(uri: str) -> str:
+    """Pick an installed PostgreSQL driver for a bare ``postgresql://`` URI."""
+    for prefix in ("postgresql://", "postgres://"):
+        if uri.startswith(prefix):
+            rest = uri[len(prefix) :]
+            if importlib.util.find_spec("psycopg") is not None:
+                return "postgresql+psycopg://" + rest
+            return "postgresql://" + rest
+    return uri
+
+
+def _like_prefix(namespace: str) -> str:
+    return namespace.replace("!", "!!").replace("_", "!_").replace("%", "!%") + ".%"
+
+
+class SqlCatalog(MetastoreCatalog):
+    """A catalog in a SQL database, shared with Iceberg's JDBC catalog and PyIceberg.
+
+    Properties: ``uri`` (SQLAlchemy URL: ``sqlite:///path.db``, ``sqlite:///:memory:``,
+    ``postgresql+psycopg://user:pw@host:port/db``), ``warehouse`` (where new tables go),
+    ``init_catalog_tables`` (create the two tables if absent, default true), ``echo``.
+    """
+
+    def __init__(self, name: str, **properties: str) -> None:
+        super().__init__(name, **properties)
+        uri = properties.get("uri")
+        if not uri:
+            raise ValidationError("a SQL catalog needs a 'uri' property (a SQLAlchemy URL)")
+        uri = _normalise_uri(uri)
+        kwargs: dict[str, Any] = {"echo": properties.get("echo", "false").lower() == "true"}
+        if uri.startswith("sqlite"):
+            kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
+            if ":memory:" in uri or uri.rstrip("/") in ("sqlite:", "sqlite:/"):
+                kwargs["poolclass"] = StaticPool
+        else:
+            kwargs["pool_pre_ping"] = True
+        self.engine: Engine = create_engine(uri, **kwargs)
+        self._has_type_column = True
+        self._init_tables(properties.get("init_catalog_tables", "true").lower() == "true")
+
+    def _init_tables(self, create: bool) -> None:
+        names = set(inspect(self.engine).get_table_names())
+        missing = {"iceberg_tables", "iceberg_namespace_properties"} - names
+        if missing:
+            if not create:
+                raise ValidationError(f"catalog database lacks tables {sorted(missing)}")
+            _schema.create_all(self.engine, checkfirst=True)
+        columns = {c["name"] for c in inspect(self.engine).get_columns("iceberg_tables")}
+        self._has_type_column = "iceberg_type" in columns
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self.engine.dispose()
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _table_filter(self, namespace: str, name: str) -> Any:
+        clause = and_(
+            ICEBERG_TABLES.c.catalog_name == self.name,
+            ICEBERG_TABLES.c.table_namespace == namespace,
+            ICEBERG_TABLES.c.table_name == name,
+        )
+        return and_(clause, self._type_filter()) if self._has_type_column else clause
+
+    def _type_filter(self) -> Any:
+        return or_(
+            ICEBERG_TABLES.c.iceberg_type == TABLE_TYPE, ICEBERG_TABLES.c.iceberg_type.is_(None)
+        )
+
+    def _ns_exists(self, conn: Connection, namespace: str) -> bool:
+        prefix = _like_prefix(namespace)
+        tables = select(ICEBERG_TABLES.c.table_name).where(
+            ICEBERG_TABLES.c.catalog_name == self.name,
+            or_(
+                ICEBERG_TABLES.c.table_namespace == namespace,
+                ICEBERG_TABLES.c.table_namespace.like(prefix, escape="!"),
+            ),
+        )
+        if conn.execute(tables.limit(1)).first() is not None:
+            return True
+        props = select(NAMESPACE_PROPERTIES.c.property_key).where(
+            NAMESPACE_PROPERTIES.c.catalog_name == self.name,
+            or_(
+                NAMESPACE_PROPERTIES.c.namespace == namespace,
+                NAMESPACE_PROPERTIES.c.namespace.like(prefix, escape="!"),
+            ),
+        )
+        return conn.execute(props.limit(1)).first() is not None
+
+    # -- namespaces -----------------------------------------------------------------------------
+    def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
+        """Whether the namespace holds properties, tables or child namespaces."""
+        ns = self._ns_string(namespace)
+        with self.engine.connect() as conn:
+            return self._ns_exists(conn, ns)
+
+    def create_namespace(
+        self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
+    ) -> None:
+        """Create a namespace with properties (``exists=true`` when none are given)."""
+        ns = self._ns_string(namespace)
+        props = dict(properties or {}) or dict(_MINIMAL_NAMESPACE_PROPERTIES)
+        try:
+            with self.engine.begin() as conn:
+                if self._ns_exists(conn, ns):
+                    raise NamespaceAlreadyExistsError(f"namespace {ns!r} already exists")
+                conn.execute(
+                    insert(NAMESPACE_PROPERTIES),
+                    [
+                        {
+                            "catalog_name": self.name,
+                            "namespace": ns,
+                            "property_key": k,
+                            "property_value": v,
+                        }
+                        for k, v in props.items()
+                    ],
+                )
+        except IntegrityError as exc:
+            raise NamespaceAlreadyExistsError(f"namespace {ns!r} already exists") from exc
+
+    def list_namespaces(self, namespace: str | Iterable[str] = ()) -> list[Identifier]:
+        """Child namespaces of ``namespace``, including ones that only hold tables."""
+        parent = to_identifier(namespace)
+        with self.engine.connect() as conn:
+            if parent and not self._ns_exists(conn, ".".join(parent)):
+                raise NoSuchNamespaceError(f"namespace {'.'.join(parent)!r} does not exist")
+            table_ns = select(ICEBERG_TABLES.c.table_namespace).where(
+                ICEBERG_TABLES.c.catalog_name == self.name
+            )
+            prop_ns = select(NAMESPACE_PROPERTIES.c.namespace).where(
+                NAMESPACE_PROPERTIES.c.catalog_name == self.name
+            )
+            if parent:
+                prefix = _like_prefix(".".join(parent))
+                table_ns = table_ns.where(ICEBERG_TABLES.c.table_namespace.like(prefix, escape="!"))
+                prop_ns = prop_ns.where(NAMESPACE_PROPERTIES.c.namespace.like(prefix, escape="!"))
+            found = set(conn.execute(table_ns).scalars()) | set(conn.execute(prop_ns).scalars())
+        depth = len(parent) + 1
+        children = {
+            tuple(ns.split("."))[:depth]
+            for ns in found
+            if len(ns.split(".")) >= depth and tuple(ns.split("."))[: depth - 1] == parent
+        }
+        return sorted(children)
+
+    def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
+        """Properties of the namespace (``{}`` for one that only exists through its children)."""
+        ns = self._ns_string(namespace)
+        with self.engine.connect() as conn:
+            if not self._ns_exists(conn, ns):
+                raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
+            rows = conn.execute(
+                select(
+                    NAMESPACE_PROPERTIES.c.property_key, NAMESPACE_PROPERTIES.c.property_value
+                ).where(
+                    NAMESPACE_PROPERTIES.c.catalog_name == self.name,
+                    NAMESPACE_PROPERTIES.c.namespace == ns,
+                )
+            ).all()
+        return {str(k): "" if v is None else str(v) for k, v in rows}
+
+    def update_namespace_properties(
+        self,
+        namespace: str | Iterable[str],
+        removals: Iterable[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary:
+        """Remove and set properties in one database transaction."""
+        ns = self._ns_string(namespace)
+        removal_set, update_map = self._check_update(removals, updates)
+        summary = PropertiesUpdateSummary()
+        match = and_(
+            NAMESPACE_PROPERTIES.c.catalog_name == self.name, NAMESPACE_PROPERTIES.c.namespace == ns
+        )
+        with self.engine.begin() as conn:
+            if not self._ns_exists(conn, ns):
+                raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
+            existing = set(
+                conn.execute(select(NAMESPACE_PROPERTIES.c.property_key).where(match)).scalars()
+            )
+            summary.removed = sorted(removal_set & existing)
+            summary.missing = sorted(removal_set - existing)
+            if summary.removed:
+                conn.execute(
+                    delete(NAMESPACE_PROPERTIES).where(
+                        match, NAMESPACE_PROPERTIES.c.property_key.in_(summary.removed)
+                    )
+                )
+            for key, value in update_map.items():
+                if key in existing:
+                    conn.execute(
+                        update(NAMESPACE_PROPERTIES)
+                        .where(match, NAMESPACE_PROPERTIES.c.property_key == key)
+                        .values(property_value=value)
+                    )
+                else:
+                    conn.execute(
+                        insert(NAMESPACE_PROPERTIES).values(
+                            catalog_name=self.name,
+                            namespace=ns,
+                            property_key=key,
+                            property_value=value,
+                        )
+                    )
+            summary.updated = sorted(update_map)
+        return summary
+
+    def drop_namespace(self, namespace: str | Iterable[str]) -> None:
+        """Drop the namespace if it holds no tables and no child namespaces."""
+        ns = self._ns_string(namespace)
+        with self.engine.begin() as conn:
+            if not self._ns_exists(conn, ns):
+                raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
+            inside = conn.execute(
+                select(ICEBERG_TABLES.c.table_name)
+                .where(
+                    ICEBERG_TABLES.c.catalog_name == self.name,
+                    or_(
+                        ICEBERG_TABLES.c.table_namespace == ns,
+                        ICEBERG_TABLES.c.table_namespace.like(_like_prefix(ns), escape="!"),
+                    ),
+                )
+                .limit(1)
+            ).first()
+            child = conn.execute(
+                select(NAMESPACE_PROPERTIES.c.namespace)
+                .where(
+                    NAMESPACE_PROPERTIES.c.catalog_name == self.name,
+                    NAMESPACE_PROPERTIES.c.namespace.like(_like_prefix(ns), escape="!"),
+                )
+                .limit(1)
+            ).first()
+            if inside is not None or child is not None:
+                raise NamespaceNotEmptyError(f"namespace {ns!r} is not empty")
+            conn.execute(
+                delete(NAMESPACE_PROPERTIES).where(
+                    NAMESPACE_PROPERTIES.c.catalog_name == self.name,
+                    NAMESPACE_PROPERTIES.c.namespace == ns,
+                )
+            )
+
+    # -- table pointers -------------------------------------------------------------------------
+    def _get_pointer(self, identifier: Identifier) -> str:
+        namespace, name = split_identifier(identifier)
+        ns = ".".join(namespace)
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(ICEBERG_TABLES.c.metadata_location).where(self._table_filter(ns, name))
+            ).first()
+        if row is None or not row[0]:
+            raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
+        return str(row[0])
+
+    def _create_pointer(self, identifier: Identifier, metadata_location: str) -> None:
+        namespace, name = split_identifier(identifier)
+        ns = ".".join(namespace)
+        values: dict[str, Any] = {
+            "catalog_name": self.name,
+            "table_namespace": ns,
+            "table_name": name,
+            "metadata_location": metadata_location,
+            "previous_metadata_location": None,
+        }
+        if self._has_type_column:
+            values["iceberg_type"] = TABLE_TYPE
+        try:
+            with self.engine.begin() as conn:
+                if not self._ns_exists(conn, ns):
+                    raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
+                conn.execute(insert(ICEBERG_TABLES).values(**values))
+        except IntegrityError as exc:
+            raise TableAlreadyExistsError(f"table {'.'.join(identifier)!r} already exists") from exc
+
+    def _swap_pointer(self, identifier: Identifier, expected: str, new: str) -> None:
+        namespace, name = split_identifier(identifier)
+        ns = ".".join(namespace)
+        stmt = (
+            update(ICEBERG_TABLES)
+            .where(self._table_filter(ns, name), ICEBERG_TABLES.c.metadata_location == expected)
+            .values(metadata_location=new, previous_metadata_location=expected)
+        )
+        try:
+            with self.engine.begin() as conn:
+                rowcount = conn.execute(stmt).rowcount
+        except SQLAlchemyError as exc:
+            # The UPDATE may or may not have reached the database: look at the pointer.
+            try:
+                current = self._get_pointer(identifier)
+            except Exception as check_exc:
+                raise CommitStateUnknownError(
+                    f"commit of {'.'.join(identifier)!r} to {new} may or may not have "
+                    f"happened: {exc}; checking failed: {check_exc}"
+                ) from exc
+            if current == new:
+                return
+            raise CommitFailedError(
+                f"commit of {'.'.join(identifier)!r} failed in the database: {exc}"
+            ) from exc
+        if rowcount != 1:
+            raise CommitFailedError(
+                f"table {'.'.join(identifier)!r} was changed by another writer "
+                f"(its metadata is no longer {expected})"
+            )
+
+    def _drop_pointer(self, identifier: Identifier) -> None:
+        namespace, name = split_identifier(identifier)
+        with self.engine.begin() as conn:
+            deleted = conn.execute(
+                delete(ICEBERG_TABLES).where(self._table_filter(".".join(namespace), name))
+            ).rowcount
+        if deleted == 0:
+            raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
+
+    def _rename_pointer(self, source: Identifier, target: Identifier) -> None:
+        src_ns, src_name = split_identifier(source)
+        dst_ns, dst_name = split_identifier(target)
+        dst = ".".join(dst_ns)
+        try:
+            with self.engine.begin() as conn:
+                if not self._ns_exists(conn, dst):
+                    raise NoSuchNamespaceError(f"namespace {dst!r} does not exist")
+                moved = conn.execute(
+                    update(ICEBERG_TABLES)
+                    .where(self._table_filter(".".join(src_ns), src_name))
+                    .values(table_namespace=dst, table_name=dst_name)
+                ).rowcount
+                if moved == 0:
+                    raise NoSuchTableError(f"table {'.'.join(source)!r} does not exist")
+        except IntegrityError as exc:
+            raise TableAlreadyExistsError(f"table {'.'.join(target)!r} already exists") from exc
+
+    def _list_table_names(self, namespace: Identifier) -> list[str]:
+        ns = ".".join(namespace)
+        with self.engine.connect() as conn:
+            if not self._ns_exists(conn, ns):
+                raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
+            query = select(ICEBERG_TABLES.c.table_name).where(
+                ICEBERG_TABLES.c.catalog_name == self.name, ICEBERG_TABLES.c.table_namespace == ns
+            )
+            if self._has_type_column:
+                query = query.where(self._type_filter())
+            return sorted(str(n) for n in conn.execute(query).scalars())

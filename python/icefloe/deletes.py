@@ -1,0 +1,244 @@
+"""Row-level deletes: deletion vectors, position delete indexes and equality delete sets.
+
+Every structure produces *keep-masks*: a ``pyarrow.BooleanArray`` that is ``True`` for the rows
+of a batch that survive, ready for ``RecordBatch.filter``. The work runs in Rust with the GIL
+released; bytes and Arrow data go in and out, IO stays with the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe import _native
+from icefloe.exceptions import CorruptFileError, ValidationError
+
+__all__ = [
+    "DeletionVector",
+    "EqualityDeleteSet",
+    "PositionDeleteIndex",
+    "keep_mask_from_positions",
+]
+
+MAX_POSITION = 0x7FFFFFFE_80000000
+"""The largest row position a deletion vector can hold (as in the Java reference)."""
+
+
+def _int64_array(positions: Any) -> pa.Array:
+    """An int64 Arrow array from a pyarrow array/chunked array, numpy array or sequence."""
+    if isinstance(positions, pa.ChunkedArray):
+        positions = positions.combine_chunks()
+    if not isinstance(positions, pa.Array):
+        positions = pa.array(positions, type=pa.int64())
+    if positions.type != pa.int64():
+        try:
+            positions = positions.cast(pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise ValidationError(f"positions of type {positions.type} are not integers") from e
+    return positions
+
+
+class DeletionVector:
+    """The deleted row positions of one data file, as stored in a ``deletion-vector-v1`` blob.
+
+    Immutable: :meth:`union` returns a new vector.
+    """
+
+    __slots__ = ("_bitmap",)
+
+    def __init__(self, bitmap: _native.PositionBitmap | None = None) -> None:
+        self._bitmap = (
+            bitmap
+            if bitmap is not None
+            else _native.PositionBitmap.from_positions(pa.array([], pa.int64()))
+        )
+
+    @classmethod
+    def from_positions(cls, positions: Any) -> DeletionVector:
+        """From positions (pyarrow int array, numpy array or sequence; any order)."""
+        return cls(_native.PositionBitmap.from_positions(_int64_array(positions)))
+
+    @classmethod
+    def from_blob(cls, blob: bytes, expected_cardinality: int | None = None) -> DeletionVector:
+        """Decodes a ``deletion-vector-v1`` blob (the ``content_size_in_bytes`` bytes at
+        ``content_offset`` of the Puffin file). Length, magic and CRC are checked, and the
+        cardinality against ``expected_cardinality`` (the entry's ``record_count``) when given;
+        any mismatch raises :class:`icefloe.exceptions.CorruptFileError`."""
+        return cls(_native.PositionBitmap.from_blob(bytes(blob), expected_cardinality))
+
+    @classmethod
+    def read_at(
+        cls,
+        data: bytes,
+        content_offset: int,
+        content_size_in_bytes: int,
+        expected_cardinality: int | None = None,
+    ) -> DeletionVector:
+        """Decodes the DV at ``content_offset`` / ``content_size_in_bytes`` of a file's bytes,
+        as a manifest entry locates it; no Puffin footer is needed (Delta UniForm DVs live in
+        Delta's own files). A range outside ``data`` raises ``CorruptFileError``."""
+        if (
+            content_offset < 0
+            or content_size_in_bytes < 0
+            or (content_offset + content_size_in_bytes > len(data))
+        ):
+            raise CorruptFileError(
+                f"deletion vector at offset {content_offset} length {content_size_in_bytes} "
+                f"lies outside the file ({len(data)} bytes)"
+            )
+        view = memoryview(data)[content_offset : content_offset + content_size_in_bytes]
+        return cls.from_blob(bytes(view), expected_cardinality)
+
+    @classmethod
+    def from_roaring(cls, data: bytes) -> DeletionVector:
+        """Reads the bare 64-bit Roaring portable serialisation (no blob framing)."""
+        return cls(_native.PositionBitmap.deserialize(bytes(data)))
+
+    def to_blob(self) -> bytes:
+        """The ``deletion-vector-v1`` blob."""
+        return self._bitmap.to_blob()
+
+    def to_roaring(self) -> bytes:
+        """The bare 64-bit Roaring portable serialisation."""
+        return self._bitmap.serialize()
+
+    def positions(self) -> pa.Array:
+        """The deleted positions, ascending, as an int64 array."""
+        return self._bitmap.positions()
+
+    @property
+    def cardinality(self) -> int:
+        """The number of deleted positions (the DV's ``record_count``)."""
+        return self._bitmap.cardinality()
+
+    def __len__(self) -> int:
+        return self._bitmap.cardinality()
+
+    def __contains__(self, position: object) -> bool:
+        return isinstance(position, int) and position in self._bitmap
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DeletionVector) and self._bitmap == other._bitmap
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"DeletionVector(cardinality={self.cardinality})"
+
+    def union(self, other: DeletionVector | Any) -> DeletionVector:
+        """A vector holding the positions of both (``other`` may also be positions)."""
+        if not isinstance(other, DeletionVector):
+            other = DeletionVector.from_positions(other)
+        return DeletionVector(self._bitmap.union(other._bitmap))
+
+    def keep_mask(self, start: int, length: int) -> pa.BooleanArray:
+        """The keep-mask of rows ``[start, start + length)`` of the data file."""
+        return self._bitmap.keep_mask(start, length)
+
+
+def keep_mask_from_positions(positions: Any, start: int, length: int) -> pa.BooleanArray:
+    """The keep-mask of rows ``[start, start + length)`` from deleted positions sorted ascending."""
+    return _native.keep_mask_from_positions(_int64_array(positions), start, length)
+
+
+def _decode_dictionaries(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with dictionary-encoded columns (``read_dictionary``) decoded to plain ones."""
+    if not any(pa.types.is_dictionary(f.type) for f in batch.schema):
+        return batch
+    cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(cols, names=batch.schema.names)
+
+
+def _batches(
+    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch],
+) -> Iterable[pa.RecordBatch]:
+    if isinstance(data, pa.RecordBatch):
+        return [_decode_dictionaries(data)]
+    if isinstance(data, pa.Table):
+        return [_decode_dictionaries(b) for b in data.to_batches()]
+    return (_decode_dictionaries(b) for b in data)
+
+
+class PositionDeleteIndex:
+    """Deleted positions per data file, from position delete files (``file_path``, ``pos``)."""
+
+    __slots__ = ("_index",)
+
+    def __init__(self) -> None:
+        self._index = _native.PositionDeleteIndex()
+
+    @classmethod
+    def from_batches(
+        cls, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]
+    ) -> PositionDeleteIndex:
+        """Builds the index from position delete rows (tables, batches or an iterable)."""
+        index = cls()
+        index.add(data)
+        return index
+
+    def add(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
+        """Adds position delete rows; extra columns (such as ``row``) are ignored."""
+        for batch in _batches(data):
+            self._index.add_batch(batch)
+
+    def add_deletion_vector(self, path: str, dv: DeletionVector) -> None:
+        """Merges a DV's positions into those of ``path``."""
+        self._index.merge(path, dv._bitmap)
+
+    def paths(self) -> list[str]:
+        """The data files with deletes, sorted."""
+        return self._index.paths()
+
+    def get(self, path: str) -> DeletionVector | None:
+        """The deleted positions of ``path`` as a deletion vector, or None."""
+        bitmap = self._index.get(path)
+        return DeletionVector(bitmap) if bitmap is not None else None
+
+    @property
+    def cardinality(self) -> int:
+        """The total number of deleted positions."""
+        return self._index.cardinality()
+
+    def keep_mask(self, path: str, start: int, length: int) -> pa.BooleanArray:
+        """The keep-mask of rows ``[start, start + length)`` of data file ``path``."""
+        return self._index.keep_mask(path, start, length)
+
+
+class EqualityDeleteSet:
+    """Rows of equality delete files, hashed once and probed per data batch.
+
+    Each added table holds exactly the equality columns of its delete file (matched to the
+    data by column name). Null equals null; values compare after Iceberg's type promotions.
+    Delete files with different column sets may be mixed; a row is deleted if any matches.
+    """
+
+    __slots__ = ("_set",)
+
+    def __init__(self, *deletes: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
+        self._set = _native.EqualityDeleteSet()
+        for d in deletes:
+            self.add(d)
+
+    def add(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
+        """Adds the rows of one delete file (all of its columns are equality columns)."""
+        for batch in _batches(data):
+            self._set.add_batch(batch)
+
+    def __len__(self) -> int:
+        return len(self._set)
+
+    @property
+    def column_sets(self) -> list[list[str]]:
+        """The distinct equality column sets (sorted names)."""
+        return self._set.column_sets()
+
+    def keep_mask(self, batch: pa.RecordBatch | pa.Table) -> pa.BooleanArray:
+        """The keep-mask of ``batch``: ``True`` where no delete row matches."""
+        if isinstance(batch, pa.Table):
+            masks = [self._set.keep_mask(b) for b in _batches(batch)]
+            if not masks:
+                return pa.array([], pa.bool_())
+            return pa.concat_arrays(masks)
+        return self._set.keep_mask(_decode_dictionaries(batch))

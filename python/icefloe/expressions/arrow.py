@@ -1,0 +1,166 @@
+"""Bound expressions as ``pyarrow.compute.Expression``, for vectorised row filtering.
+
+``to_arrow_expression(bound)`` references columns by their struct path (``pc.field("a", "b")``
+for ``a.b``), so it applies to a table read with the schema's names. It selects the rows the
+reference's two-valued logic selects (see :mod:`icefloe.expressions.evaluator`): comparisons,
+``in`` and ``starts_with`` are false on null, their negations true; NaN follows IEEE 754
+(ordering comparisons false, ``!=`` true); ``not_nan`` of null is true.
+
+Use the result as a filter (``table.filter(expr)``): it may be null for a row it does not select.
+Outside ``Not`` a null acts as false through ``and``/``or`` (Kleene logic is monotone), so only
+the negated predicates need a null check there; under ``Not`` every predicate of an optional
+column is made null-free, so the negation is exact. Required columns need no checks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    BoundPredicate,
+    Not,
+    Op,
+    Or,
+)
+from icefloe.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+__all__ = ["arrow_type", "arrow_value", "to_arrow_expression"]
+
+
+def arrow_type(t: IcebergType) -> pa.DataType:
+    """The Arrow type a literal of Iceberg type ``t`` is held in (uuid as fixed_size_binary(16))."""
+    simple: dict[type, pa.DataType] = {
+        BooleanType: pa.bool_(),
+        IntegerType: pa.int32(),
+        LongType: pa.int64(),
+        FloatType: pa.float32(),
+        DoubleType: pa.float64(),
+        DateType: pa.date32(),
+        TimeType: pa.time64("us"),
+        TimestampType: pa.timestamp("us"),
+        TimestamptzType: pa.timestamp("us", tz="UTC"),
+        TimestampNanoType: pa.timestamp("ns"),
+        TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
+        StringType: pa.string(),
+        BinaryType: pa.binary(),
+        UUIDType: pa.binary(16),
+    }
+    if type(t) in simple:
+        return simple[type(t)]
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, FixedType):
+        return pa.binary(t.length)
+    raise ValidationError(f"no Arrow literal type for Iceberg type {t}")
+
+
+def arrow_value(value: Any, t: IcebergType) -> Any:
+    """An internal-representation value as Python input for ``pa.array(..., arrow_type(t))``."""
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    return value
+
+
+def arrow_array(values: list[Any], t: IcebergType) -> pa.Array:
+    """Internal-representation values as an Arrow array of ``arrow_type(t)``."""
+    at = arrow_type(t)
+    conv = [arrow_value(v, t) for v in values]
+    if pa.types.is_date32(at) or pa.types.is_time64(at) or pa.types.is_timestamp(at):
+        storage = pa.int32() if pa.types.is_date32(at) else pa.int64()
+        return pa.array(conv, type=storage).cast(at)
+    return pa.array(conv, type=at)
+
+
+def _scalar(value: Any, t: IcebergType) -> pa.Scalar:
+    return arrow_array([value], t)[0]
+
+
+def _predicate(pred: BoundPredicate, under_not: bool) -> pc.Expression:
+    f = pc.field(*pred.ref.path)
+    t = pred.ref.field_type
+    op = pred.op
+    nullable = not pred.ref.required
+    if op is Op.IS_NULL:
+        return f.is_null()
+    if op is Op.NOT_NULL:
+        return f.is_valid()
+    if op is Op.IS_NAN or op is Op.NOT_NAN:
+        nan = pc.is_nan(f)
+        if op is Op.IS_NAN:
+            return (nan & f.is_valid()) if nullable and under_not else nan
+        return (~nan | f.is_null()) if nullable else ~nan
+    if op.is_set:
+        value_set = arrow_array(sorted(pred.literals, key=_sort_key), t)
+        hit = pc.is_in(f, value_set=value_set)
+    elif op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
+        hit = pc.starts_with(f, pattern=pred.literal)
+    else:
+        hit = _COMPARE[op](f, _scalar(pred.literal, t))
+    if op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH):
+        if op is not Op.NOT_EQ:
+            hit = ~hit
+        return (hit | f.is_null()) if nullable else hit
+    return (hit & f.is_valid()) if nullable and under_not else hit
+
+
+_COMPARE: dict[Op, Callable[[pc.Expression, pa.Scalar], pc.Expression]] = {
+    Op.LT: lambda f, v: f < v,
+    Op.LT_EQ: lambda f, v: f <= v,
+    Op.GT: lambda f, v: f > v,
+    Op.GT_EQ: lambda f, v: f >= v,
+    Op.EQ: lambda f, v: f == v,
+    Op.NOT_EQ: lambda f, v: f != v,
+}
+
+
+def _sort_key(v: Any) -> Any:
+    return v.bytes if isinstance(v, uuid.UUID) else v
+
+
+def to_arrow_expression(expr: BooleanExpression) -> pc.Expression:
+    """A ``pyarrow.compute.Expression`` selecting the rows that satisfy bound ``expr``."""
+    return _convert(expr, under_not=False)
+
+
+def _convert(expr: BooleanExpression, under_not: bool) -> pc.Expression:
+    if expr is AlwaysTrue():
+        return pc.scalar(True)
+    if expr is AlwaysFalse():
+        return pc.scalar(False)
+    if isinstance(expr, And):
+        return _convert(expr.left, under_not) & _convert(expr.right, under_not)
+    if isinstance(expr, Or):
+        return _convert(expr.left, under_not) | _convert(expr.right, under_not)
+    if isinstance(expr, Not):
+        return ~_convert(expr.child, under_not=True)
+    if isinstance(expr, BoundPredicate):
+        return _predicate(expr, under_not)
+    raise ValidationError(f"only bound expressions convert to Arrow, got {expr!r}")

@@ -1,0 +1,578 @@
+"""The expression tree: constants, ``And``/``Or``/``Not`` and predicates, unbound and bound.
+
+Expressions are immutable values with structural equality. Constructors simplify as they build:
+``And(x, AlwaysTrue())`` is ``x``, ``Or(x, AlwaysTrue())`` is ``AlwaysTrue()``, ``Not(Not(x))`` is
+``x``, ``in`` with one value is ``==`` and with none is ``AlwaysFalse()``. :func:`rewrite_not`
+pushes ``Not`` down to the predicates by negating them (the reference's two-valued logic: a
+comparison with a null value is false, its negation true).
+
+``str(expr)`` is text that :func:`icefloe.expressions.parse` reads back to an equal expression
+(for literals the parser can write: ints, decimals, floats, strings, booleans, bytes); ``repr``
+shows the structure.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from decimal import Decimal
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from icefloe.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from icefloe.types import IcebergType
+
+__all__ = [
+    "AlwaysFalse",
+    "AlwaysTrue",
+    "And",
+    "BooleanExpression",
+    "BoundPredicate",
+    "BoundReference",
+    "Not",
+    "Op",
+    "Or",
+    "Predicate",
+    "UnboundPredicate",
+    "rewrite_not",
+]
+
+
+class Op(str, Enum):
+    """Predicate operations; values are the names used by the REST spec's expression JSON."""
+
+    LT = "lt"
+    LT_EQ = "lt-eq"
+    GT = "gt"
+    GT_EQ = "gt-eq"
+    EQ = "eq"
+    NOT_EQ = "not-eq"
+    IN = "in"
+    NOT_IN = "not-in"
+    IS_NULL = "is-null"
+    NOT_NULL = "not-null"
+    IS_NAN = "is-nan"
+    NOT_NAN = "not-nan"
+    STARTS_WITH = "starts-with"
+    NOT_STARTS_WITH = "not-starts-with"
+
+    @property
+    def is_unary(self) -> bool:
+        return self in _UNARY
+
+    @property
+    def is_set(self) -> bool:
+        return self in (Op.IN, Op.NOT_IN)
+
+    @property
+    def is_literal(self) -> bool:
+        return not self.is_unary and not self.is_set
+
+    def negate(self) -> Op:
+        return _NEGATE[self]
+
+    def flip(self) -> Op:
+        """The operation with its operands swapped (``5 < x`` is ``x > 5``)."""
+        return _FLIP.get(self, self)
+
+
+_UNARY = frozenset({Op.IS_NULL, Op.NOT_NULL, Op.IS_NAN, Op.NOT_NAN})
+_NEGATE = {
+    Op.LT: Op.GT_EQ,
+    Op.GT_EQ: Op.LT,
+    Op.LT_EQ: Op.GT,
+    Op.GT: Op.LT_EQ,
+    Op.EQ: Op.NOT_EQ,
+    Op.NOT_EQ: Op.EQ,
+    Op.IN: Op.NOT_IN,
+    Op.NOT_IN: Op.IN,
+    Op.IS_NULL: Op.NOT_NULL,
+    Op.NOT_NULL: Op.IS_NULL,
+    Op.IS_NAN: Op.NOT_NAN,
+    Op.NOT_NAN: Op.IS_NAN,
+    Op.STARTS_WITH: Op.NOT_STARTS_WITH,
+    Op.NOT_STARTS_WITH: Op.STARTS_WITH,
+}
+_FLIP = {Op.LT: Op.GT, Op.GT: Op.LT, Op.LT_EQ: Op.GT_EQ, Op.GT_EQ: Op.LT_EQ}
+_SYMBOL = {Op.LT: "<", Op.LT_EQ: "<=", Op.GT: ">", Op.GT_EQ: ">=", Op.EQ: "=", Op.NOT_EQ: "!="}
+
+# Precedence for printing: or < and < not < atoms.
+_PREC_OR, _PREC_AND, _PREC_NOT, _PREC_ATOM = 1, 2, 3, 4
+
+
+class BooleanExpression(ABC):
+    """Base of every expression; ``&``, ``|`` and ``~`` build ``And``, ``Or`` and ``Not``."""
+
+    _prec = _PREC_ATOM
+
+    @abstractmethod
+    def negate(self) -> BooleanExpression:
+        """The logical negation, with ``Not`` pushed into the children."""
+
+    @abstractmethod
+    def _key(self) -> tuple[Any, ...]:
+        """What equality and hashing compare."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BooleanExpression) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __and__(self, other: BooleanExpression) -> BooleanExpression:
+        return And(self, other)
+
+    def __or__(self, other: BooleanExpression) -> BooleanExpression:
+        return Or(self, other)
+
+    def __invert__(self) -> BooleanExpression:
+        return Not(self)
+
+    def _wrap(self, parent_prec: int, strict: bool = False) -> str:
+        s = str(self)
+        if self._prec < parent_prec or (strict and self._prec == parent_prec):
+            return f"({s})"
+        return s
+
+
+class AlwaysTrue(BooleanExpression):
+    """The expression that every row satisfies."""
+
+    _instance: AlwaysTrue | None = None
+
+    def __new__(cls) -> AlwaysTrue:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def negate(self) -> BooleanExpression:
+        return AlwaysFalse()
+
+    def _key(self) -> tuple[Any, ...]:
+        return ("true",)
+
+    def __str__(self) -> str:
+        return "true"
+
+    def __repr__(self) -> str:
+        return "AlwaysTrue()"
+
+
+class AlwaysFalse(BooleanExpression):
+    """The expression that no row satisfies."""
+
+    _instance: AlwaysFalse | None = None
+
+    def __new__(cls) -> AlwaysFalse:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def negate(self) -> BooleanExpression:
+        return AlwaysTrue()
+
+    def _key(self) -> tuple[Any, ...]:
+        return ("false",)
+
+    def __str__(self) -> str:
+        return "false"
+
+    def __repr__(self) -> str:
+        return "AlwaysFalse()"
+
+
+class And(BooleanExpression):
+    """Conjunction; ``And(a, b, c)`` nests to the left. Constants simplify away."""
+
+    _prec = _PREC_AND
+    left: BooleanExpression
+    right: BooleanExpression
+
+    def __new__(  # type: ignore[misc]
+        cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
+    ) -> BooleanExpression:
+        if rest:
+            return And(And(left, right), *rest)
+        _check_expr(left)
+        _check_expr(right)
+        if left is AlwaysFalse() or right is AlwaysFalse():
+            return AlwaysFalse()
+        if left is AlwaysTrue():
+            return right
+        if right is AlwaysTrue():
+            return left
+        obj = super().__new__(cls)
+        obj.left, obj.right = left, right
+        return obj
+
+    def negate(self) -> BooleanExpression:
+        return Or(self.left.negate(), self.right.negate())
+
+    def _key(self) -> tuple[Any, ...]:
+        return ("and", self.left, self.right)
+
+    def __str__(self) -> str:
+        return f"{self.left._wrap(_PREC_AND)} and {self.right._wrap(_PREC_AND, strict=True)}"
+
+    def __repr__(self) -> str:
+        return f"And({self.left!r}, {self.right!r})"
+
+    def __getnewargs__(self) -> tuple[BooleanExpression, BooleanExpression]:
+        return (self.left, self.right)
+
+
+class Or(BooleanExpression):
+    """Disjunction; ``Or(a, b, c)`` nests to the left. Constants simplify away."""
+
+    _prec = _PREC_OR
+    left: BooleanExpression
+    right: BooleanExpression
+
+    def __new__(  # type: ignore[misc]
+        cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
+    ) -> BooleanExpression:
+        if rest:
+            return Or(Or(left, right), *rest)
+        _check_expr(left)
+        _check_expr(right)
+        if left is AlwaysTrue() or right is AlwaysTrue():
+            return AlwaysTrue()
+        if left is AlwaysFalse():
+            return right
+        if right is AlwaysFalse():
+            return left
+        obj = super().__new__(cls)
+        obj.left, obj.right = left, right
+        return obj
+
+    def negate(self) -> BooleanExpression:
+        return And(self.left.negate(), self.right.negate())
+
+    def _key(self) -> tuple[Any, ...]:
+        return ("or", self.left, self.right)
+
+    def __str__(self) -> str:
+        return f"{self.left._wrap(_PREC_OR)} or {self.right._wrap(_PREC_OR, strict=True)}"
+
+    def __repr__(self) -> str:
+        return f"Or({self.left!r}, {self.right!r})"
+
+    def __getnewargs__(self) -> tuple[BooleanExpression, BooleanExpression]:
+        return (self.left, self.right)
+
+
+class Not(BooleanExpression):
+    """Negation; ``Not(Not(x))`` is ``x`` and ``Not`` of a constant is the other constant."""
+
+    _prec = _PREC_NOT
+    child: BooleanExpression
+
+    def __new__(cls, child: BooleanExpression) -> BooleanExpression:  # type: ignore[misc]
+        _check_expr(child)
+        if child is AlwaysTrue():
+            return AlwaysFalse()
+        if child is AlwaysFalse():
+            return AlwaysTrue()
+        if isinstance(child, Not):
+            return child.child
+        obj = super().__new__(cls)
+        obj.child = child
+        return obj
+
+    def negate(self) -> BooleanExpression:
+        return self.child
+
+    def _key(self) -> tuple[Any, ...]:
+        return ("not", self.child)
+
+    def __str__(self) -> str:
+        return f"not {self.child._wrap(_PREC_NOT)}"
+
+    def __repr__(self) -> str:
+        return f"Not({self.child!r})"
+
+    def __getnewargs__(self) -> tuple[BooleanExpression]:
+        return (self.child,)
+
+
+def _check_expr(e: object) -> None:
+    if not isinstance(e, BooleanExpression):
+        raise ValidationError(f"expected an expression, got {e!r} ({type(e).__name__})")
+
+
+def literal_key(value: Any) -> tuple[bool, Any]:
+    """Equality key of a literal: numbers compare by value, but booleans differ from 0 and 1."""
+    return (isinstance(value, bool), value)
+
+
+def check_literal(value: Any) -> Any:
+    """Rejects literals no predicate can hold (null, NaN, containers)."""
+    if value is None:
+        raise ValidationError("a predicate literal cannot be null: use is_null/not_null")
+    if isinstance(value, float) and math.isnan(value):
+        raise ValidationError("a predicate literal cannot be NaN: use is_nan/not_nan")
+    if isinstance(value, Decimal) and value.is_nan():
+        raise ValidationError("a predicate literal cannot be NaN: use is_nan/not_nan")
+    if isinstance(value, list | tuple | set | frozenset | dict):
+        raise ValidationError(f"a predicate literal must be a single value, got {value!r}")
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+KEYWORDS = frozenset({"and", "or", "not", "in", "is", "null", "nan", "like", "true", "false"})
+
+
+def format_name(name: str) -> str:
+    """A column name as the parser reads it: bare when possible, else double-quoted."""
+    if _BARE.fullmatch(name) and not any(p.lower() in KEYWORDS for p in name.split(".")):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def format_string(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def format_literal(value: Any) -> str:
+    """A literal as the parser reads it back (ints, decimals, floats, strings, bytes, booleans)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, Decimal):
+        text = format(value, "f")
+        return text if "." in text else text + ".0"
+    if isinstance(value, bytes):
+        return "X'" + value.hex() + "'"
+    if isinstance(value, str):
+        return format_string(value)
+    return format_string(str(value))
+
+
+def _escape_like(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def format_predicate(op: Op, name: str, literal: Any, literals: Iterable[Any]) -> str:
+    """The text of a predicate, shared by the unbound and bound forms."""
+    n = format_name(name)
+    if op is Op.IS_NULL:
+        return f"{n} is null"
+    if op is Op.NOT_NULL:
+        return f"{n} is not null"
+    if op is Op.IS_NAN:
+        return f"{n} is nan"
+    if op is Op.NOT_NAN:
+        return f"{n} is not nan"
+    if op.is_set:
+        try:
+            items = [format_literal(v) for v in sorted(literals)]
+        except TypeError:  # mixed kinds: order by text
+            items = sorted((format_literal(v) for v in literals), key=lambda s: (len(s), s))
+        word = "in" if op is Op.IN else "not in"
+        return f"{n} {word} ({', '.join(items)})"
+    if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH) and isinstance(literal, str):
+        word = "like" if op is Op.STARTS_WITH else "not like"
+        return f"{n} {word} {format_string(_escape_like(literal) + '%')}"
+    if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
+        return f"{n} {op.value} {format_literal(literal)}"
+    return f"{n} {_SYMBOL[op]} {format_literal(literal)}"
+
+
+class Predicate(BooleanExpression):
+    """Shared shape of unbound and bound predicates: an op, a term, and its literal(s)."""
+
+    op: Op
+    literal: Any
+    literals: frozenset[Any]
+
+    @property
+    @abstractmethod
+    def term_name(self) -> str:
+        """The column name the predicate is printed with."""
+
+    def _lit_key(self) -> Any:
+        if self.op.is_set:
+            return frozenset(literal_key(v) for v in self.literals)
+        if self.op.is_literal:
+            return literal_key(self.literal)
+        return None
+
+    def __str__(self) -> str:
+        return format_predicate(self.op, self.term_name, self.literal, self.literals)
+
+
+def _simplify_set(op: Op, values: frozenset[Any]) -> tuple[Op, Any] | BooleanExpression:
+    if not values:
+        return AlwaysFalse() if op is Op.IN else AlwaysTrue()
+    if len(values) == 1:
+        return (Op.EQ if op is Op.IN else Op.NOT_EQ), next(iter(values))
+    return op, None
+
+
+class UnboundPredicate(Predicate):
+    """A predicate on a column name: ``UnboundPredicate(Op.LT, "id", 5)``.
+
+    Set operations take an iterable of values; ``in``/``not in`` with one value become
+    ``==``/``!=`` and with none ``AlwaysFalse()``/``AlwaysTrue()``.
+    """
+
+    term: str
+
+    def __new__(  # type: ignore[misc]
+        cls, op: Op | str, term: str, value: Any = None
+    ) -> BooleanExpression:
+        op = Op(op)
+        if not isinstance(term, str) or not term:
+            raise ValidationError(f"a predicate term must be a non-empty column name, got {term!r}")
+        literal: Any = None
+        literals: frozenset[Any] = frozenset()
+        if op.is_set:
+            if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+                raise ValidationError(f"{op.value} on {term!r} needs a collection, got {value!r}")
+            literals = frozenset(check_literal(v) for v in value)
+            simple = _simplify_set(op, literals)
+            if isinstance(simple, BooleanExpression):
+                return simple
+            op, literal = simple
+            if literal is not None:
+                return UnboundPredicate(op, term, literal)
+        elif op.is_literal:
+            literal = check_literal(value)
+        elif value is not None:
+            raise ValidationError(f"{op.value} on {term!r} takes no literal, got {value!r}")
+        obj = super().__new__(cls)
+        obj.op, obj.term, obj.literal, obj.literals = op, term, literal, literals
+        return obj
+
+    @property
+    def term_name(self) -> str:
+        return self.term
+
+    def negate(self) -> BooleanExpression:
+        arg = self.literals if self.op.is_set else self.literal
+        return UnboundPredicate(self.op.negate(), self.term, arg)
+
+    def _key(self) -> tuple[Any, ...]:
+        return ("unbound", self.op, self.term, self._lit_key())
+
+    def __repr__(self) -> str:
+        if self.op.is_set:
+            lits = sorted(map(repr, self.literals))
+            return f"UnboundPredicate({self.op.value!r}, {self.term!r}, {lits})"
+        if self.op.is_literal:
+            return f"UnboundPredicate({self.op.value!r}, {self.term!r}, {self.literal!r})"
+        return f"UnboundPredicate({self.op.value!r}, {self.term!r})"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (self.op, self.term, self.literals if self.op.is_set else self.literal)
+
+
+class BoundReference:
+    """A resolved column: field id, full dotted name, type, and the struct path from the root."""
+
+    __slots__ = ("field_id", "field_type", "name", "path", "required")
+
+    def __init__(
+        self,
+        field_id: int,
+        name: str,
+        field_type: IcebergType,
+        path: tuple[str, ...] | None = None,
+        required: bool = False,
+    ) -> None:
+        self.field_id = field_id
+        self.name = name
+        self.field_type = field_type
+        self.path = path if path is not None else (name,)
+        self.required = required
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.field_id, self.field_type)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BoundReference) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"BoundReference(field_id={self.field_id}, name={self.name!r}, type={self.field_type})"
+        )
+
+
+class BoundPredicate(Predicate):
+    """A predicate on a resolved field; literals are in Iceberg's internal representation.
+
+    Internal representation: int for int/long, days for date, microseconds for time, timestamp
+    and timestamptz, nanoseconds for the ``_ns`` timestamps, ``Decimal`` at the type's scale,
+    ``uuid.UUID``, ``bytes`` for fixed/binary, ``str``, ``bool``, ``float``.
+    """
+
+    ref: BoundReference
+
+    def __new__(  # type: ignore[misc]
+        cls, op: Op | str, ref: BoundReference, value: Any = None
+    ) -> BooleanExpression:
+        op = Op(op)
+        literal: Any = None
+        literals: frozenset[Any] = frozenset()
+        if op.is_set:
+            literals = frozenset(value)
+            simple = _simplify_set(op, literals)
+            if isinstance(simple, BooleanExpression):
+                return simple
+            op, literal = simple
+            if literal is not None:
+                literals = frozenset()
+        elif op.is_literal:
+            literal = value
+        obj = super().__new__(cls)
+        obj.op, obj.ref, obj.literal, obj.literals = op, ref, literal, literals
+        return obj
+
+    @property
+    def term_name(self) -> str:
+        return self.ref.name
+
+    def negate(self) -> BooleanExpression:
+        arg = self.literals if self.op.is_set else self.literal
+        return BoundPredicate(self.op.negate(), self.ref, arg)
+
+    def as_unbound(self, name: str | None = None) -> BooleanExpression:
+        arg = self.literals if self.op.is_set else self.literal
+        return UnboundPredicate(self.op, name or self.ref.name, arg)
+
+    def _key(self) -> tuple[Any, ...]:
+        return ("bound", self.op, self.ref, self._lit_key())
+
+    def __repr__(self) -> str:
+        if self.op.is_set:
+            lits = sorted(map(repr, self.literals))
+            return f"BoundPredicate({self.op.value!r}, {self.ref!r}, {lits})"
+        if self.op.is_literal:
+            return f"BoundPredicate({self.op.value!r}, {self.ref!r}, {self.literal!r})"
+        return f"BoundPredicate({self.op.value!r}, {self.ref!r})"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (self.op, self.ref, self.literals if self.op.is_set else self.literal)
+
+
+def rewrite_not(expr: BooleanExpression) -> BooleanExpression:
+    """Removes every ``Not`` by negating what it wraps (De Morgan, then predicate negation)."""
+    if isinstance(expr, Not):
+        return rewrite_not(expr.child.negate())
+    if isinstance(expr, And):
+        return And(rewrite_not(expr.left), rewrite_not(expr.right))
+    if isinstance(expr, Or):
+        return Or(rewrite_not(expr.left), rewrite_not(expr.right))
+    return expr

@@ -1,0 +1,143 @@
+"""Binding: resolving column names to fields of a schema and converting literals to their types.
+
+``bind(schema, expr, case_sensitive=True)`` takes a ``Schema`` (anything with ``as_struct()``)
+or a ``StructType`` (for example a partition type) and returns an expression whose predicates
+are :class:`~icefloe.expressions.base.BoundPredicate`. Nested struct fields are named with dots
+(``"location.lat"``); fields inside lists and maps cannot be filtered on.
+
+Simplifications made while binding, as the reference makes them: a comparison with a literal
+above the type's maximum or below its minimum becomes ``AlwaysTrue``/``AlwaysFalse``;
+out-of-range values are dropped from ``in``/``not in`` lists; ``is_null`` on a required field is
+``AlwaysFalse`` and ``not_null`` on it ``AlwaysTrue``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    BoundPredicate,
+    BoundReference,
+    Not,
+    Op,
+    Or,
+    UnboundPredicate,
+)
+from icefloe.expressions.literals import ABOVE_MAX, BELOW_MIN, convert_literal
+from icefloe.types import DoubleType, FloatType, NestedField, StringType, StructType
+
+__all__ = ["bind", "field_index"]
+
+_IndexEntry = tuple[NestedField, tuple[str, ...]]
+_ABOVE = {Op.LT: True, Op.LT_EQ: True, Op.NOT_EQ: True, Op.GT: False, Op.GT_EQ: False}
+_ABOVE[Op.EQ] = False
+_BELOW = {Op.GT: True, Op.GT_EQ: True, Op.NOT_EQ: True, Op.LT: False, Op.LT_EQ: False}
+_BELOW[Op.EQ] = False
+
+
+def _struct_of(schema: Any) -> StructType:
+    if isinstance(schema, StructType):
+        return schema
+    as_struct = getattr(schema, "as_struct", None)
+    if as_struct is None:
+        raise ValidationError(f"can only bind to a Schema or StructType, got {schema!r}")
+    struct = as_struct()
+    if not isinstance(struct, StructType):
+        raise ValidationError(f"as_struct() of {schema!r} is not a StructType")
+    return struct
+
+
+def field_index(schema: Any) -> dict[str, _IndexEntry]:
+    """Full dotted name -> (field, struct path) for every field reachable through structs."""
+    out: dict[str, _IndexEntry] = {}
+
+    def walk(struct: StructType, path: tuple[str, ...]) -> None:
+        for f in struct.fields:
+            p = (*path, f.name)
+            out[".".join(p)] = (f, p)
+            if isinstance(f.field_type, StructType):
+                walk(f.field_type, p)
+
+    walk(_struct_of(schema), ())
+    return out
+
+
+class _Binder:
+    def __init__(self, schema: Any, case_sensitive: bool) -> None:
+        self.index = field_index(schema)
+        self.case_sensitive = case_sensitive
+        self.lower: dict[str, list[str]] = {}
+        if not case_sensitive:
+            for name in self.index:
+                self.lower.setdefault(name.lower(), []).append(name)
+
+    def resolve(self, name: str) -> tuple[NestedField, tuple[str, ...]]:
+        if self.case_sensitive:
+            entry = self.index.get(name)
+        else:
+            names = self.lower.get(name.lower(), [])
+            if len(names) > 1:
+                raise ValidationError(
+                    f"column {name!r} is ambiguous without case sensitivity: {sorted(names)}"
+                )
+            entry = self.index[names[0]] if names else None
+        if entry is None:
+            raise ValidationError(f"cannot find column {name!r} in the schema")
+        return entry
+
+    def bind(self, expr: BooleanExpression) -> BooleanExpression:
+        if isinstance(expr, And):
+            return And(self.bind(expr.left), self.bind(expr.right))
+        if isinstance(expr, Or):
+            return Or(self.bind(expr.left), self.bind(expr.right))
+        if isinstance(expr, Not):
+            return Not(self.bind(expr.child))
+        if isinstance(expr, UnboundPredicate):
+            return self.bind_predicate(expr)
+        if isinstance(expr, AlwaysTrue | AlwaysFalse | BoundPredicate):
+            return expr
+        raise ValidationError(f"cannot bind {expr!r}")
+
+    def bind_predicate(self, pred: UnboundPredicate) -> BooleanExpression:
+        field, path = self.resolve(pred.term)
+        t = field.field_type
+        name = ".".join(path)
+        if not t.is_primitive:
+            raise ValidationError(f"cannot filter on column {name!r} of nested type {t}")
+        ref = BoundReference(field.field_id, name, t, path, field.required)
+        op = pred.op
+        if op in (Op.IS_NULL, Op.NOT_NULL):
+            if field.required:
+                return AlwaysFalse() if op is Op.IS_NULL else AlwaysTrue()
+            return BoundPredicate(op, ref)
+        if op in (Op.IS_NAN, Op.NOT_NAN):
+            if not isinstance(t, FloatType | DoubleType):
+                raise ValidationError(
+                    f"{op.value} needs a float or double column, but {name!r} is {t}"
+                )
+            return BoundPredicate(op, ref)
+        if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH) and not isinstance(t, StringType):
+            raise ValidationError(f"{op.value} needs a string column, but {name!r} is {t}")
+        try:
+            if op.is_set:
+                values = [convert_literal(v, t) for v in pred.literals]
+                kept = [v for v in values if v is not ABOVE_MAX and v is not BELOW_MIN]
+                return BoundPredicate(op, ref, kept)
+            value = convert_literal(pred.literal, t)
+        except ValidationError as e:
+            raise ValidationError(f"column {name!r}: {e}") from None
+        if value is ABOVE_MAX:
+            return AlwaysTrue() if _ABOVE[op] else AlwaysFalse()
+        if value is BELOW_MIN:
+            return AlwaysTrue() if _BELOW[op] else AlwaysFalse()
+        return BoundPredicate(op, ref, value)
+
+
+def bind(schema: Any, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
+    """Binds ``expr`` to ``schema`` (a Schema or StructType); see the module docstring."""
+    return _Binder(schema, case_sensitive).bind(expr)

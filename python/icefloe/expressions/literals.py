@@ -1,0 +1,331 @@
+"""Converting a Python literal to a column type's internal representation, for binding.
+
+:func:`convert_literal` returns the value as Iceberg holds it (see
+:class:`~icefloe.expressions.base.BoundPredicate`), or :data:`ABOVE_MAX` / :data:`BELOW_MIN` when
+the value is a valid number outside the type's range (``int_col < 2**40``): binding then
+simplifies the predicate to a constant, as the reference does. Values that cannot mean a value
+of the type raise :class:`~icefloe.exceptions.ValidationError` naming the value and the type.
+
+Accepted forms, per type:
+
+- ``boolean``: ``bool``, or the strings ``'true'``/``'false'`` (any case).
+- ``int``/``long``: ``int``, an integral ``Decimal``, or a string of digits; range-checked.
+- ``float``/``double``: any real number or a numeric string; a ``float`` literal beyond the
+  float32 range is above max / below min.
+- ``decimal(P,S)``: ``int``, ``Decimal``, ``float`` (by its shortest repr) or a numeric string;
+  the value must be exact at scale ``S`` (``1.5`` fits ``decimal(9,2)``, ``1.234`` does not)
+  and is rescaled to ``S``; more than ``P`` digits is above max / below min.
+- ``date``: ISO ``'YYYY-MM-DD'``, ``datetime.date``, or an int (days from 1970-01-01).
+- ``time``: ISO ``'HH:MM[:SS[.ffffff]]'``, ``datetime.time``, or an int (microseconds).
+- ``timestamp``/``timestamp_ns``: ISO date-time without offset (a date alone means midnight),
+  naive ``datetime``, ``date``, or an int in the type's unit (micro/nanoseconds).
+- ``timestamptz``/``timestamptz_ns``: the same, with an optional offset (``Z``, ``+01:00``);
+  without an offset the value is taken as UTC; aware ``datetime`` is converted to UTC.
+- ``string``: ``str``. ``uuid``: ``uuid.UUID``, its string form, or 16 bytes.
+- ``fixed[L]``: bytes of length ``L``. ``binary``: bytes.
+
+Sub-unit digits a type cannot hold (``'12:00:00.0000001'`` for ``time``) raise rather than
+silently round, since rounding would change which rows a comparison selects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import struct
+import uuid
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from icefloe.exceptions import ValidationError
+from icefloe.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+__all__ = ["ABOVE_MAX", "BELOW_MIN", "OutOfRange", "convert_literal", "days_from_civil"]
+
+
+class OutOfRange:
+    """Marker for a literal outside a type's range; compare with ``is``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+ABOVE_MAX = OutOfRange("ABOVE_MAX")
+BELOW_MIN = OutOfRange("BELOW_MIN")
+
+_INT_RANGE = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-(2**63), 2**63 - 1)}
+_FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+_ISO = re.compile(
+    r"(?P<y>[+-]?\d{4,})-(?P<mo>\d{2})-(?P<d>\d{2})"
+    r"(?:[Tt ](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:\.(?P<f>\d{1,9}))?)?)?"
+    r"(?P<tz>[Zz]|[+-]\d{2}(?::?\d{2})?)?"
+)
+_TIME = re.compile(r"(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:\.(?P<f>\d{1,9}))?)?")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def days_from_civil(y: int, m: int, d: int) -> int:
+    """Days from 1970-01-01 to the proleptic Gregorian date (any year)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _bad(value: Any, t: IcebergType, why: str = "") -> ValidationError:
+    extra = f": {why}" if why else ""
+    return ValidationError(f"cannot convert literal {value!r} to type {t}{extra}")
+
+
+def _fraction(f: str | None, digits: int, value: Any, t: IcebergType) -> int:
+    """The fractional-second digits as an integer count of 10**-digits seconds."""
+    if not f:
+        return 0
+    if len(f) > digits and int(f[digits:]) != 0:
+        raise _bad(value, t, f"more than {digits} fractional digits")
+    return int(f[:digits].ljust(digits, "0"))
+
+
+def _parse_timestamp(value: str, t: IcebergType, digits: int, with_zone: bool) -> int:
+    m = _ISO.fullmatch(value.strip())
+    if m is None:
+        raise _bad(value, t, "expected ISO-8601 'YYYY-MM-DD[THH:MM[:SS[.fraction]]][offset]'")
+    y, mo, d = int(m["y"]), int(m["mo"]), int(m["d"])
+    h, mi, s = int(m["h"] or 0), int(m["mi"] or 0), int(m["s"] or 0)
+    if not (1 <= mo <= 12 and 1 <= d <= _month_days(y, mo) and h < 24 and mi < 60 and s < 60):
+        raise _bad(value, t, "not a valid date and time")
+    offset_s = 0
+    if m["tz"]:
+        if not with_zone:
+            raise _bad(value, t, "a timestamp without time zone cannot take an offset")
+        tz = m["tz"]
+        if tz not in "Zz":
+            sign = -1 if tz[0] == "-" else 1
+            body = tz[1:].replace(":", "")
+            offset_s = sign * (int(body[:2]) * 3600 + int(body[2:4] or 0) * 60)
+    unit = int(10**digits)
+    secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset_s
+    return secs * unit + _fraction(m["f"], digits, value, t)
+
+
+def _month_days(y: int, m: int) -> int:
+    if m == 2:
+        return 29 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 28
+    return 30 if m in (4, 6, 9, 11) else 31
+
+
+def _datetime_units(value: dt.datetime, t: IcebergType, with_zone: bool, digits: int) -> int:
+    if value.tzinfo is not None and value.utcoffset() is not None:
+        if not with_zone:
+            raise _bad(value, t, "a timestamp without time zone cannot take an aware datetime")
+        delta = value - _EPOCH
+    else:
+        delta = value.replace(tzinfo=dt.timezone.utc) - _EPOCH
+    micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return micros * int(10 ** (digits - 6))
+
+
+def _to_int(value: Any, t: IcebergType) -> int:
+    if isinstance(value, bool):
+        raise _bad(value, t)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return int(value)
+    raise _bad(value, t, "expected an integer")
+
+
+def _to_decimal(value: Any, t: DecimalType) -> Decimal | OutOfRange:
+    if isinstance(value, bool):
+        raise _bad(value, t)
+    try:
+        if isinstance(value, int | Decimal):
+            d = Decimal(value)
+        elif isinstance(value, float):
+            if math.isinf(value):
+                return ABOVE_MAX if value > 0 else BELOW_MIN
+            d = Decimal(repr(value))
+        elif isinstance(value, str):
+            d = Decimal(value.strip())
+        else:
+            raise _bad(value, t)
+    except InvalidOperation:
+        raise _bad(value, t, "not a number") from None
+    if not d.is_finite():
+        if d.is_infinite():
+            return ABOVE_MAX if d > 0 else BELOW_MIN
+        raise _bad(value, t, "not a number")
+    quantum = Decimal(1).scaleb(-t.scale)
+    try:
+        scaled = d.quantize(quantum)
+    except InvalidOperation:
+        # More digits than the context allows: far outside any decimal(38) value.
+        return ABOVE_MAX if d > 0 else BELOW_MIN
+    if scaled != d:
+        raise _bad(value, t, f"has more than {t.scale} digits after the point")
+    if abs(scaled.scaleb(t.scale)) >= 10**t.precision:
+        return ABOVE_MAX if d > 0 else BELOW_MIN
+    return scaled
+
+
+def _to_float(value: Any, t: IcebergType) -> float | OutOfRange:
+    if isinstance(value, bool):
+        raise _bad(value, t)
+    if isinstance(value, int | float | Decimal):
+        f = float(value)
+    elif isinstance(value, str):
+        try:
+            f = float(value)
+        except ValueError:
+            raise _bad(value, t, "not a number") from None
+    else:
+        raise _bad(value, t)
+    if math.isnan(f):
+        raise _bad(value, t, "NaN is not a literal: use is_nan/not_nan")
+    if isinstance(t, FloatType) and not math.isinf(f):
+        if f > _FLOAT32_MAX:
+            return ABOVE_MAX
+        if f < -_FLOAT32_MAX:
+            return BELOW_MIN
+        f = struct.unpack("<f", struct.pack("<f", f))[0]
+    return f
+
+
+def convert_literal(value: Any, t: IcebergType) -> Any:
+    """``value`` in the internal representation of ``t``, or ABOVE_MAX / BELOW_MIN."""
+    if isinstance(value, bytearray | memoryview):
+        value = bytes(value)
+    if isinstance(t, BooleanType):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise _bad(value, t)
+    if isinstance(t, IntegerType | LongType):
+        v = _to_int(value, t)
+        lo, hi = _INT_RANGE[type(t)]
+        return ABOVE_MAX if v > hi else BELOW_MIN if v < lo else v
+    if isinstance(t, FloatType | DoubleType):
+        return _to_float(value, t)
+    if isinstance(t, DecimalType):
+        return _to_decimal(value, t)
+    if isinstance(t, StringType):
+        if isinstance(value, str):
+            return value
+        raise _bad(value, t, "expected a string")
+    if isinstance(t, UUIDType):
+        return _to_uuid(value, t)
+    if isinstance(t, FixedType):
+        if isinstance(value, bytes) and len(value) == t.length:
+            return value
+        raise _bad(value, t, f"expected {t.length} bytes")
+    if isinstance(t, BinaryType):
+        if isinstance(value, bytes):
+            return value
+        raise _bad(value, t, "expected bytes")
+    if isinstance(t, DateType):
+        return _to_date(value, t)
+    if isinstance(t, TimeType):
+        return _to_time(value, t)
+    if isinstance(t, TimestampType | TimestamptzType | TimestampNanoType | TimestamptzNanoType):
+        return _to_timestamp(value, t)
+    raise ValidationError(f"cannot compare a column of type {t} with literal {value!r}")
+
+
+def _to_uuid(value: Any, t: IcebergType) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        if isinstance(value, str):
+            return uuid.UUID(value.strip())
+        if isinstance(value, bytes) and len(value) == 16:
+            return uuid.UUID(bytes=value)
+    except ValueError:
+        pass
+    raise _bad(value, t, "expected a UUID")
+
+
+def _to_date(value: Any, t: IcebergType) -> int:
+    if isinstance(value, bool):
+        raise _bad(value, t)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dt.datetime):
+        raise _bad(value, t, "expected a date, got a datetime")
+    if isinstance(value, dt.date):
+        return days_from_civil(value.year, value.month, value.day)
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([+-]?\d{4,})-(\d{2})-(\d{2})\s*", value)
+        if m:
+            y, mo, d = int(m[1]), int(m[2]), int(m[3])
+            if 1 <= mo <= 12 and 1 <= d <= _month_days(y, mo):
+                return days_from_civil(y, mo, d)
+        raise _bad(value, t, "expected an ISO date 'YYYY-MM-DD'")
+    raise _bad(value, t)
+
+
+def _to_time(value: Any, t: IcebergType) -> int:
+    if isinstance(value, bool):
+        raise _bad(value, t)
+    if isinstance(value, int):
+        if 0 <= value < 86_400_000_000:
+            return value
+        raise _bad(value, t, "microseconds must be within a day")
+    if isinstance(value, dt.time):
+        if value.tzinfo is not None:
+            raise _bad(value, t, "time has no time zone")
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + (
+            value.microsecond
+        )
+    if isinstance(value, str):
+        m = _TIME.fullmatch(value.strip())
+        if m and int(m["h"]) < 24 and int(m["mi"]) < 60 and int(m["s"] or 0) < 60:
+            secs = int(m["h"]) * 3600 + int(m["mi"]) * 60 + int(m["s"] or 0)
+            return secs * 1_000_000 + _fraction(m["f"], 6, value, t)
+        raise _bad(value, t, "expected an ISO time 'HH:MM[:SS[.ffffff]]'")
+    raise _bad(value, t)
+
+
+def _to_timestamp(value: Any, t: IcebergType) -> int:
+    nanos = isinstance(t, TimestampNanoType | TimestamptzNanoType)
+    with_zone = isinstance(t, TimestamptzType | TimestamptzNanoType)
+    digits = 9 if nanos else 6
+    if isinstance(value, bool):
+        raise _bad(value, t)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dt.datetime):
+        return _datetime_units(value, t, with_zone, digits)
+    if isinstance(value, dt.date):
+        return days_from_civil(value.year, value.month, value.day) * 86400 * int(10**digits)
+    if isinstance(value, str):
+        return _parse_timestamp(value, t, digits, with_zone)
+    raise _bad(value, t)

@@ -1,0 +1,343 @@
+"""A parser for filter strings: ``parse("id > 5 and name like 'abc%'")``.
+
+Grammar (keywords are case-insensitive)::
+
+    expr      := or
+    or        := and ("or" and)*
+    and       := not ("and" not)*
+    not       := "not" not | primary
+    primary   := "(" expr ")" | "true" | "false" | predicate
+    predicate := column cmp literal | literal cmp column
+               | column ["not"] "in" "(" [literal ("," literal)*] ")"
+               | column "is" ["not"] ("null" | "nan")
+               | column ["not"] "like" string
+    cmp       := "<" | "<=" | ">" | ">=" | "=" | "==" | "!=" | "<>"
+    column    := name ("." name)* | '"' quoted name ('""' for a quote) '"' | `backquoted`
+    literal   := number | string | X'hex bytes' | "true" | "false"
+
+Numbers: ``5`` and ``-5`` are ints, ``1.50`` a ``Decimal`` (exact), ``1e3`` / ``1.5E-2`` floats.
+Strings are single-quoted; a quote is written ``''`` or ``\\'`` and a backslash ``\\\\``.
+``like`` takes a prefix pattern only (``'abc%'``, with ``\\%``, ``\\_`` and ``\\\\`` for the
+literal characters) and becomes ``starts_with``; any other pattern raises ``ParseError``.
+Errors are :class:`~icefloe.exceptions.ParseError` with ``.position`` at the offending character.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from icefloe.exceptions import ParseError
+from icefloe.expressions.base import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    Not,
+    Op,
+    Or,
+    UnboundPredicate,
+)
+
+__all__ = ["parse"]
+
+_CMP = {"<": Op.LT, "<=": Op.LT_EQ, ">": Op.GT, ">=": Op.GT_EQ, "=": Op.EQ, "==": Op.EQ}
+_CMP.update({"!=": Op.NOT_EQ, "<>": Op.NOT_EQ})
+_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "null", "nan", "like", "true", "false"})
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_HEX = re.compile(r"[xX]'([0-9A-Fa-f]*)'")
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # ident, kw, str, num, bytes, op, "(", ")", ",", eof
+    value: Any
+    pos: int
+    offsets: tuple[int, ...] = ()  # for strings: source position of each character
+
+
+def _error(text: str, pos: int, message: str) -> ParseError:
+    line = text.replace("\n", " ").replace("\t", " ")
+    return ParseError(f"{message} at position {pos}:\n  {line}\n  {' ' * pos}^", pos)
+
+
+def _read_quoted(
+    text: str, start: int, quote: str, backslash: bool
+) -> tuple[str, int, tuple[int, ...]]:
+    """Reads a quoted token at ``start``: (content, end position, source offset of each char)."""
+    out: list[str] = []
+    offsets: list[int] = []
+    i = start + 1
+    n = len(text)
+    while i < n:
+        c = text[i]
+        offsets.append(i)
+        if c == quote:
+            if i + 1 < n and text[i + 1] == quote:
+                out.append(quote)
+                i += 2
+                continue
+            offsets.pop()
+            return "".join(out), i + 1, tuple(offsets)
+        if backslash and c == "\\" and i + 1 < n and text[i + 1] in (quote, "\\"):
+            out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    what = "string" if quote == "'" else "quoted name"
+    raise _error(text, start, f"unterminated {what}")
+
+
+def _tokenize(text: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif c in "(),":
+            toks.append(_Tok(c, c, i))
+            i += 1
+        elif c in "<>=!":
+            two = text[i : i + 2]
+            if two in _CMP:
+                toks.append(_Tok("op", two, i))
+                i += 2
+            elif c in _CMP:
+                toks.append(_Tok("op", c, i))
+                i += 1
+            else:
+                raise _error(text, i, f"unexpected character {c!r}")
+        elif c == "'":
+            s, end, offsets = _read_quoted(text, i, "'", backslash=True)
+            toks.append(_Tok("str", s, i, offsets))
+            i = end
+        elif c in '"`':
+            s, end, _ = _read_quoted(text, i, c, backslash=False)
+            if not s:
+                raise _error(text, i, "empty quoted name")
+            toks.append(_Tok("ident", s, i))
+            i = end
+        elif (m := _HEX.match(text, i)) is not None:
+            digits = m.group(1)
+            if len(digits) % 2:
+                raise _error(text, i, "hex bytes literal needs an even number of digits")
+            toks.append(_Tok("bytes", bytes.fromhex(digits), i))
+            i = m.end()
+        elif c in "0123456789" or (c in "-." and (m := _NUMBER.match(text, i)) is not None):
+            m = _NUMBER.match(text, i)
+            if m is None:  # pragma: no cover - guarded by the condition above
+                raise _error(text, i, "bad number")
+            s = m.group(0)
+            end = m.end()
+            if end < n and (text[end].isalnum() or text[end] in "_."):
+                raise _error(text, end, f"unexpected character {text[end]!r} in number")
+            value: Any
+            if "e" in s or "E" in s:
+                value = float(s)
+            elif "." in s:
+                value = Decimal(s)
+            else:
+                value = int(s)
+            toks.append(_Tok("num", value, i))
+            i = end
+        elif (m := _IDENT.match(text, i)) is not None:
+            word = m.group(0)
+            low = word.lower()
+            toks.append(_Tok("kw", low, i) if low in _KEYWORDS else _Tok("ident", word, i))
+            i = m.end()
+        else:
+            raise _error(text, i, f"unexpected character {c!r}")
+    toks.append(_Tok("eof", None, n))
+    return toks
+
+
+def _like_prefix(text: str, tok: _Tok) -> str:
+    """The prefix of a ``like`` pattern that must be ``prefix%``."""
+    pattern: str = tok.value
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern) and pattern[i + 1] in "\\%_":
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if c == "%":
+            if i != len(pattern) - 1:
+                raise _error(
+                    text,
+                    tok.offsets[i],
+                    "like supports only prefix patterns ('abc%'); '%' must come last",
+                )
+            return "".join(out)
+        if c == "_":
+            raise _error(
+                text,
+                tok.offsets[i],
+                "like supports only prefix patterns ('abc%'); '_' is not supported",
+            )
+        out.append(c)
+        i += 1
+    raise _error(
+        text,
+        tok.pos,
+        "like supports only prefix patterns ending in '%' (use = for an exact match)",
+    )
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks = _tokenize(text)
+        self.i = 0
+
+    @property
+    def tok(self) -> _Tok:
+        return self.toks[self.i]
+
+    def peek(self, k: int = 1) -> _Tok:
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def advance(self) -> _Tok:
+        t = self.toks[self.i]
+        self.i = min(self.i + 1, len(self.toks) - 1)
+        return t
+
+    def is_kw(self, word: str, tok: _Tok | None = None) -> bool:
+        t = tok or self.tok
+        return t.kind == "kw" and t.value == word
+
+    def fail(self, message: str, tok: _Tok | None = None) -> ParseError:
+        t = tok or self.tok
+        snippet = self.text[t.pos : t.pos + 12].split()
+        found = repr(snippet[0]) if t.kind != "eof" and snippet else "end of input"
+        return _error(self.text, t.pos, f"{message}, found {found}")
+
+    def expect(self, kind: str, what: str) -> _Tok:
+        if self.tok.kind != kind:
+            raise self.fail(f"expected {what}")
+        return self.advance()
+
+    def parse(self) -> BooleanExpression:
+        if self.tok.kind == "eof":
+            raise self.fail("expected an expression")
+        e = self.parse_or()
+        if self.tok.kind != "eof":
+            raise self.fail("expected 'and', 'or' or the end of the expression")
+        return e
+
+    def parse_or(self) -> BooleanExpression:
+        e = self.parse_and()
+        while self.is_kw("or"):
+            self.advance()
+            e = Or(e, self.parse_and())
+        return e
+
+    def parse_and(self) -> BooleanExpression:
+        e = self.parse_not()
+        while self.is_kw("and"):
+            self.advance()
+            e = And(e, self.parse_not())
+        return e
+
+    def parse_not(self) -> BooleanExpression:
+        if self.is_kw("not"):
+            self.advance()
+            return Not(self.parse_not())
+        return self.parse_primary()
+
+    def is_literal(self, t: _Tok) -> bool:
+        return t.kind in ("str", "num", "bytes") or self.is_kw("true", t) or self.is_kw("false", t)
+
+    def literal(self) -> Any:
+        t = self.tok
+        if not self.is_literal(t):
+            raise self.fail("expected a literal value (number, 'string', true or false)")
+        self.advance()
+        if t.kind == "kw":
+            return t.value == "true"
+        return t.value
+
+    def parse_primary(self) -> BooleanExpression:
+        t = self.tok
+        if t.kind == "(":
+            self.advance()
+            e = self.parse_or()
+            if self.tok.kind != ")":
+                raise self.fail("expected ')' to close the '(' at position " + str(t.pos))
+            self.advance()
+            return e
+        if self.is_literal(t) and self.peek().kind == "op":
+            value = self.literal()
+            op = _CMP[self.advance().value]
+            name = self.expect("ident", "a column name after the comparison")
+            return self.make(op.flip(), name, value)
+        if self.is_kw("true"):
+            self.advance()
+            return AlwaysTrue()
+        if self.is_kw("false"):
+            self.advance()
+            return AlwaysFalse()
+        if t.kind != "ident":
+            raise self.fail("expected a column name, 'not', '(' or true/false")
+        name = self.advance()
+        return self.parse_predicate(name)
+
+    def make(self, op: Op, name: _Tok, value: Any = None) -> BooleanExpression:
+        return UnboundPredicate(op, name.value, value)
+
+    def parse_predicate(self, name: _Tok) -> BooleanExpression:
+        t = self.tok
+        if t.kind == "op":
+            self.advance()
+            return self.make(_CMP[t.value], name, self.literal())
+        if self.is_kw("is"):
+            self.advance()
+            negated = self.is_kw("not")
+            if negated:
+                self.advance()
+            if self.is_kw("null"):
+                self.advance()
+                return self.make(Op.NOT_NULL if negated else Op.IS_NULL, name)
+            if self.is_kw("nan"):
+                self.advance()
+                return self.make(Op.NOT_NAN if negated else Op.IS_NAN, name)
+            raise self.fail("expected 'null' or 'nan' after 'is'")
+        negated = False
+        if self.is_kw("not"):
+            negated = True
+            self.advance()
+            if not (self.is_kw("in") or self.is_kw("like")):
+                raise self.fail("expected 'in' or 'like' after 'not'")
+        if self.is_kw("in"):
+            self.advance()
+            self.expect("(", "'(' after 'in'")
+            values: list[Any] = []
+            if self.tok.kind != ")":
+                values.append(self.literal())
+                while self.tok.kind == ",":
+                    self.advance()
+                    values.append(self.literal())
+            self.expect(")", "',' or ')' in the value list")
+            return self.make(Op.NOT_IN if negated else Op.IN, name, values)
+        if self.is_kw("like"):
+            self.advance()
+            pat = self.tok
+            if pat.kind != "str":
+                raise self.fail("expected a quoted pattern after 'like'")
+            self.advance()
+            prefix = _like_prefix(self.text, pat)
+            return self.make(Op.NOT_STARTS_WITH if negated else Op.STARTS_WITH, name, prefix)
+        raise self.fail(f"expected a comparison, 'in', 'is' or 'like' after column {name.value!r}")
+
+
+def parse(text: str) -> BooleanExpression:
+    """Parses a filter string into an unbound expression (see the module docstring)."""
+    if not isinstance(text, str):
+        raise ParseError(f"a filter string must be a str, got {type(text).__name__}", None)
+    return _Parser(text).parse()

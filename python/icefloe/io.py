@@ -1,0 +1,455 @@
+"""File IO over ``pyarrow.fs``: local paths, ``file://``, ``s3://``, ``gs://`` and ``hdfs://``.
+
+A :class:`FileIO` turns a location string into an :class:`InputFile` or :class:`OutputFile`.
+File systems are created lazily per scheme and authority from the catalog or table properties,
+which use Iceberg's property names (``s3.endpoint``, ``s3.access-key-id``,
+``s3.secret-access-key``, ``s3.session-token``, ``s3.region``, ``s3.path-style-access``,
+``gcs.project-id``, ``hdfs.host``...).
+
+Errors from the file system arrive as :class:`~icefloe.exceptions.NotFoundError`,
+:class:`~icefloe.exceptions.AlreadyExistsError` or :class:`~icefloe.exceptions.FileIOError`,
+naming the location.
+
+The module also holds the location rules of a table: the metadata and data directories
+(``write.metadata.path``, ``write.data.path``) and metadata file names
+(``<V>-<uuid>.metadata.json``, ``v<N>.metadata.json``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import threading
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
+
+__all__ = [
+    "DATA_PATH",
+    "METADATA_COMPRESSION",
+    "METADATA_PATH",
+    "FileIO",
+    "FileInfo",
+    "InputFile",
+    "OutputFile",
+    "data_location",
+    "metadata_file_version",
+    "metadata_location",
+    "new_metadata_file_location",
+]
+
+METADATA_PATH = "write.metadata.path"
+DATA_PATH = "write.data.path"
+METADATA_COMPRESSION = "write.metadata.compression-codec"
+_LEGACY_DATA_PATHS = ("write.object-storage.path", "write.folder-storage.path")
+
+S3_ENDPOINT = "s3.endpoint"
+S3_ACCESS_KEY_ID = "s3.access-key-id"
+S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
+S3_SESSION_TOKEN = "s3.session-token"
+S3_REGION = "s3.region"
+S3_PATH_STYLE_ACCESS = "s3.path-style-access"
+S3_CONNECT_TIMEOUT = "s3.connect-timeout"
+S3_REQUEST_TIMEOUT = "s3.request-timeout"
+S3_ROLE_ARN = "s3.role-arn"
+S3_ANONYMOUS = "s3.anonymous"
+
+_LOCAL_SCHEMES = ("", "file")
+_S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
+_GCS_SCHEMES = ("gs", "gcs")
+_HDFS_SCHEMES = ("hdfs", "viewfs")
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("true", "1", "yes")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One file found by :meth:`FileIO.list_prefix`: its full location, size and mtime (ms)."""
+
+    location: str
+    size: int
+    modified_ms: int | None
+
+
+def _map_error(exc: BaseException, location: str, action: str) -> Exception:
+    """Translate an OS/Arrow error into the icefloe class, naming the location."""
+    if isinstance(exc, FileNotFoundError) or (
+        isinstance(exc, OSError) and exc.errno == errno.ENOENT
+    ):
+        return NotFoundError(f"cannot {action} {location}: file not found")
+    if isinstance(exc, FileExistsError):
+        return AlreadyExistsError(f"cannot {action} {location}: file already exists")
+    text = str(exc)
+    if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():
+        return NotFoundError(f"cannot {action} {location}: {text}")
+    return FileIOError(f"cannot {action} {location}: {text}")
+
+
+class InputFile:
+    """A location that can be read."""
+
+    def __init__(self, io: FileIO, location: str) -> None:
+        self._io = io
+        self.location = location
+
+    def exists(self) -> bool:
+        """Whether a file exists at this location."""
+        return self._io.exists(self.location)
+
+    def length(self) -> int:
+        """Size of the file in bytes."""
+        fs, path = self._io.resolve(self.location)
+        try:
+            info = fs.get_file_info(path)
+        except Exception as exc:
+            raise _map_error(exc, self.location, "stat") from exc
+        if info.type != pafs.FileType.File:
+            raise NotFoundError(f"cannot stat {self.location}: file not found")
+        return int(info.size)
+
+    def open(self, seekable: bool = True) -> pa.NativeFile:
+        """Open the file for reading: a random-access file, or a sequential stream."""
+        fs, path = self._io.resolve(self.location)
+        try:
+            if seekable:
+                return fs.open_input_file(path)
+            return fs.open_input_stream(path)
+        except Exception as exc:
+            raise _map_error(exc, self.location, "open") from exc
+
+    def read(self) -> bytes:
+        """The whole content of the file."""
+        with self.open(seekable=False) as stream:
+            try:
+                return bytes(stream.read())
+            except Exception as exc:
+                raise _map_error(exc, self.location, "read") from exc
+
+
+class OutputFile:
+    """A location that can be written."""
+
+    def __init__(self, io: FileIO, location: str) -> None:
+        self._io = io
+        self.location = location
+
+    def exists(self) -> bool:
+        """Whether a file already exists at this location."""
+        return self._io.exists(self.location)
+
+    def to_input_file(self) -> InputFile:
+        """The same location, for reading."""
+        return InputFile(self._io, self.location)
+
+    def create(self, overwrite: bool = False) -> pa.NativeFile:
+        """Open an output stream.
+
+        With ``overwrite=False`` the call fails with :class:`AlreadyExistsError` if the file
+        exists. On local file systems the check and the creation are one atomic step
+        (``O_EXCL``); object stores have no exclusive create through pyarrow, so there it is a
+        check followed by the write.
+        """
+        fs, path = self._io.resolve(self.location)
+        if isinstance(fs, pafs.LocalFileSystem):
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+            try:
+                fd = os.open(path, flags, 0o644)
+            except Exception as exc:
+                raise _map_error(exc, self.location, "create") from exc
+            return pa.PythonFile(os.fdopen(fd, "wb"), mode="w")
+        if not overwrite and self.exists():
+            raise AlreadyExistsError(f"cannot create {self.location}: file already exists")
+        try:
+            return fs.open_output_stream(path)
+        except Exception as exc:
+            raise _map_error(exc, self.location, "create") from exc
+
+    def write(self, data: bytes, overwrite: bool = False) -> None:
+        """Write ``data`` as the whole file.
+
+        With ``overwrite=False`` the file appears atomically and only if no file existed: on a
+        local file system the bytes go to a temporary file that is hard-linked to the target
+        (``link`` fails if the target exists), so a reader never sees a partial file.
+        """
+        fs, path = self._io.resolve(self.location)
+        if isinstance(fs, pafs.LocalFileSystem):
+            directory = os.path.dirname(path) or "."
+            os.makedirs(directory, exist_ok=True)
+            tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+            try:
+                with open(tmp, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                if overwrite:
+                    os.replace(tmp, path)
+                else:
+                    os.link(tmp, path)
+            except Exception as exc:
+                raise _map_error(exc, self.location, "write") from exc
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            return
+        with self.create(overwrite=overwrite) as stream:
+            try:
+                stream.write(data)
+            except Exception as exc:
+                raise _map_error(exc, self.location, "write") from exc
+
+
+class FileIO:
+    """Reads, writes, lists and deletes files at locations of any supported scheme.
+
+    ``properties`` are catalog or table properties; the ``s3.*``, ``gcs.*`` and ``hdfs.*``
+    keys configure the file systems. A FileIO is safe to share between threads.
+    """
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        self.properties: dict[str, str] = dict(properties or {})
+        self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
+        self._lock = threading.Lock()
+
+    # -- resolution ---------------------------------------------------------------------------
+    def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
+        """The pyarrow file system and the path inside it for ``location``."""
+        if not location:
+            raise ValidationError("empty file location")
+        parsed = urlparse(location)
+        scheme = parsed.scheme.lower()
+        if len(scheme) == 1:  # a Windows drive letter, not a scheme
+            scheme = ""
+        if scheme in _LOCAL_SCHEMES:
+            path = parsed.path if scheme == "file" else location
+            return self._filesystem("", ""), os.path.abspath(path)
+        if scheme in _S3_SCHEMES or scheme in _GCS_SCHEMES:
+            if not parsed.netloc:
+                raise ValidationError(f"location {location!r} has no bucket")
+            path = f"{parsed.netloc}{parsed.path}".rstrip("/")
+            return self._filesystem(scheme, parsed.netloc), path
+        if scheme in _HDFS_SCHEMES:
+            return self._filesystem(scheme, parsed.netloc), parsed.path
+        raise ValidationError(f"unsupported file location scheme {scheme!r} in {location!r}")
+
+    def _filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
+        key = (scheme, netloc if scheme in _HDFS_SCHEMES else "")
+        with self._lock:
+            fs = self._filesystems.get(key)
+            if fs is None:
+                fs = self._make_filesystem(scheme, netloc)
+                self._filesystems[key] = fs
+            return fs
+
+    def _make_filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
+        props = self.properties
+        if scheme in _LOCAL_SCHEMES:
+            return pafs.LocalFileSystem()
+        if scheme in _S3_SCHEMES:
+            kwargs: dict[str, Any] = {}
+            endpoint = props.get(S3_ENDPOINT)
+            if endpoint:
+                parsed = urlparse(endpoint)
+                if parsed.scheme in ("http", "https"):
+                    kwargs["scheme"] = parsed.scheme
+                    kwargs["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
+                else:
+                    kwargs["endpoint_override"] = endpoint
+                # Arrow uses path-style requests with an endpoint override unless told otherwise.
+                path_style = props.get(S3_PATH_STYLE_ACCESS)
+                if path_style is not None and not _truthy(path_style):
+                    kwargs["force_virtual_addressing"] = True
+            if S3_ACCESS_KEY_ID in props:
+                kwargs["access_key"] = props[S3_ACCESS_KEY_ID]
+                kwargs["secret_key"] = props.get(S3_SECRET_ACCESS_KEY)
+                if S3_SESSION_TOKEN in props:
+                    kwargs["session_token"] = props[S3_SESSION_TOKEN]
+            if _truthy(props.get(S3_ANONYMOUS)):
+                kwargs["anonymous"] = True
+            region = props.get(S3_REGION) or props.get("client.region")
+            if region:
+                kwargs["region"] = region
+            if S3_ROLE_ARN in props:
+                kwargs["role_arn"] = props[S3_ROLE_ARN]
+            if S3_CONNECT_TIMEOUT in props:
+                kwargs["connect_timeout"] = float(props[S3_CONNECT_TIMEOUT])
+            if S3_REQUEST_TIMEOUT in props:
+                kwargs["request_timeout"] = float(props[S3_REQUEST_TIMEOUT])
+            return pafs.S3FileSystem(**kwargs)
+        if scheme in _GCS_SCHEMES:
+            gcs: dict[str, Any] = {}
+            if "gcs.project-id" in props:
+                gcs["project_id"] = props["gcs.project-id"]
+            if "gcs.service.host" in props:
+                parsed = urlparse(props["gcs.service.host"])
+                gcs["scheme"] = parsed.scheme or "https"
+                gcs["endpoint_override"] = parsed.netloc or props["gcs.service.host"]
+            if "gcs.oauth2.token" in props:
+                gcs["access_token"] = props["gcs.oauth2.token"]
+            if _truthy(props.get("gcs.anonymous")):
+                gcs["anonymous"] = True
+            return pafs.GcsFileSystem(**gcs)
+        host, _, port = netloc.partition(":")
+        try:
+            return pafs.HadoopFileSystem(
+                host=props.get("hdfs.host", host or "default"),
+                port=int(props.get("hdfs.port", port or 0)),
+                user=props.get("hdfs.user"),
+                kerb_ticket=props.get("hdfs.kerberos_ticket"),
+            )
+        except Exception as exc:
+            raise FileIOError(f"cannot connect to HDFS at {scheme}://{netloc}: {exc}") from exc
+
+    # -- files ----------------------------------------------------------------------------------
+    def new_input(self, location: str) -> InputFile:
+        """A file to read."""
+        return InputFile(self, location)
+
+    def new_output(self, location: str) -> OutputFile:
+        """A file to write."""
+        return OutputFile(self, location)
+
+    def exists(self, location: str) -> bool:
+        """Whether a file exists at ``location``."""
+        fs, path = self.resolve(location)
+        try:
+            return bool(fs.get_file_info(path).type == pafs.FileType.File)
+        except Exception as exc:
+            raise _map_error(exc, location, "stat") from exc
+
+    def delete(self, location: str) -> None:
+        """Delete the file at ``location``; :class:`NotFoundError` if there is none."""
+        fs, path = self.resolve(location)
+        try:
+            fs.delete_file(path)
+        except Exception as exc:
+            raise _map_error(exc, location, "delete") from exc
+
+    def delete_quietly(self, location: str) -> bool:
+        """Delete the file if it exists; never raises for a missing file. True if deleted."""
+        try:
+            self.delete(location)
+        except NotFoundError:
+            return False
+        return True
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Delete everything under the directory ``prefix`` (missing is not an error)."""
+        fs, path = self.resolve(prefix)
+        try:
+            if fs.get_file_info(path).type == pafs.FileType.NotFound:
+                return
+            fs.delete_dir(path)
+        except Exception as exc:
+            raise _map_error(exc, prefix, "delete") from exc
+
+    def is_dir(self, location: str) -> bool:
+        """Whether ``location`` is a directory (on object stores: a non-empty prefix)."""
+        fs, path = self.resolve(location)
+        try:
+            return bool(fs.get_file_info(path.rstrip("/")).type == pafs.FileType.Directory)
+        except Exception as exc:
+            raise _map_error(exc, location, "stat") from exc
+
+    def list_dir(self, location: str) -> list[tuple[str, bool]]:
+        """``(name, is_directory)`` of the entries directly in the directory ``location``."""
+        fs, path = self.resolve(location)
+        root = path.rstrip("/")
+        try:
+            if fs.get_file_info(root).type != pafs.FileType.Directory:
+                return []
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=False))
+        except Exception as exc:
+            raise _map_error(exc, location, "list") from exc
+        return sorted(
+            (info.base_name, info.type == pafs.FileType.Directory)
+            for info in infos
+            if info.type in (pafs.FileType.Directory, pafs.FileType.File)
+        )
+
+    def make_dirs(self, location: str) -> None:
+        """Create the directory ``location`` and its parents (a no-op on object stores)."""
+        fs, path = self.resolve(location)
+        try:
+            fs.create_dir(path.rstrip("/"), recursive=True)
+        except Exception as exc:
+            raise _map_error(exc, location, "create directory") from exc
+
+    def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
+        """Every file under the directory ``prefix`` (recursively), as full locations."""
+        fs, path = self.resolve(prefix)
+        base = prefix.rstrip("/")
+        root = path.rstrip("/")
+        try:
+            if fs.get_file_info(root).type == pafs.FileType.NotFound:
+                return
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+        except Exception as exc:
+            raise _map_error(exc, prefix, "list") from exc
+        for info in infos:
+            if info.type != pafs.FileType.File:
+                continue
+            rel = info.path[len(root) :].lstrip("/")
+            mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
+            yield FileInfo(f"{base}/{rel}", int(info.size), mtime)
+
+
+# -- location rules ----------------------------------------------------------------------------
+def metadata_location(table_location: str, properties: Mapping[str, str]) -> str:
+    """The directory of a table's metadata files (``write.metadata.path`` or ``<loc>/metadata``)."""
+    custom = properties.get(METADATA_PATH)
+    if custom:
+        return custom.rstrip("/")
+    return f"{table_location.rstrip('/')}/metadata"
+
+
+def data_location(table_location: str, properties: Mapping[str, str]) -> str:
+    """The directory of a table's data files (``write.data.path`` or ``<loc>/data``)."""
+    for key in (DATA_PATH, *_LEGACY_DATA_PATHS):
+        custom = properties.get(key)
+        if custom:
+            return custom.rstrip("/")
+    return f"{table_location.rstrip('/')}/data"
+
+
+def _codec_extension(properties: Mapping[str, str]) -> str:
+    codec = properties.get(METADATA_COMPRESSION, "none").strip().lower()
+    if codec in ("none", ""):
+        return ""
+    if codec == "gzip":
+        return ".gz"
+    raise ValidationError(f"unsupported {METADATA_COMPRESSION} {codec!r} (use 'none' or 'gzip')")
+
+
+def new_metadata_file_location(
+    table_location: str, properties: Mapping[str, str], version: int
+) -> str:
+    """Where version ``version`` of a table's metadata goes: ``<dir>/<V>-<uuid>.metadata.json``.
+
+    The version is zero-padded to five digits like the Java reference; with
+    ``write.metadata.compression-codec=gzip`` the name ends ``.gz.metadata.json``.
+    """
+    ext = _codec_extension(properties)
+    directory = metadata_location(table_location, properties)
+    return f"{directory}/{version:05d}-{uuid.uuid4()}{ext}.metadata.json"
+
+
+_VERSIONED = re.compile(r"^(\d+)-[0-9a-fA-F-]+(?:\.gz)?\.metadata\.json$")
+_HADOOP = re.compile(r"^v(\d+)(?:\.gz)?\.metadata\.json$")
+
+
+def metadata_file_version(location: str) -> int | None:
+    """The version number in a metadata file name (``00003-<uuid>...`` or ``v3...``), else None."""
+    name = location.rstrip("/").rsplit("/", 1)[-1]
+    match = _VERSIONED.match(name) or _HADOOP.match(name)
+    return int(match.group(1)) if match else None

@@ -1,0 +1,116 @@
+"""Metadata for a new table, with fresh ids assigned the way the Java reference's create does."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.metadata.table_metadata import SUPPORTED_FORMAT_VERSION, TableMetadata
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.schema_rules import assign_fresh_ids, validate_schema
+from icefloe.sorting import SortField, SortOrder
+
+__all__ = ["RESERVED_PROPERTIES", "new_table_metadata"]
+
+#: Table properties that steer table creation (or report table state) and are never stored.
+RESERVED_PROPERTIES = frozenset(
+    {
+        "format-version",
+        "uuid",
+        "snapshot-count",
+        "current-snapshot-id",
+        "current-snapshot-summary",
+        "current-snapshot-timestamp-ms",
+        "current-schema",
+        "default-partition-spec",
+        "default-sort-order",
+    }
+)
+DEFAULT_FORMAT_VERSION = 2
+
+
+def _map_id(old: Schema, fresh: Schema, source_id: int, what: str) -> int:
+    """The id in ``fresh`` of the column that had ``source_id`` in ``old`` (matched by name)."""
+    name = old.find_column_name(source_id)
+    new = fresh.find_field_id(name) if name is not None else None
+    if new is None:
+        raise ValidationError(f"{what}: source column {source_id} is not in the schema")
+    return new
+
+
+def new_table_metadata(
+    schema: Schema,
+    spec: PartitionSpec,
+    sort_order: SortOrder,
+    location: str,
+    properties: Mapping[str, str] | None = None,
+    format_version: int | None = None,
+    *,
+    table_uuid: str | None = None,
+    now_ms: int | None = None,
+) -> TableMetadata:
+    """Metadata for a new table at ``location``.
+
+    Column ids are reassigned from 1 (:func:`icefloe.schema_rules.assign_fresh_ids`), the spec
+    becomes spec 0 with partition field ids from 1000 and its source ids remapped (by column
+    name), the sort order becomes order 1 (0 when unsorted) with remapped source ids.
+    ``format_version`` defaults to the ``format-version`` property, else 2. Reserved properties
+    (:data:`RESERVED_PROPERTIES`) are not stored.
+    """
+    props = dict(properties or {})
+    if format_version is None:
+        raw = props.get("format-version")
+        try:
+            format_version = int(raw) if raw is not None else DEFAULT_FORMAT_VERSION
+        except ValueError:
+            raise ValidationError(f"format-version property is not an integer: {raw!r}") from None
+    if format_version > SUPPORTED_FORMAT_VERSION:
+        raise UnsupportedFeatureError(f"Unsupported format version: v{format_version}")
+    if format_version < 1:
+        raise ValidationError(f"format-version must be 1, 2 or 3, got {format_version}")
+    fresh = assign_fresh_ids(schema, schema_id=0)
+    validate_schema(fresh, format_version)
+    fields = []
+    for i, f in enumerate(spec.fields):
+        what = f"partition field {f.name!r}"
+        sources = tuple(_map_id(schema, fresh, s, what) for s in f.all_source_ids)
+        fields.append(
+            PartitionField(
+                sources[0], 1000 + i, f.transform, f.name, sources if len(sources) > 1 else None
+            )
+        )
+    fresh_spec = PartitionSpec(*fields, spec_id=0)
+    fresh_spec.validate(fresh)
+    sort_fields = []
+    for sf in sort_order.fields:
+        sources = tuple(_map_id(schema, fresh, s, "sort field") for s in sf.all_source_ids)
+        sort_fields.append(
+            SortField(
+                sources[0],
+                sf.transform,
+                sf.direction,
+                sf.null_order,
+                sources if len(sources) > 1 else None,
+            )
+        )
+    fresh_order = SortOrder(*sort_fields, order_id=1 if sort_fields else 0)
+    fresh_order.validate(fresh)
+    return TableMetadata(
+        format_version=format_version,
+        table_uuid=table_uuid or str(uuid.uuid4()),
+        location=location.rstrip("/"),
+        last_updated_ms=time.time_ns() // 1_000_000 if now_ms is None else now_ms,
+        last_column_id=fresh.highest_field_id,
+        schemas=(fresh,),
+        current_schema_id=fresh.schema_id,
+        partition_specs=(fresh_spec,),
+        default_spec_id=0,
+        last_partition_id=fresh_spec.last_assigned_field_id,
+        sort_orders=(fresh_order,),
+        default_sort_order_id=fresh_order.order_id,
+        properties={k: v for k, v in props.items() if k not in RESERVED_PROPERTIES},
+        next_row_id=0 if format_version >= 3 else None,
+    )

@@ -1,0 +1,550 @@
+"""Iceberg data types (spec "Schemas and Data Types"), v1 to v3, with their JSON form.
+
+Types are immutable values: ``IntegerType() == IntegerType()``, ``str(t)`` is the spec's JSON type
+string for primitives (``"decimal(9,2)"``, ``"fixed[16]"``, ``"timestamptz_ns"``) and
+:func:`type_from_json` / :meth:`IcebergType.to_json` convert to and from Appendix C JSON.
+
+Default values (``initial-default``, ``write-default``) are held on :class:`NestedField` in their
+JSON single-value form (spec Appendix D) exactly as they appear in metadata, so metadata round
+trips byte for byte; ``icefloe.values.from_json(field.field_type, field.initial_default)`` gives
+the Python value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from icefloe.exceptions import ValidationError
+
+__all__ = [
+    "BinaryType",
+    "BooleanType",
+    "DateType",
+    "DecimalType",
+    "DoubleType",
+    "FixedType",
+    "FloatType",
+    "GeographyType",
+    "GeometryType",
+    "IcebergType",
+    "IntegerType",
+    "ListType",
+    "LongType",
+    "MapType",
+    "NestedField",
+    "NestedType",
+    "PrimitiveType",
+    "StringType",
+    "StructType",
+    "TimeType",
+    "TimestampNanoType",
+    "TimestampType",
+    "TimestamptzNanoType",
+    "TimestamptzType",
+    "UUIDType",
+    "UnknownType",
+    "VariantType",
+    "type_from_json",
+]
+
+DEFAULT_CRS = "OGC:CRS84"
+DEFAULT_EDGE_ALGORITHM = "spherical"
+EDGE_ALGORITHMS = ("spherical", "vincenty", "thomas", "andoyer", "karney")
+
+
+class IcebergType(ABC):
+    """Base of every Iceberg type."""
+
+    #: The lowest table format version that allows this type.
+    min_format_version: ClassVar[int] = 1
+
+    @property
+    def is_primitive(self) -> bool:
+        return isinstance(self, PrimitiveType)
+
+    @property
+    def is_nested(self) -> bool:
+        return isinstance(self, NestedType)
+
+    @abstractmethod
+    def to_json(self) -> Any:
+        """The spec's JSON form: a string for primitives, an object for nested types."""
+
+
+@dataclass(frozen=True)
+class PrimitiveType(IcebergType):
+    """A type without child fields; its JSON form is ``str(self)``."""
+
+    name: ClassVar[str] = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_json(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class UnknownType(PrimitiveType):
+    """v3 ``unknown``: a column whose values are always null."""
+
+    name: ClassVar[str] = "unknown"
+    min_format_version: ClassVar[int] = 3
+
+
+@dataclass(frozen=True)
+class BooleanType(PrimitiveType):
+    name: ClassVar[str] = "boolean"
+
+
+@dataclass(frozen=True)
+class IntegerType(PrimitiveType):
+    """32-bit signed integer (``int``)."""
+
+    name: ClassVar[str] = "int"
+
+
+@dataclass(frozen=True)
+class LongType(PrimitiveType):
+    """64-bit signed integer (``long``)."""
+
+    name: ClassVar[str] = "long"
+
+
+@dataclass(frozen=True)
+class FloatType(PrimitiveType):
+    """32-bit IEEE 754 floating point."""
+
+    name: ClassVar[str] = "float"
+
+
+@dataclass(frozen=True)
+class DoubleType(PrimitiveType):
+    """64-bit IEEE 754 floating point."""
+
+    name: ClassVar[str] = "double"
+
+
+@dataclass(frozen=True)
+class DecimalType(PrimitiveType):
+    """Fixed-point decimal with ``precision`` <= 38 digits and ``scale`` digits after the point."""
+
+    precision: int
+    scale: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.precision <= 38:
+            raise ValidationError(f"decimal precision must be 1..38, got {self.precision}")
+        if not 0 <= self.scale <= self.precision:
+            raise ValidationError(
+                f"decimal scale must be 0..precision ({self.precision}), got {self.scale}"
+            )
+
+    def __str__(self) -> str:
+        return f"decimal({self.precision},{self.scale})"
+
+
+@dataclass(frozen=True)
+class DateType(PrimitiveType):
+    """Calendar date without time zone or time."""
+
+    name: ClassVar[str] = "date"
+
+
+@dataclass(frozen=True)
+class TimeType(PrimitiveType):
+    """Time of day, microsecond precision, without date or time zone."""
+
+    name: ClassVar[str] = "time"
+
+
+@dataclass(frozen=True)
+class TimestampType(PrimitiveType):
+    """Timestamp, microsecond precision, without time zone."""
+
+    name: ClassVar[str] = "timestamp"
+
+
+@dataclass(frozen=True)
+class TimestamptzType(PrimitiveType):
+    """Timestamp, microsecond precision, with time zone (stored as UTC)."""
+
+    name: ClassVar[str] = "timestamptz"
+
+
+@dataclass(frozen=True)
+class TimestampNanoType(PrimitiveType):
+    """v3 timestamp, nanosecond precision, without time zone."""
+
+    name: ClassVar[str] = "timestamp_ns"
+    min_format_version: ClassVar[int] = 3
+
+
+@dataclass(frozen=True)
+class TimestamptzNanoType(PrimitiveType):
+    """v3 timestamp, nanosecond precision, with time zone (stored as UTC)."""
+
+    name: ClassVar[str] = "timestamptz_ns"
+    min_format_version: ClassVar[int] = 3
+
+
+@dataclass(frozen=True)
+class StringType(PrimitiveType):
+    """Arbitrary-length UTF-8 character sequence."""
+
+    name: ClassVar[str] = "string"
+
+
+@dataclass(frozen=True)
+class UUIDType(PrimitiveType):
+    """Universally unique identifier (16 bytes)."""
+
+    name: ClassVar[str] = "uuid"
+
+
+@dataclass(frozen=True)
+class FixedType(PrimitiveType):
+    """Fixed-length byte array of ``length`` bytes."""
+
+    length: int
+
+    def __post_init__(self) -> None:
+        if self.length < 1:
+            raise ValidationError(f"fixed length must be positive, got {self.length}")
+
+    def __str__(self) -> str:
+        return f"fixed[{self.length}]"
+
+
+@dataclass(frozen=True)
+class BinaryType(PrimitiveType):
+    """Arbitrary-length byte array."""
+
+    name: ClassVar[str] = "binary"
+
+
+@dataclass(frozen=True)
+class VariantType(PrimitiveType):
+    """v3 semi-structured ``variant`` value."""
+
+    name: ClassVar[str] = "variant"
+    min_format_version: ClassVar[int] = 3
+
+
+@dataclass(frozen=True)
+class GeometryType(PrimitiveType):
+    """v3 ``geometry(C)``: OGC simple features with planar edges, in coordinate system ``crs``."""
+
+    crs: str = DEFAULT_CRS
+    min_format_version: ClassVar[int] = 3
+
+    def __str__(self) -> str:
+        return "geometry" if self.crs == DEFAULT_CRS else f"geometry({self.crs})"
+
+
+@dataclass(frozen=True)
+class GeographyType(PrimitiveType):
+    """v3 ``geography(C, A)``: OGC features on a geographic ``crs`` with edge ``algorithm``."""
+
+    crs: str = DEFAULT_CRS
+    algorithm: str = DEFAULT_EDGE_ALGORITHM
+    min_format_version: ClassVar[int] = 3
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in EDGE_ALGORITHMS:
+            raise ValidationError(
+                f"geography edge algorithm must be one of {EDGE_ALGORITHMS}, got {self.algorithm!r}"
+            )
+
+    def __str__(self) -> str:
+        if self.crs == DEFAULT_CRS and self.algorithm == DEFAULT_EDGE_ALGORITHM:
+            return "geography"
+        if self.algorithm == DEFAULT_EDGE_ALGORITHM:
+            return f"geography({self.crs})"
+        return f"geography({self.crs}, {self.algorithm})"
+
+
+class NestedType(IcebergType):
+    """A struct, list or map: a type with child fields, each with its own field id."""
+
+    @property
+    @abstractmethod
+    def fields(self) -> tuple[NestedField, ...]:
+        """The child fields, in order."""
+
+
+@dataclass(frozen=True)
+class NestedField:
+    """A named, id-carrying field of a struct (also used for list elements and map entries).
+
+    ``initial_default`` and ``write_default`` are in JSON single-value form (see module doc);
+    ``None`` means no default (a null default).
+    """
+
+    field_id: int
+    name: str
+    field_type: IcebergType
+    required: bool = False
+    doc: str | None = None
+    initial_default: Any = None
+    write_default: Any = None
+
+    @property
+    def optional(self) -> bool:
+        return not self.required
+
+    def __hash__(self) -> int:
+        # Defaults may be JSON objects or lists (struct, map and list values): hash their text.
+        return hash(
+            (
+                self.field_id,
+                self.name,
+                self.field_type,
+                self.required,
+                self.doc,
+                _json_key(self.initial_default),
+                _json_key(self.write_default),
+            )
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.field_id,
+            "name": self.name,
+            "required": self.required,
+            "type": self.field_type.to_json(),
+        }
+        if self.doc is not None:
+            out["doc"] = self.doc
+        if self.initial_default is not None:
+            out["initial-default"] = self.initial_default
+        if self.write_default is not None:
+            out["write-default"] = self.write_default
+        return out
+
+    @staticmethod
+    def from_json(obj: Any) -> NestedField:
+        if not isinstance(obj, dict):
+            raise ValidationError(f"a struct field must be a JSON object, got {obj!r}")
+        for key in ("id", "name", "type"):
+            if key not in obj:
+                raise ValidationError(f"struct field is missing {key!r}: {obj!r}")
+        if not isinstance(obj["id"], int) or isinstance(obj["id"], bool):
+            raise ValidationError(f"field id must be an int, got {obj['id']!r}")
+        if not isinstance(obj["name"], str):
+            raise ValidationError(f"field name must be a string, got {obj['name']!r}")
+        required = obj.get("required", False)
+        if not isinstance(required, bool):
+            raise ValidationError(f"field 'required' must be a boolean, got {required!r}")
+        return NestedField(
+            field_id=obj["id"],
+            name=obj["name"],
+            field_type=type_from_json(obj["type"]),
+            required=required,
+            doc=obj.get("doc"),
+            initial_default=obj.get("initial-default"),
+            write_default=obj.get("write-default"),
+        )
+
+    def __str__(self) -> str:
+        req = "required" if self.required else "optional"
+        doc = f" ({self.doc})" if self.doc else ""
+        return f"{self.field_id}: {self.name}: {req} {self.field_type}{doc}"
+
+
+@dataclass(frozen=True)
+class StructType(NestedType):
+    """A tuple of typed, named fields."""
+
+    struct_fields: tuple[NestedField, ...] = field(default=())
+
+    def __init__(self, *fields: NestedField) -> None:
+        object.__setattr__(self, "struct_fields", tuple(fields))
+
+    @property
+    def fields(self) -> tuple[NestedField, ...]:
+        return self.struct_fields
+
+    def field_by_id(self, field_id: int) -> NestedField | None:
+        for f in self.struct_fields:
+            if f.field_id == field_id:
+                return f
+        return None
+
+    def field_by_name(self, name: str, case_sensitive: bool = True) -> NestedField | None:
+        if case_sensitive:
+            return next((f for f in self.struct_fields if f.name == name), None)
+        lowered = name.lower()
+        return next((f for f in self.struct_fields if f.name.lower() == lowered), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "struct", "fields": [f.to_json() for f in self.struct_fields]}
+
+    def __str__(self) -> str:
+        return "struct<" + ", ".join(str(f) for f in self.struct_fields) + ">"
+
+
+@dataclass(frozen=True)
+class ListType(NestedType):
+    """A list whose elements have field id ``element_id``."""
+
+    element_id: int
+    element_type: IcebergType
+    element_required: bool = True
+
+    @property
+    def element_field(self) -> NestedField:
+        return NestedField(self.element_id, "element", self.element_type, self.element_required)
+
+    @property
+    def fields(self) -> tuple[NestedField, ...]:
+        return (self.element_field,)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "list",
+            "element-id": self.element_id,
+            "element": self.element_type.to_json(),
+            "element-required": self.element_required,
+        }
+
+    def __str__(self) -> str:
+        return f"list<{self.element_type}>"
+
+
+@dataclass(frozen=True)
+class MapType(NestedType):
+    """A map with key field ``key_id`` (always required) and value field ``value_id``."""
+
+    key_id: int
+    key_type: IcebergType
+    value_id: int
+    value_type: IcebergType
+    value_required: bool = True
+
+    @property
+    def key_field(self) -> NestedField:
+        return NestedField(self.key_id, "key", self.key_type, True)
+
+    @property
+    def value_field(self) -> NestedField:
+        return NestedField(self.value_id, "value", self.value_type, self.value_required)
+
+    @property
+    def fields(self) -> tuple[NestedField, ...]:
+        return (self.key_field, self.value_field)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "map",
+            "key-id": self.key_id,
+            "key": self.key_type.to_json(),
+            "value-id": self.value_id,
+            "value": self.value_type.to_json(),
+            "value-required": self.value_required,
+        }
+
+    def __str__(self) -> str:
+        return f"map<{self.key_type}, {self.value_type}>"
+
+
+_SIMPLE: dict[str, PrimitiveType] = {
+    t.name: t
+    for t in (
+        UnknownType(),
+        BooleanType(),
+        IntegerType(),
+        LongType(),
+        FloatType(),
+        DoubleType(),
+        DateType(),
+        TimeType(),
+        TimestampType(),
+        TimestamptzType(),
+        TimestampNanoType(),
+        TimestamptzNanoType(),
+        StringType(),
+        UUIDType(),
+        BinaryType(),
+        VariantType(),
+    )
+}
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+_FIXED = re.compile(r"fixed\[\s*(\d+)\s*\]")
+_GEOMETRY = re.compile(r"geometry(?:\(\s*([^,()]+?)\s*\))?")
+_GEOGRAPHY = re.compile(r"geography(?:\(\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?\))?")
+
+
+def primitive_from_string(text: str) -> PrimitiveType:
+    """Parses a primitive type string such as ``"long"``, ``"decimal(9, 2)"`` or ``"fixed[16]"``."""
+    s = text.strip().lower()
+    if s in _SIMPLE:
+        return _SIMPLE[s]
+    if m := _DECIMAL.fullmatch(s):
+        return DecimalType(int(m.group(1)), int(m.group(2)))
+    if m := _FIXED.fullmatch(s):
+        return FixedType(int(m.group(1)))
+    # CRS identifiers are case-sensitive: match on the original text.
+    raw = text.strip()
+    if raw.lower().startswith("geometry") and (m := _GEOMETRY.fullmatch("geometry" + raw[8:])):
+        return GeometryType(m.group(1) or DEFAULT_CRS)
+    if raw.lower().startswith("geography") and (m := _GEOGRAPHY.fullmatch("geography" + raw[9:])):
+        return GeographyType(
+            m.group(1) or DEFAULT_CRS, (m.group(2) or DEFAULT_EDGE_ALGORITHM).lower()
+        )
+    raise ValidationError(f"unknown type: {text!r}")
+
+
+def type_from_json(obj: Any) -> IcebergType:
+    """Parses the spec's JSON form of a type (Appendix C)."""
+    if isinstance(obj, str):
+        return primitive_from_string(obj)
+    if not isinstance(obj, dict):
+        raise ValidationError(f"a type must be a JSON string or object, got {obj!r}")
+    kind = obj.get("type")
+    try:
+        if kind == "struct":
+            fields = obj["fields"]
+            if not isinstance(fields, list):
+                raise ValidationError(f"struct 'fields' must be a list, got {fields!r}")
+            return StructType(*(NestedField.from_json(f) for f in fields))
+        if kind == "list":
+            return ListType(
+                element_id=_int(obj["element-id"], "element-id"),
+                element_type=type_from_json(obj["element"]),
+                element_required=_bool(obj["element-required"], "element-required"),
+            )
+        if kind == "map":
+            return MapType(
+                key_id=_int(obj["key-id"], "key-id"),
+                key_type=type_from_json(obj["key"]),
+                value_id=_int(obj["value-id"], "value-id"),
+                value_type=type_from_json(obj["value"]),
+                value_required=_bool(obj["value-required"], "value-required"),
+            )
+    except KeyError as e:
+        raise ValidationError(f"{kind} type is missing {e.args[0]!r}: {obj!r}") from None
+    raise ValidationError(f"unknown nested type {kind!r} in {obj!r}")
+
+
+def _json_key(v: Any) -> Any:
+    """A hashable stand-in for a JSON default value."""
+    if isinstance(v, dict | list):
+        return json.dumps(v, sort_keys=True)
+    return v
+
+
+def _int(v: Any, name: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ValidationError(f"{name} must be an int, got {v!r}")
+    return v
+
+
+def _bool(v: Any, name: str) -> bool:
+    if not isinstance(v, bool):
+        raise ValidationError(f"{name} must be a boolean, got {v!r}")
+    return v

@@ -1,0 +1,422 @@
+//! Equality deletes: a data row is deleted when, for some delete row, every equality column of
+//! that delete row equals the data row's value (null equals null). Values are compared after
+//! Iceberg's type promotions (int -> long, float -> double, decimal precision widening), so a
+//! delete file written before a promotion still applies. Floats compare like Java's
+//! `Double.equals`: NaN equals NaN, and -0.0 differs from 0.0.
+//!
+//! Each delete set (one group per distinct set of columns) is hashed once; data batches are
+//! probed against every group.
+
+use std::borrow::Cow;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_schema::{DataType, TimeUnit};
+use hashbrown::HashSet;
+
+use crate::{Error, Result};
+
+/// The comparable class of an Arrow type after Iceberg's promotions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Int,
+    Float,
+    Decimal(i8),
+    Bool,
+    Bytes,
+    Time(TimeUnit),
+    Timestamp(TimeUnit, bool),
+}
+
+fn kind_of(dt: &DataType, column: &str) -> Result<Kind> {
+    Ok(match dt {
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => Kind::Int,
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 => Kind::Int,
+        DataType::Date32 => Kind::Int,
+        DataType::Float32 | DataType::Float64 => Kind::Float,
+        DataType::Decimal128(_, s) => Kind::Decimal(*s),
+        DataType::Boolean => Kind::Bool,
+        DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => Kind::Bytes,
+        DataType::Time32(u) | DataType::Time64(u) => Kind::Time(*u),
+        DataType::Timestamp(u, tz) => Kind::Timestamp(*u, tz.is_some()),
+        other => {
+            return Err(Error::unsupported(format!(
+                "equality delete column {column:?} has type {other}, which cannot be compared"
+            )))
+        }
+    })
+}
+
+const CANONICAL_NAN: u64 = 0x7ff8_0000_0000_0000;
+
+fn float_key(d: f64) -> i64 {
+    if d.is_nan() {
+        CANONICAL_NAN as i64
+    } else {
+        d.to_bits() as i64
+    }
+}
+
+/// One column, viewed in its canonical form.
+enum Col<'a> {
+    /// Int, date, time, timestamp values and float bits, widened to i64.
+    Fixed(Cow<'a, [i64]>, Option<&'a NullBuffer>),
+    Decimal(&'a [i128], Option<&'a NullBuffer>),
+    Bool(&'a BooleanArray),
+    Bytes(&'a dyn Array),
+}
+
+fn widen<T: ArrowPrimitiveType>(a: &dyn Array, f: impl Fn(T::Native) -> i64) -> Col<'_> {
+    let p = a.as_primitive::<T>();
+    Col::Fixed(
+        Cow::Owned(p.values().iter().map(|&v| f(v)).collect()),
+        p.nulls(),
+    )
+}
+
+fn view(a: &dyn Array) -> Col<'_> {
+    match a.data_type() {
+        DataType::Int64 => {
+            let p = a.as_primitive::<Int64Type>();
+            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
+        }
+        DataType::Int8 => widen::<Int8Type>(a, i64::from),
+        DataType::Int16 => widen::<Int16Type>(a, i64::from),
+        DataType::Int32 => widen::<Int32Type>(a, i64::from),
+        DataType::UInt8 => widen::<UInt8Type>(a, i64::from),
+        DataType::UInt16 => widen::<UInt16Type>(a, i64::from),
+        DataType::UInt32 => widen::<UInt32Type>(a, i64::from),
+        DataType::Date32 => widen::<Date32Type>(a, i64::from),
+        DataType::Time32(TimeUnit::Second) => widen::<Time32SecondType>(a, i64::from),
+        DataType::Time32(_) => widen::<Time32MillisecondType>(a, i64::from),
+        DataType::Time64(TimeUnit::Microsecond) => {
+            let p = a.as_primitive::<Time64MicrosecondType>();
+            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
+        }
+        DataType::Time64(_) => {
+            let p = a.as_primitive::<Time64NanosecondType>();
+            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
+        }
+        DataType::Timestamp(_, _) => {
+            // Every timestamp unit has i64 values in the same layout.
+            let p = a.as_primitive::<TimestampMicrosecondType>();
+            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
+        }
+        DataType::Float32 => widen::<Float32Type>(a, |v| float_key(f64::from(v))),
+        DataType::Float64 => widen::<Float64Type>(a, float_key),
+        DataType::Decimal128(_, _) => {
+            let p = a.as_primitive::<Decimal128Type>();
+            Col::Decimal(p.values(), p.nulls())
+        }
+        DataType::Boolean => Col::Bool(a.as_boolean()),
+        _ => Col::Bytes(a),
+    }
+}
+
+impl Col<'_> {
+    fn is_null(&self, i: usize) -> bool {
+        match self {
+            Col::Fixed(_, n) | Col::Decimal(_, n) => n.is_some_and(|n| n.is_null(i)),
+            Col::Bool(a) => a.is_null(i),
+            Col::Bytes(a) => a.is_null(i),
+        }
+    }
+
+    /// Appends the canonical encoding of row `i`: a null tag, then the value.
+    fn encode(&self, i: usize, out: &mut Vec<u8>) {
+        if self.is_null(i) {
+            out.push(0);
+            return;
+        }
+        out.push(1);
+        match self {
+            Col::Fixed(v, _) => out.extend_from_slice(&v[i].to_le_bytes()),
+            Col::Decimal(v, _) => out.extend_from_slice(&v[i].to_le_bytes()),
+            Col::Bool(a) => out.push(a.value(i) as u8),
+            Col::Bytes(a) => {
+                let b = bytes_at(*a, i);
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
+}
+
+fn bytes_at(a: &dyn Array, i: usize) -> &[u8] {
+    match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().value(i).as_bytes(),
+        DataType::LargeUtf8 => a.as_string::<i64>().value(i).as_bytes(),
+        DataType::Utf8View => a.as_string_view().value(i).as_bytes(),
+        DataType::Binary => a.as_binary::<i32>().value(i),
+        DataType::LargeBinary => a.as_binary::<i64>().value(i),
+        DataType::BinaryView => a.as_binary_view().value(i),
+        DataType::FixedSizeBinary(_) => a.as_fixed_size_binary().value(i),
+        other => unreachable!("bytes_at on {other}"),
+    }
+}
+
+/// The hashed keys of one group.
+#[derive(Debug, Clone)]
+enum Keys {
+    /// A single Int/Float/Time/Timestamp column: values widened to i64, plus "null deleted".
+    Single(HashSet<i64>, bool),
+    /// Any other column set: canonical row encodings.
+    Rows(HashSet<Box<[u8]>>),
+}
+
+/// The delete rows of one set of equality columns (sorted by name).
+#[derive(Debug, Clone)]
+struct Group {
+    columns: Vec<String>,
+    kinds: Vec<Kind>,
+    keys: Keys,
+}
+
+fn columns_of<'a>(batch: &'a RecordBatch, names: &[String]) -> Result<Vec<&'a ArrayRef>> {
+    names
+        .iter()
+        .map(|n| {
+            batch.column_by_name(n).ok_or_else(|| {
+                Error::validation(format!("batch has no equality delete column {n:?}"))
+            })
+        })
+        .collect()
+}
+
+impl Group {
+    fn len(&self) -> usize {
+        match &self.keys {
+            Keys::Single(s, null) => s.len() + *null as usize,
+            Keys::Rows(s) => s.len(),
+        }
+    }
+
+    fn insert(&mut self, batch: &RecordBatch) -> Result<()> {
+        let cols = columns_of(batch, &self.columns)?;
+        let views: Vec<Col<'_>> = cols.iter().map(|c| view(c.as_ref())).collect();
+        match &mut self.keys {
+            Keys::Single(set, null) => {
+                if let Col::Fixed(v, nulls) = &views[0] {
+                    set.reserve(v.len());
+                    for (i, &x) in v.iter().enumerate() {
+                        if nulls.is_some_and(|n| n.is_null(i)) {
+                            *null = true;
+                        } else {
+                            set.insert(x);
+                        }
+                    }
+                }
+            }
+            Keys::Rows(set) => {
+                let mut buf = Vec::new();
+                set.reserve(batch.num_rows());
+                for i in 0..batch.num_rows() {
+                    buf.clear();
+                    for c in &views {
+                        c.encode(i, &mut buf);
+                    }
+                    if !set.contains(buf.as_slice()) {
+                        set.insert(buf.clone().into_boxed_slice());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn keep(&self, batch: &RecordBatch) -> Result<BooleanBuffer> {
+        let cols = columns_of(batch, &self.columns)?;
+        for ((c, name), want) in cols.iter().zip(&self.columns).zip(&self.kinds) {
+            let got = kind_of(c.data_type(), name)?;
+            if got != *want {
+                return Err(Error::validation(format!(
+                    "equality delete column {name:?} has type {} in the data, which is not \
+                     comparable with the delete file's ({want:?})",
+                    c.data_type()
+                )));
+            }
+        }
+        let views: Vec<Col<'_>> = cols.iter().map(|c| view(c.as_ref())).collect();
+        let n = batch.num_rows();
+        Ok(match &self.keys {
+            Keys::Single(set, null_deleted) => match &views[0] {
+                Col::Fixed(v, Some(nulls)) => BooleanBuffer::collect_bool(n, |i| {
+                    if nulls.is_null(i) {
+                        !*null_deleted
+                    } else {
+                        !set.contains(&v[i])
+                    }
+                }),
+                Col::Fixed(v, None) => BooleanBuffer::collect_bool(n, |i| !set.contains(&v[i])),
+                _ => unreachable!("single-column groups hold fixed-width kinds"),
+            },
+            Keys::Rows(set) => {
+                let mut buf = Vec::new();
+                BooleanBuffer::collect_bool(n, |i| {
+                    buf.clear();
+                    for c in &views {
+                        c.encode(i, &mut buf);
+                    }
+                    !set.contains(buf.as_slice())
+                })
+            }
+        })
+    }
+}
+
+/// Equality delete rows from any number of delete files, grouped by their column sets.
+#[derive(Debug, Clone, Default)]
+pub struct EqualityDeleteSet {
+    groups: Vec<Group>,
+}
+
+impl EqualityDeleteSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds delete rows. Every column of `batch` is an equality column (project the delete
+    /// file to its `equality_ids` first). Batches with the same column names share one hash set.
+    pub fn add_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let schema = batch.schema();
+        if schema.fields().is_empty() {
+            return Err(Error::validation(
+                "an equality delete batch needs at least one column",
+            ));
+        }
+        let mut cols: Vec<(String, Kind)> = schema
+            .fields()
+            .iter()
+            .map(|f| Ok((f.name().clone(), kind_of(f.data_type(), f.name())?)))
+            .collect::<Result<_>>()?;
+        cols.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(w) = cols.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(Error::validation(format!(
+                "equality delete batch has column {:?} twice",
+                w[0].0
+            )));
+        }
+        let (columns, kinds): (Vec<String>, Vec<Kind>) = cols.into_iter().unzip();
+        let idx = match self.groups.iter().position(|g| g.columns == columns) {
+            Some(i) => {
+                if self.groups[i].kinds != kinds {
+                    return Err(Error::validation(format!(
+                        "equality delete files disagree on the types of columns {columns:?}"
+                    )));
+                }
+                i
+            }
+            None => {
+                let single = kinds.len() == 1
+                    && matches!(
+                        kinds[0],
+                        Kind::Int | Kind::Float | Kind::Time(_) | Kind::Timestamp(..)
+                    );
+                let keys = if single {
+                    Keys::Single(HashSet::new(), false)
+                } else {
+                    Keys::Rows(HashSet::new())
+                };
+                self.groups.push(Group {
+                    columns,
+                    kinds,
+                    keys,
+                });
+                self.groups.len() - 1
+            }
+        };
+        self.groups[idx].insert(batch)
+    }
+
+    /// The number of distinct delete keys over all groups.
+    pub fn len(&self) -> usize {
+        self.groups.iter().map(Group::len).sum()
+    }
+
+    /// Whether no delete rows were added.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The column sets (sorted names) of the groups.
+    pub fn column_sets(&self) -> Vec<Vec<String>> {
+        self.groups.iter().map(|g| g.columns.clone()).collect()
+    }
+
+    /// `true` for each row of `batch` that no delete row matches. `batch` must hold every
+    /// equality column of every group, by name.
+    pub fn keep_mask(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        let mut keep = BooleanBuffer::new_set(batch.num_rows());
+        for g in &self.groups {
+            keep = &keep & &g.keep(batch)?;
+        }
+        Ok(BooleanArray::new(keep, None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Float32Array, Float64Array, Int32Array, Int64Array, StringArray};
+
+    use super::*;
+
+    fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        RecordBatch::try_from_iter(cols).unwrap()
+    }
+
+    #[test]
+    fn promoted_single_column_with_nulls() {
+        let mut set = EqualityDeleteSet::new();
+        let del: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(7)]));
+        set.add_batch(&batch(vec![("id", del)])).unwrap();
+        let data: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(7)]));
+        let m = set.keep_mask(&batch(vec![("id", data)])).unwrap();
+        assert_eq!(m, BooleanArray::from(vec![false, true, false, false]));
+    }
+
+    #[test]
+    fn multi_column_and_several_groups() {
+        let mut set = EqualityDeleteSet::new();
+        let a: ArrayRef = Arc::new(StringArray::from(vec![Some("x"), None]));
+        let f: ArrayRef = Arc::new(Float32Array::from(vec![1.5, f32::NAN]));
+        set.add_batch(&batch(vec![("name", a), ("f", f)])).unwrap();
+        let id: ArrayRef = Arc::new(Int64Array::from(vec![10]));
+        set.add_batch(&batch(vec![("id", id)])).unwrap();
+        assert_eq!(set.len(), 3);
+        let data = batch(vec![
+            ("id", Arc::new(Int64Array::from(vec![1, 10, 2, 3, 4]))),
+            (
+                "name",
+                Arc::new(StringArray::from(vec![
+                    Some("x"),
+                    Some("x"),
+                    None,
+                    Some("y"),
+                    None,
+                ])),
+            ),
+            (
+                "f",
+                Arc::new(Float64Array::from(vec![1.5, 0.0, f64::NAN, 1.5, 2.0])),
+            ),
+        ]);
+        let m = set.keep_mask(&data).unwrap();
+        assert_eq!(m, BooleanArray::from(vec![false, false, false, true, true]));
+        let wrong = batch(vec![
+            ("id", Arc::new(StringArray::from(vec!["1"])) as ArrayRef),
+            ("name", Arc::new(StringArray::from(vec!["x"]))),
+            ("f", Arc::new(Float64Array::from(vec![1.0]))),
+        ]);
+        assert!(set.keep_mask(&wrong).is_err());
+    }
+}

@@ -1,0 +1,81 @@
+//! Keep-masks: for the rows `[start, start + len)` of a data file, `true` where the row survives.
+
+use arrow_array::BooleanArray;
+use arrow_buffer::{BooleanBuffer, MutableBuffer};
+
+use super::roaring::PositionBitmap;
+use crate::{Error, Result};
+
+fn all_true(len: usize) -> MutableBuffer {
+    let mut buf = MutableBuffer::from_len_zeroed(len.div_ceil(8));
+    buf.as_slice_mut().fill(0xff);
+    buf
+}
+
+#[inline]
+fn clear(bits: &mut [u8], i: usize) {
+    bits[i >> 3] &= !(1u8 << (i & 7));
+}
+
+fn finish(buf: MutableBuffer, len: usize) -> BooleanArray {
+    BooleanArray::new(BooleanBuffer::new(buf.into(), 0, len), None)
+}
+
+/// The keep-mask of rows `[start, start + len)` given the deleted positions in `bitmap`.
+pub fn keep_mask_from_bitmap(bitmap: &PositionBitmap, start: u64, len: usize) -> BooleanArray {
+    let mut buf = all_true(len);
+    let bits = buf.as_slice_mut();
+    let end = start.saturating_add(len as u64);
+    bitmap.for_each_in_range(start, end, |i| clear(bits, i as usize));
+    finish(buf, len)
+}
+
+/// The keep-mask of rows `[start, start + len)` given deleted positions sorted ascending
+/// (duplicates allowed). Unsorted input is rejected, since it would silently keep rows.
+pub fn keep_mask_from_sorted(positions: &[i64], start: u64, len: usize) -> Result<BooleanArray> {
+    if let Some(w) = positions.windows(2).find(|w| w[1] < w[0]) {
+        return Err(Error::validation(format!(
+            "delete positions must be sorted ascending: {} follows {}",
+            w[1], w[0]
+        )));
+    }
+    let mut buf = all_true(len);
+    let bits = buf.as_slice_mut();
+    let end = start.saturating_add(len as u64);
+    let from = positions.partition_point(|&p| p < 0 || (p as u64) < start);
+    for &p in &positions[from..] {
+        let p = p as u64;
+        if p >= end {
+            break;
+        }
+        clear(bits, (p - start) as usize);
+    }
+    Ok(finish(buf, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_agree() {
+        let pos: Vec<i64> = vec![0, 3, 8, 9, 64, 65, 1 << 33];
+        let bm = PositionBitmap::from_i64(&pos).unwrap();
+        for (start, len) in [
+            (0u64, 100usize),
+            (3, 7),
+            (9, 0),
+            (60, 10),
+            ((1 << 33) - 2, 5),
+        ] {
+            let a = keep_mask_from_bitmap(&bm, start, len);
+            let b = keep_mask_from_sorted(&pos, start, len).unwrap();
+            assert_eq!(a, b);
+            for i in 0..len {
+                let deleted = pos.contains(&((start + i as u64) as i64));
+                assert_eq!(a.value(i), !deleted, "start {start} row {i}");
+            }
+        }
+        assert!(keep_mask_from_sorted(&[3, 1], 0, 4).is_err());
+    }
+}

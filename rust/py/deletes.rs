@@ -1,0 +1,274 @@
+//! Bindings of `crate::deletes`: position bitmaps (deletion vectors), position delete indexes,
+//! equality delete sets and keep-masks. Heavy work runs with the GIL released.
+
+use arrow_array::{Array, Int64Array, RecordBatch};
+use arrow_data::ArrayData;
+use arrow_pyarrow::PyArrowType;
+use arrow_schema::DataType;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::guard;
+use crate::deletes::dv::{decode_dv, encode_dv};
+use crate::deletes::equality::EqualityDeleteSet as CoreEqualitySet;
+use crate::deletes::mask::{keep_mask_from_bitmap, keep_mask_from_sorted};
+use crate::deletes::position_index::PositionDeleteIndex as CoreIndex;
+use crate::deletes::PositionBitmap as CoreBitmap;
+use crate::Error;
+
+type PyArray = PyArrowType<ArrayData>;
+
+fn int64_values(data: ArrayData, what: &str) -> crate::Result<Int64Array> {
+    if data.data_type() != &DataType::Int64 {
+        return Err(Error::validation(format!(
+            "{what} must be an int64 array, not {}",
+            data.data_type()
+        )));
+    }
+    let arr = Int64Array::from(data);
+    if arr.null_count() > 0 {
+        return Err(Error::validation(format!("{what} must not contain nulls")));
+    }
+    Ok(arr)
+}
+
+/// Masks are per batch: refuse lengths no batch can have, rather than fail to allocate.
+const MAX_MASK_LEN: usize = 1 << 31;
+
+fn check_len(length: usize) -> crate::Result<()> {
+    if length > MAX_MASK_LEN {
+        return Err(Error::validation(format!(
+            "keep-mask length {length} exceeds the {MAX_MASK_LEN} rows a batch can hold"
+        )));
+    }
+    Ok(())
+}
+
+fn to_py(arr: impl Array) -> PyArray {
+    PyArrowType(arr.into_data())
+}
+
+/// A set of row positions of one data file (the content of a deletion vector).
+#[pyclass(module = "icefloe._native", frozen)]
+pub struct PositionBitmap {
+    inner: CoreBitmap,
+}
+
+impl PositionBitmap {
+    pub(crate) fn core(&self) -> &CoreBitmap {
+        &self.inner
+    }
+}
+
+#[pymethods]
+impl PositionBitmap {
+    /// Builds the set from an int64 Arrow array of positions (any order, duplicates allowed).
+    #[staticmethod]
+    fn from_positions(py: Python<'_>, positions: PyArray) -> PyResult<Self> {
+        guard(|| {
+            let arr = int64_values(positions.0, "positions")?;
+            let inner = py.detach(|| CoreBitmap::from_i64(arr.values()))?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// Decodes a `deletion-vector-v1` blob, checking length, magic, CRC and, when given, the
+    /// cardinality.
+    #[staticmethod]
+    #[pyo3(signature = (blob, expected_cardinality=None))]
+    fn from_blob(py: Python<'_>, blob: &[u8], expected_cardinality: Option<u64>) -> PyResult<Self> {
+        guard(|| {
+            let inner = py.detach(|| decode_dv(blob, expected_cardinality))?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// Reads the 64-bit Roaring portable serialisation (no DV framing).
+    #[staticmethod]
+    fn deserialize(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        guard(|| {
+            let inner = py.detach(|| CoreBitmap::deserialize(data))?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// The `deletion-vector-v1` blob.
+    fn to_blob<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let blob = py.detach(|| encode_dv(&self.inner));
+        Ok(PyBytes::new(py, &blob))
+    }
+
+    /// The 64-bit Roaring portable serialisation.
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = py.detach(|| self.inner.serialize());
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// The positions, ascending, as an int64 Arrow array.
+    fn positions(&self, py: Python<'_>) -> PyArray {
+        let v = py.detach(|| self.inner.to_i64_vec());
+        to_py(Int64Array::from(v))
+    }
+
+    /// The number of positions.
+    fn cardinality(&self) -> u64 {
+        self.inner.cardinality()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.cardinality() as usize
+    }
+
+    fn __contains__(&self, pos: i64) -> bool {
+        pos >= 0 && self.inner.contains(pos as u64)
+    }
+
+    fn __eq__(&self, other: &Self) -> bool {
+        self.inner == other.inner
+    }
+
+    /// A new set holding the positions of both.
+    fn union(&self, py: Python<'_>, other: &Self) -> Self {
+        let inner = py.detach(|| {
+            let mut m = self.inner.clone();
+            m.union_with(&other.inner);
+            m
+        });
+        Self { inner }
+    }
+
+    /// The keep-mask (`True` = row survives) of rows `[start, start + length)`.
+    fn keep_mask(&self, py: Python<'_>, start: u64, length: usize) -> PyResult<PyArray> {
+        guard(|| {
+            check_len(length)?;
+            Ok(to_py(py.detach(|| {
+                keep_mask_from_bitmap(&self.inner, start, length)
+            })))
+        })
+    }
+}
+
+/// The keep-mask of rows `[start, start + length)` from sorted deleted positions (int64).
+#[pyfunction]
+fn keep_mask_from_positions(
+    py: Python<'_>,
+    positions: PyArray,
+    start: u64,
+    length: usize,
+) -> PyResult<PyArray> {
+    guard(|| {
+        check_len(length)?;
+        let arr = int64_values(positions.0, "positions")?;
+        let mask = py.detach(|| keep_mask_from_sorted(arr.values(), start, length))?;
+        Ok(to_py(mask))
+    })
+}
+
+/// Deleted positions per data file, built from position delete files.
+#[pyclass(module = "icefloe._native")]
+pub struct PositionDeleteIndex {
+    inner: CoreIndex,
+}
+
+#[pymethods]
+impl PositionDeleteIndex {
+    #[new]
+    fn new() -> Self {
+        Self {
+            inner: CoreIndex::new(),
+        }
+    }
+
+    /// Adds a batch with columns `file_path` (string) and `pos` (int64).
+    fn add_batch(&mut self, py: Python<'_>, batch: PyArrowType<RecordBatch>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        guard(|| py.detach(|| inner.add_batch(&batch.0)))
+    }
+
+    /// Adds the positions of `bitmap` to `path` (e.g. an existing DV).
+    fn merge(&mut self, path: &str, bitmap: &PositionBitmap) {
+        self.inner.merge(path, &bitmap.inner);
+    }
+
+    /// The data file paths with deletes, sorted.
+    fn paths(&self) -> Vec<String> {
+        self.inner.paths().into_iter().map(str::to_owned).collect()
+    }
+
+    /// The deleted positions of `path`, or None.
+    fn get(&self, path: &str) -> Option<PositionBitmap> {
+        self.inner
+            .get(path)
+            .map(|b| PositionBitmap { inner: b.clone() })
+    }
+
+    /// The total number of deleted positions.
+    fn cardinality(&self) -> u64 {
+        self.inner.cardinality()
+    }
+
+    /// The keep-mask of rows `[start, start + length)` of data file `path`.
+    fn keep_mask(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        start: u64,
+        length: usize,
+    ) -> PyResult<PyArray> {
+        guard(|| {
+            check_len(length)?;
+            let empty = CoreBitmap::new();
+            let bm = self.inner.get(path).unwrap_or(&empty);
+            Ok(to_py(
+                py.detach(|| keep_mask_from_bitmap(bm, start, length)),
+            ))
+        })
+    }
+}
+
+/// Equality delete rows, hashed once, probed per data batch.
+#[pyclass(module = "icefloe._native")]
+pub struct EqualityDeleteSet {
+    inner: CoreEqualitySet,
+}
+
+#[pymethods]
+impl EqualityDeleteSet {
+    #[new]
+    fn new() -> Self {
+        Self {
+            inner: CoreEqualitySet::new(),
+        }
+    }
+
+    /// Adds delete rows; every column of `batch` is an equality column.
+    fn add_batch(&mut self, py: Python<'_>, batch: PyArrowType<RecordBatch>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        guard(|| py.detach(|| inner.add_batch(&batch.0)))
+    }
+
+    /// The keep-mask of `batch` (`True` = no delete row matches).
+    fn keep_mask(&self, py: Python<'_>, batch: PyArrowType<RecordBatch>) -> PyResult<PyArray> {
+        guard(|| {
+            let mask = py.detach(|| self.inner.keep_mask(&batch.0))?;
+            Ok(to_py(mask))
+        })
+    }
+
+    /// The column sets (sorted names), one per group of delete files.
+    fn column_sets(&self) -> Vec<Vec<String>> {
+        self.inner.column_sets()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PositionBitmap>()?;
+    m.add_class::<PositionDeleteIndex>()?;
+    m.add_class::<EqualityDeleteSet>()?;
+    m.add_function(wrap_pyfunction!(keep_mask_from_positions, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,58 @@
+"""Catalog fixtures (a pytest plugin): every catalog test runs on each backend.
+
+``sql_catalog`` is a SQL catalog on a SQLite file, SQLite in memory and the session's
+PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog. Each test gets its own
+catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL server never see
+each other's rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from icefloe.catalog import Catalog
+from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.sql import SqlCatalog
+
+SQL_BACKENDS = ["sqlite-file", "sqlite-memory", "postgres"]
+
+
+def make_sql_catalog(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, **props: str
+) -> SqlCatalog:
+    """A SQL catalog with a fresh name on ``backend``, its warehouse under ``tmp_path``."""
+    if backend == "sqlite-file":
+        uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    elif backend == "sqlite-memory":
+        uri = "sqlite:///:memory:"
+    else:
+        uri = request.getfixturevalue("postgres_uri")
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    return SqlCatalog(name, uri=uri, warehouse=(tmp_path / "warehouse").as_uri(), **props)
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlCatalog]:
+    """A SQL catalog on each backend."""
+    cat = make_sql_catalog(request.param, tmp_path, request)
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+@pytest.fixture(params=[*SQL_BACKENDS, "hadoop"])
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
+    """Every kind of catalog."""
+    if request.param == "hadoop":
+        yield HadoopCatalog("fs", warehouse=(tmp_path / "warehouse").as_uri())
+        return
+    cat = make_sql_catalog(request.param, tmp_path, request)
+    try:
+        yield cat
+    finally:
+        cat.close()

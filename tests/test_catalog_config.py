@@ -1,0 +1,89 @@
+"""load_catalog: the embedded default, the YAML file, environment variables and arguments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icefloe.catalog import load_catalog
+from icefloe.catalog.config import env_properties
+from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import ValidationError
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ICEFLOE_CONFIG", raising=False)
+    for key in list(__import__("os").environ):
+        if key.startswith("ICEFLOE_CATALOG__"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_embedded_default_is_sqlite_under_warehouse(tmp_path: Path) -> None:
+    assert not (tmp_path / "warehouse").exists()
+    cat = load_catalog()
+    assert isinstance(cat, SqlCatalog)
+    assert cat.name == "default"
+    assert (tmp_path / "warehouse" / "icefloe_catalog.db").is_file()
+    assert cat.properties["warehouse"] == (tmp_path / "warehouse").as_uri()
+    cat.create_namespace("db")
+    cat.close()
+    again = load_catalog()
+    assert again.list_namespaces() == [("db",)]
+    again.close()
+
+
+def test_yaml_file_env_and_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "conf.yaml"
+    cfg.write_text(
+        "default-catalog: lake\n"
+        "catalog:\n"
+        "  lake:\n"
+        "    type: hadoop\n"
+        f"    warehouse: {(tmp_path / 'lake').as_uri()}\n"
+        "    s3.region: us-east-1\n"
+        "  meta:\n"
+        f"    uri: sqlite:///{tmp_path / 'meta.db'}\n"
+    )
+    monkeypatch.setenv("ICEFLOE_CONFIG", str(cfg))
+    monkeypatch.setenv("ICEFLOE_CATALOG__LAKE__S3__ACCESS_KEY_ID", "from-env")
+    lake = load_catalog()
+    assert isinstance(lake, HadoopCatalog) and lake.name == "lake"
+    assert lake.properties["s3.access-key-id"] == "from-env"
+    assert lake.properties["s3.region"] == "us-east-1"
+    lake2 = load_catalog("lake", **{"s3.region": "eu-west-1"})
+    assert lake2.properties["s3.region"] == "eu-west-1"
+    meta = load_catalog("meta")
+    assert isinstance(meta, SqlCatalog)
+    assert str(meta.engine.url).endswith("meta.db")
+    meta.close()
+
+
+def test_env_only_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICEFLOE_CATALOG__FS__TYPE", "hadoop")
+    monkeypatch.setenv("ICEFLOE_CATALOG__FS__WAREHOUSE", str(tmp_path / "fs"))
+    cat = load_catalog("fs")
+    assert isinstance(cat, HadoopCatalog)
+    assert env_properties({"ICEFLOE_CATALOG__X__WRITE_METADATA__PATH": "v"}) == {
+        "x": {"write-metadata.path": "v"}
+    }
+
+
+def test_bad_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICEFLOE_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(ValidationError, match=r"missing\.yaml"):
+        load_catalog()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("catalog: [1, 2\n")
+    monkeypatch.setenv("ICEFLOE_CONFIG", str(bad))
+    with pytest.raises(ValidationError, match=r"bad\.yaml"):
+        load_catalog()
+    monkeypatch.delenv("ICEFLOE_CONFIG")
+    with pytest.raises(ValidationError, match="unsupported catalog type"):
+        load_catalog("x", type="nessie")
+    with pytest.raises(ValidationError, match="warehouse"):
+        load_catalog("x", type="hadoop")

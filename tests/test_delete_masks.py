@@ -1,0 +1,267 @@
+"""Keep-masks from deletion vectors, position delete files and equality deletes, checked
+against expected sets computed independently in plain Python."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icefloe.deletes import (
+    DeletionVector,
+    EqualityDeleteSet,
+    PositionDeleteIndex,
+    keep_mask_from_positions,
+)
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+
+
+def _expected_mask(deleted: set[int], start: int, length: int) -> list[bool]:
+    return [(start + i) not in deleted for i in range(length)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.sets(st.integers(0, 3000), max_size=400),
+    st.integers(0, 3100),
+    st.integers(0, 1000),
+    st.sampled_from([0, 1 << 32, (1 << 32) - 1500]),
+)
+def test_keep_mask_matches_expected(deleted: set[int], start: int, length: int, base: int) -> None:
+    shifted = {base + p for p in deleted}
+    dv = DeletionVector.from_positions(sorted(shifted))
+    want = _expected_mask(shifted, base + start, length)
+    got = dv.keep_mask(base + start, length)
+    assert isinstance(got, pa.BooleanArray)
+    assert got.null_count == 0
+    assert got.to_pylist() == want
+    assert (
+        keep_mask_from_positions(np.array(sorted(shifted)), base + start, length).to_pylist()
+        == want
+    )
+
+
+def test_keep_mask_filters_a_batch() -> None:
+    batch = pa.record_batch({"x": list(range(10))})
+    dv = DeletionVector.from_positions([1, 4, 5, 12])
+    assert batch.filter(dv.keep_mask(0, 10)).column(0).to_pylist() == [0, 2, 3, 6, 7, 8, 9]
+    assert dv.keep_mask(10, 5).to_pylist() == [True, True, False, True, True]
+    with pytest.raises(ValidationError, match="sorted"):
+        keep_mask_from_positions([5, 1], 0, 10)
+    with pytest.raises(ValidationError, match="length"):
+        dv.keep_mask(0, 1 << 40)
+    with pytest.raises(ValidationError, match="length"):
+        keep_mask_from_positions([1], 0, 1 << 40)
+    with pytest.raises(ValidationError, match="length"):
+        PositionDeleteIndex().keep_mask("f", 0, 1 << 40)
+
+
+def _pos_table(rows: list[tuple[str, int]]) -> pa.Table:
+    return pa.table(
+        {
+            "file_path": pa.array([r[0] for r in rows], pa.string()),
+            "pos": pa.array([r[1] for r in rows], pa.int64()),
+        }
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["s3://b/a.parquet", "s3://b/b.parquet", "c"]), st.integers(0, 500)
+        ),
+        max_size=300,
+    ),
+    st.integers(1, 50),
+)
+def test_position_delete_index(rows: list[tuple[str, int]], chunk: int) -> None:
+    rows = sorted(rows)
+    table = _pos_table(rows)
+    # Several batches, split at arbitrary points (a file's rows may span batches).
+    batches = table.to_batches(max_chunksize=chunk)
+    index = PositionDeleteIndex.from_batches(batches)
+    expected: dict[str, set[int]] = {}
+    for path, pos in rows:
+        expected.setdefault(path, set()).add(pos)
+    assert index.paths() == sorted(expected)
+    assert index.cardinality == sum(len(v) for v in expected.values())
+    for path, positions in expected.items():
+        dv = index.get(path)
+        assert dv is not None and dv.positions().to_pylist() == sorted(positions)
+        assert index.keep_mask(path, 100, 300).to_pylist() == _expected_mask(positions, 100, 300)
+    assert index.get("missing") is None
+    assert index.keep_mask("missing", 0, 3).to_pylist() == [True] * 3
+
+
+def test_position_delete_index_extra_columns_large_strings_and_errors() -> None:
+    t = pa.table(
+        {
+            "file_path": pa.array(["f", "f", "g"], pa.large_string()),
+            "pos": pa.array([3, 1, 2], pa.int64()),
+            "row": pa.array([{"a": 1}, {"a": 2}, {"a": 3}]),
+        }
+    )
+    index = PositionDeleteIndex.from_batches(t)
+    index.add_deletion_vector("g", DeletionVector.from_positions([7]))
+    assert index.get("f").positions().to_pylist() == [1, 3]  # type: ignore[union-attr]
+    assert index.get("g").positions().to_pylist() == [2, 7]  # type: ignore[union-attr]
+    with pytest.raises(ValidationError, match="pos"):
+        PositionDeleteIndex.from_batches(pa.table({"file_path": ["f"]}))
+    with pytest.raises(ValidationError, match="negative"):
+        PositionDeleteIndex.from_batches(_pos_table([("f", -1)]))
+    with pytest.raises(ValidationError, match="null"):
+        PositionDeleteIndex.from_batches(
+            pa.table({"file_path": pa.array([None], pa.string()), "pos": pa.array([1], pa.int64())})
+        )
+
+
+def _tuples(table: pa.Table, cols: list[str]) -> list[tuple[object, ...]]:
+    """Rows of ``cols`` as Python tuples, with NaN made comparable."""
+    data = [table.column(c).to_pylist() for c in cols]
+
+    def norm(v: object) -> object:
+        return "NaN" if isinstance(v, float) and v != v else v
+
+    return [tuple(norm(v) for v in row) for row in zip(*data, strict=True)]
+
+
+def _check(deletes: list[pa.Table], data: pa.Table) -> None:
+    eq = EqualityDeleteSet(*deletes)
+    got = eq.keep_mask(data).to_pylist()
+    want = [True] * data.num_rows
+    for d in deletes:
+        cols = d.column_names
+        keys = set(_tuples(d, cols))
+        for i, row in enumerate(_tuples(data, cols)):
+            if row in keys:
+                want[i] = False
+    assert got == want
+
+
+_small_int = st.one_of(st.none(), st.integers(-3, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(_small_int, st.sampled_from([None, "a", "b", ""])), max_size=20),
+    st.lists(_small_int, max_size=10),
+    st.lists(
+        st.tuples(_small_int, st.sampled_from([None, "a", "b", ""]), st.integers(-3, 3)),
+        max_size=200,
+    ),
+)
+def test_equality_masks_random(
+    multi: list[tuple[int | None, str | None]],
+    single: list[int | None],
+    rows: list[tuple[int | None, str | None, int]],
+) -> None:
+    # Deletes written before int -> long promotion; data read as long.
+    d1 = pa.table(
+        {"id": pa.array([m[0] for m in multi], pa.int32()), "name": [m[1] for m in multi]}
+    )
+    d2 = pa.table({"id": pa.array(single, pa.int32())})
+    d3 = pa.table({"other": pa.array([r[2] for r in rows[:5]], pa.int64())})
+    data = pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int64()),
+            "name": pa.array([r[1] for r in rows], pa.string()),
+            "other": pa.array([r[2] for r in rows], pa.int64()),
+        }
+    )
+    _check([d1.cast(d1.schema.set(1, pa.field("name", pa.string()))), d2, d3], data)
+
+
+def test_equality_all_types() -> None:
+    values: dict[str, tuple[pa.DataType, list[object]]] = {
+        "i": (pa.int32(), [1, 2, None]),
+        "l": (pa.int64(), [10**12, -1, None]),
+        "f": (pa.float32(), [1.5, float("nan"), None]),
+        "d": (pa.float64(), [2.25, -0.0, None]),
+        "dec": (pa.decimal128(9, 2), [decimal.Decimal("1.25"), decimal.Decimal("-3.10"), None]),
+        "date": (pa.date32(), [dt.date(2024, 1, 1), dt.date(1969, 12, 31), None]),
+        "time": (pa.time64("us"), [dt.time(1, 2, 3), dt.time(0, 0), None]),
+        "ts": (pa.timestamp("us"), [dt.datetime(2024, 1, 1, 1), dt.datetime(1970, 1, 1), None]),
+        "tstz": (
+            pa.timestamp("us", "UTC"),
+            [
+                dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
+                dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc),
+                None,
+            ],
+        ),
+        "s": (pa.string(), ["x", "", None]),
+        "b": (pa.binary(), [b"\x00", b"", None]),
+        "fx": (pa.binary(3), [b"abc", b"\x00\x00\x00", None]),
+        "u": (pa.binary(16), [uuid.UUID(int=1).bytes, uuid.UUID(int=2).bytes, None]),
+        "bool": (pa.bool_(), [True, False, None]),
+    }
+    for name, (typ, vals) in values.items():
+        deletes = pa.table({name: pa.array([vals[0], vals[2]], typ)})
+        data_vals = [vals[0], vals[1], vals[2], vals[1], vals[0]]
+        data = pa.table({name: pa.array(data_vals, typ)})
+        mask = EqualityDeleteSet(deletes).keep_mask(data).to_pylist()
+        assert mask == [False, True, False, True, False], name
+        if typ == pa.float32():
+            # float -> double promotion: the float delete still matches the double data.
+            promoted = pa.table({name: pa.array(data_vals, pa.float64())})
+            assert EqualityDeleteSet(deletes).keep_mask(promoted).to_pylist() == mask
+    # All columns at once, as one multi-column delete file.
+    cols = {n: pa.array([v[0], v[2]], t) for n, (t, v) in values.items()}
+    data_cols = {n: pa.array([v[0], v[1], v[2]], t) for n, (t, v) in values.items()}
+    assert EqualityDeleteSet(pa.table(cols)).keep_mask(pa.table(data_cols)).to_pylist() == [
+        False,
+        True,
+        False,
+    ]
+
+
+def test_float_semantics_follow_java_equals() -> None:
+    deletes = pa.table({"f": pa.array([0.0, float("nan")], pa.float64())})
+    data = pa.table({"f": pa.array([-0.0, 0.0, float("nan"), 1.0], pa.float64())})
+    assert EqualityDeleteSet(deletes).keep_mask(data).to_pylist() == [True, False, False, True]
+
+
+def test_decimal_precision_widening_matches() -> None:
+    deletes = pa.table({"d": pa.array([decimal.Decimal("1.50")], pa.decimal128(5, 2))})
+    data = pa.table(
+        {"d": pa.array([decimal.Decimal("1.50"), decimal.Decimal("1.51")], pa.decimal128(20, 2))}
+    )
+    assert EqualityDeleteSet(deletes).keep_mask(data).to_pylist() == [False, True]
+
+
+def test_equality_errors() -> None:
+    eq = EqualityDeleteSet(pa.table({"id": pa.array([1], pa.int64())}))
+    with pytest.raises(ValidationError, match="id"):
+        eq.keep_mask(pa.table({"x": [1]}))
+    with pytest.raises(ValidationError, match="id"):
+        eq.keep_mask(pa.table({"id": ["1"]}))
+    with pytest.raises(UnsupportedFeatureError):
+        EqualityDeleteSet(pa.table({"l": pa.array([[1]])}))
+    assert len(eq) == 1 and eq.column_sets == [["id"]]
+    empty = pa.table({"id": pa.array([], pa.int64())})
+    assert eq.keep_mask(empty).to_pylist() == []
+
+
+def test_large_set_mask_against_numpy() -> None:
+    rng = np.random.default_rng(7)
+    keys = rng.choice(1_000_000, 50_000, replace=False)
+    data = rng.integers(0, 1_000_000, 200_000)
+    eq = EqualityDeleteSet(pa.table({"k": pa.array(keys, pa.int64())}))
+    got = np.asarray(eq.keep_mask(pa.record_batch({"k": pa.array(data)})))
+    assert (got == ~np.isin(data, keys)).all()
+
+
+def test_dictionary_encoded_columns() -> None:
+    deletes = pa.table({"s": pa.array(["a", "c"]).dictionary_encode()})
+    data = pa.table({"s": pa.array(["a", "b", "c", None]).dictionary_encode()})
+    assert EqualityDeleteSet(deletes).keep_mask(data).to_pylist() == [False, True, False, True]
+    paths = pa.array(["f", "f", "g"]).dictionary_encode()
+    pos = pa.table({"file_path": paths, "pos": pa.array([1, 2, 3], pa.int64())})
+    assert PositionDeleteIndex.from_batches(pos.to_batches()).paths() == ["f", "g"]

@@ -1,0 +1,153 @@
+"""FileIO over pyarrow.fs: local paths and file:// URIs, exclusive create, errors, locations."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from icefloe.exceptions import AlreadyExistsError, NotFoundError, ValidationError
+from icefloe.io import (
+    FileIO,
+    data_location,
+    metadata_file_version,
+    metadata_location,
+    new_metadata_file_location,
+)
+
+
+@pytest.mark.parametrize("uri", [False, True])
+def test_write_read_exists_delete(tmp_path: Path, uri: bool) -> None:
+    io = FileIO()
+    loc = (tmp_path / "a" / "b.bin").as_uri() if uri else str(tmp_path / "a" / "b.bin")
+    out = io.new_output(loc)
+    assert not out.exists()
+    out.write(b"hello")
+    assert (tmp_path / "a" / "b.bin").read_bytes() == b"hello"
+    inp = io.new_input(loc)
+    assert inp.exists() and inp.length() == 5
+    assert inp.read() == b"hello"
+    with inp.open() as f:
+        f.seek(1)
+        assert f.read(3) == b"ell"
+    io.delete(loc)
+    assert not io.exists(loc)
+    with pytest.raises(NotFoundError, match=r"b\.bin"):
+        io.delete(loc)
+    with pytest.raises(NotFoundError, match=r"b\.bin"):
+        io.new_input(loc).read()
+    assert io.delete_quietly(loc) is False
+
+
+def test_create_is_exclusive(tmp_path: Path) -> None:
+    io = FileIO()
+    loc = str(tmp_path / "x" / "v1.metadata.json")
+    with io.new_output(loc).create() as stream:
+        stream.write(b"first")
+    with pytest.raises(AlreadyExistsError, match=r"v1\.metadata\.json"):
+        io.new_output(loc).create()
+    with pytest.raises(AlreadyExistsError):
+        io.new_output(loc).write(b"second")
+    assert io.new_input(loc).read() == b"first"
+    with io.new_output(loc).create(overwrite=True) as stream:
+        stream.write(b"third")
+    assert io.new_input(loc).read() == b"third"
+    io.new_output(loc).write(b"fourth", overwrite=True)
+    assert io.new_input(loc).read() == b"fourth"
+    # no temporary files are left behind
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["v1.metadata.json"]
+
+
+def test_exclusive_write_has_one_winner(tmp_path: Path) -> None:
+    io = FileIO()
+    loc = str(tmp_path / "race.json")
+    wins: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def attempt(i: int) -> None:
+        barrier.wait()
+        try:
+            io.new_output(loc).write(str(i).encode())
+            wins.append(i)
+        except AlreadyExistsError:
+            pass
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    assert io.new_input(loc).read() == str(wins[0]).encode()
+
+
+def test_list_prefix_and_dirs(tmp_path: Path) -> None:
+    io = FileIO()
+    root = tmp_path.as_uri()
+    for name in ["t/metadata/v1.metadata.json", "t/data/a.parquet", "t/data/p=1/b.parquet"]:
+        io.new_output(f"{root}/{name}").write(b"xx")
+    found = sorted(f.location for f in io.list_prefix(f"{root}/t"))
+    assert found == [
+        f"{root}/t/data/a.parquet",
+        f"{root}/t/data/p=1/b.parquet",
+        f"{root}/t/metadata/v1.metadata.json",
+    ]
+    assert all(f.size == 2 for f in io.list_prefix(f"{root}/t"))
+    assert list(io.list_prefix(f"{root}/missing")) == []
+    assert io.list_dir(f"{root}/t") == [("data", True), ("metadata", True)]
+    assert io.is_dir(f"{root}/t/data") and not io.is_dir(f"{root}/t/data/a.parquet")
+    io.delete_prefix(f"{root}/t/data")
+    assert not io.is_dir(f"{root}/t/data")
+    io.delete_prefix(f"{root}/t/data")  # missing is fine
+
+
+def test_bad_locations() -> None:
+    io = FileIO()
+    with pytest.raises(ValidationError, match="ftp"):
+        io.new_input("ftp://host/x").read()
+    with pytest.raises(ValidationError, match="empty"):
+        io.exists("")
+    with pytest.raises(ValidationError, match="bucket"):
+        io.resolve("s3:///key")
+
+
+def test_s3_properties_configure_the_filesystem() -> None:
+    io = FileIO(
+        {
+            "s3.endpoint": "http://127.0.0.1:9000",
+            "s3.access-key-id": "ak",
+            "s3.secret-access-key": "sk",
+            "s3.region": "eu-west-3",
+            "s3.path-style-access": "true",
+        }
+    )
+    fs, path = io.resolve("s3://bucket/warehouse/t/metadata/v1.metadata.json")
+    assert isinstance(fs, pafs.S3FileSystem)
+    assert path == "bucket/warehouse/t/metadata/v1.metadata.json"
+    assert fs.region == "eu-west-3"
+    # The same file system object is reused for every bucket of the scheme.
+    assert io.resolve("s3a://other/x")[0] is not fs  # another scheme, another cache entry
+    assert io.resolve("s3://other/x")[0] is fs
+    reduced = repr(fs.__reduce__())
+    assert "127.0.0.1:9000" in reduced and "'http'" in reduced
+
+
+def test_location_rules() -> None:
+    assert metadata_location("s3://b/t/", {}) == "s3://b/t/metadata"
+    assert data_location("s3://b/t", {}) == "s3://b/t/data"
+    props = {"write.metadata.path": "s3://m/meta/", "write.data.path": "s3://d/data"}
+    assert metadata_location("s3://b/t", props) == "s3://m/meta"
+    assert data_location("s3://b/t", props) == "s3://d/data"
+    assert data_location("s3://b/t", {"write.object-storage.path": "s3://o"}) == "s3://o"
+    loc = new_metadata_file_location("file:///w/t", {}, 3)
+    assert loc.startswith("file:///w/t/metadata/00003-") and loc.endswith(".metadata.json")
+    assert metadata_file_version(loc) == 3
+    gz = new_metadata_file_location("/w/t", {"write.metadata.compression-codec": "gzip"}, 12)
+    assert gz.endswith(".gz.metadata.json") and metadata_file_version(gz) == 12
+    assert metadata_file_version("/w/t/metadata/v7.metadata.json") == 7
+    assert metadata_file_version("/w/t/metadata/v7.gz.metadata.json") == 7
+    assert metadata_file_version("/w/t/metadata/snap-1.avro") is None
+    with pytest.raises(ValidationError, match="zstd"):
+        new_metadata_file_location("/w/t", {"write.metadata.compression-codec": "zstd"}, 1)
