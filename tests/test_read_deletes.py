@@ -44,13 +44,13 @@ def test_deletion_vector_cardinality_and_crc_checked(tmp_path: Path) -> None:
         content_offset=dv.content_offset,
         content_size_in_bytes=dv.content_size_in_bytes,
     )
-    with pytest.raises(CorruptFileError, match="dv.puffin"):
+    with pytest.raises(CorruptFileError, match=r"dv\.puffin"):
         _ids(FileScanTask(df, (wrong,)))
     raw = bytearray((tmp_path / "dv.puffin").read_bytes())
     assert dv.content_offset is not None and dv.content_size_in_bytes is not None
     raw[dv.content_offset + dv.content_size_in_bytes - 1] ^= 0xFF  # last CRC byte
     (tmp_path / "dv.puffin").write_bytes(bytes(raw))
-    with pytest.raises(CorruptFileError, match="dv.puffin"):
+    with pytest.raises(CorruptFileError, match=r"dv\.puffin"):
         _ids(FileScanTask(df, (dv,)))
 
 
@@ -58,7 +58,7 @@ def test_missing_delete_file_fails_before_rows(tmp_path: Path) -> None:
     df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
     gone = DeleteFileRef(DeleteContent.POSITION_DELETES, str(tmp_path / "gone.parquet"))
     it = read_task(FileIO(), FileScanTask(df, (gone,)), OPTS)
-    with pytest.raises(FileIOError, match="gone.parquet"):
+    with pytest.raises(FileIOError, match=r"gone\.parquet"):
         next(it)
 
 
@@ -130,9 +130,13 @@ def test_all_three_kinds_and_deleted_marker(tmp_path: Path) -> None:
     assert _ids(task) == [i for i in range(100) if i not in (1, 2, 3, 4, 99)]
     marked = read(task, ReadOptions(SCHEMA, metadata_columns=("_deleted", "_pos")))
     assert marked.num_rows == 100
-    assert [p for p, d in zip(marked.column("_pos").to_pylist(),
-                              marked.column("_deleted").to_pylist(), strict=True) if d] == [
-        1, 2, 3, 4, 99]
+    assert [
+        p
+        for p, d in zip(
+            marked.column("_pos").to_pylist(), marked.column("_deleted").to_pylist(), strict=True
+        )
+        if d
+    ] == [1, 2, 3, 4, 99]
 
 
 def test_row_lineage_inherited_and_stored(tmp_path: Path) -> None:
@@ -161,8 +165,9 @@ def test_row_lineage_inherited_and_stored(tmp_path: Path) -> None:
     out = read(FileScanTask(without), opts)
     assert out.column("_row_id").to_pylist() == [None, 500, None]
     plain = write_data(tmp_path / "p.parquet", SCHEMA, ROWS[:3])
-    out = read(FileScanTask(DataFileRef(plain.file_path, first_row_id=10,
-                                        data_sequence_number=2)), opts)
+    out = read(
+        FileScanTask(DataFileRef(plain.file_path, first_row_id=10, data_sequence_number=2)), opts
+    )
     assert out.column("_row_id").to_pylist() == [10, 11, 12]
     assert out.column("_last_updated_sequence_number").to_pylist() == [2, 2, 2]
 
@@ -170,5 +175,5 @@ def test_row_lineage_inherited_and_stored(tmp_path: Path) -> None:
 def test_dv_for_another_file_rejected(tmp_path: Path) -> None:
     df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
     dv = write_dv(tmp_path / "dv.puffin", [1], "s3://elsewhere/x.parquet")
-    with pytest.raises(ValidationError, match="dv.puffin"):
+    with pytest.raises(ValidationError, match=r"dv\.puffin"):
         _ids(FileScanTask(df, (dv,)))

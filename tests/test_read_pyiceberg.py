@@ -95,9 +95,7 @@ def _compare(table: Table) -> pa.Table:
 def catalog(tmp_path: Path) -> SqlCatalog:
     warehouse = tmp_path / "wh"
     warehouse.mkdir()
-    cat = SqlCatalog(
-        "t", uri=f"sqlite:///{tmp_path}/cat.db", warehouse=f"file://{warehouse}"
-    )
+    cat = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/cat.db", warehouse=f"file://{warehouse}")
     cat.create_namespace("db")
     return cat
 
@@ -114,7 +112,8 @@ def _batch(ids: range, cat: str) -> pa.Table:
 
 @pytest.mark.parametrize("version", ["1", "2"])
 def test_evolved_partitioned_table_matches_pyiceberg(catalog: SqlCatalog, version: str) -> None:
-    from pyiceberg.partitioning import PartitionField, PartitionSpec as PySpec
+    from pyiceberg.partitioning import PartitionField
+    from pyiceberg.partitioning import PartitionSpec as PySpec
     from pyiceberg.schema import Schema as PySchema
     from pyiceberg.transforms import IdentityTransform
     from pyiceberg.types import NestedField

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -174,11 +175,9 @@ class TaskDeletes:
                         f"deletion vector {d.file_path} references {d.referenced_data_file}, "
                         f"not {data_path}"
                     )
-                dv = cache.get(
-                    ("dv", d.file_path, d.content_offset), lambda d=d: _read_dv(io, d)
-                )
+                dv = cache.get(("dv", d.file_path, d.content_offset), partial(_read_dv, io, d))
             elif d.file_format == "parquet":
-                index = cache.get(("pos", d.file_path), lambda d=d: _read_position_deletes(io, d))
+                index = cache.get(("pos", d.file_path), partial(_read_position_deletes, io, d))
                 dv = index.get(data_path)
                 if dv is None:
                     continue
@@ -202,7 +201,7 @@ class TaskDeletes:
                         )
                     s.add(
                         cache.get(
-                            ("eq", d.file_path), lambda d=d: _read_equality_deletes(io, d, mapping)
+                            ("eq", d.file_path), partial(_read_equality_deletes, io, d, mapping)
                         )
                     )
                 return s

@@ -146,9 +146,9 @@ def project_field(
             children.append(project_field(child_arr, child, len(arr), path, {}))
         if not children:
             return pa.nulls(n, target) if arr.null_count == n else _empty_struct(arr, target)
-        return pa.StructArray.from_arrays(
-            children, fields=list(target), mask=_validity(arr)
-        ).cast(target)
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=_validity(arr)).cast(
+            target
+        )
     if isinstance(t, ListType):
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
             raise _conflict(path, field, arr.type)
@@ -167,9 +167,9 @@ def project_field(
         keys = project_field(arr.keys, t.key_field, len(arr.keys), path, {})
         items = project_field(arr.items, t.value_field, len(arr.items), path, {})
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=_validity(arr))
-    if pa.types.is_struct(arr.type) or pa.types.is_list(arr.type) or pa.types.is_map(arr.type):
-        if not isinstance(arr.type, pa.BaseExtensionType):
-            raise _conflict(path, field, arr.type)
+    nested = pa.types.is_struct(arr.type) or pa.types.is_list(arr.type) or pa.types.is_map(arr.type)
+    if nested and not isinstance(arr.type, pa.BaseExtensionType):
+        raise _conflict(path, field, arr.type)
     return _cast(arr, target, field, path)
 
 

@@ -217,9 +217,7 @@ class _TaskReader:
             if hit is not None and file_schema.field(hit[0]).name not in read_names:
                 read_names.append(pf.schema_arrow.field(hit[0]).name)
         constants = self._constants()
-        filter_expr = (
-            None if isinstance(residual, AlwaysTrue) else to_arrow_expression(residual)
-        )
+        filter_expr = None if isinstance(residual, AlwaysTrue) else to_arrow_expression(residual)
         keep_deleted = DELETED in wanted_meta
 
         for batch, base in self._batches(pf, read_names):
@@ -228,15 +226,14 @@ class _TaskReader:
                 continue
             by_name = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
 
-            def file_col(fid: int) -> pa.Array | None:
+            def file_col(fid: int, by_name: dict[str, pa.Array] = by_name) -> pa.Array | None:
                 hit = columns.top_level(fid)
                 if hit is None:
                     return None
                 return by_name.get(pf.schema_arrow.field(hit[0]).name)
 
             work_cols = [
-                project_field(file_col(f.field_id), f, n, self.path, constants)
-                for f in work.fields
+                project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields
             ]
             wb = pa.RecordBatch.from_arrays(work_cols, schema=work_arrow)
             keep = self._keep_mask(deletes, wb, work, file_col, base, n)
@@ -246,9 +243,7 @@ class _TaskReader:
                 if work.fields[idx] == f:
                     out_cols.append(wb.column(idx))
                 else:
-                    out_cols.append(
-                        project_field(file_col(f.field_id), f, n, self.path, constants)
-                    )
+                    out_cols.append(project_field(file_col(f.field_id), f, n, self.path, constants))
             for mf in meta_fields:
                 out_cols.append(self._metadata_column(mf, n, base, keep, file_col))
             out = pa.RecordBatch.from_arrays(out_cols, schema=out_schema)
@@ -348,9 +343,7 @@ class _TaskReader:
         if name == LAST_UPDATED_SEQUENCE_NUMBER:
             stored = file_col(METADATA_COLUMNS[LAST_UPDATED_SEQUENCE_NUMBER])
             seq = df.data_sequence_number
-            inherited = (
-                None if seq is None else constant_array(seq, mf.field_type, pa.int64(), n)
-            )
+            inherited = None if seq is None else constant_array(seq, mf.field_type, pa.int64(), n)
             return _fill(stored, inherited, n)
         raise ValidationError(f"unknown metadata column {name!r}")
 

@@ -144,8 +144,8 @@ class DeleteFileRef:
     partition: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.content, DeleteContent):
-            object.__setattr__(self, "content", DeleteContent(self.content))
+        content: Any = self.content  # a plain string is accepted too
+        object.__setattr__(self, "content", DeleteContent(content))
         object.__setattr__(self, "file_format", self.file_format.lower())
         object.__setattr__(self, "equality_ids", tuple(self.equality_ids))
         if self.content is DeleteContent.EQUALITY_DELETES and not self.equality_ids:
