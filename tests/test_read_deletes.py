@@ -177,3 +177,24 @@ def test_dv_for_another_file_rejected(tmp_path: Path) -> None:
     dv = write_dv(tmp_path / "dv.puffin", [1], "s3://elsewhere/x.parquet")
     with pytest.raises(ValidationError, match=r"dv\.puffin"):
         _ids(FileScanTask(df, (dv,)))
+
+
+def test_java_golden_dv_blob_applied_by_offset(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    name = "iceberg-java/deletes/small-alternating-values-position-index.bin"
+    candidates = [p / "shared" / "testdata" / name for p in (root.parent, root.parent.parent)]
+    blob_path = next((p for p in candidates if p.exists()), None)
+    if blob_path is None:
+        pytest.skip("golden files not present")
+    blob = blob_path.read_bytes()
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS[:12])
+    (tmp_path / "x.puffin").write_bytes(b"PFA1" + b"\x00" * 13 + blob)
+    dv = DeleteFileRef(
+        DeleteContent.POSITION_DELETES,
+        str(tmp_path / "x.puffin"),
+        "puffin",
+        record_count=5,
+        content_offset=17,
+        content_size_in_bytes=len(blob),
+    )
+    assert _ids(FileScanTask(df, (dv,))) == [0, 2, 4, 6, 8, 10, 11]
