@@ -3,8 +3,8 @@
 Cases (full size / ``--quick``):
 - ``dv_keep_mask``: keep-mask for 5M rows with 10% deleted, from an in-memory DV, against
   numpy indexing and ``pyarrow.compute.is_in``.
-- ``dv_decode_and_mask``: decode a DV blob and build the mask, against PyIceberg 0.12's path
-  (pyroaring decode, ``to_vector``, ``np.setdiff1d`` of the row range as its reader does).
+- ``dv_decode_and_mask``: decode a DV blob and build the mask, against PyIceberg 0.12's own
+  functions (pyroaring decode, ``to_vector``, ``_combine_positional_deletes`` for the batch).
 - ``equality_1m_keys_10m_rows``: hash 1M delete keys and probe 10M data rows (int64), against
   ``pyarrow.compute.is_in`` and a pyarrow left-anti join.
 """
@@ -47,14 +47,16 @@ def run(h: Harness) -> None:
 
     peers = {}
     try:
+        from pyiceberg.io.pyarrow import _combine_positional_deletes
         from pyiceberg.table import deletion_vector as pyi_dv
 
-        def pyiceberg_path() -> np.ndarray:
-            bitmaps = pyi_dv.DeletionVector._deserialize_bitmap(
-                pyi_dv._extract_vector_payload(blob)
-            )
+        def pyiceberg_path() -> pa.Array:
+            # PyIceberg's own read path: decode the DV to a position vector, then the indices of
+            # surviving rows of the batch (it then `take`s them; we build a mask instead).
+            payload = pyi_dv._extract_vector_payload(blob)
+            bitmaps = pyi_dv.DeletionVector._deserialize_bitmap(payload)
             positions = pyi_dv.DeletionVector("f", bitmaps).to_vector()
-            return np.setdiff1d(np.arange(0, n), positions, assume_unique=False)
+            return _combine_positional_deletes([positions], 0, n)
 
         peers["pyiceberg 0.12"] = pyiceberg_path
     except ImportError:

@@ -54,6 +54,12 @@ def test_keep_mask_filters_a_batch() -> None:
     assert dv.keep_mask(10, 5).to_pylist() == [True, True, False, True, True]
     with pytest.raises(ValidationError, match="sorted"):
         keep_mask_from_positions([5, 1], 0, 10)
+    with pytest.raises(ValidationError, match="length"):
+        dv.keep_mask(0, 1 << 40)
+    with pytest.raises(ValidationError, match="length"):
+        keep_mask_from_positions([1], 0, 1 << 40)
+    with pytest.raises(ValidationError, match="length"):
+        PositionDeleteIndex().keep_mask("f", 0, 1 << 40)
 
 
 def _pos_table(rows: list[tuple[str, int]]) -> pa.Table:
@@ -250,3 +256,12 @@ def test_large_set_mask_against_numpy() -> None:
     eq = EqualityDeleteSet(pa.table({"k": pa.array(keys, pa.int64())}))
     got = np.asarray(eq.keep_mask(pa.record_batch({"k": pa.array(data)})))
     assert (got == ~np.isin(data, keys)).all()
+
+
+def test_dictionary_encoded_columns() -> None:
+    deletes = pa.table({"s": pa.array(["a", "c"]).dictionary_encode()})
+    data = pa.table({"s": pa.array(["a", "b", "c", None]).dictionary_encode()})
+    assert EqualityDeleteSet(deletes).keep_mask(data).to_pylist() == [False, True, False, True]
+    paths = pa.array(["f", "f", "g"]).dictionary_encode()
+    pos = pa.table({"file_path": paths, "pos": pa.array([1, 2, 3], pa.int64())})
+    assert PositionDeleteIndex.from_batches(pos.to_batches()).paths() == ["f", "g"]

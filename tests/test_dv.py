@@ -225,3 +225,16 @@ def test_pyiceberg_decodes_icefloe_blobs(
     bitmaps = mod.DeletionVector._deserialize_bitmap(payload)  # type: ignore[attr-defined]
     theirs = mod.DeletionVector("f", bitmaps).to_vector().to_pylist()  # type: ignore[attr-defined]
     assert theirs == positions
+
+
+def test_read_at_content_offset_and_size() -> None:
+    dv = DeletionVector.from_positions([3, 4, K1])
+    blob = dv.to_blob()
+    data = b"x" * 17 + blob + b"tail"
+    assert DeletionVector.read_at(data, 17, len(blob), 3) == dv
+    with pytest.raises(CorruptFileError):
+        DeletionVector.read_at(data, 17, len(blob), 2)
+    with pytest.raises(CorruptFileError):
+        DeletionVector.read_at(data, 16, len(blob))
+    with pytest.raises(CorruptFileError, match="outside"):
+        DeletionVector.read_at(data, 17, len(data))

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe import _native
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CorruptFileError, ValidationError
 
 __all__ = [
     "DeletionVector",
@@ -69,6 +69,29 @@ class DeletionVector:
         return cls(_native.PositionBitmap.from_blob(bytes(blob), expected_cardinality))
 
     @classmethod
+    def read_at(
+        cls,
+        data: bytes,
+        content_offset: int,
+        content_size_in_bytes: int,
+        expected_cardinality: int | None = None,
+    ) -> DeletionVector:
+        """Decodes the DV at ``content_offset`` / ``content_size_in_bytes`` of a file's bytes,
+        as a manifest entry locates it; no Puffin footer is needed (Delta UniForm DVs live in
+        Delta's own files). A range outside ``data`` raises ``CorruptFileError``."""
+        if (
+            content_offset < 0
+            or content_size_in_bytes < 0
+            or (content_offset + content_size_in_bytes > len(data))
+        ):
+            raise CorruptFileError(
+                f"deletion vector at offset {content_offset} length {content_size_in_bytes} "
+                f"lies outside the file ({len(data)} bytes)"
+            )
+        view = memoryview(data)[content_offset : content_offset + content_size_in_bytes]
+        return cls.from_blob(bytes(view), expected_cardinality)
+
+    @classmethod
     def from_roaring(cls, data: bytes) -> DeletionVector:
         """Reads the bare 64-bit Roaring portable serialisation (no blob framing)."""
         return cls(_native.PositionBitmap.deserialize(bytes(data)))
@@ -120,15 +143,22 @@ def keep_mask_from_positions(positions: Any, start: int, length: int) -> pa.Bool
     return _native.keep_mask_from_positions(_int64_array(positions), start, length)
 
 
+def _decode_dictionaries(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with dictionary-encoded columns (``read_dictionary``) decoded to plain ones."""
+    if not any(pa.types.is_dictionary(f.type) for f in batch.schema):
+        return batch
+    cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(cols, names=batch.schema.names)
+
+
 def _batches(
     data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch],
 ) -> Iterable[pa.RecordBatch]:
     if isinstance(data, pa.RecordBatch):
-        return [data]
+        return [_decode_dictionaries(data)]
     if isinstance(data, pa.Table):
-        batches: list[pa.RecordBatch] = data.to_batches()
-        return batches
-    return data
+        return [_decode_dictionaries(b) for b in data.to_batches()]
+    return (_decode_dictionaries(b) for b in data)
 
 
 class PositionDeleteIndex:
@@ -207,8 +237,8 @@ class EqualityDeleteSet:
     def keep_mask(self, batch: pa.RecordBatch | pa.Table) -> pa.BooleanArray:
         """The keep-mask of ``batch``: ``True`` where no delete row matches."""
         if isinstance(batch, pa.Table):
-            masks = [self._set.keep_mask(b) for b in batch.to_batches()]
+            masks = [self._set.keep_mask(b) for b in _batches(batch)]
             if not masks:
                 return pa.array([], pa.bool_())
             return pa.concat_arrays(masks)
-        return self._set.keep_mask(batch)
+        return self._set.keep_mask(_decode_dictionaries(batch))

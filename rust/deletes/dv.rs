@@ -12,7 +12,7 @@ pub const DV_BLOB_TYPE: &str = "deletion-vector-v1";
 
 /// Encodes `bitmap` as a `deletion-vector-v1` blob.
 pub fn encode_dv(bitmap: &PositionBitmap) -> Vec<u8> {
-    let mut out = Vec::with_capacity(12 + bitmap.serialized_size());
+    let mut out = Vec::new();
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&DV_MAGIC);
     bitmap.serialize_into(&mut out);

@@ -32,6 +32,18 @@ fn int64_values(data: ArrayData, what: &str) -> crate::Result<Int64Array> {
     Ok(arr)
 }
 
+/// Masks are per batch: refuse lengths no batch can have, rather than fail to allocate.
+const MAX_MASK_LEN: usize = 1 << 31;
+
+fn check_len(length: usize) -> crate::Result<()> {
+    if length > MAX_MASK_LEN {
+        return Err(Error::validation(format!(
+            "keep-mask length {length} exceeds the {MAX_MASK_LEN} rows a batch can hold"
+        )));
+    }
+    Ok(())
+}
+
 fn to_py(arr: impl Array) -> PyArray {
     PyArrowType(arr.into_data())
 }
@@ -126,8 +138,13 @@ impl PositionBitmap {
     }
 
     /// The keep-mask (`True` = row survives) of rows `[start, start + length)`.
-    fn keep_mask(&self, py: Python<'_>, start: u64, length: usize) -> PyArray {
-        to_py(py.detach(|| keep_mask_from_bitmap(&self.inner, start, length)))
+    fn keep_mask(&self, py: Python<'_>, start: u64, length: usize) -> PyResult<PyArray> {
+        guard(|| {
+            check_len(length)?;
+            Ok(to_py(py.detach(|| {
+                keep_mask_from_bitmap(&self.inner, start, length)
+            })))
+        })
     }
 }
 
@@ -140,6 +157,7 @@ fn keep_mask_from_positions(
     length: usize,
 ) -> PyResult<PyArray> {
     guard(|| {
+        check_len(length)?;
         let arr = int64_values(positions.0, "positions")?;
         let mask = py.detach(|| keep_mask_from_sorted(arr.values(), start, length))?;
         Ok(to_py(mask))
@@ -190,10 +208,21 @@ impl PositionDeleteIndex {
     }
 
     /// The keep-mask of rows `[start, start + length)` of data file `path`.
-    fn keep_mask(&self, py: Python<'_>, path: &str, start: u64, length: usize) -> PyArray {
-        let empty = CoreBitmap::new();
-        let bm = self.inner.get(path).unwrap_or(&empty);
-        to_py(py.detach(|| keep_mask_from_bitmap(bm, start, length)))
+    fn keep_mask(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        start: u64,
+        length: usize,
+    ) -> PyResult<PyArray> {
+        guard(|| {
+            check_len(length)?;
+            let empty = CoreBitmap::new();
+            let bm = self.inner.get(path).unwrap_or(&empty);
+            Ok(to_py(
+                py.detach(|| keep_mask_from_bitmap(bm, start, length)),
+            ))
+        })
     }
 }
 
