@@ -119,7 +119,12 @@ def _predicate(pred: BoundPredicate, under_not: bool) -> pc.Expression:
         return (~nan | f.is_null()) if nullable else ~nan
     if op.is_set:
         # is_in gives false (not null) for a null input, so neither form needs a null check.
-        value_set = arrow_array(sorted(pred.literals, key=_sort_key), t)
+        literals = list(pred.literals)
+        if isinstance(t, FloatType | DoubleType) and any(v == 0.0 for v in literals):
+            # is_in hashes float bits, so 0.0 and -0.0 differ there; `=` compares as IEEE 754
+            # (0.0 == -0.0). Listing both zeros makes `in` agree with a chain of `=`.
+            literals = [v for v in literals if v != 0.0] + [0.0, -0.0]
+        value_set = arrow_array(sorted(literals, key=_sort_key), t)
         hit = pc.is_in(f, value_set=value_set, skip_nulls=False)
         return hit if op is Op.IN else ~hit
     if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
