@@ -4,6 +4,7 @@
 pub mod avro;
 pub mod deletes;
 pub mod error;
+pub mod expr;
 pub mod manifest;
 pub mod puffin;
 pub mod serde;
