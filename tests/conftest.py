@@ -9,8 +9,9 @@ import pytest
 
 from peers import duckdb_connect
 
-# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py).
-pytest_plugins = ["_postgres", "_catalogs"]
+# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py),
+# the Spark session and Iceberg Java catalogs (tests/_spark.py).
+pytest_plugins = ["_postgres", "_catalogs", "_spark"]
 
 
 @pytest.fixture
