@@ -112,6 +112,7 @@ def spark_session(base_dir: Path) -> Any:
         SparkSession.builder.master("local[2]")
         .appName("icefloe-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
