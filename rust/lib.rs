@@ -3,6 +3,7 @@
 
 pub mod deletes;
 pub mod error;
+pub mod expr;
 pub mod puffin;
 pub mod serde;
 pub mod transforms;

@@ -3,6 +3,7 @@
 
 mod deletes;
 mod errors;
+mod expr;
 mod puffin;
 mod serde;
 mod transforms;
@@ -36,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
     deletes::register(m)?;
+    expr::register(m)?;
     puffin::register(m)?;
     serde::register(m)?;
     transforms::register(m)?;

@@ -1,0 +1,470 @@
+//! Unit tests of the expression parser and the three evaluators, one or more per rule.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, MapBuilder};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int32Array, ListArray, RecordBatch, StringArray,
+    StructArray,
+};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Fields};
+
+use super::manifest::manifest_mask;
+use super::metrics::metrics_mask;
+use super::partition::partition_mask;
+use super::{parse, Expr, Op};
+
+fn pred(op: &str, id: i32, ty: &str, value: &str) -> String {
+    let term = format!(r#"{{"id": {id}, "path": ["c{id}"], "type": "{ty}"}}"#);
+    match op {
+        "is-null" | "not-null" | "is-nan" | "not-nan" => {
+            format!(r#"{{"type": "{op}", "term": {term}}}"#)
+        }
+        "in" | "not-in" => format!(r#"{{"type": "{op}", "term": {term}, "values": {value}}}"#),
+        _ => format!(r#"{{"type": "{op}", "term": {term}, "value": {value}}}"#),
+    }
+}
+
+fn bits(a: &BooleanArray) -> Vec<bool> {
+    a.iter().map(|b| b.unwrap()).collect()
+}
+
+/// One file's statistics for field 1: value, null, NaN counts and raw bounds.
+#[derive(Default, Clone)]
+struct F {
+    values: Option<i64>,
+    nulls: Option<i64>,
+    nans: Option<i64>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    records: i64,
+}
+
+fn batch(files: &[F]) -> RecordBatch {
+    let mut counts: Vec<MapBuilder<Int32Builder, Int64Builder>> = (0..3)
+        .map(|_| MapBuilder::new(None, Int32Builder::new(), Int64Builder::new()))
+        .collect();
+    let mut bounds: Vec<MapBuilder<Int32Builder, BinaryBuilder>> = (0..2)
+        .map(|_| MapBuilder::new(None, Int32Builder::new(), BinaryBuilder::new()))
+        .collect();
+    for f in files {
+        for (m, v) in counts.iter_mut().zip([f.values, f.nulls, f.nans]) {
+            if let Some(v) = v {
+                m.keys().append_value(1);
+                m.values().append_value(v);
+            }
+            // an unrelated field's entry, to check lookups by key
+            m.keys().append_value(7);
+            m.values().append_value(0);
+            m.append(true).unwrap();
+        }
+        for (m, v) in bounds.iter_mut().zip([&f.lower, &f.upper]) {
+            if let Some(v) = v {
+                m.keys().append_value(1);
+                m.values().append_value(v);
+            }
+            m.append(true).unwrap();
+        }
+    }
+    let mut cols: Vec<(&str, ArrayRef)> = vec![(
+        "record_count",
+        Arc::new(arrow_array::Int64Array::from(
+            files.iter().map(|f| f.records).collect::<Vec<_>>(),
+        )),
+    )];
+    for (name, mut m) in ["value_counts", "null_value_counts", "nan_value_counts"]
+        .into_iter()
+        .zip(counts)
+    {
+        cols.push((name, Arc::new(m.finish())));
+    }
+    for (name, mut m) in ["lower_bounds", "upper_bounds"].into_iter().zip(bounds) {
+        cols.push((name, Arc::new(m.finish())));
+    }
+    RecordBatch::try_from_iter(cols).unwrap()
+}
+
+fn int(v: i32) -> Option<Vec<u8>> {
+    Some(v.to_le_bytes().to_vec())
+}
+
+fn long(v: i64) -> Option<Vec<u8>> {
+    Some(v.to_le_bytes().to_vec())
+}
+
+fn dbl(v: f64) -> Option<Vec<u8>> {
+    Some(v.to_le_bytes().to_vec())
+}
+
+fn s(v: &str) -> Option<Vec<u8>> {
+    Some(v.as_bytes().to_vec())
+}
+
+fn ints(lo: i32, hi: i32) -> F {
+    F {
+        values: Some(10),
+        nulls: Some(0),
+        nans: None,
+        lower: int(lo),
+        upper: int(hi),
+        records: 10,
+    }
+}
+
+fn metrics(expr: &str, files: &[F]) -> Vec<bool> {
+    bits(&metrics_mask(&batch(files), &parse(expr).unwrap()).unwrap())
+}
+
+#[test]
+fn parse_compact_form() {
+    let e = parse(&format!(
+        r#"{{"type": "not", "child": {{"type": "and", "left": {}, "right": true}}}}"#,
+        pred("lt", 1, "int", "5")
+    ))
+    .unwrap();
+    let Expr::Or(l, r) = e.rewrite_not() else { panic!("expected or") };
+    assert_eq!(*r, Expr::False);
+    let Expr::Pred(p) = *l else { panic!("expected predicate") };
+    assert_eq!(p.op, Op::GtEq);
+    assert_eq!(p.values, vec![crate::serde::Value::Int(5)]);
+    // decimal and date literals decode through the serde
+    let Expr::Pred(p) = parse(&pred("eq", 2, "decimal(9,2)", "\"14.20\"")).unwrap() else {
+        panic!()
+    };
+    assert_eq!(p.values, vec![crate::serde::Value::Int(1420)]);
+    let Expr::Pred(p) = parse(&pred("eq", 2, "date", "\"1970-01-02\"")).unwrap() else {
+        panic!()
+    };
+    assert_eq!(p.values, vec![crate::serde::Value::Int(1)]);
+}
+
+#[test]
+fn parse_rejects_bad_input() {
+    for bad in [
+        "[1]",
+        r#"{"type": "frob"}"#,
+        &pred("lt", 1, "int", "\"x\""),
+        &pred("in", 1, "int", "[]"),
+        &pred("starts-with", 1, "int", "1"),
+        "{",
+    ] {
+        let err = parse(bad).unwrap_err();
+        assert!(matches!(err, crate::Error::Validation(_)), "{bad}: {err:?}");
+    }
+}
+
+#[test]
+fn metrics_ranges() {
+    let files = [ints(10, 20)];
+    assert_eq!(metrics(&pred("lt", 1, "int", "10"), &files), [false]);
+    assert_eq!(metrics(&pred("lt", 1, "int", "11"), &files), [true]);
+    assert_eq!(metrics(&pred("lt-eq", 1, "int", "10"), &files), [true]);
+    assert_eq!(metrics(&pred("lt-eq", 1, "int", "9"), &files), [false]);
+    assert_eq!(metrics(&pred("gt", 1, "int", "20"), &files), [false]);
+    assert_eq!(metrics(&pred("gt", 1, "int", "19"), &files), [true]);
+    assert_eq!(metrics(&pred("gt-eq", 1, "int", "20"), &files), [true]);
+    assert_eq!(metrics(&pred("gt-eq", 1, "int", "21"), &files), [false]);
+    assert_eq!(metrics(&pred("eq", 1, "int", "9"), &files), [false]);
+    assert_eq!(metrics(&pred("eq", 1, "int", "21"), &files), [false]);
+    assert_eq!(metrics(&pred("eq", 1, "int", "15"), &files), [true]);
+    assert_eq!(metrics(&pred("not-eq", 1, "int", "15"), &files), [true]);
+    assert_eq!(metrics(&pred("in", 1, "int", "[1, 25]"), &files), [false]);
+    assert_eq!(metrics(&pred("in", 1, "int", "[1, 20]"), &files), [true]);
+    assert_eq!(metrics(&pred("not-in", 1, "int", "[10, 20]"), &files), [true]);
+    // not is pushed down: not(x < 30) is x >= 30
+    let not = format!(r#"{{"type": "not", "child": {}}}"#, pred("lt", 1, "int", "30"));
+    assert_eq!(metrics(&not, &files), [false]);
+}
+
+#[test]
+fn metrics_in_with_many_values_may_match() {
+    let files = [ints(10, 20)];
+    let many: Vec<String> = (100..400).map(|i| i.to_string()).collect();
+    let expr = pred("in", 1, "int", &format!("[{}]", many.join(",")));
+    assert_eq!(metrics(&expr, &files), [true]);
+    let few = pred("in", 1, "int", &format!("[{}]", many[..150].join(",")));
+    assert_eq!(metrics(&few, &files), [false]);
+}
+
+#[test]
+fn metrics_missing_stats_may_match() {
+    let none = F {
+        records: 5,
+        ..F::default()
+    };
+    for e in [
+        pred("lt", 1, "int", "0"),
+        pred("eq", 1, "int", "0"),
+        pred("is-null", 1, "int", ""),
+        pred("not-null", 1, "int", ""),
+        pred("in", 1, "int", "[1]"),
+    ] {
+        assert_eq!(metrics(&e, std::slice::from_ref(&none)), [true], "{e}");
+    }
+    // a field the file has no stats for at all (id 3)
+    assert_eq!(metrics(&pred("eq", 3, "int", "0"), &[ints(1, 2)]), [true]);
+}
+
+#[test]
+fn metrics_null_and_nan_counts() {
+    let all_null = F {
+        values: Some(4),
+        nulls: Some(4),
+        records: 4,
+        ..F::default()
+    };
+    assert_eq!(metrics(&pred("not-null", 1, "int", ""), &[all_null.clone()]), [false]);
+    assert_eq!(metrics(&pred("is-null", 1, "int", ""), &[all_null.clone()]), [true]);
+    assert_eq!(metrics(&pred("eq", 1, "int", "1"), &[all_null.clone()]), [false]);
+    assert_eq!(metrics(&pred("starts-with", 1, "string", "\"a\""), &[all_null.clone()]), [false]);
+    // not_starts_with / not_eq of null rows match
+    assert_eq!(metrics(&pred("not-starts-with", 1, "string", "\"a\""), &[all_null.clone()]), [true]);
+    assert_eq!(metrics(&pred("not-eq", 1, "int", "1"), &[all_null]), [true]);
+    assert_eq!(metrics(&pred("is-null", 1, "int", ""), &[ints(1, 2)]), [false]);
+    let all_nan = F {
+        values: Some(3),
+        nulls: Some(0),
+        nans: Some(3),
+        records: 3,
+        ..F::default()
+    };
+    assert_eq!(metrics(&pred("not-nan", 1, "double", ""), &[all_nan.clone()]), [false]);
+    assert_eq!(metrics(&pred("lt", 1, "double", "1.0"), &[all_nan.clone()]), [false]);
+    assert_eq!(metrics(&pred("is-nan", 1, "double", ""), &[all_nan]), [true]);
+    let no_nan = F {
+        values: Some(3),
+        nulls: Some(0),
+        nans: Some(0),
+        lower: dbl(1.0),
+        upper: dbl(2.0),
+        records: 3,
+    };
+    assert_eq!(metrics(&pred("is-nan", 1, "double", ""), &[no_nan]), [false]);
+}
+
+#[test]
+fn metrics_float_bounds() {
+    // NaN bounds (not allowed, from old writers) prune nothing
+    let nan_upper = F {
+        values: Some(3),
+        nulls: Some(0),
+        lower: dbl(1.0),
+        upper: dbl(f64::NAN),
+        records: 3,
+        ..F::default()
+    };
+    assert_eq!(metrics(&pred("gt", 1, "double", "5.0"), &[nan_upper]), [true]);
+    // -0.0 and 0.0 compare equal: a file of [-0.0, 0.0] may hold a row equal to 0.0
+    let zeros = F {
+        values: Some(2),
+        nulls: Some(0),
+        lower: dbl(-0.0),
+        upper: dbl(-0.0),
+        records: 2,
+        ..F::default()
+    };
+    assert_eq!(metrics(&pred("eq", 1, "double", "0.0"), &[zeros.clone()]), [true]);
+    assert_eq!(metrics(&pred("lt", 1, "double", "0.0"), &[zeros.clone()]), [false]);
+    assert_eq!(metrics(&pred("gt", 1, "double", "-0.0"), &[zeros]), [false]);
+}
+
+#[test]
+fn metrics_promoted_bounds_decode_by_length() {
+    // a 4-byte int bound under a long column
+    let promoted = F {
+        lower: int(-5),
+        upper: int(5),
+        ..ints(0, 0)
+    };
+    assert_eq!(metrics(&pred("gt", 1, "long", "5"), &[promoted.clone()]), [false]);
+    assert_eq!(metrics(&pred("eq", 1, "long", "-5"), &[promoted]), [true]);
+    let wide = F {
+        lower: long(-5),
+        upper: long(5),
+        ..ints(0, 0)
+    };
+    assert_eq!(metrics(&pred("lt", 1, "long", "-5"), &[wide]), [false]);
+    // float bound under double
+    let f = F {
+        lower: Some(1.5f32.to_le_bytes().to_vec()),
+        upper: Some(2.5f32.to_le_bytes().to_vec()),
+        ..ints(0, 0)
+    };
+    assert_eq!(metrics(&pred("gt", 1, "double", "2.5"), &[f.clone()]), [false]);
+    assert_eq!(metrics(&pred("gt", 1, "double", "2.4"), &[f]), [true]);
+    // date bound under timestamp: day 1 = 86_400_000_000 micros
+    let d = F {
+        lower: int(1),
+        upper: int(1),
+        ..ints(0, 0)
+    };
+    let ts = "\"1970-01-02T00:00:00\"";
+    assert_eq!(metrics(&pred("eq", 1, "timestamp", ts), &[d.clone()]), [true]);
+    assert_eq!(metrics(&pred("lt", 1, "timestamp", ts), &[d]), [false]);
+}
+
+#[test]
+fn metrics_strings_and_truncated_bounds() {
+    let f = F {
+        values: Some(3),
+        nulls: Some(0),
+        lower: s("abc"),
+        upper: s("abd"), // a truncated upper bound, incremented
+        records: 3,
+        ..F::default()
+    };
+    let sw = |p: &str| metrics(&pred("starts-with", 1, "string", &format!("\"{p}\"")), &[f.clone()]);
+    assert_eq!(sw("abc"), [true]);
+    assert_eq!(sw("abcz"), [true]);
+    assert_eq!(sw("ab"), [true]);
+    assert_eq!(sw("abe"), [false]);
+    assert_eq!(sw("aa"), [false]);
+    let nsw =
+        |p: &str| metrics(&pred("not-starts-with", 1, "string", &format!("\"{p}\"")), &[f.clone()]);
+    assert_eq!(nsw("ab"), [false]);
+    assert_eq!(nsw("abc"), [true]);
+    assert_eq!(metrics(&pred("gt", 1, "string", "\"abd\""), &[f.clone()]), [false]);
+    assert_eq!(metrics(&pred("lt", 1, "string", "\"abc\""), &[f.clone()]), [false]);
+    assert_eq!(metrics(&pred("eq", 1, "string", "\"abcxyz\""), &[f]), [true]);
+}
+
+#[test]
+fn metrics_record_count_and_corrupt_bounds() {
+    let empty = F {
+        records: 0,
+        ..F::default()
+    };
+    let imported = F {
+        records: -1,
+        ..F::default()
+    };
+    assert_eq!(metrics("true", &[empty, imported]), [false, true]);
+    let corrupt = F {
+        lower: Some(vec![1, 2, 3]),
+        ..ints(0, 0)
+    };
+    let err = metrics_mask(&batch(&[corrupt]), &parse(&pred("lt", 1, "int", "1")).unwrap())
+        .unwrap_err();
+    assert!(matches!(err, crate::Error::CorruptFile(_)), "{err:?}");
+    assert!(err.message().contains("field 1"), "{err:?}");
+}
+
+fn summaries(rows: &[Option<Vec<(bool, Option<bool>, Option<Vec<u8>>, Option<Vec<u8>>)>>]) -> ListArray {
+    let (mut cn, mut nan, mut lo, mut hi) = (
+        BooleanBuilder::new(),
+        BooleanBuilder::new(),
+        BinaryBuilder::new(),
+        BinaryBuilder::new(),
+    );
+    let mut offsets = vec![0i32];
+    let mut valid = vec![];
+    for r in rows {
+        for (a, b, c, d) in r.iter().flatten() {
+            cn.append_value(*a);
+            nan.append_option(*b);
+            lo.append_option(c.as_ref());
+            hi.append_option(d.as_ref());
+        }
+        offsets.push(offsets.last().unwrap() + r.as_ref().map_or(0, |v| v.len() as i32));
+        valid.push(r.is_some());
+    }
+    let fields = Fields::from(vec![
+        Field::new("contains_null", DataType::Boolean, false),
+        Field::new("contains_nan", DataType::Boolean, true),
+        Field::new("lower_bound", DataType::Binary, true),
+        Field::new("upper_bound", DataType::Binary, true),
+    ]);
+    let items = StructArray::new(
+        fields.clone(),
+        vec![
+            Arc::new(cn.finish()),
+            Arc::new(nan.finish()),
+            Arc::new(lo.finish()),
+            Arc::new(hi.finish()),
+        ],
+        None,
+    );
+    ListArray::new(
+        Arc::new(Field::new("element", DataType::Struct(fields), false)),
+        OffsetBuffer::new(offsets.into()),
+        Arc::new(items),
+        Some(valid.into()),
+    )
+}
+
+#[test]
+fn manifest_summaries() {
+    let col = summaries(&[
+        Some(vec![(false, None, int(10), int(20))]),
+        Some(vec![(true, None, None, None)]), // all null
+        None,                                 // no summaries: may match
+        Some(vec![(true, None, int(30), int(40))]),
+    ]);
+    let m = |e: &str| bits(&manifest_mask(&col, &parse(e).unwrap(), &[1000]).unwrap());
+    assert_eq!(m(&pred("eq", 1000, "int", "15")), [true, false, true, false]);
+    assert_eq!(m(&pred("lt", 1000, "int", "10")), [false, false, true, false]);
+    assert_eq!(m(&pred("gt-eq", 1000, "int", "40")), [false, false, true, true]);
+    assert_eq!(m(&pred("is-null", 1000, "int", "")), [false, true, true, true]);
+    assert_eq!(m(&pred("not-null", 1000, "int", "")), [true, false, true, true]);
+    assert_eq!(m(&pred("in", 1000, "int", "[5, 35]")), [false, false, true, true]);
+    assert_eq!(m(&pred("not-in", 1000, "int", "[15]")), [true, true, true, true]);
+    let err = manifest_mask(&col, &parse(&pred("eq", 1001, "int", "1")).unwrap(), &[1000]);
+    assert!(err.is_err());
+}
+
+#[test]
+fn manifest_nan_and_strings() {
+    let col = summaries(&[
+        Some(vec![(false, Some(true), None, None)]), // only NaN
+        Some(vec![(false, Some(false), dbl(1.0), dbl(2.0))]),
+        Some(vec![(true, None, None, None)]), // all null, NaN unknown
+    ]);
+    let m = |e: &str| bits(&manifest_mask(&col, &parse(e).unwrap(), &[1000]).unwrap());
+    assert_eq!(m(&pred("is-nan", 1000, "double", "")), [true, false, true]);
+    assert_eq!(m(&pred("not-nan", 1000, "double", "")), [false, true, true]);
+    // all-null with an unknown contains_nan may still hold NaN: not_null may match
+    assert_eq!(m(&pred("not-null", 1000, "double", "")), [true, true, true]);
+    let col = summaries(&[
+        Some(vec![(false, None, s("abc"), s("abd"))]),
+        Some(vec![(true, None, s("abc"), s("abd"))]),
+    ]);
+    let m = |e: &str| bits(&manifest_mask(&col, &parse(e).unwrap(), &[1000]).unwrap());
+    assert_eq!(m(&pred("starts-with", 1000, "string", "\"abc\"")), [true, true]);
+    assert_eq!(m(&pred("starts-with", 1000, "string", "\"abe\"")), [false, false]);
+    assert_eq!(m(&pred("not-starts-with", 1000, "string", "\"ab\"")), [false, true]);
+}
+
+#[test]
+fn partition_exact_with_nulls() {
+    let ids = Field::new("p_int", DataType::Int32, true).with_metadata(
+        [("field_id".to_string(), "1000".to_string())].into(),
+    );
+    let names = Field::new("p_str", DataType::Utf8, true);
+    let dbls = Field::new("p_dbl", DataType::Float64, true)
+        .with_metadata([("field_id".to_string(), "1002".to_string())].into());
+    let col = StructArray::new(
+        Fields::from(vec![ids, names, dbls]),
+        vec![
+            Arc::new(Int32Array::from(vec![Some(1), None, Some(3)])),
+            Arc::new(StringArray::from(vec![Some("ab"), Some("b"), None])),
+            Arc::new(Float64Array::from(vec![f64::NAN, 0.0, -0.0])),
+        ],
+        None,
+    );
+    let m = |e: &str| bits(&partition_mask(&col, &parse(e).unwrap()).unwrap());
+    assert_eq!(m(&pred("lt", 1000, "int", "3")), [true, false, false]);
+    assert_eq!(m(&pred("not-eq", 1000, "int", "3")), [true, true, false]);
+    assert_eq!(m(&pred("is-null", 1000, "int", "")), [false, true, false]);
+    assert_eq!(m(&pred("not-in", 1000, "int", "[1]")), [false, true, true]);
+    // matched by name when the child has no field id
+    let sw = r#"{"type": "starts-with", "term": {"id": 1001, "path": ["p_str"], "type": "string"}, "value": "a"}"#;
+    assert_eq!(m(sw), [true, false, false]);
+    let nsw = sw.replace("starts-with", "not-starts-with");
+    assert_eq!(m(&nsw), [false, true, true]);
+    assert_eq!(m(&pred("is-nan", 1002, "double", "")), [true, false, false]);
+    assert_eq!(m(&pred("eq", 1002, "double", "0.0")), [false, true, true]);
+    assert_eq!(m(&pred("gt", 1002, "double", "-1.0")), [false, true, true]);
+    assert!(partition_mask(&col, &parse(&pred("eq", 5, "int", "1")).unwrap()).is_err());
+    assert_eq!(col.len(), 3);
+}
