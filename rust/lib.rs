@@ -1,9 +1,11 @@
 //! Rust core of icefloe. Each area lives in a module named for what it holds; the Python
 //! bindings are confined to `py/` (feature `python`) so `cargo test` runs without Python.
 
+pub mod avro;
 pub mod deletes;
 pub mod error;
 pub mod expr;
+pub mod manifest;
 pub mod puffin;
 pub mod serde;
 pub mod transforms;

@@ -32,7 +32,9 @@ def test_embedded_default_is_sqlite_under_warehouse(tmp_path: Path) -> None:
     assert cat.properties["warehouse"] == (tmp_path / "warehouse").as_uri()
     cat.create_namespace("db")
     cat.close()
-    again = load_catalog()
+    import icefloe
+
+    again = icefloe.load_catalog()
     assert again.list_namespaces() == [("db",)]
     again.close()
 

@@ -118,3 +118,10 @@ def test_pickle_round_trip() -> None:
     e = Or(And(a, Not(b)), col("c").isin([1, 2]))
     assert pickle.loads(pickle.dumps(e)) == e
     assert pickle.loads(pickle.dumps(T)) is T
+
+
+def test_floats_equal_the_decimals_they_print_as() -> None:
+    assert (col("a") < 1.1) == (col("a") < Decimal("1.1"))
+    assert hash(col("a") < 1.1) == hash(col("a") < Decimal("1.1"))
+    assert (col("a") < 0.1 + 0.2) != (col("a") < Decimal("0.3"))
+    assert col("a").isin([1.5, 2]) == col("a").isin([Decimal("1.5"), 2])

@@ -9,8 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from icefloe.exceptions import NoSuchSnapshotError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import (
+    IcebergError,
+    NoSuchSnapshotError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from icefloe.metadata import (
     MAIN_BRANCH,
     EncryptedKey,
@@ -629,3 +636,52 @@ def test_time_travel_to_an_expired_snapshot() -> None:
     with pytest.raises(NoSuchSnapshotError, match="expired"):
         md.snapshot_as_of(1515100955770)
     assert [s.snapshot_id for s in md.ancestors_of(3055729675574597004)] == [3055729675574597004]
+
+
+_JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.text(max_size=3),
+    st.just([]),
+    st.just({}),
+    st.just([1]),
+    st.just({"a": 1}),
+)
+
+
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(VALID),
+    st.data(),
+)
+def test_corrupted_metadata_raises_only_typed_errors(path: Path, data: st.DataObject) -> None:
+    """Any value replaced or removed anywhere gives a parsed model or a typed icefloe error,
+    never a TypeError, KeyError or AttributeError."""
+    obj = raw(path)
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = _paths(obj)
+        target = data.draw(st.sampled_from(paths))
+        parent: Any = obj
+        for key in target[:-1]:
+            parent = parent[key]
+        if data.draw(st.booleans()) and isinstance(parent, dict):
+            del parent[target[-1]]
+        else:
+            parent[target[-1]] = copy.deepcopy(data.draw(_JUNK))
+    try:
+        md = TableMetadata.from_json(obj)
+    except IcebergError:
+        return
+    assert TableMetadata.parse(md.dumps()) == md

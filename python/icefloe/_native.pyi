@@ -1,5 +1,6 @@
 # Hand-written stub of the Rust extension; kept honest by `python -m mypy.stubtest icefloe._native`.
 
+from collections.abc import Sequence
 from typing import Any, final
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
@@ -24,11 +25,16 @@ __all__ = [
     "point_to_bytes",
     "puffin_read_blob",
     "puffin_read_footer",
+    "read_manifest",
+    "read_manifest_list",
+    "read_manifests",
     "transform_apply",
     "value_from_bytes",
     "value_from_json",
     "value_to_bytes",
     "value_to_json",
+    "write_manifest",
+    "write_manifest_list",
 ]
 
 __version__: str
@@ -122,3 +128,48 @@ def puffin_read_footer(
 def puffin_read_blob(
     data: bytes, offset: int, length: int, compression_codec: str | None = None
 ) -> bytes: ...
+
+# manifests and manifest lists (icefloe.manifest)
+def read_manifest(
+    data: bytes,
+    *,
+    snapshot_id: int | None = None,
+    sequence_number: int | None = None,
+    first_row_id: int | None = None,
+    name: str = "<bytes>",
+) -> pa.RecordBatch: ...
+def read_manifests(
+    data: Sequence[bytes],
+    *,
+    snapshot_ids: Sequence[int | None] | None = None,
+    sequence_numbers: Sequence[int | None] | None = None,
+    first_row_ids: Sequence[int | None] | None = None,
+    names: Sequence[str] | None = None,
+    threads: int | None = None,
+) -> list[pa.RecordBatch]: ...
+def read_manifest_list(data: bytes, *, name: str = "<bytes>") -> pa.RecordBatch: ...
+def write_manifest(
+    batch: pa.RecordBatch,
+    *,
+    format_version: int,
+    schema_json: str,
+    spec_json: str,
+    spec_id: int,
+    path: str,
+    content: int = 0,
+    snapshot_id: int | None = None,
+    schema_id: int | None = None,
+    codec: str = "deflate",
+    level: int | None = None,
+) -> tuple[bytes, pa.RecordBatch]: ...
+def write_manifest_list(
+    batch: pa.RecordBatch,
+    *,
+    format_version: int,
+    snapshot_id: int,
+    sequence_number: int,
+    parent_snapshot_id: int | None = None,
+    first_row_id: int | None = None,
+    codec: str = "deflate",
+    level: int | None = None,
+) -> tuple[bytes, int | None]: ...

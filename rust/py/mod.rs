@@ -4,6 +4,7 @@
 mod deletes;
 mod errors;
 mod expr;
+mod manifest;
 mod puffin;
 mod serde;
 mod transforms;
@@ -38,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
     deletes::register(m)?;
     expr::register(m)?;
+    manifest::register(m)?;
     puffin::register(m)?;
     serde::register(m)?;
     transforms::register(m)?;

@@ -12,16 +12,32 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from icefloe.exceptions import NoSuchNamespaceError, ValidationError
+from icefloe.exceptions import (
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    ValidationError,
+)
 from icefloe.io import FileIO
+from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from icefloe.catalog.commit import CommitResult
+    from icefloe.partitioning import PartitionSpec
+    from icefloe.schema import Schema
+    from icefloe.sorting import SortOrder
+    from icefloe.table import Table
 
 __all__ = [
     "Catalog",
     "Identifier",
     "PropertiesUpdateSummary",
     "namespace_to_string",
+    "purge_table_files",
     "split_identifier",
     "to_identifier",
 ]
@@ -149,3 +165,237 @@ class Catalog(ABC):
                 f"namespace properties {sorted(overlap)} are both removed and updated"
             )
         return removal_set, update_map
+
+    # -- tables: primitives each catalog implements ---------------------------------------------
+    @abstractmethod
+    def _current_location(self, identifier: Identifier) -> str:
+        """The table's current metadata file; :class:`NoSuchTableError` if there is no table."""
+
+    @abstractmethod
+    def _create_entry(self, identifier: Identifier, metadata: TableMetadata) -> str:
+        """Write the first metadata file of a new table and register it; returns its location."""
+
+    @abstractmethod
+    def _write_and_swap(
+        self, identifier: Identifier, base: TableMetadata, base_location: str, new: TableMetadata
+    ) -> str:
+        """Write ``new`` and move the table from ``base_location`` to it (see commit.py)."""
+
+    @abstractmethod
+    def _drop_entry(self, identifier: Identifier) -> None:
+        """Forget the table (files stay); :class:`NoSuchTableError` if there is none."""
+
+    @abstractmethod
+    def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
+        """Identifiers of the tables directly in ``namespace``."""
+
+    @abstractmethod
+    def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
+        """Rename a table (its files do not move)."""
+
+    @abstractmethod
+    def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
+        """Add an existing table to the catalog from its metadata file."""
+
+    @abstractmethod
+    def _default_table_location(self, identifier: Identifier) -> str:
+        """Where a new table goes when no location is given."""
+
+    # -- tables: shared behaviour ---------------------------------------------------------------
+    def read_metadata(self, location: str, io: FileIO | None = None) -> TableMetadata:
+        """Parse the metadata file at ``location`` (plain or gzip JSON)."""
+        raw = (io or self.io).new_input(location).read()
+        try:
+            return TableMetadata.parse(raw)
+        except ValidationError as exc:
+            raise ValidationError(f"metadata file {location}: {exc}") from exc
+
+    def _table(self, identifier: Identifier, metadata: TableMetadata, location: str) -> Table:
+        from icefloe.table import Table
+
+        return Table(identifier, metadata, location, self.table_io(metadata.properties), self)
+
+    def load_table(self, identifier: str | Iterable[str]) -> Table:
+        """The table's current state; :class:`NoSuchTableError` if it does not exist."""
+        ident = self._table_identifier(identifier)
+        location = self._current_location(ident)
+        return self._table(ident, self.read_metadata(location), location)
+
+    def table_exists(self, identifier: str | Iterable[str]) -> bool:
+        """Whether the table exists."""
+        try:
+            self._current_location(self._table_identifier(identifier))
+        except NoSuchTableError:
+            return False
+        return True
+
+    def create_table(
+        self,
+        identifier: str | Iterable[str],
+        schema: Schema | pa.Schema,
+        location: str | None = None,
+        partition_spec: PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        properties: Mapping[str, str] | None = None,
+        format_version: int | None = None,
+    ) -> Table:
+        """Create a table; :class:`TableAlreadyExistsError` if the identifier is taken.
+
+        ``schema`` is an icefloe :class:`~icefloe.schema.Schema` or a ``pyarrow.Schema``
+        (field ids are assigned fresh either way). Without ``location`` the table goes under
+        its namespace's ``location`` property or the catalog's warehouse.
+        """
+        from icefloe.metadata import new_table_metadata
+        from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
+        from icefloe.sorting import UNSORTED_SORT_ORDER
+
+        ident = self._table_identifier(identifier)
+        if not self.namespace_exists(ident[:-1]):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
+        metadata = new_table_metadata(
+            _to_schema(schema),
+            partition_spec or UNPARTITIONED_PARTITION_SPEC,
+            sort_order or UNSORTED_SORT_ORDER,
+            (location or self._default_table_location(ident)).rstrip("/"),
+            properties,
+            format_version,
+        )
+        metadata_location = self._create_entry(ident, metadata)
+        return self._table(ident, metadata, metadata_location)
+
+    def create_table_if_not_exists(
+        self,
+        identifier: str | Iterable[str],
+        schema: Schema | pa.Schema,
+        location: str | None = None,
+        partition_spec: PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        properties: Mapping[str, str] | None = None,
+        format_version: int | None = None,
+    ) -> Table:
+        """Create the table, or load it if it already exists."""
+        try:
+            return self.create_table(
+                identifier,
+                schema,
+                location,
+                partition_spec,
+                sort_order,
+                properties,
+                format_version,
+            )
+        except TableAlreadyExistsError:
+            return self.load_table(identifier)
+
+    def drop_table(self, identifier: str | Iterable[str], purge: bool = False) -> None:
+        """Remove the table from the catalog; with ``purge`` also delete its files."""
+        ident = self._table_identifier(identifier)
+        table = self.load_table(ident) if purge else None
+        self._drop_entry(ident)
+        if table is not None:
+            purge_table_files(table)
+
+    def purge_table(self, identifier: str | Iterable[str]) -> None:
+        """Drop the table and delete its files."""
+        self.drop_table(identifier, purge=True)
+
+    def commit_table(
+        self,
+        table: Table,
+        requirements: Iterable[TableRequirement],
+        updates: Iterable[TableUpdate],
+    ) -> CommitResult:
+        """Commit ``updates`` to ``table`` if ``requirements`` hold (retrying lost races).
+
+        Raises :class:`CommitConflictError` when a requirement fails against the table's
+        current state, :class:`CommitFailedError` when the retries run out and
+        :class:`CommitStateUnknownError` when the outcome cannot be known.
+        """
+        from icefloe.catalog.commit import files_to_delete_after_commit, run_commit
+
+        ident = table.identifier
+
+        def write_and_swap(base: TableMetadata, base_location: str, new: TableMetadata) -> str:
+            return self._write_and_swap(ident, base, base_location, new)
+
+        def refresh() -> tuple[TableMetadata, str]:
+            location = self._current_location(ident)
+            return self.read_metadata(location), location
+
+        result, base, base_location = run_commit(
+            table.metadata,
+            table.metadata_location,
+            requirements,
+            updates,
+            write_and_swap,
+            refresh,
+        )
+        io = self.table_io(result.metadata.properties)
+        for old in files_to_delete_after_commit(base, base_location, result.metadata):
+            io.delete_quietly(old)
+        return result
+
+    def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
+        namespace, name = split_identifier(identifier)
+        return (*namespace, name)
+
+
+def _to_schema(schema: Schema | pa.Schema) -> Schema:
+    """An icefloe Schema from an icefloe or pyarrow schema.
+
+    Arrow fields need no ``PARQUET:field_id``: missing ids are numbered in field order (the new
+    table assigns fresh ids anyway).
+    """
+    import pyarrow as pa
+
+    if not isinstance(schema, pa.Schema):
+        return schema
+    from icefloe.arrow_schema import arrow_to_schema, field_id_of
+    from icefloe.name_mapping import MappedField, NameMapping
+
+    counter = iter(range(1, 1 << 31))
+
+    def children(t: pa.DataType) -> list[tuple[str, pa.DataType]]:
+        if pa.types.is_struct(t):
+            return [(t.field(i).name, t.field(i).type) for i in range(t.num_fields)]
+        if pa.types.is_map(t):
+            return [("key", t.key_type), ("value", t.item_type)]
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            return [("element", t.value_type)]
+        if pa.types.is_dictionary(t):
+            return children(t.value_type)
+        return []
+
+    def mapped(name: str, t: pa.DataType) -> MappedField:
+        return MappedField((name,), next(counter), tuple(mapped(n, c) for n, c in children(t)))
+
+    if all(field_id_of(f) is not None for f in schema):
+        return arrow_to_schema(schema)
+    mapping = NameMapping(mapped(f.name, f.type) for f in schema)
+    return arrow_to_schema(schema.remove_metadata(), mapping)
+
+
+def purge_table_files(table: Table) -> None:
+    """Delete the files of a dropped table.
+
+    Every metadata file in its metadata log, the manifest lists and statistics files of its
+    snapshots, and everything under its location and its metadata and data directories.
+    """
+    from icefloe.io import data_location, metadata_location
+
+    meta = table.metadata
+    io = table.io
+    files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
+    files.update(s.manifest_list for s in meta.snapshots if s.manifest_list)
+    files.update(s.statistics_path for s in meta.statistics)
+    files.update(s.statistics_path for s in meta.partition_statistics)
+    for location in sorted(files):
+        io.delete_quietly(location)
+    for directory in {
+        metadata_location(meta.location, meta.properties),
+        data_location(meta.location, meta.properties),
+        meta.location,
+    }:
+        io.delete_prefix(directory)

@@ -13,17 +13,36 @@ Namespace properties, which the Java catalog does not keep, are stored in
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from icefloe.catalog.base import Catalog, Identifier, PropertiesUpdateSummary, to_identifier
+from icefloe.catalog.base import (
+    Catalog,
+    Identifier,
+    PropertiesUpdateSummary,
+    split_identifier,
+    to_identifier,
+)
 from icefloe.exceptions import (
+    AlreadyExistsError,
+    CommitFailedError,
+    FileIOError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
+    NoSuchTableError,
     NotFoundError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
     ValidationError,
 )
+from icefloe.io import METADATA_COMPRESSION, metadata_file_version
+from icefloe.metadata import TableMetadata
+
+if TYPE_CHECKING:
+    from icefloe.table import Table
 
 __all__ = ["HadoopCatalog"]
 
@@ -77,8 +96,6 @@ class HadoopCatalog(Catalog):
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
         """Create the namespace directory with its properties file (atomically exclusive)."""
-        from icefloe.exceptions import AlreadyExistsError
-
         ns = self._check_namespace(namespace)
         if self._ns_exists(ns):
             raise NamespaceAlreadyExistsError(f"namespace {'.'.join(ns)!r} already exists")
@@ -152,3 +169,119 @@ class HadoopCatalog(Catalog):
         if any(is_dir for _, is_dir in self.io.list_dir(directory)):
             raise NamespaceNotEmptyError(f"namespace {'.'.join(ns)!r} is not empty")
         self.io.delete_prefix(directory)
+
+    # -- tables ---------------------------------------------------------------------------------
+    def _table_dir(self, identifier: Identifier) -> str:
+        namespace, name = split_identifier(identifier)
+        self._check_namespace(namespace)
+        if "/" in name or name in (".", ".."):
+            raise ValidationError(f"table name {name!r} cannot be a directory name")
+        return "/".join((self.warehouse, *namespace, name))
+
+    def _version_file(self, identifier: Identifier, version: int, gzip: bool = False) -> str:
+        ext = ".gz" if gzip else ""
+        return f"{self._table_dir(identifier)}/metadata/v{version}{ext}.metadata.json"
+
+    def _existing_version_file(self, identifier: Identifier, version: int) -> str | None:
+        for gzip in (False, True):
+            location = self._version_file(identifier, version, gzip)
+            if self.io.exists(location):
+                return location
+        return None
+
+    def _current_location(self, identifier: Identifier) -> str:
+        meta_dir = f"{self._table_dir(identifier)}/metadata"
+        version: int | None = None
+        try:
+            hint = self.io.new_input(f"{meta_dir}/{VERSION_HINT}").read().decode().strip()
+            version = int(hint)
+        except (NotFoundError, ValueError, UnicodeDecodeError):
+            version = None
+        if version is None or self._existing_version_file(identifier, version) is None:
+            # No usable hint: the newest v<N>.metadata.json in the directory.
+            versions = [
+                v
+                for name, is_dir in self.io.list_dir(meta_dir)
+                if not is_dir and name.startswith("v")
+                if (v := metadata_file_version(name)) is not None
+            ]
+            version = max(versions) if versions else None
+        if version is None:
+            raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
+        # The hint may lag behind a commit whose hint update failed: look ahead.
+        while self._existing_version_file(identifier, version + 1) is not None:
+            version += 1
+        location = self._existing_version_file(identifier, version)
+        if location is None:
+            raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
+        return location
+
+    def _write_version(self, identifier: Identifier, version: int, new: TableMetadata) -> str:
+        gzip = new.properties.get(METADATA_COMPRESSION, "none").lower() == "gzip"
+        location = self._version_file(identifier, version, gzip)
+        other = self._version_file(identifier, version, not gzip)
+        if self.io.exists(other):
+            raise CommitFailedError(f"version {version} of {'.'.join(identifier)!r} exists")
+        try:
+            self.io.new_output(location).write(new.to_bytes(compress=gzip))
+        except AlreadyExistsError as exc:
+            raise CommitFailedError(
+                f"another writer committed version {version} of {'.'.join(identifier)!r}"
+            ) from exc
+        hint = f"{self._table_dir(identifier)}/metadata/{VERSION_HINT}"
+        with contextlib.suppress(FileIOError):  # readers look past a stale hint
+            self.io.new_output(hint).write(str(version).encode(), overwrite=True)
+        return location
+
+    def _create_entry(self, identifier: Identifier, metadata: TableMetadata) -> str:
+        table_dir = self._table_dir(identifier)
+        if metadata.location.rstrip("/") != table_dir:
+            raise ValidationError(
+                f"a hadoop table lives at its directory {table_dir}; "
+                f"it cannot be created at {metadata.location}"
+            )
+        try:
+            return self._write_version(identifier, 1, metadata)
+        except CommitFailedError as exc:
+            raise TableAlreadyExistsError(f"table {'.'.join(identifier)!r} already exists") from exc
+
+    def _write_and_swap(
+        self, identifier: Identifier, base: TableMetadata, base_location: str, new: TableMetadata
+    ) -> str:
+        version = metadata_file_version(base_location)
+        if version is None:
+            raise ValidationError(f"{base_location} is not a v<N>.metadata.json file")
+        return self._write_version(identifier, version + 1, new)
+
+    def _drop_entry(self, identifier: Identifier) -> None:
+        self._current_location(identifier)  # NoSuchTableError when absent
+        self.io.delete_prefix(self._table_dir(identifier))
+
+    def _default_table_location(self, identifier: Identifier) -> str:
+        return self._table_dir(identifier)
+
+    def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
+        """Child directories of the namespace that hold table metadata."""
+        ns = self._check_namespace(namespace)
+        if not self._ns_exists(ns):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
+        base = self._ns_dir(ns)
+        return [
+            (*ns, name)
+            for name, is_dir in self.io.list_dir(base)
+            if is_dir and self._is_table_dir(f"{base}/{name}")
+        ]
+
+    def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
+        """Not possible: a file-system table's identity is its directory (as in Java)."""
+        raise UnsupportedFeatureError(
+            f"cannot rename {source!r}: file-system (hadoop) tables are identified by their "
+            "directory; use a SQL catalog to rename tables"
+        )
+
+    def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
+        """Not possible: a file-system table is its directory (as in Java)."""
+        raise UnsupportedFeatureError(
+            f"cannot register {metadata_location} as {identifier!r}: file-system (hadoop) "
+            "tables are found by their directory, not registered"
+        )

@@ -1,14 +1,22 @@
 """Catalogs that keep a table's current metadata location in a store (SQL database, ...).
 
-A :class:`MetastoreCatalog` implements six pointer primitives; the table operations and the
-commit protocol are built on them.
+A :class:`MetastoreCatalog` implements six pointer primitives; creating, renaming, registering
+and committing tables are built on them here. A commit writes ``<V>-<uuid>.metadata.json``
+(``.gz.metadata.json`` with ``write.metadata.compression-codec=gzip``) and swaps the pointer
+with a compare-and-swap; the file of an attempt that lost is deleted, the file of an attempt
+whose outcome is unknown is kept.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Iterable
 
-from icefloe.catalog.base import Catalog, Identifier
+from icefloe.catalog.base import Catalog, Identifier, split_identifier, to_identifier
+from icefloe.exceptions import CommitStateUnknownError
+from icefloe.io import metadata_file_version, new_metadata_file_location
+from icefloe.metadata import TableMetadata, is_gzip_metadata_path
+from icefloe.table import Table
 
 __all__ = ["MetastoreCatalog"]
 
@@ -43,3 +51,75 @@ class MetastoreCatalog(Catalog):
     @abstractmethod
     def _list_table_names(self, namespace: Identifier) -> list[str]:
         """Names of the tables directly in ``namespace``."""
+
+    # -- Catalog primitives ---------------------------------------------------------------------
+    def _current_location(self, identifier: Identifier) -> str:
+        return self._get_pointer(identifier)
+
+    def _write_metadata(self, metadata: TableMetadata, version: int) -> str:
+        location = new_metadata_file_location(metadata.location, metadata.properties, version)
+        data = metadata.to_bytes(compress=is_gzip_metadata_path(location))
+        self.table_io(metadata.properties).new_output(location).write(data)
+        return location
+
+    def _create_entry(self, identifier: Identifier, metadata: TableMetadata) -> str:
+        location = self._write_metadata(metadata, 0)
+        try:
+            self._create_pointer(identifier, location)
+        except Exception:
+            self.table_io(metadata.properties).delete_quietly(location)
+            raise
+        return location
+
+    def _write_and_swap(
+        self, identifier: Identifier, base: TableMetadata, base_location: str, new: TableMetadata
+    ) -> str:
+        previous = metadata_file_version(base_location)
+        version = (previous if previous is not None else len(base.metadata_log)) + 1
+        location = self._write_metadata(new, version)
+        try:
+            self._swap_pointer(identifier, base_location, location)
+        except CommitStateUnknownError:
+            raise  # the new file may be the table's current metadata: keep it
+        except Exception:
+            self.table_io(new.properties).delete_quietly(location)
+            raise
+        return location
+
+    def _drop_entry(self, identifier: Identifier) -> None:
+        self._drop_pointer(identifier)
+
+    def _default_table_location(self, identifier: Identifier) -> str:
+        namespace, name = split_identifier(identifier)
+        ns_location = self.load_namespace_properties(namespace).get("location")
+        if ns_location:
+            return f"{ns_location.rstrip('/')}/{name}"
+        warehouse = self.properties.get("warehouse")
+        if not warehouse:
+            from icefloe.exceptions import ValidationError
+
+            raise ValidationError(
+                f"no location for table {'.'.join(identifier)!r}: give one, or set the "
+                "catalog's 'warehouse' or the namespace's 'location' property"
+            )
+        return "/".join((warehouse.rstrip("/"), *namespace, name))
+
+    # -- table operations -----------------------------------------------------------------------
+    def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
+        """Identifiers of the tables directly in ``namespace``."""
+        ns = to_identifier(namespace)
+        return [(*ns, name) for name in self._list_table_names(ns)]
+
+    def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
+        """Rename a table; its files stay where they are."""
+        src = self._table_identifier(source)
+        dst = self._table_identifier(target)
+        self._rename_pointer(src, dst)
+        return self.load_table(dst)
+
+    def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
+        """Add a table whose metadata file already exists (written by any engine)."""
+        ident = self._table_identifier(identifier)
+        metadata = self.read_metadata(metadata_location)
+        self._create_pointer(ident, metadata_location)
+        return self._table(ident, metadata, metadata_location)

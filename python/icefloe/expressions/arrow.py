@@ -118,14 +118,16 @@ def _predicate(pred: BoundPredicate, under_not: bool) -> pc.Expression:
             return (nan & f.is_valid()) if nullable and under_not else nan
         return (~nan | f.is_null()) if nullable else ~nan
     if op.is_set:
+        # is_in gives false (not null) for a null input, so neither form needs a null check.
         value_set = arrow_array(sorted(pred.literals, key=_sort_key), t)
-        hit = pc.is_in(f, value_set=value_set)
-    elif op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
+        hit = pc.is_in(f, value_set=value_set, skip_nulls=False)
+        return hit if op is Op.IN else ~hit
+    if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
         hit = pc.starts_with(f, pattern=pred.literal)
     else:
         hit = _COMPARE[op](f, _scalar(pred.literal, t))
-    if op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH):
-        if op is not Op.NOT_EQ:
+    if op in (Op.NOT_EQ, Op.NOT_STARTS_WITH):
+        if op is Op.NOT_STARTS_WITH:
             hit = ~hit
         return (hit | f.is_null()) if nullable else hit
     return (hit & f.is_valid()) if nullable and under_not else hit

@@ -305,7 +305,13 @@ def _check_expr(e: object) -> None:
 
 
 def literal_key(value: Any) -> tuple[bool, Any]:
-    """Equality key of a literal: numbers compare by value, but booleans differ from 0 and 1."""
+    """Equality key of a literal: numbers compare by value, but booleans differ from 0 and 1.
+
+    A float compares as the decimal it prints as (``1.1`` equals ``Decimal("1.1")``): the two
+    bind to the same value of every column type, and the parser reads ``1.1`` as a decimal.
+    """
+    if isinstance(value, float):
+        return (False, Decimal(repr(value)))
     return (isinstance(value, bool), value)
 
 

@@ -1,0 +1,212 @@
+"""Loading the delete files of a scan task into keep-masks (decoded once, cached by path).
+
+Deletion vectors are read from ``content_offset``/``content_size_in_bytes`` alone (no Puffin
+footer), position delete files into a :class:`~icefloe.deletes.PositionDeleteIndex` over every
+data file they name, equality delete files into Arrow tables whose columns are named by field
+id (``"<id>"``), so a column renamed or dropped later in the table still matches.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icefloe.arrow_schema import apply_name_mapping, field_id_of
+from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteIndex
+from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
+from icefloe.io import FileIO
+from icefloe.name_mapping import NameMapping
+from icefloe.scan.tasks import (
+    DELETE_FILE_PATH_ID,
+    DELETE_FILE_POS_ID,
+    DeleteContent,
+    DeleteFileRef,
+)
+
+__all__ = ["DeleteCache", "TaskDeletes", "open_parquet"]
+
+
+def open_parquet(io: FileIO, path: str) -> pq.ParquetFile:
+    """Opens a Parquet file, mapping IO and format errors to typed errors naming it."""
+    try:
+        handle = io.new_input(path).open()
+    except IcebergError:
+        raise
+    except OSError as e:
+        raise FileIOError(f"cannot open {path}: {e}") from e
+    try:
+        return pq.ParquetFile(handle)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptFileError(f"{path} is not a readable Parquet file: {e}") from e
+
+
+class DeleteCache:
+    """A small LRU of decoded delete files keyed by path (and blob offset for DVs)."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self.loads = 0
+
+    def get(self, key: Any, load: Callable[[], Any]) -> Any:
+        """The cached value of ``key``, loading (and caching) it on a miss."""
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        value = load()
+        self.loads += 1
+        self._items[key] = value
+        if len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+        return value
+
+
+def _read_dv(io: FileIO, d: DeleteFileRef) -> DeletionVector:
+    assert d.content_offset is not None and d.content_size_in_bytes is not None
+    try:
+        with io.new_input(d.file_path).open() as f:
+            f.seek(d.content_offset)
+            blob = f.read(d.content_size_in_bytes)
+    except IcebergError:
+        raise
+    except OSError as e:
+        raise FileIOError(f"cannot read deletion vector from {d.file_path}: {e}") from e
+    if len(blob) != d.content_size_in_bytes:
+        raise CorruptFileError(
+            f"{d.file_path}: deletion vector at offset {d.content_offset} is truncated "
+            f"({len(blob)} of {d.content_size_in_bytes} bytes)"
+        )
+    try:
+        return DeletionVector.from_blob(blob, d.record_count)
+    except IcebergError as e:
+        raise type(e)(f"{d.file_path} (offset {d.content_offset}): {e}") from e
+
+
+def _columns_by_id(pf: pq.ParquetFile, path: str, mapping: NameMapping | None) -> dict[int, str]:
+    schema = pf.schema_arrow
+    if mapping is not None and any(field_id_of(f) is None for f in schema):
+        schema = apply_name_mapping(schema, mapping)
+    out: dict[int, str] = {}
+    for f in schema:
+        fid = field_id_of(f)
+        if fid is not None:
+            out[fid] = f.name
+    return out
+
+
+def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
+    pf = open_parquet(io, d.file_path)
+    ids = _columns_by_id(pf, d.file_path, None)
+    names = pf.schema_arrow.names
+    path_col = ids.get(DELETE_FILE_PATH_ID, "file_path" if "file_path" in names else None)
+    pos_col = ids.get(DELETE_FILE_POS_ID, "pos" if "pos" in names else None)
+    if path_col is None or pos_col is None:
+        raise ValidationError(f"position delete file {d.file_path} lacks file_path/pos columns")
+    index = PositionDeleteIndex()
+    try:
+        for batch in pf.iter_batches(columns=[path_col, pos_col], batch_size=1 << 20):
+            index.add(
+                pa.RecordBatch.from_arrays(
+                    [batch.column(0), batch.column(1)], names=["file_path", "pos"]
+                )
+            )
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptFileError(f"{d.file_path}: cannot read position deletes: {e}") from e
+    return index
+
+
+def _read_equality_deletes(io: FileIO, d: DeleteFileRef, mapping: NameMapping | None) -> pa.Table:
+    pf = open_parquet(io, d.file_path)
+    ids = _columns_by_id(pf, d.file_path, mapping)
+    missing = [i for i in d.equality_ids if i not in ids]
+    if missing:
+        raise ValidationError(
+            f"equality delete file {d.file_path} has no column for equality ids {missing}"
+        )
+    try:
+        table = pf.read(columns=[ids[i] for i in d.equality_ids])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptFileError(f"{d.file_path}: cannot read equality deletes: {e}") from e
+    return table.rename_columns([str(i) for i in d.equality_ids])
+
+
+class TaskDeletes:
+    """The deletes of one data file: merged positions and an equality delete set."""
+
+    __slots__ = ("equality", "equality_ids", "positions")
+
+    def __init__(
+        self,
+        positions: DeletionVector | None,
+        equality: EqualityDeleteSet | None,
+        equality_ids: tuple[int, ...],
+    ) -> None:
+        self.positions = positions
+        self.equality = equality
+        self.equality_ids = equality_ids
+
+    @property
+    def empty(self) -> bool:
+        return self.positions is None and self.equality is None
+
+    @staticmethod
+    def load(
+        io: FileIO,
+        data_path: str,
+        delete_files: Sequence[DeleteFileRef],
+        cache: DeleteCache,
+        mapping: NameMapping | None,
+    ) -> TaskDeletes:
+        """Reads (or takes from ``cache``) every delete file of the task."""
+        positions: DeletionVector | None = None
+        eq_files: list[DeleteFileRef] = []
+        for d in delete_files:
+            if d.content is DeleteContent.EQUALITY_DELETES:
+                eq_files.append(d)
+                continue
+            if d.is_deletion_vector:
+                if d.referenced_data_file not in (None, data_path):
+                    raise ValidationError(
+                        f"deletion vector {d.file_path} references {d.referenced_data_file}, "
+                        f"not {data_path}"
+                    )
+                dv = cache.get(("dv", d.file_path, d.content_offset), partial(_read_dv, io, d))
+            elif d.file_format == "parquet":
+                index = cache.get(("pos", d.file_path), partial(_read_position_deletes, io, d))
+                dv = index.get(data_path)
+                if dv is None:
+                    continue
+            else:
+                raise ValidationError(
+                    f"position delete file {d.file_path} has unsupported format {d.file_format}"
+                )
+            positions = dv if positions is None else positions.union(dv)
+        equality: EqualityDeleteSet | None = None
+        eq_ids: set[int] = set()
+        if eq_files:
+            key = ("eqset", tuple(sorted(d.file_path for d in eq_files)))
+
+            def build() -> EqualityDeleteSet:
+                s = EqualityDeleteSet()
+                for d in eq_files:
+                    if d.file_format != "parquet":
+                        raise ValidationError(
+                            f"equality delete file {d.file_path} has unsupported format "
+                            f"{d.file_format}"
+                        )
+                    s.add(
+                        cache.get(
+                            ("eq", d.file_path), partial(_read_equality_deletes, io, d, mapping)
+                        )
+                    )
+                return s
+
+            equality = cache.get(key, build)
+            for d in eq_files:
+                eq_ids.update(d.equality_ids)
+        return TaskDeletes(positions, equality, tuple(sorted(eq_ids)))

@@ -1,0 +1,387 @@
+"""Reading one planned data file to Arrow record batches (streaming, bounded memory).
+
+Per batch of the Parquet file: project the file's columns onto the table schema by field id,
+compute the keep-mask of every delete that applies (deletion vectors, position delete files,
+equality delete files: all in Rust), then the residual filter, then the requested columns and
+metadata columns. Delete files are read before the first batch, so a missing or corrupt delete
+file fails the read before any row is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
+from icefloe.exceptions import CorruptFileError, ValidationError
+from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
+from icefloe.io import FileIO
+from icefloe.read.deletes import DeleteCache, TaskDeletes, open_parquet
+from icefloe.read.projection import FileColumns, constant_array, project_field
+from icefloe.scan.tasks import (
+    DELETED,
+    FILE,
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    METADATA_COLUMNS,
+    PARTITION,
+    POS,
+    ROW_ID,
+    SPEC_ID,
+    FileScanTask,
+    ReadOptions,
+    metadata_field,
+)
+from icefloe.schema import Schema
+from icefloe.transforms import IdentityTransform
+from icefloe.types import IcebergType, NestedField, StructType
+
+__all__ = ["output_schema", "read_task", "read_tasks"]
+
+BATCH_SIZE = 131_072
+
+
+def _referenced_ids(expr: BooleanExpression) -> set[int]:
+    if isinstance(expr, (And, Or)):
+        return _referenced_ids(expr.left) | _referenced_ids(expr.right)
+    if isinstance(expr, Not):
+        return _referenced_ids(expr.child)
+    if isinstance(expr, BoundPredicate):
+        return {expr.ref.field_id}
+    return set()
+
+
+def _partition_type(options: ReadOptions, spec_id: int) -> IcebergType:
+    if options.partition_type is not None:
+        return options.partition_type
+    spec = options.specs.get(spec_id)
+    if spec is None:
+        return StructType()
+    return spec.partition_type(options.schema)
+
+
+def _metadata_fields(options: ReadOptions, spec_id: int) -> list[NestedField]:
+    return [
+        metadata_field(n, _partition_type(options, spec_id) if n == PARTITION else None)
+        for n in options.metadata_columns
+    ]
+
+
+def output_schema(options: ReadOptions, spec_id: int = 0) -> pa.Schema:
+    """The Arrow schema of the batches :func:`read_task` yields for ``options``."""
+    fields = list(options.projected_schema().fields) + _metadata_fields(options, spec_id)
+    return schema_to_arrow(Schema(*fields))
+
+
+def read_tasks(
+    io: FileIO, tasks: Iterable[FileScanTask], options: ReadOptions
+) -> Iterator[pa.RecordBatch]:
+    """Reads tasks in order, sharing one delete-file cache (each delete file is read once)."""
+    cache = DeleteCache()
+    for task in tasks:
+        yield from read_task(io, task, options, cache)
+
+
+def read_task(
+    io: FileIO,
+    task: FileScanTask,
+    options: ReadOptions,
+    cache: DeleteCache | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``task`` that survive its deletes and residual, as record batches typed
+    exactly as :func:`output_schema`. Errors (missing or corrupt files, schema conflicts)
+    raise typed :mod:`icefloe.exceptions` naming the file."""
+    return _TaskReader(io, task, options, cache or DeleteCache()).run()
+
+
+class _TaskReader:
+    def __init__(
+        self, io: FileIO, task: FileScanTask, options: ReadOptions, cache: DeleteCache
+    ) -> None:
+        self.io = io
+        self.task = task
+        self.options = options
+        self.cache = cache
+        self.path = task.data_file.file_path
+        self.spec_id = task.spec_id if task.spec_id is not None else task.data_file.spec_id
+
+    # ------------------------------------------------------------------ setup
+
+    def _file_schema(self, pf: pq.ParquetFile) -> pa.Schema:
+        schema = pf.schema_arrow
+        if all(field_id_of(f) is not None for f in schema):
+            return schema
+        if self.options.name_mapping is not None:
+            return apply_name_mapping(schema, self.options.name_mapping)
+        if any(field_id_of(f) is not None for f in schema):
+            return schema
+        raise ValidationError(
+            f"data file {self.path} has no field ids and the table has no name mapping "
+            "(schema.name-mapping.default)"
+        )
+
+    def _constants(self) -> dict[int, Any]:
+        spec = self.options.specs.get(self.spec_id)
+        out: dict[int, Any] = {}
+        if spec is None:
+            return out
+        partition = self.task.data_file.partition
+        for i, pf in enumerate(spec.fields):
+            if isinstance(pf.transform, IdentityTransform) and i < len(partition):
+                out[pf.source_id] = partition[i]
+        return out
+
+    def _select_rows_groups(self, pf: pq.ParquetFile) -> list[tuple[int, int]]:
+        """(row group, first row position) of the row groups in the task's split."""
+        meta = pf.metadata
+        out: list[tuple[int, int]] = []
+        pos = 0
+        start = self.task.start
+        end = None if self.task.length is None else start + self.task.length
+        whole = start == 0 and end is None
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            if whole:
+                out.append((i, pos))
+            else:
+                col = rg.column(0)
+                offset = col.data_page_offset
+                if col.has_dictionary_page and col.dictionary_page_offset:
+                    offset = min(offset, col.dictionary_page_offset)
+                if start <= offset and (end is None or offset < end):
+                    out.append((i, pos))
+            pos += rg.num_rows
+        return out
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> Iterator[pa.RecordBatch]:
+        options, task = self.options, self.task
+        if task.data_file.file_format.lower() != "parquet":
+            raise ValidationError(
+                f"data file {self.path} has format {task.data_file.file_format}; "
+                "only Parquet is supported"
+            )
+        deletes = TaskDeletes.load(
+            self.io, self.path, task.delete_files, self.cache, options.name_mapping
+        )
+        pf = open_parquet(self.io, self.path)
+        num_rows = pf.metadata.num_rows
+        if task.data_file.record_count and num_rows != task.data_file.record_count:
+            raise CorruptFileError(
+                f"data file {self.path} has {num_rows} rows but its manifest entry says "
+                f"{task.data_file.record_count}"
+            )
+        file_schema = self._file_schema(pf)
+        columns = FileColumns(file_schema, self.path)
+
+        projected = options.projected_schema()
+        residual = task.residual
+        filter_ids = _referenced_ids(residual)
+        table_ids = options.schema.field_ids
+        extra_ids = (filter_ids | set(deletes.equality_ids)) & table_ids
+        extra_ids -= projected.field_ids
+        if extra_ids:
+            names = [f.name for f in projected.fields]
+            names += [options.schema.find_column_name(i) or "" for i in sorted(extra_ids)]
+            work = options.schema.select(*names)
+        else:
+            work = projected
+        dropped_eq = [i for i in deletes.equality_ids if i not in table_ids]
+        for i in dropped_eq:
+            if columns.top_level(i) is None:
+                raise ValidationError(
+                    f"data file {self.path} has no column for equality delete field id {i}, "
+                    "which the table schema no longer has"
+                )
+
+        meta_fields = _metadata_fields(options, self.spec_id)
+        out_schema = schema_to_arrow(Schema(*(list(projected.fields) + meta_fields)))
+        work_arrow = schema_to_arrow(work)
+        wanted_meta = set(options.metadata_columns)
+        # File columns to read: ancestors of everything needed, plus row lineage if stored.
+        read_ids = [f.field_id for f in work.fields] + dropped_eq
+        if ROW_ID in wanted_meta:
+            read_ids.append(METADATA_COLUMNS[ROW_ID])
+        if LAST_UPDATED_SEQUENCE_NUMBER in wanted_meta:
+            read_ids.append(METADATA_COLUMNS[LAST_UPDATED_SEQUENCE_NUMBER])
+        read_names: list[str] = []
+        for fid in read_ids:
+            hit = columns.top_level(fid)
+            if hit is not None and file_schema.field(hit[0]).name not in read_names:
+                read_names.append(pf.schema_arrow.field(hit[0]).name)
+        constants = self._constants()
+        filter_expr = None if isinstance(residual, AlwaysTrue) else to_arrow_expression(residual)
+        keep_deleted = DELETED in wanted_meta
+
+        for batch, base in self._batches(pf, read_names):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            by_name = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
+
+            def file_col(fid: int, by_name: dict[str, pa.Array] = by_name) -> pa.Array | None:
+                hit = columns.top_level(fid)
+                if hit is None:
+                    return None
+                return by_name.get(pf.schema_arrow.field(hit[0]).name)
+
+            work_cols = [
+                project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields
+            ]
+            wb = pa.RecordBatch.from_arrays(work_cols, schema=work_arrow)
+            keep = self._keep_mask(deletes, wb, work, file_col, base, n)
+            out_cols: list[pa.Array] = []
+            for f in projected.fields:
+                idx = work_arrow.get_field_index(f.name)
+                if work.fields[idx] == f:
+                    out_cols.append(wb.column(idx))
+                else:
+                    out_cols.append(project_field(file_col(f.field_id), f, n, self.path, constants))
+            for mf in meta_fields:
+                out_cols.append(self._metadata_column(mf, n, base, keep, file_col))
+            out = pa.RecordBatch.from_arrays(out_cols, schema=out_schema)
+            if keep is not None and not keep_deleted:
+                out = out.filter(keep)
+                if filter_expr is not None:
+                    wb = wb.filter(keep)
+            if filter_expr is not None and out.num_rows:
+                out = out.filter(_evaluate(filter_expr, wb))
+            if out.num_rows:
+                yield out
+
+    def _batches(
+        self, pf: pq.ParquetFile, names: list[str]
+    ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """Batches of the split's row groups with the file position of their first row."""
+        groups = self._select_rows_groups(pf)
+        # Consecutive row groups are read in one pass.
+        runs: list[list[tuple[int, int]]] = []
+        for g in groups:
+            if runs and runs[-1][-1][0] + 1 == g[0]:
+                runs[-1].append(g)
+            else:
+                runs.append([g])
+        for run in runs:
+            base = run[0][1]
+            try:
+                it = pf.iter_batches(
+                    batch_size=BATCH_SIZE,
+                    row_groups=[g[0] for g in run],
+                    columns=names,
+                    use_threads=True,
+                )
+                for batch in it:
+                    yield batch, base
+                    base += batch.num_rows
+            except (pa.ArrowInvalid, OSError) as e:
+                raise CorruptFileError(f"cannot read data file {self.path}: {e}") from e
+
+    def _keep_mask(
+        self,
+        deletes: TaskDeletes,
+        wb: pa.RecordBatch,
+        work: Schema,
+        file_col: Any,
+        base: int,
+        n: int,
+    ) -> pa.Array | None:
+        keep: pa.Array | None = None
+        if deletes.positions is not None:
+            keep = deletes.positions.keep_mask(base, n)
+        if deletes.equality is not None:
+            arrays = []
+            for fid in deletes.equality_ids:
+                if fid in work.field_ids:
+                    arrays.append(_column_by_id(wb, work, fid))
+                else:
+                    arr = file_col(fid)
+                    arrays.append(arr if arr is not None else pa.nulls(n))
+            eq_batch = pa.RecordBatch.from_arrays(
+                arrays, names=[str(i) for i in deletes.equality_ids]
+            )
+            eq_keep = deletes.equality.keep_mask(eq_batch)
+            keep = eq_keep if keep is None else pc.and_(keep, eq_keep)
+        return keep
+
+    def _metadata_column(
+        self,
+        mf: NestedField,
+        n: int,
+        base: int,
+        keep: pa.Array | None,
+        file_col: Any,
+    ) -> pa.Array:
+        df = self.task.data_file
+        name = mf.name
+        if name == FILE:
+            return constant_array(df.file_path, mf.field_type, pa.string(), n)
+        if name == SPEC_ID:
+            return constant_array(self.spec_id, mf.field_type, pa.int32(), n)
+        if name == POS:
+            return pa.array(np.arange(base, base + n, dtype=np.int64))
+        if name == DELETED:
+            if keep is None:
+                return constant_array(False, mf.field_type, pa.bool_(), n)
+            return pc.invert(keep)
+        if name == PARTITION:
+            return self._partition_column(mf, n)
+        if name == ROW_ID:
+            stored = file_col(METADATA_COLUMNS[ROW_ID])
+            inherited = (
+                None
+                if df.first_row_id is None
+                else pa.array(np.arange(base, base + n, dtype=np.int64) + df.first_row_id)
+            )
+            return _fill(stored, inherited, n)
+        if name == LAST_UPDATED_SEQUENCE_NUMBER:
+            stored = file_col(METADATA_COLUMNS[LAST_UPDATED_SEQUENCE_NUMBER])
+            seq = df.data_sequence_number
+            inherited = None if seq is None else constant_array(seq, mf.field_type, pa.int64(), n)
+            return _fill(stored, inherited, n)
+        raise ValidationError(f"unknown metadata column {name!r}")
+
+    def _partition_column(self, mf: NestedField, n: int) -> pa.Array:
+        ptype = mf.field_type
+        assert isinstance(ptype, StructType)
+        target = schema_to_arrow(Schema(mf)).field(0).type
+        spec = self.options.specs.get(self.spec_id)
+        values = self.task.data_file.partition
+        index = {pf.field_id: i for i, pf in enumerate(spec.fields)} if spec is not None else {}
+        children = []
+        for child, arrow_child in zip(ptype.fields, target, strict=True):
+            i = index.get(child.field_id)
+            value = values[i] if i is not None and i < len(values) else None
+            children.append(constant_array(value, child.field_type, arrow_child.type, n))
+        if not children:
+            return pa.StructArray.from_buffers(pa.struct([]), n, [None])
+        return pa.StructArray.from_arrays(children, fields=list(target))
+
+
+def _fill(stored: pa.Array | None, inherited: pa.Array | None, n: int) -> pa.Array:
+    if stored is not None:
+        stored = stored.cast(pa.int64())
+        if inherited is None or stored.null_count == 0:
+            return stored
+        return pc.coalesce(stored, inherited)
+    return inherited if inherited is not None else pa.nulls(n, pa.int64())
+
+
+def _column_by_id(wb: pa.RecordBatch, work: Schema, fid: int) -> pa.Array:
+    path = [a.name for a in work.ancestors(fid)] + [work.find_field(fid).name]
+    arr: pa.Array = wb.column(path[0])
+    for name in path[1:]:
+        arr = arr.field(name)
+    return arr
+
+
+def _evaluate(expr: Any, wb: pa.RecordBatch) -> pa.Array:
+    """The keep-mask of ``wb`` under the Arrow compute expression ``expr`` (null -> false)."""
+    projected = ds.dataset(pa.Table.from_batches([wb])).to_table(columns={"__keep": expr})
+    return pc.fill_null(projected.column("__keep").combine_chunks(), False)

@@ -1,0 +1,221 @@
+"""Scan tasks: the plain, picklable values a scan planner hands to the reader.
+
+A :class:`FileScanTask` names one data file (or a byte-range split of it), the delete files
+that apply to it (the planner has already matched them by partition, sequence number and
+referenced data file) and the residual filter still to apply to its rows. :class:`ReadOptions`
+describes what to produce: the table schema, the projected field ids, the partition specs
+(identity-partition values fill columns a data file lacks), the name mapping for files without
+field ids, case sensitivity and the metadata columns requested (by name, see
+:data:`METADATA_COLUMNS`).
+
+Partition values are tuples in spec order, in the Python representation of
+:mod:`icefloe.values` (``int`` day/microsecond counts are accepted for dates and timestamps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
+from icefloe.name_mapping import NameMapping
+from icefloe.partitioning import PartitionSpec
+from icefloe.schema import Schema
+from icefloe.types import (
+    BooleanType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+)
+
+__all__ = [
+    "DELETED",
+    "FILE",
+    "LAST_UPDATED_SEQUENCE_NUMBER",
+    "METADATA_COLUMNS",
+    "PARTITION",
+    "POS",
+    "ROW_ID",
+    "SPEC_ID",
+    "DataFileRef",
+    "DeleteContent",
+    "DeleteFileRef",
+    "FileScanTask",
+    "ReadOptions",
+    "metadata_field",
+]
+
+_MAX = 2**31 - 1
+
+#: Reserved field ids of the metadata columns (spec "Reserved Field IDs").
+FILE = "_file"
+POS = "_pos"
+DELETED = "_deleted"
+SPEC_ID = "_spec_id"
+PARTITION = "_partition"
+ROW_ID = "_row_id"
+LAST_UPDATED_SEQUENCE_NUMBER = "_last_updated_sequence_number"
+
+METADATA_COLUMNS: dict[str, int] = {
+    FILE: _MAX - 1,
+    POS: _MAX - 2,
+    DELETED: _MAX - 3,
+    SPEC_ID: _MAX - 4,
+    PARTITION: _MAX - 5,
+    ROW_ID: _MAX - 107,
+    LAST_UPDATED_SEQUENCE_NUMBER: _MAX - 108,
+}
+"""Metadata column name -> reserved field id."""
+
+#: Field ids of the ``file_path`` and ``pos`` columns of position delete files.
+DELETE_FILE_PATH_ID = _MAX - 101
+DELETE_FILE_POS_ID = _MAX - 102
+
+_METADATA_TYPES: dict[str, IcebergType] = {
+    FILE: StringType(),
+    POS: LongType(),
+    DELETED: BooleanType(),
+    SPEC_ID: IntegerType(),
+    ROW_ID: LongType(),
+    LAST_UPDATED_SEQUENCE_NUMBER: LongType(),
+}
+
+
+def metadata_field(name: str, partition_type: IcebergType | None = None) -> NestedField:
+    """The :class:`NestedField` of metadata column ``name`` (``_partition`` needs its type)."""
+    if name not in METADATA_COLUMNS:
+        raise ValidationError(
+            f"unknown metadata column {name!r}; known: {', '.join(METADATA_COLUMNS)}"
+        )
+    if name == PARTITION:
+        if partition_type is None:
+            raise ValidationError("the _partition metadata column needs a partition type")
+        return NestedField(METADATA_COLUMNS[name], name, partition_type, required=False)
+    required = name in (FILE, POS, SPEC_ID, DELETED)
+    return NestedField(METADATA_COLUMNS[name], name, _METADATA_TYPES[name], required=required)
+
+
+class DeleteContent(str, Enum):
+    """The content of a delete file."""
+
+    POSITION_DELETES = "position-deletes"
+    EQUALITY_DELETES = "equality-deletes"
+
+
+@dataclass(frozen=True)
+class DataFileRef:
+    """The fields of a data file's manifest entry the reader needs."""
+
+    file_path: str
+    file_format: str = "parquet"
+    record_count: int = 0
+    file_size_in_bytes: int = 0
+    spec_id: int = 0
+    partition: tuple[Any, ...] = ()
+    first_row_id: int | None = None
+    data_sequence_number: int | None = None
+    file_sequence_number: int | None = None
+
+
+@dataclass(frozen=True)
+class DeleteFileRef:
+    """A delete file that applies to a task's data file.
+
+    A deletion vector is a ``position-deletes`` file in ``puffin`` format whose blob sits at
+    ``content_offset`` / ``content_size_in_bytes``; its ``record_count`` is the DV's cardinality.
+    """
+
+    content: DeleteContent
+    file_path: str
+    file_format: str = "parquet"
+    record_count: int = 0
+    file_size_in_bytes: int = 0
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+    equality_ids: tuple[int, ...] = ()
+    data_sequence_number: int | None = None
+    spec_id: int = 0
+    partition: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        content: Any = self.content  # a plain string is accepted too
+        object.__setattr__(self, "content", DeleteContent(content))
+        object.__setattr__(self, "file_format", self.file_format.lower())
+        object.__setattr__(self, "equality_ids", tuple(self.equality_ids))
+        if self.content is DeleteContent.EQUALITY_DELETES and not self.equality_ids:
+            raise ValidationError(f"equality delete file {self.file_path} has no equality_ids")
+        if self.is_deletion_vector and (
+            self.content_offset is None or self.content_size_in_bytes is None
+        ):
+            raise ValidationError(
+                f"deletion vector {self.file_path} needs content_offset and content_size_in_bytes"
+            )
+
+    @property
+    def is_deletion_vector(self) -> bool:
+        """True for a deletion vector (a position delete blob in a Puffin file)."""
+        return self.content is DeleteContent.POSITION_DELETES and self.file_format == "puffin"
+
+
+@dataclass(frozen=True)
+class FileScanTask:
+    """One data file (or the split ``[start, start + length)`` of it) to read."""
+
+    data_file: DataFileRef
+    delete_files: tuple[DeleteFileRef, ...] = ()
+    start: int = 0
+    length: int | None = None
+    residual: BooleanExpression = field(default_factory=AlwaysTrue)
+    spec_id: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "delete_files", tuple(self.delete_files))
+        if self.spec_id is None:
+            object.__setattr__(self, "spec_id", self.data_file.spec_id)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the reader produces.
+
+    ``projected_field_ids`` are field ids of ``schema`` (top-level or nested: a nested id keeps
+    its ancestors); ``None`` projects every column. ``metadata_columns`` are names from
+    :data:`METADATA_COLUMNS`, appended after the data columns in the order given.
+    ``partition_type`` fixes the type of ``_partition`` (a planner passes the union over specs);
+    by default it is the task spec's partition type.
+    """
+
+    schema: Schema
+    projected_field_ids: tuple[int, ...] | None = None
+    specs: Mapping[int, PartitionSpec] = field(default_factory=dict)
+    name_mapping: NameMapping | None = None
+    case_sensitive: bool = True
+    metadata_columns: tuple[str, ...] = ()
+    partition_type: IcebergType | None = None
+    format_version: int = 2
+
+    def __post_init__(self) -> None:
+        if self.projected_field_ids is not None:
+            object.__setattr__(self, "projected_field_ids", tuple(self.projected_field_ids))
+            ids = self.schema.field_ids
+            missing = [i for i in self.projected_field_ids if i not in ids]
+            if missing:
+                raise ValidationError(f"projected field ids {missing} are not in the schema")
+        object.__setattr__(self, "metadata_columns", tuple(self.metadata_columns))
+        for name in self.metadata_columns:
+            if name not in METADATA_COLUMNS:
+                raise ValidationError(f"unknown metadata column {name!r}")
+        object.__setattr__(self, "specs", dict(self.specs))
+
+    def projected_schema(self) -> Schema:
+        """The table schema pruned to the projected field ids (data columns only)."""
+        if self.projected_field_ids is None:
+            return self.schema
+        names = [self.schema.find_column_name(i) for i in self.projected_field_ids]
+        return self.schema.select(*[n for n in names if n is not None])

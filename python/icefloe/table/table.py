@@ -1,0 +1,279 @@
+"""The :class:`Table` object and :class:`Transaction`, the path every table change takes.
+
+A change is a list of :class:`~icefloe.metadata.TableUpdate` plus the
+:class:`~icefloe.metadata.TableRequirement` that must still hold when it is committed
+(:func:`~icefloe.metadata.requirements_for` derives them like the Java client). A
+:class:`Transaction` collects changes and commits them together through
+:meth:`Catalog.commit_table`, which retries lost races (see :mod:`icefloe.catalog.commit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import (
+    RemoveProperties,
+    SetProperties,
+    TableMetadata,
+    TableRequirement,
+    TableUpdate,
+    apply_updates,
+    requirements_for,
+)
+
+if TYPE_CHECKING:
+    from icefloe.catalog.base import Catalog, Identifier
+    from icefloe.io import FileIO
+    from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry
+    from icefloe.partitioning import PartitionSpec
+    from icefloe.schema import Schema
+    from icefloe.sorting import SortOrder
+
+__all__ = ["Table", "Transaction", "UpdateProperties"]
+
+
+class Table:
+    """A table as last loaded or committed: identifier, metadata, metadata file, IO, catalog."""
+
+    def __init__(
+        self,
+        identifier: Identifier,
+        metadata: TableMetadata,
+        metadata_location: str,
+        io: FileIO,
+        catalog: Catalog,
+    ) -> None:
+        self.identifier = identifier
+        self.metadata = metadata
+        self.metadata_location = metadata_location
+        self.io = io
+        self.catalog = catalog
+
+    def __repr__(self) -> str:
+        return f"Table({'.'.join(self.identifier)!r}, {self.metadata_location!r})"
+
+    @property
+    def name(self) -> str:
+        """The dotted identifier."""
+        return ".".join(self.identifier)
+
+    def refresh(self) -> Table:
+        """Reload the current metadata from the catalog (in place); returns ``self``."""
+        fresh = self.catalog.load_table(self.identifier)
+        self.metadata = fresh.metadata
+        self.metadata_location = fresh.metadata_location
+        self.io = fresh.io
+        return self
+
+    # -- read access ----------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        """The table's base location."""
+        return self.metadata.location
+
+    @property
+    def format_version(self) -> int:
+        """The table format version (1, 2 or 3)."""
+        return self.metadata.format_version
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The table properties."""
+        return dict(self.metadata.properties)
+
+    def schema(self) -> Schema:
+        """The current schema."""
+        return self.metadata.current_schema()
+
+    def schemas(self) -> dict[int, Schema]:
+        """Every schema by id."""
+        return {s.schema_id: s for s in self.metadata.schemas}
+
+    def spec(self) -> PartitionSpec:
+        """The default partition spec."""
+        return self.metadata.spec()
+
+    def specs(self) -> dict[int, PartitionSpec]:
+        """Every partition spec by id."""
+        return {s.spec_id: s for s in self.metadata.partition_specs}
+
+    def sort_order(self) -> SortOrder:
+        """The default sort order."""
+        return self.metadata.sort_order()
+
+    def current_snapshot(self) -> Snapshot | None:
+        """The current snapshot of ``main``, or None for an empty table."""
+        return self.metadata.current_snapshot()
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot in the metadata."""
+        return list(self.metadata.snapshots)
+
+    def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
+        """The snapshot with that id, if kept."""
+        return self.metadata.snapshot_by_id(snapshot_id)
+
+    def history(self) -> list[SnapshotLogEntry]:
+        """The snapshot log: when each snapshot became current."""
+        return list(self.metadata.snapshot_log)
+
+    def metadata_log(self) -> list[MetadataLogEntry]:
+        """Previous metadata files."""
+        return list(self.metadata.metadata_log)
+
+    # -- changes --------------------------------------------------------------------------------
+    def transaction(self) -> Transaction:
+        """Start a transaction; ``with table.transaction() as tx:`` commits on success."""
+        return Transaction(self)
+
+    def update_properties(self) -> UpdateProperties:
+        """Set and remove properties in one commit: ``with t.update_properties() as u: ...``."""
+        return UpdateProperties(self.transaction(), autocommit=True)
+
+    def set_properties(self, properties: Mapping[str, str] | None = None, **kwargs: str) -> Table:
+        """Set table properties in one commit."""
+        with self.transaction() as tx:
+            tx.set_properties(properties, **kwargs)
+        return self
+
+    def remove_properties(self, *keys: str) -> Table:
+        """Remove table properties in one commit."""
+        with self.transaction() as tx:
+            tx.remove_properties(*keys)
+        return self
+
+    def _do_commit(
+        self, requirements: Iterable[TableRequirement], updates: Iterable[TableUpdate]
+    ) -> None:
+        result = self.catalog.commit_table(self, list(requirements), list(updates))
+        self.metadata = result.metadata
+        self.metadata_location = result.metadata_location
+
+
+class Transaction:
+    """Changes to one table that are committed together, or not at all.
+
+    Each change is applied to :attr:`metadata` immediately (so later changes see earlier ones
+    and invalid ones fail early); :meth:`commit_transaction` sends them all with the
+    requirements derived from the metadata the transaction started from.
+    """
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self._base = table.metadata
+        self.metadata = table.metadata
+        self._updates: list[TableUpdate] = []
+        self._requirements: list[TableRequirement] = []
+        self._done = False
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit_transaction()
+        else:
+            self._done = True  # discard
+
+    @property
+    def updates(self) -> tuple[TableUpdate, ...]:
+        """The updates collected so far."""
+        return tuple(self._updates)
+
+    def _check_open(self) -> None:
+        if self._done:
+            raise ValidationError("this transaction was already committed or discarded")
+
+    def apply(
+        self,
+        updates: Iterable[TableUpdate],
+        requirements: Iterable[TableRequirement] = (),
+    ) -> Transaction:
+        """Add updates (and extra requirements); they are applied to :attr:`metadata` now."""
+        self._check_open()
+        ups = list(updates)
+        self.metadata = apply_updates(self.metadata, ups)
+        self._updates.extend(ups)
+        self._requirements.extend(requirements)
+        return self
+
+    def set_properties(
+        self, properties: Mapping[str, str] | None = None, **kwargs: str
+    ) -> Transaction:
+        """Set table properties."""
+        merged = {**dict(properties or {}), **kwargs}
+        for key, value in merged.items():
+            if not isinstance(value, str):
+                raise ValidationError(f"table property {key!r} must be a string, got {value!r}")
+        if not merged:
+            return self
+        return self.apply([SetProperties(merged)])
+
+    def remove_properties(self, *keys: str) -> Transaction:
+        """Remove table properties (missing keys are ignored)."""
+        if not keys:
+            return self
+        return self.apply([RemoveProperties(tuple(keys))])
+
+    def commit_transaction(self) -> Table:
+        """Commit every collected change in one atomic catalog commit."""
+        self._check_open()
+        self._done = True
+        if not self._updates:
+            return self.table
+        requirements = requirements_for(self._base, self._updates) + self._requirements
+        self.table._do_commit(requirements, self._updates)
+        return self.table
+
+
+class UpdateProperties:
+    """A property change: ``set(key, value)`` and ``remove(key)``, committed on ``commit()``."""
+
+    def __init__(self, transaction: Transaction, autocommit: bool = False) -> None:
+        self._tx = transaction
+        self._autocommit = autocommit
+        self._set: dict[str, str] = {}
+        self._remove: set[str] = set()
+
+    def set(self, key: str, value: str) -> UpdateProperties:
+        """Set one property."""
+        if key in self._remove:
+            raise ValidationError(f"property {key!r} is both set and removed")
+        self._set[key] = value
+        return self
+
+    def remove(self, key: str) -> UpdateProperties:
+        """Remove one property."""
+        if key in self._set:
+            raise ValidationError(f"property {key!r} is both set and removed")
+        self._remove.add(key)
+        return self
+
+    def commit(self) -> None:
+        """Apply the change (and commit it, when not part of a larger transaction)."""
+        if self._set:
+            self._tx.set_properties(self._set)
+        if self._remove:
+            self._tx.remove_properties(*sorted(self._remove))
+        if self._autocommit:
+            self._tx.commit_transaction()
+
+    def __enter__(self) -> UpdateProperties:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()

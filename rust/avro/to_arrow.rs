@@ -1,0 +1,586 @@
+//! Decoding Avro records straight into Arrow columns. A writer schema is bound once to a target
+//! Arrow type (record fields matched by Iceberg field id, carried in the target's field metadata
+//! under [`FIELD_ID`], falling back to the name); the resulting tree of decoders owns plain
+//! vectors and turns them into Arrow arrays at the end. Writer fields with no target are skipped,
+//! targets with no writer field are null.
+
+use std::sync::Arc;
+
+use arrow_array::builder::BooleanBufferBuilder;
+use arrow_array::Array;
+use arrow_array::{
+    new_null_array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, FixedSizeBinaryArray,
+    Float32Array, Float64Array, Int32Array, Int64Array, ListArray, MapArray, StringArray,
+    StructArray,
+};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Fields};
+
+use super::binary::Reader;
+use super::schema::Schema;
+use crate::{Error, Result};
+
+/// The Arrow field-metadata key holding the Iceberg field id of a target field.
+pub const FIELD_ID: &str = "field_id";
+
+/// The field id of an Arrow field, from its metadata.
+pub fn field_id(f: &Field) -> Option<i32> {
+    f.metadata().get(FIELD_ID).and_then(|s| s.parse().ok())
+}
+
+#[derive(Default)]
+struct Nulls {
+    bits: Option<BooleanBufferBuilder>,
+    len: usize,
+}
+
+impl Nulls {
+    #[inline]
+    fn valid(&mut self) {
+        if let Some(b) = &mut self.bits {
+            b.append(true);
+        }
+        self.len += 1;
+    }
+    #[inline]
+    fn null(&mut self) {
+        let len = self.len;
+        let b = self.bits.get_or_insert_with(|| {
+            let mut b = BooleanBufferBuilder::new(len.max(64));
+            b.append_n(len, true);
+            b
+        });
+        b.append(false);
+        self.len += 1;
+    }
+    fn finish(self) -> Option<NullBuffer> {
+        self.bits.map(|mut b| NullBuffer::new(b.finish()))
+    }
+}
+
+/// How a value is read from the writer's encoding.
+#[derive(Clone, Copy, PartialEq)]
+enum Src {
+    Int,
+    Long,
+    Float,
+    Double,
+    Bytes,
+    Fixed(usize),
+}
+
+enum Node {
+    Bool(Vec<bool>, Nulls),
+    /// Int (or a long in the i32 range) into Int32 or Date32.
+    I32(Src, Vec<i32>, Nulls),
+    /// Int or long into i64 (Int64, Timestamp, Time64).
+    I64(Src, Vec<i64>, Nulls),
+    F32(Vec<f32>, Nulls),
+    F64(Src, Vec<f64>, Nulls),
+    /// Bytes, string or fixed into Binary or Utf8.
+    Bin(Src, Vec<i32>, Vec<u8>, Nulls),
+    /// Fixed (or bytes of that length) into FixedSizeBinary.
+    FixedBin(Src, usize, Vec<u8>, Nulls),
+    /// Big-endian two's complement bytes or fixed into Decimal128.
+    Dec(Src, Vec<i128>, Nulls),
+    /// Union of null and one other branch.
+    Opt {
+        null: Option<usize>,
+        value: usize,
+        branches: usize,
+        inner: Box<Node>,
+    },
+    List {
+        offsets: Vec<i32>,
+        nulls: Nulls,
+        item_min: usize,
+        item: Box<Node>,
+    },
+    Record {
+        steps: Vec<Step>,
+        children: Vec<Node>,
+        missing: Vec<usize>,
+        nulls: Nulls,
+        len: usize,
+    },
+    /// A target with no writer counterpart: only nulls are appended.
+    Missing(usize),
+}
+
+enum Step {
+    Read(usize),
+    Skip(Schema),
+}
+
+/// A decoder bound to one writer schema and one target Arrow type.
+pub struct Decoder {
+    root: Node,
+    target: DataType,
+}
+
+impl Decoder {
+    /// Binds `writer` (usually a record) to the target Arrow type.
+    pub fn new(writer: &Schema, target: &DataType) -> Result<Decoder> {
+        Ok(Decoder {
+            root: bind(writer, target, "root")?,
+            target: target.clone(),
+        })
+    }
+
+    /// Decodes one value.
+    #[inline]
+    pub fn decode(&mut self, r: &mut Reader<'_>) -> Result<()> {
+        self.root.decode(r)
+    }
+
+    /// The Arrow array of everything decoded.
+    pub fn finish(self) -> Result<ArrayRef> {
+        self.root.finish(&self.target)
+    }
+}
+
+fn mismatch(w: &Schema, t: &DataType, path: &str) -> Error {
+    Error::corrupt(format!(
+        "field {path}: Avro type {w:?} cannot be read as {t}"
+    ))
+}
+
+fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
+    if let Schema::Union(branches) = w {
+        let (null, value, inner) = w.as_optional().ok_or_else(|| {
+            Error::unsupported(format!("field {path}: union {w:?} is not [null, T]"))
+        })?;
+        return Ok(Node::Opt {
+            null,
+            value,
+            branches: branches.len(),
+            inner: Box::new(bind(inner, t, path)?),
+        });
+    }
+    let src = match w {
+        Schema::Int => Some(Src::Int),
+        Schema::Long => Some(Src::Long),
+        Schema::Float => Some(Src::Float),
+        Schema::Double => Some(Src::Double),
+        Schema::Bytes | Schema::String => Some(Src::Bytes),
+        Schema::Fixed(n) => Some(Src::Fixed(*n)),
+        _ => None,
+    };
+    let n = Nulls::default();
+    Ok(match (w, t) {
+        (Schema::Boolean, DataType::Boolean) => Node::Bool(vec![], n),
+        (Schema::Int | Schema::Long, DataType::Int32 | DataType::Date32) => {
+            Node::I32(src.unwrap_or(Src::Int), vec![], n)
+        }
+        (
+            Schema::Int | Schema::Long,
+            DataType::Int64 | DataType::Timestamp(_, _) | DataType::Time64(_),
+        ) => Node::I64(src.unwrap_or(Src::Long), vec![], n),
+        (Schema::Float, DataType::Float32) => Node::F32(vec![], n),
+        (Schema::Float | Schema::Double, DataType::Float64) => {
+            Node::F64(src.unwrap_or(Src::Double), vec![], n)
+        }
+        (Schema::Bytes | Schema::String | Schema::Fixed(_), DataType::Binary | DataType::Utf8) => {
+            Node::Bin(src.unwrap_or(Src::Bytes), vec![0], vec![], n)
+        }
+        (Schema::Bytes | Schema::Fixed(_), DataType::FixedSizeBinary(size)) => {
+            if let Schema::Fixed(f) = w {
+                if *f as i32 != *size {
+                    return Err(mismatch(w, t, path));
+                }
+            }
+            Node::FixedBin(src.unwrap_or(Src::Bytes), *size as usize, vec![], n)
+        }
+        (Schema::Bytes | Schema::Fixed(_), DataType::Decimal128(_, _)) => {
+            Node::Dec(src.unwrap_or(Src::Bytes), vec![], n)
+        }
+        (Schema::Array { items, .. }, DataType::List(f) | DataType::Map(f, _)) => Node::List {
+            offsets: vec![0],
+            nulls: n,
+            item_min: items.min_size(),
+            item: Box::new(bind(items, f.data_type(), path)?),
+        },
+        (Schema::Record(rec), DataType::Struct(fields)) => {
+            let mut matched: Vec<Option<usize>> = vec![None; fields.len()];
+            let mut steps = Vec::with_capacity(rec.fields.len());
+            let mut children: Vec<Option<Node>> = (0..fields.len()).map(|_| None).collect();
+            for wf in &rec.fields {
+                let hit = fields
+                    .iter()
+                    .position(|tf| match (wf.field_id, field_id(tf)) {
+                        (Some(a), Some(b)) => a == b,
+                        (None, _) | (_, None) => wf.name == *tf.name(),
+                    });
+                match hit {
+                    Some(i) if matched[i].is_none() => {
+                        let p = format!("{path}.{}", wf.name);
+                        children[i] = Some(bind(&wf.schema, fields[i].data_type(), &p)?);
+                        matched[i] = Some(steps.len());
+                        steps.push(Step::Read(i));
+                    }
+                    Some(_) => {
+                        return Err(Error::corrupt(format!(
+                            "record {path}: field id {:?} appears twice",
+                            wf.field_id
+                        )))
+                    }
+                    None => steps.push(Step::Skip(wf.schema.clone())),
+                }
+            }
+            let missing = (0..fields.len())
+                .filter(|&i| matched[i].is_none())
+                .collect();
+            Node::Record {
+                steps,
+                children: children
+                    .into_iter()
+                    .map(|c| c.unwrap_or(Node::Missing(0)))
+                    .collect(),
+                missing,
+                nulls: n,
+                len: 0,
+            }
+        }
+        _ => return Err(mismatch(w, t, path)),
+    })
+}
+
+#[inline]
+fn read_i64(src: Src, r: &mut Reader<'_>) -> Result<i64> {
+    match src {
+        Src::Int => r.int().map(i64::from),
+        _ => r.long(),
+    }
+}
+
+#[inline]
+fn read_bytes<'a>(src: Src, r: &mut Reader<'a>) -> Result<&'a [u8]> {
+    match src {
+        Src::Fixed(n) => r.fixed(n),
+        _ => r.bytes(),
+    }
+}
+
+fn decimal_from_be(b: &[u8]) -> Result<i128> {
+    if b.len() > 16 {
+        return Err(Error::corrupt(format!(
+            "decimal of {} bytes exceeds 16",
+            b.len()
+        )));
+    }
+    if b.is_empty() {
+        return Ok(0);
+    }
+    let fill = if b[0] & 0x80 != 0 { 0xff } else { 0 };
+    let mut a = [fill; 16];
+    a[16 - b.len()..].copy_from_slice(b);
+    Ok(i128::from_be_bytes(a))
+}
+
+impl Node {
+    fn decode(&mut self, r: &mut Reader<'_>) -> Result<()> {
+        match self {
+            Node::Bool(v, n) => {
+                v.push(r.boolean()?);
+                n.valid();
+            }
+            Node::I32(src, v, n) => {
+                v.push(if *src == Src::Int {
+                    r.int()?
+                } else {
+                    let x = r.long()?;
+                    i32::try_from(x)
+                        .map_err(|_| Error::corrupt(format!("value {x} out of the int range")))?
+                });
+                n.valid();
+            }
+            Node::I64(src, v, n) => {
+                v.push(read_i64(*src, r)?);
+                n.valid();
+            }
+            Node::F32(v, n) => {
+                v.push(r.float()?);
+                n.valid();
+            }
+            Node::F64(src, v, n) => {
+                v.push(if *src == Src::Float {
+                    r.float()? as f64
+                } else {
+                    r.double()?
+                });
+                n.valid();
+            }
+            Node::Bin(src, offs, data, n) => {
+                let b = read_bytes(*src, r)?;
+                data.extend_from_slice(b);
+                let end = i32::try_from(data.len())
+                    .map_err(|_| Error::corrupt("binary column exceeds 2 GiB"))?;
+                offs.push(end);
+                n.valid();
+            }
+            Node::FixedBin(src, size, data, n) => {
+                let b = read_bytes(*src, r)?;
+                if b.len() != *size {
+                    return Err(Error::corrupt(format!(
+                        "fixed value of {} bytes, expected {size}",
+                        b.len()
+                    )));
+                }
+                data.extend_from_slice(b);
+                n.valid();
+            }
+            Node::Dec(src, v, n) => {
+                v.push(decimal_from_be(read_bytes(*src, r)?)?);
+                n.valid();
+            }
+            Node::Opt {
+                null,
+                value,
+                branches,
+                inner,
+            } => {
+                let b = r.long()?;
+                if b >= 0 && b as usize == *value {
+                    inner.decode(r)?;
+                } else if b >= 0 && Some(b as usize) == *null {
+                    inner.push_null();
+                } else {
+                    return Err(Error::corrupt(format!(
+                        "unknown union branch {b} (the union has {branches})"
+                    )));
+                }
+            }
+            Node::List {
+                offsets,
+                nulls,
+                item_min,
+                item,
+            } => {
+                let mut total = *offsets.last().unwrap_or(&0) as usize;
+                loop {
+                    let c = r.block_count(*item_min)?;
+                    if c == 0 {
+                        break;
+                    }
+                    for _ in 0..c {
+                        item.decode(r)?;
+                    }
+                    total += c;
+                }
+                offsets.push(
+                    i32::try_from(total).map_err(|_| Error::corrupt("list column too long"))?,
+                );
+                nulls.valid();
+            }
+            Node::Record {
+                steps,
+                children,
+                missing,
+                nulls,
+                len,
+            } => {
+                for s in steps.iter() {
+                    match s {
+                        Step::Read(i) => children[*i].decode(r)?,
+                        Step::Skip(schema) => schema.skip(r)?,
+                    }
+                }
+                for &i in missing.iter() {
+                    children[i].push_null();
+                }
+                nulls.valid();
+                *len += 1;
+            }
+            Node::Missing(len) => *len += 1,
+        }
+        Ok(())
+    }
+
+    fn push_null(&mut self) {
+        match self {
+            Node::Bool(v, n) => {
+                v.push(false);
+                n.null();
+            }
+            Node::I32(_, v, n) => {
+                v.push(0);
+                n.null();
+            }
+            Node::I64(_, v, n) => {
+                v.push(0);
+                n.null();
+            }
+            Node::F32(v, n) => {
+                v.push(0.0);
+                n.null();
+            }
+            Node::F64(_, v, n) => {
+                v.push(0.0);
+                n.null();
+            }
+            Node::Bin(_, offs, _, n) => {
+                offs.push(*offs.last().unwrap_or(&0));
+                n.null();
+            }
+            Node::FixedBin(_, size, data, n) => {
+                data.resize(data.len() + *size, 0);
+                n.null();
+            }
+            Node::Dec(_, v, n) => {
+                v.push(0);
+                n.null();
+            }
+            Node::Opt { inner, .. } => inner.push_null(),
+            Node::List { offsets, nulls, .. } => {
+                offsets.push(*offsets.last().unwrap_or(&0));
+                nulls.null();
+            }
+            Node::Record {
+                children,
+                nulls,
+                len,
+                ..
+            } => {
+                for c in children.iter_mut() {
+                    c.push_null();
+                }
+                nulls.null();
+                *len += 1;
+            }
+            Node::Missing(len) => *len += 1,
+        }
+    }
+
+    fn finish(self, t: &DataType) -> Result<ArrayRef> {
+        Ok(match self {
+            Node::Bool(v, n) => Arc::new(BooleanArray::new(v.into(), n.finish())),
+            Node::I32(_, v, n) => {
+                let a = Int32Array::new(v.into(), n.finish());
+                if *t == DataType::Int32 {
+                    Arc::new(a)
+                } else {
+                    arrow_array::make_array(
+                        a.into_data().into_builder().data_type(t.clone()).build()?,
+                    )
+                }
+            }
+            Node::I64(_, v, n) => {
+                let a = Int64Array::new(v.into(), n.finish());
+                if *t == DataType::Int64 {
+                    Arc::new(a)
+                } else {
+                    arrow_array::make_array(
+                        a.into_data().into_builder().data_type(t.clone()).build()?,
+                    )
+                }
+            }
+            Node::F32(v, n) => Arc::new(Float32Array::new(v.into(), n.finish())),
+            Node::F64(_, v, n) => Arc::new(Float64Array::new(v.into(), n.finish())),
+            Node::Bin(_, offs, data, n) => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(offs));
+                if *t == DataType::Utf8 {
+                    Arc::new(
+                        StringArray::try_new(offsets, Buffer::from_vec(data), n.finish())
+                            .map_err(|e| Error::corrupt(format!("string column: {e}")))?,
+                    )
+                } else {
+                    Arc::new(BinaryArray::new(
+                        offsets,
+                        Buffer::from_vec(data),
+                        n.finish(),
+                    ))
+                }
+            }
+            Node::FixedBin(_, size, data, n) => Arc::new(FixedSizeBinaryArray::try_new(
+                size as i32,
+                Buffer::from_vec(data),
+                n.finish(),
+            )?),
+            Node::Dec(_, v, n) => {
+                let DataType::Decimal128(p, s) = t else {
+                    return Err(Error::internal("decimal target"));
+                };
+                Arc::new(
+                    Decimal128Array::new(v.into(), n.finish()).with_precision_and_scale(*p, *s)?,
+                )
+            }
+            Node::Opt { inner, .. } => inner.finish(t)?,
+            Node::List {
+                offsets,
+                nulls,
+                item,
+                ..
+            } => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+                match t {
+                    DataType::List(f) => Arc::new(ListArray::try_new(
+                        f.clone(),
+                        offsets,
+                        item.finish(f.data_type())?,
+                        nulls.finish(),
+                    )?),
+                    DataType::Map(f, sorted) => {
+                        let entries = item.finish(f.data_type())?;
+                        let entries = entries
+                            .as_any()
+                            .downcast_ref::<StructArray>()
+                            .ok_or_else(|| Error::internal("map entries are not a struct"))?;
+                        if entries.column(0).null_count() > 0 || entries.null_count() > 0 {
+                            return Err(Error::corrupt("map with a null key or entry"));
+                        }
+                        let entries = StructArray::new(
+                            match f.data_type() {
+                                DataType::Struct(fs) => fs.clone(),
+                                _ => return Err(Error::internal("map entries type")),
+                            },
+                            entries.columns().to_vec(),
+                            None,
+                        );
+                        Arc::new(MapArray::try_new(
+                            f.clone(),
+                            offsets,
+                            entries,
+                            nulls.finish(),
+                            *sorted,
+                        )?)
+                    }
+                    _ => return Err(Error::internal("list target")),
+                }
+            }
+            Node::Record {
+                children,
+                nulls,
+                len,
+                ..
+            } => {
+                let DataType::Struct(fields) = t else {
+                    return Err(Error::internal("record target"));
+                };
+                finish_struct(fields, children, nulls.finish(), len)?
+            }
+            Node::Missing(len) => new_null_array(t, len),
+        })
+    }
+}
+
+fn finish_struct(
+    fields: &Fields,
+    children: Vec<Node>,
+    nulls: Option<NullBuffer>,
+    len: usize,
+) -> Result<ArrayRef> {
+    let mut cols = Vec::with_capacity(children.len());
+    for (c, f) in children.into_iter().zip(fields.iter()) {
+        let c = match c {
+            Node::Missing(_) => new_null_array(f.data_type(), len),
+            other => other.finish(f.data_type())?,
+        };
+        cols.push(c);
+    }
+    Ok(Arc::new(StructArray::try_new_with_length(
+        fields.clone(),
+        cols,
+        nulls,
+        len,
+    )?))
+}

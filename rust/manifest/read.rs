@@ -1,0 +1,199 @@
+//! Decoding manifests and manifest lists into Arrow RecordBatches, with the spec's inheritance
+//! rules applied while decoding.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StructArray};
+use arrow_schema::Schema as ArrowSchema;
+
+use super::layout::{entry_target, manifest_list_schema, manifest_schema, partition_type};
+use super::partition::partition_fields;
+use crate::avro::binary::Reader;
+use crate::avro::schema::Schema;
+use crate::avro::to_arrow::Decoder;
+use crate::avro::Container;
+use crate::{Error, Result};
+
+/// What entries of a manifest inherit from its `manifest_file` record in the manifest list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Inherit {
+    pub snapshot_id: Option<i64>,
+    pub sequence_number: Option<i64>,
+    pub first_row_id: Option<i64>,
+}
+
+/// Key-value metadata of the container, minus the `avro.*` keys, as UTF-8 strings.
+fn user_metadata(c: &Container<'_>) -> HashMap<String, String> {
+    c.metadata
+        .iter()
+        .filter(|(k, _)| !k.starts_with("avro."))
+        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+        .collect()
+}
+
+fn decode_all(c: &mut Container<'_>, dec: &mut Decoder) -> Result<()> {
+    while let Some((count, block)) = c.next_block()? {
+        let mut r = Reader::new(&block);
+        for _ in 0..count {
+            dec.decode(&mut r)?;
+        }
+        if r.remaining() != 0 {
+            return Err(Error::corrupt(format!(
+                "block of {count} records has {} trailing bytes",
+                r.remaining()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn format_version(c: &Container<'_>) -> Result<u8> {
+    match c.meta_str("format-version")? {
+        None => Ok(1),
+        Some(s) => match s.trim() {
+            "1" => Ok(1),
+            "2" => Ok(2),
+            "3" => Ok(3),
+            other => Err(Error::unsupported(format!("format-version {other:?}"))),
+        },
+    }
+}
+
+fn i64_col(a: &ArrayRef) -> &Int64Array {
+    a.as_primitive::<Int64Type>()
+}
+
+/// `col` with nulls replaced by `value` where `when(row)` holds.
+fn fill_i64(col: &Int64Array, value: i64, when: impl Fn(usize) -> bool) -> ArrayRef {
+    if col.null_count() == 0 {
+        return Arc::new(col.clone());
+    }
+    Arc::new(
+        (0..col.len())
+            .map(|i| {
+                if col.is_null(i) {
+                    when(i).then_some(value)
+                } else {
+                    Some(col.value(i))
+                }
+            })
+            .collect::<Int64Array>(),
+    )
+}
+
+fn fill_i32(col: &Int32Array, value: i32) -> ArrayRef {
+    if col.null_count() == 0 {
+        return Arc::new(col.clone());
+    }
+    Arc::new(
+        col.iter()
+            .map(|v| Some(v.unwrap_or(value)))
+            .collect::<Int32Array>(),
+    )
+}
+
+/// Decodes a manifest into one RecordBatch (see `layout::manifest_schema`); the schema's
+/// metadata holds the file's key-value metadata.
+pub fn read_manifest(data: &[u8], inherit: &Inherit) -> Result<RecordBatch> {
+    let mut c = Container::open(data)?;
+    let version = format_version(&c)?;
+    let avro_partition = match &c.schema {
+        Schema::Record(r) => r
+            .fields
+            .iter()
+            .find(|f| f.field_id == Some(2) || (f.field_id.is_none() && f.name == "data_file"))
+            .and_then(|f| match &f.schema {
+                Schema::Record(df) => df
+                    .fields
+                    .iter()
+                    .find(|f| f.field_id == Some(102))
+                    .map(|f| f.schema.clone()),
+                _ => None,
+            }),
+        _ => return Err(Error::corrupt("manifest schema is not a record")),
+    };
+    let fields = partition_fields(
+        c.meta_str("partition-spec")?,
+        c.meta_str("schema")?,
+        avro_partition.as_ref(),
+    )?;
+    let ptype = partition_type(&fields);
+    let target = entry_target(&ptype);
+    let mut dec = Decoder::new(&c.schema, &target)?;
+    decode_all(&mut c, &mut dec)?;
+    let entry = dec.finish()?;
+    let entry = entry
+        .as_any()
+        .downcast_ref::<StructArray>()
+        .ok_or_else(|| Error::internal("manifest_entry is not a struct"))?;
+    let (_, top, _) = entry.clone().into_parts();
+    let data_file = top[4].as_struct();
+    let mut cols: Vec<ArrayRef> = top[..4].to_vec();
+    cols.extend(data_file.columns().iter().cloned());
+    // cols: 0 status, 1 snapshot_id, 2 sequence_number, 3 file_sequence_number, 4 content,
+    // ..., 8 record_count, ..., 20 first_row_id.
+    let status = cols[0].as_primitive::<Int32Type>().clone();
+    if status.null_count() > 0 {
+        return Err(Error::corrupt("manifest entry without a status"));
+    }
+    let status = status.values().clone();
+    if let Some(snap) = inherit.snapshot_id {
+        cols[1] = fill_i64(i64_col(&cols[1]), snap, |_| true);
+    }
+    for i in [2, 3] {
+        if version == 1 {
+            cols[i] = fill_i64(i64_col(&cols[i]), 0, |_| true);
+        } else if let Some(seq) = inherit.sequence_number {
+            cols[i] = fill_i64(i64_col(&cols[i]), seq, |r| seq == 0 || status[r] == 1);
+        }
+    }
+    cols[4] = fill_i32(cols[4].as_primitive::<Int32Type>(), 0);
+    if version >= 3 {
+        if let Some(first) = inherit.first_row_id {
+            let content = cols[4].as_primitive::<Int32Type>().values().clone();
+            let counts = i64_col(&cols[8]).clone();
+            let ids = i64_col(&cols[20]).clone();
+            let mut next = first;
+            let mut out = Vec::with_capacity(ids.len());
+            for r in 0..ids.len() {
+                if ids.is_valid(r) {
+                    out.push(Some(ids.value(r)));
+                } else if content[r] == 0 && status[r] != 2 {
+                    out.push(Some(next));
+                    next = next.saturating_add(counts.value(r).max(0));
+                } else {
+                    out.push(None);
+                }
+            }
+            cols[20] = Arc::new(Int64Array::from(out));
+        }
+    }
+    let schema = manifest_schema(&ptype).with_metadata(user_metadata(&c));
+    Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
+}
+
+/// Decodes a manifest list into one RecordBatch (see `layout::manifest_list_schema`), with the
+/// v1 defaults applied (content 0, sequence numbers 0).
+pub fn read_manifest_list(data: &[u8]) -> Result<RecordBatch> {
+    let mut c = Container::open(data)?;
+    format_version(&c)?;
+    let schema: ArrowSchema = manifest_list_schema();
+    let target = arrow_schema::DataType::Struct(schema.fields().clone());
+    let mut dec = Decoder::new(&c.schema, &target)?;
+    decode_all(&mut c, &mut dec)?;
+    let arr = dec.finish()?;
+    let (_, mut cols, _) = arr.as_struct().clone().into_parts();
+    // 3 content, 4 sequence_number, 5 min_sequence_number.
+    cols[3] = fill_i32(cols[3].as_primitive::<Int32Type>(), 0);
+    for i in [4, 5] {
+        cols[i] = fill_i64(i64_col(&cols[i]), 0, |_| true);
+    }
+    if cols[0].null_count() > 0 {
+        return Err(Error::corrupt("manifest_file without a manifest_path"));
+    }
+    let schema = schema.with_metadata(user_metadata(&c));
+    Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
+}

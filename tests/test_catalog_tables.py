@@ -1,0 +1,255 @@
+"""Tables on every catalog: create, load, list, rename, drop/purge, register, property commits."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from icefloe.catalog import Catalog
+from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import (
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.sorting import SortDirection, SortField, SortOrder
+from icefloe.transforms import BucketTransform, IdentityTransform
+from icefloe.types import LongType, NestedField, StringType
+
+
+def _schema() -> Schema:
+    return Schema(
+        NestedField(10, "id", LongType(), required=True),
+        NestedField(20, "name", StringType()),
+        identifier_field_ids=[10],
+    )
+
+
+def _local(location: str) -> Path:
+    return Path(location.removeprefix("file://"))
+
+
+def test_create_load_list(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
+    spec = PartitionSpec(PartitionField(20, 1000, BucketTransform(4), "name_bucket"))
+    order = SortOrder(SortField(10, IdentityTransform(), SortDirection.DESC), order_id=1)
+    t = catalog.create_table(
+        "db.t", _schema(), partition_spec=spec, sort_order=order, properties={"owner": "me"}
+    )
+    assert t.identifier == ("db", "t")
+    assert t.format_version == 2
+    assert [f.name for f in t.schema().fields] == ["id", "name"]
+    assert [f.field_id for f in t.schema().fields] == [1, 2]  # fresh ids
+    assert t.schema().identifier_field_ids == (1,)
+    assert t.spec().fields[0].source_id == 2 and t.spec().fields[0].name == "name_bucket"
+    assert t.sort_order().fields[0].source_id == 1
+    assert t.properties["owner"] == "me"
+    assert t.current_snapshot() is None and t.snapshots() == [] and t.history() == []
+    assert _local(t.metadata_location).is_file()
+    assert catalog.table_exists("db.t") and catalog.table_exists(("db", "t"))
+    assert not catalog.table_exists("db.nope")
+    loaded = catalog.load_table(("db", "t"))
+    assert loaded.metadata == t.metadata
+    assert loaded.metadata_location == t.metadata_location
+    catalog.create_table("db.u", _schema(), format_version=3)
+    assert catalog.list_tables("db") == [("db", "t"), ("db", "u")]
+    assert catalog.load_table("db.u").metadata.next_row_id == 0
+    with pytest.raises(TableAlreadyExistsError, match=r"db\.t"):
+        catalog.create_table("db.t", _schema())
+    same = catalog.create_table_if_not_exists("db.t", _schema())
+    assert same.metadata_location == t.metadata_location
+    with pytest.raises(NoSuchTableError, match=r"db\.nope"):
+        catalog.load_table("db.nope")
+    with pytest.raises(NoSuchNamespaceError, match="other"):
+        catalog.create_table("other.t", _schema())
+    with pytest.raises(ValidationError, match="namespace"):
+        catalog.load_table("t")
+    with pytest.raises(NamespaceNotEmptyError):
+        catalog.drop_namespace("db")
+
+
+def test_create_from_pyarrow_schema(catalog: Catalog) -> None:
+    pa = pytest.importorskip("pyarrow")
+    catalog.create_namespace("db")
+    arrow = pa.schema([pa.field("a", pa.int64(), nullable=False), pa.field("b", pa.string())])
+    t = catalog.create_table("db.arrow", arrow)
+    assert [(f.name, f.required) for f in t.schema().fields] == [("a", True), ("b", False)]
+    assert isinstance(t.schema().fields[0].field_type, LongType)
+
+
+def test_property_commits_and_refresh(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", _schema(), properties={"a": "1", "b": "2"})
+    first = t.metadata_location
+    t.set_properties(c="3")
+    assert t.properties["c"] == "3"
+    assert t.metadata_location != first
+    assert t.metadata_log()[-1].metadata_file == first
+    with t.update_properties() as up:
+        up.set("a", "10").remove("b")
+    assert t.properties["a"] == "10" and "b" not in t.properties
+    other = catalog.load_table("db.t")
+    assert other.properties == t.properties
+    with t.transaction() as tx:
+        tx.set_properties(d="4")
+        tx.remove_properties("c")
+    assert other.refresh().properties == t.properties
+    assert "d" in other.properties and "c" not in other.properties
+    # an exception inside the block discards the changes
+    with pytest.raises(RuntimeError), t.transaction() as tx:
+        tx.set_properties(never="x")
+        raise RuntimeError("boom")
+    assert "never" not in catalog.load_table("db.t").properties
+    assert len(catalog.load_table("db.t").metadata_log()) == 3
+
+
+def test_gzip_metadata_and_version_numbers(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table(
+        "db.t", _schema(), properties={"write.metadata.compression-codec": "gzip"}
+    )
+    t.set_properties(x="1")
+    path = _local(t.metadata_location)
+    assert path.name.endswith(".gz.metadata.json")
+    body = json.loads(gzip.decompress(path.read_bytes()))
+    assert body["properties"]["x"] == "1"
+    if isinstance(catalog, HadoopCatalog):
+        assert path.name == "v2.gz.metadata.json"
+        hint = path.parent / "version-hint.text"
+        assert hint.read_text().strip() == "2"
+    else:
+        assert path.name.startswith("00001-")
+    assert catalog.load_table("db.t").properties["x"] == "1"
+
+
+def test_delete_after_commit_keeps_previous_versions_max(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table(
+        "db.t",
+        _schema(),
+        properties={
+            "write.metadata.delete-after-commit.enabled": "true",
+            "write.metadata.previous-versions-max": "2",
+        },
+    )
+    created = [t.metadata_location]
+    for i in range(4):
+        t.set_properties(n=str(i))
+        created.append(t.metadata_location)
+    logged = [e.metadata_file for e in t.metadata_log()]
+    assert logged == created[-3:-1]
+    meta_dir = _local(t.metadata_location).parent
+    on_disk = sorted(p.name for p in meta_dir.glob("*.metadata.json"))
+    assert on_disk == sorted(_local(x).name for x in created[-3:])
+
+
+def test_rename_drop_purge_register(catalog: Catalog, tmp_path: Path) -> None:
+    catalog.create_namespace("db")
+    catalog.create_namespace("db2")
+    t = catalog.create_table("db.t", _schema())
+    t.set_properties(k="v")
+    location = _local(t.location)
+    if isinstance(catalog, SqlCatalog):
+        renamed = catalog.rename_table("db.t", "db2.r")
+        assert renamed.identifier == ("db2", "r") and renamed.properties["k"] == "v"
+        assert not catalog.table_exists("db.t") and catalog.list_tables("db2") == [("db2", "r")]
+        with pytest.raises(NoSuchTableError):
+            catalog.rename_table("db.t", "db2.x")
+        catalog.create_table("db.t", _schema(), location=str(tmp_path / "elsewhere"))
+        with pytest.raises(TableAlreadyExistsError):
+            catalog.rename_table("db.t", "db2.r")
+        with pytest.raises(NoSuchNamespaceError):
+            catalog.rename_table("db2.r", "nowhere.r")
+        # register the renamed table's metadata under a second name
+        reg = catalog.register_table("db.copy", renamed.metadata_location)
+        assert reg.metadata == renamed.metadata
+        with pytest.raises(TableAlreadyExistsError):
+            catalog.register_table("db.copy", renamed.metadata_location)
+        catalog.drop_table("db.copy")  # no purge: files stay
+        assert _local(renamed.metadata_location).is_file()
+        catalog.drop_table("db2.r", purge=True)
+        assert not catalog.table_exists("db2.r")
+    else:
+        with pytest.raises(UnsupportedFeatureError, match="rename"):
+            catalog.rename_table("db.t", "db2.r")
+        with pytest.raises(UnsupportedFeatureError, match="register"):
+            catalog.register_table("db.x", t.metadata_location)
+        catalog.drop_table("db.t", purge=True)
+        assert not catalog.table_exists("db.t")
+    assert not location.exists()
+    with pytest.raises(NoSuchTableError):
+        catalog.drop_table("db.t2")
+
+
+def test_sql_location_rules(sql_catalog: SqlCatalog, tmp_path: Path) -> None:
+    sql_catalog.create_namespace("a", {"location": (tmp_path / "ns_a").as_uri()})
+    sql_catalog.create_namespace("b.c")
+    ta = sql_catalog.create_table("a.t", _schema())
+    assert ta.location == (tmp_path / "ns_a" / "t").as_uri()
+    tb = sql_catalog.create_table("b.c.t", _schema())
+    assert tb.location == (tmp_path / "warehouse" / "b" / "c" / "t").as_uri()
+    tc = sql_catalog.create_table(
+        "b.c.m", _schema(), properties={"write.metadata.path": (tmp_path / "meta").as_uri()}
+    )
+    assert _local(tc.metadata_location).parent == tmp_path / "meta"
+
+
+def test_sql_catalog_on_a_v0_database_without_iceberg_type(tmp_path: Path) -> None:
+    """Databases created by older Java JDBC catalogs lack ``iceberg_type``: used as they are."""
+    from sqlalchemy import create_engine, text
+
+    uri = f"sqlite:///{tmp_path / 'v0.db'}"
+    engine = create_engine(uri)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, "
+                "table_namespace VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, "
+                "metadata_location VARCHAR(1000), previous_metadata_location VARCHAR(1000), "
+                "PRIMARY KEY (catalog_name, table_namespace, table_name))"
+            )
+        )
+        conn.execute(
+            text(
+                "CREATE TABLE iceberg_namespace_properties (catalog_name VARCHAR(255) NOT NULL, "
+                "namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), "
+                "property_value VARCHAR(1000), "
+                "PRIMARY KEY (catalog_name, namespace, property_key))"
+            )
+        )
+    engine.dispose()
+    cat = SqlCatalog("old", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", _schema())
+    t.set_properties(a="1")
+    assert cat.list_tables("db") == [("db", "t")]
+    assert cat.load_table("db.t").properties["a"] == "1"
+    cat.close()
+
+
+def test_hadoop_version_hint_is_only_a_hint(tmp_path: Path) -> None:
+    cat = HadoopCatalog("fs", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", _schema())
+    t.set_properties(a="1")
+    t.set_properties(b="2")
+    hint = tmp_path / "db" / "t" / "metadata" / "version-hint.text"
+    assert hint.read_text() == "3"
+    hint.write_text("2")  # stale: a writer died between the commit and the hint update
+    assert cat.load_table("db.t").properties["b"] == "2"
+    hint.write_text("garbage")
+    assert cat.load_table("db.t").metadata_location.endswith("/v3.metadata.json")
+    hint.unlink()
+    assert cat.load_table("db.t").metadata_location.endswith("/v3.metadata.json")
+    # a directory without metadata files is not a table
+    (tmp_path / "db" / "empty" / "metadata").mkdir(parents=True)
+    assert not cat.table_exists("db.empty")

@@ -1,0 +1,245 @@
+"""The commit protocol: lost races retry, real conflicts fail, failed attempts clean up,
+ambiguous outcomes keep their files, backoff follows the commit.retry.* properties."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from icefloe.metadata import (
+    AddSchema,
+    AssertTableUUID,
+    SetCurrentSchema,
+    SetProperties,
+    TableMetadata,
+)
+
+from icefloe.catalog.commit import RetryPolicy, run_commit
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+)
+from icefloe.schema import Schema
+from icefloe.table import Table
+from icefloe.types import IntegerType, LongType, NestedField, StringType
+
+
+def _schema() -> Schema:
+    return Schema(NestedField(1, "id", LongType(), required=True))
+
+
+def _metadata_files(table: Table) -> list[str]:
+    directory = Path(table.metadata_location.removeprefix("file://")).parent
+    return sorted(p.name for p in directory.glob("*.metadata.json"))
+
+
+FAST = {"commit.retry.min-wait-ms": "1", "commit.retry.max-wait-ms": "5"}
+
+
+def test_stale_writer_retries_and_cleans_up(sql_catalog: SqlCatalog) -> None:
+    sql_catalog.create_namespace("db")
+    t1 = sql_catalog.create_table("db.t", _schema(), properties=FAST)
+    t2 = sql_catalog.load_table("db.t")
+    t1.set_properties(a="1")
+    t2.set_properties(b="2")  # loses the first race, refreshes, re-applies
+    final = sql_catalog.load_table("db.t")
+    assert final.properties["a"] == "1" and final.properties["b"] == "2"
+    assert final.metadata_location == t2.metadata_location
+    # the lost attempt's file was deleted: one file per committed version only
+    assert len(_metadata_files(final)) == 3
+    assert [e.metadata_file for e in final.metadata_log()] == [
+        e.metadata_file for e in t1.metadata_log()
+    ] + [t1.metadata_location]
+
+
+def test_schema_race_is_a_conflict(sql_catalog: SqlCatalog) -> None:
+    sql_catalog.create_namespace("db")
+    t1 = sql_catalog.create_table("db.t", _schema(), properties=FAST)
+    t2 = sql_catalog.load_table("db.t")
+    wider = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "x", StringType())
+    )
+    other = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "y", IntegerType())
+    )
+    t1.transaction().apply([AddSchema(wider), SetCurrentSchema(-1)]).commit_transaction()
+    before = _metadata_files(t1)
+    with pytest.raises(CommitConflictError, match=r"last assigned field id|changed"):
+        t2.transaction().apply([AddSchema(other), SetCurrentSchema(-1)]).commit_transaction()
+    assert _metadata_files(t1) == before
+    assert [f.name for f in sql_catalog.load_table("db.t").schema().fields] == ["id", "x"]
+
+
+def test_failed_requirement_is_a_conflict(sql_catalog: SqlCatalog) -> None:
+    sql_catalog.create_namespace("db")
+    t = sql_catalog.create_table("db.t", _schema())
+    with pytest.raises(CommitConflictError, match="UUID"):
+        t.transaction().apply(
+            [SetProperties({"a": "1"})], requirements=[AssertTableUUID("0" * 32)]
+        ).commit_transaction()
+    assert "a" not in sql_catalog.load_table("db.t").properties
+
+
+def test_retries_exhausted(sql_catalog: SqlCatalog) -> None:
+    sql_catalog.create_namespace("db")
+    t1 = sql_catalog.create_table(
+        "db.t", _schema(), properties={**FAST, "commit.retry.num-retries": "0"}
+    )
+    t2 = sql_catalog.load_table("db.t")
+    t1.set_properties(a="1")
+    with pytest.raises(CommitFailedError, match="another writer"):
+        t2.set_properties(b="2")
+    assert len(_metadata_files(t1)) == 2  # the failed attempt left nothing behind
+    assert "b" not in sql_catalog.load_table("db.t").properties
+
+
+def test_unknown_state_keeps_the_file(
+    sql_catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    sql_catalog.create_namespace("db")
+    t = sql_catalog.create_table("db.t", _schema())
+    before = _metadata_files(t)
+
+    def broken_begin(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("UPDATE iceberg_tables", {}, Exception("connection lost"))
+
+    def broken_get(identifier: Any) -> str:
+        raise OperationalError("SELECT", {}, Exception("still down"))
+
+    monkeypatch.setattr(sql_catalog.engine, "begin", broken_begin)
+    monkeypatch.setattr(sql_catalog, "_get_pointer", broken_get)
+    with pytest.raises(CommitStateUnknownError, match="may or may not"):
+        t.set_properties(a="1")
+    monkeypatch.undo()
+    after = _metadata_files(t)
+    assert len(after) == len(before) + 1  # kept: it may be the table's current metadata
+    assert "a" not in sql_catalog.load_table("db.t").properties
+
+
+def test_database_error_after_swap_is_resolved(
+    sql_catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The UPDATE reached the database but the client saw an error: the commit succeeded."""
+    from sqlalchemy.exc import OperationalError
+
+    sql_catalog.create_namespace("db")
+    t = sql_catalog.create_table("db.t", _schema())
+    real_begin = sql_catalog.engine.begin
+
+    class LostAck:
+        def __enter__(self) -> Any:
+            self.ctx = real_begin()
+            return self.ctx.__enter__()
+
+        def __exit__(self, *exc: Any) -> None:
+            self.ctx.__exit__(None, None, None)  # commits
+            raise OperationalError("COMMIT", {}, Exception("ack lost"))
+
+    monkeypatch.setattr(sql_catalog.engine, "begin", lambda: LostAck())
+    t.set_properties(a="1")
+    monkeypatch.undo()
+    loaded = sql_catalog.load_table("db.t")
+    assert loaded.properties["a"] == "1" and loaded.metadata_location == t.metadata_location
+
+
+def test_backoff_policy_and_retry_count(tmp_path: Path) -> None:
+    from icefloe.metadata import new_table_metadata
+
+    from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from icefloe.sorting import UNSORTED_SORT_ORDER
+
+    base = new_table_metadata(
+        _schema(),
+        UNPARTITIONED_PARTITION_SPEC,
+        UNSORTED_SORT_ORDER,
+        str(tmp_path),
+        {
+            "commit.retry.num-retries": "3",
+            "commit.retry.min-wait-ms": "100",
+            "commit.retry.max-wait-ms": "250",
+        },
+    )
+    policy = RetryPolicy.from_properties(base.properties)
+    assert (policy.num_retries, policy.min_wait_ms, policy.max_wait_ms) == (3, 100, 250)
+    assert policy.total_timeout_ms == 1_800_000
+    sleeps: list[float] = []
+    attempts: list[TableMetadata] = []
+
+    def always_lose(b: TableMetadata, loc: str, new: TableMetadata) -> str:
+        attempts.append(new)
+        raise CommitFailedError("lost")
+
+    with pytest.raises(CommitFailedError):
+        run_commit(
+            base,
+            "m0",
+            [],
+            [SetProperties({"k": "v"})],
+            always_lose,
+            lambda: (base, "m0"),
+            sleep=sleeps.append,
+        )
+    assert len(attempts) == 4  # first try + 3 retries
+    assert len(sleeps) == 3
+    # doubling from min-wait (100, 200, 250 capped), each jittered into [50%, 100%]
+    for wait, cap in zip(sleeps, [0.1, 0.2, 0.25], strict=True):
+        assert cap / 2 <= wait <= cap
+    sleeps.clear()
+    attempts.clear()
+    timeout = TableMetadata.from_json(
+        {**base.to_json(), "properties": {"commit.retry.total-timeout-ms": "0"}}
+    )
+    with pytest.raises(CommitFailedError):
+        run_commit(timeout, "m0", [], [], always_lose, lambda: (timeout, "m0"), sleep=sleeps.append)
+    assert len(attempts) == 1 and sleeps == []
+
+
+def _crashing_commit(uri: str, warehouse: str, name: str, when: str) -> None:
+    """Child process: commit a property change and die abruptly at ``when``."""
+    import os
+
+    catalog = SqlCatalog(name, uri=uri, warehouse=warehouse)
+    real_swap = catalog._swap_pointer
+
+    def swap(identifier: Any, expected: str, new: str) -> None:
+        if when == "before-swap":
+            os._exit(3)
+        real_swap(identifier, expected, new)
+        os._exit(4)  # after the swap, before anything else happens
+
+    catalog._swap_pointer = swap  # type: ignore[method-assign]
+    catalog.load_table("db.t").set_properties(crash=when)
+
+
+@pytest.mark.parametrize("when", ["before-swap", "after-swap"])
+def test_commit_interrupted_by_process_death(tmp_path: Path, when: str) -> None:
+    import multiprocessing
+
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    warehouse = (tmp_path / "warehouse").as_uri()
+    catalog = SqlCatalog("crash", uri=uri, warehouse=warehouse)
+    catalog.create_namespace("db")
+    before = catalog.create_table("db.t", _schema(), properties={"a": "1"})
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_crashing_commit, args=(uri, warehouse, "crash", when)
+    )
+    proc.start()
+    proc.join(timeout=300)
+    assert proc.exitcode == (3 if when == "before-swap" else 4)
+    after = catalog.load_table("db.t")  # never broken
+    files = _metadata_files(after)
+    assert len(files) == 2  # the new file was written in both cases
+    if when == "before-swap":
+        assert after.metadata_location == before.metadata_location
+        assert "crash" not in after.properties
+    else:
+        assert after.properties["crash"] == "after-swap"
+        assert after.metadata_log()[-1].metadata_file == before.metadata_location
+    after.set_properties(b="2")  # and the table keeps working
+    assert catalog.load_table("db.t").properties["b"] == "2"
+    catalog.close()

@@ -1,0 +1,200 @@
+"""Row-level deletes when reading: deletion vectors, position and equality delete files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from _read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
+from icefloe.exceptions import CorruptFileError, FileIOError, ValidationError
+from icefloe.io import FileIO
+from icefloe.read import DeleteCache, read_task, read_tasks
+from icefloe.scan import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask, ReadOptions
+from icefloe.schema import Schema
+from icefloe.types import IntegerType, LongType, NestedField, StringType
+
+SCHEMA = Schema(
+    NestedField(1, "id", IntegerType(), True),
+    NestedField(2, "cat", StringType()),
+    NestedField(3, "n", IntegerType()),
+)
+ROWS = [{"id": i, "cat": None if i % 5 == 0 else f"c{i % 3}", "n": i % 4} for i in range(100)]
+OPTS = ReadOptions(SCHEMA, metadata_columns=("_pos",))
+
+
+def _ids(task: FileScanTask, opts: ReadOptions = OPTS) -> list[int]:
+    return read(task, opts).column("id").to_pylist()
+
+
+def test_deletion_vector_by_offset(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS, row_group_size=30)
+    dv = write_dv(tmp_path / "dv.puffin", [0, 31, 99, 50], df.file_path)
+    assert _ids(FileScanTask(df, (dv,))) == [i for i in range(100) if i not in (0, 31, 50, 99)]
+
+
+def test_deletion_vector_cardinality_and_crc_checked(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
+    dv = write_dv(tmp_path / "dv.puffin", [1, 2], df.file_path)
+    wrong = DeleteFileRef(
+        DeleteContent.POSITION_DELETES,
+        dv.file_path,
+        "puffin",
+        record_count=3,
+        content_offset=dv.content_offset,
+        content_size_in_bytes=dv.content_size_in_bytes,
+    )
+    with pytest.raises(CorruptFileError, match=r"dv\.puffin"):
+        _ids(FileScanTask(df, (wrong,)))
+    raw = bytearray((tmp_path / "dv.puffin").read_bytes())
+    assert dv.content_offset is not None and dv.content_size_in_bytes is not None
+    raw[dv.content_offset + dv.content_size_in_bytes - 1] ^= 0xFF  # last CRC byte
+    (tmp_path / "dv.puffin").write_bytes(bytes(raw))
+    with pytest.raises(CorruptFileError, match=r"dv\.puffin"):
+        _ids(FileScanTask(df, (dv,)))
+
+
+def test_missing_delete_file_fails_before_rows(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
+    gone = DeleteFileRef(DeleteContent.POSITION_DELETES, str(tmp_path / "gone.parquet"))
+    it = read_task(FileIO(), FileScanTask(df, (gone,)), OPTS)
+    with pytest.raises(FileIOError, match=r"gone\.parquet"):
+        next(it)
+
+
+def test_position_delete_file_for_many_data_files(tmp_path: Path) -> None:
+    a = write_data(tmp_path / "a.parquet", SCHEMA, ROWS)
+    b = write_data(tmp_path / "b.parquet", SCHEMA, ROWS)
+    pos = write_pos_deletes(
+        tmp_path / "pos.parquet",
+        [(a.file_path, 3), (b.file_path, 4), (a.file_path, 7), ("other", 1)],
+    )
+    cache = DeleteCache()
+    ta, tb = FileScanTask(a, (pos,)), FileScanTask(b, (pos,))
+    got_a = [r["id"] for batch in read_task(FileIO(), ta, OPTS, cache) for r in batch.to_pylist()]
+    got_b = [r["id"] for batch in read_task(FileIO(), tb, OPTS, cache) for r in batch.to_pylist()]
+    assert got_a == [i for i in range(100) if i not in (3, 7)]
+    assert got_b == [i for i in range(100) if i != 4]
+    assert cache.loads == 1  # the shared delete file was decoded once
+    total = sum(b.num_rows for b in read_tasks(FileIO(), [ta, tb], OPTS))
+    assert total == 197
+
+
+def test_equality_deletes_null_equals_null_and_mixed_id_sets(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
+    by_cat = write_eq_deletes(tmp_path / "e1.parquet", SCHEMA, (2,), [{"cat": None}])
+    by_pair = write_eq_deletes(
+        tmp_path / "e2.parquet", SCHEMA, (2, 3), [{"cat": "c1", "n": 1}, {"cat": "c2", "n": 0}]
+    )
+    got = _ids(FileScanTask(df, (by_cat, by_pair)))
+    want = [
+        r["id"]
+        for r in ROWS
+        if r["cat"] is not None
+        and (r["cat"], r["n"]) != ("c1", 1)
+        and (r["cat"], r["n"]) != ("c2", 0)
+    ]
+    assert got == want
+
+
+def test_equality_delete_on_dropped_and_unprojected_column(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
+    eq = write_eq_deletes(tmp_path / "e.parquet", SCHEMA, (3,), [{"n": 2}])
+    # Column 3 was later dropped from the table; the deletes still apply.
+    dropped = Schema(NestedField(1, "id", IntegerType(), True), NestedField(2, "cat", StringType()))
+    got = _ids(FileScanTask(df, (eq,)), ReadOptions(dropped))
+    assert got == [r["id"] for r in ROWS if r["n"] != 2]
+    # Still in the table but not projected.
+    got = _ids(FileScanTask(df, (eq,)), ReadOptions(SCHEMA, projected_field_ids=(1,)))
+    assert got == [r["id"] for r in ROWS if r["n"] != 2]
+
+
+def test_equality_delete_compared_after_promotion(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
+    promoted = Schema(
+        NestedField(1, "id", LongType(), True),
+        NestedField(2, "cat", StringType()),
+        NestedField(3, "n", LongType()),
+    )
+    eq = write_eq_deletes(tmp_path / "e.parquet", promoted, (1,), [{"id": 10}, {"id": 11}])
+    got = read(FileScanTask(df, (eq,)), ReadOptions(promoted)).column("id").to_pylist()
+    assert got == [i for i in range(100) if i not in (10, 11)]
+
+
+def test_all_three_kinds_and_deleted_marker(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS, row_group_size=17)
+    dv = write_dv(tmp_path / "dv.puffin", [1, 2], df.file_path)
+    pos = write_pos_deletes(tmp_path / "p.parquet", [(df.file_path, 2), (df.file_path, 3)])
+    eq = write_eq_deletes(tmp_path / "e.parquet", SCHEMA, (1,), [{"id": 4}, {"id": 99}])
+    task = FileScanTask(df, (dv, pos, eq))
+    assert _ids(task) == [i for i in range(100) if i not in (1, 2, 3, 4, 99)]
+    marked = read(task, ReadOptions(SCHEMA, metadata_columns=("_deleted", "_pos")))
+    assert marked.num_rows == 100
+    assert [
+        p
+        for p, d in zip(
+            marked.column("_pos").to_pylist(), marked.column("_deleted").to_pylist(), strict=True
+        )
+        if d
+    ] == [1, 2, 3, 4, 99]
+
+
+def test_row_lineage_inherited_and_stored(tmp_path: Path) -> None:
+    lineage = Schema(
+        NestedField(1, "id", IntegerType(), True),
+        NestedField(2147483540, "_row_id", LongType()),
+        NestedField(2147483539, "_last_updated_sequence_number", LongType()),
+    )
+    rows = [
+        {"id": 0, "_row_id": None, "_last_updated_sequence_number": None},
+        {"id": 1, "_row_id": 500, "_last_updated_sequence_number": 3},
+        {"id": 2, "_row_id": None, "_last_updated_sequence_number": None},
+    ]
+    df = write_data(tmp_path / "d.parquet", lineage, rows)
+    opts = ReadOptions(
+        SCHEMA,
+        projected_field_ids=(1,),
+        metadata_columns=("_row_id", "_last_updated_sequence_number"),
+        format_version=3,
+    )
+    with_ids = DataFileRef(df.file_path, record_count=3, first_row_id=100, data_sequence_number=7)
+    out = read(FileScanTask(with_ids), opts)
+    assert out.column("_row_id").to_pylist() == [100, 500, 102]
+    assert out.column("_last_updated_sequence_number").to_pylist() == [7, 3, 7]
+    without = DataFileRef(df.file_path, record_count=3)
+    out = read(FileScanTask(without), opts)
+    assert out.column("_row_id").to_pylist() == [None, 500, None]
+    plain = write_data(tmp_path / "p.parquet", SCHEMA, ROWS[:3])
+    out = read(
+        FileScanTask(DataFileRef(plain.file_path, first_row_id=10, data_sequence_number=2)), opts
+    )
+    assert out.column("_row_id").to_pylist() == [10, 11, 12]
+    assert out.column("_last_updated_sequence_number").to_pylist() == [2, 2, 2]
+
+
+def test_dv_for_another_file_rejected(tmp_path: Path) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
+    dv = write_dv(tmp_path / "dv.puffin", [1], "s3://elsewhere/x.parquet")
+    with pytest.raises(ValidationError, match=r"dv\.puffin"):
+        _ids(FileScanTask(df, (dv,)))
+
+
+def test_java_golden_dv_blob_applied_by_offset(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    name = "iceberg-java/deletes/small-alternating-values-position-index.bin"
+    candidates = [p / "shared" / "testdata" / name for p in (root.parent, root.parent.parent)]
+    blob_path = next((p for p in candidates if p.exists()), None)
+    if blob_path is None:
+        pytest.skip("golden files not present")
+    blob = blob_path.read_bytes()
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS[:12])
+    (tmp_path / "x.puffin").write_bytes(b"PFA1" + b"\x00" * 13 + blob)
+    dv = DeleteFileRef(
+        DeleteContent.POSITION_DELETES,
+        str(tmp_path / "x.puffin"),
+        "puffin",
+        record_count=5,
+        content_offset=17,
+        content_size_in_bytes=len(blob),
+    )
+    assert _ids(FileScanTask(df, (dv,))) == [0, 2, 4, 6, 8, 10, 11]
