@@ -114,9 +114,7 @@ pub fn may_match(p: &Pred, s: &Summary) -> bool {
         },
         Op::Eq => match lower {
             None => false,
-            Some(l) => {
-                !above(l, p.lit(), true) && upper.is_none_or(|u| !below(u, p.lit(), true))
-            }
+            Some(l) => !above(l, p.lit(), true) && upper.is_none_or(|u| !below(u, p.lit(), true)),
         },
         Op::In => match lower {
             None => false,
@@ -186,13 +184,16 @@ pub fn manifest_mask(col: &ListArray, expr: &Expr, field_ids: &[i32]) -> Result<
         if sums.contains_key(&term.id) {
             continue;
         }
-        let pos = field_ids.iter().position(|f| *f == term.id).ok_or_else(|| {
-            Error::validation(format!(
-                "partition filter references field {} which is not a field of the partition \
+        let pos = field_ids
+            .iter()
+            .position(|f| *f == term.id)
+            .ok_or_else(|| {
+                Error::validation(format!(
+                    "partition filter references field {} which is not a field of the partition \
                  type (fields {field_ids:?})",
-                term.id
-            ))
-        })?;
+                    term.id
+                ))
+            })?;
         sums.insert(term.id, summaries(col, pos, &term.ty)?);
     }
     Ok(BooleanArray::from(eval(&expr, &sums, col.len())))

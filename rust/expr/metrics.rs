@@ -56,13 +56,18 @@ fn map_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<Option<&'a MapAr
     match batch.column_by_name(name) {
         None => Ok(None),
         Some(c) => c.as_map_opt().map(Some).ok_or_else(|| {
-            Error::validation(format!("manifest column {name} must be a map, got {}", c.data_type()))
+            Error::validation(format!(
+                "manifest column {name} must be a map, got {}",
+                c.data_type()
+            ))
         }),
     }
 }
 
 fn counts(map: Option<&MapArray>, idx: &[Option<usize>]) -> Result<Vec<Option<i64>>> {
-    let Some(map) = map else { return Ok(vec![None; idx.len()]) };
+    let Some(map) = map else {
+        return Ok(vec![None; idx.len()]);
+    };
     let vals = map
         .values()
         .as_primitive_opt::<Int64Type>()
@@ -70,23 +75,27 @@ fn counts(map: Option<&MapArray>, idx: &[Option<usize>]) -> Result<Vec<Option<i6
     Ok(idx.iter().map(|i| i.map(|i| vals.value(i))).collect())
 }
 
-fn bounds(
-    map: Option<&MapArray>,
+fn bounds<'a>(
+    map: Option<&'a MapArray>,
     idx: &[Option<usize>],
     term: &Term,
     which: &str,
 ) -> Result<Vec<Option<Value>>> {
-    let Some(map) = map else { return Ok(vec![None; idx.len()]) };
+    let Some(map) = map else {
+        return Ok(vec![None; idx.len()]);
+    };
     if !has_bounds(&term.ty) {
         return Ok(vec![None; idx.len()]);
     }
     let vals = map.values();
-    let get: Box<dyn Fn(usize) -> &[u8]> = if let Some(b) = vals.as_binary_opt::<i32>() {
+    let get: Box<dyn Fn(usize) -> &'a [u8] + 'a> = if let Some(b) = vals.as_binary_opt::<i32>() {
         Box::new(move |i| b.value(i))
     } else if let Some(b) = vals.as_binary_opt::<i64>() {
         Box::new(move |i| b.value(i))
     } else {
-        return Err(Error::validation("metrics bound maps must have binary values"));
+        return Err(Error::validation(
+            "metrics bound maps must have binary values",
+        ));
     };
     idx.iter()
         .enumerate()
@@ -114,7 +123,13 @@ pub fn field_stats(batch: &RecordBatch, terms: &[&Term]) -> Result<HashMap<i32, 
     }
     let ids: Vec<i32> = uniq.iter().map(|t| t.id).collect();
     let n = batch.num_rows();
-    let cols = ["value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds"];
+    let cols = [
+        "value_counts",
+        "null_value_counts",
+        "nan_value_counts",
+        "lower_bounds",
+        "upper_bounds",
+    ];
     let mut maps = Vec::with_capacity(5);
     let mut idx = Vec::with_capacity(5);
     for c in cols {
@@ -191,7 +206,6 @@ pub fn may_match(p: &Pred, s: &Stats<'_>) -> bool {
                         && upper.is_none_or(|u| !cmp(u, v).is_some_and(|o| o.is_lt()))
                 })
         }
-        Op::IsNull | Op::NotNull | Op::IsNan | Op::NotNan => unreachable!("handled above"),
     }
 }
 

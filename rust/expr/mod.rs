@@ -240,7 +240,10 @@ fn from_value(j: &J) -> Result<Expr> {
         _ => {}
     }
     let op = Op::parse(kind).ok_or_else(|| bad(format!("unknown operation {kind:?}"), j))?;
-    let term = term(j.get("term").ok_or_else(|| bad("predicate without a term", j))?)?;
+    let term = term(
+        j.get("term")
+            .ok_or_else(|| bad("predicate without a term", j))?,
+    )?;
     let values = match op {
         Op::IsNull | Op::NotNull | Op::IsNan | Op::NotNan => Vec::new(),
         Op::In | Op::NotIn => match j.get("values") {

@@ -59,8 +59,14 @@ pub fn eval_value(pred: &Pred, value: Option<&Value>) -> bool {
         Op::GtEq => ord(pred.lit()).is_some_and(|o| o.is_ge()),
         Op::Eq => ord(pred.lit()).is_some_and(|o| o.is_eq()),
         Op::NotEq => !ord(pred.lit()).is_some_and(|o| o.is_eq()),
-        Op::In => pred.values.iter().any(|l| ord(l).is_some_and(|o| o.is_eq())),
-        Op::NotIn => !pred.values.iter().any(|l| ord(l).is_some_and(|o| o.is_eq())),
+        Op::In => pred
+            .values
+            .iter()
+            .any(|l| ord(l).is_some_and(|o| o.is_eq())),
+        Op::NotIn => !pred
+            .values
+            .iter()
+            .any(|l| ord(l).is_some_and(|o| o.is_eq())),
         Op::StartsWith | Op::NotStartsWith => {
             let hit = match (bytes(v), bytes(pred.lit())) {
                 (Some(b), Some(p)) => b.starts_with(p),

@@ -123,9 +123,13 @@ fn parse_compact_form() {
         pred("lt", 1, "int", "5")
     ))
     .unwrap();
-    let Expr::Or(l, r) = e.rewrite_not() else { panic!("expected or") };
+    let Expr::Or(l, r) = e.rewrite_not() else {
+        panic!("expected or")
+    };
     assert_eq!(*r, Expr::False);
-    let Expr::Pred(p) = *l else { panic!("expected predicate") };
+    let Expr::Pred(p) = *l else {
+        panic!("expected predicate")
+    };
     assert_eq!(p.op, Op::GtEq);
     assert_eq!(p.values, vec![crate::serde::Value::Int(5)]);
     // decimal and date literals decode through the serde
@@ -171,9 +175,15 @@ fn metrics_ranges() {
     assert_eq!(metrics(&pred("not-eq", 1, "int", "15"), &files), [true]);
     assert_eq!(metrics(&pred("in", 1, "int", "[1, 25]"), &files), [false]);
     assert_eq!(metrics(&pred("in", 1, "int", "[1, 20]"), &files), [true]);
-    assert_eq!(metrics(&pred("not-in", 1, "int", "[10, 20]"), &files), [true]);
+    assert_eq!(
+        metrics(&pred("not-in", 1, "int", "[10, 20]"), &files),
+        [true]
+    );
     // not is pushed down: not(x < 30) is x >= 30
-    let not = format!(r#"{{"type": "not", "child": {}}}"#, pred("lt", 1, "int", "30"));
+    let not = format!(
+        r#"{{"type": "not", "child": {}}}"#,
+        pred("lt", 1, "int", "30")
+    );
     assert_eq!(metrics(&not, &files), [false]);
 }
 
@@ -214,14 +224,38 @@ fn metrics_null_and_nan_counts() {
         records: 4,
         ..F::default()
     };
-    assert_eq!(metrics(&pred("not-null", 1, "int", ""), &[all_null.clone()]), [false]);
-    assert_eq!(metrics(&pred("is-null", 1, "int", ""), &[all_null.clone()]), [true]);
-    assert_eq!(metrics(&pred("eq", 1, "int", "1"), &[all_null.clone()]), [false]);
-    assert_eq!(metrics(&pred("starts-with", 1, "string", "\"a\""), &[all_null.clone()]), [false]);
+    assert_eq!(
+        metrics(&pred("not-null", 1, "int", ""), &[all_null.clone()]),
+        [false]
+    );
+    assert_eq!(
+        metrics(&pred("is-null", 1, "int", ""), &[all_null.clone()]),
+        [true]
+    );
+    assert_eq!(
+        metrics(&pred("eq", 1, "int", "1"), &[all_null.clone()]),
+        [false]
+    );
+    assert_eq!(
+        metrics(
+            &pred("starts-with", 1, "string", "\"a\""),
+            &[all_null.clone()]
+        ),
+        [false]
+    );
     // not_starts_with / not_eq of null rows match
-    assert_eq!(metrics(&pred("not-starts-with", 1, "string", "\"a\""), &[all_null.clone()]), [true]);
+    assert_eq!(
+        metrics(
+            &pred("not-starts-with", 1, "string", "\"a\""),
+            &[all_null.clone()]
+        ),
+        [true]
+    );
     assert_eq!(metrics(&pred("not-eq", 1, "int", "1"), &[all_null]), [true]);
-    assert_eq!(metrics(&pred("is-null", 1, "int", ""), &[ints(1, 2)]), [false]);
+    assert_eq!(
+        metrics(&pred("is-null", 1, "int", ""), &[ints(1, 2)]),
+        [false]
+    );
     let all_nan = F {
         values: Some(3),
         nulls: Some(0),
@@ -229,9 +263,18 @@ fn metrics_null_and_nan_counts() {
         records: 3,
         ..F::default()
     };
-    assert_eq!(metrics(&pred("not-nan", 1, "double", ""), &[all_nan.clone()]), [false]);
-    assert_eq!(metrics(&pred("lt", 1, "double", "1.0"), &[all_nan.clone()]), [false]);
-    assert_eq!(metrics(&pred("is-nan", 1, "double", ""), &[all_nan]), [true]);
+    assert_eq!(
+        metrics(&pred("not-nan", 1, "double", ""), &[all_nan.clone()]),
+        [false]
+    );
+    assert_eq!(
+        metrics(&pred("lt", 1, "double", "1.0"), &[all_nan.clone()]),
+        [false]
+    );
+    assert_eq!(
+        metrics(&pred("is-nan", 1, "double", ""), &[all_nan]),
+        [true]
+    );
     let no_nan = F {
         values: Some(3),
         nulls: Some(0),
@@ -240,7 +283,10 @@ fn metrics_null_and_nan_counts() {
         upper: dbl(2.0),
         records: 3,
     };
-    assert_eq!(metrics(&pred("is-nan", 1, "double", ""), &[no_nan]), [false]);
+    assert_eq!(
+        metrics(&pred("is-nan", 1, "double", ""), &[no_nan]),
+        [false]
+    );
 }
 
 #[test]
@@ -254,7 +300,10 @@ fn metrics_float_bounds() {
         records: 3,
         ..F::default()
     };
-    assert_eq!(metrics(&pred("gt", 1, "double", "5.0"), &[nan_upper]), [true]);
+    assert_eq!(
+        metrics(&pred("gt", 1, "double", "5.0"), &[nan_upper]),
+        [true]
+    );
     // -0.0 and 0.0 compare equal: a file of [-0.0, 0.0] may hold a row equal to 0.0
     let zeros = F {
         values: Some(2),
@@ -264,8 +313,14 @@ fn metrics_float_bounds() {
         records: 2,
         ..F::default()
     };
-    assert_eq!(metrics(&pred("eq", 1, "double", "0.0"), &[zeros.clone()]), [true]);
-    assert_eq!(metrics(&pred("lt", 1, "double", "0.0"), &[zeros.clone()]), [false]);
+    assert_eq!(
+        metrics(&pred("eq", 1, "double", "0.0"), &[zeros.clone()]),
+        [true]
+    );
+    assert_eq!(
+        metrics(&pred("lt", 1, "double", "0.0"), &[zeros.clone()]),
+        [false]
+    );
     assert_eq!(metrics(&pred("gt", 1, "double", "-0.0"), &[zeros]), [false]);
 }
 
@@ -277,7 +332,10 @@ fn metrics_promoted_bounds_decode_by_length() {
         upper: int(5),
         ..ints(0, 0)
     };
-    assert_eq!(metrics(&pred("gt", 1, "long", "5"), &[promoted.clone()]), [false]);
+    assert_eq!(
+        metrics(&pred("gt", 1, "long", "5"), &[promoted.clone()]),
+        [false]
+    );
     assert_eq!(metrics(&pred("eq", 1, "long", "-5"), &[promoted]), [true]);
     let wide = F {
         lower: long(-5),
@@ -291,7 +349,10 @@ fn metrics_promoted_bounds_decode_by_length() {
         upper: Some(2.5f32.to_le_bytes().to_vec()),
         ..ints(0, 0)
     };
-    assert_eq!(metrics(&pred("gt", 1, "double", "2.5"), &[f.clone()]), [false]);
+    assert_eq!(
+        metrics(&pred("gt", 1, "double", "2.5"), &[f.clone()]),
+        [false]
+    );
     assert_eq!(metrics(&pred("gt", 1, "double", "2.4"), &[f]), [true]);
     // date bound under timestamp: day 1 = 86_400_000_000 micros
     let d = F {
@@ -300,7 +361,10 @@ fn metrics_promoted_bounds_decode_by_length() {
         ..ints(0, 0)
     };
     let ts = "\"1970-01-02T00:00:00\"";
-    assert_eq!(metrics(&pred("eq", 1, "timestamp", ts), &[d.clone()]), [true]);
+    assert_eq!(
+        metrics(&pred("eq", 1, "timestamp", ts), &[d.clone()]),
+        [true]
+    );
     assert_eq!(metrics(&pred("lt", 1, "timestamp", ts), &[d]), [false]);
 }
 
@@ -314,19 +378,37 @@ fn metrics_strings_and_truncated_bounds() {
         records: 3,
         ..F::default()
     };
-    let sw = |p: &str| metrics(&pred("starts-with", 1, "string", &format!("\"{p}\"")), &[f.clone()]);
+    let sw = |p: &str| {
+        metrics(
+            &pred("starts-with", 1, "string", &format!("\"{p}\"")),
+            &[f.clone()],
+        )
+    };
     assert_eq!(sw("abc"), [true]);
     assert_eq!(sw("abcz"), [true]);
     assert_eq!(sw("ab"), [true]);
     assert_eq!(sw("abe"), [false]);
     assert_eq!(sw("aa"), [false]);
-    let nsw =
-        |p: &str| metrics(&pred("not-starts-with", 1, "string", &format!("\"{p}\"")), &[f.clone()]);
+    let nsw = |p: &str| {
+        metrics(
+            &pred("not-starts-with", 1, "string", &format!("\"{p}\"")),
+            &[f.clone()],
+        )
+    };
     assert_eq!(nsw("ab"), [false]);
     assert_eq!(nsw("abc"), [true]);
-    assert_eq!(metrics(&pred("gt", 1, "string", "\"abd\""), &[f.clone()]), [false]);
-    assert_eq!(metrics(&pred("lt", 1, "string", "\"abc\""), &[f.clone()]), [false]);
-    assert_eq!(metrics(&pred("eq", 1, "string", "\"abcxyz\""), &[f]), [true]);
+    assert_eq!(
+        metrics(&pred("gt", 1, "string", "\"abd\""), &[f.clone()]),
+        [false]
+    );
+    assert_eq!(
+        metrics(&pred("lt", 1, "string", "\"abc\""), &[f.clone()]),
+        [false]
+    );
+    assert_eq!(
+        metrics(&pred("eq", 1, "string", "\"abcxyz\""), &[f]),
+        [true]
+    );
 }
 
 #[test]
@@ -344,13 +426,18 @@ fn metrics_record_count_and_corrupt_bounds() {
         lower: Some(vec![1, 2, 3]),
         ..ints(0, 0)
     };
-    let err = metrics_mask(&batch(&[corrupt]), &parse(&pred("lt", 1, "int", "1")).unwrap())
-        .unwrap_err();
+    let err = metrics_mask(
+        &batch(&[corrupt]),
+        &parse(&pred("lt", 1, "int", "1")).unwrap(),
+    )
+    .unwrap_err();
     assert!(matches!(err, crate::Error::CorruptFile(_)), "{err:?}");
     assert!(err.message().contains("field 1"), "{err:?}");
 }
 
-fn summaries(rows: &[Option<Vec<(bool, Option<bool>, Option<Vec<u8>>, Option<Vec<u8>>)>>]) -> ListArray {
+fn summaries(
+    rows: &[Option<Vec<(bool, Option<bool>, Option<Vec<u8>>, Option<Vec<u8>>)>>],
+) -> ListArray {
     let (mut cn, mut nan, mut lo, mut hi) = (
         BooleanBuilder::new(),
         BooleanBuilder::new(),
@@ -402,14 +489,39 @@ fn manifest_summaries() {
         Some(vec![(true, None, int(30), int(40))]),
     ]);
     let m = |e: &str| bits(&manifest_mask(&col, &parse(e).unwrap(), &[1000]).unwrap());
-    assert_eq!(m(&pred("eq", 1000, "int", "15")), [true, false, true, false]);
-    assert_eq!(m(&pred("lt", 1000, "int", "10")), [false, false, true, false]);
-    assert_eq!(m(&pred("gt-eq", 1000, "int", "40")), [false, false, true, true]);
-    assert_eq!(m(&pred("is-null", 1000, "int", "")), [false, true, true, true]);
-    assert_eq!(m(&pred("not-null", 1000, "int", "")), [true, false, true, true]);
-    assert_eq!(m(&pred("in", 1000, "int", "[5, 35]")), [false, false, true, true]);
-    assert_eq!(m(&pred("not-in", 1000, "int", "[15]")), [true, true, true, true]);
-    let err = manifest_mask(&col, &parse(&pred("eq", 1001, "int", "1")).unwrap(), &[1000]);
+    assert_eq!(
+        m(&pred("eq", 1000, "int", "15")),
+        [true, false, true, false]
+    );
+    assert_eq!(
+        m(&pred("lt", 1000, "int", "10")),
+        [false, false, true, false]
+    );
+    assert_eq!(
+        m(&pred("gt-eq", 1000, "int", "40")),
+        [false, false, true, true]
+    );
+    assert_eq!(
+        m(&pred("is-null", 1000, "int", "")),
+        [false, true, true, true]
+    );
+    assert_eq!(
+        m(&pred("not-null", 1000, "int", "")),
+        [true, false, true, true]
+    );
+    assert_eq!(
+        m(&pred("in", 1000, "int", "[5, 35]")),
+        [false, false, true, true]
+    );
+    assert_eq!(
+        m(&pred("not-in", 1000, "int", "[15]")),
+        [true, true, true, true]
+    );
+    let err = manifest_mask(
+        &col,
+        &parse(&pred("eq", 1001, "int", "1")).unwrap(),
+        &[1000],
+    );
     assert!(err.is_err());
 }
 
@@ -430,19 +542,29 @@ fn manifest_nan_and_strings() {
         Some(vec![(true, None, s("abc"), s("abd"))]),
     ]);
     let m = |e: &str| bits(&manifest_mask(&col, &parse(e).unwrap(), &[1000]).unwrap());
-    assert_eq!(m(&pred("starts-with", 1000, "string", "\"abc\"")), [true, true]);
-    assert_eq!(m(&pred("starts-with", 1000, "string", "\"abe\"")), [false, false]);
-    assert_eq!(m(&pred("not-starts-with", 1000, "string", "\"ab\"")), [false, true]);
+    assert_eq!(
+        m(&pred("starts-with", 1000, "string", "\"abc\"")),
+        [true, true]
+    );
+    assert_eq!(
+        m(&pred("starts-with", 1000, "string", "\"abe\"")),
+        [false, false]
+    );
+    assert_eq!(
+        m(&pred("not-starts-with", 1000, "string", "\"ab\"")),
+        [false, true]
+    );
 }
 
 #[test]
 fn partition_exact_with_nulls() {
     let ids = Field::new("p_int", DataType::Int32, true).with_metadata(
-        [("field_id".to_string(), "1000".to_string())].into(),
+        std::collections::HashMap::from([("field_id".to_string(), "1000".to_string())]),
     );
     let names = Field::new("p_str", DataType::Utf8, true);
-    let dbls = Field::new("p_dbl", DataType::Float64, true)
-        .with_metadata([("field_id".to_string(), "1002".to_string())].into());
+    let dbls = Field::new("p_dbl", DataType::Float64, true).with_metadata(
+        std::collections::HashMap::from([("field_id".to_string(), "1002".to_string())]),
+    );
     let col = StructArray::new(
         Fields::from(vec![ids, names, dbls]),
         vec![

@@ -77,7 +77,11 @@ pub fn decode_bound(t: &PrimitiveType, data: &[u8]) -> Result<Value> {
 
 /// For each row of an int-keyed map column, the index into the map's value array of the entry
 /// keyed `id` (for each of `ids`), or `None` when the row, the map, or the entry is missing.
-pub fn map_lookup(col: Option<&MapArray>, ids: &[i32], rows: usize) -> Result<Vec<Vec<Option<usize>>>> {
+pub fn map_lookup(
+    col: Option<&MapArray>,
+    ids: &[i32],
+    rows: usize,
+) -> Result<Vec<Vec<Option<usize>>>> {
     let mut out = vec![vec![None; rows]; ids.len()];
     let Some(map) = col else { return Ok(out) };
     let keys = map
@@ -113,7 +117,9 @@ pub fn array_values(a: &dyn Array) -> Result<Vec<Option<Value>>> {
     let nulls = a.logical_nulls();
     let valid = |i: usize| nulls.as_ref().is_none_or(|m| m.is_valid(i));
     let collect = |f: &dyn Fn(usize) -> Value| -> Vec<Option<Value>> {
-        (0..n).map(|i| if valid(i) { Some(f(i)) } else { None }).collect()
+        (0..n)
+            .map(|i| if valid(i) { Some(f(i)) } else { None })
+            .collect()
     };
     Ok(match a.data_type() {
         DataType::Boolean => {
