@@ -88,7 +88,9 @@ fn expr_metrics_mask(
                 ))
             })?;
             if s.null_count() > 0 {
-                return Err(Error::validation("manifest entries struct array has null rows"));
+                return Err(Error::validation(
+                    "manifest entries struct array has null rows",
+                ));
             }
             let batch = RecordBatch::from(s.clone());
             Ok(metrics::metrics_mask(&batch, &expr)?.into_data())
