@@ -7,13 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from icefloe.metadata import (
-    AddSchema,
-    AssertTableUUID,
-    SetCurrentSchema,
-    SetProperties,
-    TableMetadata,
-)
 
 from icefloe.catalog.commit import RetryPolicy, run_commit
 from icefloe.catalog.sql import SqlCatalog
@@ -21,6 +14,13 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+)
+from icefloe.metadata import (
+    AddSchema,
+    AssertTableUUID,
+    SetCurrentSchema,
+    SetProperties,
+    TableMetadata,
 )
 from icefloe.schema import Schema
 from icefloe.table import Table
@@ -149,7 +149,6 @@ def test_database_error_after_swap_is_resolved(
 
 def test_backoff_policy_and_retry_count(tmp_path: Path) -> None:
     from icefloe.metadata import new_table_metadata
-
     from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
     from icefloe.sorting import UNSORTED_SORT_ORDER
 

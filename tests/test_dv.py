@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -14,19 +13,11 @@ from hypothesis import strategies as st
 
 from icefloe.deletes import MAX_POSITION, DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
+from testdata import TESTDATA
 
-ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = (
-    next(
-        (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
-        ROOT.parent / "shared",
-    )
-    / "testdata"
-    / "iceberg-java"
-)
+GOLDEN = TESTDATA / "iceberg-java"
 DELETES = GOLDEN / "deletes"
 
-needs_golden = pytest.mark.skipif(not DELETES.is_dir(), reason="shared testdata not present")
 
 K1 = 1 << 32
 M = (1 << 31) - 1
@@ -46,7 +37,6 @@ DV_GOLDEN = {
 }
 
 
-@needs_golden
 @pytest.mark.parametrize("name", sorted(DV_GOLDEN))
 def test_golden_dv_blobs_decode_and_reencode_byte_for_byte(name: str) -> None:
     blob = (DELETES / name).read_bytes()
@@ -57,7 +47,6 @@ def test_golden_dv_blobs_decode_and_reencode_byte_for_byte(name: str) -> None:
     assert DeletionVector.from_positions(expected).to_blob() == blob
 
 
-@needs_golden
 def test_golden_roaring_examples() -> None:
     assert DeletionVector.from_roaring((DELETES / "64mapempty.bin").read_bytes()).cardinality == 0
     vals = DeletionVector.from_roaring((DELETES / "64map32bitvals.bin").read_bytes())

@@ -17,10 +17,9 @@ from icefloe.manifest import (
     read_manifests,
 )
 from manifest_tables import make_table, plain, read_bytes
+from testdata import TESTDATA
 
-JAVA = Path("/work/shared/testdata/iceberg-rust/manifest_lists")
-if not JAVA.exists():  # a fresh clone has shared/ beside the repo
-    JAVA = Path(__file__).resolve().parents[2] / "shared/testdata/iceberg-rust/manifest_lists"
+JAVA = TESTDATA / "iceberg-rust" / "manifest_lists"
 
 # Java's writer names 504-506 differently from the spec: the reader resolves by field id.
 JAVA_NAMES = {

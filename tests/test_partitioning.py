@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,8 +37,8 @@ from icefloe.types import (
     TimestamptzType,
     UnknownType,
 )
+from testdata import TESTDATA
 
-TESTDATA = Path("/work/shared/testdata")
 GOLDEN = sorted(
     [
         *(TESTDATA / "iceberg-java" / "metadata").glob("*.json"),

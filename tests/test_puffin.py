@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
 
 import pytest
 
@@ -17,23 +16,14 @@ from icefloe.puffin import (
     PuffinReader,
     PuffinWriter,
 )
+from testdata import TESTDATA
 
-ROOT = Path(__file__).resolve().parents[1]
-PUFFIN = (
-    next(
-        (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
-        ROOT.parent / "shared",
-    )
-    / "testdata"
-    / "iceberg-java"
-    / "puffin"
-)
-needs_golden = pytest.mark.skipif(not PUFFIN.is_dir(), reason="shared testdata not present")
+PUFFIN = TESTDATA / "iceberg-java" / "puffin"
+
 
 BLOB2 = "some blob \u0000 binary data 🤯 that is not very very very very very very long, is it?"
 
 
-@needs_golden
 def test_empty_golden_file() -> None:
     data = (PUFFIN / "empty-puffin-uncompressed.bin").read_bytes()
     r = PuffinReader(data)
@@ -43,7 +33,6 @@ def test_empty_golden_file() -> None:
     assert PuffinWriter().finish().data == data
 
 
-@needs_golden
 @pytest.mark.parametrize(
     ("name", "codec", "lengths"),
     [
@@ -73,7 +62,6 @@ def test_sample_golden_files(name: str, codec: str | None, lengths: tuple[int, i
     ]
 
 
-@needs_golden
 def test_writer_reproduces_java_file_byte_for_byte() -> None:
     w = PuffinWriter()
     w.add_blob(b"abcdefghi", "some-blob", [1], 2, 1)

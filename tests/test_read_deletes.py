@@ -13,6 +13,7 @@ from icefloe.read import DeleteCache, read_task, read_tasks
 from icefloe.scan import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, LongType, NestedField, StringType
+from testdata import TESTDATA
 
 SCHEMA = Schema(
     NestedField(1, "id", IntegerType(), True),
@@ -180,13 +181,9 @@ def test_dv_for_another_file_rejected(tmp_path: Path) -> None:
 
 
 def test_java_golden_dv_blob_applied_by_offset(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[1]
-    name = "iceberg-java/deletes/small-alternating-values-position-index.bin"
-    candidates = [p / "shared" / "testdata" / name for p in (root.parent, root.parent.parent)]
-    blob_path = next((p for p in candidates if p.exists()), None)
-    if blob_path is None:
-        pytest.skip("golden files not present")
-    blob = blob_path.read_bytes()
+    blob = (
+        TESTDATA / "iceberg-java/deletes/small-alternating-values-position-index.bin"
+    ).read_bytes()
     df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS[:12])
     (tmp_path / "x.puffin").write_bytes(b"PFA1" + b"\x00" * 13 + blob)
     dv = DeleteFileRef(

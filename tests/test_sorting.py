@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +25,8 @@ from icefloe.transforms import (
     UnknownTransform,
 )
 from icefloe.types import LongType, MapType, NestedField, StringType, TimestampType
+from testdata import TESTDATA
 
-TESTDATA = Path("/work/shared/testdata")
 GOLDEN = sorted(
     [
         *(TESTDATA / "iceberg-java" / "metadata").glob("*.json"),

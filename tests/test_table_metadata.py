@@ -43,8 +43,8 @@ from icefloe.types import (
     StringType,
     StructType,
 )
+from testdata import TESTDATA
 
-TESTDATA = Path("/work/shared/testdata")
 JAVA = TESTDATA / "iceberg-java" / "metadata"
 RUST = TESTDATA / "iceberg-rust" / "table_metadata"
 

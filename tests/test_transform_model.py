@@ -87,6 +87,9 @@ def test_order_relations() -> None:
     assert DayTransform().satisfies_order_of(YearTransform())
     assert not YearTransform().satisfies_order_of(MonthTransform())
     assert IdentityTransform().satisfies_order_of(TruncateTransform(2))
-    assert TruncateTransform(4).satisfies_order_of(TruncateTransform(2))
+    assert TruncateTransform(4).satisfies_order_of(TruncateTransform(4))
+    # Ints 7, 5 are in truncate[4] order (4, 4) but not in truncate[2] order (6, 4); strings
+    # "abz", "aba" are in truncate[2] order ("ab", "ab") but not in truncate[4] order.
+    assert not TruncateTransform(4).satisfies_order_of(TruncateTransform(2))
     assert not TruncateTransform(2).satisfies_order_of(TruncateTransform(4))
     assert not BucketTransform(2).preserves_order

@@ -189,8 +189,11 @@ class TruncateTransform(Transform):
         return source
 
     def satisfies_order_of(self, other: Transform) -> bool:
+        # The rule depends on the source type, which a transform does not know: strings sorted
+        # by a longer prefix are sorted by any shorter one (width >= other's), numbers sorted by
+        # width W are sorted by width W' only when W divides W'. Only equal widths satisfy both.
         if isinstance(other, TruncateTransform):
-            return self.width >= other.width
+            return self.width == other.width
         return self == other
 
 

@@ -22,7 +22,7 @@ fn child<'a>(col: &'a StructArray, term: &Term) -> Result<&'a ArrayRef> {
     let by_id = fields.iter().position(|f| {
         ID_KEYS
             .iter()
-            .any(|k| f.metadata().get(*k).and_then(|s| s.parse::<i32>().ok()) == Some(term.id))
+            .any(|k| f.metadata().get(k).and_then(|s| s.parse::<i32>().ok()) == Some(term.id))
     });
     let by_name = || {
         term.path

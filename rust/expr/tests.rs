@@ -225,21 +225,27 @@ fn metrics_null_and_nan_counts() {
         ..F::default()
     };
     assert_eq!(
-        metrics(&pred("not-null", 1, "int", ""), &[all_null.clone()]),
+        metrics(
+            &pred("not-null", 1, "int", ""),
+            std::slice::from_ref(&all_null)
+        ),
         [false]
     );
     assert_eq!(
-        metrics(&pred("is-null", 1, "int", ""), &[all_null.clone()]),
+        metrics(
+            &pred("is-null", 1, "int", ""),
+            std::slice::from_ref(&all_null)
+        ),
         [true]
     );
     assert_eq!(
-        metrics(&pred("eq", 1, "int", "1"), &[all_null.clone()]),
+        metrics(&pred("eq", 1, "int", "1"), std::slice::from_ref(&all_null)),
         [false]
     );
     assert_eq!(
         metrics(
             &pred("starts-with", 1, "string", "\"a\""),
-            &[all_null.clone()]
+            std::slice::from_ref(&all_null)
         ),
         [false]
     );
@@ -247,7 +253,7 @@ fn metrics_null_and_nan_counts() {
     assert_eq!(
         metrics(
             &pred("not-starts-with", 1, "string", "\"a\""),
-            &[all_null.clone()]
+            std::slice::from_ref(&all_null)
         ),
         [true]
     );
@@ -264,11 +270,17 @@ fn metrics_null_and_nan_counts() {
         ..F::default()
     };
     assert_eq!(
-        metrics(&pred("not-nan", 1, "double", ""), &[all_nan.clone()]),
+        metrics(
+            &pred("not-nan", 1, "double", ""),
+            std::slice::from_ref(&all_nan)
+        ),
         [false]
     );
     assert_eq!(
-        metrics(&pred("lt", 1, "double", "1.0"), &[all_nan.clone()]),
+        metrics(
+            &pred("lt", 1, "double", "1.0"),
+            std::slice::from_ref(&all_nan)
+        ),
         [false]
     );
     assert_eq!(
@@ -314,11 +326,17 @@ fn metrics_float_bounds() {
         ..F::default()
     };
     assert_eq!(
-        metrics(&pred("eq", 1, "double", "0.0"), &[zeros.clone()]),
+        metrics(
+            &pred("eq", 1, "double", "0.0"),
+            std::slice::from_ref(&zeros)
+        ),
         [true]
     );
     assert_eq!(
-        metrics(&pred("lt", 1, "double", "0.0"), &[zeros.clone()]),
+        metrics(
+            &pred("lt", 1, "double", "0.0"),
+            std::slice::from_ref(&zeros)
+        ),
         [false]
     );
     assert_eq!(metrics(&pred("gt", 1, "double", "-0.0"), &[zeros]), [false]);
@@ -333,7 +351,7 @@ fn metrics_promoted_bounds_decode_by_length() {
         ..ints(0, 0)
     };
     assert_eq!(
-        metrics(&pred("gt", 1, "long", "5"), &[promoted.clone()]),
+        metrics(&pred("gt", 1, "long", "5"), std::slice::from_ref(&promoted)),
         [false]
     );
     assert_eq!(metrics(&pred("eq", 1, "long", "-5"), &[promoted]), [true]);
@@ -350,7 +368,7 @@ fn metrics_promoted_bounds_decode_by_length() {
         ..ints(0, 0)
     };
     assert_eq!(
-        metrics(&pred("gt", 1, "double", "2.5"), &[f.clone()]),
+        metrics(&pred("gt", 1, "double", "2.5"), std::slice::from_ref(&f)),
         [false]
     );
     assert_eq!(metrics(&pred("gt", 1, "double", "2.4"), &[f]), [true]);
@@ -362,7 +380,7 @@ fn metrics_promoted_bounds_decode_by_length() {
     };
     let ts = "\"1970-01-02T00:00:00\"";
     assert_eq!(
-        metrics(&pred("eq", 1, "timestamp", ts), &[d.clone()]),
+        metrics(&pred("eq", 1, "timestamp", ts), std::slice::from_ref(&d)),
         [true]
     );
     assert_eq!(metrics(&pred("lt", 1, "timestamp", ts), &[d]), [false]);
@@ -381,7 +399,7 @@ fn metrics_strings_and_truncated_bounds() {
     let sw = |p: &str| {
         metrics(
             &pred("starts-with", 1, "string", &format!("\"{p}\"")),
-            &[f.clone()],
+            std::slice::from_ref(&f),
         )
     };
     assert_eq!(sw("abc"), [true]);
@@ -392,17 +410,23 @@ fn metrics_strings_and_truncated_bounds() {
     let nsw = |p: &str| {
         metrics(
             &pred("not-starts-with", 1, "string", &format!("\"{p}\"")),
-            &[f.clone()],
+            std::slice::from_ref(&f),
         )
     };
     assert_eq!(nsw("ab"), [false]);
     assert_eq!(nsw("abc"), [true]);
     assert_eq!(
-        metrics(&pred("gt", 1, "string", "\"abd\""), &[f.clone()]),
+        metrics(
+            &pred("gt", 1, "string", "\"abd\""),
+            std::slice::from_ref(&f)
+        ),
         [false]
     );
     assert_eq!(
-        metrics(&pred("lt", 1, "string", "\"abc\""), &[f.clone()]),
+        metrics(
+            &pred("lt", 1, "string", "\"abc\""),
+            std::slice::from_ref(&f)
+        ),
         [false]
     );
     assert_eq!(
@@ -435,9 +459,10 @@ fn metrics_record_count_and_corrupt_bounds() {
     assert!(err.message().contains("field 1"), "{err:?}");
 }
 
-fn summaries(
-    rows: &[Option<Vec<(bool, Option<bool>, Option<Vec<u8>>, Option<Vec<u8>>)>>],
-) -> ListArray {
+/// One partition field summary: contains_null, contains_nan, lower and upper bound.
+type Summary = (bool, Option<bool>, Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn summaries(rows: &[Option<Vec<Summary>>]) -> ListArray {
     let (mut cn, mut nan, mut lo, mut hi) = (
         BooleanBuilder::new(),
         BooleanBuilder::new(),

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import (
     AlwaysFalse,
@@ -33,23 +34,14 @@ from icefloe.expressions.base import (
     Or,
 )
 from icefloe.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
     DoubleType,
-    FixedType,
     FloatType,
+    GeographyType,
+    GeometryType,
     IcebergType,
-    IntegerType,
-    LongType,
-    StringType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
-    UUIDType,
+    PrimitiveType,
+    UnknownType,
+    VariantType,
 )
 
 __all__ = ["arrow_type", "arrow_value", "to_arrow_expression"]
@@ -57,29 +49,11 @@ __all__ = ["arrow_type", "arrow_value", "to_arrow_expression"]
 
 def arrow_type(t: IcebergType) -> pa.DataType:
     """The Arrow type a literal of Iceberg type ``t`` is held in (uuid as fixed_size_binary(16))."""
-    simple: dict[type, pa.DataType] = {
-        BooleanType: pa.bool_(),
-        IntegerType: pa.int32(),
-        LongType: pa.int64(),
-        FloatType: pa.float32(),
-        DoubleType: pa.float64(),
-        DateType: pa.date32(),
-        TimeType: pa.time64("us"),
-        TimestampType: pa.timestamp("us"),
-        TimestamptzType: pa.timestamp("us", tz="UTC"),
-        TimestampNanoType: pa.timestamp("ns"),
-        TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
-        StringType: pa.string(),
-        BinaryType: pa.binary(),
-        UUIDType: pa.binary(16),
-    }
-    if type(t) in simple:
-        return simple[type(t)]
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    raise ValidationError(f"no Arrow literal type for Iceberg type {t}")
+    if not isinstance(t, PrimitiveType) or isinstance(
+        t, UnknownType | VariantType | GeometryType | GeographyType
+    ):
+        raise ValidationError(f"no Arrow literal type for Iceberg type {t}")
+    return type_to_arrow(t, uuid_extension=False)
 
 
 def arrow_value(value: Any, t: IcebergType) -> Any:
@@ -119,7 +93,12 @@ def _predicate(pred: BoundPredicate, under_not: bool) -> pc.Expression:
         return (~nan | f.is_null()) if nullable else ~nan
     if op.is_set:
         # is_in gives false (not null) for a null input, so neither form needs a null check.
-        value_set = arrow_array(sorted(pred.literals, key=_sort_key), t)
+        literals = list(pred.literals)
+        if isinstance(t, FloatType | DoubleType) and any(v == 0.0 for v in literals):
+            # is_in hashes float bits, so 0.0 and -0.0 differ there; `=` compares as IEEE 754
+            # (0.0 == -0.0). Listing both zeros makes `in` agree with a chain of `=`.
+            literals = [v for v in literals if v != 0.0] + [0.0, -0.0]
+        value_set = arrow_array(sorted(literals, key=_sort_key), t)
         hit = pc.is_in(f, value_set=value_set, skip_nulls=False)
         return hit if op is Op.IN else ~hit
     if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
