@@ -5,6 +5,7 @@ mod deletes;
 mod errors;
 mod expr;
 mod manifest;
+mod plan;
 mod puffin;
 mod serde;
 mod transforms;
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     deletes::register(m)?;
     expr::register(m)?;
     manifest::register(m)?;
+    plan::register(m)?;
     puffin::register(m)?;
     serde::register(m)?;
     transforms::register(m)?;

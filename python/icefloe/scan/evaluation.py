@@ -82,12 +82,18 @@ def partition_mask(
     return result
 
 
-def metrics_mask(batch: pa.RecordBatch | pa.Table, bound_filter: BooleanExpression) -> pa.BooleanArray:
+def metrics_mask(
+    batch: pa.RecordBatch | pa.Table, bound_filter: BooleanExpression
+) -> pa.BooleanArray:
     """Which entries of a decoded manifest ``batch`` may hold a row matching ``bound_filter``
     (bound to the table schema), from ``record_count`` and the metrics maps; absent columns or
     map entries count as missing statistics, which never exclude a file."""
     if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], schema=batch.schema)
+        batch = (
+            batch.combine_chunks().to_batches()[0]
+            if batch.num_rows
+            else pa.RecordBatch.from_pylist([], schema=batch.schema)
+        )
     if not isinstance(batch, pa.RecordBatch):
         raise ValidationError(f"batch must be a pyarrow RecordBatch or Table, got {batch!r}")
     wanted = [
