@@ -149,7 +149,7 @@ impl BySeq {
     }
 
     /// Delete files with sequence number >= `seq` (`strict`: > `seq`).
-    fn from_seq(&self, seq: i64, strict: bool) -> &[(i64, u32)] {
+    fn since_seq(&self, seq: i64, strict: bool) -> &[(i64, u32)] {
         let start = self
             .files
             .partition_point(|(s, _)| if strict { *s <= seq } else { *s < seq });
@@ -320,11 +320,11 @@ impl<'a> DeleteIndex<'a> {
             out.push(*idx);
         } else {
             if let Some(g) = self.pos_by_path.get(path) {
-                out.extend(g.from_seq(seq, false).iter().map(|(_, i)| *i));
+                out.extend(g.since_seq(seq, false).iter().map(|(_, i)| *i));
             }
             if let Some(g) = self.pos_by_partition.get(&(spec, key)) {
                 out.extend(
-                    g.from_seq(seq, false)
+                    g.since_seq(seq, false)
                         .iter()
                         .filter(|(_, i)| self.path_in_bounds(*i as usize, path))
                         .map(|(_, i)| *i),
@@ -332,9 +332,9 @@ impl<'a> DeleteIndex<'a> {
             }
         }
         if let Some(g) = self.eq_by_partition.get(&(spec, key)) {
-            out.extend(g.from_seq(seq, true).iter().map(|(_, i)| *i));
+            out.extend(g.since_seq(seq, true).iter().map(|(_, i)| *i));
         }
-        out.extend(self.eq_global.from_seq(seq, true).iter().map(|(_, i)| *i));
+        out.extend(self.eq_global.since_seq(seq, true).iter().map(|(_, i)| *i));
         out[start..].sort_unstable();
     }
 
