@@ -200,7 +200,7 @@ def _type_error(path: str, have: pa.DataType, want: pa.DataType) -> ValidationEr
 
 
 def _storage(t: pa.DataType) -> pa.DataType:
-    return t.storage_type if isinstance(t, pa.ExtensionType) else t
+    return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
 
 
 def _safe(have: pa.DataType, want: pa.DataType) -> bool:

@@ -288,7 +288,7 @@ _PHYSICAL_INT = (
 def _bounds(
     arr: pa.ChunkedArray, t: IcebergType, mode: MetricsMode, nan_count: int
 ) -> tuple[bytes, bytes | None] | None:
-    if isinstance(arr.type, pa.ExtensionType):
+    if isinstance(arr.type, pa.BaseExtensionType):
         arr = pa.chunked_array([c.storage for c in arr.chunks], type=arr.type.storage_type)
     if nan_count:
         arr = arr.filter(pc.invert(pc.is_nan(arr)))

@@ -85,9 +85,9 @@ def _partition_arrays(
         else:
             res = pf.transform.apply(src)
         want = type_to_arrow(nf.field_type)
-        if isinstance(want, pa.ExtensionType):
+        if isinstance(want, pa.BaseExtensionType):
             want = want.storage_type
-        if isinstance(res.type, pa.ExtensionType):
+        if isinstance(res.type, pa.BaseExtensionType):
             res = pa.chunked_array([c.storage for c in res.chunks], type=res.type.storage_type)
         if res.type != want:
             res = res.cast(want)
@@ -102,7 +102,7 @@ def _sort_keys(
     for sf in order.fields:
         src = _source_array(table, schema, sf.source_id)
         arr = src if isinstance(sf.transform, IdentityTransform) else sf.transform.apply(src)
-        if isinstance(arr.type, pa.ExtensionType):
+        if isinstance(arr.type, pa.BaseExtensionType):
             arr = pa.chunked_array([c.storage for c in arr.chunks], type=arr.type.storage_type)
         nulls_first = sf.null_order == NullOrder.NULLS_FIRST
         keys.append((pc.is_null(arr), "descending" if nulls_first else "ascending"))
