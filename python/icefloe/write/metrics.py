@@ -191,9 +191,19 @@ def _leaf_array(table: pa.Table, path: tuple[int, ...]) -> pa.ChunkedArray:
         elif step == -1:
             arr = pc.list_flatten(arr)
         else:
-            entries = pc.list_flatten(arr)
+            entries = pc.list_flatten(_map_entries(arr))
             arr = pc.struct_field(entries, [0 if step == -2 else 1])
     return arr
+
+
+def _map_entries(arr: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A map column as a list of key/value structs (``list_flatten`` has no map kernel)."""
+    chunks = [
+        pa.ListArray.from_arrays(c.offsets, c.values, mask=c.is_null() if c.null_count else None)
+        for c in arr.chunks
+    ]
+    entry = pa.struct([arr.type.key_field, arr.type.item_field])
+    return pa.chunked_array(chunks, type=pa.list_(entry))
 
 
 def _chunk_stats(md: pq.FileMetaData, ncols: int) -> tuple[list[int], list[int], list[int | None]]:
