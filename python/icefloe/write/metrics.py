@@ -198,10 +198,12 @@ def _leaf_array(table: pa.Table, path: tuple[int, ...]) -> pa.ChunkedArray:
 
 def _map_entries(arr: pa.ChunkedArray) -> pa.ChunkedArray:
     """A map column as a list of key/value structs (``list_flatten`` has no map kernel)."""
-    chunks = [
-        pa.ListArray.from_arrays(c.offsets, c.values, mask=c.is_null() if c.null_count else None)
-        for c in arr.chunks
-    ]
+    chunks = []
+    for c in arr.chunks:
+        if c.offset:
+            c = pa.concat_arrays([c])  # a copy from offset 0: a mask needs unsliced offsets
+        mask = c.is_null() if c.null_count else None
+        chunks.append(pa.ListArray.from_arrays(c.offsets, c.values, mask=mask))
     entry = pa.struct([arr.type.key_field, arr.type.item_field])
     return pa.chunked_array(chunks, type=pa.list_(entry))
 
