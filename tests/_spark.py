@@ -166,18 +166,30 @@ class JavaCatalog:
         return self.spark.sql(text.replace("{c}", self.name))
 
 
-@pytest.fixture
-def iceberg_spark(spark: Any, tmp_path: Path) -> JavaCatalog:
-    """A fresh Iceberg Java file-system catalog on the shared session (skips without the jar)."""
+def java_catalog(spark: Any, base: Path) -> JavaCatalog:
+    """A new Iceberg Java file-system catalog on ``spark`` with its warehouse under ``base``
+    (skips when the Iceberg runtime jar is unavailable)."""
     jar, why = iceberg_runtime_jar()
     if jar is None:
         pytest.skip(why)
     name = f"ice{next(_CATALOG_IDS)}"
-    warehouse = tmp_path / "warehouse"
-    warehouse.mkdir()
+    warehouse = base / "warehouse"
+    warehouse.mkdir(parents=True)
     prefix = f"spark.sql.catalog.{name}"
     spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
     spark.conf.set(f"{prefix}.type", "hadoop")
     spark.conf.set(f"{prefix}.warehouse", str(warehouse))
     spark.conf.set(f"{prefix}.cache-enabled", "false")
     return JavaCatalog(spark, name, warehouse)
+
+
+@pytest.fixture
+def iceberg_spark(spark: Any, tmp_path: Path) -> JavaCatalog:
+    """A fresh Iceberg Java file-system catalog on the shared session (skips without the jar)."""
+    return java_catalog(spark, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def iceberg_spark_module(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> JavaCatalog:
+    """Like ``iceberg_spark``, shared by the tests of one module."""
+    return java_catalog(spark, tmp_path_factory.mktemp("javacat"))

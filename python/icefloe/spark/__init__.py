@@ -4,11 +4,19 @@ Spark is the distributed engine; icefloe plans and commits on the driver and rea
 data files on the executors through ``mapInArrow``, without Iceberg's JVM runtime. Executors
 need only the icefloe wheel and access to the table's storage.
 
-- :mod:`icefloe.spark.functions`: partition transforms as vectorised Spark functions.
+- :func:`read`: a table (or a snapshot of it) as a DataFrame (:mod:`icefloe.spark.reading`).
+- :func:`write`: append or overwrite from a DataFrame in one snapshot
+  (:mod:`icefloe.spark.writing`).
+- :mod:`icefloe.spark.functions`: partition transforms as vectorised Spark functions
+  (:func:`register_functions` for SQL).
 - :mod:`icefloe.spark.schema`: Spark schemas from Iceberg schemas (field ids kept).
+- :func:`icefloe_errors`: executor failures re-raised with their icefloe type.
 """
 
+from icefloe.spark.errors import icefloe_errors
 from icefloe.spark.functions import register_functions
+from icefloe.spark.reading import read
 from icefloe.spark.schema import spark_schema
+from icefloe.spark.writing import write
 
-__all__ = ["register_functions", "spark_schema"]
+__all__ = ["icefloe_errors", "read", "register_functions", "spark_schema", "write"]

@@ -1,0 +1,142 @@
+"""Distributed reads: the driver plans, executors read the planned files with icefloe's reader.
+
+:func:`read` plans the scan on the driver (manifests, pruning, delete matching), turns each
+:class:`~icefloe.scan.tasks.FileScanTask` into one row of a small DataFrame (the pickled task),
+spread over as many partitions as there are tasks (up to ``max_partitions``), and maps it with
+``mapInArrow`` to the rows of that file: each executor runs :func:`icefloe.read.read_task`,
+which applies deletion vectors, position and equality deletes and the residual filter, and
+yields Arrow batches that Spark takes without conversion. The DataFrame's schema is the Spark
+form of the (projected) Iceberg schema, see :mod:`icefloe.spark.schema`.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
+from icefloe.io import FileIO
+from icefloe.scan.tasks import (
+    METADATA_COLUMNS,
+    PARTITION,
+    FileScanTask,
+    ReadOptions,
+    metadata_field,
+)
+from icefloe.spark.errors import executor_errors
+from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
+from icefloe.table import Table
+from icefloe.types import NestedField, StructType
+
+__all__ = ["read", "resolve_table", "union_partition_type"]
+
+
+def resolve_table(table_or_identifier: Table | str | Sequence[str], catalog: Any = None) -> Table:
+    """``table_or_identifier`` as a :class:`Table` (identifiers load from ``catalog``, or from
+    :func:`icefloe.catalog.load_catalog` when none is given)."""
+    if isinstance(table_or_identifier, Table):
+        return table_or_identifier
+    if catalog is None:
+        from icefloe.catalog import load_catalog
+
+        catalog = load_catalog()
+    table: Table = catalog.load_table(table_or_identifier)
+    return table
+
+
+def _read_partition(
+    io_properties: dict[str, str], options: ReadOptions, fields: list[NestedField]
+) -> Any:
+    """The function ``mapInArrow`` runs: pickled tasks in, Spark-shaped Arrow batches out."""
+    target = arrow_for_spark(fields)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from icefloe.read import DeleteCache, read_task
+
+        with executor_errors():
+            io = FileIO(io_properties)
+            cache = DeleteCache()
+            for batch in batches:
+                for payload in batch.column(0).to_pylist():
+                    task: FileScanTask = pickle.loads(payload)
+                    for rb in read_task(io, task, options, cache):
+                        if rb.num_rows:
+                            yield to_spark_batch(rb, fields, target)
+
+    return run
+
+
+def union_partition_type(table: Table) -> StructType:
+    """The partition fields of every spec of ``table`` (by field id, first spec's name wins):
+    the one type of ``_partition`` when the specs differ."""
+    schema = table.schema()
+    seen: dict[int, NestedField] = {}
+    for spec in table.metadata.partition_specs:
+        for f in spec.partition_type(schema).fields:
+            if f.field_id not in seen:
+                seen[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
+    return StructType(*seen.values())
+
+
+def _output_fields(options: ReadOptions) -> list[NestedField]:
+    fields = list(options.projected_schema().fields)
+    for name in options.metadata_columns:
+        fields.append(metadata_field(name, options.partition_type))
+    return fields
+
+
+def read(
+    spark: Any,
+    table_or_identifier: Table | str | Sequence[str],
+    row_filter: BooleanExpression | str | None = None,
+    selected_fields: Sequence[str] | None = None,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: Any = None,
+    case_sensitive: bool = True,
+    metadata_columns: Sequence[str] = (),
+    catalog: Any = None,
+    max_partitions: int | None = None,
+) -> Any:
+    """A Spark DataFrame of the table's rows, read on the executors by icefloe.
+
+    ``row_filter`` is an icefloe expression or filter string; ``selected_fields`` column names
+    (nested ones dotted); ``snapshot_id``, ``ref`` (branch or tag) or ``as_of`` (a datetime or
+    epoch milliseconds) choose the snapshot; ``metadata_columns`` adds columns such as
+    ``_file``, ``_pos`` or ``_row_id`` (see :data:`icefloe.scan.tasks.METADATA_COLUMNS`).
+    """
+    table = resolve_table(table_or_identifier, catalog)
+    for name in metadata_columns:
+        if name not in METADATA_COLUMNS:
+            raise ValidationError(
+                f"unknown metadata column {name!r}; known: {', '.join(METADATA_COLUMNS)}"
+            )
+    data = tuple(selected_fields) if selected_fields is not None else ("*",)
+    scan = table.scan(
+        row_filter=row_filter if row_filter is not None else AlwaysTrue(),
+        selected_fields=data + tuple(metadata_columns),
+        snapshot_id=snapshot_id,
+        ref=ref,
+        as_of=as_of,
+        case_sensitive=case_sensitive,
+    )
+    options = scan.read_options()
+    if PARTITION in options.metadata_columns:
+        options = replace(options, partition_type=union_partition_type(table))
+    fields = _output_fields(options)
+    schema = spark_type(StructType(*fields))
+    tasks = scan.plan_files()
+    if not tasks:
+        return spark.createDataFrame([], schema)
+    payloads = [(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL),) for t in tasks]
+    limit = max_partitions or max(1, 4 * spark.sparkContext.defaultParallelism)
+    slices = min(len(payloads), limit)
+    rdd = spark.sparkContext.parallelize(payloads, slices)
+    frame = spark.createDataFrame(rdd, "task binary")
+    fn = _read_partition(dict(table.io.properties), options, fields)
+    return frame.mapInArrow(fn, schema)

@@ -1,0 +1,381 @@
+"""Distributed writes: executors write Parquet data files, the driver commits one snapshot.
+
+:func:`write` clusters the DataFrame's rows by the table's partition values (each partition
+field computed by the transform UDFs of :mod:`icefloe.spark.functions`, then
+``repartition`` + ``sortWithinPartitions`` on them), so each partition's rows land in few
+files. Each Spark task converts its Arrow batches to the table schema
+(:func:`icefloe.write.input.to_table_schema`: validation and safe casts), writes them with
+:func:`icefloe.write.write_parquet_files` (partition fan-out, rolling files, metrics) and returns
+one row per data file (the pickled :class:`~icefloe.write.DataFile`). The driver collects
+those rows and commits them in one snapshot through
+:class:`~icefloe.table.producer.SnapshotProducer` (a lost race is retried by rebuilding the
+snapshot on the new table state).
+
+A failed job commits nothing: a failing task deletes the files it wrote, and the driver then
+deletes every file the job's tasks wrote (their names carry the job's tag). A failed commit
+deletes the job's files too, unless its outcome is unknown (``CommitStateUnknownError``).
+
+``mode="overwrite"`` without a filter replaces every live file of the branch; with
+``overwrite_filter`` it removes the rows matching the filter (copy-on-write: files whose rows
+all match are dropped, other files that may contain matches are rewritten without them on the
+executors) and adds the new rows, all in the same snapshot.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import CommitStateUnknownError, ValidationError
+from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
+from icefloe.expressions.binding import bind
+from icefloe.io import FileIO, data_location
+from icefloe.metadata import MAIN_BRANCH, TableMetadata
+from icefloe.partitioning import PartitionSpec
+from icefloe.scan.tasks import FileScanTask, ReadOptions
+from icefloe.schema import Schema
+from icefloe.spark import functions as ifn
+from icefloe.spark.errors import executor_errors, icefloe_errors
+from icefloe.spark.reading import resolve_table
+from icefloe.spark.schema import spark_type
+from icefloe.spark.spark_input import from_spark
+from icefloe.table import Table
+from icefloe.transforms import (
+    BucketTransform,
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    TruncateTransform,
+    YearTransform,
+)
+from icefloe.write import DataFile
+from icefloe.write.input import to_table_schema
+from icefloe.write.writer import WriteOptions, write_parquet_files
+
+__all__ = ["collect_files", "commit_files", "write", "write_files"]
+
+#: Bytes of Arrow data a task gathers before writing them (files roll at the target size).
+FLUSH_BYTES = 256 * 1024 * 1024
+_KEY = "__icefloe_key{}"
+
+
+def _column(schema: Schema, source_id: int) -> Any:
+    from pyspark.sql import functions as F
+
+    name = schema.find_column_name(source_id)
+    if name is None:
+        raise ValidationError(f"partition source field {source_id} is not in the schema")
+    parts = [f.name for f in (*schema.ancestors(source_id), schema.find_field(source_id))]
+    return F.col(".".join(f"`{p.replace('`', '``')}`" for p in parts))
+
+
+def partition_keys(schema: Schema, spec: PartitionSpec) -> list[Any]:
+    """Spark columns computing ``spec``'s partition values (void fields omitted)."""
+    keys = []
+    for pf in spec.fields:
+        col = _column(schema, pf.source_id)
+        t = pf.transform
+        if isinstance(t, IdentityTransform):
+            keys.append(col)
+        elif isinstance(t, BucketTransform):
+            keys.append(ifn.bucket(t.num_buckets, col))
+        elif isinstance(t, TruncateTransform):
+            source = spark_type(schema.find_field(pf.source_id).field_type)
+            keys.append(ifn.truncate(t.width, col, source))
+        elif isinstance(t, YearTransform):
+            keys.append(ifn.years(col))
+        elif isinstance(t, MonthTransform):
+            keys.append(ifn.months(col))
+        elif isinstance(t, DayTransform):
+            keys.append(ifn.days(col))
+        elif isinstance(t, HourTransform):
+            keys.append(ifn.hours(col))
+    return keys
+
+
+def _job_tag() -> int:
+    return random.randrange(10**8, 10**9)
+
+
+def _task_id(tag: int) -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return tag * 100_000 + (ctx.partitionId() % 100_000 if ctx is not None else 0)
+
+
+def _file_rows(files: list[DataFile]) -> pa.RecordBatch:
+    payload = [pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL) for f in files]
+    return pa.RecordBatch.from_arrays([pa.array(payload, pa.binary())], names=["file"])
+
+
+def _writer(
+    metadata: TableMetadata,
+    io_properties: dict[str, str],
+    columns: list[str],
+    tag: int,
+    flush_bytes: int,
+) -> Any:
+    """The function ``mapInArrow`` runs: rows in, one row per written data file out."""
+    schema = metadata.current_schema()
+    spec = metadata.spec()
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        with executor_errors():
+            io = FileIO(io_properties)
+            opts = WriteOptions(task_id=_task_id(tag))
+            written: list[DataFile] = []
+
+            def flush(buf: list[pa.RecordBatch]) -> None:
+                table = from_spark(pa.Table.from_batches(buf).select(columns), schema)
+                data = to_table_schema(table, schema, metadata.format_version)
+                written.extend(
+                    write_parquet_files(metadata, io, data, schema=schema, spec=spec, options=opts)
+                )
+
+            try:
+                buf: list[pa.RecordBatch] = []
+                size = 0
+                for batch in batches:
+                    if batch.num_rows:
+                        buf.append(batch)
+                        size += batch.nbytes
+                    if size >= flush_bytes:
+                        flush(buf)
+                        buf, size = [], 0
+                if buf:
+                    flush(buf)
+            except BaseException:
+                for f in written:
+                    io.delete_quietly(f.file_path)
+                raise
+            yield _file_rows(written)
+
+    return run
+
+
+def _cleanup(table: Table, tag: int) -> None:
+    """Deletes the files of a failed job (names carry ``-<tag><5-digit task>-``)."""
+    pattern = re.compile(rf"(^|/)\d+-{tag}\d{{5}}-[^/]*$")
+    base = data_location(table.metadata.location, table.metadata.properties)
+    for info in table.io.list_prefix(base):
+        if pattern.search(info.location):
+            table.io.delete_quietly(info.location)
+
+
+def collect_files(out: Any, table: Table, tag: int) -> list[DataFile]:
+    """Runs the job producing data-file rows; on failure deletes the job's files and raises
+    the executor's icefloe error."""
+    try:
+        with icefloe_errors():
+            rows = out.collect()
+    except BaseException:
+        _cleanup(table, tag)
+        raise
+    return [pickle.loads(r[0]) for r in rows]
+
+
+def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES) -> list[DataFile]:
+    """Writes ``df`` as data files of ``table`` (current schema, default spec) on the
+    executors; returns the files, not yet committed."""
+    metadata = table.metadata
+    schema = metadata.current_schema()
+    known = {f.name for f in schema.fields}
+    extra = [c for c in df.columns if c not in known]
+    if extra:
+        raise ValidationError(
+            f"DataFrame column {extra[0]!r} is not in the schema of {table.name} "
+            f"(columns: {sorted(known)})"
+        )
+    columns = list(df.columns)
+    keys = partition_keys(schema, metadata.spec())
+    if keys:
+        named = [k.alias(_KEY.format(i)) for i, k in enumerate(keys)]
+        key_names = [_KEY.format(i) for i in range(len(keys))]
+        df = df.select("*", *named).repartition(*key_names).sortWithinPartitions(*key_names)
+    fn = _writer(metadata, dict(table.io.properties), columns, tag, flush_bytes)
+    return collect_files(df.mapInArrow(fn, "file binary"), table, tag)
+
+
+def _rewriter(
+    metadata: TableMetadata,
+    io_properties: dict[str, str],
+    options: ReadOptions,
+    delete_filter: BooleanExpression,
+    tag: int,
+) -> Any:
+    """``mapInArrow`` function rewriting data files without the rows matching a filter
+    (rows where it is null are kept, as SQL's ``DELETE ... WHERE`` keeps them)."""
+    schema = metadata.current_schema()
+    spec = metadata.spec()
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from icefloe.read import DeleteCache, read_task
+
+        with executor_errors():
+            io = FileIO(io_properties)
+            opts = WriteOptions(task_id=_task_id(tag))
+            expr = to_arrow_expression(delete_filter)
+            written: list[DataFile] = []
+            try:
+                for batch in batches:
+                    for payload in batch.column(0).to_pylist():
+                        task: FileScanTask = pickle.loads(payload)
+                        parts = list(read_task(io, task, options, DeleteCache()))
+                        if not parts:
+                            continue
+                        rows = pa.Table.from_batches(parts)
+                        matched = pc.fill_null(_evaluate(rows, expr), False)
+                        kept = rows.filter(pc.invert(matched))
+                        if kept.num_rows:
+                            data = to_table_schema(kept, schema, metadata.format_version)
+                            written.extend(
+                                write_parquet_files(
+                                    metadata, io, data, schema=schema, spec=spec, options=opts
+                                )
+                            )
+            except BaseException:
+                for f in written:
+                    io.delete_quietly(f.file_path)
+                raise
+            yield _file_rows(written)
+
+    return run
+
+
+def _evaluate(rows: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
+    import pyarrow.dataset as ds
+
+    out = ds.dataset(rows).to_table(columns={"m": expr})
+    return out.column("m")
+
+
+def _overwrite_plan(
+    table: Table, branch: str, overwrite_filter: BooleanExpression | str
+) -> tuple[list[str], list[FileScanTask], BooleanExpression]:
+    """Files to drop whole, tasks of files to rewrite, and the bound filter."""
+    scan = table.scan(row_filter=overwrite_filter, ref=branch)
+    bound = bind(table.schema(), scan.row_filter, True)
+    drop: list[str] = []
+    rewrite: list[FileScanTask] = []
+    for task in scan.plan_files():
+        dvs = [d.file_path for d in task.delete_files if d.is_deletion_vector]
+        if isinstance(task.residual, AlwaysTrue):
+            drop.append(task.data_file.file_path)
+            drop.extend(dvs)
+        else:
+            rewrite.append(replace(task, residual=AlwaysTrue()))
+    return drop, rewrite, bound
+
+
+def commit_files(
+    table: Table,
+    files: Sequence[DataFile],
+    *,
+    branch: str = MAIN_BRANCH,
+    remove: Sequence[str] = (),
+    remove_all: bool = False,
+    delete_files: Sequence[DataFile] = (),
+    snapshot_properties: dict[str, str] | None = None,
+) -> Table:
+    """Commits added data (and delete) files and removed files in one snapshot (retried on
+    lost races); on failure the added files are deleted unless the outcome is unknown."""
+    from icefloe.table.producer import SnapshotProducer
+
+    added = [f.file_path for f in (*files, *delete_files)]
+    try:
+        with table.transaction() as tx:
+            p = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+            p.owns_files(added)
+            if remove_all:
+                p.remove_files_where(lambda batch: pa.array([True] * batch.num_rows))
+            if remove:
+                p.remove_files(remove)
+            if files:
+                p.add_data_files(files)
+            if delete_files:
+                p.add_delete_files(delete_files)
+            try:
+                p.commit()
+            except BaseException:
+                p.abort()
+                raise
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        for path in added:
+            table.io.delete_quietly(path)
+        raise
+    return table
+
+
+def write(
+    df: Any,
+    table: Table | str | Sequence[str],
+    mode: str = "append",
+    overwrite_filter: BooleanExpression | str | None = None,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: dict[str, str] | None = None,
+    catalog: Any = None,
+) -> Table:
+    """Writes the rows of Spark DataFrame ``df`` into ``table`` in one snapshot; returns the
+    table with its new metadata.
+
+    ``mode`` is ``"append"`` or ``"overwrite"`` (every live row replaced, or with
+    ``overwrite_filter`` only the rows matching it). Columns are matched to the table's
+    current schema by name; missing optional columns are written as nulls (or their write
+    default), types are cast when the cast is safe.
+    """
+    if mode not in ("append", "overwrite"):
+        raise ValidationError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    if overwrite_filter is not None and mode != "overwrite":
+        raise ValidationError("overwrite_filter needs mode='overwrite'")
+    t = resolve_table(table, catalog)
+    tag = _job_tag()
+    files = write_files(df, t, tag)
+    remove: list[str] = []
+    if mode == "overwrite" and overwrite_filter is not None:
+        try:
+            drop, rewrite, bound = _overwrite_plan(t, branch, overwrite_filter)
+            remove = list(drop)
+            if rewrite:
+                files = files + _rewrite_files(df.sparkSession, t, rewrite, bound, tag)
+                remove += [task.data_file.file_path for task in rewrite]
+                remove += [
+                    d.file_path
+                    for task in rewrite
+                    for d in task.delete_files
+                    if d.is_deletion_vector
+                ]
+        except BaseException:
+            for f in files:
+                t.io.delete_quietly(f.file_path)
+            raise
+    return commit_files(
+        t,
+        files,
+        branch=branch,
+        remove=sorted(set(remove)),
+        remove_all=mode == "overwrite" and overwrite_filter is None,
+        snapshot_properties=snapshot_properties,
+    )
+
+
+def _rewrite_files(
+    spark: Any, table: Table, tasks: list[FileScanTask], bound: BooleanExpression, tag: int
+) -> list[DataFile]:
+    options = table.scan().read_options()
+    payloads = [(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL),) for t in tasks]
+    rdd = spark.sparkContext.parallelize(payloads, min(len(payloads), 64))
+    frame = spark.createDataFrame(rdd, "task binary")
+    fn = _rewriter(table.metadata, dict(table.io.properties), options, bound, tag)
+    return collect_files(frame.mapInArrow(fn, "file binary"), table, tag)
