@@ -28,6 +28,7 @@ from icefloe.metadata import (
 
 if TYPE_CHECKING:
     from icefloe.catalog.base import Catalog, Identifier
+    from icefloe.expressions import BooleanExpression
     from icefloe.io import FileIO
     from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry
     from icefloe.partitioning import PartitionSpec
@@ -160,6 +161,58 @@ class Table:
             tx.append(data, branch=branch, snapshot_properties=snapshot_properties)
         return self
 
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the rows matching ``overwrite_filter`` (default: all) by ``data``."""
+        with self.transaction() as tx:
+            tx.overwrite(
+                data,
+                overwrite_filter,
+                case_sensitive=case_sensitive,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
+        return self
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the partitions ``data`` touches by ``data`` in one commit."""
+        with self.transaction() as tx:
+            tx.dynamic_partition_overwrite(
+                data, branch=branch, snapshot_properties=snapshot_properties
+            )
+        return self
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Table:
+        """Register existing Parquet files as data files in one ``append`` commit."""
+        with self.transaction() as tx:
+            tx.add_files(
+                paths,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                check_duplicate_files=check_duplicate_files,
+            )
+        return self
+
     def _do_commit(
         self, requirements: Iterable[TableRequirement], updates: Iterable[TableUpdate]
     ) -> None:
@@ -272,19 +325,68 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Write ``data`` as data files and add them in an ``append`` snapshot."""
-        from icefloe.table.producer import SnapshotProducer
-        from icefloe.write import write_data_files
+        from icefloe.write import operations
 
         self._check_open()
-        producer = SnapshotProducer(self, branch=branch, snapshot_properties=snapshot_properties)
-        files = write_data_files(self.metadata, self.table.io, data)
-        producer.owns_files(f.file_path for f in files)
-        producer.add_data_files(files)
-        try:
-            return producer.commit()
-        except BaseException:
-            producer.abort()
-            raise
+        return operations.append(self, data, branch=branch, snapshot_properties=snapshot_properties)
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the rows matching ``overwrite_filter`` (default: every row) by ``data``
+        in one ``overwrite`` snapshot (files partly matching are rewritten)."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.overwrite(
+            self,
+            data,
+            overwrite_filter,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the partitions ``data`` touches by ``data``."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.dynamic_partition_overwrite(
+            self, data, branch=branch, snapshot_properties=snapshot_properties
+        )
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Transaction:
+        """Register existing Parquet files (with field ids or a name mapping) as data files."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.add_files(
+            self,
+            paths,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            check_duplicate_files=check_duplicate_files,
+        )
 
     def set_properties(
         self, properties: Mapping[str, str] | None = None, **kwargs: str
