@@ -34,6 +34,7 @@ from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.tasks import (
+    DELETE_FILE_PATH_ID,
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
     DataFileRef,
@@ -43,7 +44,7 @@ from icefloe.scan.tasks import (
     ReadOptions,
 )
 
-__all__ = ["OverwritePlan", "partition_mask", "plan_overwrite"]
+__all__ = ["OverwritePlan", "partition_mask", "plan_overwrite", "referenced_file"]
 
 DELETED = 2
 
@@ -89,10 +90,23 @@ def _delete_refs(
     return out
 
 
+def referenced_file(d: dict[str, Any]) -> str | None:
+    """The data file a delete entry is scoped to: ``referenced_data_file`` (v3), or for a
+    position delete file whose ``file_path`` column bounds are equal, that path (v2)."""
+    ref = d.get("referenced_data_file")
+    if ref is not None or d.get("content") != 1:
+        return ref if isinstance(ref, str) else None
+    lower = dict(d.get("lower_bounds") or {}).get(DELETE_FILE_PATH_ID)
+    upper = dict(d.get("upper_bounds") or {}).get(DELETE_FILE_PATH_ID)
+    if lower is not None and lower == upper:
+        return bytes(lower).decode("utf-8", errors="replace")
+    return None
+
+
 def _applies(
     data: dict[str, Any], spec_id: int, d_spec: int, d: dict[str, Any], unpartitioned: bool
 ) -> bool:
-    ref = d.get("referenced_data_file")
+    ref = referenced_file(d)
     if ref is not None and ref != data["file_path"]:
         return False
     same_partition = unpartitioned or (d_spec == spec_id and d["partition"] == data["partition"])
@@ -202,7 +216,7 @@ def plan_overwrite(
     plan.remove = sorted(removed)
     # Deletion vectors and file-scoped position deletes of removed files go with them.
     for _, d in delete_refs:
-        ref = d.get("referenced_data_file")
+        ref = referenced_file(d)
         if ref is not None and ref in removed:
             plan.remove.append(d["file_path"])
     plan.remove = sorted(set(plan.remove))
