@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from icefloe.exceptions import CommitConflictError, CommitStateUnknownError, ValidationError
+from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import (
     MAIN_BRANCH,
     RemoveProperties,
@@ -27,10 +28,14 @@ from icefloe.metadata import (
 )
 
 if TYPE_CHECKING:
+    import datetime
+
     from icefloe.catalog.base import Catalog, Identifier
+    from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
     from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
     from icefloe.partitioning import PartitionSpec
+    from icefloe.scan.scan import TableScan
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
     from icefloe.table.expire import ExpireResult
@@ -147,6 +152,32 @@ class Table:
 
         return InspectTable(self)
 
+    def scan(
+        self,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        selected_fields: tuple[str, ...] = ("*",),
+        case_sensitive: bool = True,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: datetime.datetime | int | None = None,
+        limit: int | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> TableScan:
+        """A read of this table: see :class:`icefloe.scan.scan.TableScan`."""
+        from icefloe.scan.scan import TableScan
+
+        return TableScan(
+            self,
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            case_sensitive=case_sensitive,
+            snapshot_id=snapshot_id,
+            ref=ref,
+            as_of=as_of,
+            limit=limit,
+            options=options,
+        )
+
     # -- changes --------------------------------------------------------------------------------
     def transaction(self) -> Transaction:
         """Start a transaction; ``with table.transaction() as tx:`` commits on success."""
@@ -234,6 +265,58 @@ class Table:
         """Append Arrow data (table, batches, stream, pandas) in one ``append`` snapshot."""
         with self.transaction() as tx:
             tx.append(data, branch=branch, snapshot_properties=snapshot_properties)
+        return self
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the rows matching ``overwrite_filter`` (default: all) by ``data``."""
+        with self.transaction() as tx:
+            tx.overwrite(
+                data,
+                overwrite_filter,
+                case_sensitive=case_sensitive,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
+        return self
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the partitions ``data`` touches by ``data`` in one commit."""
+        with self.transaction() as tx:
+            tx.dynamic_partition_overwrite(
+                data, branch=branch, snapshot_properties=snapshot_properties
+            )
+        return self
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Table:
+        """Register existing Parquet files as data files in one ``append`` commit."""
+        with self.transaction() as tx:
+            tx.add_files(
+                paths,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                check_duplicate_files=check_duplicate_files,
+            )
         return self
 
     def _do_commit(
@@ -348,19 +431,68 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Write ``data`` as data files and add them in an ``append`` snapshot."""
-        from icefloe.table.producer import SnapshotProducer
-        from icefloe.write import write_data_files
+        from icefloe.write import operations
 
         self._check_open()
-        producer = SnapshotProducer(self, branch=branch, snapshot_properties=snapshot_properties)
-        files = write_data_files(self.metadata, self.table.io, data)
-        producer.owns_files(f.file_path for f in files)
-        producer.add_data_files(files)
-        try:
-            return producer.commit()
-        except BaseException:
-            producer.abort()
-            raise
+        return operations.append(self, data, branch=branch, snapshot_properties=snapshot_properties)
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the rows matching ``overwrite_filter`` (default: every row) by ``data``
+        in one ``overwrite`` snapshot (files partly matching are rewritten)."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.overwrite(
+            self,
+            data,
+            overwrite_filter,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the partitions ``data`` touches by ``data``."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.dynamic_partition_overwrite(
+            self, data, branch=branch, snapshot_properties=snapshot_properties
+        )
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Transaction:
+        """Register existing Parquet files (with field ids or a name mapping) as data files."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.add_files(
+            self,
+            paths,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            check_duplicate_files=check_duplicate_files,
+        )
 
     def set_properties(
         self, properties: Mapping[str, str] | None = None, **kwargs: str

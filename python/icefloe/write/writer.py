@@ -24,11 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe.arrow_schema import type_to_arrow
+from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO, data_location
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, metadata_field
 from icefloe.schema import Schema
 from icefloe.sorting import NullOrder, SortDirection, SortOrder
 from icefloe.transforms import (
@@ -196,9 +197,18 @@ def write_parquet_files(
 ) -> list[DataFile]:
     """Write an Arrow table already in ``schema``'s Arrow form (see :func:`write_data_files`)."""
     opts = options or WriteOptions()
-    props = metadata.properties
     if table.num_rows == 0:
         return []
+    lineage = [n for n in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if n in table.column_names]
+    if lineage:
+        # Rewritten rows keep their lineage: the columns go into the file with reserved ids.
+        extra = [metadata_field(n) for n in lineage]
+        file_schema = Schema(*schema.fields, *extra, schema_id=schema.schema_id)
+        table = table.select([f.name for f in file_schema.fields]).cast(
+            schema_to_arrow(file_schema)
+        )
+    else:
+        file_schema = schema
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
     parts = _partition_arrays(table, schema, spec) if spec.fields else []
@@ -217,17 +227,18 @@ def write_parquet_files(
     if parts:
         firsts = pa.array([s for s, _ in bounds], pa.int64())
         values = [p.take(firsts).to_pylist() for p in parts]
-    writer = _FileWriter(metadata, io, schema, spec, opts, order.order_id if sort_here else None)
+    writer = _FileWriter(
+        metadata, io, file_schema, spec, opts, order.order_id if sort_here else None
+    )
     out: list[DataFile] = []
     try:
         for g, (start, end) in enumerate(bounds):
             partition = {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {}
             out.extend(writer.write_group(table.slice(start, end - start), partition))
     except BaseException:
-        for f in out + writer.pending:
-            io.delete_quietly(f.file_path)
+        for path in writer.created:
+            io.delete_quietly(path)
         raise
-    del props
     return out
 
 
@@ -253,7 +264,7 @@ class _FileWriter:
         self.task_id = opts.task_id
         self.sort_order_id = sort_order_id
         self.count = 0
-        self.pending: list[DataFile] = []
+        self.created: list[str] = []
 
     def _path(self, partition: Mapping[str, Any]) -> str:
         self.count += 1
@@ -283,8 +294,7 @@ class _FileWriter:
     ) -> tuple[int, DataFile]:
         p = self.parquet
         sink = self.io.new_output(path).create()
-        placeholder = DataFile(path, 0, 0)
-        self.pending.append(placeholder)
+        self.created.append(path)
         chunks = []
         try:
             with pq.ParquetWriter(
@@ -326,5 +336,4 @@ class _FileWriter:
             split_offsets=split_offsets(md),
             sort_order_id=self.sort_order_id,
         )
-        self.pending.remove(placeholder)
         return pos, df
