@@ -81,7 +81,9 @@ def _map(keys: list[int], columns: list[pa.Array], n: int, item: pa.DataType) ->
     return pa.MapArray.from_arrays(offsets, key_arr, items)
 
 
-def entries(m: int, n_manifests: int, schema: pa.Schema, rng: np.random.Generator) -> pa.RecordBatch:
+def entries(
+    m: int, n_manifests: int, schema: pa.Schema, rng: np.random.Generator
+) -> pa.RecordBatch:
     """The entries of manifest ``m`` (1,000 files of one day, all buckets)."""
     n = PER_MANIFEST
     i = m * n + np.arange(n, dtype=np.int64)  # global file index
@@ -139,7 +141,9 @@ def entries(m: int, n_manifests: int, schema: pa.Schema, rng: np.random.Generato
         ),
         "record_count": pa.array(records),
         "file_size_in_bytes": pa.array(rng.integers(10**6, 5 * 10**8, n)),
-        "column_sizes": _map(keys, [pa.array(rng.integers(10**4, 10**7, n)) for _ in keys], n, pa.int64()),
+        "column_sizes": _map(
+            keys, [pa.array(rng.integers(10**4, 10**7, n)) for _ in keys], n, pa.int64()
+        ),
         "value_counts": _map(keys, counts, n, pa.int64()),
         "null_value_counts": _map(keys, nulls, n, pa.int64()),
         "lower_bounds": _map(keys, [lows[k] for k in keys], n, pa.binary()),
