@@ -234,6 +234,11 @@ class SnapshotProducer:
         return self
 
     @property
+    def always_applies(self) -> bool:
+        """True when the change only adds files (nothing to validate against a newer base)."""
+        return not (self._removed_paths or self._remove_predicates or self._validators)
+
+    @property
     def added_files(self) -> list[DataFile]:
         return list(self._added)
 
