@@ -573,9 +573,7 @@ class Transaction:
                 attempt += 1
                 wait = policy.wait_ms(min(attempt, 5) if always else attempt) / 1000.0
                 exhausted = (
-                    time.monotonic() + wait > deadline
-                    if always
-                    else attempt > policy.num_retries
+                    time.monotonic() + wait > deadline if always else attempt > policy.num_retries
                 )
                 if not self._replayable() or exhausted:
                     self._abort_producers()
