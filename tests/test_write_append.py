@@ -316,9 +316,10 @@ def test_concurrent_appends_from_processes_all_land(tmp_path: Path, duckdb_con: 
     workers, each = 3, 3
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(workers) as pool:
-        assert pool.map(_append_worker, [(str(tmp_path), w, each) for w in range(workers)]) == [
-            each
-        ] * workers
+        assert (
+            pool.map(_append_worker, [(str(tmp_path), w, each) for w in range(workers)])
+            == [each] * workers
+        )
     t = cat.load_table("ns.t")
     assert len(t.snapshots()) == workers * each
     assert t.metadata.next_row_id == workers * each
