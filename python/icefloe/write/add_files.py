@@ -57,7 +57,7 @@ def _leaf_fields(schema: pa.Schema) -> list[pa.Field]:
 
 
 def _storage(t: pa.DataType) -> pa.DataType:
-    return t.storage_type if isinstance(t, pa.ExtensionType) else t
+    return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
 
 
 def _compatible(have: pa.DataType, want: pa.DataType) -> bool:

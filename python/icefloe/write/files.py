@@ -179,7 +179,7 @@ def partition_keys(batch: pa.RecordBatch, spec_id: int | None = None) -> pa.Arra
         part = batch.column("partition")
         for i in range(part.type.num_fields):
             col = pc.struct_field(part, [i])
-            if isinstance(col.type, pa.ExtensionType):
+            if isinstance(col.type, pa.BaseExtensionType):
                 col = col.storage
             if not (pa.types.is_binary(col.type) or pa.types.is_fixed_size_binary(col.type)):
                 col = pc.cast(col, pa.string())
