@@ -9,12 +9,15 @@ A change is a list of :class:`~icefloe.metadata.TableUpdate` plus the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CommitConflictError, CommitStateUnknownError, ValidationError
+from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import (
+    MAIN_BRANCH,
     RemoveProperties,
     SetProperties,
     TableMetadata,
@@ -25,12 +28,17 @@ from icefloe.metadata import (
 )
 
 if TYPE_CHECKING:
+    import datetime
+
     from icefloe.catalog.base import Catalog, Identifier
+    from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
     from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry
     from icefloe.partitioning import PartitionSpec
+    from icefloe.scan.scan import TableScan
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
+    from icefloe.table.producer import SnapshotProducer
 
 __all__ = ["Table", "Transaction", "UpdateProperties"]
 
@@ -124,6 +132,32 @@ class Table:
         """Previous metadata files."""
         return list(self.metadata.metadata_log)
 
+    def scan(
+        self,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        selected_fields: tuple[str, ...] = ("*",),
+        case_sensitive: bool = True,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: datetime.datetime | int | None = None,
+        limit: int | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> TableScan:
+        """A read of this table: see :class:`icefloe.scan.scan.TableScan`."""
+        from icefloe.scan.scan import TableScan
+
+        return TableScan(
+            self,
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            case_sensitive=case_sensitive,
+            snapshot_id=snapshot_id,
+            ref=ref,
+            as_of=as_of,
+            limit=limit,
+            options=options,
+        )
+
     # -- changes --------------------------------------------------------------------------------
     def transaction(self) -> Transaction:
         """Start a transaction; ``with table.transaction() as tx:`` commits on success."""
@@ -143,6 +177,70 @@ class Table:
         """Remove table properties in one commit."""
         with self.transaction() as tx:
             tx.remove_properties(*keys)
+        return self
+
+    def append(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Append Arrow data (table, batches, stream, pandas) in one ``append`` snapshot."""
+        with self.transaction() as tx:
+            tx.append(data, branch=branch, snapshot_properties=snapshot_properties)
+        return self
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the rows matching ``overwrite_filter`` (default: all) by ``data``."""
+        with self.transaction() as tx:
+            tx.overwrite(
+                data,
+                overwrite_filter,
+                case_sensitive=case_sensitive,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
+        return self
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the partitions ``data`` touches by ``data`` in one commit."""
+        with self.transaction() as tx:
+            tx.dynamic_partition_overwrite(
+                data, branch=branch, snapshot_properties=snapshot_properties
+            )
+        return self
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Table:
+        """Register existing Parquet files as data files in one ``append`` commit."""
+        with self.transaction() as tx:
+            tx.add_files(
+                paths,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                check_duplicate_files=check_duplicate_files,
+            )
         return self
 
     def _do_commit(
@@ -168,6 +266,8 @@ class Transaction:
         self._updates: list[TableUpdate] = []
         self._requirements: list[TableRequirement] = []
         self._done = False
+        # Every change in order: a producer (rebuilt on retry) or fixed updates.
+        self._ops: list[SnapshotProducer | tuple[list[TableUpdate], list[TableRequirement]]] = []
 
     def __enter__(self) -> Transaction:
         return self
@@ -182,6 +282,7 @@ class Transaction:
             self.commit_transaction()
         else:
             self._done = True  # discard
+            self._abort_producers()
 
     @property
     def updates(self) -> tuple[TableUpdate, ...]:
@@ -200,10 +301,122 @@ class Transaction:
         """Add updates (and extra requirements); they are applied to :attr:`metadata` now."""
         self._check_open()
         ups = list(updates)
+        reqs = list(requirements)
         self.metadata = apply_updates(self.metadata, ups)
         self._updates.extend(ups)
-        self._requirements.extend(requirements)
+        self._requirements.extend(reqs)
+        self._ops.append((ups, reqs))
         return self
+
+    def _apply_producer(self, producer: SnapshotProducer) -> Transaction:
+        """Build a snapshot producer on the current metadata and add its updates."""
+        self._check_open()
+        ups = producer.build(self.metadata)
+        self.metadata = apply_updates(self.metadata, ups)
+        self._updates.extend(ups)
+        self._ops.append(producer)
+        return self
+
+    def _producers(self) -> list[SnapshotProducer]:
+        from icefloe.table.producer import SnapshotProducer
+
+        return [op for op in self._ops if isinstance(op, SnapshotProducer)]
+
+    def _abort_producers(self) -> None:
+        for p in self._producers():
+            p.abort()
+
+    def _replayable(self) -> bool:
+        """Whether a lost race can be retried by rebuilding: only producers and properties."""
+        if not self._producers():
+            return False
+        for op in self._ops:
+            if isinstance(op, tuple):
+                ups, reqs = op
+                if reqs or not all(isinstance(u, SetProperties | RemoveProperties) for u in ups):
+                    return False
+        return True
+
+    def _replay(self) -> None:
+        """Rebuild every change on the table's (refreshed) metadata."""
+        self._base = self.table.metadata
+        self.metadata = self.table.metadata
+        self._updates = []
+        for op in self._ops:
+            ups = op[0] if isinstance(op, tuple) else op.build(self.metadata)
+            self.metadata = apply_updates(self.metadata, ups)
+            self._updates.extend(ups)
+
+    def append(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Write ``data`` as data files and add them in an ``append`` snapshot."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.append(self, data, branch=branch, snapshot_properties=snapshot_properties)
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the rows matching ``overwrite_filter`` (default: every row) by ``data``
+        in one ``overwrite`` snapshot (files partly matching are rewritten)."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.overwrite(
+            self,
+            data,
+            overwrite_filter,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the partitions ``data`` touches by ``data``."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.dynamic_partition_overwrite(
+            self, data, branch=branch, snapshot_properties=snapshot_properties
+        )
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Transaction:
+        """Register existing Parquet files (with field ids or a name mapping) as data files."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.add_files(
+            self,
+            paths,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            check_duplicate_files=check_duplicate_files,
+        )
 
     def set_properties(
         self, properties: Mapping[str, str] | None = None, **kwargs: str
@@ -229,9 +442,36 @@ class Transaction:
         self._done = True
         if not self._updates:
             return self.table
-        requirements = requirements_for(self._base, self._updates) + self._requirements
-        self.table._do_commit(requirements, self._updates)
-        return self.table
+        from icefloe.catalog.commit import RetryPolicy
+
+        policy = RetryPolicy.from_properties(self._base.properties)
+        attempt = 0
+        while True:
+            requirements = requirements_for(self._base, self._updates) + self._requirements
+            try:
+                self.table._do_commit(requirements, self._updates)
+            except CommitConflictError:
+                # Another writer moved the table: producers rebuild on the new state.
+                if not self._replayable() or attempt >= policy.num_retries:
+                    self._abort_producers()
+                    raise
+                attempt += 1
+                time.sleep(policy.wait_ms(attempt) / 1000.0)
+                try:
+                    self.table.refresh()
+                    self._replay()
+                except BaseException:
+                    self._abort_producers()
+                    raise
+                continue
+            except CommitStateUnknownError:
+                raise  # the new metadata may reference the files: keep them
+            except BaseException:
+                self._abort_producers()
+                raise
+            for p in self._producers():
+                p.committed(True)
+            return self.table
 
 
 class UpdateProperties:
