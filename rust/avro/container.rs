@@ -423,7 +423,7 @@ mod tests {
         let mut c = Container::open(data)?;
         let mut out = vec![];
         while let Some((n, block)) = c.next_block()? {
-            let mut r = Reader::new(&block);
+            let mut r = Reader::new(block);
             for _ in 0..n {
                 out.push(r.long()?);
             }
