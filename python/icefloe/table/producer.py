@@ -47,6 +47,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +76,7 @@ from icefloe.metadata import (
     TableUpdate,
     update_snapshot_totals,
 )
-from icefloe.write.files import DataFile, entries_batch
+from icefloe.write.files import DataFile, entries_batch, partition_keys
 from icefloe.write.properties import (
     MANIFEST_COMPRESSION,
     MANIFEST_COMPRESSION_LEVEL,
@@ -102,6 +103,7 @@ Validator = Callable[[TableMetadata, Snapshot | None, int | None], None]
 EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="icefloe-manifest-io")
 
 
 def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
@@ -183,6 +185,8 @@ class SnapshotProducer:
         self._start_parent: int | None = None
         self._manifest_count = 0
         self._committed_to_tx = False
+        self._pending: list[Future[None]] = []
+        self._added_batches: list[pa.RecordBatch] = []
 
     # -- staging --------------------------------------------------------------------------------
     def add_data_files(self, files: Iterable[DataFile]) -> SnapshotProducer:
@@ -229,6 +233,11 @@ class SnapshotProducer:
             raise ValidationError(f"unknown snapshot operation {operation!r}")
         self._operation = operation
         return self
+
+    @property
+    def always_applies(self) -> bool:
+        """True when the change only adds files (nothing to validate against a newer base)."""
+        return not (self._removed_paths or self._remove_predicates or self._validators)
 
     @property
     def added_files(self) -> list[DataFile]:
@@ -283,7 +292,8 @@ class SnapshotProducer:
             codec=codec,
             level=level,
         )
-        self.io.new_output(list_path).write(data, overwrite=True)
+        self._put(list_path, data)
+        self._flush()
         written_now = [*written]
         summary = self._summary(metadata, parent, removed, len(new_rows) + len(written), replaced)
         summary_props = dict(summary.properties)
@@ -318,6 +328,17 @@ class SnapshotProducer:
             ),
         ]
 
+    def _put(self, path: str, data: bytes) -> None:
+        """Write a file in the background: the durable writes (fsync) of one build overlap."""
+        self._pending.append(_POOL.submit(self.io.new_output(path).write, data, True))
+
+    def _flush(self) -> None:
+        """Wait for the background writes; the first error is raised."""
+        pending, self._pending = self._pending, []
+        errors = [e for e in (f.exception() for f in pending) if e is not None]
+        if errors:
+            raise errors[0]
+
     def _manifest_path(self, metadata: TableMetadata) -> str:
         self._manifest_count += 1
         loc = metadata_location(metadata.location, metadata.properties)
@@ -351,7 +372,7 @@ class SnapshotProducer:
             codec=codec,
             level=level,
         )
-        self.io.new_output(path).write(data, overwrite=True)
+        self._put(path, data)
         out: dict[str, Any] = row.to_pylist()[0]
         out["manifest_length"] = len(data)
         seqs = batch.column("sequence_number") if "sequence_number" in batch.schema.names else None
@@ -382,6 +403,7 @@ class SnapshotProducer:
                 if version < 2 and content:
                     raise ValidationError("delete files need format version 2 or later")
                 batch = entries_batch(group, version=version, schema=schema, spec=spec)
+                self._added_batches.append(batch)
                 row = self._write(metadata, batch, spec_id, content)
                 self._new_manifest_paths.append(row["manifest_path"])
                 rows.append(row)
@@ -393,6 +415,7 @@ class SnapshotProducer:
             self.io.delete_quietly(p)
         self._new_manifest_paths = []
         self._new_manifests = None
+        self._added_batches = []
 
     def _filter(
         self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
@@ -466,7 +489,13 @@ class SnapshotProducer:
         sub = sub.set_column(sub.schema.get_field_index("snapshot_id"), "snapshot_id", snap)
         content = 1 if mf.content else 0
         row = self._write(metadata, sub, mf.partition_spec_id, content)
-        row["first_row_id"] = None
+        # Every entry keeps the explicit first_row_id it was read with, so the manifest's own
+        # value is never inherited: keeping the old one spares assigning (and wasting) a new
+        # range for existing rows. Entries without one (not possible after inheritance in v3,
+        # but in a table upgraded from v2) need a fresh range.
+        ids = sub.column("first_row_id") if "first_row_id" in sub.schema.names else None
+        keep = content == 0 and ids is not None and ids.null_count == 0 and sub.num_rows > 0
+        row["first_row_id"] = mf.first_row_id if keep else None
         return row
 
     def _merge(
@@ -511,6 +540,7 @@ class SnapshotProducer:
     def _merge_bin(
         self, metadata: TableMetadata, rows: list[dict[str, Any]], spec_id: int
     ) -> dict[str, Any]:
+        self._flush()  # our new manifests are read back below
         own = set(self._new_manifest_paths)
         batches = []
         for r in rows:
@@ -545,56 +575,16 @@ class SnapshotProducer:
         replaced: list[str],
     ) -> Summary:
         s: dict[str, int] = {}
-
-        def add(key: str, n: int) -> None:
-            s[key] = s.get(key, 0) + n
-
-        partitions: set[tuple[int, str]] = set()
-        for f in self._added + self._added_deletes:
-            partitions.add((f.spec_id, repr(sorted(f.partition.items()))))
-            if f.content == 0:
-                add("added-data-files", 1)
-                add("added-records", f.record_count)
-                add("added-files-size", f.file_size_in_bytes)
-            else:
-                add("added-delete-files", 1)
-                is_dv = f.file_format.upper() == "PUFFIN"
-                size = f.content_size_in_bytes if is_dv else f.file_size_in_bytes
-                add("added-files-size", size or 0)
-                if f.content == 1:
-                    add("added-dvs" if is_dv else "added-position-delete-files", 1)
-                    add("added-position-deletes", f.record_count)
-                else:
-                    add("added-equality-delete-files", 1)
-                    add("added-equality-deletes", f.record_count)
-        for b in removed:
-            cols = b.select(
-                ["content", "file_format", "record_count", "file_size_in_bytes", "partition"]
-            ).to_pylist()
-            extra = (
-                b.column("content_size_in_bytes").to_pylist()
-                if ("content_size_in_bytes" in b.schema.names)
-                else [None] * b.num_rows
-            )
-            spec_id = int((b.schema.metadata or {}).get(b"partition-spec-id", b"0"))
-            for r, csize in zip(cols, extra, strict=True):
-                partitions.add((spec_id, repr(sorted((r["partition"] or {}).items()))))
-                if r["content"] == 0:
-                    add("deleted-data-files", 1)
-                    add("deleted-records", r["record_count"])
-                    add("removed-files-size", r["file_size_in_bytes"])
-                else:
-                    add("removed-delete-files", 1)
-                    is_dv = (r["file_format"] or "").upper() == "PUFFIN"
-                    add("removed-files-size", (csize if is_dv else r["file_size_in_bytes"]) or 0)
-                    if r["content"] == 1:
-                        add("removed-dvs" if is_dv else "removed-position-delete-files", 1)
-                        add("removed-position-deletes", r["record_count"])
-                    else:
-                        add("removed-equality-delete-files", 1)
-                        add("removed-equality-deletes", r["record_count"])
+        keys: list[pa.Array] = []
+        for batch in self._added_batches:
+            _tally(batch, s, "added", "added", "added")
+            keys.append(partition_keys(batch))
+        for batch in removed:
+            _tally(batch, s, "deleted", "removed", "removed")
+            keys.append(partition_keys(batch))
+        changed = len(pc.unique(pa.concat_arrays(keys))) if keys else 0
         props = {k: str(v) for k, v in s.items()}
-        props["changed-partition-count"] = str(len(partitions))
+        props["changed-partition-count"] = str(changed)
         props["manifests-created"] = str(created)
         props["manifests-replaced"] = str(len(replaced))
         props.update(self.snapshot_properties)
@@ -629,6 +619,9 @@ class SnapshotProducer:
 
     def abort(self) -> None:
         """Delete everything this producer wrote (the commit failed for good)."""
+        for f in self._pending:
+            f.exception()  # let background writes finish before deleting their files
+        self._pending = []
         for a in self._attempts:
             self.io.delete_quietly(a.manifest_list)
             for p in a.written:
@@ -636,6 +629,38 @@ class SnapshotProducer:
         self._discard_new_manifests()
         for p in self._owned:
             self.io.delete_quietly(p)
+
+
+def _tally(batch: pa.RecordBatch, s: dict[str, int], data: str, files: str, rows: str) -> None:
+    """Add a batch of entries' Appendix F counts to ``s`` (``data``: added/deleted for data
+    files, ``files``/``rows``: added/removed for delete files and deletes), vectorised."""
+
+    def total(mask: pa.Array, column: pa.Array | pa.ChunkedArray) -> int:
+        return int(pc.sum(pc.if_else(mask, column, 0)).as_py() or 0)
+
+    def add(key: str, n: int) -> None:
+        if n:
+            s[key] = s.get(key, 0) + n
+
+    content = batch.column("content")
+    records = batch.column("record_count")
+    is_dv = pc.equal(pc.utf8_upper(batch.column("file_format")), "PUFFIN")
+    size = batch.column("file_size_in_bytes")
+    if "content_size_in_bytes" in batch.schema.names:
+        size = pc.if_else(is_dv, pc.fill_null(batch.column("content_size_in_bytes"), 0), size)
+    is_data = pc.equal(content, 0)
+    is_pos = pc.equal(content, 1)
+    is_eq = pc.equal(content, 2)
+    add(f"{data}-data-files", total(is_data, pa.array([1] * batch.num_rows, pa.int64())))
+    add(f"{data}-records", total(is_data, records))
+    add(f"{files}-files-size", int(pc.sum(size).as_py() or 0))
+    ones = pa.array([1] * batch.num_rows, pa.int64())
+    add(f"{files}-delete-files", total(pc.invert(is_data), ones))
+    add(f"{files}-dvs", total(pc.and_(is_pos, is_dv), ones))
+    add(f"{files}-position-delete-files", total(pc.and_(is_pos, pc.invert(is_dv)), ones))
+    add(f"{files}-equality-delete-files", total(is_eq, ones))
+    add(f"{rows}-position-deletes", total(is_pos, records))
+    add(f"{rows}-equality-deletes", total(is_eq, records))
 
 
 def _rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:

@@ -33,12 +33,17 @@ if TYPE_CHECKING:
     from icefloe.catalog.base import Catalog, Identifier
     from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
-    from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry
+    from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
     from icefloe.partitioning import PartitionSpec
     from icefloe.scan.scan import TableScan
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
+    from icefloe.table.expire import ExpireResult
+    from icefloe.table.inspect import InspectTable
+    from icefloe.table.manage_snapshots import ManageSnapshots
     from icefloe.table.producer import SnapshotProducer
+    from icefloe.table.update_schema import UpdateSchema
+    from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
 
 __all__ = ["Table", "Transaction", "UpdateProperties"]
 
@@ -132,6 +137,21 @@ class Table:
         """Previous metadata files."""
         return list(self.metadata.metadata_log)
 
+    def refs(self) -> dict[str, SnapshotRef]:
+        """Branches and tags by name."""
+        return dict(self.metadata.refs)
+
+    def snapshot_as_of(self, timestamp_ms: int) -> Snapshot:
+        """The snapshot that was current at ``timestamp_ms`` (from the snapshot log)."""
+        return self.metadata.snapshot_as_of(timestamp_ms)
+
+    @property
+    def inspect(self) -> InspectTable:
+        """Metadata tables as Arrow: ``table.inspect.snapshots()``, ``.files()``, ..."""
+        from icefloe.table.inspect import InspectTable
+
+        return InspectTable(self)
+
     def scan(
         self,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
@@ -178,6 +198,62 @@ class Table:
         with self.transaction() as tx:
             tx.remove_properties(*keys)
         return self
+
+    def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
+        """Evolve the schema in one commit: ``with t.update_schema() as u: u.add_column(...)``."""
+        from icefloe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(self.transaction(), case_sensitive=case_sensitive, autocommit=True)
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        """Evolve the partition spec in one commit: ``with t.update_spec() as u: ...``."""
+        from icefloe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self.transaction(), case_sensitive=case_sensitive, autocommit=True)
+
+    def replace_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """Set a new default sort order: ``with t.replace_sort_order() as o: o.asc("id")``."""
+        from icefloe.table.update_spec import ReplaceSortOrder
+
+        return ReplaceSortOrder(self.transaction(), case_sensitive=case_sensitive, autocommit=True)
+
+    def upgrade_format_version(self, format_version: int) -> Table:
+        """Upgrade the table format (to 2 or 3; v3 starts row lineage at ``next-row-id`` 0)."""
+        with self.transaction() as tx:
+            tx.upgrade_format_version(format_version)
+        return self
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Branches, tags, rollback and cherry-pick in one commit."""
+        from icefloe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self.transaction(), autocommit=True)
+
+    def expire_snapshots(
+        self,
+        *,
+        older_than_ms: int | None = None,
+        retain_last: int | None = None,
+        snapshot_ids: Iterable[int] | None = None,
+        delete_files: bool = True,
+        dry_run: bool = False,
+        max_workers: int | None = None,
+    ) -> ExpireResult:
+        """Expire snapshots by the spec's retention policy and delete unreachable files.
+
+        See :func:`icefloe.table.expire.expire_snapshots`.
+        """
+        from icefloe.table.expire import expire_snapshots
+
+        return expire_snapshots(
+            self,
+            older_than_ms=older_than_ms,
+            retain_last=retain_last,
+            snapshot_ids=snapshot_ids,
+            delete_files=delete_files,
+            dry_run=dry_run,
+            max_workers=max_workers,
+        )
 
     def append(
         self,
@@ -436,6 +512,44 @@ class Transaction:
             return self
         return self.apply([RemoveProperties(tuple(keys))])
 
+    def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
+        """A schema change within this transaction (applied when the builder commits)."""
+        from icefloe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(self, case_sensitive=case_sensitive)
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        """A partition spec change within this transaction."""
+        from icefloe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self, case_sensitive=case_sensitive)
+
+    def replace_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """A new default sort order within this transaction."""
+        from icefloe.table.update_spec import ReplaceSortOrder
+
+        return ReplaceSortOrder(self, case_sensitive=case_sensitive)
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Ref and history changes within this transaction."""
+        from icefloe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self)
+
+    def upgrade_format_version(self, format_version: int) -> Transaction:
+        """Upgrade the format version (2 or 3; never down)."""
+        from icefloe.metadata import UpgradeFormatVersion
+
+        if format_version not in (1, 2, 3):
+            raise ValidationError(f"unsupported format version {format_version!r}: use 2 or 3")
+        if format_version < self.metadata.format_version:
+            raise ValidationError(
+                f"cannot downgrade a v{self.metadata.format_version} table to v{format_version}"
+            )
+        if format_version == self.metadata.format_version:
+            return self
+        return self.apply([UpgradeFormatVersion(format_version)])
+
     def commit_transaction(self) -> Table:
         """Commit every collected change in one atomic catalog commit."""
         self._check_open()
@@ -445,6 +559,10 @@ class Transaction:
         from icefloe.catalog.commit import RetryPolicy
 
         policy = RetryPolicy.from_properties(self._base.properties)
+        # Pure additions (appends) always apply: they retry until the total timeout instead of
+        # giving up after commit.retry.num-retries lost races.
+        always = self._replayable() and all(p.always_applies for p in self._producers())
+        deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
         attempt = 0
         while True:
             requirements = requirements_for(self._base, self._updates) + self._requirements
@@ -452,11 +570,15 @@ class Transaction:
                 self.table._do_commit(requirements, self._updates)
             except CommitConflictError:
                 # Another writer moved the table: producers rebuild on the new state.
-                if not self._replayable() or attempt >= policy.num_retries:
+                attempt += 1
+                wait = policy.wait_ms(min(attempt, 5) if always else attempt) / 1000.0
+                exhausted = (
+                    time.monotonic() + wait > deadline if always else attempt > policy.num_retries
+                )
+                if not self._replayable() or exhausted:
                     self._abort_producers()
                     raise
-                attempt += 1
-                time.sleep(policy.wait_ms(attempt) / 1000.0)
+                time.sleep(wait)
                 try:
                     self.table.refresh()
                     self._replay()

@@ -14,8 +14,11 @@ It writes files only; committing them is the job of a producer
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
+import os
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -55,6 +58,8 @@ class WriteOptions:
     target_file_size: int | None = None
     sort: bool = True
     task_id: int = 0
+    #: Files written at once (default: one per core, at most 8).
+    max_workers: int | None = None
 
 
 def _source_array(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
@@ -131,6 +136,27 @@ def _group_bounds(parts: list[pa.ChunkedArray], n: int) -> list[tuple[int, int]]
     starts = [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
     ends = [*starts[1:], n]
     return list(zip(starts, ends, strict=True))
+
+
+def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
+    """One dense int64 code per distinct partition tuple (nulls included), or None."""
+    if not parts:
+        return None
+    key: pa.Array | None = None
+    for p in parts:
+        arr = p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p
+        if isinstance(arr, pa.ExtensionArray):
+            arr = arr.storage
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        codes = enc.indices.cast(pa.int64())
+        if key is None:
+            key = codes
+        else:
+            # Re-densify the running key so the combined code space stays small.
+            dense = pc.dictionary_encode(key).indices.cast(pa.int64())
+            width = len(enc.dictionary)
+            key = pc.add(pc.multiply(dense, width), codes)
+    return key
 
 
 def _human(pf: PartitionField, value: Any) -> str:
@@ -212,8 +238,17 @@ def write_parquet_files(
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
     parts = _partition_arrays(table, schema, spec) if spec.fields else []
-    if parts or sort_here:
-        key_cols: list[tuple[pa.ChunkedArray, str]] = [(p, "ascending") for p in parts]
+    group = _group_key(parts)
+    if group is not None and not sort_here and pc.all(pc.equal(group, group[0])).as_py():
+        group = None  # one partition: nothing to reorder
+        parts = [p.slice(0, 1) for p in parts]
+        bounds = [(0, table.num_rows)]
+    elif group is not None or sort_here:
+        # Rows are grouped by one int64 partition key (dense codes: Arrow sorts it by counting)
+        # and then ordered by the table's sort order inside each partition.
+        key_cols: list[tuple[pa.Array | pa.ChunkedArray, str]] = []
+        if group is not None:
+            key_cols.append((group, "ascending"))
         if sort_here:
             key_cols += _sort_keys(table, schema, order)
         keys = pa.table({f"k{i}": c for i, (c, _) in enumerate(key_cols)})
@@ -222,24 +257,44 @@ def write_parquet_files(
             sort_keys=[(f"k{i}", d) for i, (_, d) in enumerate(key_cols)],
         )
         table = table.take(idx)
-        parts = [p.take(idx) for p in parts]
-    bounds = _group_bounds(parts, table.num_rows)
-    if parts:
-        firsts = pa.array([s for s, _ in bounds], pa.int64())
-        values = [p.take(firsts).to_pylist() for p in parts]
+        if group is not None:
+            group = group.take(idx)
+            bounds = _group_bounds([group], table.num_rows)
+            firsts = pa.array([s for s, _ in bounds], pa.int64())
+            parts = [p.take(idx.take(firsts)) for p in parts]
+        else:
+            bounds = [(0, table.num_rows)]
+    else:
+        bounds = [(0, table.num_rows)]
+    values = [p.to_pylist() for p in parts]  # one value per group
     writer = _FileWriter(
         metadata, io, file_schema, spec, opts, order.order_id if sort_here else None
     )
-    out: list[DataFile] = []
+    groups = [
+        (
+            table.slice(start, end - start),
+            {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {},
+        )
+        for g, (start, end) in enumerate(bounds)
+    ]
+    workers = min(opts.max_workers or _default_workers(), len(groups))
     try:
-        for g, (start, end) in enumerate(bounds):
-            partition = {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {}
-            out.extend(writer.write_group(table.slice(start, end - start), partition))
+        if workers <= 1:
+            results = [writer.write_group(t, p) for t, p in groups]
+        else:
+            # Parquet encoding and the metric kernels release the GIL: files are written in
+            # parallel, results kept in partition order.
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(lambda g: writer.write_group(*g), groups))
     except BaseException:
-        for path in writer.created:
+        for path in list(writer.created):
             io.delete_quietly(path)
         raise
-    return out
+    return [f for group in results for f in group]
+
+
+def _default_workers() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
 
 
 class _FileWriter:
@@ -263,12 +318,11 @@ class _FileWriter:
         self.write_id = uuid.uuid4()
         self.task_id = opts.task_id
         self.sort_order_id = sort_order_id
-        self.count = 0
+        self._counter = itertools.count(1)
         self.created: list[str] = []
 
     def _path(self, partition: Mapping[str, Any]) -> str:
-        self.count += 1
-        name = f"00000-{self.task_id}-{self.write_id}-{self.count:05d}.parquet"
+        name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.parquet"
         if self.spec.fields:
             return f"{self.base}/{partition_path(self.spec, partition)}/{name}"
         return f"{self.base}/{name}"
