@@ -1,0 +1,1 @@
+"""Writing: data files, delete files and row-level operations."""
