@@ -9,12 +9,14 @@ A change is a list of :class:`~icefloe.metadata.TableUpdate` plus the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CommitConflictError, CommitStateUnknownError, ValidationError
 from icefloe.metadata import (
+    MAIN_BRANCH,
     RemoveProperties,
     SetProperties,
     TableMetadata,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
+    from icefloe.table.producer import SnapshotProducer
 
 __all__ = ["Table", "Transaction", "UpdateProperties"]
 
@@ -145,6 +148,18 @@ class Table:
             tx.remove_properties(*keys)
         return self
 
+    def append(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Append Arrow data (table, batches, stream, pandas) in one ``append`` snapshot."""
+        with self.transaction() as tx:
+            tx.append(data, branch=branch, snapshot_properties=snapshot_properties)
+        return self
+
     def _do_commit(
         self, requirements: Iterable[TableRequirement], updates: Iterable[TableUpdate]
     ) -> None:
@@ -168,6 +183,8 @@ class Transaction:
         self._updates: list[TableUpdate] = []
         self._requirements: list[TableRequirement] = []
         self._done = False
+        # Every change in order: a producer (rebuilt on retry) or fixed updates.
+        self._ops: list[SnapshotProducer | tuple[list[TableUpdate], list[TableRequirement]]] = []
 
     def __enter__(self) -> Transaction:
         return self
@@ -182,6 +199,7 @@ class Transaction:
             self.commit_transaction()
         else:
             self._done = True  # discard
+            self._abort_producers()
 
     @property
     def updates(self) -> tuple[TableUpdate, ...]:
@@ -200,10 +218,73 @@ class Transaction:
         """Add updates (and extra requirements); they are applied to :attr:`metadata` now."""
         self._check_open()
         ups = list(updates)
+        reqs = list(requirements)
         self.metadata = apply_updates(self.metadata, ups)
         self._updates.extend(ups)
-        self._requirements.extend(requirements)
+        self._requirements.extend(reqs)
+        self._ops.append((ups, reqs))
         return self
+
+    def _apply_producer(self, producer: SnapshotProducer) -> Transaction:
+        """Build a snapshot producer on the current metadata and add its updates."""
+        self._check_open()
+        ups = producer.build(self.metadata)
+        self.metadata = apply_updates(self.metadata, ups)
+        self._updates.extend(ups)
+        self._ops.append(producer)
+        return self
+
+    def _producers(self) -> list[SnapshotProducer]:
+        from icefloe.table.producer import SnapshotProducer
+
+        return [op for op in self._ops if isinstance(op, SnapshotProducer)]
+
+    def _abort_producers(self) -> None:
+        for p in self._producers():
+            p.abort()
+
+    def _replayable(self) -> bool:
+        """Whether a lost race can be retried by rebuilding: only producers and properties."""
+        if not self._producers():
+            return False
+        for op in self._ops:
+            if isinstance(op, tuple):
+                ups, reqs = op
+                if reqs or not all(isinstance(u, SetProperties | RemoveProperties) for u in ups):
+                    return False
+        return True
+
+    def _replay(self) -> None:
+        """Rebuild every change on the table's (refreshed) metadata."""
+        self._base = self.table.metadata
+        self.metadata = self.table.metadata
+        self._updates = []
+        for op in self._ops:
+            ups = op[0] if isinstance(op, tuple) else op.build(self.metadata)
+            self.metadata = apply_updates(self.metadata, ups)
+            self._updates.extend(ups)
+
+    def append(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Write ``data`` as data files and add them in an ``append`` snapshot."""
+        from icefloe.table.producer import SnapshotProducer
+        from icefloe.write import write_data_files
+
+        self._check_open()
+        producer = SnapshotProducer(self, branch=branch, snapshot_properties=snapshot_properties)
+        files = write_data_files(self.metadata, self.table.io, data)
+        producer.owns_files(f.file_path for f in files)
+        producer.add_data_files(files)
+        try:
+            return producer.commit()
+        except BaseException:
+            producer.abort()
+            raise
 
     def set_properties(
         self, properties: Mapping[str, str] | None = None, **kwargs: str
@@ -229,9 +310,36 @@ class Transaction:
         self._done = True
         if not self._updates:
             return self.table
-        requirements = requirements_for(self._base, self._updates) + self._requirements
-        self.table._do_commit(requirements, self._updates)
-        return self.table
+        from icefloe.catalog.commit import RetryPolicy
+
+        policy = RetryPolicy.from_properties(self._base.properties)
+        attempt = 0
+        while True:
+            requirements = requirements_for(self._base, self._updates) + self._requirements
+            try:
+                self.table._do_commit(requirements, self._updates)
+            except CommitConflictError:
+                # Another writer moved the table: producers rebuild on the new state.
+                if not self._replayable() or attempt >= policy.num_retries:
+                    self._abort_producers()
+                    raise
+                attempt += 1
+                time.sleep(policy.wait_ms(attempt) / 1000.0)
+                try:
+                    self.table.refresh()
+                    self._replay()
+                except BaseException:
+                    self._abort_producers()
+                    raise
+                continue
+            except CommitStateUnknownError:
+                raise  # the new metadata may reference the files: keep them
+            except BaseException:
+                self._abort_producers()
+                raise
+            for p in self._producers():
+                p.committed(True)
+            return self.table
 
 
 class UpdateProperties:

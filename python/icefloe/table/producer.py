@@ -1,0 +1,674 @@
+"""Snapshot producers: the code that turns added and removed files into a new snapshot.
+
+A producer collects changes, then builds (against the metadata of a
+:class:`~icefloe.table.Transaction`) the manifests, the manifest list and the ``add-snapshot``
+and ``set-snapshot-ref`` updates of one snapshot. When the commit loses a race, the transaction
+refreshes the table and asks every producer to build again on the new base: the producer
+re-runs its validations (removed files must still be live, plus any registered validator),
+reuses the manifests of its added files, rewrites only what depends on the base, and deletes
+the manifest lists and manifests of attempts that were not committed.
+
+API (used by ``Table.append``/``overwrite``/``add_files`` and by the row-level operations)::
+
+    from icefloe.table.producer import SnapshotProducer
+
+    with table.transaction() as tx:
+        p = SnapshotProducer(tx, branch="main", snapshot_properties={"k": "v"})
+        p.add_data_files(files)           # list[icefloe.write.DataFile] (content 0)
+        p.add_delete_files(deletes)       # content 1 (position deletes / DVs) or 2 (equality)
+        p.remove_files(paths)             # data or delete files that must be live in the base
+        p.remove_files_where(predicate)   # remove every live file whose entry matches
+        p.validate(fn)                    # fn(metadata, parent_snapshot, start_parent_id)
+        p.set_operation("replace")        # optional: otherwise derived (append/overwrite/delete)
+        p.owns_files(paths)               # files this operation wrote: deleted if it fails
+        p.commit()                        # builds and applies to the transaction
+    # the transaction commits on exit; ``p.snapshot_id`` is the new snapshot
+
+``remove_files_where(predicate)`` takes a function of a decoded manifest batch (see
+:mod:`icefloe.manifest`) returning a boolean mask of entries to remove; it runs once per
+manifest on every build, so it sees files that concurrent commits added.
+
+The operation written to the summary is ``append`` when only data files are added, ``delete``
+when only files are removed or only delete files are added, ``overwrite`` otherwise (or what
+:meth:`SnapshotProducer.set_operation` says, e.g. ``replace`` for compaction). The summary carries
+the Appendix F counts (added/removed data files, delete files by kind, DVs, records, file sizes,
+position and equality deletes, changed partitions, manifests created/kept/replaced) and the
+running totals. In v3 the snapshot gets ``first-row-id`` (the table's ``next-row-id``) and
+``added-rows`` (rows of the data manifests assigned ids in its manifest list).
+
+``commit.manifest-merge.enabled`` (true by default, as in the reference's merge append) merges
+data manifests of a spec once there are ``commit.manifest.min-count-to-merge`` (100) of them,
+bin-packed to ``commit.manifest.target-size-bytes`` (8 MiB); ``fast_append=True`` never merges.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.io import FileIO, metadata_location
+from icefloe.manifest import (
+    ManifestFile,
+    manifest_files,
+    read_manifest,
+    read_manifest_list,
+    read_manifests,
+    write_manifest,
+    write_manifest_list,
+)
+from icefloe.metadata import (
+    MAIN_BRANCH,
+    AddSnapshot,
+    Operation,
+    SetSnapshotRef,
+    Snapshot,
+    Summary,
+    TableMetadata,
+    TableUpdate,
+    update_snapshot_totals,
+)
+from icefloe.write.files import DataFile, entries_batch
+from icefloe.write.properties import (
+    MANIFEST_COMPRESSION,
+    MANIFEST_COMPRESSION_LEVEL,
+    MANIFEST_MERGE_ENABLED,
+    MANIFEST_MIN_MERGE_COUNT,
+    MANIFEST_TARGET_SIZE_BYTES,
+    bool_property,
+    int_property,
+)
+
+if TYPE_CHECKING:
+    from icefloe.table.table import Transaction
+
+__all__ = [
+    "SnapshotProducer",
+    "Validator",
+    "live_entries",
+    "parent_snapshot",
+]
+
+#: ``fn(metadata, parent, start_parent_id)``: raise CommitConflictError when the change can no
+#: longer be applied on ``metadata`` (whose branch head is ``parent``).
+Validator = Callable[[TableMetadata, Snapshot | None, int | None], None]
+EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
+
+ADDED, EXISTING, DELETED = 1, 0, 2
+
+
+def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
+    """The head of ``branch``; a branch that does not exist yet forks from ``main``."""
+    ref = metadata.refs.get(branch)
+    if ref is not None:
+        return metadata.snapshot_by_id(ref.snapshot_id)
+    return metadata.current_snapshot()
+
+
+def _read_list(io: FileIO, snapshot: Snapshot | None) -> pa.RecordBatch | None:
+    if snapshot is None:
+        return None
+    if snapshot.manifest_list is None:
+        raise ValidationError(
+            f"snapshot {snapshot.snapshot_id} has no manifest list (v1 'manifests' field); "
+            "rewrite it with a newer writer first"
+        )
+    data = io.new_input(snapshot.manifest_list).read()
+    return read_manifest_list(data, name=snapshot.manifest_list)
+
+
+def live_entries(
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot | None, content: int | None = None
+) -> list[tuple[ManifestFile, pa.RecordBatch]]:
+    """Every manifest of ``snapshot`` (optionally of one content) with its decoded entries
+    (inheritance applied), read in parallel."""
+    lst = _read_list(io, snapshot)
+    if lst is None:
+        return []
+    mfs = [m for m in manifest_files(lst) if content is None or m.content == content]
+    blobs = [io.new_input(m.manifest_path).read() for m in mfs]
+    return list(zip(mfs, read_manifests(blobs, mfs), strict=True))
+
+
+@dataclass
+class _Attempt:
+    snapshot: Snapshot
+    manifest_list: str
+    written: list[str] = field(default_factory=list)  # base-dependent manifests
+
+
+class SnapshotProducer:
+    """Builds one snapshot from added and removed files (see the module docstring)."""
+
+    def __init__(
+        self,
+        tx: Transaction,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        fast_append: bool = False,
+    ) -> None:
+        if not isinstance(branch, str) or not branch:
+            raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
+        ref = tx.metadata.refs.get(branch)
+        if ref is not None and not ref.is_branch:
+            raise ValidationError(f"cannot write to {branch!r}: it is a tag, not a branch")
+        self.tx = tx
+        self.io = tx.table.io
+        self.branch = branch
+        self.snapshot_properties = dict(snapshot_properties or {})
+        for k, v in self.snapshot_properties.items():
+            if k == "operation" or not isinstance(v, str):
+                raise ValidationError(f"bad snapshot property {k!r}: {v!r}")
+        self.fast_append = fast_append
+        self.snapshot_id = _new_snapshot_id(tx.metadata)
+        self.commit_uuid = uuid.uuid4()
+        self._operation: str | None = None
+        self._added: list[DataFile] = []
+        self._added_deletes: list[DataFile] = []
+        self._removed_paths: set[str] = set()
+        self._remove_predicates: list[EntryPredicate] = []
+        self._validators: list[Validator] = []
+        self._owned: list[str] = []
+        self._new_manifests: pa.RecordBatch | None = None  # reused across attempts
+        self._new_manifest_paths: list[str] = []
+        self._attempts: list[_Attempt] = []
+        self._start_parent: int | None = None
+        self._manifest_count = 0
+        self._committed_to_tx = False
+
+    # -- staging --------------------------------------------------------------------------------
+    def add_data_files(self, files: Iterable[DataFile]) -> SnapshotProducer:
+        """Data files (content 0) to add."""
+        for f in files:
+            if f.content != 0:
+                raise ValidationError(f"{f.file_path}: not a data file (content {f.content})")
+            self._added.append(f)
+        return self
+
+    def add_delete_files(self, files: Iterable[DataFile]) -> SnapshotProducer:
+        """Position delete files / deletion vectors (content 1) or equality deletes (2)."""
+        for f in files:
+            if f.content not in (1, 2):
+                raise ValidationError(f"{f.file_path}: not a delete file (content {f.content})")
+            if f.content == 2 and not f.equality_ids:
+                raise ValidationError(f"{f.file_path}: equality delete file without equality_ids")
+            self._added_deletes.append(f)
+        return self
+
+    def remove_files(self, paths: Iterable[str | DataFile]) -> SnapshotProducer:
+        """Data or delete files to remove; each must be live in the base of every attempt."""
+        for p in paths:
+            self._removed_paths.add(p.file_path if isinstance(p, DataFile) else p)
+        return self
+
+    def remove_files_where(self, predicate: EntryPredicate) -> SnapshotProducer:
+        """Remove every live entry for which ``predicate(batch)`` is true."""
+        self._remove_predicates.append(predicate)
+        return self
+
+    def validate(self, fn: Validator) -> SnapshotProducer:
+        """Register a validation run on every build (first attempt and retries)."""
+        self._validators.append(fn)
+        return self
+
+    def owns_files(self, paths: Iterable[str]) -> SnapshotProducer:
+        """Files this operation wrote: deleted when it is abandoned."""
+        self._owned.extend(paths)
+        return self
+
+    def set_operation(self, operation: str) -> SnapshotProducer:
+        if operation not in Operation.ALL:
+            raise ValidationError(f"unknown snapshot operation {operation!r}")
+        self._operation = operation
+        return self
+
+    @property
+    def added_files(self) -> list[DataFile]:
+        return list(self._added)
+
+    # -- building -------------------------------------------------------------------------------
+    def commit(self) -> Transaction:
+        """Build against the transaction's metadata and apply the updates to it."""
+        return self.tx._apply_producer(self)
+
+    def build(self, metadata: TableMetadata) -> list[TableUpdate]:
+        """The updates of this snapshot on top of ``metadata`` (validations included)."""
+        parent = parent_snapshot(metadata, self.branch)
+        parent_id = parent.snapshot_id if parent is not None else None
+        if not self._attempts:
+            self._start_parent = parent_id
+        for fn in self._validators:
+            fn(metadata, parent, self._start_parent)
+        if metadata.snapshot_by_id(self.snapshot_id) is not None:
+            self.snapshot_id = _new_snapshot_id(metadata)
+            self._discard_new_manifests()
+        version = metadata.format_version
+        seq = metadata.last_sequence_number + 1 if version >= 2 else 0
+        new_rows = self._write_new_manifests(metadata)
+        written: list[str] = []
+        kept, replaced, removed, processed = self._filter(metadata, parent, written)
+        data_new = [r for r in new_rows if r["content"] == 0]
+        delete_new = [r for r in new_rows if r["content"] == 1]
+        data_kept = [r for r in kept if r["content"] == 0]
+        delete_kept = [r for r in kept if r["content"] == 1]
+        if not self.fast_append and bool_property(
+            metadata.properties, MANIFEST_MERGE_ENABLED, True
+        ):
+            data_new, data_kept, merged = self._merge(metadata, data_new, data_kept, written)
+            replaced += merged
+        rows = data_new + delete_new + data_kept + delete_kept
+        props = metadata.properties
+        list_path = (
+            f"{metadata_location(metadata.location, props)}/snap-{self.snapshot_id}-"
+            f"{len(self._attempts) + 1}-{self.commit_uuid}.avro"
+        )
+        first_row_id = metadata.next_row_id if version >= 3 else None
+        lst = _rows_batch(rows)
+        codec, level = _manifest_codec(props)
+        data, next_row = write_manifest_list(
+            lst,
+            format_version=version,
+            snapshot_id=self.snapshot_id,
+            sequence_number=seq,
+            parent_snapshot_id=parent_id,
+            first_row_id=first_row_id,
+            codec=codec,
+            level=level,
+        )
+        self.io.new_output(list_path).write(data, overwrite=True)
+        written_now = [*written]
+        summary = self._summary(metadata, parent, removed, len(new_rows) + len(written), replaced)
+        summary_props = dict(summary.properties)
+        summary_props["manifests-kept"] = str(
+            sum(1 for r in data_kept + delete_kept if r["manifest_path"] not in written)
+        )
+        summary_props["entries-processed"] = str(processed)
+        snapshot = Snapshot(
+            snapshot_id=self.snapshot_id,
+            timestamp_ms=max(int(time.time() * 1000), metadata.last_updated_ms),
+            manifest_list=list_path,
+            sequence_number=seq,
+            parent_snapshot_id=parent_id,
+            summary=Summary(summary.operation, summary_props),
+            schema_id=metadata.current_schema_id,
+            first_row_id=first_row_id,
+            added_rows=(next_row - first_row_id)
+            if first_row_id is not None and next_row is not None
+            else None,
+        )
+        self._attempts.append(_Attempt(snapshot, list_path, written_now))
+        ref = metadata.refs.get(self.branch)
+        return [
+            AddSnapshot(snapshot),
+            SetSnapshotRef(
+                self.branch,
+                self.snapshot_id,
+                "branch",
+                ref.min_snapshots_to_keep if ref else None,
+                ref.max_snapshot_age_ms if ref else None,
+                ref.max_ref_age_ms if ref else None,
+            ),
+        ]
+
+    def _manifest_path(self, metadata: TableMetadata) -> str:
+        self._manifest_count += 1
+        loc = metadata_location(metadata.location, metadata.properties)
+        return f"{loc}/{self.commit_uuid}-m{self._manifest_count - 1}.avro"
+
+    def _write(
+        self,
+        metadata: TableMetadata,
+        batch: pa.RecordBatch,
+        spec_id: int,
+        content: int,
+    ) -> dict[str, Any]:
+        spec = metadata.spec_by_id(spec_id)
+        if spec is None:
+            raise ValidationError(f"unknown partition spec id {spec_id}")
+        schema = metadata.current_schema()
+        import json
+
+        path = self._manifest_path(metadata)
+        codec, level = _manifest_codec(metadata.properties)
+        data, row = write_manifest(
+            batch,
+            format_version=metadata.format_version,
+            schema_json=json.dumps(schema.to_json()),
+            spec_json=json.dumps(spec.to_json()),
+            spec_id=spec_id,
+            path=path,
+            content=content,
+            snapshot_id=self.snapshot_id,
+            schema_id=schema.schema_id,
+            codec=codec,
+            level=level,
+        )
+        self.io.new_output(path).write(data, overwrite=True)
+        out: dict[str, Any] = row.to_pylist()[0]
+        out["manifest_length"] = len(data)
+        seqs = batch.column("sequence_number") if "sequence_number" in batch.schema.names else None
+        if seqs is not None and seqs.null_count < len(seqs):
+            # Existing entries keep their numbers; added ones (null) get the new, larger one.
+            out["min_sequence_number"] = pc.min(seqs).as_py()
+        return out
+
+    def _write_new_manifests(self, metadata: TableMetadata) -> list[dict[str, Any]]:
+        if self._new_manifests is not None:
+            cached: list[dict[str, Any]] = self._new_manifests.to_pylist()
+            for r in cached:
+                r["added_snapshot_id"] = self.snapshot_id
+            return cached
+        version = metadata.format_version
+        schema = metadata.current_schema()
+        rows: list[dict[str, Any]] = []
+        for content, files in ((0, self._added), (1, self._added_deletes)):
+            by_spec: dict[int, list[DataFile]] = {}
+            for f in files:
+                by_spec.setdefault(f.spec_id, []).append(f)
+            for spec_id, group in sorted(by_spec.items()):
+                spec = metadata.spec_by_id(spec_id)
+                if spec is None:
+                    raise ValidationError(
+                        f"{group[0].file_path}: unknown partition spec id {spec_id}"
+                    )
+                if version < 2 and content:
+                    raise ValidationError("delete files need format version 2 or later")
+                batch = entries_batch(group, version=version, schema=schema, spec=spec)
+                row = self._write(metadata, batch, spec_id, content)
+                self._new_manifest_paths.append(row["manifest_path"])
+                rows.append(row)
+        self._new_manifests = _rows_batch(rows) if rows else pa.RecordBatch.from_pylist([])
+        return rows
+
+    def _discard_new_manifests(self) -> None:
+        for p in self._new_manifest_paths:
+            self.io.delete_quietly(p)
+        self._new_manifest_paths = []
+        self._new_manifests = None
+
+    def _filter(
+        self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
+    ) -> tuple[list[dict[str, Any]], list[str], list[pa.RecordBatch], int]:
+        """Kept manifest rows, replaced paths, removed entries, entries processed."""
+        lst = _read_list(self.io, parent)
+        if lst is None:
+            if self._removed_paths:
+                missing = sorted(self._removed_paths)[0]
+                raise CommitConflictError(f"cannot remove {missing}: the table has no snapshot")
+            return [], [], [], 0
+        rows: list[dict[str, Any]] = list(lst.to_pylist())
+        if not self._removed_paths and not self._remove_predicates:
+            return rows, [], [], 0  # nothing to filter
+        mfs = manifest_files(lst)
+        live = [
+            i
+            for i, m in enumerate(mfs)
+            if (m.added_files_count or 0) + (m.existing_files_count or 0) > 0
+            or m.added_files_count is None
+        ]
+        blobs = [self.io.new_input(mfs[i].manifest_path).read() for i in live]
+        batches = read_manifests(blobs, [mfs[i] for i in live])
+        wanted = pa.array(sorted(self._removed_paths), pa.string())
+        found: set[str] = set()
+        kept: list[dict[str, Any]] = []
+        replaced: list[str] = []
+        removed: list[pa.RecordBatch] = []
+        processed = 0
+        for i, batch in zip(live, batches, strict=True):
+            processed += batch.num_rows
+            alive = pc.not_equal(batch.column("status"), DELETED)
+            mask = pc.is_in(batch.column("file_path"), value_set=wanted)
+            for pred in self._remove_predicates:
+                mask = pc.or_(mask, pred(batch))
+            mask = pc.and_(pc.fill_null(mask, False), alive)
+            if not pc.any(mask).as_py():
+                kept.append(rows[i])
+                continue
+            gone = batch.filter(mask)
+            found.update(str(p) for p in gone.column("file_path").to_pylist())
+            removed.append(gone)
+            replaced.append(rows[i]["manifest_path"])
+            row = self._rewrite(metadata, mfs[i], batch, mask, alive)
+            written.append(row["manifest_path"])
+            kept.append(row)
+        not_live = self._removed_paths - found
+        if not_live:
+            raise CommitConflictError(
+                f"cannot remove {sorted(not_live)[0]}: it is not a live file of the table "
+                f"(branch {self.branch!r}); another commit may have removed it"
+            )
+        return kept, replaced, removed, processed
+
+    def _rewrite(
+        self,
+        metadata: TableMetadata,
+        mf: ManifestFile,
+        batch: pa.RecordBatch,
+        mask: pa.Array,
+        alive: pa.Array,
+    ) -> dict[str, Any]:
+        keep = pc.or_(mask, alive)
+        sub = batch.filter(keep)
+        sub_mask = mask.filter(keep)
+        status = pc.if_else(sub_mask, DELETED, EXISTING).cast(pa.int32())
+        snap = pc.if_else(
+            sub_mask, pa.scalar(self.snapshot_id, pa.int64()), sub.column("snapshot_id")
+        )
+        sub = sub.set_column(sub.schema.get_field_index("status"), "status", status)
+        sub = sub.set_column(sub.schema.get_field_index("snapshot_id"), "snapshot_id", snap)
+        content = 1 if mf.content else 0
+        row = self._write(metadata, sub, mf.partition_spec_id, content)
+        row["first_row_id"] = None
+        return row
+
+    def _merge(
+        self,
+        metadata: TableMetadata,
+        new: list[dict[str, Any]],
+        kept: list[dict[str, Any]],
+        written: list[str],
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        props = metadata.properties
+        min_count = int_property(props, MANIFEST_MIN_MERGE_COUNT, 100)
+        target = int_property(props, MANIFEST_TARGET_SIZE_BYTES, 8 * 1024 * 1024, minimum=1)
+        specs = {r["partition_spec_id"] for r in new + kept}
+        out_new: list[dict[str, Any]] = []
+        out_kept: list[dict[str, Any]] = []
+        replaced: list[str] = []
+        for spec_id in sorted(specs):
+            group_new = [r for r in new if r["partition_spec_id"] == spec_id]
+            group_kept = [r for r in kept if r["partition_spec_id"] == spec_id]
+            if len(group_new) + len(group_kept) < max(min_count, 2):
+                out_new += group_new
+                out_kept += group_kept
+                continue
+            bins: list[list[dict[str, Any]]] = [[]]
+            size = 0
+            for r in group_new + group_kept:
+                if bins[-1] and size + r["manifest_length"] > target:
+                    bins.append([])
+                    size = 0
+                bins[-1].append(r)
+                size += r["manifest_length"]
+            for b in bins:
+                if len(b) == 1:
+                    (out_new if b[0] in group_new else out_kept).append(b[0])
+                    continue
+                row = self._merge_bin(metadata, b, spec_id)
+                written.append(row["manifest_path"])
+                replaced += [r["manifest_path"] for r in b if r not in group_new]
+                out_new.append(row)
+        return out_new, out_kept, replaced
+
+    def _merge_bin(
+        self, metadata: TableMetadata, rows: list[dict[str, Any]], spec_id: int
+    ) -> dict[str, Any]:
+        own = set(self._new_manifest_paths)
+        batches = []
+        for r in rows:
+            data = self.io.new_input(r["manifest_path"]).read()
+            if r["manifest_path"] in own:
+                b = read_manifest(data, name=r["manifest_path"])  # ADDED, inheriting later
+            else:
+                mf = manifest_files(_rows_batch([r]))[0]
+                b = read_manifest(data, manifest=mf)
+                alive = pc.not_equal(b.column("status"), DELETED)
+                b = b.filter(alive)
+                b = b.set_column(
+                    b.schema.get_field_index("status"),
+                    "status",
+                    pa.array([EXISTING] * b.num_rows, pa.int32()),
+                )
+            batches.append(b)
+        merged = pa.Table.from_batches(batches).combine_chunks().to_batches()
+        batch = merged[0] if merged else batches[0]
+        row = self._write(metadata, batch, spec_id, 0)
+        if any(r["manifest_path"] not in own for r in rows):
+            row["first_row_id"] = None
+        return row
+
+    # -- summary --------------------------------------------------------------------------------
+    def _summary(
+        self,
+        metadata: TableMetadata,
+        parent: Snapshot | None,
+        removed: list[pa.RecordBatch],
+        created: int,
+        replaced: list[str],
+    ) -> Summary:
+        s: dict[str, int] = {}
+
+        def add(key: str, n: int) -> None:
+            s[key] = s.get(key, 0) + n
+
+        partitions: set[tuple[int, str]] = set()
+        for f in self._added + self._added_deletes:
+            partitions.add((f.spec_id, repr(sorted(f.partition.items()))))
+            if f.content == 0:
+                add("added-data-files", 1)
+                add("added-records", f.record_count)
+                add("added-files-size", f.file_size_in_bytes)
+            else:
+                add("added-delete-files", 1)
+                is_dv = f.file_format.upper() == "PUFFIN"
+                size = f.content_size_in_bytes if is_dv else f.file_size_in_bytes
+                add("added-files-size", size or 0)
+                if f.content == 1:
+                    add("added-dvs" if is_dv else "added-position-delete-files", 1)
+                    add("added-position-deletes", f.record_count)
+                else:
+                    add("added-equality-delete-files", 1)
+                    add("added-equality-deletes", f.record_count)
+        for b in removed:
+            cols = b.select(
+                ["content", "file_format", "record_count", "file_size_in_bytes", "partition"]
+            ).to_pylist()
+            extra = (
+                b.column("content_size_in_bytes").to_pylist()
+                if ("content_size_in_bytes" in b.schema.names)
+                else [None] * b.num_rows
+            )
+            spec_id = int((b.schema.metadata or {}).get(b"partition-spec-id", b"0"))
+            for r, csize in zip(cols, extra, strict=True):
+                partitions.add((spec_id, repr(sorted((r["partition"] or {}).items()))))
+                if r["content"] == 0:
+                    add("deleted-data-files", 1)
+                    add("deleted-records", r["record_count"])
+                    add("removed-files-size", r["file_size_in_bytes"])
+                else:
+                    add("removed-delete-files", 1)
+                    is_dv = (r["file_format"] or "").upper() == "PUFFIN"
+                    add("removed-files-size", (csize if is_dv else r["file_size_in_bytes"]) or 0)
+                    if r["content"] == 1:
+                        add("removed-dvs" if is_dv else "removed-position-delete-files", 1)
+                        add("removed-position-deletes", r["record_count"])
+                    else:
+                        add("removed-equality-delete-files", 1)
+                        add("removed-equality-deletes", r["record_count"])
+        props = {k: str(v) for k, v in s.items()}
+        props["changed-partition-count"] = str(len(partitions))
+        props["manifests-created"] = str(created)
+        props["manifests-replaced"] = str(len(replaced))
+        props.update(self.snapshot_properties)
+        op = self._operation or self._derive_operation(bool(removed))
+        summary = Summary(op, props)
+        prev = parent.summary if parent is not None else None
+        return update_snapshot_totals(summary, prev)
+
+    def _derive_operation(self, removes: bool) -> str:
+        adds_data = bool(self._added)
+        adds_deletes = bool(self._added_deletes)
+        if adds_data and not adds_deletes and not removes:
+            return Operation.APPEND
+        if not adds_data and (removes or adds_deletes):
+            return Operation.DELETE
+        if not adds_data and not removes and not adds_deletes:
+            return Operation.APPEND
+        return Operation.OVERWRITE
+
+    # -- outcome --------------------------------------------------------------------------------
+    def committed(self, snapshot_id_in_table: bool) -> None:
+        """Called after the transaction's commit: delete files of superseded attempts."""
+        if not snapshot_id_in_table:
+            self.abort()
+            return
+        final = self._attempts[-1] if self._attempts else None
+        for a in self._attempts[:-1]:
+            self.io.delete_quietly(a.manifest_list)
+            for p in a.written:
+                if final is None or p not in final.written:
+                    self.io.delete_quietly(p)
+
+    def abort(self) -> None:
+        """Delete everything this producer wrote (the commit failed for good)."""
+        for a in self._attempts:
+            self.io.delete_quietly(a.manifest_list)
+            for p in a.written:
+                self.io.delete_quietly(p)
+        self._discard_new_manifests()
+        for p in self._owned:
+            self.io.delete_quietly(p)
+
+
+def _rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    if not rows:
+        return _EMPTY_LIST
+    return pa.RecordBatch.from_pylist(rows, schema=_LIST_SCHEMA)
+
+
+def _list_schema() -> pa.Schema:
+    _, row = write_manifest(
+        pa.RecordBatch.from_pylist([], schema=pa.schema([pa.field("status", pa.int32())])),
+        format_version=3,
+        schema_json='{"type": "struct", "schema-id": 0, "fields": []}',
+        spec_json="[]",
+        spec_id=0,
+        path="<schema>",
+    )
+    return row.schema
+
+
+_LIST_SCHEMA = _list_schema()
+_EMPTY_LIST = pa.RecordBatch.from_pylist([], schema=_LIST_SCHEMA)
+
+
+def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:
+    codec = props.get(MANIFEST_COMPRESSION, "gzip")
+    raw = props.get(MANIFEST_COMPRESSION_LEVEL)
+    level = None if raw in (None, "") else int_property(props, MANIFEST_COMPRESSION_LEVEL, 0)
+    return codec, level
+
+
+def _new_snapshot_id(metadata: TableMetadata) -> int:
+    while True:
+        sid = random.getrandbits(63)
+        if sid and metadata.snapshot_by_id(sid) is None:
+            return sid

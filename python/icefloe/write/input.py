@@ -1,0 +1,234 @@
+"""Turning user data into an Arrow table of exactly the table schema.
+
+Accepted input: :class:`pyarrow.Table`, :class:`pyarrow.RecordBatch`,
+:class:`pyarrow.RecordBatchReader`, anything with ``__arrow_c_stream__`` or
+``__arrow_c_array__`` (polars, DuckDB results, ...), and pandas DataFrames.
+
+Columns are matched by name (case-sensitive). Only safe casts are made: integers to wider or
+value-checked narrower integers, float to double, string/binary size variants, dictionary
+decoding, timestamps between units without losing precision (with the same zone-ness), dates,
+decimals to a type that holds every value, a null column into any optional column. A missing
+column gets its v3 ``write-default`` (or nulls when optional); a required column must have no
+nulls. Anything else raises :class:`~icefloe.exceptions.ValidationError` naming the column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.arrow_schema import schema_to_arrow
+from icefloe.exceptions import ValidationError
+from icefloe.schema import Schema
+from icefloe.types import IcebergType, ListType, MapType, NestedField, StructType
+from icefloe.values import from_json
+
+__all__ = ["to_arrow_table", "to_table_schema"]
+
+
+def to_arrow_table(data: Any) -> pa.Table:
+    """Any supported input as a :class:`pyarrow.Table` (streams are read fully)."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.table(data)
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.Table.from_batches([pa.record_batch(data)])
+    mod = type(data).__module__
+    if mod.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise ValidationError(
+        f"cannot write data of type {type(data).__name__}: expected a pyarrow Table, "
+        "RecordBatch, RecordBatchReader, an Arrow stream or a pandas DataFrame"
+    )
+
+
+def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Table:
+    """``data`` with exactly the columns, order and types of ``schema`` (field ids attached)."""
+    table = to_arrow_table(data)
+    target = schema_to_arrow(schema)
+    known = {f.name for f in schema.fields}
+    extra = [n for n in table.column_names if n not in known]
+    if extra:
+        raise ValidationError(
+            f"input column {extra[0]!r} is not in the table schema (columns: {sorted(known)})"
+        )
+    if len(set(table.column_names)) != len(table.column_names):
+        raise ValidationError(f"input has duplicate column names: {table.column_names}")
+    n = table.num_rows
+    columns: list[pa.ChunkedArray] = []
+    for f, af in zip(schema.fields, target, strict=True):
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            columns.append(_coerce(col, f, af, f.name))
+        else:
+            columns.append(_missing(f, af, n, format_version))
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
+    if f.write_default is not None:
+        value = from_json(f.field_type, f.write_default)
+        try:
+            scalar = pa.scalar(value, type=af.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+            raise ValidationError(f"column {f.name!r}: bad write-default {value!r}: {e}") from e
+        return pa.chunked_array([pa.repeat(scalar, n)], type=af.type)
+    if f.required:
+        raise ValidationError(f"required column {f.name!r} is missing from the input")
+    return pa.chunked_array([pa.nulls(n, type=af.type)], type=af.type)
+
+
+def _coerce(col: pa.ChunkedArray, f: NestedField, af: pa.Field, path: str) -> pa.ChunkedArray:
+    chunks = [_coerce_array(c, f.field_type, af.type, path) for c in col.chunks]
+    out = pa.chunked_array(chunks, type=af.type)
+    if f.required and out.null_count:
+        raise ValidationError(f"required column {path!r} has {out.null_count} null values")
+    return out
+
+
+def _check_required_child(parent: pa.Array, child: pa.Array, f: NestedField, path: str) -> None:
+    if f.required and child.null_count:
+        bad = pc.sum(pc.and_(child.is_null(), parent.is_valid())).as_py() or 0
+        if bad:
+            raise ValidationError(f"required field {path!r} has {bad} null values")
+
+
+def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -> pa.Array:
+    if isinstance(arr, pa.DictionaryArray):
+        arr = arr.dictionary_decode()
+    have = arr.type
+    if have == want:
+        if isinstance(t, StructType | ListType | MapType):
+            _check_nested_required(arr, t, path)
+        return arr
+    if pa.types.is_null(have):
+        return pa.nulls(len(arr), type=want)
+    if isinstance(t, StructType):
+        if not pa.types.is_struct(have):
+            raise _type_error(path, have, want)
+        sarr: pa.StructArray = arr
+        names = [have.field(i).name for i in range(have.num_fields)]
+        unknown = [nm for nm in names if t.field_by_name(nm) is None]
+        if unknown:
+            raise ValidationError(f"input field {path}.{unknown[0]} is not in the table schema")
+        children = []
+        for i, child in enumerate(t.fields):
+            cpath = f"{path}.{child.name}"
+            wt = want.field(i).type
+            if child.name in names:
+                raw = sarr.field(names.index(child.name))
+                c = _coerce_array(raw, child.field_type, wt, cpath)
+                _check_required_child(arr, c, child, cpath)
+            elif child.write_default is not None:
+                c = pa.repeat(
+                    pa.scalar(from_json(child.field_type, child.write_default), wt), len(arr)
+                )
+            elif child.required:
+                raise ValidationError(f"required field {cpath!r} is missing from the input")
+            else:
+                c = pa.nulls(len(arr), type=wt)
+            children.append(c)
+        return pa.StructArray.from_arrays(
+            children, fields=list(want), mask=arr.is_null() if arr.null_count else None
+        )
+    if isinstance(t, ListType):
+        if not (pa.types.is_list(have) or pa.types.is_large_list(have)):
+            raise _type_error(path, have, want)
+        vals = _coerce_array(arr.flatten(), t.element_type, want.value_type, f"{path}.element")
+        ef = t.element_field
+        if ef.required and vals.null_count:
+            raise ValidationError(f"required field {path}.element has {vals.null_count} nulls")
+        offsets = pc.cast(arr.offsets, pa.int32(), safe=True)
+        if arr.offset or arr.null_count:
+            # Rebuild with offsets relative to the flattened values.
+            offsets = pc.subtract(offsets, offsets[0])
+        return pa.ListArray.from_arrays(
+            offsets, vals, type=want, mask=arr.is_null() if arr.null_count else None
+        )
+    if isinstance(t, MapType):
+        if not pa.types.is_map(have):
+            raise _type_error(path, have, want)
+        keys = _coerce_array(arr.keys, t.key_type, want.key_type, f"{path}.key")
+        items = _coerce_array(arr.items, t.value_type, want.item_type, f"{path}.value")
+        if t.value_required and items.null_count:
+            raise ValidationError(f"required field {path}.value has {items.null_count} nulls")
+        offsets = pc.subtract(arr.offsets, arr.offsets[0])
+        return pa.MapArray.from_arrays(
+            offsets, keys, items, type=want, mask=arr.is_null() if arr.null_count else None
+        )
+    if not _safe(have, want):
+        raise _type_error(path, have, want)
+    try:
+        return pc.cast(arr, want, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise ValidationError(f"column {path!r}: cannot cast {have} to {want}: {e}") from e
+
+
+def _check_nested_required(arr: pa.Array, t: IcebergType, path: str) -> None:
+    if isinstance(t, StructType):
+        for i, child in enumerate(t.fields):
+            c = arr.field(i)
+            _check_required_child(arr, c, child, f"{path}.{child.name}")
+            if isinstance(child.field_type, StructType | ListType | MapType):
+                _check_nested_required(c, child.field_type, f"{path}.{child.name}")
+    elif isinstance(t, ListType):
+        vals = arr.flatten()
+        if t.element_required and vals.null_count:
+            raise ValidationError(f"required field {path}.element has {vals.null_count} nulls")
+        if isinstance(t.element_type, StructType | ListType | MapType):
+            _check_nested_required(vals, t.element_type, f"{path}.element")
+    elif isinstance(t, MapType):
+        items = pc.list_flatten(arr)
+        vals = items.field(1)
+        if t.value_required and vals.null_count:
+            raise ValidationError(f"required field {path}.value has {vals.null_count} nulls")
+        if isinstance(t.value_type, StructType | ListType | MapType):
+            _check_nested_required(vals, t.value_type, f"{path}.value")
+
+
+def _type_error(path: str, have: pa.DataType, want: pa.DataType) -> ValidationError:
+    return ValidationError(f"column {path!r} has type {have}, which cannot be written as {want}")
+
+
+def _storage(t: pa.DataType) -> pa.DataType:
+    return t.storage_type if isinstance(t, pa.ExtensionType) else t
+
+
+def _safe(have: pa.DataType, want: pa.DataType) -> bool:
+    """Whether casting ``have`` to ``want`` is a promotion (value-checked casts included)."""
+    types = pa.types
+    have_s, want_s = _storage(have), _storage(want)
+    if have_s == want_s:
+        return True
+    if types.is_integer(have) and types.is_integer(want):
+        return True
+    if types.is_floating(have) and types.is_floating(want):
+        return bool(have.bit_width <= want.bit_width)
+    if (types.is_string(have) or types.is_large_string(have) or types.is_string_view(have)) and (
+        types.is_string(want) or types.is_large_string(want)
+    ):
+        return True
+    if (types.is_binary(have) or types.is_large_binary(have) or types.is_binary_view(have)) and (
+        types.is_binary(want_s) or types.is_large_binary(want_s)
+    ):
+        return True
+    if types.is_fixed_size_binary(have) and types.is_fixed_size_binary(want_s):
+        return bool(have.byte_width == want_s.byte_width)
+    if types.is_timestamp(have) and types.is_timestamp(want):
+        return (have.tz is None) == (want.tz is None)
+    if types.is_date(have) and types.is_date(want):
+        return True
+    if types.is_time(have) and types.is_time(want):
+        return True
+    if types.is_decimal(have) and types.is_decimal(want):
+        return bool(
+            have.scale == want.scale and have.precision - have.scale <= want.precision - want.scale
+        )
+    return False

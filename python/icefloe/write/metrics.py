@@ -1,0 +1,378 @@
+"""Column metrics of a written data file, as the Java reference computes them.
+
+Per leaf column (by field id): ``column_sizes`` (compressed bytes of its column chunks),
+``value_counts`` (values including nulls, from the Parquet footer), ``null_value_counts``,
+``nan_value_counts`` (float and double only) and lower/upper bounds in the spec's single-value
+binary form, all under the table's metrics modes:
+
+* ``write.metadata.metrics.default`` (default ``truncate(16)``) and per column
+  ``write.metadata.metrics.column.<name>``: ``none`` (no metrics at all), ``counts`` (counts and
+  sizes, no bounds), ``truncate(N)`` (bounds of strings and binary truncated to ``N`` code points
+  or bytes; an upper bound is rounded up so it stays an upper bound, and dropped when it cannot
+  be) or ``full``;
+* ``write.metadata.metrics.max-inferred-column-defaults`` (default 100): without an explicit
+  default, only the first that many leaf columns get ``truncate(16)``, the rest ``none``;
+* columns of the table's sort order get at least ``truncate(16)``.
+
+Bounds ignore nulls and NaN. For float and double, a lower bound equal to zero is written as
+``-0.0`` and an upper bound equal to zero as ``+0.0`` (spec: ``-0.0`` precedes ``+0.0``, and NaN
+is never a bound). Min/max run as Arrow kernels over whole columns; Python only touches one
+value per column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icefloe import _native
+from icefloe.exceptions import ValidationError
+from icefloe.schema import Schema
+from icefloe.sorting import SortOrder
+from icefloe.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+from icefloe.values import to_bytes
+
+__all__ = [
+    "ColumnMetrics",
+    "MetricsConfig",
+    "MetricsMode",
+    "compute_metrics",
+    "split_offsets",
+    "truncate_lower",
+    "truncate_upper",
+]
+
+DEFAULT_MODE = "write.metadata.metrics.default"
+COLUMN_MODE_PREFIX = "write.metadata.metrics.column."
+MAX_INFERRED = "write.metadata.metrics.max-inferred-column-defaults"
+_TRUNCATE = re.compile(r"truncate\((\d+)\)")
+
+
+@dataclass(frozen=True)
+class MetricsMode:
+    """``kind`` is none, counts, truncate or full; ``length`` the truncate width."""
+
+    kind: str
+    length: int = 0
+
+    @staticmethod
+    def parse(text: str, what: str = "metrics mode") -> MetricsMode:
+        s = text.strip().lower()
+        if s in ("none", "counts", "full"):
+            return MetricsMode(s)
+        m = _TRUNCATE.fullmatch(s)
+        if m:
+            n = int(m.group(1))
+            if n <= 0:
+                raise ValidationError(f"{what}: truncate length must be positive: {text!r}")
+            return MetricsMode("truncate", n)
+        raise ValidationError(f"{what}: unknown metrics mode {text!r}")
+
+    def __str__(self) -> str:
+        return f"truncate({self.length})" if self.kind == "truncate" else self.kind
+
+
+_DEFAULT = MetricsMode("truncate", 16)
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    field: NestedField
+    name: str
+    path: tuple[int, ...]  # child positions; -1 list element, -2 map key, -3 map value
+    repeated: bool
+
+
+def _leaves(schema: Schema) -> list[_Leaf]:
+    """Primitive leaves in Parquet column order (depth first)."""
+    out: list[_Leaf] = []
+
+    def walk(f: NestedField, name: str, path: tuple[int, ...], repeated: bool) -> None:
+        t = f.field_type
+        if isinstance(t, StructType):
+            for i, c in enumerate(t.fields):
+                walk(c, f"{name}.{c.name}", (*path, i), repeated)
+        elif isinstance(t, ListType):
+            walk(t.element_field, f"{name}.element", (*path, -1), True)
+        elif isinstance(t, MapType):
+            walk(t.key_field, f"{name}.key", (*path, -2), True)
+            walk(t.value_field, f"{name}.value", (*path, -3), True)
+        else:
+            out.append(_Leaf(f, name, path, repeated))
+
+    for i, f in enumerate(schema.fields):
+        walk(f, f.name, (i,), False)
+    return out
+
+
+class MetricsConfig:
+    """The metrics mode of every leaf column of a schema under a table's properties."""
+
+    def __init__(
+        self,
+        schema: Schema,
+        properties: Mapping[str, str],
+        sort_order: SortOrder | None = None,
+    ) -> None:
+        explicit = properties.get(DEFAULT_MODE)
+        default = MetricsMode.parse(explicit, DEFAULT_MODE) if explicit else _DEFAULT
+        raw_max = properties.get(MAX_INFERRED, "100")
+        try:
+            max_inferred = int(raw_max)
+        except ValueError:
+            raise ValidationError(f"table property {MAX_INFERRED} is not an integer") from None
+        self.leaves = _leaves(schema)
+        by_name = {leaf.name: leaf.field.field_id for leaf in self.leaves}
+        self.modes: dict[int, MetricsMode] = {}
+        for i, leaf in enumerate(self.leaves):
+            inferred = explicit is None and i >= max_inferred
+            self.modes[leaf.field.field_id] = MetricsMode("none") if inferred else default
+        sort_ids = {f.source_id for f in sort_order.fields} if sort_order is not None else set()
+        for fid in sort_ids:
+            mode = self.modes.get(fid)
+            if mode is not None and mode.kind in ("none", "counts"):
+                self.modes[fid] = _DEFAULT
+        for key, value in properties.items():
+            if key.startswith(COLUMN_MODE_PREFIX):
+                col = key[len(COLUMN_MODE_PREFIX) :]
+                col_id = by_name.get(col)
+                if col_id is None:  # a dropped or misspelt column: ignored like the reference
+                    continue
+                self.modes[col_id] = MetricsMode.parse(value, key)
+
+    def mode(self, field_id: int) -> MetricsMode:
+        return self.modes.get(field_id, _DEFAULT)
+
+
+@dataclass
+class ColumnMetrics:
+    """The metric maps of one data file (field id to value)."""
+
+    column_sizes: dict[int, int]
+    value_counts: dict[int, int]
+    null_value_counts: dict[int, int]
+    nan_value_counts: dict[int, int]
+    lower_bounds: dict[int, bytes]
+    upper_bounds: dict[int, bytes]
+
+
+def _leaf_array(table: pa.Table, path: tuple[int, ...]) -> pa.ChunkedArray:
+    arr: pa.ChunkedArray = table.column(path[0])
+    for step in path[1:]:
+        if step >= 0:
+            arr = pc.struct_field(arr, [step])
+        elif step == -1:
+            arr = pc.list_flatten(arr)
+        else:
+            entries = pc.list_flatten(arr)
+            arr = pc.struct_field(entries, [0 if step == -2 else 1])
+    return arr
+
+
+def _chunk_stats(md: pq.FileMetaData, ncols: int) -> tuple[list[int], list[int], list[int | None]]:
+    sizes = [0] * ncols
+    values = [0] * ncols
+    nulls: list[int | None] = [0] * ncols
+    for rg in range(md.num_row_groups):
+        group = md.row_group(rg)
+        for c in range(ncols):
+            col = group.column(c)
+            sizes[c] += col.total_compressed_size
+            values[c] += col.num_values
+            stats = col.statistics
+            prev = nulls[c]
+            if prev is None or stats is None or not stats.has_null_count:
+                nulls[c] = None
+            else:
+                nulls[c] = prev + stats.null_count
+    return sizes, values, nulls
+
+
+def compute_metrics(table: pa.Table, md: pq.FileMetaData, config: MetricsConfig) -> ColumnMetrics:
+    """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``."""
+    leaves = config.leaves
+    if md.num_columns != len(leaves):
+        raise ValidationError(
+            f"Parquet file has {md.num_columns} leaf columns, the schema {len(leaves)}"
+        )
+    sizes, values, nulls = _chunk_stats(md, len(leaves))
+    out = ColumnMetrics({}, {}, {}, {}, {}, {})
+    for i, leaf in enumerate(leaves):
+        fid = leaf.field.field_id
+        mode = config.mode(fid)
+        if mode.kind == "none":
+            continue
+        t = leaf.field.field_type
+        arr: pa.ChunkedArray | None = None
+        out.column_sizes[fid] = sizes[i]
+        out.value_counts[fid] = values[i]
+        null_count = nulls[i]
+        if null_count is None:
+            arr = _leaf_array(table, leaf.path)
+            null_count = arr.null_count
+        out.null_value_counts[fid] = null_count
+        if isinstance(t, FloatType | DoubleType):
+            arr = _leaf_array(table, leaf.path) if arr is None else arr
+            out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(arr)).as_py() or 0)
+        if mode.kind == "counts" or not _has_bounds(t):
+            continue
+        arr = _leaf_array(table, leaf.path) if arr is None else arr
+        bounds = _bounds(arr, t, mode, out.nan_value_counts.get(fid, 0))
+        if bounds is not None:
+            lo, hi = bounds
+            out.lower_bounds[fid] = lo
+            if hi is not None:
+                out.upper_bounds[fid] = hi
+    return out
+
+
+def _has_bounds(t: IcebergType) -> bool:
+    return isinstance(
+        t,
+        BooleanType
+        | IntegerType
+        | LongType
+        | FloatType
+        | DoubleType
+        | DecimalType
+        | DateType
+        | TimeType
+        | TimestampType
+        | TimestamptzType
+        | TimestampNanoType
+        | TimestamptzNanoType
+        | StringType
+        | BinaryType
+        | FixedType
+        | UUIDType,
+    )
+
+
+_PHYSICAL_INT = (
+    DateType,
+    TimeType,
+    TimestampType,
+    TimestamptzType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+)
+
+
+def _bounds(
+    arr: pa.ChunkedArray, t: IcebergType, mode: MetricsMode, nan_count: int
+) -> tuple[bytes, bytes | None] | None:
+    if isinstance(arr.type, pa.ExtensionType):
+        arr = pa.chunked_array([c.storage for c in arr.chunks], type=arr.type.storage_type)
+    if nan_count:
+        arr = arr.filter(pc.invert(pc.is_nan(arr)))
+    if len(arr) == arr.null_count:
+        return None
+    if isinstance(t, _PHYSICAL_INT):
+        target = pa.int32() if isinstance(t, DateType) else pa.int64()
+        arr = arr.cast(target)
+    mm = pc.min_max(arr)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if lo is None or hi is None:
+        return None
+    if isinstance(t, FloatType | DoubleType):
+        if lo == 0.0:
+            lo = -0.0
+        if hi == 0.0:
+            hi = 0.0
+    if isinstance(t, DecimalType):
+        return to_bytes(t, lo), to_bytes(t, hi)
+    name = str(t)
+    if mode.kind == "truncate" and isinstance(t, StringType | BinaryType):
+        n = mode.length
+        if isinstance(t, StringType):
+            lo_t, hi_t = lo[:n], truncate_upper_str(hi, n)
+            lo_b = lo_t.encode()
+            hi_b = None if hi_t is None else hi_t.encode()
+        else:
+            lo_b = truncate_lower(lo, n)
+            hi_b = truncate_upper(hi, n)
+        return lo_b, hi_b
+    return _native.value_to_bytes(name, lo), _native.value_to_bytes(name, hi)
+
+
+def truncate_lower(value: bytes, length: int) -> bytes:
+    """A lower bound of ``value`` at most ``length`` bytes long (its prefix)."""
+    return bytes(value[:length])
+
+
+def truncate_upper(value: bytes, length: int) -> bytes | None:
+    """The smallest byte string of at most ``length`` bytes above every string starting with
+    ``value[:length]`` (the prefix with its last non-0xFF byte incremented), or ``value`` itself
+    when short enough; ``None`` when every byte of the prefix is 0xFF."""
+    if len(value) <= length:
+        return bytes(value)
+    prefix = bytearray(value[:length])
+    while prefix:
+        if prefix[-1] < 0xFF:
+            prefix[-1] += 1
+            return bytes(prefix)
+        prefix.pop()
+    return None
+
+
+def truncate_upper_str(value: str, length: int) -> str | None:
+    """As :func:`truncate_upper` for code points: the prefix of ``length`` code points with its
+    last incrementable code point incremented (skipping surrogates), or ``None``."""
+    if len(value) <= length:
+        return value
+    chars = list(value[:length])
+    while chars:
+        cp = ord(chars[-1]) + 1
+        if 0xD800 <= cp <= 0xDFFF:
+            cp = 0xE000
+        if cp <= 0x10FFFF:
+            chars[-1] = chr(cp)
+            return "".join(chars)
+        chars.pop()
+    return None
+
+
+def split_offsets(md: pq.FileMetaData) -> list[int]:
+    """The starting byte offset of each row group (sorted), for splitting the file."""
+    out: list[int] = []
+    for rg in range(md.num_row_groups):
+        col = md.row_group(rg).column(0)
+        start = col.data_page_offset
+        dict_off = col.dictionary_page_offset
+        if col.has_dictionary_page and dict_off is not None and 0 < dict_off < start:
+            start = dict_off
+        out.append(int(start))
+    return sorted(out)
+
+
+def iter_leaf_ids(schema: Schema) -> Iterator[int]:
+    """Field ids of the schema's primitive leaves in Parquet column order."""
+    for leaf in _leaves(schema):
+        yield leaf.field.field_id

@@ -1,0 +1,330 @@
+"""Writing Arrow data as Parquet data files of a table.
+
+:func:`write_data_files` validates and casts the input (:mod:`icefloe.write.input`), computes the
+partition values with the Rust transforms, orders the rows by partition (and by the table's sort
+order when it has one) with one Arrow sort, and writes each partition's rows into Parquet files
+of about ``write.target-file-size-bytes``, rolling over to a new file when the bytes written so
+far reach the target. Each file gets its metrics (:mod:`icefloe.write.metrics`), split offsets
+and partition tuple, and comes back as a :class:`~icefloe.write.files.DataFile`.
+
+It writes files only; committing them is the job of a producer
+(:mod:`icefloe.table.producer`). It is what a Spark executor calls for its partition of rows.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icefloe.arrow_schema import type_to_arrow
+from icefloe.exceptions import ValidationError
+from icefloe.io import FileIO, data_location
+from icefloe.metadata import TableMetadata
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.sorting import NullOrder, SortDirection, SortOrder
+from icefloe.transforms import (
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    YearTransform,
+)
+from icefloe.types import StructType
+from icefloe.write.files import DataFile
+from icefloe.write.input import to_table_schema
+from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
+from icefloe.write.properties import ParquetOptions, target_file_size
+
+__all__ = ["WriteOptions", "partition_path", "write_data_files", "write_parquet_files"]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """Knobs of one write; the defaults come from the table properties."""
+
+    target_file_size: int | None = None
+    sort: bool = True
+    task_id: int = 0
+
+
+def _source_array(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
+    ancestors = schema.ancestors(source_id)
+    fld = schema.find_field(source_id)
+    chain = [*ancestors, fld]
+    arr: pa.ChunkedArray = table.column(chain[0].name)
+    parent_type = chain[0].field_type
+    for f in chain[1:]:
+        if not isinstance(parent_type, StructType):
+            raise ValidationError(f"partition source {fld.name!r} is inside a list or map")
+        idx = [c.field_id for c in parent_type.fields].index(f.field_id)
+        arr = pc.struct_field(arr, [idx])
+        parent_type = f.field_type
+    return arr
+
+
+def _partition_arrays(
+    table: pa.Table, schema: Schema, spec: PartitionSpec
+) -> list[pa.ChunkedArray]:
+    ptype = spec.partition_type(schema)
+    out = []
+    for pf, nf in zip(spec.fields, ptype.fields, strict=True):
+        if pf.source_ids is not None and len(pf.source_ids) > 1:
+            raise ValidationError(f"cannot write partition field {pf.name!r}: multi-argument")
+        src = _source_array(table, schema, pf.source_id)
+        if pf.transform.is_void:
+            res = pa.chunked_array([pa.nulls(len(src), type_to_arrow(nf.field_type))])
+        else:
+            res = pf.transform.apply(src)
+        want = type_to_arrow(nf.field_type)
+        if isinstance(want, pa.ExtensionType):
+            want = want.storage_type
+        if isinstance(res.type, pa.ExtensionType):
+            res = pa.chunked_array([c.storage for c in res.chunks], type=res.type.storage_type)
+        if res.type != want:
+            res = res.cast(want)
+        out.append(res)
+    return out
+
+
+def _sort_keys(
+    table: pa.Table, schema: Schema, order: SortOrder
+) -> list[tuple[pa.ChunkedArray, str]]:
+    keys: list[tuple[pa.ChunkedArray, str]] = []
+    for sf in order.fields:
+        src = _source_array(table, schema, sf.source_id)
+        arr = src if isinstance(sf.transform, IdentityTransform) else sf.transform.apply(src)
+        if isinstance(arr.type, pa.ExtensionType):
+            arr = pa.chunked_array([c.storage for c in arr.chunks], type=arr.type.storage_type)
+        nulls_first = sf.null_order == NullOrder.NULLS_FIRST
+        keys.append((pc.is_null(arr), "descending" if nulls_first else "ascending"))
+        desc = sf.direction == SortDirection.DESC
+        keys.append((arr, "descending" if desc else "ascending"))
+    return keys
+
+
+def _changes(arr: pa.ChunkedArray) -> pa.Array:
+    """Booleans: row i+1 differs from row i (nulls equal to nulls)."""
+    a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    left, right = a.slice(0, len(a) - 1), a.slice(1)
+    ne = pc.not_equal(left, right)
+    return pc.coalesce(ne, pc.xor(left.is_null(), right.is_null()))
+
+
+def _group_bounds(parts: list[pa.ChunkedArray], n: int) -> list[tuple[int, int]]:
+    if n == 0:
+        return []
+    if not parts or n == 1:
+        return [(0, n)]
+    changed = _changes(parts[0])
+    for p in parts[1:]:
+        changed = pc.or_(changed, _changes(p))
+    starts = [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+    ends = [*starts[1:], n]
+    return list(zip(starts, ends, strict=True))
+
+
+def _human(pf: PartitionField, value: Any) -> str:
+    if value is None:
+        return "null"
+    t = pf.transform
+    if isinstance(t, YearTransform):
+        return f"{1970 + value:04d}"
+    if isinstance(t, MonthTransform):
+        y, m = divmod(value, 12)
+        return f"{1970 + y:04d}-{m + 1:02d}"
+    if isinstance(t, DayTransform):
+        d = value if isinstance(value, _dt.date) else _dt.date(1970, 1, 1) + _dt.timedelta(value)
+        return d.isoformat()
+    if isinstance(t, HourTransform):
+        ts = _dt.datetime(1970, 1, 1) + _dt.timedelta(hours=value)
+        return ts.strftime("%Y-%m-%d-%H")
+    if isinstance(value, bytes):
+        import base64
+
+        return base64.b64encode(value).decode()
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def partition_path(spec: PartitionSpec, partition: Mapping[str, Any]) -> str:
+    """The directory of a partition: ``name=value/...`` with URL-escaped parts."""
+    return "/".join(
+        f"{quote(pf.name, safe='')}={quote(_human(pf, partition.get(pf.name)), safe='')}"
+        for pf in spec.fields
+    )
+
+
+def write_data_files(
+    metadata: TableMetadata,
+    io: FileIO,
+    data: Any,
+    *,
+    options: WriteOptions | None = None,
+    spec: PartitionSpec | None = None,
+) -> list[DataFile]:
+    """Write ``data`` as Parquet files for ``metadata``'s current schema and default spec.
+
+    Nothing is registered in the table. On error every file written so far is deleted.
+    """
+    schema = metadata.current_schema()
+    table = to_table_schema(data, schema, metadata.format_version)
+    return write_parquet_files(
+        metadata, io, table, schema=schema, spec=spec or metadata.spec(), options=options
+    )
+
+
+def write_parquet_files(
+    metadata: TableMetadata,
+    io: FileIO,
+    table: pa.Table,
+    *,
+    schema: Schema,
+    spec: PartitionSpec,
+    options: WriteOptions | None = None,
+) -> list[DataFile]:
+    """Write an Arrow table already in ``schema``'s Arrow form (see :func:`write_data_files`)."""
+    opts = options or WriteOptions()
+    props = metadata.properties
+    if table.num_rows == 0:
+        return []
+    order = metadata.sort_order()
+    sort_here = opts.sort and order.is_sorted
+    parts = _partition_arrays(table, schema, spec) if spec.fields else []
+    if parts or sort_here:
+        key_cols: list[tuple[pa.ChunkedArray, str]] = [(p, "ascending") for p in parts]
+        if sort_here:
+            key_cols += _sort_keys(table, schema, order)
+        keys = pa.table({f"k{i}": c for i, (c, _) in enumerate(key_cols)})
+        idx = pc.sort_indices(
+            keys,
+            sort_keys=[(f"k{i}", d) for i, (_, d) in enumerate(key_cols)],
+        )
+        table = table.take(idx)
+        parts = [p.take(idx) for p in parts]
+    bounds = _group_bounds(parts, table.num_rows)
+    if parts:
+        firsts = pa.array([s for s, _ in bounds], pa.int64())
+        values = [p.take(firsts).to_pylist() for p in parts]
+    writer = _FileWriter(metadata, io, schema, spec, opts, order.order_id if sort_here else None)
+    out: list[DataFile] = []
+    try:
+        for g, (start, end) in enumerate(bounds):
+            partition = {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {}
+            out.extend(writer.write_group(table.slice(start, end - start), partition))
+    except BaseException:
+        for f in out + writer.pending:
+            io.delete_quietly(f.file_path)
+        raise
+    del props
+    return out
+
+
+class _FileWriter:
+    def __init__(
+        self,
+        metadata: TableMetadata,
+        io: FileIO,
+        schema: Schema,
+        spec: PartitionSpec,
+        opts: WriteOptions,
+        sort_order_id: int | None,
+    ) -> None:
+        props = metadata.properties
+        self.io = io
+        self.schema = schema
+        self.spec = spec
+        self.parquet = ParquetOptions.from_properties(props)
+        self.target = opts.target_file_size or target_file_size(props)
+        self.metrics = MetricsConfig(schema, props, metadata.sort_order())
+        self.base = data_location(metadata.location, props)
+        self.write_id = uuid.uuid4()
+        self.task_id = opts.task_id
+        self.sort_order_id = sort_order_id
+        self.count = 0
+        self.pending: list[DataFile] = []
+
+    def _path(self, partition: Mapping[str, Any]) -> str:
+        self.count += 1
+        name = f"00000-{self.task_id}-{self.write_id}-{self.count:05d}.parquet"
+        if self.spec.fields:
+            return f"{self.base}/{partition_path(self.spec, partition)}/{name}"
+        return f"{self.base}/{name}"
+
+    def _rows_per_group(self, table: pa.Table) -> int:
+        per_row = max(1, int(table.nbytes) // max(1, table.num_rows))
+        by_bytes: int = self.parquet.row_group_size_bytes // per_row
+        return max(1, min(self.parquet.row_group_limit, by_bytes))
+
+    def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
+        rows = self._rows_per_group(table)
+        out: list[DataFile] = []
+        pos = 0
+        n = table.num_rows
+        while pos < n:
+            path = self._path(partition)
+            pos, written = self._write_file(path, table, pos, rows, partition)
+            out.append(written)
+        return out
+
+    def _write_file(
+        self, path: str, table: pa.Table, pos: int, rows: int, partition: dict[str, Any]
+    ) -> tuple[int, DataFile]:
+        p = self.parquet
+        sink = self.io.new_output(path).create()
+        placeholder = DataFile(path, 0, 0)
+        self.pending.append(placeholder)
+        chunks = []
+        try:
+            with pq.ParquetWriter(
+                sink,
+                table.schema,
+                compression=p.compression,
+                compression_level=p.compression_level,
+                data_page_size=p.page_size_bytes,
+                dictionary_pagesize_limit=p.dict_size_bytes,
+                write_statistics=True,
+                store_schema=False,
+            ) as w:
+                n = table.num_rows
+                while pos < n:
+                    chunk = table.slice(pos, min(rows, n - pos))
+                    w.write_table(chunk, row_group_size=chunk.num_rows)
+                    chunks.append(chunk)
+                    pos += chunk.num_rows
+                    if sink.tell() >= self.target:
+                        break
+            md = w.writer.metadata
+            size = sink.tell()
+        finally:
+            sink.close()
+        written = pa.concat_tables(chunks)
+        m = compute_metrics(written, md, self.metrics)
+        df = DataFile(
+            file_path=path,
+            record_count=written.num_rows,
+            file_size_in_bytes=size,
+            spec_id=self.spec.spec_id,
+            partition=partition,
+            column_sizes=m.column_sizes,
+            value_counts=m.value_counts,
+            null_value_counts=m.null_value_counts,
+            nan_value_counts=m.nan_value_counts,
+            lower_bounds=m.lower_bounds,
+            upper_bounds=m.upper_bounds,
+            split_offsets=split_offsets(md),
+            sort_order_id=self.sort_order_id,
+        )
+        self.pending.remove(placeholder)
+        return pos, df

@@ -1,0 +1,297 @@
+"""Appending data: files, manifests, snapshots, read back by PyIceberg and DuckDB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.exceptions import ValidationError
+from icefloe.manifest import read_manifest, read_manifest_list
+from icefloe.partitioning import PartitionSpec
+from icefloe.sorting import NullOrder, SortDirection, SortField, SortOrder
+from icefloe.transforms import parse_transform
+from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+
+
+def _manifest_entries(table: Any) -> pa.Table:
+    snap = table.current_snapshot()
+    lst = read_manifest_list(table.io.new_input(snap.manifest_list).read())
+    from icefloe.manifest import manifest_files
+
+    batches = [
+        read_manifest(table.io.new_input(m.manifest_path).read(), manifest=m)
+        for m in manifest_files(lst)
+    ]
+    return pa.Table.from_batches(batches)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_partitioned_append_reads_back_everywhere(
+    tmp_path: Path, version: int, duckdb_con: Any
+) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+    first, second = rows(0, 500), rows(500, 37)
+    t.append(first)
+    s1 = t.current_snapshot()
+    t.append(second)
+    s2 = t.current_snapshot()
+    assert s1 is not None and s2 is not None
+    assert s2.parent_snapshot_id == s1.snapshot_id
+    want = checksum(pa.concat_tables([first, second]))
+    assert checksum(pyiceberg_read(t)) == want
+    assert duckdb_checksum(duckdb_con, t) == want
+    # A reload from the catalog sees the same.
+    again = cat.load_table("ns.t")
+    assert again.current_snapshot() == s2
+    # Summary (Appendix F) with running totals.
+    summary = s2.summary
+    assert summary is not None and summary.operation == "append"
+    assert summary.get_int("added-records") == 37
+    assert summary.get_int("total-records") == 537
+    entries = _manifest_entries(t)
+    assert summary.get_int("total-data-files") == entries.num_rows
+    added = entries.filter(pc.equal(entries["snapshot_id"], s2.snapshot_id))
+    assert summary.get_int("added-data-files") == added.num_rows
+    assert summary.get_int("added-files-size") == pc.sum(added["file_size_in_bytes"]).as_py()
+    parts = {tuple(p.values()) for p in added["partition"].to_pylist()}
+    assert summary.get_int("changed-partition-count") == len(parts)
+    # One file per partition; every row of a file is in its partition.
+    for path, part in zip(
+        added["file_path"].to_pylist(), added["partition"].to_pylist(), strict=True
+    ):
+        data = pq.read_table(path.removeprefix("file://"))
+        days = pc.unique(data["ts"].cast(pa.date32())).to_pylist()
+        assert days == [part["ts_day"]]
+    # Sequence numbers and row lineage.
+    if version >= 2:
+        assert s2.sequence_number == s1.sequence_number + 1
+        assert set(added["sequence_number"].to_pylist()) == {s2.sequence_number}
+    if version == 3:
+        assert s1.first_row_id == 0 and s1.added_rows == 500
+        assert s2.first_row_id == 500 and s2.added_rows == 37
+        assert t.metadata.next_row_id == 537
+        ids = sorted(
+            zip(
+                entries["first_row_id"].to_pylist(),
+                entries["record_count"].to_pylist(),
+                strict=True,
+            )
+        )
+        pos = 0
+        for first_id, count in ids:  # contiguous, non-overlapping ranges
+            assert first_id == pos
+            pos += count
+        assert pos == 537
+
+
+def test_pyiceberg_filters_use_our_metrics(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    t.append(rows(0, 300))
+    got = pyiceberg_read(t, row_filter="id >= 290")
+    assert sorted(got["id"].to_pylist()) == list(range(290, 300))
+    got = pyiceberg_read(t, row_filter="s = 's17'")
+    assert got["id"].to_pylist() == [17]
+
+
+def test_unpartitioned_sorted_append(tmp_path: Path, duckdb_con: Any) -> None:
+    cat = catalog(tmp_path)
+    order = SortOrder(
+        SortField(1, parse_transform("identity"), SortDirection.DESC, NullOrder.NULLS_LAST),
+        order_id=1,
+    )
+    t = cat.create_table("ns.t", SCHEMA, sort_order=order, format_version=2)
+    data = rows(0, 100)
+    head = [5, 3, 99, 0, 42]
+    t.append(data.take(pa.array(head + [i for i in range(100) if i not in head])))
+    entries = _manifest_entries(t)
+    assert entries.num_rows == 1
+    assert entries["sort_order_id"].to_pylist() == [t.sort_order().order_id]
+    written = pq.read_table(entries["file_path"][0].as_py().removeprefix("file://"))
+    assert written["id"].to_pylist() == list(range(99, -1, -1))
+    assert duckdb_checksum(duckdb_con, t) == checksum(data)
+
+
+def test_target_file_size_rolls_files(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t",
+        SCHEMA,
+        format_version=2,
+        properties={
+            "write.target-file-size-bytes": "20000",
+            "write.parquet.row-group-limit": "1000",
+        },
+    )
+    data = rows(0, 20_000)
+    t.append(data)
+    entries = _manifest_entries(t)
+    assert entries.num_rows > 2
+    assert sum(entries["record_count"].to_pylist()) == 20_000
+    for path, offsets in zip(
+        entries["file_path"].to_pylist(), entries["split_offsets"].to_pylist(), strict=True
+    ):
+        md = pq.ParquetFile(path.removeprefix("file://")).metadata
+        assert len(offsets) == md.num_row_groups
+        assert all(md.row_group(i).num_rows <= 1000 for i in range(md.num_row_groups))
+    assert checksum(pyiceberg_read(t)) == checksum(data)
+
+
+def test_parquet_properties_and_field_ids(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t",
+        SCHEMA,
+        format_version=2,
+        properties={"write.parquet.compression-codec": "snappy"},
+    )
+    t.append(rows(0, 10))
+    path = _manifest_entries(t)["file_path"][0].as_py().removeprefix("file://")
+    md = pq.ParquetFile(path).metadata
+    assert md.row_group(0).column(0).compression == "SNAPPY"
+    schema = pq.read_schema(path)
+    assert [f.metadata[b"PARQUET:field_id"] for f in schema] == [b"1", b"2", b"3", b"4"]
+
+
+def test_transaction_with_two_appends_commits_once(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3)
+    before = t.metadata_location
+    with t.transaction() as tx:
+        tx.append(rows(0, 10))
+        tx.append(rows(10, 5))
+        tx.set_properties(owner="me")
+    snaps = t.snapshots()
+    assert len(snaps) == 2 and snaps[1].parent_snapshot_id == snaps[0].snapshot_id
+    assert t.metadata.metadata_log[-1].metadata_file == before  # one new metadata file
+    assert t.metadata.next_row_id == 15
+    assert checksum(pyiceberg_read(t)) == checksum(rows(0, 15))
+
+
+def test_concurrent_writers_retry(tmp_path: Path, duckdb_con: Any) -> None:
+    cat = catalog(tmp_path)
+    a = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3)
+    b = cat.load_table("ns.t")
+    a.append(rows(0, 10))
+    b.append(rows(10, 10))  # stale base: rebuilt on a's snapshot
+    b.refresh()
+    snaps = b.snapshots()
+    assert len(snaps) == 2
+    assert snaps[1].parent_snapshot_id == snaps[0].snapshot_id
+    assert b.metadata.next_row_id == 20 and snaps[1].first_row_id == 10
+    assert duckdb_checksum(duckdb_con, b) == checksum(rows(0, 20))
+    # No leftover manifest lists from the failed attempt.
+    meta_dir = Path(b.location.removeprefix("file://")) / "metadata"
+    lists = sorted(p.name for p in meta_dir.glob("snap-*.avro"))
+    assert len(lists) == 2
+
+
+def test_branch_append_leaves_main_untouched(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, format_version=2)
+    t.append(rows(0, 10))
+    main = t.current_snapshot()
+    assert main is not None
+    t.append(rows(10, 5), branch="audit")
+    assert t.current_snapshot() == main
+    ref = t.metadata.refs["audit"]
+    audit = t.snapshot_by_id(ref.snapshot_id)
+    assert audit is not None and audit.parent_snapshot_id == main.snapshot_id
+    assert audit.summary is not None and audit.summary.get_int("total-records") == 15
+    t.append(rows(15, 1), branch="audit")
+    assert t.metadata.refs["audit"].snapshot_id != ref.snapshot_id
+    assert checksum(pyiceberg_read(t)) == checksum(rows(0, 10))
+    from pyiceberg.table import StaticTable
+
+    st = StaticTable.from_metadata(t.metadata_location)
+    got = st.scan(snapshot_id=t.metadata.refs["audit"].snapshot_id).to_arrow()
+    assert checksum(got) == checksum(rows(0, 16))
+
+
+def test_bad_input_commits_nothing_and_leaves_no_files(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    data_dir = Path(t.location.removeprefix("file://")) / "data"
+    with pytest.raises(ValidationError, match="'id'"):
+        t.append(rows(0, 5).drop_columns(["id"]))
+    with pytest.raises(ValidationError, match="'nope'"):
+        t.append(rows(0, 5).append_column("nope", pa.array([1] * 5)))
+    with pytest.raises(ValidationError, match="'s'"):
+        t.append(rows(0, 5).set_column(1, "s", pa.array([1, 2, 3, 4, 5])))
+    nulls = rows(0, 5).set_column(0, "id", pa.array([1, None, 3, 4, 5], pa.int64()))
+    with pytest.raises(ValidationError, match="required column 'id'"):
+        t.append(nulls)
+    too_big = rows(0, 2).set_column(0, "id", pa.array([1, 2], pa.uint64()))
+    t.append(too_big)  # safe integer cast
+    huge = rows(0, 1).set_column(0, "id", pa.array([2**64 - 1], pa.uint64()))
+    with pytest.raises(ValidationError, match="'id'"):
+        t.append(huge)
+    assert len(t.snapshots()) == 1
+    assert len(list(data_dir.rglob("*.parquet"))) == _manifest_entries(t).num_rows
+
+
+def test_failed_transaction_removes_written_files(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, format_version=2)
+    data_dir = Path(t.location.removeprefix("file://")) / "data"
+    with pytest.raises(RuntimeError), t.transaction() as tx:
+        tx.append(rows(0, 5))
+        raise RuntimeError("boom")
+    assert t.current_snapshot() is None
+    assert list(data_dir.rglob("*.parquet")) == []
+    meta_dir = Path(t.location.removeprefix("file://")) / "metadata"
+    assert list(meta_dir.glob("*.avro")) == []
+
+
+def test_input_kinds(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, format_version=2)
+    data = rows(0, 30)
+    t.append(data.to_batches()[0])
+    t.append(pa.RecordBatchReader.from_batches(data.schema, data.to_batches()))
+    t.append(data.to_pandas())
+    t.append(data.select(["s", "id"]))  # column order and missing optional columns
+    got = pyiceberg_read(t)
+    assert got.num_rows == 120
+    assert got.filter(pc.is_null(got["ts"])).num_rows == 30
+
+
+def test_write_default_fills_missing_columns_v3(tmp_path: Path) -> None:
+    from icefloe.schema import Schema
+    from icefloe.types import LongType, NestedField, StringType
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), True),
+        NestedField(2, "tag", StringType(), True, write_default="x", initial_default="x"),
+    )
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", schema, format_version=3)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    assert pyiceberg_read(t)["tag"].to_pylist() == ["x", "x"]
+
+
+def test_identity_string_partition_paths(tmp_path: Path, duckdb_con: Any) -> None:
+    cat = catalog(tmp_path)
+    spec = PartitionSpec(
+        SPEC.fields[0].__class__(2, 1000, parse_transform("identity"), "s"),
+    )
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=spec, format_version=2)
+    data = rows(0, 6).set_column(1, "s", pa.array(["a/b", "a b", None, "a/b", "é", None]))
+    t.append(data)
+    entries = _manifest_entries(t)
+    assert sorted(p["s"] or "" for p in entries["partition"].to_pylist()) == [
+        "",
+        "a b",
+        "a/b",
+        "é",
+    ]
+    assert any("s=null" in p for p in entries["file_path"].to_pylist())
+    assert duckdb_checksum(duckdb_con, t) == checksum(data)
+    got = pyiceberg_read(t, row_filter="s = 'a/b'")
+    assert sorted(got["id"].to_pylist()) == [0, 3]
