@@ -25,6 +25,7 @@ from icefloe.types import LongType, NestedField, StringType
 from icefloe.values import from_bytes
 from icefloe.write.delete_files import (
     FileDeletes,
+    delete_ref,
     write_deletion_vectors,
     write_equality_deletes,
     write_position_deletes,
@@ -67,7 +68,7 @@ def test_dv_puffin_layout_and_readers(tmp_path: Path) -> None:
     reader = PuffinReader(data)
     assert reader.properties["created-by"].startswith("icefloe")
     for d, blob in zip(out, reader.blobs, strict=True):
-        assert d.file_path == loc and d.file_format == "puffin" and d.content == 1
+        assert d.file_path == loc and d.file_format == "PUFFIN" and d.content == 1
         assert d.file_size_in_bytes == len(data)
         assert (d.content_offset, d.content_size_in_bytes) == (blob.offset, blob.length)
         assert blob.type == DELETION_VECTOR_V1
@@ -83,7 +84,7 @@ def test_dv_puffin_layout_and_readers(tmp_path: Path) -> None:
     assert vectors[a.file_path].to_pylist() == [1, 3, 49]
     assert vectors[b.file_path].to_pylist() == [0, 29]
     # icefloe's reader applies them
-    ta = FileScanTask(a, (out[0].to_ref(),))
+    ta = FileScanTask(a, (delete_ref(out[0]),))
     assert _ids(ta) == [i for i in range(50) if i not in (1, 3, 49)]
 
 
@@ -110,7 +111,7 @@ def test_dv_merges_existing_dv_and_position_deletes(tmp_path: Path) -> None:
     )
     assert merged.positions().to_pylist() == [0, 1, 2, 5, 7, 10]
     # reading with the new DV alone gives the same rows as old deletes plus the new ones
-    assert _ids(FileScanTask(a, (out[0].to_ref(), shared))) == [
+    assert _ids(FileScanTask(a, (delete_ref(out[0]), shared))) == [
         i for i in range(40) if i not in (0, 1, 2, 5, 7, 10)
     ]
 
@@ -159,16 +160,16 @@ def test_dv_merge_property(
         return
     vec = _pyiceberg_vectors(Path(out[0].file_path).read_bytes())[a.file_path]
     assert vec.to_pylist() == sorted(expected)
-    assert _ids(FileScanTask(a, (out[0].to_ref(),))) == [i for i in range(200) if i not in expected]
+    assert _ids(FileScanTask(a, (delete_ref(out[0]),))) == [i for i in range(200) if i not in expected]
 
 
 def test_position_delete_file(tmp_path: Path) -> None:
     a, b = _data(tmp_path, "a.parquet", 20), _data(tmp_path, "b.parquet", 20)
     loc = tmp_path / "pos.parquet"
     d = write_position_deletes(
-        FileIO(), str(loc), {b.file_path: [4, 2], a.file_path: pa.array([9, 0])}, 0, ()
+        FileIO(), str(loc), {b.file_path: [4, 2], a.file_path: pa.array([9, 0])}, 0, {}
     )
-    assert d.content == 1 and d.file_format == "parquet" and d.record_count == 4
+    assert d.content == 1 and d.file_format == "PARQUET" and d.record_count == 4
     assert d.referenced_data_file is None
     assert d.file_size_in_bytes == loc.stat().st_size
     t = pq.read_table(loc)
@@ -184,21 +185,21 @@ def test_position_delete_file(tmp_path: Path) -> None:
     assert d.value_counts == {2147483546: 4, 2147483545: 4}
     assert d.null_value_counts == {2147483546: 0, 2147483545: 0}
     # the reader applies it
-    assert _ids(FileScanTask(a, (d.to_ref(),))) == [i for i in range(20) if i not in (0, 9)]
+    assert _ids(FileScanTask(a, (delete_ref(d),))) == [i for i in range(20) if i not in (0, 9)]
     single = write_position_deletes(
-        FileIO(), str(tmp_path / "one.parquet"), {a.file_path: [1]}, 0, ()
+        FileIO(), str(tmp_path / "one.parquet"), {a.file_path: [1]}, 0, {}
     )
     assert single.referenced_data_file == a.file_path
     with pytest.raises(ValidationError):
-        write_position_deletes(FileIO(), str(tmp_path / "none.parquet"), {}, 0, ())
+        write_position_deletes(FileIO(), str(tmp_path / "none.parquet"), {}, 0, {})
 
 
 def test_equality_delete_file(tmp_path: Path) -> None:
     a = _data(tmp_path, "a.parquet", 21)
     loc = tmp_path / "eq.parquet"
     keys = pa.table({"name": ["n1", "n3", "n1", None], "other": [1, 2, 3, 4]})
-    d = write_equality_deletes(FileIO(), str(loc), keys, SCHEMA, [2], 0, ())
-    assert d.content == 2 and d.equality_ids == (2,) and d.record_count == 3  # deduplicated
+    d = write_equality_deletes(FileIO(), str(loc), keys, SCHEMA, [2], 0, {})
+    assert d.content == 2 and d.equality_ids == [2] and d.record_count == 3  # deduplicated
     t = pq.read_table(loc)
     assert t.column_names == ["name"]
     assert t.schema.field("name").metadata[b"PARQUET:field_id"] == b"2"
@@ -206,10 +207,10 @@ def test_equality_delete_file(tmp_path: Path) -> None:
         t.column("name").to_pylist(), key=lambda v: (v is None, v)
     ) == ["n1", "n3", None]
     assert d.null_value_counts == {2: 1}
-    assert _ids(FileScanTask(a, (d.to_ref(),))) == [i for i in range(21) if i % 7 not in (1, 3)]
+    assert _ids(FileScanTask(a, (delete_ref(d),))) == [i for i in range(21) if i % 7 not in (1, 3)]
     # agrees with a hand-written equality delete file read the same way
     ref = write_eq_deletes(tmp_path / "ref.parquet", SCHEMA, (2,), [{"name": "n1"}, {"name": "n3"}])
-    assert _ids(FileScanTask(a, (ref,))) == _ids(FileScanTask(a, (d.to_ref(),)))
+    assert _ids(FileScanTask(a, (ref,))) == _ids(FileScanTask(a, (delete_ref(d),)))
 
 
 def test_equality_delete_rejects_bad_columns(tmp_path: Path) -> None:
@@ -218,12 +219,12 @@ def test_equality_delete_rejects_bad_columns(tmp_path: Path) -> None:
     schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
     keys = pa.table({"id": [1], "x": [1.0]})
     with pytest.raises(ValidationError, match="'x'"):
-        write_equality_deletes(FileIO(), str(tmp_path / "e.parquet"), keys, schema, [2], 0, ())
+        write_equality_deletes(FileIO(), str(tmp_path / "e.parquet"), keys, schema, [2], 0, {})
     with pytest.raises(ValidationError, match="9"):
-        write_equality_deletes(FileIO(), str(tmp_path / "e.parquet"), keys, schema, [9], 0, ())
+        write_equality_deletes(FileIO(), str(tmp_path / "e.parquet"), keys, schema, [9], 0, {})
     with pytest.raises(ValidationError, match="'id'"):
         write_equality_deletes(
-            FileIO(), str(tmp_path / "e.parquet"), pa.table({"x": [1.0]}), schema, [1], 0, ()
+            FileIO(), str(tmp_path / "e.parquet"), pa.table({"x": [1.0]}), schema, [1], 0, {}
         )
 
 
@@ -231,6 +232,7 @@ def test_entry_dict_shape(tmp_path: Path) -> None:
     a = _data(tmp_path, "a.parquet", 5)
     out, _ = write_deletion_vectors(FileIO(), str(tmp_path / "d.puffin"), [FileDeletes(a, [1])])
     entry = out[0].to_entry()
+    assert entry["partition"] == {}
     assert entry["file_format"] == "PUFFIN" and entry["referenced_data_file"] == a.file_path
     assert entry["record_count"] == 1 and entry["content"] == 1
     json.dumps(entry)  # plain values only

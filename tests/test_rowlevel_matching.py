@@ -19,7 +19,7 @@ from icefloe.scan import DataFileRef, FileScanTask
 from icefloe.schema import Schema
 from icefloe.transforms import BucketTransform, IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
-from icefloe.write.row_level import (
+from icefloe.write.matching import (
     KeySet,
     all_rows_match,
     bind_filter,

@@ -9,15 +9,15 @@
   it covers one data file.
 - :func:`write_equality_deletes` writes an equality delete file holding the equality columns.
 
-Every function returns :class:`DeleteFile` values: the manifest entry fields of the written file
-(see :meth:`DeleteFile.to_entry`), and :meth:`DeleteFile.to_ref` gives the reader's view.
+Every function returns :class:`~icefloe.write.files.DataFile` values (content 1 or 2) ready for
+the snapshot producer; :func:`delete_ref` gives the reader's view of one.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +29,7 @@ from icefloe.arrow_schema import schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.io import FileIO, data_location
+from icefloe.partitioning import PartitionSpec
 from icefloe.puffin import PuffinWriter
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.scan.tasks import (
@@ -51,12 +52,15 @@ from icefloe.types import (
     TimestamptzType,
 )
 from icefloe.values import to_bytes
+from icefloe.write.files import DataFile
 
 __all__ = [
     "POSITION_DELETE_SCHEMA",
-    "DeleteFile",
     "FileDeletes",
+    "delete_ref",
     "new_delete_location",
+    "partition_dict",
+    "partition_tuple",
     "write_deletion_vectors",
     "write_equality_deletes",
     "write_position_deletes",
@@ -77,70 +81,42 @@ _BOUNDED = (IntegerType, LongType, DateType, TimestampType, TimestamptzType)
 _MAX_BOUND_LEN = 16
 
 
-@dataclass(frozen=True)
-class DeleteFile:
-    """A written delete file (or one DV blob of a Puffin file) as its manifest entry sees it."""
+def partition_dict(spec: PartitionSpec | None, partition: Sequence[Any]) -> dict[str, Any]:
+    """A partition tuple in spec order as the ``{name: value}`` dict of :class:`DataFile`."""
+    if spec is None or not spec.fields:
+        return {}
+    return {f.name: v for f, v in zip(spec.fields, partition, strict=False)}
 
-    content: int
-    file_path: str
-    file_format: str
-    spec_id: int
-    partition: tuple[Any, ...]
-    record_count: int
-    file_size_in_bytes: int
-    referenced_data_file: str | None = None
-    content_offset: int | None = None
-    content_size_in_bytes: int | None = None
-    equality_ids: tuple[int, ...] = ()
-    column_sizes: Mapping[int, int] = field(default_factory=dict)
-    value_counts: Mapping[int, int] = field(default_factory=dict)
-    null_value_counts: Mapping[int, int] = field(default_factory=dict)
-    lower_bounds: Mapping[int, bytes] = field(default_factory=dict)
-    upper_bounds: Mapping[int, bytes] = field(default_factory=dict)
 
-    @property
-    def is_deletion_vector(self) -> bool:
-        """True for a DV blob in a Puffin file."""
-        return self.file_format == "puffin"
+def partition_tuple(spec: PartitionSpec | None, partition: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The inverse of :func:`partition_dict`."""
+    if spec is None:
+        return ()
+    return tuple(partition.get(f.name) for f in spec.fields)
 
-    def to_ref(self, data_sequence_number: int | None = None) -> DeleteFileRef:
-        """The reader's view of this file (as a planner would attach it to a task)."""
-        return DeleteFileRef(
-            DeleteContent.POSITION_DELETES
-            if self.content == POSITION_DELETES
-            else DeleteContent.EQUALITY_DELETES,
-            self.file_path,
-            self.file_format,
-            record_count=self.record_count,
-            file_size_in_bytes=self.file_size_in_bytes,
-            referenced_data_file=self.referenced_data_file,
-            content_offset=self.content_offset,
-            content_size_in_bytes=self.content_size_in_bytes,
-            equality_ids=self.equality_ids,
-            data_sequence_number=data_sequence_number,
-            spec_id=self.spec_id,
-            partition=self.partition,
-        )
 
-    def to_entry(self) -> dict[str, Any]:
-        """The ``data_file`` fields as a dict keyed like :func:`icefloe.manifest.read_manifest`
-        columns (maps as lists of pairs, the file format upper-case as Java writes it)."""
-        return {
-            "content": self.content,
-            "file_path": self.file_path,
-            "file_format": self.file_format.upper(),
-            "record_count": self.record_count,
-            "file_size_in_bytes": self.file_size_in_bytes,
-            "column_sizes": sorted(self.column_sizes.items()) or None,
-            "value_counts": sorted(self.value_counts.items()) or None,
-            "null_value_counts": sorted(self.null_value_counts.items()) or None,
-            "lower_bounds": sorted(self.lower_bounds.items()) or None,
-            "upper_bounds": sorted(self.upper_bounds.items()) or None,
-            "equality_ids": list(self.equality_ids) if self.equality_ids else None,
-            "referenced_data_file": self.referenced_data_file,
-            "content_offset": self.content_offset,
-            "content_size_in_bytes": self.content_size_in_bytes,
-        }
+def delete_ref(
+    f: DataFile,
+    spec: PartitionSpec | None = None,
+    data_sequence_number: int | None = None,
+) -> DeleteFileRef:
+    """The reader's view of a written delete file (as a planner would attach it to a task)."""
+    return DeleteFileRef(
+        DeleteContent.POSITION_DELETES
+        if f.content == POSITION_DELETES
+        else DeleteContent.EQUALITY_DELETES,
+        f.file_path,
+        f.file_format.lower(),
+        record_count=f.record_count,
+        file_size_in_bytes=f.file_size_in_bytes,
+        referenced_data_file=f.referenced_data_file,
+        content_offset=f.content_offset,
+        content_size_in_bytes=f.content_size_in_bytes,
+        equality_ids=tuple(f.equality_ids or ()),
+        data_sequence_number=data_sequence_number,
+        spec_id=f.spec_id,
+        partition=partition_tuple(spec, f.partition),
+    )
 
 
 @dataclass(frozen=True)
@@ -209,11 +185,13 @@ def write_deletion_vectors(
     io: FileIO,
     location: str,
     items: Sequence[FileDeletes],
+    specs: Mapping[int, PartitionSpec] | None = None,
     cache: DeleteCache | None = None,
-) -> tuple[list[DeleteFile], list[DeleteFileRef]]:
+) -> tuple[list[DataFile], list[DeleteFileRef]]:
     """Writes one Puffin file at ``location`` holding one merged DV per data file of ``items``.
 
-    Returns the new DVs (one :class:`DeleteFile` per blob, all sharing the Puffin file) and the
+    ``specs`` (the table's partition specs by id) name the partition values of the entries.
+    Returns the new DVs (one :class:`DataFile` per blob, all sharing the Puffin file) and the
     existing delete files they supersede (to be removed by the same commit). Items for the same
     data file are merged; items without any position produce no blob. Nothing is written when
     no item has a position.
@@ -246,15 +224,16 @@ def write_deletion_vectors(
     puffin = writer.finish({"created-by": _CREATED_BY})
     io.new_output(location).write(puffin.data)
     size = len(puffin.data)
+    specs = specs or {}
     out = [
-        DeleteFile(
-            POSITION_DELETES,
-            location,
-            "puffin",
-            item.data_file.spec_id,
-            tuple(item.data_file.partition),
-            dv.cardinality,
-            size,
+        DataFile(
+            file_path=location,
+            record_count=dv.cardinality,
+            file_size_in_bytes=size,
+            spec_id=item.data_file.spec_id,
+            partition=partition_dict(specs.get(item.data_file.spec_id), item.data_file.partition),
+            content=POSITION_DELETES,
+            file_format="PUFFIN",
             referenced_data_file=item.data_file.file_path,
             content_offset=meta.offset,
             content_size_in_bytes=meta.length,
@@ -335,9 +314,9 @@ def write_position_deletes(
     location: str,
     deletes: Mapping[str, Any],
     spec_id: int,
-    partition: tuple[Any, ...],
+    partition: Mapping[str, Any],
     properties: Mapping[str, str] | None = None,
-) -> DeleteFile:
+) -> DataFile:
     """Writes a v2 position delete file at ``location``: ``deletes`` maps each data file path
     (all of one partition) to its deleted positions. Rows are sorted by path then position."""
     if not deletes:
@@ -360,14 +339,13 @@ def write_position_deletes(
     lower[DELETE_FILE_PATH_ID] = to_bytes(StringType(), paths[0])
     upper[DELETE_FILE_PATH_ID] = to_bytes(StringType(), paths[-1])
     non_empty = [p for p, a in zip(paths, pos_arrays, strict=True) if len(a)]
-    return DeleteFile(
-        POSITION_DELETES,
-        location,
-        "parquet",
-        spec_id,
-        tuple(partition),
-        table.num_rows,
-        size,
+    return DataFile(
+        file_path=location,
+        record_count=table.num_rows,
+        file_size_in_bytes=size,
+        spec_id=spec_id,
+        partition=dict(partition),
+        content=POSITION_DELETES,
         referenced_data_file=non_empty[0] if len(non_empty) == 1 else None,
         column_sizes=sizes,
         value_counts=values,
@@ -384,9 +362,9 @@ def write_equality_deletes(
     schema: Schema,
     equality_ids: Sequence[int],
     spec_id: int,
-    partition: tuple[Any, ...],
+    partition: Mapping[str, Any],
     properties: Mapping[str, str] | None = None,
-) -> DeleteFile:
+) -> DataFile:
     """Writes an equality delete file at ``location`` holding the ``equality_ids`` columns of
     ``rows`` (matched by the table schema's column names, cast to the table's types).
 
@@ -432,15 +410,14 @@ def write_equality_deletes(
     )
     size, metadata = _write_parquet(io, location, table, properties or {})
     sizes, values, nulls, lower, upper = _column_metrics(table, sub, metadata)
-    return DeleteFile(
-        EQUALITY_DELETES,
-        location,
-        "parquet",
-        spec_id,
-        tuple(partition),
-        table.num_rows,
-        size,
-        equality_ids=ids,
+    return DataFile(
+        file_path=location,
+        record_count=table.num_rows,
+        file_size_in_bytes=size,
+        spec_id=spec_id,
+        partition=dict(partition),
+        content=EQUALITY_DELETES,
+        equality_ids=list(ids),
         column_sizes=sizes,
         value_counts=values,
         null_value_counts=nulls,
