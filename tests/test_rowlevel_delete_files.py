@@ -160,7 +160,9 @@ def test_dv_merge_property(
         return
     vec = _pyiceberg_vectors(Path(out[0].file_path).read_bytes())[a.file_path]
     assert vec.to_pylist() == sorted(expected)
-    assert _ids(FileScanTask(a, (delete_ref(out[0]),))) == [i for i in range(200) if i not in expected]
+    assert _ids(FileScanTask(a, (delete_ref(out[0]),))) == [
+        i for i in range(200) if i not in expected
+    ]
 
 
 def test_position_delete_file(tmp_path: Path) -> None:

@@ -117,6 +117,7 @@ def test_matching_key_positions_and_row_id_carry(tmp_path: Path) -> None:
     assert full.column("_row_id").to_pylist() == [503, 507]
     source = pa.table({"id": [99, 7, 3], "v": [1, 2, 3]})
     assert carry_row_ids(source, full, ["id"]).to_pylist() == [None, 507, 503]
+    assert got.column_names == ["id", "_pos"]
     none = matching_key_positions(FileIO(), task, SCHEMA, KeySet(pa.table({"id": [77]}), ["id"]))
     assert none.num_rows == 0
 

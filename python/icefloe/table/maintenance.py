@@ -1,5 +1,8 @@
 """Table maintenance: orphan file removal and data file compaction.
 
+- :func:`rewrite_data_files` bin-packs small files (and files with deletes) per partition and
+  rewrites them with their deletes applied, in one ``replace`` snapshot.
+
 - :func:`remove_orphan_files` deletes files under the table location that no metadata
   reaches (leftovers of failed writes), when older than a threshold; ``dry_run`` only lists them.
 - :func:`reachable_files` is the set of every file a table's metadata references: metadata
@@ -10,7 +13,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -18,13 +22,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO, metadata_location
 from icefloe.manifest import read_manifest_list, read_manifests
+from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.read.deletes import DeleteCache
+from icefloe.scan.tasks import FileScanTask
+from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:
     from icefloe.metadata import TableMetadata
+    from icefloe.table.table import Transaction
 
-__all__ = ["DEFAULT_ORPHAN_AGE", "reachable_files", "remove_orphan_files"]
+__all__ = [
+    "DEFAULT_ORPHAN_AGE",
+    "RewriteResult",
+    "reachable_files",
+    "remove_orphan_files",
+    "rewrite_data_files",
+]
 
 DEFAULT_ORPHAN_AGE = timedelta(days=3)
 """Files younger than this are kept by default: a concurrent write may not have committed yet."""
@@ -133,3 +149,129 @@ def remove_orphan_files(
 def _delete_all(io: FileIO, paths: Iterable[str]) -> None:
     for p in paths:
         io.delete_quietly(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# compaction
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """What :func:`rewrite_data_files` did."""
+
+    rewritten_data_files: int
+    added_data_files: int
+    rewritten_bytes: int
+    removed_delete_files: int
+
+
+def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
+    """First-fit-decreasing bin packing of files by size into bins of at most ``target``."""
+    bins: list[list[FileScanTask]] = []
+    sizes: list[int] = []
+    for t in sorted(tasks, key=lambda t: -t.data_file.file_size_in_bytes):
+        size = t.data_file.file_size_in_bytes
+        for i, used in enumerate(sizes):
+            if used + size <= target:
+                bins[i].append(t)
+                sizes[i] += size
+                break
+        else:
+            bins.append([t])
+            sizes.append(size)
+    return bins
+
+
+def rewrite_data_files(
+    tx: Transaction,
+    *,
+    target_file_size: int | None = None,
+    min_input_files: int = 2,
+    row_filter: BooleanExpression | str = AlwaysTrue(),  # noqa: B008 (a singleton)
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> RewriteResult:
+    """Compacts small data files and applies their deletes, in one ``replace`` snapshot.
+
+    Per partition, files smaller than 3/4 of the target size (``write.target-file-size-bytes``
+    unless ``target_file_size`` is given) and files with deletes are bin-packed into groups of
+    at most the target size; a group is rewritten when it has ``min_input_files`` files or any
+    deletes. Rewritten rows keep ``_row_id`` and ``_last_updated_sequence_number`` (v3). The
+    commit fails with ``CommitConflictError`` if a concurrent commit removed one of the input
+    files or added deletes for it.
+    """
+    from icefloe.write.properties import target_file_size as _target
+    from icefloe.write.row_level import RowDelta, commit_row_delta, plan_tasks, write_rows
+
+    md = tx.metadata
+    target = target_file_size or _target(md.properties)
+    if target <= 0:
+        raise ValidationError(f"target_file_size must be positive, got {target}")
+    if min_input_files < 1:
+        raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
+    groups: dict[tuple[int, str], list[FileScanTask]] = {}
+    for task in plan_tasks(tx, row_filter, branch=branch):
+        small = task.data_file.file_size_in_bytes < target * 3 // 4
+        if small or task.delete_files:
+            key = (task.data_file.spec_id, repr(task.data_file.partition))
+            groups.setdefault(key, []).append(task)
+    schema = md.current_schema()
+    specs = {s.spec_id: s for s in md.partition_specs}
+    lineage = md.format_version >= 3
+    cache = DeleteCache()
+    delta = RowDelta()
+    removed_deletes: set[tuple[str, int | None]] = set()
+    try:
+        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0]):
+            for group in _bins(tasks, target):
+                has_deletes = any(t.delete_files for t in group)
+                if len(group) < min_input_files and not has_deletes:
+                    continue
+                batches = [
+                    b
+                    for t in group
+                    for b in surviving_rows(
+                        tx.table.io,
+                        t,
+                        schema,
+                        AlwaysFalse(),
+                        specs=specs,
+                        cache=cache,
+                        lineage=lineage,
+                    )
+                ]
+                delta.removed.extend(group)
+                for t in group:
+                    for d in t.delete_files:
+                        if d.referenced_data_file == t.data_file.file_path:
+                            removed_deletes.add((d.file_path, d.content_offset))
+                if batches:
+                    delta.added_data.extend(
+                        write_rows(
+                            tx,
+                            pa.Table.from_batches(batches),
+                            lineage=lineage,
+                            spec=specs[spec_id],
+                            target_file_size=target,
+                        )
+                    )
+        if not delta.removed:
+            return RewriteResult(0, 0, 0, 0)
+        commit_row_delta(
+            tx,
+            delta,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            operation=Operation.REPLACE,
+            isolation="snapshot",
+        )
+    except BaseException:
+        for f in delta.added_data:
+            tx.table.io.delete_quietly(f.file_path)
+        raise
+    return RewriteResult(
+        len(delta.removed),
+        len(delta.added_data),
+        sum(t.data_file.file_size_in_bytes for t in delta.removed),
+        len(removed_deletes),
+    )

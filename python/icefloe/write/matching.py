@@ -20,7 +20,9 @@ Nothing here loops over rows in Python.
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -47,6 +49,7 @@ from icefloe.scan.tasks import (
     ReadOptions,
 )
 from icefloe.schema import Schema
+from icefloe.types import StructType
 
 __all__ = [
     "all_rows_match",
@@ -56,6 +59,7 @@ __all__ = [
     "key_match_mask",
     "matching_key_positions",
     "matching_positions",
+    "partition_row",
     "surviving_rows",
 ]
 
@@ -170,8 +174,28 @@ def all_rows_match(
         return False
     if bound is AlwaysTrue():
         return True
-    row = {f.field_id: v for f, v in zip(ptype.fields, task.data_file.partition, strict=False)}
-    return evaluate(bound, row)
+    return evaluate(bound, partition_row(ptype, task.data_file.partition))
+
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def _internal(v: Any) -> Any:
+    """A partition value in the form bound literals use (days, microseconds)."""
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return (v - _EPOCH) // _dt.timedelta(microseconds=1)
+    if isinstance(v, _dt.date):
+        return (v - _EPOCH.date()).days
+    if isinstance(v, _dt.time):
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+    return v
+
+
+def partition_row(ptype: StructType, partition: Sequence[Any]) -> dict[int, Any]:
+    """A partition tuple as the ``{field id: value}`` row the expression evaluator reads."""
+    return {f.field_id: _internal(v) for f, v in zip(ptype.fields, partition, strict=False)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,8 +263,8 @@ def matching_key_positions(
     cache: DeleteCache | None = None,
     with_row_ids: bool = False,
 ) -> pa.Table:
-    """The live rows of ``task``'s data file whose key is in ``keys``: a table of ``_pos`` (and
-    the join columns plus ``_row_id`` when ``with_row_ids``). Reads only the join columns."""
+    """The live rows of ``task``'s data file whose key is in ``keys``: a table of the join
+    columns, ``_pos`` and (when ``with_row_ids``) ``_row_id``. Reads only the join columns."""
     ids = []
     for name in keys.join_cols:
         fid = schema.find_field_id(name)
@@ -256,11 +280,8 @@ def matching_key_positions(
         if pc.any(hit).as_py():
             parts.append(batch.filter(hit))
     if not parts:
-        if with_row_ids:
-            return output_schema(options, task.data_file.spec_id).empty_table()
-        return pa.table({POS: _EMPTY_POSITIONS})
-    table = pa.Table.from_batches(parts)
-    return table if with_row_ids else table.select([POS])
+        return output_schema(options, task.data_file.spec_id).empty_table()
+    return pa.Table.from_batches(parts)
 
 
 def carry_row_ids(source: pa.Table, matched: pa.Table, join_cols: Sequence[str]) -> pa.Array:
