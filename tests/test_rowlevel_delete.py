@@ -9,11 +9,11 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
-from rowlevel_util import live_data_files, live_deletes, ours
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
+from rowlevel_util import live_data_files, live_deletes, ours
+from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 MOR = {"write.delete.mode": "merge-on-read"}
 

@@ -9,10 +9,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from rowlevel_util import live_deletes, ours
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 from icefloe.exceptions import ValidationError
+from rowlevel_util import live_deletes, ours
+from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 
 def _table(tmp_path: Path, version: int, props: dict[str, str]) -> Any:
