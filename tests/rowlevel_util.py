@@ -15,14 +15,14 @@ from icefloe.table.producer import live_entries
 
 
 def ours(table: Table, *meta: str, **scan: Any) -> pa.Table:
-    """Every live row (sorted by id), plus the requested metadata columns."""
+    """Every live row (sorted by the first column), plus the requested metadata columns."""
     s = TableScan(table, selected_fields=("*", *meta), **scan)
     options = s.read_options()
     batches = list(read_tasks(table.io, s.plan_files(), options))
     from icefloe.read import output_schema
 
     t = pa.Table.from_batches(batches, schema=output_schema(options))
-    return t.sort_by("id")
+    return t.sort_by(t.column_names[0])
 
 
 def live_deletes(table: Table) -> pa.Table:
