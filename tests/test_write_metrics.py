@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icefloe.exceptions import ValidationError
+from icefloe.io import FileIO
 from icefloe.metadata import new_table_metadata
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
 from icefloe.schema import Schema
 from icefloe.sorting import UNSORTED_SORT_ORDER, SortField, SortOrder
 from icefloe.transforms import parse_transform
-from icefloe.io import FileIO
 from icefloe.types import (
     BinaryType,
     BooleanType,
@@ -71,7 +71,9 @@ def _data() -> pa.Table:
             "ts": [dt.datetime(2020, 1, 1, 0, 0, k % 60) for k in range(n)],
             "dec": [Decimal(k) / 4 for k in range(n)],
             "flag": [k % 2 == 0 for k in range(n)],
-            "f": pa.array([float("nan") if k % 4 == 0 else k * 0.5 for k in range(n)], pa.float32()),
+            "f": pa.array(
+                [float("nan") if k % 4 == 0 else k * 0.5 for k in range(n)], pa.float32()
+            ),
             "x": [float("nan") if k == 1 else -0.0 if k == 2 else k / 10 for k in range(n)],
             "st": [None if k == 3 else {"inner": k} for k in range(n)],
             "tags": [[f"t{k}", f"u{k}"] for k in range(n)],
@@ -134,7 +136,7 @@ def test_metrics_match_pyiceberg_footer_statistics(tmp_path: Path) -> None:
 
 
 def test_nan_and_signed_zero_rules(tmp_path: Path) -> None:
-    f, md = _write(tmp_path, _data())
+    f, _md = _write(tmp_path, _data())
     assert f.nan_value_counts == {9: 13, 10: 1}
     assert f.lower_bounds is not None and f.upper_bounds is not None
     lo = struct.unpack("<d", f.lower_bounds[10])[0]
@@ -205,9 +207,7 @@ def test_metrics_modes(tmp_path: Path) -> None:
 
 
 def test_max_inferred_column_defaults(tmp_path: Path) -> None:
-    f, _ = _write(
-        tmp_path, _data(), **{"write.metadata.metrics.max-inferred-column-defaults": "2"}
-    )
+    f, _ = _write(tmp_path, _data(), **{"write.metadata.metrics.max-inferred-column-defaults": "2"})
     assert f.value_counts is not None and set(f.value_counts) == {1, 2}
 
 

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING
 
 from icefloe import exceptions
 from icefloe._native import __version__
+from icefloe.table.static import StaticTable
 
 if TYPE_CHECKING:
     from icefloe.catalog import Catalog
 
-__all__ = ["__version__", "exceptions", "load_catalog"]
+__all__ = ["StaticTable", "__version__", "exceptions", "load_catalog"]
 
 
 def load_catalog(name: str | None = None, **properties: str) -> Catalog:

@@ -8,6 +8,7 @@ id (``"<id>"``), so a column renamed or dropped later in the table still matches
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -46,24 +47,44 @@ def open_parquet(io: FileIO, path: str) -> pq.ParquetFile:
 
 
 class DeleteCache:
-    """A small LRU of decoded delete files keyed by path (and blob offset for DVs)."""
+    """A small LRU of decoded delete files keyed by path (and blob offset for DVs).
+
+    Thread-safe: tasks read in parallel share one cache, and a delete file wanted by several
+    threads at once is loaded by one of them while the others wait for it.
+    """
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
         self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[Any, threading.Lock] = {}
         self.loads = 0
 
     def get(self, key: Any, load: Callable[[], Any]) -> Any:
         """The cached value of ``key``, loading (and caching) it on a miss."""
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        value = load()
-        self.loads += 1
-        self._items[key] = value
-        if len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-        return value
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            key_lock = self._loading.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key]
+            try:
+                value = load()
+            except BaseException:
+                with self._lock:
+                    self._loading.pop(key, None)
+                raise
+            with self._lock:
+                self.loads += 1
+                self._items[key] = value
+                if len(self._items) > self.capacity:
+                    self._items.popitem(last=False)
+                self._loading.pop(key, None)
+            return value
 
 
 def _read_dv(io: FileIO, d: DeleteFileRef) -> DeletionVector:

@@ -25,6 +25,7 @@ from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPr
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache, TaskDeletes, open_parquet
 from icefloe.read.projection import FileColumns, constant_array, project_field
+from icefloe.read.rowgroups import RowGroupFilter
 from icefloe.scan.tasks import (
     DELETED,
     FILE,
@@ -137,8 +138,11 @@ class _TaskReader:
                 out[pf.source_id] = partition[i]
         return out
 
-    def _select_rows_groups(self, pf: pq.ParquetFile) -> list[tuple[int, int]]:
-        """(row group, first row position) of the row groups in the task's split."""
+    def _select_rows_groups(
+        self, pf: pq.ParquetFile, prune: RowGroupFilter | None = None
+    ) -> list[tuple[int, int]]:
+        """(row group, first row position) of the row groups in the task's split that the
+        residual filter might match (by their statistics)."""
         meta = pf.metadata
         out: list[tuple[int, int]] = []
         pos = 0
@@ -157,6 +161,8 @@ class _TaskReader:
                 if start <= offset and (end is None or offset < end):
                     out.append((i, pos))
             pos += rg.num_rows
+        if prune is not None and not prune.trivial:
+            out = [g for g in out if prune.might_match(g[0])]
         return out
 
     # ------------------------------------------------------------------ run
@@ -220,7 +226,8 @@ class _TaskReader:
         filter_expr = None if isinstance(residual, AlwaysTrue) else to_arrow_expression(residual)
         keep_deleted = DELETED in wanted_meta
 
-        for batch, base in self._batches(pf, read_names):
+        prune = None if filter_expr is None else RowGroupFilter(pf.metadata, file_schema, residual)
+        for batch, base in self._batches(pf, read_names, prune):
             n = batch.num_rows
             if n == 0:
                 continue
@@ -235,7 +242,7 @@ class _TaskReader:
             work_cols = [
                 project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields
             ]
-            wb = pa.RecordBatch.from_arrays(work_cols, schema=work_arrow)
+            wb = _make_batch(work_cols, work_arrow, n)
             keep = self._keep_mask(deletes, wb, work, file_col, base, n)
             out_cols: list[pa.Array] = []
             for f in projected.fields:
@@ -246,7 +253,7 @@ class _TaskReader:
                     out_cols.append(project_field(file_col(f.field_id), f, n, self.path, constants))
             for mf in meta_fields:
                 out_cols.append(self._metadata_column(mf, n, base, keep, file_col))
-            out = pa.RecordBatch.from_arrays(out_cols, schema=out_schema)
+            out = _make_batch(out_cols, out_schema, n)
             if keep is not None and not keep_deleted:
                 out = out.filter(keep)
                 if filter_expr is not None:
@@ -257,10 +264,10 @@ class _TaskReader:
                 yield out
 
     def _batches(
-        self, pf: pq.ParquetFile, names: list[str]
+        self, pf: pq.ParquetFile, names: list[str], prune: RowGroupFilter | None = None
     ) -> Iterator[tuple[pa.RecordBatch, int]]:
         """Batches of the split's row groups with the file position of their first row."""
-        groups = self._select_rows_groups(pf)
+        groups = self._select_rows_groups(pf, prune)
         # Consecutive row groups are read in one pass.
         runs: list[list[tuple[int, int]]] = []
         for g in groups:
@@ -362,6 +369,13 @@ class _TaskReader:
         if not children:
             return pa.StructArray.from_buffers(pa.struct([]), n, [None])
         return pa.StructArray.from_arrays(children, fields=list(target))
+
+
+def _make_batch(columns: list[pa.Array], schema: pa.Schema, n: int) -> pa.RecordBatch:
+    """A batch of ``n`` rows (also when there are no columns, as for ``count()``)."""
+    if columns:
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["_"]).select([])
 
 
 def _fill(stored: pa.Array | None, inherited: pa.Array | None, n: int) -> pa.Array:

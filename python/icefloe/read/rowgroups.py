@@ -1,0 +1,224 @@
+"""Row-group pruning: skip Parquet row groups whose statistics prove the residual filter false.
+
+The evaluation is inclusive ("rows might match"): a row group is skipped only when the column
+statistics of its chunk (min, max, null count) show that no row can satisfy the filter. Anything
+the statistics cannot decide (no statistics, NaN bounds, columns inside lists or maps, columns
+the file lacks, ``!=``, ``not in``, NaN tests) keeps the row group. Under ``Not`` a comparison
+is negated null-aware (``not (x < 5)`` also holds for a null ``x``, as in the row filter). The
+residual filter is still applied to every row read, so pruning never changes a result, only
+what is read.
+
+Statistics are matched to the filter's columns by field id (so renamed columns are pruned too),
+converted from the file's Arrow type to the table's (int->long, float->double, decimal widening,
+date->timestamp) and compared with the literals in the table type. The loop is per row group and
+per predicate (a file has few row groups), never per row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icefloe.arrow_schema import field_id_of
+from icefloe.expressions.arrow import arrow_array, arrow_type
+from icefloe.expressions.base import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    BoundPredicate,
+    Not,
+    Op,
+    Or,
+)
+from icefloe.types import BinaryType, FixedType, PrimitiveType, StringType
+
+__all__ = ["RowGroupFilter"]
+
+_UNKNOWN = object()
+_FALSE_ON_NULL = frozenset({Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.EQ, Op.IN, Op.STARTS_WITH})
+
+
+def _leaves(schema: pa.Schema) -> dict[int, tuple[int, pa.DataType]]:
+    """Field id -> (Parquet leaf column index, file Arrow type) of every leaf outside lists/maps."""
+    out: dict[int, tuple[int, pa.DataType]] = {}
+    counter = [0]
+
+    def walk(f: pa.Field, repeated: bool) -> None:
+        t = f.type
+        if isinstance(t, pa.BaseExtensionType):
+            t = t.storage_type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), repeated)
+        elif pa.types.is_map(t):
+            walk(t.key_field, True)
+            walk(t.item_field, True)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            walk(t.value_field, True)
+        else:
+            fid = field_id_of(f)
+            if fid is not None and not repeated:
+                out[fid] = (counter[0], t)
+            counter[0] += 1
+
+    for f in schema:
+        walk(f, False)
+    return out
+
+
+class RowGroupFilter:
+    """Decides per row group whether ``residual`` might match, from the file's statistics.
+
+    ``file_schema`` is the file's Arrow schema carrying field ids (after name mapping); it must
+    list the columns in the file's order, as ``ParquetFile.schema_arrow`` does.
+    """
+
+    def __init__(
+        self, metadata: pq.FileMetaData, file_schema: pa.Schema, residual: BooleanExpression
+    ) -> None:
+        self.metadata = metadata
+        self.expr = residual
+        self.leaves = _leaves(file_schema)
+        self._literal_cache: dict[int, Any] = {}
+
+    @property
+    def trivial(self) -> bool:
+        """True when the filter keeps every row group (nothing to evaluate)."""
+        return isinstance(self.expr, AlwaysTrue)
+
+    def might_match(self, row_group: int) -> bool:
+        """False only when the statistics of ``row_group`` prove that no row matches."""
+        rg = self.metadata.row_group(row_group)
+        return self._eval(self.expr, rg)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def _eval(self, expr: BooleanExpression, rg: Any, negated: bool = False) -> bool:
+        """Might some row of ``rg`` satisfy ``expr`` (or, when ``negated``, fail it)?"""
+        if isinstance(expr, AlwaysTrue):
+            return not negated
+        if isinstance(expr, AlwaysFalse):
+            return negated
+        if isinstance(expr, Not):
+            return self._eval(expr.child, rg, not negated)
+        if isinstance(expr, And):
+            if negated:  # not (a and b) = not a or not b
+                return self._eval(expr.left, rg, True) or self._eval(expr.right, rg, True)
+            return self._eval(expr.left, rg) and self._eval(expr.right, rg)
+        if isinstance(expr, Or):
+            if negated:
+                return self._eval(expr.left, rg, True) and self._eval(expr.right, rg, True)
+            return self._eval(expr.left, rg) or self._eval(expr.right, rg)
+        if isinstance(expr, BoundPredicate):
+            try:
+                if not negated:
+                    return self._predicate(expr, rg)
+                # A row fails a comparison also when its value is null: negating the operation
+                # alone (Iceberg's rewrite) would lose those rows, which the row filter keeps.
+                if expr.op in _FALSE_ON_NULL and self._nulls_possible(expr, rg):
+                    return True
+                negation = expr.negate()
+                if not isinstance(negation, BoundPredicate):
+                    return self._eval(negation, rg)
+                return self._predicate(negation, rg)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                return True  # statistics we cannot interpret never prune
+        return True
+
+    def _nulls_possible(self, pred: BoundPredicate, rg: Any) -> bool:
+        leaf = self.leaves.get(pred.ref.field_id)
+        if leaf is None:
+            return True
+        stats = rg.column(leaf[0]).statistics
+        return stats is None or not stats.has_null_count or stats.null_count > 0
+
+    def _predicate(self, pred: BoundPredicate, rg: Any) -> bool:
+        leaf = self.leaves.get(pred.ref.field_id)
+        t = pred.ref.field_type
+        if leaf is None or not isinstance(t, PrimitiveType):
+            return True
+        index, file_type = leaf
+        stats = rg.column(index).statistics
+        if stats is None:
+            return True
+        rows = rg.num_rows
+        nulls = stats.null_count if stats.has_null_count else None
+        op = pred.op
+        if op is Op.IS_NULL:
+            return nulls is None or nulls > 0
+        if op is Op.NOT_NULL:
+            return nulls is None or nulls < rows
+        if op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH, Op.IS_NAN, Op.NOT_NAN):
+            return True
+        # The remaining predicates are false on null.
+        if nulls is not None and nulls >= rows:
+            return False
+        if not stats.has_min_max:
+            return True
+        lo = self._stat(stats.min, file_type, t)
+        hi = self._stat(stats.max, file_type, t)
+        if lo is _UNKNOWN or hi is _UNKNOWN or _is_nan(lo) or _is_nan(hi):
+            return True
+        if op is Op.STARTS_WITH:
+            return _prefix_might_match(pred.literal, lo, hi, t)
+        values = self._literals(pred)
+        if values is None:
+            return True
+        if op is Op.IN:
+            return any(lo <= v <= hi for v in values)
+        (v,) = values
+        if _is_nan(v):
+            return True
+        if op is Op.LT:
+            return bool(lo < v)
+        if op is Op.LT_EQ:
+            return bool(lo <= v)
+        if op is Op.GT:
+            return bool(hi > v)
+        if op is Op.GT_EQ:
+            return bool(hi >= v)
+        return bool(lo <= v <= hi)  # Op.EQ
+
+    def _literals(self, pred: BoundPredicate) -> list[Any] | None:
+        key = id(pred)
+        cached = self._literal_cache.get(key)
+        if cached is None:
+            raw = list(pred.literals) if pred.op.is_set else [pred.literal]
+            try:
+                cached = (pred, arrow_array(raw, pred.ref.field_type).to_pylist())
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                cached = (pred, None)
+            self._literal_cache[key] = cached
+        values: list[Any] | None = cached[1]
+        return values
+
+    @staticmethod
+    def _stat(value: Any, file_type: pa.DataType, t: PrimitiveType) -> Any:
+        """A statistic converted from the file's Arrow type to the table type's Python value."""
+        if value is None:
+            return _UNKNOWN
+        target = arrow_type(t)
+        arr = pa.array([value], file_type)
+        if arr.type != target:
+            arr = arr.cast(target)
+        return arr[0].as_py()
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def _prefix_might_match(prefix: Any, lo: Any, hi: Any, t: PrimitiveType) -> bool:
+    if not isinstance(t, (StringType, BinaryType, FixedType)):
+        return True
+    if isinstance(prefix, str) and isinstance(lo, str) and isinstance(hi, str):
+        p: Any = prefix
+    elif isinstance(prefix, bytes) and isinstance(lo, bytes) and isinstance(hi, bytes):
+        p = prefix
+    else:
+        return True
+    # Every value with the prefix lies in [prefix, prefix + max suffix]: compare truncated bounds.
+    return bool(lo[: len(p)] <= p <= hi[: len(p)])

@@ -1,0 +1,281 @@
+"""What a scan returns: a streaming ``RecordBatchReader``, a table, a DataFrame or a count.
+
+All of them work over planned tasks (``io``, ``tasks``, ``options``), so ``TableScan`` only
+delegates here. Files are read by worker threads (pyarrow's Parquet decoding and icefloe's Rust
+keep-masks release the GIL), at most ``max_workers`` tasks at a time, and each worker hands its
+batches to the consumer through a small bounded queue: memory stays bounded by
+``max_workers x (QUEUE_DEPTH + 1)`` batches however large the table is, and batches come out in
+task order. The schema is known before the first file is opened.
+
+A failure (missing or corrupt file, schema conflict) is raised by the reader when the consumer
+reaches that task; ``to_arrow`` and ``count`` therefore never return a partial result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.expressions.base import AlwaysTrue
+from icefloe.io import FileIO
+from icefloe.read.deletes import DeleteCache
+from icefloe.read.reader import output_schema, read_task
+from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions
+from icefloe.types import NestedField, StructType
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "QUEUE_DEPTH",
+    "count",
+    "default_workers",
+    "scan_options",
+    "scan_schema",
+    "to_arrow",
+    "to_batches",
+    "to_pandas",
+]
+
+#: Batches a worker may have ready before it waits for the consumer.
+QUEUE_DEPTH = 2
+
+
+def default_workers() -> int:
+    """Files read at once by default: the CPU count, at least 2, at most 8."""
+    return max(2, min(8, os.cpu_count() or 1))
+
+
+def _union_partition_type(options: ReadOptions) -> StructType:
+    """The ``_partition`` type over every spec: each partition field once, by field id."""
+    fields: dict[int, NestedField] = {}
+    for spec_id in sorted(options.specs):
+        try:
+            ptype = options.specs[spec_id].partition_type(options.schema)
+        except IcebergError:
+            continue  # a spec whose source column is gone contributes no typed fields
+        for f in ptype.fields:
+            if f.field_id not in fields:
+                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
+    return StructType(*fields.values())
+
+
+def scan_options(options: ReadOptions) -> ReadOptions:
+    """``options`` with a fixed ``_partition`` type (the union over specs) when it is requested,
+    so every task yields batches of one schema."""
+    if PARTITION in options.metadata_columns and options.partition_type is None:
+        return dataclasses.replace(options, partition_type=_union_partition_type(options))
+    return options
+
+
+def scan_schema(options: ReadOptions) -> pa.Schema:
+    """The Arrow schema of every batch a scan with ``options`` returns."""
+    return output_schema(scan_options(options))
+
+
+class _Done:
+    __slots__ = ()
+
+
+class _Failed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_DONE = _Done()
+
+
+def _put(q: queue.Queue[Any], item: Any, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _worker(
+    io: FileIO,
+    task: FileScanTask,
+    options: ReadOptions,
+    cache: DeleteCache,
+    q: queue.Queue[Any],
+    stop: threading.Event,
+) -> None:
+    try:
+        for batch in read_task(io, task, options, cache):
+            if not _put(q, batch, stop):
+                return
+        _put(q, _DONE, stop)
+    except BaseException as e:  # handed to the consumer, which re-raises it
+        _put(q, _Failed(e), stop)
+
+
+def iter_batches(
+    io: FileIO,
+    tasks: Iterable[FileScanTask],
+    options: ReadOptions,
+    *,
+    max_workers: int | None = None,
+    cache: DeleteCache | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The batches of every task, in task order, reading up to ``max_workers`` files at once."""
+    options = scan_options(options)
+    cache = cache if cache is not None else DeleteCache()
+    workers = default_workers() if max_workers is None else max_workers
+    if workers < 1:
+        raise ValidationError(f"max_workers must be at least 1, got {workers}")
+    todo: Sequence[FileScanTask] = list(tasks)
+    if workers == 1 or len(todo) <= 1:
+        for task in todo:
+            yield from read_task(io, task, options, cache)
+        return
+    stop = threading.Event()
+    queues: list[queue.Queue[Any]] = []
+    threads: list[threading.Thread] = []
+
+    def start(i: int) -> None:
+        q: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_DEPTH)
+        t = threading.Thread(
+            target=_worker,
+            args=(io, todo[i], options, cache, q, stop),
+            name=f"icefloe-read-{i}",
+            daemon=True,
+        )
+        queues.append(q)
+        threads.append(t)
+        t.start()
+
+    try:
+        for i in range(min(workers, len(todo))):
+            start(i)
+        for i in range(len(todo)):
+            q = queues[i]
+            while True:
+                item = q.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, _Failed):
+                    raise item.error
+                yield item
+            threads[i].join()
+            if len(queues) < len(todo):
+                start(len(queues))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def _limited(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
+    if limit is None:
+        yield from batches
+        return
+    if limit < 0:
+        raise ValidationError(f"limit must be >= 0, got {limit}")
+    left = limit
+    if left == 0:
+        return
+    try:
+        for batch in batches:
+            if batch.num_rows >= left:
+                yield batch.slice(0, left)
+                return
+            left -= batch.num_rows
+            yield batch
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+
+
+def to_batches(
+    io: FileIO,
+    tasks: Iterable[FileScanTask],
+    options: ReadOptions,
+    *,
+    limit: int | None = None,
+    max_workers: int | None = None,
+) -> pa.RecordBatchReader:
+    """A streaming ``pyarrow.RecordBatchReader`` over the tasks' rows (schema known up front).
+
+    At most ``max_workers`` files are read at once and each keeps at most a few batches ready,
+    so memory stays bounded; ``limit`` stops reading after that many rows.
+    """
+    schema = scan_schema(options)
+    batches = iter_batches(io, tasks, options, max_workers=max_workers)
+    return pa.RecordBatchReader.from_batches(schema, _limited(batches, limit))
+
+
+def to_arrow(
+    io: FileIO,
+    tasks: Iterable[FileScanTask],
+    options: ReadOptions,
+    *,
+    limit: int | None = None,
+    max_workers: int | None = None,
+) -> pa.Table:
+    """Every row of the tasks as one ``pyarrow.Table`` (an error leaves no partial table)."""
+    reader = to_batches(io, tasks, options, limit=limit, max_workers=max_workers)
+    return reader.read_all()
+
+
+def to_pandas(
+    io: FileIO,
+    tasks: Iterable[FileScanTask],
+    options: ReadOptions,
+    *,
+    limit: int | None = None,
+    max_workers: int | None = None,
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
+    table = to_arrow(io, tasks, options, limit=limit, max_workers=max_workers)
+    frame: pd.DataFrame = table.to_pandas(**kwargs)
+    return frame
+
+
+def _whole_file(task: FileScanTask) -> bool:
+    df = task.data_file
+    if task.start != 0 or df.record_count <= 0:  # 0: unknown count (hand-built tasks)
+        return False
+    return task.length is None or (
+        df.file_size_in_bytes > 0 and task.length >= df.file_size_in_bytes
+    )
+
+
+def count(
+    io: FileIO,
+    tasks: Iterable[FileScanTask],
+    options: ReadOptions,
+    *,
+    max_workers: int | None = None,
+) -> int:
+    """The number of rows the tasks yield.
+
+    A whole data file without deletes or residual filter counts its manifest ``record_count``
+    without being opened; the other tasks are read with no data columns projected (only the
+    columns their deletes and residual need).
+    """
+    total = 0
+    to_read: list[FileScanTask] = []
+    for task in tasks:
+        if not task.delete_files and isinstance(task.residual, AlwaysTrue) and _whole_file(task):
+            total += task.data_file.record_count
+        else:
+            to_read.append(task)
+    if to_read:
+        bare = dataclasses.replace(options, projected_field_ids=(), metadata_columns=())
+        for batch in iter_batches(io, to_read, bare, max_workers=max_workers):
+            total += batch.num_rows
+    return total

@@ -1,0 +1,193 @@
+"""Scan output over planned tasks: streaming reader, limit, parallel files, count, pandas."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from _read_util import write_data, write_dv, write_eq_deletes, write_pos_deletes
+from icefloe.exceptions import CorruptFileError, FileIOError
+from icefloe.expressions.binding import bind
+from icefloe.expressions.builder import col
+from icefloe.io import FileIO
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.read import (
+    DeleteCache,
+    count,
+    read_tasks,
+    scan_schema,
+    to_arrow,
+    to_batches,
+    to_pandas,
+)
+from icefloe.read.scan_output import iter_batches
+from icefloe.scan import DataFileRef, FileScanTask, ReadOptions
+from icefloe.schema import Schema
+from icefloe.transforms import parse_transform
+from icefloe.types import IntegerType, LongType, NestedField, StringType
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), True),
+    NestedField(2, "cat", StringType()),
+    NestedField(3, "n", IntegerType()),
+)
+
+
+def _files(tmp_path: Path, k: int, per: int = 50) -> list[FileScanTask]:
+    tasks = []
+    for f in range(k):
+        rows = [{"id": f * per + i, "cat": f"c{i % 3}", "n": i % 4} for i in range(per)]
+        tasks.append(
+            FileScanTask(write_data(tmp_path / f"d{f}.parquet", SCHEMA, rows, row_group_size=20))
+        )
+    return tasks
+
+
+def _reader_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name.startswith("icefloe-read-"))
+
+
+def test_batches_stream_in_task_order_with_schema_up_front(tmp_path: Path) -> None:
+    tasks = _files(tmp_path, 7)
+    opts = ReadOptions(SCHEMA, metadata_columns=("_file", "_pos"))
+    reader = to_batches(FileIO(), tasks, opts, max_workers=3)
+    assert isinstance(reader, pa.RecordBatchReader)
+    assert reader.schema == scan_schema(opts)
+    assert reader.schema.names == ["id", "cat", "n", "_file", "_pos"]
+    got = reader.read_all()
+    assert got.column("id").to_pylist() == list(range(350))
+    sequential = pa.Table.from_batches(list(read_tasks(FileIO(), tasks, opts)))
+    assert got.equals(sequential)
+
+
+def test_parallel_equals_single_worker_with_shared_deletes(tmp_path: Path) -> None:
+    tasks = _files(tmp_path, 6)
+    paths = [t.data_file.file_path for t in tasks]
+    pos = write_pos_deletes(tmp_path / "pos.parquet", [(p, 3) for p in paths])
+    eq = write_eq_deletes(tmp_path / "eq.parquet", SCHEMA, (3,), [{"n": 1}])
+    dv = write_dv(tmp_path / "dv.puffin", [0, 49], paths[2])
+    with_deletes = [
+        FileScanTask(t.data_file, (pos, eq) + ((dv,) if i == 2 else ()))
+        for i, t in enumerate(tasks)
+    ]
+    opts = ReadOptions(SCHEMA)
+    cache = DeleteCache()
+    parallel = pa.Table.from_batches(
+        list(iter_batches(FileIO(), with_deletes, opts, max_workers=4, cache=cache)),
+        schema=scan_schema(opts),
+    )
+    single = to_arrow(FileIO(), with_deletes, opts, max_workers=1)
+    assert parallel.equals(single)
+    expected = [
+        f * 50 + i
+        for f in range(6)
+        for i in range(50)
+        if i != 3 and i % 4 != 1 and not (f == 2 and i in (0, 49))
+    ]
+    assert parallel.column("id").to_pylist() == expected
+    # The shared files were decoded once although four threads wanted them.
+    assert cache.loads == 4  # pos file, eq file, the eq set, the DV
+
+
+def test_limit_stops_reading_and_workers(tmp_path: Path) -> None:
+    tasks = _files(tmp_path, 8)
+    opts = ReadOptions(SCHEMA, projected_field_ids=(1,))
+    assert to_arrow(FileIO(), tasks, opts, limit=0).num_rows == 0
+    got = to_arrow(FileIO(), tasks, opts, limit=123, max_workers=3)
+    assert got.column("id").to_pylist() == list(range(123))
+    reader = to_batches(FileIO(), tasks, opts, max_workers=3)
+    first = reader.read_next_batch()
+    assert first.num_rows > 0
+    reader.close()
+    deadline = time.monotonic() + 5
+    while _reader_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _reader_threads() == 0
+
+
+def test_workers_are_bounded(tmp_path: Path) -> None:
+    tasks = _files(tmp_path, 12, per=20)
+    seen = []
+    reader = to_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=2)
+    for _ in reader:
+        seen.append(_reader_threads())
+    assert max(seen) <= 2
+
+
+def test_error_in_a_later_task_names_file_and_gives_no_table(tmp_path: Path) -> None:
+    tasks = _files(tmp_path, 4)
+    missing = FileScanTask(DataFileRef(str(tmp_path / "missing.parquet")))
+    (tmp_path / "junk.parquet").write_bytes(b"PAR1 but not really")
+    junk = FileScanTask(DataFileRef(str(tmp_path / "junk.parquet")))
+    with pytest.raises(FileIOError, match=r"missing\.parquet"):
+        to_arrow(FileIO(), [*tasks, missing], ReadOptions(SCHEMA), max_workers=2)
+    with pytest.raises(CorruptFileError, match=r"junk\.parquet"):
+        to_arrow(FileIO(), [tasks[0], junk, tasks[1]], ReadOptions(SCHEMA), max_workers=3)
+    reader = to_batches(FileIO(), [tasks[0], missing], ReadOptions(SCHEMA), max_workers=2)
+    rows = 0
+    with pytest.raises(FileIOError, match=r"missing\.parquet"):
+        for batch in reader:
+            rows += batch.num_rows
+    assert rows == 50  # the first file's rows came out, then the stream failed (not ended)
+    with pytest.raises(FileIOError):
+        count(FileIO(), [missing], ReadOptions(SCHEMA))
+
+
+def test_count_from_metadata_and_by_reading(tmp_path: Path) -> None:
+    # Files that do not exist: a metadata-only count never opens them.
+    ghosts = [
+        FileScanTask(DataFileRef(str(tmp_path / f"ghost{i}.parquet"), record_count=10 + i))
+        for i in range(3)
+    ]
+    assert count(FileIO(), ghosts, ReadOptions(SCHEMA)) == 33
+    tasks = _files(tmp_path, 3)
+    df = tasks[0].data_file
+    pos = write_pos_deletes(tmp_path / "pos.parquet", [(df.file_path, 1), (df.file_path, 2)])
+    eq = write_eq_deletes(tmp_path / "eq.parquet", SCHEMA, (2,), [{"cat": "c0"}])
+    filtered = FileScanTask(tasks[2].data_file, residual=bind(SCHEMA, col("n") == 0))
+    mixed = [FileScanTask(df, (pos,)), FileScanTask(tasks[1].data_file, (eq,)), filtered]
+    expected = to_arrow(FileIO(), mixed, ReadOptions(SCHEMA)).num_rows
+    assert expected == 48 + 33 + 13
+    assert count(FileIO(), mixed, ReadOptions(SCHEMA, projected_field_ids=(1,))) == expected
+    assert count(FileIO(), [], ReadOptions(SCHEMA)) == 0
+
+
+def test_to_pandas(tmp_path: Path) -> None:
+    tasks = _files(tmp_path, 2)
+    df = to_pandas(FileIO(), tasks, ReadOptions(SCHEMA), limit=60)
+    assert list(df.columns) == ["id", "cat", "n"]
+    assert df["id"].tolist() == list(range(60))
+
+
+def test_partition_column_has_one_type_across_specs(tmp_path: Path) -> None:
+    s0 = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "cat"), spec_id=0)
+    s1 = PartitionSpec(
+        PartitionField(2, 1000, parse_transform("identity"), "cat"),
+        PartitionField(3, 1001, parse_transform("identity"), "n"),
+        spec_id=1,
+    )
+    a = write_data(tmp_path / "a.parquet", SCHEMA, [{"id": 1, "cat": "x", "n": 5}])
+    b = write_data(tmp_path / "b.parquet", SCHEMA, [{"id": 2, "cat": "y", "n": 6}])
+    tasks = [
+        FileScanTask(DataFileRef(a.file_path, record_count=1, spec_id=0, partition=("x",))),
+        FileScanTask(DataFileRef(b.file_path, record_count=1, spec_id=1, partition=("y", 6))),
+    ]
+    opts = ReadOptions(
+        SCHEMA, specs={0: s0, 1: s1}, projected_field_ids=(1,), metadata_columns=("_partition",)
+    )
+    got = to_arrow(FileIO(), tasks, opts, max_workers=2)
+    assert got.column("_partition").to_pylist() == [
+        {"cat": "x", "n": None},
+        {"cat": "y", "n": 6},
+    ]
+
+
+def test_empty_projection_keeps_row_counts(tmp_path: Path) -> None:
+    tasks = _files(tmp_path, 2)
+    got = to_arrow(FileIO(), tasks, ReadOptions(SCHEMA, projected_field_ids=()))
+    assert got.num_columns == 0
+    assert got.num_rows == 100
