@@ -9,12 +9,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from rowlevel_util import live_data_files, live_deletes, ours
-from write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
+from rowlevel_util import live_data_files, live_deletes, ours
+from write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[2]"), "b"))
 

@@ -14,14 +14,14 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rowlevel_util import live_deletes, ours
-from write_util import catalog
 
 from icefloe.exceptions import CommitConflictError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField
+from rowlevel_util import live_deletes, ours
+from write_util import catalog
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "v", LongType()))
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[3]"), "kb"))
