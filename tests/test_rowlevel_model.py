@@ -118,19 +118,20 @@ def test_random_sequences_match_model(
             ids = now
 
 
-def _mor_table(tmp_path: Path) -> Any:
+def _mor_table(tmp_path: Path, version: int = 3) -> Any:
     t = catalog(tmp_path).create_table(
         "ns.t",
         SCHEMA,
         partition_spec=SPEC,
-        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+        properties={"format-version": str(version), "write.delete.mode": "merge-on-read"},
     )
     t.append(_rows(list(range(30)), 0))
     return t
 
 
-def test_concurrent_deletes_of_one_file_conflict(tmp_path: Path) -> None:
-    t = _mor_table(tmp_path)
+@pytest.mark.parametrize("version", [2, 3])
+def test_concurrent_deletes_of_one_file_conflict(tmp_path: Path, version: int) -> None:
+    t = _mor_table(tmp_path, version)
     other = t.catalog.load_table("ns.t")
     tx = t.transaction()
     tx.delete("k = 3")

@@ -59,6 +59,7 @@ __all__ = [
     "key_match_mask",
     "matching_key_positions",
     "matching_positions",
+    "partition_key",
     "partition_row",
     "surviving_rows",
 ]
@@ -191,6 +192,11 @@ def _internal(v: Any) -> Any:
     if isinstance(v, _dt.time):
         return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
     return v
+
+
+def partition_key(partition: Sequence[Any]) -> str:
+    """A hashable, representation-independent key of a partition tuple (dates as days...)."""
+    return repr(tuple(_internal(v) for v in partition))
 
 
 def partition_row(ptype: StructType, partition: Sequence[Any]) -> dict[int, Any]:

@@ -71,6 +71,7 @@ from icefloe.write.matching import (
     check_unique_keys,
     matching_key_positions,
     matching_positions,
+    partition_key,
     partition_row,
     surviving_rows,
 )
@@ -403,7 +404,7 @@ class _Validator:
         self.branch = branch
         self.paths = {t.data_file.file_path for t in targets}
         self.partitions = {
-            (t.data_file.spec_id, repr(tuple(t.data_file.partition))) for t in targets
+            (t.data_file.spec_id, partition_key(t.data_file.partition)) for t in targets
         }
         self.removed_deletes = removed_deletes
         self.conflict_filter = conflict_filter
@@ -427,7 +428,7 @@ class _Validator:
                 raise CommitConflictError(f"delete file {path} was removed by a concurrent commit")
             if status != 1:
                 continue
-            part = repr(_partition_tuple(row))
+            part = partition_key(_partition_tuple(row))
             if content == 1:
                 ref = row.get("referenced_data_file")
                 if ref in self.paths or (ref is None and (spec_id, part) in self.partitions):
