@@ -201,7 +201,7 @@ def rewrite_data_files(
     files or added deletes for it.
     """
     from icefloe.write.properties import target_file_size as _target
-    from icefloe.write.row_level import RowDelta, commit_row_delta, plan_tasks, write_rows
+    from icefloe.write.row_delta import RowDelta, commit_row_delta, plan_tasks, write_rows
 
     md = tx.metadata
     target = target_file_size or _target(md.properties)
