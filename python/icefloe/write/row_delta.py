@@ -171,8 +171,9 @@ def write_rows(
     if not rows.schema.equals(target, check_metadata=True):
         rows = pa.Table.from_arrays([rows.column(f.name) for f in target], schema=target)
     options = WriteOptions(target_file_size=target_file_size)
+    # The writer recognises the lineage columns and stores them with their reserved ids.
     return write_parquet_files(
-        md, tx.table.io, rows, schema=write_schema, spec=spec or md.spec(), options=options
+        md, tx.table.io, rows, schema=schema, spec=spec or md.spec(), options=options
     )
 
 
