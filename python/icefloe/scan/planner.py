@@ -232,13 +232,14 @@ class PlannedBatch:
 
 @dataclass
 class Plan:
-    """A planned scan, columnar: kept data entries per manifest, the live delete files that
-    apply to any of them, and for each data entry (in batch order) the delete indices."""
+    """A planned scan, columnar: the kept data entries per manifest (with residual indices),
+    the kept live delete files per delete manifest (``(spec_id, batch)``), and ``assignment``:
+    for each data entry, in batch order, the indices of its delete files in the concatenation
+    of ``deletes``."""
 
     batches: list[PlannedBatch] = field(default_factory=list)
     residuals: list[BooleanExpression] = field(default_factory=list)
     deletes: list[tuple[int, pa.RecordBatch]] = field(default_factory=list)
-    delete_table: pa.Table | None = None
     assignment: pa.ListArray | None = None
 
     @property
