@@ -331,3 +331,20 @@ def test_concurrent_appends_from_processes_all_land(tmp_path: Path, duckdb_con: 
     meta = Path(t.location.removeprefix("file://")) / "metadata"
     assert len(list(meta.glob("snap-*.avro"))) == workers * each
     assert len(list(meta.glob("*-m*.avro"))) == workers * each
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("write.parquet.compression-codec", "lzo-ish"),
+        ("write.target-file-size-bytes", "big"),
+        ("write.parquet.row-group-limit", "0"),
+        ("commit.manifest-merge.enabled", "maybe"),
+    ],
+)
+def test_bad_write_properties_are_named(tmp_path: Path, key: str, value: str) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, format_version=2, properties={key: value})
+    with pytest.raises(ValidationError, match=key.replace(".", r"\.")):
+        t.append(rows(0, 3))
+    assert t.current_snapshot() is None
+    assert list((Path(t.location.removeprefix("file://")) / "data").rglob("*.parquet")) == []
