@@ -6,6 +6,7 @@ pub mod deletes;
 pub mod error;
 pub mod expr;
 pub mod manifest;
+pub mod plan;
 pub mod puffin;
 pub mod serde;
 pub mod transforms;

@@ -20,7 +20,12 @@ __all__ = [
     "_debug_panic",
     "decode_values",
     "encode_values",
+    "expr_manifest_mask",
+    "expr_metrics_mask",
+    "expr_partition_mask",
     "keep_mask_from_positions",
+    "plan_match_deletes",
+    "plan_partition_keys",
     "point_from_bytes",
     "point_to_bytes",
     "puffin_read_blob",
@@ -59,6 +64,13 @@ def point_from_bytes(data: bytes) -> tuple[float, float, float | None, float | N
 
 # Partition transforms: `transform` is the spec's JSON name (`bucket[16]`, `day`, ...).
 def transform_apply(transform: str, array: _Array) -> _Array: ...
+
+# Scan planning: filters are the compact JSON of `icefloe.expressions.serde.to_dict` (bound).
+def expr_manifest_mask(summaries: _Array, filter_json: str, field_ids: Sequence[int]) -> _Array: ...
+def expr_partition_mask(partition: _Array, filter_json: str) -> _Array: ...
+def expr_metrics_mask(entries: _Array, filter_json: str) -> _Array: ...
+def plan_partition_keys(partition: _Array) -> _Array: ...
+def plan_match_deletes(data_files: _Array, delete_files: _Array) -> _Array: ...
 
 # deletes
 _BlobTuple = tuple[str, list[int], int, int, int, int, str | None, list[tuple[str, str]]]

@@ -3,7 +3,9 @@
 
 mod deletes;
 mod errors;
+mod expr;
 mod manifest;
+mod plan;
 mod puffin;
 mod serde;
 mod transforms;
@@ -37,7 +39,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
     deletes::register(m)?;
+    expr::register(m)?;
     manifest::register(m)?;
+    plan::register(m)?;
     puffin::register(m)?;
     serde::register(m)?;
     transforms::register(m)?;

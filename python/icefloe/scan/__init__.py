@@ -1,4 +1,5 @@
-"""Scan tasks: what a planner produces and the reader (:mod:`icefloe.read`) consumes."""
+"""Scans: ``table.scan(...)`` (:class:`TableScan`), the planner, and the tasks it produces for
+the reader (:mod:`icefloe.read`)."""
 
 from icefloe.scan.tasks import (
     METADATA_COLUMNS,

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from icefloe.exceptions import CommitConflictError, CommitStateUnknownError, ValidationError
+from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import (
     MAIN_BRANCH,
     RemoveProperties,
@@ -27,10 +28,14 @@ from icefloe.metadata import (
 )
 
 if TYPE_CHECKING:
+    import datetime
+
     from icefloe.catalog.base import Catalog, Identifier
+    from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
     from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry
     from icefloe.partitioning import PartitionSpec
+    from icefloe.scan.scan import TableScan
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
     from icefloe.table.producer import SnapshotProducer
@@ -126,6 +131,32 @@ class Table:
     def metadata_log(self) -> list[MetadataLogEntry]:
         """Previous metadata files."""
         return list(self.metadata.metadata_log)
+
+    def scan(
+        self,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        selected_fields: tuple[str, ...] = ("*",),
+        case_sensitive: bool = True,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: datetime.datetime | int | None = None,
+        limit: int | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> TableScan:
+        """A read of this table: see :class:`icefloe.scan.scan.TableScan`."""
+        from icefloe.scan.scan import TableScan
+
+        return TableScan(
+            self,
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            case_sensitive=case_sensitive,
+            snapshot_id=snapshot_id,
+            ref=ref,
+            as_of=as_of,
+            limit=limit,
+            options=options,
+        )
 
     # -- changes --------------------------------------------------------------------------------
     def transaction(self) -> Transaction:

@@ -1,0 +1,277 @@
+"""``table.scan(...)``: snapshot selection, projection and file planning of a table read.
+
+:class:`TableScan` works with any object that has ``metadata`` (a
+:class:`~icefloe.metadata.TableMetadata`) and ``io`` (a :class:`~icefloe.io.FileIO`); it never
+touches a catalog. It is an immutable description: :meth:`TableScan.filter`,
+:meth:`TableScan.select`, :meth:`TableScan.use_ref` and :meth:`TableScan.with_snapshot` return
+copies.
+
+Snapshot selection (spec "Snapshots", "Snapshot References", Appendix F): ``snapshot_id``, or
+``ref`` (a branch or tag), or ``as_of`` (a ``datetime`` or epoch milliseconds, resolved through
+the snapshot log); at most one of them. Without any, the current snapshot; a table without one
+plans to nothing. Scans of a snapshot id, tag or time use the schema of that snapshot; scans of
+a branch (or the current snapshot) use the table's current schema.
+
+Planning itself is in :mod:`icefloe.scan.planner`; :meth:`TableScan.plan_files` returns
+:class:`~icefloe.scan.tasks.FileScanTask` values and :meth:`TableScan.plan_table` the same
+tasks as one Arrow table (see :mod:`icefloe.scan.columnar`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.exceptions import NoSuchSnapshotError, ValidationError
+from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, rewrite_not
+from icefloe.expressions.binding import bind
+from icefloe.expressions.parser import parse
+from icefloe.manifest import read_manifest_list
+from icefloe.metadata import Snapshot, TableMetadata
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.scan.columnar import plan_to_table, plan_to_tasks
+from icefloe.scan.planner import Plan, legacy_manifest_list, plan
+from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
+from icefloe.schema import Schema
+
+__all__ = ["TableScan"]
+
+
+def _as_filter(expr: str | BooleanExpression) -> BooleanExpression:
+    if isinstance(expr, str):
+        return parse(expr)
+    if not isinstance(expr, BooleanExpression):
+        raise ValidationError(f"a row filter must be a string or an expression, got {expr!r}")
+    return expr
+
+
+def _epoch_ms(as_of: dt.datetime | int) -> int:
+    if isinstance(as_of, bool):
+        raise ValidationError(f"as_of must be a datetime or epoch milliseconds, got {as_of!r}")
+    if isinstance(as_of, int):
+        return as_of
+    if isinstance(as_of, dt.datetime):
+        if as_of.tzinfo is None:
+            as_of = as_of.replace(tzinfo=dt.timezone.utc)  # naive times are UTC
+        delta = as_of - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        return delta // dt.timedelta(milliseconds=1)
+    raise ValidationError(f"as_of must be a datetime or epoch milliseconds, got {as_of!r}")
+
+
+class TableScan:
+    """A read of one snapshot of a table: filter, projection and snapshot selection."""
+
+    def __init__(
+        self,
+        table: Any,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        selected_fields: tuple[str, ...] = ("*",),
+        case_sensitive: bool = True,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: dt.datetime | int | None = None,
+        limit: int | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> None:
+        if not hasattr(table, "metadata") or not hasattr(table, "io"):
+            raise ValidationError(f"a scan needs an object with .metadata and .io, got {table!r}")
+        chosen = [
+            n
+            for n, v in (("snapshot_id", snapshot_id), ("ref", ref), ("as_of", as_of))
+            if v is not None
+        ]
+        if len(chosen) > 1:
+            raise ValidationError(f"choose one of snapshot_id, ref and as_of, got {chosen}")
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise ValidationError(f"limit must be a non-negative integer, got {limit!r}")
+        selected: Any = selected_fields
+        if isinstance(selected, str):  # a single name is accepted too
+            selected = (selected,)
+        self.table = table
+        self.row_filter = _as_filter(row_filter)
+        self.selected_fields: tuple[str, ...] = tuple(selected)
+        self.case_sensitive = case_sensitive
+        self.snapshot_id = snapshot_id
+        self.ref = ref
+        self.as_of = as_of
+        self.limit = limit
+        self.options: dict[str, str] = dict(options or {})
+        self._plan: Plan | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"TableScan(filter={str(self.row_filter)!r}, fields={self.selected_fields!r}, "
+            f"snapshot_id={self.snapshot_id!r}, ref={self.ref!r}, as_of={self.as_of!r})"
+        )
+
+    # -- builder-style copies ------------------------------------------------------------------
+    def _copy(self, **changes: Any) -> TableScan:
+        args: dict[str, Any] = {
+            "row_filter": self.row_filter,
+            "selected_fields": self.selected_fields,
+            "case_sensitive": self.case_sensitive,
+            "snapshot_id": self.snapshot_id,
+            "ref": self.ref,
+            "as_of": self.as_of,
+            "limit": self.limit,
+            "options": self.options,
+        }
+        args.update(changes)
+        return TableScan(self.table, **args)
+
+    def filter(self, expr: str | BooleanExpression) -> TableScan:
+        """A copy whose filter is this one ``and`` ``expr``."""
+        return self._copy(row_filter=And(self.row_filter, _as_filter(expr)))
+
+    def select(self, *names: str) -> TableScan:
+        """A copy reading only the named columns (``"*"``: all)."""
+        return self._copy(selected_fields=tuple(names) or ("*",))
+
+    def use_ref(self, name: str) -> TableScan:
+        """A copy reading the snapshot of branch or tag ``name``."""
+        if self.table.metadata.refs.get(name) is None:
+            raise NoSuchSnapshotError(f"no branch or tag named {name!r}")
+        return self._copy(ref=name, snapshot_id=None, as_of=None)
+
+    def with_snapshot(self, snapshot_id: int) -> TableScan:
+        """A copy reading snapshot ``snapshot_id``."""
+        self.table.metadata.snapshot(snapshot_id)  # raises NoSuchSnapshotError
+        return self._copy(snapshot_id=snapshot_id, ref=None, as_of=None)
+
+    def with_case_sensitive(self, case_sensitive: bool = True) -> TableScan:
+        """A copy binding names case-sensitively or not."""
+        return self._copy(case_sensitive=case_sensitive)
+
+    # -- resolution -----------------------------------------------------------------------------
+    @property
+    def metadata(self) -> TableMetadata:
+        """The table metadata the scan reads."""
+        md: TableMetadata = self.table.metadata
+        return md
+
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot the scan reads (None: the table has no current snapshot)."""
+        md = self.metadata
+        if self.snapshot_id is not None:
+            return md.snapshot(self.snapshot_id)
+        if self.ref is not None:
+            r = md.refs.get(self.ref)
+            if r is None:
+                raise NoSuchSnapshotError(f"no branch or tag named {self.ref!r}")
+            snap = md.snapshot_by_id(r.snapshot_id)
+            if snap is None:
+                raise NoSuchSnapshotError(
+                    f"ref {self.ref!r} points at snapshot {r.snapshot_id}, which does not exist"
+                )
+            return snap
+        if self.as_of is not None:
+            return md.snapshot_as_of(_epoch_ms(self.as_of))
+        return md.current_snapshot()
+
+    def schema(self) -> Schema:
+        """The table schema the scan reads with (see the module docstring)."""
+        md = self.metadata
+        pinned = self.snapshot_id is not None or self.as_of is not None
+        if self.ref is not None:
+            r = md.refs.get(self.ref)
+            pinned = r is not None and not r.is_branch
+        if pinned:
+            snap = self.snapshot()
+            if snap is not None and snap.schema_id is not None:
+                s = md.schema_by_id(snap.schema_id)
+                if s is not None:
+                    return s
+        return md.current_schema()
+
+    def _data_names(self) -> list[str]:
+        return [n for n in self.selected_fields if n not in METADATA_COLUMNS]
+
+    def projected_schema(self) -> Schema:
+        """The schema of the rows a read produces (data columns; metadata columns excluded)."""
+        schema = self.schema()
+        names = self._data_names()
+        if "*" in names:
+            return schema
+        return schema.select(*names, case_sensitive=self.case_sensitive)
+
+    def bound_filter(self) -> BooleanExpression:
+        """The row filter bound to :meth:`schema`, with ``Not`` rewritten away."""
+        return rewrite_not(bind(self.schema(), self.row_filter, self.case_sensitive))
+
+    def read_options(self) -> ReadOptions:
+        """What a reader of this scan's tasks produces."""
+        md = self.metadata
+        schema = self.schema()
+        names = self._data_names()
+        ids: tuple[int, ...] | None = None
+        if "*" not in names:
+            ids = tuple(
+                schema.find_field(n, case_sensitive=self.case_sensitive).field_id for n in names
+            )
+        mapping = None
+        text = md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
+        if text:
+            mapping = NameMapping.from_json(json.loads(text))
+        return ReadOptions(
+            schema=schema,
+            projected_field_ids=ids,
+            specs={s.spec_id: s for s in md.partition_specs},
+            name_mapping=mapping,
+            case_sensitive=self.case_sensitive,
+            metadata_columns=tuple(n for n in self.selected_fields if n in METADATA_COLUMNS),
+            format_version=md.format_version,
+        )
+
+    # -- planning -------------------------------------------------------------------------------
+    def _threads(self) -> int | None:
+        v = self.options.get("scan.threads")
+        return int(v) if v else None
+
+    def plan(self) -> Plan:
+        """The columnar plan (computed once per scan object)."""
+        if self._plan is not None:
+            return self._plan
+        snap = self.snapshot()
+        bound = self.bound_filter()
+        if snap is None:
+            self._plan = Plan()
+            return self._plan
+        io = self.table.io
+
+        def read(path: str) -> bytes:
+            data: bytes = io.new_input(path).read()
+            return data
+
+        if snap.manifest_list is not None:
+            manifest_list = read_manifest_list(read(snap.manifest_list), name=snap.manifest_list)
+        else:
+            manifest_list = legacy_manifest_list(snap, read)
+        md = self.metadata
+        self._plan = plan(
+            manifest_list=manifest_list,
+            read=read,
+            schema=self.schema(),
+            specs={s.spec_id: s for s in md.partition_specs},
+            bound_filter=bound,
+            threads=self._threads(),
+        )
+        return self._plan
+
+    def plan_files(self) -> list[FileScanTask]:
+        """The data files to read, each with its delete files and residual filter."""
+        return plan_to_tasks(self.plan())
+
+    def plan_table(self) -> pa.Table:
+        """The tasks of :meth:`plan_files` as one Arrow table (see
+        :func:`icefloe.scan.columnar.plan_to_table`)."""
+        return plan_to_table(self.plan(), self.metadata)
+
+    # -- reading ---------------------------------------------------------------------------------
+    # to_arrow / to_batches / to_pandas / count / __arrow_c_stream__ are added below by the
+    # reads area as thin methods delegating to icefloe.read (keep them at the end of the class).
