@@ -62,7 +62,7 @@ def _duckdb(path: str) -> Callable[[], int] | None:
         con = duckdb_connect()
     except Exception:
         return None
-    return lambda: int(con.execute(f"select * from iceberg_scan('{path}')").arrow().num_rows)
+    return lambda: int(con.execute(f"select * from iceberg_scan('{path}')").to_arrow_table().num_rows)
 
 
 def _peers(path: str, expected: int, extra: dict[str, Callable[[], int]]) -> dict[str, Any]:
