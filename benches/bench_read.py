@@ -62,7 +62,8 @@ def _duckdb(path: str) -> Callable[[], int] | None:
         con = duckdb_connect()
     except Exception:
         return None
-    return lambda: int(con.execute(f"select * from iceberg_scan('{path}')").to_arrow_table().num_rows)
+    query = f"select * from iceberg_scan('{path}')"
+    return lambda: int(con.execute(query).to_arrow_table().num_rows)
 
 
 def _peers(path: str, expected: int, extra: dict[str, Callable[[], int]]) -> dict[str, Any]:
