@@ -29,6 +29,7 @@ SPEC = PartitionSpec(
 
 
 def catalog(tmp_path: Path) -> SqlCatalog:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
     cat.create_namespace("ns")
     return cat

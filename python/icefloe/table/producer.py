@@ -47,6 +47,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,7 @@ Validator = Callable[[TableMetadata, Snapshot | None, int | None], None]
 EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="icefloe-manifest-io")
 
 
 def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
@@ -183,6 +185,7 @@ class SnapshotProducer:
         self._start_parent: int | None = None
         self._manifest_count = 0
         self._committed_to_tx = False
+        self._pending: list[Future[None]] = []
 
     # -- staging --------------------------------------------------------------------------------
     def add_data_files(self, files: Iterable[DataFile]) -> SnapshotProducer:
@@ -283,7 +286,8 @@ class SnapshotProducer:
             codec=codec,
             level=level,
         )
-        self.io.new_output(list_path).write(data, overwrite=True)
+        self._put(list_path, data)
+        self._flush()
         written_now = [*written]
         summary = self._summary(metadata, parent, removed, len(new_rows) + len(written), replaced)
         summary_props = dict(summary.properties)
@@ -318,6 +322,17 @@ class SnapshotProducer:
             ),
         ]
 
+    def _put(self, path: str, data: bytes) -> None:
+        """Write a file in the background: the durable writes (fsync) of one build overlap."""
+        self._pending.append(_POOL.submit(self.io.new_output(path).write, data, True))
+
+    def _flush(self) -> None:
+        """Wait for the background writes; the first error is raised."""
+        pending, self._pending = self._pending, []
+        errors = [e for e in (f.exception() for f in pending) if e is not None]
+        if errors:
+            raise errors[0]
+
     def _manifest_path(self, metadata: TableMetadata) -> str:
         self._manifest_count += 1
         loc = metadata_location(metadata.location, metadata.properties)
@@ -351,7 +366,7 @@ class SnapshotProducer:
             codec=codec,
             level=level,
         )
-        self.io.new_output(path).write(data, overwrite=True)
+        self._put(path, data)
         out: dict[str, Any] = row.to_pylist()[0]
         out["manifest_length"] = len(data)
         seqs = batch.column("sequence_number") if "sequence_number" in batch.schema.names else None
@@ -466,7 +481,13 @@ class SnapshotProducer:
         sub = sub.set_column(sub.schema.get_field_index("snapshot_id"), "snapshot_id", snap)
         content = 1 if mf.content else 0
         row = self._write(metadata, sub, mf.partition_spec_id, content)
-        row["first_row_id"] = None
+        # Every entry keeps the explicit first_row_id it was read with, so the manifest's own
+        # value is never inherited: keeping the old one spares assigning (and wasting) a new
+        # range for existing rows. Entries without one (not possible after inheritance in v3,
+        # but in a table upgraded from v2) need a fresh range.
+        ids = sub.column("first_row_id") if "first_row_id" in sub.schema.names else None
+        keep = content == 0 and ids is not None and ids.null_count == 0 and sub.num_rows > 0
+        row["first_row_id"] = mf.first_row_id if keep else None
         return row
 
     def _merge(
@@ -511,6 +532,7 @@ class SnapshotProducer:
     def _merge_bin(
         self, metadata: TableMetadata, rows: list[dict[str, Any]], spec_id: int
     ) -> dict[str, Any]:
+        self._flush()  # our new manifests are read back below
         own = set(self._new_manifest_paths)
         batches = []
         for r in rows:
@@ -629,6 +651,9 @@ class SnapshotProducer:
 
     def abort(self) -> None:
         """Delete everything this producer wrote (the commit failed for good)."""
+        for f in self._pending:
+            f.exception()  # let background writes finish before deleting their files
+        self._pending = []
         for a in self._attempts:
             self.io.delete_quietly(a.manifest_list)
             for p in a.written:

@@ -33,12 +33,17 @@ if TYPE_CHECKING:
     from icefloe.catalog.base import Catalog, Identifier
     from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
-    from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry
+    from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
     from icefloe.partitioning import PartitionSpec
     from icefloe.scan.scan import TableScan
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
+    from icefloe.table.expire import ExpireResult
+    from icefloe.table.inspect import InspectTable
+    from icefloe.table.manage_snapshots import ManageSnapshots
     from icefloe.table.producer import SnapshotProducer
+    from icefloe.table.update_schema import UpdateSchema
+    from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
 
 __all__ = ["Table", "Transaction", "UpdateProperties"]
 
@@ -132,6 +137,21 @@ class Table:
         """Previous metadata files."""
         return list(self.metadata.metadata_log)
 
+    def refs(self) -> dict[str, SnapshotRef]:
+        """Branches and tags by name."""
+        return dict(self.metadata.refs)
+
+    def snapshot_as_of(self, timestamp_ms: int) -> Snapshot:
+        """The snapshot that was current at ``timestamp_ms`` (from the snapshot log)."""
+        return self.metadata.snapshot_as_of(timestamp_ms)
+
+    @property
+    def inspect(self) -> InspectTable:
+        """Metadata tables as Arrow: ``table.inspect.snapshots()``, ``.files()``, ..."""
+        from icefloe.table.inspect import InspectTable
+
+        return InspectTable(self)
+
     def scan(
         self,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
@@ -179,6 +199,62 @@ class Table:
             tx.remove_properties(*keys)
         return self
 
+    def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
+        """Evolve the schema in one commit: ``with t.update_schema() as u: u.add_column(...)``."""
+        from icefloe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(self.transaction(), case_sensitive=case_sensitive, autocommit=True)
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        """Evolve the partition spec in one commit: ``with t.update_spec() as u: ...``."""
+        from icefloe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self.transaction(), case_sensitive=case_sensitive, autocommit=True)
+
+    def replace_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """Set a new default sort order: ``with t.replace_sort_order() as o: o.asc("id")``."""
+        from icefloe.table.update_spec import ReplaceSortOrder
+
+        return ReplaceSortOrder(self.transaction(), case_sensitive=case_sensitive, autocommit=True)
+
+    def upgrade_format_version(self, format_version: int) -> Table:
+        """Upgrade the table format (to 2 or 3; v3 starts row lineage at ``next-row-id`` 0)."""
+        with self.transaction() as tx:
+            tx.upgrade_format_version(format_version)
+        return self
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Branches, tags, rollback and cherry-pick in one commit."""
+        from icefloe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self.transaction(), autocommit=True)
+
+    def expire_snapshots(
+        self,
+        *,
+        older_than_ms: int | None = None,
+        retain_last: int | None = None,
+        snapshot_ids: Iterable[int] | None = None,
+        delete_files: bool = True,
+        dry_run: bool = False,
+        max_workers: int | None = None,
+    ) -> ExpireResult:
+        """Expire snapshots by the spec's retention policy and delete unreachable files.
+
+        See :func:`icefloe.table.expire.expire_snapshots`.
+        """
+        from icefloe.table.expire import expire_snapshots
+
+        return expire_snapshots(
+            self,
+            older_than_ms=older_than_ms,
+            retain_last=retain_last,
+            snapshot_ids=snapshot_ids,
+            delete_files=delete_files,
+            dry_run=dry_run,
+            max_workers=max_workers,
+        )
+
     def append(
         self,
         data: Any,
@@ -189,6 +265,58 @@ class Table:
         """Append Arrow data (table, batches, stream, pandas) in one ``append`` snapshot."""
         with self.transaction() as tx:
             tx.append(data, branch=branch, snapshot_properties=snapshot_properties)
+        return self
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the rows matching ``overwrite_filter`` (default: all) by ``data``."""
+        with self.transaction() as tx:
+            tx.overwrite(
+                data,
+                overwrite_filter,
+                case_sensitive=case_sensitive,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
+        return self
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Replace the partitions ``data`` touches by ``data`` in one commit."""
+        with self.transaction() as tx:
+            tx.dynamic_partition_overwrite(
+                data, branch=branch, snapshot_properties=snapshot_properties
+            )
+        return self
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Table:
+        """Register existing Parquet files as data files in one ``append`` commit."""
+        with self.transaction() as tx:
+            tx.add_files(
+                paths,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                check_duplicate_files=check_duplicate_files,
+            )
         return self
 
     def _do_commit(
@@ -303,19 +431,68 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Write ``data`` as data files and add them in an ``append`` snapshot."""
-        from icefloe.table.producer import SnapshotProducer
-        from icefloe.write import write_data_files
+        from icefloe.write import operations
 
         self._check_open()
-        producer = SnapshotProducer(self, branch=branch, snapshot_properties=snapshot_properties)
-        files = write_data_files(self.metadata, self.table.io, data)
-        producer.owns_files(f.file_path for f in files)
-        producer.add_data_files(files)
-        try:
-            return producer.commit()
-        except BaseException:
-            producer.abort()
-            raise
+        return operations.append(self, data, branch=branch, snapshot_properties=snapshot_properties)
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the rows matching ``overwrite_filter`` (default: every row) by ``data``
+        in one ``overwrite`` snapshot (files partly matching are rewritten)."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.overwrite(
+            self,
+            data,
+            overwrite_filter,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the partitions ``data`` touches by ``data``."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.dynamic_partition_overwrite(
+            self, data, branch=branch, snapshot_properties=snapshot_properties
+        )
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Transaction:
+        """Register existing Parquet files (with field ids or a name mapping) as data files."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.add_files(
+            self,
+            paths,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            check_duplicate_files=check_duplicate_files,
+        )
 
     def set_properties(
         self, properties: Mapping[str, str] | None = None, **kwargs: str
@@ -334,6 +511,44 @@ class Transaction:
         if not keys:
             return self
         return self.apply([RemoveProperties(tuple(keys))])
+
+    def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
+        """A schema change within this transaction (applied when the builder commits)."""
+        from icefloe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(self, case_sensitive=case_sensitive)
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        """A partition spec change within this transaction."""
+        from icefloe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self, case_sensitive=case_sensitive)
+
+    def replace_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """A new default sort order within this transaction."""
+        from icefloe.table.update_spec import ReplaceSortOrder
+
+        return ReplaceSortOrder(self, case_sensitive=case_sensitive)
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Ref and history changes within this transaction."""
+        from icefloe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self)
+
+    def upgrade_format_version(self, format_version: int) -> Transaction:
+        """Upgrade the format version (2 or 3; never down)."""
+        from icefloe.metadata import UpgradeFormatVersion
+
+        if format_version not in (1, 2, 3):
+            raise ValidationError(f"unsupported format version {format_version!r}: use 2 or 3")
+        if format_version < self.metadata.format_version:
+            raise ValidationError(
+                f"cannot downgrade a v{self.metadata.format_version} table to v{format_version}"
+            )
+        if format_version == self.metadata.format_version:
+            return self
+        return self.apply([UpgradeFormatVersion(format_version)])
 
     def commit_transaction(self) -> Table:
         """Commit every collected change in one atomic catalog commit."""

@@ -22,9 +22,11 @@ value per column.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,9 +66,11 @@ __all__ = [
     "MetricsConfig",
     "MetricsMode",
     "compute_metrics",
+    "footer_metrics",
     "split_offsets",
     "truncate_lower",
     "truncate_upper",
+    "truncate_upper_str",
 ]
 
 DEFAULT_MODE = "write.metadata.metrics.default"
@@ -376,3 +380,79 @@ def iter_leaf_ids(schema: Schema) -> Iterator[int]:
     """Field ids of the schema's primitive leaves in Parquet column order."""
     for leaf in _leaves(schema):
         yield leaf.field.field_id
+
+
+def _stat_value(t: IcebergType, stats: Any, which: str) -> Any:
+    value = getattr(stats, which)
+    if isinstance(t, TimestampNanoType | TimestamptzNanoType):
+        raw = getattr(stats, f"{which}_raw")
+        unit = getattr(stats.logical_type, "unit", None) or str(stats.logical_type)
+        if "milli" in str(unit):
+            return raw * 1_000_000
+        if "micro" in str(unit):
+            return raw * 1000
+        return raw
+    return value
+
+
+def footer_metrics(
+    md: pq.FileMetaData, leaf_ids: list[int | None], config: MetricsConfig
+) -> ColumnMetrics:
+    """Metrics of an existing Parquet file from its footer alone (for ``add_files``).
+
+    ``leaf_ids`` gives the table field id of each Parquet leaf column (``None`` for columns the
+    table does not know). Bounds come from the row-group statistics (which never hold NaN);
+    NaN counts are unknown and left out, as the reference does for imported files.
+    """
+    leaves = {leaf.field.field_id: leaf for leaf in config.leaves}
+    sizes, values, nulls = _chunk_stats(md, md.num_columns)
+    out = ColumnMetrics({}, {}, {}, {}, {}, {})
+    for i, fid in enumerate(leaf_ids):
+        leaf = leaves.get(fid) if fid is not None else None
+        if leaf is None or fid is None:
+            continue
+        mode = config.mode(fid)
+        if mode.kind == "none":
+            continue
+        out.column_sizes[fid] = sizes[i]
+        out.value_counts[fid] = values[i]
+        if nulls[i] is not None:
+            out.null_value_counts[fid] = int(nulls[i] or 0)
+        t = leaf.field.field_type
+        if mode.kind == "counts" or not _has_bounds(t) or isinstance(t, UUIDType):
+            continue
+        lo: Any = None
+        hi: Any = None
+        complete = True
+        for rg in range(md.num_row_groups):
+            stats = md.row_group(rg).column(i).statistics
+            if stats is None or not stats.has_min_max:
+                if stats is not None and stats.null_count == md.row_group(rg).num_rows:
+                    continue  # an all-null chunk adds no bounds
+                complete = False
+                break
+            a, b = _stat_value(t, stats, "min"), _stat_value(t, stats, "max")
+            lo = a if lo is None or a < lo else lo
+            hi = b if hi is None or b > hi else hi
+        if not complete or lo is None or hi is None:
+            continue
+        if isinstance(t, FloatType | DoubleType):
+            if math.isnan(lo) or math.isnan(hi):
+                continue
+            lo = -0.0 if lo == 0.0 else lo
+            hi = 0.0 if hi == 0.0 else hi
+        if mode.kind == "truncate" and isinstance(t, StringType):
+            up = truncate_upper_str(hi, mode.length)
+            out.lower_bounds[fid] = lo[: mode.length].encode()
+            if up is not None:
+                out.upper_bounds[fid] = up.encode()
+            continue
+        if mode.kind == "truncate" and isinstance(t, BinaryType):
+            out.lower_bounds[fid] = truncate_lower(lo, mode.length)
+            upb = truncate_upper(hi, mode.length)
+            if upb is not None:
+                out.upper_bounds[fid] = upb
+            continue
+        out.lower_bounds[fid] = to_bytes(t, lo)
+        out.upper_bounds[fid] = to_bytes(t, hi)
+    return out

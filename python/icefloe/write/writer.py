@@ -14,8 +14,11 @@ It writes files only; committing them is the job of a producer
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
+import os
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -24,11 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe.arrow_schema import type_to_arrow
+from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO, data_location
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, metadata_field
 from icefloe.schema import Schema
 from icefloe.sorting import NullOrder, SortDirection, SortOrder
 from icefloe.transforms import (
@@ -54,6 +58,8 @@ class WriteOptions:
     target_file_size: int | None = None
     sort: bool = True
     task_id: int = 0
+    #: Files written at once (default: one per core, at most 8).
+    max_workers: int | None = None
 
 
 def _source_array(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
@@ -132,6 +138,27 @@ def _group_bounds(parts: list[pa.ChunkedArray], n: int) -> list[tuple[int, int]]
     return list(zip(starts, ends, strict=True))
 
 
+def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
+    """One dense int64 code per distinct partition tuple (nulls included), or None."""
+    if not parts:
+        return None
+    key: pa.Array | None = None
+    for p in parts:
+        arr = p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p
+        if isinstance(arr, pa.ExtensionArray):
+            arr = arr.storage
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        codes = enc.indices.cast(pa.int64())
+        if key is None:
+            key = codes
+        else:
+            # Re-densify the running key so the combined code space stays small.
+            dense = pc.dictionary_encode(key).indices.cast(pa.int64())
+            width = len(enc.dictionary)
+            key = pc.add(pc.multiply(dense, width), codes)
+    return key
+
+
 def _human(pf: PartitionField, value: Any) -> str:
     if value is None:
         return "null"
@@ -196,14 +223,32 @@ def write_parquet_files(
 ) -> list[DataFile]:
     """Write an Arrow table already in ``schema``'s Arrow form (see :func:`write_data_files`)."""
     opts = options or WriteOptions()
-    props = metadata.properties
     if table.num_rows == 0:
         return []
+    lineage = [n for n in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if n in table.column_names]
+    if lineage:
+        # Rewritten rows keep their lineage: the columns go into the file with reserved ids.
+        extra = [metadata_field(n) for n in lineage]
+        file_schema = Schema(*schema.fields, *extra, schema_id=schema.schema_id)
+        table = table.select([f.name for f in file_schema.fields]).cast(
+            schema_to_arrow(file_schema)
+        )
+    else:
+        file_schema = schema
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
     parts = _partition_arrays(table, schema, spec) if spec.fields else []
-    if parts or sort_here:
-        key_cols: list[tuple[pa.ChunkedArray, str]] = [(p, "ascending") for p in parts]
+    group = _group_key(parts)
+    if group is not None and not sort_here and pc.all(pc.equal(group, group[0])).as_py():
+        group = None  # one partition: nothing to reorder
+        parts = [p.slice(0, 1) for p in parts]
+        bounds = [(0, table.num_rows)]
+    elif group is not None or sort_here:
+        # Rows are grouped by one int64 partition key (dense codes: Arrow sorts it by counting)
+        # and then ordered by the table's sort order inside each partition.
+        key_cols: list[tuple[pa.Array | pa.ChunkedArray, str]] = []
+        if group is not None:
+            key_cols.append((group, "ascending"))
         if sort_here:
             key_cols += _sort_keys(table, schema, order)
         keys = pa.table({f"k{i}": c for i, (c, _) in enumerate(key_cols)})
@@ -212,23 +257,44 @@ def write_parquet_files(
             sort_keys=[(f"k{i}", d) for i, (_, d) in enumerate(key_cols)],
         )
         table = table.take(idx)
-        parts = [p.take(idx) for p in parts]
-    bounds = _group_bounds(parts, table.num_rows)
-    if parts:
-        firsts = pa.array([s for s, _ in bounds], pa.int64())
-        values = [p.take(firsts).to_pylist() for p in parts]
-    writer = _FileWriter(metadata, io, schema, spec, opts, order.order_id if sort_here else None)
-    out: list[DataFile] = []
+        if group is not None:
+            group = group.take(idx)
+            bounds = _group_bounds([group], table.num_rows)
+            firsts = pa.array([s for s, _ in bounds], pa.int64())
+            parts = [p.take(idx.take(firsts)) for p in parts]
+        else:
+            bounds = [(0, table.num_rows)]
+    else:
+        bounds = [(0, table.num_rows)]
+    values = [p.to_pylist() for p in parts]  # one value per group
+    writer = _FileWriter(
+        metadata, io, file_schema, spec, opts, order.order_id if sort_here else None
+    )
+    groups = [
+        (
+            table.slice(start, end - start),
+            {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {},
+        )
+        for g, (start, end) in enumerate(bounds)
+    ]
+    workers = min(opts.max_workers or _default_workers(), len(groups))
     try:
-        for g, (start, end) in enumerate(bounds):
-            partition = {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {}
-            out.extend(writer.write_group(table.slice(start, end - start), partition))
+        if workers <= 1:
+            results = [writer.write_group(t, p) for t, p in groups]
+        else:
+            # Parquet encoding and the metric kernels release the GIL: files are written in
+            # parallel, results kept in partition order.
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(lambda g: writer.write_group(*g), groups))
     except BaseException:
-        for f in out + writer.pending:
-            io.delete_quietly(f.file_path)
+        for path in list(writer.created):
+            io.delete_quietly(path)
         raise
-    del props
-    return out
+    return [f for group in results for f in group]
+
+
+def _default_workers() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
 
 
 class _FileWriter:
@@ -252,12 +318,11 @@ class _FileWriter:
         self.write_id = uuid.uuid4()
         self.task_id = opts.task_id
         self.sort_order_id = sort_order_id
-        self.count = 0
-        self.pending: list[DataFile] = []
+        self._counter = itertools.count(1)
+        self.created: list[str] = []
 
     def _path(self, partition: Mapping[str, Any]) -> str:
-        self.count += 1
-        name = f"00000-{self.task_id}-{self.write_id}-{self.count:05d}.parquet"
+        name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.parquet"
         if self.spec.fields:
             return f"{self.base}/{partition_path(self.spec, partition)}/{name}"
         return f"{self.base}/{name}"
@@ -283,8 +348,7 @@ class _FileWriter:
     ) -> tuple[int, DataFile]:
         p = self.parquet
         sink = self.io.new_output(path).create()
-        placeholder = DataFile(path, 0, 0)
-        self.pending.append(placeholder)
+        self.created.append(path)
         chunks = []
         try:
             with pq.ParquetWriter(
@@ -326,5 +390,4 @@ class _FileWriter:
             split_offsets=split_offsets(md),
             sort_order_id=self.sort_order_id,
         )
-        self.pending.remove(placeholder)
         return pos, df

@@ -1,0 +1,330 @@
+"""Snapshot expiration (spec "Snapshot Retention Policy") and the clean-up of unreachable files.
+
+Which snapshots are kept:
+
+1. refs other than ``main`` whose snapshot is older than their ``max-ref-age-ms`` (default: table
+   property ``history.expire.max-ref-age-ms``, unset = forever) are removed;
+2. every remaining ref's snapshot is kept;
+3. for each remaining branch, its ancestors are kept while they are among the first
+   ``min-snapshots-to-keep`` (ref setting, else ``retain_last``, else
+   ``history.expire.min-snapshots-to-keep``, default 1) or not older than the branch's
+   ``max-snapshot-age-ms`` (ref setting, else ``older_than_ms``, else now minus
+   ``history.expire.max-snapshot-age-ms``, default 5 days);
+4. snapshots no ref reaches are kept while younger than that table-wide age limit (as the Java
+   reference does, so staged snapshots survive), and ``snapshot_ids`` are expired in any case
+   (refusing one that a kept ref points at);
+5. everything else is removed with a ``remove-snapshots`` update.
+
+After the commit, files that only expired snapshots reached are deleted in parallel: their
+manifest lists, the manifests no kept snapshot lists, the data and delete files of those
+manifests that no kept manifest still lists as live (``ADDED``/``EXISTING``), and statistics
+files no kept snapshot has. The file sets are computed with Arrow over the decoded manifests.
+With ``dry_run`` nothing is committed or deleted and the result lists what would be.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.metadata import (
+    MAIN_BRANCH,
+    AssertRefSnapshotId,
+    RemoveSnapshotRef,
+    RemoveSnapshots,
+    TableMetadata,
+    TableRequirement,
+    TableUpdate,
+)
+from icefloe.table._files import manifest_lists, read_entries, unique_manifests
+
+if TYPE_CHECKING:
+    from icefloe.table.table import Table
+
+__all__ = [
+    "DEFAULT_MAX_SNAPSHOT_AGE_MS",
+    "ExpireResult",
+    "expire_snapshots",
+    "retained_snapshots",
+]
+
+MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
+MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
+MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
+DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000
+DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
+CONFLICT_RETRIES = 4
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    """What an expiration removed (or, with ``dry_run``, would remove)."""
+
+    snapshot_ids: tuple[int, ...] = ()
+    removed_refs: tuple[str, ...] = ()
+    manifest_lists: tuple[str, ...] = ()
+    manifests: tuple[str, ...] = ()
+    data_files: tuple[str, ...] = ()
+    delete_files: tuple[str, ...] = ()
+    statistics_files: tuple[str, ...] = ()
+    dry_run: bool = False
+    files_deleted: bool = field(default=False)
+
+    @property
+    def all_files(self) -> tuple[str, ...]:
+        """Every file path in the result."""
+        return (
+            self.manifest_lists
+            + self.manifests
+            + self.data_files
+            + self.delete_files
+            + self.statistics_files
+        )
+
+
+def _prop(meta: TableMetadata, key: str) -> int | None:
+    raw = meta.properties.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(f"table property {key} is not an integer: {raw!r}") from None
+    if value <= 0:
+        raise ValidationError(f"table property {key} must be positive, got {value}")
+    return value
+
+
+def retained_snapshots(
+    meta: TableMetadata,
+    now_ms: int,
+    older_than_ms: int | None = None,
+    retain_last: int | None = None,
+) -> tuple[set[int], list[str]]:
+    """The snapshot ids the retention policy keeps, and the refs it removes (steps 1-4)."""
+    if retain_last is not None and retain_last < 1:
+        raise ValidationError(f"retain_last must be at least 1, got {retain_last}")
+    max_age = _prop(meta, MAX_SNAPSHOT_AGE_MS) or DEFAULT_MAX_SNAPSHOT_AGE_MS
+    default_older_than = now_ms - max_age if older_than_ms is None else older_than_ms
+    default_min = retain_last or _prop(meta, MIN_SNAPSHOTS_TO_KEEP) or DEFAULT_MIN_SNAPSHOTS_TO_KEEP
+    default_ref_age = _prop(meta, MAX_REF_AGE_MS)
+
+    removed_refs: list[str] = []
+    kept_refs = {}
+    for name, ref in meta.refs.items():
+        snap = meta.snapshot_by_id(ref.snapshot_id)
+        if name != MAIN_BRANCH:
+            max_ref_age = ref.max_ref_age_ms or default_ref_age
+            if snap is None or (
+                max_ref_age is not None and now_ms - snap.timestamp_ms > max_ref_age
+            ):
+                removed_refs.append(name)
+                continue
+        kept_refs[name] = ref
+
+    retain: set[int] = set()
+    reachable: set[int] = set()
+    for ref in kept_refs.values():
+        retain.add(ref.snapshot_id)
+        chain = meta.ancestors_of(ref.snapshot_id)
+        reachable.update(s.snapshot_id for s in chain)
+        if not ref.is_branch:
+            continue
+        older_than = (
+            now_ms - ref.max_snapshot_age_ms
+            if ref.max_snapshot_age_ms is not None
+            else default_older_than
+        )
+        min_keep = ref.min_snapshots_to_keep or default_min
+        for count, s in enumerate(chain):
+            if count < min_keep or s.timestamp_ms >= older_than:
+                retain.add(s.snapshot_id)
+            else:
+                break
+    for s in meta.snapshots:
+        if s.snapshot_id not in reachable and s.timestamp_ms >= default_older_than:
+            retain.add(s.snapshot_id)
+    return retain, removed_refs
+
+
+def _plan(
+    meta: TableMetadata,
+    now_ms: int,
+    older_than_ms: int | None,
+    retain_last: int | None,
+    snapshot_ids: set[int],
+) -> tuple[list[int], list[str]]:
+    retain, removed_refs = retained_snapshots(meta, now_ms, older_than_ms, retain_last)
+    for sid in snapshot_ids:
+        if meta.snapshot_by_id(sid) is None:
+            raise ValidationError(f"cannot expire snapshot {sid}: no such snapshot")
+        holders = [
+            n for n, r in meta.refs.items() if r.snapshot_id == sid and n not in removed_refs
+        ]
+        if holders:
+            raise ValidationError(
+                f"cannot expire snapshot {sid}: still referenced by {', '.join(sorted(holders))}"
+            )
+    expired = [
+        s.snapshot_id
+        for s in meta.snapshots
+        if s.snapshot_id not in retain or s.snapshot_id in snapshot_ids
+    ]
+    return expired, removed_refs
+
+
+def expire_snapshots(
+    table: Table,
+    *,
+    older_than_ms: int | None = None,
+    retain_last: int | None = None,
+    snapshot_ids: Iterable[int] | None = None,
+    delete_files: bool = True,
+    dry_run: bool = False,
+    max_workers: int | None = None,
+    now_ms: int | None = None,
+) -> ExpireResult:
+    """Expire ``table``'s snapshots (see the module docstring) and return what was removed.
+
+    ``older_than_ms`` replaces the table-wide age limit (a timestamp in ms), ``retain_last``
+    the table-wide minimum number of snapshots per branch; ``snapshot_ids`` are expired
+    explicitly. ``delete_files=False`` only changes metadata. A concurrent change to a ref
+    makes the expiration start over from the refreshed table.
+    """
+    explicit = set(snapshot_ids or ())
+    for attempt in range(CONFLICT_RETRIES + 1):
+        base = table.metadata
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        expired, removed_refs = _plan(base, now, older_than_ms, retain_last, explicit)
+        if dry_run:
+            after = [s for s in base.snapshots if s.snapshot_id not in set(expired)]
+            files = _unreachable_files(table, base, after, max_workers) if delete_files else None
+            return _result(expired, removed_refs, files, dry_run=True, deleted=False)
+        if not expired and not removed_refs:
+            return ExpireResult()
+        updates: list[TableUpdate] = [RemoveSnapshotRef(n) for n in removed_refs]
+        if expired:
+            updates.append(RemoveSnapshots(tuple(expired)))
+        requirements: list[TableRequirement] = [
+            AssertRefSnapshotId(n, r.snapshot_id) for n, r in base.refs.items()
+        ]
+        tx = table.transaction()
+        tx.apply(updates, requirements)
+        try:
+            tx.commit_transaction()
+        except CommitConflictError:
+            if attempt == CONFLICT_RETRIES:
+                raise
+            table.refresh()
+            continue
+        files = None
+        if delete_files:
+            files = _unreachable_files(table, base, table.metadata.snapshots, max_workers)
+            _delete_all(table, files.all_files, max_workers)
+        return _result(expired, removed_refs, files, dry_run=False, deleted=delete_files)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _result(
+    expired: list[int],
+    removed_refs: list[str],
+    files: ExpireResult | None,
+    *,
+    dry_run: bool,
+    deleted: bool,
+) -> ExpireResult:
+    f = files or ExpireResult()
+    return ExpireResult(
+        snapshot_ids=tuple(expired),
+        removed_refs=tuple(removed_refs),
+        manifest_lists=f.manifest_lists,
+        manifests=f.manifests,
+        data_files=f.data_files,
+        delete_files=f.delete_files,
+        statistics_files=f.statistics_files,
+        dry_run=dry_run,
+        files_deleted=deleted,
+    )
+
+
+def _unreachable_files(
+    table: Table,
+    base: TableMetadata,
+    kept_snapshots: Iterable[object],
+    threads: int | None,
+) -> ExpireResult:
+    """Files only the snapshots of ``base`` missing from ``kept_snapshots`` reach."""
+    kept = {s.snapshot_id for s in kept_snapshots}  # type: ignore[attr-defined]
+    gone = [s for s in base.snapshots if s.snapshot_id not in kept]
+    live = [s for s in base.snapshots if s.snapshot_id in kept]
+    if not gone:
+        return ExpireResult()
+    io = table.io
+    lists = manifest_lists(io, gone + live, threads)
+    kept_lists = {s.manifest_list for s in live if s.manifest_list}
+    dead_lists = sorted({s.manifest_list for s in gone if s.manifest_list} - kept_lists)
+
+    gone_manifests = unique_manifests(lists[s.snapshot_id] for s in gone)
+    live_manifests = unique_manifests(lists[s.snapshot_id] for s in live)
+    live_paths = live_manifests.column("manifest_path")
+    dead_mask = pc.invert(pc.is_in(gone_manifests.column("manifest_path"), value_set=live_paths))
+    dead_manifests = gone_manifests.filter(dead_mask)
+
+    data_files: list[str] = []
+    delete_files: list[str] = []
+    if dead_manifests.num_rows:
+        candidates = _entry_columns(read_entries(io, dead_manifests, threads))
+        live_entries = _entry_columns(read_entries(io, live_manifests, threads))
+        live_files = live_entries.filter(pc.not_equal(live_entries.column("status"), 2)).column(
+            "file_path"
+        )
+        unreachable = candidates.filter(
+            pc.invert(pc.is_in(candidates.column("file_path"), value_set=live_files))
+        )
+        for content, out in ((0, data_files), (1, delete_files), (2, delete_files)):
+            paths = unreachable.filter(pc.equal(unreachable.column("content"), content))
+            out.extend(paths.column("file_path").to_pylist())
+    kept_stats = {s.statistics_path for s in base.statistics if s.snapshot_id in kept}
+    kept_stats |= {s.statistics_path for s in base.partition_statistics if s.snapshot_id in kept}
+    dead_stats = {s.statistics_path for s in base.statistics if s.snapshot_id not in kept}
+    dead_stats |= {
+        s.statistics_path for s in base.partition_statistics if s.snapshot_id not in kept
+    }
+    dead_stats -= kept_stats
+    return ExpireResult(
+        manifest_lists=tuple(dead_lists),
+        manifests=tuple(sorted(dead_manifests.column("manifest_path").to_pylist())),
+        data_files=tuple(sorted(set(data_files))),
+        delete_files=tuple(sorted(set(delete_files))),
+        statistics_files=tuple(sorted(dead_stats)),
+    )
+
+
+def _entry_columns(batches: list[pa.RecordBatch]) -> pa.Table:
+    """``file_path``, ``status`` and ``content`` of many manifests' entries, as one table."""
+    cols = ["file_path", "status", "content"]
+    if not batches:
+        return pa.table(
+            {
+                "file_path": pa.array([], pa.string()),
+                "status": pa.array([], pa.int32()),
+                "content": pa.array([], pa.int32()),
+            }
+        )
+    return pa.Table.from_batches([b.select(cols) for b in batches])
+
+
+def _delete_all(table: Table, paths: Iterable[str], threads: int | None) -> None:
+    todo = list(paths)
+    if not todo:
+        return
+    io = table.io
+    with ThreadPoolExecutor(max_workers=min(threads or 8, len(todo))) as pool:
+        list(pool.map(io.delete_quietly, todo))

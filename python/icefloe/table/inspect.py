@@ -1,0 +1,351 @@
+"""Metadata tables as Arrow: ``table.inspect.snapshots()``, ``history()``, ``refs()``,
+``manifests()``, ``entries()``, ``files()`` and ``partitions()``.
+
+Column names follow PyIceberg's and the Java reference's metadata tables. The file-level tables
+decode the manifests of one snapshot (default: the current one) in bulk and work on the Arrow
+batches; partition tuples of every spec are shown in one struct with a field per partition field
+id of any spec (named as in the newest spec having it), null where a file's spec lacks it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.arrow_schema import type_to_arrow
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import Snapshot
+from icefloe.table._files import manifest_list_of, read_entries
+
+if TYPE_CHECKING:
+    from icefloe.table.table import Table
+
+__all__ = ["InspectTable"]
+
+_TS = pa.timestamp("ms", tz="UTC")
+_DATA_FILE_COLUMNS = [
+    "content",
+    "file_path",
+    "file_format",
+    "spec_id",
+    "partition",
+    "record_count",
+    "file_size_in_bytes",
+    "column_sizes",
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
+    "key_metadata",
+    "split_offsets",
+    "equality_ids",
+    "sort_order_id",
+    "first_row_id",
+    "referenced_data_file",
+    "content_offset",
+    "content_size_in_bytes",
+]
+
+
+class InspectTable:
+    """The metadata tables of one table (its metadata as loaded)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._meta = table.metadata
+
+    # ------------------------------------------------------------------ metadata only
+
+    def snapshots(self) -> pa.Table:
+        """One row per kept snapshot: time, ids, operation, manifest list, summary."""
+        snaps = self._meta.snapshots
+        return pa.table(
+            {
+                "committed_at": pa.array([s.timestamp_ms for s in snaps], pa.int64()).cast(_TS),
+                "snapshot_id": pa.array([s.snapshot_id for s in snaps], pa.int64()),
+                "parent_id": pa.array([s.parent_snapshot_id for s in snaps], pa.int64()),
+                "operation": pa.array([s.operation for s in snaps], pa.string()),
+                "manifest_list": pa.array([s.manifest_list for s in snaps], pa.string()),
+                "summary": pa.array(
+                    [
+                        [kv for kv in s.summary.to_json().items() if kv[0] != "operation"]
+                        if s.summary
+                        else None
+                        for s in snaps
+                    ],
+                    pa.map_(pa.string(), pa.string()),
+                ),
+            }
+        )
+
+    def history(self) -> pa.Table:
+        """The snapshot log: when each snapshot became current and whether it is still an
+        ancestor of the current snapshot."""
+        meta = self._meta
+        current = meta.current_snapshot()
+        ancestors = (
+            {s.snapshot_id for s in meta.ancestors_of(current.snapshot_id)} if current else set()
+        )
+        log = meta.snapshot_log
+        parents = [
+            s.parent_snapshot_id if (s := meta.snapshot_by_id(e.snapshot_id)) else None for e in log
+        ]
+        return pa.table(
+            {
+                "made_current_at": pa.array([e.timestamp_ms for e in log], pa.int64()).cast(_TS),
+                "snapshot_id": pa.array([e.snapshot_id for e in log], pa.int64()),
+                "parent_id": pa.array(parents, pa.int64()),
+                "is_current_ancestor": pa.array(
+                    [e.snapshot_id in ancestors for e in log], pa.bool_()
+                ),
+            }
+        )
+
+    def refs(self) -> pa.Table:
+        """Branches and tags with their retention settings."""
+        items = sorted(self._meta.refs.items())
+        return pa.table(
+            {
+                "name": pa.array([n for n, _ in items], pa.string()),
+                "type": pa.array([r.ref_type.upper() for _, r in items], pa.string()),
+                "snapshot_id": pa.array([r.snapshot_id for _, r in items], pa.int64()),
+                "max_reference_age_in_ms": pa.array(
+                    [r.max_ref_age_ms for _, r in items], pa.int64()
+                ),
+                "min_snapshots_to_keep": pa.array(
+                    [r.min_snapshots_to_keep for _, r in items], pa.int32()
+                ),
+                "max_snapshot_age_in_ms": pa.array(
+                    [r.max_snapshot_age_ms for _, r in items], pa.int64()
+                ),
+            }
+        )
+
+    # ------------------------------------------------------------------ from manifests
+
+    def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
+        if snapshot_id is None:
+            return self._meta.current_snapshot()
+        s = self._meta.snapshot_by_id(snapshot_id)
+        if s is None:
+            raise ValidationError(f"cannot inspect snapshot {snapshot_id}: no such snapshot")
+        return s
+
+    def _manifest_list(self, snapshot_id: int | None) -> pa.RecordBatch | None:
+        s = self._snapshot(snapshot_id)
+        return None if s is None else manifest_list_of(self._table.io, s)
+
+    def manifests(self, snapshot_id: int | None = None) -> pa.Table:
+        """The manifests of a snapshot with their file counts and partition summaries."""
+        ml = self._manifest_list(snapshot_id)
+        if ml is None or ml.num_rows == 0:
+            return _empty_manifests()
+        content = ml.column("content")
+        is_data = pc.equal(content, 0)
+
+        def split(name: str, data: bool) -> pa.Array:
+            col = ml.column(name)
+            zero = pa.scalar(0, col.type)
+            return pc.if_else(is_data if data else pc.invert(is_data), col, zero)
+
+        return pa.table(
+            {
+                "content": content.cast(pa.int8()),
+                "path": ml.column("manifest_path"),
+                "length": ml.column("manifest_length"),
+                "partition_spec_id": ml.column("partition_spec_id"),
+                "added_snapshot_id": ml.column("added_snapshot_id"),
+                "added_data_files_count": split("added_files_count", True),
+                "existing_data_files_count": split("existing_files_count", True),
+                "deleted_data_files_count": split("deleted_files_count", True),
+                "added_delete_files_count": split("added_files_count", False),
+                "existing_delete_files_count": split("existing_files_count", False),
+                "deleted_delete_files_count": split("deleted_files_count", False),
+                "partition_summaries": ml.column("partitions"),
+            }
+        )
+
+    def _entries(self, snapshot_id: int | None) -> pa.Table | None:
+        """Every entry of a snapshot's manifests, with ``spec_id`` and a unified partition."""
+        ml = self._manifest_list(snapshot_id)
+        if ml is None or ml.num_rows == 0:
+            return None
+        batches = read_entries(self._table.io, ml)
+        spec_ids = ml.column("partition_spec_id").to_pylist()
+        unified = self._partition_type()
+        parts = []
+        for batch, spec_id in zip(batches, spec_ids, strict=True):
+            b = _unify_partition(batch, unified)
+            b = b.append_column("spec_id", pa.array([spec_id] * b.num_rows, pa.int32()))
+            parts.append(b)
+        return pa.concat_tables(parts, promote_options="permissive")
+
+    def _partition_type(self) -> pa.StructType:
+        """A struct with one field per partition field id of any spec."""
+        schema = self._meta.current_schema()
+        fields: dict[int, pa.Field] = {}
+        for spec in sorted(self._meta.partition_specs, key=lambda s: s.spec_id):
+            for pf in spec.fields:
+                try:
+                    t = pf.transform.result_type(schema.find_type(pf.source_id))
+                    at = type_to_arrow(t)
+                except ValidationError:
+                    continue  # source column dropped: keep the older definition
+                fields[pf.field_id] = pa.field(
+                    pf.name, at, metadata={b"PARQUET:field_id": str(pf.field_id).encode()}
+                )
+        return pa.struct(list(fields.values()))
+
+    def entries(self, snapshot_id: int | None = None) -> pa.Table:
+        """Every manifest entry (including deleted ones) of a snapshot."""
+        t = self._entries(snapshot_id)
+        if t is None:
+            return pa.table({"status": pa.array([], pa.int8())})
+        data_cols = [c for c in _DATA_FILE_COLUMNS if c in t.column_names]
+        data_file = pa.StructArray.from_arrays(
+            [t.column(c).combine_chunks() for c in data_cols], names=data_cols
+        )
+        return pa.table(
+            {
+                "status": t.column("status").cast(pa.int8()),
+                "snapshot_id": t.column("snapshot_id"),
+                "sequence_number": t.column("sequence_number"),
+                "file_sequence_number": t.column("file_sequence_number"),
+                "data_file": data_file,
+            }
+        )
+
+    def files(self, snapshot_id: int | None = None) -> pa.Table:
+        """The live data and delete files of a snapshot."""
+        t = self._entries(snapshot_id)
+        if t is None:
+            return pa.table(
+                {"content": pa.array([], pa.int8()), "file_path": pa.array([], pa.string())}
+            )
+        live = t.filter(pc.not_equal(t.column("status"), 2))
+        cols = [c for c in _DATA_FILE_COLUMNS if c in live.column_names]
+        out = live.select(cols)
+        return out.set_column(0, "content", out.column("content").cast(pa.int8()))
+
+    def data_files(self, snapshot_id: int | None = None) -> pa.Table:
+        """The live data files of a snapshot."""
+        f = self.files(snapshot_id)
+        return f.filter(pc.equal(f.column("content"), 0))
+
+    def delete_files(self, snapshot_id: int | None = None) -> pa.Table:
+        """The live delete files (position, equality, deletion vectors) of a snapshot."""
+        f = self.files(snapshot_id)
+        return f.filter(pc.not_equal(f.column("content"), 0))
+
+    def partitions(self, snapshot_id: int | None = None) -> pa.Table:
+        """Per partition (and spec): record, file and delete counts, and the last update."""
+        t = self._entries(snapshot_id)
+        if t is None:
+            return pa.table({"spec_id": pa.array([], pa.int32())})
+        live = t.filter(pc.not_equal(t.column("status"), 2))
+        ptype = live.schema.field("partition").type
+        keys = [f"__p{i}" for i in range(ptype.num_fields)]
+        content = live.column("content")
+
+        def where(cond: pa.ChunkedArray, col: str) -> pa.ChunkedArray:
+            c = live.column(col)
+            return pc.if_else(cond, c, pa.scalar(0, c.type))
+
+        is_data, is_pos, is_eq = (pc.equal(content, k) for k in (0, 1, 2))
+        ts_by_snapshot = {s.snapshot_id: s.timestamp_ms for s in self._meta.snapshots}
+        work = pa.table(
+            {
+                **{k: pc.struct_field(live.column("partition"), [i]) for i, k in enumerate(keys)},
+                "spec_id": live.column("spec_id"),
+                "data_records": where(is_data, "record_count"),
+                "data_files": pc.cast(is_data, pa.int32()),
+                "data_size": where(is_data, "file_size_in_bytes"),
+                "pos_records": where(is_pos, "record_count"),
+                "pos_files": pc.cast(is_pos, pa.int32()),
+                "eq_records": where(is_eq, "record_count"),
+                "eq_files": pc.cast(is_eq, pa.int32()),
+                "snapshot_id": live.column("snapshot_id"),
+                "seq": live.column("sequence_number"),
+            }
+        )
+        work = work.sort_by([("seq", "ascending"), ("snapshot_id", "ascending")])
+        g = work.group_by([*keys, "spec_id"], use_threads=False).aggregate(
+            [
+                ("data_records", "sum"),
+                ("data_files", "sum"),
+                ("data_size", "sum"),
+                ("pos_records", "sum"),
+                ("pos_files", "sum"),
+                ("eq_records", "sum"),
+                ("eq_files", "sum"),
+                ("snapshot_id", "last"),  # the newest entry's snapshot
+            ]
+        )
+        if keys:
+            partition = pa.StructArray.from_arrays(
+                [g.column(k).combine_chunks() for k in keys], fields=list(ptype)
+            )
+        else:
+            partition = pa.array([{}] * g.num_rows, pa.struct([]))
+        last_ids = g.column("snapshot_id_last").to_pylist()
+        last_ts = [ts_by_snapshot.get(s) if s is not None else None for s in last_ids]
+        return pa.table(
+            {
+                "partition": partition,
+                "spec_id": g.column("spec_id"),
+                "record_count": g.column("data_records_sum"),
+                "file_count": g.column("data_files_sum").cast(pa.int32()),
+                "total_data_file_size_in_bytes": g.column("data_size_sum"),
+                "position_delete_record_count": g.column("pos_records_sum"),
+                "position_delete_file_count": g.column("pos_files_sum").cast(pa.int32()),
+                "equality_delete_record_count": g.column("eq_records_sum"),
+                "equality_delete_file_count": g.column("eq_files_sum").cast(pa.int32()),
+                "last_updated_at": pa.array(last_ts, pa.int64()).cast(_TS),
+                "last_updated_snapshot_id": pa.array(last_ids, pa.int64()),
+            }
+        )
+
+
+def _unify_partition(batch: pa.RecordBatch, unified: pa.StructType) -> pa.Table:
+    """``batch`` as a table whose ``partition`` column has the ``unified`` struct type."""
+    t = pa.Table.from_batches([batch])
+    if "partition" not in t.column_names:
+        return t
+    part = t.column("partition").combine_chunks()
+    by_id: dict[int, int] = {}
+    for i, f in enumerate(part.type):
+        meta = f.metadata or {}
+        raw = meta.get(b"PARQUET:field_id") or meta.get(b"field_id")
+        if raw is not None:
+            by_id[int(raw)] = i
+    children = []
+    for f in unified:
+        fid = int((f.metadata or {})[b"PARQUET:field_id"])
+        idx = by_id.get(fid)
+        if idx is None:
+            children.append(pa.nulls(len(part), f.type))
+        else:
+            child = part.field(idx)
+            children.append(child if child.type == f.type else pc.cast(child, f.type))
+    new = (
+        pa.StructArray.from_arrays(children, fields=list(unified))
+        if len(unified)
+        else (pa.array([{}] * len(part), pa.struct([])))
+    )
+    idx = t.column_names.index("partition")
+    return t.set_column(idx, pa.field("partition", new.type), new)
+
+
+def _empty_manifests() -> pa.Table:
+    return pa.table(
+        {
+            "content": pa.array([], pa.int8()),
+            "path": pa.array([], pa.string()),
+            "length": pa.array([], pa.int64()),
+            "partition_spec_id": pa.array([], pa.int32()),
+            "added_snapshot_id": pa.array([], pa.int64()),
+        }
+    )

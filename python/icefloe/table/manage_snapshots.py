@@ -1,0 +1,307 @@
+"""Branches, tags and moving a table's history: ``with table.manage_snapshots() as ms: ...``.
+
+:class:`ManageSnapshots` offers what the Java reference's ``ManageSnapshots`` does: create,
+replace, rename and remove branches and tags (with their retention settings, spec "Snapshot
+References"), fast-forward a branch, roll ``main`` back to an ancestor (by id or by time), set the
+current snapshot to any snapshot.
+
+Each call is applied to the transaction at once, so later calls see earlier ones; the commit
+asserts that every ref touched still points where it did when the change started (a concurrent
+move of one of them is a :class:`~icefloe.exceptions.CommitConflictError`).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import (
+    MAIN_BRANCH,
+    AssertRefSnapshotId,
+    RemoveSnapshotRef,
+    SetSnapshotRef,
+    Snapshot,
+    SnapshotRef,
+)
+
+if TYPE_CHECKING:
+    from icefloe.table.table import Transaction
+
+__all__ = ["SOURCE_SNAPSHOT_ID", "ManageSnapshots"]
+
+#: Summary property of a snapshot made by cherry-picking another one.
+SOURCE_SNAPSHOT_ID = "source-snapshot-id"
+
+_BRANCH = "branch"
+_TAG = "tag"
+
+
+def _positive(value: int | None, what: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValidationError(f"{what} must be a positive integer, got {value!r}")
+
+
+class ManageSnapshots:
+    """Changes to a table's refs and current snapshot (see the module docstring)."""
+
+    def __init__(self, transaction: Transaction, *, autocommit: bool = False) -> None:
+        self._tx = transaction
+        self._autocommit = autocommit
+        self._asserted: set[str] = set()
+        self._committed = False
+
+    # ------------------------------------------------------------------ helpers
+
+    def _snapshot(self, snapshot_id: int) -> Snapshot:
+        s = self._tx.metadata.snapshot_by_id(snapshot_id)
+        if s is None:
+            raise ValidationError(f"cannot find snapshot {snapshot_id} in table {self._tx.table}")
+        return s
+
+    def _ref(self, name: str) -> SnapshotRef | None:
+        return self._tx.metadata.refs.get(name)
+
+    def _assert_ref(self, name: str) -> None:
+        """Require, at commit time, that ``name`` is where the table's base had it."""
+        if name in self._asserted:
+            return
+        self._asserted.add(name)
+        base = self._tx.table.metadata.refs.get(name)
+        self._tx.apply([], [AssertRefSnapshotId(name, base.snapshot_id if base else None)])
+
+    def _set(self, name: str, ref: SnapshotRef) -> None:
+        self._assert_ref(name)
+        self._tx.apply(
+            [
+                SetSnapshotRef(
+                    name,
+                    ref.snapshot_id,
+                    ref.ref_type,
+                    ref.min_snapshots_to_keep,
+                    ref.max_snapshot_age_ms,
+                    ref.max_ref_age_ms,
+                )
+            ]
+        )
+
+    def _existing(self, name: str, kind: str) -> SnapshotRef:
+        ref = self._ref(name)
+        if ref is None:
+            raise ValidationError(f"{kind} {name!r} does not exist")
+        if ref.ref_type != kind:
+            raise ValidationError(f"ref {name!r} is a {ref.ref_type}, not a {kind}")
+        return ref
+
+    # ------------------------------------------------------------------ branches and tags
+
+    def create_branch(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        min_snapshots_to_keep: int | None = None,
+        max_snapshot_age_ms: int | None = None,
+        max_ref_age_ms: int | None = None,
+    ) -> ManageSnapshots:
+        """Create a branch at ``snapshot_id`` (default: the current snapshot)."""
+        if self._ref(name) is not None:
+            raise ValidationError(f"cannot create branch {name!r}: a ref with that name exists")
+        if snapshot_id is None:
+            current = self._tx.metadata.current_snapshot()
+            if current is None:
+                raise ValidationError(f"cannot create branch {name!r}: the table has no snapshot")
+            snapshot_id = current.snapshot_id
+        self._snapshot(snapshot_id)
+        _positive(min_snapshots_to_keep, "min-snapshots-to-keep")
+        _positive(max_snapshot_age_ms, "max-snapshot-age-ms")
+        _positive(max_ref_age_ms, "max-ref-age-ms")
+        self._set(
+            name,
+            SnapshotRef(
+                snapshot_id, _BRANCH, min_snapshots_to_keep, max_snapshot_age_ms, max_ref_age_ms
+            ),
+        )
+        return self
+
+    def create_tag(
+        self, name: str, snapshot_id: int, *, max_ref_age_ms: int | None = None
+    ) -> ManageSnapshots:
+        """Tag a snapshot."""
+        if self._ref(name) is not None:
+            raise ValidationError(f"cannot create tag {name!r}: a ref with that name exists")
+        self._snapshot(snapshot_id)
+        _positive(max_ref_age_ms, "max-ref-age-ms")
+        self._set(name, SnapshotRef(snapshot_id, _TAG, None, None, max_ref_age_ms))
+        return self
+
+    def remove_branch(self, name: str) -> ManageSnapshots:
+        """Remove a branch (not ``main``)."""
+        if name == MAIN_BRANCH:
+            raise ValidationError("cannot remove the main branch")
+        self._existing(name, _BRANCH)
+        self._assert_ref(name)
+        self._tx.apply([RemoveSnapshotRef(name)])
+        return self
+
+    def remove_tag(self, name: str) -> ManageSnapshots:
+        """Remove a tag."""
+        self._existing(name, _TAG)
+        self._assert_ref(name)
+        self._tx.apply([RemoveSnapshotRef(name)])
+        return self
+
+    def rename_branch(self, name: str, new_name: str) -> ManageSnapshots:
+        """Rename a branch (not ``main``), keeping its snapshot and retention."""
+        if name == MAIN_BRANCH:
+            raise ValidationError("cannot rename the main branch")
+        ref = self._existing(name, _BRANCH)
+        if self._ref(new_name) is not None:
+            raise ValidationError(f"cannot rename branch {name!r}: ref {new_name!r} exists")
+        self._set(new_name, ref)
+        self._assert_ref(name)
+        self._tx.apply([RemoveSnapshotRef(name)])
+        return self
+
+    def replace_branch(self, name: str, snapshot_id: int) -> ManageSnapshots:
+        """Point an existing branch at any snapshot (retention settings are kept)."""
+        ref = self._existing(name, _BRANCH)
+        self._snapshot(snapshot_id)
+        self._set(name, _with_snapshot(ref, snapshot_id))
+        return self
+
+    def replace_tag(self, name: str, snapshot_id: int) -> ManageSnapshots:
+        """Point an existing tag at another snapshot."""
+        ref = self._existing(name, _TAG)
+        self._snapshot(snapshot_id)
+        self._set(name, _with_snapshot(ref, snapshot_id))
+        return self
+
+    def fast_forward(self, branch: str, to: str) -> ManageSnapshots:
+        """Move ``branch`` to the snapshot of ref ``to``; ``branch`` must be its ancestor."""
+        ref = self._existing(branch, _BRANCH)
+        target = self._ref(to)
+        if target is None:
+            raise ValidationError(f"cannot fast-forward {branch!r}: ref {to!r} does not exist")
+        ancestors = {s.snapshot_id for s in self._tx.metadata.ancestors_of(target.snapshot_id)}
+        if ref.snapshot_id not in ancestors:
+            raise ValidationError(
+                f"cannot fast-forward {branch!r} to {to!r}: snapshot {ref.snapshot_id} is not an "
+                f"ancestor of {target.snapshot_id}"
+            )
+        if ref.snapshot_id != target.snapshot_id:
+            self._set(branch, _with_snapshot(ref, target.snapshot_id))
+        return self
+
+    def set_branch_retention(
+        self,
+        name: str,
+        *,
+        min_snapshots_to_keep: int | None = None,
+        max_snapshot_age_ms: int | None = None,
+        max_ref_age_ms: int | None = None,
+    ) -> ManageSnapshots:
+        """Change a branch's retention settings (``None`` keeps a setting)."""
+        ref = self._existing(name, _BRANCH)
+        for v, what in (
+            (min_snapshots_to_keep, "min-snapshots-to-keep"),
+            (max_snapshot_age_ms, "max-snapshot-age-ms"),
+            (max_ref_age_ms, "max-ref-age-ms"),
+        ):
+            _positive(v, what)
+        if max_ref_age_ms is not None and name == MAIN_BRANCH:
+            raise ValidationError("the main branch never expires: it takes no max-ref-age-ms")
+        self._set(
+            name,
+            SnapshotRef(
+                ref.snapshot_id,
+                _BRANCH,
+                min_snapshots_to_keep
+                if min_snapshots_to_keep is not None
+                else ref.min_snapshots_to_keep,
+                max_snapshot_age_ms if max_snapshot_age_ms is not None else ref.max_snapshot_age_ms,
+                max_ref_age_ms if max_ref_age_ms is not None else ref.max_ref_age_ms,
+            ),
+        )
+        return self
+
+    def set_tag_retention(self, name: str, max_ref_age_ms: int) -> ManageSnapshots:
+        """Change a tag's ``max-ref-age-ms``."""
+        ref = self._existing(name, _TAG)
+        _positive(max_ref_age_ms, "max-ref-age-ms")
+        self._set(name, SnapshotRef(ref.snapshot_id, _TAG, None, None, max_ref_age_ms))
+        return self
+
+    # ------------------------------------------------------------------ main's history
+
+    def _set_main(self, snapshot_id: int) -> None:
+        ref = self._ref(MAIN_BRANCH)
+        new = _with_snapshot(ref, snapshot_id) if ref else SnapshotRef(snapshot_id, _BRANCH)
+        self._set(MAIN_BRANCH, new)
+
+    def set_current_snapshot(self, snapshot_id: int) -> ManageSnapshots:
+        """Make any kept snapshot the current one (``main`` moves to it)."""
+        self._snapshot(snapshot_id)
+        self._set_main(snapshot_id)
+        return self
+
+    def rollback_to(self, snapshot_id: int) -> ManageSnapshots:
+        """Roll ``main`` back to one of its ancestors."""
+        self._snapshot(snapshot_id)
+        current = self._tx.metadata.current_snapshot()
+        ancestors = (
+            {s.snapshot_id for s in self._tx.metadata.ancestors_of(current.snapshot_id)}
+            if current is not None
+            else set()
+        )
+        if snapshot_id not in ancestors:
+            raise ValidationError(
+                f"cannot roll back to snapshot {snapshot_id}: not an ancestor of the current "
+                f"snapshot {current.snapshot_id if current else None}"
+            )
+        self._set_main(snapshot_id)
+        return self
+
+    def rollback_to_time(self, timestamp_ms: int) -> ManageSnapshots:
+        """Roll ``main`` back to its latest ancestor made strictly before ``timestamp_ms``."""
+        current = self._tx.metadata.current_snapshot()
+        chain = self._tx.metadata.ancestors_of(current.snapshot_id) if current else []
+        older = [s for s in chain if s.timestamp_ms < timestamp_ms]
+        if not older:
+            raise ValidationError(
+                f"cannot roll back: no snapshot of main is older than {timestamp_ms} ms"
+            )
+        self._set_main(max(older, key=lambda s: s.timestamp_ms).snapshot_id)
+        return self
+
+    # ------------------------------------------------------------------ commit
+
+    def commit(self) -> None:
+        """Commit (unless part of a larger transaction, which commits it)."""
+        if self._committed:
+            raise ValidationError("this snapshot change was already committed")
+        self._committed = True
+        if self._autocommit:
+            self._tx.commit_transaction()
+
+    def __enter__(self) -> ManageSnapshots:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+
+
+def _with_snapshot(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:
+    return SnapshotRef(
+        snapshot_id,
+        ref.ref_type,
+        ref.min_snapshots_to_keep,
+        ref.max_snapshot_age_ms,
+        ref.max_ref_age_ms,
+    )

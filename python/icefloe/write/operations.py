@@ -1,0 +1,232 @@
+"""The write operations behind ``Transaction.append`` / ``overwrite`` /
+``dynamic_partition_overwrite`` / ``add_files``: write or describe the files, then commit them
+through one :class:`~icefloe.table.producer.SnapshotProducer`.
+
+Files an operation wrote itself are deleted again when it fails; files given to ``add_files``
+never are. Overwrites validate on every attempt (so on retries too) that no data matching what
+they replace was added since they started (serializable isolation), and that the files they
+remove are still live.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.expressions import AlwaysTrue, BooleanExpression, parse
+from icefloe.expressions.projection import inclusive_projection
+from icefloe.io import FileIO
+from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+from icefloe.name_mapping import NameMapping
+from icefloe.table.producer import SnapshotProducer, live_entries, parent_snapshot
+from icefloe.write.add_files import NAME_MAPPING, data_files_from_parquet
+from icefloe.write.files import DataFile
+from icefloe.write.overwrite import partition_mask, plan_overwrite
+from icefloe.write.writer import write_data_files, write_parquet_files
+
+if TYPE_CHECKING:
+    from icefloe.table.table import Transaction
+
+__all__ = ["add_files", "append", "dynamic_partition_overwrite", "overwrite"]
+
+ADDED = 1
+
+
+def _commit(producer: SnapshotProducer) -> Transaction:
+    try:
+        return producer.commit()
+    except BaseException:
+        producer.abort()
+        raise
+
+
+def append(
+    tx: Transaction,
+    data: Any,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> Transaction:
+    """Write ``data`` and add it in an ``append`` snapshot."""
+    producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+    files = write_data_files(tx.metadata, tx.table.io, data)
+    producer.owns_files(f.file_path for f in files)
+    producer.add_data_files(files)
+    return _commit(producer)
+
+
+def added_data_since(
+    io: FileIO, metadata: TableMetadata, parent: Snapshot | None, start: int | None
+) -> list[pa.RecordBatch]:
+    """Entries of data files added by the snapshots after ``start`` up to ``parent``."""
+    if parent is None or parent.snapshot_id == start:
+        return []
+    new_ids: set[int] = set()
+    for snap in [parent, *metadata.ancestors_of(parent.snapshot_id)]:
+        if snap.snapshot_id == start:
+            break
+        new_ids.add(snap.snapshot_id)
+    out = []
+    for mf, batch in live_entries(io, metadata, parent, content=0):
+        if mf.added_snapshot_id not in new_ids:
+            continue
+        mask = pc.and_(
+            pc.equal(batch.column("status"), ADDED),
+            pc.is_in(batch.column("snapshot_id"), value_set=pa.array(sorted(new_ids), pa.int64())),
+        )
+        added = batch.filter(mask)
+        if added.num_rows:
+            out.append(added)
+    return out
+
+
+def _no_new_matching_data(io: FileIO, expr: BooleanExpression, case_sensitive: bool) -> Any:
+    def validate(metadata: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
+        schema = metadata.current_schema()
+        for batch in added_data_since(io, metadata, parent, start):
+            spec_id = int((batch.schema.metadata or {}).get(b"partition-spec-id", b"0"))
+            spec = metadata.spec_by_id(spec_id) or metadata.spec()
+            hits = partition_mask(batch, inclusive_projection(schema, spec, expr, case_sensitive))
+            if pc.any(hits).as_py():
+                path = batch.filter(hits).column("file_path")[0].as_py()
+                raise CommitConflictError(
+                    f"a concurrent commit added data the overwrite would replace: {path}"
+                )
+
+    return validate
+
+
+def _filter(expr: BooleanExpression | str | None) -> BooleanExpression:
+    if expr is None:
+        return AlwaysTrue()
+    if isinstance(expr, str):
+        return parse(expr)
+    if not isinstance(expr, BooleanExpression):
+        raise ValidationError(f"overwrite_filter must be an expression or a string: {expr!r}")
+    return expr
+
+
+def _name_mapping(metadata: TableMetadata) -> NameMapping | None:
+    raw = metadata.properties.get(NAME_MAPPING)
+    return NameMapping.from_json(json.loads(raw)) if raw else None
+
+
+def overwrite(
+    tx: Transaction,
+    data: Any,
+    overwrite_filter: BooleanExpression | str | None = None,
+    *,
+    case_sensitive: bool = True,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> Transaction:
+    """Replace the rows matching ``overwrite_filter`` (default: all rows) by ``data``."""
+    expr = _filter(overwrite_filter)
+    io = tx.table.io
+    producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+    try:
+        files: list[DataFile] = []
+        if data is not None:
+            files = write_data_files(tx.metadata, io, data)
+            producer.owns_files(f.file_path for f in files)
+        parent = parent_snapshot(tx.metadata, branch)
+        plan = plan_overwrite(
+            io,
+            tx.metadata,
+            parent,
+            expr,
+            case_sensitive=case_sensitive,
+            name_mapping=_name_mapping(tx.metadata),
+        )
+        kept: list[DataFile] = []
+        schema = tx.metadata.current_schema()
+        for rows in plan.rows:
+            written = write_parquet_files(
+                tx.metadata, io, rows, schema=schema, spec=tx.metadata.spec()
+            )
+            producer.owns_files(f.file_path for f in written)
+            kept += written
+    except BaseException:
+        producer.abort()
+        raise
+    producer.add_data_files(files + kept).remove_files(plan.remove)
+    producer.validate(_no_new_matching_data(io, expr, case_sensitive))
+    producer.set_operation("overwrite")
+    return _commit(producer)
+
+
+def dynamic_partition_overwrite(
+    tx: Transaction,
+    data: Any,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> Transaction:
+    """Replace every data file in the partitions ``data`` touches by the new files."""
+    spec = tx.metadata.spec()
+    if spec.is_unpartitioned:
+        raise ValidationError("dynamic partition overwrite needs a partitioned table")
+    io = tx.table.io
+    producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+    files = write_data_files(tx.metadata, io, data)
+    producer.owns_files(f.file_path for f in files)
+    keys = {tuple(sorted(f.partition.items())) for f in files}
+    spec_id = spec.spec_id
+
+    def in_partitions(batch: pa.RecordBatch) -> pa.Array:
+        bid = int((batch.schema.metadata or {}).get(b"partition-spec-id", b"0"))
+        if bid != spec_id:
+            return pa.array([False] * batch.num_rows, pa.bool_())
+        parts = batch.column("partition").to_pylist()  # one value per file
+        same = pa.array([tuple(sorted((p or {}).items())) in keys for p in parts], pa.bool_())
+        return pc.and_(same, pc.equal(batch.column("content"), 0))
+
+    def no_concurrent_adds(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
+        for batch in added_data_since(io, md, parent, start):
+            hits = in_partitions(batch)
+            if pc.any(hits).as_py():
+                path = batch.filter(hits).column("file_path")[0].as_py()
+                raise CommitConflictError(
+                    f"a concurrent commit added data to a replaced partition: {path}"
+                )
+
+    producer.add_data_files(files).remove_files_where(in_partitions)
+    producer.validate(no_concurrent_adds).set_operation("overwrite")
+    return _commit(producer)
+
+
+def add_files(
+    tx: Transaction,
+    paths: Iterable[str],
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    check_duplicate_files: bool = True,
+) -> Transaction:
+    """Register existing Parquet files in an ``append`` snapshot (the files are not copied)."""
+    wanted = list(paths)
+    if len(set(wanted)) != len(wanted):
+        dup = next(p for p in wanted if wanted.count(p) > 1)
+        raise ValidationError(f"add_files got {dup} more than once")
+    producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+    files = data_files_from_parquet(tx.metadata, tx.table.io, wanted)
+    if check_duplicate_files:
+        targets = pa.array(wanted, pa.string())
+        io = tx.table.io
+
+        def not_in_table(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
+            for _, batch in live_entries(io, md, parent):
+                live = pc.not_equal(batch.column("status"), 2)
+                hit = pc.and_(live, pc.is_in(batch.column("file_path"), value_set=targets))
+                if pc.any(hit).as_py():
+                    path = batch.filter(hit).column("file_path")[0].as_py()
+                    raise ValidationError(f"{path} is already a data file of the table")
+
+        producer.validate(not_in_table)
+    producer.add_data_files(files)
+    return _commit(producer)

@@ -1,0 +1,329 @@
+"""``expire_snapshots()``: the spec's retention algorithm on hand-made metadata, and file
+clean-up on tables PyIceberg 0.12 writes, checked against the files PyIceberg says the kept
+snapshots reach (nothing reachable is deleted, nothing unreachable is left)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from _evolution import SIMPLE_SCHEMA, Catalogs, append_rows, local_path, shared_catalogs
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import (
+    SetStatistics,
+    Snapshot,
+    SnapshotRef,
+    StatisticsFile,
+    Summary,
+    TableMetadata,
+)
+from icefloe.partitioning import PartitionSpec
+from icefloe.schema import Schema
+from icefloe.table import Table
+from icefloe.table.expire import expire_snapshots, retained_snapshots
+
+DAY = 86_400_000
+NOW = 100 * DAY
+
+
+def _meta(
+    chain: dict[int, tuple[int | None, int]],
+    refs: dict[str, SnapshotRef],
+    props: dict[str, str] | None = None,
+) -> TableMetadata:
+    """Metadata whose snapshots are ``id -> (parent, age in days)``."""
+    snaps = tuple(
+        Snapshot(
+            sid,
+            NOW - age * DAY,
+            f"file:///ml-{sid}.avro",
+            sequence_number=i + 1,
+            parent_snapshot_id=parent,
+            summary=Summary("append"),
+        )
+        for i, (sid, (parent, age)) in enumerate(sorted(chain.items()))
+    )
+    return TableMetadata(
+        format_version=2,
+        table_uuid="9c12d441-03fe-4693-9a96-a0705ddf69c1",
+        location="file:///t",
+        last_updated_ms=NOW,
+        last_column_id=1,
+        schemas=(Schema.from_json(SIMPLE_SCHEMA),),
+        current_schema_id=0,
+        partition_specs=(PartitionSpec(),),
+        default_spec_id=0,
+        last_partition_id=999,
+        last_sequence_number=len(snaps),
+        properties=props or {},
+        current_snapshot_id=refs["main"].snapshot_id if "main" in refs else None,
+        snapshots=snaps,
+        refs=refs,
+    )
+
+
+# main: 1 <- 2 <- 3 <- 4 (ages 10, 8, 6, 1 days); side: 1 <- 5 (age 9) ; 6 orphan (age 2)
+CHAIN = {1: (None, 10), 2: (1, 8), 3: (2, 6), 4: (3, 1), 5: (1, 9), 6: (None, 2)}
+
+
+@pytest.mark.parametrize(
+    ("refs", "props", "older_than", "retain_last", "kept", "removed_refs"),
+    [
+        # defaults: 5 days max age, keep at least 1; orphan 6 is young: kept
+        ({"main": SnapshotRef(4)}, {}, None, None, {4, 6}, []),
+        # table default age 7 days keeps 3 (6 days old) too
+        (
+            {"main": SnapshotRef(4)},
+            {"history.expire.max-snapshot-age-ms": str(7 * DAY)},
+            None,
+            None,
+            {3, 4, 6},
+            [],
+        ),
+        # min-snapshots-to-keep from the table keeps the 3 newest of main
+        (
+            {"main": SnapshotRef(4)},
+            {"history.expire.min-snapshots-to-keep": "3"},
+            None,
+            None,
+            {2, 3, 4, 6},
+            [],
+        ),
+        # retain_last and an explicit cut-off override the table defaults
+        (
+            {"main": SnapshotRef(4)},
+            {"history.expire.min-snapshots-to-keep": "3"},
+            NOW - 9 * DAY,
+            2,
+            {2, 3, 4, 5, 6},
+            [],
+        ),
+        # a branch's own settings win: keep 5 and its parent 1 (min 2)
+        (
+            {"main": SnapshotRef(4), "side": SnapshotRef(5, "branch", 2)},
+            {},
+            None,
+            None,
+            {1, 4, 5, 6},
+            [],
+        ),
+        (
+            {"main": SnapshotRef(4), "side": SnapshotRef(5, "branch", None, 20 * DAY)},
+            {},
+            None,
+            None,
+            {1, 4, 5, 6},
+            [],
+        ),
+        # tags keep just their snapshot
+        ({"main": SnapshotRef(4), "v1": SnapshotRef(2, "tag")}, {}, None, None, {2, 4, 6}, []),
+        # max-ref-age removes old refs (never main), from the ref or the table default
+        # (4 is then reached by no ref, but young: kept like the reference keeps staged ones)
+        (
+            {"main": SnapshotRef(1), "v1": SnapshotRef(2, "tag", max_ref_age_ms=7 * DAY)},
+            {},
+            None,
+            None,
+            {1, 4, 6},
+            ["v1"],
+        ),
+        (
+            {"main": SnapshotRef(1), "v1": SnapshotRef(2, "tag")},
+            {"history.expire.max-ref-age-ms": str(9 * DAY)},
+            None,
+            None,
+            {1, 2, 4, 6},
+            [],
+        ),
+        (
+            {"main": SnapshotRef(1), "b": SnapshotRef(5, "branch")},
+            {"history.expire.max-ref-age-ms": str(8 * DAY)},
+            None,
+            None,
+            {1, 4, 6},
+            ["b"],
+        ),
+    ],
+)
+def test_retention_algorithm(
+    refs: dict[str, SnapshotRef],
+    props: dict[str, str],
+    older_than: int | None,
+    retain_last: int | None,
+    kept: set[int],
+    removed_refs: list[str],
+) -> None:
+    m = _meta(CHAIN, refs, props)
+    got, gone_refs = retained_snapshots(m, NOW, older_than, retain_last)
+    assert got == kept
+    assert gone_refs == removed_refs
+
+
+def test_retention_rejects_bad_settings() -> None:
+    m = _meta(CHAIN, {"main": SnapshotRef(4)}, {"history.expire.min-snapshots-to-keep": "x"})
+    with pytest.raises(ValidationError, match="min-snapshots-to-keep is not an integer"):
+        retained_snapshots(m, NOW)
+    with pytest.raises(ValidationError, match="retain_last must be at least 1"):
+        retained_snapshots(_meta(CHAIN, {"main": SnapshotRef(4)}), NOW, retain_last=0)
+
+
+# ---------------------------------------------------------------- on real tables
+
+
+def _table_files(t: Table) -> set[str]:
+    """Every file under the table's location except metadata JSON and version hints."""
+    root = local_path(t.location)
+    return {
+        p.as_uri()
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.endswith(".metadata.json") and not p.name.startswith(".")
+    }
+
+
+def _reachable(c: Catalogs, name: str) -> set[str]:
+    """Files the table's snapshots reach, as PyIceberg reads them."""
+    t = c.theirs.load_table(f"db.{name}")
+    out: set[str] = set()
+    for s in t.metadata.snapshots:
+        out.add(s.manifest_list)
+        for m in s.manifests(t.io):
+            out.add(m.manifest_path)
+            for e in m.fetch_manifest_entry(t.io, discard_deleted=True):
+                out.add(e.data_file.file_path)
+    for st in t.metadata.statistics:
+        out.add(st.statistics_path)
+    return {_norm(p) for p in out}
+
+
+def _norm(p: str) -> str:
+    return local_path(p).as_uri()
+
+
+def _history_table(tmp_path: Path) -> tuple[Catalogs, Table, list[int]]:
+    """Appends [1, 2] (s1) and [3] (s2), an overwrite with [10] (PyIceberg commits a delete
+    and an append: s3 is the latter) and an append of [11] (s4)."""
+    c = shared_catalogs(tmp_path)
+    c.ours.create_table("db.t", Schema.from_json(SIMPLE_SCHEMA))
+    s1 = append_rows(c, "t", [1, 2])
+    s2 = append_rows(c, "t", [3])
+    theirs = c.theirs.load_table("db.t")
+    theirs.overwrite(pa.table({"id": pa.array([10], pa.int64()), "data": ["x"]}))
+    s3 = c.theirs.load_table("db.t").metadata.current_snapshot_id
+    s4 = append_rows(c, "t", [11])
+    return c, c.ours.load_table("db.t"), [s1, s2, int(s3), s4]
+
+
+def _all_but(t: Table, *keep: int) -> set[int]:
+    return {s.snapshot_id for s in t.snapshots()} - set(keep)
+
+
+def _rows(c: Catalogs) -> list[int]:
+    return sorted(c.theirs.load_table("db.t").scan().to_arrow().column("id").to_pylist())
+
+
+def test_expire_deletes_exactly_the_unreachable_files(tmp_path: Path) -> None:
+    c, t, (_s1, _s2, _s3, s4) = _history_table(tmp_path)
+    before = _table_files(t)
+    assert before == _reachable(c, "t")
+    future = int(time.time() * 1000) + 1000
+    dry = t.expire_snapshots(older_than_ms=future, dry_run=True)
+    assert dry.dry_run and set(dry.snapshot_ids) == _all_but(t, s4)
+    assert len(dry.snapshot_ids) == 4  # s1, s2, the overwrite's delete, s3
+    assert _table_files(t) == before and len(t.refresh().snapshots()) == 5
+    result = t.expire_snapshots(older_than_ms=future)
+    assert set(result.snapshot_ids) == set(dry.snapshot_ids)
+    assert [s.snapshot_id for s in t.snapshots()] == [s4]
+    assert result.all_files == dry.all_files  # the dry run listed exactly what went
+    assert len(result.manifest_lists) == 4 and len(result.data_files) == 2
+    after = _table_files(t)
+    assert after == _reachable(c, "t")  # nothing reachable lost, nothing unreachable left
+    assert {_norm(p) for p in result.all_files} == before - after
+    assert _rows(c) == [10, 11]
+    assert result.files_deleted
+
+
+def test_refs_keep_their_files(tmp_path: Path) -> None:
+    c, t, (s1, s2, s3, s4) = _history_table(tmp_path)
+    with t.manage_snapshots() as ms:
+        ms.create_tag("old", s1)
+    future = int(time.time() * 1000) + 1000
+    expected = _all_but(t, s1, s4)
+    result = t.expire_snapshots(older_than_ms=future)
+    assert set(result.snapshot_ids) == expected and s2 in expected and s3 in expected
+    assert _table_files(t) == _reachable(c, "t")
+    old = c.theirs.load_table("db.t")
+    assert sorted(old.scan(snapshot_id=s1).to_arrow().column("id").to_pylist()) == [1, 2]
+    # dropping the tag and expiring again frees s1's data file
+    with t.manage_snapshots() as ms:
+        ms.remove_tag("old")
+    again = t.expire_snapshots(older_than_ms=future)
+    assert again.snapshot_ids == (s1,) and len(again.data_files) == 1
+    assert _table_files(t) == _reachable(c, "t")
+
+
+def test_explicit_ids_and_metadata_only(tmp_path: Path) -> None:
+    c, t, (_s1, s2, _s3, s4) = _history_table(tmp_path)
+    with pytest.raises(ValidationError, match=f"cannot expire snapshot {s4}: still referenced"):
+        t.expire_snapshots(snapshot_ids=[s4])
+    with pytest.raises(ValidationError, match="no such snapshot"):
+        t.expire_snapshots(snapshot_ids=[42])
+    before = _table_files(t)
+    result = t.expire_snapshots(snapshot_ids=[s2], delete_files=False)
+    assert result.snapshot_ids == (s2,) and not result.files_deleted
+    assert _all_but(t, s2) == _all_but(t)  # s2 is gone
+    assert len(t.snapshots()) == 4  # the young ones are kept
+    assert _table_files(t) == before
+    assert _rows(c) == [10, 11]
+
+
+def test_statistics_files_of_expired_snapshots_are_deleted(tmp_path: Path) -> None:
+    c, t, (s1, _s2, _s3, s4) = _history_table(tmp_path)
+    paths = {}
+    for sid in (s1, s4):
+        p = local_path(t.location) / "metadata" / f"stats-{sid}.puffin"
+        p.write_bytes(b"PFA1")
+        paths[sid] = p
+        stats = StatisticsFile(sid, p.as_uri(), 4, 0)
+        with t.transaction() as tx:
+            tx.apply([SetStatistics(stats)])
+    future = int(time.time() * 1000) + 1000
+    result = t.expire_snapshots(older_than_ms=future)
+    assert result.statistics_files == (paths[s1].as_uri(),)
+    assert not paths[s1].exists() and paths[s4].exists()
+    assert [s.snapshot_id for s in t.metadata.statistics] == [s4]
+    assert _table_files(t) == _reachable(c, "t")
+
+
+def test_table_defaults_and_nothing_to_do(tmp_path: Path) -> None:
+    c, t, ids = _history_table(tmp_path)
+    # defaults: 5 days, so nothing written just now expires
+    loc = t.metadata_location
+    assert t.expire_snapshots().snapshot_ids == ()
+    assert t.refresh().metadata_location == loc
+    t.set_properties(
+        {"history.expire.max-snapshot-age-ms": "1", "history.expire.min-snapshots-to-keep": "2"}
+    )
+    time.sleep(0.01)
+    expected = _all_but(t, ids[2], ids[3])
+    result = t.expire_snapshots()
+    assert set(result.snapshot_ids) == expected
+    assert _table_files(t) == _reachable(c, "t")
+
+
+def test_expire_with_a_fixed_clock_and_max_ref_age(tmp_path: Path) -> None:
+    c, t, (s1, s2, _s3, s4) = _history_table(tmp_path)
+    with t.manage_snapshots() as ms:
+        ms.create_tag("short", s2, max_ref_age_ms=1000)
+        ms.create_branch("keep", s1)
+    now = t.snapshot_by_id(s4).timestamp_ms + 10 * DAY  # type: ignore[union-attr]
+    result = expire_snapshots(t, now_ms=now)
+    assert result.removed_refs == ("short",)
+    assert {s.snapshot_id for s in t.snapshots()} == {s1, s4}
+    assert set(t.refs()) == {"main", "keep"}
+    assert _table_files(t) == _reachable(c, "t")
+    meta = json.loads(local_path(t.metadata_location).read_text())
+    assert sorted(meta["refs"]) == ["keep", "main"]

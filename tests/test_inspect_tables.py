@@ -1,0 +1,208 @@
+"""``table.inspect``: the metadata tables compared with PyIceberg 0.12's on the same table
+(partitioned, with an evolved spec, an overwrite and a branch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from _evolution import SIMPLE_SCHEMA, Catalogs, append_rows, shared_catalogs
+from icefloe.exceptions import ValidationError
+from icefloe.schema import Schema
+
+
+@pytest.fixture
+def tables(tmp_path: Path) -> tuple[Catalogs, Any, Any]:
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table("db.t", Schema.from_json(SIMPLE_SCHEMA))
+    with t.update_spec() as u:
+        u.add_field("data", "identity")
+    append_rows(c, "t", [1, 2])
+    append_rows(c, "t", [3])
+    t.refresh()
+    with t.update_spec() as u:
+        u.add_field("id", "bucket[4]")
+    append_rows(c, "t", [4, 5])
+    theirs = c.theirs.load_table("db.t")
+    theirs.delete("id == 3")
+    append_rows(c, "t", [1])  # r1 again: two files in partition data=r1
+    t.refresh()
+    with t.manage_snapshots() as ms:
+        ms.create_tag("first", t.snapshots()[0].snapshot_id)
+        ms.create_branch("dev", min_snapshots_to_keep=3)
+    return c, t.refresh(), c.theirs.load_table("db.t")
+
+
+def _rows(table: pa.Table, cols: list[str]) -> list[tuple[Any, ...]]:
+    return sorted(tuple(_plain(r[c]) for c in cols) for r in table.select(cols).to_pylist())
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, list) and v and isinstance(v[0], tuple):
+        return tuple(sorted(v))
+    if isinstance(v, dict):
+        return tuple(sorted(v.items()))
+    if hasattr(v, "timestamp"):
+        return (
+            int(v.timestamp() * 1000)
+            if v.tzinfo
+            else int(v.replace(tzinfo=__import__("datetime").timezone.utc).timestamp() * 1000)
+        )
+    return v
+
+
+def test_snapshots(tables: tuple[Catalogs, Any, Any]) -> None:
+    _, t, theirs = tables
+    cols = ["committed_at", "snapshot_id", "parent_id", "operation", "manifest_list", "summary"]
+    ours, expected = t.inspect.snapshots(), theirs.inspect.snapshots()
+    assert ours.num_rows == len(t.snapshots()) == 5
+    assert _rows(ours, cols) == _rows(expected, cols)
+
+
+def test_history_and_refs(tables: tuple[Catalogs, Any, Any]) -> None:
+    _, t, theirs = tables
+    cols = ["made_current_at", "snapshot_id", "parent_id", "is_current_ancestor"]
+    assert _rows(t.inspect.history(), cols) == _rows(theirs.inspect.history(), cols)
+    cols = [
+        "name",
+        "snapshot_id",
+        "max_reference_age_in_ms",
+        "min_snapshots_to_keep",
+        "max_snapshot_age_in_ms",
+    ]
+    assert _rows(t.inspect.refs(), cols) == _rows(theirs.inspect.refs(), cols)
+    types = dict(
+        zip(
+            t.inspect.refs().column("name").to_pylist(),
+            t.inspect.refs().column("type").to_pylist(),
+            strict=True,
+        )
+    )
+    assert types == {"main": "BRANCH", "dev": "BRANCH", "first": "TAG"}
+    assert theirs.inspect.refs().column("type").cast(pa.string()).to_pylist() == [
+        types[n] for n in theirs.inspect.refs().column("name").to_pylist()
+    ]
+
+
+def test_manifests(tables: tuple[Catalogs, Any, Any]) -> None:
+    _, t, theirs = tables
+    cols = [
+        "content",
+        "path",
+        "length",
+        "partition_spec_id",
+        "added_snapshot_id",
+        "added_data_files_count",
+        "existing_data_files_count",
+        "deleted_data_files_count",
+        "added_delete_files_count",
+        "existing_delete_files_count",
+        "deleted_delete_files_count",
+    ]
+    ours = t.inspect.manifests()
+    assert ours.num_rows >= 3
+    assert _rows(ours, cols) == _rows(theirs.inspect.manifests(), cols)
+    nulls = [
+        [s["contains_null"] for s in row] for row in ours.column("partition_summaries").to_pylist()
+    ]
+    expected = [
+        [s["contains_null"] for s in row]
+        for row in theirs.inspect.manifests().column("partition_summaries").to_pylist()
+    ]
+    assert sorted(nulls) == sorted(expected)
+
+
+def test_files_and_entries(tables: tuple[Catalogs, Any, Any]) -> None:
+    _, t, theirs = tables
+    cols = [
+        "content",
+        "file_path",
+        "spec_id",
+        "record_count",
+        "file_size_in_bytes",
+        "column_sizes",
+        "value_counts",
+        "null_value_counts",
+        "lower_bounds",
+        "upper_bounds",
+    ]
+    ours = t.inspect.files()
+    assert ours.num_rows == 5  # r1 (spec 1), r2, r4, r5 and r1 again (spec 2)
+    assert _rows(ours, cols) == _rows(theirs.inspect.files(), cols)
+    part = sorted(
+        (r["file_path"], tuple(sorted(r["partition"].items())))
+        for r in ours.select(["file_path", "partition"]).to_pylist()
+    )
+    their_part = sorted(
+        (r["file_path"], tuple(sorted(r["partition"].items())))
+        for r in theirs.inspect.files().select(["file_path", "partition"]).to_pylist()
+    )
+    assert part == their_part
+    assert t.inspect.data_files().num_rows == 5 and t.inspect.delete_files().num_rows == 0
+    first = t.snapshots()[0].snapshot_id
+    assert t.inspect.files(first).num_rows == theirs.inspect.files(first).num_rows == 2
+
+    e = t.inspect.entries()
+    te = theirs.inspect.entries()
+    flat = sorted(
+        (
+            r["status"],
+            r["snapshot_id"],
+            r["sequence_number"],
+            r["file_sequence_number"],
+            r["data_file"]["file_path"],
+        )
+        for r in e.to_pylist()
+    )
+    their_flat = sorted(
+        (
+            r["status"],
+            r["snapshot_id"],
+            r["sequence_number"],
+            r["file_sequence_number"],
+            r["data_file"]["file_path"],
+        )
+        for r in te.to_pylist()
+    )
+    assert flat == their_flat
+
+
+def test_partitions(tables: tuple[Catalogs, Any, Any]) -> None:
+    _, t, theirs = tables
+    cols = [
+        "spec_id",
+        "record_count",
+        "file_count",
+        "total_data_file_size_in_bytes",
+        "position_delete_record_count",
+        "equality_delete_file_count",
+        "last_updated_snapshot_id",
+        "last_updated_at",
+    ]
+    ours = t.inspect.partitions()
+    expected = theirs.inspect.partitions()
+
+    def keyed(tab: pa.Table) -> list[tuple[Any, ...]]:
+        return sorted(
+            (
+                (tuple(sorted(r["partition"].items())), *(_plain(r[c]) for c in cols))
+                for r in tab.to_pylist()
+            ),
+            key=repr,
+        )
+
+    assert keyed(ours) == keyed(expected)
+    by_part = {tuple(sorted(r["partition"].items())): r for r in ours.to_pylist()}
+    assert len(by_part) == 5  # r1 under both specs is two partitions
+
+
+def test_empty_table_and_unknown_snapshot(tmp_path: Path) -> None:
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table("db.e", Schema.from_json(SIMPLE_SCHEMA))
+    for name in ("snapshots", "history", "refs", "manifests", "entries", "files", "partitions"):
+        assert getattr(t.inspect, name)().num_rows == 0
+    with pytest.raises(ValidationError, match="no such snapshot"):
+        t.inspect.files(123)

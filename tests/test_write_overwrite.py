@@ -1,0 +1,253 @@
+"""overwrite (full, by filter with copy-on-write), dynamic partition overwrite and add_files."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.arrow_schema import schema_to_arrow
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.table.producer import SnapshotProducer, live_entries
+from icefloe.write import DataFile
+from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+
+
+def _live(table: Any) -> pa.Table:
+    batches = [
+        b.filter(pc.not_equal(b["status"], 2))
+        for _, b in live_entries(table.io, table.metadata, table.current_snapshot(), 0)
+    ]
+    return pa.Table.from_batches(batches)
+
+
+def _expect(table: Any, want: pa.Table, con: Any) -> None:
+    assert checksum(pyiceberg_read(table)) == checksum(want)
+    assert duckdb_checksum(con, table) == checksum(want)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_full_overwrite(tmp_path: Path, version: int, duckdb_con: Any) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+    t.append(rows(0, 100))
+    before = _live(t).num_rows
+    t.overwrite(rows(500, 7))
+    snap = t.current_snapshot()
+    assert snap is not None and snap.summary is not None
+    assert snap.summary.operation == "overwrite"
+    assert snap.summary.get_int("deleted-data-files") == before
+    assert snap.summary.get_int("deleted-records") == 100
+    assert snap.summary.get_int("total-records") == 7
+    _expect(t, rows(500, 7), duckdb_con)
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_overwrite_by_filter_rewrites_partial_files(
+    tmp_path: Path, version: int, duckdb_con: Any
+) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+    old = rows(0, 200)
+    t.append(old)
+    if version == 3:
+        ids_before = _row_ids(t)
+    # `id < 50` cuts through bucket partitions: files are read and partly rewritten.
+    t.overwrite(rows(1000, 5), "id < 50")
+    keep = old.filter(pc.greater_equal(old["id"], 50))
+    _expect(t, pa.concat_tables([keep, rows(1000, 5)]), duckdb_con)
+    snap = t.current_snapshot()
+    assert snap is not None and snap.summary is not None
+    assert (
+        snap.summary.get_int(
+            "deleted-records",
+        )
+        is not None
+    )
+    assert snap.summary.get_int("total-records") == keep.num_rows + 5
+    if version == 3:
+        after = _row_ids(t)
+        for k, rid in after.items():  # surviving rows keep their row ids
+            if k < 1000:
+                assert ids_before[k] == rid
+        assert set(after) == set(keep["id"].to_pylist()) | set(range(1000, 1005))
+    # A filter on the partition (a whole day) removes whole files and adds none.
+    t.overwrite(None, "ts < '2024-01-04T00:00:00'")
+    cutoff = pa.scalar(dt.datetime(2024, 1, 4), pa.timestamp("us"))
+    both = pa.concat_tables([keep, rows(1000, 5)])
+    _expect(t, both.filter(pc.greater_equal(both["ts"], cutoff)), duckdb_con)
+    snap = t.current_snapshot()
+    assert snap is not None and snap.summary is not None
+    assert snap.summary.operation == "overwrite"
+    assert snap.summary.get_int("added-data-files") is None
+    assert snap.summary.get_int("deleted-data-files")
+
+
+def _row_ids(table: Any) -> dict[int, int]:
+    """id -> _row_id, computed from the files and the manifests (first_row_id + position)."""
+    out: dict[int, int] = {}
+    live = _live(table)
+    for path, first in zip(
+        live["file_path"].to_pylist(), live["first_row_id"].to_pylist(), strict=True
+    ):
+        data = pq.read_table(path.removeprefix("file://"))
+        ids = data["id"].to_pylist()
+        if "_row_id" in data.column_names:
+            stored = data["_row_id"].to_pylist()
+            rids = [s if s is not None else first + i for i, s in enumerate(stored)]
+        else:
+            rids = [first + i for i in range(len(ids))]
+        out.update(zip(ids, rids, strict=True))
+    return out
+
+
+def test_overwrite_respects_existing_position_deletes(tmp_path: Path, duckdb_con: Any) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, format_version=2)
+    t.append(rows(0, 20))
+    (path,) = _live(t)["file_path"].to_pylist()
+    schema = pa.schema(
+        [
+            pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
+            pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"}),
+        ]
+    )
+    dpath = f"{t.location}/data/del.parquet"
+    pq.write_table(pa.table({"file_path": [path], "pos": [15]}, schema=schema), dpath[7:])
+    with t.transaction() as tx:
+        p = SnapshotProducer(tx)
+        p.add_delete_files(
+            [
+                DataFile(
+                    dpath,
+                    1,
+                    Path(dpath[7:]).stat().st_size,
+                    content=1,
+                    # v2 has no referenced_data_file: equal file_path bounds scope it.
+                    lower_bounds={2147483546: path.encode()},
+                    upper_bounds={2147483546: path.encode()},
+                )
+            ]
+        )
+        p.commit()
+    t.overwrite(None, "id < 5")
+    want = rows(0, 20).filter(
+        pc.and_(pc.greater_equal(rows(0, 20)["id"], 5), pc.not_equal(rows(0, 20)["id"], 15))
+    )
+    _expect(t, want, duckdb_con)
+    snap = t.current_snapshot()
+    assert snap is not None and snap.summary is not None
+    # The file-scoped delete file went with its data file.
+    assert snap.summary.get_int("removed-position-delete-files") == 1
+    assert snap.summary.get_int("total-delete-files") == 0
+
+
+def test_overwrite_conflicts_with_concurrent_matching_append(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    t.append(rows(0, 48))
+    other = cat.load_table("ns.t")
+    other.append(rows(5, 1))  # same day as the filter: a real conflict
+    with pytest.raises(CommitConflictError, match="concurrent"):
+        t.overwrite(rows(100, 1), "ts < '2024-01-02T00:00:00'")
+    # Data outside the filter is no conflict: the overwrite is rebuilt and commits.
+    t.refresh()
+    stale = cat.load_table("ns.t")
+    t.append(rows(200, 1))  # 2024-01-09
+    stale.overwrite(None, "ts < '2024-01-02T00:00:00'")
+    got = pyiceberg_read(stale.refresh())
+    assert 200 in got["id"].to_pylist() and 0 not in got["id"].to_pylist()
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_dynamic_partition_overwrite(tmp_path: Path, version: int, duckdb_con: Any) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+    t.append(rows(0, 100))
+    new = rows(0, 24).set_column(1, "s", pa.array(["new"] * 24))  # day 1, every bucket touched?
+    t.dynamic_partition_overwrite(new)
+    got = pyiceberg_read(t)
+    # Partitions of the new rows hold only new rows; all other rows are untouched.
+    new_parts = {(p["ts_day"], p["id_bucket"]) for p in _new_partitions(t)}
+    assert got.num_rows == 100
+    assert sorted(got.filter(pc.equal(got["s"], "new"))["id"].to_pylist()) == list(range(24))
+    assert duckdb_checksum(duckdb_con, t) == checksum(got)
+    assert new_parts
+    with pytest.raises(ValidationError, match="partitioned"):
+        catalog(tmp_path / "u").create_table("ns.u", SCHEMA).dynamic_partition_overwrite(new)
+
+
+def _new_partitions(table: Any) -> list[dict[str, Any]]:
+    snap = table.current_snapshot()
+    live = _live(table)
+    mine = live.filter(pc.equal(live["snapshot_id"], snap.snapshot_id))
+    return list(mine["partition"].to_pylist())
+
+
+def _with_ids(table: pa.Table) -> pa.Table:
+    target = schema_to_arrow(SCHEMA)
+    return table.select(target.names).cast(target)
+
+
+def test_add_files(tmp_path: Path, duckdb_con: Any) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, format_version=2)
+    src = tmp_path / "ext"
+    src.mkdir()
+    a, b = rows(0, 30), rows(30, 30)
+    pq.write_table(_with_ids(a), src / "a.parquet")
+    pq.write_table(_with_ids(b), src / "b.parquet", row_group_size=10)
+    paths = [(src / "a.parquet").as_uri(), (src / "b.parquet").as_uri()]
+    t.add_files(paths)
+    _expect(t, pa.concat_tables([a, b]), duckdb_con)
+    live = _live(t)
+    # Footer metrics agree with what our own writer computes for the same rows.
+    t2 = catalog(tmp_path / "w").create_table("ns.t", SCHEMA, format_version=2)
+    t2.append(a)
+    ours = _live(t2).to_pylist()[0]
+    theirs = next(r for r in live.to_pylist() if r["file_path"].endswith("a.parquet"))
+    for key in ("value_counts", "null_value_counts", "lower_bounds", "upper_bounds"):
+        assert dict(theirs[key]) == dict(ours[key]), key
+    assert (
+        len(
+            next(r for r in live.to_pylist() if r["file_path"].endswith("b.parquet"))[
+                "split_offsets"
+            ]
+        )
+        == 3
+    )
+    with pytest.raises(ValidationError, match="already a data file"):
+        t.add_files(paths[:1])
+    pq.write_table(a, src / "noids.parquet")
+    with pytest.raises(ValidationError, match="no field ids"):
+        t.add_files([(src / "noids.parquet").as_uri()])
+    from icefloe.name_mapping import create_mapping
+
+    t.set_properties({"schema.name-mapping.default": create_mapping(t.schema()).to_json_string()})
+    t.add_files([(src / "noids.parquet").as_uri()])
+    assert checksum(pyiceberg_read(t)) == checksum(pa.concat_tables([a, b, a]))
+    bad = _with_ids(a).set_column(
+        1, pa.field("s", pa.int64(), metadata={b"PARQUET:field_id": b"2"}), pa.array(range(30))
+    )
+    pq.write_table(bad, src / "bad.parquet")
+    with pytest.raises(ValidationError, match="'s'"):
+        t.add_files([(src / "bad.parquet").as_uri()])
+
+
+def test_add_files_infers_partitions(tmp_path: Path, duckdb_con: Any) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    src = tmp_path / "ext"
+    src.mkdir()
+    data = rows(0, 400)
+    one = data.filter(pc.equal(data["id"], 8))  # a single (day, bucket) partition
+    pq.write_table(_with_ids(one), src / "one.parquet")
+    t.add_files([(src / "one.parquet").as_uri()])
+    (part,) = _live(t)["partition"].to_pylist()
+    t2 = catalog(tmp_path / "w").create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    t2.append(one)
+    assert part == _live(t2)["partition"].to_pylist()[0]
+    pq.write_table(_with_ids(data), src / "many.parquet")
+    with pytest.raises(ValidationError, match="more than one partition"):
+        t.add_files([(src / "many.parquet").as_uri()])
+    _expect(t, one, duckdb_con)
