@@ -92,6 +92,8 @@ def test_pyiceberg_written_metadata_file(tmp_path: Path) -> None:
     assert sorted(got.column("id").to_pylist()) == [1, 2, 3]
     assert static.scan(row_filter="s = 'b'").to_arrow().column("id").to_pylist() == [2]
     assert static.scan().count() == 3
+    frame = static.scan(selected_fields=("id",)).to_pandas()
+    assert sorted(frame["id"].tolist()) == [1, 2, 3]
 
 
 def test_errors_name_the_location(tmp_path: Path) -> None:
