@@ -254,3 +254,51 @@ def test_v1_snapshot_listing_manifests_directly(tmp_path: Path) -> None:
     tasks = TableScan(t, row_filter="cat = 'y'").plan_files()
     assert files(tasks) == ["b"] and tasks[0].spec_id == 1
     assert tasks[0].data_file.data_sequence_number == 0
+
+
+def test_split_ranges() -> None:
+    from icefloe.scan.columnar import split_ranges
+
+    assert split_ranges(100, [4, 50], 200) == [(0, 100)]
+    # row-group offsets: adjacent ranges combined up to the target
+    assert split_ranges(100, [4, 30, 60, 90], 40) == [(0, 30), (30, 30), (60, 40)]
+    # a single range larger than the target stays whole
+    assert split_ranges(100, [4, 80], 30) == [(0, 80), (80, 20)]
+    # invalid offsets (unsorted, past the end): fixed ranges
+    assert split_ranges(100, [50, 10], 40) == [(0, 40), (40, 40), (80, 20)]
+    assert split_ranges(100, [4, 120], 40) == [(0, 40), (40, 40), (80, 20)]
+    assert split_ranges(100, None, 60) == [(0, 60), (60, 40)]
+
+
+def test_plan_tasks_splits_large_files(tmp_path: Path) -> None:
+    t = HandTable(tmp_path, SCHEMA, [UNPART], 2, {"read.split.target-size": "100"})
+    t.commit(
+        [
+            (
+                0,
+                0,
+                [
+                    entry("big", file_size_in_bytes=250, split_offsets=[4, 90, 180]),
+                    entry("small", file_size_in_bytes=80),
+                ],
+            ),
+            (0, 1, [entry("pos", content=1)]),
+        ]
+    )
+    scan = TableScan(t)
+    assert [(x.data_file.file_path, x.start, x.length) for x in scan.plan_files()] == [
+        ("big", 0, None),
+        ("small", 0, None),
+    ]
+    tasks = scan.plan_tasks()
+    assert [(x.data_file.file_path, x.start, x.length) for x in tasks] == [
+        ("big", 0, 90),
+        ("big", 90, 90),
+        ("big", 180, 70),
+        ("small", 0, None),
+    ]
+    assert all([d.file_path for d in x.delete_files] == ["pos"] for x in tasks)
+    other = TableScan(t, options={"read.split.target-size": "1000"}).plan_tasks()
+    assert len(other) == 2
+    with pytest.raises(ValidationError, match=r"read\.split\.target-size"):
+        TableScan(t, options={"read.split.target-size": "x"}).plan_tasks()

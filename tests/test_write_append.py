@@ -295,3 +295,56 @@ def test_identity_string_partition_paths(tmp_path: Path, duckdb_con: Any) -> Non
     assert duckdb_checksum(duckdb_con, t) == checksum(data)
     got = pyiceberg_read(t, row_filter="s = 'a/b'")
     assert sorted(got["id"].to_pylist()) == [0, 3]
+
+
+def _append_worker(args: tuple[str, int, int]) -> int:
+    from icefloe.catalog.sql import SqlCatalog
+
+    root, worker, n = args
+    cat = SqlCatalog("c", uri=f"sqlite:///{root}/c.db", warehouse=(Path(root) / "wh").as_uri())
+    table = cat.load_table("ns.t")
+    for i in range(n):
+        table.append(rows(worker * 1000 + i, 1))
+    return n
+
+
+def test_concurrent_appends_from_processes_all_land(tmp_path: Path, duckdb_con: Any) -> None:
+    import multiprocessing
+
+    cat = catalog(tmp_path)
+    cat.create_table("ns.t", SCHEMA, format_version=3)
+    workers, each = 3, 3
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(workers) as pool:
+        assert (
+            pool.map(_append_worker, [(str(tmp_path), w, each) for w in range(workers)])
+            == [each] * workers
+        )
+    t = cat.load_table("ns.t")
+    assert len(t.snapshots()) == workers * each
+    assert t.metadata.next_row_id == workers * each
+    got = pyiceberg_read(t)
+    want = sorted(w * 1000 + i for w in range(workers) for i in range(each))
+    assert sorted(got["id"].to_pylist()) == want
+    assert duckdb_checksum(duckdb_con, t) == (len(want), sum(want))
+    # Lost attempts left no manifest lists or manifests behind.
+    meta = Path(t.location.removeprefix("file://")) / "metadata"
+    assert len(list(meta.glob("snap-*.avro"))) == workers * each
+    assert len(list(meta.glob("*-m*.avro"))) == workers * each
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("write.parquet.compression-codec", "lzo-ish"),
+        ("write.target-file-size-bytes", "big"),
+        ("write.parquet.row-group-limit", "0"),
+        ("commit.manifest-merge.enabled", "maybe"),
+    ],
+)
+def test_bad_write_properties_are_named(tmp_path: Path, key: str, value: str) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, format_version=2, properties={key: value})
+    with pytest.raises(ValidationError, match=key.replace(".", r"\.")):
+        t.append(rows(0, 3))
+    assert t.current_snapshot() is None
+    assert list((Path(t.location.removeprefix("file://")) / "data").rglob("*.parquet")) == []

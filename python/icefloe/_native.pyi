@@ -24,6 +24,7 @@ __all__ = [
     "expr_metrics_mask",
     "expr_partition_mask",
     "keep_mask_from_positions",
+    "plan_entry_masks",
     "plan_match_deletes",
     "plan_partition_keys",
     "point_from_bytes",
@@ -70,6 +71,13 @@ def expr_manifest_mask(summaries: _Array, filter_json: str, field_ids: Sequence[
 def expr_partition_mask(partition: _Array, filter_json: str) -> _Array: ...
 def expr_metrics_mask(entries: _Array, filter_json: str) -> _Array: ...
 def plan_partition_keys(partition: _Array) -> _Array: ...
+def plan_entry_masks(
+    batches: Sequence[pa.RecordBatch],
+    spec_index: Sequence[int],
+    partition_filters: Sequence[str | None],
+    metrics_filter: str | None = None,
+    threads: int | None = None,
+) -> list[_Array]: ...
 def plan_match_deletes(data_files: _Array, delete_files: _Array) -> _Array: ...
 
 # deletes

@@ -28,13 +28,38 @@ impl<'a> Reader<'a> {
     }
 
     /// A zigzag varint long (at most 10 bytes).
-    #[inline]
+    #[inline(always)]
     pub fn long(&mut self) -> Result<i64> {
         if let Some(&b) = self.buf.get(self.pos) {
             if b < 0x80 {
                 self.pos += 1;
                 let v = b as u64;
                 return Ok(((v >> 1) as i64) ^ -((v & 1) as i64));
+            }
+        }
+        self.long_multi()
+    }
+
+    /// A varint of two or more bytes: with eight bytes left, the groups of seven bits are
+    /// gathered from one little-endian word without a loop.
+    #[inline]
+    fn long_multi(&mut self) -> Result<i64> {
+        if let Some(w) = self.buf.get(self.pos..self.pos + 8) {
+            let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            let stops = !word & 0x8080_8080_8080_8080;
+            if stops != 0 {
+                let len = (stops.trailing_zeros() / 8 + 1) as usize;
+                let mut x = if len == 8 {
+                    word
+                } else {
+                    word & ((1u64 << (8 * len)) - 1)
+                };
+                x &= 0x7f7f_7f7f_7f7f_7f7f;
+                x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
+                x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
+                x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
+                self.pos += len;
+                return Ok(((x >> 1) as i64) ^ -((x & 1) as i64));
             }
         }
         self.long_slow()
@@ -68,14 +93,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A zigzag varint int; values outside the i32 range are corrupt.
-    #[inline]
+    #[inline(always)]
     pub fn int(&mut self) -> Result<i32> {
         let v = self.long()?;
         i32::try_from(v).map_err(|_| Error::corrupt(format!("int value {v} out of range")))
     }
 
     /// A non-negative length that fits in the remaining bytes.
-    #[inline]
+    #[inline(always)]
     pub fn length(&mut self) -> Result<usize> {
         let n = self.long()?;
         if n < 0 || n as u64 > self.remaining() as u64 {
@@ -89,7 +114,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Exactly `n` raw bytes.
-    #[inline]
+    #[inline(always)]
     pub fn fixed(&mut self, n: usize) -> Result<&'a [u8]> {
         if n > self.remaining() {
             return Err(Error::corrupt(format!(
@@ -104,7 +129,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Length-prefixed bytes (also the encoding of strings).
-    #[inline]
+    #[inline(always)]
     pub fn bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.length()?;
         self.fixed(n)
@@ -138,6 +163,7 @@ impl<'a> Reader<'a> {
     /// The item count of the next array or map block; reads and discards the byte size of a
     /// negative-count block. `min_item` is the smallest encoded size of one item: counts that
     /// cannot fit in the remaining bytes are rejected (items of size 0 are capped instead).
+    #[inline]
     pub fn block_count(&mut self, min_item: usize) -> Result<usize> {
         let c = self.long()?;
         let n = if c < 0 {
@@ -175,10 +201,33 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Appends a zigzag varint long.
-#[inline]
+/// Appends a zigzag varint long. Varints of two to eight bytes are spread into one
+/// little-endian word (seven bits per byte, continuation bits set) and appended as a fixed
+/// eight-byte copy then truncated: no loop, no capacity check per byte, no memcpy call.
+#[inline(always)]
 pub fn put_long(out: &mut Vec<u8>, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    let z = ((v << 1) ^ (v >> 63)) as u64;
+    if z < 0x80 {
+        out.push(z as u8);
+        return;
+    }
+    if z < 1 << 56 {
+        let n = ((64 - z.leading_zeros()) as usize).div_ceil(7); // 2..=8 bytes
+        let mut x = (z & 0x0fff_ffff) | ((z & 0x00ff_ffff_f000_0000) << 4);
+        x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x0fff_c000_0fff_c000) << 2);
+        x = (x & 0x007f_007f_007f_007f) | ((x & 0x3f80_3f80_3f80_3f80) << 1);
+        x |= 0x8080_8080_8080_8080 & ((1u64 << (8 * (n - 1))) - 1);
+        let len = out.len();
+        out.extend_from_slice(&x.to_le_bytes());
+        out.truncate(len + n);
+        return;
+    }
+    put_long_wide(out, z)
+}
+
+/// A zigzagged value of nine or ten varint bytes.
+#[cold]
+fn put_long_wide(out: &mut Vec<u8>, mut z: u64) {
     while z >= 0x80 {
         out.push((z as u8) | 0x80);
         z >>= 7;
@@ -191,11 +240,18 @@ pub fn put_int(out: &mut Vec<u8>, v: i32) {
     put_long(out, v as i64)
 }
 
-/// Appends length-prefixed bytes (or a string).
+/// Appends length-prefixed bytes (or a string); the 4- and 8-byte values of bounds are copied
+/// without a memcpy call.
 #[inline]
 pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_long(out, b.len() as i64);
-    out.extend_from_slice(b);
+    if let Ok(a) = <[u8; 8]>::try_from(b) {
+        out.extend_from_slice(&a);
+    } else if let Ok(a) = <[u8; 4]>::try_from(b) {
+        out.extend_from_slice(&a);
+    } else {
+        out.extend_from_slice(b);
+    }
 }
 
 #[cfg(test)]
@@ -221,6 +277,58 @@ mod tests {
             let mut r = Reader::new(&b);
             assert_eq!(r.long().unwrap(), v);
             assert_eq!(r.remaining(), 0);
+        }
+    }
+
+    #[test]
+    fn put_long_matches_the_byte_loop() {
+        let reference = |v: i64| {
+            let mut z = ((v << 1) ^ (v >> 63)) as u64;
+            let mut out = vec![];
+            while z >= 0x80 {
+                out.push((z as u8) | 0x80);
+                z >>= 7;
+            }
+            out.push(z as u8);
+            out
+        };
+        for bits in 0..64 {
+            let p = 1i64 << bits;
+            for v in [p, p.wrapping_sub(1), p.wrapping_neg(), !p] {
+                let mut b = vec![7u8];
+                put_long(&mut b, v);
+                assert_eq!(b[1..], reference(v)[..], "{v}");
+            }
+        }
+    }
+
+    #[test]
+    fn varints_of_every_length_and_position() {
+        // Every length from 1 to 10 bytes, with and without padding after it (the word path
+        // needs eight bytes left; the byte loop handles the tail of a buffer).
+        let mut vals: Vec<i64> = vec![0, -1, i64::MAX, i64::MIN];
+        for bits in 0..63 {
+            vals.extend([1i64 << bits, -(1i64 << bits), (1i64 << bits) - 1]);
+        }
+        let mut all = Vec::new();
+        for &v in &vals {
+            put_long(&mut all, v);
+        }
+        let mut r = Reader::new(&all);
+        for &v in &vals {
+            assert_eq!(r.long().unwrap(), v);
+        }
+        assert_eq!(r.remaining(), 0);
+        for &v in &vals {
+            let mut b = Vec::new();
+            put_long(&mut b, v);
+            for pad in 0..10 {
+                let mut p = b.clone();
+                p.extend(std::iter::repeat_n(0x55u8, pad));
+                let mut r = Reader::new(&p);
+                assert_eq!(r.long().unwrap(), v, "{v} with {pad} bytes after");
+                assert_eq!(r.position(), b.len());
+            }
         }
     }
 

@@ -33,6 +33,16 @@ pub enum Enc<'a> {
     Decimal(usize, &'a [i128]),
     Array(&'a [i32], Box<Enc<'a>>),
     Record(Vec<Enc<'a>>),
+    /// An Arrow `map<int32, int64|binary>` without null keys or values as an Avro array of
+    /// `{key, value}` records (the metric maps of data files): map offsets, keys, values.
+    IntMap(&'a [i32], &'a [i32], MapVals<'a>),
+}
+
+/// The values of an [`Enc::IntMap`].
+pub enum MapVals<'a> {
+    Long(&'a [i64]),
+    /// Offsets and data of binary values.
+    Bin(&'a [i32], &'a [u8]),
 }
 
 impl<'a> Enc<'a> {
@@ -115,6 +125,27 @@ impl<'a> Enc<'a> {
                 for f in fields {
                     f.encode(i, out)?;
                 }
+            }
+            Enc::IntMap(offs, keys, vals) => {
+                let (s, e) = (offs[i] as usize, offs[i + 1] as usize);
+                if e > s {
+                    put_long(out, (e - s) as i64);
+                    match vals {
+                        MapVals::Long(v) => {
+                            for (k, x) in keys[s..e].iter().zip(&v[s..e]) {
+                                put_int(out, *k);
+                                put_long(out, *x);
+                            }
+                        }
+                        MapVals::Bin(vo, data) => {
+                            for (j, k) in (s..e).zip(&keys[s..e]) {
+                                put_int(out, *k);
+                                put_bytes(out, &data[vo[j] as usize..vo[j + 1] as usize]);
+                            }
+                        }
+                    }
+                }
+                out.push(0);
             }
         }
         Ok(())

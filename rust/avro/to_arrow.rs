@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::BooleanBufferBuilder;
 use arrow_array::Array;
 use arrow_array::{
     new_null_array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, FixedSizeBinaryArray,
@@ -28,33 +27,31 @@ pub fn field_id(f: &Field) -> Option<i32> {
     f.metadata().get(FIELD_ID).and_then(|s| s.parse().ok())
 }
 
+/// The validity of a column, kept as one flag per value only once the first null arrives.
 #[derive(Default)]
 struct Nulls {
-    bits: Option<BooleanBufferBuilder>,
+    valid: Option<Vec<bool>>,
     len: usize,
 }
 
 impl Nulls {
     #[inline]
     fn valid(&mut self) {
-        if let Some(b) = &mut self.bits {
-            b.append(true);
+        if let Some(v) = &mut self.valid {
+            v.push(true);
         }
         self.len += 1;
     }
     #[inline]
     fn null(&mut self) {
         let len = self.len;
-        let b = self.bits.get_or_insert_with(|| {
-            let mut b = BooleanBufferBuilder::new(len.max(64));
-            b.append_n(len, true);
-            b
-        });
-        b.append(false);
+        self.valid
+            .get_or_insert_with(|| vec![true; len])
+            .push(false);
         self.len += 1;
     }
     fn finish(self) -> Option<NullBuffer> {
-        self.bits.map(|mut b| NullBuffer::new(b.finish()))
+        self.valid.map(NullBuffer::from)
     }
 }
 
@@ -105,6 +102,23 @@ enum Node {
     },
     /// A target with no writer counterpart: only nulls are appended.
     Missing(usize),
+    /// An Avro array of `{int key, long|bytes value}` records read as an Arrow
+    /// `map<int32, int64|binary>` (the metric maps of data files): one tight loop per map
+    /// instead of a record, two leaves and their null tracking per pair.
+    IntMap {
+        offsets: Vec<i32>,
+        nulls: Nulls,
+        /// Whether the writer puts the key before the value.
+        key_first: bool,
+        keys: Vec<i32>,
+        values: MapValues,
+    },
+}
+
+enum MapValues {
+    Long(Vec<i64>),
+    /// Offsets and data of binary values.
+    Bin(Vec<i32>, Vec<u8>),
 }
 
 enum Step {
@@ -134,8 +148,13 @@ impl Decoder {
     }
 
     /// The Arrow array of everything decoded.
+    /// Arrays that Arrow rejects (say a required key the writer schema lacks, left null)
+    /// come from the file, so they are `CorruptFile`.
     pub fn finish(self) -> Result<ArrayRef> {
-        self.root.finish(&self.target)
+        self.root.finish(&self.target).map_err(|e| match e {
+            Error::Validation(m) => Error::corrupt(format!("decoded values are inconsistent: {m}")),
+            other => other,
+        })
     }
 }
 
@@ -194,12 +213,37 @@ fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
         (Schema::Bytes | Schema::Fixed(_), DataType::Decimal128(_, _)) => {
             Node::Dec(src.unwrap_or(Src::Bytes), vec![], n)
         }
-        (Schema::Array { items, .. }, DataType::List(f) | DataType::Map(f, _)) => Node::List {
-            offsets: vec![0],
-            nulls: n,
-            item_min: items.min_size(),
-            item: Box::new(bind(items, f.data_type(), path)?),
-        },
+        (Schema::Array { items, .. }, DataType::List(f) | DataType::Map(f, _)) => {
+            let item = bind(items, f.data_type(), path)?;
+            let is_map = matches!(t, DataType::Map(..));
+            match item {
+                Node::Record {
+                    steps,
+                    children,
+                    missing,
+                    ..
+                } if is_map && missing.is_empty() && int_map_shape(&steps, &children, f) => {
+                    let key_first = matches!(steps[0], Step::Read(0));
+                    let values = match &children[1] {
+                        Node::I64(..) => MapValues::Long(vec![]),
+                        _ => MapValues::Bin(vec![0], vec![]),
+                    };
+                    Node::IntMap {
+                        offsets: vec![0],
+                        nulls: n,
+                        key_first,
+                        keys: vec![],
+                        values,
+                    }
+                }
+                item => Node::List {
+                    offsets: vec![0],
+                    nulls: n,
+                    item_min: items.min_size(),
+                    item: Box::new(item),
+                },
+            }
+        }
         (Schema::Record(rec), DataType::Struct(fields)) => {
             let mut matched: Vec<Option<usize>> = vec![None; fields.len()];
             let mut steps = Vec::with_capacity(rec.fields.len());
@@ -243,6 +287,89 @@ fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
         }
         _ => return Err(mismatch(w, t, path)),
     })
+}
+
+/// Whether a bound map-entry record is a required int key and a required long or bytes value.
+fn int_map_shape(steps: &[Step], children: &[Node], entries: &Field) -> bool {
+    let order_ok = matches!(
+        steps,
+        [Step::Read(0), Step::Read(1)] | [Step::Read(1), Step::Read(0)]
+    );
+    let DataType::Struct(fs) = entries.data_type() else {
+        return false;
+    };
+    order_ok
+        && fs.len() == 2
+        && fs[0].data_type() == &DataType::Int32
+        && matches!(children[0], Node::I32(Src::Int, ..))
+        && matches!(
+            (&children[1], fs[1].data_type()),
+            (Node::I64(Src::Long, ..), DataType::Int64)
+                | (Node::Bin(Src::Bytes, ..), DataType::Binary)
+        )
+}
+
+/// Appends bytes; the 4- and 8-byte values of bounds are copied without a call to memcpy.
+#[inline(always)]
+fn extend_small(data: &mut Vec<u8>, b: &[u8]) {
+    if let Ok(a) = <[u8; 8]>::try_from(b) {
+        data.extend_from_slice(&a);
+    } else if let Ok(a) = <[u8; 4]>::try_from(b) {
+        data.extend_from_slice(&a);
+    } else {
+        data.extend_from_slice(b);
+    }
+}
+
+/// Reads the blocks of one int-keyed map, appending its pairs.
+#[inline]
+fn decode_int_map(
+    r: &mut Reader<'_>,
+    key_first: bool,
+    keys: &mut Vec<i32>,
+    values: &mut MapValues,
+) -> Result<()> {
+    loop {
+        let c = r.block_count(2)?;
+        if c == 0 {
+            return Ok(());
+        }
+        keys.reserve(c);
+        match values {
+            MapValues::Long(v) => {
+                v.reserve(c);
+                for _ in 0..c {
+                    let (k, x) = if key_first {
+                        let k = r.int()?;
+                        (k, r.long()?)
+                    } else {
+                        let x = r.long()?;
+                        (r.int()?, x)
+                    };
+                    keys.push(k);
+                    v.push(x);
+                }
+            }
+            MapValues::Bin(offs, data) => {
+                offs.reserve(c);
+                for _ in 0..c {
+                    let (k, b) = if key_first {
+                        let k = r.int()?;
+                        (k, r.bytes()?)
+                    } else {
+                        let b = r.bytes()?;
+                        (r.int()?, b)
+                    };
+                    keys.push(k);
+                    extend_small(data, b);
+                    offs.push(
+                        i32::try_from(data.len())
+                            .map_err(|_| Error::corrupt("binary column exceeds 2 GiB"))?,
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[inline]
@@ -392,6 +519,19 @@ impl Node {
                 *len += 1;
             }
             Node::Missing(len) => *len += 1,
+            Node::IntMap {
+                offsets,
+                nulls,
+                key_first,
+                keys,
+                values,
+            } => {
+                decode_int_map(r, *key_first, keys, values)?;
+                offsets.push(
+                    i32::try_from(keys.len()).map_err(|_| Error::corrupt("map column too long"))?,
+                );
+                nulls.valid();
+            }
         }
         Ok(())
     }
@@ -448,6 +588,10 @@ impl Node {
                 *len += 1;
             }
             Node::Missing(len) => *len += 1,
+            Node::IntMap { offsets, nulls, .. } => {
+                offsets.push(*offsets.last().unwrap_or(&0));
+                nulls.null();
+            }
         }
     }
 
@@ -559,6 +703,37 @@ impl Node {
                 finish_struct(fields, children, nulls.finish(), len)?
             }
             Node::Missing(len) => new_null_array(t, len),
+            Node::IntMap {
+                offsets,
+                nulls,
+                keys,
+                values,
+                ..
+            } => {
+                let DataType::Map(f, sorted) = t else {
+                    return Err(Error::internal("map target"));
+                };
+                let DataType::Struct(fs) = f.data_type() else {
+                    return Err(Error::internal("map entries type"));
+                };
+                let values: ArrayRef = match values {
+                    MapValues::Long(v) => Arc::new(Int64Array::new(v.into(), None)),
+                    MapValues::Bin(offs, data) => Arc::new(BinaryArray::new(
+                        OffsetBuffer::new(ScalarBuffer::from(offs)),
+                        Buffer::from_vec(data),
+                        None,
+                    )),
+                };
+                let keys: ArrayRef = Arc::new(Int32Array::new(keys.into(), None));
+                let entries = StructArray::try_new(fs.clone(), vec![keys, values], None)?;
+                Arc::new(MapArray::try_new(
+                    f.clone(),
+                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                    entries,
+                    nulls.finish(),
+                    *sorted,
+                )?)
+            }
         })
     }
 }

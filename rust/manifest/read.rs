@@ -36,7 +36,7 @@ fn user_metadata(c: &Container<'_>) -> HashMap<String, String> {
 
 fn decode_all(c: &mut Container<'_>, dec: &mut Decoder) -> Result<()> {
     while let Some((count, block)) = c.next_block()? {
-        let mut r = Reader::new(&block);
+        let mut r = Reader::new(block);
         for _ in 0..count {
             dec.decode(&mut r)?;
         }

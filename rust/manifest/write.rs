@@ -18,7 +18,7 @@ use super::layout::{
 };
 use super::partition::{decimal_size, partition_fields, PartitionField};
 use super::summary::{summarize, FieldSummary};
-use crate::avro::from_arrow::Enc;
+use crate::avro::from_arrow::{Enc, MapVals};
 use crate::avro::{Codec, ContainerWriter};
 use crate::{Error, Result};
 
@@ -116,6 +116,19 @@ fn value_enc<'a>(arr: &'a ArrayRef, col: &Col, partition: &[PartitionField]) -> 
             let m = arr.as_map();
             let keys = m.keys();
             let vals = m.values();
+            if keys.null_count() == 0 && vals.null_count() == 0 {
+                if let Some(k) = keys.as_primitive_opt::<Int32Type>() {
+                    let v = if let Some(v) = vals.as_primitive_opt::<Int64Type>() {
+                        Some(MapVals::Long(v.values()))
+                    } else {
+                        vals.as_binary_opt::<i32>()
+                            .map(|b| MapVals::Bin(b.value_offsets(), b.values().as_slice()))
+                    };
+                    if let Some(v) = v {
+                        return Ok(Enc::IntMap(m.value_offsets(), k.values(), v));
+                    }
+                }
+            }
             Enc::Array(
                 m.value_offsets(),
                 Box::new(Enc::Record(vec![
@@ -207,12 +220,6 @@ fn spec_fields_json(spec_json: &str) -> Result<String> {
     })
 }
 
-fn i64_at(batch: &RecordBatch, name: &str, i: usize) -> Option<i64> {
-    let c = batch.column_by_name(name)?;
-    let c = c.as_primitive_opt::<Int64Type>()?;
-    c.is_valid(i).then(|| c.value(i))
-}
-
 /// Writes a manifest; returns its bytes and the one-row `manifest_file` RecordBatch describing
 /// it (counts, partition summaries; `sequence_number` left null for the list writer to assign).
 pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u8>, RecordBatch)> {
@@ -276,6 +283,11 @@ pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u
     };
     let (mut files, mut rows) = ([0i32; 3], [0i64; 3]);
     let mut min_seq: Option<i64> = None;
+    let i64_col = |name: &str| get(name).and_then(|c| c.as_primitive_opt::<Int64Type>());
+    let (counts, seqs) = (i64_col("record_count"), i64_col("sequence_number"));
+    let at = |c: Option<&arrow_array::Int64Array>, i: usize| {
+        c.and_then(|c| c.is_valid(i).then(|| c.value(i)))
+    };
     for i in 0..batch.num_rows() {
         let s = status.value(i);
         let k = match s {
@@ -289,9 +301,9 @@ pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u
             }
         };
         files[k] += 1;
-        rows[k] += i64_at(batch, "record_count", i).unwrap_or(0);
+        rows[k] += at(counts, i).unwrap_or(0);
         if s != 2 {
-            if let Some(seq) = i64_at(batch, "sequence_number", i) {
+            if let Some(seq) = at(seqs, i) {
                 min_seq = Some(min_seq.map_or(seq, |m| m.min(seq)));
             }
         }

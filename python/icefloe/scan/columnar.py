@@ -28,6 +28,7 @@ delete_files          list of structs: content (1 position, 2 equality), file_pa
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -40,7 +41,7 @@ from icefloe.metadata import TableMetadata
 from icefloe.scan.planner import EQUALITY_DELETES, Plan
 from icefloe.scan.tasks import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask
 
-__all__ = ["plan_to_table", "plan_to_tasks"]
+__all__ = ["plan_to_table", "plan_to_tasks", "split_ranges"]
 
 
 def _col(batch: pa.RecordBatch, name: str) -> list[Any]:
@@ -51,11 +52,24 @@ def _col(batch: pa.RecordBatch, name: str) -> list[Any]:
     return out
 
 
+def _physical(a: pa.Array) -> pa.Array:
+    """Dates, times and timestamps as their integer counts (cheaper to convert, and exact for
+    nanoseconds); other types unchanged."""
+    t = a.type
+    if pa.types.is_date32(t):
+        return a.cast(pa.int32())
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t):
+        return a.cast(pa.int64())
+    return a
+
+
 def _partition_tuples(partition: pa.Array) -> list[tuple[Any, ...]]:
+    """Partition tuples in spec order; dates, times and timestamps as integer counts (days,
+    microseconds or nanoseconds), which :mod:`icefloe.scan.tasks` accepts."""
     n = len(partition)
     if partition.type.num_fields == 0:
         return [()] * n
-    children = [c.to_pylist() for c in partition.flatten()]
+    children = [_physical(c).to_pylist() for c in partition.flatten()]
     return list(zip(*children, strict=True))
 
 
@@ -105,52 +119,108 @@ def _delete_refs(plan: Plan, used: np.ndarray) -> dict[int, DeleteFileRef]:
     return refs
 
 
-def plan_to_tasks(plan: Plan) -> list[FileScanTask]:
-    """One :class:`FileScanTask` per planned data file, in manifest order."""
+def split_ranges(size: int, offsets: list[int] | None, target: int) -> list[tuple[int, int]]:
+    """Byte ranges ``(start, length)`` covering a file of ``size`` bytes, for a split target
+    size: adjacent ``split_offsets`` ranges (row group starts) combined while they fit in
+    ``target`` when the offsets are valid (ascending, inside the file), else fixed ranges of
+    ``target`` bytes. A file no larger than ``target`` is one range."""
+    if size <= target or target <= 0:
+        return [(0, size)]
+    ok = (
+        offsets is not None
+        and len(offsets) > 0
+        and all(0 <= a < b for a, b in itertools.pairwise(offsets))
+        and offsets[-1] < size
+    )
+    if not ok:
+        return [(start, min(target, size - start)) for start in range(0, size, target)]
+    assert offsets is not None
+    bounds = [0, *offsets[1:], size]  # the first split also covers the file header
+    out: list[tuple[int, int]] = []
+    start = 0
+    for k in range(1, len(bounds)):
+        end_prev, end = bounds[k - 1], bounds[k]
+        if end - start > target and end_prev > start:
+            out.append((start, end_prev - start))
+            start = end_prev
+    out.append((start, size - start))
+    return out
+
+
+def plan_to_tasks(plan: Plan, split_size: int | None = None) -> list[FileScanTask]:
+    """One :class:`FileScanTask` per planned data file, in manifest order; with ``split_size``,
+    files larger than it become several tasks (see :func:`split_ranges`)."""
     if not plan.batches:
         return []
     assert plan.assignment is not None
     offsets = plan.assignment.offsets.to_numpy(zero_copy_only=False)
-    values = pc.list_flatten(plan.assignment).to_numpy(zero_copy_only=False)
-    refs = _delete_refs(plan, np.unique(values)) if len(values) else {}
+    flat = pc.list_flatten(plan.assignment).to_numpy(zero_copy_only=False)
+    refs = _delete_refs(plan, np.unique(flat)) if len(flat) else {}
+    values = flat.tolist()
     tasks: list[FileScanTask] = []
+    append = tasks.append
+    new = object.__new__
     row = 0
     for pb in plan.batches:
         b = pb.entries
-        paths = _col(b, "file_path")
-        formats = pc.utf8_lower(b.column("file_format")).to_pylist()
-        counts = _col(b, "record_count")
+        n = b.num_rows
         sizes = _col(b, "file_size_in_bytes")
-        seqs = _col(b, "sequence_number")
-        fseqs = _col(b, "file_sequence_number")
-        firsts = _col(b, "first_row_id")
-        parts = _partition_tuples(b.column("partition"))
         residuals = [plan.residuals[i] for i in pb.residual_index.tolist()]
+        lows = offsets[row : row + n + 1].tolist()
+        row += n
         sid = pb.spec_id
-        for i in range(b.num_rows):
-            lo, hi = offsets[row], offsets[row + 1]
-            row += 1
-            data = DataFileRef(
-                file_path=paths[i],
-                file_format=formats[i],
-                record_count=counts[i],
-                file_size_in_bytes=sizes[i],
-                spec_id=sid,
-                partition=parts[i],
-                first_row_id=firsts[i],
-                data_sequence_number=seqs[i],
-                file_sequence_number=fseqs[i],
+        columns = zip(
+            _col(b, "file_path"),
+            pc.utf8_lower(b.column("file_format")).to_pylist(),
+            _col(b, "record_count"),
+            sizes,
+            _partition_tuples(b.column("partition")),
+            _col(b, "first_row_id"),
+            _col(b, "sequence_number"),
+            _col(b, "file_sequence_number"),
+            residuals,
+            lows[:-1],
+            lows[1:],
+            strict=True,
+        )
+        big = split_size is not None and any(sz > split_size for sz in sizes)
+        split_offsets = _col(b, "split_offsets") if big else None
+        for i, (path, fmt, count, size, part, first, seq, fseq, residual, lo, hi) in enumerate(
+            columns
+        ):
+            data = new(DataFileRef)
+            data.__dict__.update(
+                {
+                    "file_path": path,
+                    "file_format": fmt,
+                    "record_count": count,
+                    "file_size_in_bytes": size,
+                    "spec_id": sid,
+                    "partition": part,
+                    "first_row_id": first,
+                    "data_sequence_number": seq,
+                    "file_sequence_number": fseq,
+                }
             )
-            deletes = tuple(refs[int(j)] for j in values[lo:hi]) if hi > lo else ()
-            tasks.append(
-                FileScanTask(
-                    data_file=data,
-                    delete_files=deletes,
-                    length=sizes[i],
-                    residual=residuals[i],
-                    spec_id=sid,
+            deletes = tuple([refs[j] for j in values[lo:hi]]) if hi > lo else ()
+            ranges = (
+                split_ranges(size, split_offsets[i], split_size)
+                if split_offsets is not None and split_size is not None and size > split_size
+                else ((0, None),)
+            )
+            for start, length in ranges:
+                task = new(FileScanTask)
+                task.__dict__.update(
+                    {
+                        "data_file": data,
+                        "delete_files": deletes,
+                        "start": start,
+                        "length": length,
+                        "residual": residual,
+                        "spec_id": sid,
+                    }
                 )
-            )
+                append(task)
     return tasks
 
 

@@ -46,6 +46,7 @@ from icefloe.expressions.binding import bind
 from icefloe.expressions.projection import project, project_predicate
 from icefloe.expressions.serde import to_dict
 from icefloe.partitioning import PartitionSpec
+from icefloe.scan.cache import ManifestCache
 from icefloe.schema import Schema
 from icefloe.types import StructType
 
@@ -77,6 +78,8 @@ DELETE_COLUMNS = (
     "content_offset",
     "content_size_in_bytes",
     "equality_ids",
+    "lower_bounds",
+    "upper_bounds",
 )
 
 
@@ -258,7 +261,7 @@ def _decode(
     read: Reader,
     manifests: pa.RecordBatch,
     threads: int | None,
-    cache: Any | None,
+    cache: ManifestCache | None,
 ) -> list[pa.RecordBatch]:
     """Decodes the manifests of a (pruned) manifest list, in order, with inheritance."""
     if manifests.num_rows == 0:
@@ -267,10 +270,11 @@ def _decode(
     snap = manifests.column("added_snapshot_id").to_pylist()
     seq = manifests.column("sequence_number").to_pylist()
     first = manifests.column("first_row_id").to_pylist()
+    keys = [f"{p}|{a}|{b}|{c}" for p, a, b, c in zip(paths, snap, seq, first, strict=True)]
     out: list[pa.RecordBatch | None] = [None] * len(paths)
     todo: list[int] = []
-    for i, p in enumerate(paths):
-        hit = cache.get(p) if cache is not None else None
+    for i, key in enumerate(keys):
+        hit = cache.get(key) if cache is not None else None
         if hit is not None:
             out[i] = hit
         else:
@@ -285,37 +289,43 @@ def _decode(
             names=[paths[i] for i in todo],
             threads=threads,
         )
+        del data
         for i, b in zip(todo, decoded, strict=True):
-            out[i] = b
-            if cache is not None:
-                cache.put(paths[i], b)
+            out[i] = cache.put(keys[i], b) if cache is not None else b
     return [b for b in out if b is not None]
 
 
-def _keep(batch: pa.RecordBatch, filters: SpecFilters, metrics_json: str | None) -> pa.BooleanArray:
-    """Live entries whose partition and metrics may match."""
-    mask = pc.not_equal(batch.column("status"), _STATUS_DELETED)
-    if filters.prunes:
-        mask = pc.and_(mask, filters.partition_mask(batch.column("partition")))
-    if metrics_json is not None and batch.num_rows:
-        mask = pc.and_(mask, _metrics_mask(batch, metrics_json))
-    return mask
-
-
-_METRIC_COLUMNS = (
-    "record_count",
-    "value_counts",
-    "null_value_counts",
-    "nan_value_counts",
-    "lower_bounds",
-    "upper_bounds",
-)
-
-
-def _metrics_mask(batch: pa.RecordBatch, metrics_json: str) -> pa.BooleanArray:
-    names = [n for n in _METRIC_COLUMNS if n in batch.schema.names]
-    entries = pa.StructArray.from_arrays([batch.column(n) for n in names], names=names)
-    return _bool_mask(_native.expr_metrics_mask(entries, metrics_json))
+def _kept(
+    batches: Sequence[pa.RecordBatch],
+    spec_ids: Sequence[int],
+    spec_filters: Callable[[int], SpecFilters],
+    metrics_json: str | None,
+    threads: int | None,
+    columns: Sequence[str],
+) -> list[pa.RecordBatch]:
+    """The live entries of each batch whose partition and metrics may match (masks computed in
+    Rust, in parallel), reduced to ``columns``."""
+    if not batches:
+        return []
+    uniq = sorted(set(spec_ids))
+    index = {s: i for i, s in enumerate(uniq)}
+    masks = _native.plan_entry_masks(
+        list(batches),
+        [index[s] for s in spec_ids],
+        [spec_filters(s).partition_json for s in uniq],
+        metrics_json,
+        threads,
+    )
+    out = []
+    for b, m in zip(batches, masks, strict=True):
+        sel = _select(b, columns)
+        kept = m.true_count
+        if kept == 0:
+            sel = sel.slice(0, 0)
+        elif kept < len(m):
+            sel = sel.filter(m)
+        out.append(sel)
+    return out
 
 
 def _select(batch: pa.RecordBatch, names: Sequence[str]) -> pa.RecordBatch:
@@ -409,7 +419,7 @@ def plan(
     specs: Mapping[int, PartitionSpec],
     bound_filter: BooleanExpression,
     threads: int | None = None,
-    cache: Any | None = None,
+    cache: ManifestCache | None = None,
 ) -> Plan:
     """Plans the scan of the manifests of ``manifest_list`` for ``bound_filter`` (bound to
     ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes."""
@@ -463,11 +473,9 @@ def plan(
     result = Plan()
     # 2. delete files
     delete_specs = delete_manifests.column("partition_spec_id").to_pylist()
-    for sid, batch in zip(
-        delete_specs, _decode(read, delete_manifests, threads, cache), strict=True
-    ):
-        mask = _keep(batch, spec_filters(sid), metrics_json)
-        kept = batch.filter(mask)
+    decoded = _decode(read, delete_manifests, threads, cache)
+    kept_deletes = _kept(decoded, delete_specs, spec_filters, metrics_json, threads, DELETE_COLUMNS)
+    for sid, kept in zip(delete_specs, kept_deletes, strict=True):
         if kept.num_rows:
             result.deletes.append((sid, kept))
 
@@ -475,12 +483,13 @@ def plan(
     data_specs = data_manifests.column("partition_spec_id").to_pylist()
     residual_ids: dict[BooleanExpression, int] = {}
     residual_cache: dict[int, dict[tuple[int, ...], BooleanExpression]] = {}
-    for sid, batch in zip(data_specs, _decode(read, data_manifests, threads, cache), strict=True):
-        f = spec_filters(sid)
-        mask = _keep(batch, f, metrics_json)
-        kept = _select(batch.filter(mask), DATA_COLUMNS)
+    decoded = _decode(read, data_manifests, threads, cache)
+    kept_data = _kept(decoded, data_specs, spec_filters, metrics_json, threads, DATA_COLUMNS)
+    del decoded
+    for sid, kept in zip(data_specs, kept_data, strict=True):
         if not kept.num_rows:
             continue
+        f = spec_filters(sid)
         local, exprs = f.residuals(kept.column("partition"), residual_cache.setdefault(sid, {}))
         remap = np.array(
             [residual_ids.setdefault(e, len(residual_ids)) for e in exprs], dtype=np.int32
@@ -494,14 +503,20 @@ def plan(
 
 
 def _keys_with_spec(
-    batches: Sequence[tuple[int, pa.RecordBatch]],
+    batches: Sequence[tuple[int, pa.RecordBatch]], with_keys: bool = True
 ) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """File paths, sequence numbers, spec ids and partition keys (nulls unless ``with_keys``:
+    matching needs them only when there are delete files)."""
     paths, seqs, sids, keys = [], [], [], []
     for sid, b in batches:
         paths.append(b.column("file_path"))
         seqs.append(pc.fill_null(b.column("sequence_number"), 0))
         sids.append(pa.array(np.full(b.num_rows, sid, dtype=np.int32)))
-        keys.append(_native.plan_partition_keys(b.column("partition")))
+        keys.append(
+            _native.plan_partition_keys(b.column("partition"))
+            if with_keys
+            else pa.nulls(b.num_rows, pa.binary())
+        )
     return (
         pa.concat_arrays(paths) if paths else pa.array([], pa.string()),
         pa.concat_arrays(seqs) if seqs else pa.array([], pa.int64()),
@@ -514,11 +529,11 @@ def _match(result: Plan, specs: Mapping[int, PartitionSpec]) -> None:
     data = [(b.spec_id, b.entries) for b in result.batches]
     if not data:
         return
-    path, seq, sid, key = _keys_with_spec(data)
+    dels = result.deletes
+    path, seq, sid, key = _keys_with_spec(data, with_keys=bool(dels))
     data_struct = pa.StructArray.from_arrays(
         [path, seq, sid, key], names=["file_path", "sequence_number", "spec_id", "partition_key"]
     )
-    dels = result.deletes
     if dels:
         dpath, dseq, dsid, dkey = _keys_with_spec(dels)
         content = pa.concat_arrays([b.column("content") for _, b in dels])

@@ -14,7 +14,9 @@ a branch (or the current snapshot) use the table's current schema.
 
 Planning itself is in :mod:`icefloe.scan.planner`; :meth:`TableScan.plan_files` returns
 :class:`~icefloe.scan.tasks.FileScanTask` values and :meth:`TableScan.plan_table` the same
-tasks as one Arrow table (see :mod:`icefloe.scan.columnar`).
+tasks as one Arrow table (see :mod:`icefloe.scan.columnar`); :meth:`TableScan.plan_tasks` splits
+large files for parallel reads. Decoded manifests are cached per table object
+(:mod:`icefloe.scan.cache`).
 """
 
 from __future__ import annotations
@@ -33,12 +35,16 @@ from icefloe.expressions.parser import parse
 from icefloe.manifest import read_manifest_list
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_cache
 from icefloe.scan.columnar import plan_to_table, plan_to_tasks
 from icefloe.scan.planner import Plan, legacy_manifest_list, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 
-__all__ = ["TableScan"]
+__all__ = ["DEFAULT_SPLIT_SIZE", "SPLIT_SIZE_PROPERTY", "TableScan"]
+
+SPLIT_SIZE_PROPERTY = "read.split.target-size"
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 
 
 def _as_filter(expr: str | BooleanExpression) -> BooleanExpression:
@@ -229,9 +235,25 @@ class TableScan:
         )
 
     # -- planning -------------------------------------------------------------------------------
+    def _option(self, key: str) -> str | None:
+        v = self.options.get(key)
+        return v if v is not None else self.metadata.properties.get(key)
+
+    def _int_option(self, key: str, default: int) -> int:
+        v = self._option(key)
+        if v is None:
+            return default
+        try:
+            return int(v)
+        except ValueError:
+            raise ValidationError(f"option {key!r} must be an integer, got {v!r}") from None
+
     def _threads(self) -> int | None:
-        v = self.options.get("scan.threads")
-        return int(v) if v else None
+        n = self._int_option("scan.threads", 0)
+        return n if n > 0 else None
+
+    def _cache_bytes(self) -> int:
+        return self._int_option(MAX_BYTES_PROPERTY, DEFAULT_MAX_BYTES)
 
     def plan(self) -> Plan:
         """The columnar plan (computed once per scan object)."""
@@ -260,12 +282,28 @@ class TableScan:
             specs={s.spec_id: s for s in md.partition_specs},
             bound_filter=bound,
             threads=self._threads(),
+            cache=manifest_cache(self.table, self._cache_bytes()),
         )
         return self._plan
 
     def plan_files(self) -> list[FileScanTask]:
         """The data files to read, each with its delete files and residual filter."""
         return plan_to_tasks(self.plan())
+
+    def split_size(self) -> int:
+        """The split target size: scan option or table property ``read.split.target-size``
+        (default 128 MiB)."""
+        n = self._int_option(SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE)
+        if n <= 0:
+            raise ValidationError(f"{SPLIT_SIZE_PROPERTY} must be positive, got {n}")
+        return n
+
+    def plan_tasks(self) -> list[FileScanTask]:
+        """The tasks of :meth:`plan_files` with files larger than :meth:`split_size` split into
+        byte ranges (by ``split_offsets`` when valid, else fixed ranges); each split carries
+        the file's delete files and residual. For parallel reads; writers use
+        :meth:`plan_files` (one task per file)."""
+        return plan_to_tasks(self.plan(), split_size=self.split_size())
 
     def plan_table(self) -> pa.Table:
         """The tasks of :meth:`plan_files` as one Arrow table (see

@@ -76,7 +76,7 @@ from icefloe.metadata import (
     TableUpdate,
     update_snapshot_totals,
 )
-from icefloe.write.files import DataFile, entries_batch
+from icefloe.write.files import DataFile, entries_batch, partition_keys
 from icefloe.write.properties import (
     MANIFEST_COMPRESSION,
     MANIFEST_COMPRESSION_LEVEL,
@@ -186,6 +186,7 @@ class SnapshotProducer:
         self._manifest_count = 0
         self._committed_to_tx = False
         self._pending: list[Future[None]] = []
+        self._added_batches: list[pa.RecordBatch] = []
 
     # -- staging --------------------------------------------------------------------------------
     def add_data_files(self, files: Iterable[DataFile]) -> SnapshotProducer:
@@ -232,6 +233,11 @@ class SnapshotProducer:
             raise ValidationError(f"unknown snapshot operation {operation!r}")
         self._operation = operation
         return self
+
+    @property
+    def always_applies(self) -> bool:
+        """True when the change only adds files (nothing to validate against a newer base)."""
+        return not (self._removed_paths or self._remove_predicates or self._validators)
 
     @property
     def added_files(self) -> list[DataFile]:
@@ -397,6 +403,7 @@ class SnapshotProducer:
                 if version < 2 and content:
                     raise ValidationError("delete files need format version 2 or later")
                 batch = entries_batch(group, version=version, schema=schema, spec=spec)
+                self._added_batches.append(batch)
                 row = self._write(metadata, batch, spec_id, content)
                 self._new_manifest_paths.append(row["manifest_path"])
                 rows.append(row)
@@ -408,6 +415,7 @@ class SnapshotProducer:
             self.io.delete_quietly(p)
         self._new_manifest_paths = []
         self._new_manifests = None
+        self._added_batches = []
 
     def _filter(
         self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
@@ -567,56 +575,16 @@ class SnapshotProducer:
         replaced: list[str],
     ) -> Summary:
         s: dict[str, int] = {}
-
-        def add(key: str, n: int) -> None:
-            s[key] = s.get(key, 0) + n
-
-        partitions: set[tuple[int, str]] = set()
-        for f in self._added + self._added_deletes:
-            partitions.add((f.spec_id, repr(sorted(f.partition.items()))))
-            if f.content == 0:
-                add("added-data-files", 1)
-                add("added-records", f.record_count)
-                add("added-files-size", f.file_size_in_bytes)
-            else:
-                add("added-delete-files", 1)
-                is_dv = f.file_format.upper() == "PUFFIN"
-                size = f.content_size_in_bytes if is_dv else f.file_size_in_bytes
-                add("added-files-size", size or 0)
-                if f.content == 1:
-                    add("added-dvs" if is_dv else "added-position-delete-files", 1)
-                    add("added-position-deletes", f.record_count)
-                else:
-                    add("added-equality-delete-files", 1)
-                    add("added-equality-deletes", f.record_count)
-        for b in removed:
-            cols = b.select(
-                ["content", "file_format", "record_count", "file_size_in_bytes", "partition"]
-            ).to_pylist()
-            extra = (
-                b.column("content_size_in_bytes").to_pylist()
-                if ("content_size_in_bytes" in b.schema.names)
-                else [None] * b.num_rows
-            )
-            spec_id = int((b.schema.metadata or {}).get(b"partition-spec-id", b"0"))
-            for r, csize in zip(cols, extra, strict=True):
-                partitions.add((spec_id, repr(sorted((r["partition"] or {}).items()))))
-                if r["content"] == 0:
-                    add("deleted-data-files", 1)
-                    add("deleted-records", r["record_count"])
-                    add("removed-files-size", r["file_size_in_bytes"])
-                else:
-                    add("removed-delete-files", 1)
-                    is_dv = (r["file_format"] or "").upper() == "PUFFIN"
-                    add("removed-files-size", (csize if is_dv else r["file_size_in_bytes"]) or 0)
-                    if r["content"] == 1:
-                        add("removed-dvs" if is_dv else "removed-position-delete-files", 1)
-                        add("removed-position-deletes", r["record_count"])
-                    else:
-                        add("removed-equality-delete-files", 1)
-                        add("removed-equality-deletes", r["record_count"])
+        keys: list[pa.Array] = []
+        for batch in self._added_batches:
+            _tally(batch, s, "added", "added", "added")
+            keys.append(partition_keys(batch))
+        for batch in removed:
+            _tally(batch, s, "deleted", "removed", "removed")
+            keys.append(partition_keys(batch))
+        changed = len(pc.unique(pa.concat_arrays(keys))) if keys else 0
         props = {k: str(v) for k, v in s.items()}
-        props["changed-partition-count"] = str(len(partitions))
+        props["changed-partition-count"] = str(changed)
         props["manifests-created"] = str(created)
         props["manifests-replaced"] = str(len(replaced))
         props.update(self.snapshot_properties)
@@ -661,6 +629,38 @@ class SnapshotProducer:
         self._discard_new_manifests()
         for p in self._owned:
             self.io.delete_quietly(p)
+
+
+def _tally(batch: pa.RecordBatch, s: dict[str, int], data: str, files: str, rows: str) -> None:
+    """Add a batch of entries' Appendix F counts to ``s`` (``data``: added/deleted for data
+    files, ``files``/``rows``: added/removed for delete files and deletes), vectorised."""
+
+    def total(mask: pa.Array, column: pa.Array | pa.ChunkedArray) -> int:
+        return int(pc.sum(pc.if_else(mask, column, 0)).as_py() or 0)
+
+    def add(key: str, n: int) -> None:
+        if n:
+            s[key] = s.get(key, 0) + n
+
+    content = batch.column("content")
+    records = batch.column("record_count")
+    is_dv = pc.equal(pc.utf8_upper(batch.column("file_format")), "PUFFIN")
+    size = batch.column("file_size_in_bytes")
+    if "content_size_in_bytes" in batch.schema.names:
+        size = pc.if_else(is_dv, pc.fill_null(batch.column("content_size_in_bytes"), 0), size)
+    is_data = pc.equal(content, 0)
+    is_pos = pc.equal(content, 1)
+    is_eq = pc.equal(content, 2)
+    add(f"{data}-data-files", total(is_data, pa.array([1] * batch.num_rows, pa.int64())))
+    add(f"{data}-records", total(is_data, records))
+    add(f"{files}-files-size", int(pc.sum(size).as_py() or 0))
+    ones = pa.array([1] * batch.num_rows, pa.int64())
+    add(f"{files}-delete-files", total(pc.invert(is_data), ones))
+    add(f"{files}-dvs", total(pc.and_(is_pos, is_dv), ones))
+    add(f"{files}-position-delete-files", total(pc.and_(is_pos, pc.invert(is_dv)), ones))
+    add(f"{files}-equality-delete-files", total(is_eq, ones))
+    add(f"{rows}-position-deletes", total(is_pos, records))
+    add(f"{rows}-equality-deletes", total(is_eq, records))
 
 
 def _rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:

@@ -559,6 +559,10 @@ class Transaction:
         from icefloe.catalog.commit import RetryPolicy
 
         policy = RetryPolicy.from_properties(self._base.properties)
+        # Pure additions (appends) always apply: they retry until the total timeout instead of
+        # giving up after commit.retry.num-retries lost races.
+        always = self._replayable() and all(p.always_applies for p in self._producers())
+        deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
         attempt = 0
         while True:
             requirements = requirements_for(self._base, self._updates) + self._requirements
@@ -566,11 +570,15 @@ class Transaction:
                 self.table._do_commit(requirements, self._updates)
             except CommitConflictError:
                 # Another writer moved the table: producers rebuild on the new state.
-                if not self._replayable() or attempt >= policy.num_retries:
+                attempt += 1
+                wait = policy.wait_ms(min(attempt, 5) if always else attempt) / 1000.0
+                exhausted = (
+                    time.monotonic() + wait > deadline if always else attempt > policy.num_retries
+                )
+                if not self._replayable() or exhausted:
                     self._abort_producers()
                     raise
-                attempt += 1
-                time.sleep(policy.wait_ms(attempt) / 1000.0)
+                time.sleep(wait)
                 try:
                     self.table.refresh()
                     self._replay()

@@ -25,7 +25,7 @@ from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import NameMapping
 from icefloe.table.producer import SnapshotProducer, live_entries, parent_snapshot
 from icefloe.write.add_files import NAME_MAPPING, data_files_from_parquet
-from icefloe.write.files import DataFile
+from icefloe.write.files import DataFile, entries_batch, partition_keys
 from icefloe.write.overwrite import partition_mask, plan_overwrite
 from icefloe.write.writer import write_data_files, write_parquet_files
 
@@ -175,15 +175,13 @@ def dynamic_partition_overwrite(
     producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
     files = write_data_files(tx.metadata, io, data)
     producer.owns_files(f.file_path for f in files)
-    keys = {tuple(sorted(f.partition.items())) for f in files}
-    spec_id = spec.spec_id
+    new = entries_batch(
+        files, version=tx.metadata.format_version, schema=tx.metadata.current_schema(), spec=spec
+    )
+    keys = pc.unique(partition_keys(new, spec.spec_id))
 
     def in_partitions(batch: pa.RecordBatch) -> pa.Array:
-        bid = int((batch.schema.metadata or {}).get(b"partition-spec-id", b"0"))
-        if bid != spec_id:
-            return pa.array([False] * batch.num_rows, pa.bool_())
-        parts = batch.column("partition").to_pylist()  # one value per file
-        same = pa.array([tuple(sorted((p or {}).items())) in keys for p in parts], pa.bool_())
+        same = pc.is_in(partition_keys(batch), value_set=keys)
         return pc.and_(same, pc.equal(batch.column("content"), 0))
 
     def no_concurrent_adds(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:

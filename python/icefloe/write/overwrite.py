@@ -1,11 +1,12 @@
 """Choosing and rewriting the files an overwrite replaces.
 
 ``overwrite(data, overwrite_filter)`` removes every row matching the filter and adds ``data`` in
-one ``overwrite`` snapshot. Per live data file of the branch head:
+one ``overwrite`` snapshot. The scan planner (:mod:`icefloe.scan.planner`) picks the live data
+files of the branch head that may hold matching rows (partition and metrics pruning) with the
+delete files that apply to each; then per candidate:
 
 * the strict projection of the filter onto the file's partition spec is true for its partition:
   every row matches, the file is removed without being read;
-* the inclusive projection is false: no row can match, the file stays;
 * otherwise the file is read (its deletes applied) and the filter evaluated on its rows: no
   match keeps the file, all rows matching removes it, and a partial match removes it and writes
   the surviving rows to new files (copy-on-write). On v3 tables the rewritten rows keep their
@@ -18,6 +19,7 @@ touches. Each function works on whole columns of manifest entries; per-row work 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +27,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind
+from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind, rewrite_not
 from icefloe.expressions.arrow import to_arrow_expression
-from icefloe.expressions.projection import inclusive_projection, strict_projection
+from icefloe.expressions.projection import strict_projection
 from icefloe.io import FileIO
-from icefloe.manifest import ManifestFile
+from icefloe.manifest import ManifestFile, read_manifest_list
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
@@ -37,10 +39,6 @@ from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
-    DataFileRef,
-    DeleteContent,
-    DeleteFileRef,
-    FileScanTask,
     ReadOptions,
 )
 
@@ -103,40 +101,6 @@ def referenced_file(d: dict[str, Any]) -> str | None:
     return None
 
 
-def _applies(
-    data: dict[str, Any], spec_id: int, d_spec: int, d: dict[str, Any], unpartitioned: bool
-) -> bool:
-    ref = referenced_file(d)
-    if ref is not None and ref != data["file_path"]:
-        return False
-    same_partition = unpartitioned or (d_spec == spec_id and d["partition"] == data["partition"])
-    data_seq = data.get("sequence_number") or 0
-    seq = d.get("sequence_number") or 0
-    if d["content"] == 1:
-        return (ref is not None or same_partition) and seq >= data_seq
-    return same_partition and seq > data_seq
-
-
-def _to_ref(d: dict[str, Any], spec_id: int) -> DeleteFileRef:
-    content = (
-        DeleteContent.POSITION_DELETES if d["content"] == 1 else DeleteContent.EQUALITY_DELETES
-    )
-    return DeleteFileRef(
-        content=content,
-        file_path=d["file_path"],
-        file_format=d["file_format"],
-        record_count=d["record_count"],
-        file_size_in_bytes=d["file_size_in_bytes"],
-        referenced_data_file=d.get("referenced_data_file"),
-        content_offset=d.get("content_offset"),
-        content_size_in_bytes=d.get("content_size_in_bytes"),
-        equality_ids=tuple(d.get("equality_ids") or ()),
-        data_sequence_number=d.get("sequence_number"),
-        spec_id=spec_id,
-        partition=tuple((d.get("partition") or {}).values()),
-    )
-
-
 def plan_overwrite(
     io: FileIO,
     metadata: TableMetadata,
@@ -146,23 +110,49 @@ def plan_overwrite(
     case_sensitive: bool = True,
     name_mapping: NameMapping | None = None,
 ) -> OverwritePlan:
-    """Which files an overwrite of the rows matching ``expr`` removes, and the rows to keep."""
+    """Which files an overwrite of the rows matching ``expr`` removes, and the rows to keep.
+
+    The scan planner picks the candidate files (partition and metrics pruning) and the delete
+    files that apply to each; files whose partition strictly matches are removed unread.
+    """
     from icefloe.read.reader import read_task
+    from icefloe.scan.columnar import plan_to_tasks
+    from icefloe.scan.planner import plan as plan_scan
     from icefloe.table.producer import live_entries
 
-    plan = OverwritePlan()
-    if parent is None:
-        return plan
+    result = OverwritePlan()
+    if parent is None or parent.manifest_list is None:
+        return result
     schema = metadata.current_schema()
-    bound = bind(schema, expr, case_sensitive)
+    bound = rewrite_not(bind(schema, expr, case_sensitive))
+    specs = {s.spec_id: s for s in metadata.partition_specs}
+    lst = read_manifest_list(io.new_input(parent.manifest_list).read(), name=parent.manifest_list)
+    tasks = plan_to_tasks(
+        plan_scan(
+            manifest_list=lst,
+            read=lambda path: io.new_input(path).read(),
+            schema=schema,
+            specs=specs,
+            bound_filter=bound,
+        )
+    )
+    if not tasks:
+        return result
     entries = live_entries(io, metadata, parent)
-    data_manifests = [(m, b) for m, b in entries if m.content == 0]
-    delete_refs = _delete_refs([(m, b) for m, b in entries if m.content != 0])
+    # Files whose partition proves that every row matches: removed without being read.
+    whole: set[str] = set()
+    for mf, batch in entries:
+        if mf.content != 0:
+            continue
+        spec = _spec(metadata, batch)
+        strict = partition_mask(batch, strict_projection(schema, spec, expr, case_sensitive))
+        hit = pc.and_(strict, pc.not_equal(batch.column("status"), DELETED))
+        whole.update(batch.filter(hit).column("file_path").to_pylist())
     version = metadata.format_version
     lineage = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if version >= 3 else ()
     options = ReadOptions(
         schema=schema,
-        specs={s.spec_id: s for s in metadata.partition_specs},
+        specs=specs,
         name_mapping=name_mapping,
         case_sensitive=case_sensitive,
         metadata_columns=lineage,
@@ -170,57 +160,33 @@ def plan_overwrite(
     )
     arrow_filter = to_arrow_expression(bound)
     removed: set[str] = set()
-    for _, batch in data_manifests:
-        live = pc.not_equal(batch.column("status"), DELETED)
-        spec = _spec(metadata, batch)
-        strict = partition_mask(batch, strict_projection(schema, spec, expr, case_sensitive))
-        maybe = partition_mask(batch, inclusive_projection(schema, spec, expr, case_sensitive))
-        whole = pc.and_(live, strict)
-        for path in batch.filter(whole).column("file_path").to_pylist():
+    for task in tasks:
+        path = task.data_file.file_path
+        if path in whole:
             removed.add(path)
-        partial = batch.filter(pc.and_(pc.and_(live, maybe), pc.invert(strict)))
-        for row in partial.to_pylist():
-            plan.files_read += 1
-            deletes = tuple(
-                _to_ref(d, d_spec)
-                for d_spec, d in delete_refs
-                if _applies(row, spec.spec_id, d_spec, d, spec.is_unpartitioned)
-            )
-            task = FileScanTask(
-                data_file=DataFileRef(
-                    file_path=row["file_path"],
-                    file_format=row["file_format"].lower(),
-                    record_count=row["record_count"],
-                    file_size_in_bytes=row["file_size_in_bytes"],
-                    spec_id=spec.spec_id,
-                    partition=tuple((row["partition"] or {}).values()),
-                    first_row_id=row.get("first_row_id"),
-                    data_sequence_number=row.get("sequence_number"),
-                    file_sequence_number=row.get("file_sequence_number"),
-                ),
-                delete_files=deletes,
-                spec_id=spec.spec_id,
-            )
-            batches = list(read_task(io, task, options))
-            if not batches:
-                removed.add(row["file_path"])  # every row was already deleted
-                continue
-            data = pa.Table.from_batches(batches)
-            hit = _mask(data, arrow_filter)
-            matched = int(pc.sum(hit).as_py() or 0)
-            if matched == 0:
-                continue
-            removed.add(row["file_path"])
-            if matched < data.num_rows:
-                plan.rows.append(data.filter(pc.invert(hit)))
-    plan.remove = sorted(removed)
+            continue
+        result.files_read += 1
+        full = dataclasses.replace(task, residual=AlwaysTrue(), start=0, length=None)
+        batches = list(read_task(io, full, options))
+        data = pa.Table.from_batches(batches) if batches else None
+        if data is None or data.num_rows == 0:
+            removed.add(path)  # every row was already deleted
+            continue
+        hit = _mask(data, arrow_filter)
+        matched = int(pc.sum(hit).as_py() or 0)
+        if matched == 0:
+            continue
+        removed.add(path)
+        if matched < data.num_rows:
+            result.rows.append(data.filter(pc.invert(hit)))
     # Deletion vectors and file-scoped position deletes of removed files go with them.
-    for _, d in delete_refs:
-        ref = referenced_file(d)
-        if ref is not None and ref in removed:
-            plan.remove.append(d["file_path"])
-    plan.remove = sorted(set(plan.remove))
-    return plan
+    scoped = [
+        d["file_path"]
+        for _, d in _delete_refs([(m, b) for m, b in entries if m.content != 0])
+        if referenced_file(d) in removed
+    ]
+    result.remove = sorted(removed | set(scoped))
+    return result
 
 
 def _mask(table: pa.Table, expr: Any) -> pa.ChunkedArray:

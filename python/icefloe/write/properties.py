@@ -27,11 +27,9 @@ TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
 PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
 PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"
 PARQUET_PAGE_SIZE_BYTES = "write.parquet.page-size-bytes"
-PARQUET_PAGE_ROW_LIMIT = "write.parquet.page-row-limit"
 PARQUET_DICT_SIZE_BYTES = "write.parquet.dict-size-bytes"
 PARQUET_COMPRESSION = "write.parquet.compression-codec"
 PARQUET_COMPRESSION_LEVEL = "write.parquet.compression-level"
-PARQUET_BLOOM_COLUMN_PREFIX = "write.parquet.bloom-filter-enabled.column."
 MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
 MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
@@ -83,9 +81,7 @@ class ParquetOptions:
     row_group_size_bytes: int = 128 * 1024 * 1024
     row_group_limit: int = 1_048_576
     page_size_bytes: int = 1024 * 1024
-    page_row_limit: int = 20_000
     dict_size_bytes: int = 2 * 1024 * 1024
-    bloom_filter_columns: tuple[str, ...] = ()
 
     @staticmethod
     def from_properties(props: Mapping[str, str]) -> ParquetOptions:
@@ -100,13 +96,6 @@ class ParquetOptions:
         level = None
         if level_raw not in (None, ""):
             level = int_property(props, PARQUET_COMPRESSION_LEVEL, 0, minimum=-(2**31))
-        blooms = tuple(
-            sorted(
-                k[len(PARQUET_BLOOM_COLUMN_PREFIX) :]
-                for k, v in props.items()
-                if k.startswith(PARQUET_BLOOM_COLUMN_PREFIX) and v.strip().lower() == "true"
-            )
-        )
         return ParquetOptions(
             compression=codec,
             compression_level=level,
@@ -115,11 +104,9 @@ class ParquetOptions:
             ),
             row_group_limit=int_property(props, PARQUET_ROW_GROUP_LIMIT, 1_048_576, minimum=1),
             page_size_bytes=int_property(props, PARQUET_PAGE_SIZE_BYTES, 1024 * 1024, minimum=1),
-            page_row_limit=int_property(props, PARQUET_PAGE_ROW_LIMIT, 20_000, minimum=1),
             dict_size_bytes=int_property(
                 props, PARQUET_DICT_SIZE_BYTES, 2 * 1024 * 1024, minimum=1
             ),
-            bloom_filter_columns=blooms,
         )
 
 
