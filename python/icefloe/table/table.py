@@ -10,7 +10,7 @@ A change is a list of :class:`~icefloe.metadata.TableUpdate` plus the
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +40,12 @@ if TYPE_CHECKING:
     from icefloe.sorting import SortOrder
     from icefloe.table.expire import ExpireResult
     from icefloe.table.inspect import InspectTable
+    from icefloe.table.maintenance import RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
     from icefloe.table.producer import SnapshotProducer
     from icefloe.table.update_schema import UpdateSchema
     from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
+    from icefloe.write.row_level import UpsertResult
 
 __all__ = ["Table", "Transaction", "UpdateProperties"]
 
@@ -319,6 +321,98 @@ class Table:
             )
         return self
 
+    # -- row-level changes and maintenance (icefloe.write.row_level, icefloe.table.maintenance)
+    def delete(
+        self,
+        delete_filter: str | BooleanExpression,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        case_sensitive: bool = True,
+    ) -> Table:
+        """Delete the rows matching ``delete_filter`` in one snapshot (``write.delete.mode``:
+        copy-on-write rewrites files, merge-on-read writes deletion vectors / position deletes)."""
+        with self.transaction() as tx:
+            tx.delete(
+                delete_filter,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                case_sensitive=case_sensitive,
+            )
+        return self
+
+    def upsert(
+        self,
+        data: Any,
+        join_cols: Sequence[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> UpsertResult:
+        """Update rows whose ``join_cols`` key exists and insert the others, in one snapshot."""
+        with self.transaction() as tx:
+            result = tx.upsert(
+                data, join_cols, branch=branch, snapshot_properties=snapshot_properties
+            )
+        return result
+
+    def delete_by_keys(
+        self,
+        keys: Any,
+        join_cols: Sequence[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Delete the rows whose ``join_cols`` equal a row of ``keys`` (equality delete files,
+        no data read)."""
+        with self.transaction() as tx:
+            tx.delete_by_keys(
+                keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
+            )
+        return self
+
+    def rewrite_data_files(
+        self,
+        *,
+        target_file_size: int | None = None,
+        min_input_files: int = 2,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> RewriteResult:
+        """Compact small files and apply deletes in one ``replace`` snapshot (see
+        :func:`icefloe.table.maintenance.rewrite_data_files`)."""
+        with self.transaction() as tx:
+            result = tx.rewrite_data_files(
+                target_file_size=target_file_size,
+                min_input_files=min_input_files,
+                row_filter=row_filter,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
+        return result
+
+    def remove_orphan_files(
+        self,
+        older_than: datetime.datetime | datetime.timedelta | int | None = None,
+        *,
+        dry_run: bool = False,
+        location: str | None = None,
+    ) -> list[str]:
+        """Delete (or with ``dry_run`` list) files under the table location that no metadata
+        references and that are older than ``older_than`` (default: 3 days)."""
+        from icefloe.table.maintenance import remove_orphan_files
+
+        return remove_orphan_files(
+            self.io,
+            self.metadata,
+            self.metadata_location,
+            older_than=older_than,
+            dry_run=dry_run,
+            location=location,
+        )
+
     def _do_commit(
         self, requirements: Iterable[TableRequirement], updates: Iterable[TableUpdate]
     ) -> None:
@@ -492,6 +586,80 @@ class Transaction:
             branch=branch,
             snapshot_properties=snapshot_properties,
             check_duplicate_files=check_duplicate_files,
+        )
+
+    def delete(
+        self,
+        delete_filter: str | BooleanExpression,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        case_sensitive: bool = True,
+    ) -> Transaction:
+        """Delete the rows matching ``delete_filter`` (see :meth:`Table.delete`)."""
+        from icefloe.write.row_level import delete
+
+        self._check_open()
+        delete(
+            self,
+            delete_filter,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            case_sensitive=case_sensitive,
+        )
+        return self
+
+    def upsert(
+        self,
+        data: Any,
+        join_cols: Sequence[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> UpsertResult:
+        """Update or insert rows by key (see :meth:`Table.upsert`)."""
+        from icefloe.write.row_level import upsert
+
+        self._check_open()
+        return upsert(self, data, join_cols, branch=branch, snapshot_properties=snapshot_properties)
+
+    def delete_by_keys(
+        self,
+        keys: Any,
+        join_cols: Sequence[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Delete rows by key with equality delete files (see :meth:`Table.delete_by_keys`)."""
+        from icefloe.write.row_level import delete_by_keys
+
+        self._check_open()
+        delete_by_keys(
+            self, keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
+        )
+        return self
+
+    def rewrite_data_files(
+        self,
+        *,
+        target_file_size: int | None = None,
+        min_input_files: int = 2,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> RewriteResult:
+        """Compact data files (see :meth:`Table.rewrite_data_files`)."""
+        from icefloe.table.maintenance import rewrite_data_files
+
+        self._check_open()
+        return rewrite_data_files(
+            self,
+            target_file_size=target_file_size,
+            min_input_files=min_input_files,
+            row_filter=row_filter,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
         )
 
     def set_properties(

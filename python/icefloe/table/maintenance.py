@@ -1,0 +1,277 @@
+"""Table maintenance: orphan file removal and data file compaction.
+
+- :func:`rewrite_data_files` bin-packs small files (and files with deletes) per partition and
+  rewrites them with their deletes applied, in one ``replace`` snapshot.
+
+- :func:`remove_orphan_files` deletes files under the table location that no metadata
+  reaches (leftovers of failed writes), when older than a threshold; ``dry_run`` only lists them.
+- :func:`reachable_files` is the set of every file a table's metadata references: metadata
+  files (current and logged), manifest lists, manifests, data and delete files of every kept
+  snapshot, statistics and partition statistics files, and ``version-hint.text``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
+from icefloe.io import FileIO, metadata_location
+from icefloe.manifest import read_manifest_list, read_manifests
+from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.read.deletes import DeleteCache
+from icefloe.scan.tasks import FileScanTask
+from icefloe.write.matching import surviving_rows
+
+if TYPE_CHECKING:
+    from icefloe.metadata import TableMetadata
+    from icefloe.table.table import Transaction
+
+__all__ = [
+    "DEFAULT_ORPHAN_AGE",
+    "RewriteResult",
+    "reachable_files",
+    "remove_orphan_files",
+    "rewrite_data_files",
+]
+
+DEFAULT_ORPHAN_AGE = timedelta(days=3)
+"""Files younger than this are kept by default: a concurrent write may not have committed yet."""
+
+
+def _normalize(paths: pa.Array) -> pa.Array:
+    """Locations compared without scheme/authority differences (``file:/x`` == ``/x``) and
+    with repeated slashes collapsed, as the reference's default prefix-mismatch rule does for
+    the same file system."""
+    stripped = pc.replace_substring_regex(
+        paths, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*", replacement=""
+    )
+    stripped = pc.replace_substring_regex(
+        stripped, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*:", replacement=""
+    )
+    return pc.replace_substring_regex(stripped, pattern=r"/{2,}", replacement="/")
+
+
+def _manifest_paths(io: FileIO, metadata: TableMetadata) -> tuple[list[str], list[str]]:
+    """(manifest lists, distinct manifests) of every kept snapshot."""
+    lists: list[str] = []
+    manifests: dict[str, None] = {}
+    for snap in metadata.snapshots:
+        if snap.manifest_list:
+            lists.append(snap.manifest_list)
+            batch = read_manifest_list(
+                io.new_input(snap.manifest_list).read(), name=snap.manifest_list
+            )
+            for path in batch.column("manifest_path").to_pylist():
+                manifests[path] = None
+        elif snap.manifests:
+            for path in snap.manifests:
+                manifests[path] = None
+    return lists, list(manifests)
+
+
+def reachable_files(io: FileIO, metadata: TableMetadata, metadata_file: str | None) -> pa.Array:
+    """Every location the table's metadata references, as a string array (may repeat)."""
+    chunks: list[pa.Array] = []
+    named: list[str] = []
+    if metadata_file:
+        named.append(metadata_file)
+    named.extend(e.metadata_file for e in metadata.metadata_log)
+    named.extend(s.statistics_path for s in metadata.statistics)
+    named.extend(s.statistics_path for s in metadata.partition_statistics)
+    named.append(f"{metadata_location(metadata.location, metadata.properties)}/version-hint.text")
+    lists, manifests = _manifest_paths(io, metadata)
+    named.extend(lists)
+    named.extend(manifests)
+    chunks.append(pa.array(named, pa.string()))
+    # Manifests are decoded in parallel in Rust, 64 at a time to bound memory.
+    for i in range(0, len(manifests), 64):
+        group = manifests[i : i + 64]
+        datas = [io.new_input(p).read() for p in group]
+        for batch in read_manifests(datas):
+            chunks.append(batch.column("file_path").cast(pa.string()))
+    return pa.concat_arrays(chunks)
+
+
+def _threshold_ms(older_than: datetime | timedelta | int | None) -> int:
+    now = int(time.time() * 1000)
+    if older_than is None:
+        return now - int(DEFAULT_ORPHAN_AGE.total_seconds() * 1000)
+    if isinstance(older_than, timedelta):
+        return now - int(older_than.total_seconds() * 1000)
+    if isinstance(older_than, datetime):
+        return int(older_than.timestamp() * 1000)
+    if isinstance(older_than, int) and not isinstance(older_than, bool):
+        return older_than
+    raise ValidationError(
+        f"older_than must be a datetime, a timedelta or epoch milliseconds, got {older_than!r}"
+    )
+
+
+def remove_orphan_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    metadata_file: str | None,
+    *,
+    older_than: datetime | timedelta | int | None = None,
+    dry_run: bool = False,
+    location: str | None = None,
+) -> list[str]:
+    """Deletes (or with ``dry_run`` only lists) the files under ``location`` (default: the
+    table location) that the metadata does not reach and that were last modified before
+    ``older_than`` (a datetime, epoch ms, or an age as a timedelta; default 3 days ago).
+
+    Returns the orphan locations, sorted. Files without a modification time are kept.
+    """
+    root = location or metadata.location
+    threshold = _threshold_ms(older_than)
+    listed = [
+        f for f in io.list_prefix(root) if f.modified_ms is not None and f.modified_ms < threshold
+    ]
+    if not listed:
+        return []
+    candidates = pa.array([f.location for f in listed], pa.string())
+    reachable = _normalize(reachable_files(io, metadata, metadata_file))
+    live = pc.is_in(_normalize(candidates), value_set=pc.unique(reachable))
+    orphans = sorted(candidates.filter(pc.invert(live)).to_pylist())
+    if not dry_run:
+        _delete_all(io, orphans)
+    return orphans
+
+
+def _delete_all(io: FileIO, paths: Iterable[str]) -> None:
+    for p in paths:
+        io.delete_quietly(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# compaction
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """What :func:`rewrite_data_files` did."""
+
+    rewritten_data_files: int
+    added_data_files: int
+    rewritten_bytes: int
+    removed_delete_files: int
+
+
+def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
+    """First-fit-decreasing bin packing of files by size into bins of at most ``target``."""
+    bins: list[list[FileScanTask]] = []
+    sizes: list[int] = []
+    for t in sorted(tasks, key=lambda t: -t.data_file.file_size_in_bytes):
+        size = t.data_file.file_size_in_bytes
+        for i, used in enumerate(sizes):
+            if used + size <= target:
+                bins[i].append(t)
+                sizes[i] += size
+                break
+        else:
+            bins.append([t])
+            sizes.append(size)
+    return bins
+
+
+def rewrite_data_files(
+    tx: Transaction,
+    *,
+    target_file_size: int | None = None,
+    min_input_files: int = 2,
+    row_filter: BooleanExpression | str = AlwaysTrue(),  # noqa: B008 (a singleton)
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> RewriteResult:
+    """Compacts small data files and applies their deletes, in one ``replace`` snapshot.
+
+    Per partition, files smaller than 3/4 of the target size (``write.target-file-size-bytes``
+    unless ``target_file_size`` is given) and files with deletes are bin-packed into groups of
+    at most the target size; a group is rewritten when it has ``min_input_files`` files or any
+    deletes. Rewritten rows keep ``_row_id`` and ``_last_updated_sequence_number`` (v3). The
+    commit fails with ``CommitConflictError`` if a concurrent commit removed one of the input
+    files or added deletes for it.
+    """
+    from icefloe.write.properties import target_file_size as _target
+    from icefloe.write.row_delta import RowDelta, commit_row_delta, plan_tasks, write_rows
+
+    md = tx.metadata
+    target = target_file_size or _target(md.properties)
+    if target <= 0:
+        raise ValidationError(f"target_file_size must be positive, got {target}")
+    if min_input_files < 1:
+        raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
+    groups: dict[tuple[int, str], list[FileScanTask]] = {}
+    for task in plan_tasks(tx, row_filter, branch=branch):
+        small = task.data_file.file_size_in_bytes < target * 3 // 4
+        if small or task.delete_files:
+            key = (task.data_file.spec_id, repr(task.data_file.partition))
+            groups.setdefault(key, []).append(task)
+    schema = md.current_schema()
+    specs = {s.spec_id: s for s in md.partition_specs}
+    lineage = md.format_version >= 3
+    cache = DeleteCache()
+    delta = RowDelta()
+    removed_deletes: set[tuple[str, int | None]] = set()
+    try:
+        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0]):
+            for group in _bins(tasks, target):
+                has_deletes = any(t.delete_files for t in group)
+                if len(group) < min_input_files and not has_deletes:
+                    continue
+                batches = [
+                    b
+                    for t in group
+                    for b in surviving_rows(
+                        tx.table.io,
+                        t,
+                        schema,
+                        AlwaysFalse(),
+                        specs=specs,
+                        cache=cache,
+                        lineage=lineage,
+                    )
+                ]
+                delta.removed.extend(group)
+                for t in group:
+                    for d in t.delete_files:
+                        if d.referenced_data_file == t.data_file.file_path:
+                            removed_deletes.add((d.file_path, d.content_offset))
+                if batches:
+                    delta.added_data.extend(
+                        write_rows(
+                            tx,
+                            pa.Table.from_batches(batches),
+                            lineage=lineage,
+                            spec=specs[spec_id],
+                            target_file_size=target,
+                        )
+                    )
+        if not delta.removed:
+            return RewriteResult(0, 0, 0, 0)
+        commit_row_delta(
+            tx,
+            delta,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            operation=Operation.REPLACE,
+            isolation="snapshot",
+        )
+    except BaseException:
+        for f in delta.added_data:
+            tx.table.io.delete_quietly(f.file_path)
+        raise
+    return RewriteResult(
+        len(delta.removed),
+        len(delta.added_data),
+        sum(t.data_file.file_size_in_bytes for t in delta.removed),
+        len(removed_deletes),
+    )

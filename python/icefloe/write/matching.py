@@ -1,0 +1,315 @@
+"""Row-level building blocks shared by ``delete``, ``upsert``, ``delete_by_keys`` and Spark.
+
+Per planned task (one data file with the deletes that apply to it):
+
+- :func:`matching_positions`: positions of the live rows matching a filter (the ``_pos``
+  metadata column of the reader, filtered by the bound expression in Arrow).
+- :func:`surviving_rows`: the live rows *not* matching a filter, with ``_row_id`` and
+  ``_last_updated_sequence_number`` so a copy-on-write rewrite keeps row lineage.
+- :func:`key_match_mask` / :func:`matching_key_positions`: which rows of a data file have a key
+  present in a set of keys (hash-matched in Rust, null equals null like equality deletes).
+- :func:`check_unique_keys`: upsert sources must not repeat a key.
+- :func:`carry_row_ids`: the ``_row_id`` of the existing row each source row replaces (an
+  Arrow hash join), so an updated row keeps its id.
+- :func:`all_rows_match`: whether a task's partition alone proves every row matches a filter
+  (then copy-on-write drops the whole file without reading it).
+
+Nothing here loops over rows in Python.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.deletes import EqualityDeleteSet
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
+from icefloe.expressions.binding import bind
+from icefloe.expressions.evaluator import evaluate
+from icefloe.expressions.parser import parse
+from icefloe.expressions.projection import project
+from icefloe.io import FileIO
+from icefloe.name_mapping import NameMapping
+from icefloe.partitioning import PartitionSpec
+from icefloe.read.deletes import DeleteCache
+from icefloe.read.reader import output_schema, read_task
+from icefloe.scan.tasks import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    POS,
+    ROW_ID,
+    FileScanTask,
+    ReadOptions,
+)
+from icefloe.schema import Schema
+from icefloe.types import StructType
+
+__all__ = [
+    "all_rows_match",
+    "bind_filter",
+    "carry_row_ids",
+    "check_unique_keys",
+    "key_match_mask",
+    "matching_key_positions",
+    "matching_positions",
+    "partition_key",
+    "partition_row",
+    "surviving_rows",
+]
+
+_EMPTY_POSITIONS = pa.array([], pa.int64())
+
+
+def bind_filter(
+    schema: Schema, row_filter: BooleanExpression | str, case_sensitive: bool = True
+) -> BooleanExpression:
+    """``row_filter`` (an expression or a filter string) bound to ``schema``."""
+    expr = parse(row_filter) if isinstance(row_filter, str) else row_filter
+    return bind(schema, expr, case_sensitive)
+
+
+def _options(
+    schema: Schema,
+    projected: tuple[int, ...] | None,
+    specs: Mapping[int, PartitionSpec],
+    name_mapping: NameMapping | None,
+    metadata_columns: tuple[str, ...],
+    format_version: int,
+) -> ReadOptions:
+    return ReadOptions(
+        schema,
+        projected_field_ids=projected,
+        specs=specs,
+        name_mapping=name_mapping,
+        metadata_columns=metadata_columns,
+        format_version=format_version,
+    )
+
+
+def matching_positions(
+    io: FileIO,
+    task: FileScanTask,
+    schema: Schema,
+    bound_filter: BooleanExpression,
+    *,
+    specs: Mapping[int, PartitionSpec] | None = None,
+    name_mapping: NameMapping | None = None,
+    cache: DeleteCache | None = None,
+) -> pa.Array:
+    """Positions (int64, ascending) of the rows of ``task``'s data file that are live (not
+    deleted by the task's deletes) and match ``bound_filter``. Rows where the filter is null
+    (unknown) do not match. Only the filter's columns are read."""
+    if bound_filter is AlwaysFalse():
+        return _EMPTY_POSITIONS
+    whole = dataclasses.replace(task, residual=bound_filter, start=0, length=None)
+    options = _options(schema, (), specs or {}, name_mapping, (POS,), 2)
+    arrays = [b.column(0) for b in read_task(io, whole, options, cache)]
+    if not arrays:
+        return _EMPTY_POSITIONS
+    return pa.concat_arrays(arrays)
+
+
+def surviving_rows(
+    io: FileIO,
+    task: FileScanTask,
+    schema: Schema,
+    bound_filter: BooleanExpression,
+    *,
+    specs: Mapping[int, PartitionSpec] | None = None,
+    name_mapping: NameMapping | None = None,
+    cache: DeleteCache | None = None,
+    lineage: bool = True,
+) -> Iterator[pa.RecordBatch]:
+    """The live rows of ``task``'s data file that do not match ``bound_filter`` (null counts as
+    not matching), with every table column and, when ``lineage``, ``_row_id`` and
+    ``_last_updated_sequence_number`` appended (null when the table has no row lineage)."""
+    whole = dataclasses.replace(task, residual=AlwaysTrue(), start=0, length=None)
+    meta = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if lineage else ()
+    options = _options(schema, None, specs or {}, name_mapping, meta, 3 if lineage else 2)
+    expr = None if bound_filter is AlwaysFalse() else to_arrow_expression(bound_filter)
+    for batch in read_task(io, whole, options, cache):
+        if expr is None:
+            yield batch
+            continue
+        hit = _evaluate(expr, batch)
+        keep = pc.invert(hit)
+        out = batch.filter(keep)
+        if out.num_rows:
+            yield out
+
+
+def _evaluate(expr: pc.Expression, batch: pa.RecordBatch) -> pa.Array:
+    """``expr`` over ``batch`` as a boolean array with nulls as false."""
+    import pyarrow.dataset as ds
+
+    projected = ds.dataset(pa.Table.from_batches([batch])).to_table(columns={"__hit": expr})
+    return pc.fill_null(projected.column("__hit").combine_chunks(), False)
+
+
+def all_rows_match(
+    task: FileScanTask,
+    schema: Schema,
+    bound_filter: BooleanExpression,
+    specs: Mapping[int, PartitionSpec],
+) -> bool:
+    """True when ``task``'s partition proves every row of its data file matches the filter
+    (strict projection of the filter onto the file's partition spec, evaluated on its
+    partition tuple)."""
+    if bound_filter is AlwaysTrue():
+        return True
+    if bound_filter is AlwaysFalse():
+        return False
+    spec = specs.get(task.data_file.spec_id)
+    if spec is None or not spec.fields:
+        return False
+    ptype = spec.partition_type(schema)
+    bound = bind(ptype, project(bound_filter, spec, strict=True), True)
+    if bound is AlwaysFalse():
+        return False
+    if bound is AlwaysTrue():
+        return True
+    return evaluate(bound, partition_row(ptype, task.data_file.partition))
+
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def _internal(v: Any) -> Any:
+    """A partition value in the form bound literals use (days, microseconds)."""
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return (v - _EPOCH) // _dt.timedelta(microseconds=1)
+    if isinstance(v, _dt.date):
+        return (v - _EPOCH.date()).days
+    if isinstance(v, _dt.time):
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+    return v
+
+
+def partition_key(partition: Sequence[Any]) -> str:
+    """A hashable, representation-independent key of a partition tuple (dates as days...)."""
+    return repr(tuple(_internal(v) for v in partition))
+
+
+def partition_row(ptype: StructType, partition: Sequence[Any]) -> dict[int, Any]:
+    """A partition tuple as the ``{field id: value}`` row the expression evaluator reads."""
+    return {f.field_id: _internal(v) for f, v in zip(ptype.fields, partition, strict=False)}
+
+
+# ---------------------------------------------------------------------------------------------
+# keys
+
+
+def _key_table(data: pa.Table | pa.RecordBatch, join_cols: Sequence[str]) -> pa.Table:
+    table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+    missing = [c for c in join_cols if c not in table.column_names]
+    if missing:
+        raise ValidationError(f"join columns {missing} are not in the data {table.column_names}")
+    return table.select(list(join_cols))
+
+
+def check_unique_keys(data: pa.Table, join_cols: Sequence[str]) -> None:
+    """Raises ``ValidationError`` when two rows of ``data`` share a key (an upsert source must
+    name each row once)."""
+    if not join_cols:
+        raise ValidationError("upsert needs at least one join column")
+    keys = _key_table(data, join_cols)
+    if keys.num_rows < 2:
+        return
+    counts = keys.group_by(list(join_cols), use_threads=False).aggregate([([], "count_all")])
+    if counts.num_rows != keys.num_rows:
+        dup = counts.filter(pc.greater(counts.column("count_all"), 1)).slice(0, 1).to_pylist()
+        raise ValidationError(
+            f"duplicate rows in the source for join columns {list(join_cols)}: "
+            f"{ {k: v for k, v in dup[0].items() if k != 'count_all'} }"
+        )
+
+
+class KeySet:
+    """A set of keys (the ``join_cols`` of a table), hashed once in Rust and probed per batch."""
+
+    def __init__(self, keys: pa.Table | pa.RecordBatch, join_cols: Sequence[str]) -> None:
+        self.join_cols = list(join_cols)
+        self._set = EqualityDeleteSet(_key_table(keys, self.join_cols))
+
+    def __len__(self) -> int:
+        return len(self._set)
+
+    def match_mask(self, batch: pa.Table | pa.RecordBatch) -> pa.BooleanArray:
+        """True for the rows of ``batch`` whose key is in the set."""
+        keys = _key_table(batch, self.join_cols)
+        if keys.num_rows == 0:
+            return pa.array([], pa.bool_())
+        return pc.invert(self._set.keep_mask(keys))
+
+
+def key_match_mask(
+    batch: pa.Table | pa.RecordBatch, keys: pa.Table | pa.RecordBatch, join_cols: Sequence[str]
+) -> pa.BooleanArray:
+    """True for the rows of ``batch`` whose ``join_cols`` equal a row of ``keys``."""
+    return KeySet(keys, join_cols).match_mask(batch)
+
+
+def matching_key_positions(
+    io: FileIO,
+    task: FileScanTask,
+    schema: Schema,
+    keys: KeySet,
+    *,
+    specs: Mapping[int, PartitionSpec] | None = None,
+    name_mapping: NameMapping | None = None,
+    cache: DeleteCache | None = None,
+    with_row_ids: bool = False,
+) -> pa.Table:
+    """The live rows of ``task``'s data file whose key is in ``keys``: a table of the join
+    columns, ``_pos`` and (when ``with_row_ids``) ``_row_id``. Reads only the join columns."""
+    ids = []
+    for name in keys.join_cols:
+        fid = schema.find_field_id(name)
+        if fid is None:
+            raise ValidationError(f"join column {name!r} is not in the table schema")
+        ids.append(fid)
+    meta = (POS, ROW_ID) if with_row_ids else (POS,)
+    whole = dataclasses.replace(task, residual=AlwaysTrue(), start=0, length=None)
+    options = _options(schema, tuple(ids), specs or {}, name_mapping, meta, 3)
+    parts = []
+    for batch in read_task(io, whole, options, cache):
+        hit = keys.match_mask(batch)
+        if pc.any(hit).as_py():
+            parts.append(batch.filter(hit))
+    if not parts:
+        return output_schema(options, task.data_file.spec_id).empty_table()
+    return pa.Table.from_batches(parts)
+
+
+def carry_row_ids(source: pa.Table, matched: pa.Table, join_cols: Sequence[str]) -> pa.Array:
+    """For each row of ``source`` (in order), the ``_row_id`` of the row of ``matched`` (join
+    columns plus ``_row_id``) with the same key, else null. Keys with nulls never carry an id."""
+    if matched.num_rows == 0:
+        return pa.nulls(source.num_rows, pa.int64())
+    idx = "__icefloe_source_index"
+    left = _key_table(source, join_cols).append_column(
+        idx, pa.array(np.arange(source.num_rows, dtype=np.int64))
+    )
+    right = matched.select([*join_cols, ROW_ID])
+    # Drop field metadata so the join's key types compare equal.
+    left = left.cast(pa.schema([f.remove_metadata() for f in left.schema]))
+    right = right.cast(
+        pa.schema(
+            [
+                pa.field(f.name, left.schema.field(f.name).type if f.name in join_cols else f.type)
+                for f in right.schema
+            ]
+        )
+    )
+    joined = left.join(right, keys=list(join_cols), join_type="left outer", use_threads=False)
+    joined = joined.sort_by(idx)
+    return joined.column(ROW_ID).combine_chunks().cast(pa.int64())

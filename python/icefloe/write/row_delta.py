@@ -1,0 +1,498 @@
+"""The commit step of row-level changes, shared by delete/upsert/compaction and Spark.
+
+:func:`commit_row_delta` takes a :class:`RowDelta` (positions to delete per data file, data
+files to drop, new data and delete files), writes the deletion vectors (v3, one Puffin file) or
+position delete files (v2), removes the delete files they supersede and those of dropped data
+files, and adds one snapshot to the transaction with the conflict checks that run when the
+commit is retried on a newer table state. :func:`plan_tasks` plans the live files of a branch,
+:func:`write_rows` writes rows (with row lineage columns on v3) as data files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.arrow_schema import schema_to_arrow
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
+from icefloe.expressions.binding import bind
+from icefloe.expressions.evaluator import evaluate
+from icefloe.expressions.projection import project
+from icefloe.io import FileIO
+from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.partitioning import PartitionSpec
+from icefloe.read.deletes import DeleteCache
+from icefloe.scan.tasks import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    ROW_ID,
+    DeleteContent,
+    DeleteFileRef,
+    FileScanTask,
+    metadata_field,
+)
+from icefloe.schema import Schema
+from icefloe.table.producer import SnapshotProducer
+from icefloe.write.delete_files import (
+    FileDeletes,
+    new_delete_location,
+    partition_dict,
+    write_deletion_vectors,
+    write_position_deletes,
+)
+from icefloe.write.files import DataFile
+from icefloe.write.matching import (
+    partition_key,
+    partition_row,
+)
+from icefloe.write.writer import WriteOptions, write_parquet_files
+
+if TYPE_CHECKING:
+    from icefloe.table.table import Transaction
+
+__all__ = [
+    "COPY_ON_WRITE",
+    "MERGE_ON_READ",
+    "RowContext",
+    "RowDelta",
+    "commit_row_delta",
+    "lineage_schema",
+    "plan_tasks",
+    "write_mode",
+    "write_rows",
+]
+
+DELETE_MODE = "write.delete.mode"
+UPDATE_MODE = "write.update.mode"
+MERGE_MODE = "write.merge.mode"
+UPSERT_MODE = "write.upsert.mode"
+DELETE_ISOLATION = "write.delete.isolation-level"
+COPY_ON_WRITE = "copy-on-write"
+MERGE_ON_READ = "merge-on-read"
+EQUALITY = "equality"
+SERIALIZABLE = "serializable"
+SNAPSHOT = "snapshot"
+
+# ---------------------------------------------------------------------------------------------
+# planning and reading context
+
+
+@dataclass
+class RowContext:
+    """The transaction, branch and shared delete cache of one row-level operation."""
+
+    tx: Transaction
+    branch: str
+    case_sensitive: bool = True
+    cache: DeleteCache = field(default_factory=DeleteCache)
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self.tx.metadata
+
+    @property
+    def io(self) -> FileIO:
+        return self.tx.table.io
+
+    @property
+    def schema(self) -> Schema:
+        return self.metadata.current_schema()
+
+    @property
+    def specs(self) -> dict[int, PartitionSpec]:
+        return {s.spec_id: s for s in self.metadata.partition_specs}
+
+    @property
+    def mapping(self) -> NameMapping | None:
+        import json
+
+        text = self.metadata.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
+        return NameMapping.from_json(json.loads(text)) if text else None
+
+    @property
+    def version(self) -> int:
+        return self.metadata.format_version
+
+
+def plan_tasks(
+    tx: Transaction,
+    row_filter: BooleanExpression | str = AlwaysTrue(),  # noqa: B008 (a singleton)
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+) -> list[FileScanTask]:
+    """The live data files of ``branch`` (as of the transaction's metadata) that may hold rows
+    matching ``row_filter``, one task per file with the deletes that apply to it."""
+    from icefloe.scan.scan import TableScan
+
+    view = SimpleNamespace(metadata=tx.metadata, io=tx.table.io)
+    ref = branch if branch in tx.metadata.refs else None
+    scan = TableScan(view, row_filter, case_sensitive=case_sensitive, ref=ref)
+    seen: set[str] = set()
+    out: list[FileScanTask] = []
+    for task in scan.plan_files():
+        if task.data_file.file_path not in seen:
+            seen.add(task.data_file.file_path)
+            out.append(task)
+    return out
+
+
+def lineage_schema(schema: Schema) -> Schema:
+    """``schema`` plus the ``_row_id`` and ``_last_updated_sequence_number`` columns that
+    rewritten v3 files carry (spec "Row Lineage")."""
+    return Schema(
+        *schema.fields,
+        metadata_field(ROW_ID),
+        metadata_field(LAST_UPDATED_SEQUENCE_NUMBER),
+        schema_id=schema.schema_id,
+    )
+
+
+def write_rows(
+    tx: Transaction,
+    rows: pa.Table,
+    *,
+    lineage: bool,
+    spec: PartitionSpec | None = None,
+    target_file_size: int | None = None,
+) -> list[DataFile]:
+    """Writes rows already typed as the table schema (plus, with ``lineage``, ``_row_id`` and
+    ``_last_updated_sequence_number``) as data files of ``spec`` (default: the table's)."""
+    md = tx.metadata
+    schema = md.current_schema()
+    write_schema = lineage_schema(schema) if lineage else schema
+    target = schema_to_arrow(write_schema)
+    if not rows.schema.equals(target, check_metadata=True):
+        rows = pa.Table.from_arrays([rows.column(f.name) for f in target], schema=target)
+    options = WriteOptions(target_file_size=target_file_size)
+    # The writer recognises the lineage columns and stores them with their reserved ids.
+    return write_parquet_files(
+        md, tx.table.io, rows, schema=schema, spec=spec or md.spec(), options=options
+    )
+
+
+def write_mode(props: Mapping[str, str], key: str, version: int) -> str:
+    """The ``copy-on-write`` / ``merge-on-read`` mode in property ``key`` (v1: copy-on-write)."""
+    mode = props.get(key, COPY_ON_WRITE).strip().lower()
+    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
+        raise ValidationError(
+            f"table property {key}={mode!r}: use {COPY_ON_WRITE} or {MERGE_ON_READ}"
+        )
+    return COPY_ON_WRITE if version < 2 else mode
+
+
+# ---------------------------------------------------------------------------------------------
+# the commit step
+
+
+@dataclass
+class RowDelta:
+    """The changes of one row-level commit.
+
+    ``deletes``: positions to delete per data file (become DVs on v3, position delete files on
+    v2). ``removed``: tasks whose data file is removed whole (with the DVs and file-scoped
+    position deletes of it). ``added_data``: new data files. ``added_deletes``: delete files
+    written already (equality deletes). ``targets``: the tasks whose files this change read;
+    concurrent deletes of them or new deletes for them conflict.
+    """
+
+    deletes: list[FileDeletes] = field(default_factory=list)
+    removed: list[FileScanTask] = field(default_factory=list)
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DataFile] = field(default_factory=list)
+    targets: list[FileScanTask] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.deletes or self.removed or self.added_data or self.added_deletes)
+
+
+def _key(path: str, offset: int | None) -> str:
+    return f"{path}\x00{'' if offset is None else offset}"
+
+
+def _file_scoped(path: str, deletes: Iterable[DeleteFileRef]) -> list[DeleteFileRef]:
+    return [
+        d
+        for d in deletes
+        if d.content is DeleteContent.POSITION_DELETES and d.referenced_data_file == path
+    ]
+
+
+def _write_deletes(
+    ctx: RowContext, items: Sequence[FileDeletes]
+) -> tuple[list[DataFile], list[DeleteFileRef]]:
+    md = ctx.metadata
+    if not items:
+        return [], []
+    if ctx.version < 2:
+        raise ValidationError(
+            f"row-level deletes need format version 2 or later (table is v{ctx.version}); "
+            f"use {DELETE_MODE}={COPY_ON_WRITE}"
+        )
+    if ctx.version >= 3:
+        loc = new_delete_location(md.location, md.properties, "puffin")
+        return write_deletion_vectors(ctx.io, loc, items, ctx.specs, ctx.cache)
+    # v2: one position delete file per partition; merged positions make older deletes of
+    # the same files redundant only when they are scoped to that file.
+    groups: dict[tuple[int, str], list[FileDeletes]] = {}
+    for item in items:
+        k = (item.data_file.spec_id, repr(item.data_file.partition))
+        groups.setdefault(k, []).append(item)
+    out: list[DataFile] = []
+    for group in groups.values():
+        df = group[0].data_file
+        loc = new_delete_location(md.location, md.properties, "parquet")
+        positions: dict[str, Any] = {}
+        for item in group:
+            prev = positions.get(item.data_file.file_path)
+            positions[item.data_file.file_path] = (
+                item.positions if prev is None else pa.concat_arrays([prev, _arr(item.positions)])
+            )
+        out.append(
+            write_position_deletes(
+                ctx.io,
+                loc,
+                {p: _arr(v) for p, v in positions.items()},
+                df.spec_id,
+                partition_dict(ctx.specs.get(df.spec_id), df.partition),
+                md.properties,
+            )
+        )
+    return out, []
+
+
+def _arr(positions: Any) -> pa.Array:
+    from icefloe.deletes import DeletionVector
+
+    if isinstance(positions, DeletionVector):
+        return positions.positions()
+    if isinstance(positions, pa.ChunkedArray):
+        return positions.combine_chunks().cast(pa.int64())
+    if isinstance(positions, pa.Array):
+        return positions.cast(pa.int64())
+    return pa.array(positions, pa.int64())
+
+
+def commit_row_delta(
+    tx: Transaction,
+    delta: RowDelta,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    operation: str | None = None,
+    conflict_filter: BooleanExpression | None = None,
+    isolation: str | None = None,
+) -> SnapshotProducer | None:
+    """Writes the delete files of ``delta`` and adds one snapshot for it to ``tx``.
+
+    On a retry against a newer table state the commit fails with ``CommitConflictError`` if a
+    concurrent commit removed a file this change read or removes, added deletes for those
+    files, or (``isolation='serializable'``, the default, with a ``conflict_filter``) added
+    data files in partitions the filter may match. Returns the producer (None if nothing to do).
+    """
+    ctx = RowContext(tx, branch)
+    if delta.empty:
+        return None
+    written: list[str] = []
+    try:
+        dvs, superseded = _write_deletes(ctx, delta.deletes)
+        written.extend({f.file_path for f in dvs})
+        removed_deletes: dict[str, DeleteFileRef] = {
+            _key(d.file_path, d.content_offset): d for d in superseded
+        }
+        for task in delta.removed:
+            for d in _file_scoped(task.data_file.file_path, task.delete_files):
+                removed_deletes[_key(d.file_path, d.content_offset)] = d
+        producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+        producer.owns_files(written)
+        producer.owns_files(f.file_path for f in delta.added_data + delta.added_deletes)
+        producer.add_data_files(delta.added_data)
+        producer.add_delete_files(dvs + delta.added_deletes)
+        producer.remove_files(t.data_file.file_path for t in delta.removed)
+        if removed_deletes:
+            producer.remove_files_where(_entry_key_predicate(set(removed_deletes)))
+        if operation is not None:
+            producer.set_operation(operation)
+        level = (isolation or tx.metadata.properties.get(DELETE_ISOLATION, SERIALIZABLE)).lower()
+        producer.validate(
+            _Validator(
+                ctx.io,
+                branch,
+                delta.targets + delta.removed + _task_refs(delta.deletes),
+                set(removed_deletes),
+                conflict_filter if level == SERIALIZABLE else None,
+                ctx.schema,
+            )
+        )
+    except BaseException:
+        for p in written:
+            ctx.io.delete_quietly(p)
+        for f in delta.added_data + delta.added_deletes:
+            ctx.io.delete_quietly(f.file_path)
+        raise
+    try:
+        producer.commit()
+    except BaseException:
+        producer.abort()
+        raise
+    return producer
+
+
+def _task_refs(items: Sequence[FileDeletes]) -> list[FileScanTask]:
+    return [FileScanTask(i.data_file, tuple(i.existing)) for i in items]
+
+
+def _entry_key_predicate(keys: set[str]) -> Any:
+    wanted = pa.array(sorted(keys), pa.string())
+
+    def predicate(batch: pa.RecordBatch) -> pa.Array:
+        path = batch.column("file_path").cast(pa.string())
+        if "content_offset" in batch.schema.names:
+            off = pc.cast(batch.column("content_offset"), pa.string())
+        else:
+            off = pa.nulls(batch.num_rows, pa.string())
+        key = pc.binary_join_element_wise(path, pc.fill_null(off, ""), "\x00")
+        hit = pc.is_in(key, value_set=wanted)
+        return pc.and_(hit, pc.not_equal(batch.column("content"), 0))
+
+    return predicate
+
+
+class _Validator:
+    """The retry checks of a row-level commit (see :func:`commit_row_delta`)."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        branch: str,
+        targets: list[FileScanTask],
+        removed_deletes: set[str],
+        conflict_filter: BooleanExpression | None,
+        schema: Schema,
+    ) -> None:
+        self.io = io
+        self.branch = branch
+        self.paths = {t.data_file.file_path for t in targets}
+        self.partitions = {
+            (t.data_file.spec_id, partition_key(t.data_file.partition)) for t in targets
+        }
+        self.removed_deletes = removed_deletes
+        self.conflict_filter = conflict_filter
+        self.schema = schema
+
+    def __call__(
+        self, metadata: TableMetadata, parent: Snapshot | None, start_parent: int | None
+    ) -> None:
+        if parent is None or parent.snapshot_id == start_parent:
+            return
+        entries = _entries_since(self.io, metadata, parent, start_parent)
+        for row, spec_id in entries:
+            path = row["file_path"]
+            status, content = row["status"], row["content"]
+            if status == 2 and content == 0 and path in self.paths:
+                raise CommitConflictError(
+                    f"data file {path} was removed by a concurrent commit this change did not see"
+                )
+            removed_key = _key(path, row.get("content_offset"))
+            if status == 2 and content != 0 and removed_key in self.removed_deletes:
+                raise CommitConflictError(f"delete file {path} was removed by a concurrent commit")
+            if status != 1:
+                continue
+            part = partition_key(_partition_tuple(row))
+            if content == 1:
+                ref = row.get("referenced_data_file")
+                if ref in self.paths or (ref is None and (spec_id, part) in self.partitions):
+                    raise CommitConflictError(
+                        f"a concurrent commit added deletes ({path}) for a data file this "
+                        "change read"
+                    )
+            elif content == 2 and (spec_id, part) in self.partitions:
+                raise CommitConflictError(
+                    f"a concurrent commit added equality deletes ({path}) for a partition "
+                    "this change read"
+                )
+            elif (
+                content == 0
+                and self.conflict_filter is not None
+                and _may_match(self.conflict_filter, self.schema, metadata, spec_id, row)
+            ):
+                raise CommitConflictError(
+                    f"a concurrent commit added data file {path} that may hold rows this "
+                    "change's filter matches (serializable isolation)"
+                )
+
+
+def _partition_tuple(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    part = row.get("partition") or {}
+    return tuple(part.values()) if isinstance(part, dict) else tuple(part)
+
+
+def _may_match(
+    bound: BooleanExpression,
+    schema: Schema,
+    metadata: TableMetadata,
+    spec_id: int,
+    row: Mapping[str, Any],
+) -> bool:
+    spec = metadata.spec_by_id(spec_id)
+    if bound is AlwaysFalse():
+        return False
+    if spec is None or not spec.fields:
+        return True
+    try:
+        ptype = spec.partition_type(schema)
+        proj = bind(ptype, project(bound, spec, strict=False), True)
+        if proj is AlwaysTrue():
+            return True
+        if proj is AlwaysFalse():
+            return False
+        return evaluate(proj, partition_row(ptype, _partition_tuple(row)))
+    except (ValidationError, TypeError, ValueError):
+        return True  # cannot tell: assume it may match
+
+
+def _entries_since(
+    io: FileIO, metadata: TableMetadata, parent: Snapshot, start: int | None
+) -> list[tuple[dict[str, Any], int]]:
+    """Entries added or deleted by the snapshots after ``start`` up to ``parent``."""
+    from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
+
+    ids: list[Snapshot] = []
+    snap: Snapshot | None = parent
+    while snap is not None and snap.snapshot_id != start:
+        ids.append(snap)
+        snap = (
+            metadata.snapshot_by_id(snap.parent_snapshot_id)
+            if snap.parent_snapshot_id is not None
+            else None
+        )
+    if start is not None and snap is None:
+        raise CommitConflictError(
+            f"cannot validate against concurrent commits: snapshot {start} is no longer an "
+            "ancestor of the branch head"
+        )
+    out: list[tuple[dict[str, Any], int]] = []
+    for s in ids:
+        if s.manifest_list is None:
+            continue
+        lst = read_manifest_list(io.new_input(s.manifest_list).read(), name=s.manifest_list)
+        mfs = [m for m in manifest_files(lst) if m.added_snapshot_id == s.snapshot_id]
+        if not mfs:
+            continue
+        batches = read_manifests([io.new_input(m.manifest_path).read() for m in mfs], mfs)
+        for m, b in zip(mfs, batches, strict=True):
+            mine = pc.and_(
+                pc.equal(b.column("snapshot_id"), s.snapshot_id),
+                pc.not_equal(b.column("status"), 0),
+            )
+            sub = b.filter(mine)
+            if sub.num_rows:
+                out.extend((r, m.partition_spec_id) for r in sub.to_pylist())
+    return out

@@ -1,0 +1,467 @@
+"""Row-level operations: ``delete(filter)``, ``upsert(data, join_cols)``, ``delete_by_keys``.
+
+Each operation plans the live data files that may hold affected rows (``Table.scan`` planning
+with the filter, or with the key range for key-based operations), finds the affected rows per
+file (:mod:`icefloe.write.matching`, all in Rust/Arrow) and commits one snapshot through
+:func:`commit_row_delta`:
+
+- ``write.delete.mode`` / ``write.update.mode``/``write.merge.mode`` (``copy-on-write``, the
+  default, or ``merge-on-read``) choose between rewriting the affected files without the
+  deleted rows (keeping ``_row_id`` and ``_last_updated_sequence_number`` on v3) and writing
+  deletes: deletion vectors in one Puffin file per commit on v3 (merged with any existing DV or
+  position deletes of the file) or position delete files on v2.
+- A file whose partition proves that every row matches the delete filter is dropped without
+  being read; a file whose every live row matches is dropped without a rewrite.
+- ``write.upsert.mode=equality`` makes ``upsert`` write equality deletes for the source keys
+  instead of reading the table; ``delete_by_keys`` always writes equality delete files.
+
+:func:`icefloe.write.row_delta.commit_row_delta` is the reusable commit step (Spark's merge and
+delete call it with the positions their executors found).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, BooleanExpression
+from icefloe.expressions.builder import col
+from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.read.deletes import TaskDeletes
+from icefloe.scan.tasks import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    ROW_ID,
+    DeleteContent,
+    FileScanTask,
+)
+from icefloe.write.delete_files import (
+    FileDeletes,
+    new_delete_location,
+    partition_dict,
+    write_equality_deletes,
+)
+from icefloe.write.files import DataFile
+from icefloe.write.input import to_table_schema
+from icefloe.write.matching import (
+    KeySet,
+    all_rows_match,
+    bind_filter,
+    carry_row_ids,
+    check_unique_keys,
+    matching_key_positions,
+    matching_positions,
+    surviving_rows,
+)
+
+if TYPE_CHECKING:
+    from icefloe.table.table import Transaction
+
+from icefloe.write.row_delta import (
+    COPY_ON_WRITE,
+    DELETE_MODE,
+    EQUALITY,
+    MERGE_MODE,
+    MERGE_ON_READ,
+    SNAPSHOT,
+    UPDATE_MODE,
+    UPSERT_MODE,
+    RowContext,
+    RowDelta,
+    commit_row_delta,
+    plan_tasks,
+    write_mode,
+    write_rows,
+)
+
+__all__ = [
+    "UpsertResult",
+    "delete",
+    "delete_by_keys",
+    "upsert",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# delete
+
+
+def _live_count(ctx: RowContext, task: FileScanTask) -> int | None:
+    """Rows of the task's file not deleted by position deletes; None with equality deletes."""
+    if any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files):
+        return None
+    deletes = TaskDeletes.load(
+        ctx.io, task.data_file.file_path, task.delete_files, ctx.cache, ctx.mapping
+    )
+    gone = deletes.positions.cardinality if deletes.positions is not None else 0
+    return task.data_file.record_count - gone
+
+
+def _rewrite(
+    ctx: RowContext, task: FileScanTask, batches: Iterable[pa.RecordBatch]
+) -> list[DataFile]:
+    lineage = ctx.version >= 3
+    parts = list(batches)
+    if not parts:
+        return []
+    rows = pa.Table.from_batches(parts)
+    return write_rows(ctx.tx, rows, lineage=lineage)
+
+
+def delete(
+    tx: Transaction,
+    row_filter: BooleanExpression | str,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    case_sensitive: bool = True,
+) -> int:
+    """Deletes the rows matching ``row_filter`` in one snapshot (``write.delete.mode``).
+
+    Returns the number of rows deleted (0: nothing committed)."""
+    ctx = RowContext(tx, branch, case_sensitive)
+    bound = bind_filter(ctx.schema, row_filter, case_sensitive)
+    if bound is AlwaysFalse():
+        return 0
+    mode = write_mode(ctx.metadata.properties, DELETE_MODE, ctx.version)
+    delta = RowDelta()
+    deleted = 0
+    try:
+        for task in plan_tasks(tx, bound, branch=branch, case_sensitive=case_sensitive):
+            if all_rows_match(task, ctx.schema, bound, ctx.specs):
+                live = _live_count(ctx, task)
+                if live is None:
+                    live = _count_live(ctx, task)
+                deleted += live
+                delta.removed.append(task)
+                continue
+            pos = matching_positions(
+                ctx.io,
+                task,
+                ctx.schema,
+                bound,
+                specs=ctx.specs,
+                name_mapping=ctx.mapping,
+                cache=ctx.cache,
+            )
+            if len(pos) == 0:
+                continue
+            deleted += len(pos)
+            if mode == MERGE_ON_READ:
+                delta.deletes.append(FileDeletes(task.data_file, pos, task.delete_files))
+                continue
+            if _live_count(ctx, task) == len(pos):
+                delta.removed.append(task)
+                continue
+            delta.removed.append(task)
+            delta.added_data.extend(
+                _rewrite(
+                    ctx,
+                    task,
+                    surviving_rows(
+                        ctx.io,
+                        task,
+                        ctx.schema,
+                        bound,
+                        specs=ctx.specs,
+                        name_mapping=ctx.mapping,
+                        cache=ctx.cache,
+                        lineage=ctx.version >= 3,
+                    ),
+                )
+            )
+        if delta.empty:
+            return 0
+        commit_row_delta(
+            tx,
+            delta,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            operation=Operation.OVERWRITE if delta.added_data else Operation.DELETE,
+            conflict_filter=bound,
+        )
+    except BaseException:
+        for f in delta.added_data:
+            ctx.io.delete_quietly(f.file_path)
+        raise
+    return deleted
+
+
+def _count_live(ctx: RowContext, task: FileScanTask) -> int:
+    return len(
+        matching_positions(
+            ctx.io,
+            task,
+            ctx.schema,
+            AlwaysTrue(),
+            specs=ctx.specs,
+            name_mapping=ctx.mapping,
+            cache=ctx.cache,
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# keys: upsert and delete_by_keys
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    """What an upsert changed."""
+
+    rows_updated: int
+    rows_inserted: int
+
+
+def _key_filter(keys: pa.Table, join_cols: Sequence[str]) -> BooleanExpression:
+    """A filter selecting at least every row whose key is in ``keys``: the range of each
+    join column (``is_null`` joins in when keys have nulls). Used to prune planning."""
+    expr: BooleanExpression = AlwaysTrue()
+    for name in join_cols:
+        c = keys.column(name)
+        if pa.types.is_floating(c.type) or not (
+            pa.types.is_integer(c.type)
+            or pa.types.is_string(c.type)
+            or pa.types.is_large_string(c.type)
+            or pa.types.is_date(c.type)
+        ):
+            continue
+        if c.null_count == len(c):
+            part: BooleanExpression = col(name).is_null()
+        else:
+            mm = pc.min_max(c)
+            part = (col(name) >= mm["min"].as_py()) & (col(name) <= mm["max"].as_py())
+            if c.null_count:
+                part = part | col(name).is_null()
+        expr = part if expr is AlwaysTrue() else And(expr, part)
+    return expr
+
+
+def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
+    source = to_table_schema(data, ctx.schema, ctx.version)
+    for name in join_cols:
+        if ctx.schema.find_field_id(name, ctx.case_sensitive) is None:
+            raise ValidationError(f"join column {name!r} is not in the table schema")
+    check_unique_keys(source, join_cols)
+    return source
+
+
+def _upsert_mode(props: Mapping[str, str], version: int) -> str:
+    raw = props.get(UPSERT_MODE)
+    if raw is not None:
+        mode = raw.strip().lower()
+        if mode == EQUALITY:
+            if version < 2:
+                raise ValidationError(f"{UPSERT_MODE}=equality needs format version 2 or later")
+            return EQUALITY
+        if mode in (COPY_ON_WRITE, MERGE_ON_READ):
+            return COPY_ON_WRITE if version < 2 else mode
+        raise ValidationError(
+            f"table property {UPSERT_MODE}={raw!r}: use {EQUALITY}, {COPY_ON_WRITE} or "
+            f"{MERGE_ON_READ}"
+        )
+    return write_mode(props, MERGE_MODE if MERGE_MODE in props else UPDATE_MODE, version)
+
+
+def upsert(
+    tx: Transaction,
+    data: Any,
+    join_cols: Sequence[str],
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> UpsertResult:
+    """Inserts the rows of ``data`` whose key (``join_cols``) is new and replaces the rows
+    whose key exists, in one snapshot. Keys must be unique in ``data``; null equals null.
+
+    Updated rows keep their ``_row_id`` on v3 (merge-on-read and copy-on-write)."""
+    ctx = RowContext(tx, branch)
+    join_cols = list(join_cols)
+    source = _source(ctx, data, join_cols)
+    if source.num_rows == 0:
+        return UpsertResult(0, 0)
+    mode = _upsert_mode(ctx.metadata.properties, ctx.version)
+    if mode == EQUALITY:
+        return _upsert_equality(ctx, source, join_cols, snapshot_properties)
+    lineage = ctx.version >= 3
+    keys = KeySet(source, join_cols)
+    key_filter = _key_filter(source, join_cols)
+    delta = RowDelta()
+    matched_parts: list[pa.Table] = []
+    try:
+        for task in plan_tasks(tx, key_filter, branch=branch):
+            hit = matching_key_positions(
+                ctx.io,
+                task,
+                ctx.schema,
+                keys,
+                specs=ctx.specs,
+                name_mapping=ctx.mapping,
+                cache=ctx.cache,
+                with_row_ids=lineage,
+            )
+            if hit.num_rows == 0:
+                continue
+            matched_parts.append(hit)
+            if mode == MERGE_ON_READ:
+                delta.deletes.append(
+                    FileDeletes(task.data_file, hit.column("_pos"), task.delete_files)
+                )
+                continue
+            delta.removed.append(task)
+            if _live_count(ctx, task) != hit.num_rows:
+                kept = _rows_without_keys(ctx, task, keys, lineage)
+                delta.added_data.extend(_rewrite(ctx, task, kept))
+        matched = pa.concat_tables(matched_parts) if matched_parts else None
+        updated = matched.num_rows if matched is not None else 0
+        rows = source
+        if lineage:
+            ids = (
+                carry_row_ids(source, matched, join_cols)
+                if matched is not None
+                else pa.nulls(source.num_rows, pa.int64())
+            )
+            rows = rows.append_column(ROW_ID, ids).append_column(
+                LAST_UPDATED_SEQUENCE_NUMBER, pa.nulls(source.num_rows, pa.int64())
+            )
+        delta.added_data.extend(write_rows(tx, rows, lineage=lineage))
+        commit_row_delta(
+            tx,
+            delta,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            operation=Operation.OVERWRITE if (delta.deletes or delta.removed) else Operation.APPEND,
+            conflict_filter=bind_filter(ctx.schema, key_filter),
+        )
+    except BaseException:
+        for f in delta.added_data:
+            ctx.io.delete_quietly(f.file_path)
+        raise
+    return UpsertResult(updated, source.num_rows - updated)
+
+
+def _rows_without_keys(
+    ctx: RowContext, task: FileScanTask, keys: KeySet, lineage: bool
+) -> Iterable[pa.RecordBatch]:
+    for batch in surviving_rows(
+        ctx.io,
+        task,
+        ctx.schema,
+        AlwaysFalse(),
+        specs=ctx.specs,
+        name_mapping=ctx.mapping,
+        cache=ctx.cache,
+        lineage=lineage,
+    ):
+        keep = pc.invert(keys.match_mask(batch))
+        out = batch.filter(keep)
+        if out.num_rows:
+            yield out
+
+
+def _equality_files(ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]) -> list[DataFile]:
+    """One equality delete file per partition of the live data files that may hold the keys
+    (equality deletes apply within their partition only)."""
+    md = ctx.metadata
+    ids = []
+    for name in join_cols:
+        fid = ctx.schema.find_field_id(name, ctx.case_sensitive)
+        if fid is None:
+            raise ValidationError(f"join column {name!r} is not in the table schema")
+        ids.append(fid)
+    partitions: dict[tuple[int, str], FileScanTask] = {}
+    for task in plan_tasks(ctx.tx, _key_filter(keys, join_cols), branch=ctx.branch):
+        partitions.setdefault((task.data_file.spec_id, repr(task.data_file.partition)), task)
+    out: list[DataFile] = []
+    try:
+        for (spec_id, _), task in sorted(partitions.items(), key=lambda kv: kv[0]):
+            loc = new_delete_location(md.location, md.properties, "parquet", prefix="eq-")
+            out.append(
+                write_equality_deletes(
+                    ctx.io,
+                    loc,
+                    keys,
+                    ctx.schema,
+                    ids,
+                    spec_id,
+                    partition_dict(ctx.specs.get(spec_id), task.data_file.partition),
+                    md.properties,
+                )
+            )
+    except BaseException:
+        for f in out:
+            ctx.io.delete_quietly(f.file_path)
+        raise
+    return out
+
+
+def _upsert_equality(
+    ctx: RowContext,
+    source: pa.Table,
+    join_cols: Sequence[str],
+    snapshot_properties: Mapping[str, str] | None,
+) -> UpsertResult:
+    delta = RowDelta()
+    try:
+        delta.added_deletes = _equality_files(ctx, source.select(list(join_cols)), join_cols)
+        delta.added_data = write_rows(ctx.tx, source, lineage=False)
+        commit_row_delta(
+            ctx.tx,
+            delta,
+            branch=ctx.branch,
+            snapshot_properties=snapshot_properties,
+            operation=Operation.OVERWRITE if delta.added_deletes else Operation.APPEND,
+            isolation=SNAPSHOT,
+        )
+    except BaseException:
+        for f in delta.added_data + delta.added_deletes:
+            ctx.io.delete_quietly(f.file_path)
+        raise
+    # Without reading the table, updated and inserted rows cannot be told apart.
+    return UpsertResult(0, source.num_rows)
+
+
+def delete_by_keys(
+    tx: Transaction,
+    keys: Any,
+    join_cols: Sequence[str],
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> int:
+    """Deletes the rows whose ``join_cols`` equal a row of ``keys`` by writing equality delete
+    files (no data is read). Returns the number of delete files written."""
+    ctx = RowContext(tx, branch)
+    if ctx.version < 2:
+        raise ValidationError("equality deletes need format version 2 or later")
+    table = (
+        keys if isinstance(keys, pa.Table) else pa.table(keys) if isinstance(keys, dict) else None
+    )
+    if table is None:
+        from icefloe.write.input import to_arrow_table
+
+        table = to_arrow_table(keys)
+    join_cols = list(join_cols)
+    missing = [c for c in join_cols if c not in table.column_names]
+    if missing:
+        raise ValidationError(f"keys lack join columns {missing}")
+    table = table.select(join_cols)
+    if table.num_rows == 0:
+        return 0
+    delta = RowDelta()
+    delta.added_deletes = _equality_files(ctx, table, join_cols)
+    if not delta.added_deletes:
+        return 0
+    commit_row_delta(
+        tx,
+        delta,
+        branch=branch,
+        snapshot_properties=snapshot_properties,
+        operation=Operation.DELETE,
+        isolation=SNAPSHOT,
+    )
+    return len(delta.added_deletes)

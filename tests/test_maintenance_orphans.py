@@ -1,0 +1,99 @@
+"""remove_orphan_files: only unreachable, old enough files go; the table still reads the same."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import ValidationError
+from icefloe.io import FileIO
+from icefloe.table.maintenance import reachable_files, remove_orphan_files
+from manifest_tables import make_table
+
+
+def _age(path: Path, days: float) -> None:
+    t = time.time() - days * 86400
+    os.utime(path, (t, t))
+
+
+def _all_files(root: Path) -> set[str]:
+    return {str(p) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_orphans_listed_then_removed(tmp_path: Path, version: int) -> None:
+    ptable = make_table(tmp_path, version, "identity", appends=3)
+    if version == 2:
+        ptable.delete("id < 5")
+        ptable = ptable.catalog.load_table(ptable.name())
+    expected_rows = ptable.scan().to_arrow().num_rows
+    cat = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/cat.db", warehouse=f"file://{tmp_path}/wh")
+    table = cat.load_table(".".join(ptable.name()))
+    root = Path(table.location.removeprefix("file://"))
+    before = _all_files(root)
+    # our reachable set equals the one PyIceberg's inspect tables describe
+    reach = {
+        p.removeprefix("file://")
+        for p in reachable_files(FileIO(), table.metadata, table.metadata_location).to_pylist()
+    }
+    oracle = {
+        *ptable.inspect.all_manifests().column("path").to_pylist(),
+        *ptable.inspect.all_files().column("file_path").to_pylist(),
+        *(s.manifest_list for s in ptable.metadata.snapshots),
+        *(e.metadata_file for e in ptable.metadata.metadata_log),
+        ptable.metadata_location,
+    }
+    hint = str(root / "metadata" / "version-hint.text")
+    assert reach - {hint} == {p.removeprefix("file://") for p in oracle}
+    # PyIceberg leaves the manifests it merged away behind: those are orphans already
+    stale = before - reach
+    orphan_data = root / "data" / "name=n1" / "orphan.parquet"
+    orphan_meta = root / "metadata" / "stray-m0.avro"
+    young = root / "data" / "young.parquet"
+    for p in (orphan_data, orphan_meta, young):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"x")
+    for p in (*(Path(x) for x in before), orphan_data, orphan_meta):
+        _age(p, 10)
+
+    listed = remove_orphan_files(FileIO(), table.metadata, table.metadata_location, dry_run=True)
+    assert [p.removeprefix("file://") for p in listed] == sorted(
+        [str(orphan_data), str(orphan_meta), *stale]
+    )
+    assert orphan_data.exists() and orphan_meta.exists()
+
+    # a threshold before the orphans' mtime keeps them
+    assert (
+        remove_orphan_files(
+            FileIO(), table.metadata, table.metadata_location, older_than=timedelta(days=20)
+        )
+        == []
+    )
+    removed = remove_orphan_files(FileIO(), table.metadata, table.metadata_location)
+    assert len(removed) == 2 + len(stale)
+    assert not orphan_data.exists() and not orphan_meta.exists() and young.exists()
+    assert _all_files(root) == (before - stale) | {str(young)}
+    # the young file goes with an explicit recent threshold
+    removed = remove_orphan_files(
+        FileIO(),
+        table.metadata,
+        table.metadata_location,
+        older_than=datetime.now() + timedelta(minutes=1),
+    )
+    assert [p.removeprefix("file://") for p in removed] == [str(young)]
+    assert ptable.catalog.load_table(ptable.name()).scan().to_arrow().num_rows == expected_rows
+    cat.close()
+
+
+def test_bad_threshold(tmp_path: Path) -> None:
+    ptable = make_table(tmp_path, 2, "unpartitioned", appends=1)
+    cat = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/cat.db", warehouse=f"file://{tmp_path}/wh")
+    table = cat.load_table(".".join(ptable.name()))
+    with pytest.raises(ValidationError, match="older_than"):
+        remove_orphan_files(FileIO(), table.metadata, table.metadata_location, older_than="soon")  # type: ignore[arg-type]
+    cat.close()

@@ -1,0 +1,98 @@
+"""rewrite_data_files: bin-packed compaction applying deletes, a `replace` snapshot, row ids
+kept, conflicts with concurrent deletes of the inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.transforms import parse_transform
+from rowlevel_util import live_data_files, live_deletes, ours
+from write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+
+SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[2]"), "b"))
+
+
+def _table(tmp_path: Path, version: int, appends: int = 6) -> Any:
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t",
+        SCHEMA,
+        partition_spec=SPEC,
+        properties={"format-version": str(version), "write.delete.mode": "merge-on-read"},
+    )
+    for i in range(appends):
+        t.append(rows(i * 20, 20))
+    return t
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_compaction_applies_deletes_and_keeps_row_ids(
+    tmp_path: Path, version: int, duckdb_con: Any
+) -> None:
+    t = _table(tmp_path, version)
+    t.delete("id in (3, 13, 23, 47, 118)")
+    before_files = live_data_files(t)
+    assert len(before_files) == 12  # 6 appends x 2 buckets
+    before = ours(t, *(("_row_id", "_last_updated_sequence_number") if version >= 3 else ()))
+    result = t.rewrite_data_files(target_file_size=10 * 1024 * 1024)
+    snap = t.current_snapshot()
+    assert snap.summary.operation == "replace"
+    assert result.rewritten_data_files == 12
+    assert result.added_data_files == 2  # one per bucket
+    assert len(live_data_files(t)) == 2
+    assert live_deletes(t).num_rows == 0 or version == 2
+    after = ours(t, *(("_row_id", "_last_updated_sequence_number") if version >= 3 else ()))
+    # same rows, same ids and sequence numbers (x holds NaNs: compared apart)
+    assert after.drop(["x"]).to_pylist() == before.drop(["x"]).to_pylist()
+    assert after["x"].equals(before["x"]) or after["x"].is_nan().equals(before["x"].is_nan())
+    assert checksum(pyiceberg_read(t)) == checksum(before)
+    assert duckdb_checksum(duckdb_con, t) == checksum(before)
+    assert int(snap.summary.get_int("added-records") or 0) == before.num_rows
+    # nothing left to compact
+    again = t.rewrite_data_files(target_file_size=10 * 1024 * 1024)
+    assert again.rewritten_data_files == 0
+    assert t.current_snapshot().snapshot_id == snap.snapshot_id
+
+
+def test_compaction_min_input_files_and_target(tmp_path: Path) -> None:
+    t = _table(tmp_path, 2, appends=3)
+    r = t.rewrite_data_files(target_file_size=10 * 1024 * 1024, min_input_files=4)
+    assert r.rewritten_data_files == 0  # 3 files per bucket, no deletes
+    # a target below the file size leaves every file alone
+    r = t.rewrite_data_files(target_file_size=100)
+    assert r.rewritten_data_files == 0
+    with pytest.raises(ValidationError):
+        t.rewrite_data_files(min_input_files=0)
+
+
+def test_compaction_conflicts_with_concurrent_delete(tmp_path: Path) -> None:
+    t = _table(tmp_path, 3, appends=3)
+    other = t.catalog.load_table("ns.t")
+    tx = t.transaction()
+    tx.rewrite_data_files(target_file_size=10 * 1024 * 1024)
+    other.delete("id = 5")  # a DV for one of the inputs, committed first
+    with pytest.raises(CommitConflictError, match="deletes"):
+        tx.commit_transaction()
+    t.refresh()
+    assert ours(t).num_rows == 59
+    assert t.current_snapshot().summary.operation == "delete"
+
+
+def test_compaction_of_v3_after_upsert_keeps_ids(tmp_path: Path) -> None:
+    t = _table(tmp_path, 3, appends=2)
+    t.set_properties({"write.merge.mode": "merge-on-read"})
+    src = rows(30, 20)
+    src = src.set_column(1, "s", pc.binary_join_element_wise("u", src["s"], ""))
+    t.upsert(src, ["id"])
+    before = ours(t, "_row_id")
+    t.rewrite_data_files(target_file_size=10 * 1024 * 1024)
+    after = ours(t, "_row_id")
+    assert after.drop(["x"]).to_pylist() == before.drop(["x"]).to_pylist()
+    assert pa.compute.count_distinct(after["_row_id"]).as_py() == after.num_rows

@@ -1,0 +1,145 @@
+"""delete(filter): merge-on-read (DVs on v3, position delete files on v2) and copy-on-write,
+read back by icefloe, PyIceberg 0.12 and DuckDB with the same rows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pytest
+
+from icefloe.exceptions import ValidationError
+from icefloe.partitioning import PartitionSpec
+from rowlevel_util import live_data_files, live_deletes, ours
+from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+
+MOR = {"write.delete.mode": "merge-on-read"}
+
+
+def _table(tmp_path: Path, version: int, props: dict[str, str], spec: PartitionSpec = SPEC) -> Any:
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t", SCHEMA, partition_spec=spec, properties={"format-version": str(version), **props}
+    )
+    t.append(rows(0, 120))
+    t.append(rows(120, 80))
+    return t
+
+
+def _expect(mask_fn: Any) -> Any:
+    data = rows(0, 200)
+    return data.filter(pc.invert(mask_fn(data)))
+
+
+def _check_peers(t: Any, want: Any, duckdb_con: Any) -> None:
+    assert checksum(ours(t)) == checksum(want)
+    assert checksum(pyiceberg_read(t)) == checksum(want)
+    assert duckdb_checksum(duckdb_con, t) == checksum(want)
+
+
+def test_mor_delete_v3_writes_one_puffin_and_merges(tmp_path: Path, duckdb_con: Any) -> None:
+    t = _table(tmp_path, 3, MOR)
+    before = ours(t, "_row_id")
+    t.delete("id < 30 or s = 's150'")
+    snap = t.current_snapshot()
+    assert snap.summary.operation == "delete"
+    assert snap.summary.get_int("added-dvs") > 1
+    assert snap.summary.get_int("added-position-deletes") == 31
+    dels = live_deletes(t)
+    assert set(dels.column("file_format").to_pylist()) == {"PUFFIN"}
+    assert len(set(dels.column("file_path").to_pylist())) == 1  # one Puffin file per commit
+    want = _expect(lambda d: pc.or_(pc.less(d["id"], 30), pc.equal(d["s"], "s150")))
+    _check_peers(t, want, duckdb_con)
+
+    # a second delete on some of the same files: merged, still one DV per data file
+    t.delete("id >= 25 and id < 40")
+    dels = live_deletes(t)
+    refs = Counter(dels.column("referenced_data_file").to_pylist())
+    assert refs and max(refs.values()) == 1
+    assert t.current_snapshot().summary.get_int("removed-dvs") >= 1
+    want = _expect(lambda d: pc.or_(pc.less(d["id"], 40), pc.equal(d["s"], "s150")))
+    _check_peers(t, want, duckdb_con)
+    # surviving rows keep their row ids
+    after = ours(t, "_row_id")
+    kept = before.filter(pc.is_in(before["id"], value_set=after["id"]))
+    assert kept.column("_row_id").to_pylist() == after.column("_row_id").to_pylist()
+    head = t.current_snapshot().snapshot_id
+    t.delete("id > 100000")  # nothing matches: no commit
+    assert t.current_snapshot().snapshot_id == head and len(t.snapshots()) == 4
+
+
+def test_mor_delete_v2_position_files(tmp_path: Path, duckdb_con: Any) -> None:
+    t = _table(tmp_path, 2, MOR)
+    t.delete("id in (3, 4, 5, 150, 199)")
+    dels = live_deletes(t)
+    assert set(dels.column("file_format").to_pylist()) == {"PARQUET"}
+    assert sum(dels.column("record_count").to_pylist()) == 5
+    t.delete("id = 6")
+    want = _expect(lambda d: pc.is_in(d["id"], value_set=pc.cast([3, 4, 5, 6, 150, 199], "int64")))
+    _check_peers(t, want, duckdb_con)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_cow_delete_rewrites_and_keeps_lineage(
+    tmp_path: Path, version: int, duckdb_con: Any
+) -> None:
+    t = _table(tmp_path, version, {})
+    files_before = live_data_files(t)
+    before = ours(t, "_row_id") if version >= 3 else None
+    t.delete("id >= 10 and id < 15")
+    snap = t.current_snapshot()
+    assert snap.summary.operation == "overwrite"
+    assert live_deletes(t).num_rows == 0
+    assert snap.summary.get_int("deleted-data-files") >= 1
+    assert snap.summary.get_int("added-data-files") >= 1
+    want = _expect(lambda d: pc.and_(pc.greater_equal(d["id"], 10), pc.less(d["id"], 15)))
+    _check_peers(t, want, duckdb_con)
+    assert len(set(files_before) - set(live_data_files(t))) == snap.summary.get_int(
+        "deleted-data-files"
+    )
+    if before is not None:
+        after = ours(t, "_row_id", "_last_updated_sequence_number")
+        kept = before.filter(pc.is_in(before["id"], value_set=after["id"]))
+        assert kept.column("_row_id").to_pylist() == after.column("_row_id").to_pylist()
+        # rows copied into new files keep the sequence number they were last updated at
+        assert set(after.column("_last_updated_sequence_number").to_pylist()) <= {1, 2}
+
+
+def test_cow_whole_file_deletes_without_rewrite(tmp_path: Path, duckdb_con: Any) -> None:
+    t = _table(tmp_path, 2, {})
+    # ts is hourly from 2024-01-01: the first day is exactly ids 0..23, proven by partition
+    t.delete("ts < '2024-01-02T00:00:00'")
+    snap = t.current_snapshot()
+    assert snap.summary.operation == "delete"
+    assert snap.summary.get("added-data-files") is None
+    assert snap.summary.get_int("deleted-records") == 24
+    want = _expect(lambda d: pc.less(d["id"], 24))
+    _check_peers(t, want, duckdb_con)
+    # a filter matching every live row of some files (not provable by partition): no rewrite
+    (tmp_path / "b").mkdir()
+    t2 = _table(tmp_path / "b", 2, {}, PartitionSpec())
+    t2.delete("id >= 0")
+    assert t2.current_snapshot().summary.get("added-data-files") is None
+    assert ours(t2).num_rows == 0
+
+
+def test_mor_delete_then_cow_delete_applies_dvs(tmp_path: Path, duckdb_con: Any) -> None:
+    t = _table(tmp_path, 3, MOR)
+    t.delete("id < 5")
+    t.set_properties({"write.delete.mode": "copy-on-write"})
+    t.delete("id = 7")
+    assert live_deletes(t).num_rows < 100  # the DVs of rewritten files were removed with them
+    refs = set(live_deletes(t).column("referenced_data_file").to_pylist())
+    assert refs <= set(live_data_files(t))
+    want = _expect(lambda d: pc.or_(pc.less(d["id"], 5), pc.equal(d["id"], 7)))
+    _check_peers(t, want, duckdb_con)
+
+
+def test_bad_mode_and_v1_mor(tmp_path: Path) -> None:
+    t = _table(tmp_path, 2, {"write.delete.mode": "sideways"})
+    with pytest.raises(ValidationError, match="sideways"):
+        t.delete("id = 1")
+    with pytest.raises(ValidationError):
+        t.delete("nope = 1")

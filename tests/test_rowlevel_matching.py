@@ -1,0 +1,141 @@
+"""Per-task building blocks: positions matching a filter, surviving rows with lineage, key
+matching (null equals null), duplicate-key checks, row id carry-over, whole-file proof."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _read_util import write_data, write_dv
+from icefloe.exceptions import ValidationError
+from icefloe.expressions import AlwaysFalse, AlwaysTrue, col
+from icefloe.io import FileIO
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.scan import DataFileRef, FileScanTask
+from icefloe.schema import Schema
+from icefloe.transforms import BucketTransform, IdentityTransform
+from icefloe.types import LongType, NestedField, StringType
+from icefloe.write.matching import (
+    KeySet,
+    all_rows_match,
+    bind_filter,
+    carry_row_ids,
+    check_unique_keys,
+    key_match_mask,
+    matching_key_positions,
+    matching_positions,
+    surviving_rows,
+)
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "name", StringType(), required=False),
+    NestedField(3, "v", LongType(), required=False),
+)
+
+
+def _rows(n: int) -> list[dict[str, object]]:
+    return [{"id": i, "name": None if i % 5 == 0 else f"n{i % 3}", "v": i * 10} for i in range(n)]
+
+
+def _task(tmp_path: Path, n: int, deleted: list[int] | None = None, **kw: object) -> FileScanTask:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, _rows(n), row_group_size=7)
+    df = DataFileRef(df.file_path, record_count=n, file_size_in_bytes=df.file_size_in_bytes, **kw)  # type: ignore[arg-type]
+    deletes = (write_dv(tmp_path / "dv.bin", deleted, df.file_path),) if deleted else ()
+    return FileScanTask(df, deletes)
+
+
+def test_matching_positions_respects_existing_deletes(tmp_path: Path) -> None:
+    task = _task(tmp_path, 40, deleted=[3, 4, 30])
+    f = bind_filter(SCHEMA, "id < 10 or name = 'n1'")
+    got = matching_positions(FileIO(), task, SCHEMA, f).to_pylist()
+    rows = _rows(40)
+    want = [i for i in range(40) if i not in (3, 4, 30) and (i < 10 or rows[i]["name"] == "n1")]
+    assert got == want
+    # Iceberg semantics: a null is "not equal" to 'n1', so null names match
+    f2 = bind_filter(SCHEMA, "name != 'n1'")
+    got2 = matching_positions(FileIO(), task, SCHEMA, f2).to_pylist()
+    assert got2 == [i for i in range(40) if i not in (3, 4, 30) and rows[i]["name"] != "n1"]
+    assert (
+        matching_positions(FileIO(), task, SCHEMA, bind_filter(SCHEMA, "id > 100")).to_pylist()
+        == []
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 60), st.integers(-5, 65), st.lists(st.integers(0, 59), max_size=10))
+def test_matching_and_surviving_partition_live_rows(
+    tmp_path_factory: pytest.TempPathFactory, n: int, cut: int, deleted: list[int]
+) -> None:
+    tmp = tmp_path_factory.mktemp("m")
+    deleted = [d for d in deleted if d < n]
+    task = _task(tmp, n, deleted=deleted or None, first_row_id=1000, data_sequence_number=4)
+    f = bind_filter(SCHEMA, col("id") >= cut)
+    hit = matching_positions(FileIO(), task, SCHEMA, f).to_pylist()
+    batches = list(surviving_rows(FileIO(), task, SCHEMA, f))
+    live = [i for i in range(n) if i not in set(deleted)]
+    assert hit == [i for i in live if i >= cut]
+    rest = [i for i in live if i < cut]
+    if not rest:
+        assert batches == []
+        return
+    kept = pa.Table.from_batches(batches)
+    assert kept.column("id").to_pylist() == rest
+    # row lineage is inherited from first_row_id + position and the data sequence number
+    assert kept.column("_row_id").to_pylist() == [1000 + i for i in rest]
+    assert kept.column("_last_updated_sequence_number").to_pylist() == [4] * len(rest)
+
+
+def test_key_matching_null_equals_null() -> None:
+    data = pa.table({"a": [1, 2, None, 4], "b": ["x", None, "z", "w"], "c": [0, 0, 0, 0]})
+    keys = pa.table({"a": [2, None, 9], "b": [None, "z", "x"]})
+    assert key_match_mask(data, keys, ["a", "b"]).to_pylist() == [False, True, True, False]
+    assert KeySet(keys, ["a"]).match_mask(data).to_pylist() == [False, True, True, False]
+    with pytest.raises(ValidationError, match="zz"):
+        key_match_mask(data, keys, ["zz"])
+
+
+def test_check_unique_keys() -> None:
+    check_unique_keys(pa.table({"a": [1, 2, 3]}), ["a"])
+    with pytest.raises(ValidationError, match="duplicate"):
+        check_unique_keys(pa.table({"a": [1, 2, 1], "b": [1, 1, 1]}), ["a", "b"])
+    check_unique_keys(pa.table({"a": [1, 1], "b": [1, 2]}), ["a", "b"])
+    with pytest.raises(ValidationError):
+        check_unique_keys(pa.table({"a": [1]}), [])
+
+
+def test_matching_key_positions_and_row_id_carry(tmp_path: Path) -> None:
+    task = _task(tmp_path, 20, deleted=[2], first_row_id=500)
+    keys = KeySet(pa.table({"id": [2, 3, 7, 99]}), ["id"])
+    got = matching_key_positions(FileIO(), task, SCHEMA, keys)
+    assert got.column("_pos").to_pylist() == [3, 7]
+    full = matching_key_positions(FileIO(), task, SCHEMA, keys, with_row_ids=True)
+    assert full.column("_row_id").to_pylist() == [503, 507]
+    source = pa.table({"id": [99, 7, 3], "v": [1, 2, 3]})
+    assert carry_row_ids(source, full, ["id"]).to_pylist() == [None, 507, 503]
+    assert got.column_names == ["id", "_pos"]
+    none = matching_key_positions(FileIO(), task, SCHEMA, KeySet(pa.table({"id": [77]}), ["id"]))
+    assert none.num_rows == 0
+
+
+def test_all_rows_match_by_partition() -> None:
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "name"), spec_id=1)
+    bspec = PartitionSpec(PartitionField(1, 1000, BucketTransform(4), "b"), spec_id=2)
+    specs = {1: spec, 2: bspec, 0: PartitionSpec()}
+
+    def task(spec_id: int, partition: tuple[object, ...]) -> FileScanTask:
+        return FileScanTask(DataFileRef("x", spec_id=spec_id, partition=partition))
+
+    eq = bind_filter(SCHEMA, "name = 'n1'")
+    assert all_rows_match(task(1, ("n1",)), SCHEMA, eq, specs)
+    assert not all_rows_match(task(1, ("n2",)), SCHEMA, eq, specs)
+    assert not all_rows_match(task(0, ()), SCHEMA, eq, specs)
+    both = bind_filter(SCHEMA, "name = 'n1' and id > 3")
+    assert not all_rows_match(task(1, ("n1",)), SCHEMA, both, specs)
+    assert not all_rows_match(task(2, (1,)), SCHEMA, bind_filter(SCHEMA, "id = 5"), specs)
+    assert all_rows_match(task(0, ()), SCHEMA, AlwaysTrue(), specs)
+    assert not all_rows_match(task(1, ("n1",)), SCHEMA, AlwaysFalse(), specs)

@@ -1,0 +1,123 @@
+"""upsert (merge-on-read, copy-on-write, equality) and delete_by_keys, checked against the
+expected rows and the peers; updated rows keep their _row_id on v3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from icefloe.exceptions import ValidationError
+from rowlevel_util import live_deletes, ours
+from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+
+
+def _table(tmp_path: Path, version: int, props: dict[str, str]) -> Any:
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, properties={"format-version": str(version), **props}
+    )
+    t.append(rows(0, 100))
+    return t
+
+
+def _source() -> pa.Table:
+    """Keys 90..109: 90..99 update existing rows (new s and x), 100..109 are new."""
+    src = rows(90, 20)
+    return src.set_column(1, "s", pc.binary_join_element_wise("u", src["s"], ""))
+
+
+def _expected() -> pa.Table:
+    old = rows(0, 90)
+    return pa.concat_tables([old, _source()]).sort_by("id")
+
+
+def _same(a: pa.Table, b: pa.Table) -> None:
+    cols = ["id", "s", "ts"]
+    assert a.select(cols).sort_by("id").to_pylist() == b.select(cols).sort_by("id").to_pylist()
+
+
+MODES = {
+    "mor": {"write.merge.mode": "merge-on-read"},
+    "cow": {},
+}
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_upsert(tmp_path: Path, version: int, mode: str, duckdb_con: Any) -> None:
+    t = _table(tmp_path, version, MODES[mode])
+    before = ours(t, "_row_id") if version >= 3 else None
+    result = t.upsert(_source(), ["id"])
+    assert (result.rows_updated, result.rows_inserted) == (10, 10)
+    snap = t.current_snapshot()
+    assert snap.summary.operation == "overwrite"
+    got = ours(t, *(("_row_id",) if version >= 3 else ()))
+    _same(got, _expected())
+    want = checksum(_expected())
+    assert checksum(pyiceberg_read(t)) == want
+    assert duckdb_checksum(duckdb_con, t) == want
+    if mode == "mor":
+        kinds = set(live_deletes(t).column("file_format").to_pylist())
+        assert kinds == ({"PUFFIN"} if version >= 3 else {"PARQUET"})
+    else:
+        assert live_deletes(t).num_rows == 0
+    if before is not None:
+        # updated and untouched rows keep their ids; new rows get fresh, distinct ids
+        old_ids = dict(zip(before["id"].to_pylist(), before["_row_id"].to_pylist(), strict=True))
+        new_ids = dict(zip(got["id"].to_pylist(), got["_row_id"].to_pylist(), strict=True))
+        for k in range(100):
+            assert new_ids[k] == old_ids[k]
+        fresh = [new_ids[k] for k in range(100, 110)]
+        assert len(set(fresh)) == 10 and not set(fresh) & set(old_ids.values())
+    # upserting the same data again changes nothing visible
+    again = t.upsert(_source(), ["id"])
+    assert (again.rows_updated, again.rows_inserted) == (20, 0)
+    _same(ours(t), _expected())
+
+
+def test_upsert_equality_mode(tmp_path: Path, duckdb_con: Any) -> None:
+    t = _table(tmp_path, 2, {"write.upsert.mode": "equality"})
+    t.upsert(_source(), ["id"])
+    dels = live_deletes(t)
+    assert set(dels.column("content").to_pylist()) == {2}
+    _same(ours(t), _expected())
+    assert duckdb_checksum(duckdb_con, t) == checksum(_expected())
+
+
+def test_upsert_rejects_duplicates_and_bad_columns(tmp_path: Path) -> None:
+    t = _table(tmp_path, 2, {})
+    head = t.current_snapshot().snapshot_id
+    dup = pa.concat_tables([rows(5, 2), rows(5, 1)])
+    with pytest.raises(ValidationError, match="duplicate"):
+        t.upsert(dup, ["id"])
+    with pytest.raises(ValidationError, match="nope"):
+        t.upsert(rows(5, 2), ["nope"])
+    assert t.current_snapshot().snapshot_id == head
+    assert t.upsert(rows(0, 0), ["id"]).rows_inserted == 0
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_delete_by_keys(tmp_path: Path, version: int, duckdb_con: Any) -> None:
+    t = _table(tmp_path, version, {})
+    t.delete_by_keys(pa.table({"id": [3, 50, 77, 1000]}), ["id"])
+    dels = live_deletes(t)
+    assert set(dels.column("content").to_pylist()) == {2}
+    want = rows(0, 100).filter(
+        pc.invert(pc.is_in(rows(0, 100)["id"], value_set=pa.array([3, 50, 77])))
+    )
+    _same(ours(t), want)
+    assert duckdb_checksum(duckdb_con, t) == checksum(want)
+    # keys matching nothing in the table's partitions write nothing
+    head = t.current_snapshot().snapshot_id
+    t.delete_by_keys({"id": [10_000]}, ["id"])
+    assert t.current_snapshot().snapshot_id == head
+
+
+def test_delete_by_keys_needs_v2(tmp_path: Path) -> None:
+    t = _table(tmp_path, 1, {})
+    with pytest.raises(ValidationError, match="version 2"):
+        t.delete_by_keys({"id": [1]}, ["id"])
