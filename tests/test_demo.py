@@ -28,12 +28,22 @@ def test_demo_pipeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         pc.is_in(bucket.apply(data["customer_id"]), value_set=pa.array(hit, pa.int32())),
     )
     kept = data.filter(pc.invert(replaced))
-    assert report["rows"] == kept.num_rows + fixed.num_rows
+    model = pa.concat_tables([kept, fixed])
+    # delete by filter, then upsert by order_id
+    gone = pc.and_(pc.equal(model["region"], "sa-east"), pc.less(model["amount_cents"], 200000))
+    model = model.filter(pc.invert(pc.fill_null(gone, False)))
+    src = demo.upsert_source(20000)
+    matched = pc.is_in(model["order_id"], value_set=src["order_id"])
+    updated = pc.sum(matched.cast(pa.int64())).as_py()
+    model = pa.concat_tables([model.filter(pc.invert(matched)), src])
+    assert report["rows"] == model.num_rows == report["rows_after_compaction"]
+    assert (report["rows_updated"], report["rows_inserted"]) == (updated, src.num_rows - updated)
+    assert int(report["dvs_written"]) > 0  # type: ignore[call-overload]
     assert report["first_snapshot_rows"] == 10000
-    assert report["snapshots"] == 3
-    assert report["total_amount"] == (
-        pc.sum(kept["amount_cents"]).as_py() + pc.sum(fixed["amount_cents"]).as_py()
-    )
+    assert report["snapshots"] == 6  # 2 appends, overwrite, delete, upsert, compaction
+    assert report["total_amount"] == pc.sum(model["amount_cents"]).as_py()
+    assert int(report["files_compacted"]) > 0  # type: ignore[call-overload]
+    assert report["orphan_files"] == 0
     assert 0 < int(report["filtered_files"]) < int(report["data_files"])  # type: ignore[call-overload]
     assert int(report["next_row_id"]) >= 20000 + fixed.num_rows  # type: ignore[call-overload]
     assert "rows in the table" in out and "ingest [" in out

@@ -26,7 +26,6 @@ def test_scans_of_one_table_share_decoded_manifests(tmp_path: Path) -> None:
     again = TableScan(t, row_filter="id > 3").plan_files()
     assert cache.hits == 2
     assert {x.data_file.file_path for x in again} == {x.data_file.file_path for x in first}
-    # the decoded batches are cached without the column sizes planning never reads
     assert cache.nbytes > 0
     # a different table object has its own cache; 0 bytes disables caching
     other = HandTable(tmp_path / "o", SCHEMA, [PartitionSpec(spec_id=0)], 2)

@@ -143,3 +143,16 @@ def test_bad_mode_and_v1_mor(tmp_path: Path) -> None:
         t.delete("id = 1")
     with pytest.raises(ValidationError):
         t.delete("nope = 1")
+
+
+def test_delete_and_upsert_on_a_branch_leave_main_untouched(tmp_path: Path) -> None:
+    t = _table(tmp_path, 3, MOR)
+    main_head = t.current_snapshot().snapshot_id
+    t.delete("id < 10", branch="audit")  # the branch forks from main
+    t.upsert(rows(195, 10), ["id"], branch="audit")
+    assert t.current_snapshot().snapshot_id == main_head
+    assert checksum(ours(t)) == checksum(rows(0, 200))
+    branch = ours(t, ref="audit")
+    assert sorted(branch["id"].to_pylist()) == list(range(10, 205))
+    # the branch's DVs live only in the branch's snapshots
+    assert live_deletes(t).num_rows == 0

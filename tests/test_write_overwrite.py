@@ -251,3 +251,28 @@ def test_add_files_infers_partitions(tmp_path: Path, duckdb_con: Any) -> None:
     with pytest.raises(ValidationError, match="more than one partition"):
         t.add_files([(src / "many.parquet").as_uri()])
     _expect(t, one, duckdb_con)
+
+
+def test_overwrite_on_a_branch_and_in_a_transaction(tmp_path: Path, duckdb_con: Any) -> None:
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3)
+    t.append(rows(0, 50))
+    main = t.current_snapshot()
+    assert main is not None
+    t.append(rows(50, 10), branch="dev")
+    t.overwrite(rows(100, 2), "id < 20", branch="dev")
+    assert t.current_snapshot() == main  # main untouched
+    from pyiceberg.table import StaticTable
+
+    dev = StaticTable.from_metadata(t.metadata_location).scan(
+        snapshot_id=t.metadata.refs["dev"].snapshot_id
+    )
+    got = sorted(dev.to_arrow()["id"].to_pylist())
+    assert got == [*range(20, 60), 100, 101]
+    # Several operations in one transaction: one commit, each its own snapshot, in order.
+    with t.transaction() as tx:
+        tx.overwrite(rows(200, 3), "id >= 40")
+        tx.append(rows(300, 1))
+    snaps = t.snapshots()
+    assert [s.summary.operation for s in snaps[-2:] if s.summary] == ["overwrite", "append"]
+    want = pa.concat_tables([rows(0, 40), rows(200, 3), rows(300, 1)])
+    _expect(t, want, duckdb_con)

@@ -4,9 +4,11 @@
    (``day(ts), bucket[4](customer_id)``);
 2. ingest a few million generated orders in batches (one ``append`` snapshot each) with a
    progress bar;
-3. replace one day's orders with corrected ones (dynamic partition overwrite);
+3. replace one day's orders with corrected ones (dynamic partition overwrite), then delete by a
+   filter and upsert by ``order_id`` with merge-on-read (deletion vectors);
 4. read the table back: row count and total amount, a filtered scan (with the files pruned by
    partition and metrics), and a time-travel read of the first snapshot;
+   then compact the small files (applying the DVs) and list orphan files (dry run);
 5. print a short report: rows, files, snapshots, row ids assigned, timings.
 
 ``python -m icefloe.demo [--rows N] [--batches K] [--warehouse DIR]``; without ``--warehouse``
@@ -92,6 +94,15 @@ def generate(first_id: int, rows: int, seed: int) -> pa.Table:
     )
 
 
+DELETE_FILTER = "region = 'sa-east' and amount_cents < 200000"
+
+
+def upsert_source(rows: int) -> pa.Table:
+    """Changes for the upsert: new values for the first orders and as many new orders."""
+    k = max(1, rows // 100)
+    return pa.concat_tables([generate(0, k, seed=123), generate(10**11, k, seed=124)])
+
+
 def _bar(done: int, total: int, started: float, width: int = 30) -> str:
     filled = int(width * done / max(total, 1))
     rate = done / max(time.perf_counter() - started, 1e-9)
@@ -166,6 +177,17 @@ def run(rows: int, batches: int, warehouse: Path) -> dict[str, object]:
         "dynamic partition overwrite (1 day)", lambda: table.dynamic_partition_overwrite(fixed)
     )
 
+    # Row-level changes with merge-on-read: deletion vectors instead of rewritten files.
+    table.set_properties(
+        {"write.delete.mode": "merge-on-read", "write.merge.mode": "merge-on-read"}
+    )
+    timer.run("delete by filter (deletion vectors)", lambda: table.delete(DELETE_FILTER))
+    dvs = table.current_snapshot().summary.get_int("added-dvs") or 0  # type: ignore[union-attr]
+    changes = upsert_source(rows)
+    upserted = timer.run(
+        "upsert by order_id (deletion vectors)", lambda: table.upsert(changes, ["order_id"])
+    )
+
     total_rows = timer.run("count rows (scan)", lambda: _scan_count(table))
     amounts = timer.run(
         "read amount_cents (scan)", lambda: _scan_arrow(table, selected_fields=("amount_cents",))
@@ -181,6 +203,15 @@ def run(rows: int, batches: int, warehouse: Path) -> dict[str, object]:
         "time travel to the first snapshot",
         lambda: _scan_count(table, snapshot_id=snapshot_ids[0]),
     )
+    files_before = len(table.scan().plan_files())
+    compacted = timer.run(
+        "compact (rewrite_data_files)", lambda: table.rewrite_data_files(target_file_size=64 << 20)
+    )
+    rows_after = timer.run("count rows after compaction", lambda: _scan_count(table))
+    orphans = timer.run(
+        "list orphan files (dry run)",
+        lambda: table.remove_orphan_files(older_than=dt.timedelta(0), dry_run=True),
+    )
     all_files = table.scan().plan_files()
     snap = table.current_snapshot()
     assert snap is not None and snap.summary is not None
@@ -193,6 +224,13 @@ def run(rows: int, batches: int, warehouse: Path) -> dict[str, object]:
         "filtered_files": len(tasks),
         "next_row_id": table.metadata.next_row_id,
         "total_amount": pc.sum(amounts["amount_cents"]).as_py() or 0,
+        "dvs_written": dvs,
+        "rows_updated": upserted.rows_updated,
+        "rows_inserted": upserted.rows_inserted,
+        "files_before_compaction": files_before,
+        "files_compacted": compacted.rewritten_data_files,
+        "rows_after_compaction": rows_after,
+        "orphan_files": len(orphans),
     }
     print("report")
     print(f"  rows in the table           {total_rows:>14,}")
@@ -206,6 +244,16 @@ def run(rows: int, batches: int, warehouse: Path) -> dict[str, object]:
         f"    {eu.num_rows:,} rows from {len(tasks)} of {len(all_files)} files"
     )
     print(f"  row ids assigned (next-row-id) {table.metadata.next_row_id:>11,}")
+    print(f"  deletion vectors written    {dvs:>14,}")
+    print(
+        f"  upsert                      {upserted.rows_updated:>14,} updated, "
+        f"{upserted.rows_inserted:,} inserted"
+    )
+    print(
+        f"  compaction                  {compacted.rewritten_data_files:>14,} files -> "
+        f"{compacted.added_data_files:,} ({files_before:,} -> {len(all_files):,} live files)"
+    )
+    print(f"  orphan files (dry run)      {len(orphans):>14,}")
     print("timings")
     for label, seconds in timer.steps:
         print(f"  {label:<40} {seconds * 1e3:9.1f} ms")

@@ -4,7 +4,6 @@ Manifests are immutable once written, so a decoded manifest (its Arrow batch, in
 applied) can be reused by every later scan that lists it under the same path. The cache is an
 LRU bounded by the batches' Arrow sizes (``scan.manifest-cache.max-bytes``, a table property or
 scan option, default 256 MiB; ``0`` disables it) and lives as long as the table object does.
-Columns planning never reads (``column_sizes``) are dropped before caching.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ __all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_PROPERTY", "ManifestCache", "manifest
 
 MAX_BYTES_PROPERTY = "scan.manifest-cache.max-bytes"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-_DROP = ("column_sizes",)
 
 
 class ManifestCache:
@@ -54,10 +52,7 @@ class ManifestCache:
             return item[0]
 
     def put(self, path: str, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Caches ``batch`` (minus unused columns) if it fits; returns the batch to use."""
-        keep = [n for n in batch.schema.names if n not in _DROP]
-        if len(keep) != batch.num_columns:
-            batch = batch.select(keep)
+        """Caches ``batch`` if it fits; returns it."""
         size = batch.nbytes
         if size > self.max_bytes:
             return batch

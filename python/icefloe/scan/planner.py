@@ -54,7 +54,8 @@ __all__ = ["Plan", "PlannedBatch", "SpecFilters", "plan"]
 
 #: Content codes of manifests and manifest entries.
 DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
-_STATUS_DELETED = 2
+#: Data manifests decoded per round (bounds the memory of decoded but not yet pruned entries).
+_CHUNK = 32
 #: Field id of the ``file_path`` column of position delete files (its bounds name data files).
 DELETE_FILE_PATH_ID = 2**31 - 1 - 101
 
@@ -70,7 +71,6 @@ DATA_COLUMNS = (
     "file_sequence_number",
     "split_offsets",
     "first_row_id",
-    "key_metadata",
 )
 DELETE_COLUMNS = (
     *DATA_COLUMNS,
@@ -232,13 +232,14 @@ class PlannedBatch:
 
 @dataclass
 class Plan:
-    """A planned scan, columnar: kept data entries per manifest, the live delete files that
-    apply to any of them, and for each data entry (in batch order) the delete indices."""
+    """A planned scan, columnar: the kept data entries per manifest (with residual indices),
+    the kept live delete files per delete manifest (``(spec_id, batch)``), and ``assignment``:
+    for each data entry, in batch order, the indices of its delete files in the concatenation
+    of ``deletes``."""
 
     batches: list[PlannedBatch] = field(default_factory=list)
     residuals: list[BooleanExpression] = field(default_factory=list)
     deletes: list[tuple[int, pa.RecordBatch]] = field(default_factory=list)
-    delete_table: pa.Table | None = None
     assignment: pa.ListArray | None = None
 
     @property
@@ -318,13 +319,9 @@ def _kept(
     )
     out = []
     for b, m in zip(batches, masks, strict=True):
-        sel = _select(b, columns)
-        kept = m.true_count
-        if kept == 0:
-            sel = sel.slice(0, 0)
-        elif kept < len(m):
-            sel = sel.filter(m)
-        out.append(sel)
+        # filtering copies the kept columns: the decoded batch (one Arrow import, freed as a
+        # whole) is not kept alive by them
+        out.append(_select(b, columns).filter(m))
     return out
 
 
@@ -483,9 +480,15 @@ def plan(
     data_specs = data_manifests.column("partition_spec_id").to_pylist()
     residual_ids: dict[BooleanExpression, int] = {}
     residual_cache: dict[int, dict[tuple[int, ...], BooleanExpression]] = {}
-    decoded = _decode(read, data_manifests, threads, cache)
-    kept_data = _kept(decoded, data_specs, spec_filters, metrics_json, threads, DATA_COLUMNS)
-    del decoded
+    kept_data: list[pa.RecordBatch] = []
+    # decoded in chunks, so only the kept columns and rows of earlier chunks stay in memory
+    for lo in range(0, data_manifests.num_rows, _CHUNK):
+        chunk = data_manifests.slice(lo, _CHUNK)
+        decoded = _decode(read, chunk, threads, cache)
+        kept_data += _kept(
+            decoded, data_specs[lo : lo + _CHUNK], spec_filters, metrics_json, threads, DATA_COLUMNS
+        )
+        del decoded
     for sid, kept in zip(data_specs, kept_data, strict=True):
         if not kept.num_rows:
             continue

@@ -135,7 +135,7 @@ def live_entries(
     if lst is None:
         return []
     mfs = [m for m in manifest_files(lst) if content is None or m.content == content]
-    blobs = [io.new_input(m.manifest_path).read() for m in mfs]
+    blobs = _read_all(io, [m.manifest_path for m in mfs])
     return list(zip(mfs, read_manifests(blobs, mfs), strict=True))
 
 
@@ -437,7 +437,7 @@ class SnapshotProducer:
             if (m.added_files_count or 0) + (m.existing_files_count or 0) > 0
             or m.added_files_count is None
         ]
-        blobs = [self.io.new_input(mfs[i].manifest_path).read() for i in live]
+        blobs = _read_all(self.io, [mfs[i].manifest_path for i in live])
         batches = read_manifests(blobs, [mfs[i] for i in live])
         wanted = pa.array(sorted(self._removed_paths), pa.string())
         found: set[str] = set()
@@ -661,6 +661,13 @@ def _tally(batch: pa.RecordBatch, s: dict[str, int], data: str, files: str, rows
     add(f"{files}-equality-delete-files", total(is_eq, ones))
     add(f"{rows}-position-deletes", total(is_pos, records))
     add(f"{rows}-equality-deletes", total(is_eq, records))
+
+
+def _read_all(io: FileIO, paths: list[str]) -> list[bytes]:
+    """The bytes of several files, fetched in parallel (object stores are latency bound)."""
+    if len(paths) <= 1:
+        return [io.new_input(p).read() for p in paths]
+    return list(_POOL.map(lambda p: io.new_input(p).read(), paths))
 
 
 def _rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -152,8 +153,8 @@ def data_files_from_parquet(
     raw_mapping = metadata.properties.get(NAME_MAPPING)
     mapping = NameMapping.from_json(json.loads(raw_mapping)) if raw_mapping else None
     table_arrow = {f.field.field_id: f for f in config.leaves}
-    out: list[DataFile] = []
-    for path in paths:
+
+    def describe(path: str) -> DataFile:
         infile = io.new_input(path)
         size = infile.length()
         with infile.open() as stream:
@@ -187,22 +188,25 @@ def data_files_from_parquet(
                 )
         leaf_index = {fid: i for i, fid in enumerate(ids) if fid is not None}
         metrics = footer_metrics(md, ids, config)
-        out.append(
-            DataFile(
-                file_path=path,
-                record_count=md.num_rows,
-                file_size_in_bytes=size,
-                spec_id=spec.spec_id,
-                partition=_partition(path, md, leaf_index, schema, spec) if spec.fields else {},
-                column_sizes=metrics.column_sizes,
-                value_counts=metrics.value_counts,
-                null_value_counts=metrics.null_value_counts,
-                lower_bounds=metrics.lower_bounds,
-                upper_bounds=metrics.upper_bounds,
-                split_offsets=split_offsets(md),
-            )
+        return DataFile(
+            file_path=path,
+            record_count=md.num_rows,
+            file_size_in_bytes=size,
+            spec_id=spec.spec_id,
+            partition=_partition(path, md, leaf_index, schema, spec) if spec.fields else {},
+            column_sizes=metrics.column_sizes,
+            value_counts=metrics.value_counts,
+            null_value_counts=metrics.null_value_counts,
+            lower_bounds=metrics.lower_bounds,
+            upper_bounds=metrics.upper_bounds,
+            split_offsets=split_offsets(md),
         )
-    return out
+
+    wanted = list(paths)
+    if len(wanted) <= 1:
+        return [describe(p) for p in wanted]
+    with ThreadPoolExecutor(max_workers=min(8, len(wanted))) as pool:
+        return list(pool.map(describe, wanted))
 
 
 def _has_any(f: NestedField, present: set[int]) -> bool:

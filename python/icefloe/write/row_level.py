@@ -21,9 +21,12 @@ delete call it with the positions their executors found).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +35,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, BooleanExpression
 from icefloe.expressions.builder import col
 from icefloe.metadata import MAIN_BRANCH, Operation
-from icefloe.read.deletes import TaskDeletes
+from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
@@ -90,6 +93,29 @@ __all__ = [
 # delete
 
 
+_T = TypeVar("_T")
+
+
+def _per_task(
+    fn: Callable[[FileScanTask, DeleteCache], _T], tasks: list[FileScanTask], cache: DeleteCache
+) -> list[_T]:
+    """``fn`` over every task, in order; on several threads (each with its own delete cache)
+    when there are enough tasks. The reading and matching release the GIL."""
+    workers = min(8, os.cpu_count() or 1)
+    if len(tasks) < 4 or workers < 2:
+        return [fn(t, cache) for t in tasks]
+    local = threading.local()
+
+    def run(task: FileScanTask) -> _T:
+        mine = getattr(local, "cache", None)
+        if mine is None:
+            mine = local.cache = DeleteCache()
+        return fn(task, mine)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run, tasks))
+
+
 def _live_count(ctx: RowContext, task: FileScanTask) -> int | None:
     """Rows of the task's file not deleted by position deletes; None with equality deletes."""
     if any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files):
@@ -131,23 +157,30 @@ def delete(
     delta = RowDelta()
     deleted = 0
     try:
-        for task in plan_tasks(tx, bound, branch=branch, case_sensitive=case_sensitive):
+        tasks = plan_tasks(tx, bound, branch=branch, case_sensitive=case_sensitive)
+
+        def probe(task: FileScanTask, cache: DeleteCache) -> pa.Array | None:
+            """None: the partition proves every row matches; else the matching positions."""
             if all_rows_match(task, ctx.schema, bound, ctx.specs):
-                live = _live_count(ctx, task)
-                if live is None:
-                    live = _count_live(ctx, task)
-                deleted += live
-                delta.removed.append(task)
-                continue
-            pos = matching_positions(
+                return None
+            return matching_positions(
                 ctx.io,
                 task,
                 ctx.schema,
                 bound,
                 specs=ctx.specs,
                 name_mapping=ctx.mapping,
-                cache=ctx.cache,
+                cache=cache,
             )
+
+        for task, pos in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
+            if pos is None:
+                live = _live_count(ctx, task)
+                if live is None:
+                    live = _count_live(ctx, task)
+                deleted += live
+                delta.removed.append(task)
+                continue
             if len(pos) == 0:
                 continue
             deleted += len(pos)
@@ -293,17 +326,21 @@ def upsert(
     delta = RowDelta()
     matched_parts: list[pa.Table] = []
     try:
-        for task in plan_tasks(tx, key_filter, branch=branch):
-            hit = matching_key_positions(
+        tasks = plan_tasks(tx, key_filter, branch=branch)
+
+        def probe(task: FileScanTask, cache: DeleteCache) -> pa.Table:
+            return matching_key_positions(
                 ctx.io,
                 task,
                 ctx.schema,
                 keys,
                 specs=ctx.specs,
                 name_mapping=ctx.mapping,
-                cache=ctx.cache,
+                cache=cache,
                 with_row_ids=lineage,
             )
+
+        for task, hit in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
             if hit.num_rows == 0:
                 continue
             matched_parts.append(hit)
