@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -191,3 +192,33 @@ def test_empty_projection_keeps_row_counts(tmp_path: Path) -> None:
     got = to_arrow(FileIO(), tasks, ReadOptions(SCHEMA, projected_field_ids=()))
     assert got.num_columns == 0
     assert got.num_rows == 100
+
+
+def test_memory_bound_batches_ahead_of_consumer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers stop producing when their queues are full: the batches produced but not yet
+    consumed never exceed max_workers x (QUEUE_DEPTH + 1)."""
+    from icefloe.read import scan_output
+
+    produced = [0]
+    lock = threading.Lock()
+
+    def many_batches(io: object, task: FileScanTask, options: object, cache: object) -> Any:
+        for i in range(40):
+            with lock:
+                produced[0] += 1
+            yield pa.record_batch({"id": pa.array([i], pa.int64())})
+
+    monkeypatch.setattr(scan_output, "read_task", many_batches)
+    tasks = [FileScanTask(DataFileRef(f"x{i}.parquet")) for i in range(6)]
+    workers = 3
+    consumed = 0
+    worst = 0
+    for _ in iter_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=workers):
+        consumed += 1
+        time.sleep(0.002)
+        with lock:
+            worst = max(worst, produced[0] - consumed)
+    assert consumed == 240
+    assert worst <= workers * (scan_output.QUEUE_DEPTH + 1)

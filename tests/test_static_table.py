@@ -88,6 +88,12 @@ def test_pyiceberg_written_metadata_file(tmp_path: Path) -> None:
     assert snap is not None and snap.snapshot_id == table.current_snapshot().snapshot_id
     assert [f.name for f in static.schema().fields] == ["id", "s"]
     assert static.format_version == 2
+    got = static.scan().to_arrow()
+    assert sorted(got.column("id").to_pylist()) == [1, 2, 3]
+    assert static.scan(row_filter="s = 'b'").to_arrow().column("id").to_pylist() == [2]
+    assert static.scan().count() == 3
+    frame = static.scan(selected_fields=("id",)).to_pandas()
+    assert sorted(frame["id"].tolist()) == [1, 2, 3]
 
 
 def test_errors_name_the_location(tmp_path: Path) -> None:

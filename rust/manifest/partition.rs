@@ -80,6 +80,32 @@ impl PType {
         }
     }
 
+    /// The same type as the shared single-value serde sees it (Appendix D encoding).
+    pub fn iceberg(&self) -> crate::serde::PrimitiveType {
+        use crate::serde::PrimitiveType as T;
+        match self {
+            PType::Boolean => T::Boolean,
+            PType::Int => T::Int,
+            PType::Long => T::Long,
+            PType::Float => T::Float,
+            PType::Double => T::Double,
+            PType::Date => T::Date,
+            PType::Time => T::Time,
+            PType::Timestamp => T::Timestamp,
+            PType::TimestampTz => T::Timestamptz,
+            PType::TimestampNs => T::TimestampNs,
+            PType::TimestampTzNs => T::TimestamptzNs,
+            PType::String => T::String,
+            PType::Uuid => T::Uuid,
+            PType::Binary => T::Binary,
+            PType::Fixed(n) => T::Fixed(*n),
+            PType::Decimal(p, s) => T::Decimal {
+                precision: *p as u32,
+                scale: *s as i32,
+            },
+        }
+    }
+
     pub fn arrow(&self) -> DataType {
         match self {
             PType::Boolean => DataType::Boolean,

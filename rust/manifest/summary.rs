@@ -1,8 +1,7 @@
 //! Partition field summaries of a manifest (`field_summary`: contains_null, contains_nan,
-//! lower/upper bound in the spec's single-value binary form, Appendix D).
-//!
-//! The binary encoding of the bounds is implemented here for the partition value types; it
-//! should be unified with `rust/serde/` (single-value serialisation) once that is on main.
+//! lower/upper bound). The bounds are chosen here with the spec's ordering rules (NaN is left
+//! out and reported as `contains_nan`; -0.0 orders before 0.0) and serialised by the shared
+//! Appendix D encoder of `crate::serde`.
 
 use std::cmp::Ordering;
 
@@ -13,11 +12,9 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 
-use super::partition::decimal_size;
+use crate::serde::array::encode_array;
+use crate::serde::PrimitiveType;
 use crate::{Error, Result};
-
-/// (contains_null, contains_nan, encoded (lower, upper)).
-type Acc = (bool, bool, Option<(Vec<u8>, Vec<u8>)>);
 
 /// One partition field's summary.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -28,15 +25,17 @@ pub struct FieldSummary {
     pub upper: Option<Vec<u8>>,
 }
 
+/// Scans rows `0..n`: whether some are null, whether some are skipped (NaN), and the rows of
+/// the smallest and largest remaining values.
 fn minmax<T: Copy>(
     n: usize,
     valid: impl Fn(usize) -> bool,
     get: impl Fn(usize) -> T,
     skip: impl Fn(T) -> bool,
     cmp: impl Fn(&T, &T) -> Ordering,
-) -> (bool, bool, Option<(T, T)>) {
+) -> (bool, bool, Option<(usize, usize)>) {
     let (mut has_null, mut has_skip) = (false, false);
-    let mut acc: Option<(T, T)> = None;
+    let mut acc: Option<(usize, T, usize, T)> = None;
     for i in 0..n {
         if !valid(i) {
             has_null = true;
@@ -48,146 +47,111 @@ fn minmax<T: Copy>(
             continue;
         }
         acc = Some(match acc {
-            None => (v, v),
-            Some((lo, hi)) => (
-                if cmp(&v, &lo) == Ordering::Less {
-                    v
+            None => (i, v, i, v),
+            Some((li, lo, hi_i, hi)) => {
+                let (li, lo) = if cmp(&v, &lo) == Ordering::Less {
+                    (i, v)
                 } else {
-                    lo
-                },
-                if cmp(&v, &hi) == Ordering::Greater {
-                    v
+                    (li, lo)
+                };
+                let (hi_i, hi) = if cmp(&v, &hi) == Ordering::Greater {
+                    (i, v)
                 } else {
-                    hi
-                },
-            ),
+                    (hi_i, hi)
+                };
+                (li, lo, hi_i, hi)
+            }
         });
     }
-    (has_null, has_skip, acc)
+    (has_null, has_skip, acc.map(|(l, _, h, _)| (l, h)))
 }
 
-/// Minimal big-endian two's complement bytes of an unscaled decimal (Java's
-/// `BigInteger.toByteArray`).
-pub fn decimal_bytes(v: i128) -> Vec<u8> {
-    let b = v.to_be_bytes();
-    let mut start = 0;
-    while start < 15 {
-        let (cur, next) = (b[start], b[start + 1]);
-        if (cur == 0 && next & 0x80 == 0) || (cur == 0xff && next & 0x80 != 0) {
-            start += 1;
-        } else {
-            break;
-        }
-    }
-    b[start..].to_vec()
-}
-
-/// Summarises one partition column (a child of the partition struct).
-pub fn summarize(col: &ArrayRef) -> Result<FieldSummary> {
+/// Summarises one partition column (a child of the partition struct) of Iceberg type `t`.
+pub fn summarize(col: &ArrayRef, t: &PrimitiveType) -> Result<FieldSummary> {
     let n = col.len();
     let valid = |i: usize| col.is_valid(i);
-    let pack = |(has_null, nan, acc): Acc| FieldSummary {
-        contains_null: has_null,
-        contains_nan: nan,
-        lower: acc.as_ref().map(|a| a.0.clone()),
-        upper: acc.map(|a| a.1),
-    };
-    macro_rules! prim {
-        ($t:ty, $enc:expr) => {{
-            let a = col.as_primitive::<$t>();
-            let (h, s, acc) = minmax(n, valid, |i| a.value(i), |_| false, |x, y| x.cmp(y));
-            pack((h, s, acc.map(|(l, u)| ($enc(l), $enc(u)))))
+    macro_rules! ord {
+        ($a:expr) => {{
+            let a = $a;
+            minmax(n, valid, |i| a.value(i), |_| false, |x, y| x.cmp(y))
         }};
     }
-    let le4 = |v: i32| v.to_le_bytes().to_vec();
-    let le8 = |v: i64| v.to_le_bytes().to_vec();
-    Ok(match col.data_type() {
-        DataType::Boolean => {
-            let a = col.as_boolean();
-            let (h, s, acc) = minmax(n, valid, |i| a.value(i), |_| false, |x, y| x.cmp(y));
-            pack((h, s, acc.map(|(l, u)| (vec![l as u8], vec![u as u8]))))
-        }
-        DataType::Int32 => prim!(Int32Type, le4),
-        DataType::Date32 => prim!(Date32Type, le4),
-        DataType::Int64 => prim!(Int64Type, le8),
+    let (contains_null, contains_nan, rows) = match col.data_type() {
+        DataType::Boolean => ord!(col.as_boolean()),
+        DataType::Int32 => ord!(col.as_primitive::<Int32Type>()),
+        DataType::Date32 => ord!(col.as_primitive::<Date32Type>()),
+        DataType::Int64 => ord!(col.as_primitive::<Int64Type>()),
         DataType::Timestamp(_, _) | DataType::Time64(_) => {
             let data = col.to_data();
             let vals: &[i64] = &data.buffers()[0].typed_data::<i64>()[data.offset()..];
-            let (h, s, acc) = minmax(n, valid, |i| vals[i], |_| false, |x, y| x.cmp(y));
-            pack((h, s, acc.map(|(l, u)| (le8(l), le8(u)))))
+            minmax(n, valid, |i| vals[i], |_| false, |x, y| x.cmp(y))
         }
         DataType::Float32 => {
             let a = col.as_primitive::<Float32Type>();
-            let (h, s, acc) = minmax(n, valid, |i| a.value(i), f32::is_nan, |x, y| x.total_cmp(y));
-            pack((
-                h,
-                s,
-                acc.map(|(l, u)| (l.to_le_bytes().to_vec(), u.to_le_bytes().to_vec())),
-            ))
+            minmax(n, valid, |i| a.value(i), f32::is_nan, |x, y| x.total_cmp(y))
         }
         DataType::Float64 => {
             let a = col.as_primitive::<Float64Type>();
-            let (h, s, acc) = minmax(n, valid, |i| a.value(i), f64::is_nan, |x, y| x.total_cmp(y));
-            pack((
-                h,
-                s,
-                acc.map(|(l, u)| (l.to_le_bytes().to_vec(), u.to_le_bytes().to_vec())),
-            ))
+            minmax(n, valid, |i| a.value(i), f64::is_nan, |x, y| x.total_cmp(y))
         }
-        DataType::Decimal128(p, _) => {
-            let a = col.as_primitive::<Decimal128Type>();
-            let _ = decimal_size(*p);
-            let (h, s, acc) = minmax(n, valid, |i| a.value(i), |_| false, |x, y| x.cmp(y));
-            pack((h, s, acc.map(|(l, u)| (decimal_bytes(l), decimal_bytes(u)))))
-        }
+        DataType::Decimal128(_, _) => ord!(col.as_primitive::<Decimal128Type>()),
         DataType::Utf8 => {
             let a = col.as_string::<i32>();
-            let (h, s, acc) = minmax(
+            minmax(
                 n,
                 valid,
                 |i| a.value(i).as_bytes(),
                 |_| false,
                 |x, y| x.cmp(y),
-            );
-            pack((h, s, acc.map(|(l, u)| (l.to_vec(), u.to_vec()))))
+            )
         }
-        DataType::Binary => {
-            let a = col.as_binary::<i32>();
-            let (h, s, acc) = minmax(n, valid, |i| a.value(i), |_| false, |x, y| x.cmp(y));
-            pack((h, s, acc.map(|(l, u)| (l.to_vec(), u.to_vec()))))
-        }
-        DataType::FixedSizeBinary(_) => {
-            let a = col.as_fixed_size_binary();
-            let (h, s, acc) = minmax(n, valid, |i| a.value(i), |_| false, |x, y| x.cmp(y));
-            pack((h, s, acc.map(|(l, u)| (l.to_vec(), u.to_vec()))))
-        }
-        DataType::Null => FieldSummary {
-            contains_null: n > 0,
-            ..Default::default()
-        },
+        DataType::Binary => ord!(col.as_binary::<i32>()),
+        DataType::FixedSizeBinary(_) => ord!(col.as_fixed_size_binary()),
+        DataType::Null => (n > 0, false, None),
         other => {
             return Err(Error::validation(format!(
                 "partition values of type {other} cannot be summarised"
             )))
         }
+    };
+    let encode = |row: usize| -> Result<Vec<u8>> {
+        let b = encode_array(t, col.slice(row, 1).as_ref())?;
+        Ok(b.value(0).to_vec())
+    };
+    let (lower, upper) = match rows {
+        Some((lo, hi)) => (Some(encode(lo)?), Some(encode(hi)?)),
+        None => (None, None),
+    };
+    Ok(FieldSummary {
+        contains_null,
+        contains_nan,
+        lower,
+        upper,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Float64Array, Int32Array, StringArray};
+    use arrow_array::{Decimal128Array, Float64Array, Int32Array, StringArray};
     use std::sync::Arc;
 
     #[test]
-    fn decimal_minimal_bytes() {
-        assert_eq!(decimal_bytes(345), vec![0x01, 0x59]);
-        assert_eq!(decimal_bytes(1234567), vec![0x12, 0xd6, 0x87]);
-        assert_eq!(decimal_bytes(-1234567), vec![0xed, 0x29, 0x79]);
-        assert_eq!(decimal_bytes(11), vec![0x0b]);
-        assert_eq!(decimal_bytes(0), vec![0]);
-        assert_eq!(decimal_bytes(-1), vec![0xff]);
-        assert_eq!(decimal_bytes(128), vec![0, 0x80]);
+    fn decimal_bounds_are_minimal_bytes() {
+        // Appendix D: unscaled, two's complement, big-endian, minimal length.
+        let a: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![Some(1234567), None, Some(-1234567), Some(11)])
+                .with_precision_and_scale(9, 2)
+                .unwrap(),
+        );
+        let t = PrimitiveType::Decimal {
+            precision: 9,
+            scale: 2,
+        };
+        let s = summarize(&a, &t).unwrap();
+        assert!(s.contains_null);
+        assert_eq!(s.lower.unwrap(), vec![0xed, 0x29, 0x79]);
+        assert_eq!(s.upper.unwrap(), vec![0x12, 0xd6, 0x87]);
     }
 
     #[test]
@@ -198,15 +162,21 @@ mod tests {
             None,
             Some(-0.0),
         ]));
-        let s = summarize(&a).unwrap();
+        let s = summarize(&a, &PrimitiveType::Double).unwrap();
         assert!(s.contains_null && s.contains_nan);
         assert_eq!(s.lower.unwrap(), (-0.0f64).to_le_bytes().to_vec());
         assert_eq!(s.upper.unwrap(), 0.0f64.to_le_bytes().to_vec());
+        let a: ArrayRef = Arc::new(Float64Array::from(vec![f64::NAN]));
+        let s = summarize(&a, &PrimitiveType::Double).unwrap();
+        assert!(s.contains_nan && !s.contains_null && s.lower.is_none());
         let a: ArrayRef = Arc::new(Int32Array::from(vec![5, -3, 7]));
-        let s = summarize(&a).unwrap();
+        let s = summarize(&a, &PrimitiveType::Int).unwrap();
         assert_eq!(s.lower.unwrap(), (-3i32).to_le_bytes().to_vec());
+        assert_eq!(s.upper.unwrap(), 7i32.to_le_bytes().to_vec());
         assert!(!s.contains_null);
         let a: ArrayRef = Arc::new(StringArray::from(vec!["b", "a", "c"]));
-        assert_eq!(summarize(&a).unwrap().upper.unwrap(), b"c".to_vec());
+        let s = summarize(&a, &PrimitiveType::String).unwrap();
+        assert_eq!(s.upper.unwrap(), b"c".to_vec());
+        assert_eq!(s.lower.unwrap(), b"a".to_vec());
     }
 }

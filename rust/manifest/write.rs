@@ -313,7 +313,8 @@ pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u
             .as_struct()
             .columns()
             .iter()
-            .map(summarize)
+            .zip(&partition)
+            .map(|(c, pf)| summarize(c, &pf.ptype.iceberg()))
             .collect::<Result<_>>()?,
         _ => vec![],
     };

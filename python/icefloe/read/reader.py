@@ -185,6 +185,7 @@ class _TaskReader:
                 f"{task.data_file.record_count}"
             )
         file_schema = self._file_schema(pf)
+        raw_names = file_schema.names  # the file's own column names (name mapping renames none)
         columns = FileColumns(file_schema, self.path)
 
         projected = options.projected_schema()
@@ -221,7 +222,7 @@ class _TaskReader:
         for fid in read_ids:
             hit = columns.top_level(fid)
             if hit is not None and file_schema.field(hit[0]).name not in read_names:
-                read_names.append(pf.schema_arrow.field(hit[0]).name)
+                read_names.append(raw_names[hit[0]])
         constants = self._constants()
         filter_expr = None if isinstance(residual, AlwaysTrue) else to_arrow_expression(residual)
         keep_deleted = DELETED in wanted_meta
@@ -237,7 +238,7 @@ class _TaskReader:
                 hit = columns.top_level(fid)
                 if hit is None:
                     return None
-                return by_name.get(pf.schema_arrow.field(hit[0]).name)
+                return by_name.get(raw_names[hit[0]])
 
             work_cols = [
                 project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields

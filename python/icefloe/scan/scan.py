@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -40,6 +40,9 @@ from icefloe.scan.columnar import plan_to_table, plan_to_tasks
 from icefloe.scan.planner import Plan, legacy_manifest_list, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DEFAULT_SPLIT_SIZE", "SPLIT_SIZE_PROPERTY", "TableScan"]
 
@@ -311,5 +314,41 @@ class TableScan:
         return plan_to_table(self.plan(), self.metadata)
 
     # -- reading ---------------------------------------------------------------------------------
-    # to_arrow / to_batches / to_pandas / count / __arrow_c_stream__ are added below by the
-    # reads area as thin methods delegating to icefloe.read (keep them at the end of the class).
+    # Thin methods: the work is in icefloe.read.scan_output (shared with the Spark executors).
+    def to_batches(self) -> pa.RecordBatchReader:
+        """The rows as a streaming ``pyarrow.RecordBatchReader`` (schema known up front, files
+        and splits of large files (:meth:`plan_tasks`) read by worker threads, in order, memory
+        bounded; ``limit`` applied)."""
+        from icefloe.read import scan_output
+
+        return scan_output.to_batches(
+            self.table.io,
+            self.plan_tasks(),
+            self.read_options(),
+            limit=self.limit,
+            max_workers=self._threads(),
+        )
+
+    def to_arrow(self) -> pa.Table:
+        """The rows as one ``pyarrow.Table`` (a failed read raises; never a partial table)."""
+        return self.to_batches().read_all()
+
+    def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
+        """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
+        frame: pd.DataFrame = self.to_arrow().to_pandas(**kwargs)
+        return frame
+
+    def count(self) -> int:
+        """The number of rows the scan returns; from manifest record counts (no file opened)
+        for files without deletes or residual filter."""
+        from icefloe.read import scan_output
+
+        n = scan_output.count(
+            self.table.io, self.plan_files(), self.read_options(), max_workers=self._threads()
+        )
+        return n if self.limit is None else min(n, self.limit)
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream of :meth:`to_batches`, so DuckDB, Polars or
+        ``pyarrow.table(scan)`` read the scan directly."""
+        return self.to_batches().__arrow_c_stream__(requested_schema)

@@ -3,7 +3,8 @@
 :class:`ManageSnapshots` offers what the Java reference's ``ManageSnapshots`` does: create,
 replace, rename and remove branches and tags (with their retention settings, spec "Snapshot
 References"), fast-forward a branch, roll ``main`` back to an ancestor (by id or by time), set the
-current snapshot to any snapshot.
+current snapshot to any snapshot, and
+cherry-pick an ``append`` snapshot onto ``main``.
 
 Each call is applied to the transaction at once, so later calls see earlier ones; the commit
 asserts that every ref touched still points where it did when the change started (a concurrent
@@ -19,10 +20,12 @@ from icefloe.exceptions import ValidationError
 from icefloe.metadata import (
     MAIN_BRANCH,
     AssertRefSnapshotId,
+    Operation,
     RemoveSnapshotRef,
     SetSnapshotRef,
     Snapshot,
     SnapshotRef,
+    TableMetadata,
 )
 
 if TYPE_CHECKING:
@@ -274,6 +277,32 @@ class ManageSnapshots:
         self._set_main(max(older, key=lambda s: s.timestamp_ms).snapshot_id)
         return self
 
+    def cherry_pick(self, snapshot_id: int) -> ManageSnapshots:
+        """Apply the changes of an ``append`` snapshot (e.g. one staged on a branch or left
+        unreferenced) to ``main``.
+
+        When the snapshot's parent is ``main``'s current snapshot, ``main`` simply moves to it;
+        otherwise a new ``append`` snapshot adds the same data files on top of ``main`` (its
+        summary records ``source-snapshot-id``; in v3 the rows get new row ids). Picking a
+        snapshot that is already in ``main``'s history, or was picked before, is refused; that
+        check is repeated when the commit is retried on a newer ``main``.
+        """
+        s = self._snapshot(snapshot_id)
+        if s.operation != Operation.APPEND:
+            raise ValidationError(
+                f"cannot cherry-pick snapshot {snapshot_id}: only append snapshots can be "
+                f"cherry-picked, it is {s.operation!r}"
+            )
+        _check_not_picked(self._tx.metadata, snapshot_id)
+        current = self._tx.metadata.current_snapshot()
+        if s.parent_snapshot_id == (current.snapshot_id if current else None):
+            self._set_main(snapshot_id)
+            return self
+        from icefloe.table.cherry_pick import cherry_pick_snapshot
+
+        cherry_pick_snapshot(self._tx, s, _check_not_picked)
+        return self
+
     # ------------------------------------------------------------------ commit
 
     def commit(self) -> None:
@@ -305,3 +334,15 @@ def _with_snapshot(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:
         ref.max_snapshot_age_ms,
         ref.max_ref_age_ms,
     )
+
+
+def _check_not_picked(meta: TableMetadata, snapshot_id: int) -> None:
+    """Refuse a cherry-pick of a snapshot that ``main`` already has, directly or picked."""
+    current = meta.current_snapshot()
+    for anc in meta.ancestors_of(current.snapshot_id) if current else []:
+        picked = anc.summary.get(SOURCE_SNAPSHOT_ID) if anc.summary else None
+        if anc.snapshot_id == snapshot_id or picked == str(snapshot_id):
+            raise ValidationError(
+                f"cannot cherry-pick snapshot {snapshot_id}: it is already in main's history"
+                + (f" (picked as {anc.snapshot_id})" if picked else "")
+            )

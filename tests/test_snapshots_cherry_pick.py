@@ -1,0 +1,129 @@
+"""``manage_snapshots().cherry_pick()``: fast-forward when the picked snapshot's parent is
+``main``, otherwise a new append snapshot with the same data files; PyIceberg 0.12 reads the
+result. Data written by icefloe's own ``table.append``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from _evolution import SIMPLE_SCHEMA, Catalogs, shared_catalogs
+from icefloe.exceptions import ValidationError
+from icefloe.schema import Schema
+from icefloe.table import Table
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "data": [f"r{i}" for i in ids]})
+
+
+def _setup(tmp_path: Path, version: int = 2) -> tuple[Catalogs, Table]:
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table(
+        "db.t", Schema.from_json(SIMPLE_SCHEMA), properties={"format-version": str(version)}
+    )
+    return c, t
+
+
+def _their_ids(c: Catalogs, snapshot_id: int | None = None) -> list[int]:
+    t = c.theirs.load_table("db.t")
+    return sorted(t.scan(snapshot_id=snapshot_id).to_arrow().column("id").to_pylist())
+
+
+def _head(t: Table) -> int:
+    s = t.current_snapshot()
+    assert s is not None
+    return s.snapshot_id
+
+
+def test_fast_forward_pick(tmp_path: Path) -> None:
+    c, t = _setup(tmp_path)
+    t.append(_rows([1]))
+    s1 = _head(t)
+    with t.manage_snapshots() as ms:
+        ms.create_branch("stage", s1)
+    t.append(_rows([2]), branch="stage")
+    staged = t.refs()["stage"].snapshot_id
+    with t.manage_snapshots() as ms:
+        ms.cherry_pick(staged)
+    assert _head(t) == staged and len(t.snapshots()) == 2
+    assert _their_ids(c) == [1, 2]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_pick_onto_a_moved_main(tmp_path: Path, version: int) -> None:
+    c, t = _setup(tmp_path, version)
+    t.append(_rows([1]))
+    s1 = _head(t)
+    with t.manage_snapshots() as ms:
+        ms.create_branch("stage", s1)
+    t.append(_rows([2, 3]), branch="stage")
+    staged = t.snapshot_by_id(t.refs()["stage"].snapshot_id)
+    assert staged is not None
+    t.append(_rows([4]))
+    s3 = _head(t)
+    with t.manage_snapshots() as ms:
+        ms.cherry_pick(staged.snapshot_id)
+    picked = t.current_snapshot()
+    assert picked is not None and picked.parent_snapshot_id == s3
+    assert picked.snapshot_id != staged.snapshot_id
+    assert picked.summary is not None and picked.operation == "append"
+    assert picked.summary.get("source-snapshot-id") == str(staged.snapshot_id)
+    assert picked.summary.get("added-records") == "2"
+    assert picked.summary.get("total-records") == "4"
+    assert _their_ids(c) == [1, 2, 3, 4]
+    staged_files = set(t.inspect.files(staged.snapshot_id).column("file_path").to_pylist())
+    staged_files -= set(t.inspect.files(s1).column("file_path").to_pylist())
+    assert len(staged_files) == 1
+    now_files = t.inspect.files()
+    assert staged_files <= set(now_files.column("file_path").to_pylist())
+    # the picked files belong to the new snapshot, with its sequence number
+    e = t.inspect.entries()
+    mine = [r for r in e.to_pylist() if r["data_file"]["file_path"] in staged_files]
+    assert {(r["status"], r["snapshot_id"], r["sequence_number"]) for r in mine} == {
+        (1, picked.snapshot_id, picked.sequence_number)
+    }
+    if version == 3:
+        assert picked.first_row_id is not None and picked.added_rows == 2
+        assert t.metadata.next_row_id == 6  # 1 + 2 (the staged append) + 1 + 2 (the pick)
+    # picking it again is refused, on main or through the branch tip
+    with pytest.raises(ValidationError, match="already in main's history"):
+        t.manage_snapshots().cherry_pick(staged.snapshot_id)
+    with pytest.raises(ValidationError, match="already in main's history"):
+        t.manage_snapshots().cherry_pick(s3)
+
+
+def test_only_appends_can_be_picked(tmp_path: Path) -> None:
+    c, t = _setup(tmp_path)
+    t.append(_rows([1, 2]))
+    theirs = c.theirs.load_table("db.t")
+    theirs.delete("id == 1")
+    t.refresh()
+    deleting = _head(t)
+    with t.manage_snapshots() as ms:
+        ms.rollback_to(t.snapshots()[0].snapshot_id)
+    with pytest.raises(ValidationError, match="only append snapshots"):
+        t.manage_snapshots().cherry_pick(deleting)
+    with pytest.raises(ValidationError, match="cannot find snapshot 7"):
+        t.manage_snapshots().cherry_pick(7)
+
+
+def test_pick_from_a_stale_table_retries(tmp_path: Path) -> None:
+    c, t = _setup(tmp_path)
+    t.append(_rows([1]))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("stage")
+    t.append(_rows([2]), branch="stage")
+    t.append(_rows([3]))
+    stale = c.ours.load_table("db.t")
+    staged = stale.refs()["stage"].snapshot_id
+    t.append(_rows([4]))  # main moves after `stale` was loaded
+    with stale.manage_snapshots() as ms:
+        ms.cherry_pick(staged)
+    assert _their_ids(c) == [1, 2, 3, 4]
+    # a concurrent pick of the same snapshot is caught on retry
+    other = c.ours.load_table("db.t")
+    with pytest.raises(ValidationError, match="already in main's history"):
+        other.manage_snapshots().cherry_pick(staged)
