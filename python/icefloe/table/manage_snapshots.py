@@ -13,7 +13,6 @@ move of one of them is a :class:`~icefloe.exceptions.CommitConflictError`).
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from icefloe.exceptions import ValidationError
@@ -27,6 +26,7 @@ from icefloe.metadata import (
     SnapshotRef,
     TableMetadata,
 )
+from icefloe.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -45,7 +45,7 @@ def _positive(value: int | None, what: str) -> None:
         raise ValidationError(f"{what} must be a positive integer, got {value!r}")
 
 
-class ManageSnapshots:
+class ManageSnapshots(PendingUpdate):
     """Changes to a table's refs and current snapshot (see the module docstring)."""
 
     def __init__(self, transaction: Transaction, *, autocommit: bool = False) -> None:
@@ -312,18 +312,6 @@ class ManageSnapshots:
         self._committed = True
         if self._autocommit:
             self._tx.commit_transaction()
-
-    def __enter__(self) -> ManageSnapshots:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
 
 
 def _with_snapshot(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:

@@ -26,6 +26,7 @@ from icefloe.metadata import (
     apply_updates,
     requirements_for,
 )
+from icefloe.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     import datetime
@@ -764,7 +765,7 @@ class Transaction:
             return self.table
 
 
-class UpdateProperties:
+class UpdateProperties(PendingUpdate):
     """A property change: ``set(key, value)`` and ``remove(key)``, committed on ``commit()``."""
 
     def __init__(self, transaction: Transaction, autocommit: bool = False) -> None:
@@ -795,15 +796,3 @@ class UpdateProperties:
             self._tx.remove_properties(*sorted(self._remove))
         if self._autocommit:
             self._tx.commit_transaction()
-
-    def __enter__(self) -> UpdateProperties:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,6 +22,7 @@ from icefloe.evolution import can_promote, check_schema_evolution
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import AddSchema, SetCurrentSchema
 from icefloe.schema import Schema
+from icefloe.table.pending import PendingUpdate
 from icefloe.types import (
     IcebergType,
     ListType,
@@ -60,7 +60,7 @@ def _path(name: str | Sequence[str]) -> tuple[str, ...]:
     return parts
 
 
-class UpdateSchema:
+class UpdateSchema(PendingUpdate):
     """Pending schema changes for one table (see the module docstring).
 
     Column names are dotted full names (``"location.lat"``, ``"points.element.x"``; the short
@@ -494,18 +494,6 @@ class UpdateSchema:
             self._tx.apply([AddSchema(new, self._last_column_id), SetCurrentSchema(-1)])
         if self._autocommit:
             self._tx.commit_transaction()
-
-    def __enter__(self) -> UpdateSchema:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
 
 
 def _apply_move(fields: list[NestedField], move: _Move) -> list[NestedField]:

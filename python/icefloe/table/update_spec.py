@@ -19,13 +19,13 @@ null order). Both commit ``add-*`` + ``set-default-*`` updates.
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import AddPartitionSpec, AddSortOrder, SetDefaultSortOrder, SetDefaultSpec
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.sorting import NullOrder, SortDirection, SortField, SortOrder
+from icefloe.table.pending import PendingUpdate
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,
@@ -82,7 +82,7 @@ def _dedup_key(source_id: int, transform: Transform) -> tuple[int, str]:
     return source_id, "time" if isinstance(transform, _TIME) else str(transform)
 
 
-class UpdateSpec:
+class UpdateSpec(PendingUpdate):
     """Pending changes to the default partition spec (see the module docstring)."""
 
     def __init__(
@@ -241,20 +241,8 @@ class UpdateSpec:
         if self._autocommit:
             self._tx.commit_transaction()
 
-    def __enter__(self) -> UpdateSpec:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
-
-
-class ReplaceSortOrder:
+class ReplaceSortOrder(PendingUpdate):
     """A new default sort order, built field by field: ``asc("id").desc("ts", "day")``."""
 
     def __init__(
@@ -316,15 +304,3 @@ class ReplaceSortOrder:
         self._tx.apply([AddSortOrder(self.apply()), SetDefaultSortOrder(-1)])
         if self._autocommit:
             self._tx.commit_transaction()
-
-    def __enter__(self) -> ReplaceSortOrder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
