@@ -40,7 +40,11 @@ def test_demo_pipeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert (report["rows_updated"], report["rows_inserted"]) == (updated, src.num_rows - updated)
     assert int(report["dvs_written"]) > 0  # type: ignore[call-overload]
     assert report["first_snapshot_rows"] == 10000
-    assert report["snapshots"] == 6  # 2 appends, overwrite, delete, upsert, compaction
+    # 2 appends, overwrite, delete, upsert, compaction; then all but the current one expire
+    assert report["snapshots_before_expiry"] == 6
+    assert (report["snapshots_expired"], report["snapshots"]) == (5, 1)
+    assert int(report["files_deleted_by_expiry"]) > 0  # type: ignore[call-overload]
+    assert report["rows_after_expiry"] == report["rows"]
     assert report["total_amount"] == pc.sum(model["amount_cents"]).as_py()
     assert int(report["files_compacted"]) > 0  # type: ignore[call-overload]
     assert report["orphan_files"] == 0

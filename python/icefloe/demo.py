@@ -97,6 +97,11 @@ def generate(first_id: int, rows: int, seed: int) -> pa.Table:
 DELETE_FILTER = "region = 'sa-east' and amount_cents < 200000"
 
 
+def now_ms() -> int:
+    """The current time in epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
 def upsert_source(rows: int) -> pa.Table:
     """Changes for the upsert: new values for the first orders and as many new orders."""
     k = max(1, rows // 100)
@@ -212,6 +217,12 @@ def run(rows: int, batches: int, warehouse: Path) -> dict[str, object]:
         "list orphan files (dry run)",
         lambda: table.remove_orphan_files(older_than=dt.timedelta(0), dry_run=True),
     )
+    snapshots_before = len(table.snapshots())
+    expired = timer.run(
+        "expire all but the current snapshot",
+        lambda: table.expire_snapshots(older_than_ms=now_ms(), retain_last=1),
+    )
+    rows_after_expiry = timer.run("count rows after expiry", lambda: _scan_count(table))
     all_files = table.scan().plan_files()
     snap = table.current_snapshot()
     assert snap is not None and snap.summary is not None
@@ -231,11 +242,19 @@ def run(rows: int, batches: int, warehouse: Path) -> dict[str, object]:
         "files_compacted": compacted.rewritten_data_files,
         "rows_after_compaction": rows_after,
         "orphan_files": len(orphans),
+        "snapshots_before_expiry": snapshots_before,
+        "snapshots_expired": len(expired.snapshot_ids),
+        "files_deleted_by_expiry": len(expired.all_files),
+        "rows_after_expiry": rows_after_expiry,
     }
     print("report")
     print(f"  rows in the table           {total_rows:>14,}")
     print(f"  data files                  {len(all_files):>14,}")
     print(f"  snapshots                   {len(table.snapshots()):>14,}")
+    print(
+        f"  expired snapshots           {len(expired.snapshot_ids):>14,}"
+        f" ({len(expired.all_files):,} files deleted)"
+    )
     print(f"  last operation              {snap.summary.operation:>14}")
     print(f"  rows at the first snapshot  {first_rows:>14,}")
     print(f"  total amount                {report['total_amount'] / 100:>14,.2f}")  # type: ignore[operator]
