@@ -16,7 +16,16 @@ need only the icefloe wheel and access to the table's storage.
 from icefloe.spark.errors import icefloe_errors
 from icefloe.spark.functions import register_functions
 from icefloe.spark.reading import read
+from icefloe.spark.rowlevel import delete, merge
 from icefloe.spark.schema import spark_schema
 from icefloe.spark.writing import write
 
-__all__ = ["icefloe_errors", "read", "register_functions", "spark_schema", "write"]
+__all__ = [
+    "delete",
+    "icefloe_errors",
+    "merge",
+    "read",
+    "register_functions",
+    "spark_schema",
+    "write",
+]

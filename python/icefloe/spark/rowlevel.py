@@ -1,0 +1,253 @@
+"""Row-level changes from Spark: ``delete`` and ``merge`` with positions found on executors.
+
+Both plan the table's live files on the driver, find the affected row positions on the
+executors (icefloe's reader with the ``_file`` / ``_pos`` metadata columns), and commit through
+:func:`icefloe.write.row_delta.commit_row_delta`: deletion vectors on v3 tables, position delete
+files on v2, merged with the deletes already there, plus any new data files, in one snapshot
+with the row-level conflict checks (a concurrent change to the same files fails the commit
+with ``CommitConflictError`` instead of losing it). Files whose rows all go are removed whole.
+No data file is rewritten, so an upsert touching a few rows of many large files writes only
+their new rows and small delete files.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.exceptions import CommitStateUnknownError, ValidationError
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
+from icefloe.io import FileIO
+from icefloe.metadata import MAIN_BRANCH
+from icefloe.scan.tasks import FILE, POS, FileScanTask, ReadOptions
+from icefloe.spark.errors import executor_errors, icefloe_errors
+from icefloe.spark.reading import resolve_table
+from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
+from icefloe.spark.writing import _cleanup, _job_tag, write_files
+from icefloe.table import Table
+from icefloe.types import StructType
+from icefloe.write.delete_files import FileDeletes
+from icefloe.write.matching import bind_filter
+from icefloe.write.row_delta import RowDelta, commit_row_delta, plan_tasks
+
+__all__ = ["delete", "merge"]
+
+
+def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]) -> ReadOptions:
+    import json
+
+    from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+
+    md = table.metadata
+    text = md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
+    return ReadOptions(
+        schema=md.current_schema(),
+        projected_field_ids=field_ids,
+        specs={s.spec_id: s for s in md.partition_specs},
+        name_mapping=NameMapping.from_json(json.loads(text)) if text else None,
+        metadata_columns=metadata,
+        format_version=md.format_version,
+    )
+
+
+def _task_frame(spark: Any, tasks: list[FileScanTask]) -> Any:
+    payloads = [(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL),) for t in tasks]
+    slices = min(len(payloads), max(1, 4 * spark.sparkContext.defaultParallelism))
+    return spark.createDataFrame(spark.sparkContext.parallelize(payloads, slices), "task binary")
+
+
+def _matching_positions(io_properties: dict[str, str], options: ReadOptions) -> Any:
+    """``mapInArrow`` function: per task, the positions of live rows its residual matches."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from icefloe.read import DeleteCache, read_task
+
+        with executor_errors():
+            io = FileIO(io_properties)
+            cache = DeleteCache()
+            for batch in batches:
+                for payload in batch.column(0).to_pylist():
+                    task: FileScanTask = pickle.loads(payload)
+                    everything = replace(task, residual=AlwaysTrue())
+                    live = sum(b.num_rows for b in read_task(io, everything, options, cache))
+                    parts = [b.column(POS) for b in read_task(io, task, options, cache)]
+                    positions = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                    yield pa.RecordBatch.from_pydict(
+                        {
+                            "file": [task.data_file.file_path],
+                            "positions": pa.array([positions.to_numpy()], pa.list_(pa.int64())),
+                            "live": [live],
+                        }
+                    )
+
+    return run
+
+
+def delete(
+    spark: Any,
+    table: Table | str | Sequence[str],
+    condition: BooleanExpression | str,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: dict[str, str] | None = None,
+    catalog: Any = None,
+) -> Table:
+    """Deletes the rows matching ``condition`` (merge-on-read); returns the table.
+
+    The matching positions of each candidate file are computed on the executors; nothing is
+    committed when no row matches.
+    """
+    t = resolve_table(table, catalog)
+    tx = t.transaction()
+    bound = bind_filter(t.schema(), condition, True)
+    tasks = plan_tasks(tx, bound, branch=branch)
+    if not tasks:
+        return t
+    options = _options(t, (), (POS,))
+    out = _task_frame(spark, tasks).mapInArrow(
+        _matching_positions(dict(t.io.properties), options),
+        "file string, positions array<bigint>, live bigint",
+    )
+    with icefloe_errors():
+        result = out.toArrow()
+    by_path = {task.data_file.file_path: task for task in tasks}
+    delta = RowDelta(targets=tasks)
+    lists = result.column("positions").combine_chunks()
+    for i, (path, live) in enumerate(
+        zip(result.column("file").to_pylist(), result.column("live").to_pylist(), strict=True)
+    ):
+        task = by_path[path]
+        values = lists[i].values
+        if len(values) == 0:
+            continue
+        if len(values) == live:
+            delta.removed.append(task)
+        else:
+            delta.deletes.append(FileDeletes(task.data_file, values, task.delete_files))
+    if delta.empty:
+        return t
+    commit_row_delta(
+        tx, delta, branch=branch, snapshot_properties=snapshot_properties, conflict_filter=bound
+    )
+    tx.commit_transaction()
+    return t
+
+
+def _target_keys(spark: Any, table: Table, tasks: list[FileScanTask], on: Sequence[str]) -> Any:
+    """A DataFrame of the live rows' key columns plus ``_file`` and ``_pos``, read on executors."""
+    schema = table.schema()
+    ids = tuple(schema.find_field(c).field_id for c in on)
+    options = _options(table, ids, (FILE, POS))
+    fields = [schema.find_field(c) for c in on]
+    from icefloe.scan.tasks import metadata_field
+
+    fields += [metadata_field(FILE), metadata_field(POS)]
+    target = arrow_for_spark(fields)
+    io_properties = dict(table.io.properties)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from icefloe.read import DeleteCache, read_task
+
+        with executor_errors():
+            io = FileIO(io_properties)
+            cache = DeleteCache()
+            for batch in batches:
+                for payload in batch.column(0).to_pylist():
+                    task: FileScanTask = pickle.loads(payload)
+                    for rb in read_task(io, replace(task, residual=AlwaysTrue()), options, cache):
+                        if rb.num_rows:
+                            yield to_spark_batch(rb, fields, target)
+
+    schema_out = spark_type(StructType(*fields))
+    return _task_frame(spark, tasks).mapInArrow(run, schema_out)
+
+
+def merge(
+    df: Any,
+    table: Table | str | Sequence[str],
+    on: Sequence[str],
+    when_matched: str | None = "update",
+    when_not_matched: str | None = "insert",
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: dict[str, str] | None = None,
+    catalog: Any = None,
+) -> Table:
+    """Merges the rows of ``df`` into ``table`` by the key columns ``on`` (merge-on-read).
+
+    ``when_matched``: ``"update"`` replaces matched rows with the source rows, ``"delete"``
+    deletes them, ``None`` leaves them. ``when_not_matched``: ``"insert"`` adds source rows
+    without a match, ``None`` drops them. A target row matched by more than one source row is
+    an error (:class:`~icefloe.exceptions.ValidationError`), as in SQL's ``MERGE``.
+    """
+    from pyspark.sql import functions as F
+
+    if when_matched not in ("update", "delete", None):
+        raise ValidationError(f"when_matched must be 'update', 'delete' or None: {when_matched!r}")
+    if when_not_matched not in ("insert", None):
+        raise ValidationError(f"when_not_matched must be 'insert' or None: {when_not_matched!r}")
+    on = [on] if isinstance(on, str) else list(on)
+    if not on:
+        raise ValidationError("merge needs at least one key column in 'on'")
+    t = resolve_table(table, catalog)
+    schema = t.schema()
+    for c in on:
+        if c not in df.columns:
+            raise ValidationError(f"merge key {c!r} is not a column of the source DataFrame")
+        schema.find_field(c)  # raises ValidationError when the table has no such column
+    spark = df.sparkSession
+    tx = t.transaction()
+    tasks = plan_tasks(tx, AlwaysTrue(), branch=branch)
+    tag = _job_tag()
+    files: list[Any] = []
+    positions: dict[str, pa.Array] = {}
+    try:
+        if tasks:
+            keys = _target_keys(spark, t, tasks, on)
+            matched = df.select(*on).join(keys, on=on, how="inner")
+            if when_matched is not None:
+                grouped = matched.groupBy(FILE).agg(
+                    F.count(F.lit(1)).alias("n"),
+                    F.array_distinct(F.collect_list(POS)).alias("positions"),
+                )
+                with icefloe_errors():
+                    result = grouped.toArrow()
+                counts = result.column("n").to_pylist()
+                lists = result.column("positions").combine_chunks()
+                for path, n, i in zip(
+                    result.column(FILE).to_pylist(), counts, range(len(counts)), strict=True
+                ):
+                    pos = lists[i].values
+                    if n != len(pos):
+                        raise ValidationError(
+                            f"merge: {n - len(pos)} rows of {path} are matched by more than one "
+                            "source row"
+                        )
+                    positions[path] = pos
+            unmatched = df.join(keys.select(*on), on=on, how="left_anti")
+        else:
+            unmatched = df
+        new_rows = None
+        if when_matched == "update" and positions:
+            new_rows = df.join(matched.select(*on).distinct(), on=on, how="left_semi")
+        if when_not_matched == "insert":
+            new_rows = unmatched if new_rows is None else new_rows.unionByName(unmatched)
+        if new_rows is not None:
+            files = write_files(new_rows, t, tag)
+        by_path = {task.data_file.file_path: task for task in tasks}
+        delta = RowDelta(targets=[by_path[p] for p in positions], added_data=files)
+        for path, pos in positions.items():
+            task = by_path[path]
+            delta.deletes.append(FileDeletes(task.data_file, pos, task.delete_files))
+        if delta.empty:
+            return t
+        commit_row_delta(tx, delta, branch=branch, snapshot_properties=snapshot_properties)
+        tx.commit_transaction()
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        _cleanup(t, tag)
+        raise
+    return t
