@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from icefloe.exceptions import CommitConflictError
@@ -68,6 +68,8 @@ def _apply(model: list[tuple[int, int]], op: tuple[Any, ...], tag: int) -> list[
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(ops=st.lists(OPS, min_size=1, max_size=7))
+# found by CI: a copy-on-write rewrite dropped an equality delete pruned by the filter
+@example(ops=[("append", [0, 12]), ("delete_by_keys", [12]), ("delete", 0, 0)])
 def test_random_sequences_match_model(
     tmp_path_factory: pytest.TempPathFactory, version: int, mode: str, ops: list[Any]
 ) -> None:

@@ -417,9 +417,14 @@ def plan(
     bound_filter: BooleanExpression,
     threads: int | None = None,
     cache: ManifestCache | None = None,
+    prune_deletes_by_metrics: bool = True,
 ) -> Plan:
     """Plans the scan of the manifests of ``manifest_list`` for ``bound_filter`` (bound to
-    ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes."""
+    ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes.
+
+    Delete files are pruned by partition and, with ``prune_deletes_by_metrics``, by their own
+    metrics: right for reads that keep only rows matching the filter, wrong for callers that
+    read every row of a planned file (copy-on-write rewrites), which must pass False."""
     filters: dict[int, SpecFilters] = {}
 
     def spec_filters(spec_id: int) -> SpecFilters:
@@ -471,7 +476,10 @@ def plan(
     # 2. delete files
     delete_specs = delete_manifests.column("partition_spec_id").to_pylist()
     decoded = _decode(read, delete_manifests, threads, cache)
-    kept_deletes = _kept(decoded, delete_specs, spec_filters, metrics_json, threads, DELETE_COLUMNS)
+    delete_metrics = metrics_json if prune_deletes_by_metrics else None
+    kept_deletes = _kept(
+        decoded, delete_specs, spec_filters, delete_metrics, threads, DELETE_COLUMNS
+    )
     for sid, kept in zip(delete_specs, kept_deletes, strict=True):
         if kept.num_rows:
             result.deletes.append((sid, kept))

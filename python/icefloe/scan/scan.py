@@ -112,6 +112,8 @@ class TableScan:
         self.limit = limit
         self.options: dict[str, str] = dict(options or {})
         self._plan: Plan | None = None
+        # False for row-level writers that read whole files (see planner.plan)
+        self._prune_deletes_by_metrics = True
 
     def __repr__(self) -> str:
         return (
@@ -286,6 +288,7 @@ class TableScan:
             bound_filter=bound,
             threads=self._threads(),
             cache=manifest_cache(self.table, self._cache_bytes()),
+            prune_deletes_by_metrics=self._prune_deletes_by_metrics,
         )
         return self._plan
 

@@ -134,6 +134,8 @@ def plan_overwrite(
             schema=schema,
             specs=specs,
             bound_filter=bound,
+            # surviving rows are rewritten: every delete of a file must apply to them
+            prune_deletes_by_metrics=False,
         )
     )
     if not tasks:

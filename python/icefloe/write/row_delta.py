@@ -128,12 +128,14 @@ def plan_tasks(
     case_sensitive: bool = True,
 ) -> list[FileScanTask]:
     """The live data files of ``branch`` (as of the transaction's metadata) that may hold rows
-    matching ``row_filter``, one task per file with the deletes that apply to it."""
+    matching ``row_filter``, one task per file with every delete that applies to it: delete
+    files are not pruned by the filter, since copy-on-write rewrites read all rows of a file."""
     from icefloe.scan.scan import TableScan
 
     view = SimpleNamespace(metadata=tx.metadata, io=tx.table.io)
     ref = branch if branch in tx.metadata.refs else None
     scan = TableScan(view, row_filter, case_sensitive=case_sensitive, ref=ref)
+    scan._prune_deletes_by_metrics = False
     seen: set[str] = set()
     out: list[FileScanTask] = []
     for task in scan.plan_files():
