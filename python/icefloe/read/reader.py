@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from icefloe import _native
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.expressions.arrow import to_arrow_expression
@@ -256,9 +257,11 @@ class _TaskReader:
                 out_cols.append(self._metadata_column(mf, n, base, keep, file_col))
             out = _make_batch(out_cols, out_schema, n)
             if keep is not None and not keep_deleted:
-                out = out.filter(keep)
+                # In Rust, all columns in one pass with the GIL released (the selection is
+                # analysed once for every column, and long runs are copied as slices).
+                out = _native.filter_batch(out, keep)
                 if filter_expr is not None:
-                    wb = wb.filter(keep)
+                    wb = _native.filter_batch(wb, keep)
             if filter_expr is not None and out.num_rows:
                 out = out.filter(_evaluate(filter_expr, wb))
             if out.num_rows:
