@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -226,3 +227,31 @@ def test_java_golden_dv_blob_applied_by_offset(tmp_path: Path) -> None:
         content_size_in_bytes=len(blob),
     )
     assert _ids(FileScanTask(df, (dv,))) == [0, 2, 4, 6, 8, 10, 11]
+
+
+def test_fully_deleted_row_groups_are_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS, row_group_size=20)
+    gone = list(range(20, 40)) + list(range(80, 100))  # row groups 1 and 4 entirely
+    dv = write_dv(tmp_path / "dv.puffin", [*gone, 5], df.file_path)
+    asked: list[list[int]] = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self: pq.ParquetFile, *args: Any, **kw: Any) -> Any:
+        asked.append(list(kw["row_groups"]))
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    t = read(FileScanTask(df, (dv,)), OPTS)
+    keep = [i for i in range(100) if i not in gone and i != 5]
+    assert t.column("id").to_pylist() == keep
+    assert t.column("_pos").to_pylist() == keep
+    assert asked == [[0], [2, 3]]
+    # Asked for _deleted, every row is read and marked.
+    asked.clear()
+    opts = ReadOptions(SCHEMA, metadata_columns=("_pos", "_deleted"))
+    t = read(FileScanTask(df, (dv,)), opts)
+    assert t.column("_pos").to_pylist() == list(range(100))
+    assert [i for i, d in enumerate(t.column("_deleted").to_pylist()) if d] == sorted([*gone, 5])
+    assert asked == [[0, 1, 2, 3, 4]]
