@@ -73,10 +73,13 @@ def _duckdb(path: str) -> Callable[[], int] | None:
     return lambda: int(con.execute(query).to_arrow_table().num_rows)
 
 
-def _peers(path: str, expected: int, extra: dict[str, Callable[[], int]]) -> dict[str, Any]:
+def _peers(
+    path: str, expected: int, extra: dict[str, Callable[[], int]], duckdb: bool = True
+) -> dict[str, Any]:
     """The peers that read this table with the expected row count (others are left out)."""
     peers: dict[str, Any] = dict(extra)
-    for name, make in (("pyiceberg", _pyiceberg), ("duckdb", _duckdb)):
+    makers = [("pyiceberg", _pyiceberg)] + ([("duckdb", _duckdb)] if duckdb else [])
+    for name, make in makers:
         fn = make(path)
         if fn is None:
             continue
@@ -175,6 +178,9 @@ def run(h: Harness) -> None:
             eq.metadata_path,
             big - len(keys),
             {"icefloe no deletes": eq_plain_read},
+            # DuckDB 1.5.5's iceberg_scan of this table grew past 22 GB RSS (of 24 GB) and was
+            # killed: it is not run here.
+            duckdb=False,
         ),
         target="<= 2x icefloe no-delete time",
     )
