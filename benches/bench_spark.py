@@ -16,11 +16,13 @@ merge-on-read (deletion vectors). Cases:
 The session is the tests' (``local[2]``) with ``spark.sql.execution.arrow.maxRecordsPerBatch``
 raised to 100,000 for the run (fewer, larger Arrow batches between the JVM and Python).
 
-Needs pyspark, Java 17 and the Iceberg runtime jar (fetched by ``tests/_spark.py``).
+``ICEFLOE_BENCH_SPARK_ROWS`` overrides the size. Needs pyspark, Java 17 and the Iceberg runtime
+jar (fetched by ``tests/_spark.py``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -37,7 +39,7 @@ def run(h: Harness) -> None:
     import _spark
     import icefloe.spark as ispark
 
-    n = h.size(10_000_000, 200_000)
+    n = int(os.environ.get("ICEFLOE_BENCH_SPARK_ROWS") or h.size(10_000_000, 200_000))
     base = Path(tempfile.mkdtemp(prefix="bench_spark_"))
     spark = _spark.spark_session(base)
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
