@@ -23,6 +23,7 @@ __all__ = [
     "expr_manifest_mask",
     "expr_metrics_mask",
     "expr_partition_mask",
+    "filter_batch",
     "keep_mask_from_positions",
     "plan_build_tasks",
     "plan_entry_masks",
@@ -150,6 +151,7 @@ class EqualityDeleteSet:
     def __len__(self) -> int: ...
 
 def keep_mask_from_positions(positions: pa.Array, start: int, length: int) -> pa.BooleanArray: ...
+def filter_batch(batch: pa.RecordBatch, keep: pa.Array) -> pa.RecordBatch: ...
 
 # puffin
 @final
