@@ -172,11 +172,13 @@ impl<'a> Reader<'a> {
         } else {
             c as u64
         };
-        let limit = self
-            .remaining()
-            .checked_div(min_item)
-            .map_or(1 << 24, |l| l as u64);
-        if n > limit {
+        // n * min_item > remaining, without a division (items of size 0: at most 2^24)
+        let too_many = if min_item == 0 {
+            n > 1 << 24
+        } else {
+            n.saturating_mul(min_item as u64) > self.remaining() as u64
+        };
+        if too_many {
             return Err(Error::corrupt(format!(
                 "block count {n} at offset {} cannot fit in the {} remaining bytes",
                 self.pos,

@@ -54,6 +54,11 @@ impl Nulls {
     fn finish(self) -> Option<NullBuffer> {
         self.valid.map(NullBuffer::from)
     }
+    fn reserve(&mut self, n: usize) {
+        if let Some(v) = &mut self.valid {
+            v.reserve(n);
+        }
+    }
 }
 
 /// How a value is read from the writer's encoding.
@@ -180,6 +185,23 @@ impl Decoder {
     #[inline]
     pub fn decode(&mut self, r: &mut Reader<'_>) -> Result<()> {
         self.root.decode(r)
+    }
+
+    /// Decodes `count` values, reserving room for them after the first (sized by the averages
+    /// seen so far) so the columns grow once per block instead of by repeated doubling.
+    pub fn decode_many(&mut self, r: &mut Reader<'_>, count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        self.root.decode(r)?;
+        // Bounded by the bytes left: hostile counts were rejected by the container, and every
+        // value takes at least one byte unless the schema is empty.
+        let budget = r.remaining();
+        self.root.reserve((count - 1).min(budget), budget);
+        for _ in 1..count {
+            self.root.decode(r)?;
+        }
+        Ok(())
     }
 
     /// The Arrow array of everything decoded.
@@ -625,6 +647,96 @@ impl Node {
             }
         }
         Ok(())
+    }
+
+    /// Reserves room for `n` more values, children sized by the averages decoded so far.
+    /// Every stored value or byte takes at least one byte of input, so no reservation exceeds
+    /// `budget`, the input bytes left.
+    fn reserve(&mut self, n: usize, budget: usize) {
+        let scaled = |n: usize, items: usize, rows: usize| -> usize {
+            if rows == 0 {
+                0
+            } else {
+                n.saturating_mul(items.div_ceil(rows)).min(budget)
+            }
+        };
+        match self {
+            Node::Bool(v, nl) => {
+                v.reserve(n);
+                nl.reserve(n);
+            }
+            Node::I32(_, v, nl) => {
+                v.reserve(n);
+                nl.reserve(n);
+            }
+            Node::I64(_, v, nl) => {
+                v.reserve(n);
+                nl.reserve(n);
+            }
+            Node::F32(v, nl) => {
+                v.reserve(n);
+                nl.reserve(n);
+            }
+            Node::F64(_, v, nl) => {
+                v.reserve(n);
+                nl.reserve(n);
+            }
+            Node::Bin(_, offs, data, nl) => {
+                let rows = offs.len() - 1;
+                data.reserve(scaled(n, data.len(), rows));
+                offs.reserve(n);
+                nl.reserve(n);
+            }
+            Node::FixedBin(_, size, data, nl) => {
+                data.reserve(n.saturating_mul(*size).min(budget));
+                nl.reserve(n);
+            }
+            Node::Dec(_, v, nl) => {
+                v.reserve(n);
+                nl.reserve(n);
+            }
+            Node::Opt { inner, .. } => inner.reserve(n, budget),
+            Node::List {
+                offsets,
+                nulls,
+                item,
+                ..
+            } => {
+                let total = *offsets.last().unwrap_or(&0) as usize;
+                item.reserve(scaled(n, total, offsets.len() - 1), budget);
+                offsets.reserve(n);
+                nulls.reserve(n);
+            }
+            Node::Record {
+                children, nulls, ..
+            } => {
+                for c in children.iter_mut() {
+                    c.reserve(n, budget);
+                }
+                nulls.reserve(n);
+            }
+            Node::Missing(_) => {}
+            Node::IntMap {
+                offsets,
+                nulls,
+                keys,
+                values,
+                ..
+            } => {
+                let rows = offsets.len() - 1;
+                let pairs = scaled(n, keys.len(), rows);
+                match values {
+                    MapValues::Long(v) => v.reserve(pairs),
+                    MapValues::Bin(offs, data) => {
+                        data.reserve(scaled(n, data.len(), rows));
+                        offs.reserve(pairs);
+                    }
+                }
+                keys.reserve(pairs);
+                offsets.reserve(n);
+                nulls.reserve(n);
+            }
+        }
     }
 
     fn push_null(&mut self) {

@@ -41,9 +41,7 @@ fn user_metadata(c: &Container<'_>) -> HashMap<String, String> {
 fn decode_all(c: &mut Container<'_>, dec: &mut Decoder) -> Result<()> {
     while let Some((count, block)) = c.next_block()? {
         let mut r = Reader::new(block);
-        for _ in 0..count {
-            dec.decode(&mut r)?;
-        }
+        dec.decode_many(&mut r, count)?;
         if r.remaining() != 0 {
             return Err(Error::corrupt(format!(
                 "block of {count} records has {} trailing bytes",

@@ -220,6 +220,9 @@ fn spec_fields_json(spec_json: &str) -> Result<String> {
     })
 }
 
+/// The uncompressed size the writer aims for per block: Java's Avro writer flushes at 64 KB.
+const BLOCK_BYTES: usize = 64 << 10;
+
 /// Writes a manifest; returns its bytes and the one-row `manifest_file` RecordBatch describing
 /// it (counts, partition summaries; `sequence_number` left null for the list writer to assign).
 pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u8>, RecordBatch)> {
@@ -267,10 +270,12 @@ pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u
         }
         top.extend(df.take());
         let root = Enc::Record(top);
-        for i in 0..batch.num_rows() {
-            root.encode(i, w.datum())?;
-            w.end_datum()?;
-        }
+        // Blocks of about BLOCK_BYTES (sized from the first entry), encoded and compressed
+        // in parallel.
+        let mut first = Vec::new();
+        root.encode(0, &mut first)?;
+        let per_block = (BLOCK_BYTES / first.len().max(1)).max(1);
+        w.encode_blocks(batch.num_rows(), per_block, |i, out| root.encode(i, out))?;
     }
     let bytes = w.finish()?;
 
