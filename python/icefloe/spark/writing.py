@@ -264,6 +264,9 @@ def _overwrite_plan(
 ) -> tuple[list[str], list[FileScanTask], BooleanExpression]:
     """Files to drop whole, tasks of files to rewrite, and the bound filter."""
     scan = table.scan(row_filter=overwrite_filter, ref=branch)
+    # rewritten files keep their rows that do not match: every delete of a file must apply to
+    # them, also those whose metrics cannot match the filter
+    scan._prune_deletes_by_metrics = False
     bound = bind(table.schema(), scan.row_filter, True)
     drop: list[str] = []
     rewrite: list[FileScanTask] = []
