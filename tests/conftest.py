@@ -3,9 +3,9 @@
 Hypothesis profiles (env ``ICEFLOE_HYPOTHESIS_PROFILE``, default ``ci`` when ``CI`` is set,
 else ``dev``):
 
-- ``ci``: ``derandomize=True`` (and no example database) so a CI run is reproducible (the examples are a function of the
-  test's source), ``print_blob=True`` so a failure prints the ``@reproduce_failure`` blob.
-  Bugs are hunted by the soak run, not by chance in CI.
+- ``ci``: ``derandomize=True`` (and no example database) so a CI run is reproducible (the
+  examples are a function of the test's source), ``print_blob=True`` so a failure prints
+  the ``@reproduce_failure`` blob. Bugs are hunted by the soak run, not by chance in CI.
 - ``dev``: hypothesis' defaults (random seed, example database), ``print_blob=True``.
 - ``soak``: like ``dev``; together with ``ICEFLOE_SOAK_FACTOR=N`` every hypothesis test runs
   N times its committed ``max_examples`` (``scripts/soak.sh`` sets both).

@@ -9,6 +9,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -263,6 +264,11 @@ def _switch_spec(t: Any, choice: tuple[str, str] | None) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(ops=st.lists(EVO_OPS, min_size=1, max_size=8))
+# found by the soak: an overwrite removed a whole Puffin file with the DV of a file it removed,
+# so rows deleted in other data files came back
+@example(ops=[("append", [1, 18, 2]), ("delete", 1, 2), ("overwrite", 18, 18, [])])
+# DuckDB 1.5.5 throws on equality deletes under two specs (see _check_peers)
+@example(ops=[("append", [0]), ("spec", 2), ("append", [0]), ("delete_by_keys", [0])])
 def test_random_sequences_with_evolution_match_model(
     tmp_path_factory: pytest.TempPathFactory,
     version: int,
@@ -369,6 +375,18 @@ def _check_peers(t: Any, model: list[Row], has_c: bool) -> None:
     try:
         cols = "k, v, c" if has_c else "k, v, null"
         got = con.execute(f"select {cols} from iceberg_scan('{t.metadata_location}')").fetchall()
+    except duckdb.InternalException as e:
+        # DuckDB 1.5.5 pairs the partition values of data and delete files by position, not
+        # by spec, and throws on a table with files under two specs and deletes against one
+        # (fixed upstream in duckdb-iceberg pull request 1276); every other failure counts.
+        if "Comparison on NULL values" not in str(e) or len(_live_specs(t)) < 2:
+            raise
+        return
     finally:
         con.close()
     assert sorted(tuple(r) for r in got) == sorted(model)
+
+
+def _live_specs(t: Any) -> set[int]:
+    """The specs of the current snapshot's live data and delete files."""
+    return set(t.inspect.files()["spec_id"].to_pylist())

@@ -4,6 +4,7 @@ of its property test too, where one covers it)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -12,7 +13,7 @@ from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField
 from rowlevel_util import live_deletes
-from write_util import catalog
+from write_util import catalog, pyiceberg_read
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "v", LongType()))
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[3]"), "kb"))
@@ -37,3 +38,39 @@ def test_spark_overwrite_plan_keeps_deletes_the_filter_cannot_match(tmp_path: Pa
     drop, rewrite, _ = _overwrite_plan(t, "main", "k = 0")
     assert drop == [] and len(rewrite) == 1
     assert [d.file_path for d in rewrite[0].delete_files] == [eq_delete]
+
+
+def _mor_v3(tmp_path: Path) -> Any:
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        SCHEMA,
+        partition_spec=SPEC,
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+    )
+    t.append(_rows([0, 12, 1, 2]))  # bucket[3]: 0 and 12 -> 1, 1 -> 2, 2 -> 0: three files
+    t.delete("k = 12 or k = 1 or k = 2")  # one Puffin file holding three DVs
+    (puffin,) = set(live_deletes(t).column("file_path").to_pylist())
+    assert live_deletes(t).num_rows == 3
+    return t, puffin
+
+
+def test_overwrite_removes_only_the_dvs_of_the_files_it_removes(tmp_path: Path) -> None:
+    """An overwrite that removes one data file must remove that file's DV entry only, not the
+    whole Puffin file: the DVs of other data files in it keep their rows deleted."""
+    t, puffin = _mor_v3(tmp_path)
+    t.overwrite(_rows([50]), "k = 0")  # removes the file of partition 1 (0 and deleted 12)
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == [50]
+    left = live_deletes(t)
+    assert left.num_rows == 2 and set(left.column("file_path").to_pylist()) == {puffin}
+    assert sorted(pyiceberg_read(t)["k"].to_pylist()) == [50]
+
+
+def test_spark_overwrite_removes_dv_entries_not_puffin_files(tmp_path: Path) -> None:
+    from icefloe.spark.writing import _dv_entries, _overwrite_plan
+
+    t, puffin = _mor_v3(tmp_path)
+    drop, rewrite, _ = _overwrite_plan(t, "main", "k = 0")
+    assert drop == [] and len(rewrite) == 1  # partition 1's file: 0 matches, 12 is deleted
+    target = rewrite[0].data_file.file_path
+    (entry,) = [e for e in live_deletes(t).to_pylist() if e["referenced_data_file"] == target]
+    assert _dv_entries(t, "main", {target}) == [(puffin, entry["content_offset"])]
