@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
+from icefloe.exceptions import CommitConflictError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
@@ -74,3 +76,33 @@ def test_spark_overwrite_removes_dv_entries_not_puffin_files(tmp_path: Path) -> 
     target = rewrite[0].data_file.file_path
     (entry,) = [e for e in live_deletes(t).to_pylist() if e["referenced_data_file"] == target]
     assert _dv_entries(t, "main", {target}) == [(puffin, entry["content_offset"])]
+
+
+def test_overwrite_conflicts_with_a_concurrent_delete_in_a_file_it_rewrites(
+    tmp_path: Path,
+) -> None:
+    """A filtered overwrite rewrites the surviving rows of a file; if a concurrent commit
+    deleted one of them (a DV) the retried overwrite must fail, not bring the row back."""
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        SCHEMA,
+        partition_spec=SPEC,
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+    )
+    t.append(_rows(list(range(30))))
+    other = t.catalog.load_table("ns.t")
+    tx = t.transaction()
+    tx.overwrite(_rows([100]), "k = 3")  # rewrites partition 0's file without 3
+    other.delete("k = 2")  # a DV for the same file (bucket[3] of 2 and 3 is 0)
+    with pytest.raises(CommitConflictError, match="deletes"):
+        tx.commit_transaction()
+    t.refresh()
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == [k for k in range(30) if k != 2]
+    # a concurrent delete in a file the overwrite does not rewrite does not conflict
+    tx = t.transaction()
+    tx.overwrite(_rows([100]), "k = 3")
+    t.catalog.load_table("ns.t").delete("k = 6")  # bucket[3] of 6 is 2
+    tx.commit_transaction()
+    t.refresh()
+    want = sorted([k for k in range(30) if k not in (2, 3, 6)] + [100])
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == want

@@ -59,7 +59,7 @@ from icefloe.transforms import (
 )
 from icefloe.write import DataFile
 from icefloe.write.input import to_table_schema
-from icefloe.write.row_delta import delete_entries_predicate
+from icefloe.write.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.write.writer import WriteOptions, write_parquet_files
 
 __all__ = ["collect_files", "commit_files", "write", "write_files"]
@@ -299,6 +299,7 @@ def commit_files(
     branch: str = MAIN_BRANCH,
     remove: Sequence[str] = (),
     remove_deletes: Sequence[tuple[str, int | None]] = (),
+    rewritten: Sequence[FileScanTask] = (),
     remove_all: bool = False,
     delete_files: Sequence[DataFile] = (),
     snapshot_properties: dict[str, str] | None = None,
@@ -318,6 +319,11 @@ def commit_files(
                 p.remove_files(remove)
             if remove_deletes:
                 p.remove_files_where(delete_entries_predicate(remove_deletes))
+            if rewritten:
+                # rows kept by a rewrite must not lose deletes a concurrent commit added
+                p.validate(
+                    concurrent_deletes_validator(table.io, branch, rewritten, table.schema())
+                )
             if files:
                 p.add_data_files(files)
             if delete_files:
@@ -362,6 +368,7 @@ def write(
     files = write_files(df, t, tag)
     remove: list[str] = []
     remove_deletes: list[tuple[str, int | None]] = []
+    rewrite: list[FileScanTask] = []
     if mode == "overwrite" and overwrite_filter is not None:
         try:
             drop, rewrite, bound = _overwrite_plan(t, branch, overwrite_filter)
@@ -381,6 +388,7 @@ def write(
         branch=branch,
         remove=sorted(set(remove)),
         remove_deletes=remove_deletes,
+        rewritten=rewrite,
         remove_all=mode == "overwrite" and overwrite_filter is None,
         snapshot_properties=snapshot_properties,
     )

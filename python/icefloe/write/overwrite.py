@@ -39,6 +39,7 @@ from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
+    FileScanTask,
     ReadOptions,
 )
 
@@ -54,10 +55,13 @@ class OverwritePlan:
 
     ``remove`` holds data files and file-scoped position delete files; ``remove_deletes`` the
     deletion vectors of removed data files as ``(puffin path, content_offset)``: one Puffin
-    file holds the DVs of many data files, so a DV is removed by its entry, never by path."""
+    file holds the DVs of many data files, so a DV is removed by its entry, never by path.
+    ``rewritten`` are the tasks of the files whose surviving rows are written back: a
+    concurrent commit adding deletes for them conflicts."""
 
     remove: list[str] = field(default_factory=list)
     remove_deletes: list[tuple[str, int | None]] = field(default_factory=list)
+    rewritten: list[FileScanTask] = field(default_factory=list)
     rows: list[pa.Table] = field(default_factory=list)
     files_read: int = 0
 
@@ -186,6 +190,7 @@ def plan_overwrite(
         removed.add(path)
         if matched < data.num_rows:
             result.rows.append(data.filter(pc.invert(hit)))
+            result.rewritten.append(task)
     # Deletion vectors and file-scoped position deletes of removed files go with them.
     scoped = [
         d

@@ -62,6 +62,7 @@ __all__ = [
     "RowContext",
     "RowDelta",
     "commit_row_delta",
+    "concurrent_deletes_validator",
     "delete_entries_predicate",
     "lineage_schema",
     "plan_tasks",
@@ -350,6 +351,15 @@ def commit_row_delta(
 
 def _task_refs(items: Sequence[FileDeletes]) -> list[FileScanTask]:
     return [FileScanTask(i.data_file, tuple(i.existing)) for i in items]
+
+
+def concurrent_deletes_validator(
+    io: FileIO, branch: str, tasks: Sequence[FileScanTask], schema: Schema
+) -> Any:
+    """A producer validator failing with ``CommitConflictError`` when a commit after the
+    transaction's start removed one of ``tasks``' data files or added deletes that may apply
+    to them (for a change that rewrites their rows)."""
+    return _Validator(io, branch, list(tasks), set(), None, schema)
 
 
 def delete_entries_predicate(entries: Iterable[tuple[str, int | None]]) -> Any:
