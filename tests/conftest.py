@@ -1,17 +1,69 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures and the hypothesis profiles.
+
+Hypothesis profiles (env ``ICEFLOE_HYPOTHESIS_PROFILE``, default ``ci`` when ``CI`` is set,
+else ``dev``):
+
+- ``ci``: ``derandomize=True`` (and no example database) so a CI run is reproducible (the
+  examples are a function of the test's source), ``print_blob=True`` so a failure prints
+  the ``@reproduce_failure`` blob. Bugs are hunted by the soak run, not by chance in CI.
+- ``dev``: hypothesis' defaults (random seed, example database), ``print_blob=True``.
+- ``soak``: like ``dev``; together with ``ICEFLOE_SOAK_FACTOR=N`` every hypothesis test runs
+  N times its committed ``max_examples`` (``scripts/soak.sh`` sets both).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from peers import duckdb_connect
 
 # PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py),
 # the Spark session and Iceberg Java catalogs (tests/_spark.py).
 pytest_plugins = ["_postgres", "_catalogs", "_spark"]
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.register_profile("soak", print_blob=True)
+settings.load_profile(
+    os.environ.get("ICEFLOE_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
+
+
+def _soak_factor() -> int:
+    raw = os.environ.get("ICEFLOE_SOAK_FACTOR", "1")
+    try:
+        factor = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"ICEFLOE_SOAK_FACTOR must be an integer, got {raw!r}") from None
+    if factor < 1:
+        raise pytest.UsageError(f"ICEFLOE_SOAK_FACTOR must be >= 1, got {factor}")
+    return factor
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Scale every hypothesis test's ``max_examples`` by ``ICEFLOE_SOAK_FACTOR``.
+
+    A test's own ``@settings(max_examples=...)`` wins over any profile, so the factor is applied
+    to the settings hypothesis attached to the test function (once per function, however many
+    parametrized items share it)."""
+    factor = _soak_factor()
+    if factor == 1:
+        return
+    seen: set[int] = set()
+    for item in items:
+        fn = getattr(item, "obj", None)
+        if not getattr(fn, "is_hypothesis_test", False) or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        current = getattr(fn, "_hypothesis_internal_use_settings", None) or settings.default
+        fn._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+            current, max_examples=current.max_examples * factor
+        )
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -178,3 +179,214 @@ def test_concurrent_append_matching_filter_conflicts_when_serializable(tmp_path:
     t.refresh()
     assert ours(t)["k"].to_pylist() == [7]
     assert pc.sum(ours(t)["v"]).as_py() == 10007
+
+
+# ---------------------------------------------------------------- evolution and overwrites
+# The model above extended with overwrite-by-filter, dynamic partition overwrite, upsert in
+# equality mode, partition spec evolution and adding a column with a default mid-sequence.
+# Rows are (k, v, c); c is None until the column is added.
+
+# (source column, transform) of the specs a sequence can switch to; None: unpartitioned
+SPECS: list[tuple[str, str] | None] = [
+    ("k", "bucket[3]"),
+    ("k", "bucket[5]"),
+    ("k", "truncate[10]"),
+    ("k", "identity"),
+    ("v", "bucket[2]"),
+    None,
+]
+
+EVO_OPS = st.one_of(
+    st.tuples(st.just("append"), st.lists(KEYS, min_size=1, max_size=8)),
+    st.tuples(st.just("delete"), KEYS, KEYS),
+    st.tuples(st.just("upsert"), st.lists(KEYS, min_size=1, max_size=8, unique=True)),
+    st.tuples(st.just("delete_by_keys"), st.lists(KEYS, min_size=1, max_size=3, unique=True)),
+    st.tuples(st.just("compact")),
+    st.tuples(st.just("overwrite"), KEYS, KEYS, st.lists(KEYS, max_size=6)),
+    st.tuples(st.just("dynamic"), st.lists(KEYS, min_size=1, max_size=6)),
+    st.tuples(st.just("spec"), st.integers(0, len(SPECS) - 1)),
+    st.tuples(st.just("add_column")),
+)
+
+Row = tuple[int, int, "int | None"]
+
+
+def _oracle_transform(column: str, transform: str) -> Any:
+    """PyIceberg's implementation of a partition transform on longs (an independent oracle)."""
+    from pyiceberg.transforms import parse_transform as pyiceberg_transform
+    from pyiceberg.types import LongType as PyIcebergLong
+
+    fn = pyiceberg_transform(transform).transform(PyIcebergLong())
+    index = 0 if column == "k" else 1
+    return lambda row: fn(row[index])
+
+
+def _evo_rows(keys: list[int], tag: int, with_c: bool) -> pa.Table:
+    t = _rows(keys, tag)
+    if with_c:
+        t = t.append_column("c", pa.array([tag] * len(keys), pa.int64()))
+    return t
+
+
+def _evo_expected(keys: list[int], tag: int, with_c: bool, default: int | None) -> list[Row]:
+    return [(k, tag * 1000 + k, tag if with_c else default) for k in keys]
+
+
+def _evo_read(t: Any, *meta: str) -> pa.Table:
+    return t.scan(selected_fields=("*", *meta)).to_arrow()
+
+
+def _evo_pairs(got: pa.Table, has_c: bool) -> list[Row]:
+    cs = got["c"].to_pylist() if has_c else [None] * got.num_rows
+    return list(zip(got["k"].to_pylist(), got["v"].to_pylist(), cs, strict=True))
+
+
+def _switch_spec(t: Any, choice: tuple[str, str] | None) -> None:
+    with t.update_spec() as u:
+        for f in t.spec().fields:
+            u.remove_field(f.name)
+        if choice is not None:
+            u.add_field(choice[0], choice[1], f"p_{choice[0]}_{choice[1].replace('[', '_')[:-1]}")
+
+
+@pytest.mark.parametrize(
+    ("version", "mode", "upsert_mode"),
+    [
+        (2, "merge-on-read", "equality"),
+        (3, "merge-on-read", None),
+        (3, "copy-on-write", "equality"),
+        (2, "copy-on-write", None),
+    ],
+)
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=st.lists(EVO_OPS, min_size=1, max_size=8))
+# found by the soak: an overwrite removed a whole Puffin file with the DV of a file it removed,
+# so rows deleted in other data files came back
+@example(ops=[("append", [1, 18, 2]), ("delete", 1, 2), ("overwrite", 18, 18, [])])
+# DuckDB 1.5.5 throws on equality deletes under two specs (see _check_peers)
+@example(ops=[("append", [0]), ("spec", 2), ("append", [0]), ("delete_by_keys", [0])])
+def test_random_sequences_with_evolution_match_model(
+    tmp_path_factory: pytest.TempPathFactory,
+    version: int,
+    mode: str,
+    upsert_mode: str | None,
+    ops: list[Any],
+) -> None:
+    from icefloe.exceptions import ValidationError
+    from icefloe.types import LongType as Long
+
+    tmp: Path = tmp_path_factory.mktemp("evo")
+    props = {"format-version": str(version), "write.delete.mode": mode, "write.merge.mode": mode}
+    if upsert_mode is not None:
+        props["write.upsert.mode"] = upsert_mode
+    t = catalog(tmp).create_table("ns.t", SCHEMA, partition_spec=SPEC, properties=props)
+    spec: tuple[str, str] | None = ("k", "bucket[3]")
+    has_c = False
+    default: int | None = None
+    model: list[Row] = []
+    for op in ops:
+        tag = next(_counter)
+        kind = op[0]
+        with_c = has_c and tag % 2 == 0
+        if kind == "append":
+            t.append(_evo_rows(op[1], tag, with_c))
+            model = model + _evo_expected(op[1], tag, with_c, default)
+        elif kind == "delete":
+            lo, hi = sorted(op[1:])
+            t.delete(f"k >= {lo} and k <= {hi}")
+            model = [r for r in model if not lo <= r[0] <= hi]
+        elif kind == "upsert":
+            present = [r[0] for r in model]
+            if upsert_mode is None and len(present) != len(set(present)):
+                continue  # needs unique keys in the table to be well defined
+            t.upsert(_evo_rows(op[1], tag, with_c), ["k"])
+            keys = set(op[1])
+            model = [r for r in model if r[0] not in keys]
+            model += _evo_expected(op[1], tag, with_c, default)
+        elif kind == "delete_by_keys":
+            t.delete_by_keys({"k": op[1]}, ["k"])
+            model = [r for r in model if r[0] not in set(op[1])]
+        elif kind == "compact":
+            t.rewrite_data_files(target_file_size=1 << 20)
+        elif kind == "overwrite":
+            lo, hi = sorted(op[1:3])
+            t.overwrite(_evo_rows(op[3], tag, with_c), f"k >= {lo} and k <= {hi}")
+            model = [r for r in model if not lo <= r[0] <= hi]
+            model += _evo_expected(op[3], tag, with_c, default)
+        elif kind == "dynamic":
+            if spec is None:
+                with pytest.raises(ValidationError, match="partitioned"):
+                    t.dynamic_partition_overwrite(_evo_rows(op[1], tag, with_c))
+                continue
+            # files of the current spec in the partitions the new rows touch are replaced
+            key = _oracle_transform(*spec)
+            new = _evo_expected(op[1], tag, with_c, default)
+            touched = {key(r) for r in new}
+            before = _evo_read(t, "_spec_id")
+            current = t.spec().spec_id
+            rows = _evo_pairs(before, has_c)
+            specs = before["_spec_id"].to_pylist()
+            assert sorted(rows) == sorted(model)
+            t.dynamic_partition_overwrite(_evo_rows(op[1], tag, with_c))
+            model = [
+                r for r, s in zip(rows, specs, strict=True) if s != current or key(r) not in touched
+            ] + new
+        elif kind == "spec":
+            choice = SPECS[op[1]]
+            if choice == spec:
+                continue
+            _switch_spec(t, choice)
+            spec = choice
+        else:
+            if has_c:
+                continue
+            with t.update_schema() as u:
+                if version >= 3:
+                    u.add_column("c", Long(), initial_default=7)
+                    default = 7
+                else:
+                    u.add_column("c", Long())
+            has_c = True
+            model = [(k, v, default) for k, v, _ in model]
+        got = _evo_read(t, *(("_row_id",) if version >= 3 else ()))
+        assert sorted(_evo_pairs(got, has_c)) == sorted(model), op
+        if version >= 3:
+            refs = [r for r in live_deletes(t).column("referenced_data_file").to_pylist() if r]
+            assert len(refs) == len(set(refs)), "more than one DV for a data file"
+            row_ids = got["_row_id"].to_pylist()
+            assert len(set(row_ids)) == len(row_ids) and None not in row_ids
+    _check_peers(t, model, has_c)
+
+
+def _check_peers(t: Any, model: list[Row], has_c: bool) -> None:
+    """PyIceberg (when no equality deletes are live: 0.12 cannot apply them) and DuckDB read
+    the same rows."""
+    from peers import duckdb_connect
+    from write_util import pyiceberg_read
+
+    contents = live_deletes(t).column("content").to_pylist()
+    if 2 not in contents:
+        assert sorted(_evo_pairs(pyiceberg_read(t), has_c)) == sorted(model)
+    con = duckdb_connect()
+    try:
+        cols = "k, v, c" if has_c else "k, v, null"
+        got = con.execute(f"select {cols} from iceberg_scan('{t.metadata_location}')").fetchall()
+    except duckdb.InternalException as e:
+        # DuckDB 1.5.5 pairs the partition values of data and delete files by position, not
+        # by spec, and throws on a table with files under two specs and deletes against one
+        # (fixed upstream in duckdb-iceberg pull request 1276); every other failure counts.
+        if "Comparison on NULL values" not in str(e) or len(_live_specs(t)) < 2:
+            raise
+        return
+    finally:
+        con.close()
+    assert sorted(tuple(r) for r in got) == sorted(model)
+
+
+def _live_specs(t: Any) -> set[int]:
+    """The specs of the current snapshot's live data and delete files."""
+    return set(t.inspect.files()["spec_id"].to_pylist())

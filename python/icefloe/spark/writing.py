@@ -59,6 +59,7 @@ from icefloe.transforms import (
 )
 from icefloe.write import DataFile
 from icefloe.write.input import to_table_schema
+from icefloe.write.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.write.writer import WriteOptions, write_parquet_files
 
 __all__ = ["collect_files", "commit_files", "write", "write_files"]
@@ -275,19 +276,33 @@ def _evaluate(rows: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
 def _overwrite_plan(
     table: Table, branch: str, overwrite_filter: BooleanExpression | str
 ) -> tuple[list[str], list[FileScanTask], BooleanExpression]:
-    """Files to drop whole, tasks of files to rewrite, and the bound filter."""
+    """Data files to drop whole, tasks of files to rewrite, and the bound filter (the DVs of
+    both go with them: :func:`_dv_entries`)."""
     scan = table.scan(row_filter=overwrite_filter, ref=branch)
+    # rewritten files keep their rows that do not match: every delete of a file must apply to
+    # them, also those whose metrics cannot match the filter
+    scan._prune_deletes_by_metrics = False
     bound = bind(table.schema(), scan.row_filter, True)
     drop: list[str] = []
     rewrite: list[FileScanTask] = []
     for task in scan.plan_files():
-        dvs = [d.file_path for d in task.delete_files if d.is_deletion_vector]
         if isinstance(task.residual, AlwaysTrue):
             drop.append(task.data_file.file_path)
-            drop.extend(dvs)
         else:
             rewrite.append(replace(task, residual=AlwaysTrue()))
     return drop, rewrite, bound
+
+
+def _dv_entries(table: Table, branch: str, data_files: set[str]) -> list[tuple[str, int | None]]:
+    """``(puffin path, content_offset)`` of the deletion vectors of ``data_files``: one Puffin
+    file holds the DVs of many data files, so a DV is removed by its entry, never by path."""
+    out: set[tuple[str, int | None]] = set()
+    for task in table.scan(ref=branch).plan_files():
+        if task.data_file.file_path in data_files:
+            out.update(
+                (d.file_path, d.content_offset) for d in task.delete_files if d.is_deletion_vector
+            )
+    return sorted(out, key=lambda e: (e[0], -1 if e[1] is None else e[1]))
 
 
 def commit_files(
@@ -296,6 +311,8 @@ def commit_files(
     *,
     branch: str = MAIN_BRANCH,
     remove: Sequence[str] = (),
+    remove_deletes: Sequence[tuple[str, int | None]] = (),
+    rewritten: Sequence[FileScanTask] = (),
     remove_all: bool = False,
     delete_files: Sequence[DataFile] = (),
     snapshot_properties: dict[str, str] | None = None,
@@ -313,6 +330,13 @@ def commit_files(
                 p.remove_files_where(lambda batch: pa.array([True] * batch.num_rows))
             if remove:
                 p.remove_files(remove)
+            if remove_deletes:
+                p.remove_files_where(delete_entries_predicate(remove_deletes))
+            if rewritten:
+                # rows kept by a rewrite must not lose deletes a concurrent commit added
+                p.validate(
+                    concurrent_deletes_validator(table.io, branch, rewritten, table.schema())
+                )
             if files:
                 p.add_data_files(files)
             if delete_files:
@@ -356,6 +380,8 @@ def write(
     tag = _job_tag()
     files = write_files(df, t, tag)
     remove: list[str] = []
+    remove_deletes: list[tuple[str, int | None]] = []
+    rewrite: list[FileScanTask] = []
     if mode == "overwrite" and overwrite_filter is not None:
         try:
             drop, rewrite, bound = _overwrite_plan(t, branch, overwrite_filter)
@@ -363,12 +389,8 @@ def write(
             if rewrite:
                 files = files + _rewrite_files(df.sparkSession, t, rewrite, bound, tag)
                 remove += [task.data_file.file_path for task in rewrite]
-                remove += [
-                    d.file_path
-                    for task in rewrite
-                    for d in task.delete_files
-                    if d.is_deletion_vector
-                ]
+            if remove:
+                remove_deletes = _dv_entries(t, branch, set(remove))
         except BaseException:
             for f in files:
                 t.io.delete_quietly(f.file_path)
@@ -378,6 +400,8 @@ def write(
         files,
         branch=branch,
         remove=sorted(set(remove)),
+        remove_deletes=remove_deletes,
+        rewritten=rewrite,
         remove_all=mode == "overwrite" and overwrite_filter is None,
         snapshot_properties=snapshot_properties,
     )

@@ -27,6 +27,7 @@ from icefloe.table.producer import SnapshotProducer, live_entries, parent_snapsh
 from icefloe.write.add_files import NAME_MAPPING, data_files_from_parquet
 from icefloe.write.files import DataFile, entries_batch, partition_keys
 from icefloe.write.overwrite import partition_mask, plan_overwrite
+from icefloe.write.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.write.writer import write_data_files, write_parquet_files
 
 if TYPE_CHECKING:
@@ -155,6 +156,11 @@ def overwrite(
         producer.abort()
         raise
     producer.add_data_files(files + kept).remove_files(plan.remove)
+    if plan.remove_deletes:
+        producer.remove_files_where(delete_entries_predicate(plan.remove_deletes))
+    if plan.rewritten:
+        # rows kept by a rewrite must not lose deletes a concurrent commit added for them
+        producer.validate(concurrent_deletes_validator(io, branch, plan.rewritten, schema))
     producer.validate(_no_new_matching_data(io, expr, case_sensitive))
     producer.set_operation("overwrite")
     return _commit(producer)

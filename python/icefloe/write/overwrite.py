@@ -39,6 +39,7 @@ from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
+    FileScanTask,
     ReadOptions,
 )
 
@@ -50,9 +51,17 @@ DELETED = 2
 @dataclass
 class OverwritePlan:
     """Files to remove and surviving rows to write back (``rows`` in table-schema order, with
-    ``lineage`` columns ``_row_id`` / ``_last_updated_sequence_number`` on v3)."""
+    ``lineage`` columns ``_row_id`` / ``_last_updated_sequence_number`` on v3).
+
+    ``remove`` holds data files and file-scoped position delete files; ``remove_deletes`` the
+    deletion vectors of removed data files as ``(puffin path, content_offset)``: one Puffin
+    file holds the DVs of many data files, so a DV is removed by its entry, never by path.
+    ``rewritten`` are the tasks of the files whose surviving rows are written back: a
+    concurrent commit adding deletes for them conflicts."""
 
     remove: list[str] = field(default_factory=list)
+    remove_deletes: list[tuple[str, int | None]] = field(default_factory=list)
+    rewritten: list[FileScanTask] = field(default_factory=list)
     rows: list[pa.Table] = field(default_factory=list)
     files_read: int = 0
 
@@ -181,13 +190,18 @@ def plan_overwrite(
         removed.add(path)
         if matched < data.num_rows:
             result.rows.append(data.filter(pc.invert(hit)))
+            result.rewritten.append(task)
     # Deletion vectors and file-scoped position deletes of removed files go with them.
     scoped = [
-        d["file_path"]
+        d
         for _, d in _delete_refs([(m, b) for m, b in entries if m.content != 0])
         if referenced_file(d) in removed
     ]
-    result.remove = sorted(removed | set(scoped))
+    dvs = [d for d in scoped if str(d.get("file_format") or "").upper() == "PUFFIN"]
+    files = {d["file_path"] for d in scoped if str(d.get("file_format")).upper() != "PUFFIN"}
+    result.remove = sorted(removed | files)
+    dv_entries = {(d["file_path"], d.get("content_offset")) for d in dvs}
+    result.remove_deletes = sorted(dv_entries, key=lambda e: (e[0], e[1] or 0))
     return result
 
 

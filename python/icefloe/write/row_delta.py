@@ -62,6 +62,8 @@ __all__ = [
     "RowContext",
     "RowDelta",
     "commit_row_delta",
+    "concurrent_deletes_validator",
+    "delete_entries_predicate",
     "lineage_schema",
     "plan_tasks",
     "write_mode",
@@ -349,6 +351,22 @@ def commit_row_delta(
 
 def _task_refs(items: Sequence[FileDeletes]) -> list[FileScanTask]:
     return [FileScanTask(i.data_file, tuple(i.existing)) for i in items]
+
+
+def concurrent_deletes_validator(
+    io: FileIO, branch: str, tasks: Sequence[FileScanTask], schema: Schema
+) -> Any:
+    """A producer validator failing with ``CommitConflictError`` when a commit after the
+    transaction's start removed one of ``tasks``' data files or added deletes that may apply
+    to them (for a change that rewrites their rows)."""
+    return _Validator(io, branch, list(tasks), set(), None, schema)
+
+
+def delete_entries_predicate(entries: Iterable[tuple[str, int | None]]) -> Any:
+    """A ``remove_files_where`` predicate selecting the delete entries ``(file_path,
+    content_offset)``: a deletion vector is removed by its entry, since one Puffin file holds
+    the DVs of many data files (``content_offset`` None: a whole delete file)."""
+    return _entry_key_predicate({_key(path, offset) for path, offset in entries})
 
 
 def _entry_key_predicate(keys: set[str]) -> Any:

@@ -1,0 +1,108 @@
+"""Deterministic regressions for bugs the property tests found (each pinned as an ``@example``
+of its property test too, where one covers it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icefloe.exceptions import CommitConflictError
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.transforms import parse_transform
+from icefloe.types import LongType, NestedField
+from rowlevel_util import live_deletes
+from write_util import catalog, pyiceberg_read
+
+SCHEMA = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "v", LongType()))
+SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[3]"), "kb"))
+
+
+def _rows(keys: list[int]) -> pa.Table:
+    return pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(keys, pa.int64())})
+
+
+def test_spark_overwrite_plan_keeps_deletes_the_filter_cannot_match(tmp_path: Path) -> None:
+    """The Spark writer's filtered overwrite rewrites the files it touches: an equality delete
+    of a key outside the filter (its metrics cannot match ``k = 0``) must still be applied to
+    the rewritten rows, or the deleted row comes back."""
+    from icefloe.spark.writing import _overwrite_plan
+
+    t = catalog(tmp_path).create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, properties={"format-version": "2"}
+    )
+    t.append(_rows([0, 12]))  # one file: bucket[3] puts both keys in partition 1
+    t.delete_by_keys({"k": [12]}, ["k"])
+    (eq_delete,) = live_deletes(t).column("file_path").to_pylist()
+    drop, rewrite, _ = _overwrite_plan(t, "main", "k = 0")
+    assert drop == [] and len(rewrite) == 1
+    assert [d.file_path for d in rewrite[0].delete_files] == [eq_delete]
+
+
+def _mor_v3(tmp_path: Path) -> Any:
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        SCHEMA,
+        partition_spec=SPEC,
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+    )
+    t.append(_rows([0, 12, 1, 2]))  # bucket[3]: 0 and 12 -> 1, 1 -> 2, 2 -> 0: three files
+    t.delete("k = 12 or k = 1 or k = 2")  # one Puffin file holding three DVs
+    (puffin,) = set(live_deletes(t).column("file_path").to_pylist())
+    assert live_deletes(t).num_rows == 3
+    return t, puffin
+
+
+def test_overwrite_removes_only_the_dvs_of_the_files_it_removes(tmp_path: Path) -> None:
+    """An overwrite that removes one data file must remove that file's DV entry only, not the
+    whole Puffin file: the DVs of other data files in it keep their rows deleted."""
+    t, puffin = _mor_v3(tmp_path)
+    t.overwrite(_rows([50]), "k = 0")  # removes the file of partition 1 (0 and deleted 12)
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == [50]
+    left = live_deletes(t)
+    assert left.num_rows == 2 and set(left.column("file_path").to_pylist()) == {puffin}
+    assert sorted(pyiceberg_read(t)["k"].to_pylist()) == [50]
+
+
+def test_spark_overwrite_removes_dv_entries_not_puffin_files(tmp_path: Path) -> None:
+    from icefloe.spark.writing import _dv_entries, _overwrite_plan
+
+    t, puffin = _mor_v3(tmp_path)
+    drop, rewrite, _ = _overwrite_plan(t, "main", "k = 0")
+    assert drop == [] and len(rewrite) == 1  # partition 1's file: 0 matches, 12 is deleted
+    target = rewrite[0].data_file.file_path
+    (entry,) = [e for e in live_deletes(t).to_pylist() if e["referenced_data_file"] == target]
+    assert _dv_entries(t, "main", {target}) == [(puffin, entry["content_offset"])]
+
+
+def test_overwrite_conflicts_with_a_concurrent_delete_in_a_file_it_rewrites(
+    tmp_path: Path,
+) -> None:
+    """A filtered overwrite rewrites the surviving rows of a file; if a concurrent commit
+    deleted one of them (a DV) the retried overwrite must fail, not bring the row back."""
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        SCHEMA,
+        partition_spec=SPEC,
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+    )
+    t.append(_rows(list(range(30))))
+    other = t.catalog.load_table("ns.t")
+    tx = t.transaction()
+    tx.overwrite(_rows([100]), "k = 3")  # rewrites partition 0's file without 3
+    other.delete("k = 2")  # a DV for the same file (bucket[3] of 2 and 3 is 0)
+    with pytest.raises(CommitConflictError, match="deletes"):
+        tx.commit_transaction()
+    t.refresh()
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == [k for k in range(30) if k != 2]
+    # a concurrent delete in a file the overwrite does not rewrite does not conflict
+    tx = t.transaction()
+    tx.overwrite(_rows([100]), "k = 3")
+    t.catalog.load_table("ns.t").delete("k = 6")  # bucket[3] of 6 is 2
+    tx.commit_transaction()
+    t.refresh()
+    want = sorted([k for k in range(30) if k not in (2, 3, 6)] + [100])
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == want
