@@ -157,7 +157,20 @@ def read_manifest(
     sequence_number: int | None = None,
     first_row_id: int | None = None,
     name: str = "<bytes>",
-) -> pa.RecordBatch: ...
+    columns: Sequence[str] | None = None,
+    stats_ids: Sequence[int] | None = None,
+) -> pa.RecordBatch:
+    """Decodes a manifest into one RecordBatch (layout of ``icefloe.manifest.read_manifest``).
+
+    Projection (optional, the output schema never changes): ``columns`` names the output
+    columns to decode; the others are skipped in the Avro data and returned all null, except
+    ``status``, ``snapshot_id``, ``sequence_number``, ``file_sequence_number``, ``content``,
+    ``record_count`` and ``first_row_id``, which are always decoded. ``stats_ids`` keeps, in the
+    metric maps (``column_sizes`` ... ``upper_bounds``), only the pairs of those column field
+    ids; the others are read past without being stored. Unknown column names raise
+    ``ValidationError``.
+    """
+
 def read_manifests(
     data: Sequence[bytes],
     *,
@@ -166,7 +179,12 @@ def read_manifests(
     first_row_ids: Sequence[int | None] | None = None,
     names: Sequence[str] | None = None,
     threads: int | None = None,
-) -> list[pa.RecordBatch]: ...
+    columns: Sequence[str] | None = None,
+    stats_ids: Sequence[int] | None = None,
+) -> list[pa.RecordBatch]:
+    """Decodes many manifests in parallel (GIL released), one batch each, in order;
+    ``columns`` and ``stats_ids`` project as in :func:`read_manifest`."""
+
 def read_manifest_list(data: bytes, *, name: str = "<bytes>") -> pa.RecordBatch: ...
 def write_manifest(
     batch: pa.RecordBatch,

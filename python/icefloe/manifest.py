@@ -83,6 +83,8 @@ def read_manifest(
     sequence_number: int | None = None,
     first_row_id: int | None = None,
     name: str | None = None,
+    columns: Sequence[str] | None = None,
+    stats_ids: Sequence[int] | None = None,
 ) -> pa.RecordBatch:
     """Decodes a manifest, applying inheritance from its ``manifest_file`` entry.
 
@@ -90,6 +92,12 @@ def read_manifest(
     values: null snapshot ids inherit ``snapshot_id``; null sequence numbers of ADDED entries
     inherit ``sequence_number``; in v3, data files with a null ``first_row_id`` get
     ``first_row_id`` plus the record counts of the preceding such files.
+
+    Projection (the schema of the result never changes): only the ``columns`` named are
+    decoded, the others are skipped in the file and come back all null (the entry fields,
+    ``content``, ``record_count`` and ``first_row_id`` are always decoded); ``stats_ids``
+    keeps only the metric-map pairs (``column_sizes`` ... ``upper_bounds``) of those column
+    field ids.
     """
     if manifest is not None:
         snapshot_id = manifest.added_snapshot_id if snapshot_id is None else snapshot_id
@@ -103,6 +111,8 @@ def read_manifest(
         sequence_number=sequence_number,
         first_row_id=first_row_id,
         name=name or "<bytes>",
+        columns=columns,
+        stats_ids=stats_ids,
     )
 
 
@@ -111,14 +121,19 @@ def read_manifests(
     manifests: Sequence[ManifestFile] | None = None,
     *,
     threads: int | None = None,
+    columns: Sequence[str] | None = None,
+    stats_ids: Sequence[int] | None = None,
 ) -> list[pa.RecordBatch]:
     """Decodes many manifests in parallel (GIL released), one batch each, in order.
 
     ``manifests`` gives the ``manifest_file`` entries to inherit from, one per manifest.
-    ``threads`` bounds the worker threads (default: one per core).
+    ``threads`` bounds the worker threads (default: one per core). ``columns`` and
+    ``stats_ids`` project as in :func:`read_manifest`.
     """
     if manifests is None:
-        return _native.read_manifests(list(data), threads=threads)
+        return _native.read_manifests(
+            list(data), threads=threads, columns=columns, stats_ids=stats_ids
+        )
     if len(manifests) != len(data):
         raise ValueError(f"{len(manifests)} manifest_file entries for {len(data)} manifests")
     return _native.read_manifests(
@@ -128,6 +143,8 @@ def read_manifests(
         first_row_ids=[m.first_row_id for m in manifests],
         names=[m.manifest_path for m in manifests],
         threads=threads,
+        columns=columns,
+        stats_ids=stats_ids,
     )
 
 

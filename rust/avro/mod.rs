@@ -5,6 +5,7 @@ pub mod binary;
 pub mod container;
 pub mod from_arrow;
 pub mod schema;
+pub mod skip;
 pub mod to_arrow;
 
 pub use container::{Codec, Container, ContainerWriter};

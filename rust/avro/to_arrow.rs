@@ -17,6 +17,7 @@ use arrow_schema::{DataType, Field, Fields};
 
 use super::binary::Reader;
 use super::schema::Schema;
+use super::skip::Skip;
 use crate::{Error, Result};
 
 /// The Arrow field-metadata key holding the Iceberg field id of a target field.
@@ -112,7 +113,36 @@ enum Node {
         key_first: bool,
         keys: Vec<i32>,
         values: MapValues,
+        /// Only pairs whose key is set here are kept (a projected read).
+        keep: Option<KeySet>,
     },
+}
+
+/// A set of small non-negative int keys (Iceberg field ids) as one flag per key.
+#[derive(Clone)]
+pub struct KeySet(Arc<[bool]>);
+
+impl KeySet {
+    /// The set of `keys`; negative keys are never stored, so they are dropped.
+    pub fn new(keys: &[i32]) -> KeySet {
+        let max = keys.iter().copied().filter(|&k| k >= 0).max();
+        let mut flags = vec![false; max.map_or(0, |m| m as usize + 1)];
+        for &k in keys {
+            if k >= 0 {
+                flags[k as usize] = true;
+            }
+        }
+        KeySet(flags.into())
+    }
+
+    #[inline(always)]
+    fn contains(&self, k: i32) -> bool {
+        usize::try_from(k)
+            .ok()
+            .and_then(|i| self.0.get(i))
+            .copied()
+            .unwrap_or(false)
+    }
 }
 
 enum MapValues {
@@ -123,7 +153,7 @@ enum MapValues {
 
 enum Step {
     Read(usize),
-    Skip(Schema),
+    Skip(Skip),
 }
 
 /// A decoder bound to one writer schema and one target Arrow type.
@@ -135,8 +165,13 @@ pub struct Decoder {
 impl Decoder {
     /// Binds `writer` (usually a record) to the target Arrow type.
     pub fn new(writer: &Schema, target: &DataType) -> Result<Decoder> {
+        Decoder::with_keys(writer, target, None)
+    }
+
+    /// Like [`Decoder::new`], but int-keyed maps keep only the pairs whose key is in `keep`.
+    pub fn with_keys(writer: &Schema, target: &DataType, keep: Option<KeySet>) -> Result<Decoder> {
         Ok(Decoder {
-            root: bind(writer, target, "root")?,
+            root: bind(writer, target, "root", keep.as_ref())?,
             target: target.clone(),
         })
     }
@@ -164,7 +199,7 @@ fn mismatch(w: &Schema, t: &DataType, path: &str) -> Error {
     ))
 }
 
-fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
+fn bind(w: &Schema, t: &DataType, path: &str, keep: Option<&KeySet>) -> Result<Node> {
     if let Schema::Union(branches) = w {
         let (null, value, inner) = w.as_optional().ok_or_else(|| {
             Error::unsupported(format!("field {path}: union {w:?} is not [null, T]"))
@@ -173,7 +208,7 @@ fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
             null,
             value,
             branches: branches.len(),
-            inner: Box::new(bind(inner, t, path)?),
+            inner: Box::new(bind(inner, t, path, keep)?),
         });
     }
     let src = match w {
@@ -214,7 +249,7 @@ fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
             Node::Dec(src.unwrap_or(Src::Bytes), vec![], n)
         }
         (Schema::Array { items, .. }, DataType::List(f) | DataType::Map(f, _)) => {
-            let item = bind(items, f.data_type(), path)?;
+            let item = bind(items, f.data_type(), path, keep)?;
             let is_map = matches!(t, DataType::Map(..));
             match item {
                 Node::Record {
@@ -234,6 +269,7 @@ fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
                         key_first,
                         keys: vec![],
                         values,
+                        keep: keep.cloned(),
                     }
                 }
                 item => Node::List {
@@ -258,7 +294,7 @@ fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
                 match hit {
                     Some(i) if matched[i].is_none() => {
                         let p = format!("{path}.{}", wf.name);
-                        children[i] = Some(bind(&wf.schema, fields[i].data_type(), &p)?);
+                        children[i] = Some(bind(&wf.schema, fields[i].data_type(), &p, keep)?);
                         matched[i] = Some(steps.len());
                         steps.push(Step::Read(i));
                     }
@@ -268,7 +304,7 @@ fn bind(w: &Schema, t: &DataType, path: &str) -> Result<Node> {
                             wf.field_id
                         )))
                     }
-                    None => steps.push(Step::Skip(wf.schema.clone())),
+                    None => steps.push(Step::Skip(Skip::new(&wf.schema))),
                 }
             }
             let missing = (0..fields.len())
@@ -366,6 +402,57 @@ fn decode_int_map(
                         i32::try_from(data.len())
                             .map_err(|_| Error::corrupt("binary column exceeds 2 GiB"))?,
                     );
+                }
+            }
+        }
+    }
+}
+
+/// [`decode_int_map`] keeping only the pairs whose key is in `keep`; the others are read past
+/// without being stored.
+fn decode_int_map_kept(
+    r: &mut Reader<'_>,
+    key_first: bool,
+    keys: &mut Vec<i32>,
+    values: &mut MapValues,
+    keep: &KeySet,
+) -> Result<()> {
+    loop {
+        let c = r.block_count(2)?;
+        if c == 0 {
+            return Ok(());
+        }
+        for _ in 0..c {
+            match values {
+                MapValues::Long(v) => {
+                    let (k, x) = if key_first {
+                        let k = r.int()?;
+                        (k, r.long()?)
+                    } else {
+                        let x = r.long()?;
+                        (r.int()?, x)
+                    };
+                    if keep.contains(k) {
+                        keys.push(k);
+                        v.push(x);
+                    }
+                }
+                MapValues::Bin(offs, data) => {
+                    let (k, b) = if key_first {
+                        let k = r.int()?;
+                        (k, r.bytes()?)
+                    } else {
+                        let b = r.bytes()?;
+                        (r.int()?, b)
+                    };
+                    if keep.contains(k) {
+                        keys.push(k);
+                        extend_small(data, b);
+                        offs.push(
+                            i32::try_from(data.len())
+                                .map_err(|_| Error::corrupt("binary column exceeds 2 GiB"))?,
+                        );
+                    }
                 }
             }
         }
@@ -525,8 +612,12 @@ impl Node {
                 key_first,
                 keys,
                 values,
+                keep,
             } => {
-                decode_int_map(r, *key_first, keys, values)?;
+                match keep {
+                    None => decode_int_map(r, *key_first, keys, values)?,
+                    Some(keep) => decode_int_map_kept(r, *key_first, keys, values, keep)?,
+                }
                 offsets.push(
                     i32::try_from(keys.len()).map_err(|_| Error::corrupt("map column too long"))?,
                 );

@@ -189,8 +189,15 @@ pub fn manifest_schema(partition: &DataType) -> ArrowSchema {
 
 /// The Avro decoding target of a manifest: the nested `manifest_entry` struct.
 pub fn entry_target(partition: &DataType) -> DataType {
+    entry_target_with(partition, |_| true)
+}
+
+/// [`entry_target`] with only the `data_file` columns for which `keep` holds: the decoder
+/// skips the others in the Avro data without materialising them.
+pub fn entry_target_with(partition: &DataType, keep: impl Fn(&Col) -> bool) -> DataType {
     let df: Fields = DATA_FILE
         .iter()
+        .filter(|c| keep(c))
         .map(|c| id_field(c.name, arrow_type(c.kind, partition), c.id, true))
         .collect();
     let mut top: Vec<Field> = ENTRY

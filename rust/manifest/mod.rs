@@ -12,7 +12,7 @@ pub mod layout;
 pub mod partition;
 pub mod read;
 
-pub use read::{read_manifest, read_manifest_list, Inherit};
+pub use read::{read_manifest, read_manifest_list, read_manifest_projected, Inherit, Projection};
 pub mod summary;
 pub mod write;
 

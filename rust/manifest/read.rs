@@ -6,14 +6,18 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StructArray};
+use arrow_array::{
+    new_null_array, Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StructArray,
+};
 use arrow_schema::Schema as ArrowSchema;
 
-use super::layout::{entry_target, manifest_list_schema, manifest_schema, partition_type};
+use super::layout::{
+    entry_target_with, manifest_list_schema, manifest_schema, partition_type, Col, DATA_FILE, ENTRY,
+};
 use super::partition::partition_fields;
 use crate::avro::binary::Reader;
 use crate::avro::schema::Schema;
-use crate::avro::to_arrow::Decoder;
+use crate::avro::to_arrow::{Decoder, KeySet};
 use crate::avro::Container;
 use crate::{Error, Result};
 
@@ -95,9 +99,58 @@ fn fill_i32(col: &Int32Array, value: i32) -> ArrayRef {
     )
 }
 
+/// What a projected manifest read decodes. The output layout never changes: columns left out
+/// are all null, and metric maps hold only the pairs of the kept column ids.
+#[derive(Debug, Clone, Default)]
+pub struct Projection {
+    /// The output columns to decode (names of `layout::manifest_schema`); `None`: all. The
+    /// entry fields (`status` ... `file_sequence_number`), `content`, `record_count` and
+    /// `first_row_id` are always decoded (inheritance needs them).
+    pub columns: Option<Vec<String>>,
+    /// The column field ids whose pairs the metric maps (`column_sizes` ... `upper_bounds`)
+    /// keep; `None`: all.
+    pub stats_ids: Option<Vec<i32>>,
+}
+
+/// `data_file` columns decoded even when not projected.
+const ALWAYS: [i32; 3] = [134, 103, 142];
+
+impl Projection {
+    /// Which `data_file` columns to decode, one flag per `DATA_FILE` entry; unknown names are
+    /// a validation error.
+    fn kept(&self) -> Result<Vec<bool>> {
+        let Some(names) = &self.columns else {
+            return Ok(vec![true; DATA_FILE.len()]);
+        };
+        for n in names {
+            let known = ENTRY.iter().chain(DATA_FILE.iter()).any(|c| c.name == n);
+            if !known {
+                return Err(Error::validation(format!(
+                    "unknown manifest column {n:?} in the projection"
+                )));
+            }
+        }
+        Ok(DATA_FILE
+            .iter()
+            .map(|c: &Col| ALWAYS.contains(&c.id) || names.iter().any(|n| n == c.name))
+            .collect())
+    }
+}
+
 /// Decodes a manifest into one RecordBatch (see `layout::manifest_schema`); the schema's
 /// metadata holds the file's key-value metadata.
 pub fn read_manifest(data: &[u8], inherit: &Inherit) -> Result<RecordBatch> {
+    read_manifest_projected(data, inherit, &Projection::default())
+}
+
+/// [`read_manifest`] decoding only what `projection` asks for; skipped fields cost a walk over
+/// their bytes, not their decoding.
+pub fn read_manifest_projected(
+    data: &[u8],
+    inherit: &Inherit,
+    projection: &Projection,
+) -> Result<RecordBatch> {
+    let kept = projection.kept()?;
     let mut c = Container::open(data)?;
     let version = format_version(&c)?;
     let avro_partition = match &c.schema {
@@ -121,8 +174,14 @@ pub fn read_manifest(data: &[u8], inherit: &Inherit) -> Result<RecordBatch> {
         avro_partition.as_ref(),
     )?;
     let ptype = partition_type(&fields);
-    let target = entry_target(&ptype);
-    let mut dec = Decoder::new(&c.schema, &target)?;
+    let target = entry_target_with(&ptype, |col| {
+        DATA_FILE
+            .iter()
+            .position(|d| d.id == col.id)
+            .is_some_and(|i| kept[i])
+    });
+    let keys = projection.stats_ids.as_deref().map(KeySet::new);
+    let mut dec = Decoder::with_keys(&c.schema, &target, keys)?;
     decode_all(&mut c, &mut dec)?;
     let entry = dec.finish()?;
     let entry = entry
@@ -132,7 +191,17 @@ pub fn read_manifest(data: &[u8], inherit: &Inherit) -> Result<RecordBatch> {
     let (_, top, _) = entry.clone().into_parts();
     let data_file = top[4].as_struct();
     let mut cols: Vec<ArrayRef> = top[..4].to_vec();
-    cols.extend(data_file.columns().iter().cloned());
+    let mut decoded = data_file.columns().iter();
+    for (col, &k) in DATA_FILE.iter().zip(&kept) {
+        let a = if k { decoded.next().cloned() } else { None };
+        cols.push(match a {
+            Some(a) => a,
+            None => new_null_array(
+                &super::layout::arrow_type(col.kind, &ptype),
+                data_file.len(),
+            ),
+        });
+    }
     // cols: 0 status, 1 snapshot_id, 2 sequence_number, 3 file_sequence_number, 4 content,
     // ..., 8 record_count, ..., 20 first_row_id.
     let status = cols[0].as_primitive::<Int32Type>().clone();

@@ -9,11 +9,12 @@ use rayon::prelude::*;
 
 use super::guard;
 use crate::avro::Codec;
-use crate::manifest::{self, Inherit, ListOptions, ManifestOptions};
+use crate::manifest::{self, Inherit, ListOptions, ManifestOptions, Projection};
 
 /// Decodes a manifest into one RecordBatch, applying inheritance from its manifest_file.
 #[pyfunction]
-#[pyo3(signature = (data, *, snapshot_id=None, sequence_number=None, first_row_id=None, name="<bytes>"))]
+#[pyo3(signature = (data, *, snapshot_id=None, sequence_number=None, first_row_id=None, name="<bytes>", columns=None, stats_ids=None))]
+#[allow(clippy::too_many_arguments)]
 fn read_manifest(
     py: Python<'_>,
     data: &[u8],
@@ -21,21 +22,27 @@ fn read_manifest(
     sequence_number: Option<i64>,
     first_row_id: Option<i64>,
     name: &str,
+    columns: Option<Vec<String>>,
+    stats_ids: Option<Vec<i32>>,
 ) -> PyResult<PyArrowType<RecordBatch>> {
     let inherit = Inherit {
         snapshot_id,
         sequence_number,
         first_row_id,
     };
+    let projection = Projection { columns, stats_ids };
     guard(|| {
-        py.detach(|| manifest::read_manifest(data, &inherit).map_err(|e| e.context(name)))
-            .map(PyArrowType)
+        py.detach(|| {
+            manifest::read_manifest_projected(data, &inherit, &projection)
+                .map_err(|e| e.context(name))
+        })
+        .map(PyArrowType)
     })
 }
 
 /// Decodes many manifests in parallel (one RecordBatch each).
 #[pyfunction]
-#[pyo3(signature = (data, *, snapshot_ids=None, sequence_numbers=None, first_row_ids=None, names=None, threads=None))]
+#[pyo3(signature = (data, *, snapshot_ids=None, sequence_numbers=None, first_row_ids=None, names=None, threads=None, columns=None, stats_ids=None))]
 #[allow(clippy::too_many_arguments)]
 fn read_manifests(
     py: Python<'_>,
@@ -45,8 +52,11 @@ fn read_manifests(
     first_row_ids: Option<Vec<Option<i64>>>,
     names: Option<Vec<String>>,
     threads: Option<usize>,
+    columns: Option<Vec<String>>,
+    stats_ids: Option<Vec<i32>>,
 ) -> PyResult<Vec<PyArrowType<RecordBatch>>> {
     let n = data.len();
+    let projection = Projection { columns, stats_ids };
     let pick = |v: &Option<Vec<Option<i64>>>, what: &str| -> crate::Result<Vec<Option<i64>>> {
         match v {
             None => Ok(vec![None; n]),
@@ -81,7 +91,8 @@ fn read_manifests(
                             sequence_number: seqs[i],
                             first_row_id: firsts[i],
                         };
-                        manifest::read_manifest(d, &inherit).map_err(|e| e.context(&names[i]))
+                        manifest::read_manifest_projected(d, &inherit, &projection)
+                            .map_err(|e| e.context(&names[i]))
                     })
                     .collect::<crate::Result<Vec<_>>>()
             };

@@ -1,8 +1,9 @@
 """Distributed reads: the driver plans, executors read the planned files with icefloe's reader.
 
-:func:`read` plans the scan on the driver (manifests, pruning, delete matching), turns each
-:class:`~icefloe.scan.tasks.FileScanTask` into one row of a small DataFrame (the pickled task),
-spread over as many partitions as there are tasks (up to ``max_partitions``), and maps it with
+:func:`read` plans the scan on the driver (manifests, pruning, delete matching), numbers the
+:class:`~icefloe.scan.tasks.FileScanTask` objects in a ``spark.range`` DataFrame spread over as
+many partitions as there are tasks (up to ``max_partitions``; the pickled tasks travel in the
+mapped function's closure), and maps it with
 ``mapInArrow`` to the rows of that file: each executor runs :func:`icefloe.read.read_task`,
 which applies deletion vectors, position and equality deletes and the residual filter, and
 yields Arrow batches that Spark takes without conversion. The DataFrame's schema is the Spark
@@ -33,7 +34,14 @@ from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.table import Table
 from icefloe.types import NestedField, StructType
 
-__all__ = ["read", "resolve_table", "union_partition_type"]
+__all__ = [
+    "iter_tasks",
+    "pickled_tasks",
+    "read",
+    "resolve_table",
+    "task_frame",
+    "union_partition_type",
+]
 
 
 def resolve_table(table_or_identifier: Table | str | Sequence[str], catalog: Any = None) -> Table:
@@ -49,10 +57,40 @@ def resolve_table(table_or_identifier: Table | str | Sequence[str], catalog: Any
     return table
 
 
+def task_frame(spark: Any, tasks: Sequence[FileScanTask], max_partitions: int | None = None) -> Any:
+    """A DataFrame of task indexes (column ``id``, ``0..len(tasks)-1``) spread over up to
+    ``max_partitions`` partitions (default: 4 per core) with the pickled tasks for
+    :func:`iter_tasks`.
+
+    The indexes come from ``spark.range``, so Spark starts no Python worker to build the
+    frame; the pickled tasks travel in the mapped function's closure (broadcast by PySpark
+    when large), one planning round trip for the whole job.
+    """
+    limit = max_partitions or max(1, 4 * spark.sparkContext.defaultParallelism)
+    slices = max(1, min(len(tasks), limit))
+    return spark.range(0, len(tasks), 1, slices)
+
+
+def pickled_tasks(tasks: Sequence[FileScanTask]) -> list[bytes]:
+    """The tasks pickled for shipping to executors (see :func:`iter_tasks`)."""
+    return [pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL) for t in tasks]
+
+
+def iter_tasks(batches: Iterator[pa.RecordBatch], payloads: list[bytes]) -> Iterator[FileScanTask]:
+    """On executors: the tasks whose indexes arrive in ``batches`` (a :func:`task_frame`)."""
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            task: FileScanTask = pickle.loads(payloads[i])
+            yield task
+
+
 def _read_partition(
-    io_properties: dict[str, str], options: ReadOptions, fields: list[NestedField]
+    io_properties: dict[str, str],
+    options: ReadOptions,
+    fields: list[NestedField],
+    payloads: list[bytes],
 ) -> Any:
-    """The function ``mapInArrow`` runs: pickled tasks in, Spark-shaped Arrow batches out."""
+    """The function ``mapInArrow`` runs: task indexes in, Spark-shaped Arrow batches out."""
     target = arrow_for_spark(fields)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -61,12 +99,10 @@ def _read_partition(
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()
-            for batch in batches:
-                for payload in batch.column(0).to_pylist():
-                    task: FileScanTask = pickle.loads(payload)
-                    for rb in read_task(io, task, options, cache):
-                        if rb.num_rows:
-                            yield to_spark_batch(rb, fields, target)
+            for task in iter_tasks(batches, payloads):
+                for rb in read_task(io, task, options, cache):
+                    if rb.num_rows:
+                        yield to_spark_batch(rb, fields, target)
 
     return run
 
@@ -133,10 +169,6 @@ def read(
     tasks = scan.plan_files()
     if not tasks:
         return spark.createDataFrame([], schema)
-    payloads = [(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL),) for t in tasks]
-    limit = max_partitions or max(1, 4 * spark.sparkContext.defaultParallelism)
-    slices = min(len(payloads), limit)
-    rdd = spark.sparkContext.parallelize(payloads, slices)
-    frame = spark.createDataFrame(rdd, "task binary")
-    fn = _read_partition(dict(table.io.properties), options, fields)
+    frame = task_frame(spark, tasks, max_partitions)
+    fn = _read_partition(dict(table.io.properties), options, fields, pickled_tasks(tasks))
     return frame.mapInArrow(fn, schema)

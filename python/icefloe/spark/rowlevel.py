@@ -12,7 +12,6 @@ their new rows and small delete files.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -23,9 +22,16 @@ from icefloe.exceptions import CommitStateUnknownError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH
-from icefloe.scan.tasks import FILE, POS, FileScanTask, ReadOptions
+from icefloe.scan.tasks import (
+    FILE,
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    POS,
+    ROW_ID,
+    FileScanTask,
+    ReadOptions,
+)
 from icefloe.spark.errors import executor_errors, icefloe_errors
-from icefloe.spark.reading import resolve_table
+from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.writing import _cleanup, _job_tag, write_files
 from icefloe.table import Table
@@ -54,13 +60,9 @@ def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]
     )
 
 
-def _task_frame(spark: Any, tasks: list[FileScanTask]) -> Any:
-    payloads = [(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL),) for t in tasks]
-    slices = min(len(payloads), max(1, 4 * spark.sparkContext.defaultParallelism))
-    return spark.createDataFrame(spark.sparkContext.parallelize(payloads, slices), "task binary")
-
-
-def _matching_positions(io_properties: dict[str, str], options: ReadOptions) -> Any:
+def _matching_positions(
+    io_properties: dict[str, str], options: ReadOptions, payloads: list[bytes]
+) -> Any:
     """``mapInArrow`` function: per task, the positions of live rows its residual matches."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -69,20 +71,18 @@ def _matching_positions(io_properties: dict[str, str], options: ReadOptions) -> 
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()
-            for batch in batches:
-                for payload in batch.column(0).to_pylist():
-                    task: FileScanTask = pickle.loads(payload)
-                    everything = replace(task, residual=AlwaysTrue())
-                    live = sum(b.num_rows for b in read_task(io, everything, options, cache))
-                    parts = [b.column(POS) for b in read_task(io, task, options, cache)]
-                    positions = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
-                    yield pa.RecordBatch.from_pydict(
-                        {
-                            "file": [task.data_file.file_path],
-                            "positions": pa.array([positions.to_numpy()], pa.list_(pa.int64())),
-                            "live": [live],
-                        }
-                    )
+            for task in iter_tasks(batches, payloads):
+                everything = replace(task, residual=AlwaysTrue())
+                live = sum(b.num_rows for b in read_task(io, everything, options, cache))
+                parts = [b.column(POS) for b in read_task(io, task, options, cache)]
+                positions = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                yield pa.RecordBatch.from_pydict(
+                    {
+                        "file": [task.data_file.file_path],
+                        "positions": pa.array([positions.to_numpy()], pa.list_(pa.int64())),
+                        "live": [live],
+                    }
+                )
 
     return run
 
@@ -107,8 +107,8 @@ def delete(
     if not tasks:
         return t
     options = _options(t, (), (POS,))
-    out = _task_frame(spark, tasks).mapInArrow(
-        _matching_positions(dict(t.io.properties), options),
+    out = task_frame(spark, tasks).mapInArrow(
+        _matching_positions(dict(t.io.properties), options, pickled_tasks(tasks)),
         "file string, positions array<bigint>, live bigint",
     )
     with icefloe_errors():
@@ -136,17 +136,21 @@ def delete(
     return t
 
 
-def _target_keys(spark: Any, table: Table, tasks: list[FileScanTask], on: Sequence[str]) -> Any:
-    """A DataFrame of the live rows' key columns plus ``_file`` and ``_pos``, read on executors."""
-    schema = table.schema()
-    ids = tuple(schema.find_field(c).field_id for c in on)
-    options = _options(table, ids, (FILE, POS))
-    fields = [schema.find_field(c) for c in on]
+def _target_keys(
+    spark: Any, table: Table, tasks: list[FileScanTask], on: Sequence[str], lineage: bool
+) -> Any:
+    """A DataFrame of the live rows' key columns plus ``_file``, ``_pos`` (and with
+    ``lineage`` ``_row_id``), read on the executors."""
     from icefloe.scan.tasks import metadata_field
 
-    fields += [metadata_field(FILE), metadata_field(POS)]
+    schema = table.schema()
+    ids = tuple(schema.find_field(c).field_id for c in on)
+    meta = (FILE, POS, ROW_ID) if lineage else (FILE, POS)
+    options = _options(table, ids, meta)
+    fields = [schema.find_field(c) for c in on] + [metadata_field(m) for m in meta]
     target = arrow_for_spark(fields)
     io_properties = dict(table.io.properties)
+    payloads = pickled_tasks(tasks)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from icefloe.read import DeleteCache, read_task
@@ -154,15 +158,13 @@ def _target_keys(spark: Any, table: Table, tasks: list[FileScanTask], on: Sequen
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()
-            for batch in batches:
-                for payload in batch.column(0).to_pylist():
-                    task: FileScanTask = pickle.loads(payload)
-                    for rb in read_task(io, replace(task, residual=AlwaysTrue()), options, cache):
-                        if rb.num_rows:
-                            yield to_spark_batch(rb, fields, target)
+            for task in iter_tasks(batches, payloads):
+                for rb in read_task(io, replace(task, residual=AlwaysTrue()), options, cache):
+                    if rb.num_rows:
+                        yield to_spark_batch(rb, fields, target)
 
     schema_out = spark_type(StructType(*fields))
-    return _task_frame(spark, tasks).mapInArrow(run, schema_out)
+    return task_frame(spark, tasks).mapInArrow(run, schema_out)
 
 
 def merge(
@@ -181,6 +183,13 @@ def merge(
     deletes them, ``None`` leaves them. ``when_not_matched``: ``"insert"`` adds source rows
     without a match, ``None`` drops them. A target row matched by more than one source row is
     an error (:class:`~icefloe.exceptions.ValidationError`), as in SQL's ``MERGE``.
+
+    On v3 tables updated rows keep their ``_row_id`` and get the commit's sequence number as
+    ``_last_updated_sequence_number`` (spec "Row Lineage"); inserted rows get new ids.
+
+    The source is joined once with the target's keys (read on the executors) and the joined
+    rows are kept (``persist``) for the two passes over them: the matched positions per file
+    (collected to the driver) and the rows to write.
     """
     from pyspark.sql import functions as F
 
@@ -197,27 +206,37 @@ def merge(
         if c not in df.columns:
             raise ValidationError(f"merge key {c!r} is not a column of the source DataFrame")
         schema.find_field(c)  # raises ValidationError when the table has no such column
+    for c in df.columns:
+        if c in (FILE, POS, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER):
+            raise ValidationError(f"merge source column {c!r} is a reserved metadata column")
+    lineage = t.metadata.format_version >= 3
     spark = df.sparkSession
     tx = t.transaction()
     tasks = plan_tasks(tx, AlwaysTrue(), branch=branch)
     tag = _job_tag()
     files: list[Any] = []
     positions: dict[str, pa.Array] = {}
+    joined = None
     try:
         if tasks:
-            keys = _target_keys(spark, t, tasks, on)
-            matched = df.select(*on).join(keys, on=on, how="inner")
+            keys = _target_keys(spark, t, tasks, on, lineage)
+            joined = df.join(keys, on=on, how="left").persist()
+            is_match = F.col(FILE).isNotNull()
             if when_matched is not None:
-                grouped = matched.groupBy(FILE).agg(
-                    F.count(F.lit(1)).alias("n"),
-                    F.array_distinct(F.collect_list(POS)).alias("positions"),
+                grouped = (
+                    joined.where(is_match)
+                    .groupBy(FILE)
+                    .agg(
+                        F.count(F.lit(1)).alias("n"),
+                        F.array_distinct(F.collect_list(POS)).alias("positions"),
+                    )
                 )
                 with icefloe_errors():
                     result = grouped.toArrow()
                 counts = result.column("n").to_pylist()
                 lists = result.column("positions").combine_chunks()
-                for path, n, i in zip(
-                    result.column(FILE).to_pylist(), counts, range(len(counts)), strict=True
+                for i, (path, n) in enumerate(
+                    zip(result.column(FILE).to_pylist(), counts, strict=True)
                 ):
                     pos = lists[i].values
                     if n != len(pos):
@@ -226,16 +245,21 @@ def merge(
                             "source row"
                         )
                     positions[path] = pos
-            unmatched = df.join(keys.select(*on), on=on, how="left_anti")
-        else:
-            unmatched = df
-        new_rows = None
-        if when_matched == "update" and positions:
-            new_rows = df.join(matched.select(*on).distinct(), on=on, how="left_semi")
-        if when_not_matched == "insert":
-            new_rows = unmatched if new_rows is None else new_rows.unionByName(unmatched)
-        if new_rows is not None:
-            files = write_files(new_rows, t, tag)
+            wanted = None
+            if when_matched == "update" and positions:
+                wanted = is_match
+            if when_not_matched == "insert":
+                wanted = ~is_match if wanted is None else wanted | ~is_match
+            if wanted is not None:
+                columns = [F.col(c) for c in df.columns]
+                if lineage:
+                    columns += [
+                        F.col(ROW_ID),
+                        F.lit(None).cast("bigint").alias(LAST_UPDATED_SEQUENCE_NUMBER),
+                    ]
+                files = write_files(joined.where(wanted).select(*columns), t, tag)
+        elif when_not_matched == "insert":
+            files = write_files(df, t, tag)
         by_path = {task.data_file.file_path: task for task in tasks}
         delta = RowDelta(targets=[by_path[p] for p in positions], added_data=files)
         for path, pos in positions.items():
@@ -250,4 +274,7 @@ def merge(
     except BaseException:
         _cleanup(t, tag)
         raise
+    finally:
+        if joined is not None:
+            joined.unpersist()
     return t

@@ -40,11 +40,11 @@ from icefloe.expressions.binding import bind
 from icefloe.io import FileIO, data_location
 from icefloe.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.partitioning import PartitionSpec
-from icefloe.scan.tasks import FileScanTask, ReadOptions
+from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.spark import functions as ifn
 from icefloe.spark.errors import executor_errors, icefloe_errors
-from icefloe.spark.reading import resolve_table
+from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
 from icefloe.spark.schema import spark_type
 from icefloe.spark.spark_input import from_spark
 from icefloe.table import Table
@@ -63,6 +63,8 @@ from icefloe.write.writer import WriteOptions, write_parquet_files
 
 __all__ = ["collect_files", "commit_files", "write", "write_files"]
 
+#: The v3 row-lineage columns a data file may carry (spec "Row Lineage").
+LINEAGE = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
 #: Bytes of Arrow data a task gathers before writing them (files roll at the target size).
 FLUSH_BYTES = 256 * 1024 * 1024
 _KEY = "__icefloe_key{}"
@@ -128,6 +130,8 @@ def _writer(
     """The function ``mapInArrow`` runs: rows in, one row per written data file out."""
     schema = metadata.current_schema()
     spec = metadata.spec()
+    lineage = [c for c in columns if c in LINEAGE]
+    data_columns = [c for c in columns if c not in LINEAGE]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with executor_errors():
@@ -136,8 +140,11 @@ def _writer(
             written: list[DataFile] = []
 
             def flush(buf: list[pa.RecordBatch]) -> None:
-                table = from_spark(pa.Table.from_batches(buf).select(columns), schema)
+                batch = pa.Table.from_batches(buf)
+                table = from_spark(batch.select(data_columns), schema)
                 data = to_table_schema(table, schema, metadata.format_version)
+                for name in lineage:
+                    data = data.append_column(name, batch.column(name).cast(pa.int64()))
                 written.extend(
                     write_parquet_files(metadata, io, data, schema=schema, spec=spec, options=opts)
                 )
@@ -186,10 +193,17 @@ def collect_files(out: Any, table: Table, tag: int) -> list[DataFile]:
 
 def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES) -> list[DataFile]:
     """Writes ``df`` as data files of ``table`` (current schema, default spec) on the
-    executors; returns the files, not yet committed."""
+    executors; returns the files, not yet committed.
+
+    On v3 tables ``df`` may carry the row-lineage columns ``_row_id`` and
+    ``_last_updated_sequence_number`` (rows that keep their identity, e.g. merge updates):
+    they are written into the files with their reserved field ids, and where null the reader
+    inherits them from the file's ``first_row_id`` and sequence number."""
     metadata = table.metadata
     schema = metadata.current_schema()
     known = {f.name for f in schema.fields}
+    if metadata.format_version >= 3:
+        known |= set(LINEAGE)
     extra = [c for c in df.columns if c not in known]
     if extra:
         raise ValidationError(
@@ -212,6 +226,7 @@ def _rewriter(
     options: ReadOptions,
     delete_filter: BooleanExpression,
     tag: int,
+    payloads: list[bytes],
 ) -> Any:
     """``mapInArrow`` function rewriting data files without the rows matching a filter
     (rows where it is null are kept, as SQL's ``DELETE ... WHERE`` keeps them)."""
@@ -227,22 +242,20 @@ def _rewriter(
             expr = to_arrow_expression(delete_filter)
             written: list[DataFile] = []
             try:
-                for batch in batches:
-                    for payload in batch.column(0).to_pylist():
-                        task: FileScanTask = pickle.loads(payload)
-                        parts = list(read_task(io, task, options, DeleteCache()))
-                        if not parts:
-                            continue
-                        rows = pa.Table.from_batches(parts)
-                        matched = pc.fill_null(_evaluate(rows, expr), False)
-                        kept = rows.filter(pc.invert(matched))
-                        if kept.num_rows:
-                            data = to_table_schema(kept, schema, metadata.format_version)
-                            written.extend(
-                                write_parquet_files(
-                                    metadata, io, data, schema=schema, spec=spec, options=opts
-                                )
+                for task in iter_tasks(batches, payloads):
+                    parts = list(read_task(io, task, options, DeleteCache()))
+                    if not parts:
+                        continue
+                    rows = pa.Table.from_batches(parts)
+                    matched = pc.fill_null(_evaluate(rows, expr), False)
+                    kept = rows.filter(pc.invert(matched))
+                    if kept.num_rows:
+                        data = to_table_schema(kept, schema, metadata.format_version)
+                        written.extend(
+                            write_parquet_files(
+                                metadata, io, data, schema=schema, spec=spec, options=opts
                             )
+                        )
             except BaseException:
                 for f in written:
                     io.delete_quietly(f.file_path)
@@ -374,8 +387,8 @@ def _rewrite_files(
     spark: Any, table: Table, tasks: list[FileScanTask], bound: BooleanExpression, tag: int
 ) -> list[DataFile]:
     options = table.scan().read_options()
-    payloads = [(pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL),) for t in tasks]
-    rdd = spark.sparkContext.parallelize(payloads, min(len(payloads), 64))
-    frame = spark.createDataFrame(rdd, "task binary")
-    fn = _rewriter(table.metadata, dict(table.io.properties), options, bound, tag)
+    frame = task_frame(spark, tasks)
+    fn = _rewriter(
+        table.metadata, dict(table.io.properties), options, bound, tag, pickled_tasks(tasks)
+    )
     return collect_files(frame.mapInArrow(fn, "file binary"), table, tag)

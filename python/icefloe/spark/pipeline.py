@@ -1,0 +1,374 @@
+"""The README's main job: a Spark pipeline on icefloe (``python -m icefloe.spark.pipeline``).
+
+A local Spark session (``local[*]``) works on a partitioned v3 table of the embedded SQLite
+catalog, with icefloe doing every Iceberg step (no Iceberg Java runtime):
+
+1. ingest a few million generated events (``events.clicks``, partitioned by ``day(ts)`` and
+   ``bucket[8](user_id)``) in one :func:`icefloe.spark.write` job: executors write the
+   Parquet files, the driver commits one snapshot;
+2. delete the bot events with :func:`icefloe.spark.delete` and upsert a batch of corrected and
+   new events with :func:`icefloe.spark.merge`, both merge-on-read: positions found on the
+   executors, deletion vectors committed, no data file rewritten;
+3. read the table back through :func:`icefloe.spark.read` (count and sums, an aggregate per
+   kind) and a time-travel read of the ingest snapshot;
+4. compact (``rewrite_data_files``: small files merged, deletion vectors applied), expire every
+   snapshot but the current one, and check the rows are unchanged;
+5. print a short report with timings.
+
+Spark 4 needs Java 17 or newer and ``pyspark``; the job says what to install when either is
+missing. ``--rows N`` (or ``ICEFLOE_PIPELINE_ROWS``) sets the size, ``--warehouse DIR`` keeps the
+catalog and table (otherwise a temporary directory is used and removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import icefloe
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.transforms import parse_transform
+from icefloe.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
+
+__all__ = [
+    "DELETE_CONDITION",
+    "SCHEMA",
+    "SPEC",
+    "environment_problem",
+    "events",
+    "main",
+    "run",
+    "upsert_source",
+]
+
+T = TypeVar("T")
+
+#: Default number of events ingested.
+DEFAULT_ROWS = 3_000_000
+#: Events are spread over this many days from ``START_EPOCH`` (2026-11-01T00:00Z).
+DAYS = 7
+START_EPOCH = 1_793_491_200
+KINDS = ("view", "view", "view", "click", "click", "cart", "purchase", "bot")
+
+SCHEMA = Schema(
+    NestedField(1, "event_id", LongType(), required=True),
+    NestedField(2, "user_id", LongType(), required=True),
+    NestedField(3, "ts", TimestamptzType(), required=True),
+    NestedField(4, "kind", StringType()),
+    NestedField(5, "amount", DoubleType()),
+)
+SPEC = PartitionSpec(
+    PartitionField(3, 1000, parse_transform("day"), "ts_day"),
+    PartitionField(2, 1001, parse_transform("bucket[8]"), "user_bucket"),
+)
+DELETE_CONDITION = "kind = 'bot'"
+
+
+def environment_problem() -> str | None:
+    """What is missing for Spark here (pyspark, Java 17+), as an install hint; None if ready."""
+    try:
+        import pyspark
+    except ImportError:
+        return (
+            "pyspark is not installed: run `pip install pyspark==4.1.4` "
+            "(or `pip install -r requirements/dev.txt`, which scripts/main.sh does)"
+        )
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    install = (
+        "install a Java 17 (or 21) runtime, e.g. `sudo apt-get install openjdk-17-jre-headless` "
+        "(Debian/Ubuntu), `brew install openjdk@17` (macOS) or https://adoptium.net, and put "
+        "`java` on PATH or set JAVA_HOME"
+    )
+    if java is None or not Path(java).exists():
+        where = f"JAVA_HOME={java_home} has no bin/java" if java_home else "no `java` on PATH"
+        return f"Spark {pyspark.__version__} needs Java 17 or newer ({where}): {install}"
+    try:
+        out = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as e:
+        return f"cannot run {java} ({e}): {install}"
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if match is None:
+        return f"cannot tell the Java version of {java}: {install}"
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0_..." is Java 8
+        major = int(match.group(2))
+    if major < 17:
+        return (
+            f"Spark {pyspark.__version__} needs Java 17 or newer, {java} is Java {major}: {install}"
+        )
+    return None
+
+
+def events(spark: Any, first_id: int, rows: int, seed: int = 0, partitions: int = 0) -> Any:
+    """``rows`` generated events with ids from ``first_id``: a deterministic DataFrame computed
+    by Spark from the id (same ids and seed, same rows)."""
+    parts = partitions or max(1, spark.sparkContext.defaultParallelism)
+    kinds = ", ".join(f"'{k}'" for k in KINDS)
+    return spark.range(first_id, first_id + rows, 1, parts).selectExpr(
+        "id AS event_id",
+        f"pmod(xxhash64(id, {seed}, 'user'), 200000) AS user_id",
+        f"timestamp_seconds({START_EPOCH} + pmod(xxhash64(id, {seed}, 'ts'), {DAYS * 86400})) "
+        "AS ts",
+        f"element_at(array({kinds}), CAST(pmod(xxhash64(id, {seed}, 'kind'), {len(KINDS)}) + 1 "
+        "AS int)) AS kind",
+        f"CAST(pmod(xxhash64(id, {seed}, 'amount'), 100000) AS double) / 100 AS amount",
+    )
+
+
+def upsert_source(spark: Any, rows: int) -> Any:
+    """The upsert batch: new values for 1% of the ingested events (every 100th id, bots among
+    them, so those come back as inserts) and as many new events."""
+    k = max(1, rows // 100)
+    changed = (
+        events(spark, 0, rows, seed=0)
+        .where("event_id % 100 = 7")
+        .selectExpr("event_id", "user_id", "ts", "'view' AS kind", "amount + 1000 AS amount")
+    )
+    fresh = events(spark, 10**12, k, seed=1)
+    return changed.unionByName(fresh)
+
+
+class Timer:
+    """Named timings for the report."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, float]] = []
+
+    def run(self, label: str, fn: Callable[[], T]) -> T:
+        t0 = time.perf_counter()
+        out = fn()
+        self.steps.append((label, time.perf_counter() - t0))
+        print(f"  {label:<46} {self.steps[-1][1]:7.2f} s", flush=True)
+        return out
+
+
+def _summary(table: Any, key: str) -> int:
+    snap = table.current_snapshot()
+    value = snap.summary.get_int(key) if snap is not None and snap.summary is not None else None
+    return int(value or 0)
+
+
+def _deleted_rows(table: Any) -> int:
+    """Rows the current snapshot deleted: positions added minus those of the deletion vectors
+    it replaced (a DV of a file that had one holds the old positions too)."""
+    return _summary(table, "added-position-deletes") - _summary(table, "removed-position-deletes")
+
+
+def run(spark: Any, rows: int, warehouse: Path) -> dict[str, Any]:
+    """Runs the pipeline on ``spark``; returns the report's figures (also printed)."""
+    from pyspark.sql import functions as F
+
+    import icefloe.spark as ispark
+    from icefloe.catalog.sql import SqlCatalog
+
+    timer = Timer()
+    warehouse.mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog(
+        "pipeline", uri=f"sqlite:///{warehouse / 'catalog.db'}", warehouse=warehouse.as_uri()
+    )
+    catalog.create_namespace_if_not_exists("events")
+    if catalog.table_exists("events.clicks"):
+        catalog.drop_table("events.clicks", purge=True)
+    table = catalog.create_table("events.clicks", SCHEMA, partition_spec=SPEC, format_version=3)
+    print(f"table events.clicks (v3) at {table.location}, partitioned by {table.spec()}")
+    print("steps")
+
+    timer.run(
+        f"ingest {rows:,} events (icefloe.spark.write)",
+        lambda: ispark.write(events(spark, 0, rows), table),
+    )
+    ingest_snapshot = table.current_snapshot()
+    assert ingest_snapshot is not None
+    ingest_files = len(table.scan().plan_files())
+
+    timer.run(
+        f"delete {DELETE_CONDITION} (DVs)", lambda: ispark.delete(spark, table, DELETE_CONDITION)
+    )
+    deleted = _deleted_rows(table)
+    dvs = _summary(table, "added-dvs")
+
+    source = upsert_source(spark, rows)
+    timer.run(
+        "merge upserts by event_id (DVs)", lambda: ispark.merge(source, table, on=["event_id"])
+    )
+    merge_added = _summary(table, "added-records")
+    merge_replaced = _deleted_rows(table)
+    merge_dvs = _summary(table, "added-dvs")
+
+    def totals(df: Any) -> tuple[int, float]:
+        r = df.agg(F.count(F.lit(1)).alias("n"), F.sum("amount").alias("s")).collect()[0]
+        return int(r["n"]), float(r["s"] or 0.0)
+
+    live, amount = timer.run(
+        "read: count and sum (icefloe.spark.read)", lambda: totals(ispark.read(spark, table))
+    )
+    per_kind = timer.run(
+        "read: events per kind, one day (filtered read)",
+        lambda: {
+            r["kind"]: r["n"]
+            for r in ispark.read(
+                spark,
+                table,
+                row_filter="ts >= '2026-11-03T00:00:00+00:00' and ts < '2026-11-04T00:00:00+00:00'",
+                selected_fields=["kind"],
+            )
+            .groupBy("kind")
+            .agg(F.count(F.lit(1)).alias("n"))
+            .collect()
+        },
+    )
+    past_rows, past_amount = timer.run(
+        "time travel: the ingest snapshot",
+        lambda: totals(ispark.read(spark, table, snapshot_id=ingest_snapshot.snapshot_id)),
+    )
+    files_before = len(table.scan().plan_files())
+    compacted = timer.run(
+        "compact (rewrite_data_files, DVs applied)",
+        lambda: table.rewrite_data_files(target_file_size=128 << 20),
+    )
+    snapshots_before = len(table.snapshots())
+    expired = timer.run(
+        "expire all snapshots but the current one",
+        lambda: table.expire_snapshots(older_than_ms=int(time.time() * 1000), retain_last=1),
+    )
+    rows_after, amount_after = timer.run(
+        "read after maintenance", lambda: totals(ispark.read(spark, table))
+    )
+    files_after = len(table.scan().plan_files())
+    report: dict[str, Any] = {
+        "rows_ingested": rows,
+        "ingest_files": ingest_files,
+        "rows_deleted": deleted,
+        "dvs_written": dvs + merge_dvs,
+        "merge_rows_written": merge_added,
+        "merge_rows_replaced": merge_replaced,
+        "rows": live,
+        "amount": amount,
+        "per_kind_one_day": per_kind,
+        "time_travel_rows": past_rows,
+        "time_travel_amount": past_amount,
+        "files_before_compaction": files_before,
+        "files_compacted": compacted.rewritten_data_files,
+        "files_after_compaction": files_after,
+        "snapshots_before_expiry": snapshots_before,
+        "snapshots_expired": len(expired.snapshot_ids),
+        "files_deleted_by_expiry": len(expired.all_files),
+        "snapshots": len(table.snapshots()),
+        "rows_after_maintenance": rows_after,
+        "amount_after_maintenance": amount_after,
+        "next_row_id": table.metadata.next_row_id,
+        "seconds": sum(s for _, s in timer.steps),
+    }
+    print("report")
+    print(f"  events ingested              {rows:>13,} in {ingest_files:,} data files")
+    print(f"  deleted ({DELETE_CONDITION})     {deleted:>13,} rows, {dvs:,} deletion vectors")
+    print(
+        f"  merge                        {merge_replaced:>13,} rows replaced, "
+        f"{merge_added:,} rows written, {merge_dvs:,} deletion vectors"
+    )
+    print(f"  rows now                     {live:>13,} (amount {amount:,.2f})")
+    print(f"  rows at the ingest snapshot  {past_rows:>13,} (amount {past_amount:,.2f})")
+    print(
+        "  one day by kind              "
+        + ", ".join(f"{k} {v:,}" for k, v in sorted(per_kind.items(), key=lambda kv: str(kv[0])))
+    )
+    print(
+        f"  compaction                   {compacted.rewritten_data_files:>13,} files -> "
+        f"{compacted.added_data_files:,} ({files_before:,} -> {files_after:,} live files)"
+    )
+    print(
+        f"  expiry                       {len(expired.snapshot_ids):>13,} snapshots expired, "
+        f"{len(expired.all_files):,} files deleted, {len(table.snapshots())} left"
+    )
+    print(f"  rows after maintenance       {rows_after:>13,} (amount {amount_after:,.2f})")
+    print(f"  row ids assigned             {table.metadata.next_row_id:>13,}")
+    print(f"  total                        {report['seconds']:>12.1f} s")
+    return report
+
+
+def spark_session(master: str = "local[*]") -> Any:
+    """A local Spark session tuned for the pipeline (UTC, few shuffle partitions, large Arrow
+    batches); an active session is reused as it is."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    cores = os.cpu_count() or 2
+    session = (
+        SparkSession.builder.master(master)
+        .appName("icefloe-pipeline")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", os.environ.get("ICEFLOE_SPARK_MEMORY", "2g"))
+        .config("spark.sql.shuffle.partitions", str(max(2, cores)))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Command line entry point; exits with status 2 when Spark cannot run here."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument(
+        "--rows",
+        type=int,
+        default=int(os.environ.get("ICEFLOE_PIPELINE_ROWS", DEFAULT_ROWS)),
+        help=f"events to ingest (default {DEFAULT_ROWS:,}, or $ICEFLOE_PIPELINE_ROWS)",
+    )
+    ap.add_argument("--warehouse", type=Path, help="keep the catalog and table here")
+    ap.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    args = ap.parse_args(argv)
+    if args.rows < 100:
+        ap.error("--rows must be at least 100")
+    problem = environment_problem()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+    from pyspark.sql import SparkSession
+
+    own = SparkSession.getActiveSession() is None
+    t0 = time.perf_counter()
+    spark = spark_session(args.master)
+    import pyspark
+
+    print(
+        f"icefloe {icefloe.__version__} on Spark {pyspark.__version__} "
+        f"({spark.sparkContext.master}, session ready in {time.perf_counter() - t0:.1f} s): "
+        f"{args.rows:,} events"
+    )
+    tmp = None
+    try:
+        if args.warehouse is not None:
+            return run(spark, args.rows, args.warehouse)
+        tmp = Path(tempfile.mkdtemp(prefix="icefloe-spark-pipeline-"))
+        return run(spark, args.rows, tmp)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if own:
+            spark.stop()
+
+
+if __name__ == "__main__":
+    main()
