@@ -8,12 +8,22 @@ merge-on-read (deletion vectors). Cases:
   aggregating every column (``sum(v)``, ``max(length(s))``, ``count``) so every row is read.
 - ``write``: ``icefloe.spark.write`` (append) vs ``DataFrame.writeTo(...).append()`` of the same
   generated rows into equally empty tables.
+- ``mor_delete_1pct``: a merge-on-read ``DELETE`` of 1% of the rows (``v`` in a band of width 10
+  of its uniform 0..1000 range, a new band each run, so every file has matches) from a copy of
+  the DV-deleted table: ``icefloe.spark.delete`` vs Spark SQL ``DELETE FROM`` with Iceberg Java
+  (``write.delete.mode=merge-on-read``), both writing DVs merged with the ones already there.
+  Units are the table's rows (every file is scanned).
 
-Needs pyspark, Java 17 and the Iceberg runtime jar (fetched by ``tests/_spark.py``).
+The session is the tests' (``local[2]``) with ``spark.sql.execution.arrow.maxRecordsPerBatch``
+raised to 100,000 for the run (fewer, larger Arrow batches between the JVM and Python).
+
+``ICEFLOE_BENCH_SPARK_ROWS`` overrides the size. Needs pyspark, Java 17 and the Iceberg runtime
+jar (fetched by ``tests/_spark.py``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -30,9 +40,10 @@ def run(h: Harness) -> None:
     import _spark
     import icefloe.spark as ispark
 
-    n = h.size(10_000_000, 200_000)
+    n = int(os.environ.get("ICEFLOE_BENCH_SPARK_ROWS") or h.size(10_000_000, 200_000))
     base = Path(tempfile.mkdtemp(prefix="bench_spark_"))
     spark = _spark.spark_session(base)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
     cat = _spark.java_catalog(spark, base)
     c = cat.name
     cat.sql("CREATE NAMESPACE {c}.db")
@@ -43,8 +54,16 @@ def run(h: Harness) -> None:
     source = spark.range(0, n, 1, 4).selectExpr(
         "id", "rand(7) * 1000 AS v", "concat('row-', CAST(id % 100000 AS string)) AS s"
     )
+    props = "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read')"
     source.writeTo(f"{c}.db.t").append()
     cat.sql("DELETE FROM {c}.db.t WHERE id % 10 = 3")
+    # Two more such tables for the delete case, one per implementation.
+    for name in ("del_ours", "del_java"):
+        cat.sql(
+            f"CREATE TABLE {{c}}.db.{name} (id bigint, v double, s string) USING iceberg {props}"
+        )
+        source.writeTo(f"{c}.db.{name}").append()
+        cat.sql(f"DELETE FROM {{c}}.db.{name} WHERE id % 10 = 3")
     table = cat.icefloe().load_table(("db", "t"))
 
     def agg(df: Any) -> Any:
@@ -83,4 +102,24 @@ def run(h: Harness) -> None:
         ours=ours_write,
         peers={"iceberg-java": java_write},
         target="within 1.5x of Iceberg Java",
+    )
+
+    ours_table = cat.icefloe().load_table(("db", "del_ours"))
+
+    def band(k: int) -> str:  # 1% of the rows, spread over every file (v is uniform)
+        return f"v >= {10 * k} and v < {10 * k + 10}"
+
+    ours_k = iter(range(11, 100))
+    java_k = iter(range(11, 100))
+    h.compare(
+        "mor_delete_1pct",
+        live,
+        "rows",
+        ours=lambda: ispark.delete(spark, ours_table, band(next(ours_k))),
+        peers={
+            "iceberg-java": lambda: cat.sql(
+                f"DELETE FROM {{c}}.db.del_java WHERE {band(next(java_k))}"
+            )
+        },
+        target="ahead of Iceberg Java",
     )

@@ -265,3 +265,81 @@ def test_dictionary_encoded_columns() -> None:
     paths = pa.array(["f", "f", "g"]).dictionary_encode()
     pos = pa.table({"file_path": paths, "pos": pa.array([1, 2, 3], pa.int64())})
     assert PositionDeleteIndex.from_batches(pos.to_batches()).paths() == ["f", "g"]
+
+
+_ints64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.one_of(st.integers(-300, 300), _ints64, st.none()), max_size=60),
+    st.lists(st.one_of(st.integers(-310, 310), _ints64, st.none()), max_size=200),
+    st.integers(1, 3),
+)
+def test_single_int_keys_dense_or_sparse(
+    keys: list[int | None], data: list[int | None], parts: int
+) -> None:
+    """Single long keys (narrow ranges use a bitmap, wide ones a hash set) match a Python set,
+    also when added in several batches and when null keys delete null rows."""
+    s = EqualityDeleteSet()
+    step = max(1, len(keys) // parts)
+    for i in range(0, max(len(keys), 1), step):
+        s.add(pa.table({"id": pa.array(keys[i : i + step], pa.int64())}))
+    want = set(keys)
+    assert len(s) == len(want)
+    got = s.keep_mask(pa.record_batch({"id": pa.array(data, pa.int64())})).to_pylist()
+    assert got == [v not in want for v in data]
+
+
+def _filter_batch_data(rows: list[tuple[int | None, str | None, bool]]) -> pa.RecordBatch:
+    ints = [r[0] for r in rows]
+    return pa.record_batch(
+        {
+            "i": pa.array(ints, pa.int64()),
+            "s": pa.array([r[1] for r in rows], pa.string()),
+            "ls": pa.array([r[1] for r in rows], pa.large_string()),
+            "st": pa.array(
+                [None if r[0] is None else {"a": r[0], "b": r[1]} for r in rows],
+                pa.struct([("a", pa.int64()), ("b", pa.string())]),
+            ),
+            "l": pa.array([None if r[1] is None else [r[0], r[0]] for r in rows]),
+            "m": pa.array([[("k", r[0])] for r in rows], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(-5, 5)),
+            st.one_of(st.none(), st.text(max_size=5)),
+            st.booleans(),
+        ),
+        max_size=300,
+    ),
+    st.integers(0, 40),
+)
+def test_filter_batch_matches_pyarrow(
+    rows: list[tuple[int | None, str | None, bool]], offset: int
+) -> None:
+    """The Rust one-pass filter equals pyarrow's, over nested, nullable and sliced columns."""
+    from icefloe import _native
+
+    batch = _filter_batch_data(rows + [(1, "x", True)] * offset).slice(offset)
+    keep = pa.array([r[2] for r in rows], pa.bool_())
+    got = _native.filter_batch(batch, keep)
+    assert got.schema == batch.schema
+    assert got.equals(batch.filter(keep))
+
+
+def test_filter_batch_errors_and_empty_schema() -> None:
+    from icefloe import _native
+
+    batch = pa.record_batch({"x": [1, 2, 3]})
+    with pytest.raises(ValidationError, match="3 rows"):
+        _native.filter_batch(batch, pa.array([True]))
+    with pytest.raises(ValidationError, match="boolean"):
+        _native.filter_batch(batch, pa.array([1, 2, 3]))
+    no_cols = batch.select([])
+    assert _native.filter_batch(no_cols, pa.array([True, False, True])).num_rows == 2

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from _read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
@@ -79,6 +81,36 @@ def test_position_delete_file_for_many_data_files(tmp_path: Path) -> None:
     assert cache.loads == 1  # the shared delete file was decoded once
     total = sum(b.num_rows for b in read_tasks(FileIO(), [ta, tb], OPTS))
     assert total == 197
+
+
+@pytest.mark.parametrize("row_group_size", [None, 2])
+def test_position_delete_file_for_one_data_file_read_by_stats(
+    tmp_path: Path, row_group_size: int | None
+) -> None:
+    """A delete file whose file_path statistics name one data file is read by positions alone;
+    statistics that name several files (or none) fall back to reading file_path."""
+    from icefloe.read.deletes import _single_data_file
+
+    a = write_data(tmp_path / "a.parquet", SCHEMA, ROWS)
+    one = write_pos_deletes(tmp_path / "one.parquet", [(a.file_path, p) for p in (9, 2, 50)])
+    if row_group_size:
+        t = pq.read_table(one.file_path)
+        pq.write_table(t, one.file_path, row_group_size=row_group_size)
+    assert _single_data_file(pq.ParquetFile(one.file_path), "file_path") == a.file_path
+    assert _ids(FileScanTask(a, (one,))) == [i for i in range(100) if i not in (2, 9, 50)]
+    # Two files, split so that each row group names exactly one of them: no shortcut.
+    two = write_pos_deletes(tmp_path / "two.parquet", [(a.file_path, 1), ("z-other", 5)])
+    pq.write_table(pq.read_table(two.file_path), two.file_path, row_group_size=1)
+    assert _single_data_file(pq.ParquetFile(two.file_path), "file_path") is None
+    assert _ids(FileScanTask(a, (two,))) == [i for i in range(100) if i != 1]
+    # No statistics: no shortcut, same rows.
+    nostats = write_pos_deletes(tmp_path / "nostats.parquet", [(a.file_path, 0)])
+    pq.write_table(pq.read_table(nostats.file_path), nostats.file_path, write_statistics=False)
+    assert _single_data_file(pq.ParquetFile(nostats.file_path), "file_path") is None
+    assert _ids(FileScanTask(a, (nostats,))) == list(range(1, 100))
+    # A delete file for another data file only deletes nothing here.
+    other = write_pos_deletes(tmp_path / "other.parquet", [("elsewhere", 3)])
+    assert _ids(FileScanTask(a, (other,))) == list(range(100))
 
 
 def test_equality_deletes_null_equals_null_and_mixed_id_sets(tmp_path: Path) -> None:
@@ -195,3 +227,31 @@ def test_java_golden_dv_blob_applied_by_offset(tmp_path: Path) -> None:
         content_size_in_bytes=len(blob),
     )
     assert _ids(FileScanTask(df, (dv,))) == [0, 2, 4, 6, 8, 10, 11]
+
+
+def test_fully_deleted_row_groups_are_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS, row_group_size=20)
+    gone = list(range(20, 40)) + list(range(80, 100))  # row groups 1 and 4 entirely
+    dv = write_dv(tmp_path / "dv.puffin", [*gone, 5], df.file_path)
+    asked: list[list[int]] = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self: pq.ParquetFile, *args: Any, **kw: Any) -> Any:
+        asked.append(list(kw["row_groups"]))
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    t = read(FileScanTask(df, (dv,)), OPTS)
+    keep = [i for i in range(100) if i not in gone and i != 5]
+    assert t.column("id").to_pylist() == keep
+    assert t.column("_pos").to_pylist() == keep
+    assert asked == [[0], [2, 3]]
+    # Asked for _deleted, every row is read and marked.
+    asked.clear()
+    opts = ReadOptions(SCHEMA, metadata_columns=("_pos", "_deleted"))
+    t = read(FileScanTask(df, (dv,)), opts)
+    assert t.column("_pos").to_pylist() == list(range(100))
+    assert [i for i, d in enumerate(t.column("_deleted").to_pylist()) if d] == sorted([*gone, 5])
+    assert asked == [[0, 1, 2, 3, 4]]

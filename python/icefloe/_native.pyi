@@ -23,10 +23,14 @@ __all__ = [
     "expr_manifest_mask",
     "expr_metrics_mask",
     "expr_partition_mask",
+    "filter_batch",
     "keep_mask_from_positions",
+    "plan_build_tasks",
     "plan_entry_masks",
+    "plan_keep_entries",
     "plan_match_deletes",
     "plan_partition_keys",
+    "plan_read_manifests",
     "point_from_bytes",
     "point_to_bytes",
     "puffin_read_blob",
@@ -78,7 +82,34 @@ def plan_entry_masks(
     metrics_filter: str | None = None,
     threads: int | None = None,
 ) -> list[_Array]: ...
+def plan_build_tasks(
+    task_cls: type,
+    data_cls: type,
+    spec_id: int,
+    columns: pa.RecordBatch,
+    partitions: list[tuple[Any, ...]],
+    residuals: list[Any],
+    refs: list[Any],
+) -> list[Any]: ...
+def plan_keep_entries(
+    batches: Sequence[pa.RecordBatch],
+    spec_index: Sequence[int],
+    partition_filters: Sequence[str | None],
+    metrics_filter: str | None,
+    columns: Sequence[str],
+    threads: int | None = None,
+) -> list[pa.RecordBatch]: ...
 def plan_match_deletes(data_files: _Array, delete_files: _Array) -> _Array: ...
+def plan_read_manifests(
+    data: Sequence[bytes],
+    snapshot_ids: Sequence[int | None] | None = None,
+    sequence_numbers: Sequence[int | None] | None = None,
+    first_row_ids: Sequence[int | None] | None = None,
+    names: Sequence[str] | None = None,
+    columns: Sequence[str] = ...,
+    metric_ids: Sequence[int] | None = None,
+    threads: int | None = None,
+) -> list[pa.RecordBatch]: ...
 
 # deletes
 _BlobTuple = tuple[str, list[int], int, int, int, int, str | None, list[tuple[str, str]]]
@@ -120,6 +151,7 @@ class EqualityDeleteSet:
     def __len__(self) -> int: ...
 
 def keep_mask_from_positions(positions: pa.Array, start: int, length: int) -> pa.BooleanArray: ...
+def filter_batch(batch: pa.RecordBatch, keep: pa.Array) -> pa.RecordBatch: ...
 
 # puffin
 @final

@@ -8,6 +8,7 @@
 //! probed against every group.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -163,11 +164,68 @@ fn bytes_at(a: &dyn Array, i: usize) -> &[u8] {
     }
 }
 
-/// The hashed keys of one group.
+/// The probe structure of single-column i64 keys, built once from every added key.
+#[derive(Debug, Clone)]
+enum IntSet {
+    /// Keys within a span at most [`DENSE_BITS_PER_KEY`] times their count: one bit per value
+    /// of `[min, min + 64 * bits.len())`. Probing touches one word (no hashing, and a
+    /// million keys over ten million values take 1.25 MB, which stays in cache).
+    Dense { min: i64, bits: Vec<u64> },
+    /// Sparse keys: a hash set.
+    Hash(HashSet<i64>),
+}
+
+/// A dense bitmap is used when its size (`span / 8` bytes) is within `DENSE_BITS_PER_KEY / 8`
+/// bytes per key, about what the hash set would take, or at most 1 MiB.
+const DENSE_BITS_PER_KEY: u128 = 128;
+const DENSE_MIN_BITS: u128 = 1 << 23;
+
+impl IntSet {
+    fn build(values: &[i64]) -> Self {
+        let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) else {
+            return IntSet::Hash(HashSet::new());
+        };
+        let span = (hi as i128 - lo as i128) as u128 + 1;
+        if span <= (values.len() as u128 * DENSE_BITS_PER_KEY).max(DENSE_MIN_BITS) {
+            let mut bits = vec![0u64; span.div_ceil(64) as usize];
+            for &v in values {
+                let d = v.wrapping_sub(lo) as u64;
+                bits[(d >> 6) as usize] |= 1 << (d & 63);
+            }
+            IntSet::Dense { min: lo, bits }
+        } else {
+            let mut set = HashSet::with_capacity(values.len());
+            set.extend(values.iter().copied());
+            IntSet::Hash(set)
+        }
+    }
+
+    #[inline]
+    fn contains(&self, v: i64) -> bool {
+        match self {
+            IntSet::Dense { min, bits } => {
+                let d = v.wrapping_sub(*min) as u64;
+                bits.get((d >> 6) as usize)
+                    .is_some_and(|w| (w >> (d & 63)) & 1 == 1)
+            }
+            IntSet::Hash(set) => set.contains(&v),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            IntSet::Dense { bits, .. } => bits.iter().map(|w| w.count_ones() as usize).sum(),
+            IntSet::Hash(set) => set.len(),
+        }
+    }
+}
+
+/// The keys of one group.
 #[derive(Debug, Clone)]
 enum Keys {
-    /// A single Int/Float/Time/Timestamp column: values widened to i64, plus "null deleted".
-    Single(HashSet<i64>, bool),
+    /// A single Int/Float/Time/Timestamp column: values widened to i64 (collected as added,
+    /// indexed on first use), plus "null deleted".
+    Single(Vec<i64>, OnceLock<IntSet>, bool),
     /// Any other column set: canonical row encodings.
     Rows(HashSet<Box<[u8]>>),
 }
@@ -194,7 +252,9 @@ fn columns_of<'a>(batch: &'a RecordBatch, names: &[String]) -> Result<Vec<&'a Ar
 impl Group {
     fn len(&self) -> usize {
         match &self.keys {
-            Keys::Single(s, null) => s.len() + *null as usize,
+            Keys::Single(values, probe, null) => {
+                probe.get_or_init(|| IntSet::build(values)).len() + *null as usize
+            }
             Keys::Rows(s) => s.len(),
         }
     }
@@ -203,15 +263,15 @@ impl Group {
         let cols = columns_of(batch, &self.columns)?;
         let views: Vec<Col<'_>> = cols.iter().map(|c| view(c.as_ref())).collect();
         match &mut self.keys {
-            Keys::Single(set, null) => {
+            Keys::Single(values, probe, null) => {
                 if let Col::Fixed(v, nulls) = &views[0] {
-                    set.reserve(v.len());
-                    for (i, &x) in v.iter().enumerate() {
-                        if nulls.is_some_and(|n| n.is_null(i)) {
+                    probe.take();
+                    match nulls {
+                        Some(nulls) if nulls.null_count() > 0 => {
                             *null = true;
-                        } else {
-                            set.insert(x);
+                            values.extend(nulls.valid_indices().map(|i| v[i]));
                         }
+                        _ => values.extend_from_slice(v),
                     }
                 }
             }
@@ -247,17 +307,20 @@ impl Group {
         let views: Vec<Col<'_>> = cols.iter().map(|c| view(c.as_ref())).collect();
         let n = batch.num_rows();
         Ok(match &self.keys {
-            Keys::Single(set, null_deleted) => match &views[0] {
-                Col::Fixed(v, Some(nulls)) => BooleanBuffer::collect_bool(n, |i| {
-                    if nulls.is_null(i) {
-                        !*null_deleted
-                    } else {
-                        !set.contains(&v[i])
-                    }
-                }),
-                Col::Fixed(v, None) => BooleanBuffer::collect_bool(n, |i| !set.contains(&v[i])),
-                _ => unreachable!("single-column groups hold fixed-width kinds"),
-            },
+            Keys::Single(values, probe, null_deleted) => {
+                let set = probe.get_or_init(|| IntSet::build(values));
+                match &views[0] {
+                    Col::Fixed(v, Some(nulls)) => BooleanBuffer::collect_bool(n, |i| {
+                        if nulls.is_null(i) {
+                            !*null_deleted
+                        } else {
+                            !set.contains(v[i])
+                        }
+                    }),
+                    Col::Fixed(v, None) => BooleanBuffer::collect_bool(n, |i| !set.contains(v[i])),
+                    _ => unreachable!("single-column groups hold fixed-width kinds"),
+                }
+            }
             Keys::Rows(set) => {
                 let mut buf = Vec::new();
                 BooleanBuffer::collect_bool(n, |i| {
@@ -321,7 +384,7 @@ impl EqualityDeleteSet {
                         Kind::Int | Kind::Float | Kind::Time(_) | Kind::Timestamp(..)
                     );
                 let keys = if single {
-                    Keys::Single(HashSet::new(), false)
+                    Keys::Single(Vec::new(), OnceLock::new(), false)
                 } else {
                     Keys::Rows(HashSet::new())
                 };
@@ -418,5 +481,37 @@ mod tests {
             ("f", Arc::new(Float64Array::from(vec![1.0]))),
         ]);
         assert!(set.keep_mask(&wrong).is_err());
+    }
+
+    #[test]
+    fn dense_and_sparse_int_keys_agree_with_a_plain_set() {
+        use std::collections::HashSet as StdSet;
+        // Dense (a run of values), sparse (extremes force the hash set), and both signs.
+        let cases: Vec<Vec<i64>> = vec![
+            (-50..50).step_by(3).collect(),
+            vec![i64::MIN, -1, 0, 1, i64::MAX],
+            (0..5000).map(|i| i * 7919 - 20_000).collect(),
+            vec![1 << 40, (1 << 40) + 5, 3],
+        ];
+        for keys in cases {
+            let mut set = EqualityDeleteSet::new();
+            let (a, b) = keys.split_at(keys.len() / 2);
+            for part in [a, b] {
+                let arr: ArrayRef = Arc::new(Int64Array::from(part.to_vec()));
+                set.add_batch(&batch(vec![("id", arr)])).unwrap();
+            }
+            let oracle: StdSet<i64> = keys.iter().copied().collect();
+            assert_eq!(set.len(), oracle.len());
+            let mut probe: Vec<i64> = keys
+                .iter()
+                .flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)])
+                .collect();
+            probe.extend([i64::MIN, i64::MAX, 0, 64, 65, -64]);
+            let data: ArrayRef = Arc::new(Int64Array::from(probe.clone()));
+            let m = set.keep_mask(&batch(vec![("id", data)])).unwrap();
+            for (i, v) in probe.iter().enumerate() {
+                assert_eq!(m.value(i), !oracle.contains(v), "value {v}");
+            }
+        }
     }
 }

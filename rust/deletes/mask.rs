@@ -1,7 +1,8 @@
 //! Keep-masks: for the rows `[start, start + len)` of a data file, `true` where the row survives.
 
-use arrow_array::BooleanArray;
+use arrow_array::{Array, BooleanArray, RecordBatch};
 use arrow_buffer::{BooleanBuffer, MutableBuffer};
+use arrow_select::filter::filter_record_batch;
 
 use super::roaring::PositionBitmap;
 use crate::{Error, Result};
@@ -53,6 +54,24 @@ pub fn keep_mask_from_sorted(positions: &[i64], start: u64, len: usize) -> Resul
     Ok(finish(buf, len))
 }
 
+/// The rows of `batch` where `keep` is true, every column filtered in one pass (the
+/// selection is analysed once and shared by all columns). A mask of all-true returns the
+/// batch unchanged (no copy).
+pub fn apply_keep_mask(batch: &RecordBatch, keep: &BooleanArray) -> Result<RecordBatch> {
+    if keep.len() != batch.num_rows() {
+        return Err(Error::validation(format!(
+            "keep-mask has {} entries for a batch of {} rows",
+            keep.len(),
+            batch.num_rows()
+        )));
+    }
+    if keep.null_count() == 0 && keep.true_count() == keep.len() {
+        return Ok(batch.clone());
+    }
+    filter_record_batch(batch, keep)
+        .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +96,35 @@ mod tests {
             }
         }
         assert!(keep_mask_from_sorted(&[3, 1], 0, 4).is_err());
+    }
+
+    #[test]
+    fn apply_keep_mask_filters_every_column() {
+        use std::sync::Arc;
+
+        use arrow_array::{ArrayRef, Int64Array, StringArray};
+
+        let ids: ArrayRef = Arc::new(Int64Array::from(vec![1, 2, 3, 4]));
+        let names: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("a"),
+            None,
+            Some("c"),
+            Some("d"),
+        ]));
+        let batch = RecordBatch::try_from_iter([("id", ids), ("s", names)]).unwrap();
+        let keep = BooleanArray::from(vec![true, false, true, false]);
+        let out = apply_keep_mask(&batch, &keep).unwrap();
+        assert_eq!(out.num_rows(), 2);
+        assert_eq!(
+            out.column(0).as_ref(),
+            &Int64Array::from(vec![1, 3]) as &dyn Array
+        );
+        assert_eq!(
+            out.column(1).as_ref(),
+            &StringArray::from(vec!["a", "c"]) as &dyn Array
+        );
+        let all = BooleanArray::from(vec![true; 4]);
+        assert_eq!(apply_keep_mask(&batch, &all).unwrap(), batch);
+        assert!(apply_keep_mask(&batch, &BooleanArray::from(vec![true])).is_err());
     }
 }

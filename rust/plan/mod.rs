@@ -15,6 +15,7 @@
 //!     file's, and it has the same spec and partition, or was written with an unpartitioned spec
 //!     (global).
 
+pub mod read;
 #[cfg(test)]
 mod tests;
 

@@ -1,7 +1,7 @@
 //! Bindings of `crate::deletes`: position bitmaps (deletion vectors), position delete indexes,
 //! equality delete sets and keep-masks. Heavy work runs with the GIL released.
 
-use arrow_array::{Array, Int64Array, RecordBatch};
+use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch};
 use arrow_data::ArrayData;
 use arrow_pyarrow::PyArrowType;
 use arrow_schema::DataType;
@@ -11,7 +11,7 @@ use pyo3::types::PyBytes;
 use super::guard;
 use crate::deletes::dv::{decode_dv, encode_dv};
 use crate::deletes::equality::EqualityDeleteSet as CoreEqualitySet;
-use crate::deletes::mask::{keep_mask_from_bitmap, keep_mask_from_sorted};
+use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap, keep_mask_from_sorted};
 use crate::deletes::position_index::PositionDeleteIndex as CoreIndex;
 use crate::deletes::PositionBitmap as CoreBitmap;
 use crate::Error;
@@ -164,6 +164,26 @@ fn keep_mask_from_positions(
     })
 }
 
+/// The rows of `batch` where the boolean array `keep` is true, all columns in one pass.
+#[pyfunction]
+fn filter_batch(
+    py: Python<'_>,
+    batch: PyArrowType<RecordBatch>,
+    keep: PyArray,
+) -> PyResult<PyArrowType<RecordBatch>> {
+    guard(|| {
+        if keep.0.data_type() != &DataType::Boolean {
+            return Err(Error::validation(format!(
+                "keep-mask must be a boolean array, not {}",
+                keep.0.data_type()
+            )));
+        }
+        let keep = BooleanArray::from(keep.0);
+        let out = py.detach(|| apply_keep_mask(&batch.0, &keep))?;
+        Ok(PyArrowType(out))
+    })
+}
+
 /// Deleted positions per data file, built from position delete files.
 #[pyclass(module = "icefloe._native")]
 pub struct PositionDeleteIndex {
@@ -269,6 +289,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PositionBitmap>()?;
     m.add_class::<PositionDeleteIndex>()?;
     m.add_class::<EqualityDeleteSet>()?;
+    m.add_function(wrap_pyfunction!(filter_batch, m)?)?;
     m.add_function(wrap_pyfunction!(keep_mask_from_positions, m)?)?;
     Ok(())
 }

@@ -4,18 +4,20 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int32Type;
-use arrow_array::{make_array, Array, BooleanArray, Int32Array, ListArray, RecordBatch};
+use arrow_array::{make_array, Array, Int32Array, ListArray, RecordBatch};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_data::ArrayData;
 use arrow_pyarrow::PyArrowType;
 use arrow_schema::{DataType, Field};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 
 use super::guard;
 use super::transforms::import_array;
 use crate::expr::{parse, Expr};
+use crate::manifest::Inherit;
+use crate::plan::read::{entry_mask, keep_entries, mask_array, read_projected};
 use crate::plan::{partition_keys, DeleteIndex};
 use crate::Error;
 
@@ -73,45 +75,6 @@ fn plan_match_deletes(
     Ok(PyArrowType(out))
 }
 
-/// The entries of one decoded manifest a scan keeps: not DELETED (status 2), partition tuple
-/// satisfying the batch's projected partition filter (if any) and column metrics that may match
-/// the table filter (if any).
-fn entry_mask(
-    batch: &RecordBatch,
-    partition: Option<&Expr>,
-    metrics: Option<&Expr>,
-) -> crate::Result<BooleanArray> {
-    let n = batch.num_rows();
-    let status = batch
-        .column_by_name("status")
-        .ok_or_else(|| Error::validation("manifest batch lacks the status column"))?;
-    let status = status
-        .as_primitive_opt::<Int32Type>()
-        .ok_or_else(|| Error::validation("manifest status must be int32"))?;
-    let mut keep: Vec<bool> = (0..n)
-        .map(|i| status.is_null(i) || status.value(i) != 2)
-        .collect();
-    let mut and = |m: BooleanArray| {
-        for (i, k) in keep.iter_mut().enumerate() {
-            // a null mask value is treated as "may match"
-            *k = *k && (m.is_null(i) || m.value(i));
-        }
-    };
-    if let Some(expr) = partition {
-        let col = batch
-            .column_by_name("partition")
-            .ok_or_else(|| Error::validation("manifest batch lacks the partition column"))?;
-        let s = as_struct(col.as_ref(), "the partition column")?;
-        and(crate::expr::partition::partition_mask(&s, expr)?);
-    }
-    if let Some(expr) = metrics {
-        if n > 0 {
-            and(crate::expr::metrics::metrics_mask(batch, expr)?);
-        }
-    }
-    Ok(BooleanArray::from(keep))
-}
-
 /// For each decoded manifest batch, the mask of entries a scan keeps (see `entry_mask`).
 /// `partition_filters[spec_index[i]]` is batch `i`'s projected partition filter (None: no
 /// partition pruning); `metrics_filter` is the table filter (None: no metrics pruning). Batches
@@ -151,7 +114,8 @@ fn plan_entry_masks(
                     .par_iter()
                     .zip(spec_index.par_iter())
                     .map(|(b, &k)| {
-                        entry_mask(b, parts[k].as_ref(), metrics.as_ref()).map(|m| m.into_data())
+                        entry_mask(b, parts[k].as_ref(), metrics.as_ref())
+                            .map(|m| mask_array(&m).into_data())
                     })
                     .collect::<crate::Result<Vec<ArrayData>>>()
             };
@@ -168,9 +132,288 @@ fn plan_entry_masks(
     Ok(out.into_iter().map(PyArrowType).collect())
 }
 
+/// Runs `work` on a pool of `threads` threads (None or 0: rayon's global pool).
+fn on_pool<T: Send>(
+    threads: Option<usize>,
+    work: impl FnOnce() -> crate::Result<T> + Send,
+) -> crate::Result<T> {
+    match threads {
+        Some(t) if t > 0 => rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .map_err(|e| Error::internal(format!("thread pool: {e}")))?
+            .install(work),
+        _ => work(),
+    }
+}
+
+fn per_manifest(
+    v: Option<Vec<Option<i64>>>,
+    n: usize,
+    what: &str,
+) -> crate::Result<Vec<Option<i64>>> {
+    match v {
+        None => Ok(vec![None; n]),
+        Some(v) if v.len() == n => Ok(v),
+        Some(v) => Err(Error::validation(format!(
+            "{what} has {} values for {n} manifests",
+            v.len()
+        ))),
+    }
+}
+
+/// Decodes manifests for planning (in parallel, GIL released): only the base planning columns
+/// plus `columns`, inheritance applied; with `metric_ids`, metrics maps trimmed to those field
+/// ids (see `crate::plan::read::read_projected`).
+#[pyfunction]
+#[pyo3(signature = (data, snapshot_ids=None, sequence_numbers=None, first_row_ids=None, names=None, columns=Vec::new(), metric_ids=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn plan_read_manifests(
+    py: Python<'_>,
+    data: Vec<Bound<'_, PyBytes>>,
+    snapshot_ids: Option<Vec<Option<i64>>>,
+    sequence_numbers: Option<Vec<Option<i64>>>,
+    first_row_ids: Option<Vec<Option<i64>>>,
+    names: Option<Vec<String>>,
+    columns: Vec<String>,
+    metric_ids: Option<Vec<i32>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<PyArrowType<RecordBatch>>> {
+    let n = data.len();
+    let slices: Vec<&[u8]> = data.iter().map(|b| b.as_bytes()).collect();
+    let out = py.detach(|| {
+        guard(|| {
+            let snaps = per_manifest(snapshot_ids, n, "snapshot_ids")?;
+            let seqs = per_manifest(sequence_numbers, n, "sequence_numbers")?;
+            let firsts = per_manifest(first_row_ids, n, "first_row_ids")?;
+            let names =
+                names.unwrap_or_else(|| (0..n).map(|i| format!("<manifest {i}>")).collect());
+            if names.len() != n {
+                return Err(Error::validation("names must have one entry per manifest"));
+            }
+            let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+            on_pool(threads, || {
+                slices
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, d)| {
+                        let inherit = Inherit {
+                            snapshot_id: snaps[i],
+                            sequence_number: seqs[i],
+                            first_row_id: firsts[i],
+                        };
+                        read_projected(d, &inherit, &cols, metric_ids.as_deref())
+                            .map_err(|e| e.context(&names[i]))
+                    })
+                    .collect::<crate::Result<Vec<_>>>()
+            })
+        })
+    })?;
+    Ok(out.into_iter().map(PyArrowType).collect())
+}
+
+/// For each decoded manifest batch, its kept entries (see `crate::plan::read::keep_entries`)
+/// reduced to `columns`; `partition_filters[spec_index[i]]` is batch `i`'s projected partition
+/// filter (None: no partition pruning), `metrics_filter` the table filter (None: no metrics
+/// pruning). In parallel with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (batches, spec_index, partition_filters, metrics_filter, columns, threads=None))]
+fn plan_keep_entries(
+    py: Python<'_>,
+    batches: Vec<PyArrowType<RecordBatch>>,
+    spec_index: Vec<usize>,
+    partition_filters: Vec<Option<String>>,
+    metrics_filter: Option<String>,
+    columns: Vec<String>,
+    threads: Option<usize>,
+) -> PyResult<Vec<PyArrowType<RecordBatch>>> {
+    let batches: Vec<RecordBatch> = batches.into_iter().map(|b| b.0).collect();
+    let out = py.detach(move || {
+        guard(move || {
+            if spec_index.len() != batches.len() {
+                return Err(Error::validation(format!(
+                    "{} spec indices for {} batches",
+                    spec_index.len(),
+                    batches.len()
+                )));
+            }
+            let parts: Vec<Option<Expr>> = partition_filters
+                .iter()
+                .map(|f| f.as_deref().map(parse).transpose())
+                .collect::<crate::Result<_>>()?;
+            let metrics = metrics_filter.as_deref().map(parse).transpose()?;
+            if let Some(&k) = spec_index.iter().find(|&&k| k >= parts.len()) {
+                return Err(Error::validation(format!("spec index {k} out of range")));
+            }
+            let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
+            on_pool(threads, || {
+                batches
+                    .par_iter()
+                    .zip(spec_index.par_iter())
+                    .map(|(b, &k)| keep_entries(b, parts[k].as_ref(), metrics.as_ref(), &cols))
+                    .collect::<crate::Result<Vec<_>>>()
+            })
+        })
+    })?;
+    Ok(out.into_iter().map(PyArrowType).collect())
+}
+
+fn py_opt_i64<'py>(
+    py: Python<'py>,
+    col: &arrow_array::Int64Array,
+    i: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(if col.is_null(i) {
+        py.None().into_bound(py)
+    } else {
+        col.value(i).into_pyobject(py)?.into_any()
+    })
+}
+
+fn batch_col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> crate::Result<&'a T> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| Error::validation(format!("task columns lack a well-typed {name:?}")))
+}
+
+/// One `FileScanTask` (and its `DataFileRef`) per row of `columns` (file_path, file_format
+/// (lower case), record_count, file_size_in_bytes, first_row_id, sequence_number,
+/// file_sequence_number: the planned entries of one manifest; residual_index: int32 into
+/// `residuals`; deletes: list<int32> into `refs`), with `partitions[i]` as the partition tuple.
+/// The objects are built like `object.__new__` plus their `__dict__` (what a frozen dataclass
+/// holds), without a Python loop.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn plan_build_tasks<'py>(
+    py: Python<'py>,
+    task_cls: &Bound<'py, PyAny>,
+    data_cls: &Bound<'py, PyAny>,
+    spec_id: i32,
+    columns: PyArrowType<RecordBatch>,
+    partitions: &Bound<'py, PyList>,
+    residuals: &Bound<'py, PyList>,
+    refs: &Bound<'py, PyList>,
+) -> PyResult<Bound<'py, PyList>> {
+    let b = columns.0;
+    let n = b.num_rows();
+    let cols = guard(|| {
+        let path = batch_col::<arrow_array::StringArray>(&b, "file_path")?;
+        let fmt = batch_col::<arrow_array::StringArray>(&b, "file_format")?;
+        let count = batch_col::<arrow_array::Int64Array>(&b, "record_count")?;
+        let size = batch_col::<arrow_array::Int64Array>(&b, "file_size_in_bytes")?;
+        let first = batch_col::<arrow_array::Int64Array>(&b, "first_row_id")?;
+        let seq = batch_col::<arrow_array::Int64Array>(&b, "sequence_number")?;
+        let fseq = batch_col::<arrow_array::Int64Array>(&b, "file_sequence_number")?;
+        let res = batch_col::<Int32Array>(&b, "residual_index")?;
+        let dels = batch_col::<ListArray>(&b, "deletes")?;
+        if partitions.len() != n {
+            return Err(Error::validation(format!(
+                "{} partition tuples for {n} files",
+                partitions.len()
+            )));
+        }
+        let dels_values = dels
+            .values()
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .ok_or_else(|| Error::validation("deletes must be list<int32>"))?;
+        Ok((
+            path,
+            fmt,
+            count,
+            size,
+            first,
+            seq,
+            fseq,
+            res,
+            dels,
+            dels_values,
+        ))
+    })?;
+    let (path, fmt, count, size, first, seq, fseq, res, dels, dels_values) = cols;
+    let object_new = py
+        .import(pyo3::intern!(py, "builtins"))?
+        .getattr(pyo3::intern!(py, "object"))?
+        .getattr(pyo3::intern!(py, "__new__"))?;
+    let dict_name = pyo3::intern!(py, "__dict__");
+    let k = |s: &'static str| pyo3::types::PyString::intern(py, s);
+    let (k_path, k_fmt, k_count, k_size, k_spec, k_part, k_first, k_seq, k_fseq) = (
+        k("file_path"),
+        k("file_format"),
+        k("record_count"),
+        k("file_size_in_bytes"),
+        k("spec_id"),
+        k("partition"),
+        k("first_row_id"),
+        k("data_sequence_number"),
+        k("file_sequence_number"),
+    );
+    let (k_data, k_deletes, k_start, k_length, k_residual) = (
+        k("data_file"),
+        k("delete_files"),
+        k("start"),
+        k("length"),
+        k("residual"),
+    );
+    let spec = spec_id.into_pyobject(py)?;
+    let zero = 0i64.into_pyobject(py)?;
+    let none = py.None().into_bound(py);
+    let empty = PyTuple::empty(py);
+    let mut formats: Vec<(String, Bound<'py, PyAny>)> = Vec::new();
+    let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(n);
+    for i in 0..n {
+        if path.is_null(i) {
+            return Err(Error::validation(format!("data file {i} has a null file_path")).into());
+        }
+        let f = if fmt.is_null(i) { "" } else { fmt.value(i) };
+        let fmt_obj = match formats.iter().find(|(s, _)| s == f) {
+            Some((_, o)) => o.clone(),
+            None => {
+                let o = pyo3::types::PyString::new(py, f).into_any();
+                formats.push((f.to_owned(), o.clone()));
+                o
+            }
+        };
+        let data = object_new.call1((data_cls,))?;
+        let d = data.getattr(dict_name)?.cast_into::<PyDict>()?;
+        d.set_item(&k_path, path.value(i))?;
+        d.set_item(&k_fmt, fmt_obj)?;
+        d.set_item(&k_count, py_opt_i64(py, count, i)?)?;
+        d.set_item(&k_size, py_opt_i64(py, size, i)?)?;
+        d.set_item(&k_spec, &spec)?;
+        d.set_item(&k_part, partitions.get_item(i)?)?;
+        d.set_item(&k_first, py_opt_i64(py, first, i)?)?;
+        d.set_item(&k_seq, py_opt_i64(py, seq, i)?)?;
+        d.set_item(&k_fseq, py_opt_i64(py, fseq, i)?)?;
+        let offsets = dels.value_offsets();
+        let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
+        let deletes = if hi > lo {
+            let items = (lo..hi)
+                .map(|j| refs.get_item(dels_values.value(j) as usize))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?
+        } else {
+            empty.clone()
+        };
+        let task = object_new.call1((task_cls,))?;
+        let t = task.getattr(dict_name)?.cast_into::<PyDict>()?;
+        t.set_item(&k_data, data)?;
+        t.set_item(&k_deletes, deletes)?;
+        t.set_item(&k_start, &zero)?;
+        t.set_item(&k_length, &none)?;
+        t.set_item(&k_residual, residuals.get_item(res.value(i) as usize)?)?;
+        t.set_item(&k_spec, &spec)?;
+        out.push(task);
+    }
+    PyList::new(py, out)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(plan_build_tasks, m)?)?;
     m.add_function(wrap_pyfunction!(plan_entry_masks, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_keep_entries, m)?)?;
     m.add_function(wrap_pyfunction!(plan_match_deletes, m)?)?;
     m.add_function(wrap_pyfunction!(plan_partition_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_read_manifests, m)?)?;
     Ok(())
 }

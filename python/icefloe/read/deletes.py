@@ -120,6 +120,40 @@ def _columns_by_id(pf: pq.ParquetFile, path: str, mapping: NameMapping | None) -
     return out
 
 
+def _single_data_file(pf: pq.ParquetFile, path_col: str) -> str | None:
+    """The one data file every row of a position delete file names, when the ``file_path``
+    column statistics prove it (no nulls, and min equal to max in every row group); else None.
+    The common case (one delete file per data file) then reads only ``pos``."""
+    meta = pf.metadata
+    if meta.num_row_groups == 0:
+        return None
+    leaf = next(
+        (i for i in range(meta.num_columns) if meta.schema.column(i).path == path_col), None
+    )
+    if leaf is None:
+        return None
+    value: bytes | None = None
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        st = rg.column(leaf).statistics
+        if (
+            st is None
+            or not st.has_min_max
+            or not st.has_null_count
+            or st.null_count != 0
+            or st.min_raw != st.max_raw
+            or (value is not None and st.min_raw != value)
+        ):
+            return None
+        value = st.min_raw
+    if value is None:
+        return None
+    try:
+        return value.decode() if isinstance(value, bytes) else str(value)
+    except UnicodeDecodeError:
+        return None
+
+
 def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
     pf = open_parquet(io, d.file_path)
     ids = _columns_by_id(pf, d.file_path, None)
@@ -130,6 +164,14 @@ def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
         raise ValidationError(f"position delete file {d.file_path} lacks file_path/pos columns")
     index = PositionDeleteIndex()
     try:
+        single = _single_data_file(pf, path_col)
+        if single is not None:
+            positions = pf.read(columns=[pos_col], use_threads=False).column(0)
+            if positions.null_count:
+                raise ValidationError(f"position delete file {d.file_path} has null positions")
+            dv = DeletionVector.from_positions(positions)
+            index.add_deletion_vector(single, dv)
+            return index
         for batch in pf.iter_batches(columns=[path_col, pos_col], batch_size=1 << 20):
             index.add(
                 pa.RecordBatch.from_arrays(

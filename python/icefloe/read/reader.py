@@ -18,7 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from icefloe import _native
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
+from icefloe.deletes import DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
@@ -139,10 +141,14 @@ class _TaskReader:
         return out
 
     def _select_rows_groups(
-        self, pf: pq.ParquetFile, prune: RowGroupFilter | None = None
+        self,
+        pf: pq.ParquetFile,
+        prune: RowGroupFilter | None = None,
+        deleted: DeletionVector | None = None,
     ) -> list[tuple[int, int]]:
         """(row group, first row position) of the row groups in the task's split that the
-        residual filter might match (by their statistics)."""
+        residual filter might match (by their statistics) and that have a row not in
+        ``deleted``."""
         meta = pf.metadata
         out: list[tuple[int, int]] = []
         pos = 0
@@ -163,6 +169,13 @@ class _TaskReader:
             pos += rg.num_rows
         if prune is not None and not prune.trivial:
             out = [g for g in out if prune.might_match(g[0])]
+        if deleted is not None:
+            # Row groups whose every row is deleted are not read at all.
+            out = [
+                g
+                for g in out
+                if deleted.keep_mask(g[1], meta.row_group(g[0]).num_rows).true_count > 0
+            ]
         return out
 
     # ------------------------------------------------------------------ run
@@ -228,7 +241,8 @@ class _TaskReader:
         keep_deleted = DELETED in wanted_meta
 
         prune = None if filter_expr is None else RowGroupFilter(pf.metadata, file_schema, residual)
-        for batch, base in self._batches(pf, read_names, prune):
+        skip_deleted = None if keep_deleted else deletes.positions
+        for batch, base in self._batches(pf, read_names, prune, skip_deleted):
             n = batch.num_rows
             if n == 0:
                 continue
@@ -256,19 +270,25 @@ class _TaskReader:
                 out_cols.append(self._metadata_column(mf, n, base, keep, file_col))
             out = _make_batch(out_cols, out_schema, n)
             if keep is not None and not keep_deleted:
-                out = out.filter(keep)
+                # In Rust, all columns in one pass with the GIL released (the selection is
+                # analysed once for every column, and long runs are copied as slices).
+                out = _native.filter_batch(out, keep)
                 if filter_expr is not None:
-                    wb = wb.filter(keep)
+                    wb = _native.filter_batch(wb, keep)
             if filter_expr is not None and out.num_rows:
                 out = out.filter(_evaluate(filter_expr, wb))
             if out.num_rows:
                 yield out
 
     def _batches(
-        self, pf: pq.ParquetFile, names: list[str], prune: RowGroupFilter | None = None
+        self,
+        pf: pq.ParquetFile,
+        names: list[str],
+        prune: RowGroupFilter | None = None,
+        deleted: DeletionVector | None = None,
     ) -> Iterator[tuple[pa.RecordBatch, int]]:
         """Batches of the split's row groups with the file position of their first row."""
-        groups = self._select_rows_groups(pf, prune)
+        groups = self._select_rows_groups(pf, prune, deleted)
         # Consecutive row groups are read in one pass.
         runs: list[list[tuple[int, int]]] = []
         for g in groups:

@@ -51,6 +51,11 @@ class ManifestCache:
             self.hits += 1
             return item[0]
 
+    def __contains__(self, path: object) -> bool:
+        """Whether ``path`` is cached (without counting a hit or miss)."""
+        with self._lock:
+            return path in self._items
+
     def put(self, path: str, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Caches ``batch`` if it fits; returns it."""
         size = batch.nbytes

@@ -28,6 +28,7 @@ delete_files          list of structs: content (1 position, 2 equality), file_pa
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 from typing import Any
@@ -36,9 +37,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe import _native
 from icefloe.expressions.serde import to_dict
 from icefloe.metadata import TableMetadata
-from icefloe.scan.planner import EQUALITY_DELETES, Plan
+from icefloe.scan.planner import EQUALITY_DELETES, Plan, PlannedBatch
 from icefloe.scan.tasks import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask
 
 __all__ = ["plan_to_table", "plan_to_tasks", "split_ranges"]
@@ -147,80 +149,158 @@ def split_ranges(size: int, offsets: list[int] | None, target: int) -> list[tupl
     return out
 
 
+def _delete_ref_list(plan: Plan, flat: np.ndarray) -> list[DeleteFileRef | None]:
+    """The delete file refs by delete index (None for deletes no task uses)."""
+    total = sum(b.num_rows for _, b in plan.deletes)
+    out: list[DeleteFileRef | None] = [None] * total
+    if len(flat):
+        for i, ref in _delete_refs(plan, np.unique(flat)).items():
+            out[i] = ref
+    return out
+
+
 def plan_to_tasks(plan: Plan, split_size: int | None = None) -> list[FileScanTask]:
     """One :class:`FileScanTask` per planned data file, in manifest order; with ``split_size``,
-    files larger than it become several tasks (see :func:`split_ranges`)."""
+    files larger than it become several tasks (see :func:`split_ranges`). Tasks of manifests
+    with no file to split are built in Rust (:func:`icefloe._native.plan_build_tasks`)."""
     if not plan.batches:
         return []
     assert plan.assignment is not None
     offsets = plan.assignment.offsets.to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(plan.assignment).to_numpy(zero_copy_only=False)
-    refs = _delete_refs(plan, np.unique(flat)) if len(flat) else {}
-    values = flat.tolist()
+    refs = _delete_ref_list(plan, flat)
+    # hundreds of thousands of new objects, none in a cycle: the cyclic collector would walk
+    # all of them again and again (a fifth of the time) while they are built
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _tasks(plan, offsets, flat, refs, split_size)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _tasks(
+    plan: Plan,
+    offsets: np.ndarray,
+    flat: np.ndarray,
+    refs: list[DeleteFileRef | None],
+    split_size: int | None,
+) -> list[FileScanTask]:
     tasks: list[FileScanTask] = []
-    append = tasks.append
-    new = object.__new__
     row = 0
     for pb in plan.batches:
         b = pb.entries
         n = b.num_rows
-        sizes = _col(b, "file_size_in_bytes")
-        residuals = [plan.residuals[i] for i in pb.residual_index.tolist()]
-        lows = offsets[row : row + n + 1].tolist()
-        row += n
-        sid = pb.spec_id
-        columns = zip(
-            _col(b, "file_path"),
-            pc.utf8_lower(b.column("file_format")).to_pylist(),
-            _col(b, "record_count"),
-            sizes,
-            _partition_tuples(b.column("partition")),
-            _col(b, "first_row_id"),
-            _col(b, "sequence_number"),
-            _col(b, "file_sequence_number"),
-            residuals,
-            lows[:-1],
-            lows[1:],
-            strict=True,
+        lo, hi = int(offsets[row]), int(offsets[row + n])
+        deletes = pa.ListArray.from_arrays(
+            pa.array(offsets[row : row + n + 1] - lo, pa.int32()),
+            pa.array(flat[lo:hi], pa.int32()),
         )
-        big = split_size is not None and any(sz > split_size for sz in sizes)
-        split_offsets = _col(b, "split_offsets") if big else None
-        for i, (path, fmt, count, size, part, first, seq, fseq, residual, lo, hi) in enumerate(
-            columns
-        ):
-            data = new(DataFileRef)
-            data.__dict__.update(
+        row += n
+        sizes = b.column("file_size_in_bytes")
+        big = split_size is not None and n > 0 and (pc.max(sizes).as_py() or 0) > split_size
+        if big:
+            tasks += _python_tasks(pb, plan, deletes, refs, split_size)
+            continue
+        tasks += _native.plan_build_tasks(
+            FileScanTask,
+            DataFileRef,
+            pb.spec_id,
+            _task_columns(b, pb.residual_index, deletes),
+            _partition_tuples(b.column("partition")),
+            plan.residuals,
+            refs,
+        )
+    return tasks
+
+
+def _task_columns(
+    b: pa.RecordBatch, residual_index: np.ndarray, deletes: pa.Array
+) -> pa.RecordBatch:
+    n = b.num_rows
+    cols = {
+        "file_path": b.column("file_path"),
+        "file_format": pc.utf8_lower(b.column("file_format")),
+        "record_count": b.column("record_count"),
+        "file_size_in_bytes": b.column("file_size_in_bytes"),
+        "first_row_id": b.column("first_row_id")
+        if "first_row_id" in b.schema.names
+        else pa.nulls(n, pa.int64()),
+        "sequence_number": b.column("sequence_number"),
+        "file_sequence_number": b.column("file_sequence_number"),
+        "residual_index": pa.array(residual_index, pa.int32()),
+        "deletes": deletes,
+    }
+    return pa.RecordBatch.from_pydict(cols)
+
+
+def _python_tasks(
+    pb: PlannedBatch,
+    plan: Plan,
+    deletes: pa.ListArray,
+    refs: list[DeleteFileRef | None],
+    split_size: int | None,
+) -> list[FileScanTask]:
+    """The tasks of one planned manifest, files larger than ``split_size`` split."""
+    b = pb.entries
+    sid = pb.spec_id
+    lows = deletes.offsets.to_numpy(zero_copy_only=False).tolist()
+    values = deletes.values.to_numpy(zero_copy_only=False).tolist()
+    sizes = _col(b, "file_size_in_bytes")
+    split_offsets = _col(b, "split_offsets")
+    residuals = [plan.residuals[i] for i in pb.residual_index.tolist()]
+    columns = zip(
+        _col(b, "file_path"),
+        pc.utf8_lower(b.column("file_format")).to_pylist(),
+        _col(b, "record_count"),
+        sizes,
+        _partition_tuples(b.column("partition")),
+        _col(b, "first_row_id"),
+        _col(b, "sequence_number"),
+        _col(b, "file_sequence_number"),
+        residuals,
+        lows[:-1],
+        lows[1:],
+        split_offsets,
+        strict=True,
+    )
+    new = object.__new__
+    tasks: list[FileScanTask] = []
+    for path, fmt, count, size, part, first, seq, fseq, residual, lo, hi, offs in columns:
+        data = new(DataFileRef)
+        data.__dict__.update(
+            {
+                "file_path": path,
+                "file_format": fmt,
+                "record_count": count,
+                "file_size_in_bytes": size,
+                "spec_id": sid,
+                "partition": part,
+                "first_row_id": first,
+                "data_sequence_number": seq,
+                "file_sequence_number": fseq,
+            }
+        )
+        deletes_of = tuple([refs[j] for j in values[lo:hi]]) if hi > lo else ()
+        ranges = (
+            split_ranges(size, offs, split_size)
+            if split_size is not None and size > split_size
+            else ((0, None),)
+        )
+        for start, length in ranges:
+            task = new(FileScanTask)
+            task.__dict__.update(
                 {
-                    "file_path": path,
-                    "file_format": fmt,
-                    "record_count": count,
-                    "file_size_in_bytes": size,
+                    "data_file": data,
+                    "delete_files": deletes_of,
+                    "start": start,
+                    "length": length,
+                    "residual": residual,
                     "spec_id": sid,
-                    "partition": part,
-                    "first_row_id": first,
-                    "data_sequence_number": seq,
-                    "file_sequence_number": fseq,
                 }
             )
-            deletes = tuple([refs[j] for j in values[lo:hi]]) if hi > lo else ()
-            ranges = (
-                split_ranges(size, split_offsets[i], split_size)
-                if split_offsets is not None and split_size is not None and size > split_size
-                else ((0, None),)
-            )
-            for start, length in ranges:
-                task = new(FileScanTask)
-                task.__dict__.update(
-                    {
-                        "data_file": data,
-                        "delete_files": deletes,
-                        "start": start,
-                        "length": length,
-                        "residual": residual,
-                        "spec_id": sid,
-                    }
-                )
-                append(task)
+            tasks.append(task)
     return tasks
 
 

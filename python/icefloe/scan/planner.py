@@ -23,8 +23,9 @@ The result, :class:`Plan`, is columnar; :mod:`icefloe.scan.scan` turns it into
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,14 @@ DATA_COLUMNS = (
     "file_sequence_number",
     "split_offsets",
     "first_row_id",
+)
+#: The metrics maps a filter reads (decoded only when there is a filter).
+METRICS_COLUMNS = (
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
 )
 DELETE_COLUMNS = (
     *DATA_COLUMNS,
@@ -202,6 +211,13 @@ class SpecFilters:
         return inverse.reshape(-1).astype(np.int32), exprs
 
 
+def _field_ids(expr: BooleanExpression) -> list[int]:
+    """The sorted field ids the predicates of a bound filter reference."""
+    preds: list[BoundPredicate] = []
+    _predicates(expr, preds)
+    return sorted({p.ref.field_id for p in preds})
+
+
 def _mask_np(arr: Any) -> np.ndarray:
     a = _bool_mask(arr)
     out: np.ndarray = a.to_numpy(zero_copy_only=False)
@@ -251,11 +267,54 @@ class Plan:
 Reader = Callable[[str], bytes]
 
 
-def _read_all(read: Reader, paths: Sequence[str]) -> list[bytes]:
-    if len(paths) <= 1:
-        return [read(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
-        return list(pool.map(read, paths))
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The I/O threads manifest reads share (created once: starting threads per scan costs
+    more than reading local manifests)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="icefloe-manifest-io")
+        return _POOL
+
+
+#: Manifest reads started ahead of their decode, by path.
+Pending = dict[str, "Future[bytes]"]
+
+
+def _read_all(read: Reader, paths: Sequence[str], pending: Pending | None = None) -> list[bytes]:
+    futures = [
+        pending.pop(p) if pending is not None and p in pending else _pool().submit(read, p)
+        for p in paths
+    ]
+    return [f.result() for f in futures]
+
+
+def _keys(manifests: pa.RecordBatch, tag: str) -> tuple[list[str], list[str]]:
+    """Manifest paths and their cache keys (path, inherited values, projection)."""
+    paths = manifests.column("manifest_path").to_pylist()
+    snap = manifests.column("added_snapshot_id").to_pylist()
+    seq = manifests.column("sequence_number").to_pylist()
+    first = manifests.column("first_row_id").to_pylist()
+    keys = [f"{p}|{a}|{b}|{c}|{tag}" for p, a, b, c in zip(paths, snap, seq, first, strict=True)]
+    return paths, keys
+
+
+def _prefetch(
+    read: Reader,
+    manifests: pa.RecordBatch,
+    cache: ManifestCache | None,
+    pending: Pending,
+    tag: str,
+) -> None:
+    """Starts reading the manifests the cache lacks, so their I/O overlaps the decode of the
+    previous chunk."""
+    for p, key in zip(*_keys(manifests, tag), strict=True):
+        if p not in pending and (cache is None or key not in cache):
+            pending[p] = _pool().submit(read, p)
 
 
 def _decode(
@@ -263,37 +322,64 @@ def _decode(
     manifests: pa.RecordBatch,
     threads: int | None,
     cache: ManifestCache | None,
+    columns: Sequence[str] = (),
+    metric_ids: Sequence[int] | None = None,
+    pending: Pending | None = None,
 ) -> list[pa.RecordBatch]:
-    """Decodes the manifests of a (pruned) manifest list, in order, with inheritance."""
+    """Decodes the manifests of a (pruned) manifest list, in order, with inheritance: only the
+    planning columns plus ``columns`` (see :func:`icefloe._native.plan_read_manifests`); with
+    ``metric_ids``, also the metrics maps trimmed to those field ids.
+
+    The cache holds the planning columns and the trimmed metrics maps as separate entries, so
+    scans with and without a filter share the first."""
     if manifests.num_rows == 0:
         return []
-    paths = manifests.column("manifest_path").to_pylist()
+    paths, keys = _keys(manifests, ",".join(columns))
     snap = manifests.column("added_snapshot_id").to_pylist()
     seq = manifests.column("sequence_number").to_pylist()
     first = manifests.column("first_row_id").to_pylist()
-    keys = [f"{p}|{a}|{b}|{c}" for p, a, b, c in zip(paths, snap, seq, first, strict=True)]
+    mtag = None if metric_ids is None else "|metrics:" + ",".join(map(str, metric_ids))
     out: list[pa.RecordBatch | None] = [None] * len(paths)
     todo: list[int] = []
     for i, key in enumerate(keys):
-        hit = cache.get(key) if cache is not None else None
-        if hit is not None:
-            out[i] = hit
+        base = cache.get(key) if cache is not None else None
+        extra = cache.get(key + mtag) if cache is not None and mtag is not None else None
+        if base is not None and (mtag is None or extra is not None):
+            out[i] = base if extra is None else _join(base, extra)
         else:
             todo.append(i)
     if todo:
-        data = _read_all(read, [paths[i] for i in todo])
-        decoded = _native.read_manifests(
+        data = _read_all(read, [paths[i] for i in todo], pending)
+        decoded = _native.plan_read_manifests(
             data,
             snapshot_ids=[snap[i] for i in todo],
             sequence_numbers=[seq[i] for i in todo],
             first_row_ids=[first[i] for i in todo],
             names=[paths[i] for i in todo],
+            columns=[*columns, *(METRICS_COLUMNS if metric_ids is not None else ())],
+            metric_ids=None if metric_ids is None else list(metric_ids),
             threads=threads,
         )
         del data
         for i, b in zip(todo, decoded, strict=True):
-            out[i] = cache.put(keys[i], b) if cache is not None else b
+            out[i] = b
+            if cache is None:
+                continue
+            if mtag is None:
+                cache.put(keys[i], b)
+            else:
+                names = b.schema.names
+                cache.put(keys[i], b.select([n for n in names if n not in METRICS_COLUMNS]))
+                cache.put(keys[i] + mtag, b.select([n for n in names if n in METRICS_COLUMNS]))
     return [b for b in out if b is not None]
+
+
+def _join(base: pa.RecordBatch, extra: pa.RecordBatch) -> pa.RecordBatch:
+    """The columns of two batches of the same rows side by side."""
+    return pa.RecordBatch.from_arrays(
+        [*base.columns, *extra.columns],
+        schema=pa.schema([*base.schema, *extra.schema]),
+    )
 
 
 def _kept(
@@ -304,35 +390,20 @@ def _kept(
     threads: int | None,
     columns: Sequence[str],
 ) -> list[pa.RecordBatch]:
-    """The live entries of each batch whose partition and metrics may match (masks computed in
-    Rust, in parallel), reduced to ``columns``."""
+    """The live entries of each batch whose partition and metrics may match, reduced to
+    ``columns`` (masks and selection in Rust, in parallel)."""
     if not batches:
         return []
     uniq = sorted(set(spec_ids))
     index = {s: i for i, s in enumerate(uniq)}
-    masks = _native.plan_entry_masks(
+    return _native.plan_keep_entries(
         list(batches),
         [index[s] for s in spec_ids],
         [spec_filters(s).partition_json for s in uniq],
         metrics_json,
+        list(columns),
         threads,
     )
-    out = []
-    for b, m in zip(batches, masks, strict=True):
-        # filtering copies the kept columns: the decoded batch (one Arrow import, freed as a
-        # whole) is not kept alive by them
-        out.append(_select(b, columns).filter(m))
-    return out
-
-
-def _select(batch: pa.RecordBatch, names: Sequence[str]) -> pa.RecordBatch:
-    cols, fields = [], []
-    for n in names:
-        i = batch.schema.get_field_index(n)
-        if i >= 0:
-            cols.append(batch.column(i))
-            fields.append(batch.schema.field(i))
-    return pa.RecordBatch.from_arrays(cols, schema=pa.schema(fields))
 
 
 def _path_bound(col: pa.Array) -> pa.Array:
@@ -418,6 +489,7 @@ def plan(
     threads: int | None = None,
     cache: ManifestCache | None = None,
     prune_deletes_by_metrics: bool = True,
+    limit: int | None = None,
 ) -> Plan:
     """Plans the scan of the manifests of ``manifest_list`` for ``bound_filter`` (bound to
     ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes.
@@ -475,8 +547,15 @@ def plan(
     result = Plan()
     # 2. delete files
     delete_specs = delete_manifests.column("partition_spec_id").to_pylist()
-    decoded = _decode(read, delete_manifests, threads, cache)
     delete_metrics = metrics_json if prune_deletes_by_metrics else None
+    # delete files keep their whole bounds maps (the file_path bounds scope position deletes)
+    decoded = _decode(
+        read,
+        delete_manifests,
+        threads,
+        cache,
+        (*DELETE_COLUMNS[len(DATA_COLUMNS) :], *METRICS_COLUMNS),
+    )
     kept_deletes = _kept(
         decoded, delete_specs, spec_filters, delete_metrics, threads, DELETE_COLUMNS
     )
@@ -488,29 +567,56 @@ def plan(
     data_specs = data_manifests.column("partition_spec_id").to_pylist()
     residual_ids: dict[BooleanExpression, int] = {}
     residual_cache: dict[int, dict[tuple[int, ...], BooleanExpression]] = {}
-    kept_data: list[pa.RecordBatch] = []
+    # only the metrics maps a filter needs, trimmed to the fields it references
+    metric_ids = _field_ids(bound_filter) if metrics_json is not None else None
+    # a limit without delete files stops once files whose rows all match (residual true) hold
+    # enough rows; such a plan skips the duplicate-path check of the manifests it never reads
+    early = limit is not None and not result.deletes
+    step = 2 if early else _CHUNK
+    enough = 0
     # decoded in chunks, so only the kept columns and rows of earlier chunks stay in memory
-    for lo in range(0, data_manifests.num_rows, _CHUNK):
-        chunk = data_manifests.slice(lo, _CHUNK)
-        decoded = _decode(read, chunk, threads, cache)
-        kept_data += _kept(
-            decoded, data_specs[lo : lo + _CHUNK], spec_filters, metrics_json, threads, DATA_COLUMNS
+    pending: Pending = {}
+    for lo in range(0, data_manifests.num_rows, step):
+        chunk = data_manifests.slice(lo, step)
+        if lo + step < data_manifests.num_rows:
+            _prefetch(read, data_manifests.slice(lo + step, step), cache, pending, "")
+        decoded = _decode(read, chunk, threads, cache, (), metric_ids, pending)
+        kept_data = _kept(
+            decoded, data_specs[lo : lo + step], spec_filters, metrics_json, threads, DATA_COLUMNS
         )
         del decoded
-    for sid, kept in zip(data_specs, kept_data, strict=True):
-        if not kept.num_rows:
-            continue
-        f = spec_filters(sid)
-        local, exprs = f.residuals(kept.column("partition"), residual_cache.setdefault(sid, {}))
-        remap = np.array(
-            [residual_ids.setdefault(e, len(residual_ids)) for e in exprs], dtype=np.int32
-        )
-        result.batches.append(PlannedBatch(sid, kept, remap[local]))
+        for sid, kept in zip(data_specs[lo : lo + step], kept_data, strict=True):
+            if not kept.num_rows:
+                continue
+            f = spec_filters(sid)
+            local, exprs = f.residuals(kept.column("partition"), residual_cache.setdefault(sid, {}))
+            remap = np.array(
+                [residual_ids.setdefault(e, len(residual_ids)) for e in exprs], dtype=np.int32
+            )
+            pb = PlannedBatch(sid, kept, remap[local])
+            result.batches.append(pb)
+            if early:
+                enough += _rows_fully_matching(pb, exprs, local)
+        if early and limit is not None and enough >= limit:
+            break
     result.residuals = list(residual_ids)
 
     # 4. delete matching (Rust) and the duplicate-path check
     _match(result, specs)
     return result
+
+
+def _rows_fully_matching(
+    pb: PlannedBatch, exprs: Sequence[BooleanExpression], local: np.ndarray
+) -> int:
+    """The rows of the batch's files whose residual is ``true`` (every row matches); unknown or
+    negative record counts count as none."""
+    true_ids = [i for i, e in enumerate(exprs) if isinstance(e, AlwaysTrue)]
+    if not true_ids:
+        return 0
+    counts = pc.fill_null(pb.entries.column("record_count"), 0).to_numpy(zero_copy_only=False)
+    rows = np.isin(local, true_ids)
+    return int(np.clip(counts[rows], 0, None).sum())
 
 
 def _keys_with_spec(

@@ -289,6 +289,7 @@ class TableScan:
             threads=self._threads(),
             cache=manifest_cache(self.table, self._cache_bytes()),
             prune_deletes_by_metrics=self._prune_deletes_by_metrics,
+            limit=self.limit,
         )
         return self._plan
 
