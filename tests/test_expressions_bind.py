@@ -266,3 +266,59 @@ def test_timestamp_strings_match_pyiceberg(value: dt.datetime) -> None:
 
     text = value.isoformat()
     assert convert_literal(text, TimestampType()) == literal(text).to(PyTimestamp()).value
+
+
+# ---------------------------------------------------------------------------------------------
+# integer literals on nanosecond timestamps: microseconds, as in the Java reference
+
+
+@pytest.mark.parametrize("t", [TimestampNanoType(), TimestamptzNanoType()])
+def test_int_literals_are_micros_for_nanosecond_timestamps(t: IcebergType) -> None:
+    # Java: LongLiteral.to(TIMESTAMP_NANO) "assume[s] micros and convert[s] to nanos".
+    assert convert_literal(TS_2024, t) == TS_2024 * 1000
+    assert convert_literal(-1, t) == -1000
+    # The same int means the same instant as on a microsecond column and as a datetime.
+    when = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc if t == TimestamptzNanoType() else None)
+    assert convert_literal(TS_2024, t) == convert_literal(when, t)
+    assert convert_literal(TS_2024, t) == convert_literal(TS_2024, TimestampType()) * 1000
+    # Nanosecond-exact literals: an ISO string with nine fraction digits.
+    assert convert_literal("2024-01-01T00:00:00.000000001", TimestampNanoType()) == (
+        TS_2024 * 1000 + 1
+    )
+
+
+def test_int_literal_filters_on_nanosecond_columns_select_the_same_instant() -> None:
+    by_int = bind(SCHEMA, col("tsn") >= TS_2024)
+    by_text = bind(SCHEMA, parse("tsn >= '2024-01-01T00:00:00'"))
+    assert by_int == by_text
+    assert bind(SCHEMA, parse(f"tstzn < {TS_2024}")) == bind(
+        SCHEMA, col("tstzn") < dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    )
+
+
+def test_int_literals_beyond_the_nanosecond_range_are_out_of_range() -> None:
+    limit = (2**63 - 1) // 1000  # the last microsecond a nanosecond long holds
+    assert convert_literal(limit, TimestampNanoType()) == limit * 1000
+    assert convert_literal(limit + 1, TimestampNanoType()) is ABOVE_MAX
+    assert convert_literal(-limit - 1, TimestampNanoType()) is BELOW_MIN
+    assert bind(SCHEMA, col("tsn") < limit + 1) == AlwaysTrue()
+    assert bind(SCHEMA, col("tsn") > -limit - 1) == AlwaysTrue()
+    assert convert_literal(2**63, TimestampType()) is ABOVE_MAX
+
+
+def test_pandas_timestamps_keep_their_nanoseconds() -> None:
+    pd = pytest.importorskip("pandas")
+    value = pd.Timestamp("2024-01-01T00:00:00.123456789")
+    assert convert_literal(value, TimestampNanoType()) == TS_2024 * 1000 + 123456789
+    with pytest.raises(ValidationError, match="more than 6 fractional digits"):
+        convert_literal(value, TimestampType())  # never silently truncated
+    assert convert_literal(pd.Timestamp("2024-01-01T00:00:01"), TimestampType()) == TS_2024 + 10**6
+
+
+def test_pyiceberg_has_no_rule_for_long_literals_on_nanosecond_timestamps() -> None:
+    """Why the Java rule is the one to follow: PyIceberg 0.12 refuses the conversion."""
+    literals = pytest.importorskip("pyiceberg.expressions.literals")
+    from pyiceberg.types import TimestampNanoType as TheirNano
+
+    with pytest.raises(TypeError):
+        literals.literal(TS_2024).to(TheirNano())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from decimal import Decimal
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from icefloe import values
 from icefloe.exceptions import ValidationError
 from icefloe.expressions import (
     AlwaysFalse,
@@ -26,6 +28,7 @@ from icefloe.expressions import (
     col,
     parse,
 )
+from icefloe.expressions.literals import convert_literal
 from icefloe.expressions.serde import from_dict, literal_from_json, literal_to_json, to_dict
 from icefloe.types import (
     BinaryType,
@@ -136,7 +139,7 @@ leaves = st.one_of(
     st.builds(lambda v: col("id") < v, st.integers(-(2**63), 2**63 - 1)),
     st.builds(lambda v: col("s").starts_with(v), st.text(max_size=5)),
     st.builds(lambda v: col("s").notin(v), st.lists(st.text(max_size=3), max_size=3)),
-    st.builds(lambda v: col("x") >= v, st.floats(allow_nan=False)),
+    st.builds(lambda v: col("x") >= v, st.floats(allow_nan=False, allow_infinity=False)),
     st.builds(lambda v: col("st.dec") != v, st.decimals(-(10**6), 10**6, places=2)),
     st.builds(lambda v: col("ts") == v, st.integers(-(2**62), 2**62)),
     st.builds(lambda v: col("u").isin(v), st.lists(uuids, max_size=3)),
@@ -185,9 +188,68 @@ def test_bound_predicate_json_keeps_the_type() -> None:
 
 
 @given(st.integers(-(10**8), 10**8))
-def test_civil_days_round_trip(days: int) -> None:
-    from icefloe.expressions.literals import days_from_civil
-    from icefloe.expressions.serde import civil_from_days
+def test_date_literals_round_trip(days: int) -> None:
+    text = literal_to_json(days, DateType())
+    assert literal_from_json(text, DateType()) == days
+    if -719162 <= days <= 2932896:  # within datetime.date's years 1..9999: an independent oracle
+        assert text == (dt.date(1970, 1, 1) + dt.timedelta(days=days)).isoformat()
 
-    assert days_from_civil(*civil_from_days(days)) == days
-    assert literal_from_json(literal_to_json(days, DateType()), DateType()) == days
+
+@given(
+    st.sampled_from(
+        [
+            (DecimalType(9, 2), st.decimals("-9999999.99", "9999999.99", places=2)),
+            (DateType(), st.dates()),
+            (TimeType(), st.times()),
+            (TimestampType(), st.datetimes()),
+            (UUIDType(), st.uuids()),
+        ]
+    ).flatmap(lambda ts: st.tuples(st.just(ts[0]), ts[1]))
+)
+def test_literal_json_is_the_shared_serialiser(case: tuple[IcebergType, Any]) -> None:
+    """Bound literals serialise exactly as :mod:`icefloe.values` serialises the same value."""
+    t, value = case
+    internal = convert_literal(value, t)
+    assert literal_to_json(internal, t) == values.to_json(t, value)
+
+
+@pytest.mark.parametrize(
+    ("t", "internal", "text"),
+    [
+        (DecimalType(38, 10), Decimal("1234567890123456789012345678.9012345678"), None),
+        (DecimalType(38, 0), Decimal(-(10**38) + 1), None),
+        (DecimalType(12, 10), Decimal("0.0000000001"), "1E-10"),
+        (TimeType(), 81068000000, "22:31:08"),
+        (FloatType(), 1.100000023841858, 1.1),
+    ],
+)
+def test_literal_json_exact_forms(t: IcebergType, internal: Any, text: Any) -> None:
+    form = literal_to_json(internal, t)
+    if text is not None:
+        assert form == text
+    assert literal_from_json(json.loads(json.dumps(form)), t) == internal
+
+
+def test_infinite_literals_have_no_json_form() -> None:
+    # JSON has no infinity; the old encoder wrote Python's non-standard ``Infinity``, which the
+    # Rust core then rejected as invalid JSON. Now the error names the value up front.
+    e = bind(SCHEMA, col("x") >= float("inf"))
+    with pytest.raises(ValidationError, match="inf"):
+        to_dict(e)
+
+
+@pytest.mark.parametrize(
+    ("t", "obj"),
+    [
+        (DecimalType(9, 2), "1.5"),  # the scale must be the type's
+        (TimestamptzType(), "2017-11-16T22:31:08+01:00"),  # only +00:00
+        (TimeType(), "22:31:08.1234567"),
+        (DoubleType(), float("nan")),
+        (LongType(), True),
+        (DateType(), ["2017-11-16"]),
+        (UUIDType(), "not-a-uuid"),
+    ],
+)
+def test_bad_json_literals_raise(t: IcebergType, obj: Any) -> None:
+    with pytest.raises(ValidationError):
+        literal_from_json(obj, t)

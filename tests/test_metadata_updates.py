@@ -817,3 +817,31 @@ def test_apply_updates_agrees_with_pyiceberg() -> None:
         "00004.metadata.json",
         "00005.metadata.json",
     ]  # trimmed to write.metadata.previous-versions-max = 2
+
+
+# The body key of each one-field update, as the REST catalog's OpenAPI spec names it.
+REST_KEYS = {
+    "assign-uuid": "uuid",
+    "upgrade-format-version": "format-version",
+    "set-current-schema": "schema-id",
+    "add-spec": "spec",
+    "set-default-spec": "spec-id",
+    "add-sort-order": "sort-order",
+    "set-default-sort-order": "sort-order-id",
+    "add-snapshot": "snapshot",
+    "remove-snapshot-ref": "ref-name",
+    "set-location": "location",
+    "remove-statistics": "snapshot-id",
+    "set-partition-statistics": "partition-statistics",
+    "remove-partition-statistics": "snapshot-id",
+    "add-encryption-key": "encryption-key",
+    "remove-encryption-key": "key-id",
+}
+
+
+@pytest.mark.parametrize(
+    "update", [u for u in ALL_UPDATES if u.action in REST_KEYS], ids=lambda u: u.action
+)
+def test_one_field_updates_use_the_rest_key(update: TableUpdate) -> None:
+    assert set(update.to_json()) == {"action", REST_KEYS[update.action]}
+    assert {u.action for u in ALL_UPDATES} >= set(REST_KEYS)

@@ -11,7 +11,6 @@ from typing import Any
 
 import mmh3
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyiceberg.transforms as pt
 import pyiceberg.types as pty
 import pyiceberg_core.transform as pcore
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.transforms import (
     BucketTransform,
@@ -32,14 +32,27 @@ from icefloe.transforms import (
     YearTransform,
     parse_transform,
 )
+from icefloe.types import (
+    DateType,
+    IcebergType,
+    LongType,
+    StringType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+)
 
 UUID = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
 TS = 1510871468000000  # 2017-11-16T22:31:08
 
 
 def apply(t: Transform, arr: pa.Array) -> list[Any]:
+    """The transform's values as plain ints (``day``'s date32 viewed as its day counts)."""
     out = t.apply(arr)
     assert isinstance(out, pa.Array)
+    if pa.types.is_date32(out.type):
+        out = out.cast(pa.int32())
     return list(out.to_pylist())
 
 
@@ -196,8 +209,34 @@ def test_temporal_from_dates_and_timestamps() -> None:
         assert apply(MonthTransform(), ts) == [0, -1, 574, None]
         assert apply(DayTransform(), ts) == [0, -1, 17486, None]
         assert apply(HourTransform(), ts) == [0, -1, 419686, None]
-        for t in (YearTransform(), MonthTransform(), DayTransform(), HourTransform()):
+        for t in (YearTransform(), MonthTransform(), HourTransform()):
             assert t.apply(ts).type == pa.int32()
+        # day's result type is date (as in Java and iceberg-rust): day counts typed date32
+        assert DayTransform().apply(ts).type == pa.date32()
+    assert DayTransform().apply(days).type == pa.date32()
+
+
+@pytest.mark.parametrize(
+    ("transform", "source", "arrow_source"),
+    [
+        (YearTransform(), DateType(), pa.date32()),
+        (MonthTransform(), TimestampType(), pa.timestamp("us")),
+        (DayTransform(), DateType(), pa.date32()),
+        (DayTransform(), TimestamptzType(), pa.timestamp("us", tz="UTC")),
+        (DayTransform(), TimestampNanoType(), pa.timestamp("ns")),
+        (HourTransform(), TimestamptzNanoType(), pa.timestamp("ns", tz="UTC")),
+        (BucketTransform(4), StringType(), pa.string()),
+        (TruncateTransform(4), LongType(), pa.int64()),
+        (IdentityTransform(), DateType(), pa.date32()),
+    ],
+)
+def test_apply_gives_the_arrow_form_of_result_type(
+    transform: Transform, source: IcebergType, arrow_source: pa.DataType
+) -> None:
+    """``apply`` and ``result_type`` agree: what a writer stores needs no cast."""
+    ints = pa.int32() if arrow_source == pa.date32() else pa.int64()
+    out = transform.apply(pa.array([0, None], ints).cast(arrow_source))
+    assert out.type == type_to_arrow(transform.result_type(source))
 
 
 def test_hour_rejects_dates() -> None:
@@ -443,4 +482,4 @@ def test_differential_against_pyiceberg_core(
         (HourTransform(), pcore.hour),
     ]:
         assert ours.apply(ta).equals(theirs(ta))
-    assert DayTransform().apply(ta).equals(pc.cast(pcore.day(ta), pa.int32()))
+    assert DayTransform().apply(ta).equals(pcore.day(ta))  # both date32

@@ -4,15 +4,18 @@
 Names this version does not know parse to :class:`UnknownTransform`, which round-trips its name
 and never prunes a scan. ``result_type`` and ``can_transform`` follow the spec's table; the
 ``day`` transform reports ``date`` as its result type, as the reference implementation does
-(its values are days from 1970-01-01, stored as int).
+(its values are days from 1970-01-01).
 
 ``t.apply(values)`` computes partition values over a ``pyarrow.Array`` or ``ChunkedArray`` in
-the Rust core (GIL released, no per-value Python). Arrow result types: ``identity`` and
-``truncate`` keep the input type, ``void`` gives all nulls of the input type, and ``bucket``,
-``year``, ``month``, ``day`` and ``hour`` give ``int32`` (``day`` as days from 1970-01-01, the
-int the spec stores; ``.cast(pa.date32())`` views it as dates). This matches PyIceberg's pyarrow
-transforms. Accepted Arrow inputs: int32, int64, decimal128/256, date32, time64[us],
-timestamp[us] and timestamp[ns] with or without a zone, string/large_string/string_view,
+the Rust core (GIL released, no per-value Python). The Arrow result type is always the Arrow
+form of ``result_type``: ``identity`` and ``truncate`` keep the input type, ``void`` gives all
+nulls of the input type, ``bucket``, ``year``, ``month`` and ``hour`` give ``int32``, and
+``day`` gives ``date32`` (its values are the day counts from 1970-01-01 that manifests store, as
+Avro ``int`` with logical type ``date``). This matches iceberg-rust (``pyiceberg_core``);
+PyIceberg's ``pyarrow_transform`` views the same day counts as ``int32``.
+
+Accepted Arrow inputs: int32, int64, decimal128/256, date32, time64[us], timestamp[us] and
+timestamp[ns] with or without a zone, string/large_string/string_view,
 binary/large_binary/binary_view, fixed_size_binary (uuid, fixed), bool and float32/64 (bucket
 hashes the last two as spec Appendix B defines, though the spec does not partition by them);
 dictionary arrays are transformed through their dictionary and extension arrays through their
@@ -245,7 +248,8 @@ class MonthTransform(_TimeTransform):
 
 
 class DayTransform(_TimeTransform):
-    """Days from 1970-01-01 (result type ``date``, as the reference reports it)."""
+    """Days from 1970-01-01: result type ``date`` (as the reference reports it), so ``apply``
+    gives ``date32``, whose values are those day counts."""
 
     _granularity = 1
 

@@ -1,13 +1,14 @@
 //! `year`, `month`, `day` and `hour` over Arrow date and timestamp arrays: whole units since
-//! 1970-01-01T00:00 (UTC for tz types), floored for values before the epoch, as int32 (the spec's
-//! result type for all four is `int`; `day` is days from 1970-01-01).
+//! 1970-01-01T00:00 (UTC for tz types), floored for values before the epoch. `year`, `month` and
+//! `hour` give int32 (their result type is `int`); `day` gives date32, whose values are the same
+//! int32 day counts, because its result type is `date` (as in the Java reference).
 //! Also holds the proleptic Gregorian calendar conversions the value serde reuses.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, Int32Array, PrimitiveArray};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, Date32Array, Int32Array, PrimitiveArray};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::{DataType, TimeUnit};
 
@@ -114,8 +115,22 @@ where
     )))
 }
 
-/// Applies a temporal transform to a date32, timestamp[us] or timestamp[ns] array.
+/// Applies a temporal transform to a date32, timestamp[us] or timestamp[ns] array: int32 unit
+/// counts, or date32 for `day` (the same day counts, typed as the transform's `date` result).
 pub fn temporal(array: &dyn Array, unit: Unit) -> Result<ArrayRef> {
+    let counts = unit_counts(array, unit)?;
+    if unit != Unit::Day {
+        return Ok(counts);
+    }
+    let days = counts.as_primitive::<Int32Type>();
+    Ok(Arc::new(Date32Array::new(
+        days.values().clone(),
+        days.nulls().cloned(),
+    )))
+}
+
+/// Whole `unit`s since the epoch as int32.
+fn unit_counts(array: &dyn Array, unit: Unit) -> Result<ArrayRef> {
     match (array.data_type(), unit) {
         (DataType::Date32, Unit::Year) => {
             map(array.as_primitive::<Date32Type>(), unit, years_from_days)
@@ -149,10 +164,35 @@ pub fn temporal(array: &dyn Array, unit: Unit) -> Result<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Date32Array, TimestampMicrosecondArray, TimestampNanosecondArray};
+    use arrow_array::{TimestampMicrosecondArray, TimestampNanosecondArray};
 
+    /// The unit counts; `day` must come back typed date32, the others int32.
     fn vals(a: ArrayRef) -> Vec<Option<i32>> {
-        a.as_primitive::<Int32Type>().iter().collect()
+        match a.data_type() {
+            DataType::Date32 => a.as_primitive::<Date32Type>().iter().collect(),
+            DataType::Int32 => a.as_primitive::<Int32Type>().iter().collect(),
+            other => panic!("unexpected result type {other}"),
+        }
+    }
+
+    #[test]
+    fn day_is_typed_date_the_rest_int() {
+        let a = Date32Array::from(vec![Some(17486), None]);
+        for (unit, want) in [
+            (Unit::Year, DataType::Int32),
+            (Unit::Month, DataType::Int32),
+            (Unit::Day, DataType::Date32),
+        ] {
+            let out = temporal(&a, unit).unwrap();
+            assert_eq!(out.data_type(), &want);
+            assert_eq!(out.null_count(), 1);
+        }
+        let ts = TimestampMicrosecondArray::from(vec![Some(-1)]);
+        assert_eq!(vals(temporal(&ts, Unit::Day).unwrap()), vec![Some(-1)]);
+        assert_eq!(
+            temporal(&ts, Unit::Hour).unwrap().data_type(),
+            &DataType::Int32
+        );
     }
 
     #[test]

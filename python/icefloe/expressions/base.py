@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from decimal import Decimal
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from icefloe.exceptions import ValidationError
 
@@ -185,84 +185,88 @@ class AlwaysFalse(BooleanExpression):
         return "AlwaysFalse()"
 
 
-class And(BooleanExpression):
+class _Junction(BooleanExpression):
+    """``and`` / ``or``: nests ``cls(a, b, c)`` to the left; a constant that decides the result
+    (false for ``and``, true for ``or``) absorbs the other side, its negation drops away."""
+
+    _word: ClassVar[str]
+    left: BooleanExpression
+    right: BooleanExpression
+
+    @classmethod
+    @abstractmethod
+    def _absorbing(cls) -> BooleanExpression:
+        """The constant that decides the result whatever the other side is."""
+
+    @classmethod
+    @abstractmethod
+    def _dual(cls) -> type[_Junction]:
+        """The connective of the negation (De Morgan)."""
+
+    def __new__(  # type: ignore[misc]
+        cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
+    ) -> BooleanExpression:
+        if rest:
+            return cls(cls(left, right), *rest)
+        _check_expr(left)
+        _check_expr(right)
+        absorbing = cls._absorbing()
+        identity = absorbing.negate()
+        if left is absorbing or right is absorbing:
+            return absorbing
+        if left is identity:
+            return right
+        if right is identity:
+            return left
+        obj = super().__new__(cls)
+        obj.left, obj.right = left, right
+        return obj
+
+    def negate(self) -> BooleanExpression:
+        return self._dual()(self.left.negate(), self.right.negate())
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self._word, self.left, self.right)
+
+    def __str__(self) -> str:
+        left, right = self.left._wrap(self._prec), self.right._wrap(self._prec, strict=True)
+        return f"{left} {self._word} {right}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.left!r}, {self.right!r})"
+
+    def __getnewargs__(self) -> tuple[BooleanExpression, BooleanExpression]:
+        return (self.left, self.right)
+
+
+class And(_Junction):
     """Conjunction; ``And(a, b, c)`` nests to the left. Constants simplify away."""
 
     _prec = _PREC_AND
-    left: BooleanExpression
-    right: BooleanExpression
+    _word = "and"
 
-    def __new__(  # type: ignore[misc]
-        cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
-    ) -> BooleanExpression:
-        if rest:
-            return And(And(left, right), *rest)
-        _check_expr(left)
-        _check_expr(right)
-        if left is AlwaysFalse() or right is AlwaysFalse():
-            return AlwaysFalse()
-        if left is AlwaysTrue():
-            return right
-        if right is AlwaysTrue():
-            return left
-        obj = super().__new__(cls)
-        obj.left, obj.right = left, right
-        return obj
+    @classmethod
+    def _absorbing(cls) -> BooleanExpression:
+        return AlwaysFalse()
 
-    def negate(self) -> BooleanExpression:
-        return Or(self.left.negate(), self.right.negate())
-
-    def _key(self) -> tuple[Any, ...]:
-        return ("and", self.left, self.right)
-
-    def __str__(self) -> str:
-        return f"{self.left._wrap(_PREC_AND)} and {self.right._wrap(_PREC_AND, strict=True)}"
-
-    def __repr__(self) -> str:
-        return f"And({self.left!r}, {self.right!r})"
-
-    def __getnewargs__(self) -> tuple[BooleanExpression, BooleanExpression]:
-        return (self.left, self.right)
+    @classmethod
+    def _dual(cls) -> type[_Junction]:
+        return Or
 
 
-class Or(BooleanExpression):
+class Or(_Junction):
     """Disjunction; ``Or(a, b, c)`` nests to the left. Constants simplify away."""
 
     _prec = _PREC_OR
-    left: BooleanExpression
-    right: BooleanExpression
+    _word = "or"
 
-    def __new__(  # type: ignore[misc]
-        cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
-    ) -> BooleanExpression:
-        if rest:
-            return Or(Or(left, right), *rest)
-        _check_expr(left)
-        _check_expr(right)
-        if left is AlwaysTrue() or right is AlwaysTrue():
-            return AlwaysTrue()
-        if left is AlwaysFalse():
-            return right
-        if right is AlwaysFalse():
-            return left
-        obj = super().__new__(cls)
-        obj.left, obj.right = left, right
-        return obj
+    @classmethod
+    def _absorbing(cls) -> BooleanExpression:
+        return AlwaysTrue()
 
-    def negate(self) -> BooleanExpression:
-        return And(self.left.negate(), self.right.negate())
-
-    def _key(self) -> tuple[Any, ...]:
-        return ("or", self.left, self.right)
-
-    def __str__(self) -> str:
-        return f"{self.left._wrap(_PREC_OR)} or {self.right._wrap(_PREC_OR, strict=True)}"
-
-    def __repr__(self) -> str:
-        return f"Or({self.left!r}, {self.right!r})"
-
-    def __getnewargs__(self) -> tuple[BooleanExpression, BooleanExpression]:
-        return (self.left, self.right)
+    @classmethod
+    def _dual(cls) -> type[_Junction]:
+        return And
 
 
 class Not(BooleanExpression):

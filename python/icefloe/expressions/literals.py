@@ -18,7 +18,12 @@ Accepted forms, per type:
 - ``date``: ISO ``'YYYY-MM-DD'``, ``datetime.date``, or an int (days from 1970-01-01).
 - ``time``: ISO ``'HH:MM[:SS[.ffffff]]'``, ``datetime.time``, or an int (microseconds).
 - ``timestamp``/``timestamp_ns``: ISO date-time without offset (a date alone means midnight),
-  naive ``datetime``, ``date``, or an int in the type's unit (micro/nanoseconds).
+  naive ``datetime`` (a ``pandas.Timestamp`` keeps its nanoseconds), ``date``, or an int of
+  **microseconds** from 1970-01-01 for every timestamp type, the ``_ns`` ones included: the Java
+  reference converts a long literal to ``timestamp_ns`` the same way (as micros, times 1000), so
+  a filter means the same instant whatever the column's precision. Write a nanosecond-exact
+  literal as an ISO string with nine fractional digits. An int whose nanoseconds overflow a
+  long is above max / below min.
 - ``timestamptz``/``timestamptz_ns``: the same, with an optional offset (``Z``, ``+01:00``);
   without an offset the value is taken as UTC; aware ``datetime`` is converted to UTC.
 - ``string``: ``str``. ``uuid``: ``uuid.UUID``, its string form, or 16 bytes.
@@ -77,7 +82,8 @@ class OutOfRange:
 ABOVE_MAX = OutOfRange("ABOVE_MAX")
 BELOW_MIN = OutOfRange("BELOW_MIN")
 
-_INT_RANGE = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-(2**63), 2**63 - 1)}
+_LONG_MAX = 2**63 - 1
+_INT_RANGE = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-_LONG_MAX - 1, _LONG_MAX)}
 _FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 _ISO = re.compile(
     r"(?P<y>[+-]?\d{4,})-(?P<mo>\d{2})-(?P<d>\d{2})"
@@ -148,7 +154,12 @@ def _datetime_units(value: dt.datetime, t: IcebergType, with_zone: bool, digits:
     else:
         delta = value.replace(tzinfo=dt.timezone.utc) - _EPOCH
     micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-    return micros * int(10 ** (digits - 6))
+    nanos = int(getattr(value, "nanosecond", 0))  # a pandas.Timestamp keeps nanoseconds
+    if digits == 9:
+        return micros * 1000 + nanos
+    if nanos:
+        raise _bad(value, t, "more than 6 fractional digits")
+    return micros
 
 
 def _to_int(value: Any, t: IcebergType) -> int:
@@ -314,14 +325,16 @@ def _to_time(value: Any, t: IcebergType) -> int:
     raise _bad(value, t)
 
 
-def _to_timestamp(value: Any, t: IcebergType) -> int:
+def _to_timestamp(value: Any, t: IcebergType) -> int | OutOfRange:
     nanos = isinstance(t, TimestampNanoType | TimestamptzNanoType)
     with_zone = isinstance(t, TimestamptzType | TimestamptzNanoType)
     digits = 9 if nanos else 6
     if isinstance(value, bool):
         raise _bad(value, t)
     if isinstance(value, int):
-        return value
+        # Microseconds for every timestamp type (the Java reference's LongLiteral rule).
+        units = value * 1000 if nanos else value
+        return ABOVE_MAX if units > _LONG_MAX else BELOW_MIN if units < -_LONG_MAX - 1 else units
     if isinstance(value, dt.datetime):
         return _datetime_units(value, t, with_zone, digits)
     if isinstance(value, dt.date):

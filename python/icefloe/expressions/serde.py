@@ -13,19 +13,25 @@ is); ``from_dict`` reads it back to an equal bound expression. The form, version
 - ``TERM`` is ``{"id": field id, "path": [struct names from the root], "type": type string}``,
   the type in the spec's JSON form (``"long"``, ``"decimal(9,2)"``, ``"timestamptz"``), so a
   consumer needs no schema to decode literals.
-- ``V`` is the literal in the spec's JSON single-value form (Appendix D): JSON booleans and
-  numbers for boolean/int/long/float/double; strings for decimal (``"14.20"``, at the type's
-  scale), date (``"2017-11-16"``), time (``"22:31:08.123456"``), timestamp
+- ``V`` is the literal in the spec's JSON single-value form (Appendix D), written and read by
+  the shared serialiser of :mod:`icefloe.values` (the Rust core's ``serde::json``, which also
+  decodes the form when it evaluates a filter): JSON booleans and numbers for
+  boolean/int/long/float/double (a float by its shortest float32 text); strings for decimal
+  (``"14.20"``, at the type's scale, in Java ``BigDecimal`` form), date (``"2017-11-16"``),
+  time (``"22:31:08.123456"``, trailing zeros dropped), timestamp
   (``"2017-11-16T22:31:08.123456"``), timestamptz (``"...+00:00"``), the ``_ns`` timestamps
-  (nine fractional digits), string, uuid (``"f79c3e09-677c-4bbd-a479-3f349cb785e7"``), and
-  lowercase hex for fixed and binary (``"000102ff"``).
+  (up to nine fractional digits), string, uuid (``"f79c3e09-677c-4bbd-a479-3f349cb785e7"``),
+  and lowercase hex for fixed and binary (``"000102ff"``).
 """
 
 from __future__ import annotations
 
+import math
 import uuid
+from decimal import Decimal, localcontext
 from typing import Any
 
+from icefloe import _native
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import (
     AlwaysFalse,
@@ -38,103 +44,53 @@ from icefloe.expressions.base import (
     Op,
     Or,
 )
-from icefloe.expressions.literals import convert_literal
-from icefloe.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FixedType,
-    FloatType,
-    IcebergType,
-    IntegerType,
-    LongType,
-    StringType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
-    UUIDType,
-    type_from_json,
-)
+from icefloe.types import DecimalType, IcebergType, PrimitiveType, UUIDType, type_from_json
 
 __all__ = ["from_dict", "literal_from_json", "literal_to_json", "to_dict"]
 
 
-def civil_from_days(z: int) -> tuple[int, int, int]:
-    """(year, month, day) of the proleptic Gregorian date ``z`` days after 1970-01-01."""
-    z += 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    y = yoe + era * 400
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + (3 if mp < 10 else -9)
-    return (y + (m <= 2), m, d)
+def _physical(value: Any, t: PrimitiveType) -> Any:
+    """The physical value the shared serialiser takes for an internal-representation literal:
+    unscaled ints for decimals, the 16 bytes of a uuid; everything else already is one."""
+    if isinstance(t, DecimalType):
+        with localcontext() as ctx:
+            ctx.prec = 100  # exact for any decimal(38) value
+            return int(Decimal(value).scaleb(t.scale))
+    if isinstance(t, UUIDType):
+        return value.bytes if isinstance(value, uuid.UUID) else value
+    return value
 
 
-def _date_text(days: int) -> str:
-    y, m, d = civil_from_days(days)
-    year = f"{y:04d}" if 0 <= y <= 9999 else f"{y:+05d}"
-    return f"{year}-{m:02d}-{d:02d}"
-
-
-def _clock_text(units: int, digits: int) -> str:
-    scale = 10**digits
-    secs, frac = divmod(units, scale)
-    h, rem = divmod(secs, 3600)
-    mi, s = divmod(rem, 60)
-    return f"{h:02d}:{mi:02d}:{s:02d}.{frac:0{digits}d}"
-
-
-def _timestamp_text(units: int, digits: int, zone: bool) -> str:
-    days, rest = divmod(units, 86400 * 10**digits)
-    text = f"{_date_text(days)}T{_clock_text(rest, digits)}"
-    return text + "+00:00" if zone else text
+def _primitive(t: IcebergType) -> PrimitiveType:
+    if not isinstance(t, PrimitiveType):
+        raise ValidationError(f"no JSON literal form for type {t}")
+    return t
 
 
 def literal_to_json(value: Any, t: IcebergType) -> Any:
-    """An internal-representation literal of type ``t`` in JSON single-value form."""
-    if isinstance(t, BooleanType | IntegerType | LongType | FloatType | DoubleType | StringType):
-        return value
-    if isinstance(t, DecimalType):
-        return format(value, "f")
-    if isinstance(t, DateType):
-        return _date_text(value)
-    if isinstance(t, TimeType):
-        return _clock_text(value, 6)
-    if isinstance(t, TimestampType | TimestamptzType):
-        return _timestamp_text(value, 6, isinstance(t, TimestamptzType))
-    if isinstance(t, TimestampNanoType | TimestamptzNanoType):
-        return _timestamp_text(value, 9, isinstance(t, TimestamptzNanoType))
-    if isinstance(t, UUIDType):
-        return str(value)
-    if isinstance(t, FixedType | BinaryType):
-        return bytes(value).hex()
-    raise ValidationError(f"no JSON literal form for type {t}")
+    """An internal-representation literal of type ``t`` in JSON single-value form.
+
+    The text forms are those of :func:`icefloe.values.to_json` (the Rust core's Appendix D
+    serialiser, which also reads them back when it evaluates a filter)."""
+    p = _primitive(t)
+    return _native.value_to_json(str(p), _physical(value, p))
 
 
 def literal_from_json(obj: Any, t: IcebergType) -> Any:
     """The internal representation of a JSON single-value literal of type ``t``."""
-    if isinstance(t, FixedType | BinaryType):
-        if not isinstance(obj, str):
-            raise ValidationError(f"a {t} literal must be a hex string, got {obj!r}")
-        try:
-            obj = bytes.fromhex(obj)
-        except ValueError:
-            raise ValidationError(f"bad hex in {t} literal {obj!r}") from None
-    elif isinstance(t, DateType | TimeType | UUIDType | DecimalType) and not isinstance(obj, str):
-        raise ValidationError(f"a {t} literal must be a JSON string, got {obj!r}")
-    elif isinstance(t, IntegerType | LongType) and not isinstance(obj, int):
-        raise ValidationError(f"a {t} literal must be a JSON integer, got {obj!r}")
-    value = convert_literal(obj, t)
-    if isinstance(t, UUIDType):
-        return uuid.UUID(str(value))
-    return value
+    p = _primitive(t)
+    if obj is None or isinstance(obj, list | dict):
+        raise ValidationError(f"a {t} literal must be a JSON scalar, got {obj!r}")
+    v = _native.value_from_json(str(p), obj)
+    if isinstance(v, float) and math.isnan(v):
+        raise ValidationError(f"NaN is not a {t} literal (use is_nan)")
+    if isinstance(p, DecimalType):
+        assert isinstance(v, int)
+        return Decimal(f"{v}e-{p.scale}")
+    if isinstance(p, UUIDType):
+        assert isinstance(v, bytes)
+        return uuid.UUID(bytes=v)
+    return v
 
 
 def _term(ref: BoundReference) -> dict[str, Any]:

@@ -10,9 +10,9 @@ spec's bookkeeping; it is the single path every change to a table goes through (
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, NamedTuple
 
 from icefloe.exceptions import ValidationError
 from icefloe.metadata._json import (
@@ -111,32 +111,59 @@ def _w(action: str) -> str:
     return f"{action} update"
 
 
+class _Codec(NamedTuple):
+    """How one update field is written to and read from its key of the REST body."""
+
+    write: Callable[[Any], Any]
+    read: Callable[[Mapping[str, Any], str, str], Any]
+
+
+def _object_codec(parse: Callable[[Mapping[str, Any]], Any]) -> _Codec:
+    return _Codec(lambda v: v.to_json(), lambda m, k, w: parse(get_object(m, k, w)))
+
+
+_INT = _Codec(lambda v: v, get_int)
+_STR = _Codec(lambda v: v, get_str)
+_SPEC = _object_codec(PartitionSpec.from_json)
+_SORT_ORDER = _object_codec(SortOrder.from_json)
+_PARTITION_STATS = _object_codec(PartitionStatisticsFile.from_json)
+_ENCRYPTION_KEY = _object_codec(EncryptedKey.from_json)
+_SNAPSHOT = _Codec(
+    lambda v: v.to_json(2), lambda m, k, w: Snapshot.from_json(get_object(m, k, w), 2)
+)
+
+
+class _OneField(TableUpdate):
+    """An update whose body is one ``key`` holding its one dataclass field."""
+
+    key: ClassVar[str]
+    codec: ClassVar[_Codec]
+
+    def _body(self) -> dict[str, Any]:
+        value = getattr(self, fields(self)[0].name)  # type: ignore[arg-type]
+        return {self.key: self.codec.write(value)}
+
+    @classmethod
+    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
+        return cls(cls.codec.read(m, cls.key, _w(cls.action)))  # type: ignore[call-arg]
+
+
 @_register
 @dataclass(frozen=True)
-class AssignUUID(TableUpdate):
+class AssignUUID(_OneField):
     uuid: str
     action: ClassVar[str] = "assign-uuid"
-
-    def _body(self) -> dict[str, Any]:
-        return {"uuid": self.uuid}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_str(m, "uuid", _w(cls.action)))
+    key: ClassVar[str] = "uuid"
+    codec: ClassVar[_Codec] = _STR
 
 
 @_register
 @dataclass(frozen=True)
-class UpgradeFormatVersion(TableUpdate):
+class UpgradeFormatVersion(_OneField):
     format_version: int
     action: ClassVar[str] = "upgrade-format-version"
-
-    def _body(self) -> dict[str, Any]:
-        return {"format-version": self.format_version}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_int(m, "format-version", _w(cls.action)))
+    key: ClassVar[str] = "format-version"
+    codec: ClassVar[_Codec] = _INT
 
 
 @_register
@@ -166,96 +193,66 @@ class AddSchema(TableUpdate):
 
 @_register
 @dataclass(frozen=True)
-class SetCurrentSchema(TableUpdate):
+class SetCurrentSchema(_OneField):
     """Sets the current schema; ``-1`` means the schema added last in the same updates."""
 
     schema_id: int
     action: ClassVar[str] = "set-current-schema"
-
-    def _body(self) -> dict[str, Any]:
-        return {"schema-id": self.schema_id}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_int(m, "schema-id", _w(cls.action)))
+    key: ClassVar[str] = "schema-id"
+    codec: ClassVar[_Codec] = _INT
 
 
 @_register
 @dataclass(frozen=True)
-class AddPartitionSpec(TableUpdate):
+class AddPartitionSpec(_OneField):
     """Adds a partition spec; its id is reassigned (or a compatible existing spec's reused)."""
 
     spec: PartitionSpec
     action: ClassVar[str] = "add-spec"
-
-    def _body(self) -> dict[str, Any]:
-        return {"spec": self.spec.to_json()}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(PartitionSpec.from_json(get_object(m, "spec", _w(cls.action))))
+    key: ClassVar[str] = "spec"
+    codec: ClassVar[_Codec] = _SPEC
 
 
 @_register
 @dataclass(frozen=True)
-class SetDefaultSpec(TableUpdate):
+class SetDefaultSpec(_OneField):
     """Sets the default spec; ``-1`` means the spec added last in the same updates."""
 
     spec_id: int
     action: ClassVar[str] = "set-default-spec"
-
-    def _body(self) -> dict[str, Any]:
-        return {"spec-id": self.spec_id}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_int(m, "spec-id", _w(cls.action)))
+    key: ClassVar[str] = "spec-id"
+    codec: ClassVar[_Codec] = _INT
 
 
 @_register
 @dataclass(frozen=True)
-class AddSortOrder(TableUpdate):
+class AddSortOrder(_OneField):
     """Adds a sort order; its id is reassigned (0 for unsorted, else an equal order's id)."""
 
     sort_order: SortOrder
     action: ClassVar[str] = "add-sort-order"
-
-    def _body(self) -> dict[str, Any]:
-        return {"sort-order": self.sort_order.to_json()}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(SortOrder.from_json(get_object(m, "sort-order", _w(cls.action))))
+    key: ClassVar[str] = "sort-order"
+    codec: ClassVar[_Codec] = _SORT_ORDER
 
 
 @_register
 @dataclass(frozen=True)
-class SetDefaultSortOrder(TableUpdate):
+class SetDefaultSortOrder(_OneField):
     """Sets the default sort order; ``-1`` means the order added last in the same updates."""
 
     sort_order_id: int
     action: ClassVar[str] = "set-default-sort-order"
-
-    def _body(self) -> dict[str, Any]:
-        return {"sort-order-id": self.sort_order_id}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_int(m, "sort-order-id", _w(cls.action)))
+    key: ClassVar[str] = "sort-order-id"
+    codec: ClassVar[_Codec] = _INT
 
 
 @_register
 @dataclass(frozen=True)
-class AddSnapshot(TableUpdate):
+class AddSnapshot(_OneField):
     snapshot: Snapshot
     action: ClassVar[str] = "add-snapshot"
-
-    def _body(self) -> dict[str, Any]:
-        return {"snapshot": self.snapshot.to_json(2)}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(Snapshot.from_json(get_object(m, "snapshot", _w(cls.action)), 2))
+    key: ClassVar[str] = "snapshot"
+    codec: ClassVar[_Codec] = _SNAPSHOT
 
 
 @_register
@@ -332,30 +329,20 @@ class RemoveSnapshots(TableUpdate):
 
 @_register
 @dataclass(frozen=True)
-class RemoveSnapshotRef(TableUpdate):
+class RemoveSnapshotRef(_OneField):
     ref_name: str
     action: ClassVar[str] = "remove-snapshot-ref"
-
-    def _body(self) -> dict[str, Any]:
-        return {"ref-name": self.ref_name}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_str(m, "ref-name", _w(cls.action)))
+    key: ClassVar[str] = "ref-name"
+    codec: ClassVar[_Codec] = _STR
 
 
 @_register
 @dataclass(frozen=True)
-class SetLocation(TableUpdate):
+class SetLocation(_OneField):
     location: str
     action: ClassVar[str] = "set-location"
-
-    def _body(self) -> dict[str, Any]:
-        return {"location": self.location}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_str(m, "location", _w(cls.action)))
+    key: ClassVar[str] = "location"
+    codec: ClassVar[_Codec] = _STR
 
 
 @_register
@@ -425,73 +412,47 @@ class SetStatistics(TableUpdate):
 
 @_register
 @dataclass(frozen=True)
-class RemoveStatistics(TableUpdate):
+class RemoveStatistics(_OneField):
     snapshot_id: int
     action: ClassVar[str] = "remove-statistics"
-
-    def _body(self) -> dict[str, Any]:
-        return {"snapshot-id": self.snapshot_id}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_int(m, "snapshot-id", _w(cls.action)))
+    key: ClassVar[str] = "snapshot-id"
+    codec: ClassVar[_Codec] = _INT
 
 
 @_register
 @dataclass(frozen=True)
-class SetPartitionStatistics(TableUpdate):
+class SetPartitionStatistics(_OneField):
     partition_statistics: PartitionStatisticsFile
     action: ClassVar[str] = "set-partition-statistics"
-
-    def _body(self) -> dict[str, Any]:
-        return {"partition-statistics": self.partition_statistics.to_json()}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        obj = get_object(m, "partition-statistics", _w(cls.action))
-        return cls(PartitionStatisticsFile.from_json(obj))
+    key: ClassVar[str] = "partition-statistics"
+    codec: ClassVar[_Codec] = _PARTITION_STATS
 
 
 @_register
 @dataclass(frozen=True)
-class RemovePartitionStatistics(TableUpdate):
+class RemovePartitionStatistics(_OneField):
     snapshot_id: int
     action: ClassVar[str] = "remove-partition-statistics"
-
-    def _body(self) -> dict[str, Any]:
-        return {"snapshot-id": self.snapshot_id}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_int(m, "snapshot-id", _w(cls.action)))
+    key: ClassVar[str] = "snapshot-id"
+    codec: ClassVar[_Codec] = _INT
 
 
 @_register
 @dataclass(frozen=True)
-class AddEncryptionKey(TableUpdate):
+class AddEncryptionKey(_OneField):
     encryption_key: EncryptedKey
     action: ClassVar[str] = "add-encryption-key"
-
-    def _body(self) -> dict[str, Any]:
-        return {"encryption-key": self.encryption_key.to_json()}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(EncryptedKey.from_json(get_object(m, "encryption-key", _w(cls.action))))
+    key: ClassVar[str] = "encryption-key"
+    codec: ClassVar[_Codec] = _ENCRYPTION_KEY
 
 
 @_register
 @dataclass(frozen=True)
-class RemoveEncryptionKey(TableUpdate):
+class RemoveEncryptionKey(_OneField):
     key_id: str
     action: ClassVar[str] = "remove-encryption-key"
-
-    def _body(self) -> dict[str, Any]:
-        return {"key-id": self.key_id}
-
-    @classmethod
-    def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_str(m, "key-id", _w(cls.action)))
+    key: ClassVar[str] = "key-id"
+    codec: ClassVar[_Codec] = _STR
 
 
 @_register

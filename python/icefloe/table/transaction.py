@@ -1,0 +1,417 @@
+"""The :class:`Transaction`: changes to one table collected and committed together.
+
+A change is a list of :class:`~icefloe.metadata.TableUpdate` plus the
+:class:`~icefloe.metadata.TableRequirement` that must still hold when it is committed
+(:func:`~icefloe.metadata.requirements_for` derives them like the Java client). A transaction
+commits them through :meth:`Catalog.commit_table`, retrying lost races by replaying its snapshot
+producers on the new table state (see :mod:`icefloe.catalog.commit`). :class:`Table`'s change
+methods are one-change transactions delegating here. Also :class:`UpdateProperties`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from icefloe.exceptions import CommitConflictError, CommitStateUnknownError, ValidationError
+from icefloe.expressions.base import AlwaysTrue
+from icefloe.metadata import (
+    MAIN_BRANCH,
+    RemoveProperties,
+    SetProperties,
+    TableRequirement,
+    TableUpdate,
+    apply_updates,
+    requirements_for,
+)
+from icefloe.table.pending import PendingUpdate
+
+if TYPE_CHECKING:
+    from icefloe.expressions.base import BooleanExpression
+    from icefloe.table.maintenance import RewriteResult
+    from icefloe.table.manage_snapshots import ManageSnapshots
+    from icefloe.table.producer import SnapshotProducer
+    from icefloe.table.table import Table
+    from icefloe.table.update_schema import UpdateSchema
+    from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
+    from icefloe.write.row_level import UpsertResult
+
+__all__ = ["Transaction", "UpdateProperties"]
+
+
+class Transaction:
+    """Changes to one table that are committed together, or not at all.
+
+    Each change is applied to :attr:`metadata` immediately (so later changes see earlier ones
+    and invalid ones fail early); :meth:`commit_transaction` sends them all with the
+    requirements derived from the metadata the transaction started from.
+    """
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self._base = table.metadata
+        self.metadata = table.metadata
+        self._updates: list[TableUpdate] = []
+        self._requirements: list[TableRequirement] = []
+        self._done = False
+        # Every change in order: a producer (rebuilt on retry) or fixed updates.
+        self._ops: list[SnapshotProducer | tuple[list[TableUpdate], list[TableRequirement]]] = []
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit_transaction()
+        else:
+            self._done = True  # discard
+            self._abort_producers()
+
+    @property
+    def updates(self) -> tuple[TableUpdate, ...]:
+        """The updates collected so far."""
+        return tuple(self._updates)
+
+    def _check_open(self) -> None:
+        if self._done:
+            raise ValidationError("this transaction was already committed or discarded")
+
+    def apply(
+        self,
+        updates: Iterable[TableUpdate],
+        requirements: Iterable[TableRequirement] = (),
+    ) -> Transaction:
+        """Add updates (and extra requirements); they are applied to :attr:`metadata` now."""
+        self._check_open()
+        ups = list(updates)
+        reqs = list(requirements)
+        self.metadata = apply_updates(self.metadata, ups)
+        self._updates.extend(ups)
+        self._requirements.extend(reqs)
+        self._ops.append((ups, reqs))
+        return self
+
+    def _apply_producer(self, producer: SnapshotProducer) -> Transaction:
+        """Build a snapshot producer on the current metadata and add its updates."""
+        self._check_open()
+        ups = producer.build(self.metadata)
+        self.metadata = apply_updates(self.metadata, ups)
+        self._updates.extend(ups)
+        self._ops.append(producer)
+        return self
+
+    def _producers(self) -> list[SnapshotProducer]:
+        from icefloe.table.producer import SnapshotProducer
+
+        return [op for op in self._ops if isinstance(op, SnapshotProducer)]
+
+    def _abort_producers(self) -> None:
+        for p in self._producers():
+            p.abort()
+
+    def _replayable(self) -> bool:
+        """Whether a lost race can be retried by rebuilding: only producers and properties."""
+        if not self._producers():
+            return False
+        for op in self._ops:
+            if isinstance(op, tuple):
+                ups, reqs = op
+                if reqs or not all(isinstance(u, SetProperties | RemoveProperties) for u in ups):
+                    return False
+        return True
+
+    def _replay(self) -> None:
+        """Rebuild every change on the table's (refreshed) metadata."""
+        self._base = self.table.metadata
+        self.metadata = self.table.metadata
+        self._updates = []
+        for op in self._ops:
+            ups = op[0] if isinstance(op, tuple) else op.build(self.metadata)
+            self.metadata = apply_updates(self.metadata, ups)
+            self._updates.extend(ups)
+
+    def append(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Write ``data`` as data files and add them in an ``append`` snapshot."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.append(self, data, branch=branch, snapshot_properties=snapshot_properties)
+
+    def overwrite(
+        self,
+        data: Any,
+        overwrite_filter: BooleanExpression | str | None = None,
+        *,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the rows matching ``overwrite_filter`` (default: every row) by ``data``
+        in one ``overwrite`` snapshot (files partly matching are rewritten)."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.overwrite(
+            self,
+            data,
+            overwrite_filter,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def dynamic_partition_overwrite(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the partitions ``data`` touches by ``data``."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.dynamic_partition_overwrite(
+            self, data, branch=branch, snapshot_properties=snapshot_properties
+        )
+
+    def add_files(
+        self,
+        paths: Iterable[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        check_duplicate_files: bool = True,
+    ) -> Transaction:
+        """Register existing Parquet files (with field ids or a name mapping) as data files."""
+        from icefloe.write import operations
+
+        self._check_open()
+        return operations.add_files(
+            self,
+            paths,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            check_duplicate_files=check_duplicate_files,
+        )
+
+    def delete(
+        self,
+        delete_filter: str | BooleanExpression,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        case_sensitive: bool = True,
+    ) -> Transaction:
+        """Delete the rows matching ``delete_filter`` (see :meth:`Table.delete`)."""
+        from icefloe.write.row_level import delete
+
+        self._check_open()
+        delete(
+            self,
+            delete_filter,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            case_sensitive=case_sensitive,
+        )
+        return self
+
+    def upsert(
+        self,
+        data: Any,
+        join_cols: Sequence[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> UpsertResult:
+        """Update or insert rows by key (see :meth:`Table.upsert`)."""
+        from icefloe.write.row_level import upsert
+
+        self._check_open()
+        return upsert(self, data, join_cols, branch=branch, snapshot_properties=snapshot_properties)
+
+    def delete_by_keys(
+        self,
+        keys: Any,
+        join_cols: Sequence[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Delete rows by key with equality delete files (see :meth:`Table.delete_by_keys`)."""
+        from icefloe.write.row_level import delete_by_keys
+
+        self._check_open()
+        delete_by_keys(
+            self, keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
+        )
+        return self
+
+    def rewrite_data_files(
+        self,
+        *,
+        target_file_size: int | None = None,
+        min_input_files: int = 2,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> RewriteResult:
+        """Compact data files (see :meth:`Table.rewrite_data_files`)."""
+        from icefloe.table.maintenance import rewrite_data_files
+
+        self._check_open()
+        return rewrite_data_files(
+            self,
+            target_file_size=target_file_size,
+            min_input_files=min_input_files,
+            row_filter=row_filter,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def set_properties(
+        self, properties: Mapping[str, str] | None = None, **kwargs: str
+    ) -> Transaction:
+        """Set table properties."""
+        merged = {**dict(properties or {}), **kwargs}
+        for key, value in merged.items():
+            if not isinstance(value, str):
+                raise ValidationError(f"table property {key!r} must be a string, got {value!r}")
+        if not merged:
+            return self
+        return self.apply([SetProperties(merged)])
+
+    def remove_properties(self, *keys: str) -> Transaction:
+        """Remove table properties (missing keys are ignored)."""
+        if not keys:
+            return self
+        return self.apply([RemoveProperties(tuple(keys))])
+
+    def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
+        """A schema change within this transaction (applied when the builder commits)."""
+        from icefloe.table.update_schema import UpdateSchema
+
+        return UpdateSchema(self, case_sensitive=case_sensitive)
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        """A partition spec change within this transaction."""
+        from icefloe.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self, case_sensitive=case_sensitive)
+
+    def replace_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """A new default sort order within this transaction."""
+        from icefloe.table.update_spec import ReplaceSortOrder
+
+        return ReplaceSortOrder(self, case_sensitive=case_sensitive)
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Ref and history changes within this transaction."""
+        from icefloe.table.manage_snapshots import ManageSnapshots
+
+        return ManageSnapshots(self)
+
+    def upgrade_format_version(self, format_version: int) -> Transaction:
+        """Upgrade the format version (2 or 3; never down)."""
+        from icefloe.metadata import UpgradeFormatVersion
+
+        if format_version not in (1, 2, 3):
+            raise ValidationError(f"unsupported format version {format_version!r}: use 2 or 3")
+        if format_version < self.metadata.format_version:
+            raise ValidationError(
+                f"cannot downgrade a v{self.metadata.format_version} table to v{format_version}"
+            )
+        if format_version == self.metadata.format_version:
+            return self
+        return self.apply([UpgradeFormatVersion(format_version)])
+
+    def commit_transaction(self) -> Table:
+        """Commit every collected change in one atomic catalog commit."""
+        self._check_open()
+        self._done = True
+        if not self._updates:
+            return self.table
+        from icefloe.catalog.commit import RetryPolicy
+
+        policy = RetryPolicy.from_properties(self._base.properties)
+        # Pure additions (appends) always apply: they retry until the total timeout instead of
+        # giving up after commit.retry.num-retries lost races.
+        always = self._replayable() and all(p.always_applies for p in self._producers())
+        deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
+        attempt = 0
+        while True:
+            requirements = requirements_for(self._base, self._updates) + self._requirements
+            try:
+                self.table._do_commit(requirements, self._updates)
+            except CommitConflictError:
+                # Another writer moved the table: producers rebuild on the new state.
+                attempt += 1
+                wait = policy.wait_ms(min(attempt, 5) if always else attempt) / 1000.0
+                exhausted = (
+                    time.monotonic() + wait > deadline if always else attempt > policy.num_retries
+                )
+                if not self._replayable() or exhausted:
+                    self._abort_producers()
+                    raise
+                time.sleep(wait)
+                try:
+                    self.table.refresh()
+                    self._replay()
+                except BaseException:
+                    self._abort_producers()
+                    raise
+                continue
+            except CommitStateUnknownError:
+                raise  # the new metadata may reference the files: keep them
+            except BaseException:
+                self._abort_producers()
+                raise
+            for p in self._producers():
+                p.committed(True)
+            return self.table
+
+
+class UpdateProperties(PendingUpdate):
+    """A property change: ``set(key, value)`` and ``remove(key)``, committed on ``commit()``."""
+
+    def __init__(self, transaction: Transaction, autocommit: bool = False) -> None:
+        self._tx = transaction
+        self._autocommit = autocommit
+        self._set: dict[str, str] = {}
+        self._remove: set[str] = set()
+
+    def set(self, key: str, value: str) -> UpdateProperties:
+        """Set one property."""
+        if key in self._remove:
+            raise ValidationError(f"property {key!r} is both set and removed")
+        self._set[key] = value
+        return self
+
+    def remove(self, key: str) -> UpdateProperties:
+        """Remove one property."""
+        if key in self._set:
+            raise ValidationError(f"property {key!r} is both set and removed")
+        self._remove.add(key)
+        return self
+
+    def commit(self) -> None:
+        """Apply the change (and commit it, when not part of a larger transaction)."""
+        if self._set:
+            self._tx.set_properties(self._set)
+        if self._remove:
+            self._tx.remove_properties(*sorted(self._remove))
+        if self._autocommit:
+            self._tx.commit_transaction()
