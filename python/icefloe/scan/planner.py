@@ -606,20 +606,24 @@ def plan(
             return None
         if lo + step < data_manifests.num_rows:
             _prefetch(read, data_manifests.slice(lo + step, step), cache, pending, "")
-        chunk = data_manifests.slice(lo, step)
-        return _decoder().submit(_decode, read, chunk, threads, cache, (), metric_ids, pending)
+        return _decoder().submit(decode_and_keep, lo)
 
-    # chunk k + 1 decodes (GIL released) while chunk k is pruned and handed to on_batch; the
-    # prefetch bookkeeping (``pending``) is touched by one decode at a time
+    def decode_and_keep(lo: int) -> list[pa.RecordBatch]:
+        chunk = data_manifests.slice(lo, step)
+        decoded = _decode(read, chunk, threads, cache, (), metric_ids, pending)
+        # both on the rayon pool, one after the other: a selection submitted from another
+        # thread would queue behind a whole chunk's decode
+        specs = data_specs[lo : lo + step]
+        return _kept(decoded, specs, spec_filters, metrics_json, threads, DATA_COLUMNS)
+
+    # chunk k + 1 decodes and is pruned (GIL released) while the residuals of chunk k are
+    # computed and its batches handed to on_batch; the prefetch bookkeeping (``pending``) is
+    # touched by one decode at a time (SpecFilters of every spec exist since step 1)
     ahead = start(0)
     for lo in range(0, data_manifests.num_rows, step):
         assert ahead is not None
-        decoded = ahead.result()
+        kept_data = ahead.result()
         ahead = start(lo + step) if not early else None
-        kept_data = _kept(
-            decoded, data_specs[lo : lo + step], spec_filters, metrics_json, threads, DATA_COLUMNS
-        )
-        del decoded
         for sid, kept in zip(data_specs[lo : lo + step], kept_data, strict=True):
             if not kept.num_rows:
                 continue
