@@ -305,9 +305,8 @@ fn store(
 ) -> PyResult<()> {
     // SAFETY: the three pointers are live Python objects borrowed for the call, the GIL is
     // held (the Bound values prove it), and the function does not steal references.
-    let rc = unsafe {
-        pyo3::ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
-    };
+    let rc =
+        unsafe { pyo3::ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
     if rc == 0 {
         Ok(())
     } else {
@@ -435,12 +434,20 @@ fn plan_build_tasks<'py>(
         };
         // fields in declaration order (DataFileRef, then FileScanTask)
         let data = object_new.call1((data_cls,))?;
-        store(&data, &k_path, pyo3::types::PyString::new(py, path.value(i)).as_any())?;
+        store(
+            &data,
+            &k_path,
+            pyo3::types::PyString::new(py, path.value(i)).as_any(),
+        )?;
         store(&data, &k_fmt, &fmt_obj)?;
         store(&data, &k_count, &count.get(py, i)?)?;
         store(&data, &k_size, &size.get(py, i)?)?;
         store(&data, &k_spec, &spec)?;
-        store(&data, &k_part, &partitions.get_item(part.value(i) as usize)?)?;
+        store(
+            &data,
+            &k_part,
+            &partitions.get_item(part.value(i) as usize)?,
+        )?;
         store(&data, &k_first, &first.get(py, i)?)?;
         store(&data, &k_seq, &seq.get(py, i)?)?;
         store(&data, &k_fseq, &fseq.get(py, i)?)?;
@@ -458,7 +465,11 @@ fn plan_build_tasks<'py>(
         store(&task, &k_deletes, &deletes)?;
         store(&task, &k_start, &zero)?;
         store(&task, &k_length, &none)?;
-        store(&task, &k_residual, &residuals.get_item(res.value(i) as usize)?)?;
+        store(
+            &task,
+            &k_residual,
+            &residuals.get_item(res.value(i) as usize)?,
+        )?;
         store(&task, &k_spec, &spec)?;
         out.push(task);
     }
