@@ -137,6 +137,23 @@ def test_deleted_entries_are_ignored_and_duplicates_rejected(tmp_path: Path) -> 
         TableScan(t).plan_files()
 
 
+@pytest.mark.parametrize("with_deletes", [False, True])
+def test_duplicate_path_across_manifests_rejected(tmp_path: Path, with_deletes: bool) -> None:
+    # the duplicate sits in two manifests of different specs among distinct paths; without
+    # delete files the check runs per batch in place, with them inside delete matching
+    t = table(tmp_path)
+    first = [entry(f"f{i}") for i in range(50)] + [entry("dup")]
+    second = [entry(f"g{i}", {"cat": "x"}) for i in range(50)] + [entry("dup", {"cat": "y"})]
+    t.commit([(0, 0, first)])
+    manifests = [(1, 0, second)]
+    if with_deletes:
+        manifests.append((1, 1, [entry("eq", {"cat": "x"}, content=2, equality_ids=[1])]))
+    t.commit(manifests)
+    for plan in (TableScan(t).plan_files, TableScan(t).plan_table):
+        with pytest.raises(CorruptFileError, match="data file dup is listed twice"):
+            plan()
+
+
 def test_position_and_equality_sequence_boundaries(tmp_path: Path) -> None:
     t = table(tmp_path)
     t.commit([(1, 0, [entry("d1", {"cat": "x"}), entry("other", {"cat": "y"})])])  # seq 1

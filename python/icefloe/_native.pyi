@@ -26,6 +26,7 @@ __all__ = [
     "filter_batch",
     "keep_mask_from_positions",
     "plan_build_tasks",
+    "plan_check_unique_paths",
     "plan_entry_masks",
     "plan_keep_entries",
     "plan_match_deletes",
@@ -99,6 +100,7 @@ def plan_keep_entries(
     columns: Sequence[str],
     threads: int | None = None,
 ) -> list[pa.RecordBatch]: ...
+def plan_check_unique_paths(paths: Sequence[_Array]) -> None: ...
 def plan_match_deletes(data_files: _Array, delete_files: _Array) -> _Array: ...
 def plan_read_manifests(
     data: Sequence[bytes],

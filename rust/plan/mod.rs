@@ -29,6 +29,61 @@ use crate::expr::value::array_values;
 use crate::serde::Value;
 use crate::{Error, Result};
 
+/// Checks that no data file path occurs twice across `paths` (the `file_path` columns of the
+/// planned batches, checked in place: nothing is concatenated). A null path or a duplicate is an
+/// error naming it, the same errors as [`DeleteIndex::match_all`] gives.
+pub fn check_unique_paths(paths: &[ArrayRef]) -> Result<()> {
+    use rayon::prelude::*;
+    use std::hash::BuildHasher;
+    let mut cols = Vec::with_capacity(paths.len());
+    let mut row = 0usize;
+    for col in paths {
+        let col = col.as_string_opt::<i32>().ok_or_else(|| {
+            Error::validation(format!(
+                "file_path must be a string column, got {}",
+                col.data_type()
+            ))
+        })?;
+        if let Some(i) = (0..col.len()).find(|&i| col.is_null(i)) {
+            return Err(Error::validation(format!(
+                "data file {} has a null file_path",
+                row + i
+            )));
+        }
+        row += col.len();
+        cols.push(col);
+    }
+    // (hash, batch, row) of every path, sorted: equal paths have equal hashes, so they end up
+    // next to each other; runs of equal hashes are confirmed by comparing the paths (sorting
+    // is cache friendly, where inserting a million paths into a hash set misses on each)
+    let state = &hashbrown::DefaultHashBuilder::default();
+    let mut keys: Vec<(u64, u32, u32)> = cols
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(b, col)| {
+            col.iter()
+                .enumerate()
+                .map(move |(r, p)| (state.hash_one(p.unwrap_or("")), b as u32, r as u32))
+        })
+        .collect();
+    keys.par_sort_unstable();
+    let path = |k: &(u64, u32, u32)| cols[k.1 as usize].value(k.2 as usize);
+    let mut start = 0;
+    for i in 1..keys.len() {
+        if keys[i].0 != keys[start].0 {
+            start = i;
+            continue;
+        }
+        let p = path(&keys[i]);
+        if keys[start..i].iter().any(|k| path(k) == p) {
+            return Err(Error::corrupt(format!(
+                "data file {p} is listed twice among the live entries of the snapshot"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Byte keys of the rows of a partition struct column; equal keys mean equal tuples (a null
 /// field differs from every value; floats compare by bit pattern).
 pub fn partition_keys(col: &StructArray) -> Result<BinaryArray> {

@@ -18,7 +18,7 @@ use super::transforms::import_array;
 use crate::expr::{parse, Expr};
 use crate::manifest::Inherit;
 use crate::plan::read::{entry_mask, keep_entries, mask_array, read_projected};
-use crate::plan::{partition_keys, DeleteIndex};
+use crate::plan::{check_unique_paths, partition_keys, DeleteIndex};
 use crate::Error;
 
 type PyArray = PyArrowType<ArrayData>;
@@ -73,6 +73,22 @@ fn plan_match_deletes(
         })
     })?;
     Ok(PyArrowType(out))
+}
+
+/// Raises a `CorruptFileError` naming a data file path that occurs twice across the string
+/// arrays `paths` (a `ValidationError` for a null path); the arrays are checked in place.
+#[pyfunction]
+fn plan_check_unique_paths(py: Python<'_>, paths: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+    let data = paths
+        .iter()
+        .map(import_array)
+        .collect::<PyResult<Vec<ArrayData>>>()?;
+    py.detach(move || {
+        guard(move || {
+            let arrays: Vec<_> = data.into_iter().map(make_array).collect();
+            check_unique_paths(&arrays)
+        })
+    })
 }
 
 /// For each decoded manifest batch, the mask of entries a scan keeps (see `entry_mask`).
@@ -478,6 +494,7 @@ fn plan_build_tasks<'py>(
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan_build_tasks, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_check_unique_paths, m)?)?;
     m.add_function(wrap_pyfunction!(plan_entry_masks, m)?)?;
     m.add_function(wrap_pyfunction!(plan_keep_entries, m)?)?;
     m.add_function(wrap_pyfunction!(plan_match_deletes, m)?)?;

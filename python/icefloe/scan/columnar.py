@@ -432,42 +432,6 @@ def plan_to_table(plan: Plan, metadata: TableMetadata | None = None) -> pa.Table
     """The planned tasks as one Arrow table (columns in the module docstring)."""
     del metadata
     union = _union_partition_type(plan)
-    columns: dict[str, list[pa.Array]] = {
-        k: []
-        for k in (
-            "file_path",
-            "file_format",
-            "spec_id",
-            "partition",
-            "record_count",
-            "file_size_in_bytes",
-            "data_sequence_number",
-            "file_sequence_number",
-            "first_row_id",
-            "split_offsets",
-            "residual",
-        )
-    }
-    residual_json = [json.dumps(to_dict(r)) for r in plan.residuals]
-    for pb in plan.batches:
-        b = pb.entries
-        n = b.num_rows
-        columns["file_path"].append(b.column("file_path"))
-        columns["file_format"].append(pc.utf8_lower(b.column("file_format")))
-        columns["spec_id"].append(pa.array(np.full(n, pb.spec_id, dtype=np.int32)))
-        columns["partition"].append(_to_union(b.column("partition"), union))
-        columns["record_count"].append(b.column("record_count"))
-        columns["file_size_in_bytes"].append(b.column("file_size_in_bytes"))
-        columns["data_sequence_number"].append(b.column("sequence_number"))
-        columns["file_sequence_number"].append(b.column("file_sequence_number"))
-        for name, t in (("first_row_id", pa.int64()), ("split_offsets", pa.list_(pa.int64()))):
-            i = b.schema.get_field_index(name)
-            columns[name].append(b.column(i).cast(t) if i >= 0 else pa.nulls(n, t))
-        columns["residual"].append(
-            pa.DictionaryArray.from_arrays(
-                pa.array(pb.residual_index, pa.int32()), pa.array(residual_json, pa.string())
-            ).cast(pa.string())
-        )
     types = {
         "file_path": pa.string(),
         "file_format": pa.string(),
@@ -479,9 +443,43 @@ def plan_to_table(plan: Plan, metadata: TableMetadata | None = None) -> pa.Table
         "file_sequence_number": pa.int64(),
         "first_row_id": pa.int64(),
         "split_offsets": pa.list_(pa.int64()),
-        "residual": pa.string(),
     }
-    arrays = {k: pa.concat_arrays(v) if v else pa.array([], types[k]) for k, v in columns.items()}
+    source = {"data_sequence_number": "sequence_number"}
+    # columns stay chunked (one chunk per planned batch: no concatenation of a million paths);
+    # a batch's column is cast only where its type differs, whole columns are computed once
+    columns: dict[str, list[pa.Array]] = {k: [] for k in types}
+    for pb in plan.batches:
+        b = pb.entries
+        names = b.schema.names
+        for k, t in types.items():
+            if k == "spec_id":
+                continue
+            if k == "partition":
+                columns[k].append(_to_union(b.column("partition"), union))
+                continue
+            name = source.get(k, k)
+            if name not in names:
+                columns[k].append(pa.nulls(b.num_rows, t))
+                continue
+            c = b.column(name)
+            columns[k].append(c if c.type == t else c.cast(t))
+    arrays: dict[str, pa.Array | pa.ChunkedArray] = {
+        k: pa.chunked_array(v, types[k]) for k, v in columns.items() if k != "spec_id"
+    }
+    arrays["file_format"] = pc.utf8_lower(arrays["file_format"])
+    counts = [pb.entries.num_rows for pb in plan.batches]
+    arrays["spec_id"] = pa.array(
+        np.repeat(np.array([pb.spec_id for pb in plan.batches], dtype=np.int32), counts)
+    )
+    index = [np.asarray(pb.residual_index, dtype=np.int32) for pb in plan.batches]
+    residual_json = [json.dumps(to_dict(r)) for r in plan.residuals]
+    arrays["residual"] = pa.array(residual_json, pa.string()).take(
+        pa.array(np.concatenate(index) if index else np.zeros(0, dtype=np.int32))
+    )
+    order = ["file_path", "file_format", "spec_id", "partition", "record_count"]
+    order += ["file_size_in_bytes", "data_sequence_number", "file_sequence_number"]
+    order += ["first_row_id", "split_offsets", "residual"]
+    arrays = {k: arrays[k] for k in order}
     deletes = _deletes_struct(plan)
     if plan.assignment is not None and len(plan.assignment):
         idx = pc.list_flatten(plan.assignment)

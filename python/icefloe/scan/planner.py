@@ -690,66 +690,51 @@ def _match(result: Plan, specs: Mapping[int, PartitionSpec]) -> None:
     if not data:
         return
     dels = result.deletes
-    path, seq, sid, key = _keys_with_spec(data, with_keys=bool(dels))
+    if not dels:
+        # only the duplicate-path check: in place over the batches' path columns (concatenating
+        # a million paths first cost more than the check), and every data file gets no deletes
+        _native.plan_check_unique_paths([b.column("file_path") for _, b in data])
+        n = sum(b.num_rows for _, b in data)
+        result.assignment = pa.ListArray.from_arrays(
+            pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.int32())
+        )
+        return
+    path, seq, sid, key = _keys_with_spec(data, with_keys=True)
     data_struct = pa.StructArray.from_arrays(
         [path, seq, sid, key], names=["file_path", "sequence_number", "spec_id", "partition_key"]
     )
-    if dels:
-        dpath, dseq, dsid, dkey = _keys_with_spec(dels)
-        content = pa.concat_arrays([b.column("content") for _, b in dels])
-        fmt = pa.concat_arrays([b.column("file_format") for _, b in dels])
-        is_dv = pc.and_(pc.equal(content, POSITION_DELETES), pc.equal(pc.utf8_lower(fmt), "puffin"))
-        unpart = pa.concat_arrays(
-            [pa.array(np.full(b.num_rows, specs[s].is_unpartitioned, dtype=bool)) for s, b in dels]
-        )
-        ref = pa.concat_arrays(
-            [
-                b.column("referenced_data_file")
-                if "referenced_data_file" in b.schema.names
-                else pa.nulls(b.num_rows, pa.string())
-                for _, b in dels
-            ]
-        )
-        lower = pa.concat_arrays([_bound(b, "lower_bounds") for _, b in dels])
-        upper = pa.concat_arrays([_bound(b, "upper_bounds") for _, b in dels])
-        delete_struct = pa.StructArray.from_arrays(
-            [content, dpath, dseq, dsid, dkey, unpart, is_dv, ref, lower, upper],
-            names=[
-                "content",
-                "file_path",
-                "sequence_number",
-                "spec_id",
-                "partition_key",
-                "unpartitioned",
-                "is_dv",
-                "referenced_data_file",
-                "path_lower",
-                "path_upper",
-            ],
-        )
-    else:
-        delete_struct = pa.StructArray.from_arrays(
-            [
-                pa.array([], pa.int32()),
-                pa.array([], pa.string()),
-                pa.array([], pa.int64()),
-                pa.array([], pa.int32()),
-                pa.array([], pa.binary()),
-                pa.array([], pa.bool_()),
-                pa.array([], pa.bool_()),
-                pa.array([], pa.string()),
-            ],
-            names=[
-                "content",
-                "file_path",
-                "sequence_number",
-                "spec_id",
-                "partition_key",
-                "unpartitioned",
-                "is_dv",
-                "referenced_data_file",
-            ],
-        )
+    dpath, dseq, dsid, dkey = _keys_with_spec(dels)
+    content = pa.concat_arrays([b.column("content") for _, b in dels])
+    fmt = pa.concat_arrays([b.column("file_format") for _, b in dels])
+    is_dv = pc.and_(pc.equal(content, POSITION_DELETES), pc.equal(pc.utf8_lower(fmt), "puffin"))
+    unpart = pa.concat_arrays(
+        [pa.array(np.full(b.num_rows, specs[s].is_unpartitioned, dtype=bool)) for s, b in dels]
+    )
+    ref = pa.concat_arrays(
+        [
+            b.column("referenced_data_file")
+            if "referenced_data_file" in b.schema.names
+            else pa.nulls(b.num_rows, pa.string())
+            for _, b in dels
+        ]
+    )
+    lower = pa.concat_arrays([_bound(b, "lower_bounds") for _, b in dels])
+    upper = pa.concat_arrays([_bound(b, "upper_bounds") for _, b in dels])
+    delete_struct = pa.StructArray.from_arrays(
+        [content, dpath, dseq, dsid, dkey, unpart, is_dv, ref, lower, upper],
+        names=[
+            "content",
+            "file_path",
+            "sequence_number",
+            "spec_id",
+            "partition_key",
+            "unpartitioned",
+            "is_dv",
+            "referenced_data_file",
+            "path_lower",
+            "path_upper",
+        ],
+    )
     result.assignment = pa.array(_native.plan_match_deletes(data_struct, delete_struct))
 
 
