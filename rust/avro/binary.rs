@@ -447,7 +447,11 @@ mod tests {
         }
         for _ in 0..3000 {
             let n = (next() % 24) as usize;
-            bufs.push((0..n).map(|_| (next() as u8) & if n % 2 == 0 { 0xff } else { 0x9f }).collect());
+            bufs.push(
+                (0..n)
+                    .map(|_| (next() as u8) & if n % 2 == 0 { 0xff } else { 0x9f })
+                    .collect(),
+            );
         }
         for b in &bufs {
             for start in 0..b.len() {
