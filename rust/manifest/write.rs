@@ -228,10 +228,13 @@ const BLOCK_BYTES: usize = 64 << 10;
 /// The spec's fields as JSON, the partition fields and the manifest's Avro schema.
 type Layout = (String, Vec<PartitionField>, String);
 
+/// What a [`Layout`] is computed from: format version, spec JSON, schema JSON.
+type LayoutKey = (u8, String, String);
+
 thread_local! {
     /// The layouts of the last few (format version, spec, schema) written on this thread: the
     /// manifests of one commit share them, and building the Avro schema costs more than a copy.
-    static LAYOUTS: std::cell::RefCell<Vec<((u8, String, String), Layout)>> =
+    static LAYOUTS: std::cell::RefCell<Vec<(LayoutKey, Layout)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
