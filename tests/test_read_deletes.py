@@ -113,6 +113,41 @@ def test_position_delete_file_for_one_data_file_read_by_stats(
     assert _ids(FileScanTask(a, (other,))) == list(range(100))
 
 
+def test_position_delete_files_of_other_data_files_are_not_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every task lists every position delete file (no referenced_data_file, as v2 writers
+    leave it): a task decodes only the one whose statistics name its data file, and the
+    result equals that of the full file_path index (the oracle)."""
+    from icefloe.read import deletes as rd
+
+    data = [write_data(tmp_path / f"d{i}.parquet", SCHEMA, ROWS) for i in range(4)]
+    pos = tuple(
+        write_pos_deletes(tmp_path / f"p{i}.parquet", [(df.file_path, i), (df.file_path, 90 + i)])
+        for i, df in enumerate(data)
+    )
+    tasks = [FileScanTask(df, pos) for df in data]
+    decoded: list[str] = []
+    real = rd._read_single_file_positions
+
+    def spy(io: FileIO, d: DeleteFileRef) -> Any:
+        decoded.append(Path(d.file_path).name)
+        return real(io, d)
+
+    monkeypatch.setattr(rd, "_read_single_file_positions", spy)
+    cache = DeleteCache()
+    got = [
+        [r["id"] for b in read_task(FileIO(), t, OPTS, cache) for r in b.to_pylist()] for t in tasks
+    ]
+    assert got == [[j for j in range(100) if j not in (i, 90 + i)] for i in range(4)]
+    assert decoded == ["p0.parquet", "p1.parquet", "p2.parquet", "p3.parquet"]
+    assert cache.loads == 4  # footers are kept apart and evict nothing
+    # Oracle: the same rows through the full (file_path, pos) index of every delete file.
+    monkeypatch.setattr(rd, "_single_data_file", lambda pf, col: None)
+    oracle = [_ids(t) for t in tasks]
+    assert oracle == got
+
+
 def test_equality_deletes_null_equals_null_and_mixed_id_sets(tmp_path: Path) -> None:
     df = write_data(tmp_path / "d.parquet", SCHEMA, ROWS)
     by_cat = write_eq_deletes(tmp_path / "e1.parquet", SCHEMA, (2,), [{"cat": None}])

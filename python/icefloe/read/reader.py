@@ -170,11 +170,14 @@ class _TaskReader:
         if prune is not None and not prune.trivial:
             out = [g for g in out if prune.might_match(g[0])]
         if deleted is not None:
-            # Row groups whose every row is deleted are not read at all.
+            # Row groups whose every row is deleted are not read at all (only a group with no
+            # more rows than the file has deletes can be; the others need no mask).
+            total = deleted.cardinality
             out = [
                 g
                 for g in out
-                if deleted.keep_mask(g[1], meta.row_group(g[0]).num_rows).true_count > 0
+                if (rows := meta.row_group(g[0]).num_rows) > total
+                or deleted.keep_mask(g[1], rows).true_count > 0
             ]
         return out
 
