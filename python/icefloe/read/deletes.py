@@ -32,8 +32,14 @@ from icefloe.scan.tasks import (
 __all__ = ["DeleteCache", "TaskDeletes", "open_parquet"]
 
 
-def open_parquet(io: FileIO, path: str) -> pq.ParquetFile:
-    """Opens a Parquet file, mapping IO and format errors to typed errors naming it."""
+def open_parquet(
+    io: FileIO,
+    path: str,
+    read_dictionary: list[str] | None = None,
+    metadata: pq.FileMetaData | None = None,
+) -> pq.ParquetFile:
+    """Opens a Parquet file, mapping IO and format errors to typed errors naming it
+    (``read_dictionary`` columns read as Arrow dictionaries, ``metadata`` reused if given)."""
     try:
         handle = io.new_input(path).open()
     except IcebergError:
@@ -41,7 +47,7 @@ def open_parquet(io: FileIO, path: str) -> pq.ParquetFile:
     except OSError as e:
         raise FileIOError(f"cannot open {path}: {e}") from e
     try:
-        return pq.ParquetFile(handle)
+        return pq.ParquetFile(handle, read_dictionary=read_dictionary, metadata=metadata)
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptFileError(f"{path} is not a readable Parquet file: {e}") from e
 
