@@ -10,7 +10,7 @@ use arrow_data::ArrayData;
 use arrow_pyarrow::PyArrowType;
 use arrow_schema::{DataType, Field};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use rayon::prelude::*;
 
 use super::guard;
@@ -270,6 +270,50 @@ fn py_opt_i64<'py>(
     })
 }
 
+/// The Python value of row `i` of an int64 column, reusing the previous row's object when the
+/// value repeats (sequence numbers do, across a manifest's files).
+struct IntColumn<'a, 'py> {
+    col: &'a arrow_array::Int64Array,
+    last: Option<(Option<i64>, Bound<'py, PyAny>)>,
+}
+
+impl<'a, 'py> IntColumn<'a, 'py> {
+    fn new(col: &'a arrow_array::Int64Array) -> Self {
+        Self { col, last: None }
+    }
+
+    fn get(&mut self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        let v = (!self.col.is_null(i)).then(|| self.col.value(i));
+        if let Some((lv, obj)) = &self.last {
+            if *lv == v {
+                return Ok(obj.clone());
+            }
+        }
+        let obj = py_opt_i64(py, self.col, i)?;
+        self.last = Some((v, obj.clone()));
+        Ok(obj)
+    }
+}
+
+/// `object.__setattr__(obj, name, value)`: the generic attribute store a frozen dataclass's
+/// `__init__` uses, which keeps the values in the instance's shared-key storage instead of
+/// materialising a per-object `__dict__`.
+fn store(
+    obj: &Bound<'_, PyAny>,
+    name: &Bound<'_, pyo3::types::PyString>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    // SAFETY: the three pointers are live Python objects borrowed for the call, the GIL is
+    // held (the Bound values prove it), and the function does not steal references.
+    let rc =
+        unsafe { pyo3::ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(PyErr::fetch(obj.py()))
+    }
+}
+
 fn batch_col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> crate::Result<&'a T> {
     b.column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())
@@ -279,9 +323,10 @@ fn batch_col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> crate::Result<&'
 /// One `FileScanTask` (and its `DataFileRef`) per row of `columns` (file_path, file_format
 /// (lower case), record_count, file_size_in_bytes, first_row_id, sequence_number,
 /// file_sequence_number: the planned entries of one manifest; residual_index: int32 into
-/// `residuals`; deletes: list<int32> into `refs`), with `partitions[i]` as the partition tuple.
-/// The objects are built like `object.__new__` plus their `__dict__` (what a frozen dataclass
-/// holds), without a Python loop.
+/// `residuals`; partition_index: int32 into `partitions`, the distinct partition tuples, shared
+/// by the files of one partition; deletes: list<int32> into `refs`). The objects are built
+/// like `object.__new__` plus `object.__setattr__` per field in declaration order (what a
+/// frozen dataclass's `__init__` does), without a Python loop.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn plan_build_tasks<'py>(
@@ -305,37 +350,42 @@ fn plan_build_tasks<'py>(
         let seq = batch_col::<arrow_array::Int64Array>(&b, "sequence_number")?;
         let fseq = batch_col::<arrow_array::Int64Array>(&b, "file_sequence_number")?;
         let res = batch_col::<Int32Array>(&b, "residual_index")?;
+        let part = batch_col::<Int32Array>(&b, "partition_index")?;
         let dels = batch_col::<ListArray>(&b, "deletes")?;
-        if partitions.len() != n {
-            return Err(Error::validation(format!(
-                "{} partition tuples for {n} files",
-                partitions.len()
-            )));
-        }
         let dels_values = dels
             .values()
             .as_any()
             .downcast_ref::<Int32Array>()
             .ok_or_else(|| Error::validation("deletes must be list<int32>"))?;
+        let check = |col: &Int32Array, len: usize, what: &str| -> crate::Result<()> {
+            match col
+                .iter()
+                .find(|v| !matches!(*v, Some(x) if x >= 0 && (x as usize) < len))
+            {
+                Some(v) => Err(Error::validation(format!(
+                    "{what} index {v:?} out of range for {len} values"
+                ))),
+                None => Ok(()),
+            }
+        };
+        check(res, residuals.len(), "residual")?;
+        check(part, partitions.len(), "partition")?;
+        check(dels_values, refs.len(), "delete file")?;
         Ok((
             path,
             fmt,
-            count,
-            size,
-            first,
-            seq,
-            fseq,
+            (count, size, first, seq, fseq),
             res,
+            part,
             dels,
             dels_values,
         ))
     })?;
-    let (path, fmt, count, size, first, seq, fseq, res, dels, dels_values) = cols;
+    let (path, fmt, (count, size, first, seq, fseq), res, part, dels, dels_values) = cols;
     let object_new = py
         .import(pyo3::intern!(py, "builtins"))?
         .getattr(pyo3::intern!(py, "object"))?
         .getattr(pyo3::intern!(py, "__new__"))?;
-    let dict_name = pyo3::intern!(py, "__dict__");
     let k = |s: &'static str| pyo3::types::PyString::intern(py, s);
     let (k_path, k_fmt, k_count, k_size, k_spec, k_part, k_first, k_seq, k_fseq) = (
         k("file_path"),
@@ -355,11 +405,19 @@ fn plan_build_tasks<'py>(
         k("length"),
         k("residual"),
     );
-    let spec = spec_id.into_pyobject(py)?;
-    let zero = 0i64.into_pyobject(py)?;
+    let spec = spec_id.into_pyobject(py)?.into_any();
+    let zero = 0i64.into_pyobject(py)?.into_any();
     let none = py.None().into_bound(py);
-    let empty = PyTuple::empty(py);
+    let empty = PyTuple::empty(py).into_any();
+    let (mut count, mut size, mut first, mut seq, mut fseq) = (
+        IntColumn::new(count),
+        IntColumn::new(size),
+        IntColumn::new(first),
+        IntColumn::new(seq),
+        IntColumn::new(fseq),
+    );
     let mut formats: Vec<(String, Bound<'py, PyAny>)> = Vec::new();
+    let offsets = dels.value_offsets();
     let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(n);
     for i in 0..n {
         if path.is_null(i) {
@@ -374,35 +432,45 @@ fn plan_build_tasks<'py>(
                 o
             }
         };
+        // fields in declaration order (DataFileRef, then FileScanTask)
         let data = object_new.call1((data_cls,))?;
-        let d = data.getattr(dict_name)?.cast_into::<PyDict>()?;
-        d.set_item(&k_path, path.value(i))?;
-        d.set_item(&k_fmt, fmt_obj)?;
-        d.set_item(&k_count, py_opt_i64(py, count, i)?)?;
-        d.set_item(&k_size, py_opt_i64(py, size, i)?)?;
-        d.set_item(&k_spec, &spec)?;
-        d.set_item(&k_part, partitions.get_item(i)?)?;
-        d.set_item(&k_first, py_opt_i64(py, first, i)?)?;
-        d.set_item(&k_seq, py_opt_i64(py, seq, i)?)?;
-        d.set_item(&k_fseq, py_opt_i64(py, fseq, i)?)?;
-        let offsets = dels.value_offsets();
+        store(
+            &data,
+            &k_path,
+            pyo3::types::PyString::new(py, path.value(i)).as_any(),
+        )?;
+        store(&data, &k_fmt, &fmt_obj)?;
+        store(&data, &k_count, &count.get(py, i)?)?;
+        store(&data, &k_size, &size.get(py, i)?)?;
+        store(&data, &k_spec, &spec)?;
+        store(
+            &data,
+            &k_part,
+            &partitions.get_item(part.value(i) as usize)?,
+        )?;
+        store(&data, &k_first, &first.get(py, i)?)?;
+        store(&data, &k_seq, &seq.get(py, i)?)?;
+        store(&data, &k_fseq, &fseq.get(py, i)?)?;
         let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
         let deletes = if hi > lo {
             let items = (lo..hi)
                 .map(|j| refs.get_item(dels_values.value(j) as usize))
                 .collect::<PyResult<Vec<_>>>()?;
-            PyTuple::new(py, items)?
+            PyTuple::new(py, items)?.into_any()
         } else {
             empty.clone()
         };
         let task = object_new.call1((task_cls,))?;
-        let t = task.getattr(dict_name)?.cast_into::<PyDict>()?;
-        t.set_item(&k_data, data)?;
-        t.set_item(&k_deletes, deletes)?;
-        t.set_item(&k_start, &zero)?;
-        t.set_item(&k_length, &none)?;
-        t.set_item(&k_residual, residuals.get_item(res.value(i) as usize)?)?;
-        t.set_item(&k_spec, &spec)?;
+        store(&task, &k_data, &data)?;
+        store(&task, &k_deletes, &deletes)?;
+        store(&task, &k_start, &zero)?;
+        store(&task, &k_length, &none)?;
+        store(
+            &task,
+            &k_residual,
+            &residuals.get_item(res.value(i) as usize)?,
+        )?;
+        store(&task, &k_spec, &spec)?;
         out.push(task);
     }
     PyList::new(py, out)

@@ -28,9 +28,11 @@ delete_files          list of structs: content (1 position, 2 equality), file_pa
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,12 +40,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe import _native
+from icefloe.expressions.base import BooleanExpression
 from icefloe.expressions.serde import to_dict
 from icefloe.metadata import TableMetadata
 from icefloe.scan.planner import EQUALITY_DELETES, Plan, PlannedBatch
 from icefloe.scan.tasks import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask
 
-__all__ = ["plan_to_table", "plan_to_tasks", "split_ranges"]
+__all__ = ["TaskStream", "gc_paused", "plan_to_table", "plan_to_tasks", "split_ranges"]
 
 
 def _col(batch: pa.RecordBatch, name: str) -> list[Any]:
@@ -169,15 +172,51 @@ def plan_to_tasks(plan: Plan, split_size: int | None = None) -> list[FileScanTas
     offsets = plan.assignment.offsets.to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(plan.assignment).to_numpy(zero_copy_only=False)
     refs = _delete_ref_list(plan, flat)
-    # hundreds of thousands of new objects, none in a cycle: the cyclic collector would walk
-    # all of them again and again (a fifth of the time) while they are built
+    with gc_paused():
+        return _tasks(plan, offsets, flat, refs, split_size)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pauses the cyclic collector: task building makes hundreds of thousands of new objects,
+    none in a cycle, which the collector would otherwise walk again and again (a fifth of the
+    time) while they are built."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _tasks(plan, offsets, flat, refs, split_size)
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+class TaskStream:
+    """Builds the tasks of a plan without delete files batch by batch, as the planner hands the
+    batches over (``on_batch`` of :func:`icefloe.scan.planner.plan`), so that task building
+    overlaps the decode of the next manifests. :attr:`tasks` then equals
+    ``plan_to_tasks(plan)`` when :attr:`batches` counts every batch of the plan."""
+
+    def __init__(self) -> None:
+        self.tasks: list[FileScanTask] = []
+        self.batches = 0
+
+    def __call__(self, pb: PlannedBatch, residuals: Sequence[BooleanExpression]) -> None:
+        b = pb.entries
+        n = b.num_rows
+        deletes = pa.ListArray.from_arrays(
+            pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.int32())
+        )
+        part_index, parts = _distinct_partitions(b.column("partition"))
+        self.tasks += _native.plan_build_tasks(
+            FileScanTask,
+            DataFileRef,
+            pb.spec_id,
+            _task_columns(b, pb.residual_index, part_index, deletes),
+            parts,
+            list(residuals),
+            [],
+        )
+        self.batches += 1
 
 
 def _tasks(
@@ -203,20 +242,35 @@ def _tasks(
         if big:
             tasks += _python_tasks(pb, plan, deletes, refs, split_size)
             continue
+        part_index, parts = _distinct_partitions(b.column("partition"))
         tasks += _native.plan_build_tasks(
             FileScanTask,
             DataFileRef,
             pb.spec_id,
-            _task_columns(b, pb.residual_index, deletes),
-            _partition_tuples(b.column("partition")),
+            _task_columns(b, pb.residual_index, part_index, deletes),
+            parts,
             plan.residuals,
             refs,
         )
     return tasks
 
 
+def _distinct_partitions(partition: pa.Array) -> tuple[pa.Array, list[tuple[Any, ...]]]:
+    """Per row, an index into the returned distinct partition tuples (the files of one
+    partition share one tuple object)."""
+    n = len(partition)
+    if partition.type.num_fields == 0 or n == 0:
+        return pa.array(np.zeros(n, dtype=np.int32)), [()]
+    # equal byte keys <=> equal tuples; dictionary indices are numbered in order of first
+    # occurrence, so a row is its key's first occurrence where the running maximum grows
+    encoded = pc.dictionary_encode(_native.plan_partition_keys(partition))
+    index = encoded.indices.to_numpy(zero_copy_only=False)
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(index), prepend=-1) > 0)
+    return encoded.indices, _partition_tuples(partition.take(pa.array(first)))
+
+
 def _task_columns(
-    b: pa.RecordBatch, residual_index: np.ndarray, deletes: pa.Array
+    b: pa.RecordBatch, residual_index: np.ndarray, partition_index: pa.Array, deletes: pa.Array
 ) -> pa.RecordBatch:
     n = b.num_rows
     cols = {
@@ -230,6 +284,7 @@ def _task_columns(
         "sequence_number": b.column("sequence_number"),
         "file_sequence_number": b.column("file_sequence_number"),
         "residual_index": pa.array(residual_index, pa.int32()),
+        "partition_index": partition_index.cast(pa.int32()),
         "deletes": deletes,
     }
     return pa.RecordBatch.from_pydict(cols)

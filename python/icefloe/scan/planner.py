@@ -281,13 +281,28 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+_DECODER: ThreadPoolExecutor | None = None
+
+
+def _decoder() -> ThreadPoolExecutor:
+    """The thread that decodes the next chunk of data manifests (GIL released, on the rayon
+    pool) while the planning thread prunes the previous chunk and builds its tasks. Separate
+    from :func:`_pool`, whose reads a decode waits on."""
+    global _DECODER
+    with _POOL_LOCK:
+        if _DECODER is None:
+            _DECODER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="icefloe-decode")
+        return _DECODER
+
+
 #: Manifest reads started ahead of their decode, by path.
 Pending = dict[str, "Future[bytes]"]
 
 
 def _read_all(read: Reader, paths: Sequence[str], pending: Pending | None = None) -> list[bytes]:
     futures = [
-        pending.pop(p) if pending is not None and p in pending else _pool().submit(read, p)
+        (pending.pop(p) if pending is not None and p in pending else None)
+        or _pool().submit(read, p)
         for p in paths
     ]
     return [f.result() for f in futures]
@@ -490,13 +505,20 @@ def plan(
     cache: ManifestCache | None = None,
     prune_deletes_by_metrics: bool = True,
     limit: int | None = None,
+    on_batch: Callable[[PlannedBatch, Sequence[BooleanExpression]], None] | None = None,
 ) -> Plan:
     """Plans the scan of the manifests of ``manifest_list`` for ``bound_filter`` (bound to
     ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes.
 
     Delete files are pruned by partition and, with ``prune_deletes_by_metrics``, by their own
     metrics: right for reads that keep only rows matching the filter, wrong for callers that
-    read every row of a planned file (copy-on-write rewrites), which must pass False."""
+    read every row of a planned file (copy-on-write rewrites), which must pass False.
+
+    When there are no delete files, ``on_batch`` (if given) is called with each planned batch
+    and the residuals so far (its ``residual_index`` points into them) as soon as the batch is
+    planned, while the next manifests decode in the background: callers build tasks from it
+    instead of waiting for the whole plan. The plan's final checks (duplicate paths) still run
+    at the end and may raise after calls to ``on_batch``."""
     filters: dict[int, SpecFilters] = {}
 
     def spec_filters(spec_id: int) -> SpecFilters:
@@ -576,15 +598,32 @@ def plan(
     enough = 0
     # decoded in chunks, so only the kept columns and rows of earlier chunks stay in memory
     pending: Pending = {}
-    for lo in range(0, data_manifests.num_rows, step):
-        chunk = data_manifests.slice(lo, step)
+    stream = on_batch if not result.deletes else None
+
+    def start(lo: int) -> Future[list[pa.RecordBatch]] | None:
+        """Starts decoding the chunk at ``lo`` (reads of the chunk after it prefetched)."""
+        if lo >= data_manifests.num_rows:
+            return None
         if lo + step < data_manifests.num_rows:
             _prefetch(read, data_manifests.slice(lo + step, step), cache, pending, "")
+        return _decoder().submit(decode_and_keep, lo)
+
+    def decode_and_keep(lo: int) -> list[pa.RecordBatch]:
+        chunk = data_manifests.slice(lo, step)
         decoded = _decode(read, chunk, threads, cache, (), metric_ids, pending)
-        kept_data = _kept(
-            decoded, data_specs[lo : lo + step], spec_filters, metrics_json, threads, DATA_COLUMNS
-        )
-        del decoded
+        # both on the rayon pool, one after the other: a selection submitted from another
+        # thread would queue behind a whole chunk's decode
+        specs = data_specs[lo : lo + step]
+        return _kept(decoded, specs, spec_filters, metrics_json, threads, DATA_COLUMNS)
+
+    # chunk k + 1 decodes and is pruned (GIL released) while the residuals of chunk k are
+    # computed and its batches handed to on_batch; the prefetch bookkeeping (``pending``) is
+    # touched by one decode at a time (SpecFilters of every spec exist since step 1)
+    ahead = start(0)
+    for lo in range(0, data_manifests.num_rows, step):
+        assert ahead is not None
+        kept_data = ahead.result()
+        ahead = start(lo + step) if not early else None
         for sid, kept in zip(data_specs[lo : lo + step], kept_data, strict=True):
             if not kept.num_rows:
                 continue
@@ -595,10 +634,14 @@ def plan(
             )
             pb = PlannedBatch(sid, kept, remap[local])
             result.batches.append(pb)
+            if stream is not None:
+                stream(pb, list(residual_ids))
             if early:
                 enough += _rows_fully_matching(pb, exprs, local)
         if early and limit is not None and enough >= limit:
             break
+        if early:
+            ahead = start(lo + step)
     result.residuals = list(residual_ids)
 
     # 4. delete matching (Rust) and the duplicate-path check

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -36,8 +36,8 @@ from icefloe.manifest import read_manifest_list
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_cache
-from icefloe.scan.columnar import plan_to_table, plan_to_tasks
-from icefloe.scan.planner import Plan, legacy_manifest_list, plan
+from icefloe.scan.columnar import TaskStream, gc_paused, plan_to_table, plan_to_tasks
+from icefloe.scan.planner import Plan, PlannedBatch, legacy_manifest_list, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 
@@ -262,6 +262,13 @@ class TableScan:
 
     def plan(self) -> Plan:
         """The columnar plan (computed once per scan object)."""
+        return self._run_plan()
+
+    def _run_plan(
+        self, on_batch: Callable[[PlannedBatch, Sequence[BooleanExpression]], None] | None = None
+    ) -> Plan:
+        """The plan, computed once; a new plan hands its batches to ``on_batch`` (see
+        :func:`icefloe.scan.planner.plan`)."""
         if self._plan is not None:
             return self._plan
         snap = self.snapshot()
@@ -290,11 +297,19 @@ class TableScan:
             cache=manifest_cache(self.table, self._cache_bytes()),
             prune_deletes_by_metrics=self._prune_deletes_by_metrics,
             limit=self.limit,
+            on_batch=on_batch,
         )
         return self._plan
 
     def plan_files(self) -> list[FileScanTask]:
         """The data files to read, each with its delete files and residual filter."""
+        if self._plan is None:
+            # a new plan without delete files builds its tasks while later manifests decode
+            stream = TaskStream()
+            with gc_paused():
+                planned = self._run_plan(on_batch=stream)
+            if stream.batches == len(planned.batches):
+                return stream.tasks
         return plan_to_tasks(self.plan())
 
     def split_size(self) -> int:

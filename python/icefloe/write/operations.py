@@ -190,6 +190,14 @@ def dynamic_partition_overwrite(
         same = pc.is_in(partition_keys(batch), value_set=keys)
         return pc.and_(same, pc.equal(batch.column("content"), 0))
 
+    def replaced(batch: pa.RecordBatch) -> pa.Array:
+        # Data files of the replaced partitions and the delete files of the same partitions and
+        # spec: DVs and position deletes can only name removed files, equality deletes only
+        # apply to older data (all removed); keeping them would leave dangling deletes (a v3
+        # table must not keep a DV of a removed file). Global equality deletes (another,
+        # unpartitioned spec) do not match the keys and stay.
+        return pc.is_in(partition_keys(batch), value_set=keys)
+
     def no_concurrent_adds(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
         for batch in added_data_since(io, md, parent, start):
             hits = in_partitions(batch)
@@ -199,7 +207,7 @@ def dynamic_partition_overwrite(
                     f"a concurrent commit added data to a replaced partition: {path}"
                 )
 
-    producer.add_data_files(files).remove_files_where(in_partitions)
+    producer.add_data_files(files).remove_files_where(replaced)
     producer.validate(no_concurrent_adds).set_operation("overwrite")
     return _commit(producer)
 
