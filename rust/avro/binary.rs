@@ -5,6 +5,7 @@
 use crate::{Error, Result};
 
 /// A cursor over Avro-encoded bytes. Errors carry no file name; callers add it with `context`.
+#[derive(Clone)]
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -92,6 +93,51 @@ impl<'a> Reader<'a> {
         Ok(((value >> 1) as i64) ^ -((value & 1) as i64))
     }
 
+    /// A one-byte zigzag int key followed by a long, both read from one 16-byte window (one
+    /// bounds check for the pair; the metric maps of manifests). Falls back to [`Reader::int`]
+    /// and [`Reader::long`] near the end of the buffer, for wider keys and for values of nine
+    /// or ten bytes, so it accepts and rejects exactly what they do.
+    #[inline(always)]
+    pub fn int_long(&mut self) -> Result<(i32, i64)> {
+        if let Some(w) = self.buf.get(self.pos..self.pos + 16) {
+            let lo = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            let hi = u64::from_le_bytes([w[8], w[9], w[10], w[11], w[12], w[13], w[14], w[15]]);
+            let k = lo as u8;
+            if k < 0x80 {
+                let v = (lo >> 8) as u8;
+                if v < 0x80 {
+                    // one-byte values (null and NaN counts) without the word decode
+                    self.pos += 2;
+                    return Ok((zigzag32(k), zigzag32(v) as i64));
+                }
+                if let Some((v, len)) = varint_in_word((lo >> 8) | (hi << 56)) {
+                    self.pos += 1 + len;
+                    return Ok((zigzag32(k), v));
+                }
+            }
+        }
+        let k = self.int()?;
+        Ok((k, self.long()?))
+    }
+
+    /// A one-byte zigzag int key followed by length-prefixed bytes, read from one 16-byte
+    /// window when the key, the length and the bytes all fit in it (the bounds of manifests);
+    /// otherwise [`Reader::int`] then [`Reader::bytes`].
+    #[inline(always)]
+    pub fn int_bytes(&mut self) -> Result<(i32, &'a [u8])> {
+        if let Some(w) = self.buf.get(self.pos..self.pos + 16) {
+            let (k, l) = (w[0], w[1]);
+            // a one-byte key, a one-byte non-negative length, and the bytes within the window
+            if k < 0x80 && l < 0x80 && l & 1 == 0 && (l >> 1) <= 14 {
+                let n = (l >> 1) as usize;
+                self.pos += 2 + n;
+                return Ok((zigzag32(k), &w[2..2 + n]));
+            }
+        }
+        let k = self.int()?;
+        Ok((k, self.bytes()?))
+    }
+
     /// A zigzag varint int; values outside the i32 range are corrupt.
     #[inline(always)]
     pub fn int(&mut self) -> Result<i32> {
@@ -163,8 +209,24 @@ impl<'a> Reader<'a> {
     /// The item count of the next array or map block; reads and discards the byte size of a
     /// negative-count block. `min_item` is the smallest encoded size of one item: counts that
     /// cannot fit in the remaining bytes are rejected (items of size 0 are capped instead).
-    #[inline]
+    #[inline(always)]
     pub fn block_count(&mut self, min_item: usize) -> Result<usize> {
+        // A non-negative one-byte count (below 64: the end marker 0 and the blocks of small
+        // arrays and maps) inline; everything else through the general path.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b & 0x81 == 0 {
+                let n = (b >> 1) as usize;
+                if n * min_item < self.buf.len() - self.pos {
+                    self.pos += 1;
+                    return Ok(n);
+                }
+            }
+        }
+        self.block_count_general(min_item)
+    }
+
+    #[inline(never)]
+    fn block_count_general(&mut self, min_item: usize) -> Result<usize> {
         let c = self.long()?;
         let n = if c < 0 {
             self.long()?; // byte size of the block
@@ -201,6 +263,30 @@ impl<'a> Reader<'a> {
             Ok(None)
         }
     }
+}
+
+/// The zigzag-decoded value of a one-byte varint.
+#[inline(always)]
+fn zigzag32(b: u8) -> i32 {
+    ((b >> 1) as i32) ^ -((b & 1) as i32)
+}
+
+/// A varint of at most eight bytes at the start of `word` (little-endian): its zigzag-decoded
+/// value and length; `None` if its eighth byte still has the continuation bit.
+#[inline(always)]
+fn varint_in_word(word: u64) -> Option<(i64, usize)> {
+    let stops = !word & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
+    }
+    let len = (stops.trailing_zeros() / 8 + 1) as usize;
+    // keep the bytes up to and including the stop byte (the shift is < 64: len >= 1)
+    let mut x = word & (u64::MAX >> (64 - 8 * len));
+    x &= 0x7f7f_7f7f_7f7f_7f7f;
+    x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
+    x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
+    x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
+    Some((((x >> 1) as i64) ^ -((x & 1) as i64), len))
 }
 
 /// Appends a zigzag varint long. Varints of two to eight bytes are spread into one
@@ -330,6 +416,62 @@ mod tests {
                 let mut r = Reader::new(&p);
                 assert_eq!(r.long().unwrap(), v, "{v} with {pad} bytes after");
                 assert_eq!(r.position(), b.len());
+            }
+        }
+    }
+
+    /// The one-window pair reads agree with the separate reads they replace (the oracle) on
+    /// valid pairs of every varint length, on random bytes and at every buffer tail: same
+    /// values, same position, errors where those give errors.
+    #[test]
+    fn pair_reads_match_separate_reads() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut bufs: Vec<Vec<u8>> = Vec::new();
+        for bits in 0..64 {
+            for key in [0i64, 1, -1, 10, 63, -64, 64, 1 << 31, -(1 << 40)] {
+                let v = (1i64 << bits).wrapping_sub((next() % 3) as i64);
+                let mut b = Vec::new();
+                put_long(&mut b, key);
+                put_long(&mut b, v);
+                let n = (next() % 20) as usize;
+                put_long(&mut b, key);
+                put_bytes(&mut b, &vec![0xab; n]);
+                bufs.push(b);
+            }
+        }
+        for _ in 0..3000 {
+            let n = (next() % 24) as usize;
+            bufs.push(
+                (0..n)
+                    .map(|_| (next() as u8) & if n % 2 == 0 { 0xff } else { 0x9f })
+                    .collect(),
+            );
+        }
+        for b in &bufs {
+            for start in 0..b.len() {
+                let tail = &b[start..];
+                let mut fast = Reader::new(tail);
+                let mut slow = Reader::new(tail);
+                let f = fast.int_long();
+                let s = slow.int().and_then(|k| Ok((k, slow.long()?)));
+                assert_eq!(f.is_ok(), s.is_ok(), "{tail:?}");
+                if let (Ok(f), Ok(s)) = (f, s) {
+                    assert_eq!((f, fast.position()), (s, slow.position()), "{tail:?}");
+                }
+                let mut fast = Reader::new(tail);
+                let mut slow = Reader::new(tail);
+                let f = fast.int_bytes();
+                let s = slow.int().and_then(|k| Ok((k, slow.bytes()?)));
+                assert_eq!(f.is_ok(), s.is_ok(), "{tail:?}");
+                if let (Ok(f), Ok(s)) = (f, s) {
+                    assert_eq!((f, fast.position()), (s, slow.position()), "{tail:?}");
+                }
             }
         }
     }

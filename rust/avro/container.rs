@@ -230,6 +230,42 @@ pub struct Container<'a> {
     scratch: Scratch,
 }
 
+thread_local! {
+    /// The last few writer schemas parsed on this thread, by their JSON bytes: the manifests of
+    /// a table mostly share one schema, whose parse costs more than cloning it.
+    static SCHEMAS: std::cell::RefCell<Vec<(Vec<u8>, Schema)>> = const {
+        std::cell::RefCell::new(Vec::new())
+    };
+}
+
+/// How many parsed schemas [`SCHEMAS`] keeps per thread.
+const SCHEMA_CACHE: usize = 4;
+
+/// [`Schema::parse`] through the per-thread cache of recently parsed schemas.
+fn parse_schema_cached(json: &[u8]) -> Result<Schema> {
+    let hit = SCHEMAS
+        .try_with(|c| {
+            c.borrow()
+                .iter()
+                .find(|(k, _)| k.as_slice() == json)
+                .map(|(_, s)| s.clone())
+        })
+        .ok()
+        .flatten();
+    if let Some(s) = hit {
+        return Ok(s);
+    }
+    let s = Schema::parse(json)?;
+    let _ = SCHEMAS.try_with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= SCHEMA_CACHE {
+            c.remove(0);
+        }
+        c.push((json.to_vec(), s.clone()));
+    });
+    Ok(s)
+}
+
 impl Drop for Container<'_> {
     fn drop(&mut self) {
         if self.scratch.buf.len() <= KEEP_SCRATCH {
@@ -265,7 +301,7 @@ impl<'a> Container<'a> {
         }
         let mut sync = [0u8; 16];
         sync.copy_from_slice(r.fixed(16)?);
-        let schema = Schema::parse(
+        let schema = parse_schema_cached(
             metadata
                 .get("avro.schema")
                 .ok_or_else(|| Error::corrupt("header has no avro.schema"))?,
@@ -301,6 +337,27 @@ impl<'a> Container<'a> {
                     .map_err(|_| Error::corrupt(format!("metadata {key} is not UTF-8")))
             })
             .transpose()
+    }
+
+    /// The record count and compressed byte size of the blocks not read yet, and the
+    /// compressed size of the next one, from their headers alone (nothing is decompressed).
+    /// Stops quietly at the first malformed header: [`Container::next_block`] reports it.
+    /// Used only to size buffers.
+    pub fn pending(&self) -> (u64, u64, u64) {
+        let mut r = self.reader.clone();
+        let (mut records, mut bytes, mut next) = (0u64, 0u64, None);
+        while r.remaining() > 0 {
+            let (Ok(count), Ok(size)) = (r.long(), r.length()) else {
+                break;
+            };
+            if count < 0 || r.fixed(size).is_err() || r.fixed(16).is_err() {
+                break;
+            }
+            records = records.saturating_add(count as u64);
+            bytes += size as u64;
+            next.get_or_insert(size as u64);
+        }
+        (records, bytes, next.unwrap_or(0))
     }
 
     /// The next block: its object count and decompressed bytes (valid until the next call);

@@ -77,8 +77,41 @@ impl<'a> Enc<'a> {
         })
     }
 
-    /// Encodes row `i`.
+    /// Encodes row `i`. Optional values and leaves are encoded inline where a record or array
+    /// encodes a child; records, arrays and maps go through [`Enc::encode_nested`].
+    #[inline(always)]
     pub fn encode(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Enc::Opt(nulls, inner) => {
+                if nulls.is_some_and(|n| n.is_null(i)) {
+                    out.push(0);
+                    Ok(())
+                } else {
+                    out.push(2); // zigzag(1)
+                    inner.encode_value(i, out)
+                }
+            }
+            _ => self.encode_value(i, out),
+        }
+    }
+
+    /// [`Enc::encode`] of anything but an optional value.
+    #[inline(always)]
+    fn encode_value(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Enc::Int(v) => put_int(out, v[i]),
+            Enc::Long(v) => put_long(out, v[i]),
+            Enc::Bin(offs, data) => {
+                put_bytes(out, &data[offs[i] as usize..offs[i + 1] as usize]);
+            }
+            _ => return self.encode_nested(i, out),
+        }
+        Ok(())
+    }
+
+    /// [`Enc::encode`] of the encoders it does not handle inline.
+    #[inline(never)]
+    fn encode_nested(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
         match self {
             Enc::Null => out.push(0),
             Enc::Const(v) => put_long(out, *v),

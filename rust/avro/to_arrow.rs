@@ -190,14 +190,31 @@ impl Decoder {
     /// Decodes `count` values, reserving room for them after the first (sized by the averages
     /// seen so far) so the columns grow once per block instead of by repeated doubling.
     pub fn decode_many(&mut self, r: &mut Reader<'_>, count: usize) -> Result<()> {
+        self.decode_many_then(r, count, 0, 0)
+    }
+
+    /// [`Decoder::decode_many`] that also reserves room for about `later` more values expected
+    /// after this block, taking at most `later_bytes` bytes of input: the columns are then
+    /// sized once per file instead of regrown (and copied) block after block.
+    pub fn decode_many_then(
+        &mut self,
+        r: &mut Reader<'_>,
+        count: usize,
+        later: usize,
+        later_bytes: usize,
+    ) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
+        let start = r.remaining();
         self.root.decode(r)?;
         // Bounded by the bytes left: hostile counts were rejected by the container, and every
-        // value takes at least one byte unless the schema is empty.
-        let budget = r.remaining();
-        self.root.reserve((count - 1).min(budget), budget);
+        // value takes at least one byte unless the schema is empty. Later values are bounded
+        // by the bytes they may take, at the size of the first value.
+        let first = (start - r.remaining()).max(1);
+        let budget = r.remaining() + later_bytes;
+        let n = (count - 1).min(r.remaining()) + later.min(later_bytes / first);
+        self.root.reserve(n.min(budget), budget);
         for _ in 1..count {
             self.root.decode(r)?;
         }
@@ -398,8 +415,7 @@ fn decode_int_map(
                 v.reserve(c);
                 for _ in 0..c {
                     let (k, x) = if key_first {
-                        let k = r.int()?;
-                        (k, r.long()?)
+                        r.int_long()?
                     } else {
                         let x = r.long()?;
                         (r.int()?, x)
@@ -412,8 +428,7 @@ fn decode_int_map(
                 offs.reserve(c);
                 for _ in 0..c {
                     let (k, b) = if key_first {
-                        let k = r.int()?;
-                        (k, r.bytes()?)
+                        r.int_bytes()?
                     } else {
                         let b = r.bytes()?;
                         (r.int()?, b)
@@ -448,8 +463,7 @@ fn decode_int_map_kept(
             match values {
                 MapValues::Long(v) => {
                     let (k, x) = if key_first {
-                        let k = r.int()?;
-                        (k, r.long()?)
+                        r.int_long()?
                     } else {
                         let x = r.long()?;
                         (r.int()?, x)
@@ -461,8 +475,7 @@ fn decode_int_map_kept(
                 }
                 MapValues::Bin(offs, data) => {
                     let (k, b) = if key_first {
-                        let k = r.int()?;
-                        (k, r.bytes()?)
+                        r.int_bytes()?
                     } else {
                         let b = r.bytes()?;
                         (r.int()?, b)
@@ -513,8 +526,74 @@ fn decimal_from_be(b: &[u8]) -> Result<i128> {
     Ok(i128::from_be_bytes(a))
 }
 
+#[cold]
+fn union_branch(b: i64, branches: usize) -> Error {
+    Error::corrupt(format!(
+        "unknown union branch {b} (the union has {branches})"
+    ))
+}
+
 impl Node {
+    /// Decodes one value. Optional values and the common leaves (ints, longs, bytes and
+    /// strings) are decoded inline wherever a record or list decodes a child; everything else
+    /// goes through [`Node::decode_nested`], so only nested values cost a call.
+    #[inline(always)]
     fn decode(&mut self, r: &mut Reader<'_>) -> Result<()> {
+        match self {
+            Node::Opt {
+                null,
+                value,
+                branches,
+                inner,
+            } => {
+                let b = r.long()?;
+                if b >= 0 && b as usize == *value {
+                    inner.decode_value(r)
+                } else if b >= 0 && Some(b as usize) == *null {
+                    inner.push_null();
+                    Ok(())
+                } else {
+                    Err(union_branch(b, *branches))
+                }
+            }
+            _ => self.decode_value(r),
+        }
+    }
+
+    /// [`Node::decode`] of a value that is not a union.
+    #[inline(always)]
+    fn decode_value(&mut self, r: &mut Reader<'_>) -> Result<()> {
+        match self {
+            Node::I32(src, v, n) => {
+                v.push(if *src == Src::Int {
+                    r.int()?
+                } else {
+                    let x = r.long()?;
+                    i32::try_from(x)
+                        .map_err(|_| Error::corrupt(format!("value {x} out of the int range")))?
+                });
+                n.valid();
+            }
+            Node::I64(src, v, n) => {
+                v.push(read_i64(*src, r)?);
+                n.valid();
+            }
+            Node::Bin(src, offs, data, n) => {
+                let b = read_bytes(*src, r)?;
+                data.extend_from_slice(b);
+                let end = i32::try_from(data.len())
+                    .map_err(|_| Error::corrupt("binary column exceeds 2 GiB"))?;
+                offs.push(end);
+                n.valid();
+            }
+            _ => self.decode_nested(r)?,
+        }
+        Ok(())
+    }
+
+    /// [`Node::decode`] of the nodes it does not decode inline.
+    #[inline(never)]
+    fn decode_nested(&mut self, r: &mut Reader<'_>) -> Result<()> {
         match self {
             Node::Bool(v, n) => {
                 v.push(r.boolean()?);
@@ -581,9 +660,7 @@ impl Node {
                 } else if b >= 0 && Some(b as usize) == *null {
                     inner.push_null();
                 } else {
-                    return Err(Error::corrupt(format!(
-                        "unknown union branch {b} (the union has {branches})"
-                    )));
+                    return Err(union_branch(b, *branches));
                 }
             }
             Node::List {
@@ -739,7 +816,28 @@ impl Node {
         }
     }
 
+    /// Appends a null: inline for the common leaves, a call for the rest.
+    #[inline(always)]
     fn push_null(&mut self) {
+        match self {
+            Node::I32(_, v, n) => {
+                v.push(0);
+                n.null();
+            }
+            Node::I64(_, v, n) => {
+                v.push(0);
+                n.null();
+            }
+            Node::Bin(_, offs, _, n) => {
+                offs.push(*offs.last().unwrap_or(&0));
+                n.null();
+            }
+            _ => self.push_null_nested(),
+        }
+    }
+
+    #[inline(never)]
+    fn push_null_nested(&mut self) {
         match self {
             Node::Bool(v, n) => {
                 v.push(false);

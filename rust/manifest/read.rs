@@ -38,10 +38,28 @@ fn user_metadata(c: &Container<'_>) -> HashMap<String, String> {
         .collect()
 }
 
+/// The most input bytes a later block is assumed to inflate to per compressed byte, when
+/// sizing the columns for the whole file from the first block (honest manifests: about 2).
+const MAX_SIZING_RATIO: u64 = 4;
+
 fn decode_all(c: &mut Container<'_>, dec: &mut Decoder) -> Result<()> {
+    let (pending, pending_bytes, first_comp) = c.pending();
+    let mut first = true;
     while let Some((count, block)) = c.next_block()? {
         let mut r = Reader::new(block);
-        dec.decode_many(&mut r, count)?;
+        if first {
+            // Size the columns for the whole file once: the later blocks' records, and their
+            // bytes at this block's inflation ratio (at most MAX_SIZING_RATIO).
+            first = false;
+            let pending = pending.saturating_sub(count as u64);
+            let pending_bytes = pending_bytes.saturating_sub(first_comp);
+            let ratio = (block.len() as u64 / first_comp.max(1) + 1).min(MAX_SIZING_RATIO);
+            let later_bytes = usize::try_from(pending_bytes.saturating_mul(ratio)).unwrap_or(0);
+            let later = usize::try_from(pending).unwrap_or(0);
+            dec.decode_many_then(&mut r, count, later, later_bytes)?;
+        } else {
+            dec.decode_many(&mut r, count)?;
+        }
         if r.remaining() != 0 {
             return Err(Error::corrupt(format!(
                 "block of {count} records has {} trailing bytes",

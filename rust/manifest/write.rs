@@ -225,11 +225,53 @@ const BLOCK_BYTES: usize = 64 << 10;
 
 /// Writes a manifest; returns its bytes and the one-row `manifest_file` RecordBatch describing
 /// it (counts, partition summaries; `sequence_number` left null for the list writer to assign).
-pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u8>, RecordBatch)> {
-    let v = version_index(o.format_version)?;
+/// The spec's fields as JSON, the partition fields and the manifest's Avro schema.
+type Layout = (String, Vec<PartitionField>, String);
+
+/// What a [`Layout`] is computed from: format version, spec JSON, schema JSON.
+type LayoutKey = (u8, String, String);
+
+thread_local! {
+    /// The layouts of the last few (format version, spec, schema) written on this thread: the
+    /// manifests of one commit share them, and building the Avro schema costs more than a copy.
+    static LAYOUTS: std::cell::RefCell<Vec<(LayoutKey, Layout)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`Layout`] of a manifest written with `o`, through the per-thread cache.
+fn manifest_layout(o: &ManifestOptions) -> Result<Layout> {
+    let hit = LAYOUTS
+        .try_with(|c| {
+            c.borrow()
+                .iter()
+                .find(|((v, spec, schema), _)| {
+                    *v == o.format_version && *spec == o.spec_json && *schema == o.schema_json
+                })
+                .map(|(_, l)| l.clone())
+        })
+        .ok()
+        .flatten();
+    if let Some(l) = hit {
+        return Ok(l);
+    }
     let spec_fields = spec_fields_json(&o.spec_json)?;
     let partition = partition_fields(Some(&spec_fields), Some(&o.schema_json), None)?;
     let schema_json = manifest_avro_schema(o.format_version, &partition);
+    let layout = (spec_fields, partition, schema_json);
+    let _ = LAYOUTS.try_with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 4 {
+            c.remove(0);
+        }
+        let key = (o.format_version, o.spec_json.clone(), o.schema_json.clone());
+        c.push((key, layout.clone()));
+    });
+    Ok(layout)
+}
+
+pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u8>, RecordBatch)> {
+    let v = version_index(o.format_version)?;
+    let (spec_fields, partition, schema_json) = manifest_layout(o)?;
     let mut meta: Vec<(String, Vec<u8>)> = vec![
         ("schema".into(), o.schema_json.clone().into_bytes()),
         ("partition-spec".into(), spec_fields.into_bytes()),

@@ -11,6 +11,8 @@ need only the icefloe wheel and access to the table's storage.
   (:func:`register_functions` for SQL).
 - :mod:`icefloe.spark.schema`: Spark schemas from Iceberg schemas (field ids kept).
 - :func:`icefloe_errors`: executor failures re-raised with their icefloe type.
+- :func:`configure`: Spark's Arrow batch settings that make the exchange with executors
+  cheapest (:mod:`icefloe.spark.worker`).
 """
 
 from icefloe.spark.errors import icefloe_errors
@@ -18,9 +20,11 @@ from icefloe.spark.functions import register_functions
 from icefloe.spark.reading import read
 from icefloe.spark.rowlevel import delete, merge
 from icefloe.spark.schema import spark_schema
+from icefloe.spark.worker import configure
 from icefloe.spark.writing import write
 
 __all__ = [
+    "configure",
     "delete",
     "icefloe_errors",
     "merge",

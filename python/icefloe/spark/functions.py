@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe.exceptions import ValidationError
+from icefloe.spark.worker import prepare_worker
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,
@@ -61,6 +62,7 @@ def _col(c: Any) -> Any:
 
 def _transform_fn(t: Transform, out: pa.DataType | None) -> Any:
     def apply(values: pa.Array) -> pa.Array:
+        prepare_worker()
         result = t.apply(values)
         return result.cast(out) if out is not None and result.type != out else result
 

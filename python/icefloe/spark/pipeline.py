@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import icefloe
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
+from icefloe.spark.worker import ARROW_SETTINGS
 from icefloe.transforms import parse_transform
 from icefloe.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 
@@ -300,8 +301,9 @@ def run(spark: Any, rows: int, warehouse: Path) -> dict[str, Any]:
 
 
 def spark_session(master: str = "local[*]") -> Any:
-    """A local Spark session tuned for the pipeline (UTC, few shuffle partitions, large Arrow
-    batches); an active session is reused as it is."""
+    """A local Spark session tuned for the pipeline (UTC, few shuffle partitions, Arrow batch
+    settings of :data:`~icefloe.spark.worker.ARROW_SETTINGS`); an active session is reused as
+    it is."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -310,7 +312,7 @@ def spark_session(master: str = "local[*]") -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     cores = os.cpu_count() or 2
-    session = (
+    builder = (
         SparkSession.builder.master(master)
         .appName("icefloe-pipeline")
         .config("spark.ui.enabled", "false")
@@ -319,10 +321,11 @@ def spark_session(master: str = "local[*]") -> Any:
         .config("spark.sql.shuffle.partitions", str(max(2, cores)))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
     )
+    for key, value in ARROW_SETTINGS.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
 

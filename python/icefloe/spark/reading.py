@@ -31,6 +31,7 @@ from icefloe.scan.tasks import (
 )
 from icefloe.spark.errors import executor_errors
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
+from icefloe.spark.worker import prepare_worker
 from icefloe.table import Table
 from icefloe.types import NestedField, StructType
 
@@ -96,6 +97,7 @@ def _read_partition(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from icefloe.read import DeleteCache, read_task
 
+        prepare_worker()
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()

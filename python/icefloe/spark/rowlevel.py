@@ -33,6 +33,7 @@ from icefloe.scan.tasks import (
 from icefloe.spark.errors import executor_errors, icefloe_errors
 from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
+from icefloe.spark.worker import prepare_worker
 from icefloe.spark.writing import _cleanup, _job_tag, write_files
 from icefloe.table import Table
 from icefloe.types import StructType
@@ -68,6 +69,7 @@ def _matching_positions(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from icefloe.read import DeleteCache, read_task
 
+        prepare_worker()
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()
@@ -155,6 +157,7 @@ def _target_keys(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from icefloe.read import DeleteCache, read_task
 
+        prepare_worker()
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()

@@ -47,6 +47,7 @@ from icefloe.spark.errors import executor_errors, icefloe_errors
 from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
 from icefloe.spark.schema import spark_type
 from icefloe.spark.spark_input import from_spark
+from icefloe.spark.worker import prepare_worker
 from icefloe.table import Table
 from icefloe.transforms import (
     BucketTransform,
@@ -135,6 +136,7 @@ def _writer(
     data_columns = [c for c in columns if c not in LINEAGE]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_worker()
         with executor_errors():
             io = FileIO(io_properties)
             opts = WriteOptions(task_id=_task_id(tag))
@@ -237,6 +239,7 @@ def _rewriter(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from icefloe.read import DeleteCache, read_task
 
+        prepare_worker()
         with executor_errors():
             io = FileIO(io_properties)
             opts = WriteOptions(task_id=_task_id(tag))
