@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -111,6 +113,41 @@ def test_position_delete_file_for_one_data_file_read_by_stats(
     # A delete file for another data file only deletes nothing here.
     other = write_pos_deletes(tmp_path / "other.parquet", [("elsewhere", 3)])
     assert _ids(FileScanTask(a, (other,))) == list(range(100))
+
+
+def test_position_delete_files_of_other_data_files_are_not_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every task lists every position delete file (no referenced_data_file, as v2 writers
+    leave it): a task decodes only the one whose statistics name its data file, and the
+    result equals that of the full file_path index (the oracle)."""
+    from icefloe.read import deletes as rd
+
+    data = [write_data(tmp_path / f"d{i}.parquet", SCHEMA, ROWS) for i in range(4)]
+    pos = tuple(
+        write_pos_deletes(tmp_path / f"p{i}.parquet", [(df.file_path, i), (df.file_path, 90 + i)])
+        for i, df in enumerate(data)
+    )
+    tasks = [FileScanTask(df, pos) for df in data]
+    decoded: list[str] = []
+    real = rd._read_single_file_positions
+
+    def spy(io: FileIO, d: DeleteFileRef) -> Any:
+        decoded.append(Path(d.file_path).name)
+        return real(io, d)
+
+    monkeypatch.setattr(rd, "_read_single_file_positions", spy)
+    cache = DeleteCache()
+    got = [
+        [r["id"] for b in read_task(FileIO(), t, OPTS, cache) for r in b.to_pylist()] for t in tasks
+    ]
+    assert got == [[j for j in range(100) if j not in (i, 90 + i)] for i in range(4)]
+    assert decoded == ["p0.parquet", "p1.parquet", "p2.parquet", "p3.parquet"]
+    assert cache.loads == 4  # footers are kept apart and evict nothing
+    # Oracle: the same rows through the full (file_path, pos) index of every delete file.
+    monkeypatch.setattr(rd, "_single_data_file", lambda pf, col: None)
+    oracle = [_ids(t) for t in tasks]
+    assert oracle == got
 
 
 def test_equality_deletes_null_equals_null_and_mixed_id_sets(tmp_path: Path) -> None:
@@ -255,3 +292,64 @@ def test_fully_deleted_row_groups_are_not_read(
     assert t.column("_pos").to_pylist() == list(range(100))
     assert [i for i, d in enumerate(t.column("_deleted").to_pylist()) if d] == sorted([*gone, 5])
     assert asked == [[0, 1, 2, 3, 4]]
+
+
+@pytest.mark.parametrize("row_group_size", [None, 16])
+def test_positions_dropped_as_read_equal_the_marked_rows(
+    tmp_path: Path, row_group_size: int | None
+) -> None:
+    """Deleted positions are dropped from each batch as read (before projection); with every
+    kind of delete, a residual filter and _pos/_row_id/_file requested, the rows and their
+    metadata equal those that the _deleted path (every row read, deletes only marked) keeps."""
+    from icefloe.expressions.binding import bind
+    from icefloe.expressions.builder import col
+
+    rows = [{"id": i, "cat": None if i % 7 == 0 else f"c{i % 4}", "n": i % 5} for i in range(300)]
+    kw = {} if row_group_size is None else {"row_group_size": row_group_size}
+    df = write_data(tmp_path / "d.parquet", SCHEMA, rows, **kw)
+    df = DataFileRef(df.file_path, "parquet", 300, df.file_size_in_bytes, first_row_id=1000)
+    dv = write_dv(tmp_path / "dv.puffin", [*range(16, 32), 3, 99, 250, 299], df.file_path)
+    pos = write_pos_deletes(tmp_path / "pos.parquet", [(df.file_path, p) for p in (5, 6, 100)])
+    eq = write_eq_deletes(tmp_path / "eq.parquet", SCHEMA, (3,), [{"n": 4}])
+    residual = bind(SCHEMA, col("id") < 280)
+    task = FileScanTask(df, (dv, pos, eq), residual=residual)
+    meta = ("_file", "_pos", "_row_id")
+    got = read(task, ReadOptions(SCHEMA, metadata_columns=meta))
+    marked = read(task, ReadOptions(SCHEMA, metadata_columns=(*meta, "_deleted")))
+    oracle = marked.filter(pc.invert(marked.column("_deleted"))).drop_columns(["_deleted"])
+    assert got.equals(oracle)
+    deleted = {*range(16, 32), 3, 99, 250, 299, 5, 6, 100}
+    want = [i for i in range(280) if i not in deleted and i % 5 != 4]
+    assert got.column("_pos").to_pylist() == want
+    assert got.column("_row_id").to_pylist() == [1000 + i for i in want]
+    assert got.column("cat").to_pylist() == [rows[i]["cat"] for i in want]
+
+
+def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """String columns stored dictionary-encoded with a small dictionary are read as Arrow
+    dictionaries and decoded after the delete filter; the batches equal a plain read (the
+    oracle) exactly, types included. Plain-encoded columns and large dictionaries (which may
+    have fallen back to plain pages) are read plain."""
+    from icefloe.read import reader as rr
+
+    rows = [{"id": i, "cat": None if i % 9 == 0 else f"c{i % 6}", "n": i % 4} for i in range(500)]
+    dict_file = write_data(tmp_path / "dict.parquet", SCHEMA, rows, row_group_size=128)
+    plain_file = write_data(tmp_path / "plain.parquet", SCHEMA, rows, use_dictionary=False)
+    assert rr._dictionary_columns(pq.ParquetFile(dict_file.file_path), ["id", "cat"]) == ["cat"]
+    assert rr._dictionary_columns(pq.ParquetFile(plain_file.file_path), ["cat"]) == []
+    monkeypatch.setattr(rr, "MAX_DICTIONARY_PAGE", 8)
+    assert rr._dictionary_columns(pq.ParquetFile(dict_file.file_path), ["cat"]) == []
+    monkeypatch.undo()
+    dv = write_dv(tmp_path / "dv.puffin", [0, 1, 2, 200, 499], dict_file.file_path)
+    opts = ReadOptions(SCHEMA, metadata_columns=("_pos",))
+    tasks = [FileScanTask(dict_file), FileScanTask(dict_file, (dv,)), FileScanTask(plain_file)]
+    got = [read(t, opts) for t in tasks]
+    monkeypatch.setattr(rr, "_dictionary_columns", lambda pf, names: [])
+    oracle = [read(t, opts) for t in tasks]
+    for a, b in zip(got, oracle, strict=True):
+        assert a.schema == b.schema
+        assert a.equals(b)
+    assert got[1].num_rows == 495
+    assert pa.types.is_string(got[1].schema.field("cat").type)

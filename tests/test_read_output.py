@@ -25,7 +25,7 @@ from icefloe.read import (
     to_batches,
     to_pandas,
 )
-from icefloe.read.scan_output import iter_batches
+from icefloe.read.scan_output import iter_batches, max_tasks_ahead
 from icefloe.scan import DataFileRef, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
@@ -116,7 +116,67 @@ def test_workers_are_bounded(tmp_path: Path) -> None:
     reader = to_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=2)
     for _ in reader:
         seen.append(_reader_threads())
-    assert max(seen) <= 2
+    assert max(seen) <= max_tasks_ahead(2)
+
+
+def test_at_most_max_workers_tasks_decode_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read-ahead starts more threads than ``max_workers`` but only ``max_workers`` of them
+    produce batches at any moment (the others wait for a slot or on a full queue)."""
+    from icefloe.read import scan_output
+
+    active = [0]
+    worst = [0]
+    lock = threading.Lock()
+
+    def busy_batches(io: object, task: FileScanTask, options: object, cache: object) -> Any:
+        for i in range(6):
+            with lock:
+                active[0] += 1
+                worst[0] = max(worst[0], active[0])
+            time.sleep(0.001)
+            with lock:
+                active[0] -= 1
+            yield pa.record_batch({"id": pa.array([i], pa.int64())})
+
+    monkeypatch.setattr(scan_output, "read_task", busy_batches)
+    tasks = [FileScanTask(DataFileRef(f"x{i}.parquet")) for i in range(10)]
+    got = list(iter_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=2))
+    assert [b.column(0)[0].as_py() for b in got] == list(range(6)) * 10
+    assert worst[0] <= 2
+
+
+def test_later_tasks_read_ahead_while_an_earlier_task_is_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the consumer waits on task 0, task 1 filling its queue lends its slot, so tasks 2
+    and 3 are read meanwhile (the slot is not left idle); output stays in task order."""
+    from icefloe.read import scan_output
+
+    events: list[str] = []
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def batches(io: object, task: FileScanTask, options: object, cache: object) -> Any:
+        name = task.data_file.file_path
+        if name == "x0.parquet":
+            assert release.wait(10)
+        # x1 overfills its queue (and must lend its slot); x2 and x3 fit in theirs.
+        many = name in ("x0.parquet", "x1.parquet") or name >= "x4"
+        for i in range(scan_output.QUEUE_DEPTH + (3 if many else 0)):
+            yield pa.record_batch({"id": pa.array([i], pa.int64())})
+        with lock:
+            events.append(name)
+            if name == "x3.parquet":
+                release.set()
+
+    monkeypatch.setattr(scan_output, "read_task", batches)
+    tasks = [FileScanTask(DataFileRef(f"x{i}.parquet")) for i in range(6)]
+    got = list(iter_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=2))
+    assert len(got) == 6 * scan_output.QUEUE_DEPTH + 4 * 3
+    # x3 finished producing before x0 did: the read-ahead ran while task 0 was blocked.
+    assert events.index("x3.parquet") < events.index("x0.parquet")
 
 
 def test_error_in_a_later_task_names_file_and_gives_no_table(tmp_path: Path) -> None:
@@ -198,7 +258,7 @@ def test_memory_bound_batches_ahead_of_consumer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Workers stop producing when their queues are full: the batches produced but not yet
-    consumed never exceed max_workers x (QUEUE_DEPTH + 1)."""
+    consumed never exceed max_tasks_ahead(max_workers) x (QUEUE_DEPTH + 1)."""
     from icefloe.read import scan_output
 
     produced = [0]
@@ -221,4 +281,4 @@ def test_memory_bound_batches_ahead_of_consumer(
         with lock:
             worst = max(worst, produced[0] - consumed)
     assert consumed == 240
-    assert worst <= workers * (scan_output.QUEUE_DEPTH + 1)
+    assert worst <= scan_output.max_tasks_ahead(workers) * (scan_output.QUEUE_DEPTH + 1)

@@ -32,8 +32,14 @@ from icefloe.scan.tasks import (
 __all__ = ["DeleteCache", "TaskDeletes", "open_parquet"]
 
 
-def open_parquet(io: FileIO, path: str) -> pq.ParquetFile:
-    """Opens a Parquet file, mapping IO and format errors to typed errors naming it."""
+def open_parquet(
+    io: FileIO,
+    path: str,
+    read_dictionary: list[str] | None = None,
+    metadata: pq.FileMetaData | None = None,
+) -> pq.ParquetFile:
+    """Opens a Parquet file, mapping IO and format errors to typed errors naming it
+    (``read_dictionary`` columns read as Arrow dictionaries, ``metadata`` reused if given)."""
     try:
         handle = io.new_input(path).open()
     except IcebergError:
@@ -41,7 +47,7 @@ def open_parquet(io: FileIO, path: str) -> pq.ParquetFile:
     except OSError as e:
         raise FileIOError(f"cannot open {path}: {e}") from e
     try:
-        return pq.ParquetFile(handle)
+        return pq.ParquetFile(handle, read_dictionary=read_dictionary, metadata=metadata)
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptFileError(f"{path} is not a readable Parquet file: {e}") from e
 
@@ -50,15 +56,20 @@ class DeleteCache:
     """A small LRU of decoded delete files keyed by path (and blob offset for DVs).
 
     Thread-safe: tasks read in parallel share one cache, and a delete file wanted by several
-    threads at once is loaded by one of them while the others wait for it.
+    threads at once is loaded by one of them while the others wait for it. Small facts read
+    from delete file footers (which data file a position delete file names) are kept in
+    ``footers``, a separate, larger LRU, so they never evict decoded deletes.
     """
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, footer_capacity: int | None = 4096) -> None:
         self.capacity = capacity
         self._items: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[Any, threading.Lock] = {}
         self.loads = 0
+        self.footers = (
+            self if footer_capacity is None else DeleteCache(footer_capacity, footer_capacity=None)
+        )
 
     def get(self, key: Any, load: Callable[[], Any]) -> Any:
         """The cached value of ``key``, loading (and caching) it on a miss."""
@@ -154,24 +165,45 @@ def _single_data_file(pf: pq.ParquetFile, path_col: str) -> str | None:
         return None
 
 
-def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
-    pf = open_parquet(io, d.file_path)
-    ids = _columns_by_id(pf, d.file_path, None)
+def _position_columns(pf: pq.ParquetFile, path: str) -> tuple[str, str]:
+    ids = _columns_by_id(pf, path, None)
     names = pf.schema_arrow.names
     path_col = ids.get(DELETE_FILE_PATH_ID, "file_path" if "file_path" in names else None)
     pos_col = ids.get(DELETE_FILE_POS_ID, "pos" if "pos" in names else None)
     if path_col is None or pos_col is None:
-        raise ValidationError(f"position delete file {d.file_path} lacks file_path/pos columns")
+        raise ValidationError(f"position delete file {path} lacks file_path/pos columns")
+    return path_col, pos_col
+
+
+def _position_target(io: FileIO, d: DeleteFileRef) -> tuple[str | None]:
+    """From the footer alone: ``(data file,)`` when the statistics prove that every row of the
+    position delete file names that one data file, else ``(None,)``. Cheap (no column is
+    decoded), so a task whose delete files each name another data file skips them unread."""
+    pf = open_parquet(io, d.file_path)
+    path_col, _ = _position_columns(pf, d.file_path)
+    return (_single_data_file(pf, path_col),)
+
+
+def _read_single_file_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector:
+    """The positions of a position delete file whose rows all name one data file (read by its
+    ``pos`` column alone)."""
+    pf = open_parquet(io, d.file_path)
+    _, pos_col = _position_columns(pf, d.file_path)
+    try:
+        positions = pf.read(columns=[pos_col], use_threads=False).column(0)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptFileError(f"{d.file_path}: cannot read position deletes: {e}") from e
+    if positions.null_count:
+        raise ValidationError(f"position delete file {d.file_path} has null positions")
+    return DeletionVector.from_positions(positions)
+
+
+def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
+    """Every (data file, positions) of a position delete file."""
+    pf = open_parquet(io, d.file_path)
+    path_col, pos_col = _position_columns(pf, d.file_path)
     index = PositionDeleteIndex()
     try:
-        single = _single_data_file(pf, path_col)
-        if single is not None:
-            positions = pf.read(columns=[pos_col], use_threads=False).column(0)
-            if positions.null_count:
-                raise ValidationError(f"position delete file {d.file_path} has null positions")
-            dv = DeletionVector.from_positions(positions)
-            index.add_deletion_vector(single, dv)
-            return index
         for batch in pf.iter_batches(columns=[path_col, pos_col], batch_size=1 << 20):
             index.add(
                 pa.RecordBatch.from_arrays(
@@ -181,6 +213,24 @@ def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptFileError(f"{d.file_path}: cannot read position deletes: {e}") from e
     return index
+
+
+def _position_deletes_of(
+    io: FileIO, d: DeleteFileRef, data_path: str, cache: DeleteCache
+) -> DeletionVector | None:
+    """The positions that the position delete file ``d`` deletes from ``data_path``."""
+    (target,) = cache.footers.get(("pos-target", d.file_path), partial(_position_target, io, d))
+    if target is not None:
+        if target != data_path:
+            return None
+        dv: DeletionVector = cache.get(
+            ("pos-single", d.file_path), partial(_read_single_file_positions, io, d)
+        )
+        return dv
+    index: PositionDeleteIndex = cache.get(
+        ("pos", d.file_path), partial(_read_position_deletes, io, d)
+    )
+    return index.get(data_path)
 
 
 def _read_equality_deletes(io: FileIO, d: DeleteFileRef, mapping: NameMapping | None) -> pa.Table:
@@ -240,10 +290,10 @@ class TaskDeletes:
                     )
                 dv = cache.get(("dv", d.file_path, d.content_offset), partial(_read_dv, io, d))
             elif d.file_format == "parquet":
-                index = cache.get(("pos", d.file_path), partial(_read_position_deletes, io, d))
-                dv = index.get(data_path)
-                if dv is None:
+                found = _position_deletes_of(io, d, data_path, cache)
+                if found is None:
                     continue
+                dv = found
             else:
                 raise ValidationError(
                     f"position delete file {d.file_path} has unsupported format {d.file_format}"

@@ -5,6 +5,13 @@ compute the keep-mask of every delete that applies (deletion vectors, position d
 equality delete files: all in Rust), then the residual filter, then the requested columns and
 metadata columns. Delete files are read before the first batch, so a missing or corrupt delete
 file fails the read before any row is returned.
+
+Two things keep deletes cheap. Deleted positions (deletion vectors, position delete files) are
+applied to the file's batch as read, before projection, so only the surviving rows are
+projected and copied. And string/binary columns that the file stores dictionary-encoded (every
+row group with a small dictionary page) are read as Arrow dictionaries and decoded after that
+filter: the filter then moves 4-byte indices instead of strings, and decoding a dictionary (a
+``take``) is cheaper than pyarrow's direct string decoding anyway.
 """
 
 from __future__ import annotations
@@ -48,6 +55,10 @@ from icefloe.types import IcebergType, NestedField, StructType
 __all__ = ["output_schema", "read_task", "read_tasks"]
 
 BATCH_SIZE = 131_072
+
+#: A column chunk whose dictionary page is larger (compressed) may have outgrown its dictionary
+#: and fallen back to plain pages, which pyarrow would hash back into a dictionary: read it plain.
+MAX_DICTIONARY_PAGE = 64 * 1024
 
 
 def _referenced_ids(expr: BooleanExpression) -> set[int]:
@@ -170,11 +181,14 @@ class _TaskReader:
         if prune is not None and not prune.trivial:
             out = [g for g in out if prune.might_match(g[0])]
         if deleted is not None:
-            # Row groups whose every row is deleted are not read at all.
+            # Row groups whose every row is deleted are not read at all (only a group with no
+            # more rows than the file has deletes can be; the others need no mask).
+            total = deleted.cardinality
             out = [
                 g
                 for g in out
-                if deleted.keep_mask(g[1], meta.row_group(g[0]).num_rows).true_count > 0
+                if (rows := meta.row_group(g[0]).num_rows) > total
+                or deleted.keep_mask(g[1], rows).true_count > 0
             ]
         return out
 
@@ -242,10 +256,28 @@ class _TaskReader:
 
         prune = None if filter_expr is None else RowGroupFilter(pf.metadata, file_schema, residual)
         skip_deleted = None if keep_deleted else deletes.positions
-        for batch, base in self._batches(pf, read_names, prune, skip_deleted):
+        # Deleted positions are dropped from the batch as read (unless _deleted marks them).
+        early = skip_deleted
+        need_rows = POS in wanted_meta or ROW_ID in wanted_meta
+        dict_cols = _dictionary_columns(pf, read_names)
+        for batch, base in self._batches(pf, read_names, prune, skip_deleted, dict_cols):
             n = batch.num_rows
             if n == 0:
                 continue
+            rows: np.ndarray[Any, Any] | None = None  # file positions, when not base + range(n)
+            if early is not None:
+                pos_keep = early.keep_mask(base, n)
+                kept = pos_keep.true_count
+                if kept == 0:
+                    continue
+                if kept < n:
+                    if need_rows:
+                        mask = pos_keep.to_numpy(zero_copy_only=False)
+                        rows = np.flatnonzero(mask).astype(np.int64) + base
+                    batch = _native.filter_batch(batch, pos_keep)
+                    n = kept
+            if dict_cols:
+                batch = _decode_dictionaries(batch, dict_cols)
             by_name = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
 
             def file_col(fid: int, by_name: dict[str, pa.Array] = by_name) -> pa.Array | None:
@@ -258,7 +290,7 @@ class _TaskReader:
                 project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields
             ]
             wb = _make_batch(work_cols, work_arrow, n)
-            keep = self._keep_mask(deletes, wb, work, file_col, base, n)
+            keep = self._keep_mask(deletes, wb, work, file_col, base, n, early is None)
             out_cols: list[pa.Array] = []
             for f in projected.fields:
                 idx = work_arrow.get_field_index(f.name)
@@ -267,11 +299,10 @@ class _TaskReader:
                 else:
                     out_cols.append(project_field(file_col(f.field_id), f, n, self.path, constants))
             for mf in meta_fields:
-                out_cols.append(self._metadata_column(mf, n, base, keep, file_col))
+                out_cols.append(self._metadata_column(mf, n, base, rows, keep, file_col))
             out = _make_batch(out_cols, out_schema, n)
             if keep is not None and not keep_deleted:
-                # In Rust, all columns in one pass with the GIL released (the selection is
-                # analysed once for every column, and long runs are copied as slices).
+                # In Rust, all columns in one pass with the GIL released.
                 out = _native.filter_batch(out, keep)
                 if filter_expr is not None:
                     wb = _native.filter_batch(wb, keep)
@@ -286,9 +317,13 @@ class _TaskReader:
         names: list[str],
         prune: RowGroupFilter | None = None,
         deleted: DeletionVector | None = None,
+        dict_cols: list[str] | None = None,
     ) -> Iterator[tuple[pa.RecordBatch, int]]:
-        """Batches of the split's row groups with the file position of their first row."""
+        """Batches of the split's row groups with the file position of their first row
+        (``dict_cols`` read as Arrow dictionaries)."""
         groups = self._select_rows_groups(pf, prune, deleted)
+        if dict_cols and groups:
+            pf = open_parquet(self.io, self.path, read_dictionary=dict_cols, metadata=pf.metadata)
         # Consecutive row groups are read in one pass.
         runs: list[list[tuple[int, int]]] = []
         for g in groups:
@@ -319,9 +354,12 @@ class _TaskReader:
         file_col: Any,
         base: int,
         n: int,
+        positions: bool = True,
     ) -> pa.Array | None:
+        """The keep-mask of the batch: equality deletes, and deleted positions unless they
+        were already dropped (``positions`` false)."""
         keep: pa.Array | None = None
-        if deletes.positions is not None:
+        if positions and deletes.positions is not None:
             keep = deletes.positions.keep_mask(base, n)
         if deletes.equality is not None:
             arrays = []
@@ -343,17 +381,21 @@ class _TaskReader:
         mf: NestedField,
         n: int,
         base: int,
+        rows: np.ndarray[Any, Any] | None,
         keep: pa.Array | None,
         file_col: Any,
     ) -> pa.Array:
+        """Metadata column ``mf`` of a batch whose rows sit at file positions ``rows`` (or
+        ``base + range(n)`` when ``rows`` is None)."""
         df = self.task.data_file
+        positions = np.arange(base, base + n, dtype=np.int64) if rows is None else rows
         name = mf.name
         if name == FILE:
             return constant_array(df.file_path, mf.field_type, pa.string(), n)
         if name == SPEC_ID:
             return constant_array(self.spec_id, mf.field_type, pa.int32(), n)
         if name == POS:
-            return pa.array(np.arange(base, base + n, dtype=np.int64))
+            return pa.array(positions)
         if name == DELETED:
             if keep is None:
                 return constant_array(False, mf.field_type, pa.bool_(), n)
@@ -362,11 +404,7 @@ class _TaskReader:
             return self._partition_column(mf, n)
         if name == ROW_ID:
             stored = file_col(METADATA_COLUMNS[ROW_ID])
-            inherited = (
-                None
-                if df.first_row_id is None
-                else pa.array(np.arange(base, base + n, dtype=np.int64) + df.first_row_id)
-            )
+            inherited = None if df.first_row_id is None else pa.array(positions + df.first_row_id)
             return _fill(stored, inherited, n)
         if name == LAST_UPDATED_SEQUENCE_NUMBER:
             stored = file_col(METADATA_COLUMNS[LAST_UPDATED_SEQUENCE_NUMBER])
@@ -397,6 +435,46 @@ def _make_batch(columns: list[pa.Array], schema: pa.Schema, n: int) -> pa.Record
     if columns:
         return pa.RecordBatch.from_arrays(columns, schema=schema)
     return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["_"]).select([])
+
+
+def _dictionary_columns(pf: pq.ParquetFile, names: list[str]) -> list[str]:
+    """The top-level string/binary columns among ``names`` stored dictionary-encoded in every
+    row group with a small dictionary page (see :data:`MAX_DICTIONARY_PAGE`)."""
+    meta = pf.metadata
+    if meta.num_row_groups == 0:
+        return []
+    schema = pf.schema_arrow
+    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    out: list[str] = []
+    for name in names:
+        i = schema.get_field_index(name)
+        leaf = leaves.get(name)
+        if i < 0 or leaf is None or schema.field(i).type not in (pa.string(), pa.binary()):
+            continue
+        for g in range(meta.num_row_groups):
+            col = meta.row_group(g).column(leaf)
+            start = col.dictionary_page_offset
+            if (
+                not col.has_dictionary_page
+                or not start
+                or not 0 < col.data_page_offset - start <= MAX_DICTIONARY_PAGE
+            ):
+                break
+        else:
+            out.append(name)
+    return out
+
+
+def _decode_dictionaries(batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
+    """``batch`` with the columns ``names`` (read as dictionaries) decoded to plain arrays."""
+    cols = batch.columns
+    schema = batch.schema
+    for name in names:
+        i = schema.get_field_index(name)
+        if i >= 0 and pa.types.is_dictionary(cols[i].type):
+            cols[i] = cols[i].dictionary_decode()
+            schema = schema.set(i, schema.field(i).with_type(cols[i].type))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def _fill(stored: pa.Array | None, inherited: pa.Array | None, n: int) -> pa.Array:

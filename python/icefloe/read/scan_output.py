@@ -2,10 +2,13 @@
 
 All of them work over planned tasks (``io``, ``tasks``, ``options``), so ``TableScan`` only
 delegates here. Files are read by worker threads (pyarrow's Parquet decoding and icefloe's Rust
-keep-masks release the GIL), at most ``max_workers`` tasks at a time, and each worker hands its
-batches to the consumer through a small bounded queue: memory stays bounded by
-``max_workers x (QUEUE_DEPTH + 1)`` batches however large the table is, and batches come out in
-task order. The schema is known before the first file is opened.
+keep-masks release the GIL). Each task hands its batches to the consumer through a small bounded
+queue, and batches come out in task order. At most ``max_workers`` tasks decode at once (a
+semaphore of "slots"), but up to ``READ_AHEAD x max_workers`` tasks may be started ahead of the
+consumer: a task whose queue is full (the consumer is still on an earlier task) gives its slot
+to a later task instead of idling a core. Memory stays bounded by
+``READ_AHEAD x max_workers x (QUEUE_DEPTH + 1)`` batches however large the table is. The schema
+is known before the first file is opened.
 
 A failure (missing or corrupt file, schema conflict) is raised by the reader when the consumer
 reaches that task; ``to_arrow`` and ``count`` therefore never return a partial result.
@@ -35,8 +38,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "QUEUE_DEPTH",
+    "READ_AHEAD",
     "count",
     "default_workers",
+    "max_tasks_ahead",
     "scan_options",
     "scan_schema",
     "to_arrow",
@@ -46,6 +51,9 @@ __all__ = [
 
 #: Batches a worker may have ready before it waits for the consumer.
 QUEUE_DEPTH = 2
+
+#: Tasks that may be started ahead of the consumer, per worker slot.
+READ_AHEAD = 2
 
 
 def default_workers() -> int:
@@ -104,6 +112,13 @@ def _put(q: queue.Queue[Any], item: Any, stop: threading.Event) -> bool:
     return False
 
 
+def _acquire(slots: threading.Semaphore, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        if slots.acquire(timeout=0.05):
+            return True
+    return False
+
+
 def _worker(
     io: FileIO,
     task: FileScanTask,
@@ -111,14 +126,41 @@ def _worker(
     cache: DeleteCache,
     q: queue.Queue[Any],
     stop: threading.Event,
+    slots: threading.Semaphore,
 ) -> None:
+    """Reads ``task`` into ``q`` while holding one of the decode ``slots``; while ``q`` is full
+    (the consumer is on an earlier task) the slot is lent to another task."""
+    if not _acquire(slots, stop):
+        return
+    held = True
     try:
         for batch in read_task(io, task, options, cache):
-            if not _put(q, batch, stop):
+            try:
+                q.put_nowait(batch)
+                continue
+            except queue.Full:
+                pass
+            slots.release()
+            held = False
+            if not _put(q, batch, stop) or not _acquire(slots, stop):
                 return
+            held = True
+        slots.release()
+        held = False
         _put(q, _DONE, stop)
     except BaseException as e:  # handed to the consumer, which re-raises it
+        if held:
+            slots.release()
+            held = False
         _put(q, _Failed(e), stop)
+    finally:
+        if held:
+            slots.release()
+
+
+def max_tasks_ahead(workers: int) -> int:
+    """Tasks started but not yet consumed, at most, with ``workers`` decode slots."""
+    return READ_AHEAD * workers
 
 
 def iter_batches(
@@ -129,7 +171,8 @@ def iter_batches(
     max_workers: int | None = None,
     cache: DeleteCache | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The batches of every task, in task order, reading up to ``max_workers`` files at once."""
+    """The batches of every task, in task order, decoding up to ``max_workers`` files at once
+    (and starting up to ``max_tasks_ahead(max_workers)`` ahead of the consumer)."""
     options = scan_options(options)
     cache = cache if cache is not None else DeleteCache()
     workers = default_workers() if max_workers is None else max_workers
@@ -141,6 +184,7 @@ def iter_batches(
             yield from read_task(io, task, options, cache)
         return
     stop = threading.Event()
+    slots = threading.Semaphore(workers)
     queues: list[queue.Queue[Any]] = []
     threads: list[threading.Thread] = []
 
@@ -148,7 +192,7 @@ def iter_batches(
         q: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_DEPTH)
         t = threading.Thread(
             target=_worker,
-            args=(io, todo[i], options, cache, q, stop),
+            args=(io, todo[i], options, cache, q, stop, slots),
             name=f"icefloe-read-{i}",
             daemon=True,
         )
@@ -157,7 +201,7 @@ def iter_batches(
         t.start()
 
     try:
-        for i in range(min(workers, len(todo))):
+        for i in range(min(max_tasks_ahead(workers), len(todo))):
             start(i)
         for i in range(len(todo)):
             q = queues[i]
