@@ -304,6 +304,11 @@ def _filter_batch_data(rows: list[tuple[int | None, str | None, bool]]) -> pa.Re
             ),
             "l": pa.array([None if r[1] is None else [r[0], r[0]] for r in rows]),
             "m": pa.array([[("k", r[0])] for r in rows], pa.map_(pa.string(), pa.int64())),
+            # Imported with a layout-only check (no key re-validation): keys copied by position.
+            "d": pa.array([r[1] for r in rows], pa.string()).dictionary_encode(),
+            "i32": pa.array(ints, pa.int32()),
+            "ts": pa.array(ints, pa.timestamp("us")),
+            "b": pa.array([None if r[0] is None else r[0] > 0 for r in rows], pa.bool_()),
         }
     )
 
@@ -343,3 +348,8 @@ def test_filter_batch_errors_and_empty_schema() -> None:
         _native.filter_batch(batch, pa.array([1, 2, 3]))
     no_cols = batch.select([])
     assert _native.filter_batch(no_cols, pa.array([True, False, True])).num_rows == 2
+    # Columns whose kernels follow offsets are still validated in full on import.
+    offsets = pa.array([0, 1, 2], pa.int32()).buffers()[1]
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"\xff\xfe")])
+    with pytest.raises(ValidationError, match="UTF8"):
+        _native.filter_batch(pa.record_batch({"s": bad}), pa.array([True, False]))

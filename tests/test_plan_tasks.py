@@ -154,3 +154,58 @@ def test_distinct_partitions_reconstruct_every_row(rows: list[tuple[object, ...]
         # NaN != NaN: compare the representations (which tell -0.0 from 0.0 too)
         assert repr(g) == repr(e)
     assert len(distinct) == len({repr(e) for e in expected}) or len(rows) == 0
+
+
+UNPART = PartitionSpec(spec_id=1)
+BY_ID = PartitionSpec(PartitionField(1, 1001, IdentityTransform(), "id"), spec_id=2)
+
+
+def _evolved(tmp_path: Path) -> HandTable:
+    """Manifests of three specs in the order unpartitioned, by cat, by id: the partition union
+    of the plan table grows batch after batch."""
+    t = HandTable(tmp_path, SCHEMA, [BY_CAT, UNPART, BY_ID], 2)
+    t.commit([(1, 0, [entry("u0"), entry("u1", record_count=3)])])
+    t.commit([(0, 0, [entry("c0", {"cat": "x"}), entry("c1", {"cat": None})])])
+    t.commit([(2, 0, [entry("i0", {"id": 7}, file_format="PARQUET")])])
+    return t
+
+
+@pytest.mark.parametrize("evolved", [False, True])
+@pytest.mark.parametrize("row_filter", ["true", "cat = 'x'", "id >= 250", "cat is null or id < 30"])
+def test_streamed_plan_table_equals_the_columnar_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row_filter: str, evolved: bool
+) -> None:
+    monkeypatch.setattr(planner, "_CHUNK", 1)  # one batch per chunk: conversion runs ahead
+    t = _evolved(tmp_path) if evolved else _table(tmp_path)
+    calls: list[int] = []
+    real = columnar._batch_columns
+
+    def counted(b: pa.RecordBatch, union: pa.StructType) -> dict[str, pa.Array]:
+        calls.append(b.num_rows)
+        return real(b, union)
+
+    monkeypatch.setattr(columnar, "_batch_columns", counted)
+    streamed = TableScan(t, row_filter=row_filter).plan_table()
+    n_batches = len(calls)
+    # the oracle: a planned scan converts its whole plan at the end
+    scan = TableScan(t, row_filter=row_filter)
+    plan = scan.plan()
+    calls.clear()
+    expected = scan.plan_table()
+    assert len(calls) == len(plan.batches) == n_batches  # the stream converted every batch
+    assert streamed.schema.equals(expected.schema, check_metadata=True)
+    assert streamed.equals(expected)
+    assert streamed.num_rows == sum(b.entries.num_rows for b in plan.batches)
+    if evolved and row_filter == "true":
+        assert sorted(f.name for f in streamed.schema.field("partition").type) == ["cat", "id"]
+        rows = streamed.select(["file_path", "partition", "file_format"]).to_pylist()
+        assert {r["file_path"]: r["partition"] for r in rows}["i0"] == {"cat": None, "id": 7}
+        assert {r["file_format"] for r in rows} == {"parquet"}
+
+
+def test_stream_missing_batches_falls_back(tmp_path: Path) -> None:
+    scan = TableScan(_table(tmp_path))
+    plan = scan.plan()
+    stream = columnar.TableStream()
+    stream(plan.batches[0], plan.residuals)  # saw only the first batch: not used
+    assert columnar.plan_to_table(plan, None, stream).equals(columnar.plan_to_table(plan))

@@ -3,7 +3,7 @@
 
 use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch};
 use arrow_data::ArrayData;
-use arrow_pyarrow::PyArrowType;
+use arrow_pyarrow::{FromPyArrowUnchecked, PyArrowType};
 use arrow_schema::DataType;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -164,13 +164,38 @@ fn keep_mask_from_positions(
     })
 }
 
+/// Imports a pyarrow record batch for the filter kernel. The checked import re-validates
+/// every value (dictionary keys against their dictionary, UTF-8, offsets), an O(n) pass that
+/// cost as much as the filter itself on dictionary columns. The filter copies fixed-width
+/// values, validity bits and dictionary keys by position and never follows them, so for those
+/// columns the layout check (buffer sizes, children) is enough; columns whose kernels follow
+/// offsets or views (strings, binaries, lists, ...) are still validated fully.
+fn import_batch_for_filter(batch: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
+    // Safety: every column is checked below before any kernel reads it.
+    let batch = unsafe { RecordBatch::from_pyarrow_bound_unchecked(batch)? };
+    guard(|| {
+        for col in batch.columns() {
+            let data = col.to_data();
+            let dt = data.data_type();
+            if dt.is_primitive() || matches!(dt, DataType::Boolean | DataType::Dictionary(_, _)) {
+                data.validate()?;
+            } else {
+                data.validate_full()?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(batch)
+}
+
 /// The rows of `batch` where the boolean array `keep` is true, all columns in one pass.
 #[pyfunction]
 fn filter_batch(
     py: Python<'_>,
-    batch: PyArrowType<RecordBatch>,
+    batch: &Bound<'_, PyAny>,
     keep: PyArray,
 ) -> PyResult<PyArrowType<RecordBatch>> {
+    let batch = PyArrowType(import_batch_for_filter(batch)?);
     guard(|| {
         if keep.0.data_type() != &DataType::Boolean {
             return Err(Error::validation(format!(

@@ -46,7 +46,14 @@ from icefloe.metadata import TableMetadata
 from icefloe.scan.planner import EQUALITY_DELETES, Plan, PlannedBatch
 from icefloe.scan.tasks import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask
 
-__all__ = ["TaskStream", "gc_paused", "plan_to_table", "plan_to_tasks", "split_ranges"]
+__all__ = [
+    "TableStream",
+    "TaskStream",
+    "gc_paused",
+    "plan_to_table",
+    "plan_to_tasks",
+    "split_ranges",
+]
 
 
 def _col(batch: pa.RecordBatch, name: str) -> list[Any]:
@@ -359,17 +366,28 @@ def _python_tasks(
     return tasks
 
 
+def _add_partition_fields(
+    fields: dict[int, pa.Field], names: set[str], partition: pa.StructType
+) -> bool:
+    """Adds the fields of a batch's partition type not yet in ``fields`` (by field id, in
+    order of first appearance; a repeated name gets its field id appended); True if any."""
+    added = False
+    for f in partition:
+        fid = int((f.metadata or {}).get(b"field_id", b"-1"))
+        if fid in fields:
+            continue
+        name = f.name if f.name not in names else f"{f.name}_{fid}"
+        names.add(name)
+        fields[fid] = pa.field(name, f.type, nullable=True, metadata=f.metadata)
+        added = True
+    return added
+
+
 def _union_partition_type(plan: Plan) -> pa.StructType:
     fields: dict[int, pa.Field] = {}
     names: set[str] = set()
     for pb in plan.batches:
-        for f in pb.entries.schema.field("partition").type:
-            fid = int((f.metadata or {}).get(b"field_id", b"-1"))
-            if fid in fields:
-                continue
-            name = f.name if f.name not in names else f"{f.name}_{fid}"
-            names.add(name)
-            fields[fid] = pa.field(name, f.type, nullable=True, metadata=f.metadata)
+        _add_partition_fields(fields, names, pb.entries.schema.field("partition").type)
     return pa.struct(list(fields.values()))
 
 
@@ -428,45 +446,84 @@ def _deletes_struct(plan: Plan) -> pa.StructArray:
     return out
 
 
-def plan_to_table(plan: Plan, metadata: TableMetadata | None = None) -> pa.Table:
-    """The planned tasks as one Arrow table (columns in the module docstring)."""
+_TABLE_TYPES = {
+    "file_path": pa.string(),
+    "file_format": pa.string(),
+    "record_count": pa.int64(),
+    "file_size_in_bytes": pa.int64(),
+    "data_sequence_number": pa.int64(),
+    "file_sequence_number": pa.int64(),
+    "first_row_id": pa.int64(),
+    "split_offsets": pa.list_(pa.int64()),
+}
+_TABLE_SOURCE = {"data_sequence_number": "sequence_number"}
+
+
+def _batch_columns(b: pa.RecordBatch, union: pa.StructType) -> dict[str, pa.Array]:
+    """One planned batch's columns of :func:`plan_to_table` but ``spec_id`` and ``residual``:
+    cast only where the batch's type differs, the partition widened to ``union``."""
+    names = b.schema.names
+    out: dict[str, pa.Array] = {"partition": _to_union(b.column("partition"), union)}
+    for k, t in _TABLE_TYPES.items():
+        name = _TABLE_SOURCE.get(k, k)
+        if name not in names:
+            out[k] = pa.nulls(b.num_rows, t)
+            continue
+        c = b.column(name)
+        c = c if c.type == t else c.cast(t)
+        out[k] = pc.utf8_lower(c) if k == "file_format" else c
+    return out
+
+
+class TableStream:
+    """Converts the batches of a plan without delete files to the columns of
+    :func:`plan_to_table` as the planner hands them over (``on_batch`` of
+    :func:`icefloe.scan.planner.plan`), so the conversion overlaps the decode of the next
+    manifests; pass it to :func:`plan_to_table`, which uses its columns when :attr:`batches`
+    counts every batch of the plan."""
+
+    def __init__(self) -> None:
+        self._fields: dict[int, pa.Field] = {}
+        self._names: set[str] = set()
+        self.union = pa.struct([])
+        # per batch: the partition union it was converted with, and its columns
+        self.columns: list[tuple[pa.StructType, dict[str, pa.Array]]] = []
+        self.batches = 0
+
+    def __call__(self, pb: PlannedBatch, residuals: Sequence[BooleanExpression]) -> None:
+        del residuals
+        b = pb.entries
+        if _add_partition_fields(self._fields, self._names, b.schema.field("partition").type):
+            self.union = pa.struct(list(self._fields.values()))
+        self.columns.append((self.union, _batch_columns(b, self.union)))
+        self.batches += 1
+
+
+def plan_to_table(
+    plan: Plan, metadata: TableMetadata | None = None, stream: TableStream | None = None
+) -> pa.Table:
+    """The planned tasks as one Arrow table (columns in the module docstring); ``stream``, if
+    it saw every batch of ``plan``, holds their columns already converted."""
     del metadata
     union = _union_partition_type(plan)
-    types = {
-        "file_path": pa.string(),
-        "file_format": pa.string(),
-        "spec_id": pa.int32(),
-        "partition": union,
-        "record_count": pa.int64(),
-        "file_size_in_bytes": pa.int64(),
-        "data_sequence_number": pa.int64(),
-        "file_sequence_number": pa.int64(),
-        "first_row_id": pa.int64(),
-        "split_offsets": pa.list_(pa.int64()),
-    }
-    source = {"data_sequence_number": "sequence_number"}
+    types: dict[str, pa.DataType] = {**_TABLE_TYPES, "partition": union}
+    done = stream.columns if stream is not None and stream.batches == len(plan.batches) else None
     # columns stay chunked (one chunk per planned batch: no concatenation of a million paths);
     # a batch's column is cast only where its type differs, whole columns are computed once
     columns: dict[str, list[pa.Array]] = {k: [] for k in types}
-    for pb in plan.batches:
-        b = pb.entries
-        names = b.schema.names
-        for k, t in types.items():
-            if k == "spec_id":
-                continue
-            if k == "partition":
-                columns[k].append(_to_union(b.column("partition"), union))
-                continue
-            name = source.get(k, k)
-            if name not in names:
-                columns[k].append(pa.nulls(b.num_rows, t))
-                continue
-            c = b.column(name)
-            columns[k].append(c if c.type == t else c.cast(t))
+    for i, pb in enumerate(plan.batches):
+        if done is None:
+            cols = _batch_columns(pb.entries, union)
+        else:
+            seen, cols = done[i]
+            if not seen.equals(union, check_metadata=True):
+                # converted before later batches added partition fields
+                cols = {**cols, "partition": _to_union(pb.entries.column("partition"), union)}
+        for k in types:
+            columns[k].append(cols[k])
     arrays: dict[str, pa.Array | pa.ChunkedArray] = {
-        k: pa.chunked_array(v, types[k]) for k, v in columns.items() if k != "spec_id"
+        k: pa.chunked_array(v, types[k]) for k, v in columns.items()
     }
-    arrays["file_format"] = pc.utf8_lower(arrays["file_format"])
     counts = [pb.entries.num_rows for pb in plan.batches]
     arrays["spec_id"] = pa.array(
         np.repeat(np.array([pb.spec_id for pb in plan.batches], dtype=np.int32), counts)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,7 +57,9 @@ __all__ = ["Plan", "PlannedBatch", "SpecFilters", "plan"]
 #: Content codes of manifests and manifest entries.
 DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
 #: Data manifests decoded per round (bounds the memory of decoded but not yet pruned entries).
-_CHUNK = 32
+_CHUNK = 16
+#: Chunks of data manifests decoding at once, ahead of the one being planned.
+_AHEAD = 2
 #: Field id of the ``file_path`` column of position delete files (its bounds name data files).
 DELETE_FILE_PATH_ID = 2**31 - 1 - 101
 
@@ -300,11 +303,12 @@ Pending = dict[str, "Future[bytes]"]
 
 
 def _read_all(read: Reader, paths: Sequence[str], pending: Pending | None = None) -> list[bytes]:
-    futures = [
-        (pending.pop(p) if pending is not None and p in pending else None)
-        or _pool().submit(read, p)
-        for p in paths
-    ]
+    def started(p: str) -> Future[bytes]:
+        # pop with a default: two chunks decode at once (a path listed twice is read twice)
+        f: Future[bytes] | None = pending.pop(p, None) if pending is not None else None
+        return f if f is not None else _pool().submit(read, p)
+
+    futures = [started(p) for p in paths]
     return [f.result() for f in futures]
 
 
@@ -616,14 +620,19 @@ def plan(
         specs = data_specs[lo : lo + step]
         return _kept(decoded, specs, spec_filters, metrics_json, threads, DATA_COLUMNS)
 
-    # chunk k + 1 decodes and is pruned (GIL released) while the residuals of chunk k are
-    # computed and its batches handed to on_batch; the prefetch bookkeeping (``pending``) is
-    # touched by one decode at a time (SpecFilters of every spec exist since step 1)
-    ahead = start(0)
+    # chunks k + 1 and k + 2 decode and are pruned (GIL released, both on the rayon pool, so
+    # one chunk's last manifests overlap the next chunk's first) while the residuals of chunk k
+    # are computed and its batches handed to on_batch; decodes pop disjoint reads from
+    # ``pending`` (SpecFilters of every spec exist since step 1). A limit decodes one chunk at
+    # a time.
+    depth = 1 if early else _AHEAD
+    ahead = deque(f for f in (start(i * step) for i in range(depth)) if f is not None)
     for lo in range(0, data_manifests.num_rows, step):
-        assert ahead is not None
-        kept_data = ahead.result()
-        ahead = start(lo + step) if not early else None
+        kept_data = ahead.popleft().result()
+        if not early:
+            nxt = start(lo + depth * step)
+            if nxt is not None:
+                ahead.append(nxt)
         for sid, kept in zip(data_specs[lo : lo + step], kept_data, strict=True):
             if not kept.num_rows:
                 continue
@@ -641,7 +650,9 @@ def plan(
         if early and limit is not None and enough >= limit:
             break
         if early:
-            ahead = start(lo + step)
+            nxt = start(lo + step)
+            if nxt is not None:
+                ahead.append(nxt)
     result.residuals = list(residual_ids)
 
     # 4. delete matching (Rust) and the duplicate-path check

@@ -36,7 +36,13 @@ from icefloe.manifest import read_manifest_list
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_cache
-from icefloe.scan.columnar import TaskStream, gc_paused, plan_to_table, plan_to_tasks
+from icefloe.scan.columnar import (
+    TableStream,
+    TaskStream,
+    gc_paused,
+    plan_to_table,
+    plan_to_tasks,
+)
 from icefloe.scan.planner import Plan, PlannedBatch, legacy_manifest_list, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
@@ -330,6 +336,12 @@ class TableScan:
     def plan_table(self) -> pa.Table:
         """The tasks of :meth:`plan_files` as one Arrow table (see
         :func:`icefloe.scan.columnar.plan_to_table`)."""
+        if self._plan is None:
+            # a new plan without delete files converts its batches while later manifests decode
+            stream = TableStream()
+            with gc_paused():
+                planned = self._run_plan(on_batch=stream)
+            return plan_to_table(planned, self.metadata, stream)
         return plan_to_table(self.plan(), self.metadata)
 
     # -- reading ---------------------------------------------------------------------------------
