@@ -595,22 +595,10 @@ impl Node {
     #[inline(never)]
     fn decode_nested(&mut self, r: &mut Reader<'_>) -> Result<()> {
         match self {
+            // decoded inline by `decode_value`, which is the only caller
+            Node::I32(..) | Node::I64(..) | Node::Bin(..) => self.decode_value(r)?,
             Node::Bool(v, n) => {
                 v.push(r.boolean()?);
-                n.valid();
-            }
-            Node::I32(src, v, n) => {
-                v.push(if *src == Src::Int {
-                    r.int()?
-                } else {
-                    let x = r.long()?;
-                    i32::try_from(x)
-                        .map_err(|_| Error::corrupt(format!("value {x} out of the int range")))?
-                });
-                n.valid();
-            }
-            Node::I64(src, v, n) => {
-                v.push(read_i64(*src, r)?);
                 n.valid();
             }
             Node::F32(v, n) => {
@@ -623,14 +611,6 @@ impl Node {
                 } else {
                     r.double()?
                 });
-                n.valid();
-            }
-            Node::Bin(src, offs, data, n) => {
-                let b = read_bytes(*src, r)?;
-                data.extend_from_slice(b);
-                let end = i32::try_from(data.len())
-                    .map_err(|_| Error::corrupt("binary column exceeds 2 GiB"))?;
-                offs.push(end);
                 n.valid();
             }
             Node::FixedBin(src, size, data, n) => {
