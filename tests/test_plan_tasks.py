@@ -4,7 +4,6 @@ builder of :mod:`icefloe.scan.columnar` as the oracle."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import pickle
 from pathlib import Path
@@ -22,7 +21,7 @@ from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan import columnar, planner
 from icefloe.scan import scan as scan_module
 from icefloe.scan.scan import TableScan
-from icefloe.scan.tasks import DataFileRef, FileScanTask
+from icefloe.scan.tasks import FileScanTask, replace_task
 from icefloe.schema import Schema
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
@@ -84,12 +83,10 @@ def test_streamed_tasks_equal_the_python_builder(
     scan.plan()
     assert scan.plan_files() == expected
     for task, want in zip(streamed, expected, strict=True):
-        assert vars(task) == vars(want) and list(vars(task)) == [
-            f.name for f in dataclasses.fields(FileScanTask)
-        ]
-        assert list(vars(task.data_file)) == [f.name for f in dataclasses.fields(DataFileRef)]
+        assert task._values() == want._values()
+        assert task.data_file._values() == want.data_file._values()
         assert pickle.loads(pickle.dumps(task)) == task
-        assert dataclasses.replace(task, start=5).start == 5
+        assert replace_task(task, start=5).start == 5
     # the files of one partition in one manifest share their partition tuple
     by_manifest: dict[tuple[str, tuple[object, ...]], tuple[object, ...]] = {}
     for task in streamed:
@@ -97,29 +94,45 @@ def test_streamed_tasks_equal_the_python_builder(
         assert by_manifest.setdefault(key, task.data_file.partition) is task.data_file.partition
 
 
-def test_build_tasks_rejects_bad_indices() -> None:
-    cols = pa.RecordBatch.from_pydict(
+def _entries(partition: pa.Array | None = None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
         {
             "file_path": ["a"],
-            "file_format": ["parquet"],
+            "file_format": ["PARQUET"],
             "record_count": pa.array([1], pa.int64()),
             "file_size_in_bytes": pa.array([2], pa.int64()),
             "first_row_id": pa.array([None], pa.int64()),
             "sequence_number": pa.array([1], pa.int64()),
             "file_sequence_number": pa.array([1], pa.int64()),
-            "residual_index": pa.array([0], pa.int32()),
-            "partition_index": pa.array([3], pa.int32()),
-            "deletes": pa.array([[]], pa.list_(pa.int32())),
+            "partition": partition
+            if partition is not None
+            else pa.array([{"p": "x"}], pa.struct([("p", pa.string())])),
         }
     )
+
+
+def test_build_tasks_rejects_bad_indices() -> None:
+    b, zero = _entries(), pa.array([0], pa.int32())
+    parts = (pa.array([3], pa.int32()), [()])
     with pytest.raises(ValidationError, match="partition index"):
-        _native.plan_build_tasks(FileScanTask, DataFileRef, 0, cols, [()], [None], [])
-    ok = cols.set_column(8, "partition_index", pa.array([0], pa.int32()))
-    (task,) = _native.plan_build_tasks(FileScanTask, DataFileRef, 0, ok, [("p",)], ["r"], [])
-    assert task.data_file.partition == ("p",) and task.residual == "r"
-    bad = ok.set_column(7, "residual_index", pa.array([1], pa.int32()))
+        _native.plan_build_tasks(0, b, zero, [None], None, [], parts)
+    (task,) = _native.plan_build_tasks(0, b, zero, ["r"]) or []
+    assert task.data_file.partition == ("x",) and task.residual == "r"
+    assert task.data_file.file_format == "parquet"  # lower-cased
     with pytest.raises(ValidationError, match="residual index"):
-        _native.plan_build_tasks(FileScanTask, DataFileRef, 0, bad, [()], ["r"], [])
+        _native.plan_build_tasks(0, b, pa.array([1], pa.int32()), ["r"])
+    with pytest.raises(ValidationError, match="residual_index has 2 rows"):
+        _native.plan_build_tasks(0, b, pa.array([0, 0], pa.int32()), ["r"])
+    with pytest.raises(ValidationError, match="delete file index"):
+        _native.plan_build_tasks(0, b, zero, ["r"], pa.array([[0]], pa.list_(pa.int32())), [])
+    with pytest.raises(ValidationError, match="record_count"):
+        _native.plan_build_tasks(0, b.drop_columns(["record_count"]), zero, ["r"])
+    nulls = b.set_column(0, "file_path", pa.array([None], pa.string()))
+    with pytest.raises(ValidationError, match="null file_path"):
+        _native.plan_build_tasks(0, nulls, zero, ["r"])
+    # a partition type without a Rust conversion: None, then built from given tuples
+    dec = pa.array([{"d": 1}], pa.struct([("d", pa.decimal128(9, 2))]))
+    assert _native.plan_build_tasks(0, _entries(dec), zero, ["r"]) is None
 
 
 _PART = pa.struct(
@@ -154,6 +167,25 @@ def test_distinct_partitions_reconstruct_every_row(rows: list[tuple[object, ...]
         # NaN != NaN: compare the representations (which tell -0.0 from 0.0 too)
         assert repr(g) == repr(e)
     assert len(distinct) == len({repr(e) for e in expected}) or len(rows) == 0
+    # the Rust builder makes the same tuples, shared by the rows of one partition
+    n = len(rows)
+    entries = pa.RecordBatch.from_pydict(
+        {
+            "file_path": pa.array([f"f{i}" for i in range(n)], pa.string()),
+            "file_format": pa.array(["parquet"] * n, pa.string()),
+            "record_count": pa.array([1] * n, pa.int64()),
+            "file_size_in_bytes": pa.array([1] * n, pa.int64()),
+            "sequence_number": pa.array([1] * n, pa.int64()),
+            "file_sequence_number": pa.array([1] * n, pa.int64()),
+            "partition": partition,
+        }
+    )
+    tasks = _native.plan_build_tasks(3, entries, pa.array([0] * n, pa.int32()), [None])
+    assert tasks is not None
+    parts = [t.data_file.partition for t in tasks]
+    assert [repr(p) for p in parts] == [repr(e) for e in expected]
+    assert len({id(p) for p in parts}) == len(distinct) or n == 0
+    assert all(t.spec_id == 3 and t.data_file.first_row_id is None for t in tasks)
 
 
 UNPART = PartitionSpec(spec_id=1)

@@ -1,9 +1,12 @@
 # Hand-written stub of the Rust extension; kept honest by `python -m mypy.stubtest icefloe._native`.
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, final
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+
+from icefloe.expressions.base import BooleanExpression
+from icefloe.scan.tasks import DeleteFileRef
 
 # pyarrow ships no type information: arrays are typed as Any (pyarrow.Array at run time).
 _Array = Any
@@ -11,7 +14,9 @@ _Physical = bool | int | float | str | bytes
 _JsonScalar = bool | int | float | str
 
 __all__ = [
+    "DataFileRef",
     "EqualityDeleteSet",
+    "FileScanTask",
     "PositionBitmap",
     "PositionDeleteIndex",
     "PuffinWriter",
@@ -84,14 +89,14 @@ def plan_entry_masks(
     threads: int | None = None,
 ) -> list[_Array]: ...
 def plan_build_tasks(
-    task_cls: type,
-    data_cls: type,
     spec_id: int,
-    columns: pa.RecordBatch,
-    partitions: list[tuple[Any, ...]],
-    residuals: list[Any],
-    refs: list[Any],
-) -> list[Any]: ...
+    entries: pa.RecordBatch,
+    residual_index: _Array,
+    residuals: Sequence[Any],
+    deletes: _Array | None = None,
+    refs: Sequence[Any] = ...,
+    partitions: tuple[_Array, Sequence[tuple[Any, ...]]] | None = None,
+) -> list[FileScanTask] | None: ...
 def plan_keep_entries(
     batches: Sequence[pa.RecordBatch],
     spec_index: Sequence[int],
@@ -112,6 +117,90 @@ def plan_read_manifests(
     metric_ids: Sequence[int] | None = None,
     threads: int | None = None,
 ) -> list[pa.RecordBatch]: ...
+
+# scan tasks (re-exported by icefloe.scan.tasks)
+@final
+class DataFileRef:
+    """The fields of a data file's manifest entry the reader needs."""
+
+    __match_args__ = (
+        "file_path",
+        "file_format",
+        "record_count",
+        "file_size_in_bytes",
+        "spec_id",
+        "partition",
+        "first_row_id",
+        "data_sequence_number",
+        "file_sequence_number",
+    )
+    def __new__(
+        cls,
+        file_path: str,
+        file_format: str | None = None,
+        record_count: int | None = None,
+        file_size_in_bytes: int | None = None,
+        spec_id: int | None = None,
+        partition: tuple[Any, ...] | None = None,
+        first_row_id: int | None = None,
+        data_sequence_number: int | None = None,
+        file_sequence_number: int | None = None,
+    ) -> DataFileRef: ...
+    @property
+    def file_path(self) -> str: ...
+    @property
+    def file_format(self) -> str: ...
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def file_size_in_bytes(self) -> int: ...
+    @property
+    def spec_id(self) -> int: ...
+    @property
+    def partition(self) -> tuple[Any, ...]: ...
+    @property
+    def first_row_id(self) -> int | None: ...
+    @property
+    def data_sequence_number(self) -> int | None: ...
+    @property
+    def file_sequence_number(self) -> int | None: ...
+    def _values(self) -> tuple[Any, ...]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[type[DataFileRef], tuple[Any, ...]]: ...
+    def __replace__(self, **changes: Any) -> DataFileRef: ...
+
+@final
+class FileScanTask:
+    """One data file (or the split ``[start, start + length)`` of it) to read."""
+
+    __match_args__ = ("data_file", "delete_files", "start", "length", "residual", "spec_id")
+    def __new__(
+        cls,
+        data_file: DataFileRef,
+        delete_files: Iterable[DeleteFileRef] | None = None,
+        start: int | None = None,
+        length: int | None = None,
+        residual: BooleanExpression | None = None,
+        spec_id: int | None = None,
+    ) -> FileScanTask: ...
+    @property
+    def data_file(self) -> DataFileRef: ...
+    @property
+    def delete_files(self) -> tuple[DeleteFileRef, ...]: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def length(self) -> int | None: ...
+    @property
+    def residual(self) -> BooleanExpression: ...
+    @property
+    def spec_id(self) -> int: ...
+    def _values(self) -> tuple[Any, ...]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[type[FileScanTask], tuple[Any, ...]]: ...
+    def __replace__(self, **changes: Any) -> FileScanTask: ...
 
 # deletes
 _BlobTuple = tuple[str, list[int], int, int, int, int, str | None, list[tuple[str, str]]]

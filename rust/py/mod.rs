@@ -8,6 +8,8 @@ mod manifest;
 mod plan;
 mod puffin;
 mod serde;
+mod task_build;
+mod tasks;
 mod transforms;
 
 use pyo3::prelude::*;
@@ -44,6 +46,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     plan::register(m)?;
     puffin::register(m)?;
     serde::register(m)?;
+    task_build::register(m)?;
+    tasks::register(m)?;
     transforms::register(m)?;
     Ok(())
 }

@@ -208,21 +208,7 @@ class TaskStream:
         self.batches = 0
 
     def __call__(self, pb: PlannedBatch, residuals: Sequence[BooleanExpression]) -> None:
-        b = pb.entries
-        n = b.num_rows
-        deletes = pa.ListArray.from_arrays(
-            pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.int32())
-        )
-        part_index, parts = _distinct_partitions(b.column("partition"))
-        self.tasks += _native.plan_build_tasks(
-            FileScanTask,
-            DataFileRef,
-            pb.spec_id,
-            _task_columns(b, pb.residual_index, part_index, deletes),
-            parts,
-            list(residuals),
-            [],
-        )
+        self.tasks += _build_tasks(pb, list(residuals), None, [])
         self.batches += 1
 
 
@@ -249,16 +235,33 @@ def _tasks(
         if big:
             tasks += _python_tasks(pb, plan, deletes, refs, split_size)
             continue
+        tasks += _build_tasks(pb, plan.residuals, deletes, refs)
+    return tasks
+
+
+def _build_tasks(
+    pb: PlannedBatch,
+    residuals: list[BooleanExpression],
+    deletes: pa.ListArray | None,
+    refs: Sequence[DeleteFileRef | None],
+) -> list[FileScanTask]:
+    """The tasks of one planned manifest, built in Rust (:func:`_native.plan_build_tasks`);
+    partition tuples of types Rust does not convert are made here."""
+    b = pb.entries
+    residual_index = pa.array(pb.residual_index, pa.int32())
+    tasks = _native.plan_build_tasks(pb.spec_id, b, residual_index, residuals, deletes, refs)
+    if tasks is None:
         part_index, parts = _distinct_partitions(b.column("partition"))
-        tasks += _native.plan_build_tasks(
-            FileScanTask,
-            DataFileRef,
+        tasks = _native.plan_build_tasks(
             pb.spec_id,
-            _task_columns(b, pb.residual_index, part_index, deletes),
-            parts,
-            plan.residuals,
+            b,
+            residual_index,
+            residuals,
+            deletes,
             refs,
+            (part_index.cast(pa.int32()), parts),
         )
+        assert tasks is not None
     return tasks
 
 
@@ -274,27 +277,6 @@ def _distinct_partitions(partition: pa.Array) -> tuple[pa.Array, list[tuple[Any,
     index = encoded.indices.to_numpy(zero_copy_only=False)
     first = np.flatnonzero(np.diff(np.maximum.accumulate(index), prepend=-1) > 0)
     return encoded.indices, _partition_tuples(partition.take(pa.array(first)))
-
-
-def _task_columns(
-    b: pa.RecordBatch, residual_index: np.ndarray, partition_index: pa.Array, deletes: pa.Array
-) -> pa.RecordBatch:
-    n = b.num_rows
-    cols = {
-        "file_path": b.column("file_path"),
-        "file_format": pc.utf8_lower(b.column("file_format")),
-        "record_count": b.column("record_count"),
-        "file_size_in_bytes": b.column("file_size_in_bytes"),
-        "first_row_id": b.column("first_row_id")
-        if "first_row_id" in b.schema.names
-        else pa.nulls(n, pa.int64()),
-        "sequence_number": b.column("sequence_number"),
-        "file_sequence_number": b.column("file_sequence_number"),
-        "residual_index": pa.array(residual_index, pa.int32()),
-        "partition_index": partition_index.cast(pa.int32()),
-        "deletes": deletes,
-    }
-    return pa.RecordBatch.from_pydict(cols)
 
 
 def _python_tasks(
@@ -327,23 +309,9 @@ def _python_tasks(
         split_offsets,
         strict=True,
     )
-    new = object.__new__
     tasks: list[FileScanTask] = []
     for path, fmt, count, size, part, first, seq, fseq, residual, lo, hi, offs in columns:
-        data = new(DataFileRef)
-        data.__dict__.update(
-            {
-                "file_path": path,
-                "file_format": fmt,
-                "record_count": count,
-                "file_size_in_bytes": size,
-                "spec_id": sid,
-                "partition": part,
-                "first_row_id": first,
-                "data_sequence_number": seq,
-                "file_sequence_number": fseq,
-            }
-        )
+        data = DataFileRef(path, fmt, count, size, sid, part, first, seq, fseq)
         deletes_of = tuple([refs[j] for j in values[lo:hi]]) if hi > lo else ()
         ranges = (
             split_ranges(size, offs, split_size)
@@ -351,18 +319,7 @@ def _python_tasks(
             else ((0, None),)
         )
         for start, length in ranges:
-            task = new(FileScanTask)
-            task.__dict__.update(
-                {
-                    "data_file": data,
-                    "delete_files": deletes_of,
-                    "start": start,
-                    "length": length,
-                    "residual": residual,
-                    "spec_id": sid,
-                }
-            )
-            tasks.append(task)
+            tasks.append(FileScanTask(data, deletes_of, start, length, residual, sid))
     return tasks
 
 

@@ -8,6 +8,12 @@ describes what to produce: the table schema, the projected field ids, the partit
 field ids, case sensitivity and the metadata columns requested (by name, see
 :data:`METADATA_COLUMNS`).
 
+:class:`DataFileRef` and :class:`FileScanTask` are frozen classes of the Rust extension (a plan
+makes one of each per data file, so they must be cheap to create); they compare, hash, print
+and pickle by value like the frozen dataclasses they replaced, and :func:`replace_task` (or
+``copy.replace`` on Python 3.13+) makes a changed copy. Bad field values raise
+:class:`~icefloe.exceptions.ValidationError`.
+
 Partition values are tuples in spec order, in the Python representation of
 :mod:`icefloe.values` (``int`` day/microsecond counts are accepted for dates and timestamps).
 """
@@ -19,8 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from icefloe._native import DataFileRef, FileScanTask
 from icefloe.exceptions import ValidationError
-from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
@@ -48,6 +54,7 @@ __all__ = [
     "FileScanTask",
     "ReadOptions",
     "metadata_field",
+    "replace_task",
 ]
 
 _MAX = 2**31 - 1
@@ -108,21 +115,6 @@ class DeleteContent(str, Enum):
 
 
 @dataclass(frozen=True)
-class DataFileRef:
-    """The fields of a data file's manifest entry the reader needs."""
-
-    file_path: str
-    file_format: str = "parquet"
-    record_count: int = 0
-    file_size_in_bytes: int = 0
-    spec_id: int = 0
-    partition: tuple[Any, ...] = ()
-    first_row_id: int | None = None
-    data_sequence_number: int | None = None
-    file_sequence_number: int | None = None
-
-
-@dataclass(frozen=True)
 class DeleteFileRef:
     """A delete file that applies to a task's data file.
 
@@ -163,21 +155,10 @@ class DeleteFileRef:
         return self.content is DeleteContent.POSITION_DELETES and self.file_format == "puffin"
 
 
-@dataclass(frozen=True)
-class FileScanTask:
-    """One data file (or the split ``[start, start + length)`` of it) to read."""
-
-    data_file: DataFileRef
-    delete_files: tuple[DeleteFileRef, ...] = ()
-    start: int = 0
-    length: int | None = None
-    residual: BooleanExpression = field(default_factory=AlwaysTrue)
-    spec_id: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "delete_files", tuple(self.delete_files))
-        if self.spec_id is None:
-            object.__setattr__(self, "spec_id", self.data_file.spec_id)
+def replace_task(task: FileScanTask, **changes: Any) -> FileScanTask:
+    """A copy of ``task`` with the given fields changed (what ``dataclasses.replace`` did
+    when the task classes were dataclasses; ``task.__replace__`` backs ``copy.replace``)."""
+    return task.__replace__(**changes)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ their new rows and small delete files.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +28,7 @@ from icefloe.scan.tasks import (
     ROW_ID,
     FileScanTask,
     ReadOptions,
+    replace_task,
 )
 from icefloe.spark.errors import executor_errors, icefloe_errors
 from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
@@ -74,7 +74,7 @@ def _matching_positions(
             io = FileIO(io_properties)
             cache = DeleteCache()
             for task in iter_tasks(batches, payloads):
-                everything = replace(task, residual=AlwaysTrue())
+                everything = replace_task(task, residual=AlwaysTrue())
                 live = sum(b.num_rows for b in read_task(io, everything, options, cache))
                 parts = [b.column(POS) for b in read_task(io, task, options, cache)]
                 positions = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
@@ -162,7 +162,7 @@ def _target_keys(
             io = FileIO(io_properties)
             cache = DeleteCache()
             for task in iter_tasks(batches, payloads):
-                for rb in read_task(io, replace(task, residual=AlwaysTrue()), options, cache):
+                for rb in read_task(io, replace_task(task, residual=AlwaysTrue()), options, cache):
                     if rb.num_rows:
                         yield to_spark_batch(rb, fields, target)
 

@@ -27,7 +27,6 @@ import pickle
 import random
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -40,7 +39,13 @@ from icefloe.expressions.binding import bind
 from icefloe.io import FileIO, data_location
 from icefloe.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.partitioning import PartitionSpec
-from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, FileScanTask, ReadOptions
+from icefloe.scan.tasks import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    ROW_ID,
+    FileScanTask,
+    ReadOptions,
+    replace_task,
+)
 from icefloe.schema import Schema
 from icefloe.spark import functions as ifn
 from icefloe.spark.errors import executor_errors, icefloe_errors
@@ -292,7 +297,7 @@ def _overwrite_plan(
         if isinstance(task.residual, AlwaysTrue):
             drop.append(task.data_file.file_path)
         else:
-            rewrite.append(replace(task, residual=AlwaysTrue()))
+            rewrite.append(replace_task(task, residual=AlwaysTrue()))
     return drop, rewrite, bound
 
 

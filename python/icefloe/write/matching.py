@@ -19,7 +19,6 @@ Nothing here loops over rows in Python.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -47,6 +46,7 @@ from icefloe.scan.tasks import (
     ROW_ID,
     FileScanTask,
     ReadOptions,
+    replace_task,
 )
 from icefloe.schema import Schema
 from icefloe.types import StructType
@@ -108,7 +108,7 @@ def matching_positions(
     (unknown) do not match. Only the filter's columns are read."""
     if bound_filter is AlwaysFalse():
         return _EMPTY_POSITIONS
-    whole = dataclasses.replace(task, residual=bound_filter, start=0, length=None)
+    whole = replace_task(task, residual=bound_filter, start=0, length=None)
     options = _options(schema, (), specs or {}, name_mapping, (POS,), 2)
     arrays = [b.column(0) for b in read_task(io, whole, options, cache)]
     if not arrays:
@@ -130,7 +130,7 @@ def surviving_rows(
     """The live rows of ``task``'s data file that do not match ``bound_filter`` (null counts as
     not matching), with every table column and, when ``lineage``, ``_row_id`` and
     ``_last_updated_sequence_number`` appended (null when the table has no row lineage)."""
-    whole = dataclasses.replace(task, residual=AlwaysTrue(), start=0, length=None)
+    whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
     meta = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if lineage else ()
     options = _options(schema, None, specs or {}, name_mapping, meta, 3 if lineage else 2)
     expr = None if bound_filter is AlwaysFalse() else to_arrow_expression(bound_filter)
@@ -278,7 +278,7 @@ def matching_key_positions(
             raise ValidationError(f"join column {name!r} is not in the table schema")
         ids.append(fid)
     meta = (POS, ROW_ID) if with_row_ids else (POS,)
-    whole = dataclasses.replace(task, residual=AlwaysTrue(), start=0, length=None)
+    whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
     options = _options(schema, tuple(ids), specs or {}, name_mapping, meta, 3)
     parts = []
     for batch in read_task(io, whole, options, cache):

@@ -19,7 +19,6 @@ touches. Each function works on whole columns of manifest entries; per-row work 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +40,7 @@ from icefloe.scan.tasks import (
     ROW_ID,
     FileScanTask,
     ReadOptions,
+    replace_task,
 )
 
 __all__ = ["OverwritePlan", "partition_mask", "plan_overwrite", "referenced_file"]
@@ -177,7 +177,7 @@ def plan_overwrite(
             removed.add(path)
             continue
         result.files_read += 1
-        full = dataclasses.replace(task, residual=AlwaysTrue(), start=0, length=None)
+        full = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
         batches = list(read_task(io, full, options))
         data = pa.Table.from_batches(batches) if batches else None
         if data is None or data.num_rows == 0:
