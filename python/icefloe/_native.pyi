@@ -15,6 +15,7 @@ _JsonScalar = bool | int | float | str
 
 __all__ = [
     "DataFileRef",
+    "DecodedManifest",
     "EqualityDeleteSet",
     "FileScanTask",
     "PositionBitmap",
@@ -33,9 +34,11 @@ __all__ = [
     "plan_build_tasks",
     "plan_check_unique_paths",
     "plan_entry_masks",
+    "plan_keep_decoded",
     "plan_keep_entries",
     "plan_match_deletes",
     "plan_partition_keys",
+    "plan_read_keep_manifests",
     "plan_read_manifests",
     "point_from_bytes",
     "point_to_bytes",
@@ -97,6 +100,24 @@ def plan_build_tasks(
     refs: Sequence[Any] = ...,
     partitions: tuple[_Array, Sequence[tuple[Any, ...]]] | None = None,
 ) -> list[FileScanTask] | None: ...
+
+@final
+class DecodedManifest:
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def num_rows(self) -> int: ...
+    def to_arrow(self) -> pa.RecordBatch: ...
+
+def plan_keep_decoded(
+    bases: Sequence[DecodedManifest],
+    extras: Sequence[DecodedManifest | None],
+    spec_index: Sequence[int],
+    partition_filters: Sequence[str | None],
+    metrics_filter: str | None,
+    keep_columns: Sequence[str],
+    threads: int | None = None,
+) -> list[pa.RecordBatch]: ...
 def plan_keep_entries(
     batches: Sequence[pa.RecordBatch],
     spec_index: Sequence[int],
@@ -107,6 +128,20 @@ def plan_keep_entries(
 ) -> list[pa.RecordBatch]: ...
 def plan_check_unique_paths(paths: Sequence[_Array]) -> None: ...
 def plan_match_deletes(data_files: _Array, delete_files: _Array) -> _Array: ...
+def plan_read_keep_manifests(
+    data: Sequence[bytes],
+    snapshot_ids: Sequence[int | None],
+    sequence_numbers: Sequence[int | None],
+    first_row_ids: Sequence[int | None],
+    names: Sequence[str],
+    metric_ids: Sequence[int] | None,
+    spec_index: Sequence[int],
+    partition_filters: Sequence[str | None],
+    metrics_filter: str | None,
+    keep_columns: Sequence[str],
+    full: bool,
+    threads: int | None = None,
+) -> list[tuple[pa.RecordBatch, DecodedManifest | None, DecodedManifest | None]]: ...
 def plan_read_manifests(
     data: Sequence[bytes],
     snapshot_ids: Sequence[int | None] | None = None,

@@ -1,7 +1,7 @@
 //! The scan task value classes `DataFileRef` and `FileScanTask` (exported to Python as
 //! `icefloe.scan.tasks.DataFileRef` / `FileScanTask`): frozen, picklable, compared and hashed
 //! by value like the frozen dataclasses they replace, and cheap to create in bulk (a plan of a
-//! million files makes a million of each; see `plan::plan_build_tasks`).
+//! million files makes a million of each; see `task_build::plan_build_tasks`).
 //!
 //! The objects take no part in the cyclic garbage collector: their references (strings,
 //! partition tuples, residual expressions, delete file refs) cannot lead back to a task, and an
