@@ -12,7 +12,7 @@ import pytest
 
 from _plan_tables import HandTable, entry
 from icefloe import _native
-from icefloe.exceptions import CorruptFileError
+from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan.planner import DATA_COLUMNS, METRICS_COLUMNS
 from icefloe.scan.scan import TableScan
@@ -139,3 +139,119 @@ def test_limit_stops_planning_once_whole_files_hold_enough_rows(tmp_path: Path) 
     assert len(TableScan(t, limit=150, row_filter="id > 3").plan_files()) == 6
     # more rows than the table holds: everything
     assert len(TableScan(t, limit=10_000).plan_files()) == 6
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize(
+    "row_filter", ["true", "id >= 20 and s = 'a'", "id < 15 or s is null", "s = 'a'"]
+)
+def test_fused_decode_and_selection_equal_the_two_steps(
+    tmp_path: Path, version: int, row_filter: str
+) -> None:
+    """``plan_read_keep_manifests`` (decode and select in one step, decoded manifests kept in
+    Rust) against ``plan_read_manifests`` then ``plan_keep_entries``, and the cached handles
+    selected again by ``plan_keep_decoded`` against the same oracle."""
+    from icefloe.scan.planner import SpecFilters, _field_ids, _json
+
+    t = _table(tmp_path, version)
+    ms = _manifests(t)
+    data = [Path(m["manifest_path"]).read_bytes() for m in ms]
+    snaps = [m["added_snapshot_id"] for m in ms]
+    seqs = [m["sequence_number"] for m in ms]
+    firsts = [m.get("first_row_id") for m in ms]
+    names = [m["manifest_path"] for m in ms]
+    bound = TableScan(t, row_filter=row_filter).bound_filter()
+    f = SpecFilters(SCHEMA, SPEC, bound)
+    metrics = None if row_filter == "true" else _json(bound)
+    ids = None if metrics is None else _field_ids(bound)
+    n = len(data)
+    kw: dict[str, Any] = {
+        "snapshot_ids": snaps,
+        "sequence_numbers": seqs,
+        "first_row_ids": firsts,
+        "names": names,
+    }
+    cols = list(METRICS_COLUMNS) if ids is not None else []
+    decoded = _native.plan_read_manifests(data, **kw, columns=cols, metric_ids=ids)
+    want = _native.plan_keep_entries(
+        decoded, [0] * n, [f.partition_json], metrics, list(DATA_COLUMNS)
+    )
+    for full in (True, False):
+        got = _native.plan_read_keep_manifests(
+            data,
+            snaps,
+            seqs,
+            firsts,
+            names,
+            ids,
+            [0] * n,
+            [f.partition_json],
+            metrics,
+            list(DATA_COLUMNS),
+            full,
+            1,
+        )
+        assert len(got) == n
+        for (k, base, extra), w, d in zip(got, want, decoded, strict=True):
+            assert k.equals(w)
+            if not full:
+                assert base is None and extra is None
+                continue
+            assert base is not None and base.num_rows == d.num_rows and base.nbytes > 0
+            assert (extra is None) == (ids is None)
+            # the handles hold the decoded columns: planning columns and metrics maps apart
+            whole = base.to_arrow()
+            assert set(whole.schema.names) == set(d.schema.names) - set(METRICS_COLUMNS)
+            for name in whole.schema.names:
+                assert whole.column(name).equals(d.column(name)), name
+            if extra is not None:
+                assert extra.to_arrow().schema.names == list(METRICS_COLUMNS)
+        if full:
+            again = _native.plan_keep_decoded(
+                [b for _, b, _ in got if b is not None],
+                [e for _, _, e in got],
+                [0] * n,
+                [f.partition_json],
+                metrics,
+                list(DATA_COLUMNS),
+            )
+            for a, w in zip(again, want, strict=True):
+                assert a.equals(w)
+
+
+def test_fused_decode_names_a_corrupt_manifest() -> None:
+    with pytest.raises(CorruptFileError, match=r"bad\.avro"):
+        _native.plan_read_keep_manifests(
+            [b"Obj\x01garbage"],
+            [None],
+            [None],
+            [None],
+            ["bad.avro"],
+            None,
+            [0],
+            [None],
+            None,
+            list(DATA_COLUMNS),
+            True,
+        )
+    with pytest.raises(ValidationError, match="spec index"):
+        _native.plan_read_keep_manifests(
+            [b""], [None], [None], [None], ["x"], None, [1], [None], None, [], False
+        )
+
+
+def test_warm_plans_from_cached_handles_equal_cold_plans(tmp_path: Path) -> None:
+    """A second scan of the same table object plans from the cached decoded manifests (the
+    cache's hits grow) and gives the same tasks as a cold plan through a fresh object."""
+    from icefloe.scan.cache import manifest_cache
+
+    t = _table(tmp_path, 2)
+    for row_filter in ("true", "id >= 20 and s = 'a'", "id < 15"):
+        cold = TableScan(t, row_filter=row_filter).plan_files()
+        cache = manifest_cache(t, 1 << 30)
+        assert cache is not None
+        hits = cache.hits
+        warm = TableScan(t, row_filter=row_filter).plan_files()
+        assert cache.hits > hits
+        assert [x.data_file.file_path for x in warm] == [x.data_file.file_path for x in cold]
+        assert [str(x.residual) for x in warm] == [str(x.residual) for x in cold]

@@ -113,14 +113,28 @@ def _pyiceberg_table(tmp_path: Path, rng: random.Random, version: int) -> Any:
             "commit.manifest.min-count-to-merge": "2",
         },
     )
+    # PyIceberg 0.12 divides by zero (bin_pack_arrow_table) on some inputs when it splits rows
+    # by partition (an empty group); such a write fails before its commit and leaves the table
+    # as it was, so the generator goes on without it.
     for k in range(rng.randint(2, 4)):
-        table.append(_data(rng, rng.randint(3, 25), 100 * k))
+        with contextlib.suppress(ZeroDivisionError):
+            table.append(_data(rng, rng.randint(3, 25), 100 * k))
         if rng.random() < 0.3:
-            table.delete(f"id < {100 * k + rng.randint(0, 40)}")
+            with contextlib.suppress(ZeroDivisionError):
+                table.delete(f"id < {100 * k + rng.randint(0, 40)}")
     if rng.random() < 0.5:
+        # PyIceberg refuses a second bucket of ``id`` ("redundant partitions"): evolve by score.
+        buckets_id = any(
+            f.source_id == 1 and isinstance(f.transform, BucketTransform)
+            for f in table.spec().fields
+        )
         with table.update_spec() as u:
-            u.add_field("id", BucketTransform(3), "id_b3")
-        table.append(_data(rng, rng.randint(3, 15), 1000))
+            if buckets_id:
+                u.add_field("score", IdentityTransform(), "score_i")
+            else:
+                u.add_field("id", BucketTransform(3), "id_b3")
+        with contextlib.suppress(ZeroDivisionError):
+            table.append(_data(rng, rng.randint(3, 15), 1000))
     return cat.load_table("db.t")
 
 

@@ -11,6 +11,7 @@ _Physical = bool | int | float | str | bytes
 _JsonScalar = bool | int | float | str
 
 __all__ = [
+    "DecodedManifest",
     "EqualityDeleteSet",
     "PositionBitmap",
     "PositionDeleteIndex",
@@ -28,9 +29,11 @@ __all__ = [
     "plan_build_tasks",
     "plan_check_unique_paths",
     "plan_entry_masks",
+    "plan_keep_decoded",
     "plan_keep_entries",
     "plan_match_deletes",
     "plan_partition_keys",
+    "plan_read_keep_manifests",
     "plan_read_manifests",
     "point_from_bytes",
     "point_to_bytes",
@@ -92,6 +95,24 @@ def plan_build_tasks(
     residuals: list[Any],
     refs: list[Any],
 ) -> list[Any]: ...
+
+@final
+class DecodedManifest:
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def num_rows(self) -> int: ...
+    def to_arrow(self) -> pa.RecordBatch: ...
+
+def plan_keep_decoded(
+    bases: Sequence[DecodedManifest],
+    extras: Sequence[DecodedManifest | None],
+    spec_index: Sequence[int],
+    partition_filters: Sequence[str | None],
+    metrics_filter: str | None,
+    keep_columns: Sequence[str],
+    threads: int | None = None,
+) -> list[pa.RecordBatch]: ...
 def plan_keep_entries(
     batches: Sequence[pa.RecordBatch],
     spec_index: Sequence[int],
@@ -102,6 +123,20 @@ def plan_keep_entries(
 ) -> list[pa.RecordBatch]: ...
 def plan_check_unique_paths(paths: Sequence[_Array]) -> None: ...
 def plan_match_deletes(data_files: _Array, delete_files: _Array) -> _Array: ...
+def plan_read_keep_manifests(
+    data: Sequence[bytes],
+    snapshot_ids: Sequence[int | None],
+    sequence_numbers: Sequence[int | None],
+    first_row_ids: Sequence[int | None],
+    names: Sequence[str],
+    metric_ids: Sequence[int] | None,
+    spec_index: Sequence[int],
+    partition_filters: Sequence[str | None],
+    metrics_filter: str | None,
+    keep_columns: Sequence[str],
+    full: bool,
+    threads: int | None = None,
+) -> list[tuple[pa.RecordBatch, DecodedManifest | None, DecodedManifest | None]]: ...
 def plan_read_manifests(
     data: Sequence[bytes],
     snapshot_ids: Sequence[int | None] | None = None,

@@ -177,6 +177,66 @@ pub fn keep_entries(
     )?)
 }
 
+/// [`read_projected`] then [`keep_entries`] on the result: the kept entries reduced to
+/// `keep_columns`, and the whole decoded batch.
+pub fn read_keep(
+    data: &[u8],
+    inherit: &Inherit,
+    columns: &[&str],
+    metric_ids: Option<&[i32]>,
+    partition: Option<&Expr>,
+    metrics: Option<&Expr>,
+    keep_columns: &[&str],
+) -> Result<(RecordBatch, RecordBatch)> {
+    let whole = read_projected(data, inherit, columns, metric_ids)?;
+    let kept = keep_entries(&whole, partition, metrics, keep_columns)?;
+    Ok((kept, whole))
+}
+
+/// The columns of `batch` that are (`metrics` true) or are not [`METRICS_COLUMNS`], as a
+/// batch of their own (the buffers are shared, not copied).
+pub fn split_metrics(batch: &RecordBatch, metrics: bool) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let indices: Vec<usize> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| METRICS_COLUMNS.contains(&f.name().as_str()) == metrics)
+        .map(|(i, _)| i)
+        .collect();
+    Ok(batch.project(&indices)?)
+}
+
+/// The columns of two batches of the same rows side by side.
+pub fn join(base: &RecordBatch, extra: &RecordBatch) -> Result<RecordBatch> {
+    if base.num_rows() != extra.num_rows() {
+        return Err(Error::validation(format!(
+            "cannot join batches of {} and {} rows",
+            base.num_rows(),
+            extra.num_rows()
+        )));
+    }
+    let schema = ArrowSchema::new(
+        base.schema()
+            .fields()
+            .iter()
+            .chain(extra.schema().fields().iter())
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let cols: Vec<ArrayRef> = base
+        .columns()
+        .iter()
+        .chain(extra.columns().iter())
+        .cloned()
+        .collect();
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(schema),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(base.num_rows())),
+    )?)
+}
+
 /// A boolean array of `keep` (for callers that need the mask itself).
 pub fn mask_array(keep: &[bool]) -> BooleanArray {
     let mut b = BooleanBufferBuilder::new(keep.len());

@@ -6,6 +6,7 @@ mod errors;
 mod expr;
 mod manifest;
 mod plan;
+mod plan_read;
 mod puffin;
 mod serde;
 mod transforms;
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     expr::register(m)?;
     manifest::register(m)?;
     plan::register(m)?;
+    plan_read::register(m)?;
     puffin::register(m)?;
     serde::register(m)?;
     transforms::register(m)?;

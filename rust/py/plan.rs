@@ -149,7 +149,7 @@ fn plan_entry_masks(
 }
 
 /// Runs `work` on a pool of `threads` threads (None or 0: rayon's global pool).
-fn on_pool<T: Send>(
+pub(super) fn on_pool<T: Send>(
     threads: Option<usize>,
     work: impl FnOnce() -> crate::Result<T> + Send,
 ) -> crate::Result<T> {

@@ -357,7 +357,7 @@ def _decode(
     snap = manifests.column("added_snapshot_id").to_pylist()
     seq = manifests.column("sequence_number").to_pylist()
     first = manifests.column("first_row_id").to_pylist()
-    mtag = None if metric_ids is None else "|metrics:" + ",".join(map(str, metric_ids))
+    mtag = _metrics_tag(metric_ids)
     out: list[pa.RecordBatch | None] = [None] * len(paths)
     todo: list[int] = []
     for i, key in enumerate(keys):
@@ -382,14 +382,102 @@ def _decode(
         del data
         for i, b in zip(todo, decoded, strict=True):
             out[i] = b
-            if cache is None:
-                continue
-            if mtag is None:
-                cache.put(keys[i], b)
-            else:
-                names = b.schema.names
-                cache.put(keys[i], b.select([n for n in names if n not in METRICS_COLUMNS]))
-                cache.put(keys[i] + mtag, b.select([n for n in names if n in METRICS_COLUMNS]))
+            if cache is not None:
+                _cache_put(cache, keys[i], mtag, b)
+    return [b for b in out if b is not None]
+
+
+def _metrics_tag(metric_ids: Sequence[int] | None) -> str | None:
+    return None if metric_ids is None else "|metrics:" + ",".join(map(str, metric_ids))
+
+
+def _cache_put(cache: ManifestCache, key: str, mtag: str | None, b: pa.RecordBatch) -> None:
+    """Caches a decoded manifest: the planning columns under ``key`` and, with ``mtag``, the
+    trimmed metrics maps apart under ``key + mtag``."""
+    if mtag is None:
+        cache.put(key, b)
+    else:
+        names = b.schema.names
+        cache.put(key, b.select([n for n in names if n not in METRICS_COLUMNS]))
+        cache.put(key + mtag, b.select([n for n in names if n in METRICS_COLUMNS]))
+
+
+def _decode_kept(
+    read: Reader,
+    manifests: pa.RecordBatch,
+    spec_ids: Sequence[int],
+    spec_filters: Callable[[int], SpecFilters],
+    metrics_json: str | None,
+    metric_ids: Sequence[int] | None,
+    threads: int | None,
+    cache: ManifestCache | None,
+    pending: Pending | None = None,
+) -> list[pa.RecordBatch]:
+    """The kept entries (columns :data:`DATA_COLUMNS`) of each data manifest of
+    ``manifests``, as :func:`_decode` then :func:`_kept` would give them, but a manifest is
+    decoded and selected in one native step (:func:`icefloe._native.plan_read_keep_manifests`)
+    and the cache holds decoded manifests as Rust handles
+    (:class:`icefloe._native.DecodedManifest`: planning columns and trimmed metrics maps
+    apart), so decoded batches never cross into Python."""
+    if manifests.num_rows == 0:
+        return []
+    paths, keys = _keys(manifests, "decoded")
+    mtag = _metrics_tag(metric_ids)
+    out: list[pa.RecordBatch | None] = [None] * len(paths)
+    hits: list[int] = []
+    bases: list[_native.DecodedManifest] = []
+    extras: list[_native.DecodedManifest | None] = []
+    todo: list[int] = []
+    for i, key in enumerate(keys):
+        base = cache.get(key) if cache is not None else None
+        extra = cache.get(key + mtag) if cache is not None and mtag is not None else None
+        if base is not None and (mtag is None or extra is not None):
+            hits.append(i)
+            bases.append(base)
+            extras.append(extra)
+        else:
+            todo.append(i)
+    uniq = sorted({spec_ids[i] for i in range(len(paths))})
+    index = {s: k for k, s in enumerate(uniq)}
+    partition_filters = [spec_filters(s).partition_json for s in uniq]
+    if hits:
+        kept = _native.plan_keep_decoded(
+            bases,
+            extras,
+            [index[spec_ids[i]] for i in hits],
+            partition_filters,
+            metrics_json,
+            list(DATA_COLUMNS),
+            threads,
+        )
+        for i, b in zip(hits, kept, strict=True):
+            out[i] = b
+    if todo:
+        data = _read_all(read, [paths[i] for i in todo], pending)
+        snap = manifests.column("added_snapshot_id").to_pylist()
+        seq = manifests.column("sequence_number").to_pylist()
+        first = manifests.column("first_row_id").to_pylist()
+        result = _native.plan_read_keep_manifests(
+            data,
+            [snap[i] for i in todo],
+            [seq[i] for i in todo],
+            [first[i] for i in todo],
+            [paths[i] for i in todo],
+            None if metric_ids is None else list(metric_ids),
+            [index[spec_ids[i]] for i in todo],
+            partition_filters,
+            metrics_json,
+            list(DATA_COLUMNS),
+            cache is not None,
+            threads,
+        )
+        del data
+        for i, (kept_batch, whole, metrics) in zip(todo, result, strict=True):
+            out[i] = kept_batch
+            if cache is not None and whole is not None:
+                cache.put(keys[i], whole)
+                if mtag is not None and metrics is not None:
+                    cache.put(keys[i] + mtag, metrics)
     return [b for b in out if b is not None]
 
 
@@ -613,12 +701,13 @@ def plan(
         return _decoder().submit(decode_and_keep, lo)
 
     def decode_and_keep(lo: int) -> list[pa.RecordBatch]:
+        # decode and selection in one job on the rayon pool: a selection submitted from
+        # another thread would queue behind a whole chunk's decode
         chunk = data_manifests.slice(lo, step)
-        decoded = _decode(read, chunk, threads, cache, (), metric_ids, pending)
-        # both on the rayon pool, one after the other: a selection submitted from another
-        # thread would queue behind a whole chunk's decode
         specs = data_specs[lo : lo + step]
-        return _kept(decoded, specs, spec_filters, metrics_json, threads, DATA_COLUMNS)
+        return _decode_kept(
+            read, chunk, specs, spec_filters, metrics_json, metric_ids, threads, cache, pending
+        )
 
     # chunks k + 1 and k + 2 decode and are pruned (GIL released, both on the rayon pool, so
     # one chunk's last manifests overlap the next chunk's first) while the residuals of chunk k

@@ -1,4 +1,5 @@
-"""Reading a table's manifest lists and manifests in bulk, as Arrow (shared by expire/inspect).
+"""Reading a table's manifest lists and manifests in bulk, as Arrow (shared by expire/inspect),
+and deleting files in bulk (expire, orphan-file removal).
 
 Files are fetched in parallel threads through the table's :class:`~icefloe.io.FileIO`; manifests
 are decoded together by :func:`icefloe.manifest.read_manifests` (Rust, GIL released), with the
@@ -15,8 +16,16 @@ import pyarrow as pa
 from icefloe.io import FileIO
 from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
 from icefloe.metadata import Snapshot
+from icefloe.progress import Progress, ProgressArg
 
-__all__ = ["fetch", "manifest_list_of", "manifest_lists", "read_entries", "unique_manifests"]
+__all__ = [
+    "delete_all",
+    "fetch",
+    "manifest_list_of",
+    "manifest_lists",
+    "read_entries",
+    "unique_manifests",
+]
 
 DEFAULT_THREADS = 8
 
@@ -109,3 +118,26 @@ def read_entries(
     if "partition_spec_id" in batch.schema.names and batch.column("partition_spec_id").null_count:
         return read_manifests(data, threads=threads)
     return read_manifests(data, files, threads=threads)
+
+
+def delete_all(
+    io: FileIO,
+    paths: Iterable[str],
+    *,
+    threads: int | None = None,
+    progress: ProgressArg = None,
+    what: str = "deleting files",
+) -> None:
+    """Delete ``paths`` in parallel threads (a missing file is not an error), reporting each
+    deletion to ``progress`` (see :mod:`icefloe.progress`)."""
+    todo = list(paths)
+    if not todo:
+        return
+    with Progress(progress, len(todo), what) as bar:
+
+        def delete(path: str) -> None:
+            io.delete_quietly(path)
+            bar.advance()
+
+        with ThreadPoolExecutor(max_workers=min(threads or DEFAULT_THREADS, len(todo))) as pool:
+            list(pool.map(delete, todo))

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,7 +42,8 @@ from icefloe.metadata import (
     TableRequirement,
     TableUpdate,
 )
-from icefloe.table._files import manifest_lists, read_entries, unique_manifests
+from icefloe.progress import ProgressArg
+from icefloe.table._files import delete_all, manifest_lists, read_entries, unique_manifests
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table
@@ -190,13 +190,16 @@ def expire_snapshots(
     dry_run: bool = False,
     max_workers: int | None = None,
     now_ms: int | None = None,
+    progress: ProgressArg = None,
 ) -> ExpireResult:
     """Expire ``table``'s snapshots (see the module docstring) and return what was removed.
 
     ``older_than_ms`` replaces the table-wide age limit (a timestamp in ms), ``retain_last``
     the table-wide minimum number of snapshots per branch; ``snapshot_ids`` are expired
     explicitly. ``delete_files=False`` only changes metadata. A concurrent change to a ref
-    makes the expiration start over from the refreshed table.
+    makes the expiration start over from the refreshed table. ``progress`` reports the file
+    deletions (``True`` for a bar on stderr, or a ``fn(done, total)``; see
+    :mod:`icefloe.progress`).
     """
     explicit = set(snapshot_ids or ())
     for attempt in range(CONFLICT_RETRIES + 1):
@@ -227,7 +230,13 @@ def expire_snapshots(
         files = None
         if delete_files:
             files = _unreachable_files(table, base, table.metadata.snapshots, max_workers)
-            _delete_all(table, files.all_files, max_workers)
+            delete_all(
+                table.io,
+                files.all_files,
+                threads=max_workers,
+                progress=progress,
+                what="expire_snapshots: deleting files",
+            )
         return _result(expired, removed_refs, files, dry_run=False, deleted=delete_files)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -319,12 +328,3 @@ def _entry_columns(batches: list[pa.RecordBatch]) -> pa.Table:
             }
         )
     return pa.Table.from_batches([b.select(cols) for b in batches])
-
-
-def _delete_all(table: Table, paths: Iterable[str], threads: int | None) -> None:
-    todo = list(paths)
-    if not todo:
-        return
-    io = table.io
-    with ThreadPoolExecutor(max_workers=min(threads or 8, len(todo))) as pool:
-        list(pool.map(io.delete_quietly, todo))

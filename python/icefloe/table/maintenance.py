@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -26,8 +26,10 @@ from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO, metadata_location
 from icefloe.manifest import read_manifest_list, read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.progress import Progress, ProgressArg
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.tasks import FileScanTask
+from icefloe.table._files import delete_all
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:
@@ -123,12 +125,16 @@ def remove_orphan_files(
     older_than: datetime | timedelta | int | None = None,
     dry_run: bool = False,
     location: str | None = None,
+    max_workers: int | None = None,
+    progress: ProgressArg = None,
 ) -> list[str]:
     """Deletes (or with ``dry_run`` only lists) the files under ``location`` (default: the
     table location) that the metadata does not reach and that were last modified before
     ``older_than`` (a datetime, epoch ms, or an age as a timedelta; default 3 days ago).
 
-    Returns the orphan locations, sorted. Files without a modification time are kept.
+    Returns the orphan locations, sorted. Files without a modification time are kept. The
+    deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
+    (see :mod:`icefloe.progress`).
     """
     root = location or metadata.location
     threshold = _threshold_ms(older_than)
@@ -142,13 +148,14 @@ def remove_orphan_files(
     live = pc.is_in(_normalize(candidates), value_set=pc.unique(reachable))
     orphans = sorted(candidates.filter(pc.invert(live)).to_pylist())
     if not dry_run:
-        _delete_all(io, orphans)
+        delete_all(
+            io,
+            orphans,
+            threads=max_workers,
+            progress=progress,
+            what="remove_orphan_files: deleting files",
+        )
     return orphans
-
-
-def _delete_all(io: FileIO, paths: Iterable[str]) -> None:
-    for p in paths:
-        io.delete_quietly(p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,6 +197,7 @@ def rewrite_data_files(
     row_filter: BooleanExpression | str = AlwaysTrue(),  # noqa: B008 (a singleton)
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
+    progress: ProgressArg = None,
 ) -> RewriteResult:
     """Compacts small data files and applies their deletes, in one ``replace`` snapshot.
 
@@ -198,7 +206,8 @@ def rewrite_data_files(
     at most the target size; a group is rewritten when it has ``min_input_files`` files or any
     deletes. Rewritten rows keep ``_row_id`` and ``_last_updated_sequence_number`` (v3). The
     commit fails with ``CommitConflictError`` if a concurrent commit removed one of the input
-    files or added deletes for it.
+    files or added deletes for it. ``progress`` counts the input files as their rows are read
+    (see :mod:`icefloe.progress`).
     """
     from icefloe.write.properties import target_file_size as _target
     from icefloe.write.row_delta import RowDelta, commit_row_delta, plan_tasks, write_rows
@@ -221,16 +230,20 @@ def rewrite_data_files(
     cache = DeleteCache()
     delta = RowDelta()
     removed_deletes: set[tuple[str, int | None]] = set()
+    todo = [
+        (spec_id, group)
+        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0])
+        for group in _bins(tasks, target)
+        if len(group) >= min_input_files or any(t.delete_files for t in group)
+    ]
     try:
-        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0]):
-            for group in _bins(tasks, target):
-                has_deletes = any(t.delete_files for t in group)
-                if len(group) < min_input_files and not has_deletes:
-                    continue
-                batches = [
-                    b
-                    for t in group
-                    for b in surviving_rows(
+        with Progress(
+            progress, sum(len(g) for _, g in todo), "rewrite_data_files: rewriting files"
+        ) as bar:
+            for spec_id, group in todo:
+                batches: list[pa.RecordBatch] = []
+                for t in group:
+                    batches += surviving_rows(
                         tx.table.io,
                         t,
                         schema,
@@ -239,7 +252,7 @@ def rewrite_data_files(
                         cache=cache,
                         lineage=lineage,
                     )
-                ]
+                    bar.advance()
                 delta.removed.extend(group)
                 for t in group:
                     for d in t.delete_files:

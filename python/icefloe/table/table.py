@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from icefloe.io import FileIO
     from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
     from icefloe.partitioning import PartitionSpec
+    from icefloe.progress import ProgressArg
     from icefloe.scan.scan import TableScan
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -224,10 +225,11 @@ class Table:
         delete_files: bool = True,
         dry_run: bool = False,
         max_workers: int | None = None,
+        progress: ProgressArg = None,
     ) -> ExpireResult:
         """Expire snapshots by the spec's retention policy and delete unreachable files.
 
-        See :func:`icefloe.table.expire.expire_snapshots`.
+        See :func:`icefloe.table.expire.expire_snapshots`; ``progress=True`` shows a bar.
         """
         from icefloe.table.expire import expire_snapshots
 
@@ -239,6 +241,7 @@ class Table:
             delete_files=delete_files,
             dry_run=dry_run,
             max_workers=max_workers,
+            progress=progress,
         )
 
     def append(
@@ -364,9 +367,10 @@ class Table:
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        progress: ProgressArg = None,
     ) -> RewriteResult:
         """Compact small files and apply deletes in one ``replace`` snapshot (see
-        :func:`icefloe.table.maintenance.rewrite_data_files`)."""
+        :func:`icefloe.table.maintenance.rewrite_data_files`); ``progress=True`` shows a bar."""
         with self.transaction() as tx:
             result = tx.rewrite_data_files(
                 target_file_size=target_file_size,
@@ -374,6 +378,7 @@ class Table:
                 row_filter=row_filter,
                 branch=branch,
                 snapshot_properties=snapshot_properties,
+                progress=progress,
             )
         return result
 
@@ -383,9 +388,13 @@ class Table:
         *,
         dry_run: bool = False,
         location: str | None = None,
+        max_workers: int | None = None,
+        progress: ProgressArg = None,
     ) -> list[str]:
         """Delete (or with ``dry_run`` list) files under the table location that no metadata
-        references and that are older than ``older_than`` (default: 3 days)."""
+        references and that are older than ``older_than`` (default: 3 days), in
+        ``max_workers`` threads; ``progress=True`` shows a bar (see
+        :func:`icefloe.table.maintenance.remove_orphan_files`)."""
         from icefloe.table.maintenance import remove_orphan_files
 
         return remove_orphan_files(
@@ -395,6 +404,8 @@ class Table:
             older_than=older_than,
             dry_run=dry_run,
             location=location,
+            max_workers=max_workers,
+            progress=progress,
         )
 
     def _do_commit(

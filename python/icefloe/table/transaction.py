@@ -30,6 +30,7 @@ from icefloe.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     from icefloe.expressions.base import BooleanExpression
+    from icefloe.progress import ProgressArg
     from icefloe.table.maintenance import RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
     from icefloe.table.producer import SnapshotProducer
@@ -268,6 +269,7 @@ class Transaction:
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        progress: ProgressArg = None,
     ) -> RewriteResult:
         """Compact data files (see :meth:`Table.rewrite_data_files`)."""
         from icefloe.table.maintenance import rewrite_data_files
@@ -280,6 +282,7 @@ class Transaction:
             row_filter=row_filter,
             branch=branch,
             snapshot_properties=snapshot_properties,
+            progress=progress,
         )
 
     def set_properties(
