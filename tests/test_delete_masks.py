@@ -399,5 +399,5 @@ def test_filter_batch_mostly_kept_matches_pyarrow(
         col.validate(full=True)
     # Null entries in the mask drop the row (the general path).
     if n:
-        with_null = pa.array([None] + keep_list[1:], pa.bool_())
+        with_null = pa.array([None, *keep_list[1:]], pa.bool_())
         assert _native.filter_batch(batch, with_null).equals(batch.filter(with_null))
