@@ -231,7 +231,7 @@ def test_float_semantics_follow_java_equals() -> None:
 def test_decimal_precision_widening_matches() -> None:
     deletes = pa.table({"d": pa.array([decimal.Decimal("1.50")], pa.decimal128(5, 2))})
     data = pa.table(
-        {"d": pa.array([decimal.Decimal("1.50"), decimal.Decimal("1.51")], pa.decimal128(20, 2))}
+        {"d": pa.array([decimal.Decimal("1.50"), decimal.Decimal("1.51")], pa.decimal128(22, 2))}
     )
     assert EqualityDeleteSet(deletes).keep_mask(data).to_pylist() == [False, True]
 
@@ -353,3 +353,51 @@ def test_filter_batch_errors_and_empty_schema() -> None:
     bad = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"\xff\xfe")])
     with pytest.raises(ValidationError, match="UTF8"):
         _native.filter_batch(pa.record_batch({"s": bad}), pa.array([True, False]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(-100, 100)), max_size=400),
+    st.lists(st.integers(0, 9), max_size=400),
+    st.integers(0, 70),
+    st.integers(0, 70),
+)
+def test_filter_batch_mostly_kept_matches_pyarrow(
+    values: list[int | None], drops: list[int], offset: int, mask_offset: int
+) -> None:
+    """Masks keeping most rows take the word-by-word compaction of fixed-width columns
+    (primitives of every width, booleans, dictionary keys); it equals pyarrow's filter, also
+    for sliced columns and sliced masks, and leaves other columns to the general filter."""
+    from icefloe import _native
+
+    n = len(values)
+    keep_list = [(drops[i] if i < len(drops) else 1) != 0 for i in range(n)]
+    padded = [7] * offset + values
+    batch = pa.record_batch(
+        {
+            "i8": pa.array(padded, pa.int8()),
+            "i16": pa.array(padded, pa.int16()),
+            "i32": pa.array(padded, pa.int32()),
+            "i64": pa.array(padded, pa.int64()),
+            "u64": pa.array([None if v is None else v + 100 for v in padded], pa.uint64()),
+            "f32": pa.array(padded, pa.float32()),
+            "date": pa.array(padded, pa.int32()).cast(pa.date32()),
+            "dec": pa.array(padded, pa.int64()).cast(pa.decimal128(22, 2)),
+            "dec256": pa.array(padded, pa.int64()).cast(pa.decimal256(40, 1)),
+            "b": pa.array([None if v is None else v % 3 == 0 for v in padded], pa.bool_()),
+            "d": pa.array([None if v is None else str(v % 5) for v in padded]).dictionary_encode(),
+            "s": pa.array([None if v is None else str(v) for v in padded], pa.string()),
+            "dense": pa.array([0 if v is None else v for v in padded], pa.int64()),
+        }
+    ).slice(offset)
+    keep = pa.array([True] * mask_offset + keep_list, pa.bool_()).slice(mask_offset)
+    got = _native.filter_batch(batch, keep)
+    assert got.schema == batch.schema
+    want = batch.filter(keep)
+    assert got.equals(want)
+    for col in got.columns:
+        col.validate(full=True)
+    # Null entries in the mask drop the row (the general path).
+    if n:
+        with_null = pa.array([None, *keep_list[1:]], pa.bool_())
+        assert _native.filter_batch(batch, with_null).equals(batch.filter(with_null))

@@ -4,6 +4,7 @@ use arrow_array::{Array, BooleanArray, RecordBatch};
 use arrow_buffer::{BooleanBuffer, MutableBuffer};
 use arrow_select::filter::filter_record_batch;
 
+use super::compact::compact_batch;
 use super::roaring::PositionBitmap;
 use crate::{Error, Result};
 
@@ -65,8 +66,16 @@ pub fn apply_keep_mask(batch: &RecordBatch, keep: &BooleanArray) -> Result<Recor
             batch.num_rows()
         )));
     }
-    if keep.null_count() == 0 && keep.true_count() == keep.len() {
-        return Ok(batch.clone());
+    if keep.null_count() == 0 {
+        let count = keep.true_count();
+        if count == keep.len() {
+            return Ok(batch.clone());
+        }
+        // Word-by-word compaction costs the same at any density; arrow-select's filter is
+        // cheaper when few rows survive.
+        if count >= keep.len() / 2 {
+            return compact_batch(batch, keep, count);
+        }
     }
     filter_record_batch(batch, keep)
         .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))

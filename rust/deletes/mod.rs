@@ -2,6 +2,7 @@
 //! keep-masks over Arrow, per-data-file position indexes built from position delete files, and
 //! equality delete sets.
 
+pub mod compact;
 pub mod dv;
 pub mod equality;
 pub mod mask;

@@ -1,0 +1,507 @@
+//! Compaction of fixed-width columns by a keep-mask that keeps most rows.
+//!
+//! Deleting 10% of a file's rows at random leaves runs of ~9 surviving rows, and arrow-select's
+//! filter copies each run with its own `memcpy` call: most of its time goes to call overhead.
+//! Here every 64-row word of the mask is handled at once: all-kept words copy 64 values, the
+//! others store every value and advance the output by the mask bit (no branch per row).
+//! Validity and boolean bits are packed the same way, word by word. Only fixed-width
+//! columns (primitives, booleans, dictionary keys) take this path; the others go through
+//! arrow-select with a predicate built once per batch.
+
+use arrow_array::{make_array, Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_buffer::{i256, ArrowNativeType, BooleanBuffer, Buffer, MutableBuffer, NullBuffer};
+use arrow_data::ArrayData;
+use arrow_schema::DataType;
+use arrow_select::filter::{FilterBuilder, FilterPredicate};
+
+use crate::{Error, Result};
+
+/// Stores the first `n` values at `src` to `dst`, advancing the output only where `word`
+/// has a 1 bit; returns how many were kept.
+///
+/// # Safety
+/// `src` must be readable for `n` values and `dst` writable for `n` values.
+#[inline(always)]
+unsafe fn compact_word<T: Copy>(src: *const T, dst: *mut T, word: u64, n: usize) -> usize {
+    let mut j = 0usize;
+    for i in 0..n {
+        // SAFETY: i < n and j <= i < n.
+        unsafe { *dst.add(j) = *src.add(i) };
+        j += ((word >> i) & 1) as usize;
+    }
+    j
+}
+
+/// Writes the values of `src` where `mask` is set (`count` of them) to `dst`, in order.
+///
+/// # Safety
+/// `dst` must be aligned for `T` and writable for `count + 64` values.
+unsafe fn compact_values<T: ArrowNativeType>(
+    src: &[T],
+    mask: &BooleanBuffer,
+    count: usize,
+    dst: *mut T,
+) {
+    assert_eq!(
+        src.len(),
+        mask.len(),
+        "values and keep-mask differ in length"
+    );
+    let chunks = mask.bit_chunks();
+    let s = src.as_ptr();
+    let mut j = 0usize;
+    for (c, word) in chunks.iter().enumerate() {
+        // SAFETY: chunk c covers values [64c, 64c + 64) < src.len(); j counts the set bits
+        // seen so far, so j <= count and dst[j..j + 64] is writable (`count + 64` values).
+        unsafe {
+            let sp = s.add(c * 64);
+            if word == u64::MAX {
+                std::ptr::copy_nonoverlapping(sp, dst.add(j), 64);
+                j += 64;
+            } else if word != 0 {
+                j += compact_word(sp, dst.add(j), word, 64);
+            }
+        }
+    }
+    let rem = chunks.remainder_len();
+    if rem > 0 {
+        // SAFETY: the remainder covers the last `rem` values; j <= count as above.
+        unsafe {
+            j += compact_word(
+                s.add(chunks.chunk_len() * 64),
+                dst.add(j),
+                chunks.remainder_bits(),
+                rem,
+            );
+        }
+    }
+    assert_eq!(j, count, "keep-mask count mismatch");
+}
+
+/// The bits of `v` at the positions where `m` is set, packed into the low bits.
+#[inline]
+fn extract_bits(mut v: u64, m: u64) -> u64 {
+    if m == u64::MAX {
+        return v;
+    }
+    // Remove the unset positions of `m` from the highest down, so lower ones stay in place.
+    let mut z = !m;
+    while z != 0 {
+        let p = 63 - z.leading_zeros();
+        let low = (1u64 << p) - 1;
+        v = (v & low) | ((v >> 1) & !low);
+        z &= !(1u64 << p);
+    }
+    v
+}
+
+/// Appends bit runs of up to 64 bits to a buffer of words.
+struct BitWriter {
+    out: *mut u64,
+    words: usize,
+    acc: u64,
+    used: u32,
+    len: usize,
+}
+
+impl BitWriter {
+    /// Appends the low `n` bits of `v` (n <= 64).
+    ///
+    /// # Safety
+    /// `out` must be writable for `(len + n).div_ceil(64)` words.
+    #[inline]
+    unsafe fn push(&mut self, v: u64, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let v = if n == 64 { v } else { v & ((1u64 << n) - 1) };
+        self.acc |= v << self.used;
+        let total = self.used + n;
+        if total >= 64 {
+            // SAFETY: this word holds bits below len + n.
+            unsafe { *self.out.add(self.words) = self.acc };
+            self.words += 1;
+            // The bits of v that did not fit (none when the word was empty before).
+            self.acc = if self.used == 0 {
+                0
+            } else {
+                v >> (64 - self.used)
+            };
+            self.used = total - 64;
+        } else {
+            self.used = total;
+        }
+        self.len += n as usize;
+    }
+
+    /// # Safety
+    /// As for [`BitWriter::push`].
+    unsafe fn finish(self) -> usize {
+        if self.used > 0 {
+            // SAFETY: the last partial word is below len.div_ceil(64).
+            unsafe { *self.out.add(self.words) = self.acc };
+        }
+        self.len
+    }
+}
+
+/// Writes the bits of `bits` where `mask` is set (`count` of them) to `dst`, in order.
+///
+/// # Safety
+/// `dst` must be aligned for `u64` and writable for `count.div_ceil(64)` words.
+unsafe fn compact_bits(bits: &BooleanBuffer, mask: &BooleanBuffer, count: usize, dst: *mut u64) {
+    assert_eq!(
+        bits.len(),
+        mask.len(),
+        "bits and keep-mask differ in length"
+    );
+    let mut w = BitWriter {
+        out: dst,
+        words: 0,
+        acc: 0,
+        used: 0,
+        len: 0,
+    };
+    let b = bits.bit_chunks();
+    let m = mask.bit_chunks();
+    for (v, k) in b.iter_padded().zip(m.iter_padded()) {
+        let n = k.count_ones();
+        assert!(w.len + n as usize <= count, "keep-mask count mismatch");
+        // SAFETY: checked just above against the size of `dst`.
+        unsafe { w.push(extract_bits(v, k), n) };
+    }
+    // SAFETY: as above.
+    let len = unsafe { w.finish() };
+    assert_eq!(len, count, "keep-mask count mismatch");
+}
+
+/// A buffer of at least `need` bytes, 64-byte aligned, as a writable pointer.
+fn out_ptr(buf: &mut MutableBuffer, need: usize) -> Result<*mut u8> {
+    let ptr = buf.as_mut_ptr();
+    if buf.capacity() < need || (ptr as usize) % 64 != 0 {
+        return Err(Error::internal(format!(
+            "compaction buffer of {} bytes (need {need}, 64-byte aligned)",
+            buf.capacity()
+        )));
+    }
+    Ok(ptr)
+}
+
+/// `buf` with its first `len` bytes (written through [`out_ptr`]) as an immutable buffer.
+///
+/// # Safety
+/// The first `len` bytes must have been written.
+unsafe fn written(mut buf: MutableBuffer, len: usize) -> Buffer {
+    // SAFETY: the caller wrote `len` <= capacity bytes.
+    unsafe { buf.set_len(len) };
+    buf.into()
+}
+
+/// The byte sizes of the output buffers of a fixed-width column compacted to `count` rows:
+/// values (with room for the 64 values one word may write past the end) and validity (0 when
+/// the column has no nulls); `None` for columns this module does not compact.
+pub fn buffer_sizes(data: &ArrayData, count: usize) -> Option<(usize, usize)> {
+    let dt = data.data_type();
+    let values = match dt {
+        DataType::Boolean => count.div_ceil(64) * 8,
+        DataType::Dictionary(key, _) => (count + 64) * key.primitive_width()?,
+        _ if dt.is_primitive() => (count + 64) * dt.primitive_width()?,
+        _ => return None,
+    };
+    let validity = match data.nulls() {
+        Some(n) if n.null_count() > 0 => count.div_ceil(64) * 8,
+        _ => 0,
+    };
+    Some((values, validity))
+}
+
+/// # Safety
+/// `dst` must be aligned and writable for `count + 64` values of `width` bytes.
+unsafe fn compact_by_width(
+    data: &ArrayData,
+    width: usize,
+    mask: &BooleanBuffer,
+    count: usize,
+    dst: *mut u8,
+) -> Result<()> {
+    let n = data.len();
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match width {
+            1 => compact_values(&data.buffer::<u8>(0)[..n], mask, count, dst),
+            2 => compact_values(&data.buffer::<u16>(0)[..n], mask, count, dst as *mut u16),
+            4 => compact_values(&data.buffer::<u32>(0)[..n], mask, count, dst as *mut u32),
+            8 => compact_values(&data.buffer::<u64>(0)[..n], mask, count, dst as *mut u64),
+            16 => compact_values(&data.buffer::<i128>(0)[..n], mask, count, dst as *mut i128),
+            32 => compact_values(&data.buffer::<i256>(0)[..n], mask, count, dst as *mut i256),
+            _ => {
+                return Err(Error::internal(format!(
+                    "cannot compact values of {width} bytes"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `data` (a column for which [`buffer_sizes`] is `Some`) compacted to the rows where `mask`
+/// is set, written to `values` and `validity` (given exactly when the column has nulls).
+pub fn compact_column(
+    data: &ArrayData,
+    mask: &BooleanBuffer,
+    count: usize,
+    mut values: MutableBuffer,
+    validity: Option<MutableBuffer>,
+) -> Result<ArrayData> {
+    let Some((value_bytes, validity_bytes)) = buffer_sizes(data, count) else {
+        return Err(Error::internal(format!(
+            "cannot compact a {} column",
+            data.data_type()
+        )));
+    };
+    if mask.len() != data.len() || (validity_bytes > 0) != validity.is_some() {
+        return Err(Error::internal(
+            "compaction buffers do not match the column",
+        ));
+    }
+    let dt = data.data_type();
+    let dst = out_ptr(&mut values, value_bytes)?;
+    let (written_bytes, children) = match dt {
+        DataType::Boolean => {
+            let bits = BooleanBuffer::new(data.buffers()[0].clone(), data.offset(), data.len());
+            // SAFETY: checked above: aligned, count.div_ceil(64) words.
+            unsafe { compact_bits(&bits, mask, count, dst as *mut u64) };
+            (count.div_ceil(8), vec![])
+        }
+        DataType::Dictionary(key, _) => {
+            let w = key.primitive_width().unwrap_or(0);
+            // SAFETY: checked above: aligned, count + 64 keys.
+            unsafe { compact_by_width(data, w, mask, count, dst)? };
+            (count * w, data.child_data().to_vec())
+        }
+        _ => {
+            let w = dt.primitive_width().unwrap_or(0);
+            // SAFETY: checked above: aligned, count + 64 values.
+            unsafe { compact_by_width(data, w, mask, count, dst)? };
+            (count * w, vec![])
+        }
+    };
+    // SAFETY: `written` bytes were written above.
+    let values = unsafe { written(values, written_bytes) };
+    let nulls = match (data.nulls(), validity) {
+        (Some(n), Some(mut out)) => {
+            let dst = out_ptr(&mut out, validity_bytes)?;
+            // SAFETY: checked above: aligned, count.div_ceil(64) words.
+            unsafe { compact_bits(n.inner(), mask, count, dst as *mut u64) };
+            // SAFETY: count.div_ceil(8) bytes were written above.
+            let buf = unsafe { written(out, count.div_ceil(8)) };
+            Some(NullBuffer::new(BooleanBuffer::new(buf, 0, count)))
+        }
+        _ => None,
+    };
+    let out = ArrayData::builder(dt.clone())
+        .len(count)
+        .add_buffer(values)
+        .nulls(nulls)
+        .child_data(children);
+    // SAFETY: the buffers are built above for exactly `count` rows of this type (the
+    // dictionary values are the input's, unchanged); the layout is checked below.
+    let out = unsafe { out.build_unchecked() };
+    out.validate()?;
+    Ok(out)
+}
+
+/// Output buffers for each column of a batch (`None` for columns arrow-select filters).
+pub type BatchBuffers = Vec<Option<(MutableBuffer, Option<MutableBuffer>)>>;
+
+/// The rows of `batch` where `keep` (no nulls, `count` set) is set: fixed-width columns
+/// compacted into `buffers` (sized by [`buffer_sizes`]), the others through arrow-select's
+/// filter with a predicate built once.
+pub fn compact_batch_into(
+    batch: &RecordBatch,
+    keep: &BooleanArray,
+    count: usize,
+    buffers: BatchBuffers,
+) -> Result<RecordBatch> {
+    if keep.null_count() > 0
+        || keep.len() != batch.num_rows()
+        || buffers.len() != batch.num_columns()
+    {
+        return Err(Error::internal(
+            "compact_batch needs a keep-mask without nulls, one entry per row",
+        ));
+    }
+    let mask = keep.values();
+    let mut predicate: Option<FilterPredicate> = None;
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
+    for (col, bufs) in batch.columns().iter().zip(buffers) {
+        if let Some((values, validity)) = bufs {
+            columns.push(make_array(compact_column(
+                &col.to_data(),
+                mask,
+                count,
+                values,
+                validity,
+            )?));
+            continue;
+        }
+        let pred = predicate.get_or_insert_with(|| FilterBuilder::new(keep).optimize().build());
+        columns.push(
+            pred.filter(col.as_ref())
+                .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))?,
+        );
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(count));
+    RecordBatch::try_new_with_options(batch.schema(), columns, &options)
+        .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
+}
+
+/// The output buffer sizes of every column of `batch` compacted to `count` rows.
+pub fn batch_buffer_sizes(batch: &RecordBatch, count: usize) -> Vec<Option<(usize, usize)>> {
+    batch
+        .columns()
+        .iter()
+        .map(|c| buffer_sizes(&c.to_data(), count))
+        .collect()
+}
+
+/// [`compact_batch_into`] with freshly allocated buffers.
+pub fn compact_batch(
+    batch: &RecordBatch,
+    keep: &BooleanArray,
+    count: usize,
+) -> Result<RecordBatch> {
+    let buffers = batch_buffer_sizes(batch, count)
+        .into_iter()
+        .map(|s| {
+            s.map(|(v, n)| {
+                (
+                    MutableBuffer::with_capacity(v),
+                    (n > 0).then(|| MutableBuffer::with_capacity(n)),
+                )
+            })
+        })
+        .collect();
+    compact_batch_into(batch, keep, count, buffers)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::types::Int32Type;
+    use arrow_array::Decimal128Array;
+    use arrow_array::{
+        DictionaryArray, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, StringArray,
+        TimestampMicrosecondArray,
+    };
+    use arrow_select::filter::filter_record_batch;
+
+    use super::*;
+
+    /// A small deterministic generator (xorshift), so the tests need no extra crate.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.next() % 100 < percent
+        }
+    }
+
+    fn batch(rng: &mut Rng, n: usize, nulls: u64) -> RecordBatch {
+        let mut opt = |v: i64| if rng.chance(nulls) { None } else { Some(v) };
+        let i64s: Int64Array = (0..n as i64).map(&mut opt).collect();
+        let i32s: Int32Array = (0..n as i64)
+            .map(|v| opt(v).map(|v| v as i32 * 3))
+            .collect();
+        let i16s: Int16Array = (0..n as i64).map(|v| opt(v).map(|v| v as i16)).collect();
+        let i8s: Int8Array = (0..n as i64).map(|v| opt(v).map(|v| v as i8)).collect();
+        let f64s: Float64Array = (0..n as i64)
+            .map(|v| opt(v).map(|v| v as f64 / 7.0))
+            .collect();
+        let ts: TimestampMicrosecondArray = (0..n as i64).map(&mut opt).collect();
+        let dec = Decimal128Array::from_iter(
+            (0..n as i64).map(|v| opt(v).map(|v| v as i128 * 1_000_000_007)),
+        )
+        .with_precision_and_scale(38, 2)
+        .unwrap();
+        let bools: BooleanArray = (0..n as i64).map(|v| opt(v).map(|v| v % 3 == 0)).collect();
+        let strs: StringArray = (0..n as i64)
+            .map(|v| opt(v).map(|v| format!("s{v}")))
+            .collect();
+        let dict: DictionaryArray<Int32Type> = (0..n as i64)
+            .map(|v| opt(v).map(|v| ["a", "bb", "ccc"][(v % 3) as usize]))
+            .collect();
+        RecordBatch::try_from_iter(vec![
+            ("i64", Arc::new(i64s) as ArrayRef),
+            ("i32", Arc::new(i32s)),
+            ("i16", Arc::new(i16s)),
+            ("i8", Arc::new(i8s)),
+            ("f64", Arc::new(f64s)),
+            ("ts", Arc::new(ts)),
+            ("dec", Arc::new(dec)),
+            ("bool", Arc::new(bools)),
+            ("str", Arc::new(strs)),
+            ("dict", Arc::new(dict)),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn compaction_matches_arrow_filter() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for &n in &[0usize, 1, 63, 64, 65, 127, 128, 200, 1000, 4099] {
+            for &density in &[0u64, 10, 50, 90, 99, 100] {
+                for &nulls in &[0u64, 30] {
+                    for &(off, len) in &[(0usize, n), (n.min(3), n - n.min(3)), (n / 3, n / 2)] {
+                        let b = batch(&mut rng, n, nulls).slice(off, len);
+                        let keep: BooleanArray =
+                            (0..n).map(|_| Some(rng.chance(density))).collect();
+                        let keep = keep.slice(n - len, len);
+                        let count = keep.true_count();
+                        let got = compact_batch(&b, &keep, count).unwrap();
+                        let want = filter_record_batch(&b, &keep).unwrap();
+                        assert_eq!(got, want, "n={n} density={density} nulls={nulls} off={off}");
+                        for c in got.columns() {
+                            c.to_data().validate_full().unwrap();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn extract_bits_packs_kept_positions() {
+        let mut rng = Rng(7);
+        for _ in 0..2000 {
+            let (v, m) = (rng.next(), rng.next() & rng.next() | rng.next());
+            let mut want = 0u64;
+            let mut k = 0;
+            for i in 0..64 {
+                if m >> i & 1 == 1 {
+                    want |= (v >> i & 1) << k;
+                    k += 1;
+                }
+            }
+            let mask = if k == 64 { u64::MAX } else { (1u64 << k) - 1 };
+            assert_eq!(extract_bits(v, m) & mask, want);
+        }
+    }
+
+    #[test]
+    fn rejects_masks_with_nulls() {
+        let b = RecordBatch::try_from_iter(vec![(
+            "a",
+            Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef,
+        )])
+        .unwrap();
+        let keep = BooleanArray::from(vec![Some(true), None]);
+        assert!(compact_batch(&b, &keep, 1).is_err());
+    }
+}
