@@ -93,6 +93,49 @@ fn replaced<'py>(
     cls.call((), Some(&kwargs))
 }
 
+/// A frozen value class: its name, field names and field values (in declaration order). The
+/// dunder methods of both task classes are these helpers, so they compare, hash, print, pickle
+/// and replace alike.
+trait ValueClass: pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::True> + Sync {
+    const CLASS_NAME: &'static str;
+    const FIELDS: &'static [&'static str];
+    fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>>;
+}
+
+/// `==` by field values; `NotImplemented` for any other type (a subclass included).
+fn value_eq<T: ValueClass>(slf: &Bound<'_, T>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    match other.cast::<T>() {
+        Ok(o) if o.as_any().get_type().is(slf.as_any().get_type()) => {
+            let eq = slf.get().values(py)?.eq(o.get().values(py)?)?;
+            Ok(pyo3::types::PyBool::new(py, eq)
+                .to_owned()
+                .into_any()
+                .unbind())
+        }
+        _ => Ok(py.NotImplemented()),
+    }
+}
+
+fn value_repr<T: ValueClass>(v: &T, py: Python<'_>) -> PyResult<String> {
+    repr_of(T::CLASS_NAME, T::FIELDS, &v.values(py)?)
+}
+
+/// Pickles as `(cls, values)`: the constructor takes the fields positionally.
+fn value_reduce<'py, T: ValueClass>(
+    slf: &Bound<'py, T>,
+) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+    Ok((slf.as_any().get_type(), slf.get().values(slf.py())?))
+}
+
+fn value_replace<'py, T: ValueClass>(
+    slf: &Bound<'py, T>,
+    changes: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let values = slf.get().values(slf.py())?;
+    replaced(&slf.as_any().get_type(), T::FIELDS, &values, changes)
+}
+
 const DATA_FIELDS: [&str; 9] = [
     "file_path",
     "file_format",
@@ -145,7 +188,9 @@ pub struct DataFileRef {
     pub(crate) file_sequence_number: Option<i64>,
 }
 
-impl DataFileRef {
+impl ValueClass for DataFileRef {
+    const CLASS_NAME: &'static str = "DataFileRef";
+    const FIELDS: &'static [&'static str] = &DATA_FIELDS;
     fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let items: [Py<PyAny>; 9] = [
             self.file_path.get(py).into_any(),
@@ -263,17 +308,7 @@ impl DataFileRef {
     }
 
     fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        match other.cast::<Self>() {
-            Ok(o) if o.get_type().is(slf.get_type()) => {
-                let eq = slf.get().values(py)?.eq(o.get().values(py)?)?;
-                Ok(pyo3::types::PyBool::new(py, eq)
-                    .to_owned()
-                    .into_any()
-                    .unbind())
-            }
-            _ => Ok(py.NotImplemented()),
-        }
+        value_eq(slf, other)
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
@@ -281,13 +316,13 @@ impl DataFileRef {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        repr_of("DataFileRef", &DATA_FIELDS, &self.values(py)?)
+        value_repr(self, py)
     }
 
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        Ok((slf.get_type(), slf.get().values(slf.py())?))
+        value_reduce(slf)
     }
 
     /// A copy with the given fields changed (`copy.replace`, like `dataclasses.replace`).
@@ -296,8 +331,7 @@ impl DataFileRef {
         slf: &Bound<'py, Self>,
         changes: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let values = slf.get().values(slf.py())?;
-        replaced(&slf.get_type(), &DATA_FIELDS, &values, changes)
+        value_replace(slf, changes)
     }
 }
 
@@ -327,7 +361,9 @@ pub struct FileScanTask {
     pub(crate) spec_id: i64,
 }
 
-impl FileScanTask {
+impl ValueClass for FileScanTask {
+    const CLASS_NAME: &'static str = "FileScanTask";
+    const FIELDS: &'static [&'static str] = &TASK_FIELDS;
     fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let items: [Py<PyAny>; 6] = [
             self.data_file.clone_ref(py).into_any(),
@@ -426,17 +462,7 @@ impl FileScanTask {
     }
 
     fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        match other.cast::<Self>() {
-            Ok(o) if o.get_type().is(slf.get_type()) => {
-                let eq = slf.get().values(py)?.eq(o.get().values(py)?)?;
-                Ok(pyo3::types::PyBool::new(py, eq)
-                    .to_owned()
-                    .into_any()
-                    .unbind())
-            }
-            _ => Ok(py.NotImplemented()),
-        }
+        value_eq(slf, other)
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
@@ -444,13 +470,13 @@ impl FileScanTask {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        repr_of("FileScanTask", &TASK_FIELDS, &self.values(py)?)
+        value_repr(self, py)
     }
 
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        Ok((slf.get_type(), slf.get().values(slf.py())?))
+        value_reduce(slf)
     }
 
     /// A copy with the given fields changed (`copy.replace`, like `dataclasses.replace`).
@@ -459,8 +485,7 @@ impl FileScanTask {
         slf: &Bound<'py, Self>,
         changes: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let values = slf.get().values(slf.py())?;
-        replaced(&slf.get_type(), &TASK_FIELDS, &values, changes)
+        value_replace(slf, changes)
     }
 }
 
