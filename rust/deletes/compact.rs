@@ -3,7 +3,8 @@
 //! Deleting 10% of a file's rows at random leaves runs of ~9 surviving rows, and arrow-select's
 //! filter copies each run with its own `memcpy` call: most of its time goes to call overhead.
 //! Here every 64-row word of the mask is handled at once: all-kept words copy 64 values, the
-//! others store every value and advance the output by the mask bit (no branch per row).
+//! others store every value and advance the output by the mask bit (no branch per row), or
+//! with AVX2, permute 8 values at a time (see [`super::compact_simd`]).
 //! Validity and boolean bits are packed the same way, word by word. Only fixed-width
 //! columns (primitives, booleans, dictionary keys) take this path; the others go through
 //! arrow-select with a predicate built once per batch.
@@ -14,6 +15,7 @@ use arrow_data::ArrayData;
 use arrow_schema::DataType;
 use arrow_select::filter::{FilterBuilder, FilterPredicate};
 
+use super::compact_simd::{compact_words, extract_bits};
 use crate::{Error, Result};
 
 /// Stores the first `n` values at `src` to `dst`, advancing the output only where `word`
@@ -49,8 +51,15 @@ unsafe fn compact_values<T: ArrowNativeType>(
     );
     let chunks = mask.bit_chunks();
     let s = src.as_ptr();
-    let mut j = 0usize;
-    for (c, word) in chunks.iter().enumerate() {
+    // SAFETY: forwarded from the caller (count + 64 values at `dst`).
+    let simd = unsafe { compact_words(s, &chunks, dst) };
+    let mut j = simd.unwrap_or(0);
+    let scalar_words = if simd.is_some() {
+        0
+    } else {
+        chunks.chunk_len()
+    };
+    for (c, word) in chunks.iter().take(scalar_words).enumerate() {
         // SAFETY: chunk c covers values [64c, 64c + 64) < src.len(); j counts the set bits
         // seen so far, so j <= count and dst[j..j + 64] is writable (`count + 64` values).
         unsafe {
@@ -76,23 +85,6 @@ unsafe fn compact_values<T: ArrowNativeType>(
         }
     }
     assert_eq!(j, count, "keep-mask count mismatch");
-}
-
-/// The bits of `v` at the positions where `m` is set, packed into the low bits.
-#[inline]
-fn extract_bits(mut v: u64, m: u64) -> u64 {
-    if m == u64::MAX {
-        return v;
-    }
-    // Remove the unset positions of `m` from the highest down, so lower ones stay in place.
-    let mut z = !m;
-    while z != 0 {
-        let p = 63 - z.leading_zeros();
-        let low = (1u64 << p) - 1;
-        v = (v & low) | ((v >> 1) & !low);
-        z &= !(1u64 << p);
-    }
-    v
 }
 
 /// Appends bit runs of up to 64 bits to a buffer of words.
@@ -165,10 +157,10 @@ unsafe fn compact_bits(bits: &BooleanBuffer, mask: &BooleanBuffer, count: usize,
     let b = bits.bit_chunks();
     let m = mask.bit_chunks();
     for (v, k) in b.iter_padded().zip(m.iter_padded()) {
-        let n = k.count_ones();
+        let (packed, n) = extract_bits(v, k);
         assert!(w.len + n as usize <= count, "keep-mask count mismatch");
         // SAFETY: checked just above against the size of `dst`.
-        unsafe { w.push(extract_bits(v, k), n) };
+        unsafe { w.push(packed, n) };
     }
     // SAFETY: as above.
     let len = unsafe { w.finish() };
@@ -473,24 +465,6 @@ mod tests {
                     }
                 }
             }
-        }
-    }
-
-    #[test]
-    fn extract_bits_packs_kept_positions() {
-        let mut rng = Rng(7);
-        for _ in 0..2000 {
-            let (v, m) = (rng.next(), rng.next() & rng.next() | rng.next());
-            let mut want = 0u64;
-            let mut k = 0;
-            for i in 0..64 {
-                if m >> i & 1 == 1 {
-                    want |= (v >> i & 1) << k;
-                    k += 1;
-                }
-            }
-            let mask = if k == 64 { u64::MAX } else { (1u64 << k) - 1 };
-            assert_eq!(extract_bits(v, m) & mask, want);
         }
     }
 

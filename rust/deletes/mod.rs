@@ -3,6 +3,7 @@
 //! equality delete sets.
 
 pub mod compact;
+mod compact_simd;
 pub mod dv;
 pub mod equality;
 pub mod mask;
