@@ -62,6 +62,39 @@ def test_keep_mask_filters_a_batch() -> None:
         PositionDeleteIndex().keep_mask("f", 0, 1 << 40)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sets(st.integers(0, 2000), max_size=300),
+    st.integers(0, 2100),
+    st.integers(0, 700),
+    st.sampled_from([0, (1 << 32) - 300]),
+)
+def test_filter_rows_drops_deleted_positions(
+    deleted: set[int], start: int, length: int, base: int
+) -> None:
+    """``DeletionVector.filter_rows`` keeps exactly the rows whose file position (``start`` +
+    row) is not deleted, returns the batch itself when none is, and an empty batch when all are."""
+    dv = DeletionVector.from_positions(sorted(base + p for p in deleted))
+    first = base + start
+    values = [None if i % 7 == 3 else first + i for i in range(length)]
+    batch = pa.record_batch(
+        {
+            "pos": pa.array(values, pa.int64()),
+            "k": pa.array([None if v is None else v % 11 for v in values], pa.int32()),
+            "s": pa.array([None if v is None else f"s{v % 5}" for v in values]).dictionary_encode(),
+            "t": pa.array([None if v is None else str(v) for v in values], pa.string()),
+        }
+    )
+    got = dv.filter_rows(batch, first)
+    keep = [(first + i - base) not in deleted for i in range(length)]
+    assert got.schema == batch.schema
+    assert got.equals(batch.filter(pa.array(keep, pa.bool_())))
+    if all(keep):
+        assert got is batch
+    for col in got.columns:
+        col.validate(full=True)
+
+
 def _pos_table(rows: list[tuple[str, int]]) -> pa.Table:
     return pa.table(
         {

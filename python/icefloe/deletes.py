@@ -137,6 +137,11 @@ class DeletionVector:
         """The keep-mask of rows ``[start, start + length)`` of the data file."""
         return self._bitmap.keep_mask(start, length)
 
+    def filter_rows(self, batch: pa.RecordBatch, start: int) -> pa.RecordBatch:
+        """The rows of ``batch`` (rows ``[start, start + batch.num_rows)`` of the data file)
+        that this vector does not delete: ``batch`` itself when it deletes none of them."""
+        return self._bitmap.filter_rows(batch, start)
+
 
 def keep_mask_from_positions(positions: Any, start: int, length: int) -> pa.BooleanArray:
     """The keep-mask of rows ``[start, start + length)`` from deleted positions sorted ascending."""

@@ -146,6 +146,30 @@ impl PositionBitmap {
             })))
         })
     }
+
+    /// The rows of `batch` (rows `[start, start + num_rows)` of the data file) not in the set:
+    /// `batch` itself when none of them is, else a compacted copy. Mask and compaction in one
+    /// call with the GIL released; the batch is imported only when rows are deleted.
+    fn filter_rows<'py>(
+        &self,
+        py: Python<'py>,
+        batch: &Bound<'py, PyAny>,
+        start: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n: usize = batch.getattr("num_rows")?.extract()?;
+        guard(|| check_len(n))?;
+        let (keep, count) = py.detach(|| {
+            let keep = keep_mask_from_bitmap(&self.inner, start, n);
+            let count = keep.true_count();
+            (keep, count)
+        });
+        if count == n {
+            return Ok(batch.clone());
+        }
+        let rb = import_batch_for_filter(batch)?;
+        let out = guard(|| py.detach(|| apply_keep_mask(&rb, &keep)))?;
+        PyArrowType(out).into_pyobject(py)
+    }
 }
 
 /// The keep-mask of rows `[start, start + length)` from sorted deleted positions (int64).

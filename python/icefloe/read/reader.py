@@ -33,6 +33,7 @@ from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache, TaskDeletes, open_parquet
+from icefloe.read.prefetch import prefetched
 from icefloe.read.projection import FileColumns, constant_array, project_field
 from icefloe.read.rowgroups import RowGroupFilter
 from icefloe.scan.tasks import (
@@ -55,6 +56,10 @@ from icefloe.types import IcebergType, NestedField, StructType
 __all__ = ["output_schema", "read_task", "read_tasks"]
 
 BATCH_SIZE = 131_072
+
+#: Batches decoded ahead of the one being filtered and projected, on a helper thread per file
+#: (0: decode in the reading thread).
+PREFETCH = 1
 
 #: A column chunk whose dictionary page is larger (compressed) may have outgrown its dictionary
 #: and fallen back to plain pages, which pyarrow would hash back into a dictionary: read it plain.
@@ -260,20 +265,27 @@ class _TaskReader:
         early = skip_deleted
         need_rows = POS in wanted_meta or ROW_ID in wanted_meta
         dict_cols = _dictionary_columns(pf, read_names)
-        for batch, base in self._batches(pf, read_names, prune, skip_deleted, dict_cols):
+        batches = self._batches(pf, read_names, prune, skip_deleted, dict_cols)
+        if PREFETCH:
+            batches = prefetched(batches, PREFETCH, name=f"icefloe-decode {self.path}")
+        for batch, base in batches:
             n = batch.num_rows
             if n == 0:
                 continue
             rows: np.ndarray[Any, Any] | None = None  # file positions, when not base + range(n)
-            if early is not None:
+            if early is not None and not need_rows:
+                batch = early.filter_rows(batch, base)
+                n = batch.num_rows
+                if n == 0:
+                    continue
+            elif early is not None:
                 pos_keep = early.keep_mask(base, n)
                 kept = pos_keep.true_count
                 if kept == 0:
                     continue
                 if kept < n:
-                    if need_rows:
-                        mask = pos_keep.to_numpy(zero_copy_only=False)
-                        rows = np.flatnonzero(mask).astype(np.int64) + base
+                    mask = pos_keep.to_numpy(zero_copy_only=False)
+                    rows = np.flatnonzero(mask).astype(np.int64) + base
                     batch = _native.filter_batch(batch, pos_keep)
                     n = kept
             if dict_cols:

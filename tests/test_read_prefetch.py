@@ -1,0 +1,63 @@
+"""The reader's one-step-ahead decode thread: order, errors, and early close."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from icefloe.exceptions import CorruptFileError
+from icefloe.read.prefetch import prefetched
+
+
+def _threads(name: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == name]
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_items_arrive_in_order(depth: int) -> None:
+    assert list(prefetched(iter(range(1000)), depth)) == list(range(1000))
+    assert list(prefetched(iter([]), depth)) == []
+
+
+def test_errors_arrive_after_the_items_before_them() -> None:
+    def source() -> Iterator[int]:
+        yield 1
+        yield 2
+        raise CorruptFileError("bad page in f.parquet")
+
+    got: list[int] = []
+    with pytest.raises(CorruptFileError, match=r"f\.parquet"):
+        for item in prefetched(source()):
+            got.append(item)
+    assert got == [1, 2]
+
+
+def test_closing_early_stops_the_thread_and_closes_the_source() -> None:
+    closed = threading.Event()
+    produced: list[int] = []
+
+    def source() -> Iterator[int]:
+        try:
+            i = 0
+            while True:
+                produced.append(i)
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    name = "test-prefetch-close"
+    it = prefetched(source(), 1, name=name)
+    assert [next(it), next(it), next(it)] == [0, 1, 2]
+    assert _threads(name)
+    it.close()
+    assert closed.wait(5)
+    deadline = time.monotonic() + 5
+    while _threads(name) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _threads(name)
+    # Produced at most the items handed out, one in the queue and one blocked on it.
+    assert len(produced) <= 3 + 2
