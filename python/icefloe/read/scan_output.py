@@ -6,9 +6,10 @@ keep-masks release the GIL). Each task hands its batches to the consumer through
 queue, and batches come out in task order. At most ``max_workers`` tasks decode at once (a
 semaphore of "slots"), but up to ``READ_AHEAD x max_workers`` tasks may be started ahead of the
 consumer: a task whose queue is full (the consumer is still on an earlier task) gives its slot
-to a later task instead of idling a core. Memory stays bounded by
-``READ_AHEAD x max_workers x (QUEUE_DEPTH + 1)`` batches however large the table is. The schema
-is known before the first file is opened.
+to a later task instead of idling a core. Each task's reader also decodes up to
+``reader.PREFETCH`` batches ahead on a helper thread. Memory stays bounded by
+``READ_AHEAD x max_workers x (QUEUE_DEPTH + PREFETCH + 2)`` batches however large the table is.
+The schema is known before the first file is opened.
 
 A failure (missing or corrupt file, schema conflict) is raised by the reader when the consumer
 reaches that task; ``to_arrow`` and ``count`` therefore never return a partial result.
