@@ -1,6 +1,7 @@
 //! Rust core of icefloe. Each area lives in a module named for what it holds; the Python
 //! bindings are confined to `py/` (feature `python`) so `cargo test` runs without Python.
 
+pub mod alloc;
 pub mod avro;
 pub mod deletes;
 pub mod error;

@@ -22,6 +22,7 @@ __all__ = [
     "PositionDeleteIndex",
     "PuffinWriter",
     "__version__",
+    "_block_cache_stats",
     "_debug_error",
     "_debug_panic",
     "decode_values",
@@ -47,6 +48,7 @@ __all__ = [
     "read_manifest",
     "read_manifest_list",
     "read_manifests",
+    "release_memory",
     "transform_apply",
     "value_from_bytes",
     "value_from_json",
@@ -60,6 +62,8 @@ __version__: str
 
 def _debug_panic(message: str) -> None: ...
 def _debug_error(kind: str, message: str) -> None: ...
+def _block_cache_stats() -> tuple[int, int]: ...
+def release_memory() -> None: ...
 
 # Single-value serialisation (spec Appendix D). `type_` is the spec's type string; values are
 # physical: bool, int (also days, micros, nanos, decimal unscaled), float, str, bytes (uuid 16 BE).

@@ -17,6 +17,23 @@ use pyo3::prelude::*;
 
 pub(crate) use errors::guard;
 
+/// The extension's allocator: the system's, keeping large freed blocks for reuse
+/// (see `crate::alloc`).
+#[global_allocator]
+static GLOBAL: crate::alloc::BlockCache = crate::alloc::BlockCache::new();
+
+/// Bytes held in cached free blocks, and how many allocations a cached block served.
+#[pyfunction]
+fn _block_cache_stats() -> (usize, u64) {
+    GLOBAL.stats()
+}
+
+/// Returns the extension's cached free blocks to the system.
+#[pyfunction]
+fn release_memory() {
+    GLOBAL.release()
+}
+
 /// Raises a Rust panic inside a guarded call; lets tests prove a panic arrives as a Python
 /// exception (`icefloe.exceptions.InternalError`) instead of aborting the interpreter.
 #[pyfunction]
@@ -41,6 +58,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
+    m.add_function(wrap_pyfunction!(_block_cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(release_memory, m)?)?;
     deletes::register(m)?;
     expr::register(m)?;
     manifest::register(m)?;
