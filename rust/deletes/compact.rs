@@ -378,7 +378,7 @@ pub fn compact_batch(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use arrow_array::types::Int32Type;
@@ -392,15 +392,15 @@ mod tests {
     use super::*;
 
     /// A small deterministic generator (xorshift), so the tests need no extra crate.
-    struct Rng(u64);
+    pub(crate) struct Rng(pub(crate) u64);
     impl Rng {
-        fn next(&mut self) -> u64 {
+        pub(crate) fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
             self.0
         }
-        fn chance(&mut self, percent: u64) -> bool {
+        pub(crate) fn chance(&mut self, percent: u64) -> bool {
             self.next() % 100 < percent
         }
     }

@@ -159,14 +159,25 @@ mod x86 {
         }
     }
 
+    /// Compacts the whole words of `chunks` from `src` to `dst`, `G` values of `T` per 32-byte
+    /// group, each group permuted by `lanes[its G mask bits]`.
+    ///
     /// # Safety
-    /// As for [`super::compact_words`], and the CPU must have AVX2 and POPCNT.
+    /// As for [`super::compact_words`], `G * size_of::<T>() == 32`, and the CPU must have AVX2
+    /// and POPCNT.
+    #[inline]
     #[target_feature(enable = "avx2,popcnt")]
-    pub unsafe fn compact_u32(src: *const u32, chunks: &BitChunks<'_>, dst: *mut u32) -> usize {
+    unsafe fn compact_groups<T, const G: usize>(
+        src: *const T,
+        chunks: &BitChunks<'_>,
+        dst: *mut T,
+        lanes: &[[u32; 8]],
+    ) -> usize {
+        let group_mask = (1u64 << G) - 1;
         let mut j = 0usize;
         for (c, word) in chunks.iter().enumerate() {
             // SAFETY: word c covers src[64c, 64c + 64); j counts the values kept so far, so
-            // dst[j..j + 64] is writable.
+            // dst[j..j + 64] is writable; each group reads and writes 32 bytes.
             unsafe {
                 let s = src.add(c * 64);
                 if word == u64::MAX {
@@ -177,9 +188,9 @@ mod x86 {
                 if word == 0 {
                     continue;
                 }
-                for b in 0..8 {
-                    let m = ((word >> (8 * b)) & 0xff) as usize;
-                    gather_store(s.add(8 * b) as _, &LANES32[m], dst.add(j) as _);
+                for g in 0..64 / G {
+                    let m = ((word >> (G * g)) & group_mask) as usize;
+                    gather_store(s.add(G * g) as _, &lanes[m], dst.add(j) as _);
                     j += m.count_ones() as usize;
                 }
             }
@@ -190,28 +201,17 @@ mod x86 {
     /// # Safety
     /// As for [`super::compact_words`], and the CPU must have AVX2 and POPCNT.
     #[target_feature(enable = "avx2,popcnt")]
+    pub unsafe fn compact_u32(src: *const u32, chunks: &BitChunks<'_>, dst: *mut u32) -> usize {
+        // SAFETY: 8 u32 values per 32-byte group; the rest is the caller's.
+        unsafe { compact_groups::<u32, 8>(src, chunks, dst, &LANES32) }
+    }
+
+    /// # Safety
+    /// As for [`super::compact_words`], and the CPU must have AVX2 and POPCNT.
+    #[target_feature(enable = "avx2,popcnt")]
     pub unsafe fn compact_u64(src: *const u64, chunks: &BitChunks<'_>, dst: *mut u64) -> usize {
-        let mut j = 0usize;
-        for (c, word) in chunks.iter().enumerate() {
-            // SAFETY: as in `compact_u32`.
-            unsafe {
-                let s = src.add(c * 64);
-                if word == u64::MAX {
-                    std::ptr::copy_nonoverlapping(s, dst.add(j), 64);
-                    j += 64;
-                    continue;
-                }
-                if word == 0 {
-                    continue;
-                }
-                for q in 0..16 {
-                    let m = ((word >> (4 * q)) & 0xf) as usize;
-                    gather_store(s.add(4 * q) as _, &LANES64[m], dst.add(j) as _);
-                    j += m.count_ones() as usize;
-                }
-            }
-        }
-        j
+        // SAFETY: 4 u64 values per 32-byte group; the rest is the caller's.
+        unsafe { compact_groups::<u64, 4>(src, chunks, dst, &LANES64) }
     }
 }
 
@@ -220,16 +220,7 @@ mod tests {
     use arrow_buffer::BooleanBuffer;
 
     use super::*;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use crate::deletes::compact::tests::Rng;
 
     fn reference_bits(v: u64, m: u64) -> u64 {
         let (mut out, mut k) = (0u64, 0);
