@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from icefloe import _native
 from icefloe.deletes import (
     DeletionVector,
     EqualityDeleteSet,
@@ -81,7 +82,9 @@ def test_filter_rows_drops_deleted_positions(
         {
             "pos": pa.array(values, pa.int64()),
             "k": pa.array([None if v is None else v % 11 for v in values], pa.int32()),
-            "s": pa.array([None if v is None else f"s{v % 5}" for v in values]).dictionary_encode(),
+            "s": pa.array(
+                [None if v is None else f"s{v % 5}" for v in values], pa.string()
+            ).dictionary_encode(),
             "t": pa.array([None if v is None else str(v) for v in values], pa.string()),
         }
     )
@@ -93,6 +96,66 @@ def test_filter_rows_drops_deleted_positions(
         assert got is batch
     for col in got.columns:
         col.validate(full=True)
+    # with the dictionary column decoded in the same call
+    decoded = dv.filter_rows(batch, first, ["s", "t"])
+    want = got.set_column(2, "s", got.column(2).dictionary_decode())
+    assert decoded.equals(want)
+    for col in decoded.columns:
+        col.validate(full=True)
+
+
+_KEY_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32()]
+_VALUE_TYPES = [pa.string(), pa.large_string(), pa.binary(), pa.large_binary()]
+
+
+@st.composite
+def _dictionary_columns(draw: st.DrawFn) -> pa.DictionaryArray:
+    """Dictionary arrays with any key and string/binary value type, values of 0-40 characters
+    (so both the short-copy and the memcpy paths run), nulls in keys and in values, sliced."""
+    value_type = draw(st.sampled_from(_VALUE_TYPES))
+    words = draw(st.lists(st.one_of(st.none(), st.text(max_size=40)), min_size=1, max_size=30))
+    if value_type in (pa.binary(), pa.large_binary()):
+        words = [None if w is None else w.encode() for w in words]
+    keys = draw(st.lists(st.one_of(st.none(), st.integers(0, len(words) - 1)), max_size=300))
+    arr = pa.DictionaryArray.from_arrays(
+        pa.array(keys, draw(st.sampled_from(_KEY_TYPES))), pa.array(words, value_type)
+    )
+    lo = draw(st.integers(0, len(arr)))
+    return arr.slice(lo, draw(st.integers(0, len(arr) - lo)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_dictionary_columns(), st.data())
+def test_decode_dictionaries_matches_pyarrow(col: pa.DictionaryArray, data: st.DataObject) -> None:
+    """``decode_dictionaries`` and ``filter_batch(..., decode)`` give what pyarrow's
+    ``dictionary_decode`` (then ``filter``) gives, for every key and value type."""
+    batch = pa.record_batch({"d": col, "n": pa.array(range(len(col)), pa.int64())})
+    out = _native.decode_dictionaries(batch, ["d", "missing"])
+    assert out.column(0).equals(col.dictionary_decode())
+    assert out.column(1) is not None and out.column(1).equals(batch.column(1))
+    out.column(0).validate(full=True)
+    keep = pa.array(
+        data.draw(st.lists(st.booleans(), min_size=len(col), max_size=len(col))), pa.bool_()
+    )
+    filtered = _native.filter_batch(batch, keep, ["d"])
+    assert filtered.column(0).equals(col.dictionary_decode().filter(keep))
+    assert filtered.column(1).equals(batch.column(1).filter(keep))
+    filtered.column(0).validate(full=True)
+
+
+def test_decode_dictionaries_rejects_keys_outside_the_dictionary() -> None:
+    """A key past the dictionary is a typed error, not a read out of bounds; a bad key under a
+    null or deleted row is never read."""
+    words = pa.array(["a", "b"])
+    bad = pa.DictionaryArray.from_arrays(pa.array([0, 5, 1], pa.int32()), words, safe=False)
+    with pytest.raises(ValidationError, match="outside the dictionary"):
+        _native.decode_dictionaries(pa.record_batch({"d": bad}), ["d"])
+    negative = pa.DictionaryArray.from_arrays(pa.array([-1], pa.int32()), words, safe=False)
+    with pytest.raises(ValidationError, match="outside the dictionary"):
+        _native.decode_dictionaries(pa.record_batch({"d": negative}), ["d"])
+    keep = pa.array([True, False, True])
+    out = _native.filter_batch(pa.record_batch({"d": bad}), keep, ["d"])
+    assert out.column(0).to_pylist() == ["a", "b"]
 
 
 def _pos_table(rows: list[tuple[str, int]]) -> pa.Table:

@@ -7,7 +7,7 @@ released; bytes and Arrow data go in and out, IO stays with the caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -137,10 +137,14 @@ class DeletionVector:
         """The keep-mask of rows ``[start, start + length)`` of the data file."""
         return self._bitmap.keep_mask(start, length)
 
-    def filter_rows(self, batch: pa.RecordBatch, start: int) -> pa.RecordBatch:
+    def filter_rows(
+        self, batch: pa.RecordBatch, start: int, decode: Sequence[str] = ()
+    ) -> pa.RecordBatch:
         """The rows of ``batch`` (rows ``[start, start + batch.num_rows)`` of the data file)
-        that this vector does not delete: ``batch`` itself when it deletes none of them."""
-        return self._bitmap.filter_rows(batch, start)
+        that this vector does not delete: ``batch`` itself when it deletes none of them and
+        ``decode`` is empty. The dictionary columns named in ``decode`` come back decoded to
+        plain string or binary arrays (deleted rows are skipped while decoding)."""
+        return self._bitmap.filter_rows(batch, start, list(decode))
 
 
 def keep_mask_from_positions(positions: Any, start: int, length: int) -> pa.BooleanArray:

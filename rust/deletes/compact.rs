@@ -303,6 +303,42 @@ pub fn compact_column(
     Ok(out)
 }
 
+/// The bits of `bits` where `mask` (`count` set) is set, in a new buffer.
+pub fn compact_bits_into(
+    bits: &BooleanBuffer,
+    mask: &BooleanBuffer,
+    count: usize,
+) -> BooleanBuffer {
+    let mut out = MutableBuffer::from_len_zeroed(count.div_ceil(64) * 8);
+    // SAFETY: the buffer holds count.div_ceil(64) aligned words.
+    unsafe { compact_bits(bits, mask, count, out.as_mut_ptr() as *mut u64) };
+    BooleanBuffer::new(out.into(), 0, count)
+}
+
+/// One column compacted to the rows where `mask` (`count` set) is set: fixed-width columns by
+/// [`compact_column`], the others through arrow-select.
+pub fn compact_column_data(
+    data: &ArrayData,
+    mask: &BooleanBuffer,
+    count: usize,
+) -> Result<ArrayData> {
+    match buffer_sizes(data, count) {
+        Some((v, n)) => compact_column(
+            data,
+            mask,
+            count,
+            MutableBuffer::with_capacity(v),
+            (n > 0).then(|| MutableBuffer::with_capacity(n)),
+        ),
+        None => {
+            let keep = BooleanArray::new(mask.clone(), None);
+            arrow_select::filter::filter(make_array(data.clone()).as_ref(), &keep)
+                .map(|a| a.to_data())
+                .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
+        }
+    }
+}
+
 /// Output buffers for each column of a batch (`None` for columns arrow-select filters).
 pub type BatchBuffers = Vec<Option<(MutableBuffer, Option<MutableBuffer>)>>;
 

@@ -4,6 +4,7 @@
 
 pub mod compact;
 mod compact_simd;
+pub mod dictionary;
 pub mod dv;
 pub mod equality;
 pub mod mask;

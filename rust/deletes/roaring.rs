@@ -198,11 +198,19 @@ impl PositionBitmap {
             };
             let mut it = map.iter();
             it.advance_to(lo);
-            for low in it {
-                if low > hi {
+            // In blocks: `next_many` reads bitmap containers a word at a time.
+            let mut buf = [0u32; 1024];
+            'blocks: loop {
+                let got = it.next_many(&mut buf);
+                if got.is_empty() {
                     break;
                 }
-                f(base + low as u64 - start);
+                for &low in got.iter() {
+                    if low > hi {
+                        break 'blocks;
+                    }
+                    f(base + low as u64 - start);
+                }
             }
         }
     }

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::guard;
+use crate::deletes::dictionary::shape_batch;
 use crate::deletes::dv::{decode_dv, encode_dv};
 use crate::deletes::equality::EqualityDeleteSet as CoreEqualitySet;
 use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap, keep_mask_from_sorted};
@@ -149,12 +150,16 @@ impl PositionBitmap {
 
     /// The rows of `batch` (rows `[start, start + num_rows)` of the data file) not in the set:
     /// `batch` itself when none of them is, else a compacted copy. Mask and compaction in one
-    /// call with the GIL released; the batch is imported only when rows are deleted.
+    /// call with the GIL released; the batch is imported only when rows are deleted or
+    /// columns are to be decoded. The dictionary columns named in `decode` come back decoded
+    /// (deleted rows skipped while gathering).
+    #[pyo3(signature = (batch, start, decode = Vec::new()))]
     fn filter_rows<'py>(
         &self,
         py: Python<'py>,
         batch: &Bound<'py, PyAny>,
         start: u64,
+        decode: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let n: usize = batch.getattr("num_rows")?.extract()?;
         guard(|| check_len(n))?;
@@ -163,11 +168,20 @@ impl PositionBitmap {
             let count = keep.true_count();
             (keep, count)
         });
-        if count == n {
+        if count == n && decode.is_empty() {
             return Ok(batch.clone());
         }
         let rb = import_batch_for_filter(batch)?;
-        let out = guard(|| py.detach(|| apply_keep_mask(&rb, &keep)))?;
+        let out = guard(|| {
+            py.detach(|| {
+                if decode.is_empty() {
+                    apply_keep_mask(&rb, &keep)
+                } else {
+                    let mask = (count < n).then(|| (keep.values(), count));
+                    shape_batch(&rb, mask, &decode)
+                }
+            })
+        })?;
         PyArrowType(out).into_pyobject(py)
     }
 }
@@ -212,12 +226,15 @@ fn import_batch_for_filter(batch: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
     Ok(batch)
 }
 
-/// The rows of `batch` where the boolean array `keep` is true, all columns in one pass.
+/// The rows of `batch` where the boolean array `keep` is true, all columns in one pass; the
+/// dictionary columns named in `decode` come back decoded.
 #[pyfunction]
+#[pyo3(signature = (batch, keep, decode = Vec::new()))]
 fn filter_batch(
     py: Python<'_>,
     batch: &Bound<'_, PyAny>,
     keep: PyArray,
+    decode: Vec<String>,
 ) -> PyResult<PyArrowType<RecordBatch>> {
     let batch = PyArrowType(import_batch_for_filter(batch)?);
     guard(|| {
@@ -228,8 +245,35 @@ fn filter_batch(
             )));
         }
         let keep = BooleanArray::from(keep.0);
-        let out = py.detach(|| apply_keep_mask(&batch.0, &keep))?;
+        let out = py.detach(|| {
+            if decode.is_empty() || keep.null_count() > 0 || keep.len() != batch.0.num_rows() {
+                let out = apply_keep_mask(&batch.0, &keep)?;
+                if decode.is_empty() {
+                    return Ok(out);
+                }
+                return shape_batch(&out, None, &decode);
+            }
+            let count = keep.true_count();
+            let mask = (count < keep.len()).then(|| (keep.values(), count));
+            shape_batch(&batch.0, mask, &decode)
+        })?;
         Ok(PyArrowType(out))
+    })
+}
+
+/// `batch` with the dictionary columns (of strings or binaries) named in `names` decoded to
+/// plain arrays; other columns are returned as they are.
+#[pyfunction]
+fn decode_dictionaries(
+    py: Python<'_>,
+    batch: &Bound<'_, PyAny>,
+    names: Vec<String>,
+) -> PyResult<PyArrowType<RecordBatch>> {
+    let batch = import_batch_for_filter(batch)?;
+    guard(|| {
+        Ok(PyArrowType(
+            py.detach(|| shape_batch(&batch, None, &names))?,
+        ))
     })
 }
 
@@ -339,6 +383,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PositionDeleteIndex>()?;
     m.add_class::<EqualityDeleteSet>()?;
     m.add_function(wrap_pyfunction!(filter_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_dictionaries, m)?)?;
     m.add_function(wrap_pyfunction!(keep_mask_from_positions, m)?)?;
     Ok(())
 }

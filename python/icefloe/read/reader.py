@@ -9,9 +9,9 @@ file fails the read before any row is returned.
 Two things keep deletes cheap. Deleted positions (deletion vectors, position delete files) are
 applied to the file's batch as read, before projection, so only the surviving rows are
 projected and copied. And string/binary columns that the file stores dictionary-encoded (every
-row group with a small dictionary page) are read as Arrow dictionaries and decoded after that
-filter: the filter then moves 4-byte indices instead of strings, and decoding a dictionary (a
-``take``) is cheaper than pyarrow's direct string decoding anyway.
+row group with a small dictionary page) are read as Arrow dictionaries and decoded in Rust
+in the same call as that filter (``rust/deletes/dictionary.rs``), deleted rows skipped while
+gathering; decoding indices is cheaper than pyarrow's direct string decoding anyway.
 """
 
 from __future__ import annotations
@@ -273,8 +273,11 @@ class _TaskReader:
             if n == 0:
                 continue
             rows: np.ndarray[Any, Any] | None = None  # file positions, when not base + range(n)
+            # Dictionary columns are decoded in Rust, in the same call as the filter if any.
+            decoded = not dict_cols
             if early is not None and not need_rows:
-                batch = early.filter_rows(batch, base)
+                batch = early.filter_rows(batch, base, dict_cols)
+                decoded = True
                 n = batch.num_rows
                 if n == 0:
                     continue
@@ -286,10 +289,11 @@ class _TaskReader:
                 if kept < n:
                     mask = pos_keep.to_numpy(zero_copy_only=False)
                     rows = np.flatnonzero(mask).astype(np.int64) + base
-                    batch = _native.filter_batch(batch, pos_keep)
+                    batch = _native.filter_batch(batch, pos_keep, dict_cols)
+                    decoded = True
                     n = kept
-            if dict_cols:
-                batch = _decode_dictionaries(batch, dict_cols)
+            if not decoded:
+                batch = _native.decode_dictionaries(batch, dict_cols)
             by_name = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
 
             def file_col(fid: int, by_name: dict[str, pa.Array] = by_name) -> pa.Array | None:
@@ -475,18 +479,6 @@ def _dictionary_columns(pf: pq.ParquetFile, names: list[str]) -> list[str]:
         else:
             out.append(name)
     return out
-
-
-def _decode_dictionaries(batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
-    """``batch`` with the columns ``names`` (read as dictionaries) decoded to plain arrays."""
-    cols = batch.columns
-    schema = batch.schema
-    for name in names:
-        i = schema.get_field_index(name)
-        if i >= 0 and pa.types.is_dictionary(cols[i].type):
-            cols[i] = cols[i].dictionary_decode()
-            schema = schema.set(i, schema.field(i).with_type(cols[i].type))
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def _fill(stored: pa.Array | None, inherited: pa.Array | None, n: int) -> pa.Array:
