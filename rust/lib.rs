@@ -8,6 +8,7 @@ pub mod error;
 pub mod expr;
 pub mod manifest;
 pub mod plan;
+pub mod pool;
 pub mod puffin;
 pub mod serde;
 pub mod transforms;

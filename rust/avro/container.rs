@@ -492,25 +492,27 @@ impl ContainerWriter {
         let per = per_block.max(1);
         let codec = self.codec;
         let starts: Vec<usize> = (0..n).step_by(per).collect();
-        let blocks = starts
-            .par_iter()
-            .map(|&s| {
-                let e = (s + per).min(n);
-                RAW.with(|raw| {
-                    let mut raw = raw.borrow_mut();
-                    raw.clear();
-                    for i in s..e {
-                        enc(i, &mut raw)?;
-                    }
-                    let mut out = Vec::with_capacity(raw.len() / 2 + 64);
-                    compress_here(codec, &raw, &mut out)?;
-                    if raw.capacity() > KEEP_SCRATCH {
-                        *raw = Vec::new();
-                    }
-                    Ok((e - s, out))
+        let blocks = crate::pool::install(None, || {
+            starts
+                .par_iter()
+                .map(|&s| {
+                    let e = (s + per).min(n);
+                    RAW.with(|raw| {
+                        let mut raw = raw.borrow_mut();
+                        raw.clear();
+                        for i in s..e {
+                            enc(i, &mut raw)?;
+                        }
+                        let mut out = Vec::with_capacity(raw.len() / 2 + 64);
+                        compress_here(codec, &raw, &mut out)?;
+                        if raw.capacity() > KEEP_SCRATCH {
+                            *raw = Vec::new();
+                        }
+                        Ok((e - s, out))
+                    })
                 })
-            })
-            .collect::<Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>>>()
+        })?;
         let total: usize = blocks.iter().map(|(_, b)| b.len() + 36).sum();
         self.out.reserve(total);
         for (count, comp) in blocks {

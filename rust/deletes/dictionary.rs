@@ -62,9 +62,12 @@ pub fn decode_dictionary(data: &ArrayData, rows: Rows<'_>) -> Result<ArrayData> 
             data.data_type()
         )));
     };
-    if let Rows::Masked(mask, _) = rows {
-        if mask.len() != data.len() {
-            return Err(Error::internal("keep-mask and column differ in length"));
+    if let Rows::Masked(mask, count) = rows {
+        // `count` sizes the output: a wrong one must be an error, not a write past the end.
+        if mask.len() != data.len() || mask.count_set_bits() != count {
+            return Err(Error::internal(
+                "keep-mask and column differ in length, or the count is wrong",
+            ));
         }
     }
     macro_rules! by_key {

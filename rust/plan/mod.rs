@@ -56,17 +56,20 @@ pub fn check_unique_paths(paths: &[ArrayRef]) -> Result<()> {
     // (hash, batch, row) of every path, sorted: equal paths have equal hashes, so they end up
     // next to each other; runs of equal hashes are confirmed by comparing the paths (sorting
     // is cache friendly, where inserting a million paths into a hash set misses on each)
-    let state = &hashbrown::DefaultHashBuilder::default();
-    let mut keys: Vec<(u64, u32, u32)> = cols
-        .par_iter()
-        .enumerate()
-        .flat_map_iter(|(b, col)| {
-            col.iter()
-                .enumerate()
-                .map(move |(r, p)| (state.hash_one(p.unwrap_or("")), b as u32, r as u32))
-        })
-        .collect();
-    keys.par_sort_unstable();
+    let keys = crate::pool::install(None, || {
+        let state = &hashbrown::DefaultHashBuilder::default();
+        let mut keys: Vec<(u64, u32, u32)> = cols
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(b, col)| {
+                col.iter()
+                    .enumerate()
+                    .map(move |(r, p)| (state.hash_one(p.unwrap_or("")), b as u32, r as u32))
+            })
+            .collect();
+        keys.par_sort_unstable();
+        Ok(keys)
+    })?;
     let path = |k: &(u64, u32, u32)| cols[k.1 as usize].value(k.2 as usize);
     let mut start = 0;
     for i in 1..keys.len() {

@@ -96,14 +96,7 @@ fn read_manifests(
                     })
                     .collect::<crate::Result<Vec<_>>>()
             };
-            match threads {
-                Some(t) if t > 0 => rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .map_err(|e| crate::Error::internal(format!("thread pool: {e}")))?
-                    .install(work),
-                _ => work(),
-            }
+            crate::pool::install(threads, work)
         })?;
         Ok(out.into_iter().map(PyArrowType).collect())
     })

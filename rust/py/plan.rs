@@ -135,32 +135,19 @@ fn plan_entry_masks(
                     })
                     .collect::<crate::Result<Vec<ArrayData>>>()
             };
-            match threads {
-                Some(t) if t > 0 => rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .map_err(|e| Error::internal(format!("thread pool: {e}")))?
-                    .install(work),
-                _ => work(),
-            }
+            on_pool(threads, work)
         })
     })?;
     Ok(out.into_iter().map(PyArrowType).collect())
 }
 
-/// Runs `work` on a pool of `threads` threads (None or 0: rayon's global pool).
+/// Runs `work` on this process's pool of `threads` threads (None or 0: the default pool); see
+/// [`crate::pool`].
 pub(super) fn on_pool<T: Send>(
     threads: Option<usize>,
     work: impl FnOnce() -> crate::Result<T> + Send,
 ) -> crate::Result<T> {
-    match threads {
-        Some(t) if t > 0 => rayon::ThreadPoolBuilder::new()
-            .num_threads(t)
-            .build()
-            .map_err(|e| Error::internal(format!("thread pool: {e}")))?
-            .install(work),
-        _ => work(),
-    }
+    crate::pool::install(threads, work)
 }
 
 fn per_manifest(

@@ -23,6 +23,7 @@ The result, :class:`Plan`, is columnar; :mod:`icefloe.scan.scan` turns it into
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -296,6 +297,18 @@ def _decoder() -> ThreadPoolExecutor:
         if _DECODER is None:
             _DECODER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="icefloe-decode")
         return _DECODER
+
+
+def _forget_pools_in_child() -> None:
+    """After ``fork`` the child has none of the parent's threads: executors created before it
+    would queue work that never runs (and the lock may have been held), so the child starts
+    afresh."""
+    global _POOL, _DECODER, _POOL_LOCK
+    _POOL = _DECODER = None
+    _POOL_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools_in_child)
 
 
 #: Manifest reads started ahead of their decode, by path.
