@@ -315,102 +315,75 @@ pub fn compact_bits_into(
     BooleanBuffer::new(out.into(), 0, count)
 }
 
-/// One column compacted to the rows where `mask` (`count` set) is set: fixed-width columns by
-/// [`compact_column`], the others through arrow-select.
-pub fn compact_column_data(
-    data: &ArrayData,
-    mask: &BooleanBuffer,
+/// Compacts columns to the rows where a keep-mask (no nulls, `count` set) is true:
+/// fixed-width columns by [`compact_column`], the others through arrow-select's filter with one
+/// predicate, built on first use and shared by every column.
+pub struct Compactor<'a> {
+    keep: &'a BooleanArray,
     count: usize,
-) -> Result<ArrayData> {
-    match buffer_sizes(data, count) {
-        Some((v, n)) => compact_column(
-            data,
-            mask,
+    predicate: Option<FilterPredicate>,
+}
+
+impl<'a> Compactor<'a> {
+    /// A compactor for columns of `keep.len()` rows; `count` must be the number of rows kept.
+    pub fn new(keep: &'a BooleanArray, count: usize) -> Result<Self> {
+        if keep.null_count() > 0 || keep.true_count() != count {
+            return Err(Error::internal(
+                "compaction needs a keep-mask without nulls and the number of rows it keeps",
+            ));
+        }
+        Ok(Self {
+            keep,
             count,
-            MutableBuffer::with_capacity(v),
-            (n > 0).then(|| MutableBuffer::with_capacity(n)),
-        ),
-        None => {
-            let keep = BooleanArray::new(mask.clone(), None);
-            arrow_select::filter::filter(make_array(data.clone()).as_ref(), &keep)
-                .map(|a| a.to_data())
-                .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
+            predicate: None,
+        })
+    }
+
+    /// `data` (one entry per mask entry) with only the kept rows.
+    pub fn column(&mut self, data: &ArrayData) -> Result<ArrayData> {
+        if data.len() != self.keep.len() {
+            return Err(Error::internal("keep-mask and column differ in length"));
         }
-    }
-}
-
-/// Output buffers for each column of a batch (`None` for columns arrow-select filters).
-pub type BatchBuffers = Vec<Option<(MutableBuffer, Option<MutableBuffer>)>>;
-
-/// The rows of `batch` where `keep` (no nulls, `count` set) is set: fixed-width columns
-/// compacted into `buffers` (sized by [`buffer_sizes`]), the others through arrow-select's
-/// filter with a predicate built once.
-pub fn compact_batch_into(
-    batch: &RecordBatch,
-    keep: &BooleanArray,
-    count: usize,
-    buffers: BatchBuffers,
-) -> Result<RecordBatch> {
-    if keep.null_count() > 0
-        || keep.len() != batch.num_rows()
-        || buffers.len() != batch.num_columns()
-    {
-        return Err(Error::internal(
-            "compact_batch needs a keep-mask without nulls, one entry per row",
-        ));
-    }
-    let mask = keep.values();
-    let mut predicate: Option<FilterPredicate> = None;
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
-    for (col, bufs) in batch.columns().iter().zip(buffers) {
-        if let Some((values, validity)) = bufs {
-            columns.push(make_array(compact_column(
-                &col.to_data(),
-                mask,
-                count,
-                values,
-                validity,
-            )?));
-            continue;
+        if let Some((v, n)) = buffer_sizes(data, self.count) {
+            return compact_column(
+                data,
+                self.keep.values(),
+                self.count,
+                MutableBuffer::with_capacity(v),
+                (n > 0).then(|| MutableBuffer::with_capacity(n)),
+            );
         }
-        let pred = predicate.get_or_insert_with(|| FilterBuilder::new(keep).optimize().build());
-        columns.push(
-            pred.filter(col.as_ref())
-                .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))?,
-        );
+        let keep = self.keep;
+        let pred = self
+            .predicate
+            .get_or_insert_with(|| FilterBuilder::new(keep).optimize().build());
+        pred.filter(make_array(data.clone()).as_ref())
+            .map(|a| a.to_data())
+            .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
     }
-    let options = RecordBatchOptions::new().with_row_count(Some(count));
-    RecordBatch::try_new_with_options(batch.schema(), columns, &options)
-        .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
 }
 
-/// The output buffer sizes of every column of `batch` compacted to `count` rows.
-pub fn batch_buffer_sizes(batch: &RecordBatch, count: usize) -> Vec<Option<(usize, usize)>> {
-    batch
-        .columns()
-        .iter()
-        .map(|c| buffer_sizes(&c.to_data(), count))
-        .collect()
-}
-
-/// [`compact_batch_into`] with freshly allocated buffers.
+/// The rows of `batch` where `keep` (no nulls, `count` set) is true, every column through one
+/// [`Compactor`].
 pub fn compact_batch(
     batch: &RecordBatch,
     keep: &BooleanArray,
     count: usize,
 ) -> Result<RecordBatch> {
-    let buffers = batch_buffer_sizes(batch, count)
-        .into_iter()
-        .map(|s| {
-            s.map(|(v, n)| {
-                (
-                    MutableBuffer::with_capacity(v),
-                    (n > 0).then(|| MutableBuffer::with_capacity(n)),
-                )
-            })
-        })
-        .collect();
-    compact_batch_into(batch, keep, count, buffers)
+    if keep.len() != batch.num_rows() {
+        return Err(Error::internal(
+            "compact_batch needs one keep-mask entry per row",
+        ));
+    }
+    let mut compactor = Compactor::new(keep, count)?;
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| compactor.column(&c.to_data()).map(make_array))
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(count));
+    RecordBatch::try_new_with_options(batch.schema(), columns, &options)
+        .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
 }
 
 #[cfg(test)]

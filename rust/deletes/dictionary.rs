@@ -4,20 +4,22 @@
 //! The reader asks Parquet for small-dictionary string columns as Arrow dictionaries (decoding
 //! indices is cheaper than materialising strings) and decodes them after deleted rows are gone.
 //! pyarrow's `dictionary_decode` is a generic `take` that calls `memcpy` per value: on short
-//! strings it cost about a fifth of a whole read. Here each value is copied with one 16-byte
+//! strings it cost about a fifth of a whole read. Here each value is copied with one 8- or 16-byte
 //! move from a padded copy of the dictionary (values longer than 16 bytes use `memcpy`), and
 //! deleted rows are skipped while gathering, so their keys are never compacted.
 //!
 //! Keys are bounds-checked against the dictionary (a bad key is an error, never a read out of
 //! bounds); keys under null slots are not read.
 
-use arrow_array::{make_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{
+    make_array, Array, ArrayRef, BooleanArray, OffsetSizeTrait, RecordBatch, RecordBatchOptions,
+};
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
 
-use super::compact::{compact_bits_into, compact_column_data};
+use super::compact::{compact_bits_into, Compactor};
 use crate::{Error, Result};
 
 /// Bytes every value copy may write (and read) past its end.
@@ -96,23 +98,6 @@ pub fn decode_dictionary(data: &ArrayData, rows: Rows<'_>) -> Result<ArrayData> 
     }
 }
 
-/// Offset types of string and binary arrays.
-trait Offset: ArrowNativeType {
-    fn from_total(total: usize) -> Option<Self>;
-}
-
-impl Offset for i32 {
-    fn from_total(total: usize) -> Option<Self> {
-        i32::try_from(total).ok()
-    }
-}
-
-impl Offset for i64 {
-    fn from_total(total: usize) -> Option<Self> {
-        i64::try_from(total).ok()
-    }
-}
-
 /// The dictionary's values as one padded byte run with each entry's start and length, and one
 /// empty entry after the last for null rows.
 struct Entries {
@@ -121,7 +106,7 @@ struct Entries {
 }
 
 impl Entries {
-    fn new<O: Offset>(dict: &ArrayData) -> Result<Self> {
+    fn new<O: OffsetSizeTrait>(dict: &ArrayData) -> Result<Self> {
         dict.validate_full()?;
         let m = dict.len();
         let offsets = &dict.buffer::<O>(0)[..m + 1];
@@ -211,7 +196,7 @@ unsafe fn copy_value<const W: usize>(src: *const u8, dst: *mut u8, len: usize) {
 /// writable for the total length plus [`SLACK`] bytes, `offsets` for one more than the kept
 /// rows, and `src` readable for [`SLACK`] bytes past every span start.
 #[inline(always)]
-unsafe fn gather<const W: usize, K: ArrowNativeType, O: Offset>(
+unsafe fn gather<const W: usize, K: ArrowNativeType, O: OffsetSizeTrait>(
     rows: impl Iterator<Item = usize>,
     keys: &[K],
     valid: Option<&BooleanBuffer>,
@@ -240,7 +225,7 @@ unsafe fn gather<const W: usize, K: ArrowNativeType, O: Offset>(
 ///
 /// # Safety
 /// As for [`gather`].
-unsafe fn gather_rows<K: ArrowNativeType, O: Offset>(
+unsafe fn gather_rows<K: ArrowNativeType, O: OffsetSizeTrait>(
     rows: Rows<'_>,
     n: usize,
     keys: &[K],
@@ -277,7 +262,7 @@ unsafe fn gather_rows<K: ArrowNativeType, O: Offset>(
     }
 }
 
-fn decode<K: ArrowNativeType, O: Offset>(
+fn decode<K: ArrowNativeType, O: OffsetSizeTrait>(
     data: &ArrayData,
     value_type: &DataType,
     rows: Rows<'_>,
@@ -316,7 +301,7 @@ fn decode<K: ArrowNativeType, O: Offset>(
             keys[i]
         )));
     }
-    if O::from_total(total).is_none() {
+    if O::from_usize(total).is_none() {
         return Err(Error::validation(format!(
             "decoded dictionary column holds {total} bytes, more than its offset type allows"
         )));
@@ -373,15 +358,18 @@ fn decode<K: ArrowNativeType, O: Offset>(
 /// nulls), only the kept rows of every column. Columns not decodable stay as they are.
 pub fn shape_batch(
     batch: &RecordBatch,
-    keep: Option<(&BooleanBuffer, usize)>,
+    keep: Option<(&BooleanArray, usize)>,
     decode: &[String],
 ) -> Result<RecordBatch> {
     let schema = batch.schema();
     let mut fields: Vec<Arc<Field>> = schema.fields().iter().cloned().collect();
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
-    let rows = match keep {
-        Some((mask, count)) => Rows::Masked(mask, count),
-        None => Rows::All,
+    let (rows, mut compactor) = match keep {
+        Some((mask, count)) => (
+            Rows::Masked(mask.values(), count),
+            Some(Compactor::new(mask, count)?),
+        ),
+        None => (Rows::All, None),
     };
     for (i, col) in batch.columns().iter().enumerate() {
         let field = &schema.fields()[i];
@@ -394,12 +382,8 @@ pub fn shape_batch(
                     .with_data_type(out.data_type().clone()),
             );
             columns.push(make_array(out));
-        } else if let Some((mask, count)) = keep {
-            columns.push(make_array(compact_column_data(
-                &col.to_data(),
-                mask,
-                count,
-            )?));
+        } else if let Some(c) = compactor.as_mut() {
+            columns.push(make_array(c.column(&col.to_data())?));
         } else {
             columns.push(col.clone());
         }
@@ -537,7 +521,7 @@ mod tests {
         let keep: BooleanArray = (0..500).map(|_| Some(!rng.chance(10))).collect();
         let count = keep.true_count();
         let names = vec!["s".to_string()];
-        let out = shape_batch(&batch, Some((keep.values(), count)), &names).unwrap();
+        let out = shape_batch(&batch, Some((&keep, count)), &names).unwrap();
         assert_eq!(out.schema().field(1).data_type(), &DataType::Utf8);
         assert_eq!(out.num_rows(), count);
         let want_ids = arrow_select::filter::filter(batch.column(0), &keep).unwrap();

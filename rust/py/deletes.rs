@@ -177,7 +177,7 @@ impl PositionBitmap {
                 if decode.is_empty() {
                     apply_keep_mask(&rb, &keep)
                 } else {
-                    let mask = (count < n).then(|| (keep.values(), count));
+                    let mask = (count < n).then_some((&keep, count));
                     shape_batch(&rb, mask, &decode)
                 }
             })
@@ -254,7 +254,7 @@ fn filter_batch(
                 return shape_batch(&out, None, &decode);
             }
             let count = keep.true_count();
-            let mask = (count < keep.len()).then(|| (keep.values(), count));
+            let mask = (count < keep.len()).then_some((&keep, count));
             shape_batch(&batch.0, mask, &decode)
         })?;
         Ok(PyArrowType(out))

@@ -135,19 +135,10 @@ fn plan_entry_masks(
                     })
                     .collect::<crate::Result<Vec<ArrayData>>>()
             };
-            on_pool(threads, work)
+            crate::pool::install(threads, work)
         })
     })?;
     Ok(out.into_iter().map(PyArrowType).collect())
-}
-
-/// Runs `work` on this process's pool of `threads` threads (None or 0: the default pool); see
-/// [`crate::pool`].
-pub(super) fn on_pool<T: Send>(
-    threads: Option<usize>,
-    work: impl FnOnce() -> crate::Result<T> + Send,
-) -> crate::Result<T> {
-    crate::pool::install(threads, work)
 }
 
 fn per_manifest(
@@ -195,7 +186,7 @@ fn plan_read_manifests(
                 return Err(Error::validation("names must have one entry per manifest"));
             }
             let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
-            on_pool(threads, || {
+            crate::pool::install(threads, || {
                 slices
                     .par_iter()
                     .enumerate()
@@ -249,7 +240,7 @@ fn plan_keep_entries(
                 return Err(Error::validation(format!("spec index {k} out of range")));
             }
             let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
-            on_pool(threads, || {
+            crate::pool::install(threads, || {
                 batches
                     .par_iter()
                     .zip(spec_index.par_iter())

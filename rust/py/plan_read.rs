@@ -10,7 +10,6 @@ use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
 use super::guard;
-use super::plan::on_pool;
 use crate::expr::{parse, Expr};
 use crate::manifest::Inherit;
 use crate::plan::read::{join, keep_entries, read_keep, split_metrics};
@@ -111,7 +110,7 @@ fn plan_read_keep_manifests(
                 &[]
             };
             let keep: Vec<&str> = keep_columns.iter().map(String::as_str).collect();
-            on_pool(threads, || {
+            crate::pool::install(threads, || {
                 slices
                     .par_iter()
                     .enumerate()
@@ -185,7 +184,7 @@ fn plan_keep_decoded(
             let (parts, metrics) =
                 parse_filters(&partition_filters, &spec_index, metrics_filter.as_deref())?;
             let keep: Vec<&str> = keep_columns.iter().map(String::as_str).collect();
-            on_pool(threads, || {
+            crate::pool::install(threads, || {
                 (0..n)
                     .into_par_iter()
                     .map(|i| {
