@@ -29,7 +29,7 @@ from gen_planning_table import generate
 from harness import Harness
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
-from icefloe.scan.scan import TableScan
+from icefloe.table.scan import TableScan
 
 ONE_DAY = "ts >= '2024-02-01T00:00:00' and ts < '2024-02-02T00:00:00'"
 METRICS_ONLY = "v1 >= 500000 and v1 < 520000"
@@ -64,7 +64,7 @@ _PEAK = """
 import resource, sys
 sys.path.insert(0, {here!r})
 from bench_planning import _Table
-from icefloe.scan.scan import TableScan
+from icefloe.table.scan import TableScan
 import pyarrow, numpy
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 tasks = TableScan(_Table({path!r})).plan_files()

@@ -1,7 +1,7 @@
 """Hand-built tables for the planning tests: manifests written with icefloe's manifest writer,
 snapshots and metadata assembled directly (no catalog), readable by PyIceberg's StaticTable.
 
-A :class:`HandTable` has ``metadata`` and ``io`` (what :class:`icefloe.scan.scan.TableScan`
+A :class:`HandTable` has ``metadata`` and ``io`` (what :class:`icefloe.table.scan.TableScan`
 needs). :meth:`HandTable.commit` adds a snapshot whose manifest list is the previous snapshot's
 manifests plus new ones; entries are dicts laid out as :func:`icefloe.manifest.read_manifest`
 returns them (status 1 = added and a null sequence number inherit the snapshot's values).

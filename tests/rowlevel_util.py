@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.read import read_tasks
-from icefloe.scan.scan import TableScan
 from icefloe.table import Table
 from icefloe.table.producer import live_entries
+from icefloe.table.scan import TableScan
 
 
 def ours(table: Table, *meta: str, **scan: Any) -> pa.Table:

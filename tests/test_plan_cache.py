@@ -9,8 +9,8 @@ import pyarrow as pa
 from _plan_tables import HandTable, entry
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.cache import ManifestCache, manifest_cache
-from icefloe.scan.scan import TableScan
 from icefloe.schema import Schema
+from icefloe.table.scan import TableScan
 from icefloe.types import LongType, NestedField
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))

@@ -15,8 +15,8 @@ from icefloe import _native
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan.planner import DATA_COLUMNS, METRICS_COLUMNS
-from icefloe.scan.scan import TableScan
 from icefloe.schema import Schema
+from icefloe.table.scan import TableScan
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
 

@@ -35,8 +35,8 @@ from icefloe.expressions import (
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
-from icefloe.scan.scan import TableScan
 from icefloe.schema import Schema
+from icefloe.table.scan import TableScan
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
 from icefloe.values import to_bytes

@@ -17,9 +17,9 @@ from _plan_tables import HandTable, entry
 from icefloe.exceptions import CorruptFileError, NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.partitioning import PartitionField, PartitionSpec
-from icefloe.scan.scan import TableScan
 from icefloe.scan.tasks import DeleteContent, FileScanTask
 from icefloe.schema import Schema
+from icefloe.table.scan import TableScan
 from icefloe.transforms import BucketTransform, IdentityTransform, parse_transform
 from icefloe.types import IntegerType, LongType, NestedField, StringType
 from icefloe.values import to_bytes

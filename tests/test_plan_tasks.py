@@ -19,10 +19,10 @@ from icefloe import _native
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan import columnar, planner
-from icefloe.scan import scan as scan_module
-from icefloe.scan.scan import TableScan
 from icefloe.scan.tasks import FileScanTask, replace_task
 from icefloe.schema import Schema
+from icefloe.table import scan as scan_module
+from icefloe.table.scan import TableScan
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
 from icefloe.values import to_bytes

@@ -1,5 +1,6 @@
-"""Scans: ``table.scan(...)`` (:class:`TableScan`), the planner, and the tasks it produces for
-the reader (:mod:`icefloe.read`)."""
+"""Scan planning: the planner and the tasks it produces for the reader (:mod:`icefloe.read`).
+
+The user-facing ``table.scan(...)`` (:class:`icefloe.table.scan.TableScan`) stands above both."""
 
 from icefloe.scan.tasks import (
     METADATA_COLUMNS,

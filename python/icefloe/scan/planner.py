@@ -16,7 +16,7 @@ Arrow batches and Python looping over partition specs and manifests only:
    the filter, the strict and inclusive projections are evaluated over the partition column,
    so the residual is computed once per distinct outcome, not per file.
 
-The result, :class:`Plan`, is columnar; :mod:`icefloe.scan.scan` turns it into
+The result, :class:`Plan`, is columnar; :mod:`icefloe.table.scan` turns it into
 :class:`~icefloe.scan.tasks.FileScanTask` values or an Arrow table.
 """
 

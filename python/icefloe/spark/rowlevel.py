@@ -2,7 +2,7 @@
 
 Both plan the table's live files on the driver, find the affected row positions on the
 executors (icefloe's reader with the ``_file`` / ``_pos`` metadata columns), and commit through
-:func:`icefloe.write.row_delta.commit_row_delta`: deletion vectors on v3 tables, position delete
+:func:`icefloe.table.row_delta.commit_row_delta`: deletion vectors on v3 tables, position delete
 files on v2, merged with the deletes already there, plus any new data files, in one snapshot
 with the row-level conflict checks (a concurrent change to the same files fails the commit
 with ``CommitConflictError`` instead of losing it). Files whose rows all go are removed whole.
@@ -36,10 +36,10 @@ from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.worker import prepare_worker
 from icefloe.spark.writing import _cleanup, _job_tag, write_files
 from icefloe.table import Table
+from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_tasks
 from icefloe.types import StructType
 from icefloe.write.delete_files import FileDeletes
 from icefloe.write.matching import bind_filter
-from icefloe.write.row_delta import RowDelta, commit_row_delta, plan_tasks
 
 __all__ = ["delete", "merge"]
 

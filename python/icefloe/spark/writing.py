@@ -54,6 +54,7 @@ from icefloe.spark.schema import spark_type
 from icefloe.spark.spark_input import from_spark
 from icefloe.spark.worker import prepare_worker
 from icefloe.table import Table
+from icefloe.table.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,
@@ -65,7 +66,6 @@ from icefloe.transforms import (
 )
 from icefloe.write import DataFile
 from icefloe.write.input import to_table_schema
-from icefloe.write.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.write.writer import WriteOptions, write_parquet_files
 
 __all__ = ["collect_files", "commit_files", "write", "write_files"]

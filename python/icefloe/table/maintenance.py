@@ -209,8 +209,8 @@ def rewrite_data_files(
     files or added deletes for it. ``progress`` counts the input files as their rows are read
     (see :mod:`icefloe.progress`).
     """
+    from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_tasks, write_rows
     from icefloe.write.properties import target_file_size as _target
-    from icefloe.write.row_delta import RowDelta, commit_row_delta, plan_tasks, write_rows
 
     md = tx.metadata
     target = target_file_size or _target(md.properties)

@@ -21,16 +21,16 @@ if TYPE_CHECKING:
     from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
     from icefloe.partitioning import PartitionSpec
     from icefloe.progress import ProgressArg
-    from icefloe.scan.scan import TableScan
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
     from icefloe.table.expire import ExpireResult
     from icefloe.table.inspect import InspectTable
     from icefloe.table.maintenance import RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
+    from icefloe.table.row_level import UpsertResult
+    from icefloe.table.scan import TableScan
     from icefloe.table.update_schema import UpdateSchema
     from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
-    from icefloe.write.row_level import UpsertResult
 
 __all__ = ["Table", "Transaction", "UpdateProperties"]
 
@@ -150,8 +150,8 @@ class Table:
         limit: int | None = None,
         options: Mapping[str, str] | None = None,
     ) -> TableScan:
-        """A read of this table: see :class:`icefloe.scan.scan.TableScan`."""
-        from icefloe.scan.scan import TableScan
+        """A read of this table: see :class:`icefloe.table.scan.TableScan`."""
+        from icefloe.table.scan import TableScan
 
         return TableScan(
             self,
@@ -308,7 +308,7 @@ class Table:
             )
         return self
 
-    # -- row-level changes and maintenance (icefloe.write.row_level, icefloe.table.maintenance)
+    # -- row-level changes and maintenance (icefloe.table.row_level, icefloe.table.maintenance)
     def delete(
         self,
         delete_filter: str | BooleanExpression,

@@ -34,10 +34,10 @@ if TYPE_CHECKING:
     from icefloe.table.maintenance import RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
     from icefloe.table.producer import SnapshotProducer
+    from icefloe.table.row_level import UpsertResult
     from icefloe.table.table import Table
     from icefloe.table.update_schema import UpdateSchema
     from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
-    from icefloe.write.row_level import UpsertResult
 
 __all__ = ["Transaction", "UpdateProperties"]
 
@@ -146,7 +146,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Write ``data`` as data files and add them in an ``append`` snapshot."""
-        from icefloe.write import operations
+        from icefloe.table import operations
 
         self._check_open()
         return operations.append(self, data, branch=branch, snapshot_properties=snapshot_properties)
@@ -162,7 +162,7 @@ class Transaction:
     ) -> Transaction:
         """Replace the rows matching ``overwrite_filter`` (default: every row) by ``data``
         in one ``overwrite`` snapshot (files partly matching are rewritten)."""
-        from icefloe.write import operations
+        from icefloe.table import operations
 
         self._check_open()
         return operations.overwrite(
@@ -182,7 +182,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Replace the partitions ``data`` touches by ``data``."""
-        from icefloe.write import operations
+        from icefloe.table import operations
 
         self._check_open()
         return operations.dynamic_partition_overwrite(
@@ -198,7 +198,7 @@ class Transaction:
         check_duplicate_files: bool = True,
     ) -> Transaction:
         """Register existing Parquet files (with field ids or a name mapping) as data files."""
-        from icefloe.write import operations
+        from icefloe.table import operations
 
         self._check_open()
         return operations.add_files(
@@ -218,7 +218,7 @@ class Transaction:
         case_sensitive: bool = True,
     ) -> Transaction:
         """Delete the rows matching ``delete_filter`` (see :meth:`Table.delete`)."""
-        from icefloe.write.row_level import delete
+        from icefloe.table.row_level import delete
 
         self._check_open()
         delete(
@@ -239,7 +239,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> UpsertResult:
         """Update or insert rows by key (see :meth:`Table.upsert`)."""
-        from icefloe.write.row_level import upsert
+        from icefloe.table.row_level import upsert
 
         self._check_open()
         return upsert(self, data, join_cols, branch=branch, snapshot_properties=snapshot_properties)
@@ -253,7 +253,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Delete rows by key with equality delete files (see :meth:`Table.delete_by_keys`)."""
-        from icefloe.write.row_level import delete_by_keys
+        from icefloe.table.row_level import delete_by_keys
 
         self._check_open()
         delete_by_keys(

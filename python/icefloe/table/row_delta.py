@@ -132,7 +132,7 @@ def plan_tasks(
     """The live data files of ``branch`` (as of the transaction's metadata) that may hold rows
     matching ``row_filter``, one task per file with every delete that applies to it: delete
     files are not pruned by the filter, since copy-on-write rewrites read all rows of a file."""
-    from icefloe.scan.scan import TableScan
+    from icefloe.table.scan import TableScan
 
     view = SimpleNamespace(metadata=tx.metadata, io=tx.table.io)
     ref = branch if branch in tx.metadata.refs else None

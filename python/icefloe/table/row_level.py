@@ -15,7 +15,7 @@ file (:mod:`icefloe.write.matching`, all in Rust/Arrow) and commits one snapshot
 - ``write.upsert.mode=equality`` makes ``upsert`` write equality deletes for the source keys
   instead of reading the table; ``delete_by_keys`` always writes equality delete files.
 
-:func:`icefloe.write.row_delta.commit_row_delta` is the reusable commit step (Spark's merge and
+:func:`icefloe.table.row_delta.commit_row_delta` is the reusable commit step (Spark's merge and
 delete call it with the positions their executors found).
 """
 
@@ -64,7 +64,7 @@ from icefloe.write.matching import (
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
 
-from icefloe.write.row_delta import (
+from icefloe.table.row_delta import (
     COPY_ON_WRITE,
     DELETE_MODE,
     EQUALITY,
