@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from icefloe.exceptions import CommitConflictError, CommitFailedError, ValidationError
+from icefloe.exceptions import CommitConflictError, CommitFailedError
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate, apply_updates
 from icefloe.metadata import validate_requirements as _validate_requirements
+from icefloe.properties import TableProperties, bool_property, int_property
 
 __all__ = [
     "CommitResult",
@@ -27,11 +28,7 @@ __all__ = [
     "run_commit",
 ]
 
-NUM_RETRIES = "commit.retry.num-retries"
-MIN_WAIT_MS = "commit.retry.min-wait-ms"
-MAX_WAIT_MS = "commit.retry.max-wait-ms"
-TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
-DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+_T = TableProperties
 
 
 @dataclass(frozen=True)
@@ -42,36 +39,32 @@ class CommitResult:
     metadata_location: str
 
 
-def _int(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key} is not an integer: {raw!r}") from None
-    if value < 0:
-        raise ValidationError(f"table property {key} must not be negative: {value}")
-    return value
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how long a commit retries (defaults of the Java reference)."""
 
-    num_retries: int = 4
-    min_wait_ms: int = 100
-    max_wait_ms: int = 60_000
-    total_timeout_ms: int = 1_800_000
+    num_retries: int = _T.COMMIT_NUM_RETRIES_DEFAULT
+    min_wait_ms: int = _T.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT
+    max_wait_ms: int = _T.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT
+    total_timeout_ms: int = _T.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT
 
     @staticmethod
     def from_properties(props: Mapping[str, str]) -> RetryPolicy:
-        """The policy of a table's ``commit.retry.*`` properties."""
+        """The policy of a table's ``commit.retry.*`` properties.
+
+        Read leniently: a malformed stored value (another engine may have written it) warns and
+        falls back to its default, so it never blocks a commit, least of all the one fixing it.
+        """
         return RetryPolicy(
-            _int(props, NUM_RETRIES, 4),
-            _int(props, MIN_WAIT_MS, 100),
-            _int(props, MAX_WAIT_MS, 60_000),
-            _int(props, TOTAL_TIMEOUT_MS, 1_800_000),
+            *(
+                int_property(props, key, default, lenient=True)
+                for key, default in (
+                    (_T.COMMIT_NUM_RETRIES, _T.COMMIT_NUM_RETRIES_DEFAULT),
+                    (_T.COMMIT_MIN_RETRY_WAIT_MS, _T.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT),
+                    (_T.COMMIT_MAX_RETRY_WAIT_MS, _T.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT),
+                    (_T.COMMIT_TOTAL_RETRY_TIME_MS, _T.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT),
+                )
+            )
         )
 
     def wait_ms(self, attempt: int) -> float:
@@ -130,7 +123,12 @@ def files_to_delete_after_commit(
     Those of ``base``'s metadata-log (and the base file itself) that the new metadata-log no
     longer lists, as the Java reference does after a successful commit.
     """
-    if new.properties.get(DELETE_AFTER_COMMIT, "false").lower() != "true":
+    if not bool_property(
+        new.properties,
+        _T.METADATA_DELETE_AFTER_COMMIT_ENABLED,
+        _T.METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT,
+        lenient=True,
+    ):
         return []
     kept = {entry.metadata_file for entry in new.metadata_log}
     previous = [entry.metadata_file for entry in base.metadata_log] + [base_location]

@@ -76,16 +76,8 @@ from icefloe.metadata import (
     TableUpdate,
     update_snapshot_totals,
 )
+from icefloe.properties import TableProperties, bool_property, enum_property, int_property
 from icefloe.write.files import DataFile, entries_batch, partition_keys
-from icefloe.write.properties import (
-    MANIFEST_COMPRESSION,
-    MANIFEST_COMPRESSION_LEVEL,
-    MANIFEST_MERGE_ENABLED,
-    MANIFEST_MIN_MERGE_COUNT,
-    MANIFEST_TARGET_SIZE_BYTES,
-    bool_property,
-    int_property,
-)
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -269,7 +261,9 @@ class SnapshotProducer:
         data_kept = [r for r in kept if r["content"] == 0]
         delete_kept = [r for r in kept if r["content"] == 1]
         if not self.fast_append and bool_property(
-            metadata.properties, MANIFEST_MERGE_ENABLED, True
+            metadata.properties,
+            TableProperties.MANIFEST_MERGE_ENABLED,
+            TableProperties.MANIFEST_MERGE_ENABLED_DEFAULT,
         ):
             data_new, data_kept, merged = self._merge(metadata, data_new, data_kept, written)
             replaced += merged
@@ -506,8 +500,16 @@ class SnapshotProducer:
         written: list[str],
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
         props = metadata.properties
-        min_count = int_property(props, MANIFEST_MIN_MERGE_COUNT, 100)
-        target = int_property(props, MANIFEST_TARGET_SIZE_BYTES, 8 * 1024 * 1024, minimum=1)
+        min_count = int_property(
+            props,
+            TableProperties.MANIFEST_MIN_MERGE_COUNT,
+            TableProperties.MANIFEST_MIN_MERGE_COUNT_DEFAULT,
+        )
+        target = int_property(
+            props,
+            TableProperties.MANIFEST_TARGET_SIZE_BYTES,
+            TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
+        )
         specs = {r["partition_spec_id"] for r in new + kept}
         out_new: list[dict[str, Any]] = []
         out_kept: list[dict[str, Any]] = []
@@ -693,9 +695,11 @@ _EMPTY_LIST = pa.RecordBatch.from_pylist([], schema=_LIST_SCHEMA)
 
 
 def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:
-    codec = props.get(MANIFEST_COMPRESSION, "gzip")
-    raw = props.get(MANIFEST_COMPRESSION_LEVEL)
-    level = None if raw in (None, "") else int_property(props, MANIFEST_COMPRESSION_LEVEL, 0)
+    codec = enum_property(
+        props, TableProperties.MANIFEST_COMPRESSION, TableProperties.MANIFEST_COMPRESSION_DEFAULT
+    )
+    key = TableProperties.MANIFEST_COMPRESSION_LEVEL
+    level = None if props.get(key, "") == "" else int_property(props, key, 0)
     return codec, level
 
 

@@ -28,6 +28,7 @@ from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.partitioning import PartitionSpec
+from icefloe.properties import TableProperties, enum_property, parse_enum
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
@@ -70,11 +71,11 @@ __all__ = [
     "write_rows",
 ]
 
-DELETE_MODE = "write.delete.mode"
-UPDATE_MODE = "write.update.mode"
-MERGE_MODE = "write.merge.mode"
-UPSERT_MODE = "write.upsert.mode"
-DELETE_ISOLATION = "write.delete.isolation-level"
+DELETE_MODE = TableProperties.DELETE_MODE
+UPDATE_MODE = TableProperties.UPDATE_MODE
+MERGE_MODE = TableProperties.MERGE_MODE
+UPSERT_MODE = TableProperties.UPSERT_MODE
+DELETE_ISOLATION = TableProperties.DELETE_ISOLATION_LEVEL
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
 EQUALITY = "equality"
@@ -183,11 +184,7 @@ def write_rows(
 
 def write_mode(props: Mapping[str, str], key: str, version: int) -> str:
     """The ``copy-on-write`` / ``merge-on-read`` mode in property ``key`` (v1: copy-on-write)."""
-    mode = props.get(key, COPY_ON_WRITE).strip().lower()
-    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise ValidationError(
-            f"table property {key}={mode!r}: use {COPY_ON_WRITE} or {MERGE_ON_READ}"
-        )
+    mode = enum_property(props, key, COPY_ON_WRITE, (COPY_ON_WRITE, MERGE_ON_READ))
     return COPY_ON_WRITE if version < 2 else mode
 
 
@@ -324,7 +321,10 @@ def commit_row_delta(
             producer.remove_files_where(_entry_key_predicate(set(removed_deletes)))
         if operation is not None:
             producer.set_operation(operation)
-        level = (isolation or tx.metadata.properties.get(DELETE_ISOLATION, SERIALIZABLE)).lower()
+        if isolation is not None:
+            level = parse_enum("isolation", isolation, (SERIALIZABLE, SNAPSHOT), "argument")
+        else:
+            level = enum_property(tx.metadata.properties, DELETE_ISOLATION, SERIALIZABLE)
         producer.validate(
             _Validator(
                 ctx.io,
