@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe import __version__
-from icefloe.arrow_schema import schema_to_arrow
+from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.io import FileIO, data_location
@@ -299,9 +299,14 @@ def _write_parquet(
         with io.new_output(location).create() as out:
             collected: list[pq.FileMetaData] = []
             writer = pq.ParquetWriter(
-                out, table.schema, compression=compression, metadata_collector=collected
+                out,
+                table.schema,
+                compression=compression,
+                metadata_collector=collected,
+                write_page_checksum=True,
             )
             writer.write_table(table)
+            writer.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: field_ids_digest(table.schema)})
             writer.close()
             metadata = collected[0]
     except IcebergError:
