@@ -42,12 +42,13 @@ def _fetch(url: str, timeout: float = 120.0) -> bytes:
         return data
 
 
-def fetch_jar(group: str, artifact: str, version: str) -> Path:
+def fetch_jar(group: str, artifact: str, version: str, classifier: str = "") -> Path:
     """The jar from the cache, or downloaded from Maven Central and checked against its .sha1.
 
-    Raises ``OSError`` (or ``ValueError`` on a checksum mismatch) when it cannot be had.
+    ``classifier`` selects a variant such as ``jar-with-dependencies``. Raises ``OSError`` (or
+    ``ValueError`` on a checksum mismatch) when it cannot be had.
     """
-    name = f"{artifact}-{version}.jar"
+    name = f"{artifact}-{version}{'-' + classifier if classifier else ''}.jar"
     dest = jar_cache() / name
     if dest.exists():
         return dest
