@@ -16,6 +16,7 @@ the whole run, so the AWS SDK never probes an address outside the loopback range
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -98,10 +99,8 @@ class S3Server:
         """The bucket ``name``, created on first use."""
         if name not in self._buckets:
             client = self.client()
-            try:
+            with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
                 client.create_bucket(Bucket=name)
-            except client.exceptions.BucketAlreadyOwnedByYou:
-                pass
             self._buckets.add(name)
         return name
 
