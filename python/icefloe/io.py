@@ -6,6 +6,11 @@ which use Iceberg's property names (``s3.endpoint``, ``s3.access-key-id``,
 ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``, ``s3.path-style-access``,
 ``gcs.project-id``, ``hdfs.host``...).
 
+On S3, the writes that must be atomic (:meth:`OutputFile.write`: create-if-absent and small
+replacements) and batched deletes go through :class:`~icefloe.s3client.S3Client`, which signs
+its own requests, because pyarrow can send neither ``If-None-Match`` nor ``DeleteObjects`` with
+``Content-MD5``.
+
 Errors from the file system arrive as :class:`~icefloe.exceptions.NotFoundError`,
 :class:`~icefloe.exceptions.AlreadyExistsError` or :class:`~icefloe.exceptions.FileIOError`,
 naming the location.
@@ -18,19 +23,23 @@ The module also holds the location rules of a table: the metadata and data direc
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
+
+if TYPE_CHECKING:
+    from icefloe.s3client import S3Client
 
 __all__ = [
     "DATA_PATH",
@@ -66,6 +75,16 @@ _LOCAL_SCHEMES = ("", "file")
 _S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
 _GCS_SCHEMES = ("gs", "gcs")
 _HDFS_SCHEMES = ("hdfs", "viewfs")
+_SECRET_KEYS = ("secret", "token", "password", "credential", "key-id", "sas", "account-key")
+
+_log = logging.getLogger(__name__)
+
+
+def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties with every credential value replaced by ``***``."""
+    return {
+        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else v for k, v in properties.items()
+    }
 
 
 def _truthy(value: str | None) -> bool:
@@ -202,6 +221,11 @@ class OutputFile:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
             return
+        client = self._io.s3_client(self.location)
+        if client is not None:
+            bucket, _, key = path.partition("/")
+            client.put_object(bucket, key, data, if_absent=not overwrite)
+            return
         with self.create(overwrite=overwrite) as stream:
             try:
                 stream.write(data)
@@ -219,7 +243,30 @@ class FileIO:
     def __init__(self, properties: Mapping[str, str] | None = None) -> None:
         self.properties: dict[str, str] = dict(properties or {})
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
+        self._s3: S3Client | None = None
+        self._s3_resolved = False
         self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"FileIO({_redacted(self.properties)!r})"
+
+    def s3_client(self, location: str) -> S3Client | None:
+        """The signing client for an ``s3://`` location, or None (another scheme, or no
+        credentials it can resolve: pyarrow's own chain is used then)."""
+        if urlparse(location).scheme.lower() not in _S3_SCHEMES:
+            return None
+        with self._lock:
+            if not self._s3_resolved:
+                from icefloe.s3client import S3Client
+
+                self._s3_resolved = True
+                self._s3 = S3Client.from_properties(self.properties)
+                if self._s3 is None:
+                    _log.warning(
+                        "no S3 credentials in the properties, the environment or the shared "
+                        "profile: exclusive creates on S3 fall back to check-then-write"
+                    )
+            return self._s3
 
     # -- resolution ---------------------------------------------------------------------------
     def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
@@ -343,8 +390,33 @@ class FileIO:
             return False
         return True
 
+    def delete_files(
+        self, locations: Iterable[str], on_deleted: Callable[[int], None] | None = None
+    ) -> None:
+        """Delete files (a missing file is not an error); ``on_deleted(n)`` reports progress.
+
+        On S3 the deletes are batched, 1,000 keys per ``DeleteObjects`` request.
+        """
+        by_bucket: dict[str, list[str]] = {}
+        for location in locations:
+            client = self.s3_client(location)
+            if client is None:
+                self.delete_quietly(location)
+                if on_deleted is not None:
+                    on_deleted(1)
+                continue
+            bucket, _, key = self.resolve(location)[1].partition("/")
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            client = self.s3_client(f"s3://{bucket}/")
+            assert client is not None
+            client.delete_objects(bucket, keys, on_deleted)
+
     def delete_prefix(self, prefix: str) -> None:
         """Delete everything under the directory ``prefix`` (missing is not an error)."""
+        if self.s3_client(prefix) is not None:
+            self.delete_files(f.location for f in self.list_prefix(prefix))
+            return
         fs, path = self.resolve(prefix)
         try:
             if fs.get_file_info(path).type == pafs.FileType.NotFound:
