@@ -46,10 +46,13 @@ class RequestCounter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self.session_tokens: set[str] = set()  # X-Amz-Security-Token values seen
 
-    def add(self, method: str) -> None:
+    def add(self, method: str, token: str | None = None) -> None:
         with self._lock:
             self._counts[method] += 1
+            if token:
+                self.session_tokens.add(token)
 
     def snapshot(self) -> Counter[str]:
         with self._lock:
@@ -132,7 +135,10 @@ def _start_moto() -> tuple[Any, S3Server]:
             app = DomainDispatcherApplication(create_backend_app)
 
             def counted(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-                counter.add(str(environ.get("REQUEST_METHOD", "?")))
+                counter.add(
+                    str(environ.get("REQUEST_METHOD", "?")),
+                    environ.get("HTTP_X_AMZ_SECURITY_TOKEN"),
+                )
                 return app(environ, start_response)
 
             self._server = make_server(

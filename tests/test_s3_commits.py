@@ -87,7 +87,7 @@ def test_lost_answer_is_resolved_by_content(
         raise _NoAnswer("timed out")
 
     monkeypatch.setattr(client, "_send", never_answers)
-    with pytest.raises(UnknownWriteStateError, match="v3.metadata.json"):
+    with pytest.raises(UnknownWriteStateError, match=r"v3\.metadata\.json"):
         client.put_object(bucket, key.replace("v1", "v3"), b"x", if_absent=True)
 
 

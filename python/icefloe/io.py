@@ -27,6 +27,7 @@ import logging
 import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
 S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
 S3_SESSION_TOKEN = "s3.session-token"
+S3_TOKEN_EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
 S3_REGION = "s3.region"
 S3_PATH_STYLE_ACCESS = "s3.path-style-access"
 S3_CONNECT_TIMEOUT = "s3.connect-timeout"
@@ -109,6 +111,16 @@ def _map_error(exc: BaseException, location: str, action: str) -> Exception:
     if isinstance(exc, FileExistsError):
         return AlreadyExistsError(f"cannot {action} {location}: file already exists")
     text = str(exc)
+    if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
+        bucket = urlparse(location).netloc
+        return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
+    if "ACCESS_DENIED" in text or "AccessDenied" in text or "SignatureDoesNotMatch" in text:
+        return FileIOError(
+            f"cannot {action} {location}: access denied; check the credentials and their "
+            f"permissions ({text})"
+        )
+    if "NETWORK_CONNECTION" in text or "curlCode" in text:
+        return FileIOError(f"cannot {action} {location}: the endpoint did not answer ({text})")
     if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():
         return NotFoundError(f"cannot {action} {location}: {text}")
     return FileIOError(f"cannot {action} {location}: {text}")
@@ -144,7 +156,10 @@ class InputFile:
                 return fs.open_input_file(path)
             return fs.open_input_stream(path)
         except Exception as exc:
-            raise _map_error(exc, self.location, "open") from exc
+            error = _map_error(exc, self.location, "open")
+            if isinstance(error, NotFoundError):
+                error = self._io.explain_missing(self.location, "open", error)
+            raise error from exc
 
     def read(self) -> bytes:
         """The whole content of the file."""
@@ -238,10 +253,20 @@ class FileIO:
 
     ``properties`` are catalog or table properties; the ``s3.*``, ``gcs.*`` and ``hdfs.*``
     keys configure the file systems. A FileIO is safe to share between threads.
+
+    Temporary credentials (for example vended by a REST catalog for one table) carry their
+    expiry in ``s3.session-token-expires-at-ms``; ``refresh_credentials`` is then called, a
+    minute before they expire, for properties that replace them.
     """
 
-    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        properties: Mapping[str, str] | None = None,
+        *,
+        refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+    ) -> None:
         self.properties: dict[str, str] = dict(properties or {})
+        self._refresh_credentials = refresh_credentials
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
         self._s3: S3Client | None = None
         self._s3_resolved = False
@@ -256,6 +281,7 @@ class FileIO:
         if urlparse(location).scheme.lower() not in _S3_SCHEMES:
             return None
         with self._lock:
+            self._refresh_if_expiring()
             if not self._s3_resolved:
                 from icefloe.s3client import S3Client
 
@@ -289,9 +315,25 @@ class FileIO:
             return self._filesystem(scheme, parsed.netloc), parsed.path
         raise ValidationError(f"unsupported file location scheme {scheme!r} in {location!r}")
 
+    def _refresh_if_expiring(self) -> None:
+        """Swap in fresh credentials when the current ones expire within a minute (lock held)."""
+        raw = self.properties.get(S3_TOKEN_EXPIRES_AT_MS)
+        if self._refresh_credentials is None or raw is None:
+            return
+        try:
+            expires_ms = int(raw)
+        except ValueError:
+            raise ValidationError(f"{S3_TOKEN_EXPIRES_AT_MS} is not an integer") from None
+        if expires_ms - 60_000 > time.time() * 1000:
+            return
+        self.properties.update(self._refresh_credentials())
+        self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in _S3_SCHEMES}
+        self._s3, self._s3_resolved = None, False
+
     def _filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
         key = (scheme, netloc if scheme in _HDFS_SCHEMES else "")
         with self._lock:
+            self._refresh_if_expiring()
             fs = self._filesystems.get(key)
             if fs is None:
                 fs = self._make_filesystem(scheme, netloc)
@@ -390,6 +432,21 @@ class FileIO:
             return False
         return True
 
+    def explain_missing(self, location: str, action: str, error: NotFoundError) -> NotFoundError:
+        """``error``, or a clearer one when the bucket of an object-store location is missing."""
+        scheme = urlparse(location).scheme.lower()
+        if scheme not in _S3_SCHEMES and scheme not in _GCS_SCHEMES:
+            return error
+        fs, path = self.resolve(location)
+        bucket = path.split("/", 1)[0]
+        try:
+            missing = fs.get_file_info(bucket).type == pafs.FileType.NotFound
+        except Exception:  # the original error is the better one
+            return error
+        if missing:
+            return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
+        return error
+
     def delete_files(
         self, locations: Iterable[str], on_deleted: Callable[[int], None] | None = None
     ) -> None:
@@ -463,11 +520,15 @@ class FileIO:
         base = prefix.rstrip("/")
         root = path.rstrip("/")
         try:
-            if fs.get_file_info(root).type == pafs.FileType.NotFound:
-                return
-            infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+            missing = fs.get_file_info(root).type == pafs.FileType.NotFound
+            infos = [] if missing else fs.get_file_info(pafs.FileSelector(root, recursive=True))
         except Exception as exc:
             raise _map_error(exc, prefix, "list") from exc
+        if missing:
+            error = self.explain_missing(prefix, "list", NotFoundError(prefix))
+            if error.args[0] != prefix:  # the bucket itself is missing
+                raise error
+            return
         for info in infos:
             if info.type != pafs.FileType.File:
                 continue
