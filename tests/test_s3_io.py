@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -49,3 +51,36 @@ def test_parquet_round_trip(s3_server: S3Server) -> None:
         pq.write_table(table, out, row_group_size=100)
     with io.new_input(location).open() as f:
         assert pq.read_table(f).equals(table)
+
+
+def test_scan_fetches_each_small_data_file_in_one_request(
+    moto_s3: S3Server, tmp_path: Path
+) -> None:
+    """A scan on S3 sends one GET per data file (size from the manifest: no HEAD, no separate
+    footer read), so scanning many files is not bound by request latency."""
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.partitioning import PartitionField, PartitionSpec
+    from icefloe.schema import Schema
+    from icefloe import StaticTable
+    from icefloe.transforms import parse_transform
+    from icefloe.types import LongType, NestedField, StringType
+
+    props = moto_s3.properties()
+    cat = SqlCatalog(
+        "c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=moto_s3.fresh_location(), **props
+    )
+    cat.create_namespace("ns")
+    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "s", StringType()))
+    spec = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[20]"), "b"))
+    t = cat.create_table("ns.t", schema, partition_spec=spec)
+    t.append(
+        pa.table({"id": pa.array(range(2000), pa.int64()), "s": [str(i) for i in range(2000)]})
+    )
+    assert t.inspect.files().num_rows == 20
+    assert moto_s3.requests is not None
+    before = moto_s3.requests.snapshot()
+    got = StaticTable.from_metadata(t.metadata_location, properties=props).scan().to_arrow()
+    made = moto_s3.requests.since(before)
+    assert sorted(got["id"].to_pylist()) == list(range(2000))
+    # metadata file, manifest list and manifest, then one GET per data file
+    assert made["GET"] <= 20 + 3 and made["HEAD"] <= 3, made

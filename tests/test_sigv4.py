@@ -115,3 +115,15 @@ def test_session_token_is_signed_and_secrets_stay_out_of_reprs() -> None:
     assert "x-amz-security-token" in got["authorization"].split("SignedHeaders=")[1]
     text = repr(creds)
     assert "very-secret" not in text and "AKIDEXAMPLE" not in text
+
+
+def test_a_path_is_encoded_once_whether_raw_or_already_encoded() -> None:
+    headers = {"host": "b.s3.amazonaws.com", "x-amz-date": "20150830T123600Z"}
+    raw, _ = canonical_request(
+        "GET", "https://b.s3.amazonaws.com/d/k=1/a b+%.parquet", headers, "x"
+    )
+    sent, _ = canonical_request(
+        "GET", "https://b.s3.amazonaws.com/d/k%3D1/a%20b%2B%25.parquet", headers, "x"
+    )
+    assert raw == sent
+    assert raw.split("\n")[1] == "/d/k%3D1/a%20b%2B%25.parquet"

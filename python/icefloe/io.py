@@ -73,6 +73,7 @@ S3_REQUEST_TIMEOUT = "s3.request-timeout"
 S3_ROLE_ARN = "s3.role-arn"
 S3_ANONYMOUS = "s3.anonymous"
 
+WHOLE_READ_BYTES = 4 << 20
 _LOCAL_SCHEMES = ("", "file")
 _S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
 _GCS_SCHEMES = ("gs", "gcs")
@@ -148,10 +149,19 @@ class InputFile:
             raise NotFoundError(f"cannot stat {self.location}: file not found")
         return int(info.size)
 
-    def open(self, seekable: bool = True) -> pa.NativeFile:
-        """Open the file for reading: a random-access file, or a sequential stream."""
+    def open(self, seekable: bool = True, size: int | None = None) -> pa.NativeFile:
+        """Open the file for reading: a random-access file, or a sequential stream.
+
+        With ``size`` (the file's length, as a manifest says it) at most 4 MiB, a file on S3 is
+        fetched whole with one ``GET``, instead of a ``HEAD``, a footer read and the data reads.
+        """
         fs, path = self._io.resolve(self.location)
         try:
+            if seekable and size is not None and size <= WHOLE_READ_BYTES:
+                client = self._io.s3_client(self.location)
+                if client is not None:
+                    bucket, _, key = path.partition("/")
+                    return pa.BufferReader(client.get_object(bucket, key))
             if seekable:
                 return fs.open_input_file(path)
             return fs.open_input_stream(path)

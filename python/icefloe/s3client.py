@@ -3,6 +3,7 @@
 - ``PutObject`` with ``If-None-Match: *``: an atomic create-if-absent, which the file-system
   catalog needs to commit safely on object stores (pyarrow drops the header).
 - ``PutObject`` of a small object in one request (atomic replace).
+- ``GetObject`` of a whole small file in one request (no ``HEAD`` first, as pyarrow sends).
 - ``DeleteObjects`` of up to 1,000 keys per request, with ``Content-MD5`` (which some
   S3-compatible servers require and pyarrow's SDK no longer sends).
 
@@ -268,6 +269,26 @@ class S3Client:
         if maybe_written:
             raise UnknownWriteStateError(f"cannot tell whether {location} was written: {last}")
         raise self._unreachable(location, "write", last)
+
+    def get_object(self, bucket: str, key: str) -> bytes:
+        """The whole object, in one ``GET`` (retried when the server does not answer)."""
+        location = self._location(bucket, key)
+        last = ""
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2**attempt)
+            try:
+                response = self._send("GET", bucket, key)
+            except (_NotSent, _NoAnswer) as exc:
+                last = str(exc)
+                continue
+            if response.status == 200:
+                return response.body
+            if response.status >= 500:
+                last = f"{response.status} {response.error()[0]}".strip()
+                continue
+            raise self._fail(response, location, "read")
+        raise self._unreachable(location, "read", last)
 
     def _holds(self, bucket: str, key: str, body: bytes) -> bool:
         try:

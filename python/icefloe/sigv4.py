@@ -13,7 +13,7 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 __all__ = [
     "EMPTY_SHA256",
@@ -71,11 +71,11 @@ def canonical_request(
 ) -> tuple[str, str]:
     """The canonical request and its signed-header list for ``headers`` (which include host).
 
-    The path is percent-encoded once, as S3 expects (it is neither normalised nor encoded
-    twice).
+    The path (raw, or percent-encoded as sent) is percent-encoded once, as S3 expects: it is
+    neither normalised nor encoded twice.
     """
     parts = urlsplit(url)
-    path = _encode(parts.path or "/", safe="/")
+    path = _encode(unquote(parts.path or "/"), safe="/")
     header_block, signed = _canonical_headers(headers)
     text = "\n".join(
         (method.upper(), path, _canonical_query(parts.query), header_block, signed, payload_hash)

@@ -32,7 +32,7 @@ from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
 from icefloe.io import FileIO
-from icefloe.read.deletes import DeleteCache, TaskDeletes, open_parquet
+from icefloe.read.deletes import DeleteCache, TaskDeletes, open_file, open_parquet
 from icefloe.read.prefetch import prefetched
 from icefloe.read.projection import FileColumns, constant_array, project_field
 from icefloe.read.rowgroups import RowGroupFilter
@@ -129,6 +129,7 @@ class _TaskReader:
         self.cache = cache
         self.path = task.data_file.file_path
         self.spec_id = task.spec_id if task.spec_id is not None else task.data_file.spec_id
+        self._handle: pa.NativeFile | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -209,7 +210,8 @@ class _TaskReader:
         deletes = TaskDeletes.load(
             self.io, self.path, task.delete_files, self.cache, options.name_mapping
         )
-        pf = open_parquet(self.io, self.path)
+        self._handle = open_file(self.io, self.path, task.data_file.file_size_in_bytes or None)
+        pf = open_parquet(self.io, self.path, handle=self._handle)
         num_rows = pf.metadata.num_rows
         if task.data_file.record_count and num_rows != task.data_file.record_count:
             raise CorruptFileError(
@@ -339,7 +341,13 @@ class _TaskReader:
         (``dict_cols`` read as Arrow dictionaries)."""
         groups = self._select_rows_groups(pf, prune, deleted)
         if dict_cols and groups:
-            pf = open_parquet(self.io, self.path, read_dictionary=dict_cols, metadata=pf.metadata)
+            pf = open_parquet(
+                self.io,
+                self.path,
+                read_dictionary=dict_cols,
+                metadata=pf.metadata,
+                handle=self._handle,
+            )
         # Consecutive row groups are read in one pass.
         runs: list[list[tuple[int, int]]] = []
         for g in groups:
