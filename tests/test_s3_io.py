@@ -58,10 +58,10 @@ def test_scan_fetches_each_small_data_file_in_one_request(
 ) -> None:
     """A scan on S3 sends one GET per data file (size from the manifest: no HEAD, no separate
     footer read), so scanning many files is not bound by request latency."""
+    from icefloe import StaticTable
     from icefloe.catalog.sql import SqlCatalog
     from icefloe.partitioning import PartitionField, PartitionSpec
     from icefloe.schema import Schema
-    from icefloe import StaticTable
     from icefloe.transforms import parse_transform
     from icefloe.types import LongType, NestedField, StringType
 

@@ -1,10 +1,11 @@
-"""File IO over ``pyarrow.fs``: local paths, ``file://``, ``s3://``, ``gs://`` and ``hdfs://``.
+"""File IO over ``pyarrow.fs``: local paths, ``file://``, ``s3://``, ``gs://``, Azure
+(``abfs[s]://``, ``wasb[s]://``) and ``hdfs://``.
 
 A :class:`FileIO` turns a location string into an :class:`InputFile` or :class:`OutputFile`.
 File systems are created lazily per scheme and authority from the catalog or table properties,
 which use Iceberg's property names (``s3.endpoint``, ``s3.access-key-id``,
 ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``, ``s3.path-style-access``,
-``gcs.project-id``, ``hdfs.host``...).
+``gcs.project-id``, ``adls.account-name``, ``adls.account-key``, ``hdfs.host``...).
 
 On S3, the writes that must be atomic (:meth:`OutputFile.write`: create-if-absent and small
 replacements) and batched deletes go through :class:`~icefloe.s3client.S3Client`, which signs
@@ -78,6 +79,18 @@ _LOCAL_SCHEMES = ("", "file")
 _S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
 _GCS_SCHEMES = ("gs", "gcs")
 _HDFS_SCHEMES = ("hdfs", "viewfs")
+_AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
+_ADLS_OPTIONS = {  # Iceberg/PyIceberg property -> pyarrow.fs.AzureFileSystem argument
+    "adls.account-key": "account_key",
+    "adls.sas-token": "sas_token",
+    "adls.blob-storage-authority": "blob_storage_authority",
+    "adls.dfs-storage-authority": "dfs_storage_authority",
+    "adls.blob-storage-scheme": "blob_storage_scheme",
+    "adls.dfs-storage-scheme": "dfs_storage_scheme",
+    "adls.tenant-id": "tenant_id",
+    "adls.client-id": "client_id",
+    "adls.client-secret": "client_secret",
+}
 _SECRET_KEYS = ("secret", "token", "password", "credential", "key-id", "sas", "account-key")
 
 _log = logging.getLogger(__name__)
@@ -323,6 +336,15 @@ class FileIO:
             return self._filesystem(scheme, parsed.netloc), path
         if scheme in _HDFS_SCHEMES:
             return self._filesystem(scheme, parsed.netloc), parsed.path
+        if scheme in _AZURE_SCHEMES:
+            # <container>@<account>.<dfs|blob>.core.windows.net/<path>
+            container, _, host = parsed.netloc.rpartition("@")
+            if not container or not host:
+                raise ValidationError(
+                    f"location {location!r} needs the form {scheme}://<container>@<account>.../path"
+                )
+            path = f"{container}{parsed.path}".rstrip("/")
+            return self._filesystem(scheme, host.split(".", 1)[0]), path
         raise ValidationError(f"unsupported file location scheme {scheme!r} in {location!r}")
 
     def _refresh_if_expiring(self) -> None:
@@ -341,7 +363,10 @@ class FileIO:
         self._s3, self._s3_resolved = None, False
 
     def _filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
-        key = (scheme, netloc if scheme in _HDFS_SCHEMES else "")
+        if scheme in _AZURE_SCHEMES:
+            key = ("azure", netloc)  # one file system per storage account
+        else:
+            key = (scheme, netloc if scheme in _HDFS_SCHEMES else "")
         with self._lock:
             self._refresh_if_expiring()
             fs = self._filesystems.get(key)
@@ -398,6 +423,14 @@ class FileIO:
             if _truthy(props.get("gcs.anonymous")):
                 gcs["anonymous"] = True
             return pafs.GcsFileSystem(**gcs)
+        if scheme in _AZURE_SCHEMES:
+            azure = {arg: props[key] for key, arg in _ADLS_OPTIONS.items() if props.get(key)}
+            try:
+                return pafs.AzureFileSystem(props.get("adls.account-name") or netloc, **azure)
+            except Exception as exc:
+                raise FileIOError(
+                    f"cannot configure Azure storage account {netloc!r}: {exc}"
+                ) from exc
         host, _, port = netloc.partition(":")
         try:
             return pafs.HadoopFileSystem(
@@ -480,11 +513,14 @@ class FileIO:
             client.delete_objects(bucket, keys, on_deleted)
 
     def delete_prefix(self, prefix: str) -> None:
-        """Delete everything under the directory ``prefix`` (missing is not an error)."""
-        if self.s3_client(prefix) is not None:
+        """Delete everything under the directory ``prefix`` (missing is not an error).
+
+        On object stores (which have no directories) the files listed under it are deleted.
+        """
+        fs, path = self.resolve(prefix)
+        if not isinstance(fs, pafs.LocalFileSystem | pafs.HadoopFileSystem):
             self.delete_files(f.location for f in self.list_prefix(prefix))
             return
-        fs, path = self.resolve(prefix)
         try:
             if fs.get_file_info(path).type == pafs.FileType.NotFound:
                 return
