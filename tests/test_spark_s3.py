@@ -1,7 +1,7 @@
 """Iceberg Java (Spark with ``S3FileIO``) and icefloe share tables on an S3 server.
 
-Both sides use one JDBC/SQL catalog on a SQLite file; the data and metadata live on moto's S3
-server. Java writes and icefloe reads (and commits on top); icefloe writes and Java reads.
+Both sides use one JDBC/SQL catalog on a SQLite file; the data and metadata live on moto's and
+s3proxy's S3 servers. Java writes and icefloe reads (and commits on top); icefloe writes and Java reads.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ def _catalogs(spark: Any, server: S3Server, tmp_path: Path) -> tuple[str, SqlCat
     return name, ours
 
 
-def test_icefloe_reads_what_java_wrote_on_s3(spark: Any, moto_s3: S3Server, tmp_path: Path) -> None:
-    name, ours = _catalogs(spark, moto_s3, tmp_path)
+def test_icefloe_reads_what_java_wrote_on_s3(
+    spark: Any, s3_server: S3Server, tmp_path: Path
+) -> None:
+    name, ours = _catalogs(spark, s3_server, tmp_path)
     spark.sql(f"CREATE NAMESPACE {name}.db")
     spark.sql(
         f"CREATE TABLE {name}.db.t (id bigint, s string) USING iceberg "
@@ -46,8 +48,10 @@ def test_icefloe_reads_what_java_wrote_on_s3(spark: Any, moto_s3: S3Server, tmp_
     ours.close()
 
 
-def test_java_reads_what_icefloe_wrote_on_s3(spark: Any, moto_s3: S3Server, tmp_path: Path) -> None:
-    name, ours = _catalogs(spark, moto_s3, tmp_path)
+def test_java_reads_what_icefloe_wrote_on_s3(
+    spark: Any, s3_server: S3Server, tmp_path: Path
+) -> None:
+    name, ours = _catalogs(spark, s3_server, tmp_path)
     ours.create_namespace("db")
     table = ours.create_table(
         "db.t",
