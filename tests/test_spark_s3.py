@@ -1,7 +1,8 @@
 """Iceberg Java (Spark with ``S3FileIO``) and icefloe share tables on an S3 server.
 
 Both sides use one JDBC/SQL catalog on a SQLite file; the data and metadata live on moto's and
-s3proxy's S3 servers. Java writes and icefloe reads (and commits on top); icefloe writes and Java reads.
+s3proxy's S3 servers. Java writes and icefloe reads (and commits on top); icefloe writes and
+Java reads.
 """
 
 from __future__ import annotations
