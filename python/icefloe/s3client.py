@@ -23,6 +23,7 @@ import hashlib
 import http.client
 import os
 import socket
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping
@@ -126,6 +127,7 @@ class S3Client:
             self._path_style = bool(path_style)
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
+        self._local = threading.local()  # kept-alive connections, per thread and process
 
     def __repr__(self) -> str:
         return f"S3Client({self._scheme}://{self._host}, region={self.region!r})"
@@ -188,24 +190,52 @@ class S3Client:
                 method, url, {"host": host, **all_headers}, payload_hash, self._credentials,
                 self.region,
             )  # fmt: skip
+        for attempt in (0, 1):
+            conn, reused = self._connection(host)
+            try:
+                if conn.sock is not None:
+                    conn.sock.settimeout(self.request_timeout)
+                conn.request(method, target, body=body, headers=all_headers)
+                response = conn.getresponse()
+                data = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._discard(host)
+                # A kept-alive connection the server closed meanwhile: a read or a delete is
+                # sent again at once; a write is left to the caller, who can check its outcome.
+                if reused and attempt == 0 and method != "PUT":
+                    continue
+                raise _NoAnswer(_describe(exc)) from None
+            if response.will_close:
+                self._discard(host)
+            return _Response(response.status, data)
+        raise AssertionError("unreachable")
+
+    def _connection(self, host: str) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's kept-alive connection to ``host`` (new after a fork), and whether it
+        was used before."""
+        pool: dict[str, http.client.HTTPConnection] | None = getattr(self._local, "pool", None)
+        if pool is None or getattr(self._local, "pid", None) != os.getpid():
+            pool = self._local.pool = {}
+            self._local.pid = os.getpid()
+        conn = pool.get(host)
+        if conn is not None:
+            return conn, True
         conn_type = (
             http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
         )
         conn = conn_type(host, timeout=self.connect_timeout)
         try:
-            try:
-                conn.connect()
-            except OSError as exc:
-                raise _NotSent(str(exc)) from None
-            if conn.sock is not None:
-                conn.sock.settimeout(self.request_timeout)
-            try:
-                conn.request(method, target, body=body, headers=all_headers)
-                response = conn.getresponse()
-                return _Response(response.status, response.read())
-            except (OSError, http.client.HTTPException) as exc:
-                raise _NoAnswer(_describe(exc)) from None
-        finally:
+            conn.connect()
+        except OSError as exc:
+            conn.close()
+            raise _NotSent(_describe(exc)) from None
+        pool[host] = conn
+        return conn, False
+
+    def _discard(self, host: str) -> None:
+        pool = getattr(self._local, "pool", None)
+        conn = pool.pop(host, None) if pool is not None else None
+        if conn is not None:
             conn.close()
 
     def _location(self, bucket: str, key: str) -> str:
