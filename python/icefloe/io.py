@@ -515,16 +515,39 @@ class FileIO:
     def delete_prefix(self, prefix: str) -> None:
         """Delete everything under the directory ``prefix`` (missing is not an error).
 
-        On object stores (which have no directories) the files listed under it are deleted.
+        On object stores the files listed under it are deleted (in batches on S3), then the
+        empty "directory" marker objects some clients create.
         """
         fs, path = self.resolve(prefix)
         if not isinstance(fs, pafs.LocalFileSystem | pafs.HadoopFileSystem):
             self.delete_files(f.location for f in self.list_prefix(prefix))
+            self._delete_markers(fs, path.rstrip("/"), prefix)
             return
         try:
             if fs.get_file_info(path).type == pafs.FileType.NotFound:
                 return
             fs.delete_dir(path)
+        except Exception as exc:
+            raise _map_error(exc, prefix, "delete") from exc
+
+    def _delete_markers(self, fs: pafs.FileSystem, root: str, prefix: str) -> None:
+        """Delete the directory markers left under (and at) ``root`` once its files are gone."""
+        try:
+            if fs.get_file_info(root).type == pafs.FileType.NotFound:
+                return
+            dirs = [i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))]
+        except Exception as exc:
+            raise _map_error(exc, prefix, "list") from exc
+        client = self.s3_client(prefix)
+        if client is not None:
+            bucket, _, key = root.partition("/")
+            keys = [f"{d.partition('/')[2]}/" for d in dirs] + ([f"{key}/"] if key else [])
+            client.delete_objects(bucket, sorted(keys, reverse=True))
+            return
+        try:
+            fs.delete_dir(root)
+        except FileNotFoundError:
+            pass  # no marker objects: nothing was left
         except Exception as exc:
             raise _map_error(exc, prefix, "delete") from exc
 
