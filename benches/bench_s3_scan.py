@@ -1,7 +1,8 @@
 """Scan of a 100-file table on a local S3 server: requests per file and wall time.
 
-moto's S3 server runs in this process on a loopback port and counts every request it answers;
-s3proxy (``--server s3proxy``, needs Java) is the second server, without counts. One icefloe
+moto's S3 server runs in this process on a loopback port and counts every request it answers
+(``--latency-ms`` delays each answer, as a remote store would); s3proxy (``--server s3proxy``,
+needs Java) is the second server, without counts. One icefloe
 append writes the table (``bucket[100]`` on ``id``: 100 data files, ``--rows`` rows). Then
 icefloe and PyIceberg 0.12 each read the same metadata file from the same server, the runs
 interleaved, ``--repeat`` times: ``StaticTable.from_metadata(...).scan().to_arrow()``, planning
@@ -88,10 +89,16 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--server", choices=["moto", "s3proxy"], default="moto")
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="moto only: delay every answer, standing in for a remote store's round trip",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.server == "moto":
-            handle, server = _start_moto()
+            handle, server = _start_moto(args.latency_ms / 1000)
             stop = handle.stop
         else:
             proc, server = start_s3proxy(Path(tmp) / "s3proxy")
@@ -113,7 +120,8 @@ def main() -> None:
                     times[name].append(time.perf_counter() - start)
         finally:
             stop()
-    print(f"scan of {FILES} files, {args.rows:,} rows on {args.server} (loopback)")
+    delay = f", {args.latency_ms:g} ms added per request" if args.latency_ms else ""
+    print(f"scan of {FILES} files, {args.rows:,} rows on {args.server} (loopback{delay})")
     print("| reader | median s | min s | requests | per data file |")
     print("|---|---|---|---|---|")
     for name, ts in times.items():

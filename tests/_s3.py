@@ -47,12 +47,23 @@ class RequestCounter:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self.session_tokens: set[str] = set()  # X-Amz-Security-Token values seen
+        self.in_flight = 0
+        self.max_in_flight = 0  # most requests being answered at once
 
     def add(self, method: str, token: str | None = None) -> None:
         with self._lock:
             self._counts[method] += 1
             if token:
                 self.session_tokens.add(token)
+
+    def begin(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def snapshot(self) -> Counter[str]:
         with self._lock:
@@ -119,7 +130,9 @@ def _free_port() -> int:
         return port
 
 
-def _start_moto() -> tuple[Any, S3Server]:
+def _start_moto(latency_s: float = 0.0) -> tuple[Any, S3Server]:
+    """moto's server in a thread; ``latency_s`` delays every answer (the benchmark uses it to
+    stand in for a remote store's round trip)."""
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -139,7 +152,13 @@ def _start_moto() -> tuple[Any, S3Server]:
                     str(environ.get("REQUEST_METHOD", "?")),
                     environ.get("HTTP_X_AMZ_SECURITY_TOKEN"),
                 )
-                return app(environ, start_response)
+                counter.begin()
+                try:
+                    if latency_s:
+                        time.sleep(latency_s)
+                    return app(environ, start_response)
+                finally:
+                    counter.end()
 
             self._server = make_server(
                 self._ip_address, self._port, counted, True, request_handler=MotoRequestHandler

@@ -53,34 +53,59 @@ def test_parquet_round_trip(s3_server: S3Server) -> None:
         assert pq.read_table(f).equals(table)
 
 
-def test_scan_fetches_each_small_data_file_in_one_request(
-    moto_s3: S3Server, tmp_path: Path
-) -> None:
-    """A scan on S3 sends one GET per data file (size from the manifest: no HEAD, no separate
-    footer read), so scanning many files is not bound by request latency."""
-    from icefloe import StaticTable
+def _partitioned_table(server: S3Server, tmp_path: Path, files: int) -> str:
+    """A table of ``files`` data files (100 rows each) on ``server``; its metadata location."""
     from icefloe.catalog.sql import SqlCatalog
     from icefloe.partitioning import PartitionField, PartitionSpec
     from icefloe.schema import Schema
     from icefloe.transforms import parse_transform
     from icefloe.types import LongType, NestedField, StringType
 
-    props = moto_s3.properties()
-    cat = SqlCatalog(
-        "c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=moto_s3.fresh_location(), **props
-    )
+    props = server.properties()
+    uri = f"sqlite:///{tmp_path}/c.db"
+    cat = SqlCatalog("c", uri=uri, warehouse=server.fresh_location(), **props)
     cat.create_namespace("ns")
     schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "s", StringType()))
-    spec = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[20]"), "b"))
+    spec = PartitionSpec(PartitionField(1, 1000, parse_transform("identity"), "id_part"))
     t = cat.create_table("ns.t", schema, partition_spec=spec)
-    t.append(
-        pa.table({"id": pa.array(range(2000), pa.int64()), "s": [str(i) for i in range(2000)]})
-    )
-    assert t.inspect.files().num_rows == 20
+    n = files * 100
+    ids = pa.array([i % files for i in range(n)], pa.int64())
+    t.append(pa.table({"id": ids, "s": [str(i) for i in range(n)]}))
+    assert t.inspect.files().num_rows == files
+    return t.metadata_location
+
+
+def test_scan_fetches_each_small_data_file_in_one_request(
+    moto_s3: S3Server, tmp_path: Path
+) -> None:
+    """A scan on S3 sends one GET per data file (size from the manifest: no HEAD, no separate
+    footer read)."""
+    from icefloe import StaticTable
+
+    location = _partitioned_table(moto_s3, tmp_path, files=20)
     assert moto_s3.requests is not None
     before = moto_s3.requests.snapshot()
-    got = StaticTable.from_metadata(t.metadata_location, properties=props).scan().to_arrow()
+    got = StaticTable.from_metadata(location, properties=moto_s3.properties()).scan().to_arrow()
     made = moto_s3.requests.since(before)
-    assert sorted(got["id"].to_pylist()) == list(range(2000))
+    assert got.num_rows == 2000
     # metadata file, manifest list and manifest, then one GET per data file
     assert made["GET"] <= 20 + 3 and made["HEAD"] <= 3, made
+
+
+def test_scan_fetches_files_ahead_while_requests_wait(moto_s3: S3Server, tmp_path: Path) -> None:
+    """With a slow store (0.2 s per answer), a scan has several file fetches in flight at once
+    (more than its decode threads), so it is not bound by the store's latency."""
+    from _s3 import _start_moto
+    from icefloe import StaticTable
+    from icefloe.read.scan_output import default_workers
+
+    location = _partitioned_table(moto_s3, tmp_path, files=12)
+    slow, server = _start_moto(latency_s=0.2)  # moto's state is per process: same buckets
+    try:
+        props = server.properties()
+        assert server.requests is not None
+        got = StaticTable.from_metadata(location, properties=props).scan().to_arrow()
+        assert got.num_rows == 1200
+        assert server.requests.max_in_flight >= min(12, 2 * default_workers() + 2)
+    finally:
+        slow.stop()
