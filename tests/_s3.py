@@ -308,6 +308,19 @@ class Warehouse:
         return dict(self.properties)
 
 
+def versions_and_stores(*versions: int) -> list[Any]:
+    """``(version, warehouse)`` parameters: every format version on local disk, the newest on
+    each S3 server (the store changes the file IO, not the format rules). Use with
+    ``@pytest.mark.parametrize(("version", "warehouse"), ..., indirect=["warehouse"])``."""
+    local = [pytest.param(v, "local", id=f"local-{v}") for v in versions]
+    newest = versions[-1]
+    remote = [
+        pytest.param(newest, name, marks=pytest.mark.s3, id=f"{name}-{newest}")
+        for name in ("moto", "s3proxy")
+    ]
+    return [*local, *remote]
+
+
 @pytest.fixture(params=[pytest.param("local"), *S3_SERVERS])
 def warehouse(request: pytest.FixtureRequest, tmp_path: Path) -> Warehouse:
     """A fresh warehouse on local disk, on moto and on s3proxy.

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _s3 import Warehouse
+from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
@@ -35,7 +35,9 @@ def _table(
     return t
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(2, 3), indirect=["warehouse"]
+)
 def test_compaction_applies_deletes_and_keeps_row_ids(
     tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:

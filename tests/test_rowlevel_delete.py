@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _s3 import Warehouse
+from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
 from rowlevel_util import live_data_files, live_deletes, ours
@@ -91,7 +91,9 @@ def test_mor_delete_v2_position_files(tmp_path: Path, duckdb_con: Any) -> None:
     _check_peers(t, want, duckdb_con)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(1, 2, 3), indirect=["warehouse"]
+)
 def test_cow_delete_rewrites_and_keeps_lineage(
     tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _s3 import Warehouse
+from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from rowlevel_util import live_deletes, ours
 from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
@@ -49,7 +49,9 @@ MODES = {
 }
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(2, 3), indirect=["warehouse"]
+)
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_upsert(
     tmp_path: Path, version: int, mode: str, warehouse: Warehouse, duckdb_con: Any

@@ -180,3 +180,19 @@ def test_unreachable_endpoint_fails_in_bounded_time(kind: str, silent_port: int)
             action()
         assert time.monotonic() - start < 15
         assert SECRET not in str(info.value)
+
+
+def test_without_resolvable_credentials_exclusive_creates_warn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No keys in the properties, the environment or a profile (an instance role, say): the
+    conditional PUT cannot be signed, and the fallback to check-then-write is logged."""
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    io = FileIO({"s3.endpoint": "http://127.0.0.1:9", "s3.region": REGION})
+    with caplog.at_level(logging.WARNING, logger="icefloe.io"):
+        assert io.s3_client("s3://b/k") is None
+    assert "check-then-write" in caplog.text
+    anonymous = FileIO({"s3.anonymous": "true", "s3.region": REGION})
+    assert anonymous.s3_client("s3://b/k") is not None  # unsigned requests need no keys

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from _s3 import Warehouse
+from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from icefloe.manifest import read_manifest, read_manifest_list
 from icefloe.partitioning import PartitionSpec
@@ -31,7 +31,9 @@ def _manifest_entries(table: Any) -> pa.Table:
     return pa.Table.from_batches(batches)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(1, 2, 3), indirect=["warehouse"]
+)
 def test_partitioned_append_reads_back_everywhere(
     tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from _s3 import Warehouse
+from _s3 import Warehouse, versions_and_stores
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.table.producer import SnapshotProducer, live_entries
@@ -32,7 +32,9 @@ def _expect(table: Any, want: pa.Table, con: Any) -> None:
     assert duckdb_checksum(con, table) == checksum(want)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(1, 2, 3), indirect=["warehouse"]
+)
 def test_full_overwrite(
     tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:
@@ -51,7 +53,9 @@ def test_full_overwrite(
     _expect(t, rows(500, 7), duckdb_con)
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(2, 3), indirect=["warehouse"]
+)
 def test_overwrite_by_filter_rewrites_partial_files(
     tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:
