@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from icefloe.exceptions import CommitStateUnknownError, ValidationError
@@ -31,7 +32,13 @@ from icefloe.scan.tasks import (
     replace_task,
 )
 from icefloe.spark.errors import executor_errors, icefloe_errors
-from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
+from icefloe.spark.reading import (
+    iter_numbered_tasks,
+    iter_tasks,
+    pickled_tasks,
+    resolve_table,
+    task_frame,
+)
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.worker import prepare_worker
 from icefloe.spark.writing import _cleanup, _job_tag, write_files
@@ -41,7 +48,7 @@ from icefloe.types import StructType
 from icefloe.write.delete_files import FileDeletes
 from icefloe.write.matching import bind_filter
 
-__all__ = ["delete", "merge"]
+__all__ = ["FILE_NUMBER", "delete", "match_target", "merge"]
 
 
 def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]) -> ReadOptions:
@@ -138,16 +145,23 @@ def delete(
     return t
 
 
+#: Column of the target keys frame numbering the row's data file (index into the tasks).
+FILE_NUMBER = "_icefloe_file"
+
+
 def _target_keys(
     spark: Any, table: Table, tasks: list[FileScanTask], on: Sequence[str], lineage: bool
 ) -> Any:
-    """A DataFrame of the live rows' key columns plus ``_file``, ``_pos`` (and with
-    ``lineage`` ``_row_id``), read on the executors."""
+    """A DataFrame of the live rows' key columns plus ``_pos`` (with ``lineage`` also
+    ``_row_id``) and :data:`FILE_NUMBER`, the index of the row's file in ``tasks`` (four
+    bytes a row to shuffle instead of the file's path), read on the executors."""
+    from pyspark.sql.types import IntegerType
+
     from icefloe.scan.tasks import metadata_field
 
     schema = table.schema()
     ids = tuple(schema.find_field(c).field_id for c in on)
-    meta = (FILE, POS, ROW_ID) if lineage else (FILE, POS)
+    meta = (POS, ROW_ID) if lineage else (POS,)
     options = _options(table, ids, meta)
     fields = [schema.find_field(c) for c in on] + [metadata_field(m) for m in meta]
     target = arrow_for_spark(fields)
@@ -161,13 +175,26 @@ def _target_keys(
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()
-            for task in iter_tasks(batches, payloads):
+            for number, task in iter_numbered_tasks(batches, payloads):
                 for rb in read_task(io, replace_task(task, residual=AlwaysTrue()), options, cache):
                     if rb.num_rows:
-                        yield to_spark_batch(rb, fields, target)
+                        out = to_spark_batch(rb, fields, target)
+                        column = pa.array(np.full(rb.num_rows, number, np.int32))
+                        yield out.append_column(FILE_NUMBER, column)
 
-    schema_out = spark_type(StructType(*fields))
+    schema_out = spark_type(StructType(*fields)).add(FILE_NUMBER, IntegerType(), False)
     return task_frame(spark, tasks).mapInArrow(run, schema_out)
+
+
+def match_target(source: Any, keys: Any, on: Sequence[str]) -> Any:
+    """``source`` left-joined with the target's keys (:func:`_target_keys`) on ``on``.
+
+    The join is a sort-merge join, hinted: the keys are as many rows as the table has, so
+    broadcasting them fails once they outgrow the driver's memory, and the source, whose rows
+    must all be kept (inserts), cannot be the broadcast side of a left join. The hint holds
+    whatever the session's ``spark.sql.autoBroadcastJoinThreshold`` (and under adaptive
+    execution)."""
+    return source.join(keys.hint("merge"), on=list(on), how="left")
 
 
 def merge(
@@ -190,9 +217,10 @@ def merge(
     On v3 tables updated rows keep their ``_row_id`` and get the commit's sequence number as
     ``_last_updated_sequence_number`` (spec "Row Lineage"); inserted rows get new ids.
 
-    The source is joined once with the target's keys (read on the executors) and the joined
-    rows are kept (``persist``) for the two passes over them: the matched positions per file
-    (collected to the driver) and the rows to write.
+    The source is joined once with the target's keys (read on the executors; a sort-merge
+    join whatever the table's size, see :func:`match_target`) and the joined rows are kept
+    (``persist``) for the two passes over them: the matched positions per file (collected to
+    the driver) and the rows to write.
     """
     from pyspark.sql import functions as F
 
@@ -210,7 +238,7 @@ def merge(
             raise ValidationError(f"merge key {c!r} is not a column of the source DataFrame")
         schema.find_field(c)  # raises ValidationError when the table has no such column
     for c in df.columns:
-        if c in (FILE, POS, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER):
+        if c in (FILE, POS, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER, FILE_NUMBER):
             raise ValidationError(f"merge source column {c!r} is a reserved metadata column")
     lineage = t.metadata.format_version >= 3
     spark = df.sparkSession
@@ -223,12 +251,12 @@ def merge(
     try:
         if tasks:
             keys = _target_keys(spark, t, tasks, on, lineage)
-            joined = df.join(keys, on=on, how="left").persist()
-            is_match = F.col(FILE).isNotNull()
+            joined = match_target(df, keys, on).persist()
+            is_match = F.col(FILE_NUMBER).isNotNull()
             if when_matched is not None:
                 grouped = (
                     joined.where(is_match)
-                    .groupBy(FILE)
+                    .groupBy(FILE_NUMBER)
                     .agg(
                         F.count(F.lit(1)).alias("n"),
                         F.array_distinct(F.collect_list(POS)).alias("positions"),
@@ -238,9 +266,9 @@ def merge(
                     result = grouped.toArrow()
                 counts = result.column("n").to_pylist()
                 lists = result.column("positions").combine_chunks()
-                for i, (path, n) in enumerate(
-                    zip(result.column(FILE).to_pylist(), counts, strict=True)
-                ):
+                numbers = result.column(FILE_NUMBER).to_pylist()
+                for i, (number, n) in enumerate(zip(numbers, counts, strict=True)):
+                    path = tasks[number].data_file.file_path
                     pos = lists[i].values
                     if n != len(pos):
                         raise ValidationError(
