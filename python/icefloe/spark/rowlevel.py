@@ -71,7 +71,9 @@ def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]
 def _matching_positions(
     io_properties: dict[str, str], options: ReadOptions, payloads: list[bytes]
 ) -> Any:
-    """``mapInArrow`` function: per task, the positions of live rows its residual matches."""
+    """``mapInArrow`` function: per task, the positions of live rows its residual matches, or
+    ``whole`` and no positions when it matches every live row (the file is removed, so its
+    positions need not travel to the driver)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from icefloe.read import DeleteCache, read_task
@@ -85,11 +87,14 @@ def _matching_positions(
                 live = sum(b.num_rows for b in read_task(io, everything, options, cache))
                 parts = [b.column(POS) for b in read_task(io, task, options, cache)]
                 positions = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                whole = 0 < live == len(positions)
+                if whole:
+                    positions = positions.slice(0, 0)
                 yield pa.RecordBatch.from_pydict(
                     {
                         "file": [task.data_file.file_path],
                         "positions": pa.array([positions.to_numpy()], pa.list_(pa.int64())),
-                        "live": [live],
+                        "whole": [whole],
                     }
                 )
 
@@ -118,23 +123,21 @@ def delete(
     options = _options(t, (), (POS,))
     out = task_frame(spark, tasks).mapInArrow(
         _matching_positions(dict(t.io.properties), options, pickled_tasks(tasks)),
-        "file string, positions array<bigint>, live bigint",
+        "file string, positions array<bigint>, whole boolean",
     )
     with icefloe_errors():
         result = out.toArrow()
     by_path = {task.data_file.file_path: task for task in tasks}
     delta = RowDelta(targets=tasks)
     lists = result.column("positions").combine_chunks()
-    for i, (path, live) in enumerate(
-        zip(result.column("file").to_pylist(), result.column("live").to_pylist(), strict=True)
+    for i, (path, whole) in enumerate(
+        zip(result.column("file").to_pylist(), result.column("whole").to_pylist(), strict=True)
     ):
         task = by_path[path]
         values = lists[i].values
-        if len(values) == 0:
-            continue
-        if len(values) == live:
+        if whole:
             delta.removed.append(task)
-        else:
+        elif len(values):
             delta.deletes.append(FileDeletes(task.data_file, values, task.delete_files))
     if delta.empty:
         return t
