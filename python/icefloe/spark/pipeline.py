@@ -19,6 +19,10 @@ Spark 4 needs Java 17 or newer and ``pyspark``; the job says what to install whe
 missing. ``--rows N`` (or ``ICEFLOE_PIPELINE_ROWS``) sets the size, ``--warehouse DIR`` keeps the
 catalog and table (otherwise a temporary directory is used and removed); ``--warehouse
 s3://bucket/prefix --catalog-db FILE --property s3.endpoint=...`` puts the table on S3.
+``--conf KEY=VALUE`` (repeatable, or ``ICEFLOE_SPARK_CONF="KEY=VALUE ..."``) sets Spark settings
+of the session the job starts, e.g. ``--conf spark.driver.memory=1g --conf
+spark.sql.autoBroadcastJoinThreshold=1g`` (``ICEFLOE_SPARK_MEMORY`` sets the driver memory,
+default 2g).
 """
 
 from __future__ import annotations
@@ -320,10 +324,10 @@ def run(
     return report
 
 
-def spark_session(master: str = "local[*]") -> Any:
+def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> Any:
     """A local Spark session tuned for the pipeline (UTC, few shuffle partitions, Arrow batch
-    settings of :data:`~icefloe.spark.worker.ARROW_SETTINGS`); an active session is reused as
-    it is."""
+    settings of :data:`~icefloe.spark.worker.ARROW_SETTINGS`), with ``conf`` (Spark settings)
+    applied last; an active session is reused as it is."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -343,7 +347,7 @@ def spark_session(master: str = "local[*]") -> Any:
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
         .config("spark.python.worker.reuse", "true")
     )
-    for key, value in ARROW_SETTINGS.items():
+    for key, value in {**ARROW_SETTINGS, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -375,6 +379,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="a catalog property, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable)",
     )
     ap.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session the job starts (repeatable), e.g. "
+        "--conf spark.driver.memory=1g; also $ICEFLOE_SPARK_CONF (space-separated KEY=VALUE)",
+    )
     args = ap.parse_args(argv)
     if args.rows < 100:
         ap.error("--rows must be at least 100")
@@ -387,6 +399,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     remote = args.warehouse is not None and "://" in args.warehouse
     if remote and args.catalog_db is None:
         ap.error("a warehouse on an object store needs --catalog-db (a local SQLite file)")
+    conf: dict[str, str] = {}
+    for item in os.environ.get("ICEFLOE_SPARK_CONF", "").split() + args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            ap.error(f"--conf needs KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value.strip()
     problem = environment_problem()
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -395,7 +413,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     own = SparkSession.getActiveSession() is None
     t0 = time.perf_counter()
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, conf)
     import pyspark
 
     print(
