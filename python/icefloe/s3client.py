@@ -12,7 +12,8 @@ the properties, else the environment (``AWS_ACCESS_KEY_ID``...), else the shared
 file's profile (``AWS_PROFILE``); when none of those has them (an instance role, for example)
 :meth:`S3Client.from_properties` returns None and the caller falls back to pyarrow.
 
-Errors name the location and never include credentials or signatures.
+HTTPS verifies the server against the system's certificates, or those of ``AWS_CA_BUNDLE`` as
+the AWS SDKs do. Errors name the location and never include credentials or signatures.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import http.client
 import os
 import socket
+import ssl
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -217,13 +219,15 @@ class S3Client:
         if pool is None or getattr(self._local, "pid", None) != os.getpid():
             pool = self._local.pool = {}
             self._local.pid = os.getpid()
-        conn = pool.get(host)
-        if conn is not None:
-            return conn, True
-        conn_type = (
-            http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-        )
-        conn = conn_type(host, timeout=self.connect_timeout)
+        kept = pool.get(host)
+        if kept is not None:
+            return kept, True
+        conn: http.client.HTTPConnection
+        if self._scheme == "https":
+            context = ssl.create_default_context(cafile=os.environ.get("AWS_CA_BUNDLE") or None)
+            conn = http.client.HTTPSConnection(host, timeout=self.connect_timeout, context=context)
+        else:
+            conn = http.client.HTTPConnection(host, timeout=self.connect_timeout)
         try:
             conn.connect()
         except OSError as exc:
