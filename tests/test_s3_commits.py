@@ -187,3 +187,50 @@ def test_killed_writer_leaves_a_readable_table(s3proxy: S3Server, delay: float) 
     after.append(pa.table({"id": pa.array([7], pa.int64())}))
     again = catalog.load_table("db.t")
     assert sorted(again.scan().to_arrow().column("id").to_pylist()) == sorted([*ids, 7])
+
+
+def _dying_append(props: dict[str, str], warehouse: str, when: str) -> None:
+    """Child process: append, and die abruptly at ``when`` of the commit."""
+    from icefloe.io import OutputFile
+
+    real_write = OutputFile.write
+
+    def write(self: OutputFile, data: bytes, overwrite: bool = False) -> None:
+        name = self.location.rsplit("/", 1)[1]
+        if when == "before-metadata" and name.endswith(".metadata.json"):
+            os._exit(3)  # data files, manifests and manifest list are on S3; nothing else
+        if when == "before-hint" and name == "version-hint.text":
+            os._exit(4)  # v<N+1>.metadata.json is on S3, the hint still names v<N>
+        real_write(self, data, overwrite)
+
+    OutputFile.write = write  # type: ignore[method-assign]
+    catalog = HadoopCatalog("crash", warehouse=warehouse, **props)
+    catalog.load_table("db.t").append(pa.table({"id": pa.array([2, 3], pa.int64())}))
+    os._exit(5)
+
+
+@pytest.mark.parametrize(("when", "code"), [("before-metadata", 3), ("before-hint", 4)])
+def test_writer_dying_at_each_step_of_a_commit(s3proxy: S3Server, when: str, code: int) -> None:
+    warehouse = s3proxy.fresh_location()
+    props = s3proxy.properties()
+    catalog = HadoopCatalog("crash", warehouse=warehouse, **props)
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", Schema(NestedField(1, "id", LongType(), True)))
+    table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_dying_append, args=(props, warehouse, when)
+    )
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == code
+    after = catalog.load_table("db.t")
+    ids = sorted(after.scan().to_arrow().column("id").to_pylist())
+    if when == "before-metadata":  # the old state
+        assert ids == [1] and after.metadata_location.endswith("/v2.metadata.json")
+    else:  # the new state, found past the stale hint
+        assert ids == [1, 2, 3] and after.metadata_location.endswith("/v3.metadata.json")
+    after.append(pa.table({"id": pa.array([9], pa.int64())}))
+    assert sorted(catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == [
+        *ids,
+        9,
+    ]
