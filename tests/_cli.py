@@ -1,0 +1,93 @@
+"""Running the ``icefloe`` command in tests: through click's CliRunner (in process) and as a
+real subprocess (``python -m icefloe.cli``, or the installed ``icefloe`` script when it is on
+the path and ``ICEFLOE_CLI_SCRIPT=1``), both against a :class:`~_cli_tables.CliWorld`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from click.testing import CliRunner
+
+from _cli_tables import CliWorld
+from icefloe.cli import cli
+
+PYTHON_DIR = Path(__file__).resolve().parent.parent / "python"
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run(world: CliWorld, *args: str, width: int = 100) -> Result:
+    """``icefloe --width W ARGS`` in process, colour off."""
+    runner = CliRunner()
+    r = runner.invoke(
+        cli,
+        ["--no-color", "--width", str(width), *args],
+        env=world.env,
+        catch_exceptions=False,
+        prog_name="icefloe",
+    )
+    return Result(r.exit_code, r.stdout, r.stderr)
+
+
+def subprocess_command() -> list[str]:
+    """How to start the command as its own process."""
+    script = shutil.which("icefloe")
+    if os.environ.get("ICEFLOE_CLI_SCRIPT") == "1" and script:
+        return [script]
+    return [sys.executable, "-m", "icefloe.cli"]
+
+
+def run_process(world: CliWorld, *args: str, timeout: float = 120) -> Result:
+    """``icefloe ARGS`` in a child process with the world's environment."""
+    env = {**os.environ, **world.env, "COLUMNS": "100", "NO_COLOR": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PYTHON_DIR), env.get("PYTHONPATH", "")) if p
+    )
+    p = subprocess.run(
+        [*subprocess_command(), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=world.root,
+    )
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def check_schema(document: Any, schema: dict[str, Any]) -> None:
+    """Validate ``document`` against a JSON Schema (draft 2020-12)."""
+    jsonschema.Draft202012Validator(schema).validate(document)
+
+
+_VOLATILE = [
+    (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(\+00:00)?"), "<TIME>"),
+    (re.compile(r"\b\d{15,20}\b"), "<ID>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<UUID>"),
+    (re.compile(r"file://\S+"), "<PATH>"),
+]
+
+
+def mask(text: str) -> str:
+    """``text`` with times, snapshot ids, uuids and paths replaced by placeholders and trailing
+    blanks removed from every line."""
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
