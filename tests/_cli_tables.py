@@ -5,7 +5,10 @@ branch, a tag and an evolved schema, and ``db.plain``, an unpartitioned v2 table
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +54,39 @@ def _rows(start: int, n: int, regions: list[str], note: bool = False) -> pa.Tabl
     return pa.table(cols)
 
 
+#: Commits of the world happen at fixed times, an hour apart from this one, so the pictures of
+#: its history are the same on every run.
+CLOCK_START = dt.datetime(2026, 3, 1, 8, 0, tzinfo=dt.timezone.utc)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.ms = int(CLOCK_START.timestamp() * 1000)
+
+    def tick(self, minutes: int = 60) -> None:
+        self.ms += minutes * 60_000
+
+
+@contextlib.contextmanager
+def _fixed_clock() -> Iterator[_Clock]:
+    """``time.time``/``time.time_ns`` read a clock the caller advances (metadata timestamps)."""
+    clock = _Clock()
+    real_time, real_ns = time.time, time.time_ns
+    time.time = lambda: clock.ms / 1000  # type: ignore[assignment]
+    time.time_ns = lambda: clock.ms * 1_000_000  # type: ignore[assignment]
+    try:
+        yield clock
+    finally:
+        time.time, time.time_ns = real_time, real_ns  # type: ignore[assignment]
+
+
 def build_world(root: Path) -> CliWorld:
     """Create the catalog and its tables under ``root``."""
+    with _fixed_clock() as clock:
+        return _build(root, clock)
+
+
+def _build(root: Path, clock: _Clock) -> CliWorld:
     root.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite:///{root / 'catalog.db'}"
     warehouse = (root / "warehouse").as_uri()
@@ -80,18 +114,27 @@ def build_world(root: Path) -> CliWorld:
         format_version=3,
         properties={"write.delete.mode": "merge-on-read"},
     )
-    # Skewed: eu gets most rows; several small appends make small files.
-    t.append(_rows(0, 60, ["eu", "eu", "eu", "us", "ap"]))
-    t.append(_rows(60, 30, ["eu", "us"]))
-    t.append(_rows(90, 10, ["eu"]))
-    t.delete("id < 5 or id = 61")  # deletion vectors
+    # Skewed (eu holds most rows); several small appends make small files.
+    clock.tick(60)
+    t.append(_rows(0, 80, ["eu"]))
+    clock.tick(60)
+    t.append(_rows(80, 20, ["eu", "us"]))
+    clock.tick(60)
+    t.append(_rows(100, 10, ["eu"]))
+    clock.tick(360)
+    t.delete("id < 5 or id = 81")  # deletion vectors
+    clock.tick(60)
     with t.manage_snapshots() as ms:
         ms.create_tag("v1", t.current_snapshot().snapshot_id)
         ms.create_branch("audit")
-    t.append(_rows(100, 5, ["ap"]), branch="audit")
+    clock.tick(60)
+    t.append(_rows(150, 5, ["ap"]), branch="audit")
+    clock.tick(60)
     with t.update_schema() as u:
         u.add_column("note", StringType(), doc="free text")
+    clock.tick(120)
     t.append(_rows(200, 20, ["us", "ap"], note=True))
+    clock.tick(60)
     with t.replace_sort_order() as o:
         o.asc("id")
 
@@ -100,6 +143,7 @@ def build_world(root: Path) -> CliWorld:
         Schema(NestedField(1, "k", LongType(), required=True), NestedField(2, "v", StringType())),
         format_version=2,
     )
+    clock.tick(60)
     plain.append(pa.table({"k": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
     cat.close()
     return world

@@ -25,6 +25,9 @@ __all__ = ["COMMAND_MODULES", "State", "cli", "json_option", "main", "pass_state
 COMMAND_MODULES = (
     "icefloe.cli.catalog_cmds",
     "icefloe.cli.table_cmds",
+    "icefloe.cli.history_cmds",
+    "icefloe.cli.files_cmds",
+    "icefloe.cli.health_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
