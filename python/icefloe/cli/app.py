@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "icefloe.cli.history_cmds",
     "icefloe.cli.files_cmds",
     "icefloe.cli.health_cmds",
+    "icefloe.cli.maintenance_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
