@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "icefloe.cli.files_cmds",
     "icefloe.cli.health_cmds",
     "icefloe.cli.maintenance_cmds",
+    "icefloe.cli.query_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
