@@ -20,6 +20,7 @@ __all__ = [
     "PartitionStats",
     "SnapshotPoint",
     "Timeline",
+    "axis_positions",
     "file_stats",
     "partition_stats",
     "small_file_threshold",
@@ -124,6 +125,26 @@ def timeline(meta: Any) -> Timeline:
     if any(p.lane == "unreferenced" for p in points):
         used.append("unreferenced")
     return Timeline(tuple(points), tuple(used), heads, tags)
+
+
+def axis_positions(points: tuple[SnapshotPoint, ...], width: int) -> list[int]:
+    """Axis column of each point: proportional to time, at least two columns apart; evenly
+    spaced when that does not fit."""
+    n = len(points)
+    if n == 1:
+        return [0]
+    start, end = points[0].timestamp_ms, points[-1].timestamp_ms
+    span = max(end - start, 1)
+    cols: list[int] = []
+    for p in points:
+        x = round((p.timestamp_ms - start) / span * (width - 1))
+        if cols and x < cols[-1] + 2:
+            x = cols[-1] + 2
+        cols.append(x)
+    if cols[-1] > width - 1:
+        step = (width - 1) / (n - 1)
+        cols = [round(i * step) for i in range(n)]
+    return cols
 
 
 def small_file_threshold(properties: dict[str, str], target: int | None = None) -> int:

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "icefloe.cli.health_cmds",
     "icefloe.cli.maintenance_cmds",
     "icefloe.cli.query_cmds",
+    "icefloe.cli.report_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -15,7 +15,7 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from icefloe.cli.analysis import SnapshotPoint, Timeline, timeline
+from icefloe.cli.analysis import Timeline, axis_positions, timeline
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.render import OP_COLORS, bar, human_size, ts
 
@@ -35,26 +35,6 @@ def duration(ms: int) -> str:
     if s < 86400:
         return f"{s / 3600:.1f} h"
     return f"{s / 86400:.1f} d"
-
-
-def _columns(points: tuple[SnapshotPoint, ...], width: int) -> list[int]:
-    """Axis column of each point: proportional to time, at least two columns apart; evenly
-    spaced when that does not fit."""
-    n = len(points)
-    if n == 1:
-        return [0]
-    start, end = points[0].timestamp_ms, points[-1].timestamp_ms
-    span = max(end - start, 1)
-    cols: list[int] = []
-    for p in points:
-        x = round((p.timestamp_ms - start) / span * (width - 1))
-        if cols and x < cols[-1] + 2:
-            x = cols[-1] + 2
-        cols.append(x)
-    if cols[-1] > width - 1:
-        step = (width - 1) / (n - 1)
-        cols = [round(i * step) for i in range(n)]
-    return cols
 
 
 def _line(label: str, label_w: int, cells: list[tuple[str, str]]) -> Text:
@@ -82,7 +62,7 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     if len(points) > axis_w // 2:  # keep the newest that fit
         dropped = len(points) - axis_w // 2
         points = points[dropped:]
-    cols = _columns(points, axis_w)
+    cols = axis_positions(points, axis_w)
     x_of = {p.snapshot_id: x for p, x in zip(points, cols, strict=True)}
     lines: list[Text] = []
     left, right = ts(points[0].timestamp_ms), ts(points[-1].timestamp_ms)
