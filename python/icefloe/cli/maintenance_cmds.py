@@ -129,7 +129,7 @@ def expire(
         state.out.json(doc)
         return
     verb = "would expire" if dry_run else "expired"
-    gone = "would delete" if dry_run else ("deleted" if r.files_deleted else "left in place")
+    gone = "would delete" if dry_run else ("left in place" if keep_files else "deleted")
     _summary(
         state,
         f"[bold]{t.name}[/]: {verb} {len(r.snapshot_ids)} snapshots",
@@ -304,7 +304,9 @@ def rewrite_manifests(
         state.out.json(doc)
         return
     if not r.rewritten_manifests:
-        state.out.console.print(f"[bold]{t.name}[/]: the manifests are already grouped")
+        state.out.console.print(
+            f"[bold]{t.name}[/]: nothing to rewrite (the manifests are already grouped)"
+        )
         return
     verb = "would rewrite" if dry_run else "rewrote"
     rows: list[tuple[str, Any]] = [
