@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up everything and runs every check: Rust format/lint/tests, Python lint/types/stubs, pytest.
+# Sets up everything and runs every check: Rust format/lint/tests, Python lint/types/stubs,
+# clean-install smoke tests (scripts/smoke.sh), pytest.
 # Extra arguments go to pytest (e.g. `scripts/test.sh -k transforms`).
 . "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 
@@ -27,6 +28,8 @@ if ! command -v chromium >/dev/null 2>&1; then
       "Install it with: sudo apt-get install -y chromium" >&2
   fi
 fi
+# fresh virtualenvs with only `pip install .` / `'.[spark]'` / the declared floors
+bash scripts/smoke.sh
 echo "==> pytest"
 # fixed hypothesis examples (tests/conftest.py): a gate that passes or fails the same way on
 # every machine; scripts/soak.sh hunts with random seeds and many more examples
