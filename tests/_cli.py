@@ -99,6 +99,8 @@ GOLDEN_DIR = Path(__file__).resolve().parent / "golden" / "cli"
 _MORE_VOLATILE = [
     (re.compile(r"[0-9a-f]{4,}(?:-[0-9a-f]{2,})+"), "<HEX>"),
     (re.compile(r"\d+\.\d days old"), "<N> days old"),
+    # deletion-vector Puffin files name their data files, so their size follows the path
+    (re.compile(r"\b\d+(?:\.\d)? (?:B|KiB)\b"), "<SIZE>"),
 ]
 
 

@@ -8,7 +8,9 @@ plain JSON on standard output, one document per command, with no colour and no p
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -48,6 +50,8 @@ class Output:
 
     def _make(self, stderr: bool) -> Console:
         kwargs: dict[str, Any] = {"stderr": stderr, "highlight": False, "soft_wrap": False}
+        if not stderr and not sys.stdout.isatty():
+            kwargs["file"] = _TrimmedStdout()
         if self.width:
             kwargs["width"] = self.width
         if self.color is True:
@@ -74,6 +78,28 @@ class Output:
         """Write ``document`` as indented JSON to standard output."""
         sys.stdout.write(json.dumps(document, indent=2, default=_json_default) + "\n")
         sys.stdout.flush()
+
+
+_TRAILING_BLANKS = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)\n")
+
+
+class _TrimmedStdout(io.TextIOBase):
+    """Standard output (as it is at each write, so test runners can swap it) without the
+    blanks rich pads lines with, when the output is a file or a pipe."""
+
+    def write(self, text: str) -> int:
+        sys.stdout.write(_TRAILING_BLANKS.sub(r"\1\n", text))
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(sys.stdout, "encoding", None) or "utf-8"
 
 
 def _json_default(value: Any) -> Any:
