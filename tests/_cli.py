@@ -101,15 +101,22 @@ _MORE_VOLATILE = [
     (re.compile(r"\d+\.\d days old"), "<N> days old"),
     # deletion-vector Puffin files name their data files, so their size follows the path
     (re.compile(r"\b\d+(?:\.\d)? (?:B|KiB)\b"), "<SIZE>"),
+    (re.compile(r"\(\d[\d,]* bytes\)"), "(<N> bytes)"),
 ]
+
+
+def mask_golden(text: str) -> str:
+    """``text`` with every volatile value masked, as golden files hold it."""
+    masked = mask(text)
+    for pattern, repl in _MORE_VOLATILE:
+        masked = pattern.sub(repl, masked)
+    return masked
 
 
 def assert_golden(name: str, text: str) -> None:
     """``text`` (masked) equals ``tests/golden/cli/<name>.txt``; ``ICEFLOE_UPDATE_GOLDEN=1``
     rewrites the file instead."""
-    masked = mask(text)
-    for pattern, repl in _MORE_VOLATILE:
-        masked = pattern.sub(repl, masked)
+    masked = mask_golden(text)
     path = GOLDEN_DIR / f"{name}.txt"
     if os.environ.get("ICEFLOE_UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
