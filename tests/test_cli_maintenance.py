@@ -172,7 +172,7 @@ def test_orphans(world: CliWorld) -> None:
     r = run(world, "orphans", "db.plain", "--older-than", "0s", "--dry-run")
     assert "found 2 orphan files" in r.stdout
     r = run(world, "orphans", "db.plain")
-    assert r.exit_code == 0 and "deleted 1 orphan files" in r.stdout
+    assert r.exit_code == 0 and "deleted 1 orphan file" in r.stdout
     assert not old.exists() and new.exists()
     assert _rows(world, "db.plain") == [(1, "a"), (2, "b"), (3, "c")]
 

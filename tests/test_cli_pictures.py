@@ -295,3 +295,36 @@ def test_pictures_in_a_real_process(world: CliWorld) -> None:
     r = run_process(world, "health", "db.events", "--json")
     assert r.exit_code == 0, r.stderr
     check_schema(r.json(), HEALTH_SCHEMA)
+
+
+def test_partition_values_read_as_people_write_them(tmp_path: Path) -> None:
+    """Transformed values are shown as dates (as in partition directories), nulls as null."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from icefloe.partitioning import PartitionField, PartitionSpec
+    from icefloe.schema import Schema
+    from icefloe.transforms import parse_transform
+    from icefloe.types import DateType, NestedField, StringType
+
+    world = build_world(tmp_path / "world")
+    cat = world.catalog()
+    spec = PartitionSpec(
+        PartitionField(1, 1000, parse_transform("month"), "d_month"),
+        PartitionField(2, 1001, parse_transform("identity"), "k"),
+    )
+    t = cat.create_table(
+        "db.monthly",
+        Schema(NestedField(1, "d", DateType()), NestedField(2, "k", StringType())),
+        partition_spec=spec,
+    )
+    days = [dt.date(2024, 2, 3), dt.date(2024, 2, 9), dt.date(2025, 11, 1)]
+    t.append(pa.table({"d": pa.array(days, pa.date32()), "k": ["a", "a", None]}))
+    doc = run(world, "partitions", "db.monthly", "--json").json()
+    assert {p["label"]: p["records"] for p in doc["partitions"]} == {
+        "d_month=2024-02, k=a": 2,
+        "d_month=2025-11, k=null": 1,
+    }
+    files = run(world, "files", "db.monthly", width=120).stdout
+    assert "d_month=2024-02, k=a" in files

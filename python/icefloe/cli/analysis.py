@@ -22,6 +22,7 @@ __all__ = [
     "Timeline",
     "axis_positions",
     "file_stats",
+    "partition_label",
     "partition_stats",
     "small_file_threshold",
     "timeline",
@@ -313,10 +314,21 @@ class PartitionStats:
         }
 
 
-def _label(value: dict[str, Any] | None) -> str:
+def partition_label(meta: Any, value: dict[str, Any] | None) -> str:
+    """``name=value, ...`` of a partition tuple from an inspect table, values as people read
+    them (``d_month=2024-02`` rather than 649); fields null in every spec but this one's are
+    left out."""
     if not value:
         return "(unpartitioned)"
-    return ", ".join(f"{k}={'null' if v is None else v}" for k, v in value.items())
+    from icefloe.write.writer import human_partition_value
+
+    fields = {pf.name: pf for spec in meta.partition_specs for pf in spec.fields}
+    parts = []
+    for name, v in value.items():
+        pf = fields.get(name)
+        text = "null" if v is None else (human_partition_value(pf, v) if pf else str(v))
+        parts.append(f"{name}={text}")
+    return ", ".join(parts)
 
 
 def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStats:
@@ -329,7 +341,7 @@ def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStat
     d = t.to_pydict()
     rows = [
         PartitionRow(
-            label=_label(d["partition"][i]),
+            label=partition_label(table.metadata, d["partition"][i]),
             spec_id=d["spec_id"][i],
             records=d["record_count"][i] or 0,
             files=d["file_count"][i] or 0,

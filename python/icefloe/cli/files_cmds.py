@@ -10,9 +10,16 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from icefloe.cli.analysis import SKEW_RATIO, FileStats, PartitionStats, file_stats, partition_stats
+from icefloe.cli.analysis import (
+    SKEW_RATIO,
+    FileStats,
+    PartitionStats,
+    file_stats,
+    partition_label,
+    partition_stats,
+)
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.render import bar, human_size, parse_size, pct
+from icefloe.cli.render import bar, human_size, parse_size, pct, plural
 
 __all__ = ["histogram_rows", "register"]
 
@@ -22,12 +29,6 @@ _CONTENT = {0: "data", 1: "deletes", 2: "eq-deletes"}
 def _relative(path: str, location: str) -> str:
     base = location.rstrip("/") + "/"
     return path[len(base) :] if path.startswith(base) else path
-
-
-def _partition_label(value: Any) -> str:
-    if not value:
-        return "-"
-    return ", ".join(f"{k}={'null' if v is None else v}" for k, v in value.items())
 
 
 def _bucket_label(lo: int, hi: int | None) -> str:
@@ -109,8 +110,9 @@ def files(
     total = sum(stats.data_sizes)
     console.print(
         f"[bold]{t.name}[/] · snapshot {snap.snapshot_id if snap else '-'} · "
-        f"{stats.data_files} data files ({human_size(total)}, {stats.data_records:,} rows) · "
-        f"{stats.delete_files} delete files ({stats.delete_records:,} deleted rows)"
+        f"{plural(stats.data_files, 'data file')} ({human_size(total)}, "
+        f"{plural(stats.data_records, 'row')}) · {plural(stats.delete_files, 'delete file')} "
+        f"({plural(stats.delete_records, 'deleted row')})"
     )
     if not stats.data_files:
         return
@@ -131,7 +133,7 @@ def files(
         (
             _CONTENT.get(d["content"][i], str(d["content"][i])),
             _relative(d["file_path"][i], t.location),
-            _partition_label(d["partition"][i]),
+            partition_label(t.metadata, d["partition"][i]) if d["partition"][i] else "-",
             f"{d['record_count'][i]:,}",
             human_size(d["file_size_in_bytes"][i]),
         )
@@ -192,7 +194,7 @@ def partitions(state: State, table: str, snapshot_id: int | None, as_json: bool)
     if not stats.rows:
         console.print(f"{t.name} has no live files")
         return
-    console.print(f"[bold]{t.name}[/] · {len(stats.rows)} partitions")
+    console.print(f"[bold]{t.name}[/] · {plural(len(stats.rows), 'partition')}")
     peak_rows = max(r.records for r in stats.rows) or 1
     peak_size = max(r.size for r in stats.rows) or 1
     bar_w = max(6, min(24, (console.width - 60) // 2))

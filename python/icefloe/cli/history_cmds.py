@@ -17,7 +17,7 @@ from rich.text import Text
 
 from icefloe.cli.analysis import Timeline, axis_positions, timeline
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.render import OP_COLORS, bar, human_size, ts
+from icefloe.cli.render import OP_COLORS, bar, human_size, plural, ts
 
 __all__ = ["draw_timeline", "duration", "register"]
 
@@ -114,9 +114,10 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     return lines
 
 
-def _table(tl: Timeline, width: int) -> RichTable:
-    """One row per snapshot; narrow terminals drop the time and lane columns."""
-    pts = tl.points
+def _table(tl: Timeline, width: int, limit: int) -> RichTable:
+    """One row per snapshot (the newest ``limit``, 0 for all); narrow terminals drop the time
+    and lane columns."""
+    pts = tl.points if limit == 0 else tl.points[-limit:]
     tags: dict[int, list[str]] = {}
     for name, sid in tl.tags.items():
         tags.setdefault(sid, []).append(_TAG + name)
@@ -165,9 +166,16 @@ def _table(tl: Timeline, width: int) -> RichTable:
 
 @click.command("snapshots")
 @click.argument("table")
+@click.option(
+    "--limit",
+    type=click.IntRange(0),
+    default=30,
+    show_default=True,
+    help="Newest snapshots listed under the timeline (0: all).",
+)
 @json_option
 @pass_state
-def snapshots(state: State, table: str, as_json: bool) -> None:
+def snapshots(state: State, table: str, limit: int, as_json: bool) -> None:
     """The history of TABLE as a timeline: branches and tags as lanes, operations coloured,
     added/deleted rows and total size as bars."""
     t = state.table(table)
@@ -182,14 +190,18 @@ def snapshots(state: State, table: str, as_json: bool) -> None:
         return
     span = duration(tl.end_ms - tl.start_ms)
     console.print(
-        f"[bold]{t.name}[/] · {len(tl.points)} snapshots · {len(tl.heads)} branches · "
-        f"{len(tl.tags)} tags · over {span}"
+        f"[bold]{t.name}[/] · {plural(len(tl.points), 'snapshot')} · "
+        f"{plural(len(tl.heads), 'branch', 'branches')} · {plural(len(tl.tags), 'tag')} · "
+        f"over {span}"
     )
     console.print()
     for line in draw_timeline(tl, console.width):
         console.print(line, no_wrap=True, overflow="crop")
     console.print()
-    console.print(_table(tl, console.width))
+    console.print(_table(tl, console.width, limit))
+    hidden = len(tl.points) - limit if limit else 0
+    if hidden > 0:
+        console.print(f"[dim]({hidden} older snapshots not listed; --limit 0 lists all)[/]")
 
 
 def register(group: click.Group) -> None:

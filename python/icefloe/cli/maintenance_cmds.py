@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.render import human_size, parse_size
+from icefloe.cli.render import human_size, parse_size, plural
 from icefloe.exceptions import ValidationError
 
 __all__ = ["parse_age", "register"]
@@ -132,7 +132,7 @@ def expire(
     gone = "would delete" if dry_run else ("left in place" if keep_files else "deleted")
     _summary(
         state,
-        f"[bold]{t.name}[/]: {verb} {len(r.snapshot_ids)} snapshots",
+        f"[bold]{t.name}[/]: {verb} {plural(len(r.snapshot_ids), 'snapshot')}",
         [
             ("snapshots", len(r.snapshot_ids)),
             ("refs", len(r.removed_refs)),
@@ -214,7 +214,8 @@ def compact(
     if not dry_run:
         rows.insert(2, ("data files out", doc["added_data_files"]))
         rows.append(("snapshot", doc["snapshot_id"]))
-    _summary(state, f"[bold]{t.name}[/]: {verb} {doc['rewritten_data_files']} data files", rows)
+    files = plural(doc["rewritten_data_files"], "data file")
+    _summary(state, f"[bold]{t.name}[/]: {verb} {files}", rows)
 
 
 @click.command("orphans")
@@ -257,7 +258,7 @@ def orphans(
         return
     verb = "found" if dry_run else "deleted"
     console = state.out.console
-    console.print(f"[bold]{t.name}[/]: {verb} {len(found)} orphan files")
+    console.print(f"[bold]{t.name}[/]: {verb} {plural(len(found), 'orphan file')}")
     shown = found if limit == 0 else found[:limit]
     for p in shown:
         console.print(f"  {p}", highlight=False, soft_wrap=True)
@@ -317,7 +318,7 @@ def rewrite_manifests(
     ]
     if committed:
         rows.append(("snapshot", r.snapshot_id))
-    _summary(state, f"[bold]{t.name}[/]: {verb} {r.rewritten_manifests} manifests", rows)
+    _summary(state, f"[bold]{t.name}[/]: {verb} {plural(r.rewritten_manifests, 'manifest')}", rows)
 
 
 def register(group: click.Group) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "bar",
     "human_size",
     "parse_size",
+    "plural",
     "ts",
 ]
 
@@ -182,6 +183,11 @@ def bar(value: float, maximum: float, width: int, style: str = "") -> Text:
     full, part = divmod(eighths, 8)
     s = "█" * full + (_EIGHTHS[part] if part else "")
     return Text(s.ljust(width), style=style)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 branch``, ``2 branches``: a count with its noun."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def pct(part: float, whole: float) -> str:
