@@ -108,8 +108,8 @@ def files(
         return
     console = state.out.console
     total = sum(stats.data_sizes)
+    console.print(f"[bold]{t.name}[/] · snapshot {snap.snapshot_id if snap else '-'}")
     console.print(
-        f"[bold]{t.name}[/] · snapshot {snap.snapshot_id if snap else '-'} · "
         f"{plural(stats.data_files, 'data file')} ({human_size(total)}, "
         f"{plural(stats.data_records, 'row')}) · {plural(stats.delete_files, 'delete file')} "
         f"({plural(stats.delete_records, 'deleted row')})"
