@@ -10,6 +10,7 @@ click commands.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -77,6 +78,12 @@ class _Root(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # the reader went away (``icefloe scan ... | head``): stop quietly, and keep
+            # Python from complaining again when it flushes standard output at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(1)
         except Exception as error:
             state = ctx.obj if isinstance(ctx.obj, State) else None
             if state is not None and state.debug:

@@ -184,6 +184,9 @@ def scan(
         kwargs["row_filter"] = row_filter
     if columns:
         kwargs["selected_fields"] = tuple(c.strip() for c in columns.split(",") if c.strip())
+    fmt = "json" if as_json else fmt
+    if fmt == "table" and limit is None:
+        limit = max_rows + 1  # read no more than is drawn (and one to tell there is more)
     reader = t.scan(
         snapshot_id=snapshot_id,
         ref=ref,
@@ -191,7 +194,7 @@ def scan(
         limit=limit,
         **kwargs,
     ).to_batches()
-    write_batches(state, reader.schema, iter(reader), "json" if as_json else fmt, output, max_rows)
+    write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
 
 
 def _referenced_tables(query: str) -> list[str]:

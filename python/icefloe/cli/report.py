@@ -39,7 +39,7 @@ th, td { text-align:left; padding:6px 8px; border-bottom:1px solid var(--line);
   vertical-align:top; }
 th { color:var(--muted); font-weight:600; font-size:12px; text-transform:uppercase; }
 code { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-  background:#f0f3f8; padding:1px 5px; border-radius:4px; word-break:break-all; }
+  background:#f0f3f8; padding:1px 5px; border-radius:4px; overflow-wrap:anywhere; }
 .badge { display:inline-block; min-width:58px; text-align:center; border-radius:10px;
   padding:1px 8px; font-size:12px; font-weight:700; text-transform:uppercase; }
 .ok { background:#dff3e4; color:#1d6b33; } .warn { background:#fff1cc; color:#8a5a00; }

@@ -4,6 +4,7 @@ and a ``<title>`` (the browser's tooltip); nothing needs a script."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from html import escape
@@ -36,20 +37,25 @@ def _text(x: float, y: float, s: str, cls: str = "", anchor: str = "start") -> s
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{c}>{escape(s)}</text>'
 
 
+#: The report draws at most this many snapshots (the newest).
+MAX_TIMELINE_SNAPSHOTS = 150
+
+
 def timeline_svg(tl: Timeline) -> str:
     """Lanes per branch with one circle per snapshot (coloured by operation), tags as
-    diamonds, then bars for added rows, deleted rows and total size per snapshot."""
+    diamonds, then bars for added rows, deleted rows and total size per snapshot; the newest
+    :data:`MAX_TIMELINE_SNAPSHOTS` are drawn."""
     gutter, right = 90, 24
     plot_w = _W - gutter - right
     lane_h, bar_h = 34, 46
-    lanes = list(tl.lanes)
+    pts = tl.points[-MAX_TIMELINE_SNAPSHOTS:]
+    lanes = [lane for lane in tl.lanes if any(p.lane == lane for p in pts)]
     tags_lane = bool(tl.tags)
     top = 34
     lanes_h = lane_h * (len(lanes) + (1 if tags_lane else 0))
     bars_top = top + lanes_h + 18
     height = bars_top + 3 * (bar_h + 14) + 10
     body: list[str] = []
-    pts = tl.points
     if not pts:
         return _svg("timeline", _W, 60, [_text(10, 30, "no snapshots")], "no snapshots")
     step = 6
@@ -59,9 +65,13 @@ def timeline_svg(tl: Timeline) -> str:
     body.append(
         f'<line x1="{gutter}" y1="{top - 12}" x2="{gutter + plot_w}" y2="{top - 12}" class="axis"/>'
     )
-    body.append(_text(gutter, top - 18, ts(tl.start_ms) + " UTC", "tick"))
+    body.append(_text(gutter, top - 18, ts(pts[0].timestamp_ms) + " UTC", "tick"))
     if len(pts) > 1:
-        body.append(_text(gutter + plot_w, top - 18, ts(tl.end_ms) + " UTC", "tick", "end"))
+        end = ts(pts[-1].timestamp_ms) + " UTC"
+        body.append(_text(gutter + plot_w, top - 18, end, "tick", "end"))
+    if len(pts) < len(tl.points):
+        older = f"{len(tl.points) - len(pts)} older snapshots not drawn"
+        body.append(_text(gutter + plot_w / 2, top - 18, older, "tick", "middle"))
     y_of = {lane: top + i * lane_h + lane_h / 2 for i, lane in enumerate(lanes)}
     for lane in lanes:
         y = y_of[lane]
@@ -78,6 +88,8 @@ def timeline_svg(tl: Timeline) -> str:
             )
         x1 = x_of[mine[-1].snapshot_id]
         body.append(f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" class="link"/>')
+    gaps = [b - a for a, b in itertools.pairwise(xs) if b > a]
+    radius = max(2.5, min(7.0, min(gaps, default=20) / 2 - 1))
     for p in pts:
         x, y = x_of[p.snapshot_id], y_of[p.lane]
         color = OP_HEX.get(p.operation, _GREY)
@@ -87,7 +99,7 @@ def timeline_svg(tl: Timeline) -> str:
         )
         body.append(
             f'<circle data-mark="snapshot" data-op="{escape(p.operation)}" cx="{x:.1f}" '
-            f'cy="{y:.1f}" r="7" fill="{color}"><title>{escape(title)}</title></circle>'
+            f'cy="{y:.1f}" r="{radius:.1f}" fill="{color}"><title>{escape(title)}</title></circle>'
         )
     if tags_lane:
         y = top + len(lanes) * lane_h + lane_h / 2
@@ -124,7 +136,7 @@ def timeline_svg(tl: Timeline) -> str:
                 f'width="8" height="{h:.1f}" fill="{color}"><title>{escape(label)} '
                 f"{escape(fmt(v))} · {p.snapshot_id}</title></rect>"
             )
-        body.append(_text(8, base - bar_h / 2 + 18, f"max {fmt(peak)}", "tick"))
+        body.append(_text(8, base - bar_h / 2 + 18, f"max {fmt(max(values))}", "tick"))
     return _svg("timeline", _W, height, body, f"timeline of {len(pts)} snapshots")
 
 
