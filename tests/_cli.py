@@ -1,6 +1,7 @@
 """Running the ``icefloe`` command in tests: through click's CliRunner (in process) and as a
-real subprocess (``python -m icefloe.cli``, or the installed ``icefloe`` script when it is on
-the path and ``ICEFLOE_CLI_SCRIPT=1``), both against a :class:`~_cli_tables.CliWorld`.
+real subprocess (the ``icefloe`` script that ``pip install``/``maturin develop`` put next to
+the interpreter, else ``python -m icefloe.cli``), both against a :class:`~_cli_tables.CliWorld`.
+The subprocess gets this tree's ``python/`` first on ``PYTHONPATH``, so it runs this code.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -48,10 +48,11 @@ def run(world: CliWorld, *args: str, width: int = 100) -> Result:
 
 
 def subprocess_command() -> list[str]:
-    """How to start the command as its own process."""
-    script = shutil.which("icefloe")
-    if os.environ.get("ICEFLOE_CLI_SCRIPT") == "1" and script:
-        return [script]
+    """How to start the command as its own process: the installed console script of this
+    interpreter's environment when there is one."""
+    script = Path(sys.executable).with_name("icefloe")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
     return [sys.executable, "-m", "icefloe.cli"]
 
 

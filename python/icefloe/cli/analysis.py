@@ -169,7 +169,7 @@ class FileStats:
     """The live files of a snapshot and their size distribution."""
 
     files: pa.Table
-    data_sizes: list[int]
+    data_sizes: pa.Array  # int64, one per data file
     histogram: list[tuple[int, int | None, int]]  # (lower bound, upper bound, count)
     small_threshold: int
     small_files: int
@@ -182,6 +182,10 @@ class FileStats:
         return len(self.data_sizes)
 
     @property
+    def total_data_size(self) -> int:
+        return int(pc.sum(self.data_sizes).as_py() or 0)
+
+    @property
     def small_share(self) -> float:
         return self.small_files / self.data_files if self.data_files else 0.0
 
@@ -191,7 +195,7 @@ class FileStats:
             "delete_files": self.delete_files,
             "data_records": self.data_records,
             "delete_records": self.delete_records,
-            "total_data_size": sum(self.data_sizes),
+            "total_data_size": self.total_data_size,
             "small_file_threshold": self.small_threshold,
             "small_files": self.small_files,
             "small_file_share": round(self.small_share, 4),
@@ -201,8 +205,8 @@ class FileStats:
         }
 
 
-def _histogram(sizes: list[int]) -> list[tuple[int, int | None, int]]:
-    if not sizes:
+def _histogram(sizes: pa.Array) -> list[tuple[int, int | None, int]]:
+    if len(sizes) == 0:
         return []
     counts = [0] * (len(SIZE_EDGES) + 1)
     for i, n in enumerate(_bucket_counts(sizes)):
@@ -214,10 +218,11 @@ def _histogram(sizes: list[int]) -> list[tuple[int, int | None, int]]:
     return [(lows[i], highs[i], counts[i]) for i in range(first, last + 1)]
 
 
-def _bucket_counts(sizes: list[int]) -> list[int]:
+def _bucket_counts(sizes: pa.Array) -> list[int]:
     import numpy as np
 
-    idx = np.searchsorted(np.array(SIZE_EDGES), np.array(sizes, dtype=np.int64), side="right")
+    values = sizes.to_numpy(zero_copy_only=False).astype(np.int64)
+    idx = np.searchsorted(np.array(SIZE_EDGES), values, side="right")
     return [int(n) for n in np.bincount(idx, minlength=len(SIZE_EDGES) + 1)]
 
 
@@ -244,7 +249,11 @@ def file_stats(
         deletes = files.filter(pc.not_equal(content, 0))
     else:
         data = deletes = files.slice(0, 0)
-    sizes = data.column("file_size_in_bytes").to_pylist() if data.num_rows else []
+    sizes = (
+        pc.cast(data.column("file_size_in_bytes").combine_chunks(), pa.int64())
+        if data.num_rows
+        else pa.array([], pa.int64())
+    )
     threshold = small_file_threshold(table.properties, target_file_size)
 
     def total(t: pa.Table) -> int:
@@ -255,7 +264,7 @@ def file_stats(
         data_sizes=sizes,
         histogram=_histogram(sizes),
         small_threshold=threshold,
-        small_files=sum(1 for s in sizes if s < threshold),
+        small_files=int(pc.sum(pc.less(sizes, threshold)).as_py() or 0),
         delete_files=deletes.num_rows,
         delete_records=total(deletes),
         data_records=total(data),

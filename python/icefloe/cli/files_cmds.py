@@ -107,7 +107,7 @@ def files(
         )
         return
     console = state.out.console
-    total = sum(stats.data_sizes)
+    total = stats.total_data_size
     console.print(f"[bold]{t.name}[/] · snapshot {snap.snapshot_id if snap else '-'}")
     console.print(
         f"{plural(stats.data_files, 'data file')} ({human_size(total)}, "
@@ -127,8 +127,8 @@ def files(
     console.print(histogram_rows(stats, console.width))
     console.print()
     f = stats.files.sort_by([("content", "ascending"), ("file_size_in_bytes", "descending")])
-    d = f.to_pydict()
     shown = f.num_rows if limit == 0 else min(limit, f.num_rows)
+    d = f.slice(0, shown).to_pydict()
     rows = [
         (
             _CONTENT.get(d["content"][i], str(d["content"][i])),

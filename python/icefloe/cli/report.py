@@ -168,7 +168,7 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         timeline_svg(tl),
         "</section>",
         "<section><h2>File sizes</h2>",
-        f"<p>{files.data_files} data files, {human_size(sum(files.data_sizes))}; "
+        f"<p>{files.data_files} data files, {human_size(files.total_data_size)}; "
         f"<b>{files.small_files}</b> ({pct(files.small_files, files.data_files)}) are small "
         f"(under {human_size(files.small_threshold)}). {files.delete_files} delete files "
         f"hold {files.delete_records:,} deleted rows.</p>",
