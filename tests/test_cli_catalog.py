@@ -173,6 +173,17 @@ def test_properties_get_set_remove(scratch: CliWorld) -> None:
     assert r.stderr.strip() == "error: table db.plain has no property 'missing'"
 
 
+def test_describe_a_namespace(world: CliWorld) -> None:
+    doc = run(world, "describe", "db", "--json").json()
+    assert doc == {
+        "namespace": "db",
+        "properties": {"owner": "data-team"},
+        "tables": ["db.events", "db.plain"],
+    }
+    text = run(world, "describe", "db").stdout
+    assert "namespace db · 2 tables" in text and "owner  data-team" in text
+
+
 def test_create_rename_drop(scratch: CliWorld) -> None:
     assert run(scratch, "create", "namespace", "tmp", "-p", "k=v").exit_code == 0
     cat = scratch.catalog()
@@ -198,6 +209,27 @@ def test_create_rename_drop(scratch: CliWorld) -> None:
             ["create", "namespace", "x", "-p", "novalue"],
             EXIT_BAD_INPUT,
             "error: a property must be KEY=VALUE, got 'novalue'",
+        ),
+        (["describe", "nope"], EXIT_NOT_FOUND, "error: no table or namespace 'nope'"),
+        (
+            ["files", "db.events", "--snapshot", "1"],
+            EXIT_NOT_FOUND,
+            "error: table db.events has no snapshot 1",
+        ),
+        (
+            ["partitions", "db.events", "--snapshot", "1"],
+            EXIT_NOT_FOUND,
+            "error: table db.events has no snapshot 1",
+        ),
+        (
+            ["scan", "db.events", "--filter", "nope = 1"],
+            EXIT_BAD_INPUT,
+            "error: cannot find column 'nope' in the schema",
+        ),
+        (
+            ["compact", "db.events", "--target-file-size", "0"],
+            EXIT_BAD_INPUT,
+            "error: not a size: '0' (try 128MiB or 134217728)",
         ),
         (["describe"], EXIT_BAD_INPUT, None),
     ],

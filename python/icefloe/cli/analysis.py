@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NoSuchSnapshotError
 from icefloe.metadata import MAIN_BRANCH
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "SnapshotPoint",
     "Timeline",
     "axis_positions",
+    "check_snapshot",
     "file_stats",
     "partition_label",
     "partition_stats",
@@ -35,6 +36,12 @@ SMALL_FILE_SHARE = 0.75
 SKEW_RATIO = 4.0
 #: Upper edges of the file-size histogram buckets (powers of four from 4 KiB to 1 GiB).
 SIZE_EDGES: tuple[int, ...] = tuple(4**k * 1024 for k in range(1, 11))
+
+
+def check_snapshot(table: Any, snapshot_id: int | None) -> None:
+    """Raise :class:`NoSuchSnapshotError` unless ``snapshot_id`` is None or a kept snapshot."""
+    if snapshot_id is not None and table.metadata.snapshot_by_id(snapshot_id) is None:
+        raise NoSuchSnapshotError(f"table {table.name} has no snapshot {snapshot_id}")
 
 
 def _int(summary: Any, key: str) -> int | None:
@@ -234,6 +241,7 @@ def file_stats(
 ) -> FileStats:
     """Live data and delete files of a snapshot (default: current), optionally only the data
     files a scan with ``row_filter`` would read and their delete files."""
+    check_snapshot(table, snapshot_id)
     files = table.inspect.files(snapshot_id)
     if row_filter:
         scan = table.scan(row_filter=row_filter, snapshot_id=snapshot_id)
@@ -342,8 +350,7 @@ def partition_label(meta: Any, value: dict[str, Any] | None) -> str:
 
 def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStats:
     """Rows, files, size and delete files per partition (from ``inspect.partitions()``)."""
-    if snapshot_id is not None and table.metadata.snapshot_by_id(snapshot_id) is None:
-        raise ValidationError(f"no snapshot {snapshot_id} in {table.name}")
+    check_snapshot(table, snapshot_id)
     t = table.inspect.partitions(snapshot_id)
     if t.num_rows == 0 or "partition" not in t.column_names:
         return PartitionStats([])

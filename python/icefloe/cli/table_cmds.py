@@ -12,7 +12,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.render import human_size, iso, ts
+from icefloe.cli.render import human_size, iso, plural, ts
 from icefloe.exceptions import ValidationError
 
 __all__ = ["register", "schema_tree", "snapshot_json"]
@@ -136,7 +136,17 @@ def _sort_lines(table: Any) -> str:
 @json_option
 @pass_state
 def describe(state: State, table: str, as_json: bool) -> None:
-    """Everything about TABLE: schema, partitioning, sort order, properties, current snapshot."""
+    """Everything about TABLE (schema, partitioning, sort order, properties, current
+    snapshot), or the properties of a namespace."""
+    catalog = state.catalog()
+    is_table = "." in table and catalog.table_exists(table)
+    if not is_table and catalog.namespace_exists(table):
+        _describe_namespace(state, table, as_json)
+        return
+    if "." not in table:
+        from icefloe.exceptions import NoSuchNamespaceError
+
+        raise NoSuchNamespaceError(f"no table or namespace {table!r}")
     t = state.table(table)
     if as_json:
         state.out.json(_describe_json(t))
@@ -189,6 +199,18 @@ def describe(state: State, table: str, as_json: bool) -> None:
     console.print("[bold]properties[/]" + ("" if props else ": none"))
     if props:
         console.print(_kv_table(props))
+
+
+def _describe_namespace(state: State, namespace: str, as_json: bool) -> None:
+    catalog = state.catalog()
+    props = catalog.load_namespace_properties(namespace)
+    tables = [".".join(i) for i in sorted(catalog.list_tables(namespace))]
+    if as_json:
+        state.out.json({"namespace": namespace, "properties": props, "tables": tables})
+        return
+    console = state.out.console
+    console.print(f"[bold]namespace {namespace}[/] · {plural(len(tables), 'table')}")
+    console.print(_kv_table(sorted(props.items())) if props else "properties: none")
 
 
 @click.command("schema")
