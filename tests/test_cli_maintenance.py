@@ -157,6 +157,43 @@ def _plan(table: object, target: int) -> dict[str, int]:
     return {"groups": p.groups, "rewritten_data_files": p.data_files}
 
 
+ORPHANS_SCHEMA = {
+    "type": "object",
+    "required": ["table", "dry_run", "orphan_files"],
+    "additionalProperties": False,
+    "properties": {
+        "table": {"type": "string"},
+        "dry_run": {"type": "boolean"},
+        "orphan_files": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+REWRITE_MANIFESTS_SCHEMA = {
+    "type": "object",
+    "required": [
+        "table",
+        "dry_run",
+        "rewritten_manifests",
+        "added_manifests",
+        "kept_manifests",
+        "entries",
+        "snapshot_id",
+        "parent_snapshot_id",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "table": {"type": "string"},
+        "dry_run": {"type": "boolean"},
+        "rewritten_manifests": {"type": "integer", "minimum": 0},
+        "added_manifests": {"type": "integer", "minimum": 0},
+        "kept_manifests": {"type": "integer", "minimum": 0},
+        "entries": {"type": "integer", "minimum": 0},
+        "snapshot_id": {"type": ["integer", "null"]},
+        "parent_snapshot_id": {"type": ["integer", "null"]},
+    },
+}
+
+
 def test_orphans(world: CliWorld) -> None:
     table = world.catalog().load_table("db.plain")
     data_dir = Path(table.location.removeprefix("file://"), "data")
@@ -167,6 +204,7 @@ def test_orphans(world: CliWorld) -> None:
     os.utime(old, (week_ago, week_ago))
     r = run(world, "orphans", "db.plain", "--dry-run", "--json")
     assert r.exit_code == 0, r.stderr
+    check_schema(r.json(), ORPHANS_SCHEMA)
     assert r.json()["orphan_files"] == [old.as_uri()]
     assert old.exists()
     r = run(world, "orphans", "db.plain", "--older-than", "0s", "--dry-run")
@@ -183,10 +221,12 @@ def test_rewrite_manifests(world: CliWorld) -> None:
     data_manifests = pc.sum(pc.equal(table.inspect.manifests().column("content"), 0)).as_py()
     r = run(world, "rewrite-manifests", "db.events", "--dry-run", "--json")
     plan = r.json()
+    check_schema(plan, REWRITE_MANIFESTS_SCHEMA)
     assert plan["rewritten_manifests"] == data_manifests == 4
     assert plan["added_manifests"] == 1 and plan["snapshot_id"] is None
     r = run(world, "rewrite-manifests", "db.events", "--json")
     done = r.json()
+    check_schema(done, REWRITE_MANIFESTS_SCHEMA)
     after = world.catalog().load_table("db.events")
     assert done["snapshot_id"] == after.current_snapshot().snapshot_id
     assert done["parent_snapshot_id"] == table.current_snapshot().snapshot_id

@@ -94,6 +94,41 @@ FILES_SCHEMA = {
     },
 }
 
+PARTITIONS_SCHEMA = {
+    "type": "object",
+    "required": ["table", "partitions", "median_records", "skew", "skewed"],
+    "properties": {
+        "partitions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "label",
+                    "spec_id",
+                    "records",
+                    "files",
+                    "size",
+                    "delete_files",
+                    "delete_records",
+                ],
+                "additionalProperties": False,
+                "properties": {
+                    "label": {"type": "string"},
+                    "spec_id": {"type": "integer"},
+                    "records": {"type": "integer", "minimum": 0},
+                    "files": {"type": "integer", "minimum": 0},
+                    "size": {"type": "integer", "minimum": 0},
+                    "delete_files": {"type": "integer", "minimum": 0},
+                    "delete_records": {"type": "integer", "minimum": 0},
+                },
+            },
+        },
+        "median_records": {"type": "number"},
+        "skew": {"type": ["number", "null"]},
+        "skewed": {"type": "boolean"},
+    },
+}
+
 HEALTH_SCHEMA = {
     "type": "object",
     "required": ["table", "checks"],
@@ -204,6 +239,7 @@ def test_partitions_numbers_and_skew(world: CliWorld) -> None:
     table = world.catalog().load_table("db.events")
     parts = table.inspect.partitions().to_pylist()
     doc = run(world, "partitions", "db.events", "--json").json()
+    check_schema(doc, PARTITIONS_SCHEMA)
     got = {p["label"]: p for p in doc["partitions"]}
     assert set(got) == {f"region={p['partition']['region']}" for p in parts}
     for p in parts:

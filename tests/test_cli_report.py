@@ -1,11 +1,13 @@
 """``icefloe report``: one self-contained HTML file, rendered by a real headless Chromium with
 the network off; the charts are present and non-empty, there are no console errors and no
 requests beyond the file itself. The screenshot is kept as a test artifact (its path is
-printed)."""
+printed, and copied to ``$ICEFLOE_TEST_ARTIFACTS`` when that is set)."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +93,11 @@ def test_report_renders_offline_in_chromium(
     shot = artifacts / "report.png"
     browser.screenshot(shot)
     assert shot.stat().st_size > 20_000
+    keep = os.environ.get("ICEFLOE_TEST_ARTIFACTS")  # CI: a directory it uploads
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep, "cli-report.png"))
+        shutil.copy(out, Path(keep, "cli-report.html"))
     print(f"\nreport screenshot: {shot}\nreport: {out}")
 
 
