@@ -25,7 +25,7 @@ def _parse_properties(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-@click.command("list")
+@click.command("list", short_help="Namespaces and tables as a tree.")
 @click.argument("namespace", required=False)
 @json_option
 @pass_state
@@ -68,7 +68,7 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
     state.out.console.print(tree)
 
 
-@click.group("create")
+@click.group("create", short_help="Create a namespace.")
 def create() -> None:
     """Create a namespace."""
 
@@ -83,7 +83,7 @@ def create_namespace(state: State, namespace: str, props: tuple[str, ...]) -> No
     state.out.console.print(f"created namespace {namespace}")
 
 
-@click.group("drop")
+@click.group("drop", short_help="Drop a table or a namespace.")
 def drop() -> None:
     """Drop a table or a namespace."""
 
@@ -107,7 +107,7 @@ def drop_namespace(state: State, namespace: str) -> None:
     state.out.console.print(f"dropped namespace {namespace}")
 
 
-@click.command("rename")
+@click.command("rename", short_help="Rename a table.")
 @click.argument("source")
 @click.argument("target")
 @pass_state

@@ -66,7 +66,7 @@ def _file_json(files: Any, location: str) -> list[dict[str, Any]]:
     ]
 
 
-@click.command("files")
+@click.command("files", short_help="Data and delete files, size histogram.")
 @click.argument("table")
 @click.option(
     "--snapshot", "snapshot_id", type=int, help="Files of this snapshot (default: current)."
@@ -178,7 +178,7 @@ def _skew_line(stats: PartitionStats) -> Text:
     return line
 
 
-@click.command("partitions")
+@click.command("partitions", short_help="Rows, files and size per partition.")
 @click.argument("table")
 @click.option("--snapshot", "snapshot_id", type=int, help="Partitions of this snapshot.")
 @json_option

@@ -35,7 +35,7 @@ def checks_table(checks: list[Check]) -> RichTable:
     return t
 
 
-@click.command("health")
+@click.command("health", short_help="Checks with verdicts and fixing commands.")
 @click.argument("table")
 @click.option(
     "--orphans", is_flag=True, help="Also list the table's storage for unreferenced files."

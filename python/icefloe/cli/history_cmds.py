@@ -164,7 +164,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     return t
 
 
-@click.command("snapshots")
+@click.command("snapshots", short_help="The history as a timeline.")
 @click.argument("table")
 @click.option(
     "--limit",

@@ -83,7 +83,7 @@ def _summary(state: State, title: str, rows: list[tuple[str, Any]]) -> None:
     state.out.console.print(t)
 
 
-@click.command("expire")
+@click.command("expire", short_help="Expire old snapshots and their files.")
 @click.argument("table")
 @click.option("--older-than", help="Expire snapshots older than this age or time (7d, ISO).")
 @click.option("--retain-last", type=click.IntRange(1), help="Keep at least this many per branch.")
@@ -145,7 +145,7 @@ def expire(
     )
 
 
-@click.command("compact")
+@click.command("compact", short_help="Merge small files and apply deletes.")
 @click.argument("table")
 @click.option("--filter", "row_filter", help="Only files that may hold rows matching this.")
 @click.option("--target-file-size", help="Target size of the new files (e.g. 128MiB).")
@@ -218,7 +218,7 @@ def compact(
     _summary(state, f"[bold]{t.name}[/]: {verb} {files}", rows)
 
 
-@click.command("orphans")
+@click.command("orphans", short_help="Delete files no metadata references.")
 @click.argument("table")
 @click.option(
     "--older-than",
@@ -266,7 +266,7 @@ def orphans(
         console.print(f"[dim]  ({len(found) - len(shown)} more; --limit 0 lists all)[/]")
 
 
-@click.command("rewrite-manifests")
+@click.command("rewrite-manifests", short_help="Regroup manifests by partition.")
 @click.argument("table")
 @click.option("--spec-id", type=int, help="Only manifests of this partition spec.")
 @click.option("--target-manifest-size", help="Target manifest size (default: table property).")

@@ -151,7 +151,7 @@ def _as_of(text: str) -> int:
     return parse_age(text)
 
 
-@click.command("scan")
+@click.command("scan", short_help="Read rows (filter, select, time travel).")
 @click.argument("table")
 @click.option("--filter", "row_filter", help="Row filter, e.g. \"region = 'eu' and id > 5\".")
 @click.option("--select", "columns", help="Comma-separated columns (also _file, _pos, ...).")
@@ -207,7 +207,7 @@ def _referenced_tables(query: str) -> list[str]:
     return sorted(set(names))
 
 
-@click.command("sql")
+@click.command("sql", short_help="DuckDB SQL over the catalog's tables.")
 @click.argument("query")
 @_format_options
 @pass_state

@@ -13,7 +13,7 @@ from icefloe.cli.report import render_report
 __all__ = ["register"]
 
 
-@click.command("report")
+@click.command("report", short_help="Write a self-contained HTML report.")
 @click.argument("table")
 @click.option(
     "--output", "-o", default="report.html", show_default=True, type=click.Path(dir_okay=False)

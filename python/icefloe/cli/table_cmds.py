@@ -131,7 +131,7 @@ def _sort_lines(table: Any) -> str:
     return "\n".join(parts) + f"\n(order id {order.order_id})"
 
 
-@click.command("describe")
+@click.command("describe", short_help="Everything about a table (or a namespace).")
 @click.argument("table")
 @json_option
 @pass_state
@@ -213,7 +213,7 @@ def _describe_namespace(state: State, namespace: str, as_json: bool) -> None:
     console.print(_kv_table(sorted(props.items())) if props else "properties: none")
 
 
-@click.command("schema")
+@click.command("schema", short_help="The current schema as a tree.")
 @click.argument("table")
 @json_option
 @pass_state
@@ -226,7 +226,7 @@ def schema_cmd(state: State, table: str, as_json: bool) -> None:
     state.out.console.print(schema_tree(t.schema(), f"[bold]{t.name}[/]"))
 
 
-@click.command("spec")
+@click.command("spec", short_help="The partition spec.")
 @click.argument("table")
 @json_option
 @pass_state
@@ -239,7 +239,7 @@ def spec_cmd(state: State, table: str, as_json: bool) -> None:
     state.out.console.print(_spec_lines(t), highlight=False)
 
 
-@click.command("location")
+@click.command("location", short_help="The table's base location.")
 @click.argument("table")
 @json_option
 @pass_state
@@ -252,7 +252,7 @@ def location_cmd(state: State, table: str, as_json: bool) -> None:
     click.echo(t.location)
 
 
-@click.command("uuid")
+@click.command("uuid", short_help="The table's UUID.")
 @click.argument("table")
 @json_option
 @pass_state
@@ -265,7 +265,7 @@ def uuid_cmd(state: State, table: str, as_json: bool) -> None:
     click.echo(t.metadata.table_uuid)
 
 
-@click.group("properties")
+@click.group("properties", short_help="Read and change table properties.")
 def properties() -> None:
     """Read and change table properties."""
 
