@@ -274,6 +274,9 @@ def test_health_checks(world: CliWorld) -> None:
     ]
     assert checks["small files"]["verdict"] == "warn"
     assert checks["small files"]["fix"] == "icefloe compact db.events"
+    plan = world.catalog().load_table("db.events").plan_rewrite_data_files()
+    assert checks["small files"]["measured"]["compaction_groups"] == plan.groups == 2
+    assert checks["small files"]["measured"]["compaction_input_files"] == plan.data_files == 5
     assert checks["delete debt"]["measured"]["deleted_rows"] == 6
     table = world.catalog().load_table("db.events")
     manifests = table.inspect.manifests()

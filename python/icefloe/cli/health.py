@@ -3,8 +3,8 @@
 Each check measures one thing an operator acts on, gives a verdict (``ok``, ``info``,
 ``warn``, ``skipped``) and, when something is to be done, the exact command that does it:
 
-- small files: data files under 3/4 of the target size, and partitions where compaction
-  would merge at least two of them;
+- small files: data files under 3/4 of the target size, and what compaction would merge (its
+  own plan: groups of two or more small files per partition, and files with deletes);
 - delete debt: rows deleted by deletion vectors, position and equality deletes that every read
   still applies;
 - manifests: how many the current snapshot has against what its size needs
@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.cli.analysis import FileStats, file_stats
@@ -54,39 +53,25 @@ class Check:
         return dict(self.__dict__)
 
 
-def _small_files(stats: FileStats, cmd: str) -> Check:
-    f = stats.files
-    data = f.filter(pc.equal(f.column("content"), 0)) if f.num_rows else f
-    groups = 0
-    if data.num_rows:
-        small = data.filter(pc.less(data.column("file_size_in_bytes"), stats.small_threshold))
-        if small.num_rows:
-            part = small.column("partition").combine_chunks()
-            cols = {f"p{i}": part.field(i) for i in range(part.type.num_fields)}
-            keys = pa.table(
-                {
-                    **cols,
-                    "spec": small.column("spec_id"),
-                    "n": pc.cast(pc.is_valid(small.column("spec_id")), pa.int64()),
-                }
-            )
-            counts = keys.group_by([*cols, "spec"], use_threads=False).aggregate([("n", "sum")])
-            groups = int(pc.sum(pc.greater_equal(counts.column("n_sum"), 2)).as_py() or 0)
-    verdict = "warn" if groups else "ok"
+def _small_files(stats: FileStats, plan: Any, cmd: str) -> Check:
+    """Small-file share, and what compaction (``plan_rewrite_data_files``) would merge."""
+    act = plan.data_files > 0
     return Check(
         "small files",
         f"{stats.small_files} of {stats.data_files} data files "
         f"({pct(stats.small_files, stats.data_files)}) under {human_size(stats.small_threshold)}",
-        verdict,
-        f"{groups} partitions have 2 or more small files to merge"
-        if groups
-        else "no partition has two small files to merge",
-        cmd if groups else None,
+        "warn" if act else "ok",
+        f"compaction would rewrite {plan.data_files} files ({human_size(plan.data_bytes)}) "
+        f"in {plan.groups} groups"
+        if act
+        else "compaction has nothing to merge",
+        cmd if act else None,
         {
             "small_files": stats.small_files,
             "data_files": stats.data_files,
             "threshold_bytes": stats.small_threshold,
-            "partitions_to_compact": groups,
+            "compaction_groups": plan.groups,
+            "compaction_input_files": plan.data_files,
         },
     )
 
@@ -252,8 +237,9 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
     ``--catalog``); ``orphans`` runs the dry-run orphan scan."""
     name = table.name
     stats = file_stats(table)
+    plan = table.plan_rewrite_data_files()
     return [
-        _small_files(stats, f"{prog} compact {name}"),
+        _small_files(stats, plan, f"{prog} compact {name}"),
         _delete_debt(stats, f"{prog} compact {name}"),
         _manifests(table, f"{prog} rewrite-manifests {name}"),
         _snapshots(table, f"{prog} expire {name}"),
