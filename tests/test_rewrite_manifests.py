@@ -10,6 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.partitioning import PartitionField, PartitionSpec
@@ -191,3 +193,94 @@ def test_bad_arguments(tmp_path: Path) -> None:
         t.rewrite_manifests(spec_id=9)
     with pytest.raises(ValidationError, match="must be positive"):
         t.rewrite_manifests(target_manifest_size=0)
+
+
+def test_each_partition_spec_is_regrouped_on_its_own(tmp_path: Path) -> None:
+    _, t = _table(tmp_path, 3, appends=3)
+    with t.update_spec() as s:
+        s.add_field("id", "bucket[4]", "id_bucket")
+    for i in range(3):
+        t.append(_batch(500 + i * 20, 20))
+    before_entries = _entries(t)
+    before_rows = _rows(t, "_row_id")
+    m = t.inspect.manifests().to_pylist()
+    per_spec = {
+        s: sum(1 for r in m if r["content"] == 0 and r["partition_spec_id"] == s) for s in (0, 1)
+    }
+    assert per_spec == {0: 3, 1: 3}
+    result = t.rewrite_manifests()
+    assert (result.rewritten_manifests, result.added_manifests) == (6, 2)
+    after = [r for r in t.inspect.manifests().to_pylist() if r["content"] == 0]
+    assert sorted(r["partition_spec_id"] for r in after) == [0, 1]
+    assert _entries(t) == before_entries
+    assert _rows(t, "_row_id").equals(before_rows)
+    # only one spec: the other's manifest is kept as it is
+    for i in range(2):
+        t.append(_batch(900 + i * 20, 20))
+    kept = {r["path"] for r in t.inspect.manifests().to_pylist() if r["partition_spec_id"] == 0}
+    result = t.rewrite_manifests(spec_id=1)
+    assert result.rewritten_manifests == 3 and result.added_manifests == 1
+    now = {r["path"] for r in t.inspect.manifests().to_pylist() if r["partition_spec_id"] == 0}
+    assert kept <= now
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(1, 30)),
+            st.tuples(st.just("delete"), st.integers(0, 200)),
+            st.tuples(st.just("evolve"), st.just(0)),
+        ),
+        min_size=2,
+        max_size=7,
+    ),
+    parts=st.integers(1, 5),
+    version=st.sampled_from([2, 3]),
+)
+# 4 entries into 3 manifests once came out as 2 (chunks of ceil(4/3)), unlike the dry run
+@example(steps=[("evolve", 0), ("evolve", 0)], parts=4, version=3)
+def test_random_histories_keep_entries_and_rows(
+    tmp_path_factory: pytest.TempPathFactory,
+    steps: list[tuple[str, int]],
+    parts: int,
+    version: int,
+) -> None:
+    tmp = tmp_path_factory.mktemp("random")
+    _, t = _table(tmp, version, appends=1)
+    start, evolved = 1000, False
+    for kind, n in steps:
+        if kind == "append":
+            t.append(_batch(start, n))
+            start += n
+        elif kind == "delete":
+            t.delete(f"id = {n}")
+        elif not evolved:
+            with t.update_spec() as s:
+                s.add_field("id", "bucket[3]", "id_bucket")
+            evolved = True
+    entries, rows = _entries(t), _rows(t)
+    total = pc.sum(t.inspect.manifests().column("length")).as_py()
+    plan = t.rewrite_manifests(target_manifest_size=-(-total // parts), dry_run=True)
+    result = t.rewrite_manifests(target_manifest_size=-(-total // parts))
+    assert (result.rewritten_manifests, result.added_manifests) == (
+        plan.rewritten_manifests,
+        plan.added_manifests,
+    )
+    assert _entries(t) == entries
+    assert _rows(t).equals(rows)
+
+
+def test_a_v1_table(tmp_path: Path) -> None:
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    spec = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "region"))
+    t = cat.create_table("db.t", SCHEMA, partition_spec=spec, format_version=1)
+    for i in range(3):
+        t.append(_batch(i * 10, 10))
+    rows, entries = _rows(t), _entries(t)
+    result = t.rewrite_manifests()
+    assert (result.rewritten_manifests, result.added_manifests) == (3, 1)
+    assert _rows(t).equals(rows) and _entries(t) == entries

@@ -17,6 +17,7 @@ race regroups whatever the winner committed; the files of superseded attempts ar
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,14 +95,26 @@ def _plan(
     ]
     sizes: dict[int, int] = {}
     counts: dict[int, int] = {}
-    entries: dict[int, int] = {}
+    entries: dict[int, int | None] = {}
     for i in chosen:
         s = rows[i]["partition_spec_id"]
         sizes[s] = sizes.get(s, 0) + rows[i]["manifest_length"]
         counts[s] = counts.get(s, 0) + 1
-        live = (rows[i]["added_files_count"] or 0) + (rows[i]["existing_files_count"] or 0)
-        entries[s] = entries.get(s, 0) + live
-    groups = {s: max(1, min(math.ceil(size / target), entries[s])) for s, size in sizes.items()}
+        added, existing = rows[i]["added_files_count"], rows[i]["existing_files_count"]
+        known = entries.get(s, 0)
+        # v1 manifest lists may leave the counts out: then the live entries are unknown
+        entries[s] = (
+            None
+            if known is None or added is None or existing is None
+            else (known + added + existing)
+        )
+    # one manifest per target size, never more than there are live entries (and none for
+    # manifests that only hold deleted entries)
+    groups = {}
+    for s, size in sizes.items():
+        want = max(1, math.ceil(size / target))
+        live = entries[s]
+        groups[s] = want if live is None else min(want, live)
     if not chosen or all(counts[s] <= 1 and groups[s] == 1 for s in groups):
         return None
     return _Plan(lst, rows, chosen, groups)
@@ -201,12 +214,12 @@ class _RewriteManifests(SnapshotProducer):
                 pa.array([EXISTING] * table.num_rows, pa.int32()),
             )
             entries += table.num_rows
-            n = min(plan.groups[spec_id], max(table.num_rows, 1))
-            step = math.ceil(table.num_rows / n) if table.num_rows else 0
-            for start in range(0, max(table.num_rows, 1), max(step, 1)):
-                chunk = table.slice(start, step).combine_chunks().to_batches()
-                if not chunk:
-                    continue
+            # every live entry is written, whatever the plan's counts said
+            n = max(1, min(plan.groups[spec_id], table.num_rows)) if table.num_rows else 0
+            # n chunks of (almost) equal entry counts, contiguous in partition order
+            bounds = [round(i * table.num_rows / n) for i in range(n + 1)] if n else [0]
+            for start, end in itertools.pairwise(bounds):
+                chunk = table.slice(start, end - start).combine_chunks().to_batches()
                 row = self._write(metadata, chunk[0], spec_id, 0)
                 ids = (
                     chunk[0].column("first_row_id")
