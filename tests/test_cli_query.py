@@ -154,6 +154,23 @@ def test_sql_over_catalog_tables(world: CliWorld) -> None:
     assert r.exit_code == EXIT_BAD_INPUT and r.stderr.startswith("error: sql: Parser Error")
 
 
+def test_sql_over_a_nested_namespace(tmp_path: Path) -> None:
+    world = build_world(tmp_path / "world")
+    cat = world.catalog()
+    cat.create_namespace("lake")
+    cat.create_namespace("lake.raw")
+    t = cat.create_table("lake.raw.kv", pa.schema([("k", pa.int64()), ("v", pa.string())]))
+    t.append(pa.table({"k": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
+    r = run(
+        world,
+        "sql",
+        "select sum(a.k) as s from lake.raw.kv a join db.plain b on a.k = b.k",
+        "--json",
+    )
+    assert r.exit_code == 0, r.stderr
+    assert _lines(r.stdout) == [{"s": 6}]
+
+
 def test_sql_without_duckdb(world: CliWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "duckdb", None)
     r = run(world, "sql", "select 1")

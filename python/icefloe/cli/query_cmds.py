@@ -237,16 +237,29 @@ def sql(
 
 
 def _run_sql(con: Any, catalog: Any, query: str) -> pa.RecordBatchReader | None:
-    """Register the catalog tables ``query`` names as views over icefloe scans, run it."""
+    """Register the catalog tables ``query`` names as views over icefloe scans, run it.
+
+    ``ns.table`` becomes a view in schema ``ns``; ``a.b.table`` (a nested namespace) a view in
+    schema ``b`` of an attached in-memory database ``a``, as DuckDB reads three-part names.
+    """
+    attached: set[str] = set()
     for i, name in enumerate(_referenced_tables(query)):
         parts = name.split(".")
         if len(parts) < 2 or not catalog.table_exists(name):
             continue  # a CTE, a DuckDB table function or a name DuckDB resolves itself
+        if len(parts) > 3:
+            raise UnsupportedFeatureError(
+                f"sql: DuckDB names have at most three parts, {name!r} has {len(parts)}; "
+                "read it with icefloe scan"
+            )
         view = f"__icefloe_scan_{i}"
         con.register(view, catalog.load_table(name).scan())
-        schema = ".".join(f'"{p}"' for p in parts[:-1])
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        con.execute(f'CREATE VIEW {schema}."{parts[-1]}" AS SELECT * FROM {view}')
+        quoted = [f'"{p}"' for p in parts]
+        if len(parts) == 3 and parts[0] not in attached:
+            con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
+            attached.add(parts[0])
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {'.'.join(quoted[:-1])}")
+        con.execute(f"CREATE VIEW {'.'.join(quoted)} AS SELECT * FROM {view}")
     result = con.sql(query)
     if result is None:
         return None
