@@ -2,7 +2,8 @@
 and ``icefloe sql`` (DuckDB over icefloe scans, when DuckDB is installed).
 
 Output formats: ``table`` (a terminal table, at most ``--max-rows`` rows drawn), ``csv``,
-``json`` (JSON Lines, one object per row) and ``parquet`` (to ``--output`` or a pipe). Rows are
+``json`` (JSON Lines, one object per row: decimals as exact strings, binary as hex, dates and
+times in ISO 8601) and ``parquet`` (to ``--output`` or a pipe). Rows are
 streamed batch by batch for ``csv``, ``json`` and ``parquet``.
 """
 
