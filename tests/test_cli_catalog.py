@@ -166,7 +166,12 @@ def test_properties_get_set_remove(scratch: CliWorld) -> None:
         "b": "2",
         "owner": "me",
     }
-    assert run(scratch, "properties", "remove", "db.plain", "a", "b").exit_code == 0
+    assert run(scratch, "properties", "set", "db.plain", "c", "3", "d", "4").exit_code == 0
+    assert scratch.catalog().load_table("db.plain").properties["d"] == "4"
+    r = run(scratch, "properties", "set", "db.plain", "c", "3", "d")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert r.stderr.strip() == "error: property 'd' has no value (KEY VALUE or KEY=VALUE)"
+    assert run(scratch, "properties", "remove", "db.plain", "a", "b", "c", "d").exit_code == 0
     assert scratch.catalog().load_table("db.plain").properties == {"owner": "me"}
     r = run(scratch, "properties", "get", "db.plain", "missing")
     assert r.exit_code == EXIT_NOT_FOUND

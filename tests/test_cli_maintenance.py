@@ -85,6 +85,33 @@ def test_expire_arguments(world: CliWorld) -> None:
     assert r.exit_code == 2 and "not an age or a time: 'yesterday'" in r.stderr
 
 
+def test_expire_honours_the_retention_properties(world: CliWorld) -> None:
+    r = run(
+        world,
+        "properties",
+        "set",
+        "db.events",
+        "history.expire.max-snapshot-age-ms",
+        str(3650 * 86_400_000),
+    )
+    assert r.exit_code == 0, r.stderr
+    assert run(world, "expire", "db.events", "--dry-run", "--json").json()["snapshots"] == []
+    r = run(
+        world,
+        "properties",
+        "set",
+        "db.events",
+        "history.expire.max-snapshot-age-ms=1000",
+        "history.expire.min-snapshots-to-keep=4",
+    )
+    assert r.exit_code == 0, r.stderr
+    # main keeps its newest four (22:00, 17:00, 11:00, 10:00): only the first append goes
+    table = world.catalog().load_table("db.events")
+    first = min(table.snapshots(), key=lambda s: s.timestamp_ms).snapshot_id
+    doc = run(world, "expire", "db.events", "--dry-run", "--json").json()
+    assert doc["snapshots"] == [first]
+
+
 def test_parse_age() -> None:
     now = 10_000_000_000
     assert parse_age("7d", now) == now - 7 * 86_400_000

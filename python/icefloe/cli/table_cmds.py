@@ -297,12 +297,14 @@ def properties_get(state: State, table: str, key: str | None, as_json: bool) -> 
 
 @properties.command("set")
 @click.argument("table")
-@click.argument("pairs", nargs=-1, required=True, metavar="KEY VALUE | KEY=VALUE...")
+@click.argument("pairs", nargs=-1, required=True, metavar="KEY VALUE... | KEY=VALUE...")
 @pass_state
 def properties_set(state: State, table: str, pairs: tuple[str, ...]) -> None:
-    """Set properties of TABLE in one commit: ``KEY VALUE`` or ``KEY=VALUE ...``."""
-    if len(pairs) == 2 and "=" not in pairs[0]:
-        updates = {pairs[0]: pairs[1]}
+    """Set properties of TABLE in one commit: ``KEY VALUE ...`` or ``KEY=VALUE ...``."""
+    if not any("=" in p for p in pairs):
+        if len(pairs) % 2:
+            raise ValidationError(f"property {pairs[-1]!r} has no value (KEY VALUE or KEY=VALUE)")
+        updates = dict(zip(pairs[::2], pairs[1::2], strict=True))
     else:
         updates = {}
         for p in pairs:
