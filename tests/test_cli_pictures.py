@@ -88,7 +88,7 @@ FILES_SCHEMA = {
             "items": {
                 "type": "object",
                 "required": ["content", "file_path", "record_count", "file_size_in_bytes"],
-                "properties": {"content": {"enum": ["data", "deletes", "eq-deletes"]}},
+                "properties": {"content": {"enum": ["data", "dv", "pos-deletes", "eq-deletes"]}},
             },
         },
     },
@@ -209,6 +209,7 @@ def test_files_numbers_match_the_table(world: CliWorld) -> None:
     assert doc["small_files"] == sum(1 for s in sizes if s < doc["small_file_threshold"])
     assert doc["small_file_threshold"] == 512 * 1024 * 1024 * 3 // 4
     assert len(doc["files"]) == data.num_rows + deletes.num_rows
+    assert sorted({f["content"] for f in doc["files"]}) == ["data", "dv"]  # v3 deletes are DVs
 
     # a target of 1 KiB: files of 768 bytes and more are not small
     doc = run(world, "files", "db.events", "--target-file-size", "1KiB", "--json").json()

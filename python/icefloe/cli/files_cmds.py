@@ -23,7 +23,14 @@ from icefloe.cli.render import bar, human_size, parse_size, pct, plural
 
 __all__ = ["histogram_rows", "register"]
 
-_CONTENT = {0: "data", 1: "deletes", 2: "eq-deletes"}
+_CONTENT = {0: "data", 1: "pos-deletes", 2: "eq-deletes"}
+
+
+def _kind(content: int, file_format: str | None) -> str:
+    """``data``, ``dv`` (a deletion vector in a Puffin file), ``pos-deletes``, ``eq-deletes``."""
+    if content == 1 and (file_format or "").upper() == "PUFFIN":
+        return "dv"
+    return _CONTENT.get(content, str(content))
 
 
 def _relative(path: str, location: str) -> str:
@@ -49,11 +56,11 @@ def histogram_rows(stats: FileStats, width: int) -> RichTable:
     return t
 
 
-def _file_json(files: Any, location: str) -> list[dict[str, Any]]:
+def _file_json(files: Any) -> list[dict[str, Any]]:
     d = files.to_pydict()
     return [
         {
-            "content": _CONTENT.get(d["content"][i], str(d["content"][i])),
+            "content": _kind(d["content"][i], d["file_format"][i]),
             "file_path": d["file_path"][i],
             "file_format": d["file_format"][i],
             "spec_id": d["spec_id"][i],
@@ -102,7 +109,7 @@ def files(
                 "table": t.name,
                 "snapshot_id": snap.snapshot_id if snap else None,
                 **stats.to_json(),
-                "files": _file_json(stats.files, t.location),
+                "files": _file_json(stats.files),
             }
         )
         return
@@ -131,7 +138,7 @@ def files(
     d = f.slice(0, shown).to_pydict()
     rows = [
         (
-            _CONTENT.get(d["content"][i], str(d["content"][i])),
+            _kind(d["content"][i], d["file_format"][i]),
             _relative(d["file_path"][i], t.location),
             partition_label(t.metadata, d["partition"][i]) if d["partition"][i] else "-",
             f"{d['record_count'][i]:,}",
