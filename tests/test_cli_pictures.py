@@ -279,6 +279,8 @@ def test_health_checks(world: CliWorld) -> None:
     assert checks["small files"]["measured"]["compaction_groups"] == plan.groups == 2
     assert checks["small files"]["measured"]["compaction_input_files"] == plan.data_files == 5
     assert checks["delete debt"]["measured"]["deleted_rows"] == 6
+    assert checks["delete debt"]["measured"]["dvs"] == 2
+    assert checks["delete debt"]["value"] == "6 deleted rows in 2 DVs (4.6% of 130 rows)"
     table = world.catalog().load_table("db.events")
     manifests = table.inspect.manifests()
     assert (
@@ -322,6 +324,17 @@ def test_health_finds_orphans_and_metadata_log_pressure(tmp_path: Path) -> None:
     assert checks["unreferenced files"]["measured"]["bytes"] == 1000
     assert checks["unreferenced files"]["fix"] == "icefloe orphans db.plain"
     assert checks["metadata log"]["verdict"] == "warn"
+
+    # v2 merge-on-read deletes are position delete files; a third of the rows: a warning
+    table.refresh().set_properties({"write.delete.mode": "merge-on-read"})
+    table.delete("k = 1")
+    doc = run(world, "health", "db.plain", "--json").json()
+    debt = {c["name"]: c for c in doc["checks"]}["delete debt"]
+    assert debt["measured"]["position_delete_files"] == 1 and debt["measured"]["dvs"] == 0
+    assert debt["verdict"] == "warn" and debt["fix"] == "icefloe compact db.plain"
+    assert debt["value"] == "1 deleted row in 1 position delete file (33.3% of 3 rows)"
+    files = run(world, "files", "db.plain", "--json").json()["files"]
+    assert sorted(f["content"] for f in files) == ["data", "pos-deletes"]
     assert checks["metadata log"]["fix"] == (
         "icefloe properties set db.plain write.metadata.delete-after-commit.enabled true"
     )

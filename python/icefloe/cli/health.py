@@ -24,10 +24,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.cli.analysis import FileStats, file_stats
-from icefloe.cli.render import human_size, pct
+from icefloe.cli.render import human_size, pct, plural
 
 __all__ = ["Check", "run_checks"]
 
@@ -76,14 +77,39 @@ def _small_files(stats: FileStats, plan: Any, cmd: str) -> Check:
     )
 
 
+def _delete_kinds(files: pa.Table) -> dict[str, int]:
+    """Live delete files by kind: deletion vectors, position and equality delete files."""
+    if not files.num_rows:
+        return {"dvs": 0, "position_delete_files": 0, "equality_delete_files": 0}
+    content = files.column("content")
+    puffin = pc.equal(pc.utf8_upper(files.column("file_format")), "PUFFIN")
+    pos = pc.equal(content, 1)
+
+    def count(mask: Any) -> int:
+        return int(pc.sum(mask).as_py() or 0)
+
+    return {
+        "dvs": count(pc.and_(pos, puffin)),
+        "position_delete_files": count(pc.and_(pos, pc.invert(puffin))),
+        "equality_delete_files": count(pc.equal(content, 2)),
+    }
+
+
 def _delete_debt(stats: FileStats, cmd: str) -> Check:
     ratio = stats.delete_records / stats.data_records if stats.data_records else 0.0
     verdict = "warn" if ratio >= DELETE_DEBT_WARN else "info"
     if not stats.delete_files:
         verdict = "ok"
+    kinds = _delete_kinds(stats.files)
+    names = (
+        ("dvs", "DV", "DVs"),
+        ("position_delete_files", "position delete file", "position delete files"),
+        ("equality_delete_files", "equality delete file", "equality delete files"),
+    )
+    parts = [plural(kinds[k], one, many) for k, one, many in names if kinds[k]]
     return Check(
         "delete debt",
-        f"{stats.delete_records:,} deleted rows in {stats.delete_files} delete files "
+        f"{plural(stats.delete_records, 'deleted row')} in {', '.join(parts) or '0 delete files'} "
         f"({pct(stats.delete_records, stats.data_records)} of {stats.data_records:,} rows)",
         verdict,
         "every read applies these deletes; compaction rewrites the files without them"
@@ -92,6 +118,7 @@ def _delete_debt(stats: FileStats, cmd: str) -> Check:
         cmd if stats.delete_files else None,
         {
             "delete_files": stats.delete_files,
+            **kinds,
             "deleted_rows": stats.delete_records,
             "data_rows": stats.data_records,
             "ratio": round(ratio, 4),
