@@ -220,4 +220,11 @@ def heatmap_svg(stats: PartitionStats, max_cells: int = 400) -> str:
         body.append(_text(x + 10, y + 22, label, cls))
         body.append(_text(x + 10, y + 40, f"{r.records:,} rows · {r.files} files", cls))
     height = 20 + n_rows * cell_h
+    if len(stats.rows) > len(rows):
+        body.append(
+            _text(
+                10, height + 4, f"the largest {len(rows)} of {len(stats.rows)} partitions", "tick"
+            )
+        )
+        height += 16
     return _svg("heatmap", _W, height, body, f"heat map of {len(rows)} partitions")
