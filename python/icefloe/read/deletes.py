@@ -22,7 +22,7 @@ from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteInd
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
-from icefloe.read.parquet_file import DECODE_ERRORS, corrupt_error, open_parquet
+from icefloe.read.parquet_file import DECODE_ERRORS, corrupt_error, open_file, open_parquet
 from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
@@ -30,7 +30,7 @@ from icefloe.scan.tasks import (
     DeleteFileRef,
 )
 
-__all__ = ["DeleteCache", "TaskDeletes"]
+__all__ = ["DeleteCache", "TaskDeletes", "open_file", "open_parquet"]
 
 
 class DeleteCache:

@@ -22,7 +22,7 @@ from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError
 from icefloe.io import FileIO
 
-__all__ = ["CheckedParquetFile", "corrupt_error", "open_checked", "open_parquet"]
+__all__ = ["CheckedParquetFile", "corrupt_error", "open_checked", "open_file", "open_parquet"]
 
 _MAGIC = b"PAR1"
 #: Bytes read from the end of a file in one request (most footers fit).
@@ -81,20 +81,30 @@ def _read_footer(handle: pa.NativeFile, path: str) -> bytes:
     return bytes(tail[-length - 8 : -8])
 
 
+def open_file(io: FileIO, path: str, size: int | None = None) -> pa.NativeFile:
+    """Opens a file for random access (``size`` from the manifest saves object stores a
+    request), mapping IO errors to typed errors naming it."""
+    try:
+        return io.new_input(path).open(size=size)
+    except IcebergError:
+        raise
+    except OSError as e:
+        raise FileIOError(f"cannot open {path}: {e}") from e
+
+
 def open_checked(
     io: FileIO,
     path: str,
     read_dictionary: list[str] | None = None,
     metadata: pq.FileMetaData | None = None,
+    size: int | None = None,
+    handle: pa.NativeFile | None = None,
 ) -> CheckedParquetFile:
     """Opens ``path`` after checking its footer (``metadata``, if given, is reused and the
-    footer not re-checked; ``read_dictionary`` columns read as Arrow dictionaries)."""
-    try:
-        handle = io.new_input(path).open()
-    except IcebergError:
-        raise
-    except OSError as e:
-        raise FileIOError(f"cannot open {path}: {e}") from e
+    footer not re-checked; ``read_dictionary`` columns read as Arrow dictionaries; ``size``
+    from the manifest saves object stores a request; ``handle`` reuses an open file)."""
+    if handle is None:
+        handle = open_file(io, path, size)
     try:
         if metadata is None:
             footer = _read_footer(handle, path)
@@ -127,6 +137,8 @@ def open_parquet(
     path: str,
     read_dictionary: list[str] | None = None,
     metadata: pq.FileMetaData | None = None,
+    size: int | None = None,
+    handle: pa.NativeFile | None = None,
 ) -> pq.ParquetFile:
     """:func:`open_checked` without the footer facts."""
-    return open_checked(io, path, read_dictionary, metadata).file
+    return open_checked(io, path, read_dictionary, metadata, size, handle).file
