@@ -10,6 +10,7 @@ import pytest
 
 from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import (
     NamespaceNotEmptyError,
@@ -158,7 +159,7 @@ def test_rename_drop_purge_register(catalog: Catalog, tmp_path: Path) -> None:
     t = catalog.create_table("db.t", _schema())
     t.set_properties(k="v")
     location = _local(t.location)
-    if isinstance(catalog, SqlCatalog):
+    if isinstance(catalog, (SqlCatalog, RestCatalog)):
         renamed = catalog.rename_table("db.t", "db2.r")
         assert renamed.identifier == ("db2", "r") and renamed.properties["k"] == "v"
         assert not catalog.table_exists("db.t") and catalog.list_tables("db2") == [("db2", "r")]

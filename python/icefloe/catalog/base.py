@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.catalog.commit import CommitResult
+    from icefloe.catalog.multi import CatalogTransaction
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -336,6 +337,27 @@ class Catalog(ABC):
         for old in files_to_delete_after_commit(base, base_location, result.metadata):
             io.delete_quietly(old)
         return result
+
+    def commit_tables(
+        self, changes: Iterable[tuple[Table, list[TableRequirement], list[TableUpdate]]]
+    ) -> list[CommitResult] | None:
+        """Commit changes to several tables all or nothing (see :mod:`icefloe.catalog.multi`).
+
+        Returns each table's result in order, or ``None`` when the catalog does not report the
+        new metadata (the tables must then be reloaded). Catalogs that cannot swap several
+        pointers atomically raise :class:`UnsupportedFeatureError`.
+        """
+        from icefloe.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            f"{type(self).__name__} cannot commit several tables atomically"
+        )
+
+    def transaction(self) -> CatalogTransaction:
+        """A transaction over several tables, committed all or nothing when it ends."""
+        from icefloe.catalog.multi import CatalogTransaction
+
+        return CatalogTransaction(self)
 
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
         namespace, name = split_identifier(identifier)

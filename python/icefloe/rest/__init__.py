@@ -1,0 +1,96 @@
+"""``icefloe serve``: an Iceberg REST catalog server over any icefloe catalog.
+
+:func:`create_app` builds the ASGI app (Starlette) for embedding; :func:`serve` runs it with
+uvicorn until interrupted. Both need the ``server`` extra (``pip install icefloe[server]``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from icefloe.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from icefloe.catalog import Catalog
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "create_app", "serve"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8181
+
+
+def create_app(catalog: Catalog, **options: object) -> Starlette:
+    """The ASGI app serving ``catalog`` (options: see :func:`icefloe.rest.app.create_app`)."""
+    try:
+        from icefloe.rest.app import create_app as _create
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ValidationError(
+            "icefloe's REST server needs Starlette and uvicorn: pip install 'icefloe[server]'"
+        ) from exc
+    return _create(catalog, **options)  # type: ignore[arg-type]
+
+
+def serve(
+    catalog: str | Catalog | None = None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    tokens: list[str] | tuple[str, ...] = (),
+    clients: Mapping[str, str] | None = None,
+    prefix: str = "",
+    idempotency_lifetime: str | None = "PT30M",
+    table_config: Mapping[str, str] | None = None,
+    per_warehouse: bool = False,
+    log_level: str = "info",
+) -> None:
+    """Serve a catalog (a name for :func:`~icefloe.catalog.load_catalog`, a catalog, or the
+    default catalog) on ``host:port`` until SIGINT/SIGTERM, then shut down gracefully.
+
+    With ``per_warehouse`` each ``?warehouse=<name>`` of a client gets a catalog of its own
+    (see :func:`icefloe.rest.app.warehouse_catalogs`)."""
+    import uvicorn
+
+    from icefloe.catalog import Catalog, load_catalog
+
+    cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    warehouses = None
+    if per_warehouse:
+        from icefloe.rest.app import warehouse_catalogs
+
+        warehouses = warehouse_catalogs(cat)
+    app = create_app(
+        cat,
+        warehouses=warehouses,
+        tokens=tokens,
+        clients=clients,
+        prefix=prefix,
+        idempotency_lifetime=idempotency_lifetime,
+        table_config=table_config,
+    )
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        raise ValidationError(f"unknown log level {log_level!r}")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("icefloe.rest").setLevel(level)
+    auth = "bearer token" if tokens or clients else "no auth"
+    logging.getLogger("icefloe.rest").info(
+        "serving catalog %r (%s) on http://%s:%d with %s",
+        cat.name,
+        type(cat).__name__,
+        host,
+        port,
+        auth,
+    )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        access_log=False,
+        log_level=log_level.lower(),
+        log_config=None,
+    )
+    uvicorn.Server(config).run()
