@@ -9,6 +9,7 @@ process if it is killed (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -60,10 +61,8 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def start_rest_server(
@@ -141,3 +140,92 @@ def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer
 def new_warehouse() -> str:
     """A fresh warehouse name: a catalog of its own on the session's server."""
     return f"w{uuid.uuid4().hex[:12]}"
+
+
+class FaultyProxy:
+    """An HTTP proxy on a loopback port in front of a server, that can fail commits on purpose.
+
+    ``mode`` applies to ``POST`` requests whose path matches ``target`` (a substring):
+    ``"pass"`` forwards, ``"drop-response"`` forwards and then closes the connection without
+    answering (the server acted, the client cannot know), ``"drop-request"`` closes without
+    forwarding, ``"status:<N>"`` answers N without forwarding. ``times`` limits how many requests
+    are failed (then it passes again). Everything else is forwarded unchanged.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        import http.client
+        import http.server
+        import threading
+        from urllib.parse import urlsplit
+
+        self.mode = "pass"
+        self.target = "/tables/"
+        self.times = 1 << 30
+        self.failed = 0
+        up = urlsplit(upstream)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                fail = (
+                    self.command == "POST"
+                    and proxy.target in self.path
+                    and proxy.mode != "pass"
+                    and proxy.failed < proxy.times
+                )
+                if fail and proxy.mode == "drop-request":
+                    proxy.failed += 1
+                    self.close_connection = True
+                    return
+                if fail and proxy.mode.startswith("status:"):
+                    proxy.failed += 1
+                    status = int(proxy.mode.split(":")[1])
+                    payload = b'{"error":{"message":"injected","type":"ServerError","code":%d}}' % (
+                        status
+                    )
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                conn.close()
+                if fail and proxy.mode == "drop-response":
+                    proxy.failed += 1
+                    self.close_connection = True
+                    return
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = do_HEAD = _handle
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def fail(self, mode: str, times: int = 1 << 30, target: str = "/tables/") -> None:
+        self.mode, self.times, self.failed, self.target = mode, times, 0, target
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

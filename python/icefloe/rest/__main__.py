@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="one catalog per ?warehouse=<name> of the clients, under the catalog's warehouse",
     )
+    parser.add_argument(
+        "--token-lifetime", type=int, default=3600, help="seconds an OAuth2 token stays valid"
+    )
     parser.add_argument("--log-level", default="info")
     parser.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             args.port,
             tokens=tokens,
             clients=clients,
+            token_lifetime_s=args.token_lifetime,
             prefix=args.prefix,
             per_warehouse=args.per_warehouse,
             log_level=args.log_level,

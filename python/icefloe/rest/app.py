@@ -76,6 +76,7 @@ def create_app(
     warehouses: Callable[[str], Catalog] | None = None,
     tokens: list[str] | tuple[str, ...] = (),
     clients: Mapping[str, str] | None = None,
+    token_lifetime_s: int = 3600,
     prefix: str = "",
     idempotency_lifetime: str | None = "PT30M",
     table_config: Mapping[str, str] | None = None,
@@ -83,7 +84,8 @@ def create_app(
     """An ASGI app serving ``catalog`` over Iceberg's REST catalog protocol.
 
     ``tokens`` are accepted bearer tokens; ``clients`` maps OAuth2 client ids to secrets for
-    ``POST /v1/oauth/tokens``; with neither, no auth is required. ``prefix`` is advertised in
+    ``POST /v1/oauth/tokens`` (tokens it issues last ``token_lifetime_s``); with neither, no
+    auth is required. ``prefix`` is advertised in
     the config and used in every path; ``idempotency_lifetime`` (ISO-8601, ``None`` to turn
     replay off) is advertised and how long finished replies are kept; ``table_config`` is
     returned as every table's ``config`` (for example storage endpoints for clients).
@@ -123,7 +125,7 @@ def create_app(
         request.path_params["prefix"] = name
         return service_for(request).config(query)
 
-    auth = Authenticator(tokens, clients)
+    auth = Authenticator(tokens, clients, token_lifetime_s)
     store = IdempotencyStore(parse_duration(idempotency_lifetime)) if idempotency_lifetime else None
     if warehouses is not None:
         base = "/v1/{prefix}"
