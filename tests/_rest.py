@@ -229,3 +229,133 @@ class FaultyProxy:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+# -- Iceberg Java's REST server ---------------------------------------------------------------
+
+JAVA_REST_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+  <groupId>local</groupId><artifactId>rest-fixture</artifactId><version>1</version>
+  <properties><ib>{version}</ib><jetty>12.1.8</jetty></properties>
+  <dependencies>
+    <dependency><groupId>org.apache.iceberg</groupId><artifactId>iceberg-core</artifactId>
+      <version>${{ib}}</version></dependency>
+    <dependency><groupId>org.apache.iceberg</groupId><artifactId>iceberg-core</artifactId>
+      <version>${{ib}}</version><classifier>tests</classifier></dependency>
+    <dependency><groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-api</artifactId>
+      <version>3.4.3</version></dependency>
+    <dependency><groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-runtime</artifactId>
+      <version>3.4.3</version></dependency>
+    <dependency><groupId>org.eclipse.jetty.ee10</groupId><artifactId>jetty-ee10-servlet</artifactId>
+      <version>${{jetty}}</version></dependency>
+    <dependency><groupId>org.xerial</groupId><artifactId>sqlite-jdbc</artifactId>
+      <version>3.53.0.0</version></dependency>
+    <dependency><groupId>org.apache.httpcomponents</groupId><artifactId>httpcore</artifactId>
+      <version>4.4.16</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-simple</artifactId>
+      <version>2.0.17</version></dependency>
+  </dependencies></project>
+"""
+LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackRestServer.java"
+
+
+def java_rest_classpath() -> str:
+    """The classpath of Iceberg Java's REST test server plus the loopback launcher.
+
+    Maven resolves the jars from Maven Central into ``~/.m2`` with strict checksum checks
+    (``--strict-checksums``: a jar whose ``.sha1`` does not match fails); the classpath file
+    and the compiled launcher are cached under the jar cache. Raises ``RuntimeError`` with
+    the reason when Java, javac, Maven or the download is unavailable.
+    """
+    import shutil
+
+    from _spark import ICEBERG_VERSION, jar_cache
+
+    if os.environ.get("ICEFLOE_NO_ICEBERG_JAVA"):
+        raise RuntimeError("ICEFLOE_NO_ICEBERG_JAVA is set")
+    for tool in ("java", "javac", "mvn"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not installed")
+    base = jar_cache() / f"iceberg-rest-server-{ICEBERG_VERSION}"
+    base.mkdir(parents=True, exist_ok=True)
+    cp_file = base / "cp.txt"
+    if not cp_file.exists():
+        (base / "pom.xml").write_text(JAVA_REST_POM.format(version=ICEBERG_VERSION))
+        tmp = base / f"cp.{os.getpid()}.txt"
+        done = subprocess.run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "--strict-checksums",
+                "-f",
+                str(base / "pom.xml"),
+                "dependency:build-classpath",
+                f"-Dmdep.outputFile={tmp}",
+            ],
+            capture_output=True,
+            timeout=600,
+        )
+        if done.returncode != 0 or not tmp.exists():
+            out = (done.stdout + done.stderr).decode(errors="replace")[-2000:]
+            raise RuntimeError(f"cannot resolve Iceberg's REST server classpath:\n{out}")
+        tmp.replace(cp_file)
+    classpath = cp_file.read_text().strip()
+    classes = base / "classes"
+    compiled = classes / "LoopbackRestServer.class"
+    if not compiled.exists() or compiled.stat().st_mtime < LAUNCHER.stat().st_mtime:
+        classes.mkdir(exist_ok=True)
+        done = subprocess.run(
+            ["javac", "-cp", classpath, "-d", str(classes), str(LAUNCHER)],
+            capture_output=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"javac failed:\n{done.stderr.decode(errors='replace')}")
+    return f"{classes}{os.pathsep}{classpath}"
+
+
+@pytest.fixture(scope="session")
+def java_rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
+    """Iceberg Java's REST server (a JdbcCatalog on SQLite) on a free loopback port."""
+    try:
+        classpath = java_rest_classpath()
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    base = tmp_path_factory.mktemp("java-rest")
+    port = free_port()
+    log = base / "server.log"
+    proc = subprocess.Popen(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            classpath,
+            "LoopbackRestServer",
+            str(port),
+            (base / "warehouse").as_uri(),
+            f"jdbc:sqlite:{base / 'catalog.db'}",
+        ],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        preexec_fn=_die_with_parent,
+    )
+    server = RestServer(f"http://127.0.0.1:{port}", proc, log, base)
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"Iceberg's REST server exited:\n{server.log_text()}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/v1/config", timeout=2) as resp:
+                json.load(resp)
+            break
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            if time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(
+                    f"Iceberg REST server did not start:\n{server.log_text()}"
+                ) from None
+            time.sleep(0.2)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -117,6 +117,7 @@ class RestCatalog(Catalog):
         prefix = self.properties.get("prefix", "").strip("/")
         self._prefix = f"/v1/{prefix}" if prefix else "/v1"
         self._page_size = self.properties.get("rest-page-size")
+        self._separator = ep.namespace_separator(self.properties)
         self._snapshots = self.properties.get("snapshot-loading-mode", "all").lower()
         if self._snapshots not in ("all", "refs"):
             raise ValidationError("snapshot-loading-mode must be 'all' or 'refs'")
@@ -173,7 +174,7 @@ class RestCatalog(Catalog):
         return resp
 
     def _ns_path(self, namespace: Iterable[str]) -> str:
-        return f"{self._prefix}/namespaces/{ep.encode_namespace(namespace)}"
+        return f"{self._prefix}/namespaces/{ep.encode_namespace(namespace, self._separator)}"
 
     def _table_path(self, ident: Identifier) -> str:
         return f"{self._ns_path(ident[:-1])}/tables/{ep.encode_name(ident[-1])}"
@@ -213,7 +214,7 @@ class RestCatalog(Catalog):
         """The namespaces directly under ``namespace`` (all pages)."""
         self._require(ep.LIST_NAMESPACES)
         parent = to_identifier(namespace)
-        query = {"parent": ep.NAMESPACE_SEPARATOR.join(parent)} if parent else {}
+        query = {"parent": self._separator.join(parent)} if parent else {}
         found = self._paged(
             f"{self._prefix}/namespaces",
             f"list namespaces {'.'.join(parent)!r}",

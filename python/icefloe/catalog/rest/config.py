@@ -10,7 +10,7 @@ separator 0x1F and percent-encoded.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 __all__ = [
     "DEFAULT_ENDPOINTS",
@@ -74,9 +74,15 @@ VIEW_ENDPOINTS: frozenset[Endpoint] = frozenset(
 )
 
 
-def encode_namespace(namespace: Iterable[str]) -> str:
-    """A namespace as one path segment: parts joined by 0x1F, percent-encoded."""
-    return quote(NAMESPACE_SEPARATOR.join(namespace), safe="")
+def encode_namespace(namespace: Iterable[str], separator: str = NAMESPACE_SEPARATOR) -> str:
+    """A namespace as one path segment: parts joined by ``separator``, percent-encoded."""
+    return quote(separator.join(namespace), safe="")
+
+
+def namespace_separator(props: dict[str, str]) -> str:
+    """The separator the server advertises (``namespace-separator``, URL-encoded), or 0x1F."""
+    raw = props.get("namespace-separator")
+    return unquote(raw) if raw else NAMESPACE_SEPARATOR
 
 
 def encode_name(name: str) -> str:
