@@ -1,7 +1,8 @@
 """``icefloe serve``: an Iceberg REST catalog server over any icefloe catalog.
 
 :func:`create_app` builds the ASGI app (Starlette) for embedding; :func:`serve` runs it with
-uvicorn until interrupted. Both need the ``server`` extra (``pip install icefloe[server]``).
+uvicorn until interrupted; :func:`start` runs it in a background thread of this process. They
+need the ``server`` extra (``pip install icefloe[server]``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
     from icefloe.catalog import Catalog
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "create_app", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "BackgroundServer", "create_app", "serve", "start"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
@@ -96,3 +97,52 @@ def serve(
         log_config=None,
     )
     uvicorn.Server(config).run()
+
+
+class BackgroundServer:
+    """A server running in a daemon thread of this process: :attr:`url`, :meth:`stop`."""
+
+    def __init__(self, app: Starlette, host: str, port: int) -> None:
+        import socket
+        import threading
+        import time
+
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        self.url = f"http://{host}:{sock.getsockname()[1]}"
+        config = uvicorn.Config(app, access_log=False, log_level="warning", log_config=None)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ValidationError(f"the REST server on {self.url} did not start")
+            time.sleep(0.01)
+
+    def __repr__(self) -> str:
+        return f"BackgroundServer({self.url})"
+
+    def stop(self) -> None:
+        """Finish the requests in flight and stop."""
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> BackgroundServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start(
+    catalog: Catalog, host: str = DEFAULT_HOST, port: int = 0, **options: object
+) -> BackgroundServer:
+    """Serve ``catalog`` from a background thread (``port`` 0: any free port; see
+    :attr:`BackgroundServer.url`); options as for :func:`icefloe.rest.app.create_app`."""
+    return BackgroundServer(create_app(catalog, **options), host, port)
