@@ -215,6 +215,27 @@ def test_many_processes_append_through_one_server(rest_server: RestServer, tmp_p
     print(f"{n} processes x {m} appends: {elapsed:.1f} s, {n * m / elapsed:.1f} commits/s")
 
 
+def test_one_log_line_per_request_and_clean_shutdown(tmp_path: Path) -> None:
+    server = start_rest_server(tmp_path / "srv")
+    try:
+        c = RestCatalog("l", uri=server.url)  # GET /v1/config
+        c.create_namespace("db")  # POST /v1/namespaces
+        assert not c.table_exists("db.t")  # HEAD .../tables/t -> 404
+        lines = [line for line in server.log_text().splitlines() if '"' in line]
+        assert [line.split('"')[1] for line in lines[-3:]] == [
+            "GET /v1/config",
+            "POST /v1/namespaces",
+            "HEAD /v1/namespaces/db/tables/t",
+        ]
+        assert all(" INFO icefloe.rest: " in line for line in lines[-3:])
+        assert lines[-1].split('"')[2].split()[0] == "404"
+    finally:
+        server.stop()
+    # SIGTERM: uvicorn finishes the requests in flight, shuts down, then re-raises the signal
+    assert server.process.returncode in (0, -15)
+    assert "Finished server process" in server.log_text()
+
+
 def test_command_line_reports_bad_configuration(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "ICEFLOE_CONFIG": str(tmp_path / "none.yaml")}
     (tmp_path / "none.yaml").write_text("{}\n")
