@@ -314,14 +314,11 @@ def java_rest_classpath() -> str:
     return f"{classes}{os.pathsep}{classpath}"
 
 
-@pytest.fixture(scope="session")
-def java_rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
-    """Iceberg Java's REST server (a JdbcCatalog on SQLite) on a free loopback port."""
-    try:
-        classpath = java_rest_classpath()
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
-    base = tmp_path_factory.mktemp("java-rest")
+def start_java_rest_server(base: Path) -> RestServer:
+    """Start Iceberg Java's REST server (a JdbcCatalog on SQLite under ``base``) on a free
+    loopback port; raises ``RuntimeError`` when Java or its classpath is unavailable."""
+    classpath = java_rest_classpath()
+    base.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = base / "server.log"
     proc = subprocess.Popen(
@@ -347,14 +344,24 @@ def java_rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestS
         try:
             with urllib.request.urlopen(f"{server.url}/v1/config", timeout=2) as resp:
                 json.load(resp)
-            break
+            return server
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             if time.monotonic() > deadline:
                 server.stop()
                 raise RuntimeError(
-                    f"Iceberg REST server did not start:\n{server.log_text()}"
+                    f"Iceberg's REST server did not start:\n{server.log_text()}"
                 ) from None
             time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def java_rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
+    """Iceberg Java's REST server (a JdbcCatalog on SQLite) on a free loopback port."""
+    try:
+        java_rest_classpath()
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    server = start_java_rest_server(tmp_path_factory.mktemp("java-rest"))
     try:
         yield server
     finally:
