@@ -62,3 +62,6 @@ def test_spark_rest_catalog_writes_mor_deletes_and_updates(
     spark.sql(f"CREATE TABLE {c}.db.copy USING iceberg AS SELECT * FROM {c}.db.t")
     copy = ours.load_table("db.copy")
     assert sorted(r["id"] for r in copy.scan().to_arrow().to_pylist()) == [1, 3, 4, 5]
+    # dropping a column: Java sends add-schema with the new schema's (lower) last-column-id
+    spark.sql(f"ALTER TABLE {c}.db.copy DROP COLUMN s")
+    assert [f.name for f in ours.load_table("db.copy").schema().fields] == ["id"]
