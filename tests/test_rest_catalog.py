@@ -156,6 +156,18 @@ def test_staged_create(cat: RestCatalog, rest_server: RestServer, warehouse: str
     assert cat.load_table("db.race").current_snapshot() is None
     with pytest.raises(TableAlreadyExistsError):
         cat.create_table_transaction("db.s", ROWS)
+    # a staged create that also evolves its schema and spec before committing: the server
+    # builds the table from the first schema and spec, then applies the later ones
+    tx3 = cat.create_table_transaction("db.evolved", ROWS)
+    tx3.update_schema().add_column("day", LongType()).commit()
+    tx3.update_spec().add_field("day").commit()
+    tx3.append(pa.table({"id": [1], "v": ["a"], "day": [7]}))
+    tx3.commit_transaction()
+    evolved = cat.load_table("db.evolved")
+    assert len(evolved.metadata.schemas) == 2
+    assert [f.name for f in evolved.schema().fields] == ["id", "v", "day"]
+    assert [f.name for f in evolved.spec().fields] == ["day"]
+    assert evolved.scan().to_arrow().to_pylist() == [{"id": 1, "v": "a", "day": 7}]
 
 
 def test_concurrent_appends_retry_after_409(

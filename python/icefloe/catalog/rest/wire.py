@@ -161,39 +161,47 @@ def metadata_from_creation(
     schema = spec = order = None
     table_uuid = location = None
     version: int | None = None
+    # Each seed object's set-current / set-default is consumed only until a second object of
+    # its kind is added (later ones belong to that one and are applied normally).
+    open_kinds = {"schema", "spec", "order"}
     for u in updates:
-        if isinstance(u, AddSchema) and schema is None:
-            schema = u.schema
-        elif (
-            isinstance(u, SetCurrentSchema)
-            and schema is not None
-            and (u.schema_id in (LAST_ADDED, schema.schema_id))
-        ):
-            continue
-        elif isinstance(u, AddPartitionSpec) and spec is None:
-            spec = u.spec
-        elif (
-            isinstance(u, SetDefaultSpec)
-            and spec is not None
-            and (u.spec_id in (LAST_ADDED, spec.spec_id))
-        ):
-            continue
-        elif isinstance(u, AddSortOrder) and order is None:
-            order = u.sort_order
-        elif (
-            isinstance(u, SetDefaultSortOrder)
-            and order is not None
-            and (u.sort_order_id in (LAST_ADDED, order.order_id))
-        ):
-            continue
+        if isinstance(u, AddSchema):
+            if schema is None:
+                schema = u.schema
+                continue
+            open_kinds.discard("schema")
+        elif isinstance(u, AddPartitionSpec):
+            if spec is None:
+                spec = u.spec
+                continue
+            open_kinds.discard("spec")
+        elif isinstance(u, AddSortOrder):
+            if order is None:
+                order = u.sort_order
+                continue
+            open_kinds.discard("order")
+        elif isinstance(u, SetCurrentSchema) and schema is not None and "schema" in open_kinds:
+            if u.schema_id in (LAST_ADDED, schema.schema_id):
+                open_kinds.discard("schema")
+                continue
+        elif isinstance(u, SetDefaultSpec) and spec is not None and "spec" in open_kinds:
+            if u.spec_id in (LAST_ADDED, spec.spec_id):
+                open_kinds.discard("spec")
+                continue
+        elif isinstance(u, SetDefaultSortOrder) and order is not None and "order" in open_kinds:
+            if u.sort_order_id in (LAST_ADDED, order.order_id):
+                open_kinds.discard("order")
+                continue
         elif isinstance(u, AssignUUID) and table_uuid is None:
             table_uuid = u.uuid
+            continue
         elif isinstance(u, SetLocation) and location is None:
             location = u.location
+            continue
         elif isinstance(u, UpgradeFormatVersion) and version is None:
             version = u.format_version
-        else:
-            rest.append(u)
+            continue
+        rest.append(u)
     if schema is None:
         raise ValidationError("a create commit needs an add-schema update")
     location = location or default_location
