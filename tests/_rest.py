@@ -258,28 +258,28 @@ JAVA_REST_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVers
 LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackRestServer.java"
 
 
-def java_rest_classpath() -> str:
-    """The classpath of Iceberg Java's REST test server plus the loopback launcher.
+def maven_classpath(name: str, pom: str) -> tuple[Path, str]:
+    """(cache directory, classpath) of the dependencies of ``pom``, resolved once.
 
     Maven resolves the jars from Maven Central into ``~/.m2`` with strict checksum checks
     (``--strict-checksums``: a jar whose ``.sha1`` does not match fails); the classpath file
-    and the compiled launcher are cached under the jar cache. Raises ``RuntimeError`` with
-    the reason when Java, javac, Maven or the download is unavailable.
+    is cached under the jar cache. Raises ``RuntimeError`` with the reason when Java, javac,
+    Maven or the download is unavailable.
     """
     import shutil
 
-    from _spark import ICEBERG_VERSION, jar_cache
+    from _spark import jar_cache
 
     if os.environ.get("ICEFLOE_NO_ICEBERG_JAVA"):
         raise RuntimeError("ICEFLOE_NO_ICEBERG_JAVA is set")
     for tool in ("java", "javac", "mvn"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is not installed")
-    base = jar_cache() / f"iceberg-rest-server-{ICEBERG_VERSION}"
+    base = jar_cache() / name
     base.mkdir(parents=True, exist_ok=True)
     cp_file = base / "cp.txt"
     if not cp_file.exists():
-        (base / "pom.xml").write_text(JAVA_REST_POM.format(version=ICEBERG_VERSION))
+        (base / "pom.xml").write_text(pom)
         tmp = base / f"cp.{os.getpid()}.txt"
         done = subprocess.run(
             [
@@ -297,9 +297,19 @@ def java_rest_classpath() -> str:
         )
         if done.returncode != 0 or not tmp.exists():
             out = (done.stdout + done.stderr).decode(errors="replace")[-2000:]
-            raise RuntimeError(f"cannot resolve Iceberg's REST server classpath:\n{out}")
+            raise RuntimeError(f"cannot resolve the classpath of {name}:\n{out}")
         tmp.replace(cp_file)
-    classpath = cp_file.read_text().strip()
+    return base, cp_file.read_text().strip()
+
+
+def java_rest_classpath() -> str:
+    """The classpath of Iceberg Java's REST test server plus the compiled loopback launcher
+    (see :func:`maven_classpath`)."""
+    from _spark import ICEBERG_VERSION
+
+    base, classpath = maven_classpath(
+        f"iceberg-rest-server-{ICEBERG_VERSION}", JAVA_REST_POM.format(version=ICEBERG_VERSION)
+    )
     classes = base / "classes"
     compiled = classes / "LoopbackRestServer.class"
     if not compiled.exists() or compiled.stat().st_mtime < LAUNCHER.stat().st_mtime:

@@ -25,7 +25,12 @@ from starlette.routing import Route
 
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.rest.errors import error_body, error_for_exception
-from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    IcebergError,
+    ValidationError,
+)
 from icefloe.rest.idempotency import IdempotencyStore, StoredReply, parse_duration
 from icefloe.rest.security import Authenticator
 from icefloe.rest.service import Reply, RestService, decode_namespace
@@ -42,13 +47,39 @@ def _json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None
     return StoredReply(status, data, _JSON, tuple((headers or {}).items()))
 
 
+# icefloe's messages -> the wording of Iceberg Java's catalogs, which Java clients and
+# Iceberg's REST compatibility kit expect.
+_JAVA_MESSAGES = [
+    (re.compile(r"^namespace '(.+)' does not exist$"), "Namespace does not exist: {}"),
+    (re.compile(r"^namespace '(.+)' already exists$"), "Namespace already exists: {}"),
+    (re.compile(r"^namespace '(.+)' is not empty$"), "Namespace {} is not empty"),
+    (re.compile(r"^table '(.+)' does not exist$"), "Table does not exist: {}"),
+    (re.compile(r"^table '(.+)' already exists$"), "Table already exists: {}"),
+    (
+        re.compile(r"^cannot open (\S+): file not found$"),
+        "Failed to open input stream for file: {}",
+    ),
+]
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, CommitConflictError) and isinstance(exc.__cause__, CommitFailedError):
+        return str(exc.__cause__)  # "Requirement failed: ...", as Java words it
+    text = str(exc)
+    for pattern, java in _JAVA_MESSAGES:
+        m = pattern.match(text)
+        if m:
+            return java.format(m.group(1))
+    return text
+
+
 def _error(exc: BaseException) -> StoredReply:
     status, type_ = error_for_exception(exc)
     if status == 500 and not isinstance(exc, IcebergError):
         log.exception("internal error")
         message = f"internal server error ({type(exc).__name__})"
     else:
-        message = str(exc)
+        message = _message(exc)
     return _json_reply(status, error_body(status, type_, message))
 
 

@@ -294,12 +294,12 @@ class RestService:
         if not self.catalog.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
         if self.catalog.table_exists(ident):
-            raise CommitFailedError(f"Requirement failed: table {'.'.join(ident)!r} exists")
+            raise CommitFailedError("Requirement failed: table already exists")
         metadata = metadata_from_creation(ups, self.catalog._default_table_location(ident))
         try:
             location = self.catalog._create_entry(ident, metadata)
         except TableAlreadyExistsError as exc:
-            raise CommitFailedError(f"Requirement failed: {exc}") from exc
+            raise CommitFailedError("Requirement failed: table already exists") from exc
         return 200, {"metadata-location": location, "metadata": metadata.to_json()}, {}
 
     def commit_transaction(self, body: Any) -> Reply:
