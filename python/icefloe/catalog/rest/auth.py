@@ -138,7 +138,7 @@ def auth_from_properties(
     kind = (props.get("rest.auth.type") or "").lower()
     if not kind:
         kind = "oauth2" if props.get("credential") else "bearer" if props.get("token") else "none"
-    if kind == "none":
+    if kind in ("none", "sigv4"):  # SigV4 signs each request (icefloe.catalog.rest.sigv4)
         return NoAuth()
     if kind == "bearer":
         token = props.get("token")
@@ -166,6 +166,5 @@ def auth_from_properties(
             extra_headers,
         )
     raise ValidationError(
-        f"unsupported rest.auth.type {kind!r} (use 'none', 'bearer' or 'oauth2'; "
-        "SigV4 is not supported)"
+        f"unsupported rest.auth.type {kind!r} (use 'none', 'bearer', 'oauth2' or 'sigv4')"
     )

@@ -3,7 +3,8 @@
 Properties: ``uri`` (the server, e.g. ``http://127.0.0.1:8181``), ``warehouse`` (sent to
 ``GET /v1/config``), auth (see :mod:`icefloe.catalog.rest.auth`), ``header.<Name>`` (extra
 headers), ``rest.access-delegation`` (the ``X-Iceberg-Access-Delegation`` header; default
-``vended-credentials``, empty to send none), ``rest-page-size``, ``snapshot-loading-mode``
+``vended-credentials``, empty to send none), SigV4 (see :mod:`icefloe.catalog.rest.sigv4`),
+``rest-page-size``, ``snapshot-loading-mode``
 (``all`` or ``refs``), ``rest.client.socket-timeout-ms`` (default 60000) and
 ``rest.client.max-connections`` (default 16).
 
@@ -37,6 +38,7 @@ from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.http import HttpResponse, HttpSession, TransportError
+from icefloe.catalog.rest.sigv4 import signer_from_properties
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
     creation_updates,
@@ -93,6 +95,7 @@ class RestCatalog(Catalog):
         self._session = HttpSession(uri, timeout=timeout, pool_size=pool)
         self._headers = {"X-Client-Version": "icefloe", **ep.header_properties(dict(properties))}
         self._auth = auth_from_properties(properties, self._session, self._headers)
+        self._signer = signer_from_properties(properties)
         self._etags: dict[Identifier, tuple[str, LoadTableResult]] = {}
         self._etag_lock = threading.Lock()
         self._fetch_config()
@@ -150,7 +153,14 @@ class RestCatalog(Catalog):
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         for attempt in (0, 1):
             hdrs = {**self._headers, **self._auth.headers(), **(headers or {})}
-            resp = self._session.request(method, path, query=query, body=data, headers=hdrs)
+            resp = self._session.request(
+                method,
+                path,
+                query=query,
+                body=data,
+                headers=hdrs,
+                sign=self._signer.sign if self._signer else None,
+            )
             if resp.status in (401, 419) and attempt == 0 and self._auth.invalidate():
                 continue
             return resp

@@ -17,10 +17,10 @@ import logging
 import queue
 import select
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from icefloe.exceptions import IcebergError, ValidationError
 
@@ -134,17 +134,25 @@ class HttpSession:
         body: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         absolute_url: str | None = None,
+        sign: Callable[[str, str, dict[str, str], bytes | None], dict[str, str]] | None = None,
     ) -> HttpResponse:
-        """Send one request; ``path`` is relative to the base URL (or ``absolute_url`` wins)."""
+        """Send one request; ``path`` is relative to the base URL (or ``absolute_url`` wins).
+
+        ``sign(method, url, headers, body)`` returns the headers to send (a request signer).
+        """
         if absolute_url is not None:
             return self._request_absolute(method, absolute_url, body, headers or {})
         target = self.base_path + path
         if query:
-            target += "?" + urlencode(query)
+            target += "?" + urlencode(query, quote_via=quote)  # %20, never "+": signable
         hdrs = dict(headers or {})
         repeatable = method in ("GET", "HEAD") or "Idempotency-Key" in hdrs
         if body is not None:
             hdrs.setdefault("Content-Type", "application/json")
+        if sign is not None:
+            default = 443 if self.scheme == "https" else 80
+            netloc = self.host if self.port == default else f"{self.host}:{self.port}"
+            hdrs = sign(method, f"{self.scheme}://{netloc}{target}", hdrs, body)
         for attempt in (0, 1):
             conn, reused = self._take()
             sent = False

@@ -229,6 +229,8 @@ def metadata_from_creation(
 def merge_io_properties(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
     """Catalog properties for a FileIO without the catalog's own credentials."""
     secret = {"token", "credential"}
-    out = {k: v for k, v in base.items() if k not in secret and not k.startswith("header.")}
+    out = {
+        k: v for k, v in base.items() if k not in secret and not k.startswith(("header.", "rest."))
+    }
     out.update(extra)
     return out
