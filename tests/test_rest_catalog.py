@@ -441,3 +441,30 @@ def test_sigv4_signed_requests_reach_the_server(rest_server: RestServer, warehou
     t.append(_rows([1]))
     assert c.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
     assert "sigv4-secret-value" not in repr(c) + repr(c._signer) + repr(t.io.properties)
+
+
+def test_commit_metrics_reports(rest_server: RestServer, warehouse: str) -> None:
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("m", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS)
+        t.append(_rows([1]))
+        t.set_properties(k="v")  # adds no snapshot: no report
+        assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 0)
+        assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
+        proxy.fail("status:500", target="/metrics")
+        t.append(_rows([2]))  # the report fails; the commit does not
+        assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 1)
+        assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+        off = RestCatalog(
+            "off",
+            uri=rest_server.url,
+            warehouse=warehouse,
+            **{"rest-metrics-reporting-enabled": "false"},
+        )
+        off.load_table("db.t").append(_rows([3]))
+        assert off.metrics_reports_sent == 0
+        assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
+    finally:
+        proxy.close()

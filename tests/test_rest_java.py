@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -60,6 +61,17 @@ def test_namespaces_tables_commits(java_rest_server: RestServer) -> None:
     t.append(_rows([1, 2]))
     t.append(_rows([3]))
     assert _ids(c, f"{ns}.t") == [1, 2, 3]
+    # Java parses each commit report strictly (a malformed one is a 400, counted as failed)
+    assert c.metrics_reports_sent == 2 and c.metrics_reports_failed == 0
+    bad = urllib.request.Request(
+        f"{java_rest_server.url}/v1/namespaces/{ns}/tables/t/metrics",
+        data=b'{"report-type": "commit-report", "table-name": "t"}',
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(bad)
+    assert refused.value.code >= 400  # the oracle is strict: an incomplete report is refused
     t.update_schema().add_column("extra", LongType()).commit()
     assert [f.name for f in c.load_table(f"{ns}.t").schema().fields] == ["id", "extra"]
     assert c.table_exists(f"{ns}.t") and not c.table_exists(f"{ns}.nope")

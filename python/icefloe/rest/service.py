@@ -323,7 +323,10 @@ class RestService:
         return 204, None, {}
 
     def report_metrics(self, ident: Identifier, body: Any) -> Reply:
-        _body(body)
+        b = _body(body, "report-type", "table-name")
+        if b["report-type"] not in ("scan-report", "commit-report"):
+            raise ValidationError(f"unknown report-type {b['report-type']!r}")
+        self.catalog.load_table(ident)  # 404 for a table that does not exist
         return 204, None, {}
 
 

@@ -6,7 +6,10 @@ headers), ``rest.access-delegation`` (the ``X-Iceberg-Access-Delegation`` header
 ``vended-credentials``, empty to send none), SigV4 (see :mod:`icefloe.catalog.rest.sigv4`),
 ``rest-page-size``, ``snapshot-loading-mode``
 (``all`` or ``refs``), ``rest.client.socket-timeout-ms`` (default 60000) and
-``rest.client.max-connections`` (default 16).
+``rest.client.max-connections`` (default 16) and ``rest-metrics-reporting-enabled`` (default
+true: a commit report after each commit that adds a snapshot, see
+:mod:`icefloe.catalog.rest.metrics`; :attr:`RestCatalog.metrics_reports_sent` and
+``metrics_reports_failed`` count them).
 
 A commit sends the table's requirements and updates; the server checks and applies them. A 409
 means another writer moved the table: the table is reloaded and the requirements checked again
@@ -38,6 +41,7 @@ from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.http import HttpResponse, HttpSession, TransportError
+from icefloe.catalog.rest.metrics import commit_report
 from icefloe.catalog.rest.sigv4 import signer_from_properties
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
@@ -124,6 +128,11 @@ class RestCatalog(Catalog):
         self._snapshots = self.properties.get("snapshot-loading-mode", "all").lower()
         if self._snapshots not in ("all", "refs"):
             raise ValidationError("snapshot-loading-mode must be 'all' or 'refs'")
+        self._metrics_enabled = (
+            self.properties.get("rest-metrics-reporting-enabled", "true").lower() == "true"
+        )
+        self.metrics_reports_sent = 0
+        self.metrics_reports_failed = 0
         delegation = self.properties.get("rest.access-delegation", "vended-credentials")
         if delegation:
             self._headers["X-Iceberg-Access-Delegation"] = delegation
@@ -499,6 +508,7 @@ class RestCatalog(Catalog):
         what = f"commit to table {'.'.join(ident)!r}"
         key = uuid7() if self.idempotency_lifetime else None
         attempt = 0
+        started = time.perf_counter_ns()
         while True:
             headers = {"Idempotency-Key": key} if key else {}
             try:
@@ -514,6 +524,7 @@ class RestCatalog(Catalog):
                     self._etags.pop(ident, None)
                 if staged:
                     table.io = FileIO(merge_io_properties(self.properties, result.io_properties()))
+                self._report_commit(ident, ups, result.metadata, attempt + 1, started)
                 return CommitResult(result.metadata, result.metadata_location or "")
             if resp is not None and resp.status == 409:
                 if staged:
@@ -546,6 +557,36 @@ class RestCatalog(Catalog):
                     f"{what}: the outcome is unknown ({failure}); no file was deleted"
                 )
             raise exception_for_error(resp.status, resp.body, what)
+
+    def _report_commit(
+        self,
+        ident: Identifier,
+        updates: list[TableUpdate],
+        metadata: TableMetadata,
+        attempts: int,
+        started_ns: int,
+    ) -> None:
+        """Send a commit report for the snapshots the commit added; never raises."""
+        if not self._metrics_enabled or ep.REPORT_METRICS not in self.endpoints:
+            return
+        added = [u.snapshot.snapshot_id for u in updates if isinstance(u, AddSnapshot)]
+        if not added:
+            return
+        snapshot = metadata.snapshot_by_id(added[-1])
+        if snapshot is None:
+            return
+        duration = time.perf_counter_ns() - started_ns
+        try:
+            report = commit_report(".".join(ident), snapshot, attempts, duration)
+            resp = self._send("POST", f"{self._table_path(ident)}/metrics", body=report)
+            ok = resp.status in (200, 204)
+        except Exception as exc:  # a report must never fail the commit
+            log.debug("commit report for %s failed: %s", ".".join(ident), type(exc).__name__)
+            ok = False
+        if ok:
+            self.metrics_reports_sent += 1
+        else:
+            self.metrics_reports_failed += 1
 
     def _committed(self, ident: Identifier, updates: list[TableUpdate]) -> CommitResult | None:
         """After an unknown outcome: the table's state if it shows our new snapshots, else None.
