@@ -137,6 +137,27 @@ def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer
         server.stop()
 
 
+TOKEN = "tok-3f9c2b7d1e-very-secret"
+CLIENT_ID = "app"
+CLIENT_SECRET = "s3cret-9a8b7c6d5e"
+
+
+@pytest.fixture(scope="session")
+def rest_auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
+    """``icefloe serve`` with auth: bearer :data:`TOKEN`, and OAuth2 client
+    :data:`CLIENT_ID` / :data:`CLIENT_SECRET` whose tokens live 3 seconds."""
+    server = start_rest_server(
+        tmp_path_factory.mktemp("rest-auth"),
+        ["--token-env", "T", "--client-env", "C", "--token-lifetime", "3"],
+        env={"T": TOKEN, "C": f"{CLIENT_ID}:{CLIENT_SECRET}"},
+        probe_headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def new_warehouse() -> str:
     """A fresh warehouse name: a catalog of its own on the session's server."""
     return f"w{uuid.uuid4().hex[:12]}"

@@ -81,3 +81,44 @@ def test_duckdb_attaches_reads_inserts_creates_and_deletes(rest_server: RestServ
         f"(TYPE iceberg, ENDPOINT '{rest_server.url}', AUTHORIZATION_TYPE 'none')"
     )
     assert con.execute("SELECT x FROM ice.db.d ORDER BY x").fetchall() == [(7,), (8,), (9,)]
+
+
+def test_pyiceberg_and_duckdb_log_in_with_oauth2_client_credentials(
+    rest_auth_server: RestServer,
+) -> None:
+    """Both get tokens from icefloe serve's token endpoint and work through them."""
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    from _rest import CLIENT_ID, CLIENT_SECRET
+    from peers import duckdb_connect, duckdb_extension_path
+
+    url = rest_auth_server.url
+    py = PyRestCatalog(
+        "py",
+        uri=url,
+        credential=f"{CLIENT_ID}:{CLIENT_SECRET}",
+        **{"oauth2-server-uri": f"{url}/v1/oauth/tokens"},
+    )
+    py.create_namespace("oauth_db")
+    data = pa.table({"id": pa.array([1, 2], pa.int64())})
+    py.create_table("oauth_db.t", schema=data.schema).append(data)
+    con = duckdb_connect()
+    con.execute(f"LOAD '{duckdb_extension_path('httpfs')}'")
+    con.execute(
+        f"""CREATE SECRET auth (TYPE iceberg, CLIENT_ID '{CLIENT_ID}',
+        CLIENT_SECRET '{CLIENT_SECRET}', OAUTH2_SERVER_URI '{url}/v1/oauth/tokens')"""
+    )
+    con.execute(f"ATTACH '' AS ice (TYPE iceberg, ENDPOINT '{url}', SECRET auth)")
+    assert con.execute("SELECT id FROM ice.oauth_db.t ORDER BY id").fetchall() == [(1,), (2,)]
+    con.execute("INSERT INTO ice.oauth_db.t VALUES (3)")
+    assert sorted(py.load_table("oauth_db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    # without credentials DuckDB gets nothing
+    bare = duckdb_connect()
+    bare.execute(f"LOAD '{duckdb_extension_path('httpfs')}'")
+    with pytest.raises(Exception, match=r"401|nauthori"):
+        bare.execute(
+            f"ATTACH '' AS ice (TYPE iceberg, ENDPOINT '{url}', AUTHORIZATION_TYPE 'none')"
+        )
+        bare.execute("SELECT * FROM ice.oauth_db.t").fetchall()
+    py.drop_table("oauth_db.t", purge_requested=True)
+    py.drop_namespace("oauth_db")

@@ -12,35 +12,25 @@ import textwrap
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from _rest import PYTHONPATH, RestServer, new_warehouse, start_rest_server
+from _rest import (
+    CLIENT_SECRET,
+    PYTHONPATH,
+    TOKEN,
+    RestServer,
+    new_warehouse,
+    start_rest_server,
+)
 from icefloe.catalog.rest import RestCatalog
 from icefloe.exceptions import UnauthorizedError
 
 pytestmark = pytest.mark.rest
 
-TOKEN = "tok-3f9c2b7d1e-very-secret"
-CLIENT_SECRET = "s3cret-9a8b7c6d5e"
 ROWS = pa.schema([pa.field("id", pa.int64())])
-
-
-@pytest.fixture(scope="module")
-def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
-    server = start_rest_server(
-        tmp_path_factory.mktemp("rest-auth"),
-        ["--token-env", "T", "--client-env", "C", "--token-lifetime", "3"],
-        env={"T": TOKEN, "C": f"app:{CLIENT_SECRET}"},
-        probe_headers={"Authorization": f"Bearer {TOKEN}"},
-    )
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _raw(
@@ -68,14 +58,14 @@ def _state(c: RestCatalog, root: Path) -> tuple[object, ...]:
 
 
 def test_without_a_token_every_route_is_refused_and_nothing_changes(
-    auth_server: RestServer,
+    rest_auth_server: RestServer,
 ) -> None:
-    c = RestCatalog("a", uri=auth_server.url, token=TOKEN)
+    c = RestCatalog("a", uri=rest_auth_server.url, token=TOKEN)
     c.create_namespace("db", {"k": "v"})
     t = c.create_table("db.t", ROWS)
     t.append(pa.table({"id": [1]}, schema=ROWS))
     c.create_table("db.u", ROWS)
-    before = _state(c, auth_server.base)
+    before = _state(c, rest_auth_server.base)
     schema = t.schema().to_json()
     commit = {
         "requirements": [],
@@ -109,21 +99,21 @@ def test_without_a_token_every_route_is_refused_and_nothing_changes(
         ("HEAD", "/v1/namespaces/db/tables/t", None),
     ]
     for method, path, body in routes:
-        assert _raw(auth_server, method, path, body) == 401, (method, path)
-        assert _raw(auth_server, method, path, body, token="wrong") == 401, (method, path)
-    assert _state(c, auth_server.base) == before
+        assert _raw(rest_auth_server, method, path, body) == 401, (method, path)
+        assert _raw(rest_auth_server, method, path, body, token="wrong") == 401, (method, path)
+    assert _state(c, rest_auth_server.base) == before
     # the same requests with the token do act (so the list above can detect a leak)
-    assert _raw(auth_server, "POST", "/v1/namespaces/db/tables/t", commit, TOKEN) == 200
+    assert _raw(rest_auth_server, "POST", "/v1/namespaces/db/tables/t", commit, TOKEN) == 200
     assert c.load_table("db.t").properties["x"] == "1"
     c.drop_table("db.t", purge=True)
     c.drop_table("db.u")
     c.drop_namespace("db")
 
 
-def test_oauth2_client_credentials_refresh_and_retry(auth_server: RestServer) -> None:
-    c = RestCatalog("o", uri=auth_server.url, credential=f"app:{CLIENT_SECRET}")
+def test_oauth2_client_credentials_refresh_and_retry(rest_auth_server: RestServer) -> None:
+    c = RestCatalog("o", uri=rest_auth_server.url, credential=f"app:{CLIENT_SECRET}")
     c.create_namespace("oauth")
-    grants = lambda: auth_server.log_text().count('"POST /v1/oauth/tokens" 200')  # noqa: E731
+    grants = lambda: rest_auth_server.log_text().count('"POST /v1/oauth/tokens" 200')  # noqa: E731
     first = grants()
     time.sleep(2.2)  # past the refresh point (lifetime 3 s, refreshed 1 s early)
     assert c.namespace_exists("oauth")
@@ -135,13 +125,13 @@ def test_oauth2_client_credentials_refresh_and_retry(auth_server: RestServer) ->
     assert grants() == first + 2
     c.drop_namespace("oauth")
     with pytest.raises(UnauthorizedError):
-        RestCatalog("bad", uri=auth_server.url, credential="app:wrong")
+        RestCatalog("bad", uri=rest_auth_server.url, credential="app:wrong")
     with pytest.raises(UnauthorizedError):
-        RestCatalog("none", uri=auth_server.url)
+        RestCatalog("none", uri=rest_auth_server.url)
 
 
 def test_secrets_never_reach_reprs_errors_or_logs(
-    auth_server: RestServer, caplog: pytest.LogCaptureFixture
+    rest_auth_server: RestServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     wrong_secret = "wr0ng-" + CLIENT_SECRET
@@ -149,10 +139,10 @@ def test_secrets_never_reach_reprs_errors_or_logs(
     texts: list[str] = []
     for props in ({"credential": f"app:{wrong_secret}"}, {"token": wrong_token}):
         with pytest.raises(UnauthorizedError) as info:
-            RestCatalog("x", uri=auth_server.url, **props)
+            RestCatalog("x", uri=rest_auth_server.url, **props)
         texts += [str(info.value), repr(info.value)]
     c = RestCatalog(
-        "ok", uri=auth_server.url, credential=f"app:{CLIENT_SECRET}", **{"header.X-Key": TOKEN}
+        "ok", uri=rest_auth_server.url, credential=f"app:{CLIENT_SECRET}", **{"header.X-Key": TOKEN}
     )
     c.create_namespace("sec")
     t = c.create_table("sec.t", ROWS)
@@ -160,7 +150,7 @@ def test_secrets_never_reach_reprs_errors_or_logs(
     c.drop_table("sec.t")
     c.drop_namespace("sec")
     texts.append(caplog.text)
-    texts.append(auth_server.log_text())
+    texts.append(rest_auth_server.log_text())
     for secret in (TOKEN, CLIENT_SECRET, wrong_secret, wrong_token):
         for text in texts:
             assert secret not in text

@@ -223,7 +223,7 @@ def create_app(
 
     async def token_endpoint(request: Request) -> Response:
         form = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
-        status, body = auth.grant(form)
+        status, body = auth.grant(form, request.headers.get("authorization"))
         log.info(
             '%s "POST %s" %d',
             request.client.host if request.client else "-",

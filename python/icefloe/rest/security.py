@@ -20,6 +20,26 @@ from typing import Any
 
 __all__ = ["Authenticator"]
 
+
+def _basic(authorization: str | None) -> tuple[str, str] | None:
+    """``(client id, secret)`` of an ``Authorization: Basic`` header (URL-decoded parts)."""
+    import base64
+    import binascii
+    from urllib.parse import unquote
+
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        text = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    client_id, sep, secret = text.partition(":")
+    return (unquote(client_id), unquote(secret)) if sep else None
+
+
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 
@@ -69,12 +89,21 @@ class Authenticator:
             expiry = self._issued.get(token)
         return ok or expiry is not None
 
-    def grant(self, form: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
-        """Answer a token request: ``(200, token response)`` or ``(400/401, OAuth2 error)``."""
+    def grant(
+        self, form: Mapping[str, str], authorization: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """Answer a token request: ``(200, token response)`` or ``(400/401, OAuth2 error)``.
+
+        Client credentials come in the form (``client_secret_post``) or in an
+        ``Authorization: Basic`` header (``client_secret_basic``).
+        """
         grant_type = form.get("grant_type", "")
         if grant_type == "client_credentials":
             client_id = form.get("client_id", "")
             secret = form.get("client_secret", "")
+            basic = _basic(authorization)
+            if basic is not None and not secret:
+                client_id, secret = basic
             expected = self._clients.get(client_id)
             if expected is None or not hmac.compare_digest(secret, expected):
                 return 401, {"error": "invalid_client", "error_description": "bad credentials"}
