@@ -169,7 +169,8 @@ class FaultyProxy:
     ``mode`` applies to ``POST`` requests whose path matches ``target`` (a substring):
     ``"pass"`` forwards, ``"drop-response"`` forwards and then closes the connection without
     answering (the server acted, the client cannot know), ``"drop-request"`` closes without
-    forwarding, ``"status:<N>"`` answers N without forwarding. ``times`` limits how many requests
+    forwarding, ``"status:<N>"`` answers N without forwarding, ``"after:<N>"`` forwards and
+    answers N instead of the server's answer. ``times`` limits how many requests
     are failed (then it passes again). Everything else is forwarded unchanged.
     """
 
@@ -180,6 +181,7 @@ class FaultyProxy:
         from urllib.parse import urlsplit
 
         self.mode = "pass"
+        self.strip_keys = False  # forward without Idempotency-Key (a server without replay)
         self.target = "/tables/"
         self.times = 1 << 30
         self.failed = 0
@@ -218,7 +220,8 @@ class FaultyProxy:
                     self.wfile.write(payload)
                     return
                 conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                dropped = {"host"} | ({"idempotency-key"} if proxy.strip_keys else set())
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
                 conn.request(self.command, self.path, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
@@ -226,6 +229,13 @@ class FaultyProxy:
                 if fail and proxy.mode == "drop-response":
                     proxy.failed += 1
                     self.close_connection = True
+                    return
+                if fail and proxy.mode.startswith("after:"):  # acted on, then a failure status
+                    proxy.failed += 1
+                    resp_status = int(proxy.mode.split(":")[1])
+                    self.send_response(resp_status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():

@@ -468,3 +468,32 @@ def test_commit_metrics_reports(rest_server: RestServer, warehouse: str) -> None
         assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
     finally:
         proxy.close()
+
+
+def test_retry_after_unknown_outcome_never_applies_a_change_twice(
+    rest_server: RestServer, warehouse: str
+) -> None:
+    """The first attempt committed but the client saw a 503; the retry (a server that does not
+    replay keys) conflicts with that very commit. The client must find its snapshot instead of
+    rebuilding the append on top of it."""
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("u", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS)
+        proxy.strip_keys = True
+        proxy.fail("after:503", times=1)
+        t.append(_rows([1]))
+        assert proxy.failed == 1
+        loaded = c.load_table("db.t")
+        assert loaded.scan().to_arrow()["id"].to_pylist() == [1]  # once, not twice
+        assert len(loaded.snapshots()) == 1
+        c.create_table("db.u", ROWS)
+        proxy.fail("after:503", times=1, target="/transactions/commit")
+        with c.transaction() as tx:
+            tx.table("db.t").append(_rows([2]))
+            tx.table("db.u").append(_rows([3]))
+        assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+        assert c.load_table("db.u").scan().to_arrow()["id"].to_pylist() == [3]
+    finally:
+        proxy.close()

@@ -509,12 +509,13 @@ class RestCatalog(Catalog):
         key = uuid7() if self.idempotency_lifetime else None
         attempt = 0
         started = time.perf_counter_ns()
+        uncertain = False  # an earlier attempt may have committed
         while True:
             headers = {"Idempotency-Key": key} if key else {}
             try:
                 resp = self._send("POST", path, body=body, headers=headers)
             except TransportError as exc:
-                if not exc.maybe_sent:
+                if not exc.maybe_sent and not uncertain:
                     raise CommitFailedError(f"{what}: {exc}") from exc
                 resp = None
                 failure = str(exc)
@@ -527,6 +528,12 @@ class RestCatalog(Catalog):
                 self._report_commit(ident, ups, result.metadata, attempt + 1, started)
                 return CommitResult(result.metadata, result.metadata_location or "")
             if resp is not None and resp.status == 409:
+                if uncertain:
+                    # A retry after an unknown outcome may conflict with our own first attempt:
+                    # rebuilding now could apply the same change twice.
+                    done = self._committed(ident, ups)
+                    if done is not None:
+                        return done
                 if staged:
                     raise exception_for_error(resp.status, resp.body, what)
                 attempt += 1
@@ -546,6 +553,7 @@ class RestCatalog(Catalog):
             if resp is None or resp.status in _UNKNOWN_STATUS:
                 if resp is not None:
                     failure = str(exception_for_error(resp.status, resp.body, what))
+                uncertain = True
                 attempt += 1
                 if key is not None and attempt <= policy.num_retries:
                     time.sleep(policy.wait_ms(attempt) / 1000.0)
@@ -629,6 +637,7 @@ class RestCatalog(Catalog):
         key = uuid7() if self.idempotency_lifetime else None
         attempts = 1 + (RetryPolicy().num_retries if key else 0)
         failure = ""
+        uncertain = False
         for attempt in range(attempts):
             headers = {"Idempotency-Key": key} if key else {}
             try:
@@ -636,18 +645,27 @@ class RestCatalog(Catalog):
                     "POST", f"{self._prefix}/transactions/commit", body=body, headers=headers
                 )
             except TransportError as exc:
-                if not exc.maybe_sent:
+                if not exc.maybe_sent and not uncertain:
                     raise CommitFailedError(f"{what}: {exc}") from exc
                 failure = str(exc)
+                uncertain = True
             else:
                 if resp.status in (200, 204):
                     with self._etag_lock:
                         for t, _, _ in items:
                             self._etags.pop(t.identifier, None)
                     return
+                if resp.status == 409 and uncertain:
+                    # the conflict may be with our own first attempt (see commit_table)
+                    done = [self._committed(t.identifier, ups) for t, _, ups in items]
+                    if all(d is not None for d in done):
+                        return
+                    if any(d is not None for d in done):
+                        raise CommitStateUnknownError(f"{what}: the outcome is unknown")
                 if resp.status not in _UNKNOWN_STATUS:
                     raise exception_for_error(resp.status, resp.body, what)
                 failure = str(exception_for_error(resp.status, resp.body, what))
+                uncertain = True
             if attempt + 1 < attempts:
                 time.sleep(RetryPolicy().wait_ms(attempt + 1) / 1000.0)
         raise CommitStateUnknownError(f"{what}: the outcome is unknown ({failure})")
