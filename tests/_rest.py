@@ -287,6 +287,9 @@ JAVA_REST_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVers
   </dependencies></project>
 """
 LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackRestServer.java"
+#: Iceberg Java of the REST server and the compatibility kit: the Jetty, SQLite and Hadoop
+#: versions in the POMs are those of its build (``gradle/libs.versions.toml`` at 1.11.0).
+JAVA_REST_VERSION = "1.11.0"
 
 
 def maven_classpath(name: str, pom: str) -> tuple[Path, str]:
@@ -336,10 +339,9 @@ def maven_classpath(name: str, pom: str) -> tuple[Path, str]:
 def java_rest_classpath() -> str:
     """The classpath of Iceberg Java's REST test server plus the compiled loopback launcher
     (see :func:`maven_classpath`)."""
-    from _spark import ICEBERG_VERSION
-
     base, classpath = maven_classpath(
-        f"iceberg-rest-server-{ICEBERG_VERSION}", JAVA_REST_POM.format(version=ICEBERG_VERSION)
+        f"iceberg-rest-server-{JAVA_REST_VERSION}",
+        JAVA_REST_POM.format(version=JAVA_REST_VERSION),
     )
     classes = base / "classes"
     compiled = classes / "LoopbackRestServer.class"

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from _rest import RestServer, maven_classpath, new_warehouse
+from _rest import JAVA_REST_VERSION, RestServer, maven_classpath, new_warehouse
 
 pytestmark = [pytest.mark.rest, pytest.mark.interop]
 
@@ -59,11 +59,9 @@ RCK_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.
 
 
 def test_rest_compatibility_kit_passes(rest_server: RestServer) -> None:
-    from _spark import ICEBERG_VERSION
-
     try:
         _, classpath = maven_classpath(
-            f"iceberg-rck-{ICEBERG_VERSION}", RCK_POM.format(version=ICEBERG_VERSION)
+            f"iceberg-rck-{JAVA_REST_VERSION}", RCK_POM.format(version=JAVA_REST_VERSION)
         )
     except RuntimeError as exc:
         pytest.skip(str(exc))
