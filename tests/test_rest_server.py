@@ -245,3 +245,21 @@ def test_command_line_reports_bad_configuration(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2
     assert b"ICEFLOE_NO_SUCH_VAR" in missing.stderr
+    nodb = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "icefloe.rest",
+            "-p",
+            "type=sql",
+            "-p",
+            f"uri=sqlite:///{tmp_path}/no/such/dir/c.db",
+            "-p",
+            f"warehouse={tmp_path}",
+        ],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert nodb.returncode == 2
+    assert b"icefloe serve: cannot start" in nodb.stderr and b"Traceback" not in nodb.stderr

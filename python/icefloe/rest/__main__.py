@@ -80,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     except IcebergError as exc:
         print(f"icefloe serve: {exc}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # uvicorn could not start (address in use, ...)
+        return exc.code if isinstance(exc.code, int) else 1
+    except Exception as exc:  # a database or file system the catalog cannot open
+        print(f"icefloe serve: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -86,6 +86,7 @@ def _error(exc: BaseException) -> StoredReply:
 Handler = Callable[[RestService, Request, Any], Reply]
 
 _WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+MAX_WAREHOUSES = 1000  # catalogs one server opens on demand (each holds a connection pool)
 
 
 def warehouse_catalogs(catalog: Catalog) -> Callable[[str], Catalog]:
@@ -142,6 +143,8 @@ def create_app(
         with services_lock:
             found = services.get(name)
             if found is None:
+                if len(services) >= MAX_WAREHOUSES:
+                    raise ValidationError(f"this server serves at most {MAX_WAREHOUSES} warehouses")
                 found = RestService(warehouses(name), prefix=name, **options)
                 services[name] = found
             return found
