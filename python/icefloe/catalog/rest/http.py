@@ -16,6 +16,7 @@ import json
 import logging
 import queue
 import select
+import socket
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -40,6 +41,21 @@ class TransportError(IcebergError):
     def __init__(self, message: str, maybe_sent: bool) -> None:
         super().__init__(message)
         self.maybe_sent = maybe_sent
+
+
+class _NoDelayHTTP(http.client.HTTPConnection):
+    """Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and
+    delayed ACKs can hold the body back for tens of milliseconds."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _NoDelayHTTPS(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 @dataclass(frozen=True)
@@ -93,10 +109,8 @@ class HttpSession:
 
     def _connect(self) -> http.client.HTTPConnection:
         if self.scheme == "https":
-            return http.client.HTTPSConnection(
-                self.host, self.port, timeout=self.timeout, context=self._ssl
-            )
-        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            return _NoDelayHTTPS(self.host, self.port, timeout=self.timeout, context=self._ssl)
+        return _NoDelayHTTP(self.host, self.port, timeout=self.timeout)
 
     def _take(self) -> tuple[http.client.HTTPConnection, bool]:
         while True:
