@@ -497,3 +497,33 @@ def test_retry_after_unknown_outcome_never_applies_a_change_twice(
         assert c.load_table("db.u").scan().to_arrow()["id"].to_pylist() == [3]
     finally:
         proxy.close()
+
+
+def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:
+    """The server vends credentials (longest prefix wins) only when asked through
+    X-Iceberg-Access-Delegation; its table config always reaches the table's FileIO."""
+    from icefloe import rest
+    from icefloe.catalog.sql import SqlCatalog
+
+    backing = SqlCatalog(
+        "b", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri()
+    )
+    wh = (tmp_path / "wh").as_uri()
+    creds = [
+        ("file:///", {"s3.access-key-id": "short", "s3.session-token": "t1"}),
+        (f"{wh}/db", {"s3.access-key-id": "long"}),
+        ("s3://elsewhere/", {"s3.access-key-id": "other"}),
+    ]
+    with rest.start(
+        backing, storage_credentials=creds, table_config={"s3.endpoint": "http://127.0.0.1:1"}
+    ) as server:
+        c = RestCatalog("v", uri=server.url)
+        c.create_namespace("db")
+        c.create_table("db.t", ROWS)
+        io = c.load_table("db.t").io.properties
+        assert io["s3.endpoint"] == "http://127.0.0.1:1"
+        assert io["s3.access-key-id"] == "long" and "s3.session-token" not in io
+        plain = RestCatalog("p", uri=server.url, **{"rest.access-delegation": ""})
+        io = plain.load_table("db.t").io.properties
+        assert io["s3.endpoint"] == "http://127.0.0.1:1" and "s3.access-key-id" not in io
+    backing.close()

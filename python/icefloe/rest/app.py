@@ -13,7 +13,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -40,6 +40,7 @@ __all__ = ["create_app", "warehouse_catalogs"]
 log = logging.getLogger("icefloe.rest")
 
 _JSON = "application/json"
+_DELEGATION = "x-iceberg-access-delegation"
 
 
 def _json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None) -> StoredReply:
@@ -112,6 +113,7 @@ def create_app(
     prefix: str = "",
     idempotency_lifetime: str | None = "PT30M",
     table_config: Mapping[str, str] | None = None,
+    storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
 ) -> Starlette:
     """An ASGI app serving ``catalog`` over Iceberg's REST catalog protocol.
 
@@ -120,7 +122,9 @@ def create_app(
     auth is required. ``prefix`` is advertised in
     the config and used in every path; ``idempotency_lifetime`` (ISO-8601, ``None`` to turn
     replay off) is advertised and how long finished replies are kept; ``table_config`` is
-    returned as every table's ``config`` (for example storage endpoints for clients).
+    returned as every table's ``config`` (for example storage endpoints for clients);
+    ``storage_credentials`` (``(prefix, properties)`` pairs) are vended with the tables under
+    their prefix to clients that send ``X-Iceberg-Access-Delegation: vended-credentials``.
 
     With ``warehouses`` (a function from a warehouse name to its catalog, e.g.
     :func:`warehouse_catalogs`) the server serves one catalog per ``?warehouse=`` name given to
@@ -129,6 +133,7 @@ def create_app(
     options: dict[str, Any] = {
         "idempotency_lifetime": idempotency_lifetime,
         "table_config": table_config,
+        "storage_credentials": storage_credentials,
     }
     service = RestService(catalog, prefix=prefix, **options)
     services: dict[str, RestService] = {}
@@ -262,7 +267,7 @@ def create_app(
         route(
             base + "/namespaces/{namespace}/tables",
             ["POST"],
-            lambda s, r, b: s.create_table(ns(r), b),
+            lambda s, r, b: s.create_table(ns(r), b, r.headers.get(_DELEGATION)),
         ),
         route(
             base + "/namespaces/{namespace}/register",
@@ -271,7 +276,11 @@ def create_app(
         ),
         route(t, ["HEAD"], lambda s, r, b: s.table_exists(ident(r))),
         route(
-            t, ["GET"], lambda s, r, b: s.load_table(ident(r), q(r), r.headers.get("if-none-match"))
+            t,
+            ["GET"],
+            lambda s, r, b: s.load_table(
+                ident(r), q(r), r.headers.get("if-none-match"), r.headers.get(_DELEGATION)
+            ),
         ),
         route(t, ["POST"], lambda s, r, b: s.commit_table(ident(r), b)),
         route(t, ["DELETE"], lambda s, r, b: s.drop_table(ident(r), q(r))),

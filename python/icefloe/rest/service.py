@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -111,8 +111,10 @@ class RestService:
         prefix: str = "",
         idempotency_lifetime: str | None = "PT30M",
         table_config: Mapping[str, str] | None = None,
+        storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
     ) -> None:
         self.catalog = catalog
+        self.storage_credentials = [(p, dict(c)) for p, c in storage_credentials]
         self.prefix = prefix.strip("/")
         self.idempotency_lifetime = idempotency_lifetime
         self.table_config = dict(table_config or {})
@@ -185,8 +187,15 @@ class RestService:
         )
 
     # -- tables ---------------------------------------------------------------------------------
-    def _result(self, metadata: TableMetadata, location: str | None) -> dict[str, Any]:
-        return LoadTableResult(metadata, location, dict(self.table_config)).to_json()
+    def _result(
+        self, metadata: TableMetadata, location: str | None, delegation: str | None = None
+    ) -> dict[str, Any]:
+        """A ``LoadTableResult``; storage credentials only when the client asked for vended
+        credentials (``X-Iceberg-Access-Delegation``) and their prefix covers the table."""
+        creds: list[tuple[str, dict[str, str]]] = []
+        if delegation and "vended-credentials" in delegation:
+            creds = [(p, c) for p, c in self.storage_credentials if metadata.location.startswith(p)]
+        return LoadTableResult(metadata, location, dict(self.table_config), creds).to_json()
 
     def list_tables(self, ns: Identifier, query: Mapping[str, str]) -> Reply:
         found = sorted(self.catalog.list_tables(ns))
@@ -197,7 +206,7 @@ class RestService:
             {},
         )
 
-    def create_table(self, ns: Identifier, body: Any) -> Reply:
+    def create_table(self, ns: Identifier, body: Any, delegation: str | None = None) -> Reply:
         b = _body(body, "name", "schema")
         ident = (*ns, str(b["name"]))
         schema = Schema.from_json(b["schema"])
@@ -217,18 +226,22 @@ class RestService:
                 (location or self.catalog._default_table_location(ident)).rstrip("/"),
                 props,
             )
-            return 200, self._result(metadata, None), {}
+            return 200, self._result(metadata, None, delegation), {}
         table = self.catalog.create_table(ident, schema, location, spec, order, props)
-        return 200, self._result(table.metadata, table.metadata_location), {}
+        return 200, self._result(table.metadata, table.metadata_location, delegation), {}
 
     def load_table(
-        self, ident: Identifier, query: Mapping[str, str], if_none_match: str | None
+        self,
+        ident: Identifier,
+        query: Mapping[str, str],
+        if_none_match: str | None,
+        delegation: str | None = None,
     ) -> Reply:
         mode = query.get("snapshots", "all")
         if mode not in ("all", "refs"):
             raise ValidationError(f"snapshots must be 'all' or 'refs', got {mode!r}")
         table = self.catalog.load_table(ident)
-        etag = _etag(table.metadata_location, mode)
+        etag = _etag(table.metadata_location, f"{mode}|{delegation or ''}")
         if if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
             return 304, None, {"ETag": etag}
         metadata = table.metadata
@@ -239,7 +252,7 @@ class RestService:
                 snapshots=tuple(s for s in metadata.snapshots if s.snapshot_id in keep),
                 snapshot_log=tuple(e for e in metadata.snapshot_log if e.snapshot_id in keep),
             )
-        return 200, self._result(metadata, table.metadata_location), {"ETag": etag}
+        return 200, self._result(metadata, table.metadata_location, delegation), {"ETag": etag}
 
     def table_exists(self, ident: Identifier) -> Reply:
         if not self.catalog.table_exists(ident):
