@@ -130,6 +130,49 @@ def test_oauth2_client_credentials_refresh_and_retry(rest_auth_server: RestServe
         RestCatalog("none", uri=rest_auth_server.url)
 
 
+def test_token_endpoint_grants(rest_auth_server: RestServer) -> None:
+    """client_credentials (form or HTTP Basic) and token exchange of a valid token, as Java
+    clients refresh; anything else is refused."""
+    import base64
+    from urllib.parse import urlencode
+
+    def grant(form: dict[str, str], basic: str | None = None) -> tuple[int, dict[str, object]]:
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if basic:
+            headers["Authorization"] = "Basic " + base64.b64encode(basic.encode()).decode()
+        req = urllib.request.Request(
+            f"{rest_auth_server.url}/v1/oauth/tokens",
+            data=urlencode(form).encode(),
+            method="POST",
+            headers=headers,
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return int(resp.status), json.load(resp)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), json.load(exc)
+
+    cc = {"grant_type": "client_credentials", "scope": "catalog"}
+    status, body = grant({**cc, "client_id": "app", "client_secret": CLIENT_SECRET})
+    assert status == 200 and body["token_type"] == "bearer" and body["expires_in"] == 3
+    token = str(body["access_token"])
+    assert grant(cc, basic=f"app:{CLIENT_SECRET}")[0] == 200
+    assert grant({**cc, "client_id": "app", "client_secret": "nope"})[0] == 401
+    assert grant(cc, basic="app:nope")[0] == 401
+    exchange = {
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+    }
+    status, body = grant({**exchange, "subject_token": token})
+    assert status == 200 and body["access_token"] != token
+    assert _raw(rest_auth_server, "GET", "/v1/namespaces", token=str(body["access_token"])) == 200
+    assert grant({**exchange, "subject_token": "forged"})[0] == 401
+    assert grant({"grant_type": "password", "username": "u", "password": "p"})[0] == 400
+    time.sleep(3.2)  # issued tokens expire
+    assert _raw(rest_auth_server, "GET", "/v1/namespaces", token=token) == 401
+    assert grant({**exchange, "subject_token": token})[0] == 401
+
+
 def test_secrets_never_reach_reprs_errors_or_logs(
     rest_auth_server: RestServer, caplog: pytest.LogCaptureFixture
 ) -> None:
