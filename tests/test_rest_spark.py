@@ -15,12 +15,16 @@ from icefloe.catalog.rest import RestCatalog
 pytestmark = [pytest.mark.rest, pytest.mark.spark, pytest.mark.interop]
 
 
-def _rest_catalog_on_spark(spark: Any, server: RestServer, warehouse: str) -> str:
+def _runtime_jar_or_skip() -> None:
     from _spark import iceberg_runtime_jar
 
     jar, why = iceberg_runtime_jar()
     if jar is None:
         pytest.skip(why)
+
+
+def _rest_catalog_on_spark(spark: Any, server: RestServer, warehouse: str) -> str:
+    _runtime_jar_or_skip()
     name = f"rest_{warehouse}"
     prefix = f"spark.sql.catalog.{name}"
     spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
@@ -65,3 +69,32 @@ def test_spark_rest_catalog_writes_mor_deletes_and_updates(
     # dropping a column: Java sends add-schema with the new schema's (lower) last-column-id
     spark.sql(f"ALTER TABLE {c}.db.copy DROP COLUMN s")
     assert [f.name for f in ours.load_table("db.copy").schema().fields] == ["id"]
+
+
+def test_spark_logs_in_with_oauth2_and_outlives_its_token(
+    spark: Any, rest_auth_server: RestServer
+) -> None:
+    """Java's RESTCatalog gets a token from icefloe serve's endpoint (client credentials) and
+    keeps working after it expired (3 s), refreshing through the same endpoint."""
+    import time
+
+    from _rest import CLIENT_ID, CLIENT_SECRET
+
+    _runtime_jar_or_skip()
+    name = "rest_oauth"
+    prefix = f"spark.sql.catalog.{name}"
+    spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set(f"{prefix}.type", "rest")
+    spark.conf.set(f"{prefix}.uri", rest_auth_server.url)
+    spark.conf.set(f"{prefix}.credential", f"{CLIENT_ID}:{CLIENT_SECRET}")
+    spark.conf.set(f"{prefix}.oauth2-server-uri", f"{rest_auth_server.url}/v1/oauth/tokens")
+    spark.conf.set(f"{prefix}.cache-enabled", "false")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}.spark_oauth")
+    spark.sql(f"CREATE TABLE {name}.spark_oauth.t (id BIGINT) USING iceberg")
+    spark.sql(f"INSERT INTO {name}.spark_oauth.t VALUES (1)")
+    time.sleep(4)  # the first token has expired
+    spark.sql(f"INSERT INTO {name}.spark_oauth.t VALUES (2)")
+    rows = sorted(r[0] for r in spark.sql(f"SELECT id FROM {name}.spark_oauth.t").collect())
+    assert rows == [1, 2]
+    assert rest_auth_server.log_text().count('"POST /v1/oauth/tokens" 200') >= 2
+    spark.sql(f"DROP TABLE {name}.spark_oauth.t PURGE")
