@@ -102,6 +102,9 @@ def test_without_a_token_every_route_is_refused_and_nothing_changes(
         assert _raw(rest_auth_server, method, path, body) == 401, (method, path)
         assert _raw(rest_auth_server, method, path, body, token="wrong") == 401, (method, path)
     assert _state(c, rest_auth_server.base) == before
+    # a body beyond the limit is refused before it is parsed
+    huge = {"namespace": ["x"], "properties": {"pad": "x" * (65 << 20)}}
+    assert _raw(rest_auth_server, "POST", "/v1/namespaces", huge, TOKEN) == 413
     # the same requests with the token do act (so the list above can detect a leak)
     assert _raw(rest_auth_server, "POST", "/v1/namespaces/db/tables/t", commit, TOKEN) == 200
     assert c.load_table("db.t").properties["x"] == "1"

@@ -87,6 +87,7 @@ def _error(exc: BaseException) -> StoredReply:
 Handler = Callable[[RestService, Request, Any], Reply]
 
 _WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+MAX_BODY_BYTES = 64 << 20  # a commit's JSON is far smaller; refuse anything beyond
 MAX_WAREHOUSES = 1000  # catalogs one server opens on demand (each holds a connection pool)
 
 
@@ -199,7 +200,17 @@ def create_app(
             return _json_reply(
                 401, error_body(401, "NotAuthorizedException", "a valid bearer token is required")
             )
-        raw = await request.body()
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return _json_reply(
+                    413,
+                    error_body(413, "BadRequestException", "the request body is too large"),
+                )
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         try:
             body = json.loads(raw) if raw and request.method == "POST" else None
         except ValueError:
