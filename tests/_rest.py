@@ -73,6 +73,8 @@ def start_rest_server(
 ) -> RestServer:
     """Start ``python -m icefloe.rest`` over a SQLite catalog under ``base``; wait until it
     answers ``GET /v1/config``."""
+    pytest.importorskip("starlette", reason="icefloe serve needs the 'server' extra")
+    pytest.importorskip("uvicorn", reason="icefloe serve needs the 'server' extra")
     base.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = base / "server.log"

@@ -502,6 +502,7 @@ def test_retry_after_unknown_outcome_never_applies_a_change_twice(
 def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:
     """The server vends credentials (longest prefix wins) only when asked through
     X-Iceberg-Access-Delegation; its table config always reaches the table's FileIO."""
+    pytest.importorskip("uvicorn")
     from icefloe import rest
     from icefloe.catalog.sql import SqlCatalog
 
