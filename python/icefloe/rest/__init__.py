@@ -8,7 +8,7 @@ need the ``server`` extra (``pip install icefloe[server]``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from icefloe.exceptions import ValidationError
@@ -46,6 +46,7 @@ def serve(
     prefix: str = "",
     idempotency_lifetime: str | None = "PT30M",
     table_config: Mapping[str, str] | None = None,
+    storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
     per_warehouse: bool = False,
     log_level: str = "info",
 ) -> None:
@@ -73,6 +74,7 @@ def serve(
         prefix=prefix,
         idempotency_lifetime=idempotency_lifetime,
         table_config=table_config,
+        storage_credentials=storage_credentials,
     )
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
