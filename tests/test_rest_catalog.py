@@ -524,6 +524,7 @@ def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:
         io = c.load_table("db.t").io.properties
         assert io["s3.endpoint"] == "http://127.0.0.1:1"
         assert io["s3.access-key-id"] == "long" and "s3.session-token" not in io
+        assert c.load_credentials("db.t") == creds[:2]  # the prefixes covering the table
         plain = RestCatalog("p", uri=server.url, **{"rest.access-delegation": ""})
         io = plain.load_table("db.t").io.properties
         assert io["s3.endpoint"] == "http://127.0.0.1:1" and "s3.access-key-id" not in io

@@ -296,6 +296,7 @@ def create_app(
         route(t, ["POST"], lambda s, r, b: s.commit_table(ident(r), b)),
         route(t, ["DELETE"], lambda s, r, b: s.drop_table(ident(r), q(r))),
         route(t + "/metrics", ["POST"], lambda s, r, b: s.report_metrics(ident(r), b)),
+        route(t + "/credentials", ["GET"], lambda s, r, b: s.load_credentials(ident(r))),
         route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
         route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
     ]

@@ -122,7 +122,9 @@ class RestService:
 
     # -- config ---------------------------------------------------------------------------------
     def endpoints(self) -> list[str]:
-        out = sorted(ep.DEFAULT_ENDPOINTS | {ep.NAMESPACE_EXISTS, ep.TABLE_EXISTS})
+        out = sorted(
+            ep.DEFAULT_ENDPOINTS | {ep.NAMESPACE_EXISTS, ep.TABLE_EXISTS, ep.TABLE_CREDENTIALS}
+        )
         if not self.multi_table:
             out.remove(ep.COMMIT_TRANSACTION)
         return out
@@ -253,6 +255,16 @@ class RestService:
                 snapshot_log=tuple(e for e in metadata.snapshot_log if e.snapshot_id in keep),
             )
         return 200, self._result(metadata, table.metadata_location, delegation), {"ETag": etag}
+
+    def load_credentials(self, ident: Identifier) -> Reply:
+        """``GET .../credentials``: the storage credentials covering the table's location."""
+        location = self.catalog.load_table(ident).metadata.location
+        creds = [
+            {"prefix": p, "config": dict(c)}
+            for p, c in self.storage_credentials
+            if location.startswith(p)
+        ]
+        return 200, {"storage-credentials": creds}, {}
 
     def table_exists(self, ident: Identifier) -> Reply:
         if not self.catalog.table_exists(ident):

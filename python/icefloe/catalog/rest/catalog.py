@@ -439,6 +439,21 @@ class RestCatalog(Catalog):
         )
         return Transaction(self._result_table(ident, result))
 
+    def load_credentials(self, identifier: str | Iterable[str]) -> list[tuple[str, dict[str, str]]]:
+        """The table's storage credentials now (``GET .../credentials``): ``(prefix, config)``
+        pairs, for example to renew vended credentials that are about to expire."""
+        self._require(ep.TABLE_CREDENTIALS)
+        ident = self._table_identifier(identifier)
+        body = self._call(
+            "GET", f"{self._table_path(ident)}/credentials", f"credentials of {'.'.join(ident)!r}"
+        ).json()
+        out = []
+        for entry in body.get("storage-credentials") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("config"), dict):
+                config = {str(k): str(v) for k, v in entry["config"].items()}
+                out.append((str(entry.get("prefix") or ""), config))
+        return out
+
     def drop_table(self, identifier: str | Iterable[str], purge: bool = False) -> None:
         """Drop the table; with ``purge`` the server also deletes its files."""
         self._require(ep.DROP_TABLE)
