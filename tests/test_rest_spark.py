@@ -98,3 +98,6 @@ def test_spark_logs_in_with_oauth2_and_outlives_its_token(
     assert rows == [1, 2]
     assert rest_auth_server.log_text().count('"POST /v1/oauth/tokens" 200') >= 2
     spark.sql(f"DROP TABLE {name}.spark_oauth.t PURGE")
+    # stop Java's background token refresh before the server goes away with the session
+    manager = spark._jsparkSession.sessionState().catalogManager()
+    manager.catalog(name).icebergCatalog().close()
