@@ -23,11 +23,9 @@ The result, :class:`Plan`, is columnar; :mod:`icefloe.table.scan` turns it into
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe import _native
+from icefloe._concurrency import decode_executor, io_executor
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.expressions.base import (
     AlwaysFalse,
@@ -271,46 +270,6 @@ class Plan:
 Reader = Callable[[str], bytes]
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The I/O threads manifest reads share (created once: starting threads per scan costs
-    more than reading local manifests)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="icefloe-manifest-io")
-        return _POOL
-
-
-_DECODER: ThreadPoolExecutor | None = None
-
-
-def _decoder() -> ThreadPoolExecutor:
-    """The thread that decodes the next chunk of data manifests (GIL released, on the rayon
-    pool) while the planning thread prunes the previous chunk and builds its tasks. Separate
-    from :func:`_pool`, whose reads a decode waits on."""
-    global _DECODER
-    with _POOL_LOCK:
-        if _DECODER is None:
-            _DECODER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="icefloe-decode")
-        return _DECODER
-
-
-def _forget_pools_in_child() -> None:
-    """After ``fork`` the child has none of the parent's threads: executors created before it
-    would queue work that never runs (and the lock may have been held), so the child starts
-    afresh."""
-    global _POOL, _DECODER, _POOL_LOCK
-    _POOL = _DECODER = None
-    _POOL_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pools_in_child)
-
-
 #: Manifest reads started ahead of their decode, by path.
 Pending = dict[str, "Future[bytes]"]
 
@@ -319,7 +278,7 @@ def _read_all(read: Reader, paths: Sequence[str], pending: Pending | None = None
     def started(p: str) -> Future[bytes]:
         # pop with a default: two chunks decode at once (a path listed twice is read twice)
         f: Future[bytes] | None = pending.pop(p, None) if pending is not None else None
-        return f if f is not None else _pool().submit(read, p)
+        return f if f is not None else io_executor().submit(read, p)
 
     futures = [started(p) for p in paths]
     return [f.result() for f in futures]
@@ -346,7 +305,7 @@ def _prefetch(
     previous chunk."""
     for p, key in zip(*_keys(manifests, tag), strict=True):
         if p not in pending and (cache is None or key not in cache):
-            pending[p] = _pool().submit(read, p)
+            pending[p] = io_executor().submit(read, p)
 
 
 def _decode(
@@ -711,7 +670,7 @@ def plan(
             return None
         if lo + step < data_manifests.num_rows:
             _prefetch(read, data_manifests.slice(lo + step, step), cache, pending, "")
-        return _decoder().submit(decode_and_keep, lo)
+        return decode_executor().submit(decode_and_keep, lo)
 
     def decode_and_keep(lo: int) -> list[pa.RecordBatch]:
         # decode and selection in one job on the rayon pool: a selection submitted from

@@ -9,10 +9,10 @@ inheritance values of the manifest list they were listed in.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
+from icefloe._concurrency import parallel_map
 from icefloe.io import FileIO
 from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
 from icefloe.metadata import Snapshot
@@ -27,17 +27,10 @@ __all__ = [
     "unique_manifests",
 ]
 
-DEFAULT_THREADS = 8
-
 
 def fetch(io: FileIO, paths: Sequence[str], threads: int | None = None) -> list[bytes]:
     """The bytes of each file, read in parallel, in order."""
-    if not paths:
-        return []
-    if len(paths) == 1:
-        return [io.new_input(paths[0]).read()]
-    with ThreadPoolExecutor(max_workers=min(threads or DEFAULT_THREADS, len(paths))) as pool:
-        return list(pool.map(lambda p: io.new_input(p).read(), paths))
+    return parallel_map(lambda p: io.new_input(p).read(), paths, threads=threads)
 
 
 def _v1_manifest_list(snapshot: Snapshot) -> pa.RecordBatch:
@@ -139,5 +132,4 @@ def delete_all(
             io.delete_quietly(path)
             bar.advance()
 
-        with ThreadPoolExecutor(max_workers=min(threads or DEFAULT_THREADS, len(todo))) as pool:
-            list(pool.map(delete, todo))
+        parallel_map(delete, todo, threads=threads)

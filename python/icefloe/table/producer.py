@@ -47,13 +47,14 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe._concurrency import io_executor, parallel_map
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.io import FileIO, metadata_location
 from icefloe.manifest import (
@@ -103,7 +104,6 @@ Validator = Callable[[TableMetadata, Snapshot | None, int | None], None]
 EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="icefloe-manifest-io")
 
 
 def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
@@ -330,7 +330,7 @@ class SnapshotProducer:
 
     def _put(self, path: str, data: bytes) -> None:
         """Write a file in the background: the durable writes (fsync) of one build overlap."""
-        self._pending.append(_POOL.submit(self.io.new_output(path).write, data, True))
+        self._pending.append(io_executor().submit(self.io.new_output(path).write, data, True))
 
     def _flush(self) -> None:
         """Wait for the background writes; the first error is raised."""
@@ -665,9 +665,7 @@ def _tally(batch: pa.RecordBatch, s: dict[str, int], data: str, files: str, rows
 
 def _read_all(io: FileIO, paths: list[str]) -> list[bytes]:
     """The bytes of several files, fetched in parallel (object stores are latency bound)."""
-    if len(paths) <= 1:
-        return [io.new_input(p).read() for p in paths]
-    return list(_POOL.map(lambda p: io.new_input(p).read(), paths))
+    return parallel_map(lambda p: io.new_input(p).read(), paths)
 
 
 def _rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
