@@ -29,7 +29,7 @@ from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.progress import Progress, ProgressArg
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.tasks import FileScanTask
-from icefloe.table._files import delete_all
+from icefloe.table._remove_files import delete_all
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:

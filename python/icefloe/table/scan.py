@@ -43,7 +43,8 @@ from icefloe.scan.columnar import (
     plan_to_table,
     plan_to_tasks,
 )
-from icefloe.scan.planner import Plan, PlannedBatch, legacy_manifest_list, plan
+from icefloe.scan.manifests import legacy_manifest_list
+from icefloe.scan.planner import Plan, PlannedBatch, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 

@@ -1,0 +1,415 @@
+"""Reading manifest lists and manifest entries: planning, commits, expiry, inspection and
+cherry-picking all read them through this module.
+
+Files are fetched on the shared I/O executor (:mod:`icefloe._concurrency`); manifests are
+decoded together in Rust (GIL released), with the inheritance values of the manifest list they
+were listed in. The planner decodes only the columns it keeps, and caches decoded manifests
+(:class:`~icefloe.scan.cache.ManifestCache`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe import _native
+from icefloe._concurrency import io_executor, parallel_map
+from icefloe.io import FileIO
+from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
+from icefloe.metadata import Snapshot
+from icefloe.scan.cache import ManifestCache
+from icefloe.scan.filters import SpecFilters
+
+#: Manifest entry columns a plan keeps (others, such as the metrics maps, are dropped).
+DATA_COLUMNS = (
+    "content",
+    "file_path",
+    "file_format",
+    "partition",
+    "record_count",
+    "file_size_in_bytes",
+    "sequence_number",
+    "file_sequence_number",
+    "split_offsets",
+    "first_row_id",
+)
+#: The metrics maps a filter reads (decoded only when there is a filter).
+METRICS_COLUMNS = (
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
+)
+DELETE_COLUMNS = (
+    *DATA_COLUMNS,
+    "referenced_data_file",
+    "content_offset",
+    "content_size_in_bytes",
+    "equality_ids",
+    "lower_bounds",
+    "upper_bounds",
+)
+
+
+Reader = Callable[[str], bytes]
+
+
+#: Manifest reads started ahead of their decode, by path.
+Pending = dict[str, "Future[bytes]"]
+
+
+def _read_all(read: Reader, paths: Sequence[str], pending: Pending | None = None) -> list[bytes]:
+    def started(p: str) -> Future[bytes]:
+        # pop with a default: two chunks decode at once (a path listed twice is read twice)
+        f: Future[bytes] | None = pending.pop(p, None) if pending is not None else None
+        return f if f is not None else io_executor().submit(read, p)
+
+    futures = [started(p) for p in paths]
+    return [f.result() for f in futures]
+
+
+def _keys(manifests: pa.RecordBatch, tag: str) -> tuple[list[str], list[str]]:
+    """Manifest paths and their cache keys (path, inherited values, projection)."""
+    paths = manifests.column("manifest_path").to_pylist()
+    snap = manifests.column("added_snapshot_id").to_pylist()
+    seq = manifests.column("sequence_number").to_pylist()
+    first = manifests.column("first_row_id").to_pylist()
+    keys = [f"{p}|{a}|{b}|{c}|{tag}" for p, a, b, c in zip(paths, snap, seq, first, strict=True)]
+    return paths, keys
+
+
+def _prefetch(
+    read: Reader,
+    manifests: pa.RecordBatch,
+    cache: ManifestCache | None,
+    pending: Pending,
+    tag: str,
+) -> None:
+    """Starts reading the manifests the cache lacks, so their I/O overlaps the decode of the
+    previous chunk."""
+    for p, key in zip(*_keys(manifests, tag), strict=True):
+        if p not in pending and (cache is None or key not in cache):
+            pending[p] = io_executor().submit(read, p)
+
+
+def _decode(
+    read: Reader,
+    manifests: pa.RecordBatch,
+    threads: int | None,
+    cache: ManifestCache | None,
+    columns: Sequence[str] = (),
+    metric_ids: Sequence[int] | None = None,
+    pending: Pending | None = None,
+) -> list[pa.RecordBatch]:
+    """Decodes the manifests of a (pruned) manifest list, in order, with inheritance: only the
+    planning columns plus ``columns`` (see :func:`icefloe._native.plan_read_manifests`); with
+    ``metric_ids``, also the metrics maps trimmed to those field ids.
+
+    The cache holds the planning columns and the trimmed metrics maps as separate entries, so
+    scans with and without a filter share the first."""
+    if manifests.num_rows == 0:
+        return []
+    paths, keys = _keys(manifests, ",".join(columns))
+    snap = manifests.column("added_snapshot_id").to_pylist()
+    seq = manifests.column("sequence_number").to_pylist()
+    first = manifests.column("first_row_id").to_pylist()
+    mtag = _metrics_tag(metric_ids)
+    out: list[pa.RecordBatch | None] = [None] * len(paths)
+    todo: list[int] = []
+    for i, key in enumerate(keys):
+        base = cache.get(key) if cache is not None else None
+        extra = cache.get(key + mtag) if cache is not None and mtag is not None else None
+        if base is not None and (mtag is None or extra is not None):
+            out[i] = base if extra is None else _join(base, extra)
+        else:
+            todo.append(i)
+    if todo:
+        data = _read_all(read, [paths[i] for i in todo], pending)
+        decoded = _native.plan_read_manifests(
+            data,
+            snapshot_ids=[snap[i] for i in todo],
+            sequence_numbers=[seq[i] for i in todo],
+            first_row_ids=[first[i] for i in todo],
+            names=[paths[i] for i in todo],
+            columns=[*columns, *(METRICS_COLUMNS if metric_ids is not None else ())],
+            metric_ids=None if metric_ids is None else list(metric_ids),
+            threads=threads,
+        )
+        del data
+        for i, b in zip(todo, decoded, strict=True):
+            out[i] = b
+            if cache is not None:
+                _cache_put(cache, keys[i], mtag, b)
+    return [b for b in out if b is not None]
+
+
+def _metrics_tag(metric_ids: Sequence[int] | None) -> str | None:
+    return None if metric_ids is None else "|metrics:" + ",".join(map(str, metric_ids))
+
+
+def _cache_put(cache: ManifestCache, key: str, mtag: str | None, b: pa.RecordBatch) -> None:
+    """Caches a decoded manifest: the planning columns under ``key`` and, with ``mtag``, the
+    trimmed metrics maps apart under ``key + mtag``."""
+    if mtag is None:
+        cache.put(key, b)
+    else:
+        names = b.schema.names
+        cache.put(key, b.select([n for n in names if n not in METRICS_COLUMNS]))
+        cache.put(key + mtag, b.select([n for n in names if n in METRICS_COLUMNS]))
+
+
+def _decode_kept(
+    read: Reader,
+    manifests: pa.RecordBatch,
+    spec_ids: Sequence[int],
+    spec_filters: Callable[[int], SpecFilters],
+    metrics_json: str | None,
+    metric_ids: Sequence[int] | None,
+    threads: int | None,
+    cache: ManifestCache | None,
+    pending: Pending | None = None,
+) -> list[pa.RecordBatch]:
+    """The kept entries (columns :data:`DATA_COLUMNS`) of each data manifest of
+    ``manifests``, as :func:`_decode` then :func:`_kept` would give them, but a manifest is
+    decoded and selected in one native step (:func:`icefloe._native.plan_read_keep_manifests`)
+    and the cache holds decoded manifests as Rust handles
+    (:class:`icefloe._native.DecodedManifest`: planning columns and trimmed metrics maps
+    apart), so decoded batches never cross into Python."""
+    if manifests.num_rows == 0:
+        return []
+    paths, keys = _keys(manifests, "decoded")
+    mtag = _metrics_tag(metric_ids)
+    out: list[pa.RecordBatch | None] = [None] * len(paths)
+    hits: list[int] = []
+    bases: list[_native.DecodedManifest] = []
+    extras: list[_native.DecodedManifest | None] = []
+    todo: list[int] = []
+    for i, key in enumerate(keys):
+        base = cache.get(key) if cache is not None else None
+        extra = cache.get(key + mtag) if cache is not None and mtag is not None else None
+        if base is not None and (mtag is None or extra is not None):
+            hits.append(i)
+            bases.append(base)
+            extras.append(extra)
+        else:
+            todo.append(i)
+    uniq = sorted({spec_ids[i] for i in range(len(paths))})
+    index = {s: k for k, s in enumerate(uniq)}
+    partition_filters = [spec_filters(s).partition_json for s in uniq]
+    if hits:
+        kept = _native.plan_keep_decoded(
+            bases,
+            extras,
+            [index[spec_ids[i]] for i in hits],
+            partition_filters,
+            metrics_json,
+            list(DATA_COLUMNS),
+            threads,
+        )
+        for i, b in zip(hits, kept, strict=True):
+            out[i] = b
+    if todo:
+        data = _read_all(read, [paths[i] for i in todo], pending)
+        snap = manifests.column("added_snapshot_id").to_pylist()
+        seq = manifests.column("sequence_number").to_pylist()
+        first = manifests.column("first_row_id").to_pylist()
+        result = _native.plan_read_keep_manifests(
+            data,
+            [snap[i] for i in todo],
+            [seq[i] for i in todo],
+            [first[i] for i in todo],
+            [paths[i] for i in todo],
+            None if metric_ids is None else list(metric_ids),
+            [index[spec_ids[i]] for i in todo],
+            partition_filters,
+            metrics_json,
+            list(DATA_COLUMNS),
+            cache is not None,
+            threads,
+        )
+        del data
+        for i, (kept_batch, whole, metrics) in zip(todo, result, strict=True):
+            out[i] = kept_batch
+            if cache is not None and whole is not None:
+                cache.put(keys[i], whole)
+                if mtag is not None and metrics is not None:
+                    cache.put(keys[i] + mtag, metrics)
+    return [b for b in out if b is not None]
+
+
+def _join(base: pa.RecordBatch, extra: pa.RecordBatch) -> pa.RecordBatch:
+    """The columns of two batches of the same rows side by side."""
+    return pa.RecordBatch.from_arrays(
+        [*base.columns, *extra.columns],
+        schema=pa.schema([*base.schema, *extra.schema]),
+    )
+
+
+def _kept(
+    batches: Sequence[pa.RecordBatch],
+    spec_ids: Sequence[int],
+    spec_filters: Callable[[int], SpecFilters],
+    metrics_json: str | None,
+    threads: int | None,
+    columns: Sequence[str],
+) -> list[pa.RecordBatch]:
+    """The live entries of each batch whose partition and metrics may match, reduced to
+    ``columns`` (masks and selection in Rust, in parallel)."""
+    if not batches:
+        return []
+    uniq = sorted(set(spec_ids))
+    index = {s: i for i, s in enumerate(uniq)}
+    return _native.plan_keep_entries(
+        list(batches),
+        [index[s] for s in spec_ids],
+        [spec_filters(s).partition_json for s in uniq],
+        metrics_json,
+        list(columns),
+        threads,
+    )
+
+
+def legacy_manifest_list(snapshot: Any, read: Reader) -> pa.RecordBatch:
+    """A manifest list for a v1 snapshot that names its manifests directly (``manifests``
+    instead of ``manifest-list``): each manifest's spec id comes from its own metadata, there
+    are no partition summaries (no manifest pruning) and sequence numbers are 0."""
+    rows = []
+    for path in snapshot.manifests or ():
+        data = read(path)
+        meta = _native.read_manifest(data, name=path).schema.metadata or {}
+        spec = meta.get(b"partition-spec-id")
+        content = meta.get(b"content", b"data")
+        rows.append(
+            {
+                "manifest_path": path,
+                "manifest_length": len(data),
+                "partition_spec_id": int(spec) if spec is not None else 0,
+                "content": 0 if content == b"data" else 1,
+                "sequence_number": 0,
+                "min_sequence_number": 0,
+                "added_snapshot_id": snapshot.snapshot_id,
+                "added_files_count": None,
+                "existing_files_count": None,
+                "partitions": None,
+                "first_row_id": None,
+            }
+        )
+    return pa.RecordBatch.from_pylist(rows, schema=_LEGACY_LIST)
+
+
+_LEGACY_LIST = pa.schema(
+    [
+        pa.field("manifest_path", pa.string()),
+        pa.field("manifest_length", pa.int64()),
+        pa.field("partition_spec_id", pa.int32()),
+        pa.field("content", pa.int32()),
+        pa.field("sequence_number", pa.int64()),
+        pa.field("min_sequence_number", pa.int64()),
+        pa.field("added_snapshot_id", pa.int64()),
+        pa.field("added_files_count", pa.int32()),
+        pa.field("existing_files_count", pa.int32()),
+        pa.field(
+            "partitions",
+            pa.list_(
+                pa.struct(
+                    [
+                        pa.field("contains_null", pa.bool_()),
+                        pa.field("contains_nan", pa.bool_()),
+                        pa.field("lower_bound", pa.binary()),
+                        pa.field("upper_bound", pa.binary()),
+                    ]
+                )
+            ),
+        ),
+        pa.field("first_row_id", pa.int64()),
+    ]
+)
+
+
+def fetch(io: FileIO, paths: Sequence[str], threads: int | None = None) -> list[bytes]:
+    """The bytes of each file, read in parallel, in order."""
+    return parallel_map(lambda p: io.new_input(p).read(), paths, threads=threads)
+
+
+def _v1_manifest_list(snapshot: Snapshot) -> pa.RecordBatch:
+    """A manifest-list batch for a v1 snapshot that embeds its manifest paths."""
+    paths = list(snapshot.manifests or ())
+    n = len(paths)
+    return pa.RecordBatch.from_pydict(
+        {
+            "manifest_path": pa.array(paths, pa.string()),
+            "manifest_length": pa.array([None] * n, pa.int64()),
+            "partition_spec_id": pa.array([None] * n, pa.int32()),
+            "content": pa.array([0] * n, pa.int32()),
+            "sequence_number": pa.array([0] * n, pa.int64()),
+            "min_sequence_number": pa.array([0] * n, pa.int64()),
+            "added_snapshot_id": pa.array([snapshot.snapshot_id] * n, pa.int64()),
+            "first_row_id": pa.array([None] * n, pa.int64()),
+        }
+    )
+
+
+def manifest_lists(
+    io: FileIO, snapshots: Iterable[Snapshot], threads: int | None = None
+) -> dict[int, pa.RecordBatch]:
+    """Each snapshot's decoded manifest list, by snapshot id."""
+    snaps = list(snapshots)
+    with_list = [s for s in snaps if s.manifest_list]
+    datas = fetch(io, [s.manifest_list for s in with_list if s.manifest_list], threads)
+    out = {
+        s.snapshot_id: read_manifest_list(d, name=s.manifest_list or "")
+        for s, d in zip(with_list, datas, strict=True)
+    }
+    for s in snaps:
+        if not s.manifest_list:
+            out[s.snapshot_id] = _v1_manifest_list(s)
+    return out
+
+
+def manifest_list_of(io: FileIO, snapshot: Snapshot) -> pa.RecordBatch:
+    """One snapshot's decoded manifest list."""
+    return manifest_lists(io, [snapshot])[snapshot.snapshot_id]
+
+
+def unique_manifests(lists: Iterable[pa.RecordBatch]) -> pa.Table:
+    """The rows of several manifest lists, one per distinct ``manifest_path``."""
+    batches = [b for b in lists if b.num_rows]
+    if not batches:
+        return pa.table({"manifest_path": pa.array([], pa.string())})
+    common = [n for n in batches[0].schema.names if all(n in b.schema.names for b in batches)]
+    table = pa.Table.from_batches([b.select(common) for b in batches])
+    paths = table.column("manifest_path").combine_chunks()
+    _, first = _first_index(paths)
+    return table.take(first)
+
+
+def _first_index(values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Distinct values and the index of each one's first occurrence."""
+    idx = pa.array(range(len(values)), pa.int64())
+    grouped = (
+        pa.table({"v": values, "i": idx}).group_by("v", use_threads=False).aggregate([("i", "min")])
+    )
+    order = grouped.column("i_min").combine_chunks()
+    return grouped.column("v").combine_chunks(), order.sort()
+
+
+def read_entries(
+    io: FileIO, manifests: pa.Table | pa.RecordBatch, threads: int | None = None
+) -> list[pa.RecordBatch]:
+    """The entries of every manifest listed in ``manifests`` (manifest-list rows), one batch
+    per manifest, with snapshot ids, sequence numbers and row ids inherited."""
+    if manifests.num_rows == 0:
+        return []
+    if isinstance(manifests, pa.Table):
+        batch = manifests.combine_chunks().to_batches()[0]
+    else:
+        batch = manifests
+    files = manifest_files(batch)
+    data = fetch(io, [m.manifest_path for m in files], threads)
+    if "partition_spec_id" in batch.schema.names and batch.column("partition_spec_id").null_count:
+        return read_manifests(data, threads=threads)
+    return read_manifests(data, files, threads=threads)
