@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from icefloe import _concurrency
-from icefloe._concurrency import io_executor, parallel_map, work_executor
+from icefloe._concurrency import io_executor, parallel_map
 
 
 def test_results_keep_the_order_of_the_items() -> None:
@@ -52,13 +52,13 @@ def test_the_first_error_is_raised_and_stops_the_rest() -> None:
 def test_nested_calls_on_a_saturated_executor_finish() -> None:
     # every outer job runs an inner map on the same executor: with all of its threads busy
     # waiting, the inner maps must still finish on their calling threads
-    width = 40  # more than the executor's threads
+    width, jobs = 4, 40
 
     def outer(i: int) -> int:
-        return sum(parallel_map(lambda x: x + i, range(10), threads=8, executor=work_executor))
+        return sum(parallel_map(lambda x: x + i, range(10), threads=width, kind="work"))
 
-    got = parallel_map(outer, range(width), threads=width, executor=work_executor)
-    assert got == [sum(range(10)) + 10 * i for i in range(width)]
+    got = parallel_map(outer, range(jobs), threads=width, kind="work")
+    assert got == [sum(range(10)) + 10 * i for i in range(jobs)]
 
 
 def test_a_new_process_id_gets_new_executors(monkeypatch: pytest.MonkeyPatch) -> None:

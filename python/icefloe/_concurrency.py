@@ -2,7 +2,8 @@
 
 Every parallel step (manifest reads in planning and commits, background manifest writes, file
 deletes in expiry and orphan removal, Parquet file writing, row-level rewrites, describing added
-files) runs on one of two process-wide executors:
+files) runs on one of two kinds of process-wide executor, one per width asked for (the default
+widths are :data:`IO_THREADS` and :func:`work_threads`; threads start only as work needs them):
 
 - :func:`io_executor`: blocking reads, writes and deletes of whole files. Its jobs never wait
   on other jobs of the pool.
@@ -25,7 +26,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 __all__ = [
     "IO_THREADS",
@@ -41,8 +42,6 @@ R = TypeVar("R")
 
 #: Files read, written or deleted at once by one call (object stores are latency bound).
 IO_THREADS = 8
-#: Upper bound of threads any one executor starts (threads start only as work needs them).
-_MAX_THREADS = 32
 #: Threads of the planner's decode-ahead executor (one chunk planned, two decoding).
 _DECODE_THREADS = 2
 
@@ -86,14 +85,17 @@ def _executor(name: str, threads: int) -> ThreadPoolExecutor:
         return pool
 
 
-def io_executor() -> ThreadPoolExecutor:
-    """The executor for whole-file reads, writes and deletes (jobs that never wait on it)."""
-    return _executor("io", _MAX_THREADS)
+def io_executor(threads: int = IO_THREADS) -> ThreadPoolExecutor:
+    """The executor (``threads`` wide) for whole-file reads, writes and deletes: jobs that never
+    wait on other jobs of it."""
+    return _executor(f"io-{threads}", threads)
 
 
-def work_executor() -> ThreadPoolExecutor:
-    """The executor for per-file encode and decode jobs."""
-    return _executor("work", _MAX_THREADS)
+def work_executor(threads: int | None = None) -> ThreadPoolExecutor:
+    """The executor (``threads`` wide, default :func:`work_threads`) for per-file encode and
+    decode jobs."""
+    n = threads or work_threads()
+    return _executor(f"work-{n}", n)
 
 
 def decode_executor() -> ThreadPoolExecutor:
@@ -107,16 +109,18 @@ def parallel_map(
     items: Iterable[T],
     *,
     threads: int | None = None,
-    executor: Callable[[], ThreadPoolExecutor] = io_executor,
+    kind: Literal["io", "work"] = "io",
 ) -> list[R]:
-    """``[fn(x) for x in items]``, with up to ``threads`` (default :data:`IO_THREADS`) calls at
-    once on ``executor()``; the first error is raised once the calls under way end.
+    """``[fn(x) for x in items]``, with up to ``threads`` calls at once on the ``threads``-wide
+    :func:`io_executor` or :func:`work_executor` (by ``kind``; the default width is theirs); the
+    first error is raised once the calls under way end.
 
     The calling thread takes items too, and runners that have not started when it runs out of
     items are cancelled: a call made from inside a job of the same executor (all of whose
     threads may be busy) still finishes, on the calling thread alone if need be."""
     todo = list(items)
-    limit = min(threads or IO_THREADS, len(todo))
+    width = threads or (IO_THREADS if kind == "io" else work_threads())
+    limit = min(width, len(todo))
     if limit <= 1:
         return [fn(x) for x in todo]
     out: list[R | None] = [None] * len(todo)
@@ -139,7 +143,7 @@ def parallel_map(
                     errors.append(e)
                 return
 
-    pool = executor()
+    pool = io_executor(width) if kind == "io" else work_executor(width)
     runners: list[Future[None]] = [pool.submit(run) for _ in range(limit - 1)]
     run()
     for f in runners:

@@ -28,10 +28,10 @@ from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
 from icefloe.types import StructType
 
-__all__ = ["SpecFilters"]
+__all__ = ["SpecFilters", "bool_numpy", "expr_json", "referenced_field_ids"]
 
 
-def _json(expr: BooleanExpression) -> str:
+def expr_json(expr: BooleanExpression) -> str:
     return json.dumps(to_dict(expr))
 
 
@@ -71,7 +71,7 @@ class SpecFilters:
         projected = project(bound_filter, spec, strict=False)
         self.partition_filter = bind(self.partition_type, projected, case_sensitive=True)
         if not isinstance(self.partition_filter, AlwaysTrue):
-            self.partition_json = _json(self.partition_filter)
+            self.partition_json = expr_json(self.partition_filter)
         preds: list[BoundPredicate] = []
         _predicates(bound_filter, preds)
         for p in preds:
@@ -85,10 +85,10 @@ class SpecFilters:
                     (
                         None
                         if strict is None
-                        else _json(bind(self.partition_type, strict, case_sensitive=True)),
+                        else expr_json(bind(self.partition_type, strict, case_sensitive=True)),
                         None
                         if incl is None
-                        else _json(bind(self.partition_type, incl, case_sensitive=True)),
+                        else expr_json(bind(self.partition_type, incl, case_sensitive=True)),
                     )
                 )
             if checks:
@@ -126,11 +126,11 @@ class SpecFilters:
             undecided = np.ones(n, dtype=bool)
             for strict, incl in checks:
                 if strict is not None:
-                    m = _mask_np(_native.expr_partition_mask(partition, strict)) & undecided
+                    m = bool_numpy(_native.expr_partition_mask(partition, strict)) & undecided
                     states[m, i] = 1
                     undecided &= ~m
                 if incl is not None:
-                    m = ~_mask_np(_native.expr_partition_mask(partition, incl)) & undecided
+                    m = ~bool_numpy(_native.expr_partition_mask(partition, incl)) & undecided
                     states[m, i] = 2
                     undecided &= ~m
         uniq, inverse = np.unique(states, axis=0, return_inverse=True)
@@ -150,14 +150,14 @@ class SpecFilters:
         return inverse.reshape(-1).astype(np.int32), exprs
 
 
-def _field_ids(expr: BooleanExpression) -> list[int]:
+def referenced_field_ids(expr: BooleanExpression) -> list[int]:
     """The sorted field ids the predicates of a bound filter reference."""
     preds: list[BoundPredicate] = []
     _predicates(expr, preds)
     return sorted({p.ref.field_id for p in preds})
 
 
-def _mask_np(arr: Any) -> np.ndarray:
+def bool_numpy(arr: Any) -> np.ndarray:
     a = _bool_mask(arr)
     out: np.ndarray = a.to_numpy(zero_copy_only=False)
     return out

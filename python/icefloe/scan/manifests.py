@@ -17,8 +17,9 @@ import pyarrow as pa
 
 from icefloe import _native
 from icefloe._concurrency import io_executor, parallel_map
+from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
-from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
+from icefloe.manifest import ManifestFile, manifest_files, read_manifest_list, read_manifests
 from icefloe.metadata import Snapshot
 from icefloe.scan.cache import ManifestCache
 from icefloe.scan.filters import SpecFilters
@@ -62,14 +63,31 @@ Reader = Callable[[str], bytes]
 Pending = dict[str, "Future[bytes]"]
 
 
-def _read_all(read: Reader, paths: Sequence[str], pending: Pending | None = None) -> list[bytes]:
-    def started(p: str) -> Future[bytes]:
-        # pop with a default: two chunks decode at once (a path listed twice is read twice)
-        f: Future[bytes] | None = pending.pop(p, None) if pending is not None else None
-        return f if f is not None else io_executor().submit(read, p)
+def reader(io: FileIO) -> Reader:
+    """A function returning a file's bytes through ``io``."""
 
-    futures = [started(p) for p in paths]
-    return [f.result() for f in futures]
+    def read(path: str) -> bytes:
+        data: bytes = io.new_input(path).read()
+        return data
+
+    return read
+
+
+def fetch(
+    read: Reader | FileIO,
+    paths: Sequence[str],
+    threads: int | None = None,
+    pending: Pending | None = None,
+) -> list[bytes]:
+    """The bytes of each file, in order, read ``threads`` at a time on the shared I/O executor;
+    reads already started for a path (``pending``, see :func:`prefetch`) are taken from it."""
+    if isinstance(read, FileIO):
+        read = reader(read)
+    # pop with a default: two chunks decode at once (a path listed twice is read twice)
+    started = [pending.pop(p, None) for p in paths] if pending else [None] * len(paths)
+    missing = [p for p, f in zip(paths, started, strict=True) if f is None]
+    rest = iter(parallel_map(read, missing, threads=threads))
+    return [next(rest) if f is None else f.result() for f in started]
 
 
 def _keys(manifests: pa.RecordBatch, tag: str) -> tuple[list[str], list[str]]:
@@ -82,7 +100,7 @@ def _keys(manifests: pa.RecordBatch, tag: str) -> tuple[list[str], list[str]]:
     return paths, keys
 
 
-def _prefetch(
+def prefetch(
     read: Reader,
     manifests: pa.RecordBatch,
     cache: ManifestCache | None,
@@ -96,7 +114,7 @@ def _prefetch(
             pending[p] = io_executor().submit(read, p)
 
 
-def _decode(
+def decode(
     read: Reader,
     manifests: pa.RecordBatch,
     threads: int | None,
@@ -128,7 +146,7 @@ def _decode(
         else:
             todo.append(i)
     if todo:
-        data = _read_all(read, [paths[i] for i in todo], pending)
+        data = fetch(read, [paths[i] for i in todo], pending=pending)
         decoded = _native.plan_read_manifests(
             data,
             snapshot_ids=[snap[i] for i in todo],
@@ -162,7 +180,7 @@ def _cache_put(cache: ManifestCache, key: str, mtag: str | None, b: pa.RecordBat
         cache.put(key + mtag, b.select([n for n in names if n in METRICS_COLUMNS]))
 
 
-def _decode_kept(
+def decode_kept(
     read: Reader,
     manifests: pa.RecordBatch,
     spec_ids: Sequence[int],
@@ -174,7 +192,7 @@ def _decode_kept(
     pending: Pending | None = None,
 ) -> list[pa.RecordBatch]:
     """The kept entries (columns :data:`DATA_COLUMNS`) of each data manifest of
-    ``manifests``, as :func:`_decode` then :func:`_kept` would give them, but a manifest is
+    ``manifests``, as :func:`decode` then :func:`keep_entries` would give them, but a manifest is
     decoded and selected in one native step (:func:`icefloe._native.plan_read_keep_manifests`)
     and the cache holds decoded manifests as Rust handles
     (:class:`icefloe._native.DecodedManifest`: planning columns and trimmed metrics maps
@@ -213,7 +231,7 @@ def _decode_kept(
         for i, b in zip(hits, kept, strict=True):
             out[i] = b
     if todo:
-        data = _read_all(read, [paths[i] for i in todo], pending)
+        data = fetch(read, [paths[i] for i in todo], pending=pending)
         snap = manifests.column("added_snapshot_id").to_pylist()
         seq = manifests.column("sequence_number").to_pylist()
         first = manifests.column("first_row_id").to_pylist()
@@ -249,7 +267,7 @@ def _join(base: pa.RecordBatch, extra: pa.RecordBatch) -> pa.RecordBatch:
     )
 
 
-def _kept(
+def keep_entries(
     batches: Sequence[pa.RecordBatch],
     spec_ids: Sequence[int],
     spec_filters: Callable[[int], SpecFilters],
@@ -271,6 +289,14 @@ def _kept(
         list(columns),
         threads,
     )
+
+
+def planning_manifest_list(snapshot: Snapshot, read: Reader) -> pa.RecordBatch:
+    """A snapshot's manifest list for the planner: decoded, or built from a v1 snapshot's
+    manifests (see :func:`legacy_manifest_list`)."""
+    if snapshot.manifest_list is not None:
+        return read_manifest_list(read(snapshot.manifest_list), name=snapshot.manifest_list)
+    return legacy_manifest_list(snapshot, read)
 
 
 def legacy_manifest_list(snapshot: Any, read: Reader) -> pa.RecordBatch:
@@ -330,11 +356,6 @@ _LEGACY_LIST = pa.schema(
 )
 
 
-def fetch(io: FileIO, paths: Sequence[str], threads: int | None = None) -> list[bytes]:
-    """The bytes of each file, read in parallel, in order."""
-    return parallel_map(lambda p: io.new_input(p).read(), paths, threads=threads)
-
-
 def _v1_manifest_list(snapshot: Snapshot) -> pa.RecordBatch:
     """A manifest-list batch for a v1 snapshot that embeds its manifest paths."""
     paths = list(snapshot.manifests or ())
@@ -370,6 +391,19 @@ def manifest_lists(
     return out
 
 
+def written_manifest_list(io: FileIO, snapshot: Snapshot | None) -> pa.RecordBatch | None:
+    """The decoded manifest list of a snapshot that has one (None for no snapshot); a v1
+    snapshot that names its manifests directly is refused (commits rewrite manifest lists)."""
+    if snapshot is None:
+        return None
+    if snapshot.manifest_list is None:
+        raise ValidationError(
+            f"snapshot {snapshot.snapshot_id} has no manifest list (v1 'manifests' field); "
+            "rewrite it with a newer writer first"
+        )
+    return manifest_list_of(io, snapshot)
+
+
 def manifest_list_of(io: FileIO, snapshot: Snapshot) -> pa.RecordBatch:
     """One snapshot's decoded manifest list."""
     return manifest_lists(io, [snapshot])[snapshot.snapshot_id]
@@ -395,6 +429,26 @@ def _first_index(values: pa.Array) -> tuple[pa.Array, pa.Array]:
     )
     order = grouped.column("i_min").combine_chunks()
     return grouped.column("v").combine_chunks(), order.sort()
+
+
+def read_manifest_entries(
+    io: FileIO, manifests: Sequence[ManifestFile], threads: int | None = None
+) -> list[pa.RecordBatch]:
+    """The entries of each manifest, in order, with the values its manifest-list row passes on
+    (snapshot id, sequence numbers, first row id) inherited."""
+    return read_manifests(fetch(io, [m.manifest_path for m in manifests], threads), manifests)
+
+
+def manifest_entries(
+    io: FileIO, snapshot: Snapshot | None, content: int | None = None
+) -> list[tuple[ManifestFile, pa.RecordBatch]]:
+    """Every manifest of ``snapshot`` (optionally only those of one content) with its decoded
+    entries, deleted ones included."""
+    lst = written_manifest_list(io, snapshot)
+    if lst is None:
+        return []
+    mfs = [m for m in manifest_files(lst) if content is None or m.content == content]
+    return list(zip(mfs, read_manifest_entries(io, mfs), strict=True))
 
 
 def read_entries(

@@ -37,17 +37,17 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.cache import ManifestCache
-from icefloe.scan.filters import SpecFilters, _field_ids, _json, _mask_np
+from icefloe.scan.filters import SpecFilters, bool_numpy, expr_json, referenced_field_ids
 from icefloe.scan.manifests import (
     DATA_COLUMNS,
     DELETE_COLUMNS,
     METRICS_COLUMNS,
     Pending,
     Reader,
-    _decode,
-    _decode_kept,
-    _kept,
-    _prefetch,
+    decode,
+    decode_kept,
+    keep_entries,
+    prefetch,
 )
 from icefloe.schema import Schema
 
@@ -145,7 +145,7 @@ def plan(
 
     if isinstance(bound_filter, AlwaysFalse):
         return Plan()
-    metrics_json = None if isinstance(bound_filter, AlwaysTrue) else _json(bound_filter)
+    metrics_json = None if isinstance(bound_filter, AlwaysTrue) else expr_json(bound_filter)
 
     # 1. manifest list pruning, per spec id
     spec_col = manifest_list.column("partition_spec_id")
@@ -157,7 +157,7 @@ def plan(
             continue
         rows = np.flatnonzero(spec_ids == sid)
         summaries = manifest_list.column("partitions").take(pa.array(rows))
-        keep[rows] = _mask_np(f.manifest_mask(summaries))
+        keep[rows] = bool_numpy(f.manifest_mask(summaries))
     content = manifest_list.column("content").to_numpy(zero_copy_only=False)
     # manifests with no live entries hold nothing to plan
     live = (
@@ -184,14 +184,14 @@ def plan(
     delete_specs = delete_manifests.column("partition_spec_id").to_pylist()
     delete_metrics = metrics_json if prune_deletes_by_metrics else None
     # delete files keep their whole bounds maps (the file_path bounds scope position deletes)
-    decoded = _decode(
+    decoded = decode(
         read,
         delete_manifests,
         threads,
         cache,
         (*DELETE_COLUMNS[len(DATA_COLUMNS) :], *METRICS_COLUMNS),
     )
-    kept_deletes = _kept(
+    kept_deletes = keep_entries(
         decoded, delete_specs, spec_filters, delete_metrics, threads, DELETE_COLUMNS
     )
     for sid, kept in zip(delete_specs, kept_deletes, strict=True):
@@ -203,7 +203,7 @@ def plan(
     residual_ids: dict[BooleanExpression, int] = {}
     residual_cache: dict[int, dict[tuple[int, ...], BooleanExpression]] = {}
     # only the metrics maps a filter needs, trimmed to the fields it references
-    metric_ids = _field_ids(bound_filter) if metrics_json is not None else None
+    metric_ids = referenced_field_ids(bound_filter) if metrics_json is not None else None
     # a limit without delete files stops once files whose rows all match (residual true) hold
     # enough rows; such a plan skips the duplicate-path check of the manifests it never reads
     early = limit is not None and not result.deletes
@@ -218,7 +218,7 @@ def plan(
         if lo >= data_manifests.num_rows:
             return None
         if lo + step < data_manifests.num_rows:
-            _prefetch(read, data_manifests.slice(lo + step, step), cache, pending, "")
+            prefetch(read, data_manifests.slice(lo + step, step), cache, pending, "")
         return decode_executor().submit(decode_and_keep, lo)
 
     def decode_and_keep(lo: int) -> list[pa.RecordBatch]:
@@ -226,7 +226,7 @@ def plan(
         # another thread would queue behind a whole chunk's decode
         chunk = data_manifests.slice(lo, step)
         specs = data_specs[lo : lo + step]
-        return _decode_kept(
+        return decode_kept(
             read, chunk, specs, spec_filters, metrics_json, metric_ids, threads, cache, pending
         )
 

@@ -54,15 +54,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe._concurrency import io_executor, parallel_map
+from icefloe._concurrency import io_executor
 from icefloe.exceptions import CommitConflictError, ValidationError
-from icefloe.io import FileIO, metadata_location
+from icefloe.io import metadata_location
 from icefloe.manifest import (
     ManifestFile,
     manifest_files,
     read_manifest,
-    read_manifest_list,
-    read_manifests,
     write_manifest,
     write_manifest_list,
 )
@@ -77,6 +75,7 @@ from icefloe.metadata import (
     TableUpdate,
     update_snapshot_totals,
 )
+from icefloe.scan.manifests import read_manifest_entries, written_manifest_list
 from icefloe.write.files import DataFile, entries_batch, partition_keys
 from icefloe.write.properties import (
     MANIFEST_COMPRESSION,
@@ -91,12 +90,7 @@ from icefloe.write.properties import (
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
 
-__all__ = [
-    "SnapshotProducer",
-    "Validator",
-    "live_entries",
-    "parent_snapshot",
-]
+__all__ = ["SnapshotProducer", "Validator", "parent_snapshot"]
 
 #: ``fn(metadata, parent, start_parent_id)``: raise CommitConflictError when the change can no
 #: longer be applied on ``metadata`` (whose branch head is ``parent``).
@@ -112,31 +106,6 @@ def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
     if ref is not None:
         return metadata.snapshot_by_id(ref.snapshot_id)
     return metadata.current_snapshot()
-
-
-def _read_list(io: FileIO, snapshot: Snapshot | None) -> pa.RecordBatch | None:
-    if snapshot is None:
-        return None
-    if snapshot.manifest_list is None:
-        raise ValidationError(
-            f"snapshot {snapshot.snapshot_id} has no manifest list (v1 'manifests' field); "
-            "rewrite it with a newer writer first"
-        )
-    data = io.new_input(snapshot.manifest_list).read()
-    return read_manifest_list(data, name=snapshot.manifest_list)
-
-
-def live_entries(
-    io: FileIO, metadata: TableMetadata, snapshot: Snapshot | None, content: int | None = None
-) -> list[tuple[ManifestFile, pa.RecordBatch]]:
-    """Every manifest of ``snapshot`` (optionally of one content) with its decoded entries
-    (inheritance applied), read in parallel."""
-    lst = _read_list(io, snapshot)
-    if lst is None:
-        return []
-    mfs = [m for m in manifest_files(lst) if content is None or m.content == content]
-    blobs = _read_all(io, [m.manifest_path for m in mfs])
-    return list(zip(mfs, read_manifests(blobs, mfs), strict=True))
 
 
 @dataclass
@@ -421,7 +390,7 @@ class SnapshotProducer:
         self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
     ) -> tuple[list[dict[str, Any]], list[str], list[pa.RecordBatch], int]:
         """Kept manifest rows, replaced paths, removed entries, entries processed."""
-        lst = _read_list(self.io, parent)
+        lst = written_manifest_list(self.io, parent)
         if lst is None:
             if self._removed_paths:
                 missing = sorted(self._removed_paths)[0]
@@ -437,8 +406,7 @@ class SnapshotProducer:
             if (m.added_files_count or 0) + (m.existing_files_count or 0) > 0
             or m.added_files_count is None
         ]
-        blobs = _read_all(self.io, [mfs[i].manifest_path for i in live])
-        batches = read_manifests(blobs, [mfs[i] for i in live])
+        batches = read_manifest_entries(self.io, [mfs[i] for i in live])
         wanted = pa.array(sorted(self._removed_paths), pa.string())
         found: set[str] = set()
         kept: list[dict[str, Any]] = []
@@ -661,11 +629,6 @@ def _tally(batch: pa.RecordBatch, s: dict[str, int], data: str, files: str, rows
     add(f"{files}-equality-delete-files", total(is_eq, ones))
     add(f"{rows}-position-deletes", total(is_pos, records))
     add(f"{rows}-equality-deletes", total(is_eq, records))
-
-
-def _read_all(io: FileIO, paths: list[str]) -> list[bytes]:
-    """The bytes of several files, fetched in parallel (object stores are latency bound)."""
-    return parallel_map(lambda p: io.new_input(p).read(), paths)
 
 
 def _rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe._concurrency import parallel_map, work_executor, work_threads
+from icefloe._concurrency import parallel_map, work_threads
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, BooleanExpression
 from icefloe.expressions.builder import col
@@ -110,7 +110,7 @@ def _per_task(
             mine = local.cache = DeleteCache()
         return fn(task, mine)
 
-    return parallel_map(run, tasks, threads=work_threads(), executor=work_executor)
+    return parallel_map(run, tasks, threads=work_threads(), kind="work")
 
 
 def _live_count(ctx: RowContext, task: FileScanTask) -> int | None:

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icefloe._concurrency import parallel_map, work_executor
+from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
@@ -202,7 +202,7 @@ def data_files_from_parquet(
             split_offsets=split_offsets(md),
         )
 
-    return parallel_map(describe, list(paths), executor=work_executor)
+    return parallel_map(describe, list(paths))
 
 
 def _has_any(f: NestedField, present: set[int]) -> bool:

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe._concurrency import parallel_map, work_executor, work_threads
+from icefloe._concurrency import parallel_map, work_threads
 from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO, data_location
@@ -283,7 +283,7 @@ def write_parquet_files(
             lambda g: writer.write_group(*g),
             groups,
             threads=opts.max_workers or work_threads(),
-            executor=work_executor,
+            kind="work",
         )
     except BaseException:
         for path in list(writer.created):
