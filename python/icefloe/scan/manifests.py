@@ -9,11 +9,13 @@ were listed in. The planner decodes only the columns it keeps, and caches decode
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icefloe import _native
 from icefloe._concurrency import io_executor, parallel_map
@@ -467,3 +469,17 @@ def read_entries(
     if "partition_spec_id" in batch.schema.names and batch.column("partition_spec_id").null_count:
         return read_manifests(data, threads=threads)
     return read_manifests(data, files, threads=threads)
+
+
+def partition_keys(batch: pa.RecordBatch, spec_id: int | None = None) -> pa.Array:
+    """One binary key per manifest entry of ``batch`` naming its (spec id, partition tuple):
+    equal tuples of one spec give equal keys, a null differs from every value. The spec id is
+    the batch's ``partition-spec-id`` metadata unless given; the tuple keys come from
+    :func:`icefloe._native.plan_partition_keys`."""
+    if spec_id is None:
+        spec_id = int((batch.schema.metadata or {}).get(b"partition-spec-id", b"0"))
+    prefix = pa.scalar(struct.pack("<i", spec_id), pa.binary())
+    if "partition" not in batch.schema.names:
+        return pa.array([prefix.as_py()] * batch.num_rows, pa.binary())
+    tuples = pa.array(_native.plan_partition_keys(batch.column("partition")))
+    return pc.binary_join_element_wise(prefix, tuples, b"")

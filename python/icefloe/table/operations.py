@@ -23,12 +23,12 @@ from icefloe.expressions.projection import inclusive_projection
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import NameMapping
-from icefloe.scan.manifests import manifest_entries
+from icefloe.scan.manifests import manifest_entries, partition_keys
 from icefloe.table.overwrite import partition_mask, plan_overwrite
 from icefloe.table.producer import SnapshotProducer, parent_snapshot
 from icefloe.table.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.write.add_files import NAME_MAPPING, data_files_from_parquet
-from icefloe.write.files import DataFile, entries_batch, partition_keys
+from icefloe.write.files import DataFile, entries_batch
 from icefloe.write.writer import write_data_files, write_parquet_files
 
 if TYPE_CHECKING:

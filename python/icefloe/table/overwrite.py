@@ -19,7 +19,6 @@ touches. Each function works on whole columns of manifest entries; per-row work 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,8 +207,3 @@ def _mask(table: pa.Table, expr: Any) -> pa.ChunkedArray:
     indexed = table.append_column("__i", pa.array(range(table.num_rows), pa.int64()))
     hits = indexed.filter(expr)["__i"].combine_chunks()
     return pc.is_in(indexed["__i"], value_set=hits)
-
-
-def partition_keys(files: Iterable[Any]) -> set[tuple[int, tuple[tuple[str, Any], ...]]]:
-    """(spec id, partition items) of each :class:`~icefloe.write.DataFile`."""
-    return {(f.spec_id, tuple(sorted(f.partition.items()))) for f in files}

@@ -75,8 +75,12 @@ from icefloe.metadata import (
     TableUpdate,
     update_snapshot_totals,
 )
-from icefloe.scan.manifests import read_manifest_entries, written_manifest_list
-from icefloe.write.files import DataFile, entries_batch, partition_keys
+from icefloe.scan.manifests import (
+    partition_keys,
+    read_manifest_entries,
+    written_manifest_list,
+)
+from icefloe.write.files import DataFile, entries_batch
 from icefloe.write.properties import (
     MANIFEST_COMPRESSION,
     MANIFEST_COMPRESSION_LEVEL,
