@@ -19,6 +19,10 @@ from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 
 SQL_BACKENDS = ["sqlite-file", "sqlite-memory", "postgres"]
+#: The backends as fixture parameters (``postgres`` carries the ``postgres`` marker).
+_PARAMS = [
+    pytest.param(b, marks=pytest.mark.postgres) if b == "postgres" else b for b in SQL_BACKENDS
+]
 
 
 def make_sql_catalog(
@@ -35,7 +39,7 @@ def make_sql_catalog(
     return SqlCatalog(name, uri=uri, warehouse=(tmp_path / "warehouse").as_uri(), **props)
 
 
-@pytest.fixture(params=SQL_BACKENDS)
+@pytest.fixture(params=_PARAMS)
 def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlCatalog]:
     """A SQL catalog on each backend."""
     cat = make_sql_catalog(request.param, tmp_path, request)
@@ -45,7 +49,7 @@ def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlC
         cat.close()
 
 
-@pytest.fixture(params=[*SQL_BACKENDS, "hadoop"])
+@pytest.fixture(params=[*_PARAMS, "hadoop"])
 def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
     """Every kind of catalog."""
     if request.param == "hadoop":

@@ -14,6 +14,8 @@ pytest.importorskip("pyspark")
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.spark import pipeline
 
+pytestmark = pytest.mark.spark
+
 
 def test_pipeline_report_counts(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -25,6 +25,8 @@ from icefloe.spark import read
 from icefloe.spark.errors import icefloe_errors
 from icefloe.spark.schema import FIELD_ID
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:

@@ -18,6 +18,8 @@ import icefloe.spark as ispark
 from icefloe.exceptions import ValidationError
 from icefloe.spark.schema import arrow_for_spark, spark_schema, to_spark_batch
 
+pytestmark = pytest.mark.spark
+
 
 def _frame(spark: Any, table: pa.Table, schema: Any) -> Any:
     fields = list(schema.fields)
