@@ -27,9 +27,11 @@ LAYERS: dict[str, int] = {
     "_native": 0,
     "_concurrency": 0,
     "progress": 0,
-    # 1, settings and storage: table properties and FileIO
+    # 1, settings and storage: table properties, FileIO and the object-store clients
     "properties": 1,
     "io": 1,
+    "s3client": 1,
+    "sigv4": 1,
     # 2, the model: types, schemas, transforms, specs, expressions, metadata, manifest and
     # delete-file codecs
     "types": 2,

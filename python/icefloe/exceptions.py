@@ -23,6 +23,7 @@ __all__ = [
     "NotFoundError",
     "ParseError",
     "TableAlreadyExistsError",
+    "UnknownWriteStateError",
     "UnsupportedFeatureError",
     "ValidationError",
 ]
@@ -108,3 +109,7 @@ class NotFoundError(FileIOError):
 
 class AlreadyExistsError(FileIOError):
     """A file exists at the location and an exclusive create was asked for."""
+
+
+class UnknownWriteStateError(FileIOError):
+    """A write may or may not have happened (the store did not answer); the message names it."""
