@@ -1,9 +1,10 @@
 """Catalog fixtures (a pytest plugin): every catalog test runs on each backend.
 
 ``sql_catalog`` is a SQL catalog on a SQLite file, SQLite in memory and the session's
-PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog. Each test gets its own
-catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL server never see
-each other's rows.
+PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog and the REST catalog client
+talking to the session's ``icefloe serve`` (tests/_rest.py), in a warehouse of its own. Each
+test gets its own catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL
+server never see each other's rows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 
 SQL_BACKENDS = ["sqlite-file", "sqlite-memory", "postgres"]
+#: The backends as fixture parameters (``postgres`` carries the ``postgres`` marker).
+_PARAMS = [
+    pytest.param(b, marks=pytest.mark.postgres) if b == "postgres" else b for b in SQL_BACKENDS
+]
 
 
 def make_sql_catalog(
@@ -35,7 +40,7 @@ def make_sql_catalog(
     return SqlCatalog(name, uri=uri, warehouse=(tmp_path / "warehouse").as_uri(), **props)
 
 
-@pytest.fixture(params=SQL_BACKENDS)
+@pytest.fixture(params=_PARAMS)
 def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlCatalog]:
     """A SQL catalog on each backend."""
     cat = make_sql_catalog(request.param, tmp_path, request)
@@ -51,7 +56,14 @@ OBJECT_STORE_CATALOGS = [
 ]
 
 
-@pytest.fixture(params=[*SQL_BACKENDS, "hadoop", *OBJECT_STORE_CATALOGS])
+@pytest.fixture(
+    params=[
+        *_PARAMS,
+        "hadoop",
+        *OBJECT_STORE_CATALOGS,
+        pytest.param("rest", marks=pytest.mark.rest),
+    ]
+)
 def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
     """Every kind of catalog; the file-system catalog on s3proxy and a SQL one on moto too."""
     if request.param == "hadoop":
@@ -69,6 +81,17 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
             yield cat
         finally:
             cat.close()
+        return
+    if request.param == "rest":
+        from _rest import new_warehouse
+        from icefloe.catalog.rest import RestCatalog
+
+        server = request.getfixturevalue("rest_server")
+        rest = RestCatalog("rest", uri=server.url, warehouse=new_warehouse())
+        try:
+            yield rest
+        finally:
+            rest.close()
         return
     cat = make_sql_catalog(request.param, tmp_path, request)
     try:

@@ -11,15 +11,14 @@ whether the pointer moved (:class:`CommitStateUnknownError`) nothing is cleaned 
 
 from __future__ import annotations
 
-import random
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
 from icefloe.exceptions import CommitConflictError, CommitFailedError
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate, apply_updates
 from icefloe.metadata import validate_requirements as _validate_requirements
-from icefloe.properties import TableProperties, bool_property, int_property
+from icefloe.properties import TableProperties, bool_property
+from icefloe.table.committer import CommitResult, RetryPolicy
 
 __all__ = [
     "CommitResult",
@@ -29,48 +28,6 @@ __all__ = [
 ]
 
 _T = TableProperties
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    """The committed metadata and the file it was written to."""
-
-    metadata: TableMetadata
-    metadata_location: str
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how long a commit retries (defaults of the Java reference)."""
-
-    num_retries: int = _T.COMMIT_NUM_RETRIES_DEFAULT
-    min_wait_ms: int = _T.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT
-    max_wait_ms: int = _T.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT
-    total_timeout_ms: int = _T.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT
-
-    @staticmethod
-    def from_properties(props: Mapping[str, str]) -> RetryPolicy:
-        """The policy of a table's ``commit.retry.*`` properties.
-
-        Read leniently: a malformed stored value (another engine may have written it) warns and
-        falls back to its default, so it never blocks a commit, least of all the one fixing it.
-        """
-        return RetryPolicy(
-            *(
-                int_property(props, key, default, lenient=True)
-                for key, default in (
-                    (_T.COMMIT_NUM_RETRIES, _T.COMMIT_NUM_RETRIES_DEFAULT),
-                    (_T.COMMIT_MIN_RETRY_WAIT_MS, _T.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT),
-                    (_T.COMMIT_MAX_RETRY_WAIT_MS, _T.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT),
-                    (_T.COMMIT_TOTAL_RETRY_TIME_MS, _T.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT),
-                )
-            )
-        )
-
-    def wait_ms(self, attempt: int) -> float:
-        """Backoff before retry ``attempt`` (1-based): doubling from min-wait, capped, jittered."""
-        base = min(self.max_wait_ms, self.min_wait_ms * (2 ** (attempt - 1)))
-        return float(base) * (0.5 + random.random() / 2)
 
 
 def run_commit(

@@ -496,7 +496,8 @@ def _entries_since(
     whether its column metrics (bounds, null and value counts) say the file may hold a row
     matching the filter in ``metrics_json`` (the inclusive metrics evaluation the scan planner
     uses; always true without a filter, and for delete files)."""
-    from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
+    from icefloe.manifest import manifest_files
+    from icefloe.scan.manifests import manifest_list_of, read_manifest_entries
 
     ids: list[Snapshot] = []
     snap: Snapshot | None = parent
@@ -516,11 +517,11 @@ def _entries_since(
     for s in ids:
         if s.manifest_list is None:
             continue
-        lst = read_manifest_list(io.new_input(s.manifest_list).read(), name=s.manifest_list)
+        lst = manifest_list_of(io, s)
         mfs = [m for m in manifest_files(lst) if m.added_snapshot_id == s.snapshot_id]
         if not mfs:
             continue
-        batches = read_manifests([io.new_input(m.manifest_path).read() for m in mfs], mfs)
+        batches = read_manifest_entries(io, mfs)
         for m, b in zip(mfs, batches, strict=True):
             mine = pc.and_(
                 pc.equal(b.column("snapshot_id"), s.snapshot_id),
