@@ -7,6 +7,7 @@ pub mod deletes;
 pub mod error;
 pub mod expr;
 pub mod manifest;
+pub mod parquet_footer;
 pub mod plan;
 pub mod pool;
 pub mod puffin;

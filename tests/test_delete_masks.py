@@ -20,7 +20,7 @@ from icefloe.deletes import (
     PositionDeleteIndex,
     keep_mask_from_positions,
 )
-from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import CorruptFileError, UnsupportedFeatureError, ValidationError
 
 
 def _expected_mask(deleted: set[int], start: int, length: int) -> list[bool]:
@@ -144,14 +144,14 @@ def test_decode_dictionaries_matches_pyarrow(col: pa.DictionaryArray, data: st.D
 
 
 def test_decode_dictionaries_rejects_keys_outside_the_dictionary() -> None:
-    """A key past the dictionary is a typed error, not a read out of bounds; a bad key under a
-    null or deleted row is never read."""
+    """A key past the dictionary is a typed error (the file's pages are damaged), not a read out
+    of bounds; a bad key under a null or deleted row is never read."""
     words = pa.array(["a", "b"])
     bad = pa.DictionaryArray.from_arrays(pa.array([0, 5, 1], pa.int32()), words, safe=False)
-    with pytest.raises(ValidationError, match="outside the dictionary"):
+    with pytest.raises(CorruptFileError, match="outside the dictionary"):
         _native.decode_dictionaries(pa.record_batch({"d": bad}), ["d"])
     negative = pa.DictionaryArray.from_arrays(pa.array([-1], pa.int32()), words, safe=False)
-    with pytest.raises(ValidationError, match="outside the dictionary"):
+    with pytest.raises(CorruptFileError, match="outside the dictionary"):
         _native.decode_dictionaries(pa.record_batch({"d": negative}), ["d"])
     keep = pa.array([True, False, True])
     out = _native.filter_batch(pa.record_batch({"d": bad}), keep, ["d"])

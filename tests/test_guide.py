@@ -82,6 +82,14 @@ def _filters(tmp: Path) -> dict[str, Any]:
     }
 
 
+def _null_filters(tmp: Path) -> dict[str, Any]:
+    return {"catalog": _catalog(tmp)}
+
+
+def _properties(tmp: Path) -> dict[str, Any]:
+    return {"table": _catalog(tmp).create_table("db.t", ID_S)}
+
+
 def _metadata(tmp: Path) -> dict[str, Any]:
     t = _catalog(tmp).create_table("db.t", ID_S, format_version=3)
     t.append(_id_s([1, 2, 3]))
@@ -225,8 +233,10 @@ SKIP = object()
 SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _types,
     _filters,
+    _null_filters,
     _metadata,
     _catalogs,
+    _properties,
     _rest,
     _writing,
     SKIP,  # Spark: needs a Spark session; tests/test_spark_*.py run these calls

@@ -16,6 +16,7 @@ from icefloe.io import (
     metadata_location,
     new_metadata_file_location,
 )
+from icefloe.properties import InvalidPropertyWarning
 
 
 @pytest.mark.parametrize("uri", [False, True])
@@ -149,5 +150,7 @@ def test_location_rules() -> None:
     assert metadata_file_version("/w/t/metadata/v7.metadata.json") == 7
     assert metadata_file_version("/w/t/metadata/v7.gz.metadata.json") == 7
     assert metadata_file_version("/w/t/metadata/snap-1.avro") is None
-    with pytest.raises(ValidationError, match="zstd"):
-        new_metadata_file_location("/w/t", {"write.metadata.compression-codec": "zstd"}, 1)
+    # Every commit reads the codec: a bad stored value warns and writes plain JSON.
+    with pytest.warns(InvalidPropertyWarning, match="compression-codec='zstd'"):
+        plain = new_metadata_file_location("/w/t", {"write.metadata.compression-codec": "zstd"}, 1)
+    assert not plain.endswith(".gz.metadata.json")

@@ -332,15 +332,19 @@ def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
     dictionaries and decoded after the delete filter; the batches equal a plain read (the
     oracle) exactly, types included. Plain-encoded columns and large dictionaries (which may
     have fallen back to plain pages) are read plain."""
+    from icefloe.io import FileIO
     from icefloe.read import reader as rr
+    from icefloe.read.parquet_file import open_checked
 
     rows = [{"id": i, "cat": None if i % 9 == 0 else f"c{i % 6}", "n": i % 4} for i in range(500)]
     dict_file = write_data(tmp_path / "dict.parquet", SCHEMA, rows, row_group_size=128)
     plain_file = write_data(tmp_path / "plain.parquet", SCHEMA, rows, use_dictionary=False)
-    assert rr._dictionary_columns(pq.ParquetFile(dict_file.file_path), ["id", "cat"]) == ["cat"]
-    assert rr._dictionary_columns(pq.ParquetFile(plain_file.file_path), ["cat"]) == []
+    io = FileIO()
+    dict_pf = open_checked(io, dict_file.file_path)
+    assert rr._dictionary_columns(dict_pf, ["id", "cat"]) == ["cat"]
+    assert rr._dictionary_columns(open_checked(io, plain_file.file_path), ["cat"]) == []
     monkeypatch.setattr(rr, "MAX_DICTIONARY_PAGE", 8)
-    assert rr._dictionary_columns(pq.ParquetFile(dict_file.file_path), ["cat"]) == []
+    assert rr._dictionary_columns(dict_pf, ["cat"]) == []
     monkeypatch.undo()
     dv = write_dv(tmp_path / "dv.puffin", [0, 1, 2, 200, 499], dict_file.file_path)
     opts = ReadOptions(SCHEMA, metadata_columns=("_pos",))

@@ -15,7 +15,16 @@ from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
 from rowlevel_util import live_data_files, live_deletes, ours
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from write_util import (
+    SCHEMA,
+    SPEC,
+    catalog,
+    checksum,
+    duckdb_checksum,
+    pyiceberg_read,
+    rows,
+    set_properties_elsewhere,
+)
 
 MOR = {"write.delete.mode": "merge-on-read"}
 
@@ -167,7 +176,11 @@ def test_cow_rewrite_keeps_equality_deletes_outside_the_filter(
 
 
 def test_bad_mode_and_v1_mor(tmp_path: Path) -> None:
-    t = _table(tmp_path, 2, {"write.delete.mode": "sideways"})
+    with pytest.raises(ValidationError, match=r"write\.delete\.mode='sideways'"):
+        _table(tmp_path / "refused", 2, {"write.delete.mode": "sideways"})
+    t = _table(tmp_path, 2, {})
+    set_properties_elsewhere(tmp_path, "ns.t", {"write.delete.mode": "sideways"})
+    t.refresh()
     with pytest.raises(ValidationError, match="sideways"):
         t.delete("id = 1")
     with pytest.raises(ValidationError):

@@ -16,7 +16,16 @@ from icefloe.manifest import read_manifest, read_manifest_list
 from icefloe.partitioning import PartitionSpec
 from icefloe.sorting import NullOrder, SortDirection, SortField, SortOrder
 from icefloe.transforms import parse_transform
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from write_util import (
+    SCHEMA,
+    SPEC,
+    catalog,
+    checksum,
+    duckdb_checksum,
+    pyiceberg_read,
+    rows,
+    set_properties_elsewhere,
+)
 
 
 def _manifest_entries(table: Any) -> pa.Table:
@@ -346,7 +355,13 @@ def test_concurrent_appends_from_processes_all_land(tmp_path: Path, duckdb_con: 
     ],
 )
 def test_bad_write_properties_are_named(tmp_path: Path, key: str, value: str) -> None:
-    t = catalog(tmp_path).create_table("ns.t", SCHEMA, format_version=2, properties={key: value})
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match=key.replace(".", r"\.")):
+        cat.create_table("ns.bad", SCHEMA, properties={key: value})
+    # Stored by another engine, the value makes the write refuse before writing anything.
+    t = cat.create_table("ns.t", SCHEMA, format_version=2)
+    set_properties_elsewhere(tmp_path, "ns.t", {key: value})
+    t = cat.load_table("ns.t")
     with pytest.raises(ValidationError, match=key.replace(".", r"\.")):
         t.append(rows(0, 3))
     assert t.current_snapshot() is None

@@ -43,6 +43,18 @@ def catalog(tmp_path: Path, warehouse: Warehouse | None = None) -> SqlCatalog:
     return cat
 
 
+def set_properties_elsewhere(tmp_path: Path, identifier: str, props: dict[str, str]) -> None:
+    """Sets table properties through PyIceberg on :func:`catalog`'s database, as another engine
+    would: icefloe's own validation does not run."""
+    from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
+
+    uri = f"sqlite:///{tmp_path}/c.db"
+    other = PySqlCatalog("c", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+    with other.load_table(identifier).transaction() as tx:
+        tx.set_properties(props)
+    other.engine.dispose()
+
+
 def rows(start: int, n: int) -> pa.Table:
     ids = pa.array(range(start, start + n), pa.int64())
     base = pa.scalar(dt.datetime(2024, 1, 1), pa.timestamp("us"))

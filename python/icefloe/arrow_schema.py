@@ -32,6 +32,7 @@ UTC), decimal32/64/256 up to precision 38 and dictionary-encoded values.
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
 import pyarrow as pa
@@ -70,10 +71,12 @@ from icefloe.types import (
 )
 
 __all__ = [
+    "FIELD_IDS_DIGEST_KEY",
     "FIELD_ID_KEY",
     "apply_name_mapping",
     "arrow_to_schema",
     "field_id_of",
+    "field_ids_digest",
     "schema_to_arrow",
     "to_schema",
     "type_to_arrow",
@@ -185,6 +188,37 @@ _SIMPLE_TO_ARROW: dict[type, pa.DataType] = {
 
 
 # --------------------------------------------------------------------------------- from Arrow
+
+
+#: Parquet key-value metadata icefloe writes: :func:`field_ids_digest` of the file's schema.
+FIELD_IDS_DIGEST_KEY = "icefloe.field-ids.crc32"
+
+
+def field_ids_digest(schema: pa.Schema) -> str:
+    """A CRC-32 (hex) of every field's id and nullability, nested fields included, in order.
+
+    Parquet footers carry no checksum: a damaged field id would silently move or null a
+    column. Written into each file's key-value metadata and compared on read."""
+    parts: list[str] = []
+    todo: list[pa.Field | str] = list(reversed(list(schema)))
+    while todo:
+        f = todo.pop()
+        if isinstance(f, str):
+            parts.append(f)
+            continue
+        parts.append(f"{f.metadata.get(FIELD_ID_KEY, b'-').decode() if f.metadata else '-'}")
+        parts.append("" if f.nullable else "!")
+        t = f.type
+        children = [t.field(i) for i in range(t.num_fields)] if t.num_fields else []
+        if pa.types.is_map(t):
+            children = [t.key_field, t.item_field]
+        if children:
+            todo.append(")")
+            todo.extend(reversed(children))
+            todo.append("(")
+        else:
+            todo.append(",")
+    return format(zlib.crc32("".join(parts).encode()), "08x")
 
 
 def field_id_of(f: pa.Field) -> int | None:

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
+from icefloe.properties import TableProperties, enum_property
 
 if TYPE_CHECKING:
     from icefloe.s3client import S3Client
@@ -53,14 +54,15 @@ __all__ = [
     "OutputFile",
     "data_location",
     "metadata_file_version",
+    "metadata_gzip",
     "metadata_location",
     "new_metadata_file_location",
 ]
 
-METADATA_PATH = "write.metadata.path"
-DATA_PATH = "write.data.path"
-METADATA_COMPRESSION = "write.metadata.compression-codec"
-_LEGACY_DATA_PATHS = ("write.object-storage.path", "write.folder-storage.path")
+METADATA_PATH = TableProperties.METADATA_PATH
+DATA_PATH = TableProperties.DATA_PATH
+METADATA_COMPRESSION = TableProperties.METADATA_COMPRESSION
+_LEGACY_DATA_PATHS = (TableProperties.OBJECT_STORAGE_PATH, TableProperties.FOLDER_STORAGE_PATH)
 
 S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
@@ -624,13 +626,20 @@ def data_location(table_location: str, properties: Mapping[str, str]) -> str:
     return f"{table_location.rstrip('/')}/data"
 
 
+def metadata_gzip(properties: Mapping[str, str]) -> bool:
+    """Whether ``write.metadata.compression-codec`` asks for gzip metadata files.
+
+    Read leniently (every commit reads it): a malformed stored value warns and means none."""
+    if not properties.get(METADATA_COMPRESSION):
+        return False
+    codec = enum_property(
+        properties, METADATA_COMPRESSION, TableProperties.METADATA_COMPRESSION_DEFAULT, lenient=True
+    )
+    return codec == "gzip"
+
+
 def _codec_extension(properties: Mapping[str, str]) -> str:
-    codec = properties.get(METADATA_COMPRESSION, "none").strip().lower()
-    if codec in ("none", ""):
-        return ""
-    if codec == "gzip":
-        return ".gz"
-    raise ValidationError(f"unsupported {METADATA_COMPRESSION} {codec!r} (use 'none' or 'gzip')")
+    return ".gz" if metadata_gzip(properties) else ""
 
 
 def new_metadata_file_location(

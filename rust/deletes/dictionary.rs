@@ -296,7 +296,8 @@ fn decode<K: ArrowNativeType, O: OffsetSizeTrait>(
             Rows::Masked(mask, _) => mask.set_indices().find(is_bad),
         }
         .unwrap_or(0);
-        return Err(Error::validation(format!(
+        // Keys come from the file's pages: a key outside the dictionary is a damaged file.
+        return Err(Error::corrupt(format!(
             "dictionary key {:?} at row {i} is outside the dictionary of {m} values",
             keys[i]
         )));

@@ -5,6 +5,7 @@ mod deletes;
 mod errors;
 mod expr;
 mod manifest;
+mod parquet;
 mod plan;
 mod plan_read;
 mod puffin;
@@ -63,6 +64,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     deletes::register(m)?;
     expr::register(m)?;
     manifest::register(m)?;
+    parquet::register(m)?;
     plan::register(m)?;
     plan_read::register(m)?;
     puffin::register(m)?;

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from icefloe.exceptions import CommitConflictError, CommitFailedError
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate, apply_updates
 from icefloe.metadata import validate_requirements as _validate_requirements
+from icefloe.properties import TableProperties, bool_property
 from icefloe.table.committer import CommitResult, RetryPolicy
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
     "run_commit",
 ]
 
-DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+_T = TableProperties
 
 
 def run_commit(
@@ -79,7 +80,12 @@ def files_to_delete_after_commit(
     Those of ``base``'s metadata-log (and the base file itself) that the new metadata-log no
     longer lists, as the Java reference does after a successful commit.
     """
-    if new.properties.get(DELETE_AFTER_COMMIT, "false").lower() != "true":
+    if not bool_property(
+        new.properties,
+        _T.METADATA_DELETE_AFTER_COMMIT_ENABLED,
+        _T.METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT,
+        lenient=True,
+    ):
         return []
     kept = {entry.metadata_file for entry in new.metadata_log}
     previous = [entry.metadata_file for entry in base.metadata_log] + [base_location]

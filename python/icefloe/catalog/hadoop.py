@@ -42,7 +42,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from icefloe.io import METADATA_COMPRESSION, metadata_file_version
+from icefloe.io import metadata_file_version, metadata_gzip
 from icefloe.metadata import TableMetadata
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ class HadoopCatalog(Catalog):
         return location
 
     def _write_version(self, identifier: Identifier, version: int, new: TableMetadata) -> str:
-        gzip = new.properties.get(METADATA_COMPRESSION, "none").lower() == "gzip"
+        gzip = metadata_gzip(new.properties)
         location = self._version_file(identifier, version, gzip)
         other = self._version_file(identifier, version, not gzip)
         if self.io.exists(other):

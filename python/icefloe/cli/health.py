@@ -128,10 +128,14 @@ def _delete_debt(stats: FileStats, cmd: str) -> Check:
 
 
 def _manifests(table: Any, cmd: str) -> Check:
-    from icefloe.write.properties import MANIFEST_TARGET_SIZE_BYTES, int_property
+    from icefloe.properties import TableProperties, int_property
 
     m = table.inspect.manifests()
-    target = int_property(table.properties, MANIFEST_TARGET_SIZE_BYTES, 8 << 20, minimum=1)
+    target = int_property(
+        table.properties,
+        TableProperties.MANIFEST_TARGET_SIZE_BYTES,
+        TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
+    )
     data = m.filter(pc.equal(m.column("content"), 0)) if m.num_rows else m
     count = data.num_rows
     total = int(pc.sum(data.column("length")).as_py() or 0) if count else 0
@@ -186,14 +190,22 @@ def _snapshots(table: Any, cmd: str) -> Check:
 
 
 def _metadata_log(table: Any, set_cmd: str) -> Check:
-    from icefloe.write.properties import bool_property, int_property
+    from icefloe.properties import TableProperties, bool_property, int_property
 
     props = table.properties
     log = len(table.metadata.metadata_log)
-    limit = int_property(
-        props, "write.metadata.previous-versions-max", PREVIOUS_VERSIONS_MAX_DEFAULT, minimum=1
+    limit = max(
+        1,
+        int_property(
+            props,
+            TableProperties.METADATA_PREVIOUS_VERSIONS_MAX,
+            PREVIOUS_VERSIONS_MAX_DEFAULT,
+            lenient=True,
+        ),
     )
-    cleans = bool_property(props, "write.metadata.delete-after-commit.enabled", False)
+    cleans = bool_property(
+        props, TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED, False, lenient=True
+    )
     full = log >= limit
     warn = full and not cleans
     return Check(

@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import ValidationError
@@ -32,6 +33,7 @@ from icefloe.expressions.base import (
     Not,
     Op,
     Or,
+    balance,
 )
 from icefloe.types import (
     DoubleType,
@@ -44,7 +46,7 @@ from icefloe.types import (
     VariantType,
 )
 
-__all__ = ["arrow_type", "arrow_value", "to_arrow_expression"]
+__all__ = ["arrow_type", "arrow_value", "filter_mask", "to_arrow_expression"]
 
 
 def arrow_type(t: IcebergType) -> pa.DataType:
@@ -129,6 +131,46 @@ def _sort_key(v: Any) -> Any:
 def to_arrow_expression(expr: BooleanExpression) -> pc.Expression:
     """A ``pyarrow.compute.Expression`` selecting the rows that satisfy bound ``expr``."""
     return _convert(expr, under_not=False)
+
+
+#: Predicates per Arrow expression in :func:`filter_mask`: Arrow's expression simplification
+#: recurses once per operand of an ``and``/``or`` chain it flattens, so one expression of
+#: 10,000 terms overflows a thread's stack.
+_CHUNK = 128
+
+
+def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.Array:
+    """Bound ``expr`` over ``data`` as a boolean array, null where Kleene logic leaves a row
+    undecided (a row it does not select, like :func:`to_arrow_expression` as a filter). Wide
+    expressions are evaluated by Arrow in parts of at most 128 predicates, combined with
+    ``and_kleene`` / ``or_kleene``, so any number of terms works."""
+    table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+    sizes: dict[int, int] = {}
+
+    def size(e: BooleanExpression) -> int:
+        n = sizes.get(id(e))
+        if n is None:
+            if isinstance(e, And | Or):
+                n = size(e.left) + size(e.right)
+            elif isinstance(e, Not):
+                n = size(e.child)
+            else:
+                n = 1
+            sizes[id(e)] = n
+        return n
+
+    def evaluate(e: BooleanExpression, under_not: bool) -> pa.Array:
+        if size(e) <= _CHUNK:
+            out = ds.dataset(table).to_table(columns={"m": _convert(e, under_not)})
+            return out.column("m").combine_chunks()
+        if isinstance(e, And):
+            return pc.and_kleene(evaluate(e.left, under_not), evaluate(e.right, under_not))
+        if isinstance(e, Or):
+            return pc.or_kleene(evaluate(e.left, under_not), evaluate(e.right, under_not))
+        assert isinstance(e, Not)
+        return pc.invert(evaluate(e.child, True))
+
+    return evaluate(balance(expr), False)
 
 
 def _convert(expr: BooleanExpression, under_not: bool) -> pc.Expression:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from icefloe.types import IcebergType
 
 __all__ = [
+    "MAX_DEPTH",
     "AlwaysFalse",
     "AlwaysTrue",
     "And",
@@ -38,6 +39,7 @@ __all__ = [
     "Or",
     "Predicate",
     "UnboundPredicate",
+    "balance",
     "rewrite_not",
 ]
 
@@ -186,8 +188,9 @@ class AlwaysFalse(BooleanExpression):
 
 
 class _Junction(BooleanExpression):
-    """``and`` / ``or``: nests ``cls(a, b, c)`` to the left; a constant that decides the result
-    (false for ``and``, true for ``or``) absorbs the other side, its negation drops away."""
+    """``and`` / ``or``: ``cls(a, b, c, ...)`` is a balanced tree; a constant that decides the
+    result (false for ``and``, true for ``or``) absorbs the other side, its negation drops
+    away."""
 
     _word: ClassVar[str]
     left: BooleanExpression
@@ -207,7 +210,7 @@ class _Junction(BooleanExpression):
         cls, left: BooleanExpression, right: BooleanExpression, *rest: BooleanExpression
     ) -> BooleanExpression:
         if rest:
-            return cls(cls(left, right), *rest)
+            return _balanced(cls, [left, right, *rest])
         _check_expr(left)
         _check_expr(right)
         absorbing = cls._absorbing()
@@ -240,7 +243,7 @@ class _Junction(BooleanExpression):
 
 
 class And(_Junction):
-    """Conjunction; ``And(a, b, c)`` nests to the left. Constants simplify away."""
+    """Conjunction; ``And(a, b, c, ...)`` builds a balanced tree. Constants simplify away."""
 
     _prec = _PREC_AND
     _word = "and"
@@ -255,7 +258,7 @@ class And(_Junction):
 
 
 class Or(_Junction):
-    """Disjunction; ``Or(a, b, c)`` nests to the left. Constants simplify away."""
+    """Disjunction; ``Or(a, b, c, ...)`` builds a balanced tree. Constants simplify away."""
 
     _prec = _PREC_OR
     _word = "or"
@@ -586,3 +589,93 @@ def rewrite_not(expr: BooleanExpression) -> BooleanExpression:
     if isinstance(expr, Or):
         return Or(rewrite_not(expr.left), rewrite_not(expr.right))
     return expr
+
+
+#: The deepest expression tree icefloe evaluates (after balancing associative chains): deeper
+#: trees are refused with a clear error instead of exhausting a stack.
+MAX_DEPTH = 100
+
+
+def _balanced(cls: type[_Junction], items: list[BooleanExpression]) -> BooleanExpression:
+    """``items`` joined by ``cls`` as a balanced tree (depth log2 of their number)."""
+    while len(items) > 1:
+        items = [
+            cls(*items[i : i + 2]) if i + 1 < len(items) else items[i]
+            for i in range(0, len(items), 2)
+        ]
+    return items[0]
+
+
+def _operands(node: _Junction) -> list[BooleanExpression]:
+    """The operands of the chain of ``type(node)`` rooted at ``node``, left to right."""
+    out: list[BooleanExpression] = []
+    todo: list[BooleanExpression] = [node]
+    kind = type(node)
+    while todo:
+        x = todo.pop()
+        if type(x) is kind:
+            assert isinstance(x, _Junction)
+            todo.append(x.right)
+            todo.append(x.left)
+        else:
+            out.append(x)
+    return out
+
+
+def balance(expr: BooleanExpression) -> BooleanExpression:
+    """``expr`` with every chain of ``and`` (or ``or``) rebuilt as a balanced tree, without
+    recursion: a filter of 10,000 ``or`` terms, however it was built, then nests 14 levels deep.
+    Raises :class:`~icefloe.exceptions.ValidationError` when the result still nests deeper than
+    :data:`MAX_DEPTH` (deeply alternating ``and``/``or``/``not``)."""
+    results: list[tuple[BooleanExpression, int]] = []  # (expression, depth)
+    todo: list[tuple[BooleanExpression, int]] = [(expr, -1)]  # (node, -1 visit | n combine)
+    while todo:
+        node, n = todo.pop()
+        if n < 0 and isinstance(node, _Junction):
+            items = _operands(node)
+            todo.append((node, len(items)))
+            todo.extend((item, -1) for item in reversed(items))
+        elif n < 0 and isinstance(node, Not):
+            todo.append((node, 1))
+            todo.append((node.child, -1))
+        elif n < 0:
+            results.append((node, 1))
+        else:
+            parts = results[len(results) - n :]
+            del results[len(results) - n :]
+            depth = max(d for _, d in parts) + (1 if n == 1 else (n - 1).bit_length())
+            if depth > MAX_DEPTH:
+                raise ValidationError(
+                    f"filter expression nests {depth} levels deep (after balancing and/or "
+                    f"chains); at most {MAX_DEPTH} are supported: simplify the alternation of "
+                    "and, or and not"
+                )
+            if isinstance(node, Not):
+                results.append((Not(parts[0][0]), depth))
+            elif n <= _KEEP_SHAPE:
+                # a short chain keeps its shape (the parentheses the user wrote)
+                assert isinstance(node, _Junction)
+                leaves = iter(e for e, _ in parts)
+                shaped, height = _reshape(node, type(node), leaves)
+                results.append((shaped, max(d for _, d in parts) + height))
+            else:
+                assert isinstance(node, _Junction)
+                results.append((_balanced(type(node), [e for e, _ in parts]), depth))
+    return results[0][0]
+
+
+#: Chains of at most this many operands keep their shape when balanced.
+_KEEP_SHAPE = 16
+
+
+def _reshape(
+    node: BooleanExpression, kind: type[_Junction], leaves: Iterator[BooleanExpression]
+) -> tuple[BooleanExpression, int]:
+    """``node``'s chain of ``kind`` with its operands replaced by ``leaves`` (in order), and
+    the chain's height; recursion is bounded by :data:`_KEEP_SHAPE`."""
+    if type(node) is not kind:
+        return next(leaves), 0
+    assert isinstance(node, _Junction)
+    left, lh = _reshape(node.left, kind, leaves)
+    right, rh = _reshape(node.right, kind, leaves)
+    return kind(left, right), 1 + max(lh, rh)

@@ -27,6 +27,7 @@ from icefloe.expressions.base import (
     Op,
     Or,
     UnboundPredicate,
+    balance,
 )
 from icefloe.expressions.literals import ABOVE_MAX, BELOW_MIN, convert_literal
 from icefloe.types import DoubleType, FloatType, NestedField, StringType, StructType
@@ -139,5 +140,8 @@ class _Binder:
 
 
 def bind(schema: Any, expr: BooleanExpression, case_sensitive: bool = True) -> BooleanExpression:
-    """Binds ``expr`` to ``schema`` (a Schema or StructType); see the module docstring."""
-    return _Binder(schema, case_sensitive).bind(expr)
+    """Binds ``expr`` to ``schema`` (a Schema or StructType); see the module docstring.
+
+    Chains of ``and``/``or`` are balanced first (:func:`~icefloe.expressions.base.balance`), so
+    wide filters bind however they were built."""
+    return _Binder(schema, case_sensitive).bind(balance(expr))

@@ -7,6 +7,9 @@ Grammar (keywords are case-insensitive)::
     and       := not ("and" not)*
     not       := "not" not | primary
     primary   := "(" expr ")" | "true" | "false" | predicate
+
+Chains of ``and`` / ``or`` come out as balanced trees and neither long chains nor deep
+parentheses are limited by the Python stack (the parser keeps explicit stacks).
     predicate := column cmp literal | literal cmp column
                | column ["not"] "in" "(" [literal ("," literal)*] ")"
                | column "is" ["not"] ("null" | "nan")
@@ -39,6 +42,7 @@ from icefloe.expressions.base import (
     Op,
     Or,
     UnboundPredicate,
+    balance,
 )
 
 __all__ = ["parse"]
@@ -224,32 +228,50 @@ class _Parser:
         return self.advance()
 
     def parse(self) -> BooleanExpression:
+        """``or`` / ``and`` / ``not`` / parentheses without recursion (operator-precedence
+        parsing over explicit stacks), so neither long chains nor deep parentheses exhaust the
+        Python stack; associative chains come out balanced (:func:`balance`)."""
         if self.tok.kind == "eof":
             raise self.fail("expected an expression")
-        e = self.parse_or()
+        operands: list[BooleanExpression] = []
+        ops: list[_Tok] = []  # "(" tokens and the "not" / "and" / "or" keywords
+        opened = 0  # "(" tokens on ops
+
+        def reduce() -> None:
+            op = ops.pop()
+            right, left = operands.pop(), operands.pop()
+            operands.append(And(left, right) if op.value == "and" else Or(left, right))
+
+        while True:
+            while self.is_kw("not") or self.tok.kind == "(":
+                opened += self.tok.kind == "("
+                ops.append(self.advance())
+            operands.append(self.parse_atom())
+            # The operand is complete: apply the "not"s before it, close the groups it ends.
+            while True:
+                while ops and self.is_kw("not", ops[-1]):
+                    ops.pop()
+                    operands.append(Not(operands.pop()))
+                if self.tok.kind != ")" or not opened:
+                    break
+                while ops[-1].kind != "(":
+                    reduce()
+                ops.pop()
+                opened -= 1
+                self.advance()
+            if not (self.is_kw("and") or self.is_kw("or")):
+                break
+            word = self.tok.value
+            while ops and ops[-1].kind == "kw" and (ops[-1].value == "and" or word == "or"):
+                reduce()
+            ops.append(self.advance())
+        while ops:
+            if ops[-1].kind == "(":
+                raise self.fail("expected ')' to close the '(' at position " + str(ops[-1].pos))
+            reduce()
         if self.tok.kind != "eof":
             raise self.fail("expected 'and', 'or' or the end of the expression")
-        return e
-
-    def parse_or(self) -> BooleanExpression:
-        e = self.parse_and()
-        while self.is_kw("or"):
-            self.advance()
-            e = Or(e, self.parse_and())
-        return e
-
-    def parse_and(self) -> BooleanExpression:
-        e = self.parse_not()
-        while self.is_kw("and"):
-            self.advance()
-            e = And(e, self.parse_not())
-        return e
-
-    def parse_not(self) -> BooleanExpression:
-        if self.is_kw("not"):
-            self.advance()
-            return Not(self.parse_not())
-        return self.parse_primary()
+        return balance(operands[0])
 
     def is_literal(self, t: _Tok) -> bool:
         return t.kind in ("str", "num", "bytes") or self.is_kw("true", t) or self.is_kw("false", t)
@@ -263,15 +285,9 @@ class _Parser:
             return t.value == "true"
         return t.value
 
-    def parse_primary(self) -> BooleanExpression:
+    def parse_atom(self) -> BooleanExpression:
+        """A predicate or a constant."""
         t = self.tok
-        if t.kind == "(":
-            self.advance()
-            e = self.parse_or()
-            if self.tok.kind != ")":
-                raise self.fail("expected ')' to close the '(' at position " + str(t.pos))
-            self.advance()
-            return e
         if self.is_literal(t) and self.peek().kind == "op":
             value = self.literal()
             op = _CMP[self.advance().value]

@@ -75,14 +75,15 @@ from icefloe.metadata.updates import (
     UpgradeFormatVersion,
 )
 from icefloe.partitioning import PartitionSpec
+from icefloe.properties import TableProperties, int_property, validate_properties
 from icefloe.schema import Schema
 from icefloe.schema_rules import validate_schema
 from icefloe.sorting import SortOrder
 
 __all__ = ["METADATA_PREVIOUS_VERSIONS_MAX", "apply_updates"]
 
-METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
-METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+METADATA_PREVIOUS_VERSIONS_MAX = TableProperties.METADATA_PREVIOUS_VERSIONS_MAX
+METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = TableProperties.METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT
 
 
 def apply_updates(
@@ -392,6 +393,7 @@ class _Builder:
             self.changed = True
 
     def _set_properties(self, u: SetProperties) -> None:
+        validate_properties(u.updates)
         if u.updates:
             self.properties.update(u.updates)
             self.changed = True
@@ -455,12 +457,15 @@ class _Builder:
         last_updated = self.last_updated_ms if self.last_updated_ms is not None else now_ms
         metadata_log = list(self.base.metadata_log)
         if metadata_location is not None:
+            # Every commit reads it: a malformed stored value warns and uses the default;
+            # values below 1 mean 1, as in the reference.
             max_size = max(
                 1,
-                _int_prop(
+                int_property(
                     self.properties,
                     METADATA_PREVIOUS_VERSIONS_MAX,
                     METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT,
+                    lenient=True,
                 ),
             )
             if len(metadata_log) >= max_size:
@@ -521,13 +526,3 @@ def _put(items: list[Any], new: StatisticsFile | PartitionStatisticsFile) -> lis
     if not placed:
         out.append(new)
     return out
-
-
-def _int_prop(props: dict[str, str], key: str, default: int) -> int:
-    v = props.get(key)
-    if v is None:
-        return default
-    try:
-        return int(v)
-    except ValueError:
-        raise ValidationError(f"table property {key!r} is not an integer: {v!r}") from None

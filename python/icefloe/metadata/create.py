@@ -9,26 +9,18 @@ from collections.abc import Mapping
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.metadata.table_metadata import SUPPORTED_FORMAT_VERSION, TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.properties import (
+    RESERVED_PROPERTIES,
+    TableProperties,
+    parse_int,
+    validate_properties,
+)
 from icefloe.schema import Schema
 from icefloe.schema_rules import assign_fresh_ids, validate_schema
 from icefloe.sorting import SortField, SortOrder
 
 __all__ = ["RESERVED_PROPERTIES", "new_table_metadata"]
 
-#: Table properties that steer table creation (or report table state) and are never stored.
-RESERVED_PROPERTIES = frozenset(
-    {
-        "format-version",
-        "uuid",
-        "snapshot-count",
-        "current-snapshot-id",
-        "current-snapshot-summary",
-        "current-snapshot-timestamp-ms",
-        "current-schema",
-        "default-partition-spec",
-        "default-sort-order",
-    }
-)
 DEFAULT_FORMAT_VERSION = 2
 
 
@@ -58,19 +50,23 @@ def new_table_metadata(
     becomes spec 0 with partition field ids from 1000 and its source ids remapped (by column
     name), the sort order becomes order 1 (0 when unsorted) with remapped source ids.
     ``format_version`` defaults to the ``format-version`` property, else 2. Reserved properties
-    (:data:`RESERVED_PROPERTIES`) are not stored.
+    (:data:`RESERVED_PROPERTIES`) are not stored; the others are validated
+    (:func:`icefloe.properties.validate_properties`).
     """
     props = dict(properties or {})
     if format_version is None:
-        raw = props.get("format-version")
-        try:
-            format_version = int(raw) if raw is not None else DEFAULT_FORMAT_VERSION
-        except ValueError:
-            raise ValidationError(f"format-version property is not an integer: {raw!r}") from None
+        raw = props.get(TableProperties.FORMAT_VERSION)
+        format_version = (
+            DEFAULT_FORMAT_VERSION
+            if raw is None
+            else parse_int(TableProperties.FORMAT_VERSION, raw, minimum=None)
+        )
     if format_version > SUPPORTED_FORMAT_VERSION:
         raise UnsupportedFeatureError(f"Unsupported format version: v{format_version}")
     if format_version < 1:
         raise ValidationError(f"format-version must be 1, 2 or 3, got {format_version}")
+    stored = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
+    validate_properties(stored)
     fresh = assign_fresh_ids(schema, schema_id=0)
     validate_schema(fresh, format_version)
     fields = []
@@ -111,6 +107,6 @@ def new_table_metadata(
         last_partition_id=fresh_spec.last_assigned_field_id,
         sort_orders=(fresh_order,),
         default_sort_order_id=fresh_order.order_id,
-        properties={k: v for k, v in props.items() if k not in RESERVED_PROPERTIES},
+        properties=stored,
         next_row_id=0 if format_version >= 3 else None,
     )

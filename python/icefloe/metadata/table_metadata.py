@@ -313,13 +313,10 @@ class TableMetadata:
         return next((k for k in self.encryption_keys if k.key_id == key_id), None)
 
     def property_as_int(self, key: str, default: int) -> int:
-        v = self.properties.get(key)
-        if v is None:
-            return default
-        try:
-            return int(v)
-        except ValueError:
-            raise ValidationError(f"table property {key!r} is not an integer: {v!r}") from None
+        """Integer property ``key`` (see :func:`icefloe.properties.int_property`)."""
+        from icefloe.properties import int_property
+
+        return int_property(self.properties, key, default)
 
     # ------------------------------------------------------------------ writing
 

@@ -22,6 +22,7 @@ from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteInd
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
+from icefloe.read.parquet_file import DECODE_ERRORS, corrupt_error, open_file, open_parquet
 from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
@@ -30,36 +31,6 @@ from icefloe.scan.tasks import (
 )
 
 __all__ = ["DeleteCache", "TaskDeletes", "open_file", "open_parquet"]
-
-
-def open_file(io: FileIO, path: str, size: int | None = None) -> pa.NativeFile:
-    """Opens a file for random access (``size`` from the manifest saves object stores a
-    request), mapping IO errors to typed errors naming it."""
-    try:
-        return io.new_input(path).open(size=size)
-    except IcebergError:
-        raise
-    except OSError as e:
-        raise FileIOError(f"cannot open {path}: {e}") from e
-
-
-def open_parquet(
-    io: FileIO,
-    path: str,
-    read_dictionary: list[str] | None = None,
-    metadata: pq.FileMetaData | None = None,
-    size: int | None = None,
-    handle: pa.NativeFile | None = None,
-) -> pq.ParquetFile:
-    """Opens a Parquet file, mapping IO and format errors to typed errors naming it
-    (``read_dictionary`` columns read as Arrow dictionaries, ``metadata`` reused if given;
-    ``size`` from the manifest saves object stores a request; ``handle`` reuses an open file)."""
-    if handle is None:
-        handle = open_file(io, path, size)
-    try:
-        return pq.ParquetFile(handle, read_dictionary=read_dictionary, metadata=metadata)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise CorruptFileError(f"{path} is not a readable Parquet file: {e}") from e
 
 
 class DeleteCache:
@@ -191,7 +162,10 @@ def _position_target(io: FileIO, d: DeleteFileRef) -> tuple[str | None]:
     decoded), so a task whose delete files each name another data file skips them unread."""
     pf = open_parquet(io, d.file_path)
     path_col, _ = _position_columns(pf, d.file_path)
-    return (_single_data_file(pf, path_col),)
+    try:
+        return (_single_data_file(pf, path_col),)
+    except DECODE_ERRORS as e:
+        raise corrupt_error(d.file_path, e) from e
 
 
 def _read_single_file_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector:
@@ -201,7 +175,7 @@ def _read_single_file_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector:
     _, pos_col = _position_columns(pf, d.file_path)
     try:
         positions = pf.read(columns=[pos_col], use_threads=False).column(0)
-    except (pa.ArrowInvalid, OSError) as e:
+    except DECODE_ERRORS as e:
         raise CorruptFileError(f"{d.file_path}: cannot read position deletes: {e}") from e
     if positions.null_count:
         raise ValidationError(f"position delete file {d.file_path} has null positions")
@@ -220,7 +194,7 @@ def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
                     [batch.column(0), batch.column(1)], names=["file_path", "pos"]
                 )
             )
-    except (pa.ArrowInvalid, OSError) as e:
+    except DECODE_ERRORS as e:
         raise CorruptFileError(f"{d.file_path}: cannot read position deletes: {e}") from e
     return index
 
@@ -253,7 +227,7 @@ def _read_equality_deletes(io: FileIO, d: DeleteFileRef, mapping: NameMapping | 
         )
     try:
         table = pf.read(columns=[ids[i] for i in d.equality_ids])
-    except (pa.ArrowInvalid, OSError) as e:
+    except DECODE_ERRORS as e:
         raise CorruptFileError(f"{d.file_path}: cannot read equality deletes: {e}") from e
     return table.rename_columns([str(i) for i in d.equality_ids])
 

@@ -3,7 +3,8 @@
 The file's columns are matched to the schema's fields by ``PARQUET:field_id`` (after the name
 mapping for files without ids), never by name, so renamed and reordered columns read correctly.
 Fields the file lacks are filled with an identity-partition value, the v3 ``initial-default`` or
-null; columns the schema dropped are ignored; primitive values are cast to the schema's type
+null; a required field the file lacks is a :class:`~icefloe.exceptions.CorruptFileError`, never
+nulls. Columns the schema dropped are ignored; primitive values are cast to the schema's type
 (int->long, float->double, decimal widening, date->timestamp); structs, lists and maps are
 rebuilt child by child. The result is typed exactly as :func:`schema_to_arrow` of the schema.
 """
@@ -18,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from icefloe.arrow_schema import field_id_of, type_to_arrow
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.types import (
     IcebergType,
     ListType,
@@ -131,6 +132,12 @@ def project_field(
             return constant_array(constants[field.field_id], t, target, n)
         if field.initial_default is not None:
             return constant_array(from_json(t, field.initial_default), t, target, n)
+        if field.required:
+            # Never nulls under a required field: the file lost the column (or its field id).
+            raise CorruptFileError(
+                f"{path}: required column {field.name!r} (id {field.field_id}) is missing "
+                "from the file"
+            )
         return pa.nulls(n, target)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()

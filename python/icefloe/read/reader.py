@@ -22,17 +22,23 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from icefloe import _native
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
-from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.arrow import filter_mask
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
 from icefloe.io import WHOLE_READ_BYTES, FileIO
-from icefloe.read.deletes import DeleteCache, TaskDeletes, open_file, open_parquet
+from icefloe.read.deletes import DeleteCache, TaskDeletes
+from icefloe.read.parquet_file import (
+    DECODE_ERRORS,
+    CheckedParquetFile,
+    corrupt_error,
+    open_checked,
+    open_file,
+)
 from icefloe.read.prefetch import prefetched
 from icefloe.read.projection import FileColumns, constant_array, project_field
 from icefloe.read.rowgroups import RowGroupFilter
@@ -177,31 +183,27 @@ class _TaskReader:
 
     def _select_rows_groups(
         self,
-        pf: pq.ParquetFile,
+        checked: CheckedParquetFile,
         prune: RowGroupFilter | None = None,
         deleted: DeletionVector | None = None,
     ) -> list[tuple[int, int]]:
         """(row group, first row position) of the row groups in the task's split that the
         residual filter might match (by their statistics) and that have a row not in
         ``deleted``."""
-        meta = pf.metadata
+        groups = checked.row_groups
         out: list[tuple[int, int]] = []
         pos = 0
         start = self.task.start
         end = None if self.task.length is None else start + self.task.length
         whole = start == 0 and end is None
-        for i in range(meta.num_row_groups):
-            rg = meta.row_group(i)
+        for i, (num_rows, _, _) in enumerate(groups):
             if whole:
                 out.append((i, pos))
             else:
-                col = rg.column(0)
-                offset = col.data_page_offset
-                if col.has_dictionary_page and col.dictionary_page_offset:
-                    offset = min(offset, col.dictionary_page_offset)
+                offset = checked.chunk_start(i, 0)
                 if start <= offset and (end is None or offset < end):
                     out.append((i, pos))
-            pos += rg.num_rows
+            pos += num_rows
         if prune is not None and not prune.trivial:
             out = [g for g in out if prune.might_match(g[0])]
         if deleted is not None:
@@ -211,8 +213,7 @@ class _TaskReader:
             out = [
                 g
                 for g in out
-                if (rows := meta.row_group(g[0]).num_rows) > total
-                or deleted.keep_mask(g[1], rows).true_count > 0
+                if (rows := groups[g[0]][0]) > total or deleted.keep_mask(g[1], rows).true_count > 0
             ]
         return out
 
@@ -231,7 +232,8 @@ class _TaskReader:
         if self._handle is None:
             size = task.data_file.file_size_in_bytes or None
             self._handle = open_file(self.io, self.path, size)
-        pf = open_parquet(self.io, self.path, handle=self._handle)
+        checked = open_checked(self.io, self.path, handle=self._handle)
+        pf = checked.file
         num_rows = pf.metadata.num_rows
         if task.data_file.record_count and num_rows != task.data_file.record_count:
             raise CorruptFileError(
@@ -278,16 +280,21 @@ class _TaskReader:
             if hit is not None and file_schema.field(hit[0]).name not in read_names:
                 read_names.append(raw_names[hit[0]])
         constants = self._constants()
-        filter_expr = None if isinstance(residual, AlwaysTrue) else to_arrow_expression(residual)
+        filter_expr = None if isinstance(residual, AlwaysTrue) else residual
         keep_deleted = DELETED in wanted_meta
 
-        prune = None if filter_expr is None else RowGroupFilter(pf.metadata, file_schema, residual)
+        prune = None
+        if filter_expr is not None:
+            try:
+                prune = RowGroupFilter(pf.metadata, file_schema, residual)
+            except DECODE_ERRORS as e:
+                raise corrupt_error(self.path, e) from e
         skip_deleted = None if keep_deleted else deletes.positions
         # Deleted positions are dropped from the batch as read (unless _deleted marks them).
         early = skip_deleted
         need_rows = POS in wanted_meta or ROW_ID in wanted_meta
-        dict_cols = _dictionary_columns(pf, read_names)
-        batches = self._batches(pf, read_names, prune, skip_deleted, dict_cols)
+        dict_cols = _dictionary_columns(checked, read_names)
+        batches = self._batches(checked, read_names, prune, skip_deleted, dict_cols)
         if PREFETCH:
             batches = prefetched(batches, PREFETCH, name=f"icefloe-decode {self.path}")
         for batch, base in batches:
@@ -297,25 +304,29 @@ class _TaskReader:
             rows: np.ndarray[Any, Any] | None = None  # file positions, when not base + range(n)
             # Dictionary columns are decoded in Rust, in the same call as the filter if any.
             decoded = not dict_cols
-            if early is not None and not need_rows:
-                batch = early.filter_rows(batch, base, dict_cols)
-                decoded = True
-                n = batch.num_rows
-                if n == 0:
-                    continue
-            elif early is not None:
-                pos_keep = early.keep_mask(base, n)
-                kept = pos_keep.true_count
-                if kept == 0:
-                    continue
-                if kept < n:
-                    mask = pos_keep.to_numpy(zero_copy_only=False)
-                    rows = np.flatnonzero(mask).astype(np.int64) + base
-                    batch = _native.filter_batch(batch, pos_keep, dict_cols)
+            try:
+                if early is not None and not need_rows:
+                    batch = early.filter_rows(batch, base, dict_cols)
                     decoded = True
-                    n = kept
-            if not decoded:
-                batch = _native.decode_dictionaries(batch, dict_cols)
+                    n = batch.num_rows
+                    if n == 0:
+                        continue
+                elif early is not None:
+                    pos_keep = early.keep_mask(base, n)
+                    kept = pos_keep.true_count
+                    if kept == 0:
+                        continue
+                    if kept < n:
+                        mask = pos_keep.to_numpy(zero_copy_only=False)
+                        rows = np.flatnonzero(mask).astype(np.int64) + base
+                        batch = _native.filter_batch(batch, pos_keep, dict_cols)
+                        decoded = True
+                        n = kept
+                if not decoded:
+                    batch = _native.decode_dictionaries(batch, dict_cols)
+            except CorruptFileError as e:
+                # a dictionary key outside its dictionary: the pages are damaged
+                raise CorruptFileError(f"cannot read data file {self.path}: {e}") from e
             by_name = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
 
             def file_col(fid: int, by_name: dict[str, pa.Array] = by_name) -> pa.Array | None:
@@ -351,7 +362,7 @@ class _TaskReader:
 
     def _batches(
         self,
-        pf: pq.ParquetFile,
+        checked: CheckedParquetFile,
         names: list[str],
         prune: RowGroupFilter | None = None,
         deleted: DeletionVector | None = None,
@@ -359,15 +370,13 @@ class _TaskReader:
     ) -> Iterator[tuple[pa.RecordBatch, int]]:
         """Batches of the split's row groups with the file position of their first row
         (``dict_cols`` read as Arrow dictionaries)."""
-        groups = self._select_rows_groups(pf, prune, deleted)
+        pf = checked.file
+        try:
+            groups = self._select_rows_groups(checked, prune, deleted)
+        except DECODE_ERRORS as e:
+            raise corrupt_error(self.path, e) from e
         if dict_cols and groups:
-            pf = open_parquet(
-                self.io,
-                self.path,
-                read_dictionary=dict_cols,
-                metadata=pf.metadata,
-                handle=self._handle,
-            )
+            pf = open_checked(self.io, self.path, dict_cols, pf.metadata, handle=self._handle).file
         # Consecutive row groups are read in one pass.
         runs: list[list[tuple[int, int]]] = []
         for g in groups:
@@ -377,6 +386,8 @@ class _TaskReader:
                 runs.append([g])
         for run in runs:
             base = run[0][1]
+            # a damaged page header can make pyarrow yield fewer rows without an error
+            expected = base + sum(checked.row_groups[g[0]][0] for g in run)
             try:
                 it = pf.iter_batches(
                     batch_size=BATCH_SIZE,
@@ -387,8 +398,13 @@ class _TaskReader:
                 for batch in it:
                     yield batch, base
                     base += batch.num_rows
-            except (pa.ArrowInvalid, OSError) as e:
-                raise CorruptFileError(f"cannot read data file {self.path}: {e}") from e
+            except DECODE_ERRORS as e:
+                raise corrupt_error(self.path, e) from e
+            if base != expected:
+                raise CorruptFileError(
+                    f"cannot read data file {self.path}: row groups {[g[0] for g in run]} "
+                    f"gave {base - run[0][1]} rows, the footer says {expected - run[0][1]}"
+                )
 
     def _keep_mask(
         self,
@@ -481,12 +497,15 @@ def _make_batch(columns: list[pa.Array], schema: pa.Schema, n: int) -> pa.Record
     return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["_"]).select([])
 
 
-def _dictionary_columns(pf: pq.ParquetFile, names: list[str]) -> list[str]:
+def _dictionary_columns(checked: CheckedParquetFile, names: list[str]) -> list[str]:
     """The top-level string/binary columns among ``names`` stored dictionary-encoded in every
-    row group with a small dictionary page (see :data:`MAX_DICTIONARY_PAGE`)."""
-    meta = pf.metadata
-    if meta.num_row_groups == 0:
+    row group with a small dictionary page (see :data:`MAX_DICTIONARY_PAGE`), from the checked
+    footer's page offsets."""
+    groups = checked.row_groups
+    if not groups:
         return []
+    pf = checked.file
+    meta = pf.metadata
     schema = pf.schema_arrow
     leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     out: list[str] = []
@@ -495,16 +514,10 @@ def _dictionary_columns(pf: pq.ParquetFile, names: list[str]) -> list[str]:
         leaf = leaves.get(name)
         if i < 0 or leaf is None or schema.field(i).type not in (pa.string(), pa.binary()):
             continue
-        for g in range(meta.num_row_groups):
-            col = meta.row_group(g).column(leaf)
-            start = col.dictionary_page_offset
-            if (
-                not col.has_dictionary_page
-                or not start
-                or not 0 < col.data_page_offset - start <= MAX_DICTIONARY_PAGE
-            ):
-                break
-        else:
+        if all(
+            dicts[leaf] > 0 and 0 < data[leaf] - dicts[leaf] <= MAX_DICTIONARY_PAGE
+            for _, data, dicts in groups
+        ):
             out.append(name)
     return out
 
@@ -526,7 +539,6 @@ def _column_by_id(wb: pa.RecordBatch, work: Schema, fid: int) -> pa.Array:
     return arr
 
 
-def _evaluate(expr: Any, wb: pa.RecordBatch) -> pa.Array:
-    """The keep-mask of ``wb`` under the Arrow compute expression ``expr`` (null -> false)."""
-    projected = ds.dataset(pa.Table.from_batches([wb])).to_table(columns={"__keep": expr})
-    return pc.fill_null(projected.column("__keep").combine_chunks(), False)
+def _evaluate(expr: BooleanExpression, wb: pa.RecordBatch) -> pa.Array:
+    """The keep-mask of ``wb`` under the bound residual ``expr`` (null -> false)."""
+    return pc.fill_null(filter_mask(expr, wb), False)

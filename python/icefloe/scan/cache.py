@@ -15,10 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from icefloe.properties import TableProperties
+
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_PROPERTY", "ManifestCache", "manifest_cache"]
 
-MAX_BYTES_PROPERTY = "scan.manifest-cache.max-bytes"
-DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+MAX_BYTES_PROPERTY = TableProperties.MANIFEST_CACHE_MAX_BYTES
+DEFAULT_MAX_BYTES = TableProperties.MANIFEST_CACHE_MAX_BYTES_DEFAULT
 
 
 class ManifestCache:

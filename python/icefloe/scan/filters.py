@@ -40,11 +40,18 @@ def _bool_mask(arr: Any) -> pa.BooleanArray:
 
 
 def _predicates(expr: BooleanExpression, out: list[BoundPredicate]) -> None:
-    if isinstance(expr, And | Or):
-        _predicates(expr.left, out)
-        _predicates(expr.right, out)
-    elif isinstance(expr, BoundPredicate) and expr not in out:
-        out.append(expr)
+    """Appends the distinct predicates of ``expr`` in order (linear: wide filters have
+    thousands)."""
+    seen = set(out)
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, And | Or):
+            todo.append(e.right)
+            todo.append(e.left)
+        elif isinstance(e, BoundPredicate) and e not in seen:
+            seen.add(e)
+            out.append(e)
 
 
 class SpecFilters:

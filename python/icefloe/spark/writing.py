@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.exceptions import CommitStateUnknownError, ValidationError
-from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.arrow import filter_mask
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.expressions.binding import bind
 from icefloe.io import FileIO, data_location
@@ -248,7 +248,7 @@ def _rewriter(
         with executor_errors():
             io = FileIO(io_properties)
             opts = WriteOptions(task_id=_task_id(tag))
-            expr = to_arrow_expression(delete_filter)
+            expr = delete_filter
             written: list[DataFile] = []
             try:
                 for task in iter_tasks(batches, payloads):
@@ -274,11 +274,8 @@ def _rewriter(
     return run
 
 
-def _evaluate(rows: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
-    import pyarrow.dataset as ds
-
-    out = ds.dataset(rows).to_table(columns={"m": expr})
-    return out.column("m")
+def _evaluate(rows: pa.Table, expr: BooleanExpression) -> pa.Array:
+    return filter_mask(expr, rows)
 
 
 def _overwrite_plan(

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-from icefloe.exceptions import ValidationError
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
+from icefloe.properties import TableProperties, int_property
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table
@@ -27,10 +27,7 @@ __all__ = ["CommitResult", "Committer", "Identifier", "RetryPolicy"]
 #: A table's identifier: its namespace levels, then its name.
 Identifier: TypeAlias = tuple[str, ...]
 
-NUM_RETRIES = "commit.retry.num-retries"
-MIN_WAIT_MS = "commit.retry.min-wait-ms"
-MAX_WAIT_MS = "commit.retry.max-wait-ms"
-TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
+_T = TableProperties
 
 
 @dataclass(frozen=True)
@@ -41,36 +38,32 @@ class CommitResult:
     metadata_location: str
 
 
-def _int(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key} is not an integer: {raw!r}") from None
-    if value < 0:
-        raise ValidationError(f"table property {key} must not be negative: {value}")
-    return value
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how long a commit retries (defaults of the Java reference)."""
 
-    num_retries: int = 4
-    min_wait_ms: int = 100
-    max_wait_ms: int = 60_000
-    total_timeout_ms: int = 1_800_000
+    num_retries: int = _T.COMMIT_NUM_RETRIES_DEFAULT
+    min_wait_ms: int = _T.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT
+    max_wait_ms: int = _T.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT
+    total_timeout_ms: int = _T.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT
 
     @staticmethod
     def from_properties(props: Mapping[str, str]) -> RetryPolicy:
-        """The policy of a table's ``commit.retry.*`` properties."""
+        """The policy of a table's ``commit.retry.*`` properties.
+
+        Read leniently: a malformed stored value (another engine may have written it) warns and
+        falls back to its default, so it never blocks a commit, least of all the one fixing it.
+        """
         return RetryPolicy(
-            _int(props, NUM_RETRIES, 4),
-            _int(props, MIN_WAIT_MS, 100),
-            _int(props, MAX_WAIT_MS, 60_000),
-            _int(props, TOTAL_TIMEOUT_MS, 1_800_000),
+            *(
+                int_property(props, key, default, lenient=True)
+                for key, default in (
+                    (_T.COMMIT_NUM_RETRIES, _T.COMMIT_NUM_RETRIES_DEFAULT),
+                    (_T.COMMIT_MIN_RETRY_WAIT_MS, _T.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT),
+                    (_T.COMMIT_MAX_RETRY_WAIT_MS, _T.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT),
+                    (_T.COMMIT_TOTAL_RETRY_TIME_MS, _T.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT),
+                )
+            )
         )
 
     def wait_ms(self, attempt: int) -> float:

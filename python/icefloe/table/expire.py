@@ -43,6 +43,7 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.progress import ProgressArg
+from icefloe.properties import TableProperties, int_property
 from icefloe.scan.manifests import manifest_lists, read_entries, unique_manifests
 from icefloe.table._remove_files import delete_all
 
@@ -56,11 +57,11 @@ __all__ = [
     "retained_snapshots",
 ]
 
-MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
-MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
-MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
-DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 3600 * 1000
-DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
+MAX_SNAPSHOT_AGE_MS = TableProperties.MAX_SNAPSHOT_AGE_MS
+MIN_SNAPSHOTS_TO_KEEP = TableProperties.MIN_SNAPSHOTS_TO_KEEP
+MAX_REF_AGE_MS = TableProperties.MAX_REF_AGE_MS
+DEFAULT_MAX_SNAPSHOT_AGE_MS = TableProperties.MAX_SNAPSHOT_AGE_MS_DEFAULT
+DEFAULT_MIN_SNAPSHOTS_TO_KEEP = TableProperties.MIN_SNAPSHOTS_TO_KEEP_DEFAULT
 CONFLICT_RETRIES = 4
 
 
@@ -91,16 +92,9 @@ class ExpireResult:
 
 
 def _prop(meta: TableMetadata, key: str) -> int | None:
-    raw = meta.properties.get(key)
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key} is not an integer: {raw!r}") from None
-    if value <= 0:
-        raise ValidationError(f"table property {key} must be positive, got {value}")
-    return value
+    """A positive integer property, ``None`` when unset."""
+    value = int_property(meta.properties, key, 0)
+    return value or None
 
 
 def retained_snapshots(

@@ -13,12 +13,8 @@ import pyarrow.compute as pc
 from icefloe.io import FileIO
 from icefloe.manifest import manifest_files, read_manifest, write_manifest
 from icefloe.metadata import TableMetadata
+from icefloe.properties import TableProperties, int_property
 from icefloe.scan.manifests import fetch
-from icefloe.write.properties import (
-    MANIFEST_MIN_MERGE_COUNT,
-    MANIFEST_TARGET_SIZE_BYTES,
-    int_property,
-)
 
 #: ``write(metadata, entries, spec_id, content)``: writes a manifest, returns its list row.
 WriteManifest = Callable[[TableMetadata, pa.RecordBatch, int, int], dict[str, Any]]
@@ -44,8 +40,16 @@ def merge_manifests(
     this snapshot wrote (their entries are ADDED and inherit later); ``write`` writes a batch of
     entries as a manifest and returns its row; ``flush`` waits until ``own`` are written."""
     props = metadata.properties
-    min_count = int_property(props, MANIFEST_MIN_MERGE_COUNT, 100)
-    target = int_property(props, MANIFEST_TARGET_SIZE_BYTES, 8 * 1024 * 1024, minimum=1)
+    min_count = int_property(
+        props,
+        TableProperties.MANIFEST_MIN_MERGE_COUNT,
+        TableProperties.MANIFEST_MIN_MERGE_COUNT_DEFAULT,
+    )
+    target = int_property(
+        props,
+        TableProperties.MANIFEST_TARGET_SIZE_BYTES,
+        TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
+    )
     specs = {r["partition_spec_id"] for r in new + kept}
     out_new: list[dict[str, Any]] = []
     out_kept: list[dict[str, Any]] = []

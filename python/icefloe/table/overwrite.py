@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind, rewrite_not
-from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.arrow import filter_mask
 from icefloe.expressions.projection import strict_projection
 from icefloe.io import FileIO
 from icefloe.manifest import ManifestFile
@@ -75,7 +75,7 @@ def partition_mask(batch: pa.RecordBatch, expr: BooleanExpression) -> pa.Array:
     cols = {part.type.field(i).name: part.field(i) for i in range(part.type.num_fields)}
     cols["__i"] = pa.array(range(batch.num_rows), pa.int64())
     table = pa.table(cols)
-    hits = table.filter(to_arrow_expression(expr))["__i"]
+    hits = table.filter(filter_mask(expr, table))["__i"]
     return pc.is_in(table["__i"], value_set=hits.combine_chunks())
 
 
@@ -167,7 +167,7 @@ def plan_overwrite(
         metadata_columns=lineage,
         format_version=version,
     )
-    arrow_filter = to_arrow_expression(bound)
+    arrow_filter = bound
     removed: set[str] = set()
     for task in tasks:
         path = task.data_file.file_path
@@ -203,7 +203,6 @@ def plan_overwrite(
     return result
 
 
-def _mask(table: pa.Table, expr: Any) -> pa.ChunkedArray:
-    indexed = table.append_column("__i", pa.array(range(table.num_rows), pa.int64()))
-    hits = indexed.filter(expr)["__i"].combine_chunks()
-    return pc.is_in(indexed["__i"], value_set=hits)
+def _mask(table: pa.Table, expr: BooleanExpression) -> pa.Array:
+    """Which rows of ``table`` bound ``expr`` selects (nulls as false)."""
+    return pc.fill_null(filter_mask(expr, table), False)

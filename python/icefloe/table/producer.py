@@ -73,6 +73,7 @@ from icefloe.metadata import (
     TableMetadata,
     TableUpdate,
 )
+from icefloe.properties import TableProperties, bool_property, enum_property, int_property
 from icefloe.scan.manifests import (
     read_manifest_entries,
     written_manifest_list,
@@ -80,13 +81,6 @@ from icefloe.scan.manifests import (
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
 from icefloe.table.snapshot_summary import snapshot_summary
 from icefloe.write.files import DataFile, entries_batch
-from icefloe.write.properties import (
-    MANIFEST_COMPRESSION,
-    MANIFEST_COMPRESSION_LEVEL,
-    MANIFEST_MERGE_ENABLED,
-    bool_property,
-    int_property,
-)
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -239,7 +233,9 @@ class SnapshotProducer:
         data_kept = [r for r in kept if r["content"] == 0]
         delete_kept = [r for r in kept if r["content"] == 1]
         if not self.fast_append and bool_property(
-            metadata.properties, MANIFEST_MERGE_ENABLED, True
+            metadata.properties,
+            TableProperties.MANIFEST_MERGE_ENABLED,
+            TableProperties.MANIFEST_MERGE_ENABLED_DEFAULT,
         ):
             data_new, data_kept, merged = merge_manifests(
                 metadata,
@@ -514,9 +510,11 @@ class SnapshotProducer:
 
 
 def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:
-    codec = props.get(MANIFEST_COMPRESSION, "gzip")
-    raw = props.get(MANIFEST_COMPRESSION_LEVEL)
-    level = None if raw in (None, "") else int_property(props, MANIFEST_COMPRESSION_LEVEL, 0)
+    codec = enum_property(
+        props, TableProperties.MANIFEST_COMPRESSION, TableProperties.MANIFEST_COMPRESSION_DEFAULT
+    )
+    key = TableProperties.MANIFEST_COMPRESSION_LEVEL
+    level = None if props.get(key, "") == "" else int_property(props, key, 0)
     return codec, level
 
 

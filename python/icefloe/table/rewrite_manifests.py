@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.manifest import ManifestFile, manifest_files
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
+from icefloe.properties import TableProperties, int_property
 from icefloe.scan.manifests import read_manifest_entries, written_manifest_list
 from icefloe.table.producer import (
     DELETED,
@@ -36,7 +37,6 @@ from icefloe.table.producer import (
     SnapshotProducer,
     parent_snapshot,
 )
-from icefloe.write.properties import MANIFEST_TARGET_SIZE_BYTES, int_property
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
@@ -70,7 +70,11 @@ def _target(metadata: TableMetadata, target: int | None) -> int:
         if target <= 0:
             raise ValidationError(f"target_manifest_size must be positive, got {target}")
         return target
-    return int_property(metadata.properties, MANIFEST_TARGET_SIZE_BYTES, 8 << 20, minimum=1)
+    return int_property(
+        metadata.properties,
+        TableProperties.MANIFEST_TARGET_SIZE_BYTES,
+        TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
+    )
 
 
 def _plan(

@@ -10,6 +10,7 @@ commit is retried on a newer table state. :func:`plan_tasks` plans the live file
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -18,16 +19,19 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe import _native
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.evaluator import evaluate
 from icefloe.expressions.projection import project
+from icefloe.expressions.serde import to_dict
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.partitioning import PartitionSpec
+from icefloe.properties import TableProperties, enum_property, parse_enum
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
@@ -70,11 +74,11 @@ __all__ = [
     "write_rows",
 ]
 
-DELETE_MODE = "write.delete.mode"
-UPDATE_MODE = "write.update.mode"
-MERGE_MODE = "write.merge.mode"
-UPSERT_MODE = "write.upsert.mode"
-DELETE_ISOLATION = "write.delete.isolation-level"
+DELETE_MODE = TableProperties.DELETE_MODE
+UPDATE_MODE = TableProperties.UPDATE_MODE
+MERGE_MODE = TableProperties.MERGE_MODE
+UPSERT_MODE = TableProperties.UPSERT_MODE
+DELETE_ISOLATION = TableProperties.DELETE_ISOLATION_LEVEL
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
 EQUALITY = "equality"
@@ -112,8 +116,6 @@ class RowContext:
 
     @property
     def mapping(self) -> NameMapping | None:
-        import json
-
         text = self.metadata.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
         return NameMapping.from_json(json.loads(text)) if text else None
 
@@ -183,11 +185,7 @@ def write_rows(
 
 def write_mode(props: Mapping[str, str], key: str, version: int) -> str:
     """The ``copy-on-write`` / ``merge-on-read`` mode in property ``key`` (v1: copy-on-write)."""
-    mode = props.get(key, COPY_ON_WRITE).strip().lower()
-    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise ValidationError(
-            f"table property {key}={mode!r}: use {COPY_ON_WRITE} or {MERGE_ON_READ}"
-        )
+    mode = enum_property(props, key, COPY_ON_WRITE, (COPY_ON_WRITE, MERGE_ON_READ))
     return COPY_ON_WRITE if version < 2 else mode
 
 
@@ -324,7 +322,10 @@ def commit_row_delta(
             producer.remove_files_where(_entry_key_predicate(set(removed_deletes)))
         if operation is not None:
             producer.set_operation(operation)
-        level = (isolation or tx.metadata.properties.get(DELETE_ISOLATION, SERIALIZABLE)).lower()
+        if isolation is not None:
+            level = parse_enum("isolation", isolation, (SERIALIZABLE, SNAPSHOT), "argument")
+        else:
+            level = enum_property(tx.metadata.properties, DELETE_ISOLATION, SERIALIZABLE)
         producer.validate(
             _Validator(
                 ctx.io,
@@ -412,8 +413,13 @@ class _Validator:
     ) -> None:
         if parent is None or parent.snapshot_id == start_parent:
             return
-        entries = _entries_since(self.io, metadata, parent, start_parent)
-        for row, spec_id in entries:
+        metrics_json = None
+        if self.conflict_filter is not None and not isinstance(
+            self.conflict_filter, AlwaysTrue | AlwaysFalse
+        ):
+            metrics_json = json.dumps(to_dict(self.conflict_filter))
+        entries = _entries_since(self.io, metadata, parent, start_parent, metrics_json)
+        for row, spec_id, metrics_may_match in entries:
             path = row["file_path"]
             status, content = row["status"], row["content"]
             if status == 2 and content == 0 and path in self.paths:
@@ -441,6 +447,7 @@ class _Validator:
             elif (
                 content == 0
                 and self.conflict_filter is not None
+                and metrics_may_match
                 and _may_match(self.conflict_filter, self.schema, metadata, spec_id, row)
             ):
                 raise CommitConflictError(
@@ -479,9 +486,16 @@ def _may_match(
 
 
 def _entries_since(
-    io: FileIO, metadata: TableMetadata, parent: Snapshot, start: int | None
-) -> list[tuple[dict[str, Any], int]]:
-    """Entries added or deleted by the snapshots after ``start`` up to ``parent``."""
+    io: FileIO,
+    metadata: TableMetadata,
+    parent: Snapshot,
+    start: int | None,
+    metrics_json: str | None = None,
+) -> list[tuple[dict[str, Any], int, bool]]:
+    """Entries added or deleted by the snapshots after ``start`` up to ``parent``, each with
+    whether its column metrics (bounds, null and value counts) say the file may hold a row
+    matching the filter in ``metrics_json`` (the inclusive metrics evaluation the scan planner
+    uses; always true without a filter, and for delete files)."""
     from icefloe.manifest import manifest_files
     from icefloe.scan.manifests import manifest_list_of, read_manifest_entries
 
@@ -499,7 +513,7 @@ def _entries_since(
             f"cannot validate against concurrent commits: snapshot {start} is no longer an "
             "ancestor of the branch head"
         )
-    out: list[tuple[dict[str, Any], int]] = []
+    out: list[tuple[dict[str, Any], int, bool]] = []
     for s in ids:
         if s.manifest_list is None:
             continue
@@ -514,6 +528,14 @@ def _entries_since(
                 pc.not_equal(b.column("status"), 0),
             )
             sub = b.filter(mine)
-            if sub.num_rows:
-                out.extend((r, m.partition_spec_id) for r in sub.to_pylist())
+            if not sub.num_rows:
+                continue
+            may = [True] * sub.num_rows
+            if metrics_json is not None:
+                entries = pa.StructArray.from_arrays(sub.columns, names=sub.schema.names)
+                mask = _native.expr_metrics_mask(entries, metrics_json).to_pylist()
+                content = sub.column("content").to_pylist()
+                may = [bool(k) or c != 0 for k, c in zip(mask, content, strict=True)]
+            rows = sub.to_pylist()
+            out.extend((r, m.partition_spec_id, k) for r, k in zip(rows, may, strict=True))
     return out

@@ -34,6 +34,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, BooleanExpression
 from icefloe.expressions.builder import col
 from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.properties import enum_property
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
@@ -281,19 +282,13 @@ def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
 
 
 def _upsert_mode(props: Mapping[str, str], version: int) -> str:
-    raw = props.get(UPSERT_MODE)
-    if raw is not None:
-        mode = raw.strip().lower()
+    if UPSERT_MODE in props:
+        mode = enum_property(props, UPSERT_MODE, COPY_ON_WRITE)
         if mode == EQUALITY:
             if version < 2:
                 raise ValidationError(f"{UPSERT_MODE}=equality needs format version 2 or later")
             return EQUALITY
-        if mode in (COPY_ON_WRITE, MERGE_ON_READ):
-            return COPY_ON_WRITE if version < 2 else mode
-        raise ValidationError(
-            f"table property {UPSERT_MODE}={raw!r}: use {EQUALITY}, {COPY_ON_WRITE} or "
-            f"{MERGE_ON_READ}"
-        )
+        return COPY_ON_WRITE if version < 2 else mode
     return write_mode(props, MERGE_MODE if MERGE_MODE in props else UPDATE_MODE, version)
 
 

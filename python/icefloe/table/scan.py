@@ -34,6 +34,7 @@ from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.properties import TableProperties, int_property
 from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_cache
 from icefloe.scan.columnar import (
     TableStream,
@@ -52,8 +53,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SPLIT_SIZE", "SPLIT_SIZE_PROPERTY", "TableScan"]
 
-SPLIT_SIZE_PROPERTY = "read.split.target-size"
-DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+SPLIT_SIZE_PROPERTY = TableProperties.SPLIT_SIZE
+DEFAULT_SPLIT_SIZE = TableProperties.SPLIT_SIZE_DEFAULT
 
 
 def _as_filter(expr: str | BooleanExpression) -> BooleanExpression:
@@ -251,16 +252,12 @@ class TableScan:
         return v if v is not None else self.metadata.properties.get(key)
 
     def _int_option(self, key: str, default: int) -> int:
-        v = self._option(key)
-        if v is None:
-            return default
-        try:
-            return int(v)
-        except ValueError:
-            raise ValidationError(f"option {key!r} must be an integer, got {v!r}") from None
+        if key in self.options:
+            return int_property(self.options, key, default, what="scan option")
+        return int_property(self.metadata.properties, key, default)
 
     def _threads(self) -> int | None:
-        n = self._int_option("scan.threads", 0)
+        n = self._int_option(TableProperties.SCAN_THREADS, 0)
         return n if n > 0 else None
 
     def _cache_bytes(self) -> int:
@@ -314,10 +311,7 @@ class TableScan:
     def split_size(self) -> int:
         """The split target size: scan option or table property ``read.split.target-size``
         (default 128 MiB)."""
-        n = self._int_option(SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE)
-        if n <= 0:
-            raise ValidationError(f"{SPLIT_SIZE_PROPERTY} must be positive, got {n}")
-        return n
+        return self._int_option(SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE)
 
     def plan_tasks(self) -> list[FileScanTask]:
         """The tasks of :meth:`plan_files` with files larger than :meth:`split_size` split into

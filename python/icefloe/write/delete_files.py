@@ -25,11 +25,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe import __version__
-from icefloe.arrow_schema import schema_to_arrow
+from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.io import FileIO, data_location
 from icefloe.partitioning import PartitionSpec
+from icefloe.properties import PARQUET_CODECS, TableProperties, enum_property
 from icefloe.puffin import PuffinWriter
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.scan.tasks import (
@@ -289,16 +290,23 @@ def _column_metrics(
 def _write_parquet(
     io: FileIO, location: str, table: pa.Table, properties: Mapping[str, str]
 ) -> tuple[int, pq.FileMetaData]:
-    compression = properties.get("write.delete.parquet.compression-codec") or properties.get(
-        "write.parquet.compression-codec", "zstd"
+    codec = enum_property(
+        properties, TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT
     )
+    codec = enum_property(properties, TableProperties.DELETE_PARQUET_COMPRESSION, codec)
+    compression = PARQUET_CODECS[codec]
     try:
         with io.new_output(location).create() as out:
             collected: list[pq.FileMetaData] = []
             writer = pq.ParquetWriter(
-                out, table.schema, compression=compression, metadata_collector=collected
+                out,
+                table.schema,
+                compression=compression,
+                metadata_collector=collected,
+                write_page_checksum=True,
             )
             writer.write_table(table)
+            writer.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: field_ids_digest(table.schema)})
             writer.close()
             metadata = collected[0]
     except IcebergError:

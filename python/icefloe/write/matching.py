@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from icefloe.deletes import EqualityDeleteSet
 from icefloe.exceptions import ValidationError
-from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.arrow import filter_mask
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.evaluator import evaluate
@@ -133,7 +133,7 @@ def surviving_rows(
     whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
     meta = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if lineage else ()
     options = _options(schema, None, specs or {}, name_mapping, meta, 3 if lineage else 2)
-    expr = None if bound_filter is AlwaysFalse() else to_arrow_expression(bound_filter)
+    expr = None if bound_filter is AlwaysFalse() else bound_filter
     for batch in read_task(io, whole, options, cache):
         if expr is None:
             yield batch
@@ -145,12 +145,9 @@ def surviving_rows(
             yield out
 
 
-def _evaluate(expr: pc.Expression, batch: pa.RecordBatch) -> pa.Array:
-    """``expr`` over ``batch`` as a boolean array with nulls as false."""
-    import pyarrow.dataset as ds
-
-    projected = ds.dataset(pa.Table.from_batches([batch])).to_table(columns={"__hit": expr})
-    return pc.fill_null(projected.column("__hit").combine_chunks(), False)
+def _evaluate(expr: BooleanExpression, batch: pa.RecordBatch) -> pa.Array:
+    """Bound ``expr`` over ``batch`` as a boolean array with nulls as false."""
+    return pc.fill_null(filter_mask(expr, batch), False)
 
 
 def all_rows_match(

@@ -23,7 +23,6 @@ value per column.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +33,7 @@ import pyarrow.parquet as pq
 
 from icefloe import _native
 from icefloe.exceptions import ValidationError
+from icefloe.properties import TableProperties, int_property, parse_metrics_mode
 from icefloe.schema import Schema
 from icefloe.sorting import SortOrder
 from icefloe.types import (
@@ -73,10 +73,9 @@ __all__ = [
     "truncate_upper_str",
 ]
 
-DEFAULT_MODE = "write.metadata.metrics.default"
-COLUMN_MODE_PREFIX = "write.metadata.metrics.column."
-MAX_INFERRED = "write.metadata.metrics.max-inferred-column-defaults"
-_TRUNCATE = re.compile(r"truncate\((\d+)\)")
+DEFAULT_MODE = TableProperties.METRICS_MODE_DEFAULT
+COLUMN_MODE_PREFIX = TableProperties.METRICS_MODE_COLUMN_PREFIX
+MAX_INFERRED = TableProperties.METRICS_MAX_INFERRED_COLUMN_DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -88,16 +87,9 @@ class MetricsMode:
 
     @staticmethod
     def parse(text: str, what: str = "metrics mode") -> MetricsMode:
-        s = text.strip().lower()
-        if s in ("none", "counts", "full"):
-            return MetricsMode(s)
-        m = _TRUNCATE.fullmatch(s)
-        if m:
-            n = int(m.group(1))
-            if n <= 0:
-                raise ValidationError(f"{what}: truncate length must be positive: {text!r}")
-            return MetricsMode("truncate", n)
-        raise ValidationError(f"{what}: unknown metrics mode {text!r}")
+        """``none``, ``counts``, ``full`` or ``truncate(N)``; ``what`` names the property."""
+        kind, length = parse_metrics_mode(what, text)
+        return MetricsMode(kind, length)
 
     def __str__(self) -> str:
         return f"truncate({self.length})" if self.kind == "truncate" else self.kind
@@ -147,11 +139,9 @@ class MetricsConfig:
     ) -> None:
         explicit = properties.get(DEFAULT_MODE)
         default = MetricsMode.parse(explicit, DEFAULT_MODE) if explicit else _DEFAULT
-        raw_max = properties.get(MAX_INFERRED, "100")
-        try:
-            max_inferred = int(raw_max)
-        except ValueError:
-            raise ValidationError(f"table property {MAX_INFERRED} is not an integer") from None
+        max_inferred = int_property(
+            properties, MAX_INFERRED, TableProperties.METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT
+        )
         self.leaves = _leaves(schema)
         by_name = {leaf.name: leaf.field.field_id for leaf in self.leaves}
         self.modes: dict[int, MetricsMode] = {}

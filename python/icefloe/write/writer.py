@@ -26,7 +26,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map, work_threads
-from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
+from icefloe.arrow_schema import (
+    FIELD_IDS_DIGEST_KEY,
+    field_ids_digest,
+    schema_to_arrow,
+    type_to_arrow,
+)
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO, data_location
 from icefloe.metadata import TableMetadata
@@ -364,6 +369,7 @@ class _FileWriter:
                 dictionary_pagesize_limit=p.dict_size_bytes,
                 write_statistics=True,
                 store_schema=False,
+                write_page_checksum=True,  # page CRCs, verified on read (as Java writes them)
             ) as w:
                 n = table.num_rows
                 while pos < n:
@@ -373,6 +379,7 @@ class _FileWriter:
                     pos += chunk.num_rows
                     if sink.tell() >= self.target:
                         break
+                w.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: field_ids_digest(table.schema)})
             md = w.writer.metadata
             size = sink.tell()
         finally:

@@ -1,0 +1,380 @@
+"""Table properties icefloe honours: their names, defaults and the one parser for their values.
+
+Every module that reads a property takes its name from :class:`TableProperties` and its value
+from :func:`int_property`, :func:`bool_property` or :func:`enum_property`, so a malformed value
+always fails with the same :class:`~icefloe.exceptions.ValidationError`, naming the property
+and the value. :func:`validate_properties` checks values when they are set (create, set,
+transaction), so icefloe never stores a value it would later refuse.
+
+A value written by another engine can still be malformed. Properties that every commit reads
+(``commit.retry.*``, ``write.metadata.*``) are then read *leniently*: a warning names the
+property and the default is used, so the commit that repairs the value (and any other commit)
+still works. Properties that steer how data is written (codecs, sizes, modes, metrics) stay
+strict: a data commit refuses with the error instead of writing files the table did not ask for.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from icefloe.exceptions import ValidationError
+
+__all__ = [
+    "KNOWN",
+    "KNOWN_PREFIXES",
+    "MANIFEST_CODECS",
+    "PARQUET_CODECS",
+    "RESERVED_PROPERTIES",
+    "InvalidPropertyWarning",
+    "TableProperties",
+    "bool_property",
+    "enum_property",
+    "int_property",
+    "parse_bool",
+    "parse_enum",
+    "parse_int",
+    "parse_metrics_mode",
+    "parse_value",
+    "validate_properties",
+]
+
+
+class InvalidPropertyWarning(UserWarning):
+    """A stored table property is malformed and its default is used instead."""
+
+
+class TableProperties:
+    """Names (``X``) and defaults (``X_DEFAULT``) of the table properties icefloe reads."""
+
+    FORMAT_VERSION = "format-version"
+
+    COMMIT_NUM_RETRIES = "commit.retry.num-retries"
+    COMMIT_NUM_RETRIES_DEFAULT = 4
+    COMMIT_MIN_RETRY_WAIT_MS = "commit.retry.min-wait-ms"
+    COMMIT_MIN_RETRY_WAIT_MS_DEFAULT = 100
+    COMMIT_MAX_RETRY_WAIT_MS = "commit.retry.max-wait-ms"
+    COMMIT_MAX_RETRY_WAIT_MS_DEFAULT = 60_000
+    COMMIT_TOTAL_RETRY_TIME_MS = "commit.retry.total-timeout-ms"
+    COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT = 1_800_000
+
+    MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
+    MANIFEST_MERGE_ENABLED_DEFAULT = True
+    MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
+    MANIFEST_MIN_MERGE_COUNT_DEFAULT = 100
+    MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
+    MANIFEST_TARGET_SIZE_BYTES_DEFAULT = 8 * 1024 * 1024
+    MANIFEST_COMPRESSION = "write.manifest.compression-codec"
+    MANIFEST_COMPRESSION_DEFAULT = "gzip"
+    MANIFEST_COMPRESSION_LEVEL = "write.manifest.compression-level"
+
+    METADATA_PATH = "write.metadata.path"
+    DATA_PATH = "write.data.path"
+    OBJECT_STORAGE_PATH = "write.object-storage.path"
+    FOLDER_STORAGE_PATH = "write.folder-storage.path"
+    METADATA_COMPRESSION = "write.metadata.compression-codec"
+    METADATA_COMPRESSION_DEFAULT = "none"
+    METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+    METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+    METADATA_DELETE_AFTER_COMMIT_ENABLED = "write.metadata.delete-after-commit.enabled"
+    METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT = False
+
+    TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
+    TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
+    PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
+    PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT = 128 * 1024 * 1024
+    PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"
+    PARQUET_ROW_GROUP_LIMIT_DEFAULT = 1_048_576
+    PARQUET_PAGE_SIZE_BYTES = "write.parquet.page-size-bytes"
+    PARQUET_PAGE_SIZE_BYTES_DEFAULT = 1024 * 1024
+    PARQUET_DICT_SIZE_BYTES = "write.parquet.dict-size-bytes"
+    PARQUET_DICT_SIZE_BYTES_DEFAULT = 2 * 1024 * 1024
+    PARQUET_COMPRESSION = "write.parquet.compression-codec"
+    PARQUET_COMPRESSION_DEFAULT = "zstd"
+    PARQUET_COMPRESSION_LEVEL = "write.parquet.compression-level"
+    DELETE_PARQUET_COMPRESSION = "write.delete.parquet.compression-codec"
+    PARQUET_BLOOM_FILTER_MAX_BYTES = "write.parquet.bloom-filter-max-bytes"
+    PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX = "write.parquet.bloom-filter-enabled.column."
+
+    METRICS_MODE_DEFAULT = "write.metadata.metrics.default"
+    METRICS_MODE_COLUMN_PREFIX = "write.metadata.metrics.column."
+    METRICS_MAX_INFERRED_COLUMN_DEFAULTS = "write.metadata.metrics.max-inferred-column-defaults"
+    METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT = 100
+
+    DELETE_MODE = "write.delete.mode"
+    UPDATE_MODE = "write.update.mode"
+    MERGE_MODE = "write.merge.mode"
+    UPSERT_MODE = "write.upsert.mode"
+    WRITE_MODE_DEFAULT = "copy-on-write"
+    DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
+    DELETE_ISOLATION_LEVEL_DEFAULT = "serializable"
+
+    MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
+    MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000
+    MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
+    MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
+    MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
+
+    SPLIT_SIZE = "read.split.target-size"
+    SPLIT_SIZE_DEFAULT = 128 * 1024 * 1024
+    SCAN_THREADS = "scan.threads"
+    MANIFEST_CACHE_MAX_BYTES = "scan.manifest-cache.max-bytes"
+    MANIFEST_CACHE_MAX_BYTES_DEFAULT = 256 * 1024 * 1024
+
+    DEFAULT_NAME_MAPPING = "schema.name-mapping.default"
+
+
+#: Properties that steer table creation or report table state; they are never stored.
+RESERVED_PROPERTIES = frozenset(
+    {
+        TableProperties.FORMAT_VERSION,
+        "uuid",
+        "snapshot-count",
+        "current-snapshot-id",
+        "current-snapshot-summary",
+        "current-snapshot-timestamp-ms",
+        "current-schema",
+        "default-partition-spec",
+        "default-sort-order",
+    }
+)
+
+_T = TableProperties
+_V = TypeVar("_V")
+_WRITE_MODES = ("copy-on-write", "merge-on-read")
+#: Parquet codec names (Iceberg's, lower case) to pyarrow's.
+PARQUET_CODECS = {
+    "zstd": "zstd",
+    "gzip": "gzip",
+    "snappy": "snappy",
+    "lz4": "lz4",
+    "brotli": "brotli",
+    "uncompressed": "none",
+    "none": "none",
+}
+#: Avro codec names the manifest writer accepts.
+MANIFEST_CODECS = ("gzip", "deflate", "zstd", "zstandard", "snappy", "uncompressed", "none", "null")
+_METRICS = re.compile(r"(none|counts|full|truncate\((\d+)\))")
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """A property's value type: ``int`` (with a minimum), ``bool``, ``enum`` or ``metrics``."""
+
+    kind: str
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+
+
+def _int(minimum: int | None = 0) -> _Kind:
+    return _Kind("int", minimum)
+
+
+def _enum(*choices: str) -> _Kind:
+    return _Kind("enum", choices=choices)
+
+
+_BOOL = _Kind("bool")
+_METRICS_KIND = _Kind("metrics")
+_ANY_INT = _int(None)
+
+#: The value type of every property icefloe reads (a property not listed is stored as given).
+KNOWN: dict[str, _Kind] = {
+    _T.COMMIT_NUM_RETRIES: _int(0),
+    _T.COMMIT_MIN_RETRY_WAIT_MS: _int(0),
+    _T.COMMIT_MAX_RETRY_WAIT_MS: _int(0),
+    _T.COMMIT_TOTAL_RETRY_TIME_MS: _int(0),
+    _T.MANIFEST_MERGE_ENABLED: _BOOL,
+    _T.MANIFEST_MIN_MERGE_COUNT: _int(0),
+    _T.MANIFEST_TARGET_SIZE_BYTES: _int(1),
+    _T.MANIFEST_COMPRESSION: _enum(*MANIFEST_CODECS),
+    _T.MANIFEST_COMPRESSION_LEVEL: _ANY_INT,
+    _T.METADATA_COMPRESSION: _enum("none", "gzip"),
+    _T.METADATA_PREVIOUS_VERSIONS_MAX: _ANY_INT,  # below 1 means 1, as in the reference
+    _T.METADATA_DELETE_AFTER_COMMIT_ENABLED: _BOOL,
+    _T.TARGET_FILE_SIZE_BYTES: _int(1),
+    _T.PARQUET_ROW_GROUP_SIZE_BYTES: _int(1),
+    _T.PARQUET_ROW_GROUP_LIMIT: _int(1),
+    _T.PARQUET_PAGE_SIZE_BYTES: _int(1),
+    _T.PARQUET_DICT_SIZE_BYTES: _int(1),
+    _T.PARQUET_COMPRESSION: _enum(*PARQUET_CODECS),
+    _T.PARQUET_COMPRESSION_LEVEL: _ANY_INT,
+    _T.DELETE_PARQUET_COMPRESSION: _enum(*PARQUET_CODECS),
+    _T.PARQUET_BLOOM_FILTER_MAX_BYTES: _int(1),
+    _T.METRICS_MODE_DEFAULT: _METRICS_KIND,
+    _T.METRICS_MAX_INFERRED_COLUMN_DEFAULTS: _int(0),
+    _T.DELETE_MODE: _enum(*_WRITE_MODES),
+    _T.UPDATE_MODE: _enum(*_WRITE_MODES),
+    _T.MERGE_MODE: _enum(*_WRITE_MODES),
+    _T.UPSERT_MODE: _enum("equality", *_WRITE_MODES),
+    _T.DELETE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
+    _T.MAX_SNAPSHOT_AGE_MS: _int(1),
+    _T.MIN_SNAPSHOTS_TO_KEEP: _int(1),
+    _T.MAX_REF_AGE_MS: _int(1),
+    _T.SPLIT_SIZE: _int(1),
+    _T.SCAN_THREADS: _int(0),
+    _T.MANIFEST_CACHE_MAX_BYTES: _int(0),
+}
+#: Families of per-column properties (``<prefix><column name>``).
+KNOWN_PREFIXES: dict[str, _Kind] = {
+    _T.METRICS_MODE_COLUMN_PREFIX: _METRICS_KIND,
+    _T.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX: _BOOL,
+}
+
+
+def _kind_of(key: str) -> _Kind | None:
+    kind = KNOWN.get(key)
+    if kind is None:
+        for prefix, k in KNOWN_PREFIXES.items():
+            if key.startswith(prefix):
+                return k
+    return kind
+
+
+def _invalid(key: str, raw: object, reason: str, what: str) -> ValidationError:
+    return ValidationError(f"{what} {key}={raw!r} is invalid: {reason}")
+
+
+def parse_int(
+    key: str, raw: str | int, minimum: int | None = 0, what: str = "table property"
+) -> int:
+    """``raw`` as an integer of at least ``minimum`` (a decimal, as Java's ``Integer.parseInt``)."""
+    text = str(raw) if isinstance(raw, int) and not isinstance(raw, bool) else raw
+    if not isinstance(text, str) or not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise _invalid(key, raw, "must be an integer", what)
+    value = int(text)
+    if minimum is not None and value < minimum:
+        raise _invalid(key, raw, f"must be at least {minimum}", what)
+    return value
+
+
+def parse_bool(key: str, raw: str, what: str = "table property") -> bool:
+    """``true`` or ``false`` in any case (Java's ``Boolean.parseBoolean`` reads anything else as
+    false; icefloe refuses it)."""
+    low = raw.lower()
+    if low not in ("true", "false"):
+        raise _invalid(key, raw, "must be true or false", what)
+    return low == "true"
+
+
+def parse_enum(key: str, raw: str, choices: Iterable[str], what: str = "table property") -> str:
+    """``raw`` (any case) as one of ``choices`` (lower case)."""
+    low = raw.lower()
+    options = tuple(choices)
+    if low not in options:
+        raise _invalid(key, raw, "must be one of " + ", ".join(options), what)
+    return low
+
+
+def parse_metrics_mode(key: str, raw: str, what: str = "table property") -> tuple[str, int]:
+    """A metrics mode (``none``, ``counts``, ``full``, ``truncate(N)`` with N > 0) as
+    (kind, truncate length)."""
+    m = _METRICS.fullmatch(raw.strip().lower())
+    if m is None:
+        raise _invalid(key, raw, "must be a metrics mode: none, counts, full or truncate(N)", what)
+    if m.group(2) is None:
+        return m.group(1), 0
+    n = int(m.group(2))
+    if n <= 0:
+        raise _invalid(key, raw, "the truncate length must be positive", what)
+    return "truncate", n
+
+
+def parse_value(key: str, raw: str, what: str = "table property") -> object:
+    """The typed value of property ``key`` (``raw`` itself for a property icefloe does not
+    read); raises :class:`ValidationError` naming the property and the value when malformed."""
+    kind = _kind_of(key)
+    if kind is None:
+        return raw
+    if kind.kind == "int":
+        return parse_int(key, raw, kind.minimum, what)
+    if kind.kind == "bool":
+        return parse_bool(key, raw, what)
+    if kind.kind == "enum":
+        return parse_enum(key, raw, kind.choices, what)
+    return parse_metrics_mode(key, raw, what)
+
+
+def validate_properties(updates: Mapping[str, object]) -> None:
+    """Refuses property values that icefloe would not honour, before they are stored.
+
+    Values must be strings; reserved properties (``format-version`` and the state ones) are not
+    stored properties; known properties must parse (see :data:`KNOWN`)."""
+    for key, value in updates.items():
+        if not isinstance(key, str) or not key:
+            raise ValidationError(f"a table property name must be a non-empty string: {key!r}")
+        if not isinstance(value, str):
+            raise ValidationError(f"table property {key!r} must be a string, got {value!r}")
+        if key == TableProperties.FORMAT_VERSION:
+            raise ValidationError(
+                f"table property {key}={value!r} is not a stored property: use "
+                "upgrade_format_version() to change a table's format version"
+            )
+        if key in RESERVED_PROPERTIES:
+            raise ValidationError(
+                f"table property {key}={value!r} is reserved: it reports table state and "
+                "cannot be set"
+            )
+        parse_value(key, value)
+
+
+def _read(
+    props: Mapping[str, str], key: str, lenient: bool, parse: Callable[[str], _V]
+) -> _V | None:
+    raw = props.get(key)
+    if raw is None:
+        return None
+    try:
+        return parse(raw)
+    except ValidationError as exc:
+        if not lenient:
+            raise
+        warnings.warn(f"{exc}; using the default", InvalidPropertyWarning, stacklevel=3)
+        return None
+
+
+def int_property(
+    props: Mapping[str, str],
+    key: str,
+    default: int,
+    minimum: int | None = None,
+    *,
+    lenient: bool = False,
+    what: str = "table property",
+) -> int:
+    """Integer property ``key``, ``default`` when unset; ``minimum`` defaults to the known
+    property's (else none). ``lenient`` warns and returns ``default`` when malformed."""
+    if minimum is None:
+        kind = KNOWN.get(key)
+        minimum = kind.minimum if kind is not None else None
+    low = minimum
+    value = _read(props, key, lenient, lambda raw: parse_int(key, raw, low, what))
+    return default if value is None else value
+
+
+def bool_property(
+    props: Mapping[str, str], key: str, default: bool, *, lenient: bool = False
+) -> bool:
+    """Boolean property ``key`` (``true``/``false``, any case), ``default`` when unset."""
+    value = _read(props, key, lenient, lambda raw: parse_bool(key, raw))
+    return default if value is None else value
+
+
+def enum_property(
+    props: Mapping[str, str],
+    key: str,
+    default: str,
+    choices: Iterable[str] | None = None,
+    *,
+    lenient: bool = False,
+) -> str:
+    """Property ``key`` as one of ``choices`` (default: the known property's), lower case."""
+    if choices is None:
+        kind = KNOWN.get(key)
+        choices = kind.choices if kind is not None else ()
+    options = tuple(choices)
+    value = _read(props, key, lenient, lambda raw: parse_enum(key, raw, options))
+    return default if value is None else value

@@ -1,0 +1,144 @@
+"""Opening a Parquet file defensively: footer checked, page checksums verified, errors typed.
+
+The footer is read once and checked in Rust (:func:`icefloe._native.parquet_check_footer`)
+before pyarrow builds any column-chunk metadata from it: pyarrow aborts the process on some
+malformed footers (``RowGroupMetaData.column`` does not catch the C++ exception). The check
+returns the page offsets of every column chunk, so the reader never needs ``column()`` for
+them; statistics are read through pyarrow only after the check passed. Data pages are read with
+CRC verification (icefloe writes page checksums). Every failure is a
+:class:`~icefloe.exceptions.CorruptFileError` or :class:`~icefloe.exceptions.FileIOError`
+naming the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icefloe import _native
+from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest
+from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError
+from icefloe.io import FileIO
+
+__all__ = ["CheckedParquetFile", "corrupt_error", "open_checked", "open_file", "open_parquet"]
+
+_MAGIC = b"PAR1"
+#: Bytes read from the end of a file in one request (most footers fit).
+_TAIL = 64 * 1024
+#: Exceptions pyarrow raises on bytes that are not what they claim (UnicodeDecodeError comes
+#: from column names or key-value metadata that are not UTF-8).
+DECODE_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError, ValueError, IndexError)
+
+
+def corrupt_error(path: str, e: BaseException) -> CorruptFileError:
+    """``e`` raised while decoding ``path`` as the typed error naming the file."""
+    return CorruptFileError(f"cannot read Parquet file {path}: {type(e).__name__}: {e}")
+
+
+@dataclass(frozen=True)
+class CheckedParquetFile:
+    """An open Parquet file and the facts of its checked footer."""
+
+    file: pq.ParquetFile
+    #: Per row group: (row count, data page offset per leaf, dictionary page offset or -1).
+    row_groups: list[tuple[int, list[int], list[int]]]
+
+    def chunk_start(self, group: int, leaf: int) -> int:
+        """Where the pages of a column chunk start (its dictionary page, if any)."""
+        _, data, dicts = self.row_groups[group]
+        return min(data[leaf], dicts[leaf]) if dicts[leaf] > 0 else data[leaf]
+
+
+def _check_field_ids(pf: pq.ParquetFile, path: str) -> None:
+    """Compares the field ids with the digest icefloe wrote (files of other writers have none)."""
+    schema = pf.schema_arrow
+    kv = pf.metadata.metadata or {}
+    stored = kv.get(FIELD_IDS_DIGEST_KEY.encode())
+    if stored is not None and stored.decode(errors="replace") != field_ids_digest(schema):
+        raise CorruptFileError(
+            f"{path}: the field ids in the footer do not match their checksum "
+            f"({FIELD_IDS_DIGEST_KEY})"
+        )
+
+
+def _read_footer(handle: pa.NativeFile, path: str) -> bytes:
+    size = handle.size()
+    if size < 12:
+        raise CorruptFileError(f"{path} is not a Parquet file: {size} bytes")
+    start = max(0, size - _TAIL)
+    handle.seek(start)
+    tail = handle.read(size - start)
+    if tail[-4:] != _MAGIC:
+        raise CorruptFileError(f"{path} is not a Parquet file: no magic at the end")
+    length = int.from_bytes(tail[-8:-4], "little")
+    if length + 12 > size:
+        raise CorruptFileError(f"{path}: footer length {length} exceeds the file ({size} bytes)")
+    if length + 8 > len(tail):
+        handle.seek(size - length - 8)
+        tail = handle.read(length + 8)
+    return bytes(tail[-length - 8 : -8])
+
+
+def open_file(io: FileIO, path: str, size: int | None = None) -> pa.NativeFile:
+    """Opens a file for random access (``size`` from the manifest saves object stores a
+    request), mapping IO errors to typed errors naming it."""
+    try:
+        return io.new_input(path).open(size=size)
+    except IcebergError:
+        raise
+    except OSError as e:
+        raise FileIOError(f"cannot open {path}: {e}") from e
+
+
+def open_checked(
+    io: FileIO,
+    path: str,
+    read_dictionary: list[str] | None = None,
+    metadata: pq.FileMetaData | None = None,
+    size: int | None = None,
+    handle: pa.NativeFile | None = None,
+) -> CheckedParquetFile:
+    """Opens ``path`` after checking its footer (``metadata``, if given, is reused and the
+    footer not re-checked; ``read_dictionary`` columns read as Arrow dictionaries; ``size``
+    from the manifest saves object stores a request; ``handle`` reuses an open file)."""
+    if handle is None:
+        handle = open_file(io, path, size)
+    try:
+        if metadata is None:
+            footer = _read_footer(handle, path)
+            groups = _native.parquet_check_footer(footer)
+            shell = pa.BufferReader(_MAGIC + footer + len(footer).to_bytes(4, "little") + _MAGIC)
+            metadata = pq.read_metadata(shell)
+        else:
+            groups = []
+        pf = pq.ParquetFile(
+            handle,
+            read_dictionary=read_dictionary,
+            metadata=metadata,
+            page_checksum_verification=True,
+        )
+        # Decoding the schema reads column names and metadata (UTF-8 errors surface here).
+        _check_field_ids(pf, path)
+    except IcebergError as e:
+        handle.close()
+        if isinstance(e, CorruptFileError) and path not in str(e):
+            raise CorruptFileError(f"{path}: {e}") from e
+        raise
+    except DECODE_ERRORS as e:
+        handle.close()
+        raise corrupt_error(path, e) from e
+    return CheckedParquetFile(pf, groups)
+
+
+def open_parquet(
+    io: FileIO,
+    path: str,
+    read_dictionary: list[str] | None = None,
+    metadata: pq.FileMetaData | None = None,
+    size: int | None = None,
+    handle: pa.NativeFile | None = None,
+) -> pq.ParquetFile:
+    """:func:`open_checked` without the footer facts."""
+    return open_checked(io, path, read_dictionary, metadata, size, handle).file
