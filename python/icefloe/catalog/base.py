@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from icefloe.exceptions import (
+    IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
@@ -311,7 +312,10 @@ class Catalog(ABC):
 
         Raises :class:`CommitConflictError` when a requirement fails against the table's
         current state, :class:`CommitFailedError` when the retries run out and
-        :class:`CommitStateUnknownError` when the outcome cannot be known.
+        :class:`CommitStateUnknownError` when the outcome cannot be known. Only those two and
+        :class:`ValidationError` prove that the table did not change (see
+        :func:`~icefloe.exceptions.commit_did_not_happen`): once the pointer moved, nothing
+        here raises them, so a caller may delete its files only after one of them.
         """
         from icefloe.catalog.commit import files_to_delete_after_commit, run_commit
 
@@ -332,9 +336,12 @@ class Catalog(ABC):
             write_and_swap,
             refresh,
         )
-        io = self.table_io(result.metadata.properties)
-        for old in files_to_delete_after_commit(base, base_location, result.metadata):
-            io.delete_quietly(old)
+        try:  # the commit happened: a failed clean-up only leaves files for orphan removal
+            io = self.table_io(result.metadata.properties)
+            for old in files_to_delete_after_commit(base, base_location, result.metadata):
+                io.delete_quietly(old)
+        except IcebergError:
+            pass
         return result
 
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:

@@ -3,8 +3,8 @@
 A :class:`MetastoreCatalog` implements six pointer primitives; creating, renaming, registering
 and committing tables are built on them here. A commit writes ``<V>-<uuid>.metadata.json``
 (``.gz.metadata.json`` with ``write.metadata.compression-codec=gzip``) and swaps the pointer
-with a compare-and-swap; the file of an attempt that lost is deleted, the file of an attempt
-whose outcome is unknown is kept.
+with a compare-and-swap; the file of an attempt that lost (:class:`CommitFailedError`) is
+deleted, the file of an attempt whose outcome is unknown (any other exception) is kept.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from abc import abstractmethod
 from collections.abc import Iterable
 
 from icefloe.catalog.base import Catalog, Identifier, split_identifier, to_identifier
-from icefloe.exceptions import CommitStateUnknownError
+from icefloe.exceptions import CommitFailedError, NoSuchNamespaceError, TableAlreadyExistsError
 from icefloe.io import metadata_file_version, new_metadata_file_location
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
 from icefloe.table import Table
@@ -66,7 +66,8 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(metadata, 0)
         try:
             self._create_pointer(identifier, location)
-        except Exception:
+        except (TableAlreadyExistsError, NoSuchNamespaceError):
+            # refused before registering; after any other error the entry may exist
             self.table_io(metadata.properties).delete_quietly(location)
             raise
         return location
@@ -79,9 +80,9 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(new, version)
         try:
             self._swap_pointer(identifier, base_location, location)
-        except CommitStateUnknownError:
-            raise  # the new file may be the table's current metadata: keep it
-        except Exception:
+        except CommitFailedError:
+            # the swap is known not to have happened; after any other error (unknown outcome,
+            # KeyboardInterrupt) the new file may be the table's current metadata: keep it
             self.table_io(new.properties).delete_quietly(location)
             raise
         return location

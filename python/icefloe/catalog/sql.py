@@ -369,15 +369,19 @@ class SqlCatalog(MetastoreCatalog):
             with self.engine.begin() as conn:
                 rowcount = conn.execute(stmt).rowcount
         except SQLAlchemyError as exc:
-            # The UPDATE may or may not have reached the database: look at the pointer.
+            # The UPDATE may or may not have reached the database: look at the pointer. It is
+            # ours, or a later commit's whose metadata log lists ours, if the swap happened.
             try:
                 current = self._get_pointer(identifier)
+                happened = current == new or any(
+                    e.metadata_file == new for e in self.read_metadata(current).metadata_log
+                )
             except Exception as check_exc:
                 raise CommitStateUnknownError(
                     f"commit of {'.'.join(identifier)!r} to {new} may or may not have "
                     f"happened: {exc}; checking failed: {check_exc}"
                 ) from exc
-            if current == new:
+            if happened:
                 return
             raise CommitFailedError(
                 f"commit of {'.'.join(identifier)!r} failed in the database: {exc}"
