@@ -17,6 +17,7 @@ The module also holds the location rules of a table: the metadata and data direc
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -352,6 +353,17 @@ class FileIO:
             fs.delete_dir(path)
         except Exception as exc:
             raise _map_error(exc, prefix, "delete") from exc
+
+    def delete_empty_dirs(self, location: str) -> None:
+        """Remove the directory ``location`` and the directories under it that hold no file,
+        deepest first; a directory with a file anywhere below stays. A no-op on object stores,
+        which have no directories."""
+        fs, path = self.resolve(location)
+        if not isinstance(fs, pafs.LocalFileSystem) or not os.path.isdir(path):
+            return
+        for directory, _, _ in os.walk(path, topdown=False):
+            with contextlib.suppress(OSError):  # a directory that is not empty stays
+                os.rmdir(directory)
 
     def is_dir(self, location: str) -> bool:
         """Whether ``location`` is a directory (on object stores: a non-empty prefix)."""

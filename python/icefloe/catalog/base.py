@@ -45,6 +45,8 @@ __all__ = [
 
 Identifier: TypeAlias = tuple[str, ...]
 
+GC_ENABLED = "gc.enabled"
+
 
 def to_identifier(value: str | Iterable[str]) -> Identifier:
     """A namespace or table identifier as a tuple: ``"a.b"`` and ``("a", "b")`` both work."""
@@ -385,24 +387,35 @@ def _to_schema(schema: Schema | pa.Schema) -> Schema:
 
 
 def purge_table_files(table: Table) -> None:
-    """Delete the files of a dropped table.
+    """Delete the files a dropped table's metadata reaches, as Java's ``dropTableData`` does.
 
-    Every metadata file in its metadata log, the manifest lists and statistics files of its
-    snapshots, and everything under its location and its metadata and data directories.
+    The data and delete files of every snapshot's manifests (unless ``gc.enabled`` is false:
+    then other tables may share them), the manifests, the manifest lists, the statistics and
+    partition statistics files, the metadata files of the metadata log and the current one,
+    in that order, then the table's directories left empty. Never a directory or a prefix:
+    with the default layout another table (``db.a.b``) lives inside this one's location
+    (``db.a``). Files no metadata reaches (of failed writes) are left to orphan removal.
     """
     from icefloe.io import data_location, metadata_location
+    from icefloe.table._files import delete_all
+    from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata
     io = table.io
-    files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
-    files.update(s.manifest_list for s in meta.snapshots if s.manifest_list)
-    files.update(s.statistics_path for s in meta.statistics)
-    files.update(s.statistics_path for s in meta.partition_statistics)
-    for location in sorted(files):
-        io.delete_quietly(location)
-    for directory in {
-        metadata_location(meta.location, meta.properties),
+    gc = meta.properties.get(GC_ENABLED, "true").strip().lower() != "false"
+    named = set(reachable_files(io, meta, table.metadata_location, content_files=False).to_pylist())
+    content: set[str] = set()
+    if gc:
+        content = set(reachable_files(io, meta, table.metadata_location).to_pylist()) - named
+    metadata_files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
+    # content files first, the metadata that reaches them last: a purge cut short leaves
+    # metadata whose files are partly gone only for a table that is already dropped
+    delete_all(io, sorted(content), what="purge: deleting data and delete files")
+    delete_all(io, sorted(named - metadata_files), what="purge: deleting manifests")
+    delete_all(io, sorted(metadata_files), what="purge: deleting metadata files")
+    for directory in (
         data_location(meta.location, meta.properties),
+        metadata_location(meta.location, meta.properties),
         meta.location,
-    }:
-        io.delete_prefix(directory)
+    ):
+        io.delete_empty_dirs(directory)

@@ -254,8 +254,36 @@ class HadoopCatalog(Catalog):
         return self._write_version(identifier, version + 1, new)
 
     def _drop_entry(self, identifier: Identifier) -> None:
+        """Delete the table's directory as the Java catalog does, but never a directory inside
+        it that holds a namespace or another table (``db.a.b`` lives inside ``db.a``).
+
+        The version files go first, oldest first, so that until the newest is gone the table
+        is still whole at its current version, then the hint and the other files."""
         self._current_location(identifier)  # NoSuchTableError when absent
-        self.io.delete_prefix(self._table_dir(identifier))
+        table_dir = self._table_dir(identifier)
+        meta_dir = f"{table_dir}/metadata"
+        versions = sorted(
+            (v, f"{meta_dir}/{name}")
+            for name, is_dir in self.io.list_dir(meta_dir)
+            if not is_dir and name.startswith("v")
+            if (v := metadata_file_version(name)) is not None
+        )
+        for _, location in versions:
+            self.io.delete_quietly(location)
+        self.io.delete_quietly(f"{meta_dir}/{VERSION_HINT}")
+        self._delete_own_files(table_dir)
+        self.io.delete_empty_dirs(table_dir)
+
+    def _delete_own_files(self, directory: str) -> None:
+        """Delete the files under ``directory`` except namespace files and the directories of
+        nested namespaces and tables."""
+        for name, is_dir in self.io.list_dir(directory):
+            path = f"{directory}/{name}"
+            if not is_dir:
+                if name != NAMESPACE_FILE:
+                    self.io.delete_quietly(path)
+            elif not (self._is_table_dir(path) or self.io.exists(f"{path}/{NAMESPACE_FILE}")):
+                self._delete_own_files(path)
 
     def _default_table_location(self, identifier: Identifier) -> str:
         return self._table_dir(identifier)
