@@ -9,6 +9,7 @@ dropping tables is shared here and in :mod:`icefloe.catalog.commit`.
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,10 @@ __all__ = [
     "Catalog",
     "Identifier",
     "PropertiesUpdateSummary",
+    "check_name",
+    "check_namespace",
+    "check_table_identifier",
+    "files_to_purge",
     "namespace_to_string",
     "purge_table_files",
     "split_identifier",
@@ -58,6 +63,53 @@ def to_identifier(value: str | Iterable[str]) -> Identifier:
         if not isinstance(part, str) or not part:
             raise ValidationError(f"invalid identifier {value!r}: empty or non-string part")
     return parts
+
+
+MAX_NAME_BYTES = 255
+_FORBIDDEN = frozenset("/\\?#%")
+
+
+def check_name(part: object, *, namespace: bool) -> str:
+    """``part`` if it can name a namespace level (``namespace``) or a table, else
+    :class:`ValidationError`.
+
+    Names become directory names of the default layout (``<warehouse>/<ns...>/<name>``) and
+    parts of location URIs that other engines parse, so a name must be a non-empty string of
+    at most 255 UTF-8 bytes, not ``.`` or ``..``, without ``/``, ``\\``, control characters
+    (NUL included), lone surrogates or the URI syntax characters ``?``, ``#`` and ``%``.
+    Namespace levels also cannot contain ``.``: SQL catalogs store namespaces dotted (``a.b``),
+    so ``("a.b",)`` and ``("a", "b")`` would be one namespace. Nothing is escaped: the
+    directory of a table is its name, as every engine computes it.
+    """
+    what = "namespace level" if namespace else "table name"
+    if not isinstance(part, str) or not part:
+        raise ValidationError(f"invalid {what} {part!r}: it must be a non-empty string")
+    if part in (".", ".."):
+        raise ValidationError(f"invalid {what} {part!r}: it would be a relative directory")
+    bad = sorted({c for c in part if c in _FORBIDDEN or unicodedata.category(c) in ("Cc", "Cs")})
+    if namespace and "." in part:
+        bad.append(".")
+    if bad:
+        raise ValidationError(f"invalid {what} {part!r}: it must not contain {bad}")
+    if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ValidationError(
+            f"invalid {what} {part[:20]!r}...: longer than {MAX_NAME_BYTES} UTF-8 bytes"
+        )
+    return part
+
+
+def check_namespace(namespace: Identifier) -> Identifier:
+    """``namespace`` if every level passes :func:`check_name`, else :class:`ValidationError`."""
+    for part in namespace:
+        check_name(part, namespace=True)
+    return namespace
+
+
+def check_table_identifier(identifier: Identifier) -> Identifier:
+    """``identifier`` if its namespace and name pass :func:`check_name`."""
+    check_namespace(identifier[:-1])
+    check_name(identifier[-1], namespace=False)
+    return identifier
 
 
 def namespace_to_string(namespace: str | Iterable[str]) -> str:
@@ -252,7 +304,7 @@ class Catalog(ABC):
         from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
         from icefloe.sorting import UNSORTED_SORT_ORDER
 
-        ident = self._table_identifier(identifier)
+        ident = check_table_identifier(self._table_identifier(identifier))
         if not self.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
         if self.table_exists(ident):
@@ -296,9 +348,10 @@ class Catalog(ABC):
         """Remove the table from the catalog; with ``purge`` also delete its files."""
         ident = self._table_identifier(identifier)
         table = self.load_table(ident) if purge else None
+        files = files_to_purge(table) if table is not None else []  # read before the drop
         self._drop_entry(ident)
         if table is not None:
-            purge_table_files(table)
+            purge_table_files(table, files)
 
     def purge_table(self, identifier: str | Iterable[str]) -> None:
         """Drop the table and delete its files."""
@@ -386,18 +439,11 @@ def _to_schema(schema: Schema | pa.Schema) -> Schema:
     return arrow_to_schema(schema.remove_metadata(), mapping)
 
 
-def purge_table_files(table: Table) -> None:
-    """Delete the files a dropped table's metadata reaches, as Java's ``dropTableData`` does.
-
-    The data and delete files of every snapshot's manifests (unless ``gc.enabled`` is false:
-    then other tables may share them), the manifests, the manifest lists, the statistics and
-    partition statistics files, the metadata files of the metadata log and the current one,
-    in that order, then the table's directories left empty. Never a directory or a prefix:
-    with the default layout another table (``db.a.b``) lives inside this one's location
-    (``db.a``). Files no metadata reaches (of failed writes) are left to orphan removal.
-    """
-    from icefloe.io import data_location, metadata_location
-    from icefloe.table._files import delete_all
+def files_to_purge(table: Table) -> list[list[str]]:
+    """The files a dropped table's metadata reaches, in the order :func:`purge_table_files`
+    deletes them: the data and delete files of every snapshot's manifests (none with
+    ``gc.enabled=false``: other tables may share them), then the manifests, manifest lists and
+    statistics files, then the metadata files of the metadata log and the current one."""
     from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata
@@ -408,11 +454,26 @@ def purge_table_files(table: Table) -> None:
     if gc:
         content = set(reachable_files(io, meta, table.metadata_location).to_pylist()) - named
     metadata_files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
-    # content files first, the metadata that reaches them last: a purge cut short leaves
-    # metadata whose files are partly gone only for a table that is already dropped
-    delete_all(io, sorted(content), what="purge: deleting data and delete files")
-    delete_all(io, sorted(named - metadata_files), what="purge: deleting manifests")
-    delete_all(io, sorted(metadata_files), what="purge: deleting metadata files")
+    return [sorted(content), sorted(named - metadata_files), sorted(metadata_files)]
+
+
+def purge_table_files(table: Table, files: list[list[str]] | None = None) -> None:
+    """Delete the files a dropped table's metadata reaches, as Java's ``dropTableData`` does
+    (``files``: :func:`files_to_purge`, computed now if not given), then the table's
+    directories left empty.
+
+    Never a directory or a prefix: with the default layout another table (``db.a.b``) lives
+    inside this one's location (``db.a``). Content files go first and the metadata reaching
+    them last, so a purge cut short leaves no metadata of a live table pointing at deleted
+    files. Files no metadata reaches (of failed writes) are left to orphan removal.
+    """
+    from icefloe.io import data_location, metadata_location
+    from icefloe.table._files import delete_all
+
+    meta = table.metadata
+    io = table.io
+    for group in files if files is not None else files_to_purge(table):
+        delete_all(io, group, what="purge: deleting files")
     for directory in (
         data_location(meta.location, meta.properties),
         metadata_location(meta.location, meta.properties),

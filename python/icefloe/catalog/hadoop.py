@@ -22,6 +22,8 @@ from icefloe.catalog.base import (
     Catalog,
     Identifier,
     PropertiesUpdateSummary,
+    check_name,
+    check_namespace,
     split_identifier,
     to_identifier,
 )
@@ -76,10 +78,7 @@ class HadoopCatalog(Catalog):
         ns = to_identifier(namespace)
         if not ns:
             raise NoSuchNamespaceError("the empty namespace is not a namespace")
-        for part in ns:
-            if "/" in part or part in (".", ".."):
-                raise ValidationError(f"namespace part {part!r} cannot be a directory name")
-        return ns
+        return check_namespace(ns)
 
     def _ns_exists(self, ns: Identifier) -> bool:
         directory = self._ns_dir(ns)
@@ -174,8 +173,7 @@ class HadoopCatalog(Catalog):
     def _table_dir(self, identifier: Identifier) -> str:
         namespace, name = split_identifier(identifier)
         self._check_namespace(namespace)
-        if "/" in name or name in (".", ".."):
-            raise ValidationError(f"table name {name!r} cannot be a directory name")
+        check_name(name, namespace=False)
         return "/".join((self.warehouse, *namespace, name))
 
     def _version_file(self, identifier: Identifier, version: int, gzip: bool = False) -> str:

@@ -12,7 +12,13 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Iterable
 
-from icefloe.catalog.base import Catalog, Identifier, split_identifier, to_identifier
+from icefloe.catalog.base import (
+    Catalog,
+    Identifier,
+    check_table_identifier,
+    split_identifier,
+    to_identifier,
+)
 from icefloe.exceptions import CommitFailedError, NoSuchNamespaceError, TableAlreadyExistsError
 from icefloe.io import metadata_file_version, new_metadata_file_location
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
@@ -114,13 +120,13 @@ class MetastoreCatalog(Catalog):
     def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
         """Rename a table; its files stay where they are."""
         src = self._table_identifier(source)
-        dst = self._table_identifier(target)
+        dst = check_table_identifier(self._table_identifier(target))
         self._rename_pointer(src, dst)
         return self.load_table(dst)
 
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
         """Add a table whose metadata file already exists (written by any engine)."""
-        ident = self._table_identifier(identifier)
+        ident = check_table_identifier(self._table_identifier(identifier))
         metadata = self.read_metadata(metadata_location)
         self._create_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)

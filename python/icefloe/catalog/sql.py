@@ -43,6 +43,7 @@ from sqlalchemy.pool import StaticPool
 from icefloe.catalog.base import (
     Identifier,
     PropertiesUpdateSummary,
+    check_namespace,
     split_identifier,
     to_identifier,
 )
@@ -183,7 +184,7 @@ class SqlCatalog(MetastoreCatalog):
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
         """Create a namespace with properties (``exists=true`` when none are given)."""
-        ns = self._ns_string(namespace)
+        ns = self._ns_string(check_namespace(to_identifier(namespace)))
         props = dict(properties or {}) or dict(_MINIMAL_NAMESPACE_PROPERTIES)
         try:
             with self.engine.begin() as conn:
