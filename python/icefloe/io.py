@@ -41,10 +41,12 @@ __all__ = [
     "FileInfo",
     "InputFile",
     "OutputFile",
+    "absolute_location",
     "data_location",
     "metadata_file_version",
     "metadata_location",
     "new_metadata_file_location",
+    "resolve_table_paths",
 ]
 
 METADATA_PATH = "write.metadata.path"
@@ -417,21 +419,62 @@ class FileIO:
 
 
 # -- location rules ----------------------------------------------------------------------------
+def _is_relative(location: str) -> bool:
+    """No scheme (a Windows drive letter parses as one) and no leading ``/``."""
+    return not urlparse(location).scheme and not location.startswith(("/", "\\"))
+
+
+def absolute_location(location: str) -> str:
+    """``location`` with a relative local path made absolute (against the working directory,
+    once, when a table is created: stored relative it would resolve differently later)."""
+    return os.path.abspath(location) if _is_relative(location) else location
+
+
+def _under(table_location: str, path: str) -> str:
+    return f"{table_location.rstrip('/')}/{path.strip('/')}"
+
+
 def metadata_location(table_location: str, properties: Mapping[str, str]) -> str:
-    """The directory of a table's metadata files (``write.metadata.path`` or ``<loc>/metadata``)."""
+    """The directory of a table's metadata files (``write.metadata.path`` or ``<loc>/metadata``;
+    a relative path is under the table location)."""
     custom = properties.get(METADATA_PATH)
     if custom:
-        return custom.rstrip("/")
+        return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
     return f"{table_location.rstrip('/')}/metadata"
 
 
 def data_location(table_location: str, properties: Mapping[str, str]) -> str:
-    """The directory of a table's data files (``write.data.path`` or ``<loc>/data``)."""
+    """The directory of a table's data files (``write.data.path`` or ``<loc>/data``; a relative
+    path is under the table location)."""
     for key in (DATA_PATH, *_LEGACY_DATA_PATHS):
         custom = properties.get(key)
         if custom:
-            return custom.rstrip("/")
+            return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
     return f"{table_location.rstrip('/')}/data"
+
+
+def resolve_table_paths(table_location: str, properties: Mapping[str, str]) -> dict[str, str]:
+    """``properties`` with relative ``write.data.path`` / ``write.metadata.path`` (and the
+    legacy data path keys) made absolute under ``table_location``, as they are stored.
+
+    Other engines resolve a relative value against their own working directory, so it is
+    never stored relative. A relative value cannot leave the table location: ``.`` and ``..``
+    segments and empty values are refused with :class:`ValidationError`. Absolute values (a
+    scheme or a leading ``/``) are kept as given.
+    """
+    out = dict(properties)
+    for key in (METADATA_PATH, DATA_PATH, *_LEGACY_DATA_PATHS):
+        value = out.get(key)
+        if value is None or not _is_relative(value):
+            continue
+        segments = value.replace("\\", "/").strip("/").split("/")
+        if not value.strip() or any(seg in (".", "..") for seg in segments):
+            raise ValidationError(
+                f"table property {key}={value!r}: a relative path is resolved under the table "
+                "location and cannot contain '.' or '..' segments; give an absolute location"
+            )
+        out[key] = _under(table_location, "/".join(s for s in segments if s))
+    return out
 
 
 def _codec_extension(properties: Mapping[str, str]) -> str:

@@ -22,7 +22,7 @@ from icefloe.exceptions import (
     TableAlreadyExistsError,
     ValidationError,
 )
-from icefloe.io import FileIO
+from icefloe.io import FileIO, absolute_location, resolve_table_paths
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 
 if TYPE_CHECKING:
@@ -309,12 +309,14 @@ class Catalog(ABC):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
+        table_location = absolute_location(location or self._default_table_location(ident))
+        table_location = table_location.rstrip("/")
         metadata = new_table_metadata(
             _to_schema(schema),
             partition_spec or UNPARTITIONED_PARTITION_SPEC,
             sort_order or UNSORTED_SORT_ORDER,
-            (location or self._default_table_location(ident)).rstrip("/"),
-            properties,
+            table_location,
+            resolve_table_paths(table_location, properties or {}),
             format_version,
         )
         metadata_location = self._create_entry(ident, metadata)

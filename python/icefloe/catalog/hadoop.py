@@ -40,7 +40,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from icefloe.io import METADATA_COMPRESSION, metadata_file_version
+from icefloe.io import METADATA_COMPRESSION, absolute_location, metadata_file_version
 from icefloe.metadata import TableMetadata
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class HadoopCatalog(Catalog):
         warehouse = properties.get("warehouse")
         if not warehouse:
             raise ValidationError("a hadoop catalog needs a 'warehouse' property")
-        self.warehouse = warehouse.rstrip("/")
+        self.warehouse = absolute_location(warehouse).rstrip("/")
 
     # -- layout ---------------------------------------------------------------------------------
     def _ns_dir(self, namespace: Identifier) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.exceptions import CommitConflictError, ValidationError, commit_did_not_happen
 from icefloe.expressions.base import AlwaysTrue
+from icefloe.io import resolve_table_paths
 from icefloe.metadata import (
     MAIN_BRANCH,
     RemoveProperties,
@@ -311,6 +312,7 @@ class Transaction:
                 raise ValidationError(f"table property {key!r} must be a string, got {value!r}")
         if not merged:
             return self
+        merged = resolve_table_paths(self.metadata.location, merged)
         return self.apply([SetProperties(merged)])
 
     def remove_properties(self, *keys: str) -> Transaction:
