@@ -67,7 +67,7 @@ def run(h: Harness) -> None:
         "rows",
         ours=lambda: DeletionVector.from_blob(blob, len(deleted)).keep_mask(0, n),
         peers=peers,
-        target="DV read <= 1.15x the no-delete read (issue 6)",
+        target="DV read <= 1.15x the no-delete read",
     )
 
     keys_n = h.size(1_000_000, 20_000)
@@ -90,5 +90,5 @@ def run(h: Harness) -> None:
             "pyarrow is_in": lambda: pc.invert(pc.is_in(data, value_set=keys)),
             "pyarrow anti join": lambda: data_table.join(keys_table, "k", join_type="left anti"),
         },
-        target="equality deletes <= 2x the no-delete read (issue 6)",
+        target="equality deletes <= 2x the no-delete read",
     )

@@ -11,7 +11,7 @@ included), PyIceberg 0.12 ``StaticTable.from_metadata(path).scan().to_arrow()`` 
 - ``read_pos_deletes_10pct`` (v2): 10% deleted by one position delete file per data file.
 - ``read_eq_deletes_1m_keys``: 10M rows (``--quick`` 400k), 1M (10%) ``id`` keys in one
   equality delete file.
-Targets (issue 6): no-delete read at least as fast as PyIceberg; DV <= 1.15x and position
+Targets: no-delete read at least as fast as PyIceberg; DV <= 1.15x and position
 deletes <= 1.3x icefloe's no-delete time; equality deletes <= 2x.
 
 On a shared, loaded machine wall-clock ratios swing with the load, so each delete case also

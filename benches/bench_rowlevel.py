@@ -7,7 +7,7 @@ Case (full size / ``--quick``):
   matching row is rewritten). The filter ``r < 0.1`` hits rows spread over every file.
 
 Each timed run works on its own freshly written table (built before timing), so every run
-deletes from the same state. Target (issue 8): icefloe at least 10x faster.
+deletes from the same state. Target: icefloe at least 10x faster.
 """
 
 from __future__ import annotations
@@ -112,6 +112,6 @@ def run(h: Harness) -> None:
         "rows",
         ours=_runner(ours_names, ours),
         peers=peers,
-        target=">= 10x PyIceberg's copy-on-write delete (issue 8)",
+        target=">= 10x PyIceberg's copy-on-write delete",
     )
     cat.close()

@@ -1,7 +1,7 @@
 """Median and p90 latency of single metadata-only commits on SQLite (icefloe vs PyIceberg).
 
 `benches/bench_write.py` times a run of commits as one block; this times each commit alone, which
-is what the issue's "commit overhead under 30 ms at the median" asks for.
+is what the "commit overhead under 30 ms at the median" target needs.
 Usage: ``python benches/commit_latency.py [commits]``.
 """
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up everything and runs every check: Rust format/lint/tests, Python lint/types/stubs, pytest.
+# Sets up everything and runs every check: Rust format/lint/tests, Python lint/types/stubs,
+# clean-install smoke tests (scripts/smoke.sh), pytest.
 # Extra arguments go to pytest (e.g. `scripts/test.sh -k transforms`).
 . "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 
@@ -18,6 +19,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
       "skipped. Install them with: sudo apt-get install -y postgresql" >&2
   fi
 fi
+# fresh virtualenvs with only `pip install .` / `'.[spark]'` / the declared floors
+bash scripts/smoke.sh
 echo "==> pytest"
 # fixed hypothesis examples (tests/conftest.py): a gate that passes or fails the same way on
 # every machine; scripts/soak.sh hunts with random seeds and many more examples
