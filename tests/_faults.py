@@ -307,3 +307,35 @@ def run_in_child(site: Site, catalog_name: str, name: str, target: int, mode: st
     with Injector(target, mode, kill=True).installed():
         OPERATIONS[name].run(t)
     os._exit(0)
+
+
+def append_loop(uri: str, warehouse: str, log: str, count: int) -> None:
+    """Child process: ``count`` appends of one row each (id = its number) under the parent's
+    random SIGINTs; ``log`` gets ``ready``, then ``ok <i>`` for every append that returned.
+    An interrupt anywhere in the loop moves on to the next number, never repeats one."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    t = SqlCatalog("loop", uri=uri, warehouse=warehouse).load_table(IDENT)
+    out = open(log, "a", buffering=1)  # noqa: SIM115 (closed by the process exit)
+    out.write("ready\n")
+    following = {"next": 0}
+
+    def body() -> None:
+        while following["next"] < count:
+            i = following["next"]
+            following["next"] = i + 1
+            try:
+                t.append(_rows([i]))
+                out.write(f"ok {i}\n")
+            except KeyboardInterrupt:
+                pass
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    while True:
+        try:
+            body()
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            break
+        except KeyboardInterrupt:
+            continue
+    out.flush()
+    os._exit(0)

@@ -32,8 +32,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _faults import IDENT, OPERATIONS, Injector, Site, close, prepare, restore, run_in_child
+from _faults import (
+    IDENT,
+    OPERATIONS,
+    SCHEMA,
+    Injector,
+    Site,
+    append_loop,
+    close,
+    prepare,
+    restore,
+    run_in_child,
+)
 from icefloe.catalog import Catalog
+from icefloe.catalog.sql import SqlCatalog
 from icefloe.table import Table
 from icefloe.table.producer import live_entries
 
@@ -219,3 +231,50 @@ def test_sigkill_at_sampled_steps(tmp_path: Path, kind: str, duckdb_con: Any) ->
             finally:
                 close(cat)
     assert moved_seen[False] and moved_seen[True], moved_seen
+
+
+@pytest.mark.interop
+def test_random_sigint_during_an_append_loop(tmp_path: Path, duckdb_con: Any) -> None:
+    """Ctrl-C at random moments (inside C calls too: SQLite's commit, file writes, fsync) of
+    a loop of appends: every append that returned is in the table, no row appears twice or
+    from nowhere, every referenced file exists, and the peers agree."""
+    import random
+    import re
+    import signal
+    import time
+
+    uri = f"sqlite:///{tmp_path}/catalog.db"
+    wh = (tmp_path / "wh").as_uri()
+    cat = SqlCatalog("loop", uri=uri, warehouse=wh)
+    cat.create_namespace("db")
+    cat.create_table(IDENT, SCHEMA)
+    count = 400 if FULL else 60
+    log = tmp_path / "log.txt"
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["_faults", "pyarrow", "icefloe.table"])
+    proc = ctx.Process(target=append_loop, args=(uri, wh, str(log), count))
+    proc.start()
+    rng = random.Random(7)
+    sent = 0
+    deadline = time.monotonic() + 300
+    while not (log.exists() and log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    while proc.is_alive() and time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.005, 0.05))
+        if proc.pid is not None and proc.is_alive():
+            os.kill(proc.pid, signal.SIGINT)
+            sent += 1
+    proc.join(timeout=60)
+    assert proc.exitcode == 0, proc.exitcode
+    t = cat.load_table(IDENT)
+    ids = [r[0] for r in _rows(t)]
+    ok = {int(i) for i in re.findall(r"^ok (\d+)$", log.read_text(), re.M)}
+    assert len(ids) == len(set(ids)) and set(ids) <= set(range(count))
+    assert ok <= set(ids)  # every append that returned is there
+    assert sent > 10 and len(ok) < count  # and the loop was interrupted
+    missing = [p for p in _referenced(t) if not t.io.exists(p)]
+    assert missing == []
+    _assert_peers_agree(t, _rows(t), duckdb_con)
+    t.append(EXTRA)
+    assert len(_rows(cat.load_table(IDENT))) == len(ids) + 1
+    cat.close()
