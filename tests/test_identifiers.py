@@ -153,3 +153,16 @@ def test_accepted_identifiers_stay_in_the_warehouse(
             cat.drop_table((*namespace, name), purge=True)
         assert _files(root / "wh" / "db" / "victim") == theirs
         assert cat.load_table("db.victim").scan().to_arrow().column("id").to_pylist() == [7]
+
+
+def test_file_system_entries_made_elsewhere_still_open(tmp_path: Path) -> None:
+    """Lookups only refuse names unsafe as directory names: a namespace directory another
+    engine named ``my.db`` (refused for new namespaces) still lists and loads."""
+    cat = HadoopCatalog("fs", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+    (tmp_path / "wh" / "db").rename(tmp_path / "wh" / "my.db")
+    assert cat.list_tables(("my.db",)) == [("my.db", "t")]
+    assert cat.load_table(("my.db", "t")).current_snapshot() is not None
+    with pytest.raises(ValidationError):
+        cat.load_table(("..", "t"))

@@ -69,9 +69,10 @@ MAX_NAME_BYTES = 255
 _FORBIDDEN = frozenset("/\\?#%")
 
 
-def check_name(part: object, *, namespace: bool) -> str:
-    """``part`` if it can name a namespace level (``namespace``) or a table, else
-    :class:`ValidationError`.
+def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
+    """``part`` if it can name a new namespace level (``namespace``) or a new table, else
+    :class:`ValidationError`; with ``existing``, only what makes it unsafe as a directory name
+    (``.``, ``..``, separators, NUL) is refused, so entries made by other engines still open.
 
     Names become directory names of the default layout (``<warehouse>/<ns...>/<name>``) and
     parts of location URIs that other engines parse, so a name must be a non-empty string of
@@ -86,6 +87,10 @@ def check_name(part: object, *, namespace: bool) -> str:
         raise ValidationError(f"invalid {what} {part!r}: it must be a non-empty string")
     if part in (".", ".."):
         raise ValidationError(f"invalid {what} {part!r}: it would be a relative directory")
+    if existing:
+        if any(c in part for c in "/\\\x00"):
+            raise ValidationError(f"invalid {what} {part!r}: it cannot be a directory name")
+        return part
     bad = sorted({c for c in part if c in _FORBIDDEN or unicodedata.category(c) in ("Cc", "Cs")})
     if namespace and "." in part:
         bad.append(".")
@@ -98,10 +103,10 @@ def check_name(part: object, *, namespace: bool) -> str:
     return part
 
 
-def check_namespace(namespace: Identifier) -> Identifier:
+def check_namespace(namespace: Identifier, *, existing: bool = False) -> Identifier:
     """``namespace`` if every level passes :func:`check_name`, else :class:`ValidationError`."""
     for part in namespace:
-        check_name(part, namespace=True)
+        check_name(part, namespace=True, existing=existing)
     return namespace
 
 

@@ -74,11 +74,12 @@ class HadoopCatalog(Catalog):
             if not is_dir
         )
 
-    def _check_namespace(self, namespace: str | Iterable[str]) -> Identifier:
+    def _check_namespace(self, namespace: str | Iterable[str], new: bool = False) -> Identifier:
+        """The namespace as a tuple: path-safe to look up, or valid to create (``new``)."""
         ns = to_identifier(namespace)
         if not ns:
             raise NoSuchNamespaceError("the empty namespace is not a namespace")
-        return check_namespace(ns)
+        return check_namespace(ns, existing=not new)
 
     def _ns_exists(self, ns: Identifier) -> bool:
         directory = self._ns_dir(ns)
@@ -95,7 +96,7 @@ class HadoopCatalog(Catalog):
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
         """Create the namespace directory with its properties file (atomically exclusive)."""
-        ns = self._check_namespace(namespace)
+        ns = self._check_namespace(namespace, new=True)
         if self._ns_exists(ns):
             raise NamespaceAlreadyExistsError(f"namespace {'.'.join(ns)!r} already exists")
         directory = self._ns_dir(ns)
@@ -173,7 +174,7 @@ class HadoopCatalog(Catalog):
     def _table_dir(self, identifier: Identifier) -> str:
         namespace, name = split_identifier(identifier)
         self._check_namespace(namespace)
-        check_name(name, namespace=False)
+        check_name(name, namespace=False, existing=True)  # new tables: create_table checks
         return "/".join((self.warehouse, *namespace, name))
 
     def _version_file(self, identifier: Identifier, version: int, gzip: bool = False) -> str:
