@@ -148,3 +148,37 @@ def test_a_refused_commit_still_removes_its_files(tmp_path: Path) -> None:
         t.append(pa.table({"id": pa.array([2], pa.int64())}))
     assert _files(tmp_path / "wh") == before
     cat.close()
+
+
+@pytest.mark.parametrize("outcome", ["interrupted-after-swap", "lost-race"])
+def test_spark_writer_commit_deletes_its_files_only_when_not_committed(
+    tmp_path: Path, outcome: str
+) -> None:
+    """The Spark writers' driver-side commit (no Spark session needed for this step)."""
+    pytest.importorskip("pyspark")
+    from icefloe.spark.writing import commit_files
+    from icefloe.write.writer import write_data_files
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    files = write_data_files(t.metadata, t.io, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    paths = [Path(f.file_path.removeprefix("file://")) for f in files]
+    if outcome == "lost-race":
+
+        def lose(identifier: Any, expected: str, new: str) -> None:
+            raise CommitFailedError("another writer won")
+
+        cat._swap_pointer = lose  # type: ignore[method-assign]
+        with pytest.raises(CommitFailedError):
+            commit_files(t, files)
+        assert not any(p.exists() for p in paths)
+    else:
+        _interrupt_after_swap(cat, KeyboardInterrupt())
+        with pytest.raises(KeyboardInterrupt):
+            commit_files(t, files)
+        del cat._write_and_swap
+        assert all(p.exists() for p in paths)
+        assert _ids(cat.load_table("db.t")) == [1, 2]
+        _assert_intact(cat, "db.t")
+    cat.close()
