@@ -328,6 +328,8 @@ def append_loop(uri: str, warehouse: str, log: str, count: int) -> None:
                 out.write(f"ok {i}\n")
             except KeyboardInterrupt:
                 pass
+            except Exception as exc:  # reported by the parent
+                out.write(f"error {i} {type(exc).__name__}: {exc}\n".replace("\n", " ") + "\n")
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     while True:

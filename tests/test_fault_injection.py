@@ -283,10 +283,12 @@ def test_random_sigint_during_an_append_loop(
             os.kill(proc.pid, signal.SIGINT)
             sent += 1
     proc.join(timeout=60)
-    assert proc.exitcode == 0, proc.exitcode
+    text = log.read_text()
+    assert proc.exitcode == 0, (proc.exitcode, text[-2000:])
+    assert "error" not in text, [line for line in text.splitlines() if "error" in line]
     t = cat.load_table(IDENT)
     ids = [r[0] for r in _rows(t)]
-    ok = {int(i) for i in re.findall(r"^ok (\d+)$", log.read_text(), re.M)}
+    ok = {int(i) for i in re.findall(r"^ok (\d+)$", text, re.M)}
     assert len(ids) == len(set(ids)) and set(ids) <= set(range(count))
     assert ok <= set(ids)  # every append that returned is there
     assert sent > 10 and len(ok) < count  # and the loop was interrupted
