@@ -149,6 +149,12 @@ def test_orphan_removal_never_lists_another_tables_files(catalog: Catalog, tmp_p
     assert not {_local(p) for p in found} & theirs
     # the strays next to db.a.data's and db.a.metadata's own metadata are not told apart from
     # theirs: kept (never deleting another table's file comes first)
+    # an explicit location covering everything: still none of theirs (nor a namespace file)
+    wide = parent.remove_orphan_files(
+        older_than=timedelta(days=1), dry_run=True, location=parent.location
+    )
+    assert not {_local(p) for p in wide} & theirs
+    assert not [p for p in wide if p.endswith(".icefloe-namespace.json")]
     removed = parent.remove_orphan_files(older_than=timedelta(days=1))
     assert set(removed) == set(found)
     _assert_children_intact(catalog, children)

@@ -163,7 +163,7 @@ def remove_orphan_files(
     Only the directories the table writes to are listed by default, not its whole location:
     with the default layout a table of a nested namespace (``db.a.b``) lives inside another
     table's location (``db.a``). Files inside a directory that holds another table's metadata
-    are never orphans either (see :func:`_other_table_roots`).
+    are never orphans either (see :func:`_other_table_roots`), nor hidden files (``.name``).
 
     Returns the orphan locations, sorted. Files without a modification time are kept. The
     deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
@@ -184,6 +184,9 @@ def remove_orphan_files(
     reachable = pc.unique(_normalize(reachable_files(io, metadata, metadata_file)))
     unreached = pc.invert(pc.is_in(_normalize(paths), value_set=reachable))
     mask = pc.and_(unreached, pc.fill_null(pc.less(modified, threshold), False))
+    # hidden files (``.name``: a catalog's namespace marker, a write's temporary file) are
+    # never a table's, as in the reference's hidden-path filter
+    mask = pc.and_(mask, pc.invert(pc.match_substring_regex(paths, r"/\.[^/]*$")))
     for root in _other_table_roots(paths.filter(unreached), own_meta):
         mask = pc.and_(mask, pc.invert(pc.starts_with(paths, f"{root}/")))
     orphans = sorted(paths.filter(mask).to_pylist())
