@@ -45,11 +45,30 @@ def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlC
         cat.close()
 
 
-@pytest.fixture(params=[*SQL_BACKENDS, "hadoop"])
+OBJECT_STORE_CATALOGS = [
+    pytest.param("hadoop-s3proxy", marks=pytest.mark.s3),
+    pytest.param("sqlite-file-moto", marks=pytest.mark.s3),
+]
+
+
+@pytest.fixture(params=[*SQL_BACKENDS, "hadoop", *OBJECT_STORE_CATALOGS])
 def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
-    """Every kind of catalog."""
+    """Every kind of catalog; the file-system catalog on s3proxy and a SQL one on moto too."""
     if request.param == "hadoop":
         yield HadoopCatalog("fs", warehouse=(tmp_path / "warehouse").as_uri())
+        return
+    if request.param == "hadoop-s3proxy":
+        server = request.getfixturevalue("s3proxy")
+        yield HadoopCatalog("fs", warehouse=server.fresh_location(), **server.properties())
+        return
+    if request.param == "sqlite-file-moto":
+        server = request.getfixturevalue("moto_s3")
+        cat = make_sql_catalog("sqlite-file", tmp_path, request, **server.properties())
+        cat.properties["warehouse"] = server.fresh_location()
+        try:
+            yield cat
+        finally:
+            cat.close()
         return
     cat = make_sql_catalog(request.param, tmp_path, request)
     try:

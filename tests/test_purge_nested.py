@@ -183,3 +183,22 @@ def test_orphan_removal_still_finds_orphans(tmp_path: Path) -> None:
     assert removed == stray
     assert _ids(cat.load_table("db.t.n")) == [2]
     cat.close()
+
+
+def test_file_system_drop_and_purge_on_every_store(warehouse: Any) -> None:
+    """On S3 too: no file of the nested table goes, and no empty "directory" of the dropped
+    table is left to look like a namespace."""
+    cat = HadoopCatalog("fs", warehouse=warehouse.location, **warehouse.properties)
+    cat.create_namespace("db")
+    cat.create_namespace("db.a")
+    for name in ("db.a", "db.a.b", "db.t"):
+        cat.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+    child = cat.load_table("db.a.b")
+    before = set(reachable_files(child.io, child.metadata, child.metadata_location).to_pylist())
+    cat.drop_table("db.a", purge=True)
+    cat.drop_table("db.t")
+    assert cat.list_namespaces("db") == [("db", "a")]
+    assert cat.list_tables("db") == [] and cat.list_tables("db.a") == [("db", "a", "b")]
+    t = cat.load_table("db.a.b")
+    assert _ids(t) == [1]
+    assert all(t.io.exists(p) for p in before if not p.endswith("version-hint.text"))

@@ -23,6 +23,7 @@ __all__ = [
     "NotFoundError",
     "ParseError",
     "TableAlreadyExistsError",
+    "UnknownWriteStateError",
     "UnsupportedFeatureError",
     "ValidationError",
     "commit_did_not_happen",
@@ -121,3 +122,7 @@ class NotFoundError(FileIOError):
 
 class AlreadyExistsError(FileIOError):
     """A file exists at the location and an exclusive create was asked for."""
+
+
+class UnknownWriteStateError(FileIOError):
+    """A write may or may not have happened (the store did not answer); the message names it."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -162,11 +162,25 @@ class Catalog(ABC):
             self._io = FileIO(self.properties)
         return self._io
 
-    def table_io(self, table_properties: Mapping[str, str]) -> FileIO:
-        """A FileIO for a table: catalog properties overlaid with the table's own."""
-        if not any(key.startswith(("s3.", "gcs.", "hdfs.")) for key in table_properties):
+    def table_io(
+        self,
+        table_properties: Mapping[str, str],
+        credentials: Mapping[str, str] | None = None,
+        refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+    ) -> FileIO:
+        """A FileIO for a table: catalog properties overlaid with the table's own, then with
+        ``credentials`` for this table only (``s3.access-key-id``, ``s3.secret-access-key``,
+        ``s3.session-token``, ``s3.session-token-expires-at-ms``, as a REST catalog vends them;
+        ``refresh_credentials`` renews them before they expire). They are never stored in
+        the table's metadata."""
+        if not credentials and not any(
+            key.startswith(("s3.", "gcs.", "hdfs.")) for key in table_properties
+        ):
             return self.io
-        return FileIO({**self.properties, **table_properties})
+        return FileIO(
+            {**self.properties, **table_properties, **(credentials or {})},
+            refresh_credentials=refresh_credentials,
+        )
 
     # -- namespaces -----------------------------------------------------------------------------
     @abstractmethod
