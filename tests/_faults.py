@@ -44,6 +44,7 @@ for _module in (
     "icefloe.table.expire",
     "icefloe.table.maintenance",
     "icefloe.table.operations",
+    "icefloe.table.rewrite_manifests",
     "icefloe.table.row_level",
     "icefloe.table.scan",
     "icefloe.read",
@@ -222,6 +223,7 @@ OPERATIONS: dict[str, Operation] = {
         lambda t: t.expire_snapshots(older_than_ms=2**62, retain_last=1),
     ),
     "transaction": Operation(MOR, _three_appends, _transaction),
+    "rewrite-manifests": Operation(COW, _three_appends, lambda t: t.rewrite_manifests()),
 }
 
 
