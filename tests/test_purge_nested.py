@@ -33,10 +33,10 @@ def _local(location: str) -> Path:
     return Path(location.removeprefix("file://"))
 
 
-def _files(t: Table) -> set[Path]:
-    """The files the table's metadata reaches that exist on disk."""
+def _files(t: Table) -> set[str]:
+    """The files the table's metadata reaches that exist."""
     found = reachable_files(t.io, t.metadata, t.metadata_location).to_pylist()
-    return {_local(p) for p in found if _local(p).exists()}
+    return {p for p in set(found) if t.io.exists(p)}
 
 
 def _nested(catalog: Catalog) -> tuple[Table, dict[str, Table]]:
@@ -71,13 +71,13 @@ def test_drop_and_purge_never_touch_nested_tables(catalog: Catalog, purge: bool)
     catalog.drop_table("db.a", purge=purge)
     assert not catalog.table_exists("db.a")
     _assert_children_intact(catalog, children)
-    left = {p for p in owned if p.exists()}
+    left = {p for p in owned if parent.io.exists(p)}
     if purge:
         assert left == set()
     elif isinstance(catalog, HadoopCatalog):
         # a file-system table is its directory, but db.a.data and db.a.metadata sit on its
         # data and metadata directories: those are theirs, only the version files go
-        assert not any(p.name.startswith("v") for p in left)
+        assert not any(p.rsplit("/", 1)[-1].startswith("v") for p in left)
     else:
         assert left == owned  # a drop without purge keeps the files
     assert catalog.list_tables("db.a") == [("db", "a", n) for n in ("b", "data", "metadata")]
@@ -139,13 +139,15 @@ def _age_everything(root: Path) -> None:
 
 def test_orphan_removal_never_lists_another_tables_files(catalog: Catalog, tmp_path: Path):
     parent, children = _nested(catalog)
+    if not parent.location.startswith(("file:", "/")):
+        pytest.skip("ages the files through the local file system")
     root = _local(parent.location)
     stray = [root / "data" / "stray.parquet", root / "metadata" / "stray-m0.avro"]
     for p in stray:
         p.write_bytes(b"x")
     _age_everything(tmp_path)
     found = parent.remove_orphan_files(older_than=timedelta(days=1), dry_run=True)
-    theirs = set().union(*(_files(c) for c in children.values()))
+    theirs = {_local(p) for p in set().union(*(_files(c) for c in children.values()))}
     assert not {_local(p) for p in found} & theirs
     # the strays next to db.a.data's and db.a.metadata's own metadata are not told apart from
     # theirs: kept (never deleting another table's file comes first)
