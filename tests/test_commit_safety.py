@@ -36,13 +36,21 @@ def _assert_intact(catalog: Catalog, ident: str) -> Any:
 
 
 def _interrupt_after_swap(catalog: Catalog, exc: BaseException) -> None:
-    real = catalog._write_and_swap
+    """Raise ``exc`` right after the pointer moved: after the metadata write and swap of a
+    SQL or file-system catalog, after the server's answer for a REST catalog."""
+    name = "commit_table" if type(catalog).__name__ == "RestCatalog" else "_write_and_swap"
+    real = getattr(catalog, name)
 
-    def swap_then_raise(*args: Any) -> str:
+    def swap_then_raise(*args: Any) -> Any:
         real(*args)
         raise exc
 
-    catalog._write_and_swap = swap_then_raise  # type: ignore[method-assign]
+    setattr(catalog, name, swap_then_raise)
+
+
+def _restore(catalog: Catalog) -> None:
+    for name in ("commit_table", "_write_and_swap"):
+        catalog.__dict__.pop(name, None)  # back to the class's method
 
 
 @pytest.mark.parametrize(
@@ -59,7 +67,7 @@ def test_interrupt_after_the_swap_keeps_the_committed_files(
     _interrupt_after_swap(catalog, exc)
     with pytest.raises(type(exc)):
         t.append(pa.table({"id": pa.array([2], pa.int64())}))
-    del catalog._write_and_swap  # back to the class's method
+    _restore(catalog)
     assert _ids(catalog.load_table("db.t")) == [1, 2]  # the commit happened
     _assert_intact(catalog, "db.t")
 
@@ -81,7 +89,7 @@ def test_interrupt_after_the_swap_of_other_operations(catalog: Catalog, op: str)
             with t.transaction() as tx:
                 tx.append(pa.table({"id": pa.array([4], pa.int64())}))
                 tx.delete("id = 1")
-    del catalog._write_and_swap
+    _restore(catalog)
     expected = {"delete": [1, 3], "overwrite": [1, 7], "transaction": [2, 3, 4]}[op]
     assert _ids(catalog.load_table("db.t")) == expected
     _assert_intact(catalog, "db.t")
@@ -172,7 +180,7 @@ def test_spark_writer_commit_deletes_its_files_only_when_not_committed(
         _interrupt_after_swap(cat, KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
             commit_files(t, files)
-        del cat._write_and_swap
+        _restore(cat)
         assert all(p.exists() for p in paths)
         assert _ids(cat.load_table("db.t")) == [1, 2]
         _assert_intact(cat, "db.t")

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.catalog.commit import CommitResult
+    from icefloe.catalog.multi import CatalogTransaction
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -420,6 +421,27 @@ class Catalog(ABC):
             pass
         return result
 
+    def commit_tables(
+        self, changes: Iterable[tuple[Table, list[TableRequirement], list[TableUpdate]]]
+    ) -> list[CommitResult] | None:
+        """Commit changes to several tables all or nothing (see :mod:`icefloe.catalog.multi`).
+
+        Returns each table's result in order, or ``None`` when the catalog does not report the
+        new metadata (the tables must then be reloaded). Catalogs that cannot swap several
+        pointers atomically raise :class:`UnsupportedFeatureError`.
+        """
+        from icefloe.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            f"{type(self).__name__} cannot commit several tables atomically"
+        )
+
+    def transaction(self) -> CatalogTransaction:
+        """A transaction over several tables, committed all or nothing when it ends."""
+        from icefloe.catalog.multi import CatalogTransaction
+
+        return CatalogTransaction(self)
+
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
         namespace, name = split_identifier(identifier)
         return (*namespace, name)
@@ -464,17 +486,26 @@ def files_to_purge(table: Table) -> list[list[str]]:
     """The files a dropped table's metadata reaches, in the order :func:`purge_table_files`
     deletes them: the data and delete files of every snapshot's manifests (none with
     ``gc.enabled=false``: other tables may share them), then the manifests, manifest lists and
-    statistics files, then the metadata files of the metadata log and the current one."""
+    statistics files, then the metadata files of the metadata log and the current one. When a
+    manifest list or manifest is already gone, what the metadata itself names."""
     from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata
     io = table.io
     gc = meta.properties.get(GC_ENABLED, "true").strip().lower() != "false"
-    named = set(reachable_files(io, meta, table.metadata_location, content_files=False).to_pylist())
-    content: set[str] = set()
-    if gc:
-        content = set(reachable_files(io, meta, table.metadata_location).to_pylist()) - named
     metadata_files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
+    named = {*metadata_files, *(s.manifest_list or "" for s in meta.snapshots)}
+    named.update(s.statistics_path for s in meta.statistics)
+    named.update(s.statistics_path for s in meta.partition_statistics)
+    content: set[str] = set()
+    try:
+        lists = reachable_files(io, meta, table.metadata_location, content_files=False)
+        named |= set(lists.to_pylist())
+        if gc:
+            content = set(reachable_files(io, meta, table.metadata_location).to_pylist()) - named
+    except IcebergError:
+        pass  # a manifest list or manifest is already gone: the files it named are orphans
+    named.discard("")
     return [sorted(content), sorted(named - metadata_files), sorted(metadata_files)]
 
 
@@ -484,9 +515,10 @@ def purge_table_files(table: Table, files: list[list[str]] | None = None) -> Non
     directories left empty.
 
     Never a directory or a prefix: with the default layout another table (``db.a.b``) lives
-    inside this one's location (``db.a``). Content files go first and the metadata reaching
-    them last, so a purge cut short leaves no metadata of a live table pointing at deleted
-    files. Files no metadata reaches (of failed writes) are left to orphan removal.
+    inside this one's location (``db.a``), and after a rename a new table of the old name may
+    live there. Content files go first and the metadata reaching them last, so a purge cut
+    short leaves no metadata of a live table pointing at deleted files. Files no metadata
+    reaches (of failed writes) are left to orphan removal.
     """
     from icefloe.io import data_location, metadata_location
     from icefloe.table._files import delete_all
