@@ -185,3 +185,29 @@ def test_spark_writer_commit_deletes_its_files_only_when_not_committed(
         assert _ids(cat.load_table("db.t")) == [1, 2]
         _assert_intact(cat, "db.t")
     cat.close()
+
+
+def test_interrupt_after_a_multi_table_commit_keeps_the_files(catalog: Catalog) -> None:
+    """``catalog.transaction()`` over two tables, interrupted after the catalog committed."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    if isinstance(catalog, HadoopCatalog):
+        pytest.skip("the file-system catalog cannot commit several tables atomically")
+    catalog.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        catalog.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+    real = catalog.commit_tables
+
+    def commit_then_interrupt(changes: Any) -> Any:
+        real(changes)
+        raise KeyboardInterrupt
+
+    catalog.commit_tables = commit_then_interrupt  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt), catalog.transaction() as tx:
+        tx.table("db.a").append(pa.table({"id": pa.array([2], pa.int64())}))
+        tx.table("db.b").delete("id = 1")
+    catalog.__dict__.pop("commit_tables")
+    assert _ids(catalog.load_table("db.a")) == [1, 2]
+    assert _ids(catalog.load_table("db.b")) == []
+    _assert_intact(catalog, "db.a")
+    _assert_intact(catalog, "db.b")
