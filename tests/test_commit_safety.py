@@ -211,3 +211,28 @@ def test_interrupt_after_a_multi_table_commit_keeps_the_files(catalog: Catalog) 
     assert _ids(catalog.load_table("db.b")) == []
     _assert_intact(catalog, "db.a")
     _assert_intact(catalog, "db.b")
+
+
+def test_interrupt_after_the_sql_multi_table_swap_keeps_the_metadata_files(
+    tmp_path: Path,
+) -> None:
+    """Inside the SQL catalog's multi-table commit: the swap committed, then an interrupt."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        cat.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+    real = cat._swap_all
+
+    def swap_then_interrupt(staged: Any) -> None:
+        real(staged)
+        raise KeyboardInterrupt
+
+    cat._swap_all = swap_then_interrupt  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt), cat.transaction() as tx:
+        tx.table("db.a").append(pa.table({"id": pa.array([2], pa.int64())}))
+        tx.table("db.b").append(pa.table({"id": pa.array([3], pa.int64())}))
+    del cat._swap_all
+    assert _ids(cat.load_table("db.a")) == [1, 2] and _ids(cat.load_table("db.b")) == [1, 3]
+    _assert_intact(cat, "db.a")
+    _assert_intact(cat, "db.b")
+    cat.close()

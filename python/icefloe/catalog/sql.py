@@ -465,6 +465,7 @@ class SqlCatalog(MetastoreCatalog):
         attempt = 0
         while True:
             staged: list[tuple[Identifier, str, TableMetadata, str]] = []
+            swapping = False
             try:
                 for ident, (_, reqs, ups) in zip(idents, items, strict=True):
                     base_location = self._get_pointer(ident)
@@ -478,6 +479,7 @@ class SqlCatalog(MetastoreCatalog):
                     new = apply_updates(base, ups, base_location)
                     location = self._write_metadata(new, self._next_version(base, base_location))
                     staged.append((ident, base_location, new, location))
+                swapping = True  # from here on only CommitFailedError proves nothing moved
                 self._swap_all(staged)
             except CommitFailedError:
                 self._delete_staged(staged)
@@ -487,10 +489,11 @@ class SqlCatalog(MetastoreCatalog):
                     raise
                 time.sleep(wait)
                 continue
-            except CommitStateUnknownError:
-                raise
             except BaseException:
-                self._delete_staged(staged)
+                # CommitStateUnknownError, an interrupt or any other error during the swap: the
+                # new files may be the tables' current metadata, keep them
+                if not swapping:
+                    self._delete_staged(staged)
                 raise
             return [CommitResult(new, location) for _, _, new, location in staged]
 
