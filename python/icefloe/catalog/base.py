@@ -13,8 +13,9 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
+from icefloe.arrow_schema import to_schema
 from icefloe.exceptions import (
     IcebergError,
     NoSuchNamespaceError,
@@ -24,11 +25,11 @@ from icefloe.exceptions import (
 )
 from icefloe.io import FileIO, absolute_location, resolve_table_paths
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
+from icefloe.table.committer import CommitResult, Identifier
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from icefloe.catalog.commit import CommitResult
     from icefloe.catalog.multi import CatalogTransaction
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
@@ -48,8 +49,6 @@ __all__ = [
     "split_identifier",
     "to_identifier",
 ]
-
-Identifier: TypeAlias = tuple[str, ...]
 
 GC_ENABLED = "gc.enabled"
 
@@ -332,7 +331,7 @@ class Catalog(ABC):
         table_location = absolute_location(location or self._default_table_location(ident))
         table_location = table_location.rstrip("/")
         metadata = new_table_metadata(
-            _to_schema(schema),
+            to_schema(schema),
             partition_spec or UNPARTITIONED_PARTITION_SPEC,
             sort_order or UNSORTED_SORT_ORDER,
             table_location,
@@ -447,41 +446,6 @@ class Catalog(ABC):
         return (*namespace, name)
 
 
-def _to_schema(schema: Schema | pa.Schema) -> Schema:
-    """An icefloe Schema from an icefloe or pyarrow schema.
-
-    Arrow fields need no ``PARQUET:field_id``: missing ids are numbered in field order (the new
-    table assigns fresh ids anyway).
-    """
-    import pyarrow as pa
-
-    if not isinstance(schema, pa.Schema):
-        return schema
-    from icefloe.arrow_schema import arrow_to_schema, field_id_of
-    from icefloe.name_mapping import MappedField, NameMapping
-
-    counter = iter(range(1, 1 << 31))
-
-    def children(t: pa.DataType) -> list[tuple[str, pa.DataType]]:
-        if pa.types.is_struct(t):
-            return [(t.field(i).name, t.field(i).type) for i in range(t.num_fields)]
-        if pa.types.is_map(t):
-            return [("key", t.key_type), ("value", t.item_type)]
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            return [("element", t.value_type)]
-        if pa.types.is_dictionary(t):
-            return children(t.value_type)
-        return []
-
-    def mapped(name: str, t: pa.DataType) -> MappedField:
-        return MappedField((name,), next(counter), tuple(mapped(n, c) for n, c in children(t)))
-
-    if all(field_id_of(f) is not None for f in schema):
-        return arrow_to_schema(schema)
-    mapping = NameMapping(mapped(f.name, f.type) for f in schema)
-    return arrow_to_schema(schema.remove_metadata(), mapping)
-
-
 def files_to_purge(table: Table) -> list[list[str]]:
     """The files a dropped table's metadata reaches, in the order :func:`purge_table_files`
     deletes them: the data and delete files of every snapshot's manifests (none with
@@ -521,7 +485,7 @@ def purge_table_files(table: Table, files: list[list[str]] | None = None) -> Non
     reaches (of failed writes) are left to orphan removal.
     """
     from icefloe.io import data_location, metadata_location
-    from icefloe.table._files import delete_all
+    from icefloe.table._remove_files import delete_all
 
     meta = table.metadata
     io = table.io
