@@ -30,6 +30,7 @@ __all__ = [
     "UnknownWriteStateError",
     "UnsupportedFeatureError",
     "ValidationError",
+    "commit_did_not_happen",
 ]
 
 
@@ -117,6 +118,18 @@ class CommitStateUnknownError(IcebergError):
 
     Files written by the attempt are kept, since the new metadata may reference them.
     """
+
+
+def commit_did_not_happen(exc: BaseException) -> bool:
+    """Whether ``exc``, raised out of a catalog commit, proves the table did not change.
+
+    Catalogs raise :class:`CommitFailedError`, :class:`CommitConflictError` and
+    :class:`ValidationError` only before the pointer can have moved, so the files the attempt
+    wrote may be deleted. Every other exception, :class:`CommitStateUnknownError`, an I/O
+    error or a ``KeyboardInterrupt``/``SystemExit`` arriving during or after the swap, leaves
+    the outcome unknown: the new metadata may reference those files and they are kept.
+    """
+    return isinstance(exc, CommitFailedError | CommitConflictError | ValidationError)
 
 
 class FileIOError(IcebergError):

@@ -23,6 +23,7 @@ The module also holds the location rules of a table: the metadata and data direc
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -52,11 +53,13 @@ __all__ = [
     "FileInfo",
     "InputFile",
     "OutputFile",
+    "absolute_location",
     "data_location",
     "metadata_file_version",
     "metadata_gzip",
     "metadata_location",
     "new_metadata_file_location",
+    "resolve_table_paths",
 ]
 
 METADATA_PATH = TableProperties.METADATA_PATH
@@ -532,6 +535,34 @@ class FileIO:
         except Exception as exc:
             raise _map_error(exc, prefix, "delete") from exc
 
+    def delete_empty_dirs(self, location: str) -> None:
+        """Remove the directory ``location`` and the directories under it that hold no file,
+        deepest first; a directory with a file anywhere below stays. On S3 the "directory"
+        marker objects of such directories are deleted (never a prefix: a file written
+        meanwhile stays); elsewhere (HDFS, object stores without a signing client) nothing."""
+        fs, path = self.resolve(location)
+        if isinstance(fs, pafs.LocalFileSystem):
+            if os.path.isdir(path):
+                for directory, _, _ in os.walk(path, topdown=False):
+                    with contextlib.suppress(OSError):  # a directory that is not empty stays
+                        os.rmdir(directory)
+            return
+        client = self.s3_client(location)
+        if client is None:
+            return
+        root = path.rstrip("/")
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+        except Exception as exc:
+            raise _map_error(exc, location, "list") from exc
+        files = [i.path for i in infos if i.type == pafs.FileType.File]
+        dirs = [root, *(i.path for i in infos if i.type == pafs.FileType.Directory)]
+        empty = [d for d in dirs if not any(f.startswith(f"{d}/") for f in files)]
+        bucket = root.partition("/")[0]
+        keys = [f"{d.partition('/')[2]}/" for d in empty if d.partition("/")[2]]
+        if keys:
+            client.delete_objects(bucket, sorted(keys, reverse=True))
+
     def _delete_markers(self, fs: pafs.FileSystem, root: str, prefix: str) -> None:
         """Delete the directory markers left under (and at) ``root`` once its files are gone."""
         try:
@@ -609,20 +640,37 @@ class FileIO:
 
 
 # -- location rules ----------------------------------------------------------------------------
+def _is_relative(location: str) -> bool:
+    """No scheme (a Windows drive letter parses as one) and no leading ``/``."""
+    return not urlparse(location).scheme and not location.startswith(("/", "\\"))
+
+
+def absolute_location(location: str) -> str:
+    """``location`` with a relative local path made absolute (against the working directory,
+    once, when a table is created: stored relative it would resolve differently later)."""
+    return os.path.abspath(location) if _is_relative(location) else location
+
+
+def _under(table_location: str, path: str) -> str:
+    return f"{table_location.rstrip('/')}/{path.strip('/')}"
+
+
 def metadata_location(table_location: str, properties: Mapping[str, str]) -> str:
-    """The directory of a table's metadata files (``write.metadata.path`` or ``<loc>/metadata``)."""
+    """The directory of a table's metadata files (``write.metadata.path`` or ``<loc>/metadata``;
+    a relative path is under the table location)."""
     custom = properties.get(METADATA_PATH)
     if custom:
-        return custom.rstrip("/")
+        return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
     return f"{table_location.rstrip('/')}/metadata"
 
 
 def data_location(table_location: str, properties: Mapping[str, str]) -> str:
-    """The directory of a table's data files (``write.data.path`` or ``<loc>/data``)."""
+    """The directory of a table's data files (``write.data.path`` or ``<loc>/data``; a relative
+    path is under the table location)."""
     for key in (DATA_PATH, *_LEGACY_DATA_PATHS):
         custom = properties.get(key)
         if custom:
-            return custom.rstrip("/")
+            return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
     return f"{table_location.rstrip('/')}/data"
 
 
@@ -636,6 +684,30 @@ def metadata_gzip(properties: Mapping[str, str]) -> bool:
         properties, METADATA_COMPRESSION, TableProperties.METADATA_COMPRESSION_DEFAULT, lenient=True
     )
     return codec == "gzip"
+
+
+def resolve_table_paths(table_location: str, properties: Mapping[str, str]) -> dict[str, str]:
+    """``properties`` with relative ``write.data.path`` / ``write.metadata.path`` (and the
+    legacy data path keys) made absolute under ``table_location``, as they are stored.
+
+    Other engines resolve a relative value against their own working directory, so it is
+    never stored relative. A relative value cannot leave the table location: ``.`` and ``..``
+    segments and empty values are refused with :class:`ValidationError`. Absolute values (a
+    scheme or a leading ``/``) are kept as given.
+    """
+    out = dict(properties)
+    for key in (METADATA_PATH, DATA_PATH, *_LEGACY_DATA_PATHS):
+        value = out.get(key)
+        if value is None or not _is_relative(value):
+            continue
+        segments = value.replace("\\", "/").strip("/").split("/")
+        if not value.strip() or any(seg in (".", "..") for seg in segments):
+            raise ValidationError(
+                f"table property {key}={value!r}: a relative path is resolved under the table "
+                "location and cannot contain '.' or '..' segments; give an absolute location"
+            )
+        out[key] = _under(table_location, "/".join(s for s in segments if s))
+    return out
 
 
 def _codec_extension(properties: Mapping[str, str]) -> str:

@@ -9,6 +9,7 @@ dropping tables is shared here and in :mod:`icefloe.catalog.commit`.
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from icefloe.exceptions import (
     TableAlreadyExistsError,
     ValidationError,
 )
-from icefloe.io import FileIO
+from icefloe.io import FileIO, absolute_location, resolve_table_paths
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.committer import CommitResult, Identifier
 
@@ -39,11 +40,17 @@ __all__ = [
     "Catalog",
     "Identifier",
     "PropertiesUpdateSummary",
+    "check_name",
+    "check_namespace",
+    "check_table_identifier",
+    "files_to_purge",
     "namespace_to_string",
     "purge_table_files",
     "split_identifier",
     "to_identifier",
 ]
+
+GC_ENABLED = "gc.enabled"
 
 
 def to_identifier(value: str | Iterable[str]) -> Identifier:
@@ -56,6 +63,58 @@ def to_identifier(value: str | Iterable[str]) -> Identifier:
         if not isinstance(part, str) or not part:
             raise ValidationError(f"invalid identifier {value!r}: empty or non-string part")
     return parts
+
+
+MAX_NAME_BYTES = 255
+_FORBIDDEN = frozenset("/\\?#%")
+
+
+def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
+    """``part`` if it can name a new namespace level (``namespace``) or a new table, else
+    :class:`ValidationError`; with ``existing``, only what makes it unsafe as a directory name
+    (``.``, ``..``, separators, NUL) is refused, so entries made by other engines still open.
+
+    Names become directory names of the default layout (``<warehouse>/<ns...>/<name>``) and
+    parts of location URIs that other engines parse, so a name must be a non-empty string of
+    at most 255 UTF-8 bytes, not ``.`` or ``..``, without ``/``, ``\\``, control characters
+    (NUL included), lone surrogates or the URI syntax characters ``?``, ``#`` and ``%``.
+    Namespace levels also cannot contain ``.``: SQL catalogs store namespaces dotted (``a.b``),
+    so ``("a.b",)`` and ``("a", "b")`` would be one namespace. Nothing is escaped: the
+    directory of a table is its name, as every engine computes it.
+    """
+    what = "namespace level" if namespace else "table name"
+    if not isinstance(part, str) or not part:
+        raise ValidationError(f"invalid {what} {part!r}: it must be a non-empty string")
+    if part in (".", ".."):
+        raise ValidationError(f"invalid {what} {part!r}: it would be a relative directory")
+    if existing:
+        if any(c in part for c in "/\\\x00"):
+            raise ValidationError(f"invalid {what} {part!r}: it cannot be a directory name")
+        return part
+    bad = sorted({c for c in part if c in _FORBIDDEN or unicodedata.category(c) in ("Cc", "Cs")})
+    if namespace and "." in part:
+        bad.append(".")
+    if bad:
+        raise ValidationError(f"invalid {what} {part!r}: it must not contain {bad}")
+    if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ValidationError(
+            f"invalid {what} {part[:20]!r}...: longer than {MAX_NAME_BYTES} UTF-8 bytes"
+        )
+    return part
+
+
+def check_namespace(namespace: Identifier, *, existing: bool = False) -> Identifier:
+    """``namespace`` if every level passes :func:`check_name`, else :class:`ValidationError`."""
+    for part in namespace:
+        check_name(part, namespace=True, existing=existing)
+    return namespace
+
+
+def check_table_identifier(identifier: Identifier) -> Identifier:
+    """``identifier`` if its namespace and name pass :func:`check_name`."""
+    check_namespace(identifier[:-1])
+    check_name(identifier[-1], namespace=False)
+    return identifier
 
 
 def namespace_to_string(namespace: str | Iterable[str]) -> str:
@@ -264,17 +323,19 @@ class Catalog(ABC):
         from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
         from icefloe.sorting import UNSORTED_SORT_ORDER
 
-        ident = self._table_identifier(identifier)
+        ident = check_table_identifier(self._table_identifier(identifier))
         if not self.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
+        table_location = absolute_location(location or self._default_table_location(ident))
+        table_location = table_location.rstrip("/")
         metadata = new_table_metadata(
             to_schema(schema),
             partition_spec or UNPARTITIONED_PARTITION_SPEC,
             sort_order or UNSORTED_SORT_ORDER,
-            (location or self._default_table_location(ident)).rstrip("/"),
-            properties,
+            table_location,
+            resolve_table_paths(table_location, properties or {}),
             format_version,
         )
         metadata_location = self._create_entry(ident, metadata)
@@ -308,9 +369,10 @@ class Catalog(ABC):
         """Remove the table from the catalog; with ``purge`` also delete its files."""
         ident = self._table_identifier(identifier)
         table = self.load_table(ident) if purge else None
+        files = files_to_purge(table) if table is not None else []  # read before the drop
         self._drop_entry(ident)
         if table is not None:
-            purge_table_files(table)
+            purge_table_files(table, files)
 
     def purge_table(self, identifier: str | Iterable[str]) -> None:
         """Drop the table and delete its files."""
@@ -326,7 +388,10 @@ class Catalog(ABC):
 
         Raises :class:`CommitConflictError` when a requirement fails against the table's
         current state, :class:`CommitFailedError` when the retries run out and
-        :class:`CommitStateUnknownError` when the outcome cannot be known.
+        :class:`CommitStateUnknownError` when the outcome cannot be known. Only those two and
+        :class:`ValidationError` prove that the table did not change (see
+        :func:`~icefloe.exceptions.commit_did_not_happen`): once the pointer moved, nothing
+        here raises them, so a caller may delete its files only after one of them.
         """
         from icefloe.catalog.commit import files_to_delete_after_commit, run_commit
 
@@ -347,9 +412,12 @@ class Catalog(ABC):
             write_and_swap,
             refresh,
         )
-        io = self.table_io(result.metadata.properties)
-        for old in files_to_delete_after_commit(base, base_location, result.metadata):
-            io.delete_quietly(old)
+        try:  # the commit happened: a failed clean-up only leaves files for orphan removal
+            io = self.table_io(result.metadata.properties)
+            for old in files_to_delete_after_commit(base, base_location, result.metadata):
+                io.delete_quietly(old)
+        except IcebergError:
+            pass
         return result
 
     def commit_tables(
@@ -378,32 +446,54 @@ class Catalog(ABC):
         return (*namespace, name)
 
 
-def purge_table_files(table: Table) -> None:
-    """Delete the files of a dropped table.
-
-    Every file its metadata references (as Java's purge does): metadata files of its metadata
-    log, manifest lists, manifests, data and delete files of every kept snapshot, statistics
-    files. Then the table's directory, but only if nothing else is left in it: after a rename,
-    a new table of the old name may live under the same location, and its files are not
-    this table's to delete.
-    """
-    from icefloe.io import metadata_location
-    from icefloe.table._remove_files import delete_all
+def files_to_purge(table: Table) -> list[list[str]]:
+    """The files a dropped table's metadata reaches, in the order :func:`purge_table_files`
+    deletes them: the data and delete files of every snapshot's manifests (none with
+    ``gc.enabled=false``: other tables may share them), then the manifests, manifest lists and
+    statistics files, then the metadata files of the metadata log and the current one. When a
+    manifest list or manifest is already gone, what the metadata itself names."""
     from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata
     io = table.io
-    named = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
-    named.update(s.manifest_list for s in meta.snapshots if s.manifest_list)
+    gc = meta.properties.get(GC_ENABLED, "true").strip().lower() != "false"
+    metadata_files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
+    named = {*metadata_files, *(s.manifest_list or "" for s in meta.snapshots)}
     named.update(s.statistics_path for s in meta.statistics)
     named.update(s.statistics_path for s in meta.partition_statistics)
+    content: set[str] = set()
     try:
-        files = set(reachable_files(io, meta, table.metadata_location).to_pylist()) | named
-    except IcebergError:  # a manifest is already gone: delete what the metadata names
-        files = named
-    files.discard("")
-    delete_all(io, sorted(files), what="purging files")
-    hint = f"{metadata_location(meta.location, meta.properties)}/version-hint.text"
-    io.delete_quietly(hint)
-    if io.is_dir(meta.location) and next(io.list_prefix(meta.location), None) is None:
-        io.delete_prefix(meta.location)  # only empty directories remain
+        lists = reachable_files(io, meta, table.metadata_location, content_files=False)
+        named |= set(lists.to_pylist())
+        if gc:
+            content = set(reachable_files(io, meta, table.metadata_location).to_pylist()) - named
+    except IcebergError:
+        pass  # a manifest list or manifest is already gone: the files it named are orphans
+    named.discard("")
+    return [sorted(content), sorted(named - metadata_files), sorted(metadata_files)]
+
+
+def purge_table_files(table: Table, files: list[list[str]] | None = None) -> None:
+    """Delete the files a dropped table's metadata reaches, as Java's ``dropTableData`` does
+    (``files``: :func:`files_to_purge`, computed now if not given), then the table's
+    directories left empty.
+
+    Never a directory or a prefix: with the default layout another table (``db.a.b``) lives
+    inside this one's location (``db.a``), and after a rename a new table of the old name may
+    live there. Content files go first and the metadata reaching them last, so a purge cut
+    short leaves no metadata of a live table pointing at deleted files. Files no metadata
+    reaches (of failed writes) are left to orphan removal.
+    """
+    from icefloe.io import data_location, metadata_location
+    from icefloe.table._remove_files import delete_all
+
+    meta = table.metadata
+    io = table.io
+    for group in files if files is not None else files_to_purge(table):
+        delete_all(io, group, what="purge: deleting files")
+    for directory in (
+        data_location(meta.location, meta.properties),
+        metadata_location(meta.location, meta.properties),
+        meta.location,
+    ):
+        io.delete_empty_dirs(directory)

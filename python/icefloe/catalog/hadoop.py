@@ -24,6 +24,8 @@ from icefloe.catalog.base import (
     Catalog,
     Identifier,
     PropertiesUpdateSummary,
+    check_name,
+    check_namespace,
     split_identifier,
     to_identifier,
 )
@@ -42,7 +44,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from icefloe.io import metadata_file_version, metadata_gzip
+from icefloe.io import absolute_location, metadata_file_version, metadata_gzip
 from icefloe.metadata import TableMetadata
 
 if TYPE_CHECKING:
@@ -62,7 +64,7 @@ class HadoopCatalog(Catalog):
         warehouse = properties.get("warehouse")
         if not warehouse:
             raise ValidationError("a hadoop catalog needs a 'warehouse' property")
-        self.warehouse = warehouse.rstrip("/")
+        self.warehouse = absolute_location(warehouse).rstrip("/")
 
     # -- layout ---------------------------------------------------------------------------------
     def _ns_dir(self, namespace: Identifier) -> str:
@@ -76,14 +78,12 @@ class HadoopCatalog(Catalog):
             if not is_dir
         )
 
-    def _check_namespace(self, namespace: str | Iterable[str]) -> Identifier:
+    def _check_namespace(self, namespace: str | Iterable[str], new: bool = False) -> Identifier:
+        """The namespace as a tuple: path-safe to look up, or valid to create (``new``)."""
         ns = to_identifier(namespace)
         if not ns:
             raise NoSuchNamespaceError("the empty namespace is not a namespace")
-        for part in ns:
-            if "/" in part or part in (".", ".."):
-                raise ValidationError(f"namespace part {part!r} cannot be a directory name")
-        return ns
+        return check_namespace(ns, existing=not new)
 
     def _ns_exists(self, ns: Identifier) -> bool:
         directory = self._ns_dir(ns)
@@ -100,7 +100,7 @@ class HadoopCatalog(Catalog):
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
         """Create the namespace directory with its properties file (atomically exclusive)."""
-        ns = self._check_namespace(namespace)
+        ns = self._check_namespace(namespace, new=True)
         if self._ns_exists(ns):
             raise NamespaceAlreadyExistsError(f"namespace {'.'.join(ns)!r} already exists")
         directory = self._ns_dir(ns)
@@ -178,8 +178,7 @@ class HadoopCatalog(Catalog):
     def _table_dir(self, identifier: Identifier) -> str:
         namespace, name = split_identifier(identifier)
         self._check_namespace(namespace)
-        if "/" in name or name in (".", ".."):
-            raise ValidationError(f"table name {name!r} cannot be a directory name")
+        check_name(name, namespace=False, existing=True)  # new tables: create_table checks
         return "/".join((self.warehouse, *namespace, name))
 
     def _version_file(self, identifier: Identifier, version: int, gzip: bool = False) -> str:
@@ -263,8 +262,36 @@ class HadoopCatalog(Catalog):
         return self._write_version(identifier, version + 1, new)
 
     def _drop_entry(self, identifier: Identifier) -> None:
+        """Delete the table's directory as the Java catalog does, but never a directory inside
+        it that holds a namespace or another table (``db.a.b`` lives inside ``db.a``).
+
+        The version files go first, oldest first, so that until the newest is gone the table
+        is still whole at its current version, then the hint and the other files."""
         self._current_location(identifier)  # NoSuchTableError when absent
-        self.io.delete_prefix(self._table_dir(identifier))
+        table_dir = self._table_dir(identifier)
+        meta_dir = f"{table_dir}/metadata"
+        versions = sorted(
+            (v, f"{meta_dir}/{name}")
+            for name, is_dir in self.io.list_dir(meta_dir)
+            if not is_dir and name.startswith("v")
+            if (v := metadata_file_version(name)) is not None
+        )
+        for _, location in versions:
+            self.io.delete_quietly(location)
+        self.io.delete_quietly(f"{meta_dir}/{VERSION_HINT}")
+        self._delete_own_files(table_dir)
+        self.io.delete_empty_dirs(table_dir)
+
+    def _delete_own_files(self, directory: str) -> None:
+        """Delete the files under ``directory`` except namespace files and the directories of
+        nested namespaces and tables."""
+        for name, is_dir in self.io.list_dir(directory):
+            path = f"{directory}/{name}"
+            if not is_dir:
+                if name != NAMESPACE_FILE:
+                    self.io.delete_quietly(path)
+            elif not (self._is_table_dir(path) or self.io.exists(f"{path}/{NAMESPACE_FILE}")):
+                self._delete_own_files(path)
 
     def _default_table_location(self, identifier: Identifier) -> str:
         return self._table_dir(identifier)

@@ -3,8 +3,8 @@
 A :class:`MetastoreCatalog` implements six pointer primitives; creating, renaming, registering
 and committing tables are built on them here. A commit writes ``<V>-<uuid>.metadata.json``
 (``.gz.metadata.json`` with ``write.metadata.compression-codec=gzip``) and swaps the pointer
-with a compare-and-swap; the file of an attempt that lost is deleted, the file of an attempt
-whose outcome is unknown is kept.
+with a compare-and-swap; the file of an attempt that lost (:class:`CommitFailedError`) is
+deleted, the file of an attempt whose outcome is unknown (any other exception) is kept.
 """
 
 from __future__ import annotations
@@ -12,8 +12,14 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Iterable
 
-from icefloe.catalog.base import Catalog, Identifier, split_identifier, to_identifier
-from icefloe.exceptions import CommitStateUnknownError
+from icefloe.catalog.base import (
+    Catalog,
+    Identifier,
+    check_table_identifier,
+    split_identifier,
+    to_identifier,
+)
+from icefloe.exceptions import CommitFailedError, NoSuchNamespaceError, TableAlreadyExistsError
 from icefloe.io import metadata_file_version, new_metadata_file_location
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
 from icefloe.table import Table
@@ -71,7 +77,8 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(metadata, 0)
         try:
             self._create_pointer(identifier, location)
-        except Exception:
+        except (TableAlreadyExistsError, NoSuchNamespaceError):
+            # refused before registering; after any other error the entry may exist
             self.table_io(metadata.properties).delete_quietly(location)
             raise
         return location
@@ -82,9 +89,9 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(new, self._next_version(base, base_location))
         try:
             self._swap_pointer(identifier, base_location, location)
-        except CommitStateUnknownError:
-            raise  # the new file may be the table's current metadata: keep it
-        except Exception:
+        except CommitFailedError:
+            # the swap is known not to have happened; after any other error (unknown outcome,
+            # KeyboardInterrupt) the new file may be the table's current metadata: keep it
             self.table_io(new.properties).delete_quietly(location)
             raise
         return location
@@ -116,13 +123,13 @@ class MetastoreCatalog(Catalog):
     def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
         """Rename a table; its files stay where they are."""
         src = self._table_identifier(source)
-        dst = self._table_identifier(target)
+        dst = check_table_identifier(self._table_identifier(target))
         self._rename_pointer(src, dst)
         return self.load_table(dst)
 
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
         """Add a table whose metadata file already exists (written by any engine)."""
-        ident = self._table_identifier(identifier)
+        ident = check_table_identifier(self._table_identifier(identifier))
         metadata = self.read_metadata(metadata_location)
         self._create_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
-    CommitStateUnknownError,
     ValidationError,
+    commit_did_not_happen,
 )
 from icefloe.metadata import requirements_for
 from icefloe.table import Transaction
@@ -121,11 +121,19 @@ class CatalogTransaction:
                     self._abort(parts)
                     raise
                 continue
-            except CommitStateUnknownError:
-                raise  # the new metadata may reference the written files: keep them
-            except BaseException:
-                self._abort(parts)
+            except BaseException as exc:
+                # Only an error proving no pointer moved allows deleting the files; after
+                # CommitStateUnknownError, an interrupt or any other error the new metadata may
+                # reference them (see commit_did_not_happen).
+                if commit_did_not_happen(exc):
+                    self._abort(parts)
+                else:
+                    for p in parts:
+                        p._done = True
+                        p._may_have_committed = True
                 raise
+            for p in parts:
+                p._may_have_committed = True
             for i, p in enumerate(parts):
                 if results is not None:
                     p.table.metadata = results[i].metadata

@@ -44,6 +44,7 @@ from sqlalchemy.pool import StaticPool
 from icefloe.catalog.base import (
     Identifier,
     PropertiesUpdateSummary,
+    check_namespace,
     split_identifier,
     to_identifier,
 )
@@ -193,7 +194,7 @@ class SqlCatalog(MetastoreCatalog):
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
         """Create a namespace with properties (``exists=true`` when none are given)."""
-        ns = self._ns_string(namespace)
+        ns = self._ns_string(check_namespace(to_identifier(namespace)))
         props = dict(properties or {}) or dict(_MINIMAL_NAMESPACE_PROPERTIES)
         try:
             with self.engine.begin() as conn:
@@ -379,15 +380,19 @@ class SqlCatalog(MetastoreCatalog):
             with self.engine.begin() as conn:
                 rowcount = conn.execute(stmt).rowcount
         except SQLAlchemyError as exc:
-            # The UPDATE may or may not have reached the database: look at the pointer.
+            # The UPDATE may or may not have reached the database: look at the pointer. It is
+            # ours, or a later commit's whose metadata log lists ours, if the swap happened.
             try:
                 current = self._get_pointer(identifier)
+                happened = current == new or any(
+                    e.metadata_file == new for e in self.read_metadata(current).metadata_log
+                )
             except Exception as check_exc:
                 raise CommitStateUnknownError(
                     f"commit of {'.'.join(identifier)!r} to {new} may or may not have "
                     f"happened: {exc}; checking failed: {check_exc}"
                 ) from exc
-            if current == new:
+            if happened:
                 return
             raise CommitFailedError(
                 f"commit of {'.'.join(identifier)!r} failed in the database: {exc}"
@@ -460,6 +465,7 @@ class SqlCatalog(MetastoreCatalog):
         attempt = 0
         while True:
             staged: list[tuple[Identifier, str, TableMetadata, str]] = []
+            swapping = False
             try:
                 for ident, (_, reqs, ups) in zip(idents, items, strict=True):
                     base_location = self._get_pointer(ident)
@@ -473,6 +479,7 @@ class SqlCatalog(MetastoreCatalog):
                     new = apply_updates(base, ups, base_location)
                     location = self._write_metadata(new, self._next_version(base, base_location))
                     staged.append((ident, base_location, new, location))
+                swapping = True  # from here on only CommitFailedError proves nothing moved
                 self._swap_all(staged)
             except CommitFailedError:
                 self._delete_staged(staged)
@@ -482,10 +489,11 @@ class SqlCatalog(MetastoreCatalog):
                     raise
                 time.sleep(wait)
                 continue
-            except CommitStateUnknownError:
-                raise
             except BaseException:
-                self._delete_staged(staged)
+                # CommitStateUnknownError, an interrupt or any other error during the swap: the
+                # new files may be the tables' current metadata, keep them
+                if not swapping:
+                    self._delete_staged(staged)
                 raise
             return [CommitResult(new, location) for _, _, new, location in staged]
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from icefloe.exceptions import CommitStateUnknownError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH
@@ -303,10 +303,9 @@ def merge(
             return t
         commit_row_delta(tx, delta, branch=branch, snapshot_properties=snapshot_properties)
         tx.commit_transaction()
-    except CommitStateUnknownError:
-        raise
     except BaseException:
-        _cleanup(t, tag)
+        if not tx.may_have_committed:  # else the new metadata may reference the files: keep
+            _cleanup(t, tag)
         raise
     finally:
         if joined is not None:

@@ -13,7 +13,8 @@ snapshot on the new table state).
 
 A failed job commits nothing: a failing task deletes the files it wrote, and the driver then
 deletes every file the job's tasks wrote (their names carry the job's tag). A failed commit
-deletes the job's files too, unless its outcome is unknown (``CommitStateUnknownError``).
+deletes the job's files too, but only when it is known not to have happened: after an unknown
+outcome (``CommitStateUnknownError``, or an interrupt during the catalog swap) they are kept.
 
 ``mode="overwrite"`` without a filter replaces every live file of the branch; with
 ``overwrite_filter`` it removes the rows matching the filter (copy-on-write: files whose rows
@@ -32,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import CommitStateUnknownError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.expressions.arrow import filter_mask
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.expressions.binding import bind
@@ -327,8 +328,9 @@ def commit_files(
     from icefloe.table.producer import SnapshotProducer
 
     added = [f.file_path for f in (*files, *delete_files)]
+    tx = table.transaction()
     try:
-        with table.transaction() as tx:
+        with tx:
             p = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
             p.owns_files(added)
             if remove_all:
@@ -351,11 +353,10 @@ def commit_files(
             except BaseException:
                 p.abort()
                 raise
-    except CommitStateUnknownError:
-        raise
     except BaseException:
-        for path in added:
-            table.io.delete_quietly(path)
+        if not tx.may_have_committed:  # else the new metadata may reference them: keep
+            for path in added:
+                table.io.delete_quietly(path)
         raise
     return table
 

@@ -3,8 +3,9 @@
 - :func:`rewrite_data_files` bin-packs small files (and files with deletes) per partition and
   rewrites them with their deletes applied, in one ``replace`` snapshot.
 
-- :func:`remove_orphan_files` deletes files under the table location that no metadata
-  reaches (leftovers of failed writes), when older than a threshold; ``dry_run`` only lists them.
+- :func:`remove_orphan_files` deletes files in the table's data and metadata directories that
+  no metadata reaches (leftovers of failed writes), when older than a threshold, never files of
+  another table nested there; ``dry_run`` only lists them.
 - :func:`reachable_files` is the set of every file a table's metadata references: metadata
   files (current and logged), manifest lists, manifests, data and delete files of every kept
   snapshot, statistics and partition statistics files, and ``version-hint.text``.
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
-from icefloe.io import FileIO, metadata_location
+from icefloe.io import FileIO, data_location, metadata_location
 from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.progress import Progress, ProgressArg
@@ -73,8 +74,15 @@ def _manifest_paths(io: FileIO, metadata: TableMetadata) -> tuple[list[str], lis
     return lists, list(manifests)
 
 
-def reachable_files(io: FileIO, metadata: TableMetadata, metadata_file: str | None) -> pa.Array:
-    """Every location the table's metadata references, as a string array (may repeat)."""
+def reachable_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    metadata_file: str | None,
+    *,
+    content_files: bool = True,
+) -> pa.Array:
+    """Every location the table's metadata references, as a string array (may repeat);
+    without ``content_files`` the data and delete files of the manifests are left out."""
     chunks: list[pa.Array] = []
     named: list[str] = []
     if metadata_file:
@@ -87,6 +95,8 @@ def reachable_files(io: FileIO, metadata: TableMetadata, metadata_file: str | No
     named.extend(lists)
     named.extend(manifests)
     chunks.append(pa.array(named, pa.string()))
+    if not content_files:
+        return chunks[0]
     # Manifests are decoded in parallel in Rust, 64 at a time to bound memory.
     for i in range(0, len(manifests), 64):
         group = manifests[i : i + 64]
@@ -110,6 +120,23 @@ def _threshold_ms(older_than: datetime | timedelta | int | None) -> int:
     )
 
 
+def _other_table_roots(unreached: pa.Array, own_metadata_dir: str) -> list[str]:
+    """Directories that hold another table: the parent of every directory outside this
+    table's metadata directory holding an unreachable ``*.metadata.json`` or
+    ``version-hint.text`` (a nested table such as ``db.a.b`` inside ``db.a``'s directories).
+    Nothing under them is an orphan of this table."""
+    marks = pc.or_(
+        pc.ends_with(unreached, ".metadata.json"), pc.ends_with(unreached, "/version-hint.text")
+    )
+    own = _normalize(pa.array([own_metadata_dir.rstrip("/")]))[0].as_py()
+    roots = set()
+    for path in unreached.filter(marks).to_pylist():
+        directory = path.rsplit("/", 1)[0]
+        if _normalize(pa.array([directory]))[0].as_py() != own:
+            roots.add(directory.rsplit("/", 1)[0])
+    return sorted(roots)
+
+
 def remove_orphan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -122,24 +149,40 @@ def remove_orphan_files(
     progress: ProgressArg = None,
 ) -> list[str]:
     """Deletes (or with ``dry_run`` only lists) the files under ``location`` (default: the
-    table location) that the metadata does not reach and that were last modified before
-    ``older_than`` (a datetime, epoch ms, or an age as a timedelta; default 3 days ago).
+    table's data and metadata directories) that the metadata does not reach and that were
+    last modified before ``older_than`` (a datetime, epoch ms, or an age as a timedelta;
+    default 3 days ago).
+
+    Only the directories the table writes to are listed by default, not its whole location:
+    with the default layout a table of a nested namespace (``db.a.b``) lives inside another
+    table's location (``db.a``). Files inside a directory that holds another table's metadata
+    are never orphans either (see :func:`_other_table_roots`), nor hidden files (``.name``).
 
     Returns the orphan locations, sorted. Files without a modification time are kept. The
     deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
     (see :mod:`icefloe.progress`).
     """
-    root = location or metadata.location
     threshold = _threshold_ms(older_than)
-    listed = [
-        f for f in io.list_prefix(root) if f.modified_ms is not None and f.modified_ms < threshold
-    ]
+    own_meta = metadata_location(metadata.location, metadata.properties)
+    roots = [location] if location else [data_location(metadata.location, metadata.properties)]
+    if not location:
+        roots.append(own_meta)
+    listed: dict[str, int | None] = {}
+    for root in roots:
+        listed.update((f.location, f.modified_ms) for f in io.list_prefix(root))
     if not listed:
         return []
-    candidates = pa.array([f.location for f in listed], pa.string())
-    reachable = _normalize(reachable_files(io, metadata, metadata_file))
-    live = pc.is_in(_normalize(candidates), value_set=pc.unique(reachable))
-    orphans = sorted(candidates.filter(pc.invert(live)).to_pylist())
+    paths = pa.array(list(listed), pa.string())
+    modified = pa.array(list(listed.values()), pa.int64())
+    reachable = pc.unique(_normalize(reachable_files(io, metadata, metadata_file)))
+    unreached = pc.invert(pc.is_in(_normalize(paths), value_set=reachable))
+    mask = pc.and_(unreached, pc.fill_null(pc.less(modified, threshold), False))
+    # hidden files (``.name``: a catalog's namespace marker, a write's temporary file) are
+    # never a table's, as in the reference's hidden-path filter
+    mask = pc.and_(mask, pc.invert(pc.match_substring_regex(paths, r"/\.[^/]*$")))
+    for root in _other_table_roots(paths.filter(unreached), own_meta):
+        mask = pc.and_(mask, pc.invert(pc.starts_with(paths, f"{root}/")))
+    orphans = sorted(paths.filter(mask).to_pylist())
     if not dry_run:
         delete_all(
             io,

@@ -108,6 +108,7 @@ class _Attempt:
     snapshot: Snapshot
     manifest_list: str
     written: list[str] = field(default_factory=list)  # base-dependent manifests
+    listed: frozenset[str] = frozenset()  # every manifest of its manifest list
 
 
 class SnapshotProducer:
@@ -299,7 +300,8 @@ class SnapshotProducer:
             if first_row_id is not None and next_row is not None
             else None,
         )
-        self._attempts.append(_Attempt(snapshot, list_path, written_now))
+        listed = frozenset(r["manifest_path"] for r in rows)
+        self._attempts.append(_Attempt(snapshot, list_path, written_now, listed))
         ref = metadata.refs.get(self.branch)
         return [
             AddSnapshot(snapshot),
@@ -484,16 +486,20 @@ class SnapshotProducer:
 
     # -- outcome --------------------------------------------------------------------------------
     def committed(self, snapshot_id_in_table: bool) -> None:
-        """Called after the transaction's commit: delete files of superseded attempts."""
+        """Called after the transaction's commit: delete the manifest lists of superseded
+        attempts and every manifest this producer wrote that the committed manifest list does
+        not name (those of superseded attempts, and new manifests merged into others)."""
         if not snapshot_id_in_table:
             self.abort()
             return
-        final = self._attempts[-1] if self._attempts else None
+        if not self._attempts:
+            return
+        final = self._attempts[-1]
         for a in self._attempts[:-1]:
             self.io.delete_quietly(a.manifest_list)
-            for p in a.written:
-                if final is None or p not in final.written:
-                    self.io.delete_quietly(p)
+        wrote = {p for a in self._attempts for p in a.written} | set(self._new_manifest_paths)
+        for p in sorted(wrote - final.listed):
+            self.io.delete_quietly(p)
 
     def abort(self) -> None:
         """Delete everything this producer wrote (the commit failed for good)."""

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import CommitConflictError, CommitStateUnknownError, ValidationError
+from icefloe.exceptions import CommitConflictError, ValidationError, commit_did_not_happen
 from icefloe.expressions.base import AlwaysTrue
+from icefloe.io import resolve_table_paths
 from icefloe.metadata import (
     MAIN_BRANCH,
     RemoveProperties,
@@ -58,6 +59,9 @@ class Transaction:
         self._updates: list[TableUpdate] = []
         self._requirements: list[TableRequirement] = []
         self._done = False
+        # Set once the catalog was asked to commit and did not refuse: the commit happened or
+        # may have happened, so nothing the producers wrote may be deleted any more.
+        self._may_have_committed = False
         # Every change in order: a producer (rebuilt on retry) or fixed updates.
         self._ops: list[SnapshotProducer | tuple[list[TableUpdate], list[TableRequirement]]] = []
 
@@ -114,7 +118,20 @@ class Transaction:
 
         return [op for op in self._ops if isinstance(op, SnapshotProducer)]
 
+    @property
+    def may_have_committed(self) -> bool:
+        """True once the commit happened or may have happened (its outcome is unknown).
+
+        Files written for the transaction must then be kept: the table's current metadata may
+        reference them. False while the transaction is open or after a commit that is known
+        not to have happened.
+        """
+        return self._may_have_committed
+
     def _abort_producers(self) -> None:
+        """Delete what the producers wrote; only while the commit cannot have happened."""
+        if self._may_have_committed:
+            return
         for p in self._producers():
             p.abort()
 
@@ -296,6 +313,7 @@ class Transaction:
                 raise ValidationError(f"table property {key!r} must be a string, got {value!r}")
         if not merged:
             return self
+        merged = resolve_table_paths(self.metadata.location, merged)
         return self.apply([SetProperties(merged)])
 
     def remove_properties(self, *keys: str) -> Transaction:
@@ -373,14 +391,19 @@ class Transaction:
                     self.table.refresh()
                     self._replay()
                 except BaseException:
-                    self._abort_producers()
+                    self._abort_producers()  # the last commit was refused: nothing committed
                     raise
                 continue
-            except CommitStateUnknownError:
-                raise  # the new metadata may reference the files: keep them
-            except BaseException:
-                self._abort_producers()
+            except BaseException as exc:
+                # Only an error proving the pointer did not move allows deleting the files. Any
+                # other (CommitStateUnknownError, an I/O error, KeyboardInterrupt, SystemExit)
+                # may have arrived after the swap: the new metadata may reference every file.
+                if commit_did_not_happen(exc):
+                    self._abort_producers()
+                else:
+                    self._may_have_committed = True
                 raise
+            self._may_have_committed = True
             for p in self._producers():
                 p.committed(True)
             return self.table

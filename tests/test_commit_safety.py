@@ -1,0 +1,238 @@
+"""A commit whose outcome is unknown never deletes a file: a ``KeyboardInterrupt``,
+``SystemExit`` or any other exception arriving during or after the catalog's pointer swap keeps
+every file the new metadata may reference, on every catalog. Files are deleted only after an
+error that proves the pointer did not move (a lost race, a conflict, a refused update)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog import Catalog
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import CommitFailedError
+from icefloe.table.maintenance import reachable_files
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+
+
+def _ids(table: Any) -> list[int]:
+    return sorted(table.scan().to_arrow().column("id").to_pylist())
+
+
+def _assert_intact(catalog: Catalog, ident: str) -> Any:
+    """The table loads, every file its metadata references exists, and it accepts an append."""
+    t = catalog.load_table(ident)
+    referenced = set(reachable_files(t.io, t.metadata, t.metadata_location).to_pylist())
+    missing = [p for p in referenced if not p.endswith("version-hint.text") and not t.io.exists(p)]
+    assert missing == []
+    before = _ids(t)
+    t.append(pa.table({"id": pa.array([100], pa.int64())}))
+    assert _ids(catalog.load_table(ident)) == sorted([*before, 100])
+    return t
+
+
+def _interrupt_after_swap(catalog: Catalog, exc: BaseException) -> None:
+    """Raise ``exc`` right after the pointer moved: after the metadata write and swap of a
+    SQL or file-system catalog, after the server's answer for a REST catalog."""
+    name = "commit_table" if type(catalog).__name__ == "RestCatalog" else "_write_and_swap"
+    real = getattr(catalog, name)
+
+    def swap_then_raise(*args: Any) -> Any:
+        real(*args)
+        raise exc
+
+    setattr(catalog, name, swap_then_raise)
+
+
+def _restore(catalog: Catalog) -> None:
+    for name in ("commit_table", "_write_and_swap"):
+        catalog.__dict__.pop(name, None)  # back to the class's method
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [KeyboardInterrupt(), SystemExit(143), RuntimeError("connection reset")],
+    ids=["KeyboardInterrupt", "SystemExit", "RuntimeError"],
+)
+def test_interrupt_after_the_swap_keeps_the_committed_files(
+    catalog: Catalog, exc: BaseException
+) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    _interrupt_after_swap(catalog, exc)
+    with pytest.raises(type(exc)):
+        t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    _restore(catalog)
+    assert _ids(catalog.load_table("db.t")) == [1, 2]  # the commit happened
+    _assert_intact(catalog, "db.t")
+
+
+@pytest.mark.parametrize("op", ["delete", "overwrite", "transaction"])
+def test_interrupt_after_the_swap_of_other_operations(catalog: Catalog, op: str) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table(
+        "db.t", SCHEMA, properties={"write.delete.mode": "copy-on-write", "format-version": "2"}
+    )
+    t.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    _interrupt_after_swap(catalog, KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        if op == "delete":
+            t.delete("id = 2")
+        elif op == "overwrite":
+            t.overwrite(pa.table({"id": pa.array([7], pa.int64())}), "id >= 2")
+        else:
+            with t.transaction() as tx:
+                tx.append(pa.table({"id": pa.array([4], pa.int64())}))
+                tx.delete("id = 1")
+    _restore(catalog)
+    expected = {"delete": [1, 3], "overwrite": [1, 7], "transaction": [2, 3, 4]}[op]
+    assert _ids(catalog.load_table("db.t")) == expected
+    _assert_intact(catalog, "db.t")
+
+
+def test_sql_error_raised_out_of_a_swap_that_happened_keeps_the_metadata_file(
+    tmp_path: Path,
+) -> None:
+    """An unexpected error after the UPDATE committed: the metastore keeps its new file."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    real = cat._swap_pointer
+
+    def swap_then_fail(identifier: Any, expected: str, new: str) -> None:
+        real(identifier, expected, new)
+        raise MemoryError("after the UPDATE")
+
+    cat._swap_pointer = swap_then_fail  # type: ignore[method-assign]
+    with pytest.raises(MemoryError):
+        t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    del cat._swap_pointer
+    assert _ids(cat.load_table("db.t")) == [1, 2]
+    _assert_intact(cat, "db.t")
+    cat.close()
+
+
+def test_interrupt_in_the_body_after_an_explicit_commit_keeps_the_files(
+    catalog: Catalog,
+) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", SCHEMA)
+    with pytest.raises(KeyboardInterrupt), t.transaction() as tx:
+        tx.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+        tx.commit_transaction()
+        raise KeyboardInterrupt
+    assert _ids(catalog.load_table("db.t")) == [1, 2]
+    _assert_intact(catalog, "db.t")
+
+
+def _files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_refused_commit_still_removes_its_files(tmp_path: Path) -> None:
+    """The other side of the rule: a lost race (known not committed) cleans up everything."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    before = _files(tmp_path / "wh")
+
+    def lose(identifier: Any, expected: str, new: str) -> None:
+        raise CommitFailedError("another writer won")
+
+    cat._swap_pointer = lose  # type: ignore[method-assign]
+    with pytest.raises(CommitFailedError):
+        t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    assert _files(tmp_path / "wh") == before
+    cat.close()
+
+
+@pytest.mark.parametrize("outcome", ["interrupted-after-swap", "lost-race"])
+def test_spark_writer_commit_deletes_its_files_only_when_not_committed(
+    tmp_path: Path, outcome: str
+) -> None:
+    """The Spark writers' driver-side commit (no Spark session needed for this step)."""
+    pytest.importorskip("pyspark")
+    from icefloe.spark.writing import commit_files
+    from icefloe.write.writer import write_data_files
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    files = write_data_files(t.metadata, t.io, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    paths = [Path(f.file_path.removeprefix("file://")) for f in files]
+    if outcome == "lost-race":
+
+        def lose(identifier: Any, expected: str, new: str) -> None:
+            raise CommitFailedError("another writer won")
+
+        cat._swap_pointer = lose  # type: ignore[method-assign]
+        with pytest.raises(CommitFailedError):
+            commit_files(t, files)
+        assert not any(p.exists() for p in paths)
+    else:
+        _interrupt_after_swap(cat, KeyboardInterrupt())
+        with pytest.raises(KeyboardInterrupt):
+            commit_files(t, files)
+        _restore(cat)
+        assert all(p.exists() for p in paths)
+        assert _ids(cat.load_table("db.t")) == [1, 2]
+        _assert_intact(cat, "db.t")
+    cat.close()
+
+
+def test_interrupt_after_a_multi_table_commit_keeps_the_files(catalog: Catalog) -> None:
+    """``catalog.transaction()`` over two tables, interrupted after the catalog committed."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    if isinstance(catalog, HadoopCatalog):
+        pytest.skip("the file-system catalog cannot commit several tables atomically")
+    catalog.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        catalog.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+    real = catalog.commit_tables
+
+    def commit_then_interrupt(changes: Any) -> Any:
+        real(changes)
+        raise KeyboardInterrupt
+
+    catalog.commit_tables = commit_then_interrupt  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt), catalog.transaction() as tx:
+        tx.table("db.a").append(pa.table({"id": pa.array([2], pa.int64())}))
+        tx.table("db.b").delete("id = 1")
+    catalog.__dict__.pop("commit_tables")
+    assert _ids(catalog.load_table("db.a")) == [1, 2]
+    assert _ids(catalog.load_table("db.b")) == []
+    _assert_intact(catalog, "db.a")
+    _assert_intact(catalog, "db.b")
+
+
+def test_interrupt_after_the_sql_multi_table_swap_keeps_the_metadata_files(
+    tmp_path: Path,
+) -> None:
+    """Inside the SQL catalog's multi-table commit: the swap committed, then an interrupt."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        cat.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+    real = cat._swap_all
+
+    def swap_then_interrupt(staged: Any) -> None:
+        real(staged)
+        raise KeyboardInterrupt
+
+    cat._swap_all = swap_then_interrupt  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt), cat.transaction() as tx:
+        tx.table("db.a").append(pa.table({"id": pa.array([2], pa.int64())}))
+        tx.table("db.b").append(pa.table({"id": pa.array([3], pa.int64())}))
+    del cat._swap_all
+    assert _ids(cat.load_table("db.a")) == [1, 2] and _ids(cat.load_table("db.b")) == [1, 3]
+    _assert_intact(cat, "db.a")
+    _assert_intact(cat, "db.b")
+    cat.close()
