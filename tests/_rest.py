@@ -103,14 +103,15 @@ def start_rest_server(
         **(env or {}),
     }
     (base / "none.yaml").write_text("{}\n")
-    proc = subprocess.Popen(
-        cmd,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        env=full_env,
-        cwd=base,
-        preexec_fn=_die_with_parent,
-    )
+    with log.open("wb") as out:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+            cwd=base,
+            preexec_fn=_die_with_parent,
+        )
     server = RestServer(f"http://127.0.0.1:{port}", proc, log, base)
     deadline = time.monotonic() + 60
     query = "?warehouse=probe" if "--per-warehouse" in args else ""
@@ -368,21 +369,22 @@ def start_java_rest_server(base: Path) -> RestServer:
     base.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = base / "server.log"
-    proc = subprocess.Popen(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            classpath,
-            "LoopbackRestServer",
-            str(port),
-            (base / "warehouse").as_uri(),
-            f"jdbc:sqlite:{base / 'catalog.db'}",
-        ],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_parent,
-    )
+    with log.open("wb") as out:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            [
+                "java",
+                "-Xmx256m",
+                "-cp",
+                classpath,
+                "LoopbackRestServer",
+                str(port),
+                (base / "warehouse").as_uri(),
+                f"jdbc:sqlite:{base / 'catalog.db'}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
     server = RestServer(f"http://127.0.0.1:{port}", proc, log, base)
     deadline = time.monotonic() + 120
     while True:

@@ -33,6 +33,7 @@ __all__ = [
     "expr_partition_mask",
     "filter_batch",
     "keep_mask_from_positions",
+    "parquet_check_footer",
     "plan_build_tasks",
     "plan_check_unique_paths",
     "plan_entry_masks",
