@@ -1,9 +1,10 @@
 """Catalog fixtures (a pytest plugin): every catalog test runs on each backend.
 
 ``sql_catalog`` is a SQL catalog on a SQLite file, SQLite in memory and the session's
-PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog. Each test gets its own
-catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL server never see
-each other's rows.
+PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog and the REST catalog client
+talking to the session's ``icefloe serve`` (tests/_rest.py), in a warehouse of its own. Each
+test gets its own catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL
+server never see each other's rows.
 """
 
 from __future__ import annotations
@@ -55,7 +56,14 @@ OBJECT_STORE_CATALOGS = [
 ]
 
 
-@pytest.fixture(params=[*_PARAMS, "hadoop", *OBJECT_STORE_CATALOGS])
+@pytest.fixture(
+    params=[
+        *_PARAMS,
+        "hadoop",
+        *OBJECT_STORE_CATALOGS,
+        pytest.param("rest", marks=pytest.mark.rest),
+    ]
+)
 def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
     """Every kind of catalog; the file-system catalog on s3proxy and a SQL one on moto too."""
     if request.param == "hadoop":
@@ -73,6 +81,17 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
             yield cat
         finally:
             cat.close()
+        return
+    if request.param == "rest":
+        from _rest import new_warehouse
+        from icefloe.catalog.rest import RestCatalog
+
+        server = request.getfixturevalue("rest_server")
+        rest = RestCatalog("rest", uri=server.url, warehouse=new_warehouse())
+        try:
+            yield rest
+        finally:
+            rest.close()
         return
     cat = make_sql_catalog(request.param, tmp_path, request)
     try:

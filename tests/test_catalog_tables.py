@@ -10,6 +10,7 @@ import pytest
 
 from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import (
     NamespaceNotEmptyError,
@@ -158,7 +159,7 @@ def test_rename_drop_purge_register(catalog: Catalog, tmp_path: Path) -> None:
     t = catalog.create_table("db.t", _schema())
     t.set_properties(k="v")
     location = t.location
-    if isinstance(catalog, SqlCatalog):
+    if isinstance(catalog, (SqlCatalog, RestCatalog)):
         renamed = catalog.rename_table("db.t", "db2.r")
         assert renamed.identifier == ("db2", "r") and renamed.properties["k"] == "v"
         assert not catalog.table_exists("db.t") and catalog.list_tables("db2") == [("db2", "r")]
@@ -254,3 +255,24 @@ def test_hadoop_version_hint_is_only_a_hint(tmp_path: Path) -> None:
     # a directory without metadata files is not a table
     (tmp_path / "db" / "empty" / "metadata").mkdir(parents=True)
     assert not cat.table_exists("db.empty")
+
+
+def test_purge_after_rename_keeps_the_new_table_of_the_old_name(catalog: Catalog) -> None:
+    """A renamed table keeps its location; a new table of the old name gets the same default
+    location. Purging the renamed one deletes only its own files."""
+    import pyarrow as pa
+
+    if isinstance(catalog, HadoopCatalog):
+        pytest.skip("the file-system catalog cannot rename")
+    catalog.create_namespace("db")
+    first = catalog.create_table("db.t", _schema())
+    first.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    catalog.rename_table("db.t", "db.old")
+    second = catalog.create_table("db.t", _schema())
+    second.append(pa.table({"id": pa.array([2], pa.int64()), "name": ["b"]}))
+    assert second.location == first.location
+    catalog.drop_table("db.old", purge=True)
+    again = catalog.load_table("db.t")
+    assert again.scan().to_arrow()["id"].to_pylist() == [2]
+    assert not catalog.io.exists(first.metadata_location)  # the purged table's files are gone
+    assert catalog.io.exists(again.metadata_location)

@@ -13,6 +13,7 @@ __all__ = [
     "CommitStateUnknownError",
     "CorruptFileError",
     "FileIOError",
+    "ForbiddenError",
     "IcebergError",
     "InternalError",
     "NamespaceAlreadyExistsError",
@@ -20,9 +21,12 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NotFoundError",
     "ParseError",
+    "ServiceUnavailableError",
     "TableAlreadyExistsError",
+    "UnauthorizedError",
     "UnknownWriteStateError",
     "UnsupportedFeatureError",
     "ValidationError",
@@ -78,6 +82,22 @@ class NoSuchTableError(IcebergError):
 
 class TableAlreadyExistsError(IcebergError):
     """A table with that identifier already exists."""
+
+
+class NoSuchViewError(IcebergError):
+    """The view does not exist."""
+
+
+class UnauthorizedError(IcebergError):
+    """The catalog did not accept the credentials (HTTP 401), or none were given."""
+
+
+class ForbiddenError(IcebergError):
+    """The credentials are valid but do not allow the operation (HTTP 403)."""
+
+
+class ServiceUnavailableError(IcebergError):
+    """The catalog service is down or overloaded (HTTP 503); trying again later may succeed."""
 
 
 class NoSuchSnapshotError(IcebergError):
