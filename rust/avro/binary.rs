@@ -449,7 +449,7 @@ mod tests {
             let n = (next() % 24) as usize;
             bufs.push(
                 (0..n)
-                    .map(|_| (next() as u8) & if n % 2 == 0 { 0xff } else { 0x9f })
+                    .map(|_| (next() as u8) & if n.is_multiple_of(2) { 0xff } else { 0x9f })
                     .collect(),
             );
         }

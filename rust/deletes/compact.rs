@@ -170,7 +170,7 @@ unsafe fn compact_bits(bits: &BooleanBuffer, mask: &BooleanBuffer, count: usize,
 /// A buffer of at least `need` bytes, 64-byte aligned, as a writable pointer.
 fn out_ptr(buf: &mut MutableBuffer, need: usize) -> Result<*mut u8> {
     let ptr = buf.as_mut_ptr();
-    if buf.capacity() < need || (ptr as usize) % 64 != 0 {
+    if buf.capacity() < need || !(ptr as usize).is_multiple_of(64) {
         return Err(Error::internal(format!(
             "compaction buffer of {} bytes (need {need}, 64-byte aligned)",
             buf.capacity()
