@@ -257,11 +257,7 @@ def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES)
             f"(columns: {sorted(known)})"
         )
     columns = list(df.columns)
-    keys = partition_keys(schema, metadata.spec())
-    if keys:
-        named = [k.alias(_KEY.format(i)) for i, k in enumerate(keys)]
-        key_names = [_KEY.format(i) for i in range(len(keys))]
-        df = df.select("*", *named).repartition(*key_names).sortWithinPartitions(*key_names)
+    df = cluster(df, table)
     fn = _writer(metadata, dict(table.io.properties), columns, tag, flush_bytes)
     return collect_files(df.mapInArrow(fn, "file binary"), table, tag)
 
