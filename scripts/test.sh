@@ -19,6 +19,15 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
       "skipped. Install them with: sudo apt-get install -y postgresql" >&2
   fi
 fi
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing Chromium (Debian package) for the HTML report test"
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: chromium not found; the HTML report's browser test will be skipped." \
+      "Install it with: sudo apt-get install -y chromium" >&2
+  fi
+fi
 # fresh virtualenvs with only `pip install .` / `'.[spark]'` / the declared floors
 bash scripts/smoke.sh
 echo "==> pytest"

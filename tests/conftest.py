@@ -22,9 +22,10 @@ from hypothesis import settings
 
 from peers import duckdb_connect
 
-# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py),
-# the Spark session and Iceberg Java catalogs (tests/_spark.py).
-pytest_plugins = ["_postgres", "_catalogs", "_spark"]
+# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py), S3
+# servers and warehouses (tests/_s3.py), Azure and GCS emulators (tests/_emulators.py),
+# the Spark session and Iceberg Java catalogs (tests/_spark.py), icefloe serve (tests/_rest.py).
+pytest_plugins = ["_postgres", "_catalogs", "_spark", "_s3", "_emulators", "_rest"]
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)

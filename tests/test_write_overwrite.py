@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from _s3 import Warehouse, versions_and_stores
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.table.producer import SnapshotProducer, live_entries
@@ -31,9 +32,15 @@ def _expect(table: Any, want: pa.Table, con: Any) -> None:
     assert duckdb_checksum(con, table) == checksum(want)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
-def test_full_overwrite(tmp_path: Path, version: int, duckdb_con: Any) -> None:
-    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(1, 2, 3), indirect=["warehouse"]
+)
+def test_full_overwrite(
+    tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
+) -> None:
+    t = catalog(tmp_path, warehouse).create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, format_version=version
+    )
     t.append(rows(0, 100))
     before = _live(t).num_rows
     t.overwrite(rows(500, 7))
@@ -46,11 +53,15 @@ def test_full_overwrite(tmp_path: Path, version: int, duckdb_con: Any) -> None:
     _expect(t, rows(500, 7), duckdb_con)
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(2, 3), indirect=["warehouse"]
+)
 def test_overwrite_by_filter_rewrites_partial_files(
-    tmp_path: Path, version: int, duckdb_con: Any
+    tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:
-    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+    t = catalog(tmp_path, warehouse).create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, format_version=version
+    )
     old = rows(0, 200)
     t.append(old)
     if version == 3:
@@ -93,7 +104,7 @@ def _row_ids(table: Any) -> dict[int, int]:
     for path, first in zip(
         live["file_path"].to_pylist(), live["first_row_id"].to_pylist(), strict=True
     ):
-        data = pq.read_table(path.removeprefix("file://"))
+        data = pq.read_table(table.io.new_input(path).open())
         ids = data["id"].to_pylist()
         if "_row_id" in data.column_names:
             stored = data["_row_id"].to_pylist()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from icefloe.exceptions import (
+    IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.catalog.commit import CommitResult
+    from icefloe.catalog.multi import CatalogTransaction
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -102,11 +104,25 @@ class Catalog(ABC):
             self._io = FileIO(self.properties)
         return self._io
 
-    def table_io(self, table_properties: Mapping[str, str]) -> FileIO:
-        """A FileIO for a table: catalog properties overlaid with the table's own."""
-        if not any(key.startswith(("s3.", "gcs.", "hdfs.")) for key in table_properties):
+    def table_io(
+        self,
+        table_properties: Mapping[str, str],
+        credentials: Mapping[str, str] | None = None,
+        refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+    ) -> FileIO:
+        """A FileIO for a table: catalog properties overlaid with the table's own, then with
+        ``credentials`` for this table only (``s3.access-key-id``, ``s3.secret-access-key``,
+        ``s3.session-token``, ``s3.session-token-expires-at-ms``, as a REST catalog vends them;
+        ``refresh_credentials`` renews them before they expire). They are never stored in
+        the table's metadata."""
+        if not credentials and not any(
+            key.startswith(("s3.", "gcs.", "hdfs.")) for key in table_properties
+        ):
             return self.io
-        return FileIO({**self.properties, **table_properties})
+        return FileIO(
+            {**self.properties, **table_properties, **(credentials or {})},
+            refresh_credentials=refresh_credentials,
+        )
 
     # -- namespaces -----------------------------------------------------------------------------
     @abstractmethod
@@ -337,6 +353,27 @@ class Catalog(ABC):
             io.delete_quietly(old)
         return result
 
+    def commit_tables(
+        self, changes: Iterable[tuple[Table, list[TableRequirement], list[TableUpdate]]]
+    ) -> list[CommitResult] | None:
+        """Commit changes to several tables all or nothing (see :mod:`icefloe.catalog.multi`).
+
+        Returns each table's result in order, or ``None`` when the catalog does not report the
+        new metadata (the tables must then be reloaded). Catalogs that cannot swap several
+        pointers atomically raise :class:`UnsupportedFeatureError`.
+        """
+        from icefloe.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            f"{type(self).__name__} cannot commit several tables atomically"
+        )
+
+    def transaction(self) -> CatalogTransaction:
+        """A transaction over several tables, committed all or nothing when it ends."""
+        from icefloe.catalog.multi import CatalogTransaction
+
+        return CatalogTransaction(self)
+
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
         namespace, name = split_identifier(identifier)
         return (*namespace, name)
@@ -380,22 +417,29 @@ def _to_schema(schema: Schema | pa.Schema) -> Schema:
 def purge_table_files(table: Table) -> None:
     """Delete the files of a dropped table.
 
-    Every metadata file in its metadata log, the manifest lists and statistics files of its
-    snapshots, and everything under its location and its metadata and data directories.
+    Every file its metadata references (as Java's purge does): metadata files of its metadata
+    log, manifest lists, manifests, data and delete files of every kept snapshot, statistics
+    files. Then the table's directory, but only if nothing else is left in it: after a rename,
+    a new table of the old name may live under the same location, and its files are not
+    this table's to delete.
     """
-    from icefloe.io import data_location, metadata_location
+    from icefloe.io import metadata_location
+    from icefloe.table._files import delete_all
+    from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata
     io = table.io
-    files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
-    files.update(s.manifest_list for s in meta.snapshots if s.manifest_list)
-    files.update(s.statistics_path for s in meta.statistics)
-    files.update(s.statistics_path for s in meta.partition_statistics)
-    for location in sorted(files):
-        io.delete_quietly(location)
-    for directory in {
-        metadata_location(meta.location, meta.properties),
-        data_location(meta.location, meta.properties),
-        meta.location,
-    }:
-        io.delete_prefix(directory)
+    named = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
+    named.update(s.manifest_list for s in meta.snapshots if s.manifest_list)
+    named.update(s.statistics_path for s in meta.statistics)
+    named.update(s.statistics_path for s in meta.partition_statistics)
+    try:
+        files = set(reachable_files(io, meta, table.metadata_location).to_pylist()) | named
+    except IcebergError:  # a manifest is already gone: delete what the metadata names
+        files = named
+    files.discard("")
+    delete_all(io, sorted(files), what="purging files")
+    hint = f"{metadata_location(meta.location, meta.properties)}/version-hint.text"
+    io.delete_quietly(hint)
+    if io.is_dir(meta.location) and next(io.list_prefix(meta.location), None) is None:
+        io.delete_prefix(meta.location)  # only empty directories remain

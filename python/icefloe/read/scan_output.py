@@ -9,6 +9,8 @@ consumer: a task whose queue is full (the consumer is still on an earlier task) 
 to a later task instead of idling a core. Each task's reader also decodes up to
 ``reader.PREFETCH`` batches ahead on a helper thread. Memory stays bounded by
 ``READ_AHEAD x max_workers x (QUEUE_DEPTH + PREFETCH + 2)`` batches however large the table is.
+On S3, ``REMOTE_READ_AHEAD`` small files (at most 4 MiB each) are fetched ahead, each with one
+request, while earlier ones decode.
 The schema is known before the first file is opened.
 
 A failure (missing or corrupt file, schema conflict) is raised by the reader when the consumer
@@ -30,7 +32,7 @@ from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache
-from icefloe.read.reader import output_schema, read_task
+from icefloe.read.reader import output_schema, prefetch_file, read_task
 from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions
 from icefloe.types import NestedField, StructType
 
@@ -55,6 +57,10 @@ QUEUE_DEPTH = 2
 
 #: Tasks that may be started ahead of the consumer, per worker slot.
 READ_AHEAD = 2
+
+#: Tasks started ahead on an object store, at least: their files (at most 4 MiB each) are
+#: fetched while earlier ones decode, so a scan of many files is not bound by request latency.
+REMOTE_READ_AHEAD = 16
 
 
 def default_workers() -> int:
@@ -130,12 +136,18 @@ def _worker(
     slots: threading.Semaphore,
 ) -> None:
     """Reads ``task`` into ``q`` while holding one of the decode ``slots``; while ``q`` is full
-    (the consumer is on an earlier task) the slot is lent to another task."""
+    (the consumer is on an earlier task) the slot is lent to another task. A small file on an
+    object store is fetched before a slot is taken: waiting on the network needs no core."""
+    try:
+        handle = prefetch_file(io, task)
+    except BaseException as e:  # handed to the consumer, which re-raises it
+        _put(q, _Failed(e), stop)
+        return
     if not _acquire(slots, stop):
         return
     held = True
     try:
-        for batch in read_task(io, task, options, cache):
+        for batch in read_task(io, task, options, cache, handle):
             try:
                 q.put_nowait(batch)
                 continue
@@ -201,8 +213,11 @@ def iter_batches(
         threads.append(t)
         t.start()
 
+    ahead = max_tasks_ahead(workers)
+    if io.s3_client(todo[0].data_file.file_path) is not None:
+        ahead = max(ahead, REMOTE_READ_AHEAD)
     try:
-        for i in range(min(max_tasks_ahead(workers), len(todo))):
+        for i in range(min(ahead, len(todo))):
             start(i)
         for i in range(len(todo)):
             q = queues[i]

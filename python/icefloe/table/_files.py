@@ -17,6 +17,7 @@ from icefloe.io import FileIO
 from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
 from icefloe.metadata import Snapshot
 from icefloe.progress import Progress, ProgressArg
+from icefloe.s3client import DELETE_BATCH
 
 __all__ = [
     "delete_all",
@@ -129,11 +130,20 @@ def delete_all(
     what: str = "deleting files",
 ) -> None:
     """Delete ``paths`` in parallel threads (a missing file is not an error), reporting each
-    deletion to ``progress`` (see :mod:`icefloe.progress`)."""
+    deletion to ``progress`` (see :mod:`icefloe.progress`). On S3 each thread sends
+    ``DeleteObjects`` requests of up to 1,000 files."""
     todo = list(paths)
     if not todo:
         return
     with Progress(progress, len(todo), what) as bar:
+        if io.s3_client(todo[0]) is not None:
+            # An object store that deletes in batches: one request per 1,000 files.
+            batches = [todo[i : i + DELETE_BATCH] for i in range(0, len(todo), DELETE_BATCH)]
+            with ThreadPoolExecutor(
+                max_workers=min(threads or DEFAULT_THREADS, len(batches))
+            ) as pool:
+                list(pool.map(lambda batch: io.delete_files(batch, bar.advance), batches))
+            return
 
         def delete(path: str) -> None:
             io.delete_quietly(path)

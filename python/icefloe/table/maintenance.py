@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ORPHAN_AGE",
+    "RewritePlan",
     "RewriteResult",
+    "plan_rewrite_data_files",
     "reachable_files",
     "remove_orphan_files",
     "rewrite_data_files",
@@ -189,6 +191,73 @@ def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
     return bins
 
 
+@dataclass(frozen=True)
+class RewritePlan:
+    """What :func:`rewrite_data_files` would rewrite now (see :func:`plan_rewrite_data_files`):
+    groups of files (each written as at least one new file), input files, their bytes and the
+    delete files that apply to them."""
+
+    groups: int
+    data_files: int
+    data_bytes: int
+    delete_files: int
+    target_file_size: int
+
+
+def _rewrite_groups(
+    tx: Transaction,
+    target_file_size: int | None,
+    min_input_files: int,
+    row_filter: BooleanExpression | str,
+    branch: str,
+) -> tuple[int, list[tuple[int, list[FileScanTask]]]]:
+    """The target size and the (spec id, files) groups a rewrite would merge."""
+    from icefloe.table.row_delta import plan_tasks
+    from icefloe.write.properties import target_file_size as _target
+
+    md = tx.metadata
+    target = target_file_size or _target(md.properties)
+    if target <= 0:
+        raise ValidationError(f"target_file_size must be positive, got {target}")
+    if min_input_files < 1:
+        raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
+    groups: dict[tuple[int, str], list[FileScanTask]] = {}
+    for task in plan_tasks(tx, row_filter, branch=branch):
+        small = task.data_file.file_size_in_bytes < target * 3 // 4
+        if small or task.delete_files:
+            key = (task.data_file.spec_id, repr(task.data_file.partition))
+            groups.setdefault(key, []).append(task)
+    todo = [
+        (spec_id, group)
+        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0])
+        for group in _bins(tasks, target)
+        if len(group) >= min_input_files or any(t.delete_files for t in group)
+    ]
+    return target, todo
+
+
+def plan_rewrite_data_files(
+    tx: Transaction,
+    *,
+    target_file_size: int | None = None,
+    min_input_files: int = 2,
+    row_filter: BooleanExpression | str = AlwaysTrue(),  # noqa: B008 (a singleton)
+    branch: str = MAIN_BRANCH,
+) -> RewritePlan:
+    """What :func:`rewrite_data_files` with the same arguments would rewrite, without reading
+    or writing data (``tx`` is only planned against, never committed)."""
+    target, todo = _rewrite_groups(tx, target_file_size, min_input_files, row_filter, branch)
+    tasks = [t for _, g in todo for t in g]
+    deletes = {(d.file_path, d.content_offset) for t in tasks for d in t.delete_files}
+    return RewritePlan(
+        groups=len(todo),
+        data_files=len(tasks),
+        data_bytes=sum(t.data_file.file_size_in_bytes for t in tasks),
+        delete_files=len(deletes),
+        target_file_size=target,
+    )
+
+
 def rewrite_data_files(
     tx: Transaction,
     *,
@@ -209,33 +278,16 @@ def rewrite_data_files(
     files or added deletes for it. ``progress`` counts the input files as their rows are read
     (see :mod:`icefloe.progress`).
     """
-    from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_tasks, write_rows
-    from icefloe.write.properties import target_file_size as _target
+    from icefloe.table.row_delta import RowDelta, commit_row_delta, write_rows
 
     md = tx.metadata
-    target = target_file_size or _target(md.properties)
-    if target <= 0:
-        raise ValidationError(f"target_file_size must be positive, got {target}")
-    if min_input_files < 1:
-        raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
-    groups: dict[tuple[int, str], list[FileScanTask]] = {}
-    for task in plan_tasks(tx, row_filter, branch=branch):
-        small = task.data_file.file_size_in_bytes < target * 3 // 4
-        if small or task.delete_files:
-            key = (task.data_file.spec_id, repr(task.data_file.partition))
-            groups.setdefault(key, []).append(task)
+    target, todo = _rewrite_groups(tx, target_file_size, min_input_files, row_filter, branch)
     schema = md.current_schema()
     specs = {s.spec_id: s for s in md.partition_specs}
     lineage = md.format_version >= 3
     cache = DeleteCache()
     delta = RowDelta()
     removed_deletes: set[tuple[str, int | None]] = set()
-    todo = [
-        (spec_id, group)
-        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0])
-        for group in _bins(tasks, target)
-        if len(group) >= min_input_files or any(t.delete_files for t in group)
-    ]
     try:
         with Progress(
             progress, sum(len(g) for _, g in todo), "rewrite_data_files: rewriting files"

@@ -48,7 +48,13 @@ from icefloe.write.input import to_table_schema
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.properties import ParquetOptions, target_file_size
 
-__all__ = ["WriteOptions", "partition_path", "write_data_files", "write_parquet_files"]
+__all__ = [
+    "WriteOptions",
+    "human_partition_value",
+    "partition_path",
+    "write_data_files",
+    "write_parquet_files",
+]
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,9 @@ def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
     return key
 
 
-def _human(pf: PartitionField, value: Any) -> str:
+def human_partition_value(pf: PartitionField, value: Any) -> str:
+    """A partition value as people read it (and as partition directories are named): dates
+    for day/month/year/hour transforms, base64 for bytes, ``null``."""
     if value is None:
         return "null"
     t = pf.transform
@@ -187,10 +195,11 @@ def _human(pf: PartitionField, value: Any) -> str:
 
 def partition_path(spec: PartitionSpec, partition: Mapping[str, Any]) -> str:
     """The directory of a partition: ``name=value/...`` with URL-escaped parts."""
-    return "/".join(
-        f"{quote(pf.name, safe='')}={quote(_human(pf, partition.get(pf.name)), safe='')}"
-        for pf in spec.fields
-    )
+    parts = []
+    for pf in spec.fields:
+        value = human_partition_value(pf, partition.get(pf.name))
+        parts.append(f"{quote(pf.name, safe='')}={quote(value, safe='')}")
+    return "/".join(parts)
 
 
 def write_data_files(
