@@ -20,6 +20,10 @@ from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 
 SQL_BACKENDS = ["sqlite-file", "sqlite-memory", "postgres"]
+#: The backends as fixture parameters (``postgres`` carries the ``postgres`` marker).
+_PARAMS = [
+    pytest.param(b, marks=pytest.mark.postgres) if b == "postgres" else b for b in SQL_BACKENDS
+]
 
 
 def make_sql_catalog(
@@ -36,7 +40,7 @@ def make_sql_catalog(
     return SqlCatalog(name, uri=uri, warehouse=(tmp_path / "warehouse").as_uri(), **props)
 
 
-@pytest.fixture(params=SQL_BACKENDS)
+@pytest.fixture(params=_PARAMS)
 def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlCatalog]:
     """A SQL catalog on each backend."""
     cat = make_sql_catalog(request.param, tmp_path, request)
@@ -54,7 +58,7 @@ OBJECT_STORE_CATALOGS = [
 
 @pytest.fixture(
     params=[
-        *SQL_BACKENDS,
+        *_PARAMS,
         "hadoop",
         *OBJECT_STORE_CATALOGS,
         pytest.param("rest", marks=pytest.mark.rest),

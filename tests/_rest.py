@@ -70,9 +70,11 @@ def start_rest_server(
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     probe_headers: Mapping[str, str] | None = None,
+    command: Sequence[str] = ("icefloe.rest",),
 ) -> RestServer:
-    """Start ``python -m icefloe.rest`` over a SQLite catalog under ``base``; wait until it
-    answers ``GET /v1/config``."""
+    """Start ``python -m icefloe.rest`` (or another ``-m`` ``command``, e.g. the CLI's
+    ``icefloe.cli serve``) over a SQLite catalog under ``base``; wait until it answers
+    ``GET /v1/config``."""
     pytest.importorskip("starlette", reason="icefloe serve needs the 'server' extra")
     pytest.importorskip("uvicorn", reason="icefloe serve needs the 'server' extra")
     base.mkdir(parents=True, exist_ok=True)
@@ -81,7 +83,7 @@ def start_rest_server(
     cmd = [
         sys.executable,
         "-m",
-        "icefloe.rest",
+        *command,
         "--host",
         "127.0.0.1",
         "--port",

@@ -46,12 +46,28 @@ def _soak_factor() -> int:
     return factor
 
 
+#: Fixtures that start a server or an engine, and the marker of the tests that use them (so
+#: ``-m "not spark and not postgres"`` deselects every such test, marked in its file or not).
+_FIXTURE_MARKERS = {
+    "spark": "spark",
+    "iceberg_spark": "spark",
+    "iceberg_spark_module": "spark",
+    "postgres_uri": "postgres",
+    "duckdb_con": "interop",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Scale every hypothesis test's ``max_examples`` by ``ICEFLOE_SOAK_FACTOR``.
+    """Mark the tests that use a server or engine fixture (see :data:`_FIXTURE_MARKERS`), then
+    scale every hypothesis test's ``max_examples`` by ``ICEFLOE_SOAK_FACTOR``.
 
     A test's own ``@settings(max_examples=...)`` wins over any profile, so the factor is applied
     to the settings hypothesis attached to the test function (once per function, however many
     parametrized items share it)."""
+    for item in items:
+        used = getattr(item, "fixturenames", ())
+        for name in sorted({m for f, m in _FIXTURE_MARKERS.items() if f in used}):
+            item.add_marker(getattr(pytest.mark, name))
     factor = _soak_factor()
     if factor == 1:
         return

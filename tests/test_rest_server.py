@@ -308,4 +308,31 @@ def test_command_line_reports_bad_configuration(tmp_path: Path) -> None:
         timeout=60,
     )
     assert nodb.returncode == 2
-    assert b"icefloe serve: cannot start" in nodb.stderr and b"Traceback" not in nodb.stderr
+    assert b"python -m icefloe.rest: cannot start" in nodb.stderr
+    assert b"Traceback" not in nodb.stderr
+
+
+def test_icefloe_serve_command(tmp_path: Path) -> None:
+    """``icefloe serve`` (the CLI's command) serves a catalog that the REST client writes and
+    reads, and stops cleanly on SIGTERM; its usage errors exit 2 with one line."""
+    server = start_rest_server(tmp_path, command=("icefloe.cli", "serve"))
+    try:
+        client = RestCatalog("served", uri=server.url)
+        client.create_namespace("db")
+        t = client.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+        t.append(pa.table({"id": [1, 2, 3]}))
+        rows = client.load_table("db.t").scan().to_arrow().column("id").to_pylist()
+        assert sorted(rows) == [1, 2, 3]
+        client.close()
+    finally:
+        server.stop()
+    assert server.process.returncode in (0, -15)
+    assert "/v1/config" in server.log_text()  # one log line per request
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "ICEFLOE_CONFIG": str(tmp_path / "none.yaml")}
+    bad = subprocess.run(
+        [sys.executable, "-m", "icefloe.cli", "serve", "--port", "not-a-port"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and b"icefloe serve" in bad.stderr

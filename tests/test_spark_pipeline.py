@@ -14,6 +14,8 @@ pytest.importorskip("pyspark")
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.spark import pipeline
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.mark.parametrize("store", ["local", pytest.param("s3", marks=pytest.mark.s3)])
 def test_pipeline_report_counts(

@@ -14,7 +14,8 @@ import pytest
 from _s3 import Warehouse, versions_and_stores
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CommitConflictError, ValidationError
-from icefloe.table.producer import SnapshotProducer, live_entries
+from icefloe.scan.manifests import manifest_entries
+from icefloe.table.producer import SnapshotProducer
 from icefloe.write import DataFile
 from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
@@ -22,7 +23,7 @@ from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyicebe
 def _live(table: Any) -> pa.Table:
     batches = [
         b.filter(pc.not_equal(b["status"], 2))
-        for _, b in live_entries(table.io, table.metadata, table.current_snapshot(), 0)
+        for _, b in manifest_entries(table.io, table.current_snapshot(), 0)
     ]
     return pa.Table.from_batches(batches)
 

@@ -12,8 +12,9 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
+from icefloe.arrow_schema import to_schema
 from icefloe.exceptions import (
     IcebergError,
     NoSuchNamespaceError,
@@ -23,11 +24,11 @@ from icefloe.exceptions import (
 )
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
+from icefloe.table.committer import CommitResult, Identifier
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from icefloe.catalog.commit import CommitResult
     from icefloe.catalog.multi import CatalogTransaction
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
@@ -43,8 +44,6 @@ __all__ = [
     "split_identifier",
     "to_identifier",
 ]
-
-Identifier: TypeAlias = tuple[str, ...]
 
 
 def to_identifier(value: str | Iterable[str]) -> Identifier:
@@ -271,7 +270,7 @@ class Catalog(ABC):
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
         metadata = new_table_metadata(
-            _to_schema(schema),
+            to_schema(schema),
             partition_spec or UNPARTITIONED_PARTITION_SPEC,
             sort_order or UNSORTED_SORT_ORDER,
             (location or self._default_table_location(ident)).rstrip("/"),
@@ -379,41 +378,6 @@ class Catalog(ABC):
         return (*namespace, name)
 
 
-def _to_schema(schema: Schema | pa.Schema) -> Schema:
-    """An icefloe Schema from an icefloe or pyarrow schema.
-
-    Arrow fields need no ``PARQUET:field_id``: missing ids are numbered in field order (the new
-    table assigns fresh ids anyway).
-    """
-    import pyarrow as pa
-
-    if not isinstance(schema, pa.Schema):
-        return schema
-    from icefloe.arrow_schema import arrow_to_schema, field_id_of
-    from icefloe.name_mapping import MappedField, NameMapping
-
-    counter = iter(range(1, 1 << 31))
-
-    def children(t: pa.DataType) -> list[tuple[str, pa.DataType]]:
-        if pa.types.is_struct(t):
-            return [(t.field(i).name, t.field(i).type) for i in range(t.num_fields)]
-        if pa.types.is_map(t):
-            return [("key", t.key_type), ("value", t.item_type)]
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            return [("element", t.value_type)]
-        if pa.types.is_dictionary(t):
-            return children(t.value_type)
-        return []
-
-    def mapped(name: str, t: pa.DataType) -> MappedField:
-        return MappedField((name,), next(counter), tuple(mapped(n, c) for n, c in children(t)))
-
-    if all(field_id_of(f) is not None for f in schema):
-        return arrow_to_schema(schema)
-    mapping = NameMapping(mapped(f.name, f.type) for f in schema)
-    return arrow_to_schema(schema.remove_metadata(), mapping)
-
-
 def purge_table_files(table: Table) -> None:
     """Delete the files of a dropped table.
 
@@ -424,7 +388,7 @@ def purge_table_files(table: Table) -> None:
     this table's to delete.
     """
     from icefloe.io import metadata_location
-    from icefloe.table._files import delete_all
+    from icefloe.table._remove_files import delete_all
     from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata

@@ -79,7 +79,7 @@ class CatalogTransaction:
 
     def commit(self) -> list[Table]:
         """Commit every table's changes at once; returns the committed tables."""
-        from icefloe.catalog.commit import RetryPolicy
+        from icefloe.table.committer import RetryPolicy
 
         if self._done:
             raise ValidationError("this catalog transaction was already committed or discarded")

@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache
 from icefloe.read.reader import output_schema, prefetch_file, read_task
-from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions
-from icefloe.types import NestedField, StructType
+from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions, union_partition_type
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,25 +67,13 @@ def default_workers() -> int:
     return max(2, min(8, os.cpu_count() or 1))
 
 
-def _union_partition_type(options: ReadOptions) -> StructType:
-    """The ``_partition`` type over every spec: each partition field once, by field id."""
-    fields: dict[int, NestedField] = {}
-    for spec_id in sorted(options.specs):
-        try:
-            ptype = options.specs[spec_id].partition_type(options.schema)
-        except IcebergError:
-            continue  # a spec whose source column is gone contributes no typed fields
-        for f in ptype.fields:
-            if f.field_id not in fields:
-                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
-    return StructType(*fields.values())
-
-
 def scan_options(options: ReadOptions) -> ReadOptions:
     """``options`` with a fixed ``_partition`` type (the union over specs) when it is requested,
     so every task yields batches of one schema."""
     if PARTITION in options.metadata_columns and options.partition_type is None:
-        return dataclasses.replace(options, partition_type=_union_partition_type(options))
+        return dataclasses.replace(
+            options, partition_type=union_partition_type(options.schema, options.specs)
+        )
     return options
 
 

@@ -19,10 +19,10 @@ import sys
 from icefloe.exceptions import IcebergError
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and serve until interrupted."""
+def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") -> int:
+    """Parse the command line and serve until interrupted (``icefloe serve`` calls this too)."""
     parser = argparse.ArgumentParser(
-        prog="python -m icefloe.rest", description=__doc__.split("\n")[0]
+        prog=prog, description="Serve a catalog over Iceberg's REST catalog protocol."
     )
     parser.add_argument("--catalog", help="catalog name from ~/.icefloe.yaml (default: default)")
     parser.add_argument("--host", default="127.0.0.1")
@@ -78,12 +78,12 @@ def main(argv: list[str] | None = None) -> int:
             log_level=args.log_level,
         )
     except IcebergError as exc:
-        print(f"icefloe serve: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # uvicorn could not start (address in use, ...)
         return exc.code if isinstance(exc.code, int) else 1
     except Exception as exc:  # a database or file system the catalog cannot open
-        print(f"icefloe serve: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"{prog}: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     return 0
 

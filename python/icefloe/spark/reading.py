@@ -28,6 +28,7 @@ from icefloe.scan.tasks import (
     FileScanTask,
     ReadOptions,
     metadata_field,
+    union_partition_type,
 )
 from icefloe.spark.errors import executor_errors
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
@@ -46,7 +47,6 @@ __all__ = [
     "resolve_table",
     "spark_batches",
     "task_frame",
-    "union_partition_type",
 ]
 
 
@@ -149,18 +149,6 @@ def spark_batches(
                     yield to_spark_batch(rb, fields, target)
 
 
-def union_partition_type(table: Table) -> StructType:
-    """The partition fields of every spec of ``table`` (by field id, first spec's name wins):
-    the one type of ``_partition`` when the specs differ."""
-    schema = table.schema()
-    seen: dict[int, NestedField] = {}
-    for spec in table.metadata.partition_specs:
-        for f in spec.partition_type(schema).fields:
-            if f.field_id not in seen:
-                seen[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
-    return StructType(*seen.values())
-
-
 def output_fields(options: ReadOptions) -> list[NestedField]:
     fields = list(options.projected_schema().fields)
     for name in options.metadata_columns:
@@ -199,7 +187,9 @@ def read_scan(
     )
     options = scan.read_options()
     if PARTITION in options.metadata_columns:
-        options = replace(options, partition_type=union_partition_type(table))
+        options = replace(
+            options, partition_type=union_partition_type(options.schema, options.specs)
+        )
     return scan, options, output_fields(options)
 
 

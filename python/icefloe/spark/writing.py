@@ -96,7 +96,7 @@ def _column(schema: Schema, source_id: int) -> Any:
     return F.col(".".join(f"`{p.replace('`', '``')}`" for p in parts))
 
 
-def partition_keys(schema: Schema, spec: PartitionSpec) -> list[Any]:
+def partition_columns(schema: Schema, spec: PartitionSpec) -> list[Any]:
     """Spark columns computing ``spec``'s partition values (void fields omitted)."""
     keys = []
     for pf in spec.fields:
@@ -126,7 +126,7 @@ def cluster(df: Any, table: Table | str | Sequence[str], catalog: Any = None) ->
     partition. Unpartitioned tables: ``df`` as is."""
     t = resolve_table(table, catalog)
     schema = t.metadata.current_schema()
-    keys = partition_keys(schema, t.metadata.spec())
+    keys = partition_columns(schema, t.metadata.spec())
     if not keys:
         return df
     names = [_KEY.format(i) for i in range(len(keys))]

@@ -29,14 +29,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from icefloe.arrow_schema import to_schema
 from icefloe.catalog.base import (
     Catalog,
     Identifier,
     PropertiesUpdateSummary,
-    _to_schema,
     to_identifier,
 )
-from icefloe.catalog.commit import CommitResult, RetryPolicy
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.errors import exception_for_error
@@ -71,6 +70,7 @@ from icefloe.metadata import (
     TableUpdate,
     validate_requirements,
 )
+from icefloe.table.committer import CommitResult, RetryPolicy
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -396,7 +396,7 @@ class RestCatalog(Catalog):
             props["format-version"] = str(format_version)
         body: dict[str, Any] = {
             "name": ident[-1],
-            "schema": _to_schema(schema).to_json(),
+            "schema": to_schema(schema).to_json(),
             "stage-create": stage,
             "properties": props,
         }
