@@ -14,6 +14,13 @@ merge-on-read (deletion vectors). Cases:
   (``write.delete.mode=merge-on-read``), both writing DVs merged with the ones already there.
   Units are the table's rows (every file is scanned).
 
+- ``format_read_dv_10pct`` / ``format_write``: the same read and write through the
+  ``icefloe`` format (``spark.read.format("icefloe")`` / ``df.write.format("icefloe")``,
+  PySpark's Python Data Source API) vs the same Iceberg Java paths.
+- ``stream_append``: one Structured Streaming micro-batch (``trigger(availableNow=True)``)
+  carrying the table's appended rows (the format's streaming source over the first table)
+  into a new table: the ``icefloe`` sink vs Iceberg Java's streaming sink, same source.
+
 The session is the tests' (``local[2]``) with :func:`icefloe.spark.configure` applied (Arrow
 batches of 100,000 rows, no per-row byte-size check in the JVM; Iceberg Java's read and write
 paths exchange no Arrow batches, so the settings do not touch the peer).
@@ -103,6 +110,56 @@ def run(h: Harness) -> None:
         ours=ours_write,
         peers={"iceberg-java": java_write},
         target="within 1.5x of Iceberg Java",
+    )
+
+    opts = {"catalog": c, "catalog.type": "hadoop", "catalog.warehouse": str(cat.warehouse)}
+    h.compare(
+        "format_read_dv_10pct",
+        live,
+        "rows",
+        ours=lambda: agg(spark.read.format("icefloe").options(**opts).load("db.t")),
+        peers={"iceberg-java": lambda: agg(spark.table(f"{c}.db.t"))},
+        target="at least 1.1x Iceberg Java",
+    )
+
+    def ours_format_write() -> None:
+        i = next(counter)
+        cat.icefloe().create_table(("db", f"o{i}"), table.schema(), format_version=3)
+        source.write.format("icefloe").options(**opts).mode("append").save(f"db.o{i}")
+
+    h.compare(
+        "format_write",
+        n,
+        "rows",
+        ours=ours_format_write,
+        peers={"iceberg-java": java_write},
+        target="at least 1.1x Iceberg Java",
+    )
+
+    def stream(sink: str) -> None:
+        i = next(counter)
+        name = f"s{sink[0]}{i}"
+        cat.icefloe().create_table(("db", name), table.schema(), format_version=3)
+        rows = (
+            spark.readStream.format("icefloe")
+            .options(**opts)
+            .option("skip-delete-snapshots", "true")
+            .load("db.t")
+        )
+        w = rows.writeStream.option("checkpointLocation", str(base / "ck" / name))
+        if sink == "icefloe":
+            q = w.format("icefloe").options(**opts).trigger(availableNow=True).start(f"db.{name}")
+        else:
+            q = w.format("iceberg").trigger(availableNow=True).toTable(f"{c}.db.{name}")
+        q.awaitTermination()
+
+    h.compare(
+        "stream_append",
+        n,
+        "rows",
+        ours=lambda: stream("icefloe"),
+        peers={"iceberg-java": lambda: stream("java")},
+        target="at least 1.1x Iceberg Java",
     )
 
     ours_table = cat.icefloe().load_table(("db", "del_ours"))

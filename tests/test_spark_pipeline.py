@@ -58,6 +58,12 @@ def test_pipeline_report_counts(
     assert report["snapshots"] == 1 and int(report["files_deleted_by_expiry"]) > 0
     assert report["next_row_id"] >= rows + source.count()
     assert "rows after maintenance" in out and "merge upserts" in out
+    # The streaming step: the ingested events of one day, each once, over micro-batches
+    # (the delete and merge snapshots skipped), one snapshot per batch.
+    lo, hi = pipeline.ONE_DAY
+    one_day = base.where(f"ts >= TIMESTAMP'{lo}' AND ts < TIMESTAMP'{hi}'").count()
+    assert report["stream_rows"] == one_day > 0
+    assert report["stream_batches"] >= 2
 
     # Row lineage: the ingest gave ids 0..rows-1 (sequence number 1); updated events kept
     # theirs (without lineage they would get ids >= rows), new ones got fresh ids; the merge's

@@ -6,14 +6,19 @@ need only the icefloe wheel and access to the table's storage.
 
 - :func:`read`: a table (or a snapshot of it) as a DataFrame (:mod:`icefloe.spark.reading`).
 - :func:`write`: append or overwrite from a DataFrame in one snapshot
-  (:mod:`icefloe.spark.writing`).
+  (:mod:`icefloe.spark.writing`); :func:`cluster`: a DataFrame's rows clustered by a
+  table's partitions, for writes through the format.
 - :mod:`icefloe.spark.functions`: partition transforms as vectorised Spark functions
   (:func:`register_functions` for SQL).
 - :mod:`icefloe.spark.schema`: Spark schemas from Iceberg schemas (field ids kept).
 - :func:`icefloe_errors`: executor failures re-raised with their icefloe type.
+- :func:`register`: the ``icefloe`` format for ``spark.read``/``df.write``/streaming
+  (:mod:`icefloe.spark.source`).
 - :func:`configure`: Spark's Arrow batch settings that make the exchange with executors
-  cheapest (:mod:`icefloe.spark.worker`).
+  cheapest (:mod:`icefloe.spark.worker`), and :func:`register`.
 """
+
+from typing import Any
 
 from icefloe.spark.errors import icefloe_errors
 from icefloe.spark.functions import register_functions
@@ -21,14 +26,24 @@ from icefloe.spark.reading import read
 from icefloe.spark.rowlevel import delete, merge
 from icefloe.spark.schema import spark_schema
 from icefloe.spark.worker import configure
-from icefloe.spark.writing import write
+from icefloe.spark.writing import cluster, write
+
+
+def register(spark: Any) -> None:
+    """Registers the ``icefloe`` data source on ``spark`` (see :mod:`icefloe.spark.source`)."""
+    from icefloe.spark.source import register as _register
+
+    _register(spark)
+
 
 __all__ = [
+    "cluster",
     "configure",
     "delete",
     "icefloe_errors",
     "merge",
     "read",
+    "register",
     "register_functions",
     "spark_schema",
     "write",

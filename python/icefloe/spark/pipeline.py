@@ -78,6 +78,8 @@ SPEC = PartitionSpec(
     PartitionField(2, 1001, parse_transform("bucket[8]"), "user_bucket"),
 )
 DELETE_CONDITION = "kind = 'bot'"
+#: The day the filtered read and the streaming step look at (UTC bounds).
+ONE_DAY = ("2026-11-03 00:00:00Z", "2026-11-04 00:00:00Z")
 
 
 def environment_problem() -> str | None:
@@ -173,6 +175,43 @@ def _deleted_rows(table: Any) -> int:
     return _summary(table, "added-position-deletes") - _summary(table, "removed-position-deletes")
 
 
+def _stream_one_day(
+    spark: Any, catalog: Any, opts: dict[str, str], local: Path, files: int
+) -> tuple[int, int]:
+    """A Structured Streaming query: the events of one day appended to ``events.clicks``
+    (deletes and merges skipped), a few files per micro-batch, into ``events.one_day``
+    through the icefloe sink (checkpoint under ``local``); returns (micro-batches committed,
+    rows in the table)."""
+    if catalog.table_exists("events.one_day"):
+        catalog.drop_table("events.one_day", purge=True)
+    out = catalog.create_table("events.one_day", SCHEMA, format_version=3)
+    checkpoint = local / "checkpoints" / "one_day"
+    shutil.rmtree(checkpoint, ignore_errors=True)  # a new table: a new query
+    per_batch = max(1, -(-files // 3))  # about three micro-batches
+    stream = (
+        spark.readStream.format("icefloe")
+        .options(**opts)
+        .option("max-files-per-micro-batch", str(per_batch))
+        .option("skip-delete-snapshots", "true")
+        .option("skip-overwrite-snapshots", "true")
+        .load("events.clicks")
+        .where(f"ts >= TIMESTAMP'{ONE_DAY[0]}' AND ts < TIMESTAMP'{ONE_DAY[1]}'")
+    )
+    query = (
+        stream.writeStream.format("icefloe")
+        .options(**opts)
+        .option("checkpointLocation", str(checkpoint))
+        .start("events.one_day")
+    )
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    out.refresh()
+    n = sum(task.data_file.record_count for task in out.scan().plan_files())
+    return len(out.snapshots()), n
+
+
 def run(
     spark: Any,
     rows: int,
@@ -211,10 +250,29 @@ def run(
     print(f"table events.clicks (v3) at {table.location}, partitioned by {table.spec()}")
     print("steps")
 
+    ispark.register(spark)
+    # the format's workers open the same catalog from these options
+    opts = {
+        "catalog": "pipeline",
+        "catalog.uri": f"sqlite:///{catalog_db}",
+        "catalog.warehouse": location,
+        **{f"catalog.{k}": v for k, v in (properties or {}).items()},
+    }
+
+    def load(**options: str) -> Any:
+        return spark.read.format("icefloe").options(**opts, **options).load("events.clicks")
+
     timer.run(
-        f"ingest {rows:,} events (icefloe.spark.write)",
-        lambda: ispark.write(events(spark, 0, rows), table),
+        f"ingest {rows:,} events (format icefloe, append)",
+        lambda: (
+            ispark.cluster(events(spark, 0, rows), table)
+            .write.format("icefloe")
+            .options(**opts)
+            .mode("append")
+            .save("events.clicks")
+        ),
     )
+    table.refresh()
     ingest_snapshot = table.current_snapshot()
     assert ingest_snapshot is not None
     ingest_files = len(table.scan().plan_files())
@@ -238,18 +296,14 @@ def run(
         return int(r["n"]), float(r["s"] or 0.0)
 
     live, amount = timer.run(
-        "read: count and sum (icefloe.spark.read)", lambda: totals(ispark.read(spark, table))
+        "read: count and sum (format icefloe)", lambda: totals(load(columns="amount"))
     )
     per_kind = timer.run(
-        "read: events per kind, one day (filtered read)",
+        "read: events per kind, one day (filter pushed down)",
         lambda: {
             r["kind"]: r["n"]
-            for r in ispark.read(
-                spark,
-                table,
-                row_filter="ts >= '2026-11-03T00:00:00+00:00' and ts < '2026-11-04T00:00:00+00:00'",
-                selected_fields=["kind"],
-            )
+            for r in load(columns="ts,kind")
+            .where(f"ts >= TIMESTAMP'{ONE_DAY[0]}' AND ts < TIMESTAMP'{ONE_DAY[1]}'")
             .groupBy("kind")
             .agg(F.count(F.lit(1)).alias("n"))
             .collect()
@@ -257,7 +311,11 @@ def run(
     )
     past_rows, past_amount = timer.run(
         "time travel: the ingest snapshot",
-        lambda: totals(ispark.read(spark, table, snapshot_id=ingest_snapshot.snapshot_id)),
+        lambda: totals(load(columns="amount", **{"snapshot-id": str(ingest_snapshot.snapshot_id)})),
+    )
+    stream_batches, stream_rows = timer.run(
+        "stream one day's appended events into events.one_day (micro-batches)",
+        lambda: _stream_one_day(spark, catalog, opts, catalog_db.parent, ingest_files),
     )
     files_before = len(table.scan().plan_files())
     compacted = timer.run(
@@ -285,6 +343,8 @@ def run(
         "per_kind_one_day": per_kind,
         "time_travel_rows": past_rows,
         "time_travel_amount": past_amount,
+        "stream_batches": stream_batches,
+        "stream_rows": stream_rows,
         "files_before_compaction": files_before,
         "files_compacted": compacted.rewritten_data_files,
         "files_after_compaction": files_after,
@@ -306,6 +366,10 @@ def run(
     )
     print(f"  rows now                     {live:>13,} (amount {amount:,.2f})")
     print(f"  rows at the ingest snapshot  {past_rows:>13,} (amount {past_amount:,.2f})")
+    print(
+        f"  streamed (one day, appends)  {stream_rows:>13,} rows in {stream_batches} "
+        "micro-batches, one snapshot each"
+    )
     print(
         "  one day by kind              "
         + ", ".join(f"{k} {v:,}" for k, v in sorted(per_kind.items(), key=lambda kv: str(kv[0])))

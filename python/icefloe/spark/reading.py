@@ -13,7 +13,7 @@ form of the (projected) Iceberg schema, see :mod:`icefloe.spark.schema`.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,14 +34,18 @@ from icefloe.spark.errors import executor_errors
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.worker import prepare_worker
 from icefloe.table import Table
+from icefloe.table.scan import TableScan
 from icefloe.types import NestedField, StructType
 
 __all__ = [
     "iter_numbered_tasks",
     "iter_tasks",
+    "output_fields",
     "pickled_tasks",
     "read",
+    "read_scan",
     "resolve_table",
+    "spark_batches",
     "task_frame",
 ]
 
@@ -117,28 +121,76 @@ def _read_partition(
     payloads: list[bytes],
 ) -> Any:
     """The function ``mapInArrow`` runs: task indexes in, Spark-shaped Arrow batches out."""
-    target = arrow_for_spark(fields)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from icefloe.read import DeleteCache, read_task
-
-        prepare_worker()
-        with executor_errors():
-            io = FileIO(io_properties)
-            cache = DeleteCache()
-            for task in iter_tasks(batches, payloads):
-                for rb in read_task(io, task, options, cache):
-                    if rb.num_rows:
-                        yield to_spark_batch(rb, fields, target)
+        yield from spark_batches(io_properties, options, fields, iter_tasks(batches, payloads))
 
     return run
 
 
-def _output_fields(options: ReadOptions) -> list[NestedField]:
+def spark_batches(
+    io_properties: dict[str, str],
+    options: ReadOptions,
+    fields: list[NestedField],
+    tasks: Iterable[FileScanTask],
+) -> Iterator[pa.RecordBatch]:
+    """On executors: the rows of ``tasks`` (deletes and residuals applied) as Arrow batches
+    shaped for the Spark schema of ``fields`` (empty batches skipped)."""
+    from icefloe.read import DeleteCache, read_task
+
+    prepare_worker()
+    target = arrow_for_spark(fields)
+    with executor_errors():
+        io = FileIO(io_properties)
+        cache = DeleteCache()
+        for task in tasks:
+            for rb in read_task(io, task, options, cache):
+                if rb.num_rows:
+                    yield to_spark_batch(rb, fields, target)
+
+
+def output_fields(options: ReadOptions) -> list[NestedField]:
     fields = list(options.projected_schema().fields)
     for name in options.metadata_columns:
         fields.append(metadata_field(name, options.partition_type))
     return fields
+
+
+def read_scan(
+    table: Table,
+    row_filter: BooleanExpression | str | None = None,
+    selected_fields: Sequence[str] | None = None,
+    *,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: Any = None,
+    case_sensitive: bool = True,
+    metadata_columns: Sequence[str] = (),
+    scan_options: dict[str, str] | None = None,
+) -> tuple[TableScan, ReadOptions, list[NestedField]]:
+    """The scan of a distributed read, what its readers produce and its output fields (data
+    columns, then the requested metadata columns)."""
+    for name in metadata_columns:
+        if name not in METADATA_COLUMNS:
+            raise ValidationError(
+                f"unknown metadata column {name!r}; known: {', '.join(METADATA_COLUMNS)}"
+            )
+    data = tuple(selected_fields) if selected_fields is not None else ("*",)
+    scan = table.scan(
+        row_filter=row_filter if row_filter is not None else AlwaysTrue(),
+        selected_fields=data + tuple(metadata_columns),
+        snapshot_id=snapshot_id,
+        ref=ref,
+        as_of=as_of,
+        case_sensitive=case_sensitive,
+        options=scan_options,
+    )
+    options = scan.read_options()
+    if PARTITION in options.metadata_columns:
+        options = replace(
+            options, partition_type=union_partition_type(options.schema, options.specs)
+        )
+    return scan, options, output_fields(options)
 
 
 def read(
@@ -162,26 +214,16 @@ def read(
     ``_file``, ``_pos`` or ``_row_id`` (see :data:`icefloe.scan.tasks.METADATA_COLUMNS`).
     """
     table = resolve_table(table_or_identifier, catalog)
-    for name in metadata_columns:
-        if name not in METADATA_COLUMNS:
-            raise ValidationError(
-                f"unknown metadata column {name!r}; known: {', '.join(METADATA_COLUMNS)}"
-            )
-    data = tuple(selected_fields) if selected_fields is not None else ("*",)
-    scan = table.scan(
-        row_filter=row_filter if row_filter is not None else AlwaysTrue(),
-        selected_fields=data + tuple(metadata_columns),
+    scan, options, fields = read_scan(
+        table,
+        row_filter,
+        selected_fields,
         snapshot_id=snapshot_id,
         ref=ref,
         as_of=as_of,
         case_sensitive=case_sensitive,
+        metadata_columns=metadata_columns,
     )
-    options = scan.read_options()
-    if PARTITION in options.metadata_columns:
-        options = replace(
-            options, partition_type=union_partition_type(options.schema, options.specs)
-        )
-    fields = _output_fields(options)
     schema = spark_type(StructType(*fields))
     tasks = scan.plan_files()
     if not tasks:

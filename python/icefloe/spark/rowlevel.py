@@ -41,7 +41,7 @@ from icefloe.spark.reading import (
 )
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.worker import prepare_worker
-from icefloe.spark.writing import _cleanup, _job_tag, write_files
+from icefloe.spark.writing import cleanup_job, job_tag, write_files
 from icefloe.table import Table
 from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_tasks
 from icefloe.types import StructType
@@ -247,7 +247,7 @@ def merge(
     spark = df.sparkSession
     tx = t.transaction()
     tasks = plan_tasks(tx, AlwaysTrue(), branch=branch)
-    tag = _job_tag()
+    tag = job_tag()
     files: list[Any] = []
     positions: dict[str, pa.Array] = {}
     joined = None
@@ -305,7 +305,7 @@ def merge(
         tx.commit_transaction()
     except BaseException:
         if not tx.may_have_committed:  # else the new metadata may reference the files: keep
-            _cleanup(t, tag)
+            cleanup_job(t, tag)
         raise
     finally:
         if joined is not None:

@@ -39,9 +39,13 @@ ARROW_SETTINGS = {
 
 def configure(spark: Any) -> None:
     """Applies :data:`ARROW_SETTINGS` to the Spark session ``spark`` (runtime SQL settings:
-    they take effect for the queries run after the call)."""
+    they take effect for the queries run after the call) and registers the ``icefloe`` data
+    source (:func:`icefloe.spark.source.register`)."""
+    from icefloe.spark.source import register
+
     for key, value in ARROW_SETTINGS.items():
         spark.conf.set(key, value)
+    register(spark)
 
 
 class _StaticZipImporter(zipimport.zipimporter):

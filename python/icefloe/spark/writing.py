@@ -27,7 +27,7 @@ from __future__ import annotations
 import pickle
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -69,7 +69,16 @@ from icefloe.write import DataFile
 from icefloe.write.input import to_table_schema
 from icefloe.write.writer import WriteOptions, write_parquet_files
 
-__all__ = ["collect_files", "commit_files", "write", "write_files"]
+__all__ = [
+    "cleanup_job",
+    "cluster",
+    "collect_files",
+    "commit_files",
+    "job_tag",
+    "write",
+    "write_batches",
+    "write_files",
+]
 
 #: The v3 row-lineage columns a data file may carry (spec "Row Lineage").
 LINEAGE = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
@@ -112,7 +121,22 @@ def partition_columns(schema: Schema, spec: PartitionSpec) -> list[Any]:
     return keys
 
 
-def _job_tag() -> int:
+def cluster(df: Any, table: Table | str | Sequence[str], catalog: Any = None) -> Any:
+    """``df`` with its rows clustered by ``table``'s partition values (hash-partitioned by
+    them and sorted within each Spark partition), so that a write makes few files per
+    partition. Unpartitioned tables: ``df`` as is."""
+    t = resolve_table(table, catalog)
+    schema = t.metadata.current_schema()
+    keys = partition_columns(schema, t.metadata.spec())
+    if not keys:
+        return df
+    names = [_KEY.format(i) for i in range(len(keys))]
+    named = [k.alias(n) for k, n in zip(keys, names, strict=True)]
+    out = df.select("*", *named).repartition(*names).sortWithinPartitions(*names)
+    return out.drop(*names)
+
+
+def job_tag() -> int:
     return random.randrange(10**8, 10**9)
 
 
@@ -136,50 +160,64 @@ def _writer(
     flush_bytes: int,
 ) -> Any:
     """The function ``mapInArrow`` runs: rows in, one row per written data file out."""
-    schema = metadata.current_schema()
-    spec = metadata.spec()
-    lineage = [c for c in columns if c in LINEAGE]
-    data_columns = [c for c in columns if c not in LINEAGE]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        prepare_worker()
-        with executor_errors():
-            io = FileIO(io_properties)
-            opts = WriteOptions(task_id=_task_id(tag))
-            written: list[DataFile] = []
-
-            def flush(buf: list[pa.RecordBatch]) -> None:
-                batch = pa.Table.from_batches(buf)
-                table = from_spark(batch.select(data_columns), schema)
-                data = to_table_schema(table, schema, metadata.format_version)
-                for name in lineage:
-                    data = data.append_column(name, batch.column(name).cast(pa.int64()))
-                written.extend(
-                    write_parquet_files(metadata, io, data, schema=schema, spec=spec, options=opts)
-                )
-
-            try:
-                buf: list[pa.RecordBatch] = []
-                size = 0
-                for batch in batches:
-                    if batch.num_rows:
-                        buf.append(batch)
-                        size += batch.nbytes
-                    if size >= flush_bytes:
-                        flush(buf)
-                        buf, size = [], 0
-                if buf:
-                    flush(buf)
-            except BaseException:
-                for f in written:
-                    io.delete_quietly(f.file_path)
-                raise
-            yield _file_rows(written)
+        yield _file_rows(write_batches(metadata, io_properties, columns, tag, batches, flush_bytes))
 
     return run
 
 
-def _cleanup(table: Table, tag: int) -> None:
+def write_batches(
+    metadata: TableMetadata,
+    io_properties: dict[str, str],
+    columns: list[str],
+    tag: int,
+    batches: Iterable[pa.RecordBatch],
+    flush_bytes: int = FLUSH_BYTES,
+) -> list[DataFile]:
+    """On executors: Spark's Arrow batches (``columns``) written as Parquet data files of the
+    table (current schema, default spec; metrics collected), not committed. The files are
+    named for the job's ``tag`` and the task; on failure the task's files are deleted."""
+    schema = metadata.current_schema()
+    spec = metadata.spec()
+    lineage = [c for c in columns if c in LINEAGE]
+    data_columns = [c for c in columns if c not in LINEAGE]
+    prepare_worker()
+    with executor_errors():
+        io = FileIO(io_properties)
+        opts = WriteOptions(task_id=_task_id(tag))
+        written: list[DataFile] = []
+
+        def flush(buf: list[pa.RecordBatch]) -> None:
+            batch = pa.Table.from_batches(buf)
+            table = from_spark(batch.select(data_columns), schema)
+            data = to_table_schema(table, schema, metadata.format_version)
+            for name in lineage:
+                data = data.append_column(name, batch.column(name).cast(pa.int64()))
+            written.extend(
+                write_parquet_files(metadata, io, data, schema=schema, spec=spec, options=opts)
+            )
+
+        try:
+            buf: list[pa.RecordBatch] = []
+            size = 0
+            for batch in batches:
+                if batch.num_rows:
+                    buf.append(batch)
+                    size += batch.nbytes
+                if size >= flush_bytes:
+                    flush(buf)
+                    buf, size = [], 0
+            if buf:
+                flush(buf)
+        except BaseException:
+            for f in written:
+                io.delete_quietly(f.file_path)
+            raise
+        return written
+
+
+def cleanup_job(table: Table, tag: int) -> None:
     """Deletes the files of a failed job (names carry ``-<tag><5-digit task>-``)."""
     pattern = re.compile(rf"(^|/)\d+-{tag}\d{{5}}-[^/]*$")
     base = data_location(table.metadata.location, table.metadata.properties)
@@ -195,7 +233,7 @@ def collect_files(out: Any, table: Table, tag: int) -> list[DataFile]:
         with icefloe_errors():
             rows = out.collect()
     except BaseException:
-        _cleanup(table, tag)
+        cleanup_job(table, tag)
         raise
     return [pickle.loads(r[0]) for r in rows]
 
@@ -220,11 +258,7 @@ def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES)
             f"(columns: {sorted(known)})"
         )
     columns = list(df.columns)
-    keys = partition_columns(schema, metadata.spec())
-    if keys:
-        named = [k.alias(_KEY.format(i)) for i, k in enumerate(keys)]
-        key_names = [_KEY.format(i) for i in range(len(keys))]
-        df = df.select("*", *named).repartition(*key_names).sortWithinPartitions(*key_names)
+    df = cluster(df, table)
     fn = _writer(metadata, dict(table.io.properties), columns, tag, flush_bytes)
     return collect_files(df.mapInArrow(fn, "file binary"), table, tag)
 
@@ -383,7 +417,7 @@ def write(
     if overwrite_filter is not None and mode != "overwrite":
         raise ValidationError("overwrite_filter needs mode='overwrite'")
     t = resolve_table(table, catalog)
-    tag = _job_tag()
+    tag = job_tag()
     files = write_files(df, t, tag)
     remove: list[str] = []
     remove_deletes: list[tuple[str, int | None]] = []

@@ -11,7 +11,7 @@ remove are still live.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -126,16 +126,20 @@ def overwrite(
     case_sensitive: bool = True,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
+    written: Sequence[DataFile] = (),
 ) -> Transaction:
-    """Replace the rows matching ``overwrite_filter`` (default: all rows) by ``data``."""
+    """Replace the rows matching ``overwrite_filter`` (default: all rows) by ``data`` and the
+    already ``written`` data files (owned by the operation: deleted if it is abandoned)."""
     expr = _filter(overwrite_filter)
     io = tx.table.io
     producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+    producer.owns_files(f.file_path for f in written)
     try:
-        files: list[DataFile] = []
+        files: list[DataFile] = list(written)
         if data is not None:
-            files = write_data_files(tx.metadata, io, data)
-            producer.owns_files(f.file_path for f in files)
+            new_files = write_data_files(tx.metadata, io, data)
+            producer.owns_files(f.file_path for f in new_files)
+            files += new_files
         parent = parent_snapshot(tx.metadata, branch)
         plan = plan_overwrite(
             io,
@@ -173,14 +177,19 @@ def dynamic_partition_overwrite(
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
+    written: Sequence[DataFile] = (),
 ) -> Transaction:
-    """Replace every data file in the partitions ``data`` touches by the new files."""
+    """Replace every data file in the partitions ``data`` (and the already ``written`` files
+    of the default spec) touch by the new files."""
     spec = tx.metadata.spec()
     if spec.is_unpartitioned:
         raise ValidationError("dynamic partition overwrite needs a partitioned table")
     io = tx.table.io
     producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
-    files = write_data_files(tx.metadata, io, data)
+    producer.owns_files(f.file_path for f in written)
+    files = list(written)
+    if data is not None:
+        files += write_data_files(tx.metadata, io, data)
     producer.owns_files(f.file_path for f in files)
     new = entries_batch(
         files, version=tx.metadata.format_version, schema=tx.metadata.current_schema(), spec=spec

@@ -1,0 +1,286 @@
+"""Writes through the ``icefloe`` format: batch (``df.write``) and streaming (``writeStream``).
+
+Executors receive Spark's Arrow batches and write Parquet data files with metrics
+(:func:`icefloe.spark.writing.write_batches`: the table's current schema and default spec,
+rows fanned out by partition, files rolled at the target size); each task returns its files as
+its commit message. Spark's Python Data Source API gives sources no say in how rows are
+distributed, so a task writes one file per partition it sees: cluster the DataFrame by the
+partition columns first (``repartition``/``sortWithinPartitions``) for fewer files.
+
+The driver's ``commit`` adds all the files in one snapshot; a commit that loses a race with
+another writer is retried on the new table state. Batch write options:
+
+- mode ``append``: an ``append`` snapshot;
+- mode ``overwrite``: every live row replaced; with option ``overwrite-filter`` (an icefloe
+  filter string) only the rows matching it (copy-on-write, as ``Table.overwrite``); with
+  option ``overwrite-mode`` = ``dynamic`` the partitions the new rows fall in are replaced;
+- ``branch``, and ``snapshot-property.<key>`` for the snapshot's summary.
+
+If the job fails (a task raises and Spark gives up), ``abort`` deletes every file the job wrote
+(unless a snapshot records the job: a commit whose outcome was unknown may have happened),
+also those of failed task attempts, whose names carry the job's tag; nothing is committed.
+
+Streaming: each micro-batch commits one snapshot whose summary records the query
+(``icefloe.streaming.query``: option ``query-id``, by default the checkpoint location, which
+stays the same across restarts) and its batch id (``icefloe.streaming.batch-id``). Before
+committing, the sink looks for the newest snapshot of its query on the branch: a batch id
+already committed (a batch replayed after a restart) is not committed again and its files are
+deleted. Output modes ``append`` (append snapshots) and ``complete`` (each batch replaces the
+table's rows).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import MAIN_BRANCH, TableMetadata
+from icefloe.spark.errors import executor_errors
+from icefloe.spark.source import table_from_options
+from icefloe.spark.writing import (
+    LINEAGE,
+    cleanup_job,
+    commit_files,
+    job_tag,
+    write_batches,
+)
+from icefloe.table import Table
+from icefloe.write import DataFile
+
+__all__ = [
+    "BATCH_ID",
+    "QUERY",
+    "FilesMessage",
+    "IcefloeStreamWriter",
+    "IcefloeWriter",
+    "last_committed_batch",
+]
+
+#: Snapshot summary keys of streaming commits.
+QUERY = "icefloe.streaming.query"
+BATCH_ID = "icefloe.streaming.batch-id"
+#: Snapshot summary key naming the write job a snapshot committed (``abort`` checks it).
+JOB = "icefloe.spark.job"
+
+
+class FilesMessage(WriterCommitMessage):
+    """A task's written data files (pickled :class:`~icefloe.write.DataFile` objects)."""
+
+    def __init__(self, files: list[DataFile]) -> None:
+        self.payload = pickle.dumps(files, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def files(self) -> list[DataFile]:
+        out: list[DataFile] = pickle.loads(self.payload)
+        return out
+
+
+def _files(messages: Sequence[Any]) -> list[DataFile]:
+    out: list[DataFile] = []
+    for m in messages:
+        if isinstance(m, FilesMessage):
+            out.extend(m.files())
+    return out
+
+
+def _delete(table: Table, files: Sequence[DataFile]) -> None:
+    for f in files:
+        table.io.delete_quietly(f.file_path)
+
+
+def _job_committed(options: Mapping[str, str], tag: int) -> bool:
+    """Whether a snapshot of the table records job ``tag``; true also when the table cannot be
+    loaded (the outcome is then unknown, and files are kept for ``remove_orphan_files``)."""
+    try:
+        table = table_from_options(options)
+    except Exception:
+        return True
+    return any(
+        s.summary is not None and s.summary.get(JOB) == str(tag) for s in table.metadata.snapshots
+    )
+
+
+def _check_columns(names: Sequence[str], table: Table) -> None:
+    metadata = table.metadata
+    known = {f.name for f in metadata.current_schema().fields}
+    if metadata.format_version >= 3:
+        known |= set(LINEAGE)
+    extra = [c for c in names if c not in known]
+    if extra:
+        raise ValidationError(
+            f"DataFrame column {extra[0]!r} is not in the schema of {table.name} "
+            f"(columns: {sorted(known)})"
+        )
+
+
+def _snapshot_properties(options: Mapping[str, str]) -> dict[str, str]:
+    prefix = "snapshot-property."
+    return {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
+
+
+class _FileWriter:
+    """What executors need to write files of the table (picklable)."""
+
+    def __init__(self, options: Mapping[str, str], schema: Any) -> None:
+        self.options = dict(options)
+        table = table_from_options(self.options)
+        self.columns: list[str] = list(schema.fieldNames())
+        _check_columns(self.columns, table)
+        self.metadata: TableMetadata = table.metadata
+        self.metadata_location = table.metadata_location
+        self.io_properties = dict(table.io.properties)
+        self.tag = job_tag()
+        self.branch = self.options.get("branch") or MAIN_BRANCH
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
+        files = write_batches(self.metadata, self.io_properties, self.columns, self.tag, iterator)
+        return FilesMessage(files)
+
+
+class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
+    """Batch writer: files on executors, one snapshot committed by the driver.
+
+    The commit starts from the table as the job saw it when it was planned: a commit by
+    someone else since then makes the first attempt fail and the snapshot is rebuilt on the
+    new state, with the operation's checks (an overwrite's conflicting concurrent appends)
+    made against what changed since the job started."""
+
+    def __init__(self, options: Mapping[str, str], schema: Any, overwrite: bool) -> None:
+        super().__init__(options, schema)
+        self.overwrite = overwrite
+        self.overwrite_filter = self.options.get("overwrite-filter") or None
+        mode = (self.options.get("overwrite-mode") or "static").lower()
+        if mode not in ("static", "dynamic"):
+            raise ValidationError(f"option 'overwrite-mode' must be static or dynamic: {mode!r}")
+        self.dynamic = mode == "dynamic"
+        if not overwrite and (self.overwrite_filter or self.dynamic):
+            raise ValidationError("options overwrite-filter and overwrite-mode need mode overwrite")
+        if self.overwrite_filter and self.dynamic:
+            raise ValidationError("choose one of overwrite-filter and overwrite-mode=dynamic")
+
+    def _base(self) -> Table:
+        """The table at the metadata the job was planned with (for the commit's checks)."""
+        table = table_from_options(self.options)
+        return Table(
+            table.identifier, self.metadata, self.metadata_location, table.io, table.catalog
+        )
+
+    def commit(self, messages: list[Any]) -> None:
+        from icefloe.table.operations import dynamic_partition_overwrite, overwrite
+
+        with executor_errors():
+            table = self._base()
+            files = _files(messages)
+            props = _snapshot_properties(self.options)
+            props[JOB] = str(self.tag)
+            if self.overwrite and (self.overwrite_filter or self.dynamic):
+                tx = table.transaction()
+                try:
+                    with tx:
+                        if self.dynamic:
+                            dynamic_partition_overwrite(
+                                tx,
+                                None,
+                                branch=self.branch,
+                                snapshot_properties=props,
+                                written=files,
+                            )
+                        else:
+                            overwrite(
+                                tx,
+                                None,
+                                self.overwrite_filter,
+                                branch=self.branch,
+                                snapshot_properties=props,
+                                written=files,
+                            )
+                except BaseException:
+                    if not tx.may_have_committed:  # else the new metadata may reference them
+                        _delete(table, files)
+                    raise
+                return
+            commit_files(
+                table,
+                files,
+                branch=self.branch,
+                remove_all=self.overwrite,
+                snapshot_properties=props,
+            )
+
+    def abort(self, messages: list[Any]) -> None:
+        """Spark calls this when the job or ``commit`` failed: the files are deleted unless a
+        snapshot recorded this job (a commit whose outcome was unknown may have happened)."""
+        with executor_errors():
+            if _job_committed(self.options, self.tag):
+                return
+            table = table_from_options(self.options)
+            _delete(table, _files(messages))
+            cleanup_job(table, self.tag)
+
+
+def last_committed_batch(table: Table, query: str, branch: str = MAIN_BRANCH) -> int | None:
+    """The batch id of the newest snapshot on ``branch`` committed by streaming ``query``."""
+    md = table.metadata
+    ref = md.refs.get(branch)
+    if ref is None:
+        return None
+    for snap in md.ancestors_of(ref.snapshot_id):
+        summary = snap.summary
+        if summary is not None and summary.get(QUERY) == query:
+            return summary.get_int(BATCH_ID)
+    return None
+
+
+class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
+    """Streaming sink: one snapshot per micro-batch, each batch id committed once."""
+
+    def __init__(self, options: Mapping[str, str], schema: Any, overwrite: bool) -> None:
+        super().__init__(options, schema)
+        self.complete = overwrite
+        query = self.options.get("query-id") or self.options.get("checkpointlocation")
+        if not query:
+            raise ValidationError(
+                "the icefloe streaming sink needs option 'checkpointLocation' (or 'query-id') "
+                "to commit each micro-batch exactly once"
+            )
+        self.query = query
+
+    def commit(self, messages: list[Any], batchId: int) -> None:
+        with executor_errors():
+            table = table_from_options(self.options)
+            files = _files(messages)
+            done = last_committed_batch(table, self.query, self.branch)
+            if done is not None and done >= batchId:
+                _delete(table, files)  # a replayed batch: its rows are in the table already
+                return
+            props = _snapshot_properties(self.options)
+            props.update({QUERY: self.query, BATCH_ID: str(batchId)})
+
+            commit_files(
+                table,
+                files,
+                branch=self.branch,
+                remove_all=self.complete,
+                snapshot_properties=props,
+            )
+
+    def abort(self, messages: list[Any], batchId: int) -> None:
+        """Deletes the batch's files unless the batch was committed (or the table cannot be
+        loaded to tell)."""
+        with executor_errors():
+            try:
+                table = table_from_options(self.options)
+            except Exception:
+                return  # outcome unknown: keep the files for remove_orphan_files
+            done = last_committed_batch(table, self.query, self.branch)
+            if done is not None and done >= batchId:
+                return
+            _delete(table, _files(messages))

@@ -1,0 +1,289 @@
+"""The ``icefloe`` Spark data source (PySpark's Python Data Source API): batch reads and writes,
+Structured Streaming source and sink, without Iceberg's JVM runtime.
+
+After :func:`register` (or :func:`icefloe.spark.configure`)::
+
+    df = spark.read.format("icefloe").option("catalog", "prod").load("db.events")
+    df.where("id > 10").write.format("icefloe").mode("append").save("db.copy")
+
+The table is named by ``load``/``save``'s path (or option ``table``) and loaded from the catalog
+named by option ``catalog`` with the properties given as options ``catalog.<key>`` (without
+them, from icefloe's configuration, see :func:`icefloe.catalog.load_catalog`). Options are
+read by the Python workers Spark starts for planning, writing and committing, so a catalog
+must be reachable from every one of them.
+
+Batch read options: ``snapshot-id``, ``branch``, ``tag`` (or ``ref``), ``as-of-timestamp``
+(epoch milliseconds), ``split-size`` (bytes of data per Spark partition; default the table's
+``read.split.target-size``), ``columns`` (comma-separated column names, nested ones dotted:
+the columns read; Spark 4.1's Python data sources get no column pruning from Spark, so this
+is how a read reads fewer columns), ``metadata-columns`` (comma-separated, e.g.
+``_file,_pos``; Python data sources cannot expose hidden metadata columns, so they are
+requested by this option and become ordinary columns), ``case-sensitive`` (default true).
+
+Filters in ``where`` reach the source through ``pushFilters`` (Spark setting
+``spark.sql.python.filterPushdown.enabled``, which :func:`register` turns on): those icefloe
+evaluates exactly as Spark does (see :mod:`icefloe.spark.filters`) prune the scan and are
+applied to the rows by icefloe; the others stay with Spark.
+
+Writes and streaming: see :mod:`icefloe.spark.format_write` and
+:mod:`icefloe.spark.streaming`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
+from icefloe.scan.tasks import FileScanTask, ReadOptions
+from icefloe.spark.errors import executor_errors
+from icefloe.spark.filters import to_expression
+from icefloe.spark.reading import read_scan, spark_batches
+from icefloe.spark.schema import spark_type
+from icefloe.table import Table
+from icefloe.table.scan import SPLIT_SIZE_PROPERTY, TableScan
+from icefloe.types import NestedField, StructType
+
+__all__ = [
+    "FILTER_PUSHDOWN",
+    "FORMAT",
+    "IcefloeDataSource",
+    "IcefloeReader",
+    "TasksPartition",
+    "bin_pack",
+    "register",
+    "table_from_options",
+]
+
+#: The short name of the format.
+FORMAT = "icefloe"
+#: The Spark setting that lets Python data sources take filters.
+FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+#: Bytes a file counts for at least when packing tasks (Iceberg's ``read.split.open-file-cost``).
+OPEN_FILE_COST = 4 * 1024 * 1024
+
+
+def register(spark: Any) -> None:
+    """Registers the ``icefloe`` format on ``spark`` and enables Python filter pushdown."""
+    spark.conf.set(FILTER_PUSHDOWN, "true")
+    spark.dataSource.register(IcefloeDataSource)
+
+
+def _csv(value: str | None) -> list[str]:
+    return [p.strip() for p in (value or "").split(",") if p.strip()]
+
+
+def _int_option(options: Mapping[str, str], key: str) -> int | None:
+    value = options.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValidationError(f"option {key!r} must be an integer, got {value!r}") from None
+
+
+def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
+    value = options.get(key)
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false"):
+        raise ValidationError(f"option {key!r} must be true or false, got {value!r}")
+    return value.lower() == "true"
+
+
+def catalog_from_options(options: Mapping[str, str]) -> Any:
+    """The catalog named by option ``catalog`` with the ``catalog.<key>`` properties."""
+    from icefloe.catalog import load_catalog
+
+    props = {k[len("catalog.") :]: v for k, v in options.items() if k.startswith("catalog.")}
+    return load_catalog(options.get("catalog") or None, **props)
+
+
+def table_from_options(options: Mapping[str, str]) -> Table:
+    """The table named by option ``path`` (``load``/``save``'s argument) or ``table``."""
+    ident = options.get("path") or options.get("table")
+    if not ident:
+        raise ValidationError(
+            "the icefloe format needs a table: .load('db.table') / .save('db.table') "
+            "or .option('table', 'db.table')"
+        )
+    table: Table = catalog_from_options(options).load_table(ident)
+    return table
+
+
+def _snapshot_choice(options: Mapping[str, str]) -> dict[str, Any]:
+    ref = options.get("branch") or options.get("tag") or options.get("ref")
+    chosen = {
+        "snapshot_id": _int_option(options, "snapshot-id"),
+        "ref": ref or None,
+        "as_of": _int_option(options, "as-of-timestamp"),
+    }
+    return chosen
+
+
+def _scan_options(options: Mapping[str, str]) -> dict[str, str]:
+    split = _int_option(options, "split-size")
+    if split is None:
+        return {}
+    if split <= 0:
+        raise ValidationError(f"option 'split-size' must be positive, got {split}")
+    return {SPLIT_SIZE_PROPERTY: str(split)}
+
+
+def plan_read(
+    options: Mapping[str, str], row_filter: BooleanExpression | None = None
+) -> tuple[Table, TableScan, ReadOptions, list[NestedField]]:
+    """The table, scan, reader options and output fields of a read with ``options``."""
+    table = table_from_options(options)
+    columns = _csv(options.get("columns")) or None
+    scan, read_options, fields = read_scan(
+        table,
+        row_filter,
+        columns,
+        case_sensitive=_bool_option(options, "case-sensitive", True),
+        metadata_columns=_csv(options.get("metadata-columns")),
+        scan_options=_scan_options(options),
+        **_snapshot_choice(options),
+    )
+    return table, scan, read_options, fields
+
+
+def bin_pack(
+    tasks: Sequence[FileScanTask], target: int, open_cost: int = OPEN_FILE_COST
+) -> list[list[FileScanTask]]:
+    """``tasks`` in order, cut into groups of about ``target`` bytes (each task weighs its
+    split length, and at least ``open_cost``)."""
+    if not tasks:
+        return []
+    sizes = np.fromiter(
+        (t.length if t.length is not None else t.data_file.file_size_in_bytes for t in tasks),
+        dtype=np.int64,
+        count=len(tasks),
+    )
+    weights = np.maximum(sizes, open_cost)
+    starts = np.cumsum(weights) - weights
+    bins = starts // max(1, target)
+    cuts = np.flatnonzero(np.diff(bins)) + 1
+    bounds = [0, *cuts.tolist(), len(tasks)]
+    return [list(tasks[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
+class TasksPartition(InputPartition):
+    """One Spark partition of a read: the pickled tasks and what reading them needs."""
+
+    def __init__(
+        self,
+        io_properties: dict[str, str],
+        options: ReadOptions,
+        fields: list[NestedField],
+        tasks: bytes,
+    ) -> None:
+        super().__init__(None)
+        self.io_properties = io_properties
+        self.options = options
+        self.fields = fields
+        self.tasks = tasks
+
+    def __repr__(self) -> str:
+        return f"TasksPartition({len(self.tasks)} bytes of tasks)"
+
+
+def task_partitions(
+    table: Table,
+    options: ReadOptions,
+    fields: list[NestedField],
+    tasks: Sequence[FileScanTask],
+    split_size: int,
+) -> list[TasksPartition]:
+    """The planned ``tasks`` bin-packed into partitions of about ``split_size`` bytes."""
+    io_properties = dict(table.io.properties)
+    return [
+        TasksPartition(
+            io_properties, options, fields, pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)
+        )
+        for group in bin_pack(tasks, split_size)
+    ]
+
+
+def read_partition(partition: TasksPartition) -> Iterator[pa.RecordBatch]:
+    """On executors: the Arrow batches of one partition's tasks."""
+    tasks: list[FileScanTask] = pickle.loads(partition.tasks)
+    yield from spark_batches(partition.io_properties, partition.options, partition.fields, tasks)
+
+
+class IcefloeReader(DataSourceReader):
+    """Batch reader: plans on the driver's planner worker, reads tasks on executors."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = dict(options)
+        self.pushed: list[BooleanExpression] = []
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        """Takes the filters icefloe evaluates exactly (see :mod:`icefloe.spark.filters`)."""
+        with executor_errors():
+            _, scan, _, _ = plan_read(self.options)
+            schema = scan.schema()
+        for f in filters:
+            expr = to_expression(f, schema)
+            if expr is None:
+                yield f
+            else:
+                self.pushed.append(expr)
+
+    def row_filter(self) -> BooleanExpression:
+        """The conjunction of the pushed filters."""
+        if not self.pushed:
+            return AlwaysTrue()
+        return self.pushed[0] if len(self.pushed) == 1 else And(*self.pushed)
+
+    def partitions(self) -> list[TasksPartition]:
+        with executor_errors():
+            table, scan, options, fields = plan_read(self.options, self.row_filter())
+            return task_partitions(table, options, fields, scan.plan_tasks(), scan.split_size())
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, TasksPartition):  # Spark's one empty partition
+            return iter(())
+        return read_partition(partition)
+
+
+class IcefloeDataSource(DataSource):
+    """``spark.read.format("icefloe")`` / ``df.write.format("icefloe")`` / streaming."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> Any:
+        with executor_errors():
+            _, _, _, fields = plan_read(self.options)
+            return spark_type(StructType(*fields))
+
+    def reader(self, schema: Any) -> IcefloeReader:
+        return IcefloeReader(self.options)
+
+    def writer(self, schema: Any, overwrite: bool) -> Any:
+        from icefloe.spark.format_write import IcefloeWriter
+
+        with executor_errors():
+            return IcefloeWriter(self.options, schema, overwrite)
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        from icefloe.spark.format_write import IcefloeStreamWriter
+
+        with executor_errors():
+            return IcefloeStreamWriter(self.options, schema, overwrite)
+
+    def streamReader(self, schema: Any) -> Any:
+        from icefloe.spark.streaming import IcefloeStreamReader
+
+        with executor_errors():
+            return IcefloeStreamReader(self.options)

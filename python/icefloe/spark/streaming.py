@@ -1,0 +1,207 @@
+"""The ``icefloe`` format as a Structured Streaming source: the rows that snapshots appended.
+
+``spark.readStream.format("icefloe").option(...).load("db.t")`` reads, micro-batch by
+micro-batch, the data files added by the ``append`` snapshots of the table's main branch after
+a starting point (an incremental append scan), in commit order. Options:
+
+- ``start-snapshot-id``: read the appends committed after this snapshot (exclusive); or
+  ``stream-from-timestamp`` (epoch ms): from the first snapshot committed at or after it;
+  by default from the table's first snapshot on;
+- ``max-files-per-micro-batch``: at most this many data files in one micro-batch (the
+  snapshot boundaries need not align with batches);
+- ``skip-delete-snapshots`` / ``skip-overwrite-snapshots`` (default false): a ``delete`` or
+  ``overwrite`` snapshot stops the stream with a clear error unless it is to be skipped
+  (its changes are not streamed). ``replace`` snapshots (compactions) add no new rows and
+  are always skipped.
+
+Offsets are ``{"snapshot_id": S, "files": k}``: every file of the snapshots before ``S`` and
+the first ``k`` added files of ``S`` (in path order) are consumed; ``k = -1``: all of ``S``.
+Offsets are stored in the query's checkpoint, so a restarted query goes on after the last batch
+it committed and reads each appended snapshot once. The rows are read as the table's current
+schema (files written under older schemas are read by field id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import Snapshot
+from icefloe.scan.tasks import FileScanTask
+from icefloe.spark.errors import executor_errors
+from icefloe.spark.source import (
+    TasksPartition,
+    _bool_option,
+    _int_option,
+    plan_read,
+    read_partition,
+    table_from_options,
+    task_partitions,
+)
+from icefloe.table import Table
+
+__all__ = ["IcefloeStreamReader", "StreamingError", "added_files"]
+
+_ADDED = 1
+_SKIPPED_ALWAYS = ("replace",)
+
+
+class StreamingError(ValidationError):
+    """The stream met a snapshot it cannot stream (a delete or overwrite not to be skipped)."""
+
+
+def _chain(table: Table) -> list[Snapshot]:
+    """The snapshots of the main branch, oldest first."""
+    current = table.metadata.current_snapshot()
+    if current is None:
+        return []
+    return list(reversed(table.metadata.ancestors_of(current.snapshot_id)))
+
+
+def added_files(table: Table, snapshot: Snapshot) -> list[FileScanTask]:
+    """The data files ``snapshot`` added, as scan tasks (path order; deletes as of it)."""
+    import pyarrow.compute as pc
+
+    entries = table.inspect.entries(snapshot.snapshot_id)
+    if entries.num_rows == 0:
+        return []
+    mine = pc.and_(
+        pc.equal(entries.column("status"), _ADDED),
+        pc.equal(entries.column("snapshot_id"), snapshot.snapshot_id),
+    )
+    data = entries.column("data_file").combine_chunks()
+    paths = set(pc.struct_field(data, "file_path").filter(mine).to_pylist())
+    tasks = [
+        t
+        for t in table.scan(snapshot_id=snapshot.snapshot_id).plan_files()
+        if t.data_file.file_path in paths
+    ]
+    return sorted(tasks, key=lambda t: t.data_file.file_path)
+
+
+def _count(snapshot: Snapshot, table: Table) -> int:
+    """How many data files an append snapshot added (from its summary when it says)."""
+    n = snapshot.summary.get_int("added-data-files") if snapshot.summary is not None else None
+    return n if n is not None else len(added_files(table, snapshot))
+
+
+class IcefloeStreamReader(DataSourceStreamReader):
+    """Micro-batches of the files appended to a table (see the module docs)."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = dict(options)
+        self.limit = _int_option(self.options, "max-files-per-micro-batch")
+        if self.limit is not None and self.limit <= 0:
+            raise ValidationError(
+                f"option 'max-files-per-micro-batch' must be positive, got {self.limit}"
+            )
+        self.skip = {
+            "delete": _bool_option(self.options, "skip-delete-snapshots", False),
+            "overwrite": _bool_option(self.options, "skip-overwrite-snapshots", False),
+        }
+        self.start: dict[str, int] | None = None
+
+    # -- offsets --------------------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, int]:
+        with executor_errors():
+            table = table_from_options(self.options)
+            start_id = _int_option(self.options, "start-snapshot-id")
+            if start_id is not None:
+                table.metadata.snapshot(start_id)  # raises NoSuchSnapshotError
+                return {"snapshot_id": start_id, "files": -1}
+            from_ts = _int_option(self.options, "stream-from-timestamp")
+            for snap in _chain(table):
+                if from_ts is None or snap.timestamp_ms >= from_ts:
+                    return {"snapshot_id": snap.snapshot_id, "files": 0}
+            current = table.metadata.current_snapshot()
+            # nothing to read yet: start after the current snapshot (or at the first one)
+            if current is None:
+                return {"snapshot_id": -1, "files": -1}
+            return {"snapshot_id": current.snapshot_id, "files": -1}
+
+    def _streamed(self, snap: Snapshot) -> bool:
+        """Whether ``snap``'s added files are streamed (raises for ones that may not pass)."""
+        op = snap.operation or "append"
+        if op == "append":
+            return True
+        if op in _SKIPPED_ALWAYS:
+            return False
+        if self.skip.get(op, False):
+            return False
+        raise StreamingError(
+            f"cannot stream snapshot {snap.snapshot_id}: its operation is {op!r}, and the "
+            f"icefloe source streams appends only (set option 'skip-{op}-snapshots' to skip "
+            "such snapshots)"
+        )
+
+    def _after(self, table: Table, offset: Mapping[str, int]) -> list[tuple[Snapshot, int]]:
+        """(snapshot, files already consumed of it) for the snapshots not fully consumed."""
+        chain = _chain(table)
+        sid, k = int(offset["snapshot_id"]), int(offset["files"])
+        if sid == -1:
+            return [(s, 0) for s in chain]
+        ids = [s.snapshot_id for s in chain]
+        if sid not in ids:
+            raise StreamingError(
+                f"the stream's offset names snapshot {sid}, which is no longer an ancestor of "
+                "the table's current snapshot (expired or rolled back)"
+            )
+        i = ids.index(sid)
+        out = [] if k == -1 else [(chain[i], k)]
+        return out + [(s, 0) for s in chain[i + 1 :]]
+
+    def latestOffset(self) -> dict[str, int]:
+        with executor_errors():
+            table = table_from_options(self.options)
+            current = table.metadata.current_snapshot()
+            start = self.start if self.start is not None else self.initialOffset()
+            if current is None:
+                return dict(start)
+            if self.limit is None:
+                for snap, _ in self._after(table, start):
+                    self._streamed(snap)  # fail early on what cannot be streamed
+                return {"snapshot_id": current.snapshot_id, "files": -1}
+            budget = self.limit
+            end = dict(start)
+            for snap, done in self._after(table, start):
+                if not self._streamed(snap):
+                    end = {"snapshot_id": snap.snapshot_id, "files": -1}
+                    continue
+                left = _count(snap, table) - done
+                if left <= budget:
+                    budget -= left
+                    end = {"snapshot_id": snap.snapshot_id, "files": -1}
+                    continue
+                if budget > 0:
+                    end = {"snapshot_id": snap.snapshot_id, "files": done + budget}
+                break
+            return end
+
+    # -- reading ---------------------------------------------------------------------------------
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TasksPartition]:
+        with executor_errors():
+            table, scan, options, fields = plan_read(self.options)
+            tasks: list[FileScanTask] = []
+            end_id, end_k = int(end["snapshot_id"]), int(end["files"])
+            if start != end:
+                for snap, done in self._after(table, start):
+                    last = snap.snapshot_id == end_id
+                    if self._streamed(snap):
+                        files = added_files(table, snap)
+                        stop = end_k if last and end_k != -1 else len(files)
+                        tasks += files[done:stop]
+                    if last:
+                        break
+            self.start = dict(end)
+            return task_partitions(table, options, fields, tasks, scan.split_size())
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, TasksPartition):
+            return iter(())
+        return read_partition(partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        self.start = dict(end)

@@ -1,0 +1,139 @@
+"""Structured Streaming through the ``icefloe`` format: the source streams the appended
+snapshots once each, the sink commits each micro-batch once, across restarts from the
+checkpoint (also when the last batch was committed to the table but not to Spark's log)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from _spark_format import catalog_options
+from _spark_util import icefloe_catalog
+
+pytest.importorskip("pyspark")
+
+import icefloe.spark as ispark
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.spark.format_write import BATCH_ID, QUERY
+from icefloe.transforms import IdentityTransform
+from icefloe.types import LongType, NestedField, StringType
+
+pytestmark = pytest.mark.spark
+
+KV = Schema(NestedField(1, "id", LongType()), NestedField(2, "k", StringType()))
+BY_K = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "k"))
+COUNTS = Schema(NestedField(1, "k", StringType()), NestedField(2, "n", LongType()))
+
+
+def _kv(ids: range, k: str = "a") -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "k": [k] * len(ids)})
+
+
+def _stream(spark: Any, cat: Any, src: str, **options: str) -> Any:
+    r = spark.readStream.format("icefloe").options(**catalog_options(cat))
+    for k, v in options.items():
+        r = r.option(k.replace("_", "-"), v)
+    return r.load(src)
+
+
+def _run(df: Any, cat: Any, dst: str, checkpoint: Path, mode: str = "append") -> list[int]:
+    """Runs the query until the source has nothing more, then stops it; returns the rows of
+    each micro-batch it ran."""
+    q = (
+        df.writeStream.format("icefloe")
+        .options(**catalog_options(cat))
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode(mode)
+        .start(dst)
+    )
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+
+
+def test_restarted_query_commits_each_batch_once(spark: Any, tmp_path: Path) -> None:
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="stream")
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", KV, partition_spec=BY_K, format_version=2)
+    dst = cat.create_table("db.dst", KV, format_version=2)
+    src.append(_kv(range(0, 10)))
+    src.append(_kv(range(10, 20)))
+    # one snapshot of three files (one per partition)
+    src.append(pa.concat_tables([_kv(range(20 + 5 * i, 25 + 5 * i), "xyz"[i]) for i in range(3)]))
+    three = src.refresh().current_snapshot()
+    ck = tmp_path / "ck"
+    stream = _stream(spark, cat, "db.src", max_files_per_micro_batch="2")
+    # 5 files, at most 2 per batch: 10+10 | 5+5 | 5 rows
+    assert _run(stream, cat, "db.dst", ck) == [20, 10, 5]
+    dst = dst.refresh()
+    assert sorted(r["id"] for r in dst.scan().to_arrow().to_pylist()) == list(range(35))
+    assert [s.summary.get(BATCH_ID) for s in dst.snapshots()] == ["0", "1", "2"]
+    assert {s.summary.get(QUERY) for s in dst.snapshots()} == {str(ck)}
+    assert three.summary.get_int("added-data-files") == 3
+
+    # A crash after the table commit of batch 2 but before Spark logged it: Spark replays
+    # batch 2 on restart, and the sink must not commit it again.
+    (ck / "commits" / "2").unlink()
+    (ck / "commits" / ".2.crc").unlink(missing_ok=True)
+    src = src.refresh()
+    src.append(_kv(range(100, 110)))
+    src.append(_kv(range(110, 115)))
+    _run(_stream(spark, cat, "db.src", max_files_per_micro_batch="2"), cat, "db.dst", ck)
+    dst = dst.refresh()
+    ids = sorted(r["id"] for r in dst.scan().to_arrow().to_pylist())
+    assert ids == list(range(35)) + list(range(100, 115))  # nothing twice, nothing lost
+    batches = [s.summary.get(BATCH_ID) for s in dst.snapshots()]
+    assert batches == ["0", "1", "2", "3"]
+
+
+def test_complete_mode_replaces_rows_each_batch(spark: Any, tmp_path: Path) -> None:
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="complete")
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", KV, format_version=2)
+    out = cat.create_table("db.counts", COUNTS, format_version=2)
+    src.append(_kv(range(0, 6), "a"))
+    src.append(_kv(range(6, 10), "b"))
+    counts = _stream(spark, cat, "db.src").groupBy("k").count().withColumnRenamed("count", "n")
+    ck = tmp_path / "ck"
+    _run(counts, cat, "db.counts", ck, mode="complete")
+    src.refresh().append(_kv(range(10, 13), "a"))
+    _run(
+        _stream(spark, cat, "db.src").groupBy("k").count().withColumnRenamed("count", "n"),
+        cat,
+        "db.counts",
+        ck,
+        mode="complete",
+    )
+    rows = sorted(out.refresh().scan().to_arrow().to_pylist(), key=lambda r: r["k"])
+    assert rows == [{"k": "a", "n": 9}, {"k": "b", "n": 4}]
+    ops = [s.operation for s in out.snapshots()]
+    assert len(ops) == 2 and ops[-1] == "overwrite"
+
+
+def test_source_fails_on_deletes_unless_told_to_skip(spark: Any, tmp_path: Path) -> None:
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="nonappend")
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", KV, format_version=2)
+    cat.create_table("db.dst", KV, format_version=2)
+    src.append(_kv(range(0, 10)))
+    src.append(_kv(range(100, 105)))
+    src.delete("id >= 100")  # a whole file: a delete snapshot
+    assert src.current_snapshot().operation == "delete"
+    src.append(_kv(range(10, 15)))
+    with pytest.raises(Exception, match=r"operation is 'delete'.*skip-delete-snapshots"):
+        _run(_stream(spark, cat, "db.src"), cat, "db.dst", tmp_path / "ck1")
+    _run(
+        _stream(spark, cat, "db.src", skip_delete_snapshots="true"), cat, "db.dst", tmp_path / "ck2"
+    )
+    ids = sorted(r["id"] for r in cat.load_table("db.dst").scan().to_arrow().to_pylist())
+    # every appended row once, in commit order; the delete is not streamed
+    assert ids == list(range(15)) + list(range(100, 105))

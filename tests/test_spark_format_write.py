@@ -1,0 +1,190 @@
+"""Batch writes through the ``icefloe`` format: one snapshot per job, the same rows as
+``icefloe.spark.write`` and icefloe's single-process operations, read back by Iceberg Java;
+a failed task, an aborted job and a commit that loses a race leave the table and its storage
+as they should be."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from _spark import JavaCatalog
+from _spark_format import catalog_options, fmt_read
+from _spark_util import SPEC, all_types_rows, all_types_schema, icefloe_catalog, spark_rows
+
+pytest.importorskip("pyspark")
+
+import icefloe.spark as ispark
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.spark.errors import icefloe_errors
+from icefloe.transforms import IdentityTransform
+from icefloe.types import LongType, NestedField, StringType
+
+pytestmark = pytest.mark.spark
+
+
+def _save(df: Any, catalog: Any, table: str, mode: str = "append", **options: str) -> None:
+    w = df.write.format("icefloe").options(**catalog_options(catalog)).mode(mode)
+    for k, v in options.items():
+        w = w.option(k.replace("_", "-"), v)
+    w.save(table)
+
+
+def _files_on_disk(table: Any) -> list[str]:
+    root = Path(table.location.removeprefix("file://")) / "data"
+    return sorted(str(p) for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+KV = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "k", StringType()),
+)
+BY_K = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "k"))
+
+
+def _kv(ids: range, k: str) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "k": [k] * len(ids)})
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_append_equals_function_write_and_java_reads_it(
+    spark: Any, iceberg_spark: JavaCatalog, version: int
+) -> None:
+    from pyspark.sql import functions as F
+
+    ispark.register(spark)
+    cat = iceberg_spark.icefloe()
+    cat.create_namespace("db")
+    schema = all_types_schema(with_time=False)  # Spark has no type for Iceberg's time
+    a = cat.create_table("db.a", schema, partition_spec=SPEC, format_version=version)
+    b = cat.create_table("db.b", schema, partition_spec=SPEC, format_version=version)
+    a.append(all_types_rows(0, 30, schema))
+    b.append(all_types_rows(0, 30, schema))
+    rows = ispark.read(spark, a).where("id < 20").withColumn("id", F.col("id") + 100)
+    _save(rows.repartition(2), cat, "db.a")
+    ispark.write(rows.repartition(2), b)
+    a, b = a.refresh(), b.refresh()
+    assert len(a.snapshots()) == 2 and a.current_snapshot().operation == "append"
+    ours = spark_rows(fmt_read(spark, cat, "db.a"))
+    assert ours == spark_rows(ispark.read(spark, b))
+    assert [r["id"] for r in ours] == list(range(30)) + list(range(100, 120))
+    java = spark_rows(iceberg_spark.sql("SELECT * FROM {c}.db.a"))
+    assert java == ours
+    # Written files carry metrics: a selective scan prunes by them.
+    added = a.current_snapshot().summary.get_int("added-data-files")
+    assert added is not None and added >= 1
+    assert len(a.scan(row_filter="id = 105").plan_files()) < len(a.scan().plan_files())
+
+
+def test_overwrite_modes_equal_single_process_operations(spark: Any, tmp_path: Path) -> None:
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="ow")
+    cat.create_namespace("db")
+    new = _kv(range(100, 104), "b")
+    for name in ("full", "filter", "dynamic"):
+        for suffix in ("", "_oracle"):
+            t = cat.create_table(f"db.{name}{suffix}", KV, partition_spec=BY_K, format_version=2)
+            t.append(_kv(range(0, 10), "a"))
+            t.append(_kv(range(10, 20), "b"))
+            t.append(_kv(range(20, 30), "c"))
+    df = spark.createDataFrame(new.to_pandas()).selectExpr("CAST(id AS bigint) id", "k")
+
+    _save(df, cat, "db.full", "overwrite")
+    cat.load_table("db.full_oracle").overwrite(new)
+    _save(df, cat, "db.filter", "overwrite", overwrite_filter="id >= 5 and id < 25")
+    cat.load_table("db.filter_oracle").overwrite(new, "id >= 5 and id < 25")
+    _save(df, cat, "db.dynamic", "overwrite", overwrite_mode="dynamic")
+    cat.load_table("db.dynamic_oracle").dynamic_partition_overwrite(new)
+
+    for name in ("full", "filter", "dynamic"):
+        t = cat.load_table(f"db.{name}")
+        oracle = cat.load_table(f"db.{name}_oracle")
+        got = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+        want = sorted(oracle.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+        assert got == want, name
+        assert len(t.snapshots()) == 4, name  # one snapshot for the job
+    ids = {r["id"] for r in cat.load_table("db.dynamic").scan().to_arrow().to_pylist()}
+    assert ids == set(range(10)) | set(range(20, 30)) | set(range(100, 104))
+    with pytest.raises(Exception, match="need mode overwrite"):
+        _save(df, cat, "db.full", "append", overwrite_mode="dynamic")
+
+
+def _failing_rows(spark: Any) -> Any:
+    # 4 tasks on 2 cores: the first ones finish (and write files) before the last one fails
+    # on its executor (a null in the required column).
+    return spark.range(0, 400, 1, 4).selectExpr(
+        "CASE WHEN id = 399 THEN NULL ELSE id END AS id", "'x' AS k"
+    )
+
+
+def test_failed_task_commits_nothing_and_leaves_no_files(spark: Any, tmp_path: Path) -> None:
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="fail")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", KV, format_version=3)
+    t.append(_kv(range(10), "a"))
+    before, files = t.current_snapshot(), _files_on_disk(t)
+    with pytest.raises(ValidationError, match="required column 'id' has 1 null"), icefloe_errors():
+        _save(_failing_rows(spark), cat, "db.t")
+    t = t.refresh()
+    assert t.current_snapshot() == before
+    assert _files_on_disk(t) == files  # abort deleted every file the job wrote
+    assert t.scan().to_arrow().num_rows == 10
+
+
+def _append_once(warehouse: str, marker: str) -> Any:
+    """A mapInArrow function that, on the first batch it sees anywhere, commits an append of
+    its own to ``db.t`` (a concurrent writer, while the Spark job runs)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import os
+
+        from icefloe.catalog.hadoop import HadoopCatalog
+
+        for b in batches:
+            try:
+                fd = os.open(marker, os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                pass
+            else:
+                os.close(fd)
+                t = HadoopCatalog("race", warehouse=warehouse).load_table("db.t")
+                extra = {"id": pa.array(range(1000, 1005), pa.int64()), "k": ["a"] * 5}
+                t.append(pa.table(extra))
+            yield b
+
+    return run
+
+
+def test_commit_that_loses_a_race_is_retried(spark: Any, tmp_path: Path) -> None:
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="race")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", KV, partition_spec=BY_K, format_version=2)
+    t.append(_kv(range(10), "a"))
+    rows = spark.range(100, 110, 1, 2).selectExpr("id", "'a' AS k")
+    racing = rows.mapInArrow(_append_once(str(cat.warehouse), str(tmp_path / "m1")), rows.schema)
+    _save(racing, cat, "db.t")
+    t = t.refresh()
+    # the job's snapshot was rebuilt on the concurrent one: both appends are there
+    ids = sorted(r["id"] for r in t.scan().to_arrow().to_pylist())
+    assert ids == list(range(10)) + list(range(100, 110)) + list(range(1000, 1005))
+    assert [s.operation for s in t.snapshots()] == ["append"] * 3
+    # A dynamic overwrite of partition 'a' conflicts with a concurrent append to 'a':
+    # nothing is committed and the job's files are deleted.
+    before, files = t.current_snapshot(), set(_files_on_disk(t))
+    racing = rows.mapInArrow(_append_once(str(cat.warehouse), str(tmp_path / "m2")), rows.schema)
+    with pytest.raises(CommitConflictError), icefloe_errors():
+        _save(racing, cat, "db.t", "overwrite", overwrite_mode="dynamic")
+    t = t.refresh()
+    assert t.current_snapshot().parent_snapshot_id == before.snapshot_id  # only the racer
+    assert t.scan().to_arrow().num_rows == 25 + 5
+    leftover = set(_files_on_disk(t)) - files
+    live = {task.data_file.file_path.removeprefix("file://") for task in t.scan().plan_files()}
+    assert leftover <= live  # only the racer's file is new on disk
