@@ -188,3 +188,49 @@ def test_commit_that_loses_a_race_is_retried(spark: Any, tmp_path: Path) -> None
     leftover = set(_files_on_disk(t)) - files
     live = {task.data_file.file_path.removeprefix("file://") for task in t.scan().plan_files()}
     assert leftover <= live  # only the racer's file is new on disk
+
+
+def test_abort_after_an_interrupted_commit_keeps_what_the_table_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark calls ``abort`` after ``commit`` raised. A commit interrupted after the catalog
+    swap may have happened: neither the commit's error path nor ``abort`` may delete the files
+    the table now references. A job that never committed is cleaned up by ``abort``."""
+    from pyspark.sql.types import LongType as SparkLong
+    from pyspark.sql.types import StringType as SparkString
+    from pyspark.sql.types import StructField, StructType
+
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.spark.format_write import IcefloeWriter
+
+    catalog = icefloe_catalog(tmp_path / "wh")
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", KV, partition_spec=BY_K)
+    options = {**catalog_options(catalog), "path": "db.t"}
+    spark_schema = StructType([StructField("id", SparkLong()), StructField("k", SparkString())])
+
+    # a job whose commit is interrupted just after the pointer moved
+    job = IcefloeWriter(options, spark_schema, overwrite=False)
+    messages = [job.write(iter(_kv(range(3), "a").to_batches()))]
+    swap = HadoopCatalog.commit_table
+
+    def swap_then_interrupt(self: Any, *args: Any, **kwargs: Any) -> Any:
+        swap(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(HadoopCatalog, "commit_table", swap_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        job.commit(messages)
+    monkeypatch.setattr(HadoopCatalog, "commit_table", swap)
+    job.abort(messages)  # what Spark does next
+    after = catalog.load_table("db.t")
+    assert sorted(after.scan().to_arrow()["id"].to_pylist()) == [0, 1, 2]
+    assert len(_files_on_disk(after)) == 1
+
+    # a job that fails before committing leaves nothing behind
+    failed = IcefloeWriter(options, spark_schema, overwrite=False)
+    failed_messages = [failed.write(iter(_kv(range(10, 13), "b").to_batches()))]
+    assert len(_files_on_disk(after)) == 2
+    failed.abort(failed_messages)
+    assert len(_files_on_disk(catalog.load_table("db.t"))) == 1
+    assert table.metadata_location != catalog.load_table("db.t").metadata_location
