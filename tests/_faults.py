@@ -120,6 +120,9 @@ class Injector:
         finally:
             self._local.depth = 0
         if hit and self.mode == "after":
+            closing = getattr(result, "close", None)
+            if callable(closing):  # a stream the interrupted caller never gets: closed, as
+                closing()  # the interpreter would at exit (no ResourceWarning)
             self._fire(name)
         return result
 

@@ -46,8 +46,8 @@ from _faults import (
 )
 from icefloe.catalog import Catalog
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.scan.manifests import manifest_entries
 from icefloe.table import Table
-from icefloe.table.producer import live_entries
 
 FULL = os.environ.get("ICEFLOE_FAULT_SWEEP", "") == "full"
 PEER_EVERY = 1 if FULL else 4
@@ -107,7 +107,7 @@ def _referenced(t: Table) -> set[str]:
     out = {t.metadata_location, *(e.metadata_file for e in t.metadata.metadata_log)}
     for snap in t.metadata.snapshots:
         out.add(snap.manifest_list or "")
-        for mf, batch in live_entries(t.io, t.metadata, snap):
+        for mf, batch in manifest_entries(t.io, snap):
             out.add(mf.manifest_path)
             live = batch.filter(pc.not_equal(batch.column("status"), 2))
             out.update(live.column("file_path").to_pylist())
