@@ -21,6 +21,9 @@ pytestmark = pytest.mark.interop
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "table").is_dir())
 #: Scenarios delta-rs 1.6.6 refuses to read, with the table feature it names.
 DELTA_RS_UNSUPPORTED = {"evolution": "TypeWidening"}
+#: Columns PyIceberg 0.12 reads wrongly: the struct fields of ``array<map<string, struct>>``
+#: values come back null (a PyIceberg projection limit; icefloe and DuckDB read them).
+PYICEBERG_WRONG = {"nested": "deep"}
 
 
 def data_rows(t: pa.Table) -> list[tuple[Any, ...]]:
@@ -63,7 +66,13 @@ def test_every_reader_agrees(scenario: str, tmp_path: Path) -> None:
     table = convert(str(root)).table
     location = table.metadata_location
     assert data_rows(table.scan().to_arrow()) == want
-    assert data_rows(StaticTable.from_metadata(location).scan().to_arrow()) == want
+    pyiceberg = StaticTable.from_metadata(location).scan().to_arrow()
+    if scenario in PYICEBERG_WRONG:
+        col = PYICEBERG_WRONG[scenario]
+        assert data_rows(pyiceberg) != want  # noticed when PyIceberg is fixed
+        assert data_rows(pyiceberg.drop_columns([col])) == data_rows(spark.drop_columns([col]))
+    else:
+        assert data_rows(pyiceberg) == want
     con = duckdb_connect()
     try:
         duck = con.execute(f"select * from iceberg_scan('{location}')").to_arrow_table()
