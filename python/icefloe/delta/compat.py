@@ -156,7 +156,7 @@ def _file_checks(snap: DeltaSnapshot, log_io: object, out: list[Failure]) -> Non
                             f"{path}: column {col} has field id {got!r}, not {want}",
                         )
                     )
-        for i in range(schema.num_columns):
+        for i in range(len(schema)):
             if schema.column(i).physical_type == "INT96":
                 out.append(
                     Failure("timestamps-int64", f"{path}: column {schema.column(i).path} is INT96")

@@ -70,6 +70,7 @@ from icefloe.metadata import (
 )
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.progress import Progress, ProgressArg
 from icefloe.puffin import DELETION_VECTOR_V1, ROW_POSITION_FIELD_ID, PuffinWriter
 from icefloe.schema import Schema
 from icefloe.table import Table
@@ -86,8 +87,6 @@ DELTA_TABLE_ID = "delta-table-id"
 DELTA_OPERATION = "delta-operation"
 SOURCE = "icefloe.source"
 DV_MODES = ("puffin", "reference")
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -461,15 +460,29 @@ def _incremental(
     start: int,
     end: int,
     dv_mode: str,
-    progress: Progress | None,
+    progress: ProgressArg,
 ) -> int:
     snapshots = 0
-    for v in range(start, end + 1):
-        commit = log.commit(v)
-        snapshots += _apply_commit(log, table, commit, dv_mode)
-        if progress is not None:
-            progress("sync", v - start + 1, end - start + 1)
+    with Progress(progress, end - start + 1, "delta: converting commits") as bar:
+        for v in range(start, end + 1):
+            snapshots += _apply_commit(log, table, log.commit(v), dv_mode)
+            bar.advance()
     return snapshots
+
+
+def _log_reporter(progress: ProgressArg) -> Callable[[int, int], None]:
+    """A ``(done, total)`` callback for reading the log that reports through ``progress``."""
+    bars: list[Progress] = []
+
+    def report(done: int, total: int) -> None:
+        if not bars:
+            bars.append(Progress(progress, total, "delta: reading the log").__enter__())
+        bar = bars[0]
+        bar.advance(done - bar.done)
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    return report
 
 
 def _apply_commit(log: DeltaLog, table: Table, commit: DeltaCommit, dv_mode: str) -> int:
@@ -597,7 +610,7 @@ def convert(
     properties: dict[str, str] | None = None,
     io: FileIO | None = None,
     check: bool = True,
-    progress: Progress | None = None,
+    progress: ProgressArg = None,
 ) -> ConvertResult:
     """Create or bring up to date the Iceberg v3 table over the Delta table at ``delta_path``.
 
@@ -606,8 +619,8 @@ def convert(
     a catalog-less table (default when neither is given: ``<delta_path>/_icefloe/metadata``),
     which :class:`~icefloe.table.static.StaticTable` and other readers open by path.
     ``check`` refuses Delta tables that do not satisfy IcebergCompatV3
-    (:class:`~icefloe.exceptions.NotIcebergCompatibleError`). ``progress(phase, done, total)``
-    reports long runs.
+    (:class:`~icefloe.exceptions.NotIcebergCompatibleError`). ``progress`` (``True`` for a bar
+    on stderr, or a callable ``fn(done, total)``) reports the commits read and converted.
     """
     if dv_mode not in DV_MODES:
         raise ValidationError(f"dv_mode must be one of {DV_MODES}, got {dv_mode!r}")
@@ -648,11 +661,7 @@ def convert(
         n = _incremental(log, table, previous + 1, target, dv_mode, progress)
         return ConvertResult(table, target, "incremental", n, previous)
 
-    def report(done: int, total: int) -> None:
-        if progress is not None:
-            progress("log", done, total)
-
-    snap = log.snapshot(target, progress=report)
+    snap = log.snapshot(target, progress=_log_reporter(progress) if progress else None)
     if check:
         check_iceberg_compat_v3(snap).raise_if_failed()
     if table is not None and snap.metadata.id != table.properties.get(DELTA_TABLE_ID):
