@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from _delta import fixture
-
 from icefloe.delta.cli import main
 
 
