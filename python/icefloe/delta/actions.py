@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -95,9 +96,9 @@ def normalize(
     cols = [_field(struct, log_name, FILE_ACTIONS.field(col).type) for log_name, col in _FIELDS]
     if "stats" in {f.name for f in struct.type} and not is_add:
         cols[5] = pa.nulls(n, pa.string())
-    cols.append(pa.array([is_add] * n, pa.bool_()))
-    cols.append(pa.array([version] * n, pa.int64()) if n else pa.array([], pa.int64()))
-    cols.append(pa.arange(order_start, order_start + n) if n else pa.array([], pa.int64()))
+    cols.append(pa.repeat(pa.scalar(is_add), n))
+    cols.append(pa.repeat(pa.scalar(version, pa.int64()), n))
+    cols.append(pa.array(np.arange(order_start, order_start + n, dtype=np.int64)))
     return pa.Table.from_arrays(cols, schema=FILE_ACTIONS)
 
 

@@ -22,7 +22,7 @@ from icefloe.io import FileIO
 
 __all__ = ["CheckpointContent", "CheckpointRef", "read_checkpoint"]
 
-_COLUMNS = ("add", "remove", "metaData", "protocol", "domainMetadata", "sidecar")
+_COLUMNS = ("add", "metaData", "protocol", "domainMetadata", "sidecar")
 
 
 @dataclass(frozen=True)
@@ -101,13 +101,11 @@ def _from_parquet_tables(
     for path, t in tables:
         try:
             _table_actions(t, out)
-            for name, is_add in (("add", True), ("remove", False)):
-                if name in t.column_names:
-                    part = normalize(
-                        t.column(name), is_add=is_add, version=version, order_start=order
-                    )
-                    order += part.num_rows
-                    parts.append(part)
+            # Removes in a checkpoint are tombstones for VACUUM: replay needs only the adds.
+            if "add" in t.column_names:
+                part = normalize(t.column("add"), is_add=True, version=version, order_start=order)
+                order += part.num_rows
+                parts.append(part)
         except (pa.ArrowException, KeyError, TypeError) as e:
             raise DeltaLogError(f"corrupt Delta checkpoint {path}: {e}", path) from e
     return parts
@@ -124,8 +122,6 @@ def read_checkpoint(io: FileIO, log_dir: str, ref: CheckpointRef) -> CheckpointC
             for action in _read_json(io, path):
                 if "add" in action:
                     json_actions.append((True, action["add"]))
-                elif "remove" in action:
-                    json_actions.append((False, action["remove"]))
                 elif "protocol" in action:
                     out.protocol = action["protocol"]
                 elif "metaData" in action:

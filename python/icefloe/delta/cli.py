@@ -32,7 +32,7 @@ def add_convert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identifier", help="the Iceberg table in that catalog, e.g. db.events")
     p.add_argument(
         "--metadata-location",
-        help="directory of a catalog-less table (default: <delta_path>/_icefloe/metadata)",
+        help="directory of a catalog-less table (default: <delta_path>/_icefloe)",
     )
     p.add_argument("--up-to-version", type=int, help="convert up to this Delta version")
     p.add_argument(

@@ -615,9 +615,10 @@ def convert(
     """Create or bring up to date the Iceberg v3 table over the Delta table at ``delta_path``.
 
     Target: ``catalog`` + ``identifier`` (any icefloe catalog; the table goes to the catalog's
-    default location unless ``location`` is given), or ``metadata_location``, a directory for
-    a catalog-less table (default when neither is given: ``<delta_path>/_icefloe/metadata``),
-    which :class:`~icefloe.table.static.StaticTable` and other readers open by path.
+    default location unless ``location`` is given), or ``metadata_location``, the directory
+    of a catalog-less table whose metadata files go to its ``metadata/`` subdirectory (default
+    when neither is given: ``<delta_path>/_icefloe``); :class:`~icefloe.table.static.StaticTable`
+    opens it by that path.
     ``check`` refuses Delta tables that do not satisfy IcebergCompatV3
     (:class:`~icefloe.exceptions.NotIcebergCompatibleError`). ``progress`` (``True`` for a bar
     on stderr, or a callable ``fn(done, total)``) reports the commits read and converted.
@@ -632,7 +633,9 @@ def convert(
     root = log.location
     extra = dict(properties or {})
     if catalog is None:
-        directory = (metadata_location or f"{root}/_icefloe/metadata").rstrip("/")
+        directory = (metadata_location or f"{root}/_icefloe").rstrip("/")
+        if not directory.endswith("/metadata"):  # a table directory, as StaticTable takes
+            directory = f"{directory}/metadata"
         catalog = DirectoryCatalog(directory, log.io)
         ident: tuple[str, ...] = catalog.identifier
         table_location = location or root

@@ -280,6 +280,7 @@ class DeltaLog:
         metadata: DeltaMetadata | None = None
         domains: dict[str, dict[str, Any]] = {}
         parts: list[pa.Table] = []
+        base = FILE_ACTIONS.empty_table()
         start = 0
         order = 0
         if ref is not None:
@@ -287,7 +288,7 @@ class DeltaLog:
             protocol = DeltaProtocol.from_action(content.protocol or {}, ref.files[0])
             metadata = DeltaMetadata.from_action(content.metadata or {}, ref.files[0])
             domains.update(content.domains)
-            parts.append(content.files)
+            base = content.files
             order = content.files.num_rows
             start = ref.version + 1
         timestamp = self._list().mtimes.get(version, 0)
@@ -317,7 +318,7 @@ class DeltaLog:
             timestamp,
             protocol,
             metadata,
-            live_files(actions),
+            live_files(base, actions),
             live,
             ref,
         )

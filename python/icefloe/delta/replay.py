@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.delta.actions import FILE_ACTIONS, dv_unique_ids
+from icefloe.delta.actions import dv_unique_ids
 
 __all__ = ["decode_paths", "live_files"]
 
@@ -32,17 +32,32 @@ def decode_paths(paths: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-def live_files(actions: pa.Table) -> pa.Table:
-    """The live ``add`` rows of ``actions`` (:data:`FILE_ACTIONS`, in replay order by
-    ``order``), with ``path`` decoded, sorted by path."""
-    if actions.num_rows == 0:
-        return FILE_ACTIONS.empty_table()
-    actions = actions.combine_chunks()
-    paths = decode_paths(actions.column("path"))
-    actions = actions.set_column(0, "path", paths)
-    key = pc.binary_join_element_wise(paths, dv_unique_ids(actions.column("dv")), "\x00")
-    keyed = pa.table({"key": key, "order": actions.column("order")})
-    last = keyed.group_by("key").aggregate([("order", "max")]).column("order_max")
-    winners = pc.is_in(actions.column("order"), value_set=last)
-    live = actions.filter(pc.and_(winners, actions.column("is_add")))
-    return live.sort_by("path")
+def _keys(actions: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(
+        actions.column("path").combine_chunks(), dv_unique_ids(actions.column("dv")), "\x00"
+    )
+
+
+def live_files(checkpoint: pa.Table, commits: pa.Table) -> pa.Table:
+    """The live ``add`` rows after replaying ``commits`` (:data:`FILE_ACTIONS` in log order by
+    ``order``) on the adds of a checkpoint (all live by definition), paths decoded.
+
+    Only the few checkpoint files a commit names are reconciled by key, so replaying a short
+    tail of commits on a large checkpoint costs a membership test, not a group-by."""
+    base = checkpoint.filter(checkpoint.column("is_add")) if checkpoint.num_rows else checkpoint
+    base = base.set_column(0, "path", decode_paths(base.column("path")))
+    if commits.num_rows == 0:
+        return base
+    commits = commits.combine_chunks()
+    commits = commits.set_column(0, "path", decode_paths(commits.column("path")))
+    keys = _keys(commits)
+    keyed = pa.table({"key": keys, "order": commits.column("order")})
+    last = keyed.group_by("key", use_threads=False).aggregate([("order", "max")])
+    winners = pc.is_in(commits.column("order"), value_set=last.column("order_max"))
+    added = commits.filter(pc.and_(winners, commits.column("is_add")))
+    named = pc.is_in(base.column("path"), value_set=commits.column("path"))
+    if pc.any(named).as_py():
+        touched = base.filter(named)
+        gone = pc.is_in(_keys(touched), value_set=keys)
+        base = pa.concat_tables([base.filter(pc.invert(named)), touched.filter(pc.invert(gone))])
+    return pa.concat_tables([base, added]) if added.num_rows else base

@@ -69,15 +69,18 @@ class FileMetrics:
     upper_bounds: pa.Array  # map<int32, binary>
 
 
-def _json_lines(stats: pa.Array) -> bytes:
-    """The stats strings as newline-delimited JSON (missing stats become ``{}``)."""
-    filled = pc.fill_null(stats, "{}")
-    lines = pc.binary_join_element_wise(filled, pa.scalar("\n"), "")
-    lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
-    start, end = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
-    data: bytes = lines.buffers()[2].to_pybytes()[start:end]
-    return data
+def _json_stream(stats: pa.Array) -> pa.Buffer:
+    """The stats strings back to back (missing or empty stats become ``{}``): a stream of JSON
+    objects, taken from the string array's data buffer without copying."""
+    blank = pc.fill_null(pc.equal(stats, ""), True)
+    filled = pc.if_else(blank, "{}", stats)
+    if isinstance(filled, pa.ChunkedArray):
+        filled = filled.combine_chunks()
+    n = len(filled)
+    offsets = np.frombuffer(filled.buffers()[1], dtype=np.int32)
+    start, end = int(offsets[filled.offset]), int(offsets[filled.offset + n])
+    data: pa.Buffer = filled.buffers()[2]
+    return data.slice(start, end - start)
 
 
 def _schema(columns: list[DeltaColumn]) -> pa.Schema:
@@ -114,40 +117,49 @@ def _sanitize(obj: Any, columns_schema: pa.DataType) -> Any:
 
 
 def _parse(stats: pa.Array, schema: pa.Schema) -> pa.Table:
-    data = _json_lines(stats)
-    if not data:
+    n = len(stats)
+    if n == 0:
         return schema.empty_table()
     try:
-        return pj.read_json(
-            pa.BufferReader(data),
-            read_options=pj.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 28))),
+        parsed = pj.read_json(
+            pa.BufferReader(_json_stream(stats)),
+            read_options=pj.ReadOptions(block_size=1 << 22),
             parse_options=pj.ParseOptions(
-                explicit_schema=schema, unexpected_field_behavior="ignore"
+                explicit_schema=schema,
+                unexpected_field_behavior="ignore",
+                newlines_in_values=True,
             ),
         )
+        if parsed.num_rows == n:
+            return parsed
     except pa.ArrowInvalid:
-        # A value of an unexpected JSON kind somewhere (Spark writes NaN bounds as strings):
-        # parse in Python and drop just those values. Rare, so the slow path is acceptable.
-        rows = []
-        for s in stats.to_pylist():
-            try:
-                obj = json.loads(s) if s else {}
-            except ValueError:
-                obj = {}
-            obj = obj if isinstance(obj, dict) else {}
-            nr = obj.get("numRecords")
-            rows.append(
-                {
-                    "numRecords": nr if isinstance(nr, int) else None,
-                    "minValues": _sanitize(obj.get("minValues"), schema.field("minValues").type),
-                    "maxValues": _sanitize(obj.get("maxValues"), schema.field("maxValues").type),
-                    "nullCount": _sanitize(obj.get("nullCount"), schema.field("nullCount").type),
-                    "tightBounds": obj.get("tightBounds")
-                    if isinstance(obj.get("tightBounds"), bool)
-                    else None,
-                }
-            )
-        return pa.Table.from_pylist(rows, schema=schema)
+        pass
+    # A value of an unexpected JSON kind (Spark writes NaN bounds as strings) or a stats
+    # string that is not one object: parse in Python and drop just the bad values. Rare, so
+    # the slow path is acceptable.
+    return _parse_slowly(stats, schema)
+
+
+def _parse_slowly(stats: pa.Array, schema: pa.Schema) -> pa.Table:
+    rows = []
+    for s in stats.to_pylist():
+        try:
+            obj = json.loads(s) if s else {}
+        except ValueError:
+            obj = {}
+        obj = obj if isinstance(obj, dict) else {}
+        nr = obj.get("numRecords")
+        tight = obj.get("tightBounds")
+        rows.append(
+            {
+                "numRecords": nr if isinstance(nr, int) and not isinstance(nr, bool) else None,
+                "minValues": _sanitize(obj.get("minValues"), schema.field("minValues").type),
+                "maxValues": _sanitize(obj.get("maxValues"), schema.field("maxValues").type),
+                "nullCount": _sanitize(obj.get("nullCount"), schema.field("nullCount").type),
+                "tightBounds": tight if isinstance(tight, bool) else None,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 def _leaf(struct: pa.Array, path: tuple[str, ...]) -> pa.Array:

@@ -1,0 +1,87 @@
+"""Delta statistics to Iceberg metrics: the vectorised parse, its slow path, and the bound rules."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+
+from icefloe.delta.schema import DeltaColumn
+from icefloe.delta.stats import file_metrics
+from icefloe.types import DoubleType, FloatType, LongType, StringType, TimestamptzType
+from icefloe.values import from_bytes
+
+COLS = [
+    DeltaColumn(1, LongType(), "long", ("c1",), ("id",)),
+    DeltaColumn(2, StringType(), "string", ("c2",), ("s",)),
+    DeltaColumn(3, TimestamptzType(), "timestamp", ("c3",), ("ts",)),
+    DeltaColumn(4, DoubleType(), "double", ("st", "c4"), ("st", "x")),
+    DeltaColumn(5, FloatType(), "float", ("c5",), ("f",)),
+]
+
+
+def stats(
+    n: int, lo: object, hi: object, nulls: int = 0, tight: bool = True, **extra: object
+) -> str:
+    return json.dumps(
+        {
+            "numRecords": n,
+            "minValues": {
+                "c1": lo,
+                "c2": "a" * 40,
+                "c3": "2024-01-01T00:00:00.123Z",
+                "st": {"c4": -0.0},
+                "c5": 0.1,
+            },
+            "maxValues": {
+                "c1": hi,
+                "c2": "abc",
+                "c3": "2024-01-01T00:00:00.123Z",
+                "st": {"c4": 2.5},
+                "c5": 0.1,
+            },
+            "nullCount": {"c1": nulls, "c2": 0, "c3": 0, "st": {"c4": 1}, "c5": 0},
+            "tightBounds": tight,
+            **extra,
+        }
+    )
+
+
+def decode(m: pa.Array, i: int, fid: int, t: object) -> object:
+    got = dict(m[i].as_py())
+    return from_bytes(t, got[fid]) if fid in got else None  # type: ignore[arg-type]
+
+
+def check(values: list[str | None]) -> None:
+    m = file_metrics(pa.array(values, pa.string()), COLS)
+    assert m.num_records.to_pylist() == [10, None, 7, None]
+    # long bounds kept; 40-char string prefix kept as lower bound, dropped as upper bound.
+    assert decode(m.lower_bounds, 0, 1, LongType()) == 1
+    assert decode(m.upper_bounds, 0, 1, LongType()) == 9
+    assert decode(m.lower_bounds, 0, 2, StringType()) == "a" * 40
+    assert decode(m.upper_bounds, 0, 2, StringType()) == "abc"
+    # Timestamps truncated to ms: the upper bound covers the whole millisecond.
+    lo, hi = (
+        decode(m.lower_bounds, 0, 3, TimestamptzType()),
+        decode(m.upper_bounds, 0, 3, TimestamptzType()),
+    )
+    assert (hi - lo).microseconds == 999  # type: ignore[operator]
+    # -0.0 / +0.0 rule and float32 widening: 0.1 is not a float32, so the bounds straddle it.
+    assert math.copysign(1, decode(m.lower_bounds, 0, 4, DoubleType())) == -1  # type: ignore[arg-type]
+    flo, fhi = decode(m.lower_bounds, 0, 5, FloatType()), decode(m.upper_bounds, 0, 5, FloatType())
+    assert flo < 0.1 < fhi  # type: ignore[operator]
+    # Null counts: trusted when tight, or when 0 / numRecords; a wide count is dropped.
+    assert dict(m.null_value_counts[0].as_py()) == {1: 0, 2: 0, 3: 0, 4: 1, 5: 0}
+    assert dict(m.null_value_counts[2].as_py()) == {1: 7, 2: 0, 3: 0, 5: 0}
+    assert m.lower_bounds[1].as_py() == [] and m.null_value_counts[3].as_py() == []
+
+
+def test_vectorised_parse() -> None:
+    check([stats(10, 1, 9), None, stats(7, 1, 2, nulls=7, tight=False), ""])
+
+
+def test_slow_path_drops_only_bad_values() -> None:
+    # "NaN" where a number belongs defeats the typed JSON reader; only that value is lost.
+    bad = stats(7, 1, 2, nulls=7, tight=False).replace('"c4": 2.5', '"c4": "NaN"')
+    check([stats(10, 1, 9), None, bad, "not json"])
