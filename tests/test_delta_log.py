@@ -237,3 +237,27 @@ def test_time_travel_by_version_and_in_commit_timestamp(tmp_path: Path) -> None:
 def test_not_a_delta_table(tmp_path: Path) -> None:
     with pytest.raises(NoSuchTableError):
         DeltaLog(str(tmp_path)).snapshot()
+
+
+@pytest.mark.parametrize(
+    ("scenario", "kind"),
+    [("checkpoints", "classic"), ("multipart", "multi-part"), ("v2checkpoint", "v2")],
+)
+def test_checkpoints_written_by_delta_equal_replaying_every_commit(
+    scenario: str, kind: str, tmp_path: Path
+) -> None:
+    from _delta import fixture
+
+    root = fixture(scenario, tmp_path)
+    snap = DeltaLog(str(root)).snapshot()
+    assert snap.checkpoint is not None and snap.checkpoint.kind == kind
+    for f in (root / "_delta_log").glob("*.checkpoint*"):
+        f.unlink()
+    replayed = DeltaLog(str(root)).snapshot()
+    assert replayed.checkpoint is None
+    cols = ["path", "size", "base_row_id", "default_row_commit_version", "dv", "stats"]
+    assert (
+        snap.files.select(cols).sort_by("path").equals(replayed.files.select(cols).sort_by("path"))
+    )
+    assert snap.row_id_high_water_mark == replayed.row_id_high_water_mark
+    assert snap.metadata == replayed.metadata and snap.protocol == replayed.protocol
