@@ -360,3 +360,27 @@ def test_synthetic_log_without_row_tracking_is_refused(tmp_path: Path) -> None:
     w.commit(1, commit_info())
     with pytest.raises(NotIcebergCompatibleError, match="row-tracking"):
         convert(str(tmp_path))
+
+
+def test_a_commit_that_breaks_compatibility_stops_the_sync(tmp_path: Path) -> None:
+    root = fixture("partitioned", tmp_path)
+    latest = DeltaLog(str(root)).latest_version()
+    convert(str(root), up_to_version=1)
+    path = root / "_delta_log" / f"{latest:020d}.json"
+    meta = DeltaLog(str(root)).snapshot().metadata
+    config = dict(meta.configuration, **{"delta.enableIcebergCompatV3": "false"})
+    action = {
+        "metaData": {
+            "id": meta.id,
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": meta.schema_string,
+            "partitionColumns": list(meta.partition_columns),
+            "configuration": config,
+        }
+    }
+    path.write_text(path.read_text() + json.dumps(action) + "\n")
+    with pytest.raises(NotIcebergCompatibleError, match="feature-enabled"):
+        convert(str(root))
+    table = StaticTable.from_metadata(f"{root}/_icefloe")
+    assert table.properties["delta-version"] == str(latest - 1)  # the commits before it synced
+    assert convert(str(root), check=False).mode == "incremental"

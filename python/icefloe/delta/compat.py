@@ -41,10 +41,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.delta.log import DeltaLog, DeltaSnapshot
+from icefloe.delta.protocol import DeltaMetadata, DeltaProtocol
 from icefloe.delta.replay import decode_paths
 from icefloe.exceptions import NotIcebergCompatibleError
 
-__all__ = ["CompatReport", "Failure", "check_iceberg_compat_v3"]
+__all__ = ["CompatReport", "Failure", "check_actions", "check_iceberg_compat_v3"]
 
 ROW_ID_FIELD_ID = 2147483540
 ROW_COMMIT_VERSION_FIELD_ID = 2147483539
@@ -163,6 +164,64 @@ def _file_checks(snap: DeltaSnapshot, log_io: object, out: list[Failure]) -> Non
                 )
 
 
+def check_actions(protocol: DeltaProtocol | None, metadata: DeltaMetadata | None) -> list[Failure]:
+    """The requirements a ``protocol`` and a ``metaData`` action meet or fail on their own
+    (either may be None: a commit that changes only one of them)."""
+    out: list[Failure] = []
+    p = protocol
+    if p is not None:
+        if not (
+            p.min_reader_version == 2
+            or (p.min_reader_version >= 3 and "columnMapping" in p.reader_features)
+        ):
+            out.append(
+                Failure(
+                    "column-mapping-reader",
+                    f"reader version {p.min_reader_version} with features "
+                    f"{sorted(p.reader_features)} does not include column mapping",
+                )
+            )
+        if p.min_writer_version != 7:
+            out.append(
+                Failure("writer-version", f"writer version is {p.min_writer_version}, not 7")
+            )
+        if "icebergCompatV3" not in p.writer_features:
+            out.append(
+                Failure(
+                    "feature-supported", "icebergCompatV3 is not in the protocol's writerFeatures"
+                )
+            )
+    meta = metadata
+    if meta is not None:
+        config = meta.configuration
+        if not _true(config, "delta.enableIcebergCompatV3"):
+            out.append(Failure("feature-enabled", "delta.enableIcebergCompatV3 is not true"))
+        if meta.column_mapping_mode not in ("name", "id"):
+            out.append(
+                Failure(
+                    "column-mapping-mode",
+                    f"delta.columnMapping.mode is {meta.column_mapping_mode!r}, not name or id",
+                )
+            )
+    tracking = (p is None or "rowTracking" in p.writer_features) and (
+        meta is None or _true(meta.configuration, "delta.enableRowTracking")
+    )
+    if not tracking:
+        out.append(Failure("row-tracking", "row tracking is not supported and enabled"))
+    elif meta is not None and (
+        not meta.configuration.get(_ROW_ID_COL) or not meta.configuration.get(_ROW_VERSION_COL)
+    ):
+        out.append(
+            Failure("row-tracking", "the materialized row-tracking column names are not configured")
+        )
+    if meta is not None:
+        _nested_ids(meta.schema.get("fields", []), out)
+        for old in ("delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2"):
+            if _true(meta.configuration, old):
+                out.append(Failure("no-older-compat", f"{old} is true"))
+    return out
+
+
 def check_iceberg_compat_v3(
     table: str | DeltaSnapshot | DeltaLog,
     *,
@@ -180,45 +239,7 @@ def check_iceberg_compat_v3(
         snap = log.snapshot(version)
     else:
         snap = table
-    p, meta = snap.protocol, snap.metadata
-    config = meta.configuration
-    out: list[Failure] = []
-    if not (
-        p.min_reader_version == 2
-        or (p.min_reader_version >= 3 and "columnMapping" in p.reader_features)
-    ):
-        out.append(
-            Failure(
-                "column-mapping-reader",
-                f"reader version {p.min_reader_version} with features "
-                f"{sorted(p.reader_features)} does not include column mapping",
-            )
-        )
-    if p.min_writer_version != 7:
-        out.append(Failure("writer-version", f"writer version is {p.min_writer_version}, not 7"))
-    if "icebergCompatV3" not in p.writer_features:
-        out.append(
-            Failure("feature-supported", "icebergCompatV3 is not in the protocol's writerFeatures")
-        )
-    if not _true(config, "delta.enableIcebergCompatV3"):
-        out.append(Failure("feature-enabled", "delta.enableIcebergCompatV3 is not true"))
-    if meta.column_mapping_mode not in ("name", "id"):
-        out.append(
-            Failure(
-                "column-mapping-mode",
-                f"delta.columnMapping.mode is {meta.column_mapping_mode!r}, not name or id",
-            )
-        )
-    if "rowTracking" not in p.writer_features or not _true(config, "delta.enableRowTracking"):
-        out.append(Failure("row-tracking", "row tracking is not supported and enabled"))
-    elif not config.get(_ROW_ID_COL) or not config.get(_ROW_VERSION_COL):
-        out.append(
-            Failure("row-tracking", "the materialized row-tracking column names are not configured")
-        )
-    _nested_ids(meta.schema.get("fields", []), out)
-    for old in ("delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2"):
-        if _true(config, old):
-            out.append(Failure("no-older-compat", f"{old} is true"))
+    out = check_actions(snap.protocol, snap.metadata)
     stats = snap.files.column("stats")
     has = pc.fill_null(pc.match_substring(stats, '"numRecords"'), False)
     missing = snap.files.num_rows - int(pc.sum(has.cast("int64")).as_py() or 0)

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from icefloe.catalog.base import Catalog, split_identifier
 from icefloe.delta.actions import dv_unique_ids
-from icefloe.delta.compat import check_iceberg_compat_v3
+from icefloe.delta.compat import CompatReport, check_actions, check_iceberg_compat_v3
 from icefloe.delta.dv import DeltaDV, dv_file_path, read_dv_blobs
 from icefloe.delta.files import PartitionColumn, absolute_paths, data_entries
 from icefloe.delta.log import DeltaCommit, DeltaLog, DeltaSnapshot
@@ -461,11 +461,12 @@ def _incremental(
     end: int,
     dv_mode: str,
     progress: ProgressArg,
+    check: bool,
 ) -> int:
     snapshots = 0
     with Progress(progress, end - start + 1, "delta: converting commits") as bar:
         for v in range(start, end + 1):
-            snapshots += _apply_commit(log, table, log.commit(v), dv_mode)
+            snapshots += _apply_commit(log, table, log.commit(v), dv_mode, check)
             bar.advance()
     return snapshots
 
@@ -485,11 +486,18 @@ def _log_reporter(progress: ProgressArg) -> Callable[[int, int], None]:
     return report
 
 
-def _apply_commit(log: DeltaLog, table: Table, commit: DeltaCommit, dv_mode: str) -> int:
+def _apply_commit(
+    log: DeltaLog, table: Table, commit: DeltaCommit, dv_mode: str, check: bool = True
+) -> int:
     root = log.location
     expected = table.properties.get(DELTA_VERSION)
     if commit.protocol is not None:
         check_readable(commit.protocol, root)
+    if check and (commit.protocol is not None or commit.metadata is not None):
+        failures = check_actions(commit.protocol, commit.metadata)
+        if failures:
+            report = CompatReport(root, commit.version, tuple(failures))
+            report.raise_if_failed()
     tx = table.transaction()
     if commit.metadata is not None:
         if commit.metadata.id != table.properties.get(DELTA_TABLE_ID):
@@ -661,7 +669,7 @@ def convert(
             f"Iceberg table {table.name} is already at Delta version {previous}, after {target}"  # type: ignore[union-attr]
         )
     if table is not None and previous is not None and log.has_commits(previous + 1, target):
-        n = _incremental(log, table, previous + 1, target, dv_mode, progress)
+        n = _incremental(log, table, previous + 1, target, dv_mode, progress, check)
         return ConvertResult(table, target, "incremental", n, previous)
 
     snap = log.snapshot(target, progress=_log_reporter(progress) if progress else None)

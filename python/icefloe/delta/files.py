@@ -3,9 +3,9 @@
 Data files keep Delta's own Parquet files: the path is made absolute against the table root,
 ``record_count`` is ``numRecords``, the partition tuple comes from ``partitionValues`` (keyed by
 physical name; ``null``, a missing key and the empty string are null), ``first_row_id`` is
-``baseRowId`` and the entry's data sequence number is ``defaultRowCommitVersion`` (else the
-version that added the file): Iceberg's inherited ``_last_updated_sequence_number`` then
-equals Delta's row commit version. Files without ``numRecords`` have their Parquet footer read.
+``baseRowId`` and the entry's data and file sequence numbers are ``defaultRowCommitVersion``
+(else the version that added the file): Iceberg's inherited ``_last_updated_sequence_number``
+then equals Delta's row commit version. Files without ``numRecords`` have their Parquet footer read.
 """
 
 from __future__ import annotations
@@ -130,6 +130,9 @@ def data_entries(
     cols.update(
         status=pa.repeat(pa.scalar(1, pa.int32()), n),
         sequence_number=seq,
+        # Iceberg Java derives _last_updated_sequence_number from the file sequence number
+        # (the spec says the data sequence number): both are the row commit version.
+        file_sequence_number=seq,
         content=pa.repeat(pa.scalar(0, pa.int32()), n),
         file_path=paths,
         file_format=pa.repeat(pa.scalar("PARQUET"), n),
