@@ -1,6 +1,6 @@
 """Spark test setup: Iceberg's Java runtime jar (fetched and verified) and one Spark session.
 
-The jar ``org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0`` is downloaded once from
+The jar ``org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0`` is downloaded once from
 Maven Central into ``$ICEFLOE_JAR_CACHE`` (default ``~/.cache/icefloe/jars``), checked against
 the ``.sha1`` Maven publishes next to it, and never committed. When it cannot be fetched, only
 the tests that need Iceberg Java (fixture ``iceberg_spark``) are skipped, with the reason.
@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-ICEBERG_VERSION = "1.11.0"
+ICEBERG_VERSION = "1.12.0"
 RUNTIME_ARTIFACT = "iceberg-spark-runtime-4.1_2.13"
 MAVEN = os.environ.get("ICEFLOE_MAVEN_URL", "https://repo1.maven.org/maven2")
 

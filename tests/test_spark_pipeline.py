@@ -77,3 +77,10 @@ def test_environment_problem_names_what_to_install(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("JAVA_HOME", "/nonexistent/jdk")
     problem = pipeline.environment_problem()
     assert problem is not None and "Java 17" in problem and "JAVA_HOME" in problem
+
+
+def test_conf_needs_key_and_value(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        pipeline.main(["--conf", "spark.driver.memory"])
+    assert exc.value.code == 2
+    assert "--conf needs KEY=VALUE, got 'spark.driver.memory'" in capsys.readouterr().err

@@ -3,20 +3,32 @@ read back identically by icefloe and by Spark + Iceberg Java."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from _spark import JavaCatalog
-from _spark_util import SPEC, all_types_rows, all_types_schema, arrow_rows, single_process
+from _spark_util import (
+    SPEC,
+    all_types_rows,
+    all_types_schema,
+    arrow_rows,
+    icefloe_catalog,
+    single_process,
+)
 from _spark_util import spark_rows as rows_of
 
 pytest.importorskip("pyspark")
 
 import icefloe.spark as ispark
 from icefloe.exceptions import ValidationError
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
 from icefloe.spark.schema import arrow_for_spark, spark_schema, to_spark_batch
+from icefloe.transforms import IdentityTransform
+from icefloe.types import LongType, NestedField
 
 
 def _frame(spark: Any, table: pa.Table, schema: Any) -> Any:
@@ -82,3 +94,30 @@ def test_merge_rejects_duplicate_source_keys(spark: Any, iceberg_spark: JavaCata
     with pytest.raises(ValidationError, match="more than one source row"):
         ispark.merge(_frame(spark, dup, schema), t, on=["id"])
     assert t.refresh().current_snapshot() == snapshot
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("version", [2, 3])
+def test_delete_drops_wholly_matching_files(spark: Any, tmp_path: Path, version: int) -> None:
+    """Files whose every live row matches are removed whole (no delete file for them); the
+    others get position deletes or DVs for their matching rows only."""
+    cat = icefloe_catalog(tmp_path)
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "part", LongType(), required=True),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "part"))
+    t = cat.create_table("db.t", schema, partition_spec=spec, format_version=version)
+    ispark.write(spark.range(0, 1000, 1, 3).selectExpr("id", "id % 4 AS part"), t)
+    whole = {task.data_file.file_path for task in t.scan(row_filter="part = 1").plan_files()}
+    ispark.delete(spark, t, "part = 1 or id = 2")
+    snap = t.current_snapshot()
+    assert snap is not None and snap.summary is not None
+    assert snap.summary.get_int("deleted-data-files") == len(whole) > 0
+    assert snap.summary.get_int("added-position-deletes") == 1
+    tasks = t.scan().plan_files()
+    assert not whole & {task.data_file.file_path for task in tasks}
+    assert sum(len(task.delete_files) for task in tasks) == 1
+    got = sorted(r["id"] for r in single_process(t))
+    assert got == [i for i in range(1000) if i % 4 != 1 and i != 2]

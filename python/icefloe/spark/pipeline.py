@@ -17,7 +17,11 @@ catalog, with icefloe doing every Iceberg step (no Iceberg Java runtime):
 
 Spark 4 needs Java 17 or newer and ``pyspark``; the job says what to install when either is
 missing. ``--rows N`` (or ``ICEFLOE_PIPELINE_ROWS``) sets the size, ``--warehouse DIR`` keeps the
-catalog and table (otherwise a temporary directory is used and removed).
+catalog and table (otherwise a temporary directory is used and removed), ``--conf KEY=VALUE``
+(repeatable, or ``ICEFLOE_SPARK_CONF="KEY=VALUE ..."``) sets Spark settings of the session
+the job starts, e.g. ``--conf spark.driver.memory=1g --conf
+spark.sql.autoBroadcastJoinThreshold=1g`` (``ICEFLOE_SPARK_MEMORY`` sets the driver memory,
+default 2g).
 """
 
 from __future__ import annotations
@@ -300,10 +304,10 @@ def run(spark: Any, rows: int, warehouse: Path) -> dict[str, Any]:
     return report
 
 
-def spark_session(master: str = "local[*]") -> Any:
+def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> Any:
     """A local Spark session tuned for the pipeline (UTC, few shuffle partitions, Arrow batch
-    settings of :data:`~icefloe.spark.worker.ARROW_SETTINGS`); an active session is reused as
-    it is."""
+    settings of :data:`~icefloe.spark.worker.ARROW_SETTINGS`), with ``conf`` (Spark settings)
+    applied last; an active session is reused as it is."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -323,7 +327,7 @@ def spark_session(master: str = "local[*]") -> Any:
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
         .config("spark.python.worker.reuse", "true")
     )
-    for key, value in ARROW_SETTINGS.items():
+    for key, value in {**ARROW_SETTINGS, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -341,9 +345,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     ap.add_argument("--warehouse", type=Path, help="keep the catalog and table here")
     ap.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session the job starts (repeatable), e.g. "
+        "--conf spark.driver.memory=1g; also $ICEFLOE_SPARK_CONF (space-separated KEY=VALUE)",
+    )
     args = ap.parse_args(argv)
     if args.rows < 100:
         ap.error("--rows must be at least 100")
+    conf: dict[str, str] = {}
+    for item in os.environ.get("ICEFLOE_SPARK_CONF", "").split() + args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            ap.error(f"--conf needs KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value.strip()
     problem = environment_problem()
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -352,7 +370,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     own = SparkSession.getActiveSession() is None
     t0 = time.perf_counter()
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, conf)
     import pyspark
 
     print(

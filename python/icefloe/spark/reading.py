@@ -36,6 +36,7 @@ from icefloe.table import Table
 from icefloe.types import NestedField, StructType
 
 __all__ = [
+    "iter_numbered_tasks",
     "iter_tasks",
     "pickled_tasks",
     "read",
@@ -66,10 +67,26 @@ def task_frame(spark: Any, tasks: Sequence[FileScanTask], max_partitions: int | 
     The indexes come from ``spark.range``, so Spark starts no Python worker to build the
     frame; the pickled tasks travel in the mapped function's closure (broadcast by PySpark
     when large), one planning round trip for the whole job.
+
+    The frame's size is unknown to Spark's planner, as for a source without statistics:
+    Spark estimates a ``mapInArrow`` output from its input, and the input here is one number
+    per task, so a table of any size would look a few hundred bytes small and be chosen as the
+    broadcast side of every join (and fail once it no longer fits in memory). The range is
+    therefore united with an empty relation of unknown size (``spark.sql.defaultSizeInBytes``,
+    never broadcast by its estimate); adaptive execution still sees the true sizes at run time.
     """
     limit = max_partitions or max(1, 4 * spark.sparkContext.defaultParallelism)
     slices = max(1, min(len(tasks), limit))
-    return spark.range(0, len(tasks), 1, slices)
+    return spark.range(0, len(tasks), 1, slices).unionByName(_unsized(spark))
+
+
+def _unsized(spark: Any) -> Any:
+    """An empty DataFrame (column ``id``) whose size Spark's planner cannot estimate: an RDD
+    without partitions, so it runs nothing."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    schema = StructType([StructField("id", LongType(), False)])
+    return spark.createDataFrame(spark.sparkContext.emptyRDD(), schema)
 
 
 def pickled_tasks(tasks: Sequence[FileScanTask]) -> list[bytes]:
@@ -79,10 +96,18 @@ def pickled_tasks(tasks: Sequence[FileScanTask]) -> list[bytes]:
 
 def iter_tasks(batches: Iterator[pa.RecordBatch], payloads: list[bytes]) -> Iterator[FileScanTask]:
     """On executors: the tasks whose indexes arrive in ``batches`` (a :func:`task_frame`)."""
+    for _, task in iter_numbered_tasks(batches, payloads):
+        yield task
+
+
+def iter_numbered_tasks(
+    batches: Iterator[pa.RecordBatch], payloads: list[bytes]
+) -> Iterator[tuple[int, FileScanTask]]:
+    """Like :func:`iter_tasks`, with each task's index."""
     for batch in batches:
         for i in batch.column(0).to_pylist():
             task: FileScanTask = pickle.loads(payloads[i])
-            yield task
+            yield i, task
 
 
 def _read_partition(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from icefloe.exceptions import CommitStateUnknownError, ValidationError
@@ -31,7 +32,13 @@ from icefloe.scan.tasks import (
     replace_task,
 )
 from icefloe.spark.errors import executor_errors, icefloe_errors
-from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
+from icefloe.spark.reading import (
+    iter_numbered_tasks,
+    iter_tasks,
+    pickled_tasks,
+    resolve_table,
+    task_frame,
+)
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.worker import prepare_worker
 from icefloe.spark.writing import _cleanup, _job_tag, write_files
@@ -41,7 +48,7 @@ from icefloe.types import StructType
 from icefloe.write.delete_files import FileDeletes
 from icefloe.write.matching import bind_filter
 
-__all__ = ["delete", "merge"]
+__all__ = ["FILE_NUMBER", "delete", "match_target", "merge"]
 
 
 def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]) -> ReadOptions:
@@ -64,7 +71,9 @@ def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]
 def _matching_positions(
     io_properties: dict[str, str], options: ReadOptions, payloads: list[bytes]
 ) -> Any:
-    """``mapInArrow`` function: per task, the positions of live rows its residual matches."""
+    """``mapInArrow`` function: per task, the positions of live rows its residual matches, or
+    ``whole`` and no positions when it matches every live row (the file is removed, so its
+    positions need not travel to the driver)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from icefloe.read import DeleteCache, read_task
@@ -78,11 +87,14 @@ def _matching_positions(
                 live = sum(b.num_rows for b in read_task(io, everything, options, cache))
                 parts = [b.column(POS) for b in read_task(io, task, options, cache)]
                 positions = pa.concat_arrays(parts) if parts else pa.array([], pa.int64())
+                whole = 0 < live == len(positions)
+                if whole:
+                    positions = positions.slice(0, 0)
                 yield pa.RecordBatch.from_pydict(
                     {
                         "file": [task.data_file.file_path],
                         "positions": pa.array([positions.to_numpy()], pa.list_(pa.int64())),
-                        "live": [live],
+                        "whole": [whole],
                     }
                 )
 
@@ -111,23 +123,21 @@ def delete(
     options = _options(t, (), (POS,))
     out = task_frame(spark, tasks).mapInArrow(
         _matching_positions(dict(t.io.properties), options, pickled_tasks(tasks)),
-        "file string, positions array<bigint>, live bigint",
+        "file string, positions array<bigint>, whole boolean",
     )
     with icefloe_errors():
         result = out.toArrow()
     by_path = {task.data_file.file_path: task for task in tasks}
     delta = RowDelta(targets=tasks)
     lists = result.column("positions").combine_chunks()
-    for i, (path, live) in enumerate(
-        zip(result.column("file").to_pylist(), result.column("live").to_pylist(), strict=True)
+    for i, (path, whole) in enumerate(
+        zip(result.column("file").to_pylist(), result.column("whole").to_pylist(), strict=True)
     ):
         task = by_path[path]
         values = lists[i].values
-        if len(values) == 0:
-            continue
-        if len(values) == live:
+        if whole:
             delta.removed.append(task)
-        else:
+        elif len(values):
             delta.deletes.append(FileDeletes(task.data_file, values, task.delete_files))
     if delta.empty:
         return t
@@ -138,16 +148,23 @@ def delete(
     return t
 
 
+#: Column of the target keys frame numbering the row's data file (index into the tasks).
+FILE_NUMBER = "_icefloe_file"
+
+
 def _target_keys(
     spark: Any, table: Table, tasks: list[FileScanTask], on: Sequence[str], lineage: bool
 ) -> Any:
-    """A DataFrame of the live rows' key columns plus ``_file``, ``_pos`` (and with
-    ``lineage`` ``_row_id``), read on the executors."""
+    """A DataFrame of the live rows' key columns plus ``_pos`` (with ``lineage`` also
+    ``_row_id``) and :data:`FILE_NUMBER`, the index of the row's file in ``tasks`` (four
+    bytes a row to shuffle instead of the file's path), read on the executors."""
+    from pyspark.sql.types import IntegerType
+
     from icefloe.scan.tasks import metadata_field
 
     schema = table.schema()
     ids = tuple(schema.find_field(c).field_id for c in on)
-    meta = (FILE, POS, ROW_ID) if lineage else (FILE, POS)
+    meta = (POS, ROW_ID) if lineage else (POS,)
     options = _options(table, ids, meta)
     fields = [schema.find_field(c) for c in on] + [metadata_field(m) for m in meta]
     target = arrow_for_spark(fields)
@@ -161,13 +178,26 @@ def _target_keys(
         with executor_errors():
             io = FileIO(io_properties)
             cache = DeleteCache()
-            for task in iter_tasks(batches, payloads):
+            for number, task in iter_numbered_tasks(batches, payloads):
                 for rb in read_task(io, replace_task(task, residual=AlwaysTrue()), options, cache):
                     if rb.num_rows:
-                        yield to_spark_batch(rb, fields, target)
+                        out = to_spark_batch(rb, fields, target)
+                        column = pa.array(np.full(rb.num_rows, number, np.int32))
+                        yield out.append_column(FILE_NUMBER, column)
 
-    schema_out = spark_type(StructType(*fields))
+    schema_out = spark_type(StructType(*fields)).add(FILE_NUMBER, IntegerType(), False)
     return task_frame(spark, tasks).mapInArrow(run, schema_out)
+
+
+def match_target(source: Any, keys: Any, on: Sequence[str]) -> Any:
+    """``source`` left-joined with the target's keys (:func:`_target_keys`) on ``on``.
+
+    The join is a sort-merge join, hinted: the keys are as many rows as the table has, so
+    broadcasting them fails once they outgrow the driver's memory, and the source, whose rows
+    must all be kept (inserts), cannot be the broadcast side of a left join. The hint holds
+    whatever the session's ``spark.sql.autoBroadcastJoinThreshold`` (and under adaptive
+    execution)."""
+    return source.join(keys.hint("merge"), on=list(on), how="left")
 
 
 def merge(
@@ -190,9 +220,10 @@ def merge(
     On v3 tables updated rows keep their ``_row_id`` and get the commit's sequence number as
     ``_last_updated_sequence_number`` (spec "Row Lineage"); inserted rows get new ids.
 
-    The source is joined once with the target's keys (read on the executors) and the joined
-    rows are kept (``persist``) for the two passes over them: the matched positions per file
-    (collected to the driver) and the rows to write.
+    The source is joined once with the target's keys (read on the executors; a sort-merge
+    join whatever the table's size, see :func:`match_target`) and the joined rows are kept
+    (``persist``) for the two passes over them: the matched positions per file (collected to
+    the driver) and the rows to write.
     """
     from pyspark.sql import functions as F
 
@@ -210,7 +241,7 @@ def merge(
             raise ValidationError(f"merge key {c!r} is not a column of the source DataFrame")
         schema.find_field(c)  # raises ValidationError when the table has no such column
     for c in df.columns:
-        if c in (FILE, POS, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER):
+        if c in (FILE, POS, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER, FILE_NUMBER):
             raise ValidationError(f"merge source column {c!r} is a reserved metadata column")
     lineage = t.metadata.format_version >= 3
     spark = df.sparkSession
@@ -223,12 +254,12 @@ def merge(
     try:
         if tasks:
             keys = _target_keys(spark, t, tasks, on, lineage)
-            joined = df.join(keys, on=on, how="left").persist()
-            is_match = F.col(FILE).isNotNull()
+            joined = match_target(df, keys, on).persist()
+            is_match = F.col(FILE_NUMBER).isNotNull()
             if when_matched is not None:
                 grouped = (
                     joined.where(is_match)
-                    .groupBy(FILE)
+                    .groupBy(FILE_NUMBER)
                     .agg(
                         F.count(F.lit(1)).alias("n"),
                         F.array_distinct(F.collect_list(POS)).alias("positions"),
@@ -238,9 +269,9 @@ def merge(
                     result = grouped.toArrow()
                 counts = result.column("n").to_pylist()
                 lists = result.column("positions").combine_chunks()
-                for i, (path, n) in enumerate(
-                    zip(result.column(FILE).to_pylist(), counts, strict=True)
-                ):
+                numbers = result.column(FILE_NUMBER).to_pylist()
+                for i, (number, n) in enumerate(zip(numbers, counts, strict=True)):
+                    path = tasks[number].data_file.file_path
                     pos = lists[i].values
                     if n != len(pos):
                         raise ValidationError(
