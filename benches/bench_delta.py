@@ -4,9 +4,12 @@ The table has 200,000 files (2,000 in ``--quick``) in a classic checkpoint at ve
 with statistics for four columns and a row-tracking base row id, plus one-file JSON commits
 after it. Cases:
 
-* ``delta-convert-full``: a full conversion into a fresh path-only table (read the log, parse
-  every file's stats, write the manifest, manifest list and metadata), against reading the
-  checkpoint alone with pyarrow (the floor: no converter can skip it);
+* ``delta-convert-full``: a full conversion into a fresh path-only table (read the log, turn
+  every file's stats into metrics, write the manifest, manifest list and metadata), against
+  reading the checkpoint alone with pyarrow (the floor: no converter can skip it); the
+  checkpoint carries ``stats_parsed`` as Delta writes it by default;
+* ``delta-convert-full-json-stats``: the same from a checkpoint without ``stats_parsed``, so
+  every file's stats JSON is parsed;
 * ``delta-sync-commit``: an incremental sync of one more one-file commit.
 """
 
@@ -16,6 +19,8 @@ import json
 import tempfile
 from itertools import count
 from pathlib import Path
+
+import pyarrow as pa
 
 from harness import Harness
 
@@ -83,9 +88,48 @@ def _stats(i: int) -> str:
     )
 
 
-def generate(root: Path, files: int, commits: int) -> Path:
-    """A Delta table with ``files`` files in a checkpoint at version 1, then ``commits``
-    one-file commits."""
+def _stats_parsed(files: int) -> pa.Array:
+    """The checkpoint's typed copy of the statistics (Delta writes it by default)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lo = np.arange(files, dtype=np.int64) * ROWS
+    hi = lo + ROWS - 1
+
+    def names(v: np.ndarray) -> pa.Array:
+        digits = pc.utf8_lpad(pa.array(v).cast(pa.string()), 9, "0")
+        return pc.binary_join_element_wise("name-", digits, "")
+
+    def ts(text: str) -> pa.Array:
+        return pa.repeat(pa.scalar(text).cast(pa.timestamp("us", "UTC")), files)
+
+    def bounds(ids: np.ndarray, t: str, amount: float) -> pa.Array:
+        return pa.StructArray.from_arrays(
+            [pa.array(ids), names(ids), ts(t), pa.repeat(pa.scalar(amount), files)],
+            names=["col-id", "col-name", "col-ts", "col-amount"],
+        )
+
+    zero = pa.repeat(pa.scalar(0, pa.int64()), files)
+    counts = pa.StructArray.from_arrays(
+        [zero, zero, zero, pa.repeat(pa.scalar(3, pa.int64()), files)],
+        names=["col-id", "col-name", "col-ts", "col-amount"],
+    )
+    return pa.StructArray.from_arrays(
+        [
+            pa.repeat(pa.scalar(ROWS, pa.int64()), files),
+            bounds(lo, "2024-01-01T00:00:00.000Z", -1.5),
+            bounds(hi, "2024-12-31T23:59:59.999Z", 1e6),
+            counts,
+            pa.repeat(pa.scalar(True), files),
+        ],
+        names=["numRecords", "minValues", "maxValues", "nullCount", "tightBounds"],
+    )
+
+
+def generate(root: Path, files: int, commits: int, stats_parsed: bool = True) -> Path:
+    """A Delta table with ``files`` files in a checkpoint at version 1 (with ``stats_parsed``
+    unless told otherwise), then ``commits`` one-file commits."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -112,9 +156,12 @@ def generate(root: Path, files: int, commits: int) -> Path:
             "defaultRowCommitVersion": pa.array([1] * files, pa.int64()),
         }
     )
-    add_col = pa.StructArray.from_arrays(
-        [c.combine_chunks() for c in adds.columns], names=adds.column_names
-    )
+    arrays = [c.combine_chunks() for c in adds.columns]
+    names = list(adds.column_names)
+    if stats_parsed:
+        arrays.append(_stats_parsed(files))
+        names.append("stats_parsed")
+    add_col = pa.StructArray.from_arrays(arrays, names=names)
     n = files + 3
     nulls = [None] * 3
     table = pa.table(
@@ -180,24 +227,27 @@ def run(h: Harness) -> None:
     files = h.size(200_000, 2_000)
     syncs = h.repeat + 2
     tmp = Path(tempfile.mkdtemp(prefix="icefloe-bench-delta-"))
-    root = tmp / "table"
-    checkpoint = generate(root, files, syncs)
     runs = count()
+    for name, parsed in (("delta-convert-full", True), ("delta-convert-full-json-stats", False)):
+        root = tmp / name
+        checkpoint = generate(root, files, syncs, stats_parsed=parsed)
 
-    def full() -> None:
-        convert(str(root), metadata_location=str(tmp / f"full-{next(runs)}"), up_to_version=1)
+        def full(root: Path = root) -> None:
+            out = str(tmp / f"full-{next(runs)}")
+            convert(str(root), metadata_location=out, up_to_version=1)
 
-    def floor() -> None:
-        pq.read_table(checkpoint, columns=["add", "metaData", "protocol", "domainMetadata"])
+        def floor(checkpoint: Path = checkpoint) -> None:
+            pq.read_table(checkpoint, columns=["add", "metaData", "protocol", "domainMetadata"])
 
-    h.compare(
-        "delta-convert-full",
-        files,
-        "file",
-        ours=full,
-        peers={"checkpoint read (floor)": floor},
-        target=f"{files:,} files < 2 s",
-    )
+        h.compare(
+            name,
+            files,
+            "file",
+            ours=full,
+            peers={"checkpoint read (floor)": floor},
+            target=f"{files:,} files < 2 s",
+        )
+    root = tmp / "delta-convert-full"
     sync_dir = str(tmp / "sync")
     convert(str(root), metadata_location=sync_dir, up_to_version=1)
     version = count(2)

@@ -85,21 +85,40 @@ def _field(struct: pa.Array, name: str, type_: pa.DataType) -> pa.Array:
     return col.cast(type_)
 
 
+def _valid_rows(struct: pa.Array) -> pa.Array:
+    """The non-null rows: a zero-copy slice when they are one run (as in checkpoints, where
+    the actions of a kind sit together), else a filtered copy."""
+    if struct.null_count == 0:
+        return struct
+    idx = pc.indices_nonzero(struct.is_valid())
+    if len(idx) == 0:
+        return struct.slice(0, 0)
+    first, last = idx[0].as_py(), idx[-1].as_py()
+    if last - first + 1 == len(idx):
+        return struct.slice(first, len(idx))
+    return struct.take(idx)
+
+
 def normalize(
     struct: pa.Array | pa.ChunkedArray, *, is_add: bool, version: int, order_start: int
 ) -> pa.Table:
-    """The non-null rows of an ``add`` or ``remove`` struct column as :data:`FILE_ACTIONS`."""
+    """The non-null rows of an ``add`` or ``remove`` struct column as :data:`FILE_ACTIONS`,
+    plus checkpoints' ``stats_parsed`` column (the statistics as a typed struct) when present."""
     if isinstance(struct, pa.ChunkedArray):
         struct = struct.combine_chunks() if struct.num_chunks else pa.array([], struct.type)
-    struct = struct.filter(struct.is_valid())
+    struct = _valid_rows(struct)
     n = len(struct)
     cols = [_field(struct, log_name, FILE_ACTIONS.field(col).type) for log_name, col in _FIELDS]
-    if "stats" in {f.name for f in struct.type} and not is_add:
+    names = {f.name for f in struct.type}
+    if "stats" in names and not is_add:
         cols[5] = pa.nulls(n, pa.string())
     cols.append(pa.repeat(pa.scalar(is_add), n))
     cols.append(pa.repeat(pa.scalar(version, pa.int64()), n))
     cols.append(pa.array(np.arange(order_start, order_start + n, dtype=np.int64)))
-    return pa.Table.from_arrays(cols, schema=FILE_ACTIONS)
+    table = pa.Table.from_arrays(cols, schema=FILE_ACTIONS)
+    if is_add and "stats_parsed" in names:
+        table = table.append_column("stats_parsed", pc.struct_field(struct, "stats_parsed"))
+    return table
 
 
 def _row(action: dict[str, Any], is_add: bool, version: int, order: int) -> dict[str, Any]:

@@ -142,7 +142,7 @@ def read_checkpoint(io: FileIO, log_dir: str, ref: CheckpointRef) -> CheckpointC
         start = sum(p.num_rows for p in parts)
         parts.append(file_actions_from_dicts(json_actions, ref.version, start))
     if parts:
-        out.files = pa.concat_tables(parts)
+        out.files = pa.concat_tables(parts, promote_options="permissive")
     if out.protocol is None or out.metadata is None:
         missing = "protocol" if out.protocol is None else "metaData"
         raise DeltaLogError(

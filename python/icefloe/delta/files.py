@@ -108,7 +108,8 @@ def data_entries(
     target = manifest_arrow_schema(3, schema, spec)
     n = files.num_rows
     paths = absolute_paths(root, files.column("path").combine_chunks())
-    metrics = file_metrics(files.column("stats"), columns)
+    parsed = files.column("stats_parsed") if "stats_parsed" in files.column_names else None
+    metrics = file_metrics(files.column("stats"), columns, parsed)
     records = metrics.num_records
     if records.null_count:
         missing = pc.is_null(records)

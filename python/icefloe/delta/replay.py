@@ -59,5 +59,8 @@ def live_files(checkpoint: pa.Table, commits: pa.Table) -> pa.Table:
     if pc.any(named).as_py():
         touched = base.filter(named)
         gone = pc.is_in(_keys(touched), value_set=keys)
-        base = pa.concat_tables([base.filter(pc.invert(named)), touched.filter(pc.invert(gone))])
-    return pa.concat_tables([base, added]) if added.num_rows else base
+        kept = [base.filter(pc.invert(named)), touched.filter(pc.invert(gone))]
+        base = pa.concat_tables(kept)
+    if not added.num_rows:
+        return base
+    return pa.concat_tables([base, added], promote_options="permissive")

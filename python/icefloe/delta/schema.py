@@ -248,13 +248,13 @@ def stats_arrow_type(columns: list[DeltaColumn], kind: str) -> pa.DataType:
             elif kind == "counts":
                 fields.append(pa.field(name, pa.int64()))
             else:
-                fields.append(pa.field(name, _json_arrow_type(v)))
+                fields.append(pa.field(name, json_arrow_type(v)))
         return pa.struct(fields)
 
     return arrow(tree)
 
 
-def _json_arrow_type(c: DeltaColumn) -> pa.DataType:
+def json_arrow_type(c: DeltaColumn) -> pa.DataType:
     t = c.type
     if isinstance(t, IntegerType | LongType):
         return pa.int64()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from icefloe import _native
-from icefloe.delta.schema import DeltaColumn, stats_arrow_type
+from icefloe.delta.schema import DeltaColumn, json_arrow_type, stats_arrow_type
 from icefloe.types import (
     DateType,
     DecimalType,
@@ -45,6 +46,7 @@ from icefloe.types import (
 __all__ = ["FileMetrics", "file_metrics"]
 
 _STRING_PREFIX = 32
+_FEW = 32  # up to this many files, stats are parsed with json.loads
 _MS = 999
 _BOUND_TYPES = (
     IntegerType,
@@ -96,21 +98,24 @@ def _schema(columns: list[DeltaColumn]) -> pa.Schema:
 
 
 def _sanitize(obj: Any, columns_schema: pa.DataType) -> Any:
-    """A parsed stats object with values of the wrong JSON kind (e.g. ``"NaN"``) nulled."""
+    """A parsed stats object (numbers as ``Decimal``) with values of the wrong JSON kind (e.g.
+    ``"NaN"`` for a double) nulled and numbers in the column's Python type."""
     if not isinstance(obj, dict):
         return None
     out = {}
     for f in columns_schema:
-        v = obj.get(f.name)
+        v: Any = obj.get(f.name)
+        number = isinstance(v, int | Decimal) and not isinstance(v, bool)
         if pa.types.is_struct(f.type):
             out[f.name] = _sanitize(v, f.type)
-        elif pa.types.is_floating(f.type) or pa.types.is_integer(f.type):
-            ok = isinstance(v, int | float) and not isinstance(v, bool)
-            out[f.name] = v if ok else None
+        elif pa.types.is_floating(f.type):
+            out[f.name] = float(v) if number else None
+        elif pa.types.is_integer(f.type):
+            out[f.name] = v if isinstance(v, int) and not isinstance(v, bool) else None
         elif pa.types.is_boolean(f.type):
             out[f.name] = v if isinstance(v, bool) else None
         elif pa.types.is_decimal(f.type):
-            out[f.name] = None  # precision cannot be trusted after Python float parsing
+            out[f.name] = Decimal(v) if number else None
         else:
             out[f.name] = v if isinstance(v, str) else None
     return out
@@ -120,6 +125,8 @@ def _parse(stats: pa.Array, schema: pa.Schema) -> pa.Table:
     n = len(stats)
     if n == 0:
         return schema.empty_table()
+    if n <= _FEW:  # a commit's few files: starting Arrow's reader costs more than json.loads
+        return _parse_slowly(stats, schema)
     try:
         parsed = pj.read_json(
             pa.BufferReader(_json_stream(stats)),
@@ -136,7 +143,7 @@ def _parse(stats: pa.Array, schema: pa.Schema) -> pa.Table:
         pass
     # A value of an unexpected JSON kind (Spark writes NaN bounds as strings) or a stats
     # string that is not one object: parse in Python and drop just the bad values. Rare, so
-    # the slow path is acceptable.
+    # the per-file path is acceptable here.
     return _parse_slowly(stats, schema)
 
 
@@ -144,7 +151,7 @@ def _parse_slowly(stats: pa.Array, schema: pa.Schema) -> pa.Table:
     rows = []
     for s in stats.to_pylist():
         try:
-            obj = json.loads(s) if s else {}
+            obj = json.loads(s, parse_float=Decimal) if s else {}
         except ValueError:
             obj = {}
         obj = obj if isinstance(obj, dict) else {}
@@ -162,11 +169,23 @@ def _parse_slowly(stats: pa.Array, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _leaf(struct: pa.Array, path: tuple[str, ...]) -> pa.Array:
+def _leaf(struct: pa.Array, path: tuple[str, ...], type_: pa.DataType) -> pa.Array:
+    """The values at ``path`` in a stats struct, nulls where a level is missing (Delta keeps
+    statistics for the first columns only)."""
     arr = struct
     for p in path:
+        if not pa.types.is_struct(arr.type) or arr.type.get_field_index(p) < 0:
+            return pa.nulls(len(struct), type_)
         arr = pc.struct_field(arr, p)
     return arr
+
+
+def _column(table: pa.Table | pa.StructArray, name: str, n: int, type_: pa.DataType) -> pa.Array:
+    names = table.column_names if isinstance(table, pa.Table) else [f.name for f in table.type]
+    if name not in names:
+        return pa.nulls(n, type_)
+    col = table.column(name) if isinstance(table, pa.Table) else pc.struct_field(table, name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
 def _typed(c: DeltaColumn, raw: pa.Array, upper: bool) -> pa.Array | None:
@@ -231,32 +250,26 @@ def _map(ids: list[int], columns: list[pa.Array], value_type: pa.DataType, n: in
     )
 
 
-def file_metrics(stats: pa.Array | pa.ChunkedArray, columns: list[DeltaColumn]) -> FileMetrics:
-    """Iceberg metrics for files with Delta ``stats`` strings; ``columns`` are the table's
-    stats columns (:func:`icefloe.delta.schema.leaf_columns`, partition columns excluded)."""
-    if isinstance(stats, pa.ChunkedArray):
-        stats = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
-    n = len(stats)
-    parsed = _parse(stats, _schema(columns)).combine_chunks()
-    num = parsed.column("numRecords").combine_chunks() if n else pa.array([], pa.int64())
-    tight = pc.fill_null(parsed.column("tightBounds").combine_chunks(), True) if n else None
-    mins = parsed.column("minValues").combine_chunks() if n else None
-    maxs = parsed.column("maxValues").combine_chunks() if n else None
-    nulls = parsed.column("nullCount").combine_chunks() if n else None
+def _metrics(parsed: pa.Table | pa.StructArray, columns: list[DeltaColumn], n: int) -> FileMetrics:
+    """Metrics from parsed statistics (the JSON read, or a checkpoint's ``stats_parsed``)."""
+    num = _column(parsed, "numRecords", n, pa.int64()).cast(pa.int64())
+    tight = pc.fill_null(_column(parsed, "tightBounds", n, pa.bool_()), True)
+    mins = _column(parsed, "minValues", n, pa.struct([]))
+    maxs = _column(parsed, "maxValues", n, pa.struct([]))
+    nulls = _column(parsed, "nullCount", n, pa.struct([]))
     ids: list[int] = []
     lows: list[pa.Array] = []
     highs: list[pa.Array] = []
     count_ids: list[int] = []
     counts: list[pa.Array] = []
     for c in columns:  # one iteration per column, vectorised over all files
-        if n == 0:
-            break
-        cnt = _leaf(nulls, c.physical_path)
+        cnt = _leaf(nulls, c.physical_path, pa.int64()).cast(pa.int64())
         trusted = pc.or_(tight, pc.or_(pc.equal(cnt, 0), pc.equal(cnt, num)))
         count_ids.append(c.field_id)
         counts.append(pc.if_else(pc.fill_null(trusted, False), cnt, pa.scalar(None, pa.int64())))
-        lo = _typed(c, _leaf(mins, c.physical_path), upper=False)
-        hi = _typed(c, _leaf(maxs, c.physical_path), upper=True)
+        json_type = json_arrow_type(c)
+        lo = _typed(c, _leaf(mins, c.physical_path, json_type), upper=False)
+        hi = _typed(c, _leaf(maxs, c.physical_path, json_type), upper=True)
         if lo is None or hi is None:
             continue
         type_str = str(c.type)
@@ -268,4 +281,45 @@ def file_metrics(stats: pa.Array | pa.ChunkedArray, columns: list[DeltaColumn]) 
         _map(count_ids, counts, pa.int64(), n),
         _map(ids, lows, pa.binary(), n),
         _map(ids, highs, pa.binary(), n),
+    )
+
+
+def _from_json(stats: pa.Array, columns: list[DeltaColumn]) -> FileMetrics:
+    n = len(stats)
+    return _metrics(_parse(stats, _schema(columns)).combine_chunks(), columns, n)
+
+
+def file_metrics(
+    stats: pa.Array | pa.ChunkedArray,
+    columns: list[DeltaColumn],
+    parsed: pa.Array | pa.ChunkedArray | None = None,
+) -> FileMetrics:
+    """Iceberg metrics for files with Delta ``stats`` strings; ``columns`` are the table's
+    stats columns (:func:`icefloe.delta.schema.leaf_columns`, partition columns excluded).
+    ``parsed`` (a checkpoint's ``stats_parsed``, aligned with ``stats``) is used where it is
+    set: no JSON to parse for those files."""
+    if isinstance(stats, pa.ChunkedArray):
+        stats = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
+    if isinstance(parsed, pa.ChunkedArray):
+        parsed = parsed.combine_chunks() if parsed.num_chunks else None
+    if parsed is None or not pa.types.is_struct(parsed.type) or parsed.null_count == len(parsed):
+        return _from_json(stats, columns)
+    if parsed.null_count == 0:
+        return _metrics(parsed, columns, len(parsed))
+    have = parsed.is_valid()
+    idx_p = pc.indices_nonzero(have)
+    idx_j = pc.indices_nonzero(pc.invert(have))
+    a = _metrics(parsed.take(idx_p), columns, len(idx_p))
+    b = _from_json(stats.take(idx_j), columns)
+    order = np.argsort(np.concatenate([idx_p.to_numpy(), idx_j.to_numpy()]), kind="stable")
+    back = pa.array(order)
+
+    def merge(x: pa.Array, y: pa.Array) -> pa.Array:
+        return pa.concat_arrays([x, y.cast(x.type)]).take(back)
+
+    return FileMetrics(
+        merge(a.num_records, b.num_records),
+        merge(a.null_value_counts, b.null_value_counts),
+        merge(a.lower_bounds, b.lower_bounds),
+        merge(a.upper_bounds, b.upper_bounds),
     )
