@@ -384,3 +384,71 @@ def test_a_commit_that_breaks_compatibility_stops_the_sync(tmp_path: Path) -> No
     table = StaticTable.from_metadata(f"{root}/_icefloe")
     assert table.properties["delta-version"] == str(latest - 1)  # the commits before it synced
     assert convert(str(root), check=False).mode == "incremental"
+
+
+def test_fallback_full_conversion_follows_schema_changes(tmp_path: Path) -> None:
+    """The commits after the first conversion are gone and the schema changed meanwhile."""
+    root = fixture("evolution", tmp_path)
+    latest = DeltaLog(str(root)).latest_version()
+    convert(str(root), up_to_version=1)
+    for v in range(2, latest):
+        (root / "_delta_log" / f"{v:020d}.json").unlink()
+    snap_path = root / "_delta_log" / f"{latest:020d}.json"
+    lines = snap_path.read_text()
+    # Rebuild the latest state from the fixture copy that still has every commit.
+    full = fixture("evolution", tmp_path / "full")
+    state = DeltaLog(str(full)).snapshot()
+    from _delta import checkpoint_table
+
+    actions: list[dict[str, Any]] = [
+        {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": sorted(state.protocol.reader_features),
+                "writerFeatures": sorted(state.protocol.writer_features),
+            }
+        },
+        {
+            "metaData": {
+                "id": state.metadata.id,
+                "schemaString": state.metadata.schema_string,
+                "partitionColumns": [],
+                "configuration": state.metadata.configuration,
+                "createdTime": 0,
+            }
+        },
+        *({"domainMetadata": d} for d in state.domains.values()),
+    ]
+    for f in state.files.to_pylist():
+        actions.append(
+            {
+                "add": {
+                    "path": f["path"],
+                    "partitionValues": {},
+                    "size": f["size"],
+                    "modificationTime": 0,
+                    "dataChange": True,
+                    "stats": f["stats"],
+                    "deletionVector": f["dv"],
+                    "baseRowId": f["base_row_id"],
+                    "defaultRowCommitVersion": f["default_row_commit_version"],
+                }
+            }
+        )
+    pq.write_table(
+        checkpoint_table(actions), root / "_delta_log" / f"{latest - 1:020d}.checkpoint.parquet"
+    )
+    snap_path.write_text(lines)
+    result = convert(str(root))
+    assert result.mode == "full"
+    table = result.table
+    assert [f.name for f in table.schema().fields] == [f.name for f in convert_schema_of(state)]
+    assert rows(read(table)) == delta_rows(expected(root, latest))
+    assert rows(read(table, table.snapshots()[0].snapshot_id)) == delta_rows(expected(root, 1))
+
+
+def convert_schema_of(snap: Any) -> Any:
+    from icefloe.delta.schema import convert_schema
+
+    return convert_schema(snap.metadata.schema).fields

@@ -407,6 +407,8 @@ def _full(
     had_snapshot = table.metadata.current_snapshot() is not None
     try:
         tx = table.transaction()
+        if had_snapshot:  # the schema first: the new manifests are written with it
+            _schema_updates(tx, meta)
         if had_snapshot or snap.files.num_rows:
             p = SnapshotProducer(
                 tx,
@@ -424,8 +426,6 @@ def _full(
                 p.remove_files_where(lambda b: pc.is_valid(b.column("status")))
             prepared.attach(p)
             p.commit()
-        if had_snapshot:
-            _schema_updates(tx, meta)
         tx.apply([SetProperties(props)])
         tx.commit_transaction()
     except BaseException:
