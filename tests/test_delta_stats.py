@@ -121,3 +121,18 @@ def test_checkpoint_stats_parsed_equals_the_json() -> None:
             assert m.lower_bounds.equals(from_json.lower_bounds), name
             assert m.upper_bounds.equals(from_json.upper_bounds), name
             assert m.null_value_counts.equals(from_json.null_value_counts), name
+
+
+def test_absolute_and_relative_paths() -> None:
+    from icefloe.delta.files import absolute_paths
+
+    got = absolute_paths(
+        "/r", pa.array(["a/b.parquet", "/abs/c.parquet", "s3://b/k.parquet", "file:/t/x", "a:b/c"])
+    )
+    assert got.to_pylist() == [
+        "/r/a/b.parquet",
+        "/abs/c.parquet",
+        "s3://b/k.parquet",
+        "file:/t/x",
+        "/r/a:b/c",
+    ]

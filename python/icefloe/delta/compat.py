@@ -37,9 +37,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from icefloe.delta.files import absolute_paths
 from icefloe.delta.log import DeltaLog, DeltaSnapshot
 from icefloe.delta.protocol import DeltaMetadata, DeltaProtocol
 from icefloe.delta.replay import decode_paths
@@ -132,7 +134,7 @@ def _file_checks(snap: DeltaSnapshot, log_io: object, out: list[Failure]) -> Non
     }
     paths = decode_paths(snap.files.column("path")).to_pylist()
     for rel in paths:  # one footer read per file, only when asked for
-        path = rel if "://" in rel or rel.startswith("/") else f"{snap.table}/{rel}"
+        path = absolute_paths(snap.table, pa.array([rel], pa.string()))[0].as_py()
         with io.new_input(path).open() as fh:
             md = pq.ParquetFile(fh).metadata
         schema = md.schema

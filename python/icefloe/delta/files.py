@@ -40,7 +40,9 @@ class PartitionColumn:
 def absolute_paths(root: str, paths: pa.Array) -> pa.Array:
     """Decoded Delta paths made absolute (relative ones are under ``root``)."""
     root = root.rstrip("/")
-    absolute = pc.or_(pc.starts_with(paths, "/"), pc.match_substring(paths, "://"))
+    # Absolute: a path from the root, or a URI (``s3://...``, Hadoop's ``file:/...``).
+    uri = pc.match_substring_regex(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
+    absolute = pc.or_(pc.starts_with(paths, "/"), uri)
     joined = pc.binary_join_element_wise(pa.scalar(root), paths, "/")
     return pc.if_else(absolute, paths, joined)
 
