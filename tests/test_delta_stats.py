@@ -77,19 +77,35 @@ def check(values: list[str | None]) -> None:
     assert m.lower_bounds[1].as_py() == [] and m.null_value_counts[3].as_py() == []
 
 
-def test_vectorised_parse() -> None:
-    # More files than the per-file path takes: Arrow's JSON reader parses them.
+def test_parse() -> None:
     check([stats(10, 1, 9), None, stats(7, 1, 2, nulls=7, tight=False), ""] * 20)
 
 
-def test_per_file_parse_for_few_files() -> None:
-    check([stats(10, 1, 9), None, stats(7, 1, 2, nulls=7, tight=False), ""])
-
-
-def test_slow_path_drops_only_bad_values() -> None:
-    # "NaN" where a number belongs defeats the typed JSON reader; only that value is lost.
+def test_bad_values_are_dropped_alone() -> None:
+    # "NaN" where a number belongs (Spark writes NaN bounds so): only that bound is lost; a
+    # string that is not JSON is a file without statistics.
     bad = stats(7, 1, 2, nulls=7, tight=False).replace('"c4": 2.5', '"c4": "NaN"')
-    check([stats(10, 1, 9), None, bad, "not json"] * 20)
+    check([stats(10, 1, 9), None, bad, "not json"])
+
+
+def test_decimal_bounds_are_exact_or_absent() -> None:
+    from decimal import Decimal
+
+    from icefloe.types import DecimalType
+
+    cols = [
+        DeltaColumn(1, DecimalType(10, 2), "decimal(10,2)", ("a",), ("a",)),
+        DeltaColumn(2, DecimalType(20, 2), "decimal(20,2)", ("b",), ("b",)),
+        DeltaColumn(3, DecimalType(20, 0), "decimal(20,0)", ("c",), ("c",)),
+    ]
+    text = (
+        '{"numRecords":1,"minValues":'
+        '{"a":-12.34,"b":123456789012345678.91,"c":12345678901234567890}}'
+    )
+    m = file_metrics(pa.array([text]), cols)
+    assert decode(m.lower_bounds, 0, 1, cols[0].type) == Decimal("-12.34")
+    assert decode(m.lower_bounds, 0, 2, cols[1].type) is None  # not exact in a double: no bound
+    assert decode(m.lower_bounds, 0, 3, cols[2].type) == Decimal("12345678901234567890")
 
 
 def test_checkpoint_stats_parsed_equals_the_json() -> None:

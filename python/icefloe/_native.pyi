@@ -26,6 +26,7 @@ __all__ = [
     "_debug_error",
     "_debug_panic",
     "decode_dictionaries",
+    "delta_parse_stats",
     "decode_values",
     "encode_values",
     "expr_manifest_mask",
@@ -76,6 +77,11 @@ def value_to_json(
 def value_from_json(
     type_: str, json_value: bool | int | float | str
 ) -> bool | int | float | str | bytes: ...
+# Delta converter: stats JSON of many files -> (num_records, tight_bounds, null counts, mins,
+# maxs), one array per column for the last three.
+def delta_parse_stats(
+    stats: _Array, paths: Sequence[Sequence[str]], kinds: Sequence[str]
+) -> tuple[pa.Array, pa.Array, list[pa.Array], list[pa.Array], list[pa.Array]]: ...
 def decode_values(type_: str, array: _Array) -> _Array: ...
 def encode_values(type_: str, array: _Array) -> _Array: ...
 def point_to_bytes(x: float, y: float, z: float | None = None, m: float | None = None) -> bytes: ...

@@ -229,32 +229,8 @@ def name_mapping(delta_schema: dict[str, Any]) -> NameMapping:
     return NameMapping(mapped(f) for f in delta_schema.get("fields", []))
 
 
-def stats_arrow_type(columns: list[DeltaColumn], kind: str) -> pa.DataType:
-    """The Arrow struct type of the ``minValues``/``maxValues`` (``kind="bounds"``) or
-    ``nullCount`` (``kind="counts"``) object of the stats JSON, nested by physical name.
-    Dates and timestamps are JSON strings, parsed after reading."""
-    tree: dict[str, Any] = {}
-    for c in columns:
-        node = tree
-        for part in c.physical_path[:-1]:
-            node = node.setdefault(part, {})
-        node[c.physical_path[-1]] = c
-
-    def arrow(node: dict[str, Any]) -> pa.DataType:
-        fields = []
-        for name, v in node.items():
-            if isinstance(v, dict):
-                fields.append(pa.field(name, arrow(v)))
-            elif kind == "counts":
-                fields.append(pa.field(name, pa.int64()))
-            else:
-                fields.append(pa.field(name, json_arrow_type(v)))
-        return pa.struct(fields)
-
-    return arrow(tree)
-
-
 def json_arrow_type(c: DeltaColumn) -> pa.DataType:
+    """The Arrow type a column's bounds are read in (numbers widened, text kept as text)."""
     t = c.type
     if isinstance(t, IntegerType | LongType):
         return pa.int64()

@@ -1,9 +1,10 @@
 """Delta file statistics as Iceberg metrics, vectorised over every file at once.
 
-The stats JSON strings of all files are parsed in one call by Arrow's JSON reader (C++,
-multi-threaded) against a schema derived from the Delta schema, the bounds are serialised to
-the spec's single-value binary form by the Rust core (``_native.encode_values``) and assembled
-into the manifest's ``map<int, ...>`` columns with numpy; no Python code runs per file.
+The stats JSON strings of all files are parsed in one call by the Rust core
+(``_native.delta_parse_stats``) into one Arrow column per leaf and kind (checkpoints' typed
+``stats_parsed`` copy needs no parsing at all), the bounds are serialised to the spec's
+single-value binary form in Rust (``_native.encode_values``) and assembled into the manifest's
+``map<int, ...>`` columns with numpy; no Python code runs per file.
 
 Rules (Delta PROTOCOL "Per-file Statistics" -> Iceberg metrics):
 
@@ -19,19 +20,16 @@ Rules (Delta PROTOCOL "Per-file Statistics" -> Iceberg metrics):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from icefloe import _native
-from icefloe.delta.schema import DeltaColumn, json_arrow_type, stats_arrow_type
+from icefloe.delta.schema import DeltaColumn, json_arrow_type
 from icefloe.types import (
+    BooleanType,
     DateType,
     DecimalType,
     DoubleType,
@@ -46,7 +44,6 @@ from icefloe.types import (
 __all__ = ["FileMetrics", "file_metrics"]
 
 _STRING_PREFIX = 32
-_FEW = 32  # up to this many files, stats are parsed with json.loads
 _MS = 999
 _BOUND_TYPES = (
     IntegerType,
@@ -71,102 +68,55 @@ class FileMetrics:
     upper_bounds: pa.Array  # map<int32, binary>
 
 
-def _json_stream(stats: pa.Array) -> pa.Buffer:
-    """The stats strings back to back (missing or empty stats become ``{}``): a stream of JSON
-    objects, taken from the string array's data buffer without copying."""
-    blank = pc.fill_null(pc.equal(stats, ""), True)
-    filled = pc.if_else(blank, "{}", stats)
-    if isinstance(filled, pa.ChunkedArray):
-        filled = filled.combine_chunks()
-    n = len(filled)
-    offsets = np.frombuffer(filled.buffers()[1], dtype=np.int32)
-    start, end = int(offsets[filled.offset]), int(offsets[filled.offset + n])
-    data: pa.Buffer = filled.buffers()[2]
-    return data.slice(start, end - start)
+@dataclass
+class _Stats:
+    """Parsed statistics as flat columns: one array per leaf column for each section."""
+
+    num: pa.Array
+    tight: pa.Array
+    nulls: list[pa.Array]
+    mins: list[pa.Array]
+    maxs: list[pa.Array]
 
 
-def _schema(columns: list[DeltaColumn]) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("numRecords", pa.int64()),
-            pa.field("minValues", stats_arrow_type(columns, "bounds")),
-            pa.field("maxValues", stats_arrow_type(columns, "bounds")),
-            pa.field("nullCount", stats_arrow_type(columns, "counts")),
-            pa.field("tightBounds", pa.bool_()),
-        ]
+def _kind(c: DeltaColumn) -> str:
+    t = c.type
+    if isinstance(t, IntegerType | LongType):
+        return "int"
+    if isinstance(t, FloatType | DoubleType):
+        return "float"
+    if isinstance(t, BooleanType):
+        return "bool"
+    if isinstance(t, DecimalType):
+        return f"decimal({t.precision})"
+    return "string"  # strings, dates, timestamps (binary and variant have no bounds)
+
+
+def _decimals(c: DeltaColumn, text: pa.Array) -> pa.Array:
+    """Decimal bounds from their JSON text; a value that does not fit the type is no bound."""
+    t = c.type
+    assert isinstance(t, DecimalType)
+    target = (
+        pa.decimal128(t.precision, t.scale)
+        if t.precision <= 38
+        else pa.decimal256(t.precision, t.scale)
     )
-
-
-def _sanitize(obj: Any, columns_schema: pa.DataType) -> Any:
-    """A parsed stats object (numbers as ``Decimal``) with values of the wrong JSON kind (e.g.
-    ``"NaN"`` for a double) nulled and numbers in the column's Python type."""
-    if not isinstance(obj, dict):
-        return None
-    out = {}
-    for f in columns_schema:
-        v: Any = obj.get(f.name)
-        number = isinstance(v, int | Decimal) and not isinstance(v, bool)
-        if pa.types.is_struct(f.type):
-            out[f.name] = _sanitize(v, f.type)
-        elif pa.types.is_floating(f.type):
-            out[f.name] = float(v) if number else None
-        elif pa.types.is_integer(f.type):
-            out[f.name] = v if isinstance(v, int) and not isinstance(v, bool) else None
-        elif pa.types.is_boolean(f.type):
-            out[f.name] = v if isinstance(v, bool) else None
-        elif pa.types.is_decimal(f.type):
-            out[f.name] = Decimal(v) if number else None
-        else:
-            out[f.name] = v if isinstance(v, str) else None
-    return out
-
-
-def _parse(stats: pa.Array, schema: pa.Schema) -> pa.Table:
-    n = len(stats)
-    if n == 0:
-        return schema.empty_table()
-    if n <= _FEW:  # a commit's few files: starting Arrow's reader costs more than json.loads
-        return _parse_slowly(stats, schema)
     try:
-        parsed = pj.read_json(
-            pa.BufferReader(_json_stream(stats)),
-            read_options=pj.ReadOptions(block_size=1 << 22),
-            parse_options=pj.ParseOptions(
-                explicit_schema=schema,
-                unexpected_field_behavior="ignore",
-                newlines_in_values=True,
-            ),
-        )
-        if parsed.num_rows == n:
-            return parsed
-    except pa.ArrowInvalid:
-        pass
-    # A value of an unexpected JSON kind (Spark writes NaN bounds as strings) or a stats
-    # string that is not one object: parse in Python and drop just the bad values. Rare, so
-    # the per-file path is acceptable here.
-    return _parse_slowly(stats, schema)
+        return pc.cast(text, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.nulls(len(text), target)
 
 
-def _parse_slowly(stats: pa.Array, schema: pa.Schema) -> pa.Table:
-    rows = []
-    for s in stats.to_pylist():
-        try:
-            obj = json.loads(s, parse_float=Decimal) if s else {}
-        except ValueError:
-            obj = {}
-        obj = obj if isinstance(obj, dict) else {}
-        nr = obj.get("numRecords")
-        tight = obj.get("tightBounds")
-        rows.append(
-            {
-                "numRecords": nr if isinstance(nr, int) and not isinstance(nr, bool) else None,
-                "minValues": _sanitize(obj.get("minValues"), schema.field("minValues").type),
-                "maxValues": _sanitize(obj.get("maxValues"), schema.field("maxValues").type),
-                "nullCount": _sanitize(obj.get("nullCount"), schema.field("nullCount").type),
-                "tightBounds": tight if isinstance(tight, bool) else None,
-            }
-        )
-    return pa.Table.from_pylist(rows, schema=schema)
+def _from_json(stats: pa.Array, columns: list[DeltaColumn]) -> _Stats:
+    if stats.type != pa.string():
+        stats = stats.cast(pa.string())
+    num, tight, nulls, mins, maxs = _native.delta_parse_stats(
+        stats, [list(c.physical_path) for c in columns], [_kind(c) for c in columns]
+    )
+    for i, c in enumerate(columns):
+        if isinstance(c.type, DecimalType):
+            mins[i], maxs[i] = _decimals(c, mins[i]), _decimals(c, maxs[i])
+    return _Stats(num, tight, nulls, mins, maxs)
 
 
 def _leaf(struct: pa.Array, path: tuple[str, ...], type_: pa.DataType) -> pa.Array:
@@ -250,26 +200,37 @@ def _map(ids: list[int], columns: list[pa.Array], value_type: pa.DataType, n: in
     )
 
 
-def _metrics(parsed: pa.Table | pa.StructArray, columns: list[DeltaColumn], n: int) -> FileMetrics:
-    """Metrics from parsed statistics (the JSON read, or a checkpoint's ``stats_parsed``)."""
-    num = _column(parsed, "numRecords", n, pa.int64()).cast(pa.int64())
-    tight = pc.fill_null(_column(parsed, "tightBounds", n, pa.bool_()), True)
+def _from_struct(parsed: pa.StructArray, columns: list[DeltaColumn]) -> _Stats:
+    """Flat columns from a checkpoint's typed ``stats_parsed`` struct."""
+    n = len(parsed)
     mins = _column(parsed, "minValues", n, pa.struct([]))
     maxs = _column(parsed, "maxValues", n, pa.struct([]))
     nulls = _column(parsed, "nullCount", n, pa.struct([]))
+    return _Stats(
+        _column(parsed, "numRecords", n, pa.int64()).cast(pa.int64()),
+        _column(parsed, "tightBounds", n, pa.bool_()),
+        [_leaf(nulls, c.physical_path, pa.int64()).cast(pa.int64()) for c in columns],
+        [_leaf(mins, c.physical_path, json_arrow_type(c)) for c in columns],
+        [_leaf(maxs, c.physical_path, json_arrow_type(c)) for c in columns],
+    )
+
+
+def _metrics(st: _Stats, columns: list[DeltaColumn], n: int) -> FileMetrics:
+    """Iceberg metrics from parsed statistics."""
+    num = st.num
+    tight = pc.fill_null(st.tight, True)
     ids: list[int] = []
     lows: list[pa.Array] = []
     highs: list[pa.Array] = []
     count_ids: list[int] = []
     counts: list[pa.Array] = []
-    for c in columns:  # one iteration per column, vectorised over all files
-        cnt = _leaf(nulls, c.physical_path, pa.int64()).cast(pa.int64())
+    for i, c in enumerate(columns):  # one iteration per column, vectorised over all files
+        cnt = st.nulls[i]
         trusted = pc.or_(tight, pc.or_(pc.equal(cnt, 0), pc.equal(cnt, num)))
         count_ids.append(c.field_id)
         counts.append(pc.if_else(pc.fill_null(trusted, False), cnt, pa.scalar(None, pa.int64())))
-        json_type = json_arrow_type(c)
-        lo = _typed(c, _leaf(mins, c.physical_path, json_type), upper=False)
-        hi = _typed(c, _leaf(maxs, c.physical_path, json_type), upper=True)
+        lo = _typed(c, st.mins[i], upper=False)
+        hi = _typed(c, st.maxs[i], upper=True)
         if lo is None or hi is None:
             continue
         type_str = str(c.type)
@@ -282,11 +243,6 @@ def _metrics(parsed: pa.Table | pa.StructArray, columns: list[DeltaColumn], n: i
         _map(ids, lows, pa.binary(), n),
         _map(ids, highs, pa.binary(), n),
     )
-
-
-def _from_json(stats: pa.Array, columns: list[DeltaColumn]) -> FileMetrics:
-    n = len(stats)
-    return _metrics(_parse(stats, _schema(columns)).combine_chunks(), columns, n)
 
 
 def file_metrics(
@@ -302,15 +258,16 @@ def file_metrics(
         stats = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
     if isinstance(parsed, pa.ChunkedArray):
         parsed = parsed.combine_chunks() if parsed.num_chunks else None
+    n = len(stats)
     if parsed is None or not pa.types.is_struct(parsed.type) or parsed.null_count == len(parsed):
-        return _from_json(stats, columns)
+        return _metrics(_from_json(stats, columns), columns, n)
     if parsed.null_count == 0:
-        return _metrics(parsed, columns, len(parsed))
+        return _metrics(_from_struct(parsed, columns), columns, n)
     have = parsed.is_valid()
     idx_p = pc.indices_nonzero(have)
     idx_j = pc.indices_nonzero(pc.invert(have))
-    a = _metrics(parsed.take(idx_p), columns, len(idx_p))
-    b = _from_json(stats.take(idx_j), columns)
+    a = _metrics(_from_struct(parsed.take(idx_p), columns), columns, len(idx_p))
+    b = _metrics(_from_json(stats.take(idx_j), columns), columns, len(idx_j))
     order = np.argsort(np.concatenate([idx_p.to_numpy(), idx_j.to_numpy()]), kind="stable")
     back = pa.array(order)
 
