@@ -7,6 +7,13 @@
 echo "==> cargo fmt --check"; cargo fmt --all -- --check
 echo "==> cargo clippy"; cargo clippy --quiet --all-targets --features python -- -D warnings
 echo "==> cargo test"; cargo test --quiet
+# the minimum supported Rust version (Cargo.toml rust-version), when that toolchain is installed
+# (`rustup toolchain install 1.90.0 --profile minimal`)
+if rustup toolchain list 2>/dev/null | grep -q '^1\.90\.0'; then
+  echo "==> cargo +1.90.0 check (MSRV)"; cargo +1.90.0 check --quiet --all-targets --features python
+else
+  echo "note: Rust 1.90.0 not installed; the minimum-version check is skipped" >&2
+fi
 echo "==> ruff"; ruff check python tests benches; ruff format --check python tests benches
 echo "==> mypy"; mypy
 echo "==> stubtest"; python -m mypy.stubtest icefloe._native
@@ -17,6 +24,15 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   else
     echo "note: PostgreSQL server binaries not found; the PostgreSQL catalog tests will be" \
       "skipped. Install them with: sudo apt-get install -y postgresql" >&2
+  fi
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing Chromium (Debian package) for the HTML report test"
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: chromium not found; the HTML report's browser test will be skipped." \
+      "Install it with: sudo apt-get install -y chromium" >&2
   fi
 fi
 # fresh virtualenvs with only `pip install .` / `'.[spark]'` / the declared floors

@@ -14,6 +14,7 @@ __all__ = [
     "CorruptFileError",
     "DeltaLogError",
     "FileIOError",
+    "ForbiddenError",
     "IcebergError",
     "InternalError",
     "NamespaceAlreadyExistsError",
@@ -21,10 +22,14 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NotFoundError",
     "NotIcebergCompatibleError",
     "ParseError",
+    "ServiceUnavailableError",
     "TableAlreadyExistsError",
+    "UnauthorizedError",
+    "UnknownWriteStateError",
     "UnsupportedDeltaFeatureError",
     "UnsupportedFeatureError",
     "ValidationError",
@@ -109,6 +114,22 @@ class TableAlreadyExistsError(IcebergError):
     """A table with that identifier already exists."""
 
 
+class NoSuchViewError(IcebergError):
+    """The view does not exist."""
+
+
+class UnauthorizedError(IcebergError):
+    """The catalog did not accept the credentials (HTTP 401), or none were given."""
+
+
+class ForbiddenError(IcebergError):
+    """The credentials are valid but do not allow the operation (HTTP 403)."""
+
+
+class ServiceUnavailableError(IcebergError):
+    """The catalog service is down or overloaded (HTTP 503); trying again later may succeed."""
+
+
 class NoSuchSnapshotError(IcebergError):
     """The snapshot, branch, tag or point in time does not resolve to a snapshot."""
 
@@ -138,3 +159,7 @@ class NotFoundError(FileIOError):
 
 class AlreadyExistsError(FileIOError):
     """A file exists at the location and an exclusive create was asked for."""
+
+
+class UnknownWriteStateError(FileIOError):
+    """A write may or may not have happened (the store did not answer); the message names it."""

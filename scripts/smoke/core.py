@@ -6,6 +6,10 @@ from a directory outside the source tree, so a module imported but not declared 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -39,8 +43,36 @@ def main() -> None:
         got = catalog.load_table("db.t").scan().to_arrow().sort_by("id")
         assert got.column("id").to_pylist() == [3, 4, 5, 6, 7, 8, 9, 20], got
         assert got.column("s").to_pylist()[1] == "four"
-    versions = {d: version(d) for d in ("pyarrow", "numpy", "SQLAlchemy", "PyYAML")}
-    print(f"smoke core: create, append, scan, delete, upsert ok ({versions})")
+        _command_line(tmp, warehouse)
+    deps = ("pyarrow", "numpy", "SQLAlchemy", "PyYAML", "click", "rich")
+    versions = {d: version(d) for d in deps}
+    print(f"smoke core: create, append, scan, delete, upsert, icefloe command ok ({versions})")
+
+
+def _command_line(tmp: str, warehouse: Path) -> None:
+    """The installed ``icefloe`` script reads the same catalog through environment variables."""
+    script = Path(sys.executable).with_name("icefloe")
+    env = {
+        **os.environ,
+        "ICEFLOE_CATALOG__SMOKE__TYPE": "sql",
+        "ICEFLOE_CATALOG__SMOKE__URI": f"sqlite:///{tmp}/c.db",
+        "ICEFLOE_CATALOG__SMOKE__WAREHOUSE": warehouse.as_uri(),
+    }
+
+    def icefloe(*args: str) -> str:
+        p = subprocess.run(
+            [str(script), "--catalog", "smoke", *args], env=env, capture_output=True, text=True
+        )
+        assert p.returncode == 0, (args, p.stdout, p.stderr)
+        return p.stdout
+
+    assert json.loads(icefloe("describe", "db.t", "--json"))["format_version"] == 3
+    checks = json.loads(icefloe("health", "db.t", "--json"))["checks"]
+    assert len(checks) == 7, checks
+    assert "snapshots" in icefloe("snapshots", "db.t")
+    report = Path(tmp, "report.html")
+    icefloe("report", "db.t", "-o", str(report))
+    assert report.read_text().startswith("<!DOCTYPE html>")
 
 
 if __name__ == "__main__":

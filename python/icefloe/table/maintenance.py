@@ -24,12 +24,13 @@ import pyarrow.compute as pc
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO, metadata_location
-from icefloe.manifest import read_manifest_list, read_manifests
+from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.progress import Progress, ProgressArg
 from icefloe.read.deletes import DeleteCache
+from icefloe.scan.manifests import fetch, manifest_lists
 from icefloe.scan.tasks import FileScanTask
-from icefloe.table._files import delete_all
+from icefloe.table._remove_files import delete_all
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ORPHAN_AGE",
+    "RewritePlan",
     "RewriteResult",
+    "plan_rewrite_data_files",
     "reachable_files",
     "remove_orphan_files",
     "rewrite_data_files",
@@ -63,19 +66,10 @@ def _normalize(paths: pa.Array) -> pa.Array:
 
 def _manifest_paths(io: FileIO, metadata: TableMetadata) -> tuple[list[str], list[str]]:
     """(manifest lists, distinct manifests) of every kept snapshot."""
-    lists: list[str] = []
+    lists = [s.manifest_list for s in metadata.snapshots if s.manifest_list]
     manifests: dict[str, None] = {}
-    for snap in metadata.snapshots:
-        if snap.manifest_list:
-            lists.append(snap.manifest_list)
-            batch = read_manifest_list(
-                io.new_input(snap.manifest_list).read(), name=snap.manifest_list
-            )
-            for path in batch.column("manifest_path").to_pylist():
-                manifests[path] = None
-        elif snap.manifests:
-            for path in snap.manifests:
-                manifests[path] = None
+    for batch in manifest_lists(io, metadata.snapshots).values():
+        manifests.update(dict.fromkeys(batch.column("manifest_path").to_pylist()))
     return lists, list(manifests)
 
 
@@ -96,8 +90,7 @@ def reachable_files(io: FileIO, metadata: TableMetadata, metadata_file: str | No
     # Manifests are decoded in parallel in Rust, 64 at a time to bound memory.
     for i in range(0, len(manifests), 64):
         group = manifests[i : i + 64]
-        datas = [io.new_input(p).read() for p in group]
-        for batch in read_manifests(datas):
+        for batch in read_manifests(fetch(io, group)):
             chunks.append(batch.column("file_path").cast(pa.string()))
     return pa.concat_arrays(chunks)
 
@@ -189,6 +182,73 @@ def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
     return bins
 
 
+@dataclass(frozen=True)
+class RewritePlan:
+    """What :func:`rewrite_data_files` would rewrite now (see :func:`plan_rewrite_data_files`):
+    groups of files (each written as at least one new file), input files, their bytes and the
+    delete files that apply to them."""
+
+    groups: int
+    data_files: int
+    data_bytes: int
+    delete_files: int
+    target_file_size: int
+
+
+def _rewrite_groups(
+    tx: Transaction,
+    target_file_size: int | None,
+    min_input_files: int,
+    row_filter: BooleanExpression | str,
+    branch: str,
+) -> tuple[int, list[tuple[int, list[FileScanTask]]]]:
+    """The target size and the (spec id, files) groups a rewrite would merge."""
+    from icefloe.table.row_delta import plan_tasks
+    from icefloe.write.properties import target_file_size as _target
+
+    md = tx.metadata
+    target = target_file_size or _target(md.properties)
+    if target <= 0:
+        raise ValidationError(f"target_file_size must be positive, got {target}")
+    if min_input_files < 1:
+        raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
+    groups: dict[tuple[int, str], list[FileScanTask]] = {}
+    for task in plan_tasks(tx, row_filter, branch=branch):
+        small = task.data_file.file_size_in_bytes < target * 3 // 4
+        if small or task.delete_files:
+            key = (task.data_file.spec_id, repr(task.data_file.partition))
+            groups.setdefault(key, []).append(task)
+    todo = [
+        (spec_id, group)
+        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0])
+        for group in _bins(tasks, target)
+        if len(group) >= min_input_files or any(t.delete_files for t in group)
+    ]
+    return target, todo
+
+
+def plan_rewrite_data_files(
+    tx: Transaction,
+    *,
+    target_file_size: int | None = None,
+    min_input_files: int = 2,
+    row_filter: BooleanExpression | str = AlwaysTrue(),  # noqa: B008 (a singleton)
+    branch: str = MAIN_BRANCH,
+) -> RewritePlan:
+    """What :func:`rewrite_data_files` with the same arguments would rewrite, without reading
+    or writing data (``tx`` is only planned against, never committed)."""
+    target, todo = _rewrite_groups(tx, target_file_size, min_input_files, row_filter, branch)
+    tasks = [t for _, g in todo for t in g]
+    deletes = {(d.file_path, d.content_offset) for t in tasks for d in t.delete_files}
+    return RewritePlan(
+        groups=len(todo),
+        data_files=len(tasks),
+        data_bytes=sum(t.data_file.file_size_in_bytes for t in tasks),
+        delete_files=len(deletes),
+        target_file_size=target,
+    )
+
+
 def rewrite_data_files(
     tx: Transaction,
     *,
@@ -209,33 +269,16 @@ def rewrite_data_files(
     files or added deletes for it. ``progress`` counts the input files as their rows are read
     (see :mod:`icefloe.progress`).
     """
-    from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_tasks, write_rows
-    from icefloe.write.properties import target_file_size as _target
+    from icefloe.table.row_delta import RowDelta, commit_row_delta, write_rows
 
     md = tx.metadata
-    target = target_file_size or _target(md.properties)
-    if target <= 0:
-        raise ValidationError(f"target_file_size must be positive, got {target}")
-    if min_input_files < 1:
-        raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
-    groups: dict[tuple[int, str], list[FileScanTask]] = {}
-    for task in plan_tasks(tx, row_filter, branch=branch):
-        small = task.data_file.file_size_in_bytes < target * 3 // 4
-        if small or task.delete_files:
-            key = (task.data_file.spec_id, repr(task.data_file.partition))
-            groups.setdefault(key, []).append(task)
+    target, todo = _rewrite_groups(tx, target_file_size, min_input_files, row_filter, branch)
     schema = md.current_schema()
     specs = {s.spec_id: s for s in md.partition_specs}
     lineage = md.format_version >= 3
     cache = DeleteCache()
     delta = RowDelta()
     removed_deletes: set[tuple[str, int | None]] = set()
-    todo = [
-        (spec_id, group)
-        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0])
-        for group in _bins(tasks, target)
-        if len(group) >= min_input_files or any(t.delete_files for t in group)
-    ]
     try:
         with Progress(
             progress, sum(len(g) for _, g in todo), "rewrite_data_files: rewriting files"

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
+from icefloe.table.committer import Committer, Identifier
 from icefloe.table.transaction import Transaction, UpdateProperties
 
 if TYPE_CHECKING:
     import datetime
 
-    from icefloe.catalog.base import Catalog, Identifier
     from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
     from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from icefloe.sorting import SortOrder
     from icefloe.table.expire import ExpireResult
     from icefloe.table.inspect import InspectTable
-    from icefloe.table.maintenance import RewriteResult
+    from icefloe.table.maintenance import RewritePlan, RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
+    from icefloe.table.rewrite_manifests import RewriteManifestsResult
     from icefloe.table.row_level import UpsertResult
     from icefloe.table.scan import TableScan
     from icefloe.table.update_schema import UpdateSchema
@@ -44,7 +45,7 @@ class Table:
         metadata: TableMetadata,
         metadata_location: str,
         io: FileIO,
-        catalog: Catalog,
+        catalog: Committer,
     ) -> None:
         self.identifier = identifier
         self.metadata = metadata
@@ -379,6 +380,52 @@ class Table:
                 branch=branch,
                 snapshot_properties=snapshot_properties,
                 progress=progress,
+            )
+        return result
+
+    def plan_rewrite_data_files(
+        self,
+        *,
+        target_file_size: int | None = None,
+        min_input_files: int = 2,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        branch: str = MAIN_BRANCH,
+    ) -> RewritePlan:
+        """What :meth:`rewrite_data_files` would rewrite now, without reading or writing."""
+        from icefloe.table.maintenance import plan_rewrite_data_files
+
+        return plan_rewrite_data_files(
+            self.transaction(),
+            target_file_size=target_file_size,
+            min_input_files=min_input_files,
+            row_filter=row_filter,
+            branch=branch,
+        )
+
+    def rewrite_manifests(
+        self,
+        *,
+        spec_id: int | None = None,
+        target_manifest_size: int | None = None,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> RewriteManifestsResult:
+        """Regroup the data manifests by partition in one ``replace`` snapshot (see
+        :mod:`icefloe.table.rewrite_manifests`); ``dry_run`` only counts."""
+        from icefloe.table.rewrite_manifests import plan_rewrite_manifests, rewrite_manifests
+
+        if dry_run:
+            return plan_rewrite_manifests(
+                self, spec_id=spec_id, target_manifest_size=target_manifest_size, branch=branch
+            )
+        with self.transaction() as tx:
+            result = rewrite_manifests(
+                tx,
+                spec_id=spec_id,
+                target_manifest_size=target_manifest_size,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
             )
         return result
 

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import os
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from icefloe._concurrency import parallel_map, work_threads
 from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO, data_location
@@ -48,7 +47,13 @@ from icefloe.write.input import to_table_schema
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.properties import ParquetOptions, target_file_size
 
-__all__ = ["WriteOptions", "partition_path", "write_data_files", "write_parquet_files"]
+__all__ = [
+    "WriteOptions",
+    "human_partition_value",
+    "partition_path",
+    "write_data_files",
+    "write_parquet_files",
+]
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,9 @@ def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
     return key
 
 
-def _human(pf: PartitionField, value: Any) -> str:
+def human_partition_value(pf: PartitionField, value: Any) -> str:
+    """A partition value as people read it (and as partition directories are named): dates
+    for day/month/year/hour transforms, base64 for bytes, ``null``."""
     if value is None:
         return "null"
     t = pf.transform
@@ -187,10 +194,11 @@ def _human(pf: PartitionField, value: Any) -> str:
 
 def partition_path(spec: PartitionSpec, partition: Mapping[str, Any]) -> str:
     """The directory of a partition: ``name=value/...`` with URL-escaped parts."""
-    return "/".join(
-        f"{quote(pf.name, safe='')}={quote(_human(pf, partition.get(pf.name)), safe='')}"
-        for pf in spec.fields
-    )
+    parts = []
+    for pf in spec.fields:
+        value = human_partition_value(pf, partition.get(pf.name))
+        parts.append(f"{quote(pf.name, safe='')}={quote(value, safe='')}")
+    return "/".join(parts)
 
 
 def write_data_files(
@@ -277,24 +285,20 @@ def write_parquet_files(
         )
         for g, (start, end) in enumerate(bounds)
     ]
-    workers = min(opts.max_workers or _default_workers(), len(groups))
     try:
-        if workers <= 1:
-            results = [writer.write_group(t, p) for t, p in groups]
-        else:
-            # Parquet encoding and the metric kernels release the GIL: files are written in
-            # parallel, results kept in partition order.
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(lambda g: writer.write_group(*g), groups))
+        # Parquet encoding and the metric kernels release the GIL: files are written in
+        # parallel, results kept in partition order.
+        results = parallel_map(
+            lambda g: writer.write_group(*g),
+            groups,
+            threads=opts.max_workers or work_threads(),
+            kind="work",
+        )
     except BaseException:
         for path in list(writer.created):
             io.delete_quietly(path)
         raise
     return [f for group in results for f in group]
-
-
-def _default_workers() -> int:
-    return max(1, min(8, os.cpu_count() or 1))
 
 
 class _FileWriter:

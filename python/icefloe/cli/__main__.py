@@ -1,0 +1,5 @@
+"""``python -m icefloe.cli``: the same as the ``icefloe`` command."""
+
+from icefloe.cli.app import main
+
+main()

@@ -1,0 +1,373 @@
+"""The numbers behind the pictures, shared by the terminal commands and the HTML report:
+the snapshot timeline, file-size histograms and partition skew. Pure data, no drawing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import NoSuchSnapshotError
+from icefloe.metadata import MAIN_BRANCH
+
+__all__ = [
+    "FileStats",
+    "PartitionRow",
+    "PartitionStats",
+    "SnapshotPoint",
+    "Timeline",
+    "axis_positions",
+    "check_snapshot",
+    "file_stats",
+    "partition_label",
+    "partition_stats",
+    "small_file_threshold",
+    "timeline",
+]
+
+#: A data file is small below this share of ``write.target-file-size-bytes``, the rule
+#: ``rewrite_data_files`` uses to pick files to compact.
+SMALL_FILE_SHARE = 0.75
+#: A partition is called out as skewed when it holds this many times the median's rows.
+SKEW_RATIO = 4.0
+#: Upper edges of the file-size histogram buckets (powers of four from 4 KiB to 1 GiB).
+SIZE_EDGES: tuple[int, ...] = tuple(4**k * 1024 for k in range(1, 11))
+
+
+def check_snapshot(table: Any, snapshot_id: int | None) -> None:
+    """Raise :class:`NoSuchSnapshotError` unless ``snapshot_id`` is None or a kept snapshot."""
+    if snapshot_id is not None and table.metadata.snapshot_by_id(snapshot_id) is None:
+        raise NoSuchSnapshotError(f"table {table.name} has no snapshot {snapshot_id}")
+
+
+def _int(summary: Any, key: str) -> int | None:
+    return summary.get_int(key) if summary is not None else None
+
+
+@dataclass(frozen=True)
+class SnapshotPoint:
+    """One snapshot on the timeline."""
+
+    snapshot_id: int
+    parent_id: int | None
+    timestamp_ms: int
+    operation: str
+    sequence_number: int
+    lane: str
+    added_records: int
+    deleted_records: int
+    total_records: int | None
+    total_size: int | None
+    added_size: int
+    removed_size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Snapshots oldest first, each on one lane (``main``, a branch, or ``unreferenced``);
+    ``lanes`` in drawing order; ``tags`` maps a tag to its snapshot; ``heads`` maps each
+    branch to its head snapshot."""
+
+    points: tuple[SnapshotPoint, ...]
+    lanes: tuple[str, ...]
+    heads: dict[str, int]
+    tags: dict[str, int]
+
+    @property
+    def start_ms(self) -> int:
+        return self.points[0].timestamp_ms if self.points else 0
+
+    @property
+    def end_ms(self) -> int:
+        return self.points[-1].timestamp_ms if self.points else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lanes": list(self.lanes),
+            "branches": dict(self.heads),
+            "tags": dict(self.tags),
+            "snapshots": [p.to_json() for p in self.points],
+        }
+
+
+def timeline(meta: Any) -> Timeline:
+    """The table's snapshots as a timeline: a snapshot goes on ``main`` when main reaches it,
+    else on the first branch (by name) that reaches it, else on ``unreferenced``."""
+    heads = {n: r.snapshot_id for n, r in meta.refs.items() if r.is_branch}
+    tags = {n: r.snapshot_id for n, r in sorted(meta.refs.items()) if not r.is_branch}
+    order = [MAIN_BRANCH] if MAIN_BRANCH in heads else []
+    order += sorted(n for n in heads if n != MAIN_BRANCH)
+    lane_of: dict[int, str] = {}
+    for name in order:
+        for s in meta.ancestors_of(heads[name]):
+            lane_of.setdefault(s.snapshot_id, name)
+    points = []
+    for s in sorted(meta.snapshots, key=lambda s: (s.timestamp_ms, s.sequence_number)):
+        summary = s.summary
+        points.append(
+            SnapshotPoint(
+                snapshot_id=s.snapshot_id,
+                parent_id=s.parent_snapshot_id,
+                timestamp_ms=s.timestamp_ms,
+                operation=s.operation or "unknown",
+                sequence_number=s.sequence_number,
+                lane=lane_of.get(s.snapshot_id, "unreferenced"),
+                added_records=_int(summary, "added-records") or 0,
+                deleted_records=(_int(summary, "deleted-records") or 0)
+                + (_int(summary, "added-position-deletes") or 0)
+                + (_int(summary, "added-equality-deletes") or 0),
+                total_records=_int(summary, "total-records"),
+                total_size=_int(summary, "total-files-size"),
+                added_size=_int(summary, "added-files-size") or 0,
+                removed_size=_int(summary, "removed-files-size") or 0,
+            )
+        )
+    used = [n for n in order if any(p.lane == n for p in points)]
+    if any(p.lane == "unreferenced" for p in points):
+        used.append("unreferenced")
+    return Timeline(tuple(points), tuple(used), heads, tags)
+
+
+def axis_positions(points: tuple[SnapshotPoint, ...], width: int) -> list[int]:
+    """Axis column of each point: proportional to time, at least two columns apart; evenly
+    spaced when that does not fit."""
+    n = len(points)
+    if n == 1:
+        return [0]
+    start, end = points[0].timestamp_ms, points[-1].timestamp_ms
+    span = max(end - start, 1)
+    cols: list[int] = []
+    for p in points:
+        x = round((p.timestamp_ms - start) / span * (width - 1))
+        if cols and x < cols[-1] + 2:
+            x = cols[-1] + 2
+        cols.append(x)
+    if cols[-1] > width - 1:
+        step = (width - 1) / (n - 1)
+        cols = [round(i * step) for i in range(n)]
+    return cols
+
+
+def small_file_threshold(properties: dict[str, str], target: int | None = None) -> int:
+    """The size under which a data file counts as small (3/4 of the target file size)."""
+    from icefloe.write.properties import target_file_size
+
+    return int((target or target_file_size(properties)) * SMALL_FILE_SHARE)
+
+
+def _file_keys(files: pa.Table) -> pa.ChunkedArray:
+    """``path@offset`` per file row: DVs share one Puffin file and differ by offset."""
+    if "content_offset" in files.column_names:
+        offset = pc.fill_null(pc.cast(files.column("content_offset"), pa.string()), "")
+    else:
+        offset = pa.array([""] * files.num_rows, pa.string())
+    return pc.binary_join_element_wise(files.column("file_path"), offset, "@")
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """The live files of a snapshot and their size distribution."""
+
+    files: pa.Table
+    data_sizes: pa.Array  # int64, one per data file
+    histogram: list[tuple[int, int | None, int]]  # (lower bound, upper bound, count)
+    small_threshold: int
+    small_files: int
+    delete_files: int
+    delete_records: int
+    data_records: int
+
+    @property
+    def data_files(self) -> int:
+        return len(self.data_sizes)
+
+    @property
+    def total_data_size(self) -> int:
+        return int(pc.sum(self.data_sizes).as_py() or 0)
+
+    @property
+    def small_share(self) -> float:
+        return self.small_files / self.data_files if self.data_files else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "data_files": self.data_files,
+            "delete_files": self.delete_files,
+            "data_records": self.data_records,
+            "delete_records": self.delete_records,
+            "total_data_size": self.total_data_size,
+            "small_file_threshold": self.small_threshold,
+            "small_files": self.small_files,
+            "small_file_share": round(self.small_share, 4),
+            "histogram": [
+                {"min_size": lo, "max_size": hi, "files": n} for lo, hi, n in self.histogram
+            ],
+        }
+
+
+def _histogram(sizes: pa.Array) -> list[tuple[int, int | None, int]]:
+    if len(sizes) == 0:
+        return []
+    counts = [0] * (len(SIZE_EDGES) + 1)
+    for i, n in enumerate(_bucket_counts(sizes)):
+        counts[i] = n
+    lows = (0, *SIZE_EDGES)
+    highs: tuple[int | None, ...] = (*SIZE_EDGES, None)
+    nonzero = [i for i, n in enumerate(counts) if n]
+    first, last = nonzero[0], nonzero[-1]
+    return [(lows[i], highs[i], counts[i]) for i in range(first, last + 1)]
+
+
+def _bucket_counts(sizes: pa.Array) -> list[int]:
+    import numpy as np
+
+    values = sizes.to_numpy(zero_copy_only=False).astype(np.int64)
+    idx = np.searchsorted(np.array(SIZE_EDGES), values, side="right")
+    return [int(n) for n in np.bincount(idx, minlength=len(SIZE_EDGES) + 1)]
+
+
+def file_stats(
+    table: Any,
+    snapshot_id: int | None = None,
+    row_filter: str | None = None,
+    target_file_size: int | None = None,
+) -> FileStats:
+    """Live data and delete files of a snapshot (default: current), optionally only the data
+    files a scan with ``row_filter`` would read and their delete files."""
+    check_snapshot(table, snapshot_id)
+    files = table.inspect.files(snapshot_id)
+    if row_filter:
+        scan = table.scan(row_filter=row_filter, snapshot_id=snapshot_id)
+        tasks = scan.plan_files()
+        keep = {f"{t.data_file.file_path}@" for t in tasks}
+        keep.update(
+            f"{d.file_path}@{d.content_offset or ''}" for t in tasks for d in t.delete_files
+        )
+        files = files.filter(pc.is_in(_file_keys(files), pa.array(sorted(keep), pa.string())))
+    if files.num_rows and "content" in files.column_names:
+        content = files.column("content")
+        data = files.filter(pc.equal(content, 0))
+        deletes = files.filter(pc.not_equal(content, 0))
+    else:
+        data = deletes = files.slice(0, 0)
+    sizes = (
+        pc.cast(data.column("file_size_in_bytes").combine_chunks(), pa.int64())
+        if data.num_rows
+        else pa.array([], pa.int64())
+    )
+    threshold = small_file_threshold(table.properties, target_file_size)
+
+    def total(t: pa.Table) -> int:
+        return int(pc.sum(t.column("record_count")).as_py() or 0) if t.num_rows else 0
+
+    return FileStats(
+        files=files,
+        data_sizes=sizes,
+        histogram=_histogram(sizes),
+        small_threshold=threshold,
+        small_files=int(pc.sum(pc.less(sizes, threshold)).as_py() or 0),
+        delete_files=deletes.num_rows,
+        delete_records=total(deletes),
+        data_records=total(data),
+    )
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    """One partition's totals."""
+
+    label: str
+    spec_id: int
+    records: int
+    files: int
+    size: int
+    delete_files: int
+    delete_records: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """Per-partition totals, largest first, and the skew of rows across partitions."""
+
+    rows: list[PartitionRow] = field(default_factory=list)
+
+    @property
+    def median_records(self) -> float:
+        values = sorted(r.records for r in self.rows)
+        if not values:
+            return 0.0
+        mid = len(values) // 2
+        return float(values[mid]) if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+    @property
+    def skew(self) -> float:
+        """Rows of the largest partition over the median partition's rows."""
+        if len(self.rows) < 2:
+            return 1.0
+        median = self.median_records
+        return math.inf if median == 0 else self.rows[0].records / median
+
+    @property
+    def skewed(self) -> bool:
+        return len(self.rows) >= 2 and self.skew >= SKEW_RATIO
+
+    def to_json(self) -> dict[str, Any]:
+        skew = self.skew
+        return {
+            "partitions": [r.to_json() for r in self.rows],
+            "median_records": self.median_records,
+            "skew": None if math.isinf(skew) else round(skew, 3),
+            "skewed": self.skewed,
+        }
+
+
+def partition_label(meta: Any, value: dict[str, Any] | None) -> str:
+    """``name=value, ...`` of a partition tuple from an inspect table, values as people read
+    them (``d_month=2024-02`` rather than 649); fields null in every spec but this one's are
+    left out."""
+    if not value:
+        return "(unpartitioned)"
+    from icefloe.write.writer import human_partition_value
+
+    fields = {pf.name: pf for spec in meta.partition_specs for pf in spec.fields}
+    parts = []
+    for name, v in value.items():
+        pf = fields.get(name)
+        text = "null" if v is None else (human_partition_value(pf, v) if pf else str(v))
+        parts.append(f"{name}={text}")
+    return ", ".join(parts)
+
+
+def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStats:
+    """Rows, files, size and delete files per partition (from ``inspect.partitions()``)."""
+    check_snapshot(table, snapshot_id)
+    t = table.inspect.partitions(snapshot_id)
+    if t.num_rows == 0 or "partition" not in t.column_names:
+        return PartitionStats([])
+    d = t.to_pydict()
+    rows = [
+        PartitionRow(
+            label=partition_label(table.metadata, d["partition"][i]),
+            spec_id=d["spec_id"][i],
+            records=d["record_count"][i] or 0,
+            files=d["file_count"][i] or 0,
+            size=d["total_data_file_size_in_bytes"][i] or 0,
+            delete_files=(d["position_delete_file_count"][i] or 0)
+            + (d["equality_delete_file_count"][i] or 0),
+            delete_records=(d["position_delete_record_count"][i] or 0)
+            + (d["equality_delete_record_count"][i] or 0),
+        )
+        for i in range(t.num_rows)
+    ]
+    rows.sort(key=lambda r: (-r.records, r.label))
+    return PartitionStats(rows)

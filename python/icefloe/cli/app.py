@@ -1,0 +1,130 @@
+"""The root of the command tree: global options, catalog resolution, error handling, and the
+registry of command groups.
+
+Each command module has a ``register(group)`` function that adds its commands to the root
+group; :data:`COMMAND_MODULES` lists them, so a new command family (a server, a converter) is
+one new module and one line here. Other packages may call :func:`register` with their own
+click commands.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from icefloe.cli.errors import exit_code, one_line
+from icefloe.cli.render import Output
+
+__all__ = ["COMMAND_MODULES", "State", "cli", "json_option", "main", "pass_state", "register"]
+
+COMMAND_MODULES = (
+    "icefloe.cli.catalog_cmds",
+    "icefloe.cli.table_cmds",
+    "icefloe.cli.history_cmds",
+    "icefloe.cli.files_cmds",
+    "icefloe.cli.health_cmds",
+    "icefloe.cli.maintenance_cmds",
+    "icefloe.cli.query_cmds",
+    "icefloe.cli.report_cmds",
+    "icefloe.cli.serve_cmds",
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class State:
+    """What every command shares: the catalog (opened on first use) and the output."""
+
+    def __init__(self, catalog_name: str | None, debug: bool, out: Output) -> None:
+        self.catalog_name = catalog_name
+        self.debug = debug
+        self.out = out
+        self._catalog: Any = None
+
+    def catalog(self) -> Any:
+        """The catalog named by ``--catalog`` (or the configured default), as ``load_catalog``
+        resolves it: ``~/.icefloe.yaml`` (``ICEFLOE_CONFIG``), ``ICEFLOE_CATALOG__*``."""
+        if self._catalog is None:
+            from icefloe.catalog import load_catalog
+
+            self._catalog = load_catalog(self.catalog_name)
+        return self._catalog
+
+    def table(self, identifier: str) -> Any:
+        """Load a table by its dotted identifier."""
+        return self.catalog().load_table(identifier)
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+def json_option(fn: F) -> F:
+    """The ``--json`` flag of read commands."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of text."
+    )(fn)
+
+
+class _Root(click.Group):
+    """The root group: turns errors into one line on stderr and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            # the reader went away (``icefloe scan ... | head``): stop quietly, and keep
+            # Python from complaining again when it flushes standard output at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(1)
+        except Exception as error:
+            state = ctx.obj if isinstance(ctx.obj, State) else None
+            if state is not None and state.debug:
+                traceback.print_exc(file=sys.stderr)
+            click.echo(one_line(error), err=True)
+            ctx.exit(exit_code(error))
+
+
+@click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--catalog",
+    "catalog_name",
+    metavar="NAME",
+    help="Catalog to use (default: default-catalog of ~/.icefloe.yaml, else the local one).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+@click.option("--color/--no-color", default=None, help="Force colour on or off.")
+@click.option("--width", type=click.IntRange(40, 1000), help="Terminal width for pictures.")
+@click.version_option(package_name="icefloe", prog_name="icefloe")
+@click.pass_context
+def cli(
+    ctx: click.Context, catalog_name: str | None, debug: bool, color: bool | None, width: int | None
+) -> None:
+    """Inspect, maintain and query Apache Iceberg tables.
+
+    TABLE arguments are dotted identifiers (db.events). Exit codes: 0 ok, 1 failure,
+    2 bad input, 3 not found, 4 conflict.
+    """
+    ctx.obj = State(catalog_name, debug, Output(color=color, width=width))
+
+
+def register(command: click.Command) -> None:
+    """Add a command (or group) to the ``icefloe`` command tree."""
+    cli.add_command(command)
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(cli)
+
+
+def main() -> None:
+    """The console-script entry point."""
+    cli(prog_name="icefloe")

@@ -1,0 +1,69 @@
+"""How errors leave the command: one line on standard error and an exit code per kind.
+
+=====  ===========================================================================
+code   meaning
+=====  ===========================================================================
+0      success
+1      any other failure (I/O, corrupt file, unknown commit state, a bug)
+2      bad input: usage errors, invalid values, filters that do not parse
+3      not found: table, namespace, snapshot, branch or tag, file
+4      conflict: already exists, namespace not empty, a concurrent commit won
+=====  ===========================================================================
+"""
+
+from __future__ import annotations
+
+from icefloe.exceptions import (
+    AlreadyExistsError,
+    CommitConflictError,
+    CommitFailedError,
+    IcebergError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    NotFoundError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_CONFLICT", "EXIT_NOT_FOUND", "EXIT_OTHER", "exit_code"]
+
+EXIT_OTHER = 1
+EXIT_BAD_INPUT = 2
+EXIT_NOT_FOUND = 3
+EXIT_CONFLICT = 4
+
+_CODES: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
+    ((NoSuchTableError, NoSuchNamespaceError, NoSuchSnapshotError, NotFoundError), EXIT_NOT_FOUND),
+    (
+        (
+            TableAlreadyExistsError,
+            NamespaceAlreadyExistsError,
+            AlreadyExistsError,
+            NamespaceNotEmptyError,
+            CommitConflictError,
+            CommitFailedError,
+        ),
+        EXIT_CONFLICT,
+    ),
+    ((ValidationError, UnsupportedFeatureError), EXIT_BAD_INPUT),
+)
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code for ``error`` (see the module docstring)."""
+    for kinds, code in _CODES:
+        if isinstance(error, kinds):
+            return code
+    return EXIT_OTHER
+
+
+def one_line(error: BaseException) -> str:
+    """``error`` as the single line printed on standard error."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, IcebergError):
+        return f"error: {text}"
+    return f"error: {type(error).__name__}: {text} (run with --debug for the traceback)"

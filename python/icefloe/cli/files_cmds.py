@@ -1,0 +1,234 @@
+"""``icefloe files`` (live files with a size histogram and the small-file share) and
+``icefloe partitions`` (rows, files, size and deletes per partition as bars, skew called out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich import box
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from icefloe.cli.analysis import (
+    SKEW_RATIO,
+    FileStats,
+    PartitionStats,
+    file_stats,
+    partition_label,
+    partition_stats,
+)
+from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.render import bar, human_size, parse_size, pct, plural
+
+__all__ = ["histogram_rows", "register"]
+
+_CONTENT = {0: "data", 1: "pos-deletes", 2: "eq-deletes"}
+
+
+def _kind(content: int, file_format: str | None) -> str:
+    """``data``, ``dv`` (a deletion vector in a Puffin file), ``pos-deletes``, ``eq-deletes``."""
+    if content == 1 and (file_format or "").upper() == "PUFFIN":
+        return "dv"
+    return _CONTENT.get(content, str(content))
+
+
+def _relative(path: str, location: str) -> str:
+    base = location.rstrip("/") + "/"
+    return path[len(base) :] if path.startswith(base) else path
+
+
+def _bucket_label(lo: int, hi: int | None) -> str:
+    return f">= {human_size(lo)}" if hi is None else f"< {human_size(hi)}"
+
+
+def histogram_rows(stats: FileStats, width: int) -> RichTable:
+    """The file-size histogram as bars, small buckets in yellow."""
+    t = RichTable(box=None, show_header=False, pad_edge=False, padding=(0, 1, 0, 0))
+    t.add_column(justify="right", no_wrap=True)
+    t.add_column(no_wrap=True)
+    t.add_column(justify="right", no_wrap=True)
+    peak = max([n for _, _, n in stats.histogram] + [1])
+    bar_w = max(10, min(50, width - 30))
+    for lo, hi, n in stats.histogram:
+        small = hi is not None and hi <= stats.small_threshold
+        t.add_row(_bucket_label(lo, hi), bar(n, peak, bar_w, "yellow" if small else "cyan"), str(n))
+    return t
+
+
+def _file_json(files: Any) -> list[dict[str, Any]]:
+    d = files.to_pydict()
+    return [
+        {
+            "content": _kind(d["content"][i], d["file_format"][i]),
+            "file_path": d["file_path"][i],
+            "file_format": d["file_format"][i],
+            "spec_id": d["spec_id"][i],
+            "partition": d["partition"][i],
+            "record_count": d["record_count"][i],
+            "file_size_in_bytes": d["file_size_in_bytes"][i],
+            "referenced_data_file": d.get("referenced_data_file", [None] * files.num_rows)[i],
+        }
+        for i in range(files.num_rows)
+    ]
+
+
+@click.command("files", short_help="Data and delete files, size histogram.")
+@click.argument("table")
+@click.option(
+    "--snapshot", "snapshot_id", type=int, help="Files of this snapshot (default: current)."
+)
+@click.option("--filter", "row_filter", help="Only the files a scan with this filter reads.")
+@click.option("--target-file-size", help="Target size for the small-file share (e.g. 128MiB).")
+@click.option(
+    "--limit",
+    type=click.IntRange(0),
+    default=30,
+    show_default=True,
+    help="Files listed in the text output (0: all).",
+)
+@json_option
+@pass_state
+def files(
+    state: State,
+    table: str,
+    snapshot_id: int | None,
+    row_filter: str | None,
+    target_file_size: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Live data and delete files of TABLE, their size histogram and the small-file share."""
+    t = state.table(table)
+    target = parse_size(target_file_size) if target_file_size else None
+    stats = file_stats(t, snapshot_id, row_filter, target)
+    snap = t.metadata.snapshot_by_id(snapshot_id) if snapshot_id else t.current_snapshot()
+    if as_json:
+        state.out.json(
+            {
+                "table": t.name,
+                "snapshot_id": snap.snapshot_id if snap else None,
+                **stats.to_json(),
+                "files": _file_json(stats.files),
+            }
+        )
+        return
+    console = state.out.console
+    total = stats.total_data_size
+    console.print(f"[bold]{t.name}[/] · snapshot {snap.snapshot_id if snap else '-'}")
+    console.print(
+        f"{plural(stats.data_files, 'data file')} ({human_size(total)}, "
+        f"{plural(stats.data_records, 'row')}) · {plural(stats.delete_files, 'delete file')} "
+        f"({plural(stats.delete_records, 'deleted row')})"
+    )
+    if not stats.data_files:
+        return
+    share = pct(stats.small_files, stats.data_files)
+    style = "yellow" if stats.small_files >= 2 else "green"
+    console.print(
+        f"small files: [{style}]{stats.small_files} of {stats.data_files} ({share})[/] under "
+        f"{human_size(stats.small_threshold)} (3/4 of the target file size)"
+    )
+    console.print()
+    console.print("[bold]file sizes[/]")
+    console.print(histogram_rows(stats, console.width))
+    console.print()
+    f = stats.files.sort_by([("content", "ascending"), ("file_size_in_bytes", "descending")])
+    shown = f.num_rows if limit == 0 else min(limit, f.num_rows)
+    d = f.slice(0, shown).to_pydict()
+    rows = [
+        (
+            _kind(d["content"][i], d["file_format"][i]),
+            _relative(d["file_path"][i], t.location),
+            partition_label(t.metadata, d["partition"][i]) if d["partition"][i] else "-",
+            f"{d['record_count'][i]:,}",
+            human_size(d["file_size_in_bytes"][i]),
+        )
+        for i in range(shown)
+    ]
+    others = sum(
+        max([len(r[k]) for r in rows] + [len(h)])
+        for k, h in ((0, "content"), (2, "partition"), (3, "rows"), (4, "size"))
+    )
+    listing = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    listing.add_column("content", no_wrap=True)
+    listing.add_column(
+        "file", no_wrap=True, overflow="ellipsis", max_width=max(console.width - others - 9, 12)
+    )
+    listing.add_column("partition", no_wrap=True)
+    listing.add_column("rows", justify="right", no_wrap=True)
+    listing.add_column("size", justify="right", no_wrap=True)
+    for r in rows:
+        listing.add_row(*r)
+    console.print(listing)
+    if shown < f.num_rows:
+        console.print(f"[dim]({f.num_rows - shown} more files; --limit 0 lists all)[/]")
+
+
+def _skew_line(stats: PartitionStats) -> Text:
+    top = stats.rows[0]
+    total = sum(r.records for r in stats.rows)
+    line = Text()
+    if stats.skewed:
+        line.append("skewed: ", style="bold yellow")
+        line.append(
+            f"{top.label} holds {pct(top.records, total)} of the rows, "
+            f"{stats.skew:.1f}x the median partition ({stats.median_records:,.0f} rows; "
+            f"called out from {SKEW_RATIO:.0f}x)"
+        )
+    else:
+        line.append("balanced: ", style="bold green")
+        line.append(
+            f"the largest partition ({top.label}) has {stats.skew:.1f}x the median's rows "
+            f"(called out from {SKEW_RATIO:.0f}x)"
+        )
+    return line
+
+
+@click.command("partitions", short_help="Rows, files and size per partition.")
+@click.argument("table")
+@click.option("--snapshot", "snapshot_id", type=int, help="Partitions of this snapshot.")
+@json_option
+@pass_state
+def partitions(state: State, table: str, snapshot_id: int | None, as_json: bool) -> None:
+    """Rows, files, size and delete files per partition of TABLE, as bars."""
+    t = state.table(table)
+    stats = partition_stats(t, snapshot_id)
+    if as_json:
+        state.out.json({"table": t.name, **stats.to_json()})
+        return
+    console = state.out.console
+    if not stats.rows:
+        console.print(f"{t.name} has no live files")
+        return
+    console.print(f"[bold]{t.name}[/] · {plural(len(stats.rows), 'partition')}")
+    peak_rows = max(r.records for r in stats.rows) or 1
+    peak_size = max(r.size for r in stats.rows) or 1
+    bar_w = max(6, min(24, (console.width - 60) // 2))
+    out = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    out.add_column("partition", overflow="fold")
+    out.add_column("rows", justify="right", no_wrap=True)
+    out.add_column("", no_wrap=True, min_width=bar_w)
+    out.add_column("files", justify="right", no_wrap=True)
+    out.add_column("size", justify="right", no_wrap=True)
+    out.add_column("", no_wrap=True, min_width=bar_w)
+    out.add_column("deletes", justify="right", no_wrap=True)
+    for r in stats.rows:
+        hot = stats.skewed and r is stats.rows[0]
+        out.add_row(
+            Text(r.label, style="bold yellow" if hot else ""),
+            f"{r.records:,}",
+            bar(r.records, peak_rows, bar_w, "yellow" if hot else "green"),
+            str(r.files),
+            human_size(r.size),
+            bar(r.size, peak_size, bar_w, "blue"),
+            f"{r.delete_records:,} in {r.delete_files}" if r.delete_files else "-",
+        )
+    console.print(out)
+    if len(stats.rows) >= 2:
+        console.print(_skew_line(stats))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(files)
+    group.add_command(partitions)

@@ -1,0 +1,279 @@
+"""The health checks of ``icefloe health`` and of the HTML report.
+
+Each check measures one thing an operator acts on, gives a verdict (``ok``, ``info``,
+``warn``, ``skipped``) and, when something is to be done, the exact command that does it:
+
+- small files: data files under 3/4 of the target size, and what compaction would merge (its
+  own plan: groups of two or more small files per partition, and files with deletes);
+- delete debt: rows deleted by deletion vectors, position and equality deletes that every read
+  still applies;
+- manifests: how many the current snapshot has against what its size needs
+  (``commit.manifest.target-size-bytes``);
+- snapshots: how many the retention policy (``history.expire.*`` and ref settings) would expire
+  now;
+- metadata log: previous metadata files against ``write.metadata.previous-versions-max``, and
+  whether old ones are deleted after commits;
+- unreferenced files: an optional dry-run orphan scan (it lists the table's storage);
+- statistics: whether the current snapshot has table and partition statistics files.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.cli.analysis import FileStats, file_stats
+from icefloe.cli.render import human_size, pct, plural
+
+__all__ = ["Check", "run_checks"]
+
+DELETE_DEBT_WARN = 0.05
+"""Deleted rows over live data rows from which delete debt is a warning."""
+MANIFEST_EXCESS = 2
+"""Manifests over the count their size needs from which a rewrite is advised."""
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+
+
+@dataclass(frozen=True)
+class Check:
+    """One health check: what was measured, the verdict and the command that fixes it."""
+
+    name: str
+    value: str
+    verdict: str
+    detail: str
+    fix: str | None
+    measured: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _small_files(stats: FileStats, plan: Any, cmd: str) -> Check:
+    """Small-file share, and what compaction (``plan_rewrite_data_files``) would merge."""
+    act = plan.data_files > 0
+    return Check(
+        "small files",
+        f"{stats.small_files} of {stats.data_files} data files "
+        f"({pct(stats.small_files, stats.data_files)}) under {human_size(stats.small_threshold)}",
+        "warn" if act else "ok",
+        f"compaction would rewrite {plan.data_files} files ({human_size(plan.data_bytes)}) "
+        f"in {plan.groups} groups"
+        if act
+        else "compaction has nothing to merge",
+        cmd if act else None,
+        {
+            "small_files": stats.small_files,
+            "data_files": stats.data_files,
+            "threshold_bytes": stats.small_threshold,
+            "compaction_groups": plan.groups,
+            "compaction_input_files": plan.data_files,
+        },
+    )
+
+
+def _delete_kinds(files: pa.Table) -> dict[str, int]:
+    """Live delete files by kind: deletion vectors, position and equality delete files."""
+    if not files.num_rows:
+        return {"dvs": 0, "position_delete_files": 0, "equality_delete_files": 0}
+    content = files.column("content")
+    puffin = pc.equal(pc.utf8_upper(files.column("file_format")), "PUFFIN")
+    pos = pc.equal(content, 1)
+
+    def count(mask: Any) -> int:
+        return int(pc.sum(mask).as_py() or 0)
+
+    return {
+        "dvs": count(pc.and_(pos, puffin)),
+        "position_delete_files": count(pc.and_(pos, pc.invert(puffin))),
+        "equality_delete_files": count(pc.equal(content, 2)),
+    }
+
+
+def _delete_debt(stats: FileStats, cmd: str) -> Check:
+    ratio = stats.delete_records / stats.data_records if stats.data_records else 0.0
+    verdict = "warn" if ratio >= DELETE_DEBT_WARN else "info"
+    if not stats.delete_files:
+        verdict = "ok"
+    kinds = _delete_kinds(stats.files)
+    names = (
+        ("dvs", "DV", "DVs"),
+        ("position_delete_files", "position delete file", "position delete files"),
+        ("equality_delete_files", "equality delete file", "equality delete files"),
+    )
+    parts = [plural(kinds[k], one, many) for k, one, many in names if kinds[k]]
+    return Check(
+        "delete debt",
+        f"{plural(stats.delete_records, 'deleted row')} in {', '.join(parts) or '0 delete files'} "
+        f"({pct(stats.delete_records, stats.data_records)} of {stats.data_records:,} rows)",
+        verdict,
+        "every read applies these deletes; compaction rewrites the files without them"
+        if stats.delete_files
+        else "no delete files",
+        cmd if stats.delete_files else None,
+        {
+            "delete_files": stats.delete_files,
+            **kinds,
+            "deleted_rows": stats.delete_records,
+            "data_rows": stats.data_records,
+            "ratio": round(ratio, 4),
+            "warn_from": DELETE_DEBT_WARN,
+        },
+    )
+
+
+def _manifests(table: Any, cmd: str) -> Check:
+    from icefloe.write.properties import MANIFEST_TARGET_SIZE_BYTES, int_property
+
+    m = table.inspect.manifests()
+    target = int_property(table.properties, MANIFEST_TARGET_SIZE_BYTES, 8 << 20, minimum=1)
+    data = m.filter(pc.equal(m.column("content"), 0)) if m.num_rows else m
+    count = data.num_rows
+    total = int(pc.sum(data.column("length")).as_py() or 0) if count else 0
+    specs = len(set(data.column("partition_spec_id").to_pylist())) if count else 0
+    needed = max(specs, math.ceil(total / target)) if count else 0
+    advise = count >= 2 and count >= MANIFEST_EXCESS * needed
+    avg = total / count if count else 0
+    return Check(
+        "manifests",
+        f"{count} data manifests, {m.num_rows - count} delete manifests, "
+        f"average {human_size(avg)} (target {human_size(target)})",
+        "warn" if advise else "ok",
+        f"their size needs {needed}; rewriting regroups entries by partition"
+        if advise
+        else "the manifest count fits the table's size",
+        cmd if advise else None,
+        {
+            "data_manifests": count,
+            "delete_manifests": m.num_rows - count,
+            "total_bytes": total,
+            "target_bytes": target,
+            "needed": needed,
+        },
+    )
+
+
+def _snapshots(table: Any, cmd: str) -> Check:
+    from icefloe.table.expire import retained_snapshots
+
+    meta = table.metadata
+    now = int(time.time() * 1000)
+    keep, refs = retained_snapshots(meta, now)
+    expired = [s for s in meta.snapshots if s.snapshot_id not in keep]
+    oldest = min((s.timestamp_ms for s in meta.snapshots), default=None)
+    age = f", oldest {(now - oldest) / 86_400_000:.1f} days old" if oldest is not None else ""
+    max_age = meta.properties.get("history.expire.max-snapshot-age-ms", str(5 * 86_400_000))
+    return Check(
+        "snapshots",
+        f"{len(meta.snapshots)} snapshots{age}; {len(expired)} past retention",
+        "warn" if expired or refs else "ok",
+        f"retention keeps {int(max_age) / 86_400_000:g} days and at least "
+        f"{meta.properties.get('history.expire.min-snapshots-to-keep', '1')} per branch"
+        + (f"; refs past their age: {', '.join(refs)}" if refs else ""),
+        cmd if expired or refs else None,
+        {
+            "snapshots": len(meta.snapshots),
+            "expirable": len(expired),
+            "expirable_refs": list(refs),
+            "oldest_ms": oldest,
+        },
+    )
+
+
+def _metadata_log(table: Any, set_cmd: str) -> Check:
+    from icefloe.write.properties import bool_property, int_property
+
+    props = table.properties
+    log = len(table.metadata.metadata_log)
+    limit = int_property(
+        props, "write.metadata.previous-versions-max", PREVIOUS_VERSIONS_MAX_DEFAULT, minimum=1
+    )
+    cleans = bool_property(props, "write.metadata.delete-after-commit.enabled", False)
+    full = log >= limit
+    warn = full and not cleans
+    return Check(
+        "metadata log",
+        f"{log} previous metadata files (max {limit}, delete-after-commit "
+        f"{'on' if cleans else 'off'})",
+        "warn" if warn else "ok",
+        "metadata files dropped from the log stay on storage until deleted"
+        if warn
+        else "the log is within its limit"
+        if not full
+        else "old metadata files are deleted",
+        set_cmd if warn else None,
+        {"previous_metadata_files": log, "max": limit, "delete_after_commit": cleans},
+    )
+
+
+def _orphans(table: Any, scan: bool, cmd: str, health_cmd: str) -> Check:
+    if not scan:
+        return Check(
+            "unreferenced files",
+            "not checked (it lists the table's storage)",
+            "skipped",
+            "run the check with --orphans",
+            health_cmd,
+            {},
+        )
+    orphans = table.remove_orphan_files(dry_run=True)
+    sizes = {f.location: f.size for f in table.io.list_prefix(table.location)} if orphans else {}
+    total = sum(sizes.get(o, 0) for o in orphans)
+    return Check(
+        "unreferenced files",
+        f"{len(orphans)} files ({human_size(total)}) older than 3 days that no metadata reaches",
+        "warn" if orphans else "ok",
+        "leftovers of failed or interrupted writes" if orphans else "no orphan files",
+        cmd if orphans else None,
+        {"files": len(orphans), "bytes": total, "paths": orphans[:100]},
+    )
+
+
+def _statistics(table: Any, table_name: str) -> Check:
+    meta = table.metadata
+    snap = meta.current_snapshot()
+    sid = snap.snapshot_id if snap else None
+    stats = any(s.snapshot_id == sid for s in meta.statistics)
+    pstats = any(s.snapshot_id == sid for s in meta.partition_statistics)
+    have = [n for n, ok in (("table", stats), ("partition", pstats)) if ok]
+    missing = [n for n, ok in (("table", stats), ("partition", pstats)) if not ok]
+    if snap is None:
+        return Check("statistics", "no snapshot", "ok", "an empty table needs none", None, {})
+    return Check(
+        "statistics",
+        f"current snapshot has {' and '.join(have) or 'no'} statistics"
+        + (f"; missing {' and '.join(missing)}" if have and missing else ""),
+        "ok" if not missing else "info",
+        "engines use NDV sketches for join planning"
+        if missing
+        else "table and partition statistics are present",
+        f"spark-sql -e \"CALL system.compute_table_stats(table => '{table_name}')\""
+        if not stats
+        else None,
+        {"table_statistics": stats, "partition_statistics": pstats},
+    )
+
+
+def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list[Check]:
+    """Every check on ``table``; ``prog`` prefixes the fixing commands (e.g. with
+    ``--catalog``); ``orphans`` runs the dry-run orphan scan."""
+    name = table.name
+    stats = file_stats(table)
+    plan = table.plan_rewrite_data_files()
+    return [
+        _small_files(stats, plan, f"{prog} compact {name}"),
+        _delete_debt(stats, f"{prog} compact {name}"),
+        _manifests(table, f"{prog} rewrite-manifests {name}"),
+        _snapshots(table, f"{prog} expire {name}"),
+        _metadata_log(
+            table,
+            f"{prog} properties set {name} write.metadata.delete-after-commit.enabled true",
+        ),
+        _orphans(table, orphans, f"{prog} orphans {name}", f"{prog} health {name} --orphans"),
+        _statistics(table, name),
+    ]

@@ -1,0 +1,326 @@
+"""Maintenance: ``expire``, ``compact``, ``orphans`` and ``rewrite-manifests``, each with
+``--dry-run``, a progress bar on standard error while files are read or deleted, and a summary
+(``--json`` for scripts). Table properties apply as in the table API (``history.expire.*``,
+``write.target-file-size-bytes``, ``commit.manifest.target-size-bytes``)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table as RichTable
+
+from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.render import human_size, parse_size, plural
+from icefloe.exceptions import ValidationError
+
+__all__ = ["parse_age", "register"]
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d|w)\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_UNIT_MS["w"] = 7 * _UNIT_MS["d"]
+
+
+def parse_age(text: str, now_ms: int | None = None) -> int:
+    """``7d``, ``12h``, ``30min`` (an age) or an ISO 8601 time, as epoch milliseconds."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    m = _AGE.match(text)
+    if m:
+        return now - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+    try:
+        t = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValidationError(
+            f"not an age or a time: {text!r} (try 7d, 12h, 30min or 2026-01-31T00:00:00+00:00)"
+        ) from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return int(t.timestamp() * 1000)
+
+
+@contextlib.contextmanager
+def _progress(state: State, what: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on standard error, fed by the table API's ``progress=`` callback;
+    it appears with the first step, so failures before any work draw no bar."""
+    if quiet:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=state.out.err,
+    )
+    task: list[Any] = []
+
+    def update(done: int, total: int) -> None:
+        if not task:
+            task.append(bar.add_task(what, total=total))
+            bar.start()
+        bar.update(task[0], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if task:
+            bar.stop()
+
+
+def _summary(state: State, title: str, rows: list[tuple[str, Any]]) -> None:
+    t = RichTable.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    for k, v in rows:
+        t.add_row(k, str(v))
+    state.out.console.print(title)
+    state.out.console.print(t)
+
+
+@click.command("expire", short_help="Expire old snapshots and their files.")
+@click.argument("table")
+@click.option("--older-than", help="Expire snapshots older than this age or time (7d, ISO).")
+@click.option("--retain-last", type=click.IntRange(1), help="Keep at least this many per branch.")
+@click.option("--snapshot-id", "snapshot_ids", type=int, multiple=True, help="Expire this one.")
+@click.option("--keep-files", is_flag=True, help="Only change metadata; delete no files.")
+@click.option("--dry-run", is_flag=True, help="Show what would be expired; change nothing.")
+@json_option
+@pass_state
+def expire(
+    state: State,
+    table: str,
+    older_than: str | None,
+    retain_last: int | None,
+    snapshot_ids: tuple[int, ...],
+    keep_files: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Expire snapshots of TABLE by the retention policy and delete the files only they used."""
+    t = state.table(table)
+    with _progress(state, "deleting files", as_json or dry_run) as progress:
+        r = t.expire_snapshots(
+            older_than_ms=parse_age(older_than) if older_than else None,
+            retain_last=retain_last,
+            snapshot_ids=list(snapshot_ids) or None,
+            delete_files=not keep_files,
+            dry_run=dry_run,
+            progress=progress,
+        )
+    doc = {
+        "table": t.name,
+        "dry_run": dry_run,
+        "snapshots": list(r.snapshot_ids),
+        "refs": list(r.removed_refs),
+        "manifest_lists": len(r.manifest_lists),
+        "manifests": len(r.manifests),
+        "data_files": len(r.data_files),
+        "delete_files": len(r.delete_files),
+        "statistics_files": len(r.statistics_files),
+        "files_deleted": r.files_deleted,
+    }
+    if as_json:
+        state.out.json(doc)
+        return
+    verb = "would expire" if dry_run else "expired"
+    gone = "would delete" if dry_run else ("left in place" if keep_files else "deleted")
+    _summary(
+        state,
+        f"[bold]{t.name}[/]: {verb} {plural(len(r.snapshot_ids), 'snapshot')}",
+        [
+            ("snapshots", len(r.snapshot_ids)),
+            ("refs", len(r.removed_refs)),
+            (f"manifest lists ({gone})", len(r.manifest_lists)),
+            (f"manifests ({gone})", len(r.manifests)),
+            (f"data files ({gone})", len(r.data_files)),
+            (f"delete files ({gone})", len(r.delete_files)),
+            (f"statistics files ({gone})", len(r.statistics_files)),
+        ],
+    )
+
+
+@click.command("compact", short_help="Merge small files and apply deletes.")
+@click.argument("table")
+@click.option("--filter", "row_filter", help="Only files that may hold rows matching this.")
+@click.option("--target-file-size", help="Target size of the new files (e.g. 128MiB).")
+@click.option("--min-input-files", type=click.IntRange(1), default=2, show_default=True)
+@click.option("--branch", default="main", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show what would be rewritten; change nothing.")
+@json_option
+@pass_state
+def compact(
+    state: State,
+    table: str,
+    row_filter: str | None,
+    target_file_size: str | None,
+    min_input_files: int,
+    branch: str,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Merge small data files of TABLE and apply their deletes, in one replace snapshot."""
+    t = state.table(table)
+    target = parse_size(target_file_size) if target_file_size else None
+    args: dict[str, Any] = {
+        "target_file_size": target,
+        "min_input_files": min_input_files,
+        "branch": branch,
+    }
+    if row_filter:
+        args["row_filter"] = row_filter
+    plan = t.plan_rewrite_data_files(**args)
+    doc: dict[str, Any] = {
+        "table": t.name,
+        "dry_run": dry_run,
+        "target_file_size": plan.target_file_size,
+        "groups": plan.groups,
+        "rewritten_data_files": plan.data_files,
+        "rewritten_bytes": plan.data_bytes,
+        "removed_delete_files": plan.delete_files,
+        "added_data_files": None,
+        "snapshot_id": None,
+    }
+    if not dry_run and plan.data_files:
+        with _progress(state, "rewriting files", as_json) as progress:
+            r = t.rewrite_data_files(**args, progress=progress)
+        snap = t.current_snapshot()
+        doc.update(
+            rewritten_data_files=r.rewritten_data_files,
+            rewritten_bytes=r.rewritten_bytes,
+            removed_delete_files=r.removed_delete_files,
+            added_data_files=r.added_data_files,
+            snapshot_id=snap.snapshot_id if snap else None,
+        )
+    if as_json:
+        state.out.json(doc)
+        return
+    if not plan.data_files:
+        state.out.console.print(f"[bold]{t.name}[/]: nothing to compact")
+        return
+    verb = "would rewrite" if dry_run else "rewrote"
+    rows: list[tuple[str, Any]] = [
+        ("groups", doc["groups"]),
+        ("data files in", doc["rewritten_data_files"]),
+        ("bytes in", human_size(doc["rewritten_bytes"])),
+        ("delete files applied", doc["removed_delete_files"]),
+        ("target file size", human_size(doc["target_file_size"])),
+    ]
+    if not dry_run:
+        rows.insert(2, ("data files out", doc["added_data_files"]))
+        rows.append(("snapshot", doc["snapshot_id"]))
+    files = plural(doc["rewritten_data_files"], "data file")
+    _summary(state, f"[bold]{t.name}[/]: {verb} {files}", rows)
+
+
+@click.command("orphans", short_help="Delete files no metadata references.")
+@click.argument("table")
+@click.option(
+    "--older-than",
+    default="3d",
+    show_default=True,
+    help="Only files last modified before this age or time.",
+)
+@click.option("--location", help="Scan this prefix instead of the table location.")
+@click.option("--dry-run", is_flag=True, help="List the orphan files; delete nothing.")
+@click.option(
+    "--limit",
+    type=click.IntRange(0),
+    default=20,
+    show_default=True,
+    help="Paths listed in the text output (0: all).",
+)
+@json_option
+@pass_state
+def orphans(
+    state: State,
+    table: str,
+    older_than: str,
+    location: str | None,
+    dry_run: bool,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Delete files under TABLE's location that no metadata references (leftovers of failed
+    writes), when older than --older-than."""
+    t = state.table(table)
+    with _progress(state, "deleting orphan files", as_json or dry_run) as progress:
+        found = t.remove_orphan_files(
+            parse_age(older_than), dry_run=dry_run, location=location, progress=progress
+        )
+    if as_json:
+        state.out.json({"table": t.name, "dry_run": dry_run, "orphan_files": found})
+        return
+    verb = "found" if dry_run else "deleted"
+    console = state.out.console
+    console.print(f"[bold]{t.name}[/]: {verb} {plural(len(found), 'orphan file')}")
+    shown = found if limit == 0 else found[:limit]
+    for p in shown:
+        console.print(f"  {p}", highlight=False, soft_wrap=True)
+    if len(shown) < len(found):
+        console.print(f"[dim]  ({len(found) - len(shown)} more; --limit 0 lists all)[/]")
+
+
+@click.command("rewrite-manifests", short_help="Regroup manifests by partition.")
+@click.argument("table")
+@click.option("--spec-id", type=int, help="Only manifests of this partition spec.")
+@click.option("--target-manifest-size", help="Target manifest size (default: table property).")
+@click.option("--branch", default="main", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show what would be rewritten; change nothing.")
+@json_option
+@pass_state
+def rewrite_manifests(
+    state: State,
+    table: str,
+    spec_id: int | None,
+    target_manifest_size: str | None,
+    branch: str,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Regroup TABLE's data manifests by partition into target-sized manifests."""
+    t = state.table(table)
+    target = parse_size(target_manifest_size) if target_manifest_size else None
+    before = t.current_snapshot()
+    r = t.rewrite_manifests(
+        spec_id=spec_id, target_manifest_size=target, branch=branch, dry_run=dry_run
+    )
+    committed = not dry_run and r.rewritten_manifests > 0
+    doc = {
+        "table": t.name,
+        "dry_run": dry_run,
+        "rewritten_manifests": r.rewritten_manifests,
+        "added_manifests": r.added_manifests,
+        "kept_manifests": r.kept_manifests,
+        "entries": r.entries,
+        "snapshot_id": r.snapshot_id if committed else None,
+        "parent_snapshot_id": before.snapshot_id if committed and before else None,
+    }
+    if as_json:
+        state.out.json(doc)
+        return
+    if not r.rewritten_manifests:
+        state.out.console.print(
+            f"[bold]{t.name}[/]: nothing to rewrite (the manifests are already grouped)"
+        )
+        return
+    verb = "would rewrite" if dry_run else "rewrote"
+    rows: list[tuple[str, Any]] = [
+        ("manifests in", r.rewritten_manifests),
+        ("manifests out", r.added_manifests),
+        ("manifests kept", r.kept_manifests),
+        ("entries", r.entries),
+    ]
+    if committed:
+        rows.append(("snapshot", r.snapshot_id))
+    _summary(state, f"[bold]{t.name}[/]: {verb} {plural(r.rewritten_manifests, 'manifest')}", rows)
+
+
+def register(group: click.Group) -> None:
+    for command in (expire, compact, orphans, rewrite_manifests):
+        group.add_command(command)

@@ -1,0 +1,34 @@
+"""``icefloe report``: write the self-contained HTML report of a table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from icefloe.cli.app import State, pass_state
+from icefloe.cli.health_cmds import prog_prefix
+from icefloe.cli.report import render_report
+
+__all__ = ["register"]
+
+
+@click.command("report", short_help="Write a self-contained HTML report.")
+@click.argument("table")
+@click.option(
+    "--output", "-o", default="report.html", show_default=True, type=click.Path(dir_okay=False)
+)
+@click.option("--orphans", is_flag=True, help="Include the dry-run orphan scan (lists storage).")
+@pass_state
+def report(state: State, table: str, output: str, orphans: bool) -> None:
+    """Write one HTML file about TABLE (timeline, histograms, partition heat map, health) that
+    opens offline in any browser."""
+    t = state.table(table)
+    html = render_report(t, prog_prefix(state), orphans=orphans)
+    path = Path(output)
+    path.write_text(html, encoding="utf-8")
+    state.out.console.print(f"wrote {path} ({len(html.encode()):,} bytes)")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(report)

@@ -1,0 +1,339 @@
+"""Table metadata commands: ``describe``, ``schema``, ``spec``, ``location``, ``uuid`` and
+``properties get|set|remove``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.table import Table as RichTable
+from rich.text import Text
+from rich.tree import Tree
+
+from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.render import human_size, iso, plural, ts
+from icefloe.exceptions import ValidationError
+
+__all__ = ["register", "schema_tree", "snapshot_json"]
+
+
+def _default(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _field_label(field: Any) -> Text:
+    label = Text()
+    label.append(f"{field.field_id:>3} ", style="dim")
+    label.append(field.name, style="bold")
+    label.append(": ")
+    ftype = field.field_type
+    label.append(
+        type(ftype).__name__.removesuffix("Type").lower() if ftype.is_nested else str(ftype),
+        style="cyan",
+    )
+    label.append(" required" if field.required else " optional", style="dim")
+    if field.initial_default is not None:
+        label.append(f"  initial-default={_default(field.initial_default)}", style="magenta")
+    if field.write_default is not None:
+        label.append(f"  write-default={_default(field.write_default)}", style="magenta")
+    if field.doc:
+        label.append(f"  — {field.doc}", style="italic")
+    return label
+
+
+def schema_tree(schema: Any, title: str) -> Tree:
+    """The schema as a tree: id, name, type, required, defaults and doc per field."""
+    tree = Tree(title)
+
+    def add(node: Tree, fields: Any) -> None:
+        for f in fields:
+            child = node.add(_field_label(f))
+            if f.field_type.is_nested:
+                add(child, f.field_type.fields)
+
+    add(tree, schema.fields)
+    return tree
+
+
+def snapshot_json(snapshot: Any) -> dict[str, Any] | None:
+    """A snapshot as JSON for ``--json`` output."""
+    if snapshot is None:
+        return None
+    return {
+        "snapshot_id": snapshot.snapshot_id,
+        "parent_snapshot_id": snapshot.parent_snapshot_id,
+        "sequence_number": snapshot.sequence_number,
+        "timestamp_ms": snapshot.timestamp_ms,
+        "committed_at": iso(snapshot.timestamp_ms),
+        "operation": snapshot.operation,
+        "summary": snapshot.summary.to_json() if snapshot.summary else {},
+        "manifest_list": snapshot.manifest_list,
+        "schema_id": snapshot.schema_id,
+        "first_row_id": snapshot.first_row_id,
+        "added_rows": snapshot.added_rows,
+    }
+
+
+def _describe_json(table: Any) -> dict[str, Any]:
+    meta = table.metadata
+    return {
+        "identifier": table.name,
+        "format_version": meta.format_version,
+        "uuid": meta.table_uuid,
+        "location": meta.location,
+        "metadata_location": table.metadata_location,
+        "last_updated_ms": meta.last_updated_ms,
+        "schema": meta.current_schema().to_json(),
+        "partition_spec": meta.spec().to_json(),
+        "sort_order": meta.sort_order().to_json(),
+        "properties": dict(meta.properties),
+        "current_snapshot": snapshot_json(meta.current_snapshot()),
+        "refs": {name: ref.to_json() for name, ref in sorted(meta.refs.items())},
+        "snapshot_count": len(meta.snapshots),
+        "row_lineage": {
+            "enabled": meta.format_version >= 3,
+            "next_row_id": meta.next_row_id,
+        },
+    }
+
+
+def _kv_table(rows: list[tuple[str, Any]]) -> RichTable:
+    t = RichTable.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    for k, v in rows:
+        t.add_row(k, v if isinstance(v, Text) else str(v))
+    return t
+
+
+def _spec_lines(table: Any) -> str:
+    spec = table.spec()
+    schema = table.schema()
+    if not spec.fields:
+        return "unpartitioned"
+    parts = []
+    for f in spec.fields:
+        sources = ",".join(schema.find_column_name(i) or f"#{i}" for i in f.all_source_ids)
+        parts.append(f"{f.name} = {f.transform}({sources})  [id {f.field_id}]")
+    return "\n".join(parts) + f"\n(spec id {spec.spec_id})"
+
+
+def _sort_lines(table: Any) -> str:
+    order = table.sort_order()
+    schema = table.schema()
+    if not order.fields:
+        return "unsorted"
+    parts = []
+    for f in order.fields:
+        sources = ",".join(schema.find_column_name(i) or f"#{i}" for i in f.all_source_ids)
+        parts.append(f"{f.transform}({sources}) {f.direction} {f.null_order}")
+    return "\n".join(parts) + f"\n(order id {order.order_id})"
+
+
+@click.command("describe", short_help="Everything about a table (or a namespace).")
+@click.argument("table")
+@json_option
+@pass_state
+def describe(state: State, table: str, as_json: bool) -> None:
+    """Everything about TABLE (schema, partitioning, sort order, properties, current
+    snapshot), or the properties of a namespace."""
+    catalog = state.catalog()
+    is_table = "." in table and catalog.table_exists(table)
+    if not is_table and catalog.namespace_exists(table):
+        _describe_namespace(state, table, as_json)
+        return
+    if "." not in table:
+        from icefloe.exceptions import NoSuchNamespaceError
+
+        raise NoSuchNamespaceError(f"no table or namespace {table!r}")
+    t = state.table(table)
+    if as_json:
+        state.out.json(_describe_json(t))
+        return
+    meta = t.metadata
+    console = state.out.console
+    snap = meta.current_snapshot()
+    rows: list[tuple[str, Any]] = [
+        ("table", t.name),
+        ("format version", meta.format_version),
+        ("uuid", meta.table_uuid),
+        ("location", meta.location),
+        ("metadata", t.metadata_location),
+        ("last updated", ts(meta.last_updated_ms) + " UTC"),
+        ("partition spec", _spec_lines(t)),
+        ("sort order", _sort_lines(t)),
+    ]
+    if meta.format_version >= 3:
+        rows.append(("row lineage", f"enabled, next row id {meta.next_row_id}"))
+    else:
+        rows.append(("row lineage", "off (format version < 3)"))
+    refs = ", ".join(f"{n} ({r.ref_type}) -> {r.snapshot_id}" for n, r in sorted(meta.refs.items()))
+    rows.append(("refs", refs or "-"))
+    rows.append(("snapshots", len(meta.snapshots)))
+    console.print(_kv_table(rows))
+    console.print()
+    console.print(
+        schema_tree(meta.current_schema(), f"[bold]schema[/] (id {meta.current_schema_id})")
+    )
+    console.print()
+    if snap is None:
+        console.print("[bold]current snapshot[/]: none (empty table)")
+    else:
+        s = snap.summary.to_json() if snap.summary else {}
+        console.print(
+            f"[bold]current snapshot[/] {snap.snapshot_id} · {snap.operation} · "
+            f"{ts(snap.timestamp_ms)} UTC · sequence {snap.sequence_number}"
+        )
+        summary = [
+            ("records", s.get("total-records", "-")),
+            ("data files", s.get("total-data-files", "-")),
+            ("delete files", s.get("total-delete-files", "-")),
+            ("size", human_size(int(s["total-files-size"])) if "total-files-size" in s else "-"),
+            ("position deletes", s.get("total-position-deletes", "-")),
+            ("equality deletes", s.get("total-equality-deletes", "-")),
+        ]
+        console.print(_kv_table(summary))
+    console.print()
+    props = sorted(meta.properties.items())
+    console.print("[bold]properties[/]" + ("" if props else ": none"))
+    if props:
+        console.print(_kv_table(props))
+
+
+def _describe_namespace(state: State, namespace: str, as_json: bool) -> None:
+    catalog = state.catalog()
+    props = catalog.load_namespace_properties(namespace)
+    tables = [".".join(i) for i in sorted(catalog.list_tables(namespace))]
+    if as_json:
+        state.out.json({"namespace": namespace, "properties": props, "tables": tables})
+        return
+    console = state.out.console
+    console.print(f"[bold]namespace {namespace}[/] · {plural(len(tables), 'table')}")
+    console.print(_kv_table(sorted(props.items())) if props else "properties: none")
+
+
+@click.command("schema", short_help="The current schema as a tree.")
+@click.argument("table")
+@json_option
+@pass_state
+def schema_cmd(state: State, table: str, as_json: bool) -> None:
+    """The current schema of TABLE as a tree."""
+    t = state.table(table)
+    if as_json:
+        state.out.json(t.schema().to_json())
+        return
+    state.out.console.print(schema_tree(t.schema(), f"[bold]{t.name}[/]"))
+
+
+@click.command("spec", short_help="The partition spec.")
+@click.argument("table")
+@json_option
+@pass_state
+def spec_cmd(state: State, table: str, as_json: bool) -> None:
+    """The partition spec of TABLE."""
+    t = state.table(table)
+    if as_json:
+        state.out.json(t.spec().to_json())
+        return
+    state.out.console.print(_spec_lines(t), highlight=False)
+
+
+@click.command("location", short_help="The table's base location.")
+@click.argument("table")
+@json_option
+@pass_state
+def location_cmd(state: State, table: str, as_json: bool) -> None:
+    """The base location of TABLE."""
+    t = state.table(table)
+    if as_json:
+        state.out.json({"location": t.location, "metadata_location": t.metadata_location})
+        return
+    click.echo(t.location)
+
+
+@click.command("uuid", short_help="The table's UUID.")
+@click.argument("table")
+@json_option
+@pass_state
+def uuid_cmd(state: State, table: str, as_json: bool) -> None:
+    """The UUID of TABLE."""
+    t = state.table(table)
+    if as_json:
+        state.out.json({"uuid": t.metadata.table_uuid})
+        return
+    click.echo(t.metadata.table_uuid)
+
+
+@click.group("properties", short_help="Read and change table properties.")
+def properties() -> None:
+    """Read and change table properties."""
+
+
+@properties.command("get")
+@click.argument("table")
+@click.argument("key", required=False)
+@json_option
+@pass_state
+def properties_get(state: State, table: str, key: str | None, as_json: bool) -> None:
+    """Every property of TABLE, or the value of KEY."""
+    props = state.table(table).properties
+    if key is not None:
+        if key not in props:
+            from icefloe.exceptions import NotFoundError
+
+            raise NotFoundError(f"table {table} has no property {key!r}")
+        if as_json:
+            state.out.json({key: props[key]})
+        else:
+            click.echo(props[key])
+        return
+    if as_json:
+        state.out.json(dict(sorted(props.items())))
+        return
+    for k, v in sorted(props.items()):
+        click.echo(f"{k}={v}")
+
+
+@properties.command("set")
+@click.argument("table")
+@click.argument("pairs", nargs=-1, required=True, metavar="KEY VALUE... | KEY=VALUE...")
+@pass_state
+def properties_set(state: State, table: str, pairs: tuple[str, ...]) -> None:
+    """Set properties of TABLE in one commit: ``KEY VALUE ...`` or ``KEY=VALUE ...``."""
+    if not any("=" in p for p in pairs):
+        if len(pairs) % 2:
+            raise ValidationError(f"property {pairs[-1]!r} has no value (KEY VALUE or KEY=VALUE)")
+        updates = dict(zip(pairs[::2], pairs[1::2], strict=True))
+    else:
+        updates = {}
+        for p in pairs:
+            k, sep, v = p.partition("=")
+            if not sep or not k:
+                raise ValidationError(f"expected KEY VALUE or KEY=VALUE pairs, got {p!r}")
+            updates[k] = v
+    state.table(table).set_properties(updates)
+    for k, v in updates.items():
+        state.out.console.print(f"set {k}={v}")
+
+
+@properties.command("remove")
+@click.argument("table")
+@click.argument("keys", nargs=-1, required=True)
+@pass_state
+def properties_remove(state: State, table: str, keys: tuple[str, ...]) -> None:
+    """Remove properties KEYS of TABLE in one commit."""
+    t = state.table(table)
+    missing = [k for k in keys if k not in t.properties]
+    if missing:
+        from icefloe.exceptions import NotFoundError
+
+        raise NotFoundError(f"table {table} has no property {missing[0]!r}")
+    t.remove_properties(*keys)
+    for k in keys:
+        state.out.console.print(f"removed {k}")
+
+
+def register(group: click.Group) -> None:
+    for command in (describe, schema_cmd, spec_cmd, location_cmd, uuid_cmd, properties):
+        group.add_command(command)

@@ -1,0 +1,87 @@
+"""The pure parts behind the pictures: time-axis positions, size histogram buckets, size
+parsing and the heat map's cap."""
+
+from __future__ import annotations
+
+import itertools
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from icefloe.cli.analysis import (
+    SIZE_EDGES,
+    PartitionRow,
+    PartitionStats,
+    SnapshotPoint,
+    _histogram,
+    axis_positions,
+)
+from icefloe.cli.render import bar, parse_size
+from icefloe.cli.report_svg import heatmap_svg
+from icefloe.exceptions import ValidationError
+
+
+def _point(i: int, ts: int) -> SnapshotPoint:
+    return SnapshotPoint(i, None, ts, "append", i, "main", 0, 0, None, None, 0, 0)
+
+
+@given(
+    times=st.lists(st.integers(0, 10**12), min_size=1, max_size=60).map(sorted),
+    width=st.integers(2, 200),
+)
+def test_axis_positions_are_ordered_and_inside_the_axis(times: list[int], width: int) -> None:
+    points = tuple(_point(i, t) for i, t in enumerate(times))
+    cols = axis_positions(points, width)
+    assert len(cols) == len(points)
+    assert cols[0] == 0
+    assert all(0 <= c <= width - 1 for c in cols)
+    assert cols == sorted(cols)
+    if 2 * (len(points) - 1) <= width - 1:  # room for two columns per step: all apart
+        assert all(b - a >= 2 for a, b in itertools.pairwise(cols))
+
+
+def test_histogram_buckets_are_upper_exclusive() -> None:
+    sizes = pa.array([0, 4095, 4096, 16383, 16384, 5 << 30], pa.int64())
+    h = _histogram(sizes)
+    assert h[0] == (0, 4096, 2)
+    assert h[1] == (4096, 16384, 2)
+    assert h[2] == (16384, 65536, 1)
+    assert h[-1] == (SIZE_EDGES[-1], None, 1)
+    assert sum(n for _, _, n in h) == len(sizes)
+    assert _histogram(pa.array([], pa.int64())) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("128MiB", 128 << 20),
+        ("512 MB", 512 * 10**6),
+        ("1g", 1 << 30),
+        ("4096", 4096),
+        ("1.5KiB", 1536),
+    ],
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "0", "-1MiB", "12 parsecs", "MiB"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(ValidationError, match="not a size"):
+        parse_size(text)
+
+
+def test_bars() -> None:
+    assert str(bar(0, 10, 4)) == "    "
+    assert str(bar(10, 10, 4)) == "████"
+    assert str(bar(5, 10, 4)) == "██  "
+    assert str(bar(1, 1000, 4)) == "▏   "  # anything above zero shows
+
+
+def test_the_heat_map_draws_the_largest_partitions() -> None:
+    rows = [PartitionRow(f"p={i}", 0, i, 1, 10, 0, 0) for i in range(500, 0, -1)]
+    svg = heatmap_svg(PartitionStats(rows))
+    assert svg.count('data-mark="partition"') == 400
+    assert "the largest 400 of 500 partitions" in svg

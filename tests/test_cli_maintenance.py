@@ -1,0 +1,272 @@
+"""``icefloe expire``, ``compact``, ``orphans`` and ``rewrite-manifests``: dry runs change
+nothing and announce what the real run then does, numbers match the table API, data is
+unchanged, progress is drawn on standard error."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from _cli import check_schema, run, run_process
+from _cli_tables import CliWorld, build_world
+from icefloe.cli.maintenance_cmds import parse_age
+from icefloe.exceptions import ValidationError
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> CliWorld:
+    return build_world(tmp_path / "world")
+
+
+def _rows(world: CliWorld, name: str = "db.events") -> list[tuple[object, ...]]:
+    t = world.catalog().load_table(name)
+    a = t.scan().to_arrow()
+    a = a.sort_by(a.column_names[0])
+    return list(zip(*(a.column(c).to_pylist() for c in a.column_names), strict=True))
+
+
+def _files_on_disk(world: CliWorld) -> set[str]:
+    return {str(p) for p in (world.root / "warehouse").rglob("*") if p.is_file()}
+
+
+EXPIRE_SCHEMA = {
+    "type": "object",
+    "required": ["table", "dry_run", "snapshots", "refs", "manifest_lists", "data_files"],
+    "properties": {
+        "snapshots": {"type": "array", "items": {"type": "integer"}},
+        "manifest_lists": {"type": "integer", "minimum": 0},
+        "dry_run": {"type": "boolean"},
+    },
+}
+
+
+def test_expire_dry_run_then_real(world: CliWorld) -> None:
+    table = world.catalog().load_table("db.events")
+    oracle = table.expire_snapshots(dry_run=True)
+    disk = _files_on_disk(world)
+    r = run(world, "expire", "db.events", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = r.json()
+    check_schema(doc, EXPIRE_SCHEMA)
+    assert sorted(doc["snapshots"]) == sorted(oracle.snapshot_ids) and len(doc["snapshots"]) == 3
+    assert doc["manifest_lists"] == len(oracle.manifest_lists)
+    assert _files_on_disk(world) == disk  # nothing deleted
+    assert len(world.catalog().load_table("db.events").snapshots()) == 6
+
+    rows = _rows(world)
+    r = run(world, "expire", "db.events")
+    assert r.exit_code == 0, r.stderr
+    assert "expired 3 snapshots" in r.stdout
+    assert "deleting files" in r.stderr  # the progress bar
+    after = world.catalog().load_table("db.events")
+    assert {s.snapshot_id for s in after.snapshots()}.isdisjoint(oracle.snapshot_ids)
+    for path in oracle.manifest_lists:
+        assert not os.path.exists(path.removeprefix("file://"))
+    assert _rows(world) == rows
+
+
+def test_expire_arguments(world: CliWorld) -> None:
+    table = world.catalog().load_table("db.events")
+    r = run(
+        world, "expire", "db.events", "--older-than", "2026-03-01T10:30:00", "--dry-run", "--json"
+    )
+    expected = table.expire_snapshots(older_than_ms=parse_age("2026-03-01T10:30:00"), dry_run=True)
+    assert sorted(r.json()["snapshots"]) == sorted(expected.snapshot_ids)
+    assert len(expected.snapshot_ids) == 2  # the appends at 09:00 and 10:00
+    main = table.refs()["main"].snapshot_id
+    r = run(world, "expire", "db.events", "--snapshot-id", str(main))
+    assert r.exit_code == 2
+    assert r.stderr.strip() == f"error: cannot expire snapshot {main}: still referenced by main"
+    r = run(world, "expire", "db.events", "--older-than", "yesterday")
+    assert r.exit_code == 2 and "not an age or a time: 'yesterday'" in r.stderr
+
+
+def test_expire_honours_the_retention_properties(world: CliWorld) -> None:
+    r = run(
+        world,
+        "properties",
+        "set",
+        "db.events",
+        "history.expire.max-snapshot-age-ms",
+        str(3650 * 86_400_000),
+    )
+    assert r.exit_code == 0, r.stderr
+    assert run(world, "expire", "db.events", "--dry-run", "--json").json()["snapshots"] == []
+    r = run(
+        world,
+        "properties",
+        "set",
+        "db.events",
+        "history.expire.max-snapshot-age-ms=1000",
+        "history.expire.min-snapshots-to-keep=4",
+    )
+    assert r.exit_code == 0, r.stderr
+    # main keeps its newest four (22:00, 17:00, 11:00, 10:00): only the first append goes
+    table = world.catalog().load_table("db.events")
+    first = min(table.snapshots(), key=lambda s: s.timestamp_ms).snapshot_id
+    doc = run(world, "expire", "db.events", "--dry-run", "--json").json()
+    assert doc["snapshots"] == [first]
+
+
+def test_parse_age() -> None:
+    now = 10_000_000_000
+    assert parse_age("7d", now) == now - 7 * 86_400_000
+    assert parse_age("1.5h", now) == now - 5_400_000
+    assert parse_age("30min", now) == now - 1_800_000
+    assert parse_age("2026-01-01T00:00:00Z") == 1767225600000
+    with pytest.raises(ValidationError):
+        parse_age("soon", now)
+
+
+COMPACT_SCHEMA = {
+    "type": "object",
+    "required": [
+        "table",
+        "dry_run",
+        "groups",
+        "rewritten_data_files",
+        "rewritten_bytes",
+        "removed_delete_files",
+        "added_data_files",
+        "snapshot_id",
+        "target_file_size",
+    ],
+}
+
+
+def test_compact_dry_run_then_real(world: CliWorld) -> None:
+    rows = _rows(world)
+    before = world.catalog().load_table("db.events")
+    n_snapshots = len(before.snapshots())
+    plan = run(world, "compact", "db.events", "--dry-run", "--json").json()
+    check_schema(plan, COMPACT_SCHEMA)
+    assert plan["added_data_files"] is None and plan["snapshot_id"] is None
+    assert len(world.catalog().load_table("db.events").snapshots()) == n_snapshots
+    # eu has 3 small files and a DV, us 2 small files and a DV, ap 1 file: two groups
+    assert (plan["groups"], plan["rewritten_data_files"], plan["removed_delete_files"]) == (
+        2,
+        5,
+        2,
+    )
+    r = run(world, "compact", "db.events", "--json")
+    assert r.exit_code == 0, r.stderr
+    done = r.json()
+    for key in ("groups", "rewritten_data_files", "rewritten_bytes", "removed_delete_files"):
+        assert done[key] == plan[key], key
+    after = world.catalog().load_table("db.events")
+    assert done["snapshot_id"] == after.current_snapshot().snapshot_id
+    assert after.current_snapshot().operation == "replace"
+    assert after.inspect.delete_files().num_rows == 0
+    assert after.inspect.data_files().num_rows == 3
+    assert _rows(world) == rows
+
+
+def test_compact_filter_and_target(world: CliWorld) -> None:
+    r = run(world, "compact", "db.events", "--filter", "region = 'us'", "--dry-run", "--json")
+    assert (r.json()["rewritten_data_files"], r.json()["groups"]) == (2, 1)
+    r = run(world, "compact", "db.events", "--target-file-size", "1KiB", "--dry-run", "--json")
+    doc = r.json()
+    assert doc["target_file_size"] == 1024
+    # with a 1 KiB target, only files with deletes (alone in their bins) are rewritten
+    table = world.catalog().load_table("db.events")
+    assert doc == {**doc, **_plan(table, 1024)}
+    r = run(world, "compact", "db.events", "--filter", "region = 'us'")
+    assert r.exit_code == 0 and "rewrote 2 data files" in r.stdout
+    assert "rewriting files" in r.stderr
+
+
+def _plan(table: object, target: int) -> dict[str, int]:
+    p = table.plan_rewrite_data_files(target_file_size=target)  # type: ignore[attr-defined]
+    return {"groups": p.groups, "rewritten_data_files": p.data_files}
+
+
+ORPHANS_SCHEMA = {
+    "type": "object",
+    "required": ["table", "dry_run", "orphan_files"],
+    "additionalProperties": False,
+    "properties": {
+        "table": {"type": "string"},
+        "dry_run": {"type": "boolean"},
+        "orphan_files": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+REWRITE_MANIFESTS_SCHEMA = {
+    "type": "object",
+    "required": [
+        "table",
+        "dry_run",
+        "rewritten_manifests",
+        "added_manifests",
+        "kept_manifests",
+        "entries",
+        "snapshot_id",
+        "parent_snapshot_id",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "table": {"type": "string"},
+        "dry_run": {"type": "boolean"},
+        "rewritten_manifests": {"type": "integer", "minimum": 0},
+        "added_manifests": {"type": "integer", "minimum": 0},
+        "kept_manifests": {"type": "integer", "minimum": 0},
+        "entries": {"type": "integer", "minimum": 0},
+        "snapshot_id": {"type": ["integer", "null"]},
+        "parent_snapshot_id": {"type": ["integer", "null"]},
+    },
+}
+
+
+def test_orphans(world: CliWorld) -> None:
+    table = world.catalog().load_table("db.plain")
+    data_dir = Path(table.location.removeprefix("file://"), "data")
+    old, new = data_dir / "old-orphan.parquet", data_dir / "new-orphan.parquet"
+    old.write_bytes(b"o" * 10)
+    new.write_bytes(b"n" * 10)
+    week_ago = time.time() - 7 * 86400
+    os.utime(old, (week_ago, week_ago))
+    r = run(world, "orphans", "db.plain", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    check_schema(r.json(), ORPHANS_SCHEMA)
+    assert r.json()["orphan_files"] == [old.as_uri()]
+    assert old.exists()
+    r = run(world, "orphans", "db.plain", "--older-than", "0s", "--dry-run")
+    assert "found 2 orphan files" in r.stdout
+    r = run(world, "orphans", "db.plain")
+    assert r.exit_code == 0 and "deleted 1 orphan file" in r.stdout
+    assert not old.exists() and new.exists()
+    assert _rows(world, "db.plain") == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_rewrite_manifests(world: CliWorld) -> None:
+    rows = _rows(world)
+    table = world.catalog().load_table("db.events")
+    data_manifests = pc.sum(pc.equal(table.inspect.manifests().column("content"), 0)).as_py()
+    r = run(world, "rewrite-manifests", "db.events", "--dry-run", "--json")
+    plan = r.json()
+    check_schema(plan, REWRITE_MANIFESTS_SCHEMA)
+    assert plan["rewritten_manifests"] == data_manifests == 4
+    assert plan["added_manifests"] == 1 and plan["snapshot_id"] is None
+    r = run(world, "rewrite-manifests", "db.events", "--json")
+    done = r.json()
+    check_schema(done, REWRITE_MANIFESTS_SCHEMA)
+    after = world.catalog().load_table("db.events")
+    assert done["snapshot_id"] == after.current_snapshot().snapshot_id
+    assert done["parent_snapshot_id"] == table.current_snapshot().snapshot_id
+    assert pc.sum(pc.equal(after.inspect.manifests().column("content"), 0)).as_py() == 1
+    assert _rows(world) == rows
+    r = run(world, "rewrite-manifests", "db.events")
+    assert "already grouped" in r.stdout
+
+
+def test_maintenance_in_a_real_process(world: CliWorld) -> None:
+    r = run_process(world, "compact", "db.events", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert "would rewrite 5 data files" in r.stdout
+    r = run_process(world, "rewrite-manifests", "db.events")
+    assert r.exit_code == 0, r.stderr
+    assert "rewrote 4 manifests" in r.stdout

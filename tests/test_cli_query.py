@@ -1,0 +1,202 @@
+"""``icefloe scan`` and ``icefloe sql``: rows match the table API in every output format, time
+travel picks the same snapshot, and DuckDB reads the catalog's tables by name."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from _cli import run, run_process
+from _cli_tables import CLOCK_START, CliWorld, build_world
+from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliWorld]:
+    yield build_world(tmp_path_factory.mktemp("cli-query") / "world")
+
+
+def _lines(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _ids(table: pa.Table) -> list[int]:
+    return sorted(table.column("id").to_pylist())
+
+
+def test_scan_json_lines_match_the_table(world: CliWorld) -> None:
+    table = world.catalog().load_table("db.events")
+    r = run(world, "scan", "db.events", "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = _lines(r.stdout)
+    expected = table.scan().to_arrow()
+    assert sorted(int(x["id"]) for x in rows) == _ids(expected)  # type: ignore[call-overload]
+    first = next(x for x in rows if x["id"] == 210)
+    assert first == {
+        "id": 210,
+        "ts": "2026-01-09T18:00:00+00:00",
+        "region": "us",
+        "amount": 315.0,
+        "note": "n210",
+    }
+    r = run(
+        world,
+        "scan",
+        "db.events",
+        "--filter",
+        "region = 'ap' and id > 202",
+        "--select",
+        "id,region",
+        "--json",
+    )
+    rows = _lines(r.stdout)
+    assert {tuple(x) for x in rows} == {("id", "region")}
+    assert sorted(x["id"] for x in rows) == _ids(  # type: ignore[type-var]
+        table.scan(row_filter="region = 'ap' and id > 202").to_arrow()
+    )
+    assert len(_lines(run(world, "scan", "db.events", "--limit", "7", "--json").stdout)) == 7
+
+
+def test_scan_time_travel(world: CliWorld) -> None:
+    table = world.catalog().load_table("db.events")
+    v1 = table.refs()["v1"].snapshot_id
+    by_ref = _lines(run(world, "scan", "db.events", "--ref", "v1", "--json").stdout)
+    assert sorted(x["id"] for x in by_ref) == _ids(table.scan(ref="v1").to_arrow())  # type: ignore[type-var]
+    assert "note" not in by_ref[0]  # the tag reads with its snapshot's schema
+    by_id = _lines(run(world, "scan", "db.events", "--snapshot", str(v1), "--json").stdout)
+    assert sorted(x["id"] for x in by_id) == sorted(x["id"] for x in by_ref)  # type: ignore[type-var]
+    audit = _lines(run(world, "scan", "db.events", "--ref", "audit", "--json").stdout)
+    assert {x["id"] for x in audit} - {x["id"] for x in by_ref} == set(range(150, 155))
+    # as of 10:30 on the day of the commits: after the second append, before the third
+    when = CLOCK_START.replace(hour=10, minute=30).isoformat()
+    r = run(world, "scan", "db.events", "--as-of", when, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert sorted(x["id"] for x in _lines(r.stdout)) == list(range(100))  # type: ignore[type-var]
+    r = run(world, "scan", "db.events", "--ref", "v1", "--snapshot", str(v1))
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert r.stderr.strip() == "error: give at most one of --snapshot, --ref and --as-of"
+    r = run(world, "scan", "db.events", "--ref", "nope")
+    assert r.exit_code == EXIT_NOT_FOUND, r.stderr
+
+
+def test_scan_formats(world: CliWorld, tmp_path: Path) -> None:
+    table = world.catalog().load_table("db.events")
+    expected = table.scan(row_filter="region = 'us'").to_arrow().sort_by("id")
+    r = run(world, "scan", "db.events", "--filter", "region = 'us'", "--format", "csv")
+    got = pcsv.read_csv(io.BytesIO(r.stdout.encode())).sort_by("id")
+    assert got.column("id").to_pylist() == expected.column("id").to_pylist()
+    assert got.column("amount").to_pylist() == expected.column("amount").to_pylist()
+    out = tmp_path / "us.parquet"
+    r = run(
+        world,
+        "scan",
+        "db.events",
+        "--filter",
+        "region = 'us'",
+        "--format",
+        "parquet",
+        "-o",
+        str(out),
+    )
+    assert r.exit_code == 0, r.stderr
+    assert pq.read_table(out).sort_by("id").equals(expected)
+    r = run(world, "scan", "db.events", "--max-rows", "3", width=100)
+    assert r.exit_code == 0
+    body = [line for line in r.stdout.splitlines()[2:] if line.strip()]
+    assert len(body) == 3
+    assert "first 3 drawn" in r.stderr
+
+
+def test_sql_over_catalog_tables(world: CliWorld) -> None:
+    table = world.catalog().load_table("db.events")
+    data = table.scan().to_arrow()
+    r = run(
+        world,
+        "sql",
+        "select region, count(*) as n, sum(amount) as total from db.events "
+        "group by region order by region",
+        "--json",
+    )
+    assert r.exit_code == 0, r.stderr
+    got = {x["region"]: (x["n"], x["total"]) for x in _lines(r.stdout)}
+    grouped = data.group_by("region").aggregate([("id", "count"), ("amount", "sum")])
+    expected = {
+        reg: (n, s)
+        for reg, n, s in zip(
+            grouped.column("region").to_pylist(),
+            grouped.column("id_count").to_pylist(),
+            grouped.column("amount_sum").to_pylist(),
+            strict=True,
+        )
+    }
+    assert got == expected
+    # a self-join and a second table: each reference reads the table again
+    r = run(
+        world,
+        "sql",
+        "select count(*) as n from db.events a join db.events b on a.id = b.id "
+        "where a.id not in (select k from db.plain)",
+        "--json",
+    )
+    assert _lines(r.stdout) == [{"n": data.num_rows}]
+    r = run(world, "sql", "select * from db.missing")
+    assert r.exit_code == EXIT_NOT_FOUND and r.stderr.startswith("error: sql: Catalog Error")
+    r = run(world, "sql", "selec 1")
+    assert r.exit_code == EXIT_BAD_INPUT and r.stderr.startswith("error: sql: Parser Error")
+
+
+def test_sql_over_a_nested_namespace(tmp_path: Path) -> None:
+    world = build_world(tmp_path / "world")
+    cat = world.catalog()
+    cat.create_namespace("lake")
+    cat.create_namespace("lake.raw")
+    t = cat.create_table("lake.raw.kv", pa.schema([("k", pa.int64()), ("v", pa.string())]))
+    t.append(pa.table({"k": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
+    r = run(
+        world,
+        "sql",
+        "select count(*) as n, max(a.v) as v from lake.raw.kv a join db.plain b on a.k = b.k",
+        "--json",
+    )
+    assert r.exit_code == 0, r.stderr
+    assert _lines(r.stdout) == [{"n": 3, "v": "c"}]
+
+
+def test_sql_without_duckdb(world: CliWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+    r = run(world, "sql", "select 1")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert r.stderr.strip() == "error: icefloe sql needs DuckDB: pip install duckdb"
+
+
+def test_scan_and_sql_in_a_real_process(world: CliWorld, tmp_path: Path) -> None:
+    out = tmp_path / "eu.parquet"
+    r = run_process(
+        world,
+        "scan",
+        "db.events",
+        "--filter",
+        "region = 'eu'",
+        "--format",
+        "parquet",
+        "-o",
+        str(out),
+    )
+    assert r.exit_code == 0, r.stderr
+    table = world.catalog().load_table("db.events")
+    assert (
+        pc.sum(pq.read_table(out).column("amount")).as_py()
+        == pc.sum(table.scan(row_filter="region = 'eu'").to_arrow().column("amount")).as_py()
+    )
+    r = run_process(world, "sql", "select count(*) as n from db.plain", "--format", "csv")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.splitlines() == ['"n"', "3"]
