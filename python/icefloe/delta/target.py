@@ -10,7 +10,7 @@ next version so two writers cannot both win. By default the directory is
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from icefloe.catalog.base import Catalog, Identifier, PropertiesUpdateSummary
 from icefloe.exceptions import (
@@ -42,7 +42,12 @@ class DirectoryCatalog(Catalog):
     def io(self) -> FileIO:
         return self._dir_io
 
-    def table_io(self, table_properties: Mapping[str, str]) -> FileIO:
+    def table_io(
+        self,
+        table_properties: Mapping[str, str],
+        credentials: Mapping[str, str] | None = None,
+        refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+    ) -> FileIO:
         return self._dir_io
 
     def _current_location(self, identifier: Identifier) -> str:
