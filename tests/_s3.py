@@ -225,12 +225,12 @@ def start_s3proxy(base: Path) -> tuple[subprocess.Popen[bytes], S3Server]:
             )
         )
     )
-    log = open(base / "s3proxy.log", "wb")  # noqa: SIM115 - owned by the process
-    proc = subprocess.Popen(
-        [_java(), "-Xmx256m", "-jar", str(jar), "--properties", str(conf)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    with open(base / "s3proxy.log", "wb") as log:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            [_java(), "-Xmx256m", "-jar", str(jar), "--properties", str(conf)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
