@@ -202,7 +202,7 @@ mod tests {
         let p = parse_stats(&stats, &cols);
         let num: Vec<Option<i64>> = p.num_records.iter().collect();
         assert_eq!(num, vec![Some(3), None, None, None, Some(1)]);
-        assert_eq!(p.tight_bounds.value(0), false);
+        assert!(!p.tight_bounds.value(0));
         assert!(p.tight_bounds.is_null(4));
         let a_min: Vec<Option<i64>> = p.mins[0].as_primitive::<Int64Type>().iter().collect();
         assert_eq!(a_min, vec![Some(1), None, None, None, None]);

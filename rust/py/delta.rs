@@ -13,6 +13,14 @@ use crate::delta::stats::{parse_stats, StatKind, StatsColumn};
 use crate::Error;
 
 type Arrays = Vec<PyArrowType<ArrayData>>;
+/// `(num_records, tight_bounds, null_counts, mins, maxs)`.
+type Parsed = (
+    PyArrowType<ArrayData>,
+    PyArrowType<ArrayData>,
+    Arrays,
+    Arrays,
+    Arrays,
+);
 
 /// Parses Delta stats JSON strings (a string array) for the leaf columns at `paths` (physical
 /// names) read as `kinds` (`int`, `float`, `bool`, `string`, `decimal(P)`); returns
@@ -23,13 +31,7 @@ fn delta_parse_stats(
     stats: &Bound<'_, PyAny>,
     paths: Vec<Vec<String>>,
     kinds: Vec<String>,
-) -> PyResult<(
-    PyArrowType<ArrayData>,
-    PyArrowType<ArrayData>,
-    Arrays,
-    Arrays,
-    Arrays,
-)> {
+) -> PyResult<Parsed> {
     let data = import_array(stats)?;
     let parsed = py.detach(move || {
         guard(move || {
