@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod avro;
 pub mod deletes;
+pub mod delta;
 pub mod error;
 pub mod expr;
 pub mod manifest;

@@ -227,6 +227,12 @@ def _reading(tmp: Path) -> dict[str, Any]:
     }
 
 
+def _delta(tmp: Path) -> dict[str, Any]:
+    src = Path(__file__).resolve().parent / "data" / "delta" / "dml"
+    shutil.copytree(src / "table", tmp / "events")
+    return {"/data/events": str(tmp / "events")}
+
+
 SKIP = object()
 
 # One entry per block, in the guide's order: what the block's prose takes for granted.
@@ -245,6 +251,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _expire,
     _rowlevel,
     _reading,
+    _delta,
 ]
 
 

@@ -185,3 +185,37 @@ def test_manifest_merge(tmp_path: Path, version: int, duckdb_con: Any) -> None:
     assert snap is not None and snap.manifest_list is not None
     lst2 = manifest_files(read_manifest_list(t.io.new_input(snap.manifest_list).read()))
     assert len(lst2) == len(lst) + 2
+
+
+def test_columnar_entries_with_explicit_sequence_numbers_and_row_ids(tmp_path: Path) -> None:
+    """``add_entries`` + ``set_sequence_number`` + ``set_next_row_id``: entries keep their own
+    data sequence numbers and first row ids, PyIceberg reads them, the table's counters move."""
+    from icefloe.write import write_data_files
+    from icefloe.write.files import entries_batch
+
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3)
+    files = write_data_files(t.metadata, t.io, rows(0, 30))
+    for i, f in enumerate(files):
+        f.first_row_id = 100 * i
+    batch = entries_batch(files, version=3, schema=t.schema(), spec=t.spec())
+    seqs = pa.array([3 + i for i in range(len(files))], pa.int64())
+    batch = batch.set_column(
+        batch.schema.get_field_index("sequence_number"), "sequence_number", seqs
+    )
+    with t.transaction() as tx:
+        p = SnapshotProducer(tx).add_entries(batch, content=0)
+        p.set_sequence_number(10).set_next_row_id(5000).owns_files(f.file_path for f in files)
+        p.commit()
+    snap = t.current_snapshot()
+    assert snap is not None and snap.sequence_number == 10
+    assert t.metadata.next_row_id == 5000 and snap.added_rows == 5000
+    entries = t.inspect.entries()
+    assert sorted(entries["sequence_number"].to_pylist()) == sorted(seqs.to_pylist())
+    ids = t.scan(selected_fields=("id", "_row_id")).to_arrow()
+    assert min(ids["_row_id"].to_pylist()) == 0
+    assert sorted(pyiceberg_read(t)["id"].to_pylist()) == list(range(30))
+    with pytest.raises(CommitConflictError, match="sequence number 10"), t.transaction() as tx:
+        SnapshotProducer(tx).add_entries(batch, content=0).set_sequence_number(10).commit()
+    with pytest.raises(Exception, match="content"):
+        SnapshotProducer(t.transaction()).add_entries(batch, content=1)

@@ -27,6 +27,7 @@ __all__ = [
     "_debug_panic",
     "decode_dictionaries",
     "decode_values",
+    "delta_parse_stats",
     "encode_values",
     "expr_manifest_mask",
     "expr_metrics_mask",
@@ -77,6 +78,11 @@ def value_to_json(
 def value_from_json(
     type_: str, json_value: bool | int | float | str
 ) -> bool | int | float | str | bytes: ...
+# Delta converter: stats JSON of many files -> (num_records, tight_bounds, null counts, mins,
+# maxs), one array per column for the last three.
+def delta_parse_stats(
+    stats: _Array, paths: Sequence[Sequence[str]], kinds: Sequence[str]
+) -> tuple[pa.Array, pa.Array, list[pa.Array], list[pa.Array], list[pa.Array]]: ...
 def decode_values(type_: str, array: _Array) -> _Array: ...
 def encode_values(type_: str, array: _Array) -> _Array: ...
 def point_to_bytes(x: float, y: float, z: float | None = None, m: float | None = None) -> bytes: ...

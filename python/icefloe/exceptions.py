@@ -12,6 +12,7 @@ __all__ = [
     "CommitFailedError",
     "CommitStateUnknownError",
     "CorruptFileError",
+    "DeltaLogError",
     "FileIOError",
     "ForbiddenError",
     "IcebergError",
@@ -23,11 +24,13 @@ __all__ = [
     "NoSuchTableError",
     "NoSuchViewError",
     "NotFoundError",
+    "NotIcebergCompatibleError",
     "ParseError",
     "ServiceUnavailableError",
     "TableAlreadyExistsError",
     "UnauthorizedError",
     "UnknownWriteStateError",
+    "UnsupportedDeltaFeatureError",
     "UnsupportedFeatureError",
     "ValidationError",
     "commit_did_not_happen",
@@ -61,8 +64,35 @@ class UnsupportedFeatureError(IcebergError):
     """Valid input that this version of icefloe does not support (for example format version 4)."""
 
 
+class DeltaLogError(CorruptFileError):
+    """A Delta table's log cannot be read: a missing commit file, a corrupt checkpoint, a
+    deletion vector whose checksum is wrong. ``path`` names the file."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnsupportedDeltaFeatureError(UnsupportedFeatureError):
+    """A Delta table needs a reader feature icefloe does not implement; reading it anyway
+    could return wrong rows. ``features`` lists the unsupported ones."""
+
+    def __init__(self, message: str, features: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.features = features
+
+
 class InternalError(IcebergError):
     """A broken invariant inside icefloe, including a Rust panic: always a bug, please report it."""
+
+
+class NotIcebergCompatibleError(ValidationError):
+    """A Delta table that does not satisfy IcebergCompatV3; ``failures`` names each unmet
+    requirement."""
+
+    def __init__(self, message: str, failures: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.failures = failures
 
 
 class NoSuchNamespaceError(IcebergError):

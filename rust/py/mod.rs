@@ -2,6 +2,7 @@
 //! file of its own here; this file only assembles the module.
 
 mod deletes;
+mod delta;
 mod errors;
 mod expr;
 mod manifest;
@@ -61,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
     m.add_function(wrap_pyfunction!(_block_cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(release_memory, m)?)?;
+    delta::register(m)?;
     deletes::register(m)?;
     expr::register(m)?;
     manifest::register(m)?;

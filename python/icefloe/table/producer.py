@@ -20,6 +20,9 @@ API (used by ``Table.append``/``overwrite``/``add_files`` and by the row-level o
         p.remove_files_where(predicate)   # remove every live file whose entry matches
         p.validate(fn)                    # fn(metadata, parent_snapshot, start_parent_id)
         p.set_operation("replace")        # optional: otherwise derived (append/overwrite/delete)
+        p.add_entries(batch, content=0)   # columnar: manifest-layout rows (files.entries_batch)
+        p.set_sequence_number(n)          # optional: an explicit (larger) sequence number
+        p.set_next_row_id(n)              # optional (v3): reserve row ids up to n (exclusive)
         p.owns_files(paths)               # files this operation wrote: deleted if it fails
         p.commit()                        # builds and applies to the transaction
     # the transaction commits on exit; ``p.snapshot_id`` is the new snapshot
@@ -152,6 +155,9 @@ class SnapshotProducer:
         self._committed_to_tx = False
         self._pending: list[Future[None]] = []
         self._added_batches: list[pa.RecordBatch] = []
+        self._entry_batches: list[tuple[int, int, pa.RecordBatch]] = []  # content, spec, rows
+        self._sequence_number: int | None = None
+        self._next_row_id: int | None = None
 
     # -- staging --------------------------------------------------------------------------------
     def add_data_files(self, files: Iterable[DataFile]) -> SnapshotProducer:
@@ -170,6 +176,34 @@ class SnapshotProducer:
             if f.content == 2 and not f.equality_ids:
                 raise ValidationError(f"{f.file_path}: equality delete file without equality_ids")
             self._added_deletes.append(f)
+        return self
+
+    def add_entries(
+        self, batch: pa.RecordBatch, *, content: int, spec_id: int = 0
+    ) -> SnapshotProducer:
+        """Files to add given as manifest-layout rows (the schema of
+        :func:`icefloe.write.files.entries_batch`, status 1), all of one ``content`` (0 data,
+        1 position deletes / DVs) and spec: the columnar path for many files. An entry may
+        carry an explicit ``sequence_number`` (its data sequence number, kept instead of the
+        snapshot's, as compaction that keeps sequence numbers writes it)."""
+        if content not in (0, 1):
+            raise ValidationError(f"add_entries takes content 0 or 1, got {content}")
+        if batch.num_rows:
+            got = pc.unique(batch.column("content")).to_pylist()
+            if got != [content]:
+                raise ValidationError(f"entries of content {got} given as content {content}")
+            self._entry_batches.append((content, spec_id, batch))
+        return self
+
+    def set_sequence_number(self, sequence_number: int) -> SnapshotProducer:
+        """Commit with this sequence number (it must exceed the table's last one)."""
+        self._sequence_number = sequence_number
+        return self
+
+    def set_next_row_id(self, next_row_id: int) -> SnapshotProducer:
+        """(v3) Make the table's ``next-row-id`` at least ``next_row_id`` after this snapshot:
+        row ids below it were assigned explicitly (``first_row_id`` of the added files)."""
+        self._next_row_id = next_row_id
         return self
 
     def remove_files(self, paths: Iterable[str | DataFile]) -> SnapshotProducer:
@@ -226,6 +260,13 @@ class SnapshotProducer:
             self._discard_new_manifests()
         version = metadata.format_version
         seq = metadata.last_sequence_number + 1 if version >= 2 else 0
+        if self._sequence_number is not None:
+            if version < 2 or self._sequence_number <= metadata.last_sequence_number:
+                raise CommitConflictError(
+                    f"cannot commit sequence number {self._sequence_number}: the table's last "
+                    f"sequence number is {metadata.last_sequence_number}"
+                )
+            seq = self._sequence_number
         new_rows = self._write_new_manifests(metadata)
         written: list[str] = []
         kept, replaced, removed, processed = self._filter(metadata, parent, written)
@@ -274,8 +315,9 @@ class SnapshotProducer:
         summary = snapshot_summary(
             added=self._added_batches,
             removed=removed,
-            adds_data=bool(self._added),
-            adds_deletes=bool(self._added_deletes),
+            adds_data=bool(self._added) or any(c == 0 for c, _, _ in self._entry_batches),
+            adds_deletes=bool(self._added_deletes)
+            or any(c == 1 for c, _, _ in self._entry_batches),
             created=len(new_rows) + len(written),
             replaced=replaced,
             properties=self.snapshot_properties,
@@ -296,7 +338,7 @@ class SnapshotProducer:
             summary=Summary(summary.operation, summary_props),
             schema_id=metadata.current_schema_id,
             first_row_id=first_row_id,
-            added_rows=(next_row - first_row_id)
+            added_rows=(max(next_row, self._next_row_id or 0) - first_row_id)
             if first_row_id is not None and next_row is not None
             else None,
         )
@@ -394,6 +436,13 @@ class SnapshotProducer:
                 row = self._write(metadata, batch, spec_id, content)
                 self._new_manifest_paths.append(row["manifest_path"])
                 rows.append(row)
+        for content, spec_id, batch in self._entry_batches:
+            if version < 2 and content:
+                raise ValidationError("delete files need format version 2 or later")
+            self._added_batches.append(batch)
+            row = self._write(metadata, batch, spec_id, content)
+            self._new_manifest_paths.append(row["manifest_path"])
+            rows.append(row)
         self._new_manifests = rows_batch(rows) if rows else pa.RecordBatch.from_pylist([])
         return rows
 

@@ -1,0 +1,151 @@
+"""Delta checkpoints: classic (``N.checkpoint.parquet``), multi-part
+(``N.checkpoint.i.k.parquet``) and v2 (``N.checkpoint.<uuid>.json|parquet`` with sidecars in
+``_delta_log/_sidecars/``), read into :data:`~icefloe.delta.actions.FILE_ACTIONS` plus the
+table-level actions (protocol, metaData, domainMetadata).
+
+Parquet checkpoints are read column-wise with pyarrow, projecting only the actions replay
+needs; a file that cannot be read is a :class:`~icefloe.exceptions.DeltaLogError` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icefloe.delta.actions import FILE_ACTIONS, file_actions_from_dicts, normalize
+from icefloe.exceptions import DeltaLogError, FileIOError, NotFoundError
+from icefloe.io import FileIO
+
+__all__ = ["CheckpointContent", "CheckpointRef", "read_checkpoint"]
+
+_COLUMNS = ("add", "metaData", "protocol", "domainMetadata", "sidecar")
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """One checkpoint of the log: its version, kind and files (all parts for multi-part)."""
+
+    version: int
+    kind: str  # "classic", "multi-part" or "v2"
+    files: tuple[str, ...]
+
+
+@dataclass
+class CheckpointContent:
+    """What a checkpoint holds: file actions and the last table-level actions."""
+
+    files: pa.Table
+    protocol: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    domains: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _read_parquet(io: FileIO, path: str) -> pa.Table:
+    try:
+        with io.new_input(path).open() as f:
+            pf = pq.ParquetFile(f)
+            names = [c for c in _COLUMNS if c in pf.schema_arrow.names]
+            return pf.read(columns=names)
+    except NotFoundError as e:
+        raise DeltaLogError(f"checkpoint file {path} does not exist", path) from e
+    except FileIOError:
+        raise
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise DeltaLogError(f"corrupt Delta checkpoint {path}: {e}", path) from e
+
+
+def _struct_rows(table: pa.Table, column: str) -> list[dict[str, Any]]:
+    """The non-null values of a (small) action column as dicts."""
+    if column not in table.column_names:
+        return []
+    col = table.column(column)
+    return [r for r in col.filter(col.is_valid()).to_pylist() if r is not None]
+
+
+def _map_dict(value: Any) -> dict[str, str]:
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    return dict(value or [])  # pyarrow returns maps as lists of pairs
+
+
+def _table_actions(table: pa.Table, out: CheckpointContent) -> None:
+    for p in _struct_rows(table, "protocol"):
+        out.protocol = p
+    for m in _struct_rows(table, "metaData"):
+        m = dict(m)
+        m["configuration"] = _map_dict(m.get("configuration"))
+        out.metadata = m
+    for d in _struct_rows(table, "domainMetadata"):
+        out.domains[d["domain"]] = d
+
+
+def _read_json(io: FileIO, path: str) -> list[dict[str, Any]]:
+    try:
+        text = io.new_input(path).read().decode("utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except NotFoundError as e:
+        raise DeltaLogError(f"checkpoint file {path} does not exist", path) from e
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DeltaLogError(f"corrupt Delta checkpoint {path}: {e}", path) from e
+
+
+def _from_parquet_tables(
+    tables: list[tuple[str, pa.Table]], version: int, out: CheckpointContent
+) -> list[pa.Table]:
+    parts: list[pa.Table] = []
+    order = 0
+    for path, t in tables:
+        try:
+            _table_actions(t, out)
+            # Removes in a checkpoint are tombstones for VACUUM: replay needs only the adds.
+            if "add" in t.column_names:
+                part = normalize(t.column("add"), is_add=True, version=version, order_start=order)
+                order += part.num_rows
+                parts.append(part)
+        except (pa.ArrowException, KeyError, TypeError) as e:
+            raise DeltaLogError(f"corrupt Delta checkpoint {path}: {e}", path) from e
+    return parts
+
+
+def read_checkpoint(io: FileIO, log_dir: str, ref: CheckpointRef) -> CheckpointContent:
+    """Every action of the checkpoint ``ref`` (sidecars included)."""
+    out = CheckpointContent(FILE_ACTIONS.empty_table())
+    sidecars: list[str] = []
+    tables: list[tuple[str, pa.Table]] = []
+    json_actions: list[tuple[bool, dict[str, Any]]] = []
+    for path in ref.files:
+        if path.endswith(".json"):
+            for action in _read_json(io, path):
+                if "add" in action:
+                    json_actions.append((True, action["add"]))
+                elif "protocol" in action:
+                    out.protocol = action["protocol"]
+                elif "metaData" in action:
+                    out.metadata = action["metaData"]
+                elif "domainMetadata" in action:
+                    out.domains[action["domainMetadata"]["domain"]] = action["domainMetadata"]
+                elif "sidecar" in action:
+                    sidecars.append(action["sidecar"]["path"])
+        else:
+            t = _read_parquet(io, path)
+            tables.append((path, t))
+            sidecars += [s["path"] for s in _struct_rows(t, "sidecar")]
+    for rel in sidecars:
+        sc = rel if "://" in rel or rel.startswith("/") else f"{log_dir}/_sidecars/{rel}"
+        tables.append((sc, _read_parquet(io, sc)))
+    parts = _from_parquet_tables(tables, ref.version, out)
+    if json_actions:
+        start = sum(p.num_rows for p in parts)
+        parts.append(file_actions_from_dicts(json_actions, ref.version, start))
+    if parts:
+        out.files = pa.concat_tables(parts, promote_options="permissive")
+    if out.protocol is None or out.metadata is None:
+        missing = "protocol" if out.protocol is None else "metaData"
+        raise DeltaLogError(
+            f"corrupt Delta checkpoint {ref.files[0]}: it has no {missing} action", ref.files[0]
+        )
+    return out

@@ -1,0 +1,151 @@
+"""Delta add actions as Iceberg manifest entries, built column by column.
+
+Data files keep Delta's own Parquet files: the path is made absolute against the table root,
+``record_count`` is ``numRecords``, the partition tuple comes from ``partitionValues`` (keyed by
+physical name; ``null``, a missing key and the empty string are null), ``first_row_id`` is
+``baseRowId`` and the entry's data and file sequence numbers are ``defaultRowCommitVersion``
+(else the version that added the file): Iceberg's inherited ``_last_updated_sequence_number``
+then equals Delta's row commit version. Files without ``numRecords`` have their Parquet footer read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icefloe.delta.schema import DeltaColumn
+from icefloe.delta.stats import file_metrics
+from icefloe.exceptions import DeltaLogError
+from icefloe.io import FileIO
+from icefloe.partitioning import PartitionSpec
+from icefloe.schema import Schema
+from icefloe.types import BinaryType, BooleanType, DateType, TimestampType, TimestamptzType
+from icefloe.write.files import manifest_arrow_schema
+
+__all__ = ["PartitionColumn", "absolute_paths", "data_entries"]
+
+
+@dataclass(frozen=True)
+class PartitionColumn:
+    """A partition field and the physical name its values are keyed by."""
+
+    name: str  # the partition field name (the logical column name)
+    physical_name: str
+    field_id: int
+
+
+def absolute_paths(root: str, paths: pa.Array) -> pa.Array:
+    """Decoded Delta paths made absolute (relative ones are under ``root``)."""
+    root = root.rstrip("/")
+    # Absolute: a path from the root, or a URI (``s3://...``, Hadoop's ``file:/...``).
+    uri = pc.match_substring_regex(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
+    absolute = pc.or_(pc.starts_with(paths, "/"), uri)
+    joined = pc.binary_join_element_wise(pa.scalar(root), paths, "/")
+    return pc.if_else(absolute, paths, joined)
+
+
+def _partition_values(
+    values: pa.Array, columns: list[PartitionColumn], schema: Schema, type_: pa.DataType
+) -> pa.Array:
+    n = len(values)
+    if not columns:
+        return pa.StructArray.from_arrays([], fields=[]) if n == 0 else pa.array([{}] * n, type_)
+    children = []
+    for pcol, field in zip(columns, type_, strict=True):
+        raw = pc.map_lookup(values, pa.scalar(pcol.physical_name), "first")
+        raw = pc.if_else(pc.equal(raw, ""), pa.scalar(None, pa.string()), raw)
+        t = schema.find_field(pcol.field_id).field_type
+        if isinstance(t, TimestamptzType | TimestampType):
+            tz = "UTC" if isinstance(t, TimestamptzType) else None
+            text = pc.replace_substring(raw, " ", "T")
+            if tz is not None:  # values without an offset are UTC (Spark with UTC sessions)
+                has_zone = pc.match_substring_regex(text, r"(Z|[+-]\d\d:?\d\d)$")
+                zoned = pc.binary_join_element_wise(text, pa.scalar("Z"), "")
+                text = pc.if_else(pc.fill_null(has_zone, True), text, zoned)
+            else:
+                text = pc.replace_substring_regex(text, r"(Z|[+-]00:?00)$", "")
+            col = pc.cast(text, pa.timestamp("us", tz))
+        elif isinstance(t, BooleanType):
+            col = pc.equal(pc.utf8_lower(raw), "true")
+        elif isinstance(t, BinaryType):
+            col = pc.cast(raw, pa.binary())
+        elif isinstance(t, DateType):
+            col = pc.cast(raw, pa.date32())
+        else:
+            col = pc.cast(raw, field.type)
+        children.append(pc.cast(col, field.type))
+    return pa.StructArray.from_arrays(children, fields=list(type_))
+
+
+def _footer_counts(io: FileIO, paths: pa.Array) -> pa.Array:
+    out = []
+    for p in paths.to_pylist():  # only files whose stats lack numRecords (rare)
+        try:
+            with io.new_input(p).open() as f:
+                out.append(pq.ParquetFile(f).metadata.num_rows)
+        except Exception as e:
+            raise DeltaLogError(
+                f"data file {p} has no numRecords and no readable footer: {e}", p
+            ) from e
+    return pa.array(out, pa.int64())
+
+
+def _as(a: pa.Array, t: pa.DataType) -> pa.Array:
+    return a if a.type == t else pc.cast(a, t)
+
+
+def data_entries(
+    io: FileIO,
+    root: str,
+    files: pa.Table,
+    columns: list[DeltaColumn],
+    partitions: list[PartitionColumn],
+    schema: Schema,
+    spec: PartitionSpec,
+) -> pa.RecordBatch:
+    """Manifest entries (status added) for the live files ``files`` (``FILE_ACTIONS`` rows)."""
+    target = manifest_arrow_schema(3, schema, spec)
+    n = files.num_rows
+    paths = absolute_paths(root, files.column("path").combine_chunks())
+    parsed = files.column("stats_parsed") if "stats_parsed" in files.column_names else None
+    metrics = file_metrics(files.column("stats"), columns, parsed)
+    records = metrics.num_records
+    if records.null_count:
+        missing = pc.is_null(records)
+        counts = _footer_counts(io, paths.filter(missing))
+        idx = pc.indices_nonzero(missing)
+        filled = records.to_numpy(zero_copy_only=False).copy()
+        filled[idx.to_numpy()] = counts.to_numpy()
+        records = pa.array(filled.astype("int64"))
+    version = files.column("version").combine_chunks()
+    seq = pc.coalesce(files.column("default_row_commit_version").combine_chunks(), version)
+    part = _partition_values(
+        files.column("partition_values").combine_chunks(),
+        partitions,
+        schema,
+        target.field("partition").type,
+    )
+    nulls = {name: pa.nulls(n, target.field(name).type) for name in target.names}
+    cols = dict(nulls)
+    cols.update(
+        status=pa.repeat(pa.scalar(1, pa.int32()), n),
+        sequence_number=seq,
+        # Iceberg Java derives _last_updated_sequence_number from the file sequence number
+        # (the spec says the data sequence number): both are the row commit version.
+        file_sequence_number=seq,
+        content=pa.repeat(pa.scalar(0, pa.int32()), n),
+        file_path=paths,
+        file_format=pa.repeat(pa.scalar("PARQUET"), n),
+        partition=part,
+        record_count=records,
+        file_size_in_bytes=files.column("size").combine_chunks(),
+        null_value_counts=metrics.null_value_counts,
+        lower_bounds=metrics.lower_bounds,
+        upper_bounds=metrics.upper_bounds,
+        first_row_id=files.column("base_row_id").combine_chunks(),
+    )
+    arrays = [_as(cols[f.name], f.type) for f in target]
+    return pa.RecordBatch.from_arrays(arrays, schema=target)

@@ -1,0 +1,341 @@
+"""The Delta log of a table: listing, commits, snapshots at a version or a point in time.
+
+::
+
+    from icefloe.delta import DeltaLog
+
+    log = DeltaLog("/data/events")          # any icefloe FileIO location (file://, s3://, ...)
+    snap = log.snapshot()                   # latest; or version=7, or timestamp_ms=...
+    snap.files                              # live add actions as Arrow (see actions.py)
+    snap.protocol, snap.metadata            # DeltaProtocol, DeltaMetadata
+    snap.row_id_high_water_mark             # row tracking, or None
+    for c in log.commits(5, 9): ...         # DeltaCommit per JSON commit
+
+The newest complete checkpoint at or below the wanted version is read (``_last_checkpoint`` is
+only a hint, as the protocol says), then the JSON commits after it, which must all exist: a gap
+is a :class:`~icefloe.exceptions.DeltaLogError` naming the missing file. Reader features outside
+:data:`~icefloe.delta.protocol.SUPPORTED_READER_FEATURES` are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.delta.actions import FILE_ACTIONS, file_actions_from_dicts
+from icefloe.delta.checkpoint import CheckpointRef, read_checkpoint
+from icefloe.delta.protocol import DeltaMetadata, DeltaProtocol, check_readable
+from icefloe.delta.replay import live_files
+from icefloe.exceptions import DeltaLogError, NoSuchSnapshotError, NoSuchTableError, NotFoundError
+from icefloe.io import FileIO
+
+__all__ = ["DeltaCommit", "DeltaLog", "DeltaSnapshot"]
+
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+_CLASSIC = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+_MULTI = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+_V2 = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
+ROW_TRACKING_DOMAIN = "delta.rowTracking"
+
+
+def _name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+@dataclass
+class DeltaCommit:
+    """One JSON commit: its file actions (:data:`FILE_ACTIONS`) and table-level actions."""
+
+    version: int
+    timestamp_ms: int
+    files: pa.Table
+    protocol: DeltaProtocol | None = None
+    metadata: DeltaMetadata | None = None
+    commit_info: dict[str, Any] = field(default_factory=dict)
+    domains: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def operation(self) -> str | None:
+        op = self.commit_info.get("operation")
+        return str(op) if op is not None else None
+
+
+@dataclass
+class DeltaSnapshot:
+    """The table at one version: live files, protocol, metadata, domains, timestamp."""
+
+    table: str
+    version: int
+    timestamp_ms: int
+    protocol: DeltaProtocol
+    metadata: DeltaMetadata
+    files: pa.Table
+    domains: dict[str, dict[str, Any]]
+    checkpoint: CheckpointRef | None
+
+    @property
+    def row_id_high_water_mark(self) -> int | None:
+        """The highest row id Delta assigned (``delta.rowTracking`` domain), or None."""
+        d = self.domains.get(ROW_TRACKING_DOMAIN)
+        if d is None or d.get("removed"):
+            return None
+        try:
+            return int(json.loads(d["configuration"])["rowIdHighWaterMark"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise DeltaLogError(
+                f"Delta table {self.table}: malformed {ROW_TRACKING_DOMAIN} domain {d!r}"
+            ) from e
+
+
+@dataclass
+class _Listing:
+    commits: dict[int, str]
+    checkpoints: dict[int, list[CheckpointRef]]
+    mtimes: dict[int, int]
+
+
+class DeltaLog:
+    """The ``_delta_log`` of the Delta table at ``location``."""
+
+    def __init__(
+        self,
+        location: str,
+        io: FileIO | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> None:
+        self.location = location.rstrip("/")
+        self.log_dir = f"{self.location}/_delta_log"
+        self.io = io if io is not None else FileIO(dict(properties or {}))
+        self._listing: _Listing | None = None
+
+    def __repr__(self) -> str:
+        return f"DeltaLog({self.location!r})"
+
+    # -- listing --------------------------------------------------------------------------------
+    def refresh(self) -> DeltaLog:
+        """Forget the cached listing (the next call lists ``_delta_log`` again)."""
+        self._listing = None
+        return self
+
+    def _list(self) -> _Listing:
+        if self._listing is not None:
+            return self._listing
+        commits: dict[int, str] = {}
+        mtimes: dict[int, int] = {}
+        multi: dict[tuple[int, int], dict[int, str]] = {}
+        checkpoints: dict[int, list[CheckpointRef]] = {}
+        found = False
+        for info in self.io.list_prefix(self.log_dir):
+            found = True
+            rel = info.location[len(self.log_dir) + 1 :]
+            if "/" in rel:
+                continue  # _sidecars/, _staged_commits/
+            if m := _COMMIT.match(rel):
+                v = int(m.group(1))
+                commits[v] = info.location
+                mtimes[v] = info.modified_ms or 0
+            elif m := _CLASSIC.match(rel):
+                v = int(m.group(1))
+                checkpoints.setdefault(v, []).append(CheckpointRef(v, "classic", (info.location,)))
+            elif m := _MULTI.match(rel):
+                v, part, parts = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                multi.setdefault((v, parts), {})[part] = info.location
+            elif m := _V2.match(rel):
+                v = int(m.group(1))
+                checkpoints.setdefault(v, []).append(CheckpointRef(v, "v2", (info.location,)))
+        for (v, parts), got in multi.items():
+            if sorted(got) == list(range(1, parts + 1)):  # incomplete ones are unusable
+                ref = CheckpointRef(v, "multi-part", tuple(got[i] for i in sorted(got)))
+                checkpoints.setdefault(v, []).append(ref)
+        if not found:
+            raise NoSuchTableError(f"{self.location} is not a Delta table (no _delta_log)")
+        self._listing = _Listing(commits, checkpoints, mtimes)
+        return self._listing
+
+    def latest_version(self) -> int:
+        """The newest version in the log."""
+        listing = self._list()
+        versions = list(listing.commits) + list(listing.checkpoints)
+        if not versions:
+            raise NoSuchTableError(f"{self.location} is not a Delta table (empty _delta_log)")
+        return max(versions)
+
+    def earliest_version(self) -> int:
+        """The oldest version that can be reconstructed (a checkpoint or commit 0)."""
+        listing = self._list()
+        candidates = [v for v in listing.checkpoints]
+        if 0 in listing.commits:
+            candidates.append(0)
+        if not candidates:
+            raise DeltaLogError(
+                f"Delta table {self.location}: neither commit 0 nor any checkpoint exists",
+                f"{self.log_dir}/{_name(0)}",
+            )
+        return min(candidates)
+
+    def has_commits(self, start: int, end: int) -> bool:
+        """Whether every JSON commit in ``[start, end]`` still exists."""
+        listing = self._list()
+        return all(v in listing.commits for v in range(start, end + 1))
+
+    def last_checkpoint_hint(self) -> dict[str, Any] | None:
+        """The parsed ``_last_checkpoint`` file, or None when it is absent or unreadable."""
+        try:
+            raw = self.io.new_input(f"{self.log_dir}/_last_checkpoint").read()
+            parsed = json.loads(raw)
+        except (NotFoundError, ValueError):
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+    # -- commits --------------------------------------------------------------------------------
+    def _read_commit(self, version: int, order_start: int) -> DeltaCommit:
+        listing = self._list()
+        path = listing.commits.get(version)
+        if path is None:
+            missing = f"{self.log_dir}/{_name(version)}"
+            raise DeltaLogError(
+                f"Delta table {self.location}: commit file {missing} is missing", missing
+            )
+        try:
+            text = self.io.new_input(path).read().decode("utf-8")
+            actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except NotFoundError as e:
+            raise DeltaLogError(f"commit file {path} disappeared", path) from e
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+        files: list[tuple[bool, dict[str, Any]]] = []
+        commit = DeltaCommit(version, listing.mtimes.get(version, 0), FILE_ACTIONS.empty_table())
+        for a in actions:
+            if not isinstance(a, dict):
+                raise DeltaLogError(f"corrupt Delta commit file {path}: {a!r}", path)
+            if "add" in a:
+                files.append((True, a["add"]))
+            elif "remove" in a:
+                files.append((False, a["remove"]))
+            elif "metaData" in a:
+                commit.metadata = DeltaMetadata.from_action(a["metaData"], path)
+            elif "protocol" in a:
+                commit.protocol = DeltaProtocol.from_action(a["protocol"], path)
+            elif "commitInfo" in a:
+                commit.commit_info = a["commitInfo"] or {}
+            elif "domainMetadata" in a:
+                commit.domains[a["domainMetadata"]["domain"]] = a["domainMetadata"]
+        ict = commit.commit_info.get("inCommitTimestamp")
+        if isinstance(ict, int):
+            commit.timestamp_ms = ict
+        try:
+            commit.files = file_actions_from_dicts(files, version, order_start)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+        return commit
+
+    def commit(self, version: int) -> DeltaCommit:
+        """The JSON commit ``version`` (:class:`DeltaLogError` when its file is gone)."""
+        return self._read_commit(version, 0)
+
+    def commits(self, start: int, end: int | None = None) -> Iterator[DeltaCommit]:
+        """The JSON commits ``start..end`` (inclusive; default: up to the latest)."""
+        end = self.latest_version() if end is None else end
+        for v in range(start, end + 1):
+            yield self._read_commit(v, 0)
+
+    # -- snapshots ------------------------------------------------------------------------------
+    def _checkpoint_for(self, version: int) -> CheckpointRef | None:
+        listing = self._list()
+        usable = [v for v in listing.checkpoints if v <= version]
+        if not usable:
+            return None
+        refs = listing.checkpoints[max(usable)]
+        # Prefer a v2 checkpoint, then classic, then multi-part (all describe the same state).
+        rank = {"v2": 0, "classic": 1, "multi-part": 2}
+        return sorted(refs, key=lambda r: rank[r.kind])[0]
+
+    def snapshot(
+        self,
+        version: int | None = None,
+        *,
+        timestamp_ms: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> DeltaSnapshot:
+        """The table at ``version`` (default: latest) or as of ``timestamp_ms`` (the newest
+        commit at or before it). ``progress(done, total)`` is called as commits are read."""
+        if version is not None and timestamp_ms is not None:
+            raise ValueError("give version or timestamp_ms, not both")
+        if timestamp_ms is not None:
+            version = self.version_at(timestamp_ms)
+        latest = self.latest_version()
+        if version is None:
+            version = latest
+        if version < 0 or version > latest:
+            raise NoSuchSnapshotError(
+                f"Delta table {self.location} has no version {version} (latest is {latest})"
+            )
+        ref = self._checkpoint_for(version)
+        protocol: DeltaProtocol | None = None
+        metadata: DeltaMetadata | None = None
+        domains: dict[str, dict[str, Any]] = {}
+        parts: list[pa.Table] = []
+        base = FILE_ACTIONS.empty_table()
+        start = 0
+        order = 0
+        if ref is not None:
+            content = read_checkpoint(self.io, self.log_dir, ref)
+            protocol = DeltaProtocol.from_action(content.protocol or {}, ref.files[0])
+            metadata = DeltaMetadata.from_action(content.metadata or {}, ref.files[0])
+            domains.update(content.domains)
+            base = content.files
+            order = content.files.num_rows
+            start = ref.version + 1
+        timestamp = self._list().mtimes.get(version, 0)
+        total = version - start + 1
+        for i, v in enumerate(range(start, version + 1)):
+            c = self._read_commit(v, order)
+            order += c.files.num_rows
+            parts.append(c.files)
+            protocol = c.protocol or protocol
+            metadata = c.metadata or metadata
+            domains.update(c.domains)
+            timestamp = c.timestamp_ms
+            if progress is not None:
+                progress(i + 1, total)
+        if protocol is None or metadata is None:
+            raise DeltaLogError(
+                f"Delta table {self.location}: no protocol or metaData action up to version "
+                f"{version}",
+                self.log_dir,
+            )
+        check_readable(protocol, self.location)
+        actions = pa.concat_tables(parts) if parts else FILE_ACTIONS.empty_table()
+        live = {k: d for k, d in domains.items() if not d.get("removed")}
+        return DeltaSnapshot(
+            self.location,
+            version,
+            timestamp,
+            protocol,
+            metadata,
+            live_files(base, actions),
+            live,
+            ref,
+        )
+
+    def version_at(self, timestamp_ms: int) -> int:
+        """The newest version committed at or before ``timestamp_ms`` (in-commit timestamps
+        when the commits carry them, else the commit files' modification times)."""
+        listing = self._list()
+        best: int | None = None
+        for v in sorted(listing.commits):
+            ts = self._read_commit(v, 0).timestamp_ms
+            if ts <= timestamp_ms:
+                best = v
+            else:
+                break
+        if best is None:
+            raise NoSuchSnapshotError(
+                f"Delta table {self.location} has no commit at or before {timestamp_ms} ms"
+            )
+        return best

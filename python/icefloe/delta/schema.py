@@ -1,0 +1,268 @@
+"""Delta schemas as Iceberg schemas: column-mapping ids as field ids, physical names kept.
+
+Field ids are ``delta.columnMapping.id`` at every level; list elements and map keys and
+values take theirs from the parent's ``delta.columnMapping.nested.ids``, keyed by the physical
+path (``<physical>.element``, ``.key``, ``.value``, recursively ``….value.element``). Iceberg
+names are the logical names; :func:`name_mapping` lists logical and physical names so files
+written without field ids resolve either way. A literal column default becomes the field's
+``write-default``. Types as Delta UniForm maps them: byte/short/int to int, timestamp to
+timestamptz, timestamp_ntz to timestamp; other types are refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.name_mapping import MappedField, NameMapping
+from icefloe.schema import Schema
+from icefloe.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+    VariantType,
+)
+
+__all__ = ["DeltaColumn", "convert_schema", "leaf_columns", "name_mapping"]
+
+ID = "delta.columnMapping.id"
+PHYSICAL = "delta.columnMapping.physicalName"
+NESTED_IDS = "delta.columnMapping.nested.ids"
+DEFAULT = "CURRENT_DEFAULT"
+
+_PRIMITIVES: dict[str, PrimitiveType] = {
+    "byte": IntegerType(),
+    "short": IntegerType(),
+    "integer": IntegerType(),
+    "long": LongType(),
+    "float": FloatType(),
+    "double": DoubleType(),
+    "string": StringType(),
+    "binary": BinaryType(),
+    "boolean": BooleanType(),
+    "date": DateType(),
+    "timestamp": TimestamptzType(),
+    "timestamp_ntz": TimestampType(),
+    "variant": VariantType(),
+}
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+
+
+@dataclass(frozen=True)
+class DeltaColumn:
+    """A leaf column with Delta statistics: its field id, Iceberg type, Delta type name and
+    physical path (the keys of the stats JSON and of ``partitionValues``)."""
+
+    field_id: int
+    type: PrimitiveType
+    delta_type: str
+    physical_path: tuple[str, ...]
+    logical_path: tuple[str, ...]
+
+
+def _primitive(delta_type: str, where: str) -> PrimitiveType:
+    if delta_type in _PRIMITIVES:
+        return _PRIMITIVES[delta_type]
+    m = _DECIMAL.match(delta_type)
+    if m:
+        return DecimalType(int(m.group(1)), int(m.group(2)))
+    raise UnsupportedFeatureError(f"Delta column {where}: type {delta_type!r} has no Iceberg form")
+
+
+def _physical(f: dict[str, Any]) -> str:
+    meta = f.get("metadata") or {}
+    return str(meta.get(PHYSICAL, f["name"]))
+
+
+def _field_id(f: dict[str, Any], where: str) -> int:
+    meta = f.get("metadata") or {}
+    if ID not in meta:
+        raise ValidationError(f"Delta column {where} has no {ID} (column mapping is off)")
+    return int(meta[ID])
+
+
+def _default(f: dict[str, Any], t: IcebergType, where: str) -> Any:
+    raw = (f.get("metadata") or {}).get(DEFAULT)
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    if text.upper() == "NULL":
+        return None
+    try:
+        if isinstance(t, StringType) and len(text) >= 2 and text[0] == text[-1] == "'":
+            return text[1:-1].replace("''", "'")
+        if isinstance(t, BooleanType) and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if isinstance(t, IntegerType | LongType):
+            return int(text)
+        if isinstance(t, FloatType | DoubleType):
+            return float(text)
+    except ValueError:
+        pass
+    raise UnsupportedFeatureError(
+        f"Delta column {where}: default {text!r} is not a literal icefloe can carry over"
+    )
+
+
+def _convert(t: Any, nested_ids: dict[str, Any], phys: str, where: str) -> IcebergType:
+    """The Iceberg type of Delta type ``t`` of the field at physical path ``phys``."""
+    if isinstance(t, str):
+        return _primitive(t, where)
+    kind = t.get("type")
+    if kind == "struct":
+        return StructType(*(_field(c, f"{where}.{c['name']}") for c in t["fields"]))
+
+    def nested_id(suffix: str) -> int:
+        key = f"{phys}.{suffix}"
+        if key not in nested_ids:
+            raise ValidationError(
+                f"Delta column {where}: no id for {key!r} in {NESTED_IDS} (IcebergCompatV2/V3 "
+                "assign one to every list element and map key and value)"
+            )
+        return int(nested_ids[key])
+
+    if kind == "array":
+        elem = _convert(t["elementType"], nested_ids, f"{phys}.element", f"{where}.element")
+        return ListType(nested_id("element"), elem, not t.get("containsNull", True))
+    if kind == "map":
+        key = _convert(t["keyType"], nested_ids, f"{phys}.key", f"{where}.key")
+        value = _convert(t["valueType"], nested_ids, f"{phys}.value", f"{where}.value")
+        return MapType(
+            nested_id("key"), key, nested_id("value"), value, not t.get("valueContainsNull", True)
+        )
+    raise UnsupportedFeatureError(f"Delta column {where}: type {t!r} has no Iceberg form")
+
+
+def _field(f: dict[str, Any], where: str) -> NestedField:
+    nested = (f.get("metadata") or {}).get(NESTED_IDS) or {}
+    t = _convert(f["type"], nested, _physical(f), where)
+    return NestedField(
+        _field_id(f, where),
+        f["name"],
+        t,
+        required=not f.get("nullable", True),
+        doc=(f.get("metadata") or {}).get("comment"),
+        write_default=_default(f, t, where) if isinstance(t, PrimitiveType) else None,
+    )
+
+
+def convert_schema(delta_schema: dict[str, Any], schema_id: int = 0) -> Schema:
+    """The Iceberg schema of a Delta schema (``metaData.schemaString`` parsed)."""
+    fields = [_field(f, f["name"]) for f in delta_schema.get("fields", [])]
+    return Schema(*fields, schema_id=schema_id)
+
+
+def leaf_columns(delta_schema: dict[str, Any]) -> list[DeltaColumn]:
+    """Primitive columns reachable through structs only (the ones Delta keeps stats for)."""
+    out: list[DeltaColumn] = []
+
+    def walk(fields: list[dict[str, Any]], phys: tuple[str, ...], logical: tuple[str, ...]) -> None:
+        for f in fields:
+            t = f["type"]
+            p, lg = (*phys, _physical(f)), (*logical, f["name"])
+            if isinstance(t, dict) and t.get("type") == "struct":
+                walk(t["fields"], p, lg)
+            elif isinstance(t, str):
+                where = ".".join(lg)
+                prim = _primitive(t, where)
+                out.append(DeltaColumn(_field_id(f, where), prim, t, p, lg))
+
+    walk(delta_schema.get("fields", []), (), ())
+    return out
+
+
+def name_mapping(delta_schema: dict[str, Any]) -> NameMapping:
+    """A name mapping with each column's logical and physical names (nested included)."""
+
+    def mapped_type(t: Any, nested: dict[str, Any], phys: str) -> tuple[MappedField, ...]:
+        if isinstance(t, str):
+            return ()
+        kind = t.get("type")
+        if kind == "struct":
+            return tuple(mapped(c) for c in t["fields"])
+        if kind == "array":
+            key = f"{phys}.element"
+            return (
+                MappedField(
+                    ("element",),
+                    nested.get(key),
+                    mapped_type(t["elementType"], nested, key),
+                ),
+            )
+        if kind == "map":
+            k, v = f"{phys}.key", f"{phys}.value"
+            return (
+                MappedField(("key",), nested.get(k), mapped_type(t["keyType"], nested, k)),
+                MappedField(("value",), nested.get(v), mapped_type(t["valueType"], nested, v)),
+            )
+        return ()
+
+    def mapped(f: dict[str, Any]) -> MappedField:
+        meta = f.get("metadata") or {}
+        phys = _physical(f)
+        names = (f["name"],) if phys == f["name"] else (f["name"], phys)
+        fid = meta.get(ID)
+        return MappedField(
+            names,
+            int(fid) if fid is not None else None,
+            mapped_type(f["type"], meta.get(NESTED_IDS) or {}, phys),
+        )
+
+    return NameMapping(mapped(f) for f in delta_schema.get("fields", []))
+
+
+def json_arrow_type(c: DeltaColumn) -> pa.DataType:
+    """The Arrow type a column's bounds are read in (numbers widened, text kept as text)."""
+    t = c.type
+    if isinstance(t, IntegerType | LongType):
+        return pa.int64()
+    if isinstance(t, FloatType | DoubleType):
+        return pa.float64()
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale) if t.precision <= 38 else pa.string()
+    if isinstance(t, BooleanType):
+        return pa.bool_()
+    return pa.string()  # strings, dates, timestamps, binary (never has stats), variant
+
+
+def columns_from_iceberg(schema: Schema, mapping: NameMapping) -> list[DeltaColumn]:
+    """:func:`leaf_columns` rebuilt from a converted table's schema and name mapping (whose
+    last name of each field is the physical one), so a sync needs no Delta snapshot."""
+    out: list[DeltaColumn] = []
+
+    def walk(
+        fields: tuple[NestedField, ...],
+        mapped: tuple[MappedField, ...],
+        phys: tuple[str, ...],
+        logical: tuple[str, ...],
+    ) -> None:
+        by_id = {m.field_id: m for m in mapped}
+        for f in fields:
+            m = by_id.get(f.field_id)
+            name = m.names[-1] if m is not None and m.names else f.name
+            p, lg = (*phys, name), (*logical, f.name)
+            if isinstance(f.field_type, StructType):
+                walk(f.field_type.fields, m.fields if m else (), p, lg)
+            elif isinstance(f.field_type, PrimitiveType):
+                out.append(DeltaColumn(f.field_id, f.field_type, str(f.field_type), p, lg))
+
+    walk(schema.fields, mapping.fields, (), ())
+    return out

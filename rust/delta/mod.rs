@@ -1,0 +1,3 @@
+//! Delta Lake support: per-file work of the Delta -> Iceberg converter.
+
+pub mod stats;

@@ -1,0 +1,50 @@
+"""``python -m icefloe.delta``: convert with progress, re-run, check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from _delta import fixture
+from icefloe.delta.cli import main
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "icefloe.delta", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_convert_check_and_rerun(tmp_path: Path) -> None:
+    root = fixture(
+        "checkpoints" if (Path(__file__).parent / "data/delta/checkpoints").exists() else "dml",
+        tmp_path,
+    )
+    first = run("convert", str(root), "--up-to-version", "1", "--progress")
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)
+    assert out["mode"] == "full" and out["delta_version"] == 1
+    assert "delta: reading the log" in first.stderr
+    second = run("convert", str(root), "--progress")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["mode"] == "incremental"
+    assert "delta: converting commits" in second.stderr
+    assert json.loads(run("convert", str(root)).stdout)["mode"] == "unchanged"
+    ok = run("check", str(root), "--files")
+    assert ok.returncode == 0 and "satisfies IcebergCompatV3" in ok.stdout
+
+
+def test_errors_exit_2_and_check_failures_exit_1(tmp_path: Path, capsys: object) -> None:
+    assert main(["convert", str(tmp_path)]) == 2  # not a Delta table
+    root = fixture("basic", tmp_path)
+    log = root / "_delta_log" / "00000000000000000000.json"
+    log.write_text(
+        log.read_text()
+        .replace('\\"delta.enableIcebergCompatV3\\":\\"true\\"', "")
+        .replace('"delta.enableIcebergCompatV3":"true"', '"delta.enableIcebergCompatV3":"false"')
+    )
+    assert main(["check", str(root)]) == 1
+    assert main(["convert", str(root)]) == 2
+    assert main(["convert", str(root), "--catalog", "x"]) == 2
