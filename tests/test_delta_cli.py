@@ -48,3 +48,25 @@ def test_errors_exit_2_and_check_failures_exit_1(tmp_path: Path, capsys: object)
     assert main(["check", str(root)]) == 1
     assert main(["convert", str(root)]) == 2
     assert main(["convert", str(root), "--catalog", "x"]) == 2
+
+
+def test_icefloe_convert_delta_and_check_delta_commands(tmp_path: Path) -> None:
+    """The ``icefloe`` command's ``convert-delta`` and ``check-delta`` run the same converter:
+    the converted table reads back with the Delta table's rows."""
+    from click.testing import CliRunner
+
+    from icefloe.cli import cli
+    from icefloe.table.static import StaticTable
+
+    root = fixture("basic", tmp_path)
+    runner = CliRunner()
+    done = runner.invoke(cli, ["convert-delta", str(root)])
+    assert done.exit_code == 0, done.output
+    out = json.loads(done.output.strip().splitlines()[-1])
+    assert out["mode"] == "full"
+    table = StaticTable.from_metadata(out["metadata_location"])
+    assert table.scan().to_arrow().num_rows > 0
+    checked = runner.invoke(cli, ["check-delta", str(root)])
+    assert checked.exit_code == 0 and "satisfies IcebergCompatV3" in checked.output
+    bad = runner.invoke(cli, ["convert-delta", str(tmp_path / "missing")])
+    assert bad.exit_code == 2

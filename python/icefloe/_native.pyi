@@ -78,6 +78,7 @@ def value_to_json(
 def value_from_json(
     type_: str, json_value: bool | int | float | str
 ) -> bool | int | float | str | bytes: ...
+
 # Delta converter: stats JSON of many files -> (num_records, tight_bounds, null counts, mins,
 # maxs), one array per column for the last three.
 def delta_parse_stats(

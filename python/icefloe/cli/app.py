@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "icefloe.cli.query_cmds",
     "icefloe.cli.report_cmds",
     "icefloe.cli.serve_cmds",
+    "icefloe.cli.delta_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

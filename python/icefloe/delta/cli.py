@@ -98,9 +98,11 @@ def run_check(args: argparse.Namespace) -> int:
     return 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m icefloe.delta") -> int:
+    """Parse ``convert ...`` or ``check ...`` and run it (``icefloe convert-delta`` and
+    ``icefloe check-delta`` call this too)."""
     parser = argparse.ArgumentParser(
-        prog="python -m icefloe.delta",
+        prog=prog,
         description="Read Delta Lake tables as Iceberg v3 tables.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
