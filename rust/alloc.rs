@@ -211,6 +211,8 @@ mod tests {
         let cache = BlockCache::new();
         let big = Layout::from_size_align(MIN_BLOCK + 100, 64).unwrap();
         let small = Layout::from_size_align(1000, 8).unwrap();
+        // SAFETY: every pointer comes from this cache's alloc with the layout it is freed with,
+        // and is written and read only within that layout's size.
         unsafe {
             let a = cache.alloc(big);
             fill(a, big.size(), 1);
@@ -237,6 +239,8 @@ mod tests {
     fn zeroed_and_reallocated_blocks_hold_the_right_bytes() {
         let cache = BlockCache::new();
         let big = Layout::from_size_align(MIN_BLOCK * 2, 64).unwrap();
+        // SAFETY: every pointer comes from this cache's alloc/alloc_zeroed/realloc with the
+        // layout it is freed with, and is accessed only within that layout's size.
         unsafe {
             let a = cache.alloc(big);
             fill(a, big.size(), 0xab);
@@ -268,6 +272,7 @@ mod tests {
     fn the_cache_is_bounded() {
         let cache = BlockCache::new();
         let big = Layout::from_size_align(4 << 20, 64).unwrap();
+        // SAFETY: every block is allocated by this cache with `big` and freed once with it.
         unsafe {
             let blocks: Vec<*mut u8> = (0..CACHE_BYTES / big.size() + 4)
                 .map(|_| cache.alloc(big))

@@ -7,6 +7,13 @@
 echo "==> cargo fmt --check"; cargo fmt --all -- --check
 echo "==> cargo clippy"; cargo clippy --quiet --all-targets --features python -- -D warnings
 echo "==> cargo test"; cargo test --quiet
+# the minimum supported Rust version (Cargo.toml rust-version), when that toolchain is installed
+# (`rustup toolchain install 1.90.0 --profile minimal`)
+if rustup toolchain list 2>/dev/null | grep -q '^1\.90\.0'; then
+  echo "==> cargo +1.90.0 check (MSRV)"; cargo +1.90.0 check --quiet --all-targets --features python
+else
+  echo "note: Rust 1.90.0 not installed; the minimum-version check is skipped" >&2
+fi
 echo "==> ruff"; ruff check python tests benches; ruff format --check python tests benches
 echo "==> mypy"; mypy
 echo "==> stubtest"; python -m mypy.stubtest icefloe._native

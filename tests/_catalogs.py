@@ -1,9 +1,10 @@
 """Catalog fixtures (a pytest plugin): every catalog test runs on each backend.
 
 ``sql_catalog`` is a SQL catalog on a SQLite file, SQLite in memory and the session's
-PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog. Each test gets its own
-catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL server never see
-each other's rows.
+PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog and the REST catalog client
+talking to the session's ``icefloe serve`` (tests/_rest.py), in a warehouse of its own. Each
+test gets its own catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL
+server never see each other's rows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 
 SQL_BACKENDS = ["sqlite-file", "sqlite-memory", "postgres"]
+#: The backends as fixture parameters (``postgres`` carries the ``postgres`` marker).
+_PARAMS = [
+    pytest.param(b, marks=pytest.mark.postgres) if b == "postgres" else b for b in SQL_BACKENDS
+]
 
 
 def make_sql_catalog(
@@ -35,7 +40,7 @@ def make_sql_catalog(
     return SqlCatalog(name, uri=uri, warehouse=(tmp_path / "warehouse").as_uri(), **props)
 
 
-@pytest.fixture(params=SQL_BACKENDS)
+@pytest.fixture(params=_PARAMS)
 def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlCatalog]:
     """A SQL catalog on each backend."""
     cat = make_sql_catalog(request.param, tmp_path, request)
@@ -45,11 +50,48 @@ def sql_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlC
         cat.close()
 
 
-@pytest.fixture(params=[*SQL_BACKENDS, "hadoop"])
+OBJECT_STORE_CATALOGS = [
+    pytest.param("hadoop-s3proxy", marks=pytest.mark.s3),
+    pytest.param("sqlite-file-moto", marks=pytest.mark.s3),
+]
+
+
+@pytest.fixture(
+    params=[
+        *_PARAMS,
+        "hadoop",
+        *OBJECT_STORE_CATALOGS,
+        pytest.param("rest", marks=pytest.mark.rest),
+    ]
+)
 def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
-    """Every kind of catalog."""
+    """Every kind of catalog; the file-system catalog on s3proxy and a SQL one on moto too."""
     if request.param == "hadoop":
         yield HadoopCatalog("fs", warehouse=(tmp_path / "warehouse").as_uri())
+        return
+    if request.param == "hadoop-s3proxy":
+        server = request.getfixturevalue("s3proxy")
+        yield HadoopCatalog("fs", warehouse=server.fresh_location(), **server.properties())
+        return
+    if request.param == "sqlite-file-moto":
+        server = request.getfixturevalue("moto_s3")
+        cat = make_sql_catalog("sqlite-file", tmp_path, request, **server.properties())
+        cat.properties["warehouse"] = server.fresh_location()
+        try:
+            yield cat
+        finally:
+            cat.close()
+        return
+    if request.param == "rest":
+        from _rest import new_warehouse
+        from icefloe.catalog.rest import RestCatalog
+
+        server = request.getfixturevalue("rest_server")
+        rest = RestCatalog("rest", uri=server.url, warehouse=new_warehouse())
+        try:
+            yield rest
+        finally:
+            rest.close()
         return
     cat = make_sql_catalog(request.param, tmp_path, request)
     try:

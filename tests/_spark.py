@@ -42,12 +42,13 @@ def _fetch(url: str, timeout: float = 120.0) -> bytes:
         return data
 
 
-def fetch_jar(group: str, artifact: str, version: str) -> Path:
+def fetch_jar(group: str, artifact: str, version: str, classifier: str = "") -> Path:
     """The jar from the cache, or downloaded from Maven Central and checked against its .sha1.
 
-    Raises ``OSError`` (or ``ValueError`` on a checksum mismatch) when it cannot be had.
+    ``classifier`` selects a variant such as ``jar-with-dependencies``. Raises ``OSError`` (or
+    ``ValueError`` on a checksum mismatch) when it cannot be had.
     """
-    name = f"{artifact}-{version}.jar"
+    name = f"{artifact}-{version}{'-' + classifier if classifier else ''}.jar"
     dest = jar_cache() / name
     if dest.exists():
         return dest
@@ -96,6 +97,27 @@ def java_problem() -> str | None:
     return None
 
 
+AWS_BUNDLE = ("org.apache.iceberg", "iceberg-aws-bundle", ICEBERG_VERSION)
+SQLITE_JDBC = ("org.xerial", "sqlite-jdbc", "3.54.1.0")
+_OBJECT_STORE_JARS: tuple[list[Path], str] | None = None
+
+
+def object_store_jars() -> tuple[list[Path], str]:
+    """(jars, "") or ([], why): Iceberg's AWS bundle (``S3FileIO``) and the SQLite JDBC driver
+    (Iceberg Java's JDBC catalog on the SQLite file icefloe's SQL catalog uses), which let Java
+    share tables on an S3 server with icefloe; computed once per process."""
+    global _OBJECT_STORE_JARS
+    if _OBJECT_STORE_JARS is None:
+        try:
+            _OBJECT_STORE_JARS = ([fetch_jar(*AWS_BUNDLE), fetch_jar(*SQLITE_JDBC)], "")
+        except (OSError, ValueError) as e:
+            _OBJECT_STORE_JARS = (
+                [],
+                f"iceberg-aws-bundle or sqlite-jdbc could not be fetched ({e})",
+            )
+    return _OBJECT_STORE_JARS
+
+
 _SESSION: Any = None
 
 
@@ -124,7 +146,8 @@ def spark_session(base_dir: Path) -> Any:
     )
     jar, _ = iceberg_runtime_jar()
     if jar is not None:
-        builder = builder.config("spark.jars", str(jar)).config(
+        jars = [str(jar), *(str(extra) for extra in object_store_jars()[0])]
+        builder = builder.config("spark.jars", ",".join(jars)).config(
             "spark.sql.extensions",
             "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         )
@@ -193,3 +216,31 @@ def iceberg_spark(spark: Any, tmp_path: Path) -> JavaCatalog:
 def iceberg_spark_module(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> JavaCatalog:
     """Like ``iceberg_spark``, shared by the tests of one module."""
     return java_catalog(spark, tmp_path_factory.mktemp("javacat"))
+
+
+def java_s3_catalog(spark: Any, sqlite_file: Path, warehouse: str, props: dict[str, str]) -> str:
+    """Registers an Iceberg Java JDBC catalog on ``sqlite_file`` whose tables live at the
+    ``s3://`` ``warehouse``, read and written with ``S3FileIO`` configured from the ``s3.*``
+    ``props``; returns its name (skips when the jars are unavailable)."""
+    jar, why = iceberg_runtime_jar()
+    jars, why_not = object_store_jars()
+    if jar is None or not jars:
+        pytest.skip(why or why_not)
+    name = f"ices3{next(_CATALOG_IDS)}"
+    prefix = f"spark.sql.catalog.{name}"
+    settings = {
+        "": "org.apache.iceberg.spark.SparkCatalog",
+        ".type": "jdbc",
+        ".uri": f"jdbc:sqlite:{sqlite_file}",
+        ".jdbc.schema-version": "V1",
+        ".warehouse": warehouse,
+        ".cache-enabled": "false",
+        ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        ".s3.path-style-access": "true",
+        ".client.region": props.get("s3.region", "us-east-1"),
+    }
+    for key in ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key"):
+        settings[f".{key}"] = props[key]
+    for key, value in settings.items():
+        spark.conf.set(prefix + key, value)
+    return name

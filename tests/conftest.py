@@ -22,9 +22,10 @@ from hypothesis import settings
 
 from peers import duckdb_connect
 
-# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py),
-# the Spark session and Iceberg Java catalogs (tests/_spark.py).
-pytest_plugins = ["_postgres", "_catalogs", "_spark"]
+# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py), S3
+# servers and warehouses (tests/_s3.py), Azure and GCS emulators (tests/_emulators.py),
+# the Spark session and Iceberg Java catalogs (tests/_spark.py), icefloe serve (tests/_rest.py).
+pytest_plugins = ["_postgres", "_catalogs", "_spark", "_s3", "_emulators", "_rest"]
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)
@@ -45,12 +46,28 @@ def _soak_factor() -> int:
     return factor
 
 
+#: Fixtures that start a server or an engine, and the marker of the tests that use them (so
+#: ``-m "not spark and not postgres"`` deselects every such test, marked in its file or not).
+_FIXTURE_MARKERS = {
+    "spark": "spark",
+    "iceberg_spark": "spark",
+    "iceberg_spark_module": "spark",
+    "postgres_uri": "postgres",
+    "duckdb_con": "interop",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Scale every hypothesis test's ``max_examples`` by ``ICEFLOE_SOAK_FACTOR``.
+    """Mark the tests that use a server or engine fixture (see :data:`_FIXTURE_MARKERS`), then
+    scale every hypothesis test's ``max_examples`` by ``ICEFLOE_SOAK_FACTOR``.
 
     A test's own ``@settings(max_examples=...)`` wins over any profile, so the factor is applied
     to the settings hypothesis attached to the test function (once per function, however many
     parametrized items share it)."""
+    for item in items:
+        used = getattr(item, "fixturenames", ())
+        for name in sorted({m for f, m in _FIXTURE_MARKERS.items() if f in used}):
+            item.add_marker(getattr(pytest.mark, name))
     factor = _soak_factor()
     if factor == 1:
         return

@@ -37,3 +37,8 @@ def duckdb_connect() -> Any:
     for name in DUCKDB_EXTENSIONS:
         con.execute(f"LOAD '{duckdb_extension_path(name)}'")
     return con
+
+
+def duckdb_load(con: Any, name: str) -> None:
+    """Load another extension shipped as ``duckdb-extension-<name>`` (offline) into ``con``."""
+    con.execute(f"LOAD '{duckdb_extension_path(name)}'")

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.read import read_tasks
+from icefloe.scan.manifests import manifest_entries
 from icefloe.table import Table
-from icefloe.table.producer import live_entries
 from icefloe.table.scan import TableScan
 
 
@@ -29,7 +29,7 @@ def live_deletes(table: Table) -> pa.Table:
     """The live delete entries of the current snapshot (file_path, referenced_data_file,
     content, file_format, record_count, content_offset)."""
     parts = []
-    for _, batch in live_entries(table.io, table.metadata, table.current_snapshot(), content=1):
+    for _, batch in manifest_entries(table.io, table.current_snapshot(), content=1):
         b = batch.filter(pc.not_equal(batch.column("status"), 2))
         cols = ["file_path", "referenced_data_file", "content", "file_format", "record_count"]
         cols.append("content_offset")
@@ -50,7 +50,7 @@ def live_deletes(table: Table) -> pa.Table:
 
 def live_data_files(table: Table) -> list[str]:
     out: list[str] = []
-    for _, batch in live_entries(table.io, table.metadata, table.current_snapshot(), content=0):
+    for _, batch in manifest_entries(table.io, table.current_snapshot(), content=0):
         b = batch.filter(pc.not_equal(batch.column("status"), 2))
         out.extend(b.column("file_path").to_pylist())
     return sorted(out)

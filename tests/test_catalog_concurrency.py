@@ -40,7 +40,9 @@ def _writer(kind: str, uri: str, warehouse: str, name: str, writer: int) -> None
         table.set_properties({f"w{writer}-{j}": str(j)})
 
 
-@pytest.mark.parametrize("kind", ["sqlite-file", "postgres", "hadoop"])
+@pytest.mark.parametrize(
+    "kind", ["sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres), "hadoop"]
+)
 def test_concurrent_property_commits(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

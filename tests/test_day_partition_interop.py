@@ -23,6 +23,8 @@ from write_util import SCHEMA, SPEC, catalog, rows
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
 
+pytestmark = pytest.mark.interop
+
 EPOCH = dt.date(1970, 1, 1)
 
 

@@ -10,10 +10,13 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from _evolution import shared_catalogs
 from icefloe.schema import Schema
 from icefloe.types import DoubleType, LongType, StringType
+
+pytestmark = pytest.mark.interop
 
 
 def test_pyiceberg_reads_a_table_icefloe_evolved(tmp_path: Path) -> None:

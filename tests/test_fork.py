@@ -1,6 +1,6 @@
-"""A process forked after icefloe has planned and read (``multiprocessing`` with ``fork``, the
-default on Linux before Python 3.14) plans and reads again instead of waiting forever on thread
-pools whose threads stayed in the parent."""
+"""A process forked after icefloe has planned, read or committed (``multiprocessing`` with
+``fork``, the default on Linux before Python 3.14) plans, reads and commits again instead of
+waiting forever on thread pools whose threads stayed in the parent."""
 
 from __future__ import annotations
 
@@ -13,10 +13,26 @@ import pytest
 
 from _read_tables import build
 from icefloe import StaticTable, _native
+from icefloe.catalog.sql import SqlCatalog
+from write_util import catalog, rows
 
 pytestmark = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="needs os.fork"
 )
+
+#: Seconds a forked child may take before it counts as hung.
+TIMEOUT = 30
+
+
+def _run_child(target: object, args: tuple[object, ...], what: str) -> None:
+    child = multiprocessing.get_context("fork").Process(target=target, args=args)
+    child.start()
+    child.join(timeout=TIMEOUT)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail(f"the forked child hung {what}")
+    assert child.exitcode == 0
 
 
 def _read_in_child(metadata: str, expected: int) -> None:
@@ -35,14 +51,32 @@ def test_forked_child_plans_and_reads(tmp_path: Path) -> None:
     # the parent's pools exist and have run work before the fork
     _native.plan_check_unique_paths([pa.array([f"p{i}" for i in range(50_000)])])
     assert len(list(parent.plan_files())) == 3
+    _run_child(_read_in_child, (table.metadata_path, expected), "planning or reading")
 
-    child = multiprocessing.get_context("fork").Process(
-        target=_read_in_child, args=(table.metadata_path, expected)
-    )
-    child.start()
-    child.join(timeout=30)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        pytest.fail("the forked child hung planning or reading")
-    assert child.exitcode == 0
+
+def _write_in_child(warehouse: Path) -> None:
+    try:
+        table = SqlCatalog("c", uri=f"sqlite:///{warehouse}/c.db").load_table("ns.t")
+        table.append(rows(1_000, 100))
+        table.overwrite(rows(2_000, 50))
+        table.append(rows(3_000, 25))
+        got = sorted(table.scan().to_arrow().column("id").to_pylist())
+        ok = got == [*range(2_000, 2_050), *range(3_000, 3_025)]
+        os._exit(0 if ok and len(table.metadata.snapshots) == 7 else 3)
+    except BaseException:  # a failure in the child must not run the parent's test teardown
+        import traceback
+
+        traceback.print_exc()
+        os._exit(4)
+
+
+def test_forked_child_appends_and_overwrites(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    table = cat.create_table("ns.t", rows(0, 1).schema)
+    for i in range(3):
+        table.append(rows(i * 100, 100))
+    table.overwrite(rows(500, 10))  # the parent's commit threads have run work before the fork
+    assert table.scan().to_arrow().num_rows == 10
+    _run_child(_write_in_child, (tmp_path,), "appending or overwriting")
+    table = cat.load_table("ns.t")
+    assert table.scan().to_arrow().num_rows == 75

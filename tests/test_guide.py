@@ -99,6 +99,11 @@ def _catalogs(tmp: Path) -> dict[str, Any]:
     return {}
 
 
+def _rest(tmp: Path) -> dict[str, Any]:
+    pytest.importorskip("uvicorn")
+    return {}
+
+
 def _writing(tmp: Path) -> dict[str, Any]:
     from icefloe.catalog import load_catalog
 
@@ -222,6 +227,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _filters,
     _metadata,
     _catalogs,
+    _rest,
     _writing,
     SKIP,  # Spark: needs a Spark session; tests/test_spark_*.py run these calls
     _evolution,

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
@@ -19,8 +20,10 @@ from write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_rea
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[2]"), "b"))
 
 
-def _table(tmp_path: Path, version: int, appends: int = 6) -> Any:
-    cat = catalog(tmp_path)
+def _table(
+    tmp_path: Path, version: int, appends: int = 6, warehouse: Warehouse | None = None
+) -> Any:
+    cat = catalog(tmp_path, warehouse)
     t = cat.create_table(
         "ns.t",
         SCHEMA,
@@ -32,11 +35,13 @@ def _table(tmp_path: Path, version: int, appends: int = 6) -> Any:
     return t
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(2, 3), indirect=["warehouse"]
+)
 def test_compaction_applies_deletes_and_keeps_row_ids(
-    tmp_path: Path, version: int, duckdb_con: Any
+    tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:
-    t = _table(tmp_path, version)
+    t = _table(tmp_path, version, warehouse=warehouse)
     t.delete("id in (3, 13, 23, 47, 118)")
     before_files = live_data_files(t)
     assert len(before_files) == 12  # 6 appends x 2 buckets

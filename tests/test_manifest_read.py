@@ -10,7 +10,7 @@ import fastavro
 import pytest
 
 from icefloe.manifest import (
-    data_files,
+    entry_views,
     manifest_files,
     read_manifest,
     read_manifest_list,
@@ -120,7 +120,7 @@ def test_pyiceberg_tables_decode_like_pyiceberg(tmp_path: Path, version: int, sp
         assert batch.schema.field("partition").type.num_fields == len(pnames)
         assert batch.schema.metadata[b"format-version"] == str(version).encode()
         expected = [_entry_values(e, pnames) for e in t.fetch_manifest_entry(table.io, False)]
-        got = [d.to_dict() for d in data_files(batch)]
+        got = [d.to_dict() for d in entry_views(batch)]
         assert len(got) == len(expected)
         for g, e in zip(got, expected, strict=True):
             statuses.add(g["status"])

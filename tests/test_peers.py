@@ -6,6 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
+
+pytestmark = pytest.mark.interop
 
 
 def test_duckdb_reads_pyiceberg_table(tmp_path: Path, duckdb_con: Any) -> None:

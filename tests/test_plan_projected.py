@@ -14,7 +14,7 @@ from _plan_tables import HandTable, entry
 from icefloe import _native
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
-from icefloe.scan.planner import DATA_COLUMNS, METRICS_COLUMNS
+from icefloe.scan.manifests import DATA_COLUMNS, METRICS_COLUMNS
 from icefloe.schema import Schema
 from icefloe.table.scan import TableScan
 from icefloe.transforms import IdentityTransform
@@ -105,11 +105,11 @@ def test_keep_entries_matches_masks_and_filter(tmp_path: Path) -> None:
     data = [Path(m["manifest_path"]).read_bytes() for m in _manifests(t)]
     batches = _native.plan_read_manifests(data, columns=list(METRICS_COLUMNS))
     scan = TableScan(t, row_filter="id >= 20 and s = 'a'")
-    from icefloe.scan.planner import SpecFilters, _json
+    from icefloe.scan.filters import SpecFilters, expr_json
 
     f = SpecFilters(SCHEMA, SPEC, scan.bound_filter())
     assert f.partition_json is not None
-    metrics = _json(scan.bound_filter())
+    metrics = expr_json(scan.bound_filter())
     kept = _native.plan_keep_entries(
         batches, [0] * len(batches), [f.partition_json], metrics, list(DATA_COLUMNS)
     )
@@ -151,7 +151,7 @@ def test_fused_decode_and_selection_equal_the_two_steps(
     """``plan_read_keep_manifests`` (decode and select in one step, decoded manifests kept in
     Rust) against ``plan_read_manifests`` then ``plan_keep_entries``, and the cached handles
     selected again by ``plan_keep_decoded`` against the same oracle."""
-    from icefloe.scan.planner import SpecFilters, _field_ids, _json
+    from icefloe.scan.filters import SpecFilters, expr_json, referenced_field_ids
 
     t = _table(tmp_path, version)
     ms = _manifests(t)
@@ -162,8 +162,8 @@ def test_fused_decode_and_selection_equal_the_two_steps(
     names = [m["manifest_path"] for m in ms]
     bound = TableScan(t, row_filter=row_filter).bound_filter()
     f = SpecFilters(SCHEMA, SPEC, bound)
-    metrics = None if row_filter == "true" else _json(bound)
-    ids = None if metrics is None else _field_ids(bound)
+    metrics = None if row_filter == "true" else expr_json(bound)
+    ids = None if metrics is None else referenced_field_ids(bound)
     n = len(data)
     kw: dict[str, Any] = {
         "snapshot_ids": snaps,

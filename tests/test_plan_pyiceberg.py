@@ -41,6 +41,8 @@ from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
 from icefloe.values import to_bytes
 
+pytestmark = pytest.mark.interop
+
 BASE = dt.datetime(2024, 1, 1)
 
 

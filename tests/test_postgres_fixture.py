@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.postgres
+
 _CHILD = """
 import sys, time
 sys.path.insert(0, {tests!r})
@@ -59,3 +61,5 @@ def test_server_is_stopped_and_deleted_when_the_test_process_is_killed() -> None
         if child.poll() is None:
             child.kill()
             child.wait()
+        if child.stdout is not None:
+            child.stdout.close()

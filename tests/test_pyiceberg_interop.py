@@ -12,6 +12,8 @@ from icefloe.types import LongType, NestedField, StringType
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
 
+pytestmark = pytest.mark.interop
+
 
 def _uris(tmp_path: Path) -> tuple[str, str]:
     return f"sqlite:///{tmp_path / 'shared.db'}", (tmp_path / "warehouse").as_uri()

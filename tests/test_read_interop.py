@@ -37,6 +37,8 @@ from pyiceberg.types import (
     TimestampType,
 )
 
+pytestmark = pytest.mark.interop
+
 
 def _duck(con: Any, metadata_path: str) -> pa.Table:
     return con.execute(f"select * from iceberg_scan('{metadata_path}')").to_arrow_table()

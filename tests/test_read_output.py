@@ -130,7 +130,9 @@ def test_at_most_max_workers_tasks_decode_at_once(
     worst = [0]
     lock = threading.Lock()
 
-    def busy_batches(io: object, task: FileScanTask, options: object, cache: object) -> Any:
+    def busy_batches(
+        io: object, task: FileScanTask, options: object, cache: object, handle: object = None
+    ) -> Any:
         for i in range(6):
             with lock:
                 active[0] += 1
@@ -158,7 +160,9 @@ def test_later_tasks_read_ahead_while_an_earlier_task_is_slow(
     lock = threading.Lock()
     release = threading.Event()
 
-    def batches(io: object, task: FileScanTask, options: object, cache: object) -> Any:
+    def batches(
+        io: object, task: FileScanTask, options: object, cache: object, handle: object = None
+    ) -> Any:
         name = task.data_file.file_path
         if name == "x0.parquet":
             assert release.wait(10)
@@ -264,7 +268,9 @@ def test_memory_bound_batches_ahead_of_consumer(
     produced = [0]
     lock = threading.Lock()
 
-    def many_batches(io: object, task: FileScanTask, options: object, cache: object) -> Any:
+    def many_batches(
+        io: object, task: FileScanTask, options: object, cache: object, handle: object = None
+    ) -> Any:
         for i in range(40):
             with lock:
                 produced[0] += 1

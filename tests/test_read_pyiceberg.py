@@ -25,6 +25,8 @@ from pyiceberg.manifest import DataFileContent  # noqa: E402
 from pyiceberg.table import Table  # noqa: E402
 from pyiceberg.types import IntegerType, LongType, StringType  # noqa: E402
 
+pytestmark = pytest.mark.interop
+
 
 def _partition(record: Any) -> tuple[Any, ...]:
     return tuple(record[i] for i in range(len(record))) if record is not None else ()

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
 from rowlevel_util import live_data_files, live_deletes, ours
@@ -19,8 +20,14 @@ from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyicebe
 MOR = {"write.delete.mode": "merge-on-read"}
 
 
-def _table(tmp_path: Path, version: int, props: dict[str, str], spec: PartitionSpec = SPEC) -> Any:
-    cat = catalog(tmp_path)
+def _table(
+    tmp_path: Path,
+    version: int,
+    props: dict[str, str],
+    spec: PartitionSpec = SPEC,
+    warehouse: Warehouse | None = None,
+) -> Any:
+    cat = catalog(tmp_path, warehouse)
     t = cat.create_table(
         "ns.t", SCHEMA, partition_spec=spec, properties={"format-version": str(version), **props}
     )
@@ -40,8 +47,10 @@ def _check_peers(t: Any, want: Any, duckdb_con: Any) -> None:
     assert duckdb_checksum(duckdb_con, t) == checksum(want)
 
 
-def test_mor_delete_v3_writes_one_puffin_and_merges(tmp_path: Path, duckdb_con: Any) -> None:
-    t = _table(tmp_path, 3, MOR)
+def test_mor_delete_v3_writes_one_puffin_and_merges(
+    tmp_path: Path, warehouse: Warehouse, duckdb_con: Any
+) -> None:
+    t = _table(tmp_path, 3, MOR, warehouse=warehouse)
     before = ours(t, "_row_id")
     t.delete("id < 30 or s = 's150'")
     snap = t.current_snapshot()
@@ -82,11 +91,13 @@ def test_mor_delete_v2_position_files(tmp_path: Path, duckdb_con: Any) -> None:
     _check_peers(t, want, duckdb_con)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(1, 2, 3), indirect=["warehouse"]
+)
 def test_cow_delete_rewrites_and_keeps_lineage(
-    tmp_path: Path, version: int, duckdb_con: Any
+    tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:
-    t = _table(tmp_path, version, {})
+    t = _table(tmp_path, version, {}, warehouse=warehouse)
     files_before = live_data_files(t)
     before = ours(t, "_row_id") if version >= 3 else None
     t.delete("id >= 10 and id < 15")

@@ -12,8 +12,8 @@ import pytest
 
 from icefloe.exceptions import CommitConflictError
 from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.scan.manifests import manifest_entries
 from icefloe.schema import Schema
-from icefloe.table.producer import live_entries
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField
 from rowlevel_util import live_deletes
@@ -152,6 +152,6 @@ def test_dynamic_overwrite_removes_partition_scoped_v2_deletes(
 def _live(table: Any, content: int) -> list[dict[str, Any]]:
     """Live manifest entries (data: content 0, deletes: 1) as dicts."""
     out: list[dict[str, Any]] = []
-    for _, b in live_entries(table.io, table.metadata, table.current_snapshot(), content=content):
+    for _, b in manifest_entries(table.io, table.current_snapshot(), content=content):
         out += b.filter(pc.not_equal(b.column("status"), 2)).to_pylist()
     return out

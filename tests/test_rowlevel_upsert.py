@@ -10,13 +10,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from rowlevel_util import live_deletes, ours
 from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 
-def _table(tmp_path: Path, version: int, props: dict[str, str]) -> Any:
-    cat = catalog(tmp_path)
+def _table(
+    tmp_path: Path, version: int, props: dict[str, str], warehouse: Warehouse | None = None
+) -> Any:
+    cat = catalog(tmp_path, warehouse)
     t = cat.create_table(
         "ns.t", SCHEMA, partition_spec=SPEC, properties={"format-version": str(version), **props}
     )
@@ -46,10 +49,14 @@ MODES = {
 }
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(2, 3), indirect=["warehouse"]
+)
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_upsert(tmp_path: Path, version: int, mode: str, duckdb_con: Any) -> None:
-    t = _table(tmp_path, version, MODES[mode])
+def test_upsert(
+    tmp_path: Path, version: int, mode: str, warehouse: Warehouse, duckdb_con: Any
+) -> None:
+    t = _table(tmp_path, version, MODES[mode], warehouse)
     before = ours(t, "_row_id") if version >= 3 else None
     result = t.upsert(_source(), ["id"])
     assert (result.rows_updated, result.rows_inserted) == (10, 10)

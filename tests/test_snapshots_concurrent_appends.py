@@ -40,7 +40,9 @@ def _writer(uri: str, warehouse: str, name: str, writer: int) -> None:
     catalog.close()
 
 
-@pytest.mark.parametrize("backend", ["sqlite-file", "postgres"])
+@pytest.mark.parametrize(
+    "backend", ["sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def test_four_processes_fifty_appends_each(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

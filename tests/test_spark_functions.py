@@ -25,6 +25,8 @@ pytest.importorskip("pyspark")
 
 from icefloe.spark import functions as ifn
 
+pytestmark = pytest.mark.spark
+
 N = 400
 
 

@@ -23,6 +23,8 @@ pytest.importorskip("pyspark")
 
 import icefloe.spark as ispark
 
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
+
 
 @pytest.fixture(scope="module")
 def java(iceberg_spark_module: JavaCatalog) -> dict[str, Any]:

@@ -25,6 +25,8 @@ from icefloe.read.scan_output import to_arrow
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, LongType, NestedField, StringType
 
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
+
 
 def _icefloe_rows(table: Any, columns: list[str]) -> list[dict[str, Any]]:
     scan = table.scan(selected_fields=tuple(columns))

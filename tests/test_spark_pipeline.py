@@ -14,12 +14,27 @@ pytest.importorskip("pyspark")
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.spark import pipeline
 
+pytestmark = pytest.mark.spark
 
+
+@pytest.mark.parametrize("store", ["local", pytest.param("s3", marks=pytest.mark.s3)])
 def test_pipeline_report_counts(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    store: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     rows = 3000
-    report = pipeline.main(["--rows", str(rows), "--warehouse", str(tmp_path)])
+    db = tmp_path / "catalog.db"
+    if store == "local":
+        warehouse, props = tmp_path.as_uri(), {}
+        report = pipeline.main(["--rows", str(rows), "--warehouse", str(tmp_path)])
+    else:  # the same job with --warehouse s3://... on moto's S3 server
+        server = request.getfixturevalue("moto_s3")
+        warehouse, props = server.fresh_location(), server.properties()
+        args = ["--rows", str(rows), "--warehouse", warehouse, "--catalog-db", str(db)]
+        report = pipeline.main(args + [f"--property={k}={v}" for k, v in props.items()])
     out = capsys.readouterr().out
     # The oracle: the same events and changes, counted by Spark alone.
     base = pipeline.events(spark, 0, rows)
@@ -47,10 +62,9 @@ def test_pipeline_report_counts(
     # Row lineage: the ingest gave ids 0..rows-1 (sequence number 1); updated events kept
     # theirs (without lineage they would get ids >= rows), new ones got fresh ids; the merge's
     # sequence number (3) marks exactly the rows it wrote, through compaction (4).
-    catalog = SqlCatalog(
-        "pipeline", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=tmp_path.as_uri()
-    )
+    catalog = SqlCatalog("pipeline", uri=f"sqlite:///{db}", warehouse=warehouse, **props)
     table = catalog.load_table("events.clicks")
+    assert table.location.startswith(warehouse)
     import icefloe.spark as ispark
 
     got = ispark.read(

@@ -25,6 +25,8 @@ from icefloe.spark import read
 from icefloe.spark.errors import icefloe_errors
 from icefloe.spark.schema import FIELD_ID
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
@@ -127,3 +129,44 @@ def test_executor_error_surfaces_with_icefloe_type(
         df.collect()
     assert "ICEFLOE-ERROR" not in str(info.value)
     assert path.rsplit("/", 1)[-1] in str(info.value)
+
+
+def test_partition_column_after_its_source_column_is_dropped(spark: Any, tmp_path: Path) -> None:
+    """``_partition`` of a table whose old spec partitions by a column that was dropped since:
+    Spark reads the rows icefloe reads, with the same partition values."""
+    import pyarrow as pa
+
+    from icefloe.partitioning import PartitionField, PartitionSpec
+    from icefloe.schema import Schema
+    from icefloe.transforms import parse_transform
+    from icefloe.types import LongType, NestedField, StringType
+
+    cat = icefloe_catalog(tmp_path / "wh")
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), True),
+        NestedField(2, "region", StringType()),
+        NestedField(3, "v", LongType()),
+    )
+    spec = PartitionSpec(
+        PartitionField(2, 1000, parse_transform("identity"), "region"),
+        PartitionField(1, 1001, parse_transform("bucket[2]"), "id_bucket"),
+    )
+    t = cat.create_table("db.dropped", schema, partition_spec=spec, format_version=2)
+    ids = pa.array([1, 2, 3], pa.int64())
+    t.append(pa.table({"id": ids, "region": ["a", "b", "a"], "v": pa.array([10, 20, 30])}))
+    before = t.current_snapshot().snapshot_id
+    with t.update_spec() as s:
+        s.remove_field("region")
+    with t.update_schema() as u:
+        u.delete_column("region")
+    t.append(pa.table({"id": pa.array([4], pa.int64()), "v": pa.array([40], pa.int64())}))
+
+    for snapshot_id, ids in ((None, [1, 2, 3, 4]), (before, [1, 2, 3])):
+        got = spark_rows(read(spark, t, snapshot_id=snapshot_id, metadata_columns=["_partition"]))
+        scan = t.scan(snapshot_id=snapshot_id, selected_fields=("*", "_partition"))
+        want = sorted(scan.to_arrow().to_pylist(), key=lambda r: r["id"])
+        assert [r["id"] for r in got] == ids
+        assert [r["_partition"] for r in got] == [r["_partition"] for r in want]
+    # before the drop, the partition values of the dropped column are still there
+    assert {r["_partition"]["region"] for r in want} == {"a", "b"}

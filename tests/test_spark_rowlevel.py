@@ -30,6 +30,8 @@ from icefloe.spark.schema import arrow_for_spark, spark_schema, to_spark_batch
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField
 
+pytestmark = pytest.mark.spark
+
 
 def _frame(spark: Any, table: pa.Table, schema: Any) -> Any:
     fields = list(schema.fields)

@@ -39,6 +39,8 @@ from icefloe.spark.schema import (
     to_spark_batch,
 )
 
+pytestmark = pytest.mark.spark
+
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
     NestedField(2, "u", UUIDType()),

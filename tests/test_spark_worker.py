@@ -16,6 +16,8 @@ import pytest
 
 from icefloe.spark.worker import ARROW_SETTINGS, configure, prepare_worker, static_archives
 
+pytestmark = pytest.mark.spark
+
 
 def _zip(path: Path, modules: dict[str, str]) -> Path:
     with zipfile.ZipFile(path, "w") as z:

@@ -11,9 +11,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from _s3 import Warehouse, versions_and_stores
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CommitConflictError, ValidationError
-from icefloe.table.producer import SnapshotProducer, live_entries
+from icefloe.scan.manifests import manifest_entries
+from icefloe.table.producer import SnapshotProducer
 from icefloe.write import DataFile
 from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
@@ -21,7 +23,7 @@ from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyicebe
 def _live(table: Any) -> pa.Table:
     batches = [
         b.filter(pc.not_equal(b["status"], 2))
-        for _, b in live_entries(table.io, table.metadata, table.current_snapshot(), 0)
+        for _, b in manifest_entries(table.io, table.current_snapshot(), 0)
     ]
     return pa.Table.from_batches(batches)
 
@@ -31,9 +33,15 @@ def _expect(table: Any, want: pa.Table, con: Any) -> None:
     assert duckdb_checksum(con, table) == checksum(want)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
-def test_full_overwrite(tmp_path: Path, version: int, duckdb_con: Any) -> None:
-    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(1, 2, 3), indirect=["warehouse"]
+)
+def test_full_overwrite(
+    tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
+) -> None:
+    t = catalog(tmp_path, warehouse).create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, format_version=version
+    )
     t.append(rows(0, 100))
     before = _live(t).num_rows
     t.overwrite(rows(500, 7))
@@ -46,11 +54,15 @@ def test_full_overwrite(tmp_path: Path, version: int, duckdb_con: Any) -> None:
     _expect(t, rows(500, 7), duckdb_con)
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("version", "warehouse"), versions_and_stores(2, 3), indirect=["warehouse"]
+)
 def test_overwrite_by_filter_rewrites_partial_files(
-    tmp_path: Path, version: int, duckdb_con: Any
+    tmp_path: Path, version: int, warehouse: Warehouse, duckdb_con: Any
 ) -> None:
-    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=version)
+    t = catalog(tmp_path, warehouse).create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, format_version=version
+    )
     old = rows(0, 200)
     t.append(old)
     if version == 3:
@@ -93,7 +105,7 @@ def _row_ids(table: Any) -> dict[int, int]:
     for path, first in zip(
         live["file_path"].to_pylist(), live["first_row_id"].to_pylist(), strict=True
     ):
-        data = pq.read_table(path.removeprefix("file://"))
+        data = pq.read_table(table.io.new_input(path).open())
         ids = data["id"].to_pylist()
         if "_row_id" in data.column_names:
             stored = data["_row_id"].to_pylist()

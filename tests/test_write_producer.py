@@ -13,21 +13,22 @@ import pytest
 
 from icefloe.exceptions import CommitConflictError
 from icefloe.manifest import manifest_files, read_manifest_list
-from icefloe.table.producer import SnapshotProducer, live_entries
+from icefloe.scan.manifests import manifest_entries
+from icefloe.table.producer import SnapshotProducer
 from icefloe.write import DataFile
 from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 
 def _live_paths(table: Any) -> list[str]:
     out = []
-    for _, batch in live_entries(table.io, table.metadata, table.current_snapshot(), 0):
+    for _, batch in manifest_entries(table.io, table.current_snapshot(), 0):
         live = batch.filter(pc.not_equal(batch["status"], 2))
         out += live["file_path"].to_pylist()
     return sorted(out)
 
 
 def _data_file(table: Any, path: str) -> DataFile:
-    for _, batch in live_entries(table.io, table.metadata, table.current_snapshot()):
+    for _, batch in manifest_entries(table.io, table.current_snapshot()):
         for row in batch.to_pylist():
             if row["file_path"] == path and row["status"] != 2:
                 spec_id = int(batch.schema.metadata[b"partition-spec-id"])
@@ -153,7 +154,7 @@ def test_manifest_merge(tmp_path: Path, version: int, duckdb_con: Any) -> None:
     for i in range(5):
         t.append(rows(i * 10, 10))
         if version == 3:  # a file's first row id never changes when its manifest is merged
-            for _, batch in live_entries(t.io, t.metadata, t.current_snapshot()):
+            for _, batch in manifest_entries(t.io, t.current_snapshot()):
                 for path, first in zip(
                     batch["file_path"].to_pylist(), batch["first_row_id"].to_pylist(), strict=True
                 ):
@@ -168,7 +169,7 @@ def test_manifest_merge(tmp_path: Path, version: int, duckdb_con: Any) -> None:
     assert checksum(pyiceberg_read(t)) == want
     assert duckdb_checksum(duckdb_con, t) == want
     if version == 3:
-        _, batch = live_entries(t.io, t.metadata, snap)[0]
+        _, batch = manifest_entries(t.io, snap)[0]
         spans = sorted(
             zip(batch["first_row_id"].to_pylist(), batch["record_count"].to_pylist(), strict=True)
         )

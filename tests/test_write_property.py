@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.scan.manifests import manifest_entries
 from icefloe.schema import Schema
-from icefloe.table.producer import live_entries
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField, StringType
 from peers import duckdb_connect
@@ -128,7 +128,7 @@ def test_random_writes_match_model(version: int, spec: str, ops: list[Any]) -> N
 
 def _unique_row_ids(t: Any) -> None:
     seen: list[int] = []
-    for _, batch in live_entries(t.io, t.metadata, t.current_snapshot(), 0):
+    for _, batch in manifest_entries(t.io, t.current_snapshot(), 0):
         live = batch.filter(pc.not_equal(batch["status"], 2))
         for path, first, n in zip(
             live["file_path"].to_pylist(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,6 +15,9 @@ from icefloe.schema import Schema
 from icefloe.table import Table
 from icefloe.transforms import parse_transform
 from icefloe.types import DoubleType, LongType, NestedField, StringType, TimestampType
+
+if TYPE_CHECKING:
+    from _s3 import Warehouse
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),
@@ -28,9 +31,14 @@ SPEC = PartitionSpec(
 )
 
 
-def catalog(tmp_path: Path) -> SqlCatalog:
+def catalog(tmp_path: Path, warehouse: Warehouse | None = None) -> SqlCatalog:
+    """A SQLite catalog with namespace ``ns``; its tables go to ``warehouse`` (default: local)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    uri = f"sqlite:///{tmp_path}/c.db"
+    if warehouse is None:
+        cat = SqlCatalog("c", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+    else:
+        cat = SqlCatalog("c", uri=uri, warehouse=warehouse.location, **warehouse.properties)
     cat.create_namespace("ns")
     return cat
 
@@ -53,7 +61,7 @@ def checksum(t: pa.Table) -> tuple[int, int]:
 def pyiceberg_read(table: Table, **scan: Any) -> pa.Table:
     from pyiceberg.table import StaticTable
 
-    st = StaticTable.from_metadata(table.metadata_location)
+    st = StaticTable.from_metadata(table.metadata_location, properties=table.io.properties)
     return st.scan(**scan).to_arrow()
 
 

@@ -1,17 +1,29 @@
-"""icefloe: a Rust-accelerated Python implementation of the Apache Iceberg table format."""
+"""icefloe: a Rust-accelerated Python implementation of the Apache Iceberg table format.
+
+Importing the package loads only the native extension and the exceptions; ``StaticTable`` and
+``load_catalog`` import the table and catalog layers on first use.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icefloe import exceptions
 from icefloe._native import __version__
-from icefloe.table.static import StaticTable
 
 if TYPE_CHECKING:
     from icefloe.catalog import Catalog
+    from icefloe.table.static import StaticTable
 
 __all__ = ["StaticTable", "__version__", "exceptions", "load_catalog", "release_memory"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "StaticTable":
+        from icefloe.table.static import StaticTable
+
+        return StaticTable
+    raise AttributeError(f"module 'icefloe' has no attribute {name!r}")
 
 
 def load_catalog(name: str | None = None, **properties: str) -> Catalog:

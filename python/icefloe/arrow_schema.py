@@ -75,6 +75,7 @@ __all__ = [
     "arrow_to_schema",
     "field_id_of",
     "schema_to_arrow",
+    "to_schema",
     "type_to_arrow",
 ]
 
@@ -395,3 +396,34 @@ def _map_field(f: pa.Field, mapping: tuple[MappedField, ...], name: str) -> pa.F
     if FIELD_ID_KEY not in meta and mf is not None and mf.field_id is not None:
         meta[FIELD_ID_KEY] = str(mf.field_id).encode()
     return pa.field(f.name, t, nullable=f.nullable, metadata=meta or None)
+
+
+def to_schema(schema: Schema | pa.Schema) -> Schema:
+    """An icefloe Schema from an icefloe or pyarrow schema.
+
+    Arrow fields need no ``PARQUET:field_id``: missing ids are numbered in field order (the new
+    table assigns fresh ids anyway).
+    """
+    if not isinstance(schema, pa.Schema):
+        return schema
+
+    counter = iter(range(1, 1 << 31))
+
+    def children(t: pa.DataType) -> list[tuple[str, pa.DataType]]:
+        if pa.types.is_struct(t):
+            return [(t.field(i).name, t.field(i).type) for i in range(t.num_fields)]
+        if pa.types.is_map(t):
+            return [("key", t.key_type), ("value", t.item_type)]
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            return [("element", t.value_type)]
+        if pa.types.is_dictionary(t):
+            return children(t.value_type)
+        return []
+
+    def mapped(name: str, t: pa.DataType) -> MappedField:
+        return MappedField((name,), next(counter), tuple(mapped(n, c) for n, c in children(t)))
+
+    if all(field_id_of(f) is not None for f in schema):
+        return arrow_to_schema(schema)
+    mapping = NameMapping(mapped(f.name, f.type) for f in schema)
+    return arrow_to_schema(schema.remove_metadata(), mapping)

@@ -13,6 +13,7 @@ __all__ = [
     "CommitStateUnknownError",
     "CorruptFileError",
     "FileIOError",
+    "ForbiddenError",
     "IcebergError",
     "InternalError",
     "NamespaceAlreadyExistsError",
@@ -20,9 +21,13 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NotFoundError",
     "ParseError",
+    "ServiceUnavailableError",
     "TableAlreadyExistsError",
+    "UnauthorizedError",
+    "UnknownWriteStateError",
     "UnsupportedFeatureError",
     "ValidationError",
 ]
@@ -79,6 +84,22 @@ class TableAlreadyExistsError(IcebergError):
     """A table with that identifier already exists."""
 
 
+class NoSuchViewError(IcebergError):
+    """The view does not exist."""
+
+
+class UnauthorizedError(IcebergError):
+    """The catalog did not accept the credentials (HTTP 401), or none were given."""
+
+
+class ForbiddenError(IcebergError):
+    """The credentials are valid but do not allow the operation (HTTP 403)."""
+
+
+class ServiceUnavailableError(IcebergError):
+    """The catalog service is down or overloaded (HTTP 503); trying again later may succeed."""
+
+
 class NoSuchSnapshotError(IcebergError):
     """The snapshot, branch, tag or point in time does not resolve to a snapshot."""
 
@@ -108,3 +129,7 @@ class NotFoundError(FileIOError):
 
 class AlreadyExistsError(FileIOError):
     """A file exists at the location and an exclusive create was asked for."""
+
+
+class UnknownWriteStateError(FileIOError):
+    """A write may or may not have happened (the store did not answer); the message names it."""

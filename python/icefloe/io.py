@@ -1,10 +1,16 @@
-"""File IO over ``pyarrow.fs``: local paths, ``file://``, ``s3://``, ``gs://`` and ``hdfs://``.
+"""File IO over ``pyarrow.fs``: local paths, ``file://``, ``s3://``, ``gs://``, Azure
+(``abfs[s]://``, ``wasb[s]://``) and ``hdfs://``.
 
 A :class:`FileIO` turns a location string into an :class:`InputFile` or :class:`OutputFile`.
 File systems are created lazily per scheme and authority from the catalog or table properties,
 which use Iceberg's property names (``s3.endpoint``, ``s3.access-key-id``,
 ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``, ``s3.path-style-access``,
-``gcs.project-id``, ``hdfs.host``...).
+``gcs.project-id``, ``adls.account-name``, ``adls.account-key``, ``hdfs.host``...).
+
+On S3, the writes that must be atomic (:meth:`OutputFile.write`: create-if-absent and small
+replacements) and batched deletes go through :class:`~icefloe.s3client.S3Client`, which signs
+its own requests, because pyarrow can send neither ``If-None-Match`` nor ``DeleteObjects`` with
+``Content-MD5``.
 
 Errors from the file system arrive as :class:`~icefloe.exceptions.NotFoundError`,
 :class:`~icefloe.exceptions.AlreadyExistsError` or :class:`~icefloe.exceptions.FileIOError`,
@@ -18,19 +24,24 @@ The module also holds the location rules of a table: the metadata and data direc
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import threading
+import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
+
+if TYPE_CHECKING:
+    from icefloe.s3client import S3Client
 
 __all__ = [
     "DATA_PATH",
@@ -55,6 +66,7 @@ S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
 S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
 S3_SESSION_TOKEN = "s3.session-token"
+S3_TOKEN_EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
 S3_REGION = "s3.region"
 S3_PATH_STYLE_ACCESS = "s3.path-style-access"
 S3_CONNECT_TIMEOUT = "s3.connect-timeout"
@@ -62,10 +74,33 @@ S3_REQUEST_TIMEOUT = "s3.request-timeout"
 S3_ROLE_ARN = "s3.role-arn"
 S3_ANONYMOUS = "s3.anonymous"
 
+WHOLE_READ_BYTES = 4 << 20
 _LOCAL_SCHEMES = ("", "file")
 _S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
 _GCS_SCHEMES = ("gs", "gcs")
 _HDFS_SCHEMES = ("hdfs", "viewfs")
+_AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
+_ADLS_OPTIONS = {  # Iceberg/PyIceberg property -> pyarrow.fs.AzureFileSystem argument
+    "adls.account-key": "account_key",
+    "adls.sas-token": "sas_token",
+    "adls.blob-storage-authority": "blob_storage_authority",
+    "adls.dfs-storage-authority": "dfs_storage_authority",
+    "adls.blob-storage-scheme": "blob_storage_scheme",
+    "adls.dfs-storage-scheme": "dfs_storage_scheme",
+    "adls.tenant-id": "tenant_id",
+    "adls.client-id": "client_id",
+    "adls.client-secret": "client_secret",
+}
+_SECRET_KEYS = ("secret", "token", "password", "credential", "key-id", "sas", "account-key")
+
+_log = logging.getLogger(__name__)
+
+
+def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties with every credential value replaced by ``***``."""
+    return {
+        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else v for k, v in properties.items()
+    }
 
 
 def _truthy(value: str | None) -> bool:
@@ -90,6 +125,16 @@ def _map_error(exc: BaseException, location: str, action: str) -> Exception:
     if isinstance(exc, FileExistsError):
         return AlreadyExistsError(f"cannot {action} {location}: file already exists")
     text = str(exc)
+    if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
+        bucket = urlparse(location).netloc
+        return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
+    if "ACCESS_DENIED" in text or "AccessDenied" in text or "SignatureDoesNotMatch" in text:
+        return FileIOError(
+            f"cannot {action} {location}: access denied; check the credentials and their "
+            f"permissions ({text})"
+        )
+    if "NETWORK_CONNECTION" in text or "curlCode" in text:
+        return FileIOError(f"cannot {action} {location}: the endpoint did not answer ({text})")
     if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():
         return NotFoundError(f"cannot {action} {location}: {text}")
     return FileIOError(f"cannot {action} {location}: {text}")
@@ -117,15 +162,27 @@ class InputFile:
             raise NotFoundError(f"cannot stat {self.location}: file not found")
         return int(info.size)
 
-    def open(self, seekable: bool = True) -> pa.NativeFile:
-        """Open the file for reading: a random-access file, or a sequential stream."""
+    def open(self, seekable: bool = True, size: int | None = None) -> pa.NativeFile:
+        """Open the file for reading: a random-access file, or a sequential stream.
+
+        With ``size`` (the file's length, as a manifest says it) at most 4 MiB, a file on S3 is
+        fetched whole with one ``GET``, instead of a ``HEAD``, a footer read and the data reads.
+        """
         fs, path = self._io.resolve(self.location)
         try:
+            if seekable and size is not None and size <= WHOLE_READ_BYTES:
+                client = self._io.s3_client(self.location)
+                if client is not None:
+                    bucket, _, key = path.partition("/")
+                    return pa.BufferReader(client.get_object(bucket, key))
             if seekable:
                 return fs.open_input_file(path)
             return fs.open_input_stream(path)
         except Exception as exc:
-            raise _map_error(exc, self.location, "open") from exc
+            error = _map_error(exc, self.location, "open")
+            if isinstance(error, NotFoundError):
+                error = self._io.explain_missing(self.location, "open", error)
+            raise error from exc
 
     def read(self) -> bytes:
         """The whole content of the file."""
@@ -202,6 +259,11 @@ class OutputFile:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
             return
+        client = self._io.s3_client(self.location)
+        if client is not None:
+            bucket, _, key = path.partition("/")
+            client.put_object(bucket, key, data, if_absent=not overwrite)
+            return
         with self.create(overwrite=overwrite) as stream:
             try:
                 stream.write(data)
@@ -214,12 +276,46 @@ class FileIO:
 
     ``properties`` are catalog or table properties; the ``s3.*``, ``gcs.*`` and ``hdfs.*``
     keys configure the file systems. A FileIO is safe to share between threads.
+
+    Temporary credentials (for example vended by a REST catalog for one table) carry their
+    expiry in ``s3.session-token-expires-at-ms``; ``refresh_credentials`` is then called, a
+    minute before they expire, for properties that replace them.
     """
 
-    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        properties: Mapping[str, str] | None = None,
+        *,
+        refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+    ) -> None:
         self.properties: dict[str, str] = dict(properties or {})
+        self._refresh_credentials = refresh_credentials
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
+        self._s3: S3Client | None = None
+        self._s3_resolved = False
         self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"FileIO({_redacted(self.properties)!r})"
+
+    def s3_client(self, location: str) -> S3Client | None:
+        """The signing client for an ``s3://`` location, or None (another scheme, or no
+        credentials it can resolve: pyarrow's own chain is used then)."""
+        if urlparse(location).scheme.lower() not in _S3_SCHEMES:
+            return None
+        with self._lock:
+            self._refresh_if_expiring()
+            if not self._s3_resolved:
+                from icefloe.s3client import S3Client
+
+                self._s3_resolved = True
+                self._s3 = S3Client.from_properties(self.properties)
+                if self._s3 is None:
+                    _log.warning(
+                        "no S3 credentials in the properties, the environment or the shared "
+                        "profile: exclusive creates on S3 fall back to check-then-write"
+                    )
+            return self._s3
 
     # -- resolution ---------------------------------------------------------------------------
     def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
@@ -240,11 +336,39 @@ class FileIO:
             return self._filesystem(scheme, parsed.netloc), path
         if scheme in _HDFS_SCHEMES:
             return self._filesystem(scheme, parsed.netloc), parsed.path
+        if scheme in _AZURE_SCHEMES:
+            # <container>@<account>.<dfs|blob>.core.windows.net/<path>
+            container, _, host = parsed.netloc.rpartition("@")
+            if not container or not host:
+                raise ValidationError(
+                    f"location {location!r} needs the form {scheme}://<container>@<account>.../path"
+                )
+            path = f"{container}{parsed.path}".rstrip("/")
+            return self._filesystem(scheme, host.split(".", 1)[0]), path
         raise ValidationError(f"unsupported file location scheme {scheme!r} in {location!r}")
 
+    def _refresh_if_expiring(self) -> None:
+        """Swap in fresh credentials when the current ones expire within a minute (lock held)."""
+        raw = self.properties.get(S3_TOKEN_EXPIRES_AT_MS)
+        if self._refresh_credentials is None or raw is None:
+            return
+        try:
+            expires_ms = int(raw)
+        except ValueError:
+            raise ValidationError(f"{S3_TOKEN_EXPIRES_AT_MS} is not an integer") from None
+        if expires_ms - 60_000 > time.time() * 1000:
+            return
+        self.properties.update(self._refresh_credentials())
+        self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in _S3_SCHEMES}
+        self._s3, self._s3_resolved = None, False
+
     def _filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
-        key = (scheme, netloc if scheme in _HDFS_SCHEMES else "")
+        if scheme in _AZURE_SCHEMES:
+            key = ("azure", netloc)  # one file system per storage account
+        else:
+            key = (scheme, netloc if scheme in _HDFS_SCHEMES else "")
         with self._lock:
+            self._refresh_if_expiring()
             fs = self._filesystems.get(key)
             if fs is None:
                 fs = self._make_filesystem(scheme, netloc)
@@ -299,6 +423,14 @@ class FileIO:
             if _truthy(props.get("gcs.anonymous")):
                 gcs["anonymous"] = True
             return pafs.GcsFileSystem(**gcs)
+        if scheme in _AZURE_SCHEMES:
+            azure = {arg: props[key] for key, arg in _ADLS_OPTIONS.items() if props.get(key)}
+            try:
+                return pafs.AzureFileSystem(props.get("adls.account-name") or netloc, **azure)
+            except Exception as exc:
+                raise FileIOError(
+                    f"cannot configure Azure storage account {netloc!r}: {exc}"
+                ) from exc
         host, _, port = netloc.partition(":")
         try:
             return pafs.HadoopFileSystem(
@@ -343,13 +475,79 @@ class FileIO:
             return False
         return True
 
+    def explain_missing(self, location: str, action: str, error: NotFoundError) -> NotFoundError:
+        """``error``, or a clearer one when the bucket of an object-store location is missing."""
+        scheme = urlparse(location).scheme.lower()
+        if scheme not in _S3_SCHEMES and scheme not in _GCS_SCHEMES:
+            return error
+        fs, path = self.resolve(location)
+        bucket = path.split("/", 1)[0]
+        try:
+            missing = fs.get_file_info(bucket).type == pafs.FileType.NotFound
+        except Exception:  # the original error is the better one
+            return error
+        if missing:
+            return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
+        return error
+
+    def delete_files(
+        self, locations: Iterable[str], on_deleted: Callable[[int], None] | None = None
+    ) -> None:
+        """Delete files (a missing file is not an error); ``on_deleted(n)`` reports progress.
+
+        On S3 the deletes are batched, 1,000 keys per ``DeleteObjects`` request.
+        """
+        by_bucket: dict[str, list[str]] = {}
+        for location in locations:
+            client = self.s3_client(location)
+            if client is None:
+                self.delete_quietly(location)
+                if on_deleted is not None:
+                    on_deleted(1)
+                continue
+            bucket, _, key = self.resolve(location)[1].partition("/")
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            client = self.s3_client(f"s3://{bucket}/")
+            assert client is not None
+            client.delete_objects(bucket, keys, on_deleted)
+
     def delete_prefix(self, prefix: str) -> None:
-        """Delete everything under the directory ``prefix`` (missing is not an error)."""
+        """Delete everything under the directory ``prefix`` (missing is not an error).
+
+        On object stores the files listed under it are deleted (in batches on S3), then the
+        empty "directory" marker objects some clients create.
+        """
         fs, path = self.resolve(prefix)
+        if not isinstance(fs, pafs.LocalFileSystem | pafs.HadoopFileSystem):
+            self.delete_files(f.location for f in self.list_prefix(prefix))
+            self._delete_markers(fs, path.rstrip("/"), prefix)
+            return
         try:
             if fs.get_file_info(path).type == pafs.FileType.NotFound:
                 return
             fs.delete_dir(path)
+        except Exception as exc:
+            raise _map_error(exc, prefix, "delete") from exc
+
+    def _delete_markers(self, fs: pafs.FileSystem, root: str, prefix: str) -> None:
+        """Delete the directory markers left under (and at) ``root`` once its files are gone."""
+        try:
+            if fs.get_file_info(root).type == pafs.FileType.NotFound:
+                return
+            dirs = [i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))]
+        except Exception as exc:
+            raise _map_error(exc, prefix, "list") from exc
+        client = self.s3_client(prefix)
+        if client is not None:
+            bucket, _, key = root.partition("/")
+            keys = [f"{d.partition('/')[2]}/" for d in dirs] + ([f"{key}/"] if key else [])
+            client.delete_objects(bucket, sorted(keys, reverse=True))
+            return
+        try:
+            fs.delete_dir(root)
+        except FileNotFoundError:
+            pass  # no marker objects: nothing was left
         except Exception as exc:
             raise _map_error(exc, prefix, "delete") from exc
 
@@ -391,11 +589,15 @@ class FileIO:
         base = prefix.rstrip("/")
         root = path.rstrip("/")
         try:
-            if fs.get_file_info(root).type == pafs.FileType.NotFound:
-                return
-            infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+            missing = fs.get_file_info(root).type == pafs.FileType.NotFound
+            infos = [] if missing else fs.get_file_info(pafs.FileSelector(root, recursive=True))
         except Exception as exc:
             raise _map_error(exc, prefix, "list") from exc
+        if missing:
+            error = self.explain_missing(prefix, "list", NotFoundError(prefix))
+            if error.args[0] != prefix:  # the bucket itself is missing
+                raise error
+            return
         for info in infos:
             if info.type != pafs.FileType.File:
                 continue

@@ -58,9 +58,9 @@ import pyarrow as pa
 from icefloe import _native
 
 __all__ = [
-    "DataFile",
+    "ManifestEntryView",
     "ManifestFile",
-    "data_files",
+    "entry_views",
     "manifest_files",
     "read_manifest",
     "read_manifest_list",
@@ -321,7 +321,7 @@ class ManifestFile(_RowView):
     first_row_id = _field("first_row_id", "v3: first row id of the manifest's data files.")
 
 
-class DataFile(_RowView):
+class ManifestEntryView(_RowView):
     """One manifest entry with its ``data_file`` fields (a view; values converted lazily)."""
 
     __slots__ = ()
@@ -383,7 +383,7 @@ def manifest_files(batch: pa.RecordBatch) -> list[ManifestFile]:
     return [ManifestFile(cols, i) for i in range(batch.num_rows)]
 
 
-def data_files(batch: pa.RecordBatch) -> list[DataFile]:
+def entry_views(batch: pa.RecordBatch) -> list[ManifestEntryView]:
     """Views over the entries of a decoded manifest."""
     cols = _Columns(batch)
-    return [DataFile(cols, i) for i in range(batch.num_rows)]
+    return [ManifestEntryView(cols, i) for i in range(batch.num_rows)]

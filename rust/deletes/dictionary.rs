@@ -490,6 +490,8 @@ mod tests {
         .len(3)
         .add_buffer(Buffer::from_vec(vec![0i32, 5, 1]))
         .child_data(vec![values.to_data()]);
+        // SAFETY: the layout is valid (Int32 keys, a Utf8 dictionary); only the key 5 is out of
+        // the dictionary's range, which is what decode_dictionary must reject.
         let data = unsafe { data.build_unchecked() };
         let err = decode_dictionary(&data, Rows::All).unwrap_err();
         assert!(err.to_string().contains("outside the dictionary"), "{err}");
@@ -497,6 +499,7 @@ mod tests {
             .len(1)
             .add_buffer(Buffer::from_vec(vec![-1i32]))
             .child_data(vec![values.to_data()]);
+        // SAFETY: as above, with a negative key that decode_dictionary must reject.
         let neg = unsafe { neg.build_unchecked() };
         assert!(decode_dictionary(&neg, Rows::All).is_err());
         let mask = BooleanBuffer::from(vec![true, false, true]);

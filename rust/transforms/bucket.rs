@@ -159,6 +159,7 @@ pub fn bucket(array: &dyn Array, n: i32) -> Result<ArrayRef> {
             let a = array.as_string_view();
             bytes_each(
                 a.len(),
+                // SAFETY: bytes_each calls this only with i < a.len().
                 |i| unsafe { a.value_unchecked(i) }.as_bytes(),
                 fm,
                 a,
@@ -166,6 +167,7 @@ pub fn bucket(array: &dyn Array, n: i32) -> Result<ArrayRef> {
         }
         DataType::BinaryView => {
             let a = array.as_binary_view();
+            // SAFETY: bytes_each calls this only with i < a.len().
             bytes_each(a.len(), |i| unsafe { a.value_unchecked(i) }, fm, a)
         }
         DataType::FixedSizeBinary(_) => {

@@ -3,7 +3,8 @@
 ``load_catalog()`` with nothing configured gives the embedded default, a SQL catalog on SQLite
 under ``./warehouse``. Configured catalogs (see :mod:`icefloe.catalog.config`) choose their kind
 with ``type``: ``sql`` (SQLite or PostgreSQL through SQLAlchemy, the tables of Iceberg's JDBC
-catalog) or ``hadoop`` (file-system tables, ``metadata/v<N>.metadata.json``).
+catalog), ``hadoop`` (file-system tables, ``metadata/v<N>.metadata.json``) or ``rest`` (a server
+speaking Iceberg's REST catalog protocol, :mod:`icefloe.catalog.rest`).
 """
 
 from __future__ import annotations
@@ -78,4 +79,8 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
         from icefloe.catalog.hadoop import HadoopCatalog
 
         return HadoopCatalog(name, **props)
-    raise ValidationError(f"unsupported catalog type {kind!r} (use 'sql' or 'hadoop')")
+    if kind == "rest":
+        from icefloe.catalog.rest import RestCatalog
+
+        return RestCatalog(name, **props)
+    raise ValidationError(f"unsupported catalog type {kind!r} (use 'sql', 'hadoop' or 'rest')")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
+from icefloe.arrow_schema import to_schema
 from icefloe.exceptions import (
+    IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
@@ -22,11 +24,12 @@ from icefloe.exceptions import (
 )
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
+from icefloe.table.committer import CommitResult, Identifier
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from icefloe.catalog.commit import CommitResult
+    from icefloe.catalog.multi import CatalogTransaction
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -41,8 +44,6 @@ __all__ = [
     "split_identifier",
     "to_identifier",
 ]
-
-Identifier: TypeAlias = tuple[str, ...]
 
 
 def to_identifier(value: str | Iterable[str]) -> Identifier:
@@ -102,11 +103,25 @@ class Catalog(ABC):
             self._io = FileIO(self.properties)
         return self._io
 
-    def table_io(self, table_properties: Mapping[str, str]) -> FileIO:
-        """A FileIO for a table: catalog properties overlaid with the table's own."""
-        if not any(key.startswith(("s3.", "gcs.", "hdfs.")) for key in table_properties):
+    def table_io(
+        self,
+        table_properties: Mapping[str, str],
+        credentials: Mapping[str, str] | None = None,
+        refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+    ) -> FileIO:
+        """A FileIO for a table: catalog properties overlaid with the table's own, then with
+        ``credentials`` for this table only (``s3.access-key-id``, ``s3.secret-access-key``,
+        ``s3.session-token``, ``s3.session-token-expires-at-ms``, as a REST catalog vends them;
+        ``refresh_credentials`` renews them before they expire). They are never stored in
+        the table's metadata."""
+        if not credentials and not any(
+            key.startswith(("s3.", "gcs.", "hdfs.")) for key in table_properties
+        ):
             return self.io
-        return FileIO({**self.properties, **table_properties})
+        return FileIO(
+            {**self.properties, **table_properties, **(credentials or {})},
+            refresh_credentials=refresh_credentials,
+        )
 
     # -- namespaces -----------------------------------------------------------------------------
     @abstractmethod
@@ -255,7 +270,7 @@ class Catalog(ABC):
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
         metadata = new_table_metadata(
-            _to_schema(schema),
+            to_schema(schema),
             partition_spec or UNPARTITIONED_PARTITION_SPEC,
             sort_order or UNSORTED_SORT_ORDER,
             (location or self._default_table_location(ident)).rstrip("/"),
@@ -337,65 +352,58 @@ class Catalog(ABC):
             io.delete_quietly(old)
         return result
 
+    def commit_tables(
+        self, changes: Iterable[tuple[Table, list[TableRequirement], list[TableUpdate]]]
+    ) -> list[CommitResult] | None:
+        """Commit changes to several tables all or nothing (see :mod:`icefloe.catalog.multi`).
+
+        Returns each table's result in order, or ``None`` when the catalog does not report the
+        new metadata (the tables must then be reloaded). Catalogs that cannot swap several
+        pointers atomically raise :class:`UnsupportedFeatureError`.
+        """
+        from icefloe.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            f"{type(self).__name__} cannot commit several tables atomically"
+        )
+
+    def transaction(self) -> CatalogTransaction:
+        """A transaction over several tables, committed all or nothing when it ends."""
+        from icefloe.catalog.multi import CatalogTransaction
+
+        return CatalogTransaction(self)
+
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
         namespace, name = split_identifier(identifier)
         return (*namespace, name)
 
 
-def _to_schema(schema: Schema | pa.Schema) -> Schema:
-    """An icefloe Schema from an icefloe or pyarrow schema.
-
-    Arrow fields need no ``PARQUET:field_id``: missing ids are numbered in field order (the new
-    table assigns fresh ids anyway).
-    """
-    import pyarrow as pa
-
-    if not isinstance(schema, pa.Schema):
-        return schema
-    from icefloe.arrow_schema import arrow_to_schema, field_id_of
-    from icefloe.name_mapping import MappedField, NameMapping
-
-    counter = iter(range(1, 1 << 31))
-
-    def children(t: pa.DataType) -> list[tuple[str, pa.DataType]]:
-        if pa.types.is_struct(t):
-            return [(t.field(i).name, t.field(i).type) for i in range(t.num_fields)]
-        if pa.types.is_map(t):
-            return [("key", t.key_type), ("value", t.item_type)]
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            return [("element", t.value_type)]
-        if pa.types.is_dictionary(t):
-            return children(t.value_type)
-        return []
-
-    def mapped(name: str, t: pa.DataType) -> MappedField:
-        return MappedField((name,), next(counter), tuple(mapped(n, c) for n, c in children(t)))
-
-    if all(field_id_of(f) is not None for f in schema):
-        return arrow_to_schema(schema)
-    mapping = NameMapping(mapped(f.name, f.type) for f in schema)
-    return arrow_to_schema(schema.remove_metadata(), mapping)
-
-
 def purge_table_files(table: Table) -> None:
     """Delete the files of a dropped table.
 
-    Every metadata file in its metadata log, the manifest lists and statistics files of its
-    snapshots, and everything under its location and its metadata and data directories.
+    Every file its metadata references (as Java's purge does): metadata files of its metadata
+    log, manifest lists, manifests, data and delete files of every kept snapshot, statistics
+    files. Then the table's directory, but only if nothing else is left in it: after a rename,
+    a new table of the old name may live under the same location, and its files are not
+    this table's to delete.
     """
-    from icefloe.io import data_location, metadata_location
+    from icefloe.io import metadata_location
+    from icefloe.table._remove_files import delete_all
+    from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata
     io = table.io
-    files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
-    files.update(s.manifest_list for s in meta.snapshots if s.manifest_list)
-    files.update(s.statistics_path for s in meta.statistics)
-    files.update(s.statistics_path for s in meta.partition_statistics)
-    for location in sorted(files):
-        io.delete_quietly(location)
-    for directory in {
-        metadata_location(meta.location, meta.properties),
-        data_location(meta.location, meta.properties),
-        meta.location,
-    }:
-        io.delete_prefix(directory)
+    named = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
+    named.update(s.manifest_list for s in meta.snapshots if s.manifest_list)
+    named.update(s.statistics_path for s in meta.statistics)
+    named.update(s.statistics_path for s in meta.partition_statistics)
+    try:
+        files = set(reachable_files(io, meta, table.metadata_location).to_pylist()) | named
+    except IcebergError:  # a manifest is already gone: delete what the metadata names
+        files = named
+    files.discard("")
+    delete_all(io, sorted(files), what="purging files")
+    hint = f"{metadata_location(meta.location, meta.properties)}/version-hint.text"
+    io.delete_quietly(hint)
+    if io.is_dir(meta.location) and next(io.list_prefix(meta.location), None) is None:
+        io.delete_prefix(meta.location)  # only empty directories remain

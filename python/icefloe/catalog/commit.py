@@ -11,14 +11,13 @@ whether the pointer moved (:class:`CommitStateUnknownError`) nothing is cleaned 
 
 from __future__ import annotations
 
-import random
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
-from icefloe.exceptions import CommitConflictError, CommitFailedError, ValidationError
+from icefloe.exceptions import CommitConflictError, CommitFailedError
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate, apply_updates
 from icefloe.metadata import validate_requirements as _validate_requirements
+from icefloe.table.committer import CommitResult, RetryPolicy
 
 __all__ = [
     "CommitResult",
@@ -27,57 +26,7 @@ __all__ = [
     "run_commit",
 ]
 
-NUM_RETRIES = "commit.retry.num-retries"
-MIN_WAIT_MS = "commit.retry.min-wait-ms"
-MAX_WAIT_MS = "commit.retry.max-wait-ms"
-TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    """The committed metadata and the file it was written to."""
-
-    metadata: TableMetadata
-    metadata_location: str
-
-
-def _int(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key} is not an integer: {raw!r}") from None
-    if value < 0:
-        raise ValidationError(f"table property {key} must not be negative: {value}")
-    return value
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how long a commit retries (defaults of the Java reference)."""
-
-    num_retries: int = 4
-    min_wait_ms: int = 100
-    max_wait_ms: int = 60_000
-    total_timeout_ms: int = 1_800_000
-
-    @staticmethod
-    def from_properties(props: Mapping[str, str]) -> RetryPolicy:
-        """The policy of a table's ``commit.retry.*`` properties."""
-        return RetryPolicy(
-            _int(props, NUM_RETRIES, 4),
-            _int(props, MIN_WAIT_MS, 100),
-            _int(props, MAX_WAIT_MS, 60_000),
-            _int(props, TOTAL_TIMEOUT_MS, 1_800_000),
-        )
-
-    def wait_ms(self, attempt: int) -> float:
-        """Backoff before retry ``attempt`` (1-based): doubling from min-wait, capped, jittered."""
-        base = min(self.max_wait_ms, self.min_wait_ms * (2 ** (attempt - 1)))
-        return float(base) * (0.5 + random.random() / 2)
 
 
 def run_commit(

@@ -4,8 +4,10 @@ A table at ``<warehouse>/<ns...>/<name>`` keeps ``metadata/v<N>.metadata.json`` 
 ``v<N>.gz.metadata.json``) plus ``metadata/version-hint.text`` naming the newest version, like
 Iceberg Java's ``HadoopCatalog``. A commit writes ``v<N+1>`` with an exclusive create that fails
 if another writer got there first (:class:`CommitFailedError`), then updates the hint. Exclusive
-creation is atomic on local and POSIX file systems; object stores without conditional writes do
-not give that guarantee, as with the Java catalog.
+creation is atomic on local and POSIX file systems (a hard link) and on S3 (a ``PUT`` with
+``If-None-Match: *``, answered 412 or 409 for the loser); only when no S3 credentials can be
+resolved for signing, or on other object stores, it is a check followed by the write, as with the
+Java catalog.
 
 Namespace properties, which the Java catalog does not keep, are stored in
 ``<namespace dir>/.icefloe-namespace.json``; the file also marks the namespace on object stores.
@@ -28,6 +30,7 @@ from icefloe.catalog.base import (
 from icefloe.exceptions import (
     AlreadyExistsError,
     CommitFailedError,
+    CommitStateUnknownError,
     FileIOError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -35,6 +38,7 @@ from icefloe.exceptions import (
     NoSuchTableError,
     NotFoundError,
     TableAlreadyExistsError,
+    UnknownWriteStateError,
     UnsupportedFeatureError,
     ValidationError,
 )
@@ -227,6 +231,11 @@ class HadoopCatalog(Catalog):
         except AlreadyExistsError as exc:
             raise CommitFailedError(
                 f"another writer committed version {version} of {'.'.join(identifier)!r}"
+            ) from exc
+        except UnknownWriteStateError as exc:
+            raise CommitStateUnknownError(
+                f"cannot tell whether version {version} of {'.'.join(identifier)!r} was "
+                f"committed: {exc}"
             ) from exc
         hint = f"{self._table_dir(identifier)}/metadata/{VERSION_HINT}"
         with contextlib.suppress(FileIOError):  # readers look past a stale hint

@@ -62,6 +62,11 @@ class MetastoreCatalog(Catalog):
         self.table_io(metadata.properties).new_output(location).write(data)
         return location
 
+    @staticmethod
+    def _next_version(base: TableMetadata, base_location: str) -> int:
+        previous = metadata_file_version(base_location)
+        return (previous if previous is not None else len(base.metadata_log)) + 1
+
     def _create_entry(self, identifier: Identifier, metadata: TableMetadata) -> str:
         location = self._write_metadata(metadata, 0)
         try:
@@ -74,9 +79,7 @@ class MetastoreCatalog(Catalog):
     def _write_and_swap(
         self, identifier: Identifier, base: TableMetadata, base_location: str, new: TableMetadata
     ) -> str:
-        previous = metadata_file_version(base_location)
-        version = (previous if previous is not None else len(base.metadata_log)) + 1
-        location = self._write_metadata(new, version)
+        location = self._write_metadata(new, self._next_version(base, base_location))
         try:
             self._swap_pointer(identifier, base_location, location)
         except CommitStateUnknownError:

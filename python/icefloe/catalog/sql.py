@@ -19,6 +19,7 @@ pointer, and reported as :class:`CommitStateUnknownError` when that is impossibl
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -46,8 +47,10 @@ from icefloe.catalog.base import (
     split_identifier,
     to_identifier,
 )
+from icefloe.catalog.commit import CommitResult, RetryPolicy
 from icefloe.catalog.metastore import MetastoreCatalog
 from icefloe.exceptions import (
+    CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
     NamespaceAlreadyExistsError,
@@ -56,6 +59,13 @@ from icefloe.exceptions import (
     NoSuchTableError,
     TableAlreadyExistsError,
     ValidationError,
+)
+from icefloe.metadata import (
+    TableMetadata,
+    TableRequirement,
+    TableUpdate,
+    apply_updates,
+    validate_requirements,
 )
 
 __all__ = ["SqlCatalog"]
@@ -426,3 +436,96 @@ class SqlCatalog(MetastoreCatalog):
             if self._has_type_column:
                 query = query.where(self._type_filter())
             return sorted(str(n) for n in conn.execute(query).scalars())
+
+    # -- several tables at once -----------------------------------------------------------------
+    def commit_tables(
+        self, changes: Iterable[tuple[Any, list[TableRequirement], list[TableUpdate]]]
+    ) -> list[CommitResult]:
+        """Commit changes to several tables in one database transaction, all or nothing.
+
+        Each table's requirements are checked against its current metadata
+        (:class:`CommitConflictError` when one fails), each new metadata file is written, and
+        every pointer is swapped by a conditional ``UPDATE`` in one transaction; if any of them
+        finds its table moved, the transaction rolls back, the files are deleted and the whole
+        commit is tried again on the new state (``commit.retry.*`` of the first table).
+        """
+        items = list(changes)
+        idents = [tuple(t.identifier) for t, _, _ in items]
+        if len(set(idents)) != len(idents):
+            raise ValidationError("a multi-table commit names a table more than once")
+        if not items:
+            return []
+        policy = RetryPolicy.from_properties(items[0][0].metadata.properties)
+        deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
+        attempt = 0
+        while True:
+            staged: list[tuple[Identifier, str, TableMetadata, str]] = []
+            try:
+                for ident, (_, reqs, ups) in zip(idents, items, strict=True):
+                    base_location = self._get_pointer(ident)
+                    base = self.read_metadata(base_location)
+                    try:
+                        validate_requirements(reqs, base)
+                    except CommitFailedError as exc:
+                        raise CommitConflictError(
+                            f"commit to {'.'.join(ident)!r} conflicts with its current state: {exc}"
+                        ) from exc
+                    new = apply_updates(base, ups, base_location)
+                    location = self._write_metadata(new, self._next_version(base, base_location))
+                    staged.append((ident, base_location, new, location))
+                self._swap_all(staged)
+            except CommitFailedError:
+                self._delete_staged(staged)
+                attempt += 1
+                wait = policy.wait_ms(attempt) / 1000.0
+                if attempt > policy.num_retries or time.monotonic() + wait > deadline:
+                    raise
+                time.sleep(wait)
+                continue
+            except CommitStateUnknownError:
+                raise
+            except BaseException:
+                self._delete_staged(staged)
+                raise
+            return [CommitResult(new, location) for _, _, new, location in staged]
+
+    def _delete_staged(self, staged: list[tuple[Identifier, str, TableMetadata, str]]) -> None:
+        for _, _, new, location in staged:
+            self.table_io(new.properties).delete_quietly(location)
+
+    def _swap_all(self, staged: list[tuple[Identifier, str, TableMetadata, str]]) -> None:
+        """Every pointer swap in one transaction (rolled back unless every swap matched)."""
+        try:
+            with self.engine.begin() as conn:
+                for ident, expected, _, location in staged:
+                    namespace, name = split_identifier(ident)
+                    rowcount = conn.execute(
+                        update(ICEBERG_TABLES)
+                        .where(
+                            self._table_filter(".".join(namespace), name),
+                            ICEBERG_TABLES.c.metadata_location == expected,
+                        )
+                        .values(metadata_location=location, previous_metadata_location=expected)
+                    ).rowcount
+                    if rowcount != 1:
+                        raise CommitFailedError(
+                            f"table {'.'.join(ident)!r} was changed by another writer"
+                        )
+        except SQLAlchemyError as exc:
+            # The COMMIT may or may not have reached the database: look at the pointers.
+            try:
+                current = [self._get_pointer(ident) for ident, _, _, _ in staged]
+            except Exception as check_exc:
+                raise CommitStateUnknownError(
+                    f"multi-table commit may or may not have happened: {exc}; "
+                    f"checking failed: {check_exc}"
+                ) from exc
+            if all(c == s[3] for c, s in zip(current, staged, strict=True)):
+                return
+            if all(c == s[1] for c, s in zip(current, staged, strict=True)):
+                raise CommitFailedError(
+                    f"multi-table commit failed in the database: {exc}"
+                ) from exc
+            raise CommitStateUnknownError(
+                f"multi-table commit left an unexpected state: {exc}"
+            ) from exc

@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "icefloe.cli.maintenance_cmds",
     "icefloe.cli.query_cmds",
     "icefloe.cli.report_cmds",
+    "icefloe.cli.serve_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

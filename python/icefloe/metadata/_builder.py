@@ -172,11 +172,8 @@ class _Builder:
     def _add_schema(self, u: AddSchema) -> None:
         schema = u.schema
         validate_schema(schema, self.format_version)
-        if u.last_column_id is not None and u.last_column_id < self.last_column_id:
-            raise ValidationError(
-                f"Invalid last column ID: {u.last_column_id} < {self.last_column_id} "
-                "(previous last column ID)"
-            )
+        # The deprecated last-column-id can only raise the table's: Java clients send the new
+        # schema's highest id, which is lower after a column drop (Java 1.11 ignores it).
         new_id = self.current_schema_id
         for s in self.schemas:
             if s.same_schema(schema):

@@ -29,7 +29,18 @@ from icefloe.scan.tasks import (
     DeleteFileRef,
 )
 
-__all__ = ["DeleteCache", "TaskDeletes", "open_parquet"]
+__all__ = ["DeleteCache", "TaskDeletes", "open_file", "open_parquet"]
+
+
+def open_file(io: FileIO, path: str, size: int | None = None) -> pa.NativeFile:
+    """Opens a file for random access (``size`` from the manifest saves object stores a
+    request), mapping IO errors to typed errors naming it."""
+    try:
+        return io.new_input(path).open(size=size)
+    except IcebergError:
+        raise
+    except OSError as e:
+        raise FileIOError(f"cannot open {path}: {e}") from e
 
 
 def open_parquet(
@@ -37,15 +48,14 @@ def open_parquet(
     path: str,
     read_dictionary: list[str] | None = None,
     metadata: pq.FileMetaData | None = None,
+    size: int | None = None,
+    handle: pa.NativeFile | None = None,
 ) -> pq.ParquetFile:
     """Opens a Parquet file, mapping IO and format errors to typed errors naming it
-    (``read_dictionary`` columns read as Arrow dictionaries, ``metadata`` reused if given)."""
-    try:
-        handle = io.new_input(path).open()
-    except IcebergError:
-        raise
-    except OSError as e:
-        raise FileIOError(f"cannot open {path}: {e}") from e
+    (``read_dictionary`` columns read as Arrow dictionaries, ``metadata`` reused if given;
+    ``size`` from the manifest saves object stores a request; ``handle`` reuses an open file)."""
+    if handle is None:
+        handle = open_file(io, path, size)
     try:
         return pq.ParquetFile(handle, read_dictionary=read_dictionary, metadata=metadata)
     except (pa.ArrowInvalid, OSError) as e:

@@ -31,8 +31,8 @@ from icefloe.deletes import DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
-from icefloe.io import FileIO
-from icefloe.read.deletes import DeleteCache, TaskDeletes, open_parquet
+from icefloe.io import WHOLE_READ_BYTES, FileIO
+from icefloe.read.deletes import DeleteCache, TaskDeletes, open_file, open_parquet
 from icefloe.read.prefetch import prefetched
 from icefloe.read.projection import FileColumns, constant_array, project_field
 from icefloe.read.rowgroups import RowGroupFilter
@@ -53,7 +53,7 @@ from icefloe.schema import Schema
 from icefloe.transforms import IdentityTransform
 from icefloe.types import IcebergType, NestedField, StructType
 
-__all__ = ["output_schema", "read_task", "read_tasks"]
+__all__ = ["output_schema", "prefetch_file", "read_task", "read_tasks"]
 
 BATCH_SIZE = 131_072
 
@@ -112,16 +112,34 @@ def read_task(
     task: FileScanTask,
     options: ReadOptions,
     cache: DeleteCache | None = None,
+    handle: pa.NativeFile | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of ``task`` that survive its deletes and residual, as record batches typed
-    exactly as :func:`output_schema`. Errors (missing or corrupt files, schema conflicts)
-    raise typed :mod:`icefloe.exceptions` naming the file."""
-    return _TaskReader(io, task, options, cache or DeleteCache()).run()
+    exactly as :func:`output_schema` (``handle``: the data file already open, see
+    :func:`prefetch_file`). Errors (missing or corrupt files, schema conflicts) raise typed
+    :mod:`icefloe.exceptions` naming the file."""
+    return _TaskReader(io, task, options, cache or DeleteCache(), handle).run()
+
+
+def prefetch_file(io: FileIO, task: FileScanTask) -> pa.NativeFile | None:
+    """The data file of ``task`` fetched into memory when it is on an object store and small
+    (one request, see :meth:`~icefloe.io.InputFile.open`), else None: the read then opens it.
+    Fetching needs no CPU, so a scan fetches files ahead without holding a decode slot."""
+    size = task.data_file.file_size_in_bytes
+    path = task.data_file.file_path
+    if not size or size > WHOLE_READ_BYTES or io.s3_client(path) is None:
+        return None
+    return open_file(io, path, size)
 
 
 class _TaskReader:
     def __init__(
-        self, io: FileIO, task: FileScanTask, options: ReadOptions, cache: DeleteCache
+        self,
+        io: FileIO,
+        task: FileScanTask,
+        options: ReadOptions,
+        cache: DeleteCache,
+        handle: pa.NativeFile | None = None,
     ) -> None:
         self.io = io
         self.task = task
@@ -129,6 +147,7 @@ class _TaskReader:
         self.cache = cache
         self.path = task.data_file.file_path
         self.spec_id = task.spec_id if task.spec_id is not None else task.data_file.spec_id
+        self._handle: pa.NativeFile | None = handle
 
     # ------------------------------------------------------------------ setup
 
@@ -209,7 +228,10 @@ class _TaskReader:
         deletes = TaskDeletes.load(
             self.io, self.path, task.delete_files, self.cache, options.name_mapping
         )
-        pf = open_parquet(self.io, self.path)
+        if self._handle is None:
+            size = task.data_file.file_size_in_bytes or None
+            self._handle = open_file(self.io, self.path, size)
+        pf = open_parquet(self.io, self.path, handle=self._handle)
         num_rows = pf.metadata.num_rows
         if task.data_file.record_count and num_rows != task.data_file.record_count:
             raise CorruptFileError(
@@ -339,7 +361,13 @@ class _TaskReader:
         (``dict_cols`` read as Arrow dictionaries)."""
         groups = self._select_rows_groups(pf, prune, deleted)
         if dict_cols and groups:
-            pf = open_parquet(self.io, self.path, read_dictionary=dict_cols, metadata=pf.metadata)
+            pf = open_parquet(
+                self.io,
+                self.path,
+                read_dictionary=dict_cols,
+                metadata=pf.metadata,
+                handle=self._handle,
+            )
         # Consecutive row groups are read in one pass.
         runs: list[list[tuple[int, int]]] = []
         for g in groups:

@@ -9,6 +9,8 @@ consumer: a task whose queue is full (the consumer is still on an earlier task) 
 to a later task instead of idling a core. Each task's reader also decodes up to
 ``reader.PREFETCH`` batches ahead on a helper thread. Memory stays bounded by
 ``READ_AHEAD x max_workers x (QUEUE_DEPTH + PREFETCH + 2)`` batches however large the table is.
+On S3, ``REMOTE_READ_AHEAD`` small files (at most 4 MiB each) are fetched ahead, each with one
+request, while earlier ones decode.
 The schema is known before the first file is opened.
 
 A failure (missing or corrupt file, schema conflict) is raised by the reader when the consumer
@@ -26,13 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache
-from icefloe.read.reader import output_schema, read_task
-from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions
-from icefloe.types import NestedField, StructType
+from icefloe.read.reader import output_schema, prefetch_file, read_task
+from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions, union_partition_type
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,31 +57,23 @@ QUEUE_DEPTH = 2
 #: Tasks that may be started ahead of the consumer, per worker slot.
 READ_AHEAD = 2
 
+#: Tasks started ahead on an object store, at least: their files (at most 4 MiB each) are
+#: fetched while earlier ones decode, so a scan of many files is not bound by request latency.
+REMOTE_READ_AHEAD = 16
+
 
 def default_workers() -> int:
     """Files read at once by default: the CPU count, at least 2, at most 8."""
     return max(2, min(8, os.cpu_count() or 1))
 
 
-def _union_partition_type(options: ReadOptions) -> StructType:
-    """The ``_partition`` type over every spec: each partition field once, by field id."""
-    fields: dict[int, NestedField] = {}
-    for spec_id in sorted(options.specs):
-        try:
-            ptype = options.specs[spec_id].partition_type(options.schema)
-        except IcebergError:
-            continue  # a spec whose source column is gone contributes no typed fields
-        for f in ptype.fields:
-            if f.field_id not in fields:
-                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
-    return StructType(*fields.values())
-
-
 def scan_options(options: ReadOptions) -> ReadOptions:
     """``options`` with a fixed ``_partition`` type (the union over specs) when it is requested,
     so every task yields batches of one schema."""
     if PARTITION in options.metadata_columns and options.partition_type is None:
-        return dataclasses.replace(options, partition_type=_union_partition_type(options))
+        return dataclasses.replace(
+            options, partition_type=union_partition_type(options.schema, options.specs)
+        )
     return options
 
 
@@ -130,12 +123,18 @@ def _worker(
     slots: threading.Semaphore,
 ) -> None:
     """Reads ``task`` into ``q`` while holding one of the decode ``slots``; while ``q`` is full
-    (the consumer is on an earlier task) the slot is lent to another task."""
+    (the consumer is on an earlier task) the slot is lent to another task. A small file on an
+    object store is fetched before a slot is taken: waiting on the network needs no core."""
+    try:
+        handle = prefetch_file(io, task)
+    except BaseException as e:  # handed to the consumer, which re-raises it
+        _put(q, _Failed(e), stop)
+        return
     if not _acquire(slots, stop):
         return
     held = True
     try:
-        for batch in read_task(io, task, options, cache):
+        for batch in read_task(io, task, options, cache, handle):
             try:
                 q.put_nowait(batch)
                 continue
@@ -201,8 +200,11 @@ def iter_batches(
         threads.append(t)
         t.start()
 
+    ahead = max_tasks_ahead(workers)
+    if io.s3_client(todo[0].data_file.file_path) is not None:
+        ahead = max(ahead, REMOTE_READ_AHEAD)
     try:
-        for i in range(min(max_tasks_ahead(workers), len(todo))):
+        for i in range(min(ahead, len(todo))):
             start(i)
         for i in range(len(todo)):
             q = queues[i]

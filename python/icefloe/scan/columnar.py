@@ -340,7 +340,8 @@ def _add_partition_fields(
     return added
 
 
-def _union_partition_type(plan: Plan) -> pa.StructType:
+def _planned_partition_type(plan: Plan) -> pa.StructType:
+    """The Arrow partition type over the planned batches' specs (each field once, by id)."""
     fields: dict[int, pa.Field] = {}
     names: set[str] = set()
     for pb in plan.batches:
@@ -462,7 +463,7 @@ def plan_to_table(
     """The planned tasks as one Arrow table (columns in the module docstring); ``stream``, if
     it saw every batch of ``plan``, holds their columns already converted."""
     del metadata
-    union = _union_partition_type(plan)
+    union = _planned_partition_type(plan)
     types: dict[str, pa.DataType] = {**_TABLE_TYPES, "partition": union}
     done = stream.columns if stream is not None and stream.batches == len(plan.batches) else None
     # columns stay chunked (one chunk per planned batch: no concatenation of a million paths);

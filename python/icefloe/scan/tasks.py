@@ -26,7 +26,7 @@ from enum import Enum
 from typing import Any
 
 from icefloe._native import DataFileRef, FileScanTask
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
@@ -37,6 +37,7 @@ from icefloe.types import (
     LongType,
     NestedField,
     StringType,
+    StructType,
 )
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "ReadOptions",
     "metadata_field",
     "replace_task",
+    "union_partition_type",
 ]
 
 _MAX = 2**31 - 1
@@ -200,3 +202,19 @@ class ReadOptions:
             return self.schema
         names = [self.schema.find_column_name(i) for i in self.projected_field_ids]
         return self.schema.select(*[n for n in names if n is not None])
+
+
+def union_partition_type(schema: Schema, specs: Mapping[int, PartitionSpec]) -> StructType:
+    """The type of ``_partition`` over every spec: each partition field once, by field id (the
+    lowest spec id names it), typed against ``schema`` (the scanned snapshot's: a column dropped
+    since keeps its partition values); a spec that cannot be typed contributes nothing."""
+    fields: dict[int, NestedField] = {}
+    for spec_id in sorted(specs):
+        try:
+            ptype = specs[spec_id].partition_type(schema)
+        except IcebergError:
+            continue
+        for f in ptype.fields:
+            if f.field_id not in fields:
+                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
+    return StructType(*fields.values())

@@ -17,9 +17,10 @@ catalog, with icefloe doing every Iceberg step (no Iceberg Java runtime):
 
 Spark 4 needs Java 17 or newer and ``pyspark``; the job says what to install when either is
 missing. ``--rows N`` (or ``ICEFLOE_PIPELINE_ROWS``) sets the size, ``--warehouse DIR`` keeps the
-catalog and table (otherwise a temporary directory is used and removed), ``--conf KEY=VALUE``
-(repeatable, or ``ICEFLOE_SPARK_CONF="KEY=VALUE ..."``) sets Spark settings of the session
-the job starts, e.g. ``--conf spark.driver.memory=1g --conf
+catalog and table (otherwise a temporary directory is used and removed); ``--warehouse
+s3://bucket/prefix --catalog-db FILE --property s3.endpoint=...`` puts the table on S3.
+``--conf KEY=VALUE`` (repeatable, or ``ICEFLOE_SPARK_CONF="KEY=VALUE ..."``) sets Spark settings
+of the session the job starts, e.g. ``--conf spark.driver.memory=1g --conf
 spark.sql.autoBroadcastJoinThreshold=1g`` (``ICEFLOE_SPARK_MEMORY`` sets the driver memory,
 default 2g).
 """
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -172,17 +173,36 @@ def _deleted_rows(table: Any) -> int:
     return _summary(table, "added-position-deletes") - _summary(table, "removed-position-deletes")
 
 
-def run(spark: Any, rows: int, warehouse: Path) -> dict[str, Any]:
-    """Runs the pipeline on ``spark``; returns the report's figures (also printed)."""
+def run(
+    spark: Any,
+    rows: int,
+    warehouse: Path | str,
+    properties: Mapping[str, str] | None = None,
+    catalog_db: Path | None = None,
+) -> dict[str, Any]:
+    """Runs the pipeline on ``spark``; returns the report's figures (also printed).
+
+    ``warehouse`` is a local directory or an object-store URI (``s3://bucket/prefix``, with
+    ``properties`` such as ``s3.endpoint``); the SQLite catalog is ``catalog_db`` (default
+    ``<warehouse>/catalog.db``, which needs a local warehouse)."""
     from pyspark.sql import functions as F
 
     import icefloe.spark as ispark
     from icefloe.catalog.sql import SqlCatalog
 
     timer = Timer()
-    warehouse.mkdir(parents=True, exist_ok=True)
+    if isinstance(warehouse, Path) or "://" not in warehouse:
+        local = Path(warehouse)
+        local.mkdir(parents=True, exist_ok=True)
+        location = local.resolve().as_uri()
+        catalog_db = catalog_db or local / "catalog.db"
+    else:
+        location = warehouse
+        if catalog_db is None:
+            raise ValueError("a warehouse on an object store needs catalog_db (a local file)")
+    catalog_db.parent.mkdir(parents=True, exist_ok=True)
     catalog = SqlCatalog(
-        "pipeline", uri=f"sqlite:///{warehouse / 'catalog.db'}", warehouse=warehouse.as_uri()
+        "pipeline", uri=f"sqlite:///{catalog_db}", warehouse=location, **dict(properties or {})
     )
     catalog.create_namespace_if_not_exists("events")
     if catalog.table_exists("events.clicks"):
@@ -343,7 +363,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=int(os.environ.get("ICEFLOE_PIPELINE_ROWS", DEFAULT_ROWS)),
         help=f"events to ingest (default {DEFAULT_ROWS:,}, or $ICEFLOE_PIPELINE_ROWS)",
     )
-    ap.add_argument("--warehouse", type=Path, help="keep the catalog and table here")
+    ap.add_argument(
+        "--warehouse",
+        help="keep the catalog and table here: a directory, or an object-store URI such as "
+        "s3://bucket/prefix (with --catalog-db and --property s3.endpoint=...)",
+    )
+    ap.add_argument(
+        "--catalog-db", type=Path, help="the SQLite catalog file (default <warehouse>/catalog.db)"
+    )
+    ap.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a catalog property, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable)",
+    )
     ap.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     ap.add_argument(
         "--conf",
@@ -356,6 +390,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     if args.rows < 100:
         ap.error("--rows must be at least 100")
+    properties: dict[str, str] = {}
+    for item in args.property:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            ap.error(f"--property needs KEY=VALUE, got {item!r}")
+        properties[key] = value
+    remote = args.warehouse is not None and "://" in args.warehouse
+    if remote and args.catalog_db is None:
+        ap.error("a warehouse on an object store needs --catalog-db (a local SQLite file)")
     conf: dict[str, str] = {}
     for item in os.environ.get("ICEFLOE_SPARK_CONF", "").split() + args.conf:
         key, sep, value = item.partition("=")
@@ -381,9 +424,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     tmp = None
     try:
         if args.warehouse is not None:
-            return run(spark, args.rows, args.warehouse)
+            return run(spark, args.rows, args.warehouse, properties, args.catalog_db)
         tmp = Path(tempfile.mkdtemp(prefix="icefloe-spark-pipeline-"))
-        return run(spark, args.rows, tmp)
+        return run(spark, args.rows, tmp, properties, args.catalog_db)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -28,6 +28,7 @@ from icefloe.scan.tasks import (
     FileScanTask,
     ReadOptions,
     metadata_field,
+    union_partition_type,
 )
 from icefloe.spark.errors import executor_errors
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
@@ -42,7 +43,6 @@ __all__ = [
     "read",
     "resolve_table",
     "task_frame",
-    "union_partition_type",
 ]
 
 
@@ -134,18 +134,6 @@ def _read_partition(
     return run
 
 
-def union_partition_type(table: Table) -> StructType:
-    """The partition fields of every spec of ``table`` (by field id, first spec's name wins):
-    the one type of ``_partition`` when the specs differ."""
-    schema = table.schema()
-    seen: dict[int, NestedField] = {}
-    for spec in table.metadata.partition_specs:
-        for f in spec.partition_type(schema).fields:
-            if f.field_id not in seen:
-                seen[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
-    return StructType(*seen.values())
-
-
 def _output_fields(options: ReadOptions) -> list[NestedField]:
     fields = list(options.projected_schema().fields)
     for name in options.metadata_columns:
@@ -190,7 +178,9 @@ def read(
     )
     options = scan.read_options()
     if PARTITION in options.metadata_columns:
-        options = replace(options, partition_type=union_partition_type(table))
+        options = replace(
+            options, partition_type=union_partition_type(options.schema, options.specs)
+        )
     fields = _output_fields(options)
     schema = spark_type(StructType(*fields))
     tasks = scan.plan_files()

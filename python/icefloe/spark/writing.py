@@ -87,7 +87,7 @@ def _column(schema: Schema, source_id: int) -> Any:
     return F.col(".".join(f"`{p.replace('`', '``')}`" for p in parts))
 
 
-def partition_keys(schema: Schema, spec: PartitionSpec) -> list[Any]:
+def partition_columns(schema: Schema, spec: PartitionSpec) -> list[Any]:
     """Spark columns computing ``spec``'s partition values (void fields omitted)."""
     keys = []
     for pf in spec.fields:
@@ -219,7 +219,7 @@ def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES)
             f"(columns: {sorted(known)})"
         )
     columns = list(df.columns)
-    keys = partition_keys(schema, metadata.spec())
+    keys = partition_columns(schema, metadata.spec())
     if keys:
         named = [k.alias(_KEY.format(i)) for i, k in enumerate(keys)]
         key_names = [_KEY.format(i) for i in range(len(keys))]

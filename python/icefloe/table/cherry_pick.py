@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
-from icefloe.table._files import manifest_list_of, read_entries
+from icefloe.scan.manifests import manifest_list_of, read_entries
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction

@@ -43,7 +43,8 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.progress import ProgressArg
-from icefloe.table._files import delete_all, manifest_lists, read_entries, unique_manifests
+from icefloe.scan.manifests import manifest_lists, read_entries, unique_manifests
+from icefloe.table._remove_files import delete_all
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table

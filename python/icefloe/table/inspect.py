@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import Snapshot
-from icefloe.table._files import manifest_list_of, read_entries
+from icefloe.scan.manifests import manifest_list_of, read_entries
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table

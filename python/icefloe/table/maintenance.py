@@ -24,12 +24,13 @@ import pyarrow.compute as pc
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO, metadata_location
-from icefloe.manifest import read_manifest_list, read_manifests
+from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.progress import Progress, ProgressArg
 from icefloe.read.deletes import DeleteCache
+from icefloe.scan.manifests import fetch, manifest_lists
 from icefloe.scan.tasks import FileScanTask
-from icefloe.table._files import delete_all
+from icefloe.table._remove_files import delete_all
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:
@@ -65,19 +66,10 @@ def _normalize(paths: pa.Array) -> pa.Array:
 
 def _manifest_paths(io: FileIO, metadata: TableMetadata) -> tuple[list[str], list[str]]:
     """(manifest lists, distinct manifests) of every kept snapshot."""
-    lists: list[str] = []
+    lists = [s.manifest_list for s in metadata.snapshots if s.manifest_list]
     manifests: dict[str, None] = {}
-    for snap in metadata.snapshots:
-        if snap.manifest_list:
-            lists.append(snap.manifest_list)
-            batch = read_manifest_list(
-                io.new_input(snap.manifest_list).read(), name=snap.manifest_list
-            )
-            for path in batch.column("manifest_path").to_pylist():
-                manifests[path] = None
-        elif snap.manifests:
-            for path in snap.manifests:
-                manifests[path] = None
+    for batch in manifest_lists(io, metadata.snapshots).values():
+        manifests.update(dict.fromkeys(batch.column("manifest_path").to_pylist()))
     return lists, list(manifests)
 
 
@@ -98,8 +90,7 @@ def reachable_files(io: FileIO, metadata: TableMetadata, metadata_file: str | No
     # Manifests are decoded in parallel in Rust, 64 at a time to bound memory.
     for i in range(0, len(manifests), 64):
         group = manifests[i : i + 64]
-        datas = [io.new_input(p).read() for p in group]
-        for batch in read_manifests(datas):
+        for batch in read_manifests(fetch(io, group)):
             chunks.append(batch.column("file_path").cast(pa.string()))
     return pa.concat_arrays(chunks)
 

@@ -23,11 +23,12 @@ from icefloe.expressions.projection import inclusive_projection
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import NameMapping
+from icefloe.scan.manifests import manifest_entries, partition_keys
 from icefloe.table.overwrite import partition_mask, plan_overwrite
-from icefloe.table.producer import SnapshotProducer, live_entries, parent_snapshot
+from icefloe.table.producer import SnapshotProducer, parent_snapshot
 from icefloe.table.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.write.add_files import NAME_MAPPING, data_files_from_parquet
-from icefloe.write.files import DataFile, entries_batch, partition_keys
+from icefloe.write.files import DataFile, entries_batch
 from icefloe.write.writer import write_data_files, write_parquet_files
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def added_data_since(
             break
         new_ids.add(snap.snapshot_id)
     out = []
-    for mf, batch in live_entries(io, metadata, parent, content=0):
+    for mf, batch in manifest_entries(io, parent, content=0):
         if mf.added_snapshot_id not in new_ids:
             continue
         mask = pc.and_(
@@ -232,7 +233,7 @@ def add_files(
         io = tx.table.io
 
         def not_in_table(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
-            for _, batch in live_entries(io, md, parent):
+            for _, batch in manifest_entries(io, parent):
                 live = pc.not_equal(batch.column("status"), 2)
                 hit = pc.and_(live, pc.is_in(batch.column("file_path"), value_set=targets))
                 if pc.any(hit).as_py():

@@ -19,7 +19,6 @@ touches. Each function works on whole columns of manifest entries; per-row work 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,7 @@ from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.projection import strict_projection
 from icefloe.io import FileIO
-from icefloe.manifest import ManifestFile, read_manifest_list
+from icefloe.manifest import ManifestFile
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
@@ -126,8 +125,8 @@ def plan_overwrite(
     """
     from icefloe.read.reader import read_task
     from icefloe.scan.columnar import plan_to_tasks
+    from icefloe.scan.manifests import manifest_entries, manifest_list_of, reader
     from icefloe.scan.planner import plan as plan_scan
-    from icefloe.table.producer import live_entries
 
     result = OverwritePlan()
     if parent is None or parent.manifest_list is None:
@@ -135,11 +134,10 @@ def plan_overwrite(
     schema = metadata.current_schema()
     bound = rewrite_not(bind(schema, expr, case_sensitive))
     specs = {s.spec_id: s for s in metadata.partition_specs}
-    lst = read_manifest_list(io.new_input(parent.manifest_list).read(), name=parent.manifest_list)
     tasks = plan_to_tasks(
         plan_scan(
-            manifest_list=lst,
-            read=lambda path: io.new_input(path).read(),
+            manifest_list=manifest_list_of(io, parent),
+            read=reader(io),
             schema=schema,
             specs=specs,
             bound_filter=bound,
@@ -149,7 +147,7 @@ def plan_overwrite(
     )
     if not tasks:
         return result
-    entries = live_entries(io, metadata, parent)
+    entries = manifest_entries(io, parent)
     # Files whose partition proves that every row matches: removed without being read.
     whole: set[str] = set()
     for mf, batch in entries:
@@ -209,8 +207,3 @@ def _mask(table: pa.Table, expr: Any) -> pa.ChunkedArray:
     indexed = table.append_column("__i", pa.array(range(table.num_rows), pa.int64()))
     hits = indexed.filter(expr)["__i"].combine_chunks()
     return pc.is_in(indexed["__i"], value_set=hits)
-
-
-def partition_keys(files: Iterable[Any]) -> set[tuple[int, tuple[tuple[str, Any], ...]]]:
-    """(spec id, partition items) of each :class:`~icefloe.write.DataFile`."""
-    return {(f.spec_id, tuple(sorted(f.partition.items()))) for f in files}

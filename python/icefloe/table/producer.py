@@ -47,21 +47,19 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe._concurrency import io_executor
 from icefloe.exceptions import CommitConflictError, ValidationError
-from icefloe.io import FileIO, metadata_location
+from icefloe.io import metadata_location
 from icefloe.manifest import (
     ManifestFile,
     manifest_files,
-    read_manifest,
-    read_manifest_list,
-    read_manifests,
     write_manifest,
     write_manifest_list,
 )
@@ -74,15 +72,18 @@ from icefloe.metadata import (
     Summary,
     TableMetadata,
     TableUpdate,
-    update_snapshot_totals,
 )
-from icefloe.write.files import DataFile, entries_batch, partition_keys
+from icefloe.scan.manifests import (
+    read_manifest_entries,
+    written_manifest_list,
+)
+from icefloe.table.manifest_merge import merge_manifests, rows_batch
+from icefloe.table.snapshot_summary import snapshot_summary
+from icefloe.write.files import DataFile, entries_batch
 from icefloe.write.properties import (
     MANIFEST_COMPRESSION,
     MANIFEST_COMPRESSION_LEVEL,
     MANIFEST_MERGE_ENABLED,
-    MANIFEST_MIN_MERGE_COUNT,
-    MANIFEST_TARGET_SIZE_BYTES,
     bool_property,
     int_property,
 )
@@ -90,12 +91,7 @@ from icefloe.write.properties import (
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
 
-__all__ = [
-    "SnapshotProducer",
-    "Validator",
-    "live_entries",
-    "parent_snapshot",
-]
+__all__ = ["SnapshotProducer", "Validator", "parent_snapshot"]
 
 #: ``fn(metadata, parent, start_parent_id)``: raise CommitConflictError when the change can no
 #: longer be applied on ``metadata`` (whose branch head is ``parent``).
@@ -103,7 +99,6 @@ Validator = Callable[[TableMetadata, Snapshot | None, int | None], None]
 EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="icefloe-manifest-io")
 
 
 def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
@@ -112,31 +107,6 @@ def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
     if ref is not None:
         return metadata.snapshot_by_id(ref.snapshot_id)
     return metadata.current_snapshot()
-
-
-def _read_list(io: FileIO, snapshot: Snapshot | None) -> pa.RecordBatch | None:
-    if snapshot is None:
-        return None
-    if snapshot.manifest_list is None:
-        raise ValidationError(
-            f"snapshot {snapshot.snapshot_id} has no manifest list (v1 'manifests' field); "
-            "rewrite it with a newer writer first"
-        )
-    data = io.new_input(snapshot.manifest_list).read()
-    return read_manifest_list(data, name=snapshot.manifest_list)
-
-
-def live_entries(
-    io: FileIO, metadata: TableMetadata, snapshot: Snapshot | None, content: int | None = None
-) -> list[tuple[ManifestFile, pa.RecordBatch]]:
-    """Every manifest of ``snapshot`` (optionally of one content) with its decoded entries
-    (inheritance applied), read in parallel."""
-    lst = _read_list(io, snapshot)
-    if lst is None:
-        return []
-    mfs = [m for m in manifest_files(lst) if content is None or m.content == content]
-    blobs = _read_all(io, [m.manifest_path for m in mfs])
-    return list(zip(mfs, read_manifests(blobs, mfs), strict=True))
 
 
 @dataclass
@@ -271,7 +241,16 @@ class SnapshotProducer:
         if not self.fast_append and bool_property(
             metadata.properties, MANIFEST_MERGE_ENABLED, True
         ):
-            data_new, data_kept, merged = self._merge(metadata, data_new, data_kept, written)
+            data_new, data_kept, merged = merge_manifests(
+                metadata,
+                data_new,
+                data_kept,
+                written,
+                io=self.io,
+                own=set(self._new_manifest_paths),
+                write=self._write,
+                flush=self._flush,
+            )
             replaced += merged
         rows = data_new + delete_new + data_kept + delete_kept
         props = metadata.properties
@@ -280,7 +259,7 @@ class SnapshotProducer:
             f"{len(self._attempts) + 1}-{self.commit_uuid}.avro"
         )
         first_row_id = metadata.next_row_id if version >= 3 else None
-        lst = _rows_batch(rows)
+        lst = rows_batch(rows)
         codec, level = _manifest_codec(props)
         data, next_row = write_manifest_list(
             lst,
@@ -295,7 +274,17 @@ class SnapshotProducer:
         self._put(list_path, data)
         self._flush()
         written_now = [*written]
-        summary = self._summary(metadata, parent, removed, len(new_rows) + len(written), replaced)
+        summary = snapshot_summary(
+            added=self._added_batches,
+            removed=removed,
+            adds_data=bool(self._added),
+            adds_deletes=bool(self._added_deletes),
+            created=len(new_rows) + len(written),
+            replaced=replaced,
+            properties=self.snapshot_properties,
+            operation=self._operation,
+            parent=parent,
+        )
         summary_props = dict(summary.properties)
         summary_props["manifests-kept"] = str(
             sum(1 for r in data_kept + delete_kept if r["manifest_path"] not in written)
@@ -330,7 +319,7 @@ class SnapshotProducer:
 
     def _put(self, path: str, data: bytes) -> None:
         """Write a file in the background: the durable writes (fsync) of one build overlap."""
-        self._pending.append(_POOL.submit(self.io.new_output(path).write, data, True))
+        self._pending.append(io_executor().submit(self.io.new_output(path).write, data, True))
 
     def _flush(self) -> None:
         """Wait for the background writes; the first error is raised."""
@@ -407,7 +396,7 @@ class SnapshotProducer:
                 row = self._write(metadata, batch, spec_id, content)
                 self._new_manifest_paths.append(row["manifest_path"])
                 rows.append(row)
-        self._new_manifests = _rows_batch(rows) if rows else pa.RecordBatch.from_pylist([])
+        self._new_manifests = rows_batch(rows) if rows else pa.RecordBatch.from_pylist([])
         return rows
 
     def _discard_new_manifests(self) -> None:
@@ -421,7 +410,7 @@ class SnapshotProducer:
         self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
     ) -> tuple[list[dict[str, Any]], list[str], list[pa.RecordBatch], int]:
         """Kept manifest rows, replaced paths, removed entries, entries processed."""
-        lst = _read_list(self.io, parent)
+        lst = written_manifest_list(self.io, parent)
         if lst is None:
             if self._removed_paths:
                 missing = sorted(self._removed_paths)[0]
@@ -437,8 +426,7 @@ class SnapshotProducer:
             if (m.added_files_count or 0) + (m.existing_files_count or 0) > 0
             or m.added_files_count is None
         ]
-        blobs = _read_all(self.io, [mfs[i].manifest_path for i in live])
-        batches = read_manifests(blobs, [mfs[i] for i in live])
+        batches = read_manifest_entries(self.io, [mfs[i] for i in live])
         wanted = pa.array(sorted(self._removed_paths), pa.string())
         found: set[str] = set()
         kept: list[dict[str, Any]] = []
@@ -498,112 +486,6 @@ class SnapshotProducer:
         row["first_row_id"] = mf.first_row_id if keep else None
         return row
 
-    def _merge(
-        self,
-        metadata: TableMetadata,
-        new: list[dict[str, Any]],
-        kept: list[dict[str, Any]],
-        written: list[str],
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-        props = metadata.properties
-        min_count = int_property(props, MANIFEST_MIN_MERGE_COUNT, 100)
-        target = int_property(props, MANIFEST_TARGET_SIZE_BYTES, 8 * 1024 * 1024, minimum=1)
-        specs = {r["partition_spec_id"] for r in new + kept}
-        out_new: list[dict[str, Any]] = []
-        out_kept: list[dict[str, Any]] = []
-        replaced: list[str] = []
-        for spec_id in sorted(specs):
-            group_new = [r for r in new if r["partition_spec_id"] == spec_id]
-            group_kept = [r for r in kept if r["partition_spec_id"] == spec_id]
-            if len(group_new) + len(group_kept) < max(min_count, 2):
-                out_new += group_new
-                out_kept += group_kept
-                continue
-            bins: list[list[dict[str, Any]]] = [[]]
-            size = 0
-            for r in group_new + group_kept:
-                if bins[-1] and size + r["manifest_length"] > target:
-                    bins.append([])
-                    size = 0
-                bins[-1].append(r)
-                size += r["manifest_length"]
-            for b in bins:
-                if len(b) == 1:
-                    (out_new if b[0] in group_new else out_kept).append(b[0])
-                    continue
-                row = self._merge_bin(metadata, b, spec_id)
-                written.append(row["manifest_path"])
-                replaced += [r["manifest_path"] for r in b if r not in group_new]
-                out_new.append(row)
-        return out_new, out_kept, replaced
-
-    def _merge_bin(
-        self, metadata: TableMetadata, rows: list[dict[str, Any]], spec_id: int
-    ) -> dict[str, Any]:
-        self._flush()  # our new manifests are read back below
-        own = set(self._new_manifest_paths)
-        batches = []
-        for r in rows:
-            data = self.io.new_input(r["manifest_path"]).read()
-            if r["manifest_path"] in own:
-                b = read_manifest(data, name=r["manifest_path"])  # ADDED, inheriting later
-            else:
-                mf = manifest_files(_rows_batch([r]))[0]
-                b = read_manifest(data, manifest=mf)
-                alive = pc.not_equal(b.column("status"), DELETED)
-                b = b.filter(alive)
-                b = b.set_column(
-                    b.schema.get_field_index("status"),
-                    "status",
-                    pa.array([EXISTING] * b.num_rows, pa.int32()),
-                )
-            batches.append(b)
-        merged = pa.Table.from_batches(batches).combine_chunks().to_batches()
-        batch = merged[0] if merged else batches[0]
-        row = self._write(metadata, batch, spec_id, 0)
-        if any(r["manifest_path"] not in own for r in rows):
-            row["first_row_id"] = None
-        return row
-
-    # -- summary --------------------------------------------------------------------------------
-    def _summary(
-        self,
-        metadata: TableMetadata,
-        parent: Snapshot | None,
-        removed: list[pa.RecordBatch],
-        created: int,
-        replaced: list[str],
-    ) -> Summary:
-        s: dict[str, int] = {}
-        keys: list[pa.Array] = []
-        for batch in self._added_batches:
-            _tally(batch, s, "added", "added", "added")
-            keys.append(partition_keys(batch))
-        for batch in removed:
-            _tally(batch, s, "deleted", "removed", "removed")
-            keys.append(partition_keys(batch))
-        changed = len(pc.unique(pa.concat_arrays(keys))) if keys else 0
-        props = {k: str(v) for k, v in s.items()}
-        props["changed-partition-count"] = str(changed)
-        props["manifests-created"] = str(created)
-        props["manifests-replaced"] = str(len(replaced))
-        props.update(self.snapshot_properties)
-        op = self._operation or self._derive_operation(bool(removed))
-        summary = Summary(op, props)
-        prev = parent.summary if parent is not None else None
-        return update_snapshot_totals(summary, prev)
-
-    def _derive_operation(self, removes: bool) -> str:
-        adds_data = bool(self._added)
-        adds_deletes = bool(self._added_deletes)
-        if adds_data and not adds_deletes and not removes:
-            return Operation.APPEND
-        if not adds_data and (removes or adds_deletes):
-            return Operation.DELETE
-        if not adds_data and not removes and not adds_deletes:
-            return Operation.APPEND
-        return Operation.OVERWRITE
-
     # -- outcome --------------------------------------------------------------------------------
     def committed(self, snapshot_id_in_table: bool) -> None:
         """Called after the transaction's commit: delete files of superseded attempts."""
@@ -629,67 +511,6 @@ class SnapshotProducer:
         self._discard_new_manifests()
         for p in self._owned:
             self.io.delete_quietly(p)
-
-
-def _tally(batch: pa.RecordBatch, s: dict[str, int], data: str, files: str, rows: str) -> None:
-    """Add a batch of entries' Appendix F counts to ``s`` (``data``: added/deleted for data
-    files, ``files``/``rows``: added/removed for delete files and deletes), vectorised."""
-
-    def total(mask: pa.Array, column: pa.Array | pa.ChunkedArray) -> int:
-        return int(pc.sum(pc.if_else(mask, column, 0)).as_py() or 0)
-
-    def add(key: str, n: int) -> None:
-        if n:
-            s[key] = s.get(key, 0) + n
-
-    content = batch.column("content")
-    records = batch.column("record_count")
-    is_dv = pc.equal(pc.utf8_upper(batch.column("file_format")), "PUFFIN")
-    size = batch.column("file_size_in_bytes")
-    if "content_size_in_bytes" in batch.schema.names:
-        size = pc.if_else(is_dv, pc.fill_null(batch.column("content_size_in_bytes"), 0), size)
-    is_data = pc.equal(content, 0)
-    is_pos = pc.equal(content, 1)
-    is_eq = pc.equal(content, 2)
-    add(f"{data}-data-files", total(is_data, pa.array([1] * batch.num_rows, pa.int64())))
-    add(f"{data}-records", total(is_data, records))
-    add(f"{files}-files-size", int(pc.sum(size).as_py() or 0))
-    ones = pa.array([1] * batch.num_rows, pa.int64())
-    add(f"{files}-delete-files", total(pc.invert(is_data), ones))
-    add(f"{files}-dvs", total(pc.and_(is_pos, is_dv), ones))
-    add(f"{files}-position-delete-files", total(pc.and_(is_pos, pc.invert(is_dv)), ones))
-    add(f"{files}-equality-delete-files", total(is_eq, ones))
-    add(f"{rows}-position-deletes", total(is_pos, records))
-    add(f"{rows}-equality-deletes", total(is_eq, records))
-
-
-def _read_all(io: FileIO, paths: list[str]) -> list[bytes]:
-    """The bytes of several files, fetched in parallel (object stores are latency bound)."""
-    if len(paths) <= 1:
-        return [io.new_input(p).read() for p in paths]
-    return list(_POOL.map(lambda p: io.new_input(p).read(), paths))
-
-
-def _rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
-    if not rows:
-        return _EMPTY_LIST
-    return pa.RecordBatch.from_pylist(rows, schema=_LIST_SCHEMA)
-
-
-def _list_schema() -> pa.Schema:
-    _, row = write_manifest(
-        pa.RecordBatch.from_pylist([], schema=pa.schema([pa.field("status", pa.int32())])),
-        format_version=3,
-        schema_json='{"type": "struct", "schema-id": 0, "fields": []}',
-        spec_json="[]",
-        spec_id=0,
-        path="<schema>",
-    )
-    return row.schema
-
-
-_LIST_SCHEMA = _list_schema()
-_EMPTY_LIST = pa.RecordBatch.from_pylist([], schema=_LIST_SCHEMA)
 
 
 def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:

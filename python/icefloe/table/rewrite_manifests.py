@@ -27,14 +27,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.exceptions import CommitConflictError, ValidationError
-from icefloe.manifest import ManifestFile, manifest_files, read_manifests
+from icefloe.manifest import ManifestFile, manifest_files
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
+from icefloe.scan.manifests import read_manifest_entries, written_manifest_list
 from icefloe.table.producer import (
     DELETED,
     EXISTING,
     SnapshotProducer,
-    _read_all,
-    _read_list,
     parent_snapshot,
 )
 from icefloe.write.properties import MANIFEST_TARGET_SIZE_BYTES, int_property
@@ -84,7 +83,7 @@ def _plan(
     """Which manifests to rewrite into how many, or None when there is nothing to gain."""
     if spec_id is not None and metadata.spec_by_id(spec_id) is None:
         raise ValidationError(f"no partition spec with id {spec_id}")
-    lst = _read_list(io, head)
+    lst = written_manifest_list(io, head)
     if lst is None:
         return None
     rows: list[dict[str, Any]] = lst.to_pylist()
@@ -196,8 +195,7 @@ class _RewriteManifests(SnapshotProducer):
         if plan is None:
             raise _NothingToDo
         mfs: list[ManifestFile] = manifest_files(plan.manifest_list)
-        blobs = _read_all(self.io, [plan.rows[i]["manifest_path"] for i in plan.chosen])
-        batches = read_manifests(blobs, [mfs[i] for i in plan.chosen])
+        batches = read_manifest_entries(self.io, [mfs[i] for i in plan.chosen])
         by_spec: dict[int, list[pa.RecordBatch]] = {}
         for i, b in zip(plan.chosen, batches, strict=True):
             live = b.filter(pc.not_equal(b.column("status"), DELETED))

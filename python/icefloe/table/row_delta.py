@@ -482,7 +482,8 @@ def _entries_since(
     io: FileIO, metadata: TableMetadata, parent: Snapshot, start: int | None
 ) -> list[tuple[dict[str, Any], int]]:
     """Entries added or deleted by the snapshots after ``start`` up to ``parent``."""
-    from icefloe.manifest import manifest_files, read_manifest_list, read_manifests
+    from icefloe.manifest import manifest_files
+    from icefloe.scan.manifests import manifest_list_of, read_manifest_entries
 
     ids: list[Snapshot] = []
     snap: Snapshot | None = parent
@@ -502,11 +503,11 @@ def _entries_since(
     for s in ids:
         if s.manifest_list is None:
             continue
-        lst = read_manifest_list(io.new_input(s.manifest_list).read(), name=s.manifest_list)
+        lst = manifest_list_of(io, s)
         mfs = [m for m in manifest_files(lst) if m.added_snapshot_id == s.snapshot_id]
         if not mfs:
             continue
-        batches = read_manifests([io.new_input(m.manifest_path).read() for m in mfs], mfs)
+        batches = read_manifest_entries(io, mfs)
         for m, b in zip(mfs, batches, strict=True):
             mine = pc.and_(
                 pc.equal(b.column("snapshot_id"), s.snapshot_id),

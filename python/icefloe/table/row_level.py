@@ -21,16 +21,15 @@ delete call it with the positions their executors found).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe._concurrency import parallel_map, work_threads
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, BooleanExpression
 from icefloe.expressions.builder import col
@@ -101,8 +100,7 @@ def _per_task(
 ) -> list[_T]:
     """``fn`` over every task, in order; on several threads (each with its own delete cache)
     when there are enough tasks. The reading and matching release the GIL."""
-    workers = min(8, os.cpu_count() or 1)
-    if len(tasks) < 4 or workers < 2:
+    if len(tasks) < 4 or work_threads() < 2:
         return [fn(t, cache) for t in tasks]
     local = threading.local()
 
@@ -112,8 +110,7 @@ def _per_task(
             mine = local.cache = DeleteCache()
         return fn(task, mine)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run, tasks))
+    return parallel_map(run, tasks, threads=work_threads(), kind="work")
 
 
 def _live_count(ctx: RowContext, task: FileScanTask) -> int | None:

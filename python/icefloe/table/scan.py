@@ -32,7 +32,6 @@ from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse
-from icefloe.manifest import read_manifest_list
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_cache
@@ -43,7 +42,8 @@ from icefloe.scan.columnar import (
     plan_to_table,
     plan_to_tasks,
 )
-from icefloe.scan.planner import Plan, PlannedBatch, legacy_manifest_list, plan
+from icefloe.scan.manifests import planning_manifest_list, reader
+from icefloe.scan.planner import Plan, PlannedBatch, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 
@@ -284,17 +284,10 @@ class TableScan:
             return self._plan
         io = self.table.io
 
-        def read(path: str) -> bytes:
-            data: bytes = io.new_input(path).read()
-            return data
-
-        if snap.manifest_list is not None:
-            manifest_list = read_manifest_list(read(snap.manifest_list), name=snap.manifest_list)
-        else:
-            manifest_list = legacy_manifest_list(snap, read)
+        read = reader(io)
         md = self.metadata
         self._plan = plan(
-            manifest_list=manifest_list,
+            manifest_list=planning_manifest_list(snap, read),
             read=read,
             schema=self.schema(),
             specs={s.spec_id: s for s in md.partition_specs},

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
+from icefloe.table.committer import Committer, Identifier
 from icefloe.table.transaction import Transaction, UpdateProperties
 
 if TYPE_CHECKING:
     import datetime
 
-    from icefloe.catalog.base import Catalog, Identifier
     from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
     from icefloe.metadata import (
@@ -51,7 +51,7 @@ class Table:
         metadata: TableMetadata,
         metadata_location: str,
         io: FileIO,
-        catalog: Catalog,
+        catalog: Committer,
     ) -> None:
         self.identifier = identifier
         self.metadata = metadata

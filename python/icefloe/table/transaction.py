@@ -4,7 +4,7 @@ A change is a list of :class:`~icefloe.metadata.TableUpdate` plus the
 :class:`~icefloe.metadata.TableRequirement` that must still hold when it is committed
 (:func:`~icefloe.metadata.requirements_for` derives them like the Java client). A transaction
 commits them through :meth:`Catalog.commit_table`, retrying lost races by replaying its snapshot
-producers on the new table state (see :mod:`icefloe.catalog.commit`). :class:`Table`'s change
+producers on the new table state (see :mod:`icefloe.table.committer`). :class:`Table`'s change
 methods are one-change transactions delegating here. Also :class:`UpdateProperties`.
 """
 
@@ -26,6 +26,7 @@ from icefloe.metadata import (
     apply_updates,
     requirements_for,
 )
+from icefloe.table.committer import RetryPolicy
 from icefloe.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
@@ -362,8 +363,6 @@ class Transaction:
         self._done = True
         if not self._updates:
             return self.table
-        from icefloe.catalog.commit import RetryPolicy
-
         policy = RetryPolicy.from_properties(self._base.properties)
         # Pure additions (appends) always apply: they retry until the total timeout instead of
         # giving up after commit.retry.num-retries lost races.

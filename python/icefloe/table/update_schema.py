@@ -349,9 +349,9 @@ class UpdateSchema(PendingUpdate):
         """Merge a schema into the table's by column name: missing columns are added (as
         optional), existing ones are widened, made optional or get the new doc as needed;
         columns absent from ``new_schema`` are kept. An incompatible type raises."""
-        from icefloe.catalog.base import _to_schema
+        from icefloe.arrow_schema import to_schema
 
-        other = _to_schema(new_schema) if isinstance(new_schema, pa.Schema) else new_schema
+        other = to_schema(new_schema) if isinstance(new_schema, pa.Schema) else new_schema
         if not isinstance(other, Schema):
             raise ValidationError(f"union_by_name needs a Schema or pyarrow.Schema: {other!r}")
         self._union_struct(other.as_struct(), ())

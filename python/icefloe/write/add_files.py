@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
@@ -202,11 +202,7 @@ def data_files_from_parquet(
             split_offsets=split_offsets(md),
         )
 
-    wanted = list(paths)
-    if len(wanted) <= 1:
-        return [describe(p) for p in wanted]
-    with ThreadPoolExecutor(max_workers=min(8, len(wanted))) as pool:
-        return list(pool.map(describe, wanted))
+    return parallel_map(describe, list(paths))
 
 
 def _has_any(f: NestedField, present: set[int]) -> bool:

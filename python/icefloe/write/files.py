@@ -13,7 +13,6 @@ from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icefloe.manifest import read_manifest, write_manifest
 from icefloe.partitioning import PartitionSpec
@@ -26,7 +25,6 @@ __all__ = [
     "DataFile",
     "entries_batch",
     "manifest_arrow_schema",
-    "partition_keys",
 ]
 
 DATA = 0
@@ -166,24 +164,3 @@ def entries_batch(
         row["snapshot_id"] = snapshot_id
         rows.append(row)
     return pa.RecordBatch.from_pylist(rows, schema=target)
-
-
-def partition_keys(batch: pa.RecordBatch, spec_id: int | None = None) -> pa.Array:
-    """One binary key per manifest entry identifying (spec id, partition tuple); equal tuples
-    give equal keys and nulls differ from every value. Vectorised over the whole batch."""
-    if spec_id is None:
-        spec_id = int((batch.schema.metadata or {}).get(b"partition-spec-id", b"0"))
-    n = batch.num_rows
-    pieces: list[pa.Array] = [pa.array([str(spec_id).encode()] * n, pa.binary())]
-    if "partition" in batch.schema.names:
-        part = batch.column("partition")
-        for i in range(part.type.num_fields):
-            col = pc.struct_field(part, [i])
-            if isinstance(col.type, pa.BaseExtensionType):
-                col = col.storage
-            if not (pa.types.is_binary(col.type) or pa.types.is_fixed_size_binary(col.type)):
-                col = pc.cast(col, pa.string())
-            col = pc.cast(col, pa.binary())
-            marked = pc.binary_join_element_wise(pa.scalar(b"v"), col, b"")  # values: "v..."
-            pieces.append(pc.fill_null(marked, pa.scalar(b"n", pa.binary())))  # null: "n"
-    return pc.binary_join_element_wise(*pieces, b"\x1f")

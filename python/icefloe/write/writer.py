@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import os
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from icefloe._concurrency import parallel_map, work_threads
 from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO, data_location
@@ -286,24 +285,20 @@ def write_parquet_files(
         )
         for g, (start, end) in enumerate(bounds)
     ]
-    workers = min(opts.max_workers or _default_workers(), len(groups))
     try:
-        if workers <= 1:
-            results = [writer.write_group(t, p) for t, p in groups]
-        else:
-            # Parquet encoding and the metric kernels release the GIL: files are written in
-            # parallel, results kept in partition order.
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(lambda g: writer.write_group(*g), groups))
+        # Parquet encoding and the metric kernels release the GIL: files are written in
+        # parallel, results kept in partition order.
+        results = parallel_map(
+            lambda g: writer.write_group(*g),
+            groups,
+            threads=opts.max_workers or work_threads(),
+            kind="work",
+        )
     except BaseException:
         for path in list(writer.created):
             io.delete_quietly(path)
         raise
     return [f for group in results for f in group]
-
-
-def _default_workers() -> int:
-    return max(1, min(8, os.cpu_count() or 1))
 
 
 class _FileWriter:

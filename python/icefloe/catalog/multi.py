@@ -1,0 +1,144 @@
+"""Transactions over several tables of one catalog, committed all or nothing.
+
+``with catalog.transaction() as tx:`` gives a :class:`CatalogTransaction`; ``tx.table(name)``
+returns a :class:`~icefloe.table.Transaction` on that table to collect changes in (appends,
+property changes, schema changes, ...). Leaving the block commits every table's changes in one
+catalog operation (:meth:`Catalog.commit_tables`): the SQL catalog swaps every pointer in one
+database transaction, the REST catalog sends ``POST /v1/{prefix}/transactions/commit``. When
+another writer moved one of the tables first, changes that can be rebuilt (appends and other
+snapshot producers, property changes) are rebuilt on the new state and committed again, as the
+first table's ``commit.retry.*`` properties say; other changes fail with the catalog's error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    ValidationError,
+)
+from icefloe.metadata import requirements_for
+from icefloe.table import Transaction
+
+if TYPE_CHECKING:
+    from icefloe.catalog.base import Catalog, Identifier
+    from icefloe.table import Table
+
+__all__ = ["CatalogTransaction"]
+
+
+class _TableChanges(Transaction):
+    """One table's part of a :class:`CatalogTransaction` (it commits only with the others)."""
+
+    def commit_transaction(self) -> Table:
+        raise ValidationError(
+            f"changes to {self.table.name!r} commit with their catalog transaction, not alone"
+        )
+
+
+class CatalogTransaction:
+    """Changes to several tables committed together (see the module docstring)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._parts: dict[Identifier, _TableChanges] = {}
+        self._done = False
+
+    def table(self, identifier: str | Iterable[str]) -> Transaction:
+        """The transaction collecting this table's changes (the same one on every call)."""
+        if self._done:
+            raise ValidationError("this catalog transaction was already committed or discarded")
+        ident = self.catalog._table_identifier(identifier)
+        part = self._parts.get(ident)
+        if part is None:
+            part = _TableChanges(self.catalog.load_table(ident))
+            self._parts[ident] = part
+        return part
+
+    def __enter__(self) -> CatalogTransaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self._done = True
+            for part in self._parts.values():
+                part._abort_producers()
+
+    def commit(self) -> list[Table]:
+        """Commit every table's changes at once; returns the committed tables."""
+        from icefloe.table.committer import RetryPolicy
+
+        if self._done:
+            raise ValidationError("this catalog transaction was already committed or discarded")
+        self._done = True
+        parts = [p for p in self._parts.values() if p._updates]
+        if not parts:
+            return [p.table for p in self._parts.values()]
+        policy = RetryPolicy.from_properties(parts[0]._base.properties)
+        deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
+        attempt = 0
+        while True:
+            changes = [
+                (
+                    p.table,
+                    requirements_for(p._base, p._updates) + p._requirements,
+                    list(p._updates),
+                )
+                for p in parts
+            ]
+            try:
+                results = self.catalog.commit_tables(changes)
+            except (CommitConflictError, CommitFailedError):
+                attempt += 1
+                wait = policy.wait_ms(attempt) / 1000.0
+                replayable = all(p._replayable() for p in parts)
+                if (
+                    not replayable
+                    or attempt > policy.num_retries
+                    or time.monotonic() + wait > deadline
+                ):
+                    self._abort(parts)
+                    raise
+                time.sleep(wait)
+                try:
+                    for p in parts:
+                        p.table.refresh()
+                        p._replay()
+                except BaseException:
+                    self._abort(parts)
+                    raise
+                continue
+            except CommitStateUnknownError:
+                raise  # the new metadata may reference the written files: keep them
+            except BaseException:
+                self._abort(parts)
+                raise
+            for i, p in enumerate(parts):
+                if results is not None:
+                    p.table.metadata = results[i].metadata
+                    p.table.metadata_location = results[i].metadata_location
+                else:
+                    p.table.refresh()
+                p._done = True
+                for producer in p._producers():
+                    producer.committed(True)
+            return [p.table for p in parts]
+
+    @staticmethod
+    def _abort(parts: list[_TableChanges]) -> None:
+        for p in parts:
+            p._done = True
+            p._abort_producers()

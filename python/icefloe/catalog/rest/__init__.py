@@ -1,0 +1,12 @@
+"""The Iceberg REST catalog client (``type: rest``): :class:`RestCatalog`.
+
+Small modules: :mod:`~icefloe.catalog.rest.http` (pooled HTTP on the standard library),
+:mod:`~icefloe.catalog.rest.auth` (bearer token, OAuth2 client credentials),
+:mod:`~icefloe.catalog.rest.config` (endpoints and paths), :mod:`~icefloe.catalog.rest.errors`
+(error bodies <-> exceptions), :mod:`~icefloe.catalog.rest.wire` (JSON shapes) and
+:mod:`~icefloe.catalog.rest.catalog` (the catalog).
+"""
+
+from icefloe.catalog.rest.catalog import RestCatalog
+
+__all__ = ["RestCatalog"]

@@ -1,0 +1,125 @@
+"""REST error bodies <-> :mod:`icefloe.exceptions`.
+
+The wire form is ``{"error": {"message", "type", "code"}}``; ``type`` names the Java exception
+(``NoSuchTableException``, ...), which tells apart errors that share a status code (a 404 for a
+missing namespace or a missing table). The server side uses :func:`error_for_exception` and the
+client side :func:`exception_for_error`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    ForbiddenError,
+    IcebergError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    NoSuchViewError,
+    NotFoundError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    UnauthorizedError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+
+__all__ = ["error_body", "error_for_exception", "exception_for_error"]
+
+# icefloe exception -> (HTTP status, Java exception type), most specific first.
+_TO_WIRE: list[tuple[type[BaseException], int, str]] = [
+    (NoSuchNamespaceError, 404, "NoSuchNamespaceException"),
+    (NoSuchTableError, 404, "NoSuchTableException"),
+    (NoSuchViewError, 404, "NoSuchViewException"),
+    (NamespaceAlreadyExistsError, 409, "AlreadyExistsException"),
+    (TableAlreadyExistsError, 409, "AlreadyExistsException"),
+    (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
+    (CommitConflictError, 409, "CommitFailedException"),
+    (CommitFailedError, 409, "CommitFailedException"),
+    (CommitStateUnknownError, 500, "CommitStateUnknownException"),
+    (UnauthorizedError, 401, "NotAuthorizedException"),
+    (ForbiddenError, 403, "ForbiddenException"),
+    (UnsupportedFeatureError, 406, "UnsupportedOperationException"),
+    (ServiceUnavailableError, 503, "ServiceUnavailableException"),
+    (NotFoundError, 404, "NotFoundException"),
+    (ValidationError, 400, "BadRequestException"),
+]
+
+
+def error_for_exception(exc: BaseException) -> tuple[int, str]:
+    """The HTTP status and error ``type`` a server answers for ``exc`` (500 if unknown)."""
+    for cls, status, name in _TO_WIRE:
+        if isinstance(exc, cls):
+            return status, name
+    return 500, "ServerError"
+
+
+def error_body(status: int, type_: str, message: str) -> dict[str, Any]:
+    """The ``IcebergErrorResponse`` JSON object."""
+    return {"error": {"message": message, "type": type_, "code": status}}
+
+
+def _parse(body: bytes) -> tuple[str, str]:
+    """``(type, message)`` from an error body; tolerant of non-JSON bodies and OAuth errors."""
+    try:
+        obj = json.loads(body) if body else {}
+    except (ValueError, UnicodeDecodeError):
+        text = body[:200].decode("utf-8", "replace").strip()
+        return "", text
+    if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
+        err = obj["error"]
+        return str(err.get("type") or ""), str(err.get("message") or "")
+    if isinstance(obj, dict) and isinstance(obj.get("error"), str):  # OAuth2 error response
+        return obj["error"], str(obj.get("error_description") or obj["error"])
+    return "", ""
+
+
+def exception_for_error(
+    status: int,
+    body: bytes,
+    what: str,
+    exists: type[IcebergError] = TableAlreadyExistsError,
+) -> IcebergError:
+    """The icefloe exception for an error response to operation ``what``.
+
+    ``exists`` is the error for a 409 ``AlreadyExistsException`` (a table or a namespace). The
+    message names the operation, the status and the server's message; it never contains
+    request headers (where credentials travel).
+    """
+    type_, message = _parse(body)
+    text = (
+        f"{what}: HTTP {status}"
+        + (f" {type_}" if type_ else "")
+        + (f": {message}" if message else "")
+    )
+    if status == 404:
+        if type_ == "NoSuchNamespaceException":
+            return NoSuchNamespaceError(text)
+        if type_ == "NoSuchViewException":
+            return NoSuchViewError(text)
+        if type_ in ("NoSuchTableException", "NoSuchIcebergTableException"):
+            return NoSuchTableError(text)
+        return NotFoundError(text)
+    if status == 409:
+        if type_ == "NamespaceNotEmptyException":
+            return NamespaceNotEmptyError(text)
+        if type_ == "CommitFailedException":
+            return CommitFailedError(text)
+        return exists(text)
+    if status in (401, 419):
+        return UnauthorizedError(text)
+    if status == 403:
+        return ForbiddenError(text)
+    if status == 406:
+        return UnsupportedFeatureError(text)
+    if status == 503:
+        return ServiceUnavailableError(text)
+    if status in (400, 422):
+        return ValidationError(text)
+    return IcebergError(text)

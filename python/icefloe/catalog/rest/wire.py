@@ -1,0 +1,241 @@
+"""JSON shapes shared by the REST client and server.
+
+``LoadTableResult`` (``metadata-location``, ``metadata``, ``config``, ``storage-credentials``),
+table identifiers, the updates that create a table (a staged create is committed as
+``assert-create`` plus these), and the metadata such a create commit produces.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import (
+    AddPartitionSpec,
+    AddSchema,
+    AddSortOrder,
+    AssignUUID,
+    SetCurrentSchema,
+    SetDefaultSortOrder,
+    SetDefaultSpec,
+    SetLocation,
+    SetProperties,
+    TableMetadata,
+    TableUpdate,
+    UpgradeFormatVersion,
+    apply_updates,
+)
+from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
+from icefloe.sorting import UNSORTED_SORT_ORDER
+
+__all__ = [
+    "LoadTableResult",
+    "creation_updates",
+    "identifier_from_json",
+    "identifier_to_json",
+    "longest_prefix_config",
+    "metadata_from_creation",
+    "uuid7",
+]
+
+LAST_ADDED = -1
+
+
+def uuid7() -> str:
+    """A time-ordered UUID (version 7, RFC 9562), as used for ``Idempotency-Key``."""
+    ms = time.time_ns() // 1_000_000
+    raw = bytearray(ms.to_bytes(6, "big") + os.urandom(10))
+    raw[6] = (raw[6] & 0x0F) | 0x70
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return str(uuid.UUID(bytes=bytes(raw)))
+
+
+def identifier_to_json(identifier: Sequence[str]) -> dict[str, Any]:
+    """``{"namespace": [...], "name": ...}``."""
+    return {"namespace": list(identifier[:-1]), "name": identifier[-1]}
+
+
+def identifier_from_json(obj: Any) -> tuple[str, ...]:
+    """A table identifier from its JSON object."""
+    if not isinstance(obj, dict):
+        raise ValidationError(f"table identifier must be an object, got {obj!r}")
+    ns = obj.get("namespace")
+    name = obj.get("name")
+    if not isinstance(ns, list) or not all(isinstance(p, str) and p for p in ns):
+        raise ValidationError(f"table identifier has a bad namespace: {ns!r}")
+    if not isinstance(name, str) or not name:
+        raise ValidationError(f"table identifier has a bad name: {name!r}")
+    return (*ns, name)
+
+
+@dataclass
+class LoadTableResult:
+    """A table as the REST API returns it (``metadata_location`` is None for a staged create)."""
+
+    metadata: TableMetadata
+    metadata_location: str | None
+    config: dict[str, str] = field(default_factory=dict)
+    storage_credentials: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    @staticmethod
+    def from_json(obj: Any) -> LoadTableResult:
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            raise ValidationError("the catalog's table response has no 'metadata' object")
+        location = obj.get("metadata-location")
+        config = obj.get("config") or {}
+        creds = []
+        for entry in obj.get("storage-credentials") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("config"), dict):
+                creds.append(
+                    (
+                        str(entry.get("prefix") or ""),
+                        {str(k): str(v) for k, v in entry["config"].items()},
+                    )
+                )
+        return LoadTableResult(
+            TableMetadata.from_json(obj["metadata"]),
+            str(location) if location else None,
+            {str(k): str(v) for k, v in config.items()} if isinstance(config, dict) else {},
+            creds,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "metadata-location": self.metadata_location,
+            "metadata": self.metadata.to_json(),
+        }
+        if self.config:
+            out["config"] = dict(self.config)
+        if self.storage_credentials:
+            out["storage-credentials"] = [
+                {"prefix": p, "config": dict(c)} for p, c in self.storage_credentials
+            ]
+        return out
+
+    def io_properties(self) -> dict[str, str]:
+        """Storage properties for the table: ``config``, then the longest matching credential."""
+        return {
+            **self.config,
+            **longest_prefix_config(self.metadata.location, self.storage_credentials),
+        }
+
+
+def longest_prefix_config(location: str, creds: list[tuple[str, dict[str, str]]]) -> dict[str, str]:
+    """The storage-credential config whose prefix is the longest one ``location`` starts with."""
+    best: tuple[str, dict[str, str]] | None = None
+    for prefix, conf in creds:
+        if location.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, conf)
+    return dict(best[1]) if best else {}
+
+
+def creation_updates(metadata: TableMetadata) -> list[TableUpdate]:
+    """The updates that create ``metadata`` from nothing (sent with ``assert-create``)."""
+    ups: list[TableUpdate] = []
+    if metadata.table_uuid:
+        ups.append(AssignUUID(metadata.table_uuid))
+    ups.append(UpgradeFormatVersion(metadata.format_version))
+    ups.append(AddSchema(metadata.current_schema()))
+    ups.append(SetCurrentSchema(LAST_ADDED))
+    ups.append(AddPartitionSpec(metadata.spec()))
+    ups.append(SetDefaultSpec(LAST_ADDED))
+    ups.append(AddSortOrder(metadata.sort_order()))
+    ups.append(SetDefaultSortOrder(LAST_ADDED))
+    ups.append(SetLocation(metadata.location))
+    if metadata.properties:
+        ups.append(SetProperties(dict(metadata.properties)))
+    return ups
+
+
+def metadata_from_creation(
+    updates: Iterable[TableUpdate], default_location: str | None = None
+) -> TableMetadata:
+    """The metadata of a table created by ``updates`` (an ``assert-create`` commit).
+
+    The first ``add-schema``, ``add-spec`` and ``add-sort-order`` (with the ``set-current`` /
+    ``set-default`` that point at them) and the first ``assign-uuid``, ``set-location`` and
+    ``upgrade-format-version`` make the new table; the other updates (properties, snapshots,
+    refs) are then applied to it in order.
+    """
+    rest: list[TableUpdate] = []
+    schema = spec = order = None
+    table_uuid = location = None
+    version: int | None = None
+    # Each seed object's set-current / set-default is consumed only until a second object of
+    # its kind is added (later ones belong to that one and are applied normally).
+    open_kinds = {"schema", "spec", "order"}
+    for u in updates:
+        if isinstance(u, AddSchema):
+            if schema is None:
+                schema = u.schema
+                continue
+            open_kinds.discard("schema")
+        elif isinstance(u, AddPartitionSpec):
+            if spec is None:
+                spec = u.spec
+                continue
+            open_kinds.discard("spec")
+        elif isinstance(u, AddSortOrder):
+            if order is None:
+                order = u.sort_order
+                continue
+            open_kinds.discard("order")
+        elif isinstance(u, SetCurrentSchema) and schema is not None and "schema" in open_kinds:
+            if u.schema_id in (LAST_ADDED, schema.schema_id):
+                open_kinds.discard("schema")
+                continue
+        elif isinstance(u, SetDefaultSpec) and spec is not None and "spec" in open_kinds:
+            if u.spec_id in (LAST_ADDED, spec.spec_id):
+                open_kinds.discard("spec")
+                continue
+        elif isinstance(u, SetDefaultSortOrder) and order is not None and "order" in open_kinds:
+            if u.sort_order_id in (LAST_ADDED, order.order_id):
+                open_kinds.discard("order")
+                continue
+        elif isinstance(u, AssignUUID) and table_uuid is None:
+            table_uuid = u.uuid
+            continue
+        elif isinstance(u, SetLocation) and location is None:
+            location = u.location
+            continue
+        elif isinstance(u, UpgradeFormatVersion) and version is None:
+            version = u.format_version
+            continue
+        rest.append(u)
+    if schema is None:
+        raise ValidationError("a create commit needs an add-schema update")
+    location = location or default_location
+    if not location:
+        raise ValidationError("a create commit needs a set-location update")
+    spec = spec or UNPARTITIONED_PARTITION_SPEC
+    order = order or UNSORTED_SORT_ORDER
+    seed = TableMetadata(
+        format_version=version or 2,
+        table_uuid=table_uuid or str(uuid.uuid4()),
+        location=location.rstrip("/"),
+        last_updated_ms=int(time.time() * 1000),
+        last_column_id=schema.highest_field_id,
+        schemas=(schema,),
+        current_schema_id=schema.schema_id,
+        partition_specs=(spec,),
+        default_spec_id=spec.spec_id,
+        last_partition_id=max((f.field_id for f in spec.fields), default=999),
+        sort_orders=(order,),
+        default_sort_order_id=order.order_id,
+    )
+    return apply_updates(seed, rest) if rest else seed
+
+
+def merge_io_properties(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """Catalog properties for a FileIO without the catalog's own credentials."""
+    secret = {"token", "credential"}
+    out = {
+        k: v for k, v in base.items() if k not in secret and not k.startswith(("header.", "rest."))
+    }
+    out.update(extra)
+    return out

@@ -1,0 +1,92 @@
+"""``python -m icefloe.rest``: serve a catalog over Iceberg's REST protocol.
+
+    python -m icefloe.rest [--catalog NAME] [--host 127.0.0.1] [--port 8181]
+                           [--token-env VAR] [--client-env VAR] [--per-warehouse]
+                           [-p key=value ...]
+
+Tokens and client secrets are read from environment variables (never from the command line,
+where other users could see them): ``--token-env ICEFLOE_REST_TOKEN`` names a variable holding
+the accepted bearer token, ``--client-env ICEFLOE_REST_CLIENT`` one holding ``id:secret`` for the
+OAuth2 token endpoint. ``-p`` adds catalog properties (e.g. ``-p warehouse=/data/wh``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from icefloe.exceptions import IcebergError
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") -> int:
+    """Parse the command line and serve until interrupted (``icefloe serve`` calls this too)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Serve a catalog over Iceberg's REST catalog protocol."
+    )
+    parser.add_argument("--catalog", help="catalog name from ~/.icefloe.yaml (default: default)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8181)
+    parser.add_argument("--prefix", default="", help="path prefix advertised in /v1/config")
+    parser.add_argument("--token-env", help="environment variable holding the bearer token")
+    parser.add_argument("--client-env", help="environment variable holding OAuth2 id:secret")
+    parser.add_argument(
+        "--per-warehouse",
+        action="store_true",
+        help="one catalog per ?warehouse=<name> of the clients, under the catalog's warehouse",
+    )
+    parser.add_argument(
+        "--token-lifetime", type=int, default=3600, help="seconds an OAuth2 token stays valid"
+    )
+    parser.add_argument("--log-level", default="info")
+    parser.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+
+    from icefloe.catalog import load_catalog
+    from icefloe.rest import serve
+
+    try:
+        props = {}
+        for item in args.property:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                parser.error(f"-p expects KEY=VALUE, got {item!r}")
+            props[key] = value
+        tokens = []
+        if args.token_env:
+            token = os.environ.get(args.token_env)
+            if not token:
+                parser.error(f"environment variable {args.token_env} is empty or unset")
+            tokens.append(token)
+        clients = {}
+        if args.client_env:
+            raw = os.environ.get(args.client_env, "")
+            cid, sep, secret = raw.partition(":")
+            if not sep or not cid or not secret:
+                parser.error(f"environment variable {args.client_env} must hold id:secret")
+            clients[cid] = secret
+        catalog = load_catalog(args.catalog, **props)
+        serve(
+            catalog,
+            args.host,
+            args.port,
+            tokens=tokens,
+            clients=clients,
+            token_lifetime_s=args.token_lifetime,
+            prefix=args.prefix,
+            per_warehouse=args.per_warehouse,
+            log_level=args.log_level,
+        )
+    except IcebergError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # uvicorn could not start (address in use, ...)
+        return exc.code if isinstance(exc.code, int) else 1
+    except Exception as exc:  # a database or file system the catalog cannot open
+        print(f"{prog}: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

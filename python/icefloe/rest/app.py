@@ -1,0 +1,305 @@
+"""The ASGI application: routes of Iceberg's REST catalog API over a :class:`RestService`.
+
+Every request is logged once at INFO on the ``icefloe.rest`` logger (client, method, path,
+status, milliseconds; never headers or bodies). Auth is checked before anything else; a
+mutating request with an ``Idempotency-Key`` goes through the
+:class:`~icefloe.rest.idempotency.IdempotencyStore`. Catalog work runs in worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from icefloe.catalog.base import Catalog
+from icefloe.catalog.rest.errors import error_body, error_for_exception
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    IcebergError,
+    ValidationError,
+)
+from icefloe.rest.idempotency import IdempotencyStore, StoredReply, parse_duration
+from icefloe.rest.security import Authenticator
+from icefloe.rest.service import Reply, RestService, decode_namespace
+
+__all__ = ["create_app", "warehouse_catalogs"]
+
+log = logging.getLogger("icefloe.rest")
+
+_JSON = "application/json"
+_DELEGATION = "x-iceberg-access-delegation"
+
+
+def _json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None) -> StoredReply:
+    data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+    return StoredReply(status, data, _JSON, tuple((headers or {}).items()))
+
+
+# icefloe's messages -> the wording of Iceberg Java's catalogs, which Java clients and
+# Iceberg's REST compatibility kit expect.
+_JAVA_MESSAGES = [
+    (re.compile(r"^namespace '(.+)' does not exist$"), "Namespace does not exist: {}"),
+    (re.compile(r"^namespace '(.+)' already exists$"), "Namespace already exists: {}"),
+    (re.compile(r"^namespace '(.+)' is not empty$"), "Namespace {} is not empty"),
+    (re.compile(r"^table '(.+)' does not exist$"), "Table does not exist: {}"),
+    (re.compile(r"^table '(.+)' already exists$"), "Table already exists: {}"),
+    (
+        re.compile(r"^cannot open (\S+): file not found$"),
+        "Failed to open input stream for file: {}",
+    ),
+]
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, CommitConflictError) and isinstance(exc.__cause__, CommitFailedError):
+        return str(exc.__cause__)  # "Requirement failed: ...", as Java words it
+    text = str(exc)
+    for pattern, java in _JAVA_MESSAGES:
+        m = pattern.match(text)
+        if m:
+            return java.format(m.group(1))
+    return text
+
+
+def _error(exc: BaseException) -> StoredReply:
+    status, type_ = error_for_exception(exc)
+    if status == 500 and not isinstance(exc, IcebergError):
+        log.exception("internal error")
+        message = f"internal server error ({type(exc).__name__})"
+    else:
+        message = _message(exc)
+    return _json_reply(status, error_body(status, type_, message))
+
+
+Handler = Callable[[RestService, Request, Any], Reply]
+
+_WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+MAX_BODY_BYTES = 64 << 20  # a commit's JSON is far smaller; refuse anything beyond
+MAX_WAREHOUSES = 1000  # catalogs one server opens on demand (each holds a connection pool)
+
+
+def warehouse_catalogs(catalog: Catalog) -> Callable[[str], Catalog]:
+    """Catalogs named after warehouses, each like ``catalog`` with its warehouse in a
+    sub-directory (for the SQL catalog: rows of their own in the same database)."""
+    root = catalog.properties.get("warehouse", "").rstrip("/")
+    if not root:
+        raise ValidationError("serving several warehouses needs the catalog's 'warehouse'")
+
+    def make(name: str) -> Catalog:
+        return type(catalog)(name, **{**catalog.properties, "warehouse": f"{root}/{name}"})
+
+    return make
+
+
+def create_app(
+    catalog: Catalog,
+    *,
+    warehouses: Callable[[str], Catalog] | None = None,
+    tokens: list[str] | tuple[str, ...] = (),
+    clients: Mapping[str, str] | None = None,
+    token_lifetime_s: int = 3600,
+    prefix: str = "",
+    idempotency_lifetime: str | None = "PT30M",
+    table_config: Mapping[str, str] | None = None,
+    storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
+) -> Starlette:
+    """An ASGI app serving ``catalog`` over Iceberg's REST catalog protocol.
+
+    ``tokens`` are accepted bearer tokens; ``clients`` maps OAuth2 client ids to secrets for
+    ``POST /v1/oauth/tokens`` (tokens it issues last ``token_lifetime_s``); with neither, no
+    auth is required. ``prefix`` is advertised in
+    the config and used in every path; ``idempotency_lifetime`` (ISO-8601, ``None`` to turn
+    replay off) is advertised and how long finished replies are kept; ``table_config`` is
+    returned as every table's ``config`` (for example storage endpoints for clients);
+    ``storage_credentials`` (``(prefix, properties)`` pairs) are vended with the tables under
+    their prefix to clients that send ``X-Iceberg-Access-Delegation: vended-credentials``.
+
+    With ``warehouses`` (a function from a warehouse name to its catalog, e.g.
+    :func:`warehouse_catalogs`) the server serves one catalog per ``?warehouse=`` name given to
+    ``GET /v1/config``, which answers that name as the ``prefix`` of every later path.
+    """
+    options: dict[str, Any] = {
+        "idempotency_lifetime": idempotency_lifetime,
+        "table_config": table_config,
+        "storage_credentials": storage_credentials,
+    }
+    service = RestService(catalog, prefix=prefix, **options)
+    services: dict[str, RestService] = {}
+    services_lock = threading.Lock()
+
+    def service_for(request: Request) -> RestService:
+        name = request.path_params.get("prefix")
+        if warehouses is None or name is None:
+            return service
+        if not _WAREHOUSE_NAME.fullmatch(name):
+            raise ValidationError(f"invalid warehouse name {name!r}")
+        with services_lock:
+            found = services.get(name)
+            if found is None:
+                if len(services) >= MAX_WAREHOUSES:
+                    raise ValidationError(f"this server serves at most {MAX_WAREHOUSES} warehouses")
+                found = RestService(warehouses(name), prefix=name, **options)
+                services[name] = found
+            return found
+
+    def config(s: RestService, request: Request, body: Any) -> Reply:
+        query = q(request)
+        if warehouses is None:
+            return s.config(query)
+        name = query.get("warehouse")
+        if not name:
+            raise ValidationError("this server needs ?warehouse=<name> (one catalog per name)")
+        request.path_params["prefix"] = name
+        return service_for(request).config(query)
+
+    auth = Authenticator(tokens, clients, token_lifetime_s)
+    store = IdempotencyStore(parse_duration(idempotency_lifetime)) if idempotency_lifetime else None
+    if warehouses is not None:
+        base = "/v1/{prefix}"
+    else:
+        base = f"/v1/{service.prefix}" if service.prefix else "/v1"
+
+    def route(path: str, methods: list[str], handler: Handler) -> Route:
+        async def endpoint(request: Request) -> Response:
+            started = time.perf_counter()
+            reply = await _dispatch(request, handler)
+            status = reply.status
+            client = request.client.host if request.client else "-"
+            log.info(
+                '%s "%s %s" %d %.1fms',
+                client,
+                request.method,
+                request.url.path,
+                status,
+                (time.perf_counter() - started) * 1000,
+            )
+            headers = dict(reply.headers)
+            if request.method == "HEAD" or status in (204, 304):
+                return Response(status_code=status, headers=headers)
+            return Response(
+                reply.body, status_code=status, media_type=reply.media_type, headers=headers
+            )
+
+        return Route(path, endpoint, methods=methods)
+
+    async def _dispatch(request: Request, handler: Handler) -> StoredReply:
+        if not auth.valid(request.headers.get("authorization")):
+            return _json_reply(
+                401, error_body(401, "NotAuthorizedException", "a valid bearer token is required")
+            )
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return _json_reply(
+                    413,
+                    error_body(413, "BadRequestException", "the request body is too large"),
+                )
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        try:
+            body = json.loads(raw) if raw and request.method == "POST" else None
+        except ValueError:
+            return _error(ValidationError("the request body is not valid JSON"))
+
+        def run() -> StoredReply:
+            try:
+                status, out, headers = handler(service_for(request), request, body)
+            except Exception as exc:
+                return _error(exc)
+            return _json_reply(status, out, headers)
+
+        key = request.headers.get("idempotency-key")
+        if store is not None and key and request.method in ("POST", "DELETE"):
+            reply, _ = await run_in_threadpool(
+                store.run, key, request.method, request.url.path, run
+            )
+            return reply
+        return await run_in_threadpool(run)
+
+    def q(request: Request) -> dict[str, str]:
+        return dict(parse_qsl(request.url.query, keep_blank_values=True))
+
+    def ns(request: Request) -> tuple[str, ...]:
+        return decode_namespace(request.path_params["namespace"])
+
+    def ident(request: Request) -> tuple[str, ...]:
+        return (*ns(request), request.path_params["table"])
+
+    async def token_endpoint(request: Request) -> Response:
+        form = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
+        status, body = auth.grant(form, request.headers.get("authorization"))
+        log.info(
+            '%s "POST %s" %d',
+            request.client.host if request.client else "-",
+            request.url.path,
+            status,
+        )
+        return Response(json.dumps(body), status_code=status, media_type=_JSON)
+
+    t = base + "/namespaces/{namespace}/tables/{table}"
+    routes = [
+        route("/v1/config", ["GET"], config),
+        Route("/v1/oauth/tokens", token_endpoint, methods=["POST"]),
+        route(base + "/namespaces", ["GET"], lambda s, r, b: s.list_namespaces(q(r))),
+        route(base + "/namespaces", ["POST"], lambda s, r, b: s.create_namespace(b)),
+        # HEAD before GET: Starlette's GET routes also answer HEAD.
+        route(
+            base + "/namespaces/{namespace}", ["HEAD"], lambda s, r, b: s.namespace_exists(ns(r))
+        ),
+        route(base + "/namespaces/{namespace}", ["GET"], lambda s, r, b: s.load_namespace(ns(r))),
+        route(
+            base + "/namespaces/{namespace}", ["DELETE"], lambda s, r, b: s.drop_namespace(ns(r))
+        ),
+        route(
+            base + "/namespaces/{namespace}/properties",
+            ["POST"],
+            lambda s, r, b: s.update_namespace(ns(r), b),
+        ),
+        route(
+            base + "/namespaces/{namespace}/tables",
+            ["GET"],
+            lambda s, r, b: s.list_tables(ns(r), q(r)),
+        ),
+        route(
+            base + "/namespaces/{namespace}/tables",
+            ["POST"],
+            lambda s, r, b: s.create_table(ns(r), b, r.headers.get(_DELEGATION)),
+        ),
+        route(
+            base + "/namespaces/{namespace}/register",
+            ["POST"],
+            lambda s, r, b: s.register_table(ns(r), b),
+        ),
+        route(t, ["HEAD"], lambda s, r, b: s.table_exists(ident(r))),
+        route(
+            t,
+            ["GET"],
+            lambda s, r, b: s.load_table(
+                ident(r), q(r), r.headers.get("if-none-match"), r.headers.get(_DELEGATION)
+            ),
+        ),
+        route(t, ["POST"], lambda s, r, b: s.commit_table(ident(r), b)),
+        route(t, ["DELETE"], lambda s, r, b: s.drop_table(ident(r), q(r))),
+        route(t + "/metrics", ["POST"], lambda s, r, b: s.report_metrics(ident(r), b)),
+        route(t + "/credentials", ["GET"], lambda s, r, b: s.load_credentials(ident(r))),
+        route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
+        route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
+    ]
+    app = Starlette(routes=routes)
+    app.state.service = service
+    return app

@@ -1,0 +1,126 @@
+"""Who may call the server: static bearer tokens and an OAuth2 client-credentials endpoint.
+
+With neither configured every request is allowed. Otherwise every request but the token
+endpoint needs ``Authorization: Bearer <token>`` with a configured token or one the token
+endpoint issued and that has not expired; anything else is answered 401 before the catalog is
+touched. The token endpoint (``POST /v1/oauth/tokens``, form encoded) grants
+``client_credentials`` for a configured client id and secret, and ``token-exchange`` of a valid
+token (how Java clients refresh). Tokens and secrets are compared in constant time and never
+logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["Authenticator"]
+
+
+def _basic(authorization: str | None) -> tuple[str, str] | None:
+    """``(client id, secret)`` of an ``Authorization: Basic`` header (URL-decoded parts)."""
+    import base64
+    import binascii
+    from urllib.parse import unquote
+
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        text = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    client_id, sep, secret = text.partition(":")
+    return (unquote(client_id), unquote(secret)) if sep else None
+
+
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+
+class Authenticator:
+    """Checks bearer tokens and issues OAuth2 tokens (see the module docstring)."""
+
+    def __init__(
+        self,
+        tokens: Iterable[str] = (),
+        clients: Mapping[str, str] | None = None,
+        token_lifetime_s: int = 3600,
+    ) -> None:
+        self._static = [t for t in tokens if t]
+        self._clients = dict(clients or {})
+        self.token_lifetime_s = token_lifetime_s
+        self._issued: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"Authenticator(tokens={len(self._static)}, clients={sorted(self._clients)}, "
+            f"lifetime={self.token_lifetime_s}s)"
+        )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether requests need a token."""
+        return bool(self._static or self._clients)
+
+    def valid(self, authorization: str | None) -> bool:
+        """Whether an ``Authorization`` header carries an acceptable bearer token."""
+        if not self.enabled:
+            return True
+        if not authorization:
+            return False
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return False
+        return self._token_ok(token.strip())
+
+    def _token_ok(self, token: str) -> bool:
+        ok = any(hmac.compare_digest(token, t) for t in self._static)
+        with self._lock:
+            now = time.monotonic()
+            for t in [t for t, exp in self._issued.items() if exp < now]:
+                del self._issued[t]
+            expiry = self._issued.get(token)
+        return ok or expiry is not None
+
+    def grant(
+        self, form: Mapping[str, str], authorization: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """Answer a token request: ``(200, token response)`` or ``(400/401, OAuth2 error)``.
+
+        Client credentials come in the form (``client_secret_post``) or in an
+        ``Authorization: Basic`` header (``client_secret_basic``).
+        """
+        grant_type = form.get("grant_type", "")
+        if grant_type == "client_credentials":
+            client_id = form.get("client_id", "")
+            secret = form.get("client_secret", "")
+            basic = _basic(authorization)
+            if basic is not None and not secret:
+                client_id, secret = basic
+            expected = self._clients.get(client_id)
+            if expected is None or not hmac.compare_digest(secret, expected):
+                return 401, {"error": "invalid_client", "error_description": "bad credentials"}
+        elif grant_type == TOKEN_EXCHANGE:
+            if not self._token_ok(form.get("subject_token", "")):
+                return 401, {"error": "invalid_grant", "error_description": "bad subject token"}
+        else:
+            return 400, {
+                "error": "unsupported_grant_type",
+                "error_description": f"grant type {grant_type!r} is not supported",
+            }
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._issued[token] = time.monotonic() + self.token_lifetime_s
+        return 200, {
+            "access_token": token,
+            "token_type": "bearer",
+            "expires_in": self.token_lifetime_s,
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        }

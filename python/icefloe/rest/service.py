@@ -1,0 +1,363 @@
+"""The REST catalog operations over an icefloe :class:`~icefloe.catalog.Catalog`.
+
+Each method takes decoded request parts and returns ``(status, JSON body or None, headers)``;
+errors are raised as :mod:`icefloe.exceptions` and turned into REST error bodies by the app.
+Commits check the requirements against the table's current metadata and apply the updates
+through the catalog's compare-and-swap commit (a lost race is retried on the new state while
+the requirements still hold, so no update is lost); a failed requirement is a 409. A commit
+with ``assert-create`` creates the table (the second half of a staged create). Multi-table
+commits use :meth:`Catalog.commit_tables` (one database transaction in the SQL catalog) and
+are only offered when the catalog implements it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from icefloe.catalog.base import Catalog, Identifier
+from icefloe.catalog.rest import config as ep
+from icefloe.catalog.rest.wire import (
+    LoadTableResult,
+    identifier_from_json,
+    identifier_to_json,
+    metadata_from_creation,
+)
+from icefloe.exceptions import (
+    CommitFailedError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+from icefloe.metadata import (
+    AssertCreate,
+    TableMetadata,
+    new_table_metadata,
+    requirement_from_json,
+    update_from_json,
+)
+from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.sorting import UNSORTED_SORT_ORDER, SortOrder
+
+__all__ = ["Reply", "RestService"]
+
+Reply = tuple[int, Any, dict[str, str]]
+
+DEFAULT_PAGE_SIZE = 1000
+
+
+def decode_namespace(raw: str) -> Identifier:
+    """A namespace from its path segment (parts separated by 0x1F)."""
+    parts = tuple(raw.split(ep.NAMESPACE_SEPARATOR))
+    if not all(parts):
+        raise ValidationError(f"invalid namespace {raw!r}")
+    return parts
+
+
+def _page(items: list[Any], key: Any, query: Mapping[str, str]) -> tuple[list[Any], str | None]:
+    """One page of sorted ``items`` after ``pageToken`` (the key of the last item sent)."""
+    size_raw = query.get("pageSize")
+    try:
+        size = int(size_raw) if size_raw else DEFAULT_PAGE_SIZE
+    except ValueError:
+        raise ValidationError(f"pageSize must be a positive integer, got {size_raw!r}") from None
+    if size < 1:
+        raise ValidationError(f"pageSize must be a positive integer, got {size}")
+    token = query.get("pageToken")
+    start = 0
+    if token:
+        try:
+            after = json.loads(base64.urlsafe_b64decode(token.encode()))
+        except ValueError:
+            raise ValidationError("invalid pageToken") from None
+        start = next((i for i, item in enumerate(items) if key(item) > after), len(items))
+    page = items[start : start + size]
+    more = start + size < len(items)
+    next_token = (
+        base64.urlsafe_b64encode(json.dumps(key(page[-1])).encode()).decode()
+        if more and page
+        else None
+    )
+    return page, next_token
+
+
+def _body(body: Any, *keys: str) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ValidationError("the request body must be a JSON object")
+    for key in keys:
+        if key not in body:
+            raise ValidationError(f"the request body lacks {key!r}")
+    return body
+
+
+def _etag(metadata_location: str, mode: str) -> str:
+    return '"' + hashlib.sha256(f"{metadata_location}|{mode}".encode()).hexdigest()[:40] + '"'
+
+
+class RestService:
+    """REST operations on ``catalog`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        prefix: str = "",
+        idempotency_lifetime: str | None = "PT30M",
+        table_config: Mapping[str, str] | None = None,
+        storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
+    ) -> None:
+        self.catalog = catalog
+        self.storage_credentials = [(p, dict(c)) for p, c in storage_credentials]
+        self.prefix = prefix.strip("/")
+        self.idempotency_lifetime = idempotency_lifetime
+        self.table_config = dict(table_config or {})
+        self.multi_table = type(catalog).commit_tables is not Catalog.commit_tables
+
+    # -- config ---------------------------------------------------------------------------------
+    def endpoints(self) -> list[str]:
+        out = sorted(
+            ep.DEFAULT_ENDPOINTS | {ep.NAMESPACE_EXISTS, ep.TABLE_EXISTS, ep.TABLE_CREDENTIALS}
+        )
+        if not self.multi_table:
+            out.remove(ep.COMMIT_TRANSACTION)
+        return out
+
+    def config(self, query: Mapping[str, str]) -> Reply:
+        overrides: dict[str, str] = {}
+        if self.prefix:
+            overrides["prefix"] = self.prefix
+        body: dict[str, Any] = {
+            "defaults": {},
+            "overrides": overrides,
+            "endpoints": self.endpoints(),
+        }
+        if self.idempotency_lifetime:
+            body["idempotency-key-lifetime"] = self.idempotency_lifetime
+        return 200, body, {}
+
+    # -- namespaces -----------------------------------------------------------------------------
+    def list_namespaces(self, query: Mapping[str, str]) -> Reply:
+        parent = decode_namespace(query["parent"]) if query.get("parent") else ()
+        found = sorted(self.catalog.list_namespaces(parent))
+        page, token = _page(found, list, query)
+        return 200, {"namespaces": [list(ns) for ns in page], "next-page-token": token}, {}
+
+    def create_namespace(self, body: Any) -> Reply:
+        b = _body(body, "namespace")
+        ns = b["namespace"]
+        if not isinstance(ns, list) or not all(isinstance(p, str) for p in ns):
+            raise ValidationError("namespace must be a list of strings")
+        props = b.get("properties") or {}
+        if not isinstance(props, dict):
+            raise ValidationError("namespace properties must be an object")
+        self.catalog.create_namespace(tuple(ns), {str(k): str(v) for k, v in props.items()})
+        return 200, {"namespace": ns, "properties": props}, {}
+
+    def load_namespace(self, ns: Identifier) -> Reply:
+        props = self.catalog.load_namespace_properties(ns)
+        return 200, {"namespace": list(ns), "properties": props}, {}
+
+    def namespace_exists(self, ns: Identifier) -> Reply:
+        if not self.catalog.namespace_exists(ns):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
+        return 204, None, {}
+
+    def drop_namespace(self, ns: Identifier) -> Reply:
+        self.catalog.drop_namespace(ns)
+        return 204, None, {}
+
+    def update_namespace(self, ns: Identifier, body: Any) -> Reply:
+        b = _body(body)
+        removals = b.get("removals") or []
+        updates = b.get("updates") or {}
+        if not isinstance(removals, list) or not isinstance(updates, dict):
+            raise ValidationError("removals must be a list and updates an object")
+        summary = self.catalog.update_namespace_properties(
+            ns, [str(r) for r in removals], {str(k): str(v) for k, v in updates.items()}
+        )
+        return (
+            200,
+            {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing},
+            {},
+        )
+
+    # -- tables ---------------------------------------------------------------------------------
+    def _result(
+        self, metadata: TableMetadata, location: str | None, delegation: str | None = None
+    ) -> dict[str, Any]:
+        """A ``LoadTableResult``; storage credentials only when the client asked for vended
+        credentials (``X-Iceberg-Access-Delegation``) and their prefix covers the table."""
+        creds: list[tuple[str, dict[str, str]]] = []
+        if delegation and "vended-credentials" in delegation:
+            creds = [(p, c) for p, c in self.storage_credentials if metadata.location.startswith(p)]
+        return LoadTableResult(metadata, location, dict(self.table_config), creds).to_json()
+
+    def list_tables(self, ns: Identifier, query: Mapping[str, str]) -> Reply:
+        found = sorted(self.catalog.list_tables(ns))
+        page, token = _page(found, list, query)
+        return (
+            200,
+            {"identifiers": [identifier_to_json(i) for i in page], "next-page-token": token},
+            {},
+        )
+
+    def create_table(self, ns: Identifier, body: Any, delegation: str | None = None) -> Reply:
+        b = _body(body, "name", "schema")
+        ident = (*ns, str(b["name"]))
+        schema = Schema.from_json(b["schema"])
+        spec = _spec(b.get("partition-spec"))
+        order = SortOrder.from_json(b["write-order"]) if b.get("write-order") else None
+        props = {str(k): str(v) for k, v in (b.get("properties") or {}).items()}
+        location = b.get("location") or None
+        if b.get("stage-create"):
+            if not self.catalog.namespace_exists(ns):
+                raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
+            if self.catalog.table_exists(ident):
+                raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
+            metadata = new_table_metadata(
+                schema,
+                spec or UNPARTITIONED_PARTITION_SPEC,
+                order or UNSORTED_SORT_ORDER,
+                (location or self.catalog._default_table_location(ident)).rstrip("/"),
+                props,
+            )
+            return 200, self._result(metadata, None, delegation), {}
+        table = self.catalog.create_table(ident, schema, location, spec, order, props)
+        return 200, self._result(table.metadata, table.metadata_location, delegation), {}
+
+    def load_table(
+        self,
+        ident: Identifier,
+        query: Mapping[str, str],
+        if_none_match: str | None,
+        delegation: str | None = None,
+    ) -> Reply:
+        mode = query.get("snapshots", "all")
+        if mode not in ("all", "refs"):
+            raise ValidationError(f"snapshots must be 'all' or 'refs', got {mode!r}")
+        table = self.catalog.load_table(ident)
+        etag = _etag(table.metadata_location, f"{mode}|{delegation or ''}")
+        if if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
+            return 304, None, {"ETag": etag}
+        metadata = table.metadata
+        if mode == "refs":
+            keep = {r.snapshot_id for r in metadata.refs.values()}
+            metadata = replace(
+                metadata,
+                snapshots=tuple(s for s in metadata.snapshots if s.snapshot_id in keep),
+                snapshot_log=tuple(e for e in metadata.snapshot_log if e.snapshot_id in keep),
+            )
+        return 200, self._result(metadata, table.metadata_location, delegation), {"ETag": etag}
+
+    def load_credentials(self, ident: Identifier) -> Reply:
+        """``GET .../credentials``: the storage credentials covering the table's location."""
+        location = self.catalog.load_table(ident).metadata.location
+        creds = [
+            {"prefix": p, "config": dict(c)}
+            for p, c in self.storage_credentials
+            if location.startswith(p)
+        ]
+        return 200, {"storage-credentials": creds}, {}
+
+    def table_exists(self, ident: Identifier) -> Reply:
+        if not self.catalog.table_exists(ident):
+            raise NoSuchTableError(f"table {'.'.join(ident)!r} does not exist")
+        return 204, None, {}
+
+    def drop_table(self, ident: Identifier, query: Mapping[str, str]) -> Reply:
+        purge = query.get("purgeRequested", "false").lower() == "true"
+        self.catalog.drop_table(ident, purge=purge)
+        return 204, None, {}
+
+    def rename_table(self, body: Any) -> Reply:
+        b = _body(body, "source", "destination")
+        self.catalog.rename_table(
+            identifier_from_json(b["source"]), identifier_from_json(b["destination"])
+        )
+        return 204, None, {}
+
+    def register_table(self, ns: Identifier, body: Any) -> Reply:
+        b = _body(body, "name", "metadata-location")
+        if b.get("overwrite"):
+            raise UnsupportedFeatureError("register with overwrite is not supported")
+        table = self.catalog.register_table((*ns, str(b["name"])), str(b["metadata-location"]))
+        return 200, self._result(table.metadata, table.metadata_location), {}
+
+    def _parse_change(self, b: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+        reqs = b.get("requirements") or []
+        ups = b.get("updates") or []
+        if not isinstance(reqs, list) or not isinstance(ups, list):
+            raise ValidationError("requirements and updates must be lists")
+        return [requirement_from_json(r) for r in reqs], [update_from_json(u) for u in ups]
+
+    def commit_table(self, ident: Identifier, body: Any) -> Reply:
+        b = _body(body)
+        if b.get("identifier") is not None and identifier_from_json(b["identifier"]) != ident:
+            raise ValidationError("the body's identifier does not match the path")
+        reqs, ups = self._parse_change(b)
+        if any(isinstance(r, AssertCreate) for r in reqs):
+            return self._create_by_commit(ident, ups)
+        table = self.catalog.load_table(ident)
+        result = self.catalog.commit_table(table, reqs, ups)
+        return (
+            200,
+            {
+                "metadata-location": result.metadata_location,
+                "metadata": result.metadata.to_json(),
+            },
+            {},
+        )
+
+    def _create_by_commit(self, ident: Identifier, ups: list[Any]) -> Reply:
+        if not self.catalog.namespace_exists(ident[:-1]):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
+        if self.catalog.table_exists(ident):
+            raise CommitFailedError("Requirement failed: table already exists")
+        metadata = metadata_from_creation(ups, self.catalog._default_table_location(ident))
+        try:
+            location = self.catalog._create_entry(ident, metadata)
+        except TableAlreadyExistsError as exc:
+            raise CommitFailedError("Requirement failed: table already exists") from exc
+        return 200, {"metadata-location": location, "metadata": metadata.to_json()}, {}
+
+    def commit_transaction(self, body: Any) -> Reply:
+        if not self.multi_table:
+            raise UnsupportedFeatureError(
+                f"{type(self.catalog).__name__} cannot commit several tables atomically"
+            )
+        b = _body(body, "table-changes")
+        changes = b["table-changes"]
+        if not isinstance(changes, list) or not changes:
+            raise ValidationError("table-changes must be a non-empty list")
+        items = []
+        for change in changes:
+            c = _body(change, "identifier")
+            ident = identifier_from_json(c["identifier"])
+            reqs, ups = self._parse_change(c)
+            if any(isinstance(r, AssertCreate) for r in reqs):
+                raise UnsupportedFeatureError("a multi-table commit cannot create tables")
+            items.append((self.catalog.load_table(ident), reqs, ups))
+        self.catalog.commit_tables(items)
+        return 204, None, {}
+
+    def report_metrics(self, ident: Identifier, body: Any) -> Reply:
+        b = _body(body, "report-type", "table-name")
+        if b["report-type"] not in ("scan-report", "commit-report"):
+            raise ValidationError(f"unknown report-type {b['report-type']!r}")
+        self.catalog.load_table(ident)  # 404 for a table that does not exist
+        return 204, None, {}
+
+
+def _spec(obj: Any) -> PartitionSpec | None:
+    if not obj:
+        return None
+    if isinstance(obj, dict) and "spec-id" not in obj:
+        return PartitionSpec.fields_from_json(obj.get("fields") or [])
+    return PartitionSpec.from_json(obj)

@@ -1,0 +1,411 @@
+"""The S3 requests pyarrow's ``S3FileSystem`` cannot make, signed with :mod:`icefloe.sigv4`.
+
+- ``PutObject`` with ``If-None-Match: *``: an atomic create-if-absent, which the file-system
+  catalog needs to commit safely on object stores (pyarrow drops the header).
+- ``PutObject`` of a small object in one request (atomic replace).
+- ``GetObject`` of a whole small file in one request (no ``HEAD`` first, as pyarrow sends).
+- ``DeleteObjects`` of up to 1,000 keys per request, with ``Content-MD5`` (which some
+  S3-compatible servers require and pyarrow's SDK no longer sends).
+
+The client is configured from the same ``s3.*`` properties as pyarrow. Credentials come from
+the properties, else the environment (``AWS_ACCESS_KEY_ID``...), else the shared credentials
+file's profile (``AWS_PROFILE``); when none of those has them (an instance role, for example)
+:meth:`S3Client.from_properties` returns None and the caller falls back to pyarrow.
+
+HTTPS verifies the server against the system's certificates, or those of ``AWS_CA_BUNDLE`` as
+the AWS SDKs do. Errors name the location and never include credentials or signatures.
+"""
+
+from __future__ import annotations
+
+import base64
+import configparser
+import hashlib
+import http.client
+import os
+import socket
+import ssl
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
+
+from icefloe.exceptions import (
+    AlreadyExistsError,
+    FileIOError,
+    NotFoundError,
+    UnknownWriteStateError,
+)
+from icefloe.sigv4 import Credentials, sign_headers
+
+__all__ = ["DELETE_BATCH", "S3Client", "resolve_credentials"]
+
+DELETE_BATCH = 1000
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_REQUEST_TIMEOUT = 60.0
+_ATTEMPTS = 3
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("true", "1", "yes")
+
+
+def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
+    """Static keys from the properties, else the environment, else the shared profile."""
+    key = props.get("s3.access-key-id")
+    if key:
+        return Credentials(
+            key, props.get("s3.secret-access-key", ""), props.get("s3.session-token") or None
+        )
+    env_key = os.environ.get("AWS_ACCESS_KEY_ID")
+    env_secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if env_key and env_secret:
+        return Credentials(env_key, env_secret, os.environ.get("AWS_SESSION_TOKEN") or None)
+    profile = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "default"
+    path = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.expanduser("~/.aws/credentials")
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return None
+    if parser.has_section(profile):
+        section = parser[profile]
+        if section.get("aws_access_key_id") and section.get("aws_secret_access_key"):
+            return Credentials(
+                section["aws_access_key_id"],
+                section["aws_secret_access_key"],
+                section.get("aws_session_token") or None,
+            )
+    return None
+
+
+class _NotSent(Exception):
+    """The request never reached the server (connection refused, connect timeout)."""
+
+
+class _NoAnswer(Exception):
+    """The request may have reached the server, but no answer came back."""
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    body: bytes
+
+    def error(self) -> tuple[str, str]:
+        """(code, message) of an S3 XML error body."""
+        try:
+            root = ET.fromstring(self.body)
+        except ET.ParseError:
+            return "", ""
+        return root.findtext("Code") or "", root.findtext("Message") or ""
+
+
+class S3Client:
+    """Signed S3 requests to one endpoint (AWS or an S3-compatible server)."""
+
+    def __init__(
+        self,
+        *,
+        region: str,
+        credentials: Credentials | None,
+        endpoint: str | None = None,
+        path_style: bool | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
+        self.region = region
+        self._credentials = credentials
+        if endpoint:
+            parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+            self._scheme, self._host = parts.scheme, parts.netloc
+            self._base_path = parts.path.rstrip("/")
+            self._path_style = True if path_style is None else path_style
+        else:
+            self._scheme, self._host = "https", f"s3.{region}.amazonaws.com"
+            self._base_path = ""
+            self._path_style = bool(path_style)
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self._local = threading.local()  # kept-alive connections, per thread and process
+
+    def __repr__(self) -> str:
+        return f"S3Client({self._scheme}://{self._host}, region={self.region!r})"
+
+    @staticmethod
+    def from_properties(props: Mapping[str, str]) -> S3Client | None:
+        """A client for the ``s3.*`` properties, or None when no credentials can be resolved
+        here (pyarrow may still find some, e.g. an instance role)."""
+        anonymous = _truthy(props.get("s3.anonymous"))
+        credentials = None if anonymous else resolve_credentials(props)
+        if credentials is None and not anonymous:
+            return None
+        region = (
+            props.get("s3.region")
+            or props.get("client.region")
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1"
+        )
+        style = props.get("s3.path-style-access")
+        return S3Client(
+            region=region,
+            credentials=credentials,
+            endpoint=props.get("s3.endpoint"),
+            path_style=None if style is None else _truthy(style),
+            connect_timeout=float(props.get("s3.connect-timeout", DEFAULT_CONNECT_TIMEOUT)),
+            request_timeout=float(props.get("s3.request-timeout", DEFAULT_REQUEST_TIMEOUT)),
+        )
+
+    # -- transport ------------------------------------------------------------------------------
+    def _target(self, bucket: str, key: str, query: str) -> tuple[str, str]:
+        """(host, path with query) of an object or bucket request."""
+        encoded = quote(key, safe="/-_.~")
+        if self._path_style or "." in bucket:
+            host = self._host
+            path = f"{self._base_path}/{bucket}" + (f"/{encoded}" if key else "/")
+        else:
+            host = f"{bucket}.{self._host}"
+            path = f"{self._base_path}/{encoded}"
+        return host, path + (f"?{query}" if query else "")
+
+    def _send(
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        *,
+        query: str = "",
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+    ) -> _Response:
+        host, target = self._target(bucket, key, query)
+        payload_hash = hashlib.sha256(body).hexdigest()
+        all_headers = {"x-amz-content-sha256": payload_hash, **(headers or {})}
+        if body or method in ("PUT", "POST"):
+            all_headers["content-length"] = str(len(body))
+        url = f"{self._scheme}://{host}{target}"
+        if self._credentials is not None:
+            all_headers = sign_headers(
+                method, url, {"host": host, **all_headers}, payload_hash, self._credentials,
+                self.region,
+            )  # fmt: skip
+        for attempt in (0, 1):
+            conn, reused = self._connection(host)
+            try:
+                if conn.sock is not None:
+                    conn.sock.settimeout(self.request_timeout)
+                conn.request(method, target, body=body, headers=all_headers)
+                response = conn.getresponse()
+                data = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._discard(host)
+                # A kept-alive connection the server closed meanwhile: a read or a delete is
+                # sent again at once; a write is left to the caller, who can check its outcome.
+                if reused and attempt == 0 and method != "PUT":
+                    continue
+                raise _NoAnswer(_describe(exc)) from None
+            if response.will_close:
+                self._discard(host)
+            return _Response(response.status, data)
+        raise AssertionError("unreachable")
+
+    def _connection(self, host: str) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's kept-alive connection to ``host`` (new after a fork), and whether it
+        was used before."""
+        pool: dict[str, http.client.HTTPConnection] | None = getattr(self._local, "pool", None)
+        if pool is None or getattr(self._local, "pid", None) != os.getpid():
+            pool = self._local.pool = {}
+            self._local.pid = os.getpid()
+        kept = pool.get(host)
+        if kept is not None:
+            return kept, True
+        conn: http.client.HTTPConnection
+        if self._scheme == "https":
+            context = ssl.create_default_context(cafile=os.environ.get("AWS_CA_BUNDLE") or None)
+            conn = http.client.HTTPSConnection(host, timeout=self.connect_timeout, context=context)
+        else:
+            conn = http.client.HTTPConnection(host, timeout=self.connect_timeout)
+        try:
+            conn.connect()
+        except OSError as exc:
+            conn.close()
+            raise _NotSent(_describe(exc)) from None
+        pool[host] = conn
+        return conn, False
+
+    def _discard(self, host: str) -> None:
+        pool = getattr(self._local, "pool", None)
+        conn = pool.pop(host, None) if pool is not None else None
+        if conn is not None:
+            conn.close()
+
+    def _location(self, bucket: str, key: str) -> str:
+        return f"s3://{bucket}/{key}"
+
+    def _fail(self, response: _Response, location: str, action: str) -> FileIOError:
+        code, message = response.error()
+        detail = f"{response.status} {code}: {message}".strip().rstrip(":")
+        if code == "NoSuchBucket":
+            bucket = location.split("/")[2]
+            return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
+        if code == "NoSuchKey" or (response.status == 404 and not code):
+            return NotFoundError(f"cannot {action} {location}: file not found")
+        if response.status == 403 or code in ("SignatureDoesNotMatch", "InvalidAccessKeyId"):
+            return FileIOError(
+                f"cannot {action} {location}: access denied ({detail}); check the S3 "
+                "credentials and their permissions"
+            )
+        return FileIOError(f"cannot {action} {location}: {detail}")
+
+    def _unreachable(self, location: str, action: str, why: str) -> FileIOError:
+        return FileIOError(
+            f"cannot {action} {location}: S3 endpoint {self._scheme}://{self._host} did not "
+            f"answer ({why})"
+        )
+
+    # -- operations -----------------------------------------------------------------------------
+    def put_object(self, bucket: str, key: str, body: bytes, *, if_absent: bool = False) -> None:
+        """Write the object in one request; with ``if_absent`` only if no object exists
+        (:class:`AlreadyExistsError` otherwise).
+
+        A request that may have reached the server without an answer is retried; if the retry
+        finds the object, its content decides whether the earlier attempt wrote it. When the
+        outcome stays unknown the error is :class:`UnknownWriteStateError`.
+        """
+        location = self._location(bucket, key)
+        headers = {"if-none-match": "*"} if if_absent else {}
+        maybe_written = False
+        last = ""
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2**attempt)
+            try:
+                response = self._send("PUT", bucket, key, headers=headers, body=body)
+            except _NotSent as exc:
+                last = str(exc)
+                continue
+            except _NoAnswer as exc:
+                maybe_written, last = True, str(exc)
+                continue
+            if response.status in (200, 201, 204):
+                return
+            if if_absent and response.status in (409, 412):
+                if maybe_written and self._holds(bucket, key, body):
+                    return  # our own earlier attempt created it
+                raise AlreadyExistsError(f"cannot create {location}: file already exists")
+            if response.status >= 500:
+                maybe_written, last = True, f"{response.status} {response.error()[0]}".strip()
+                continue
+            raise self._fail(response, location, "write")
+        if maybe_written:
+            raise UnknownWriteStateError(f"cannot tell whether {location} was written: {last}")
+        raise self._unreachable(location, "write", last)
+
+    def get_object(self, bucket: str, key: str) -> bytes:
+        """The whole object, in one ``GET`` (retried when the server does not answer)."""
+        location = self._location(bucket, key)
+        last = ""
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2**attempt)
+            try:
+                response = self._send("GET", bucket, key)
+            except (_NotSent, _NoAnswer) as exc:
+                last = str(exc)
+                continue
+            if response.status == 200:
+                return response.body
+            if response.status >= 500:
+                last = f"{response.status} {response.error()[0]}".strip()
+                continue
+            raise self._fail(response, location, "read")
+        raise self._unreachable(location, "read", last)
+
+    def _holds(self, bucket: str, key: str, body: bytes) -> bool:
+        try:
+            response = self._send("GET", bucket, key)
+        except (_NotSent, _NoAnswer) as exc:
+            raise UnknownWriteStateError(
+                f"cannot tell whether {self._location(bucket, key)} was written: {exc}"
+            ) from None
+        return response.status == 200 and response.body == body
+
+    def delete_objects(
+        self,
+        bucket: str,
+        keys: Iterable[str],
+        on_batch: Callable[[int], None] | None = None,
+    ) -> None:
+        """Delete ``keys`` with ``DeleteObjects`` requests of up to 1,000 keys (missing keys are
+        not an error); ``on_batch(n)`` is called after each request."""
+        todo = list(keys)
+        for start in range(0, len(todo), DELETE_BATCH):
+            batch = todo[start : start + DELETE_BATCH]
+            self._delete_batch(bucket, batch)
+            if on_batch is not None:
+                on_batch(len(batch))
+
+    def _delete_batch(self, bucket: str, keys: list[str]) -> None:
+        root = ET.Element("Delete")
+        ET.SubElement(root, "Quiet").text = "true"
+        for key in keys:
+            ET.SubElement(ET.SubElement(root, "Object"), "Key").text = key
+        body = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+        md5 = base64.b64encode(hashlib.md5(body).digest()).decode()  # S3 requires Content-MD5
+        location = self._location(bucket, keys[0])
+        what = f"{len(keys)} files from s3://{bucket}/ (first {location})"
+        last = ""
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2**attempt)
+            try:
+                response = self._send(
+                    "POST",
+                    bucket,
+                    "",
+                    query="delete=",
+                    headers={"content-md5": md5, "content-type": "application/xml"},
+                    body=body,
+                )
+            except (_NotSent, _NoAnswer) as exc:  # deleting is idempotent: retry
+                last = str(exc)
+                continue
+            if response.status >= 500:
+                last = f"{response.status} {response.error()[0]}".strip()
+                continue
+            if response.status != 200:
+                raise self._fail(response, location, f"delete {what}:")
+            errors = _delete_errors(response.body)
+            if errors:
+                key, code, message = errors[0]
+                raise FileIOError(
+                    f"cannot delete {self._location(bucket, key)}: {code} {message} "
+                    f"({len(errors)} of {len(keys)} keys failed)"
+                )
+            return
+        raise self._unreachable(location, f"delete {what}", last)
+
+
+def _delete_errors(body: bytes) -> list[tuple[str, str, str]]:
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        return []
+    out = []
+    for element in root.iter():
+        if element.tag.rsplit("}", 1)[-1] != "Error":
+            continue
+        fields = {child.tag.rsplit("}", 1)[-1]: child.text or "" for child in element}
+        if fields.get("Code") == "NoSuchKey":
+            continue
+        out.append((fields.get("Key", ""), fields.get("Code", ""), fields.get("Message", "")))
+    return out
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, socket.timeout | TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,132 @@
+"""Merging a snapshot's data manifests (``commit.manifest-merge.enabled``): once a spec has
+``commit.manifest.min-count-to-merge`` manifests, they are bin-packed to
+``commit.manifest.target-size-bytes`` and each bin is rewritten as one manifest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.io import FileIO
+from icefloe.manifest import manifest_files, read_manifest, write_manifest
+from icefloe.metadata import TableMetadata
+from icefloe.scan.manifests import fetch
+from icefloe.write.properties import (
+    MANIFEST_MIN_MERGE_COUNT,
+    MANIFEST_TARGET_SIZE_BYTES,
+    int_property,
+)
+
+#: ``write(metadata, entries, spec_id, content)``: writes a manifest, returns its list row.
+WriteManifest = Callable[[TableMetadata, pa.RecordBatch, int, int], dict[str, Any]]
+
+__all__ = ["merge_manifests", "rows_batch"]
+
+EXISTING, DELETED = 0, 2
+
+
+def merge_manifests(
+    metadata: TableMetadata,
+    new: list[dict[str, Any]],
+    kept: list[dict[str, Any]],
+    written: list[str],
+    *,
+    io: FileIO,
+    own: Collection[str],
+    write: WriteManifest,
+    flush: Callable[[], None],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """The new and kept manifest-list rows after merging, and the paths of the kept manifests
+    merged away. ``written`` receives the paths of merged manifests; ``own`` are the manifests
+    this snapshot wrote (their entries are ADDED and inherit later); ``write`` writes a batch of
+    entries as a manifest and returns its row; ``flush`` waits until ``own`` are written."""
+    props = metadata.properties
+    min_count = int_property(props, MANIFEST_MIN_MERGE_COUNT, 100)
+    target = int_property(props, MANIFEST_TARGET_SIZE_BYTES, 8 * 1024 * 1024, minimum=1)
+    specs = {r["partition_spec_id"] for r in new + kept}
+    out_new: list[dict[str, Any]] = []
+    out_kept: list[dict[str, Any]] = []
+    replaced: list[str] = []
+    for spec_id in sorted(specs):
+        group_new = [r for r in new if r["partition_spec_id"] == spec_id]
+        group_kept = [r for r in kept if r["partition_spec_id"] == spec_id]
+        if len(group_new) + len(group_kept) < max(min_count, 2):
+            out_new += group_new
+            out_kept += group_kept
+            continue
+        bins: list[list[dict[str, Any]]] = [[]]
+        size = 0
+        for r in group_new + group_kept:
+            if bins[-1] and size + r["manifest_length"] > target:
+                bins.append([])
+                size = 0
+            bins[-1].append(r)
+            size += r["manifest_length"]
+        for b in bins:
+            if len(b) == 1:
+                (out_new if b[0] in group_new else out_kept).append(b[0])
+                continue
+            row = _merge_bin(metadata, b, spec_id, io, own, write, flush)
+            written.append(row["manifest_path"])
+            replaced += [r["manifest_path"] for r in b if r not in group_new]
+            out_new.append(row)
+    return out_new, out_kept, replaced
+
+
+def _merge_bin(
+    metadata: TableMetadata,
+    rows: list[dict[str, Any]],
+    spec_id: int,
+    io: FileIO,
+    own: Collection[str],
+    write: WriteManifest,
+    flush: Callable[[], None],
+) -> dict[str, Any]:
+    flush()  # our new manifests are read back below
+    batches = []
+    for r, data in zip(rows, fetch(io, [r["manifest_path"] for r in rows]), strict=True):
+        if r["manifest_path"] in own:
+            b = read_manifest(data, name=r["manifest_path"])  # ADDED, inheriting later
+        else:
+            mf = manifest_files(rows_batch([r]))[0]
+            b = read_manifest(data, manifest=mf)
+            alive = pc.not_equal(b.column("status"), DELETED)
+            b = b.filter(alive)
+            b = b.set_column(
+                b.schema.get_field_index("status"),
+                "status",
+                pa.array([EXISTING] * b.num_rows, pa.int32()),
+            )
+        batches.append(b)
+    merged = pa.Table.from_batches(batches).combine_chunks().to_batches()
+    batch = merged[0] if merged else batches[0]
+    row = write(metadata, batch, spec_id, 0)
+    if any(r["manifest_path"] not in own for r in rows):
+        row["first_row_id"] = None
+    return row
+
+
+def rows_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    """Manifest-list rows (as the manifest writer returns them) as one batch."""
+    if not rows:
+        return _EMPTY_LIST
+    return pa.RecordBatch.from_pylist(rows, schema=_LIST_SCHEMA)
+
+
+def _list_schema() -> pa.Schema:
+    _, row = write_manifest(
+        pa.RecordBatch.from_pylist([], schema=pa.schema([pa.field("status", pa.int32())])),
+        format_version=3,
+        schema_json='{"type": "struct", "schema-id": 0, "fields": []}',
+        spec_json="[]",
+        spec_id=0,
+        path="<schema>",
+    )
+    return row.schema
+
+
+_LIST_SCHEMA = _list_schema()
+_EMPTY_LIST = pa.RecordBatch.from_pylist([], schema=_LIST_SCHEMA)

@@ -1,0 +1,70 @@
+"""Transactions over several tables (``catalog.transaction()``) on every catalog: committed all
+or nothing; appends that lost a race are rebuilt; the file-system catalog refuses them."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog import Catalog
+from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+from icefloe.types import LongType
+
+ROWS = pa.schema([pa.field("id", pa.int64())])
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+def _ids(catalog: Catalog, name: str) -> list[int]:
+    return sorted(catalog.load_table(name).scan().to_arrow()["id"].to_pylist())
+
+
+def test_multi_table_transaction(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
+    catalog.create_table("db.a", ROWS)
+    catalog.create_table("db.b", ROWS)
+    tx = catalog.transaction()
+    tx.table("db.a").append(_rows([1]))
+    tx.table("db.b").append(_rows([2]))
+    tx.table("db.b").set_properties(k="v")
+    assert tx.table("db.a") is tx.table("db.a")
+    with pytest.raises(ValidationError, match="catalog transaction"):
+        tx.table("db.a").commit_transaction()
+    if isinstance(catalog, HadoopCatalog):
+        with pytest.raises(UnsupportedFeatureError, match="atomically"):
+            tx.commit()
+        assert catalog.load_table("db.a").current_snapshot() is None
+        return
+    committed = tx.commit()
+    assert [t.identifier for t in committed] == [("db", "a"), ("db", "b")]
+    assert _ids(catalog, "db.a") == [1] and _ids(catalog, "db.b") == [2]
+    assert catalog.load_table("db.b").properties["k"] == "v"
+    assert committed[0].metadata_location == catalog.load_table("db.a").metadata_location
+    # b's schema change lost to another writer: neither table changes
+    tx = catalog.transaction()
+    tx.table("db.a").append(_rows([3]))
+    tx.table("db.b").update_schema().add_column("x", LongType()).commit()
+    catalog.load_table("db.b").update_schema().add_column("y", LongType()).commit()
+    with pytest.raises((CommitFailedError, CommitConflictError)):
+        tx.commit()
+    assert _ids(catalog, "db.a") == [1]
+    assert len(catalog.load_table("db.a").snapshots()) == 1
+    # appends that lost a race are rebuilt on the new state and committed together
+    with catalog.transaction() as tx:
+        tx.table("db.a").append(_rows([4]))
+        tx.table("db.b").append(_rows([5]))
+        catalog.load_table("db.a").append(_rows([6]))
+    assert _ids(catalog, "db.a") == [1, 4, 6] and _ids(catalog, "db.b") == [2, 5]
+    # an error inside the block commits nothing
+    with pytest.raises(RuntimeError), catalog.transaction() as tx:
+        tx.table("db.a").append(_rows([7]))
+        raise RuntimeError("boom")
+    assert _ids(catalog, "db.a") == [1, 4, 6]

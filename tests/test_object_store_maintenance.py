@@ -1,0 +1,90 @@
+"""Snapshot expiry and orphan removal on local disk, moto and s3proxy; on S3 the deletes go out
+as batched ``DeleteObjects`` requests (counted on moto)."""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+
+from _s3 import Warehouse
+from icefloe.table import Table
+from write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+
+
+def _table(tmp_path: Path, warehouse: Warehouse) -> Table:
+    t = catalog(tmp_path, warehouse).create_table(
+        "ns.t", SCHEMA, properties={"format-version": "2", "write.delete.mode": "merge-on-read"}
+    )
+    for i in range(4):
+        t.append(rows(i * 10, 10))
+    t.delete("id < 5")
+    t.overwrite(rows(100, 3), "id >= 30")
+    return t
+
+
+def _all_files(t: Table) -> set[str]:
+    return {f.location for f in t.io.list_prefix(t.location)}
+
+
+def _check_reads(t: Table, duckdb_con: Any) -> None:
+    data = pc.sort_indices(pyiceberg_read(t), sort_keys=[("id", "ascending")])
+    assert len(data) == 28  # ids 5..29 and 100..102
+    want = checksum(t.scan().to_arrow())
+    assert checksum(pyiceberg_read(t)) == want
+    assert duckdb_checksum(duckdb_con, t) == want
+
+
+def test_expire_deletes_unreachable_files(
+    tmp_path: Path, warehouse: Warehouse, duckdb_con: Any
+) -> None:
+    t = _table(tmp_path, warehouse)
+    before = _all_files(t)
+    counter = warehouse.server.requests if warehouse.server else None
+    seen = counter.snapshot() if counter else None
+    steps: list[tuple[int, int]] = []
+    result = t.expire_snapshots(
+        older_than_ms=int(time.time() * 1000) + 1000,
+        progress=lambda done, total: steps.append((done, total)),
+    )
+    assert len(result.snapshot_ids) == 5 and len(t.snapshots()) == 1
+    deleted = set(result.all_files)
+    assert deleted and steps[-1] == (len(deleted), len(deleted))
+    after = _all_files(t)
+    assert before - after == deleted  # exactly the files expiry named are gone
+    live = set(t.inspect.files().column("file_path").to_pylist())
+    assert live and live <= after  # nothing the table needs was deleted
+    _check_reads(t, duckdb_con)
+    if counter is not None and seen is not None:
+        made = counter.since(seen)
+        assert made["DELETE"] == 0  # no single-object deletes
+        assert made["POST"] == math.ceil(len(deleted) / 1000)
+
+
+def test_orphans_are_removed_in_batches(
+    tmp_path: Path, warehouse: Warehouse, duckdb_con: Any
+) -> None:
+    t = _table(tmp_path, warehouse)
+    strays = [f"{t.location}/data/stray-{i}.parquet" for i in range(5)]
+    strays.append(f"{t.location}/metadata/stray.avro")
+    for location in strays:
+        t.io.new_output(location).write(b"orphan")
+    before = _all_files(t)
+    assert t.remove_orphan_files(timedelta(days=-1), dry_run=True) == sorted(strays)
+    assert _all_files(t) == before
+    counter = warehouse.server.requests if warehouse.server else None
+    seen = counter.snapshot() if counter else None
+    steps: list[tuple[int, int]] = []
+    removed = t.remove_orphan_files(
+        timedelta(days=-1), progress=lambda done, total: steps.append((done, total))
+    )
+    assert removed == sorted(strays) and steps[-1] == (6, 6)
+    assert _all_files(t) == before - set(strays)
+    _check_reads(t, duckdb_con)
+    if counter is not None and seen is not None:
+        made = counter.since(seen)
+        assert made["DELETE"] == 0 and made["POST"] == 1

@@ -1,0 +1,531 @@
+"""The REST catalog client against a real ``icefloe serve`` process (see tests/_rest.py).
+
+Config and endpoints, pagination, ETag caching, HEAD fallback, staged creates, commit retries
+after 409, unknown outcomes (a proxy drops the server's answer or the request), Idempotency-Key
+retries, multi-table commits and typed errors. The catalog test suite itself runs on the REST
+backend through the ``catalog`` fixture (tests/_catalogs.py).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from _rest import FaultyProxy, RestServer, new_warehouse
+from icefloe.catalog import load_catalog
+from icefloe.catalog.rest import RestCatalog
+from icefloe.catalog.rest.wire import LoadTableResult
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+)
+from icefloe.types import LongType
+
+pytestmark = pytest.mark.rest
+
+ROWS = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    return pa.table({"id": ids, "v": [f"r{i}" for i in ids]}, schema=ROWS)
+
+
+def _requests(server: RestServer, warehouse: str, needle: str) -> list[str]:
+    return [
+        line
+        for line in server.log_text().splitlines()
+        if f"/v1/{warehouse}" in line and needle in line
+    ]
+
+
+@pytest.fixture
+def warehouse() -> str:
+    return new_warehouse()
+
+
+@pytest.fixture
+def cat(rest_server: RestServer, warehouse: str) -> Iterator[RestCatalog]:
+    c = RestCatalog("rest", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("db")
+    yield c
+    c.close()
+
+
+def test_load_catalog_config_and_endpoints(rest_server: RestServer, warehouse: str) -> None:
+    c = load_catalog("r", type="rest", uri=rest_server.url, warehouse=warehouse, prefix="ignored")
+    assert isinstance(c, RestCatalog)
+    # overrides win over the user's properties: the server's prefix is the warehouse name
+    assert c.properties["prefix"] == warehouse
+    assert "POST /v1/{prefix}/transactions/commit" in c.endpoints
+    assert c.idempotency_lifetime == "PT30M"
+    # the uri alone selects the REST catalog
+    c2 = load_catalog("r2", uri=rest_server.url, warehouse=warehouse)
+    assert isinstance(c2, RestCatalog)
+    c.create_namespace("x")
+    assert c2.list_namespaces() == [("x",)]
+    # an endpoint the server does not list is never called
+    c2.endpoints = c2.endpoints - {"GET /v1/{prefix}/namespaces"}
+    with pytest.raises(UnsupportedFeatureError, match="does not offer"):
+        c2.list_namespaces()
+
+
+def test_pagination_and_nested_namespaces(rest_server: RestServer, warehouse: str) -> None:
+    c = RestCatalog("rest", uri=rest_server.url, warehouse=warehouse, **{"rest-page-size": "2"})
+    names = [f"n{i}" for i in range(5)]
+    for n in names:
+        c.create_namespace(n)
+    c.create_namespace(("n0", "inner", "deep"))  # parts joined by 0x1F in paths
+    for i in range(5):
+        c.create_table(("n0", f"t{i}"), ROWS)
+    assert c.list_namespaces() == [(n,) for n in names]
+    assert c.list_namespaces("n0") == [("n0", "inner")]
+    assert c.list_namespaces("n0.inner") == [("n0", "inner", "deep")]
+    assert c.load_namespace_properties(("n0", "inner", "deep")) == {"exists": "true"}
+    c.create_table("n0.inner.deep.t", ROWS)
+    assert c.list_tables(("n0", "inner", "deep")) == [("n0", "inner", "deep", "t")]
+    assert c.list_tables("n0") == [("n0", f"t{i}") for i in range(5)]
+    # 5 namespaces in pages of 2 is 3 requests; 5 tables likewise
+    listing = [
+        r
+        for r in _requests(rest_server, warehouse, '"GET /v1/')
+        if r.split('"')[1].endswith("/namespaces")
+    ]
+    assert len(listing) >= 3
+    assert (
+        len(_requests(rest_server, warehouse, '"GET /v1/' + warehouse + '/namespaces/n0/tables"'))
+        == 3
+    )
+
+
+def test_etag_cache_and_head_fallback(
+    cat: RestCatalog, rest_server: RestServer, warehouse: str
+) -> None:
+    t = cat.create_table("db.t", ROWS)
+    other = RestCatalog("other", uri=rest_server.url, warehouse=warehouse)
+    first = cat.load_table("db.t")
+    again = cat.load_table("db.t")
+    assert again.metadata == first.metadata
+    assert any('tables/t" 304' in line for line in _requests(rest_server, warehouse, "GET"))
+    other.load_table("db.t").append(_rows([1, 2]))
+    fresh = cat.load_table("db.t")  # another client committed: the ETag no longer matches
+    assert fresh.current_snapshot() is not None
+    assert fresh.metadata_location != t.metadata_location
+    assert cat.table_exists("db.t") and not cat.table_exists("db.nope")
+    assert any('"HEAD /v1/' in line for line in _requests(rest_server, warehouse, "tables/nope"))
+    # without HEAD in the endpoints the client asks with GET
+    other.endpoints = other.endpoints - {"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}"}
+    assert not other.table_exists("db.gone") and other.table_exists("db.t")
+    assert any('"GET /v1/' in line for line in _requests(rest_server, warehouse, "tables/gone"))
+    # snapshots=refs: only the snapshots refs point at
+    fresh.append(_rows([3]))
+    fresh.manage_snapshots().create_tag("old", fresh.snapshots()[0].snapshot_id).commit()
+    fresh.append(_rows([4]))
+    refs = RestCatalog(
+        "refs", uri=rest_server.url, warehouse=warehouse, **{"snapshot-loading-mode": "refs"}
+    )
+    loaded = refs.load_table("db.t")
+    assert len(loaded.snapshots()) == 2 and len(cat.load_table("db.t").snapshots()) == 3
+
+
+def test_staged_create(cat: RestCatalog, rest_server: RestServer, warehouse: str) -> None:
+    tx = cat.create_table_transaction("db.s", ROWS, properties={"format-version": "3"})
+    assert not cat.table_exists("db.s")
+    tx.append(_rows([1, 2, 3]))
+    assert not cat.table_exists("db.s")
+    table = tx.commit_transaction()
+    loaded = cat.load_table("db.s")
+    assert loaded.format_version == 3
+    assert loaded.scan().to_arrow().sort_by("id")["id"].to_pylist() == [1, 2, 3]
+    assert table.metadata_location == loaded.metadata_location
+    # a staged create whose name is taken before it commits fails and creates nothing twice
+    tx2 = cat.create_table_transaction("db.race", ROWS)
+    cat.create_table("db.race", ROWS)
+    tx2.append(_rows([9]))
+    with pytest.raises(CommitFailedError, match="exists"):
+        tx2.commit_transaction()
+    assert cat.load_table("db.race").current_snapshot() is None
+    with pytest.raises(TableAlreadyExistsError):
+        cat.create_table_transaction("db.s", ROWS)
+    # a staged create that also evolves its schema and spec before committing: the server
+    # builds the table from the first schema and spec, then applies the later ones
+    tx3 = cat.create_table_transaction("db.evolved", ROWS)
+    tx3.update_schema().add_column("day", LongType()).commit()
+    tx3.update_spec().add_field("day").commit()
+    tx3.append(pa.table({"id": [1], "v": ["a"], "day": [7]}))
+    tx3.commit_transaction()
+    evolved = cat.load_table("db.evolved")
+    assert len(evolved.metadata.schemas) == 2
+    assert [f.name for f in evolved.schema().fields] == ["id", "v", "day"]
+    assert [f.name for f in evolved.spec().fields] == ["day"]
+    assert evolved.scan().to_arrow().to_pylist() == [{"id": 1, "v": "a", "day": 7}]
+
+
+def test_concurrent_appends_retry_after_409(
+    cat: RestCatalog, rest_server: RestServer, warehouse: str
+) -> None:
+    cat.create_table(
+        "db.t",
+        ROWS,
+        properties={
+            "commit.retry.num-retries": "20",
+            "commit.retry.min-wait-ms": "5",
+            "commit.retry.max-wait-ms": "50",
+        },
+    )
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        c = RestCatalog(f"w{k}", uri=rest_server.url, warehouse=warehouse)
+        try:
+            for j in range(5):
+                c.load_table("db.t").append(_rows([k * 100 + j]))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            c.close()
+
+    # every writer appends from a stale table object too: its first commit gets a 409
+    stale = cat.load_table("db.t")
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    stale.append(_rows([999]))
+    assert not errors
+    ids = sorted(cat.load_table("db.t").scan().to_arrow()["id"].to_pylist())
+    assert ids == sorted([k * 100 + j for k in range(4) for j in range(5)] + [999])
+    assert len(cat.load_table("db.t").snapshots()) == 21
+    assert _requests(rest_server, warehouse, '/tables/t" 409')
+
+
+def test_conflict_that_cannot_be_rebuilt(cat: RestCatalog) -> None:
+    t = cat.create_table("db.t", ROWS)
+    stale = cat.load_table("db.t")
+    t.update_schema().add_column("extra", LongType()).commit()
+    with pytest.raises(CommitConflictError):
+        stale.update_schema().add_column("other", LongType()).commit()
+    assert [f.name for f in cat.load_table("db.t").schema().fields] == ["id", "v", "extra"]
+
+
+def test_unknown_outcome_resolved_by_reload(
+    rest_server: RestServer, warehouse: str, tmp_path: Path
+) -> None:
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        # no Idempotency-Key: after a lost answer the client looks for its snapshot
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        c.idempotency_lifetime = None
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS)
+        proxy.fail("drop-response", times=1)
+        t.append(_rows([1]))  # the server committed; the client finds its snapshot
+        assert proxy.failed == 1
+        assert c.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+        # the request never arrived: unknown, and the written files are kept
+        proxy.fail("drop-request", times=1)
+        before = set((Path(t.location.removeprefix("file://")) / "data").rglob("*.parquet"))
+        with pytest.raises(CommitStateUnknownError, match="unknown"):
+            t.append(_rows([2]))
+        after = set((Path(t.location.removeprefix("file://")) / "data").rglob("*.parquet"))
+        assert len(after - before) == 1  # kept: the commit might have happened
+        assert c.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+        proxy.fail("status:503", times=1)
+        with pytest.raises(CommitStateUnknownError, match="503"):
+            c.load_table("db.t").set_properties(k="v")
+    finally:
+        proxy.close()
+
+
+def test_idempotency_key_retries(rest_server: RestServer, warehouse: str) -> None:
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        assert c.idempotency_lifetime
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS)
+        proxy.fail("drop-response", times=1)
+        t.set_properties(a="1")  # retried with the same key: the server replays its answer
+        proxy.fail("status:502", times=2)
+        t.set_properties(b="2")
+        loaded = c.load_table("db.t")
+        assert loaded.properties["a"] == "1" and loaded.properties["b"] == "2"
+        assert len(loaded.metadata_log()) == 2  # exactly two commits happened
+        # a multi-table commit whose answer was lost is retried with its key too
+        c.create_table("db.u", ROWS)
+        proxy.fail("drop-response", times=1, target="/transactions/commit")
+        with c.transaction() as tx:
+            tx.table("db.t").append(_rows([1]))
+            tx.table("db.u").append(_rows([2]))
+        assert proxy.failed == 1
+        assert len(c.load_table("db.t").snapshots()) == 1
+        assert len(c.load_table("db.u").snapshots()) == 1
+    finally:
+        proxy.close()
+
+
+def test_idempotency_replay_on_the_wire(rest_server: RestServer, warehouse: str) -> None:
+    import urllib.request
+
+    c = RestCatalog("p", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("db")
+    t = c.create_table("db.t", ROWS)
+    body = json.dumps(
+        {
+            "requirements": [{"type": "assert-table-uuid", "uuid": t.metadata.table_uuid}],
+            "updates": [{"action": "set-properties", "updates": {"x": "1"}}],
+        }
+    ).encode()
+
+    def post(key: str) -> tuple[int, bytes]:
+        req = urllib.request.Request(
+            f"{rest_server.url}/v1/{warehouse}/namespaces/db/tables/t",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Idempotency-Key": key},
+        )
+        with urllib.request.urlopen(req) as resp:
+            return resp.status, resp.read()
+
+    first = post("0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e6f")
+    second = post("0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e6f")
+    assert first == second
+    assert len(c.load_table("db.t").metadata_log()) == 1  # one commit, replayed once
+    third = post("0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e70")
+    assert json.loads(third[1])["metadata-location"] != json.loads(first[1])["metadata-location"]
+
+
+def test_multi_table_commit_all_or_nothing(
+    cat: RestCatalog, rest_server: RestServer, warehouse: str
+) -> None:
+    cat.create_table("db.a", ROWS)
+    cat.create_table("db.b", ROWS)
+    with cat.transaction() as tx:
+        tx.table("db.a").append(_rows([1]))
+        tx.table("db.b").append(_rows([2]))
+        tx.table("db.b").set_properties(k="v")
+    assert cat.load_table("db.a").scan().to_arrow()["id"].to_pylist() == [1]
+    assert cat.load_table("db.b").properties["k"] == "v"
+    # a schema change to b that another writer beat: nothing is committed to a either
+    tx = cat.transaction()
+    tx.table("db.a").append(_rows([3]))
+    tx.table("db.b").update_schema().add_column("c1", LongType()).commit()
+    other = RestCatalog("o", uri=rest_server.url, warehouse=warehouse)
+    other.load_table("db.b").update_schema().add_column("c2", LongType()).commit()
+    with pytest.raises(CommitFailedError):
+        tx.commit()
+    assert cat.load_table("db.a").scan().to_arrow()["id"].to_pylist() == [1]
+    assert len(cat.load_table("db.a").snapshots()) == 1
+    # appends racing another writer are rebuilt and committed together
+    tx = cat.transaction()
+    tx.table("db.a").append(_rows([4]))
+    other.load_table("db.a").append(_rows([5]))
+    tx.commit()
+    assert sorted(cat.load_table("db.a").scan().to_arrow()["id"].to_pylist()) == [1, 4, 5]
+
+
+def test_errors_are_typed(cat: RestCatalog) -> None:
+    with pytest.raises(NoSuchTableError, match=r"HTTP 404 NoSuchTableException"):
+        cat.load_table("db.missing")
+    with pytest.raises(NoSuchNamespaceError):
+        cat.load_namespace_properties("nowhere")
+    with pytest.raises(NoSuchNamespaceError):
+        cat.create_table("nowhere.t", ROWS)
+    with pytest.raises(NoSuchTableError):
+        cat.drop_table("db.missing")
+    with pytest.raises(UnsupportedFeatureError):
+        cat.list_views("db")  # icefloe serve does not offer views
+
+
+def test_storage_credentials_longest_prefix() -> None:
+    from icefloe.metadata import new_table_metadata
+    from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from icefloe.schema import Schema
+    from icefloe.sorting import UNSORTED_SORT_ORDER
+    from icefloe.types import NestedField
+
+    meta = new_table_metadata(
+        Schema(NestedField(1, "a", LongType())),
+        UNPARTITIONED_PARTITION_SPEC,
+        UNSORTED_SORT_ORDER,
+        "s3://bucket/wh/db/t",
+    )
+    obj = {
+        "metadata-location": "s3://bucket/wh/db/t/metadata/00000-x.metadata.json",
+        "metadata": meta.to_json(),
+        "config": {"s3.endpoint": "http://127.0.0.1:9000", "s3.access-key-id": "from-config"},
+        "storage-credentials": [
+            {"prefix": "s3://bucket/", "config": {"s3.access-key-id": "short"}},
+            {"prefix": "s3://bucket/wh/db", "config": {"s3.access-key-id": "long"}},
+            {"prefix": "s3://other/", "config": {"s3.access-key-id": "other"}},
+        ],
+    }
+    props = LoadTableResult.from_json(obj).io_properties()
+    assert props == {"s3.endpoint": "http://127.0.0.1:9000", "s3.access-key-id": "long"}
+
+
+def test_sigv4_signatures_match_botocore(monkeypatch: pytest.MonkeyPatch) -> None:
+    """icefloe's SigV4 signer against botocore's for the same requests (no AWS offline)."""
+    import datetime
+
+    pytest.importorskip("botocore")
+    import botocore.auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from icefloe.catalog.rest.sigv4 import SigV4Signer
+
+    now = datetime.datetime(2026, 11, 25, 1, 2, 3, tzinfo=datetime.timezone.utc)
+    monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: now)
+    cases = [
+        (
+            "GET",
+            "https://glue.us-east-1.amazonaws.com/iceberg/v1/config?warehouse=123%3As3tables",
+            None,
+        ),
+        (
+            "GET",
+            "http://127.0.0.1:8181/v1/ns%1Fa/tables?pageToken=a%2Fb%20c&pageSize=10&a-=1&a=2",
+            None,
+        ),
+        (
+            "POST",
+            "https://example.com/v1/namespaces/db/tables/t",
+            b'{"requirements":[],"updates":[]}',
+        ),
+        ("DELETE", "https://example.com:8443/v1/namespaces/db/tables/t?purgeRequested=true", None),
+    ]
+    for token in (None, "session-token"):
+        ours = SigV4Signer("us-east-1", "execute-api", "AKIDEXAMPLE", "secret/key", token)
+        for method, url, body in cases:
+            headers = {"Content-Type": "application/json", "X-Client-Version": "icefloe"}
+            signed = ours.sign(method, url, {**headers, "Authorization": "Bearer t"}, body, now)
+            assert signed["Original-Authorization"] == "Bearer t"
+            theirs = AWSRequest(
+                method=method,
+                url=url,
+                data=body,
+                headers={k: v for k, v in signed.items() if k != "Authorization"},
+            )
+            botocore.auth.SigV4Auth(
+                Credentials("AKIDEXAMPLE", "secret/key", token), "execute-api", "us-east-1"
+            ).add_auth(theirs)
+            assert signed["Authorization"] == theirs.headers["Authorization"], (method, url)
+    assert "secret" not in repr(ours)
+
+
+def test_sigv4_signed_requests_reach_the_server(rest_server: RestServer, warehouse: str) -> None:
+    c = RestCatalog(
+        "signed",
+        uri=rest_server.url,
+        warehouse=warehouse,
+        **{
+            "rest.sigv4-enabled": "true",
+            "rest.signing-region": "eu-west-1",
+            "rest.access-key-id": "AKIDEXAMPLE",
+            "rest.secret-access-key": "sigv4-secret-value",
+        },
+    )
+    c.create_namespace("db")
+    t = c.create_table("db.t", ROWS)
+    t.append(_rows([1]))
+    assert c.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+    assert "sigv4-secret-value" not in repr(c) + repr(c._signer) + repr(t.io.properties)
+
+
+def test_commit_metrics_reports(rest_server: RestServer, warehouse: str) -> None:
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("m", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS)
+        t.append(_rows([1]))
+        t.set_properties(k="v")  # adds no snapshot: no report
+        assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 0)
+        assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
+        proxy.fail("status:500", target="/metrics")
+        t.append(_rows([2]))  # the report fails; the commit does not
+        assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 1)
+        assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+        off = RestCatalog(
+            "off",
+            uri=rest_server.url,
+            warehouse=warehouse,
+            **{"rest-metrics-reporting-enabled": "false"},
+        )
+        off.load_table("db.t").append(_rows([3]))
+        assert off.metrics_reports_sent == 0
+        assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
+    finally:
+        proxy.close()
+
+
+def test_retry_after_unknown_outcome_never_applies_a_change_twice(
+    rest_server: RestServer, warehouse: str
+) -> None:
+    """The first attempt committed but the client saw a 503; the retry (a server that does not
+    replay keys) conflicts with that very commit. The client must find its snapshot instead of
+    rebuilding the append on top of it."""
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("u", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS)
+        proxy.strip_keys = True
+        proxy.fail("after:503", times=1)
+        t.append(_rows([1]))
+        assert proxy.failed == 1
+        loaded = c.load_table("db.t")
+        assert loaded.scan().to_arrow()["id"].to_pylist() == [1]  # once, not twice
+        assert len(loaded.snapshots()) == 1
+        c.create_table("db.u", ROWS)
+        proxy.fail("after:503", times=1, target="/transactions/commit")
+        with c.transaction() as tx:
+            tx.table("db.t").append(_rows([2]))
+            tx.table("db.u").append(_rows([3]))
+        assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+        assert c.load_table("db.u").scan().to_arrow()["id"].to_pylist() == [3]
+    finally:
+        proxy.close()
+
+
+def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:
+    """The server vends credentials (longest prefix wins) only when asked through
+    X-Iceberg-Access-Delegation; its table config always reaches the table's FileIO."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+    from icefloe.catalog.sql import SqlCatalog
+
+    backing = SqlCatalog(
+        "b", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri()
+    )
+    wh = (tmp_path / "wh").as_uri()
+    creds = [
+        ("file:///", {"s3.access-key-id": "short", "s3.session-token": "t1"}),
+        (f"{wh}/db", {"s3.access-key-id": "long"}),
+        ("s3://elsewhere/", {"s3.access-key-id": "other"}),
+    ]
+    with rest.start(
+        backing, storage_credentials=creds, table_config={"s3.endpoint": "http://127.0.0.1:1"}
+    ) as server:
+        c = RestCatalog("v", uri=server.url)
+        c.create_namespace("db")
+        c.create_table("db.t", ROWS)
+        io = c.load_table("db.t").io.properties
+        assert io["s3.endpoint"] == "http://127.0.0.1:1"
+        assert io["s3.access-key-id"] == "long" and "s3.session-token" not in io
+        assert c.load_credentials("db.t") == creds[:2]  # the prefixes covering the table
+        plain = RestCatalog("p", uri=server.url, **{"rest.access-delegation": ""})
+        io = plain.load_table("db.t").io.properties
+        assert io["s3.endpoint"] == "http://127.0.0.1:1" and "s3.access-key-id" not in io
+    backing.close()

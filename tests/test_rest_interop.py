@@ -1,0 +1,124 @@
+"""Other engines' REST clients against ``icefloe serve``: PyIceberg 0.12's ``RestCatalog`` and
+DuckDB 1.5.5's iceberg extension write and read, and icefloe reads what they wrote (and the
+other way round)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from _rest import RestServer, new_warehouse
+from icefloe.catalog.rest import RestCatalog
+
+pytestmark = [pytest.mark.rest, pytest.mark.interop]
+
+
+def _pyiceberg(server: RestServer, warehouse: str):  # type: ignore[no-untyped-def]
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    return PyRestCatalog("py", uri=server.url, warehouse=warehouse)
+
+
+def test_pyiceberg_creates_appends_and_reads_through_icefloe_serve(rest_server: RestServer) -> None:
+    warehouse = new_warehouse()
+    py = _pyiceberg(rest_server, warehouse)
+    py.create_namespace("db")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": ["a", "b", "c"]})
+    pt = py.create_table("db.t", schema=data.schema, properties={"format-version": "2"})
+    pt.append(data)
+    pt.append(pa.table({"id": pa.array([4], pa.int64()), "s": ["d"]}))
+    assert sorted(pt.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3, 4]
+    # icefloe reads PyIceberg's writes through the same server
+    ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
+    t = ours.load_table("db.t")
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3, 4]
+    assert len(t.snapshots()) == 2
+    # icefloe writes, PyIceberg reads
+    t.append(pa.table({"id": pa.array([5], pa.int64()), "s": ["e"]}))
+    got = py.load_table("db.t").scan().to_arrow()
+    assert sorted(got["id"].to_pylist()) == [1, 2, 3, 4, 5]
+    # PyIceberg's staged create (a create-table transaction) goes through assert-create
+    with py.create_table_transaction("db.staged", schema=data.schema) as tx:
+        tx.append(data)
+    assert sorted(ours.load_table("db.staged").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    assert [ns for ns in py.list_namespaces()] == [("db",)]
+    assert sorted(py.list_tables("db")) == [("db", "staged"), ("db", "t")]
+    py.drop_table("db.staged")
+    assert not ours.table_exists("db.staged")
+
+
+def test_duckdb_attaches_reads_inserts_creates_and_deletes(rest_server: RestServer) -> None:
+    from peers import duckdb_connect, duckdb_extension_path
+
+    warehouse = new_warehouse()
+    ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
+    ours.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())])
+    t = ours.create_table("db.t", schema)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}))
+    con = duckdb_connect()
+    con.execute(f"LOAD '{duckdb_extension_path('httpfs')}'")  # DuckDB's HTTP client
+    con.execute(
+        f"ATTACH '{warehouse}' AS ice "
+        f"(TYPE iceberg, ENDPOINT '{rest_server.url}', AUTHORIZATION_TYPE 'none')"
+    )
+    assert con.execute("SELECT * FROM ice.db.t ORDER BY id").fetchall() == [(1, "a"), (2, "b")]
+    con.execute("INSERT INTO ice.db.t VALUES (3, 'c')")  # through POST /transactions/commit
+    rows = ours.load_table("db.t").scan().to_arrow().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "s": "a"}, {"id": 2, "s": "b"}, {"id": 3, "s": "c"}]
+    con.execute("DELETE FROM ice.db.t WHERE id = 2")  # DuckDB writes a position delete file
+    rows = ours.load_table("db.t").scan().to_arrow().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "s": "a"}, {"id": 3, "s": "c"}]
+    # CREATE TABLE is a staged create committed with assert-create
+    con.execute("CREATE TABLE ice.db.d (x INTEGER)")
+    con.execute("INSERT INTO ice.db.d VALUES (7), (8)")
+    assert sorted(ours.load_table("db.d").scan().to_arrow()["x"].to_pylist()) == [7, 8]
+    # and DuckDB sees icefloe's later commit
+    ours.load_table("db.d").append(pa.table({"x": pa.array([9], pa.int32())}))
+    con.execute("DETACH ice")
+    con.execute(
+        f"ATTACH '{warehouse}' AS ice "
+        f"(TYPE iceberg, ENDPOINT '{rest_server.url}', AUTHORIZATION_TYPE 'none')"
+    )
+    assert con.execute("SELECT x FROM ice.db.d ORDER BY x").fetchall() == [(7,), (8,), (9,)]
+
+
+def test_pyiceberg_and_duckdb_log_in_with_oauth2_client_credentials(
+    rest_auth_server: RestServer,
+) -> None:
+    """Both get tokens from icefloe serve's token endpoint and work through them."""
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    from _rest import CLIENT_ID, CLIENT_SECRET
+    from peers import duckdb_connect, duckdb_extension_path
+
+    url = rest_auth_server.url
+    py = PyRestCatalog(
+        "py",
+        uri=url,
+        credential=f"{CLIENT_ID}:{CLIENT_SECRET}",
+        **{"oauth2-server-uri": f"{url}/v1/oauth/tokens"},
+    )
+    py.create_namespace("oauth_db")
+    data = pa.table({"id": pa.array([1, 2], pa.int64())})
+    py.create_table("oauth_db.t", schema=data.schema).append(data)
+    con = duckdb_connect()
+    con.execute(f"LOAD '{duckdb_extension_path('httpfs')}'")
+    con.execute(
+        f"""CREATE SECRET auth (TYPE iceberg, CLIENT_ID '{CLIENT_ID}',
+        CLIENT_SECRET '{CLIENT_SECRET}', OAUTH2_SERVER_URI '{url}/v1/oauth/tokens')"""
+    )
+    con.execute(f"ATTACH '' AS ice (TYPE iceberg, ENDPOINT '{url}', SECRET auth)")
+    assert con.execute("SELECT id FROM ice.oauth_db.t ORDER BY id").fetchall() == [(1,), (2,)]
+    con.execute("INSERT INTO ice.oauth_db.t VALUES (3)")
+    assert sorted(py.load_table("oauth_db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    # without credentials DuckDB gets nothing
+    bare = duckdb_connect()
+    bare.execute(f"LOAD '{duckdb_extension_path('httpfs')}'")
+    with pytest.raises(Exception, match=r"401|nauthori"):
+        bare.execute(
+            f"ATTACH '' AS ice (TYPE iceberg, ENDPOINT '{url}', AUTHORIZATION_TYPE 'none')"
+        )
+        bare.execute("SELECT * FROM ice.oauth_db.t").fetchall()
+    py.drop_table("oauth_db.t", purge_requested=True)
+    py.drop_namespace("oauth_db")

@@ -1,0 +1,186 @@
+"""icefloe's REST client against Iceberg Java's own REST server (``RESTCatalogAdapter`` over a
+``JdbcCatalog`` on SQLite; see ``java_rest_server`` in tests/_rest.py): namespaces, tables,
+commits, rename, register, purge, a multi-table commit, concurrent committers and views."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from _rest import RestServer
+from icefloe.catalog.rest import RestCatalog
+from icefloe.exceptions import (
+    CommitFailedError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchTableError,
+    NoSuchViewError,
+    TableAlreadyExistsError,
+)
+from icefloe.types import LongType
+
+pytestmark = [pytest.mark.rest, pytest.mark.interop]
+
+ROWS = pa.schema([pa.field("id", pa.int64())])
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+def _ns() -> str:
+    return f"n{uuid.uuid4().hex[:8]}"
+
+
+def _ids(c: RestCatalog, name: str) -> list[int]:
+    return sorted(c.load_table(name).scan().to_arrow()["id"].to_pylist())
+
+
+def test_namespaces_tables_commits(java_rest_server: RestServer) -> None:
+    c = RestCatalog("j", uri=java_rest_server.url)
+    ns = _ns()
+    c.create_namespace(ns, {"owner": "me"})
+    c.create_namespace((ns, "child"))
+    with pytest.raises(NamespaceAlreadyExistsError):
+        c.create_namespace(ns)
+    assert (ns,) in c.list_namespaces()
+    assert c.list_namespaces(ns) == [(ns, "child")]
+    assert c.load_namespace_properties(ns)["owner"] == "me"
+    summary = c.update_namespace_properties(ns, removals={"owner"}, updates={"k": "v"})
+    assert summary.removed == ["owner"] and summary.updated == ["k"]
+    t = c.create_table(f"{ns}.t", ROWS, properties={"format-version": "3"})
+    assert t.format_version == 3
+    t.append(_rows([1, 2]))
+    t.append(_rows([3]))
+    assert _ids(c, f"{ns}.t") == [1, 2, 3]
+    # Java parses each commit report strictly (a malformed one is a 400, counted as failed)
+    assert c.metrics_reports_sent == 2 and c.metrics_reports_failed == 0
+    bad = urllib.request.Request(
+        f"{java_rest_server.url}/v1/namespaces/{ns}/tables/t/metrics",
+        data=b'{"report-type": "commit-report", "table-name": "t"}',
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(bad)
+    assert refused.value.code >= 400  # the oracle is strict: an incomplete report is refused
+    t.update_schema().add_column("extra", LongType()).commit()
+    assert [f.name for f in c.load_table(f"{ns}.t").schema().fields] == ["id", "extra"]
+    assert c.table_exists(f"{ns}.t") and not c.table_exists(f"{ns}.nope")
+    with pytest.raises(NamespaceNotEmptyError):
+        c.drop_namespace(ns)
+    renamed = c.rename_table(f"{ns}.t", f"{ns}.child.r")
+    assert renamed.identifier == (ns, "child", "r")
+    assert _ids(c, f"{ns}.child.r") == [1, 2, 3]
+    reg = c.register_table(f"{ns}.copy", renamed.metadata_location)
+    assert reg.metadata.table_uuid == renamed.metadata.table_uuid
+    with pytest.raises(TableAlreadyExistsError):
+        c.register_table(f"{ns}.copy", renamed.metadata_location)
+    c.drop_table(f"{ns}.copy")
+    location = Path(renamed.location.removeprefix("file:"))
+    assert location.exists()
+    c.drop_table(f"{ns}.child.r", purge=True)
+    with pytest.raises(NoSuchTableError):
+        c.load_table(f"{ns}.child.r")
+    # a staged create: nothing exists until the commit, which carries the first append
+    tx = c.create_table_transaction(f"{ns}.staged", ROWS)
+    tx.append(_rows([7]))
+    assert not c.table_exists(f"{ns}.staged")
+    tx.commit_transaction()
+    assert _ids(c, f"{ns}.staged") == [7]
+
+
+def test_multi_table_commit(java_rest_server: RestServer) -> None:
+    c = RestCatalog("j", uri=java_rest_server.url)
+    ns = _ns()
+    c.create_namespace(ns)
+    c.create_table(f"{ns}.a", ROWS)
+    c.create_table(f"{ns}.b", ROWS)
+    with c.transaction() as tx:
+        tx.table(f"{ns}.a").append(_rows([1]))
+        tx.table(f"{ns}.b").append(_rows([2]))
+    assert _ids(c, f"{ns}.a") == [1] and _ids(c, f"{ns}.b") == [2]
+    tx = c.transaction()
+    tx.table(f"{ns}.a").append(_rows([3]))
+    tx.table(f"{ns}.b").update_schema().add_column("x", LongType()).commit()
+    c.load_table(f"{ns}.b").update_schema().add_column("y", LongType()).commit()
+    with pytest.raises(CommitFailedError):
+        tx.commit()
+    assert _ids(c, f"{ns}.a") == [1]  # all or nothing
+
+
+def test_concurrent_committers(java_rest_server: RestServer) -> None:
+    c = RestCatalog("j", uri=java_rest_server.url)
+    ns = _ns()
+    c.create_namespace(ns)
+    c.create_table(
+        f"{ns}.t",
+        ROWS,
+        properties={"commit.retry.min-wait-ms": "5", "commit.retry.max-wait-ms": "100"},
+    )
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        w = RestCatalog(f"w{k}", uri=java_rest_server.url)
+        try:
+            for j in range(5):
+                w.load_table(f"{ns}.t").append(_rows([k * 100 + j]))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert _ids(c, f"{ns}.t") == sorted(k * 100 + j for k in range(4) for j in range(5))
+    assert len(c.load_table(f"{ns}.t").snapshots()) == 20
+
+
+def test_views_list_load_drop(java_rest_server: RestServer) -> None:
+    c = RestCatalog("j", uri=java_rest_server.url)
+    ns = _ns()
+    c.create_namespace(ns)
+    view = {
+        "name": "v",
+        "schema": {
+            "type": "struct",
+            "schema-id": 0,
+            "fields": [{"id": 1, "name": "one", "required": False, "type": "int"}],
+        },
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": int(time.time() * 1000),
+            "schema-id": 0,
+            "summary": {"engine-name": "test"},
+            "representations": [{"type": "sql", "sql": "SELECT 1 AS one", "dialect": "spark"}],
+            "default-namespace": [ns],
+        },
+        "properties": {},
+    }
+    req = urllib.request.Request(
+        f"{java_rest_server.url}/v1/namespaces/{ns}/views",
+        data=json.dumps(view).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req) as resp:
+        assert resp.status == 200
+    assert c.list_views(ns) == [(ns, "v")]
+    loaded = c.load_view(f"{ns}.v")
+    version = loaded["metadata"]["versions"][0]
+    assert version["representations"][0]["sql"] == "SELECT 1 AS one"
+    assert c.view_exists(f"{ns}.v")
+    c.drop_view(f"{ns}.v")
+    assert not c.view_exists(f"{ns}.v") and c.list_views(ns) == []
+    with pytest.raises(NoSuchViewError):
+        c.drop_view(f"{ns}.v")

@@ -1,0 +1,338 @@
+"""``icefloe serve`` as a server: auth on every route, OAuth2 tokens, secrets kept out of logs
+and errors, many processes appending through it, and its command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from _rest import (
+    CLIENT_SECRET,
+    PYTHONPATH,
+    TOKEN,
+    RestServer,
+    new_warehouse,
+    start_rest_server,
+)
+from icefloe.catalog.rest import RestCatalog
+from icefloe.exceptions import UnauthorizedError
+
+pytestmark = pytest.mark.rest
+
+ROWS = pa.schema([pa.field("id", pa.int64())])
+
+
+def _raw(
+    server: RestServer, method: str, path: str, body: object = None, token: str | None = None
+) -> int:
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(server.url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def _state(c: RestCatalog, root: Path) -> tuple[object, ...]:
+    namespaces = c.list_namespaces()
+    props = {ns: c.load_namespace_properties(ns) for ns in namespaces}
+    tables = {ns: c.list_tables(ns) for ns in namespaces}
+    pointers = {t: c.load_table(t).metadata_location for ts in tables.values() for t in ts}
+    files = sorted(str(p) for p in root.rglob("*") if p.is_file() and p.suffix != ".log")
+    return namespaces, props, tables, pointers, files
+
+
+def test_without_a_token_every_route_is_refused_and_nothing_changes(
+    rest_auth_server: RestServer,
+) -> None:
+    c = RestCatalog("a", uri=rest_auth_server.url, token=TOKEN)
+    c.create_namespace("db", {"k": "v"})
+    t = c.create_table("db.t", ROWS)
+    t.append(pa.table({"id": [1]}, schema=ROWS))
+    c.create_table("db.u", ROWS)
+    before = _state(c, rest_auth_server.base)
+    schema = t.schema().to_json()
+    commit = {
+        "requirements": [],
+        "updates": [{"action": "set-properties", "updates": {"x": "1"}}],
+    }
+    ident = {"namespace": ["db"], "name": "t"}
+    routes = [
+        ("POST", "/v1/namespaces", {"namespace": ["new"]}),
+        ("DELETE", "/v1/namespaces/db", None),
+        ("POST", "/v1/namespaces/db/properties", {"removals": ["k"], "updates": {"a": "b"}}),
+        ("POST", "/v1/namespaces/db/tables", {"name": "n", "schema": schema}),
+        ("POST", "/v1/namespaces/db/tables", {"name": "s", "schema": schema, "stage-create": True}),
+        (
+            "POST",
+            "/v1/namespaces/db/register",
+            {"name": "r", "metadata-location": t.metadata_location},
+        ),
+        ("POST", "/v1/namespaces/db/tables/t", commit),
+        ("DELETE", "/v1/namespaces/db/tables/t?purgeRequested=true", None),
+        ("DELETE", "/v1/namespaces/db/tables/u", None),
+        (
+            "POST",
+            "/v1/tables/rename",
+            {"source": ident, "destination": {"namespace": ["db"], "name": "z"}},
+        ),
+        ("POST", "/v1/transactions/commit", {"table-changes": [{"identifier": ident, **commit}]}),
+        ("POST", "/v1/namespaces/db/tables/t/metrics", {"report-type": "scan-report"}),
+        ("GET", "/v1/config", None),
+        ("GET", "/v1/namespaces", None),
+        ("GET", "/v1/namespaces/db/tables/t", None),
+        ("HEAD", "/v1/namespaces/db/tables/t", None),
+    ]
+    for method, path, body in routes:
+        assert _raw(rest_auth_server, method, path, body) == 401, (method, path)
+        assert _raw(rest_auth_server, method, path, body, token="wrong") == 401, (method, path)
+    assert _state(c, rest_auth_server.base) == before
+    # a body beyond the limit is refused before it is parsed
+    huge = {"namespace": ["x"], "properties": {"pad": "x" * (65 << 20)}}
+    assert _raw(rest_auth_server, "POST", "/v1/namespaces", huge, TOKEN) == 413
+    # the same requests with the token do act (so the list above can detect a leak)
+    assert _raw(rest_auth_server, "POST", "/v1/namespaces/db/tables/t", commit, TOKEN) == 200
+    assert c.load_table("db.t").properties["x"] == "1"
+    c.drop_table("db.t", purge=True)
+    c.drop_table("db.u")
+    c.drop_namespace("db")
+
+
+def test_oauth2_client_credentials_refresh_and_retry(rest_auth_server: RestServer) -> None:
+    c = RestCatalog("o", uri=rest_auth_server.url, credential=f"app:{CLIENT_SECRET}")
+    c.create_namespace("oauth")
+    grants = lambda: rest_auth_server.log_text().count('"POST /v1/oauth/tokens" 200')  # noqa: E731
+    first = grants()
+    time.sleep(2.2)  # past the refresh point (lifetime 3 s, refreshed 1 s early)
+    assert c.namespace_exists("oauth")
+    assert grants() == first + 1
+    # a client that believes its token is still valid gets 401, fetches a new one, retries once
+    c._auth._refresh_at = float("inf")  # type: ignore[attr-defined]
+    time.sleep(3.2)
+    assert c.load_namespace_properties("oauth") == {"exists": "true"}
+    assert grants() == first + 2
+    c.drop_namespace("oauth")
+    with pytest.raises(UnauthorizedError):
+        RestCatalog("bad", uri=rest_auth_server.url, credential="app:wrong")
+    with pytest.raises(UnauthorizedError):
+        RestCatalog("none", uri=rest_auth_server.url)
+
+
+def test_token_endpoint_grants(rest_auth_server: RestServer) -> None:
+    """client_credentials (form or HTTP Basic) and token exchange of a valid token, as Java
+    clients refresh; anything else is refused."""
+    import base64
+    from urllib.parse import urlencode
+
+    def grant(form: dict[str, str], basic: str | None = None) -> tuple[int, dict[str, object]]:
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if basic:
+            headers["Authorization"] = "Basic " + base64.b64encode(basic.encode()).decode()
+        req = urllib.request.Request(
+            f"{rest_auth_server.url}/v1/oauth/tokens",
+            data=urlencode(form).encode(),
+            method="POST",
+            headers=headers,
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return int(resp.status), json.load(resp)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), json.load(exc)
+
+    cc = {"grant_type": "client_credentials", "scope": "catalog"}
+    status, body = grant({**cc, "client_id": "app", "client_secret": CLIENT_SECRET})
+    assert status == 200 and body["token_type"] == "bearer" and body["expires_in"] == 3
+    token = str(body["access_token"])
+    assert grant(cc, basic=f"app:{CLIENT_SECRET}")[0] == 200
+    assert grant({**cc, "client_id": "app", "client_secret": "nope"})[0] == 401
+    assert grant(cc, basic="app:nope")[0] == 401
+    exchange = {
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+    }
+    status, body = grant({**exchange, "subject_token": token})
+    assert status == 200 and body["access_token"] != token
+    assert _raw(rest_auth_server, "GET", "/v1/namespaces", token=str(body["access_token"])) == 200
+    assert grant({**exchange, "subject_token": "forged"})[0] == 401
+    assert grant({"grant_type": "password", "username": "u", "password": "p"})[0] == 400
+    time.sleep(3.2)  # issued tokens expire
+    assert _raw(rest_auth_server, "GET", "/v1/namespaces", token=token) == 401
+    assert grant({**exchange, "subject_token": token})[0] == 401
+
+
+def test_secrets_never_reach_reprs_errors_or_logs(
+    rest_auth_server: RestServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    wrong_secret = "wr0ng-" + CLIENT_SECRET
+    wrong_token = "bad-" + TOKEN
+    texts: list[str] = []
+    for props in ({"credential": f"app:{wrong_secret}"}, {"token": wrong_token}):
+        with pytest.raises(UnauthorizedError) as info:
+            RestCatalog("x", uri=rest_auth_server.url, **props)
+        texts += [str(info.value), repr(info.value)]
+    c = RestCatalog(
+        "ok", uri=rest_auth_server.url, credential=f"app:{CLIENT_SECRET}", **{"header.X-Key": TOKEN}
+    )
+    c.create_namespace("sec")
+    t = c.create_table("sec.t", ROWS)
+    texts += [repr(c), repr(c._auth), repr(c._session), repr(t), repr(t.io.properties)]
+    c.drop_table("sec.t")
+    c.drop_namespace("sec")
+    texts.append(caplog.text)
+    texts.append(rest_auth_server.log_text())
+    for secret in (TOKEN, CLIENT_SECRET, wrong_secret, wrong_token):
+        for text in texts:
+            assert secret not in text
+
+
+LOAD_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import pyarrow as pa
+    from icefloe.catalog.rest import RestCatalog
+    url, warehouse, k, m = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    c = RestCatalog("load", uri=url, warehouse=warehouse)
+    t = c.load_table("db.t")
+    for j in range(m):
+        t.append(pa.table({"id": pa.array([k * 100000 + j], pa.int64())}))
+    """
+)
+
+
+def test_many_processes_append_through_one_server(rest_server: RestServer, tmp_path: Path) -> None:
+    """N processes x M appends to one table: every row exactly once, N*M snapshots."""
+    n, m = (int(x) for x in os.environ.get("ICEFLOE_REST_LOAD", "4x20").split("x"))
+    warehouse = new_warehouse()
+    c = RestCatalog("load", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("db")
+    c.create_table(
+        "db.t",
+        ROWS,
+        properties={"commit.retry.min-wait-ms": "5", "commit.retry.max-wait-ms": "200"},
+    )
+    script = tmp_path / "append.py"
+    script.write_text(LOAD_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), rest_server.url, warehouse, str(k), str(m)],
+            env=env,
+            stderr=subprocess.PIPE,
+        )
+        for k in range(n)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err.decode()
+    elapsed = time.perf_counter() - started
+    t = c.load_table("db.t")
+    ids = t.scan().to_arrow()["id"].to_pylist()
+    expected = [k * 100000 + j for k in range(n) for j in range(m)]
+    assert sorted(ids) == sorted(expected)  # none lost, none twice
+    assert len(t.snapshots()) == n * m
+    print(f"{n} processes x {m} appends: {elapsed:.1f} s, {n * m / elapsed:.1f} commits/s")
+
+
+def test_one_log_line_per_request_and_clean_shutdown(tmp_path: Path) -> None:
+    server = start_rest_server(tmp_path / "srv")
+    try:
+        c = RestCatalog("l", uri=server.url)  # GET /v1/config
+        c.create_namespace("db")  # POST /v1/namespaces
+        assert not c.table_exists("db.t")  # HEAD .../tables/t -> 404
+        lines = [line for line in server.log_text().splitlines() if '"' in line]
+        assert [line.split('"')[1] for line in lines[-3:]] == [
+            "GET /v1/config",
+            "POST /v1/namespaces",
+            "HEAD /v1/namespaces/db/tables/t",
+        ]
+        assert all(" INFO icefloe.rest: " in line for line in lines[-3:])
+        assert lines[-1].split('"')[2].split()[0] == "404"
+    finally:
+        server.stop()
+    # SIGTERM: uvicorn finishes the requests in flight, shuts down, then re-raises the signal
+    assert server.process.returncode in (0, -15)
+    assert "Finished server process" in server.log_text()
+
+
+def test_command_line_reports_bad_configuration(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "ICEFLOE_CONFIG": str(tmp_path / "none.yaml")}
+    (tmp_path / "none.yaml").write_text("{}\n")
+    bad = subprocess.run(
+        [sys.executable, "-m", "icefloe.rest", "-p", "type=nosuch"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2
+    assert b"unsupported catalog type 'nosuch'" in bad.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "icefloe.rest", "--token-env", "ICEFLOE_NO_SUCH_VAR"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2
+    assert b"ICEFLOE_NO_SUCH_VAR" in missing.stderr
+    nodb = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "icefloe.rest",
+            "-p",
+            "type=sql",
+            "-p",
+            f"uri=sqlite:///{tmp_path}/no/such/dir/c.db",
+            "-p",
+            f"warehouse={tmp_path}",
+        ],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert nodb.returncode == 2
+    assert b"python -m icefloe.rest: cannot start" in nodb.stderr
+    assert b"Traceback" not in nodb.stderr
+
+
+def test_icefloe_serve_command(tmp_path: Path) -> None:
+    """``icefloe serve`` (the CLI's command) serves a catalog that the REST client writes and
+    reads, and stops cleanly on SIGTERM; its usage errors exit 2 with one line."""
+    server = start_rest_server(tmp_path, command=("icefloe.cli", "serve"))
+    try:
+        client = RestCatalog("served", uri=server.url)
+        client.create_namespace("db")
+        t = client.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+        t.append(pa.table({"id": [1, 2, 3]}))
+        rows = client.load_table("db.t").scan().to_arrow().column("id").to_pylist()
+        assert sorted(rows) == [1, 2, 3]
+        client.close()
+    finally:
+        server.stop()
+    assert server.process.returncode in (0, -15)
+    assert "/v1/config" in server.log_text()  # one log line per request
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "ICEFLOE_CONFIG": str(tmp_path / "none.yaml")}
+    bad = subprocess.run(
+        [sys.executable, "-m", "icefloe.cli", "serve", "--port", "not-a-port"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and b"icefloe serve" in bad.stderr

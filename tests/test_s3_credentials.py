@@ -1,0 +1,198 @@
+"""S3 credentials (static keys, session tokens, profiles, per-table vended credentials) and the
+errors of a missing bucket, wrong credentials and an unreachable endpoint."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from _s3 import REGION, S3Server
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import FileIOError, NotFoundError
+from icefloe.io import FileIO
+
+pytestmark = pytest.mark.s3
+
+SECRET = "not-the-secret-0123456789"
+TOKEN = "session-token-abcdefghij"
+
+
+def _no_keys(server: S3Server) -> dict[str, str]:
+    return {"s3.endpoint": server.endpoint, "s3.region": REGION}
+
+
+def test_session_tokens_reach_the_server(moto_s3: S3Server) -> None:
+    assert moto_s3.requests is not None
+    base = moto_s3.fresh_location()
+    signed = FileIO(moto_s3.properties(**{"s3.session-token": "token-of-the-signer"}))
+    signed.new_output(f"{base}/a").write(b"a")  # conditional PUT through icefloe's signer
+    arrow = FileIO(moto_s3.properties(**{"s3.session-token": "token-of-pyarrow"}))
+    with arrow.new_output(f"{base}/b").create() as out:  # pyarrow's client
+        out.write(b"b")
+    assert {"token-of-the-signer", "token-of-pyarrow"} <= moto_s3.requests.session_tokens
+
+
+def test_profile_from_the_shared_credentials_file(
+    s3proxy: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location = f"{s3proxy.fresh_location()}/p.bin"  # before boto3 sees the profile
+    creds = tmp_path / "credentials"
+    creds.write_text(
+        f"[other]\naws_access_key_id = x\naws_secret_access_key = y\n\n"
+        f"[icefloe]\naws_access_key_id = {s3proxy.access_key}\n"
+        f"aws_secret_access_key = {s3proxy.secret_key}\n"
+    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_PROFILE", "icefloe")
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    io = FileIO(_no_keys(s3proxy))
+    io.new_output(location).write(b"via profile")  # signed by icefloe
+    assert io.new_input(location).read() == b"via profile"  # read by pyarrow
+    monkeypatch.setenv("AWS_PROFILE", "other")
+    with pytest.raises(FileIOError, match="access denied"):
+        FileIO(_no_keys(s3proxy)).new_input(location).read()
+
+
+def test_vended_credentials_apply_to_their_table_only(s3proxy: S3Server, tmp_path: Path) -> None:
+    wrong = s3proxy.properties(**{"s3.secret-access-key": SECRET})
+    catalog = SqlCatalog(
+        "vend", uri=f"sqlite:///{tmp_path}/c.db", warehouse=s3proxy.fresh_location(), **wrong
+    )
+    vended = {
+        "s3.access-key-id": s3proxy.access_key,
+        "s3.secret-access-key": s3proxy.secret_key,
+    }
+    table_io = catalog.table_io({}, credentials=vended)
+    location = f"{catalog.properties['warehouse']}/t/data/x.bin"
+    table_io.new_output(location).write(b"ok")
+    assert table_io.new_input(location).read() == b"ok"
+    with pytest.raises(FileIOError, match="access denied") as info:
+        catalog.io.new_input(location).read()  # the catalog's own keys are wrong
+    assert SECRET not in str(info.value)
+    assert catalog.table_io({}) is catalog.io  # nothing vended: the catalog's FileIO
+
+
+def test_expiring_credentials_are_refreshed(s3proxy: S3Server) -> None:
+    location = f"{s3proxy.fresh_location()}/r.bin"
+    FileIO(s3proxy.properties()).new_output(location).write(b"data")
+    calls: list[int] = []
+
+    def refresh() -> dict[str, str]:
+        calls.append(1)
+        return {
+            "s3.secret-access-key": s3proxy.secret_key,
+            "s3.session-token-expires-at-ms": str(int(time.time() * 1000) + 3_600_000),
+        }
+
+    expired = s3proxy.properties(
+        **{"s3.secret-access-key": SECRET, "s3.session-token-expires-at-ms": "1000"}
+    )
+    io = FileIO(expired, refresh_credentials=refresh)
+    assert io.new_input(location).read() == b"data"
+    io.new_output(f"{location}.2").write(b"more")
+    assert io.new_input(f"{location}.2").read() == b"more"
+    assert calls == [1]  # refreshed once, then valid for an hour
+    fresh = s3proxy.properties(**{"s3.session-token-expires-at-ms": str(2**62)})
+    FileIO(fresh, refresh_credentials=refresh).new_input(location).read()
+    assert calls == [1]
+
+
+def test_secrets_stay_out_of_reprs_errors_and_logs(
+    s3proxy: S3Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    props = s3proxy.properties(**{"s3.secret-access-key": SECRET, "s3.session-token": TOKEN})
+    io = FileIO(props)
+    text = repr(io)
+    assert SECRET not in text and TOKEN not in text and s3proxy.endpoint in text
+    client = io.s3_client("s3://b/k")
+    assert client is not None and SECRET not in repr(client)
+    location = f"{s3proxy.fresh_location()}/s.bin"
+    caplog.set_level(logging.DEBUG)
+    errors = []
+    for action in (
+        lambda: io.new_output(location).write(b"x"),
+        lambda: io.new_input(location).read(),
+        lambda: list(io.list_prefix(location)),
+        lambda: io.delete_files([location]),
+    ):
+        with pytest.raises(FileIOError) as info:
+            action()
+        errors.append(str(info.value))
+        assert "s.bin" in str(info.value)
+    for text in [*errors, caplog.text]:
+        assert SECRET not in text and TOKEN not in text
+
+
+def test_missing_bucket_is_named(s3_server: S3Server) -> None:
+    io = FileIO(s3_server.properties())
+    location = "s3://no-such-bucket-here/t/x.bin"
+    for action in (
+        lambda: io.new_input(location).read(),
+        lambda: io.new_output(location).write(b"x"),
+        lambda: io.new_output(location).create().close(),
+        lambda: list(io.list_prefix("s3://no-such-bucket-here/t")),
+    ):
+        with pytest.raises(NotFoundError, match="bucket 'no-such-bucket-here' does not exist"):
+            action()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A loopback port that accepts connections and never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield sock.getsockname()[1]
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("kind", ["refused", "silent"])
+def test_unreachable_endpoint_fails_in_bounded_time(kind: str, silent_port: int) -> None:
+    port = silent_port if kind == "silent" else _closed_port()
+    io = FileIO(
+        {
+            "s3.endpoint": f"http://127.0.0.1:{port}",
+            "s3.access-key-id": "k",
+            "s3.secret-access-key": SECRET,
+            "s3.region": REGION,
+            "s3.connect-timeout": "1",
+            "s3.request-timeout": "1",
+        }
+    )
+    for action in (
+        lambda: io.new_input("s3://b/t/x.bin").read(),
+        lambda: io.new_output("s3://b/t/x.bin").write(b"x"),
+    ):
+        start = time.monotonic()
+        with pytest.raises(FileIOError, match=r"s3://b/t/x\.bin") as info:
+            action()
+        assert time.monotonic() - start < 15
+        assert SECRET not in str(info.value)
+
+
+def test_without_resolvable_credentials_exclusive_creates_warn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No keys in the properties, the environment or a profile (an instance role, say): the
+    conditional PUT cannot be signed, and the fallback to check-then-write is logged."""
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    io = FileIO({"s3.endpoint": "http://127.0.0.1:9", "s3.region": REGION})
+    with caplog.at_level(logging.WARNING, logger="icefloe.io"):
+        assert io.s3_client("s3://b/k") is None
+    assert "check-then-write" in caplog.text
+    anonymous = FileIO({"s3.anonymous": "true", "s3.region": REGION})
+    assert anonymous.s3_client("s3://b/k") is not None  # unsigned requests need no keys
