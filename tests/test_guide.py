@@ -234,6 +234,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _history,
     _expire,
     _rowlevel,
+    _rowlevel,  # table statistics
     _reading,
 ]
 
