@@ -13,6 +13,7 @@ pub mod plan;
 pub mod pool;
 pub mod puffin;
 pub mod serde;
+pub mod sketch;
 pub mod transforms;
 
 #[cfg(feature = "python")]

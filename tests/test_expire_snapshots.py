@@ -327,3 +327,21 @@ def test_expire_with_a_fixed_clock_and_max_ref_age(tmp_path: Path) -> None:
     assert _table_files(t) == _reachable(c, "t")
     meta = json.loads(local_path(t.metadata_location).read_text())
     assert sorted(meta["refs"]) == ["keep", "main"]
+
+
+def test_computed_statistics_follow_their_snapshots(tmp_path: Path) -> None:
+    from write_util import catalog
+
+    t = catalog(tmp_path).create_table("ns.s", pa.schema([("id", pa.int64())]))
+    for i in range(3):
+        t.append(pa.table({"id": pa.array([i, i + 10], pa.int64())}))
+    s1, _, s3 = (s.snapshot_id for s in t.snapshots())
+    old = t.compute_statistics(snapshot_id=s1)
+    new = t.compute_statistics()
+    assert {s.snapshot_id for s in t.metadata.statistics} == {s1, s3}
+    result = t.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1000)
+    assert result.statistics_files == (old.statistics_path,)
+    assert not local_path(old.statistics_path).exists()
+    assert local_path(new.statistics_path).exists()
+    assert [s.snapshot_id for s in t.metadata.statistics] == [s3]
+    assert t.statistics() == {"id": 6}

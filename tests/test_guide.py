@@ -250,6 +250,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _history,
     _expire,
     _rowlevel,
+    _rowlevel,  # table statistics
     _reading,
     _delta,
 ]

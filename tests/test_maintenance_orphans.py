@@ -97,3 +97,23 @@ def test_bad_threshold(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="older_than"):
         remove_orphan_files(FileIO(), table.metadata, table.metadata_location, older_than="soon")  # type: ignore[arg-type]
     cat.close()
+
+
+def test_registered_statistics_kept_replaced_ones_removed(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/s.db", warehouse=f"file://{tmp_path}/wh")
+    cat.create_namespace("ns")
+    t = cat.create_table("ns.s", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array([1, 2, 2], pa.int64())}))
+    replaced = t.compute_statistics()
+    kept = t.compute_statistics()  # same snapshot: replaces the first file
+    root = Path(t.location.removeprefix("file://"))
+    for p in root.rglob("*"):
+        _age(p, 5)
+    removed = t.remove_orphan_files(older_than=timedelta(days=1))
+    assert [Path(p.removeprefix("file://")) for p in removed] == [
+        Path(replaced.statistics_path.removeprefix("file://"))
+    ]
+    assert Path(kept.statistics_path.removeprefix("file://")).exists()
+    assert t.statistics() == {"id": 2}

@@ -21,6 +21,7 @@ __all__ = [
     "PositionBitmap",
     "PositionDeleteIndex",
     "PuffinWriter",
+    "ThetaSketch",
     "__version__",
     "_block_cache_stats",
     "_debug_error",
@@ -52,6 +53,7 @@ __all__ = [
     "read_manifest_list",
     "read_manifests",
     "release_memory",
+    "theta_sketch_estimate",
     "transform_apply",
     "value_from_bytes",
     "value_from_json",
@@ -389,3 +391,15 @@ def write_manifest_list(
     codec: str = "deflate",
     level: int | None = None,
 ) -> tuple[bytes, int | None]: ...
+
+# sketch
+@final
+class ThetaSketch:
+    def __new__(cls) -> ThetaSketch: ...
+    def update(self, array: pa.Array) -> None: ...
+    def merge(self, other: ThetaSketch) -> None: ...
+    def estimate(self) -> float: ...
+    def is_exact(self) -> bool: ...
+    def to_bytes(self) -> bytes: ...
+
+def theta_sketch_estimate(data: bytes) -> float: ...

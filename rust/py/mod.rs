@@ -11,6 +11,7 @@ mod plan;
 mod plan_read;
 mod puffin;
 mod serde;
+mod sketch;
 mod task_build;
 mod tasks;
 mod transforms;
@@ -71,6 +72,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     plan_read::register(m)?;
     puffin::register(m)?;
     serde::register(m)?;
+    sketch::register(m)?;
     task_build::register(m)?;
     tasks::register(m)?;
     transforms::register(m)?;

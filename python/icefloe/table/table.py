@@ -18,7 +18,13 @@ if TYPE_CHECKING:
 
     from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
-    from icefloe.metadata import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef
+    from icefloe.metadata import (
+        MetadataLogEntry,
+        Snapshot,
+        SnapshotLogEntry,
+        SnapshotRef,
+        StatisticsFile,
+    )
     from icefloe.partitioning import PartitionSpec
     from icefloe.progress import ProgressArg
     from icefloe.schema import Schema
@@ -428,6 +434,36 @@ class Table:
                 snapshot_properties=snapshot_properties,
             )
         return result
+
+    def compute_statistics(
+        self,
+        columns: Sequence[str] | None = None,
+        snapshot_id: int | None = None,
+        *,
+        compression_codec: str | None = "zstd",
+    ) -> StatisticsFile:
+        """Theta-sketch statistics of ``columns`` (default: every top-level primitive column)
+        over the live rows of ``snapshot_id`` (default: current), as a Puffin file with ``ndv``
+        per column, committed with ``set-statistics`` (replacing that snapshot's older file)."""
+        from icefloe.exceptions import CommitStateUnknownError
+
+        tx = self.transaction()
+        stats = tx.compute_statistics(columns, snapshot_id, compression_codec=compression_codec)
+        try:
+            tx.commit_transaction()
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            self.io.delete_quietly(stats.statistics_path)
+            raise
+        return stats
+
+    def statistics(self, snapshot_id: int | None = None) -> dict[str, int]:
+        """Distinct-value counts per column name from the statistics file of ``snapshot_id``
+        (default: current); empty when that snapshot has none."""
+        from icefloe.table.statistics import ndvs
+
+        return ndvs(self.io, self.metadata, snapshot_id)
 
     def remove_orphan_files(
         self,

@@ -32,6 +32,7 @@ from icefloe.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     from icefloe.expressions.base import BooleanExpression
+    from icefloe.metadata import StatisticsFile
     from icefloe.progress import ProgressArg
     from icefloe.table.maintenance import RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
@@ -302,6 +303,20 @@ class Transaction:
             snapshot_properties=snapshot_properties,
             progress=progress,
         )
+
+    def compute_statistics(
+        self,
+        columns: Sequence[str] | None = None,
+        snapshot_id: int | None = None,
+        *,
+        compression_codec: str | None = "zstd",
+    ) -> StatisticsFile:
+        """Theta sketches of ``columns`` (default: every top-level primitive column) over the
+        live rows of ``snapshot_id`` (default: current), written as a Puffin file and registered
+        with ``set-statistics`` (see :mod:`icefloe.table.statistics`)."""
+        from icefloe.table.statistics import compute_statistics
+
+        return compute_statistics(self, columns, snapshot_id, compression_codec)
 
     def set_properties(
         self, properties: Mapping[str, str] | None = None, **kwargs: str
