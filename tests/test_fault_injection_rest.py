@@ -61,6 +61,7 @@ PEER_EVERY = 1 if FULL else 6
 
 def _multi_table(t: Table) -> None:
     """An append to each of two tables, committed together (``POST /transactions/commit``)."""
+    assert isinstance(t.catalog, RestCatalog)
     with t.catalog.transaction() as tx:
         tx.table(IDENT).append(_rows(range(80, 83), "m"))
         tx.table(OTHER).append(_rows(range(90, 92), "m"))
@@ -132,7 +133,8 @@ class HttpInjector(Injector):
             def call() -> HttpResponse:
                 return injector._network_fault(real, session, *args, **kwargs)
 
-            return injector.call("HttpSession.request", call)
+            result: HttpResponse = injector.call("HttpSession.request", call)
+            return result
 
         return request
 
@@ -193,8 +195,8 @@ class HttpInjector(Injector):
         for n, real in commits.items():
             setattr(RestCatalog, n, self._wrap(f"RestCatalog.{n}", real, container=True))
         HttpSession.request = self._http_step(real_request)  # type: ignore[method-assign]
-        http.client.HTTPConnection.request = send  # type: ignore[method-assign]
-        http.client.HTTPConnection.getresponse = getresponse  # type: ignore[method-assign]
+        setattr(http.client.HTTPConnection, "request", send)  # noqa: B010
+        setattr(http.client.HTTPConnection, "getresponse", getresponse)  # noqa: B010
         try:
             with super().installed():
                 yield self
