@@ -1,10 +1,11 @@
-"""REST catalog commits interrupted at every I/O and HTTP step (tests/_faults.py's injector,
-with the client's HTTP requests as steps too).
+"""REST catalog commits interrupted at every I/O and HTTP step (the injector of
+tests/support/faults.py, with the client's HTTP requests as steps too).
 
-The client runs here against a real ``icefloe serve`` process (tests/_rest.py); the server's own
-files are out of reach of the injector, so every fault is one the client sees. At each step in
-turn the operation (an append, a merge-on-read delete, a multi-operation transaction, a
-multi-table transaction through ``POST /transactions/commit``) meets one fault:
+The client runs here against a real ``icefloe serve`` process (tests/support/rest.py); the
+server's own files are out of reach of the injector, so every fault is one the client sees.
+At each step in turn the operation (an append, a merge-on-read delete, a multi-operation
+transaction, a property change, a multi-table transaction through
+``POST /transactions/commit``) meets one fault:
 
 - ``interrupt``: ``KeyboardInterrupt`` before or after the step (after an HTTP step: the server
   acted and the answer is lost to the interrupt);
@@ -37,12 +38,12 @@ from typing import Any
 
 import pytest
 
-from _faults import IDENT, OPERATIONS, SCHEMA, Injector, Operation, _rows, _tree
-from _rest import RestServer
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.http import HttpResponse, HttpSession
 from icefloe.exceptions import IcebergError, commit_did_not_happen
 from icefloe.table import Table
+from support.faults import IDENT, OPERATIONS, SCHEMA, Injector, Operation, _rows, _tree
+from support.rest import RestServer
 from test_fault_injection import (
     FULL,
     Expected,
