@@ -58,6 +58,9 @@ def _append(
         t.append(data)
         made["icefloe"].append(t)
 
+    def floor_op(_: Any) -> None:
+        made["floor"].append(floor.append(shape, layout, data))
+
     def theirs_op(t: Any) -> None:
         t.append(data)
         made["pyiceberg"].append(t)
@@ -65,7 +68,10 @@ def _append(
     res = interleave(
         {
             "icefloe": (lambda: ours.create(shape, layout), ours_op),
-            "pyarrow floor": (None, lambda _: made["floor"].append(floor.append(shape, layout, data))),
+            "pyarrow floor": (
+                None,
+                lambda _: made["floor"].append(floor.append(shape, layout, data)),
+            ),
             "pyiceberg": (lambda: theirs.create(shape, layout), theirs_op),
         },
         repeat,
@@ -185,7 +191,9 @@ def run(h: Harness) -> None:
                 n = shape.table(rows).num_rows
                 meta = ours_t.metadata_location
                 report.add("read", key, _reads(meta, floor_dir, eng, ("*",), n, repeat))
-                report.add("projected", key, _reads(meta, floor_dir, eng, shape.projection, n, repeat))
+                report.add(
+                    "projected", key, _reads(meta, floor_dir, eng, shape.projection, n, repeat)
+                )
                 ops, mor, _ = _row_level(shape, layout, eng, meta, py_t, repeat)
                 for op, res in ops.items():
                     report.add("row-level", (name, layout, op), res)

@@ -14,8 +14,8 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass

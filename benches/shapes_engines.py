@@ -21,15 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from shapes_data import Shape
+from icefloe import StaticTable
 from icefloe.arrow_schema import to_schema
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.properties import TableProperties
 from icefloe.schema import Schema
-from icefloe import StaticTable
 from icefloe.table import Table
 from icefloe.transforms import parse_transform
+from shapes_data import Shape
 
 LAYOUTS = ("none", "day", "day+bucket")
 ROW_GROUP_ROWS = TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT

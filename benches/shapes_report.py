@@ -105,7 +105,10 @@ class Report:
             row = [*key, plain]
             for k in ("dv", "pos", "eq"):
                 row += [r[f"icefloe {k}"], ratio(r[f"icefloe {k}"], plain, "cpu")]
-            row += [ratio(r["duckdb dv"], r["icefloe dv"]), ratio(r["duckdb pos"], r["icefloe pos"])]
+            row += [
+                ratio(r["duckdb dv"], r["icefloe dv"]),
+                ratio(r["duckdb pos"], r["icefloe pos"]),
+            ]
             row += [ratio(r["pyiceberg pos"], r["icefloe pos"])]
             body.append(row)
         head = ["shape", "layout", "plain", "DVs", "CPU/plain", "pos deletes", "CPU/plain"]
