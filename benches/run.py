@@ -28,9 +28,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, help="shapes: rows a shape (default 200,000)")
     ap.add_argument("--shapes", help="shapes: comma-separated subset of the shapes")
     ap.add_argument("--layouts", help="shapes: comma-separated subset of none,day,day+bucket")
+    ap.add_argument("--slow-peers", action="store_true", help="shapes: PyIceberg's slow upserts")
     args = ap.parse_args(argv)
     h = Harness(quick=args.quick, repeat=args.repeat)
-    h.options = {"rows": args.rows, "shapes": args.shapes, "layouts": args.layouts}
+    h.options = {
+        "rows": args.rows,
+        "shapes": args.shapes,
+        "layouts": args.layouts,
+        "slow_peers": args.slow_peers,
+    }
     for area in args.areas or areas:
         h.area = area
         importlib.import_module(f"bench_{area}").run(h)
