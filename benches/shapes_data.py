@@ -136,7 +136,7 @@ def _lineitem(n: int) -> pa.Table:
     """TPC-H ``lineitem`` from DuckDB's ``tpch`` extension (``dbgen``), loaded offline from the
     ``duckdb-extension-tpch`` package; the scale factor is chosen for about ``n`` rows."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from peers import duckdb_connect, duckdb_load
+    from support.peers import duckdb_connect, duckdb_load
 
     con = duckdb_connect()
     duckdb_load(con, "tpch")

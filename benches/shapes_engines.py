@@ -197,7 +197,7 @@ class DuckDB:
 
     def __init__(self) -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from peers import duckdb_connect
+        from support.peers import duckdb_connect
 
         self.con = duckdb_connect()
 

@@ -20,7 +20,15 @@ from hypothesis import strategies as st
 
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from support.write_util import (
+    SCHEMA,
+    SPEC,
+    catalog,
+    checksum,
+    duckdb_checksum,
+    pyiceberg_read,
+    rows,
+)
 
 MOR = {"write.delete.mode": "merge-on-read"}
 DAY = PartitionSpec(PartitionField(3, 1000, parse_transform("day"), "ts_day"))
