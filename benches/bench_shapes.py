@@ -202,6 +202,9 @@ def run(h: Harness) -> None:
                 for op, res in ops.items():
                     report.add("row-level", (name, layout, op), res)
                 report.add("deletes", key, _delete_reads(shape, layout, eng, meta, mor, repeat))
+                if opts.get("out"):  # the tables so far, in case a long run is stopped
+                    report.load_after = load()
+                    Path(opts["out"]).write_text(report.markdown())
     report.load_after = load()
     report.seconds = time.perf_counter() - started
     text = report.markdown()

@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "shapes": args.shapes,
         "layouts": args.layouts,
         "slow_peers": args.slow_peers,
+        "out": args.out,
     }
     for area in args.areas or areas:
         h.area = area
