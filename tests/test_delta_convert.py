@@ -340,13 +340,13 @@ def test_concurrent_converters_do_not_both_commit(tmp_path: Path) -> None:
     stale = StaticTable.from_metadata(f"{root}/_icefloe/metadata")
     convert(str(root), up_to_version=2)
     # A converter that loaded the table before the other one committed loses cleanly.
-    from icefloe.delta.convert import _apply_commit
+    from icefloe.delta.incremental import apply_commit
     from icefloe.delta.target import DirectoryCatalog
 
     cat = DirectoryCatalog(f"{root}/_icefloe/metadata", stale.io)
     table = Table(cat.identifier, stale.metadata, stale.metadata_location, stale.io, cat)
     with pytest.raises(CommitConflictError):
-        _apply_commit(DeltaLog(str(root)), table, DeltaLog(str(root)).commit(2), "puffin")
+        apply_commit(DeltaLog(str(root)), table, DeltaLog(str(root)).commit(2), "puffin")
 
 
 def test_public_names() -> None:

@@ -25,7 +25,7 @@ from icefloe.schema import Schema
 from icefloe.types import BinaryType, BooleanType, DateType, TimestampType, TimestamptzType
 from icefloe.write.files import manifest_arrow_schema
 
-__all__ = ["PartitionColumn", "absolute_paths", "data_entries"]
+__all__ = ["PartitionColumn", "absolute_paths", "data_entries", "partition_values"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def absolute_paths(root: str, paths: pa.Array) -> pa.Array:
     return pc.if_else(absolute, paths, joined)
 
 
-def _partition_values(
+def partition_values(
     values: pa.Array, columns: list[PartitionColumn], schema: Schema, type_: pa.DataType
 ) -> pa.Array:
     n = len(values)
@@ -122,7 +122,7 @@ def data_entries(
         records = pa.array(filled.astype("int64"))
     version = files.column("version").combine_chunks()
     seq = pc.coalesce(files.column("default_row_commit_version").combine_chunks(), version)
-    part = _partition_values(
+    part = partition_values(
         files.column("partition_values").combine_chunks(),
         partitions,
         schema,
