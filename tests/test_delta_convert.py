@@ -452,3 +452,24 @@ def convert_schema_of(snap: Any) -> Any:
     from icefloe.delta.schema import convert_schema
 
     return convert_schema(snap.metadata.schema).fields
+
+
+def test_a_table_whose_first_commit_has_data(tmp_path: Path) -> None:
+    """``df.write.format("delta").save(path)`` puts the first files in version 0: the Iceberg
+    snapshot takes sequence number 0 (it has no parent), so the rows read as row commit
+    version 0, and version 1 follows incrementally."""
+    w = DeltaTableWriter(tmp_path)
+    w.create(add("a.parquet", 10, base_row_id=0, version=0), row_tracking(9))
+    w.commit(1, commit_info(), add("b.parquet", 5, base_row_id=10, version=1), row_tracking(14))
+    first = convert(str(tmp_path), up_to_version=0)
+    snap = first.table.metadata.current_snapshot()
+    assert snap is not None and snap.sequence_number == 0
+    assert first.table.metadata.next_row_id == 10
+    files = first.table.inspect.data_files()
+    assert files.column("file_path").to_pylist() == [f"{tmp_path}/a.parquet"]
+    entries = first.table.inspect.entries()
+    assert entries.column("sequence_number").to_pylist() == [0]
+    second = convert(str(tmp_path))
+    assert (second.mode, second.snapshots) == ("incremental", 1)
+    md = second.table.metadata
+    assert md.last_sequence_number == 1 and md.next_row_id == 15
