@@ -224,6 +224,19 @@ def check_actions(protocol: DeltaProtocol | None, metadata: DeltaMetadata | None
     return out
 
 
+def _has_num_records(files: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """Per file: its statistics carry ``numRecords`` (typed ``stats_parsed`` where a
+    checkpoint has it, else the JSON text)."""
+    text = pc.fill_null(pc.match_substring(files.column("stats"), '"numRecords"'), False)
+    if "stats_parsed" not in files.column_names:
+        return text
+    parsed = files.column("stats_parsed")
+    if not pa.types.is_struct(parsed.type) or parsed.type.get_field_index("numRecords") < 0:
+        return text
+    typed = pc.is_valid(pc.struct_field(parsed, "numRecords"))
+    return pc.or_(typed, text)
+
+
 def check_iceberg_compat_v3(
     table: str | DeltaSnapshot | DeltaLog,
     *,
@@ -242,8 +255,7 @@ def check_iceberg_compat_v3(
     else:
         snap = table
     out = check_actions(snap.protocol, snap.metadata)
-    stats = snap.files.column("stats")
-    has = pc.fill_null(pc.match_substring(stats, '"numRecords"'), False)
+    has = _has_num_records(snap.files)
     missing = snap.files.num_rows - int(pc.sum(has.cast("int64")).as_py() or 0)
     if missing:
         first = snap.files.column("path").filter(pc.invert(has))[0].as_py()

@@ -141,7 +141,8 @@ def convert(
         n = sync_commits(log, table, previous + 1, target, dv_mode, progress, check)
         return ConvertResult(table, target, "incremental", n, previous)
 
-    snap = log.snapshot(target, progress=_log_reporter(progress) if progress else None)
+    reporter = _log_reporter(progress) if progress else None
+    snap = log.snapshot(target, progress=reporter, json_stats=False)
     if check:
         check_iceberg_compat_v3(snap).raise_if_failed()
     if table is not None and snap.metadata.id != table.properties.get(DELTA_TABLE_ID):

@@ -41,10 +41,12 @@ def absolute_paths(root: str, paths: pa.Array) -> pa.Array:
     """Decoded Delta paths made absolute (relative ones are under ``root``)."""
     root = root.rstrip("/")
     # Absolute: a path from the root, or a URI (``s3://...``, Hadoop's ``file:/...``).
-    uri = pc.match_substring_regex(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
-    absolute = pc.or_(pc.starts_with(paths, "/"), uri)
     joined = pc.binary_join_element_wise(pa.scalar(root), paths, "/")
-    return pc.if_else(absolute, paths, joined)
+    rooted = pc.starts_with(paths, "/")
+    if not pc.any(rooted).as_py() and not pc.any(pc.match_substring(paths, ":/")).as_py():
+        return joined  # all relative, as Delta writes them (one cheap scan, no regex)
+    uri = pc.match_substring_regex(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
+    return pc.if_else(pc.or_(rooted, uri), paths, joined)
 
 
 def partition_values(
