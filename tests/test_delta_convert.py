@@ -473,3 +473,25 @@ def test_a_table_whose_first_commit_has_data(tmp_path: Path) -> None:
     assert (second.mode, second.snapshots) == ("incremental", 1)
     md = second.table.metadata
     assert md.last_sequence_number == 1 and md.next_row_id == 15
+
+
+def test_column_defaults_become_write_defaults(tmp_path: Path) -> None:
+    """Delta's literal defaults (``DEFAULT 'unknown'``, then ``SET DEFAULT 8``) are the Iceberg
+    fields' write-defaults at each version; PyIceberg reads them from the metadata too."""
+    from pyiceberg.table import StaticTable as PyIcebergStatic
+
+    root = fixture("defaults", tmp_path)
+    first = convert(str(root), up_to_version=2)
+    want = {"label": "unknown", "qty": 7, "big": 5000000000, "ok": True, "ratio": 0.5}
+    fields = {f.name: f for f in first.table.schema().fields}
+    assert {k: fields[k].write_default for k in want} == want
+    assert all(f.initial_default is None for f in fields.values())
+    assert fields["id"].write_default is None
+    later = convert(str(root))  # version 3 sets qty's default to 8, version 4 uses it
+    assert later.mode == "incremental"
+    fields = {f.name: f for f in later.table.schema().fields}
+    assert fields["qty"].write_default == 8
+    assert rows(read(later.table)) == delta_rows(expected(root, later.delta_version))
+    theirs = PyIcebergStatic.from_metadata(later.table.metadata_location).schema()
+    assert theirs.find_field("qty").write_default == 8
+    assert theirs.find_field("label").write_default == "unknown"
