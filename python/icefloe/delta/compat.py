@@ -19,7 +19,10 @@ Requirements checked from the log (each a :class:`Failure` ``requirement`` name)
   materialized column names configured;
 * ``nested-ids``: every list element and map key/value has a column-mapping id;
 * ``no-older-compat``: IcebergCompatV1 and V2 are not enabled;
-* ``num-records``: every live file's stats carry ``numRecords``.
+* ``num-records``: every live file's stats carry ``numRecords``;
+* ``row-ids-assigned``: every live file has a ``baseRowId`` (Delta 4.4.0's in-place upgrade
+  turns row tracking on without assigning one to the older files, whose row ids then exist
+  neither in Delta nor in a form Iceberg could carry without clashing with later ones).
 
 With ``files=True`` the Parquet footers of the live files are read too (one read per file):
 
@@ -263,6 +266,17 @@ def check_iceberg_compat_v3(
             Failure(
                 "num-records",
                 f"{missing} live file(s) have no numRecords statistic (first: {first})",
+            )
+        )
+    no_id = pc.is_null(snap.files.column("base_row_id"))
+    unassigned = int(pc.sum(no_id.cast("int64")).as_py() or 0)
+    if unassigned and _true(snap.metadata.configuration, "delta.enableRowTracking"):
+        first = snap.files.column("path").filter(no_id)[0].as_py()
+        out.append(
+            Failure(
+                "row-ids-assigned",
+                f"{unassigned} live file(s) have no baseRowId although row tracking is enabled "
+                f"(first: {first}): Delta gave their rows no row ids",
             )
         )
     if files and snap.files.num_rows:

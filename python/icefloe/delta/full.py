@@ -27,7 +27,7 @@ from icefloe.delta.table_metadata import (
     stats_columns,
 )
 from icefloe.delta.target import DirectoryCatalog, create_table
-from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata import SetProperties
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
 from icefloe.table import Table
@@ -42,6 +42,20 @@ def drop_new(catalog: Catalog, ident: tuple[str, ...], table: Table) -> None:
         with contextlib.suppress(IcebergError):
             catalog.drop_table(ident)
     catalog.io.delete_quietly(table.metadata_location)
+
+
+def _refuse_unassigned_row_ids(snap: DeltaSnapshot) -> None:
+    """Files without ``baseRowId`` next to row ids Delta assigned: the rows Iceberg would number
+    would clash with ids Delta has given or will give (even with ``check=False``)."""
+    if snap.row_id_high_water_mark is None or not snap.files.num_rows:
+        return
+    no_id = pc.is_null(snap.files.column("base_row_id"))
+    if pc.any(no_id).as_py():
+        first = snap.files.column("path").filter(no_id)[0].as_py()
+        raise UnsupportedFeatureError(
+            f"Delta table {snap.table} version {snap.version}: file {first} (and maybe others) "
+            "has no baseRowId although Delta assigns row ids; their Iceberg row ids would clash"
+        )
 
 
 def full_conversion(
@@ -72,6 +86,7 @@ def full_conversion(
                 f"Delta version {snap.version} is not after the Iceberg table's last sequence "
                 f"number {base.last_sequence_number}"
             )
+    _refuse_unassigned_row_ids(snap)
     _, parts = partition_spec(convert_schema(meta.schema), meta)
     # Everything that reads the Delta table (stats, DVs) runs before the table is created.
     prepared = prepare(
