@@ -253,6 +253,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _rowlevel,  # table statistics
     _reading,
     _delta,
+    SKIP,  # Delta sync from Spark: tests/test_delta_spark.py runs these calls
 ]
 
 
