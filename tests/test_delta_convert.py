@@ -15,7 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 
 import icefloe.delta
-from _delta import FIXTURES, DeltaTableWriter, add, commit_info, fixture, row_tracking
+from _delta import (
+    CONVERTIBLE,
+    UNCHECKED,
+    DeltaTableWriter,
+    add,
+    commit_info,
+    fixture,
+    row_tracking,
+)
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.delta import DeltaLog, convert
 from icefloe.delta.dv import dv_file_path
@@ -29,7 +37,7 @@ from icefloe.table import Table
 from icefloe.table.static import StaticTable
 from icefloe.values import from_bytes
 
-SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "table").is_dir())
+SCENARIOS = CONVERTIBLE
 LINEAGE = ("_row_id", "_last_updated_sequence_number")
 
 
@@ -56,7 +64,7 @@ def delta_rows(t: pa.Table) -> list[tuple[Any, ...]]:
 def test_full_conversion_reads_as_delta(scenario: str, tmp_path: Path) -> None:
     root = fixture(scenario, tmp_path)
     latest = DeltaLog(str(root)).latest_version()
-    result = convert(str(root))
+    result = convert(str(root), check=scenario not in UNCHECKED)
     assert result.mode == "full" and result.delta_version == latest
     table = result.table
     assert rows(read(table)) == delta_rows(expected(root, latest))
@@ -84,10 +92,11 @@ def test_incremental_sync_keeps_every_version(scenario: str, tmp_path: Path) -> 
     root = fixture(scenario, tmp_path)
     log = DeltaLog(str(root))
     latest = log.latest_version()
-    first = convert(str(root), up_to_version=0)
+    check = scenario not in UNCHECKED
+    first = convert(str(root), up_to_version=0, check=check)
     assert first.mode == "full"
     for v in range(1, latest + 1):
-        result = convert(str(root), up_to_version=v)
+        result = convert(str(root), up_to_version=v, check=check)
         assert result.mode == "incremental" and result.previous_version == v - 1
         assert rows(read(result.table)) == delta_rows(expected(root, v)), f"version {v}"
     table = result.table
@@ -100,7 +109,7 @@ def test_incremental_sync_keeps_every_version(scenario: str, tmp_path: Path) -> 
         assert rows(read(table, s.snapshot_id)) == delta_rows(expected(root, v)), f"snapshot {v}"
     # A re-run has nothing to do and writes nothing.
     location = table.metadata_location
-    again = convert(str(root))
+    again = convert(str(root), check=check)
     assert again.mode == "unchanged" and again.table.metadata_location == location
 
 
@@ -495,3 +504,33 @@ def test_column_defaults_become_write_defaults(tmp_path: Path) -> None:
     theirs = PyIcebergStatic.from_metadata(later.table.metadata_location).schema()
     assert theirs.find_field("qty").write_default == 8
     assert theirs.find_field("label").write_default == "unknown"
+
+
+def test_upgraded_table_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    """Delta 4.4.0's in-place upgrade (``ALTER TABLE … SET TBLPROPERTIES`` with column mapping
+    and IcebergCompatV3) turns row tracking on without giving the older files a ``baseRowId``:
+    Delta itself cannot read their row ids, and Iceberg ids for them would clash with the ones
+    Delta gives later. Before the upgrade the table is not IcebergCompatV3 at all."""
+    root = fixture("upgrade", tmp_path)
+    log = DeltaLog(str(root))
+    upgraded = next(
+        v
+        for v in range(log.latest_version() + 1)
+        if log.snapshot(v).metadata.configuration.get("delta.enableIcebergCompatV3") == "true"
+    )
+    assert upgraded > 0
+    for v in range(log.latest_version() + 1):
+        with pytest.raises(NotIcebergCompatibleError) as info:
+            convert(str(root), up_to_version=v)
+        if v < upgraded:
+            assert "feature-enabled" in info.value.failures
+        else:
+            assert info.value.failures == ("row-ids-assigned",)
+            snap = log.snapshot(v)
+            assert pc.any(pc.is_null(snap.files.column("base_row_id"))).as_py()
+            # Even unchecked: the row ids would clash with the ones Delta assigned.
+            with pytest.raises(UnsupportedFeatureError, match="no baseRowId"):
+                convert(str(root), up_to_version=v, check=False)
+        assert not (root / "_icefloe").exists() or not any((root / "_icefloe").rglob("*.json"))
+    # Delta's own read of the rows (no row ids: Delta fails to give them) is what delta-rs reads.
+    assert "_row_id" not in expected(root, log.latest_version()).column_names

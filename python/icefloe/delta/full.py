@@ -45,9 +45,14 @@ def drop_new(catalog: Catalog, ident: tuple[str, ...], table: Table) -> None:
 
 
 def _refuse_unassigned_row_ids(snap: DeltaSnapshot) -> None:
-    """Files without ``baseRowId`` next to row ids Delta assigned: the rows Iceberg would number
-    would clash with ids Delta has given or will give (even with ``check=False``)."""
-    if snap.row_id_high_water_mark is None or not snap.files.num_rows:
+    """Files without ``baseRowId`` in a table where Delta assigns row ids: the rows Iceberg would
+    number would clash with ids Delta has given or will give (even with ``check=False``)."""
+    assigns = (
+        snap.row_id_high_water_mark is not None
+        or "rowTracking" in snap.protocol.writer_features
+        or snap.metadata.configuration.get("delta.enableRowTracking", "").lower() == "true"
+    )
+    if not assigns or not snap.files.num_rows:
         return
     no_id = pc.is_null(snap.files.column("base_row_id"))
     if pc.any(no_id).as_py():
