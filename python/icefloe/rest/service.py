@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -51,6 +52,21 @@ __all__ = ["Reply", "RestService"]
 Reply = tuple[int, Any, dict[str, str]]
 
 DEFAULT_PAGE_SIZE = 1000
+
+metrics_log = logging.getLogger("icefloe.rest.metrics")
+
+#: The fields Iceberg Java requires of each kind of metrics report.
+_REPORT_FIELDS = {
+    "scan-report": (
+        "snapshot-id",
+        "filter",
+        "schema-id",
+        "projected-field-ids",
+        "projected-field-names",
+        "metrics",
+    ),
+    "commit-report": ("snapshot-id", "sequence-number", "operation", "metrics"),
+}
 
 
 def decode_namespace(raw: str) -> Identifier:
@@ -348,10 +364,21 @@ class RestService:
         return 204, None, {}
 
     def report_metrics(self, ident: Identifier, body: Any) -> Reply:
+        """Check a metrics report's required fields (as Iceberg Java's parser does) and log it:
+        one line at INFO on the ``icefloe.rest.metrics`` logger, ``<report-type>
+        [<prefix>/]<table> <report JSON>``."""
         b = _body(body, "report-type", "table-name")
-        if b["report-type"] not in ("scan-report", "commit-report"):
-            raise ValidationError(f"unknown report-type {b['report-type']!r}")
+        kind = b["report-type"]
+        required = _REPORT_FIELDS.get(kind)
+        if required is None:
+            raise ValidationError(f"unknown report-type {kind!r}")
+        _body(b, *required)
+        if not isinstance(b["metrics"], dict):
+            raise ValidationError("a report's metrics must be an object")
         self.catalog.load_table(ident)  # 404 for a table that does not exist
+        where = f"{self.prefix}/" if self.prefix else ""
+        text = json.dumps(b, separators=(",", ":"))
+        metrics_log.info("%s %s%s %s", kind, where, ".".join(ident), text)
         return 204, None, {}
 
 

@@ -40,7 +40,7 @@ from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.http import HttpResponse, HttpSession, TransportError
-from icefloe.catalog.rest.metrics import commit_report
+from icefloe.catalog.rest.metrics import commit_report, scan_report
 from icefloe.catalog.rest.sigv4 import signer_from_properties
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.partitioning import PartitionSpec
+    from icefloe.scan.metrics import ScanReport
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
     from icefloe.table import Table, Transaction
@@ -615,12 +616,25 @@ class RestCatalog(Catalog):
         if snapshot is None:
             return
         duration = time.perf_counter_ns() - started_ns
+        name = ".".join(ident)
+        self._post_report(ident, lambda: commit_report(name, snapshot, attempts, duration))
+
+    def report_scan(self, table: Table, report: ScanReport) -> None:
+        """Send a scan report for a scan planned on ``table``; never raises."""
+        if not self._metrics_enabled or ep.REPORT_METRICS not in self.endpoints:
+            return
+        if not table.metadata_location:  # a staged create: the table does not exist yet
+            return
+        ident = table.identifier
+        self._post_report(ident, lambda: scan_report(".".join(ident), report))
+
+    def _post_report(self, ident: Identifier, build: Callable[[], dict[str, Any]]) -> None:
+        """POST a metrics report and count it as sent or failed; never raises."""
         try:
-            report = commit_report(".".join(ident), snapshot, attempts, duration)
-            resp = self._send("POST", f"{self._table_path(ident)}/metrics", body=report)
+            resp = self._send("POST", f"{self._table_path(ident)}/metrics", body=build())
             ok = resp.status in (200, 204)
-        except Exception as exc:  # a report must never fail the commit
-            log.debug("commit report for %s failed: %s", ".".join(ident), type(exc).__name__)
+        except Exception as exc:  # a report must never fail the user's operation
+            log.debug("metrics report for %s failed: %s", ".".join(ident), type(exc).__name__)
             ok = False
         if ok:
             self.metrics_reports_sent += 1
