@@ -33,7 +33,7 @@ from icefloe.exceptions import (
 )
 from icefloe.rest.idempotency import IdempotencyStore, StoredReply, parse_duration
 from icefloe.rest.security import Authenticator
-from icefloe.rest.service import Reply, RestService, decode_namespace
+from icefloe.rest.service import CredentialProvider, Reply, RestService, decode_namespace
 
 __all__ = ["create_app", "warehouse_catalogs"]
 
@@ -115,6 +115,7 @@ def create_app(
     idempotency_lifetime: str | None = "PT30M",
     table_config: Mapping[str, str] | None = None,
     storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
+    credential_provider: CredentialProvider | None = None,
 ) -> Starlette:
     """An ASGI app serving ``catalog`` over Iceberg's REST catalog protocol.
 
@@ -125,7 +126,10 @@ def create_app(
     replay off) is advertised and how long finished replies are kept; ``table_config`` is
     returned as every table's ``config`` (for example storage endpoints for clients);
     ``storage_credentials`` (``(prefix, properties)`` pairs) are vended with the tables under
-    their prefix to clients that send ``X-Iceberg-Access-Delegation: vended-credentials``.
+    their prefix to clients that send ``X-Iceberg-Access-Delegation: vended-credentials``;
+    ``credential_provider`` (a :data:`~icefloe.rest.service.CredentialProvider`) vends
+    credentials made per table and request, for example short-lived keys, on every table load
+    and ``GET .../credentials`` (clients renew expiring ones through the latter).
 
     With ``warehouses`` (a function from a warehouse name to its catalog, e.g.
     :func:`warehouse_catalogs`) the server serves one catalog per ``?warehouse=`` name given to
@@ -135,6 +139,7 @@ def create_app(
         "idempotency_lifetime": idempotency_lifetime,
         "table_config": table_config,
         "storage_credentials": storage_credentials,
+        "credential_provider": credential_provider,
     }
     service = RestService(catalog, prefix=prefix, **options)
     services: dict[str, RestService] = {}
