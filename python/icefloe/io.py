@@ -285,8 +285,8 @@ class FileIO:
     keys configure the file systems. A FileIO is safe to share between threads.
 
     Temporary credentials (for example vended by a REST catalog for one table) carry their
-    expiry in ``s3.session-token-expires-at-ms``; ``refresh_credentials`` is then called, a
-    minute before they expire, for properties that replace them.
+    expiry in ``s3.session-token-expires-at-ms``; ``refresh_credentials`` is then called,
+    :data:`REFRESH_MARGIN_MS` (a minute) before they expire, for properties that replace them.
     """
 
     def __init__(

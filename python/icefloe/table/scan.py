@@ -16,7 +16,9 @@ Planning itself is in :mod:`icefloe.scan.planner`; :meth:`TableScan.plan_files` 
 :class:`~icefloe.scan.tasks.FileScanTask` values and :meth:`TableScan.plan_table` the same
 tasks as one Arrow table (see :mod:`icefloe.scan.columnar`); :meth:`TableScan.plan_tasks` splits
 large files for parallel reads. Decoded manifests are cached per table object
-(:mod:`icefloe.scan.cache`).
+(:mod:`icefloe.scan.cache`). After each plan, a table whose catalog has ``report_scan`` (the
+REST catalog) hands it a :class:`~icefloe.scan.metrics.ScanReport`; a failing report is
+logged, never raised.
 """
 
 from __future__ import annotations

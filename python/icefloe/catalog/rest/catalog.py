@@ -7,9 +7,12 @@ headers), ``rest.access-delegation`` (the ``X-Iceberg-Access-Delegation`` header
 ``rest-page-size``, ``snapshot-loading-mode``
 (``all`` or ``refs``), ``rest.client.socket-timeout-ms`` (default 60000) and
 ``rest.client.max-connections`` (default 16) and ``rest-metrics-reporting-enabled`` (default
-true: a commit report after each commit that adds a snapshot, see
-:mod:`icefloe.catalog.rest.metrics`; :attr:`RestCatalog.metrics_reports_sent` and
-``metrics_reports_failed`` count them).
+true: a commit report after each commit that adds a snapshot and a scan report after each scan
+plan of a table loaded from this catalog, see :mod:`icefloe.catalog.rest.metrics`;
+:attr:`RestCatalog.metrics_reports_sent` and ``metrics_reports_failed`` count both kinds).
+
+A loaded table's FileIO renews vended credentials that carry an expiry through
+``GET .../credentials`` before they expire (see :class:`icefloe.io.FileIO`).
 
 A commit sends the table's requirements and updates; the server checks and applies them. A 409
 means another writer moved the table: the table is reloaded and the requirements checked again
