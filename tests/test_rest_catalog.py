@@ -451,10 +451,12 @@ def test_commit_metrics_reports(rest_server: RestServer, warehouse: str) -> None
         t = c.create_table("db.t", ROWS)
         t.append(_rows([1]))
         t.set_properties(k="v")  # adds no snapshot: no report
+        c.flush_reports()
         assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 0)
         assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
         proxy.fail("status:500", target="/metrics")
         t.append(_rows([2]))  # the report fails; the commit does not
+        c.flush_reports()
         assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 1)
         assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
         off = RestCatalog(
@@ -464,6 +466,7 @@ def test_commit_metrics_reports(rest_server: RestServer, warehouse: str) -> None
             **{"rest-metrics-reporting-enabled": "false"},
         )
         off.load_table("db.t").append(_rows([3]))
+        off.flush_reports()
         assert off.metrics_reports_sent == 0
         assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
     finally:
@@ -563,6 +566,7 @@ def test_scan_reports_carry_the_plans_counts(rest_server: RestServer, warehouse:
     scan = t.scan(row_filter="p = 1 and v != 'zz-hidden-value'", selected_fields=("id", "v"))
     tasks = scan.plan_files()
     assert sorted(scan.to_arrow()["id"].to_pylist()) == [10, 12]
+    c.flush_reports()
     assert c.metrics_reports_sent == sent + 1 and c.metrics_reports_failed == 0
     report = _reports(rest_server, warehouse)[-1]
     assert report["table-name"] == "db.t"
@@ -591,6 +595,7 @@ def test_scan_reports_carry_the_plans_counts(rest_server: RestServer, warehouse:
     assert m["equality-delete-files"] == 0 and m["skipped-data-files"] == 0
     # the whole table: counts equal PyIceberg's plan of the same snapshot
     c.load_table("db.t").scan().to_arrow()
+    c.flush_reports()
     whole = {
         k: v["value"]
         for k, v in _reports(rest_server, warehouse)[-1]["metrics"].items()
@@ -611,11 +616,14 @@ def test_a_failed_scan_report_never_fails_the_scan(rest_server: RestServer, ware
         c = RestCatalog("f", uri=proxy.url, warehouse=warehouse)
         c.create_namespace("db")
         c.create_table("db.t", ROWS).append(_rows([1, 2]))
+        c.flush_reports()
         before = len(_reports(rest_server, warehouse))
         for mode in ("status:500", "drop-request", "drop-response"):
             proxy.fail(mode, target="/metrics")
+            c.flush_reports()
             failed = c.metrics_reports_failed
             assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+            c.flush_reports()
             assert c.metrics_reports_failed == failed + 1, mode
         assert len(_reports(rest_server, warehouse)) == before + 1  # only drop-response arrived
         proxy.fail("pass")
@@ -623,6 +631,7 @@ def test_a_failed_scan_report_never_fails_the_scan(rest_server: RestServer, ware
             "off", uri=proxy.url, warehouse=warehouse, **{"rest-metrics-reporting-enabled": "false"}
         )
         off.load_table("db.t").scan().plan_files()
+        off.flush_reports()
         assert off.metrics_reports_sent == 0
         assert len(_reports(rest_server, warehouse)) == before + 1
     finally:

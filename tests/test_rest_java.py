@@ -64,6 +64,7 @@ def test_namespaces_tables_commits(java_rest_server: RestServer) -> None:
     assert _ids(c, f"{ns}.t") == [1, 2, 3]
     # Java parses each report strictly (a malformed one is a 400, counted as failed): two
     # commit reports and the scan report of the read
+    assert c.flush_reports()  # reports go out from a background thread
     assert c.metrics_reports_sent == 3 and c.metrics_reports_failed == 0
     bad = urllib.request.Request(
         f"{java_rest_server.url}/v1/namespaces/{ns}/tables/t/metrics",
@@ -135,6 +136,7 @@ def test_scan_reports_parse_in_java(java_rest_server: RestServer) -> None:
     for text in filters:
         c.load_table(f"{ns}.t").scan(row_filter=text, selected_fields=("id", "s")).plan_files()
     c.load_table(f"{ns}.t").scan().to_arrow()
+    assert c.flush_reports()
     assert c.metrics_reports_failed == 0
     assert c.metrics_reports_sent == 1 + len(filters) + 1  # the append's commit report too
     # the oracle is strict: a filter it cannot parse is refused

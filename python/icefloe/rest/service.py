@@ -390,7 +390,8 @@ class RestService:
         _body(b, *required)
         if not isinstance(b["metrics"], dict):
             raise ValidationError("a report's metrics must be an object")
-        self.catalog.load_table(ident)  # 404 for a table that does not exist
+        if not self.catalog.table_exists(ident):  # 404 for a table that does not exist
+            raise NoSuchTableError(f"table {'.'.join(ident)!r} does not exist")
         where = f"{self.prefix}/" if self.prefix else ""
         text = json.dumps(b, separators=(",", ":"))
         metrics_log.info("%s %s%s %s", kind, where, ".".join(ident), text)

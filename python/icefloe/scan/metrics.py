@@ -66,11 +66,16 @@ def live_files(manifests: pa.RecordBatch) -> int | None:
     existing = manifests.column("existing_files_count")
     if added.null_count or existing.null_count:
         return None
-    return int(pc.sum(added).as_py() or 0) + int(pc.sum(existing).as_py() or 0)
+    return _sum(added) + _sum(existing)
 
 
 def _sum(arr: pa.Array) -> int:
-    return int(pc.sum(pc.fill_null(arr, 0)).as_py() or 0) if len(arr) else 0
+    """The sum of an integer array (nulls as 0)."""
+    return (
+        int(arr.to_numpy(zero_copy_only=False).sum())
+        if arr.null_count == 0
+        else _sum(pc.fill_null(arr, 0))
+    )
 
 
 def plan_result_counts(plan: Plan) -> dict[str, int]:
@@ -83,7 +88,11 @@ def plan_result_counts(plan: Plan) -> dict[str, int]:
     """
     m = plan.metrics
     data_files = plan.num_files
-    data_bytes = sum(_sum(b.entries.column("file_size_in_bytes")) for b in plan.batches)
+    data_bytes = (
+        _sum(pa.concat_arrays([b.entries.column("file_size_in_bytes") for b in plan.batches]))
+        if plan.batches
+        else 0
+    )
     indexed = positional = dvs = equality = 0
     result_deletes = delete_bytes = 0
     if plan.deletes:

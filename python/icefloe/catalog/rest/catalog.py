@@ -8,8 +8,10 @@ headers), ``rest.access-delegation`` (the ``X-Iceberg-Access-Delegation`` header
 (``all`` or ``refs``), ``rest.client.socket-timeout-ms`` (default 60000) and
 ``rest.client.max-connections`` (default 16) and ``rest-metrics-reporting-enabled`` (default
 true: a commit report after each commit that adds a snapshot and a scan report after each scan
-plan of a table loaded from this catalog, see :mod:`icefloe.catalog.rest.metrics`;
-:attr:`RestCatalog.metrics_reports_sent` and ``metrics_reports_failed`` count both kinds).
+plan of a table loaded from this catalog, see :mod:`icefloe.catalog.rest.metrics`; they are
+sent by a background thread, so neither waits for the server;
+:attr:`RestCatalog.metrics_reports_sent` and ``metrics_reports_failed`` count both kinds once
+sent, :meth:`RestCatalog.flush_reports` waits for the queued ones, ``close`` sends them).
 
 A loaded table's FileIO renews vended credentials that carry an expiry through
 ``GET .../credentials`` before they expire (see :class:`icefloe.io.FileIO`).

@@ -7,6 +7,7 @@ properties).
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -70,6 +71,12 @@ class RestClient(Catalog):
         )
         self.metrics_reports_sent = 0
         self.metrics_reports_failed = 0
+        self._reports_pending = 0
+        self._reports_done = threading.Condition()
+        self._reporter: threading.Thread | None = None
+        self._report_queue: queue.SimpleQueue[tuple[Identifier, dict[str, Any]] | None] = (
+            queue.SimpleQueue()
+        )
         delegation = self.properties.get("rest.access-delegation", "vended-credentials")
         if delegation:
             self._headers["X-Iceberg-Access-Delegation"] = delegation

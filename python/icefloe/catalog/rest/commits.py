@@ -5,6 +5,7 @@ metrics reports; the retry rules are in the docstring of :mod:`icefloe.catalog.r
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ __all__ = ["RestCommits"]
 log = logging.getLogger("icefloe.catalog.rest")
 
 _UNKNOWN_STATUS = (500, 502, 503, 504)
+#: Metrics reports queued but not yet sent, at most (more are dropped).
+MAX_PENDING_REPORTS = 1000
 
 
 class RestCommits(RestTables):
@@ -167,17 +170,71 @@ class RestCommits(RestTables):
         self._post_report(ident, lambda: scan_report(".".join(ident), report))
 
     def _post_report(self, ident: Identifier, build: Callable[[], dict[str, Any]]) -> None:
-        """POST a metrics report and count it as sent or failed; never raises."""
+        """Queue a metrics report for the background sender; never raises, never waits.
+
+        The report is built now; it is sent by one thread of this catalog (reports of one
+        catalog go out in order) and counted as sent or failed when done. Beyond
+        :data:`MAX_PENDING_REPORTS` unsent reports new ones are dropped (counted as failed).
+        """
         try:
-            resp = self._send("POST", f"{self._table_path(ident)}/metrics", body=build())
-            ok = resp.status in (200, 204)
+            self._queue_report(ident, build())
         except Exception as exc:  # a report must never fail the user's operation
             log.debug("metrics report for %s failed: %s", ".".join(ident), type(exc).__name__)
+            with self._reports_done:
+                self.metrics_reports_failed += 1
+
+    def _queue_report(self, ident: Identifier, body: dict[str, Any]) -> None:
+        with self._reports_done:
+            if self._reports_pending >= MAX_PENDING_REPORTS:
+                self.metrics_reports_failed += 1
+                return
+            self._reports_pending += 1
+            if self._reporter is None:
+                # a daemon thread: reports still queued when the process exits are dropped
+                self._reporter = threading.Thread(
+                    target=self._report_loop, name="icefloe-rest-metrics", daemon=True
+                )
+                self._reporter.start()
+        self._report_queue.put((ident, body))
+
+    def _report_loop(self) -> None:
+        while True:
+            item = self._report_queue.get()
+            if item is None:
+                return
+            self._send_report(*item)
+
+    def _send_report(self, ident: Identifier, body: dict[str, Any]) -> None:
+        try:
+            resp = self._send("POST", f"{self._table_path(ident)}/metrics", body=body)
+            ok = resp.status in (200, 204)
+        except Exception as exc:
+            log.debug("metrics report for %s failed: %s", ".".join(ident), type(exc).__name__)
             ok = False
-        if ok:
-            self.metrics_reports_sent += 1
-        else:
-            self.metrics_reports_failed += 1
+        self._report_done(ok)
+
+    def _report_done(self, ok: bool) -> None:
+        with self._reports_done:
+            if ok:
+                self.metrics_reports_sent += 1
+            else:
+                self.metrics_reports_failed += 1
+            self._reports_pending = max(0, self._reports_pending - 1)
+            self._reports_done.notify_all()
+
+    def flush_reports(self, timeout: float = 30.0) -> bool:
+        """Wait until every queued metrics report was sent or failed (False: timed out)."""
+        with self._reports_done:
+            return self._reports_done.wait_for(lambda: self._reports_pending == 0, timeout)
+
+    def close(self) -> None:
+        """Send the queued metrics reports (waiting up to 5 s), then close the connections."""
+        self.flush_reports(5.0)
+        with self._reports_done:
+            reporter, self._reporter = self._reporter, None
+        if reporter is not None:
+            self._report_queue.put(None)
+        super().close()
 
     def _committed(self, ident: Identifier, updates: list[TableUpdate]) -> CommitResult | None:
         """After an unknown outcome: the table's state if it shows our new snapshots, else None.
