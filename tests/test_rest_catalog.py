@@ -562,6 +562,7 @@ def test_scan_reports_carry_the_plans_counts(rest_server: RestServer, warehouse:
         t.append(pa.table({"id": ids, "p": [p] * 3, "v": [f"v{i}" for i in ids]}, schema=schema))
     t.delete("id = 11")  # a deletion vector for the p=1 file, in a delete manifest
     t = c.load_table("db.t")
+    c.flush_reports()
     sent = c.metrics_reports_sent
     scan = t.scan(row_filter="p = 1 and v != 'zz-hidden-value'", selected_fields=("id", "v"))
     tasks = scan.plan_files()

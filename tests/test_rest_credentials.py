@@ -3,7 +3,7 @@
 moto runs as its own process with IAM authentication on, so S3 refuses a key once it is
 deleted. ``icefloe serve`` (in this process, over a SQL catalog whose warehouse is on that S3)
 vends each table load and ``GET .../credentials`` a new access key of a user allowed only S3,
-valid for a few seconds: when it expires the key is deleted, as a real store's temporary
+valid for eight seconds: when it expires the key is deleted, as a real store's temporary
 credentials stop working. The client holds no S3 keys of its own; it writes and reads through
 the vended ones, renews them through the credentials endpoint before they expire, and goes on.
 """
@@ -29,6 +29,7 @@ import pytest
 import icefloe.io
 from _rest import _die_with_parent, free_port
 from icefloe.catalog.rest import RestCatalog
+from icefloe.catalog.rest import config as ep
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import FileIOError
 from icefloe.io import FileIO
@@ -37,7 +38,8 @@ pytestmark = [pytest.mark.rest, pytest.mark.s3]
 
 REGION = "us-east-1"
 BUCKET = "vended"
-TTL_S = 3.0
+TTL_S = 8.0  # how long a vended key lives
+RENEW_S = 4.0  # how long before expiry clients renew (a minute outside the tests)
 ALLOW_ALL = json.dumps(
     {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 )
@@ -114,29 +116,29 @@ class AuthMoto:
 
 
 class ShortLivedKeys:
-    """A credential provider for ``icefloe serve``: a new key of user ``reader`` (S3 only) per
-    call, deleted ``TTL_S`` seconds later; ``s3.session-token-expires-at-ms`` says when."""
+    """A credential provider for ``icefloe serve``: per call a new user allowed only S3 and an
+    access key of it, deleted ``TTL_S`` seconds later; ``s3.session-token-expires-at-ms`` says
+    when."""
 
     def __init__(self, moto: AuthMoto) -> None:
         self.moto = moto
         self.vended: list[tuple[tuple[str, ...], str]] = []  # (table, key id)
         self.revoked: set[str] = set()
-        moto.iam.create_user(UserName="reader")
-        moto.iam.put_user_policy(UserName="reader", PolicyName="s3", PolicyDocument=ALLOW_S3)
+        self._lock = threading.Lock()
         self._timers: list[threading.Timer] = []
 
     def __call__(self, ident: tuple[str, ...], location: str) -> list[tuple[str, dict[str, str]]]:
-        # a user has at most two keys: drop the oldest live one first (it has expired or is
-        # about to: clients renew before expiry)
-        live = [k for _, k in self.vended if k not in self.revoked]
-        if len(live) >= 2:
-            self.revoke(live[0])
-        key = self.moto.iam.create_access_key(UserName="reader")["AccessKey"]
-        self.vended.append((ident, key["AccessKeyId"]))
-        timer = threading.Timer(TTL_S, self.revoke, args=(key["AccessKeyId"],))
-        timer.daemon = True
-        timer.start()
-        self._timers.append(timer)
+        iam = self.moto.iam
+        with self._lock:
+            user = f"reader{len(self.vended)}"
+            iam.create_user(UserName=user)
+            iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=ALLOW_S3)
+            key = iam.create_access_key(UserName=user)["AccessKey"]
+            self.vended.append((ident, key["AccessKeyId"]))
+            timer = threading.Timer(TTL_S, self.revoke, args=(user, key["AccessKeyId"]))
+            timer.daemon = True
+            timer.start()
+            self._timers.append(timer)
         expires = int((time.time() + TTL_S) * 1000)
         config = {
             "s3.access-key-id": key["AccessKeyId"],
@@ -145,10 +147,10 @@ class ShortLivedKeys:
         }
         return [(location, config)]
 
-    def revoke(self, key_id: str) -> None:
-        if key_id not in self.revoked:
+    def revoke(self, user: str, key_id: str) -> None:
+        with self._lock:
             self.revoked.add(key_id)
-            self.moto.iam.delete_access_key(UserName="reader", AccessKeyId=key_id)
+        self.moto.iam.delete_access_key(UserName=user, AccessKeyId=key_id)
 
     def close(self) -> None:
         for t in self._timers:
@@ -190,8 +192,8 @@ def test_expiring_vended_credentials_are_renewed(
     vending: tuple[str, ShortLivedKeys, AuthMoto], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, keys, _ = vending
-    # renew one second before expiry instead of a minute (the keys live three seconds)
-    monkeypatch.setattr(icefloe.io, "REFRESH_MARGIN_MS", 1000)
+    # renew RENEW_S before expiry instead of a minute (the keys live TTL_S seconds)
+    monkeypatch.setattr(icefloe.io, "REFRESH_MARGIN_MS", int(RENEW_S * 1000))
     c = RestCatalog("client", uri=url)
     assert not any(k.startswith("s3.access-key") for k in c.properties)
     c.create_namespace("db")
@@ -200,40 +202,36 @@ def test_expiring_vended_credentials_are_renewed(
     t.append(_rows([1, 2]))  # data, manifests and manifest list written with the vended key
     stale = FileIO(dict(t.io.properties))  # the same key, never renewed: the control
     data_file = t.scan().plan_files()[0].data_file.file_path
-    assert stale.new_input(data_file).read()
+    # a table created by a create-table transaction keeps the credentials vended for it
+    tx = c.create_table_transaction("db.s", ROWS)
+    tx.append(_rows([1]))
+    tx.commit_transaction()
+    s = tx.table
+    s.append(_rows([2]))
+    # a client whose server offers no credentials endpoint cannot renew
+    plain = RestCatalog("plain", uri=url)
+    plain.endpoints = plain.endpoints - {ep.TABLE_CREDENTIALS}
+    u = plain.create_table("db.u", ROWS)
+    u.append(_rows([1]))
     time.sleep(TTL_S + 0.5)
     assert first in keys.revoked  # the store no longer accepts the first key ...
     with pytest.raises(FileIOError, match="access denied"):
         stale.new_input(data_file).read()
-    # ... yet the table goes on: its FileIO renews through GET .../credentials
+    with pytest.raises(FileIOError, match="access denied"):
+        u.scan().to_arrow()
+    # ... yet the tables go on: their FileIO renews through GET .../credentials
     t.append(_rows([3]))
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
     assert t.io.properties["s3.access-key-id"] != first
-    time.sleep(TTL_S + 0.5)  # and again, for a table loaded earlier
+    s.append(_rows([3]))
+    assert sorted(c.load_table("db.s").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
     loaded = c.load_table("db.t")
+    time.sleep(TTL_S + 0.5)  # and again, for a table loaded earlier
     assert sorted(loaded.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
-    # every key came from the provider for this table; the renewals went through the endpoint
-    assert {ident for ident, _ in keys.vended} == {("db", "t")}
-    assert len(keys.vended) >= 4  # create, load, and at least two renewals
+    # every key came from the provider for these tables
+    assert {ident for ident, _ in keys.vended} == {("db", "t"), ("db", "s"), ("db", "u")}
+    renewals = sum(1 for ident, _ in keys.vended if ident == ("db", "t"))
+    assert renewals >= 5  # create, two loads, and at least two renewals
     secret = t.io.properties["s3.secret-access-key"]
     assert secret not in repr(t.io) and secret not in repr(t)
-
-
-def test_without_renewal_the_expired_key_fails(
-    vending: tuple[str, ShortLivedKeys, AuthMoto], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The control: a client whose server offers no credentials endpoint cannot renew, and
-    its reads fail once the vended key has expired (so the test above shows renewal)."""
-    url = vending[0]
-    monkeypatch.setattr(icefloe.io, "REFRESH_MARGIN_MS", 1000)
-    c = RestCatalog("client", uri=url)
-    c.endpoints = c.endpoints - {
-        "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
-    }
-    c.create_namespace("db")
-    t = c.create_table("db.t", ROWS)
-    t.append(_rows([1]))
-    time.sleep(TTL_S + 0.5)
-    with pytest.raises(FileIOError, match="access denied"):
-        t.scan().to_arrow()

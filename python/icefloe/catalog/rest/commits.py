@@ -20,11 +20,9 @@ from icefloe.catalog.rest.wire import (
     LoadTableResult,
     creation_updates,
     identifier_to_json,
-    merge_io_properties,
     uuid7,
 )
 from icefloe.exceptions import CommitConflictError, CommitFailedError, CommitStateUnknownError
-from icefloe.io import FileIO
 from icefloe.metadata import (
     AddSnapshot,
     AssertCreate,
@@ -96,8 +94,10 @@ class RestCommits(RestTables):
                 result = LoadTableResult.from_json(resp.json())
                 with self._etag_lock:
                     self._etags.pop(ident, None)
-                if staged:
-                    table.io = FileIO(merge_io_properties(self.properties, result.io_properties()))
+                if staged and (result.config or result.storage_credentials):
+                    # a server that answers the create with storage settings: use them; else
+                    # the table keeps those vended with the staged create
+                    table.io = self._result_io(ident, result)
                 self._report_commit(ident, ups, result.metadata, attempt + 1, started)
                 return CommitResult(result.metadata, result.metadata_location or "")
             if resp is not None and resp.status == 409:

@@ -23,6 +23,7 @@ from icefloe.catalog.rest.wire import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from icefloe.io import FileIO
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -37,6 +38,12 @@ class RestTables(RestClient):
     def _result_table(self, ident: Identifier, result: LoadTableResult) -> Table:
         from icefloe.table import Table
 
+        io = self._result_io(ident, result)
+        return Table(ident, result.metadata, result.metadata_location or "", io, self)
+
+    def _result_io(self, ident: Identifier, result: LoadTableResult) -> FileIO:
+        """The FileIO of a loaded table: its config and vended credentials, renewed through
+        ``GET .../credentials`` when the server offers it."""
         location = result.metadata.location
         refresh = None
         if ep.TABLE_CREDENTIALS in self.endpoints and result.storage_credentials:
@@ -44,8 +51,7 @@ class RestTables(RestClient):
             def refresh() -> Mapping[str, str]:  # vended credentials about to expire
                 return longest_prefix_config(location, self.load_credentials(ident))
 
-        io = self.table_io(result.io_properties(), refresh_credentials=refresh)
-        return Table(ident, result.metadata, result.metadata_location or "", io, self)
+        return self.table_io(result.io_properties(), refresh_credentials=refresh)
 
     def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
         """Identifiers of the tables in ``namespace`` (all pages)."""
