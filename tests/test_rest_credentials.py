@@ -27,12 +27,12 @@ import pyarrow as pa
 import pytest
 
 import icefloe.io
-from _rest import _die_with_parent, free_port
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import FileIOError
 from icefloe.io import FileIO
+from support.rest import _die_with_parent, free_port
 
 pytestmark = [pytest.mark.rest, pytest.mark.s3]
 
