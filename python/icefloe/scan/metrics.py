@@ -23,7 +23,7 @@ from icefloe.expressions.base import BooleanExpression
 if TYPE_CHECKING:
     from icefloe.scan.planner import Plan
 
-__all__ = ["ScanMetrics", "ScanReport", "plan_result_counts"]
+__all__ = ["ScanMetrics", "ScanReport", "live_files", "plan_result_counts"]
 
 _POSITION_DELETES, _EQUALITY_DELETES = 1, 2
 
