@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _delta import CONVERTIBLE, UNCHECKED, fixture
 from icefloe.delta import DeltaLog, convert
-from peers import duckdb_connect
+from support.delta import CONVERTIBLE, UNCHECKED, fixture
+from support.peers import duckdb_connect
 
 pytestmark = pytest.mark.interop
 

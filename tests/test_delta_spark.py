@@ -23,9 +23,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from _delta import CONVERTIBLE, UNCHECKED, fixture
-from _spark import JavaCatalog
 from icefloe.delta import DeltaLog, convert
+from support.delta import CONVERTIBLE, UNCHECKED, fixture
+from support.spark import JavaCatalog
 
 pytestmark = pytest.mark.spark
 
@@ -84,7 +84,7 @@ def test_iceberg_java_reads_every_converted_table(
 
 
 def _java_problem() -> str | None:
-    from _spark import java_problem
+    from support.spark import java_problem
 
     return java_problem()
 
@@ -162,8 +162,8 @@ def _agree(spark: Any, path: Path, result: Any) -> None:
 
 
 def test_delta_sync_follows_spark_delta_writes(iceberg_spark: JavaCatalog, tmp_path: Path) -> None:
-    from _spark import delta_jars
     from icefloe.spark.delta_sync import DeltaSync
+    from support.spark import delta_jars
 
     jars, why = delta_jars()
     if not jars:

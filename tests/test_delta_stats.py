@@ -116,9 +116,9 @@ def test_checkpoint_stats_parsed_equals_the_json() -> None:
     also when only some files have it (commits after the checkpoint)."""
     import pyarrow.compute as pc
 
-    from _delta import FIXTURES
     from icefloe.delta import DeltaLog
     from icefloe.delta.schema import leaf_columns
+    from support.delta import FIXTURES
 
     for name in ("checkpoints", "multipart", "v2checkpoint"):
         snap = DeltaLog(str(FIXTURES / name / "table")).snapshot()
@@ -163,10 +163,10 @@ def test_checkpoint_read_without_json_stats_gives_the_same_metrics(
 ) -> None:
     """The converter skips the ``stats`` text of checkpoints written by Delta (which carry
     ``stats_parsed`` too); the metrics are the ones the JSON gives."""
-    from _delta import fixture
     from icefloe.delta import DeltaLog
     from icefloe.delta.stats import file_metrics
     from icefloe.delta.table_metadata import stats_columns
+    from support.delta import fixture
 
     log = DeltaLog(str(fixture(scenario, tmp_path)))
     full = log.snapshot()

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-FIXTURES = Path(__file__).parent / "data" / "delta"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "delta"
 #: Fixtures converted with ``check=False``: Delta 4.4.0 fails every write to a variant column
 #: of an IcebergCompatV3 table, so this one has column mapping and row tracking but not the flag.
 UNCHECKED = {"variant"}
