@@ -1,11 +1,11 @@
 """Live checks with Java: Iceberg's Java runtime (Spark) reads the converted tables as Delta
 read them, and Delta Lake itself regenerates a fixture that the converter then follows.
 
-Delta's SQL extension and catalog cannot join the shared test session (it carries Iceberg's
-extension and is created once per run), so regeneration runs ``tests/gen_delta_fixtures.py``
-in a subprocess with its own Spark session. ``ICEFLOE_DELTA_REGENERATE`` names the scenarios
-to regenerate (default ``dml``: deletion vectors, UPDATE/MERGE and row tracking; ``all`` for
-every one).
+The shared test session carries Delta's jars, extension and catalog next to Iceberg's, which
+the Spark sync helper's test writes through. Regeneration runs ``tests/gen_delta_fixtures.py``
+in a subprocess with its own Spark session (the fixtures' warehouse and settings, without the
+Iceberg runtime). ``ICEFLOE_DELTA_REGENERATE`` names the scenarios to regenerate (default
+``dml``: deletion vectors, UPDATE/MERGE and row tracking; ``all`` for every one).
 """
 
 from __future__ import annotations
