@@ -2,7 +2,7 @@
 read them, and Delta Lake itself regenerates a fixture that the converter then follows.
 
 The shared test session carries Delta's jars, extension and catalog next to Iceberg's, which
-the Spark sync helper's test writes through. Regeneration runs ``tests/gen_delta_fixtures.py``
+DeltaSync's test writes through. Regeneration runs ``tests/gen_delta_fixtures.py``
 in a subprocess with its own Spark session (the fixtures' warehouse and settings, without the
 Iceberg runtime). ``ICEFLOE_DELTA_REGENERATE`` names the scenarios to regenerate (default
 ``dml``: deletion vectors, UPDATE/MERGE and row tracking; ``all`` for every one).
