@@ -1,5 +1,5 @@
 """Metadata tables as Arrow: ``table.inspect.snapshots()``, ``history()``, ``refs()``,
-``manifests()``, ``entries()``, ``files()`` and ``partitions()``.
+``column_statistics()``, ``manifests()``, ``entries()``, ``files()`` and ``partitions()``.
 
 Column names follow PyIceberg's and the Java reference's metadata tables. The file-level tables
 decode the manifests of one snapshot (default: the current one) in bulk and work on the Arrow
@@ -120,6 +120,30 @@ class InspectTable:
                 ),
                 "max_snapshot_age_in_ms": pa.array(
                     [r.max_snapshot_age_ms for _, r in items], pa.int64()
+                ),
+            }
+        )
+
+    def column_statistics(self, snapshot_id: int | None = None) -> pa.Table:
+        """Distinct-value counts per column from the newest table statistics file on the
+        snapshot's ancestry (default: the current snapshot): column name, field id, ``ndv``,
+        the snapshot the file was computed for and how many snapshots it lags behind (0: it
+        is the snapshot's own)."""
+        from icefloe.table.statistics import ndvs, statistics_status
+
+        status = statistics_status(self._meta, snapshot_id)
+        sid = status.table_statistics_snapshot_id
+        found = ndvs(self._table.io, self._meta, sid) if sid is not None else {}
+        schema = self._meta.current_schema()
+        names = list(found)
+        return pa.table(
+            {
+                "column": pa.array(names, pa.string()),
+                "field_id": pa.array([schema.find_field_id(n) for n in names], pa.int32()),
+                "ndv": pa.array([found[n] for n in names], pa.int64()),
+                "statistics_snapshot_id": pa.array([sid] * len(names), pa.int64()),
+                "snapshots_behind": pa.array(
+                    [status.table_statistics_behind] * len(names), pa.int32()
                 ),
             }
         )
