@@ -34,7 +34,7 @@ def _key(partition: dict[str, Any]) -> tuple[tuple[bool, Any], ...]:
     return tuple((v is not None, v) for v in partition.values())
 
 
-def _oracle(t: Any, snapshot_id: int, entries: list[dict[str, Any]], sign_of: Any) -> dict:
+def _oracle(t: Any, snapshot_id: int, entries: list[dict[str, Any]], sign_of: Any) -> dict[Any, Any]:
     """Java's per-entry rules over ``entries``; ``sign_of(status)`` is +1, -1 or 0, None when
     the entry does not touch the last update."""
     ts = {s.snapshot_id: s.timestamp_ms for s in t.metadata.snapshots}
@@ -75,12 +75,12 @@ def _oracle(t: Any, snapshot_id: int, entries: list[dict[str, Any]], sign_of: An
     return out
 
 
-def full_oracle(t: Any, snapshot_id: int) -> dict:
+def full_oracle(t: Any, snapshot_id: int) -> dict[Any, Any]:
     entries = t.inspect.entries(snapshot_id).to_pylist()
     return _oracle(t, snapshot_id, entries, lambda s: (0 if s == 2 else 1, True))
 
 
-def incremental_oracle(t: Any, base: dict, base_id: int, snapshot_id: int) -> dict:
+def incremental_oracle(t: Any, base: dict[Any, Any], base_id: int, snapshot_id: int) -> dict[Any, Any]:
     """``base`` rows plus what each later ancestor added (+) and deleted (-): the ADDED and
     DELETED entries a snapshot writes carry its id."""
     entries = []
@@ -111,11 +111,11 @@ def incremental_oracle(t: Any, base: dict, base_id: int, snapshot_id: int) -> di
     return out
 
 
-def _by_key(rows: list[dict[str, Any]]) -> dict:
+def _by_key(rows: list[dict[str, Any]]) -> dict[Any, Any]:
     return {(r["spec_id"], _key(r["partition"])): r for r in rows}
 
 
-def _check(got: pa.Table, want: dict, v3: bool = True) -> None:
+def _check(got: pa.Table, want: dict[Any, Any], v3: bool = True) -> None:
     rows = got.to_pylist()
     keys = [(r["spec_id"], _key(r["partition"])) for r in rows]
     assert keys == sorted(keys, key=lambda k: (k[1], k[0])), "rows ordered by partition"
@@ -182,7 +182,7 @@ def test_rows_follow_java_rules_full_and_incremental(table: Any) -> None:
     assert zeros
     # live counts agree with the data files of the snapshot
     files = t.inspect.data_files().to_pylist()
-    live: dict = defaultdict(int)
+    live: dict[Any, int] = defaultdict(int)
     for f in files:
         live[(f["spec_id"], _key(f["partition"]))] += f["record_count"]
     got = {
