@@ -215,11 +215,11 @@ def _since(
     metadata: TableMetadata,
     snap: Snapshot,
     base: PartitionStatisticsFile,
-    schema: Schema,
+    old: pa.Table,
     partition: pa.StructType,
 ) -> pa.Table | None:
-    """The rows of ``base`` merged with the changes of the ancestors after it."""
-    old = read_partition_statistics(io, base.statistics_path, schema)
+    """The rows of ``base`` (read as ``old``) merged with the changes of the ancestors after
+    it."""
     between = []
     for s in metadata.ancestors_of(snap.snapshot_id):
         if s.snapshot_id == base.snapshot_id:
@@ -284,19 +284,18 @@ def partition_statistics_rows(
     snap = _snapshot(metadata, snapshot_id)
     schema = _file_schema(metadata)
     partition = type_to_arrow(schema.find_field(1).field_type)
-    grouped = None
-    computed = False
-    if incremental:
-        base = _latest_on_ancestry(metadata, snap.snapshot_id)
-        if base is not None and base.snapshot_id == snap.snapshot_id:
+    old = None
+    base = _latest_on_ancestry(metadata, snap.snapshot_id) if incremental else None
+    if base is not None:
+        if base.snapshot_id == snap.snapshot_id:
             return None, base
-        if base is not None:
-            try:
-                grouped = _since(io, metadata, snap, base, schema, partition)
-                computed = True
-            except IcebergError:
-                computed = False  # unreadable: a full compute, as Java falls back
-    if not computed:
+        try:
+            old = read_partition_statistics(io, base.statistics_path, schema)
+        except IcebergError:
+            old = None  # unreadable: a full compute, as Java falls back
+    if base is not None and old is not None:
+        grouped = _since(io, metadata, snap, base, old, partition)
+    else:
         grouped = _full(io, metadata, snap, partition)
     if grouped is None or grouped.num_rows == 0:
         return None, None
