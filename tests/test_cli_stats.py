@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from _cli import run
-from _cli_tables import build_world
+from support.cli import run
+from support.cli_tables import build_world
 
 
 def test_compute_stats_then_stale_after_a_commit(tmp_path: Path) -> None:

@@ -348,7 +348,7 @@ def test_computed_statistics_follow_their_snapshots(tmp_path: Path) -> None:
 
 
 def test_partition_statistics_follow_their_snapshots(tmp_path: Path) -> None:
-    from write_util import SCHEMA, SPEC, catalog, rows
+    from support.write_util import SCHEMA, SPEC, catalog, rows
 
     t = catalog(tmp_path).create_table("ns.p", SCHEMA, partition_spec=SPEC)
     for i in range(3):

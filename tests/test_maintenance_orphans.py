@@ -120,7 +120,7 @@ def test_registered_statistics_kept_replaced_ones_removed(tmp_path: Path) -> Non
 
 
 def test_partition_statistics_kept_unregistered_ones_removed(tmp_path: Path) -> None:
-    from write_util import SCHEMA, SPEC, catalog, rows
+    from support.write_util import SCHEMA, SPEC, catalog, rows
 
     t = catalog(tmp_path).create_table("ns.p", SCHEMA, partition_spec=SPEC)
     t.append(rows(0, 20))

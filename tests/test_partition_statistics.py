@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import write_util as w
+import support.write_util as w
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.table.partition_statistics import partition_statistics_rows
 
@@ -34,7 +34,9 @@ def _key(partition: dict[str, Any]) -> tuple[tuple[bool, Any], ...]:
     return tuple((v is not None, v) for v in partition.values())
 
 
-def _oracle(t: Any, snapshot_id: int, entries: list[dict[str, Any]], sign_of: Any) -> dict[Any, Any]:
+def _oracle(
+    t: Any, snapshot_id: int, entries: list[dict[str, Any]], sign_of: Any
+) -> dict[Any, Any]:
     """Java's per-entry rules over ``entries``; ``sign_of(status)`` is +1, -1 or 0, None when
     the entry does not touch the last update."""
     ts = {s.snapshot_id: s.timestamp_ms for s in t.metadata.snapshots}
@@ -80,7 +82,9 @@ def full_oracle(t: Any, snapshot_id: int) -> dict[Any, Any]:
     return _oracle(t, snapshot_id, entries, lambda s: (0 if s == 2 else 1, True))
 
 
-def incremental_oracle(t: Any, base: dict[Any, Any], base_id: int, snapshot_id: int) -> dict[Any, Any]:
+def incremental_oracle(
+    t: Any, base: dict[Any, Any], base_id: int, snapshot_id: int
+) -> dict[Any, Any]:
     """``base`` rows plus what each later ancestor added (+) and deleted (-): the ADDED and
     DELETED entries a snapshot writes carry its id."""
     entries = []

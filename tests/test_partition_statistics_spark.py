@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from _spark import JavaCatalog
 from icefloe.read.partition_statistics import read_partition_statistics
 from icefloe.table.partition_statistics import _file_schema, partition_statistics_rows
+from support.spark import JavaCatalog
 
 pytest.importorskip("pyspark")
 

@@ -149,7 +149,7 @@ def test_sketches_built_on_executors_equal_the_single_process_file(
     import pyarrow as pa
 
     import icefloe.spark as ispark
-    from write_util import catalog
+    from support.write_util import catalog
 
     cat = catalog(tmp_path)
     t = cat.create_table(
