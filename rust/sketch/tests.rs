@@ -185,9 +185,17 @@ fn unsupported_types_are_refused() {
 
 #[test]
 fn serialised_parts_merge_into_the_whole() {
-    // Exact (a few values), one item, empty, and above K: the serialised sketches of the parts
+    // Exact (a few values), one item, empty, and above K (with parts above K too: 30,000 in
+    // two): the serialised sketches of the parts
     // of a column, decoded and merged, serialise as the sketch of the whole column.
-    for (n, parts) in [(0i64, 3usize), (1, 2), (300, 4), (5000, 7), (20_000, 5)] {
+    for (n, parts) in [
+        (0i64, 3usize),
+        (1, 2),
+        (300, 4),
+        (5000, 7),
+        (20_000, 5),
+        (30_000, 2),
+    ] {
         let values: Vec<i64> = (0..n).map(|v| v * 7919 % 100_003).collect();
         let whole = sketch_of(&Int64Array::from(values.clone())).to_bytes();
         let mut merged = ThetaSketch::new();
