@@ -132,7 +132,7 @@ def test_rows_equal_java_full_and_incremental(spark: Any, iceberg_spark: JavaCat
     t.refresh()
     last = t.current_snapshot().snapshot_id
     java_inc = _java_rows(spark, t, last, commit=True)
-    assert [s.snapshot_id for s in t.metadata.partition_statistics] == [first, last]
+    assert {s.snapshot_id for s in t.metadata.partition_statistics} == {first, last}
     # icefloe's incremental from its own file at `first` equals Java's
     with t.transaction() as tx:
         tx.remove_partition_statistics(last)
