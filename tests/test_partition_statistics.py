@@ -313,3 +313,20 @@ def test_inspect_partitions_served_from_the_file(table: Any) -> None:
     assert sorted(from_stats.to_pylist(), key=lambda r: str([r[k] for k in key])) == sorted(
         from_manifests.to_pylist(), key=lambda r: str([r[k] for k in key])
     )
+
+
+def test_inspect_partitions_from_the_file_count_deletes_as_the_manifests_do(table: Any) -> None:
+    table.append(w.rows(0, 60))
+    table.delete("id in (1, 2, 30, 31, 59)")  # deletion vectors
+    table.delete("ts < '2024-01-02T00:00:00'")  # a day's files removed: no rows for it
+    from_manifests = table.inspect.partitions(use_statistics=False)
+    assert sum(from_manifests.column("position_delete_file_count").to_pylist()) > 0
+    table.compute_partition_statistics()
+    from_stats = table.inspect.partitions()
+    assert from_stats.schema == from_manifests.schema
+    counts = [c for c in from_stats.column_names if c.endswith("_count") or "size" in c]
+
+    def by_key(t: pa.Table) -> dict[str, list[Any]]:
+        return {str((r["spec_id"], r["partition"])): [r[c] for c in counts] for r in t.to_pylist()}
+
+    assert by_key(from_stats) == by_key(from_manifests)
