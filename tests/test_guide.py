@@ -210,6 +210,12 @@ def _rowlevel(tmp: Path) -> dict[str, Any]:
     return {"table": t, "new_rows": rows.slice(1, 2), "datetime": datetime}
 
 
+def _geo(tmp: Path) -> dict[str, Any]:
+    import struct
+
+    return {"catalog": _catalog(tmp), "struct": struct, "pa": pa}
+
+
 def _reading(tmp: Path) -> dict[str, Any]:
     pytest.importorskip("duckdb")
     from icefloe.catalog import load_catalog
@@ -251,6 +257,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _expire,
     _rowlevel,
     _rowlevel,  # table statistics
+    _geo,
     _reading,
     _delta,
 ]
