@@ -185,7 +185,7 @@ def _geometries(draw: Any) -> Any:
         return shapely.MultiLineString([line, line]) if kind == "multi" else line
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(_geometries(), max_size=12))
 def test_wkb_bounds_equal_shapely(geoms: list[Any]) -> None:
     # shapely writes EWKB for Z (its default flavour), ISO for the rest: both are read
@@ -270,7 +270,7 @@ _xy = st.floats(-100, 100, allow_nan=False)
 
 
 @settings(
-    max_examples=25,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -304,7 +304,9 @@ def test_bbox_pruning_skips_only_files_that_cannot_match(
         ids = pa.table(pq.read_table(f["file_path"].removeprefix("file://"), columns=["id"]))
         by_path[f["file_path"]] = [files_flat(files)[i] for i in ids.column("id").to_pylist()]
     for box in boxes:
-        planned = {task.file.file_path for task in t.scan(st_intersects("g", box)).plan_files()}
+        planned = {
+            task.data_file.file_path for task in t.scan(st_intersects("g", box)).plan_files()
+        }
         for path, pts in by_path.items():
             real = [p for p in pts if p is not None]
             may = bool(real) and (
