@@ -171,7 +171,8 @@ def new_warehouse() -> str:
 class FaultyProxy:
     """An HTTP proxy on a loopback port in front of a server, that can fail commits on purpose.
 
-    ``mode`` applies to ``POST`` requests whose path matches ``target`` (a substring):
+    ``mode`` applies to ``POST`` requests whose path matches ``target`` (a substring; metrics
+    reports only when ``target`` names them):
     ``"pass"`` forwards, ``"drop-response"`` forwards and then closes the connection without
     answering (the server acted, the client cannot know), ``"drop-request"`` closes without
     forwarding, ``"status:<N>"`` answers N without forwarding, ``"after:<N>"`` forwards and
@@ -202,9 +203,12 @@ class FaultyProxy:
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
+                # metrics reports (sent in the background) only fail when targeted
+                reports = self.path.endswith("/metrics") and "metrics" not in proxy.target
                 fail = (
                     self.command == "POST"
                     and proxy.target in self.path
+                    and not reports
                     and proxy.mode != "pass"
                     and proxy.failed < proxy.times
                 )
@@ -291,7 +295,7 @@ JAVA_REST_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVers
       <version>2.0.17</version></dependency>
   </dependencies></project>
 """
-LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackRestServer.java"
+LAUNCHER = Path(__file__).resolve().parents[1] / "java" / "LoopbackRestServer.java"
 #: Iceberg Java of the REST server and the compatibility kit: the Jetty, SQLite and Hadoop
 #: versions in the POMs are those of its build (``gradle/libs.versions.toml`` at 1.11.0).
 JAVA_REST_VERSION = "1.11.0"
@@ -307,7 +311,7 @@ def maven_classpath(name: str, pom: str) -> tuple[Path, str]:
     """
     import shutil
 
-    from _spark import jar_cache
+    from support.spark import jar_cache
 
     if os.environ.get("ICEFLOE_NO_ICEBERG_JAVA"):
         raise RuntimeError("ICEFLOE_NO_ICEBERG_JAVA is set")
