@@ -16,7 +16,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.expressions import BoundingBox, st_intersects
 from icefloe.schema import Schema
 from icefloe.types import GeometryType, LongType, NestedField
-from peers import duckdb_connect, duckdb_load
+from support.peers import duckdb_connect, duckdb_load
 
 pytestmark = pytest.mark.interop
 
