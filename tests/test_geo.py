@@ -327,3 +327,14 @@ def test_bbox_pruning_skips_only_files_that_cannot_match(
 
 def files_flat(files: list[list[Any]]) -> list[Any]:
     return [p for pts in files for p in pts]
+
+
+def test_scan_reports_leave_spatial_predicates_out() -> None:
+    from icefloe.catalog.rest.metrics import filter_json
+
+    e = st_intersects("g", (0, 0, 1, 1)) & (col("id") > 5)
+    assert filter_json(e) == {
+        "type": "and",
+        "left": True,
+        "right": {"type": "gt", "term": "id", "value": "(1-digit-int)"},
+    }
