@@ -313,8 +313,7 @@ fn bbox_literal(j: &J) -> Result<Vec<Value>> {
         };
         out.push(v);
     }
-    let floats: Vec<f64> = out.clone();
-    crate::geo::query_box(&floats)?;
+    crate::geo::query_box(&out)?;
     Ok(out.into_iter().map(Value::Float).collect())
 }
 
