@@ -8,6 +8,8 @@ need only the icefloe wheel and access to the table's storage.
 - :func:`write`: append or overwrite from a DataFrame in one snapshot
   (:mod:`icefloe.spark.writing`); :func:`cluster`: a DataFrame's rows clustered by a
   table's partitions, for writes through the format.
+- :func:`compute_statistics`: theta-sketch statistics built on the executors, merged and
+  committed on the driver (:mod:`icefloe.spark.statistics`).
 - :mod:`icefloe.spark.functions`: partition transforms as vectorised Spark functions
   (:func:`register_functions` for SQL).
 - :mod:`icefloe.spark.schema`: Spark schemas from Iceberg schemas (field ids kept).
@@ -25,6 +27,7 @@ from icefloe.spark.functions import register_functions
 from icefloe.spark.reading import read
 from icefloe.spark.rowlevel import delete, merge
 from icefloe.spark.schema import spark_schema
+from icefloe.spark.statistics import compute_statistics
 from icefloe.spark.worker import configure
 from icefloe.spark.writing import cluster, write
 
@@ -38,6 +41,7 @@ def register(spark: Any) -> None:
 
 __all__ = [
     "cluster",
+    "compute_statistics",
     "configure",
     "delete",
     "icefloe_errors",
