@@ -236,6 +236,12 @@ def _partition_stats(tmp: Path) -> dict[str, Any]:
     return {"table": t}
 
 
+def _geo(tmp: Path) -> dict[str, Any]:
+    import struct
+
+    return {"catalog": _catalog(tmp), "struct": struct, "pa": pa}
+
+
 def _reading(tmp: Path) -> dict[str, Any]:
     pytest.importorskip("duckdb")
     from icefloe.catalog import load_catalog
@@ -278,6 +284,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _rowlevel,
     _rowlevel,  # table statistics
     _partition_stats,
+    _geo,
     _reading,
     _delta,
     SKIP,  # Delta sync from Spark: tests/test_delta_spark.py runs these calls

@@ -156,6 +156,8 @@ def filter_json(expr: BooleanExpression) -> Any:
     if isinstance(expr, Not):
         return {"type": "not", "child": filter_json(expr.child)}
     if isinstance(expr, BoundPredicate | UnboundPredicate):
+        if expr.op.is_spatial:
+            return True  # no spatial operation in the REST expression JSON: reported unfiltered
         out: dict[str, Any] = {"type": expr.op.value, "term": expr.term_name}
         t = expr.ref.field_type if isinstance(expr, BoundPredicate) else None
         if expr.op.is_set:
