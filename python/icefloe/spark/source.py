@@ -47,6 +47,7 @@ from icefloe.spark.errors import executor_errors
 from icefloe.spark.filters import to_expression
 from icefloe.spark.reading import read_scan, spark_batches
 from icefloe.spark.schema import spark_type
+from icefloe.spark.worker import ensure_worker_python, profiled
 from icefloe.table import Table
 from icefloe.table.scan import SPLIT_SIZE_PROPERTY, TableScan
 from icefloe.types import NestedField, StructType
@@ -71,7 +72,10 @@ OPEN_FILE_COST = 4 * 1024 * 1024
 
 
 def register(spark: Any) -> None:
-    """Registers the ``icefloe`` format on ``spark`` and enables Python filter pushdown."""
+    """Registers the ``icefloe`` format on ``spark`` and enables Python filter pushdown (the
+    format's workers run this Python unless the user chose one, see
+    :func:`~icefloe.spark.worker.ensure_worker_python`)."""
+    ensure_worker_python(spark)
     spark.conf.set(FILTER_PUSHDOWN, "true")
     spark.dataSource.register(IcefloeDataSource)
 
@@ -216,7 +220,8 @@ def task_partitions(
 def read_partition(partition: TasksPartition) -> Iterator[pa.RecordBatch]:
     """On executors: the Arrow batches of one partition's tasks."""
     tasks: list[FileScanTask] = pickle.loads(partition.tasks)
-    yield from spark_batches(partition.io_properties, partition.options, partition.fields, tasks)
+    batches = spark_batches(partition.io_properties, partition.options, partition.fields, tasks)
+    yield from profiled("read", batches)
 
 
 class IcefloeReader(DataSourceReader):
