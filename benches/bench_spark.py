@@ -30,8 +30,8 @@ load average before and after. On a loaded machine the CPU ratio is the fairer o
 The session is the tests' (``local[2]``) with :func:`icefloe.spark.configure` applied (Arrow
 batches of 100,000 rows, no per-row byte-size check in the JVM; Iceberg Java's paths exchange
 no Arrow batches, so the settings do not touch the peer). Needs pyspark, Java 17 and the
-Iceberg runtime jar (fetched by ``tests/_spark.py``). ``ICEFLOE_SPARK_PROFILE=<dir>`` (see
-:mod:`icefloe.spark.worker`) leaves cProfile files of icefloe's executor tasks.
+Iceberg runtime jar (fetched by ``tests/support/spark.py``). ``ICEFLOE_SPARK_PROFILE=<dir>``
+(see :mod:`icefloe.spark.worker`) leaves cProfile files of icefloe's executor tasks.
 """
 
 from __future__ import annotations
@@ -148,8 +148,8 @@ def markdown(cases: list[SparkCase], rows: int) -> str:
 def run(h: Harness) -> None:
     from pyspark.sql import functions as F
 
-    import _spark
     import icefloe.spark as ispark
+    from support import spark as _spark
 
     n = int(os.environ.get("ICEFLOE_BENCH_SPARK_ROWS") or h.size(10_000_000, 200_000))
     repeat = h.repeat
