@@ -20,7 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import ValidationError
@@ -195,6 +194,10 @@ def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.
                 n = 1
             sizes[id(e)] = n
         return n
+
+    # imported on first use: pyarrow.dataset imports pandas, a cost every process that only
+    # plans (Spark's planner workers) would pay
+    import pyarrow.dataset as ds
 
     def evaluate(e: BooleanExpression, under_not: bool) -> pa.Array:
         if size(e) <= _CHUNK:
