@@ -229,7 +229,7 @@ def _cached(name: str, rows: int) -> pa.Table:
 def upsert_rows(shape: Shape, rows: int) -> pa.Table:
     """1% of the rows (a deterministic sample) with the value column changed."""
     table = shape.table(rows)
-    count = max(1, rows // 100)
+    count = max(1, table.num_rows // 100)
     idx = np.sort(np.random.default_rng(9).choice(table.num_rows, count, replace=False))
     part = table.take(pa.array(idx))
     col = part.column(shape.value_col)
@@ -251,5 +251,6 @@ def overwrite_rows(shape: Shape, rows: int) -> pa.Table:
 def delete_keys(shape: Shape, rows: int) -> pa.Table:
     """10% of the keys (equality deletes)."""
     table = shape.table(rows).select(list(shape.keys))
-    idx = np.sort(np.random.default_rng(11).choice(table.num_rows, rows // 10, replace=False))
+    count = table.num_rows // 10
+    idx = np.sort(np.random.default_rng(11).choice(table.num_rows, count, replace=False))
     return table.take(pa.array(idx))
