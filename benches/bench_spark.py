@@ -1,45 +1,148 @@
-"""Spark: icefloe's PySpark integration against Iceberg's Java runtime on ``local[2]``.
+"""Spark: icefloe in PySpark against Iceberg's Java runtime on ``local[2]``, same session.
 
-One v3 table (10M rows / ``--quick`` 200k: ``id`` long, ``v`` double, ``s`` string) is
-written by Spark + Iceberg Java on a file-system catalog, then 10% of its rows are deleted with
-merge-on-read (deletion vectors). Cases:
+One v3 table (10M rows / ``--quick`` 200k / ``ICEFLOE_BENCH_SPARK_ROWS``: ``id`` long, ``v``
+double, ``s`` string) is written by Spark + Iceberg Java on a file-system catalog, then 10% of
+its rows are deleted with merge-on-read (deletion vectors). Cases, each icefloe vs Iceberg Java:
 
-- ``read_dv_10pct``: ``icefloe.spark.read`` vs Spark + Iceberg Java reading the same table, both
-  aggregating every column (``sum(v)``, ``max(length(s))``, ``count``) so every row is read.
-- ``write``: ``icefloe.spark.write`` (append) vs ``DataFrame.writeTo(...).append()`` of the same
-  generated rows into equally empty tables.
-- ``mor_delete_1pct``: a merge-on-read ``DELETE`` of 1% of the rows (``v`` in a band of width 10
-  of its uniform 0..1000 range, a new band each run, so every file has matches) from a copy of
-  the DV-deleted table: ``icefloe.spark.delete`` vs Spark SQL ``DELETE FROM`` with Iceberg Java
-  (``write.delete.mode=merge-on-read``), both writing DVs merged with the ones already there.
-  Units are the table's rows (every file is scanned).
+- ``format_read_dv_10pct``: ``spark.read.format("icefloe")`` vs ``spark.table`` of the same
+  table, both aggregating every column (``count``, ``sum(v)``, ``max(length(s))``) so every
+  live row crosses into Spark; ``read_dv_10pct``: the same through ``icefloe.spark.read``
+  (``mapInArrow``).
+- ``format_write`` / ``write``: ``df.write.format("icefloe")`` / ``icefloe.spark.write`` vs
+  ``DataFrame.writeTo(...).append()`` of the same generated rows into new empty tables.
+- ``mor_delete_1pct``: a merge-on-read ``DELETE`` of 1% of the rows (``v`` in a band of width
+  10 of its uniform 0..1000 range, a new band each run, so every file has matches) from a copy
+  of the DV-deleted table: ``icefloe.spark.delete`` vs Spark SQL ``DELETE FROM``, both writing
+  DVs merged with those already there. Units are the table's live rows (every file is scanned).
+- ``merge_1pct``: an upsert of 1% of the table's size by ``id`` (half the keys matched, half
+  new; a new key set each run) into a copy of the table: ``icefloe.spark.merge`` vs ``MERGE
+  INTO ... WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *`` with
+  ``write.merge.mode=merge-on-read``. Units are the table's live rows.
+- ``stream_append``: one Structured Streaming micro-batch (``trigger(availableNow=True)``) of
+  the table's rows (the format's streaming source) into a new table: the ``icefloe`` sink vs
+  Iceberg Java's streaming sink.
 
-- ``format_read_dv_10pct`` / ``format_write``: the same read and write through the
-  ``icefloe`` format (``spark.read.format("icefloe")`` / ``df.write.format("icefloe")``,
-  PySpark's Python Data Source API) vs the same Iceberg Java paths.
-- ``stream_append``: one Structured Streaming micro-batch (``trigger(availableNow=True)``)
-  carrying the table's appended rows (the format's streaming source over the first table)
-  into a new table: the ``icefloe`` sink vs Iceberg Java's streaming sink, same source.
+Runs are interleaved (icefloe, Java, icefloe, Java, ... after one warm-up each) and each reports
+the median wall time and the median CPU time of the whole process tree (this driver, the JVM
+and its Python workers; other agents' work on the machine is not in it), with the machine's
+load average before and after. On a loaded machine the CPU ratio is the fairer one.
 
 The session is the tests' (``local[2]``) with :func:`icefloe.spark.configure` applied (Arrow
-batches of 100,000 rows, no per-row byte-size check in the JVM; Iceberg Java's read and write
-paths exchange no Arrow batches, so the settings do not touch the peer).
-
-``ICEFLOE_BENCH_SPARK_ROWS`` overrides the size. Needs pyspark, Java 17 and the Iceberg runtime
-jar (fetched by ``tests/support/spark.py``).
+batches of 100,000 rows, no per-row byte-size check in the JVM; Iceberg Java's paths exchange
+no Arrow batches, so the settings do not touch the peer). Needs pyspark, Java 17 and the
+Iceberg runtime jar (fetched by ``tests/support/spark.py``). ``ICEFLOE_SPARK_PROFILE=<dir>``
+(see :mod:`icefloe.spark.worker`) leaves cProfile files of icefloe's executor tasks.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import Harness
+from harness import Case, Harness, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _process_tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """CPU seconds (user + system, with reaped children) of ``root`` and its descendants."""
+    total = 0
+    for pid in _process_tree(root or os.getpid()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15])
+    return total / _TICK
+
+
+@dataclass
+class Timing:
+    wall: list[float]
+    cpu: list[float]
+
+    def median_wall(self) -> float:
+        return statistics.median(self.wall)
+
+    def median_cpu(self) -> float:
+        return statistics.median(self.cpu)
+
+
+@dataclass
+class SparkCase:
+    name: str
+    units: int
+    target: str
+    ours: Timing
+    java: Timing
+    load: tuple[float, float]
+
+
+def interleaved(
+    fns: dict[str, Callable[[], object]], repeat: int, warmup: int = 1
+) -> dict[str, Timing]:
+    """Times each function ``repeat`` times, taking turns, after ``warmup`` runs of each."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    out = {k: Timing([], []) for k in fns}
+    for _ in range(repeat):
+        for key, fn in fns.items():
+            c0, w0 = tree_cpu_seconds(), time.perf_counter()
+            fn()
+            out[key].wall.append(time.perf_counter() - w0)
+            out[key].cpu.append(tree_cpu_seconds() - c0)
+    return out
+
+
+def markdown(cases: list[SparkCase], rows: int) -> str:
+    """The Spark table: medians of wall and CPU, and Java's time over icefloe's (>1: faster)."""
+    lines = [
+        f"{rows:,} rows, `local[2]`, medians of interleaved runs; x = Iceberg Java / icefloe "
+        "(above 1: icefloe is faster).",
+        "",
+        "| case | icefloe wall / CPU | Iceberg Java wall / CPU | x wall | x CPU "
+        "| load before-after | target |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in cases:
+        o, j = c.ours, c.java
+        lines.append(
+            f"| {c.name} | {o.median_wall():.2f} s / {o.median_cpu():.2f} s "
+            f"| {j.median_wall():.2f} s / {j.median_cpu():.2f} s "
+            f"| x{j.median_wall() / o.median_wall():.2f} | x{j.median_cpu() / o.median_cpu():.2f} "
+            f"| {c.load[0]:.1f}-{c.load[1]:.1f} | {c.target} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def run(h: Harness) -> None:
@@ -49,91 +152,125 @@ def run(h: Harness) -> None:
     from support import spark as _spark
 
     n = int(os.environ.get("ICEFLOE_BENCH_SPARK_ROWS") or h.size(10_000_000, 200_000))
+    repeat = h.repeat
     base = Path(tempfile.mkdtemp(prefix="bench_spark_"))
     spark = _spark.spark_session(base)
     ispark.configure(spark)  # Arrow batch settings; Iceberg Java's paths do not use Arrow
     cat = _spark.java_catalog(spark, base)
     c = cat.name
-    cat.sql("CREATE NAMESPACE {c}.db")
-    cat.sql(
-        "CREATE TABLE {c}.db.t (id bigint, v double, s string) USING iceberg "
-        "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read')"
+    props = (
+        "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read', "
+        "'write.merge.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
     )
+    ddl = "id bigint, v double, s string"
+    cat.sql("CREATE NAMESPACE {c}.db")
     source = spark.range(0, n, 1, 4).selectExpr(
         "id", "rand(7) * 1000 AS v", "concat('row-', CAST(id % 100000 AS string)) AS s"
     )
-    props = "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read')"
-    source.writeTo(f"{c}.db.t").append()
-    cat.sql("DELETE FROM {c}.db.t WHERE id % 10 = 3")
-    # Two more such tables for the delete case, one per implementation.
-    for name in ("del_ours", "del_java"):
-        cat.sql(
-            f"CREATE TABLE {{c}}.db.{name} (id bigint, v double, s string) USING iceberg {props}"
-        )
+    # the read table, and one copy per implementation for the delete and merge cases
+    for name in ("t", "del_ours", "del_java", "mer_ours", "mer_java"):
+        cat.sql(f"CREATE TABLE {{c}}.db.{name} ({ddl}) USING iceberg {props}")
         source.writeTo(f"{c}.db.{name}").append()
         cat.sql(f"DELETE FROM {{c}}.db.{name} WHERE id % 10 = 3")
     table = cat.icefloe().load_table(("db", "t"))
+    opts = {"catalog": c, "catalog.type": "hadoop", "catalog.warehouse": str(cat.warehouse)}
+    live = n - n // 10
+    cases: list[SparkCase] = []
+
+    def compare(
+        name: str,
+        units: int,
+        ours: Callable[[], object],
+        java: Callable[[], object],
+        target: str,
+    ) -> None:
+        before = os.getloadavg()[0]
+        t = interleaved({"icefloe": ours, "iceberg-java": java}, repeat)
+        case = SparkCase(name, units, target, t["icefloe"], t["iceberg-java"], (before, 0.0))
+        case.load = (before, os.getloadavg()[0])
+        cases.append(case)
+        hc = Case(h.area, name, units, "rows", target)
+        for impl, timing in t.items():
+            hc.results.append(Result(impl, min(timing.wall), timing.median_wall()))
+        h.cases.append(hc)
+        print(markdown([case], n).splitlines()[-1], flush=True)
 
     def agg(df: Any) -> Any:
         return df.agg(F.count(F.lit(1)), F.sum("v"), F.max(F.length("s"))).collect()
 
-    live = n - n // 10
-    h.compare(
-        "read_dv_10pct",
+    def java_read() -> Any:
+        return agg(spark.table(f"{c}.db.t"))
+
+    target = "at least 1.1x Iceberg Java"
+    compare(
+        "format_read_dv_10pct",
         live,
-        "rows",
-        ours=lambda: agg(ispark.read(spark, table)),
-        peers={"iceberg-java": lambda: agg(spark.table(f"{c}.db.t"))},
-        target="within 1.5x of Iceberg Java",
+        lambda: agg(spark.read.format("icefloe").options(**opts).load("db.t")),
+        java_read,
+        target,
     )
+    compare("read_dv_10pct", live, lambda: agg(ispark.read(spark, table)), java_read, target)
 
-    schema_ddl = "id bigint, v double, s string"
-    counter = iter(range(1000))
-
-    def ours_write() -> None:
-        i = next(counter)
-        t = cat.icefloe().create_table(("db", f"o{i}"), table.schema(), format_version=3)
-        ispark.write(source, t)
+    counter = iter(range(10_000))
 
     def java_write() -> None:
         i = next(counter)
         cat.sql(
-            f"CREATE TABLE {{c}}.db.j{i} ({schema_ddl}) USING iceberg "
-            "TBLPROPERTIES ('format-version'='3')"
+            f"CREATE TABLE {{c}}.db.j{i} ({ddl}) USING iceberg TBLPROPERTIES ('format-version'='3')"
         )
         source.writeTo(f"{c}.db.j{i}").append()
 
-    h.compare(
-        "write",
-        n,
-        "rows",
-        ours=ours_write,
-        peers={"iceberg-java": java_write},
-        target="within 1.5x of Iceberg Java",
-    )
-
-    opts = {"catalog": c, "catalog.type": "hadoop", "catalog.warehouse": str(cat.warehouse)}
-    h.compare(
-        "format_read_dv_10pct",
-        live,
-        "rows",
-        ours=lambda: agg(spark.read.format("icefloe").options(**opts).load("db.t")),
-        peers={"iceberg-java": lambda: agg(spark.table(f"{c}.db.t"))},
-        target="at least 1.1x Iceberg Java",
-    )
-
-    def ours_format_write() -> None:
+    def format_write() -> None:
         i = next(counter)
         cat.icefloe().create_table(("db", f"o{i}"), table.schema(), format_version=3)
         source.write.format("icefloe").options(**opts).mode("append").save(f"db.o{i}")
 
-    h.compare(
-        "format_write",
-        n,
-        "rows",
-        ours=ours_format_write,
-        peers={"iceberg-java": java_write},
-        target="at least 1.1x Iceberg Java",
+    def mapinarrow_write() -> None:
+        i = next(counter)
+        t = cat.icefloe().create_table(("db", f"o{i}"), table.schema(), format_version=3)
+        ispark.write(source, t)
+
+    compare("format_write", n, format_write, java_write, target)
+    compare("write", n, mapinarrow_write, java_write, target)
+
+    def band(k: int) -> str:  # 1% of the rows, spread over every file (v is uniform)
+        return f"v >= {10 * k} and v < {10 * k + 10}"
+
+    ours_k, java_k = iter(range(11, 100)), iter(range(11, 100))
+    del_ours = cat.icefloe().load_table(("db", "del_ours"))
+    compare(
+        "mor_delete_1pct",
+        live,
+        lambda: ispark.delete(spark, del_ours, band(next(ours_k))),
+        lambda: cat.sql(f"DELETE FROM {{c}}.db.del_java WHERE {band(next(java_k))}"),
+        target,
+    )
+
+    def upserts(k: int) -> Any:
+        """1% of n rows: keys ``id % 200 == k`` (matched unless deleted) and as many new ones."""
+        step = 200
+        old = spark.range(k, n, step, 4)
+        new = spark.range(n + k * (n // step), n + (k + 1) * (n // step), 1, 4)
+        return old.unionByName(new).selectExpr(
+            "id", "rand(11) * 1000 AS v", "concat('new-', CAST(id AS string)) AS s"
+        )
+
+    mer_ours = cat.icefloe().load_table(("db", "mer_ours"))
+    ours_m, java_m = iter(range(1, 200, 2)), iter(range(1, 200, 2))
+
+    def java_merge() -> None:
+        upserts(next(java_m)).createOrReplaceTempView("bench_upserts")
+        cat.sql(
+            "MERGE INTO {c}.db.mer_java t USING bench_upserts s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
+
+    compare(
+        "merge_1pct",
+        live,
+        lambda: ispark.merge(upserts(next(ours_m)), mer_ours, on=["id"]),
+        java_merge,
+        target,
     )
 
     def stream(sink: str) -> None:
@@ -153,31 +290,5 @@ def run(h: Harness) -> None:
             q = w.format("iceberg").trigger(availableNow=True).toTable(f"{c}.db.{name}")
         q.awaitTermination()
 
-    h.compare(
-        "stream_append",
-        n,
-        "rows",
-        ours=lambda: stream("icefloe"),
-        peers={"iceberg-java": lambda: stream("java")},
-        target="at least 1.1x Iceberg Java",
-    )
-
-    ours_table = cat.icefloe().load_table(("db", "del_ours"))
-
-    def band(k: int) -> str:  # 1% of the rows, spread over every file (v is uniform)
-        return f"v >= {10 * k} and v < {10 * k + 10}"
-
-    ours_k = iter(range(11, 100))
-    java_k = iter(range(11, 100))
-    h.compare(
-        "mor_delete_1pct",
-        live,
-        "rows",
-        ours=lambda: ispark.delete(spark, ours_table, band(next(ours_k))),
-        peers={
-            "iceberg-java": lambda: cat.sql(
-                f"DELETE FROM {{c}}.db.del_java WHERE {band(next(java_k))}"
-            )
-        },
-        target="ahead of Iceberg Java",
-    )
+    compare("stream_append", n, lambda: stream("icefloe"), lambda: stream("java"), target)
+    print(markdown(cases, n), flush=True)

@@ -15,6 +15,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -61,6 +62,8 @@ class Harness:
         self.repeat = 2 if quick else repeat
         self.cases: list[Case] = []
         self.area = ""
+        self.options: dict[str, Any] = {}  # area-specific command-line options
+        self.extra_markdown: list[str] = []  # areas that report their own tables
 
     def size(self, full: int, quick: int) -> int:
         """The problem size to use for this run."""
@@ -127,4 +130,6 @@ class Harness:
                     f"| {c.area}/{c.name} | {c.units:,} | {ours_rate} | {r.impl} | {peer_rate} "
                     f"| x{r.best_s / ours.best_s:.2f} | {c.target} |"
                 )
-        return "\n".join(lines) + "\n"
+        if not self.cases:
+            lines = []
+        return "\n".join([*lines, *self.extra_markdown]) + "\n"

@@ -1,5 +1,7 @@
 """Runs the benchmarks: ``python benches/run.py [--quick] [--out FILE] [area ...]``.
 
+``shapes`` takes ``--rows N`` (rows a shape), ``--shapes a,b`` and ``--layouts x,y``.
+
 Areas are the ``bench_<area>.py`` modules beside this file; with none named, all run.
 """
 
@@ -23,8 +25,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", type=Path, help="also write the Markdown table here")
+    ap.add_argument("--rows", type=int, help="shapes: rows a shape (default 200,000)")
+    ap.add_argument("--shapes", help="shapes: comma-separated subset of the shapes")
+    ap.add_argument("--layouts", help="shapes: comma-separated subset of none,day,day+bucket")
+    ap.add_argument("--slow-peers", action="store_true", help="shapes: PyIceberg's slow upserts")
     args = ap.parse_args(argv)
     h = Harness(quick=args.quick, repeat=args.repeat)
+    h.options = {
+        "rows": args.rows,
+        "shapes": args.shapes,
+        "layouts": args.layouts,
+        "slow_peers": args.slow_peers,
+        "out": args.out,
+    }
     for area in args.areas or areas:
         h.area = area
         importlib.import_module(f"bench_{area}").run(h)

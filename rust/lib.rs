@@ -7,6 +7,7 @@ pub mod deletes;
 pub mod delta;
 pub mod error;
 pub mod expr;
+pub mod geo;
 pub mod manifest;
 pub mod parquet_footer;
 pub mod plan;

@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     # delete-file codecs
     "types": 2,
     "values": 2,
+    "geo": 2,
     "schema": 2,
     "schema_rules": 2,
     "evolution": 2,

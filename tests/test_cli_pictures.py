@@ -295,9 +295,13 @@ def test_health_checks(world: CliWorld) -> None:
     )
     assert checks["unreferenced files"]["verdict"] == "skipped"
     assert checks["statistics"]["measured"] == {
-        "table_statistics": False,
-        "partition_statistics": False,
+        "table_statistics_snapshot_id": None,
+        "table_statistics_behind": None,
+        "partition_statistics_snapshot_id": None,
+        "partition_statistics_behind": None,
     }
+    assert checks["statistics"]["verdict"] == "info"
+    assert checks["statistics"]["fix"] == "icefloe compute-stats db.events"
     r = run(world, "--catalog", "clitest", "health", "db.plain", "--json")
     plain = {c["name"]: c for c in r.json()["checks"]}
     assert plain["small files"]["verdict"] == "ok"

@@ -27,9 +27,17 @@ from icefloe.exceptions import (
 from icefloe.table import Table
 from icefloe.table.static import StaticTable
 from icefloe.values import from_bytes
-from support.delta import FIXTURES, DeltaTableWriter, add, commit_info, fixture, row_tracking
+from support.delta import (
+    CONVERTIBLE,
+    UNCHECKED,
+    DeltaTableWriter,
+    add,
+    commit_info,
+    fixture,
+    row_tracking,
+)
 
-SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "table").is_dir())
+SCENARIOS = CONVERTIBLE
 LINEAGE = ("_row_id", "_last_updated_sequence_number")
 
 
@@ -56,7 +64,7 @@ def delta_rows(t: pa.Table) -> list[tuple[Any, ...]]:
 def test_full_conversion_reads_as_delta(scenario: str, tmp_path: Path) -> None:
     root = fixture(scenario, tmp_path)
     latest = DeltaLog(str(root)).latest_version()
-    result = convert(str(root))
+    result = convert(str(root), check=scenario not in UNCHECKED)
     assert result.mode == "full" and result.delta_version == latest
     table = result.table
     assert rows(read(table)) == delta_rows(expected(root, latest))
@@ -84,10 +92,11 @@ def test_incremental_sync_keeps_every_version(scenario: str, tmp_path: Path) -> 
     root = fixture(scenario, tmp_path)
     log = DeltaLog(str(root))
     latest = log.latest_version()
-    first = convert(str(root), up_to_version=0)
+    check = scenario not in UNCHECKED
+    first = convert(str(root), up_to_version=0, check=check)
     assert first.mode == "full"
     for v in range(1, latest + 1):
-        result = convert(str(root), up_to_version=v)
+        result = convert(str(root), up_to_version=v, check=check)
         assert result.mode == "incremental" and result.previous_version == v - 1
         assert rows(read(result.table)) == delta_rows(expected(root, v)), f"version {v}"
     table = result.table
@@ -100,7 +109,7 @@ def test_incremental_sync_keeps_every_version(scenario: str, tmp_path: Path) -> 
         assert rows(read(table, s.snapshot_id)) == delta_rows(expected(root, v)), f"snapshot {v}"
     # A re-run has nothing to do and writes nothing.
     location = table.metadata_location
-    again = convert(str(root))
+    again = convert(str(root), check=check)
     assert again.mode == "unchanged" and again.table.metadata_location == location
 
 
@@ -340,13 +349,13 @@ def test_concurrent_converters_do_not_both_commit(tmp_path: Path) -> None:
     stale = StaticTable.from_metadata(f"{root}/_icefloe/metadata")
     convert(str(root), up_to_version=2)
     # A converter that loaded the table before the other one committed loses cleanly.
-    from icefloe.delta.convert import _apply_commit
+    from icefloe.delta.incremental import apply_commit
     from icefloe.delta.target import DirectoryCatalog
 
     cat = DirectoryCatalog(f"{root}/_icefloe/metadata", stale.io)
     table = Table(cat.identifier, stale.metadata, stale.metadata_location, stale.io, cat)
     with pytest.raises(CommitConflictError):
-        _apply_commit(DeltaLog(str(root)), table, DeltaLog(str(root)).commit(2), "puffin")
+        apply_commit(DeltaLog(str(root)), table, DeltaLog(str(root)).commit(2), "puffin")
 
 
 def test_public_names() -> None:
@@ -452,3 +461,76 @@ def convert_schema_of(snap: Any) -> Any:
     from icefloe.delta.schema import convert_schema
 
     return convert_schema(snap.metadata.schema).fields
+
+
+def test_a_table_whose_first_commit_has_data(tmp_path: Path) -> None:
+    """``df.write.format("delta").save(path)`` puts the first files in version 0: the Iceberg
+    snapshot takes sequence number 0 (it has no parent), so the rows read as row commit
+    version 0, and version 1 follows incrementally."""
+    w = DeltaTableWriter(tmp_path)
+    w.create(add("a.parquet", 10, base_row_id=0, version=0), row_tracking(9))
+    w.commit(1, commit_info(), add("b.parquet", 5, base_row_id=10, version=1), row_tracking(14))
+    first = convert(str(tmp_path), up_to_version=0)
+    snap = first.table.metadata.current_snapshot()
+    assert snap is not None and snap.sequence_number == 0
+    assert first.table.metadata.next_row_id == 10
+    files = first.table.inspect.data_files()
+    assert files.column("file_path").to_pylist() == [f"{tmp_path}/a.parquet"]
+    entries = first.table.inspect.entries()
+    assert entries.column("sequence_number").to_pylist() == [0]
+    second = convert(str(tmp_path))
+    assert (second.mode, second.snapshots) == ("incremental", 1)
+    md = second.table.metadata
+    assert md.last_sequence_number == 1 and md.next_row_id == 15
+
+
+def test_column_defaults_become_write_defaults(tmp_path: Path) -> None:
+    """Delta's literal defaults (``DEFAULT 'unknown'``, then ``SET DEFAULT 8``) are the Iceberg
+    fields' write-defaults at each version; PyIceberg reads them from the metadata too."""
+    from pyiceberg.table import StaticTable as PyIcebergStatic
+
+    root = fixture("defaults", tmp_path)
+    first = convert(str(root), up_to_version=2)
+    want = {"label": "unknown", "qty": 7, "big": 5000000000, "ok": True, "ratio": 0.5}
+    fields = {f.name: f for f in first.table.schema().fields}
+    assert {k: fields[k].write_default for k in want} == want
+    assert all(f.initial_default is None for f in fields.values())
+    assert fields["id"].write_default is None
+    later = convert(str(root))  # version 3 sets qty's default to 8, version 4 uses it
+    assert later.mode == "incremental"
+    fields = {f.name: f for f in later.table.schema().fields}
+    assert fields["qty"].write_default == 8
+    assert rows(read(later.table)) == delta_rows(expected(root, later.delta_version))
+    theirs = PyIcebergStatic.from_metadata(later.table.metadata_location).schema()
+    assert theirs.find_field("qty").write_default == 8
+    assert theirs.find_field("label").write_default == "unknown"
+
+
+def test_upgraded_table_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    """Delta 4.4.0's in-place upgrade (``ALTER TABLE … SET TBLPROPERTIES`` with column mapping
+    and IcebergCompatV3) turns row tracking on without giving the older files a ``baseRowId``:
+    Delta itself cannot read their row ids, and Iceberg ids for them would clash with the ones
+    Delta gives later. Before the upgrade the table is not IcebergCompatV3 at all."""
+    root = fixture("upgrade", tmp_path)
+    log = DeltaLog(str(root))
+    upgraded = next(
+        v
+        for v in range(log.latest_version() + 1)
+        if log.snapshot(v).metadata.configuration.get("delta.enableIcebergCompatV3") == "true"
+    )
+    assert upgraded > 0
+    for v in range(log.latest_version() + 1):
+        with pytest.raises(NotIcebergCompatibleError) as info:
+            convert(str(root), up_to_version=v)
+        if v < upgraded:
+            assert "feature-enabled" in info.value.failures
+        else:
+            assert info.value.failures == ("row-ids-assigned",)
+            snap = log.snapshot(v)
+            assert pc.any(pc.is_null(snap.files.column("base_row_id"))).as_py()
+            # Even unchecked: the row ids would clash with the ones Delta assigned.
+            with pytest.raises(UnsupportedFeatureError, match="no baseRowId"):
+                convert(str(root), up_to_version=v, check=False)
+        assert not (root / "_icefloe").exists() or not any((root / "_icefloe").rglob("*.json"))
+    # Delta's own read of the rows (no row ids: Delta fails to give them) is what delta-rs reads.
+    assert "_row_id" not in expected(root, log.latest_version()).column_names

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
 
 from icefloe.delta.schema import DeltaColumn
 from icefloe.delta.stats import file_metrics
@@ -152,3 +155,28 @@ def test_absolute_and_relative_paths() -> None:
         "file:/t/x",
         "/r/a:b/c",
     ]
+
+
+@pytest.mark.parametrize("scenario", ["checkpoints", "multipart", "v2checkpoint"])
+def test_checkpoint_read_without_json_stats_gives_the_same_metrics(
+    scenario: str, tmp_path: Path
+) -> None:
+    """The converter skips the ``stats`` text of checkpoints written by Delta (which carry
+    ``stats_parsed`` too); the metrics are the ones the JSON gives."""
+    from icefloe.delta import DeltaLog
+    from icefloe.delta.stats import file_metrics
+    from icefloe.delta.table_metadata import stats_columns
+    from support.delta import fixture
+
+    log = DeltaLog(str(fixture(scenario, tmp_path)))
+    full = log.snapshot()
+    lean = log.snapshot(json_stats=False)
+    assert full.checkpoint is not None
+    from_ckpt = pc.equal(lean.files.column("version"), full.checkpoint.version)
+    assert pc.all(pc.is_null(lean.files.column("stats").filter(from_ckpt))).as_py()
+    assert lean.files.column("path").equals(full.files.column("path"))
+    columns = stats_columns(full.metadata)
+    want = file_metrics(full.files.column("stats"), columns)  # the JSON only
+    got = file_metrics(lean.files.column("stats"), columns, lean.files.column("stats_parsed"))
+    for name in ("num_records", "null_value_counts", "lower_bounds", "upper_bounds"):
+        assert getattr(got, name).equals(getattr(want, name)), name

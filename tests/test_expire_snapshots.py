@@ -345,3 +345,29 @@ def test_computed_statistics_follow_their_snapshots(tmp_path: Path) -> None:
     assert local_path(new.statistics_path).exists()
     assert [s.snapshot_id for s in t.metadata.statistics] == [s3]
     assert t.statistics() == {"id": 6}
+
+
+def test_partition_statistics_follow_their_snapshots(tmp_path: Path) -> None:
+    from support.write_util import SCHEMA, SPEC, catalog, rows
+
+    t = catalog(tmp_path).create_table("ns.p", SCHEMA, partition_spec=SPEC)
+    for i in range(3):
+        t.append(rows(i * 10, 10))
+    s1, s2, s3 = (s.snapshot_id for s in t.snapshots())
+    old = t.compute_partition_statistics(snapshot_id=s1)
+    table_old = t.compute_statistics(snapshot_id=s2)
+    new = t.compute_partition_statistics()  # incremental from s1's file
+    table_new = t.compute_statistics()
+    assert old is not None and new is not None
+    assert {s.snapshot_id for s in t.metadata.partition_statistics} == {s1, s3}
+    dry = t.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1000, dry_run=True)
+    assert set(dry.statistics_files) == {old.statistics_path, table_old.statistics_path}
+    assert local_path(old.statistics_path).exists()
+    result = t.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1000)
+    assert set(result.statistics_files) == {old.statistics_path, table_old.statistics_path}
+    for gone in (old, table_old):
+        assert not local_path(gone.statistics_path).exists()
+    for kept in (new, table_new):
+        assert local_path(kept.statistics_path).exists()
+    assert [s.snapshot_id for s in t.metadata.partition_statistics] == [s3]
+    assert sum(t.partition_statistics().column("data_record_count").to_pylist()) == 30

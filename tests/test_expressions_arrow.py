@@ -145,7 +145,11 @@ ds = st.one_of(st.none(), st.sampled_from([Decimal("-1.00"), Decimal("0.00"), De
 @st.composite
 def predicates(draw: st.DrawFn) -> BooleanExpression:
     column = draw(st.sampled_from(["x", "s", "st.dec"]))
-    ops = [op for op in Op if not (op in (Op.IS_NAN, Op.NOT_NAN) and column != "x")]
+    ops = [
+        op
+        for op in Op
+        if not (op in (Op.IS_NAN, Op.NOT_NAN) and column != "x") and not op.is_spatial
+    ]
     if column != "s":
         ops = [op for op in ops if op not in (Op.STARTS_WITH, Op.NOT_STARTS_WITH)]
     op = draw(st.sampled_from(ops))

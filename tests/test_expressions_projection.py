@@ -172,7 +172,7 @@ NUMERIC = {"i", "l", "dec", "d", "ts", "tz"}
 def cases(draw: st.DrawFn) -> tuple[str, Transform, UnboundPredicate, list[Any]]:
     column = draw(st.sampled_from(sorted(TYPES)))
     transform = draw(st.sampled_from(TRANSFORMS[column]))
-    ops = [op for op in Op if op not in (Op.IS_NAN, Op.NOT_NAN)]
+    ops = [op for op in Op if op not in (Op.IS_NAN, Op.NOT_NAN) and not op.is_spatial]
     if column != "s":
         ops = [op for op in ops if op not in (Op.STARTS_WITH, Op.NOT_STARTS_WITH)]
     op = draw(st.sampled_from(ops))

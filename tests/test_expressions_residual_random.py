@@ -73,7 +73,7 @@ values = {
 @st.composite
 def predicates(draw: st.DrawFn, fids: tuple[int, ...] = (1, 2, 3, 4)) -> BooleanExpression:
     fid = draw(st.sampled_from(fids))
-    ops = [op for op in Op if op not in (Op.IS_NAN, Op.NOT_NAN)]
+    ops = [op for op in Op if op not in (Op.IS_NAN, Op.NOT_NAN) and not op.is_spatial]
     if fid != 3:
         ops = [op for op in ops if op not in (Op.STARTS_WITH, Op.NOT_STARTS_WITH)]
     op = draw(st.sampled_from(ops))

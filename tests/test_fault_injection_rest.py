@@ -192,9 +192,14 @@ class HttpInjector(Injector):
                 raise exc
             return resp
 
-        commits = {n: RestCatalog.__dict__[n] for n in ("commit_table", "commit_tables")}
-        for n, real in commits.items():
-            setattr(RestCatalog, n, self._wrap(f"RestCatalog.{n}", real, container=True))
+        # (the class of the catalog's MRO that defines each commit method)
+        commits = {
+            n: next(c for c in RestCatalog.__mro__ if n in c.__dict__)
+            for n in ("commit_table", "commit_tables")
+        }
+        saved = {n: owner.__dict__[n] for n, owner in commits.items()}
+        for n, owner in commits.items():
+            setattr(owner, n, self._wrap(f"RestCatalog.{n}", saved[n], container=True))
         HttpSession.request = self._http_step(real_request)  # type: ignore[method-assign]
         setattr(http.client.HTTPConnection, "request", send)  # noqa: B010
         setattr(http.client.HTTPConnection, "getresponse", getresponse)  # noqa: B010
@@ -202,8 +207,8 @@ class HttpInjector(Injector):
             with super().installed():
                 yield self
         finally:
-            for n, real in commits.items():
-                setattr(RestCatalog, n, real)
+            for n, owner in commits.items():
+                setattr(owner, n, saved[n])
             HttpSession.request = real_request  # type: ignore[method-assign]
             http.client.HTTPConnection.request = real_send  # type: ignore[method-assign]
             http.client.HTTPConnection.getresponse = real_getresponse  # type: ignore[method-assign]

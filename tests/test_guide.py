@@ -210,6 +210,38 @@ def _rowlevel(tmp: Path) -> dict[str, Any]:
     return {"table": t, "new_rows": rows.slice(1, 2), "datetime": datetime}
 
 
+def _partition_stats(tmp: Path) -> dict[str, Any]:
+    schema = Schema(
+        NestedField(1, "order_id", LongType(), required=True),
+        NestedField(2, "region", StringType()),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "region"))
+    t = _catalog(tmp).create_table(
+        "db.orders",
+        schema,
+        partition_spec=spec,
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+    )
+    t.append(
+        pa.table(
+            {
+                "order_id": pa.array([17, 42, 7, 8], pa.int64()),
+                "region": ["eu-west"] * 2 + ["us", "eu-west"],
+            },
+            schema=pa.schema(
+                [pa.field("order_id", pa.int64(), nullable=False), ("region", pa.string())]
+            ),
+        )
+    )
+    return {"table": t}
+
+
+def _geo(tmp: Path) -> dict[str, Any]:
+    import struct
+
+    return {"catalog": _catalog(tmp), "struct": struct, "pa": pa}
+
+
 def _reading(tmp: Path) -> dict[str, Any]:
     pytest.importorskip("duckdb")
     from icefloe.catalog import load_catalog
@@ -251,8 +283,11 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _expire,
     _rowlevel,
     _rowlevel,  # table statistics
+    _partition_stats,
+    _geo,
     _reading,
     _delta,
+    SKIP,  # Delta sync from Spark: tests/test_delta_spark.py runs these calls
 ]
 
 

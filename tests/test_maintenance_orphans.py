@@ -117,3 +117,25 @@ def test_registered_statistics_kept_replaced_ones_removed(tmp_path: Path) -> Non
     ]
     assert Path(kept.statistics_path.removeprefix("file://")).exists()
     assert t.statistics() == {"id": 2}
+
+
+def test_partition_statistics_kept_unregistered_ones_removed(tmp_path: Path) -> None:
+    from support.write_util import SCHEMA, SPEC, catalog, rows
+
+    t = catalog(tmp_path).create_table("ns.p", SCHEMA, partition_spec=SPEC)
+    t.append(rows(0, 20))
+    dropped = t.compute_partition_statistics(incremental=False)
+    assert dropped is not None
+    with t.transaction() as tx:
+        tx.remove_partition_statistics(dropped.snapshot_id)
+    kept = t.compute_partition_statistics(incremental=False)
+    assert kept is not None and kept.statistics_path != dropped.statistics_path
+    root = Path(t.location.removeprefix("file://"))
+    for p in root.rglob("*"):
+        _age(p, 5)
+    removed = t.remove_orphan_files(older_than=timedelta(days=1))
+    assert [Path(p.removeprefix("file://")) for p in removed] == [
+        Path(dropped.statistics_path.removeprefix("file://"))
+    ]
+    assert Path(kept.statistics_path.removeprefix("file://")).exists()
+    assert t.partition_statistics() is not None

@@ -451,10 +451,12 @@ def test_commit_metrics_reports(rest_server: RestServer, warehouse: str) -> None
         t = c.create_table("db.t", ROWS)
         t.append(_rows([1]))
         t.set_properties(k="v")  # adds no snapshot: no report
+        c.flush_reports()
         assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 0)
         assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
         proxy.fail("status:500", target="/metrics")
         t.append(_rows([2]))  # the report fails; the commit does not
+        c.flush_reports()
         assert (c.metrics_reports_sent, c.metrics_reports_failed) == (1, 1)
         assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
         off = RestCatalog(
@@ -464,6 +466,7 @@ def test_commit_metrics_reports(rest_server: RestServer, warehouse: str) -> None
             **{"rest-metrics-reporting-enabled": "false"},
         )
         off.load_table("db.t").append(_rows([3]))
+        off.flush_reports()
         assert off.metrics_reports_sent == 0
         assert len(_requests(rest_server, warehouse, '/tables/t/metrics" 204')) == 1
     finally:
@@ -529,3 +532,127 @@ def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:
         io = plain.load_table("db.t").io.properties
         assert io["s3.endpoint"] == "http://127.0.0.1:1" and "s3.access-key-id" not in io
     backing.close()
+
+
+def _reports(server: RestServer, warehouse: str, kind: str = "scan-report") -> list[dict]:
+    """The metrics reports the server logged for tables of ``warehouse``, oldest first."""
+    out = []
+    for line in server.log_text().splitlines():
+        marker = f"icefloe.rest.metrics: {kind} {warehouse}/"
+        if marker in line:
+            out.append(json.loads(line.split(marker, 1)[1].split(" ", 1)[1]))
+    return out
+
+
+def test_scan_reports_carry_the_plans_counts(rest_server: RestServer, warehouse: str) -> None:
+    """Each scan plan is reported with Java's ScanReport fields; the counts equal the plan's
+    (and PyIceberg's plan of the same scan), the filter's values never reach the server."""
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    c = RestCatalog("s", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("p", pa.int64()), ("v", pa.string())])
+    t = c.create_table(
+        "db.t", schema, properties={"format-version": "3", "write.delete.mode": "merge-on-read"}
+    )
+    with t.update_spec() as s:
+        s.add_field("p")
+    for p in (1, 2, 3):  # one data manifest per append, one partition value each
+        ids = [p * 10 + i for i in range(3)]
+        t.append(pa.table({"id": ids, "p": [p] * 3, "v": [f"v{i}" for i in ids]}, schema=schema))
+    t.delete("id = 11")  # a deletion vector for the p=1 file, in a delete manifest
+    t = c.load_table("db.t")
+    c.flush_reports()
+    sent = c.metrics_reports_sent
+    scan = t.scan(row_filter="p = 1 and v != 'zz-hidden-value'", selected_fields=("id", "v"))
+    tasks = scan.plan_files()
+    assert sorted(scan.to_arrow()["id"].to_pylist()) == [10, 12]
+    c.flush_reports()
+    assert c.metrics_reports_sent == sent + 1 and c.metrics_reports_failed == 0
+    report = _reports(rest_server, warehouse)[-1]
+    assert report["table-name"] == "db.t"
+    assert report["snapshot-id"] == t.current_snapshot().snapshot_id
+    assert report["schema-id"] == t.schema().schema_id
+    assert report["projected-field-ids"] == [1, 3]
+    assert report["projected-field-names"] == ["id", "v"]
+    assert report["filter"] == {
+        "type": "and",
+        "left": {"type": "eq", "term": "p", "value": "(1-digit-int)"},
+        "right": {"type": "not-eq", "term": "v", "value": report["filter"]["right"]["value"]},
+    }
+    assert report["filter"]["right"]["value"].startswith("(hash-")
+    assert "zz-hidden-value" not in rest_server.log_text()
+    m = {k: v["value"] for k, v in report["metrics"].items() if "value" in v}
+    assert report["metrics"]["total-planning-duration"]["total-duration"] > 0
+    deletes = [d for task in tasks for d in task.delete_files]
+    assert m["result-data-files"] == len(tasks) == 1
+    assert m["result-delete-files"] == len(deletes) == 1
+    assert m["total-file-size-in-bytes"] == sum(x.data_file.file_size_in_bytes for x in tasks)
+    assert m["total-delete-file-size-in-bytes"] == sum(d.content_size_in_bytes for d in deletes)
+    assert (m["total-data-manifests"], m["scanned-data-manifests"]) == (3, 1)
+    assert m["skipped-data-manifests"] == 2
+    assert (m["total-delete-manifests"], m["scanned-delete-manifests"]) == (1, 1)
+    assert (m["indexed-delete-files"], m["dvs"], m["positional-delete-files"]) == (1, 1, 0)
+    assert m["equality-delete-files"] == 0 and m["skipped-data-files"] == 0
+    # the whole table: counts equal PyIceberg's plan of the same snapshot
+    c.load_table("db.t").scan().to_arrow()
+    c.flush_reports()
+    whole = {
+        k: v["value"]
+        for k, v in _reports(rest_server, warehouse)[-1]["metrics"].items()
+        if "value" in v
+    }
+    py = PyRestCatalog("py", uri=rest_server.url, warehouse=warehouse).load_table("db.t")
+    theirs = list(py.scan().plan_files())
+    assert whole["result-data-files"] == len(theirs) == 3
+    assert whole["result-delete-files"] == sum(len(x.delete_files) for x in theirs) == 1
+    assert whole["total-file-size-in-bytes"] == sum(x.file.file_size_in_bytes for x in theirs)
+    assert whole["scanned-data-manifests"] == 3 and whole["skipped-data-manifests"] == 0
+    assert report["snapshot-id"] == py.current_snapshot().snapshot_id
+
+
+def test_a_failed_scan_report_never_fails_the_scan(rest_server: RestServer, warehouse: str) -> None:
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("f", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        c.create_table("db.t", ROWS).append(_rows([1, 2]))
+        c.flush_reports()
+        before = len(_reports(rest_server, warehouse))
+        for mode in ("status:500", "drop-request", "drop-response"):
+            proxy.fail(mode, target="/metrics")
+            c.flush_reports()
+            failed = c.metrics_reports_failed
+            assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+            c.flush_reports()
+            assert c.metrics_reports_failed == failed + 1, mode
+        assert len(_reports(rest_server, warehouse)) == before + 1  # only drop-response arrived
+        proxy.fail("pass")
+        off = RestCatalog(
+            "off", uri=proxy.url, warehouse=warehouse, **{"rest-metrics-reporting-enabled": "false"}
+        )
+        off.load_table("db.t").scan().plan_files()
+        off.flush_reports()
+        assert off.metrics_reports_sent == 0
+        assert len(_reports(rest_server, warehouse)) == before + 1
+    finally:
+        proxy.close()
+
+
+def test_server_refuses_incomplete_reports(
+    cat: RestCatalog, rest_server: RestServer, warehouse: str
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    cat.create_table("db.t", ROWS)
+    url = f"{rest_server.url}/v1/{warehouse}/namespaces/db/tables/t/metrics"
+    for body in (
+        {"report-type": "scan-report", "table-name": "db.t"},
+        {"report-type": "commit-report", "table-name": "db.t", "snapshot-id": 1},
+        {"report-type": "other", "table-name": "db.t"},
+    ):
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(req)
+        assert refused.value.code == 400, body

@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -61,8 +62,10 @@ def test_namespaces_tables_commits(java_rest_server: RestServer) -> None:
     t.append(_rows([1, 2]))
     t.append(_rows([3]))
     assert _ids(c, f"{ns}.t") == [1, 2, 3]
-    # Java parses each commit report strictly (a malformed one is a 400, counted as failed)
-    assert c.metrics_reports_sent == 2 and c.metrics_reports_failed == 0
+    # Java parses each report strictly (a malformed one is a 400, counted as failed): two
+    # commit reports and the scan report of the read
+    assert c.flush_reports()  # reports go out from a background thread
+    assert c.metrics_reports_sent == 3 and c.metrics_reports_failed == 0
     bad = urllib.request.Request(
         f"{java_rest_server.url}/v1/namespaces/{ns}/tables/t/metrics",
         data=b'{"report-type": "commit-report", "table-name": "t"}',
@@ -96,6 +99,69 @@ def test_namespaces_tables_commits(java_rest_server: RestServer) -> None:
     assert not c.table_exists(f"{ns}.staged")
     tx.commit_transaction()
     assert _ids(c, f"{ns}.staged") == [7]
+
+
+def test_scan_reports_parse_in_java(java_rest_server: RestServer) -> None:
+    """Scan reports of filters of every kind pass Iceberg Java's strict ScanReport parser."""
+    c = RestCatalog("j", uri=java_rest_server.url)
+    ns = _ns()
+    c.create_namespace(ns)
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("s", pa.string()),
+            pa.field("d", pa.date32()),
+            pa.field("x", pa.float64()),
+            pa.field("ts", pa.timestamp("us", tz="UTC")),
+        ]
+    )
+    t = c.create_table(f"{ns}.t", schema)
+    row = pa.table(
+        {
+            "id": [1],
+            "s": ["a"],
+            "d": [date(2024, 1, 2)],
+            "x": [1.5],
+            "ts": [datetime(2024, 1, 2, tzinfo=timezone.utc)],
+        },
+        schema=schema,
+    )
+    t.append(row)
+    filters = [
+        "id in (1, 2, 3) and s is not null",
+        "not (s like 'ab%') or x is nan",
+        "d >= '2024-01-01' and ts < '2025-01-01T00:00:00+00:00' and id not in (7, 8)",
+        "s != 'secret' or id <= 10",
+    ]
+    for text in filters:
+        c.load_table(f"{ns}.t").scan(row_filter=text, selected_fields=("id", "s")).plan_files()
+    c.load_table(f"{ns}.t").scan().to_arrow()
+    assert c.flush_reports()
+    assert c.metrics_reports_failed == 0
+    assert c.metrics_reports_sent == 1 + len(filters) + 1  # the append's commit report too
+    # the oracle is strict: a filter it cannot parse is refused
+    from icefloe.catalog.rest.metrics import scan_report
+    from icefloe.expressions import parse
+    from icefloe.scan.metrics import ScanReport
+
+    good = scan_report(f"{ns}.t", ScanReport(1, 0, parse("id = 1"), (1,), ("id",), 5, {}))
+
+    def post(body: dict) -> int:
+        req = urllib.request.Request(
+            f"{java_rest_server.url}/v1/namespaces/{ns}/tables/t/metrics",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    assert post(good) == 204
+    assert post({**good, "filter": {"type": "bogus"}}) >= 400
+    assert post({**good, "projected-field-ids": None}) >= 400
 
 
 def test_multi_table_commit(java_rest_server: RestServer) -> None:

@@ -336,3 +336,60 @@ def test_icefloe_serve_command(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and b"icefloe serve" in bad.stderr
+
+
+def test_idempotency_keys_outlive_a_restart_until_they_expire(tmp_path: Path) -> None:
+    """Replies to Idempotency-Key requests are kept in the SQL catalog's database: a retry
+    sent to the restarted server gets the first answer, and nothing is committed twice; once
+    the key's lifetime has passed, the same key runs again."""
+    import sqlite3
+
+    base = tmp_path / "srv"
+    # a commit without requirements: run twice, it would commit twice
+    commit = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"x": "1"}}]}
+
+    def post(server: RestServer, key: str) -> tuple[int, bytes]:
+        req = urllib.request.Request(
+            f"{server.url}/v1/namespaces/db/tables/t",
+            data=json.dumps(commit).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "Idempotency-Key": key},
+        )
+        with urllib.request.urlopen(req) as resp:
+            return resp.status, resp.read()
+
+    key = "0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e6f"
+    server = start_rest_server(base)
+    try:
+        c = RestCatalog("c", uri=server.url)
+        c.create_namespace("db")
+        c.create_table("db.t", ROWS)
+        first = post(server, key)
+        assert first[0] == 200
+    finally:
+        server.stop()
+    server = start_rest_server(base)  # the same database, a new process
+    try:
+        assert post(server, key) == first  # replayed, not run again
+        c = RestCatalog("c", uri=server.url)
+        assert len(c.load_table("db.t").metadata_log()) == 1  # one commit
+    finally:
+        server.stop()
+    rows = sqlite3.connect(base / "catalog.db").execute(
+        "SELECT idempotency_key, status FROM icefloe_rest_idempotency"
+    )
+    assert list(rows) == [(key, 200)]
+    server = start_rest_server(base, ["--idempotency-lifetime", "PT1S"])
+    try:
+        other = "0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e70"
+        second = post(server, other)
+        assert post(server, other) == second
+        time.sleep(1.5)  # past the lifetime: the key is forgotten, the request runs again
+        third = post(server, other)
+        location = lambda reply: json.loads(reply[1])["metadata-location"]  # noqa: E731
+        assert location(third) not in (location(first), location(second))
+        c = RestCatalog("c", uri=server.url)
+        assert len(c.load_table("db.t").metadata_log()) == 3
+        assert c.idempotency_lifetime == "PT1S"
+    finally:
+        server.stop()

@@ -196,3 +196,52 @@ def test_without_resolvable_credentials_exclusive_creates_warn(
     assert "check-then-write" in caplog.text
     anonymous = FileIO({"s3.anonymous": "true", "s3.region": REGION})
     assert anonymous.s3_client("s3://b/k") is not None  # unsigned requests need no keys
+
+
+def test_renewed_credentials_without_expiry_are_not_renewed_again(moto_s3: S3Server) -> None:
+    """Credentials renewed into ones without an expiry (or session token) replace the old
+    expiry and token: no renewal on every later access."""
+    location = f"{moto_s3.fresh_location()}/n.bin"
+    FileIO(moto_s3.properties()).new_output(location).write(b"data")
+    calls: list[int] = []
+
+    def refresh() -> dict[str, str]:
+        calls.append(1)
+        return {"s3.access-key-id": moto_s3.access_key, "s3.secret-access-key": moto_s3.secret_key}
+
+    io = FileIO(
+        moto_s3.properties(
+            **{"s3.session-token": "old-token", "s3.session-token-expires-at-ms": "1000"}
+        ),
+        refresh_credentials=refresh,
+    )
+    for _ in range(3):
+        assert io.new_input(location).read() == b"data"
+    assert calls == [1]
+    assert "s3.session-token" not in io.properties  # it belonged to the old keys
+
+
+def test_a_failed_renewal_keeps_valid_credentials(
+    moto_s3: S3Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Renewal fails (the catalog is down): credentials that have not expired yet go on being
+    used, with a warning; expired ones give a FileIOError naming the cause."""
+    location = f"{moto_s3.fresh_location()}/f.bin"
+    FileIO(moto_s3.properties()).new_output(location).write(b"data")
+
+    def refresh() -> dict[str, str]:
+        raise ConnectionError("catalog unreachable")
+
+    soon = str(int(time.time() * 1000) + 30_000)  # within the renewal margin, still valid
+    io = FileIO(
+        moto_s3.properties(**{"s3.session-token-expires-at-ms": soon}), refresh_credentials=refresh
+    )
+    with caplog.at_level(logging.WARNING, logger="icefloe.io"):
+        assert io.new_input(location).read() == b"data"
+    assert "renewing storage credentials failed" in caplog.text
+    expired = FileIO(
+        moto_s3.properties(**{"s3.session-token-expires-at-ms": "1000"}),
+        refresh_credentials=refresh,
+    )
+    with pytest.raises(FileIOError, match="expired and renewing them failed: catalog unreachable"):
+        expired.new_input(location).read()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
+import subprocess
 import sys
 import zipfile
 import zipimport
@@ -14,7 +16,16 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icefloe.spark.worker import ARROW_SETTINGS, configure, prepare_worker, static_archives
+from icefloe.spark.worker import (
+    ARROW_SETTINGS,
+    PROFILE_ENV,
+    configure,
+    ensure_worker_python,
+    prepare_worker,
+    profile_scope,
+    profiled,
+    static_archives,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -114,3 +125,112 @@ def test_configure_sets_the_arrow_settings(spark: Any) -> None:
     finally:
         for key, value in saved.items():
             spark.conf.set(key, value)
+
+
+_VENV_LESS_JOB = """
+import sys
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+import icefloe.spark as ispark
+from icefloe.catalog.hadoop import HadoopCatalog
+
+warehouse = sys.argv[1]
+cat = HadoopCatalog("c", warehouse=warehouse)
+cat.create_namespace("db")
+t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+t.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+spark = (
+    SparkSession.builder.master("local[1]")
+    .config("spark.ui.enabled", "false")
+    .config("spark.driver.memory", "512m")
+    .getOrCreate()
+)
+try:
+    ispark.configure(spark)
+    df = (
+        spark.read.format("icefloe")
+        .option("catalog", "c")
+        .option("catalog.type", "hadoop")
+        .option("catalog.warehouse", warehouse)
+        .load("db.t")
+    )
+    print("ROWS", sorted(r.id for r in df.collect()))
+    print("WORKER", spark.sparkContext.pythonExec)
+finally:
+    spark.stop()
+"""
+
+
+def _venv_less_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a job started as ``venv/bin/python job.py`` without activating the
+    virtualenv: ``python3`` on ``PATH`` is a Python without pyarrow or icefloe."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    fake = shim / "python3"
+    fake.write_text("#!/bin/sh\necho 'not the job Python' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")
+    }
+    java_dirs = [os.path.dirname(p) for p in [shutil.which("java")] if p]
+    env["PATH"] = os.pathsep.join([str(shim), *java_dirs, "/usr/bin", "/bin"])
+    src = str(Path(__file__).resolve().parent.parent / "python")
+    env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def test_workers_run_the_job_python_without_an_activated_venv(spark: Any, tmp_path: Path) -> None:
+    # ``spark`` only for the skip when Java or pyspark is missing; the job is its own process
+    job = tmp_path / "job.py"
+    job.write_text(_VENV_LESS_JOB)
+    out = subprocess.run(
+        [sys.executable, str(job), str(tmp_path / "warehouse")],
+        env=_venv_less_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ROWS [1, 2, 3]" in out.stdout
+    assert f"WORKER {sys.executable}" in out.stdout
+
+
+def test_a_chosen_worker_python_wins(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    sc = spark.sparkContext
+    saved = sc.pythonExec
+    try:
+        monkeypatch.setenv("PYSPARK_PYTHON", "/opt/chosen/python")
+        assert ensure_worker_python(spark) == "/opt/chosen/python"
+        assert sc.pythonExec == "/opt/chosen/python"
+        monkeypatch.delenv("PYSPARK_PYTHON")
+        sc.pythonExec = "python3"
+        assert ensure_worker_python(spark) == sys.executable
+        assert sc.pythonExec == sys.executable
+    finally:
+        sc.pythonExec = saved
+
+
+def test_profiled_writes_a_profile_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pstats
+
+    def work() -> Iterator[int]:
+        for i in range(3):
+            yield sum(range(10_000 * (i + 1)))
+
+    monkeypatch.delenv(PROFILE_ENV, raising=False)
+    assert list(profiled("read", work())) == [sum(range(10_000 * k)) for k in (1, 2, 3)]
+    assert not any(tmp_path.iterdir())
+
+    monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "prof"))
+    assert list(profiled("read", work())) == [sum(range(10_000 * k)) for k in (1, 2, 3)]
+    with profile_scope("write"):
+        sum(range(1000))
+    files = sorted(p.name for p in (tmp_path / "prof").iterdir())
+    assert [f.split("-")[0] for f in files] == ["read", "write"]
+    stats = pstats.Stats(str(tmp_path / "prof" / files[0]))
+    assert any(name == "work" for (_, _, name) in stats.stats)  # type: ignore[attr-defined]

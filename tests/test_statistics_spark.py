@@ -141,3 +141,52 @@ def test_sketch_bytes_equal_java_and_each_reads_the_other(
     for fid, (ndv, estimate) in _java_estimates(spark, location).items():
         assert ndv == str(spark_ndv[names[fid]]) and estimate == float(ndv)
     assert _cbo_distinct_counts(spark, f"{c.name}.db.t") == spark_ndv
+
+
+def test_sketches_built_on_executors_equal_the_single_process_file(
+    spark: Any, tmp_path: Any
+) -> None:
+    import pyarrow as pa
+
+    import icefloe.spark as ispark
+    from support.write_util import catalog
+
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t",
+        pa.schema(
+            [
+                ("id", pa.int64()),
+                ("s", pa.string()),
+                ("d", pa.float64()),
+                ("wide", pa.int64()),
+                ("st", pa.struct([("x", pa.int32())])),
+            ]
+        ),
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+    )
+    for lo in range(0, 9000, 1500):  # six files
+        ids = list(range(lo, lo + 1500))
+        t.append(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "s": pa.array([None if i % 7 == 0 else f"v{i % 37}" for i in ids]),
+                    "d": pa.array([float(i % 11) - 5.0 for i in ids]),
+                    # 8,900 live values: each of the two Spark partitions sketches over 4,096
+                    "wide": pa.array([i * 31 for i in ids], pa.int64()),
+                    "st": pa.array([{"x": i % 5} for i in ids]),
+                }
+            )
+        )
+    t.delete("id < 100")  # deletion vectors: the executors see live rows only
+    single = t.compute_statistics(["id", "s", "d", "wide", "st.x"])
+    want = _blobs(t, single.statistics_path)
+    distributed = ispark.compute_statistics(
+        spark, t, ["id", "s", "d", "wide", "st.x"], max_partitions=2
+    )
+    assert [s.statistics_path for s in t.metadata.statistics] == [distributed.statistics_path]
+    got = _blobs(t, distributed.statistics_path)
+    assert got == want
+    assert t.statistics()["s"] == 37 and t.statistics()["st.x"] == 5
+    assert abs(t.statistics()["wide"] - 8900) < 0.04 * 8900

@@ -18,8 +18,11 @@ fixed[L]                  fixed_size_binary[L]
 unknown                   null
 variant                   struct<metadata: binary, value: binary> tagged with extension name
                           ``arrow.parquet.variant`` (its children carry no field ids)
-geometry, geography       binary tagged ``geoarrow.wkb`` with the CRS (and edges) in
-                          ``ARROW:extension:metadata``
+geometry, geography       the ``geoarrow.wkb`` extension (:class:`icefloe.geo.WkbType`,
+                          binary storage, CRS and edges in its metadata), written to
+                          Parquet as GEOMETRY / GEOGRAPHY; geography with an edge algorithm
+                          pyarrow cannot write (not spherical) is binary tagged
+                          ``geoarrow.wkb`` by field metadata
 struct, list, map         struct, list<element>, map<key, value>
 ========================  ============================================================
 
@@ -33,15 +36,14 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Any
 
 import pyarrow as pa
 
 from icefloe.exceptions import ValidationError
+from icefloe.geo import parse_metadata, wkb_type
 from icefloe.name_mapping import MappedField, NameMapping
 from icefloe.schema import Schema
 from icefloe.types import (
-    DEFAULT_CRS,
     DEFAULT_EDGE_ALGORITHM,
     BinaryType,
     BooleanType,
@@ -149,11 +151,12 @@ def _type_to_arrow(t: IcebergType, opts: _Opts) -> tuple[pa.DataType, dict[bytes
             [pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary())]
         )
         return storage, {EXTENSION_NAME_KEY: VARIANT_EXTENSION}
-    if isinstance(t, GeometryType):
-        meta = json.dumps({"crs": t.crs}).encode()
-        return pa.binary(), {EXTENSION_NAME_KEY: WKB_EXTENSION, EXTENSION_METADATA_KEY: meta}
-    if isinstance(t, GeographyType):
-        meta = json.dumps({"crs": t.crs, "edges": t.algorithm}).encode()
+    if isinstance(t, GeometryType | GeographyType):
+        edges = t.algorithm if isinstance(t, GeographyType) else None
+        ext = wkb_type(t.crs, edges, opts.large)
+        if ext is not None:
+            return ext, {}
+        meta = json.dumps({"crs": t.crs, "edges": edges}).encode()
         return pa.binary(), {EXTENSION_NAME_KEY: WKB_EXTENSION, EXTENSION_METADATA_KEY: meta}
     if isinstance(t, UUIDType):
         return (pa.uuid() if opts.uuid_extension else pa.binary(16)), {}
@@ -299,16 +302,19 @@ def _type_from_arrow(
 ) -> IcebergType:
     meta = f.metadata or {}
     ext = meta.get(EXTENSION_NAME_KEY)
+    ext_meta = meta.get(EXTENSION_METADATA_KEY)
     t = f.type
     if isinstance(t, pa.BaseExtensionType):
         if t.extension_name == "arrow.uuid":
             return UUIDType()
         ext = t.extension_name.encode()
+        serialize = getattr(t, "__arrow_ext_serialize__", None)
+        ext_meta = serialize() if serialize is not None else ext_meta
         t = t.storage_type
     if ext == VARIANT_EXTENSION and pa.types.is_struct(t):
         return VariantType()
     if ext == WKB_EXTENSION and (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
-        return _geo_type(meta.get(EXTENSION_METADATA_KEY))
+        return _geo_type(ext_meta)
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_struct(t):
@@ -337,21 +343,10 @@ def _type_from_arrow(
 
 
 def _geo_type(raw: bytes | None) -> IcebergType:
-    info: dict[str, Any] = {}
-    if raw:
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            raise ValidationError(f"invalid geoarrow extension metadata {raw!r}") from None
-        if isinstance(parsed, dict):
-            info = parsed
-    crs = info.get("crs") or DEFAULT_CRS
-    if not isinstance(crs, str):
-        crs = json.dumps(crs)
-    edges = info.get("edges")
-    if edges is None or edges == "planar":
+    crs, edges = parse_metadata(raw)
+    if edges is None:
         return GeometryType(crs)
-    return GeographyType(crs, str(edges) if edges else DEFAULT_EDGE_ALGORITHM)
+    return GeographyType(crs, edges or DEFAULT_EDGE_ALGORITHM)
 
 
 def _primitive_from_arrow(t: pa.DataType, path: str) -> IcebergType:

@@ -78,6 +78,8 @@ S3_CONNECT_TIMEOUT = "s3.connect-timeout"
 S3_REQUEST_TIMEOUT = "s3.request-timeout"
 S3_ROLE_ARN = "s3.role-arn"
 S3_ANONYMOUS = "s3.anonymous"
+#: Temporary credentials are renewed this long before they expire.
+REFRESH_MARGIN_MS = 60_000
 
 WHOLE_READ_BYTES = 4 << 20
 _LOCAL_SCHEMES = ("", "file")
@@ -283,8 +285,8 @@ class FileIO:
     keys configure the file systems. A FileIO is safe to share between threads.
 
     Temporary credentials (for example vended by a REST catalog for one table) carry their
-    expiry in ``s3.session-token-expires-at-ms``; ``refresh_credentials`` is then called, a
-    minute before they expire, for properties that replace them.
+    expiry in ``s3.session-token-expires-at-ms``; ``refresh_credentials`` is then called,
+    :data:`REFRESH_MARGIN_MS` (a minute) before they expire, for properties that replace them.
     """
 
     def __init__(
@@ -353,7 +355,10 @@ class FileIO:
         raise ValidationError(f"unsupported file location scheme {scheme!r} in {location!r}")
 
     def _refresh_if_expiring(self) -> None:
-        """Swap in fresh credentials when the current ones expire within a minute (lock held)."""
+        """Swap in fresh credentials when the current ones expire within
+        :data:`REFRESH_MARGIN_MS` (lock held). If the renewal fails while the current ones are
+        still valid, they are kept (and renewal tried again on the next access); once they
+        have expired, the failure is raised as :class:`FileIOError`."""
         raw = self.properties.get(S3_TOKEN_EXPIRES_AT_MS)
         if self._refresh_credentials is None or raw is None:
             return
@@ -361,9 +366,25 @@ class FileIO:
             expires_ms = int(raw)
         except ValueError:
             raise ValidationError(f"{S3_TOKEN_EXPIRES_AT_MS} is not an integer") from None
-        if expires_ms - 60_000 > time.time() * 1000:
+        now_ms = time.time() * 1000
+        if expires_ms - REFRESH_MARGIN_MS > now_ms:
             return
-        self.properties.update(self._refresh_credentials())
+        try:
+            fresh = dict(self._refresh_credentials())
+            if not fresh:
+                raise FileIOError("no credentials were vended")
+        except Exception as exc:
+            if expires_ms > now_ms:
+                _log.warning(
+                    "renewing storage credentials failed, keeping the current ones: %s", exc
+                )
+                return
+            raise FileIOError(
+                f"storage credentials expired and renewing them failed: {exc}"
+            ) from exc
+        for key in (S3_SESSION_TOKEN, S3_TOKEN_EXPIRES_AT_MS):  # they belong to the old keys
+            self.properties.pop(key, None)
+        self.properties.update(fresh)
         self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in _S3_SCHEMES}
         self._s3, self._s3_resolved = None, False
 

@@ -103,7 +103,8 @@ pub fn may_match(p: &Pred, s: &Summary) -> bool {
         Op::NotNan => {
             !(s.contains_nan == Some(true) && s.contains_null == Some(false) && lower.is_none())
         }
-        Op::NotEq | Op::NotIn => true,
+        // geometry columns are never partition sources: spatial predicates never prune here
+        Op::NotEq | Op::NotIn | Op::StIntersects | Op::StDisjoint => true,
         Op::Lt | Op::LtEq => match lower {
             None => false,
             Some(l) => !above(l, p.lit(), p.op == Op::LtEq),

@@ -84,7 +84,8 @@ fn bounds<'a>(
     let Some(map) = map else {
         return Ok(vec![None; idx.len()]);
     };
-    if !has_bounds(&term.ty) {
+    let geometry = term.ty == crate::serde::PrimitiveType::Geometry;
+    if !has_bounds(&term.ty) && !geometry {
         return Ok(vec![None; idx.len()]);
     }
     let vals = map.values();
@@ -101,6 +102,8 @@ fn bounds<'a>(
         .enumerate()
         .map(|(row, i)| match i {
             None => Ok(None),
+            // geometry bounds stay as their x:y[:z][:m] points (decoded by `may_match`)
+            Some(i) if geometry => Ok(Some(Value::Bytes(get(*i).to_vec()))),
             Some(i) => decode_bound(&term.ty, get(*i)).map(Some).map_err(|e| {
                 Error::corrupt(format!(
                     "{which} bound of field {} ({}) in manifest entry {row}: {}",
@@ -168,7 +171,23 @@ pub fn may_match(p: &Pred, s: &Stats<'_>) -> bool {
         Op::NotNull => !s.nulls_only(),
         Op::IsNan => s.nans != Some(0) && !s.nulls_only(),
         Op::NotNan => !s.nans_only(),
-        Op::NotEq | Op::NotIn => true,
+        Op::NotEq | Op::NotIn | Op::StDisjoint => true,
+        Op::StIntersects => {
+            if s.nulls_only() {
+                return false;
+            }
+            // missing or unreadable bounds (or a bad query box) never prune
+            match (
+                s.lower.and_then(bytes),
+                s.upper.and_then(bytes),
+                p.query_box(),
+            ) {
+                (Some(l), Some(u), Ok(q)) => {
+                    !matches!(crate::geo::BBox::from_bounds(l, u), Ok(b) if !b.may_intersect(&q))
+                }
+                _ => true,
+            }
+        }
         Op::NotStartsWith => {
             if s.may_contain_null() {
                 return true;

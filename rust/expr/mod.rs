@@ -42,6 +42,9 @@ pub enum Op {
     NotStartsWith,
     In,
     NotIn,
+    /// The value's bounding box intersects the query box (geometry only; see `crate::geo`).
+    StIntersects,
+    StDisjoint,
 }
 
 impl Op {
@@ -61,6 +64,8 @@ impl Op {
             "not-starts-with" => Op::NotStartsWith,
             "in" => Op::In,
             "not-in" => Op::NotIn,
+            "st-intersects" => Op::StIntersects,
+            "st-disjoint" => Op::StDisjoint,
             _ => return None,
         })
     }
@@ -82,6 +87,8 @@ impl Op {
             Op::NotStartsWith => Op::StartsWith,
             Op::In => Op::NotIn,
             Op::NotIn => Op::In,
+            Op::StIntersects => Op::StDisjoint,
+            Op::StDisjoint => Op::StIntersects,
         }
     }
 }
@@ -106,6 +113,20 @@ impl Pred {
     /// The single literal of a comparison or `starts_with`.
     pub fn lit(&self) -> &Value {
         &self.values[0]
+    }
+
+    /// The query box of `st_intersects` / `st_disjoint` (stored as 8 floats, NaN pairs for an
+    /// unconstrained Z or M).
+    pub fn query_box(&self) -> Result<crate::geo::BBox> {
+        let v: Vec<f64> = self
+            .values
+            .iter()
+            .map(|v| match v {
+                Value::Float(f) => *f,
+                _ => f64::NAN,
+            })
+            .collect();
+        crate::geo::query_box(&v)
     }
 }
 
@@ -244,6 +265,16 @@ fn from_value(j: &J) -> Result<Expr> {
         j.get("term")
             .ok_or_else(|| bad("predicate without a term", j))?,
     )?;
+    if matches!(op, Op::StIntersects | Op::StDisjoint) {
+        if term.ty != PrimitiveType::Geometry {
+            return Err(bad("st_intersects/st_disjoint need a geometry term", j));
+        }
+        let values = bbox_literal(
+            j.get("value")
+                .ok_or_else(|| bad("predicate without a value", j))?,
+        )?;
+        return Ok(Expr::Pred(Pred { op, term, values }));
+    }
     let values = match op {
         Op::IsNull | Op::NotNull | Op::IsNan | Op::NotNan => Vec::new(),
         Op::In | Op::NotIn => match j.get("values") {
@@ -265,6 +296,25 @@ fn from_value(j: &J) -> Result<Expr> {
         return Err(bad("starts_with needs a string term", j));
     }
     Ok(Expr::Pred(Pred { op, term, values }))
+}
+
+/// The `{"xmin", "ymin", "xmax", "ymax"[, "zmin", "zmax"][, "mmin", "mmax"]}` box of a spatial
+/// predicate, checked, as 8 floats (NaN for an absent dimension).
+fn bbox_literal(j: &J) -> Result<Vec<Value>> {
+    let keys = [
+        "xmin", "ymin", "xmax", "ymax", "zmin", "zmax", "mmin", "mmax",
+    ];
+    let mut out = Vec::with_capacity(8);
+    for (i, k) in keys.iter().enumerate() {
+        let v = match j.get(k) {
+            Some(J::Number(n)) => n.as_f64().ok_or_else(|| bad(format!("bad {k}"), j))?,
+            None if i >= 4 => f64::NAN,
+            _ => return Err(bad(format!("bounding box needs a number {k:?}"), j)),
+        };
+        out.push(v);
+    }
+    crate::geo::query_box(&out)?;
+    Ok(out.into_iter().map(Value::Float).collect())
 }
 
 /// Parses the compact JSON form (text) of a bound expression.

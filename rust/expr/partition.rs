@@ -44,7 +44,7 @@ pub fn eval_value(pred: &Pred, value: Option<&Value>) -> bool {
     let Some(v) = value else {
         return matches!(
             pred.op,
-            Op::IsNull | Op::NotNan | Op::NotEq | Op::NotIn | Op::NotStartsWith
+            Op::IsNull | Op::NotNan | Op::NotEq | Op::NotIn | Op::NotStartsWith | Op::StDisjoint
         );
     };
     let ord = |lit: &Value| cmp(v, lit);
@@ -73,6 +73,16 @@ pub fn eval_value(pred: &Pred, value: Option<&Value>) -> bool {
                 _ => false,
             };
             hit == (pred.op == Op::StartsWith)
+        }
+        Op::StIntersects | Op::StDisjoint => {
+            // exact for well-formed WKB; an unreadable value or box may match
+            let hit = match (bytes(v), pred.query_box()) {
+                (Some(b), Ok(q)) => {
+                    !matches!(crate::geo::BBox::of_wkb(b), Ok(g) if !g.intersects(&q))
+                }
+                _ => true,
+            };
+            hit == (pred.op == Op::StIntersects)
         }
     }
 }

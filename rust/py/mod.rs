@@ -5,6 +5,7 @@ mod deletes;
 mod delta;
 mod errors;
 mod expr;
+mod geo;
 mod manifest;
 mod parquet;
 mod plan;
@@ -66,6 +67,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     delta::register(m)?;
     deletes::register(m)?;
     expr::register(m)?;
+    geo::register(m)?;
     manifest::register(m)?;
     parquet::register(m)?;
     plan::register(m)?;

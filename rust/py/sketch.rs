@@ -30,6 +30,15 @@ impl ThetaSketch {
         guard(|| py.detach(|| sketch::update_from_array(inner, array.as_ref())))
     }
 
+    /// A sketch from its compact serialisation (any writer's), to merge with others: the
+    /// serialised sketches of a column's parts merge into the sketch of the whole column.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        Ok(ThetaSketch {
+            inner: guard(|| sketch::ThetaSketch::from_bytes(data))?,
+        })
+    }
+
     /// Folds `other` into this sketch (a union).
     fn merge(&mut self, other: &ThetaSketch) {
         self.inner.merge(&other.inner);

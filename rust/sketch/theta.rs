@@ -35,6 +35,9 @@ pub struct ThetaSketch {
     hashes: HashSet<u64>,
     /// Hashes at or above this are not kept (they cannot be among the K + 1 smallest).
     cut: u64,
+    /// The smallest theta of the serialised sketches merged in (`MAX_THETA` when none had
+    /// one): hashes at or above it were not seen by them. `cut <= theta` always.
+    theta: u64,
 }
 
 impl Default for ThetaSketch {
@@ -48,7 +51,24 @@ impl ThetaSketch {
         ThetaSketch {
             hashes: HashSet::new(),
             cut: MAX_THETA,
+            theta: MAX_THETA,
         }
+    }
+
+    /// A sketch from its compact serialisation (any writer's header), ready to be merged.
+    /// Merging the serialised parts of a column gives the sketch of the whole column: the
+    /// (K+1)-th smallest hash of the union is either retained by a part or is a part's theta.
+    pub fn from_bytes(data: &[u8]) -> Result<Self> {
+        let parsed = parse(data)?;
+        let mut out = ThetaSketch::new();
+        out.theta = parsed.theta;
+        out.cut = parsed.theta;
+        for i in 0..parsed.count {
+            let at = parsed.first + 8 * i;
+            let h = u64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes"));
+            out.update_hash(h);
+        }
+        Ok(out)
     }
 
     /// Adds one theta hash (see `theta_hash`); 0 and values at theta are ignored, as in Java.
@@ -72,6 +92,14 @@ impl ThetaSketch {
 
     /// Folds another sketch into this one (a union).
     pub fn merge(&mut self, other: &ThetaSketch) {
+        if other.theta < self.theta {
+            self.theta = other.theta;
+            if self.theta < self.cut {
+                self.cut = self.theta;
+                let cut = self.cut;
+                self.hashes.retain(|&h| h < cut);
+            }
+        }
         for &h in &other.hashes {
             self.update_hash(h);
         }
@@ -99,7 +127,7 @@ impl ThetaSketch {
         let mut all: Vec<u64> = self.hashes.iter().copied().collect();
         all.sort_unstable();
         if all.len() <= K {
-            (all, MAX_THETA)
+            (all, self.theta)
         } else {
             let theta = all[K];
             all.truncate(K);
@@ -114,7 +142,7 @@ impl ThetaSketch {
 
     /// True while every distinct value is counted exactly.
     pub fn is_exact(&self) -> bool {
-        self.hashes.len() <= K
+        self.hashes.len() <= K && self.theta == MAX_THETA
     }
 
     /// The distinct-count estimate (exact up to K distinct values).
@@ -179,9 +207,16 @@ fn estimate(retained: usize, theta: u64) -> f64 {
     }
 }
 
-/// The estimate of a serialised compact theta sketch (serial version 3, any writer's header:
-/// Java's, C++'s or Python's), checking the layout and the seed hash.
-pub fn estimate_of(data: &[u8]) -> Result<f64> {
+/// The layout of a serialised compact sketch: its hash count, theta and first hash offset.
+struct Parsed {
+    count: usize,
+    theta: u64,
+    first: usize,
+}
+
+/// Checks a serialised compact theta sketch (serial version 3, any writer's header: Java's,
+/// C++'s or Python's), including the seed hash.
+fn parse(data: &[u8]) -> Result<Parsed> {
     let bad = |what: &str| Error::corrupt(format!("theta sketch: {what}"));
     if data.len() < 8 {
         return Err(bad(&format!(
@@ -199,7 +234,11 @@ pub fn estimate_of(data: &[u8]) -> Result<f64> {
     let flags = data[5];
     let seed_hash = u16::from_le_bytes([data[6], data[7]]);
     if flags & FLAG_EMPTY != 0 {
-        return Ok(0.0);
+        return Ok(Parsed {
+            count: 0,
+            theta: MAX_THETA,
+            first: 8,
+        });
     }
     if seed_hash != SEED_HASH {
         return Err(bad(&format!(
@@ -241,5 +280,16 @@ pub fn estimate_of(data: &[u8]) -> Result<f64> {
     if theta == 0 || theta > MAX_THETA {
         return Err(bad(&format!("theta {theta:#x} out of range")));
     }
-    Ok(estimate(count, theta))
+    Ok(Parsed {
+        count,
+        theta,
+        first,
+    })
+}
+
+/// The estimate of a serialised compact theta sketch (serial version 3, any writer's header:
+/// Java's, C++'s or Python's), checking the layout and the seed hash.
+pub fn estimate_of(data: &[u8]) -> Result<f64> {
+    let p = parse(data)?;
+    Ok(estimate(p.count, p.theta))
 }

@@ -171,7 +171,8 @@ def new_warehouse() -> str:
 class FaultyProxy:
     """An HTTP proxy on a loopback port in front of a server, that can fail commits on purpose.
 
-    ``mode`` applies to ``POST`` requests whose path matches ``target`` (a substring):
+    ``mode`` applies to ``POST`` requests whose path matches ``target`` (a substring; metrics
+    reports only when ``target`` names them):
     ``"pass"`` forwards, ``"drop-response"`` forwards and then closes the connection without
     answering (the server acted, the client cannot know), ``"drop-request"`` closes without
     forwarding, ``"status:<N>"`` answers N without forwarding, ``"after:<N>"`` forwards and
@@ -202,9 +203,12 @@ class FaultyProxy:
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
+                # metrics reports (sent in the background) only fail when targeted
+                reports = self.path.endswith("/metrics") and "metrics" not in proxy.target
                 fail = (
                     self.command == "POST"
                     and proxy.target in self.path
+                    and not reports
                     and proxy.mode != "pass"
                     and proxy.failed < proxy.times
                 )

@@ -118,6 +118,32 @@ def object_store_jars() -> tuple[list[Path], str]:
     return _OBJECT_STORE_JARS
 
 
+#: Delta Lake 4.4.0 and the jars it needs beyond pyspark's own (see gen_delta_fixtures.py).
+DELTA_JARS = (
+    ("io.delta", "delta-spark_4.1_2.13", "4.4.0"),
+    ("io.delta", "delta-storage", "4.4.0"),
+    ("io.delta", "delta-kernel-api", "4.4.0"),
+    ("io.delta", "delta-kernel-defaults", "4.4.0"),
+    ("io.delta", "delta-kernel-unitycatalog", "4.4.0"),
+    ("io.unitycatalog", "unitycatalog-client", "0.6.0"),
+    ("io.unitycatalog", "unitycatalog-hadoop", "0.6.0"),
+    ("com.fasterxml.jackson.datatype", "jackson-datatype-jdk8", "2.13.5"),
+)
+_DELTA_JARS: tuple[list[Path], str] | None = None
+
+
+def delta_jars() -> tuple[list[Path], str]:
+    """(jars, "") or ([], why): Delta Lake's jars, on the shared session's class path with its
+    SQL extension and catalog, so tests can write Delta tables next to Iceberg ones."""
+    global _DELTA_JARS
+    if _DELTA_JARS is None:
+        try:
+            _DELTA_JARS = ([fetch_jar(*j) for j in DELTA_JARS], "")
+        except (OSError, ValueError) as e:
+            _DELTA_JARS = ([], f"Delta Lake's jars could not be fetched ({e})")
+    return _DELTA_JARS
+
+
 _SESSION: Any = None
 
 
@@ -146,10 +172,17 @@ def spark_session(base_dir: Path) -> Any:
     )
     jar, _ = iceberg_runtime_jar()
     if jar is not None:
-        jars = [str(jar), *(str(extra) for extra in object_store_jars()[0])]
+        delta = delta_jars()[0]
+        extras = [*object_store_jars()[0], *delta]
+        jars = [str(jar), *(str(extra) for extra in extras)]
+        extensions = ["org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"]
+        if delta:  # Delta's writes need its extension and catalog (other tables pass through)
+            extensions.append("io.delta.sql.DeltaSparkSessionExtension")
+            builder = builder.config(
+                "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+            )
         builder = builder.config("spark.jars", ",".join(jars)).config(
-            "spark.sql.extensions",
-            "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            "spark.sql.extensions", ",".join(extensions)
         )
     _SESSION = builder.getOrCreate()
     _SESSION.sparkContext.setLogLevel("ERROR")

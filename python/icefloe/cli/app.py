@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "icefloe.cli.files_cmds",
     "icefloe.cli.health_cmds",
     "icefloe.cli.maintenance_cmds",
+    "icefloe.cli.stats_cmds",
     "icefloe.cli.query_cmds",
     "icefloe.cli.report_cmds",
     "icefloe.cli.serve_cmds",

@@ -14,7 +14,8 @@ Each check measures one thing an operator acts on, gives a verdict (``ok``, ``in
 - metadata log: previous metadata files against ``write.metadata.previous-versions-max``, and
   whether old ones are deleted after commits;
 - unreferenced files: an optional dry-run orphan scan (it lists the table's storage);
-- statistics: whether the current snapshot has table and partition statistics files.
+- statistics: whether the current snapshot has table and partition statistics files, or only
+  stale ones computed for an older snapshot.
 """
 
 from __future__ import annotations
@@ -246,28 +247,54 @@ def _orphans(table: Any, scan: bool, cmd: str, health_cmd: str) -> Check:
     )
 
 
-def _statistics(table: Any, table_name: str) -> Check:
+def _statistics(table: Any, cmd: str) -> Check:
+    """Whether the current snapshot has table and partition statistics, or only stale ones
+    (computed for an older snapshot: Spark's optimiser ignores those)."""
+    from icefloe.table.statistics import statistics_status
+
     meta = table.metadata
-    snap = meta.current_snapshot()
-    sid = snap.snapshot_id if snap else None
-    stats = any(s.snapshot_id == sid for s in meta.statistics)
-    pstats = any(s.snapshot_id == sid for s in meta.partition_statistics)
-    have = [n for n, ok in (("table", stats), ("partition", pstats)) if ok]
-    missing = [n for n, ok in (("table", stats), ("partition", pstats)) if not ok]
-    if snap is None:
+    status = statistics_status(meta)
+    if status.snapshot_id is None:
         return Check("statistics", "no snapshot", "ok", "an empty table needs none", None, {})
+    partitioned = any(s.fields for s in meta.partition_specs)
+    kinds = [("table", status.table_statistics_behind)]
+    if partitioned:
+        kinds.append(("partition", status.partition_statistics_behind))
+    missing = [n for n, behind in kinds if behind is None]
+    stale = [(n, behind) for n, behind in kinds if behind]
+    current = [n for n, behind in kinds if behind == 0]
+    parts = []
+    if current:
+        parts.append(f"{' and '.join(current)} statistics current")
+    if stale:
+        parts.append(
+            ", ".join(
+                f"{n} statistics {b} snapshot{'s' if b != 1 else ''} behind" for n, b in stale
+            )
+        )
+    if missing:
+        parts.append(f"no {' or '.join(missing)} statistics")
+    if stale:
+        verdict, detail = (
+            "warn",
+            "stale statistics: Spark's optimiser uses only the current snapshot's",
+        )
+    elif missing:
+        verdict, detail = "info", "engines use NDV sketches for join planning"
+    else:
+        verdict, detail = "ok", "statistics are current"
     return Check(
         "statistics",
-        f"current snapshot has {' and '.join(have) or 'no'} statistics"
-        + (f"; missing {' and '.join(missing)}" if have and missing else ""),
-        "ok" if not missing else "info",
-        "engines use NDV sketches for join planning"
-        if missing
-        else "table and partition statistics are present",
-        f"spark-sql -e \"CALL system.compute_table_stats(table => '{table_name}')\""
-        if not stats
-        else None,
-        {"table_statistics": stats, "partition_statistics": pstats},
+        "; ".join(parts),
+        verdict,
+        detail,
+        cmd if verdict != "ok" else None,
+        {
+            "table_statistics_snapshot_id": status.table_statistics_snapshot_id,
+            "table_statistics_behind": status.table_statistics_behind,
+            "partition_statistics_snapshot_id": status.partition_statistics_snapshot_id,
+            "partition_statistics_behind": status.partition_statistics_behind,
+        },
     )
 
 
@@ -287,5 +314,5 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
             f"{prog} properties set {name} write.metadata.delete-after-commit.enabled true",
         ),
         _orphans(table, orphans, f"{prog} orphans {name}", f"{prog} health {name} --orphans"),
-        _statistics(table, name),
+        _statistics(table, f"{prog} compute-stats {name}"),
     ]

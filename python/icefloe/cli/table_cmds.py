@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.render import human_size, iso, plural, ts
+from icefloe.cli.stats_cmds import print_statistics, statistics_json
 from icefloe.exceptions import ValidationError
 
 __all__ = ["register", "schema_tree", "snapshot_json"]
@@ -95,6 +96,7 @@ def _describe_json(table: Any) -> dict[str, Any]:
             "enabled": meta.format_version >= 3,
             "next_row_id": meta.next_row_id,
         },
+        "statistics": statistics_json(table),
     }
 
 
@@ -194,6 +196,9 @@ def describe(state: State, table: str, as_json: bool) -> None:
             ("equality deletes", s.get("total-equality-deletes", "-")),
         ]
         console.print(_kv_table(summary))
+    if snap is not None:
+        console.print()
+        print_statistics(state, statistics_json(t))
     console.print()
     props = sorted(meta.properties.items())
     console.print("[bold]properties[/]" + ("" if props else ": none"))

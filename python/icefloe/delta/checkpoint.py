@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.delta.actions import FILE_ACTIONS, file_actions_from_dicts, normalize
@@ -44,11 +45,32 @@ class CheckpointContent:
     domains: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _read_parquet(io: FileIO, path: str) -> pa.Table:
+def _columns_without_json_stats(schema: pa.Schema, names: list[str]) -> list[str] | None:
+    """The columns to read when ``add`` carries ``stats_parsed``: every ``add`` field but the
+    statistics as JSON text, by far the largest column (None when there is no such choice)."""
+    if "add" not in names:
+        return None
+    add = schema.field("add").type
+    if not pa.types.is_struct(add) or add.get_field_index("stats_parsed") < 0:
+        return None
+    if add.get_field_index("stats") < 0:
+        return None
+    kept = [f"add.{f.name}" for f in add if f.name != "stats"]
+    return kept + [c for c in names if c != "add"]
+
+
+def _read_parquet(io: FileIO, path: str, json_stats: bool = True) -> pa.Table:
     try:
         with io.new_input(path).open() as f:
             pf = pq.ParquetFile(f)
             names = [c for c in _COLUMNS if c in pf.schema_arrow.names]
+            lean = None if json_stats else _columns_without_json_stats(pf.schema_arrow, names)
+            if lean is not None:
+                t = pf.read(columns=lean)
+                add = t.column("add")
+                parsed = pc.struct_field(add, "stats_parsed")
+                if parsed.null_count == add.null_count:  # every add has typed statistics
+                    return t
             return pf.read(columns=names)
     except NotFoundError as e:
         raise DeltaLogError(f"checkpoint file {path} does not exist", path) from e
@@ -111,8 +133,11 @@ def _from_parquet_tables(
     return parts
 
 
-def read_checkpoint(io: FileIO, log_dir: str, ref: CheckpointRef) -> CheckpointContent:
-    """Every action of the checkpoint ``ref`` (sidecars included)."""
+def read_checkpoint(
+    io: FileIO, log_dir: str, ref: CheckpointRef, json_stats: bool = True
+) -> CheckpointContent:
+    """Every action of the checkpoint ``ref`` (sidecars included); ``json_stats=False`` skips
+    the files' ``stats`` text where every file has the typed ``stats_parsed``."""
     out = CheckpointContent(FILE_ACTIONS.empty_table())
     sidecars: list[str] = []
     tables: list[tuple[str, pa.Table]] = []
@@ -131,12 +156,12 @@ def read_checkpoint(io: FileIO, log_dir: str, ref: CheckpointRef) -> CheckpointC
                 elif "sidecar" in action:
                     sidecars.append(action["sidecar"]["path"])
         else:
-            t = _read_parquet(io, path)
+            t = _read_parquet(io, path, json_stats)
             tables.append((path, t))
             sidecars += [s["path"] for s in _struct_rows(t, "sidecar")]
     for rel in sidecars:
         sc = rel if "://" in rel or rel.startswith("/") else f"{log_dir}/_sidecars/{rel}"
-        tables.append((sc, _read_parquet(io, sc)))
+        tables.append((sc, _read_parquet(io, sc, json_stats)))
     parts = _from_parquet_tables(tables, ref.version, out)
     if json_actions:
         start = sum(p.num_rows for p in parts)

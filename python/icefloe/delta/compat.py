@@ -19,7 +19,10 @@ Requirements checked from the log (each a :class:`Failure` ``requirement`` name)
   materialized column names configured;
 * ``nested-ids``: every list element and map key/value has a column-mapping id;
 * ``no-older-compat``: IcebergCompatV1 and V2 are not enabled;
-* ``num-records``: every live file's stats carry ``numRecords``.
+* ``num-records``: every live file's stats carry ``numRecords``;
+* ``row-ids-assigned``: every live file has a ``baseRowId`` (Delta 4.4.0's in-place upgrade
+  turns row tracking on without assigning one to the older files, whose row ids then exist
+  neither in Delta nor in a form Iceberg could carry without clashing with later ones).
 
 With ``files=True`` the Parquet footers of the live files are read too (one read per file):
 
@@ -224,6 +227,19 @@ def check_actions(protocol: DeltaProtocol | None, metadata: DeltaMetadata | None
     return out
 
 
+def _has_num_records(files: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """Per file: its statistics carry ``numRecords`` (typed ``stats_parsed`` where a
+    checkpoint has it, else the JSON text)."""
+    text = pc.fill_null(pc.match_substring(files.column("stats"), '"numRecords"'), False)
+    if "stats_parsed" not in files.column_names:
+        return text
+    parsed = files.column("stats_parsed")
+    if not pa.types.is_struct(parsed.type) or parsed.type.get_field_index("numRecords") < 0:
+        return text
+    typed = pc.is_valid(pc.struct_field(parsed, "numRecords"))
+    return pc.or_(typed, text)
+
+
 def check_iceberg_compat_v3(
     table: str | DeltaSnapshot | DeltaLog,
     *,
@@ -242,8 +258,7 @@ def check_iceberg_compat_v3(
     else:
         snap = table
     out = check_actions(snap.protocol, snap.metadata)
-    stats = snap.files.column("stats")
-    has = pc.fill_null(pc.match_substring(stats, '"numRecords"'), False)
+    has = _has_num_records(snap.files)
     missing = snap.files.num_rows - int(pc.sum(has.cast("int64")).as_py() or 0)
     if missing:
         first = snap.files.column("path").filter(pc.invert(has))[0].as_py()
@@ -251,6 +266,17 @@ def check_iceberg_compat_v3(
             Failure(
                 "num-records",
                 f"{missing} live file(s) have no numRecords statistic (first: {first})",
+            )
+        )
+    no_id = pc.is_null(snap.files.column("base_row_id"))
+    unassigned = int(pc.sum(no_id.cast("int64")).as_py() or 0)
+    if unassigned and _true(snap.metadata.configuration, "delta.enableRowTracking"):
+        first = snap.files.column("path").filter(no_id)[0].as_py()
+        out.append(
+            Failure(
+                "row-ids-assigned",
+                f"{unassigned} live file(s) have no baseRowId although row tracking is enabled "
+                f"(first: {first}): Delta gave their rows no row ids",
             )
         )
     if files and snap.files.num_rows:

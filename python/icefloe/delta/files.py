@@ -25,7 +25,7 @@ from icefloe.schema import Schema
 from icefloe.types import BinaryType, BooleanType, DateType, TimestampType, TimestamptzType
 from icefloe.write.files import manifest_arrow_schema
 
-__all__ = ["PartitionColumn", "absolute_paths", "data_entries"]
+__all__ = ["PartitionColumn", "absolute_paths", "data_entries", "partition_values"]
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,15 @@ def absolute_paths(root: str, paths: pa.Array) -> pa.Array:
     """Decoded Delta paths made absolute (relative ones are under ``root``)."""
     root = root.rstrip("/")
     # Absolute: a path from the root, or a URI (``s3://...``, Hadoop's ``file:/...``).
-    uri = pc.match_substring_regex(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
-    absolute = pc.or_(pc.starts_with(paths, "/"), uri)
     joined = pc.binary_join_element_wise(pa.scalar(root), paths, "/")
-    return pc.if_else(absolute, paths, joined)
+    rooted = pc.starts_with(paths, "/")
+    if not pc.any(rooted).as_py() and not pc.any(pc.match_substring(paths, ":/")).as_py():
+        return joined  # all relative, as Delta writes them (one cheap scan, no regex)
+    uri = pc.match_substring_regex(paths, r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
+    return pc.if_else(pc.or_(rooted, uri), paths, joined)
 
 
-def _partition_values(
+def partition_values(
     values: pa.Array, columns: list[PartitionColumn], schema: Schema, type_: pa.DataType
 ) -> pa.Array:
     n = len(values)
@@ -122,7 +124,7 @@ def data_entries(
         records = pa.array(filled.astype("int64"))
     version = files.column("version").combine_chunks()
     seq = pc.coalesce(files.column("default_row_commit_version").combine_chunks(), version)
-    part = _partition_values(
+    part = partition_values(
         files.column("partition_values").combine_chunks(),
         partitions,
         schema,

@@ -261,9 +261,12 @@ class DeltaLog:
         *,
         timestamp_ms: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        json_stats: bool = True,
     ) -> DeltaSnapshot:
         """The table at ``version`` (default: latest) or as of ``timestamp_ms`` (the newest
-        commit at or before it). ``progress(done, total)`` is called as commits are read."""
+        commit at or before it). ``progress(done, total)`` is called as commits are read.
+        ``json_stats=False`` leaves the ``stats`` text of checkpoint files null where the
+        checkpoint has every file's typed ``stats_parsed`` (much less to read)."""
         if version is not None and timestamp_ms is not None:
             raise ValueError("give version or timestamp_ms, not both")
         if timestamp_ms is not None:
@@ -284,7 +287,7 @@ class DeltaLog:
         start = 0
         order = 0
         if ref is not None:
-            content = read_checkpoint(self.io, self.log_dir, ref)
+            content = read_checkpoint(self.io, self.log_dir, ref, json_stats=json_stats)
             protocol = DeltaProtocol.from_action(content.protocol or {}, ref.files[0])
             metadata = DeltaMetadata.from_action(content.metadata or {}, ref.files[0])
             domains.update(content.domains)

@@ -44,7 +44,9 @@ def live_files(checkpoint: pa.Table, commits: pa.Table) -> pa.Table:
 
     Only the few checkpoint files a commit names are reconciled by key, so replaying a short
     tail of commits on a large checkpoint costs a membership test, not a group-by."""
-    base = checkpoint.filter(checkpoint.column("is_add")) if checkpoint.num_rows else checkpoint
+    base = checkpoint
+    if checkpoint.num_rows and not pc.all(checkpoint.column("is_add")).as_py():
+        base = checkpoint.filter(checkpoint.column("is_add"))  # else no copy of every add
     base = base.set_column(0, "path", decode_paths(base.column("path")))
     if commits.num_rows == 0:
         return base

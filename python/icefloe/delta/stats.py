@@ -188,16 +188,24 @@ def _map(ids: list[int], columns: list[pa.Array], value_type: pa.DataType, n: in
     k = len(columns)
     if k == 0:
         return pa.array([[]] * n, map_type) if n else pa.array([], map_type)
-    stacked = pa.concat_arrays([c.cast(value_type) for c in columns])  # column-major
-    order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).ravel()  # file-major
-    values = stacked.take(pa.array(order))
-    keys = np.tile(np.asarray(ids, dtype=np.int32), n)
-    valid = values.is_valid().to_numpy(zero_copy_only=False)
-    counts = valid.reshape(n, k).sum(axis=1)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    stacked = pa.concat_arrays([_as_type(c, value_type) for c in columns])  # column-major
+    # Validity per (file, column), file-major; only the indices go through numpy, and the
+    # values are copied once, by one take of the non-null ones in file-major order.
+    valid = np.empty((n, k), dtype=bool)
+    for j, c in enumerate(columns):  # one iteration per column
+        valid[:, j] = c.is_valid().to_numpy(zero_copy_only=False) if c.null_count else True
+    order = np.arange(n)[:, None] + np.arange(k)[None, :] * n
+    picked = order[valid]
+    keys = np.broadcast_to(np.asarray(ids, dtype=np.int32), (n, k))[valid]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(valid.sum(axis=1), out=offsets[1:])
     return pa.MapArray.from_arrays(
-        pa.array(offsets), pa.array(keys[valid]), values.filter(pa.array(valid)), type=map_type
+        pa.array(offsets), pa.array(keys), stacked.take(pa.array(picked)), type=map_type
     )
+
+
+def _as_type(a: pa.Array, t: pa.DataType) -> pa.Array:
+    return a if a.type == t else a.cast(t)
 
 
 def _from_struct(parsed: pa.StructArray, columns: list[DeltaColumn]) -> _Stats:

@@ -2,7 +2,7 @@
 
 - :mod:`~icefloe.expressions.base`: the tree (``And``, ``Or``, ``Not``, ``AlwaysTrue``,
   ``AlwaysFalse``, ``UnboundPredicate``, ``BoundPredicate``) and :func:`rewrite_not`.
-- :mod:`~icefloe.expressions.builder`: ``col("id") > 5``.
+- :mod:`~icefloe.expressions.builder`: ``col("id") > 5``, ``st_intersects("geom", box)``.
 - :mod:`~icefloe.expressions.parser`: ``parse("id > 5 and name like 'abc%'")``.
 - :mod:`~icefloe.expressions.binding` / :mod:`~icefloe.expressions.literals`: :func:`bind`.
 - :mod:`~icefloe.expressions.projection`: inclusive and strict projection through transforms.
@@ -28,8 +28,9 @@ from icefloe.expressions.base import (
     rewrite_not,
 )
 from icefloe.expressions.binding import bind
-from icefloe.expressions.builder import Column, col
+from icefloe.expressions.builder import Column, col, st_disjoint, st_intersects
 from icefloe.expressions.parser import parse
+from icefloe.geo import BoundingBox
 
 __all__ = [
     "AlwaysFalse",
@@ -38,6 +39,7 @@ __all__ = [
     "BooleanExpression",
     "BoundPredicate",
     "BoundReference",
+    "BoundingBox",
     "Column",
     "Not",
     "Op",
@@ -47,4 +49,6 @@ __all__ = [
     "col",
     "parse",
     "rewrite_not",
+    "st_disjoint",
+    "st_intersects",
 ]

@@ -20,7 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import ValidationError
@@ -35,6 +34,7 @@ from icefloe.expressions.base import (
     Or,
     balance,
 )
+from icefloe.geo import intersects_mask
 from icefloe.types import (
     DoubleType,
     FloatType,
@@ -79,7 +79,17 @@ def _scalar(value: Any, t: IcebergType) -> pa.Scalar:
     return arrow_array([value], t)[0]
 
 
-def _predicate(pred: BoundPredicate, under_not: bool) -> pc.Expression:
+#: Column names under which :func:`filter_mask` holds evaluated spatial predicates.
+_SPATIAL = dict[BoundPredicate, str]
+
+
+def _predicate(pred: BoundPredicate, under_not: bool, spatial: _SPATIAL | None) -> pc.Expression:
+    if pred.op.is_spatial:
+        if spatial is None or pred not in spatial:
+            raise ValidationError(
+                f"{pred} cannot be an Arrow expression (it reads WKB): filter with filter_mask"
+            )
+        return pc.field(spatial[pred])  # null-free: exact under `not` too
     f = pc.field(*pred.ref.path)
     t = pred.ref.field_type
     op = pred.op
@@ -130,7 +140,32 @@ def _sort_key(v: Any) -> Any:
 
 def to_arrow_expression(expr: BooleanExpression) -> pc.Expression:
     """A ``pyarrow.compute.Expression`` selecting the rows that satisfy bound ``expr``."""
-    return _convert(expr, under_not=False)
+    return _convert(expr, under_not=False, spatial=None)
+
+
+def _spatial_columns(expr: BooleanExpression, table: pa.Table) -> tuple[pa.Table, _SPATIAL]:
+    """``table`` with one boolean column per distinct spatial predicate of ``expr`` (its
+    two-valued result, computed in Rust), and the column name of each predicate."""
+    names: _SPATIAL = {}
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, And | Or):
+            todo += [e.left, e.right]
+        elif isinstance(e, Not):
+            todo.append(e.child)
+        elif isinstance(e, BoundPredicate) and e.op.is_spatial and e not in names:
+            col = table.column(e.ref.path[0])
+            for step in e.ref.path[1:]:
+                col = pc.struct_field(col, step)
+            hit = intersects_mask(col, e.literal)
+            if e.op is Op.ST_DISJOINT:
+                hit = pc.fill_null(pc.invert(hit), True)
+            else:
+                hit = pc.fill_null(hit, False)
+            names[e] = f"__icefloe_spatial_{len(names)}"
+            table = table.append_column(names[e], hit)
+    return table, names
 
 
 #: Predicates per Arrow expression in :func:`filter_mask`: Arrow's expression simplification
@@ -145,6 +180,7 @@ def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.
     expressions are evaluated by Arrow in parts of at most 128 predicates, combined with
     ``and_kleene`` / ``or_kleene``, so any number of terms works."""
     table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+    table, spatial = _spatial_columns(expr, table)
     sizes: dict[int, int] = {}
 
     def size(e: BooleanExpression) -> int:
@@ -159,9 +195,13 @@ def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.
             sizes[id(e)] = n
         return n
 
+    # imported on first use: pyarrow.dataset imports pandas, a cost every process that only
+    # plans (Spark's planner workers) would pay
+    import pyarrow.dataset as ds
+
     def evaluate(e: BooleanExpression, under_not: bool) -> pa.Array:
         if size(e) <= _CHUNK:
-            out = ds.dataset(table).to_table(columns={"m": _convert(e, under_not)})
+            out = ds.dataset(table).to_table(columns={"m": _convert(e, under_not, spatial)})
             return out.column("m").combine_chunks()
         if isinstance(e, And):
             return pc.and_kleene(evaluate(e.left, under_not), evaluate(e.right, under_not))
@@ -173,17 +213,17 @@ def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.
     return evaluate(balance(expr), False)
 
 
-def _convert(expr: BooleanExpression, under_not: bool) -> pc.Expression:
+def _convert(expr: BooleanExpression, under_not: bool, spatial: _SPATIAL | None) -> pc.Expression:
     if expr is AlwaysTrue():
         return pc.scalar(True)
     if expr is AlwaysFalse():
         return pc.scalar(False)
     if isinstance(expr, And):
-        return _convert(expr.left, under_not) & _convert(expr.right, under_not)
+        return _convert(expr.left, under_not, spatial) & _convert(expr.right, under_not, spatial)
     if isinstance(expr, Or):
-        return _convert(expr.left, under_not) | _convert(expr.right, under_not)
+        return _convert(expr.left, under_not, spatial) | _convert(expr.right, under_not, spatial)
     if isinstance(expr, Not):
-        return ~_convert(expr.child, under_not=True)
+        return ~_convert(expr.child, True, spatial)
     if isinstance(expr, BoundPredicate):
-        return _predicate(expr, under_not)
+        return _predicate(expr, under_not, spatial)
     raise ValidationError(f"only bound expressions convert to Arrow, got {expr!r}")

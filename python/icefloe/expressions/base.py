@@ -61,6 +61,9 @@ class Op(str, Enum):
     NOT_NAN = "not-nan"
     STARTS_WITH = "starts-with"
     NOT_STARTS_WITH = "not-starts-with"
+    #: Spatial: the value's bounding box intersects (is disjoint from) a query box.
+    ST_INTERSECTS = "st-intersects"
+    ST_DISJOINT = "st-disjoint"
 
     @property
     def is_unary(self) -> bool:
@@ -73,6 +76,11 @@ class Op(str, Enum):
     @property
     def is_literal(self) -> bool:
         return not self.is_unary and not self.is_set
+
+    @property
+    def is_spatial(self) -> bool:
+        """``st_intersects`` / ``st_disjoint``: the literal is a bounding box."""
+        return self in (Op.ST_INTERSECTS, Op.ST_DISJOINT)
 
     def negate(self) -> Op:
         return _NEGATE[self]
@@ -98,6 +106,8 @@ _NEGATE = {
     Op.NOT_NAN: Op.IS_NAN,
     Op.STARTS_WITH: Op.NOT_STARTS_WITH,
     Op.NOT_STARTS_WITH: Op.STARTS_WITH,
+    Op.ST_INTERSECTS: Op.ST_DISJOINT,
+    Op.ST_DISJOINT: Op.ST_INTERSECTS,
 }
 _FLIP = {Op.LT: Op.GT, Op.GT: Op.LT, Op.LT_EQ: Op.GT_EQ, Op.GT_EQ: Op.LT_EQ}
 _SYMBOL = {Op.LT: "<", Op.LT_EQ: "<=", Op.GT: ">", Op.GT_EQ: ">=", Op.EQ: "=", Op.NOT_EQ: "!="}
@@ -377,6 +387,9 @@ def _escape_like(prefix: str) -> str:
 def format_predicate(op: Op, name: str, literal: Any, literals: Iterable[Any]) -> str:
     """The text of a predicate, shared by the unbound and bound forms."""
     n = format_name(name)
+    if op.is_spatial:
+        nums = ", ".join("nan" if v is None else repr(v) for v in literal.args())
+        return f"{op.name.lower()}({n}, {nums})"
     if op is Op.IS_NULL:
         return f"{n} is null"
     if op is Op.NOT_NULL:
@@ -458,6 +471,10 @@ class UnboundPredicate(Predicate):
             op, literal = simple
             if literal is not None:
                 return UnboundPredicate(op, term, literal)
+        elif op.is_spatial:
+            from icefloe.geo import BoundingBox
+
+            literal = BoundingBox.of(value)
         elif op.is_literal:
             literal = check_literal(value)
         elif value is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.expressions.base import (
     AlwaysFalse,
     AlwaysTrue,
@@ -30,7 +30,15 @@ from icefloe.expressions.base import (
     balance,
 )
 from icefloe.expressions.literals import ABOVE_MAX, BELOW_MIN, convert_literal
-from icefloe.types import DoubleType, FloatType, NestedField, StringType, StructType
+from icefloe.types import (
+    DoubleType,
+    FloatType,
+    GeographyType,
+    GeometryType,
+    NestedField,
+    StringType,
+    StructType,
+)
 
 __all__ = ["bind", "field_index"]
 
@@ -122,6 +130,15 @@ class _Binder:
                     f"{op.value} needs a float or double column, but {name!r} is {t}"
                 )
             return BoundPredicate(op, ref)
+        if op.is_spatial:
+            if isinstance(t, GeographyType):
+                raise UnsupportedFeatureError(
+                    f"{op.name.lower()} on geography column {name!r}: geography has spherical "
+                    "edges and no bounds; only geometry columns take spatial filters"
+                )
+            if not isinstance(t, GeometryType):
+                raise ValidationError(f"{op.value} needs a geometry column, but {name!r} is {t}")
+            return BoundPredicate(op, ref, pred.literal)
         if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH) and not isinstance(t, StringType):
             raise ValidationError(f"{op.value} needs a string column, but {name!r} is {t}")
         try:

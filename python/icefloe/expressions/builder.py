@@ -12,7 +12,7 @@ from typing import Any
 
 from icefloe.expressions.base import BooleanExpression, Op, UnboundPredicate
 
-__all__ = ["Column", "col"]
+__all__ = ["Column", "col", "st_disjoint", "st_intersects"]
 
 
 class Column:
@@ -77,6 +77,15 @@ class Column:
     def not_starts_with(self, prefix: str) -> BooleanExpression:
         return self._pred(Op.NOT_STARTS_WITH, prefix)
 
+    def st_intersects(self, box: Any) -> BooleanExpression:
+        """Rows whose geometry's bounding box intersects ``box`` (a
+        :class:`~icefloe.geo.BoundingBox` or ``(xmin, ymin, xmax, ymax)``)."""
+        return self._pred(Op.ST_INTERSECTS, box)
+
+    def st_disjoint(self, box: Any) -> BooleanExpression:
+        """The negation of :meth:`st_intersects` (true on null)."""
+        return self._pred(Op.ST_DISJOINT, box)
+
     def __repr__(self) -> str:
         return f"col({self.name!r})"
 
@@ -84,3 +93,16 @@ class Column:
 def col(name: str) -> Column:
     """A column reference for the builder API."""
     return Column(name)
+
+
+def st_intersects(column: str, box: Any) -> BooleanExpression:
+    """``st_intersects(col, bbox)``: rows of geometry column ``column`` whose bounding box
+    intersects ``box`` (closed ranges; Z and M only when both the value and ``box`` have them),
+    the bounding-box predicate of DuckDB's ``&&``. Files whose bounds cannot intersect ``box``
+    are skipped when planning."""
+    return UnboundPredicate(Op.ST_INTERSECTS, column, box)
+
+
+def st_disjoint(column: str, box: Any) -> BooleanExpression:
+    """The negation of :func:`st_intersects`: also true for null and empty geometries."""
+    return UnboundPredicate(Op.ST_DISJOINT, column, box)

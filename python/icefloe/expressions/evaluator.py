@@ -6,13 +6,16 @@ vectorised with :func:`icefloe.expressions.arrow.to_arrow_expression`.
 Semantics are the reference's two-valued logic: a comparison, ``in`` or ``starts_with`` with a
 null value is false; ``!=``, ``not in`` and ``not_starts_with`` with a null value are true;
 ``is_nan`` of null is false and ``not_nan`` of null true. NaN compares as IEEE 754 does (every
-ordering comparison with NaN is false, ``!=`` is true).
+ordering comparison with NaN is false, ``!=`` is true). ``st_intersects`` holds when the value's
+bounding box intersects the query box (false on null); ``st_disjoint`` is its negation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import pyarrow as pa
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import (
@@ -25,6 +28,7 @@ from icefloe.expressions.base import (
     Op,
     Or,
 )
+from icefloe.geo import intersects_mask
 
 __all__ = ["evaluate", "evaluate_predicate"]
 
@@ -55,7 +59,10 @@ def evaluate_predicate(pred: BoundPredicate, value: Any) -> bool:
     if op is Op.NOT_NAN:
         return not _isnan(value)
     if value is None:
-        return op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH)
+        return op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH, Op.ST_DISJOINT)
+    if op.is_spatial:
+        hit = bool(intersects_mask(pa.array([value], pa.binary()), pred.literal)[0].as_py())
+        return hit == (op is Op.ST_INTERSECTS)
     if op is Op.IN:
         return value in pred.literals
     if op is Op.NOT_IN:

@@ -6,7 +6,10 @@ Grammar (keywords are case-insensitive)::
     or        := and ("or" and)*
     and       := not ("and" not)*
     not       := "not" not | primary
-    primary   := "(" expr ")" | "true" | "false" | predicate
+    primary   := "(" expr ")" | "true" | "false" | predicate | spatial
+    spatial   := ("st_intersects" | "st_disjoint") "(" column "," box ")"
+    box       := xmin "," ymin "," xmax "," ymax ["," zmin "," zmax ["," mmin "," mmax]]
+                 (numbers; ``nan`` for a Z range left out before an M range)
 
 Chains of ``and`` / ``or`` come out as balanced trees and neither long chains nor deep
 parentheses are limited by the Python stack (the parser keeps explicit stacks).
@@ -44,8 +47,11 @@ from icefloe.expressions.base import (
     UnboundPredicate,
     balance,
 )
+from icefloe.geo import BoundingBox
 
 __all__ = ["parse"]
+
+_SPATIAL = {"st_intersects": Op.ST_INTERSECTS, "st_disjoint": Op.ST_DISJOINT}
 
 _CMP = {"<": Op.LT, "<=": Op.LT_EQ, ">": Op.GT, ">=": Op.GT_EQ, "=": Op.EQ, "==": Op.EQ}
 _CMP.update({"!=": Op.NOT_EQ, "<>": Op.NOT_EQ})
@@ -301,8 +307,33 @@ class _Parser:
             return AlwaysFalse()
         if t.kind != "ident":
             raise self.fail("expected a column name, 'not', '(' or true/false")
+        if t.value.lower() in _SPATIAL and self.peek().kind == "(":
+            return self.parse_spatial()
         name = self.advance()
         return self.parse_predicate(name)
+
+    def parse_spatial(self) -> BooleanExpression:
+        op = _SPATIAL[self.advance().value.lower()]
+        self.advance()  # "("
+        name = self.expect("ident", "a geometry column name")
+        nums: list[float | None] = []
+        while self.tok.kind == ",":
+            self.advance()
+            if self.is_kw("nan"):
+                self.advance()
+                nums.append(None)
+                continue
+            t = self.expect("num", "a number of the bounding box")
+            nums.append(float(t.value))
+        self.expect(")", "',' or ')' after the bounding box")
+        if len(nums) not in (4, 6, 8) or None in nums[:4]:
+            raise _error(
+                self.text,
+                name.pos,
+                f"{op.name.lower()} needs xmin, ymin, xmax, ymax (then "
+                f"optionally zmin, zmax and mmin, mmax), got {len(nums)} numbers",
+            )
+        return self.make(op, name, BoundingBox.from_args(nums))
 
     def make(self, op: Op, name: _Tok, value: Any = None) -> BooleanExpression:
         return UnboundPredicate(op, name.value, value)

@@ -8,7 +8,10 @@ is); ``from_dict`` reads it back to an equal bound expression. The form, version
 - predicates: ``{"type": OP, "term": TERM}`` for ``is-null``, ``not-null``, ``is-nan``,
   ``not-nan``; ``{"type": OP, "term": TERM, "value": V}`` for ``lt``, ``lt-eq``, ``gt``,
   ``gt-eq``, ``eq``, ``not-eq``, ``starts-with``, ``not-starts-with``; and
-  ``{"type": "in" | "not-in", "term": TERM, "values": [V, ...]}`` (values sorted).
+  ``{"type": "in" | "not-in", "term": TERM, "values": [V, ...]}`` (values sorted); and
+  ``{"type": "st-intersects" | "st-disjoint", "term": TERM, "value": BOX}`` on geometry, where
+  ``BOX`` is ``{"xmin", "ymin", "xmax", "ymax"}`` plus ``"zmin", "zmax"`` / ``"mmin", "mmax"``
+  when the box constrains Z / M (:meth:`icefloe.geo.BoundingBox.to_dict`).
   Operation names are those of the REST catalog's expression JSON.
 - ``TERM`` is ``{"id": field id, "path": [struct names from the root], "type": type string}``,
   the type in the spec's JSON form (``"long"``, ``"decimal(9,2)"``, ``"timestamptz"``), so a
@@ -44,6 +47,7 @@ from icefloe.expressions.base import (
     Op,
     Or,
 )
+from icefloe.geo import BoundingBox
 from icefloe.types import DecimalType, IcebergType, PrimitiveType, UUIDType, type_from_json
 
 __all__ = ["from_dict", "literal_from_json", "literal_to_json", "to_dict"]
@@ -112,7 +116,9 @@ def to_dict(expr: BooleanExpression) -> Any:
         raise ValidationError(f"only bound expressions serialise, got {expr!r}")
     t = expr.ref.field_type
     out: dict[str, Any] = {"type": expr.op.value, "term": _term(expr.ref)}
-    if expr.op.is_set:
+    if expr.op.is_spatial:
+        out["value"] = expr.literal.to_dict()
+    elif expr.op.is_set:
         values = [literal_to_json(v, t) for v in expr.literals]
         out["values"] = sorted(values, key=lambda v: (str(type(v)), v))
     elif expr.op.is_literal:
@@ -145,6 +151,8 @@ def from_dict(obj: Any) -> BooleanExpression:
         if not isinstance(term["id"], int) or not path or not all(isinstance(p, str) for p in path):
             raise ValidationError(f"bad term in serialised expression: {term!r}")
         ref = BoundReference(term["id"], ".".join(path), t, path)
+        if op.is_spatial:
+            return BoundPredicate(op, ref, BoundingBox.of(obj["value"]))
         if op.is_set:
             return BoundPredicate(op, ref, [literal_from_json(v, t) for v in obj["values"]])
         if op.is_literal:

@@ -27,6 +27,7 @@ from icefloe.types import (
     NestedField,
     StructType,
     UnknownType,
+    VariantType,
 )
 from icefloe.values import from_json
 
@@ -111,6 +112,26 @@ def _cast(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> 
     return out
 
 
+def _plain_struct(t: pa.DataType) -> bool:
+    return pa.types.is_struct(t) and not isinstance(t, pa.BaseExtensionType)
+
+
+def _variant_group(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> pa.Array:
+    """A variant stored as a plain group (no VARIANT annotation, as Spark 4.1 writes it, with
+    ``value`` before ``metadata``): its two binaries, found by name. Shredded variants
+    (``typed_value``) are refused."""
+    names = [f.name for f in arr.type]
+    if sorted(names) != ["metadata", "value"]:
+        raise _conflict(path, field, arr.type)
+    storage = _storage(target)
+    try:
+        children = [arr.field(f.name).cast(f.type) for f in storage]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        raise _conflict(path, field, arr.type) from None
+    out = pa.StructArray.from_arrays(children, fields=list(storage), mask=_validity(arr))
+    return pa.ExtensionArray.from_storage(target, out) if target != storage else out
+
+
 def _validity(arr: pa.Array) -> pa.Array | None:
     return arr.is_null() if arr.null_count else None
 
@@ -174,6 +195,8 @@ def project_field(
         keys = project_field(arr.keys, t.key_field, len(arr.keys), path, {})
         items = project_field(arr.items, t.value_field, len(arr.items), path, {})
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=_validity(arr))
+    if isinstance(t, VariantType) and _plain_struct(arr.type):
+        return _variant_group(arr, target, field, path)
     nested = pa.types.is_struct(arr.type) or pa.types.is_list(arr.type) or pa.types.is_map(arr.type)
     if nested and not isinstance(arr.type, pa.BaseExtensionType):
         raise _conflict(path, field, arr.type)

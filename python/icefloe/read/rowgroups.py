@@ -3,10 +3,11 @@
 The evaluation is inclusive ("rows might match"): a row group is skipped only when the column
 statistics of its chunk (min, max, null count) show that no row can satisfy the filter. Anything
 the statistics cannot decide (no statistics, NaN bounds, columns inside lists or maps, columns
-the file lacks, ``!=``, ``not in``, NaN tests) keeps the row group. Under ``Not`` a comparison
-is negated null-aware (``not (x < 5)`` also holds for a null ``x``, as in the row filter). The
-residual filter is still applied to every row read, so pruning never changes a result, only
-what is read.
+the file lacks, ``!=``, ``not in``, NaN tests, ``st_disjoint``) keeps the row group;
+``st_intersects`` prunes on the chunk's Parquet geospatial statistics (its X/Y box). Under
+``Not`` a comparison is negated null-aware (``not (x < 5)`` also holds for a null ``x``, as in
+the row filter). The residual filter is still applied to every row read, so pruning never
+changes a result, only what is read.
 
 Statistics are matched to the filter's columns by field id (so renamed columns are pruned too),
 converted from the file's Arrow type to the table's (int->long, float->double, decimal widening,
@@ -38,7 +39,9 @@ from icefloe.types import BinaryType, FixedType, PrimitiveType, StringType
 __all__ = ["RowGroupFilter"]
 
 _UNKNOWN = object()
-_FALSE_ON_NULL = frozenset({Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.EQ, Op.IN, Op.STARTS_WITH})
+_FALSE_ON_NULL = frozenset(
+    {Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.EQ, Op.IN, Op.STARTS_WITH, Op.ST_INTERSECTS}
+)
 
 
 def _leaves(schema: pa.Schema) -> dict[int, tuple[int, pa.DataType]]:
@@ -175,8 +178,12 @@ class RowGroupFilter:
             return nulls is None or nulls > 0
         if op is Op.NOT_NULL:
             return nulls is None or nulls < rows
-        if op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH, Op.IS_NAN, Op.NOT_NAN):
+        if op in (Op.NOT_EQ, Op.NOT_IN, Op.NOT_STARTS_WITH, Op.IS_NAN, Op.NOT_NAN, Op.ST_DISJOINT):
             return True
+        if op is Op.ST_INTERSECTS:
+            if nulls is not None and nulls >= rows:
+                return False
+            return _box_might_intersect(rg.column(index), pred.literal)
         # The remaining predicates are false on null.
         if nulls is not None and nulls >= rows:
             return False
@@ -270,3 +277,14 @@ def _prefix_might_match(prefix: Any, lo: Any, hi: Any, t: PrimitiveType) -> bool
         return True
     # Every value with the prefix lies in [prefix, prefix + max suffix]: compare truncated bounds.
     return bool(lo[: len(p)] <= p <= hi[: len(p)])
+
+
+def _box_might_intersect(chunk: Any, box: Any) -> bool:
+    """Whether a column chunk's geospatial statistics (X/Y box) may intersect ``box``."""
+    geo = getattr(chunk, "geo_statistics", None)
+    if geo is None:
+        return True
+    xmin, xmax, ymin, ymax = geo.xmin, geo.xmax, geo.ymin, geo.ymax
+    if any(v is None or v != v for v in (xmin, xmax, ymin, ymax)):
+        return True
+    return bool(xmin <= box.xmax and xmax >= box.xmin and ymin <= box.ymax and ymax >= box.ymin)

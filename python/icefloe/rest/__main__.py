@@ -2,6 +2,7 @@
 
     python -m icefloe.rest [--catalog NAME] [--host 127.0.0.1] [--port 8181]
                            [--token-env VAR] [--client-env VAR] [--per-warehouse]
+                           [--idempotency-lifetime PT30M]
                            [-p key=value ...]
 
 Tokens and client secrets are read from environment variables (never from the command line,
@@ -38,12 +39,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
     parser.add_argument(
         "--token-lifetime", type=int, default=3600, help="seconds an OAuth2 token stays valid"
     )
+    parser.add_argument(
+        "--idempotency-lifetime",
+        default="PT30M",
+        help="how long replies to Idempotency-Key requests are kept (ISO-8601; 'none': off)",
+    )
     parser.add_argument("--log-level", default="info")
     parser.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
 
     from icefloe.catalog import load_catalog
     from icefloe.rest import serve
+    from icefloe.rest.idempotency import parse_duration
 
     try:
         props = {}
@@ -65,6 +72,14 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
             if not sep or not cid or not secret:
                 parser.error(f"environment variable {args.client_env} must hold id:secret")
             clients[cid] = secret
+        lifetime = (
+            None if args.idempotency_lifetime.lower() == "none" else args.idempotency_lifetime
+        )
+        if lifetime is not None:
+            try:
+                parse_duration(lifetime)
+            except ValueError as exc:
+                parser.error(str(exc))
         catalog = load_catalog(args.catalog, **props)
         serve(
             catalog,
@@ -75,6 +90,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
             token_lifetime_s=args.token_lifetime,
             prefix=args.prefix,
             per_warehouse=args.per_warehouse,
+            idempotency_lifetime=lifetime,
             log_level=args.log_level,
         )
     except IcebergError as exc:

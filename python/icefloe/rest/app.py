@@ -31,9 +31,16 @@ from icefloe.exceptions import (
     IcebergError,
     ValidationError,
 )
-from icefloe.rest.idempotency import IdempotencyStore, StoredReply, parse_duration
+from icefloe.rest.idempotency import (
+    IdempotencyStore,
+    MemoryReplies,
+    Replies,
+    SqlReplies,
+    StoredReply,
+    parse_duration,
+)
 from icefloe.rest.security import Authenticator
-from icefloe.rest.service import Reply, RestService, decode_namespace
+from icefloe.rest.service import CredentialProvider, Reply, RestService, decode_namespace
 
 __all__ = ["create_app", "warehouse_catalogs"]
 
@@ -104,6 +111,15 @@ def warehouse_catalogs(catalog: Catalog) -> Callable[[str], Catalog]:
     return make
 
 
+def _replies_for(catalog: Catalog) -> Replies:
+    """Where finished replies are kept: the SQL catalog's database, else memory."""
+    from icefloe.catalog.sql import SqlCatalog
+
+    if isinstance(catalog, SqlCatalog):
+        return SqlReplies(catalog.engine)
+    return MemoryReplies()
+
+
 def create_app(
     catalog: Catalog,
     *,
@@ -115,6 +131,7 @@ def create_app(
     idempotency_lifetime: str | None = "PT30M",
     table_config: Mapping[str, str] | None = None,
     storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
+    credential_provider: CredentialProvider | None = None,
 ) -> Starlette:
     """An ASGI app serving ``catalog`` over Iceberg's REST catalog protocol.
 
@@ -122,10 +139,14 @@ def create_app(
     ``POST /v1/oauth/tokens`` (tokens it issues last ``token_lifetime_s``); with neither, no
     auth is required. ``prefix`` is advertised in
     the config and used in every path; ``idempotency_lifetime`` (ISO-8601, ``None`` to turn
-    replay off) is advertised and how long finished replies are kept; ``table_config`` is
+    replay off) is advertised and how long finished replies are kept (in a SQL catalog's
+    database, so they outlive a restart; else in memory); ``table_config`` is
     returned as every table's ``config`` (for example storage endpoints for clients);
     ``storage_credentials`` (``(prefix, properties)`` pairs) are vended with the tables under
-    their prefix to clients that send ``X-Iceberg-Access-Delegation: vended-credentials``.
+    their prefix to clients that send ``X-Iceberg-Access-Delegation: vended-credentials``;
+    ``credential_provider`` (a :data:`~icefloe.rest.service.CredentialProvider`) vends
+    credentials made per table and request, for example short-lived keys, on every table load
+    and ``GET .../credentials`` (clients renew expiring ones through the latter).
 
     With ``warehouses`` (a function from a warehouse name to its catalog, e.g.
     :func:`warehouse_catalogs`) the server serves one catalog per ``?warehouse=`` name given to
@@ -135,6 +156,7 @@ def create_app(
         "idempotency_lifetime": idempotency_lifetime,
         "table_config": table_config,
         "storage_credentials": storage_credentials,
+        "credential_provider": credential_provider,
     }
     service = RestService(catalog, prefix=prefix, **options)
     services: dict[str, RestService] = {}
@@ -166,7 +188,11 @@ def create_app(
         return service_for(request).config(query)
 
     auth = Authenticator(tokens, clients, token_lifetime_s)
-    store = IdempotencyStore(parse_duration(idempotency_lifetime)) if idempotency_lifetime else None
+    store = (
+        IdempotencyStore(parse_duration(idempotency_lifetime), _replies_for(catalog))
+        if idempotency_lifetime
+        else None
+    )
     if warehouses is not None:
         base = "/v1/{prefix}"
     else:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,11 +47,29 @@ from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.sorting import UNSORTED_SORT_ORDER, SortOrder
 
-__all__ = ["Reply", "RestService"]
+__all__ = ["CredentialProvider", "Reply", "RestService"]
 
 Reply = tuple[int, Any, dict[str, str]]
+#: Vends storage credentials for a table: ``(identifier, table location)`` to
+#: ``(prefix, properties)`` pairs, e.g. short-lived keys with ``s3.session-token-expires-at-ms``.
+CredentialProvider = Callable[[Identifier, str], Sequence[tuple[str, Mapping[str, str]]]]
 
 DEFAULT_PAGE_SIZE = 1000
+
+metrics_log = logging.getLogger("icefloe.rest.metrics")
+
+#: The fields Iceberg Java requires of each kind of metrics report.
+_REPORT_FIELDS = {
+    "scan-report": (
+        "snapshot-id",
+        "filter",
+        "schema-id",
+        "projected-field-ids",
+        "projected-field-names",
+        "metrics",
+    ),
+    "commit-report": ("snapshot-id", "sequence-number", "operation", "metrics"),
+}
 
 
 def decode_namespace(raw: str) -> Identifier:
@@ -112,9 +131,11 @@ class RestService:
         idempotency_lifetime: str | None = "PT30M",
         table_config: Mapping[str, str] | None = None,
         storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
+        credential_provider: CredentialProvider | None = None,
     ) -> None:
         self.catalog = catalog
         self.storage_credentials = [(p, dict(c)) for p, c in storage_credentials]
+        self.credential_provider = credential_provider
         self.prefix = prefix.strip("/")
         self.idempotency_lifetime = idempotency_lifetime
         self.table_config = dict(table_config or {})
@@ -189,14 +210,25 @@ class RestService:
         )
 
     # -- tables ---------------------------------------------------------------------------------
+    def _credentials(self, ident: Identifier, location: str) -> list[tuple[str, dict[str, str]]]:
+        """The configured credentials whose prefix covers ``location``, then the provider's."""
+        creds = [(p, c) for p, c in self.storage_credentials if location.startswith(p)]
+        if self.credential_provider is not None:
+            creds += [(p, dict(c)) for p, c in self.credential_provider(ident, location)]
+        return creds
+
     def _result(
-        self, metadata: TableMetadata, location: str | None, delegation: str | None = None
+        self,
+        ident: Identifier,
+        metadata: TableMetadata,
+        location: str | None,
+        delegation: str | None = None,
     ) -> dict[str, Any]:
         """A ``LoadTableResult``; storage credentials only when the client asked for vended
-        credentials (``X-Iceberg-Access-Delegation``) and their prefix covers the table."""
+        credentials (``X-Iceberg-Access-Delegation``)."""
         creds: list[tuple[str, dict[str, str]]] = []
         if delegation and "vended-credentials" in delegation:
-            creds = [(p, c) for p, c in self.storage_credentials if metadata.location.startswith(p)]
+            creds = self._credentials(ident, metadata.location)
         return LoadTableResult(metadata, location, dict(self.table_config), creds).to_json()
 
     def list_tables(self, ns: Identifier, query: Mapping[str, str]) -> Reply:
@@ -228,9 +260,9 @@ class RestService:
                 (location or self.catalog._default_table_location(ident)).rstrip("/"),
                 props,
             )
-            return 200, self._result(metadata, None, delegation), {}
+            return 200, self._result(ident, metadata, None, delegation), {}
         table = self.catalog.create_table(ident, schema, location, spec, order, props)
-        return 200, self._result(table.metadata, table.metadata_location, delegation), {}
+        return 200, self._result(ident, table.metadata, table.metadata_location, delegation), {}
 
     def load_table(
         self,
@@ -243,8 +275,10 @@ class RestService:
         if mode not in ("all", "refs"):
             raise ValidationError(f"snapshots must be 'all' or 'refs', got {mode!r}")
         table = self.catalog.load_table(ident)
-        etag = _etag(table.metadata_location, f"{mode}|{delegation or ''}")
-        if if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
+        vends = self.credential_provider is not None and "vended-credentials" in (delegation or "")
+        # freshly vended credentials differ on every load: no ETag then
+        etag = None if vends else _etag(table.metadata_location, f"{mode}|{delegation or ''}")
+        if etag and if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
             return 304, None, {"ETag": etag}
         metadata = table.metadata
         if mode == "refs":
@@ -254,16 +288,13 @@ class RestService:
                 snapshots=tuple(s for s in metadata.snapshots if s.snapshot_id in keep),
                 snapshot_log=tuple(e for e in metadata.snapshot_log if e.snapshot_id in keep),
             )
-        return 200, self._result(metadata, table.metadata_location, delegation), {"ETag": etag}
+        result = self._result(ident, metadata, table.metadata_location, delegation)
+        return 200, result, {"ETag": etag} if etag else {}
 
     def load_credentials(self, ident: Identifier) -> Reply:
         """``GET .../credentials``: the storage credentials covering the table's location."""
         location = self.catalog.load_table(ident).metadata.location
-        creds = [
-            {"prefix": p, "config": dict(c)}
-            for p, c in self.storage_credentials
-            if location.startswith(p)
-        ]
+        creds = [{"prefix": p, "config": c} for p, c in self._credentials(ident, location)]
         return 200, {"storage-credentials": creds}, {}
 
     def table_exists(self, ident: Identifier) -> Reply:
@@ -288,7 +319,7 @@ class RestService:
         if b.get("overwrite"):
             raise UnsupportedFeatureError("register with overwrite is not supported")
         table = self.catalog.register_table((*ns, str(b["name"])), str(b["metadata-location"]))
-        return 200, self._result(table.metadata, table.metadata_location), {}
+        return 200, self._result(table.identifier, table.metadata, table.metadata_location), {}
 
     def _parse_change(self, b: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
         reqs = b.get("requirements") or []
@@ -348,10 +379,22 @@ class RestService:
         return 204, None, {}
 
     def report_metrics(self, ident: Identifier, body: Any) -> Reply:
+        """Check a metrics report's required fields (as Iceberg Java's parser does) and log it:
+        one line at INFO on the ``icefloe.rest.metrics`` logger, ``<report-type>
+        [<prefix>/]<table> <report JSON>``."""
         b = _body(body, "report-type", "table-name")
-        if b["report-type"] not in ("scan-report", "commit-report"):
-            raise ValidationError(f"unknown report-type {b['report-type']!r}")
-        self.catalog.load_table(ident)  # 404 for a table that does not exist
+        kind = b["report-type"]
+        required = _REPORT_FIELDS.get(kind)
+        if required is None:
+            raise ValidationError(f"unknown report-type {kind!r}")
+        _body(b, *required)
+        if not isinstance(b["metrics"], dict):
+            raise ValidationError("a report's metrics must be an object")
+        if not self.catalog.table_exists(ident):  # 404 for a table that does not exist
+            raise NoSuchTableError(f"table {'.'.join(ident)!r} does not exist")
+        where = f"{self.prefix}/" if self.prefix else ""
+        text = json.dumps(b, separators=(",", ":"))
+        metrics_log.info("%s %s%s %s", kind, where, ".".join(ident), text)
         return 204, None, {}
 
 

@@ -49,6 +49,7 @@ from icefloe.scan.manifests import (
     keep_entries,
     prefetch,
 )
+from icefloe.scan.metrics import ScanMetrics, live_files
 from icefloe.schema import Schema
 
 __all__ = ["Plan", "PlannedBatch", "SpecFilters", "plan"]
@@ -84,6 +85,7 @@ class Plan:
     residuals: list[BooleanExpression] = field(default_factory=list)
     deletes: list[tuple[int, pa.RecordBatch]] = field(default_factory=list)
     assignment: pa.ListArray | None = None
+    metrics: ScanMetrics = field(default_factory=ScanMetrics)
 
     @property
     def num_files(self) -> int:
@@ -143,8 +145,13 @@ def plan(
             f = filters[spec_id] = SpecFilters(schema, spec, bound_filter)
         return f
 
+    content = manifest_list.column("content").to_numpy(zero_copy_only=False)
+    counts = ScanMetrics(
+        total_data_manifests=int((content == DATA).sum()),
+        total_delete_manifests=int((content != DATA).sum()),
+    )
     if isinstance(bound_filter, AlwaysFalse):
-        return Plan()
+        return Plan(metrics=counts)
     metrics_json = None if isinstance(bound_filter, AlwaysTrue) else expr_json(bound_filter)
 
     # 1. manifest list pruning, per spec id
@@ -158,7 +165,6 @@ def plan(
         rows = np.flatnonzero(spec_ids == sid)
         summaries = manifest_list.column("partitions").take(pa.array(rows))
         keep[rows] = bool_numpy(f.manifest_mask(summaries))
-    content = manifest_list.column("content").to_numpy(zero_copy_only=False)
     # manifests with no live entries hold nothing to plan
     live = (
         pc.fill_null(manifest_list.column("added_files_count"), 1).to_numpy(zero_copy_only=False)
@@ -179,7 +185,9 @@ def plan(
             delete_rows = delete_rows[:0]
     delete_manifests = manifest_list.take(pa.array(delete_rows, type=pa.int64()))
 
-    result = Plan()
+    counts.scanned_delete_manifests = delete_manifests.num_rows
+    counts.live_delete_files = live_files(delete_manifests)
+    result = Plan(metrics=counts)
     # 2. delete files
     delete_specs = delete_manifests.column("partition_spec_id").to_pylist()
     delete_metrics = metrics_json if prune_deletes_by_metrics else None
@@ -239,6 +247,7 @@ def plan(
     ahead = deque(f for f in (start(i * step) for i in range(depth)) if f is not None)
     for lo in range(0, data_manifests.num_rows, step):
         kept_data = ahead.popleft().result()
+        counts.add_scanned_data(data_manifests.slice(lo, step))
         if not early:
             nxt = start(lo + depth * step)
             if nxt is not None:

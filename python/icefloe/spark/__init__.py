@@ -8,6 +8,8 @@ need only the icefloe wheel and access to the table's storage.
 - :func:`write`: append or overwrite from a DataFrame in one snapshot
   (:mod:`icefloe.spark.writing`); :func:`cluster`: a DataFrame's rows clustered by a
   table's partitions, for writes through the format.
+- :func:`compute_statistics`: theta-sketch statistics built on the executors, merged and
+  committed on the driver (:mod:`icefloe.spark.statistics`).
 - :mod:`icefloe.spark.functions`: partition transforms as vectorised Spark functions
   (:func:`register_functions` for SQL).
 - :mod:`icefloe.spark.schema`: Spark schemas from Iceberg schemas (field ids kept).
@@ -18,15 +20,42 @@ need only the icefloe wheel and access to the table's storage.
   cheapest (:mod:`icefloe.spark.worker`), and :func:`register`.
 """
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from icefloe.spark.errors import icefloe_errors
-from icefloe.spark.functions import register_functions
-from icefloe.spark.reading import read
-from icefloe.spark.rowlevel import delete, merge
-from icefloe.spark.schema import spark_schema
-from icefloe.spark.worker import configure
-from icefloe.spark.writing import cluster, write
+if TYPE_CHECKING:
+    from icefloe.spark.errors import icefloe_errors
+    from icefloe.spark.functions import register_functions
+    from icefloe.spark.reading import read
+    from icefloe.spark.rowlevel import delete, merge
+    from icefloe.spark.schema import spark_schema
+    from icefloe.spark.statistics import compute_statistics
+    from icefloe.spark.worker import configure
+    from icefloe.spark.writing import cluster, write
+
+# Imported on first use: Spark forks a fresh Python worker for each planning step of a query
+# through the icefloe format, and those import only the modules the step needs.
+_LAZY = {
+    "cluster": "icefloe.spark.writing",
+    "compute_statistics": "icefloe.spark.statistics",
+    "configure": "icefloe.spark.worker",
+    "delete": "icefloe.spark.rowlevel",
+    "icefloe_errors": "icefloe.spark.errors",
+    "merge": "icefloe.spark.rowlevel",
+    "read": "icefloe.spark.reading",
+    "register_functions": "icefloe.spark.functions",
+    "spark_schema": "icefloe.spark.schema",
+    "write": "icefloe.spark.writing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def register(spark: Any) -> None:
@@ -38,6 +67,7 @@ def register(spark: Any) -> None:
 
 __all__ = [
     "cluster",
+    "compute_statistics",
     "configure",
     "delete",
     "icefloe_errors",

@@ -46,6 +46,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.spark.errors import executor_errors
 from icefloe.spark.source import table_from_options
+from icefloe.spark.worker import profile_scope
 from icefloe.spark.writing import (
     LINEAGE,
     cleanup_job,
@@ -141,8 +142,11 @@ class _FileWriter:
         self.branch = self.options.get("branch") or MAIN_BRANCH
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
-        files = write_batches(self.metadata, self.io_properties, self.columns, self.tag, iterator)
-        return FilesMessage(files)
+        with profile_scope("write"):
+            files = write_batches(
+                self.metadata, self.io_properties, self.columns, self.tag, iterator
+            )
+            return FilesMessage(files)
 
 
 class IcefloeWriter(_FileWriter, DataSourceArrowWriter):

@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe.exceptions import ValidationError
-from icefloe.spark.worker import prepare_worker
+from icefloe.spark.worker import ensure_worker_python, prepare_worker
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,
@@ -162,6 +162,8 @@ def _sql_truncate(w: pa.Array, values: pa.Array) -> pa.Array:
 def register_functions(spark: Any, prefix: str = "icefloe_") -> list[str]:
     """Registers the transforms as Spark SQL functions; returns the names registered."""
     from pyspark.sql import types as T
+
+    ensure_worker_python(spark)
 
     def reg(name: str, fn: Any, return_type: Any) -> str:
         spark.udf.register(prefix + name, _arrow_udf(fn, return_type))

@@ -32,7 +32,7 @@ from icefloe.scan.tasks import (
 )
 from icefloe.spark.errors import executor_errors
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
-from icefloe.spark.worker import prepare_worker
+from icefloe.spark.worker import ensure_worker_python, prepare_worker, profiled
 from icefloe.table import Table
 from icefloe.table.scan import TableScan
 from icefloe.types import NestedField, StructType
@@ -79,6 +79,7 @@ def task_frame(spark: Any, tasks: Sequence[FileScanTask], max_partitions: int | 
     therefore united with an empty relation of unknown size (``spark.sql.defaultSizeInBytes``,
     never broadcast by its estimate); adaptive execution still sees the true sizes at run time.
     """
+    ensure_worker_python(spark)
     limit = max_partitions or max(1, 4 * spark.sparkContext.defaultParallelism)
     slices = max(1, min(len(tasks), limit))
     return spark.range(0, len(tasks), 1, slices).unionByName(_unsized(spark))
@@ -123,7 +124,8 @@ def _read_partition(
     """The function ``mapInArrow`` runs: task indexes in, Spark-shaped Arrow batches out."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from spark_batches(io_properties, options, fields, iter_tasks(batches, payloads))
+        tasks = iter_tasks(batches, payloads)
+        yield from profiled("read", spark_batches(io_properties, options, fields, tasks))
 
     return run
 

@@ -14,7 +14,9 @@ must be reachable from every one of them.
 
 Batch read options: ``snapshot-id``, ``branch``, ``tag`` (or ``ref``), ``as-of-timestamp``
 (epoch milliseconds), ``split-size`` (bytes of data per Spark partition; default the table's
-``read.split.target-size``), ``columns`` (comma-separated column names, nested ones dotted:
+``read.split.target-size``, lowered as Iceberg's Java runtime does when the scan would
+otherwise make fewer partitions than the session has cores, see :func:`adaptive_split_size`),
+``columns`` (comma-separated column names, nested ones dotted:
 the columns read; Spark 4.1's Python data sources get no column pruning from Spark, so this
 is how a read reads fewer columns), ``metadata-columns`` (comma-separated, e.g.
 ``_file,_pos``; Python data sources cannot expose hidden metadata columns, so they are
@@ -32,6 +34,7 @@ Writes and streaming: see :mod:`icefloe.spark.format_write` and
 from __future__ import annotations
 
 import itertools
+import os
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -42,11 +45,13 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
+from icefloe.scan.columnar import plan_to_tasks
 from icefloe.scan.tasks import FileScanTask, ReadOptions
 from icefloe.spark.errors import executor_errors
 from icefloe.spark.filters import to_expression
 from icefloe.spark.reading import read_scan, spark_batches
 from icefloe.spark.schema import spark_type
+from icefloe.spark.worker import ensure_worker_python, profiled
 from icefloe.table import Table
 from icefloe.table.scan import SPLIT_SIZE_PROPERTY, TableScan
 from icefloe.types import NestedField, StructType
@@ -57,6 +62,7 @@ __all__ = [
     "IcefloeDataSource",
     "IcefloeReader",
     "TasksPartition",
+    "adaptive_split_size",
     "bin_pack",
     "register",
     "table_from_options",
@@ -68,12 +74,39 @@ FORMAT = "icefloe"
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 #: Bytes a file counts for at least when packing tasks (Iceberg's ``read.split.open-file-cost``).
 OPEN_FILE_COST = 4 * 1024 * 1024
+#: The smallest split size :func:`adaptive_split_size` lowers the target to.
+MIN_SPLIT_SIZE = 16 * 1024 * 1024
 
 
 def register(spark: Any) -> None:
-    """Registers the ``icefloe`` format on ``spark`` and enables Python filter pushdown."""
+    """Registers the ``icefloe`` format on ``spark`` and enables Python filter pushdown (the
+    format's workers run this Python unless the user chose one, see
+    :func:`~icefloe.spark.worker.ensure_worker_python`).
+
+    The registered class carries the session's default parallelism: Spark plans a Python
+    source's reads in a Python worker that cannot ask the session, and reads use it to make
+    at least one partition per core (:func:`adaptive_split_size`)."""
+    ensure_worker_python(spark)
     spark.conf.set(FILTER_PUSHDOWN, "true")
-    spark.dataSource.register(IcefloeDataSource)
+    parallelism = max(1, int(spark.sparkContext.defaultParallelism))
+    # a class made here is pickled by value, with the attribute, for Spark's planner workers
+    source = type(
+        IcefloeDataSource.__name__,
+        (IcefloeDataSource,),
+        {"parallelism": parallelism, "__module__": __name__},
+    )
+    spark.dataSource.register(source)
+
+
+def adaptive_split_size(scan_bytes: int, parallelism: int, split_size: int) -> int:
+    """The split size of a read of ``scan_bytes``: ``split_size`` when it makes at least
+    ``parallelism`` splits, else ``scan_bytes / parallelism`` but at least
+    :data:`MIN_SPLIT_SIZE` (or ``split_size`` when that is smaller), as Iceberg's Java runtime
+    adapts it (``read.split.adaptive-size.enabled``). Never larger than ``split_size``."""
+    splits = -(-scan_bytes // max(1, split_size))
+    if splits >= parallelism:
+        return split_size
+    return max(scan_bytes // max(1, parallelism), min(MIN_SPLIT_SIZE, split_size))
 
 
 def _csv(value: str | None) -> list[str]:
@@ -160,7 +193,8 @@ def bin_pack(
     tasks: Sequence[FileScanTask], target: int, open_cost: int = OPEN_FILE_COST
 ) -> list[list[FileScanTask]]:
     """``tasks`` in order, cut into groups of about ``target`` bytes (each task weighs its
-    split length, and at least ``open_cost``)."""
+    split length, and at least ``open_cost``): a task joins the group its last byte falls in,
+    so ``k`` equal tasks of ``target / k`` bytes share one group."""
     if not tasks:
         return []
     sizes = np.fromiter(
@@ -169,8 +203,8 @@ def bin_pack(
         count=len(tasks),
     )
     weights = np.maximum(sizes, open_cost)
-    starts = np.cumsum(weights) - weights
-    bins = starts // max(1, target)
+    ends = np.cumsum(weights)
+    bins = (ends - 1) // max(1, target)
     cuts = np.flatnonzero(np.diff(bins)) + 1
     bounds = [0, *cuts.tolist(), len(tasks)]
     return [list(tasks[a:b]) for a, b in itertools.pairwise(bounds)]
@@ -216,14 +250,16 @@ def task_partitions(
 def read_partition(partition: TasksPartition) -> Iterator[pa.RecordBatch]:
     """On executors: the Arrow batches of one partition's tasks."""
     tasks: list[FileScanTask] = pickle.loads(partition.tasks)
-    yield from spark_batches(partition.io_properties, partition.options, partition.fields, tasks)
+    batches = spark_batches(partition.io_properties, partition.options, partition.fields, tasks)
+    yield from profiled("read", batches)
 
 
 class IcefloeReader(DataSourceReader):
     """Batch reader: plans on the driver's planner worker, reads tasks on executors."""
 
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], parallelism: int | None = None) -> None:
         self.options = dict(options)
+        self.parallelism = parallelism or os.cpu_count() or 1
         self.pushed: list[BooleanExpression] = []
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
@@ -247,7 +283,17 @@ class IcefloeReader(DataSourceReader):
     def partitions(self) -> list[TasksPartition]:
         with executor_errors():
             table, scan, options, fields = plan_read(self.options, self.row_filter())
-            return task_partitions(table, options, fields, scan.plan_tasks(), scan.split_size())
+            split = scan.split_size()
+            if _int_option(self.options, "split-size") is None:
+                files = scan.plan_files()
+                sizes = np.fromiter(
+                    (t.data_file.file_size_in_bytes for t in files), np.int64, len(files)
+                )
+                # files weigh at least the open cost, as when they are packed
+                scan_bytes = int(np.maximum(sizes, OPEN_FILE_COST).sum())
+                split = adaptive_split_size(scan_bytes, self.parallelism, split)
+            tasks = plan_to_tasks(scan.plan(), split_size=split)
+            return task_partitions(table, options, fields, tasks, split)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, TasksPartition):  # Spark's one empty partition
@@ -257,6 +303,10 @@ class IcefloeReader(DataSourceReader):
 
 class IcefloeDataSource(DataSource):
     """``spark.read.format("icefloe")`` / ``df.write.format("icefloe")`` / streaming."""
+
+    #: Partitions a read aims for at least (set by :func:`register`; else the planner
+    #: worker's CPU count).
+    parallelism: int | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -268,7 +318,7 @@ class IcefloeDataSource(DataSource):
             return spark_type(StructType(*fields))
 
     def reader(self, schema: Any) -> IcefloeReader:
-        return IcefloeReader(self.options)
+        return IcefloeReader(self.options, self.parallelism)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from icefloe.spark.format_write import IcefloeWriter

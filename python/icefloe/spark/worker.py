@@ -19,16 +19,39 @@ Arrow batch it is building after every row it adds (``ArrowWriter.sizeInBytes``)
 third of the CPU that feeding rows to ``icefloe.spark.write`` costs; with the limit at
 ``Int.MaxValue`` Spark skips that check and cuts batches by row count only. Neither setting
 changes results.
+
+:func:`profiled` lets a run see where executor time goes: with the environment variable
+``ICEFLOE_SPARK_PROFILE`` naming a directory (set before the Spark session starts, so that the
+Python workers inherit it), each read or write task of icefloe's executor functions runs under
+:mod:`cProfile` and leaves ``<kind>-<pid>-<n>.prof`` there (read with :mod:`pstats`). The time
+Spark's serializer spends between batches of a read is inside the profile.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import sys
 import zipimport
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["ARROW_SETTINGS", "configure", "prepare_worker", "static_archives"]
+__all__ = [
+    "ARROW_SETTINGS",
+    "PROFILE_ENV",
+    "configure",
+    "ensure_worker_python",
+    "prepare_worker",
+    "profile_scope",
+    "profiled",
+    "static_archives",
+]
+
+#: Environment variable naming a directory for executor profiles (see :func:`profiled`).
+PROFILE_ENV = "ICEFLOE_SPARK_PROFILE"
+_T = TypeVar("_T")
+_PROFILES = itertools.count()
 
 #: Spark SQL settings for cheaper Arrow exchange with Python workers (see the module docs).
 ARROW_SETTINGS = {
@@ -43,9 +66,38 @@ def configure(spark: Any) -> None:
     source (:func:`icefloe.spark.source.register`)."""
     from icefloe.spark.source import register
 
+    ensure_worker_python(spark)
     for key, value in ARROW_SETTINGS.items():
         spark.conf.set(key, value)
     register(spark)
+
+
+#: Spark's setting naming the Python its workers run.
+PYTHON_SETTING = "spark.pyspark.python"
+
+
+def ensure_worker_python(spark: Any) -> str:
+    """Makes the Python workers of later jobs on ``spark`` run this interpreter
+    (``sys.executable``) unless the user chose one (environment variable ``PYSPARK_PYTHON`` or
+    Spark setting ``spark.pyspark.python``, which then wins); returns the worker Python.
+
+    Without it, PySpark starts workers as ``python3`` from ``PATH``: a job started as
+    ``venv/bin/python job.py`` without activating the virtualenv would run its workers on
+    another Python, without icefloe. Spark takes the worker Python of each job from the
+    session's context when the job is defined, so the change applies to what runs after it.
+    """
+    sc = spark.sparkContext
+    chosen = os.environ.get("PYSPARK_PYTHON") or sc.getConf().get(PYTHON_SETTING, None)
+    wanted = chosen or sys.executable
+    if not wanted:  # an embedded interpreter that cannot name itself
+        from icefloe.exceptions import ValidationError
+
+        raise ValidationError(
+            "cannot tell which Python Spark's workers should run: set PYSPARK_PYTHON to a "
+            "Python with icefloe installed"
+        )
+    sc.pythonExec = wanted
+    return str(wanted)
 
 
 class _StaticZipImporter(zipimport.zipimporter):
@@ -79,3 +131,30 @@ def prepare_worker() -> int:
             finder.__class__ = _StaticZipImporter
             changed += 1
     return changed
+
+
+@contextlib.contextmanager
+def profile_scope(kind: str) -> Iterator[None]:
+    """Runs the block under :mod:`cProfile` when :data:`PROFILE_ENV` names a directory and
+    writes the profile there at its end; else does nothing."""
+    directory = os.environ.get(PROFILE_ENV)
+    if not directory:
+        yield
+        return
+    import cProfile
+
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        os.makedirs(directory, exist_ok=True)
+        profile.dump_stats(os.path.join(directory, f"{kind}-{os.getpid()}-{next(_PROFILES)}.prof"))
+
+
+def profiled(kind: str, items: Iterable[_T]) -> Iterator[_T]:
+    """``items``, produced and consumed under :func:`profile_scope` (so a read's profile
+    includes what Spark does with each batch)."""
+    with profile_scope(kind):
+        yield from items

@@ -53,7 +53,7 @@ from icefloe.spark.errors import executor_errors, icefloe_errors
 from icefloe.spark.reading import iter_tasks, pickled_tasks, resolve_table, task_frame
 from icefloe.spark.schema import spark_type
 from icefloe.spark.spark_input import from_spark
-from icefloe.spark.worker import prepare_worker
+from icefloe.spark.worker import ensure_worker_python, prepare_worker, profile_scope
 from icefloe.table import Table
 from icefloe.table.row_delta import concurrent_deletes_validator, delete_entries_predicate
 from icefloe.transforms import (
@@ -126,6 +126,7 @@ def cluster(df: Any, table: Table | str | Sequence[str], catalog: Any = None) ->
     them and sorted within each Spark partition), so that a write makes few files per
     partition. Unpartitioned tables: ``df`` as is."""
     t = resolve_table(table, catalog)
+    ensure_worker_python(df.sparkSession)
     schema = t.metadata.current_schema()
     keys = partition_columns(schema, t.metadata.spec())
     if not keys:
@@ -162,7 +163,9 @@ def _writer(
     """The function ``mapInArrow`` runs: rows in, one row per written data file out."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield _file_rows(write_batches(metadata, io_properties, columns, tag, batches, flush_bytes))
+        with profile_scope("write"):
+            files = write_batches(metadata, io_properties, columns, tag, batches, flush_bytes)
+        yield _file_rows(files)
 
     return run
 
@@ -258,6 +261,7 @@ def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES)
             f"(columns: {sorted(known)})"
         )
     columns = list(df.columns)
+    ensure_worker_python(df.sparkSession)
     df = cluster(df, table)
     fn = _writer(metadata, dict(table.io.properties), columns, tag, flush_bytes)
     return collect_files(df.mapInArrow(fn, "file binary"), table, tag)

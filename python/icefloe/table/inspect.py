@@ -1,5 +1,5 @@
 """Metadata tables as Arrow: ``table.inspect.snapshots()``, ``history()``, ``refs()``,
-``manifests()``, ``entries()``, ``files()`` and ``partitions()``.
+``column_statistics()``, ``manifests()``, ``entries()``, ``files()`` and ``partitions()``.
 
 Column names follow PyIceberg's and the Java reference's metadata tables. The file-level tables
 decode the manifests of one snapshot (default: the current one) in bulk and work on the Arrow
@@ -124,6 +124,30 @@ class InspectTable:
             }
         )
 
+    def column_statistics(self, snapshot_id: int | None = None) -> pa.Table:
+        """Distinct-value counts per column from the newest table statistics file on the
+        snapshot's ancestry (default: the current snapshot): column name, field id, ``ndv``,
+        the snapshot the file was computed for and how many snapshots it lags behind (0: it
+        is the snapshot's own)."""
+        from icefloe.table.statistics import ndvs, statistics_status
+
+        status = statistics_status(self._meta, snapshot_id)
+        sid = status.table_statistics_snapshot_id
+        found = ndvs(self._table.io, self._meta, sid) if sid is not None else {}
+        schema = self._meta.current_schema()
+        names = list(found)
+        return pa.table(
+            {
+                "column": pa.array(names, pa.string()),
+                "field_id": pa.array([schema.find_field_id(n) for n in names], pa.int32()),
+                "ndv": pa.array([found[n] for n in names], pa.int64()),
+                "statistics_snapshot_id": pa.array([sid] * len(names), pa.int64()),
+                "snapshots_behind": pa.array(
+                    [status.table_statistics_behind] * len(names), pa.int32()
+                ),
+            }
+        )
+
     # ------------------------------------------------------------------ from manifests
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
@@ -199,6 +223,22 @@ class InspectTable:
                 )
         return pa.struct(list(fields.values()))
 
+    def _partitions_from_statistics(self, snapshot_id: int | None) -> pa.Table | None:
+        from icefloe.exceptions import IcebergError
+        from icefloe.table.partition_statistics import read_current_partition_statistics
+
+        if self._snapshot(snapshot_id) is None:
+            return None
+        try:
+            rows = read_current_partition_statistics(self._table.io, self._meta, snapshot_id)
+        except IcebergError:
+            return None  # unreadable or foreign format: the manifests answer
+        if rows is None:
+            return None
+        if "dv_count" not in rows.column_names:
+            rows = rows.append_column("dv_count", pa.array([0] * rows.num_rows, pa.int32()))
+        return _stats_to_partitions(rows)
+
     def entries(self, snapshot_id: int | None = None) -> pa.Table:
         """Every manifest entry (including deleted ones) of a snapshot."""
         t = self._entries(snapshot_id)
@@ -240,8 +280,18 @@ class InspectTable:
         f = self.files(snapshot_id)
         return f.filter(pc.not_equal(f.column("content"), 0))
 
-    def partitions(self, snapshot_id: int | None = None) -> pa.Table:
-        """Per partition (and spec): record, file and delete counts, and the last update."""
+    def partitions(self, snapshot_id: int | None = None, use_statistics: bool = True) -> pa.Table:
+        """Per partition (and spec): record, file and delete counts, and the last update.
+
+        When the snapshot has a partition statistics file (and ``use_statistics``), the rows
+        come from it instead of the manifests: the same counts (deletion vectors count as
+        position delete files), partitions without live files left out; the last update there
+        is the newest snapshot that added *or removed* a file of the partition, where the
+        manifests give the newest that added a live one."""
+        if use_statistics and self._meta.partition_statistics:
+            from_stats = self._partitions_from_statistics(snapshot_id)
+            if from_stats is not None:
+                return from_stats
         t = self._entries(snapshot_id)
         if t is None:
             return pa.table({"spec_id": pa.array([], pa.int32())})
@@ -307,6 +357,32 @@ class InspectTable:
                 "last_updated_snapshot_id": pa.array(last_ids, pa.int64()),
             }
         )
+
+
+def _stats_to_partitions(rows: pa.Table) -> pa.Table:
+    """Partition statistics rows as :meth:`InspectTable.partitions` rows."""
+    files = pc.add(
+        pc.add(rows["data_file_count"], rows["position_delete_file_count"]),
+        pc.add(rows["equality_delete_file_count"], rows["dv_count"]),
+    )
+    r = rows.filter(pc.greater(files, 0))
+    return pa.table(
+        {
+            "partition": r["partition"],
+            "spec_id": r["spec_id"],
+            "record_count": r["data_record_count"],
+            "file_count": r["data_file_count"],
+            "total_data_file_size_in_bytes": r["total_data_file_size_in_bytes"],
+            "position_delete_record_count": r["position_delete_record_count"],
+            "position_delete_file_count": pc.add(
+                r["position_delete_file_count"], r["dv_count"]
+            ).cast(pa.int32()),
+            "equality_delete_record_count": r["equality_delete_record_count"],
+            "equality_delete_file_count": r["equality_delete_file_count"],
+            "last_updated_at": r["last_updated_at"].cast(_TS),
+            "last_updated_snapshot_id": r["last_updated_snapshot_id"],
+        }
+    )
 
 
 def _unify_partition(batch: pa.RecordBatch, unified: pa.StructType) -> pa.Table:

@@ -26,7 +26,13 @@ from icefloe.name_mapping import NameMapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
 from icefloe.table.overwrite import partition_mask, plan_overwrite
 from icefloe.table.producer import SnapshotProducer, parent_snapshot
-from icefloe.table.row_delta import concurrent_deletes_validator, delete_entries_predicate
+from icefloe.table.row_delta import (
+    DELETE_MODE,
+    MERGE_ON_READ,
+    concurrent_deletes_validator,
+    delete_entries_predicate,
+    write_mode,
+)
 from icefloe.write.add_files import NAME_MAPPING, data_files_from_parquet
 from icefloe.write.files import DataFile, entries_batch
 from icefloe.write.writer import write_data_files, write_parquet_files
@@ -135,8 +141,25 @@ def overwrite(
     written: Sequence[DataFile] = (),
 ) -> Transaction:
     """Replace the rows matching ``overwrite_filter`` (default: all rows) by ``data`` and the
-    already ``written`` data files (owned by the operation: deleted if it is abandoned)."""
+    already ``written`` data files (owned by the operation: deleted if it is abandoned).
+
+    With ``write.delete.mode=merge-on-read`` (v2 and later) the replaced rows of files only
+    partly matching get deletion vectors / position deletes instead of a rewrite
+    (:func:`icefloe.table.row_level.replace_rows`)."""
     expr = _filter(overwrite_filter)
+    if write_mode(tx.metadata.properties, DELETE_MODE, tx.metadata.format_version) == MERGE_ON_READ:
+        from icefloe.table.row_level import replace_rows
+
+        replace_rows(
+            tx,
+            data,
+            expr,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            case_sensitive=case_sensitive,
+            written=written,
+        )
+        return tx
     io = tx.table.io
     producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
     producer.owns_files(f.file_path for f in written)

@@ -196,7 +196,8 @@ class SnapshotProducer:
         return self
 
     def set_sequence_number(self, sequence_number: int) -> SnapshotProducer:
-        """Commit with this sequence number (it must exceed the table's last one)."""
+        """Commit with this sequence number (it must exceed the table's last one, unless the
+        snapshot has no parent)."""
         self._sequence_number = sequence_number
         return self
 
@@ -261,7 +262,10 @@ class SnapshotProducer:
         version = metadata.format_version
         seq = metadata.last_sequence_number + 1 if version >= 2 else 0
         if self._sequence_number is not None:
-            if version < 2 or self._sequence_number <= metadata.last_sequence_number:
+            # As the metadata builder (and Java): only a snapshot without a parent may take a
+            # sequence number not above the table's last one (a Delta version 0, say).
+            behind = self._sequence_number <= metadata.last_sequence_number
+            if version < 2 or self._sequence_number < 0 or (behind and parent is not None):
                 raise CommitConflictError(
                     f"cannot commit sequence number {self._sequence_number}: the table's last "
                     f"sequence number is {metadata.last_sequence_number}"

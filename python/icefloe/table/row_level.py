@@ -60,6 +60,7 @@ from icefloe.write.matching import (
     matching_positions,
     surviving_rows,
 )
+from icefloe.write.writer import write_data_files
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -70,6 +71,7 @@ from icefloe.table.row_delta import (
     EQUALITY,
     MERGE_MODE,
     MERGE_ON_READ,
+    SERIALIZABLE,
     SNAPSHOT,
     UPDATE_MODE,
     UPSERT_MODE,
@@ -85,6 +87,7 @@ __all__ = [
     "UpsertResult",
     "delete",
     "delete_by_keys",
+    "replace_rows",
     "upsert",
 ]
 
@@ -136,6 +139,70 @@ def _rewrite(
     return write_rows(ctx.tx, rows, lineage=lineage)
 
 
+def _delete_delta(
+    ctx: RowContext,
+    bound: BooleanExpression,
+    mode: str,
+    delta: RowDelta,
+    drop_emptied: bool = False,
+) -> int:
+    """Adds the deletion of the rows matching ``bound`` to ``delta`` (``mode``: merge-on-read
+    positions, or copy-on-write rewrites); returns the number of rows deleted. With
+    ``drop_emptied`` a merge-on-read file losing every live row is removed, not given a DV."""
+    deleted = 0
+    tasks = plan_tasks(ctx.tx, bound, branch=ctx.branch, case_sensitive=ctx.case_sensitive)
+
+    def probe(task: FileScanTask, cache: DeleteCache) -> pa.Array | None:
+        """None: the partition proves every row matches; else the matching positions."""
+        if all_rows_match(task, ctx.schema, bound, ctx.specs):
+            return None
+        return matching_positions(
+            ctx.io,
+            task,
+            ctx.schema,
+            bound,
+            specs=ctx.specs,
+            name_mapping=ctx.mapping,
+            cache=cache,
+        )
+
+    for task, pos in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
+        if pos is None:
+            live = _live_count(ctx, task)
+            if live is None:
+                live = _count_live(ctx, task)
+            deleted += live
+            delta.removed.append(task)
+            continue
+        if len(pos) == 0:
+            continue
+        deleted += len(pos)
+        if mode == MERGE_ON_READ and not (drop_emptied and _live_count(ctx, task) == len(pos)):
+            delta.deletes.append(FileDeletes(task.data_file, pos, task.delete_files))
+            continue
+        if _live_count(ctx, task) == len(pos):
+            delta.removed.append(task)
+            continue
+        delta.removed.append(task)
+        delta.added_data.extend(
+            _rewrite(
+                ctx,
+                task,
+                surviving_rows(
+                    ctx.io,
+                    task,
+                    ctx.schema,
+                    bound,
+                    specs=ctx.specs,
+                    name_mapping=ctx.mapping,
+                    cache=ctx.cache,
+                    lineage=ctx.version >= 3,
+                ),
+            )
+        )
+    return deleted
+
+
 def delete(
     tx: Transaction,
     row_filter: BooleanExpression | str,
@@ -153,58 +220,8 @@ def delete(
         return 0
     mode = write_mode(ctx.metadata.properties, DELETE_MODE, ctx.version)
     delta = RowDelta()
-    deleted = 0
     try:
-        tasks = plan_tasks(tx, bound, branch=branch, case_sensitive=case_sensitive)
-
-        def probe(task: FileScanTask, cache: DeleteCache) -> pa.Array | None:
-            """None: the partition proves every row matches; else the matching positions."""
-            if all_rows_match(task, ctx.schema, bound, ctx.specs):
-                return None
-            return matching_positions(
-                ctx.io,
-                task,
-                ctx.schema,
-                bound,
-                specs=ctx.specs,
-                name_mapping=ctx.mapping,
-                cache=cache,
-            )
-
-        for task, pos in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
-            if pos is None:
-                live = _live_count(ctx, task)
-                if live is None:
-                    live = _count_live(ctx, task)
-                deleted += live
-                delta.removed.append(task)
-                continue
-            if len(pos) == 0:
-                continue
-            deleted += len(pos)
-            if mode == MERGE_ON_READ:
-                delta.deletes.append(FileDeletes(task.data_file, pos, task.delete_files))
-                continue
-            if _live_count(ctx, task) == len(pos):
-                delta.removed.append(task)
-                continue
-            delta.removed.append(task)
-            delta.added_data.extend(
-                _rewrite(
-                    ctx,
-                    task,
-                    surviving_rows(
-                        ctx.io,
-                        task,
-                        ctx.schema,
-                        bound,
-                        specs=ctx.specs,
-                        name_mapping=ctx.mapping,
-                        cache=ctx.cache,
-                        lineage=ctx.version >= 3,
-                    ),
-                )
-            )
+        deleted = _delete_delta(ctx, bound, mode, delta)
         if delta.empty:
             return 0
         commit_row_delta(
@@ -214,6 +231,52 @@ def delete(
             snapshot_properties=snapshot_properties,
             operation=Operation.OVERWRITE if delta.added_data else Operation.DELETE,
             conflict_filter=bound,
+        )
+    except BaseException:
+        for f in delta.added_data:
+            ctx.io.delete_quietly(f.file_path)
+        raise
+    return deleted
+
+
+def replace_rows(
+    tx: Transaction,
+    data: Any,
+    row_filter: BooleanExpression | str,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    case_sensitive: bool = True,
+    written: Sequence[DataFile] = (),
+) -> int:
+    """``overwrite(data, row_filter)`` on a merge-on-read table: the matching rows are deleted
+    as :func:`delete` does in merge-on-read mode (files the partition proves matching are
+    dropped unread, others get deletion vectors / position deletes, nothing is rewritten) and
+    ``data`` (plus the already ``written`` files) is added, in one ``overwrite`` snapshot.
+
+    Returns the number of rows deleted."""
+    ctx = RowContext(tx, branch, case_sensitive)
+    bound = bind_filter(ctx.schema, row_filter, case_sensitive)
+    delta = RowDelta()
+    delta.added_data.extend(written)
+    try:
+        deleted = (
+            0
+            if bound is AlwaysFalse()
+            else _delete_delta(ctx, bound, MERGE_ON_READ, delta, drop_emptied=True)
+        )
+        if data is not None:
+            delta.added_data.extend(write_data_files(tx.metadata, ctx.io, data))
+        if delta.empty:
+            return 0
+        commit_row_delta(
+            tx,
+            delta,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            operation=Operation.OVERWRITE,
+            conflict_filter=bound,
+            isolation=SERIALIZABLE,  # new data matching the filter always conflicts
         )
     except BaseException:
         for f in delta.added_data:

@@ -16,13 +16,17 @@ Planning itself is in :mod:`icefloe.scan.planner`; :meth:`TableScan.plan_files` 
 :class:`~icefloe.scan.tasks.FileScanTask` values and :meth:`TableScan.plan_table` the same
 tasks as one Arrow table (see :mod:`icefloe.scan.columnar`); :meth:`TableScan.plan_tasks` splits
 large files for parallel reads. Decoded manifests are cached per table object
-(:mod:`icefloe.scan.cache`).
+(:mod:`icefloe.scan.cache`). After each plan, a table whose catalog has ``report_scan`` (the
+REST catalog) hands it a :class:`~icefloe.scan.metrics.ScanReport`; a failing report is
+logged, never raised.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +48,7 @@ from icefloe.scan.columnar import (
     plan_to_tasks,
 )
 from icefloe.scan.manifests import planning_manifest_list, reader
+from icefloe.scan.metrics import ScanReport, plan_result_counts
 from icefloe.scan.planner import Plan, PlannedBatch, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
@@ -52,6 +57,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["DEFAULT_SPLIT_SIZE", "SPLIT_SIZE_PROPERTY", "TableScan"]
+
+log = logging.getLogger("icefloe.scan")
 
 SPLIT_SIZE_PROPERTY = TableProperties.SPLIT_SIZE
 DEFAULT_SPLIT_SIZE = TableProperties.SPLIT_SIZE_DEFAULT
@@ -283,6 +290,7 @@ class TableScan:
 
         read = reader(io)
         md = self.metadata
+        started = time.perf_counter_ns()
         self._plan = plan(
             manifest_list=planning_manifest_list(snap, read),
             read=read,
@@ -295,7 +303,31 @@ class TableScan:
             limit=self.limit,
             on_batch=on_batch,
         )
+        self._report(snap, bound, time.perf_counter_ns() - started)
         return self._plan
+
+    def _report(self, snap: Snapshot, bound: BooleanExpression, duration_ns: int) -> None:
+        """Hand the plan's :class:`ScanReport` to the table's catalog, if it takes reports
+        (``report_scan``); a failure is logged, never raised: the scan goes on."""
+        catalog = getattr(self.table, "catalog", None)
+        report_scan = getattr(catalog, "report_scan", None)
+        if report_scan is None or self._plan is None:
+            return
+        try:
+            projected = self.projected_schema()
+            ids = tuple(sorted(projected.field_ids))
+            report = ScanReport(
+                snapshot_id=snap.snapshot_id,
+                schema_id=projected.schema_id,
+                filter=bound,
+                projected_field_ids=ids,
+                projected_field_names=tuple(projected.find_column_name(i) or "" for i in ids),
+                planning_duration_ns=duration_ns,
+                counters=plan_result_counts(self._plan),
+            )
+            report_scan(self.table, report)
+        except Exception as exc:  # a report must never fail the scan
+            log.warning("scan report of %r failed: %s", self.table, type(exc).__name__)
 
     def plan_files(self) -> list[FileScanTask]:
         """The data files to read, each with its delete files and residual filter."""

@@ -13,7 +13,8 @@ text form, so its uuid sketch bytes differ; the counts agree).
 from __future__ import annotations
 
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -21,7 +22,9 @@ import pyarrow.compute as pc
 
 from icefloe._native import ThetaSketch, theta_sketch_estimate
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
+from icefloe.io import FileIO
 from icefloe.metadata import SetStatistics, StatisticsFile, TableMetadata
+from icefloe.schema import Schema
 from icefloe.types import (
     GeographyType,
     GeometryType,
@@ -33,11 +36,21 @@ from icefloe.types import (
 from icefloe.write.statistics import THETA_SKETCH_V1, check_codec, write_statistics_file
 
 if TYPE_CHECKING:
-    from icefloe.io import FileIO
-    from icefloe.schema import Schema
+    from icefloe.table.scan import TableScan
     from icefloe.table.transaction import Transaction
 
-__all__ = ["compute_statistics", "ndvs", "statistics_file_for"]
+__all__ = [
+    "Sketcher",
+    "StatisticsStatus",
+    "column_paths",
+    "compute_sketches",
+    "compute_statistics",
+    "leaf_values",
+    "ndvs",
+    "sketch_scan",
+    "statistics_file_for",
+    "statistics_status",
+]
 
 _NO_SKETCH = (UnknownType, VariantType, GeometryType, GeographyType)
 
@@ -87,7 +100,7 @@ def _columns(schema: Schema, columns: Sequence[str] | None) -> dict[str, int]:
     return out
 
 
-def _leaf(batch: pa.RecordBatch, path: list[str]) -> pa.Array:
+def leaf_values(batch: pa.RecordBatch, path: list[str]) -> pa.Array:
     """The values of a (possibly nested) column; a null parent struct makes the value null."""
     arr: pa.Array = batch.column(path[0])
     for name in path[1:]:
@@ -99,20 +112,37 @@ def _leaf(batch: pa.RecordBatch, path: list[str]) -> pa.Array:
     return arr
 
 
-def compute_sketches(
-    io: FileIO, metadata: TableMetadata, snapshot_id: int, schema: Schema, names: dict[str, int]
-) -> dict[int, ThetaSketch]:
-    """One sketch per field id over the snapshot's live rows, built batch by batch in Rust."""
+#: Builds one sketch per field id: (io, metadata, snapshot id, schema, column name -> field id).
+Sketcher = Callable[[FileIO, TableMetadata, int, Schema, dict[str, int]], dict[int, ThetaSketch]]
+
+
+def sketch_scan(
+    io: FileIO, metadata: TableMetadata, snapshot_id: int, names: dict[str, int]
+) -> TableScan:
+    """The scan whose rows the sketches of ``names`` are built from (live rows, the top-level
+    columns holding them)."""
     from icefloe.table.scan import TableScan
 
     source = types.SimpleNamespace(metadata=metadata, io=io)
     tops = tuple(dict.fromkeys(n.split(".")[0] for n in names))
-    scan = TableScan(source, selected_fields=tops, snapshot_id=snapshot_id)
-    paths = {fid: schema.find_column_name(fid) or name for name, fid in names.items()}
+    return TableScan(source, selected_fields=tops, snapshot_id=snapshot_id)
+
+
+def column_paths(schema: Schema, names: dict[str, int]) -> dict[int, list[str]]:
+    """Field id -> the path of names leading to its values in a scan batch."""
+    return {fid: (schema.find_column_name(fid) or name).split(".") for name, fid in names.items()}
+
+
+def compute_sketches(
+    io: FileIO, metadata: TableMetadata, snapshot_id: int, schema: Schema, names: dict[str, int]
+) -> dict[int, ThetaSketch]:
+    """One sketch per field id over the snapshot's live rows, built batch by batch in Rust."""
+    scan = sketch_scan(io, metadata, snapshot_id, names)
+    paths = column_paths(schema, names)
     sketches = {fid: ThetaSketch() for fid in names.values()}
     for batch in scan.to_batches():
         for fid, sketch in sketches.items():
-            sketch.update(_leaf(batch, paths[fid].split(".")))
+            sketch.update(leaf_values(batch, paths[fid]))
     return sketches
 
 
@@ -121,15 +151,17 @@ def compute_statistics(
     columns: Sequence[str] | None = None,
     snapshot_id: int | None = None,
     compression_codec: str | None = "zstd",
+    sketcher: Sketcher = compute_sketches,
 ) -> StatisticsFile:
     """Sketch ``columns`` over the live rows of ``snapshot_id`` (default: current), write the
-    Puffin file and add ``set-statistics`` to ``tx``. Returns the new file's entry."""
+    Puffin file and add ``set-statistics`` to ``tx``. Returns the new file's entry.
+    ``sketcher`` builds the sketches (here, or distributed: :mod:`icefloe.spark.statistics`)."""
     check_codec(compression_codec)
     metadata = tx.metadata
     sid, seq, schema = _snapshot_schema(metadata, snapshot_id)
     names = _columns(schema, columns)
     io = tx.table.io
-    sketches = compute_sketches(io, metadata, sid, schema, names)
+    sketches = sketcher(io, metadata, sid, schema, names)
     stats = write_statistics_file(
         io,
         metadata.location,
@@ -183,3 +215,48 @@ def ndvs(io: FileIO, metadata: TableMetadata, snapshot_id: int | None = None) ->
             if meta.type == THETA_SKETCH_V1 and tuple(meta.fields) == tuple(blob.fields):
                 out[name] = int(theta_sketch_estimate(reader.read_blob(meta)))
     return out
+
+
+@dataclass(frozen=True)
+class StatisticsStatus:
+    """How current a snapshot's statistics are: the newest table and partition statistics
+    files on its ancestry, and how many snapshots they lag behind (0: computed for it)."""
+
+    snapshot_id: int | None
+    table_statistics_snapshot_id: int | None
+    table_statistics_behind: int | None
+    partition_statistics_snapshot_id: int | None
+    partition_statistics_behind: int | None
+
+    @property
+    def table_statistics_current(self) -> bool:
+        return self.table_statistics_behind == 0
+
+    @property
+    def partition_statistics_current(self) -> bool:
+        return self.partition_statistics_behind == 0
+
+
+def _newest_on_ancestry(
+    metadata: TableMetadata, snapshot_id: int, have: set[int]
+) -> tuple[int | None, int | None]:
+    for behind, snap in enumerate(metadata.ancestors_of(snapshot_id)):
+        if snap.snapshot_id in have:
+            return snap.snapshot_id, behind
+    return None, None
+
+
+def statistics_status(metadata: TableMetadata, snapshot_id: int | None = None) -> StatisticsStatus:
+    """The :class:`StatisticsStatus` of ``snapshot_id`` (default: current)."""
+    if snapshot_id is None:
+        snap = metadata.current_snapshot()
+        if snap is None:
+            return StatisticsStatus(None, None, None, None, None)
+        snapshot_id = snap.snapshot_id
+    elif metadata.snapshot_by_id(snapshot_id) is None:
+        raise NoSuchSnapshotError(f"no snapshot with id {snapshot_id}")
+    table = _newest_on_ancestry(metadata, snapshot_id, {s.snapshot_id for s in metadata.statistics})
+    parts = _newest_on_ancestry(
+        metadata, snapshot_id, {s.snapshot_id for s in metadata.partition_statistics}
+    )
+    return StatisticsStatus(snapshot_id, *table, *parts)

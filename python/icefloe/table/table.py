@@ -16,10 +16,13 @@ from icefloe.table.transaction import Transaction, UpdateProperties
 if TYPE_CHECKING:
     import datetime
 
+    import pyarrow as pa
+
     from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
     from icefloe.metadata import (
         MetadataLogEntry,
+        PartitionStatisticsFile,
         Snapshot,
         SnapshotLogEntry,
         SnapshotRef,
@@ -460,6 +463,37 @@ class Table:
             self.io.delete_quietly(stats.statistics_path)
             raise
         return stats
+
+    def compute_partition_statistics(
+        self, snapshot_id: int | None = None, *, incremental: bool = True
+    ) -> PartitionStatisticsFile | None:
+        """Partition statistics of ``snapshot_id`` (default: current): per (spec, partition)
+        record, file, size, delete and deletion-vector counts and the last update, computed as
+        Iceberg Java does (incrementally from the newest earlier file on the snapshot's ancestry
+        unless ``incremental=False``), written as Parquet and committed with
+        ``set-partition-statistics``. Returns None when the snapshot has no files."""
+        from icefloe.exceptions import CommitStateUnknownError
+
+        tx = self.transaction()
+        before = {s.statistics_path for s in self.metadata.partition_statistics}
+        stats = tx.compute_partition_statistics(snapshot_id, incremental=incremental)
+        if stats is None or stats.statistics_path in before:
+            return stats
+        try:
+            tx.commit_transaction()
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            self.io.delete_quietly(stats.statistics_path)
+            raise
+        return stats
+
+    def partition_statistics(self, snapshot_id: int | None = None) -> pa.Table | None:
+        """The rows of the partition statistics file of ``snapshot_id`` (default: current), or
+        None when that snapshot has none."""
+        from icefloe.table.partition_statistics import read_current_partition_statistics
+
+        return read_current_partition_statistics(self.io, self.metadata, snapshot_id)
 
     def statistics(self, snapshot_id: int | None = None) -> dict[str, int]:
         """Distinct-value counts per column name from the statistics file of ``snapshot_id``

@@ -32,7 +32,7 @@ from icefloe.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     from icefloe.expressions.base import BooleanExpression
-    from icefloe.metadata import StatisticsFile
+    from icefloe.metadata import PartitionStatisticsFile, StatisticsFile
     from icefloe.progress import ProgressArg
     from icefloe.table.maintenance import RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
@@ -318,6 +318,32 @@ class Transaction:
         from icefloe.table.statistics import compute_statistics
 
         return compute_statistics(self, columns, snapshot_id, compression_codec)
+
+    def compute_partition_statistics(
+        self, snapshot_id: int | None = None, *, incremental: bool = True
+    ) -> PartitionStatisticsFile | None:
+        """Partition statistics of ``snapshot_id`` (default: current), written as a Parquet
+        file and registered with ``set-partition-statistics`` (see
+        :mod:`icefloe.table.partition_statistics`); None when the snapshot has no files."""
+        from icefloe.table.partition_statistics import compute_partition_statistics
+
+        self._check_open()
+        return compute_partition_statistics(self, snapshot_id, incremental)
+
+    def remove_statistics(self, snapshot_id: int) -> Transaction:
+        """Unregister the statistics file of ``snapshot_id`` (the file itself is left for
+        orphan removal)."""
+        from icefloe.metadata import RemoveStatistics
+
+        self.apply([RemoveStatistics(snapshot_id)])
+        return self
+
+    def remove_partition_statistics(self, snapshot_id: int) -> Transaction:
+        """Unregister the partition statistics file of ``snapshot_id``."""
+        from icefloe.metadata import RemovePartitionStatistics
+
+        self.apply([RemovePartitionStatistics(snapshot_id)])
+        return self
 
     def set_properties(
         self, properties: Mapping[str, str] | None = None, **kwargs: str

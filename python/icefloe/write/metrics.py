@@ -14,10 +14,13 @@ binary form, all under the table's metrics modes:
   default, only the first that many leaf columns get ``truncate(16)``, the rest ``none``;
 * columns of the table's sort order get at least ``truncate(16)``.
 
-Bounds ignore nulls and NaN. For float and double, a lower bound equal to zero is written as
-``-0.0`` and an upper bound equal to zero as ``+0.0`` (spec: ``-0.0`` precedes ``+0.0``, and NaN
-is never a bound). Min/max run as Arrow kernels over whole columns; Python only touches one
-value per column.
+Geometry bounds are the points ``x:y[:z][:m]`` of the file's bounding box, computed from the
+WKB in Rust (:func:`icefloe.geo.wkb_bounds`: NaN skipped per dimension, empty geometries
+ignored, malformed WKB refused); geography gets none (spherical edges can bulge past the
+vertices' box). Bounds ignore nulls and NaN. For float and double, a lower bound equal to zero
+is written as ``-0.0`` and an upper bound equal to zero as ``+0.0`` (spec: ``-0.0`` precedes
+``+0.0``, and NaN is never a bound). Min/max run as Arrow kernels over whole columns; Python
+only touches one value per column.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import pyarrow.parquet as pq
 
 from icefloe import _native
 from icefloe.exceptions import ValidationError
+from icefloe.geo import wkb_bounds
 from icefloe.properties import TableProperties, int_property, parse_metrics_mode
 from icefloe.schema import Schema
 from icefloe.sorting import SortOrder
@@ -44,6 +48,7 @@ from icefloe.types import (
     DoubleType,
     FixedType,
     FloatType,
+    GeometryType,
     IcebergType,
     IntegerType,
     ListType,
@@ -247,10 +252,13 @@ def compute_metrics(table: pa.Table, md: pq.FileMetaData, config: MetricsConfig)
         if isinstance(t, FloatType | DoubleType):
             arr = _leaf_array(table, leaf.path) if arr is None else arr
             out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(arr)).as_py() or 0)
-        if mode.kind == "counts" or not _has_bounds(t):
+        if mode.kind == "counts" or not (_has_bounds(t) or isinstance(t, GeometryType)):
             continue
         arr = _leaf_array(table, leaf.path) if arr is None else arr
-        bounds = _bounds(arr, t, mode, out.nan_value_counts.get(fid, 0))
+        if isinstance(t, GeometryType):
+            bounds: tuple[bytes, bytes | None] | None = wkb_bounds(arr)
+        else:
+            bounds = _bounds(arr, t, mode, out.nan_value_counts.get(fid, 0))
         if bounds is not None:
             lo, hi = bounds
             out.lower_bounds[fid] = lo

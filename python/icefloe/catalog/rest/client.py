@@ -1,0 +1,179 @@
+"""The REST client's plumbing: configuration (``GET /v1/config``: defaults, the user's
+properties, overrides, endpoints), authenticated requests with one retry after a 401/419,
+paths, pagination and the FileIO of tables (see :mod:`icefloe.catalog.rest.catalog` for the
+properties).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from icefloe.catalog.base import Catalog, Identifier
+from icefloe.catalog.rest import config as ep
+from icefloe.catalog.rest.auth import auth_from_properties
+from icefloe.catalog.rest.errors import exception_for_error
+from icefloe.catalog.rest.http import HttpResponse, HttpSession
+from icefloe.catalog.rest.sigv4 import signer_from_properties
+from icefloe.catalog.rest.wire import LoadTableResult, merge_io_properties
+from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
+from icefloe.io import FileIO
+
+__all__ = ["RestClient"]
+
+
+class RestClient(Catalog):
+    """The requests of a REST catalog; the operations are in the subclasses."""
+
+    def __init__(self, name: str, **properties: str) -> None:
+        super().__init__(name, **properties)
+        uri = properties.get("uri")
+        if not uri:
+            raise ValidationError("a REST catalog needs a 'uri' property (http(s)://host:port)")
+        timeout = float(properties.get("rest.client.socket-timeout-ms", "60000")) / 1000.0
+        pool = int(properties.get("rest.client.max-connections", "16"))
+        self._session = HttpSession(uri, timeout=timeout, pool_size=pool)
+        self._headers = {"X-Client-Version": "icefloe", **ep.header_properties(dict(properties))}
+        self._auth = auth_from_properties(properties, self._session, self._headers)
+        self._signer = signer_from_properties(properties)
+        self._etags: dict[Identifier, tuple[str, LoadTableResult]] = {}
+        self._etag_lock = threading.Lock()
+        self._fetch_config()
+
+    def _fetch_config(self) -> None:
+        query = (
+            {"warehouse": self.properties["warehouse"]} if "warehouse" in self.properties else {}
+        )
+        resp = self._send("GET", "/v1/config", query=query)
+        if resp.status != 200:
+            raise exception_for_error(resp.status, resp.body, "GET /v1/config")
+        body = resp.json()
+        if not isinstance(body, dict):
+            raise ValidationError("GET /v1/config did not answer a JSON object")
+        defaults = {str(k): str(v) for k, v in (body.get("defaults") or {}).items()}
+        overrides = {str(k): str(v) for k, v in (body.get("overrides") or {}).items()}
+        self.properties = {**defaults, **self.properties, **overrides}
+        views = self.properties.get("view-endpoints-supported", "false").lower() == "true"
+        self.endpoints = ep.endpoint_set(body.get("endpoints"), views)
+        self.idempotency_lifetime: str | None = body.get("idempotency-key-lifetime")
+        prefix = self.properties.get("prefix", "").strip("/")
+        self._prefix = f"/v1/{prefix}" if prefix else "/v1"
+        self._page_size = self.properties.get("rest-page-size")
+        self._separator = ep.namespace_separator(self.properties)
+        self._snapshots = self.properties.get("snapshot-loading-mode", "all").lower()
+        if self._snapshots not in ("all", "refs"):
+            raise ValidationError("snapshot-loading-mode must be 'all' or 'refs'")
+        self._metrics_enabled = (
+            self.properties.get("rest-metrics-reporting-enabled", "true").lower() == "true"
+        )
+        self.metrics_reports_sent = 0
+        self.metrics_reports_failed = 0
+        self._reports_pending = 0
+        self._reports_done = threading.Condition()
+        self._reporter: threading.Thread | None = None
+        self._report_queue: queue.SimpleQueue[tuple[Identifier, dict[str, Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        delegation = self.properties.get("rest.access-delegation", "vended-credentials")
+        if delegation:
+            self._headers["X-Iceberg-Access-Delegation"] = delegation
+
+    def close(self) -> None:
+        """Close the pooled HTTP connections."""
+        self._session.close()
+
+    def supports(self, endpoint: str) -> bool:
+        """Whether the server offers ``endpoint`` (``"GET /v1/{prefix}/namespaces"``)."""
+        return endpoint in self.endpoints
+
+    def _require(self, endpoint: str) -> None:
+        if endpoint not in self.endpoints:
+            raise UnsupportedFeatureError(f"the REST server does not offer {endpoint}")
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpResponse:
+        """One request with auth; a 401/419 re-authenticates and retries once when possible."""
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        for attempt in (0, 1):
+            hdrs = {**self._headers, **self._auth.headers(), **(headers or {})}
+            resp = self._session.request(
+                method,
+                path,
+                query=query,
+                body=data,
+                headers=hdrs,
+                sign=self._signer.sign if self._signer else None,
+            )
+            if resp.status in (401, 419) and attempt == 0 and self._auth.invalidate():
+                continue
+            return resp
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        ok: tuple[int, ...] = (200, 204),
+        exists: type[IcebergError] | None = None,
+        **kwargs: Any,
+    ) -> HttpResponse:
+        resp = self._send(method, path, **kwargs)
+        if resp.status not in ok:
+            if exists is not None:
+                raise exception_for_error(resp.status, resp.body, what, exists)
+            raise exception_for_error(resp.status, resp.body, what)
+        return resp
+
+    def _ns_path(self, namespace: Iterable[str]) -> str:
+        return f"{self._prefix}/namespaces/{ep.encode_namespace(namespace, self._separator)}"
+
+    def _table_path(self, ident: Identifier) -> str:
+        return f"{self._ns_path(ident[:-1])}/tables/{ep.encode_name(ident[-1])}"
+
+    def _paged(self, path: str, what: str, key: str, query: dict[str, str]) -> list[Any]:
+        out: list[Any] = []
+        token: str | None = None
+        while True:
+            q = dict(query)
+            if self._page_size:
+                q["pageSize"] = self._page_size
+            if token:
+                q["pageToken"] = token
+            body = self._call("GET", path, what, query=q).json()
+            out.extend(body.get(key) or [])
+            token = body.get("next-page-token")
+            if not token:
+                return out
+
+    def table_io(
+        self,
+        table_properties: Mapping[str, str],
+        credentials: Mapping[str, str] | None = None,
+        refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+    ) -> FileIO:
+        """A FileIO for a table, without the catalog's own credentials: the table's storage
+        properties (and ``credentials`` vended for it); ``refresh_credentials`` renews them
+        before ``s3.session-token-expires-at-ms``."""
+        props = merge_io_properties(self.properties, {**table_properties, **(credentials or {})})
+        return FileIO(props, refresh_credentials=refresh_credentials)
+
+    @property
+    def io(self) -> FileIO:
+        if self._io is None:
+            self._io = FileIO(merge_io_properties(self.properties, {}))
+        return self._io
+
+    def _view_path(self, ident: Identifier) -> str:
+        return f"{self._ns_path(ident[:-1])}/views/{ep.encode_name(ident[-1])}"

@@ -1,0 +1,144 @@
+"""Full conversion: one snapshot holding every live file of a Delta snapshot, creating the
+Iceberg table or replacing the files of an existing one on top of its history."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pyarrow.compute as pc
+
+from icefloe.catalog.base import Catalog
+from icefloe.delta.entries import prepare
+from icefloe.delta.log import DeltaLog, DeltaSnapshot
+from icefloe.delta.schema import convert_schema
+from icefloe.delta.state import (
+    DELTA_OPERATION,
+    DELTA_TIMESTAMP,
+    DELTA_VERSION,
+    expect_version,
+    state_properties,
+)
+from icefloe.delta.table_metadata import (
+    check_spec,
+    mapping_json,
+    new_metadata,
+    partition_spec,
+    schema_updates,
+    stats_columns,
+)
+from icefloe.delta.target import DirectoryCatalog, create_table
+from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
+from icefloe.metadata import SetProperties
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
+from icefloe.table import Table
+from icefloe.table.producer import SnapshotProducer
+
+
+def drop_new(catalog: Catalog, ident: tuple[str, ...], table: Table) -> None:
+    """Undo the creation of a table whose first snapshot could not be committed."""
+    if isinstance(catalog, DirectoryCatalog):
+        catalog.io.delete_quietly(f"{catalog.directory}/version-hint.text")
+    else:
+        with contextlib.suppress(IcebergError):
+            catalog.drop_table(ident)
+    catalog.io.delete_quietly(table.metadata_location)
+
+
+def _refuse_unassigned_row_ids(snap: DeltaSnapshot) -> None:
+    """Files without ``baseRowId`` in a table where Delta assigns row ids: the rows Iceberg would
+    number would clash with ids Delta has given or will give (even with ``check=False``)."""
+    assigns = (
+        snap.row_id_high_water_mark is not None
+        or "rowTracking" in snap.protocol.writer_features
+        or snap.metadata.configuration.get("delta.enableRowTracking", "").lower() == "true"
+    )
+    if not assigns or not snap.files.num_rows:
+        return
+    no_id = pc.is_null(snap.files.column("base_row_id"))
+    if pc.any(no_id).as_py():
+        first = snap.files.column("path").filter(no_id)[0].as_py()
+        raise UnsupportedFeatureError(
+            f"Delta table {snap.table} version {snap.version}: file {first} (and maybe others) "
+            "has no baseRowId although Delta assigns row ids; their Iceberg row ids would clash"
+        )
+
+
+def full_conversion(
+    log: DeltaLog,
+    snap: DeltaSnapshot,
+    catalog: Catalog,
+    ident: tuple[str, ...],
+    table: Table | None,
+    location: str,
+    extra_props: dict[str, str],
+    dv_mode: str,
+) -> tuple[Table, int]:
+    """Convert Delta snapshot ``snap`` as one snapshot; returns the table and snapshots made."""
+    meta = snap.metadata
+    hwm = snap.row_id_high_water_mark
+    props = state_properties(snap.version, snap.timestamp_ms, hwm, meta)
+    props[DEFAULT_NAME_MAPPING_PROPERTY] = mapping_json(meta)
+    created = table is None
+    if table is None:
+        base = new_metadata(meta, location, {**extra_props, **props})
+        expected: str | None = str(snap.version)
+    else:
+        check_spec(table, meta)
+        base = table.metadata
+        expected = table.properties.get(DELTA_VERSION)
+        if base.snapshots and snap.version <= base.last_sequence_number:
+            raise ValidationError(
+                f"Delta version {snap.version} is not after the Iceberg table's last sequence "
+                f"number {base.last_sequence_number}"
+            )
+    _refuse_unassigned_row_ids(snap)
+    _, parts = partition_spec(convert_schema(meta.schema), meta)
+    # Everything that reads the Delta table (stats, DVs) runs before the table is created.
+    prepared = prepare(
+        log.io,
+        log.location,
+        base,
+        snap.files,
+        stats_columns(meta),
+        parts,
+        dv_mode,
+        f"v{snap.version}",
+    )
+    try:
+        if table is None:
+            table = create_table(catalog, ident, base)
+    except BaseException:
+        for path in prepared.written:
+            log.io.delete_quietly(path)
+        raise
+    had_snapshot = table.metadata.current_snapshot() is not None
+    try:
+        tx = table.transaction()
+        if had_snapshot:  # the schema first: the new manifests are written with it
+            schema_updates(tx, meta)
+        if had_snapshot or snap.files.num_rows:
+            p = SnapshotProducer(
+                tx,
+                snapshot_properties={
+                    DELTA_VERSION: str(snap.version),
+                    DELTA_TIMESTAMP: str(snap.timestamp_ms),
+                    DELTA_OPERATION: "FULL CONVERSION",
+                },
+            )
+            p.validate(expect_version(expected))
+            p.set_sequence_number(snap.version)
+            if hwm is not None:
+                p.set_next_row_id(hwm + 1)
+            if had_snapshot:
+                p.remove_files_where(lambda b: pc.is_valid(b.column("status")))
+            prepared.attach(p)
+            p.commit()
+        tx.apply([SetProperties(props)])
+        tx.commit_transaction()
+    except BaseException:
+        for path in prepared.written:
+            log.io.delete_quietly(path)
+        if created:
+            drop_new(catalog, ident, table)
+        raise
+    return table, 1 if snap.files.num_rows or had_snapshot else 0

@@ -1,0 +1,160 @@
+"""Incremental sync: each Delta commit with data changes becomes one Iceberg snapshot (append,
+delete, overwrite, or replace for rearrangements), sequence number = the commit's version."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.delta.actions import dv_unique_ids
+from icefloe.delta.compat import CompatReport, check_actions
+from icefloe.delta.deletes import delete_entries_of, dv_entries
+from icefloe.delta.entries import dv_partitions, prepare
+from icefloe.delta.files import absolute_paths
+from icefloe.delta.log import DeltaCommit, DeltaLog
+from icefloe.delta.protocol import check_readable
+from icefloe.delta.replay import decode_paths
+from icefloe.delta.schema import columns_from_iceberg
+from icefloe.delta.state import (
+    DELTA_HWM,
+    DELTA_OPERATION,
+    DELTA_TABLE_ID,
+    DELTA_TIMESTAMP,
+    DELTA_VERSION,
+    commit_high_water_mark,
+    expect_version,
+    parse_int,
+)
+from icefloe.delta.table_metadata import check_spec, partition_columns, schema_updates
+from icefloe.exceptions import ValidationError
+from icefloe.metadata import SetProperties
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.progress import Progress, ProgressArg
+from icefloe.table import Table
+from icefloe.table.producer import SnapshotProducer
+
+
+def sync_commits(
+    log: DeltaLog,
+    table: Table,
+    start: int,
+    end: int,
+    dv_mode: str,
+    progress: ProgressArg,
+    check: bool,
+) -> int:
+    """Apply Delta commits ``start..end`` one Iceberg commit each; returns snapshots made."""
+    snapshots = 0
+    with Progress(progress, end - start + 1, "delta: converting commits") as bar:
+        for v in range(start, end + 1):
+            snapshots += apply_commit(log, table, log.commit(v), dv_mode, check)
+            bar.advance()
+    return snapshots
+
+
+def apply_commit(
+    log: DeltaLog, table: Table, commit: DeltaCommit, dv_mode: str, check: bool = True
+) -> int:
+    """Apply one Delta commit: a snapshot when it changes data, and the sync state."""
+    root = log.location
+    expected = table.properties.get(DELTA_VERSION)
+    if commit.protocol is not None:
+        check_readable(commit.protocol, root)
+    if check and (commit.protocol is not None or commit.metadata is not None):
+        failures = check_actions(commit.protocol, commit.metadata)
+        if failures:
+            report = CompatReport(root, commit.version, tuple(failures))
+            report.raise_if_failed()
+    tx = table.transaction()
+    if commit.metadata is not None:
+        if commit.metadata.id != table.properties.get(DELTA_TABLE_ID):
+            raise ValidationError(
+                f"Delta commit {commit.version} replaced the table (new id "
+                f"{commit.metadata.id}); convert into a new Iceberg table"
+            )
+        check_spec(table, commit.metadata)
+        schema_updates(tx, commit.metadata)
+    md = tx.metadata
+    mapping = NameMapping.from_json(json.loads(md.properties[DEFAULT_NAME_MAPPING_PROPERTY]))
+    schema = md.current_schema()
+    parts = partition_columns(md.spec(), schema, mapping)
+    part_names = {p.field_id for p in parts}
+    columns = [c for c in columns_from_iceberg(schema, mapping) if c.field_id not in part_names]
+    files = commit.files
+    files = files.set_column(0, "path", decode_paths(files.column("path")))
+    adds = files.filter(files.column("is_add"))
+    removes = files.filter(pc.invert(files.column("is_add")))
+    add_paths = adds.column("path").combine_chunks()
+    remove_paths = removes.column("path").combine_chunks()
+    re_added = pc.is_in(add_paths, value_set=remove_paths)
+    new_files = adds.filter(pc.invert(re_added))
+    kept = adds.filter(re_added)
+    gone = removes.filter(pc.invert(pc.is_in(remove_paths, value_set=add_paths)))
+    # A re-added file changed when its DV changed (DELETE/UPDATE/MERGE with DVs).
+    old_keys = pc.binary_join_element_wise(
+        remove_paths, dv_unique_ids(removes.column("dv")), "\x00"
+    )
+    new_keys = pc.binary_join_element_wise(
+        kept.column("path").combine_chunks(), dv_unique_ids(kept.column("dv")), "\x00"
+    )
+    dv_changed = kept.filter(pc.invert(pc.is_in(new_keys, value_set=old_keys)))
+    data_change = new_files.num_rows or gone.num_rows or dv_changed.num_rows
+    hwm = commit_high_water_mark(commit) or parse_int(table.properties.get(DELTA_HWM))
+    props = {
+        DELTA_VERSION: str(commit.version),
+        DELTA_TIMESTAMP: str(commit.timestamp_ms),
+    }
+    if hwm is not None:
+        props[DELTA_HWM] = str(hwm)
+    made = 0
+    if data_change:
+        if md.snapshots and commit.version <= md.last_sequence_number:
+            raise ValidationError(
+                f"Delta version {commit.version} is not after the Iceberg table's last sequence "
+                f"number {md.last_sequence_number}"
+            )
+        tag = f"v{commit.version}"
+        # Read the Delta side first (stats, DVs); nothing is left behind when that fails.
+        prepared = prepare(log.io, root, md, new_files, columns, parts, dv_mode, tag)
+        try:
+            if dv_changed.num_rows:
+                part = dv_partitions(dv_changed, parts, md)
+                batch, written = dv_entries(log.io, root, md, dv_changed, part, dv_mode, tag)
+                prepared.written += written
+                if batch is not None:
+                    old = prepared.deletes
+                    prepared.deletes = batch if old is None else pa.concat_batches([old, batch])
+        except BaseException:
+            for path in prepared.written:
+                log.io.delete_quietly(path)
+            raise
+        p = SnapshotProducer(
+            tx,
+            snapshot_properties={**props, DELTA_OPERATION: commit.operation or "UNKNOWN"},
+        )
+        p.validate(expect_version(expected))
+        p.set_sequence_number(commit.version)
+        if hwm is not None:
+            p.set_next_row_id(hwm + 1)
+        if not pc.any(files.column("data_change")).as_py():
+            p.set_operation("replace")
+        gone_abs = absolute_paths(root, gone.column("path").combine_chunks())
+        if gone.num_rows:
+            p.remove_files(gone_abs.to_pylist())
+        touched = pa.concat_arrays(
+            [gone_abs, absolute_paths(root, dv_changed.column("path").combine_chunks())]
+        )
+        if len(touched):
+            p.remove_files_where(delete_entries_of(touched))
+        prepared.attach(p)
+        try:
+            p.commit()
+        except BaseException:
+            p.abort()
+            raise
+        made = 1
+    tx.apply([SetProperties(props)])
+    tx.commit_transaction()
+    return made

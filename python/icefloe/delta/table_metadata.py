@@ -1,0 +1,106 @@
+"""The Iceberg side of a Delta table's metadata: schema (column-mapping ids), identity partition
+spec on the partition columns, name mapping, and how a Delta metadata change updates them."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from icefloe.delta.files import PartitionColumn
+from icefloe.delta.protocol import DeltaMetadata
+from icefloe.delta.schema import DeltaColumn, convert_schema, leaf_columns, name_mapping
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.metadata import AddSchema, SetCurrentSchema, SetProperties, TableMetadata
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.table import Table
+from icefloe.transforms import IdentityTransform
+
+
+def partition_spec(
+    schema: Schema, delta_meta: DeltaMetadata
+) -> tuple[PartitionSpec, list[PartitionColumn]]:
+    """The identity spec on the Delta partition columns, and their physical names."""
+    by_name = {f["name"]: f for f in delta_meta.schema.get("fields", [])}
+    fields, cols = [], []
+    for i, name in enumerate(delta_meta.partition_columns):
+        f = by_name.get(name)
+        if f is None:
+            raise ValidationError(f"Delta partition column {name!r} is not in the schema")
+        fid = schema.find_field(name).field_id
+        fields.append(PartitionField(fid, 1000 + i, IdentityTransform(), name))
+        phys = str((f.get("metadata") or {}).get("delta.columnMapping.physicalName", name))
+        cols.append(PartitionColumn(name, phys, fid))
+    return PartitionSpec(*fields, spec_id=0), cols
+
+
+def partition_columns(
+    spec: PartitionSpec, schema: Schema, mapping: NameMapping
+) -> list[PartitionColumn]:
+    """The partition columns of a converted table's spec, physical names from its name mapping."""
+    out = []
+    for f in spec.fields:
+        m = next((m for m in mapping.fields if m.field_id == f.source_id), None)
+        phys = m.names[-1] if m is not None else schema.find_field(f.source_id).name
+        out.append(PartitionColumn(f.name, phys, f.source_id))
+    return out
+
+
+def stats_columns(delta_meta: DeltaMetadata) -> list[DeltaColumn]:
+    """The leaf columns Delta keeps statistics for (partition columns excluded)."""
+    parts = set(delta_meta.partition_columns)
+    return [c for c in leaf_columns(delta_meta.schema) if c.logical_path[0] not in parts]
+
+
+def last_column_id(schema: Schema, delta_meta: DeltaMetadata) -> int:
+    """``last-column-id``: the highest field id, or Delta's ``maxColumnId`` when higher."""
+    raw = delta_meta.configuration.get("delta.columnMapping.maxColumnId", "0")
+    return max(schema.highest_field_id, int(raw) if raw.isdigit() else 0)
+
+
+def mapping_json(delta_meta: DeltaMetadata) -> str:
+    """The name mapping (logical and physical names) as the table property value."""
+    return json.dumps(name_mapping(delta_meta.schema).to_json())
+
+
+def new_metadata(meta: DeltaMetadata, location: str, props: dict[str, str]) -> TableMetadata:
+    """Metadata of a new Iceberg v3 table (no snapshot yet) for the Delta metadata ``meta``."""
+    schema = convert_schema(meta.schema)
+    spec, _ = partition_spec(schema, meta)
+    spec.validate(schema)
+    return TableMetadata(
+        format_version=3,
+        table_uuid=str(uuid.uuid4()),
+        location=location,
+        last_updated_ms=time.time_ns() // 1_000_000,
+        last_column_id=last_column_id(schema, meta),
+        schemas=(schema,),
+        current_schema_id=schema.schema_id,
+        partition_specs=(spec,),
+        default_spec_id=0,
+        last_partition_id=spec.last_assigned_field_id if spec.fields else 999,
+        properties=props,
+        next_row_id=0,
+    )
+
+
+def check_spec(table: Table, meta: DeltaMetadata) -> None:
+    """Refuse a Delta table whose partition columns differ from the converted spec."""
+    names = tuple(f.name for f in table.spec().fields)
+    if names != meta.partition_columns:
+        raise UnsupportedFeatureError(
+            f"the Delta table's partition columns changed from {list(names)} to "
+            f"{list(meta.partition_columns)}; Iceberg metadata converted before cannot follow: "
+            "convert into a new table"
+        )
+
+
+def schema_updates(tx: Any, meta: DeltaMetadata) -> None:
+    """Add Delta's current schema (if changed) and name mapping to transaction ``tx``."""
+    schema = convert_schema(meta.schema)
+    if not tx.metadata.current_schema().same_schema(schema):
+        tx.apply([AddSchema(schema, last_column_id(schema, meta)), SetCurrentSchema(-1)])
+    tx.apply([SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta)})])

@@ -1,0 +1,184 @@
+//! A bounds-checked reader of Well-known binary (OGC Simple Features 1.2.1, ISO WKB: XY, XYZ,
+//! XYM, XYZM) that visits every coordinate of a geometry without building it.
+//!
+//! Accepted: byte order 0 (big-endian) or 1 (little-endian) per (sub)geometry; ISO type codes
+//! 1-7 plus 1000 (Z), 2000 (M) or 3000 (ZM); the EWKB flags 0x80000000 (Z), 0x40000000 (M) and
+//! 0x20000000 (an SRID follows, skipped), which PostGIS and shapely write by default for 3D.
+//! Anything else (curves, surfaces, TINs, truncated input, counts that exceed the bytes left,
+//! nesting deeper than [`MAX_DEPTH`], trailing bytes) is a [`crate::Error::Validation`] naming
+//! the byte offset; nothing here panics or allocates in proportion to a count it read.
+
+use crate::{Error, Result};
+
+/// How deeply collections may nest (a GeometryCollection in a GeometryCollection ...).
+pub const MAX_DEPTH: usize = 32;
+
+/// The coordinate dimensions of a (sub)geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    pub z: bool,
+    pub m: bool,
+}
+
+impl Dims {
+    fn width(self) -> usize {
+        2 + usize::from(self.z) + usize::from(self.m)
+    }
+}
+
+/// Receives each coordinate of a geometry: x, y, and z / m when the geometry has them.
+pub trait Visitor {
+    fn coord(&mut self, x: f64, y: f64, z: Option<f64>, m: Option<f64>);
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+fn malformed(pos: usize, what: impl std::fmt::Display) -> Error {
+    Error::validation(format!("malformed WKB at byte {pos}: {what}"))
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|e| *e <= self.data.len())
+            .ok_or_else(|| {
+                malformed(
+                    self.pos,
+                    format!("needs {n} more bytes, {} left", self.data.len() - self.pos),
+                )
+            })?;
+        let out = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self, le: bool) -> Result<u32> {
+        let b: [u8; 4] = self.take(4)?.try_into().expect("4 bytes");
+        Ok(if le {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    }
+
+    fn f64(&mut self, le: bool) -> Result<f64> {
+        let b: [u8; 8] = self.take(8)?.try_into().expect("8 bytes");
+        Ok(if le {
+            f64::from_le_bytes(b)
+        } else {
+            f64::from_be_bytes(b)
+        })
+    }
+
+    /// A count of items each at least `min_bytes` long, checked against the bytes left.
+    fn count(&mut self, le: bool, min_bytes: usize) -> Result<usize> {
+        let at = self.pos;
+        let n = self.u32(le)? as usize;
+        let left = self.data.len() - self.pos;
+        if n.checked_mul(min_bytes).is_none_or(|need| need > left) {
+            return Err(malformed(
+                at,
+                format!("count {n} exceeds the {left} bytes left"),
+            ));
+        }
+        Ok(n)
+    }
+
+    fn coords(&mut self, le: bool, dims: Dims, n: usize, v: &mut dyn Visitor) -> Result<()> {
+        for _ in 0..n {
+            let x = self.f64(le)?;
+            let y = self.f64(le)?;
+            let z = if dims.z { Some(self.f64(le)?) } else { None };
+            let m = if dims.m { Some(self.f64(le)?) } else { None };
+            v.coord(x, y, z, m);
+        }
+        Ok(())
+    }
+
+    fn geometry(&mut self, depth: usize, v: &mut dyn Visitor) -> Result<()> {
+        let start = self.pos;
+        if depth > MAX_DEPTH {
+            return Err(malformed(
+                start,
+                format!("collections nest deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        let le = match self.u8()? {
+            0 => false,
+            1 => true,
+            b => {
+                return Err(malformed(
+                    start,
+                    format!("byte order {b} (expected 0 or 1)"),
+                ))
+            }
+        };
+        let code = self.u32(le)?;
+        let mut dims = Dims {
+            z: code & 0x8000_0000 != 0,
+            m: code & 0x4000_0000 != 0,
+        };
+        if code & 0x2000_0000 != 0 {
+            self.u32(le)?; // EWKB SRID
+        }
+        let iso = code & 0x0FFF_FFFF;
+        let (kind, flavour) = (iso % 1000, iso / 1000);
+        match flavour {
+            0 => {}
+            1 => dims.z = true,
+            2 => dims.m = true,
+            3 => (dims.z, dims.m) = (true, true),
+            _ => return Err(malformed(start, format!("geometry type code {code}"))),
+        }
+        let point = 8 * dims.width();
+        match kind {
+            1 => self.coords(le, dims, 1, v),
+            2 => {
+                let n = self.count(le, point)?;
+                self.coords(le, dims, n, v)
+            }
+            3 => {
+                let rings = self.count(le, 4)?;
+                for _ in 0..rings {
+                    let n = self.count(le, point)?;
+                    self.coords(le, dims, n, v)?;
+                }
+                Ok(())
+            }
+            4..=7 => {
+                // each part is a whole geometry with its own header (at least 5 bytes)
+                let parts = self.count(le, 5)?;
+                for _ in 0..parts {
+                    self.geometry(depth + 1, v)?;
+                }
+                Ok(())
+            }
+            _ => Err(Error::validation(format!(
+                "malformed WKB at byte {start}: geometry type {code} is not a simple feature \
+                 (Point .. GeometryCollection)"
+            ))),
+        }
+    }
+}
+
+/// Visits every coordinate of the WKB geometry `data`; the whole input must be one geometry.
+pub fn visit(data: &[u8], v: &mut dyn Visitor) -> Result<()> {
+    let mut r = Reader { data, pos: 0 };
+    r.geometry(0, v)?;
+    if r.pos != data.len() {
+        return Err(malformed(
+            r.pos,
+            format!("{} trailing bytes after the geometry", data.len() - r.pos),
+        ));
+    }
+    Ok(())
+}
