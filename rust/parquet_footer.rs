@@ -207,15 +207,19 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// A list of integers. Any other element type is damage: Arrow's Thrift reader would take
+    /// each element as an integer anyway (so skipping them here would see another list than
+    /// Arrow's, and a level histogram of the wrong size could pass).
     fn i64_list(&mut self) -> Result<Vec<i64>> {
         let (n, elem) = self.list()?;
-        let mut out = Vec::with_capacity(n);
+        if n > 0 && !(elem == T_I64 || elem == T_I32 || elem == T_I16) {
+            return Err(corrupt(format!(
+                "a list of integers holds elements of type {elem}"
+            )));
+        }
+        let mut out = Vec::with_capacity(n.min(self.data.len()));
         for _ in 0..n {
-            if elem == T_I64 || elem == T_I32 || elem == T_I16 {
-                out.push(self.i64()?);
-            } else {
-                self.skip(elem, 1)?;
-            }
+            out.push(self.i64()?);
         }
         Ok(out)
     }
@@ -234,7 +238,7 @@ struct Leaf {
 struct Element {
     physical: Option<i32>,
     type_length: i32,
-    repetition: i32,
+    repetition: Option<i32>,
     num_children: i32,
 }
 
@@ -245,7 +249,7 @@ fn schema_element(r: &mut Reader<'_>) -> Result<Element> {
         match (id, k) {
             (1, T_I32) => e.physical = Some(r.i32()?),
             (2, T_I32) => e.type_length = r.i32()?,
-            (3, T_I32) => e.repetition = r.i32()?,
+            (3, T_I32) => e.repetition = Some(r.i32()?),
             (5, T_I32) => e.num_children = r.i32()?,
             _ => r.skip(k, 1)?,
         }
@@ -268,11 +272,14 @@ fn leaves(elements: &[Element]) -> Result<Vec<Leaf>> {
             .ok_or_else(|| corrupt("schema has extra elements"))?;
         top.0 -= 1;
         let (def, rep) = (top.1, top.2);
+        // Only the root may lack a repetition type (Arrow would take the node as optional,
+        // and its level histograms would then not match).
         let (def, rep) = match e.repetition {
-            0 => (def, rep),
-            1 => (def + 1, rep),
-            2 => (def + 1, rep + 1),
-            other => return Err(corrupt(format!("repetition type {other}"))),
+            Some(0) => (def, rep),
+            Some(1) => (def + 1, rep),
+            Some(2) => (def + 1, rep + 1),
+            Some(other) => return Err(corrupt(format!("repetition type {other}"))),
+            None => return Err(corrupt("a schema element has no repetition type")),
         };
         if e.num_children < 0 {
             return Err(corrupt("negative child count"));
@@ -312,12 +319,17 @@ fn bound_width(leaf: &Leaf) -> Option<usize> {
     }
 }
 
+/// Checks a column chunk's `Statistics`. Writers that store both the deprecated `max`/`min`
+/// (fields 1, 2) and `max_value`/`min_value` (5, 6) store the same bytes (parquet-mr and Arrow
+/// fill the old fields only when both orders agree), so copies that differ mean damage.
 fn statistics(r: &mut Reader<'_>, leaf: &Leaf) -> Result<()> {
+    let mut bounds: [Option<&[u8]>; 7] = [None; 7];
     let mut last = 0;
     while let Some((id, k)) = r.field(&mut last)? {
         match (id, k) {
             (1 | 2 | 5 | 6, T_BINARY) => {
                 let bound = r.binary()?;
+                bounds[id as usize] = Some(bound);
                 if let Some(w) = bound_width(leaf) {
                     if bound.len() != w {
                         return Err(corrupt(format!(
@@ -328,6 +340,15 @@ fn statistics(r: &mut Reader<'_>, leaf: &Leaf) -> Result<()> {
                 }
             }
             _ => r.skip(k, 2)?,
+        }
+    }
+    for (old, new, what) in [(1, 5, "max"), (2, 6, "min")] {
+        if let (Some(a), Some(b)) = (bounds[old], bounds[new]) {
+            if a != b {
+                return Err(corrupt(format!(
+                    "the statistics' {what} and {what}_value differ"
+                )));
+            }
         }
     }
     Ok(())
@@ -439,6 +460,23 @@ fn row_group(r: &mut Reader<'_>, leaves: &[Leaf]) -> Result<RowGroupInfo> {
     Ok(RowGroupInfo { num_rows, columns })
 }
 
+/// A `KeyValue` of the file's metadata: key and value must be UTF-8 (Arrow refuses the schema
+/// of every batch read otherwise).
+fn key_value(r: &mut Reader<'_>) -> Result<()> {
+    let mut last = 0;
+    while let Some((id, k)) = r.field(&mut last)? {
+        match (id, k) {
+            (1 | 2, T_BINARY) => {
+                if std::str::from_utf8(r.binary()?).is_err() {
+                    return Err(corrupt("a key-value metadata entry is not UTF-8"));
+                }
+            }
+            _ => r.skip(k, 2)?,
+        }
+    }
+    Ok(())
+}
+
 /// Checks the Thrift `FileMetaData` in `footer` (the bytes before the length and magic).
 pub fn check_footer(footer: &[u8]) -> Result<FooterInfo> {
     let mut r = Reader {
@@ -461,6 +499,7 @@ pub fn check_footer(footer: &[u8]) -> Result<FooterInfo> {
                 schema = Some(leaves(&elements)?);
             }
             (3, T_I64) => num_rows = Some(r.i64()?),
+            (5, T_LIST) => r.structs(key_value)?,
             (4, T_LIST) => match &schema {
                 Some(leaves) => {
                     r.structs(|r| {
@@ -546,6 +585,17 @@ mod tests {
 
     /// A footer: root + one optional INT64 leaf, one row group of `rows` rows.
     fn footer(hist: &[i64], bound: &[u8]) -> Vec<u8> {
+        footer_with(hist, bound, Some(1), None)
+    }
+
+    /// A one-column footer: the leaf's repetition type, and a deprecated `max` beside
+    /// `max_value`.
+    fn footer_with(
+        hist: &[i64],
+        bound: &[u8],
+        repetition: Option<i64>,
+        old_max: Option<&[u8]>,
+    ) -> Vec<u8> {
         let mut w = W::default();
         w.begin();
         w.int(1, T_I32, 2);
@@ -556,7 +606,9 @@ mod tests {
         w.end();
         w.begin();
         w.int(1, T_I32, INT64 as i64);
-        w.int(3, T_I32, 1);
+        if let Some(rep) = repetition {
+            w.int(3, T_I32, rep);
+        }
         w.bin(4, b"id");
         w.end();
         w.int(3, T_I64, 10);
@@ -570,6 +622,9 @@ mod tests {
         w.int(9, T_I64, 4);
         w.field(12, T_STRUCT);
         w.begin();
+        if let Some(old) = old_max {
+            w.bin(1, old);
+        }
         w.bin(5, bound);
         w.end();
         w.field(16, T_STRUCT);
@@ -585,6 +640,22 @@ mod tests {
         w.end();
         w.end();
         w.0
+    }
+
+    #[test]
+    fn a_leaf_without_repetition_type_is_corrupt() {
+        // Arrow takes such a leaf as optional: its histogram of 2 entries would then be wrong
+        let e = check_footer(&footer_with(&[10], &[0; 8], None, None)).unwrap_err();
+        assert!(e.to_string().contains("no repetition type"), "{e}");
+    }
+
+    #[test]
+    fn deprecated_and_current_bounds_must_agree() {
+        let same = [7, 0, 0, 0, 0, 0, 0, 0];
+        assert!(check_footer(&footer_with(&[2, 8], &same, Some(1), Some(&same))).is_ok());
+        let flipped = [6, 0, 0, 0, 0, 0, 0, 0];
+        let e = check_footer(&footer_with(&[2, 8], &same, Some(1), Some(&flipped))).unwrap_err();
+        assert!(e.to_string().contains("max and max_value differ"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,6 @@
 """A commit leaves no file its snapshot does not reference: neither the manifests of a
 superseded attempt (a retried commit after a concurrent one) nor new manifests merged into
-others. An empty append commits an empty ``append`` snapshot, as PyIceberg 0.12 and Java's
-``AppendFiles`` do."""
+others. An append of zero rows commits nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import ValidationError
 from icefloe.table import Table
 from icefloe.table.maintenance import reachable_files
 
@@ -57,24 +57,44 @@ def test_no_manifest_leaks_from_merges_or_retried_commits(tmp_path: Path, merge:
     cat.close()
 
 
-@pytest.mark.interop
-def test_empty_append_commits_an_empty_snapshot_like_pyiceberg(tmp_path: Path) -> None:
-    from pyiceberg.catalog.sql import SqlCatalog as TheirCatalog
+def test_empty_append_commits_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zero rows (a table, an empty stream, a pandas frame): no snapshot, no file, no catalog
+    request. PyIceberg 0.12 commits an empty ``append`` snapshot here; a transaction with other
+    changes commits only those."""
+    import pandas as pd
 
-    uri = f"sqlite:///{tmp_path}/c.db"
-    wh = (tmp_path / "wh").as_uri()
-    ours = SqlCatalog("c", uri=uri, warehouse=wh)
-    ours.create_namespace("db")
-    for name in ("ours", "theirs"):
-        ours.create_table(f"db.{name}", SCHEMA).append(_ids([1]))
-    ours.load_table("db.ours").append(_ids([]))
-    TheirCatalog("c", uri=uri, warehouse=wh).load_table("db.theirs").append(_ids([]))
-    a, b = ours.load_table("db.ours"), ours.load_table("db.theirs")
-    assert len(a.snapshots()) == len(b.snapshots()) == 2
-    for t in (a, b):
-        snap = t.current_snapshot()
-        assert snap is not None and snap.summary.operation == "append"
-        assert snap.summary.properties.get("added-data-files", "0") == "0"
-        assert snap.summary.properties["total-records"] == "1"
-    assert _unreferenced(a) == []
-    ours.close()
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_ids([1]))
+    before = t.metadata_location
+    files = sorted(Path(t.location.removeprefix("file://")).rglob("*"))
+
+    def no_commit(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an empty append reached the catalog")
+
+    monkeypatch.setattr(SqlCatalog, "commit_table", no_commit)
+    empty_stream = pa.RecordBatchReader.from_batches(SCHEMA, iter([]))
+    for data in (_ids([]), empty_stream, pd.DataFrame({"id": pd.Series([], dtype="int64")})):
+        t.append(data, snapshot_properties={"job": "nightly"})
+        with t.transaction() as tx:
+            tx.append(data)
+    monkeypatch.undo()
+    # still checked: an empty table with a column the schema lacks, or aimed at a tag, fails
+    with pytest.raises(ValidationError, match="extra"):
+        t.append(pa.table({"id": pa.array([], pa.int64()), "extra": pa.array([], pa.int64())}))
+    t.manage_snapshots().create_tag("v1", t.current_snapshot().snapshot_id).commit()
+    before = cat.load_table("db.t").metadata_location
+    files = sorted(Path(t.location.removeprefix("file://")).rglob("*"))
+    with pytest.raises(ValidationError, match="tag"):
+        t.append(_ids([]), branch="v1")
+    loaded = cat.load_table("db.t")
+    assert loaded.metadata_location == before and len(loaded.snapshots()) == 1
+    assert sorted(Path(t.location.removeprefix("file://")).rglob("*")) == files
+    with loaded.transaction() as tx:  # only the other change commits
+        tx.append(_ids([]))
+        tx.set_properties({"k": "v"})
+    loaded = cat.load_table("db.t")
+    assert loaded.properties["k"] == "v" and len(loaded.snapshots()) == 1
+    assert loaded.scan().to_arrow().column("id").to_pylist() == [1]
+    cat.close()

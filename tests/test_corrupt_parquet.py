@@ -1,7 +1,8 @@
 """Damaged Parquet data files: every read equals the original or raises ``CorruptFileError``
 naming the file; never a different answer, never an abort. The one exception is Parquet's:
-footer statistics carry no checksum, so a damaged one can make a filtered read skip a row group
-(the sweep checks that the same read without pruning is right)."""
+footer statistics carry no checksum. Statistics that contradict themselves or the manifest's
+record count never prune; a damaged one that stays plausible can still make a filtered read
+skip a row group (the sweep checks that the same read without pruning is right)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,66 @@ def test_written_files_carry_page_checksums(tmp_path: Path) -> None:
     assert pq.read_table(path)["id"][777].as_py() == 776  # without checksums: silently wrong
     with pytest.raises(CorruptFileError, match=path):
         t.scan().to_arrow()
+
+
+def _flipped_footer(tmp_path: Path, needle: bytes, occurrence: int, mask: int) -> dict[str, str]:
+    """The sweep's table with one byte of the ``occurrence``-th copy of ``needle`` in its data
+    file's footer XOR-ed with ``mask``; returns the table's config."""
+    config = byteflip.build(tmp_path)
+    path = Path(config["path"])
+    data = bytearray(path.read_bytes())
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    at = footer - 1
+    for _ in range(occurrence + 1):
+        at = data.index(needle, at + 1)
+    data[at] ^= mask
+    path.write_bytes(bytes(data))
+    return config
+
+
+def _table(config: dict[str, str]) -> Any:
+    from icefloe.catalog.sql import SqlCatalog
+
+    return SqlCatalog("flip", uri=config["uri"], warehouse=config["warehouse"]).load_table("db.t")
+
+
+def test_footer_statistics_that_contradict_themselves_never_prune(tmp_path: Path) -> None:
+    """The second row group's ``s`` min damaged from 'v0' to 'w0' (above its max 'v9'): the
+    filtered read does not trust the footer and reads the rows (before: 0 rows from it)."""
+    config = byteflip.build(tmp_path / "ok")
+    want = _table(config).scan(row_filter=byteflip.FILTERS[1]).to_arrow()
+    assert want.num_rows > 0
+    bad = _flipped_footer(tmp_path / "bad", b"v0", 1, 0x01)
+    assert _table(bad).scan(row_filter=byteflip.FILTERS[1]).to_arrow().equals(want)
+
+
+def test_footer_max_and_max_value_that_differ_are_corrupt(tmp_path: Path) -> None:
+    """Writers store a signed column's bound twice (deprecated ``max`` and ``max_value``): the
+    second row group's ``id`` max_value damaged from 199 to 135 made ``id >= 150`` skip it."""
+    config = _flipped_footer(tmp_path, (199).to_bytes(8, "little"), 1, 0x40)
+    t = _table(config)
+    with pytest.raises(CorruptFileError, match=config["path"]):
+        t.scan(row_filter="id >= 150").to_arrow()
+
+
+def test_footer_metadata_that_is_not_utf8_is_corrupt(tmp_path: Path) -> None:
+    config = _flipped_footer(tmp_path, b"icefloe.field-ids", 0, 0x80)
+    t = _table(config)
+    for row_filter in byteflip.FILTERS:
+        with pytest.raises(CorruptFileError, match=config["path"]):
+            t.scan(row_filter=row_filter).to_arrow()
+
+
+def test_level_histogram_of_another_element_type_is_corrupt_not_an_abort(
+    tmp_path: Path,
+) -> None:
+    """A flipped field header turns a column's empty repetition-level histogram into a
+    definition-level histogram of one list element: Arrow reads it as one integer and aborts
+    the process on the size; the footer check refuses the element type (read in a worker)."""
+    config = byteflip.build(tmp_path)
+    data = Path(config["path"]).read_bytes()
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    # an optional column's size statistics: empty repetition histogram, definition [0, 100]
+    at = data.index(bytes.fromhex("19 06 19 26 00 c8 01"), footer)
+    outcome = byteflip.sweep(config, [(at, 0x10)])[(at, 0x10)]
+    assert outcome == "corrupt", outcome

@@ -8,6 +8,7 @@ strictly under the warehouse, and creating, writing and purging it never touches
 
 from __future__ import annotations
 
+import datetime
 import os
 import tempfile
 from collections.abc import Iterator
@@ -150,6 +151,11 @@ def test_accepted_identifiers_stay_in_the_warehouse(
         assert location != wh and wh in location.parents
         if (*namespace, name) != ("db", "victim"):
             t.append(pa.table({"id": pa.array([1], pa.int64())}))
+            # orphan removal (every file counts as old) never lists or deletes the victim's
+            victim_dir = str((root / "wh" / "db" / "victim").resolve())
+            listed = t.remove_orphan_files(older_than=datetime.timedelta(0), dry_run=True)
+            assert not [p for p in listed if victim_dir in p], listed
+            t.remove_orphan_files(older_than=datetime.timedelta(0))
             cat.drop_table((*namespace, name), purge=True)
         assert _files(root / "wh" / "db" / "victim") == theirs
         assert cat.load_table("db.victim").scan().to_arrow().column("id").to_pylist() == [7]

@@ -137,3 +137,37 @@ def test_source_fails_on_deletes_unless_told_to_skip(spark: Any, tmp_path: Path)
     ids = sorted(r["id"] for r in cat.load_table("db.dst").scan().to_arrow().to_pylist())
     # every appended row once, in commit order; the delete is not streamed
     assert ids == list(range(15)) + list(range(100, 105))
+
+
+def test_empty_micro_batch_is_recorded_and_replayed_once(spark: Any, tmp_path: Path) -> None:
+    """A micro-batch whose rows are all filtered out still commits its (empty) snapshot with
+    its batch id (the user-facing append of zero rows commits nothing; the sink commits
+    explicitly), and a restart that replays it commits neither it nor anything twice."""
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="empty")
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", KV, format_version=2)
+    dst = cat.create_table("db.dst", KV, format_version=2)
+    ck = tmp_path / "ck"
+
+    def only_a() -> Any:
+        return _stream(spark, cat, "db.src").where("k = 'a'")
+
+    src.append(_kv(range(0, 5), "a"))
+    _run(only_a(), cat, "db.dst", ck)
+    src.refresh().append(_kv(range(5, 10), "b"))  # nothing of it passes the filter
+    _run(only_a(), cat, "db.dst", ck)
+    dst = dst.refresh()
+    snaps = dst.snapshots()
+    assert [s.summary.get(BATCH_ID) for s in snaps] == ["0", "1"]
+    assert snaps[-1].summary.get_int("added-records") in (None, 0)
+    assert (ck / "commits" / "1").exists()
+    # a crash after the empty batch's table commit, before Spark logged it: replayed on restart
+    (ck / "commits" / "1").unlink()
+    (ck / "commits" / ".1.crc").unlink(missing_ok=True)
+    src.refresh().append(_kv(range(10, 13), "a"))
+    _run(only_a(), cat, "db.dst", ck)
+    dst = dst.refresh()
+    ids = sorted(r["id"] for r in dst.scan().to_arrow().to_pylist())
+    assert ids == [*range(0, 5), *range(10, 13)]
+    assert [s.summary.get(BATCH_ID) for s in dst.snapshots()] == ["0", "1", "2"]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
+    IcebergError,
     ValidationError,
     commit_did_not_happen,
 )
@@ -78,7 +79,12 @@ class CatalogTransaction:
                 part._abort_producers()
 
     def commit(self) -> list[Table]:
-        """Commit every table's changes at once; returns the committed tables."""
+        """Commit every table's changes at once; returns the committed tables.
+
+        When the catalog does not answer the new metadata (REST) and reloading a table fails
+        after the commit, :class:`IcebergError` says so: never an error that claims the commit
+        did not happen.
+        """
         from icefloe.table.committer import RetryPolicy
 
         if self._done:
@@ -134,15 +140,24 @@ class CatalogTransaction:
                 raise
             for p in parts:
                 p._may_have_committed = True
+                p._done = True
+            reload_error: Exception | None = None
             for i, p in enumerate(parts):
+                for producer in p._producers():
+                    producer.committed(True)
                 if results is not None:
                     p.table.metadata = results[i].metadata
                     p.table.metadata_location = results[i].metadata_location
-                else:
+                    continue
+                try:
                     p.table.refresh()
-                p._done = True
-                for producer in p._producers():
-                    producer.committed(True)
+                except Exception as exc:  # the commit happened: never report it as refused
+                    reload_error = reload_error or exc
+            if reload_error is not None:
+                raise IcebergError(
+                    "the catalog transaction committed, but reloading its tables failed: "
+                    f"{reload_error}"
+                ) from reload_error
             return [p.table for p in parts]
 
     @staticmethod

@@ -286,7 +286,7 @@ class _TaskReader:
         prune = None
         if filter_expr is not None:
             try:
-                prune = RowGroupFilter(pf.metadata, file_schema, residual)
+                prune = RowGroupFilter(pf.metadata, file_schema, residual, self.task.data_file)
             except DECODE_ERRORS as e:
                 raise corrupt_error(self.path, e) from e
         skip_deleted = None if keep_deleted else deletes.positions
@@ -327,6 +327,10 @@ class _TaskReader:
             except CorruptFileError as e:
                 # a dictionary key outside its dictionary: the pages are damaged
                 raise CorruptFileError(f"cannot read data file {self.path}: {e}") from e
+            except pa.ArrowException as e:
+                # the batch's schema does not cross into Rust (footer metadata that is not
+                # UTF-8)
+                raise corrupt_error(self.path, e) from e
             by_name = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
 
             def file_col(fid: int, by_name: dict[str, pa.Array] = by_name) -> pa.Array | None:

@@ -80,11 +80,17 @@ class RowGroupFilter:
     """
 
     def __init__(
-        self, metadata: pq.FileMetaData, file_schema: pa.Schema, residual: BooleanExpression
+        self,
+        metadata: pq.FileMetaData,
+        file_schema: pa.Schema,
+        residual: BooleanExpression,
+        data_file: Any = None,
     ) -> None:
         self.metadata = metadata
         self.expr = residual
         self.leaves = _leaves(file_schema)
+        self.data_file = data_file
+        self._trusted: bool | None = None
         self._literal_cache: dict[int, Any] = {}
 
     @property
@@ -93,9 +99,27 @@ class RowGroupFilter:
         return isinstance(self.expr, AlwaysTrue)
 
     def might_match(self, row_group: int) -> bool:
-        """False only when the statistics of ``row_group`` prove that no row matches."""
+        """False only when the statistics of ``row_group`` prove that no row matches, and the
+        footer's statistics agree with the manifest's metrics of the data file (see
+        :mod:`icefloe.read.footer_trust`; without a ``data_file`` they are trusted)."""
         rg = self.metadata.row_group(row_group)
-        return self._eval(self.expr, rg)
+        return self._eval(self.expr, rg) or not self.statistics_trusted()
+
+    def statistics_trusted(self) -> bool:
+        """Whether the statistics of the filter's columns agree with the data file's metrics
+        (checked once per file)."""
+        if self._trusted is None:
+            from icefloe.read.footer_trust import statistics_consistent
+
+            columns: dict[int, tuple[int, pa.DataType, PrimitiveType]] = {}
+            for pred in _predicates(self.expr):
+                leaf = self.leaves.get(pred.ref.field_id)
+                if leaf is not None and isinstance(pred.ref.field_type, PrimitiveType):
+                    columns[pred.ref.field_id] = (leaf[0], leaf[1], pred.ref.field_type)
+            self._trusted = self.data_file is None or statistics_consistent(
+                self.metadata, columns, self.data_file, _converted
+            )
+        return self._trusted
 
     # ------------------------------------------------------------------ evaluation
 
@@ -212,6 +236,30 @@ class RowGroupFilter:
         if arr.type != target:
             arr = arr.cast(target)
         return arr[0].as_py()
+
+
+def _converted(value: Any, file_type: pa.DataType, t: PrimitiveType) -> Any:
+    """A statistic as a value of the table type, or None when it cannot be converted."""
+    try:
+        out = RowGroupFilter._stat(value, file_type, t)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    return None if out is _UNKNOWN else out
+
+
+def _predicates(expr: BooleanExpression) -> list[BoundPredicate]:
+    """The bound predicates of ``expr`` (iteratively: filters may be deep)."""
+    out: list[BoundPredicate] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, BoundPredicate):
+            out.append(e)
+        elif isinstance(e, Not):
+            stack.append(e.child)
+        elif isinstance(e, And | Or):
+            stack.extend((e.left, e.right))
+    return out
 
 
 def _is_nan(v: Any) -> bool:

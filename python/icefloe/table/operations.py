@@ -60,9 +60,15 @@ def append(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> Transaction:
-    """Write ``data`` and add it in an ``append`` snapshot."""
+    """Write ``data`` and add it in an ``append`` snapshot.
+
+    Data without rows adds nothing: no file, no snapshot (so a transaction with nothing else
+    commits nothing). It is still checked against the schema, as is the branch.
+    """
     producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
     files = write_data_files(tx.metadata, tx.table.io, data)
+    if not files:
+        return tx
     producer.owns_files(f.file_path for f in files)
     producer.add_data_files(files)
     return _commit(producer)

@@ -261,7 +261,10 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Append Arrow data (table, batches, stream, pandas) in one ``append`` snapshot."""
+        """Append Arrow data (table, batches, stream, pandas) in one ``append`` snapshot.
+
+        Data without rows commits nothing: no snapshot, no metadata file, no catalog request.
+        """
         with self.transaction() as tx:
             tx.append(data, branch=branch, snapshot_properties=snapshot_properties)
         return self

@@ -164,7 +164,8 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
-        """Write ``data`` as data files and add them in an ``append`` snapshot."""
+        """Write ``data`` as data files and add them in an ``append`` snapshot; data without
+        rows adds nothing (no snapshot; checked against the schema all the same)."""
         from icefloe.table import operations
 
         self._check_open()

@@ -91,7 +91,18 @@ class RestCommits(RestTables):
                 resp = None
                 failure = str(exc)
             if resp is not None and resp.status == 200:
-                result = LoadTableResult.from_json(resp.json())
+                try:
+                    result = LoadTableResult.from_json(resp.json())
+                except Exception as exc:  # an answer that cannot be read (a proxy's error page)
+                    # HTTP 200 says the server committed, its body says nothing: only the table's
+                    # state can tell, and until it does nothing may be deleted.
+                    done = self._committed(ident, ups)
+                    if done is not None:
+                        return done
+                    raise CommitStateUnknownError(
+                        f"{what}: the outcome is unknown (HTTP 200 with an unreadable answer: "
+                        f"{type(exc).__name__}); no file was deleted"
+                    ) from exc
                 with self._etag_lock:
                     self._etags.pop(ident, None)
                 if staged and (result.config or result.storage_credentials):
@@ -107,6 +118,11 @@ class RestCommits(RestTables):
                     done = self._committed(ident, ups)
                     if done is not None:
                         return done
+                    if not _adds_snapshots(ups):  # the first attempt cannot be recognised
+                        raise CommitStateUnknownError(
+                            f"{what}: the outcome is unknown ({failure}, then a conflict that "
+                            "may be with the first attempt); no file was deleted"
+                        )
                 if staged:
                     raise exception_for_error(resp.status, resp.body, what)
                 attempt += 1
@@ -241,7 +257,7 @@ class RestCommits(RestTables):
 
         Only a commit that adds snapshots can be recognised; every other outcome stays unknown.
         """
-        added = {u.snapshot.snapshot_id for u in updates if isinstance(u, AddSnapshot)}
+        added = _adds_snapshots(updates)
         if not added:
             return None
         try:
@@ -275,7 +291,10 @@ class RestCommits(RestTables):
         }
         what = "multi-table commit of " + ", ".join(".".join(t.identifier) for t, _, _ in items)
         key = uuid7() if self.idempotency_lifetime else None
-        attempts = 1 + (RetryPolicy().num_retries if key else 0)
+        policy = (
+            RetryPolicy.from_properties(items[0][0].metadata.properties) if items else RetryPolicy()
+        )
+        attempts = 1 + (policy.num_retries if key else 0)
         failure = ""
         uncertain = False
         for attempt in range(attempts):
@@ -300,12 +319,31 @@ class RestCommits(RestTables):
                     done = [self._committed(t.identifier, ups) for t, _, ups in items]
                     if all(d is not None for d in done):
                         return
-                    if any(d is not None for d in done):
-                        raise CommitStateUnknownError(f"{what}: the outcome is unknown")
+                    if any(d is not None for d in done) or not all(
+                        _adds_snapshots(ups) for _, _, ups in items
+                    ):  # partly there, or a change that cannot be recognised
+                        raise CommitStateUnknownError(
+                            f"{what}: the outcome is unknown ({failure}, then a conflict that "
+                            "may be with the first attempt); no file was deleted"
+                        )
                 if resp.status not in _UNKNOWN_STATUS:
                     raise exception_for_error(resp.status, resp.body, what)
                 failure = str(exception_for_error(resp.status, resp.body, what))
                 uncertain = True
             if attempt + 1 < attempts:
-                time.sleep(RetryPolicy().wait_ms(attempt + 1) / 1000.0)
-        raise CommitStateUnknownError(f"{what}: the outcome is unknown ({failure})")
+                time.sleep(policy.wait_ms(attempt + 1) / 1000.0)
+        # All or nothing: every table showing its new snapshots proves the commit happened.
+        done = [self._committed(t.identifier, ups) for t, _, ups in items]
+        if items and all(d is not None for d in done):
+            with self._etag_lock:
+                for t, _, _ in items:
+                    self._etags.pop(t.identifier, None)
+            return
+        raise CommitStateUnknownError(
+            f"{what}: the outcome is unknown ({failure}); no file was deleted"
+        )
+
+
+def _adds_snapshots(updates: Iterable[TableUpdate]) -> set[int]:
+    """The ids of the snapshots ``updates`` add (how a commit is recognised after the fact)."""
+    return {u.snapshot.snapshot_id for u in updates if isinstance(u, AddSnapshot)}

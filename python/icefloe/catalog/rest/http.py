@@ -3,9 +3,10 @@
 One :class:`HttpSession` is shared by every thread of a catalog. Requests take a free pooled
 connection (or open one), and give it back after reading the whole response. A pooled
 connection the server closed while idle is detected before use and dropped; if one still fails
-on first use, a request that is safe to repeat (``GET``/``HEAD``, or one carrying an
-``Idempotency-Key``) is sent once more on a fresh connection, any other fails with
-:class:`TransportError` saying it may have been sent. Timeouts and connection failures raise
+on first use, a read (``GET``/``HEAD``) is sent once more on a fresh connection; any other
+request fails with :class:`TransportError` saying it may have been sent (a caller retrying
+with an ``Idempotency-Key`` then knows that the first attempt may have been applied).
+Timeouts, connection failures and answers cut short or malformed raise
 :class:`TransportError`. Nothing here logs headers or bodies.
 """
 
@@ -160,7 +161,10 @@ class HttpSession:
         if query:
             target += "?" + urlencode(query, quote_via=quote)  # %20, never "+": signable
         hdrs = dict(headers or {})
-        repeatable = method in ("GET", "HEAD") or "Idempotency-Key" in hdrs
+        # Only reads are sent again here. A request with an Idempotency-Key is repeated by its
+        # caller, which must know that the first one may have been acted on (a server or proxy
+        # that does not honour the key applies it twice, or answers 409 to it).
+        repeatable = method in ("GET", "HEAD")
         if body is not None:
             hdrs.setdefault("Content-Type", "application/json")
         if sign is not None:
@@ -187,11 +191,17 @@ class HttpSession:
                 raise TransportError(
                     f"{method} {self.url(path)}: timed out after {self.timeout}s", maybe_sent=sent
                 ) from exc
-            except OSError as exc:
+            except (OSError, http.client.HTTPException) as exc:
+                # a refused connection, or an answer cut short or malformed (IncompleteRead,
+                # BadStatusLine, LineTooLong): once the request went out, the server may have
+                # acted on it
                 conn.close()
                 raise TransportError(
                     f"{method} {self.url(path)}: {type(exc).__name__}: {exc}", maybe_sent=sent
                 ) from None
+            except BaseException:
+                conn.close()  # interrupted mid-exchange: the connection's state is unknown
+                raise
             out = HttpResponse(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
             if resp.will_close:
                 conn.close()
@@ -221,7 +231,7 @@ class HttpSession:
             conn.request(method, target or "/", body=body, headers=dict(headers))
             resp = conn.getresponse()
             data = resp.read()
-        except OSError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             raise TransportError(
                 f"{method} {parts.scheme}://{parts.hostname}:{port}{parts.path}: "
                 f"{type(exc).__name__}",
