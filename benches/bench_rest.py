@@ -19,17 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 
-def _median_ms(fn: Callable[[int], None], n: int) -> float:
-    fn(-1)  # warm up
-    times = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        fn(i)
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
-
-
-def _measure(label: str, catalog: object, name: str, n: int, pyiceberg: bool = False) -> None:
+def _ops(catalog: object, name: str, pyiceberg: bool) -> tuple[Callable[[int], None], ...]:
+    """(commit, load) for one client: a metadata-only commit and a table load."""
     table = catalog.load_table(name)  # type: ignore[attr-defined]
 
     def commit(i: int) -> None:
@@ -42,9 +33,27 @@ def _measure(label: str, catalog: object, name: str, n: int, pyiceberg: bool = F
     def load(i: int) -> None:
         catalog.load_table(name)  # type: ignore[attr-defined]
 
-    print(
-        f"{label:42s} commit {_median_ms(commit, n):6.1f} ms   load {_median_ms(load, n):6.1f} ms"
-    )
+    return commit, load
+
+
+def _measure(server: str, ours: object, peer: object, n: int) -> None:
+    """icefloe's client and PyIceberg's on one server, interleaved call by call (so a server
+    warming up, such as the JVM's JIT, favours neither), medians of ``n`` each."""
+    clients = {"icefloe": _ops(ours, "db.a", False), "PyIceberg": _ops(peer, "db.b", True)}
+    times: dict[tuple[str, int], list[float]] = {(c, k): [] for c in clients for k in (0, 1)}
+    for fns in clients.values():  # warm up
+        for fn in fns:
+            fn(-1)
+    for i in range(n):
+        for k in (0, 1):
+            for client, fns in clients.items():
+                t0 = time.perf_counter()
+                fns[k](i)
+                times[(client, k)].append((time.perf_counter() - t0) * 1000)
+    for client in clients:
+        commit, load = (statistics.median(times[(client, k)]) for k in (0, 1))
+        label = f"{client} client -> {server}"
+        print(f"{label:42s} commit {commit:6.1f} ms   load {load:6.1f} ms")
 
 
 def _throughput(url: str, warehouse: str | None, name: str, threads: int, each: int) -> float:
@@ -83,10 +92,7 @@ def main() -> None:
         c.create_namespace("db")
         c.create_table("db.a", schema, properties=props)
         c.create_table("db.b", schema, properties=props)
-        _measure("icefloe client -> icefloe serve", c, "db.a", n)
-        _measure(
-            "PyIceberg client -> icefloe serve", PyRestCatalog("p", uri=ours.url), "db.b", n, True
-        )
+        _measure("icefloe serve", c, PyRestCatalog("p", uri=ours.url), n)
         print(
             "8 threads -> icefloe serve:",
             f"{_throughput(ours.url, None, 'db.a', 8, 10):.1f} commits/s",
@@ -103,14 +109,7 @@ def main() -> None:
         c.create_namespace("db")
         c.create_table("db.a", schema, properties=props)
         c.create_table("db.b", schema, properties=props)
-        _measure("icefloe client -> Iceberg Java server", c, "db.a", n)
-        _measure(
-            "PyIceberg client -> Iceberg Java server",
-            PyRestCatalog("p", uri=java.url),
-            "db.b",
-            n,
-            True,
-        )
+        _measure("Iceberg Java server", c, PyRestCatalog("p", uri=java.url), n)
         print(
             "8 threads -> Iceberg Java server:",
             f"{_throughput(java.url, None, 'db.a', 8, 10):.1f} commits/s",
