@@ -15,6 +15,7 @@ mod sketch;
 mod task_build;
 mod tasks;
 mod transforms;
+mod variant;
 
 use pyo3::prelude::*;
 
@@ -76,5 +77,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     task_build::register(m)?;
     tasks::register(m)?;
     transforms::register(m)?;
+    variant::register(m)?;
     Ok(())
 }

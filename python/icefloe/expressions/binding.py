@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.expressions.base import (
     AlwaysFalse,
     AlwaysTrue,
@@ -30,7 +30,14 @@ from icefloe.expressions.base import (
     balance,
 )
 from icefloe.expressions.literals import ABOVE_MAX, BELOW_MIN, convert_literal
-from icefloe.types import DoubleType, FloatType, NestedField, StringType, StructType
+from icefloe.types import (
+    DoubleType,
+    FloatType,
+    NestedField,
+    StringType,
+    StructType,
+    VariantType,
+)
 
 __all__ = ["bind", "field_index"]
 
@@ -112,6 +119,12 @@ class _Binder:
             raise ValidationError(f"cannot filter on column {name!r} of nested type {t}")
         ref = BoundReference(field.field_id, name, t, path, field.required)
         op = pred.op
+        if isinstance(t, VariantType) and op not in (Op.IS_NULL, Op.NOT_NULL):
+            raise UnsupportedFeatureError(
+                f"cannot filter on variant column {name!r} with {op.value}: only is_null and "
+                "not_null are supported on variant columns (decode the values with "
+                "icefloe.variant.to_pylist or to_json and filter those)"
+            )
         if op in (Op.IS_NULL, Op.NOT_NULL):
             if field.required:
                 return AlwaysFalse() if op is Op.IS_NULL else AlwaysTrue()

@@ -27,8 +27,10 @@ from icefloe.types import (
     NestedField,
     StructType,
     UnknownType,
+    VariantType,
 )
 from icefloe.values import from_json
+from icefloe.variant import normalize as normalize_variant
 
 __all__ = ["FileColumns", "constant_array", "project_field"]
 
@@ -174,10 +176,33 @@ def project_field(
         keys = project_field(arr.keys, t.key_field, len(arr.keys), path, {})
         items = project_field(arr.items, t.value_field, len(arr.items), path, {})
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=_validity(arr))
+    if isinstance(t, VariantType):
+        return _variant(arr, target, field, path)
     nested = pa.types.is_struct(arr.type) or pa.types.is_list(arr.type) or pa.types.is_map(arr.type)
     if nested and not isinstance(arr.type, pa.BaseExtensionType):
         raise _conflict(path, field, arr.type)
     return _cast(arr, target, field, path)
+
+
+def _variant(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> pa.Array:
+    """A variant group as ``struct<metadata, value>``: a shredded one (with ``typed_value``, as
+    Spark or DuckDB may write it) is merged back into ``value`` in Rust; bytes are validated
+    when decoded, not here."""
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    t = arr.type
+    if not pa.types.is_struct(t) or t.get_field_index("metadata") < 0:
+        raise _conflict(path, field, t)
+    if t.get_field_index("typed_value") < 0 and t.get_field_index("value") >= 0:
+        children = [arr.field("metadata"), arr.field("value")]
+        out = pa.StructArray.from_arrays(
+            [c.cast(pa.binary()) for c in children], fields=list(target), mask=_validity(arr)
+        )
+        return out
+    try:
+        return normalize_variant(arr)
+    except ValidationError as e:
+        raise CorruptFileError(f"{path}: variant column {field.name!r}: {e}") from None
 
 
 def _empty_struct(arr: pa.Array, target: pa.DataType) -> pa.Array:
