@@ -63,7 +63,7 @@ def test_spark_writes_icefloe_reads(iceberg_spark: JavaCatalog) -> None:
     assert want[0] == {"a": 1, "b": [True, None, "x"], "c": {"d": -2.5}} and want[4] is None
     # Spark's file carries the annotation icefloe writes too.
     (task,) = t.scan().plan_files()
-    assert "(Variant(1))" in str(pq.read_metadata(task.file.file_path.removeprefix("file:")).schema)
+    assert "(Variant(1))" in str(pq.read_metadata(task.data_file.file_path.removeprefix("file:")).schema)
 
 
 @pytest.mark.spark
@@ -78,7 +78,7 @@ def test_spark_shredded_files_read_as_the_same_values(iceberg_spark: JavaCatalog
     docs += ['"not an object"', '{"a": "text instead of int"}']
     _spark_insert(c, "sh", docs)
     t = c.icefloe().load_table("db.sh")
-    paths = [task.file.file_path.removeprefix("file:") for task in t.scan().plan_files()]
+    paths = [task.data_file.file_path.removeprefix("file:") for task in t.scan().plan_files()]
     assert any("typed_value" in str(pq.read_schema(p)) for p in paths)  # Java shredded
     assert _icefloe_json(t) == _spark_json(c, "sh")
 

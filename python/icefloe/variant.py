@@ -103,7 +103,7 @@ def _scalar_array(metadata: bytes, value: bytes) -> pa.StructArray:
 
 def from_python(obj: Any) -> Variant:
     """One Python value (see the module docs for the type mapping) as a variant."""
-    return _one(_native.variant_from_python([obj]))
+    return _one(_native.variant_from_python([obj], null_rows=False))
 
 
 def from_pylist(values: Iterable[Any]) -> pa.StructArray:
@@ -145,7 +145,7 @@ def encode_column(data: ArrayLike) -> ArrayLike:
         data = data.storage if isinstance(data, pa.Array) else data.cast(t.storage_type)
         t = t.storage_type
     if pa.types.is_null(t):
-        return pa.nulls(len(data), STORAGE_TYPE)
+        return from_pylist([None] * len(data))
     if pa.types.is_struct(t) and {t.field(i).name for i in range(t.num_fields)} <= {
         "metadata",
         "value",

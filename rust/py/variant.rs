@@ -293,15 +293,21 @@ fn shrink(v: i64) -> Variant<'static, 'static> {
     }
 }
 
-/// Encodes a sequence of Python values (None is a null row) into a variant column.
+/// Encodes a sequence of Python values into a variant column; a None item is a null row, or a
+/// variant null when `null_rows` is false.
 #[pyfunction]
-fn variant_from_python(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+#[pyo3(signature = (values, null_rows=true))]
+fn variant_from_python(
+    py: Python<'_>,
+    values: &Bound<'_, PyAny>,
+    null_rows: bool,
+) -> PyResult<PyArray> {
     let cls = Classes::new(py)?;
     let n = values.len().unwrap_or(0);
     let mut builder = VariantArrayBuilder::new(n);
     for item in values.try_iter()? {
         let item = item?;
-        if item.is_none() {
+        if item.is_none() && null_rows {
             builder.append_null();
         } else {
             append(&mut builder, &item, &cls, 0)?;

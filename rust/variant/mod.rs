@@ -71,6 +71,9 @@ fn stored(array: &VariantArray) -> Result<StructArray> {
             }
         }
     }
+    // `metadata` is a required field: null rows keep whatever bytes their slot has, without a
+    // validity bit (Parquet writers refuse nulls in a required child even under a null parent).
+    let metadata = BinaryArray::new(metadata.offsets().clone(), metadata.values().clone(), None);
     StructArray::try_new(
         storage_fields(),
         vec![Arc::new(metadata) as ArrayRef, Arc::new(value) as ArrayRef],

@@ -102,6 +102,17 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
     return data
 
 
+def _required_binary_inside(t: pa.DataType) -> bool:
+    """Whether a struct (or a struct inside it) has a required binary child."""
+    if not pa.types.is_struct(t):
+        return False
+    return any(
+        (not t.field(i).nullable and pa.types.is_binary(t.field(i).type))
+        or _required_binary_inside(t.field(i).type)
+        for i in range(t.num_fields)
+    )
+
+
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
     if f.write_default is not None:
         value = from_json(f.field_type, f.write_default)
@@ -112,7 +123,22 @@ def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedAr
         return pa.chunked_array([pa.repeat(scalar, n)], type=af.type)
     if f.required:
         raise ValidationError(f"required column {f.name!r} is missing from the input")
-    return pa.chunked_array([pa.nulls(n, type=af.type)], type=af.type)
+    return pa.chunked_array([_nulls(n, af.type)], type=af.type)
+
+
+def _nulls(n: int, t: pa.DataType) -> pa.Array:
+    """``n`` nulls of ``t``. A struct's required binary children (a variant's ``metadata``)
+    get empty values under the null rows: Parquet writers refuse nulls in a required child."""
+    if not _required_binary_inside(t):
+        return pa.nulls(n, type=t)
+    children = []
+    for i in range(t.num_fields):
+        f = t.field(i)
+        if not f.nullable and pa.types.is_binary(f.type):
+            children.append(pa.repeat(pa.scalar(b"", f.type), n))
+        else:
+            children.append(_nulls(n, f.type))
+    return pa.StructArray.from_arrays(children, fields=list(t), mask=pa.repeat(True, n))
 
 
 def _coerce(col: pa.ChunkedArray, f: NestedField, af: pa.Field, path: str) -> pa.ChunkedArray:
@@ -141,7 +167,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
             _check_nested_required(arr, t, path)
         return arr
     if pa.types.is_null(have):
-        return pa.nulls(len(arr), type=want)
+        return _nulls(len(arr), want)
     if isinstance(t, StructType):
         if not pa.types.is_struct(have):
             raise _type_error(path, have, want)
@@ -165,7 +191,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
             elif child.required:
                 raise ValidationError(f"required field {cpath!r} is missing from the input")
             else:
-                c = pa.nulls(len(arr), type=wt)
+                c = _nulls(len(arr), wt)
             children.append(c)
         return pa.StructArray.from_arrays(
             children, fields=list(want), mask=arr.is_null() if arr.null_count else None
