@@ -115,7 +115,7 @@ def test_duckdb_reads_icefloe_variants(tmp_path: Path, duckdb_con: Any) -> None:
     values = [json.loads(d) for d in DOCS]
     t.append({"id": list(range(len(values))), "v": values})
     rows = duckdb_con.execute(
-        f"SELECT id, v::VARCHAR FROM iceberg_scan('{t.metadata_location}')"
+        f"SELECT id, v::JSON::VARCHAR FROM iceberg_scan('{t.metadata_location}')"
     ).fetchall()
     got = _by_id([r[0] for r in rows], [r[1] for r in rows])
     assert got == _icefloe_json(t)
@@ -136,7 +136,7 @@ def test_duckdb_shredded_parquet_reads_as_duckdb_values(tmp_path: Path, duckdb_c
     )
     duckdb_con.execute(f"COPY ({rows}) TO '{path}' (FIELD_IDS {{id: 1, v: 2}})")
     assert "typed_value" in str(pq.read_schema(path))  # DuckDB shreds what it writes
-    want = dict(duckdb_con.execute(f"SELECT id, v::VARCHAR FROM '{path}'").fetchall())
+    want = dict(duckdb_con.execute(f"SELECT id, v::JSON::VARCHAR FROM '{path}'").fetchall())
     cat = HadoopCatalog("d", warehouse=str(tmp_path / "wh"))
     cat.create_namespace("db")
     schema = Schema(NestedField(1, "id", IntegerType()), NestedField(2, "v", VariantType()))
