@@ -94,7 +94,7 @@ def run(h: Harness) -> None:
     duck: dict[str, Any] = {}
     try:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from peers import duckdb_connect
+        from support.peers import duckdb_connect
 
         con = duckdb_connect()
 

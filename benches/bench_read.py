@@ -1,10 +1,10 @@
 """Reads: whole-table scans to Arrow with and without row-level deletes, end to end.
 
-Tables are built by ``tests/_read_tables.py`` (pyarrow data files with field ids, delete files as
-the spec lays them out, manifests and metadata by icefloe's writers) and every engine reads the
-same metadata file: icefloe ``StaticTable.from_metadata(path).scan().to_arrow()`` (planning
-included), PyIceberg 0.12 ``StaticTable.from_metadata(path).scan().to_arrow()`` and DuckDB 1.5.5
-``iceberg_scan(path)`` fetched as Arrow. Columns ``id`` long, ``k`` int, ``s`` string.
+Tables are built by ``tests/support/read_tables.py`` (pyarrow data files with field ids, delete
+files as the spec lays them out, manifests and metadata by icefloe's writers) and every engine
+reads the same metadata file: icefloe ``StaticTable.from_metadata(path).scan().to_arrow()``
+(planning included), PyIceberg 0.12 ``StaticTable.from_metadata(path).scan().to_arrow()`` and
+DuckDB 1.5.5 ``iceberg_scan(path)`` fetched as Arrow. Columns ``id`` long, ``k`` int, ``s`` string.
 
 - ``read_no_deletes``: 5M rows (``--quick`` 200k) in 10 files.
 - ``read_dv_10pct`` (v3): 10% of each file's rows deleted by a deletion vector (one Puffin file).
@@ -38,7 +38,7 @@ from harness import Harness
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import icefloe
-from _read_tables import build
+from support.read_tables import build
 
 FILES = 10
 
@@ -64,7 +64,7 @@ def _pyiceberg(path: str) -> Callable[[], int] | None:
 def _duckdb(path: str) -> Callable[[], int] | None:
     try:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from peers import duckdb_connect
+        from support.peers import duckdb_connect
 
         con = duckdb_connect()
     except Exception:

@@ -1,7 +1,7 @@
 """REST catalog latency: metadata-only commits and table loads, medians of N, on loopback.
 
 Servers: ``icefloe serve`` (a SQLite catalog) and Iceberg Java's REST server (RESTCatalogAdapter
-over a JdbcCatalog on SQLite; classpath resolved as in tests/_rest.py). Clients: icefloe's
+over a JdbcCatalog on SQLite; classpath resolved as in tests/support/rest.py). Clients: icefloe's
 ``RestCatalog`` and PyIceberg 0.12's. Also the throughput of 8 threads committing to one table
 through ``icefloe serve`` with icefloe's client. Run: ``python benches/bench_rest.py [N]``.
 """
@@ -70,8 +70,8 @@ def main() -> None:
     import pyarrow as pa
     from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
 
-    from _rest import start_java_rest_server, start_rest_server
     from icefloe.catalog.rest import RestCatalog
+    from support.rest import start_java_rest_server, start_rest_server
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     tmp = Path(tempfile.mkdtemp(prefix="icefloe-bench-rest-"))

@@ -28,12 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import pyarrow as pa
 
 import icefloe
-from _s3 import S3Server, _start_moto, start_s3proxy
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import DoubleType, LongType, NestedField, StringType
+from support.s3 import S3Server, _start_moto, start_s3proxy
 
 FILES = 100
 

@@ -26,7 +26,7 @@ batches of 100,000 rows, no per-row byte-size check in the JVM; Iceberg Java's r
 paths exchange no Arrow batches, so the settings do not touch the peer).
 
 ``ICEFLOE_BENCH_SPARK_ROWS`` overrides the size. Needs pyspark, Java 17 and the Iceberg runtime
-jar (fetched by ``tests/_spark.py``).
+jar (fetched by ``tests/support/spark.py``).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 def run(h: Harness) -> None:
     from pyspark.sql import functions as F
 
-    import _spark
     import icefloe.spark as ispark
+    from support import spark as _spark
 
     n = int(os.environ.get("ICEFLOE_BENCH_SPARK_ROWS") or h.size(10_000_000, 200_000))
     base = Path(tempfile.mkdtemp(prefix="bench_spark_"))

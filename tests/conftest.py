@@ -20,12 +20,18 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from peers import duckdb_connect
+from support.peers import duckdb_connect
 
-# PostgreSQL server and per-backend catalog fixtures (tests/_postgres.py, tests/_catalogs.py), S3
-# servers and warehouses (tests/_s3.py), Azure and GCS emulators (tests/_emulators.py),
-# the Spark session and Iceberg Java catalogs (tests/_spark.py), icefloe serve (tests/_rest.py).
-pytest_plugins = ["_postgres", "_catalogs", "_spark", "_s3", "_emulators", "_rest"]
+# Fixtures from tests/support: the PostgreSQL server and per-backend catalogs, S3 servers and
+# warehouses, Azure and GCS emulators, the Spark session and Iceberg Java catalogs, icefloe serve.
+pytest_plugins = [
+    "support.postgres",
+    "support.catalogs",
+    "support.spark",
+    "support.s3",
+    "support.emulators",
+    "support.rest",
+]
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)
@@ -85,7 +91,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def duckdb_con() -> Iterator[Any]:
-    """DuckDB with its iceberg extension loaded offline (see tests/peers.py)."""
+    """DuckDB with its iceberg extension loaded offline (see tests/support/peers.py)."""
     con = duckdb_connect()
     try:
         yield con

@@ -6,7 +6,7 @@ Each scenario becomes ``OUT_DIR/<scenario>/table`` (a relocatable Delta table: i
 relative paths) and ``OUT_DIR/<scenario>/expected/v<N>.parquet``: Delta's own read of every
 version ``N`` (``VERSION AS OF N``) with ``_row_id`` and ``_row_commit_version`` from Delta's
 ``_metadata`` row-tracking fields. Delta's jars are fetched from Maven Central and checked
-against their published ``.sha1`` (see ``tests/_spark.py``); they run in a Spark session of
+against their published ``.sha1`` (see ``tests/support/spark.py``); they run in a Spark session of
 this process only, with Delta's SQL extension and catalog, which the shared test session
 (Iceberg's extension) does not carry; so the live test runs this script in a subprocess.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _spark import fetch_jar
+from support.spark import fetch_jar
 
 DELTA_JARS = (
     ("io.delta", "delta-spark_4.1_2.13", "4.4.0"),

@@ -51,7 +51,7 @@ from icefloe.types import (
     UUIDType,
     VariantType,
 )
-from schema_strategies import PRIMITIVES, schemas
+from support.schema_strategies import PRIMITIVES, schemas
 
 
 def fid(n: int) -> dict[bytes, bytes]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import icefloe
-from _read_tables import build
 from icefloe import _native
 from icefloe.deletes import DeletionVector
+from support.read_tables import build
 
 CACHE_BYTES = 64 * 1024 * 1024
 

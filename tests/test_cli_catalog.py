@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from _cli import check_schema, run, run_process
-from _cli_tables import CliWorld, build_world
 from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_NOT_FOUND
+from support.cli import check_schema, run, run_process
+from support.cli_tables import CliWorld, build_world
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from _cli import mask_golden, run
-from _cli_tables import CliWorld, build_world
+from support.cli import mask_golden, run
+from support.cli_tables import CliWorld, build_world
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from _cli import check_schema, run, run_process
-from _cli_tables import CliWorld, build_world
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.exceptions import ValidationError
+from support.cli import check_schema, run, run_process
+from support.cli_tables import CliWorld, build_world
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from _cli import assert_golden, check_schema, run, run_process
-from _cli_tables import CliWorld, build_world
 from icefloe.cli import cli
 from icefloe.cli.analysis import SKEW_RATIO
+from support.cli import assert_golden, check_schema, run, run_process
+from support.cli_tables import CliWorld, build_world
 
 
 @pytest.fixture(scope="module")

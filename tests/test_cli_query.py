@@ -15,9 +15,9 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
-from _cli import run, run_process
-from _cli_tables import CLOCK_START, CliWorld, build_world
 from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
+from support.cli import run, run_process
+from support.cli_tables import CLOCK_START, CliWorld, build_world
 
 
 @pytest.fixture(scope="module")

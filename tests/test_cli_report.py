@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from _chromium import Chromium, chromium_binary
-from _cli import run, run_process
-from _cli_tables import CliWorld, build_world
+from support.chromium import Chromium, chromium_binary
+from support.cli import run, run_process
+from support.cli_tables import CliWorld, build_world
 
 
 @pytest.fixture(scope="module")

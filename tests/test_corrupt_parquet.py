@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import _byteflip
 from icefloe.exceptions import CorruptFileError
-from write_util import catalog
+from support import byteflip
+from support.write_util import catalog
 
 SOAK = bool(os.environ.get("ICEFLOE_SOAK_FACTOR"))
 #: Soak runs flip every bit of every byte (and all bits at once); CI flips the low bit of every
@@ -25,12 +25,12 @@ MASKS = [1 << b for b in range(8)] + [0xFF] if SOAK else [1]
 
 
 def test_byte_flips_never_give_a_wrong_answer_or_abort(tmp_path: Path) -> None:
-    config = _byteflip.build(tmp_path)
+    config = byteflip.build(tmp_path)
     data = Path(config["path"]).read_bytes()
     size = len(data)
     footer = size - 8 - int.from_bytes(data[-8:-4], "little")
     offsets = [o for o in range(size) if SOAK or o >= footer or o % 3 == 0]
-    outcomes = _byteflip.sweep(config, [(o, m) for o in offsets for m in MASKS])
+    outcomes = byteflip.sweep(config, [(o, m) for o in offsets for m in MASKS])
     counts = collections.Counter(o.split(":")[0] for o in outcomes.values())
     findings = {k: v for k, v in outcomes.items() if v not in ("same", "corrupt", "stats")}
     assert not findings, (

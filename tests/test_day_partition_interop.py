@@ -19,7 +19,7 @@ from icefloe.expressions import col
 from icefloe.manifest import manifest_files, read_manifest, read_manifest_list
 from icefloe.transforms import DayTransform
 from icefloe.types import DateType, TimestampType
-from write_util import SCHEMA, SPEC, catalog, rows
+from support.write_util import SCHEMA, SPEC, catalog, rows
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
 

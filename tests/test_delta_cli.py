@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _delta import fixture
 from icefloe.delta.cli import main
+from support.delta import fixture
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from _delta import PROTOCOL, SCHEMA, DeltaTableWriter, add, commit_info, field, metadata
 from icefloe.delta import DeltaLog, check_iceberg_compat_v3
 from icefloe.exceptions import NotIcebergCompatibleError
+from support.delta import PROTOCOL, SCHEMA, DeltaTableWriter, add, commit_info, field, metadata
 
 
 def table(
@@ -186,7 +186,7 @@ def test_file_checks_read_the_footers(tmp_path: Path) -> None:
 
 
 def test_delta_written_fixtures_pass_with_file_checks() -> None:
-    from _delta import FIXTURES
+    from support.delta import FIXTURES
 
     for table in sorted(FIXTURES.glob("*/table")):
         report = check_iceberg_compat_v3(str(table), files=True)

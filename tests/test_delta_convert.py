@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import icefloe.delta
-from _delta import FIXTURES, DeltaTableWriter, add, commit_info, fixture, row_tracking
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.delta import DeltaLog, convert
 from icefloe.delta.dv import dv_file_path
@@ -28,6 +27,7 @@ from icefloe.exceptions import (
 from icefloe.table import Table
 from icefloe.table.static import StaticTable
 from icefloe.values import from_bytes
+from support.delta import FIXTURES, DeltaTableWriter, add, commit_info, fixture, row_tracking
 
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "table").is_dir())
 LINEAGE = ("_row_id", "_last_updated_sequence_number")
@@ -246,7 +246,7 @@ def test_cleaned_up_log_falls_back_to_full_conversion_keeping_history(tmp_path: 
     convert(str(root), up_to_version=1)
     # Delta's log cleanup: a checkpoint at the latest version, older commits deleted.
     snap = DeltaLog(str(root)).snapshot()
-    from _delta import checkpoint_table
+    from support.delta import checkpoint_table
 
     actions = [
         {
@@ -398,7 +398,7 @@ def test_fallback_full_conversion_follows_schema_changes(tmp_path: Path) -> None
     # Rebuild the latest state from the fixture copy that still has every commit.
     full = fixture("evolution", tmp_path / "full")
     state = DeltaLog(str(full)).snapshot()
-    from _delta import checkpoint_table
+    from support.delta import checkpoint_table
 
     actions: list[dict[str, Any]] = [
         {

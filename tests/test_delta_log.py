@@ -9,7 +9,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from _delta import (
+from icefloe.delta import DeltaLog
+from icefloe.exceptions import (
+    DeltaLogError,
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    UnsupportedDeltaFeatureError,
+)
+from support.delta import (
     PROTOCOL,
     DeltaTableWriter,
     add,
@@ -18,13 +25,6 @@ from _delta import (
     metadata,
     remove,
     row_tracking,
-)
-from icefloe.delta import DeltaLog
-from icefloe.exceptions import (
-    DeltaLogError,
-    NoSuchSnapshotError,
-    NoSuchTableError,
-    UnsupportedDeltaFeatureError,
 )
 
 DV1 = {
@@ -246,7 +246,7 @@ def test_not_a_delta_table(tmp_path: Path) -> None:
 def test_checkpoints_written_by_delta_equal_replaying_every_commit(
     scenario: str, kind: str, tmp_path: Path
 ) -> None:
-    from _delta import fixture
+    from support.delta import fixture
 
     root = fixture(scenario, tmp_path)
     snap = DeltaLog(str(root)).snapshot()

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _delta import FIXTURES, fixture
 from icefloe.delta import DeltaLog, convert
-from peers import duckdb_connect
+from support.delta import FIXTURES, fixture
+from support.peers import duckdb_connect
 
 pytestmark = pytest.mark.interop
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from _delta import field
 from icefloe.delta.schema import convert_schema, leaf_columns, name_mapping
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.types import (
@@ -18,6 +17,7 @@ from icefloe.types import (
     TimestamptzType,
     VariantType,
 )
+from support.delta import field
 
 
 def with_default(name: str, type_: str, fid: int, default: str) -> dict[str, object]:

@@ -20,9 +20,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from _delta import FIXTURES, fixture
-from _spark import JavaCatalog
 from icefloe.delta import DeltaLog, convert
+from support.delta import FIXTURES, fixture
+from support.spark import JavaCatalog
 
 pytestmark = pytest.mark.spark
 
@@ -79,7 +79,7 @@ def test_iceberg_java_reads_every_converted_table(
 
 
 def _java_problem() -> str | None:
-    from _spark import java_problem
+    from support.spark import java_problem
 
     return java_problem()
 

@@ -113,9 +113,9 @@ def test_checkpoint_stats_parsed_equals_the_json() -> None:
     also when only some files have it (commits after the checkpoint)."""
     import pyarrow.compute as pc
 
-    from _delta import FIXTURES
     from icefloe.delta import DeltaLog
     from icefloe.delta.schema import leaf_columns
+    from support.delta import FIXTURES
 
     for name in ("checkpoints", "multipart", "v2checkpoint"):
         snap = DeltaLog(str(FIXTURES / name / "table")).snapshot()

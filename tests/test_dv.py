@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from icefloe.deletes import MAX_POSITION, DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
-from testdata import TESTDATA
+from support.testdata import TESTDATA
 
 GOLDEN = TESTDATA / "iceberg-java"
 DELETES = GOLDEN / "deletes"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from _evolution import shared_catalogs
 from icefloe.schema import Schema
 from icefloe.types import DoubleType, LongType, StringType
+from support.evolution import shared_catalogs
 
 pytestmark = pytest.mark.interop
 

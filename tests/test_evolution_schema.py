@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _evolution import Catalogs, shared_catalogs
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.schema import Schema
 from icefloe.table import Table
@@ -24,6 +23,7 @@ from icefloe.types import (
     TimestampType,
     type_from_json,
 )
+from support.evolution import Catalogs, shared_catalogs
 
 BASE = {
     "type": "struct",

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from _evolution import Catalogs, shared_catalogs
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
 from icefloe.sorting import NullOrder, SortDirection
 from icefloe.table import Table
 from icefloe.transforms import parse_transform
+from support.evolution import Catalogs, shared_catalogs
 
 SCHEMA = {
     "type": "struct",

@@ -11,7 +11,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from _evolution import SIMPLE_SCHEMA, Catalogs, append_rows, local_path, shared_catalogs
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import (
     SetStatistics,
@@ -25,6 +24,7 @@ from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
 from icefloe.table import Table
 from icefloe.table.expire import expire_snapshots, retained_snapshots
+from support.evolution import SIMPLE_SCHEMA, Catalogs, append_rows, local_path, shared_catalogs
 
 DAY = 86_400_000
 NOW = 100 * DAY
@@ -330,7 +330,7 @@ def test_expire_with_a_fixed_clock_and_max_ref_age(tmp_path: Path) -> None:
 
 
 def test_computed_statistics_follow_their_snapshots(tmp_path: Path) -> None:
-    from write_util import catalog
+    from support.write_util import catalog
 
     t = catalog(tmp_path).create_table("ns.s", pa.schema([("id", pa.int64())]))
     for i in range(3):

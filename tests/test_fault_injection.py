@@ -1,4 +1,4 @@
-"""Every write operation interrupted at every I/O and catalog step (tests/_faults.py).
+"""Every write operation interrupted at every I/O and catalog step (tests/support/faults.py).
 
 For append, merge-on-read and copy-on-write delete, upsert, overwrite, compaction,
 expire_snapshots, rewrite_manifests and a multi-operation transaction, a counting run finds the
@@ -32,7 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _faults import (
+from icefloe.catalog import Catalog
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.scan.manifests import manifest_entries
+from icefloe.table import Table
+from support.faults import (
     IDENT,
     OPERATIONS,
     SCHEMA,
@@ -44,10 +48,6 @@ from _faults import (
     restore,
     run_in_child,
 )
-from icefloe.catalog import Catalog
-from icefloe.catalog.sql import SqlCatalog
-from icefloe.scan.manifests import manifest_entries
-from icefloe.table import Table
 
 FULL = os.environ.get("ICEFLOE_FAULT_SWEEP", "") == "full"
 PEER_EVERY = 1 if FULL else 4
@@ -199,7 +199,7 @@ def _forkserver(monkeypatch: pytest.MonkeyPatch) -> Any:
     from multiprocessing import forkserver
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["_faults", "pytest"])
+    ctx.set_forkserver_preload(["support.faults", "pytest"])
     path = os.pathsep.join(
         p for p in (str(Path(__file__).parent), os.environ.get("PYTHONPATH")) if p
     )

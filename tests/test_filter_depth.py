@@ -21,7 +21,7 @@ from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField
-from write_util import catalog
+from support.write_util import catalog
 
 N = 10_000
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "g", LongType()))

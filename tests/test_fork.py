@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from _read_tables import build
 from icefloe import StaticTable, _native
 from icefloe.catalog.sql import SqlCatalog
-from write_util import catalog, rows
+from support.read_tables import build
+from support.write_util import catalog, rows
 
 pytestmark = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="needs os.fork"

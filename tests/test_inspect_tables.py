@@ -9,9 +9,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _evolution import SIMPLE_SCHEMA, Catalogs, append_rows, shared_catalogs
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
+from support.evolution import SIMPLE_SCHEMA, Catalogs, append_rows, shared_catalogs
 
 
 @pytest.fixture

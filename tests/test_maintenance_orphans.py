@@ -13,7 +13,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
 from icefloe.table.maintenance import reachable_files, remove_orphan_files
-from manifest_tables import make_table
+from support.manifest_tables import make_table
 
 
 def _age(path: Path, days: float) -> None:

@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
-from rowlevel_util import live_data_files, live_deletes, ours
-from write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from support.rowlevel_util import live_data_files, live_deletes, ours
+from support.s3 import Warehouse, versions_and_stores
+from support.write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[2]"), "b"))
 

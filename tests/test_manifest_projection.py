@@ -12,7 +12,7 @@ import pytest
 
 from icefloe.exceptions import CorruptFileError, UnsupportedFeatureError, ValidationError
 from icefloe.manifest import read_manifest, read_manifest_list, read_manifests, write_manifest
-from manifest_tables import make_table, read_bytes
+from support.manifest_tables import make_table, read_bytes
 
 MAPS = [
     "column_sizes",

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from icefloe.exceptions import CorruptFileError, UnsupportedFeatureError
 from icefloe.manifest import read_manifest, read_manifest_list, write_manifest
-from manifest_tables import make_table, read_bytes
+from support.manifest_tables import make_table, read_bytes
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 I64 = st.integers(-(2**63), 2**63 - 1)

@@ -16,8 +16,8 @@ from icefloe.manifest import (
     read_manifest_list,
     read_manifests,
 )
-from manifest_tables import make_table, plain, read_bytes
-from testdata import TESTDATA
+from support.manifest_tables import make_table, plain, read_bytes
+from support.testdata import TESTDATA
 
 JAVA = TESTDATA / "iceberg-rust" / "manifest_lists"
 

@@ -20,7 +20,7 @@ from icefloe.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from manifest_tables import make_table, plain, read_bytes
+from support.manifest_tables import make_table, plain, read_bytes
 
 SCHEMA = json.dumps(
     {

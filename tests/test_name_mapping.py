@@ -28,7 +28,7 @@ from icefloe.types import (
     StringType,
     StructType,
 )
-from schema_strategies import schemas
+from support.schema_strategies import schemas
 
 SPEC_EXAMPLE = """[ { "field-id": 1, "names": ["id", "record_id"] },
   { "field-id": 2, "names": ["data"] },

@@ -11,9 +11,9 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from _s3 import Warehouse
 from icefloe.table import Table
-from write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from support.s3 import Warehouse
+from support.write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 
 def _table(tmp_path: Path, warehouse: Warehouse) -> Table:

@@ -8,8 +8,16 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from _s3 import Warehouse
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from support.s3 import Warehouse
+from support.write_util import (
+    SCHEMA,
+    SPEC,
+    catalog,
+    checksum,
+    duckdb_checksum,
+    pyiceberg_read,
+    rows,
+)
 
 
 def test_planning_and_filtered_reads(tmp_path: Path, warehouse: Warehouse, duckdb_con: Any) -> None:

@@ -11,10 +11,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from _emulators import AZURITE_ACCOUNT, Azurite, FakeGcs
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.io import FileIO
-from write_util import SCHEMA, SPEC, checksum, rows
+from support.emulators import AZURITE_ACCOUNT, Azurite, FakeGcs
+from support.write_util import SCHEMA, SPEC, checksum, rows
 
 pytestmark = pytest.mark.slow
 

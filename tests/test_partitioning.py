@@ -37,7 +37,7 @@ from icefloe.types import (
     TimestamptzType,
     UnknownType,
 )
-from testdata import TESTDATA
+from support.testdata import TESTDATA
 
 GOLDEN = sorted(
     [

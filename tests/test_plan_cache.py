@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from _plan_tables import HandTable, entry
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.cache import ManifestCache, manifest_cache
 from icefloe.schema import Schema
 from icefloe.table.scan import TableScan
 from icefloe.types import LongType, NestedField
+from support.plan_tables import HandTable, entry
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 

@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _plan_tables import HandTable, entry
 from icefloe import _native
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
@@ -19,6 +18,7 @@ from icefloe.schema import Schema
 from icefloe.table.scan import TableScan
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
+from support.plan_tables import HandTable, entry
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

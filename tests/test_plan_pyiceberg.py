@@ -22,7 +22,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _plan_tables import HandTable, entry
 from icefloe.expressions import (
     And,
     BooleanExpression,
@@ -40,6 +39,7 @@ from icefloe.table.scan import TableScan
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
 from icefloe.values import to_bytes
+from support.plan_tables import HandTable, entry
 
 pytestmark = pytest.mark.interop
 

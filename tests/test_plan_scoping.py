@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from _plan_tables import HandTable, entry
 from icefloe.exceptions import CorruptFileError, NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.partitioning import PartitionField, PartitionSpec
@@ -23,6 +22,7 @@ from icefloe.table.scan import TableScan
 from icefloe.transforms import BucketTransform, IdentityTransform, parse_transform
 from icefloe.types import IntegerType, LongType, NestedField, StringType
 from icefloe.values import to_bytes
+from support.plan_tables import HandTable, entry
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _plan_tables import HandTable, entry
 from icefloe import _native
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
@@ -26,6 +25,7 @@ from icefloe.table.scan import TableScan
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
 from icefloe.values import to_bytes
+from support.plan_tables import HandTable, entry
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.postgres
 _CHILD = """
 import sys, time
 sys.path.insert(0, {tests!r})
-from _postgres import PostgresUnavailable, postgres_server
+from support.postgres import PostgresUnavailable, postgres_server
 try:
     with postgres_server() as server:
         print(server.port, server.base, flush=True)

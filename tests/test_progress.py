@@ -15,7 +15,7 @@ import pytest
 
 from icefloe.exceptions import ValidationError
 from icefloe.progress import Progress
-from write_util import catalog, rows
+from support.write_util import catalog, rows
 
 
 class _Calls:
@@ -85,7 +85,7 @@ def _table(tmp_path: Path, version: int = 2) -> Any:
 
 
 def _schema() -> Any:
-    from write_util import SCHEMA
+    from support.write_util import SCHEMA
 
     return SCHEMA
 

@@ -21,7 +21,7 @@ from icefloe.properties import (
     parse_value,
     validate_properties,
 )
-from write_util import SCHEMA, catalog, pyiceberg_read, rows, set_properties_elsewhere
+from support.write_util import SCHEMA, catalog, pyiceberg_read, rows, set_properties_elsewhere
 
 INTS = sorted(k for k, v in KNOWN.items() if v.kind == "int")
 BOOLS = sorted(k for k, v in KNOWN.items() if v.kind == "bool")

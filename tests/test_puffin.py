@@ -16,7 +16,7 @@ from icefloe.puffin import (
     PuffinReader,
     PuffinWriter,
 )
-from testdata import TESTDATA
+from support.testdata import TESTDATA
 
 PUFFIN = TESTDATA / "iceberg-java" / "puffin"
 

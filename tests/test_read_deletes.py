@@ -10,14 +10,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from _read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
 from icefloe.exceptions import CorruptFileError, FileIOError, ValidationError
 from icefloe.io import FileIO
 from icefloe.read import DeleteCache, read_task, read_tasks
 from icefloe.scan import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, LongType, NestedField, StringType
-from testdata import TESTDATA
+from support.read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
+from support.testdata import TESTDATA
 
 SCHEMA = Schema(
     NestedField(1, "id", IntegerType(), True),

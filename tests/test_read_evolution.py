@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _read_util import read, write_data
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CorruptFileError, FileIOError, ValidationError
 from icefloe.expressions.binding import bind
@@ -37,6 +36,7 @@ from icefloe.types import (
     TimestampType,
     UnknownType,
 )
+from support.read_util import read, write_data
 
 OLD = Schema(
     NestedField(1, "id", IntegerType(), True),

@@ -5,8 +5,8 @@ DuckDB's iceberg extension, and an expectation computed without any reader.
 - Tables written by PyIceberg (SQL catalog on sqlite): v1 and v2, partitioned, evolved schemas
   (rename, promotion, added and dropped columns) and evolved partition specs; icefloe opens the
   same catalog database.
-- Hand-built tables (``tests/_read_tables.py``): v2 position delete files, v3 deletion vectors,
-  equality deletes (one and two key columns, null keys), and the kinds combined.
+- Hand-built tables (``tests/support/read_tables.py``): v2 position delete files, v3 deletion
+  vectors, equality deletes (one and two key columns, null keys), and the kinds combined.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pytest
 
 import icefloe
-from _read_tables import build, checksum
 from icefloe.catalog import load_catalog
+from support.read_tables import build, checksum
 
 pytest.importorskip("pyiceberg")
 from pyiceberg.catalog.sql import SqlCatalog

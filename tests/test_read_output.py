@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _read_util import write_data, write_dv, write_eq_deletes, write_pos_deletes
 from icefloe.exceptions import CorruptFileError, FileIOError
 from icefloe.expressions.binding import bind
 from icefloe.expressions.builder import col
@@ -30,6 +29,7 @@ from icefloe.scan import DataFileRef, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import IntegerType, LongType, NestedField, StringType
+from support.read_util import write_data, write_dv, write_eq_deletes, write_pos_deletes
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),

@@ -9,10 +9,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
 from icefloe.scan import FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, LongType, NestedField, StringType
+from support.read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
 
 SCHEMA = Schema(
     NestedField(1, "k", IntegerType()),

@@ -170,7 +170,7 @@ def test_hand_built_position_deletes_match_pyiceberg_arrow_scan(
     from pyiceberg.manifest import DataFile, FileFormat
     from pyiceberg.table import FileScanTask as PyTask
 
-    from _read_util import write_pos_deletes
+    from support.read_util import write_pos_deletes
 
     table = catalog.create_table(
         "db.m", _batch(range(0, 1), "a").schema, properties={"format-version": "2"}

@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _read_util import read, write_data
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.base import BooleanExpression
@@ -35,6 +34,7 @@ from icefloe.types import (
     StructType,
     TimestampType,
 )
+from support.read_util import read, write_data
 
 SCHEMA = Schema(
     NestedField(1, "k", IntegerType()),

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import icefloe
-from _read_tables import build, checksum
+from support.read_tables import build, checksum
 
 
 @st.composite

@@ -1,9 +1,9 @@
-"""The REST catalog client against a real ``icefloe serve`` process (see tests/_rest.py).
+"""The REST catalog client against a real ``icefloe serve`` process (see tests/support/rest.py).
 
 Config and endpoints, pagination, ETag caching, HEAD fallback, staged creates, commit retries
 after 409, unknown outcomes (a proxy drops the server's answer or the request), Idempotency-Key
 retries, multi-table commits and typed errors. The catalog test suite itself runs on the REST
-backend through the ``catalog`` fixture (tests/_catalogs.py).
+backend through the ``catalog`` fixture (tests/support/catalogs.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from _rest import FaultyProxy, RestServer, new_warehouse
 from icefloe.catalog import load_catalog
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.wire import LoadTableResult
@@ -30,6 +29,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
 )
 from icefloe.types import LongType
+from support.rest import FaultyProxy, RestServer, new_warehouse
 
 pytestmark = pytest.mark.rest
 

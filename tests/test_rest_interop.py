@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from _rest import RestServer, new_warehouse
 from icefloe.catalog.rest import RestCatalog
+from support.rest import RestServer, new_warehouse
 
 pytestmark = [pytest.mark.rest, pytest.mark.interop]
 
@@ -48,7 +48,7 @@ def test_pyiceberg_creates_appends_and_reads_through_icefloe_serve(rest_server: 
 
 
 def test_duckdb_attaches_reads_inserts_creates_and_deletes(rest_server: RestServer) -> None:
-    from peers import duckdb_connect, duckdb_extension_path
+    from support.peers import duckdb_connect, duckdb_extension_path
 
     warehouse = new_warehouse()
     ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
@@ -89,8 +89,8 @@ def test_pyiceberg_and_duckdb_log_in_with_oauth2_client_credentials(
     """Both get tokens from icefloe serve's token endpoint and work through them."""
     from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
 
-    from _rest import CLIENT_ID, CLIENT_SECRET
-    from peers import duckdb_connect, duckdb_extension_path
+    from support.peers import duckdb_connect, duckdb_extension_path
+    from support.rest import CLIENT_ID, CLIENT_SECRET
 
     url = rest_auth_server.url
     py = PyRestCatalog(

@@ -1,5 +1,5 @@
 """icefloe's REST client against Iceberg Java's own REST server (``RESTCatalogAdapter`` over a
-``JdbcCatalog`` on SQLite; see ``java_rest_server`` in tests/_rest.py): namespaces, tables,
+``JdbcCatalog`` on SQLite; see ``java_rest_server`` in tests/support/rest.py): namespaces, tables,
 commits, rename, register, purge, a multi-table commit, concurrent committers and views."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from _rest import RestServer
 from icefloe.catalog.rest import RestCatalog
 from icefloe.exceptions import (
     CommitFailedError,
@@ -26,6 +25,7 @@ from icefloe.exceptions import (
     TableAlreadyExistsError,
 )
 from icefloe.types import LongType
+from support.rest import RestServer
 
 pytestmark = [pytest.mark.rest, pytest.mark.interop]
 

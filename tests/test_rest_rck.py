@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from _rest import JAVA_REST_VERSION, RestServer, maven_classpath, new_warehouse
+from support.rest import JAVA_REST_VERSION, RestServer, maven_classpath, new_warehouse
 
 pytestmark = [pytest.mark.rest, pytest.mark.interop]
 

@@ -17,7 +17,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from _rest import (
+from icefloe.catalog.rest import RestCatalog
+from icefloe.exceptions import UnauthorizedError
+from support.rest import (
     CLIENT_SECRET,
     PYTHONPATH,
     TOKEN,
@@ -25,8 +27,6 @@ from _rest import (
     new_warehouse,
     start_rest_server,
 )
-from icefloe.catalog.rest import RestCatalog
-from icefloe.exceptions import UnauthorizedError
 
 pytestmark = pytest.mark.rest
 

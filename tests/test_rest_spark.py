@@ -9,14 +9,14 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _rest import RestServer, new_warehouse
 from icefloe.catalog.rest import RestCatalog
+from support.rest import RestServer, new_warehouse
 
 pytestmark = [pytest.mark.rest, pytest.mark.spark, pytest.mark.interop]
 
 
 def _runtime_jar_or_skip() -> None:
-    from _spark import iceberg_runtime_jar
+    from support.spark import iceberg_runtime_jar
 
     jar, why = iceberg_runtime_jar()
     if jar is None:
@@ -78,7 +78,7 @@ def test_spark_logs_in_with_oauth2_and_outlives_its_token(
     keeps working after it expired (3 s), refreshing through the same endpoint."""
     import time
 
-    from _rest import CLIENT_ID, CLIENT_SECRET
+    from support.rest import CLIENT_ID, CLIENT_SECRET
 
     _runtime_jar_or_skip()
     name = "rest_oauth"

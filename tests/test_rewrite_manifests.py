@@ -19,7 +19,7 @@ from icefloe.schema import Schema
 from icefloe.table import Table
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField, StringType
-from peers import duckdb_connect
+from support.peers import duckdb_connect
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -22,8 +22,8 @@ from icefloe.table.static import StaticTable
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField
 from icefloe.write.files import DataFile
-from rowlevel_util import live_data_files, live_deletes
-from write_util import catalog
+from support.rowlevel_util import live_data_files, live_deletes
+from support.write_util import catalog
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "v", LongType()))
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[2]"), "kb"))

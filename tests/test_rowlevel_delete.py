@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
-from rowlevel_util import live_data_files, live_deletes, ours
-from write_util import (
+from support.rowlevel_util import live_data_files, live_deletes, ours
+from support.s3 import Warehouse, versions_and_stores
+from support.write_util import (
     SCHEMA,
     SPEC,
     catalog,

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
 from pyiceberg.table.puffin import PuffinFile as PyIcebergPuffin
 
-from _read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
@@ -30,6 +29,7 @@ from icefloe.write.delete_files import (
     write_equality_deletes,
     write_position_deletes,
 )
+from support.read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _read_util import write_data, write_dv
 from icefloe.exceptions import ValidationError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, col
 from icefloe.io import FileIO
@@ -30,6 +29,7 @@ from icefloe.write.matching import (
     matching_positions,
     surviving_rows,
 )
+from support.read_util import write_data, write_dv
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

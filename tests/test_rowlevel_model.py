@@ -21,8 +21,8 @@ from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField
-from rowlevel_util import live_deletes, ours
-from write_util import catalog
+from support.rowlevel_util import live_deletes, ours
+from support.write_util import catalog
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "v", LongType()))
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[3]"), "kb"))
@@ -365,8 +365,8 @@ def test_random_sequences_with_evolution_match_model(
 def _check_peers(t: Any, model: list[Row], has_c: bool) -> None:
     """PyIceberg (when no equality deletes are live: 0.12 cannot apply them) and DuckDB read
     the same rows."""
-    from peers import duckdb_connect
-    from write_util import pyiceberg_read
+    from support.peers import duckdb_connect
+    from support.write_util import pyiceberg_read
 
     contents = live_deletes(t).column("content").to_pylist()
     if 2 not in contents:

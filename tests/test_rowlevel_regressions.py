@@ -16,8 +16,8 @@ from icefloe.scan.manifests import manifest_entries
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField
-from rowlevel_util import live_deletes
-from write_util import catalog, pyiceberg_read
+from support.rowlevel_util import live_deletes
+from support.write_util import catalog, pyiceberg_read
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "v", LongType()))
 SPEC = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[3]"), "kb"))

@@ -10,10 +10,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
-from rowlevel_util import live_deletes, ours
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from support.rowlevel_util import live_deletes, ours
+from support.s3 import Warehouse, versions_and_stores
+from support.write_util import (
+    SCHEMA,
+    SPEC,
+    catalog,
+    checksum,
+    duckdb_checksum,
+    pyiceberg_read,
+    rows,
+)
 
 
 def _table(

@@ -15,13 +15,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _s3 import S3Server
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.exceptions import AlreadyExistsError, UnknownWriteStateError
 from icefloe.io import FileIO
 from icefloe.s3client import S3Client, _NoAnswer
 from icefloe.schema import Schema
 from icefloe.types import LongType, NestedField
+from support.s3 import S3Server
 
 pytestmark = pytest.mark.s3
 

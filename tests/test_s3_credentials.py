@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from _s3 import REGION, S3Server
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import FileIOError, NotFoundError
 from icefloe.io import FileIO
+from support.s3 import REGION, S3Server
 
 pytestmark = pytest.mark.s3
 

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _s3 import S3Server
 from icefloe.exceptions import AlreadyExistsError, NotFoundError
 from icefloe.io import FileIO
+from support.s3 import S3Server
 
 pytestmark = pytest.mark.s3
 
@@ -95,9 +95,9 @@ def test_scan_fetches_each_small_data_file_in_one_request(
 def test_scan_fetches_files_ahead_while_requests_wait(moto_s3: S3Server, tmp_path: Path) -> None:
     """With a slow store (0.2 s per answer), a scan has several file fetches in flight at once
     (more than its decode threads), so it is not bound by the store's latency."""
-    from _s3 import _start_moto
     from icefloe import StaticTable
     from icefloe.read.scan_output import default_workers
+    from support.s3 import _start_moto
 
     location = _partitioned_table(moto_s3, tmp_path, files=12)
     slow, server = _start_moto(latency_s=0.2)  # moto's state is per process: same buckets

@@ -24,8 +24,8 @@ from icefloe.types import (
     StringType,
     StructType,
 )
-from schema_strategies import schemas
-from testdata import TESTDATA
+from support.schema_strategies import schemas
+from support.testdata import TESTDATA
 
 GOLDEN = sorted(
     [

@@ -42,7 +42,7 @@ from icefloe.types import (
     UUIDType,
     VariantType,
 )
-from schema_strategies import schemas
+from support.schema_strategies import schemas
 
 
 def test_metadata_columns_match_spec() -> None:

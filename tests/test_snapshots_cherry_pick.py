@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from _evolution import SIMPLE_SCHEMA, Catalogs, shared_catalogs
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
 from icefloe.table import Table
+from support.evolution import SIMPLE_SCHEMA, Catalogs, shared_catalogs
 
 
 def _rows(ids: list[int]) -> pa.Table:

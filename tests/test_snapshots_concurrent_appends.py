@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _evolution import local_path
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, LongType, NestedField
+from support.evolution import local_path
 
 WRITERS = 4
 COMMITS = 50

@@ -12,10 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _evolution import SIMPLE_SCHEMA, local_path, pyiceberg_sql
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import CommitFailedError, CommitStateUnknownError
 from icefloe.schema import Schema
+from support.evolution import SIMPLE_SCHEMA, local_path, pyiceberg_sql
 
 
 def _rows(ids: list[int]) -> pa.Table:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from _evolution import SIMPLE_SCHEMA, Catalogs, append_rows, shared_catalogs
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.schema import Schema
 from icefloe.table import Table
+from support.evolution import SIMPLE_SCHEMA, Catalogs, append_rows, shared_catalogs
 
 
 def _setup(tmp_path: Path, n: int = 3) -> tuple[Catalogs, Table, list[int]]:

@@ -25,7 +25,7 @@ from icefloe.transforms import (
     UnknownTransform,
 )
 from icefloe.types import LongType, MapType, NestedField, StringType, TimestampType
-from testdata import TESTDATA
+from support.testdata import TESTDATA
 
 GOLDEN = sorted(
     [

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from _spark import JavaCatalog
-from _spark_format import catalog_options, fmt_read, optimized_plan
-from _spark_tables import java_tables
-from _spark_util import (
+from support.spark import JavaCatalog
+from support.spark_format import catalog_options, fmt_read, optimized_plan
+from support.spark_tables import java_tables
+from support.spark_util import (
     SPEC,
     all_types_rows,
     all_types_schema,

@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _spark_format import catalog_options
-from _spark_util import icefloe_catalog
+from support.spark_format import catalog_options
+from support.spark_util import icefloe_catalog
 
 pytest.importorskip("pyspark")
 

@@ -12,9 +12,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _spark import JavaCatalog
-from _spark_format import catalog_options, fmt_read
-from _spark_util import SPEC, all_types_rows, all_types_schema, icefloe_catalog, spark_rows
+from support.spark import JavaCatalog
+from support.spark_format import catalog_options, fmt_read
+from support.spark_util import SPEC, all_types_rows, all_types_schema, icefloe_catalog, spark_rows
 
 pytest.importorskip("pyspark")
 

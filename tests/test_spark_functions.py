@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _spark import JavaCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.transforms import (
     BucketTransform,
@@ -20,6 +19,7 @@ from icefloe.transforms import (
     TruncateTransform,
     YearTransform,
 )
+from support.spark import JavaCatalog
 
 pytest.importorskip("pyspark")
 

@@ -14,10 +14,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _spark import JavaCatalog
-from _spark_tables import java_tables
-from _spark_util import SPEC, all_types_rows, all_types_schema, arrow_rows, single_process
-from _spark_util import spark_rows as rows_of
+from support.spark import JavaCatalog
+from support.spark_tables import java_tables
+from support.spark_util import SPEC, all_types_rows, all_types_schema, arrow_rows, single_process
+from support.spark_util import spark_rows as rows_of
 
 pytest.importorskip("pyspark")
 

@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _spark import JavaCatalog
-from _spark_util import spark_rows as rows_of
+from support.spark import JavaCatalog
+from support.spark_util import spark_rows as rows_of
 
 pytest.importorskip("pyspark")
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from _spark_util import (
+from icefloe.exceptions import CorruptFileError, NoSuchSnapshotError, ValidationError
+from support.spark_util import (
     SPEC,
     all_types_rows,
     all_types_schema,
@@ -17,7 +18,6 @@ from _spark_util import (
     single_process,
     spark_rows,
 )
-from icefloe.exceptions import CorruptFileError, NoSuchSnapshotError, ValidationError
 
 pytest.importorskip("pyspark")
 

@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _spark import JavaCatalog
-from _spark_util import (
+from support.spark import JavaCatalog
+from support.spark_util import (
     SPEC,
     all_types_rows,
     all_types_schema,
@@ -18,7 +18,7 @@ from _spark_util import (
     icefloe_catalog,
     single_process,
 )
-from _spark_util import spark_rows as rows_of
+from support.spark_util import spark_rows as rows_of
 
 pytest.importorskip("pyspark")
 

@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from _s3 import S3Server
-from _spark import java_s3_catalog
 from icefloe.catalog.sql import SqlCatalog
+from support.s3 import S3Server
+from support.spark import java_s3_catalog
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.interop]
 

@@ -19,7 +19,7 @@ from icefloe._native import ThetaSketch, theta_sketch_estimate
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.puffin import PuffinReader
 from icefloe.table.statistics import statistics_file_for
-from write_util import catalog
+from support.write_util import catalog
 
 N = 300
 

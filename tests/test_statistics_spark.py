@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from _spark import JavaCatalog
 from icefloe.puffin import PuffinReader
+from support.spark import JavaCatalog
 
 pytest.importorskip("pyspark")
 

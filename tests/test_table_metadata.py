@@ -43,7 +43,7 @@ from icefloe.types import (
     StringType,
     StructType,
 )
-from testdata import TESTDATA
+from support.testdata import TESTDATA
 
 JAVA = TESTDATA / "iceberg-java" / "metadata"
 RUST = TESTDATA / "iceberg-rust" / "table_metadata"

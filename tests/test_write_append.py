@@ -10,13 +10,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from _s3 import Warehouse, versions_and_stores
 from icefloe.exceptions import ValidationError
 from icefloe.manifest import read_manifest, read_manifest_list
 from icefloe.partitioning import PartitionSpec
 from icefloe.sorting import NullOrder, SortDirection, SortField, SortOrder
 from icefloe.transforms import parse_transform
-from write_util import (
+from support.s3 import Warehouse, versions_and_stores
+from support.write_util import (
     SCHEMA,
     SPEC,
     catalog,

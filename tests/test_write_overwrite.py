@@ -11,13 +11,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from _s3 import Warehouse, versions_and_stores
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.scan.manifests import manifest_entries
 from icefloe.table.producer import SnapshotProducer
 from icefloe.write import DataFile
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from support.s3 import Warehouse, versions_and_stores
+from support.write_util import (
+    SCHEMA,
+    SPEC,
+    catalog,
+    checksum,
+    duckdb_checksum,
+    pyiceberg_read,
+    rows,
+)
 
 
 def _live(table: Any) -> pa.Table:

@@ -16,7 +16,15 @@ from icefloe.manifest import manifest_files, read_manifest_list
 from icefloe.scan.manifests import manifest_entries
 from icefloe.table.producer import SnapshotProducer
 from icefloe.write import DataFile
-from write_util import SCHEMA, SPEC, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
+from support.write_util import (
+    SCHEMA,
+    SPEC,
+    catalog,
+    checksum,
+    duckdb_checksum,
+    pyiceberg_read,
+    rows,
+)
 
 
 def _live_paths(table: Any) -> list[str]:

@@ -21,8 +21,8 @@ from icefloe.scan.manifests import manifest_entries
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField, StringType
-from peers import duckdb_connect
-from write_util import catalog, pyiceberg_read
+from support.peers import duckdb_connect
+from support.write_util import catalog, pyiceberg_read
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),

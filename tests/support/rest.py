@@ -291,7 +291,7 @@ JAVA_REST_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVers
       <version>2.0.17</version></dependency>
   </dependencies></project>
 """
-LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackRestServer.java"
+LAUNCHER = Path(__file__).resolve().parents[1] / "java" / "LoopbackRestServer.java"
 #: Iceberg Java of the REST server and the compatibility kit: the Jetty, SQLite and Hadoop
 #: versions in the POMs are those of its build (``gradle/libs.versions.toml`` at 1.11.0).
 JAVA_REST_VERSION = "1.11.0"
@@ -307,7 +307,7 @@ def maven_classpath(name: str, pom: str) -> tuple[Path, str]:
     """
     import shutil
 
-    from _spark import jar_cache
+    from support.spark import jar_cache
 
     if os.environ.get("ICEFLOE_NO_ICEBERG_JAVA"):
         raise RuntimeError("ICEFLOE_NO_ICEBERG_JAVA is set")

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-FIXTURES = Path(__file__).parent / "data" / "delta"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "delta"
 
 PROTOCOL = {
     "minReaderVersion": 3,

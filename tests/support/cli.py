@@ -18,10 +18,10 @@ from typing import Any
 import jsonschema
 from click.testing import CliRunner
 
-from _cli_tables import CliWorld
 from icefloe.cli import cli
+from support.cli_tables import CliWorld
 
-PYTHON_DIR = Path(__file__).resolve().parent.parent / "python"
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
 @dataclass
@@ -96,7 +96,7 @@ def mask(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "golden" / "cli"
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden" / "cli"
 _MORE_VOLATILE = [
     (re.compile(r"[0-9a-f]{4,}(?:-[0-9a-f]{2,})+"), "<HEX>"),
     (re.compile(r"\d+\.\d days old"), "<N> days old"),

@@ -2,7 +2,7 @@
 
 ``sql_catalog`` is a SQL catalog on a SQLite file, SQLite in memory and the session's
 PostgreSQL server; ``catalog`` adds the file-system (hadoop) catalog and the REST catalog client
-talking to the session's ``icefloe serve`` (tests/_rest.py), in a warehouse of its own. Each
+talking to the session's ``icefloe serve`` (tests/support/rest.py), in a warehouse of its own. Each
 test gets its own catalog name (the ``catalog_name`` column), so tests sharing the PostgreSQL
 server never see each other's rows.
 """
@@ -83,8 +83,8 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
             cat.close()
         return
     if request.param == "rest":
-        from _rest import new_warehouse
         from icefloe.catalog.rest import RestCatalog
+        from support.rest import new_warehouse
 
         server = request.getfixturevalue("rest_server")
         rest = RestCatalog("rest", uri=server.url, warehouse=new_warehouse())

@@ -21,13 +21,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from _plan_tables import HandTable, entry
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.partitioning import PartitionSpec
 from icefloe.puffin import PuffinWriter
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, LongType, NestedField, StringType
+from support.plan_tables import HandTable, entry
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),

@@ -17,7 +17,7 @@ from icefloe.transforms import parse_transform
 from icefloe.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
 if TYPE_CHECKING:
-    from _s3 import Warehouse
+    from support.s3 import Warehouse
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),

@@ -1,6 +1,6 @@
 """Tables written by Spark with Iceberg's Java runtime (the reference implementation).
 
-:func:`java_tables` builds, in a :class:`~_spark.JavaCatalog`, v2 and v3 tables that exercise
+:func:`java_tables` builds, in a :class:`~support.spark.JavaCatalog`, v2 and v3 tables that exercise
 merge-on-read: rows inserted in several commits, then deleted and updated with
 ``write.delete.mode`` / ``write.update.mode`` = ``merge-on-read`` (position delete files on v2,
 deletion vectors on v3), then the partition spec evolved (``months(ts)`` plus ``bucket(4, id)``)
@@ -9,7 +9,7 @@ and more rows written under the new spec.
 
 from __future__ import annotations
 
-from _spark import JavaCatalog
+from support.spark import JavaCatalog
 
 COLUMNS = (
     "id bigint NOT NULL, name string, ts timestamp, amount decimal(12,2), "

@@ -4,7 +4,7 @@
   request it serves is counted by method (``S3Server.requests``), which the read tests and the
   benchmark use to measure requests per file.
 - ``s3proxy``: s3proxy (``org.gaul:s3proxy:<version>:jar-with-dependencies`` from Maven
-  Central, fetched, sha1-checked and cached like Iceberg's jar in ``_spark.py``) with its
+  Central, fetched, sha1-checked and cached like Iceberg's jar in ``support/spark.py``) with its
   filesystem backend, started with ``java -jar`` when Java is present. Its ``If-None-Match``
   create is atomic (a hard link), so the commit races run on it.
 - ``warehouse``: a fresh warehouse location per test on local disk, moto and s3proxy; the S3
@@ -189,7 +189,7 @@ def s3proxy_jar() -> tuple[Path | None, str]:
     """(jar, "") or (None, why s3proxy cannot run here)."""
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         return None, "s3proxy needs Java 17"
-    from _spark import fetch_jar
+    from support.spark import fetch_jar
 
     try:
         jar = fetch_jar("org.gaul", "s3proxy", S3PROXY_VERSION, "jar-with-dependencies")
@@ -293,7 +293,7 @@ class Warehouse:
         """Let DuckDB read this warehouse (httpfs with the server's endpoint and keys)."""
         if self.server is None:
             return
-        from peers import duckdb_load
+        from support.peers import duckdb_load
 
         duckdb_load(con, "httpfs")
         host = self.server.endpoint.split("://", 1)[1]

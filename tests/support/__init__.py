@@ -1,0 +1,1 @@
+"""Shared test helpers: servers, engines, table builders and oracles the tests use."""
