@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _spark import JavaCatalog
 from icefloe import variant
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, NestedField, VariantType
+from support.spark import JavaCatalog
 
 DOCS = [
     '{"a": 1, "b": [true, null, "x"], "c": {"d": -2.5}}',
@@ -133,7 +133,7 @@ def test_duckdb_shredded_parquet_reads_as_duckdb_values(tmp_path: Path, duckdb_c
         "('{\"a\":' || i || ',\"b\":\"s' || i || '\",\"c\":[' || i || ', null]}')::JSON::VARIANT "
         "END AS v FROM range(12) t(i) "
         "UNION ALL SELECT 100, '\"a string\"'::JSON::VARIANT "
-        "UNION ALL SELECT 101, '{\"a\": \"not an int\", \"z\": 1.5}'::JSON::VARIANT"
+        'UNION ALL SELECT 101, \'{"a": "not an int", "z": 1.5}\'::JSON::VARIANT'
     )
     duckdb_con.execute(f"COPY ({rows}) TO '{path}' (FIELD_IDS {{id: 1, v: 2}})")
     assert "typed_value" in str(pq.read_schema(path))  # DuckDB shreds what it writes
