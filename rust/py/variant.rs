@@ -340,7 +340,7 @@ fn to_py<'py>(
         cls.datetime.call1(args)
     };
     let nanos_exact = |nanos: u32| {
-        if nanos % 1000 != 0 {
+        if !nanos.is_multiple_of(1000) {
             Err(bad(format!(
                 "nanosecond timestamp {v:?} has no exact Python datetime; use to_json"
             )))
