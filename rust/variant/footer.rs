@@ -417,7 +417,7 @@ mod tests {
             annotate_file_tail(&file, &[4]).is_err(),
             "a leaf is not a group"
         );
-        assert!(annotate_file_tail(&file[..n - 1], &[3]).is_err());
+        assert!(annotate_file_tail(&file[..file.len() - 1], &[3]).is_err());
     }
 
     #[test]
