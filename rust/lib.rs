@@ -16,6 +16,7 @@ pub mod puffin;
 pub mod serde;
 pub mod sketch;
 pub mod transforms;
+pub mod variant;
 
 #[cfg(feature = "python")]
 mod py;

@@ -134,6 +134,10 @@ def _writing(tmp: Path) -> dict[str, Any]:
     }
 
 
+def _variant(tmp: Path) -> dict[str, Any]:
+    return {"catalog": _catalog(tmp), "datetime": datetime}
+
+
 def _evolution(tmp: Path) -> dict[str, Any]:
     schema = Schema(
         NestedField(1, "id", LongType(), required=True),
@@ -277,6 +281,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _properties,
     _rest,
     _writing,
+    _variant,
     SKIP,  # Spark: needs a Spark session; tests/test_spark_*.py run these calls
     _evolution,
     _history,

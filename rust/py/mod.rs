@@ -16,6 +16,7 @@ mod sketch;
 mod task_build;
 mod tasks;
 mod transforms;
+mod variant;
 
 use pyo3::prelude::*;
 
@@ -78,5 +79,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     task_build::register(m)?;
     tasks::register(m)?;
     transforms::register(m)?;
+    variant::register(m)?;
     Ok(())
 }

@@ -38,6 +38,7 @@ from icefloe.types import (
     NestedField,
     StringType,
     StructType,
+    VariantType,
 )
 
 __all__ = ["bind", "field_index"]
@@ -120,6 +121,12 @@ class _Binder:
             raise ValidationError(f"cannot filter on column {name!r} of nested type {t}")
         ref = BoundReference(field.field_id, name, t, path, field.required)
         op = pred.op
+        if isinstance(t, VariantType) and op not in (Op.IS_NULL, Op.NOT_NULL):
+            raise UnsupportedFeatureError(
+                f"cannot filter on variant column {name!r} with {op.value}: only is_null and "
+                "not_null are supported on variant columns (decode the values with "
+                "icefloe.variant.to_pylist or to_json and filter those)"
+            )
         if op in (Op.IS_NULL, Op.NOT_NULL):
             if field.required:
                 return AlwaysFalse() if op is Op.IS_NULL else AlwaysTrue()

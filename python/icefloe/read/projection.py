@@ -30,6 +30,7 @@ from icefloe.types import (
     VariantType,
 )
 from icefloe.values import from_json
+from icefloe.variant import normalize as normalize_variant
 
 __all__ = ["FileColumns", "constant_array", "project_field"]
 
@@ -112,26 +113,6 @@ def _cast(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> 
     return out
 
 
-def _plain_struct(t: pa.DataType) -> bool:
-    return pa.types.is_struct(t) and not isinstance(t, pa.BaseExtensionType)
-
-
-def _variant_group(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> pa.Array:
-    """A variant stored as a plain group (no VARIANT annotation, as Spark 4.1 writes it, with
-    ``value`` before ``metadata``): its two binaries, found by name. Shredded variants
-    (``typed_value``) are refused."""
-    names = [f.name for f in arr.type]
-    if sorted(names) != ["metadata", "value"]:
-        raise _conflict(path, field, arr.type)
-    storage = _storage(target)
-    try:
-        children = [arr.field(f.name).cast(f.type) for f in storage]
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        raise _conflict(path, field, arr.type) from None
-    out = pa.StructArray.from_arrays(children, fields=list(storage), mask=_validity(arr))
-    return pa.ExtensionArray.from_storage(target, out) if target != storage else out
-
-
 def _validity(arr: pa.Array) -> pa.Array | None:
     return arr.is_null() if arr.null_count else None
 
@@ -195,12 +176,34 @@ def project_field(
         keys = project_field(arr.keys, t.key_field, len(arr.keys), path, {})
         items = project_field(arr.items, t.value_field, len(arr.items), path, {})
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=_validity(arr))
-    if isinstance(t, VariantType) and _plain_struct(arr.type):
-        return _variant_group(arr, target, field, path)
+    if isinstance(t, VariantType):
+        return _variant(arr, target, field, path)
     nested = pa.types.is_struct(arr.type) or pa.types.is_list(arr.type) or pa.types.is_map(arr.type)
     if nested and not isinstance(arr.type, pa.BaseExtensionType):
         raise _conflict(path, field, arr.type)
     return _cast(arr, target, field, path)
+
+
+def _variant(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> pa.Array:
+    """A variant group as ``struct<metadata, value>``: a shredded one (with ``typed_value``, as
+    Spark or DuckDB may write it) is merged back into ``value`` in Rust; bytes are validated
+    when decoded, not here."""
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    t = arr.type
+    if not pa.types.is_struct(t) or t.get_field_index("metadata") < 0:
+        raise _conflict(path, field, t)
+    if t.get_field_index("typed_value") < 0 and t.get_field_index("value") >= 0:
+        children = [arr.field("metadata"), arr.field("value")]
+        return pa.StructArray.from_arrays(
+            [c.cast(pa.binary()) for c in children],
+            fields=list(_storage(target)),
+            mask=_validity(arr),
+        )
+    try:
+        return normalize_variant(arr)
+    except ValidationError as e:
+        raise CorruptFileError(f"{path}: variant column {field.name!r}: {e}") from None
 
 
 def _empty_struct(arr: pa.Array, target: pa.DataType) -> pa.Array:

@@ -2,7 +2,12 @@
 
 Accepted input: :class:`pyarrow.Table`, :class:`pyarrow.RecordBatch`,
 :class:`pyarrow.RecordBatchReader`, anything with ``__arrow_c_stream__`` or
-``__arrow_c_array__`` (polars, DuckDB results, ...), and pandas DataFrames.
+``__arrow_c_array__`` (polars, DuckDB results, ...), pandas DataFrames, and a mapping of column
+names to arrays or Python lists.
+
+A variant column accepts an encoded ``struct<metadata, value>`` (validated; a shredded one with
+``typed_value`` is merged back), JSON strings, any other Arrow values (cast value by value), and
+at the top level Python values (in a mapping or a pandas object column), encoded in Rust.
 
 Columns are matched by name (case-sensitive). Only safe casts are made: integers to wider or
 value-checked narrower integers, float to double, string/binary size variants, dictionary
@@ -14,6 +19,7 @@ nulls. Anything else raises :class:`~icefloe.exceptions.ValidationError` naming 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -22,8 +28,9 @@ import pyarrow.compute as pc
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
-from icefloe.types import IcebergType, ListType, MapType, NestedField, StructType
+from icefloe.types import IcebergType, ListType, MapType, NestedField, StructType, VariantType
 from icefloe.values import from_json
+from icefloe.variant import encode_column, from_pylist
 
 __all__ = ["to_arrow_table", "to_table_schema"]
 
@@ -51,7 +58,7 @@ def to_arrow_table(data: Any) -> pa.Table:
 
 def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Table:
     """``data`` with exactly the columns, order and types of ``schema`` (field ids attached)."""
-    table = to_arrow_table(data)
+    table = to_arrow_table(_encode_python_variants(data, schema))
     target = schema_to_arrow(schema)
     known = {f.name for f in schema.fields}
     extra = [n for n in table.column_names if n not in known]
@@ -72,6 +79,40 @@ def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Ta
     return pa.Table.from_arrays(columns, schema=target)
 
 
+def _encode_python_variants(data: Any, schema: Schema) -> Any:
+    """Top-level variant columns given as Python values (a mapping of column name to values,
+    or a pandas object column) encoded in Rust; everything else is left to Arrow."""
+    names = {f.name for f in schema.fields if isinstance(f.field_type, VariantType)}
+    if isinstance(data, Mapping):
+        return pa.table(
+            {
+                k: from_pylist(v)
+                if k in names and not isinstance(v, pa.Array | pa.ChunkedArray)
+                else v
+                for k, v in data.items()
+            }
+        )
+    if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
+        cols = [c for c in data.columns if c in names and data[c].dtype == object]
+        if cols:
+            table = pa.Table.from_pandas(data.drop(columns=cols), preserve_index=False)
+            for c in cols:
+                table = table.append_column(c, from_pylist(data[c].tolist()))
+            return table
+    return data
+
+
+def _required_binary_inside(t: pa.DataType) -> bool:
+    """Whether a struct (or a struct inside it) has a required binary child."""
+    if not pa.types.is_struct(t):
+        return False
+    return any(
+        (not t.field(i).nullable and pa.types.is_binary(t.field(i).type))
+        or _required_binary_inside(t.field(i).type)
+        for i in range(t.num_fields)
+    )
+
+
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
     if f.write_default is not None:
         value = from_json(f.field_type, f.write_default)
@@ -82,7 +123,22 @@ def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedAr
         return pa.chunked_array([pa.repeat(scalar, n)], type=af.type)
     if f.required:
         raise ValidationError(f"required column {f.name!r} is missing from the input")
-    return pa.chunked_array([pa.nulls(n, type=af.type)], type=af.type)
+    return pa.chunked_array([_nulls(n, af.type)], type=af.type)
+
+
+def _nulls(n: int, t: pa.DataType) -> pa.Array:
+    """``n`` nulls of ``t``. A struct's required binary children (a variant's ``metadata``)
+    get empty values under the null rows: Parquet writers refuse nulls in a required child."""
+    if not _required_binary_inside(t):
+        return pa.nulls(n, type=t)
+    children = []
+    for i in range(t.num_fields):
+        f = t.field(i)
+        if not f.nullable and pa.types.is_binary(f.type):
+            children.append(pa.repeat(pa.scalar(b"", f.type), n))
+        else:
+            children.append(_nulls(n, f.type))
+    return pa.StructArray.from_arrays(children, fields=list(t), mask=pa.repeat(True, n))
 
 
 def _coerce(col: pa.ChunkedArray, f: NestedField, af: pa.Field, path: str) -> pa.ChunkedArray:
@@ -103,13 +159,15 @@ def _check_required_child(parent: pa.Array, child: pa.Array, f: NestedField, pat
 def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -> pa.Array:
     if isinstance(arr, pa.DictionaryArray):
         arr = arr.dictionary_decode()
+    if isinstance(t, VariantType):
+        return _variant(arr, want, path)
     have = arr.type
     if have == want:
         if isinstance(t, StructType | ListType | MapType):
             _check_nested_required(arr, t, path)
         return arr
     if pa.types.is_null(have):
-        return pa.nulls(len(arr), type=want)
+        return _nulls(len(arr), want)
     if isinstance(t, StructType):
         if not pa.types.is_struct(have):
             raise _type_error(path, have, want)
@@ -133,7 +191,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
             elif child.required:
                 raise ValidationError(f"required field {cpath!r} is missing from the input")
             else:
-                c = pa.nulls(len(arr), type=wt)
+                c = _nulls(len(arr), wt)
             children.append(c)
         return pa.StructArray.from_arrays(
             children, fields=list(want), mask=arr.is_null() if arr.null_count else None
@@ -169,6 +227,16 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         return pc.cast(arr, want, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise ValidationError(f"column {path!r}: cannot cast {have} to {want}: {e}") from e
+
+
+def _variant(arr: pa.Array, want: pa.DataType, path: str) -> pa.Array:
+    """A column for a variant field: encoded structs (validated, shredded ones merged), JSON
+    strings, or any other Arrow values cast value by value (see :func:`encode_column`)."""
+    try:
+        out = encode_column(arr)
+    except ValidationError as e:
+        raise ValidationError(f"variant column {path!r}: {e}") from None
+    return out if out.type == want else out.cast(want)
 
 
 def _check_nested_required(arr: pa.Array, t: IcebergType, path: str) -> None:

@@ -63,6 +63,7 @@ from icefloe.types import (
     TimestamptzType,
     TimeType,
     UUIDType,
+    VariantType,
 )
 from icefloe.values import to_bytes
 
@@ -229,18 +230,28 @@ def _chunk_stats(md: pq.FileMetaData, ncols: int) -> tuple[list[int], list[int],
 def compute_metrics(table: pa.Table, md: pq.FileMetaData, config: MetricsConfig) -> ColumnMetrics:
     """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``."""
     leaves = config.leaves
-    if md.num_columns != len(leaves):
+    # A variant is one schema leaf and two Parquet columns (metadata, value).
+    widths = [2 if isinstance(leaf.field.field_type, VariantType) else 1 for leaf in leaves]
+    if md.num_columns != sum(widths):
         raise ValidationError(
-            f"Parquet file has {md.num_columns} leaf columns, the schema {len(leaves)}"
+            f"Parquet file has {md.num_columns} leaf columns, the schema {sum(widths)}"
         )
-    sizes, values, nulls = _chunk_stats(md, len(leaves))
+    sizes, values, nulls = _chunk_stats(md, md.num_columns)
     out = ColumnMetrics({}, {}, {}, {}, {}, {})
-    for i, leaf in enumerate(leaves):
+    starts = [sum(widths[:k]) for k in range(len(widths))]
+    for i, leaf in zip(starts, leaves, strict=True):
         fid = leaf.field.field_id
         mode = config.mode(fid)
         if mode.kind == "none":
             continue
         t = leaf.field.field_type
+        if isinstance(t, VariantType):
+            # Counts only (no bounds): a null variant row is a null in its metadata column.
+            out.column_sizes[fid] = sizes[i] + sizes[i + 1]
+            out.value_counts[fid] = values[i]
+            if nulls[i] is not None:
+                out.null_value_counts[fid] = nulls[i]  # type: ignore[assignment]
+            continue
         arr: pa.ChunkedArray | None = None
         out.column_sizes[fid] = sizes[i]
         out.value_counts[fid] = values[i]

@@ -51,6 +51,7 @@ from icefloe.write.files import DataFile
 from icefloe.write.input import to_table_schema
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.properties import ParquetOptions, target_file_size
+from icefloe.write.variant_footer import TailHoldingSink, variant_field_ids
 
 __all__ = [
     "WriteOptions",
@@ -329,6 +330,7 @@ class _FileWriter:
         self.sort_order_id = sort_order_id
         self._counter = itertools.count(1)
         self.created: list[str] = []
+        self.variant_ids = variant_field_ids(schema)
 
     def _path(self, partition: Mapping[str, Any]) -> str:
         name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.parquet"
@@ -358,10 +360,12 @@ class _FileWriter:
         p = self.parquet
         sink = self.io.new_output(path).create()
         self.created.append(path)
+        # Variant columns get the Parquet VARIANT annotation, patched into the footer.
+        held = TailHoldingSink(sink) if self.variant_ids else None
         chunks = []
         try:
             with pq.ParquetWriter(
-                sink,
+                held or sink,
                 table.schema,
                 compression=p.compression,
                 compression_level=p.compression_level,
@@ -377,11 +381,11 @@ class _FileWriter:
                     w.write_table(chunk, row_group_size=chunk.num_rows)
                     chunks.append(chunk)
                     pos += chunk.num_rows
-                    if sink.tell() >= self.target:
+                    if (held or sink).tell() >= self.target:
                         break
                 w.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: field_ids_digest(table.schema)})
             md = w.writer.metadata
-            size = sink.tell()
+            size = held.finish(self.variant_ids) if held else sink.tell()
         finally:
             sink.close()
         written = pa.concat_tables(chunks)

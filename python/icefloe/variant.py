@@ -1,0 +1,202 @@
+"""Variant values: encoding Python values and JSON into the Parquet Variant binary format and back.
+
+A ``variant`` column is stored (and read back) as ``struct<metadata: binary, value: binary>``,
+the unshredded Parquet form; the bytes follow Parquet's ``VariantEncoding.md``. All encoding and
+decoding runs in Rust (the arrow-rs ``parquet-variant`` crates), a whole array per call.
+
+Scalars::
+
+    v = variant.from_python({"a": 1, "tags": ["x", "y"]})   # -> Variant(metadata, value)
+    variant.to_python(v.metadata, v.value)                 # -> {"a": 1, "tags": ["x", "y"]}
+    variant.from_json('{"a": 1}').to_json()                 # -> '{"a":1}'
+
+Columns (Arrow arrays or chunked arrays, or Python sequences)::
+
+    col = variant.from_pylist([{"a": 1}, [1, 2], None])    # None is a null row
+    col = variant.from_json(pa.array(['{"a": 1}', None]))
+    variant.to_pylist(col); variant.to_json(col)
+
+Python to variant: ``None`` -> variant null (a null *row* at the top level of
+:func:`from_pylist`), ``bool``, ``int`` (the smallest of int8..int64, a decimal(38, 0) beyond),
+``float`` -> double, ``str``, ``bytes``, ``dict`` with ``str`` keys -> object, ``list``/``tuple``
+-> array, ``datetime`` (naive -> timestamp_ntz, aware -> timestamp in UTC), ``date``, naive
+``time``, ``Decimal`` (up to 38 digits), ``UUID``. Decoding returns the same Python types (int8
+to int64 all as ``int``, float as ``float``); nanosecond timestamps with a non-zero sub-microsecond
+part have no exact ``datetime`` and raise: read them with :func:`to_json`.
+
+Malformed bytes raise :class:`~icefloe.exceptions.ValidationError`; shredded columns (with a
+``typed_value`` field, as Spark or DuckDB may write them) are merged back into ``value`` first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias, overload
+
+import pyarrow as pa
+
+from icefloe import _native
+from icefloe.exceptions import ValidationError
+
+__all__ = [
+    "STORAGE_TYPE",
+    "Variant",
+    "encode_column",
+    "from_arrow",
+    "from_json",
+    "from_pylist",
+    "from_python",
+    "normalize",
+    "to_json",
+    "to_pylist",
+    "to_python",
+]
+
+#: The Arrow storage of a variant column.
+STORAGE_TYPE = pa.struct(
+    [pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary())]
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One encoded variant value: its metadata (the field-name dictionary) and value bytes."""
+
+    metadata: bytes
+    value: bytes
+
+    def to_python(self) -> Any:
+        """The value as Python objects."""
+        return to_python(self.metadata, self.value)
+
+    def to_json(self) -> str:
+        """The value as JSON text."""
+        return to_json(self.metadata, self.value)
+
+
+ArrayLike: TypeAlias = pa.Array | pa.ChunkedArray
+
+
+def _chunks(arr: ArrayLike) -> list[pa.Array]:
+    return list(arr.chunks) if isinstance(arr, pa.ChunkedArray) else [arr]
+
+
+def _per_chunk(fn: Any, arr: ArrayLike, out_type: pa.DataType = STORAGE_TYPE) -> ArrayLike:
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([fn(c) for c in arr.chunks], type=out_type)
+    out: pa.Array = fn(arr)
+    return out
+
+
+def _one(col: pa.Array) -> Variant:
+    s = col[0]
+    return Variant(s["metadata"].as_py(), s["value"].as_py())
+
+
+def _scalar_array(metadata: bytes, value: bytes) -> pa.StructArray:
+    return pa.StructArray.from_arrays(
+        [pa.array([metadata], pa.binary()), pa.array([value], pa.binary())],
+        fields=list(STORAGE_TYPE),
+    )
+
+
+def from_python(obj: Any) -> Variant:
+    """One Python value (see the module docs for the type mapping) as a variant."""
+    return _one(_native.variant_from_python([obj], null_rows=False))
+
+
+def from_pylist(values: Iterable[Any]) -> pa.StructArray:
+    """A variant column from Python values; ``None`` items are null rows."""
+    seq = values if isinstance(values, Sequence) else list(values)
+    out: pa.StructArray = _native.variant_from_python(seq)
+    return out
+
+
+@overload
+def from_json(data: str) -> Variant: ...
+@overload
+def from_json(data: ArrayLike | Sequence[str | None]) -> ArrayLike: ...
+def from_json(data: str | ArrayLike | Sequence[str | None]) -> Variant | ArrayLike:
+    """JSON text as a variant: one ``str`` gives a :class:`Variant`; an array or sequence of
+    strings gives a variant column (null strings are null rows). Integers become the smallest
+    integer type that holds them, other numbers doubles."""
+    if isinstance(data, str):
+        return _one(_native.variant_from_json(pa.array([data], pa.string())))
+    if not isinstance(data, pa.Array | pa.ChunkedArray):
+        data = pa.array(list(data), pa.string())
+    return _per_chunk(_native.variant_from_json, data)
+
+
+def from_arrow(data: ArrayLike) -> ArrayLike:
+    """Each value of any Arrow array as a variant (structs become objects, lists arrays)."""
+    return _per_chunk(_native.variant_from_arrow, data)
+
+
+def encode_column(data: ArrayLike) -> ArrayLike:
+    """An Arrow column meant for a variant field, in the stored form.
+
+    An encoded ``struct<metadata, value[, typed_value]>`` is validated (shredded values merged);
+    strings are parsed as JSON; a null column stays null; any other type is cast value by value
+    with :func:`from_arrow`.
+    """
+    t = data.type
+    if isinstance(t, pa.BaseExtensionType):
+        data = data.storage if isinstance(data, pa.Array) else data.cast(t.storage_type)
+        t = t.storage_type
+    if pa.types.is_null(t):
+        return from_pylist([None] * len(data))
+    if pa.types.is_struct(t) and {t.field(i).name for i in range(t.num_fields)} <= {
+        "metadata",
+        "value",
+        "typed_value",
+    }:
+        if t.get_field_index("metadata") < 0:
+            raise ValidationError("an encoded variant struct needs a metadata field")
+        return _per_chunk(_native.variant_normalize, data)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return from_json(data)
+    return from_arrow(data)
+
+
+def normalize(data: pa.Array) -> pa.StructArray:
+    """An encoded variant column (``struct<metadata, value[, typed_value]>``, any binary type)
+    validated and in the stored form, shredded values merged back into ``value``."""
+    out: pa.StructArray = _native.variant_normalize(data)
+    return out
+
+
+def _pair(metadata: bytes | Variant, value: bytes | None) -> pa.StructArray:
+    if isinstance(metadata, Variant):
+        return _scalar_array(metadata.metadata, metadata.value)
+    if value is None:
+        raise ValidationError("to_python/to_json need both metadata and value bytes")
+    return _scalar_array(metadata, value)
+
+
+def to_python(metadata: bytes | Variant, value: bytes | None = None) -> Any:
+    """The Python value of one encoded variant (or of a :class:`Variant`)."""
+    return _native.variant_to_python(_pair(metadata, value))[0]
+
+
+@overload
+def to_json(metadata: bytes | Variant, value: bytes | None = None) -> str: ...
+@overload
+def to_json(metadata: ArrayLike) -> ArrayLike: ...
+def to_json(metadata: bytes | Variant | ArrayLike, value: bytes | None = None) -> str | ArrayLike:
+    """JSON text: of one encoded variant (``metadata``, ``value`` bytes, or a :class:`Variant`),
+    or of every row of a variant column (a string array; null rows stay null)."""
+    if isinstance(metadata, pa.Array | pa.ChunkedArray):
+        return _per_chunk(_native.variant_to_json, metadata, pa.string())
+    out: str = _native.variant_to_json(_pair(metadata, value))[0].as_py()
+    return out
+
+
+def to_pylist(column: ArrayLike) -> list[Any]:
+    """The Python values of every row of a variant column (null rows are ``None``)."""
+    out: list[Any] = []
+    for chunk in _chunks(column):
+        if isinstance(chunk.type, pa.BaseExtensionType):
+            chunk = chunk.storage
+        out.extend(_native.variant_to_python(chunk))
+    return out

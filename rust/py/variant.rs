@@ -1,0 +1,449 @@
+//! Bindings of `crate::variant`: encoding Python values and JSON into variant columns, decoding
+//! them back, and annotating written Parquet footers. Whole arrays cross the boundary; the
+//! per-row work is in Rust.
+
+use std::sync::Arc;
+
+use arrow_array::{make_array, Array, ArrayRef, StructArray};
+use arrow_data::ArrayData;
+use arrow_pyarrow::PyArrowType;
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
+use parquet_variant::{
+    ObjectFieldBuilder, Uuid, Variant, VariantBuilderExt, VariantDecimal16, VariantDecimal4,
+    VariantDecimal8,
+};
+use parquet_variant_compute::{VariantArray, VariantArrayBuilder};
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
+};
+
+use super::guard;
+use super::transforms::import_array;
+use crate::variant;
+use crate::Error;
+
+/// Nesting deeper than this is refused (it also stops self-referencing containers).
+const MAX_DEPTH: usize = 256;
+
+type PyArray = PyArrowType<ArrayData>;
+
+fn import(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
+    let data = import_array(obj)?;
+    guard(|| Ok(data.validate_full()?))?;
+    Ok(make_array(data))
+}
+
+fn export(out: StructArray) -> PyArray {
+    PyArrowType(out.into_data())
+}
+
+/// Validates an encoded variant column and returns its stored form (shredded values merged).
+#[pyfunction]
+fn variant_normalize(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+    let a = import(array)?;
+    py.detach(|| guard(|| variant::normalize(&a))).map(export)
+}
+
+/// Parses a string array of JSON documents into variants.
+#[pyfunction]
+fn variant_from_json(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+    let a = import(array)?;
+    py.detach(|| guard(|| variant::from_json(&a))).map(export)
+}
+
+/// Casts each value of any Arrow array into a variant.
+#[pyfunction]
+fn variant_from_arrow(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+    let a = import(array)?;
+    py.detach(|| guard(|| variant::from_arrow(&a))).map(export)
+}
+
+/// The JSON text of each row of an encoded variant column.
+#[pyfunction]
+fn variant_to_json(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+    let a = import(array)?;
+    let out = py.detach(|| guard(|| variant::to_json(&a)))?;
+    Ok(PyArrowType(out.into_data()))
+}
+
+/// Sets the Parquet VARIANT logical type on the groups with `field_ids` in a file's tail (the
+/// bytes that end with the footer, its length and `PAR1`); returns the replacement tail.
+#[pyfunction]
+fn variant_annotate_tail<'py>(
+    py: Python<'py>,
+    tail: &[u8],
+    field_ids: Vec<i32>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let out = py.detach(|| guard(|| variant::footer::annotate_file_tail(tail, &field_ids)))?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Python classes the conversions need, looked up once per call.
+struct Classes<'py> {
+    date: Bound<'py, PyAny>,
+    datetime: Bound<'py, PyAny>,
+    time: Bound<'py, PyAny>,
+    utc: Bound<'py, PyAny>,
+    decimal: Bound<'py, PyAny>,
+    uuid: Bound<'py, PyAny>,
+}
+
+impl<'py> Classes<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let dt = py.import("datetime")?;
+        Ok(Self {
+            date: dt.getattr("date")?,
+            datetime: dt.getattr("datetime")?,
+            time: dt.getattr("time")?,
+            utc: dt.getattr("timezone")?.getattr("utc")?,
+            decimal: py.import("decimal")?.getattr("Decimal")?,
+            uuid: py.import("uuid")?.getattr("UUID")?,
+        })
+    }
+}
+
+fn bad(msg: String) -> PyErr {
+    Error::validation(msg).into()
+}
+
+fn int_attr(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+    obj.getattr(name)?.extract()
+}
+
+fn naive_date(obj: &Bound<'_, PyAny>) -> PyResult<NaiveDate> {
+    let (y, m, d) = (
+        int_attr(obj, "year")?,
+        int_attr(obj, "month")?,
+        int_attr(obj, "day")?,
+    );
+    NaiveDate::from_ymd_opt(y as i32, m as u32, d as u32)
+        .ok_or_else(|| bad(format!("invalid date {y}-{m}-{d}")))
+}
+
+fn naive_time(obj: &Bound<'_, PyAny>) -> PyResult<NaiveTime> {
+    let (h, mi, s, us) = (
+        int_attr(obj, "hour")?,
+        int_attr(obj, "minute")?,
+        int_attr(obj, "second")?,
+        int_attr(obj, "microsecond")?,
+    );
+    NaiveTime::from_hms_micro_opt(h as u32, mi as u32, s as u32, us as u32)
+        .ok_or_else(|| bad(format!("invalid time {h}:{mi}:{s}.{us}")))
+}
+
+/// The unscaled integer and scale of a finite `decimal.Decimal`.
+fn decimal_parts(obj: &Bound<'_, PyAny>) -> PyResult<(i128, u8)> {
+    let t = obj.call_method0("as_tuple")?;
+    let sign: i64 = t.get_item(0)?.extract()?;
+    let exponent = t.get_item(2)?;
+    let Ok(exp) = exponent.extract::<i64>() else {
+        return Err(bad(format!("cannot encode {obj} as a variant decimal")));
+    };
+    let digits: Vec<u8> = t.get_item(1)?.extract()?;
+    let too_big = || bad(format!("decimal {obj} has more than 38 digits"));
+    let mut unscaled: i128 = 0;
+    for d in digits {
+        unscaled = unscaled
+            .checked_mul(10)
+            .and_then(|u| u.checked_add(i128::from(d)))
+            .ok_or_else(too_big)?;
+    }
+    let mut scale = 0u8;
+    if exp > 0 {
+        for _ in 0..exp {
+            unscaled = unscaled.checked_mul(10).ok_or_else(too_big)?;
+        }
+    } else {
+        scale = u8::try_from(-exp).map_err(|_| too_big())?;
+    }
+    if sign == 1 {
+        unscaled = -unscaled;
+    }
+    Ok((unscaled, scale))
+}
+
+fn decimal_variant(unscaled: i128, scale: u8) -> Result<Variant<'static, 'static>, Error> {
+    let e = |e: arrow_schema::ArrowError| Error::validation(e.to_string());
+    let digits = unscaled
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |d| d + 1);
+    Ok(if digits <= 9 && scale <= 9 {
+        VariantDecimal4::try_new(unscaled as i32, scale)
+            .map_err(e)?
+            .into()
+    } else if digits <= 18 && scale <= 18 {
+        VariantDecimal8::try_new(unscaled as i64, scale)
+            .map_err(e)?
+            .into()
+    } else {
+        VariantDecimal16::try_new(unscaled, scale)
+            .map_err(e)?
+            .into()
+    })
+}
+
+/// Appends one Python value to `b` (a row, a list element or an object field).
+fn append<B: VariantBuilderExt>(
+    b: &mut B,
+    obj: &Bound<'_, PyAny>,
+    cls: &Classes<'_>,
+    depth: usize,
+) -> PyResult<()> {
+    if depth > MAX_DEPTH {
+        return Err(bad(format!(
+            "value nested deeper than {MAX_DEPTH} levels (or containing itself)"
+        )));
+    }
+    if obj.is_none() {
+        b.append_value(Variant::Null);
+    } else if let Ok(v) = obj.cast::<PyBool>() {
+        b.append_value(v.is_true());
+    } else if obj.is_instance_of::<PyInt>() {
+        if let Ok(v) = obj.extract::<i64>() {
+            b.append_value(shrink(v));
+        } else {
+            let v: i128 = obj
+                .extract()
+                .map_err(|_| bad(format!("integer {obj} is too large for a variant")))?;
+            b.append_value(decimal_variant(v, 0)?);
+        }
+    } else if let Ok(v) = obj.cast::<PyFloat>() {
+        b.append_value(v.value());
+    } else if let Ok(v) = obj.cast::<PyString>() {
+        b.append_value(v.to_str()?);
+    } else if let Ok(v) = obj.cast::<PyBytes>() {
+        b.append_value(v.as_bytes());
+    } else if let Ok(v) = obj.cast::<PyByteArray>() {
+        b.append_value(v.to_vec().as_slice());
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        let mut o = b.try_new_object().map_err(|e| bad(e.to_string()))?;
+        for (k, v) in d.iter() {
+            let Ok(key) = k.cast::<PyString>() else {
+                return Err(bad(format!(
+                    "variant object keys must be str, found {}",
+                    k.get_type().name()?
+                )));
+            };
+            let key = key.to_str()?;
+            append(
+                &mut ObjectFieldBuilder::new(key, &mut o),
+                &v,
+                cls,
+                depth + 1,
+            )?;
+        }
+        o.finish();
+    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let mut l = b.try_new_list().map_err(|e| bad(e.to_string()))?;
+        for item in obj.try_iter()? {
+            append(&mut l, &item?, cls, depth + 1)?;
+        }
+        l.finish();
+    } else if obj.is_instance(&cls.datetime)? {
+        let naive = NaiveDateTime::new(naive_date(obj)?, naive_time(obj)?);
+        let offset = obj.call_method0("utcoffset")?;
+        if offset.is_none() {
+            b.append_value(Variant::TimestampNtzMicros(naive));
+        } else {
+            let us = int_attr(&offset, "days")? * 86_400_000_000
+                + int_attr(&offset, "seconds")? * 1_000_000
+                + int_attr(&offset, "microseconds")?;
+            let utc = naive - chrono::Duration::microseconds(us);
+            b.append_value(Variant::TimestampMicros(
+                DateTime::<Utc>::from_naive_utc_and_offset(utc, Utc),
+            ));
+        }
+    } else if obj.is_instance(&cls.date)? {
+        b.append_value(naive_date(obj)?);
+    } else if obj.is_instance(&cls.time)? {
+        if !obj.getattr("tzinfo")?.is_none() {
+            return Err(bad(format!(
+                "variant times have no time zone; cannot encode {obj}"
+            )));
+        }
+        b.append_value(naive_time(obj)?);
+    } else if obj.is_instance(&cls.decimal)? {
+        let (unscaled, scale) = decimal_parts(obj)?;
+        b.append_value(decimal_variant(unscaled, scale)?);
+    } else if obj.is_instance(&cls.uuid)? {
+        let bytes: Vec<u8> = obj.getattr("bytes")?.extract()?;
+        let u = Uuid::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+        b.append_value(u);
+    } else {
+        return Err(bad(format!(
+            "cannot encode a value of type {} as a variant",
+            obj.get_type().name()?
+        )));
+    }
+    Ok(())
+}
+
+/// The smallest variant integer type that holds `v` (as Spark's `parse_json` does).
+fn shrink(v: i64) -> Variant<'static, 'static> {
+    if let Ok(x) = i8::try_from(v) {
+        Variant::Int8(x)
+    } else if let Ok(x) = i16::try_from(v) {
+        Variant::Int16(x)
+    } else if let Ok(x) = i32::try_from(v) {
+        Variant::Int32(x)
+    } else {
+        Variant::Int64(v)
+    }
+}
+
+/// Encodes a sequence of Python values into a variant column; a None item is a null row, or a
+/// variant null when `null_rows` is false.
+#[pyfunction]
+#[pyo3(signature = (values, null_rows=true))]
+fn variant_from_python(
+    py: Python<'_>,
+    values: &Bound<'_, PyAny>,
+    null_rows: bool,
+) -> PyResult<PyArray> {
+    let cls = Classes::new(py)?;
+    let n = values.len().unwrap_or(0);
+    let mut builder = VariantArrayBuilder::new(n);
+    for item in values.try_iter()? {
+        let item = item?;
+        if item.is_none() && null_rows {
+            builder.append_null();
+        } else {
+            append(&mut builder, &item, &cls, 0)?;
+        }
+    }
+    let array = builder.build();
+    let out = guard(|| {
+        let inner: ArrayRef = Arc::new(array.into_inner());
+        variant::normalize(&inner)
+    })?;
+    Ok(export(out))
+}
+
+fn to_py<'py>(
+    py: Python<'py>,
+    v: &Variant<'_, '_>,
+    cls: &Classes<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let datetime = |d: &NaiveDateTime, tz: Option<&Bound<'py, PyAny>>| {
+        let args = (
+            d.year(),
+            d.month(),
+            d.day(),
+            d.hour(),
+            d.minute(),
+            d.second(),
+            d.nanosecond() / 1000,
+            tz.cloned(),
+        );
+        cls.datetime.call1(args)
+    };
+    let nanos_exact = |nanos: u32| {
+        if !nanos.is_multiple_of(1000) {
+            Err(bad(format!(
+                "nanosecond timestamp {v:?} has no exact Python datetime; use to_json"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    Ok(match v {
+        Variant::Null => py.None().into_bound(py),
+        Variant::BooleanTrue => PyBool::new(py, true).to_owned().into_any(),
+        Variant::BooleanFalse => PyBool::new(py, false).to_owned().into_any(),
+        Variant::Int8(x) => x.into_pyobject(py)?.into_any(),
+        Variant::Int16(x) => x.into_pyobject(py)?.into_any(),
+        Variant::Int32(x) => x.into_pyobject(py)?.into_any(),
+        Variant::Int64(x) => x.into_pyobject(py)?.into_any(),
+        Variant::Float(x) => f64::from(*x).into_pyobject(py)?.into_any(),
+        Variant::Double(x) => x.into_pyobject(py)?.into_any(),
+        Variant::Decimal4(d) => cls
+            .decimal
+            .call1((format!("{}E-{}", d.integer(), d.scale()),))?,
+        Variant::Decimal8(d) => cls
+            .decimal
+            .call1((format!("{}E-{}", d.integer(), d.scale()),))?,
+        Variant::Decimal16(d) => cls
+            .decimal
+            .call1((format!("{}E-{}", d.integer(), d.scale()),))?,
+        Variant::Date(d) => cls.date.call1((d.year(), d.month(), d.day()))?,
+        Variant::TimestampMicros(t) => datetime(&t.naive_utc(), Some(&cls.utc))?,
+        Variant::TimestampNanos(t) => {
+            nanos_exact(t.nanosecond())?;
+            datetime(&t.naive_utc(), Some(&cls.utc))?
+        }
+        Variant::TimestampNtzMicros(t) => datetime(t, None)?,
+        Variant::TimestampNtzNanos(t) => {
+            nanos_exact(t.nanosecond())?;
+            datetime(t, None)?
+        }
+        Variant::Time(t) => {
+            cls.time
+                .call1((t.hour(), t.minute(), t.second(), t.nanosecond() / 1000))?
+        }
+        Variant::Uuid(u) => {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("bytes", PyBytes::new(py, u.as_bytes()))?;
+            cls.uuid.call((), Some(&kwargs))?
+        }
+        Variant::Binary(b) => PyBytes::new(py, b).into_any(),
+        Variant::String(s) => PyString::new(py, s).into_any(),
+        Variant::ShortString(s) => PyString::new(py, s.as_str()).into_any(),
+        Variant::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, item) in o
+                .iter_try()
+                .map(|r| r.map_err(|e| bad(e.to_string())))
+                .collect::<PyResult<Vec<_>>>()?
+            {
+                d.set_item(k, to_py(py, &item, cls)?)?;
+            }
+            d.into_any()
+        }
+        Variant::List(l) => {
+            let out = PyList::empty(py);
+            for item in l.iter_try() {
+                let item = item.map_err(|e| bad(e.to_string()))?;
+                out.append(to_py(py, &item, cls)?)?;
+            }
+            out.into_any()
+        }
+    })
+}
+
+/// Decodes every row of an encoded variant column into Python values (null rows are None;
+/// a variant null is None too).
+#[pyfunction]
+fn variant_to_python<'py>(
+    py: Python<'py>,
+    array: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    let a = import(array)?;
+    let stored: ArrayRef = Arc::new(py.detach(|| guard(|| variant::normalize(&a)))?);
+    let va = guard(|| {
+        VariantArray::try_new(stored.as_ref()).map_err(|e| Error::validation(e.to_string()))
+    })?;
+    let cls = Classes::new(py)?;
+    let out = PyList::empty(py);
+    for i in 0..va.len() {
+        if va.is_null(i) {
+            out.append(py.None())?;
+        } else {
+            let v = va.try_value(i).map_err(|e| bad(e.to_string()))?;
+            out.append(to_py(py, &v, &cls)?)?;
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(variant_normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(variant_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(variant_from_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(variant_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(variant_from_python, m)?)?;
+    m.add_function(wrap_pyfunction!(variant_to_python, m)?)?;
+    m.add_function(wrap_pyfunction!(variant_annotate_tail, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,257 @@
+"""Variant values: encoding and decoding in Rust (hypothesis round trip, JSON, malformed bytes),
+appending variant columns in every accepted form, the Parquet VARIANT annotation on written
+files, reading shredded groups, and filters on variant columns."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icefloe import variant
+from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.expressions.builder import col
+from icefloe.schema import Schema
+from icefloe.types import IntegerType, NestedField, StructType, VariantType
+
+# Python values with a variant form that decodes to the same Python type.
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.integers(min_value=-(10**38) + 1, max_value=10**38 - 1),
+    st.floats(allow_nan=False),
+    st.text(),
+    st.binary(),
+    st.dates(),
+    st.datetimes(),
+    st.datetimes(timezones=st.just(dt.UTC)),
+    st.times(),
+    st.builds(
+        lambda digits, scale: Decimal(digits).scaleb(-scale),
+        st.integers(-(10**30), 10**30),
+        st.integers(0, 8),
+    ),
+    st.uuids(),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a`` (decoded) equals ``b`` (encoded) with the same Python types all the way down (True
+    is not 1); an int beyond int64 decodes as a decimal(38, 0)."""
+    if isinstance(a, Decimal) and type(b) is int and abs(b) >= 2**63:
+        return a == b and a.as_tuple().exponent == 0
+    if type(a) is not type(b):
+        return isinstance(a, int) and isinstance(b, int) and not isinstance(a | b, bool) and a == b
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dt.datetime):
+        return a == b and (a.tzinfo is None) == (b.tzinfo is None)
+    return bool(a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values)
+def test_python_round_trip(value: Any) -> None:
+    v = variant.from_python(value)
+    back = variant.to_python(v.metadata, v.value)
+    assert _same(back, value), (back, value)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(st.none(), _values), max_size=20))
+def test_column_round_trip_keeps_null_rows(values: list[Any]) -> None:
+    col_ = variant.from_pylist(values)
+    assert col_.type == variant.STORAGE_TYPE
+    assert col_.null_count == sum(v is None for v in values)
+    back = variant.to_pylist(pa.chunked_array([col_.slice(0, 3), col_.slice(3)]))
+    assert all(_same(b, v) for b, v in zip(back, values, strict=True))
+
+
+_json_docs = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_json_docs, max_size=10))
+def test_json_round_trip_equals_json_module(docs: list[Any]) -> None:
+    texts = [json.dumps(d) for d in docs]
+    enc = variant.from_json(pa.array(texts, pa.string()))
+    assert [json.loads(s) for s in variant.to_json(enc).to_pylist()] == docs
+    assert variant.to_pylist(enc) == docs
+
+
+def test_scalar_api_and_spec_bytes() -> None:
+    v = variant.from_json('{"b": [1, 2.5, "x"], "a": null}')
+    assert v.to_python() == {"a": None, "b": [1, 2.5, "x"]}
+    assert json.loads(v.to_json()) == {"a": None, "b": [1, 2.5, "x"]}
+    # VariantEncoding.md: int8 is primitive type 3 (header 3 << 2); an empty dictionary is
+    # version 1, one-byte offsets, size 0, one offset 0.
+    one = variant.from_python(1)
+    assert (one.metadata, one.value) == (b"\x01\x00\x00", b"\x0c\x01")
+    # A short string: basic type 1 with the length in the header.
+    assert variant.from_python("hi").value == bytes([(2 << 2) | 1]) + b"hi"
+
+
+def test_encodings_of_python_types() -> None:
+    t = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    back = variant.from_python(t).to_python()
+    assert back == t and back.tzinfo == dt.UTC
+    assert variant.from_python((1, "a")).to_python() == [1, "a"]
+    assert variant.from_python(bytearray(b"ab")).to_python() == b"ab"
+    assert variant.from_python(Decimal("-1.50")).to_python() == Decimal("-1.50")
+    u = uuid.uuid4()
+    assert variant.from_python(u).to_python() == u
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {1: "int key"},
+        object(),
+        Decimal("NaN"),
+        10**40,
+        dt.time(1, 2, tzinfo=dt.UTC),
+    ],
+)
+def test_unencodable_values_are_validation_errors(bad: Any) -> None:
+    with pytest.raises(ValidationError):
+        variant.from_python(bad)
+
+
+def test_self_referencing_list_is_refused() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValidationError, match="deeper"):
+        variant.from_python(loop)
+
+
+def test_invalid_json_and_malformed_bytes_are_validation_errors() -> None:
+    with pytest.raises(ValidationError, match="JSON"):
+        variant.from_json("{nope")
+    with pytest.raises(ValidationError, match="malformed"):
+        variant.to_python(b"\x01\x00\x00", b"\xff\xff\xff")
+    with pytest.raises(ValidationError):
+        variant.to_python(b"\x07", b"\x0c\x01")  # unknown metadata version
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+SCHEMA = Schema(
+    NestedField(1, "id", IntegerType(), required=True),
+    NestedField(2, "v", VariantType()),
+    NestedField(3, "s", StructType(NestedField(4, "inner", VariantType()))),
+)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Any:
+    cat = HadoopCatalog("v", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    return cat.create_table("db.t", SCHEMA, format_version=3)
+
+
+VALUES = [{"a": 1, "b": ["x", None]}, [1, 2.5], "text", None, 7]
+
+
+def _read(t: Any, ids: list[int]) -> list[Any]:
+    out = t.scan().to_arrow().sort_by("id")
+    got = dict(zip(out.column("id").to_pylist(), variant.to_pylist(out.column("v")), strict=True))
+    return [got[i] for i in ids]
+
+
+def test_append_accepts_every_form(table: Any) -> None:
+    # Python values in a mapping, and in a pandas object column.
+    table.append({"id": [0, 1, 2, 3, 4], "v": VALUES})
+    pd = pytest.importorskip("pandas")
+    table.append(pd.DataFrame({"id": [10, 11], "v": [{"p": True}, None]}))
+    # JSON strings.
+    table.append(pa.table({"id": pa.array([20, 21], pa.int32()), "v": ['{"j": [1]}', None]}))
+    # An encoded struct with default (nullable) children: refused on nullability before.
+    enc = variant.from_pylist([{"e": 1}, "two"])
+    plain = pa.StructArray.from_arrays([enc.field(0), enc.field(1)], names=["metadata", "value"])
+    table.append(pa.table({"id": pa.array([30, 31], pa.int32()), "v": plain}))
+    # Any other Arrow values are cast value by value.
+    table.append(pa.table({"id": pa.array([40], pa.int32()), "v": pa.array([{"k": 5}])}))
+    got = _read(table, [0, 1, 2, 3, 4, 10, 11, 20, 21, 30, 31, 40])
+    assert got == [*VALUES, {"p": True}, None, {"j": [1]}, None, {"e": 1}, "two", {"k": 5}]
+    out = table.scan().to_arrow()
+    assert out.schema.field("v").type == variant.STORAGE_TYPE  # encoded by default
+
+
+def test_append_refuses_malformed_variants(table: Any) -> None:
+    bad = pa.StructArray.from_arrays(
+        [pa.array([b"\x01\x00\x00"]), pa.array([b"\xff\x00"])], names=["metadata", "value"]
+    )
+    with pytest.raises(ValidationError, match="variant column 'v'"):
+        table.append(pa.table({"id": pa.array([1], pa.int32()), "v": bad}))
+    with pytest.raises(ValidationError, match="JSON"):
+        table.append(pa.table({"id": pa.array([1], pa.int32()), "v": ["{bad"]}))
+    assert table.current_snapshot() is None
+
+
+def test_written_files_carry_the_variant_annotation(table: Any) -> None:
+    inner = variant.from_pylist([{"n": 1}, None])
+    s = pa.StructArray.from_arrays([inner], names=["inner"])
+    table.append(pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["1", "[2]"], "s": s}))
+    (task,) = table.scan().plan_files()
+    path = task.data_file.file_path.removeprefix("file://")
+    schema = pq.read_metadata(path).schema
+    text = str(schema)
+    assert text.count("(Variant(1))") == 2, text  # top-level and nested
+    # Page CRCs stay valid (data pages did not move) and pyarrow still reads the file.
+    back = pq.read_table(path, page_checksum_verification=True)
+    assert back.num_rows == 2
+    assert task.data_file.file_size_in_bytes == Path(path).stat().st_size
+    out = table.scan().to_arrow().sort_by("id")
+    assert variant.to_pylist(out.column("v")) == [1, [2]]
+    assert variant.to_pylist(out.column("s").combine_chunks().field("inner")) == [{"n": 1}, None]
+
+
+def test_filters_on_variant_columns(table: Any) -> None:
+    table.append({"id": [1, 2], "v": [{"a": 1}, None]})
+    with pytest.raises(UnsupportedFeatureError, match="variant column 'v'"):
+        table.scan(row_filter=col("v") == 1).to_arrow()
+    with pytest.raises(UnsupportedFeatureError):
+        table.scan(row_filter="v > 3").to_arrow()
+    assert table.scan(row_filter=col("v").is_null()).to_arrow().column("id").to_pylist() == [2]
+    got = table.scan(row_filter=col("v").is_not_null()).to_arrow()
+    assert variant.to_pylist(got.column("v")) == [{"a": 1}]
+
+
+def test_shredded_groups_are_unshredded() -> None:
+    # typed_value holds the int of row 0; row 1 is in value; row 2 is null.
+    meta = variant.from_python(None).metadata
+    shredded = pa.StructArray.from_arrays(
+        [
+            pa.array([meta, meta, None], pa.binary()),
+            pa.array([None, variant.from_python("s").value, None], pa.binary()),
+            pa.array([42, None, None], pa.int64()),
+        ],
+        names=["metadata", "value", "typed_value"],
+        mask=pa.array([False, False, True]),
+    )
+    assert variant.to_pylist(shredded) == [42, "s", None]
+    norm = variant.normalize(shredded)
+    assert norm.type == variant.STORAGE_TYPE
+    assert variant.to_pylist(norm) == [42, "s", None]
