@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "types": 2,
     "values": 2,
     "geo": 2,
+    "variant": 2,
     "schema": 2,
     "schema_rules": 2,
     "evolution": 2,
