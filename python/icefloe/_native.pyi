@@ -61,6 +61,13 @@ __all__ = [
     "value_from_json",
     "value_to_bytes",
     "value_to_json",
+    "variant_annotate_tail",
+    "variant_from_arrow",
+    "variant_from_json",
+    "variant_from_python",
+    "variant_normalize",
+    "variant_to_json",
+    "variant_to_python",
     "write_manifest",
     "write_manifest_list",
 ]
