@@ -21,6 +21,14 @@ its rows are deleted with merge-on-read (deletion vectors). Cases, each icefloe 
 - ``stream_append``: one Structured Streaming micro-batch (``trigger(availableNow=True)``) of
   the table's rows (the format's streaming source) into a new table: the ``icefloe`` sink vs
   Iceberg Java's streaming sink.
+- ``compute_statistics``: NDV theta sketches of every column of the DV-deleted table, written to
+  a Puffin file and committed for the current snapshot: ``Table.compute_statistics()`` vs
+  ``CALL <catalog>.system.compute_table_stats``.
+
+The read and write cases also time the floor of any Python data source
+(:mod:`spark_floor`): the table's data files read by ``pyarrow.parquet`` alone (all rows, no
+deletes) and yielded to Spark, and a sink that drops Spark's Arrow batches. No Python source can
+be faster than these, so their ratio to Iceberg Java bounds what the format can reach.
 
 Runs are interleaved (icefloe, Java, icefloe, Java, ... after one warm-up each) and each reports
 the median wall time and the median CPU time of the whole process tree (this driver, the JVM
@@ -46,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import spark_floor
 from harness import Case, Harness, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -105,6 +114,7 @@ class SparkCase:
     ours: Timing
     java: Timing
     load: tuple[float, float]
+    floor: Timing | None = None
 
 
 def interleaved(
@@ -131,16 +141,22 @@ def markdown(cases: list[SparkCase], rows: int) -> str:
         "(above 1: icefloe is faster).",
         "",
         "| case | icefloe wall / CPU | Iceberg Java wall / CPU | x wall | x CPU "
-        "| load before-after | target |",
-        "|---|---|---|---|---|---|---|",
+        "| Python-source floor wall / CPU (x wall vs Java) | load before-after | target |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in cases:
-        o, j = c.ours, c.java
+        o, j, f = c.ours, c.java, c.floor
+        floor = (
+            f"{f.median_wall():.2f} s / {f.median_cpu():.2f} s "
+            f"(x{j.median_wall() / f.median_wall():.2f})"
+            if f
+            else "-"
+        )
         lines.append(
             f"| {c.name} | {o.median_wall():.2f} s / {o.median_cpu():.2f} s "
             f"| {j.median_wall():.2f} s / {j.median_cpu():.2f} s "
             f"| x{j.median_wall() / o.median_wall():.2f} | x{j.median_cpu() / o.median_cpu():.2f} "
-            f"| {c.load[0]:.1f}-{c.load[1]:.1f} | {c.target} |"
+            f"| {floor} | {c.load[0]:.1f}-{c.load[1]:.1f} | {c.target} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -176,6 +192,7 @@ def run(h: Harness) -> None:
     opts = {"catalog": c, "catalog.type": "hadoop", "catalog.warehouse": str(cat.warehouse)}
     live = n - n // 10
     cases: list[SparkCase] = []
+    wanted = set(filter(None, (h.options.get("cases") or "").split(",")))
 
     def compare(
         name: str,
@@ -183,10 +200,17 @@ def run(h: Harness) -> None:
         ours: Callable[[], object],
         java: Callable[[], object],
         target: str,
+        floor: Callable[[], object] | None = None,
     ) -> None:
+        if wanted and name not in wanted:
+            return
         before = os.getloadavg()[0]
-        t = interleaved({"icefloe": ours, "iceberg-java": java}, repeat)
+        fns = {"icefloe": ours, "iceberg-java": java}
+        if floor is not None:
+            fns["python-source floor"] = floor
+        t = interleaved(fns, repeat)
         case = SparkCase(name, units, target, t["icefloe"], t["iceberg-java"], (before, 0.0))
+        case.floor = t.get("python-source floor")
         case.load = (before, os.getloadavg()[0])
         cases.append(case)
         hc = Case(h.area, name, units, "rows", target)
@@ -201,6 +225,14 @@ def run(h: Harness) -> None:
     def java_read() -> Any:
         return agg(spark.table(f"{c}.db.t"))
 
+    # the floor of any Python source: the same data files read by pyarrow alone, no deletes
+    spark_floor.register(spark)
+    files = sorted({task.data_file.file_path for task in table.scan().plan_files()})
+    files = [f.removeprefix("file://") for f in files]
+
+    def floor_read() -> Any:
+        return agg(spark_floor.read(spark, files, ddl))
+
     target = "at least 1.1x Iceberg Java"
     compare(
         "format_read_dv_10pct",
@@ -208,6 +240,7 @@ def run(h: Harness) -> None:
         lambda: agg(spark.read.format("icefloe").options(**opts).load("db.t")),
         java_read,
         target,
+        floor_read,
     )
     compare("read_dv_10pct", live, lambda: agg(ispark.read(spark, table)), java_read, target)
 
@@ -230,7 +263,7 @@ def run(h: Harness) -> None:
         t = cat.icefloe().create_table(("db", f"o{i}"), table.schema(), format_version=3)
         ispark.write(source, t)
 
-    compare("format_write", n, format_write, java_write, target)
+    compare("format_write", n, format_write, java_write, target, lambda: spark_floor.write(source))
     compare("write", n, mapinarrow_write, java_write, target)
 
     def band(k: int) -> str:  # 1% of the rows, spread over every file (v is uniform)
@@ -291,4 +324,14 @@ def run(h: Harness) -> None:
         q.awaitTermination()
 
     compare("stream_append", n, lambda: stream("icefloe"), lambda: stream("java"), target)
+
+    # NDV sketches of every column of the DV-deleted table, Puffin file written and committed
+    # for the current snapshot on both sides (each replaces the other's file for it).
+    compare(
+        "compute_statistics",
+        live,
+        lambda: cat.icefloe().load_table(("db", "t")).compute_statistics(),
+        lambda: cat.sql("CALL {c}.system.compute_table_stats(table => 'db.t')"),
+        "faster than Spark's compute_table_stats",
+    )
     print(markdown(cases, n), flush=True)

@@ -1,6 +1,7 @@
 """Runs the benchmarks: ``python benches/run.py [--quick] [--out FILE] [area ...]``.
 
-``shapes`` takes ``--rows N`` (rows a shape), ``--shapes a,b`` and ``--layouts x,y``.
+``shapes`` takes ``--rows N`` (rows a shape), ``--shapes a,b`` and ``--layouts x,y``; ``spark``
+takes ``--cases a,b`` (a subset of its case names).
 
 Areas are the ``bench_<area>.py`` modules beside this file; with none named, all run.
 """
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", help="shapes: comma-separated subset of the shapes")
     ap.add_argument("--layouts", help="shapes: comma-separated subset of none,day,day+bucket")
     ap.add_argument("--slow-peers", action="store_true", help="shapes: PyIceberg's slow upserts")
+    ap.add_argument("--cases", help="spark: comma-separated subset of the case names")
     args = ap.parse_args(argv)
     h = Harness(quick=args.quick, repeat=args.repeat)
     h.options = {
@@ -37,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         "layouts": args.layouts,
         "slow_peers": args.slow_peers,
         "out": args.out,
+        "cases": args.cases,
     }
     for area in args.areas or areas:
         h.area = area
