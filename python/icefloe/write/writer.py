@@ -47,6 +47,7 @@ from icefloe.transforms import (
     YearTransform,
 )
 from icefloe.types import StructType
+from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.input import to_table_schema
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
@@ -371,6 +372,7 @@ class _FileWriter:
                 compression_level=p.compression_level,
                 data_page_size=p.page_size_bytes,
                 dictionary_pagesize_limit=p.dict_size_bytes,
+                use_dictionary=dictionary_columns(table.slice(pos, rows)),
                 write_statistics=True,
                 store_schema=False,
                 write_page_checksum=True,  # page CRCs, verified on read (as Java writes them)
