@@ -183,8 +183,14 @@ def run(h: Harness) -> None:
     source = spark.range(0, n, 1, 4).selectExpr(
         "id", "rand(7) * 1000 AS v", "concat('row-', CAST(id % 100000 AS string)) AS s"
     )
+    wanted = set(filter(None, (h.options.get("cases") or "").split(",")))
+
+    def want(case: str) -> bool:
+        return not wanted or case in wanted
+
     # the read table, and one copy per implementation for the delete and merge cases
-    for name in ("t", "del_ours", "del_java", "mer_ours", "mer_java"):
+    copies = [n for case, n in (("mor_delete_1pct", "del"), ("merge_1pct", "mer")) if want(case)]
+    for name in ["t", *(f"{k}_{side}" for k in copies for side in ("ours", "java"))]:
         cat.sql(f"CREATE TABLE {{c}}.db.{name} ({ddl}) USING iceberg {props}")
         source.writeTo(f"{c}.db.{name}").append()
         cat.sql(f"DELETE FROM {{c}}.db.{name} WHERE id % 10 = 3")
@@ -192,7 +198,6 @@ def run(h: Harness) -> None:
     opts = {"catalog": c, "catalog.type": "hadoop", "catalog.warehouse": str(cat.warehouse)}
     live = n - n // 10
     cases: list[SparkCase] = []
-    wanted = set(filter(None, (h.options.get("cases") or "").split(",")))
 
     def compare(
         name: str,
@@ -202,7 +207,7 @@ def run(h: Harness) -> None:
         target: str,
         floor: Callable[[], object] | None = None,
     ) -> None:
-        if wanted and name not in wanted:
+        if not want(name):
             return
         before = os.getloadavg()[0]
         fns = {"icefloe": ours, "iceberg-java": java}
@@ -270,7 +275,7 @@ def run(h: Harness) -> None:
         return f"v >= {10 * k} and v < {10 * k + 10}"
 
     ours_k, java_k = iter(range(11, 100)), iter(range(11, 100))
-    del_ours = cat.icefloe().load_table(("db", "del_ours"))
+    del_ours = cat.icefloe().load_table(("db", "del_ours")) if "del" in copies else table
     compare(
         "mor_delete_1pct",
         live,
@@ -288,7 +293,7 @@ def run(h: Harness) -> None:
             "id", "rand(11) * 1000 AS v", "concat('new-', CAST(id AS string)) AS s"
         )
 
-    mer_ours = cat.icefloe().load_table(("db", "mer_ours"))
+    mer_ours = cat.icefloe().load_table(("db", "mer_ours")) if "mer" in copies else table
     ours_m, java_m = iter(range(1, 200, 2)), iter(range(1, 200, 2))
 
     def java_merge() -> None:
