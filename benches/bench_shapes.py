@@ -131,9 +131,14 @@ def _row_level(
             "read needed columns": (None, lambda _, c=needed: ours.read(plain_meta, c)),
         }
         slow = name.startswith("upsert") and layout != "none" and not eng["slow_peers"]
-        if py_table is not None and not slow:
+        # PyIceberg 0.12's upsert into lineitem (two key columns) kills the process with
+        # SIGSEGV at 1,000,000 rows (reproduced without icefloe in the process)
+        crashes = name.startswith("upsert") and shape.name == "lineitem" and rows > 100_000
+        if py_table is not None and not slow and not crashes:
             impls["pyiceberg"] = (lambda: (theirs.reset(py_table, p0), py_table)[1], peer)
         out[name] = interleave(impls, repeat)
+        if py_table is not None and crashes:
+            out[name]["pyiceberg"] = Timing(error="PyIceberg 0.12 segfaults")
         print(f"  {name}: " + "; ".join(f"{k} {v}" for k, v in out[name].items()), flush=True)
     ours.reset(mor, s0)
     return out, mor, s0

@@ -121,7 +121,11 @@ class Report:
         for key, r in self._rows("row-level"):
             ours, need = r["icefloe"], r["read needed columns"]
             py = r.get("pyiceberg", Timing(error="skipped"))
-            shown = "skipped (--slow-peers)" if "pyiceberg" not in r else py
+            shown: object = py
+            if "pyiceberg" not in r:
+                shown = "skipped (--slow-peers)"
+            elif py.error:
+                shown = f"n/a ({py.error})"
             body.append([*key, ours, shown, ratio(py, ours), need, ratio(ours, need)])
         head = ["shape", "layout", "operation", "icefloe", "PyIceberg", "PyIceberg/icefloe"]
         head += ["read needed columns", "icefloe/read"]
