@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +73,7 @@ def test_append_writes_plain_and_dictionary_columns(tmp_path: Path) -> None:
     null_every=st.integers(0, 5),
 )
 def test_round_trip_whatever_the_encoding(
-    tmp_path_factory: object, n: int, cardinality: int, null_every: int
+    tmp_path_factory: pytest.TempPathFactory, n: int, cardinality: int, null_every: int
 ) -> None:
     ids = list(range(n))
     values = [
@@ -80,7 +81,7 @@ def test_round_trip_whatever_the_encoding(
         for i in ids
     ]
     data = pa.table({"id": pa.array(ids, pa.int64()), "s": pa.array(values, pa.string())})
-    cat = catalog(tmp_path_factory.mktemp("enc"))  # type: ignore[attr-defined]
+    cat = catalog(tmp_path_factory.mktemp("enc"))
     t = cat.create_table("ns.t", data.schema)
     t.append(data)
     assert t.scan().to_arrow().sort_by("id").equals(data)

@@ -4,8 +4,9 @@ Parquet writers try a dictionary for every column and fall back to plain pages o
 dictionary outgrows its page limit (``write.parquet.dict-size-bytes``). Iceberg Java's writer
 (parquet-mr) also drops a dictionary that does not make the column smaller. pyarrow's writer
 does neither cheaply: a column of mostly distinct values is hashed into a dictionary until the
-limit, written with it, then re-encoded plain, which costs time and bytes (a long or double
-column of distinct values: about a third of the file's encoding time and a fifth larger).
+limit, written with it, then re-encoded plain, which costs time and bytes (2.5M rows of a
+distinct long, a distinct double and a 100,000-value string: 0.80 s to write and 29.8 MB that
+way, 0.67 s and 22.5 MB with only the string dictionary-encoded).
 
 :func:`dictionary_columns` makes that choice up front from a sample of each column: a column
 whose sample is mostly distinct values is written plain, the others with a dictionary. Either
