@@ -9,8 +9,11 @@ distinct long, a distinct double and a 100,000-value string: 0.80 s to write and
 way, 0.67 s and 22.5 MB with only the string dictionary-encoded).
 
 :func:`dictionary_columns` makes that choice up front from a sample of each column: a column
-whose sample is mostly distinct values is written plain, the others with a dictionary. Either
-way the file is an ordinary Parquet file; only its encodings differ.
+whose sample is mostly distinct values is written plain, the others with a dictionary. The
+writer makes it once per write, from the rows as they come (before they are grouped into
+partitions), and every file of the write uses it: sampling each of 480 small partition files
+cost more than encoding them. Either way the file is an ordinary Parquet file; only its
+encodings differ.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ def _mostly_distinct(column: pa.ChunkedArray | pa.Array) -> bool:
     if valid < 2:
         return False
     try:
-        distinct = pc.count_distinct(sample, mode="only_valid").as_py()
+        # ``unique`` is a plain hash pass, about twice as fast as ``count_distinct``.
+        distinct = len(pc.unique(sample)) - (1 if sample.null_count else 0)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
         return False
     return bool(distinct * 2 > valid)

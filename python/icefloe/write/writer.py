@@ -252,6 +252,7 @@ def write_parquet_files(
         file_schema = schema
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
+    use_dictionary = dictionary_columns(table)  # sampled once, before rows are regrouped
     parts = _partition_arrays(table, schema, spec) if spec.fields else []
     group = _group_key(parts)
     if group is not None and not sort_here and pc.all(pc.equal(group, group[0])).as_py():
@@ -283,7 +284,7 @@ def write_parquet_files(
         bounds = [(0, table.num_rows)]
     values = [p.to_pylist() for p in parts]  # one value per group
     writer = _FileWriter(
-        metadata, io, file_schema, spec, opts, order.order_id if sort_here else None
+        metadata, io, file_schema, spec, opts, order.order_id if sort_here else None, use_dictionary
     )
     groups = [
         (
@@ -317,8 +318,10 @@ class _FileWriter:
         spec: PartitionSpec,
         opts: WriteOptions,
         sort_order_id: int | None,
+        use_dictionary: bool | list[str] = True,
     ) -> None:
         props = metadata.properties
+        self.use_dictionary = use_dictionary
         self.io = io
         self.schema = schema
         self.spec = spec
@@ -372,7 +375,7 @@ class _FileWriter:
                 compression_level=p.compression_level,
                 data_page_size=p.page_size_bytes,
                 dictionary_pagesize_limit=p.dict_size_bytes,
-                use_dictionary=dictionary_columns(table.slice(pos, rows)),
+                use_dictionary=self.use_dictionary,
                 write_statistics=True,
                 store_schema=False,
                 write_page_checksum=True,  # page CRCs, verified on read (as Java writes them)
