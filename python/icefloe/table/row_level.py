@@ -42,6 +42,7 @@ from icefloe.scan.tasks import (
     DeleteContent,
     FileScanTask,
 )
+from icefloe.table.key_routing import KeyRouter
 from icefloe.write.delete_files import (
     FileDeletes,
     new_delete_location,
@@ -457,7 +458,8 @@ def _rows_without_keys(
 
 def _equality_files(ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]) -> list[DataFile]:
     """One equality delete file per partition of the live data files that may hold the keys
-    (equality deletes apply within their partition only)."""
+    (equality deletes apply within their partition only), holding the keys that can be in
+    that partition (see :class:`~icefloe.table.key_routing.KeyRouter`); written in parallel."""
     md = ctx.metadata
     ids = []
     for name in join_cols:
@@ -468,27 +470,39 @@ def _equality_files(ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]) -
     partitions: dict[tuple[int, str], FileScanTask] = {}
     for task in plan_tasks(ctx.tx, _key_filter(keys, join_cols), branch=ctx.branch):
         partitions.setdefault((task.data_file.spec_id, repr(task.data_file.partition)), task)
-    out: list[DataFile] = []
+    router = KeyRouter(ctx.schema, ctx.specs, keys, join_cols, ctx.case_sensitive)
+    jobs: list[tuple[FileScanTask, pa.Table]] = []
+    for (spec_id, _), task in sorted(partitions.items(), key=lambda kv: kv[0]):
+        routed = router.keys_for(spec_id, task.data_file.partition)
+        if routed.num_rows:
+            jobs.append((task, routed))
+    written: list[DataFile] = []
+    lock = threading.Lock()
+
+    def write(job: tuple[FileScanTask, pa.Table]) -> DataFile:
+        task, routed = job
+        spec_id = task.data_file.spec_id
+        loc = new_delete_location(md.location, md.properties, "parquet", prefix="eq-")
+        f = write_equality_deletes(
+            ctx.io,
+            loc,
+            routed,
+            ctx.schema,
+            ids,
+            spec_id,
+            partition_dict(ctx.specs.get(spec_id), task.data_file.partition),
+            md.properties,
+        )
+        with lock:
+            written.append(f)
+        return f
+
     try:
-        for (spec_id, _), task in sorted(partitions.items(), key=lambda kv: kv[0]):
-            loc = new_delete_location(md.location, md.properties, "parquet", prefix="eq-")
-            out.append(
-                write_equality_deletes(
-                    ctx.io,
-                    loc,
-                    keys,
-                    ctx.schema,
-                    ids,
-                    spec_id,
-                    partition_dict(ctx.specs.get(spec_id), task.data_file.partition),
-                    md.properties,
-                )
-            )
+        return parallel_map(write, jobs, threads=work_threads(), kind="work")
     except BaseException:
-        for f in out:
+        for f in written:
             ctx.io.delete_quietly(f.file_path)
         raise
-    return out
 
 
 def _upsert_equality(
