@@ -100,11 +100,13 @@ def open_checked(
     size: int | None = None,
     handle: pa.NativeFile | None = None,
 ) -> CheckedParquetFile:
-    """Opens ``path`` after checking its footer (``metadata``, if given, is reused and the
-    footer not re-checked; ``read_dictionary`` columns read as Arrow dictionaries; ``size``
-    from the manifest saves object stores a request; ``handle`` reuses an open file)."""
+    """Opens ``path`` after checking its footer and field ids. ``metadata``, if given, comes
+    from an earlier ``open_checked`` of the same file: it is reused, and neither is re-checked.
+    ``read_dictionary`` columns read as Arrow dictionaries; ``size`` from the manifest saves
+    object stores a request; ``handle`` reuses an open file."""
     if handle is None:
         handle = open_file(io, path, size)
+    reopened = metadata is not None  # opened and checked before: the footer is the same
     try:
         if metadata is None:
             footer = _read_footer(handle, path)
@@ -119,8 +121,9 @@ def open_checked(
             metadata=metadata,
             page_checksum_verification=True,
         )
-        # Decoding the schema reads column names and metadata (UTF-8 errors surface here).
-        _check_field_ids(pf, path)
+        if not reopened:
+            # Decoding the schema reads column names and metadata (UTF-8 errors surface here).
+            _check_field_ids(pf, path)
     except IcebergError as e:
         handle.close()
         if isinstance(e, CorruptFileError) and path not in str(e):

@@ -16,8 +16,11 @@ gathering; decoding indices is cheaper than pyarrow's direct string decoding any
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from functools import partial
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -61,10 +64,14 @@ from icefloe.types import IcebergType, NestedField, StructType
 
 __all__ = ["output_schema", "prefetch_file", "read_task", "read_tasks"]
 
+T = TypeVar("T")
+
 BATCH_SIZE = 131_072
 
 #: Batches decoded ahead of the one being filtered and projected, on a helper thread per file
-#: (0: decode in the reading thread).
+#: (0: decode in the reading thread). A file of at most one batch is decoded in the reading
+#: thread: there is nothing to overlap, and the thread hop costs more than it saves when a
+#: scan reads hundreds of small partition files.
 PREFETCH = 1
 
 #: A column chunk whose dictionary page is larger (compressed) may have outgrown its dictionary
@@ -96,6 +103,45 @@ def _metadata_fields(options: ReadOptions, spec_id: int) -> list[NestedField]:
         metadata_field(n, _partition_type(options, spec_id) if n == PARTITION else None)
         for n in options.metadata_columns
     ]
+
+
+#: Schemas worked out once per scan, not once per file: ``(id(options), key)`` to
+#: ``(options, value)`` (the options are held, so their id is not reused while cached).
+_MEMO: OrderedDict[tuple[int, Hashable], tuple[ReadOptions, Any]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 256
+
+
+def _memo(options: ReadOptions, key: Hashable, build: Callable[[], T]) -> T:
+    k = (id(options), key)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(k)
+        if hit is not None and hit[0] is options:
+            _MEMO.move_to_end(k)
+            return cast(T, hit[1])
+    value = build()
+    with _MEMO_LOCK:
+        _MEMO[k] = (options, value)
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return value
+
+
+def _work_schema(options: ReadOptions, extra_ids: set[int]) -> tuple[Schema, pa.Schema]:
+    """The projection plus the columns filters and equality deletes need, and its Arrow form."""
+    projected = options.projected_schema()
+    if not extra_ids:
+        return projected, schema_to_arrow(projected)
+    names = [f.name for f in projected.fields]
+    names += [options.schema.find_column_name(i) or "" for i in sorted(extra_ids)]
+    work = options.schema.select(*names)
+    return work, schema_to_arrow(work)
+
+
+def _out_schema(options: ReadOptions, spec_id: int) -> tuple[list[NestedField], pa.Schema]:
+    meta_fields = _metadata_fields(options, spec_id)
+    fields = list(options.projected_schema().fields) + meta_fields
+    return meta_fields, schema_to_arrow(Schema(*fields))
 
 
 def output_schema(options: ReadOptions, spec_id: int = 0) -> pa.Schema:
@@ -244,18 +290,15 @@ class _TaskReader:
         raw_names = file_schema.names  # the file's own column names (name mapping renames none)
         columns = FileColumns(file_schema, self.path)
 
-        projected = options.projected_schema()
+        projected = _memo(options, "projected", options.projected_schema)
         residual = task.residual
         filter_ids = _referenced_ids(residual)
         table_ids = options.schema.field_ids
         extra_ids = (filter_ids | set(deletes.equality_ids)) & table_ids
         extra_ids -= projected.field_ids
-        if extra_ids:
-            names = [f.name for f in projected.fields]
-            names += [options.schema.find_column_name(i) or "" for i in sorted(extra_ids)]
-            work = options.schema.select(*names)
-        else:
-            work = projected
+        work, work_arrow = _memo(
+            options, ("work", tuple(sorted(extra_ids))), partial(_work_schema, options, extra_ids)
+        )
         dropped_eq = [i for i in deletes.equality_ids if i not in table_ids]
         for i in dropped_eq:
             if columns.top_level(i) is None:
@@ -264,9 +307,9 @@ class _TaskReader:
                     "which the table schema no longer has"
                 )
 
-        meta_fields = _metadata_fields(options, self.spec_id)
-        out_schema = schema_to_arrow(Schema(*(list(projected.fields) + meta_fields)))
-        work_arrow = schema_to_arrow(work)
+        meta_fields, out_schema = _memo(
+            options, ("out", self.spec_id), partial(_out_schema, options, self.spec_id)
+        )
         wanted_meta = set(options.metadata_columns)
         # File columns to read: ancestors of everything needed, plus row lineage if stored.
         read_ids = [f.field_id for f in work.fields] + dropped_eq
@@ -295,7 +338,7 @@ class _TaskReader:
         need_rows = POS in wanted_meta or ROW_ID in wanted_meta
         dict_cols = _dictionary_columns(checked, read_names)
         batches = self._batches(checked, read_names, prune, skip_deleted, dict_cols)
-        if PREFETCH:
+        if PREFETCH and sum(g[0] for g in checked.row_groups) > BATCH_SIZE:
             batches = prefetched(batches, PREFETCH, name=f"icefloe-decode {self.path}")
         for batch, base in batches:
             n = batch.num_rows
