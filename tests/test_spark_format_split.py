@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.scan import columnar
 from icefloe.spark import source
 from icefloe.spark.source import (
     MIN_SPLIT_SIZE,
@@ -89,7 +90,7 @@ def test_reads_use_every_core_when_the_data_allows(
     four_files: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 16 MiB is the smallest adapted split; lowered here so that four small files show it
-    monkeypatch.setattr(source, "MIN_SPLIT_SIZE", 1)
+    monkeypatch.setattr(columnar, "MIN_SPLIT_SIZE", 1)
     one = IcefloeReader(four_files, parallelism=1).partitions()
     two = IcefloeReader(four_files, parallelism=2).partitions()
     assert len(one) == 1

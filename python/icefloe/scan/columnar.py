@@ -131,6 +131,33 @@ def _delete_refs(plan: Plan, used: np.ndarray) -> dict[int, DeleteFileRef]:
     return refs
 
 
+#: Bytes a file counts for at least when sizing and packing splits (Iceberg's
+#: ``read.split.open-file-cost``).
+OPEN_FILE_COST = 4 * 1024 * 1024
+#: The smallest split size :func:`adaptive_split_size` lowers the target to.
+MIN_SPLIT_SIZE = 16 * 1024 * 1024
+
+
+def adaptive_split_size(scan_bytes: int, parallelism: int, split_size: int) -> int:
+    """The split size of a read of ``scan_bytes``: ``split_size`` when it makes at least
+    ``parallelism`` splits, else ``scan_bytes / parallelism`` but at least
+    :data:`MIN_SPLIT_SIZE` (or ``split_size`` when that is smaller), as Iceberg's Java runtime
+    adapts it (``read.split.adaptive-size.enabled``). Never larger than ``split_size``."""
+    splits = -(-scan_bytes // max(1, split_size))
+    if splits >= parallelism:
+        return split_size
+    return max(scan_bytes // max(1, parallelism), min(MIN_SPLIT_SIZE, split_size))
+
+
+def plan_bytes(plan: Plan) -> int:
+    """The bytes a plan reads, each file counted as at least :data:`OPEN_FILE_COST`."""
+    total = 0
+    for pb in plan.batches:
+        sizes = pb.entries.column("file_size_in_bytes").to_numpy(zero_copy_only=False)
+        total += int(np.maximum(sizes, OPEN_FILE_COST).sum())
+    return total
+
+
 def split_ranges(size: int, offsets: list[int] | None, target: int) -> list[tuple[int, int]]:
     """Byte ranges ``(start, length)`` covering a file of ``size`` bytes, for a split target
     size: adjacent ``split_offsets`` ranges (row group starts) combined while they fit in

@@ -45,7 +45,13 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
-from icefloe.scan.columnar import plan_to_tasks
+from icefloe.scan.columnar import (
+    MIN_SPLIT_SIZE,
+    OPEN_FILE_COST,
+    adaptive_split_size,
+    plan_bytes,
+    plan_to_tasks,
+)
 from icefloe.scan.tasks import FileScanTask, ReadOptions
 from icefloe.spark.errors import executor_errors
 from icefloe.spark.filters import to_expression
@@ -59,6 +65,8 @@ from icefloe.types import NestedField, StructType
 __all__ = [
     "FILTER_PUSHDOWN",
     "FORMAT",
+    "MIN_SPLIT_SIZE",
+    "OPEN_FILE_COST",
     "IcefloeDataSource",
     "IcefloeReader",
     "TasksPartition",
@@ -72,10 +80,6 @@ __all__ = [
 FORMAT = "icefloe"
 #: The Spark setting that lets Python data sources take filters.
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
-#: Bytes a file counts for at least when packing tasks (Iceberg's ``read.split.open-file-cost``).
-OPEN_FILE_COST = 4 * 1024 * 1024
-#: The smallest split size :func:`adaptive_split_size` lowers the target to.
-MIN_SPLIT_SIZE = 16 * 1024 * 1024
 
 
 def register(spark: Any) -> None:
@@ -96,17 +100,6 @@ def register(spark: Any) -> None:
         {"parallelism": parallelism, "__module__": __name__},
     )
     spark.dataSource.register(source)
-
-
-def adaptive_split_size(scan_bytes: int, parallelism: int, split_size: int) -> int:
-    """The split size of a read of ``scan_bytes``: ``split_size`` when it makes at least
-    ``parallelism`` splits, else ``scan_bytes / parallelism`` but at least
-    :data:`MIN_SPLIT_SIZE` (or ``split_size`` when that is smaller), as Iceberg's Java runtime
-    adapts it (``read.split.adaptive-size.enabled``). Never larger than ``split_size``."""
-    splits = -(-scan_bytes // max(1, split_size))
-    if splits >= parallelism:
-        return split_size
-    return max(scan_bytes // max(1, parallelism), min(MIN_SPLIT_SIZE, split_size))
 
 
 def _csv(value: str | None) -> list[str]:
@@ -285,13 +278,8 @@ class IcefloeReader(DataSourceReader):
             table, scan, options, fields = plan_read(self.options, self.row_filter())
             split = scan.split_size()
             if _int_option(self.options, "split-size") is None:
-                files = scan.plan_files()
-                sizes = np.fromiter(
-                    (t.data_file.file_size_in_bytes for t in files), np.int64, len(files)
-                )
                 # files weigh at least the open cost, as when they are packed
-                scan_bytes = int(np.maximum(sizes, OPEN_FILE_COST).sum())
-                split = adaptive_split_size(scan_bytes, self.parallelism, split)
+                split = adaptive_split_size(plan_bytes(scan.plan()), self.parallelism, split)
             tasks = plan_to_tasks(scan.plan(), split_size=split)
             return task_partitions(table, options, fields, tasks, split)
 

@@ -43,7 +43,9 @@ from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_c
 from icefloe.scan.columnar import (
     TableStream,
     TaskStream,
+    adaptive_split_size,
     gc_paused,
+    plan_bytes,
     plan_to_table,
     plan_to_tasks,
 )
@@ -346,11 +348,24 @@ class TableScan:
         return self._int_option(SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE)
 
     def plan_tasks(self) -> list[FileScanTask]:
-        """The tasks of :meth:`plan_files` with files larger than :meth:`split_size` split into
+        """The tasks of :meth:`plan_files` with files larger than the split size split into
         byte ranges (by ``split_offsets`` when valid, else fixed ranges); each split carries
         the file's delete files and residual. For parallel reads; writers use
-        :meth:`plan_files` (one task per file)."""
-        return plan_to_tasks(self.plan(), split_size=self.split_size())
+        :meth:`plan_files` (one task per file).
+
+        The split size is :meth:`split_size` when set as a scan option or table property;
+        otherwise a read that would make fewer splits than it has worker threads is split
+        smaller (row groups of one large file are then read at once), as Iceberg's Java
+        runtime adapts its split size."""
+        split = self.split_size()
+        if SPLIT_SIZE_PROPERTY not in self.options and (
+            SPLIT_SIZE_PROPERTY not in self.metadata.properties
+        ):
+            from icefloe.read.scan_output import default_workers
+
+            workers = self._threads() or default_workers()
+            split = adaptive_split_size(plan_bytes(self.plan()), workers, split)
+        return plan_to_tasks(self.plan(), split_size=split)
 
     def plan_table(self) -> pa.Table:
         """The tasks of :meth:`plan_files` as one Arrow table (see
