@@ -1,13 +1,17 @@
-"""The reader's one-step-ahead decode thread: order, errors, and early close."""
+"""The reader's one-step-ahead decode thread: order, errors, early close, and only for files
+of more than one batch."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
+from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import CorruptFileError
 from icefloe.read.prefetch import prefetched
 
@@ -61,3 +65,26 @@ def test_closing_early_stops_the_thread_and_closes_the_source() -> None:
     assert not _threads(name)
     # Produced at most the items handed out, one in the queue and one blocked on it.
     assert len(produced) <= 3 + 2
+
+
+@pytest.mark.parametrize(("rows", "threaded"), [(50, False), (1_000, True)])
+def test_only_files_of_several_batches_decode_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, threaded: bool
+) -> None:
+    import icefloe.read.reader as reader
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array(range(rows), pa.int64())}))
+    monkeypatch.setattr(reader, "BATCH_SIZE", 100)
+    started: list[str] = []
+
+    def spy(source: Iterator[object], depth: int, name: str) -> Iterator[object]:
+        started.append(name)
+        return prefetched(source, depth, name=name)
+
+    monkeypatch.setattr(reader, "prefetched", spy)
+    got = t.scan().to_arrow().column("id").to_pylist()
+    assert got == list(range(rows))
+    assert bool(started) is threaded
