@@ -115,6 +115,46 @@ def test_position_delete_file_for_one_data_file_read_by_stats(
     assert _ids(FileScanTask(a, (other,))) == list(range(100))
 
 
+def _referencing(d: DeleteFileRef, data_path: str) -> DeleteFileRef:
+    return DeleteFileRef(
+        d.content, d.file_path, d.file_format, d.record_count, referenced_data_file=data_path
+    )
+
+
+def test_position_delete_file_named_in_its_manifest_is_opened_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete file whose entry names the data file (``referenced_data_file``) is checked and
+    read in one open; when its statistics do not prove the name (none written, or rows of
+    another file in it) the general path reads it, with the same rows."""
+    from icefloe.read import deletes as rd
+
+    a = write_data(tmp_path / "a.parquet", SCHEMA, ROWS)
+    opens: list[str] = []
+    real_open = rd.open_parquet
+
+    def counting(io: Any, path: str, *args: Any, **kwargs: Any) -> Any:
+        opens.append(path)
+        return real_open(io, path, *args, **kwargs)
+
+    monkeypatch.setattr(rd, "open_parquet", counting)
+    one = write_pos_deletes(tmp_path / "one.parquet", [(a.file_path, p) for p in (9, 2, 50)])
+    want = [i for i in range(100) if i not in (2, 9, 50)]
+    assert _ids(FileScanTask(a, (one,))) == want
+    assert len(opens) == 2  # footer first, then the positions
+    opens.clear()
+    assert _ids(FileScanTask(a, (_referencing(one, a.file_path),))) == want
+    assert len(opens) == 1
+    nostats = write_pos_deletes(tmp_path / "nostats.parquet", [(a.file_path, 0)])
+    pq.write_table(pq.read_table(nostats.file_path), nostats.file_path, write_statistics=False)
+    assert _ids(FileScanTask(a, (_referencing(nostats, a.file_path),))) == list(range(1, 100))
+    # an entry that names the file wrongly (rows of another file too): no shortcut
+    mixed = write_pos_deletes(tmp_path / "mixed.parquet", [(a.file_path, 4), ("z-other", 5)])
+    assert _ids(FileScanTask(a, (_referencing(mixed, a.file_path),))) == [
+        i for i in range(100) if i != 4
+    ]
+
+
 def test_position_delete_files_of_other_data_files_are_not_decoded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

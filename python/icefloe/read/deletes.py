@@ -173,12 +173,16 @@ def _read_single_file_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector:
     ``pos`` column alone)."""
     pf = open_parquet(io, d.file_path)
     _, pos_col = _position_columns(pf, d.file_path)
+    return _positions(pf, pos_col, d.file_path)
+
+
+def _positions(pf: pq.ParquetFile, pos_col: str, path: str) -> DeletionVector:
     try:
         positions = pf.read(columns=[pos_col], use_threads=False).column(0)
     except DECODE_ERRORS as e:
-        raise CorruptFileError(f"{d.file_path}: cannot read position deletes: {e}") from e
+        raise CorruptFileError(f"{path}: cannot read position deletes: {e}") from e
     if positions.null_count:
-        raise ValidationError(f"position delete file {d.file_path} has null positions")
+        raise ValidationError(f"position delete file {path} has null positions")
     return DeletionVector.from_positions(positions)
 
 
@@ -199,10 +203,32 @@ def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
     return index
 
 
+def _read_referenced_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector | None:
+    """The positions of a position delete file whose manifest entry names one data file, in
+    one open: None when its ``file_path`` statistics do not prove that every row names it."""
+    pf = open_parquet(io, d.file_path)
+    path_col, pos_col = _position_columns(pf, d.file_path)
+    try:
+        target = _single_data_file(pf, path_col)
+    except DECODE_ERRORS as e:
+        raise corrupt_error(d.file_path, e) from e
+    if target != d.referenced_data_file:
+        return None
+    return _positions(pf, pos_col, d.file_path)
+
+
 def _position_deletes_of(
     io: FileIO, d: DeleteFileRef, data_path: str, cache: DeleteCache
 ) -> DeletionVector | None:
     """The positions that the position delete file ``d`` deletes from ``data_path``."""
+    if d.referenced_data_file is not None and d.referenced_data_file == data_path:
+        # The common case (one delete file per data file, named in the manifest): footer check
+        # and positions in one open of the file.
+        found: DeletionVector | None = cache.get(
+            ("pos-referenced", d.file_path), partial(_read_referenced_positions, io, d)
+        )
+        if found is not None:
+            return found
     (target,) = cache.footers.get(("pos-target", d.file_path), partial(_position_target, io, d))
     if target is not None:
         if target != data_path:
