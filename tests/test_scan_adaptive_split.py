@@ -11,10 +11,15 @@ import pytest
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.scan import columnar
+from icefloe.table import Table
 
 
 @pytest.fixture
-def one_file_four_groups(tmp_path: Path) -> object:
+def one_file_four_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
+    """One data file of four row groups, with the smallest adapted split (16 MiB) and the
+    least a file counts for (4 MiB) lowered so that this small file shows the adaptation."""
+    monkeypatch.setattr(columnar, "MIN_SPLIT_SIZE", 1)
+    monkeypatch.setattr(columnar, "OPEN_FILE_COST", 1)
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
     cat.create_namespace("db")
     t = cat.create_table("db.t", pa.schema([("id", pa.int64()), ("s", pa.string())]))
@@ -24,32 +29,21 @@ def one_file_four_groups(tmp_path: Path) -> object:
     return t
 
 
-def test_small_reads_are_split_by_row_group(
-    one_file_four_groups: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_small_reads_are_split_by_row_group(one_file_four_groups: Table) -> None:
     t = one_file_four_groups
-    # the file is far below the 16 MiB smallest split and the 4 MiB a file counts for
-    monkeypatch.setattr(columnar, "MIN_SPLIT_SIZE", 1)
-    monkeypatch.setattr(columnar, "OPEN_FILE_COST", 1)
-    assert len(t.scan().plan_files()) == 1  # type: ignore[attr-defined]
-    two = t.scan(options={"scan.threads": "2"}).plan_tasks()  # type: ignore[attr-defined]
-    four = t.scan(options={"scan.threads": "4"}).plan_tasks()  # type: ignore[attr-defined]
+    assert len(t.scan().plan_files()) == 1
+    two = t.scan(options={"scan.threads": "2"}).plan_tasks()
+    four = t.scan(options={"scan.threads": "4"}).plan_tasks()
     assert 2 <= len(two) <= len(four) == 4  # one split per row group at most
     assert {task.data_file.file_path for task in four} == {two[0].data_file.file_path}
-    fixed = t.scan(  # type: ignore[attr-defined]
-        options={"scan.threads": "4", "read.split.target-size": str(1 << 30)}
-    ).plan_tasks()
-    assert len(fixed) == 1
+    fixed = t.scan(options={"scan.threads": "4", "read.split.target-size": str(1 << 30)})
+    assert len(fixed.plan_tasks()) == 1
     for opts in ({"scan.threads": "4"}, {"scan.threads": "1"}):
-        got = t.scan(options=opts).to_arrow()  # type: ignore[attr-defined]
+        got = t.scan(options=opts).to_arrow()
         assert got.column("id").to_pylist() == list(range(10_000))
 
 
-def test_table_property_split_size_is_kept(
-    one_file_four_groups: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_table_property_split_size_is_kept(one_file_four_groups: Table) -> None:
     t = one_file_four_groups
-    monkeypatch.setattr(columnar, "MIN_SPLIT_SIZE", 1)
-    monkeypatch.setattr(columnar, "OPEN_FILE_COST", 1)
-    t.set_properties({"read.split.target-size": str(1 << 30)})  # type: ignore[attr-defined]
-    assert len(t.scan(options={"scan.threads": "4"}).plan_tasks()) == 1  # type: ignore[attr-defined]
+    t.set_properties({"read.split.target-size": str(1 << 30)})
+    assert len(t.scan(options={"scan.threads": "4"}).plan_tasks()) == 1

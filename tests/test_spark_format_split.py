@@ -15,10 +15,9 @@ pytest.importorskip("pyspark")
 
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.scan import columnar
+from icefloe.scan.columnar import MIN_SPLIT_SIZE, OPEN_FILE_COST
 from icefloe.spark import source
 from icefloe.spark.source import (
-    MIN_SPLIT_SIZE,
-    OPEN_FILE_COST,
     IcefloeReader,
     TasksPartition,
     adaptive_split_size,

@@ -221,7 +221,7 @@ def _position_deletes_of(
     io: FileIO, d: DeleteFileRef, data_path: str, cache: DeleteCache
 ) -> DeletionVector | None:
     """The positions that the position delete file ``d`` deletes from ``data_path``."""
-    if d.referenced_data_file is not None and d.referenced_data_file == data_path:
+    if d.referenced_data_file == data_path:
         # The common case (one delete file per data file, named in the manifest): footer check
         # and positions in one open of the file.
         found: DeletionVector | None = cache.get(

@@ -146,8 +146,7 @@ def _out_schema(options: ReadOptions, spec_id: int) -> tuple[list[NestedField], 
 
 def output_schema(options: ReadOptions, spec_id: int = 0) -> pa.Schema:
     """The Arrow schema of the batches :func:`read_task` yields for ``options``."""
-    fields = list(options.projected_schema().fields) + _metadata_fields(options, spec_id)
-    return schema_to_arrow(Schema(*fields))
+    return _out_schema(options, spec_id)[1]
 
 
 def read_tasks(

@@ -46,7 +46,6 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
 from icefloe.scan.columnar import (
-    MIN_SPLIT_SIZE,
     OPEN_FILE_COST,
     adaptive_split_size,
     plan_bytes,
@@ -65,8 +64,6 @@ from icefloe.types import NestedField, StructType
 __all__ = [
     "FILTER_PUSHDOWN",
     "FORMAT",
-    "MIN_SPLIT_SIZE",
-    "OPEN_FILE_COST",
     "IcefloeDataSource",
     "IcefloeReader",
     "TasksPartition",

@@ -48,7 +48,7 @@ class KeyRouter:
             if fid is not None:
                 self._by_id[fid] = name
         self._arrays: dict[tuple[int, int], pa.Array | None] = {}
-        self._masks: dict[tuple[Any, ...], pa.Table] = {}
+        self._routed_keys: dict[tuple[Any, ...], pa.Table] = {}
 
     def _routed(self, spec: PartitionSpec, i: int) -> pa.Array | None:
         """The partition values of every key for field ``i`` of ``spec``, when the field is a
@@ -85,7 +85,7 @@ class KeyRouter:
         if not conditions:
             return self.keys
         cache_key = (spec_id, *conditions)
-        hit = self._masks.get(cache_key)
+        hit = self._routed_keys.get(cache_key)
         if hit is not None:
             return hit
         mask: pa.Array | None = None
@@ -95,5 +95,5 @@ class KeyRouter:
             one = pc.is_null(arr) if value is None else pc.fill_null(pc.equal(arr, value), False)
             mask = one if mask is None else pc.and_(mask, one)
         routed = self.keys.filter(mask)
-        self._masks[cache_key] = routed
+        self._routed_keys[cache_key] = routed
         return routed

@@ -358,9 +358,10 @@ class TableScan:
         smaller (row groups of one large file are then read at once), as Iceberg's Java
         runtime adapts its split size."""
         split = self.split_size()
-        if SPLIT_SIZE_PROPERTY not in self.options and (
-            SPLIT_SIZE_PROPERTY not in self.metadata.properties
-        ):
+        explicit = SPLIT_SIZE_PROPERTY in self.options or (
+            SPLIT_SIZE_PROPERTY in self.metadata.properties
+        )
+        if not explicit:
             from icefloe.read.scan_output import default_workers
 
             workers = self._threads() or default_workers()

@@ -318,7 +318,7 @@ class _FileWriter:
         spec: PartitionSpec,
         opts: WriteOptions,
         sort_order_id: int | None,
-        use_dictionary: bool | list[str] = True,
+        use_dictionary: bool | list[str],
     ) -> None:
         props = metadata.properties
         self.use_dictionary = use_dictionary
