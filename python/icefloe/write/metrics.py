@@ -19,8 +19,14 @@ WKB in Rust (:func:`icefloe.geo.wkb_bounds`: NaN skipped per dimension, empty ge
 ignored, malformed WKB refused); geography gets none (spherical edges can bulge past the
 vertices' box). Bounds ignore nulls and NaN. For float and double, a lower bound equal to zero
 is written as ``-0.0`` and an upper bound equal to zero as ``+0.0`` (spec: ``-0.0`` precedes
-``+0.0``, and NaN is never a bound). Min/max run as Arrow kernels over whole columns; Python
-only touches one value per column.
+``+0.0``, and NaN is never a bound).
+
+Bounds come from the minima and maxima the Parquet writer already put in the footer (one per
+row group and column; they skip nulls and NaN and order values as Iceberg does: signed numbers
+and decimals, unsigned bytes for strings, binary and fixed). Where a row group has none (a
+chunk of only nulls or NaN, a value too long for the writer's statistics) and for UUID and
+geometry columns, they run as Arrow kernels over the column instead; Python only touches one
+value per column and row group.
 """
 
 from __future__ import annotations
@@ -227,8 +233,13 @@ def _chunk_stats(md: pq.FileMetaData, ncols: int) -> tuple[list[int], list[int],
     return sizes, values, nulls
 
 
-def compute_metrics(table: pa.Table, md: pq.FileMetaData, config: MetricsConfig) -> ColumnMetrics:
-    """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``."""
+def compute_metrics(
+    table: pa.Table, md: pq.FileMetaData, config: MetricsConfig, *, footer_bounds: bool = True
+) -> ColumnMetrics:
+    """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``.
+
+    ``footer_bounds=False`` computes every bound from ``table`` (the slower path that the
+    footer's statistics are tested against)."""
     leaves = config.leaves
     # A variant is one schema leaf and two Parquet columns (metadata, value).
     widths = [2 if isinstance(leaf.field.field_type, VariantType) else 1 for leaf in leaves]
@@ -265,11 +276,16 @@ def compute_metrics(table: pa.Table, md: pq.FileMetaData, config: MetricsConfig)
             out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(arr)).as_py() or 0)
         if mode.kind == "counts" or not (_has_bounds(t) or isinstance(t, GeometryType)):
             continue
-        arr = _leaf_array(table, leaf.path) if arr is None else arr
-        if isinstance(t, GeometryType):
-            bounds: tuple[bytes, bytes | None] | None = wkb_bounds(arr)
+        extremes = _footer_extremes(md, i, t) if footer_bounds else None
+        bounds: tuple[bytes, bytes | None] | None
+        if extremes is not None:
+            bounds = _encode_bounds(t, mode, *extremes)
         else:
-            bounds = _bounds(arr, t, mode, out.nan_value_counts.get(fid, 0))
+            arr = _leaf_array(table, leaf.path) if arr is None else arr
+            if isinstance(t, GeometryType):
+                bounds = wkb_bounds(arr)
+            else:
+                bounds = _bounds(arr, t, mode, out.nan_value_counts.get(fid, 0))
         if bounds is not None:
             lo, hi = bounds
             out.lower_bounds[fid] = lo
@@ -323,7 +339,55 @@ def _bounds(
         target = pa.int32() if isinstance(t, DateType) else pa.int64()
         arr = arr.cast(target)
     mm = pc.min_max(arr)
-    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    return _encode_bounds(t, mode, mm["min"].as_py(), mm["max"].as_py())
+
+
+#: Types whose bounds the Parquet footer holds in Iceberg's order. UUIDs are compared as Java
+#: does (not as unsigned bytes) and geometry bounds are a box: both are computed from the data.
+_FOOTER_ORDERED = (
+    BooleanType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    StringType,
+    BinaryType,
+    FixedType,
+    *_PHYSICAL_INT,
+)
+
+
+def _footer_extremes(md: pq.FileMetaData, column: int, t: IcebergType) -> tuple[Any, Any] | None:
+    """The smallest and largest value of Parquet column ``column`` over every row group, from
+    the footer's statistics; None when the type is not footer-ordered or a row group has none.
+    Date and time types come back as their stored integers (days, micro- or nanoseconds)."""
+    if not isinstance(t, _FOOTER_ORDERED):
+        return None
+    raw = isinstance(t, _PHYSICAL_INT)
+    lo: Any = None
+    hi: Any = None
+    for rg in range(md.num_row_groups):
+        stats = md.row_group(rg).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            return None
+        a, b = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
+        if lo is None or a < lo:
+            lo = a
+        if hi is None or b > hi:
+            hi = b
+    if lo is None or hi is None:
+        return None
+    if isinstance(t, FloatType | DoubleType) and (math.isnan(lo) or math.isnan(hi)):
+        return None
+    return lo, hi
+
+
+def _encode_bounds(
+    t: IcebergType, mode: MetricsMode, lo: Any, hi: Any
+) -> tuple[bytes, bytes | None] | None:
+    """The lower and upper bound of a column whose least and greatest values are ``lo`` and
+    ``hi`` (dates and times as their stored integers), truncated under ``mode``."""
     if lo is None or hi is None:
         return None
     if isinstance(t, FloatType | DoubleType):
