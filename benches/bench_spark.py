@@ -25,10 +25,12 @@ its rows are deleted with merge-on-read (deletion vectors). Cases, each icefloe 
   a Puffin file and committed for the current snapshot: ``Table.compute_statistics()`` vs
   ``CALL <catalog>.system.compute_table_stats``.
 
-The read and write cases also time the floor of any Python data source
+The read and write cases also time the floors of any Python data source
 (:mod:`spark_floor`): the table's data files read by ``pyarrow.parquet`` alone (all rows, no
-deletes) and yielded to Spark, and a sink that drops Spark's Arrow batches. No Python source can
-be faster than these, so their ratio to Iceberg Java bounds what the format can reach.
+deletes) and yielded to Spark; a sink that drops Spark's Arrow batches (``hand-off``); and a
+sink that writes them as zstd Parquet files with pyarrow alone, no Iceberg work
+(``Parquet``). No Python source can be faster than these, so their ratio to Iceberg Java bounds
+what the format can reach.
 
 Runs are interleaved (icefloe, Java, icefloe, Java, ... after one warm-up each) and each reports
 the median wall time and the median CPU time of the whole process tree (this driver, the JVM
@@ -45,12 +47,13 @@ Iceberg runtime jar (fetched by ``tests/support/spark.py``). ``ICEFLOE_SPARK_PRO
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +117,8 @@ class SparkCase:
     ours: Timing
     java: Timing
     load: tuple[float, float]
-    floor: Timing | None = None
+    #: Python-source floors (see :mod:`spark_floor`) by name, in the order they are shown.
+    floors: dict[str, Timing] = field(default_factory=dict)
 
 
 def interleaved(
@@ -141,16 +145,18 @@ def markdown(cases: list[SparkCase], rows: int) -> str:
         "(above 1: icefloe is faster).",
         "",
         "| case | icefloe wall / CPU | Iceberg Java wall / CPU | x wall | x CPU "
-        "| Python-source floor wall / CPU (x wall vs Java) | load before-after | target |",
+        "| Python-source floors wall / CPU (x wall vs Java) | load before-after | target |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in cases:
-        o, j, f = c.ours, c.java, c.floor
+        o, j = c.ours, c.java
         floor = (
-            f"{f.median_wall():.2f} s / {f.median_cpu():.2f} s "
-            f"(x{j.median_wall() / f.median_wall():.2f})"
-            if f
-            else "-"
+            "; ".join(
+                f"{k}: {f.median_wall():.2f} s / {f.median_cpu():.2f} s "
+                f"(x{j.median_wall() / f.median_wall():.2f})"
+                for k, f in c.floors.items()
+            )
+            or "-"
         )
         lines.append(
             f"| {c.name} | {o.median_wall():.2f} s / {o.median_cpu():.2f} s "
@@ -205,17 +211,15 @@ def run(h: Harness) -> None:
         ours: Callable[[], object],
         java: Callable[[], object],
         target: str,
-        floor: Callable[[], object] | None = None,
+        floors: dict[str, Callable[[], object]] | None = None,
     ) -> None:
         if not want(name):
             return
         before = os.getloadavg()[0]
-        fns = {"icefloe": ours, "iceberg-java": java}
-        if floor is not None:
-            fns["python-source floor"] = floor
+        fns = {"icefloe": ours, "iceberg-java": java, **(floors or {})}
         t = interleaved(fns, repeat)
         case = SparkCase(name, units, target, t["icefloe"], t["iceberg-java"], (before, 0.0))
-        case.floor = t.get("python-source floor")
+        case.floors = {k: t[k] for k in floors or {}}
         case.load = (before, os.getloadavg()[0])
         cases.append(case)
         hc = Case(h.area, name, units, "rows", target)
@@ -245,7 +249,7 @@ def run(h: Harness) -> None:
         lambda: agg(spark.read.format("icefloe").options(**opts).load("db.t")),
         java_read,
         target,
-        floor_read,
+        {"hand-off": floor_read},
     )
     compare("read_dv_10pct", live, lambda: agg(ispark.read(spark, table)), java_read, target)
 
@@ -268,7 +272,19 @@ def run(h: Harness) -> None:
         t = cat.icefloe().create_table(("db", f"o{i}"), table.schema(), format_version=3)
         ispark.write(source, t)
 
-    compare("format_write", n, format_write, java_write, target, lambda: spark_floor.write(source))
+    def parquet_floor() -> None:
+        out = Path(tempfile.mkdtemp(prefix="floor_", dir=base))
+        spark_floor.write(source, str(out))
+        shutil.rmtree(out)
+
+    compare(
+        "format_write",
+        n,
+        format_write,
+        java_write,
+        target,
+        {"hand-off": lambda: spark_floor.write(source), "Parquet": parquet_floor},
+    )
     compare("write", n, mapinarrow_write, java_write, target)
 
     def band(k: int) -> str:  # 1% of the rows, spread over every file (v is uniform)

@@ -234,3 +234,53 @@ def test_abort_after_an_interrupted_commit_keeps_what_the_table_references(
     failed.abort(failed_messages)
     assert len(_files_on_disk(catalog.load_table("db.t"))) == 1
     assert table.metadata_location != catalog.load_table("db.t").metadata_location
+
+
+def test_every_planner_step_prepares_its_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark runs each data source step on the driver in a reused Python worker that calls
+    ``importlib.invalidate_caches`` first: every icefloe step runs ``prepare_worker`` so that
+    the worker's later steps skip re-reading Spark's archives."""
+    from pyspark.sql.types import LongType as SparkLong
+    from pyspark.sql.types import StringType as SparkString
+    from pyspark.sql.types import StructField, StructType
+
+    import icefloe.spark.worker as worker
+    from icefloe.spark.source import IcefloeDataSource
+
+    catalog = icefloe_catalog(tmp_path / "wh")
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", KV, partition_spec=BY_K).append(_kv(range(3), "a"))
+    options = {**catalog_options(catalog), "path": "db.t"}
+    spark_schema = StructType([StructField("id", SparkLong()), StructField("k", SparkString())])
+    calls: list[str] = []
+    monkeypatch.setattr(worker, "prepare_worker", lambda: calls.append("prepared") or 0)
+
+    def step(name: str, fn: Any) -> Any:
+        before = len(calls)
+        out = fn()
+        assert len(calls) > before, f"{name} did not prepare its worker"
+        return out
+
+    source = IcefloeDataSource(options)
+    step("schema", source.schema)
+    reader = step("reader", lambda: source.reader(spark_schema))
+    step("pushFilters", lambda: list(reader.pushFilters([])))
+    step("partitions", reader.partitions)
+    job = step("writer", lambda: source.writer(spark_schema, False))
+    messages = [job.write(iter(_kv(range(3, 5), "b").to_batches()))]
+    step("commit", lambda: job.commit(messages))
+    failed = step("writer", lambda: source.writer(spark_schema, False))
+    failed_messages = [failed.write(iter(_kv(range(9, 10), "c").to_batches()))]
+    step("abort", lambda: failed.abort(failed_messages))
+    sink = IcefloeDataSource({**options, "query-id": "q"})
+    stream = step("streamWriter", lambda: sink.streamWriter(spark_schema, False))
+    step("stream commit", lambda: stream.commit([], 0))
+    step("stream abort", lambda: stream.abort([], 1))
+    stream_reader = step("streamReader", lambda: source.streamReader(spark_schema))
+    start = step("initialOffset", stream_reader.initialOffset)
+    end = step("latestOffset", stream_reader.latestOffset)
+    step("stream partitions", lambda: stream_reader.partitions(start, end))
+    ids = catalog.load_table("db.t").scan().to_arrow()["id"].to_pylist()
+    assert sorted(ids) == [0, 1, 2, 3, 4]

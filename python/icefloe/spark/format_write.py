@@ -44,9 +44,8 @@ from pyspark.sql.datasource import (
 
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import MAIN_BRANCH, TableMetadata
-from icefloe.spark.errors import executor_errors
 from icefloe.spark.source import table_from_options
-from icefloe.spark.worker import profile_scope
+from icefloe.spark.worker import planner_step, profile_scope
 from icefloe.spark.writing import (
     LINEAGE,
     cleanup_job,
@@ -180,7 +179,7 @@ class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
     def commit(self, messages: list[Any]) -> None:
         from icefloe.table.operations import dynamic_partition_overwrite, overwrite
 
-        with executor_errors():
+        with planner_step():
             table = self._base()
             files = _files(messages)
             props = _snapshot_properties(self.options)
@@ -222,7 +221,7 @@ class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
     def abort(self, messages: list[Any]) -> None:
         """Spark calls this when the job or ``commit`` failed: the files are deleted unless a
         snapshot recorded this job (a commit whose outcome was unknown may have happened)."""
-        with executor_errors():
+        with planner_step():
             if _job_committed(self.options, self.tag):
                 return
             table = table_from_options(self.options)
@@ -258,7 +257,7 @@ class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
         self.query = query
 
     def commit(self, messages: list[Any], batchId: int) -> None:
-        with executor_errors():
+        with planner_step():
             table = table_from_options(self.options)
             files = _files(messages)
             done = last_committed_batch(table, self.query, self.branch)
@@ -279,7 +278,7 @@ class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
     def abort(self, messages: list[Any], batchId: int) -> None:
         """Deletes the batch's files unless the batch was committed (or the table cannot be
         loaded to tell)."""
-        with executor_errors():
+        with planner_step():
             try:
                 table = table_from_options(self.options)
             except Exception:

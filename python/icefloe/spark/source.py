@@ -52,11 +52,10 @@ from icefloe.scan.columnar import (
     plan_to_tasks,
 )
 from icefloe.scan.tasks import FileScanTask, ReadOptions
-from icefloe.spark.errors import executor_errors
 from icefloe.spark.filters import to_expression
 from icefloe.spark.reading import read_scan, spark_batches
 from icefloe.spark.schema import spark_type
-from icefloe.spark.worker import ensure_worker_python, profiled
+from icefloe.spark.worker import ensure_worker_python, planner_step, profiled
 from icefloe.table import Table
 from icefloe.table.scan import SPLIT_SIZE_PROPERTY, TableScan
 from icefloe.types import NestedField, StructType
@@ -254,7 +253,7 @@ class IcefloeReader(DataSourceReader):
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
         """Takes the filters icefloe evaluates exactly (see :mod:`icefloe.spark.filters`)."""
-        with executor_errors():
+        with planner_step():
             _, scan, _, _ = plan_read(self.options)
             schema = scan.schema()
         for f in filters:
@@ -271,7 +270,7 @@ class IcefloeReader(DataSourceReader):
         return self.pushed[0] if len(self.pushed) == 1 else And(*self.pushed)
 
     def partitions(self) -> list[TasksPartition]:
-        with executor_errors():
+        with planner_step():
             table, scan, options, fields = plan_read(self.options, self.row_filter())
             split = scan.split_size()
             if _int_option(self.options, "split-size") is None:
@@ -298,27 +297,28 @@ class IcefloeDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> Any:
-        with executor_errors():
+        with planner_step():
             _, _, _, fields = plan_read(self.options)
             return spark_type(StructType(*fields))
 
     def reader(self, schema: Any) -> IcefloeReader:
-        return IcefloeReader(self.options, self.parallelism)
+        with planner_step():
+            return IcefloeReader(self.options, self.parallelism)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from icefloe.spark.format_write import IcefloeWriter
 
-        with executor_errors():
+        with planner_step():
             return IcefloeWriter(self.options, schema, overwrite)
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         from icefloe.spark.format_write import IcefloeStreamWriter
 
-        with executor_errors():
+        with planner_step():
             return IcefloeStreamWriter(self.options, schema, overwrite)
 
     def streamReader(self, schema: Any) -> Any:
         from icefloe.spark.streaming import IcefloeStreamReader
 
-        with executor_errors():
+        with planner_step():
             return IcefloeStreamReader(self.options)

@@ -31,7 +31,6 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import Snapshot
 from icefloe.scan.tasks import FileScanTask
-from icefloe.spark.errors import executor_errors
 from icefloe.spark.source import (
     TasksPartition,
     _bool_option,
@@ -41,6 +40,7 @@ from icefloe.spark.source import (
     table_from_options,
     task_partitions,
 )
+from icefloe.spark.worker import planner_step
 from icefloe.table import Table
 
 __all__ = ["IcefloeStreamReader", "StreamingError", "added_files"]
@@ -106,7 +106,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
 
     # -- offsets --------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, int]:
-        with executor_errors():
+        with planner_step():
             table = table_from_options(self.options)
             start_id = _int_option(self.options, "start-snapshot-id")
             if start_id is not None:
@@ -154,7 +154,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
         return out + [(s, 0) for s in chain[i + 1 :]]
 
     def latestOffset(self) -> dict[str, int]:
-        with executor_errors():
+        with planner_step():
             table = table_from_options(self.options)
             current = table.metadata.current_snapshot()
             start = self.start if self.start is not None else self.initialOffset()
@@ -182,7 +182,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
 
     # -- reading ---------------------------------------------------------------------------------
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TasksPartition]:
-        with executor_errors():
+        with planner_step():
             table, scan, options, fields = plan_read(self.options)
             tasks: list[FileScanTask] = []
             end_id, end_k = int(end["snapshot_id"]), int(end["files"])

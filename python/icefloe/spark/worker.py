@@ -12,6 +12,13 @@ importers of the archives Spark put on the worker's ``PYTHONPATH`` (its own, ins
 skip that re-read, so later tasks on the same worker start without it. Importers of other
 archives (``addPyFile`` uploads, user zips) keep the normal behaviour.
 
+The steps Spark runs for a data source on the driver (look up the source, create it and its
+schema, plan a read, create a writer, commit or abort a write, plan a micro-batch) run in Python
+planner workers that Spark keeps and reuses too, and each step starts with the same
+``invalidate_caches`` call. They run under :func:`planner_step`, which does the same there:
+measured on a 10M-row ``df.write.format("icefloe")``, each step cost about 0.3 s of CPU before
+icefloe's code ran, from a save to its first task and from its last task to the commit.
+
 :data:`ARROW_SETTINGS` (applied by :func:`configure`) are the Spark SQL settings under which the
 Arrow exchange with icefloe's executor functions costs least: batches of 100,000 rows instead
 of 10,000, and no byte limit per batch. With the default limit (64 MiB) the JVM measures the
@@ -42,6 +49,7 @@ __all__ = [
     "PROFILE_ENV",
     "configure",
     "ensure_worker_python",
+    "planner_step",
     "prepare_worker",
     "profile_scope",
     "profiled",
@@ -131,6 +139,18 @@ def prepare_worker() -> int:
             finder.__class__ = _StaticZipImporter
             changed += 1
     return changed
+
+
+@contextlib.contextmanager
+def planner_step() -> Iterator[None]:
+    """A data source step on the driver's planner worker: :func:`prepare_worker` first (for
+    the worker's later steps), then the block with icefloe's errors made picklable for Spark
+    (:func:`icefloe.spark.errors.executor_errors`)."""
+    from icefloe.spark.errors import executor_errors
+
+    prepare_worker()
+    with executor_errors():
+        yield
 
 
 @contextlib.contextmanager
