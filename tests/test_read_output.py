@@ -119,6 +119,28 @@ def test_workers_are_bounded(tmp_path: Path) -> None:
     assert max(seen) <= max_tasks_ahead(2)
 
 
+def test_reader_threads_are_reused_across_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many small tasks are read by at most ``max_tasks_ahead`` threads in all, not one
+    thread per task, and the rows still come in task order."""
+    from icefloe.read import scan_output
+
+    readers: set[str] = set()
+
+    def one_batch(
+        io: object, task: FileScanTask, options: object, cache: object, handle: object = None
+    ) -> Any:
+        readers.add(threading.current_thread().name)  # idents are recycled, names are not
+        yield pa.record_batch({"id": pa.array([int(task.data_file.file_path[1:-8])], pa.int64())})
+
+    monkeypatch.setattr(scan_output, "read_task", one_batch)
+    tasks = [FileScanTask(DataFileRef(f"x{i}.parquet")) for i in range(200)]
+    got = list(iter_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=2))
+    assert [b.column(0)[0].as_py() for b in got] == list(range(200))
+    assert 1 <= len(readers) <= max_tasks_ahead(2)
+
+
 def test_at_most_max_workers_tasks_decode_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

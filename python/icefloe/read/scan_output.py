@@ -6,7 +6,9 @@ keep-masks release the GIL). Each task hands its batches to the consumer through
 queue, and batches come out in task order. At most ``max_workers`` tasks decode at once (a
 semaphore of "slots"), but up to ``READ_AHEAD x max_workers`` tasks may be started ahead of the
 consumer: a task whose queue is full (the consumer is still on an earlier task) gives its slot
-to a later task instead of idling a core. Each task's reader also decodes up to
+to a later task instead of idling a core. The reader threads are kept from task to task (one
+per task that may be started ahead; starting a thread per task cost more than reading a small
+file) and end after ``IDLE_SECONDS`` without work. Each task's reader also decodes up to
 ``reader.PREFETCH`` batches ahead on a helper thread. Memory stays bounded by
 ``READ_AHEAD x max_workers x (QUEUE_DEPTH + PREFETCH + 2)`` batches however large the table is.
 On S3, ``REMOTE_READ_AHEAD`` small files (at most 4 MiB each) are fetched ahead, each with one
@@ -23,6 +25,7 @@ import dataclasses
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +59,9 @@ QUEUE_DEPTH = 2
 
 #: Tasks that may be started ahead of the consumer, per worker slot.
 READ_AHEAD = 2
+
+#: Seconds a reader thread waits for a task to be allowed before it ends.
+IDLE_SECONDS = 1.0
 
 #: Tasks started ahead on an object store, at least: their files (at most 4 MiB each) are
 #: fetched while earlier ones decode, so a scan of many files is not bound by request latency.
@@ -183,29 +189,50 @@ def iter_batches(
         for task in todo:
             yield from read_task(io, task, options, cache)
         return
-    stop = threading.Event()
-    slots = threading.Semaphore(workers)
-    queues: list[queue.Queue[Any]] = []
-    threads: list[threading.Thread] = []
-
-    def start(i: int) -> None:
-        q: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_DEPTH)
-        t = threading.Thread(
-            target=_worker,
-            args=(io, todo[i], options, cache, q, stop, slots),
-            name=f"icefloe-read-{i}",
-            daemon=True,
-        )
-        queues.append(q)
-        threads.append(t)
-        t.start()
-
     ahead = max_tasks_ahead(workers)
     if io.s3_client(todo[0].data_file.file_path) is not None:
         ahead = max(ahead, REMOTE_READ_AHEAD)
+    stop = threading.Event()
+    slots = threading.Semaphore(workers)
+    queues: list[queue.Queue[Any]] = [queue.Queue(maxsize=QUEUE_DEPTH) for _ in todo]
+    # Tasks below ``allowed`` may start. Reader threads take them in order and are kept from
+    # task to task (starting a thread per task cost more than reading a small file); a thread
+    # with nothing allowed for IDLE_SECONDS ends, so a reader the consumer dropped without
+    # closing leaves no threads behind. At most ``ahead`` threads: one per task that may be
+    # started ahead, each holding a decode slot only while it decodes.
+    turn = threading.Condition()
+    state = {"next": 0, "allowed": min(ahead, len(todo)), "live": 0}
+    threads: list[threading.Thread] = []
+
+    def pool_thread() -> None:
+        while True:
+            with turn:
+                idle_since = time.monotonic()
+                while not stop.is_set() and state["next"] >= state["allowed"]:
+                    if state["next"] >= len(todo) or time.monotonic() - idle_since >= IDLE_SECONDS:
+                        state["live"] -= 1
+                        return
+                    turn.wait(0.05)
+                if stop.is_set():
+                    state["live"] -= 1
+                    return
+                i = state["next"]
+                state["next"] = i + 1
+            _worker(io, todo[i], options, cache, queues[i], stop, slots)
+
+    def spawn(unconsumed: int) -> None:
+        """Under ``turn``: a thread for each task that may be started and not yet consumed."""
+        while state["live"] < min(ahead, unconsumed) and state["next"] < state["allowed"]:
+            t = threading.Thread(
+                target=pool_thread, name=f"icefloe-read-{len(threads)}", daemon=True
+            )
+            threads.append(t)
+            state["live"] += 1
+            t.start()
+
     try:
-        for i in range(min(ahead, len(todo))):
-            start(i)
+        with turn:
+            spawn(len(todo))
         for i in range(len(todo)):
             q = queues[i]
             while True:
@@ -215,11 +242,14 @@ def iter_batches(
                 if isinstance(item, _Failed):
                     raise item.error
                 yield item
-            threads[i].join()
-            if len(queues) < len(todo):
-                start(len(queues))
+            with turn:
+                state["allowed"] = min(len(todo), i + 1 + ahead)
+                spawn(len(todo) - i - 1)
+                turn.notify_all()
     finally:
         stop.set()
+        with turn:
+            turn.notify_all()
         for t in threads:
             t.join()
 
