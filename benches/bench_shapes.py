@@ -13,7 +13,9 @@ time column, ``day`` + ``bucket[16]`` of the id. Per shape and layout:
   upsert 1% by key: icefloe against PyIceberg (copy-on-write, v2) and against icefloe's read of
   the columns the operation needs; each run starts from the appended snapshot;
 - reads with deletion vectors, position delete files (v2 merge-on-read) and equality deletes
-  (``delete_by_keys`` of 10% of the keys) against icefloe's plain read, DuckDB alongside.
+  (``delete_by_keys`` of 10% of the keys) against icefloe's plain read, DuckDB alongside;
+- the peak memory of a streamed read of every column (``shapes_memory``), icefloe's and the
+  floor's, each in a fresh process, against the Arrow bytes the read yields.
 
 Wall and CPU medians of interleaved runs (``shapes_timing``); the Markdown dashboard is printed
 and appended to ``--out``. Default 200,000 rows a shape (a few minutes on 2 cores);
@@ -33,6 +35,7 @@ from typing import Any
 from harness import Harness
 from shapes_data import SHAPES, Shape, delete_keys, overwrite_rows, upsert_rows
 from shapes_engines import LAYOUTS, MOR, DuckDB, Floor, Icefloe, PyIceberg
+from shapes_memory import streamed_read
 from shapes_report import Report
 from shapes_timing import Timing, interleave, load
 
@@ -207,6 +210,10 @@ def run(h: Harness) -> None:
                 for op, res in ops.items():
                     report.add("row-level", (name, layout, op), res)
                 report.add("deletes", key, _delete_reads(shape, layout, eng, meta, mor, repeat))
+                report.memory[key] = (
+                    streamed_read("icefloe", meta),
+                    streamed_read("floor", str(floor_dir)),
+                )
                 if opts.get("out"):  # the tables so far, in case a long run is stopped
                     report.load_after = load()
                     Path(opts["out"]).write_text(report.markdown())

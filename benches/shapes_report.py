@@ -12,6 +12,7 @@ import os
 import platform
 from typing import Any
 
+from shapes_memory import StreamMemory
 from shapes_timing import Timing, ratio
 
 Key = tuple[str, ...]
@@ -25,6 +26,8 @@ class Report:
         self.areas: dict[str, list[tuple[Key, dict[str, Timing]]]] = {}
         self.load_before = self.load_after = ""
         self.seconds = 0.0
+        #: (shape, layout) -> streamed reads of every column: (icefloe, floor)
+        self.memory: dict[Key, tuple[StreamMemory, StreamMemory]] = {}
 
     def add(self, area: str, key: Key, res: dict[str, Timing]) -> None:
         self.areas.setdefault(area, []).append((key, res))
@@ -45,6 +48,7 @@ class Report:
         out += self._read("projected", "Projected reads (two columns)")
         out += self._deletes()
         out += self._row_level()
+        out += self._memory()
         errors = self._errors()
         if errors:
             out += ["Peers that could not run a case:", "", *errors, ""]
@@ -130,6 +134,32 @@ class Report:
         head = ["shape", "layout", "operation", "icefloe", "PyIceberg", "PyIceberg/icefloe"]
         head += ["read needed columns", "icefloe/read"]
         title = "Row-level changes (targets: >= 10x PyIceberg, <= 1.5x reading the needed columns)"
+        return self._table(title, head, body)
+
+    def _memory(self) -> list[str]:
+        mb = 1024 * 1024
+        body = []
+        for key, (ours, floor) in self.memory.items():
+            body.append(
+                [
+                    *key,
+                    f"{ours.arrow_bytes / mb:,.0f}",
+                    f"{ours.peak_bytes / mb:,.0f}",
+                    f"x{ours.peak_bytes / max(1, ours.arrow_bytes):.2f}",
+                    f"{floor.peak_bytes / mb:,.0f}",
+                ]
+            )
+        if not body:
+            return []
+        head = [
+            "shape",
+            "layout",
+            "Arrow data read (MB)",
+            "icefloe peak RSS growth (MB)",
+            "icefloe peak / data",
+            "floor peak RSS growth (MB)",
+        ]
+        title = "Streamed read of every column: peak memory (a read must not hold the table)"
         return self._table(title, head, body)
 
     def _errors(self) -> list[str]:
