@@ -88,3 +88,34 @@ def test_only_files_of_several_batches_decode_ahead(
     got = t.scan().to_arrow().column("id").to_pylist()
     assert got == list(range(rows))
     assert bool(started) is threaded
+
+
+@pytest.mark.parametrize(("rows", "threaded"), [(50, False), (1_000, True)])
+def test_only_splits_of_several_batches_use_pyarrows_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, threaded: bool
+) -> None:
+    """A split of one batch is decoded on the reading thread; larger ones decode their
+    columns on pyarrow's pool."""
+    import pyarrow.parquet as pq
+
+    import icefloe.read.reader as reader
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64()), ("s", pa.string())]))
+    t.append(
+        pa.table({"id": pa.array(range(rows), pa.int64()), "s": [str(i) for i in range(rows)]})
+    )
+    monkeypatch.setattr(reader, "BATCH_SIZE", 100)
+    seen: list[bool] = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self: pq.ParquetFile, *args: object, **kwargs: object) -> object:
+        seen.append(bool(kwargs.get("use_threads")))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    got = t.scan().to_arrow()
+    assert got.column("id").to_pylist() == list(range(rows))
+    assert got.column("s").to_pylist() == [str(i) for i in range(rows)]
+    assert seen and set(seen) == {threaded}

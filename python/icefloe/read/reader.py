@@ -423,6 +423,10 @@ class _TaskReader:
             raise corrupt_error(self.path, e) from e
         if dict_cols and groups:
             pf = open_checked(self.io, self.path, dict_cols, pf.metadata, handle=self._handle).file
+        # A split of at most one batch is decoded on this thread: handing its few columns to
+        # pyarrow's pool costs more than decoding them (the scan already reads files in
+        # parallel); larger splits decode their columns in parallel.
+        threaded = sum(checked.row_groups[g[0]][0] for g in groups) > BATCH_SIZE
         # Consecutive row groups are read in one pass.
         runs: list[list[tuple[int, int]]] = []
         for g in groups:
@@ -439,7 +443,7 @@ class _TaskReader:
                     batch_size=BATCH_SIZE,
                     row_groups=[g[0] for g in run],
                     columns=names,
-                    use_threads=True,
+                    use_threads=threaded,
                 )
                 for batch in it:
                     yield batch, base
