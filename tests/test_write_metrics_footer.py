@@ -210,3 +210,55 @@ def test_footer_bounds_are_used_where_the_footer_has_them(
     assert written.lower_bounds[1] == (1).to_bytes(8, "little", signed=True)
     assert written.upper_bounds[2] == b"d"
     assert written.nan_value_counts[3] == 2
+
+
+def test_footer_metrics_of_files_in_other_units(tmp_path: Path) -> None:
+    """Files written elsewhere (``add_files``) may store times and timestamps in other units:
+    their footer bounds, converted to Iceberg's unit, equal the bounds the writer computes for
+    the same values; a unit finer than Iceberg's gives no bounds rather than wrong ones."""
+    from icefloe.write.metrics import footer_metrics, iter_leaf_ids
+
+    schema = Schema(
+        NestedField(1, "ms", TimestampType()),
+        NestedField(2, "us", TimestamptzType()),
+        NestedField(3, "ns", TimestampNanoType()),
+        NestedField(4, "t", TimeType()),
+        NestedField(5, "d", DateType()),
+        NestedField(6, "fine", TimestampType()),
+    )
+    stamps = [dt.datetime(2021, 3, 4, 5, 6, 7, 8000), None, dt.datetime(1969, 12, 31, 23, 59)]
+    foreign = pa.table(
+        {
+            "ms": pa.array(stamps, pa.timestamp("ms")),
+            "us": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+            "ns": pa.array(stamps, pa.timestamp("ns")),
+            "t": pa.array([dt.time(1, 2, 3, 4000), None, dt.time(23, 0)], pa.time32("ms")),
+            "d": pa.array([dt.date(2021, 3, 4), None, dt.date(1960, 1, 1)], pa.date32()),
+            "fine": pa.array([1_500, None, -2_500], pa.timestamp("ns")),
+        }
+    )
+    path = tmp_path / "foreign.parquet"
+    pq.write_table(foreign, path, store_schema=False)
+    config = MetricsConfig(schema, {})
+    got = footer_metrics(pq.ParquetFile(path).metadata, list(iter_leaf_ids(schema)), config)
+
+    md = new_table_metadata(
+        schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, tmp_path.as_uri(), {}, 3
+    )
+    ours = foreign.drop_columns(["fine"]).cast(
+        pa.schema(
+            [
+                ("ms", pa.timestamp("us")),
+                ("us", pa.timestamp("us", tz="UTC")),
+                ("ns", pa.timestamp("ns")),
+                ("t", pa.time64("us")),
+                ("d", pa.date32()),
+            ]
+        )
+    )
+    ours = ours.append_column("fine", pa.nulls(3, pa.timestamp("us")))
+    (written,) = write_data_files(md, FileIO(), to_table_schema(ours, schema, 3))
+    for fid in range(1, 6):
+        assert got.lower_bounds[fid] == written.lower_bounds[fid], fid
+        assert got.upper_bounds[fid] == written.upper_bounds[fid], fid
+    assert 6 not in got.lower_bounds and 6 not in got.upper_bounds

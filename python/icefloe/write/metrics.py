@@ -358,20 +358,27 @@ _FOOTER_ORDERED = (
 )
 
 
-def _footer_extremes(md: pq.FileMetaData, column: int, t: IcebergType) -> tuple[Any, Any] | None:
+def _footer_extremes(
+    md: pq.FileMetaData, column: int, t: IcebergType, *, skip_null_chunks: bool = False
+) -> tuple[Any, Any] | None:
     """The smallest and largest value of Parquet column ``column`` over every row group, from
-    the footer's statistics; None when the type is not footer-ordered or a row group has none.
-    Date and time types come back as their stored integers (days, micro- or nanoseconds)."""
+    the footer's statistics; None when the type is not footer-ordered or a row group has none
+    (``skip_null_chunks``: a row group whose every row is null adds nothing instead). Date and
+    time types come back as integers in Iceberg's unit (days, micro- or nanoseconds)."""
     if not isinstance(t, _FOOTER_ORDERED):
         return None
-    raw = isinstance(t, _PHYSICAL_INT)
     lo: Any = None
     hi: Any = None
     for rg in range(md.num_row_groups):
-        stats = md.row_group(rg).column(column).statistics
+        group = md.row_group(rg)
+        stats = group.column(column).statistics
         if stats is None or not stats.has_min_max:
+            if skip_null_chunks and stats is not None and stats.null_count == group.num_rows:
+                continue
             return None
-        a, b = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
+        a, b = _stat_value(t, stats, "min"), _stat_value(t, stats, "max")
+        if a is None or b is None:
+            return None
         if lo is None or a < lo:
             lo = a
         if hi is None or b > hi:
@@ -467,17 +474,25 @@ def iter_leaf_ids(schema: Schema) -> Iterator[int]:
         yield leaf.field.field_id
 
 
+#: Units of a Parquet time or timestamp column, per second.
+_PER_SECOND = {"milli": 1_000, "micro": 1_000_000, "nano": 1_000_000_000}
+
+
 def _stat_value(t: IcebergType, stats: Any, which: str) -> Any:
-    value = getattr(stats, which)
-    if isinstance(t, TimestampNanoType | TimestamptzNanoType):
-        raw = getattr(stats, f"{which}_raw")
-        unit = getattr(stats.logical_type, "unit", None) or str(stats.logical_type)
-        if "milli" in str(unit):
-            return raw * 1_000_000
-        if "micro" in str(unit):
-            return raw * 1000
+    """A footer minimum or maximum (``which``); dates, times and timestamps as integers in
+    Iceberg's unit, None when the file's unit is unknown or finer than Iceberg's."""
+    if not isinstance(t, _PHYSICAL_INT):
+        return getattr(stats, which)
+    raw = getattr(stats, f"{which}_raw")
+    if isinstance(t, DateType):
         return raw
-    return value
+    unit = str(getattr(stats.logical_type, "unit", None) or stats.logical_type).lower()
+    have = next((n for name, n in _PER_SECOND.items() if name in unit), None)
+    nanos = isinstance(t, TimestampNanoType | TimestamptzNanoType)
+    want = _PER_SECOND["nano" if nanos else "micro"]
+    if have is None or have > want:
+        return None
+    return raw * (want // have)
 
 
 def footer_metrics(
@@ -504,40 +519,12 @@ def footer_metrics(
         if nulls[i] is not None:
             out.null_value_counts[fid] = int(nulls[i] or 0)
         t = leaf.field.field_type
-        if mode.kind == "counts" or not _has_bounds(t) or isinstance(t, UUIDType):
+        if mode.kind == "counts":
             continue
-        lo: Any = None
-        hi: Any = None
-        complete = True
-        for rg in range(md.num_row_groups):
-            stats = md.row_group(rg).column(i).statistics
-            if stats is None or not stats.has_min_max:
-                if stats is not None and stats.null_count == md.row_group(rg).num_rows:
-                    continue  # an all-null chunk adds no bounds
-                complete = False
-                break
-            a, b = _stat_value(t, stats, "min"), _stat_value(t, stats, "max")
-            lo = a if lo is None or a < lo else lo
-            hi = b if hi is None or b > hi else hi
-        if not complete or lo is None or hi is None:
-            continue
-        if isinstance(t, FloatType | DoubleType):
-            if math.isnan(lo) or math.isnan(hi):
-                continue
-            lo = -0.0 if lo == 0.0 else lo
-            hi = 0.0 if hi == 0.0 else hi
-        if mode.kind == "truncate" and isinstance(t, StringType):
-            up = truncate_upper_str(hi, mode.length)
-            out.lower_bounds[fid] = lo[: mode.length].encode()
-            if up is not None:
-                out.upper_bounds[fid] = up.encode()
-            continue
-        if mode.kind == "truncate" and isinstance(t, BinaryType):
-            out.lower_bounds[fid] = truncate_lower(lo, mode.length)
-            upb = truncate_upper(hi, mode.length)
-            if upb is not None:
-                out.upper_bounds[fid] = upb
-            continue
-        out.lower_bounds[fid] = to_bytes(t, lo)
-        out.upper_bounds[fid] = to_bytes(t, hi)
+        extremes = _footer_extremes(md, i, t, skip_null_chunks=True)
+        bounds = _encode_bounds(t, mode, *extremes) if extremes is not None else None
+        if bounds is not None:
+            out.lower_bounds[fid] = bounds[0]
+            if bounds[1] is not None:
+                out.upper_bounds[fid] = bounds[1]
     return out
