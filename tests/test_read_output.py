@@ -310,3 +310,53 @@ def test_memory_bound_batches_ahead_of_consumer(
             worst = max(worst, produced[0] - consumed)
     assert consumed == 240
     assert worst <= scan_output.max_tasks_ahead(workers) * (scan_output.QUEUE_DEPTH + 1)
+
+
+@pytest.mark.parametrize("mib, started_ahead", [(100, False), (1, True)])
+def test_large_tasks_are_not_started_ahead(
+    monkeypatch: pytest.MonkeyPatch, mib: int, started_ahead: bool
+) -> None:
+    """Tasks started ahead of the consumer must fit in READ_AHEAD_BYTES together with the
+    one being consumed: splits of 100 MiB (each holding a decoded row group while in flight)
+    start one at a time; files of 1 MiB are read ahead."""
+    from icefloe.read import scan_output
+
+    per_task = 3
+    consumed = [0]
+    seen_at_start: list[int] = []
+    lock = threading.Lock()
+
+    def batches(
+        io: object, task: FileScanTask, options: object, cache: object, handle: object = None
+    ) -> Any:
+        with lock:
+            seen_at_start.append(consumed[0])
+        for i in range(per_task):
+            yield pa.record_batch({"id": pa.array([i], pa.int64())})
+
+    monkeypatch.setattr(scan_output, "read_task", batches)
+    size = mib * 1024 * 1024
+    tasks = [FileScanTask(DataFileRef(f"x{i}.parquet", file_size_in_bytes=size)) for i in range(6)]
+    for _ in iter_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=2):
+        time.sleep(0.01)
+        with lock:
+            consumed[0] += 1
+    assert consumed[0] == 6 * per_task
+    # A task started ahead began before the consumer had every batch of the earlier tasks.
+    ahead = [i for i, seen in enumerate(sorted(seen_at_start)) if seen < per_task * i]
+    assert bool(ahead) is started_ahead
+
+
+def test_large_row_groups_are_read_one_call_each() -> None:
+    """pyarrow holds every row group of one ``iter_batches`` call until it ends: row groups
+    larger than a batch get a call each, small consecutive ones share one up to a batch."""
+    from icefloe.read.parquet_file import CheckedParquetFile
+    from icefloe.read.reader import BATCH_SIZE, _runs
+
+    big, small = BATCH_SIZE + 1, BATCH_SIZE // 4
+    sizes = [big, big, small, small, small, small, small, big]
+    checked = CheckedParquetFile(None, [(n, [], []) for n in sizes])  # type: ignore[arg-type]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    groups = [(i, starts[i]) for i in range(len(sizes)) if i != 5]  # 5 pruned
+    runs = [[g[0] for g in run] for run in _runs(groups, checked)]
+    assert runs == [[0], [1], [2, 3, 4], [6], [7]]

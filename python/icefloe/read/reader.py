@@ -427,14 +427,7 @@ class _TaskReader:
         # pyarrow's pool costs more than decoding them (the scan already reads files in
         # parallel); larger splits decode their columns in parallel.
         threaded = sum(checked.row_groups[g[0]][0] for g in groups) > BATCH_SIZE
-        # Consecutive row groups are read in one pass.
-        runs: list[list[tuple[int, int]]] = []
-        for g in groups:
-            if runs and runs[-1][-1][0] + 1 == g[0]:
-                runs[-1].append(g)
-            else:
-                runs.append([g])
-        for run in runs:
+        for run in _runs(groups, checked):
             base = run[0][1]
             # a damaged page header can make pyarrow yield fewer rows without an error
             expected = base + sum(checked.row_groups[g[0]][0] for g in run)
@@ -538,6 +531,27 @@ class _TaskReader:
         if not children:
             return pa.StructArray.from_buffers(pa.struct([]), n, [None])
         return pa.StructArray.from_arrays(children, fields=list(target))
+
+
+def _runs(
+    groups: list[tuple[int, int]], checked: CheckedParquetFile
+) -> list[list[tuple[int, int]]]:
+    """The selected row groups in reads of one ``iter_batches`` call each: consecutive row
+    groups join while the read has at most :data:`BATCH_SIZE` rows. pyarrow keeps the buffers
+    of every row group of one call until the call ends, so a file of large row groups read in
+    one call would hold most of itself; read one by one, a large row group is freed before
+    the next is decoded, and small row groups still fill whole batches."""
+    runs: list[list[tuple[int, int]]] = []
+    rows = 0
+    for g in groups:
+        n = checked.row_groups[g[0]][0]
+        if runs and runs[-1][-1][0] + 1 == g[0] and rows + n <= BATCH_SIZE:
+            runs[-1].append(g)
+            rows += n
+        else:
+            runs.append([g])
+            rows = n
+    return runs
 
 
 def _make_batch(columns: list[pa.Array], schema: pa.Schema, n: int) -> pa.RecordBatch:

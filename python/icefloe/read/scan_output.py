@@ -9,7 +9,11 @@ consumer: a task whose queue is full (the consumer is still on an earlier task) 
 to a later task instead of idling a core. The reader threads are kept from task to task (one
 per task that may be started ahead; starting a thread per task cost more than reading a small
 file) and end after ``IDLE_SECONDS`` without work. Each task's reader also decodes up to
-``reader.PREFETCH`` batches ahead on a helper thread. Memory stays bounded by
+``reader.PREFETCH`` batches ahead on a helper thread. A task in flight holds a few batches
+and the row group pyarrow is decoding, so tasks are started ahead only while their compressed
+bytes, with the task being consumed, fit in ``READ_AHEAD_BYTES`` (files of a partitioned table
+are small and read ahead freely; the splits of a large file are read one at a time, each
+decoding its columns on pyarrow's threads). Memory stays bounded by that and by
 ``READ_AHEAD x max_workers x (QUEUE_DEPTH + PREFETCH + 2)`` batches however large the table is.
 On S3, ``REMOTE_READ_AHEAD`` small files (at most 4 MiB each) are fetched ahead, each with one
 request, while earlier ones decode.
@@ -59,6 +63,12 @@ QUEUE_DEPTH = 2
 
 #: Tasks that may be started ahead of the consumer, per worker slot.
 READ_AHEAD = 2
+
+#: Compressed bytes of the tasks started ahead of the one being consumed, at most (a task
+#: is started ahead only if it fits; tasks of small files are not limited by it). Each task in
+#: flight holds a decoded row group, so large splits of wide rows would otherwise hold several
+#: hundred MB each.
+READ_AHEAD_BYTES = 128 * 1024 * 1024
 
 #: Seconds a reader thread waits for a task to be allowed before it ends.
 IDLE_SECONDS = 1.0
@@ -201,7 +211,20 @@ def iter_batches(
     # closing leaves no threads behind. At most ``ahead`` threads: one per task that may be
     # started ahead, each holding a decode slot only while it decodes.
     turn = threading.Condition()
-    state = {"next": 0, "allowed": min(ahead, len(todo)), "live": 0}
+    sizes = [_task_bytes(t) for t in todo]
+
+    def allowed_from(first: int) -> int:
+        """The end of the tasks that may be started while ``first`` is being consumed: at
+        most ``ahead`` of them, those after ``first`` only within :data:`READ_AHEAD_BYTES`."""
+        end, used = first, 0
+        while end < len(todo) and end - first < ahead:
+            used += sizes[end]
+            if end > first and used > READ_AHEAD_BYTES:
+                break
+            end += 1
+        return end
+
+    state = {"next": 0, "allowed": allowed_from(0), "live": 0}
     threads: list[threading.Thread] = []
 
     def pool_thread() -> None:
@@ -243,7 +266,7 @@ def iter_batches(
                     raise item.error
                 yield item
             with turn:
-                state["allowed"] = min(len(todo), i + 1 + ahead)
+                state["allowed"] = max(state["allowed"], allowed_from(i + 1))
                 spawn(len(todo) - i - 1)
                 turn.notify_all()
     finally:
@@ -252,6 +275,13 @@ def iter_batches(
             turn.notify_all()
         for t in threads:
             t.join()
+
+
+def _task_bytes(task: FileScanTask) -> int:
+    """The compressed bytes a task reads, at most (its split, or its whole file)."""
+    if task.length is not None:
+        return max(0, task.length)
+    return max(0, task.data_file.file_size_in_bytes)
 
 
 def _limited(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
