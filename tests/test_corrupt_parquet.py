@@ -149,3 +149,30 @@ def test_level_histogram_of_another_element_type_is_corrupt_not_an_abort(
     at = data.index(bytes.fromhex("19 06 19 26 00 c8 01"), footer)
     outcome = byteflip.sweep(config, [(at, 0x10)])[(at, 0x10)]
     assert outcome == "corrupt", outcome
+
+
+def test_field_ids_that_do_not_match_their_digest_are_corrupt_after_a_good_file(
+    tmp_path: Path,
+) -> None:
+    """The digest check is skipped only for a schema equal (field ids included) to one that
+    passed it: a file with another field id under the same stored digest is still refused."""
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())])
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    t.append(pa.table({"id": [1, 2], "s": ["a", "b"]}, schema=schema))
+    assert t.scan().to_arrow()["id"].to_pylist() == [1, 2]  # the good schema is verified
+    path = _data_file(t)
+    good = pq.ParquetFile(path)
+    digest_key = b"icefloe.field-ids.crc32"
+    kv = {digest_key: good.metadata.metadata[digest_key]}
+    swapped = pa.schema(
+        [
+            pa.field("id", pa.int64(), metadata={"PARQUET:field_id": "2"}),
+            pa.field("s", pa.string(), metadata={"PARQUET:field_id": "1"}),
+        ],
+        metadata=kv,
+    )
+    table = good.read()
+    pq.write_table(pa.table(table.columns, schema=swapped), path)
+    assert pq.read_metadata(path).metadata[digest_key] == kv[digest_key]
+    with pytest.raises(CorruptFileError, match="do not match their checksum"):
+        t.scan().to_arrow()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icefloe.exceptions import AlreadyExistsError, NotFoundError, ValidationError
 from icefloe.io import (
@@ -154,3 +156,27 @@ def test_location_rules() -> None:
     with pytest.warns(InvalidPropertyWarning, match="compression-codec='zstd'"):
         plain = new_metadata_file_location("/w/t", {"write.metadata.compression-codec": "zstd"}, 1)
     assert not plain.endswith(".gz.metadata.json")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    path=st.lists(
+        st.text(alphabet=st.characters(blacklist_characters="/\x00"), min_size=1, max_size=6),
+        min_size=1,
+        max_size=4,
+    ),
+    scheme=st.sampled_from(["file://", "FILE://", "s3://", "S3a://", "", "oss://", "gs://"]),
+)
+def test_fast_location_parsing_agrees_with_urlparse(path: list[str], scheme: str) -> None:
+    """``resolve`` of ``file:///...`` and the S3 check skip ``urlparse`` (called once per file
+    read): they must give what it gives."""
+    import os
+    from urllib.parse import urlparse
+
+    location = scheme + "/" + "/".join(path)
+    io = FileIO({"s3.access-key-id": "k", "s3.secret-access-key": "s", "s3.region": "r"})
+    parsed = urlparse(location)
+    is_s3 = parsed.scheme.lower() in ("s3", "s3a", "s3n", "oss")
+    assert (io.s3_client(location) is not None) == is_s3
+    if scheme.lower() == "file://":
+        assert io.resolve(location)[1] == os.path.abspath(parsed.path)

@@ -34,6 +34,7 @@ UTC), decimal32/64/256 up to precision 38 and dictionary-encoded values.
 
 from __future__ import annotations
 
+import functools
 import json
 import zlib
 
@@ -111,7 +112,16 @@ def schema_to_arrow(
 def type_to_arrow(
     t: IcebergType, large_types: bool = False, uuid_extension: bool = True
 ) -> pa.DataType:
-    """The Arrow type of an Iceberg type (nested fields carry their field ids)."""
+    """The Arrow type of an Iceberg type (nested fields carry their field ids). Memoized:
+    readers ask for it per column of every file."""
+    try:
+        return _cached_type_to_arrow(t, large_types, uuid_extension)
+    except TypeError:  # unhashable: a nested field's default is a JSON object or list
+        return _type_to_arrow(t, _Opts(True, large_types, uuid_extension))[0]
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_type_to_arrow(t: IcebergType, large_types: bool, uuid_extension: bool) -> pa.DataType:
     return _type_to_arrow(t, _Opts(True, large_types, uuid_extension))[0]
 
 

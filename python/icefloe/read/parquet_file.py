@@ -12,6 +12,8 @@ naming the file.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -51,16 +53,35 @@ class CheckedParquetFile:
         return min(data[leaf], dicts[leaf]) if dicts[leaf] > 0 else data[leaf]
 
 
+#: Schemas whose field ids matched their stored digest, by digest: the files of one write
+#: share a schema, so the digest is computed once per schema instead of once per file.
+_VERIFIED: OrderedDict[bytes, pa.Schema] = OrderedDict()
+_VERIFIED_LOCK = threading.Lock()
+_VERIFIED_SIZE = 64
+
+
 def _check_field_ids(pf: pq.ParquetFile, path: str) -> None:
     """Compares the field ids with the digest icefloe wrote (files of other writers have none)."""
     schema = pf.schema_arrow
     kv = pf.metadata.metadata or {}
     stored = kv.get(FIELD_IDS_DIGEST_KEY.encode())
-    if stored is not None and stored.decode(errors="replace") != field_ids_digest(schema):
+    if stored is None:
+        return
+    with _VERIFIED_LOCK:
+        seen = _VERIFIED.get(stored)
+    # equal with their metadata (field ids included) and nullability: the same digest
+    if seen is not None and seen.equals(schema, check_metadata=True):
+        return
+    if stored.decode(errors="replace") != field_ids_digest(schema):
         raise CorruptFileError(
             f"{path}: the field ids in the footer do not match their checksum "
             f"({FIELD_IDS_DIGEST_KEY})"
         )
+    with _VERIFIED_LOCK:
+        _VERIFIED[stored] = schema
+        _VERIFIED.move_to_end(stored)
+        while len(_VERIFIED) > _VERIFIED_SIZE:
+            _VERIFIED.popitem(last=False)
 
 
 def _read_footer(handle: pa.NativeFile, path: str) -> bytes:
