@@ -176,3 +176,27 @@ def test_field_ids_that_do_not_match_their_digest_are_corrupt_after_a_good_file(
     assert pq.read_metadata(path).metadata[digest_key] == kv[digest_key]
     with pytest.raises(CorruptFileError, match="do not match their checksum"):
         t.scan().to_arrow()
+
+
+@pytest.mark.parametrize("whole_file_bytes", [0, 1 << 20])
+def test_small_and_large_files_are_checked_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole_file_bytes: int
+) -> None:
+    """A file up to WHOLE_FILE_BYTES is read whole and pyarrow parses the checked footer from
+    memory; a larger one has its footer read, checked and parsed on its own. Both read the
+    same rows, and a damaged footer is a CorruptFileError naming the file on both paths."""
+    from icefloe.read import parquet_file
+
+    monkeypatch.setattr(parquet_file, "WHOLE_FILE_BYTES", whole_file_bytes)
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())])
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    rows = pa.table({"id": list(range(500)), "s": [f"v{i % 7}" for i in range(500)]}, schema=schema)
+    t.append(rows)
+    assert t.scan().to_arrow().sort_by("id").equals(rows)
+    path = _data_file(t)
+    data = bytearray(Path(path).read_bytes())
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    data[-8:-4] = (footer_len + 5).to_bytes(4, "little")  # the footer starts elsewhere
+    Path(path).write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match=path):
+        t.scan().to_arrow()

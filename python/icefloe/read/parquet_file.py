@@ -29,6 +29,11 @@ __all__ = ["CheckedParquetFile", "corrupt_error", "open_checked", "open_file", "
 _MAGIC = b"PAR1"
 #: Bytes read from the end of a file in one request (most footers fit).
 _TAIL = 64 * 1024
+#: A file at most this large is read whole, in one request: the footer is checked from those
+#: bytes and pyarrow decodes from memory (parsing the footer itself), instead of the footer
+#: being read, checked and parsed into a separate ``FileMetaData`` first (about 0.15 ms a
+#: file, most of the cost of opening the small files of a finely partitioned table).
+WHOLE_FILE_BYTES = 1024 * 1024
 #: Exceptions pyarrow raises on bytes that are not what they claim (UnicodeDecodeError comes
 #: from column names or key-value metadata that are not UTF-8).
 DECODE_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError, ValueError, IndexError)
@@ -46,6 +51,8 @@ class CheckedParquetFile:
     file: pq.ParquetFile
     #: Per row group: (row count, data page offset per leaf, dictionary page offset or -1).
     row_groups: list[tuple[int, list[int], list[int]]]
+    #: What ``file`` reads from (the file, or its bytes in memory): pass it to reopen.
+    source: pa.NativeFile | None = None
 
     def chunk_start(self, group: int, leaf: int) -> int:
         """Where the pages of a column chunk start (its dictionary page, if any)."""
@@ -128,16 +135,23 @@ def open_checked(
     if handle is None:
         handle = open_file(io, path, size)
     reopened = metadata is not None  # opened and checked before: the footer is the same
+    source = handle
     try:
         if metadata is None:
-            footer = _read_footer(handle, path)
+            length = handle.size()
+            if length <= WHOLE_FILE_BYTES:
+                handle.seek(0)
+                source = pa.BufferReader(handle.read_buffer(length))
+            footer = _read_footer(source, path)
             groups = _native.parquet_check_footer(footer)
-            shell = pa.BufferReader(_MAGIC + footer + len(footer).to_bytes(4, "little") + _MAGIC)
-            metadata = pq.read_metadata(shell)
+            if source is handle:
+                shell = _MAGIC + footer + len(footer).to_bytes(4, "little") + _MAGIC
+                metadata = pq.read_metadata(pa.BufferReader(shell))
+            # else pyarrow parses the checked footer from the bytes in memory
         else:
             groups = []
         pf = pq.ParquetFile(
-            handle,
+            source,
             read_dictionary=read_dictionary,
             metadata=metadata,
             page_checksum_verification=True,
@@ -153,7 +167,7 @@ def open_checked(
     except DECODE_ERRORS as e:
         handle.close()
         raise corrupt_error(path, e) from e
-    return CheckedParquetFile(pf, groups)
+    return CheckedParquetFile(pf, groups, source)
 
 
 def open_parquet(

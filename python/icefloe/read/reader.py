@@ -422,7 +422,8 @@ class _TaskReader:
         except DECODE_ERRORS as e:
             raise corrupt_error(self.path, e) from e
         if dict_cols and groups:
-            pf = open_checked(self.io, self.path, dict_cols, pf.metadata, handle=self._handle).file
+            source = checked.source or self._handle
+            pf = open_checked(self.io, self.path, dict_cols, pf.metadata, handle=source).file
         # A split of at most one batch is decoded on this thread: handing its few columns to
         # pyarrow's pool costs more than decoding them (the scan already reads files in
         # parallel); larger splits decode their columns in parallel.
