@@ -380,17 +380,40 @@ def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
     dict_file = write_data(tmp_path / "dict.parquet", SCHEMA, rows, row_group_size=128)
     plain_file = write_data(tmp_path / "plain.parquet", SCHEMA, rows, use_dictionary=False)
     io = FileIO()
-    dict_pf = open_checked(io, dict_file.file_path)
-    assert rr._dictionary_columns(dict_pf, ["id", "cat"]) == ["cat"]
-    assert rr._dictionary_columns(open_checked(io, plain_file.file_path), ["cat"]) == []
+
+    def dictionary_columns(path: str, names: list[str]) -> list[str]:
+        checked = open_checked(io, path)
+        layout = rr._FileLayout(checked.schema, checked.schema, path)
+        return rr._dictionary_columns(checked, layout, names)
+
+    assert dictionary_columns(dict_file.file_path, ["id", "cat"]) == ["cat"]
+    assert dictionary_columns(plain_file.file_path, ["cat"]) == []
     monkeypatch.setattr(rr, "MAX_DICTIONARY_PAGE", 8)
-    assert rr._dictionary_columns(dict_pf, ["cat"]) == []
+    assert dictionary_columns(dict_file.file_path, ["cat"]) == []
     monkeypatch.undo()
+    # Leaves of nested columns before a string column are counted (oracle: the footer's paths).
+    nested = pa.table(
+        {
+            "st": pa.array([{"a": 1, "b": "x"}] * 50),
+            "ls": pa.array([[{"k": 1, "v": 2.0}]] * 50),
+            "mp": pa.array([[("k", 1)]] * 50, pa.map_(pa.string(), pa.int64())),
+            "s": pa.array(["u", "v"] * 25),
+            "p": pa.array([f"{i}" for i in range(50)]),
+        }
+    )
+    nested_path = str(tmp_path / "nested.parquet")
+    pq.write_table(nested, nested_path, use_dictionary=["s"])
+    checked = open_checked(io, nested_path)
+    layout = rr._FileLayout(checked.schema, checked.schema, nested_path)
+    meta = checked.file.metadata
+    paths = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    assert layout.string_leaves == {"s": paths["s"], "p": paths["p"]}
+    assert rr._dictionary_columns(checked, layout, ["st", "s", "p"]) == ["s"]
     dv = write_dv(tmp_path / "dv.puffin", [0, 1, 2, 200, 499], dict_file.file_path)
     opts = ReadOptions(SCHEMA, metadata_columns=("_pos",))
     tasks = [FileScanTask(dict_file), FileScanTask(dict_file, (dv,)), FileScanTask(plain_file)]
     got = [read(t, opts) for t in tasks]
-    monkeypatch.setattr(rr, "_dictionary_columns", lambda pf, names: [])
+    monkeypatch.setattr(rr, "_dictionary_columns", lambda checked, layout, names: [])
     oracle = [read(t, opts) for t in tasks]
     for a, b in zip(got, oracle, strict=True):
         assert a.schema == b.schema

@@ -355,7 +355,7 @@ def test_large_row_groups_are_read_one_call_each() -> None:
 
     big, small = BATCH_SIZE + 1, BATCH_SIZE // 4
     sizes = [big, big, small, small, small, small, small, big]
-    checked = CheckedParquetFile(None, [(n, [], []) for n in sizes])  # type: ignore[arg-type]
+    checked = CheckedParquetFile(None, [(n, [], []) for n in sizes], None, None)  # type: ignore[arg-type]
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
     groups = [(i, starts[i]) for i in range(len(sizes)) if i != 5]  # 5 pruned
     runs = [[g[0] for g in run] for run in _runs(groups, checked)]

@@ -52,7 +52,9 @@ class CheckedParquetFile:
     #: Per row group: (row count, data page offset per leaf, dictionary page offset or -1).
     row_groups: list[tuple[int, list[int], list[int]]]
     #: What ``file`` reads from (the file, or its bytes in memory): pass it to reopen.
-    source: pa.NativeFile | None = None
+    source: pa.NativeFile
+    #: ``file.schema_arrow`` (each call of which converts the Parquet schema again).
+    schema: pa.Schema
 
     def chunk_start(self, group: int, leaf: int) -> int:
         """Where the pages of a column chunk start (its dictionary page, if any)."""
@@ -67,9 +69,8 @@ _VERIFIED_LOCK = threading.Lock()
 _VERIFIED_SIZE = 64
 
 
-def _check_field_ids(pf: pq.ParquetFile, path: str) -> None:
+def _check_field_ids(pf: pq.ParquetFile, schema: pa.Schema, path: str) -> None:
     """Compares the field ids with the digest icefloe wrote (files of other writers have none)."""
-    schema = pf.schema_arrow
     kv = pf.metadata.metadata or {}
     stored = kv.get(FIELD_IDS_DIGEST_KEY.encode())
     if stored is None:
@@ -156,9 +157,10 @@ def open_checked(
             metadata=metadata,
             page_checksum_verification=True,
         )
+        # Decoding the schema reads column names and metadata (UTF-8 errors surface here).
+        schema = pf.schema_arrow
         if not reopened:
-            # Decoding the schema reads column names and metadata (UTF-8 errors surface here).
-            _check_field_ids(pf, path)
+            _check_field_ids(pf, schema, path)
     except IcebergError as e:
         handle.close()
         if isinstance(e, CorruptFileError) and path not in str(e):
@@ -167,7 +169,7 @@ def open_checked(
     except DECODE_ERRORS as e:
         handle.close()
         raise corrupt_error(path, e) from e
-    return CheckedParquetFile(pf, groups, source)
+    return CheckedParquetFile(pf, groups, source, schema)
 
 
 def open_parquet(

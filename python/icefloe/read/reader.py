@@ -25,7 +25,6 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from icefloe import _native
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
@@ -202,8 +201,20 @@ class _TaskReader:
 
     # ------------------------------------------------------------------ setup
 
-    def _file_schema(self, pf: pq.ParquetFile) -> pa.Schema:
-        schema = pf.schema_arrow
+    def _layout(self, schema: pa.Schema) -> _FileLayout:
+        """The layout of a file of Arrow schema ``schema``, worked out once per scan for
+        each distinct schema (the files of one write share theirs)."""
+        layouts: list[tuple[pa.Schema, _FileLayout]] = _memo(self.options, "layouts", list)
+        for seen, layout in list(layouts):
+            if seen.equals(schema, check_metadata=True):  # field ids included
+                return layout
+        layout = _FileLayout(self._file_schema(schema), schema, self.path)
+        layouts.append((schema, layout))
+        if len(layouts) > _LAYOUTS_PER_SCAN:
+            del layouts[0]
+        return layout
+
+    def _file_schema(self, schema: pa.Schema) -> pa.Schema:
         if all(field_id_of(f) is not None for f in schema):
             return schema
         if self.options.name_mapping is not None:
@@ -285,9 +296,10 @@ class _TaskReader:
                 f"data file {self.path} has {num_rows} rows but its manifest entry says "
                 f"{task.data_file.record_count}"
             )
-        file_schema = self._file_schema(pf)
-        raw_names = file_schema.names  # the file's own column names (name mapping renames none)
-        columns = FileColumns(file_schema, self.path)
+        layout = self._layout(checked.schema)
+        file_schema = layout.file_schema
+        raw_names = layout.raw_names
+        columns = layout.columns
 
         projected = _memo(options, "projected", options.projected_schema)
         residual = task.residual
@@ -335,7 +347,7 @@ class _TaskReader:
         # Deleted positions are dropped from the batch as read (unless _deleted marks them).
         early = skip_deleted
         need_rows = POS in wanted_meta or ROW_ID in wanted_meta
-        dict_cols = _dictionary_columns(checked, read_names)
+        dict_cols = _dictionary_columns(checked, layout, read_names)
         batches = self._batches(checked, read_names, prune, skip_deleted, dict_cols)
         if PREFETCH and sum(g[0] for g in checked.row_groups) > BATCH_SIZE:
             batches = prefetched(batches, PREFETCH, name=f"icefloe-decode {self.path}")
@@ -422,8 +434,9 @@ class _TaskReader:
         except DECODE_ERRORS as e:
             raise corrupt_error(self.path, e) from e
         if dict_cols and groups:
-            source = checked.source or self._handle
-            pf = open_checked(self.io, self.path, dict_cols, pf.metadata, handle=source).file
+            pf = open_checked(
+                self.io, self.path, dict_cols, pf.metadata, handle=checked.source
+            ).file
         # A split of at most one batch is decoded on this thread: handing its few columns to
         # pyarrow's pool costs more than decoding them (the scan already reads files in
         # parallel); larger splits decode their columns in parallel.
@@ -562,22 +575,51 @@ def _make_batch(columns: list[pa.Array], schema: pa.Schema, n: int) -> pa.Record
     return pa.RecordBatch.from_arrays([pa.nulls(n)], names=["_"]).select([])
 
 
-def _dictionary_columns(checked: CheckedParquetFile, names: list[str]) -> list[str]:
+#: Distinct file schemas whose layout a scan keeps.
+_LAYOUTS_PER_SCAN = 8
+
+
+def _leaves(t: pa.DataType) -> int:
+    """The Parquet leaf columns an Arrow type is stored in."""
+    if pa.types.is_map(t):
+        return _leaves(t.key_type) + _leaves(t.item_type)
+    if t.num_fields:
+        return sum(_leaves(t.field(i).type) for i in range(t.num_fields))
+    return 1
+
+
+class _FileLayout:
+    """What a reader works out from a file's Arrow schema: the schema with field ids (name
+    mapping applied), its column names, the field-id index, and the Parquet leaf of each
+    top-level string or binary column."""
+
+    __slots__ = ("columns", "file_schema", "raw_names", "string_leaves")
+
+    def __init__(self, file_schema: pa.Schema, schema: pa.Schema, path: str) -> None:
+        self.file_schema = file_schema
+        self.raw_names = file_schema.names  # the file's own names (name mapping renames none)
+        self.columns = FileColumns(file_schema, path)
+        self.string_leaves: dict[str, int] = {}
+        leaf = 0
+        for f in schema:
+            if f.type in (pa.string(), pa.binary()):
+                self.string_leaves[f.name] = leaf
+            leaf += _leaves(f.type)
+
+
+def _dictionary_columns(
+    checked: CheckedParquetFile, layout: _FileLayout, names: list[str]
+) -> list[str]:
     """The top-level string/binary columns among ``names`` stored dictionary-encoded in every
     row group with a small dictionary page (see :data:`MAX_DICTIONARY_PAGE`), from the checked
     footer's page offsets."""
     groups = checked.row_groups
     if not groups:
         return []
-    pf = checked.file
-    meta = pf.metadata
-    schema = pf.schema_arrow
-    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     out: list[str] = []
     for name in names:
-        i = schema.get_field_index(name)
-        leaf = leaves.get(name)
-        if i < 0 or leaf is None or schema.field(i).type not in (pa.string(), pa.binary()):
+        leaf = layout.string_leaves.get(name)
+        if leaf is None:
             continue
         if all(
             dicts[leaf] > 0 and 0 < data[leaf] - dicts[leaf] <= MAX_DICTIONARY_PAGE
