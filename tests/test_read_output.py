@@ -360,3 +360,39 @@ def test_large_row_groups_are_read_one_call_each() -> None:
     groups = [(i, starts[i]) for i in range(len(sizes)) if i != 5]  # 5 pruned
     runs = [[g[0] for g in run] for run in _runs(groups, checked)]
     assert runs == [[0], [1], [2, 3, 4], [6], [7]]
+
+
+@pytest.mark.parametrize("record_count, most_ahead", [(100, 2), (10_000_000, 4)])
+def test_tasks_that_cannot_lend_their_slot_are_not_started_further_ahead(
+    monkeypatch: pytest.MonkeyPatch, record_count: int, most_ahead: int
+) -> None:
+    """Only a task that can fill its queue (more than QUEUE_DEPTH batches) lends its slot, so
+    only such tasks are started up to READ_AHEAD x max_workers ahead of the consumer; small
+    files stay within max_workers (more threads would only contend for the GIL), and so do
+    the reader threads."""
+    from icefloe.read import scan_output
+
+    consumed = [0]
+    worst = [0, 0]  # tasks started ahead of the consumer, reader threads
+    lock = threading.Lock()
+
+    def batches(
+        io: object, task: FileScanTask, options: object, cache: object, handle: object = None
+    ) -> Any:
+        i = int(task.data_file.file_path[1:-8])
+        with lock:
+            worst[0] = max(worst[0], i - consumed[0] + 1)
+            worst[1] = max(worst[1], _reader_threads())
+        yield pa.record_batch({"id": pa.array([i], pa.int64())})
+
+    monkeypatch.setattr(scan_output, "read_task", batches)
+    tasks = [
+        FileScanTask(DataFileRef(f"x{i}.parquet", record_count=record_count)) for i in range(12)
+    ]
+    for _ in iter_batches(FileIO(), tasks, ReadOptions(SCHEMA), max_workers=2):
+        time.sleep(0.01)
+        with lock:
+            consumed[0] += 1
+    assert consumed[0] == 12
+    assert worst[0] == most_ahead
+    assert worst[1] <= most_ahead
