@@ -420,3 +420,31 @@ def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
         assert a.equals(b)
     assert got[1].num_rows == 495
     assert pa.types.is_string(got[1].schema.field("cat").type)
+
+
+def test_equality_delete_files_with_equal_keys_share_one_hash_set(tmp_path: Path) -> None:
+    """Files holding the same keys (as a delete writes to every partition when its keys do
+    not determine the partition) are hashed once per read; files whose keys merely look alike
+    (same count, first and last key) are not taken for equal, and every read is right."""
+    from icefloe.read.deletes import TaskDeletes
+
+    keys = [{"id": i, "cat": f"c{i}"} for i in (1, 5, 9, 13)]
+    alike = [{"id": i, "cat": f"c{i}"} for i in (1, 6, 9, 13)]  # same ends, another middle
+    same = [write_eq_deletes(tmp_path / f"same{i}.parquet", SCHEMA, (1, 2), keys) for i in (0, 1)]
+    other = write_eq_deletes(tmp_path / "alike.parquet", SCHEMA, (1, 2), alike)
+    cache = DeleteCache()
+
+    def load(d: DeleteFileRef, data: str) -> TaskDeletes:
+        return TaskDeletes.load(FileIO(), data, (d,), cache, None)
+
+    a, b, c = load(same[0], "a.parquet"), load(same[1], "b.parquet"), load(other, "c.parquet")
+    assert a.equality is b.equality
+    assert c.equality is not a.equality
+    # One read, one cache: each file keeps exactly the rows its own delete file leaves.
+    rows = [{"id": i, "cat": f"c{i}", "n": 0} for i in range(16)]
+    files = [write_data(tmp_path / f"d{i}.parquet", SCHEMA, rows) for i in range(3)]
+    tasks = [FileScanTask(f, (d,)) for f, d in zip(files, [*same, other], strict=True)]
+    got = pa.Table.from_batches(read_tasks(FileIO(), tasks, ReadOptions(SCHEMA)))
+    kept = [i for i in range(16) if i not in (1, 5, 9, 13)]
+    want = kept * 2 + [i for i in range(16) if i not in (1, 6, 9, 13)]
+    assert got.column("id").to_pylist() == want

@@ -258,6 +258,32 @@ def _read_equality_deletes(io: FileIO, d: DeleteFileRef, mapping: NameMapping | 
     return table.rename_columns([str(i) for i in d.equality_ids])
 
 
+def _content_key(table: pa.Table) -> tuple[Any, ...]:
+    """A cheap summary of an equality delete table: equal tables have equal summaries."""
+    n = table.num_rows
+    ends = table.slice(0, 1).to_pylist() + table.slice(n - 1, 1).to_pylist() if n else []
+    return (tuple(table.column_names), tuple(str(t) for t in table.schema.types), n, repr(ends))
+
+
+def _shared_equality_set(cache: DeleteCache, tables: list[pa.Table]) -> EqualityDeleteSet:
+    """The equality delete set of ``tables``, shared with an earlier set of equal tables.
+
+    A delete whose keys do not determine the partition writes the same keys to a file in every
+    partition (an equality delete applies only within its own): those files are read one by
+    one, but hashed once. Equal summaries are only candidates; the tables are compared."""
+    entries: list[tuple[list[pa.Table], EqualityDeleteSet]] = cache.get(
+        ("eq-content", tuple(_content_key(t) for t in tables)), list
+    )
+    for seen, found in list(entries):
+        if all(a.equals(b) for a, b in zip(seen, tables, strict=True)):
+            return found
+    built = EqualityDeleteSet()
+    for t in tables:
+        built.add(t)
+    entries.append((tables, built))
+    return built
+
+
 class TaskDeletes:
     """The deletes of one data file: merged positions and an equality delete set."""
 
@@ -315,19 +341,19 @@ class TaskDeletes:
             key = ("eqset", tuple(sorted(d.file_path for d in eq_files)))
 
             def build() -> EqualityDeleteSet:
-                s = EqualityDeleteSet()
+                tables = []
                 for d in eq_files:
                     if d.file_format != "parquet":
                         raise ValidationError(
                             f"equality delete file {d.file_path} has unsupported format "
                             f"{d.file_format}"
                         )
-                    s.add(
+                    tables.append(
                         cache.get(
                             ("eq", d.file_path), partial(_read_equality_deletes, io, d, mapping)
                         )
                     )
-                return s
+                return _shared_equality_set(cache, tables)
 
             equality = cache.get(key, build)
             for d in eq_files:
