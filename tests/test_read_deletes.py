@@ -141,7 +141,7 @@ def test_position_delete_file_named_in_its_manifest_is_opened_once(
     one = write_pos_deletes(tmp_path / "one.parquet", [(a.file_path, p) for p in (9, 2, 50)])
     want = [i for i in range(100) if i not in (2, 9, 50)]
     assert _ids(FileScanTask(a, (one,))) == want
-    assert len(opens) == 2  # footer first, then the positions
+    assert len(opens) == 1  # the footer names this task's data file: positions in the same open
     opens.clear()
     assert _ids(FileScanTask(a, (_referencing(one, a.file_path),))) == want
     assert len(opens) == 1
@@ -170,13 +170,13 @@ def test_position_delete_files_of_other_data_files_are_not_decoded(
     )
     tasks = [FileScanTask(df, pos) for df in data]
     decoded: list[str] = []
-    real = rd._read_single_file_positions
+    real = rd._positions
 
-    def spy(io: FileIO, d: DeleteFileRef) -> Any:
-        decoded.append(Path(d.file_path).name)
-        return real(io, d)
+    def spy(pf: Any, pos_col: str, path: str) -> Any:
+        decoded.append(Path(path).name)
+        return real(pf, pos_col, path)
 
-    monkeypatch.setattr(rd, "_read_single_file_positions", spy)
+    monkeypatch.setattr(rd, "_positions", spy)
     cache = DeleteCache()
     got = [
         [r["id"] for b in read_task(FileIO(), t, OPTS, cache) for r in b.to_pylist()] for t in tasks

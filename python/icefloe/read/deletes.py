@@ -156,16 +156,24 @@ def _position_columns(pf: pq.ParquetFile, path: str) -> tuple[str, str]:
     return path_col, pos_col
 
 
-def _position_target(io: FileIO, d: DeleteFileRef) -> tuple[str | None]:
+def _position_target(
+    io: FileIO, d: DeleteFileRef, data_path: str, cache: DeleteCache
+) -> tuple[str | None]:
     """From the footer alone: ``(data file,)`` when the statistics prove that every row of the
     position delete file names that one data file, else ``(None,)``. Cheap (no column is
-    decoded), so a task whose delete files each name another data file skips them unread."""
+    decoded), so a task whose delete files each name another data file skips them unread.
+    When the file names ``data_path`` (the task asking), its positions are read in the same
+    open and cached for :func:`_read_single_file_positions`."""
     pf = open_parquet(io, d.file_path)
-    path_col, _ = _position_columns(pf, d.file_path)
+    path_col, pos_col = _position_columns(pf, d.file_path)
     try:
-        return (_single_data_file(pf, path_col),)
+        target = _single_data_file(pf, path_col)
     except DECODE_ERRORS as e:
         raise corrupt_error(d.file_path, e) from e
+    if target is not None and target == data_path:
+        dv = _positions(pf, pos_col, d.file_path)
+        cache.get(("pos-single", d.file_path), lambda: dv)
+    return (target,)
 
 
 def _read_single_file_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector:
@@ -229,7 +237,9 @@ def _position_deletes_of(
         )
         if found is not None:
             return found
-    (target,) = cache.footers.get(("pos-target", d.file_path), partial(_position_target, io, d))
+    (target,) = cache.footers.get(
+        ("pos-target", d.file_path), partial(_position_target, io, d, data_path, cache)
+    )
     if target is not None:
         if target != data_path:
             return None
