@@ -280,7 +280,10 @@ def test_random_sigint_during_an_append_loop(
     while proc.is_alive() and time.monotonic() < deadline:
         time.sleep(rng.uniform(0.005, 0.05))
         if proc.pid is not None and proc.is_alive():
-            os.kill(proc.pid, signal.SIGINT)
+            try:
+                os.kill(proc.pid, signal.SIGINT)
+            except ProcessLookupError:  # the loop ended between the check and the signal
+                break
             sent += 1
     proc.join(timeout=60)
     text = log.read_text()
