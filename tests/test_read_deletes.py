@@ -383,7 +383,7 @@ def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
 
     def dictionary_columns(path: str, names: list[str]) -> list[str]:
         checked = open_checked(io, path)
-        layout = rr._FileLayout(checked.schema, checked.schema, path)
+        layout = rr._FileLayout(checked.schema, checked.schema)
         return rr._dictionary_columns(checked, layout, names)
 
     assert dictionary_columns(dict_file.file_path, ["id", "cat"]) == ["cat"]
@@ -404,7 +404,7 @@ def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
     nested_path = str(tmp_path / "nested.parquet")
     pq.write_table(nested, nested_path, use_dictionary=["s"])
     checked = open_checked(io, nested_path)
-    layout = rr._FileLayout(checked.schema, checked.schema, nested_path)
+    layout = rr._FileLayout(checked.schema, checked.schema)
     meta = checked.file.metadata
     paths = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     assert layout.string_leaves == {"s": paths["s"], "p": paths["p"]}

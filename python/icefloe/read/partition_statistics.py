@@ -101,7 +101,7 @@ def read_partition_statistics(io: FileIO, path: str, schema: Schema) -> pa.Table
             data = checked.file.read()
         except DECODE_ERRORS as e:
             raise corrupt_error(path, e) from e
-    cols = FileColumns(data.schema, path)
+    cols = FileColumns(data.schema)
     target = schema_to_arrow(schema)
     arrays = []
     for field in schema.fields:

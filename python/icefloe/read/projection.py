@@ -38,10 +38,9 @@ __all__ = ["FileColumns", "constant_array", "project_field"]
 class FileColumns:
     """The field-id index of one file's Arrow schema (children included)."""
 
-    __slots__ = ("by_id", "path")
+    __slots__ = ("by_id",)
 
-    def __init__(self, arrow_schema: pa.Schema, path: str) -> None:
-        self.path = path
+    def __init__(self, arrow_schema: pa.Schema) -> None:
         self.by_id: dict[int, tuple[int, pa.Field]] = {}
         for i, f in enumerate(arrow_schema):
             fid = field_id_of(f)

@@ -208,7 +208,7 @@ class _TaskReader:
         for seen, layout in list(layouts):
             if seen.equals(schema, check_metadata=True):  # field ids included
                 return layout
-        layout = _FileLayout(self._file_schema(schema), schema, self.path)
+        layout = _FileLayout(self._file_schema(schema), schema)
         layouts.append((schema, layout))
         if len(layouts) > _LAYOUTS_PER_SCAN:
             del layouts[0]
@@ -595,10 +595,10 @@ class _FileLayout:
 
     __slots__ = ("columns", "file_schema", "raw_names", "string_leaves")
 
-    def __init__(self, file_schema: pa.Schema, schema: pa.Schema, path: str) -> None:
+    def __init__(self, file_schema: pa.Schema, schema: pa.Schema) -> None:
         self.file_schema = file_schema
         self.raw_names = file_schema.names  # the file's own names (name mapping renames none)
-        self.columns = FileColumns(file_schema, path)
+        self.columns = FileColumns(file_schema)
         self.string_leaves: dict[str, int] = {}
         leaf = 0
         for f in schema:
