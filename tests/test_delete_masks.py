@@ -444,11 +444,24 @@ def test_filter_batch_errors_and_empty_schema() -> None:
         _native.filter_batch(batch, pa.array([1, 2, 3]))
     no_cols = batch.select([])
     assert _native.filter_batch(no_cols, pa.array([True, False, True])).num_rows == 2
-    # Columns whose kernels follow offsets are still validated in full on import.
-    offsets = pa.array([0, 1, 2], pa.int32()).buffers()[1]
-    bad = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"\xff\xfe")])
-    with pytest.raises(ValidationError, match="UTF8"):
-        _native.filter_batch(pa.record_batch({"s": bad}), pa.array([True, False]))
+    # String offsets are checked on import (in bounds, in order); the bytes are copied as
+    # whole values, never read as text, so they come back as they were, UTF-8 or not.
+    def strings(offsets: list[int], data: bytes, t: pa.DataType = pa.string()) -> pa.Array:
+        width = pa.int64() if t in (pa.large_string(), pa.large_binary()) else pa.int32()
+        buf = pa.array(offsets, width).buffers()[1]
+        return pa.Array.from_buffers(t, 2, [None, buf, pa.py_buffer(data)])
+
+    raw = strings([0, 1, 2], b"\xff\xfe")
+    got = _native.filter_batch(pa.record_batch({"s": raw}), pa.array([False, True]))
+    assert got.column(0).buffers()[2].to_pybytes() == b"\xfe"
+    for t in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
+        bad = strings([0, 2, 1], b"ab", t)  # the second value ends before it starts
+        for call in (
+            lambda b: _native.filter_batch(b, pa.array([True, False])),
+            lambda b: _native.decode_dictionaries(b, []),
+        ):
+            with pytest.raises(ValidationError, match="(?i)offset"):
+                call(pa.record_batch({"s": bad}))
 
 
 @settings(max_examples=80, deadline=None)

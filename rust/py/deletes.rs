@@ -204,26 +204,61 @@ fn keep_mask_from_positions(
 
 /// Imports a pyarrow record batch for the filter kernel. The checked import re-validates
 /// every value (dictionary keys against their dictionary, UTF-8, offsets), an O(n) pass that
-/// cost as much as the filter itself on dictionary columns. The filter copies fixed-width
-/// values, validity bits and dictionary keys by position and never follows them, so for those
-/// columns the layout check (buffer sizes, children) is enough; columns whose kernels follow
-/// offsets or views (strings, binaries, lists, ...) are still validated fully.
+/// cost as much as the filter itself. The filter copies fixed-width values, validity bits and
+/// dictionary keys by position and never follows them, so for those columns the layout check
+/// (buffer sizes, children) is enough. String and binary columns are copied value by value
+/// through their offsets, so every offset is checked (in bounds, non-decreasing), but not the
+/// UTF-8 of the bytes: whole values are copied, never read as text, and the result holds the
+/// bytes pyarrow handed over. Columns whose kernels follow views or child offsets (views,
+/// lists, structs, ...) are still validated fully.
 fn import_batch_for_filter(batch: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
     // Safety: every column is checked below before any kernel reads it.
     let batch = unsafe { RecordBatch::from_pyarrow_bound_unchecked(batch)? };
     guard(|| {
         for col in batch.columns() {
-            let data = col.to_data();
-            let dt = data.data_type();
-            if dt.is_primitive() || matches!(dt, DataType::Boolean | DataType::Dictionary(_, _)) {
-                data.validate()?;
-            } else {
-                data.validate_full()?;
-            }
+            check_for_filter(&col.to_data())?;
         }
         Ok(())
     })?;
     Ok(batch)
+}
+
+/// The checks [`import_batch_for_filter`] makes of one column.
+fn check_for_filter(data: &ArrayData) -> crate::Result<()> {
+    let dt = data.data_type();
+    if dt.is_primitive() || matches!(dt, DataType::Boolean | DataType::Dictionary(_, _)) {
+        data.validate()?;
+    } else if matches!(dt, DataType::Utf8 | DataType::Binary) {
+        data.validate()?;
+        check_offsets::<i32>(data)?;
+    } else if matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary) {
+        data.validate()?;
+        check_offsets::<i64>(data)?;
+    } else {
+        data.validate_full()?;
+    }
+    Ok(())
+}
+
+/// Every offset of a (validated-layout) string or binary array is within its values and no
+/// offset is below the one before.
+fn check_offsets<O: arrow_array::OffsetSizeTrait>(data: &ArrayData) -> crate::Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    // `validate` checked that the offsets buffer holds `len + 1` entries from the array's offset.
+    let offsets = &data.buffer::<O>(0)[..data.len() + 1];
+    let values = data.buffers()[1].len();
+    let ordered = offsets.windows(2).fold(true, |ok, w| ok & (w[0] <= w[1]));
+    let first = offsets[0].to_usize();
+    let last = offsets[data.len()].to_usize();
+    match (ordered, first, last) {
+        (true, Some(_), Some(last)) if last <= values => Ok(()),
+        _ => Err(Error::validation(format!(
+            "{} array has offsets outside its {values} bytes of values or out of order",
+            data.data_type()
+        ))),
+    }
 }
 
 /// The rows of `batch` where the boolean array `keep` is true, all columns in one pass; the
