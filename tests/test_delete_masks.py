@@ -444,9 +444,11 @@ def test_filter_batch_errors_and_empty_schema() -> None:
         _native.filter_batch(batch, pa.array([1, 2, 3]))
     no_cols = batch.select([])
     assert _native.filter_batch(no_cols, pa.array([True, False, True])).num_rows == 2
+
     # String offsets are checked on import (in bounds, in order); the bytes are copied as
     # whole values, never read as text, so they come back as they were, UTF-8 or not.
-    def strings(offsets: list[int], data: bytes, t: pa.DataType = pa.string()) -> pa.Array:
+    def strings(offsets: list[int], data: bytes, t: pa.DataType | None = None) -> pa.Array:
+        t = t or pa.string()
         width = pa.int64() if t in (pa.large_string(), pa.large_binary()) else pa.int32()
         buf = pa.array(offsets, width).buffers()[1]
         return pa.Array.from_buffers(t, 2, [None, buf, pa.py_buffer(data)])
@@ -460,7 +462,7 @@ def test_filter_batch_errors_and_empty_schema() -> None:
             lambda b: _native.filter_batch(b, pa.array([True, False])),
             lambda b: _native.decode_dictionaries(b, []),
         ):
-            with pytest.raises(ValidationError, match="(?i)offset"):
+            with pytest.raises(ValidationError, match=r"(?i)offset"):
                 call(pa.record_batch({"s": bad}))
 
 

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import CorruptFileError, FileIOError, ValidationError
 from icefloe.io import FileIO
 from icefloe.read import DeleteCache, read_task, read_tasks
@@ -448,3 +449,95 @@ def test_equality_delete_files_with_equal_keys_share_one_hash_set(tmp_path: Path
     kept = [i for i in range(16) if i not in (1, 5, 9, 13)]
     want = kept * 2 + [i for i in range(16) if i not in (1, 6, 9, 13)]
     assert got.column("id").to_pylist() == want
+
+
+@pytest.mark.parametrize(
+    ("eq_ids", "keys"),
+    [
+        ((3,), [{"n": 4}]),
+        ((2,), [{"cat": "c1"}, {"cat": None}]),
+        ((2, 3), [{"cat": "c2", "n": 2}, {"cat": None, "n": 0}]),
+    ],
+)
+def test_equality_deletes_matched_as_read_equal_the_marked_rows(
+    tmp_path: Path, eq_ids: tuple[int, ...], keys: list[dict[str, Any]]
+) -> None:
+    """Equality deletes on columns stored as the table reads them drop rows from each batch as
+    read, in the pass that decodes dictionary columns; with a residual filter and
+    _pos/_row_id/_file requested, the rows equal those the _deleted path keeps (every row
+    read, deletes only marked), and those of a table that promoted the column (matched after
+    projection)."""
+    from icefloe.expressions.binding import bind
+    from icefloe.expressions.builder import col
+
+    rows = [{"id": i, "cat": None if i % 7 == 0 else f"c{i % 4}", "n": i % 5} for i in range(300)]
+    df = write_data(tmp_path / "d.parquet", SCHEMA, rows, row_group_size=64)
+    df = DataFileRef(df.file_path, "parquet", 300, df.file_size_in_bytes, first_row_id=1000)
+    eq = write_eq_deletes(tmp_path / "eq.parquet", SCHEMA, eq_ids, keys)
+    residual = bind(SCHEMA, col("id") < 280)
+    task = FileScanTask(df, (eq,), residual=residual)
+    meta = ("_file", "_pos", "_row_id")
+    got = read(task, ReadOptions(SCHEMA, metadata_columns=meta))
+    marked = read(task, ReadOptions(SCHEMA, metadata_columns=(*meta, "_deleted")))
+    oracle = marked.filter(pc.invert(marked.column("_deleted"))).drop_columns(["_deleted"])
+    assert got.equals(oracle)
+    gone = [
+        i
+        for i, r in enumerate(rows)
+        if any(
+            all(r[SCHEMA.find_field(f).name] == k[SCHEMA.find_field(f).name] for f in eq_ids)
+            for k in keys
+        )
+    ]
+    want = [i for i in range(280) if i not in gone]
+    assert got.column("_pos").to_pylist() == want
+    assert got.column("_row_id").to_pylist() == [1000 + i for i in want]
+    assert got.column("cat").to_pylist() == [rows[i]["cat"] for i in want]
+    assert pa.types.is_string(got.schema.field("cat").type)
+    promoted = Schema(
+        NestedField(1, "id", LongType(), True),
+        NestedField(2, "cat", StringType()),
+        NestedField(3, "n", LongType()),
+    )
+    late = read(FileScanTask(df, (eq,)), ReadOptions(promoted, metadata_columns=("_pos",)))
+    assert late.column("_pos").to_pylist() == [i for i in range(300) if i not in gone]
+
+
+def test_equality_delete_files_with_equal_bytes_are_decoded_once(tmp_path: Path) -> None:
+    """A small equality delete file whose bytes equal a file read before (for the same
+    equality ids) gets that file's table without a decode; a copy with one byte changed in
+    its data pages is decoded (and its damaged page refused), never taken for the first."""
+    from icefloe.read import deletes as rd
+
+    keys = [{"id": i} for i in range(0, 1000, 7)]
+    table = pa.table({"id": pa.array([k["id"] for k in keys], pa.int32())})
+    pq.write_table(
+        table.cast(schema_to_arrow(Schema(SCHEMA.find_field(1)))),
+        tmp_path / "a.parquet",
+        compression="none",
+        write_page_checksum=True,
+    )
+    raw = (tmp_path / "a.parquet").read_bytes()
+    (tmp_path / "b.parquet").write_bytes(raw)
+    flipped = bytearray(raw)
+    flipped[len(raw) // 4] ^= 0x01  # inside the data page; size and footer unchanged
+    (tmp_path / "c.parquet").write_bytes(bytes(flipped))
+
+    def ref(name: str, ids: tuple[int, ...] = (1,)) -> DeleteFileRef:
+        return DeleteFileRef(
+            DeleteContent.EQUALITY_DELETES,
+            str(tmp_path / name),
+            record_count=len(keys),
+            file_size_in_bytes=len(raw),
+            equality_ids=ids,
+        )
+
+    cache = DeleteCache()
+    a = rd._read_equality_deletes(FileIO(), ref("a.parquet"), None, cache)
+    b = rd._read_equality_deletes(FileIO(), ref("b.parquet"), None, cache)
+    assert b is a and a.column("1").to_pylist() == list(range(0, 1000, 7))
+    with pytest.raises(CorruptFileError, match=r"c\.parquet"):
+        rd._read_equality_deletes(FileIO(), ref("c.parquet"), None, cache)
+    # The same bytes asked for other equality ids are decoded again (and lack column 2).
+    with pytest.raises(ValidationError, match="equality ids"):
+        rd._read_equality_deletes(FileIO(), ref("b.parquet", (1, 2)), None, cache)

@@ -91,8 +91,9 @@ def test_parallel_equals_single_worker_with_shared_deletes(tmp_path: Path) -> No
     ]
     assert parallel.column("id").to_pylist() == expected
     # The shared files were decoded once although four threads wanted them.
-    # pos file, eq file, the eq set (and the entry that shares it by content), the DV
-    assert cache.loads == 5
+    # pos file, eq file (and the entry that shares its table by bytes), the eq set (and the
+    # entry that shares it by content), the DV
+    assert cache.loads == 6
 
 
 def test_limit_stops_reading_and_workers(tmp_path: Path) -> None:

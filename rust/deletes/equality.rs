@@ -226,8 +226,42 @@ enum Keys {
     /// A single Int/Float/Time/Timestamp column: values widened to i64 (collected as added,
     /// indexed on first use), plus "null deleted".
     Single(Vec<i64>, OnceLock<IntSet>, bool),
+    /// Two Int/Float/Time/Timestamp columns: their values widened to i64 and a bit per null
+    /// column, hashed without an allocation per key.
+    Pair(HashSet<FixedKey<2>>),
+    /// Three to [`FIXED_MAX`] such columns, the same way.
+    Fixed(HashSet<FixedKey<FIXED_MAX>>),
     /// Any other column set: canonical row encodings.
     Rows(HashSet<Box<[u8]>>),
+}
+
+/// The most columns a [`Keys::Fixed`] key holds.
+const FIXED_MAX: usize = 4;
+
+/// The values of a row's columns (0 where null, padded with 0) and its null bits.
+type FixedKey<const N: usize> = ([i64; N], u8);
+
+fn is_fixed(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Int | Kind::Float | Kind::Time(_) | Kind::Timestamp(..)
+    )
+}
+
+/// The key of row `i` over `views` (every one a [`Col::Fixed`], at most `N`).
+#[inline]
+fn fixed_key<const N: usize>(views: &[Col<'_>], i: usize) -> FixedKey<N> {
+    let mut key = ([0i64; N], 0u8);
+    for (j, c) in views.iter().enumerate() {
+        if let Col::Fixed(v, nulls) = c {
+            if nulls.is_some_and(|n| n.is_null(i)) {
+                key.1 |= 1 << j;
+            } else {
+                key.0[j] = v[i];
+            }
+        }
+    }
+    key
 }
 
 /// The delete rows of one set of equality columns (sorted by name).
@@ -255,6 +289,8 @@ impl Group {
             Keys::Single(values, probe, null) => {
                 probe.get_or_init(|| IntSet::build(values)).len() + *null as usize
             }
+            Keys::Pair(s) => s.len(),
+            Keys::Fixed(s) => s.len(),
             Keys::Rows(s) => s.len(),
         }
     }
@@ -274,6 +310,14 @@ impl Group {
                         _ => values.extend_from_slice(v),
                     }
                 }
+            }
+            Keys::Pair(set) => {
+                set.reserve(batch.num_rows());
+                set.extend((0..batch.num_rows()).map(|i| fixed_key(&views, i)));
+            }
+            Keys::Fixed(set) => {
+                set.reserve(batch.num_rows());
+                set.extend((0..batch.num_rows()).map(|i| fixed_key(&views, i)));
             }
             Keys::Rows(set) => {
                 let mut buf = Vec::new();
@@ -320,6 +364,12 @@ impl Group {
                     Col::Fixed(v, None) => BooleanBuffer::collect_bool(n, |i| !set.contains(v[i])),
                     _ => unreachable!("single-column groups hold fixed-width kinds"),
                 }
+            }
+            Keys::Pair(set) => {
+                BooleanBuffer::collect_bool(n, |i| !set.contains(&fixed_key(&views, i)))
+            }
+            Keys::Fixed(set) => {
+                BooleanBuffer::collect_bool(n, |i| !set.contains(&fixed_key(&views, i)))
             }
             Keys::Rows(set) => {
                 let mut buf = Vec::new();
@@ -378,13 +428,13 @@ impl EqualityDeleteSet {
                 i
             }
             None => {
-                let single = kinds.len() == 1
-                    && matches!(
-                        kinds[0],
-                        Kind::Int | Kind::Float | Kind::Time(_) | Kind::Timestamp(..)
-                    );
-                let keys = if single {
+                let fixed = kinds.iter().all(|k| is_fixed(*k));
+                let keys = if fixed && kinds.len() == 1 {
                     Keys::Single(Vec::new(), OnceLock::new(), false)
+                } else if fixed && kinds.len() == 2 {
+                    Keys::Pair(HashSet::new())
+                } else if fixed && kinds.len() <= FIXED_MAX {
+                    Keys::Fixed(HashSet::new())
                 } else {
                     Keys::Rows(HashSet::new())
                 };
@@ -511,6 +561,58 @@ mod tests {
             let m = set.keep_mask(&batch(vec![("id", data)])).unwrap();
             for (i, v) in probe.iter().enumerate() {
                 assert_eq!(m.value(i), !oracle.contains(v), "value {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_width_column_sets_agree_with_a_plain_set() {
+        use crate::deletes::compact::tests::Rng;
+        use std::collections::HashSet as StdSet;
+        // Two to five columns (five take the row encodings), small domains so that keys
+        // repeat, nulls, NaN and -0.0 among the floats, int32 deletes against int64 data.
+        let mut rng = Rng(29);
+        for width in 2..=5 {
+            let mut value = |rng: &mut Rng| -> Option<i64> {
+                (!rng.chance(15)).then(|| (rng.next() % 4) as i64)
+            };
+            let floats = [0.0, -0.0, f64::NAN, 1.5];
+            let rows = |rng: &mut Rng, n: usize, value: &mut dyn FnMut(&mut Rng) -> Option<i64>| {
+                (0..n)
+                    .map(|_| (0..width).map(|_| value(rng)).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            };
+            let del = rows(&mut rng, 40, &mut value);
+            let data = rows(&mut rng, 400, &mut value);
+            let column = |rows: &[Vec<Option<i64>>], j: usize, narrow: bool| -> ArrayRef {
+                let vals = rows.iter().map(|r| r[j]);
+                if j == 1 {
+                    Arc::new(Float64Array::from_iter(
+                        vals.map(|v| v.map(|v| floats[v as usize])),
+                    ))
+                } else if narrow {
+                    Arc::new(Int32Array::from_iter(vals.map(|v| v.map(|v| v as i32))))
+                } else {
+                    Arc::new(Int64Array::from_iter(vals))
+                }
+            };
+            let names: Vec<String> = (0..width).map(|j| format!("c{j}")).collect();
+            let to_batch = |rows: &[Vec<Option<i64>>], narrow: bool| {
+                RecordBatch::try_from_iter(
+                    (0..width).map(|j| (names[j].clone(), column(rows, j, narrow))),
+                )
+                .unwrap()
+            };
+            let mut set = EqualityDeleteSet::new();
+            let (a, b) = del.split_at(20);
+            set.add_batch(&to_batch(a, true)).unwrap();
+            set.add_batch(&to_batch(b, true)).unwrap();
+            // Each float stands for one class (-0.0 is its own value, NaN equals NaN).
+            let oracle: StdSet<Vec<Option<i64>>> = del.iter().cloned().collect();
+            assert_eq!(set.len(), oracle.len(), "width {width}");
+            let m = set.keep_mask(&to_batch(&data, false)).unwrap();
+            for (i, r) in data.iter().enumerate() {
+                assert_eq!(m.value(i), !oracle.contains(r), "width {width} row {r:?}");
             }
         }
     }

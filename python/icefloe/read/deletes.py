@@ -22,7 +22,13 @@ from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteInd
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
-from icefloe.read.parquet_file import DECODE_ERRORS, corrupt_error, open_file, open_parquet
+from icefloe.read.parquet_file import (
+    DECODE_ERRORS,
+    WHOLE_FILE_BYTES,
+    corrupt_error,
+    open_file,
+    open_parquet,
+)
 from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
@@ -253,8 +259,33 @@ def _position_deletes_of(
     return index.get(data_path)
 
 
-def _read_equality_deletes(io: FileIO, d: DeleteFileRef, mapping: NameMapping | None) -> pa.Table:
-    pf = open_parquet(io, d.file_path)
+def _read_equality_deletes(
+    io: FileIO, d: DeleteFileRef, mapping: NameMapping | None, cache: DeleteCache
+) -> pa.Table:
+    """The equality columns of ``d``, named by field id.
+
+    A small file is read whole first: a delete whose keys do not determine the partition
+    writes the same bytes to a file in every partition, and a file whose bytes equal one
+    decoded before (for the same equality ids) gets that file's table without a decode."""
+    handle = open_file(io, d.file_path, d.file_size_in_bytes or None)
+    same: list[tuple[pa.Buffer, pa.Table]] | None = None
+    try:
+        size = handle.size()
+        if size <= WHOLE_FILE_BYTES:
+            handle.seek(0)
+            data = handle.read_buffer(size)
+            handle.close()
+            handle = pa.BufferReader(data)
+            # The footer's end tells most different files apart; the bytes decide.
+            tail = data.slice(max(0, size - 64)).to_pybytes()
+            same = cache.get(("eq-bytes", d.equality_ids, size, tail), list)
+            for seen, table in list(same):
+                if seen.equals(data):
+                    return table
+    except OSError as e:
+        handle.close()
+        raise FileIOError(f"cannot read {d.file_path}: {e}") from e
+    pf = open_parquet(io, d.file_path, handle=handle)
     ids = _columns_by_id(pf, d.file_path, mapping)
     missing = [i for i in d.equality_ids if i not in ids]
     if missing:
@@ -265,7 +296,10 @@ def _read_equality_deletes(io: FileIO, d: DeleteFileRef, mapping: NameMapping | 
         table = pf.read(columns=[ids[i] for i in d.equality_ids])
     except DECODE_ERRORS as e:
         raise CorruptFileError(f"{d.file_path}: cannot read equality deletes: {e}") from e
-    return table.rename_columns([str(i) for i in d.equality_ids])
+    table = table.rename_columns([str(i) for i in d.equality_ids])
+    if same is not None:
+        same.append((data, table))
+    return table
 
 
 def _content_key(table: pa.Table) -> tuple[Any, ...]:
@@ -285,7 +319,7 @@ def _shared_equality_set(cache: DeleteCache, tables: list[pa.Table]) -> Equality
         ("eq-content", tuple(_content_key(t) for t in tables)), list
     )
     for seen, found in list(entries):
-        if all(a.equals(b) for a, b in zip(seen, tables, strict=True)):
+        if all(a is b or a.equals(b) for a, b in zip(seen, tables, strict=True)):
             return found
     built = EqualityDeleteSet()
     for t in tables:
@@ -360,7 +394,8 @@ class TaskDeletes:
                         )
                     tables.append(
                         cache.get(
-                            ("eq", d.file_path), partial(_read_equality_deletes, io, d, mapping)
+                            ("eq", d.file_path),
+                            partial(_read_equality_deletes, io, d, mapping, cache),
                         )
                     )
                 return _shared_equality_set(cache, tables)

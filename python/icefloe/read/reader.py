@@ -348,6 +348,13 @@ class _TaskReader:
         early = skip_deleted
         need_rows = POS in wanted_meta or ROW_ID in wanted_meta
         dict_cols = _dictionary_columns(checked, layout, read_names)
+        # Equality deletes on columns stored as the table reads them are matched on the batch
+        # as read, so deleted rows are dropped in the pass that decodes dictionary columns.
+        eq_early = (
+            _early_equality_columns(deletes, columns, raw_names, work, work_arrow)
+            if early is None and not keep_deleted
+            else None
+        )
         batches = self._batches(checked, read_names, prune, skip_deleted, dict_cols)
         if PREFETCH and sum(g[0] for g in checked.row_groups) > BATCH_SIZE:
             batches = prefetched(batches, PREFETCH, name=f"icefloe-decode {self.path}")
@@ -376,6 +383,24 @@ class _TaskReader:
                         batch = _native.filter_batch(batch, pos_keep, dict_cols)
                         decoded = True
                         n = kept
+                elif eq_early is not None:
+                    assert deletes.equality is not None
+                    eq_keep = deletes.equality.keep_mask(
+                        pa.RecordBatch.from_arrays(
+                            [batch.column(name) for name in eq_early],
+                            names=[str(i) for i in deletes.equality_ids],
+                        )
+                    )
+                    kept = eq_keep.true_count
+                    if kept == 0:
+                        continue
+                    if kept < n or dict_cols:
+                        if need_rows and kept < n:
+                            mask = eq_keep.to_numpy(zero_copy_only=False)
+                            rows = np.flatnonzero(mask).astype(np.int64) + base
+                        batch = _native.filter_batch(batch, eq_keep, dict_cols)
+                        decoded = True
+                        n = kept
                 if not decoded:
                     batch = _native.decode_dictionaries(batch, dict_cols)
             except CorruptFileError as e:
@@ -397,7 +422,9 @@ class _TaskReader:
                 project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields
             ]
             wb = _make_batch(work_cols, work_arrow, n)
-            keep = self._keep_mask(deletes, wb, work, file_col, base, n, early is None)
+            keep = self._keep_mask(
+                deletes, wb, work, file_col, base, n, early is None, eq_early is None
+            )
             out_cols: list[pa.Array] = []
             for f in projected.fields:
                 idx = work_arrow.get_field_index(f.name)
@@ -472,13 +499,14 @@ class _TaskReader:
         base: int,
         n: int,
         positions: bool = True,
+        equality: bool = True,
     ) -> pa.Array | None:
-        """The keep-mask of the batch: equality deletes, and deleted positions unless they
-        were already dropped (``positions`` false)."""
+        """The keep-mask of the batch: equality deletes and deleted positions, unless they
+        were already dropped (``equality``, ``positions`` false)."""
         keep: pa.Array | None = None
         if positions and deletes.positions is not None:
             keep = deletes.positions.keep_mask(base, n)
-        if deletes.equality is not None:
+        if equality and deletes.equality is not None:
             arrays = []
             for fid in deletes.equality_ids:
                 if fid in work.field_ids:
@@ -605,6 +633,35 @@ class _FileLayout:
             if f.type in (pa.string(), pa.binary()):
                 self.string_leaves[f.name] = leaf
             leaf += _leaves(f.type)
+
+
+def _early_equality_columns(
+    deletes: TaskDeletes,
+    columns: FileColumns,
+    raw_names: list[str],
+    work: Schema,
+    work_arrow: pa.Schema,
+) -> list[str] | None:
+    """The file columns holding the equality delete columns, in ``deletes.equality_ids``
+    order, when each is a top-level column of the type the table reads (a dictionary of
+    strings or binaries counts as its value type); else None (the keys are matched after
+    projection)."""
+    if deletes.equality is None:
+        return None
+    top = {f.field_id: i for i, f in enumerate(work.fields)}
+    names: list[str] = []
+    for fid in deletes.equality_ids:
+        hit = columns.top_level(fid)
+        if hit is None or fid not in top:
+            return None
+        stored = hit[1].type
+        wanted = work_arrow.field(top[fid]).type
+        if stored != wanted and not (
+            pa.types.is_dictionary(stored) and stored.value_type == wanted
+        ):
+            return None
+        names.append(raw_names[hit[0]])
+    return names
 
 
 def _dictionary_columns(
