@@ -264,6 +264,21 @@ fn fixed_key<const N: usize>(views: &[Col<'_>], i: usize) -> FixedKey<N> {
     key
 }
 
+/// Adds the keys of the `n` rows of `views` to `set`.
+fn insert_fixed<const N: usize>(set: &mut HashSet<FixedKey<N>>, views: &[Col<'_>], n: usize) {
+    set.reserve(n);
+    set.extend((0..n).map(|i| fixed_key(views, i)));
+}
+
+/// `true` for each of the `n` rows of `views` whose key is not in `set`.
+fn keep_fixed<const N: usize>(
+    set: &HashSet<FixedKey<N>>,
+    views: &[Col<'_>],
+    n: usize,
+) -> BooleanBuffer {
+    BooleanBuffer::collect_bool(n, |i| !set.contains(&fixed_key(views, i)))
+}
+
 /// The delete rows of one set of equality columns (sorted by name).
 #[derive(Debug, Clone)]
 struct Group {
@@ -311,14 +326,8 @@ impl Group {
                     }
                 }
             }
-            Keys::Pair(set) => {
-                set.reserve(batch.num_rows());
-                set.extend((0..batch.num_rows()).map(|i| fixed_key(&views, i)));
-            }
-            Keys::Fixed(set) => {
-                set.reserve(batch.num_rows());
-                set.extend((0..batch.num_rows()).map(|i| fixed_key(&views, i)));
-            }
+            Keys::Pair(set) => insert_fixed(set, &views, batch.num_rows()),
+            Keys::Fixed(set) => insert_fixed(set, &views, batch.num_rows()),
             Keys::Rows(set) => {
                 let mut buf = Vec::new();
                 set.reserve(batch.num_rows());
@@ -365,12 +374,8 @@ impl Group {
                     _ => unreachable!("single-column groups hold fixed-width kinds"),
                 }
             }
-            Keys::Pair(set) => {
-                BooleanBuffer::collect_bool(n, |i| !set.contains(&fixed_key(&views, i)))
-            }
-            Keys::Fixed(set) => {
-                BooleanBuffer::collect_bool(n, |i| !set.contains(&fixed_key(&views, i)))
-            }
+            Keys::Pair(set) => keep_fixed(set, &views, n),
+            Keys::Fixed(set) => keep_fixed(set, &views, n),
             Keys::Rows(set) => {
                 let mut buf = Vec::new();
                 BooleanBuffer::collect_bool(n, |i| {

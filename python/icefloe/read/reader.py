@@ -366,6 +366,9 @@ class _TaskReader:
             # Dictionary columns are decoded in Rust, in the same call as the filter if any.
             decoded = not dict_cols
             try:
+                # Rows dropped as read through a keep-mask, which gives their file positions
+                # (deleted positions when _pos or _row_id is asked for; equality deletes).
+                read_keep: pa.BooleanArray | None = None
                 if early is not None and not need_rows:
                     batch = early.filter_rows(batch, base, dict_cols)
                     decoded = True
@@ -373,32 +376,24 @@ class _TaskReader:
                     if n == 0:
                         continue
                 elif early is not None:
-                    pos_keep = early.keep_mask(base, n)
-                    kept = pos_keep.true_count
-                    if kept == 0:
-                        continue
-                    if kept < n:
-                        mask = pos_keep.to_numpy(zero_copy_only=False)
-                        rows = np.flatnonzero(mask).astype(np.int64) + base
-                        batch = _native.filter_batch(batch, pos_keep, dict_cols)
-                        decoded = True
-                        n = kept
+                    read_keep = early.keep_mask(base, n)
                 elif eq_early is not None:
                     assert deletes.equality is not None
-                    eq_keep = deletes.equality.keep_mask(
+                    read_keep = deletes.equality.keep_mask(
                         pa.RecordBatch.from_arrays(
                             [batch.column(name) for name in eq_early],
                             names=[str(i) for i in deletes.equality_ids],
                         )
                     )
-                    kept = eq_keep.true_count
+                if read_keep is not None:
+                    kept = read_keep.true_count
                     if kept == 0:
                         continue
-                    if kept < n or dict_cols:
-                        if need_rows and kept < n:
-                            mask = eq_keep.to_numpy(zero_copy_only=False)
+                    if kept < n:
+                        if need_rows:
+                            mask = read_keep.to_numpy(zero_copy_only=False)
                             rows = np.flatnonzero(mask).astype(np.int64) + base
-                        batch = _native.filter_batch(batch, eq_keep, dict_cols)
+                        batch = _native.filter_batch(batch, read_keep, dict_cols)
                         decoded = True
                         n = kept
                 if not decoded:
