@@ -25,7 +25,7 @@ from icefloe.expressions import (
     parse,
     rewrite_not,
 )
-from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.arrow import filter_mask, to_arrow_expression
 from icefloe.expressions.evaluator import evaluate
 from icefloe.types import (
     DateType,
@@ -191,3 +191,38 @@ def test_arrow_matches_row_evaluator(expr: BooleanExpression, data: list[Any]) -
     # The Arrow expression never yields null, so Not composes: Not(e) selects the complement.
     neg = t.filter(to_arrow_expression(Not(bound)))["n"].to_pylist()
     assert sorted(neg) == [i for i, e in enumerate(expected) if not e]
+
+
+def _scan_mask(bound: BooleanExpression, t: pa.Table) -> list[Any]:
+    """The expression evaluated by a dataset scan (nulls kept), the oracle of filter_mask."""
+    import pyarrow.dataset as pads
+
+    return pads.dataset(t).to_table(columns={"m": to_arrow_expression(bound)})["m"].to_pylist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees(), st.lists(st.tuples(xs, ss, ds), min_size=0, max_size=12), st.booleans())
+def test_filter_mask_equals_the_scanned_expression(
+    expr: BooleanExpression, data: list[Any], as_batch: bool
+) -> None:
+    """filter_mask evaluates kernel by kernel what the expression computes in a scan: the
+    same values and the same nulls, on a table of several chunks or on one batch."""
+    t = table(rows_of(data))
+    if len(t) > 2:  # several chunks
+        t = pa.concat_tables([t.slice(0, 2), t.slice(2)])
+    bound = bind(SCHEMA, expr)
+    got = filter_mask(bound, t.combine_chunks().to_batches()[0] if as_batch and len(t) else t)
+    assert got.type == pa.bool_()
+    assert got.to_pylist() == _scan_mask(bound, t)
+
+
+def test_filter_mask_falls_back_to_the_scan_and_its_errors() -> None:
+    """What the kernels refuse goes through the dataset scan, whose answer or error counts:
+    an int32 column compared with a long literal is cast by both; a column the data lacks is
+    the scan's error."""
+    t = pa.table({"n": pa.array([1, 5, None], pa.int32())})
+    bound = bind(SCHEMA, parse("n > 2"))
+    assert filter_mask(bound, t).to_pylist() == [False, True, None]
+    with pytest.raises(pa.ArrowInvalid):
+        filter_mask(bind(SCHEMA, parse("x > 2")), t)
+    assert filter_mask(bind(SCHEMA, parse("true")), t).to_pylist() == [True] * 3

@@ -83,14 +83,102 @@ def _scalar(value: Any, t: IcebergType) -> pa.Scalar:
 _SPATIAL = dict[BoundPredicate, str]
 
 
-def _predicate(pred: BoundPredicate, under_not: bool, spatial: _SPATIAL | None) -> pc.Expression:
+class _Eager:
+    """An Arrow array standing where :func:`_predicate` puts ``pc.field``: each operator of
+    ``pc.Expression`` it applies runs the same compute kernel at once (``&``/``|`` are Kleene
+    in both), so one predicate tree serves as an expression and as an evaluation."""
+
+    __slots__ = ("a",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, a: Any) -> None:
+        self.a = a
+
+    @staticmethod
+    def _raw(v: Any) -> Any:
+        return v.a if isinstance(v, _Eager) else v
+
+    def __lt__(self, v: Any) -> _Eager:
+        return _Eager(pc.less(self.a, v))
+
+    def __le__(self, v: Any) -> _Eager:
+        return _Eager(pc.less_equal(self.a, v))
+
+    def __gt__(self, v: Any) -> _Eager:
+        return _Eager(pc.greater(self.a, v))
+
+    def __ge__(self, v: Any) -> _Eager:
+        return _Eager(pc.greater_equal(self.a, v))
+
+    def __eq__(self, v: Any) -> _Eager:  # type: ignore[override]
+        return _Eager(pc.equal(self.a, v))
+
+    def __ne__(self, v: Any) -> _Eager:  # type: ignore[override]
+        return _Eager(pc.not_equal(self.a, v))
+
+    def __and__(self, o: Any) -> _Eager:
+        return _Eager(pc.and_kleene(self.a, self._raw(o)))
+
+    def __or__(self, o: Any) -> _Eager:
+        return _Eager(pc.or_kleene(self.a, self._raw(o)))
+
+    def __invert__(self) -> _Eager:
+        return _Eager(pc.invert(self.a))
+
+    def is_null(self) -> _Eager:
+        return _Eager(pc.is_null(self.a))
+
+    def is_valid(self) -> _Eager:
+        return _Eager(pc.is_valid(self.a))
+
+    def is_nan(self) -> _Eager:
+        return _Eager(pc.is_nan(self.a))
+
+
+class _Fields:
+    """Column references and constants as ``pc.Expression`` (:class:`_EagerFields` evaluates
+    them over data)."""
+
+    def ref(self, path: tuple[str, ...]) -> Any:
+        return pc.field(*path)
+
+    def const(self, value: bool) -> Any:
+        return pc.scalar(value)
+
+    @staticmethod
+    def call(fn: Callable[..., Any], f: Any, **options: Any) -> Any:
+        if isinstance(f, _Eager):
+            return _Eager(fn(f.a, **options))
+        return fn(f, **options)
+
+
+class _EagerFields(_Fields):
+    def __init__(self, data: pa.Table | pa.RecordBatch) -> None:
+        self.data = data
+
+    def ref(self, path: tuple[str, ...]) -> Any:
+        col = self.data.column(path[0])
+        for step in path[1:]:
+            col = pc.struct_field(col, step)
+        return _Eager(col)
+
+    def const(self, value: bool) -> Any:
+        return _Eager(pa.array([value] * self.data.num_rows, pa.bool_()))
+
+
+_EXPRESSION = _Fields()
+
+
+def _predicate(
+    pred: BoundPredicate, under_not: bool, spatial: _SPATIAL | None, fields: _Fields = _EXPRESSION
+) -> Any:
     if pred.op.is_spatial:
         if spatial is None or pred not in spatial:
             raise ValidationError(
                 f"{pred} cannot be an Arrow expression (it reads WKB): filter with filter_mask"
             )
-        return pc.field(spatial[pred])  # null-free: exact under `not` too
-    f = pc.field(*pred.ref.path)
+        return fields.ref((spatial[pred],))  # null-free: exact under `not` too
+    f = fields.ref(pred.ref.path)
     t = pred.ref.field_type
     op = pred.op
     nullable = not pred.ref.required
@@ -99,7 +187,7 @@ def _predicate(pred: BoundPredicate, under_not: bool, spatial: _SPATIAL | None) 
     if op is Op.NOT_NULL:
         return f.is_valid()
     if op is Op.IS_NAN or op is Op.NOT_NAN:
-        nan = pc.is_nan(f)
+        nan = f.is_nan()
         if op is Op.IS_NAN:
             return (nan & f.is_valid()) if nullable and under_not else nan
         return (~nan | f.is_null()) if nullable else ~nan
@@ -111,10 +199,10 @@ def _predicate(pred: BoundPredicate, under_not: bool, spatial: _SPATIAL | None) 
             # (0.0 == -0.0). Listing both zeros makes `in` agree with a chain of `=`.
             literals = [v for v in literals if v != 0.0] + [0.0, -0.0]
         value_set = arrow_array(sorted(literals, key=_sort_key), t)
-        hit = pc.is_in(f, value_set=value_set, skip_nulls=False)
+        hit = fields.call(pc.is_in, f, value_set=value_set, skip_nulls=False)
         return hit if op is Op.IN else ~hit
     if op in (Op.STARTS_WITH, Op.NOT_STARTS_WITH):
-        hit = pc.starts_with(f, pattern=pred.literal)
+        hit = fields.call(pc.starts_with, f, pattern=pred.literal)
     else:
         hit = _COMPARE[op](f, _scalar(pred.literal, t))
     if op in (Op.NOT_EQ, Op.NOT_STARTS_WITH):
@@ -176,11 +264,25 @@ _CHUNK = 128
 
 def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.Array:
     """Bound ``expr`` over ``data`` as a boolean array, null where Kleene logic leaves a row
-    undecided (a row it does not select, like :func:`to_arrow_expression` as a filter). Wide
-    expressions are evaluated by Arrow in parts of at most 128 predicates, combined with
+    undecided (a row it does not select, like :func:`to_arrow_expression` as a filter).
+
+    Evaluated with Arrow's compute kernels, the ones :func:`to_arrow_expression` calls. What
+    they refuse is evaluated as that expression by a dataset scan (which raises the error if
+    it refuses too), wide expressions in parts of at most 128 predicates combined with
     ``and_kleene`` / ``or_kleene``, so any number of terms works."""
     table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
     table, spatial = _spatial_columns(expr, table)
+    balanced = balance(expr)
+    # Evaluated kernel by kernel: a dataset scan of the batch costs about 0.4 ms however small
+    # the batch. Anything the kernels refuse goes through the scan, which raises the error.
+    try:
+        out = _convert(balanced, False, spatial, _EagerFields(table)).a
+    except (pa.ArrowException, KeyError):
+        out = None
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    if isinstance(out, pa.Array) and out.type == pa.bool_() and len(out) == table.num_rows:
+        return out
     sizes: dict[int, int] = {}
 
     def size(e: BooleanExpression) -> int:
@@ -210,20 +312,28 @@ def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.
         assert isinstance(e, Not)
         return pc.invert(evaluate(e.child, True))
 
-    return evaluate(balance(expr), False)
+    return evaluate(balanced, False)
 
 
-def _convert(expr: BooleanExpression, under_not: bool, spatial: _SPATIAL | None) -> pc.Expression:
+def _convert(
+    expr: BooleanExpression,
+    under_not: bool,
+    spatial: _SPATIAL | None,
+    fields: _Fields = _EXPRESSION,
+) -> Any:
+    """``expr`` as a ``pc.Expression`` (or, with :class:`_EagerFields`, evaluated)."""
     if expr is AlwaysTrue():
-        return pc.scalar(True)
+        return fields.const(True)
     if expr is AlwaysFalse():
-        return pc.scalar(False)
+        return fields.const(False)
     if isinstance(expr, And):
-        return _convert(expr.left, under_not, spatial) & _convert(expr.right, under_not, spatial)
+        left = _convert(expr.left, under_not, spatial, fields)
+        return left & _convert(expr.right, under_not, spatial, fields)
     if isinstance(expr, Or):
-        return _convert(expr.left, under_not, spatial) | _convert(expr.right, under_not, spatial)
+        left = _convert(expr.left, under_not, spatial, fields)
+        return left | _convert(expr.right, under_not, spatial, fields)
     if isinstance(expr, Not):
-        return ~_convert(expr.child, True, spatial)
+        return ~_convert(expr.child, True, spatial, fields)
     if isinstance(expr, BoundPredicate):
-        return _predicate(expr, under_not, spatial)
+        return _predicate(expr, under_not, spatial, fields)
     raise ValidationError(f"only bound expressions convert to Arrow, got {expr!r}")

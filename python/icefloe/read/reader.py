@@ -43,7 +43,7 @@ from icefloe.read.parquet_file import (
 )
 from icefloe.read.prefetch import prefetched
 from icefloe.read.projection import FileColumns, constant_array, project_field
-from icefloe.read.rowgroups import RowGroupFilter
+from icefloe.read.rowgroups import RowGroupFilter, leaves_by_field_id
 from icefloe.scan.tasks import (
     DELETED,
     FILE,
@@ -340,7 +340,9 @@ class _TaskReader:
         prune = None
         if filter_expr is not None:
             try:
-                prune = RowGroupFilter(pf.metadata, file_schema, residual, self.task.data_file)
+                prune = RowGroupFilter(
+                    pf.metadata, file_schema, residual, self.task.data_file, layout.leaves
+                )
             except DECODE_ERRORS as e:
                 raise corrupt_error(self.path, e) from e
         skip_deleted = None if keep_deleted else deletes.positions
@@ -616,7 +618,7 @@ class _FileLayout:
     mapping applied), its column names, the field-id index, and the Parquet leaf of each
     top-level string or binary column."""
 
-    __slots__ = ("columns", "file_schema", "raw_names", "string_leaves")
+    __slots__ = ("_leaves", "columns", "file_schema", "raw_names", "string_leaves")
 
     def __init__(self, file_schema: pa.Schema, schema: pa.Schema) -> None:
         self.file_schema = file_schema
@@ -628,6 +630,14 @@ class _FileLayout:
             if f.type in (pa.string(), pa.binary()):
                 self.string_leaves[f.name] = leaf
             leaf += _leaves(f.type)
+        self._leaves: dict[int, tuple[int, pa.DataType]] | None = None
+
+    @property
+    def leaves(self) -> dict[int, tuple[int, pa.DataType]]:
+        """Field id -> (Parquet leaf index, Arrow type), for row-group pruning."""
+        if self._leaves is None:
+            self._leaves = leaves_by_field_id(self.file_schema)
+        return self._leaves
 
 
 def _early_equality_columns(

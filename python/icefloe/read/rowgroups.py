@@ -17,6 +17,8 @@ per predicate (a file has few row groups), never per row.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import pyarrow as pa
@@ -36,16 +38,23 @@ from icefloe.expressions.base import (
 )
 from icefloe.types import BinaryType, FixedType, PrimitiveType, StringType
 
-__all__ = ["RowGroupFilter"]
+__all__ = ["RowGroupFilter", "leaves_by_field_id"]
 
 _UNKNOWN = object()
+#: Arrow types whose statistics pyarrow already gives as the Python value of the type.
+_PLAIN_STATS = frozenset(
+    {pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.string(), pa.bool_()}
+)
+_LITERALS: OrderedDict[int, tuple[BoundPredicate, list[Any] | None]] = OrderedDict()
+_LITERALS_LOCK = threading.Lock()
 _FALSE_ON_NULL = frozenset(
     {Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.EQ, Op.IN, Op.STARTS_WITH, Op.ST_INTERSECTS}
 )
 
 
-def _leaves(schema: pa.Schema) -> dict[int, tuple[int, pa.DataType]]:
-    """Field id -> (Parquet leaf column index, file Arrow type) of every leaf outside lists/maps."""
+def leaves_by_field_id(schema: pa.Schema) -> dict[int, tuple[int, pa.DataType]]:
+    """Field id -> (Parquet leaf column index, file Arrow type) of every leaf outside lists/maps
+    (pass it to :class:`RowGroupFilter` for the files of one schema)."""
     out: dict[int, tuple[int, pa.DataType]] = {}
     counter = [0]
 
@@ -85,13 +94,13 @@ class RowGroupFilter:
         file_schema: pa.Schema,
         residual: BooleanExpression,
         data_file: Any = None,
+        leaves: dict[int, tuple[int, pa.DataType]] | None = None,
     ) -> None:
         self.metadata = metadata
         self.expr = residual
-        self.leaves = _leaves(file_schema)
+        self.leaves = leaves_by_field_id(file_schema) if leaves is None else leaves
         self.data_file = data_file
         self._trusted: bool | None = None
-        self._literal_cache: dict[int, Any] = {}
 
     @property
     def trivial(self) -> bool:
@@ -213,16 +222,23 @@ class RowGroupFilter:
             return bool(hi >= v)
         return bool(lo <= v <= hi)  # Op.EQ
 
-    def _literals(self, pred: BoundPredicate) -> list[Any] | None:
+    @staticmethod
+    def _literals(pred: BoundPredicate) -> list[Any] | None:
+        """The predicate's literals as Python values of its Arrow type, converted once per
+        predicate object (the files of a scan share their residual)."""
         key = id(pred)
-        cached = self._literal_cache.get(key)
-        if cached is None:
+        with _LITERALS_LOCK:
+            cached = _LITERALS.get(key)
+        if cached is None or cached[0] is not pred:
             raw = list(pred.literals) if pred.op.is_set else [pred.literal]
             try:
                 cached = (pred, arrow_array(raw, pred.ref.field_type).to_pylist())
             except (pa.ArrowException, TypeError, ValueError, OverflowError):
                 cached = (pred, None)
-            self._literal_cache[key] = cached
+            with _LITERALS_LOCK:
+                _LITERALS[key] = cached
+                while len(_LITERALS) > 256:
+                    _LITERALS.popitem(last=False)
         values: list[Any] | None = cached[1]
         return values
 
@@ -232,6 +248,8 @@ class RowGroupFilter:
         if value is None:
             return _UNKNOWN
         target = arrow_type(t)
+        if file_type == target and file_type in _PLAIN_STATS:
+            return value  # already the Python value the round trip below would give
         arr = pa.array([value], file_type)
         if arr.type != target:
             arr = arr.cast(target)

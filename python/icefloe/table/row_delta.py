@@ -110,14 +110,28 @@ class RowContext:
     def schema(self) -> Schema:
         return self.metadata.current_schema()
 
+    _derived: tuple[TableMetadata, dict[int, PartitionSpec], NameMapping | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def _of_metadata(self) -> tuple[TableMetadata, dict[int, PartitionSpec], NameMapping | None]:
+        """The specs and name mapping of the current metadata, built once per metadata object
+        (the same objects let the reader reuse what it derives from them, task to task)."""
+        md = self.metadata
+        derived = self._derived
+        if derived is None or derived[0] is not md:
+            text = md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
+            mapping = NameMapping.from_json(json.loads(text)) if text else None
+            derived = self._derived = (md, {s.spec_id: s for s in md.partition_specs}, mapping)
+        return derived
+
     @property
     def specs(self) -> dict[int, PartitionSpec]:
-        return {s.spec_id: s for s in self.metadata.partition_specs}
+        return self._of_metadata()[1]
 
     @property
     def mapping(self) -> NameMapping | None:
-        text = self.metadata.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
-        return NameMapping.from_json(json.loads(text)) if text else None
+        return self._of_metadata()[2]
 
     @property
     def version(self) -> int:

@@ -20,6 +20,8 @@ Nothing here loops over rows in Python.
 from __future__ import annotations
 
 import datetime as _dt
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -65,6 +67,7 @@ __all__ = [
 ]
 
 _EMPTY_POSITIONS = pa.array([], pa.int64())
+_NO_SPECS: Mapping[int, PartitionSpec] = {}
 
 
 def bind_filter(
@@ -75,6 +78,10 @@ def bind_filter(
     return bind(schema, expr, case_sensitive)
 
 
+_OPTIONS: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], ReadOptions]] = OrderedDict()
+_OPTIONS_LOCK = threading.Lock()
+
+
 def _options(
     schema: Schema,
     projected: tuple[int, ...] | None,
@@ -83,7 +90,16 @@ def _options(
     metadata_columns: tuple[str, ...],
     format_version: int,
 ) -> ReadOptions:
-    return ReadOptions(
+    """Read options, the same object for the same arguments: the reader memoizes the schemas
+    it derives per options object, which the tasks of one operation then share."""
+    objects = (schema, specs, name_mapping)
+    key = (*map(id, objects), projected, metadata_columns, format_version)
+    with _OPTIONS_LOCK:
+        hit = _OPTIONS.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], objects, strict=True)):
+            _OPTIONS.move_to_end(key)
+            return hit[1]
+    options = ReadOptions(
         schema,
         projected_field_ids=projected,
         specs=specs,
@@ -91,6 +107,11 @@ def _options(
         metadata_columns=metadata_columns,
         format_version=format_version,
     )
+    with _OPTIONS_LOCK:
+        _OPTIONS[key] = (objects, options)
+        while len(_OPTIONS) > 32:
+            _OPTIONS.popitem(last=False)
+    return options
 
 
 def matching_positions(
@@ -109,7 +130,7 @@ def matching_positions(
     if bound_filter is AlwaysFalse():
         return _EMPTY_POSITIONS
     whole = replace_task(task, residual=bound_filter, start=0, length=None)
-    options = _options(schema, (), specs or {}, name_mapping, (POS,), 2)
+    options = _options(schema, (), specs or _NO_SPECS, name_mapping, (POS,), 2)
     arrays = [b.column(0) for b in read_task(io, whole, options, cache)]
     if not arrays:
         return _EMPTY_POSITIONS
@@ -132,7 +153,7 @@ def surviving_rows(
     ``_last_updated_sequence_number`` appended (null when the table has no row lineage)."""
     whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
     meta = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if lineage else ()
-    options = _options(schema, None, specs or {}, name_mapping, meta, 3 if lineage else 2)
+    options = _options(schema, None, specs or _NO_SPECS, name_mapping, meta, 3 if lineage else 2)
     expr = None if bound_filter is AlwaysFalse() else bound_filter
     for batch in read_task(io, whole, options, cache):
         if expr is None:
@@ -276,7 +297,7 @@ def matching_key_positions(
         ids.append(fid)
     meta = (POS, ROW_ID) if with_row_ids else (POS,)
     whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
-    options = _options(schema, tuple(ids), specs or {}, name_mapping, meta, 3)
+    options = _options(schema, tuple(ids), specs or _NO_SPECS, name_mapping, meta, 3)
     parts = []
     for batch in read_task(io, whole, options, cache):
         hit = keys.match_mask(batch)
