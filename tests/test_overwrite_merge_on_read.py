@@ -126,3 +126,42 @@ def test_merge_on_read_overwrite_drops_whole_partitions_unread(tmp_path: Path) -
     assert summary.get_int("deleted-data-files") == 1
     assert not summary.get_int("added-delete-files")
     assert t.scan().to_arrow().num_rows == 48 + 5
+
+
+@pytest.mark.parametrize("failing", ["delete", "write"])
+def test_merge_on_read_overwrite_failure_leaves_no_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """The new rows are written while the matching rows are found: when either side fails,
+    the overwrite raises that error, commits nothing and leaves no new data file behind."""
+    import icefloe.table.row_level as row_level
+
+    t = catalog(tmp_path).create_table(
+        "ns.t", SCHEMA, partition_spec=DAY, format_version=3, properties=MOR
+    )
+    t.append(rows(0, 72))
+    before = t.current_snapshot().snapshot_id
+    files_before = {p for p in tmp_path.rglob("*.parquet")}
+    real_delta, real_write = row_level._delete_delta, row_level.write_data_files
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(f"{failing} failed")
+
+    def slow_delta(*args: Any, **kwargs: Any) -> Any:
+        import time
+
+        time.sleep(0.2)  # the write finishes first, so its files exist when this fails
+        raise OSError("delete failed")
+
+    if failing == "delete":
+        monkeypatch.setattr(row_level, "_delete_delta", slow_delta)
+    else:
+        monkeypatch.setattr(row_level, "write_data_files", broken)
+    with pytest.raises(OSError, match=f"{failing} failed"):
+        t.overwrite(rows(1000, 50), "id < 10")
+    assert t.refresh().current_snapshot().snapshot_id == before
+    assert {p for p in tmp_path.rglob("*.parquet")} == files_before
+    monkeypatch.setattr(row_level, "_delete_delta", real_delta)
+    monkeypatch.setattr(row_level, "write_data_files", real_write)
+    t.overwrite(rows(1000, 5), "id < 10")
+    assert t.scan().to_arrow().num_rows == 72 - 10 + 5

@@ -21,6 +21,7 @@ delete call it with the positions their executors found).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe._concurrency import parallel_map, work_threads
+from icefloe._concurrency import parallel_map, work_executor, work_threads
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, BooleanExpression
 from icefloe.expressions.builder import col
@@ -260,14 +261,32 @@ def replace_rows(
     bound = bind_filter(ctx.schema, row_filter, case_sensitive)
     delta = RowDelta()
     delta.added_data.extend(written)
+    # The new rows are encoded while the matching rows are found: neither reads the other.
+    writing = (
+        None
+        if data is None
+        else work_executor().submit(write_data_files, tx.metadata, ctx.io, data)
+    )
     try:
-        deleted = (
-            0
-            if bound is AlwaysFalse()
-            else _delete_delta(ctx, bound, MERGE_ON_READ, delta, drop_emptied=True)
-        )
-        if data is not None:
-            delta.added_data.extend(write_data_files(tx.metadata, ctx.io, data))
+        try:
+            deleted = (
+                0
+                if bound is AlwaysFalse()
+                else _delete_delta(ctx, bound, MERGE_ON_READ, delta, drop_emptied=True)
+            )
+        except BaseException:
+            if writing is not None and not writing.cancel():
+                with contextlib.suppress(BaseException):  # a failed write removed its files
+                    delta.added_data.extend(writing.result())  # removed below
+            raise
+        if writing is not None:
+            # not started (every worker busy, perhaps with this call's caller): run it here
+            new_files = (
+                write_data_files(tx.metadata, ctx.io, data)
+                if writing.cancel()
+                else writing.result()
+            )
+            delta.added_data.extend(new_files)
         if delta.empty:
             return 0
         commit_row_delta(
