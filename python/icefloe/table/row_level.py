@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 
 from icefloe._concurrency import parallel_map, work_executor, work_threads
 from icefloe.exceptions import ValidationError
@@ -101,12 +102,27 @@ __all__ = [
 _T = TypeVar("_T")
 
 
+#: Mean rows per data file below which local files are matched on one thread: a small file's
+#: read is mostly Python work holding the GIL, so more threads only contend for it (deleting
+#: from 480 files of 6,250 rows took the same wall time on two threads and 37% more CPU).
+_THREADED_ROWS = 16_384
+
+
 def _per_task(
-    fn: Callable[[FileScanTask, DeleteCache], _T], tasks: list[FileScanTask], cache: DeleteCache
+    fn: Callable[[FileScanTask, DeleteCache], _T],
+    tasks: list[FileScanTask],
+    ctx: RowContext,
 ) -> list[_T]:
     """``fn`` over every task, in order; on several threads (each with its own delete cache)
-    when there are enough tasks. The reading and matching release the GIL."""
+    when there are enough tasks and they are large enough, or remote (the reading and matching
+    release the GIL, and so does waiting for an object store)."""
+    cache = ctx.cache
     if len(tasks) < 4 or work_threads() < 2:
+        return [fn(t, cache) for t in tasks]
+    rows = sum(t.data_file.record_count for t in tasks) / len(tasks)
+    fs, _ = ctx.io.resolve(tasks[0].data_file.file_path)
+    remote = not isinstance(fs, pafs.LocalFileSystem)
+    if rows < _THREADED_ROWS and not remote:
         return [fn(t, cache) for t in tasks]
     local = threading.local()
 
@@ -168,7 +184,7 @@ def _delete_delta(
             cache=cache,
         )
 
-    for task, pos in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
+    for task, pos in zip(tasks, _per_task(probe, tasks, ctx), strict=True):
         if pos is None:
             live = _live_count(ctx, task)
             if live is None:
@@ -415,7 +431,7 @@ def upsert(
                 with_row_ids=lineage,
             )
 
-        for task, hit in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
+        for task, hit in zip(tasks, _per_task(probe, tasks, ctx), strict=True):
             if hit.num_rows == 0:
                 continue
             matched_parts.append(hit)
