@@ -97,3 +97,17 @@ def duckdb_con() -> Iterator[Any]:
         yield con
     finally:
         con.close()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _dictionary_reads_on_small_files() -> Iterator[None]:
+    """The reader takes its dictionary path (string columns read as Arrow dictionaries and
+    decoded in Rust) only for files of at least ``MIN_DICTIONARY_VALUES`` such values; the
+    tests' files are small, so it is taken for every file here, and the tests keep covering it
+    (``test_small_files_read_dictionary_columns_plain`` checks the threshold itself)."""
+    from icefloe.read import reader
+
+    default = reader.MIN_DICTIONARY_VALUES
+    reader.MIN_DICTIONARY_VALUES = 0
+    yield
+    reader.MIN_DICTIONARY_VALUES = default

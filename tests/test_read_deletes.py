@@ -366,6 +366,28 @@ def test_positions_dropped_as_read_equal_the_marked_rows(
     assert got.column("cat").to_pylist() == [rows[i]["cat"] for i in want]
 
 
+def test_small_files_read_dictionary_columns_plain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below MIN_DICTIONARY_VALUES values of dictionary-encoded columns in the file (32,768 by
+    default), they are read plain: opening the file again to read them as dictionaries costs
+    more than the Rust decode saves. Counted over the file's rows and such columns."""
+    from icefloe.io import FileIO
+    from icefloe.read import reader as rr
+    from icefloe.read.parquet_file import open_checked
+
+    rows = [{"id": i, "cat": f"c{i % 6}", "n": i % 4} for i in range(500)]
+    path = write_data(tmp_path / "dict.parquet", SCHEMA, rows, row_group_size=128).file_path
+    checked = open_checked(FileIO(), path)
+    layout = rr._FileLayout(checked.schema, checked.schema)
+    monkeypatch.setattr(rr, "MIN_DICTIONARY_VALUES", 32_768)
+    assert rr._dictionary_columns(checked, layout, ["id", "cat"]) == []
+    monkeypatch.setattr(rr, "MIN_DICTIONARY_VALUES", 500)
+    assert rr._dictionary_columns(checked, layout, ["id", "cat"]) == ["cat"]
+    monkeypatch.setattr(rr, "MIN_DICTIONARY_VALUES", 501)
+    assert rr._dictionary_columns(checked, layout, ["id", "cat"]) == []
+
+
 def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
