@@ -102,9 +102,10 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-#: Mean rows per data file below which local files are matched on one thread: a small file's
-#: read is mostly Python work holding the GIL, so more threads only contend for it (deleting
-#: from 480 files of 6,250 rows took the same wall time on two threads and 37% more CPU).
+#: Mean rows per data file below which a filter is matched in local files on one thread: a
+#: small file's read and filter are mostly Python work holding the GIL, so more threads only
+#: contend for it (deleting from 480 files of 6,250 rows took the same wall time on two threads
+#: and 37% more CPU). Key matching spends more of its time in Rust and keeps its threads.
 _THREADED_ROWS = 16_384
 
 
@@ -112,18 +113,20 @@ def _per_task(
     fn: Callable[[FileScanTask, DeleteCache], _T],
     tasks: list[FileScanTask],
     ctx: RowContext,
+    threaded_rows: int = 0,
 ) -> list[_T]:
     """``fn`` over every task, in order; on several threads (each with its own delete cache)
-    when there are enough tasks and they are large enough, or remote (the reading and matching
-    release the GIL, and so does waiting for an object store)."""
+    when there are enough tasks, and, for local files, at least ``threaded_rows`` rows per
+    file on average (the reading and matching release the GIL, and so does waiting for an
+    object store)."""
     cache = ctx.cache
     if len(tasks) < 4 or work_threads() < 2:
         return [fn(t, cache) for t in tasks]
-    rows = sum(t.data_file.record_count for t in tasks) / len(tasks)
-    fs, _ = ctx.io.resolve(tasks[0].data_file.file_path)
-    remote = not isinstance(fs, pafs.LocalFileSystem)
-    if rows < _THREADED_ROWS and not remote:
-        return [fn(t, cache) for t in tasks]
+    if threaded_rows:
+        rows = sum(t.data_file.record_count for t in tasks) / len(tasks)
+        fs, _ = ctx.io.resolve(tasks[0].data_file.file_path)
+        if rows < threaded_rows and isinstance(fs, pafs.LocalFileSystem):
+            return [fn(t, cache) for t in tasks]
     local = threading.local()
 
     def run(task: FileScanTask) -> _T:
@@ -184,7 +187,7 @@ def _delete_delta(
             cache=cache,
         )
 
-    for task, pos in zip(tasks, _per_task(probe, tasks, ctx), strict=True):
+    for task, pos in zip(tasks, _per_task(probe, tasks, ctx, _THREADED_ROWS), strict=True):
         if pos is None:
             live = _live_count(ctx, task)
             if live is None:
