@@ -38,6 +38,7 @@ from icefloe.expressions.builder import col
 from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.properties import enum_property
 from icefloe.read.deletes import DeleteCache, TaskDeletes
+from icefloe.scan.columnar import gc_paused
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
@@ -119,6 +120,18 @@ def _per_task(
     when there are enough tasks, and, for local files, at least ``threaded_rows`` rows per
     file on average (the reading and matching release the GIL, and so does waiting for an
     object store)."""
+    # The per-file work makes many short-lived objects, none in a cycle: a process holding a
+    # large heap would otherwise walk all of it in the collections they trigger.
+    with gc_paused():
+        return _run_tasks(fn, tasks, ctx, threaded_rows)
+
+
+def _run_tasks(
+    fn: Callable[[FileScanTask, DeleteCache], _T],
+    tasks: list[FileScanTask],
+    ctx: RowContext,
+    threaded_rows: int,
+) -> list[_T]:
     cache = ctx.cache
     if len(tasks) < 4 or work_threads() < 2:
         return [fn(t, cache) for t in tasks]
