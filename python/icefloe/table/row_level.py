@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 
 from icefloe._concurrency import parallel_map, work_executor, work_threads
 from icefloe.exceptions import ValidationError
@@ -103,43 +102,23 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-#: Mean rows per data file below which a filter is matched in local files on one thread: a
-#: small file's read and filter are mostly Python work holding the GIL, so more threads only
-#: contend for it (deleting from 480 files of 6,250 rows took the same wall time on two threads
-#: and 37% more CPU). Key matching spends more of its time in Rust and keeps its threads.
-_THREADED_ROWS = 16_384
-
-
 def _per_task(
-    fn: Callable[[FileScanTask, DeleteCache], _T],
-    tasks: list[FileScanTask],
-    ctx: RowContext,
-    threaded_rows: int = 0,
+    fn: Callable[[FileScanTask, DeleteCache], _T], tasks: list[FileScanTask], cache: DeleteCache
 ) -> list[_T]:
     """``fn`` over every task, in order; on several threads (each with its own delete cache)
-    when there are enough tasks, and, for local files, at least ``threaded_rows`` rows per
-    file on average (the reading and matching release the GIL, and so does waiting for an
-    object store)."""
-    # The per-file work makes many short-lived objects, none in a cycle: a process holding a
-    # large heap would otherwise walk all of it in the collections they trigger.
+    when there are enough tasks. The reading and matching release the GIL. The cyclic
+    collector is paused meanwhile: the per-file work makes many short-lived objects, none in a
+    cycle, and in a process holding a large heap the collections they trigger would walk all
+    of it (and the threads would wait on each other for them)."""
     with gc_paused():
-        return _run_tasks(fn, tasks, ctx, threaded_rows)
+        return _run_tasks(fn, tasks, cache)
 
 
 def _run_tasks(
-    fn: Callable[[FileScanTask, DeleteCache], _T],
-    tasks: list[FileScanTask],
-    ctx: RowContext,
-    threaded_rows: int,
+    fn: Callable[[FileScanTask, DeleteCache], _T], tasks: list[FileScanTask], cache: DeleteCache
 ) -> list[_T]:
-    cache = ctx.cache
     if len(tasks) < 4 or work_threads() < 2:
         return [fn(t, cache) for t in tasks]
-    if threaded_rows:
-        rows = sum(t.data_file.record_count for t in tasks) / len(tasks)
-        fs, _ = ctx.io.resolve(tasks[0].data_file.file_path)
-        if rows < threaded_rows and isinstance(fs, pafs.LocalFileSystem):
-            return [fn(t, cache) for t in tasks]
     local = threading.local()
 
     def run(task: FileScanTask) -> _T:
@@ -200,7 +179,7 @@ def _delete_delta(
             cache=cache,
         )
 
-    for task, pos in zip(tasks, _per_task(probe, tasks, ctx, _THREADED_ROWS), strict=True):
+    for task, pos in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
         if pos is None:
             live = _live_count(ctx, task)
             if live is None:
@@ -447,7 +426,7 @@ def upsert(
                 with_row_ids=lineage,
             )
 
-        for task, hit in zip(tasks, _per_task(probe, tasks, ctx), strict=True):
+        for task, hit in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
             if hit.num_rows == 0:
                 continue
             matched_parts.append(hit)
