@@ -48,18 +48,52 @@ def _mostly_distinct(column: pa.ChunkedArray | pa.Array) -> bool:
     return bool(distinct * 2 > valid)
 
 
+def _leaves(
+    name: str, t: pa.DataType, column: pa.Array | None
+) -> list[tuple[str, pa.Array | None]]:
+    """(Parquet column path, sampled values or None) of every leaf under a column, in the
+    writer's order and with its names (``list.element``, ``key_value.key``/``value``). Leaves
+    under an extension type (variants) get None: they keep their dictionary."""
+    if isinstance(t, pa.BaseExtensionType):
+        if pa.types.is_nested(t.storage_type):
+            return [(path, None) for path, _ in _leaves(name, t.storage_type, None)]
+        if column is not None and isinstance(column, pa.ExtensionArray):
+            column = column.storage
+        t = t.storage_type
+    if pa.types.is_struct(t):
+        out = []
+        for i in range(t.num_fields):
+            f = t.field(i)
+            child = column.field(i) if column is not None else None
+            out += _leaves(f"{name}.{f.name}", f.type, child)
+        return out
+    if pa.types.is_map(t):
+        keys = items = None
+        if column is not None:  # the entries of the sampled rows (offsets follow a slice)
+            start = column.offsets[0].as_py()
+            length = column.offsets[-1].as_py() - start
+            keys, items = column.keys.slice(start, length), column.items.slice(start, length)
+        return _leaves(f"{name}.key_value.key", t.key_type, keys) + _leaves(
+            f"{name}.key_value.value", t.item_type, items
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        values = column.flatten() if column is not None else None
+        return _leaves(f"{name}.list.element", t.value_type, values)
+    return [(name, column)]
+
+
 def dictionary_columns(table: pa.Table) -> bool | list[str]:
     """pyarrow's ``use_dictionary`` for writing ``table``: ``True`` (every column), ``False``
-    or the names of the columns to encode with a dictionary. Only tables whose columns are all
-    primitive are sampled (a list names leaf columns by path); the others use a dictionary
-    everywhere, as pyarrow does by default."""
-    if table.num_rows == 0 or any(pa.types.is_nested(_storage(f.type)) for f in table.schema):
+    or the Parquet paths of the leaf columns to encode with a dictionary (``st.a``,
+    ``items.list.element.k``, ``attrs.key_value.key``: a leaf inside a list or map is sampled
+    from the values of the sampled rows)."""
+    if table.num_rows == 0:
         return True
-    keep = [
-        f.name
-        for f, col in zip(table.schema, table.columns, strict=True)
-        if not _mostly_distinct(col)
-    ]
-    if len(keep) == table.num_columns:
+    leaves: list[tuple[str, pa.Array | None]] = []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        sample = col.slice(0, SAMPLE_ROWS).combine_chunks()
+        leaves += _leaves(f.name, f.type, sample)
+    keep = [path for path, values in leaves if values is None or not _mostly_distinct(values)]
+    if len(keep) == len(leaves):
         return True
     return keep or False
