@@ -163,7 +163,7 @@ class _EagerFields(_Fields):
         return _Eager(col)
 
     def const(self, value: bool) -> Any:
-        return _Eager(pa.array([value] * self.data.num_rows, pa.bool_()))
+        return _Eager(pa.repeat(value, self.data.num_rows))
 
 
 _EXPRESSION = _Fields()
