@@ -16,17 +16,16 @@ gathering; decoding indices is cheaper than pyarrow's direct string decoding any
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe import _native
+from icefloe._identity_memo import IdentityMemo
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
@@ -110,26 +109,12 @@ def _metadata_fields(options: ReadOptions, spec_id: int) -> list[NestedField]:
     ]
 
 
-#: Schemas worked out once per scan, not once per file: ``(id(options), key)`` to
-#: ``(options, value)`` (the options are held, so their id is not reused while cached).
-_MEMO: OrderedDict[tuple[int, Hashable], tuple[ReadOptions, Any]] = OrderedDict()
-_MEMO_LOCK = threading.Lock()
-_MEMO_SIZE = 256
+#: Schemas worked out once per scan, not once per file, by read options object.
+_MEMO = IdentityMemo(256)
 
 
 def _memo(options: ReadOptions, key: Hashable, build: Callable[[], T]) -> T:
-    k = (id(options), key)
-    with _MEMO_LOCK:
-        hit = _MEMO.get(k)
-        if hit is not None and hit[0] is options:
-            _MEMO.move_to_end(k)
-            return cast(T, hit[1])
-    value = build()
-    with _MEMO_LOCK:
-        _MEMO[k] = (options, value)
-        while len(_MEMO) > _MEMO_SIZE:
-            _MEMO.popitem(last=False)
-    return value
+    return _MEMO.get((options,), key, build)
 
 
 def _work_schema(options: ReadOptions, extra_ids: set[int]) -> tuple[Schema, pa.Schema]:

@@ -17,13 +17,12 @@ per predicate (a file has few row groups), never per row.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from icefloe._identity_memo import IdentityMemo
 from icefloe.arrow_schema import field_id_of
 from icefloe.expressions.arrow import arrow_array, arrow_type
 from icefloe.expressions.base import (
@@ -45,8 +44,8 @@ _UNKNOWN = object()
 _PLAIN_STATS = frozenset(
     {pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.string(), pa.bool_()}
 )
-_LITERALS: OrderedDict[int, tuple[BoundPredicate, list[Any] | None]] = OrderedDict()
-_LITERALS_LOCK = threading.Lock()
+#: A predicate's literals as Python values, by predicate object.
+_LITERALS = IdentityMemo(256)
 _FALSE_ON_NULL = frozenset(
     {Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.EQ, Op.IN, Op.STARTS_WITH, Op.ST_INTERSECTS}
 )
@@ -226,21 +225,16 @@ class RowGroupFilter:
     def _literals(pred: BoundPredicate) -> list[Any] | None:
         """The predicate's literals as Python values of its Arrow type, converted once per
         predicate object (the files of a scan share their residual)."""
-        key = id(pred)
-        with _LITERALS_LOCK:
-            cached = _LITERALS.get(key)
-        if cached is None or cached[0] is not pred:
+
+        def convert() -> list[Any] | None:
             raw = list(pred.literals) if pred.op.is_set else [pred.literal]
             try:
-                cached = (pred, arrow_array(raw, pred.ref.field_type).to_pylist())
+                values: list[Any] = arrow_array(raw, pred.ref.field_type).to_pylist()
             except (pa.ArrowException, TypeError, ValueError, OverflowError):
-                cached = (pred, None)
-            with _LITERALS_LOCK:
-                _LITERALS[key] = cached
-                while len(_LITERALS) > 256:
-                    _LITERALS.popitem(last=False)
-        values: list[Any] | None = cached[1]
-        return values
+                return None
+            return values
+
+        return _LITERALS.get((pred,), None, convert)
 
     @staticmethod
     def _stat(value: Any, file_type: pa.DataType, t: PrimitiveType) -> Any:

@@ -20,8 +20,6 @@ Nothing here loops over rows in Python.
 from __future__ import annotations
 
 import datetime as _dt
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe._identity_memo import IdentityMemo
 from icefloe.deletes import EqualityDeleteSet
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.arrow import filter_mask
@@ -78,8 +77,7 @@ def bind_filter(
     return bind(schema, expr, case_sensitive)
 
 
-_OPTIONS: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], ReadOptions]] = OrderedDict()
-_OPTIONS_LOCK = threading.Lock()
+_OPTIONS = IdentityMemo(32)
 
 
 def _options(
@@ -92,26 +90,18 @@ def _options(
 ) -> ReadOptions:
     """Read options, the same object for the same arguments: the reader memoizes the schemas
     it derives per options object, which the tasks of one operation then share."""
-    objects = (schema, specs, name_mapping)
-    key = (*map(id, objects), projected, metadata_columns, format_version)
-    with _OPTIONS_LOCK:
-        hit = _OPTIONS.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], objects, strict=True)):
-            _OPTIONS.move_to_end(key)
-            return hit[1]
-    options = ReadOptions(
-        schema,
-        projected_field_ids=projected,
-        specs=specs,
-        name_mapping=name_mapping,
-        metadata_columns=metadata_columns,
-        format_version=format_version,
+    return _OPTIONS.get(
+        (schema, specs, name_mapping),
+        (projected, metadata_columns, format_version),
+        lambda: ReadOptions(
+            schema,
+            projected_field_ids=projected,
+            specs=specs,
+            name_mapping=name_mapping,
+            metadata_columns=metadata_columns,
+            format_version=format_version,
+        ),
     )
-    with _OPTIONS_LOCK:
-        _OPTIONS[key] = (objects, options)
-        while len(_OPTIONS) > 32:
-            _OPTIONS.popitem(last=False)
-    return options
 
 
 def matching_positions(
