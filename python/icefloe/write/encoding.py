@@ -10,11 +10,10 @@ way, 0.67 s and 22.5 MB with only the string dictionary-encoded).
 
 :func:`dictionary_columns` makes that choice up front from a sample of each column (each leaf
 of a nested one): a column whose sample is mostly distinct values is written plain, the others
-with a dictionary. The
-writer makes it once per write, from the rows as they come (before they are grouped into
-partitions), and every file of the write uses it: sampling each of 480 small partition files
-cost more than encoding them. Either way the file is an ordinary Parquet file; only its
-encodings differ.
+with a dictionary. The writer makes it once per write, from the rows as they come (before they
+are grouped into partitions), and every file of the write uses it: sampling each of 480 small
+partition files cost more than encoding them. Either way the file is an ordinary Parquet file;
+only its encodings differ.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ def _leaves(
     if isinstance(t, pa.BaseExtensionType):
         if pa.types.is_nested(t.storage_type):
             return [(path, None) for path, _ in _leaves(name, t.storage_type, None)]
-        if column is not None and isinstance(column, pa.ExtensionArray):
+        if isinstance(column, pa.ExtensionArray):
             column = column.storage
         t = t.storage_type
     if pa.types.is_struct(t):
