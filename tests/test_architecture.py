@@ -22,10 +22,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "icefloe"
 #: Each unit's layer: a unit imports only units of lower layers, or of its own layer as long
 #: as the imports between units stay free of cycles.
 LAYERS: dict[str, int] = {
-    # 0, the base: errors, the Rust extension, the shared executors, progress reporting
+    # 0, the base: errors, the Rust extension, the shared executors, identity-keyed memos,
+    # progress reporting
     "exceptions": 0,
     "_native": 0,
     "_concurrency": 0,
+    "_identity_memo": 0,
     "progress": 0,
     # 1, settings and storage: table properties, FileIO and the object-store clients
     "properties": 1,
