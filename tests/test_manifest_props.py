@@ -117,10 +117,11 @@ def _expected(version: int, row: dict[str, Any]) -> dict[str, Any]:
         e[k] = None if e[k] is None else dict(e[k])
     if version == 1:
         e.update(content=0, sequence_number=0, file_sequence_number=0, equality_ids=None)
+    if version == 1:
+        e["referenced_data_file"] = None
     if version < 3:
-        for k in ("first_row_id", "referenced_data_file", "content_offset"):
+        for k in ("first_row_id", "content_offset", "content_size_in_bytes"):
             e[k] = None
-        e["content_size_in_bytes"] = None
     return e
 
 

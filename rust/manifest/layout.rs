@@ -91,7 +91,7 @@ pub const DATA_FILE: &[Col] = &[
     c("equality_ids", 135, Kind::ListInt(136), V2, NO),
     c("sort_order_id", 140, Kind::Int, ALL, NO),
     c("first_row_id", 142, Kind::Long, V3, NO),
-    c("referenced_data_file", 143, Kind::Str, V3, NO),
+    c("referenced_data_file", 143, Kind::Str, V2, NO),
     c("content_offset", 144, Kind::Long, V3, NO),
     c("content_size_in_bytes", 145, Kind::Long, V3, NO),
 ];

@@ -26,6 +26,7 @@ from icefloe.read.parquet_file import (
     DECODE_ERRORS,
     WHOLE_FILE_BYTES,
     corrupt_error,
+    open_checked,
     open_file,
     open_parquet,
 )
@@ -106,8 +107,7 @@ def _read_dv(io: FileIO, d: DeleteFileRef) -> DeletionVector:
         raise type(e)(f"{d.file_path} (offset {d.content_offset}): {e}") from e
 
 
-def _columns_by_id(pf: pq.ParquetFile, path: str, mapping: NameMapping | None) -> dict[int, str]:
-    schema = pf.schema_arrow
+def _columns_by_id(schema: pa.Schema, mapping: NameMapping | None) -> dict[int, str]:
     if mapping is not None and any(field_id_of(f) is None for f in schema):
         schema = apply_name_mapping(schema, mapping)
     out: dict[int, str] = {}
@@ -152,14 +152,17 @@ def _single_data_file(pf: pq.ParquetFile, path_col: str) -> str | None:
         return None
 
 
-def _position_columns(pf: pq.ParquetFile, path: str) -> tuple[str, str]:
-    ids = _columns_by_id(pf, path, None)
-    names = pf.schema_arrow.names
+def _open_positions(io: FileIO, path: str) -> tuple[pq.ParquetFile, str, str]:
+    """A position delete file opened (footer checked), with its ``file_path`` and ``pos``
+    column names."""
+    checked = open_checked(io, path)
+    ids = _columns_by_id(checked.schema, None)
+    names = checked.schema.names
     path_col = ids.get(DELETE_FILE_PATH_ID, "file_path" if "file_path" in names else None)
     pos_col = ids.get(DELETE_FILE_POS_ID, "pos" if "pos" in names else None)
     if path_col is None or pos_col is None:
         raise ValidationError(f"position delete file {path} lacks file_path/pos columns")
-    return path_col, pos_col
+    return checked.file, path_col, pos_col
 
 
 def _position_target(
@@ -170,8 +173,7 @@ def _position_target(
     decoded), so a task whose delete files each name another data file skips them unread.
     When the file names ``data_path`` (the task asking), its positions are read in the same
     open and cached for :func:`_read_single_file_positions`."""
-    pf = open_parquet(io, d.file_path)
-    path_col, pos_col = _position_columns(pf, d.file_path)
+    pf, path_col, pos_col = _open_positions(io, d.file_path)
     try:
         target = _single_data_file(pf, path_col)
     except DECODE_ERRORS as e:
@@ -185,8 +187,7 @@ def _position_target(
 def _read_single_file_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector:
     """The positions of a position delete file whose rows all name one data file (read by its
     ``pos`` column alone)."""
-    pf = open_parquet(io, d.file_path)
-    _, pos_col = _position_columns(pf, d.file_path)
+    pf, _, pos_col = _open_positions(io, d.file_path)
     return _positions(pf, pos_col, d.file_path)
 
 
@@ -202,8 +203,7 @@ def _positions(pf: pq.ParquetFile, pos_col: str, path: str) -> DeletionVector:
 
 def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
     """Every (data file, positions) of a position delete file."""
-    pf = open_parquet(io, d.file_path)
-    path_col, pos_col = _position_columns(pf, d.file_path)
+    pf, path_col, pos_col = _open_positions(io, d.file_path)
     index = PositionDeleteIndex()
     try:
         for batch in pf.iter_batches(columns=[path_col, pos_col], batch_size=1 << 20):
@@ -220,8 +220,7 @@ def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
 def _read_referenced_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector | None:
     """The positions of a position delete file whose manifest entry names one data file, in
     one open: None when its ``file_path`` statistics do not prove that every row names it."""
-    pf = open_parquet(io, d.file_path)
-    path_col, pos_col = _position_columns(pf, d.file_path)
+    pf, path_col, pos_col = _open_positions(io, d.file_path)
     try:
         target = _single_data_file(pf, path_col)
     except DECODE_ERRORS as e:
@@ -285,8 +284,9 @@ def _read_equality_deletes(
     except OSError as e:
         handle.close()
         raise FileIOError(f"cannot read {d.file_path}: {e}") from e
-    pf = open_parquet(io, d.file_path, handle=handle)
-    ids = _columns_by_id(pf, d.file_path, mapping)
+    checked = open_checked(io, d.file_path, handle=handle)
+    pf = checked.file
+    ids = _columns_by_id(checked.schema, mapping)
     missing = [i for i in d.equality_ids if i not in ids]
     if missing:
         raise ValidationError(
