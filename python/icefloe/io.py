@@ -82,6 +82,8 @@ S3_ANONYMOUS = "s3.anonymous"
 REFRESH_MARGIN_MS = 60_000
 
 WHOLE_READ_BYTES = 4 << 20
+#: Bytes a local output stream gathers before writing them to the file.
+_LOCAL_WRITE_BUFFER = 256 << 10
 _LOCAL_SCHEMES = ("", "file")
 #: What urlparse treats specially in a path (query, fragment, characters it removes).
 _URL_SPECIAL = re.compile(r"[?#\t\r\n]")
@@ -233,7 +235,11 @@ class OutputFile:
                 fd = os.open(path, flags, 0o644)
             except Exception as exc:
                 raise _map_error(exc, self.location, "create") from exc
-            return pa.PythonFile(os.fdopen(fd, "wb"), mode="w")
+            # Arrow-side buffering: a Parquet writer's many small writes (page headers, pages)
+            # would each be a call into Python (about a tenth of writing a small file).
+            return pa.BufferedOutputStream(
+                pa.PythonFile(os.fdopen(fd, "wb"), mode="w"), _LOCAL_WRITE_BUFFER
+            )
         if not overwrite and self.exists():
             raise AlreadyExistsError(f"cannot create {self.location}: file already exists")
         try:

@@ -31,6 +31,7 @@ value per column and row group.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -214,23 +215,40 @@ def _map_entries(arr: pa.ChunkedArray) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, type=pa.list_(entry))
 
 
-def _chunk_stats(md: pq.FileMetaData, ncols: int) -> tuple[list[int], list[int], list[int | None]]:
+@dataclass
+class _Chunks:
+    """Per Parquet leaf column of a footer: compressed size and value count summed over the
+    row groups, null count (None when a row group has none), and each row group's statistics
+    (read once: every pyarrow accessor builds a new object)."""
+
+    sizes: list[int]
+    values: list[int]
+    nulls: list[int | None]
+    stats: list[list[Any]]
+    group_rows: list[int]
+
+
+def _chunk_stats(md: pq.FileMetaData, ncols: int) -> _Chunks:
     sizes = [0] * ncols
     values = [0] * ncols
     nulls: list[int | None] = [0] * ncols
+    all_stats: list[list[Any]] = [[] for _ in range(ncols)]
+    group_rows = []
     for rg in range(md.num_row_groups):
         group = md.row_group(rg)
+        group_rows.append(group.num_rows)
         for c in range(ncols):
             col = group.column(c)
             sizes[c] += col.total_compressed_size
             values[c] += col.num_values
             stats = col.statistics
+            all_stats[c].append(stats)
             prev = nulls[c]
             if prev is None or stats is None or not stats.has_null_count:
                 nulls[c] = None
             else:
                 nulls[c] = prev + stats.null_count
-    return sizes, values, nulls
+    return _Chunks(sizes, values, nulls, all_stats, group_rows)
 
 
 def compute_metrics(
@@ -247,7 +265,8 @@ def compute_metrics(
         raise ValidationError(
             f"Parquet file has {md.num_columns} leaf columns, the schema {sum(widths)}"
         )
-    sizes, values, nulls = _chunk_stats(md, md.num_columns)
+    chunks = _chunk_stats(md, md.num_columns)
+    sizes, values, nulls = chunks.sizes, chunks.values, chunks.nulls
     out = ColumnMetrics({}, {}, {}, {}, {}, {})
     starts = [sum(widths[:k]) for k in range(len(widths))]
     for i, leaf in zip(starts, leaves, strict=True):
@@ -256,7 +275,8 @@ def compute_metrics(
         if mode.kind == "none":
             continue
         t = leaf.field.field_type
-        if isinstance(t, VariantType):
+        facts = _type_facts(type(t))
+        if facts.variant:
             # Counts only (no bounds): a null variant row is a null in its metadata column.
             out.column_sizes[fid] = sizes[i] + sizes[i + 1]
             out.value_counts[fid] = values[i]
@@ -271,12 +291,12 @@ def compute_metrics(
             arr = _leaf_array(table, leaf.path)
             null_count = arr.null_count
         out.null_value_counts[fid] = null_count
-        if isinstance(t, FloatType | DoubleType):
+        if facts.floating:
             arr = _leaf_array(table, leaf.path) if arr is None else arr
             out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(arr)).as_py() or 0)
-        if mode.kind == "counts" or not (_has_bounds(t) or isinstance(t, GeometryType)):
+        if mode.kind == "counts" or not facts.bounded:
             continue
-        extremes = _footer_extremes(md, i, t) if footer_bounds else None
+        extremes = _footer_extremes(chunks, i, t) if footer_bounds else None
         bounds: tuple[bytes, bytes | None] | None
         if extremes is not None:
             bounds = _encode_bounds(t, mode, *extremes)
@@ -294,27 +314,64 @@ def compute_metrics(
     return out
 
 
-def _has_bounds(t: IcebergType) -> bool:
-    return isinstance(
-        t,
-        BooleanType
-        | IntegerType
-        | LongType
-        | FloatType
-        | DoubleType
-        | DecimalType
-        | DateType
-        | TimeType
-        | TimestampType
-        | TimestamptzType
-        | TimestampNanoType
-        | TimestamptzNanoType
-        | StringType
-        | BinaryType
-        | FixedType
-        | UUIDType,
+@dataclass(frozen=True)
+class _TypeFacts:
+    """What the metrics code asks of a type, answered once per type class (the ``isinstance``
+    checks against unions of these classes were most of the CPU of a small file's metrics)."""
+
+    variant: bool
+    floating: bool
+    bounded: bool  # lower/upper bounds are kept (geometry: a box)
+    footer_ordered: bool  # the footer's min/max are in Iceberg's order
+    stat: str  # how a footer min/max is read: "value", "date", "time" (micro) or "nano"
+    decimal: bool
+    string: bool
+    binary: bool
+
+
+@functools.cache
+def _type_facts(cls: type) -> _TypeFacts:
+    def sub(*types: type) -> bool:
+        return issubclass(cls, types)
+
+    stat = "value"
+    if sub(DateType):
+        stat = "date"
+    elif sub(TimestampNanoType, TimestamptzNanoType):
+        stat = "nano"
+    elif sub(*_PHYSICAL_INT):
+        stat = "time"
+    return _TypeFacts(
+        variant=sub(VariantType),
+        floating=sub(FloatType, DoubleType),
+        bounded=sub(*_BOUNDED, GeometryType),
+        footer_ordered=sub(*_FOOTER_ORDERED),
+        stat=stat,
+        decimal=sub(DecimalType),
+        string=sub(StringType),
+        binary=sub(BinaryType),
     )
 
+
+#: Types whose metrics hold bounds.
+_BOUNDED: tuple[type, ...] = (
+    BooleanType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    DateType,
+    TimeType,
+    TimestampType,
+    TimestamptzType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+    StringType,
+    BinaryType,
+    FixedType,
+    UUIDType,
+)
 
 _PHYSICAL_INT = (
     DateType,
@@ -359,24 +416,24 @@ _FOOTER_ORDERED = (
 
 
 def _footer_extremes(
-    md: pq.FileMetaData, column: int, t: IcebergType, *, skip_null_chunks: bool = False
+    chunks: _Chunks, column: int, t: IcebergType, *, skip_null_chunks: bool = False
 ) -> tuple[Any, Any] | None:
     """The smallest and largest value of Parquet column ``column`` over every row group, from
-    the footer's statistics; None when the type is not footer-ordered or a row group has none
-    (``skip_null_chunks``: a row group whose every row is null adds nothing instead). Date and
-    time types come back as integers in Iceberg's unit (days, micro- or nanoseconds)."""
-    if not isinstance(t, _FOOTER_ORDERED):
+    the footer's statistics (``chunks``); None when the type is not footer-ordered or a row
+    group has none (``skip_null_chunks``: a row group whose every row is null adds nothing
+    instead). Date and time types come back as integers in Iceberg's unit (days, micro- or
+    nanoseconds)."""
+    facts = _type_facts(type(t))
+    if not facts.footer_ordered:
         return None
     lo: Any = None
     hi: Any = None
-    for rg in range(md.num_row_groups):
-        group = md.row_group(rg)
-        stats = group.column(column).statistics
+    for stats, rows in zip(chunks.stats[column], chunks.group_rows, strict=True):
         if stats is None or not stats.has_min_max:
-            if skip_null_chunks and stats is not None and stats.null_count == group.num_rows:
+            if skip_null_chunks and stats is not None and stats.null_count == rows:
                 continue
             return None
-        a, b = _stat_value(t, stats, "min"), _stat_value(t, stats, "max")
+        a, b = _stat_value(facts.stat, stats, "min"), _stat_value(facts.stat, stats, "max")
         if a is None or b is None:
             return None
         if lo is None or a < lo:
@@ -385,7 +442,7 @@ def _footer_extremes(
             hi = b
     if lo is None or hi is None:
         return None
-    if isinstance(t, FloatType | DoubleType) and (math.isnan(lo) or math.isnan(hi)):
+    if facts.floating and (math.isnan(lo) or math.isnan(hi)):
         return None
     return lo, hi
 
@@ -397,17 +454,18 @@ def _encode_bounds(
     ``hi`` (dates and times as their stored integers), truncated under ``mode``."""
     if lo is None or hi is None:
         return None
-    if isinstance(t, FloatType | DoubleType):
+    facts = _type_facts(type(t))
+    if facts.floating:
         if lo == 0.0:
             lo = -0.0
         if hi == 0.0:
             hi = 0.0
-    if isinstance(t, DecimalType):
+    if facts.decimal:
         return to_bytes(t, lo), to_bytes(t, hi)
     name = str(t)
-    if mode.kind == "truncate" and isinstance(t, StringType | BinaryType):
+    if mode.kind == "truncate" and (facts.string or facts.binary):
         n = mode.length
-        if isinstance(t, StringType):
+        if facts.string:
             lo_t, hi_t = lo[:n], truncate_upper_str(hi, n)
             lo_b = lo_t.encode()
             hi_b = None if hi_t is None else hi_t.encode()
@@ -478,18 +536,18 @@ def iter_leaf_ids(schema: Schema) -> Iterator[int]:
 _PER_SECOND = {"milli": 1_000, "micro": 1_000_000, "nano": 1_000_000_000}
 
 
-def _stat_value(t: IcebergType, stats: Any, which: str) -> Any:
-    """A footer minimum or maximum (``which``); dates, times and timestamps as integers in
-    Iceberg's unit, None when the file's unit is unknown or finer than Iceberg's."""
-    if not isinstance(t, _PHYSICAL_INT):
+def _stat_value(kind: str, stats: Any, which: str) -> Any:
+    """A footer minimum or maximum (``which``) read as ``kind`` (see :class:`_TypeFacts`);
+    dates, times and timestamps as integers in Iceberg's unit, None when the file's unit is
+    unknown or finer than Iceberg's."""
+    if kind == "value":
         return getattr(stats, which)
     raw = getattr(stats, f"{which}_raw")
-    if isinstance(t, DateType):
+    if kind == "date":
         return raw
     unit = str(getattr(stats.logical_type, "unit", None) or stats.logical_type).lower()
     have = next((n for name, n in _PER_SECOND.items() if name in unit), None)
-    nanos = isinstance(t, TimestampNanoType | TimestamptzNanoType)
-    want = _PER_SECOND["nano" if nanos else "micro"]
+    want = _PER_SECOND["nano" if kind == "nano" else "micro"]
     if have is None or have > want:
         return None
     return raw * (want // have)
@@ -505,7 +563,8 @@ def footer_metrics(
     NaN counts are unknown and left out, as the reference does for imported files.
     """
     leaves = {leaf.field.field_id: leaf for leaf in config.leaves}
-    sizes, values, nulls = _chunk_stats(md, md.num_columns)
+    chunks = _chunk_stats(md, md.num_columns)
+    sizes, values, nulls = chunks.sizes, chunks.values, chunks.nulls
     out = ColumnMetrics({}, {}, {}, {}, {}, {})
     for i, fid in enumerate(leaf_ids):
         leaf = leaves.get(fid) if fid is not None else None
@@ -521,7 +580,7 @@ def footer_metrics(
         t = leaf.field.field_type
         if mode.kind == "counts":
             continue
-        extremes = _footer_extremes(md, i, t, skip_null_chunks=True)
+        extremes = _footer_extremes(chunks, i, t, skip_null_chunks=True)
         bounds = _encode_bounds(t, mode, *extremes) if extremes is not None else None
         if bounds is not None:
             out.lower_bounds[fid] = bounds[0]
