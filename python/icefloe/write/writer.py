@@ -343,9 +343,13 @@ class _FileWriter:
         return f"{self.base}/{name}"
 
     def _rows_per_group(self, table: pa.Table) -> int:
+        limit = self.parquet.row_group_limit
+        if table.get_total_buffer_size() <= self.parquet.row_group_size_bytes:
+            # its buffers (whole, even where only a slice is used) fit: so do its rows
+            return max(1, min(limit, table.num_rows))
         per_row = max(1, int(table.nbytes) // max(1, table.num_rows))
         by_bytes: int = self.parquet.row_group_size_bytes // per_row
-        return max(1, min(self.parquet.row_group_limit, by_bytes))
+        return max(1, min(limit, by_bytes))
 
     def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
         rows = self._rows_per_group(table)
