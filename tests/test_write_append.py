@@ -10,11 +10,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from icefloe._concurrency import work_threads
 from icefloe.exceptions import ValidationError
 from icefloe.manifest import read_manifest, read_manifest_list
-from icefloe.partitioning import PartitionSpec
+from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.sorting import NullOrder, SortDirection, SortField, SortOrder
 from icefloe.transforms import parse_transform
+from icefloe.write import writer as writer_module
+from icefloe.write.writer import WriteOptions, write_data_files
 from support.s3 import Warehouse, versions_and_stores
 from support.write_util import (
     SCHEMA,
@@ -127,6 +130,52 @@ def test_unpartitioned_sorted_append(tmp_path: Path, duckdb_con: Any) -> None:
     assert entries["sort_order_id"].to_pylist() == [t.sort_order().order_id]
     written = pq.read_table(entries["file_path"][0].as_py().removeprefix("file://"))
     assert written["id"].to_pylist() == list(range(99, -1, -1))
+    assert duckdb_checksum(duckdb_con, t) == checksum(data)
+
+
+def test_large_partition_is_split_over_the_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, duckdb_con: Any
+) -> None:
+    """With fewer partitions than threads, a partition of at least two SPLIT_BYTES becomes one
+    file per thread of contiguous rows (the sort order holds across them); smaller ones, as
+    many partitions as threads and Spark's executors (``spread=False``) keep one file each."""
+    monkeypatch.setattr(writer_module, "SPLIT_BYTES", 4096)
+    cat = catalog(tmp_path)
+    order = SortOrder(
+        SortField(1, parse_transform("identity"), SortDirection.ASC, NullOrder.NULLS_FIRST),
+        order_id=1,
+    )
+    t = cat.create_table("ns.t", SCHEMA, sort_order=order, format_version=2)
+    data = rows(0, 3000)
+    assert data.nbytes >= 3 * 4096
+    shuffled = data.take(pa.array([(i * 7919) % 3000 for i in range(3000)]))
+
+    def file_ids(table: Any, **options: Any) -> list[list[int]]:
+        opts = WriteOptions(**options)
+        files = write_data_files(table.metadata, table.io, shuffled, options=opts)
+        return [
+            pq.read_table(f.file_path.removeprefix("file://"), columns=["id"])["id"].to_pylist()
+            for f in files
+        ]
+
+    split = file_ids(t, max_workers=2)
+    assert len(split) == 2 and split[0] + split[1] == list(range(3000))
+    assert len(file_ids(t, max_workers=2, spread=False)) == 1
+    assert len(file_ids(t, max_workers=1)) == 1
+    two = cat.create_table(
+        "ns.two",
+        SCHEMA,
+        partition_spec=PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[2]"), "b")),
+        format_version=2,
+    )
+    assert len(file_ids(two, max_workers=2)) == 2  # one file per partition
+    monkeypatch.setattr(writer_module, "SPLIT_BYTES", data.nbytes // 2 + 1)
+    assert len(file_ids(t, max_workers=2)) == 1  # less than two pieces' worth
+    monkeypatch.setattr(writer_module, "SPLIT_BYTES", 4096)
+    # committed through the table API: one file per thread of the machine
+    t.append(shuffled)
+    assert len(_manifest_entries(t)) == min(work_threads(), data.nbytes // 4096)
+    assert checksum(pyiceberg_read(t)) == checksum(data)
     assert duckdb_checksum(duckdb_con, t) == checksum(data)
 
 

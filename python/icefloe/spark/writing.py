@@ -188,7 +188,7 @@ def write_batches(
     prepare_worker()
     with executor_errors():
         io = FileIO(io_properties)
-        opts = WriteOptions(task_id=_task_id(tag))
+        opts = WriteOptions(task_id=_task_id(tag), spread=False)
         written: list[DataFile] = []
 
         def flush(buf: list[pa.RecordBatch]) -> None:
@@ -286,7 +286,7 @@ def _rewriter(
         prepare_worker()
         with executor_errors():
             io = FileIO(io_properties)
-            opts = WriteOptions(task_id=_task_id(tag))
+            opts = WriteOptions(task_id=_task_id(tag), spread=False)
             expr = delete_filter
             written: list[DataFile] = []
             try:

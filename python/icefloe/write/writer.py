@@ -4,8 +4,10 @@
 partition values with the Rust transforms, orders the rows by partition (and by the table's sort
 order when it has one) with one Arrow sort, and writes each partition's rows into Parquet files
 of about ``write.target-file-size-bytes``, rolling over to a new file when the bytes written so
-far reach the target. Each file gets its metrics (:mod:`icefloe.write.metrics`), split offsets
-and partition tuple, and comes back as a :class:`~icefloe.write.files.DataFile`.
+far reach the target. Files are encoded in parallel; with fewer partitions than threads, a large
+partition's rows are split into one file per thread. Each file gets its metrics
+(:mod:`icefloe.write.metrics`), split offsets and partition tuple, and comes back as a
+:class:`~icefloe.write.files.DataFile`.
 
 It writes files only; committing them is the job of a producer
 (:mod:`icefloe.table.producer`). It is what a Spark executor calls for its partition of rows.
@@ -72,6 +74,9 @@ class WriteOptions:
     task_id: int = 0
     #: Files written at once (default: one per core, at most 8).
     max_workers: int | None = None
+    #: With fewer partitions than workers, a large partition is written as several files at
+    #: once (see :data:`SPLIT_BYTES`). Spark tasks turn it off: their parallelism is the tasks'.
+    spread: bool = True
 
 
 def _source_array(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
@@ -293,13 +298,14 @@ def write_parquet_files(
         )
         for g, (start, end) in enumerate(bounds)
     ]
+    threads = opts.max_workers or work_threads()
     try:
         # Parquet encoding and the metric kernels release the GIL: files are written in
         # parallel, results kept in partition order.
         results = parallel_map(
             lambda g: writer.write_group(*g),
-            groups,
-            threads=opts.max_workers or work_threads(),
+            _spread(groups, threads) if opts.spread else groups,
+            threads=threads,
             kind="work",
         )
     except BaseException:
@@ -307,6 +313,30 @@ def write_parquet_files(
             io.delete_quietly(path)
         raise
     return [f for group in results for f in group]
+
+
+#: With fewer partitions than threads, a partition of at least twice this much Arrow data is
+#: written as up to one file per thread (contiguous rows, encoded at once): a Parquet file is
+#: encoded on one core, and pieces this large still make files of several megabytes.
+SPLIT_BYTES = 32 << 20
+
+
+def _spread(
+    groups: list[tuple[pa.Table, dict[str, Any]]], threads: int
+) -> list[tuple[pa.Table, dict[str, Any]]]:
+    """``groups`` (rows of one partition each) with large ones split so that ``threads``
+    files can be encoded at once; the rows keep their order."""
+    if threads < 2 or len(groups) >= threads:
+        return groups
+    out: list[tuple[pa.Table, dict[str, Any]]] = []
+    for table, partition in groups:
+        pieces = min(threads, int(table.nbytes) // SPLIT_BYTES)
+        if pieces < 2:
+            out.append((table, partition))
+            continue
+        step = -(-table.num_rows // pieces)
+        out += [(table.slice(s, step), partition) for s in range(0, table.num_rows, step)]
+    return out
 
 
 class _FileWriter:
