@@ -372,7 +372,7 @@ class ManifestEntryView(_RowView):
     equality_ids = _field("equality_ids", "Equality delete field ids.")
     sort_order_id = _field("sort_order_id", "Sort order id.")
     first_row_id = _field("first_row_id", "v3: first row id of the file.")
-    referenced_data_file = _field("referenced_data_file", "v2, v3: the data file a delete applies to.")
+    referenced_data_file = _field("referenced_data_file", "v2, v3: data file a delete applies to.")
     content_offset = _field("content_offset", "v3: offset of a deletion vector blob.")
     content_size_in_bytes = _field("content_size_in_bytes", "v3: size of a deletion vector blob.")
 

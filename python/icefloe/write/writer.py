@@ -376,7 +376,7 @@ class _FileWriter:
         limit = self.parquet.row_group_limit
         if table.get_total_buffer_size() <= self.parquet.row_group_size_bytes:
             # its buffers (whole, even where only a slice is used) fit: so do its rows
-            return max(1, min(limit, table.num_rows))
+            return max(1, min(limit, int(table.num_rows)))
         per_row = max(1, int(table.nbytes) // max(1, table.num_rows))
         by_bytes: int = self.parquet.row_group_size_bytes // per_row
         return max(1, min(limit, by_bytes))
