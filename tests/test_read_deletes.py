@@ -132,13 +132,13 @@ def test_position_delete_file_named_in_its_manifest_is_opened_once(
 
     a = write_data(tmp_path / "a.parquet", SCHEMA, ROWS)
     opens: list[str] = []
-    real_open = rd.open_parquet
+    real_open = rd.open_checked
 
     def counting(io: Any, path: str, *args: Any, **kwargs: Any) -> Any:
         opens.append(path)
         return real_open(io, path, *args, **kwargs)
 
-    monkeypatch.setattr(rd, "open_parquet", counting)
+    monkeypatch.setattr(rd, "open_checked", counting)
     one = write_pos_deletes(tmp_path / "one.parquet", [(a.file_path, p) for p in (9, 2, 50)])
     want = [i for i in range(100) if i not in (2, 9, 50)]
     assert _ids(FileScanTask(a, (one,))) == want

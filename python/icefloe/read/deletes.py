@@ -28,7 +28,6 @@ from icefloe.read.parquet_file import (
     corrupt_error,
     open_checked,
     open_file,
-    open_parquet,
 )
 from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
@@ -37,7 +36,7 @@ from icefloe.scan.tasks import (
     DeleteFileRef,
 )
 
-__all__ = ["DeleteCache", "TaskDeletes", "open_file", "open_parquet"]
+__all__ = ["DeleteCache", "TaskDeletes", "open_file"]
 
 
 class DeleteCache:

@@ -98,7 +98,8 @@ def _read_footer(handle: pa.NativeFile, path: str) -> bytes:
         raise CorruptFileError(f"{path} is not a Parquet file: {size} bytes")
     start = max(0, size - _TAIL)
     handle.seek(start)
-    tail = handle.read(size - start)
+    # a buffer (a slice, not a copy, of a file read into memory): only the footer is copied
+    tail = memoryview(handle.read_buffer(size - start))
     if tail[-4:] != _MAGIC:
         raise CorruptFileError(f"{path} is not a Parquet file: no magic at the end")
     length = int.from_bytes(tail[-8:-4], "little")
@@ -106,7 +107,7 @@ def _read_footer(handle: pa.NativeFile, path: str) -> bytes:
         raise CorruptFileError(f"{path}: footer length {length} exceeds the file ({size} bytes)")
     if length + 8 > len(tail):
         handle.seek(size - length - 8)
-        tail = handle.read(length + 8)
+        tail = memoryview(handle.read_buffer(length + 8))
     return bytes(tail[-length - 8 : -8])
 
 
