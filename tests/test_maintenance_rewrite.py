@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from icefloe._concurrency import work_threads
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
@@ -75,6 +76,23 @@ def test_compaction_min_input_files_and_target(tmp_path: Path) -> None:
     assert r.rewritten_data_files == 0
     with pytest.raises(ValidationError):
         t.rewrite_data_files(min_input_files=0)
+
+
+def test_compaction_writes_one_file_per_bin_however_large(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction aims at the target file size: a bin is not split over the writer's threads
+    as an append's large partition is."""
+    from icefloe.write import writer
+
+    t = _table(tmp_path, 2)
+    monkeypatch.setattr(writer, "SPLIT_BYTES", 64)
+    assert t.rewrite_data_files(target_file_size=10 * 1024 * 1024).added_data_files == 2
+    assert len(live_data_files(t)) == 2  # one per bucket
+    # the same rows appended unpartitioned: one file per thread
+    other = catalog(tmp_path / "b").create_table("ns.u", SCHEMA)
+    other.append(rows(0, 120))
+    assert len(live_data_files(other)) == work_threads()
 
 
 def test_compaction_conflicts_with_concurrent_delete(tmp_path: Path) -> None:

@@ -352,6 +352,7 @@ def rewrite_data_files(
                             lineage=lineage,
                             spec=specs[spec_id],
                             target_file_size=target,
+                            spread=False,  # files of the target size, not one per thread
                         )
                     )
         if not delta.removed:

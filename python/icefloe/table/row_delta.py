@@ -181,16 +181,18 @@ def write_rows(
     lineage: bool,
     spec: PartitionSpec | None = None,
     target_file_size: int | None = None,
+    spread: bool = True,
 ) -> list[DataFile]:
     """Writes rows already typed as the table schema (plus, with ``lineage``, ``_row_id`` and
-    ``_last_updated_sequence_number``) as data files of ``spec`` (default: the table's)."""
+    ``_last_updated_sequence_number``) as data files of ``spec`` (default: the table's).
+    ``spread=False`` keeps one file per partition up to the target size (compaction)."""
     md = tx.metadata
     schema = md.current_schema()
     write_schema = lineage_schema(schema) if lineage else schema
     target = schema_to_arrow(write_schema)
     if not rows.schema.equals(target, check_metadata=True):
         rows = pa.Table.from_arrays([rows.column(f.name) for f in target], schema=target)
-    options = WriteOptions(target_file_size=target_file_size)
+    options = WriteOptions(target_file_size=target_file_size, spread=spread)
     # The writer recognises the lineage columns and stores them with their reserved ids.
     return write_parquet_files(
         md, tx.table.io, rows, schema=schema, spec=spec or md.spec(), options=options

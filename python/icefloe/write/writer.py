@@ -75,7 +75,8 @@ class WriteOptions:
     #: Files written at once (default: one per core, at most 8).
     max_workers: int | None = None
     #: With fewer partitions than workers, a large partition is written as several files at
-    #: once (see :data:`SPLIT_BYTES`). Spark tasks turn it off: their parallelism is the tasks'.
+    #: once (see :data:`SPLIT_BYTES`). Compaction turns it off (it writes files of the target
+    #: size), and so do Spark tasks (their parallelism is the tasks').
     spread: bool = True
 
 
