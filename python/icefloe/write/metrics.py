@@ -353,26 +353,6 @@ def _type_facts(cls: type) -> _TypeFacts:
     )
 
 
-#: Types whose metrics hold bounds.
-_BOUNDED: tuple[type, ...] = (
-    BooleanType,
-    IntegerType,
-    LongType,
-    FloatType,
-    DoubleType,
-    DecimalType,
-    DateType,
-    TimeType,
-    TimestampType,
-    TimestamptzType,
-    TimestampNanoType,
-    TimestamptzNanoType,
-    StringType,
-    BinaryType,
-    FixedType,
-    UUIDType,
-)
-
 _PHYSICAL_INT = (
     DateType,
     TimeType,
@@ -413,6 +393,8 @@ _FOOTER_ORDERED = (
     FixedType,
     *_PHYSICAL_INT,
 )
+#: Types whose metrics hold bounds: the footer-ordered ones and UUIDs.
+_BOUNDED = (*_FOOTER_ORDERED, UUIDType)
 
 
 def _footer_extremes(
