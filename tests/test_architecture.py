@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     # 1, settings and storage: table properties, FileIO and the object-store clients
     "properties": 1,
     "io": 1,
+    "durable": 1,
     "s3client": 1,
     "sigv4": 1,
     # 2, the model: types, schemas, transforms, specs, expressions, metadata, manifest and

@@ -39,6 +39,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from icefloe.durable import sync_directories, sync_files
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
 from icefloe.properties import TableProperties, enum_property
 
@@ -125,6 +126,22 @@ class FileInfo:
     location: str
     size: int
     modified_ms: int | None
+
+
+def _make_directories(directory: str) -> list[str]:
+    """Create ``directory`` and its missing parents; the directories whose entries changed
+    (the parents of the created ones), for :func:`~icefloe.durable.sync_directories`."""
+    created: list[str] = []
+    d = directory
+    while d and not os.path.isdir(d):
+        created.append(d)
+        up = os.path.dirname(d)
+        if up == d:
+            break
+        d = up
+    if created:
+        os.makedirs(directory, exist_ok=True)
+    return [os.path.dirname(c) or "." for c in created]
 
 
 def _map_error(exc: BaseException, location: str, action: str) -> Exception:
@@ -257,7 +274,7 @@ class OutputFile:
         fs, path = self._io.resolve(self.location)
         if isinstance(fs, pafs.LocalFileSystem):
             directory = os.path.dirname(path) or "."
-            os.makedirs(directory, exist_ok=True)
+            changed = [directory, *_make_directories(directory)]
             tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
                 with open(tmp, "wb") as handle:
@@ -268,6 +285,8 @@ class OutputFile:
                     os.replace(tmp, path)
                 else:
                     os.link(tmp, path)
+                # the new name, and any directory created for it, on stable storage too
+                sync_directories(changed)
             except Exception as exc:
                 raise _map_error(exc, self.location, "write") from exc
             finally:
@@ -488,6 +507,24 @@ class FileIO:
     def new_output(self, location: str) -> OutputFile:
         """A file to write."""
         return OutputFile(self, location)
+
+    def sync(self, locations: Iterable[str]) -> None:
+        """Put the files at ``locations``, and the directory entries that name them, on stable
+        storage: a commit calls it before it references new files. Only local files need it
+        (an object store's write is durable when it returns); others are skipped."""
+        local: list[str] = []
+        for location in locations:
+            scheme, sep, _ = location.partition("://")
+            if sep and scheme.lower() not in _LOCAL_SCHEMES:
+                continue
+            fs, path = self.resolve(location)
+            if isinstance(fs, pafs.LocalFileSystem):
+                local.append(path)
+        try:
+            sync_files(local)
+        except OSError as exc:
+            name = exc.filename if isinstance(exc.filename, str) else (local or [""])[0]
+            raise _map_error(exc, name, "sync") from exc
 
     def exists(self, location: str) -> bool:
         """Whether a file exists at ``location``."""

@@ -420,6 +420,9 @@ class SnapshotProducer:
             for r in cached:
                 r["added_snapshot_id"] = self.snapshot_id
             return cached
+        # The files on stable storage before any manifest names them (once: a retry reuses
+        # these manifests).
+        self.io.sync(self._new_file_paths())
         version = metadata.format_version
         schema = metadata.current_schema()
         rows: list[dict[str, Any]] = []
@@ -449,6 +452,13 @@ class SnapshotProducer:
             rows.append(row)
         self._new_manifests = rows_batch(rows) if rows else pa.RecordBatch.from_pylist([])
         return rows
+
+    def _new_file_paths(self) -> list[str]:
+        paths = [f.file_path for f in self._added]
+        paths += [f.file_path for f in self._added_deletes]
+        for _, _, batch in self._entry_batches:
+            paths += batch.column("file_path").to_pylist()
+        return paths
 
     def _discard_new_manifests(self) -> None:
         for p in self._new_manifest_paths:

@@ -1,0 +1,88 @@
+"""Stable storage on local file systems: what ``fsync`` a commit needs.
+
+Object stores make a write durable when it returns; a local file system keeps it in the page
+cache until the kernel writes it back, and a new file's name lives in its directory, which is
+written back separately. A power loss after a commit could otherwise leave a snapshot (or the
+catalog's pointer to a metadata file) naming a file that is empty or missing. So:
+
+- :func:`sync_files` puts written files, and every directory on the way to them, on stable
+  storage (in parallel: a disk takes several ``fsync`` calls at once). Snapshot producers call
+  it for the files a snapshot adds before they write its manifests.
+- :func:`sync_directories` does the same for directory entries alone, after a file is renamed
+  or linked into place.
+
+Directories cannot be opened for ``fsync`` on Windows; there only the files are synced.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable
+
+from icefloe._concurrency import io_executor
+
+__all__ = ["sync_directories", "sync_files"]
+
+_DIRECTORIES_SYNC = os.name == "posix"
+
+
+# The file system has nothing to sync (read-only) or cannot sync this kind of file (some FUSE
+# and network file systems refuse directories): nothing more can be done for it.
+_UNSYNCABLE = frozenset({errno.EINVAL, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP})
+
+
+def _fsync(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return  # nothing to make durable (checking that files exist is not this module's job)
+    except PermissionError:
+        if os.path.isdir(path):
+            return  # a directory above the table this user may pass through but not read
+        raise
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in _UNSYNCABLE:
+            raise
+    finally:
+        os.close(fd)
+
+
+def _ancestors(paths: Iterable[str]) -> set[str]:
+    """Every directory above ``paths`` (their entries name the directories under them)."""
+    out: set[str] = set()
+    for path in paths:
+        parent = os.path.dirname(path)
+        while parent and parent not in out:
+            out.add(parent)
+            up = os.path.dirname(parent)
+            if up == parent:
+                break
+            parent = up
+    return out
+
+
+def sync_files(paths: Iterable[str]) -> None:
+    """``fsync`` the files at the local ``paths`` and every directory above them.
+
+    Missing files are skipped; other errors (a write-back error, say) raise ``OSError``.
+    """
+    files = list(dict.fromkeys(paths))
+    if not files:
+        return
+    jobs = files + (sorted(_ancestors(files)) if _DIRECTORIES_SYNC else [])
+    if len(jobs) == 1:
+        _fsync(jobs[0])
+        return
+    for _ in io_executor().map(_fsync, jobs):
+        pass
+
+
+def sync_directories(paths: Iterable[str]) -> None:
+    """``fsync`` the local directories ``paths`` (and nothing above them)."""
+    if not _DIRECTORIES_SYNC:
+        return
+    for path in dict.fromkeys(paths):
+        _fsync(path)

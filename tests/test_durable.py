@@ -1,0 +1,104 @@
+"""Durability on local file systems: a commit names only files (and directory entries) that
+were put on stable storage first."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from icefloe import durable
+from icefloe.exceptions import FileIOError
+from icefloe.io import FileIO
+from support.write_util import SCHEMA, SPEC, catalog, checksum, rows
+
+
+class _Recorder:
+    """Replaces ``durable._fsync``: the synced paths, in order."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.paths: list[str] = []
+        self.fail = fail
+        self._lock = threading.Lock()
+        self._real = durable._fsync
+
+    def __call__(self, path: str) -> None:
+        if self.fail is not None and path.endswith(self.fail):
+            raise OSError(errno.EIO, "Input/output error", path)
+        self._real(path)
+        with self._lock:
+            self.paths.append(path)
+
+
+def test_an_append_syncs_its_files_and_their_directories_before_any_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    rec = _Recorder()
+    monkeypatch.setattr(durable, "_fsync", rec)
+    t.append(rows(0, 200))
+    files = t.inspect.data_files().column("file_path").to_pylist()
+    assert len(files) > 4  # several partition directories
+    local = [p.removeprefix("file://") for p in files]
+    metadata_dir = os.path.join(t.location.removeprefix("file://"), "metadata")
+    first_manifest_sync = rec.paths.index(metadata_dir)
+    synced_before = set(rec.paths[:first_manifest_sync])
+    for path in local:
+        assert path in synced_before
+        # the partition directories, up to the root, name what is under them
+        parent = os.path.dirname(path)
+        while parent != "/":
+            assert parent in synced_before, parent
+            parent = os.path.dirname(parent)
+    # the metadata files are linked into place and their directory synced after each
+    assert rec.paths.count(metadata_dir) >= 3  # manifest, manifest list, metadata file
+
+
+def test_a_failed_sync_fails_the_commit_and_the_table_keeps_its_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    t.append(rows(0, 50))
+    before = t.current_snapshot()
+    want = checksum(t.scan().to_arrow())
+    monkeypatch.setattr(durable, "_fsync", _Recorder(fail=".parquet"))
+    with pytest.raises(FileIOError) as info:
+        t.append(rows(50, 50))
+    assert "sync" in str(info.value) and ".parquet" in str(info.value)
+    monkeypatch.undo()
+    again = cat.load_table("ns.t")
+    assert again.current_snapshot() == before
+    assert checksum(again.scan().to_arrow()) == want == (50, sum(range(50)))
+
+
+def test_a_metadata_write_syncs_the_directories_it_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = _Recorder()
+    monkeypatch.setattr(durable, "_fsync", rec)
+    target = tmp_path / "a" / "b" / "m.json"
+    FileIO().new_output(str(target)).write(b"{}")
+    assert target.read_bytes() == b"{}"
+    # the new name in b, b's name in a, a's name in tmp_path
+    assert set(rec.paths) == {str(tmp_path / "a" / "b"), str(tmp_path / "a"), str(tmp_path)}
+    rec.paths.clear()
+    FileIO().new_output(str(tmp_path / "a" / "b" / "n.json")).write(b"{}")
+    assert rec.paths == [str(tmp_path / "a" / "b")]
+
+
+def test_sync_skips_missing_files_and_object_store_locations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = _Recorder()
+    monkeypatch.setattr(durable, "_fsync", rec)
+    present = tmp_path / "x.parquet"
+    present.write_bytes(b"data")
+    FileIO().sync([str(present), (tmp_path / "gone.parquet").as_uri(), "s3://bucket/key.parquet"])
+    assert str(present) in rec.paths
+    assert str(tmp_path) in rec.paths
+    assert not any("bucket" in p for p in rec.paths)
