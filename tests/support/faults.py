@@ -70,6 +70,7 @@ _IO_METHODS = [
     (icefloe_io.FileIO, "list_dir"),
     (icefloe_io.FileIO, "list_prefix"),
     (icefloe_io.FileIO, "make_dirs"),
+    (icefloe_io.FileIO, "sync"),
 ]
 _CATALOG_METHODS = [
     (BaseCatalog, "commit_table"),
