@@ -17,16 +17,21 @@ from support.write_util import SCHEMA, SPEC, catalog, checksum, rows
 
 
 class _Recorder:
-    """Replaces ``durable._fsync``: the synced paths, in order."""
+    """Replaces ``durable._fsync``: the synced paths, in order. With ``fail``, the syncs of
+    paths ending so fail (only the first of each path with ``once``)."""
 
-    def __init__(self, fail: str | None = None) -> None:
+    def __init__(self, fail: str | None = None, once: bool = False) -> None:
         self.paths: list[str] = []
         self.fail = fail
+        self.once = once
         self._lock = threading.Lock()
         self._real = durable._fsync
 
     def __call__(self, path: str) -> None:
-        if self.fail is not None and path.endswith(self.fail):
+        failing = self.fail is not None and path.endswith(self.fail)
+        if failing and not (self.once and path in self.paths):
+            with self._lock:
+                self.paths.append(path)
             raise OSError(errno.EIO, "Input/output error", path)
         self._real(path)
         with self._lock:
@@ -74,6 +79,21 @@ def test_a_failed_sync_fails_the_commit_and_the_table_keeps_its_snapshot(
     again = cat.load_table("ns.t")
     assert again.current_snapshot() == before
     assert checksum(again.scan().to_arrow()) == want == (50, sum(range(50)))
+
+
+def test_a_failed_background_sync_of_a_written_file_fails_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer starts each file's sync as it closes it; the kernel reports a write-back
+    error once, so the commit must not rely on a second fsync to see it."""
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    rec = _Recorder(fail=".parquet", once=True)
+    monkeypatch.setattr(durable, "_fsync", rec)
+    with pytest.raises(FileIOError):
+        t.append(rows(0, 50))
+    assert cat.load_table("ns.t").current_snapshot() is None
+    assert not durable._STARTED
 
 
 def test_a_metadata_write_syncs_the_directories_it_created(

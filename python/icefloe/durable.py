@@ -8,6 +8,9 @@ catalog's pointer to a metadata file) naming a file that is empty or missing. So
 - :func:`sync_files` puts written files, and every directory on the way to them, on stable
   storage (in parallel: a disk takes several ``fsync`` calls at once). Snapshot producers call
   it for the files a snapshot adds before they write its manifests.
+- :func:`sync_soon` starts the ``fsync`` of a file its writer has just closed, in the
+  background, so the disk works while the next files are encoded; :func:`sync_files` then
+  waits for it (and reports its error).
 - :func:`sync_directories` does the same for directory entries alone, after a file is renamed
   or linked into place.
 
@@ -18,11 +21,13 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from collections.abc import Iterable
+from concurrent.futures import Future
 
 from icefloe._concurrency import io_executor
 
-__all__ = ["sync_directories", "sync_files"]
+__all__ = ["sync_directories", "sync_files", "sync_soon"]
 
 _DIRECTORIES_SYNC = os.name == "posix"
 
@@ -64,14 +69,40 @@ def _ancestors(paths: Iterable[str]) -> set[str]:
     return out
 
 
+#: Background syncs of :func:`sync_soon` not yet known to have succeeded, by path (a failed
+#: one stays until :func:`sync_files` reports it: the kernel tells a write-back error once).
+_STARTED: dict[str, Future[None]] = {}
+_STARTED_LOCK = threading.Lock()
+
+
+def sync_soon(path: str) -> None:
+    """Start the ``fsync`` of the local file ``path`` (just closed by its writer)."""
+    job = io_executor().submit(_fsync, path)
+    with _STARTED_LOCK:
+        _STARTED[path] = job
+    job.add_done_callback(lambda done: _settled(path, done))
+
+
+def _settled(path: str, job: Future[None]) -> None:
+    if job.exception() is None:
+        with _STARTED_LOCK:
+            if _STARTED.get(path) is job:
+                del _STARTED[path]
+
+
 def sync_files(paths: Iterable[str]) -> None:
-    """``fsync`` the files at the local ``paths`` and every directory above them.
+    """``fsync`` the files at the local ``paths`` and every directory above them (waiting for
+    the syncs :func:`sync_soon` started).
 
     Missing files are skipped; other errors (a write-back error, say) raise ``OSError``.
     """
     files = list(dict.fromkeys(paths))
     if not files:
         return
+    with _STARTED_LOCK:
+        started = [job for job in map(_STARTED.pop, files, [None] * len(files)) if job]
+    for job in started:
+        job.result()
     jobs = files + (sorted(_ancestors(files)) if _DIRECTORIES_SYNC else [])
     if len(jobs) == 1:
         _fsync(jobs[0])

@@ -39,7 +39,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from icefloe.durable import sync_directories, sync_files
+from icefloe.durable import sync_directories, sync_files, sync_soon
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
 from icefloe.properties import TableProperties, enum_property
 
@@ -507,6 +507,16 @@ class FileIO:
     def new_output(self, location: str) -> OutputFile:
         """A file to write."""
         return OutputFile(self, location)
+
+    def sync_soon(self, location: str) -> None:
+        """Start putting a just-written file on stable storage, in the background
+        (:meth:`sync` waits for it); nothing for object stores."""
+        scheme, sep, _ = location.partition("://")
+        if sep and scheme.lower() not in _LOCAL_SCHEMES:
+            return
+        fs, path = self.resolve(location)
+        if isinstance(fs, pafs.LocalFileSystem):
+            sync_soon(path)
 
     def sync(self, locations: Iterable[str]) -> None:
         """Put the files at ``locations``, and the directory entries that name them, on stable

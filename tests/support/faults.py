@@ -71,6 +71,7 @@ _IO_METHODS = [
     (icefloe_io.FileIO, "list_prefix"),
     (icefloe_io.FileIO, "make_dirs"),
     (icefloe_io.FileIO, "sync"),
+    (icefloe_io.FileIO, "sync_soon"),
 ]
 _CATALOG_METHODS = [
     (BaseCatalog, "commit_table"),

@@ -428,6 +428,7 @@ class _FileWriter:
             size = held.finish(self.variant_ids) if held else sink.tell()
         finally:
             sink.close()
+        self.io.sync_soon(path)  # the disk writes it while the next files are encoded
         written = pa.concat_tables(chunks)
         m = compute_metrics(written, md, self.metrics)
         df = DataFile(
