@@ -122,3 +122,26 @@ def test_sync_skips_missing_files_and_object_store_locations(
     assert str(present) in rec.paths
     assert str(tmp_path) in rec.paths
     assert not any("bucket" in p for p in rec.paths)
+
+
+@pytest.mark.parametrize("code", [errno.EIO, errno.EINVAL])
+def test_an_fsync_error_names_the_file_and_unsyncable_files_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """A write-back error fails with the file's name; a file system that cannot sync a file
+    (EINVAL, as some FUSE and network file systems answer) has nothing more to do."""
+    files = [tmp_path / f"f{i}.parquet" for i in range(3)]
+    for f in files:
+        f.write_bytes(b"x")
+    bad = str(files[1])
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}") == bad:
+            raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    if code == errno.EINVAL:
+        FileIO().sync([str(f) for f in files])
+        return
+    with pytest.raises(FileIOError, match=r"f1\.parquet"):
+        FileIO().sync([str(f) for f in files])

@@ -37,9 +37,13 @@ _DIRECTORIES_SYNC = os.name == "posix"
 _UNSYNCABLE = frozenset({errno.EINVAL, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP})
 
 
+# Windows commits a file's buffers only through a handle that can write.
+_OPEN_FLAGS = os.O_RDONLY if os.name == "posix" else os.O_RDWR | getattr(os, "O_BINARY", 0)
+
+
 def _fsync(path: str) -> None:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         return  # nothing to make durable (checking that files exist is not this module's job)
     except PermissionError:
@@ -50,7 +54,7 @@ def _fsync(path: str) -> None:
         os.fsync(fd)
     except OSError as exc:
         if exc.errno not in _UNSYNCABLE:
-            raise
+            raise OSError(exc.errno, exc.strerror, path) from exc  # naming the file
     finally:
         os.close(fd)
 
