@@ -4,7 +4,9 @@ Each run of an implementation may have an untimed ``setup`` (resetting a table t
 snapshot, say) whose result the timed ``op`` receives. Runs are interleaved (A B C A B C ...) so
 a change in the machine's load hits every implementation alike; the medians are reported. CPU
 is ``time.process_time`` (every thread of this process, DuckDB's and Arrow's pools included).
-An implementation that raises is reported with its error and not run again.
+Before each timed run the page cache's dirty pages are written out (``os.sync``, untimed), so
+no run pays for the write-back of another's files (icefloe's commits ``fsync`` what they add,
+which on a virtual disk flushes everything written before). An implementation that raises is reported with its error and not run again.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def interleave(impls: dict[str, tuple[Setup, Op]], repeat: int) -> dict[str, Tim
             try:
                 arg = setup() if setup is not None else None
                 gc.collect()
+                if hasattr(os, "sync"):
+                    os.sync()
                 w0, c0 = time.perf_counter(), time.process_time()
                 op(arg)
                 w1, c1 = time.perf_counter(), time.process_time()
