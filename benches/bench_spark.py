@@ -124,13 +124,17 @@ class SparkCase:
 def interleaved(
     fns: dict[str, Callable[[], object]], repeat: int, warmup: int = 1
 ) -> dict[str, Timing]:
-    """Times each function ``repeat`` times, taking turns, after ``warmup`` runs of each."""
+    """Times each function ``repeat`` times, taking turns, after ``warmup`` runs of each.
+    Dirty pages are written out before each timed run (untimed): no run pays for the
+    write-back of another's files (icefloe's commits ``fsync`` the files they add)."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
     out = {k: Timing([], []) for k in fns}
     for _ in range(repeat):
         for key, fn in fns.items():
+            if hasattr(os, "sync"):
+                os.sync()
             c0, w0 = tree_cpu_seconds(), time.perf_counter()
             fn()
             out[key].wall.append(time.perf_counter() - w0)
