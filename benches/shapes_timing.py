@@ -6,7 +6,8 @@ a change in the machine's load hits every implementation alike; the medians are 
 is ``time.process_time`` (every thread of this process, DuckDB's and Arrow's pools included).
 Before each timed run the page cache's dirty pages are written out (``os.sync``, untimed), so
 no run pays for the write-back of another's files (icefloe's commits ``fsync`` what they add,
-which on a virtual disk flushes everything written before). An implementation that raises is reported with its error and not run again.
+which on a virtual disk flushes everything written before). An implementation that raises is
+reported with its error and not run again.
 """
 
 from __future__ import annotations
