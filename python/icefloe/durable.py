@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
 
-from icefloe._concurrency import io_executor
+from icefloe._concurrency import IO_THREADS, io_executor
 
 __all__ = ["sync_directories", "sync_files", "sync_soon"]
 
@@ -108,11 +108,19 @@ def sync_files(paths: Iterable[str]) -> None:
     for job in started:
         job.result()
     jobs = files + (sorted(_ancestors(files)) if _DIRECTORIES_SYNC else [])
-    if len(jobs) == 1:
-        _fsync(jobs[0])
+    if len(jobs) <= 2:
+        _fsync_all(jobs)
         return
-    for _ in io_executor().map(_fsync, jobs):
+    # a few threads, each taking its share in turn (a job of its own per file costs more than
+    # the fsync of a file already written back)
+    threads = min(IO_THREADS, len(jobs))
+    for _ in io_executor().map(_fsync_all, [jobs[i::threads] for i in range(threads)]):
         pass
+
+
+def _fsync_all(paths: list[str]) -> None:
+    for path in paths:
+        _fsync(path)
 
 
 def sync_directories(paths: Iterable[str]) -> None:

@@ -454,11 +454,10 @@ class SnapshotProducer:
         return rows
 
     def _new_file_paths(self) -> list[str]:
-        paths = [f.file_path for f in self._added]
-        paths += [f.file_path for f in self._added_deletes]
-        for _, _, batch in self._entry_batches:
-            paths += batch.column("file_path").to_pylist()
-        return paths
+        """The files to sync before the commit. Not those of :meth:`add_entries`: that is how
+        a converted table's files come in (a Delta table's, say, hundreds of thousands of
+        them), written and committed by the other format's writers."""
+        return [f.file_path for f in (*self._added, *self._added_deletes)]
 
     def _discard_new_manifests(self) -> None:
         for p in self._new_manifest_paths:
