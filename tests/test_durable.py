@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import os
+import select
+import signal
 import threading
 from pathlib import Path
 
@@ -145,3 +147,33 @@ def test_an_fsync_error_names_the_file_and_unsyncable_files_pass(
         return
     with pytest.raises(FileIOError, match=r"f1\.parquet"):
         FileIO().sync([str(f) for f in files])
+
+
+def test_a_forked_child_does_not_wait_for_the_parents_background_syncs(tmp_path: Path) -> None:
+    """The child has none of the parent's threads: a sync started in the parent must not
+    leave the child waiting on a job that never finishes."""
+    gate = threading.Event()
+    path = str(tmp_path / "x.parquet")
+    (tmp_path / "x.parquet").write_bytes(b"x")
+    durable._start(path, gate.wait)  # a background job that cannot finish yet
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: how many jobs it still knew of, after a sync that must return
+        try:
+            os.close(read)
+            left = len(durable._STARTED)
+            durable.sync_files([path])
+            os.write(write, f"{left} synced".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    gate.set()
+    ready, _, _ = select.select([read], [], [], 30)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)  # waiting forever on the parent's job
+    got = os.read(read, 64) if ready else b"(the child hung)"
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert got == b"0 synced"
+    durable.sync_files([path])  # the parent's job finished; nothing left behind
+    assert path not in durable._STARTED

@@ -22,8 +22,9 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from functools import partial
 
 from icefloe._concurrency import IO_THREADS, io_executor
 
@@ -81,17 +82,32 @@ _STARTED_LOCK = threading.Lock()
 
 def sync_soon(path: str) -> None:
     """Start the ``fsync`` of the local file ``path`` (just closed by its writer)."""
-    job = io_executor().submit(_fsync, path)
+    _start(path, partial(_fsync, path))
+
+
+def _start(path: str, fn: Callable[[], None]) -> None:
+    job = io_executor().submit(fn)
     with _STARTED_LOCK:
         _STARTED[path] = job
-    job.add_done_callback(lambda done: _settled(path, done))
+    job.add_done_callback(partial(_settled, path))
 
 
 def _settled(path: str, job: Future[None]) -> None:
-    if job.exception() is None:
+    if job.cancelled() or job.exception() is None:
         with _STARTED_LOCK:
             if _STARTED.get(path) is job:
                 del _STARTED[path]
+
+
+def _forget_in_child() -> None:
+    """A forked child has none of the parent's threads: their jobs would never finish."""
+    global _STARTED_LOCK
+    _STARTED_LOCK = threading.Lock()
+    _STARTED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def sync_files(paths: Iterable[str]) -> None:
@@ -106,7 +122,8 @@ def sync_files(paths: Iterable[str]) -> None:
     with _STARTED_LOCK:
         started = [job for job in map(_STARTED.pop, files, [None] * len(files)) if job]
     for job in started:
-        job.result()
+        if not job.cancelled():  # (at interpreter exit) the pass below syncs it anyway
+            job.result()
     jobs = files + (sorted(_ancestors(files)) if _DIRECTORIES_SYNC else [])
     if len(jobs) <= 2:
         _fsync_all(jobs)
