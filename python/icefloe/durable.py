@@ -120,9 +120,10 @@ def sync_files(paths: Iterable[str]) -> None:
     if not files:
         return
     with _STARTED_LOCK:
-        started = [job for job in map(_STARTED.pop, files, [None] * len(files)) if job]
+        started = [_STARTED.pop(path, None) for path in files]
     for job in started:
-        if not job.cancelled():  # (at interpreter exit) the pass below syncs it anyway
+        # a cancelled one (at interpreter exit) is synced by the pass below anyway
+        if job is not None and not job.cancelled():
             job.result()
     jobs = files + (sorted(_ancestors(files)) if _DIRECTORIES_SYNC else [])
     if len(jobs) <= 2:
