@@ -10,6 +10,7 @@ pub mod expr;
 pub mod geo;
 pub mod manifest;
 pub mod parquet_footer;
+pub mod parquet_read;
 pub mod plan;
 pub mod pool;
 pub mod puffin;

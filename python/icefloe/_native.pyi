@@ -38,6 +38,7 @@ __all__ = [
     "geo_intersects_mask",
     "keep_mask_from_positions",
     "parquet_check_footer",
+    "parquet_read_files",
     "plan_build_tasks",
     "plan_check_unique_paths",
     "plan_entry_masks",
@@ -333,6 +334,15 @@ class PuffinWriter:
     ) -> bytes: ...
 
 def parquet_check_footer(footer: bytes) -> list[tuple[int, list[int], list[int]]]: ...
+def parquet_read_files(
+    paths: list[str],
+    rows: list[int],
+    deleted: list[PositionBitmap | None],
+    field_ids: list[int],
+    schema: pa.Schema,
+    batch_size: int,
+    threads: int | None = None,
+) -> list[list[pa.RecordBatch] | None]: ...
 def puffin_read_footer(
     data: bytes,
 ) -> tuple[list[_BlobTuple], list[tuple[str, str]], int]: ...

@@ -109,6 +109,11 @@ class DeletionVector:
         return self._bitmap.positions()
 
     @property
+    def bitmap(self) -> _native.PositionBitmap:
+        """The positions as the native bitmap the Rust readers take."""
+        return self._bitmap
+
+    @property
     def cardinality(self) -> int:
         """The number of deleted positions (the DV's ``record_count``)."""
         return self._bitmap.cardinality()

@@ -508,7 +508,7 @@ class FileIO:
         """A file to write."""
         return OutputFile(self, location)
 
-    def _local_path(self, location: str) -> str | None:
+    def local_path(self, location: str) -> str | None:
         """The path of a local file's ``location``; None for other file systems."""
         scheme, sep, _ = location.partition("://")
         if sep and scheme.lower() not in _LOCAL_SCHEMES:
@@ -519,7 +519,7 @@ class FileIO:
     def sync_soon(self, location: str) -> None:
         """Start putting a just-written file on stable storage, in the background
         (:meth:`sync` waits for it); nothing for object stores."""
-        path = self._local_path(location)
+        path = self.local_path(location)
         if path is not None:
             sync_soon(path)
 
@@ -527,7 +527,7 @@ class FileIO:
         """Put the files at ``locations``, and the directory entries that name them, on stable
         storage: a commit calls it before it references new files. Only local files need it
         (an object store's write is durable when it returns); others are skipped."""
-        local = [p for p in map(self._local_path, locations) if p is not None]
+        local = [p for p in map(self.local_path, locations) if p is not None]
         try:
             sync_files(local)
         except OSError as exc:

@@ -1,10 +1,17 @@
 //! Bindings of `crate::parquet_footer`: the footer check the reader runs before pyarrow builds
 //! column-chunk metadata.
 
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_pyarrow::PyArrowType;
+use arrow_schema::Schema;
 use pyo3::prelude::*;
 
+use super::deletes::PositionBitmap;
 use super::guard;
 use crate::parquet_footer::check_footer;
+use crate::parquet_read::{read_files, FileRequest, Projection};
 
 /// Per row group: (row count, data page offsets, dictionary page offsets or -1), one offset per
 /// leaf column.
@@ -32,7 +39,57 @@ fn parquet_check_footer(footer: &[u8]) -> PyResult<Vec<RowGroupTuple>> {
     })
 }
 
+/// The batches of each whole local Parquet file in `paths` (with `rows` rows by its manifest,
+/// 0 when unknown), the top-level columns of `field_ids` typed as `schema`, without the rows
+/// at the positions of its `deleted` bitmap; `None` for a file to read with the general
+/// reader. Files are decoded in parallel on `threads` threads without the GIL.
+#[pyfunction]
+#[pyo3(signature = (paths, rows, deleted, field_ids, schema, batch_size, threads = None))]
+#[allow(clippy::too_many_arguments)]
+fn parquet_read_files(
+    py: Python<'_>,
+    paths: Vec<String>,
+    rows: Vec<i64>,
+    deleted: Vec<Option<Py<PositionBitmap>>>,
+    field_ids: Vec<i32>,
+    schema: PyArrowType<Schema>,
+    batch_size: usize,
+    threads: Option<usize>,
+) -> PyResult<Vec<Option<Vec<PyArrowType<RecordBatch>>>>> {
+    guard(|| {
+        if paths.len() != rows.len() {
+            return Err(crate::Error::validation(format!(
+                "{} paths but {} row counts",
+                paths.len(),
+                rows.len()
+            )));
+        }
+        let files: Vec<FileRequest> = paths
+            .into_iter()
+            .zip(rows)
+            .map(|(path, rows)| FileRequest { path, rows })
+            .collect();
+        let projection = Projection {
+            field_ids,
+            schema: Arc::new(schema.0),
+            batch_size,
+        };
+        let out = py.detach(|| {
+            let bitmaps: Vec<_> = deleted
+                .iter()
+                .map(|d| d.as_ref().map(|b| b.get().core()))
+                .collect();
+            read_files(&files, &bitmaps, &projection, threads)
+        })?;
+        Ok(out
+            .into_iter()
+            .map(|f| f.map(|batches| batches.into_iter().map(PyArrowType).collect()))
+            .collect())
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_check_footer, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_read_files, m)?)?;
     Ok(())
 }

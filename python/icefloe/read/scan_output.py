@@ -41,6 +41,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache
+from icefloe.read.native_files import native_batches
 from icefloe.read.reader import BATCH_SIZE, output_schema, prefetch_file, read_task
 from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions, union_partition_type
 
@@ -197,6 +198,22 @@ def iter_batches(
     if workers < 1:
         raise ValidationError(f"max_workers must be at least 1, got {workers}")
     todo: Sequence[FileScanTask] = list(tasks)
+
+    def general(rest: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
+        return _general_batches(io, rest, options, workers, cache)
+
+    native = native_batches(io, todo, options, workers, cache, general)
+    yield from native if native is not None else general(todo)
+
+
+def _general_batches(
+    io: FileIO,
+    todo: Sequence[FileScanTask],
+    options: ReadOptions,
+    workers: int,
+    cache: DeleteCache,
+) -> Iterator[pa.RecordBatch]:
+    """:func:`iter_batches` through the general reader, a task per thread."""
     if workers == 1 or len(todo) <= 1:
         for task in todo:
             yield from read_task(io, task, options, cache)

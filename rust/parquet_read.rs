@@ -1,0 +1,445 @@
+//! Whole Parquet files on local disk decoded natively, many at once and without the GIL.
+//!
+//! A scan of many small files spends most of its time on per-file work (opening, checking the
+//! footer, projecting, handing columns over), which the general reader does in Python while
+//! holding the GIL. This module reads a list of such files in parallel on the rayon pool and
+//! returns batches already typed as the scan outputs them. Each file is held to the same checks
+//! as in the general reader: the footer passes [`check_footer`], the field-id digest icefloe
+//! writes into the key-value metadata matches the schema, every page checksum is verified, and
+//! the rows decoded add up to the footer's and the manifest's counts.
+//!
+//! A file that does not fit this path is reported as not read (`None`), never as an error: a
+//! requested column missing or stored with another type (schema evolution), a top-level column
+//! without a field id (name mapping), a codec not built in, or any failure at all. The caller
+//! then reads it with the general reader, which applies the evolution rules or raises the typed
+//! error naming the file.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use arrow_array::{make_array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
+use parquet::file::metadata::ParquetMetaDataReader;
+use parquet::file::reader::ChunkReader;
+use rayon::prelude::*;
+
+use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
+use crate::deletes::PositionBitmap;
+use crate::parquet_footer::check_footer;
+use crate::Result;
+
+/// The key-value entry icefloe writes: a CRC-32 of the schema's field ids and nullability.
+pub const FIELD_IDS_DIGEST_KEY: &str = "icefloe.field-ids.crc32";
+/// A file at most this large is read into memory in one request; larger ones are read by
+/// column chunk.
+const WHOLE_FILE_BYTES: u64 = 1 << 20;
+/// Bytes read from the end of a larger file to find its footer in one request.
+const TAIL_BYTES: u64 = 64 * 1024;
+
+/// One file to read: its path and the row count its manifest entry gives (0: unknown).
+#[derive(Debug, Clone)]
+pub struct FileRequest {
+    pub path: String,
+    pub rows: i64,
+}
+
+/// What to read from every file: top-level columns by field id, typed as `schema` (one field
+/// per id, in order), in batches of at most `batch_size` rows.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    pub field_ids: Vec<i32>,
+    pub schema: SchemaRef,
+    pub batch_size: usize,
+}
+
+/// The batches of each file in `files` (same order), or `None` for a file this path does not
+/// read; the rows at the positions in a file's `deleted` bitmap (its deletion vector or merged
+/// position deletes) are dropped. Files are read in parallel on `threads` threads (rayon's
+/// pool when `None`).
+pub fn read_files(
+    files: &[FileRequest],
+    deleted: &[Option<&PositionBitmap>],
+    projection: &Projection,
+    threads: Option<usize>,
+) -> Result<Vec<Option<Vec<RecordBatch>>>> {
+    if deleted.len() != files.len() {
+        return Err(crate::Error::validation(format!(
+            "{} delete bitmaps for {} files",
+            deleted.len(),
+            files.len()
+        )));
+    }
+    if projection.field_ids.len() != projection.schema.fields().len() {
+        return Err(crate::Error::validation(format!(
+            "{} field ids for a schema of {} fields",
+            projection.field_ids.len(),
+            projection.schema.fields().len()
+        )));
+    }
+    crate::pool::install(threads, || {
+        Ok(files
+            .par_iter()
+            .zip(deleted.par_iter())
+            .map(|(f, d)| {
+                // A panic in the decoder (a malformed file it does not guard against) sends
+                // the file to the general reader, which reports it.
+                catch_unwind(AssertUnwindSafe(|| read_file(f, *d, projection)))
+                    .ok()
+                    .flatten()
+            })
+            .collect())
+    })
+}
+
+fn read_file(
+    request: &FileRequest,
+    deleted: Option<&PositionBitmap>,
+    projection: &Projection,
+) -> Option<Vec<RecordBatch>> {
+    let mut file = File::open(&request.path).ok()?;
+    let size = file.metadata().ok()?.len();
+    if size < 12 {
+        return None;
+    }
+    if size <= WHOLE_FILE_BYTES {
+        let mut buf = Vec::with_capacity(size as usize);
+        file.read_to_end(&mut buf).ok()?;
+        let bytes = Bytes::from(buf);
+        let footer = footer_of(&bytes, 0)?;
+        let footer = bytes.slice(footer.0 as usize..footer.1 as usize);
+        decode(bytes, &footer, request, deleted, projection)
+    } else {
+        let start = size.saturating_sub(TAIL_BYTES);
+        let mut tail = vec![0u8; (size - start) as usize];
+        file.read_exact_at(&mut tail, start).ok()?;
+        let (lo, hi) = footer_of(&tail, start)?;
+        let footer = if lo >= start {
+            tail[(lo - start) as usize..(hi - start) as usize].to_vec()
+        } else {
+            let mut buf = vec![0u8; (hi - lo) as usize];
+            file.read_exact_at(&mut buf, lo).ok()?;
+            buf
+        };
+        decode(file, &footer, request, deleted, projection)
+    }
+}
+
+/// The byte range of the Thrift footer, given the last bytes of the file (which start at
+/// `offset` in it).
+fn footer_of(tail: &[u8], offset: u64) -> Option<(u64, u64)> {
+    let n = tail.len();
+    if n < 8 || &tail[n - 4..] != b"PAR1" {
+        return None;
+    }
+    let length = u32::from_le_bytes(tail[n - 8..n - 4].try_into().ok()?) as u64;
+    let end = offset + n as u64 - 8;
+    // the footer and the leading magic must fit in the file
+    if length + 4 > end {
+        return None;
+    }
+    Some((end - length, end))
+}
+
+fn decode<T: ChunkReader + 'static>(
+    reader: T,
+    footer: &[u8],
+    request: &FileRequest,
+    deleted: Option<&PositionBitmap>,
+    projection: &Projection,
+) -> Option<Vec<RecordBatch>> {
+    check_footer(footer).ok()?;
+    let metadata = ParquetMetaDataReader::decode_metadata(footer).ok()?;
+    let num_rows = metadata.file_metadata().num_rows();
+    if request.rows > 0 && num_rows != request.rows {
+        return None;
+    }
+    let stored_digest = metadata
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|e| e.key == FIELD_IDS_DIGEST_KEY))
+        .map(|e| e.value.clone());
+    let meta = ArrowReaderMetadata::try_new(Arc::new(metadata), ArrowReaderOptions::new()).ok()?;
+    let file_schema = meta.schema().clone();
+    if let Some(stored) = stored_digest {
+        if stored.as_deref() != Some(field_ids_digest(&file_schema).as_str()) {
+            return None;
+        }
+    }
+    // top-level columns by field id; a column without one needs the table's name mapping
+    let mut ids = Vec::with_capacity(file_schema.fields().len());
+    for f in file_schema.fields() {
+        ids.push(
+            f.metadata()
+                .get(PARQUET_FIELD_ID_META_KEY)?
+                .parse::<i32>()
+                .ok()?,
+        );
+    }
+    let mut roots = Vec::with_capacity(projection.field_ids.len());
+    for id in &projection.field_ids {
+        let mut hits = ids.iter().enumerate().filter(|(_, i)| *i == id);
+        let (root, _) = hits.next()?;
+        if hits.next().is_some() {
+            return None;
+        }
+        roots.push(root);
+    }
+    let mut sorted = roots.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    // the reader yields the projected columns in file order
+    let positions: Vec<usize> = roots
+        .iter()
+        .map(|r| sorted.binary_search(r).ok())
+        .collect::<Option<_>>()?;
+    let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
+    let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, meta)
+        .with_projection(mask)
+        .with_batch_size(projection.batch_size.max(1))
+        .build()
+        .ok()?;
+    let want = &projection.schema;
+    let mut out = Vec::new();
+    let mut seen: i64 = 0;
+    for batch in batches {
+        let batch = batch.ok()?;
+        let (base, n) = (seen as u64, batch.num_rows());
+        seen += n as i64;
+        if n == 0 {
+            continue;
+        }
+        let columns = positions
+            .iter()
+            .zip(want.fields())
+            .map(|(&p, f)| retype(batch.column(p).clone(), f))
+            .collect::<Option<Vec<ArrayRef>>>()?;
+        let mut batch = RecordBatch::try_new(want.clone(), columns).ok()?;
+        if let Some(bitmap) = deleted {
+            let keep = keep_mask_from_bitmap(bitmap, base, n);
+            batch = apply_keep_mask(&batch, &keep).ok()?;
+            if batch.num_rows() == 0 {
+                continue;
+            }
+        }
+        out.push(batch);
+    }
+    // a damaged page header could make the decoder stop early without an error
+    (seen == num_rows).then_some(out)
+}
+
+/// `column` typed as `field`: as it is when the types are equal; a timestamp with another
+/// spelling of UTC relabelled (Parquet stores only "adjusted to UTC"); else `None`.
+fn retype(column: ArrayRef, field: &Field) -> Option<ArrayRef> {
+    let want = field.data_type();
+    if column.data_type() == want {
+        return Some(column);
+    }
+    match (column.data_type(), want) {
+        (DataType::Timestamp(a, Some(_)), DataType::Timestamp(b, Some(_))) if a == b => {
+            let data = column.to_data().into_builder().data_type(want.clone());
+            Some(make_array(data.build().ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// A CRC-32 (hex) of every field's id and nullability, nested fields included, in order: the
+/// digest icefloe's writer stores under [`FIELD_IDS_DIGEST_KEY`] (the Python
+/// `icefloe.arrow_schema.field_ids_digest` of the same schema).
+pub fn field_ids_digest(schema: &Schema) -> String {
+    fn walk(f: &Field, out: &mut String) {
+        out.push_str(
+            f.metadata()
+                .get(PARQUET_FIELD_ID_META_KEY)
+                .map_or("-", |v| v.as_str()),
+        );
+        if !f.is_nullable() {
+            out.push('!');
+        }
+        let children: Vec<&Field> = match f.data_type() {
+            DataType::Struct(fields) => fields.iter().map(|c| c.as_ref()).collect(),
+            DataType::List(c)
+            | DataType::LargeList(c)
+            | DataType::ListView(c)
+            | DataType::LargeListView(c)
+            | DataType::FixedSizeList(c, _) => vec![c.as_ref()],
+            DataType::Map(entries, _) => match entries.data_type() {
+                DataType::Struct(fields) => fields.iter().map(|c| c.as_ref()).collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        if children.is_empty() {
+            out.push(',');
+        } else {
+            out.push('(');
+            for c in children {
+                walk(c, out);
+            }
+            out.push(')');
+        }
+    }
+    let mut text = String::new();
+    for f in schema.fields() {
+        walk(f, &mut text);
+    }
+    format!("{:08x}", crc32fast::hash(text.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int64Array, StringArray, TimestampMicrosecondArray};
+    use arrow_schema::TimeUnit;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::collections::HashMap;
+
+    fn field(name: &str, t: DataType, id: i32) -> Field {
+        Field::new(name, t, true).with_metadata(HashMap::from([(
+            PARQUET_FIELD_ID_META_KEY.to_string(),
+            id.to_string(),
+        )]))
+    }
+
+    fn file_schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            field("id", DataType::Int64, 1),
+            field("name", DataType::Utf8, 2),
+            field(
+                "ts",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                3,
+            ),
+        ]))
+    }
+
+    fn write(dir: &std::path::Path, name: &str, rows: i64, digest: Option<&str>) -> String {
+        let schema = file_schema();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("n{i}")),
+                )),
+                Arc::new(TimestampMicrosecondArray::from_iter_values(0..rows).with_timezone("UTC")),
+            ],
+        )
+        .unwrap();
+        let mut props = WriterProperties::builder().set_max_row_group_row_count(Some(1000));
+        if let Some(d) = digest {
+            props =
+                props.set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+                    FIELD_IDS_DIGEST_KEY.to_string(),
+                    d.to_string(),
+                )]));
+        }
+        let path = dir.join(name);
+        let f = File::create(&path).unwrap();
+        let mut w = ArrowWriter::try_new(f, schema, Some(props.build())).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    fn projection(ids: &[i32], fields: Vec<Field>) -> Projection {
+        Projection {
+            field_ids: ids.to_vec(),
+            schema: Arc::new(Schema::new(fields)),
+            batch_size: 1024,
+        }
+    }
+
+    fn tempdir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("icefloe-pr-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn reads_projected_columns_in_requested_order() {
+        let dir = tempdir("order");
+        let digest = field_ids_digest(&file_schema());
+        let path = write(&dir, "a.parquet", 2500, Some(&digest));
+        let p = projection(
+            &[3, 1],
+            vec![
+                Field::new(
+                    "t",
+                    DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+                    true,
+                ),
+                Field::new("i", DataType::Int64, true),
+            ],
+        );
+        let req = FileRequest { path, rows: 2500 };
+        let out = read_files(&[req], &[None], &p, Some(1)).unwrap();
+        let batches = out[0].as_ref().expect("read natively");
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2500);
+        let ids = batches[0]
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(ids.value(7), 7);
+        assert_eq!(batches[0].schema(), p.schema);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn deleted_positions_are_dropped_across_batches() {
+        let dir = tempdir("deleted");
+        let path = write(&dir, "a.parquet", 3000, None);
+        let p = projection(&[1], vec![Field::new("i", DataType::Int64, true)]);
+        let bitmap = PositionBitmap::from_positions([0u64, 999, 1000, 1024, 2999]).unwrap();
+        let req = FileRequest { path, rows: 3000 };
+        let out = read_files(&[req], &[Some(&bitmap)], &p, Some(1)).unwrap();
+        let got: Vec<i64> = out[0]
+            .as_ref()
+            .unwrap()
+            .iter()
+            .flat_map(|b| {
+                let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                a.values().to_vec()
+            })
+            .collect();
+        let want: Vec<i64> = (0..3000)
+            .filter(|i| ![0, 999, 1000, 1024, 2999].contains(i))
+            .collect();
+        assert_eq!(got, want);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn files_that_do_not_fit_are_left_to_the_general_reader() {
+        let dir = tempdir("fallback");
+        let good = field_ids_digest(&file_schema());
+        let path = write(&dir, "a.parquet", 100, Some(&good));
+        let bad_digest = write(&dir, "b.parquet", 100, Some("00000000"));
+        let int64 = |id| projection(&[id], vec![Field::new("x", DataType::Int64, true)]);
+        let req = |p: &str, rows| FileRequest {
+            path: p.to_string(),
+            rows,
+        };
+        // missing column, other type, wrong row count, digest mismatch, missing file
+        assert!(read_files(&[req(&path, 100)], &[None], &int64(9), None).unwrap()[0].is_none());
+        assert!(read_files(&[req(&path, 100)], &[None], &int64(2), None).unwrap()[0].is_none());
+        assert!(read_files(&[req(&path, 99)], &[None], &int64(1), None).unwrap()[0].is_none());
+        assert!(
+            read_files(&[req(&bad_digest, 100)], &[None], &int64(1), None).unwrap()[0].is_none()
+        );
+        let gone = dir.join("missing.parquet").to_string_lossy().into_owned();
+        assert!(read_files(&[req(&gone, 100)], &[None], &int64(1), None).unwrap()[0].is_none());
+        assert!(read_files(&[req(&path, 100)], &[None], &int64(1), None).unwrap()[0].is_some());
+        std::fs::remove_dir_all(dir).ok();
+    }
+}

@@ -1,0 +1,330 @@
+"""Scans decoded natively (whole local files, many per Rust call): the same batches as the
+general reader, on every type the path takes, and every file it cannot read handed to the
+general reader, which applies schema evolution or raises the typed error."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icefloe import _native
+from icefloe.exceptions import CorruptFileError, FileIOError
+from icefloe.name_mapping import create_mapping
+from icefloe.read import native_files
+from icefloe.types import LongType
+from support.write_util import catalog
+
+TYPES: dict[str, pa.DataType] = {
+    "b": pa.bool_(),
+    "i": pa.int32(),
+    "l": pa.int64(),
+    "f": pa.float32(),
+    "d": pa.float64(),
+    "dec9": pa.decimal128(9, 2),
+    "dec38": pa.decimal128(38, 10),
+    "day": pa.date32(),
+    "t": pa.time64("us"),
+    "ts": pa.timestamp("us"),
+    "tstz": pa.timestamp("us", tz="UTC"),
+    "s": pa.string(),
+    "bin": pa.binary(),
+    "fix": pa.binary(4),
+}
+
+
+def _value(name: str, i: int) -> Any:
+    base = datetime.datetime(2024, 1, 1) + datetime.timedelta(hours=i)
+    return {
+        "b": i % 3 == 0,
+        "i": i - 50,
+        "l": i * 1_000_003,
+        "f": i / 4,
+        "d": i / 3,
+        "dec9": decimal.Decimal(i) / 100,
+        "dec38": decimal.Decimal(i) / 10**10,
+        "day": base.date(),
+        "t": base.time(),
+        "ts": base,
+        "tstz": base.replace(tzinfo=datetime.timezone.utc),
+        "s": f"s{i % 7}" * (i % 4),
+        "bin": bytes([i % 256]) * (i % 3),
+        "fix": i.to_bytes(4, "little"),
+    }[name]
+
+
+def _table(names: list[str], rows: int, nulls: int = 5) -> pa.Table:
+    cols = {
+        n: pa.array(
+            [None if nulls and i % nulls == 1 else _value(n, i) for i in range(rows)], TYPES[n]
+        )
+        for n in names
+    }
+    cols["part"] = pa.array([i % 6 for i in range(rows)], pa.int32())
+    return pa.table(cols)
+
+
+class _Spy:
+    """Records what the native reader returned per file."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.read: list[bool] = []
+        real = _native.parquet_read_files
+
+        def spy(*args: Any, **kwargs: Any) -> list[list[pa.RecordBatch] | None]:
+            out = real(*args, **kwargs)
+            self.read.extend(f is not None for f in out)
+            return out
+
+        monkeypatch.setattr(native_files._native, "parquet_read_files", spy)
+
+
+def _general(monkeypatch: pytest.MonkeyPatch, read: Any) -> Any:
+    with monkeypatch.context() as m:
+        m.setattr(native_files, "ENABLED", False)
+        return read()
+
+
+def _partitioned(tmp_path: Path, data: pa.Table, version: int = 2, **props: str) -> Any:
+    t = catalog(tmp_path).create_table(
+        "ns.t", data.schema, properties=props, format_version=version
+    )
+    with t.update_spec() as u:
+        u.add_field("part")
+    t = t.refresh()
+    t.append(data)
+    return t.refresh()
+
+
+def test_every_plain_type_reads_as_the_general_reader_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spy = _Spy(monkeypatch)
+    t = _partitioned(tmp_path, _table(list(TYPES), 300))
+    for fields in [("*",), ("s", "l"), ("tstz", "dec38", "fix"), ("part",)]:
+        spy.read.clear()
+        got = t.scan(selected_fields=fields).to_arrow()
+        assert spy.read and all(spy.read), fields  # six files, each read natively
+        want = _general(monkeypatch, lambda f=fields: t.scan(selected_fields=f).to_arrow())
+        assert got.schema.equals(want.schema, check_metadata=True)
+        assert got.equals(want)
+        assert got.num_rows == 300
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_position_deletes_and_deletion_vectors_are_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """v2 position delete files and v3 deletion vectors: the rows they name are dropped in
+    Rust, across batches and files; equality deletes still take the general reader."""
+    monkeypatch.setattr(native_files, "BATCH_SIZE", 64)
+    data = _table(["l", "s", "d"], 3000, nulls=7)
+    t = _partitioned(tmp_path, data, version, **{"write.delete.mode": "merge-on-read"})
+    t.delete("l < 200000000 or d > 900")
+    t = t.refresh()
+    assert any(task.delete_files for task in t.scan().plan_files())
+    spy = _Spy(monkeypatch)
+    got = t.scan().to_arrow()
+    assert spy.read and all(spy.read)
+    want = _general(monkeypatch, lambda: t.scan().to_arrow())
+    assert got.equals(want)
+    assert 0 < got.num_rows < data.num_rows
+    assert pa.compute.min(got["l"]).as_py() >= 200000000
+
+
+def test_equality_deletes_take_the_general_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _table(["l", "s"], 300, nulls=0)
+    t = _partitioned(tmp_path, data)
+    t.delete_by_keys(pa.table({"l": pa.array([0, 1_000_003 * 7], pa.int64())}), ["l"])
+    spy = _Spy(monkeypatch)
+    got = t.refresh().scan().to_arrow()
+    assert spy.read == []
+    assert got.num_rows == 298
+
+
+def test_limits_workers_and_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native_files, "CHUNK_FILES", 2)  # several calls, one decoded ahead
+    t = _partitioned(tmp_path, _table(["l", "s"], 600, nulls=0))
+    want = _general(monkeypatch, lambda: t.scan().to_arrow())
+    assert t.scan().to_arrow().equals(want)
+    assert t.scan(options={"scan.threads": "1"}).to_arrow().equals(want)
+    assert t.scan(limit=250).to_arrow().num_rows == 250
+    reader = t.scan().to_batches()
+    first = reader.read_next_batch()
+    reader.close()  # closing early leaves no decode behind
+    assert first.num_rows > 0
+
+
+def test_schema_evolution_hands_older_files_to_the_general_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schema = pa.schema([("id", pa.int32()), ("s", pa.string())])
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int32()), "s": ["a", "b"]}))
+    with t.update_schema() as u:
+        u.update_column("id", LongType())
+        u.add_column("extra", LongType())
+        u.rename_column("s", "name")
+    t = t.refresh()
+    t.append(pa.table({"id": pa.array([3], pa.int64()), "name": ["c"], "extra": [30]}))
+    spy = _Spy(monkeypatch)
+    got = t.refresh().scan().to_arrow().sort_by("id")
+    assert got.to_pydict() == {"id": [1, 2, 3], "name": ["a", "b", "c"], "extra": [None, None, 30]}
+    assert False in spy.read  # the file of int ids needed the general reader
+    want = _general(monkeypatch, lambda: t.refresh().scan().to_arrow().sort_by("id"))
+    assert got.equals(want)
+
+
+def test_files_without_field_ids_use_the_name_mapping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    mapping = create_mapping(t.schema()).to_json_string()
+    t.set_properties({"schema.name-mapping.default": mapping})
+    outside = tmp_path / "outside.parquet"
+    pq.write_table(pa.table({"id": [7, 8], "s": ["x", "y"]}, schema=schema), outside)
+    t.add_files([outside.as_uri()])
+    spy = _Spy(monkeypatch)
+    assert t.refresh().scan().to_arrow().to_pydict() == {"id": [7, 8], "s": ["x", "y"]}
+    assert spy.read == [False]
+
+
+def test_timestamps_written_without_an_arrow_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other writers store no Arrow schema: UTC timestamps decode with another spelling of the
+    zone and are relabelled, not sent back to the general reader."""
+    field = pa.field("ts", pa.timestamp("us", tz="UTC"), metadata={"PARQUET:field_id": "1"})
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([("ts", pa.timestamp("us", tz="UTC"))]))
+    outside = tmp_path / "outside.parquet"
+    when = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)
+    pq.write_table(
+        pa.table({"ts": [when, None]}, schema=pa.schema([field])), outside, store_schema=False
+    )
+    t.add_files([outside.as_uri()])
+    spy = _Spy(monkeypatch)
+    got = t.refresh().scan().to_arrow()
+    assert spy.read == [True]
+    assert got.schema.field("ts").type == pa.timestamp("us", tz="UTC")
+    assert got["ts"].to_pylist() == [when, None]
+
+
+def test_primitive_columns_of_a_nested_table_read_natively(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The field-id digest of nested schemas is computed in Rust as in Python (a mismatch
+    would send every file to the general reader)."""
+    data = pa.table(
+        {
+            "id": pa.array(range(40), pa.int64()),
+            "st": pa.array([{"a": i, "b": str(i)} for i in range(40)]),
+            "li": pa.array([[{"k": i, "v": i / 2}] * (i % 3) for i in range(40)]),
+            "m": pa.array([[("k", i)] for i in range(40)], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+    t = catalog(tmp_path).create_table("ns.t", data.schema)
+    t.append(data)
+    spy = _Spy(monkeypatch)
+    assert t.scan(selected_fields=("id",)).to_arrow()["id"].to_pylist() == list(range(40))
+    assert spy.read == [True]
+    spy.read.clear()
+    whole = t.scan().to_arrow()  # nested columns: the general reader only
+    assert spy.read == [] and whole.num_rows == 40
+
+
+def _one_file(tmp_path: Path) -> tuple[Any, Path]:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    t = catalog(tmp_path).create_table(
+        "ns.t", schema, properties={"write.parquet.compression-codec": "uncompressed"}
+    )
+    t.append(pa.table({"id": pa.array(range(1000), pa.int64()), "s": ["v"] * 1000}, schema))
+    path = Path(t.inspect.files().column("file_path")[0].as_py().removeprefix("file://"))
+    return t, path
+
+
+def test_a_damaged_page_raises_the_general_readers_error(tmp_path: Path) -> None:
+    t, path = _one_file(tmp_path)
+    data = bytearray(path.read_bytes())
+    at = data.index((777).to_bytes(8, "little"))
+    data[at] ^= 1  # a plausible value: only the page checksum can tell
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match=str(path)):
+        t.scan().to_arrow()
+
+
+def test_a_damaged_field_id_raises_not_moves_a_column(tmp_path: Path) -> None:
+    """Two columns of one type with their ids swapped would decode without a complaint: the
+    field-id digest in the footer is what catches it."""
+    schema = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    t.append(pa.table({"a": [1, 2], "b": [10, 20]}, schema=schema))
+    path = Path(t.inspect.files().column("file_path")[0].as_py().removeprefix("file://"))
+    table = pq.read_table(path)
+    swapped = pa.schema(
+        [
+            table.schema.field("a").with_metadata({"PARQUET:field_id": "2"}),
+            table.schema.field("b").with_metadata({"PARQUET:field_id": "1"}),
+        ],
+        metadata=table.schema.metadata,  # the digest of the original ids
+    )
+    pq.write_table(table.cast(swapped), path)
+    with pytest.raises(CorruptFileError, match="field ids"):
+        t.scan().to_arrow()
+
+
+def test_a_missing_file_and_a_wrong_row_count_raise_typed_errors(tmp_path: Path) -> None:
+    t, path = _one_file(tmp_path)
+    data = pq.read_table(path)
+    pq.write_table(data.slice(0, 999), path, compression="none")
+    with pytest.raises(CorruptFileError, match="999 rows"):
+        t.scan().to_arrow()
+    path.unlink()
+    with pytest.raises(FileIOError, match=str(path)):
+        t.scan().to_arrow()
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> tuple[list[str], int, int, list[str]]:
+    names = draw(st.lists(st.sampled_from(sorted(TYPES)), min_size=1, max_size=5, unique=True))
+    rows = draw(st.integers(0, 400))
+    nulls = draw(st.sampled_from([0, 2, 5]))
+    picked = draw(st.lists(st.sampled_from([*names, "part"]), min_size=1, unique=True))
+    return names, rows, nulls, picked
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=_cases())
+def test_random_tables_and_projections_match_the_general_reader(
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[list[str], int, int, list[str]]
+) -> None:
+    names, rows, nulls, picked = case
+    t = _partitioned(tmp_path_factory.mktemp("t"), _table(names, rows, nulls))
+    got = t.scan(selected_fields=tuple(picked)).to_arrow()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(native_files, "ENABLED", False)
+        want = t.scan(selected_fields=tuple(picked)).to_arrow()
+    assert got.schema.equals(want.schema, check_metadata=True)
+    assert got.equals(want)
+
+
+def test_uuid_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from icefloe.schema import NestedField, Schema
+    from icefloe.types import UUIDType
+
+    schema = Schema(NestedField(1, "u", UUIDType(), required=False))
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    values = [uuid.UUID(int=i * 7919) for i in range(5)]
+    t.append(pa.table({"u": pa.array([v.bytes for v in values], pa.binary(16))}))
+    want = _general(monkeypatch, lambda: t.scan().to_arrow())
+    assert t.scan().to_arrow().equals(want)
