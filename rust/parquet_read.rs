@@ -20,7 +20,7 @@ use std::os::unix::fs::FileExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use arrow_array::{make_array, ArrayRef, RecordBatch};
+use arrow_array::{make_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
@@ -221,10 +221,15 @@ fn decode<T: ChunkReader + 'static>(
             .zip(want.fields())
             .map(|(&p, f)| retype(batch.column(p).clone(), f))
             .collect::<Option<Vec<ArrayRef>>>()?;
-        let mut batch = RecordBatch::try_new(want.clone(), columns).ok()?;
+        // with a row count: a projection of no columns (a count) still has rows
+        let mut batch = with_rows(want, columns, n)?;
         if let Some(bitmap) = deleted {
             let keep = keep_mask_from_bitmap(bitmap, base, n);
-            batch = apply_keep_mask(&batch, &keep).ok()?;
+            batch = if batch.num_columns() == 0 {
+                with_rows(want, Vec::new(), keep.true_count())?
+            } else {
+                apply_keep_mask(&batch, &keep).ok()?
+            };
             if batch.num_rows() == 0 {
                 continue;
             }
@@ -233,6 +238,11 @@ fn decode<T: ChunkReader + 'static>(
     }
     // a damaged page header could make the decoder stop early without an error
     (seen == num_rows).then_some(out)
+}
+
+fn with_rows(schema: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> Option<RecordBatch> {
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema.clone(), columns, &options).ok()
 }
 
 /// `column` typed as `field`: as it is when the types are equal; a timestamp with another

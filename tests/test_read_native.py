@@ -137,6 +137,9 @@ def test_position_deletes_and_deletion_vectors_are_applied(
     want = _general(monkeypatch, lambda: t.scan().to_arrow())
     assert got.equals(want)
     assert 0 < got.num_rows < data.num_rows
+    spy.read.clear()
+    assert t.scan().count() == got.num_rows  # no columns, the deletes applied in Rust
+    assert spy.read and all(spy.read)
     assert pa.compute.min(got["l"]).as_py() >= 200000000
 
 

@@ -72,7 +72,9 @@ def test_only_files_of_several_batches_decode_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, threaded: bool
 ) -> None:
     import icefloe.read.reader as reader
+    from icefloe.read import native_files
 
+    monkeypatch.setattr(native_files, "ENABLED", False)  # the general reader's decode thread
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
     cat.create_namespace("db")
     t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
@@ -99,7 +101,12 @@ def test_only_splits_of_several_batches_use_pyarrows_threads(
     import pyarrow.parquet as pq
 
     import icefloe.read.reader as reader
+    from icefloe.read import native_files
 
+    monkeypatch.setattr(native_files, "ENABLED", False)  # the general reader's splits
+    from icefloe.read import native_files
+
+    monkeypatch.setattr(native_files, "ENABLED", False)  # the general reader's decode thread
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
     cat.create_namespace("db")
     t = cat.create_table("db.t", pa.schema([("id", pa.int64()), ("s", pa.string())]))
