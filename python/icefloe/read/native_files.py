@@ -154,6 +154,7 @@ def native_batches(
         if path is None:
             return None
         paths.append(path)
+
     def deleted(task: FileScanTask) -> _native.PositionBitmap | None:
         if not task.delete_files:
             return None
