@@ -1,5 +1,5 @@
-//! Bindings of `crate::parquet_footer`: the footer check the reader runs before pyarrow builds
-//! column-chunk metadata.
+//! Bindings of `crate::parquet_footer` (the footer check the general reader runs before pyarrow
+//! builds column-chunk metadata) and `crate::parquet_read` (the native reader of small files).
 
 use std::sync::Arc;
 

@@ -96,7 +96,7 @@ def _projection(options: ReadOptions) -> tuple[list[int], pa.Schema] | None:
     if len(schema) != len(fields):
         return None
     for f, out in zip(fields, schema, strict=True):
-        if not isinstance(f.field_type, _PLAIN_TYPES) or isinstance(out.type, pa.ExtensionType):
+        if not isinstance(f.field_type, _PLAIN_TYPES) or isinstance(out.type, pa.BaseExtensionType):
             return None
     return [f.field_id for f in fields], schema
 
