@@ -50,7 +50,7 @@ from icefloe.types import (
     UUIDType,
 )
 
-__all__ = ["ENABLED", "MAX_FILE_BYTES", "native_batches"]
+__all__ = ["ENABLED", "MAX_FILE_BYTES", "native_batches", "whole_file"]
 
 #: Whether scans use this path at all (tests of the general reader turn it off).
 ENABLED = True
@@ -101,6 +101,16 @@ def _projection(options: ReadOptions) -> tuple[list[int], pa.Schema] | None:
     return [f.field_id for f in fields], schema
 
 
+def whole_file(task: FileScanTask) -> bool:
+    """Whether ``task`` reads all of a data file whose record count is known."""
+    df = task.data_file
+    if task.start != 0 or df.record_count <= 0:  # 0: unknown count (hand-built tasks)
+        return False
+    return task.length is None or (
+        df.file_size_in_bytes > 0 and task.length >= df.file_size_in_bytes
+    )
+
+
 def _local_file(io: FileIO, task: FileScanTask) -> str | None:
     """The local path of a task that reads a whole Parquet file with at most position deletes
     and no residual filter, else None."""
@@ -108,10 +118,8 @@ def _local_file(io: FileIO, task: FileScanTask) -> str | None:
     if (
         any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files)
         or not isinstance(task.residual, AlwaysTrue)
-        or task.start != 0
-        or df.record_count <= 0
-        or not 0 < df.file_size_in_bytes <= MAX_FILE_BYTES
-        or (task.length is not None and task.length < df.file_size_in_bytes)
+        or not whole_file(task)
+        or df.file_size_in_bytes > MAX_FILE_BYTES
         or df.file_format.lower() != "parquet"
     ):
         return None

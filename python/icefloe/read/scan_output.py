@@ -41,7 +41,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache
-from icefloe.read.native_files import native_batches
+from icefloe.read.native_files import native_batches, whole_file
 from icefloe.read.reader import BATCH_SIZE, output_schema, prefetch_file, read_task
 from icefloe.scan.tasks import PARTITION, FileScanTask, ReadOptions, union_partition_type
 
@@ -381,15 +381,6 @@ def to_pandas(
     return frame
 
 
-def _whole_file(task: FileScanTask) -> bool:
-    df = task.data_file
-    if task.start != 0 or df.record_count <= 0:  # 0: unknown count (hand-built tasks)
-        return False
-    return task.length is None or (
-        df.file_size_in_bytes > 0 and task.length >= df.file_size_in_bytes
-    )
-
-
 def count(
     io: FileIO,
     tasks: Iterable[FileScanTask],
@@ -406,7 +397,7 @@ def count(
     total = 0
     to_read: list[FileScanTask] = []
     for task in tasks:
-        if not task.delete_files and isinstance(task.residual, AlwaysTrue) and _whole_file(task):
+        if not task.delete_files and isinstance(task.residual, AlwaysTrue) and whole_file(task):
             total += task.data_file.record_count
         else:
             to_read.append(task)
