@@ -20,7 +20,9 @@ use std::os::unix::fs::FileExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use arrow_array::{make_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{
+    make_array, new_null_array, ArrayRef, Int64Array, RecordBatch, RecordBatchOptions,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
@@ -52,12 +54,47 @@ pub struct FileRequest {
 }
 
 /// What to read from every file: top-level columns by field id, typed as `schema` (one field
-/// per id, in order), in batches of at most `batch_size` rows.
+/// per id, in order, then an `Int64` field for each row's file position when `positions`), in
+/// batches of at most `batch_size` rows. A column whose `optional` flag is set (an empty
+/// `optional`: none is) may be absent from a file and then reads as nulls.
 #[derive(Debug, Clone)]
 pub struct Projection {
     pub field_ids: Vec<i32>,
+    pub optional: Vec<bool>,
+    pub positions: bool,
     pub schema: SchemaRef,
     pub batch_size: usize,
+}
+
+impl Projection {
+    fn check(&self) -> Result<()> {
+        let want = self.field_ids.len() + usize::from(self.positions);
+        if want != self.schema.fields().len() {
+            return Err(crate::Error::validation(format!(
+                "{} field ids{} for a schema of {} fields",
+                self.field_ids.len(),
+                if self.positions { " and positions" } else { "" },
+                self.schema.fields().len()
+            )));
+        }
+        if !self.optional.is_empty() && self.optional.len() != self.field_ids.len() {
+            return Err(crate::Error::validation(format!(
+                "{} optional flags for {} field ids",
+                self.optional.len(),
+                self.field_ids.len()
+            )));
+        }
+        if self.positions && self.schema.fields()[want - 1].data_type() != &DataType::Int64 {
+            return Err(crate::Error::validation(
+                "the position field must be of type int64".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn optional(&self, i: usize) -> bool {
+        self.optional.get(i).copied().unwrap_or(false)
+    }
 }
 
 /// The batches of each file in `files` (same order), or `None` for a file this path does not
@@ -77,13 +114,7 @@ pub fn read_files(
             files.len()
         )));
     }
-    if projection.field_ids.len() != projection.schema.fields().len() {
-        return Err(crate::Error::validation(format!(
-            "{} field ids for a schema of {} fields",
-            projection.field_ids.len(),
-            projection.schema.fields().len()
-        )));
-    }
+    projection.check()?;
     crate::pool::install(threads, || {
         Ok(files
             .par_iter()
@@ -183,23 +214,27 @@ fn decode<T: ChunkReader + 'static>(
                 .ok()?,
         );
     }
-    let mut roots = Vec::with_capacity(projection.field_ids.len());
-    for id in &projection.field_ids {
+    // per requested id: its root column, or None for an optional column the file lacks
+    let mut roots: Vec<Option<usize>> = Vec::with_capacity(projection.field_ids.len());
+    for (k, id) in projection.field_ids.iter().enumerate() {
         let mut hits = ids.iter().enumerate().filter(|(_, i)| *i == id);
-        let (root, _) = hits.next()?;
-        if hits.next().is_some() {
-            return None;
+        match hits.next() {
+            Some((root, _)) if hits.next().is_none() => roots.push(Some(root)),
+            None if projection.optional(k) => roots.push(None),
+            _ => return None,
         }
-        roots.push(root);
     }
-    let mut sorted = roots.clone();
+    let mut sorted: Vec<usize> = roots.iter().flatten().copied().collect();
     sorted.sort_unstable();
     sorted.dedup();
     // the reader yields the projected columns in file order
-    let positions: Vec<usize> = roots
-        .iter()
-        .map(|r| sorted.binary_search(r).ok())
-        .collect::<Option<_>>()?;
+    let mut columns_at = Vec::with_capacity(roots.len());
+    for root in &roots {
+        columns_at.push(match root {
+            Some(r) => Some(sorted.binary_search(r).ok()?),
+            None => None,
+        });
+    }
     let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
     let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, meta)
         .with_projection(mask)
@@ -216,11 +251,19 @@ fn decode<T: ChunkReader + 'static>(
         if n == 0 {
             continue;
         }
-        let columns = positions
+        let mut columns = columns_at
             .iter()
             .zip(want.fields())
-            .map(|(&p, f)| retype(batch.column(p).clone(), f))
+            .map(|(p, f)| match p {
+                Some(p) => retype(batch.column(*p).clone(), f),
+                None => Some(new_null_array(f.data_type(), n)),
+            })
             .collect::<Option<Vec<ArrayRef>>>()?;
+        if projection.positions {
+            columns.push(Arc::new(Int64Array::from_iter_values(
+                base as i64..(base + n as u64) as i64,
+            )));
+        }
         // with a row count: a projection of no columns (a count) still has rows
         let mut batch = with_rows(want, columns, n)?;
         if let Some(bitmap) = deleted {
@@ -307,7 +350,7 @@ pub fn field_ids_digest(schema: &Schema) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Int64Array, StringArray, TimestampMicrosecondArray};
+    use arrow_array::{Array, StringArray, TimestampMicrosecondArray};
     use arrow_schema::TimeUnit;
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
@@ -364,6 +407,8 @@ mod tests {
     fn projection(ids: &[i32], fields: Vec<Field>) -> Projection {
         Projection {
             field_ids: ids.to_vec(),
+            optional: Vec::new(),
+            positions: false,
             schema: Arc::new(Schema::new(fields)),
             batch_size: 1024,
         }
@@ -450,6 +495,54 @@ mod tests {
         let gone = dir.join("missing.parquet").to_string_lossy().into_owned();
         assert!(read_files(&[req(&gone, 100)], &[None], &int64(1), None).unwrap()[0].is_none());
         assert!(read_files(&[req(&path, 100)], &[None], &int64(1), None).unwrap()[0].is_some());
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn optional_columns_read_as_nulls_and_positions_survive_deletes() {
+        let dir = tempdir("optional");
+        let path = write(&dir, "a.parquet", 2100, None);
+        let p = Projection {
+            field_ids: vec![1, 77],
+            optional: vec![false, true],
+            positions: true,
+            schema: Arc::new(Schema::new(vec![
+                Field::new("i", DataType::Int64, true),
+                Field::new("absent", DataType::Utf8, true),
+                Field::new("_pos", DataType::Int64, false),
+            ])),
+            batch_size: 1000,
+        };
+        let bitmap = PositionBitmap::from_positions([3u64, 1000, 2099]).unwrap();
+        let req = FileRequest { path, rows: 2100 };
+        let out = read_files(std::slice::from_ref(&req), &[Some(&bitmap)], &p, Some(1)).unwrap();
+        let batches = out[0].as_ref().expect("read natively");
+        let mut ids = Vec::new();
+        let mut pos = Vec::new();
+        for b in batches {
+            assert_eq!(b.column(1).null_count(), b.num_rows());
+            let i = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            let q = b.column(2).as_any().downcast_ref::<Int64Array>().unwrap();
+            ids.extend_from_slice(i.values());
+            pos.extend_from_slice(q.values());
+        }
+        assert_eq!(ids, pos);
+        assert_eq!(pos.len(), 2097);
+        assert!(!pos.contains(&1000) && pos.contains(&1001) && pos[2096] == 2098);
+        // a required column the file lacks still sends the file to the general reader
+        let strict = Projection {
+            optional: vec![false, false],
+            ..p.clone()
+        };
+        assert!(
+            read_files(std::slice::from_ref(&req), &[None], &strict, None).unwrap()[0].is_none()
+        );
+        // a schema without room for the positions is refused
+        let bad = Projection {
+            positions: false,
+            ..p
+        };
+        assert!(read_files(&[req], &[None], &bad, None).is_err());
         std::fs::remove_dir_all(dir).ok();
     }
 }

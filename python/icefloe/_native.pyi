@@ -342,6 +342,8 @@ def parquet_read_files(
     schema: pa.Schema,
     batch_size: int,
     threads: int | None = None,
+    optional: list[bool] | None = None,
+    positions: bool = False,
 ) -> list[list[pa.RecordBatch] | None]: ...
 def puffin_read_footer(
     data: bytes,

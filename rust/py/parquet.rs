@@ -42,9 +42,14 @@ fn parquet_check_footer(footer: &[u8]) -> PyResult<Vec<RowGroupTuple>> {
 /// The batches of each whole local Parquet file in `paths` (with `rows` rows by its manifest,
 /// 0 when unknown), the top-level columns of `field_ids` typed as `schema`, without the rows
 /// at the positions of its `deleted` bitmap; `None` for a file to read with the general
-/// reader. Files are decoded in parallel on `threads` threads without the GIL.
+/// reader. Files are decoded in parallel on `threads` threads without the GIL. A column whose
+/// `optional` flag is set reads as nulls from a file without it; with `positions`, the last
+/// field of `schema` (int64) receives each row's position in its file.
 #[pyfunction]
-#[pyo3(signature = (paths, rows, deleted, field_ids, schema, batch_size, threads = None))]
+#[pyo3(signature = (
+    paths, rows, deleted, field_ids, schema, batch_size, threads = None, optional = None,
+    positions = false
+))]
 #[allow(clippy::too_many_arguments)]
 fn parquet_read_files(
     py: Python<'_>,
@@ -55,6 +60,8 @@ fn parquet_read_files(
     schema: PyArrowType<Schema>,
     batch_size: usize,
     threads: Option<usize>,
+    optional: Option<Vec<bool>>,
+    positions: bool,
 ) -> PyResult<Vec<Option<Vec<PyArrowType<RecordBatch>>>>> {
     guard(|| {
         if paths.len() != rows.len() {
@@ -71,6 +78,8 @@ fn parquet_read_files(
             .collect();
         let projection = Projection {
             field_ids,
+            optional: optional.unwrap_or_default(),
+            positions,
             schema: Arc::new(schema.0),
             batch_size,
         };

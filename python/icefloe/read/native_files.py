@@ -15,22 +15,30 @@ A file the native path does not read (a column missing or of another type after 
 evolution, a file without field ids, a codec not built in, any damage) is read by the general
 reader, which applies the evolution rules or raises the typed error naming the file; from
 that file on, the rest of the scan goes through the general reader too.
+
+:func:`column_chunks` serves the row-level operations the same way: the columns a filter or a
+join key needs, with each live row's position in its file, a chunk of files at a time in one
+table, so a delete or an upsert matches the rows of many files in one vectorised step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import numpy as np
 import pyarrow as pa
 
 from icefloe import _native
 from icefloe._concurrency import parallel_map
+from icefloe.arrow_schema import schema_to_arrow
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
+from icefloe.name_mapping import NameMapping
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.read.reader import BATCH_SIZE, output_schema
 from icefloe.scan.tasks import DeleteContent, FileScanTask, ReadOptions
+from icefloe.schema import Schema
 from icefloe.types import (
     BinaryType,
     BooleanType,
@@ -41,6 +49,7 @@ from icefloe.types import (
     FloatType,
     IntegerType,
     LongType,
+    NestedField,
     StringType,
     TimestampNanoType,
     TimestampType,
@@ -50,7 +59,16 @@ from icefloe.types import (
     UUIDType,
 )
 
-__all__ = ["ENABLED", "MAX_FILE_BYTES", "native_batches", "whole_file"]
+__all__ = [
+    "ENABLED",
+    "MAX_FILE_BYTES",
+    "POSITION_COLUMN",
+    "ColumnChunk",
+    "column_chunks",
+    "native_batches",
+    "plain_field",
+    "whole_file",
+]
 
 #: Whether scans use this path at all (tests of the general reader turn it off).
 ENABLED = True
@@ -84,6 +102,15 @@ _PLAIN_TYPES = (
 )
 
 Fallback = Callable[[Sequence[FileScanTask]], Iterator[pa.RecordBatch]]
+Decoded = list[list[pa.RecordBatch] | None]
+
+#: The column :func:`column_chunks` adds: each row's position in its data file.
+POSITION_COLUMN = "__icefloe_pos"
+
+
+def plain_field(field: NestedField) -> bool:
+    """Whether the native path reads ``field`` (a top-level column of one of the plain types)."""
+    return isinstance(field.field_type, _PLAIN_TYPES)
 
 
 def _projection(options: ReadOptions) -> tuple[list[int], pa.Schema] | None:
@@ -96,7 +123,7 @@ def _projection(options: ReadOptions) -> tuple[list[int], pa.Schema] | None:
     if len(schema) != len(fields):
         return None
     for f, out in zip(fields, schema, strict=True):
-        if not isinstance(f.field_type, _PLAIN_TYPES) or isinstance(out.type, pa.BaseExtensionType):
+        if not plain_field(f) or isinstance(out.type, pa.BaseExtensionType):
             return None
     return [f.field_id for f in fields], schema
 
@@ -112,12 +139,11 @@ def whole_file(task: FileScanTask) -> bool:
 
 
 def _local_file(io: FileIO, task: FileScanTask) -> str | None:
-    """The local path of a task that reads a whole Parquet file with at most position deletes
-    and no residual filter, else None."""
+    """The local path of a task that reads a whole Parquet file of at most
+    :data:`MAX_FILE_BYTES` with at most position deletes, else None."""
     df = task.data_file
     if (
         any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files)
-        or not isinstance(task.residual, AlwaysTrue)
         or not whole_file(task)
         or df.file_size_in_bytes > MAX_FILE_BYTES
         or df.file_format.lower() != "parquet"
@@ -158,33 +184,56 @@ def native_batches(
         return None
     paths = []
     for task in tasks:
-        path = _local_file(io, task)
+        path = _local_file(io, task) if isinstance(task.residual, AlwaysTrue) else None
         if path is None:
             return None
         paths.append(path)
+    field_ids, schema = projection
+    decoded = _decode_chunks(
+        io, tasks, paths, field_ids, schema, workers, cache, options.name_mapping
+    )
+    return _batches(tasks, decoded, fallback)
+
+
+def _batches(
+    tasks: Sequence[FileScanTask],
+    decoded: Generator[tuple[int, Decoded], None, None],
+    fallback: Fallback,
+) -> Iterator[pa.RecordBatch]:
+    for a, done in decoded:
+        for i, batches in enumerate(done, start=a):
+            if batches is None:
+                decoded.close()
+                yield from fallback(tasks[i:])
+                return
+            yield from batches
+
+
+def _decode_chunks(
+    io: FileIO,
+    tasks: Sequence[FileScanTask],
+    paths: Sequence[str],
+    field_ids: list[int],
+    schema: pa.Schema,
+    workers: int,
+    cache: DeleteCache,
+    name_mapping: NameMapping | None,
+    optional: list[bool] | None = None,
+    positions: bool = False,
+) -> Generator[tuple[int, Decoded], None, None]:
+    """(index of the first task, what :func:`icefloe._native.parquet_read_files` gave for each
+    task) a chunk of tasks at a time, the next chunk decoded while the caller takes one; the
+    deletes of a chunk's files are loaded through ``cache`` on the I/O threads first."""
+    rows = [t.data_file.record_count for t in tasks]
 
     def deleted(task: FileScanTask) -> _native.PositionBitmap | None:
         if not task.delete_files:
             return None
         path = task.data_file.file_path
-        found = TaskDeletes.load(io, path, task.delete_files, cache, options.name_mapping)
+        found = TaskDeletes.load(io, path, task.delete_files, cache, name_mapping)
         return None if found.positions is None else found.positions.bitmap
 
-    return _batches(tasks, paths, projection, workers, deleted, fallback)
-
-
-def _batches(
-    tasks: Sequence[FileScanTask],
-    paths: list[str],
-    projection: tuple[list[int], pa.Schema],
-    workers: int,
-    deleted: Callable[[FileScanTask], _native.PositionBitmap | None],
-    fallback: Fallback,
-) -> Iterator[pa.RecordBatch]:
-    field_ids, schema = projection
-    rows = [t.data_file.record_count for t in tasks]
-
-    def decode(span: tuple[int, int]) -> list[list[pa.RecordBatch] | None]:
+    def decode(span: tuple[int, int]) -> Decoded:
         a, b = span
         chunk = tasks[a:b]
         if any(t.delete_files for t in chunk):
@@ -192,19 +241,98 @@ def _batches(
         else:
             bitmaps = [None] * len(chunk)
         return _native.parquet_read_files(
-            paths[a:b], rows[a:b], bitmaps, field_ids, schema, BATCH_SIZE, workers
+            list(paths[a:b]),
+            rows[a:b],
+            bitmaps,
+            field_ids,
+            schema,
+            BATCH_SIZE,
+            workers,
+            optional=optional,
+            positions=positions,
         )
 
     spans = list(_chunks(tasks, 2 * workers))
+    if not spans:
+        return
     with ThreadPoolExecutor(1, thread_name_prefix="icefloe-native-read") as pool:
-        ahead: Future[list[list[pa.RecordBatch] | None]] = pool.submit(decode, spans[0])
-        for k, (a, _) in enumerate(spans):
-            done = ahead.result()
-            if k + 1 < len(spans):
-                ahead = pool.submit(decode, spans[k + 1])
-            for i, batches in enumerate(done, start=a):
-                if batches is None:
-                    ahead.cancel()
-                    yield from fallback(tasks[i:])
-                    return
-                yield from batches
+        ahead: Future[Decoded] = pool.submit(decode, spans[0])
+        try:
+            for k, (a, _) in enumerate(spans):
+                done = ahead.result()
+                if k + 1 < len(spans):
+                    ahead = pool.submit(decode, spans[k + 1])
+                yield a, done
+        finally:
+            ahead.cancel()
+
+
+class ColumnChunk:
+    """The live rows of some tasks' data files in one table: the columns asked for, then
+    :data:`POSITION_COLUMN` (each row's position in its file). ``tasks`` are the indexes of the
+    tasks in the list given to :func:`column_chunks`; the rows of ``tasks[k]`` are
+    ``table[offsets[k]:offsets[k + 1]]``."""
+
+    __slots__ = ("offsets", "table", "tasks")
+
+    def __init__(self, tasks: list[int], table: pa.Table, offsets: np.ndarray) -> None:
+        self.tasks = tasks
+        self.table = table
+        self.offsets = offsets
+
+    def split(self, rows: np.ndarray) -> list[np.ndarray]:
+        """Sorted row indexes of :attr:`table` split by task (one array per task)."""
+        cuts = np.searchsorted(rows, self.offsets)
+        return [rows[cuts[k] : cuts[k + 1]] for k in range(len(self.tasks))]
+
+
+def column_chunks(
+    io: FileIO,
+    tasks: Sequence[FileScanTask],
+    fields: Sequence[NestedField],
+    workers: int,
+    cache: DeleteCache,
+    name_mapping: NameMapping | None = None,
+    optional: Sequence[NestedField] = (),
+) -> Iterator[ColumnChunk]:
+    """The live rows of the tasks the native path reads (whole local Parquet files of at most
+    :data:`MAX_FILE_BYTES`, no equality deletes), with the top-level columns ``fields`` (plain
+    types, see :func:`plain_field`) and the ``optional`` ones (nulls where a file lacks them),
+    a chunk of files at a time. A task not in any chunk (not local, a column missing or of
+    another type, no field ids, any damage) is left to the caller's general path."""
+    wanted = [*fields, *optional]
+    if not ENABLED or not tasks or not all(plain_field(f) for f in wanted):
+        return
+    picked = [(i, _local_file(io, t)) for i, t in enumerate(tasks)]
+    local = [(i, p) for i, p in picked if p is not None]
+    if not local:
+        return
+    index = [i for i, _ in local]
+    chosen = [tasks[i] for i in index]
+    arrow = schema_to_arrow(Schema(*wanted))
+    if any(isinstance(f.type, pa.BaseExtensionType) for f in arrow):
+        return
+    schema = arrow.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
+    flags = [False] * len(fields) + [True] * len(optional)
+    ids = [f.field_id for f in wanted]
+    decoded = _decode_chunks(
+        io,
+        chosen,
+        [p for _, p in local],
+        ids,
+        schema,
+        workers,
+        cache,
+        name_mapping,
+        optional=flags,
+        positions=True,
+    )
+    for a, done in decoded:
+        read = [(index[a + k], b) for k, b in enumerate(done) if b is not None]
+        if not read:
+            continue
+        counts = [sum(batch.num_rows for batch in b) for _, b in read]
+        table = pa.Table.from_batches([batch for _, b in read for batch in b], schema)
+        offsets = np.zeros(len(read) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        yield ColumnChunk([i for i, _ in read], table, offsets)

@@ -61,6 +61,8 @@ from icefloe.write.matching import (
     check_unique_keys,
     matching_key_positions,
     matching_positions,
+    native_matching_key_positions,
+    native_matching_positions,
     surviving_rows,
 )
 from icefloe.write.writer import write_data_files
@@ -130,6 +132,20 @@ def _run_tasks(
     return parallel_map(run, tasks, threads=work_threads(), kind="work")
 
 
+def _fill_in(
+    found: list[_T | None],
+    tasks: list[FileScanTask],
+    fn: Callable[[FileScanTask, DeleteCache], _T],
+    cache: DeleteCache,
+) -> None:
+    """Runs ``fn`` (see :func:`_per_task`) for the tasks the native path left (None in
+    ``found``) and puts its results in their places."""
+    rest = [i for i, f in enumerate(found) if f is None]
+    if rest:
+        for i, r in zip(rest, _per_task(fn, [tasks[i] for i in rest], cache), strict=True):
+            found[i] = r
+
+
 def _live_count(ctx: RowContext, task: FileScanTask) -> int | None:
     """Rows of the task's file not deleted by position deletes; None with equality deletes."""
     if any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files):
@@ -165,10 +181,7 @@ def _delete_delta(
     deleted = 0
     tasks = plan_tasks(ctx.tx, bound, branch=ctx.branch, case_sensitive=ctx.case_sensitive)
 
-    def probe(task: FileScanTask, cache: DeleteCache) -> pa.Array | None:
-        """None: the partition proves every row matches; else the matching positions."""
-        if all_rows_match(task, ctx.schema, bound, ctx.specs):
-            return None
+    def probe(task: FileScanTask, cache: DeleteCache) -> pa.Array:
         return matching_positions(
             ctx.io,
             task,
@@ -179,7 +192,16 @@ def _delete_delta(
             cache=cache,
         )
 
-    for task, pos in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
+    # None: the partition proves every row matches; else the matching positions
+    whole = [all_rows_match(t, ctx.schema, bound, ctx.specs) for t in tasks]
+    read = [t for t, w in zip(tasks, whole, strict=True) if not w]
+    found = native_matching_positions(
+        ctx.io, read, ctx.schema, bound, cache=ctx.cache, name_mapping=ctx.mapping
+    )
+    _fill_in(found, read, probe, ctx.cache)
+    it = iter(found)
+    matched = [None if w else next(it) for w in whole]
+    for task, pos in zip(tasks, matched, strict=True):
         if pos is None:
             live = _live_count(ctx, task)
             if live is None:
@@ -426,7 +448,18 @@ def upsert(
                 with_row_ids=lineage,
             )
 
-        for task, hit in zip(tasks, _per_task(probe, tasks, ctx.cache), strict=True):
+        hits = native_matching_key_positions(
+            ctx.io,
+            tasks,
+            ctx.schema,
+            keys,
+            cache=ctx.cache,
+            name_mapping=ctx.mapping,
+            with_row_ids=lineage,
+        )
+        _fill_in(hits, tasks, probe, ctx.cache)
+        for task, hit in zip(tasks, hits, strict=True):
+            assert hit is not None
             if hit.num_rows == 0:
                 continue
             matched_parts.append(hit)

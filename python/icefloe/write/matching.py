@@ -4,10 +4,14 @@ Per planned task (one data file with the deletes that apply to it):
 
 - :func:`matching_positions`: positions of the live rows matching a filter (the ``_pos``
   metadata column of the reader, filtered by the bound expression in Arrow).
+  :func:`native_matching_positions` does the same for many tasks at once where the native
+  reader takes their files (a chunk of files decoded per call, the filter evaluated once per
+  chunk), leaving the other tasks to the per-task function.
 - :func:`surviving_rows`: the live rows *not* matching a filter, with ``_row_id`` and
   ``_last_updated_sequence_number`` so a copy-on-write rewrite keeps row lineage.
 - :func:`key_match_mask` / :func:`matching_key_positions`: which rows of a data file have a key
-  present in a set of keys (hash-matched in Rust, null equals null like equality deletes).
+  present in a set of keys (hash-matched in Rust, null equals null like equality deletes);
+  :func:`native_matching_key_positions` for many tasks at once.
 - :func:`check_unique_keys`: upsert sources must not repeat a key.
 - :func:`carry_row_ids`: the ``_row_id`` of the existing row each source row replaces (an
   Arrow hash join), so an updated row keeps its id.
@@ -27,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe._concurrency import work_threads
 from icefloe._identity_memo import IdentityMemo
 from icefloe.deletes import EqualityDeleteSet
 from icefloe.exceptions import ValidationError
@@ -40,17 +45,20 @@ from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.read.deletes import DeleteCache
+from icefloe.read.native_files import POSITION_COLUMN, column_chunks
 from icefloe.read.reader import output_schema, read_task
+from icefloe.scan.filters import bool_numpy, referenced_field_ids
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     POS,
     ROW_ID,
     FileScanTask,
     ReadOptions,
+    metadata_field,
     replace_task,
 )
 from icefloe.schema import Schema
-from icefloe.types import StructType
+from icefloe.types import NestedField, StructType
 
 __all__ = [
     "all_rows_match",
@@ -60,6 +68,8 @@ __all__ = [
     "key_match_mask",
     "matching_key_positions",
     "matching_positions",
+    "native_matching_key_positions",
+    "native_matching_positions",
     "partition_key",
     "partition_row",
     "surviving_rows",
@@ -127,6 +137,47 @@ def matching_positions(
     return pa.concat_arrays(arrays)
 
 
+def _top_level(schema: Schema, ids: Sequence[int]) -> list[NestedField] | None:
+    """The top-level fields of ``schema`` with ``ids`` (in that order); None when one of them
+    is not a top-level field."""
+    by_id = {f.field_id: f for f in schema.fields}
+    fields = [by_id.get(i) for i in ids]
+    return None if any(f is None for f in fields) else [f for f in fields if f is not None]
+
+
+def native_matching_positions(
+    io: FileIO,
+    tasks: Sequence[FileScanTask],
+    schema: Schema,
+    bound_filter: BooleanExpression,
+    *,
+    cache: DeleteCache,
+    name_mapping: NameMapping | None = None,
+    workers: int | None = None,
+) -> list[pa.Array | None]:
+    """Per task, what :func:`matching_positions` gives, for the tasks whose files the native
+    reader takes (:func:`icefloe.read.native_files.column_chunks`): the filter's columns of a
+    chunk of files are decoded in one call and the filter evaluated once over them. None for a
+    task left to :func:`matching_positions`."""
+    out: list[pa.Array | None] = [None] * len(tasks)
+    if bound_filter is AlwaysFalse():
+        return [_EMPTY_POSITIONS] * len(tasks)
+    fields = _top_level(schema, referenced_field_ids(bound_filter))
+    if fields is None:
+        return out
+    chunks = column_chunks(io, tasks, fields, workers or work_threads(), cache, name_mapping)
+    for chunk in chunks:
+        table = chunk.table
+        if table.num_rows:
+            hit = np.flatnonzero(bool_numpy(_evaluate(bound_filter, table)))
+        else:
+            hit = np.empty(0, dtype=np.int64)
+        positions = table.column(POSITION_COLUMN).to_numpy()
+        for i, rows in zip(chunk.tasks, chunk.split(hit), strict=True):
+            out[i] = pa.array(positions[rows], pa.int64())
+    return out
+
+
 def surviving_rows(
     io: FileIO,
     task: FileScanTask,
@@ -177,13 +228,25 @@ def all_rows_match(
     spec = specs.get(task.data_file.spec_id)
     if spec is None or not spec.fields:
         return False
-    ptype = spec.partition_type(schema)
-    bound = bind(ptype, project(bound_filter, spec, strict=True), True)
+    ptype, bound = _STRICT.get(
+        (schema, bound_filter, spec), (), lambda: _strict_projection(schema, bound_filter, spec)
+    )
     if bound is AlwaysFalse():
         return False
     if bound is AlwaysTrue():
         return True
     return evaluate(bound, partition_row(ptype, task.data_file.partition))
+
+
+#: The strict projection of a filter onto a spec, worked out once per operation, not per file.
+_STRICT = IdentityMemo(32)
+
+
+def _strict_projection(
+    schema: Schema, bound_filter: BooleanExpression, spec: PartitionSpec
+) -> tuple[StructType, BooleanExpression]:
+    ptype = spec.partition_type(schema)
+    return ptype, bind(ptype, project(bound_filter, spec, strict=True), True)
 
 
 _EPOCH = _dt.datetime(1970, 1, 1)
@@ -279,12 +342,7 @@ def matching_key_positions(
 ) -> pa.Table:
     """The live rows of ``task``'s data file whose key is in ``keys``: a table of the join
     columns, ``_pos`` and (when ``with_row_ids``) ``_row_id``. Reads only the join columns."""
-    ids = []
-    for name in keys.join_cols:
-        fid = schema.find_field_id(name)
-        if fid is None:
-            raise ValidationError(f"join column {name!r} is not in the table schema")
-        ids.append(fid)
+    ids = _join_ids(schema, keys)
     meta = (POS, ROW_ID) if with_row_ids else (POS,)
     whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
     options = _options(schema, tuple(ids), specs or _NO_SPECS, name_mapping, meta, 3)
@@ -296,6 +354,70 @@ def matching_key_positions(
     if not parts:
         return output_schema(options, task.data_file.spec_id).empty_table()
     return pa.Table.from_batches(parts)
+
+
+def _join_ids(schema: Schema, keys: KeySet) -> list[int]:
+    ids = []
+    for name in keys.join_cols:
+        fid = schema.find_field_id(name)
+        if fid is None:
+            raise ValidationError(f"join column {name!r} is not in the table schema")
+        ids.append(fid)
+    return ids
+
+
+def native_matching_key_positions(
+    io: FileIO,
+    tasks: Sequence[FileScanTask],
+    schema: Schema,
+    keys: KeySet,
+    *,
+    cache: DeleteCache,
+    name_mapping: NameMapping | None = None,
+    with_row_ids: bool = False,
+    workers: int | None = None,
+) -> list[pa.Table | None]:
+    """Per task, what :func:`matching_key_positions` gives, for the tasks whose files the
+    native reader takes: the join columns of a chunk of files are decoded in one call and
+    matched against ``keys`` in one probe. None for a task left to
+    :func:`matching_key_positions`."""
+    out: list[pa.Table | None] = [None] * len(tasks)
+    ids = _join_ids(schema, keys)
+    fields = _top_level(schema, ids)
+    if fields is None:
+        return out
+    meta = (POS, ROW_ID) if with_row_ids else (POS,)
+    options = _options(schema, tuple(ids), _NO_SPECS, name_mapping, meta, 3)
+    result = output_schema(options)
+    # a file rewritten with row lineage stores its rows' ids; others inherit them
+    stored = [metadata_field(ROW_ID)] if with_row_ids else []
+    chunks = column_chunks(
+        io, tasks, fields, workers or work_threads(), cache, name_mapping, optional=stored
+    )
+    for chunk in chunks:
+        table = chunk.table
+        hit = np.empty(0, dtype=np.int64)
+        if table.num_rows:
+            hit = np.flatnonzero(bool_numpy(keys.match_mask(table)))
+        hits = table.take(pa.array(hit, pa.int64())).combine_chunks()
+        positions = hits.column(POSITION_COLUMN)
+        start = 0
+        for i, rows in zip(chunk.tasks, chunk.split(hit), strict=True):
+            n = len(rows)
+            if n == 0:
+                out[i] = result.empty_table()
+                continue
+            part = hits.slice(start, n)
+            pos = positions.slice(start, n)
+            start += n
+            arrays = [part.column(f.name) for f in fields] + [pos]
+            if with_row_ids:
+                first = tasks[i].data_file.first_row_id
+                own = part.column(ROW_ID)
+                inherited = None if first is None else pc.add(pos, pa.scalar(first, pa.int64()))
+                arrays.append(own if inherited is None else pc.coalesce(own, inherited))
+            out[i] = pa.Table.from_arrays(arrays, schema=result)
+    return out
 
 
 def carry_row_ids(source: pa.Table, matched: pa.Table, join_cols: Sequence[str]) -> pa.Array:
