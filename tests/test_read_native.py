@@ -20,7 +20,10 @@ from icefloe import _native
 from icefloe.exceptions import CorruptFileError, FileIOError
 from icefloe.name_mapping import create_mapping
 from icefloe.read import native_files
-from icefloe.types import LongType
+from icefloe.scan import DataFileRef, FileScanTask
+from icefloe.scan.tasks import DeleteContent, DeleteFileRef
+from icefloe.schema import Schema
+from icefloe.types import LongType, MapType, NestedField, StringType, StructType
 from support.write_util import catalog
 
 TYPES: dict[str, pa.DataType] = {
@@ -143,16 +146,55 @@ def test_position_deletes_and_deletion_vectors_are_applied(
     assert pa.compute.min(got["l"]).as_py() >= 200000000
 
 
-def test_equality_deletes_take_the_general_reader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("version", [2, 3])
+def test_equality_deletes_are_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
 ) -> None:
-    data = _table(["l", "s"], 300, nulls=0)
-    t = _partitioned(tmp_path, data)
-    t.delete_by_keys(pa.table({"l": pa.array([0, 1_000_003 * 7], pa.int64())}), ["l"])
+    """Equality deletes (on one column and on two, projected or not, nulls equal to nulls)
+    mixed with position deletes: the same rows as the general reader, every file native."""
+    monkeypatch.setattr(native_files, "BATCH_SIZE", 64)
+    data = _table(["l", "s", "d", "day"], 600, nulls=7)
+    t = _partitioned(tmp_path, data, version, **{"write.delete.mode": "merge-on-read"})
+    t.delete("d > 150")
+    t.refresh().delete_by_keys(pa.table({"l": pa.array([0, 1_000_003 * 7], pa.int64())}), ["l"])
+    keys = data.select(["s", "day"]).slice(20, 40)
+    t.refresh().delete_by_keys(keys, ["s", "day"])
+    t = t.refresh()
+    assert any(
+        d.content.value == "equality-deletes"
+        for task in t.scan().plan_files()
+        for d in task.delete_files
+    )
     spy = _Spy(monkeypatch)
-    got = t.refresh().scan().to_arrow()
-    assert spy.read == []
-    assert got.num_rows == 298
+    for fields in [("*",), ("l",), ("part", "s")]:
+        spy.read.clear()
+        got = t.scan(selected_fields=fields).to_arrow()
+        assert spy.read and all(spy.read), fields
+        want = _general(monkeypatch, lambda f=fields: t.scan(selected_fields=f).to_arrow())
+        assert got.schema.equals(want.schema, check_metadata=True)
+        assert got.equals(want)
+    everything = t.scan().to_arrow()
+    assert 0 < everything.num_rows < 600 - 40
+    assert not set(everything["l"].to_pylist()) & {0, 1_000_003 * 7}
+    assert t.scan().count() == everything.num_rows
+
+
+def test_equality_deletes_on_nested_columns_take_the_general_reader(tmp_path: Path) -> None:
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "st", StructType(NestedField(3, "a", LongType()))),
+        NestedField(4, "m", MapType(5, StringType(), 6, LongType())),
+    )
+
+    def task(*ids: int) -> FileScanTask:
+        eq = DeleteFileRef(DeleteContent.EQUALITY_DELETES, "e.parquet", equality_ids=ids)
+        return FileScanTask(DataFileRef("d.parquet", record_count=1), (eq,))
+
+    fields = native_files._equality_fields([task(1), FileScanTask(DataFileRef("x"))], schema)
+    assert fields is not None and [f.field_id for f in fields] == [1]
+    assert native_files._equality_fields([task(1), task(3)], schema) is None
+    assert native_files._equality_fields([task(4)], schema) is None
+    assert native_files._equality_fields([task(99)], schema) is None  # dropped since
 
 
 def test_limits_workers_and_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

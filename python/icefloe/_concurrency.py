@@ -112,8 +112,9 @@ def parallel_map(
     kind: Literal["io", "work"] = "io",
 ) -> list[R]:
     """``[fn(x) for x in items]``, with up to ``threads`` calls at once on the ``threads``-wide
-    :func:`io_executor` or :func:`work_executor` (by ``kind``; the default width is theirs); the
-    first error is raised once the calls under way end.
+    :func:`io_executor` or :func:`work_executor` (by ``kind``; the default width is theirs); once
+    a call fails no more start, and when the calls under way end the error of the earliest item
+    that failed is raised.
 
     The calling thread takes items too, and runners that have not started when it runs out of
     items are cancelled: a call made from inside a job of the same executor (all of whose
@@ -124,7 +125,7 @@ def parallel_map(
     if limit <= 1:
         return [fn(x) for x in todo]
     out: list[R | None] = [None] * len(todo)
-    errors: list[BaseException] = []
+    errors: list[tuple[int, BaseException]] = []
     lock = threading.Lock()
     following = iter(range(len(todo)))
 
@@ -140,7 +141,7 @@ def parallel_map(
                 out[i] = fn(todo[i])
             except BaseException as e:  # raised by the caller below
                 with lock:
-                    errors.append(e)
+                    errors.append((i, e))
                 return
 
     pool = io_executor(width) if kind == "io" else work_executor(width)
@@ -150,5 +151,5 @@ def parallel_map(
         if not f.cancel():
             f.result()
     if errors:
-        raise errors[0]
+        raise min(errors, key=lambda x: x[0])[1]
     return out  # type: ignore[return-value]

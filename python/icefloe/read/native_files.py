@@ -138,18 +138,37 @@ def whole_file(task: FileScanTask) -> bool:
     )
 
 
-def _local_file(io: FileIO, task: FileScanTask) -> str | None:
+def _local_file(io: FileIO, task: FileScanTask, equality: bool = False) -> str | None:
     """The local path of a task that reads a whole Parquet file of at most
-    :data:`MAX_FILE_BYTES` with at most position deletes, else None."""
+    :data:`MAX_FILE_BYTES` with at most position deletes (and equality deletes when
+    ``equality``), else None."""
     df = task.data_file
     if (
-        any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files)
-        or not whole_file(task)
+        not whole_file(task)
         or df.file_size_in_bytes > MAX_FILE_BYTES
         or df.file_format.lower() != "parquet"
+        or (
+            not equality
+            and any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files)
+        )
     ):
         return None
     return io.local_path(df.file_path)
+
+
+def _equality_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[NestedField] | None:
+    """The columns the equality deletes of ``tasks`` compare (top-level, plain types, sorted
+    by id); None when one of them is not such a column of ``schema``."""
+    ids: set[int] = set()
+    for task in tasks:
+        for d in task.delete_files:
+            if d.content is DeleteContent.EQUALITY_DELETES:
+                ids.update(d.equality_ids)
+    by_id = {f.field_id: f for f in schema.fields}
+    fields = [by_id.get(i) for i in sorted(ids)]
+    if not all(f is not None and plain_field(f) for f in fields):
+        return None
+    return [f for f in fields if f is not None]
 
 
 def _chunks(tasks: Sequence[FileScanTask], first: int) -> Iterator[tuple[int, int]]:
@@ -182,15 +201,33 @@ def native_batches(
     projection = _projection(options) if ENABLED else None
     if projection is None or not tasks:
         return None
+    equality = _equality_fields(tasks, options.schema)
+    if equality is None:
+        return None
     paths = []
     for task in tasks:
-        path = _local_file(io, task) if isinstance(task.residual, AlwaysTrue) else None
+        path = _local_file(io, task, True) if isinstance(task.residual, AlwaysTrue) else None
         if path is None:
             return None
         paths.append(path)
     field_ids, schema = projection
+    width = len(field_ids)
+    # the columns equality deletes compare, read after the projected ones and dropped
+    extra = [f for f in equality if f.field_id not in field_ids]
+    if extra:
+        field_ids = field_ids + [f.field_id for f in extra]
+        for f in schema_to_arrow(Schema(*extra)):
+            schema = schema.append(f)
     decoded = _decode_chunks(
-        io, tasks, paths, field_ids, schema, workers, cache, options.name_mapping
+        io,
+        tasks,
+        paths,
+        field_ids,
+        schema,
+        workers,
+        cache,
+        options.name_mapping,
+        width=width if extra else None,
     )
     return _batches(tasks, decoded, fallback)
 
@@ -220,27 +257,30 @@ def _decode_chunks(
     name_mapping: NameMapping | None,
     optional: list[bool] | None = None,
     positions: bool = False,
+    width: int | None = None,
 ) -> Generator[tuple[int, Decoded], None, None]:
     """(index of the first task, what :func:`icefloe._native.parquet_read_files` gave for each
     task) a chunk of tasks at a time, the next chunk decoded while the caller takes one; the
-    deletes of a chunk's files are loaded through ``cache`` on the I/O threads first."""
+    deletes of a chunk's files are loaded through ``cache`` on the I/O threads first. Rows an
+    equality delete matches are dropped after the decode; with ``width``, only the first
+    ``width`` columns are kept (the others were read for the equality deletes)."""
     rows = [t.data_file.record_count for t in tasks]
+    column_of = {fid: k for k, fid in enumerate(field_ids)}
 
-    def deleted(task: FileScanTask) -> _native.PositionBitmap | None:
+    def load(task: FileScanTask) -> TaskDeletes | None:
         if not task.delete_files:
             return None
         path = task.data_file.file_path
-        found = TaskDeletes.load(io, path, task.delete_files, cache, name_mapping)
-        return None if found.positions is None else found.positions.bitmap
+        return TaskDeletes.load(io, path, task.delete_files, cache, name_mapping)
 
     def decode(span: tuple[int, int]) -> Decoded:
         a, b = span
         chunk = tasks[a:b]
+        loaded: list[TaskDeletes | None] = [None] * len(chunk)
         if any(t.delete_files for t in chunk):
-            bitmaps = parallel_map(deleted, chunk)
-        else:
-            bitmaps = [None] * len(chunk)
-        return _native.parquet_read_files(
+            loaded = parallel_map(load, chunk)
+        bitmaps = [None if d is None or d.positions is None else d.positions.bitmap for d in loaded]
+        out = _native.parquet_read_files(
             list(paths[a:b]),
             rows[a:b],
             bitmaps,
@@ -251,6 +291,12 @@ def _decode_chunks(
             optional=optional,
             positions=positions,
         )
+        for k, (deletes, batches) in enumerate(zip(loaded, out, strict=True)):
+            if batches is not None and deletes is not None and deletes.equality is not None:
+                batches = out[k] = _without_equal(batches, deletes, column_of)
+            if batches is not None and width is not None:
+                out[k] = [batch.select(range(width)) for batch in batches]
+        return out
 
     spans = list(_chunks(tasks, 2 * workers))
     if not spans:
@@ -265,6 +311,25 @@ def _decode_chunks(
                 yield a, done
         finally:
             ahead.cancel()
+
+
+def _without_equal(
+    batches: list[pa.RecordBatch], deletes: TaskDeletes, column_of: dict[int, int]
+) -> list[pa.RecordBatch]:
+    """``batches`` without the rows an equality delete of ``deletes`` matches (their columns
+    are at ``column_of[field id]``)."""
+    assert deletes.equality is not None
+    ids = deletes.equality_ids
+    names = [str(i) for i in ids]
+    out = []
+    for batch in batches:
+        keys = pa.RecordBatch.from_arrays([batch.column(column_of[i]) for i in ids], names=names)
+        keep = deletes.equality.keep_mask(keys)
+        if keep.false_count:
+            batch = batch.filter(keep)
+        if batch.num_rows:
+            out.append(batch)
+    return out
 
 
 class ColumnChunk:
