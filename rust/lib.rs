@@ -9,6 +9,7 @@ pub mod error;
 pub mod expr;
 pub mod geo;
 pub mod manifest;
+pub mod parquet_deletes;
 pub mod parquet_footer;
 pub mod parquet_read;
 pub mod plan;

@@ -21,7 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use arrow_array::{
-    make_array, new_null_array, ArrayRef, Int64Array, RecordBatch, RecordBatchOptions,
+    make_array, new_null_array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
@@ -33,6 +33,7 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::reader::ChunkReader;
 use rayon::prelude::*;
 
+use crate::deletes::equality::EqualityDeleteSet;
 use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
 use crate::deletes::PositionBitmap;
 use crate::parquet_footer::check_footer;
@@ -97,20 +98,38 @@ impl Projection {
     }
 }
 
+/// The deletes of one file: the positions its deletion vector or position delete files name,
+/// and the equality deletes that apply to it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deletes<'a> {
+    pub positions: Option<&'a PositionBitmap>,
+    /// Matched against the projected columns, each named by its field id; a set naming a
+    /// column the projection lacks sends the file to the general reader.
+    pub equality: Option<&'a EqualityDeleteSet>,
+}
+
+impl<'a> From<Option<&'a PositionBitmap>> for Deletes<'a> {
+    fn from(positions: Option<&'a PositionBitmap>) -> Self {
+        Self {
+            positions,
+            equality: None,
+        }
+    }
+}
+
 /// The batches of each file in `files` (same order), or `None` for a file this path does not
-/// read; the rows at the positions in a file's `deleted` bitmap (its deletion vector or merged
-/// position deletes) are dropped. Files are read in parallel on `threads` threads (rayon's
-/// pool when `None`).
+/// read; the rows a file's `deletes` name (positions, equality deletes) are dropped. Files are
+/// read in parallel on `threads` threads (rayon's pool when `None`).
 pub fn read_files(
     files: &[FileRequest],
-    deleted: &[Option<&PositionBitmap>],
+    deletes: &[Deletes<'_>],
     projection: &Projection,
     threads: Option<usize>,
 ) -> Result<Vec<Option<Vec<RecordBatch>>>> {
-    if deleted.len() != files.len() {
+    if deletes.len() != files.len() {
         return Err(crate::Error::validation(format!(
-            "{} delete bitmaps for {} files",
-            deleted.len(),
+            "{} delete sets for {} files",
+            deletes.len(),
             files.len()
         )));
     }
@@ -118,11 +137,11 @@ pub fn read_files(
     crate::pool::install(threads, || {
         Ok(files
             .par_iter()
-            .zip(deleted.par_iter())
+            .zip(deletes.par_iter())
             .map(|(f, d)| {
                 // A panic in the decoder (a malformed file it does not guard against) sends
                 // the file to the general reader, which reports it.
-                catch_unwind(AssertUnwindSafe(|| read_file(f, *d, projection)))
+                catch_unwind(AssertUnwindSafe(|| read_file(f, d, projection)))
                     .ok()
                     .flatten()
             })
@@ -132,10 +151,25 @@ pub fn read_files(
 
 fn read_file(
     request: &FileRequest,
-    deleted: Option<&PositionBitmap>,
+    deleted: &Deletes<'_>,
     projection: &Projection,
 ) -> Option<Vec<RecordBatch>> {
-    let mut file = File::open(&request.path).ok()?;
+    match open_parquet(&request.path)? {
+        (Source::Whole(bytes), footer) => decode(bytes, &footer, request, deleted, projection),
+        (Source::Part(file), footer) => decode(file, &footer, request, deleted, projection),
+    }
+}
+
+/// A Parquet file's bytes: all of a small file, or the open file to read by column chunk.
+pub(crate) enum Source {
+    Whole(Bytes),
+    Part(File),
+}
+
+/// Opens a local Parquet file: its bytes (all of them when it is at most 1 MiB) and the Thrift
+/// footer; `None` when it cannot be opened or has no footer.
+pub(crate) fn open_parquet(path: &str) -> Option<(Source, Vec<u8>)> {
+    let mut file = File::open(path).ok()?;
     let size = file.metadata().ok()?.len();
     if size < 12 {
         return None;
@@ -144,9 +178,9 @@ fn read_file(
         let mut buf = Vec::with_capacity(size as usize);
         file.read_to_end(&mut buf).ok()?;
         let bytes = Bytes::from(buf);
-        let footer = footer_of(&bytes, 0)?;
-        let footer = bytes.slice(footer.0 as usize..footer.1 as usize);
-        decode(bytes, &footer, request, deleted, projection)
+        let (lo, hi) = footer_of(&bytes, 0)?;
+        let footer = bytes[lo as usize..hi as usize].to_vec();
+        Some((Source::Whole(bytes), footer))
     } else {
         let start = size.saturating_sub(TAIL_BYTES);
         let mut tail = vec![0u8; (size - start) as usize];
@@ -159,7 +193,7 @@ fn read_file(
             file.read_exact_at(&mut buf, lo).ok()?;
             buf
         };
-        decode(file, &footer, request, deleted, projection)
+        Some((Source::Part(file), footer))
     }
 }
 
@@ -183,7 +217,7 @@ fn decode<T: ChunkReader + 'static>(
     reader: T,
     footer: &[u8],
     request: &FileRequest,
-    deleted: Option<&PositionBitmap>,
+    deleted: &Deletes<'_>,
     projection: &Projection,
 ) -> Option<Vec<RecordBatch>> {
     check_footer(footer).ok()?;
@@ -242,6 +276,16 @@ fn decode<T: ChunkReader + 'static>(
         .build()
         .ok()?;
     let want = &projection.schema;
+    // the projected columns named by field id, as equality delete sets name them
+    let key_schema = deleted.equality.map(|_| {
+        let fields: Vec<Field> = projection
+            .field_ids
+            .iter()
+            .zip(want.fields())
+            .map(|(id, f)| Field::new(id.to_string(), f.data_type().clone(), true))
+            .collect();
+        Arc::new(Schema::new(fields))
+    });
     let mut out = Vec::new();
     let mut seen: i64 = 0;
     for batch in batches {
@@ -266,13 +310,29 @@ fn decode<T: ChunkReader + 'static>(
         }
         // with a row count: a projection of no columns (a count) still has rows
         let mut batch = with_rows(want, columns, n)?;
-        if let Some(bitmap) = deleted {
-            let keep = keep_mask_from_bitmap(bitmap, base, n);
-            batch = if batch.num_columns() == 0 {
-                with_rows(want, Vec::new(), keep.true_count())?
-            } else {
-                apply_keep_mask(&batch, &keep).ok()?
-            };
+        let mut keep = deleted
+            .positions
+            .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n));
+        if let Some(set) = deleted.equality {
+            let by_id = RecordBatch::try_new(
+                key_schema.clone()?,
+                batch.columns()[..projection.field_ids.len()].to_vec(),
+            )
+            .ok()?;
+            let matched = set.keep_mask(&by_id).ok()?;
+            keep = Some(match keep {
+                Some(k) => BooleanArray::new(k.values() & matched.values(), None),
+                None => matched,
+            });
+        }
+        if let Some(keep) = keep {
+            if keep.true_count() < n {
+                batch = if batch.num_columns() == 0 {
+                    with_rows(want, Vec::new(), keep.true_count())?
+                } else {
+                    apply_keep_mask(&batch, &keep).ok()?
+                };
+            }
             if batch.num_rows() == 0 {
                 continue;
             }
@@ -437,7 +497,7 @@ mod tests {
             ],
         );
         let req = FileRequest { path, rows: 2500 };
-        let out = read_files(&[req], &[None], &p, Some(1)).unwrap();
+        let out = read_files(&[req], &[Deletes::default()], &p, Some(1)).unwrap();
         let batches = out[0].as_ref().expect("read natively");
         assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2500);
         let ids = batches[0]
@@ -457,7 +517,7 @@ mod tests {
         let p = projection(&[1], vec![Field::new("i", DataType::Int64, true)]);
         let bitmap = PositionBitmap::from_positions([0u64, 999, 1000, 1024, 2999]).unwrap();
         let req = FileRequest { path, rows: 3000 };
-        let out = read_files(&[req], &[Some(&bitmap)], &p, Some(1)).unwrap();
+        let out = read_files(&[req], &[Some(&bitmap).into()], &p, Some(1)).unwrap();
         let got: Vec<i64> = out[0]
             .as_ref()
             .unwrap()
@@ -486,15 +546,35 @@ mod tests {
             rows,
         };
         // missing column, other type, wrong row count, digest mismatch, missing file
-        assert!(read_files(&[req(&path, 100)], &[None], &int64(9), None).unwrap()[0].is_none());
-        assert!(read_files(&[req(&path, 100)], &[None], &int64(2), None).unwrap()[0].is_none());
-        assert!(read_files(&[req(&path, 99)], &[None], &int64(1), None).unwrap()[0].is_none());
         assert!(
-            read_files(&[req(&bad_digest, 100)], &[None], &int64(1), None).unwrap()[0].is_none()
+            read_files(&[req(&path, 100)], &[Deletes::default()], &int64(9), None).unwrap()[0]
+                .is_none()
         );
+        assert!(
+            read_files(&[req(&path, 100)], &[Deletes::default()], &int64(2), None).unwrap()[0]
+                .is_none()
+        );
+        assert!(
+            read_files(&[req(&path, 99)], &[Deletes::default()], &int64(1), None).unwrap()[0]
+                .is_none()
+        );
+        assert!(read_files(
+            &[req(&bad_digest, 100)],
+            &[Deletes::default()],
+            &int64(1),
+            None
+        )
+        .unwrap()[0]
+            .is_none());
         let gone = dir.join("missing.parquet").to_string_lossy().into_owned();
-        assert!(read_files(&[req(&gone, 100)], &[None], &int64(1), None).unwrap()[0].is_none());
-        assert!(read_files(&[req(&path, 100)], &[None], &int64(1), None).unwrap()[0].is_some());
+        assert!(
+            read_files(&[req(&gone, 100)], &[Deletes::default()], &int64(1), None).unwrap()[0]
+                .is_none()
+        );
+        assert!(
+            read_files(&[req(&path, 100)], &[Deletes::default()], &int64(1), None).unwrap()[0]
+                .is_some()
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 
@@ -515,7 +595,13 @@ mod tests {
         };
         let bitmap = PositionBitmap::from_positions([3u64, 1000, 2099]).unwrap();
         let req = FileRequest { path, rows: 2100 };
-        let out = read_files(std::slice::from_ref(&req), &[Some(&bitmap)], &p, Some(1)).unwrap();
+        let out = read_files(
+            std::slice::from_ref(&req),
+            &[Some(&bitmap).into()],
+            &p,
+            Some(1),
+        )
+        .unwrap();
         let batches = out[0].as_ref().expect("read natively");
         let mut ids = Vec::new();
         let mut pos = Vec::new();
@@ -534,15 +620,72 @@ mod tests {
             optional: vec![false, false],
             ..p.clone()
         };
-        assert!(
-            read_files(std::slice::from_ref(&req), &[None], &strict, None).unwrap()[0].is_none()
-        );
+        assert!(read_files(
+            std::slice::from_ref(&req),
+            &[Deletes::default()],
+            &strict,
+            None
+        )
+        .unwrap()[0]
+            .is_none());
         // a schema without room for the positions is refused
         let bad = Projection {
             positions: false,
             ..p
         };
-        assert!(read_files(&[req], &[None], &bad, None).is_err());
+        assert!(read_files(&[req], &[Deletes::default()], &bad, None).is_err());
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn equality_deletes_are_matched_by_field_id_with_positions() {
+        let dir = tempdir("equality");
+        let path = write(&dir, "a.parquet", 3000, None);
+        let p = projection(
+            &[2, 1],
+            vec![
+                Field::new("s", DataType::Utf8, true),
+                Field::new("i", DataType::Int64, true),
+            ],
+        );
+        let mut set = EqualityDeleteSet::new();
+        let keys = RecordBatch::try_from_iter([(
+            "1",
+            Arc::new(Int64Array::from(vec![5, 1500, 2999, 7000])) as ArrayRef,
+        )])
+        .unwrap();
+        set.add_batch(&keys).unwrap();
+        let bitmap = PositionBitmap::from_positions([4u64, 5, 6]).unwrap();
+        let both = Deletes {
+            positions: Some(&bitmap),
+            equality: Some(&set),
+        };
+        let req = FileRequest { path, rows: 3000 };
+        let out = read_files(std::slice::from_ref(&req), &[both], &p, Some(1)).unwrap();
+        let ids: Vec<i64> = out[0]
+            .as_ref()
+            .expect("read natively")
+            .iter()
+            .flat_map(|b| {
+                let a = b.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+                a.values().to_vec()
+            })
+            .collect();
+        let want: Vec<i64> = (0..3000)
+            .filter(|i| ![4, 5, 6, 1500, 2999].contains(i))
+            .collect();
+        assert_eq!(ids, want);
+        // a set on a column the projection lacks: left to the general reader
+        let mut other = EqualityDeleteSet::new();
+        let keys =
+            RecordBatch::try_from_iter([("3", Arc::new(Int64Array::from(vec![1])) as ArrayRef)])
+                .unwrap();
+        other.add_batch(&keys).unwrap();
+        let lacking = Deletes {
+            positions: None,
+            equality: Some(&other),
+        };
+        assert!(read_files(&[req], &[lacking], &p, None).unwrap()[0].is_none());
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -146,6 +146,41 @@ def test_position_deletes_and_deletion_vectors_are_applied(
     assert pa.compute.min(got["l"]).as_py() >= 200000000
 
 
+def test_position_delete_files_are_decoded_natively(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v2 position delete files naming one data file are decoded in Rust before the chunk is
+    read; a damaged one is left to the general reader, which names it."""
+    data = _table(["l", "s"], 900, nulls=0)
+    t = _partitioned(tmp_path, data, 2, **{"write.delete.mode": "merge-on-read"})
+    t.delete("l < 200000000")
+    t = t.refresh()
+    delete_files = {d.file_path for task in t.scan().plan_files() for d in task.delete_files}
+    assert len(delete_files) == 6
+    decoded: list[bool] = []
+    real = _native.parquet_read_position_deletes
+
+    def spy(*args: Any, **kwargs: Any) -> list[Any]:
+        out = real(*args, **kwargs)
+        decoded.extend(b is not None for b in out)
+        return out
+
+    monkeypatch.setattr(_native, "parquet_read_position_deletes", spy)
+    got = t.scan().to_arrow()
+    assert decoded == [True] * 6
+    want = _general(monkeypatch, lambda: t.scan().to_arrow())
+    assert got.equals(want)
+    assert got.num_rows == sum(1 for v in data["l"].to_pylist() if v >= 200000000)
+    # a truncated position delete file: the general reader raises, naming it
+    victim = sorted(delete_files)[0].removeprefix("file://")
+    raw = Path(victim).read_bytes()
+    Path(victim).write_bytes(raw[: len(raw) // 2])
+    decoded.clear()
+    with pytest.raises(CorruptFileError, match=Path(victim).name):
+        t.scan().to_arrow()
+    assert False in decoded
+
+
 @pytest.mark.parametrize("version", [2, 3])
 def test_equality_deletes_are_applied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int

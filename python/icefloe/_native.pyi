@@ -39,6 +39,7 @@ __all__ = [
     "keep_mask_from_positions",
     "parquet_check_footer",
     "parquet_read_files",
+    "parquet_read_position_deletes",
     "plan_build_tasks",
     "plan_check_unique_paths",
     "plan_entry_masks",
@@ -344,7 +345,11 @@ def parquet_read_files(
     threads: int | None = None,
     optional: list[bool] | None = None,
     positions: bool = False,
+    equality: list[EqualityDeleteSet | None] | None = None,
 ) -> list[list[pa.RecordBatch] | None]: ...
+def parquet_read_position_deletes(
+    paths: list[str], referenced: list[str], threads: int | None = None
+) -> list[PositionBitmap | None]: ...
 def puffin_read_footer(
     data: bytes,
 ) -> tuple[list[_BlobTuple], list[tuple[str, str]], int]: ...

@@ -235,6 +235,11 @@ class EqualityDeleteSet:
         for d in deletes:
             self.add(d)
 
+    @property
+    def native(self) -> _native.EqualityDeleteSet:
+        """The Rust set (what the native reader matches files against)."""
+        return self._set
+
     def add(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
         """Adds the rows of one delete file (all of its columns are equality columns)."""
         for batch in _batches(data):

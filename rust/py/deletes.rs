@@ -59,6 +59,10 @@ impl PositionBitmap {
     pub(crate) fn core(&self) -> &CoreBitmap {
         &self.inner
     }
+
+    pub(crate) fn from_core(inner: CoreBitmap) -> Self {
+        Self { inner }
+    }
 }
 
 #[pymethods]
@@ -378,6 +382,12 @@ impl PositionDeleteIndex {
 #[pyclass(module = "icefloe._native")]
 pub struct EqualityDeleteSet {
     inner: CoreEqualitySet,
+}
+
+impl EqualityDeleteSet {
+    pub(crate) fn core(&self) -> &CoreEqualitySet {
+        &self.inner
+    }
 }
 
 #[pymethods]

@@ -1,5 +1,6 @@
 //! Bindings of `crate::parquet_footer` (the footer check the general reader runs before pyarrow
-//! builds column-chunk metadata) and `crate::parquet_read` (the native reader of small files).
+//! builds column-chunk metadata), `crate::parquet_read` (the native reader of small files) and
+//! `crate::parquet_deletes` (position delete files naming one data file).
 
 use std::sync::Arc;
 
@@ -8,10 +9,11 @@ use arrow_pyarrow::PyArrowType;
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 
-use super::deletes::PositionBitmap;
+use super::deletes::{EqualityDeleteSet, PositionBitmap};
 use super::guard;
+use crate::parquet_deletes::{read_position_files, PositionFile};
 use crate::parquet_footer::check_footer;
-use crate::parquet_read::{read_files, FileRequest, Projection};
+use crate::parquet_read::{read_files, Deletes, FileRequest, Projection};
 
 /// Per row group: (row count, data page offsets, dictionary page offsets or -1), one offset per
 /// leaf column.
@@ -44,11 +46,12 @@ fn parquet_check_footer(footer: &[u8]) -> PyResult<Vec<RowGroupTuple>> {
 /// at the positions of its `deleted` bitmap; `None` for a file to read with the general
 /// reader. Files are decoded in parallel on `threads` threads without the GIL. A column whose
 /// `optional` flag is set reads as nulls from a file without it; with `positions`, the last
-/// field of `schema` (int64) receives each row's position in its file.
+/// field of `schema` (int64) receives each row's position in its file. A file's `equality`
+/// set drops the rows whose projected columns (named by field id) it matches.
 #[pyfunction]
 #[pyo3(signature = (
     paths, rows, deleted, field_ids, schema, batch_size, threads = None, optional = None,
-    positions = false
+    positions = false, equality = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn parquet_read_files(
@@ -62,6 +65,7 @@ fn parquet_read_files(
     threads: Option<usize>,
     optional: Option<Vec<bool>>,
     positions: bool,
+    equality: Option<Vec<Option<PyRef<'_, EqualityDeleteSet>>>>,
 ) -> PyResult<Vec<Option<Vec<PyArrowType<RecordBatch>>>>> {
     guard(|| {
         if paths.len() != rows.len() {
@@ -83,12 +87,29 @@ fn parquet_read_files(
             schema: Arc::new(schema.0),
             batch_size,
         };
+        let equality = equality.unwrap_or_default();
+        if !equality.is_empty() && equality.len() != files.len() {
+            return Err(crate::Error::validation(format!(
+                "{} equality delete sets for {} files",
+                equality.len(),
+                files.len()
+            )));
+        }
+        // the sets stay borrowed (read-only) while the files are decoded without the GIL
+        let sets: Vec<_> = equality
+            .iter()
+            .map(|e| e.as_ref().map(|s| s.core()))
+            .collect();
         let out = py.detach(|| {
-            let bitmaps: Vec<_> = deleted
+            let deletes: Vec<Deletes<'_>> = deleted
                 .iter()
-                .map(|d| d.as_ref().map(|b| b.get().core()))
+                .enumerate()
+                .map(|(i, d)| Deletes {
+                    positions: d.as_ref().map(|b| b.get().core()),
+                    equality: sets.get(i).copied().flatten(),
+                })
                 .collect();
-            read_files(&files, &bitmaps, &projection, threads)
+            read_files(&files, &deletes, &projection, threads)
         })?;
         Ok(out
             .into_iter()
@@ -97,8 +118,41 @@ fn parquet_read_files(
     })
 }
 
+/// The positions of each local position delete file in `paths` whose footer statistics prove
+/// that every row names the data file in `referenced` (same order), read by `pos` alone; `None`
+/// for a file to read the general way. Decoded in parallel without the GIL.
+#[pyfunction]
+#[pyo3(signature = (paths, referenced, threads = None))]
+fn parquet_read_position_deletes(
+    py: Python<'_>,
+    paths: Vec<String>,
+    referenced: Vec<String>,
+    threads: Option<usize>,
+) -> PyResult<Vec<Option<PositionBitmap>>> {
+    guard(|| {
+        if paths.len() != referenced.len() {
+            return Err(crate::Error::validation(format!(
+                "{} paths but {} referenced data files",
+                paths.len(),
+                referenced.len()
+            )));
+        }
+        let files: Vec<PositionFile> = paths
+            .into_iter()
+            .zip(referenced)
+            .map(|(path, referenced)| PositionFile { path, referenced })
+            .collect();
+        let out = py.detach(|| read_position_files(&files, threads))?;
+        Ok(out
+            .into_iter()
+            .map(|b| b.map(PositionBitmap::from_core))
+            .collect())
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_check_footer, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_read_files, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_read_position_deletes, m)?)?;
     Ok(())
 }

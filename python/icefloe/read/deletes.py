@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from icefloe import _native
 from icefloe.arrow_schema import apply_name_mapping, field_id_of
 from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteIndex
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
@@ -34,9 +35,10 @@ from icefloe.scan.tasks import (
     DELETE_FILE_POS_ID,
     DeleteContent,
     DeleteFileRef,
+    FileScanTask,
 )
 
-__all__ = ["DeleteCache", "TaskDeletes", "open_file"]
+__all__ = ["DeleteCache", "TaskDeletes", "open_file", "preload_position_deletes"]
 
 
 class DeleteCache:
@@ -57,6 +59,10 @@ class DeleteCache:
         self.footers = (
             self if footer_capacity is None else DeleteCache(footer_capacity, footer_capacity=None)
         )
+
+    def __contains__(self, key: Any) -> bool:
+        with self._lock:
+            return key in self._items
 
     def get(self, key: Any, load: Callable[[], Any]) -> Any:
         """The cached value of ``key``, loading (and caching) it on a miss."""
@@ -227,6 +233,37 @@ def _read_referenced_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector |
     if target != d.referenced_data_file:
         return None
     return _positions(pf, pos_col, d.file_path)
+
+
+def preload_position_deletes(
+    io: FileIO, tasks: Sequence[FileScanTask], cache: DeleteCache, threads: int
+) -> None:
+    """Decodes into ``cache``, in Rust and in parallel, the local position delete files of
+    ``tasks`` whose manifest entry names the task's data file (the common v2 layout), so the
+    tasks' :meth:`TaskDeletes.load` finds them decoded. A file the native reader does not
+    prove to name only that data file is left for the load to read as usual."""
+    keys, paths, targets = [], [], []
+    for task in tasks:
+        data_path = task.data_file.file_path
+        for d in task.delete_files:
+            if (
+                d.content is DeleteContent.POSITION_DELETES
+                and d.referenced_data_file == data_path
+                and not d.is_deletion_vector
+                and d.file_format.lower() == "parquet"
+            ):
+                key = ("pos-referenced", d.file_path)
+                local = io.local_path(d.file_path)
+                if local is not None and key not in cache:
+                    keys.append(key)
+                    paths.append(local)
+                    targets.append(data_path)
+    if not keys:
+        return
+    found = _native.parquet_read_position_deletes(paths, targets, threads)
+    for key, bitmap in zip(keys, found, strict=True):
+        if bitmap is not None:
+            cache.get(key, partial(DeletionVector, bitmap))
 
 
 def _position_deletes_of(
