@@ -23,7 +23,7 @@ table, so a delete or an upsert matches the rows of many files in one vectorised
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -67,6 +67,7 @@ __all__ = [
     "column_chunks",
     "native_batches",
     "plain_field",
+    "top_level_fields",
     "whole_file",
 ]
 
@@ -156,6 +157,14 @@ def _local_file(io: FileIO, task: FileScanTask, equality: bool = False) -> str |
     return io.local_path(df.file_path)
 
 
+def top_level_fields(schema: Schema, ids: Iterable[int]) -> list[NestedField] | None:
+    """The top-level fields of ``schema`` with ``ids`` (in that order); None when one of them
+    is not a top-level field."""
+    by_id = {f.field_id: f for f in schema.fields}
+    fields = [by_id.get(i) for i in ids]
+    return None if any(f is None for f in fields) else [f for f in fields if f is not None]
+
+
 def _equality_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[NestedField] | None:
     """The columns the equality deletes of ``tasks`` compare (top-level, plain types, sorted
     by id); None when one of them is not such a column of ``schema``."""
@@ -164,11 +173,8 @@ def _equality_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[Nest
         for d in task.delete_files:
             if d.content is DeleteContent.EQUALITY_DELETES:
                 ids.update(d.equality_ids)
-    by_id = {f.field_id: f for f in schema.fields}
-    fields = [by_id.get(i) for i in sorted(ids)]
-    if not all(f is not None and plain_field(f) for f in fields):
-        return None
-    return [f for f in fields if f is not None]
+    fields = top_level_fields(schema, sorted(ids))
+    return fields if fields is not None and all(plain_field(f) for f in fields) else None
 
 
 def _chunks(tasks: Sequence[FileScanTask], first: int) -> Iterator[tuple[int, int]]:

@@ -45,7 +45,7 @@ from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.read.deletes import DeleteCache
-from icefloe.read.native_files import POSITION_COLUMN, column_chunks
+from icefloe.read.native_files import POSITION_COLUMN, column_chunks, top_level_fields
 from icefloe.read.reader import output_schema, read_task
 from icefloe.scan.filters import bool_numpy, referenced_field_ids
 from icefloe.scan.tasks import (
@@ -58,7 +58,7 @@ from icefloe.scan.tasks import (
     replace_task,
 )
 from icefloe.schema import Schema
-from icefloe.types import NestedField, StructType
+from icefloe.types import StructType
 
 __all__ = [
     "all_rows_match",
@@ -137,14 +137,6 @@ def matching_positions(
     return pa.concat_arrays(arrays)
 
 
-def _top_level(schema: Schema, ids: Sequence[int]) -> list[NestedField] | None:
-    """The top-level fields of ``schema`` with ``ids`` (in that order); None when one of them
-    is not a top-level field."""
-    by_id = {f.field_id: f for f in schema.fields}
-    fields = [by_id.get(i) for i in ids]
-    return None if any(f is None for f in fields) else [f for f in fields if f is not None]
-
-
 def native_matching_positions(
     io: FileIO,
     tasks: Sequence[FileScanTask],
@@ -162,7 +154,7 @@ def native_matching_positions(
     out: list[pa.Array | None] = [None] * len(tasks)
     if bound_filter is AlwaysFalse():
         return [_EMPTY_POSITIONS] * len(tasks)
-    fields = _top_level(schema, referenced_field_ids(bound_filter))
+    fields = top_level_fields(schema, referenced_field_ids(bound_filter))
     if fields is None:
         return out
     chunks = column_chunks(io, tasks, fields, workers or work_threads(), cache, name_mapping)
@@ -383,7 +375,7 @@ def native_matching_key_positions(
     :func:`matching_key_positions`."""
     out: list[pa.Table | None] = [None] * len(tasks)
     ids = _join_ids(schema, keys)
-    fields = _top_level(schema, ids)
+    fields = top_level_fields(schema, ids)
     if fields is None:
         return out
     meta = (POS, ROW_ID) if with_row_ids else (POS,)
