@@ -12,6 +12,8 @@ pub mod manifest;
 pub mod parquet_deletes;
 pub mod parquet_footer;
 pub mod parquet_read;
+pub mod parquet_stream;
+pub mod parquet_types;
 pub mod plan;
 pub mod pool;
 pub mod puffin;

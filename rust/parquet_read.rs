@@ -21,7 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use arrow_array::{
-    make_array, new_null_array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions,
+    new_null_array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
@@ -37,6 +37,7 @@ use crate::deletes::equality::EqualityDeleteSet;
 use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
 use crate::deletes::PositionBitmap;
 use crate::parquet_footer::check_footer;
+use crate::parquet_types::{convertible, retype};
 use crate::Result;
 
 /// The key-value entry icefloe writes: a CRC-32 of the schema's field ids and nullability.
@@ -68,7 +69,7 @@ pub struct Projection {
 }
 
 impl Projection {
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         let want = self.field_ids.len() + usize::from(self.positions);
         if want != self.schema.fields().len() {
             return Err(crate::Error::validation(format!(
@@ -213,13 +214,29 @@ fn footer_of(tail: &[u8], offset: u64) -> Option<(u64, u64)> {
     Some((end - length, end))
 }
 
-fn decode<T: ChunkReader + 'static>(
-    reader: T,
+/// What reading `projection` from one file takes, found from its footer: the file's Arrow
+/// metadata, its row count, the root columns to decode and where each requested field is
+/// among them.
+pub(crate) struct FilePlan {
+    pub(crate) meta: ArrowReaderMetadata,
+    pub(crate) num_rows: i64,
+    /// The file's root columns to decode, in file order (the order a reader yields them).
+    pub(crate) roots: Vec<usize>,
+    /// Per requested field: its index in `roots`, or `None` for an optional column the file
+    /// lacks.
+    columns_at: Vec<Option<usize>>,
+    /// The projected columns named by field id, as equality delete sets name them.
+    key_schema: Option<SchemaRef>,
+}
+
+/// The plan for reading `projection` from the file whose Thrift footer is `footer`, or `None`
+/// when the file does not fit this path (see the module documentation).
+pub(crate) fn plan_file(
     footer: &[u8],
     request: &FileRequest,
     deleted: &Deletes<'_>,
     projection: &Projection,
-) -> Option<Vec<RecordBatch>> {
+) -> Option<FilePlan> {
     check_footer(footer).ok()?;
     let metadata = ParquetMetaDataReader::decode_metadata(footer).ok()?;
     let num_rows = metadata.file_metadata().num_rows();
@@ -249,57 +266,75 @@ fn decode<T: ChunkReader + 'static>(
         );
     }
     // per requested id: its root column, or None for an optional column the file lacks
-    let mut roots: Vec<Option<usize>> = Vec::with_capacity(projection.field_ids.len());
+    let mut wanted: Vec<Option<usize>> = Vec::with_capacity(projection.field_ids.len());
     for (k, id) in projection.field_ids.iter().enumerate() {
         let mut hits = ids.iter().enumerate().filter(|(_, i)| *i == id);
         match hits.next() {
-            Some((root, _)) if hits.next().is_none() => roots.push(Some(root)),
-            None if projection.optional(k) => roots.push(None),
+            Some((root, _)) if hits.next().is_none() => wanted.push(Some(root)),
+            None if projection.optional(k) => wanted.push(None),
             _ => return None,
         }
     }
-    let mut sorted: Vec<usize> = roots.iter().flatten().copied().collect();
-    sorted.sort_unstable();
-    sorted.dedup();
-    // the reader yields the projected columns in file order
-    let mut columns_at = Vec::with_capacity(roots.len());
-    for root in &roots {
+    for (root, f) in wanted.iter().zip(projection.schema.fields()) {
+        if let Some(r) = root {
+            if !convertible(file_schema.field(*r).data_type(), f.data_type()) {
+                return None;
+            }
+        }
+    }
+    let mut roots: Vec<usize> = wanted.iter().flatten().copied().collect();
+    roots.sort_unstable();
+    roots.dedup();
+    let mut columns_at = Vec::with_capacity(wanted.len());
+    for root in &wanted {
         columns_at.push(match root {
-            Some(r) => Some(sorted.binary_search(r).ok()?),
+            Some(r) => Some(roots.binary_search(r).ok()?),
             None => None,
         });
     }
-    let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
-    let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, meta)
-        .with_projection(mask)
-        .with_batch_size(projection.batch_size.max(1))
-        .build()
-        .ok()?;
-    let want = &projection.schema;
-    // the projected columns named by field id, as equality delete sets name them
     let key_schema = deleted.equality.map(|_| {
         let fields: Vec<Field> = projection
             .field_ids
             .iter()
-            .zip(want.fields())
+            .zip(projection.schema.fields())
             .map(|(id, f)| Field::new(id.to_string(), f.data_type().clone(), true))
             .collect();
         Arc::new(Schema::new(fields))
     });
-    let mut out = Vec::new();
-    let mut seen: i64 = 0;
-    for batch in batches {
-        let batch = batch.ok()?;
-        let (base, n) = (seen as u64, batch.num_rows());
-        seen += n as i64;
-        if n == 0 {
-            continue;
-        }
-        let mut columns = columns_at
+    Some(FilePlan {
+        meta,
+        num_rows,
+        roots,
+        columns_at,
+        key_schema,
+    })
+}
+
+impl FilePlan {
+    /// A projection mask of `roots` (indexes of the file's root columns).
+    pub(crate) fn mask(&self, roots: &[usize]) -> ProjectionMask {
+        ProjectionMask::roots(self.meta.parquet_schema(), roots.iter().copied())
+    }
+
+    /// The output batch of `n` decoded rows starting at file position `base`, given the
+    /// decoded root columns (`decoded[k]` holds `roots[k]`): typed as the projection, with
+    /// the positions column when asked for, without the deleted rows. `Some(None)` when every
+    /// row is deleted; `None` when a column does not convert.
+    pub(crate) fn finish(
+        &self,
+        decoded: &[ArrayRef],
+        n: usize,
+        base: u64,
+        deleted: &Deletes<'_>,
+        projection: &Projection,
+    ) -> Option<Option<RecordBatch>> {
+        let want = &projection.schema;
+        let mut columns = self
+            .columns_at
             .iter()
             .zip(want.fields())
             .map(|(p, f)| match p {
-                Some(p) => retype(batch.column(*p).clone(), f),
+                Some(p) => retype(decoded.get(*p)?.clone(), f),
                 None => Some(new_null_array(f.data_type(), n)),
             })
             .collect::<Option<Vec<ArrayRef>>>()?;
@@ -315,7 +350,7 @@ fn decode<T: ChunkReader + 'static>(
             .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n));
         if let Some(set) = deleted.equality {
             let by_id = RecordBatch::try_new(
-                key_schema.clone()?,
+                self.key_schema.clone()?,
                 batch.columns()[..projection.field_ids.len()].to_vec(),
             )
             .ok()?;
@@ -333,35 +368,44 @@ fn decode<T: ChunkReader + 'static>(
                     apply_keep_mask(&batch, &keep).ok()?
                 };
             }
-            if batch.num_rows() == 0 {
-                continue;
-            }
         }
-        out.push(batch);
+        Some((batch.num_rows() > 0).then_some(batch))
+    }
+}
+
+fn decode<T: ChunkReader + 'static>(
+    reader: T,
+    footer: &[u8],
+    request: &FileRequest,
+    deleted: &Deletes<'_>,
+    projection: &Projection,
+) -> Option<Vec<RecordBatch>> {
+    let plan = plan_file(footer, request, deleted, projection)?;
+    let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, plan.meta.clone())
+        .with_projection(plan.mask(&plan.roots))
+        .with_batch_size(projection.batch_size.max(1))
+        .build()
+        .ok()?;
+    let mut out = Vec::new();
+    let mut seen: i64 = 0;
+    for batch in batches {
+        let batch = batch.ok()?;
+        let (base, n) = (seen as u64, batch.num_rows());
+        seen += n as i64;
+        if n == 0 {
+            continue;
+        }
+        if let Some(batch) = plan.finish(batch.columns(), n, base, deleted, projection)? {
+            out.push(batch);
+        }
     }
     // a damaged page header could make the decoder stop early without an error
-    (seen == num_rows).then_some(out)
+    (seen == plan.num_rows).then_some(out)
 }
 
 fn with_rows(schema: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> Option<RecordBatch> {
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     RecordBatch::try_new_with_options(schema.clone(), columns, &options).ok()
-}
-
-/// `column` typed as `field`: as it is when the types are equal; a timestamp with another
-/// spelling of UTC relabelled (Parquet stores only "adjusted to UTC"); else `None`.
-fn retype(column: ArrayRef, field: &Field) -> Option<ArrayRef> {
-    let want = field.data_type();
-    if column.data_type() == want {
-        return Some(column);
-    }
-    match (column.data_type(), want) {
-        (DataType::Timestamp(a, Some(_)), DataType::Timestamp(b, Some(_))) if a == b => {
-            let data = column.to_data().into_builder().data_type(want.clone());
-            Some(make_array(data.build().ok()?))
-        }
-        _ => None,
-    }
 }
 
 /// A CRC-32 (hex) of every field's id and nullability, nested fields included, in order: the

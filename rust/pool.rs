@@ -78,6 +78,13 @@ fn pool(threads: usize) -> Result<Option<&'static ThreadPool>> {
     }
 }
 
+/// This process's pool of `threads` threads (`None` or 0: rayon's default count) for work
+/// that runs on its own (`ThreadPool::spawn`); `None` when no more pools are kept, and the
+/// caller then does the work itself.
+pub fn shared(threads: Option<usize>) -> Result<Option<&'static ThreadPool>> {
+    pool(threads.unwrap_or(0))
+}
+
 /// Runs `work` on this process's pool of `threads` threads (`None` or 0: rayon's default
 /// count). Work started from inside a pool with `threads` unset stays on that pool.
 pub fn install<T: Send>(

@@ -185,14 +185,16 @@ def test_tasks_the_native_path_cannot_read_are_left(
     lacking = FileScanTask(
         DataFileRef(df.file_path, record_count=1, file_size_in_bytes=df.file_size_in_bytes)
     )
-    # a task over part of a file, and one whose record count is unknown
+    # a task over part of a file (streamed: its row groups), one whose record count is unknown
     part = FileScanTask(tasks[0].data_file, start=4, length=10)
     unknown = FileScanTask(DataFileRef(tasks[0].data_file.file_path))
     got = native_matching_positions(
         io, [*tasks, lacking, part, unknown], SCHEMA, bound, cache=DeleteCache()
     )
-    assert [g is None for g in got] == [False, False, True, True, True]
+    assert [g is None for g in got] == [False, False, True, False, True]
     assert calls.left == 1  # only the lacking file reached the native reader and was refused
+    # the split holds the first row group (rows 0-8; row 3's v is null)
+    assert got[3] is not None and got[3].to_pylist() == [4, 5, 6, 7, 8]
     # a filter on a nested field: nothing native
     nested = bind_filter(NESTED, col("st.a") > 1)
     assert native_matching_positions(io, tasks, NESTED, nested, cache=DeleteCache()) == [

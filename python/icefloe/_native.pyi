@@ -18,6 +18,7 @@ __all__ = [
     "DecodedManifest",
     "EqualityDeleteSet",
     "FileScanTask",
+    "ParquetFileStream",
     "PositionBitmap",
     "PositionDeleteIndex",
     "PuffinWriter",
@@ -38,6 +39,7 @@ __all__ = [
     "geo_intersects_mask",
     "keep_mask_from_positions",
     "parquet_check_footer",
+    "parquet_open_stream",
     "parquet_read_files",
     "parquet_read_position_deletes",
     "plan_build_tasks",
@@ -347,6 +349,28 @@ def parquet_read_files(
     positions: bool = False,
     equality: list[EqualityDeleteSet | None] | None = None,
 ) -> list[list[pa.RecordBatch] | None]: ...
+
+@final
+class ParquetFileStream:
+    def __iter__(self) -> ParquetFileStream: ...
+    def __next__(self) -> pa.RecordBatch: ...
+    @property
+    def failed(self) -> bool: ...
+
+def parquet_open_stream(
+    path: str,
+    rows: int,
+    deleted: PositionBitmap | None,
+    field_ids: list[int],
+    schema: pa.Schema,
+    batch_size: int,
+    threads: int | None = None,
+    optional: list[bool] | None = None,
+    positions: bool = False,
+    equality: EqualityDeleteSet | None = None,
+    start: int = 0,
+    length: int | None = None,
+) -> ParquetFileStream | None: ...
 def parquet_read_position_deletes(
     paths: list[str], referenced: list[str], threads: int | None = None
 ) -> list[PositionBitmap | None]: ...

@@ -1,8 +1,9 @@
 //! Bindings of `crate::parquet_footer` (the footer check the general reader runs before pyarrow
 //! builds column-chunk metadata), `crate::parquet_read` (the native reader of small files) and
-//! `crate::parquet_deletes` (position delete files naming one data file).
+//! `crate::parquet_deletes` (position delete files naming one data file) and
+//! `crate::parquet_stream` (one large file streamed, its columns decoded in parallel).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
@@ -14,6 +15,7 @@ use super::guard;
 use crate::parquet_deletes::{read_position_files, PositionFile};
 use crate::parquet_footer::check_footer;
 use crate::parquet_read::{read_files, Deletes, FileRequest, Projection};
+use crate::parquet_stream::{FileStream, Step};
 
 /// Per row group: (row count, data page offsets, dictionary page offsets or -1), one offset per
 /// leaf column.
@@ -150,9 +152,114 @@ fn parquet_read_position_deletes(
     })
 }
 
+/// A stream of one large local Parquet file (see `parquet_open_stream`): iterating it gives
+/// its batches of live rows; when it stops with `failed` set, the rest of the file could not
+/// be decoded here and is the general reader's to read (or to report).
+#[pyclass(module = "icefloe._native")]
+pub struct ParquetFileStream {
+    stream: Mutex<FileStream>,
+    deleted: Option<Py<PositionBitmap>>,
+    equality: Option<Py<EqualityDeleteSet>>,
+    failed: bool,
+}
+
+#[pymethods]
+impl ParquetFileStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> Option<PyArrowType<RecordBatch>> {
+        let set = self.equality.as_ref().map(|s| s.borrow(py));
+        let deletes = Deletes {
+            positions: self.deleted.as_ref().map(|b| b.get().core()),
+            equality: set.as_ref().map(|s| s.core()),
+        };
+        let stream = &self.stream;
+        let step = py.detach(|| match stream.lock() {
+            Ok(mut s) => s.next_step(&deletes),
+            Err(_) => Step::Failed,
+        });
+        match step {
+            Step::Batch(batch) => Some(PyArrowType(batch)),
+            Step::End => None,
+            Step::Failed => {
+                self.failed = true;
+                None
+            }
+        }
+    }
+
+    /// Whether the stream stopped before the end of the file (its rest left to the general
+    /// reader).
+    #[getter]
+    fn failed(&self) -> bool {
+        self.failed
+    }
+}
+
+/// Opens a stream of the local Parquet file `path` (with `rows` rows by its manifest, 0 when
+/// unknown): the top-level columns of `field_ids` typed as `schema`, in batches of
+/// `batch_size` rows, each step decoding the columns in parallel on `threads` threads without
+/// the GIL; the rows of `deleted` and those `equality` matches are dropped, `optional` and
+/// `positions` as in `parquet_read_files`. With `start` and `length`, only the row groups of
+/// that split are read. `None` when the file does not fit the native path.
+#[pyfunction]
+#[pyo3(signature = (
+    path, rows, deleted, field_ids, schema, batch_size, threads = None, optional = None,
+    positions = false, equality = None, start = 0, length = None
+))]
+#[allow(clippy::too_many_arguments)]
+fn parquet_open_stream(
+    py: Python<'_>,
+    path: String,
+    rows: i64,
+    deleted: Option<Py<PositionBitmap>>,
+    field_ids: Vec<i32>,
+    schema: PyArrowType<Schema>,
+    batch_size: usize,
+    threads: Option<usize>,
+    optional: Option<Vec<bool>>,
+    positions: bool,
+    equality: Option<Py<EqualityDeleteSet>>,
+    start: u64,
+    length: Option<u64>,
+) -> PyResult<Option<ParquetFileStream>> {
+    guard(|| {
+        let projection = Projection {
+            field_ids,
+            optional: optional.unwrap_or_default(),
+            positions,
+            schema: Arc::new(schema.0),
+            batch_size,
+        };
+        let range = match (start, length) {
+            (0, None) => None,
+            (s, l) => Some((s, l.unwrap_or(u64::MAX - s))),
+        };
+        let request = FileRequest { path, rows };
+        let set = equality.as_ref().map(|s| s.borrow(py));
+        let deletes = Deletes {
+            positions: deleted.as_ref().map(|b| b.get().core()),
+            equality: set.as_ref().map(|s| s.core()),
+        };
+        let opened =
+            py.detach(|| FileStream::open(&request, range, &deletes, projection, threads))?;
+        drop(set);
+        Ok(opened.map(|stream| ParquetFileStream {
+            stream: Mutex::new(stream),
+            deleted,
+            equality,
+            failed: false,
+        }))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_check_footer, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_read_files, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_read_position_deletes, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_open_stream, m)?)?;
+    m.add_class::<ParquetFileStream>()?;
     Ok(())
 }

@@ -2,19 +2,24 @@
 
 On a table of many small files the general reader's per-file work (opening, checking and
 projecting each file in Python) holds the GIL, so reader threads wait on each other. When a
-scan only needs top-level primitive columns of whole files, with no equality deletes, no
-residual filter and no metadata columns, :func:`native_batches` hands the files to
+scan reads whole top-level columns of primitive types (or structs, lists and maps of them),
+with equality deletes on primitive columns at most, no residual filter and no metadata
+columns, :func:`native_batches` hands the files to
 :func:`icefloe._native.parquet_read_files` a chunk at a time: each file is opened, its footer,
 field-id digest and page checksums are checked, its columns decoded on the Rust thread pool
 and the rows its deletion vector or position deletes name dropped, and the batches come back
 typed as the scan outputs them. The deletes of a chunk's files are loaded (through the scan's
 delete cache) on the I/O threads first. One chunk is decoded while the consumer takes the
-previous one.
+previous one. A file larger than :data:`MAX_FILE_BYTES` (or a split of one) is streamed
+instead: :func:`icefloe._native.parquet_open_stream` decodes its columns in parallel one batch
+at a time, so a large file uses every core and is never held whole.
 
 A file the native path does not read (a column missing or of another type after schema
 evolution, a file without field ids, a codec not built in, any damage) is read by the general
 reader, which applies the evolution rules or raises the typed error naming the file; from
-that file on, the rest of the scan goes through the general reader too.
+that file on, the rest of the scan goes through the general reader too. A stream that fails
+part way (a damaged page) hands the rest of its file, after the rows it gave, to the general
+reader the same way.
 
 :func:`column_chunks` serves the row-level operations the same way: the columns a filter or a
 join key needs, with each live row's position in its file, a chunk of files at a time in one
@@ -50,6 +55,7 @@ from icefloe.types import (
     IntegerType,
     LongType,
     NestedField,
+    NestedType,
     StringType,
     TimestampNanoType,
     TimestampType,
@@ -74,8 +80,8 @@ __all__ = [
 #: Whether scans use this path at all (tests of the general reader turn it off).
 ENABLED = True
 
-#: Files larger than this are left to the general reader, which decodes the columns of one
-#: large file on several threads.
+#: Files larger than this are streamed (their columns decoded in parallel, a batch at a time)
+#: rather than decoded whole, many files per call.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: Files and file bytes decoded per native call (the first call takes fewer files, so the
 #: first batch comes soon); one call is decoded ahead of the consumer.
@@ -103,7 +109,8 @@ _PLAIN_TYPES = (
 )
 
 Fallback = Callable[[Sequence[FileScanTask]], Iterator[pa.RecordBatch]]
-Decoded = list[list[pa.RecordBatch] | None]
+#: Per task of a chunk: its batches, the stream of a large file, or None (not read natively).
+Decoded = list[list[pa.RecordBatch] | _native.ParquetFileStream | None]
 
 #: The column :func:`column_chunks` adds: each row's position in its data file.
 POSITION_COLUMN = "__icefloe_pos"
@@ -114,17 +121,47 @@ def plain_field(field: NestedField) -> bool:
     return isinstance(field.field_type, _PLAIN_TYPES)
 
 
+def _scan_field(field: NestedField) -> bool:
+    """Whether a scan reads ``field`` natively: a plain type, or a struct, list or map of such
+    types at every level."""
+    t = field.field_type
+    if isinstance(t, NestedType):
+        return all(_scan_field(c) for c in t.fields)
+    return isinstance(t, _PLAIN_TYPES)
+
+
+def _extension(t: pa.DataType) -> bool:
+    """Whether ``t`` is, or holds, an Arrow extension type."""
+    if isinstance(t, pa.BaseExtensionType):
+        return True
+    if pa.types.is_struct(t):
+        return any(_extension(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _extension(t.key_type) or _extension(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _extension(t.value_type)
+    return False
+
+
 def _projection(options: ReadOptions) -> tuple[list[int], pa.Schema] | None:
     """The field ids and output schema of a scan whose columns all come straight from the
-    files, else None."""
+    files (whole top-level columns: a struct pruned to some of its fields is not), else
+    None."""
     if options.metadata_columns:
         return None
     fields = options.projected_schema().fields
     schema = output_schema(options)
     if len(schema) != len(fields):
         return None
+    table = {f.field_id: f for f in options.schema.fields}
     for f, out in zip(fields, schema, strict=True):
-        if not plain_field(f) or isinstance(out.type, pa.BaseExtensionType):
+        whole = table.get(f.field_id)
+        if (
+            whole is None
+            or whole.field_type != f.field_type
+            or not _scan_field(f)
+            or _extension(out.type)
+        ):
             return None
     return [f.field_id for f in fields], schema
 
@@ -139,19 +176,33 @@ def whole_file(task: FileScanTask) -> bool:
     )
 
 
-def _local_file(io: FileIO, task: FileScanTask, equality: bool = False) -> str | None:
-    """The local path of a task that reads a whole Parquet file of at most
-    :data:`MAX_FILE_BYTES` with at most position deletes (and equality deletes when
-    ``equality``), else None."""
+def _streamed(task: FileScanTask) -> bool:
+    """Whether ``task`` is read by a stream (a large file, or a split of one) rather than
+    decoded whole."""
+    return not whole_file(task) or task.data_file.file_size_in_bytes > MAX_FILE_BYTES
+
+
+def _scan_file(io: FileIO, task: FileScanTask) -> str | None:
+    """The local path of a task that reads a local Parquet file of known record count with
+    no residual filter, else None."""
     df = task.data_file
     if (
-        not whole_file(task)
-        or df.file_size_in_bytes > MAX_FILE_BYTES
+        df.record_count <= 0
         or df.file_format.lower() != "parquet"
-        or (
-            not equality
-            and any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files)
-        )
+        or not isinstance(task.residual, AlwaysTrue)
+    ):
+        return None
+    return io.local_path(df.file_path)
+
+
+def _row_file(io: FileIO, task: FileScanTask) -> str | None:
+    """The local path of a task that reads a local Parquet file of known record count with at
+    most position deletes, else None."""
+    df = task.data_file
+    if (
+        df.record_count <= 0
+        or df.file_format.lower() != "parquet"
+        or any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files)
     ):
         return None
     return io.local_path(df.file_path)
@@ -177,13 +228,19 @@ def _equality_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[Nest
     return fields if fields is not None and all(plain_field(f) for f in fields) else None
 
 
-def _chunks(tasks: Sequence[FileScanTask], first: int) -> Iterator[tuple[int, int]]:
-    """(start, end) of consecutive tasks to decode per call."""
+def _chunks(
+    tasks: Sequence[FileScanTask], first: int, streamed: Sequence[bool] = ()
+) -> Iterator[tuple[int, int]]:
+    """(start, end) of consecutive tasks to decode per call; a streamed task is a chunk of its
+    own."""
     start = 0
     limit = first
     while start < len(tasks):
         end, used = start, 0
         while end < len(tasks) and end - start < limit:
+            if streamed and streamed[end]:
+                end += end == start
+                break
             used += tasks[end].data_file.file_size_in_bytes
             if end > start and used > CHUNK_BYTES:
                 break
@@ -212,7 +269,7 @@ def native_batches(
         return None
     paths = []
     for task in tasks:
-        path = _local_file(io, task, True) if isinstance(task.residual, AlwaysTrue) else None
+        path = _scan_file(io, task)
         if path is None:
             return None
         paths.append(path)
@@ -233,23 +290,44 @@ def native_batches(
         workers,
         cache,
         options.name_mapping,
-        width=width if extra else None,
+        streamed=[_streamed(t) for t in tasks],
     )
-    return _batches(tasks, decoded, fallback)
+    return _batches(tasks, decoded, fallback, width if extra else None)
 
 
 def _batches(
     tasks: Sequence[FileScanTask],
     decoded: Generator[tuple[int, Decoded], None, None],
     fallback: Fallback,
+    width: int | None,
 ) -> Iterator[pa.RecordBatch]:
+    """The batches of ``decoded``, only the first ``width`` columns of each when given; from
+    the first task the native path does not read (or a stream that fails), ``fallback``'s."""
     for a, done in decoded:
-        for i, batches in enumerate(done, start=a):
-            if batches is None:
-                decoded.close()
-                yield from fallback(tasks[i:])
-                return
-            yield from batches
+        for i, got in enumerate(done, start=a):
+            if isinstance(got, list):
+                yield from got if width is None else (b.select(range(width)) for b in got)
+                continue
+            given = 0
+            if got is not None:
+                for batch in got:
+                    given += batch.num_rows
+                    yield batch if width is None else batch.select(range(width))
+                if not got.failed:
+                    continue
+            decoded.close()
+            yield from _skip_rows(fallback(tasks[i:]), given)
+            return
+
+
+def _skip_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` without their first ``rows`` rows."""
+    for batch in batches:
+        if rows >= batch.num_rows:
+            rows -= batch.num_rows
+            continue
+        yield batch.slice(rows) if rows else batch
+        rows = 0
 
 
 def _decode_chunks(
@@ -263,14 +341,14 @@ def _decode_chunks(
     name_mapping: NameMapping | None,
     optional: list[bool] | None = None,
     positions: bool = False,
-    width: int | None = None,
+    streamed: Sequence[bool] = (),
 ) -> Generator[tuple[int, Decoded], None, None]:
     """(index of the first task, what :func:`icefloe._native.parquet_read_files` gave for each
     task) a chunk of tasks at a time, the next chunk decoded while the caller takes one; the
     deletes of a chunk's files are loaded through ``cache`` first, and the rows they name
-    (positions, equality deletes on the columns of ``field_ids``) dropped in the decode; with
-    ``width``, only the first ``width`` columns are kept (the others were read for the
-    equality deletes)."""
+    (positions, equality deletes on the columns of ``field_ids``) dropped in the decode. A
+    task flagged in ``streamed`` is a chunk of its own, given as the stream
+    :func:`icefloe._native.parquet_open_stream` opened (or None)."""
     rows = [t.data_file.record_count for t in tasks]
 
     def load(task: FileScanTask) -> TaskDeletes | None:
@@ -293,7 +371,25 @@ def _decode_chunks(
             loaded = parallel_map(load, chunk) if remote else [load(t) for t in chunk]
         bitmaps = [None if d is None or d.positions is None else d.positions.bitmap for d in loaded]
         sets = [None if d is None or d.equality is None else d.equality.native for d in loaded]
-        out = _native.parquet_read_files(
+        if streamed and streamed[a]:
+            task = chunk[0]
+            return [
+                _native.parquet_open_stream(
+                    paths[a],
+                    rows[a],
+                    bitmaps[0],
+                    field_ids,
+                    schema,
+                    BATCH_SIZE,
+                    workers,
+                    optional=optional,
+                    positions=positions,
+                    equality=sets[0],
+                    start=task.start,
+                    length=task.length,
+                )
+            ]
+        out: Decoded = _native.parquet_read_files(  # type: ignore[assignment]
             list(paths[a:b]),
             rows[a:b],
             bitmaps,
@@ -305,13 +401,9 @@ def _decode_chunks(
             positions=positions,
             equality=sets if any(s is not None for s in sets) else None,
         )
-        if width is not None:
-            for k, batches in enumerate(out):
-                if batches is not None:
-                    out[k] = [batch.select(range(width)) for batch in batches]
         return out
 
-    spans = list(_chunks(tasks, 2 * workers))
+    spans = list(_chunks(tasks, 2 * workers, streamed))
     if not spans:
         return
     with ThreadPoolExecutor(1, thread_name_prefix="icefloe-native-read") as pool:
@@ -324,6 +416,17 @@ def _decode_chunks(
                 yield a, done
         finally:
             ahead.cancel()
+
+
+def _drained(
+    got: list[pa.RecordBatch] | _native.ParquetFileStream | None,
+) -> list[pa.RecordBatch] | None:
+    """The batches of a task as :func:`_decode_chunks` gave them: a stream read to its end
+    (None when it failed part way)."""
+    if got is None or isinstance(got, list):
+        return got
+    batches = list(got)
+    return None if got.failed else batches
 
 
 class ColumnChunk:
@@ -354,15 +457,16 @@ def column_chunks(
     name_mapping: NameMapping | None = None,
     optional: Sequence[NestedField] = (),
 ) -> Iterator[ColumnChunk]:
-    """The live rows of the tasks the native path reads (whole local Parquet files of at most
-    :data:`MAX_FILE_BYTES`, no equality deletes), with the top-level columns ``fields`` (plain
-    types, see :func:`plain_field`) and the ``optional`` ones (nulls where a file lacks them),
-    a chunk of files at a time. A task not in any chunk (not local, a column missing or of
-    another type, no field ids, any damage) is left to the caller's general path."""
+    """The live rows of the tasks the native path reads (local Parquet files, no equality
+    deletes), with the top-level columns ``fields`` (plain types, see :func:`plain_field`) and
+    the ``optional`` ones (nulls where a file lacks them), a chunk of files at a time; a large
+    file, or a split of one, is streamed and given in a chunk of its own. A task not in any
+    chunk (not local, a column missing or of another type, no field ids, any damage) is left
+    to the caller's general path."""
     wanted = [*fields, *optional]
     if not ENABLED or not tasks or not all(plain_field(f) for f in wanted):
         return
-    picked = [(i, _local_file(io, t)) for i, t in enumerate(tasks)]
+    picked = [(i, _row_file(io, t)) for i, t in enumerate(tasks)]
     local = [(i, p) for i, p in picked if p is not None]
     if not local:
         return
@@ -385,9 +489,10 @@ def column_chunks(
         name_mapping,
         optional=flags,
         positions=True,
+        streamed=[_streamed(t) for t in chosen],
     )
     for a, done in decoded:
-        read = [(index[a + k], b) for k, b in enumerate(done) if b is not None]
+        read = [(index[a + k], b) for k, got in enumerate(done) if (b := _drained(got)) is not None]
         if not read:
             continue
         counts = [sum(batch.num_rows for batch in b) for _, b in read]

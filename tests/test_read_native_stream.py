@@ -1,0 +1,200 @@
+"""Large files streamed natively (their columns decoded in parallel, a batch at a time): the
+same batches as the general reader, with every kind of delete, for whole files and splits,
+and a stream that fails part way handing the rest of its file to the general reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icefloe import _native
+from icefloe.exceptions import CorruptFileError
+from icefloe.read import native_files
+from icefloe.scan import FileScanTask
+from support.write_util import catalog
+
+
+class _Streams:
+    """Records the streams the native path opened (None: refused) and whether each failed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened: list[Any] = []
+        real = _native.parquet_open_stream
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
+            self.opened.append(out)
+            return out
+
+        monkeypatch.setattr(native_files._native, "parquet_open_stream", spy)
+
+    @property
+    def all_read(self) -> bool:
+        return bool(self.opened) and all(s is not None and not s.failed for s in self.opened)
+
+
+def _general(monkeypatch: pytest.MonkeyPatch, read: Any) -> Any:
+    with monkeypatch.context() as m:
+        m.setattr(native_files, "ENABLED", False)
+        return read()
+
+
+def _data(rows: int, start: int = 0) -> pa.Table:
+    ids = pa.array(range(start, start + rows), pa.int64())
+    return pa.table(
+        {
+            "id": ids,
+            "s": pa.array([None if i % 11 == 3 else f"v{i % 97}" for i in range(rows)]),
+            "d": pa.array([i / 7 for i in range(rows)], pa.float64()),
+            "ts": pa.array([1_700_000_000_000_000 + i for i in range(rows)], pa.timestamp("us")),
+        }
+    )
+
+
+def _table(tmp_path: Path, rows: int, version: int = 2, **props: str) -> Any:
+    """A table of one file in row groups of 1,000 rows."""
+    props = {"write.parquet.row-group-limit": "1000", **props}
+    t = catalog(tmp_path).create_table(
+        "ns.t", _data(1).schema, properties=props, format_version=version
+    )
+    t.append(_data(rows))
+    return t.refresh()
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> _Streams:
+    """Every file is streamed, in batches smaller than a row group."""
+    monkeypatch.setattr(native_files, "MAX_FILE_BYTES", 0)
+    monkeypatch.setattr(native_files, "BATCH_SIZE", 300)
+    return _Streams(monkeypatch)
+
+
+def test_a_large_file_streams_as_the_general_reader_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: _Streams
+) -> None:
+    t = _table(tmp_path, 4500)
+    assert pq.ParquetFile(_paths(t)[0]).metadata.num_row_groups == 5
+    for fields in [("*",), ("ts", "id"), ("s",)]:
+        streamed.opened.clear()
+        got = t.scan(selected_fields=fields).to_arrow()
+        assert streamed.all_read, fields
+        want = _general(monkeypatch, lambda f=fields: t.scan(selected_fields=f).to_arrow())
+        assert got.schema.equals(want.schema, check_metadata=True)
+        assert got.equals(want)
+    assert t.scan().to_arrow()["id"].to_pylist() == list(range(4500))
+    batches = list(t.scan().to_batches())
+    assert max(b.num_rows for b in batches) <= 300  # streamed, never the file at once
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_streams_drop_deleted_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: _Streams, version: int
+) -> None:
+    """Deletion vectors or position delete files, then equality deletes on a column the scan
+    does not project: the same rows as the general reader."""
+    t = _table(tmp_path, 5000, version, **{"write.delete.mode": "merge-on-read"})
+    t.delete("id < 700 or (id > 2990 and id < 3020) or id >= 4990")
+    t.refresh().delete_by_keys(pa.table({"s": ["v5", "v6"]}), ["s"])
+    t = t.refresh()
+    kinds = {d.content.value for task in t.scan().plan_files() for d in task.delete_files}
+    assert kinds == {"position-deletes", "equality-deletes"}
+    for fields in [("*",), ("id",), ("d", "ts")]:
+        streamed.opened.clear()
+        got = t.scan(selected_fields=fields).to_arrow()
+        assert streamed.all_read, fields
+        want = _general(monkeypatch, lambda f=fields: t.scan(selected_fields=f).to_arrow())
+        assert got.equals(want)
+    ids = t.scan().to_arrow()["id"].to_pylist()
+    assert ids[0] == 700 and 3000 not in ids and 3020 in ids and ids[-1] < 4990
+    assert t.scan().count() == len(ids)
+
+
+def test_splits_of_a_file_stream_their_own_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: _Streams
+) -> None:
+    t = _table(tmp_path, 9000, **{"read.split.target-size": "20000"})
+    tasks = list(t.scan().plan_tasks())
+    assert len(tasks) > 2 and len({task.data_file.file_path for task in tasks}) == 1
+    got = t.scan().to_arrow()
+    assert len(streamed.opened) == len(tasks) and streamed.all_read
+    assert got["id"].to_pylist() == list(range(9000))
+    assert got.equals(_general(monkeypatch, lambda: t.scan().to_arrow()))
+    # row-level matching streams the file too: positions are the file's
+    streamed.opened.clear()
+    t.delete("id in (0, 999, 1000, 4321, 8999)")
+    assert streamed.all_read
+    assert t.refresh().scan().to_arrow()["id"].to_pylist() == [
+        i for i in range(9000) if i not in (0, 999, 1000, 4321, 8999)
+    ]
+
+
+def test_a_damaged_page_ends_the_stream_and_the_general_reader_names_it(
+    tmp_path: Path, streamed: _Streams
+) -> None:
+    t = _table(tmp_path, 4000, **{"write.parquet.compression-codec": "uncompressed"})
+    path = Path(_paths(t)[0])
+    data = bytearray(path.read_bytes())
+    at = data.index((3777).to_bytes(8, "little"))  # an id in the fourth row group
+    data[at] ^= 1  # a plausible value: only the page checksum can tell
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match=str(path)):
+        t.scan().to_arrow()
+    assert streamed.opened and streamed.opened[0].failed
+
+
+class _FailingStream:
+    """A stream that gives some batches, then fails (as on a damaged page)."""
+
+    def __init__(self, batches: list[pa.RecordBatch]) -> None:
+        self.batches = batches
+        self.failed = False
+
+    def __iter__(self) -> Any:
+        yield from self.batches
+        self.failed = True
+
+
+def test_the_general_reader_resumes_after_the_rows_a_stream_gave(tmp_path: Path) -> None:
+    t = _table(tmp_path, 2000)
+    task = next(iter(t.scan().plan_files()))
+    whole = t.scan().to_arrow()
+    given = whole.slice(0, 700).to_batches(max_chunksize=300)
+
+    def decoded() -> Any:
+        yield 0, [_FailingStream(given)]
+
+    def fallback(rest: Any) -> Any:
+        assert list(rest) == [task]
+        return iter(whole.to_batches(max_chunksize=256))
+
+    out = native_files._batches([task], decoded(), fallback, None)
+    assert pa.Table.from_batches(list(out)).equals(whole)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    skip=st.integers(0, 60),
+    sizes=st.lists(st.integers(0, 25), min_size=1, max_size=6),
+)
+def test_skip_rows_drops_exactly_the_first_rows(skip: int, sizes: list[int]) -> None:
+    start = 0
+    batches = []
+    for n in sizes:
+        batches.append(pa.record_batch({"x": pa.array(range(start, start + n), pa.int64())}))
+        start += n
+    got = [v for b in native_files._skip_rows(iter(batches), skip) for v in b["x"].to_pylist()]
+    assert got == list(range(min(skip, start), start))
+
+
+def _paths(t: Any) -> list[str]:
+    return [
+        task.data_file.file_path.removeprefix("file://")
+        for task in t.scan().plan_files()
+        if isinstance(task, FileScanTask)
+    ]
