@@ -409,3 +409,47 @@ def test_uuid_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     t.append(pa.table({"u": pa.array([v.bytes for v in values], pa.binary(16))}))
     want = _general(monkeypatch, lambda: t.scan().to_arrow())
     assert t.scan().to_arrow().equals(want)
+
+
+def test_residual_filters_are_applied_to_natively_read_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter the partitions do not settle: small files are read natively and filtered after
+    the decode (the filter's columns read and dropped when not projected); a large file with
+    a residual goes to the general reader, whose row-group statistics can skip row groups."""
+    data = _table(["l", "s", "d"], 900, nulls=7)
+    t = _partitioned(tmp_path, data, 2, **{"write.delete.mode": "merge-on-read"})
+    t.delete("l < 100000000")
+    t = t.refresh()
+    spy = _Spy(monkeypatch)
+    cases = [
+        ("d > 100 and s = 's2s2'", ("*",)),
+        ("d > 100 or l is null", ("part",)),
+        ("part = 3 and d < 50", ("s", "l")),
+        ("s is null", ("d",)),
+    ]
+    for expr, fields in cases:
+        spy.read.clear()
+        got = t.scan(row_filter=expr, selected_fields=fields).to_arrow()
+        assert spy.read and all(spy.read), expr
+        want = _general(
+            monkeypatch, lambda e=expr, f=fields: t.scan(row_filter=e, selected_fields=f).to_arrow()
+        )
+        assert got.schema.equals(want.schema, check_metadata=True)
+        assert got.equals(want), expr
+        assert got.num_rows == t.scan(row_filter=expr).count()
+    assert 0 < t.scan(row_filter="d > 100 and s = 's2s2'").to_arrow().num_rows < 900
+    # a large file with a residual: the general reader
+    monkeypatch.setattr(native_files, "MAX_FILE_BYTES", 0)
+    streams: list[Any] = []
+    real = _native.parquet_open_stream
+
+    def opened(*args: Any, **kwargs: Any) -> Any:
+        streams.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(native_files._native, "parquet_open_stream", opened)
+    got = t.scan(row_filter="d > 100").to_arrow()
+    assert streams == []
+    assert got.equals(_general(monkeypatch, lambda: t.scan(row_filter="d > 100").to_arrow()))
+    assert len(t.scan().to_arrow()) > len(got) and streams

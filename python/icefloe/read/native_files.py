@@ -3,7 +3,7 @@
 On a table of many small files the general reader's per-file work (opening, checking and
 projecting each file in Python) holds the GIL, so reader threads wait on each other. When a
 scan reads whole top-level columns of primitive types (or structs, lists and maps of them),
-with equality deletes on primitive columns at most, no residual filter and no metadata
+with equality deletes and residual filters on primitive columns at most and no metadata
 columns, :func:`native_batches` hands the files to
 :func:`icefloe._native.parquet_read_files` a chunk at a time: each file is opened, its footer,
 field-id digest and page checksums are checked, its columns decoded on the Rust thread pool
@@ -12,7 +12,10 @@ typed as the scan outputs them. The deletes of a chunk's files are loaded (throu
 delete cache) on the I/O threads first. One chunk is decoded while the consumer takes the
 previous one. A file larger than :data:`MAX_FILE_BYTES` (or a split of one) is streamed
 instead: :func:`icefloe._native.parquet_open_stream` decodes its columns in parallel one batch
-at a time, so a large file uses every core and is never held whole.
+at a time, so a large file uses every core and is never held whole. A task's residual filter
+is evaluated on its batches after the decode (its columns read and dropped when not
+projected); a large file with one is left to the general reader, whose row-group statistics
+can skip what the filter rules out.
 
 A file the native path does not read (a column missing or of another type after schema
 evolution, a file without field ids, a codec not built in, any damage) is read by the general
@@ -33,15 +36,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icefloe import _native
 from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import schema_to_arrow
-from icefloe.expressions.base import AlwaysTrue
+from icefloe.expressions.arrow import filter_mask
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
 from icefloe.read.deletes import DeleteCache, TaskDeletes, preload_position_deletes
 from icefloe.read.reader import BATCH_SIZE, output_schema
+from icefloe.scan.filters import referenced_field_ids
 from icefloe.scan.tasks import DeleteContent, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.types import (
@@ -183,16 +189,28 @@ def _streamed(task: FileScanTask) -> bool:
 
 
 def _scan_file(io: FileIO, task: FileScanTask) -> str | None:
-    """The local path of a task that reads a local Parquet file of known record count with
-    no residual filter, else None."""
+    """The local path of a task that reads a local Parquet file of known record count, with no
+    residual filter unless the file is decoded whole (a large file with one goes to the general
+    reader, whose row-group statistics skip what the filter rules out), else None."""
     df = task.data_file
     if (
         df.record_count <= 0
         or df.file_format.lower() != "parquet"
-        or not isinstance(task.residual, AlwaysTrue)
+        or (_streamed(task) and not isinstance(task.residual, AlwaysTrue))
     ):
         return None
     return io.local_path(df.file_path)
+
+
+def _residual_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[NestedField] | None:
+    """The columns the residual filters of ``tasks`` read (top-level, plain types, sorted by
+    id); None when one of them is not such a column of ``schema``."""
+    ids: set[int] = set()
+    for task in tasks:
+        if not isinstance(task.residual, AlwaysTrue):
+            ids.update(referenced_field_ids(task.residual))
+    fields = top_level_fields(schema, sorted(ids))
+    return fields if fields is not None and all(plain_field(f) for f in fields) else None
 
 
 def _row_file(io: FileIO, task: FileScanTask) -> str | None:
@@ -265,7 +283,8 @@ def native_batches(
     if projection is None or not tasks:
         return None
     equality = _equality_fields(tasks, options.schema)
-    if equality is None:
+    filtered = _residual_fields(tasks, options.schema)
+    if equality is None or filtered is None:
         return None
     paths = []
     for task in tasks:
@@ -275,8 +294,9 @@ def native_batches(
         paths.append(path)
     field_ids, schema = projection
     width = len(field_ids)
-    # the columns equality deletes compare, read after the projected ones and dropped
-    extra = [f for f in equality if f.field_id not in field_ids]
+    # the columns equality deletes compare and residual filters read, after the projected
+    # ones, dropped once used
+    extra = [f for f in _unique([*equality, *filtered]) if f.field_id not in field_ids]
     if extra:
         field_ids = field_ids + [f.field_id for f in extra]
         for f in schema_to_arrow(Schema(*extra)):
@@ -295,29 +315,55 @@ def native_batches(
     return _batches(tasks, decoded, fallback, width if extra else None)
 
 
+def _unique(fields: Iterable[NestedField]) -> list[NestedField]:
+    """``fields`` without repeated field ids, in order."""
+    return list({f.field_id: f for f in fields}.values())
+
+
+def _output(
+    batches: Iterable[pa.RecordBatch], residual: BooleanExpression, width: int | None
+) -> Iterator[pa.RecordBatch]:
+    """``batches`` with the rows ``residual`` rules out dropped, only the first ``width``
+    columns of each when given."""
+    test = None if isinstance(residual, AlwaysTrue) else residual
+    for batch in batches:
+        if test is not None:
+            batch = batch.filter(pc.fill_null(filter_mask(test, batch), False))
+            if not batch.num_rows:
+                continue
+        yield batch if width is None else batch.select(range(width))
+
+
 def _batches(
     tasks: Sequence[FileScanTask],
     decoded: Generator[tuple[int, Decoded], None, None],
     fallback: Fallback,
     width: int | None,
 ) -> Iterator[pa.RecordBatch]:
-    """The batches of ``decoded``, only the first ``width`` columns of each when given; from
-    the first task the native path does not read (or a stream that fails), ``fallback``'s."""
+    """The batches of ``decoded``, filtered by each task's residual, only the first ``width``
+    columns of each when given; from the first task the native path does not read (or a
+    stream that fails), ``fallback``'s."""
     for a, done in decoded:
         for i, got in enumerate(done, start=a):
+            residual = tasks[i].residual
             if isinstance(got, list):
-                yield from got if width is None else (b.select(range(width)) for b in got)
+                yield from _output(got, residual, width)
                 continue
-            given = 0
+            given = [0]  # a stream's task has no residual: the rows given are the rows out
             if got is not None:
-                for batch in got:
-                    given += batch.num_rows
-                    yield batch if width is None else batch.select(range(width))
+                yield from _output(_counted(got, given), residual, width)
                 if not got.failed:
                     continue
             decoded.close()
-            yield from _skip_rows(fallback(tasks[i:]), given)
+            yield from _skip_rows(fallback(tasks[i:]), given[0])
             return
+
+
+def _counted(stream: Iterable[pa.RecordBatch], count: list[int]) -> Iterator[pa.RecordBatch]:
+    """``stream``'s batches, their rows added up in ``count[0]``."""
+    for batch in stream:
+        count[0] += batch.num_rows
+        yield batch
 
 
 def _skip_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
