@@ -318,36 +318,48 @@ impl FilePlan {
 
     /// The output batch of `n` decoded rows starting at file position `base`, given the
     /// decoded root columns (`decoded[k]` holds `roots[k]`): typed as the projection, with
-    /// the positions column when asked for, without the deleted rows. `Some(None)` when every
-    /// row is deleted; `None` when a column does not convert.
+    /// the positions column when asked for, without the deleted rows. With `kept`, the
+    /// decoded columns hold only the rows that mask keeps (the position deletes were applied
+    /// to each column as it was decoded), and `deleted.positions` is not applied again.
+    /// `Some(None)` when every row is deleted; `None` when a column does not convert.
     pub(crate) fn finish(
         &self,
         decoded: &[ArrayRef],
         n: usize,
         base: u64,
+        kept: Option<&BooleanArray>,
         deleted: &Deletes<'_>,
         projection: &Projection,
     ) -> Option<Option<RecordBatch>> {
         let want = &projection.schema;
+        let rows = kept.map_or(n, |k| k.true_count());
         let mut columns = self
             .columns_at
             .iter()
             .zip(want.fields())
             .map(|(p, f)| match p {
                 Some(p) => retype(decoded.get(*p)?.clone(), f),
-                None => Some(new_null_array(f.data_type(), n)),
+                None => Some(new_null_array(f.data_type(), rows)),
             })
             .collect::<Option<Vec<ArrayRef>>>()?;
         if projection.positions {
-            columns.push(Arc::new(Int64Array::from_iter_values(
-                base as i64..(base + n as u64) as i64,
-            )));
+            let first = base as i64;
+            columns.push(Arc::new(match kept {
+                None => Int64Array::from_iter_values(first..first + n as i64),
+                Some(k) => {
+                    Int64Array::from_iter_values(k.values().set_indices().map(|i| first + i as i64))
+                }
+            }));
         }
         // with a row count: a projection of no columns (a count) still has rows
-        let mut batch = with_rows(want, columns, n)?;
-        let mut keep = deleted
-            .positions
-            .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n));
+        let mut batch = with_rows(want, columns, rows)?;
+        let n = rows;
+        let mut keep = match kept {
+            Some(_) => None,
+            None => deleted
+                .positions
+                .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n)),
+        };
         if let Some(set) = deleted.equality {
             let by_id = RecordBatch::try_new(
                 self.key_schema.clone()?,
@@ -395,7 +407,7 @@ fn decode<T: ChunkReader + 'static>(
         if n == 0 {
             continue;
         }
-        if let Some(batch) = plan.finish(batch.columns(), n, base, deleted, projection)? {
+        if let Some(batch) = plan.finish(batch.columns(), n, base, None, deleted, projection)? {
             out.push(batch);
         }
     }

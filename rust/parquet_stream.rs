@@ -23,6 +23,9 @@ use arrow_array::{ArrayRef, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use rayon::ThreadPool;
 
+use crate::deletes::equality::EqualityDeleteSet;
+use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
+use crate::deletes::PositionBitmap;
 use crate::parquet_read::{open_parquet, plan_file, Deletes, FilePlan, FileRequest, Projection};
 use crate::Result;
 
@@ -69,18 +72,27 @@ impl Drop for FileStream {
     }
 }
 
-/// What one column reader's step gave.
+/// What one column reader's step gave: a batch of the rows not deleted, with how many rows
+/// were decoded for it.
 enum Decoded {
-    Batch(RecordBatch),
+    Batch(RecordBatch, usize),
     End,
     Failed,
+}
+
+/// A column's reader and the file position of the next row it decodes.
+struct ColumnReader {
+    reader: ParquetRecordBatchReader,
+    next_row: u64,
 }
 
 /// The column readers of a stream and the batches they decoded ahead, shared with the decode
 /// tasks on the pool.
 struct Columns {
     /// One reader per root column of the plan (a single one with no column for a count).
-    readers: Vec<Mutex<ParquetRecordBatchReader>>,
+    readers: Vec<Mutex<ColumnReader>>,
+    /// The deleted positions, dropped from each column as it is decoded.
+    deleted: Option<PositionBitmap>,
     state: Mutex<Queues>,
     changed: Condvar,
     /// `None`: no pool could be kept; the caller decodes each batch itself.
@@ -121,7 +133,7 @@ impl Columns {
     fn decode(self: &Arc<Self>, c: usize) {
         let got = self.next_of(c);
         let mut q = self.lock();
-        if !matches!(got, Decoded::Batch(_)) {
+        if !matches!(got, Decoded::Batch(..)) {
             q.done[c] = true;
         }
         q.ready[c].push_back(got);
@@ -134,13 +146,27 @@ impl Columns {
     fn next_of(&self, c: usize) -> Decoded {
         // a panic in the decoder (a malformed page it does not guard against) is a failure
         catch_unwind(AssertUnwindSafe(|| {
-            let Ok(mut reader) = self.readers[c].lock() else {
+            let Ok(mut column) = self.readers[c].lock() else {
                 return Decoded::Failed;
             };
-            match reader.next() {
-                None => Decoded::End,
-                Some(Ok(batch)) => Decoded::Batch(batch),
-                Some(Err(_)) => Decoded::Failed,
+            let batch = match column.reader.next() {
+                None => return Decoded::End,
+                Some(Ok(batch)) => batch,
+                Some(Err(_)) => return Decoded::Failed,
+            };
+            let (base, n) = (column.next_row, batch.num_rows());
+            column.next_row += n as u64;
+            let Some(bitmap) = &self.deleted else {
+                return Decoded::Batch(batch, n);
+            };
+            // each column drops the deleted rows on the thread that decoded it
+            let keep = keep_mask_from_bitmap(bitmap, base, n);
+            if keep.true_count() == n {
+                return Decoded::Batch(batch, n);
+            }
+            match apply_keep_mask(&batch, &keep) {
+                Ok(kept) => Decoded::Batch(kept, n),
+                Err(_) => Decoded::Failed,
             }
         }))
         .unwrap_or(Decoded::Failed)
@@ -245,11 +271,12 @@ impl FileStream {
                     .with_batch_size(batch_size)
                     .build()
                     .ok()?;
-            readers.push(Mutex::new(reader));
+            readers.push(Mutex::new(ColumnReader { reader, next_row }));
         }
         let n = readers.len();
         let columns = Arc::new(Columns {
             readers,
+            deleted: deleted.positions.cloned(),
             state: Mutex::new(Queues {
                 ready: (0..n).map(|_| VecDeque::with_capacity(AHEAD)).collect(),
                 running: vec![false; n],
@@ -273,31 +300,37 @@ impl FileStream {
         })
     }
 
-    /// The next batch of live rows, the end, or a failure; `deleted` must be the deletes the
-    /// stream was opened with.
-    pub fn next_step(&mut self, deleted: &Deletes<'_>) -> Step {
+    /// The next batch of live rows, the end, or a failure; `equality` must be the equality
+    /// deletes the stream was opened with (its position deletes it holds itself).
+    pub fn next_step(&mut self, equality: Option<&EqualityDeleteSet>) -> Step {
         if self.finished {
             return Step::End;
         }
-        let step = catch_unwind(AssertUnwindSafe(|| self.advance(deleted))).unwrap_or(Step::Failed);
+        let step =
+            catch_unwind(AssertUnwindSafe(|| self.advance(equality))).unwrap_or(Step::Failed);
         if !matches!(step, Step::Batch(_)) {
             self.finished = true;
         }
         step
     }
 
-    fn advance(&mut self, deleted: &Deletes<'_>) -> Step {
+    fn advance(&mut self, equality: Option<&EqualityDeleteSet>) -> Step {
+        let deleted = Deletes {
+            positions: None,
+            equality,
+        };
         loop {
             let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.plan.roots.len());
-            let mut rows: Option<usize> = None;
+            let mut rows: Option<(usize, usize)> = None;
             let mut ended = 0;
             let decoded = self.columns.take();
             let width = decoded.len();
             for got in decoded {
                 match got {
                     Decoded::End => ended += 1,
-                    Decoded::Batch(batch) => {
-                        if *rows.get_or_insert(batch.num_rows()) != batch.num_rows() {
+                    Decoded::Batch(batch, decoded) => {
+                        let shape = (decoded, batch.num_rows());
+                        if *rows.get_or_insert(shape) != shape {
                             return Step::Failed;
                         }
                         columns.extend(batch.columns().iter().cloned());
@@ -312,15 +345,20 @@ impl FileStream {
                     && self.next_row == self.end_row;
                 return if whole { Step::End } else { Step::Failed };
             }
-            let n = rows.unwrap_or(0);
+            let (n, _) = rows.unwrap_or((0, 0));
             let base = self.next_row;
             self.next_row += n as u64;
             if n == 0 || self.next_row > self.end_row {
                 return Step::Failed;
             }
+            let kept = self
+                .columns
+                .deleted
+                .as_ref()
+                .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n));
             match self
                 .plan
-                .finish(&columns, n, base, deleted, &self.projection)
+                .finish(&columns, n, base, kept.as_ref(), &deleted, &self.projection)
             {
                 Some(Some(batch)) => return Step::Batch(batch),
                 Some(None) => continue,
@@ -333,7 +371,6 @@ impl FileStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deletes::PositionBitmap;
     use crate::parquet_read::field_ids_digest;
     use arrow_array::{Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -401,7 +438,7 @@ mod tests {
     fn drain(stream: &mut FileStream, deleted: &Deletes<'_>) -> (Vec<RecordBatch>, bool) {
         let mut out = Vec::new();
         loop {
-            match stream.next_step(deleted) {
+            match stream.next_step(deleted.equality) {
                 Step::Batch(b) => out.push(b),
                 Step::End => return (out, true),
                 Step::Failed => return (out, false),
@@ -456,7 +493,7 @@ mod tests {
             .downcast_ref::<StringArray>()
             .unwrap();
         assert_eq!(names.value(0), "n1");
-        assert!(matches!(stream.next_step(&deleted), Step::End));
+        assert!(matches!(stream.next_step(deleted.equality), Step::End));
     }
 
     #[test]
@@ -525,7 +562,7 @@ mod tests {
         let mut stream = FileStream::open(&req(3000), None, &none, p, None)
             .unwrap()
             .unwrap();
-        let first = match stream.next_step(&none) {
+        let first = match stream.next_step(None) {
             Step::Batch(b) => b,
             other => panic!("{other:?}"),
         };
@@ -546,7 +583,7 @@ mod tests {
         let (rest, ended) = drain(&mut stream, &none);
         assert!(!ended, "damage must not end cleanly");
         assert!(rest.iter().map(|b| b.num_rows()).sum::<usize>() < 2700);
-        assert!(matches!(stream.next_step(&none), Step::End));
+        assert!(matches!(stream.next_step(None), Step::End));
         std::fs::write(&path, &bytes).unwrap();
     }
 
@@ -571,7 +608,7 @@ mod tests {
             let mut early = FileStream::open(&req, None, &none, p(7), threads)
                 .unwrap()
                 .unwrap();
-            assert!(matches!(early.next_step(&none), Step::Batch(_)));
+            assert!(matches!(early.next_step(None), Step::Batch(_)));
             drop(early);
         }
         let handles: Vec<_> = (0..4)

@@ -158,7 +158,6 @@ fn parquet_read_position_deletes(
 #[pyclass(module = "icefloe._native")]
 pub struct ParquetFileStream {
     stream: Mutex<FileStream>,
-    deleted: Option<Py<PositionBitmap>>,
     equality: Option<Py<EqualityDeleteSet>>,
     failed: bool,
 }
@@ -171,13 +170,10 @@ impl ParquetFileStream {
 
     fn __next__(&mut self, py: Python<'_>) -> Option<PyArrowType<RecordBatch>> {
         let set = self.equality.as_ref().map(|s| s.borrow(py));
-        let deletes = Deletes {
-            positions: self.deleted.as_ref().map(|b| b.get().core()),
-            equality: set.as_ref().map(|s| s.core()),
-        };
+        let equality = set.as_ref().map(|s| s.core());
         let stream = &self.stream;
         let step = py.detach(|| match stream.lock() {
-            Ok(mut s) => s.next_step(&deletes),
+            Ok(mut s) => s.next_step(equality),
             Err(_) => Step::Failed,
         });
         match step {
@@ -248,7 +244,6 @@ fn parquet_open_stream(
         drop(set);
         Ok(opened.map(|stream| ParquetFileStream {
             stream: Mutex::new(stream),
-            deleted,
             equality,
             failed: false,
         }))
