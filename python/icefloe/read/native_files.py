@@ -188,42 +188,45 @@ def _streamed(task: FileScanTask) -> bool:
     return not whole_file(task) or task.data_file.file_size_in_bytes > MAX_FILE_BYTES
 
 
-def _scan_file(io: FileIO, task: FileScanTask) -> str | None:
-    """The local path of a task that reads a local Parquet file of known record count, with no
-    residual filter unless the file is decoded whole (a large file with one goes to the general
-    reader, whose row-group statistics skip what the filter rules out), else None."""
+def _parquet_path(io: FileIO, task: FileScanTask) -> str | None:
+    """The local path of a task's data file when it is a Parquet file of known record count,
+    else None."""
     df = task.data_file
-    if (
-        df.record_count <= 0
-        or df.file_format.lower() != "parquet"
-        or (_streamed(task) and not isinstance(task.residual, AlwaysTrue))
-    ):
+    if df.record_count <= 0 or df.file_format.lower() != "parquet":
         return None
     return io.local_path(df.file_path)
 
 
-def _residual_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[NestedField] | None:
-    """The columns the residual filters of ``tasks`` read (top-level, plain types, sorted by
-    id); None when one of them is not such a column of ``schema``."""
-    ids: set[int] = set()
-    for task in tasks:
-        if not isinstance(task.residual, AlwaysTrue):
-            ids.update(referenced_field_ids(task.residual))
+def _scan_file(io: FileIO, task: FileScanTask) -> str | None:
+    """:func:`_parquet_path` of a task with no residual filter unless the file is decoded whole
+    (a large file with one goes to the general reader, whose row-group statistics skip what the
+    filter rules out), else None."""
+    if _streamed(task) and not isinstance(task.residual, AlwaysTrue):
+        return None
+    return _parquet_path(io, task)
+
+
+def _row_file(io: FileIO, task: FileScanTask) -> str | None:
+    """:func:`_parquet_path` of a task with at most position deletes, else None."""
+    if any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files):
+        return None
+    return _parquet_path(io, task)
+
+
+def _plain_columns(schema: Schema, ids: set[int]) -> list[NestedField] | None:
+    """The fields of ``ids`` sorted by id when each is a top-level column of ``schema`` of a
+    plain type (see :func:`plain_field`), else None."""
     fields = top_level_fields(schema, sorted(ids))
     return fields if fields is not None and all(plain_field(f) for f in fields) else None
 
 
-def _row_file(io: FileIO, task: FileScanTask) -> str | None:
-    """The local path of a task that reads a local Parquet file of known record count with at
-    most position deletes, else None."""
-    df = task.data_file
-    if (
-        df.record_count <= 0
-        or df.file_format.lower() != "parquet"
-        or any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files)
-    ):
-        return None
-    return io.local_path(df.file_path)
+def _residual_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[NestedField] | None:
+    """The columns the residual filters of ``tasks`` read (see :func:`_plain_columns`)."""
+    ids: set[int] = set()
+    for task in tasks:
+        if not isinstance(task.residual, AlwaysTrue):
+            ids.update(referenced_field_ids(task.residual))
+    return _plain_columns(schema, ids)
 
 
 def top_level_fields(schema: Schema, ids: Iterable[int]) -> list[NestedField] | None:
@@ -235,15 +238,13 @@ def top_level_fields(schema: Schema, ids: Iterable[int]) -> list[NestedField] | 
 
 
 def _equality_fields(tasks: Sequence[FileScanTask], schema: Schema) -> list[NestedField] | None:
-    """The columns the equality deletes of ``tasks`` compare (top-level, plain types, sorted
-    by id); None when one of them is not such a column of ``schema``."""
+    """The columns the equality deletes of ``tasks`` compare (see :func:`_plain_columns`)."""
     ids: set[int] = set()
     for task in tasks:
         for d in task.delete_files:
             if d.content is DeleteContent.EQUALITY_DELETES:
                 ids.update(d.equality_ids)
-    fields = top_level_fields(schema, sorted(ids))
-    return fields if fields is not None and all(plain_field(f) for f in fields) else None
+    return _plain_columns(schema, ids)
 
 
 def _chunks(
