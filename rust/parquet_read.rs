@@ -463,6 +463,15 @@ pub fn field_ids_digest(schema: &Schema) -> String {
     format!("{:08x}", crc32fast::hash(text.as_bytes()))
 }
 
+/// A nullable field with a Parquet field id, for the native readers' tests.
+#[cfg(test)]
+pub(crate) fn id_field(name: &str, t: DataType, id: i32) -> Field {
+    Field::new(name, t, true).with_metadata(std::collections::HashMap::from([(
+        PARQUET_FIELD_ID_META_KEY.to_string(),
+        id.to_string(),
+    )]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,14 +479,8 @@ mod tests {
     use arrow_schema::TimeUnit;
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
-    use std::collections::HashMap;
 
-    fn field(name: &str, t: DataType, id: i32) -> Field {
-        Field::new(name, t, true).with_metadata(HashMap::from([(
-            PARQUET_FIELD_ID_META_KEY.to_string(),
-            id.to_string(),
-        )]))
-    }
+    use super::id_field as field;
 
     fn file_schema() -> SchemaRef {
         Arc::new(Schema::new(vec![

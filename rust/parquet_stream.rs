@@ -371,20 +371,12 @@ impl FileStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parquet_read::field_ids_digest;
+    use crate::parquet_read::{field_ids_digest, id_field as field};
     use arrow_array::{Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema, SchemaRef};
-    use parquet::arrow::{ArrowWriter, PARQUET_FIELD_ID_META_KEY};
+    use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
-    use std::collections::HashMap;
     use std::sync::Arc;
-
-    fn field(name: &str, t: DataType, id: i32) -> Field {
-        Field::new(name, t, true).with_metadata(HashMap::from([(
-            PARQUET_FIELD_ID_META_KEY.to_string(),
-            id.to_string(),
-        )]))
-    }
 
     fn file_schema() -> SchemaRef {
         Arc::new(Schema::new(vec![
