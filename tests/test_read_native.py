@@ -427,6 +427,7 @@ def test_residual_filters_are_applied_to_natively_read_files(
         ("d > 100 or l is null", ("part",)),
         ("part = 3 and d < 50", ("s", "l")),
         ("s is null", ("d",)),
+        ("not (d > 100 or s = 's2s2')", ("l",)),  # negated, on columns not projected
     ]
     for expr, fields in cases:
         spy.read.clear()

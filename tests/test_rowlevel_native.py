@@ -149,6 +149,17 @@ def test_key_matches_and_row_ids_match_the_per_task_function(
         assert g.equals(want)
 
 
+def test_a_filter_under_not_reads_its_columns(tmp_path: Path) -> None:
+    """The columns a filter names only under ``not`` are read for it (a chunk without them
+    could not be filtered)."""
+    tasks = _tasks(tmp_path, [30, 12], [[3], []])
+    bound = bind_filter(SCHEMA, "not (v >= 100 or name = 'n1')")
+    got = native_matching_positions(FileIO(), tasks, SCHEMA, bound, cache=DeleteCache())
+    want = [matching_positions(FileIO(), t, SCHEMA, bound) for t in tasks]
+    assert [g.to_pylist() if g is not None else None for g in got] == [w.to_pylist() for w in want]
+    assert got[0] is not None and got[0].to_pylist()
+
+
 def test_stored_row_ids_win_over_inherited_ones(tmp_path: Path) -> None:
     """A file rewritten with row lineage stores its rows' ids (some null: inherited)."""
     row_id = NestedField(METADATA_COLUMNS[ROW_ID], ROW_ID, LongType(), required=False)

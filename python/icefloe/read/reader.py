@@ -30,7 +30,7 @@ from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arro
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.expressions.arrow import filter_mask
-from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import WHOLE_READ_BYTES, FileIO
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.read.parquet_file import (
@@ -43,6 +43,7 @@ from icefloe.read.parquet_file import (
 from icefloe.read.prefetch import prefetched
 from icefloe.read.projection import FileColumns, constant_array, project_field
 from icefloe.read.rowgroups import RowGroupFilter, leaves_by_field_id
+from icefloe.scan.filters import referenced_field_ids
 from icefloe.scan.tasks import (
     DELETED,
     FILE,
@@ -81,16 +82,6 @@ MAX_DICTIONARY_PAGE = 64 * 1024
 #: costs more than the decode saves on a small file (6,110 rows, one such column: 15% slower;
 #: 100,000 rows: 12% faster).
 MIN_DICTIONARY_VALUES = 32_768
-
-
-def _referenced_ids(expr: BooleanExpression) -> set[int]:
-    if isinstance(expr, (And, Or)):
-        return _referenced_ids(expr.left) | _referenced_ids(expr.right)
-    if isinstance(expr, Not):
-        return _referenced_ids(expr.child)
-    if isinstance(expr, BoundPredicate):
-        return {expr.ref.field_id}
-    return set()
 
 
 def _partition_type(options: ReadOptions, spec_id: int) -> IcebergType:
@@ -294,7 +285,7 @@ class _TaskReader:
 
         projected = _memo(options, "projected", options.projected_schema)
         residual = task.residual
-        filter_ids = _referenced_ids(residual)
+        filter_ids = set(referenced_field_ids(residual))
         table_ids = options.schema.field_ids
         extra_ids = (filter_ids | set(deletes.equality_ids)) & table_ids
         extra_ids -= projected.field_ids

@@ -19,6 +19,7 @@ from icefloe.expressions.base import (
     And,
     BooleanExpression,
     BoundPredicate,
+    Not,
     Or,
 )
 from icefloe.expressions.binding import bind
@@ -158,10 +159,18 @@ class SpecFilters:
 
 
 def referenced_field_ids(expr: BooleanExpression) -> list[int]:
-    """The sorted field ids the predicates of a bound filter reference."""
-    preds: list[BoundPredicate] = []
-    _predicates(expr, preds)
-    return sorted({p.ref.field_id for p in preds})
+    """The sorted field ids the predicates of a bound filter reference, under ``not`` too."""
+    ids: set[int] = set()
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, And | Or):
+            todo += (e.left, e.right)
+        elif isinstance(e, Not):
+            todo.append(e.child)
+        elif isinstance(e, BoundPredicate):
+            ids.add(e.ref.field_id)
+    return sorted(ids)
 
 
 def bool_numpy(arr: Any) -> np.ndarray:
