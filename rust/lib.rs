@@ -14,6 +14,7 @@ pub mod parquet_footer;
 pub mod parquet_read;
 pub mod parquet_stream;
 pub mod parquet_types;
+pub mod parquet_write;
 pub mod plan;
 pub mod pool;
 pub mod puffin;

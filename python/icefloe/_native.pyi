@@ -39,6 +39,7 @@ __all__ = [
     "geo_intersects_mask",
     "keep_mask_from_positions",
     "parquet_check_footer",
+    "parquet_encode_files",
     "parquet_open_stream",
     "parquet_read_files",
     "parquet_read_position_deletes",
@@ -337,6 +338,19 @@ class PuffinWriter:
     ) -> bytes: ...
 
 def parquet_check_footer(footer: bytes) -> list[tuple[int, list[int], list[int]]]: ...
+def parquet_encode_files(
+    batches: list[pa.RecordBatch],
+    slices: list[tuple[int, int]],
+    columns: list[tuple[int, str, str, int]],
+    compression: str,
+    compression_level: int | None,
+    dictionary: list[str],
+    page_size: int,
+    dictionary_page_size: int,
+    row_group_rows: int,
+    key_value: list[tuple[str, str]],
+    threads: int | None = None,
+) -> list[dict[str, Any]]: ...
 def parquet_read_files(
     paths: list[str],
     rows: list[int],

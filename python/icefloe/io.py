@@ -264,6 +264,27 @@ class OutputFile:
         except Exception as exc:
             raise _map_error(exc, self.location, "create") from exc
 
+    def write_new(self, data: bytes) -> None:
+        """Write ``data`` as a new file (:class:`AlreadyExistsError` if one exists), without
+        waiting for stable storage: the caller starts that with :meth:`FileIO.sync_soon` and a
+        commit waits for it (:meth:`FileIO.sync`), as for files written through :meth:`create`.
+        """
+        local = self._io.local_path(self.location)
+        if local is None:
+            with self.create() as stream:
+                stream.write(data)
+            return
+        try:
+            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except Exception as exc:
+            raise _map_error(exc, self.location, "create") from exc
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        except Exception as exc:
+            raise _map_error(exc, self.location, "write") from exc
+
     def write(self, data: bytes, overwrite: bool = False) -> None:
         """Write ``data`` as the whole file.
 

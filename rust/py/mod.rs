@@ -8,6 +8,7 @@ mod expr;
 mod geo;
 mod manifest;
 mod parquet;
+mod parquet_write;
 mod plan;
 mod plan_read;
 mod puffin;
@@ -71,6 +72,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     geo::register(m)?;
     manifest::register(m)?;
     parquet::register(m)?;
+    parquet_write::register(m)?;
     plan::register(m)?;
     plan_read::register(m)?;
     puffin::register(m)?;

@@ -32,8 +32,10 @@ FILTERS = ("true", "id >= 150 and s = 'v3'")
 
 def build(root: Path) -> dict[str, str]:
     """A v2 table with one small data file of two row groups (required long, optional int,
-    optional string with a dictionary, a required string); returns what a worker needs."""
+    optional string with a dictionary, a required string), written by pyarrow's writer (whose
+    footer carries the size statistics some cases edit); returns what a worker needs."""
     from icefloe.catalog.sql import SqlCatalog
+    from icefloe.write import native_writer
 
     root.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite:///{root / 'c.db'}"
@@ -49,6 +51,17 @@ def build(root: Path) -> dict[str, str]:
     )
     t = cat.create_table("db.t", schema, properties={"write.parquet.row-group-limit": "100"})
     rows = 200
+    native, native_writer.ENABLED = native_writer.ENABLED, False
+    try:
+        _append(t, schema, rows)
+    finally:
+        native_writer.ENABLED = native
+    path = t.inspect.files().column("file_path")[0].as_py()
+    cat.close()
+    return {"uri": uri, "warehouse": (root / "wh").as_uri(), "path": path.removeprefix("file://")}
+
+
+def _append(t: Any, schema: pa.Schema, rows: int) -> None:
     t.append(
         pa.table(
             {
@@ -60,9 +73,6 @@ def build(root: Path) -> dict[str, str]:
             schema=schema,
         )
     )
-    path = t.inspect.files().column("file_path")[0].as_py()
-    cat.close()
-    return {"uri": uri, "warehouse": (root / "wh").as_uri(), "path": path.removeprefix("file://")}
 
 
 def _worker(config: dict[str, str]) -> None:

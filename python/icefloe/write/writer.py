@@ -49,6 +49,7 @@ from icefloe.transforms import (
     YearTransform,
 )
 from icefloe.types import StructType
+from icefloe.write import native_writer
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.input import to_table_schema
@@ -290,21 +291,38 @@ def write_parquet_files(
         bounds = [(0, table.num_rows)]
     values = [p.to_pylist() for p in parts]  # one value per group
     writer = _FileWriter(
-        metadata, io, file_schema, spec, opts, order.order_id if sort_here else None, use_dictionary
+        metadata,
+        io,
+        file_schema,
+        spec,
+        opts,
+        order.order_id if sort_here else None,
+        use_dictionary,
+        field_ids_digest(table.schema),
     )
-    groups = [
-        (
-            table.slice(start, end - start),
-            {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {},
-        )
-        for g, (start, end) in enumerate(bounds)
+    partitions = [
+        {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {}
+        for g in range(len(bounds))
     ]
     threads = opts.max_workers or work_threads()
+    # Partitions _spread would split over the threads stay with pyarrow's writer.
+    spreading = opts.spread and threads >= 2 and len(bounds) < threads
+    native = writer.native_groups(table, bounds, 2 * SPLIT_BYTES - 1 if spreading else None)
+    files: dict[int, list[DataFile]] = {}
     try:
+        if native:
+            files.update(
+                writer.write_native(table, [bounds[g] for g in native], native, partitions, threads)
+            )
+        groups = [
+            (g, table.slice(start, end - start), partitions[g])
+            for g, (start, end) in enumerate(bounds)
+            if g not in files
+        ]
         # Parquet encoding and the metric kernels release the GIL: files are written in
         # parallel, results kept in partition order.
         results = parallel_map(
-            lambda g: writer.write_group(*g),
+            lambda g: (g[0], writer.write_group(g[1], g[2])),
             _spread(groups, threads) if opts.spread else groups,
             threads=threads,
             kind="work",
@@ -313,7 +331,9 @@ def write_parquet_files(
         for path in list(writer.created):
             io.delete_quietly(path)
         raise
-    return [f for group in results for f in group]
+    for g, written in results:
+        files.setdefault(g, []).extend(written)
+    return [f for g in sorted(files) for f in files[g]]
 
 
 #: With fewer partitions than threads, a partition of at least twice this much Arrow data is
@@ -322,21 +342,22 @@ def write_parquet_files(
 SPLIT_BYTES = 32 << 20
 
 
-def _spread(
-    groups: list[tuple[pa.Table, dict[str, Any]]], threads: int
-) -> list[tuple[pa.Table, dict[str, Any]]]:
+_Group = tuple[int, pa.Table, dict[str, Any]]  # group index, its rows, its partition
+
+
+def _spread(groups: list[_Group], threads: int) -> list[_Group]:
     """``groups`` (rows of one partition each) with large ones split so that ``threads``
     files can be encoded at once; the rows keep their order."""
     if threads < 2 or len(groups) >= threads:
         return groups
-    out: list[tuple[pa.Table, dict[str, Any]]] = []
-    for table, partition in groups:
+    out: list[_Group] = []
+    for g, table, partition in groups:
         pieces = min(threads, int(table.nbytes) // SPLIT_BYTES)
         if pieces < 2:
-            out.append((table, partition))
+            out.append((g, table, partition))
             continue
         step = -(-table.num_rows // pieces)
-        out += [(table.slice(s, step), partition) for s in range(0, table.num_rows, step)]
+        out += [(g, table.slice(s, step), partition) for s in range(0, table.num_rows, step)]
     return out
 
 
@@ -350,6 +371,7 @@ class _FileWriter:
         opts: WriteOptions,
         sort_order_id: int | None,
         use_dictionary: bool | list[str],
+        digest: str,
     ) -> None:
         props = metadata.properties
         self.use_dictionary = use_dictionary
@@ -366,6 +388,12 @@ class _FileWriter:
         self._counter = itertools.count(1)
         self.created: list[str] = []
         self.variant_ids = variant_field_ids(schema)
+        self.digest = digest  # of the Arrow schema the files are written in
+        self.native = (
+            None
+            if self.variant_ids
+            else native_writer.native_columns(schema, self.metrics, self.parquet)
+        )
 
     def _path(self, partition: Mapping[str, Any]) -> str:
         name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.parquet"
@@ -381,6 +409,77 @@ class _FileWriter:
         per_row = max(1, int(table.nbytes) // max(1, table.num_rows))
         by_bytes: int = self.parquet.row_group_size_bytes // per_row
         return max(1, min(limit, by_bytes))
+
+    def native_groups(
+        self, table: pa.Table, bounds: list[tuple[int, int]], at_most: int | None = None
+    ) -> list[int]:
+        """The groups (by index into ``bounds``) small enough for the native encoder (and of
+        at most ``at_most`` bytes): one file each, in row groups of
+        ``write.parquet.row-group-limit`` rows."""
+        if self.native is None or table.num_rows == 0:
+            return []
+        per_row = int(table.nbytes) / table.num_rows
+        limit = min(native_writer.NATIVE_MAX_BYTES, self.target, self.parquet.row_group_size_bytes)
+        if at_most is not None:
+            limit = min(limit, at_most)
+        return [g for g, (start, end) in enumerate(bounds) if (end - start) * per_row <= limit]
+
+    def write_native(
+        self,
+        table: pa.Table,
+        slices: list[tuple[int, int]],
+        groups: list[int],
+        partitions: list[dict[str, Any]],
+        threads: int,
+    ) -> dict[int, list[DataFile]]:
+        """The rows ``[start, end)`` of ``table`` of each of ``slices`` (group ``groups[k]``)
+        encoded natively and written, one file per group."""
+        assert self.native is not None
+        batches = table.to_batches()
+        per_row = int(table.nbytes) / max(1, table.num_rows)
+        sizes = [int((end - start) * per_row) for start, end in slices]
+        out: dict[int, list[DataFile]] = {}
+        for wave in native_writer.waves(sizes):
+            encoded = native_writer.encode_files(
+                batches,
+                [(slices[k][0], slices[k][1] - slices[k][0]) for k in wave],
+                self.native,
+                self.parquet,
+                self.use_dictionary,
+                {FIELD_IDS_DIGEST_KEY: self.digest},
+                threads,
+            )
+            paths = [self._path(partitions[groups[k]]) for k in wave]
+
+            # Written in parallel: the system calls (or uploads) release the GIL.
+            parallel_map(
+                self._put, [(p, f["data"]) for p, f in zip(paths, encoded, strict=True)], kind="io"
+            )
+            for k, path, f in zip(wave, paths, encoded, strict=True):
+                out[groups[k]] = [
+                    DataFile(
+                        file_path=path,
+                        record_count=f["record_count"],
+                        file_size_in_bytes=len(f["data"]),
+                        spec_id=self.spec.spec_id,
+                        partition=partitions[groups[k]],
+                        column_sizes=f["column_sizes"],
+                        value_counts=f["value_counts"],
+                        null_value_counts=f["null_value_counts"],
+                        nan_value_counts=f["nan_value_counts"],
+                        lower_bounds=f["lower_bounds"],
+                        upper_bounds=f["upper_bounds"],
+                        split_offsets=f["split_offsets"],
+                        sort_order_id=self.sort_order_id,
+                    )
+                ]
+        return out
+
+    def _put(self, item: tuple[str, bytes]) -> None:
+        path, data = item
+        self.created.append(path)
+        self.io.new_output(path).write_new(data)
+        self.io.sync_soon(path)  # the disk writes it while the next files are encoded
 
     def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
         rows = self._rows_per_group(table)
@@ -423,7 +522,7 @@ class _FileWriter:
                     pos += chunk.num_rows
                     if (held or sink).tell() >= self.target:
                         break
-                w.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: field_ids_digest(table.schema)})
+                w.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: self.digest})
             md = w.writer.metadata
             size = held.finish(self.variant_ids) if held else sink.tell()
         finally:
