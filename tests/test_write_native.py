@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icefloe.arrow_schema import schema_to_arrow
-from icefloe.exceptions import FileIOError, IcebergError
+from icefloe.exceptions import AlreadyExistsError, FileIOError, IcebergError
 from icefloe.io import FileIO, OutputFile
 from icefloe.metadata import TableMetadata, new_table_metadata
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionField, PartitionSpec
@@ -333,3 +333,26 @@ def test_native_metrics_equal_pyarrow_metrics(
     assert "parquet-rs" in _writer_of(ours[0])
     assert [_metrics(f) for f in ours] == [_metrics(f) for f in theirs]
     assert _same(_check_file(ours[0]), _check_file(theirs[0]))
+
+
+def test_a_file_already_at_a_path_is_refused_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[16]"), "id_bucket"))
+    md = _metadata(tmp_path, spec=spec)
+    real = OutputFile.write_new
+    taken: list[Path] = []
+
+    def racing(self: OutputFile, data: bytes) -> None:
+        if not taken:  # someone else's file appears at the first path
+            path = Path(self.location.removeprefix("file://"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"theirs")
+            taken.append(path)
+        real(self, data)
+
+    monkeypatch.setattr(OutputFile, "write_new", racing)
+    with pytest.raises(AlreadyExistsError):
+        _write(md, [_row(k) for k in range(200)], native=True)
+    assert taken[0].read_bytes() == b"theirs"
+    assert list(tmp_path.rglob("*.parquet")) == taken

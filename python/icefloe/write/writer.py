@@ -34,7 +34,7 @@ from icefloe.arrow_schema import (
     schema_to_arrow,
     type_to_arrow,
 )
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import AlreadyExistsError, ValidationError
 from icefloe.io import FileIO, data_location
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
@@ -477,8 +477,14 @@ class _FileWriter:
 
     def _put(self, item: tuple[str, bytes]) -> None:
         path, data = item
+        try:
+            self.io.new_output(path).write_new(data)
+        except AlreadyExistsError:
+            raise  # not ours: never deleted by the clean-up
+        except BaseException:
+            self.created.append(path)  # a partial file
+            raise
         self.created.append(path)
-        self.io.new_output(path).write_new(data)
         self.io.sync_soon(path)  # the disk writes it while the next files are encoded
 
     def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
