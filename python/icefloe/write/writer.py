@@ -5,7 +5,8 @@ partition values with the Rust transforms, orders the rows by partition (and by 
 order when it has one) with one Arrow sort, and writes each partition's rows into Parquet files
 of about ``write.target-file-size-bytes``, rolling over to a new file when the bytes written so
 far reach the target. Files are encoded in parallel; with fewer partitions than threads, a large
-partition's rows are split into one file per thread. Each file gets its metrics
+partition's rows are split into one file per thread. Small partitions of flat primitive columns
+are encoded in Rust, many per call (:mod:`icefloe.write.native_writer`). Each file gets its metrics
 (:mod:`icefloe.write.metrics`), split offsets and partition tuple, and comes back as a
 :class:`~icefloe.write.files.DataFile`.
 
