@@ -246,12 +246,7 @@ class OutputFile:
         """
         fs, path = self._io.resolve(self.location)
         if isinstance(fs, pafs.LocalFileSystem):
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-            try:
-                fd = os.open(path, flags, 0o644)
-            except Exception as exc:
-                raise _map_error(exc, self.location, "create") from exc
+            fd = self._open_local(path, overwrite)
             # Arrow-side buffering: a Parquet writer's many small writes (page headers, pages)
             # would each be a call into Python (about a tenth of writing a small file).
             return pa.BufferedOutputStream(
@@ -261,6 +256,17 @@ class OutputFile:
             raise AlreadyExistsError(f"cannot create {self.location}: file already exists")
         try:
             return fs.open_output_stream(path)
+        except Exception as exc:
+            raise _map_error(exc, self.location, "create") from exc
+
+    def _open_local(self, path: str, overwrite: bool) -> int:
+        """A descriptor of the local file ``path`` opened for writing, its directories made;
+        with ``overwrite=False`` creation and the check that no file exists are one step
+        (``O_EXCL``)."""
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        try:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            return os.open(path, flags, 0o644)
         except Exception as exc:
             raise _map_error(exc, self.location, "create") from exc
 
@@ -274,11 +280,7 @@ class OutputFile:
             with self.create() as stream:
                 stream.write(data)
             return
-        try:
-            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except Exception as exc:
-            raise _map_error(exc, self.location, "create") from exc
+        fd = self._open_local(local, overwrite=False)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

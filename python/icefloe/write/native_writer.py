@@ -57,6 +57,8 @@ WAVE_BYTES = 64 << 20
 ENABLED = True
 
 _CODECS = frozenset({"zstd", "snappy", "none"})
+#: The column types the encoder writes (`parquet_write::supported` in Rust, which refuses the
+#: rest): those whose Parquet form and statistics it knows, unlike UUID and fixed.
 _TYPES = (
     BooleanType,
     IntegerType,
