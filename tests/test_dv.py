@@ -191,6 +191,7 @@ def test_round_trip_random_position_sets(chunks: list[tuple[int, int, list[int]]
     expected = sorted(positions)
     dv = DeletionVector.from_positions(np.array(list(positions), dtype=np.int64))
     assert dv.positions().to_pylist() == expected
+    assert dv.last == (expected[-1] if expected else None)
     back = DeletionVector.from_blob(dv.to_blob(), expected_cardinality=len(expected))
     assert back == dv
     assert back.positions().to_pylist() == expected

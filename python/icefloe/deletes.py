@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe import _native
+from icefloe._concurrency import parallel_map
 from icefloe.exceptions import CorruptFileError, ValidationError
 
 __all__ = [
@@ -117,6 +118,11 @@ class DeletionVector:
     def cardinality(self) -> int:
         """The number of deleted positions (the DV's ``record_count``)."""
         return self._bitmap.cardinality()
+
+    @property
+    def last(self) -> int | None:
+        """The largest deleted position, None when there is none."""
+        return self._bitmap.max()
 
     def __len__(self) -> int:
         return self._bitmap.cardinality()
@@ -256,7 +262,8 @@ class EqualityDeleteSet:
     def keep_mask(self, batch: pa.RecordBatch | pa.Table) -> pa.BooleanArray:
         """The keep-mask of ``batch``: ``True`` where no delete row matches."""
         if isinstance(batch, pa.Table):
-            masks = [self._set.keep_mask(b) for b in _batches(batch)]
+            # the Rust probe releases the GIL: a table's batches are matched on every core
+            masks = parallel_map(self._set.keep_mask, _batches(batch), kind="work")
             if not masks:
                 return pa.array([], pa.bool_())
             return pa.concat_arrays(masks)

@@ -120,6 +120,11 @@ impl PositionBitmap {
         self.inner.cardinality()
     }
 
+    /// The largest position, None when empty.
+    fn max(&self) -> Option<u64> {
+        self.inner.max()
+    }
+
     fn __len__(&self) -> usize {
         self.inner.cardinality() as usize
     }

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -173,9 +173,9 @@ def merged_positions(
         if old is not None:
             dv = old.union(dv)
     count = item.data_file.record_count
-    if count and dv.cardinality:
-        last = dv.positions()[-1].as_py()
-        if last >= count:
+    if count:
+        last = dv.last
+        if last is not None and last >= count:
             raise ValidationError(
                 f"delete position {last} is past the end of {path} ({count} rows)"
             )
@@ -216,7 +216,7 @@ def write_deletion_vectors(
         new = _as_dv(item.positions)
         if new.cardinality == 0:
             continue
-        dv = merged_positions(io, item, cache)
+        dv = merged_positions(io, replace(item, positions=new), cache)
         meta = writer.add_deletion_vector(dv, path)
         pending.append((item, dv, meta))
         removed.extend(_superseded(path, item.existing))

@@ -47,7 +47,7 @@ from icefloe.partitioning import PartitionSpec
 from icefloe.read.deletes import DeleteCache
 from icefloe.read.native_files import POSITION_COLUMN, column_chunks, top_level_fields
 from icefloe.read.reader import output_schema, read_task
-from icefloe.scan.filters import bool_numpy, referenced_field_ids
+from icefloe.scan.filters import referenced_field_ids
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     POS,
@@ -160,14 +160,27 @@ def native_matching_positions(
     chunks = column_chunks(io, tasks, fields, workers or work_threads(), cache, name_mapping)
     for chunk in chunks:
         table = chunk.table
-        if table.num_rows:
-            hit = np.flatnonzero(bool_numpy(_evaluate(bound_filter, table)))
-        else:
-            hit = np.empty(0, dtype=np.int64)
-        positions = table.column(POSITION_COLUMN).to_numpy()
-        for i, rows in zip(chunk.tasks, chunk.split(hit), strict=True):
-            out[i] = pa.array(positions[rows], pa.int64())
+        hit = _hits(_evaluate(bound_filter, table)) if table.num_rows else _NO_ROWS
+        positions = table.column(POSITION_COLUMN)
+        for k, (i, rows) in enumerate(zip(chunk.tasks, chunk.split(hit), strict=True)):
+            first, end = int(chunk.offsets[k]), int(chunk.offsets[k + 1])
+            if end - first == tasks[i].data_file.record_count:
+                # every row of the file, in order: a row's position is its index
+                out[i] = pa.array(rows - first, pa.int64())
+            else:
+                out[i] = positions.slice(first, end - first).take(rows - first).combine_chunks()
     return out
+
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
+
+def _hits(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Indexes (int64, ascending) of the true values of ``mask`` (null counts as false)."""
+    found = pc.indices_nonzero(mask)
+    if isinstance(found, pa.ChunkedArray):
+        found = found.combine_chunks()
+    return found.to_numpy().view(np.int64)
 
 
 def surviving_rows(
@@ -388,10 +401,8 @@ def native_matching_key_positions(
     )
     for chunk in chunks:
         table = chunk.table
-        hit = np.empty(0, dtype=np.int64)
-        if table.num_rows:
-            hit = np.flatnonzero(bool_numpy(keys.match_mask(table)))
-        hits = table.take(pa.array(hit, pa.int64())).combine_chunks()
+        hit = _hits(keys.match_mask(table)) if table.num_rows else _NO_ROWS
+        hits = chunk.take(hit)
         positions = hits.column(POSITION_COLUMN)
         start = 0
         for i, rows in zip(chunk.tasks, chunk.split(hit), strict=True):
