@@ -467,12 +467,16 @@ def _decode_chunks(
 
 def _drained(
     got: list[pa.RecordBatch] | _native.ParquetFileStream | None,
+    each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
 ) -> list[pa.RecordBatch] | None:
-    """The batches of a task as :func:`_decode_chunks` gave them: a stream read to its end
-    (None when it failed part way)."""
-    if got is None or isinstance(got, list):
-        return got
-    batches = list(got)
+    """The batches of a task as :func:`_decode_chunks` gave them, passed through ``each``: a
+    stream read to its end (None when it failed part way), ``each`` running on a batch while
+    the stream's readers decode the next ones."""
+    if got is None:
+        return None
+    if isinstance(got, list):
+        return got if each is None else [each(b) for b in got]
+    batches = [b if each is None else each(b) for b in got]
     return None if got.failed else batches
 
 
@@ -489,23 +493,11 @@ class ColumnChunk:
         self.table = table
         self.offsets = offsets
 
-    def split(self, rows: np.ndarray) -> list[np.ndarray]:
-        """Sorted row indexes of :attr:`table` split by task (one array per task)."""
-        cuts = np.searchsorted(rows, self.offsets)
-        return [rows[cuts[k] : cuts[k + 1]] for k in range(len(self.tasks))]
-
-    def take(self, rows: np.ndarray) -> pa.Table:
-        """The rows at sorted indexes ``rows`` of :attr:`table`, in one chunk. Taken batch by
-        batch: Arrow's take over a table of many chunks copies far more than the rows."""
-        batches = self.table.to_batches()
-        ends = np.cumsum([b.num_rows for b in batches], dtype=np.int64)
-        cuts = np.searchsorted(rows, ends)
-        parts, first, start = [], 0, 0
-        for batch, end, cut in zip(batches, ends.tolist(), cuts.tolist(), strict=True):
-            if cut > first:
-                parts.append(batch.take(pa.array(rows[first:cut] - start, pa.int64())))
-            first, start = cut, end
-        return pa.Table.from_batches(parts, self.table.schema).combine_chunks()
+    def parts(self) -> Iterator[tuple[int, pa.Table]]:
+        """Each task's index and its rows."""
+        for k, i in enumerate(self.tasks):
+            first, end = int(self.offsets[k]), int(self.offsets[k + 1])
+            yield i, self.table.slice(first, end - first)
 
 
 def column_chunks(
@@ -516,13 +508,15 @@ def column_chunks(
     cache: DeleteCache,
     name_mapping: NameMapping | None = None,
     optional: Sequence[NestedField] = (),
+    each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
 ) -> Iterator[ColumnChunk]:
     """The live rows of the tasks the native path reads (local Parquet files, no equality
     deletes), with the top-level columns ``fields`` (plain types, see :func:`plain_field`) and
     the ``optional`` ones (nulls where a file lacks them), a chunk of files at a time; a large
-    file, or a split of one, is streamed and given in a chunk of its own. A task not in any
-    chunk (not local, a column missing or of another type, no field ids, any damage) is left
-    to the caller's general path."""
+    file, or a split of one, is streamed and given in a chunk of its own. ``each`` (keeping
+    the schema, typically a filter) runs on every batch as it is decoded, and a chunk holds
+    what it gives. A task not in any chunk (not local, a column missing or of another type, no
+    field ids, any damage) is left to the caller's general path."""
     wanted = [*fields, *optional]
     if not ENABLED or not tasks or not all(plain_field(f) for f in wanted):
         return
@@ -552,7 +546,11 @@ def column_chunks(
         streamed=[_streamed(t) for t in chosen],
     )
     for a, done in decoded:
-        read = [(index[a + k], b) for k, got in enumerate(done) if (b := _drained(got)) is not None]
+        read = [
+            (index[a + k], b)
+            for k, got in enumerate(done)
+            if (b := _drained(got, each)) is not None
+        ]
         if not read:
             continue
         counts = [sum(batch.num_rows for batch in b) for _, b in read]

@@ -149,38 +149,23 @@ def native_matching_positions(
 ) -> list[pa.Array | None]:
     """Per task, what :func:`matching_positions` gives, for the tasks whose files the native
     reader takes (:func:`icefloe.read.native_files.column_chunks`): the filter's columns of a
-    chunk of files are decoded in one call and the filter evaluated once over them. None for a
-    task left to :func:`matching_positions`."""
+    chunk of files are decoded in one call, and each batch is filtered as it comes, while the
+    next ones decode. None for a task left to :func:`matching_positions`."""
     out: list[pa.Array | None] = [None] * len(tasks)
     if bound_filter is AlwaysFalse():
         return [_EMPTY_POSITIONS] * len(tasks)
     fields = top_level_fields(schema, referenced_field_ids(bound_filter))
     if fields is None:
         return out
-    chunks = column_chunks(io, tasks, fields, workers or work_threads(), cache, name_mapping)
-    for chunk in chunks:
-        table = chunk.table
-        hit = _hits(_evaluate(bound_filter, table)) if table.num_rows else _NO_ROWS
-        positions = table.column(POSITION_COLUMN)
-        for k, (i, rows) in enumerate(zip(chunk.tasks, chunk.split(hit), strict=True)):
-            first, end = int(chunk.offsets[k]), int(chunk.offsets[k + 1])
-            if end - first == tasks[i].data_file.record_count:
-                # every row of the file, in order: a row's position is its index
-                out[i] = pa.array(rows - first, pa.int64())
-            else:
-                out[i] = positions.slice(first, end - first).take(rows - first).combine_chunks()
+
+    def matched(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch.filter(_evaluate(bound_filter, batch))
+
+    threads = workers or work_threads()
+    for chunk in column_chunks(io, tasks, fields, threads, cache, name_mapping, each=matched):
+        for i, rows in chunk.parts():
+            out[i] = rows.column(POSITION_COLUMN).combine_chunks()
     return out
-
-
-_NO_ROWS = np.empty(0, dtype=np.int64)
-
-
-def _hits(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Indexes (int64, ascending) of the true values of ``mask`` (null counts as false)."""
-    found = pc.indices_nonzero(mask)
-    if isinstance(found, pa.ChunkedArray):
-        found = found.combine_chunks()
-    return found.to_numpy().view(np.int64)
 
 
 def surviving_rows(
@@ -384,7 +369,7 @@ def native_matching_key_positions(
 ) -> list[pa.Table | None]:
     """Per task, what :func:`matching_key_positions` gives, for the tasks whose files the
     native reader takes: the join columns of a chunk of files are decoded in one call and
-    matched against ``keys`` in one probe. None for a task left to
+    each batch is matched against ``keys`` as it comes. None for a task left to
     :func:`matching_key_positions`."""
     out: list[pa.Table | None] = [None] * len(tasks)
     ids = _join_ids(schema, keys)
@@ -396,23 +381,21 @@ def native_matching_key_positions(
     result = output_schema(options)
     # a file rewritten with row lineage stores its rows' ids; others inherit them
     stored = [metadata_field(ROW_ID)] if with_row_ids else []
+
+    def matched(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch.filter(keys.match_mask(batch)) if batch.num_rows else batch
+
+    threads = workers or work_threads()
     chunks = column_chunks(
-        io, tasks, fields, workers or work_threads(), cache, name_mapping, optional=stored
+        io, tasks, fields, threads, cache, name_mapping, optional=stored, each=matched
     )
     for chunk in chunks:
-        table = chunk.table
-        hit = _hits(keys.match_mask(table)) if table.num_rows else _NO_ROWS
-        hits = chunk.take(hit)
-        positions = hits.column(POSITION_COLUMN)
-        start = 0
-        for i, rows in zip(chunk.tasks, chunk.split(hit), strict=True):
-            n = len(rows)
-            if n == 0:
+        for i, part in chunk.parts():
+            if part.num_rows == 0:
                 out[i] = result.empty_table()
                 continue
-            part = hits.slice(start, n)
-            pos = positions.slice(start, n)
-            start += n
+            part = part.combine_chunks()
+            pos = part.column(POSITION_COLUMN)
             arrays = [part.column(f.name) for f in fields] + [pos]
             if with_row_ids:
                 first = tasks[i].data_file.first_row_id
