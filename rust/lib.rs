@@ -8,6 +8,7 @@ pub mod delta;
 pub mod error;
 pub mod expr;
 pub mod geo;
+pub mod local_fs;
 pub mod manifest;
 pub mod parquet_deletes;
 pub mod parquet_footer;

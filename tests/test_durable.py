@@ -29,6 +29,12 @@ class _Recorder:
         self._lock = threading.Lock()
         self._real = durable._fsync
 
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> _Recorder:
+        """Stands in for the one-file sync and for the batches synced in one native call."""
+        monkeypatch.setattr(durable, "_fsync", self)
+        monkeypatch.setattr(durable, "_fsync_batch", lambda paths: [self(p) for p in paths])
+        return self
+
     def __call__(self, path: str) -> None:
         failing = self.fail is not None and path.endswith(self.fail)
         if failing and not (self.once and path in self.paths):
@@ -46,7 +52,7 @@ def test_an_append_syncs_its_files_and_their_directories_before_any_manifest(
     cat = catalog(tmp_path)
     t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
     rec = _Recorder()
-    monkeypatch.setattr(durable, "_fsync", rec)
+    rec.install(monkeypatch)
     t.append(rows(0, 200))
     files = t.inspect.data_files().column("file_path").to_pylist()
     assert len(files) > 4  # several partition directories
@@ -73,7 +79,7 @@ def test_a_failed_sync_fails_the_commit_and_the_table_keeps_its_snapshot(
     t.append(rows(0, 50))
     before = t.current_snapshot()
     want = checksum(t.scan().to_arrow())
-    monkeypatch.setattr(durable, "_fsync", _Recorder(fail=".parquet"))
+    _Recorder(fail=".parquet").install(monkeypatch)
     with pytest.raises(FileIOError) as info:
         t.append(rows(50, 50))
     assert "sync" in str(info.value) and ".parquet" in str(info.value)
@@ -91,7 +97,7 @@ def test_a_failed_background_sync_of_a_written_file_fails_the_commit(
     cat = catalog(tmp_path)
     t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
     rec = _Recorder(fail=".parquet", once=True)
-    monkeypatch.setattr(durable, "_fsync", rec)
+    rec.install(monkeypatch)
     with pytest.raises(FileIOError):
         t.append(rows(0, 50))
     assert cat.load_table("ns.t").current_snapshot() is None
@@ -102,7 +108,7 @@ def test_a_metadata_write_syncs_the_directories_it_created(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rec = _Recorder()
-    monkeypatch.setattr(durable, "_fsync", rec)
+    rec.install(monkeypatch)
     target = tmp_path / "a" / "b" / "m.json"
     FileIO().new_output(str(target)).write(b"{}")
     assert target.read_bytes() == b"{}"
@@ -117,7 +123,7 @@ def test_sync_skips_missing_files_and_object_store_locations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rec = _Recorder()
-    monkeypatch.setattr(durable, "_fsync", rec)
+    rec.install(monkeypatch)
     present = tmp_path / "x.parquet"
     present.write_bytes(b"data")
     FileIO().sync([str(present), (tmp_path / "gone.parquet").as_uri(), "s3://bucket/key.parquet"])
@@ -142,11 +148,44 @@ def test_an_fsync_error_names_the_file_and_unsyncable_files_pass(
             raise OSError(code, os.strerror(code))
 
     monkeypatch.setattr(os, "fsync", fsync)
+    # the Python path (one file at a time, and every file on Windows)
+    monkeypatch.setattr(durable, "_fsync_batch", lambda paths: [durable._fsync(p) for p in paths])
     if code == errno.EINVAL:
         FileIO().sync([str(f) for f in files])
         return
     with pytest.raises(FileIOError, match=r"f1\.parquet"):
         FileIO().sync([str(f) for f in files])
+
+
+def test_a_native_batch_sync_names_the_failing_path_and_skips_missing_ones(
+    tmp_path: Path,
+) -> None:
+    files = [tmp_path / f"f{i}.parquet" for i in range(3)]
+    for f in files:
+        f.write_bytes(b"x")
+    FileIO().sync([*map(str, files), str(tmp_path / "gone.parquet")])
+    bad = str(files[1] / "under")  # through a regular file: ENOTDIR, a real failure
+    with pytest.raises(FileIOError, match=r"f1\.parquet/under"):
+        FileIO().sync([str(files[0]), bad, str(files[2])])
+
+
+def test_files_synced_soon_together_are_waited_for_and_their_failure_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [str(tmp_path / f"f{i}.parquet") for i in range(4)]
+    for f in files:
+        Path(f).write_bytes(b"x")
+    rec = _Recorder().install(monkeypatch)
+    durable.sync_soon_all(files)
+    durable.sync_files(files)
+    assert set(files) <= set(rec.paths)
+    assert not durable._STARTED
+    failing = _Recorder(fail="f2.parquet", once=True).install(monkeypatch)
+    durable.sync_soon_all(files)
+    with pytest.raises(OSError, match="f2"):
+        durable.sync_files(files)
+    assert "f2" in " ".join(failing.paths)
+    assert not durable._STARTED
 
 
 def test_a_forked_child_does_not_wait_for_the_parents_background_syncs(tmp_path: Path) -> None:

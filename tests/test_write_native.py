@@ -5,6 +5,7 @@ to pyarrow."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import math
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from icefloe import _native
+from icefloe import io as icefloe_io
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import AlreadyExistsError, FileIOError, IcebergError
 from icefloe.io import FileIO, OutputFile
@@ -263,22 +266,39 @@ def test_nested_or_unsupported_columns_take_pyarrow(tmp_path: Path) -> None:
     assert "parquet-cpp" in _writer_of(f)
 
 
-def test_a_failed_write_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_failed_write_leaves_no_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batched: bool
+) -> None:
+    """Local files are created in one native call (batched) or one at a time (object stores,
+    Windows); a failure part way removes every file of the write, partial ones included."""
     spec = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[16]"), "id_bucket"))
     md = _metadata(tmp_path, spec=spec)
-    real = OutputFile.write_new
-    calls = []
+    calls: list[str] = []
+    if batched:
+        real_batch = _native.write_new_files_local
 
-    def flaky(self: OutputFile, data: bytes) -> None:
-        calls.append(self.location)
-        if len(calls) == 5:
-            raise FileIOError(f"disk full writing {self.location}")
-        real(self, data)
+        def flaky_batch(paths: list[str], data: list[bytes], threads: int) -> list[Any]:
+            out = real_batch(paths, data, threads)  # every file written, the 5th then "fails"
+            calls.extend(paths)
+            out[4] = (True, OSError(errno.ENOSPC, "No space left on device", paths[4]))
+            return out
 
-    monkeypatch.setattr(OutputFile, "write_new", flaky)
-    with pytest.raises(IcebergError, match="disk full"):
+        monkeypatch.setattr(_native, "write_new_files_local", flaky_batch)
+    else:
+        monkeypatch.setattr(icefloe_io, "_NATIVE_LOCAL_WRITES", False)
+        real = OutputFile.write_new
+
+        def flaky(self: OutputFile, data: bytes) -> None:
+            calls.append(self.location)
+            if len(calls) == 5:
+                raise FileIOError(f"No space left on device writing {self.location}")
+            real(self, data)
+
+        monkeypatch.setattr(OutputFile, "write_new", flaky)
+    with pytest.raises(IcebergError, match="No space left on device"):
         _write(md, [_row(k) for k in range(200)], native=True)
-    assert len(calls) == 5
+    assert len(calls) >= 5
     assert not list(tmp_path.rglob("*.parquet"))
 
 
@@ -335,23 +355,39 @@ def test_native_metrics_equal_pyarrow_metrics(
     assert _same(_check_file(ours[0]), _check_file(theirs[0]))
 
 
+@pytest.mark.parametrize("batched", [True, False])
 def test_a_file_already_at_a_path_is_refused_and_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batched: bool
 ) -> None:
     spec = PartitionSpec(PartitionField(1, 1000, parse_transform("bucket[16]"), "id_bucket"))
     md = _metadata(tmp_path, spec=spec)
-    real = OutputFile.write_new
     taken: list[Path] = []
 
-    def racing(self: OutputFile, data: bytes) -> None:
-        if self.location.endswith("-00001.parquet"):  # someone else's file appears there
-            path = Path(self.location.removeprefix("file://"))
+    def appear(location: str) -> None:
+        if location.endswith("-00001.parquet"):  # someone else's file appears there
+            path = Path(location.removeprefix("file://"))
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"theirs")
             taken.append(path)
-        real(self, data)
 
-    monkeypatch.setattr(OutputFile, "write_new", racing)
+    if batched:
+        real_batch = _native.write_new_files_local
+
+        def racing_batch(paths: list[str], data: list[bytes], threads: int) -> list[Any]:
+            for p in paths:
+                appear(p)
+            return real_batch(paths, data, threads)
+
+        monkeypatch.setattr(_native, "write_new_files_local", racing_batch)
+    else:
+        monkeypatch.setattr(icefloe_io, "_NATIVE_LOCAL_WRITES", False)
+        real = OutputFile.write_new
+
+        def racing(self: OutputFile, data: bytes) -> None:
+            appear(self.location)
+            real(self, data)
+
+        monkeypatch.setattr(OutputFile, "write_new", racing)
     with pytest.raises(AlreadyExistsError):
         _write(md, [_row(k) for k in range(200)], native=True)
     assert taken[0].read_bytes() == b"theirs"

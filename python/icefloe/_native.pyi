@@ -60,6 +60,7 @@ __all__ = [
     "read_manifest_list",
     "read_manifests",
     "release_memory",
+    "sync_paths_local",
     "theta_sketch_estimate",
     "transform_apply",
     "value_from_bytes",
@@ -75,6 +76,7 @@ __all__ = [
     "variant_to_python",
     "write_manifest",
     "write_manifest_list",
+    "write_new_files_local",
 ]
 
 __version__: str
@@ -339,6 +341,10 @@ class PuffinWriter:
     ) -> bytes: ...
 
 def parquet_check_footer(footer: bytes) -> list[tuple[int, list[int], list[int]]]: ...
+def write_new_files_local(
+    paths: list[str], data: list[bytes], threads: int
+) -> list[tuple[bool, OSError] | None]: ...
+def sync_paths_local(paths: list[str], threads: int) -> None: ...
 def parquet_encode_files(
     batches: list[pa.RecordBatch],
     slices: list[tuple[int, int]],

@@ -31,7 +31,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -39,7 +39,9 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from icefloe.durable import sync_directories, sync_files, sync_soon
+from icefloe import _native
+from icefloe._concurrency import IO_THREADS, parallel_map
+from icefloe.durable import sync_directories, sync_files, sync_soon, sync_soon_all
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
 from icefloe.properties import TableProperties, enum_property
 
@@ -142,6 +144,10 @@ def _make_directories(directory: str) -> list[str]:
     if created:
         os.makedirs(directory, exist_ok=True)
     return [os.path.dirname(c) or "." for c in created]
+
+
+#: Whether :meth:`FileIO.write_new_all` creates local files in Rust (POSIX systems).
+_NATIVE_LOCAL_WRITES = os.name == "posix"
 
 
 def _map_error(exc: BaseException, location: str, action: str) -> Exception:
@@ -545,6 +551,65 @@ class FileIO:
         path = self.local_path(location)
         if path is not None:
             sync_soon(path)
+
+    def sync_soon_all(self, locations: Sequence[str]) -> None:
+        """:meth:`sync_soon` of many files just written, in one background job."""
+        sync_soon_all([p for p in map(self.local_path, locations) if p is not None])
+
+    def write_new_all(self, items: Sequence[tuple[str, bytes]], created: list[str]) -> None:
+        """:meth:`OutputFile.write_new` of each ``(location, data)``, local files in Rust on a
+        few threads (one call, no per-file Python), others in parallel. Every file is tried;
+        the location of each file this call made, whole or partial, is appended to
+        ``created`` (an existing file it refused is not); then the first failure is raised."""
+        paths = [self.local_path(location) for location, _ in items]
+        if not _NATIVE_LOCAL_WRITES or any(p is None for p in paths):
+            self._write_new_each(items, created)
+            return
+        local = [p for p in paths if p is not None]
+        data = [bytes(d) if not isinstance(d, bytes) else d for _, d in items]
+        threads = max(1, min(IO_THREADS, len(items)))
+        failures = _native.write_new_files_local(local, data, threads)
+        first: Exception | None = None
+        for (location, _), failure in zip(items, failures, strict=True):
+            if failure is None:
+                created.append(location)
+                continue
+            partial, exc = failure
+            if partial:
+                created.append(location)
+            if first is None:
+                first = _map_error(exc, location, "write" if partial else "create")
+        if first is not None:
+            raise first
+
+    def _write_new_each(self, items: Sequence[tuple[str, bytes]], created: list[str]) -> None:
+        lock = threading.Lock()
+
+        def put(item: tuple[str, bytes]) -> None:
+            location, data = item
+            try:
+                self.new_output(location).write_new(data)
+            except AlreadyExistsError:
+                raise  # not ours
+            except BaseException:
+                with lock:
+                    created.append(location)  # a partial file
+                raise
+            with lock:
+                created.append(location)
+
+        errors: list[BaseException] = []
+
+        def attempt(item: tuple[str, bytes]) -> None:
+            try:
+                put(item)
+            except Exception as exc:
+                with lock:
+                    errors.append(exc)
+
+        parallel_map(attempt, items, kind="io")
+        if errors:
+            raise errors[0]
 
     def sync(self, locations: Iterable[str]) -> None:
         """Put the files at ``locations``, and the directory entries that name them, on stable

@@ -6,6 +6,7 @@ mod delta;
 mod errors;
 mod expr;
 mod geo;
+mod local_fs;
 mod manifest;
 mod parquet;
 mod parquet_write;
@@ -70,6 +71,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     deletes::register(m)?;
     expr::register(m)?;
     geo::register(m)?;
+    local_fs::register(m)?;
     manifest::register(m)?;
     parquet::register(m)?;
     parquet_write::register(m)?;

@@ -72,6 +72,8 @@ _IO_METHODS = [
     (icefloe_io.FileIO, "make_dirs"),
     (icefloe_io.FileIO, "sync"),
     (icefloe_io.FileIO, "sync_soon"),
+    (icefloe_io.FileIO, "sync_soon_all"),
+    (icefloe_io.FileIO, "write_new_all"),
 ]
 _CATALOG_METHODS = [
     (BaseCatalog, "commit_table"),

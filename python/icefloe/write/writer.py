@@ -35,7 +35,7 @@ from icefloe.arrow_schema import (
     schema_to_arrow,
     type_to_arrow,
 )
-from icefloe.exceptions import AlreadyExistsError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO, data_location
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
@@ -452,10 +452,9 @@ class _FileWriter:
             )
             paths = [self._path(partitions[groups[k]]) for k in wave]
 
-            # Written in parallel: the system calls (or uploads) release the GIL.
-            parallel_map(
-                self._put, [(p, f["data"]) for p, f in zip(paths, encoded, strict=True)], kind="io"
-            )
+            items = [(p, f["data"]) for p, f in zip(paths, encoded, strict=True)]
+            self.io.write_new_all(items, self.created)
+            self.io.sync_soon_all(paths)  # the disk writes them while the next are encoded
             for k, path, f in zip(wave, paths, encoded, strict=True):
                 out[groups[k]] = [
                     DataFile(
@@ -475,18 +474,6 @@ class _FileWriter:
                     )
                 ]
         return out
-
-    def _put(self, item: tuple[str, bytes]) -> None:
-        path, data = item
-        try:
-            self.io.new_output(path).write_new(data)
-        except AlreadyExistsError:
-            raise  # not ours: never deleted by the clean-up
-        except BaseException:
-            self.created.append(path)  # a partial file
-            raise
-        self.created.append(path)
-        self.io.sync_soon(path)  # the disk writes it while the next files are encoded
 
     def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
         rows = self._rows_per_group(table)
