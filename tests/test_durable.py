@@ -7,6 +7,7 @@ import errno
 import os
 import select
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -186,6 +187,36 @@ def test_files_synced_soon_together_are_waited_for_and_their_failure_reported(
         durable.sync_files(files)
     assert "f2" in " ".join(failing.paths)
     assert not durable._STARTED
+
+
+@pytest.mark.skipif(
+    durable._FADVISE is None or not sys.platform.startswith("linux"),
+    reason="write-back advice is for Linux",
+)
+def test_a_large_local_file_is_written_back_as_it_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every WRITEBACK_BYTES written, the kernel is asked to start writing that range back;
+    the bytes of the file are what was written."""
+    calls: list[tuple[int, int]] = []
+    real = durable._FADVISE
+    assert real is not None
+
+    def spy(fd: int, offset: int, length: int, advice: int) -> None:
+        calls.append((offset, length))
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(durable, "_FADVISE", spy)
+    data = os.urandom(durable.WRITEBACK_BYTES * 2 + 12345)
+    path = tmp_path / "big.parquet"
+    with FileIO().new_output(str(path)).create() as out:
+        for i in range(0, len(data), 100_000):
+            out.write(data[i : i + 100_000])
+    assert path.read_bytes() == data
+    assert len(calls) == 2
+    assert calls[0][0] == 0 and calls[1][0] == sum(calls[0])
+    assert all(length >= durable.WRITEBACK_BYTES for _, length in calls)
+    assert sum(calls[-1]) <= len(data)
 
 
 def test_a_forked_child_does_not_wait_for_the_parents_background_syncs(tmp_path: Path) -> None:

@@ -41,7 +41,13 @@ import pyarrow.fs as pafs
 
 from icefloe import _native
 from icefloe._concurrency import IO_THREADS, parallel_map
-from icefloe.durable import sync_directories, sync_files, sync_soon, sync_soon_all
+from icefloe.durable import (
+    sync_directories,
+    sync_files,
+    sync_soon,
+    sync_soon_all,
+    writeback_file,
+)
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
 from icefloe.properties import TableProperties, enum_property
 
@@ -256,7 +262,7 @@ class OutputFile:
             # Arrow-side buffering: a Parquet writer's many small writes (page headers, pages)
             # would each be a call into Python (about a tenth of writing a small file).
             return pa.BufferedOutputStream(
-                pa.PythonFile(os.fdopen(fd, "wb"), mode="w"), _LOCAL_WRITE_BUFFER
+                pa.PythonFile(writeback_file(fd), mode="w"), _LOCAL_WRITE_BUFFER
             )
         if not overwrite and self.exists():
             raise AlreadyExistsError(f"cannot create {self.location}: file already exists")
@@ -598,18 +604,18 @@ class FileIO:
             with lock:
                 created.append(location)
 
-        errors: list[BaseException] = []
+        errors: list[tuple[int, BaseException]] = []
 
-        def attempt(item: tuple[str, bytes]) -> None:
+        def attempt(k: int) -> None:
             try:
-                put(item)
+                put(items[k])
             except Exception as exc:
                 with lock:
-                    errors.append(exc)
+                    errors.append((k, exc))
 
-        parallel_map(attempt, items, kind="io")
+        parallel_map(attempt, range(len(items)), kind="io")
         if errors:
-            raise errors[0]
+            raise min(errors, key=lambda e: e[0])[1]
 
     def sync(self, locations: Iterable[str]) -> None:
         """Put the files at ``locations``, and the directory entries that name them, on stable
