@@ -16,7 +16,8 @@ pub enum WriteFailure {
 }
 
 /// Runs `job` on every index of `0..n`, on up to `threads` threads (each taking every
-/// `threads`-th index), and returns the results in index order.
+/// `threads`-th index), and returns the results in index order. Threads of their own, not the
+/// shared rayon pool: these block on the disk, and the pool's threads are for decoding.
 fn spread<T: Send>(n: usize, threads: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let width = threads.clamp(1, n.max(1));
     if width == 1 {
