@@ -143,12 +143,18 @@ mod tests {
         fs::remove_dir_all(&d).unwrap();
     }
 
+    /// A fresh directory holding one small file: both paths.
+    fn dir_with_file(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let d = tmp(name);
+        fs::create_dir_all(&d).unwrap();
+        let f = d.join("f");
+        fs::write(&f, b"x").unwrap();
+        (d, f)
+    }
+
     #[test]
     fn syncs_files_and_directories_and_skips_missing_ones() {
-        let d = tmp("sync");
-        fs::create_dir_all(&d).unwrap();
-        let f = d.join("a");
-        fs::write(&f, b"x").unwrap();
+        let (d, f) = dir_with_file("sync");
         let (fp, dp) = (
             f.to_string_lossy().into_owned(),
             d.to_string_lossy().into_owned(),
@@ -161,10 +167,7 @@ mod tests {
 
     #[test]
     fn a_failure_names_its_index() {
-        let d = tmp("fail");
-        fs::create_dir_all(&d).unwrap();
-        let file = d.join("f");
-        fs::write(&file, b"x").unwrap();
+        let (d, file) = dir_with_file("fail");
         // a path through a regular file: ENOTDIR, neither missing nor unsyncable
         let bad = file.join("under").to_string_lossy().into_owned();
         let ok = file.to_string_lossy().into_owned();
