@@ -19,6 +19,7 @@ pub mod parquet_write;
 pub mod plan;
 pub mod pool;
 pub mod puffin;
+pub mod regroup;
 pub mod serde;
 pub mod sketch;
 pub mod transforms;

@@ -59,8 +59,10 @@ __all__ = [
     "read_manifest",
     "read_manifest_list",
     "read_manifests",
+    "regroup_by_key",
     "release_memory",
     "sync_paths_local",
+    "take_arrays",
     "theta_sketch_estimate",
     "transform_apply",
     "value_from_bytes",
@@ -345,6 +347,15 @@ def write_new_files_local(
     paths: list[str], data: list[bytes], threads: int
 ) -> list[tuple[bool, OSError] | None]: ...
 def sync_paths_local(paths: list[str], threads: int) -> None: ...
+def regroup_by_key(
+    columns: list[pa.Array],
+    keys: pa.Array,
+    threads: int | None = None,
+    permutation: bool = False,
+) -> tuple[list[pa.Array], list[tuple[int, int]], pa.Array | None]: ...
+def take_arrays(
+    columns: list[pa.Array], indices: pa.Array, pieces: int, threads: int | None = None
+) -> list[list[pa.Array]]: ...
 def parquet_encode_files(
     batches: list[pa.RecordBatch],
     slices: list[tuple[int, int]],

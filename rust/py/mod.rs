@@ -13,6 +13,7 @@ mod parquet_write;
 mod plan;
 mod plan_read;
 mod puffin;
+mod regroup;
 mod serde;
 mod sketch;
 mod task_build;
@@ -80,6 +81,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     puffin::register(m)?;
     serde::register(m)?;
     sketch::register(m)?;
+    regroup::register(m)?;
     task_build::register(m)?;
     tasks::register(m)?;
     transforms::register(m)?;

@@ -56,6 +56,7 @@ from icefloe.write.files import DataFile
 from icefloe.write.input import to_table_schema
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.properties import ParquetOptions, target_file_size
+from icefloe.write.regroup import regroup, take_rows
 from icefloe.write.variant_footer import TailHoldingSink, variant_field_ids
 
 __all__ = [
@@ -267,6 +268,10 @@ def write_parquet_files(
         group = None  # one partition: nothing to reorder
         parts = [p.slice(0, 1) for p in parts]
         bounds = [(0, table.num_rows)]
+    elif group is not None and not sort_here:
+        # Rows are scattered to their partitions in one pass (see icefloe.write.regroup).
+        table, bounds, firsts = regroup(table, group, opts.max_workers or work_threads())
+        parts = [p.take(firsts) for p in parts]
     elif group is not None or sort_here:
         # Rows are grouped by one int64 partition key (dense codes: Arrow sorts it by counting)
         # and then ordered by the table's sort order inside each partition.
@@ -280,7 +285,7 @@ def write_parquet_files(
             keys,
             sort_keys=[(f"k{i}", d) for i, (_, d) in enumerate(key_cols)],
         )
-        table = table.take(idx)
+        table = take_rows(table, idx, opts.max_workers or work_threads())
         if group is not None:
             group = group.take(idx)
             bounds = _group_bounds([group], table.num_rows)
