@@ -12,6 +12,7 @@ pub mod local_fs;
 pub mod manifest;
 pub mod parquet_deletes;
 pub mod parquet_footer;
+pub mod parquet_pages;
 pub mod parquet_read;
 pub mod parquet_stream;
 pub mod parquet_types;

@@ -25,9 +25,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
-};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
 use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::reader::ChunkReader;
@@ -393,11 +391,14 @@ fn decode<T: ChunkReader + 'static>(
     projection: &Projection,
 ) -> Option<Vec<RecordBatch>> {
     let plan = plan_file(footer, request, deleted, projection)?;
-    let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, plan.meta.clone())
-        .with_projection(plan.mask(&plan.roots))
-        .with_batch_size(projection.batch_size.max(1))
-        .build()
-        .ok()?;
+    let batches = crate::parquet_pages::record_batches(
+        reader,
+        &plan.meta,
+        plan.mask(&plan.roots),
+        None,
+        projection.batch_size.max(1),
+    )
+    .ok()?;
     let mut out = Vec::new();
     let mut seen: i64 = 0;
     for batch in batches {

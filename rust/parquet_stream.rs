@@ -20,7 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use arrow_array::{ArrayRef, RecordBatch};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use rayon::ThreadPool;
 
 use crate::deletes::equality::EqualityDeleteSet;
@@ -264,13 +264,14 @@ impl FileStream {
         for roots in &columns {
             // a handle per reader: readers on other threads must not share a file offset
             let file = File::open(&request.path).ok()?;
-            let reader =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(file, plan.meta.clone())
-                    .with_projection(plan.mask(roots))
-                    .with_row_groups(groups.clone())
-                    .with_batch_size(batch_size)
-                    .build()
-                    .ok()?;
+            let reader = crate::parquet_pages::record_batches(
+                file,
+                &plan.meta,
+                plan.mask(roots),
+                Some(groups.clone()),
+                batch_size,
+            )
+            .ok()?;
             readers.push(Mutex::new(ColumnReader { reader, next_row }));
         }
         let n = readers.len();
