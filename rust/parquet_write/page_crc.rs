@@ -4,6 +4,7 @@
 use crate::{Error, Result};
 
 pub(super) const DICTIONARY_PAGE: i32 = 2;
+pub(super) const DATA_PAGE_V2: i32 = 3;
 const T_I32: u8 = 5;
 const CRC_FIELD: i16 = 4;
 
@@ -30,11 +31,21 @@ fn write_varint(mut v: u64, out: &mut Vec<u8>) {
     out.push(v as u8);
 }
 
-/// A Thrift compact `PageHeader` with field 4 (`crc`) set to `crc`, and the page type. The
-/// header's leading fields are 1-3 (type, sizes: all i32, in short form), which the `parquet`
-/// crate always writes first; anything else is refused.
-pub(super) fn header_with_crc(header: &[u8], crc: u32) -> Result<(Vec<u8>, i32)> {
+fn zigzag(v: i32) -> u64 {
+    u64::from(((v << 1) ^ (v >> 31)) as u32)
+}
+
+/// A Thrift compact `PageHeader` with field 4 (`crc`) set to `crc` and, when given, field 3
+/// (`compressed_page_size`) set to `compressed_size`; and the page type. The header's leading
+/// fields are 1-3 (type, sizes: all i32, in short form), which the `parquet` crate always
+/// writes first; anything else is refused.
+pub(super) fn header_with_crc(
+    header: &[u8],
+    crc: u32,
+    compressed_size: Option<i32>,
+) -> Result<(Vec<u8>, i32)> {
     let bad = || Error::internal("unexpected page header layout");
+    let mut out = Vec::with_capacity(header.len() + 8);
     let mut pos = 0usize;
     let mut last: i16 = 0;
     let mut page_type = -1;
@@ -44,11 +55,8 @@ pub(super) fn header_with_crc(header: &[u8], crc: u32) -> Result<(Vec<u8>, i32)>
         let ftype = b & 0x0f;
         if b == 0 || (delta != 0 && last + delta > CRC_FIELD) {
             // insert the crc before this field (or the stop byte)
-            let mut out = Vec::with_capacity(header.len() + 6);
-            out.extend_from_slice(&header[..pos]);
             out.push((((CRC_FIELD - last) as u8) << 4) | T_I32);
-            let zigzag = ((crc as i32) << 1) ^ ((crc as i32) >> 31);
-            write_varint(u64::from(zigzag as u32), &mut out);
+            write_varint(zigzag(crc as i32), &mut out);
             if b == 0 {
                 out.extend_from_slice(&header[pos..]);
             } else {
@@ -61,11 +69,17 @@ pub(super) fn header_with_crc(header: &[u8], crc: u32) -> Result<(Vec<u8>, i32)>
         if delta == 0 || ftype != T_I32 || last + delta == CRC_FIELD {
             return Err(bad());
         }
+        out.push(b);
         pos += 1;
         last += delta;
+        let from = pos;
         let v = read_varint(header, &mut pos)?;
         if last == 1 {
             page_type = ((v >> 1) as i64 ^ -((v & 1) as i64)) as i32;
+        }
+        match compressed_size {
+            Some(size) if last == 3 => write_varint(zigzag(size), &mut out),
+            _ => out.extend_from_slice(&header[from..pos]),
         }
     }
 }

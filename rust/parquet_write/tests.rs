@@ -293,15 +293,26 @@ fn crc_goes_in_as_field_four() {
     let header = [
         0x15, 0x00, 0x15, 0x14, 0x15, 0x0e, 0x2c, 0x15, 0x02, 0x00, 0x00,
     ];
-    let (out, page_type) = header_with_crc(&header, 1).unwrap();
+    let (out, page_type) = header_with_crc(&header, 1, None).unwrap();
     assert_eq!(page_type, 0);
     assert_eq!(
         out,
         vec![0x15, 0x00, 0x15, 0x14, 0x15, 0x0e, 0x15, 0x02, 0x1c, 0x15, 0x02, 0x00, 0x00]
     );
     // a header that already has a crc, or starts in long form, is refused
-    assert!(header_with_crc(&[0x15, 0x00, 0x15, 0x00, 0x15, 0x00, 0x15, 0x00, 0x00], 1).is_err());
-    assert!(header_with_crc(&[0x05, 0x02, 0x00], 1).is_err());
+    assert!(header_with_crc(
+        &[0x15, 0x00, 0x15, 0x00, 0x15, 0x00, 0x15, 0x00, 0x00],
+        1,
+        None
+    )
+    .is_err());
+    assert!(header_with_crc(&[0x05, 0x02, 0x00], 1, None).is_err());
+    // the compressed size replaced, in a varint of another length (7 -> 300)
+    let (out, _) = header_with_crc(&header, 1, Some(300)).unwrap();
+    assert_eq!(
+        out,
+        vec![0x15, 0x00, 0x15, 0x14, 0x15, 0xd8, 0x04, 0x15, 0x02, 0x1c, 0x15, 0x02, 0x00, 0x00]
+    );
 }
 
 #[test]
@@ -340,4 +351,50 @@ fn refusals() {
     let mut gzip = options(&[], 4);
     gzip.compression = "gzip".into();
     assert!(encode_files(std::slice::from_ref(&batch), &[(0, 4)], &specs, &gzip, None).is_err());
+}
+
+#[test]
+fn pages_compressed_here_equal_the_crate_codecs_pages() {
+    let (batch, specs) = sample();
+    for dict in [&[][..], &["id", "name", "v", "b", "ok", "d", "n", "ts"][..]] {
+        for level in [None, Some(3), Some(-2)] {
+            let mut opts = options(dict, 3);
+            opts.compression_level = level;
+            let (ours_props, zstd) = properties(&batch.schema(), &opts).unwrap();
+            assert!(zstd.is_some());
+            assert_eq!(
+                ours_props.compression(&ColumnPath::from("id")),
+                Compression::UNCOMPRESSED
+            );
+            let crates = WriterProperties::into_builder(ours_props.clone())
+                .set_compression(Compression::ZSTD(zstd.unwrap()))
+                .build();
+            let ours = encode_file(&batch, &specs, &Arc::new(ours_props), zstd, 3).unwrap();
+            let theirs = encode_file(&batch, &specs, &Arc::new(crates), None, 3).unwrap();
+            // every page the same; the footers differ only in each chunk's uncompressed size,
+            // which the crate's page store path counts from the compressed pages
+            let pages = |b: &[u8]| {
+                let footer = u32::from_le_bytes(b[b.len() - 8..b.len() - 4].try_into().unwrap());
+                b[..b.len() - 8 - footer as usize].to_vec()
+            };
+            assert_eq!(pages(&ours.bytes), pages(&theirs.bytes));
+            assert_eq!(ours.column_sizes, theirs.column_sizes);
+            let meta = |b: &[u8]| {
+                SerializedFileReader::new(Bytes::from(b.to_vec()))
+                    .unwrap()
+                    .metadata()
+                    .clone()
+            };
+            let (a, b) = (meta(&ours.bytes), meta(&theirs.bytes));
+            for (ra, rb) in a.row_groups().iter().zip(b.row_groups()) {
+                for (ca, cb) in ra.columns().iter().zip(rb.columns()) {
+                    assert_eq!(ca.compression(), cb.compression());
+                    assert_eq!(ca.compressed_size(), cb.compressed_size());
+                    assert_eq!(ca.data_page_offset(), cb.data_page_offset());
+                    assert_eq!(ca.dictionary_page_offset(), cb.dictionary_page_offset());
+                    assert_eq!(ca.statistics(), cb.statistics());
+                }
+            }
+        }
+    }
 }
