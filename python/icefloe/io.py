@@ -545,6 +545,8 @@ class FileIO:
 
     def local_path(self, location: str) -> str | None:
         """The path of a local file's ``location``; None for other file systems."""
+        if location.startswith("file:///") and not _URL_SPECIAL.search(location):
+            return os.path.abspath(location[7:])  # what resolve gives, without its lock
         scheme, sep, _ = location.partition("://")
         if sep and scheme.lower() not in _LOCAL_SCHEMES:
             return None
