@@ -58,72 +58,32 @@ fn inflate(data: &[u8]) -> Result<Bytes> {
 }
 
 /// `page` as the crate would have given it with its codec: values inflated.
-fn inflate_page(page: Page) -> Result<Page> {
-    Ok(match page {
-        Page::DictionaryPage {
-            buf,
-            num_values,
-            encoding,
-            is_sorted,
-        } => Page::DictionaryPage {
-            buf: inflate(&buf)?,
-            num_values,
-            encoding,
-            is_sorted,
-        },
-        Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        } => Page::DataPage {
-            buf: inflate(&buf)?,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        },
+fn inflate_page(mut page: Page) -> Result<Page> {
+    match &mut page {
+        Page::DictionaryPage { buf, .. } | Page::DataPage { buf, .. } => *buf = inflate(buf)?,
         Page::DataPageV2 {
             buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
             def_levels_byte_len,
             rep_levels_byte_len,
             is_compressed,
-            statistics,
+            ..
         } => {
-            let levels =
-                (def_levels_byte_len as usize).saturating_add(rep_levels_byte_len as usize);
-            if levels > buf.len() {
-                return Err(ParquetError::General("invalid page header".into()));
-            }
-            let buf = if is_compressed {
+            if *is_compressed {
+                let levels =
+                    (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize);
+                if levels > buf.len() {
+                    return Err(ParquetError::General("invalid page header".into()));
+                }
                 let values = inflate(&buf[levels..])?;
                 let mut whole = Vec::with_capacity(levels + values.len());
                 whole.extend_from_slice(&buf[..levels]);
                 whole.extend_from_slice(&values);
-                Bytes::from(whole)
-            } else {
-                buf
-            };
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                is_compressed: false,
-                statistics,
+                *buf = Bytes::from(whole);
+                *is_compressed = false;
             }
         }
-    })
+    }
+    Ok(page)
 }
 
 /// A zstd column chunk's pages, read as stored by the crate and inflated here.

@@ -364,15 +364,14 @@ fn scatter_bytes<T: ByteArrayType>(
         if len == 0 {
             continue;
         }
-        let start = offsets[r].as_usize();
-        if len <= SHORT && start + SHORT <= values.len() && at + SHORT <= ends[g as usize] {
-            let chunk: &[u8; SHORT] = values[start..start + SHORT]
-                .try_into()
-                .expect("SHORT bytes");
-            dst[at..at + SHORT].copy_from_slice(chunk);
-        } else {
-            dst[at..at + len].copy_from_slice(&values[start..start + len]);
-        }
+        copy_value(
+            dst,
+            at,
+            values,
+            offsets[r].as_usize(),
+            len,
+            ends[g as usize],
+        );
     }
     data.truncate(total);
     // SAFETY: see `take_bytes`.
@@ -385,11 +384,12 @@ fn scatter_bytes<T: ByteArrayType>(
     }
 }
 
-/// Copies `len` bytes of `values` from `start` to `dst` at `at`; `dst` has [`SHORT`] bytes of
-/// slack past every value.
+/// Copies `len` bytes of `values` from `start` to `dst` at `at`, with one 16-byte move when
+/// the source has 16 readable bytes and the move ends by `limit` in `dst` (whose bytes from the
+/// value's end to `limit` are written later, or are slack).
 #[inline]
-fn copy_value(dst: &mut [u8], at: usize, values: &[u8], start: usize, len: usize) {
-    if len <= SHORT && start + SHORT <= values.len() {
+fn copy_value(dst: &mut [u8], at: usize, values: &[u8], start: usize, len: usize, limit: usize) {
+    if len <= SHORT && start + SHORT <= values.len() && at + SHORT <= limit {
         let chunk: &[u8; SHORT] = values[start..start + SHORT]
             .try_into()
             .expect("SHORT bytes");
@@ -446,7 +446,15 @@ fn take_bytes<T: ByteArrayType>(arr: &GenericByteArray<T>, idx: &[u64]) -> Gener
         if len == 0 {
             continue;
         }
-        copy_value(dst, at, values, offsets[i as usize].as_usize(), len);
+        // values are written in order: a move spills only onto slots written after it
+        copy_value(
+            dst,
+            at,
+            values,
+            offsets[i as usize].as_usize(),
+            len,
+            usize::MAX,
+        );
         at += len;
     }
     data.truncate(total);

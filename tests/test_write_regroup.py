@@ -26,14 +26,17 @@ def _small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(regroup_module, "MIN_NATIVE_ROWS", 1)  # the native path on small tables too
 
 
-def _check(table: pa.Table, idx: pa.Array, threads: int = 2) -> pa.Table:
-    got = take_rows(table, idx, threads)
-    want = table.take(idx)
+def _assert_same(got: pa.Table, want: pa.Table) -> None:
     assert got.schema == want.schema
     assert got.equals(want)
     for col in got.columns:
         for chunk in col.chunks:
             chunk.validate(full=True)
+
+
+def _check(table: pa.Table, idx: pa.Array, threads: int = 2) -> pa.Table:
+    got = take_rows(table, idx, threads)
+    _assert_same(got, table.take(idx))
     return got
 
 
@@ -137,12 +140,7 @@ def test_strings_match_pyarrow_take(rows: list[tuple[Any, Any]], data: Any, thre
 def _check_regroup(table: pa.Table, key: pa.Array) -> None:
     got, bounds, firsts = regroup(table, key, 2)
     order = pc.sort_indices(key)  # stable
-    want = table.take(order)
-    assert got.schema == want.schema
-    assert got.equals(want)
-    for col in got.columns:
-        for chunk in col.chunks:
-            chunk.validate(full=True)
+    _assert_same(got, table.take(order))
     sorted_keys = key.take(order).to_pylist()
     assert [sorted_keys[s] for s, _ in bounds] == sorted(set(key.to_pylist()))
     assert all(len(set(sorted_keys[s:e])) == 1 for s, e in bounds)
