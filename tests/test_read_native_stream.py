@@ -177,6 +177,115 @@ def test_the_general_reader_resumes_after_the_rows_a_stream_gave(tmp_path: Path)
     assert pa.Table.from_batches(list(out)).equals(whole)
 
 
+def test_files_streamed_together_read_as_the_general_reader_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: _Streams
+) -> None:
+    """A whole-table read of several large files decodes a few of them at once: the same rows,
+    in order, as the general reader and as a streamed read of one file at a time."""
+    t = _table(tmp_path, 2500)
+    for k in range(1, 4):
+        t.append(_data(2500, start=2500 * k))
+    t = t.refresh()
+    assert len(_paths(t)) == 4
+    ahead: list[Any] = []
+    real = native_files._Ahead
+
+    def spy(stream: Any, window: Any) -> Any:
+        ahead.append(len(window.decoding))
+        return real(stream, window)
+
+    monkeypatch.setattr(native_files, "_Ahead", spy)
+    for fields in [("id",), ("s", "d"), ("*",)]:
+        streamed.opened.clear()
+        got = t.scan(selected_fields=fields).to_arrow()
+        assert streamed.all_read and len(streamed.opened) == 4
+        want = _general(monkeypatch, lambda f=fields: t.scan(selected_fields=f).to_arrow())
+        assert got.equals(want)
+        assert pa.Table.from_batches(list(t.scan(selected_fields=fields).to_batches())).equals(want)
+    assert ahead and max(ahead) >= 1  # a stream was opened while another was being read
+    assert t.scan().count() == 10_000
+    assert sorted(t.scan(selected_fields=("id",)).to_arrow()["id"].to_pylist()) == list(
+        range(10_000)
+    )
+
+
+def test_row_level_matching_drains_streams_alongside_small_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large files (streamed, drained on threads of their own) between small ones (decoded
+    whole): a delete and an upsert change exactly the rows they name."""
+    t = _table(tmp_path, 3000, 3, **{"write.delete.mode": "merge-on-read"})
+    want = set(range(3000))
+    for k, rows in enumerate([40, 3000, 3000, 50, 3000], start=1):
+        t.append(_data(rows, start=10_000 * k))
+        want |= set(range(10_000 * k, 10_000 * k + rows))
+    t = t.refresh()
+    sizes = sorted(task.data_file.file_size_in_bytes for task in t.scan().plan_files())
+    monkeypatch.setattr(native_files, "MAX_FILE_BYTES", (sizes[1] + sizes[2]) // 2)
+    monkeypatch.setattr(native_files, "BATCH_SIZE", 300)
+    spy = _Streams(monkeypatch)
+    lanes: list[int] = []
+    real = native_files._drained_alongside
+
+    def alongside(decoded: Any, each: Any, workers: int) -> Any:
+        lanes.append(workers)
+        return real(decoded, each, workers)
+
+    monkeypatch.setattr(native_files, "_drained_alongside", alongside)
+    gone = {7, 2999, 10_039, 20_000, 22_999, 30_001, 40_049, 50_123}
+    gone |= set(range(30_101, 30_200))
+    t.delete(
+        "id in (7, 2999, 10039, 20000, 22999, 30001, 40049, 50123) or (id > 30100 and id < 30200)"
+    )
+    want -= gone
+    assert len(spy.opened) == 4 and spy.all_read and lanes and lanes[0] >= 2
+    spy.opened.clear()
+    up = _data(3).set_column(0, "id", pa.array([5, 20_001, 60_000], pa.int64()))
+    result = t.refresh().upsert(up, ["id"])
+    assert (result.rows_updated, result.rows_inserted) == (2, 1)
+    assert len(spy.opened) == 4 and spy.all_read
+    got = t.refresh().scan().to_arrow().sort_by("id")
+    assert got["id"].to_pylist() == sorted(want | {60_000})
+    by_id = dict(zip(got["id"].to_pylist(), got["s"].to_pylist(), strict=True))
+    assert [by_id[i] for i in (5, 20_001, 60_000)] == up["s"].to_pylist()
+
+
+def test_a_stream_failing_among_streams_read_together_resumes_in_order(tmp_path: Path) -> None:
+    """Two streams read together, the second failing part way: the first's rows, the second's
+    rows it gave, then the general reader's from the second file on, skipping those."""
+    t = _table(tmp_path, 1200)
+    t.append(_data(1300, start=1200))
+    t = t.refresh()
+    tasks = list(t.scan().plan_files())
+    whole = t.scan().to_arrow().sort_by("id")
+    parts = [whole.slice(0, 1200), whole.slice(1200)]
+    if tasks[0].data_file.record_count != 1200:
+        tasks.reverse()
+
+    class _Whole(_FailingStream):
+        def __iter__(self) -> Any:
+            yield from self.batches
+
+    window = native_files._Window(iter(()), 2)  # type: ignore[arg-type]
+    streams = [
+        native_files._Ahead(_Whole(parts[0].to_batches(max_chunksize=300)), window),
+        native_files._Ahead(
+            _FailingStream(parts[1].slice(0, 500).to_batches(max_chunksize=200)), window
+        ),
+    ]
+
+    def runs() -> Any:
+        yield 0, [streams[0]]
+        yield 1, [streams[1]]
+
+    def fallback(rest: Any) -> Any:
+        assert list(rest) == tasks[1:]
+        return iter(parts[1].to_batches(max_chunksize=256))
+
+    out = pa.Table.from_batches(list(native_files._batches(tasks, runs(), fallback, None)))
+    assert out["id"].to_pylist() == list(range(2500))
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     skip=st.integers(0, 60),

@@ -122,6 +122,51 @@ def test_matching_key_positions_and_row_id_carry(tmp_path: Path) -> None:
     assert none.num_rows == 0
 
 
+_KEYS = st.lists(st.one_of(st.none(), st.integers(-5, 5)), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(source=_KEYS, matched=_KEYS)
+def test_row_id_carry_agrees_with_a_dict(
+    source: list[int | None], matched: list[int | None]
+) -> None:
+    """One key column: each source key takes the id of its first row in ``matched``; null keys
+    and keys not matched carry nothing. Two key columns (the hash join) give the same ids."""
+    ids = [1000 + i for i in range(len(matched))]
+    first: dict[int, int] = {}
+    for k, i in zip(matched, ids, strict=True):
+        if k is not None:
+            first.setdefault(k, i)
+    want = [None if k is None else first.get(k) for k in source]
+    hits = pa.table({"id": pa.array(matched, pa.int64()), "_row_id": pa.array(ids, pa.int64())})
+    got = carry_row_ids(pa.table({"id": pa.array(source, pa.int64())}), hits, ["id"])
+    assert got.type == pa.int64() and got.to_pylist() == want
+    if len(set(matched)) == len(matched):  # the join repeats a source row per duplicate
+        two = carry_row_ids(
+            pa.table(
+                {"id": pa.array(source, pa.int64()), "z": pa.array([0] * len(source), pa.int64())}
+            ),
+            hits.append_column("z", pa.array([0] * len(matched), pa.int64())),
+            ["id", "z"],
+        )
+        assert two.to_pylist() == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=_KEYS, floats=st.booleans())
+def test_unique_check_with_the_hashed_keys_agrees_without(
+    keys: list[int | None], floats: bool
+) -> None:
+    data = pa.table({"k": pa.array(keys, pa.float64() if floats else pa.int64())})
+    unique = len(set(keys)) == len(keys)
+    for key_set in (None, KeySet(data, ["k"])):
+        if unique:
+            check_unique_keys(data, ["k"], key_set)
+        else:
+            with pytest.raises(ValidationError, match="duplicate rows"):
+                check_unique_keys(data, ["k"], key_set)
+
+
 def test_all_rows_match_by_partition() -> None:
     spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "name"), spec_id=1)
     bspec = PartitionSpec(PartitionField(1, 1000, BucketTransform(4), "b"), spec_id=2)

@@ -31,6 +31,7 @@ table, so a delete or an upsert matches the rows of many files in one vectorised
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -275,11 +276,13 @@ def native_batches(
     workers: int,
     cache: DeleteCache,
     fallback: Fallback,
+    together: bool = False,
 ) -> Iterator[pa.RecordBatch] | None:
     """The batches of ``tasks`` in order, decoded natively on ``workers`` threads (delete
     files read through ``cache``); None when the scan does not fit the native path (then
     nothing was read). ``fallback`` reads the tasks from the first file the native path leaves
-    to the general reader."""
+    to the general reader. With ``together`` (a caller keeping every row anyway), up to
+    ``workers`` streamed files or splits decode at once (see :func:`_stream_window`)."""
     projection = _projection(options) if ENABLED else None
     if projection is None or not tasks:
         return None
@@ -313,7 +316,8 @@ def native_batches(
         options.name_mapping,
         streamed=[_streamed(t) for t in tasks],
     )
-    return _batches(tasks, decoded, fallback, width if extra else None)
+    window = _stream_window(decoded, workers if together else 1)
+    return _batches(tasks, window, fallback, width if extra else None)
 
 
 def _unique(fields: Iterable[NestedField]) -> list[NestedField]:
@@ -480,6 +484,135 @@ def _drained(
     return None if got.failed else batches
 
 
+class _Window:
+    """The streamed tasks read alongside the one being taken (see :func:`_stream_window`): at
+    most ``lanes`` streams still decoding, the tasks after them opened as soon as one ends."""
+
+    def __init__(self, decoded: Generator[tuple[int, Decoded], None, None], lanes: int) -> None:
+        self.decoded = decoded
+        self.lanes = lanes
+        self.decoding: list[_Ahead] = []
+        self.queued: deque[tuple[int, Decoded]] = deque()
+        self._streaming = False  # whether the last task queued is a stream
+        self._exhausted = False
+
+    def refill(self) -> None:
+        """Queues tasks until one is queued and, while the last queued is a stream, until
+        ``lanes`` streams decode (never past a chunk of small files)."""
+        while not self._exhausted and (
+            not self.queued or (self._streaming and len(self.decoding) < self.lanes)
+        ):
+            item = next(self.decoded, None)
+            if item is None:
+                self._exhausted = True
+                return
+            a, done = item
+            self._streaming = len(done) == 1 and isinstance(done[0], _native.ParquetFileStream)
+            if self._streaming:
+                done = [_Ahead(done[0], self)]  # type: ignore[list-item, arg-type]
+            self.queued.append((a, done))
+
+
+class _Ahead:
+    """A stream of a :class:`_Window`: iterated like the stream, and each batch it gives takes
+    one from every other decoding stream of the window into that stream's buffer, so that
+    they all keep decoding (a stream decodes only a few batches ahead of its reader)."""
+
+    def __init__(self, stream: _native.ParquetFileStream, window: _Window) -> None:
+        self._stream = stream
+        self._it = iter(stream)
+        self._window = window
+        self._ready: deque[pa.RecordBatch] = deque()
+        self._ended = False
+        window.decoding.append(self)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self._stream.failed)
+
+    def _next(self) -> pa.RecordBatch | None:
+        batch = None if self._ended else next(self._it, None)
+        if batch is None and not self._ended:
+            self._ended = True
+            self._window.decoding.remove(self)
+            self._window.refill()  # a lane is free: the next stream starts
+        return batch
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        while True:
+            if self._ready:
+                yield self._ready.popleft()
+                continue
+            batch = self._next()
+            if batch is None:
+                return
+            for other in list(self._window.decoding):
+                if other is not self and (got := other._next()) is not None:
+                    other._ready.append(got)
+            yield batch
+
+
+def _stream_window(
+    decoded: Generator[tuple[int, Decoded], None, None], lanes: int
+) -> Generator[tuple[int, Decoded], None, None]:
+    """``decoded`` with up to ``lanes`` of the next streamed tasks opened and read alongside
+    the one being taken, their batches held until it is their turn (see :class:`_Window`).
+    With one lane, ``decoded`` as it is."""
+    if lanes <= 1:
+        yield from decoded
+        return
+    window = _Window(decoded, lanes)
+    try:
+        while True:
+            window.refill()
+            if not window.queued:
+                return
+            yield window.queued.popleft()
+    finally:
+        decoded.close()  # the chunk decoded ahead is dropped
+
+
+def _drained_alongside(
+    decoded: Generator[tuple[int, Decoded], None, None],
+    each: Callable[[pa.RecordBatch], pa.RecordBatch] | None,
+    workers: int,
+) -> Iterator[tuple[int, list[list[pa.RecordBatch] | None]]]:
+    """:func:`_drained` of every task of ``decoded``, in order; streamed tasks are drained on
+    up to ``workers`` threads at once, each stream decoding and passing its batches through
+    ``each`` on its own (a caller's work per batch, such as matching keys, would otherwise
+    leave the decoders waiting on one thread)."""
+    if workers <= 1:
+        for a, done in decoded:
+            yield a, [_drained(got, each) for got in done]
+        return
+    Drain = Future[list[pa.RecordBatch] | None]
+
+    def result(got: Drain | Decoded) -> list[list[pa.RecordBatch] | None]:
+        if isinstance(got, Future):
+            return [got.result()]
+        return [_drained(g, each) for g in got]
+
+    pending: deque[tuple[int, Drain | Decoded]] = deque()
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="icefloe-drain")
+    try:
+        for a, done in decoded:
+            if len(done) == 1 and isinstance(done[0], _native.ParquetFileStream):
+                pending.append((a, pool.submit(_drained, done[0], each)))
+            else:
+                pending.append((a, done))
+            # a chunk of small files waits for the streams before it (its decode, started
+            # ahead, goes on meanwhile)
+            while pending and (len(pending) > workers or not isinstance(pending[-1][1], Future)):
+                b, got = pending.popleft()
+                yield b, result(got)
+        while pending:
+            b, got = pending.popleft()
+            yield b, result(got)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        decoded.close()
+
+
 class ColumnChunk:
     """The live rows of some tasks' data files in one table: the columns asked for, then
     :data:`POSITION_COLUMN` (each row's position in its file). ``tasks`` are the indexes of the
@@ -509,14 +642,16 @@ def column_chunks(
     name_mapping: NameMapping | None = None,
     optional: Sequence[NestedField] = (),
     each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
+    kept: Sequence[str] | None = None,
 ) -> Iterator[ColumnChunk]:
     """The live rows of the tasks the native path reads (local Parquet files, no equality
     deletes), with the top-level columns ``fields`` (plain types, see :func:`plain_field`) and
     the ``optional`` ones (nulls where a file lacks them), a chunk of files at a time; a large
-    file, or a split of one, is streamed and given in a chunk of its own. ``each`` (keeping
-    the schema, typically a filter) runs on every batch as it is decoded, and a chunk holds
-    what it gives. A task not in any chunk (not local, a column missing or of another type, no
-    field ids, any damage) is left to the caller's general path."""
+    file, or a split of one, is streamed and given in a chunk of its own. ``each`` (typically
+    a filter) runs on every batch as it is decoded, and a chunk holds what it gives: the same
+    columns, or only those named in ``kept`` (in that order). A task not in any chunk (not
+    local, a column missing or of another type, no field ids, any damage) is left to the
+    caller's general path."""
     wanted = [*fields, *optional]
     if not ENABLED or not tasks or not all(plain_field(f) for f in wanted):
         return
@@ -545,16 +680,13 @@ def column_chunks(
         positions=True,
         streamed=[_streamed(t) for t in chosen],
     )
-    for a, done in decoded:
-        read = [
-            (index[a + k], b)
-            for k, got in enumerate(done)
-            if (b := _drained(got, each)) is not None
-        ]
+    for a, got in _drained_alongside(decoded, each, workers):
+        read = [(index[a + k], b) for k, b in enumerate(got) if b is not None]
         if not read:
             continue
         counts = [sum(batch.num_rows for batch in b) for _, b in read]
-        table = pa.Table.from_batches([batch for _, b in read for batch in b], schema)
+        out = schema if kept is None else pa.schema([schema.field(n) for n in kept])
+        table = pa.Table.from_batches([batch for _, b in read for batch in b], out)
         offsets = np.zeros(len(read) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         yield ColumnChunk([i for i, _ in read], table, offsets)

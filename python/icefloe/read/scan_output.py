@@ -189,9 +189,12 @@ def iter_batches(
     *,
     max_workers: int | None = None,
     cache: DeleteCache | None = None,
+    together: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The batches of every task, in task order, decoding up to ``max_workers`` files at once
-    (and starting up to ``max_tasks_ahead(max_workers)`` ahead of the consumer)."""
+    (and starting up to ``max_tasks_ahead(max_workers)`` ahead of the consumer). ``together``:
+    the caller keeps every batch, so large files of few columns may be decoded several at
+    once (see :func:`native_batches`)."""
     options = scan_options(options)
     cache = cache if cache is not None else DeleteCache()
     workers = default_workers() if max_workers is None else max_workers
@@ -202,7 +205,7 @@ def iter_batches(
     def general(rest: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
         return _general_batches(io, rest, options, workers, cache)
 
-    native = native_batches(io, todo, options, workers, cache, general)
+    native = native_batches(io, todo, options, workers, cache, general, together)
     yield from native if native is not None else general(todo)
 
 
@@ -362,8 +365,11 @@ def to_arrow(
     max_workers: int | None = None,
 ) -> pa.Table:
     """Every row of the tasks as one ``pyarrow.Table`` (an error leaves no partial table)."""
-    reader = to_batches(io, tasks, options, limit=limit, max_workers=max_workers)
-    return reader.read_all()
+    if limit is not None:
+        reader = to_batches(io, tasks, options, limit=limit, max_workers=max_workers)
+        return reader.read_all()
+    batches = iter_batches(io, tasks, options, max_workers=max_workers, together=True)
+    return pa.Table.from_batches(list(batches), scan_schema(options))
 
 
 def to_pandas(
@@ -403,6 +409,6 @@ def count(
             to_read.append(task)
     if to_read:
         bare = dataclasses.replace(options, projected_field_ids=(), metadata_columns=())
-        for batch in iter_batches(io, to_read, bare, max_workers=max_workers):
+        for batch in iter_batches(io, to_read, bare, max_workers=max_workers, together=True):
             total += batch.num_rows
     return total

@@ -393,7 +393,8 @@ def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
     for name in join_cols:
         if ctx.schema.find_field_id(name, ctx.case_sensitive) is None:
             raise ValidationError(f"join column {name!r} is not in the table schema")
-    check_unique_keys(source, join_cols)
+    if not join_cols:
+        raise ValidationError("upsert needs at least one join column")
     return source
 
 
@@ -427,9 +428,11 @@ def upsert(
         return UpsertResult(0, 0)
     mode = _upsert_mode(ctx.metadata.properties, ctx.version)
     if mode == EQUALITY:
+        check_unique_keys(source, join_cols)
         return _upsert_equality(ctx, source, join_cols, snapshot_properties)
     lineage = ctx.version >= 3
     keys = KeySet(source, join_cols)
+    check_unique_keys(source, join_cols, keys)
     key_filter = _key_filter(source, join_cols)
     delta = RowDelta()
     matched_parts: list[pa.Table] = []

@@ -397,7 +397,15 @@ class TableScan:
 
     def to_arrow(self) -> pa.Table:
         """The rows as one ``pyarrow.Table`` (a failed read raises; never a partial table)."""
-        return self.to_batches().read_all()
+        from icefloe.read import scan_output
+
+        return scan_output.to_arrow(
+            self.table.io,
+            self.plan_tasks(),
+            self.read_options(),
+            limit=self.limit,
+            max_workers=self._threads(),
+        )
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
