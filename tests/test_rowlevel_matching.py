@@ -152,6 +152,29 @@ def test_row_id_carry_agrees_with_a_dict(
         assert two.to_pylist() == want
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array(["a", None, "b", "c"]),
+        pa.array([b"a", None, b"b", b"c"], pa.binary()),
+        pa.array([b"aaaa", None, b"bbbb", b"cccc"], pa.binary(4)),
+        pa.array([1, None, 2, 3], pa.date32()),
+        pa.array([1, None, 2, 3], pa.timestamp("us", "UTC")),
+        pa.array([1, None, 2, 3], pa.decimal128(10, 2)),
+        pa.array([True, None, False, True]),
+    ],
+)
+def test_row_id_carry_of_one_key_column_of_each_type(values: pa.Array) -> None:
+    """Source keys [v0, null, v2, v3] against matched [v3, v0, null]: ids of v0 and v3 only
+    (the boolean's repeated value takes its first match)."""
+    source = pa.table({"k": values})
+    hits = pa.table(
+        {"k": values.take(pa.array([3, 0, 1])), "_row_id": pa.array([30, 10, 99], pa.int64())}
+    )
+    got = carry_row_ids(source, hits, ["k"]).to_pylist()
+    assert got == ([30, None, None, 30] if values.type == pa.bool_() else [10, None, None, 30])
+
+
 @settings(max_examples=60, deadline=None)
 @given(keys=_KEYS, floats=st.booleans())
 def test_unique_check_with_the_hashed_keys_agrees_without(
