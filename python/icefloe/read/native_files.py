@@ -484,6 +484,14 @@ def _drained(
     return None if got.failed else batches
 
 
+def _single_stream(done: Decoded) -> _native.ParquetFileStream | None:
+    """The stream of a chunk that is one streamed task (see :func:`_decode_chunks`), else
+    None."""
+    if len(done) == 1 and isinstance(done[0], _native.ParquetFileStream):
+        return done[0]
+    return None
+
+
 class _Window:
     """The streamed tasks read alongside the one being taken (see :func:`_stream_window`): at
     most ``lanes`` streams still decoding, the tasks after them opened as soon as one ends."""
@@ -507,9 +515,10 @@ class _Window:
                 self._exhausted = True
                 return
             a, done = item
-            self._streaming = len(done) == 1 and isinstance(done[0], _native.ParquetFileStream)
-            if self._streaming:
-                done = [_Ahead(done[0], self)]  # type: ignore[list-item, arg-type]
+            stream = _single_stream(done)
+            self._streaming = stream is not None
+            if stream is not None:
+                done = [_Ahead(stream, self)]  # type: ignore[list-item]
             self.queued.append((a, done))
 
 
@@ -596,8 +605,8 @@ def _drained_alongside(
     pool = ThreadPoolExecutor(workers, thread_name_prefix="icefloe-drain")
     try:
         for a, done in decoded:
-            if len(done) == 1 and isinstance(done[0], _native.ParquetFileStream):
-                pending.append((a, pool.submit(_drained, done[0], each)))
+            if (stream := _single_stream(done)) is not None:
+                pending.append((a, pool.submit(_drained, stream, each)))
             else:
                 pending.append((a, done))
             # a chunk of small files waits for the streams before it (its decode, started
