@@ -25,7 +25,7 @@ from icefloe.expressions import (
     parse,
     rewrite_not,
 )
-from icefloe.expressions.arrow import filter_mask, to_arrow_expression
+from icefloe.expressions.arrow import filter_mask, selection, selection_mask, to_arrow_expression
 from icefloe.expressions.evaluator import evaluate
 from icefloe.types import (
     DateType,
@@ -226,3 +226,32 @@ def test_filter_mask_falls_back_to_the_scan_and_its_errors() -> None:
     with pytest.raises(pa.ArrowInvalid):
         filter_mask(bind(SCHEMA, parse("x > 2")), t)
     assert filter_mask(bind(SCHEMA, parse("true")), t).to_pylist() == [True] * 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.booleans()), max_size=200),
+    st.integers(0, 70),
+    st.integers(0, 200),
+)
+def test_selection_is_the_mask_with_nulls_false_and_no_validity(
+    values: list[bool | None], offset: int, length: int
+) -> None:
+    """A selection selects what ``fill_null(mask, False)`` selects, of a sliced mask too (a
+    bit offset into its buffers), with no validity buffer (Arrow's filter then takes its
+    fast path); a filter by it keeps the same rows."""
+    mask = pa.array(values, pa.bool_()).slice(offset, length)
+    got = selection(mask)
+    assert got.buffers()[0] is None
+    assert got.null_count == 0
+    assert got.to_pylist() == [bool(v) for v in mask.to_pylist()]
+    rows = pa.array(range(len(mask)), pa.int64())
+    assert rows.filter(got).equals(rows.filter(pc.fill_null(mask, False)))
+
+
+def test_selection_mask_of_an_optional_column() -> None:
+    """Rows whose filter is unknown (a null value) are not selected."""
+    t = pa.table({"n": pa.array([1, 5, None, 7], pa.int32())})
+    got = selection_mask(bind(SCHEMA, parse("n > 2")), t)
+    assert got.to_pylist() == [False, True, False, True]
+    assert got.buffers()[0] is None

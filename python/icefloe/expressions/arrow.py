@@ -46,7 +46,14 @@ from icefloe.types import (
     VariantType,
 )
 
-__all__ = ["arrow_type", "arrow_value", "filter_mask", "to_arrow_expression"]
+__all__ = [
+    "arrow_type",
+    "arrow_value",
+    "filter_mask",
+    "selection",
+    "selection_mask",
+    "to_arrow_expression",
+]
 
 
 def arrow_type(t: IcebergType) -> pa.DataType:
@@ -313,6 +320,23 @@ def filter_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.
         return pc.invert(evaluate(e.child, True))
 
     return evaluate(balanced, False)
+
+
+def selection(mask: pa.Array) -> pa.BooleanArray:
+    """``mask`` as a selection: null rows false, and no validity buffer. Arrow's filter kernels
+    take a slower path (three times slower on a 10% selection) for a mask that has a validity
+    buffer, even one with no nulls, which is what ``fill_null`` and most kernels return."""
+    if mask.null_count:
+        mask = pc.fill_null(mask, False)
+    validity, values = mask.buffers()
+    if validity is None:
+        return mask
+    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, values], 0, mask.offset)
+
+
+def selection_mask(expr: BooleanExpression, data: pa.Table | pa.RecordBatch) -> pa.BooleanArray:
+    """The rows of ``data`` that bound ``expr`` selects, as a :func:`selection`."""
+    return selection(filter_mask(expr, data))
 
 
 def _convert(

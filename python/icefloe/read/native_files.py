@@ -37,12 +37,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icefloe import _native
 from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import schema_to_arrow
-from icefloe.expressions.arrow import filter_mask
+from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
@@ -333,7 +332,7 @@ def _output(
     test = None if isinstance(residual, AlwaysTrue) else residual
     for batch in batches:
         if test is not None:
-            batch = batch.filter(pc.fill_null(filter_mask(test, batch), False))
+            batch = batch.filter(selection_mask(test, batch))
             if not batch.num_rows:
                 continue
         yield batch if width is None else batch.select(range(width))

@@ -29,8 +29,8 @@ from icefloe._identity_memo import IdentityMemo
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
-from icefloe.expressions.arrow import filter_mask
-from icefloe.expressions.base import AlwaysTrue, BooleanExpression
+from icefloe.expressions.arrow import selection_mask
+from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import WHOLE_READ_BYTES, FileIO
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.read.parquet_file import (
@@ -420,7 +420,7 @@ class _TaskReader:
                 if filter_expr is not None:
                     wb = _native.filter_batch(wb, keep)
             if filter_expr is not None and out.num_rows:
-                out = out.filter(_evaluate(filter_expr, wb))
+                out = out.filter(selection_mask(filter_expr, wb))
             if out.num_rows:
                 yield out
 
@@ -692,8 +692,3 @@ def _column_by_id(wb: pa.RecordBatch, work: Schema, fid: int) -> pa.Array:
     for name in path[1:]:
         arr = arr.field(name)
     return arr
-
-
-def _evaluate(expr: BooleanExpression, wb: pa.RecordBatch) -> pa.Array:
-    """The keep-mask of ``wb`` under the bound residual ``expr`` (null -> false)."""
-    return pc.fill_null(filter_mask(expr, wb), False)

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.exceptions import ValidationError
-from icefloe.expressions.arrow import filter_mask
+from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.expressions.binding import bind
 from icefloe.io import FileIO, data_location
@@ -295,7 +295,7 @@ def _rewriter(
                     if not parts:
                         continue
                     rows = pa.Table.from_batches(parts)
-                    matched = pc.fill_null(_evaluate(rows, expr), False)
+                    matched = selection_mask(expr, rows)
                     kept = rows.filter(pc.invert(matched))
                     if kept.num_rows:
                         data = to_table_schema(kept, schema, metadata.format_version)
@@ -311,10 +311,6 @@ def _rewriter(
             yield _file_rows(written)
 
     return run
-
-
-def _evaluate(rows: pa.Table, expr: BooleanExpression) -> pa.Array:
-    return filter_mask(expr, rows)
 
 
 def _overwrite_plan(

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression, bind, rewrite_not
-from icefloe.expressions.arrow import filter_mask
+from icefloe.expressions.arrow import filter_mask, selection_mask
 from icefloe.expressions.projection import strict_projection
 from icefloe.io import FileIO
 from icefloe.manifest import ManifestFile
@@ -205,4 +205,4 @@ def plan_overwrite(
 
 def _mask(table: pa.Table, expr: BooleanExpression) -> pa.Array:
     """Which rows of ``table`` bound ``expr`` selects (nulls as false)."""
-    return pc.fill_null(filter_mask(expr, table), False)
+    return selection_mask(expr, table)
