@@ -17,6 +17,7 @@ use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, TimeUnit};
 use hashbrown::HashSet;
 
+use super::dense_probe::dense_contains;
 use crate::{Error, Result};
 
 /// The comparable class of an Arrow type after Iceberg's promotions.
@@ -362,6 +363,15 @@ impl Group {
         Ok(match &self.keys {
             Keys::Single(values, probe, null_deleted) => {
                 let set = probe.get_or_init(|| IntSet::build(values));
+                if let (IntSet::Dense { min, bits }, Col::Fixed(v, nulls)) = (set, &views[0]) {
+                    let hit = dense_contains(*min, bits, v);
+                    return Ok(match nulls {
+                        // a null row is deleted exactly when a delete row is null
+                        Some(n) if *null_deleted => &!&hit & n.inner(),
+                        Some(n) => !&(&hit & n.inner()),
+                        None => !&hit,
+                    });
+                }
                 match &views[0] {
                     Col::Fixed(v, Some(nulls)) => BooleanBuffer::collect_bool(n, |i| {
                         if nulls.is_null(i) {
@@ -500,6 +510,33 @@ mod tests {
         let data: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(7)]));
         let m = set.keep_mask(&batch(vec![("id", data)])).unwrap();
         assert_eq!(m, BooleanArray::from(vec![false, true, false, false]));
+    }
+
+    #[test]
+    fn dense_keys_with_null_rows_in_the_data() {
+        // 1 and 7 make a dense set; null rows of the data are deleted only by a null key
+        let data: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(7), Some(8)]));
+        let sliced = data.slice(1, 3);
+        for (keys, want, want_sliced) in [
+            (
+                vec![Some(1), Some(7)],
+                [false, true, false, true],
+                [true, false, true],
+            ),
+            (
+                vec![Some(1), None],
+                [false, false, true, true],
+                [false, true, true],
+            ),
+        ] {
+            let mut set = EqualityDeleteSet::new();
+            let del: ArrayRef = Arc::new(Int64Array::from(keys));
+            set.add_batch(&batch(vec![("id", del)])).unwrap();
+            let m = set.keep_mask(&batch(vec![("id", data.clone())])).unwrap();
+            assert_eq!(m, BooleanArray::from(want.to_vec()));
+            let m = set.keep_mask(&batch(vec![("id", sliced.clone())])).unwrap();
+            assert_eq!(m, BooleanArray::from(want_sliced.to_vec()));
+        }
     }
 
     #[test]

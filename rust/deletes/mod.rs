@@ -4,6 +4,7 @@
 
 pub mod compact;
 mod compact_simd;
+mod dense_probe;
 pub mod dictionary;
 pub mod dv;
 pub mod equality;
