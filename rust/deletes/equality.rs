@@ -13,11 +13,12 @@ use std::sync::OnceLock;
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
-use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_schema::{DataType, TimeUnit};
 use hashbrown::HashSet;
 
 use super::dense_probe::dense_contains;
+use super::key_filter::{confirm, fold, fold_all, KeyFilter};
 use crate::{Error, Result};
 
 /// The comparable class of an Arrow type after Iceberg's promotions.
@@ -172,8 +173,8 @@ enum IntSet {
     /// of `[min, min + 64 * bits.len())`. Probing touches one word (no hashing, and a
     /// million keys over ten million values take 1.25 MB, which stays in cache).
     Dense { min: i64, bits: Vec<u64> },
-    /// Sparse keys: a hash set.
-    Hash(HashSet<i64>),
+    /// Sparse keys: a hash set, behind a filter that rules out most values that miss it.
+    Hash(HashSet<i64>, KeyFilter),
 }
 
 /// A dense bitmap is used when its size (`span / 8` bytes) is within `DENSE_BITS_PER_KEY / 8`
@@ -184,7 +185,7 @@ const DENSE_MIN_BITS: u128 = 1 << 23;
 impl IntSet {
     fn build(values: &[i64]) -> Self {
         let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) else {
-            return IntSet::Hash(HashSet::new());
+            return IntSet::Hash(HashSet::new(), KeyFilter::new(0, std::iter::empty()));
         };
         let span = (hi as i128 - lo as i128) as u128 + 1;
         if span <= (values.len() as u128 * DENSE_BITS_PER_KEY).max(DENSE_MIN_BITS) {
@@ -197,26 +198,27 @@ impl IntSet {
         } else {
             let mut set = HashSet::with_capacity(values.len());
             set.extend(values.iter().copied());
-            IntSet::Hash(set)
+            let filter = KeyFilter::new(set.len(), set.iter().map(|&k| fold(k)));
+            IntSet::Hash(set, filter)
         }
     }
 
-    #[inline]
-    fn contains(&self, v: i64) -> bool {
+    /// `true` for each of `values` that is a key (whatever the value under a null).
+    fn hits(&self, values: &[i64]) -> BooleanBuffer {
         match self {
-            IntSet::Dense { min, bits } => {
-                let d = v.wrapping_sub(*min) as u64;
-                bits.get((d >> 6) as usize)
-                    .is_some_and(|w| (w >> (d & 63)) & 1 == 1)
+            IntSet::Dense { min, bits } => dense_contains(*min, bits, values),
+            IntSet::Hash(set, filter) => {
+                let mut words = filter.candidates(values);
+                confirm(values, &mut words, |v| set.contains(&v));
+                BooleanBuffer::new(Buffer::from_vec(words), 0, values.len())
             }
-            IntSet::Hash(set) => set.contains(&v),
         }
     }
 
     fn len(&self) -> usize {
         match self {
             IntSet::Dense { bits, .. } => bits.iter().map(|w| w.count_ones() as usize).sum(),
-            IntSet::Hash(set) => set.len(),
+            IntSet::Hash(set, _) => set.len(),
         }
     }
 }
@@ -229,9 +231,9 @@ enum Keys {
     Single(Vec<i64>, OnceLock<IntSet>, bool),
     /// Two Int/Float/Time/Timestamp columns: their values widened to i64 and a bit per null
     /// column, hashed without an allocation per key.
-    Pair(HashSet<FixedKey<2>>),
+    Pair(FixedSet<2>),
     /// Three to [`FIXED_MAX`] such columns, the same way.
-    Fixed(HashSet<FixedKey<FIXED_MAX>>),
+    Fixed(FixedSet<FIXED_MAX>),
     /// Any other column set: canonical row encodings.
     Rows(HashSet<Box<[u8]>>),
 }
@@ -265,19 +267,33 @@ fn fixed_key<const N: usize>(views: &[Col<'_>], i: usize) -> FixedKey<N> {
     key
 }
 
-/// Adds the keys of the `n` rows of `views` to `set`.
-fn insert_fixed<const N: usize>(set: &mut HashSet<FixedKey<N>>, views: &[Col<'_>], n: usize) {
-    set.reserve(n);
-    set.extend((0..n).map(|i| fixed_key(views, i)));
+/// Keys of up to `N` fixed-width columns: a hash set, and the filter in front of it (built on
+/// the first probe after keys were added).
+#[derive(Debug, Clone, Default)]
+struct FixedSet<const N: usize> {
+    set: HashSet<FixedKey<N>>,
+    filter: OnceLock<KeyFilter>,
 }
 
-/// `true` for each of the `n` rows of `views` whose key is not in `set`.
-fn keep_fixed<const N: usize>(
-    set: &HashSet<FixedKey<N>>,
-    views: &[Col<'_>],
-    n: usize,
-) -> BooleanBuffer {
-    BooleanBuffer::collect_bool(n, |i| !set.contains(&fixed_key(views, i)))
+impl<const N: usize> FixedSet<N> {
+    /// Adds the keys of the `n` rows of `views`.
+    fn insert(&mut self, views: &[Col<'_>], n: usize) {
+        self.filter.take();
+        self.set.reserve(n);
+        self.set.extend((0..n).map(|i| fixed_key(views, i)));
+    }
+
+    /// `true` for each of the `n` rows of `views` whose key is not in the set.
+    fn keep(&self, views: &[Col<'_>], n: usize) -> BooleanBuffer {
+        let filter = self.filter.get_or_init(|| {
+            let folded = self.set.iter().map(|k| fold_all(&k.0, k.1));
+            KeyFilter::new(self.set.len(), folded)
+        });
+        BooleanBuffer::collect_bool(n, |i| {
+            let key = fixed_key::<N>(views, i);
+            !(filter.may_hold(fold_all(&key.0, key.1)) && self.set.contains(&key))
+        })
+    }
 }
 
 /// The delete rows of one set of equality columns (sorted by name).
@@ -305,8 +321,8 @@ impl Group {
             Keys::Single(values, probe, null) => {
                 probe.get_or_init(|| IntSet::build(values)).len() + *null as usize
             }
-            Keys::Pair(s) => s.len(),
-            Keys::Fixed(s) => s.len(),
+            Keys::Pair(s) => s.set.len(),
+            Keys::Fixed(s) => s.set.len(),
             Keys::Rows(s) => s.len(),
         }
     }
@@ -327,8 +343,8 @@ impl Group {
                     }
                 }
             }
-            Keys::Pair(set) => insert_fixed(set, &views, batch.num_rows()),
-            Keys::Fixed(set) => insert_fixed(set, &views, batch.num_rows()),
+            Keys::Pair(set) => set.insert(&views, batch.num_rows()),
+            Keys::Fixed(set) => set.insert(&views, batch.num_rows()),
             Keys::Rows(set) => {
                 let mut buf = Vec::new();
                 set.reserve(batch.num_rows());
@@ -362,30 +378,19 @@ impl Group {
         let n = batch.num_rows();
         Ok(match &self.keys {
             Keys::Single(values, probe, null_deleted) => {
-                let set = probe.get_or_init(|| IntSet::build(values));
-                if let (IntSet::Dense { min, bits }, Col::Fixed(v, nulls)) = (set, &views[0]) {
-                    let hit = dense_contains(*min, bits, v);
-                    return Ok(match nulls {
-                        // a null row is deleted exactly when a delete row is null
-                        Some(n) if *null_deleted => &!&hit & n.inner(),
-                        Some(n) => !&(&hit & n.inner()),
-                        None => !&hit,
-                    });
-                }
-                match &views[0] {
-                    Col::Fixed(v, Some(nulls)) => BooleanBuffer::collect_bool(n, |i| {
-                        if nulls.is_null(i) {
-                            !*null_deleted
-                        } else {
-                            !set.contains(v[i])
-                        }
-                    }),
-                    Col::Fixed(v, None) => BooleanBuffer::collect_bool(n, |i| !set.contains(v[i])),
-                    _ => unreachable!("single-column groups hold fixed-width kinds"),
+                let Col::Fixed(v, nulls) = &views[0] else {
+                    unreachable!("single-column groups hold fixed-width kinds")
+                };
+                let hit = probe.get_or_init(|| IntSet::build(values)).hits(v);
+                match nulls {
+                    // a null row is deleted exactly when a delete row is null
+                    Some(n) if *null_deleted => &!&hit & n.inner(),
+                    Some(n) => !&(&hit & n.inner()),
+                    None => !&hit,
                 }
             }
-            Keys::Pair(set) => keep_fixed(set, &views, n),
-            Keys::Fixed(set) => keep_fixed(set, &views, n),
+            Keys::Pair(set) => set.keep(&views, n),
+            Keys::Fixed(set) => set.keep(&views, n),
             Keys::Rows(set) => {
                 let mut buf = Vec::new();
                 BooleanBuffer::collect_bool(n, |i| {
@@ -447,9 +452,9 @@ impl EqualityDeleteSet {
                 let keys = if fixed && kinds.len() == 1 {
                     Keys::Single(Vec::new(), OnceLock::new(), false)
                 } else if fixed && kinds.len() == 2 {
-                    Keys::Pair(HashSet::new())
+                    Keys::Pair(FixedSet::default())
                 } else if fixed && kinds.len() <= FIXED_MAX {
-                    Keys::Fixed(HashSet::new())
+                    Keys::Fixed(FixedSet::default())
                 } else {
                     Keys::Rows(HashSet::new())
                 };

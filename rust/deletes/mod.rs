@@ -8,6 +8,7 @@ mod dense_probe;
 pub mod dictionary;
 pub mod dv;
 pub mod equality;
+mod key_filter;
 pub mod mask;
 pub mod position_index;
 pub mod roaring;
