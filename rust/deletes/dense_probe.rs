@@ -96,26 +96,20 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lcg(s: &mut u64) -> u64 {
-        *s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        *s >> 11
-    }
+    use crate::deletes::compact::tests::Rng;
 
     #[test]
     fn both_kernels_agree_with_the_bitmap_in_and_out_of_its_span() {
         let min = -1000i64;
         let span = 64 * 97 + 5;
         let mut bits = vec![0u64; (span as usize).div_ceil(64)];
-        let mut s = 7u64;
+        let mut rng = Rng(7);
         for _ in 0..900 {
-            let d = lcg(&mut s) % span;
+            let d = rng.next() % span;
             bits[(d >> 6) as usize] |= 1 << (d & 63);
         }
         let mut values: Vec<i64> = (0..3000)
-            .map(|_| min - 70 + (lcg(&mut s) % (span + 140)) as i64)
+            .map(|_| min - 70 + (rng.next() % (span + 140)) as i64)
             .collect();
         values.extend([i64::MIN, i64::MAX, min, min - 1, min + 64 * 97, -1, 0, 1]);
         values.extend(min..min + 200); // a sorted run

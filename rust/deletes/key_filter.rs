@@ -170,25 +170,21 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-
-    fn lcg(s: &mut u64) -> u64 {
-        *s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        *s >> 11
-    }
+    use crate::deletes::compact::tests::Rng;
 
     #[test]
     fn candidates_keep_every_key_and_agree_with_the_scalar_kernel() {
-        let mut s = 3u64;
+        let mut rng = Rng(3);
         for count in [0usize, 1, 5, 1000, 20_000] {
-            let mut keys: Vec<i64> = (0..count).map(|_| lcg(&mut s) as i64 - (1 << 52)).collect();
+            let mut keys: Vec<i64> = (0..count)
+                .map(|_| (rng.next() >> 11) as i64 - (1 << 52))
+                .collect();
             keys.extend([i64::MIN, i64::MAX, -1, 0]);
             let filter = KeyFilter::new(keys.len(), keys.iter().map(|&k| fold(k)));
             let set: HashSet<i64> = keys.iter().copied().collect();
             let mut values: Vec<i64> = (0..5000).map(|i| i * 13 - 30_000).collect();
             values.extend(keys.iter().take(3000));
-            values.extend((0..2000).map(|_| lcg(&mut s) as i64));
+            values.extend((0..2000).map(|_| rng.next() as i64));
             for len in [0, 3, 64, 130, values.len()] {
                 let v = &values[..len];
                 let mut got = filter.candidates(v);
