@@ -61,7 +61,13 @@ def _apply(model: list[tuple[int, int]], op: tuple[Any, ...], tag: int) -> list[
 
 
 @pytest.mark.parametrize(
-    ("version", "mode"), [(2, "merge-on-read"), (3, "merge-on-read"), (3, "copy-on-write")]
+    ("version", "mode", "granularity"),
+    [
+        (2, "merge-on-read", "file"),
+        (2, "merge-on-read", "partition"),
+        (3, "merge-on-read", "file"),
+        (3, "copy-on-write", "file"),
+    ],
 )
 @settings(
     max_examples=12,
@@ -72,7 +78,11 @@ def _apply(model: list[tuple[int, int]], op: tuple[Any, ...], tag: int) -> list[
 # found by CI: a copy-on-write rewrite dropped an equality delete pruned by the filter
 @example(ops=[("append", [0, 12]), ("delete_by_keys", [12]), ("delete", 0, 0)])
 def test_random_sequences_match_model(
-    tmp_path_factory: pytest.TempPathFactory, version: int, mode: str, ops: list[Any]
+    tmp_path_factory: pytest.TempPathFactory,
+    version: int,
+    mode: str,
+    granularity: str,
+    ops: list[Any],
 ) -> None:
     tmp: Path = tmp_path_factory.mktemp("model")
     t = catalog(tmp).create_table(
@@ -83,6 +93,7 @@ def test_random_sequences_match_model(
             "format-version": str(version),
             "write.delete.mode": mode,
             "write.merge.mode": mode,
+            "write.delete.granularity": granularity,
         },
     )
     model: list[tuple[int, int]] = []
@@ -109,7 +120,13 @@ def test_random_sequences_match_model(
         got = ours(t, *(("_row_id",) if version >= 3 else ()))
         pairs = list(zip(got["k"].to_pylist(), got["v"].to_pylist(), strict=True))
         assert sorted(pairs) == sorted(model), op
-        refs = [r for r in live_deletes(t).column("referenced_data_file").to_pylist() if r]
+        dels = live_deletes(t)
+        refs = [r for r in dels.column("referenced_data_file").to_pylist() if r]
+        if version == 2 and granularity == "file":
+            # one position delete file per data file, each superseding the one before
+            positional = dels.filter(pc.equal(dels["content"], 1))
+            scoped = positional.column("referenced_data_file").to_pylist()
+            assert None not in scoped and len(scoped) == len(set(scoped))
         if version >= 3:
             assert len(refs) == len(set(refs)), "more than one DV for a data file"
             row_ids = got["_row_id"].to_pylist()

@@ -109,6 +109,8 @@ class TableProperties:
     MERGE_MODE = "write.merge.mode"
     UPSERT_MODE = "write.upsert.mode"
     WRITE_MODE_DEFAULT = "copy-on-write"
+    DELETE_GRANULARITY = "write.delete.granularity"
+    DELETE_GRANULARITY_DEFAULT = "file"
     DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
     DELETE_ISOLATION_LEVEL_DEFAULT = "serializable"
 
@@ -210,6 +212,7 @@ KNOWN: dict[str, _Kind] = {
     _T.UPDATE_MODE: _enum(*_WRITE_MODES),
     _T.MERGE_MODE: _enum(*_WRITE_MODES),
     _T.UPSERT_MODE: _enum("equality", *_WRITE_MODES),
+    _T.DELETE_GRANULARITY: _enum("file", "partition"),
     _T.DELETE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
     _T.MAX_SNAPSHOT_AGE_MS: _int(1),
     _T.MIN_SNAPSHOTS_TO_KEEP: _int(1),

@@ -48,6 +48,7 @@ from icefloe.write.delete_files import (
     new_delete_location,
     partition_dict,
     write_deletion_vectors,
+    write_file_scoped_position_deletes,
     write_position_deletes,
 )
 from icefloe.write.files import DataFile
@@ -257,8 +258,14 @@ def _write_deletes(
     if ctx.version >= 3:
         loc = new_delete_location(md.location, md.properties, "puffin")
         return write_deletion_vectors(ctx.io, loc, items, ctx.specs, ctx.cache)
-    # v2: one position delete file per partition; merged positions make older deletes of
-    # the same files redundant only when they are scoped to that file.
+    props = md.properties
+    default = TableProperties.DELETE_GRANULARITY_DEFAULT
+    if enum_property(props, TableProperties.DELETE_GRANULARITY, default) == "file":
+        return write_file_scoped_position_deletes(
+            ctx.io, md.location, md.properties, items, ctx.specs, ctx.cache
+        )
+    # granularity "partition": one position delete file per partition, superseding nothing
+    # (older deletes stay and readers union them with the new ones).
     groups: dict[tuple[int, str], list[FileDeletes]] = {}
     for item in items:
         k = (item.data_file.spec_id, repr(item.data_file.partition))

@@ -6,7 +6,9 @@
   returned so the commit can remove them.
 - :func:`write_position_deletes` writes a v2 position delete file (``file_path``, ``pos``) sorted
   as the spec requires, with full bounds on both columns and ``referenced_data_file`` set when
-  it covers one data file.
+  it covers one data file. :func:`write_file_scoped_position_deletes` writes one such file per
+  data file (``write.delete.granularity=file``), each merged with the file-scoped deletes the
+  data file already had, which it supersedes.
 - :func:`write_equality_deletes` writes an equality delete file holding the equality columns.
 
 Every function returns :class:`~icefloe.write.files.DataFile` values (content 1 or 2) ready for
@@ -15,6 +17,7 @@ the snapshot producer; :func:`delete_ref` gives the reader's view of one.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -25,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe import __version__
+from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import IcebergError, ValidationError
@@ -64,6 +68,7 @@ __all__ = [
     "partition_tuple",
     "write_deletion_vectors",
     "write_equality_deletes",
+    "write_file_scoped_position_deletes",
     "write_position_deletes",
 ]
 
@@ -160,6 +165,21 @@ def _superseded(data_path: str, existing: Iterable[DeleteFileRef]) -> list[Delet
     ]
 
 
+def _by_data_file(items: Iterable[FileDeletes]) -> dict[str, FileDeletes]:
+    """``items`` keyed by data file path, the items of one data file merged into one."""
+    by_path: dict[str, FileDeletes] = {}
+    for item in items:
+        prev = by_path.get(item.data_file.file_path)
+        if prev is not None:
+            item = FileDeletes(
+                prev.data_file,
+                _as_dv(prev.positions).union(_as_dv(item.positions)),
+                tuple({*prev.existing, *item.existing}),
+            )
+        by_path[item.data_file.file_path] = item
+    return by_path
+
+
 def merged_positions(
     io: FileIO, item: FileDeletes, cache: DeleteCache | None = None
 ) -> DeletionVector:
@@ -198,16 +218,7 @@ def write_deletion_vectors(
     no item has a position.
     """
     cache = cache or DeleteCache()
-    by_path: dict[str, FileDeletes] = {}
-    for item in items:
-        prev = by_path.get(item.data_file.file_path)
-        if prev is not None:
-            item = FileDeletes(
-                prev.data_file,
-                _as_dv(prev.positions).union(_as_dv(item.positions)),
-                tuple({*prev.existing, *item.existing}),
-            )
-        by_path[item.data_file.file_path] = item
+    by_path = _by_data_file(items)
     writer = PuffinWriter()
     pending: list[tuple[FileDeletes, DeletionVector, Any]] = []
     removed: list[DeleteFileRef] = []
@@ -463,3 +474,55 @@ def write_equality_deletes(
         lower_bounds=lower,
         upper_bounds=upper,
     )
+
+
+def write_file_scoped_position_deletes(
+    io: FileIO,
+    table_location: str,
+    properties: Mapping[str, str],
+    items: Sequence[FileDeletes],
+    specs: Mapping[int, PartitionSpec] | None = None,
+    cache: DeleteCache | None = None,
+) -> tuple[list[DataFile], list[DeleteFileRef]]:
+    """Writes one v2 position delete file per data file of ``items`` (the reference's
+    ``write.delete.granularity=file`` layout), each with ``referenced_data_file`` set.
+
+    A data file's new positions are merged with the position delete files scoped to it alone,
+    which the new file supersedes: they are returned, to be removed by the same commit.
+    Partition-scoped files stay (readers union them with the new one). Files are written in
+    parallel; if one fails, those already written are deleted and the error is raised.
+    """
+    cache = cache or DeleteCache()
+    specs = specs or {}
+    work = []
+    for path, item in sorted(_by_data_file(items).items()):
+        new = _as_dv(item.positions)
+        if new.cardinality:
+            scoped = _superseded(path, item.existing)
+            work.append((replace(item, positions=new, existing=tuple(scoped)), scoped))
+    written: list[str] = []
+    lock = threading.Lock()
+
+    def write_one(job: tuple[FileDeletes, list[DeleteFileRef]]) -> DataFile:
+        item, _ = job
+        dv = merged_positions(io, item, cache)
+        df = item.data_file
+        location = new_delete_location(table_location, properties, "parquet")
+        with lock:
+            written.append(location)
+        return write_position_deletes(
+            io,
+            location,
+            {df.file_path: dv},
+            df.spec_id,
+            partition_dict(specs.get(df.spec_id), df.partition),
+            properties,
+        )
+
+    try:
+        out = parallel_map(write_one, work, kind="work")
+    except BaseException:
+        for location in written:
+            io.delete_quietly(location)
+        raise
+    return out, [d for _, scoped in work for d in scoped]
