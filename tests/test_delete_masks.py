@@ -512,3 +512,32 @@ def test_filter_batch_mostly_kept_matches_pyarrow(
     if n:
         with_null = pa.array([None, *keep_list[1:]], pa.bool_())
         assert _native.filter_batch(batch, with_null).equals(batch.filter(with_null))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 5000)), max_size=300),
+    st.sampled_from([pa.string(), pa.large_string()]),
+    st.integers(0, 5),
+)
+def test_position_index_of_dictionary_paths_equals_plain(
+    rows: list[tuple[str, int]], value_type: pa.DataType, cut: int
+) -> None:
+    """``file_path`` read as a dictionary (as position delete files are read) indexes the
+    same positions per data file as the plain strings, sliced or not."""
+    paths = pa.array([f"s3://b/{p}.parquet" for p, _ in rows], value_type)
+    pos = pa.array([p for _, p in rows], pa.int64())
+    plain = pa.record_batch({"file_path": paths, "pos": pos}).slice(cut)
+    encoded = pa.record_batch({"file_path": paths.dictionary_encode(), "pos": pos}).slice(cut)
+    want, got = PositionDeleteIndex.from_batches(plain), PositionDeleteIndex.from_batches(encoded)
+    assert got.paths() == want.paths()
+    for path in want.paths():
+        assert got.get(path) == want.get(path)
+    assert got.cardinality == want.cardinality
+
+
+def test_position_index_refuses_null_dictionary_paths() -> None:
+    paths = pa.DictionaryArray.from_arrays(pa.array([0, None], pa.int32()), pa.array(["a"]))
+    batch = pa.record_batch({"file_path": paths, "pos": pa.array([1, 2], pa.int64())})
+    with pytest.raises(ValidationError, match="row 1 has a null file_path"):
+        PositionDeleteIndex.from_batches(batch)

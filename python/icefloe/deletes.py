@@ -163,22 +163,26 @@ def keep_mask_from_positions(positions: Any, start: int, length: int) -> pa.Bool
     return _native.keep_mask_from_positions(_int64_array(positions), start, length)
 
 
-def _decode_dictionaries(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch with dictionary-encoded columns (``read_dictionary``) decoded to plain ones."""
-    if not any(pa.types.is_dictionary(f.type) for f in batch.schema):
+def _decode_dictionaries(batch: pa.RecordBatch, keep: str | None = None) -> pa.RecordBatch:
+    """The batch with dictionary-encoded columns (``read_dictionary``) decoded to plain ones,
+    but for the column named ``keep``."""
+    if not any(pa.types.is_dictionary(f.type) and f.name != keep for f in batch.schema):
         return batch
-    cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns]
+    cols = [
+        c.dictionary_decode() if pa.types.is_dictionary(c.type) and name != keep else c
+        for name, c in zip(batch.schema.names, batch.columns, strict=True)
+    ]
     return pa.RecordBatch.from_arrays(cols, names=batch.schema.names)
 
 
 def _batches(
-    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch],
+    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], keep: str | None = None
 ) -> Iterable[pa.RecordBatch]:
     if isinstance(data, pa.RecordBatch):
-        return [_decode_dictionaries(data)]
+        return [_decode_dictionaries(data, keep)]
     if isinstance(data, pa.Table):
-        return [_decode_dictionaries(b) for b in data.to_batches()]
-    return (_decode_dictionaries(b) for b in data)
+        return [_decode_dictionaries(b, keep) for b in data.to_batches()]
+    return (_decode_dictionaries(b, keep) for b in data)
 
 
 class PositionDeleteIndex:
@@ -199,8 +203,9 @@ class PositionDeleteIndex:
         return index
 
     def add(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
-        """Adds position delete rows; extra columns (such as ``row``) are ignored."""
-        for batch in _batches(data):
+        """Adds position delete rows; extra columns (such as ``row``) are ignored. A
+        dictionary-encoded ``file_path`` is indexed as it is, each path decoded once."""
+        for batch in _batches(data, keep="file_path"):
             self._index.add_batch(batch)
 
     def add_deletion_vector(self, path: str, dv: DeletionVector) -> None:
