@@ -262,7 +262,7 @@ def _write_deletes(
     default = TableProperties.DELETE_GRANULARITY_DEFAULT
     if enum_property(props, TableProperties.DELETE_GRANULARITY, default) == "file":
         return write_file_scoped_position_deletes(
-            ctx.io, md.location, md.properties, items, ctx.specs, ctx.cache
+            ctx.io, md.location, props, items, ctx.specs, ctx.cache
         )
     # granularity "partition": one position delete file per partition, superseding nothing
     # (older deletes stay and readers union them with the new ones).

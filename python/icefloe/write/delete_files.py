@@ -494,17 +494,17 @@ def write_file_scoped_position_deletes(
     """
     cache = cache or DeleteCache()
     specs = specs or {}
-    work = []
+    # each item's ``existing`` narrowed to the files it merges and supersedes
+    work: list[FileDeletes] = []
     for path, item in sorted(_by_data_file(items).items()):
         new = _as_dv(item.positions)
         if new.cardinality:
-            scoped = _superseded(path, item.existing)
-            work.append((replace(item, positions=new, existing=tuple(scoped)), scoped))
+            scoped = tuple(_superseded(path, item.existing))
+            work.append(replace(item, positions=new, existing=scoped))
     written: list[str] = []
     lock = threading.Lock()
 
-    def write_one(job: tuple[FileDeletes, list[DeleteFileRef]]) -> DataFile:
-        item, _ = job
+    def write_one(item: FileDeletes) -> DataFile:
         dv = merged_positions(io, item, cache)
         df = item.data_file
         location = new_delete_location(table_location, properties, "parquet")
@@ -525,4 +525,4 @@ def write_file_scoped_position_deletes(
         for location in written:
             io.delete_quietly(location)
         raise
-    return out, [d for _, scoped in work for d in scoped]
+    return out, [d for item in work for d in item.existing]
