@@ -292,6 +292,9 @@ def test_equality_all_types() -> None:
                 None,
             ],
         ),
+        # v3 nanosecond timestamps
+        "ts_ns": (pa.timestamp("ns"), [1_700_000_000_000_000_001, 0, None]),
+        "tstz_ns": (pa.timestamp("ns", "UTC"), [-1, 1_700_000_000_000_000_000, None]),
         "s": (pa.string(), ["x", "", None]),
         "b": (pa.binary(), [b"\x00", b"", None]),
         "fx": (pa.binary(3), [b"abc", b"\x00\x00\x00", None]),

@@ -105,6 +105,46 @@ def test_a_failed_background_sync_of_a_written_file_fails_the_commit(
     assert not durable._STARTED
 
 
+_MOR = {"write.delete.mode": "merge-on-read"}
+
+
+def test_a_deletion_vector_file_is_synced_before_any_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3, properties=_MOR)
+    t.append(rows(0, 100))
+    rec = _Recorder().install(monkeypatch)
+    t = t.delete("id < 30")
+    assert t.scan().to_arrow().num_rows == 70
+    listed = t.inspect.delete_files().column("file_path").to_pylist()
+    puffins = {p.removeprefix("file://") for p in listed}
+    assert len(puffins) == 1 and next(iter(puffins)).endswith(".puffin")
+    metadata_dir = os.path.join(t.location.removeprefix("file://"), "metadata")
+    synced_before = set(rec.paths[: rec.paths.index(metadata_dir)])
+    assert puffins <= synced_before
+    assert os.path.dirname(next(iter(puffins))) in synced_before
+
+
+def test_a_failed_background_sync_of_a_deletion_vector_fails_the_delete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3, properties=_MOR)
+    t.append(rows(0, 100))
+    before = t.current_snapshot()
+    _Recorder(fail=".puffin", once=True).install(monkeypatch)
+    with pytest.raises(FileIOError, match=r"\.puffin"):
+        t.delete("id < 30")
+    monkeypatch.undo()
+    again = cat.load_table("ns.t")
+    assert again.current_snapshot() == before
+    assert checksum(again.scan().to_arrow()) == (100, sum(range(100)))
+    data = Path(t.location.removeprefix("file://")) / "data"
+    assert not list(data.rglob("*.puffin"))  # the failed commit removed its file
+    assert not durable._STARTED
+
+
 def test_a_metadata_write_syncs_the_directories_it_created(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

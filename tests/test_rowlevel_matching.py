@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from icefloe import _native
 from icefloe.exceptions import ValidationError
 from icefloe.expressions import AlwaysFalse, AlwaysTrue, col
 from icefloe.io import FileIO
@@ -160,6 +162,8 @@ def test_row_id_carry_agrees_with_a_dict(
         pa.array([b"aaaa", None, b"bbbb", b"cccc"], pa.binary(4)),
         pa.array([1, None, 2, 3], pa.date32()),
         pa.array([1, None, 2, 3], pa.timestamp("us", "UTC")),
+        pa.array([1, None, 2, 3], pa.timestamp("ns")),
+        pa.array([1, None, 2, 3], pa.int32()),
         pa.array([1, None, 2, 3], pa.decimal128(10, 2)),
         pa.array([True, None, False, True]),
     ],
@@ -173,6 +177,53 @@ def test_row_id_carry_of_one_key_column_of_each_type(values: pa.Array) -> None:
     )
     got = carry_row_ids(source, hits, ["k"]).to_pylist()
     assert got == ([30, None, None, 30] if values.type == pa.bool_() else [10, None, None, 30])
+
+
+_LOOKUP_TYPES = [
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint32(),
+    pa.date32(),
+    pa.time64("us"),
+    pa.timestamp("us"),
+    pa.timestamp("ns", "UTC"),
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=_KEYS,
+    value_set=_KEYS,
+    type_=st.sampled_from(_LOOKUP_TYPES),
+    cut=st.integers(0, 3),
+)
+def test_native_key_lookup_agrees_with_arrow(
+    values: list[int | None], value_set: list[int | None], type_: pa.DataType, cut: int
+) -> None:
+    """The Rust lookup behind the row-id carry gives Arrow's ``index_in`` (first occurrence,
+    nulls match nothing), on sliced arrays too."""
+    if pa.types.is_unsigned_integer(type_):
+        values = [None if v is None else abs(v) for v in values]
+        value_set = [None if v is None else abs(v) for v in value_set]
+    def typed(ints: list[int | None]) -> pa.Array:
+        arr = pa.array(ints, pa.int64())
+        return arr.cast(pa.int32()).cast(type_) if type_ == pa.date32() else arr.cast(type_)
+
+    mine = typed([0] * cut + values).slice(cut)
+    theirs = typed(value_set + [0] * cut).slice(0, len(value_set))
+    got = _native.index_in(mine, theirs)
+    want = pc.index_in(mine, value_set=theirs, skip_nulls=True)
+    assert got is not None and got.to_pylist() == want.to_pylist()
+
+
+def test_native_key_lookup_declines_other_types_and_refuses_mixed_ones() -> None:
+    strings = pa.array(["a", "b"])
+    assert _native.index_in(strings, strings) is None
+    with pytest.raises(ValidationError, match="cannot look up"):
+        _native.index_in(pa.array([1], pa.int64()), pa.array([1], pa.int32()))
 
 
 @settings(max_examples=60, deadline=None)

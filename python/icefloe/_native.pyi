@@ -37,6 +37,7 @@ __all__ = [
     "filter_batch",
     "geo_bounds",
     "geo_intersects_mask",
+    "index_in",
     "keep_mask_from_positions",
     "parquet_check_footer",
     "parquet_encode_files",
@@ -320,6 +321,7 @@ def filter_batch(
     batch: pa.RecordBatch, keep: pa.Array, decode: list[str] = ...
 ) -> pa.RecordBatch: ...
 def decode_dictionaries(batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch: ...
+def index_in(values: pa.Array, value_set: pa.Array) -> pa.Int32Array | None: ...
 
 # puffin
 @final

@@ -19,6 +19,7 @@ use hashbrown::HashSet;
 
 use super::dense_probe::dense_contains;
 use super::key_filter::{confirm, fold, fold_all, KeyFilter};
+use super::key_index::i64_layout;
 use crate::{Error, Result};
 
 /// The comparable class of an Arrow type after Iceberg's promotions.
@@ -100,19 +101,11 @@ fn view(a: &dyn Array) -> Col<'_> {
         DataType::Date32 => widen::<Date32Type>(a, i64::from),
         DataType::Time32(TimeUnit::Second) => widen::<Time32SecondType>(a, i64::from),
         DataType::Time32(_) => widen::<Time32MillisecondType>(a, i64::from),
-        DataType::Time64(TimeUnit::Microsecond) => {
-            let p = a.as_primitive::<Time64MicrosecondType>();
-            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
-        }
-        DataType::Time64(_) => {
-            let p = a.as_primitive::<Time64NanosecondType>();
-            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
-        }
-        DataType::Timestamp(_, _) => {
-            // Every timestamp unit has i64 values in the same layout.
-            let p = a.as_primitive::<TimestampMicrosecondType>();
-            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
-        }
+        // every timestamp unit, and 64-bit times, have their values in the i64 layout
+        DataType::Time64(_) | DataType::Timestamp(_, _) => match i64_layout(a) {
+            Some(values) => Col::Fixed(Cow::Borrowed(values), a.nulls()),
+            None => unreachable!("i64 layout of {}", a.data_type()),
+        },
         DataType::Float32 => widen::<Float32Type>(a, |v| float_key(f64::from(v))),
         DataType::Float64 => widen::<Float64Type>(a, float_key),
         DataType::Decimal128(_, _) => {
@@ -541,6 +534,38 @@ mod tests {
             assert_eq!(m, BooleanArray::from(want.to_vec()));
             let m = set.keep_mask(&batch(vec![("id", sliced.clone())])).unwrap();
             assert_eq!(m, BooleanArray::from(want_sliced.to_vec()));
+        }
+    }
+
+    #[test]
+    fn timestamps_of_every_unit_and_64_bit_times_are_keys() {
+        use arrow_array::{
+            Time64NanosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
+            TimestampSecondArray,
+        };
+        let cols: Vec<(ArrayRef, ArrayRef)> = vec![
+            (
+                Arc::new(TimestampNanosecondArray::from(vec![5])),
+                Arc::new(TimestampNanosecondArray::from(vec![4, 5, 6])),
+            ),
+            (
+                Arc::new(TimestampMillisecondArray::from(vec![5]).with_timezone("UTC")),
+                Arc::new(TimestampMillisecondArray::from(vec![4, 5, 6]).with_timezone("UTC")),
+            ),
+            (
+                Arc::new(TimestampSecondArray::from(vec![5])),
+                Arc::new(TimestampSecondArray::from(vec![4, 5, 6])),
+            ),
+            (
+                Arc::new(Time64NanosecondArray::from(vec![5])),
+                Arc::new(Time64NanosecondArray::from(vec![4, 5, 6])),
+            ),
+        ];
+        for (del, data) in cols {
+            let mut set = EqualityDeleteSet::new();
+            set.add_batch(&batch(vec![("t", del)])).unwrap();
+            let m = set.keep_mask(&batch(vec![("t", data)])).unwrap();
+            assert_eq!(m, BooleanArray::from(vec![true, false, true]));
         }
     }
 

@@ -9,6 +9,7 @@ pub mod dictionary;
 pub mod dv;
 pub mod equality;
 mod key_filter;
+pub mod key_index;
 pub mod mask;
 pub mod position_index;
 pub mod roaring;

@@ -1,7 +1,7 @@
 //! Bindings of `crate::deletes`: position bitmaps (deletion vectors), position delete indexes,
 //! equality delete sets and keep-masks. Heavy work runs with the GIL released.
 
-use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch};
+use arrow_array::{make_array, Array, BooleanArray, Int64Array, RecordBatch};
 use arrow_data::ArrayData;
 use arrow_pyarrow::{FromPyArrowUnchecked, PyArrowType};
 use arrow_schema::DataType;
@@ -12,6 +12,7 @@ use super::guard;
 use crate::deletes::dictionary::shape_batch;
 use crate::deletes::dv::{decode_dv, encode_dv};
 use crate::deletes::equality::EqualityDeleteSet as CoreEqualitySet;
+use crate::deletes::key_index;
 use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap, keep_mask_from_sorted};
 use crate::deletes::position_index::PositionDeleteIndex as CoreIndex;
 use crate::deletes::PositionBitmap as CoreBitmap;
@@ -428,11 +429,27 @@ impl EqualityDeleteSet {
     }
 }
 
+/// For each of `values`, the index of its first occurrence in `value_set` (null when absent or
+/// null); `None` for a type the native lookup does not take (not an integer, date, time or
+/// timestamp column). Both arrays must have the same type.
+#[pyfunction]
+fn index_in(py: Python<'_>, values: PyArray, value_set: PyArray) -> PyResult<Option<PyArray>> {
+    guard(|| {
+        if !key_index::supported(values.0.data_type()) {
+            return Ok(None);
+        }
+        let (values, set) = (make_array(values.0), make_array(value_set.0));
+        let out = py.detach(|| key_index::index_in(values.as_ref(), set.as_ref()))?;
+        Ok(Some(to_py(out)))
+    })
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PositionBitmap>()?;
     m.add_class::<PositionDeleteIndex>()?;
     m.add_class::<EqualityDeleteSet>()?;
     m.add_function(wrap_pyfunction!(filter_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(index_in, m)?)?;
     m.add_function(wrap_pyfunction!(decode_dictionaries, m)?)?;
     m.add_function(wrap_pyfunction!(keep_mask_from_positions, m)?)?;
     Ok(())

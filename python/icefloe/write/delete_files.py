@@ -234,7 +234,13 @@ def write_deletion_vectors(
     if not pending:
         return [], []
     puffin = writer.finish({"created-by": _CREATED_BY})
-    io.new_output(location).write(puffin.data)
+    # the commit waits for the sync (it syncs every file it adds); the disk works meanwhile
+    try:
+        io.new_output(location).write_new(puffin.data)
+    except BaseException:
+        io.delete_quietly(location)  # a partial file
+        raise
+    io.sync_soon(location)
     size = len(puffin.data)
     specs = specs or {}
     out = [

@@ -430,13 +430,20 @@ def carry_row_ids(source: pa.Table, matched: pa.Table, join_cols: Sequence[str])
         mine, theirs = source.column(join_cols[0]), matched.column(join_cols[0])
         at = None
         if mine.type == theirs.type:
-            # each source key's first row in ``matched`` (null keys match nothing); a type the
-            # lookup does not take goes to the join below
-            with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                at = pc.index_in(mine, value_set=theirs.combine_chunks(), skip_nulls=True)
+            # each source key's first row in ``matched`` (null keys match nothing): integer,
+            # date, time and timestamp keys in Rust (a map sized once), other types by Arrow's
+            # lookup; a type neither takes goes to the join below
+            value_set = theirs.combine_chunks()
+            at = _native.index_in(mine.combine_chunks(), value_set)
+            if at is None:
+                with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    at = pc.index_in(mine, value_set=value_set, skip_nulls=True)
         if at is not None:
             ids = matched.column(ROW_ID).combine_chunks()  # one chunk: take is then cheap
-            return ids.take(at).combine_chunks().cast(pa.int64())
+            taken = ids.take(at)
+            if isinstance(taken, pa.ChunkedArray):
+                taken = taken.combine_chunks()
+            return taken.cast(pa.int64())
     idx = "__icefloe_source_index"
     left = _key_table(source, join_cols).append_column(
         idx, pa.array(np.arange(source.num_rows, dtype=np.int64))
