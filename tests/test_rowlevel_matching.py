@@ -208,6 +208,7 @@ def test_native_key_lookup_agrees_with_arrow(
     if pa.types.is_unsigned_integer(type_):
         values = [None if v is None else abs(v) for v in values]
         value_set = [None if v is None else abs(v) for v in value_set]
+
     def typed(ints: list[int | None]) -> pa.Array:
         arr = pa.array(ints, pa.int64())
         return arr.cast(pa.int32()).cast(type_) if type_ == pa.date32() else arr.cast(type_)
