@@ -10,10 +10,12 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from icefloe import durable
+from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import FileIOError
 from icefloe.io import FileIO
 from support.write_util import SCHEMA, SPEC, catalog, checksum, rows
@@ -47,20 +49,42 @@ class _Recorder:
             self.paths.append(path)
 
 
-def test_an_append_syncs_its_files_and_their_directories_before_any_manifest(
+_SWAP = "<the catalog names the new metadata>"
+
+
+def _mark_swaps(monkeypatch: pytest.MonkeyPatch, rec: _Recorder) -> None:
+    """Records the catalog's pointer swap, the moment a commit becomes visible, among the
+    synced paths."""
+    real = SqlCatalog._swap_pointer
+
+    def swap(self: SqlCatalog, *args: Any, **kwargs: Any) -> None:
+        rec.paths.append(_SWAP)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SqlCatalog, "_swap_pointer", swap)
+
+
+def _synced_before_the_swap(rec: _Recorder) -> set[str]:
+    assert rec.paths.count(_SWAP) == 1
+    return set(rec.paths[: rec.paths.index(_SWAP)])
+
+
+def test_an_append_syncs_its_files_and_their_directories_before_the_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The data files are synced while the manifests are written; all of it, with the
+    directories naming them, is on stable storage before the catalog names the snapshot."""
     cat = catalog(tmp_path)
     t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
     rec = _Recorder()
     rec.install(monkeypatch)
+    _mark_swaps(monkeypatch, rec)
     t.append(rows(0, 200))
     files = t.inspect.data_files().column("file_path").to_pylist()
     assert len(files) > 4  # several partition directories
     local = [p.removeprefix("file://") for p in files]
     metadata_dir = os.path.join(t.location.removeprefix("file://"), "metadata")
-    first_manifest_sync = rec.paths.index(metadata_dir)
-    synced_before = set(rec.paths[:first_manifest_sync])
+    synced_before = _synced_before_the_swap(rec)
     for path in local:
         assert path in synced_before
         # the partition directories, up to the root, name what is under them
@@ -69,7 +93,8 @@ def test_an_append_syncs_its_files_and_their_directories_before_any_manifest(
             assert parent in synced_before, parent
             parent = os.path.dirname(parent)
     # the metadata files are linked into place and their directory synced after each
-    assert rec.paths.count(metadata_dir) >= 3  # manifest, manifest list, metadata file
+    before = rec.paths[: rec.paths.index(_SWAP)]
+    assert before.count(metadata_dir) >= 3  # manifest, manifest list, metadata file
 
 
 def test_a_failed_sync_fails_the_commit_and_the_table_keeps_its_snapshot(
@@ -80,10 +105,14 @@ def test_a_failed_sync_fails_the_commit_and_the_table_keeps_its_snapshot(
     t.append(rows(0, 50))
     before = t.current_snapshot()
     want = checksum(t.scan().to_arrow())
+    metadata_dir = Path(t.location.removeprefix("file://")) / "metadata"
+    files_before = sorted(p.name for p in metadata_dir.iterdir())
     _Recorder(fail=".parquet").install(monkeypatch)
     with pytest.raises(FileIOError) as info:
         t.append(rows(50, 50))
     assert "sync" in str(info.value) and ".parquet" in str(info.value)
+    # the manifests written while the files were syncing are gone with them
+    assert sorted(p.name for p in metadata_dir.iterdir()) == files_before
     monkeypatch.undo()
     again = cat.load_table("ns.t")
     assert again.current_snapshot() == before
@@ -108,20 +137,20 @@ def test_a_failed_background_sync_of_a_written_file_fails_the_commit(
 _MOR = {"write.delete.mode": "merge-on-read"}
 
 
-def test_a_deletion_vector_file_is_synced_before_any_manifest(
+def test_a_deletion_vector_file_is_synced_before_the_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cat = catalog(tmp_path)
     t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3, properties=_MOR)
     t.append(rows(0, 100))
     rec = _Recorder().install(monkeypatch)
+    _mark_swaps(monkeypatch, rec)
     t = t.delete("id < 30")
     assert t.scan().to_arrow().num_rows == 70
     listed = t.inspect.delete_files().column("file_path").to_pylist()
     puffins = {p.removeprefix("file://") for p in listed}
     assert len(puffins) == 1 and next(iter(puffins)).endswith(".puffin")
-    metadata_dir = os.path.join(t.location.removeprefix("file://"), "metadata")
-    synced_before = set(rec.paths[: rec.paths.index(metadata_dir)])
+    synced_before = _synced_before_the_swap(rec)
     assert puffins <= synced_before
     assert os.path.dirname(next(iter(puffins))) in synced_before
 

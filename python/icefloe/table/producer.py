@@ -314,7 +314,13 @@ class SnapshotProducer:
             level=level,
         )
         self._put(list_path, data)
-        self._flush()
+        try:
+            self._flush()
+        except BaseException:
+            # nothing names them: this attempt is not recorded
+            for p in (list_path, *written):
+                self.io.delete_quietly(p)
+            raise
         written_now = [*written]
         summary = snapshot_summary(
             added=self._added_batches,
@@ -420,9 +426,9 @@ class SnapshotProducer:
             for r in cached:
                 r["added_snapshot_id"] = self.snapshot_id
             return cached
-        # The files on stable storage before any manifest names them (once: a retry reuses
-        # these manifests).
-        self.io.sync(self._new_file_paths())
+        # The new files reach stable storage while the manifests are written; the build waits
+        # for both before the snapshot exists (once: a retry reuses these manifests).
+        self._pending.append(io_executor().submit(self.io.sync, self._new_file_paths()))
         version = metadata.format_version
         schema = metadata.current_schema()
         rows: list[dict[str, Any]] = []
