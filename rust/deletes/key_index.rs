@@ -142,7 +142,7 @@ mod tests {
                 (0..n)
                     .map(|_| {
                         let v = (rng.next() % 40) as i64 - 20;
-                        (rng.next() % 7 != 0).then_some(v)
+                        (!rng.next().is_multiple_of(7)).then_some(v)
                     })
                     .collect()
             };
