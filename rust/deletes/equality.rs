@@ -19,7 +19,6 @@ use hashbrown::HashSet;
 
 use super::dense_probe::dense_contains;
 use super::key_filter::{confirm, fold, fold_all, KeyFilter};
-use super::key_index::i64_layout;
 use crate::{Error, Result};
 
 /// The comparable class of an Arrow type after Iceberg's promotions.
@@ -78,36 +77,62 @@ enum Col<'a> {
     Bytes(&'a dyn Array),
 }
 
-fn widen<T: ArrowPrimitiveType>(a: &dyn Array, f: impl Fn(T::Native) -> i64) -> Col<'_> {
-    let p = a.as_primitive::<T>();
-    Col::Fixed(
-        Cow::Owned(p.values().iter().map(|&v| f(v)).collect()),
-        p.nulls(),
+fn widened<T: ArrowPrimitiveType>(a: &dyn Array, f: impl Fn(T::Native) -> i64) -> Cow<'_, [i64]> {
+    Cow::Owned(
+        a.as_primitive::<T>()
+            .values()
+            .iter()
+            .map(|&v| f(v))
+            .collect(),
     )
 }
 
-fn view(a: &dyn Array) -> Col<'_> {
-    match a.data_type() {
-        DataType::Int64 => {
-            let p = a.as_primitive::<Int64Type>();
-            Col::Fixed(Cow::Borrowed(p.values()), p.nulls())
+/// The values of an integer, date, time or timestamp column as i64 (borrowed when stored so;
+/// null slots hold whatever the buffer does); `None` for other types.
+pub(crate) fn int_values(a: &dyn Array) -> Option<Cow<'_, [i64]>> {
+    use TimeUnit::*;
+    Some(match a.data_type() {
+        DataType::Int64 => Cow::Borrowed(a.as_primitive::<Int64Type>().values()),
+        DataType::Int8 => widened::<Int8Type>(a, i64::from),
+        DataType::Int16 => widened::<Int16Type>(a, i64::from),
+        DataType::Int32 => widened::<Int32Type>(a, i64::from),
+        DataType::UInt8 => widened::<UInt8Type>(a, i64::from),
+        DataType::UInt16 => widened::<UInt16Type>(a, i64::from),
+        DataType::UInt32 => widened::<UInt32Type>(a, i64::from),
+        DataType::Date32 => widened::<Date32Type>(a, i64::from),
+        DataType::Time32(Second) => widened::<Time32SecondType>(a, i64::from),
+        DataType::Time32(_) => widened::<Time32MillisecondType>(a, i64::from),
+        DataType::Time64(Nanosecond) => {
+            Cow::Borrowed(a.as_primitive::<Time64NanosecondType>().values())
         }
-        DataType::Int8 => widen::<Int8Type>(a, i64::from),
-        DataType::Int16 => widen::<Int16Type>(a, i64::from),
-        DataType::Int32 => widen::<Int32Type>(a, i64::from),
-        DataType::UInt8 => widen::<UInt8Type>(a, i64::from),
-        DataType::UInt16 => widen::<UInt16Type>(a, i64::from),
-        DataType::UInt32 => widen::<UInt32Type>(a, i64::from),
-        DataType::Date32 => widen::<Date32Type>(a, i64::from),
-        DataType::Time32(TimeUnit::Second) => widen::<Time32SecondType>(a, i64::from),
-        DataType::Time32(_) => widen::<Time32MillisecondType>(a, i64::from),
-        // every timestamp unit, and 64-bit times, have their values in the i64 layout
-        DataType::Time64(_) | DataType::Timestamp(_, _) => match i64_layout(a) {
-            Some(values) => Col::Fixed(Cow::Borrowed(values), a.nulls()),
-            None => unreachable!("i64 layout of {}", a.data_type()),
-        },
-        DataType::Float32 => widen::<Float32Type>(a, |v| float_key(f64::from(v))),
-        DataType::Float64 => widen::<Float64Type>(a, float_key),
+        DataType::Time64(_) => Cow::Borrowed(a.as_primitive::<Time64MicrosecondType>().values()),
+        // each unit is its own Arrow type: read the values in the column's unit
+        DataType::Timestamp(Second, _) => {
+            Cow::Borrowed(a.as_primitive::<TimestampSecondType>().values())
+        }
+        DataType::Timestamp(Millisecond, _) => {
+            Cow::Borrowed(a.as_primitive::<TimestampMillisecondType>().values())
+        }
+        DataType::Timestamp(Microsecond, _) => {
+            Cow::Borrowed(a.as_primitive::<TimestampMicrosecondType>().values())
+        }
+        DataType::Timestamp(Nanosecond, _) => {
+            Cow::Borrowed(a.as_primitive::<TimestampNanosecondType>().values())
+        }
+        _ => return None,
+    })
+}
+
+fn view(a: &dyn Array) -> Col<'_> {
+    if let Some(values) = int_values(a) {
+        return Col::Fixed(values, a.nulls());
+    }
+    match a.data_type() {
+        DataType::Float32 => Col::Fixed(
+            widened::<Float32Type>(a, |v| float_key(f64::from(v))),
+            a.nulls(),
+        ),
+        DataType::Float64 => Col::Fixed(widened::<Float64Type>(a, float_key), a.nulls()),
         DataType::Decimal128(_, _) => {
             let p = a.as_primitive::<Decimal128Type>();
             Col::Decimal(p.values(), p.nulls())

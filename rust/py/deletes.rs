@@ -435,12 +435,9 @@ impl EqualityDeleteSet {
 #[pyfunction]
 fn index_in(py: Python<'_>, values: PyArray, value_set: PyArray) -> PyResult<Option<PyArray>> {
     guard(|| {
-        if !key_index::supported(values.0.data_type()) {
-            return Ok(None);
-        }
         let (values, set) = (make_array(values.0), make_array(value_set.0));
         let out = py.detach(|| key_index::index_in(values.as_ref(), set.as_ref()))?;
-        Ok(Some(to_py(out)))
+        Ok(out.map(to_py))
     })
 }
 

@@ -433,17 +433,14 @@ def carry_row_ids(source: pa.Table, matched: pa.Table, join_cols: Sequence[str])
             # each source key's first row in ``matched`` (null keys match nothing): integer,
             # date, time and timestamp keys in Rust (a map sized once), other types by Arrow's
             # lookup; a type neither takes goes to the join below
-            value_set = theirs.combine_chunks()
-            at = _native.index_in(mine.combine_chunks(), value_set)
+            keys, value_set = mine.combine_chunks(), theirs.combine_chunks()
+            at = _native.index_in(keys, value_set)
             if at is None:
                 with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    at = pc.index_in(mine, value_set=value_set, skip_nulls=True)
+                    at = pc.index_in(keys, value_set=value_set, skip_nulls=True)
         if at is not None:
             ids = matched.column(ROW_ID).combine_chunks()  # one chunk: take is then cheap
-            taken = ids.take(at)
-            if isinstance(taken, pa.ChunkedArray):
-                taken = taken.combine_chunks()
-            return taken.cast(pa.int64())
+            return ids.take(at).cast(pa.int64())
     idx = "__icefloe_source_index"
     left = _key_table(source, join_cols).append_column(
         idx, pa.array(np.arange(source.num_rows, dtype=np.int64))
