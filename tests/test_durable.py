@@ -18,6 +18,7 @@ from icefloe import durable
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import FileIOError
 from icefloe.io import FileIO
+from icefloe.table import Table
 from support.write_util import SCHEMA, SPEC, catalog, checksum, rows
 
 
@@ -134,15 +135,19 @@ def test_a_failed_background_sync_of_a_written_file_fails_the_commit(
     assert not durable._STARTED
 
 
-_MOR = {"write.delete.mode": "merge-on-read"}
+def _dv_table(tmp_path: Path) -> tuple[SqlCatalog, Table]:
+    """A catalog and a v3 merge-on-read table of 100 rows (deletes write DVs)."""
+    cat = catalog(tmp_path)
+    props = {"write.delete.mode": "merge-on-read"}
+    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3, properties=props)
+    t.append(rows(0, 100))
+    return cat, t
 
 
 def test_a_deletion_vector_file_is_synced_before_the_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cat = catalog(tmp_path)
-    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3, properties=_MOR)
-    t.append(rows(0, 100))
+    _, t = _dv_table(tmp_path)
     rec = _Recorder().install(monkeypatch)
     _mark_swaps(monkeypatch, rec)
     t = t.delete("id < 30")
@@ -158,9 +163,7 @@ def test_a_deletion_vector_file_is_synced_before_the_commit(
 def test_a_failed_background_sync_of_a_deletion_vector_fails_the_delete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cat = catalog(tmp_path)
-    t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=3, properties=_MOR)
-    t.append(rows(0, 100))
+    cat, t = _dv_table(tmp_path)
     before = t.current_snapshot()
     _Recorder(fail=".puffin", once=True).install(monkeypatch)
     with pytest.raises(FileIOError, match=r"\.puffin"):
