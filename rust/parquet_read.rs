@@ -24,6 +24,7 @@ use std::sync::Arc;
 use arrow_array::{
     new_null_array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions,
 };
+use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -35,6 +36,7 @@ use rayon::prelude::*;
 use crate::deletes::equality::EqualityDeleteSet;
 use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
 use crate::deletes::PositionBitmap;
+use crate::expr::rows::RowFilter;
 use crate::parquet_footer::check_footer;
 use crate::parquet_types::{convertible, retype};
 use crate::Result;
@@ -57,7 +59,9 @@ pub struct FileRequest {
 /// What to read from every file: top-level columns by field id, typed as `schema` (one field
 /// per id, in order, then an `Int64` field for each row's file position when `positions`), in
 /// batches of at most `batch_size` rows. A column whose `optional` flag is set (an empty
-/// `optional`: none is) may be absent from a file and then reads as nulls.
+/// `optional`: none is) may be absent from a file and then reads as nulls. With a
+/// `selection` (and `positions`), a batch holds only the positions of the live rows the filter
+/// selects, one `Int64` column: the columns are decoded to evaluate it, then dropped.
 #[derive(Debug, Clone)]
 pub struct Projection {
     pub field_ids: Vec<i32>,
@@ -65,6 +69,7 @@ pub struct Projection {
     pub positions: bool,
     pub schema: SchemaRef,
     pub batch_size: usize,
+    pub selection: Option<Arc<RowFilter>>,
 }
 
 impl Projection {
@@ -77,6 +82,11 @@ impl Projection {
                 if self.positions { " and positions" } else { "" },
                 self.schema.fields().len()
             )));
+        }
+        if self.selection.is_some() && !self.positions {
+            return Err(crate::Error::validation(
+                "a row selection gives positions: ask for them",
+            ));
         }
         if !self.optional.is_empty() && self.optional.len() != self.field_ids.len() {
             return Err(crate::Error::validation(format!(
@@ -373,6 +383,9 @@ impl FilePlan {
                 None => Some(null_column(f.data_type(), rows)),
             })
             .collect::<Option<Vec<ArrayRef>>>()?;
+        if let Some(filter) = &projection.selection {
+            return self.select(columns, n, base, kept, deleted, projection, filter);
+        }
         if projection.positions {
             let first = base as i64;
             columns.push(Arc::new(match kept {
@@ -413,6 +426,59 @@ impl FilePlan {
             }
         }
         Some((batch.num_rows() > 0).then_some(batch))
+    }
+
+    /// [`FilePlan::finish`] under a selection: the positions of the live rows of `columns`
+    /// (the projected columns of `n` decoded rows from `base`, holding only the rows of
+    /// `kept` when given) that `filter` selects, as a batch of the positions field alone. The
+    /// positions of the other rows are never made.
+    #[allow(clippy::too_many_arguments)]
+    fn select(
+        &self,
+        columns: Vec<ArrayRef>,
+        n: usize,
+        base: u64,
+        kept: Option<&BooleanArray>,
+        deleted: &Deletes<'_>,
+        projection: &Projection,
+        filter: &RowFilter,
+    ) -> Option<Option<RecordBatch>> {
+        let rows = kept.map_or(n, |k| k.true_count());
+        // the rows still live among `columns` (kept rows were dropped during the decode)
+        let mut live: Option<BooleanBuffer> = match kept {
+            Some(_) => None,
+            None => deleted
+                .positions
+                .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n).values().clone()),
+        };
+        if let Some(set) = deleted.equality {
+            let by_id = RecordBatch::try_new(self.key_schema.clone()?, columns.clone()).ok()?;
+            let matched = set.keep_mask(&by_id).ok()?;
+            live = Some(match live {
+                Some(k) => &k & matched.values(),
+                None => matched.values().clone(),
+            });
+        }
+        let mut hit = filter.eval(&columns, rows).ok()?;
+        if let Some(live) = live {
+            hit = &hit & &live;
+        }
+        let first = base as i64;
+        let positions = match kept {
+            None => Int64Array::from_iter_values(hit.set_indices().map(|i| first + i as i64)),
+            Some(k) => {
+                let at: Vec<usize> = k.values().set_indices().collect();
+                Int64Array::from_iter_values(hit.set_indices().map(|r| first + at[r] as i64))
+            }
+        };
+        if positions.is_empty() {
+            return Some(None);
+        }
+        let field = projection.schema.fields().last()?.clone();
+        let schema = Arc::new(Schema::new(vec![field]));
+        RecordBatch::try_new(schema, vec![Arc::new(positions)])
+            .ok()
+            .map(Some)
     }
 }
 
@@ -564,6 +630,7 @@ mod tests {
             positions: false,
             schema: Arc::new(Schema::new(fields)),
             batch_size: 1024,
+            selection: None,
         }
     }
 
@@ -719,6 +786,7 @@ mod tests {
                 Field::new("_pos", DataType::Int64, false),
             ])),
             batch_size: 1000,
+            selection: None,
         };
         let bitmap = PositionBitmap::from_positions([3u64, 1000, 2099]).unwrap();
         let req = FileRequest { path, rows: 2100 };
@@ -759,6 +827,59 @@ mod tests {
         let bad = Projection {
             positions: false,
             ..p
+        };
+        assert!(read_files(&[req], &[Deletes::default()], &bad, None).is_err());
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn a_selection_gives_the_positions_of_the_live_rows_it_selects() {
+        let dir = tempdir("selection");
+        let path = write(&dir, "a.parquet", 2100, None);
+        let fields = vec![
+            Field::new("s", DataType::Utf8, true),
+            Field::new("_pos", DataType::Int64, false),
+        ];
+        // rows 99, 199, 990..=999 and 1990..=1999 (names starting "n99" or "n199"), over
+        // three batches
+        let text = r#"{"type": "or",
+            "left": {"type": "starts-with", "term": {"id": 2, "path": ["s"], "type": "string"}, "value": "n99"},
+            "right": {"type": "starts-with", "term": {"id": 2, "path": ["s"], "type": "string"}, "value": "n199"}}"#;
+        let filter =
+            RowFilter::compile(&crate::expr::parse(text).unwrap(), &[2], &[DataType::Utf8]);
+        let p = Projection {
+            positions: true,
+            selection: Some(Arc::new(filter.unwrap())),
+            ..projection(&[2], fields)
+        };
+        let bitmap = PositionBitmap::from_positions([3u64, 995, 1990]).unwrap();
+        let req = FileRequest { path, rows: 2100 };
+        let out = read_files(&[req], &[Some(&bitmap).into()], &p, Some(1)).unwrap();
+        let batches = out[0].as_ref().expect("read natively");
+        let pos: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| {
+                assert_eq!(b.num_columns(), 1);
+                let q = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                q.values().to_vec()
+            })
+            .collect();
+        let want: Vec<i64> = (99..100)
+            .chain(199..200)
+            .chain(990..1000)
+            .chain(1990..2000)
+            .filter(|i| ![995, 1990].contains(i))
+            .collect();
+        assert_eq!(pos, want);
+        // a selection without positions is refused
+        let bad = Projection {
+            positions: false,
+            schema: Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)])),
+            ..p
+        };
+        let req = FileRequest {
+            path: dir.join("a.parquet").to_string_lossy().into_owned(),
+            rows: 2100,
         };
         assert!(read_files(&[req], &[Deletes::default()], &bad, None).is_err());
         std::fs::remove_dir_all(dir).ok();

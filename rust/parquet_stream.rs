@@ -372,6 +372,7 @@ impl FileStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::expr::rows::RowFilter;
     use crate::parquet_read::{field_ids_digest, id_field as field};
     use arrow_array::{Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -425,6 +426,7 @@ mod tests {
             positions,
             schema: Arc::new(Schema::new(fields)),
             batch_size: 300,
+            selection: None,
         }
     }
 
@@ -487,6 +489,39 @@ mod tests {
             .unwrap();
         assert_eq!(names.value(0), "n1");
         assert!(matches!(stream.next_step(deleted.equality), Step::End));
+    }
+
+    #[test]
+    fn a_selection_streams_the_positions_of_the_live_rows_it_selects() {
+        let path = write("select.parquet", 2500);
+        let fields = vec![
+            Field::new("c", DataType::Int64, true),
+            Field::new("i", DataType::Int64, true),
+            Field::new("_pos", DataType::Int64, false),
+        ];
+        let text = r#"{"type": "and",
+            "left": {"type": "eq", "term": {"id": 3, "path": ["c"], "type": "long"}, "value": 3},
+            "right": {"type": "lt", "term": {"id": 1, "path": ["i"], "type": "long"}, "value": 2000}}"#;
+        let types: Vec<DataType> = fields[..2].iter().map(|f| f.data_type().clone()).collect();
+        let filter = RowFilter::compile(&crate::expr::parse(text).unwrap(), &[3, 1], &types);
+        let p = Projection {
+            selection: Some(Arc::new(filter.unwrap())),
+            ..projection(&[3, 1], fields, true)
+        };
+        let gone = [3u64, 10, 300, 1984];
+        let bitmap = PositionBitmap::from_positions(gone).unwrap();
+        let deleted: Deletes<'_> = Some(&bitmap).into();
+        let req = FileRequest { path, rows: 2500 };
+        let mut stream = FileStream::open(&req, None, &deleted, p, Some(2))
+            .unwrap()
+            .expect("streamed");
+        let (batches, ended) = drain(&mut stream, &deleted);
+        assert!(ended);
+        assert!(batches.iter().all(|b| b.num_columns() == 1));
+        let want: Vec<i64> = (0..2000)
+            .filter(|i| i % 7 == 3 && !gone.contains(&(*i as u64)))
+            .collect();
+        assert_eq!(ints(&batches, 0), want);
     }
 
     #[test]

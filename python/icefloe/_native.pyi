@@ -22,6 +22,7 @@ __all__ = [
     "PositionBitmap",
     "PositionDeleteIndex",
     "PuffinWriter",
+    "RowSelection",
     "ThetaSketch",
     "__version__",
     "_block_cache_stats",
@@ -62,6 +63,7 @@ __all__ = [
     "read_manifests",
     "regroup_by_key",
     "release_memory",
+    "row_selection",
     "sync_paths_local",
     "take_arrays",
     "theta_sketch_estimate",
@@ -382,7 +384,15 @@ def parquet_read_files(
     optional: list[bool] | None = None,
     positions: bool = False,
     equality: list[EqualityDeleteSet | None] | None = None,
+    selection: RowSelection | None = None,
 ) -> list[list[pa.RecordBatch] | None]: ...
+
+@final
+class RowSelection: ...
+
+def row_selection(
+    filter_json: str, field_ids: list[int], schema: pa.Schema
+) -> RowSelection | None: ...
 
 @final
 class ParquetFileStream:
@@ -404,6 +414,7 @@ def parquet_open_stream(
     equality: EqualityDeleteSet | None = None,
     start: int = 0,
     length: int | None = None,
+    selection: RowSelection | None = None,
 ) -> ParquetFileStream | None: ...
 def parquet_read_position_deletes(
     paths: list[str], referenced: list[str], threads: int | None = None

@@ -12,6 +12,8 @@ use pyo3::prelude::*;
 
 use super::deletes::{EqualityDeleteSet, PositionBitmap};
 use super::guard;
+use crate::expr::parse;
+use crate::expr::rows::RowFilter;
 use crate::parquet_deletes::{read_position_files, PositionFile};
 use crate::parquet_footer::check_footer;
 use crate::parquet_read::{read_files, Deletes, FileRequest, Projection};
@@ -43,17 +45,52 @@ fn parquet_check_footer(footer: &[u8]) -> PyResult<Vec<RowGroupTuple>> {
     })
 }
 
+/// A bound filter checked against the columns a read decodes (see `row_selection`): passed
+/// as `selection` to `parquet_read_files` / `parquet_open_stream`, each batch then holds only
+/// the positions of the live rows it selects.
+#[pyclass(module = "icefloe._native", frozen)]
+pub struct RowSelection {
+    filter: Arc<RowFilter>,
+}
+
+/// The filter `filter_json` (the compact JSON of a bound expression) over the top-level
+/// columns of `field_ids` typed as the first fields of `schema`, or `None` when it reads
+/// another column or a type or operation the native evaluator does not take.
+#[pyfunction]
+fn row_selection(
+    filter_json: &str,
+    field_ids: Vec<i32>,
+    schema: PyArrowType<Schema>,
+) -> PyResult<Option<RowSelection>> {
+    guard(|| {
+        let expr = parse(filter_json)?;
+        let types: Vec<_> = schema
+            .0
+            .fields()
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        Ok(RowFilter::compile(&expr, &field_ids, &types)
+            .ok()
+            .map(|f| RowSelection {
+                filter: Arc::new(f),
+            }))
+    })
+}
+
 /// The batches of each whole local Parquet file in `paths` (with `rows` rows by its manifest,
 /// 0 when unknown), the top-level columns of `field_ids` typed as `schema`, without the rows
 /// at the positions of its `deleted` bitmap; `None` for a file to read with the general
 /// reader. Files are decoded in parallel on `threads` threads without the GIL. A column whose
 /// `optional` flag is set reads as nulls from a file without it; with `positions`, the last
 /// field of `schema` (int64) receives each row's position in its file. A file's `equality`
-/// set drops the rows whose projected columns (named by field id) it matches.
+/// set drops the rows whose projected columns (named by field id) it matches. With a
+/// `selection` (and `positions`), a file's batches hold only the positions of the live rows
+/// it selects.
 #[pyfunction]
 #[pyo3(signature = (
     paths, rows, deleted, field_ids, schema, batch_size, threads = None, optional = None,
-    positions = false, equality = None
+    positions = false, equality = None, selection = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn parquet_read_files(
@@ -68,6 +105,7 @@ fn parquet_read_files(
     optional: Option<Vec<bool>>,
     positions: bool,
     equality: Option<Vec<Option<PyRef<'_, EqualityDeleteSet>>>>,
+    selection: Option<PyRef<'_, RowSelection>>,
 ) -> PyResult<Vec<Option<Vec<PyArrowType<RecordBatch>>>>> {
     guard(|| {
         if paths.len() != rows.len() {
@@ -88,6 +126,7 @@ fn parquet_read_files(
             positions,
             schema: Arc::new(schema.0),
             batch_size,
+            selection: selection.map(|s| s.filter.clone()),
         };
         let equality = equality.unwrap_or_default();
         if !equality.is_empty() && equality.len() != files.len() {
@@ -198,12 +237,12 @@ impl ParquetFileStream {
 /// unknown): the top-level columns of `field_ids` typed as `schema`, in batches of
 /// `batch_size` rows, each step decoding the columns in parallel on `threads` threads without
 /// the GIL; the rows of `deleted` and those `equality` matches are dropped, `optional` and
-/// `positions` as in `parquet_read_files`. With `start` and `length`, only the row groups of
-/// that split are read. `None` when the file does not fit the native path.
+/// `positions` and `selection` as in `parquet_read_files`. With `start` and `length`, only the
+/// row groups of that split are read. `None` when the file does not fit the native path.
 #[pyfunction]
 #[pyo3(signature = (
     path, rows, deleted, field_ids, schema, batch_size, threads = None, optional = None,
-    positions = false, equality = None, start = 0, length = None
+    positions = false, equality = None, start = 0, length = None, selection = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn parquet_open_stream(
@@ -220,6 +259,7 @@ fn parquet_open_stream(
     equality: Option<Py<EqualityDeleteSet>>,
     start: u64,
     length: Option<u64>,
+    selection: Option<PyRef<'_, RowSelection>>,
 ) -> PyResult<Option<ParquetFileStream>> {
     guard(|| {
         let projection = Projection {
@@ -228,6 +268,7 @@ fn parquet_open_stream(
             positions,
             schema: Arc::new(schema.0),
             batch_size,
+            selection: selection.map(|s| s.filter.clone()),
         };
         let range = match (start, length) {
             (0, None) => None,
@@ -256,5 +297,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_read_position_deletes, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_open_stream, m)?)?;
     m.add_class::<ParquetFileStream>()?;
+    m.add_function(wrap_pyfunction!(row_selection, m)?)?;
+    m.add_class::<RowSelection>()?;
     Ok(())
 }

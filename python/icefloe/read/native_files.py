@@ -47,7 +47,7 @@ from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
 from icefloe.read.deletes import DeleteCache, TaskDeletes, preload_position_deletes
 from icefloe.read.reader import BATCH_SIZE, output_schema
-from icefloe.scan.filters import referenced_field_ids
+from icefloe.scan.filters import expr_json, referenced_field_ids
 from icefloe.scan.tasks import DeleteContent, FileScanTask, ReadOptions
 from icefloe.schema import Schema
 from icefloe.types import (
@@ -392,13 +392,15 @@ def _decode_chunks(
     optional: list[bool] | None = None,
     positions: bool = False,
     streamed: Sequence[bool] = (),
+    selection: _native.RowSelection | None = None,
 ) -> Generator[tuple[int, Decoded], None, None]:
     """(index of the first task, what :func:`icefloe._native.parquet_read_files` gave for each
     task) a chunk of tasks at a time, the next chunk decoded while the caller takes one; the
     deletes of a chunk's files are loaded through ``cache`` first, and the rows they name
     (positions, equality deletes on the columns of ``field_ids``) dropped in the decode. A
     task flagged in ``streamed`` is a chunk of its own, given as the stream
-    :func:`icefloe._native.parquet_open_stream` opened (or None)."""
+    :func:`icefloe._native.parquet_open_stream` opened (or None). With a ``selection``, the
+    batches hold only the positions of the live rows it selects."""
     rows = [t.data_file.record_count for t in tasks]
 
     def load(task: FileScanTask) -> TaskDeletes | None:
@@ -437,6 +439,7 @@ def _decode_chunks(
                     equality=sets[0],
                     start=task.start,
                     length=task.length,
+                    selection=selection,
                 )
             ]
         out: Decoded = _native.parquet_read_files(  # type: ignore[assignment]
@@ -450,6 +453,7 @@ def _decode_chunks(
             optional=optional,
             positions=positions,
             equality=sets if any(s is not None for s in sets) else None,
+            selection=selection,
         )
         return out
 
@@ -641,6 +645,25 @@ class ColumnChunk:
             yield i, self.table.slice(first, end - first)
 
 
+_POSITIONS_ONLY = pa.schema([pa.field(POSITION_COLUMN, pa.int64(), nullable=False)])
+
+
+def _positions_selected_by(
+    expr: BooleanExpression,
+) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """A batch's positions column, only the rows bound ``expr`` selects (Arrow's kernels)."""
+
+    def select(batch: pa.RecordBatch) -> pa.RecordBatch:
+        # only the positions are kept: the filter's columns are not copied
+        positions = pa.RecordBatch.from_arrays(
+            [batch.column(POSITION_COLUMN)], schema=_POSITIONS_ONLY
+        )
+        # Rust's filter of one int64 column: several times Arrow's on a sparse selection
+        return _native.filter_batch(positions, selection_mask(expr, batch))
+
+    return select
+
+
 def column_chunks(
     io: FileIO,
     tasks: Sequence[FileScanTask],
@@ -651,15 +674,19 @@ def column_chunks(
     optional: Sequence[NestedField] = (),
     each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
     kept: Sequence[str] | None = None,
+    select: BooleanExpression | None = None,
 ) -> Iterator[ColumnChunk]:
     """The live rows of the tasks the native path reads (local Parquet files, no equality
     deletes), with the top-level columns ``fields`` (plain types, see :func:`plain_field`) and
     the ``optional`` ones (nulls where a file lacks them), a chunk of files at a time; a large
     file, or a split of one, is streamed and given in a chunk of its own. ``each`` (typically
     a filter) runs on every batch as it is decoded, and a chunk holds what it gives: the same
-    columns, or only those named in ``kept`` (in that order). A task not in any chunk (not
-    local, a column missing or of another type, no field ids, any damage) is left to the
-    caller's general path."""
+    columns, or only those named in ``kept`` (in that order). With ``select`` (a bound filter
+    over ``fields``, in place of ``each`` and ``kept``) a chunk holds only the positions of the
+    live rows it selects: evaluated in Rust as the columns are decoded when
+    :func:`icefloe._native.row_selection` takes it, else with Arrow's kernels on each batch. A
+    task not in any chunk (not local, a column missing or of another type, no field ids, any
+    damage) is left to the caller's general path."""
     wanted = [*fields, *optional]
     if not ENABLED or not tasks or not all(plain_field(f) for f in wanted):
         return
@@ -675,6 +702,11 @@ def column_chunks(
     schema = arrow.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
     flags = [False] * len(fields) + [True] * len(optional)
     ids = [f.field_id for f in wanted]
+    native = None
+    if select is not None:
+        kept = [POSITION_COLUMN]
+        native = _native.row_selection(expr_json(select), ids, arrow)
+        each = None if native is not None else _positions_selected_by(select)
     decoded = _decode_chunks(
         io,
         chosen,
@@ -687,6 +719,7 @@ def column_chunks(
         optional=flags,
         positions=True,
         streamed=[_streamed(t) for t in chosen],
+        selection=native,
     )
     for a, got in _drained_alongside(decoded, each, workers):
         read = [(index[a + k], b) for k, b in enumerate(got) if b is not None]

@@ -139,9 +139,6 @@ def matching_positions(
     return pa.concat_arrays(arrays)
 
 
-_POSITIONS_ONLY = pa.schema([pa.field(POSITION_COLUMN, pa.int64(), nullable=False)])
-
-
 def native_matching_positions(
     io: FileIO,
     tasks: Sequence[FileScanTask],
@@ -154,27 +151,17 @@ def native_matching_positions(
 ) -> list[pa.Array | None]:
     """Per task, what :func:`matching_positions` gives, for the tasks whose files the native
     reader takes (:func:`icefloe.read.native_files.column_chunks`): the filter's columns of a
-    chunk of files are decoded in one call, and each batch is filtered as it comes, while the
-    next ones decode. None for a task left to :func:`matching_positions`."""
+    chunk of files are decoded in one call and the filter evaluated on each batch as it comes
+    (in Rust, on the decoding threads, when it can be), while the next ones decode. None for a
+    task left to :func:`matching_positions`."""
     out: list[pa.Array | None] = [None] * len(tasks)
     if bound_filter is AlwaysFalse():
         return [_EMPTY_POSITIONS] * len(tasks)
     fields = top_level_fields(schema, referenced_field_ids(bound_filter))
     if fields is None:
         return out
-
-    def matched(batch: pa.RecordBatch) -> pa.RecordBatch:
-        # only the positions are kept: the filter's columns are not copied
-        positions = pa.RecordBatch.from_arrays(
-            [batch.column(POSITION_COLUMN)], schema=_POSITIONS_ONLY
-        )
-        # Rust's filter of one int64 column: several times Arrow's on a sparse selection
-        return _native.filter_batch(positions, selection_mask(bound_filter, batch))
-
     threads = workers or work_threads()
-    chunks = column_chunks(
-        io, tasks, fields, threads, cache, name_mapping, each=matched, kept=[POSITION_COLUMN]
-    )
+    chunks = column_chunks(io, tasks, fields, threads, cache, name_mapping, select=bound_filter)
     for chunk in chunks:
         for i, rows in chunk.parts():
             out[i] = rows.column(POSITION_COLUMN).combine_chunks()
