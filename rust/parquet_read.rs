@@ -26,6 +26,7 @@ use arrow_array::{
 };
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_select::filter::FilterBuilder;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
@@ -60,8 +61,7 @@ pub struct FileRequest {
 /// per id, in order, then an `Int64` field for each row's file position when `positions`), in
 /// batches of at most `batch_size` rows. A column whose `optional` flag is set (an empty
 /// `optional`: none is) may be absent from a file and then reads as nulls. With a
-/// `selection` (and `positions`), a batch holds only the positions of the live rows the filter
-/// selects, one `Int64` column: the columns are decoded to evaluate it, then dropped.
+/// `selection` (and `positions`), a batch holds only the live rows it selects.
 #[derive(Debug, Clone)]
 pub struct Projection {
     pub field_ids: Vec<i32>,
@@ -69,7 +69,21 @@ pub struct Projection {
     pub positions: bool,
     pub schema: SchemaRef,
     pub batch_size: usize,
-    pub selection: Option<Arc<RowFilter>>,
+    pub selection: Option<Selection>,
+}
+
+/// The rows of a row-level change, found as the columns decode.
+#[derive(Debug, Clone)]
+pub enum Selection {
+    /// The rows a filter selects; a batch holds their positions alone (one `Int64` column),
+    /// the decoded columns are dropped.
+    Filter(Arc<RowFilter>),
+    /// The rows whose key (the first projected columns, named as `names`' fields) is in the
+    /// set; a batch holds every projected column of those rows and their positions.
+    Keys {
+        set: Arc<EqualityDeleteSet>,
+        names: SchemaRef,
+    },
 }
 
 impl Projection {
@@ -383,8 +397,8 @@ impl FilePlan {
                 None => Some(null_column(f.data_type(), rows)),
             })
             .collect::<Option<Vec<ArrayRef>>>()?;
-        if let Some(filter) = &projection.selection {
-            return self.select(columns, n, base, kept, deleted, projection, filter);
+        if let Some(selection) = &projection.selection {
+            return self.select(columns, n, base, kept, deleted, projection, selection);
         }
         if projection.positions {
             let first = base as i64;
@@ -428,10 +442,10 @@ impl FilePlan {
         Some((batch.num_rows() > 0).then_some(batch))
     }
 
-    /// [`FilePlan::finish`] under a selection: the positions of the live rows of `columns`
-    /// (the projected columns of `n` decoded rows from `base`, holding only the rows of
-    /// `kept` when given) that `filter` selects, as a batch of the positions field alone. The
-    /// positions of the other rows are never made.
+    /// [`FilePlan::finish`] under a selection: the live rows of `columns` (the projected
+    /// columns of `n` decoded rows from `base`, holding only the rows of `kept` when given)
+    /// that `selection` selects, as [`Selection`] says. The positions of the other rows are
+    /// never made.
     #[allow(clippy::too_many_arguments)]
     fn select(
         &self,
@@ -441,7 +455,7 @@ impl FilePlan {
         kept: Option<&BooleanArray>,
         deleted: &Deletes<'_>,
         projection: &Projection,
-        filter: &RowFilter,
+        selection: &Selection,
     ) -> Option<Option<RecordBatch>> {
         let rows = kept.map_or(n, |k| k.true_count());
         // the rows still live among `columns` (kept rows were dropped during the decode)
@@ -459,7 +473,14 @@ impl FilePlan {
                 None => matched.values().clone(),
             });
         }
-        let mut hit = filter.eval(&columns, rows).ok()?;
+        let mut hit = match selection {
+            Selection::Filter(filter) => filter.eval(&columns, rows).ok()?,
+            Selection::Keys { set, names } => {
+                let keys = columns.get(..names.fields().len())?.to_vec();
+                let by_name = RecordBatch::try_new(names.clone(), keys).ok()?;
+                !set.keep_mask(&by_name).ok()?.values()
+            }
+        };
         if let Some(live) = live {
             hit = &hit & &live;
         }
@@ -473,6 +494,18 @@ impl FilePlan {
         };
         if positions.is_empty() {
             return Some(None);
+        }
+        if let Selection::Keys { .. } = selection {
+            let mask = BooleanArray::new(hit, None);
+            let keep = FilterBuilder::new(&mask).optimize().build();
+            let mut out = columns
+                .iter()
+                .map(|c| keep.filter(c.as_ref()).ok())
+                .collect::<Option<Vec<ArrayRef>>>()?;
+            out.push(Arc::new(positions));
+            return RecordBatch::try_new(projection.schema.clone(), out)
+                .ok()
+                .map(Some);
         }
         let field = projection.schema.fields().last()?.clone();
         let schema = Arc::new(Schema::new(vec![field]));
@@ -849,7 +882,7 @@ mod tests {
             RowFilter::compile(&crate::expr::parse(text).unwrap(), &[2], &[DataType::Utf8]);
         let p = Projection {
             positions: true,
-            selection: Some(Arc::new(filter.unwrap())),
+            selection: Some(Selection::Filter(Arc::new(filter.unwrap()))),
             ..projection(&[2], fields)
         };
         let bitmap = PositionBitmap::from_positions([3u64, 995, 1990]).unwrap();
@@ -882,6 +915,57 @@ mod tests {
             rows: 2100,
         };
         assert!(read_files(&[req], &[Deletes::default()], &bad, None).is_err());
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn a_key_selection_gives_the_live_rows_whose_key_is_in_the_set() {
+        let dir = tempdir("keys");
+        let path = write(&dir, "a.parquet", 3000, None);
+        let fields = vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("_pos", DataType::Int64, false),
+        ];
+        let mut set = EqualityDeleteSet::new();
+        let keys = RecordBatch::try_from_iter([(
+            "id",
+            Arc::new(Int64Array::from(vec![5, 999, 1000, 1500, 2999, 7000])) as ArrayRef,
+        )])
+        .unwrap();
+        set.add_batch(&keys).unwrap();
+        let names = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let p = Projection {
+            positions: true,
+            selection: Some(Selection::Keys {
+                set: Arc::new(set),
+                names,
+            }),
+            ..projection(&[1, 2], fields)
+        };
+        let bitmap = PositionBitmap::from_positions([4u64, 1500]).unwrap();
+        let req = FileRequest { path, rows: 3000 };
+        let out = read_files(&[req], &[Some(&bitmap).into()], &p, Some(1)).unwrap();
+        let batches = out[0].as_ref().expect("read natively");
+        let column = |k: usize| -> Vec<i64> {
+            batches
+                .iter()
+                .flat_map(|b| {
+                    let a = b.column(k).as_any().downcast_ref::<Int64Array>().unwrap();
+                    a.values().to_vec()
+                })
+                .collect()
+        };
+        assert_eq!(column(0), [5, 999, 1000, 2999]);
+        assert_eq!(column(2), [5, 999, 1000, 2999]);
+        let names: Vec<String> = batches
+            .iter()
+            .flat_map(|b| {
+                let a = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+                a.iter().map(|v| v.unwrap().to_owned()).collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(names, ["n5", "n999", "n1000", "n2999"]);
         std::fs::remove_dir_all(dir).ok();
     }
 

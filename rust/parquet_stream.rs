@@ -373,7 +373,7 @@ impl FileStream {
 mod tests {
     use super::*;
     use crate::expr::rows::RowFilter;
-    use crate::parquet_read::{field_ids_digest, id_field as field};
+    use crate::parquet_read::{field_ids_digest, id_field as field, Selection};
     use arrow_array::{Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema, SchemaRef};
     use parquet::arrow::ArrowWriter;
@@ -505,7 +505,7 @@ mod tests {
         let types: Vec<DataType> = fields[..2].iter().map(|f| f.data_type().clone()).collect();
         let filter = RowFilter::compile(&crate::expr::parse(text).unwrap(), &[3, 1], &types);
         let p = Projection {
-            selection: Some(Arc::new(filter.unwrap())),
+            selection: Some(Selection::Filter(Arc::new(filter.unwrap()))),
             ..projection(&[3, 1], fields, true)
         };
         let gone = [3u64, 10, 300, 1984];

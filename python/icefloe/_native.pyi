@@ -40,6 +40,7 @@ __all__ = [
     "geo_intersects_mask",
     "index_in",
     "keep_mask_from_positions",
+    "key_selection",
     "parquet_check_footer",
     "parquet_encode_files",
     "parquet_open_stream",
@@ -393,6 +394,7 @@ class RowSelection: ...
 def row_selection(
     filter_json: str, field_ids: list[int], schema: pa.Schema
 ) -> RowSelection | None: ...
+def key_selection(keys: EqualityDeleteSet, names: list[str], schema: pa.Schema) -> RowSelection: ...
 
 @final
 class ParquetFileStream:

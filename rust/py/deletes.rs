@@ -1,6 +1,8 @@
 //! Bindings of `crate::deletes`: position bitmaps (deletion vectors), position delete indexes,
 //! equality delete sets and keep-masks. Heavy work runs with the GIL released.
 
+use std::sync::Arc;
+
 use arrow_array::{make_array, Array, BooleanArray, Int64Array, RecordBatch};
 use arrow_data::ArrayData;
 use arrow_pyarrow::{FromPyArrowUnchecked, PyArrowType};
@@ -387,12 +389,17 @@ impl PositionDeleteIndex {
 /// Equality delete rows, hashed once, probed per data batch.
 #[pyclass(module = "icefloe._native")]
 pub struct EqualityDeleteSet {
-    inner: CoreEqualitySet,
+    inner: Arc<CoreEqualitySet>,
 }
 
 impl EqualityDeleteSet {
     pub(crate) fn core(&self) -> &CoreEqualitySet {
         &self.inner
+    }
+
+    /// The set itself, for a read that keeps it beyond this borrow (a key selection).
+    pub(crate) fn shared(&self) -> Arc<CoreEqualitySet> {
+        self.inner.clone()
     }
 }
 
@@ -401,14 +408,19 @@ impl EqualityDeleteSet {
     #[new]
     fn new() -> Self {
         Self {
-            inner: CoreEqualitySet::new(),
+            inner: Arc::new(CoreEqualitySet::new()),
         }
     }
 
-    /// Adds delete rows; every column of `batch` is an equality column.
+    /// Adds delete rows; every column of `batch` is an equality column. Refused while a key
+    /// selection made of the set is alive.
     fn add_batch(&mut self, py: Python<'_>, batch: PyArrowType<RecordBatch>) -> PyResult<()> {
-        let inner = &mut self.inner;
-        guard(|| py.detach(|| inner.add_batch(&batch.0)))
+        guard(|| {
+            let inner = Arc::get_mut(&mut self.inner).ok_or_else(|| {
+                crate::Error::validation("the key set is in use by a read and cannot change")
+            })?;
+            py.detach(|| inner.add_batch(&batch.0))
+        })
     }
 
     /// The keep-mask of `batch` (`True` = no delete row matches).

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
-use arrow_schema::Schema;
+use arrow_schema::{Field, Schema};
 use pyo3::prelude::*;
 
 use super::deletes::{EqualityDeleteSet, PositionBitmap};
@@ -16,7 +16,7 @@ use crate::expr::parse;
 use crate::expr::rows::RowFilter;
 use crate::parquet_deletes::{read_position_files, PositionFile};
 use crate::parquet_footer::check_footer;
-use crate::parquet_read::{read_files, Deletes, FileRequest, Projection};
+use crate::parquet_read::{read_files, Deletes, FileRequest, Projection, Selection};
 use crate::parquet_stream::{FileStream, Step};
 
 /// Per row group: (row count, data page offsets, dictionary page offsets or -1), one offset per
@@ -45,17 +45,17 @@ fn parquet_check_footer(footer: &[u8]) -> PyResult<Vec<RowGroupTuple>> {
     })
 }
 
-/// A bound filter checked against the columns a read decodes (see `row_selection`): passed
-/// as `selection` to `parquet_read_files` / `parquet_open_stream`, each batch then holds only
-/// the positions of the live rows it selects.
+/// The rows a read keeps of each file (see `row_selection` and `key_selection`), passed as
+/// `selection` to `parquet_read_files` / `parquet_open_stream`.
 #[pyclass(module = "icefloe._native", frozen)]
 pub struct RowSelection {
-    filter: Arc<RowFilter>,
+    selection: Selection,
 }
 
 /// The filter `filter_json` (the compact JSON of a bound expression) over the top-level
 /// columns of `field_ids` typed as the first fields of `schema`, or `None` when it reads
-/// another column or a type or operation the native evaluator does not take.
+/// another column or a type or operation the native evaluator does not take. Each batch read
+/// with it holds only the positions of the live rows the filter selects.
 #[pyfunction]
 fn row_selection(
     filter_json: &str,
@@ -73,8 +73,40 @@ fn row_selection(
         Ok(RowFilter::compile(&expr, &field_ids, &types)
             .ok()
             .map(|f| RowSelection {
-                filter: Arc::new(f),
+                selection: Selection::Filter(Arc::new(f)),
             }))
+    })
+}
+
+/// The rows whose key is in `keys` (a set of the columns `names`): the first `len(names)`
+/// fields of `schema` are the key columns, matched by those names. Each batch read with it
+/// holds every projected column of those rows and their positions.
+#[pyfunction]
+fn key_selection(
+    keys: PyRef<'_, EqualityDeleteSet>,
+    names: Vec<String>,
+    schema: PyArrowType<Schema>,
+) -> PyResult<RowSelection> {
+    guard(|| {
+        let fields = schema.0.fields();
+        if names.len() > fields.len() {
+            return Err(crate::Error::validation(format!(
+                "{} key names for a schema of {} fields",
+                names.len(),
+                fields.len()
+            )));
+        }
+        let named: Vec<Field> = names
+            .iter()
+            .zip(fields.iter())
+            .map(|(n, f)| Field::new(n, f.data_type().clone(), true))
+            .collect();
+        Ok(RowSelection {
+            selection: Selection::Keys {
+                set: keys.shared(),
+                names: Arc::new(Schema::new(named)),
+            },
+        })
     })
 }
 
@@ -85,8 +117,7 @@ fn row_selection(
 /// `optional` flag is set reads as nulls from a file without it; with `positions`, the last
 /// field of `schema` (int64) receives each row's position in its file. A file's `equality`
 /// set drops the rows whose projected columns (named by field id) it matches. With a
-/// `selection` (and `positions`), a file's batches hold only the positions of the live rows
-/// it selects.
+/// `selection` (and `positions`), a file's batches hold only the live rows it selects.
 #[pyfunction]
 #[pyo3(signature = (
     paths, rows, deleted, field_ids, schema, batch_size, threads = None, optional = None,
@@ -126,7 +157,7 @@ fn parquet_read_files(
             positions,
             schema: Arc::new(schema.0),
             batch_size,
-            selection: selection.map(|s| s.filter.clone()),
+            selection: selection.map(|s| s.selection.clone()),
         };
         let equality = equality.unwrap_or_default();
         if !equality.is_empty() && equality.len() != files.len() {
@@ -268,7 +299,7 @@ fn parquet_open_stream(
             positions,
             schema: Arc::new(schema.0),
             batch_size,
-            selection: selection.map(|s| s.filter.clone()),
+            selection: selection.map(|s| s.selection.clone()),
         };
         let range = match (start, length) {
             (0, None) => None,
@@ -298,6 +329,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_open_stream, m)?)?;
     m.add_class::<ParquetFileStream>()?;
     m.add_function(wrap_pyfunction!(row_selection, m)?)?;
+    m.add_function(wrap_pyfunction!(key_selection, m)?)?;
     m.add_class::<RowSelection>()?;
     Ok(())
 }

@@ -675,6 +675,7 @@ def column_chunks(
     each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
     kept: Sequence[str] | None = None,
     select: BooleanExpression | None = None,
+    keys: tuple[_native.EqualityDeleteSet, Sequence[str]] | None = None,
 ) -> Iterator[ColumnChunk]:
     """The live rows of the tasks the native path reads (local Parquet files, no equality
     deletes), with the top-level columns ``fields`` (plain types, see :func:`plain_field`) and
@@ -684,7 +685,9 @@ def column_chunks(
     columns, or only those named in ``kept`` (in that order). With ``select`` (a bound filter
     over ``fields``, in place of ``each`` and ``kept``) a chunk holds only the positions of the
     live rows it selects: evaluated in Rust as the columns are decoded when
-    :func:`icefloe._native.row_selection` takes it, else with Arrow's kernels on each batch. A
+    :func:`icefloe._native.row_selection` takes it, else with Arrow's kernels on each batch.
+    With ``keys`` (a set of the key columns and their names in it; the keys are the first
+    ``fields``), a chunk holds the live rows whose key is in the set, matched in Rust. A
     task not in any chunk (not local, a column missing or of another type, no field ids, any
     damage) is left to the caller's general path."""
     wanted = [*fields, *optional]
@@ -707,6 +710,9 @@ def column_chunks(
         kept = [POSITION_COLUMN]
         native = _native.row_selection(expr_json(select), ids, arrow)
         each = None if native is not None else _positions_selected_by(select)
+    elif keys is not None:
+        native = _native.key_selection(keys[0], list(keys[1]), arrow)
+        each = None
     decoded = _decode_chunks(
         io,
         chosen,

@@ -306,6 +306,11 @@ class KeySet:
     def __len__(self) -> int:
         return len(self._set)
 
+    @property
+    def native(self) -> tuple[_native.EqualityDeleteSet, list[str]]:
+        """The Rust set and the names of its columns (the join columns)."""
+        return self._set.native, self.join_cols
+
     def match_mask(self, batch: pa.Table | pa.RecordBatch) -> pa.BooleanArray:
         """True for the rows of ``batch`` whose key is in the set."""
         keys = _key_table(batch, self.join_cols)
@@ -371,7 +376,7 @@ def native_matching_key_positions(
 ) -> list[pa.Table | None]:
     """Per task, what :func:`matching_key_positions` gives, for the tasks whose files the
     native reader takes: the join columns of a chunk of files are decoded in one call and
-    each batch is matched against ``keys`` as it comes. None for a task left to
+    each batch is matched against ``keys`` in Rust as it comes. None for a task left to
     :func:`matching_key_positions`."""
     out: list[pa.Table | None] = [None] * len(tasks)
     ids = _join_ids(schema, keys)
@@ -384,12 +389,9 @@ def native_matching_key_positions(
     # a file rewritten with row lineage stores its rows' ids; others inherit them
     stored = [metadata_field(ROW_ID)] if with_row_ids else []
 
-    def matched(batch: pa.RecordBatch) -> pa.RecordBatch:
-        return batch.filter(keys.match_mask(batch)) if batch.num_rows else batch
-
     threads = workers or work_threads()
     chunks = column_chunks(
-        io, tasks, fields, threads, cache, name_mapping, optional=stored, each=matched
+        io, tasks, fields, threads, cache, name_mapping, optional=stored, keys=keys.native
     )
     for chunk in chunks:
         for i, part in chunk.parts():
