@@ -126,6 +126,7 @@ def test_positions_match_the_per_task_function(
     st.lists(st.lists(st.integers(0, 39), max_size=8), min_size=5, max_size=5),
     st.lists(st.integers(-2, 130), max_size=30),
     st.booleans(),
+    st.booleans(),
 )
 def test_key_matches_and_row_ids_match_the_per_task_function(
     tmp_path_factory: pytest.TempPathFactory,
@@ -133,12 +134,15 @@ def test_key_matches_and_row_ids_match_the_per_task_function(
     deleted: list[list[int]],
     ids: list[int],
     with_row_ids: bool,
+    reverse: bool,
 ) -> None:
     tmp = tmp_path_factory.mktemp("k")
     tasks = _tasks(tmp, sizes, deleted[: len(sizes)])
     names = [None if i % 5 == 0 else f"n{i % 3}" for i in ids]
     key_table = pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array(names, pa.string())})
-    keys = KeySet(key_table, ["id", "name"])
+    # join columns in the schema's order or the other way round (matched by name in Rust)
+    join = ["name", "id"] if reverse else ["id", "name"]
+    keys = KeySet(key_table.select(join), join)
     got = native_matching_key_positions(
         FileIO(), tasks, SCHEMA, keys, cache=DeleteCache(), with_row_ids=with_row_ids
     )

@@ -190,3 +190,55 @@ def test_concurrent_append_of_disjoint_ids_is_no_conflict(tmp_path: Path, mode: 
     with pytest.raises(CommitConflictError, match="serializable"):
         stale.delete("id >= 5 and id < 7")
     assert cat.load_table("ns.t").scan().to_arrow()["id"].to_pylist().count(6) == 2
+
+
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_upsert_with_join_columns_out_of_schema_order(tmp_path: Path, mode: str) -> None:
+    """Join columns listed in another order than the schema's: the rows found, the values
+    written and the row ids carried to updated rows are those of the keys, not of the key
+    columns swapped (two long keys, so a swap would not fail on types)."""
+    from support.rowlevel_util import ours
+
+    schema = Schema(
+        NestedField(1, "a", LongType(), True),
+        NestedField(2, "b", LongType(), True),
+        NestedField(3, "v", LongType()),
+    )
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        schema,
+        properties={"format-version": "3", "write.delete.mode": mode, "write.merge.mode": mode},
+    )
+    base = pa.table(
+        {
+            "a": pa.array([1, 2, 3], pa.int64()),
+            "b": pa.array([10, 20, 30], pa.int64()),
+            "v": pa.array([0, 0, 0], pa.int64()),
+        }
+    )
+    t.append(base)
+    before = ours(t, "_row_id")
+    ids = dict(zip(before["a"].to_pylist(), before["_row_id"].to_pylist(), strict=True))
+    # (2, 20) updates; (20, 2) and (4, 40) are new keys
+    source = pa.table(
+        {
+            "b": pa.array([20, 2, 40], pa.int64()),
+            "a": pa.array([2, 20, 4], pa.int64()),
+            "v": pa.array([7, 8, 9], pa.int64()),
+        }
+    )
+    result = t.upsert(source.select(["a", "b", "v"]), ["b", "a"])
+    assert (result.rows_updated, result.rows_inserted) == (1, 2)
+    got = ours(t, "_row_id")
+    rows = zip(got["a"].to_pylist(), got["b"].to_pylist(), got["v"].to_pylist(), strict=True)
+    assert list(rows) == [
+        (1, 10, 0),
+        (2, 20, 7),
+        (3, 30, 0),
+        (4, 40, 9),
+        (20, 2, 8),
+    ]
+    row_ids = dict(zip(got["a"].to_pylist(), got["_row_id"].to_pylist(), strict=True))
+    assert row_ids[2] == ids[2] and row_ids[1] == ids[1]
+    assert len(set(row_ids.values())) == 5
+    assert sorted(pyiceberg_read(t)["a"].to_pylist()) == [1, 2, 3, 4, 20]

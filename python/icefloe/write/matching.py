@@ -307,9 +307,9 @@ class KeySet:
         return len(self._set)
 
     @property
-    def native(self) -> tuple[_native.EqualityDeleteSet, list[str]]:
-        """The Rust set and the names of its columns (the join columns)."""
-        return self._set.native, self.join_cols
+    def native(self) -> _native.EqualityDeleteSet:
+        """The Rust set (its columns named as the join columns)."""
+        return self._set.native
 
     def match_mask(self, batch: pa.Table | pa.RecordBatch) -> pa.BooleanArray:
         """True for the rows of ``batch`` whose key is in the set."""
@@ -380,9 +380,13 @@ def native_matching_key_positions(
     :func:`matching_key_positions`."""
     out: list[pa.Table | None] = [None] * len(tasks)
     ids = _join_ids(schema, keys)
-    fields = top_level_fields(schema, ids)
-    if fields is None:
+    if top_level_fields(schema, ids) is None:
         return out
+    # the key columns in the schema's order, as the per-task function gives them, each with
+    # its name in the key set (the join columns may be listed in any order)
+    name_of = dict(zip(ids, keys.join_cols, strict=True))
+    fields = [f for f in schema.fields if f.field_id in name_of]
+    key_names = [name_of[f.field_id] for f in fields]
     meta = (POS, ROW_ID) if with_row_ids else (POS,)
     options = _options(schema, tuple(ids), _NO_SPECS, name_mapping, meta, 3)
     result = output_schema(options)
@@ -391,7 +395,14 @@ def native_matching_key_positions(
 
     threads = workers or work_threads()
     chunks = column_chunks(
-        io, tasks, fields, threads, cache, name_mapping, optional=stored, keys=keys.native
+        io,
+        tasks,
+        fields,
+        threads,
+        cache,
+        name_mapping,
+        optional=stored,
+        keys=(keys.native, key_names),
     )
     for chunk in chunks:
         for i, part in chunk.parts():
