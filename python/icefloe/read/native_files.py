@@ -672,18 +672,15 @@ def column_chunks(
     cache: DeleteCache,
     name_mapping: NameMapping | None = None,
     optional: Sequence[NestedField] = (),
-    each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
-    kept: Sequence[str] | None = None,
     select: BooleanExpression | None = None,
     keys: tuple[_native.EqualityDeleteSet, Sequence[str]] | None = None,
 ) -> Iterator[ColumnChunk]:
     """The live rows of the tasks the native path reads (local Parquet files, no equality
     deletes), with the top-level columns ``fields`` (plain types, see :func:`plain_field`) and
     the ``optional`` ones (nulls where a file lacks them), a chunk of files at a time; a large
-    file, or a split of one, is streamed and given in a chunk of its own. ``each`` (typically
-    a filter) runs on every batch as it is decoded, and a chunk holds what it gives: the same
-    columns, or only those named in ``kept`` (in that order). With ``select`` (a bound filter
-    over ``fields``, in place of ``each`` and ``kept``) a chunk holds only the positions of the
+    file, or a split of one, is streamed and given in a chunk of its own.
+
+    With ``select`` (a bound filter over ``fields``) a chunk holds only the positions of the
     live rows it selects: evaluated in Rust as the columns are decoded when
     :func:`icefloe._native.row_selection` takes it, else with Arrow's kernels on each batch.
     With ``keys`` (a set of the key columns and their names in it; the keys are the first
@@ -706,13 +703,14 @@ def column_chunks(
     flags = [False] * len(fields) + [True] * len(optional)
     ids = [f.field_id for f in wanted]
     native = None
+    each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
+    kept: Sequence[str] | None = None
     if select is not None:
         kept = [POSITION_COLUMN]
         native = _native.row_selection(expr_json(select), ids, arrow)
         each = None if native is not None else _positions_selected_by(select)
     elif keys is not None:
         native = _native.key_selection(keys[0], list(keys[1]), arrow)
-        each = None
     decoded = _decode_chunks(
         io,
         chosen,
