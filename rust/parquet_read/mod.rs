@@ -397,8 +397,9 @@ impl FilePlan {
                 None => Some(null_column(f.data_type(), rows)),
             })
             .collect::<Option<Vec<ArrayRef>>>()?;
+        let live = self.live_rows(&columns, n, base, kept, deleted)?;
         if let Some(selection) = &projection.selection {
-            return self.select(columns, n, base, kept, deleted, projection, selection);
+            return select(columns, rows, base, kept, live, projection, selection);
         }
         if projection.positions {
             let first = base as i64;
@@ -411,27 +412,9 @@ impl FilePlan {
         }
         // with a row count: a projection of no columns (a count) still has rows
         let mut batch = with_rows(want, columns, rows)?;
-        let n = rows;
-        let mut keep = match kept {
-            Some(_) => None,
-            None => deleted
-                .positions
-                .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n)),
-        };
-        if let Some(set) = deleted.equality {
-            let by_id = RecordBatch::try_new(
-                self.key_schema.clone()?,
-                batch.columns()[..projection.field_ids.len()].to_vec(),
-            )
-            .ok()?;
-            let matched = set.keep_mask(&by_id).ok()?;
-            keep = Some(match keep {
-                Some(k) => BooleanArray::new(k.values() & matched.values(), None),
-                None => matched,
-            });
-        }
-        if let Some(keep) = keep {
-            if keep.true_count() < n {
+        if let Some(live) = live {
+            let keep = BooleanArray::new(live, None);
+            if keep.true_count() < rows {
                 batch = if batch.num_columns() == 0 {
                     with_rows(want, Vec::new(), keep.true_count())?
                 } else {
@@ -442,77 +425,87 @@ impl FilePlan {
         Some((batch.num_rows() > 0).then_some(batch))
     }
 
-    /// [`FilePlan::finish`] under a selection: the live rows of `columns` (the projected
-    /// columns of `n` decoded rows from `base`, holding only the rows of `kept` when given)
-    /// that `selection` selects, as [`Selection`] says. The positions of the other rows are
-    /// never made.
-    #[allow(clippy::too_many_arguments)]
-    fn select(
+    /// Which of the rows of `columns` (the projected columns of `n` decoded rows from `base`,
+    /// holding only the rows of `kept` when given) no delete removes: `None` when all of them.
+    /// The outer `None` when the equality keys do not line up with the columns.
+    fn live_rows(
         &self,
-        columns: Vec<ArrayRef>,
+        columns: &[ArrayRef],
         n: usize,
         base: u64,
         kept: Option<&BooleanArray>,
         deleted: &Deletes<'_>,
-        projection: &Projection,
-        selection: &Selection,
-    ) -> Option<Option<RecordBatch>> {
-        let rows = kept.map_or(n, |k| k.true_count());
-        // the rows still live among `columns` (kept rows were dropped during the decode)
-        let mut live: Option<BooleanBuffer> = match kept {
+    ) -> Option<Option<BooleanBuffer>> {
+        // rows `kept` dropped were deleted by position during the decode
+        let mut live = match kept {
             Some(_) => None,
             None => deleted
                 .positions
                 .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n).values().clone()),
         };
         if let Some(set) = deleted.equality {
-            let by_id = RecordBatch::try_new(self.key_schema.clone()?, columns.clone()).ok()?;
+            let by_id = RecordBatch::try_new(self.key_schema.clone()?, columns.to_vec()).ok()?;
             let matched = set.keep_mask(&by_id).ok()?;
             live = Some(match live {
                 Some(k) => &k & matched.values(),
                 None => matched.values().clone(),
             });
         }
-        let mut hit = match selection {
-            Selection::Filter(filter) => filter.eval(&columns, rows).ok()?,
-            Selection::Keys { set, names } => {
-                let keys = columns.get(..names.fields().len())?.to_vec();
-                let by_name = RecordBatch::try_new(names.clone(), keys).ok()?;
-                !set.keep_mask(&by_name).ok()?.values()
-            }
-        };
-        if let Some(live) = live {
-            hit = &hit & &live;
-        }
-        let first = base as i64;
-        let positions = match kept {
-            None => Int64Array::from_iter_values(hit.set_indices().map(|i| first + i as i64)),
-            Some(k) => {
-                let at: Vec<usize> = k.values().set_indices().collect();
-                Int64Array::from_iter_values(hit.set_indices().map(|r| first + at[r] as i64))
-            }
-        };
-        if positions.is_empty() {
-            return Some(None);
-        }
-        if let Selection::Keys { .. } = selection {
-            let mask = BooleanArray::new(hit, None);
-            let keep = FilterBuilder::new(&mask).optimize().build();
-            let mut out = columns
-                .iter()
-                .map(|c| keep.filter(c.as_ref()).ok())
-                .collect::<Option<Vec<ArrayRef>>>()?;
-            out.push(Arc::new(positions));
-            return RecordBatch::try_new(projection.schema.clone(), out)
-                .ok()
-                .map(Some);
-        }
-        let field = projection.schema.fields().last()?.clone();
-        let schema = Arc::new(Schema::new(vec![field]));
-        RecordBatch::try_new(schema, vec![Arc::new(positions)])
-            .ok()
-            .map(Some)
+        Some(live)
     }
+}
+
+/// [`FilePlan::finish`] under a selection: the rows of `columns` (`rows` long, holding only
+/// the rows of `kept` when given, the first from file position `base`) that are `live` and
+/// `selection` selects, as [`Selection`] says. The positions of the other rows are never made.
+fn select(
+    columns: Vec<ArrayRef>,
+    rows: usize,
+    base: u64,
+    kept: Option<&BooleanArray>,
+    live: Option<BooleanBuffer>,
+    projection: &Projection,
+    selection: &Selection,
+) -> Option<Option<RecordBatch>> {
+    let mut hit = match selection {
+        Selection::Filter(filter) => filter.eval(&columns, rows).ok()?,
+        Selection::Keys { set, names } => {
+            let keys = columns.get(..names.fields().len())?.to_vec();
+            let by_name = RecordBatch::try_new(names.clone(), keys).ok()?;
+            !set.keep_mask(&by_name).ok()?.values()
+        }
+    };
+    if let Some(live) = live {
+        hit = &hit & &live;
+    }
+    let first = base as i64;
+    let positions = match kept {
+        None => Int64Array::from_iter_values(hit.set_indices().map(|i| first + i as i64)),
+        Some(k) => {
+            let at: Vec<usize> = k.values().set_indices().collect();
+            Int64Array::from_iter_values(hit.set_indices().map(|r| first + at[r] as i64))
+        }
+    };
+    if positions.is_empty() {
+        return Some(None);
+    }
+    if let Selection::Keys { .. } = selection {
+        let mask = BooleanArray::new(hit, None);
+        let keep = FilterBuilder::new(&mask).optimize().build();
+        let mut out = columns
+            .iter()
+            .map(|c| keep.filter(c.as_ref()).ok())
+            .collect::<Option<Vec<ArrayRef>>>()?;
+        out.push(Arc::new(positions));
+        return RecordBatch::try_new(projection.schema.clone(), out)
+            .ok()
+            .map(Some);
+    }
+    let field = projection.schema.fields().last()?.clone();
+    let schema = Arc::new(Schema::new(vec![field]));
+    RecordBatch::try_new(schema, vec![Arc::new(positions)])
+        .ok()
+        .map(Some)
 }
 
 fn decode<T: ChunkReader + 'static>(
