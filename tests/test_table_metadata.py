@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -21,7 +22,9 @@ from icefloe.exceptions import (
 from icefloe.metadata import (
     MAIN_BRANCH,
     EncryptedKey,
+    MetadataLogEntry,
     Snapshot,
+    SnapshotLogEntry,
     SnapshotRef,
     Summary,
     SummaryKeys,
@@ -115,9 +118,16 @@ def test_every_golden_file_is_classified() -> None:
     assert on_disk == known
 
 
+def compact_model(md: TableMetadata) -> str:
+    """The oracle of ``dumps()``: the whole model encoded in one go."""
+    return json.dumps(md.to_json(), separators=(",", ":"), ensure_ascii=False)
+
+
 @pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
 def test_valid_file_round_trips(path: Path) -> None:
     md = load(path)
+    assert md.dumps() == compact_model(md)
+    assert md.dumps() == compact_model(md)  # again, from the kept texts
     again = TableMetadata.parse(md.dumps())
     assert again == md
     assert again.to_json() == md.to_json()
@@ -684,4 +694,26 @@ def test_corrupted_metadata_raises_only_typed_errors(path: Path, data: st.DataOb
         md = TableMetadata.from_json(obj)
     except IcebergError:
         return
+    assert md.dumps() == compact_model(md)
     assert TableMetadata.parse(md.dumps()) == md
+
+
+def test_kept_snapshot_texts_follow_the_format_version() -> None:
+    """The same snapshot objects written by a v2 and then a v3 table: each version's text
+    (``sequence-number`` from v2 on) is kept apart, and a new log entry is written."""
+    v2 = load(JAVA / "TableMetadataV2Valid.json")
+    assert v2.snapshots and v2.snapshot_log
+    text_v2 = v2.dumps()
+    for s in v2.snapshots:
+        assert "sequence-number" not in json.loads(s.json_text(1))
+        assert "sequence-number" in json.loads(s.json_text(2))
+    v3 = dataclasses.replace(v2, format_version=3, next_row_id=0)
+    assert v3.snapshots[0] is v2.snapshots[0]
+    assert v3.dumps() == compact_model(v3)
+    assert v2.dumps() == text_v2 == compact_model(v2)
+    log = SnapshotLogEntry(v2.last_updated_ms, v2.snapshots[0].snapshot_id)
+    longer = dataclasses.replace(
+        v3, snapshot_log=(*v3.snapshot_log, log), metadata_log=(MetadataLogEntry(1, "m.json"),)
+    )
+    assert longer.dumps() == compact_model(longer)
+    assert json.loads(longer.dumps())["snapshot-log"][-1] == log.to_json()

@@ -7,12 +7,15 @@ where a number is expected (``True`` is an ``int`` in Python but not in JSON).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from icefloe.exceptions import ValidationError
 
 __all__ = [
+    "cached_compact",
+    "compact",
     "get_bool",
     "get_int",
     "get_int_list",
@@ -28,6 +31,26 @@ __all__ = [
 ]
 
 _MISSING = object()
+
+
+def compact(value: Any) -> str:
+    """``value`` as compact JSON text, as the Java writer lays it out (no spaces)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def cached_compact(owner: Any, key: str, make: Callable[[], Any]) -> str:
+    """The compact JSON text of ``make()``, kept on the immutable value ``owner`` under ``key``.
+
+    Metadata files repeat every snapshot and log entry of the table's history at each commit;
+    each value is encoded once and its text reused. ``owner`` must be a frozen dataclass
+    without slots (the text goes into its ``__dict__``, beside the fields, so it takes no part
+    in equality, hashing or ``dataclasses.replace``).
+    """
+    cache = owner.__dict__
+    text: str | None = cache.get(key)
+    if text is None:
+        text = cache[key] = compact(make())
+    return text
 
 
 def require_object(obj: Any, what: str) -> Mapping[str, Any]:

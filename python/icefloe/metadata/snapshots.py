@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from icefloe.exceptions import ValidationError
 from icefloe.metadata._json import (
+    cached_compact,
     get_int,
     get_int_list,
     get_list,
@@ -234,6 +235,12 @@ class Snapshot:
             out["key-id"] = self.key_id
         return out
 
+    def json_text(self, format_version: int = 2) -> str:
+        """:meth:`to_json` as compact text, encoded once per format version and kept."""
+        return cached_compact(
+            self, f"_json_v{format_version}", lambda: self.to_json(format_version)
+        )
+
     @staticmethod
     def from_json(obj: Any, format_version: int = 2) -> Snapshot:
         """Parses a snapshot; ``format_version`` decides which fields are required."""
@@ -358,6 +365,10 @@ class SnapshotLogEntry:
     def to_json(self) -> dict[str, Any]:
         return {"timestamp-ms": self.timestamp_ms, "snapshot-id": self.snapshot_id}
 
+    def json_text(self) -> str:
+        """:meth:`to_json` as compact text, encoded once and kept."""
+        return cached_compact(self, "_json", self.to_json)
+
     @staticmethod
     def from_json(obj: Any) -> SnapshotLogEntry:
         m = require_object(obj, "snapshot-log entry")
@@ -376,6 +387,10 @@ class MetadataLogEntry:
 
     def to_json(self) -> dict[str, Any]:
         return {"timestamp-ms": self.timestamp_ms, "metadata-file": self.metadata_file}
+
+    def json_text(self) -> str:
+        """:meth:`to_json` as compact text, encoded once and kept."""
+        return cached_compact(self, "_json", self.to_json)
 
     @staticmethod
     def from_json(obj: Any) -> MetadataLogEntry:

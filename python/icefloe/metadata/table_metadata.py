@@ -28,6 +28,7 @@ from typing import Any
 
 from icefloe.exceptions import NoSuchSnapshotError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata._json import (
+    compact,
     get_int,
     get_list,
     get_str,
@@ -323,6 +324,17 @@ class TableMetadata:
     def to_json(self) -> dict[str, Any]:
         """The metadata as a JSON object, with keys in the Java writer's order."""
         v = self.format_version
+        out = self._head_json()
+        out["snapshots"] = [s.to_json(v) for s in self.snapshots]
+        out["statistics"] = [s.to_json() for s in self.statistics]
+        out["partition-statistics"] = [s.to_json() for s in self.partition_statistics]
+        out["snapshot-log"] = [e.to_json() for e in self.snapshot_log]
+        out["metadata-log"] = [e.to_json() for e in self.metadata_log]
+        return out
+
+    def _head_json(self) -> dict[str, Any]:
+        """The keys of :meth:`to_json` before ``snapshots``, in order."""
+        v = self.format_version
         out: dict[str, Any] = {"format-version": v}
         if self.table_uuid is not None:
             out["table-uuid"] = self.table_uuid
@@ -352,18 +364,35 @@ class TableMetadata:
         out["refs"] = {name: ref.to_json() for name, ref in self.refs.items()}
         if self.encryption_keys:
             out["encryption-keys"] = [k.to_json() for k in self.encryption_keys]
-        out["snapshots"] = [s.to_json(v) for s in self.snapshots]
-        out["statistics"] = [s.to_json() for s in self.statistics]
-        out["partition-statistics"] = [s.to_json() for s in self.partition_statistics]
-        out["snapshot-log"] = [e.to_json() for e in self.snapshot_log]
-        out["metadata-log"] = [e.to_json() for e in self.metadata_log]
         return out
 
     def dumps(self, indent: int | None = None) -> str:
-        """The JSON text; compact like the Java ``toJson`` unless ``indent`` is given."""
-        if indent is None:
-            return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
-        return json.dumps(self.to_json(), indent=indent, ensure_ascii=False)
+        """The JSON text; compact like the Java ``toJson`` unless ``indent`` is given.
+
+        The compact text is the encoding of :meth:`to_json`, assembled from the text each
+        snapshot and log entry keeps of itself: a commit re-encodes only what it changed, not
+        the table's whole history.
+        """
+        if indent is not None:
+            return json.dumps(self.to_json(), indent=indent, ensure_ascii=False)
+        v = self.format_version
+        head = compact(self._head_json())  # an object: ends with "}"
+        return "".join(
+            (
+                head[:-1],
+                ',"snapshots":[',
+                ",".join(s.json_text(v) for s in self.snapshots),
+                '],"statistics":',
+                compact([s.to_json() for s in self.statistics]),
+                ',"partition-statistics":',
+                compact([s.to_json() for s in self.partition_statistics]),
+                ',"snapshot-log":[',
+                ",".join(e.json_text() for e in self.snapshot_log),
+                '],"metadata-log":[',
+                ",".join(e.json_text() for e in self.metadata_log),
+                "]}",
+            )
+        )
 
     def to_bytes(self, compress: bool = False) -> bytes:
         """UTF-8 JSON bytes, gzip-compressed when ``compress`` (for ``*.gz.metadata.json``)."""
