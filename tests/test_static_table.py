@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import shutil
 from pathlib import Path
@@ -118,4 +119,26 @@ def test_static_tables_are_read_only(tmp_path: Path) -> None:
         static.set_properties(a="b")
     with pytest.raises(UnsupportedFeatureError, match="read-only"):
         static.transaction()
+    # Deleting orphans from a metadata file that may be stale would delete newer versions'
+    # files; listing them is allowed.
+    before = sorted(p for p in copy.rglob("*") if p.is_file())
+    with pytest.raises(UnsupportedFeatureError, match="read-only"):
+        static.remove_orphan_files(datetime.timedelta(0))
+    assert sorted(p for p in copy.rglob("*") if p.is_file()) == before
     assert resolve_metadata_location(str(copy), static.io).endswith("v1.metadata.json")
+
+
+def test_a_relative_path_opens_the_same_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat, table_dir = _hadoop_table(tmp_path, commits=1)
+    t = cat.load_table("db.t")
+    t.append(pa.table({"id": pa.array([1], pa.int64()), "s": ["a"]}))
+    monkeypatch.chdir(tmp_path)
+    current = Path(t.metadata_location.removeprefix("file://")).relative_to(tmp_path)
+    for where in (str(current), str(table_dir.relative_to(tmp_path))):
+        static = StaticTable.from_metadata(where)
+        assert Path(static.metadata_location) == tmp_path / current
+        # Its own metadata file is not an orphan of it, nor any file of the table.
+        assert static.remove_orphan_files(datetime.timedelta(0), dry_run=True) == []
+        assert static.scan().to_arrow().num_rows == 1

@@ -13,8 +13,10 @@ A static table reads (scans, snapshots, schemas) like any table; changes raise
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from icefloe.exceptions import (
     FileIOError,
@@ -26,6 +28,11 @@ from icefloe.exceptions import (
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.table import Table, Transaction
+
+if TYPE_CHECKING:
+    import datetime
+
+    from icefloe.progress import ProgressArg
 
 __all__ = ["StaticTable", "resolve_metadata_location"]
 
@@ -123,6 +130,10 @@ class StaticTable(Table):
         ``metadata/version-hint.text`` names the current version. ``properties`` configure the
         :class:`FileIO` (``s3.*``, ...) when ``io`` is not given."""
         io = io if io is not None else FileIO(dict(properties or {}))
+        if "://" not in location and not location.startswith("/"):
+            # A relative local path: made absolute, as the table's own locations are (a
+            # relative name would match none of them, and the table would not know its file).
+            location = os.path.abspath(location)
         resolved = resolve_metadata_location(location, io)
         return cls(_read_metadata(resolved, io), resolved, io, location)
 
@@ -154,4 +165,31 @@ class StaticTable(Table):
     ) -> None:
         raise UnsupportedFeatureError(
             f"table {self.metadata_location} was opened as a StaticTable and is read-only"
+        )
+
+    def remove_orphan_files(
+        self,
+        older_than: datetime.datetime | datetime.timedelta | int | None = None,
+        *,
+        dry_run: bool = False,
+        location: str | None = None,
+        max_workers: int | None = None,
+        progress: ProgressArg = None,
+    ) -> list[str]:
+        """Only with ``dry_run`` (the files this metadata file does not reference). Deleting
+        them is refused: the file opened may not be the table's current version, and every
+        file a newer version added (its metadata files included) would look orphaned."""
+        if not dry_run:
+            raise UnsupportedFeatureError(
+                f"table {self.metadata_location} was opened as a StaticTable and is read-only: "
+                "it may not be the table's current version, so files only newer versions "
+                "reference would look orphaned; load it through a catalog to delete orphan "
+                "files (dry_run=True lists them)"
+            )
+        return super().remove_orphan_files(
+            older_than,
+            dry_run=True,
+            location=location,
+            max_workers=max_workers,
+            progress=progress,
         )

@@ -407,7 +407,7 @@ class Table:
         from icefloe.table.maintenance import plan_rewrite_data_files
 
         return plan_rewrite_data_files(
-            self.transaction(),
+            Transaction(self),  # only read, never committed: read-only tables plan too
             target_file_size=target_file_size,
             min_input_files=min_input_files,
             row_filter=row_filter,
