@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -21,7 +22,16 @@ import click
 from icefloe.cli.errors import exit_code, one_line
 from icefloe.cli.render import Output
 
-__all__ = ["COMMAND_MODULES", "State", "cli", "json_option", "main", "pass_state", "register"]
+__all__ = [
+    "COMMAND_MODULES",
+    "State",
+    "cli",
+    "is_location",
+    "json_option",
+    "main",
+    "pass_state",
+    "register",
+]
 
 COMMAND_MODULES = (
     "icefloe.cli.catalog_cmds",
@@ -38,6 +48,8 @@ COMMAND_MODULES = (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_METADATA_FILE = re.compile(r"\.metadata\.json(\.gz)?$")
 
 
 class State:
@@ -59,8 +71,21 @@ class State:
         return self._catalog
 
     def table(self, identifier: str) -> Any:
-        """Load a table by its dotted identifier."""
+        """Load a table by its dotted identifier, or open the metadata file or table
+        directory a path or URI names, read-only (see :func:`is_location`)."""
+        if is_location(identifier):
+            from icefloe.table.static import StaticTable
+
+            props = self.catalog().properties if self.catalog_name is not None else {}
+            return StaticTable.from_metadata(identifier, properties=props)
         return self.catalog().load_table(identifier)
+
+
+def is_location(table: str) -> bool:
+    """Whether a TABLE argument is a path or URI (a metadata file, or a file-system table
+    directory with ``metadata/version-hint.text``) rather than a dotted identifier: it has a
+    slash, or names a ``*.metadata.json`` file. Identifiers never hold a slash."""
+    return "/" in table or "\\" in table or bool(_METADATA_FILE.search(table))
 
 
 pass_state = click.make_pass_decorator(State)
@@ -112,8 +137,9 @@ def cli(
 ) -> None:
     """Inspect, maintain and query Apache Iceberg tables.
 
-    TABLE arguments are dotted identifiers (db.events). Exit codes: 0 ok, 1 failure,
-    2 bad input, 3 not found, 4 conflict.
+    TABLE arguments are dotted identifiers (db.events); commands that only read also take
+    the path or URI of a metadata file or of a file-system table directory. Exit codes: 0 ok,
+    1 failure, 2 bad input, 3 not found, 4 conflict.
     """
     ctx.obj = State(catalog_name, debug, Output(color=color, width=width))
 

@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 from rich.tree import Tree
 
-from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.app import State, is_location, json_option, pass_state
 from icefloe.cli.render import human_size, iso, plural, ts
 from icefloe.cli.stats_cmds import print_statistics, statistics_json
 from icefloe.exceptions import ValidationError
@@ -140,15 +140,16 @@ def _sort_lines(table: Any) -> str:
 def describe(state: State, table: str, as_json: bool) -> None:
     """Everything about TABLE (schema, partitioning, sort order, properties, current
     snapshot), or the properties of a namespace."""
-    catalog = state.catalog()
-    is_table = "." in table and catalog.table_exists(table)
-    if not is_table and catalog.namespace_exists(table):
-        _describe_namespace(state, table, as_json)
-        return
-    if "." not in table:
-        from icefloe.exceptions import NoSuchNamespaceError
+    if not is_location(table):
+        catalog = state.catalog()
+        is_table = "." in table and catalog.table_exists(table)
+        if not is_table and catalog.namespace_exists(table):
+            _describe_namespace(state, table, as_json)
+            return
+        if "." not in table:
+            from icefloe.exceptions import NoSuchNamespaceError
 
-        raise NoSuchNamespaceError(f"no table or namespace {table!r}")
+            raise NoSuchNamespaceError(f"no table or namespace {table!r}")
     t = state.table(table)
     if as_json:
         state.out.json(_describe_json(t))
