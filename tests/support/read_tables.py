@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from icefloe.arrow_schema import schema_to_arrow
@@ -41,6 +42,22 @@ _POS_SCHEMA = pa.schema(
         pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"}),
     ]
 )
+
+
+def _orc_field(f: pa.Field) -> pa.Field:
+    """``f`` with its field ids where Iceberg's ORC mapping keeps them (``iceberg.id``)."""
+    meta = dict(f.metadata or {})
+    if b"PARQUET:field_id" in meta:
+        meta[b"iceberg.id"] = meta.pop(b"PARQUET:field_id")
+    return pa.field(f.name, f.type, f.nullable, meta)
+
+
+def write_file(t: pa.Table, path: Path, file_format: str, **parquet_args: Any) -> None:
+    """``t`` (flat columns with ``PARQUET:field_id``) written as Parquet or as ORC."""
+    if file_format == "orc":
+        orc.write_table(t.cast(pa.schema([_orc_field(f) for f in t.schema])), str(path))
+    else:
+        pq.write_table(t, str(path), **parquet_args)
 
 
 @dataclass
@@ -115,25 +132,33 @@ def build(
     seed: int = 0,
     pos_one_file: bool = False,
     row_group_size: int | None = None,
+    file_format: str = "parquet",
 ) -> DeleteTable:
     """A table of ``files`` data files of ``rows`` rows; a fraction ``dv`` of each file's rows
     deleted by deletion vectors (v3), ``pos`` by position delete files (one per data file, or
     one for all with ``pos_one_file``), and rows whose ``eq_columns`` equal one of ``eq_keys``
-    by an equality delete file. Delete files are committed in a later snapshot."""
+    by an equality delete file. Delete files are committed in a later snapshot. Data, position
+    and equality delete files are ``file_format`` files (``parquet`` or ``orc``)."""
+    ext, fmt = file_format, file_format.upper()
     rng = np.random.default_rng(seed)
     table = HandTable(tmp_path, SCHEMA, [PartitionSpec()], version)
     data, paths, data_entries = [], [], []
     for f in range(files):
         t = make_data(rng, f * rows, rows)
-        path = tmp_path / f"data-{f}.parquet"
+        path = tmp_path / f"data-{f}.{ext}"
         kw: dict[str, Any] = {}
         if row_group_size:
             kw["row_group_size"] = row_group_size
-        pq.write_table(t, str(path), **kw)
+        write_file(t, path, file_format, **kw)
         data.append(t)
         paths.append(str(path))
         data_entries.append(
-            entry(str(path), record_count=rows, file_size_in_bytes=path.stat().st_size)
+            entry(
+                str(path),
+                record_count=rows,
+                file_size_in_bytes=path.stat().st_size,
+                file_format=fmt,
+            )
         )
     table.commit([(0, 0, data_entries)])
     deleted: list[set[int]] = [set() for _ in range(files)]
@@ -181,8 +206,8 @@ def build(
             if not pairs:
                 continue
             pairs.sort()
-            path = tmp_path / f"pos-{g}.parquet"
-            pq.write_table(
+            path = tmp_path / f"pos-{g}.{ext}"
+            write_file(
                 pa.table(
                     [
                         pa.array([p[0] for p in pairs], pa.string()),
@@ -190,7 +215,8 @@ def build(
                     ],
                     schema=_POS_SCHEMA,
                 ),
-                str(path),
+                path,
+                file_format,
             )
             referenced = {p[0] for p in pairs}
             extra = {"referenced_data_file": pairs[0][0]} if len(referenced) == 1 else {}
@@ -200,6 +226,7 @@ def build(
                     content=1,
                     record_count=len(pairs),
                     file_size_in_bytes=path.stat().st_size,
+                    file_format=fmt,
                     **extra,
                 )
             )
@@ -209,11 +236,12 @@ def build(
         sub = Schema(*[by_name[c] for c in eq_columns])
         keys = {tuple(k) for k in eq_keys}
         rows_eq = [dict(zip(eq_columns, k, strict=True)) for k in sorted(keys, key=repr)]
-        path = tmp_path / "eq.parquet"
-        pq.write_table(pa.Table.from_pylist(rows_eq, schema=schema_to_arrow(sub)), str(path))
+        path = tmp_path / f"eq.{ext}"
+        write_file(pa.Table.from_pylist(rows_eq, schema=schema_to_arrow(sub)), path, file_format)
         delete_entries.append(
             entry(
                 str(path),
+                file_format=fmt,
                 content=2,
                 record_count=len(rows_eq),
                 file_size_in_bytes=path.stat().st_size,

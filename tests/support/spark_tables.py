@@ -39,16 +39,20 @@ def _insert(cat: JavaCatalog, table: str, start: int, count: int) -> None:
     )
 
 
-def java_tables(cat: JavaCatalog, rows: int = 300) -> dict[str, str]:
-    """Creates ``db.v2`` and ``db.v3`` (merge-on-read, evolved partitioning) in ``cat``;
-    returns version -> the table's Spark name."""
+def java_tables(
+    cat: JavaCatalog, rows: int = 300, file_format: str = "parquet", prefix: str = "v"
+) -> dict[str, str]:
+    """Creates ``db.<prefix>2`` and ``db.<prefix>3`` (merge-on-read, evolved partitioning) in
+    ``cat``, their data files (and v2 position delete files) in ``file_format``; returns
+    version (``v2``, ``v3``) -> the table's Spark name."""
     cat.sql("CREATE NAMESPACE IF NOT EXISTS {c}.db")
     names = {}
     for version in (2, 3):
-        t = f"{cat.name}.db.v{version}"
+        t = f"{cat.name}.db.{prefix}{version}"
         cat.sql(
             f"CREATE TABLE {t} ({COLUMNS}) USING iceberg PARTITIONED BY (months(ts)) "
-            f"TBLPROPERTIES ('format-version'='{version}', {MOR})"
+            f"TBLPROPERTIES ('format-version'='{version}', {MOR}, "
+            f"'write.format.default'='{file_format}')"
         )
         _insert(cat, t, 0, rows)
         _insert(cat, t, rows, rows // 2)

@@ -23,6 +23,7 @@ from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteInd
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
+from icefloe.read.orc_file import open_orc
 from icefloe.read.parquet_file import (
     DECODE_ERRORS,
     WHOLE_FILE_BYTES,
@@ -353,6 +354,40 @@ def _read_equality_deletes(
     return table
 
 
+def _read_orc_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
+    """Every (data file, positions) of an ORC position delete file."""
+    f = open_orc(io, d.file_path, d.file_size_in_bytes or None)
+    ids = _columns_by_id(f.schema, None)
+    names = f.schema.names
+    path_col = ids.get(DELETE_FILE_PATH_ID, "file_path" if "file_path" in names else None)
+    pos_col = ids.get(DELETE_FILE_POS_ID, "pos" if "pos" in names else None)
+    if path_col is None or pos_col is None:
+        raise ValidationError(f"position delete file {d.file_path} lacks file_path/pos columns")
+    index = PositionDeleteIndex()
+    for batch in f.read([path_col, pos_col]).to_batches():
+        index.add(
+            pa.RecordBatch.from_arrays(
+                [batch.column(0), batch.column(1)], names=["file_path", "pos"]
+            )
+        )
+    return index
+
+
+def _read_orc_eq(
+    io: FileIO, d: DeleteFileRef, mapping: NameMapping | None, cache: DeleteCache
+) -> pa.Table:
+    """The equality columns of the ORC equality delete file ``d``, named by field id."""
+    f = open_orc(io, d.file_path, d.file_size_in_bytes or None)
+    ids = _columns_by_id(f.schema, mapping)
+    missing = [i for i in d.equality_ids if i not in ids]
+    if missing:
+        raise ValidationError(
+            f"equality delete file {d.file_path} has no column for equality ids {missing}"
+        )
+    table = f.read([ids[i] for i in d.equality_ids])
+    return table.rename_columns([str(i) for i in d.equality_ids])
+
+
 def _content_key(table: pa.Table) -> tuple[Any, ...]:
     """A cheap summary of an equality delete table: equal tables have equal summaries."""
     n = table.num_rows
@@ -420,6 +455,14 @@ class TaskDeletes:
                         f"not {data_path}"
                     )
                 dv = cache.get(("dv", d.file_path, d.content_offset), partial(_read_dv, io, d))
+            elif d.file_format == "orc":
+                index: PositionDeleteIndex = cache.get(
+                    ("pos-orc", d.file_path), partial(_read_orc_position_deletes, io, d)
+                )
+                found = index.get(data_path)
+                if found is None:
+                    continue
+                dv = found
             elif d.file_format == "parquet":
                 found = _position_deletes_of(io, d, data_path, cache)
                 if found is None:
@@ -438,16 +481,14 @@ class TaskDeletes:
             def build() -> EqualityDeleteSet:
                 tables = []
                 for d in eq_files:
-                    if d.file_format != "parquet":
+                    if d.file_format not in ("parquet", "orc"):
                         raise ValidationError(
                             f"equality delete file {d.file_path} has unsupported format "
                             f"{d.file_format}"
                         )
+                    read = _read_equality_deletes if d.file_format == "parquet" else _read_orc_eq
                     tables.append(
-                        cache.get(
-                            ("eq", d.file_path),
-                            partial(_read_equality_deletes, io, d, mapping, cache),
-                        )
+                        cache.get(("eq", d.file_path), partial(read, io, d, mapping, cache))
                     )
                 return _shared_equality_set(cache, tables)
 

@@ -33,6 +33,7 @@ from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import WHOLE_READ_BYTES, FileIO
 from icefloe.read.deletes import DeleteCache, TaskDeletes
+from icefloe.read.orc_file import OrcFile
 from icefloe.read.parquet_file import (
     DECODE_ERRORS,
     CheckedParquetFile,
@@ -259,10 +260,11 @@ class _TaskReader:
 
     def run(self) -> Iterator[pa.RecordBatch]:
         options, task = self.options, self.task
-        if task.data_file.file_format.lower() != "parquet":
+        file_format = task.data_file.file_format.lower()
+        if file_format not in ("parquet", "orc"):
             raise ValidationError(
                 f"data file {self.path} has format {task.data_file.file_format}; "
-                "only Parquet is supported"
+                "only Parquet and ORC are supported"
             )
         deletes = TaskDeletes.load(
             self.io, self.path, task.delete_files, self.cache, options.name_mapping
@@ -270,15 +272,20 @@ class _TaskReader:
         if self._handle is None:
             size = task.data_file.file_size_in_bytes or None
             self._handle = open_file(self.io, self.path, size)
-        checked = open_checked(self.io, self.path, handle=self._handle)
-        pf = checked.file
-        num_rows = pf.metadata.num_rows
+        checked: CheckedParquetFile | None = None
+        orc_file: OrcFile | None = None
+        if file_format == "orc":
+            orc_file = OrcFile(self.path, self._handle)
+            num_rows, schema = orc_file.num_rows, orc_file.schema
+        else:
+            checked = open_checked(self.io, self.path, handle=self._handle)
+            num_rows, schema = checked.file.metadata.num_rows, checked.schema
         if task.data_file.record_count and num_rows != task.data_file.record_count:
             raise CorruptFileError(
                 f"data file {self.path} has {num_rows} rows but its manifest entry says "
                 f"{task.data_file.record_count}"
             )
-        layout = self._layout(checked.schema)
+        layout = self._layout(schema)
         file_schema = layout.file_schema
         raw_names = layout.raw_names
         columns = layout.columns
@@ -320,10 +327,10 @@ class _TaskReader:
         keep_deleted = DELETED in wanted_meta
 
         prune = None
-        if filter_expr is not None:
+        if filter_expr is not None and checked is not None:
             try:
                 prune = RowGroupFilter(
-                    pf.metadata, file_schema, residual, self.task.data_file, layout.leaves
+                    checked.file.metadata, file_schema, residual, self.task.data_file, layout.leaves
                 )
             except DECODE_ERRORS as e:
                 raise corrupt_error(self.path, e) from e
@@ -331,7 +338,7 @@ class _TaskReader:
         # Deleted positions are dropped from the batch as read (unless _deleted marks them).
         early = skip_deleted
         need_rows = POS in wanted_meta or ROW_ID in wanted_meta
-        dict_cols = _dictionary_columns(checked, layout, read_names)
+        dict_cols = [] if checked is None else _dictionary_columns(checked, layout, read_names)
         # Equality deletes on columns stored as the table reads them are matched on the batch
         # as read, so deleted rows are dropped in the pass that decodes dictionary columns.
         eq_early = (
@@ -339,8 +346,14 @@ class _TaskReader:
             if early is None and not keep_deleted
             else None
         )
-        batches = self._batches(checked, read_names, prune, skip_deleted, dict_cols)
-        if PREFETCH and sum(g[0] for g in checked.row_groups) > BATCH_SIZE:
+        if orc_file is not None:
+            batches = orc_file.batches(read_names, BATCH_SIZE)
+            rows_to_read = num_rows
+        else:
+            assert checked is not None
+            batches = self._batches(checked, read_names, prune, skip_deleted, dict_cols)
+            rows_to_read = sum(g[0] for g in checked.row_groups)
+        if PREFETCH and rows_to_read > BATCH_SIZE:
             batches = prefetched(batches, PREFETCH, name=f"icefloe-decode {self.path}")
         for batch, base in batches:
             n = batch.num_rows
