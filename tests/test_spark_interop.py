@@ -116,20 +116,31 @@ def _check_java_table(spark: Any, java: dict[str, Any], version: str, data_forma
     assert ours_f == java_f and len(ours_f) > 100
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(("version", "file_format"), [(2, "parquet"), (3, "parquet"), (3, "orc")])
 def test_java_reads_icefloe_spark_writes(
-    spark: Any, iceberg_spark: JavaCatalog, version: int
+    spark: Any, iceberg_spark: JavaCatalog, version: int, file_format: str
 ) -> None:
     cat = iceberg_spark.icefloe()
     cat.create_namespace("db")
     schema = all_types_schema(with_time=False)  # Iceberg Java's Spark has no time type
-    t = cat.create_table("db.w", schema, partition_spec=SPEC, format_version=version)
+    t = cat.create_table(
+        "db.w",
+        schema,
+        partition_spec=SPEC,
+        format_version=version,
+        properties={"write.format.default": file_format},
+    )
     source = _spark_frame(iceberg_spark.spark, all_types_rows(0, 200, schema), schema)
     ispark.write(source, t)
     ispark.write(_spark_frame(iceberg_spark.spark, all_types_rows(200, 50, schema), schema), t)
     name = f"{iceberg_spark.name}.db.w"
     java_rows = rows_of(iceberg_spark.sql(f"SELECT * FROM {name}"))
     assert len(java_rows) == 250
+    formats = iceberg_spark.sql(f"SELECT DISTINCT file_format FROM {name}.data_files").collect()
+    assert [r["file_format"] for r in formats] == [file_format.upper()]
+    # Java prunes files and rows by the metrics icefloe wrote.
+    few = iceberg_spark.sql(f"SELECT id FROM {name} WHERE id >= 120 AND id < 130").collect()
+    assert sorted(r["id"] for r in few) == list(range(120, 130))
     assert java_rows == arrow_rows(single_process(t))
     assert java_rows == rows_of(ispark.read(spark, t))
     # Overwrite by filter (copy-on-write): rows with id < 100 replaced by 10 new ones.

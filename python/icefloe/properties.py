@@ -27,6 +27,7 @@ __all__ = [
     "KNOWN",
     "KNOWN_PREFIXES",
     "MANIFEST_CODECS",
+    "ORC_CODECS",
     "PARQUET_CODECS",
     "RESERVED_PROPERTIES",
     "InvalidPropertyWarning",
@@ -98,6 +99,12 @@ class TableProperties:
     DELETE_PARQUET_COMPRESSION = "write.delete.parquet.compression-codec"
     PARQUET_BLOOM_FILTER_MAX_BYTES = "write.parquet.bloom-filter-max-bytes"
     PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX = "write.parquet.bloom-filter-enabled.column."
+    DEFAULT_FILE_FORMAT = "write.format.default"
+    DEFAULT_FILE_FORMAT_DEFAULT = "parquet"
+    ORC_COMPRESSION = "write.orc.compression-codec"
+    ORC_COMPRESSION_DEFAULT = "zlib"
+    ORC_STRIPE_SIZE_BYTES = "write.orc.stripe-size-bytes"
+    ORC_STRIPE_SIZE_BYTES_DEFAULT = 64 * 1024 * 1024
 
     METRICS_MODE_DEFAULT = "write.metadata.metrics.default"
     METRICS_MODE_COLUMN_PREFIX = "write.metadata.metrics.column."
@@ -157,6 +164,14 @@ PARQUET_CODECS = {
     "uncompressed": "none",
     "none": "none",
 }
+#: ORC codec names (Iceberg's, lower case) to pyarrow's.
+ORC_CODECS = {
+    "zlib": "zlib",
+    "zstd": "zstd",
+    "snappy": "snappy",
+    "lz4": "lz4",
+    "none": "uncompressed",
+}
 #: Avro codec names the manifest writer accepts.
 MANIFEST_CODECS = ("gzip", "deflate", "zstd", "zstandard", "snappy", "uncompressed", "none", "null")
 _METRICS = re.compile(r"(none|counts|full|truncate\((\d+)\))")
@@ -206,6 +221,9 @@ KNOWN: dict[str, _Kind] = {
     _T.PARQUET_COMPRESSION_LEVEL: _ANY_INT,
     _T.DELETE_PARQUET_COMPRESSION: _enum(*PARQUET_CODECS),
     _T.PARQUET_BLOOM_FILTER_MAX_BYTES: _int(1),
+    _T.DEFAULT_FILE_FORMAT: _enum("parquet", "orc", "avro"),
+    _T.ORC_COMPRESSION: _enum(*ORC_CODECS),
+    _T.ORC_STRIPE_SIZE_BYTES: _int(1),
     _T.METRICS_MODE_DEFAULT: _METRICS_KIND,
     _T.METRICS_MAX_INFERRED_COLUMN_DEFAULTS: _int(0),
     _T.DELETE_MODE: _enum(*_WRITE_MODES),

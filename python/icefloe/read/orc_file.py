@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.orc as orc
 
 from icefloe.arrow_schema import FIELD_ID_KEY
-from icefloe.exceptions import CorruptFileError
+from icefloe.exceptions import CorruptFileError, IcebergError, UnsupportedFeatureError
 from icefloe.io import FileIO
-from icefloe.read.parquet_file import DECODE_ERRORS, corrupt_error, open_file
+from icefloe.read.parquet_file import DECODE_ERRORS, open_file
 
-__all__ = ["ORC_FIELD_ID_KEY", "OrcFile", "open_orc", "with_field_ids"]
+__all__ = ["ORC_FIELD_ID_KEY", "OrcFile", "open_orc", "orc_error", "with_field_ids"]
 
 #: The ORC type attribute that holds an Iceberg field id.
 ORC_FIELD_ID_KEY = b"iceberg.id"
@@ -51,6 +51,16 @@ def with_field_ids(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def orc_error(path: str, e: BaseException) -> IcebergError:
+    """``e`` raised while decoding the ORC file ``path`` as the typed error naming it."""
+    if "out of range for nanosecond resolution" in str(e):
+        return UnsupportedFeatureError(
+            f"cannot read ORC file {path}: it holds a timestamp outside 1677-2262, which "
+            f"pyarrow's ORC reader cannot give (it reads ORC timestamps as nanoseconds): {e}"
+        )
+    return CorruptFileError(f"cannot read ORC file {path}: {type(e).__name__}: {e}")
+
+
 class OrcFile:
     """One ORC file opened for reading, its schema labelled with field ids."""
 
@@ -62,7 +72,7 @@ class OrcFile:
             self.num_stripes: int = self._file.nstripes
             raw = self._file.schema
         except DECODE_ERRORS as e:
-            raise corrupt_error(path, e) from e
+            raise orc_error(path, e) from e
         self.schema = pa.schema([_field(f) for f in raw], metadata=raw.metadata)
 
     def batches(self, columns: list[str], batch_size: int) -> Iterator[tuple[pa.RecordBatch, int]]:
@@ -75,7 +85,7 @@ class OrcFile:
             try:
                 stripe = self._file.read_stripe(i, columns=wanted)
             except DECODE_ERRORS as e:
-                raise corrupt_error(self.path, e) from e
+                raise orc_error(self.path, e) from e
             arrays = [col.view(schema.field(j).type) for j, col in enumerate(stripe.columns)]
             stripe = pa.RecordBatch.from_arrays(arrays, schema=schema)
             if not columns:

@@ -252,21 +252,28 @@ def _chunk_stats(md: pq.FileMetaData, ncols: int) -> _Chunks:
 
 
 def compute_metrics(
-    table: pa.Table, md: pq.FileMetaData, config: MetricsConfig, *, footer_bounds: bool = True
+    table: pa.Table,
+    md: pq.FileMetaData | None,
+    config: MetricsConfig,
+    *,
+    footer_bounds: bool = True,
 ) -> ColumnMetrics:
     """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``.
 
     ``footer_bounds=False`` computes every bound from ``table`` (the slower path that the
-    footer's statistics are tested against)."""
+    footer's statistics are tested against). Without a footer (``md`` None: an ORC file) every
+    metric comes from ``table``: value counts are the values of each leaf (a list's elements,
+    not Parquet's slots for empty lists), and there are no column sizes."""
     leaves = config.leaves
     # A variant is one schema leaf and two Parquet columns (metadata, value).
     widths = [2 if isinstance(leaf.field.field_type, VariantType) else 1 for leaf in leaves]
-    if md.num_columns != sum(widths):
-        raise ValidationError(
-            f"Parquet file has {md.num_columns} leaf columns, the schema {sum(widths)}"
-        )
-    chunks = _chunk_stats(md, md.num_columns)
-    sizes, values, nulls = chunks.sizes, chunks.values, chunks.nulls
+    chunks: _Chunks | None = None
+    if md is not None:
+        if md.num_columns != sum(widths):
+            raise ValidationError(
+                f"Parquet file has {md.num_columns} leaf columns, the schema {sum(widths)}"
+            )
+        chunks = _chunk_stats(md, md.num_columns)
     out = ColumnMetrics({}, {}, {}, {}, {}, {})
     starts = [sum(widths[:k]) for k in range(len(widths))]
     for i, leaf in zip(starts, leaves, strict=True):
@@ -276,27 +283,34 @@ def compute_metrics(
             continue
         t = leaf.field.field_type
         facts = _type_facts(type(t))
-        if facts.variant:
-            # Counts only (no bounds): a null variant row is a null in its metadata column.
-            out.column_sizes[fid] = sizes[i] + sizes[i + 1]
-            out.value_counts[fid] = values[i]
-            if nulls[i] is not None:
-                out.null_value_counts[fid] = nulls[i]  # type: ignore[assignment]
-            continue
         arr: pa.ChunkedArray | None = None
-        out.column_sizes[fid] = sizes[i]
-        out.value_counts[fid] = values[i]
-        null_count = nulls[i]
-        if null_count is None:
+        if chunks is None:
             arr = _leaf_array(table, leaf.path)
-            null_count = arr.null_count
-        out.null_value_counts[fid] = null_count
+            out.value_counts[fid] = len(arr)
+            out.null_value_counts[fid] = arr.null_count
+            if facts.variant:
+                continue
+        elif facts.variant:
+            # Counts only (no bounds): a null variant row is a null in its metadata column.
+            out.column_sizes[fid] = chunks.sizes[i] + chunks.sizes[i + 1]
+            out.value_counts[fid] = chunks.values[i]
+            if chunks.nulls[i] is not None:
+                out.null_value_counts[fid] = chunks.nulls[i]  # type: ignore[assignment]
+            continue
+        else:
+            out.column_sizes[fid] = chunks.sizes[i]
+            out.value_counts[fid] = chunks.values[i]
+            null_count = chunks.nulls[i]
+            if null_count is None:
+                arr = _leaf_array(table, leaf.path)
+                null_count = arr.null_count
+            out.null_value_counts[fid] = null_count
         if facts.floating:
             arr = _leaf_array(table, leaf.path) if arr is None else arr
             out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(arr)).as_py() or 0)
         if mode.kind == "counts" or not facts.bounded:
             continue
-        extremes = _footer_extremes(chunks, i, t) if footer_bounds else None
+        extremes = _footer_extremes(chunks, i, t) if footer_bounds and chunks else None
         bounds: tuple[bytes, bytes | None] | None
         if extremes is not None:
             bounds = _encode_bounds(t, mode, *extremes)

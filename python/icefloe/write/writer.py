@@ -55,6 +55,7 @@ from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.input import to_table_schema
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
+from icefloe.write.orc_files import OrcOptions, is_orc, orc_arrow_schema, to_orc_table, write_orc
 from icefloe.write.properties import ParquetOptions, target_file_size
 from icefloe.write.regroup import regroup, take_rows
 from icefloe.write.variant_footer import TailHoldingSink, variant_field_ids
@@ -395,14 +396,20 @@ class _FileWriter:
         self.created: list[str] = []
         self.variant_ids = variant_field_ids(schema)
         self.digest = digest  # of the Arrow schema the files are written in
+        self.orc: OrcOptions | None = None
+        self._orc_schemas: dict[pa.Schema, pa.Schema] = {}
+        if is_orc(props):
+            self.orc = OrcOptions.from_properties(props)
+            orc_arrow_schema(schema, schema_to_arrow(schema))  # refuses types ORC cannot hold
         self.native = (
             None
-            if self.variant_ids
+            if self.variant_ids or self.orc is not None
             else native_writer.native_columns(schema, self.metrics, self.parquet)
         )
 
     def _path(self, partition: Mapping[str, Any]) -> str:
-        name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.parquet"
+        ext = "orc" if self.orc is not None else "parquet"
+        name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.{ext}"
         if self.spec.fields:
             return f"{self.base}/{partition_path(self.spec, partition)}/{name}"
         return f"{self.base}/{name}"
@@ -494,6 +501,8 @@ class _FileWriter:
     def _write_file(
         self, path: str, table: pa.Table, pos: int, rows: int, partition: dict[str, Any]
     ) -> tuple[int, DataFile]:
+        if self.orc is not None:
+            return self._write_orc_file(path, table, pos, partition)
         p = self.parquet
         sink = self.io.new_output(path).create()
         self.created.append(path)
@@ -545,3 +554,45 @@ class _FileWriter:
             sort_order_id=self.sort_order_id,
         )
         return pos, df
+
+    def _write_orc_file(
+        self, path: str, table: pa.Table, pos: int, partition: dict[str, Any]
+    ) -> tuple[int, DataFile]:
+        """Rows from ``pos`` as one ORC file: as many as fit the target file size by their
+        Arrow size (the ORC writer holds a stripe until it is full, so the file's own size is
+        only known at the end)."""
+        assert self.orc is not None
+        n = table.num_rows
+        per_row = max(1, int(table.nbytes) // max(1, n))
+        take = max(1, min(n - pos, self.target // per_row))
+        written = table.slice(pos, take)
+        orc_schema = self._orc_schemas.get(table.schema)
+        if orc_schema is None:
+            orc_schema = self._orc_schemas[table.schema] = orc_arrow_schema(
+                self.schema, table.schema
+            )
+        sink = self.io.new_output(path).create()
+        self.created.append(path)
+        try:
+            write_orc(sink, to_orc_table(written, orc_schema), self.orc)
+            size = sink.tell()
+        finally:
+            sink.close()
+        self.io.sync_soon(path)
+        m = compute_metrics(written, None, self.metrics)
+        df = DataFile(
+            file_path=path,
+            file_format="ORC",
+            record_count=written.num_rows,
+            file_size_in_bytes=size,
+            spec_id=self.spec.spec_id,
+            partition=partition,
+            column_sizes=m.column_sizes,
+            value_counts=m.value_counts,
+            null_value_counts=m.null_value_counts,
+            nan_value_counts=m.nan_value_counts,
+            lower_bounds=m.lower_bounds,
+            upper_bounds=m.upper_bounds,
+            sort_order_id=self.sort_order_id,
+        )
+        return pos + take, df
