@@ -173,6 +173,14 @@ def test_large_writes_roll_files_and_partitions_stay_apart(tmp_path: Path) -> No
     after = t.scan().to_arrow()
     assert after.num_rows == n - 1000
     assert after.filter(pc.equal(after["id"], 5000)).column("s").to_pylist() == ["changed"]
+    # Compaction reads ORC and writes ORC, the deletes applied.
+    t.rewrite_data_files(target_file_size=64 << 20)
+    compacted = [task.data_file for task in t.scan().plan_files()]
+    assert len(compacted) == 1 and compacted[0].file_format == "orc"
+    assert not any(task.delete_files for task in t.scan().plan_files())
+    again = t.scan().to_arrow()
+    assert sorted(again.column("id").to_pylist()) == sorted(after.column("id").to_pylist())
+    assert again.filter(pc.equal(again["id"], 5000)).column("s").to_pylist() == ["changed"]
 
 
 def test_types_orc_cannot_hold_and_bad_settings_are_refused(tmp_path: Path) -> None:
