@@ -118,8 +118,8 @@ def _orc_type(t: IcebergType, arrow: pa.DataType) -> pa.DataType:
         return pa.binary()
     if isinstance(t, (VariantType, GeometryType, GeographyType)):
         raise UnsupportedFeatureError(
-            f"{t} columns cannot be written to ORC files (Iceberg maps them to Parquet only); "
-            "set write.format.default=parquet"
+            f"{t} columns cannot be written to ORC files (icefloe writes them to Parquet "
+            "only); set write.format.default=parquet"
         )
     return arrow
 
