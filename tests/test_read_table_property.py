@@ -1,5 +1,5 @@
 """Property test through the whole read path: random tables (random data, random deletes of each
-kind, committed through manifests and a metadata file; Parquet or ORC files) read by
+kind, committed through manifests and a metadata file; Parquet, ORC or Avro files) read by
 ``scan().to_arrow()`` equal the rows computed independently from the generated data and deletes
 (``_read_tables``)."""
 
@@ -25,7 +25,7 @@ def _tables(draw: st.DrawFn) -> dict[str, Any]:
         "rows": draw(st.integers(1, 150)),
         "seed": draw(st.integers(0, 2**16)),
         "row_group_size": draw(st.sampled_from([None, 7, 64])),
-        "file_format": draw(st.sampled_from(["parquet", "parquet", "orc"])),
+        "file_format": draw(st.sampled_from(["parquet", "parquet", "orc", "avro"])),
     }
     if version == 3:
         kw["dv"] = draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))

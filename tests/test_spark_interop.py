@@ -38,6 +38,12 @@ def java_orc(iceberg_spark_module: JavaCatalog) -> dict[str, Any]:
     return {"catalog": iceberg_spark_module, "names": names}
 
 
+@pytest.fixture(scope="module")
+def java_avro(iceberg_spark_module: JavaCatalog) -> dict[str, Any]:
+    names = java_tables(iceberg_spark_module, file_format="avro", prefix="avro")
+    return {"catalog": iceberg_spark_module, "names": names}
+
+
 @pytest.mark.parametrize("version", ["v2", "v3"])
 def test_icefloe_reads_java_merge_on_read_tables(
     spark: Any, java: dict[str, Any], version: str
@@ -45,14 +51,19 @@ def test_icefloe_reads_java_merge_on_read_tables(
     _check_java_table(spark, java, version, "PARQUET")
 
 
+@pytest.mark.parametrize("file_format", ["orc", "avro"])
 @pytest.mark.parametrize("version", ["v2", "v3"])
-def test_icefloe_reads_java_orc_tables(spark: Any, java_orc: dict[str, Any], version: str) -> None:
-    """ORC data files, and on v2 ORC position delete files, as Iceberg Java writes them."""
-    cat: JavaCatalog = java_orc["catalog"]
-    name = java_orc["names"][version]
+def test_icefloe_reads_java_orc_and_avro_tables(
+    spark: Any, request: pytest.FixtureRequest, version: str, file_format: str
+) -> None:
+    """ORC and Avro data files, and on v2 position delete files in the same format, as Iceberg
+    Java writes them."""
+    java_other: dict[str, Any] = request.getfixturevalue(f"java_{file_format}")
+    cat: JavaCatalog = java_other["catalog"]
+    name = java_other["names"][version]
     files = cat.sql(f"SELECT file_format FROM {name}.data_files").collect()
-    assert {r["file_format"] for r in files} == {"ORC"}
-    _check_java_table(spark, java_orc, version, "ORC")
+    assert {r["file_format"] for r in files} == {file_format.upper()}
+    _check_java_table(spark, java_other, version, file_format.upper())
     table = cat.icefloe().load_table(name.split(".", 1)[1])
     # Row positions and file names, which deletes and the metadata columns depend on.
     java_meta = sorted(
@@ -65,11 +76,15 @@ def test_icefloe_reads_java_orc_tables(spark: Any, java_orc: dict[str, Any], ver
     assert table.scan().count() == len(java_meta)
 
 
-def test_icefloe_changes_java_orc_tables(spark: Any, iceberg_spark_module: JavaCatalog) -> None:
-    """icefloe's deletes and upserts on ORC tables (its new files are Parquet; the deletes
-    cover ORC data files) read the same through Iceberg Java."""
+@pytest.mark.parametrize("file_format", ["orc", "avro"])
+def test_icefloe_changes_java_orc_and_avro_tables(
+    spark: Any, iceberg_spark_module: JavaCatalog, file_format: str
+) -> None:
+    """icefloe's deletes and upserts on ORC and Avro tables (its new files are Parquet, or ORC
+    where the table asks for it; the deletes cover Java's data files) read the same through
+    Iceberg Java."""
     cat = iceberg_spark_module
-    names = java_tables(cat, rows=60, file_format="orc", prefix="orcw")
+    names = java_tables(cat, rows=60, file_format=file_format, prefix=f"{file_format}w")
     for name in names.values():
         table = cat.icefloe().load_table(name.split(".", 1)[1])
         before = single_process(table)

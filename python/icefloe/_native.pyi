@@ -465,6 +465,10 @@ def read_manifests(
     ``columns`` and ``stats_ids`` project as in :func:`read_manifest`."""
 
 def read_manifest_list(data: bytes, *, name: str = "<bytes>") -> pa.RecordBatch: ...
+def avro_file_header(data: bytes, *, name: str = "<bytes>") -> tuple[str, int]: ...
+def read_avro_file(
+    data: bytes, schema: pa.Schema, *, batch_rows: int = 131072, name: str = "<bytes>"
+) -> list[pa.RecordBatch]: ...
 def write_manifest(
     batch: pa.RecordBatch,
     *,

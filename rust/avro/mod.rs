@@ -3,6 +3,7 @@
 
 pub mod binary;
 pub mod container;
+pub mod data_file;
 pub mod from_arrow;
 pub mod schema;
 pub mod skip;

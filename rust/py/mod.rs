@@ -1,6 +1,7 @@
 //! Python bindings: the only module that imports pyo3. Each area registers its functions from a
 //! file of its own here; this file only assembles the module.
 
+mod avro_data;
 mod deletes;
 mod delta;
 mod errors;
@@ -68,6 +69,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_debug_error, m)?)?;
     m.add_function(wrap_pyfunction!(_block_cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(release_memory, m)?)?;
+    avro_data::register(m)?;
     delta::register(m)?;
     deletes::register(m)?;
     expr::register(m)?;

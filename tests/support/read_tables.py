@@ -28,6 +28,7 @@ from icefloe.partitioning import PartitionSpec
 from icefloe.puffin import PuffinWriter
 from icefloe.schema import Schema
 from icefloe.types import IntegerType, LongType, NestedField, StringType
+from support.avro_files import write_avro
 from support.plan_tables import HandTable, entry
 
 SCHEMA = Schema(
@@ -53,8 +54,10 @@ def _orc_field(f: pa.Field) -> pa.Field:
 
 
 def write_file(t: pa.Table, path: Path, file_format: str, **parquet_args: Any) -> None:
-    """``t`` (flat columns with ``PARQUET:field_id``) written as Parquet or as ORC."""
-    if file_format == "orc":
+    """``t`` (flat columns with ``PARQUET:field_id``) written as Parquet, ORC or Avro."""
+    if file_format == "avro":
+        write_avro(t, path, block_rows=parquet_args.get("row_group_size") or 1000)
+    elif file_format == "orc":
         orc.write_table(t.cast(pa.schema([_orc_field(f) for f in t.schema])), str(path))
     else:
         pq.write_table(t, str(path), **parquet_args)
@@ -138,7 +141,7 @@ def build(
     deleted by deletion vectors (v3), ``pos`` by position delete files (one per data file, or
     one for all with ``pos_one_file``), and rows whose ``eq_columns`` equal one of ``eq_keys``
     by an equality delete file. Delete files are committed in a later snapshot. Data, position
-    and equality delete files are ``file_format`` files (``parquet`` or ``orc``)."""
+    and equality delete files are ``file_format`` files (``parquet``, ``orc`` or ``avro``)."""
     ext, fmt = file_format, file_format.upper()
     rng = np.random.default_rng(seed)
     table = HandTable(tmp_path, SCHEMA, [PartitionSpec()], version)

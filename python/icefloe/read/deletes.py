@@ -23,7 +23,8 @@ from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteInd
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
-from icefloe.read.orc_file import open_orc
+from icefloe.read.avro_file import AvroFile, open_avro
+from icefloe.read.orc_file import OrcFile, open_orc
 from icefloe.read.parquet_file import (
     DECODE_ERRORS,
     WHOLE_FILE_BYTES,
@@ -354,9 +355,17 @@ def _read_equality_deletes(
     return table
 
 
-def _read_orc_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
-    """Every (data file, positions) of an ORC position delete file."""
-    f = open_orc(io, d.file_path, d.file_size_in_bytes or None)
+def _open_whole(io: FileIO, d: DeleteFileRef) -> OrcFile | AvroFile:
+    """The ORC or Avro delete file ``d``, opened to be read whole."""
+    size = d.file_size_in_bytes or None
+    if d.file_format == "avro":
+        return open_avro(io, d.file_path, size)
+    return open_orc(io, d.file_path, size)
+
+
+def _read_whole_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
+    """Every (data file, positions) of an ORC or Avro position delete file."""
+    f = _open_whole(io, d)
     ids = _columns_by_id(f.schema, None)
     names = f.schema.names
     path_col = ids.get(DELETE_FILE_PATH_ID, "file_path" if "file_path" in names else None)
@@ -373,11 +382,11 @@ def _read_orc_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIn
     return index
 
 
-def _read_orc_eq(
+def _read_whole_eq(
     io: FileIO, d: DeleteFileRef, mapping: NameMapping | None, cache: DeleteCache
 ) -> pa.Table:
-    """The equality columns of the ORC equality delete file ``d``, named by field id."""
-    f = open_orc(io, d.file_path, d.file_size_in_bytes or None)
+    """The equality columns of the ORC or Avro equality delete file ``d``, by field id."""
+    f = _open_whole(io, d)
     ids = _columns_by_id(f.schema, mapping)
     missing = [i for i in d.equality_ids if i not in ids]
     if missing:
@@ -455,9 +464,9 @@ class TaskDeletes:
                         f"not {data_path}"
                     )
                 dv = cache.get(("dv", d.file_path, d.content_offset), partial(_read_dv, io, d))
-            elif d.file_format == "orc":
+            elif d.file_format in ("orc", "avro"):
                 index: PositionDeleteIndex = cache.get(
-                    ("pos-orc", d.file_path), partial(_read_orc_position_deletes, io, d)
+                    ("pos-whole", d.file_path), partial(_read_whole_position_deletes, io, d)
                 )
                 found = index.get(data_path)
                 if found is None:
@@ -481,12 +490,12 @@ class TaskDeletes:
             def build() -> EqualityDeleteSet:
                 tables = []
                 for d in eq_files:
-                    if d.file_format not in ("parquet", "orc"):
+                    if d.file_format not in ("parquet", "orc", "avro"):
                         raise ValidationError(
                             f"equality delete file {d.file_path} has unsupported format "
                             f"{d.file_format}"
                         )
-                    read = _read_equality_deletes if d.file_format == "parquet" else _read_orc_eq
+                    read = _read_equality_deletes if d.file_format == "parquet" else _read_whole_eq
                     tables.append(
                         cache.get(("eq", d.file_path), partial(read, io, d, mapping, cache))
                     )

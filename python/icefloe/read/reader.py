@@ -32,6 +32,7 @@ from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import WHOLE_READ_BYTES, FileIO
+from icefloe.read.avro_file import AvroFile
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.read.orc_file import OrcFile
 from icefloe.read.parquet_file import (
@@ -261,10 +262,10 @@ class _TaskReader:
     def run(self) -> Iterator[pa.RecordBatch]:
         options, task = self.options, self.task
         file_format = task.data_file.file_format.lower()
-        if file_format not in ("parquet", "orc"):
+        if file_format not in ("parquet", "orc", "avro"):
             raise ValidationError(
                 f"data file {self.path} has format {task.data_file.file_format}; "
-                "only Parquet and ORC are supported"
+                "only Parquet, ORC and Avro are supported"
             )
         deletes = TaskDeletes.load(
             self.io, self.path, task.delete_files, self.cache, options.name_mapping
@@ -273,10 +274,13 @@ class _TaskReader:
             size = task.data_file.file_size_in_bytes or None
             self._handle = open_file(self.io, self.path, size)
         checked: CheckedParquetFile | None = None
-        orc_file: OrcFile | None = None
+        other: OrcFile | AvroFile | None = None  # ORC and Avro: no row groups to prune
         if file_format == "orc":
-            orc_file = OrcFile(self.path, self._handle)
-            num_rows, schema = orc_file.num_rows, orc_file.schema
+            other = OrcFile(self.path, self._handle)
+            num_rows, schema = other.num_rows, other.schema
+        elif file_format == "avro":
+            other = AvroFile(self.path, self._handle)
+            num_rows, schema = other.num_rows, other.schema
         else:
             checked = open_checked(self.io, self.path, handle=self._handle)
             num_rows, schema = checked.file.metadata.num_rows, checked.schema
@@ -346,8 +350,8 @@ class _TaskReader:
             if early is None and not keep_deleted
             else None
         )
-        if orc_file is not None:
-            batches = orc_file.batches(read_names, BATCH_SIZE)
+        if other is not None:
+            batches = other.batches(read_names, BATCH_SIZE)
             rows_to_read = num_rows
         else:
             assert checked is not None

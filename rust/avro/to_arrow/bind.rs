@@ -2,7 +2,9 @@
 
 use arrow_schema::{DataType, Field};
 
-use super::super::schema::Schema;
+use std::sync::Arc;
+
+use super::super::schema::{Field as AvroField, Record, Schema};
 use super::super::skip::Skip;
 use super::field_id;
 use super::mismatch;
@@ -57,6 +59,26 @@ pub(super) fn bind(w: &Schema, t: &DataType, path: &str, keep: Option<&KeySet>) 
         }
         (Schema::Bytes | Schema::Fixed(_), DataType::Decimal128(_, _)) => {
             Node::Dec(src.unwrap_or(Src::Bytes), vec![], n)
+        }
+        (Schema::Map(values), DataType::Map(..)) => {
+            // An Avro map is encoded exactly as an array of {string key, value} records (blocks
+            // of pairs, each its key's bytes then its value), so it binds as that array.
+            let entry = |name: &str, schema: Schema| AvroField {
+                name: name.to_owned(),
+                schema,
+                field_id: None,
+            };
+            let pairs = Schema::Array {
+                items: Box::new(Schema::Record(Arc::new(Record {
+                    name: "map_entry".to_owned(),
+                    fields: vec![
+                        entry("key", Schema::String),
+                        entry("value", (**values).clone()),
+                    ],
+                }))),
+                element_id: None,
+            };
+            return bind(&pairs, t, path, keep);
         }
         (Schema::Array { items, .. }, DataType::List(f) | DataType::Map(f, _)) => {
             let item = bind(items, f.data_type(), path, keep)?;

@@ -1,0 +1,41 @@
+//! Bindings of the Avro data-file reader: bytes in, Arrow record batches out, the GIL released
+//! while decoding.
+
+use arrow_array::RecordBatch;
+use arrow_pyarrow::PyArrowType;
+use arrow_schema::Schema;
+use pyo3::prelude::*;
+
+use super::guard;
+use crate::avro::data_file;
+
+/// The writer schema JSON and record count of an Avro container file.
+#[pyfunction]
+#[pyo3(signature = (data, *, name="<bytes>"))]
+fn avro_file_header(py: Python<'_>, data: &[u8], name: &str) -> PyResult<(String, u64)> {
+    guard(|| py.detach(|| data_file::header(data).map_err(|e| e.context(name))))
+}
+
+/// Every record of an Avro container file as batches of `schema`, whose fields (nested ones
+/// included) are matched to the writer's by the field ids in their `field_id` metadata.
+#[pyfunction]
+#[pyo3(signature = (data, schema, *, batch_rows=131_072, name="<bytes>"))]
+fn read_avro_file(
+    py: Python<'_>,
+    data: &[u8],
+    schema: PyArrowType<Schema>,
+    batch_rows: usize,
+    name: &str,
+) -> PyResult<Vec<PyArrowType<RecordBatch>>> {
+    let fields = schema.0.fields().clone();
+    guard(|| {
+        py.detach(|| data_file::read(data, &fields, batch_rows).map_err(|e| e.context(name)))
+            .map(|b| b.into_iter().map(PyArrowType).collect())
+    })
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(avro_file_header, m)?)?;
+    m.add_function(wrap_pyfunction!(read_avro_file, m)?)?;
+    Ok(())
+}
