@@ -80,9 +80,8 @@ def test_icefloe_reads_java_orc_and_avro_tables(
 def test_icefloe_changes_java_orc_and_avro_tables(
     spark: Any, iceberg_spark_module: JavaCatalog, file_format: str
 ) -> None:
-    """icefloe's deletes and upserts on ORC and Avro tables (its new files are Parquet, or ORC
-    where the table asks for it; the deletes cover Java's data files) read the same through
-    Iceberg Java."""
+    """icefloe's deletes and upserts on ORC and Avro tables (its new data files in the table's
+    format, its deletes covering Java's data files) read the same through Iceberg Java."""
     cat = iceberg_spark_module
     names = java_tables(cat, rows=60, file_format=file_format, prefix=f"{file_format}w")
     for name in names.values():
@@ -131,7 +130,9 @@ def _check_java_table(spark: Any, java: dict[str, Any], version: str, data_forma
     assert ours_f == java_f and len(ours_f) > 100
 
 
-@pytest.mark.parametrize(("version", "file_format"), [(2, "parquet"), (3, "parquet"), (3, "orc")])
+@pytest.mark.parametrize(
+    ("version", "file_format"), [(2, "parquet"), (3, "parquet"), (3, "orc"), (2, "avro")]
+)
 def test_java_reads_icefloe_spark_writes(
     spark: Any, iceberg_spark: JavaCatalog, version: int, file_format: str
 ) -> None:

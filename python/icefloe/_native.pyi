@@ -469,6 +469,14 @@ def avro_file_header(data: bytes, *, name: str = "<bytes>") -> tuple[str, int]: 
 def read_avro_file(
     data: bytes, schema: pa.Schema, *, batch_rows: int = 131072, name: str = "<bytes>"
 ) -> list[pa.RecordBatch]: ...
+def write_avro_file(
+    batches: list[pa.RecordBatch],
+    schema_json: str,
+    *,
+    metadata: list[tuple[str, bytes]] = ...,
+    codec: str = "deflate",
+    level: int | None = None,
+) -> bytes: ...
 def write_manifest(
     batch: pa.RecordBatch,
     *,

@@ -24,6 +24,7 @@ from typing import TypeVar
 from icefloe.exceptions import ValidationError
 
 __all__ = [
+    "AVRO_CODECS",
     "KNOWN",
     "KNOWN_PREFIXES",
     "MANIFEST_CODECS",
@@ -105,6 +106,9 @@ class TableProperties:
     ORC_COMPRESSION_DEFAULT = "zlib"
     ORC_STRIPE_SIZE_BYTES = "write.orc.stripe-size-bytes"
     ORC_STRIPE_SIZE_BYTES_DEFAULT = 64 * 1024 * 1024
+    AVRO_COMPRESSION = "write.avro.compression-codec"
+    AVRO_COMPRESSION_DEFAULT = "gzip"
+    AVRO_COMPRESSION_LEVEL = "write.avro.compression-level"
 
     METRICS_MODE_DEFAULT = "write.metadata.metrics.default"
     METRICS_MODE_COLUMN_PREFIX = "write.metadata.metrics.column."
@@ -172,6 +176,8 @@ ORC_CODECS = {
     "lz4": "lz4",
     "none": "uncompressed",
 }
+#: Avro codec names (Iceberg's, lower case) for data files.
+AVRO_CODECS = ("gzip", "zstd", "snappy", "uncompressed")
 #: Avro codec names the manifest writer accepts.
 MANIFEST_CODECS = ("gzip", "deflate", "zstd", "zstandard", "snappy", "uncompressed", "none", "null")
 _METRICS = re.compile(r"(none|counts|full|truncate\((\d+)\))")
@@ -224,6 +230,8 @@ KNOWN: dict[str, _Kind] = {
     _T.DEFAULT_FILE_FORMAT: _enum("parquet", "orc", "avro"),
     _T.ORC_COMPRESSION: _enum(*ORC_CODECS),
     _T.ORC_STRIPE_SIZE_BYTES: _int(1),
+    _T.AVRO_COMPRESSION: _enum(*AVRO_CODECS),
+    _T.AVRO_COMPRESSION_LEVEL: _ANY_INT,
     _T.METRICS_MODE_DEFAULT: _METRICS_KIND,
     _T.METRICS_MAX_INFERRED_COLUMN_DEFAULTS: _int(0),
     _T.DELETE_MODE: _enum(*_WRITE_MODES),

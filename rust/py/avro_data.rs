@@ -5,9 +5,10 @@ use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
 use arrow_schema::Schema;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use super::guard;
-use crate::avro::data_file;
+use crate::avro::{data_file, Codec};
 
 /// The writer schema JSON and record count of an Avro container file.
 #[pyfunction]
@@ -34,8 +35,30 @@ fn read_avro_file(
     })
 }
 
+/// `batches` encoded as one Avro container file of the writer schema `schema_json`, with
+/// `metadata` in its header; `codec` is an Iceberg codec name (`gzip`/`deflate`, `zstd`,
+/// `snappy`, `uncompressed`) and `level` its level.
+#[pyfunction]
+#[pyo3(signature = (batches, schema_json, *, metadata=vec![], codec="deflate", level=None))]
+fn write_avro_file<'py>(
+    py: Python<'py>,
+    batches: Vec<PyArrowType<RecordBatch>>,
+    schema_json: &str,
+    metadata: Vec<(String, Vec<u8>)>,
+    codec: &str,
+    level: Option<i32>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let batches: Vec<RecordBatch> = batches.into_iter().map(|b| b.0).collect();
+    let out = guard(|| {
+        let codec = Codec::from_name(codec, level)?;
+        py.detach(|| data_file::write(&batches, schema_json, &metadata, codec))
+    })?;
+    Ok(PyBytes::new(py, &out))
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(avro_file_header, m)?)?;
     m.add_function(wrap_pyfunction!(read_avro_file, m)?)?;
+    m.add_function(wrap_pyfunction!(write_avro_file, m)?)?;
     Ok(())
 }

@@ -51,6 +51,7 @@ from icefloe.transforms import (
 )
 from icefloe.types import StructType
 from icefloe.write import native_writer
+from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, write_avro
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.input import to_table_schema
@@ -401,14 +402,19 @@ class _FileWriter:
         if is_orc(props):
             self.orc = OrcOptions.from_properties(props)
             orc_arrow_schema(schema, schema_to_arrow(schema))  # refuses types ORC cannot hold
+        self.avro: AvroOptions | None = None
+        self.avro_schema = ""
+        if is_avro(props):
+            self.avro = AvroOptions.from_properties(props)
+            self.avro_schema = avro_schema_json(schema)  # refuses types it cannot hold
         self.native = (
             None
-            if self.variant_ids or self.orc is not None
+            if self.variant_ids or self.orc is not None or self.avro is not None
             else native_writer.native_columns(schema, self.metrics, self.parquet)
         )
 
     def _path(self, partition: Mapping[str, Any]) -> str:
-        ext = "orc" if self.orc is not None else "parquet"
+        ext = "orc" if self.orc is not None else "avro" if self.avro is not None else "parquet"
         name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.{ext}"
         if self.spec.fields:
             return f"{self.base}/{partition_path(self.spec, partition)}/{name}"
@@ -501,8 +507,8 @@ class _FileWriter:
     def _write_file(
         self, path: str, table: pa.Table, pos: int, rows: int, partition: dict[str, Any]
     ) -> tuple[int, DataFile]:
-        if self.orc is not None:
-            return self._write_orc_file(path, table, pos, partition)
+        if self.orc is not None or self.avro is not None:
+            return self._write_row_file(path, table, pos, partition)
         p = self.parquet
         sink = self.io.new_output(path).create()
         self.created.append(path)
@@ -555,26 +561,28 @@ class _FileWriter:
         )
         return pos, df
 
-    def _write_orc_file(
+    def _write_row_file(
         self, path: str, table: pa.Table, pos: int, partition: dict[str, Any]
     ) -> tuple[int, DataFile]:
-        """Rows from ``pos`` as one ORC file: as many as fit the target file size by their
-        Arrow size (the ORC writer holds a stripe until it is full, so the file's own size is
-        only known at the end)."""
-        assert self.orc is not None
+        """Rows from ``pos`` as one ORC or Avro file: as many as fit the target file size by
+        their Arrow size (the file's own size is only known once it is encoded)."""
         n = table.num_rows
         per_row = max(1, int(table.nbytes) // max(1, n))
         take = max(1, min(n - pos, self.target // per_row))
         written = table.slice(pos, take)
-        orc_schema = self._orc_schemas.get(table.schema)
-        if orc_schema is None:
-            orc_schema = self._orc_schemas[table.schema] = orc_arrow_schema(
-                self.schema, table.schema
-            )
         sink = self.io.new_output(path).create()
         self.created.append(path)
         try:
-            write_orc(sink, to_orc_table(written, orc_schema), self.orc)
+            if self.orc is not None:
+                orc_schema = self._orc_schemas.get(table.schema)
+                if orc_schema is None:
+                    orc_schema = self._orc_schemas[table.schema] = orc_arrow_schema(
+                        self.schema, table.schema
+                    )
+                write_orc(sink, to_orc_table(written, orc_schema), self.orc)
+            else:
+                assert self.avro is not None
+                write_avro(sink, written, self.schema, self.avro_schema, self.avro)
             size = sink.tell()
         finally:
             sink.close()
@@ -582,7 +590,7 @@ class _FileWriter:
         m = compute_metrics(written, None, self.metrics)
         df = DataFile(
             file_path=path,
-            file_format="ORC",
+            file_format="ORC" if self.orc is not None else "AVRO",
             record_count=written.num_rows,
             file_size_in_bytes=size,
             spec_id=self.spec.spec_id,
