@@ -267,6 +267,9 @@ class _TaskReader:
                 f"data file {self.path} has format {task.data_file.file_format}; "
                 "only Parquet, ORC and Avro are supported"
             )
+        if file_format != "parquet" and task.start > 0:
+            # ORC and Avro files are read whole, by the split that starts at their first byte.
+            return
         deletes = TaskDeletes.load(
             self.io, self.path, task.delete_files, self.cache, options.name_mapping
         )

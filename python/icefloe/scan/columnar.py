@@ -198,7 +198,7 @@ def _delete_ref_list(plan: Plan, flat: np.ndarray) -> list[DeleteFileRef | None]
 
 def plan_to_tasks(plan: Plan, split_size: int | None = None) -> list[FileScanTask]:
     """One :class:`FileScanTask` per planned data file, in manifest order; with ``split_size``,
-    files larger than it become several tasks (see :func:`split_ranges`). Tasks of manifests
+    Parquet files larger than it become several tasks (see :func:`split_ranges`). Tasks of manifests
     with no file to split are built in Rust (:func:`icefloe._native.plan_build_tasks`)."""
     if not plan.batches:
         return []
@@ -340,9 +340,10 @@ def _python_tasks(
     for path, fmt, count, size, part, first, seq, fseq, residual, lo, hi, offs in columns:
         data = DataFileRef(path, fmt, count, size, sid, part, first, seq, fseq)
         deletes_of = tuple([refs[j] for j in values[lo:hi]]) if hi > lo else ()
+        # Only Parquet files are split (by row group); ORC and Avro files are read whole.
         ranges = (
             split_ranges(size, offs, split_size)
-            if split_size is not None and size > split_size
+            if split_size is not None and size > split_size and fmt == "parquet"
             else ((0, None),)
         )
         for start, length in ranges:
