@@ -466,9 +466,14 @@ def read_manifests(
 
 def read_manifest_list(data: bytes, *, name: str = "<bytes>") -> pa.RecordBatch: ...
 def avro_file_header(data: bytes, *, name: str = "<bytes>") -> tuple[str, int]: ...
-def read_avro_file(
-    data: bytes, schema: pa.Schema, *, batch_rows: int = 131072, name: str = "<bytes>"
-) -> list[pa.RecordBatch]: ...
+def read_avro_batch(
+    data: bytes,
+    schema: pa.Schema,
+    *,
+    offset: int = 0,
+    batch_rows: int = 131072,
+    name: str = "<bytes>",
+) -> tuple[pa.RecordBatch, int | None]: ...
 def write_avro_file(
     batches: list[pa.RecordBatch],
     schema_json: str,

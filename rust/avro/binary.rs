@@ -28,6 +28,18 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
+    /// Moves to byte `pos` (at most the end of the input).
+    pub fn seek(&mut self, pos: usize) -> Result<()> {
+        if pos > self.buf.len() {
+            return Err(Error::corrupt(format!(
+                "offset {pos} is past the end of {} bytes",
+                self.buf.len()
+            )));
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
     /// A zigzag varint long (at most 10 bytes).
     #[inline(always)]
     pub fn long(&mut self) -> Result<i64> {

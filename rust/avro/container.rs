@@ -360,6 +360,22 @@ impl<'a> Container<'a> {
         (records, bytes, next.unwrap_or(0))
     }
 
+    /// The file offset of the next block (or of the end).
+    pub fn position(&self) -> usize {
+        self.reader.position()
+    }
+
+    /// Moves to the block at file offset `pos`, an earlier [`Container::position`] (at least
+    /// the header's end).
+    pub fn seek(&mut self, pos: usize, header_end: usize) -> Result<()> {
+        if pos < header_end {
+            return Err(Error::corrupt(format!(
+                "block offset {pos} is inside the header"
+            )));
+        }
+        self.reader.seek(pos)
+    }
+
     /// The next block: its object count and decompressed bytes (valid until the next call);
     /// `None` at the end of the file.
     pub fn next_block(&mut self) -> Result<Option<(usize, &[u8])>> {

@@ -35,6 +35,43 @@ pub fn header(data: &[u8]) -> Result<(String, u64)> {
     Ok((schema, records))
 }
 
+/// The records of the blocks from file offset `offset` (0: the first block) decoded into one
+/// batch of the top-level `fields`, ending at the first block boundary at or after
+/// `batch_rows` rows; with the offset of the next block, `None` at the end of the file. A read
+/// of a file batch by batch holds one batch.
+pub fn read_from(
+    data: &[u8],
+    fields: &Fields,
+    offset: usize,
+    batch_rows: usize,
+) -> Result<(RecordBatch, Option<usize>)> {
+    let mut c = Container::open(data)?;
+    if offset > 0 {
+        let header_end = c.position();
+        c.seek(offset, header_end)?;
+    }
+    let target = DataType::Struct(fields.clone());
+    let schema = Arc::new(ArrowSchema::new(fields.clone()));
+    let mut dec = Decoder::new(&c.schema, &target)?;
+    let mut rows = 0usize;
+    while rows < batch_rows.max(1) {
+        let Some((count, block)) = c.next_block()? else {
+            return Ok((batch(dec, &schema, rows)?, None));
+        };
+        let mut r = Reader::new(block);
+        dec.decode_many(&mut r, count)?;
+        if r.remaining() != 0 {
+            return Err(Error::corrupt(format!(
+                "block of {count} records has {} trailing bytes",
+                r.remaining()
+            )));
+        }
+        rows += count;
+    }
+    let next = (c.position() < data.len()).then_some(c.position());
+    Ok((batch(dec, &schema, rows)?, next))
+}
+
 /// Every record of the container `data` decoded into batches of the top-level `fields`, a
 /// batch ending at the first block boundary at or after `batch_rows` rows.
 pub fn read(data: &[u8], fields: &Fields, batch_rows: usize) -> Result<Vec<RecordBatch>> {
@@ -302,6 +339,35 @@ mod tests {
             }
         }
         assert_eq!(id, 7);
+        // Batch by batch from block offsets: the same rows.
+        let ids_file = {
+            let schema = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"long","field-id":1}]}"#;
+            let mut w = ContainerWriter::new(schema, &[], Codec::Null);
+            let ids: Vec<i64> = (0..5000).collect();
+            w.encode_blocks(ids.len(), 64, |i, out| {
+                put_long(out, ids[i]);
+                Ok(())
+            })
+            .unwrap();
+            w.finish().unwrap()
+        };
+        let ids_only = Fields::from(vec![with_id(Field::new("id", DataType::Int64, false), 1)]);
+        let (mut offset, mut seen, mut batches) = (0usize, 0i64, 0);
+        loop {
+            let (b, next) = read_from(&ids_file, &ids_only, offset, 1000).unwrap();
+            let col = b.column(0).as_primitive::<Int64Type>();
+            assert!(col.values().iter().all(|&v| {
+                seen += 1;
+                v == seen - 1
+            }));
+            batches += 1;
+            match next {
+                Some(n) => offset = n,
+                None => break,
+            }
+        }
+        assert_eq!((seen, batches), (5000, 5));
+        assert!(read_from(&ids_file, &ids_only, 3, 10).is_err());
         // No columns: the row count alone.
         let counted = read(&data, &Fields::empty(), 4).unwrap();
         assert_eq!(counted.iter().map(RecordBatch::num_rows).sum::<usize>(), 7);

@@ -17,21 +17,26 @@ fn avro_file_header(py: Python<'_>, data: &[u8], name: &str) -> PyResult<(String
     guard(|| py.detach(|| data_file::header(data).map_err(|e| e.context(name))))
 }
 
-/// Every record of an Avro container file as batches of `schema`, whose fields (nested ones
+/// The records of an Avro container file's blocks from byte `offset` (0: the first block) as
+/// one batch of `schema` ending at the first block boundary at or after `batch_rows` rows,
+/// with the offset of the next block (`None` at the end). `schema`'s fields (nested ones
 /// included) are matched to the writer's by the field ids in their `field_id` metadata.
 #[pyfunction]
-#[pyo3(signature = (data, schema, *, batch_rows=131_072, name="<bytes>"))]
-fn read_avro_file(
+#[pyo3(signature = (data, schema, *, offset=0, batch_rows=131_072, name="<bytes>"))]
+fn read_avro_batch(
     py: Python<'_>,
     data: &[u8],
     schema: PyArrowType<Schema>,
+    offset: usize,
     batch_rows: usize,
     name: &str,
-) -> PyResult<Vec<PyArrowType<RecordBatch>>> {
+) -> PyResult<(PyArrowType<RecordBatch>, Option<usize>)> {
     let fields = schema.0.fields().clone();
     guard(|| {
-        py.detach(|| data_file::read(data, &fields, batch_rows).map_err(|e| e.context(name)))
-            .map(|b| b.into_iter().map(PyArrowType).collect())
+        py.detach(|| {
+            data_file::read_from(data, &fields, offset, batch_rows).map_err(|e| e.context(name))
+        })
+        .map(|(b, next)| (PyArrowType(b), next))
     })
 }
 
@@ -58,7 +63,7 @@ fn write_avro_file<'py>(
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(avro_file_header, m)?)?;
-    m.add_function(wrap_pyfunction!(read_avro_file, m)?)?;
+    m.add_function(wrap_pyfunction!(read_avro_batch, m)?)?;
     m.add_function(wrap_pyfunction!(write_avro_file, m)?)?;
     Ok(())
 }

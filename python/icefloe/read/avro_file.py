@@ -8,9 +8,10 @@ reader (projection by field id, name mapping, deletes, metadata columns) then wo
 files as it does on Parquet ones. Maps with keys other than strings are arrays of key/value
 records marked ``"logicalType": "map"`` and are read as maps.
 
-Avro stores rows, not columns: the file is read whole and its records are decoded in Rust
-(the GIL released), the fields not asked for skipped in the bytes, in batches that end at a
-block boundary. Files are not pruned below the file level (the manifest's bounds still skip
+Avro stores rows, not columns: the file's bytes are read whole and its records are decoded in
+Rust (the GIL released), the fields not asked for skipped in the bytes, one batch at a time
+(each ends at the first block boundary past the batch size), so a read holds the file's bytes
+and one decoded batch. Files are not pruned below the file level (the manifest's bounds still skip
 whole files); the residual filter is applied to the rows as for Parquet.
 """
 
@@ -195,9 +196,12 @@ class AvroFile:
         of their first row; the file's row count is checked at the end."""
         schema = pa.schema([self.schema.field(name) for name in columns])
         base = 0
-        for batch in _native.read_avro_file(
-            self._data, schema, batch_rows=batch_size, name=self.path
-        ):
+        offset: int | None = 0
+        while offset is not None:
+            # One batch decoded at a time (the blocks from `offset` up to batch_size rows).
+            batch, offset = _native.read_avro_batch(
+                self._data, schema, offset=offset, batch_rows=batch_size, name=self.path
+            )
             for start in range(0, batch.num_rows, batch_size):
                 yield batch.slice(start, batch_size), base + start
             base += batch.num_rows
