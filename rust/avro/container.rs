@@ -376,6 +376,47 @@ impl<'a> Container<'a> {
         self.reader.seek(pos)
     }
 
+    /// The next block still compressed: its object count and bytes (sync marker checked);
+    /// `None` at the end of the file. Decompress with [`Container::inflate`].
+    pub fn next_raw_block(&mut self) -> Result<Option<(usize, &'a [u8])>> {
+        if self.reader.remaining() == 0 {
+            return Ok(None);
+        }
+        let count = self.reader.long()?;
+        let size = self.reader.length()?;
+        if count < 0 {
+            return Err(Error::corrupt(format!("negative block count {count}")));
+        }
+        let raw = self.reader.fixed(size)?;
+        let sync = self.reader.fixed(16)?;
+        if sync != self.sync {
+            return Err(Error::corrupt(format!(
+                "sync marker mismatch after block ending at offset {}",
+                self.reader.position() - 16
+            )));
+        }
+        Ok(Some((count as usize, raw)))
+    }
+
+    /// A block from [`Container::next_raw_block`] decompressed with this file's codec into
+    /// `scratch` (any thread may do it, each with its own scratch), its count checked.
+    pub fn inflate<'s>(
+        codec: Codec,
+        count: usize,
+        raw: &'s [u8],
+        scratch: &'s mut Vec<u8>,
+        inflater: &mut Option<libdeflater::Decompressor>,
+    ) -> Result<&'s [u8]> {
+        let data = codec.decompress(raw, scratch, inflater)?;
+        if count as u64 > data.len() as u64 + (1 << 20) {
+            return Err(Error::corrupt(format!(
+                "block count {count} is absurd for {} bytes",
+                data.len()
+            )));
+        }
+        Ok(data)
+    }
+
     /// The next block: its object count and decompressed bytes (valid until the next call);
     /// `None` at the end of the file.
     pub fn next_block(&mut self) -> Result<Option<(usize, &[u8])>> {

@@ -52,24 +52,54 @@ pub fn read_from(
     }
     let target = DataType::Struct(fields.clone());
     let schema = Arc::new(ArrowSchema::new(fields.clone()));
-    let mut dec = Decoder::new(&c.schema, &target)?;
+    // The blocks of this batch, still compressed; then decompressed and decoded in parallel,
+    // a run of consecutive blocks per task, and joined in order.
+    let mut raw = Vec::new();
     let mut rows = 0usize;
     while rows < batch_rows.max(1) {
-        let Some((count, block)) = c.next_block()? else {
-            return Ok((batch(dec, &schema, rows)?, None));
+        let Some((count, block)) = c.next_raw_block()? else {
+            break;
         };
-        let mut r = Reader::new(block);
-        dec.decode_many(&mut r, count)?;
-        if r.remaining() != 0 {
-            return Err(Error::corrupt(format!(
-                "block of {count} records has {} trailing bytes",
-                r.remaining()
-            )));
-        }
+        raw.push((count, block));
         rows += count;
     }
     let next = (c.position() < data.len()).then_some(c.position());
-    Ok((batch(dec, &schema, rows)?, next))
+    let (codec, writer) = (c.codec, &c.schema);
+    let parts = crate::pool::install(None, || {
+        use rayon::prelude::*;
+        let per = raw
+            .len()
+            .div_ceil(rayon::current_num_threads().max(1))
+            .max(1);
+        raw.par_chunks(per)
+            .map(|run| {
+                let mut dec = Decoder::new(writer, &target)?;
+                let (mut scratch, mut inflater) = (Vec::new(), None);
+                let mut n = 0;
+                for &(count, block) in run {
+                    let bytes =
+                        Container::inflate(codec, count, block, &mut scratch, &mut inflater)?;
+                    let mut r = Reader::new(bytes);
+                    dec.decode_many(&mut r, count)?;
+                    if r.remaining() != 0 {
+                        return Err(Error::corrupt(format!(
+                            "block of {count} records has {} trailing bytes",
+                            r.remaining()
+                        )));
+                    }
+                    n += count;
+                }
+                batch(dec, &schema, n)
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let out = match parts.len() {
+        0 => batch(Decoder::new(writer, &target)?, &schema, 0)?,
+        1 => parts.into_iter().next().expect("one part"),
+        _ => arrow_select::concat::concat_batches(&schema, &parts)
+            .map_err(|e| Error::internal(format!("cannot join decoded blocks: {e}")))?,
+    };
+    Ok((out, next))
 }
 
 /// Every record of the container `data` decoded into batches of the top-level `fields`, a
