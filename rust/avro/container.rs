@@ -420,32 +420,12 @@ impl<'a> Container<'a> {
     /// The next block: its object count and decompressed bytes (valid until the next call);
     /// `None` at the end of the file.
     pub fn next_block(&mut self) -> Result<Option<(usize, &[u8])>> {
-        if self.reader.remaining() == 0 {
+        let Some((count, raw)) = self.next_raw_block()? else {
             return Ok(None);
-        }
-        let count = self.reader.long()?;
-        let size = self.reader.length()?;
-        if count < 0 {
-            return Err(Error::corrupt(format!("negative block count {count}")));
-        }
-        let raw = self.reader.fixed(size)?;
-        let sync = self.reader.fixed(16)?;
-        if sync != self.sync {
-            return Err(Error::corrupt(format!(
-                "sync marker mismatch after block ending at offset {}",
-                self.reader.position() - 16
-            )));
-        }
-        let data = self
-            .codec
-            .decompress(raw, &mut self.scratch.buf, &mut self.scratch.inflater)?;
-        if count as u64 > data.len() as u64 + (1 << 20) {
-            return Err(Error::corrupt(format!(
-                "block count {count} is absurd for {} bytes",
-                data.len()
-            )));
-        }
-        Ok(Some((count as usize, data)))
+        };
+        let s = &mut self.scratch;
+        let data = Container::inflate(self.codec, count, raw, &mut s.buf, &mut s.inflater)?;
+        Ok(Some((count, data)))
     }
 }
 

@@ -105,38 +105,12 @@ pub fn read_from(
 /// Every record of the container `data` decoded into batches of the top-level `fields`, a
 /// batch ending at the first block boundary at or after `batch_rows` rows.
 pub fn read(data: &[u8], fields: &Fields, batch_rows: usize) -> Result<Vec<RecordBatch>> {
-    let mut c = Container::open(data)?;
-    let target = DataType::Struct(fields.clone());
-    let schema = Arc::new(ArrowSchema::new(fields.clone()));
     let mut out = Vec::new();
-    let mut dec = Decoder::new(&c.schema, &target)?;
-    let mut rows = 0usize;
-    let mut total = 0u64;
-    while let Some((count, block)) = c.next_block()? {
-        let mut r = Reader::new(block);
-        dec.decode_many(&mut r, count)?;
-        if r.remaining() != 0 {
-            return Err(Error::corrupt(format!(
-                "block of {count} records has {} trailing bytes",
-                r.remaining()
-            )));
-        }
-        rows += count;
-        total += count as u64;
-        if rows >= batch_rows.max(1) {
-            let next = Decoder::new(&c.schema, &target)?;
-            out.push(batch(std::mem::replace(&mut dec, next), &schema, rows)?);
-            rows = 0;
-        }
-    }
-    if rows > 0 || out.is_empty() {
-        out.push(batch(dec, &schema, rows)?);
-    }
-    let decoded: u64 = out.iter().map(|b| b.num_rows() as u64).sum();
-    if decoded != total {
-        return Err(Error::corrupt(format!(
-            "decoded {decoded} records of the {total} the blocks hold"
-        )));
+    let mut offset = Some(0);
+    while let Some(at) = offset {
+        let (b, next) = read_from(data, fields, at, batch_rows)?;
+        out.push(b);
+        offset = next;
     }
     Ok(out)
 }
