@@ -1,8 +1,8 @@
 """Avro data and delete files (Iceberg's Avro mapping: field ids in the writer schema, logical
 types for dates, times, timestamps, decimals and UUIDs), written by fastavro as an independent
-writer: every type against the rows written, every kind of delete, filters, metadata columns,
-name mapping and damage. Tables Iceberg Java writes in Avro are read in
-``tests/test_spark_interop.py``."""
+writer: every type against the rows written, name mapping and damage (every kind of delete
+and metadata columns: ``tests/test_orc_avro_tables.py``). Tables Iceberg Java writes in Avro
+are read in ``tests/test_spark_interop.py``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,7 +35,7 @@ from icefloe.types import (
 from support import metric_rows
 from support.avro_files import write_avro
 from support.plan_tables import HandTable, entry
-from support.read_tables import SCHEMA, build, checksum
+from support.read_tables import SCHEMA, build
 
 pytestmark = pytest.mark.interop  # fastavro writes the files
 
@@ -86,46 +85,6 @@ def test_every_type_reads_as_written(
     some = table.scan(selected_fields=("m", "i", "st")).to_arrow()
     assert repr(some.to_pylist()) == repr(data.select(["i", "st", "m"]).to_pylist())
     assert table.scan().count() == data.num_rows
-
-
-@pytest.mark.parametrize(
-    "kind",
-    [
-        {"version": 2, "pos": 0.3},
-        {"version": 2, "pos": 0.3, "pos_one_file": True},
-        {"version": 3, "dv": 0.3},
-        {"version": 2, "eq_keys": [(1,), (7,), (None,)], "eq_columns": ("k",)},
-        {"version": 2, "pos": 0.2, "eq_keys": [(3, "w1"), (4, None)], "eq_columns": ("k", "s")},
-    ],
-    ids=["pos", "pos-one-file", "dv", "eq", "pos+eq"],
-)
-def test_every_kind_of_delete(tmp_path: Path, kind: dict[str, object]) -> None:
-    t = build(tmp_path, files=3, rows=150, seed=3, file_format="avro", **kind)  # type: ignore[arg-type]
-    assert all(p.endswith(".avro") for p in t.paths)
-    expected = t.expected_rows()
-    assert 0 < expected.num_rows < 450
-    table = icefloe.StaticTable.from_metadata(t.metadata_path)
-    assert checksum(table.scan().to_arrow()) == checksum(expected)
-    assert table.scan().count() == expected.num_rows
-    got = table.scan(row_filter="id >= 100 and k < 30", selected_fields=("id",)).to_arrow()
-    want = expected.filter(
-        pc.and_(pc.greater_equal(expected["id"], 100), pc.less(expected["k"], 30))
-    )
-    assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist())
-
-
-def test_positions_across_blocks_and_batches(tmp_path: Path) -> None:
-    t = build(tmp_path, version=2, files=2, rows=150_000, seed=5, file_format="avro", pos=0.1)
-    table = icefloe.StaticTable.from_metadata(t.metadata_path)
-    got = table.scan(selected_fields=("id", "_file", "_pos")).to_arrow()
-    for f, path in enumerate(t.paths):
-        mine = got.filter(pc.equal(got["_file"], path))
-        positions = mine.column("_pos").to_pylist()
-        ids = mine.column("id").to_pylist()
-        first = t.data[f].column("id")[0].as_py()
-        assert all(i - first == p for i, p in zip(ids, positions, strict=True))
-        assert set(positions).isdisjoint(t.deleted_positions[f])
-        assert len(positions) == t.data[f].num_rows - len(t.deleted_positions[f])
 
 
 def test_files_without_ids_read_through_the_name_mapping(tmp_path: Path) -> None:

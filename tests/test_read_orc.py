@@ -1,6 +1,6 @@
-"""ORC data and delete files (Iceberg's ORC mapping: field ids in ``iceberg.id``): every kind of
-delete, filters, metadata columns, name mapping and damage, against rows computed from the
-generated data. Tables Iceberg Java writes in ORC are read in ``tests/test_spark_interop.py``."""
+"""ORC data and delete files (Iceberg's ORC mapping: field ids in ``iceberg.id``): name mapping
+and damage (every kind of delete and metadata columns: ``tests/test_orc_avro_tables.py``).
+Tables Iceberg Java writes in ORC are read in ``tests/test_spark_interop.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pytest
 
@@ -16,50 +15,7 @@ import icefloe
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.partitioning import PartitionSpec
 from support.plan_tables import HandTable, entry
-from support.read_tables import SCHEMA, build, checksum
-
-
-@pytest.mark.parametrize(
-    "kind",
-    [
-        {"version": 2, "pos": 0.3},
-        {"version": 2, "pos": 0.3, "pos_one_file": True},
-        {"version": 3, "dv": 0.3},
-        {"version": 2, "eq_keys": [(1,), (7,), (None,)], "eq_columns": ("k",)},
-        {"version": 2, "pos": 0.2, "eq_keys": [(3, "w1"), (4, None)], "eq_columns": ("k", "s")},
-    ],
-    ids=["pos", "pos-one-file", "dv", "eq", "pos+eq"],
-)
-def test_every_kind_of_delete(tmp_path: Path, kind: dict[str, object]) -> None:
-    t = build(tmp_path, files=3, rows=150, seed=3, file_format="orc", **kind)  # type: ignore[arg-type]
-    assert all(p.endswith(".orc") for p in t.paths)
-    expected = t.expected_rows()
-    assert 0 < expected.num_rows < 450
-    table = icefloe.StaticTable.from_metadata(t.metadata_path)
-    assert checksum(table.scan().to_arrow()) == checksum(expected)
-    assert table.scan().count() == expected.num_rows
-    # A residual filter and a projection.
-    got = table.scan(row_filter="id >= 100 and k < 30", selected_fields=("id",)).to_arrow()
-    want = expected.filter(
-        pc.and_(pc.greater_equal(expected["id"], 100), pc.less(expected["k"], 30))
-    )
-    assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist())
-
-
-def test_positions_and_file_names(tmp_path: Path) -> None:
-    t = build(tmp_path, version=2, files=2, rows=150_000, seed=5, file_format="orc", pos=0.1)
-    table = icefloe.StaticTable.from_metadata(t.metadata_path)
-    got = table.scan(selected_fields=("id", "_file", "_pos")).to_arrow()
-    # Every row sits at its position in its file (ids were written in file order), also past
-    # the first batch of a file, and the deleted positions are gone.
-    for f, path in enumerate(t.paths):
-        mine = got.filter(pc.equal(got["_file"], path))
-        positions = mine.column("_pos").to_pylist()
-        ids = mine.column("id").to_pylist()
-        first = t.data[f].column("id")[0].as_py()
-        assert all(i - first == p for i, p in zip(ids, positions, strict=True))
-        assert set(positions).isdisjoint(t.deleted_positions[f])
-        assert len(positions) == t.data[f].num_rows - len(t.deleted_positions[f])
+from support.read_tables import SCHEMA, build
 
 
 def _hand_table(

@@ -1,8 +1,8 @@
 """Avro data files written for tables whose ``write.format.default`` is ``avro``: the rows read
 back equal (icefloe's reader, checked against fastavro-written files in
 ``tests/test_read_avro.py``, and fastavro reading icefloe's files), metrics equal the Parquet
-path's, the layout is Iceberg Java's, files roll and prune, and row-level changes and
-compaction work on such tables. Iceberg Java reads them in ``tests/test_spark_interop.py``."""
+path's and the layout is Iceberg Java's (rolling, pruning, row-level changes and compaction:
+``tests/test_orc_avro_tables.py``). Iceberg Java reads them in ``tests/test_spark_interop.py``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -154,46 +153,6 @@ def test_avro_layout_as_iceberg_java_writes_it(tmp_path: Path) -> None:
     assert "odd_x2Dname" in fields and "_1st" in fields
     assert records[0]["odd_x2Dname"] == 7 and records[0]["by_int"] == [{"key": 1, "value": "a"}]
     assert json.loads(meta["iceberg.schema"])["fields"][0]["name"] == "i"
-
-
-def test_large_writes_roll_files_and_partitions_stay_apart(tmp_path: Path) -> None:
-    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
-    cat.create_namespace("db")
-    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "s", StringType()))
-    n = 200_000
-    rows = pa.table(
-        {"id": pa.array(range(n), pa.int64()), "s": [f"value-{i % 977}" for i in range(n)]}
-    )
-    # Reads split files above 64 KiB: only Parquet files are split (by row group), the others
-    # are read whole by one task (a byte range of them would read every row again).
-    props = {
-        **AVRO,
-        "write.target-file-size-bytes": str(1 << 20),
-        "read.split.target-size": str(64 << 10),
-    }
-    t = cat.create_table("db.t", schema, properties=props)
-    t.append(to_table_schema(rows, schema, 2))
-    files = [task.data_file for task in t.scan().plan_files()]
-    assert t.scan().to_arrow().num_rows == n
-    assert len(files) > 2 and all(f.file_format == "avro" for f in files)
-    got = t.scan(row_filter="id >= 150000").to_arrow()
-    assert sorted(got.column("id").to_pylist()) == list(range(150_000, n))
-    # Bounds prune: a point lookup plans one file.
-    assert len(list(t.scan(row_filter="id = 12345").plan_files())) == 1
-    # Row-level changes on an Avro table (deletes are Parquet or DVs; new rows Avro).
-    t.delete("id < 1000")
-    t.upsert(pa.table({"id": pa.array([5000], pa.int64()), "s": ["changed"]}), join_cols=["id"])
-    after = t.scan().to_arrow()
-    assert after.num_rows == n - 1000
-    assert after.filter(pc.equal(after["id"], 5000)).column("s").to_pylist() == ["changed"]
-    # Compaction reads Avro and writes Avro, the deletes applied.
-    t.rewrite_data_files(target_file_size=64 << 20)
-    compacted = [task.data_file for task in t.scan().plan_files()]
-    assert len(compacted) == 1 and compacted[0].file_format == "avro"
-    assert not any(task.delete_files for task in t.scan().plan_files())
-    again = t.scan().to_arrow()
-    assert sorted(again.column("id").to_pylist()) == sorted(after.column("id").to_pylist())
-    assert again.filter(pc.equal(again["id"], 5000)).column("s").to_pylist() == ["changed"]
 
 
 def test_types_avro_cannot_hold_and_bad_settings_are_refused(tmp_path: Path) -> None:

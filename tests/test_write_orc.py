@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
@@ -148,46 +147,6 @@ def test_orc_layout_as_iceberg_java_writes_it(tmp_path: Path) -> None:
     key = schema.field("m").type.key_field
     assert int(dict(key.metadata)[b"iceberg.id"]) == ids.find_field("m.key").field_id
     assert dict(schema.field("tags").type.value_field.metadata)[b"iceberg.required"] == b"false"
-
-
-def test_large_writes_roll_files_and_partitions_stay_apart(tmp_path: Path) -> None:
-    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
-    cat.create_namespace("db")
-    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "s", StringType()))
-    n = 200_000
-    rows = pa.table(
-        {"id": pa.array(range(n), pa.int64()), "s": [f"value-{i % 977}" for i in range(n)]}
-    )
-    # Reads split files above 64 KiB: only Parquet files are split (by row group), the others
-    # are read whole by one task (a byte range of them would read every row again).
-    props = {
-        **ORC,
-        "write.target-file-size-bytes": str(1 << 20),
-        "read.split.target-size": str(64 << 10),
-    }
-    t = cat.create_table("db.t", schema, properties=props)
-    t.append(to_table_schema(rows, schema, 2))
-    files = [task.data_file for task in t.scan().plan_files()]
-    assert t.scan().to_arrow().num_rows == n
-    assert len(files) > 2 and all(f.file_format == "orc" for f in files)
-    got = t.scan(row_filter="id >= 150000").to_arrow()
-    assert sorted(got.column("id").to_pylist()) == list(range(150_000, n))
-    # Bounds prune: a point lookup plans one file.
-    assert len(list(t.scan(row_filter="id = 12345").plan_files())) == 1
-    # Row-level changes on an ORC table (deletes are Parquet or DVs; new rows ORC).
-    t.delete("id < 1000")
-    t.upsert(pa.table({"id": pa.array([5000], pa.int64()), "s": ["changed"]}), join_cols=["id"])
-    after = t.scan().to_arrow()
-    assert after.num_rows == n - 1000
-    assert after.filter(pc.equal(after["id"], 5000)).column("s").to_pylist() == ["changed"]
-    # Compaction reads ORC and writes ORC, the deletes applied.
-    t.rewrite_data_files(target_file_size=64 << 20)
-    compacted = [task.data_file for task in t.scan().plan_files()]
-    assert len(compacted) == 1 and compacted[0].file_format == "orc"
-    assert not any(task.delete_files for task in t.scan().plan_files())
-    again = t.scan().to_arrow()
-    assert sorted(again.column("id").to_pylist()) == sorted(after.column("id").to_pylist())
-    assert again.filter(pc.equal(again["id"], 5000)).column("s").to_pylist() == ["changed"]
 
 
 def test_types_orc_cannot_hold_and_bad_settings_are_refused(tmp_path: Path) -> None:
