@@ -164,7 +164,7 @@ impl Columns {
             if keep.true_count() == n {
                 return Decoded::Batch(batch, n);
             }
-            match apply_keep_mask(&batch, &keep) {
+            match apply_keep_mask(batch, &keep) {
                 Ok(kept) => Decoded::Batch(kept, n),
                 Err(_) => Decoded::Failed,
             }
@@ -334,7 +334,7 @@ impl FileStream {
                         if *rows.get_or_insert(shape) != shape {
                             return Step::Failed;
                         }
-                        columns.extend(batch.columns().iter().cloned());
+                        columns.extend(batch.into_parts().1);
                     }
                     Decoded::Failed => return Step::Failed,
                 }
@@ -359,7 +359,7 @@ impl FileStream {
                 .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n));
             match self
                 .plan
-                .finish(&columns, n, base, kept.as_ref(), &deleted, &self.projection)
+                .finish(columns, n, base, kept.as_ref(), &deleted, &self.projection)
             {
                 Some(Some(batch)) => return Step::Batch(batch),
                 Some(None) => continue,

@@ -34,24 +34,22 @@ unsafe fn compact_word<T: Copy>(src: *const T, dst: *mut T, word: u64, n: usize)
     j
 }
 
-/// Writes the values of `src` where `mask` is set (`count` of them) to `dst`, in order.
+/// Writes the values at `src` (`mask.len()` of them) where `mask` is set (`count` of them) to
+/// `dst`, in order.
 ///
 /// # Safety
-/// `dst` must be aligned for `T` and writable for `count + 64` values.
+/// `src` must be readable for `mask.len()` values, and `dst` aligned for `T` and writable
+/// for `count + 64` values, or equal to `src` (in place: every value is stored at or before
+/// the place it was read from, after it was read, and nothing past `mask.len()` is written).
 unsafe fn compact_values<T: ArrowNativeType>(
-    src: &[T],
+    src: *const T,
     mask: &BooleanBuffer,
     count: usize,
     dst: *mut T,
 ) {
-    assert_eq!(
-        src.len(),
-        mask.len(),
-        "values and keep-mask differ in length"
-    );
     let chunks = mask.bit_chunks();
-    let s = src.as_ptr();
-    // SAFETY: forwarded from the caller (count + 64 values at `dst`).
+    let s = src;
+    // SAFETY: forwarded from the caller (count + 64 values at `dst`, or in place).
     let simd = unsafe { compact_words(s, &chunks, dst) };
     let mut j = simd.unwrap_or(0);
     let scalar_words = if simd.is_some() {
@@ -60,12 +58,16 @@ unsafe fn compact_values<T: ArrowNativeType>(
         chunks.chunk_len()
     };
     for (c, word) in chunks.iter().take(scalar_words).enumerate() {
-        // SAFETY: chunk c covers values [64c, 64c + 64) < src.len(); j counts the set bits
-        // seen so far, so j <= count and dst[j..j + 64] is writable (`count + 64` values).
+        // SAFETY: chunk c covers values [64c, 64c + 64) < mask.len(); j counts the set bits
+        // seen so far, so j <= count and j <= 64c: dst[j..j + 64] is writable (`count + 64`
+        // values, or in place below 64c + 64).
         unsafe {
             let sp = s.add(c * 64);
             if word == u64::MAX {
-                std::ptr::copy_nonoverlapping(sp, dst.add(j), 64);
+                // `copy`: in place, the output trails the input and may overlap it
+                if dst.add(j) as *const T != sp {
+                    std::ptr::copy(sp, dst.add(j), 64);
+                }
                 j += 64;
             } else if word != 0 {
                 j += compact_word(sp, dst.add(j), word, 64);
@@ -207,25 +209,27 @@ pub fn buffer_sizes(data: &ArrayData, count: usize) -> Option<(usize, usize)> {
     Some((values, validity))
 }
 
+/// Compacts the `n` values of `width` bytes at `src` by `mask` to `dst`.
+///
 /// # Safety
-/// `dst` must be aligned and writable for `count + 64` values of `width` bytes.
+/// As for [`compact_values`]: `src` readable for `n = mask.len()` values aligned for their
+/// width, `dst` aligned and writable for `count + 64` of them, or equal to `src`.
 unsafe fn compact_by_width(
-    data: &ArrayData,
+    src: *const u8,
     width: usize,
     mask: &BooleanBuffer,
     count: usize,
     dst: *mut u8,
 ) -> Result<()> {
-    let n = data.len();
     // SAFETY: forwarded from the caller.
     unsafe {
         match width {
-            1 => compact_values(&data.buffer::<u8>(0)[..n], mask, count, dst),
-            2 => compact_values(&data.buffer::<u16>(0)[..n], mask, count, dst as *mut u16),
-            4 => compact_values(&data.buffer::<u32>(0)[..n], mask, count, dst as *mut u32),
-            8 => compact_values(&data.buffer::<u64>(0)[..n], mask, count, dst as *mut u64),
-            16 => compact_values(&data.buffer::<i128>(0)[..n], mask, count, dst as *mut i128),
-            32 => compact_values(&data.buffer::<i256>(0)[..n], mask, count, dst as *mut i256),
+            1 => compact_values(src, mask, count, dst),
+            2 => compact_values(src as *const u16, mask, count, dst as *mut u16),
+            4 => compact_values(src as *const u32, mask, count, dst as *mut u32),
+            8 => compact_values(src as *const u64, mask, count, dst as *mut u64),
+            16 => compact_values(src as *const i128, mask, count, dst as *mut i128),
+            32 => compact_values(src as *const i256, mask, count, dst as *mut i256),
             _ => {
                 return Err(Error::internal(format!(
                     "cannot compact values of {width} bytes"
@@ -234,6 +238,34 @@ unsafe fn compact_by_width(
         }
     }
     Ok(())
+}
+
+/// The first `n` values of `data`'s value buffer (`width` bytes each) as a pointer, checked
+/// for length and alignment.
+fn values_ptr(data: &ArrayData, width: usize) -> Result<*const u8> {
+    let buf = &data.buffers()[0];
+    let start = data.offset() * width;
+    let ptr = buf.as_ptr().wrapping_add(start);
+    let align = width.min(16);
+    if buf.len() < start + data.len() * width || !(ptr as usize).is_multiple_of(align) {
+        return Err(Error::internal(format!(
+            "value buffer of {} bytes does not hold {} values of {width} bytes",
+            buf.len(),
+            data.len()
+        )));
+    }
+    Ok(ptr)
+}
+
+/// The byte width of the values a fixed-width column stores in its first buffer: `None` for
+/// booleans (bits) and columns this module does not compact.
+fn value_width(dt: &DataType) -> Option<usize> {
+    match dt {
+        DataType::Dictionary(key, _) => key.primitive_width(),
+        DataType::Boolean => None,
+        _ if dt.is_primitive() => dt.primitive_width(),
+        _ => None,
+    }
 }
 
 /// `data` (a column for which [`buffer_sizes`] is `Some`) compacted to the rows where `mask`
@@ -265,17 +297,13 @@ pub fn compact_column(
             unsafe { compact_bits(&bits, mask, count, dst as *mut u64) };
             (count.div_ceil(8), vec![])
         }
-        DataType::Dictionary(key, _) => {
-            let w = key.primitive_width().unwrap_or(0);
-            // SAFETY: checked above: aligned, count + 64 keys.
-            unsafe { compact_by_width(data, w, mask, count, dst)? };
-            (count * w, data.child_data().to_vec())
-        }
         _ => {
-            let w = dt.primitive_width().unwrap_or(0);
-            // SAFETY: checked above: aligned, count + 64 values.
-            unsafe { compact_by_width(data, w, mask, count, dst)? };
-            (count * w, vec![])
+            let w = value_width(dt).unwrap_or(0);
+            let src = values_ptr(data, w)?;
+            // SAFETY: `src` holds the column's values (checked by `values_ptr`); `dst` is
+            // checked above: aligned, count + 64 values.
+            unsafe { compact_by_width(src, w, mask, count, dst)? };
+            (count * w, data.child_data().to_vec())
         }
     };
     // SAFETY: `written` bytes were written above.
@@ -301,6 +329,69 @@ pub fn compact_column(
     let out = unsafe { out.build_unchecked() };
     out.validate()?;
     Ok(out)
+}
+
+/// `data` (a column of fixed-width values, not booleans) compacted to the rows where `mask`
+/// is set, written over its own value buffer: no new buffer, and the values are rewritten
+/// while the decoder's writes to them are still in the cache. `Err(data)`, the column as
+/// given, when it is shared, sliced or not of such a type.
+fn compact_in_place(
+    data: ArrayData,
+    mask: &BooleanBuffer,
+    count: usize,
+) -> std::result::Result<Result<ArrayData>, ArrayData> {
+    let Some(w) = value_width(data.data_type()) else {
+        return Err(data);
+    };
+    if data.offset() != 0 || data.buffers().len() != 1 || mask.len() != data.len() {
+        return Err(data);
+    }
+    let dt = data.data_type().clone();
+    let (len, nulls, children) = (
+        data.len(),
+        data.nulls().cloned(),
+        data.child_data().to_vec(),
+    );
+    let values = data.buffers()[0].clone();
+    drop(data);
+    let rebuild = |values: Buffer| {
+        let b = ArrayData::builder(dt.clone())
+            .len(len)
+            .add_buffer(values)
+            .nulls(nulls.clone())
+            .child_data(children.clone());
+        // SAFETY: the parts of the valid column given, unchanged.
+        unsafe { b.build_unchecked() }
+    };
+    let mut values = match values.into_mutable() {
+        Ok(m) => m,
+        Err(values) => return Err(rebuild(values)),
+    };
+    if values.len() < len * w || !(values.as_ptr() as usize).is_multiple_of(w.min(16)) {
+        return Err(rebuild(values.into()));
+    }
+    let ptr = values.as_mut_ptr();
+    // SAFETY: the buffer holds `len` aligned values of `w` bytes (checked above), and this
+    // function owns it alone (`into_mutable` succeeded): compacted in place.
+    if let Err(e) = unsafe { compact_by_width(ptr, w, mask, count, ptr) } {
+        return Ok(Err(e));
+    }
+    values.truncate(count * w);
+    let nulls = match nulls {
+        Some(n) if n.null_count() > 0 => {
+            Some(NullBuffer::new(compact_bits_into(n.inner(), mask, count)))
+        }
+        _ => None,
+    };
+    let out = ArrayData::builder(dt)
+        .len(count)
+        .add_buffer(values.into())
+        .nulls(nulls)
+        .child_data(children);
+    // SAFETY: `count` compacted values of the column's type, its validity compacted by the
+    // same mask, the dictionary values unchanged; the layout is checked below.
+    let out = unsafe { out.build_unchecked() };
+    Ok(out.validate().map(|()| out).map_err(Error::from))
 }
 
 /// The bits of `bits` where `mask` (`count` set) is set, in a new buffer.
@@ -339,6 +430,18 @@ impl<'a> Compactor<'a> {
         })
     }
 
+    /// `data` (one entry per mask entry) with only the kept rows, compacted in its own
+    /// buffer when nothing else holds it.
+    pub fn column_owned(&mut self, data: ArrayData) -> Result<ArrayData> {
+        if data.len() != self.keep.len() {
+            return Err(Error::internal("keep-mask and column differ in length"));
+        }
+        match compact_in_place(data, self.keep.values(), self.count) {
+            Ok(out) => out,
+            Err(data) => self.column(&data),
+        }
+    }
+
     /// `data` (one entry per mask entry) with only the kept rows.
     pub fn column(&mut self, data: &ArrayData) -> Result<ArrayData> {
         if data.len() != self.keep.len() {
@@ -364,25 +467,25 @@ impl<'a> Compactor<'a> {
 }
 
 /// The rows of `batch` where `keep` (no nulls, `count` set) is true, every column through one
-/// [`Compactor`].
-pub fn compact_batch(
-    batch: &RecordBatch,
-    keep: &BooleanArray,
-    count: usize,
-) -> Result<RecordBatch> {
+/// [`Compactor`]; columns only this batch holds are compacted in place.
+pub fn compact_batch(batch: RecordBatch, keep: &BooleanArray, count: usize) -> Result<RecordBatch> {
     if keep.len() != batch.num_rows() {
         return Err(Error::internal(
             "compact_batch needs one keep-mask entry per row",
         ));
     }
     let mut compactor = Compactor::new(keep, count)?;
-    let columns = batch
-        .columns()
-        .iter()
-        .map(|c| compactor.column(&c.to_data()).map(make_array))
+    let (schema, columns, _) = batch.into_parts();
+    let columns = columns
+        .into_iter()
+        .map(|c| {
+            let data = c.to_data();
+            drop(c); // the batch's reference: `data` may now be the only one
+            compactor.column_owned(data).map(make_array)
+        })
         .collect::<Result<Vec<ArrayRef>>>()?;
     let options = RecordBatchOptions::new().with_row_count(Some(count));
-    RecordBatch::try_new_with_options(batch.schema(), columns, &options)
+    RecordBatch::try_new_with_options(schema, columns, &options)
         .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
 }
 
@@ -465,8 +568,8 @@ pub(crate) mod tests {
                             (0..n).map(|_| Some(rng.chance(density))).collect();
                         let keep = keep.slice(n - len, len);
                         let count = keep.true_count();
-                        let got = compact_batch(&b, &keep, count).unwrap();
                         let want = filter_record_batch(&b, &keep).unwrap();
+                        let got = compact_batch(b.clone(), &keep, count).unwrap();
                         assert_eq!(got, want, "n={n} density={density} nulls={nulls} off={off}");
                         for c in got.columns() {
                             c.to_data().validate_full().unwrap();
@@ -485,6 +588,42 @@ pub(crate) mod tests {
         )])
         .unwrap();
         let keep = BooleanArray::from(vec![Some(true), None]);
-        assert!(compact_batch(&b, &keep, 1).is_err());
+        assert!(compact_batch(b, &keep, 1).is_err());
+    }
+
+    #[test]
+    fn columns_held_only_by_the_batch_compact_in_place() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for &n in &[1usize, 63, 64, 65, 200, 4099] {
+            for &density in &[0u64, 10, 90, 99, 100] {
+                for &nulls in &[0u64, 30] {
+                    let b = batch(&mut rng, n, nulls);
+                    let keep: BooleanArray = (0..n).map(|_| Some(rng.chance(density))).collect();
+                    let count = keep.true_count();
+                    let want = filter_record_batch(&b, &keep).unwrap();
+                    // a deep copy, so that the batch given holds the only references
+                    let all = arrow_array::UInt32Array::from_iter_values(0..n as u32);
+                    let own: Vec<ArrayRef> = b
+                        .columns()
+                        .iter()
+                        .map(|c| arrow_select::take::take(c, &all, None).unwrap())
+                        .collect();
+                    let given: Vec<*const u8> = own
+                        .iter()
+                        .map(|c| c.to_data().buffers()[0].as_ptr())
+                        .collect();
+                    let owned = RecordBatch::try_new(b.schema(), own).unwrap();
+                    let got = compact_batch(owned, &keep, count).unwrap();
+                    assert_eq!(got, want, "n={n} density={density} nulls={nulls}");
+                    for (c, (col, ptr)) in got.columns().iter().zip(&given).enumerate() {
+                        col.to_data().validate_full().unwrap();
+                        if value_width(col.data_type()).is_some() {
+                            let same = col.to_data().buffers()[0].as_ptr() == *ptr;
+                            assert!(same, "column {c}: compacted in place");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -74,7 +74,8 @@ pub fn extract_bits(v: u64, m: u64) -> (u64, u32) {
 ///
 /// # Safety
 /// `src` must be readable for `64 * chunks.chunk_len()` values and `dst` writable for the
-/// number of set bits in those words plus 64.
+/// number of set bits in those words plus 64, or `dst == src` (in place: each store lands on
+/// values already read, and none past the last whole word).
 #[inline]
 pub unsafe fn compact_words<T: Copy>(
     src: *const T,
@@ -181,7 +182,10 @@ mod x86 {
             unsafe {
                 let s = src.add(c * 64);
                 if word == u64::MAX {
-                    std::ptr::copy_nonoverlapping(s, dst.add(j), 64);
+                    // `copy`: in place, the output trails the input and may overlap it
+                    if dst.add(j) as *const T != s {
+                        std::ptr::copy(s, dst.add(j), 64);
+                    }
                     j += 64;
                     continue;
                 }

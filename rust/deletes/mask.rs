@@ -58,7 +58,7 @@ pub fn keep_mask_from_sorted(positions: &[i64], start: u64, len: usize) -> Resul
 /// The rows of `batch` where `keep` is true, every column filtered in one pass (the
 /// selection is analysed once and shared by all columns). A mask of all-true returns the
 /// batch unchanged (no copy).
-pub fn apply_keep_mask(batch: &RecordBatch, keep: &BooleanArray) -> Result<RecordBatch> {
+pub fn apply_keep_mask(batch: RecordBatch, keep: &BooleanArray) -> Result<RecordBatch> {
     if keep.len() != batch.num_rows() {
         return Err(Error::validation(format!(
             "keep-mask has {} entries for a batch of {} rows",
@@ -69,7 +69,7 @@ pub fn apply_keep_mask(batch: &RecordBatch, keep: &BooleanArray) -> Result<Recor
     if keep.null_count() == 0 {
         let count = keep.true_count();
         if count == keep.len() {
-            return Ok(batch.clone());
+            return Ok(batch);
         }
         // Word-by-word compaction costs the same at any density; arrow-select's filter is
         // cheaper when few rows survive.
@@ -77,7 +77,7 @@ pub fn apply_keep_mask(batch: &RecordBatch, keep: &BooleanArray) -> Result<Recor
             return compact_batch(batch, keep, count);
         }
     }
-    filter_record_batch(batch, keep)
+    filter_record_batch(&batch, keep)
         .map_err(|e| Error::internal(format!("cannot apply keep-mask: {e}")))
 }
 
@@ -122,7 +122,7 @@ mod tests {
         ]));
         let batch = RecordBatch::try_from_iter([("id", ids), ("s", names)]).unwrap();
         let keep = BooleanArray::from(vec![true, false, true, false]);
-        let out = apply_keep_mask(&batch, &keep).unwrap();
+        let out = apply_keep_mask(batch.clone(), &keep).unwrap();
         assert_eq!(out.num_rows(), 2);
         assert_eq!(
             out.column(0).as_ref(),
@@ -133,7 +133,7 @@ mod tests {
             &StringArray::from(vec!["a", "c"]) as &dyn Array
         );
         let all = BooleanArray::from(vec![true; 4]);
-        assert_eq!(apply_keep_mask(&batch, &all).unwrap(), batch);
-        assert!(apply_keep_mask(&batch, &BooleanArray::from(vec![true])).is_err());
+        assert_eq!(apply_keep_mask(batch.clone(), &all).unwrap(), batch);
+        assert!(apply_keep_mask(batch, &BooleanArray::from(vec![true])).is_err());
     }
 }

@@ -376,10 +376,11 @@ impl FilePlan {
     /// the positions column when asked for, without the deleted rows. With `kept`, the
     /// decoded columns hold only the rows that mask keeps (the position deletes were applied
     /// to each column as it was decoded), and `deleted.positions` is not applied again.
-    /// `Some(None)` when every row is deleted; `None` when a column does not convert.
+    /// `Some(None)` when every row is deleted; `None` when a column does not convert. Taking
+    /// the decoded columns lets the deleted rows be dropped in their own buffers.
     pub(crate) fn finish(
         &self,
-        decoded: &[ArrayRef],
+        decoded: Vec<ArrayRef>,
         n: usize,
         base: u64,
         kept: Option<&BooleanArray>,
@@ -388,15 +389,23 @@ impl FilePlan {
     ) -> Option<Option<RecordBatch>> {
         let want = &projection.schema;
         let rows = kept.map_or(n, |k| k.true_count());
-        let mut columns = self
-            .columns_at
-            .iter()
-            .zip(want.fields())
-            .map(|(p, f)| match p {
-                Some(p) => retype(decoded.get(*p)?.clone(), f),
-                None => Some(null_column(f.data_type(), rows)),
-            })
-            .collect::<Option<Vec<ArrayRef>>>()?;
+        let mut decoded: Vec<Option<ArrayRef>> = decoded.into_iter().map(Some).collect();
+        let mut columns = Vec::with_capacity(self.columns_at.len() + 1);
+        for (i, (p, f)) in self.columns_at.iter().zip(want.fields()).enumerate() {
+            columns.push(match p {
+                Some(p) => {
+                    // moved out on its last use, so that the output holds the only reference
+                    let again = self.columns_at[i + 1..].contains(&Some(*p));
+                    let column = match again {
+                        true => decoded.get(*p)?.clone(),
+                        false => decoded.get_mut(*p)?.take(),
+                    };
+                    retype(column?, f)?
+                }
+                None => null_column(f.data_type(), rows),
+            });
+        }
+        drop(decoded);
         let live = self.live_rows(&columns, n, base, kept, deleted)?;
         if let Some(selection) = &projection.selection {
             return select(columns, rows, base, kept, live, projection, selection);
@@ -418,7 +427,7 @@ impl FilePlan {
                 batch = if batch.num_columns() == 0 {
                     with_rows(want, Vec::new(), keep.true_count())?
                 } else {
-                    apply_keep_mask(&batch, &keep).ok()?
+                    apply_keep_mask(batch, &keep).ok()?
                 };
             }
         }
@@ -533,7 +542,8 @@ fn decode<T: ChunkReader + 'static>(
         if n == 0 {
             continue;
         }
-        if let Some(batch) = plan.finish(batch.columns(), n, base, None, deleted, projection)? {
+        let (_, columns, _) = batch.into_parts();
+        if let Some(batch) = plan.finish(columns, n, base, None, deleted, projection)? {
             out.push(batch);
         }
     }

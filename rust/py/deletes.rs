@@ -187,7 +187,7 @@ impl PositionBitmap {
         let out = guard(|| {
             py.detach(|| {
                 if decode.is_empty() {
-                    apply_keep_mask(&rb, &keep)
+                    apply_keep_mask(rb.clone(), &keep)
                 } else {
                     let mask = (count < n).then_some((&keep, count));
                     shape_batch(&rb, mask, &decode)
@@ -294,7 +294,7 @@ fn filter_batch(
         let keep = BooleanArray::from(keep.0);
         let out = py.detach(|| {
             if decode.is_empty() || keep.null_count() > 0 || keep.len() != batch.0.num_rows() {
-                let out = apply_keep_mask(&batch.0, &keep)?;
+                let out = apply_keep_mask(batch.0.clone(), &keep)?;
                 if decode.is_empty() {
                     return Ok(out);
                 }
