@@ -207,6 +207,14 @@ fn json_scalar(j: &J) -> Option<Json> {
 
 /// A literal of type `t` from its JSON single-value form; strings become their UTF-8 bytes.
 fn literal(t: &PrimitiveType, j: &J) -> Result<Value> {
+    // JSON numbers have no infinities: they travel as the strings Jackson writes for them
+    if let (PrimitiveType::Float | PrimitiveType::Double, J::String(s)) = (t, j) {
+        match s.as_str() {
+            "Infinity" => return Ok(Value::Float(f64::INFINITY)),
+            "-Infinity" => return Ok(Value::Float(f64::NEG_INFINITY)),
+            _ => {}
+        }
+    }
     let scalar = json_scalar(j).ok_or_else(|| bad("literal is not a JSON scalar", j))?;
     let v = from_json(t, &scalar).map_err(|e| e.context("filter literal"))?;
     Ok(match v {

@@ -43,6 +43,7 @@ from icefloe.types import (
     IcebergType,
     PrimitiveType,
     UnknownType,
+    UUIDType,
     VariantType,
 )
 
@@ -187,6 +188,9 @@ def _predicate(
         return fields.ref((spatial[pred],))  # null-free: exact under `not` too
     f = fields.ref(pred.ref.path)
     t = pred.ref.field_type
+    if isinstance(t, UUIDType):
+        # read as the arrow.uuid extension type, compared as the 16 bytes literals are held in
+        f = fields.call(_uuid_bytes, f)
     op = pred.op
     nullable = not pred.ref.required
     if op is Op.IS_NULL:
@@ -227,6 +231,11 @@ _COMPARE: dict[Op, Callable[[pc.Expression, pa.Scalar], pc.Expression]] = {
     Op.EQ: lambda f, v: f == v,
     Op.NOT_EQ: lambda f, v: f != v,
 }
+
+
+def _uuid_bytes(f: Any) -> Any:
+    """A uuid column (expression or array, extension-typed or not) as fixed_size_binary(16)."""
+    return f.cast(pa.binary(16))
 
 
 def _sort_key(v: Any) -> Any:

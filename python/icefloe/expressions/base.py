@@ -677,12 +677,45 @@ def balance(expr: BooleanExpression) -> BooleanExpression:
                 results.append((shaped, max(d for _, d in parts) + height))
             else:
                 assert isinstance(node, _Junction)
-                results.append((_balanced(type(node), [e for e, _ in parts]), depth))
+                items = _merge_sets(type(node), [e for e, _ in parts])
+                results.append((_balanced(type(node), items), depth))
     return results[0][0]
 
 
 #: Chains of at most this many operands keep their shape when balanced.
 _KEEP_SHAPE = 16
+
+
+#: The predicates a wide chain of each kind merges, per column, into one set predicate:
+#: ``a = 1 or a = 2 or a in (3, 4)`` is ``a in (1, 2, 3, 4)`` and ``a != 1 and a != 2`` is
+#: ``a not in (1, 2)``, with the same answer for every row, nulls and NaN included.
+_MERGED_OPS = {"Or": ("eq", "in", "in"), "And": ("not-eq", "not-in", "not-in")}
+
+
+def _merge_sets(kind: type[_Junction], items: list[BooleanExpression]) -> list[BooleanExpression]:
+    """``items`` (the operands of a wide ``kind`` chain) with the bound equality (or
+    inequality) tests of each column merged into one set predicate, where the first of them
+    stood: evaluated over data, a filter of 5,000 ``or``-ed equalities is one hash lookup per
+    row instead of 5,000 comparisons and 5,000 ``or`` kernels."""
+    single, multi, merged = (Op(o) for o in _MERGED_OPS[kind.__name__])
+    groups: dict[BoundReference, list[Any]] = {}
+    first: dict[BoundReference, int] = {}
+    out: list[BooleanExpression | None] = []
+    for e in items:
+        if isinstance(e, BoundPredicate) and e.op in (single, multi):
+            values = groups.setdefault(e.ref, [])
+            if not values:
+                first[e.ref] = len(out)
+                out.append(None)
+            if e.op is single:
+                values.append(e.literal)
+            else:
+                values.extend(e.literals)
+        else:
+            out.append(e)
+    for ref, at in first.items():
+        out[at] = BoundPredicate(merged, ref, groups[ref])
+    return [e for e in out if e is not None]
 
 
 def _reshape(

@@ -167,5 +167,6 @@ def bind(schema: Any, expr: BooleanExpression, case_sensitive: bool = True) -> B
     """Binds ``expr`` to ``schema`` (a Schema or StructType); see the module docstring.
 
     Chains of ``and``/``or`` are balanced first (:func:`~icefloe.expressions.base.balance`), so
-    wide filters bind however they were built."""
-    return _Binder(schema, case_sensitive).bind(balance(expr))
+    wide filters bind however they were built; bound, they are balanced again, which merges
+    the equality tests of a wide chain into set predicates."""
+    return balance(_Binder(schema, case_sensitive).bind(balance(expr)))

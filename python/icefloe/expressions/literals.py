@@ -40,7 +40,7 @@ import math
 import re
 import struct
 import uuid
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from icefloe.exceptions import ValidationError
@@ -194,12 +194,12 @@ def _to_decimal(value: Any, t: DecimalType) -> Decimal | OutOfRange:
         if d.is_infinite():
             return ABOVE_MAX if d > 0 else BELOW_MIN
         raise _bad(value, t, "not a number")
-    quantum = Decimal(1).scaleb(-t.scale)
-    try:
-        scaled = d.quantize(quantum)
-    except InvalidOperation:
-        # More digits than the context allows: far outside any decimal(38) value.
-        return ABOVE_MAX if d > 0 else BELOW_MIN
+    if d and d.adjusted() >= t.precision - t.scale:
+        return ABOVE_MAX if d > 0 else BELOW_MIN  # |d| >= 10 ** (precision - scale)
+    with localcontext() as ctx:
+        # Python's default context keeps 28 digits; a decimal(38) value needs all of its own.
+        ctx.prec = 100
+        scaled = d.quantize(Decimal(1).scaleb(-t.scale))
     if scaled != d:
         raise _bad(value, t, f"has more than {t.scale} digits after the point")
     if abs(scaled.scaleb(t.scale)) >= 10**t.precision:

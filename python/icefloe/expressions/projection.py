@@ -24,7 +24,7 @@ Transformed literals come from ``transform.apply`` on a one-element Arrow array.
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 import pyarrow as pa
@@ -90,7 +90,9 @@ def transform_literal(transform: Transform, source: IcebergType, value: Any) -> 
 def _step(value: Any, t: IcebergType, delta: int) -> Any:
     """The next (delta=1) or previous (delta=-1) value of an ordered numeric type, or None."""
     if isinstance(t, DecimalType):
-        return value + Decimal(delta).scaleb(-t.scale)
+        with localcontext() as ctx:
+            ctx.prec = 100  # exact for any decimal(38) value (the default keeps 28 digits)
+            return value + Decimal(delta).scaleb(-t.scale)
     out = value + delta
     return out if _LONG_MIN <= out <= _LONG_MAX else None
 

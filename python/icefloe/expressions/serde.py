@@ -48,7 +48,15 @@ from icefloe.expressions.base import (
     Or,
 )
 from icefloe.geo import BoundingBox
-from icefloe.types import DecimalType, IcebergType, PrimitiveType, UUIDType, type_from_json
+from icefloe.types import (
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    PrimitiveType,
+    UUIDType,
+    type_from_json,
+)
 
 __all__ = ["from_dict", "literal_from_json", "literal_to_json", "to_dict"]
 
@@ -71,12 +79,17 @@ def _primitive(t: IcebergType) -> PrimitiveType:
     return t
 
 
+_INFINITIES = {False: "-Infinity", True: "Infinity"}
+
+
 def literal_to_json(value: Any, t: IcebergType) -> Any:
     """An internal-representation literal of type ``t`` in JSON single-value form.
 
     The text forms are those of :func:`icefloe.values.to_json` (the Rust core's Appendix D
     serialiser, which also reads them back when it evaluates a filter)."""
     p = _primitive(t)
+    if isinstance(value, float) and math.isinf(value) and isinstance(p, FloatType | DoubleType):
+        return _INFINITIES[value > 0]  # JSON numbers have none; Jackson writes these strings
     return _native.value_to_json(str(p), _physical(value, p))
 
 
@@ -85,6 +98,8 @@ def literal_from_json(obj: Any, t: IcebergType) -> Any:
     p = _primitive(t)
     if obj is None or isinstance(obj, list | dict):
         raise ValidationError(f"a {t} literal must be a JSON scalar, got {obj!r}")
+    if isinstance(p, FloatType | DoubleType) and obj in ("Infinity", "-Infinity"):
+        return math.inf if obj == "Infinity" else -math.inf
     v = _native.value_from_json(str(p), obj)
     if isinstance(v, float) and math.isnan(v):
         raise ValidationError(f"NaN is not a {t} literal (use is_nan)")

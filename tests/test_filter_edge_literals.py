@@ -1,0 +1,141 @@
+"""Filters whose literals sit at the edges of their types, read and deleted by, checked
+against pyarrow filtering the same rows and PyIceberg reading the result: decimal(38) values
+with more digits than Python's default decimal context keeps, doubles that must reach the
+planner bit for bit, infinities, uuids, and wide chains of equalities."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from icefloe.expressions import BoundPredicate, Op, Or, bind, col
+from icefloe.expressions.base import balance
+from icefloe.schema import Schema
+from icefloe.types import DoubleType, LongType, NestedField, UUIDType
+from support.write_util import catalog, pyiceberg_read
+
+BIG = Decimal("12345678901234567890123.456789")  # 29 digits: more than the default context's 28
+
+
+def _ids(table: Any, row_filter: Any) -> list[int]:
+    return sorted(table.scan(row_filter=row_filter).to_arrow()["id"].to_pylist())
+
+
+def test_decimal38_literals_keep_every_digit(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(38, 6))])
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    t.append(pa.table({"id": [1, 2, 3], "amount": [Decimal(1), BIG, Decimal(-5)]}, schema=schema))
+    assert _ids(t, col("amount") == BIG) == [2]
+    assert _ids(t, col("amount") < BIG) == [1, 3]
+    assert _ids(t, col("amount") >= BIG) == [2]
+    assert _ids(t, col("amount") != BIG) == [1, 3]
+    assert _ids(t, col("amount") > Decimal("12345678901234567890123.456788")) == [2]
+    assert _ids(t, col("amount") < Decimal("-99999999999999999999999999999999")) == []
+    t.delete(col("amount") != BIG)
+    assert pyiceberg_read(t).to_pylist() == [{"id": 2, "amount": BIG}]
+
+
+def test_double_literals_prune_files_exactly(tmp_path: Path) -> None:
+    """One file per value: a literal parsed one unit in the last place off would prune the
+    file holding it (its bounds are exact)."""
+    rnd = random.Random(1)
+    values = [-1e-30, 3.4028234663852886e38, 0.1, 1.2345678e103, 6.02214076e23]
+    values += [rnd.uniform(-1e6, 1e6) * 10 ** rnd.randint(-40, 40) for _ in range(20)]
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([("id", pa.int64()), ("d", pa.float64())]))
+    with t.transaction() as tx:
+        for i, v in enumerate(values):
+            tx.append(pa.table({"id": pa.array([i], pa.int64()), "d": pa.array([v])}))
+    for i, v in enumerate(values):
+        assert _ids(t, col("d") == v) == [i], v
+        want = sorted(j for j, w in enumerate(values) if w >= v)
+        assert _ids(t, col("d") >= v) == want, v
+    t.delete(col("d") == -1e-30)
+    assert -1e-30 not in pyiceberg_read(t)["d"].to_pylist()
+
+
+def test_infinite_literals_filter_and_delete(tmp_path: Path) -> None:
+    inf = float("inf")
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([("id", pa.int64()), ("d", pa.float64())]))
+    t.append(pa.table({"id": [1, 2, 3, 4], "d": [1.0, inf, -inf, float("nan")]}))
+    assert _ids(t, col("d") < inf) == [1, 3]
+    assert _ids(t, col("d") == inf) == [2]
+    assert _ids(t, col("d").isin([-inf, 1.0])) == [1, 3]
+    assert _ids(t, "d > 1e400") == []  # parses as infinity
+    assert _ids(t, col("d") != -inf) == [1, 2, 4]
+    t.delete(col("d") == -inf)
+    assert sorted(pyiceberg_read(t)["id"].to_pylist()) == [1, 2, 4]
+
+
+def test_uuid_filters_compare_the_values(tmp_path: Path) -> None:
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "u", UUIDType())
+    )
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    a, b, c = (uuid.UUID(int=i) for i in (1, 2, 3))
+    u = pa.array([a.bytes, b.bytes, c.bytes, None], pa.uuid())
+    t.append(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "u": u}))
+    assert _ids(t, f"u = '{a}'") == [1]
+    assert _ids(t, f"u != '{a}'") == [2, 3, 4]
+    assert _ids(t, f"u > '{a}'") == [2, 3]
+    assert _ids(t, col("u").isin([a, c])) == [1, 3]
+    assert _ids(t, col("u").notin([a, c])) == [2, 4]
+    t.delete(f"u = '{b}'")
+    assert sorted(pyiceberg_read(t)["id"].to_pylist()) == [1, 3, 4]
+
+
+def _schema() -> Schema:
+    return Schema(NestedField(1, "id", LongType()), NestedField(2, "d", DoubleType()))
+
+
+def test_wide_equality_chains_merge_into_set_predicates() -> None:
+    ors = col("id") == 0
+    for i in range(1, 40):
+        ors = ors | (col("id") == i)
+    bound = bind(_schema(), ors | (col("d") == 1.5))
+    preds = [bound] if isinstance(bound, BoundPredicate) else [bound.left, bound.right]
+    assert isinstance(bound, Or)
+    assert {(p.op, len(p.literals) or 1) for p in preds} == {(Op.IN, 40), (Op.EQ, 1)}
+    ands = col("id") != 0
+    for i in range(1, 40):
+        ands = ands & (col("id") != i)
+    merged = bind(_schema(), ands)
+    assert isinstance(merged, BoundPredicate) and merged.op is Op.NOT_IN
+    assert len(merged.literals) == 40
+    short = bind(_schema(), (col("id") == 1) | (col("id") == 2))
+    assert isinstance(short, Or)  # short chains keep the shape the user wrote
+    assert balance(merged) == merged
+
+
+@pytest.mark.parametrize("negated", [False, True])
+def test_merged_chains_select_the_same_rows(tmp_path: Path, negated: bool) -> None:
+    """A wide ``or`` of equalities (and its negation) over many small files, with nulls and
+    NaN, selects what pyarrow's own filter of the same rows selects."""
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([("id", pa.int64()), ("d", pa.float64())]))
+    rows = pa.table(
+        {
+            "id": pa.array([*range(60), None, 7], pa.int64()),
+            "d": [*(float(i % 5) for i in range(60)), None, float("nan")],
+        }
+    )
+    with t.transaction() as tx:
+        for k in range(0, rows.num_rows, 4):
+            tx.append(rows.slice(k, 4))
+    keys = list(range(0, 60, 3))
+    text = " or ".join(f"id = {k}" for k in keys) + " or d = 4.0"
+    if negated:
+        text = f"not ({text})"
+    got = t.scan(row_filter=text).to_arrow()
+    hit = pc.or_kleene(pc.is_in(rows["id"], pa.array(keys, pa.int64())), pc.equal(rows["d"], 4.0))
+    want = rows.filter(pc.invert(pc.fill_null(hit, False)) if negated else pc.fill_null(hit, False))
+
+    def rows_of(table: pa.Table) -> list[tuple[Any, str]]:
+        return sorted((r["id"] is None, r["id"] or 0, repr(r["d"])) for r in table.to_pylist())
+
+    assert rows_of(got) == rows_of(want)
