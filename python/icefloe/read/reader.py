@@ -294,7 +294,7 @@ class _TaskReader:
             )
         layout = self._layout(schema)
         file_schema = layout.file_schema
-        raw_names = layout.raw_names
+        raw_names, mapped = layout.raw_names, layout.mapped
         columns = layout.columns
 
         projected = _memo(options, "projected", options.projected_schema)
@@ -415,7 +415,10 @@ class _TaskReader:
                 hit = columns.top_level(fid)
                 if hit is None:
                     return None
-                return by_name.get(raw_names[hit[0]])
+                col = by_name.get(raw_names[hit[0]])
+                if mapped and col is not None and pa.types.is_nested(col.type):
+                    col = _with_mapped_ids(col, hit[1].type)
+                return col
 
             work_cols = [
                 project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields
@@ -615,15 +618,26 @@ def _leaves(t: pa.DataType) -> int:
     return 1
 
 
+def _with_mapped_ids(col: pa.Array, mapped: pa.DataType) -> pa.Array:
+    """``col`` (a nested column of a file without field ids) typed as the name mapping made
+    its type, whose nested fields carry the ids the projection looks children up by: the
+    same layout, so a view, not a copy."""
+    if col.type.equals(mapped, check_metadata=True) or not col.type.equals(mapped):
+        return col
+    return col.view(mapped)
+
+
 class _FileLayout:
     """What a reader works out from a file's Arrow schema: the schema with field ids (name
     mapping applied), its column names, the field-id index, and the Parquet leaf of each
     top-level string or binary column."""
 
-    __slots__ = ("_leaves", "columns", "file_schema", "raw_names", "string_leaves")
+    __slots__ = ("_leaves", "columns", "file_schema", "mapped", "raw_names", "string_leaves")
 
     def __init__(self, file_schema: pa.Schema, schema: pa.Schema) -> None:
         self.file_schema = file_schema
+        # the ids come from the name mapping: the columns read carry none in nested fields
+        self.mapped = file_schema is not schema
         self.raw_names = file_schema.names  # the file's own names (name mapping renames none)
         self.columns = FileColumns(file_schema)
         self.string_leaves: dict[str, int] = {}
