@@ -92,10 +92,11 @@ def test_merge_on_read_overwrite_matches_copy_on_write(
     want = _sorted(pa.concat_tables([data.filter(keep), replacement]))
     assert _sorted(mor.scan().to_arrow()).to_pylist() == want.to_pylist()
     assert _sorted(cow.scan().to_arrow()).to_pylist() == want.to_pylist()
-    if len(mor.snapshots()) > before:  # nothing to replace and no data: no snapshot
-        assert mor.current_snapshot().summary.operation == "overwrite"
-        # nothing rewritten: the only rows added are the replacement's
-        assert _added_rows(mor) == new
+    # one snapshot each, even when there is nothing to replace and no data (as copy-on-write)
+    assert len(mor.snapshots()) == before + 1 == len(cow.snapshots())
+    assert mor.current_snapshot().summary.operation == "overwrite"
+    # nothing rewritten: the only rows added are the replacement's
+    assert _added_rows(mor) == new
 
 
 @pytest.mark.parametrize("version", [2, 3])

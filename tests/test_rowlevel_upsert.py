@@ -136,3 +136,37 @@ def test_delete_by_keys_needs_v2(tmp_path: Path) -> None:
     t = _table(tmp_path, 1, {})
     with pytest.raises(ValidationError, match="version 2"):
         t.delete_by_keys({"id": [1]}, ["id"])
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_upsert_counts_source_rows_when_target_keys_repeat(tmp_path: Path, mode: str) -> None:
+    """Two target rows share the key one source row carries: both are replaced by it, and
+    nothing is inserted (the count is never negative)."""
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.dups",
+        pa.schema([("id", pa.int64()), ("name", pa.string())]),
+        properties={"format-version": "3", "write.upsert.mode": mode},
+    )
+    t.append(pa.table({"id": [1, 5, 5], "name": ["a", "dup-1", "dup-2"]}))
+    result = t.upsert(pa.table({"id": [5, 6], "name": ["new", "six"]}), join_cols=["id"])
+    assert (result.rows_updated, result.rows_inserted) == (2, 1)
+    got = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: (r["id"], r["name"]))
+    assert got == [
+        {"id": 1, "name": "a"},
+        {"id": 5, "name": "new"},
+        {"id": 6, "name": "six"},
+    ]
+
+
+def test_upsert_refuses_data_without_a_join_column(tmp_path: Path) -> None:
+    """Filled with nulls, a missing key column would match (and replace) every null key."""
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.keys", pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    t.append(pa.table({"id": [1, None, None], "name": ["a", "legacy-1", "legacy-2"]}))
+    before = t.current_snapshot()
+    with pytest.raises(ValidationError, match="join column 'id' is not in the data"):
+        t.upsert(pa.table({"name": ["oops"]}), join_cols=["id"])
+    with pytest.raises(ValidationError, match="join column 'id' is not in the data"):
+        t.upsert({"name": ["oops"]}, join_cols=["id"])
+    assert t.refresh().current_snapshot() == before

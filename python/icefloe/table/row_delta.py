@@ -314,16 +314,18 @@ def commit_row_delta(
     operation: str | None = None,
     conflict_filter: BooleanExpression | None = None,
     isolation: str | None = None,
+    allow_empty: bool = False,
 ) -> SnapshotProducer | None:
     """Writes the delete files of ``delta`` and adds one snapshot for it to ``tx``.
 
     On a retry against a newer table state the commit fails with ``CommitConflictError`` if a
     concurrent commit removed a file this change read or removes, added deletes for those
     files, or (``isolation='serializable'``, the default, with a ``conflict_filter``) added
-    data files in partitions the filter may match. Returns the producer (None if nothing to do).
+    data files in partitions the filter may match. Returns the producer (None if nothing to do
+    and not ``allow_empty``: with it, an empty delta commits a snapshot that changes nothing).
     """
     ctx = RowContext(tx, branch)
-    if delta.empty:
+    if delta.empty and not allow_empty:
         return None
     written: list[str] = []
     try:

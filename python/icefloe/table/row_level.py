@@ -320,8 +320,6 @@ def replace_rows(
                 else writing.result()
             )
             delta.added_data.extend(new_files)
-        if delta.empty:
-            return 0
         commit_row_delta(
             tx,
             delta,
@@ -330,6 +328,7 @@ def replace_rows(
             operation=Operation.OVERWRITE,
             conflict_filter=bound,
             isolation=SERIALIZABLE,  # new data matching the filter always conflicts
+            allow_empty=True,  # an overwrite that changes nothing commits, as copy-on-write does
         )
     except BaseException:
         for f in delta.added_data:
@@ -389,13 +388,45 @@ def _key_filter(keys: pa.Table, join_cols: Sequence[str]) -> BooleanExpression:
 
 
 def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
-    source = to_table_schema(data, ctx.schema, ctx.version)
+    if not join_cols:
+        raise ValidationError("upsert needs at least one join column")
+    given = _input_names(data)
+    if given is not None and not ctx.case_sensitive:
+        given = {g.lower() for g in given}
+    top = {f.name if ctx.case_sensitive else f.name.lower() for f in ctx.schema.fields}
     for name in join_cols:
         if ctx.schema.find_field_id(name, ctx.case_sensitive) is None:
             raise ValidationError(f"join column {name!r} is not in the table schema")
-    if not join_cols:
-        raise ValidationError("upsert needs at least one join column")
-    return source
+        key = name if ctx.case_sensitive else name.lower()
+        if given is not None and key in top and key not in given:
+            # filled with nulls, it would match (and replace) every row with a null key
+            raise ValidationError(f"join column {name!r} is not in the data to upsert")
+    return to_table_schema(data, ctx.schema, ctx.version)
+
+
+def _input_names(data: Any) -> set[str] | None:
+    """The top-level column names of upsert input, when its kind tells them."""
+    if isinstance(data, pa.Table | pa.RecordBatch):
+        names: list[str] = data.schema.names
+    elif isinstance(data, dict):
+        names = [str(k) for k in data]
+    elif hasattr(data, "columns") and hasattr(data, "dtypes"):  # a pandas DataFrame
+        names = [str(c) for c in data.columns]
+    else:
+        return None
+    return set(names)
+
+
+def _distinct_keys(matched: pa.Table, join_cols: Sequence[str]) -> int:
+    """The number of distinct keys among ``matched`` (the join columns of the target rows an
+    upsert replaces; nulls are one key): the source rows that matched, as source keys are
+    unique, however many target rows share a key."""
+    cols = [matched.column(n) for n in join_cols]
+    cols = [
+        c.cast(c.type.storage_type) if isinstance(c.type, pa.BaseExtensionType) else c for c in cols
+    ]
+    names = [f"k{i}" for i in range(len(cols))]
+    return int(pa.table(cols, names=names).group_by(names).aggregate([]).num_rows)
 
 
 def _upsert_mode(props: Mapping[str, str], version: int) -> str:
@@ -500,7 +531,8 @@ def upsert(
         for f in delta.added_data:
             ctx.io.delete_quietly(f.file_path)
         raise
-    return UpsertResult(updated, source.num_rows - updated)
+    inserted = source.num_rows - (_distinct_keys(matched, join_cols) if matched else 0)
+    return UpsertResult(updated, inserted)
 
 
 def _rows_without_keys(
