@@ -415,3 +415,45 @@ def test_bad_write_properties_are_named(tmp_path: Path, key: str, value: str) ->
         t.append(rows(0, 3))
     assert t.current_snapshot() is None
     assert list((Path(t.location.removeprefix("file://")) / "data").rglob("*.parquet")) == []
+
+
+def test_missing_optional_struct_with_required_children_is_written_as_nulls(
+    tmp_path: Path,
+) -> None:
+    """Required children of every kind get placeholder values under the null parent rows
+    (Parquet writers refuse nulls there); every reader sees null structs."""
+    from icefloe.schema import Schema as IceSchema
+    from icefloe.types import (
+        BooleanType,
+        DecimalType,
+        DoubleType,
+        IntegerType,
+        ListType,
+        LongType,
+        MapType,
+        NestedField,
+        StringType,
+        StructType,
+        TimestamptzType,
+        UUIDType,
+    )
+
+    inner = StructType(NestedField(15, "z", DoubleType(), required=True))
+    st = StructType(
+        NestedField(3, "a", IntegerType(), required=True),
+        NestedField(4, "s", StringType(), required=True),
+        NestedField(5, "l", ListType(6, LongType(), element_required=True), required=True),
+        NestedField(7, "m", MapType(8, StringType(), 9, LongType()), required=True),
+        NestedField(10, "u", UUIDType(), required=True),
+        NestedField(11, "d", DecimalType(10, 2), required=True),
+        NestedField(12, "ts", TimestamptzType(), required=True),
+        NestedField(13, "b", BooleanType(), required=True),
+        NestedField(14, "inner", inner, required=True),
+        NestedField(16, "opt", StringType()),
+    )
+    schema = IceSchema(NestedField(1, "id", LongType(), required=True), NestedField(2, "st", st))
+    t = catalog(tmp_path).create_table("ns.structs", schema)
+    t.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    want = [{"id": i, "st": None} for i in (1, 2, 3)]
+    assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == want
+    assert sorted(pyiceberg_read(t).to_pylist(), key=lambda r: r["id"]) == want

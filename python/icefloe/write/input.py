@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -102,14 +103,12 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
     return data
 
 
-def _required_binary_inside(t: pa.DataType) -> bool:
-    """Whether a struct (or a struct inside it) has a required binary child."""
+def _required_inside(t: pa.DataType) -> bool:
+    """Whether a struct (or a struct inside it) has a required child."""
     if not pa.types.is_struct(t):
         return False
     return any(
-        (not t.field(i).nullable and pa.types.is_binary(t.field(i).type))
-        or _required_binary_inside(t.field(i).type)
-        for i in range(t.num_fields)
+        not t.field(i).nullable or _required_inside(t.field(i).type) for i in range(t.num_fields)
     )
 
 
@@ -127,18 +126,46 @@ def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedAr
 
 
 def _nulls(n: int, t: pa.DataType) -> pa.Array:
-    """``n`` nulls of ``t``. A struct's required binary children (a variant's ``metadata``)
-    get empty values under the null rows: Parquet writers refuse nulls in a required child."""
-    if not _required_binary_inside(t):
+    """``n`` nulls of ``t``. A struct's required children get placeholder values under the
+    null rows (empty strings and lists, zeros): Parquet writers refuse nulls in a required
+    child, even under a null parent."""
+    if not _required_inside(t):
         return pa.nulls(n, type=t)
-    children = []
-    for i in range(t.num_fields):
-        f = t.field(i)
-        if not f.nullable and pa.types.is_binary(f.type):
-            children.append(pa.repeat(pa.scalar(b"", f.type), n))
-        else:
-            children.append(_nulls(n, f.type))
+    children = [
+        _nulls(n, f.type) if f.nullable else _placeholder(n, f.type)
+        for f in (t.field(i) for i in range(t.num_fields))
+    ]
     return pa.StructArray.from_arrays(children, fields=list(t), mask=pa.repeat(True, n))
+
+
+def _placeholder(n: int, t: pa.DataType) -> pa.Array:
+    """``n`` non-null values of ``t`` made of zeroed buffers: zeros, empty strings, lists and
+    maps, structs of such values (only ever stored under a null parent)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, _placeholder(n, t.storage_type))
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays(
+            [
+                _nulls(n, f.type) if f.nullable else _placeholder(n, f.type)
+                for f in (t.field(i) for i in range(t.num_fields))
+            ],
+            fields=list(t),
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        offsets = pa.array(np.zeros(n + 1, np.int64 if pa.types.is_large_list(t) else np.int32))
+        if pa.types.is_map(t):
+            keys = _placeholder(0, t.key_type)
+            return pa.MapArray.from_arrays(offsets, keys, _nulls(0, t.item_type), type=t)
+        return type(pa.array([], t)).from_arrays(offsets, _nulls(0, t.value_type), type=t)
+    if pa.types.is_binary(t) or pa.types.is_string(t):
+        return pa.Array.from_buffers(
+            t, n, [None, pa.py_buffer(bytes(4 * (n + 1))), pa.py_buffer(b"")]
+        )
+    if pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        return pa.Array.from_buffers(
+            t, n, [None, pa.py_buffer(bytes(8 * (n + 1))), pa.py_buffer(b"")]
+        )
+    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(bytes((n * t.bit_width + 7) // 8))])
 
 
 def _coerce(col: pa.ChunkedArray, f: NestedField, af: pa.Field, path: str) -> pa.ChunkedArray:
