@@ -239,3 +239,35 @@ def test_above_4096_estimate_is_close_and_independent_of_split() -> None:
     assert data[24:] == b"".join(struct.pack("<Q", h) for h in hs[:4096])
     # RSE of lgK 12 is about 1.6%: 3 sigma
     assert abs(whole.estimate() - n) < 0.048 * n
+
+
+def test_statistics_of_columns_whose_names_hold_dots(tmp_path: Path) -> None:
+    """Top-level ``a.b`` and ``s`` (a struct) with child ``x.y``: paths follow the fields, not
+    the dots of their names."""
+    t = catalog(tmp_path).create_table(
+        "ns.dots",
+        pa.schema(
+            [
+                ("id", pa.int64()),
+                ("a.b", pa.int32()),
+                ("s", pa.struct([("x.y", pa.string())])),
+            ]
+        ),
+    )
+    t.append(
+        pa.table(
+            {
+                "id": [1, 2, 3, 4],
+                "a.b": pa.array([1, 1, 2, None], pa.int32()),
+                "s": [{"x.y": "p"}, {"x.y": "q"}, {"x.y": "q"}, None],
+            }
+        )
+    )
+    schema = t.schema()
+    for columns in (None, ["a.b", "s.x.y"]):
+        stats = t.compute_statistics(columns)
+        reader = PuffinReader(t.io.new_input(stats.statistics_path).read())
+        ndv = {b.fields: b.properties["ndv"] for b in reader.blobs}
+        assert ndv[(schema.find_field("a.b").field_id,)] == "2"
+        if columns:
+            assert ndv[(schema.find_field("s.x.y").field_id,)] == "2"

@@ -83,7 +83,7 @@ def distributed_sketcher(spark: Any, max_partitions: int | None = None) -> Sketc
     def sketch(
         io: FileIO, metadata: TableMetadata, snapshot_id: int, schema: Schema, names: dict[str, int]
     ) -> dict[int, ThetaSketch]:
-        scan = sketch_scan(io, metadata, snapshot_id, names)
+        scan = sketch_scan(io, metadata, snapshot_id, schema, names)
         sketches = {fid: ThetaSketch() for fid in names.values()}
         tasks = scan.plan_files()
         if not tasks:

@@ -117,27 +117,31 @@ Sketcher = Callable[[FileIO, TableMetadata, int, Schema, dict[str, int]], dict[i
 
 
 def sketch_scan(
-    io: FileIO, metadata: TableMetadata, snapshot_id: int, names: dict[str, int]
+    io: FileIO, metadata: TableMetadata, snapshot_id: int, schema: Schema, names: dict[str, int]
 ) -> TableScan:
-    """The scan whose rows the sketches of ``names`` are built from (live rows, the top-level
-    columns holding them)."""
+    """The scan whose rows the sketches of ``names`` (field ids of ``schema``) are built from
+    (live rows, the top-level columns holding them)."""
     from icefloe.table.scan import TableScan
 
     source = types.SimpleNamespace(metadata=metadata, io=io)
-    tops = tuple(dict.fromkeys(n.split(".")[0] for n in names))
+    tops = tuple(dict.fromkeys(column_paths(schema, names)[fid][0] for fid in names.values()))
     return TableScan(source, selected_fields=tops, snapshot_id=snapshot_id)
 
 
 def column_paths(schema: Schema, names: dict[str, int]) -> dict[int, list[str]]:
-    """Field id -> the path of names leading to its values in a scan batch."""
-    return {fid: (schema.find_column_name(fid) or name).split(".") for name, fid in names.items()}
+    """Field id -> the path of names leading to its values in a scan batch (by the fields
+    enclosing it: names may hold dots)."""
+    return {
+        fid: [f.name for f in schema.ancestors(fid)] + [schema.find_field(fid).name]
+        for fid in names.values()
+    }
 
 
 def compute_sketches(
     io: FileIO, metadata: TableMetadata, snapshot_id: int, schema: Schema, names: dict[str, int]
 ) -> dict[int, ThetaSketch]:
     """One sketch per field id over the snapshot's live rows, built batch by batch in Rust."""
-    scan = sketch_scan(io, metadata, snapshot_id, names)
+    scan = sketch_scan(io, metadata, snapshot_id, schema, names)
     paths = column_paths(schema, names)
     sketches = {fid: ThetaSketch() for fid in names.values()}
     for batch in scan.to_batches():
