@@ -200,3 +200,51 @@ def test_scan_and_sql_in_a_real_process(world: CliWorld, tmp_path: Path) -> None
     r = run_process(world, "sql", "select count(*) as n from db.plain", "--format", "csv")
     assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines() == ['"n"', "3"]
+
+
+def test_json_lines_stay_json_and_csv_refuses_nested_columns(world: CliWorld) -> None:
+    """NaN and infinities are JSON strings (as Spark's JSON writes them), so strict parsers
+    read every line; CSV cannot hold a struct column and says so, as bad input."""
+    cat = world.catalog()
+    cat.create_namespace("edges")
+    t = cat.create_table(
+        "edges.floats",
+        pa.schema(
+            [("id", pa.int64()), ("x", pa.float64()), ("st", pa.struct([("a", pa.int32())]))]
+        ),
+    )
+    t.append(
+        pa.table(
+            {
+                "id": [1, 2, 3, 4],
+                "x": [float("nan"), float("inf"), float("-inf"), 1.5],
+                "st": [{"a": 1}, None, {"a": 3}, {"a": 4}],
+            }
+        )
+    )
+
+    def strict(c: str) -> object:
+        raise AssertionError(f"not JSON: {c}")
+
+    r = run(world, "scan", "edges.floats", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    got = sorted(
+        (json.loads(line, parse_constant=strict) for line in r.stdout.splitlines()),
+        key=lambda row: row["id"],
+    )
+    assert [row["x"] for row in got] == ["NaN", "Infinity", "-Infinity", 1.5]
+    assert [row["st"] for row in got] == [{"a": 1}, None, {"a": 3}, {"a": 4}]
+    r = run(world, "scan", "edges.floats", "--format", "csv")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "CSV cannot hold the nested columns st" in r.stderr
+    r = run(world, "scan", "edges.floats", "--select", "id,x", "--format", "csv")
+    assert r.exit_code == 0, r.stderr
+    assert pcsv.read_csv(io.BytesIO(r.stdout.encode())).num_rows == 4
+    r = run(world, "scan", "edges.floats", "--json", "--format", "csv")
+    assert r.exit_code == EXIT_BAD_INPUT
+
+
+def test_an_unconfigured_catalog_name_is_refused(world: CliWorld) -> None:
+    r = run(world, "--catalog", "no-such-catalog", "list")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "no catalog named 'no-such-catalog' is configured" in r.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -40,6 +41,9 @@ def _cell(value: Any) -> str:
 
 
 def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no NaN or infinities: the strings Spark's and Jackson's JSON use
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, dict):
@@ -103,6 +107,13 @@ def write_batches(
     if fmt == "csv":
         import pyarrow.csv as pcsv
 
+        nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+        if nested:
+            raise ValidationError(
+                f"CSV cannot hold the nested columns {', '.join(nested)}: leave them out with "
+                "--select, or use --format json or parquet"
+            )
+
         stream, close = _open_binary(output)
         try:
             with pcsv.CSVWriter(stream, schema) as writer:
@@ -120,7 +131,7 @@ def write_batches(
     try:
         for b in batches:
             for rec in b.to_pylist():
-                out.write(json.dumps(_json_value(rec), default=_cell) + "\n")
+                out.write(json.dumps(_json_value(rec), default=_cell, allow_nan=False) + "\n")
             rows += b.num_rows
     finally:
         if out is not sys.stdout:
@@ -128,6 +139,13 @@ def write_batches(
         else:
             out.flush()
     return rows
+
+
+def _output_format(fmt: str, as_json: bool) -> str:
+    """The format ``--format`` and ``--json`` ask for together."""
+    if as_json and fmt not in ("table", "json"):
+        raise ValidationError(f"--json asks for JSON, --format for {fmt}: give one of them")
+    return "json" if as_json else fmt
 
 
 def _format_options(fn: Any) -> Any:
@@ -185,7 +203,7 @@ def scan(
         kwargs["row_filter"] = row_filter
     if columns:
         kwargs["selected_fields"] = tuple(c.strip() for c in columns.split(",") if c.strip())
-    fmt = "json" if as_json else fmt
+    fmt = _output_format(fmt, as_json)
     if fmt == "table" and limit is None:
         limit = max_rows + 1  # read no more than is drawn (and one to tell there is more)
     reader = t.scan(
@@ -231,7 +249,7 @@ def sql(
         except duckdb.Error as error:
             raise ValidationError(f"sql: {error}") from None
         if reader is not None:
-            fmt = "json" if as_json else fmt
+            fmt = _output_format(fmt, as_json)
             write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
     finally:
         con.close()
