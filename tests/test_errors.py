@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import icefloe
@@ -43,3 +45,24 @@ def test_panic_becomes_internal_error_not_abort() -> None:
     # The interpreter and the extension are still usable afterwards.
     with pytest.raises(ValidationError):
         _native._debug_error("validation", "still alive")
+
+
+def test_sql_catalog_database_failures_are_typed(tmp_path: Path) -> None:
+    """A database that cannot be opened or reached raises ServiceUnavailableError with the
+    driver's message, no SQL and no password."""
+    from icefloe.catalog import load_catalog
+    from icefloe.exceptions import ServiceUnavailableError
+
+    missing = tmp_path / "no" / "such" / "dir" / "c.db"
+    with pytest.raises(ServiceUnavailableError, match="unable to open database file"):
+        load_catalog("x", type="sql", uri=f"sqlite:///{missing}", warehouse=str(tmp_path))
+    pytest.importorskip("psycopg")
+    with pytest.raises(ServiceUnavailableError) as err:
+        load_catalog(
+            "x",
+            type="sql",
+            uri="postgresql+psycopg://someone:hunter2secret@127.0.0.1:1/iceberg",
+            warehouse=str(tmp_path),
+        )
+    assert "hunter2secret" not in str(err.value)
+    assert "SELECT" not in str(err.value).upper()

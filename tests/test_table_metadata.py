@@ -717,3 +717,9 @@ def test_kept_snapshot_texts_follow_the_format_version() -> None:
     )
     assert longer.dumps() == compact_model(longer)
     assert json.loads(longer.dumps())["snapshot-log"][-1] == log.to_json()
+
+
+def test_deeply_nested_json_is_a_validation_error() -> None:
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    with pytest.raises(ValidationError, match="nested too deeply"):
+        TableMetadata.parse(deep)

@@ -18,10 +18,11 @@ pointer, and reported as :class:`CommitStateUnknownError` when that is impossibl
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     Column,
@@ -58,6 +59,7 @@ from icefloe.exceptions import (
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
     ValidationError,
 )
@@ -106,6 +108,28 @@ def _normalise_uri(uri: str) -> str:
     return uri
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _database_errors(fn: _F) -> _F:
+    """``fn`` raising :class:`ServiceUnavailableError` for a database error it does not handle
+    itself (the database cannot be reached or opened, a connection dropped), with the
+    driver's message and no SQL statement or parameters."""
+
+    @functools.wraps(fn)
+    def wrapper(self: SqlCatalog, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except SQLAlchemyError as exc:
+            cause = getattr(exc, "orig", None) or exc
+            brief = " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
+            raise ServiceUnavailableError(
+                f"SQL catalog {self.name!r}: the catalog database failed: {brief}"
+            ) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
 def _like_prefix(namespace: str) -> str:
     return namespace.replace("!", "!!").replace("_", "!_").replace("%", "!%") + ".%"
 
@@ -118,6 +142,7 @@ class SqlCatalog(MetastoreCatalog):
     ``init_catalog_tables`` (create the two tables if absent, default true), ``echo``.
     """
 
+    @_database_errors
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
         uri = properties.get("uri")
@@ -184,12 +209,14 @@ class SqlCatalog(MetastoreCatalog):
         return conn.execute(props.limit(1)).first() is not None
 
     # -- namespaces -----------------------------------------------------------------------------
+    @_database_errors
     def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
         """Whether the namespace holds properties, tables or child namespaces."""
         ns = self._ns_string(namespace)
         with self.engine.connect() as conn:
             return self._ns_exists(conn, ns)
 
+    @_database_errors
     def create_namespace(
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
@@ -215,6 +242,7 @@ class SqlCatalog(MetastoreCatalog):
         except IntegrityError as exc:
             raise NamespaceAlreadyExistsError(f"namespace {ns!r} already exists") from exc
 
+    @_database_errors
     def list_namespaces(self, namespace: str | Iterable[str] = ()) -> list[Identifier]:
         """Child namespaces of ``namespace``, including ones that only hold tables."""
         parent = to_identifier(namespace)
@@ -240,6 +268,7 @@ class SqlCatalog(MetastoreCatalog):
         }
         return sorted(children)
 
+    @_database_errors
     def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
         """Properties of the namespace (``{}`` for one that only exists through its children)."""
         ns = self._ns_string(namespace)
@@ -256,6 +285,7 @@ class SqlCatalog(MetastoreCatalog):
             ).all()
         return {str(k): "" if v is None else str(v) for k, v in rows}
 
+    @_database_errors
     def update_namespace_properties(
         self,
         namespace: str | Iterable[str],
@@ -302,6 +332,7 @@ class SqlCatalog(MetastoreCatalog):
             summary.updated = sorted(update_map)
         return summary
 
+    @_database_errors
     def drop_namespace(self, namespace: str | Iterable[str]) -> None:
         """Drop the namespace if it holds no tables and no child namespaces."""
         ns = self._ns_string(namespace)
@@ -337,6 +368,7 @@ class SqlCatalog(MetastoreCatalog):
             )
 
     # -- table pointers -------------------------------------------------------------------------
+    @_database_errors
     def _get_pointer(self, identifier: Identifier) -> str:
         namespace, name = split_identifier(identifier)
         ns = ".".join(namespace)
@@ -348,6 +380,7 @@ class SqlCatalog(MetastoreCatalog):
             raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
         return str(row[0])
 
+    @_database_errors
     def _create_pointer(self, identifier: Identifier, metadata_location: str) -> None:
         namespace, name = split_identifier(identifier)
         ns = ".".join(namespace)
@@ -368,6 +401,7 @@ class SqlCatalog(MetastoreCatalog):
         except IntegrityError as exc:
             raise TableAlreadyExistsError(f"table {'.'.join(identifier)!r} already exists") from exc
 
+    @_database_errors
     def _swap_pointer(self, identifier: Identifier, expected: str, new: str) -> None:
         namespace, name = split_identifier(identifier)
         ns = ".".join(namespace)
@@ -403,6 +437,7 @@ class SqlCatalog(MetastoreCatalog):
                 f"(its metadata is no longer {expected})"
             )
 
+    @_database_errors
     def _drop_pointer(self, identifier: Identifier) -> None:
         namespace, name = split_identifier(identifier)
         with self.engine.begin() as conn:
@@ -412,6 +447,7 @@ class SqlCatalog(MetastoreCatalog):
         if deleted == 0:
             raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
 
+    @_database_errors
     def _rename_pointer(self, source: Identifier, target: Identifier) -> None:
         src_ns, src_name = split_identifier(source)
         dst_ns, dst_name = split_identifier(target)
@@ -430,6 +466,7 @@ class SqlCatalog(MetastoreCatalog):
         except IntegrityError as exc:
             raise TableAlreadyExistsError(f"table {'.'.join(target)!r} already exists") from exc
 
+    @_database_errors
     def _list_table_names(self, namespace: Identifier) -> list[str]:
         ns = ".".join(namespace)
         with self.engine.connect() as conn:
@@ -443,6 +480,7 @@ class SqlCatalog(MetastoreCatalog):
             return sorted(str(n) for n in conn.execute(query).scalars())
 
     # -- several tables at once -----------------------------------------------------------------
+    @_database_errors
     def commit_tables(
         self, changes: Iterable[tuple[Any, list[TableRequirement], list[TableUpdate]]]
     ) -> list[CommitResult]:

@@ -421,6 +421,8 @@ class TableMetadata:
             obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValidationError(f"table metadata is not valid JSON: {e}") from None
+        except RecursionError:
+            raise ValidationError("table metadata JSON is nested too deeply") from None
         return TableMetadata.from_json(obj)
 
     @staticmethod

@@ -239,7 +239,7 @@ def create_app(
         raw = b"".join(chunks)
         try:
             body = json.loads(raw) if raw and request.method == "POST" else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
             return _error(ValidationError("the request body is not valid JSON"))
 
         def run() -> StoredReply:

@@ -73,7 +73,7 @@ class HttpResponse:
             return {}
         try:
             return json.loads(self.body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise ValidationError(f"the catalog answered HTTP {self.status} with bad JSON") from exc
 
 
