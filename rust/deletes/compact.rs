@@ -65,7 +65,7 @@ unsafe fn compact_values<T: ArrowNativeType>(
             let sp = s.add(c * 64);
             if word == u64::MAX {
                 // `copy`: in place, the output trails the input and may overlap it
-                if dst.add(j) as *const T != sp {
+                if !std::ptr::eq(dst.add(j), sp) {
                     std::ptr::copy(sp, dst.add(j), 64);
                 }
                 j += 64;
@@ -333,18 +333,14 @@ pub fn compact_column(
 
 /// `data` (a column of fixed-width values, not booleans) compacted to the rows where `mask`
 /// is set, written over its own value buffer: no new buffer, and the values are rewritten
-/// while the decoder's writes to them are still in the cache. `Err(data)`, the column as
-/// given, when it is shared, sliced or not of such a type.
-fn compact_in_place(
-    data: ArrayData,
-    mask: &BooleanBuffer,
-    count: usize,
-) -> std::result::Result<Result<ArrayData>, ArrayData> {
+/// while the decoder's writes to them are still in the cache. [`InPlace::Not`] with the
+/// column as given, when it is shared, sliced or not of such a type.
+fn compact_in_place(data: ArrayData, mask: &BooleanBuffer, count: usize) -> Result<InPlace> {
     let Some(w) = value_width(data.data_type()) else {
-        return Err(data);
+        return Ok(InPlace::Not(data));
     };
     if data.offset() != 0 || data.buffers().len() != 1 || mask.len() != data.len() {
-        return Err(data);
+        return Ok(InPlace::Not(data));
     }
     let dt = data.data_type().clone();
     let (len, nulls, children) = (
@@ -365,17 +361,15 @@ fn compact_in_place(
     };
     let mut values = match values.into_mutable() {
         Ok(m) => m,
-        Err(values) => return Err(rebuild(values)),
+        Err(values) => return Ok(InPlace::Not(rebuild(values))),
     };
     if values.len() < len * w || !(values.as_ptr() as usize).is_multiple_of(w.min(16)) {
-        return Err(rebuild(values.into()));
+        return Ok(InPlace::Not(rebuild(values.into())));
     }
     let ptr = values.as_mut_ptr();
     // SAFETY: the buffer holds `len` aligned values of `w` bytes (checked above), and this
     // function owns it alone (`into_mutable` succeeded): compacted in place.
-    if let Err(e) = unsafe { compact_by_width(ptr, w, mask, count, ptr) } {
-        return Ok(Err(e));
-    }
+    unsafe { compact_by_width(ptr, w, mask, count, ptr)? };
     values.truncate(count * w);
     let nulls = match nulls {
         Some(n) if n.null_count() > 0 => {
@@ -391,7 +385,16 @@ fn compact_in_place(
     // SAFETY: `count` compacted values of the column's type, its validity compacted by the
     // same mask, the dictionary values unchanged; the layout is checked below.
     let out = unsafe { out.build_unchecked() };
-    Ok(out.validate().map(|()| out).map_err(Error::from))
+    out.validate()?;
+    Ok(InPlace::Done(out))
+}
+
+/// What [`compact_in_place`] did with a column.
+enum InPlace {
+    /// Compacted in its own buffer.
+    Done(ArrayData),
+    /// Left as given (shared, sliced or not fixed-width): to be compacted into a new buffer.
+    Not(ArrayData),
 }
 
 /// The bits of `bits` where `mask` (`count` set) is set, in a new buffer.
@@ -436,9 +439,9 @@ impl<'a> Compactor<'a> {
         if data.len() != self.keep.len() {
             return Err(Error::internal("keep-mask and column differ in length"));
         }
-        match compact_in_place(data, self.keep.values(), self.count) {
-            Ok(out) => out,
-            Err(data) => self.column(&data),
+        match compact_in_place(data, self.keep.values(), self.count)? {
+            InPlace::Done(out) => Ok(out),
+            InPlace::Not(data) => self.column(&data),
         }
     }
 

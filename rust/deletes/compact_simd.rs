@@ -183,7 +183,7 @@ mod x86 {
                 let s = src.add(c * 64);
                 if word == u64::MAX {
                     // `copy`: in place, the output trails the input and may overlap it
-                    if dst.add(j) as *const T != s {
+                    if !std::ptr::eq(dst.add(j), s) {
                         std::ptr::copy(s, dst.add(j), 64);
                     }
                     j += 64;
