@@ -19,7 +19,7 @@ use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use rayon::ThreadPool;
 
@@ -93,6 +93,9 @@ struct Columns {
     readers: Vec<Mutex<ColumnReader>>,
     /// The deleted positions, dropped from each column as it is decoded.
     deleted: Option<PositionBitmap>,
+    /// The keep-masks of the latest row ranges `(first row, rows)`, made once for every
+    /// column of a batch (and the batch itself) instead of once per column.
+    masks: Mutex<VecDeque<(u64, usize, BooleanArray)>>,
     state: Mutex<Queues>,
     changed: Condvar,
     /// `None`: no pool could be kept; the caller decodes each batch itself.
@@ -112,6 +115,30 @@ struct Queues {
 impl Columns {
     fn lock(&self) -> MutexGuard<'_, Queues> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The keep-mask of rows `[base, base + n)` given the deleted positions of `bitmap`,
+    /// shared by the columns decoding that range.
+    fn keep_mask(&self, bitmap: &PositionBitmap, base: u64, n: usize) -> BooleanArray {
+        let find = |m: &VecDeque<(u64, usize, BooleanArray)>| {
+            m.iter()
+                .find(|(b, k, _)| (*b, *k) == (base, n))
+                .map(|(_, _, a)| a.clone())
+        };
+        if let Some(hit) = find(&self.masks.lock().unwrap_or_else(|e| e.into_inner())) {
+            return hit;
+        }
+        let mask = keep_mask_from_bitmap(bitmap, base, n);
+        let mut masks = self.masks.lock().unwrap_or_else(|e| e.into_inner());
+        if find(&masks).is_none() {
+            // a range the slowest column has not reached stays: columns decode at most
+            // `AHEAD` batches apart
+            if masks.len() > 4 * AHEAD {
+                masks.pop_front();
+            }
+            masks.push_back((base, n, mask.clone()));
+        }
+        mask
     }
 
     /// Starts a decode task for every column with fewer than [`AHEAD`] batches ready.
@@ -160,7 +187,7 @@ impl Columns {
                 return Decoded::Batch(batch, n);
             };
             // each column drops the deleted rows on the thread that decoded it
-            let keep = keep_mask_from_bitmap(bitmap, base, n);
+            let keep = self.keep_mask(bitmap, base, n);
             if keep.true_count() == n {
                 return Decoded::Batch(batch, n);
             }
@@ -278,6 +305,7 @@ impl FileStream {
         let columns = Arc::new(Columns {
             readers,
             deleted: deleted.positions.cloned(),
+            masks: Mutex::new(VecDeque::new()),
             state: Mutex::new(Queues {
                 ready: (0..n).map(|_| VecDeque::with_capacity(AHEAD)).collect(),
                 running: vec![false; n],
@@ -356,7 +384,7 @@ impl FileStream {
                 .columns
                 .deleted
                 .as_ref()
-                .map(|bitmap| keep_mask_from_bitmap(bitmap, base, n));
+                .map(|bitmap| self.columns.keep_mask(bitmap, base, n));
             match self
                 .plan
                 .finish(columns, n, base, kept.as_ref(), &deleted, &self.projection)
