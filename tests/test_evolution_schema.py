@@ -424,3 +424,15 @@ def test_concurrent_schema_change_is_a_conflict(tmp_path: Path) -> None:
     # a property change on a stale table is retried and succeeds
     b.set_properties(k="v")
     assert b.schema().find_field_id("x") == 13 and b.properties["k"] == "v"
+
+
+def test_union_by_name_keeps_identifier_fields_required(tmp_path: Path) -> None:
+    """An Arrow schema's fields are nullable by default: merging one keeps the identifier field
+    ``id`` required (and an identifier) instead of failing the commit on it."""
+    t = _table(tmp_path)
+    with t.update_schema() as u:
+        u.union_by_name(pa.schema([("id", pa.int64()), ("data", pa.string()), ("n", pa.int32())]))
+    schema = t.refresh().schema()
+    assert schema.find_field("id").required
+    assert schema.identifier_field_ids == (1,)
+    assert schema.find_field("n").optional

@@ -357,6 +357,15 @@ class UpdateSchema(PendingUpdate):
         self._union_struct(other.as_struct(), ())
         return self
 
+    def _is_identifier(self, field_id: int) -> bool:
+        """Whether ``field_id`` is an identifier field of the schema being built."""
+        if self._identifier_names is None:
+            return field_id in self._schema.identifier_field_ids
+        return any(
+            self._schema.find_field_id(n, self._case_sensitive) == field_id
+            for n in self._identifier_names
+        )
+
     def _union_struct(self, struct: StructType, prefix: tuple[str, ...]) -> None:
         # Like the reference's visitor: existing fields (and what they contain) first, then the
         # struct's new fields, so nested additions get their ids before outer ones.
@@ -377,10 +386,12 @@ class UpdateSchema(PendingUpdate):
         t, et = f.field_type, cur.field_type
         if isinstance(t, PrimitiveType) and isinstance(et, PrimitiveType):
             new_type = None if t == et or can_promote(t, et, self._format_version) else t
+            # an identifier field stays required (Arrow fields are nullable by default)
+            loosen = f.optional and cur.required and not self._is_identifier(existing_id)
             self.update_column(
                 name,
                 field_type=new_type,
-                required=False if f.optional and cur.required else None,
+                required=False if loosen else None,
                 doc=f.doc if f.doc is not None and f.doc != cur.doc else None,
             )
             return
