@@ -230,12 +230,14 @@ def test_literal_json_exact_forms(t: IcebergType, internal: Any, text: Any) -> N
     assert literal_from_json(json.loads(json.dumps(form)), t) == internal
 
 
-def test_infinite_literals_have_no_json_form() -> None:
-    # JSON has no infinity; the old encoder wrote Python's non-standard ``Infinity``, which the
-    # Rust core then rejected as invalid JSON. Now the error names the value up front.
-    e = bind(SCHEMA, col("x") >= float("inf"))
-    with pytest.raises(ValidationError, match="inf"):
-        to_dict(e)
+def test_infinite_literals_travel_as_strings() -> None:
+    # JSON numbers have no infinity: the literal is the string Jackson writes for it, and the
+    # form stays standard JSON (no bare ``Infinity`` token).
+    for value, text in ((float("inf"), "Infinity"), (float("-inf"), "-Infinity")):
+        e = bind(SCHEMA, col("x") >= value)
+        form = to_dict(e)
+        assert form["value"] == text
+        assert from_dict(json.loads(json.dumps(form, allow_nan=False))) == e
 
 
 @pytest.mark.parametrize(
