@@ -308,7 +308,8 @@ def test_command_line_reports_bad_configuration(tmp_path: Path) -> None:
         timeout=60,
     )
     assert nodb.returncode == 2
-    assert b"python -m icefloe.rest: cannot start" in nodb.stderr
+    assert b"python -m icefloe.rest: SQL catalog" in nodb.stderr
+    assert b"the catalog database failed: unable to open database file" in nodb.stderr
     assert b"Traceback" not in nodb.stderr
 
 
