@@ -139,3 +139,29 @@ def test_merged_chains_select_the_same_rows(tmp_path: Path, negated: bool) -> No
         return sorted((r["id"] is None, r["id"] or 0, repr(r["d"])) for r in table.to_pylist())
 
     assert rows_of(got) == rows_of(want)
+
+
+def test_a_set_predicates_values_are_converted_once_per_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 5,000-value ``in`` read over 30 files sorts and converts its values once, not once
+    per batch (which made reads cost files x values)."""
+    import icefloe.expressions.arrow as ea
+
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([("id", pa.int64()), ("s", pa.string())]))
+    with t.transaction() as tx:
+        for k in range(30):
+            ids = list(range(k * 100, k * 100 + 100))
+            tx.append(pa.table({"id": ids, "s": [f"k{i}" for i in ids]}))
+    keys = [f"k{i}" for i in range(0, 10_000, 2)]
+    calls: list[int] = []
+    real = ea.arrow_array
+
+    def counting(values: list[Any], t: Any) -> pa.Array:
+        calls.append(len(values))
+        return real(values, t)
+
+    monkeypatch.setattr(ea, "arrow_array", counting)
+    got = t.scan(row_filter=col("s").isin(keys)).to_arrow()
+    assert sorted(got["id"].to_pylist()) == list(range(0, 3000, 2))
+    assert sum(1 for n in calls if n == len(keys)) == 1

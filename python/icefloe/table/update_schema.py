@@ -87,6 +87,8 @@ class UpdateSchema(PendingUpdate):
         self._updates: dict[int, NestedField] = {}
         self._adds: dict[int, list[NestedField]] = {}
         self._added_names: dict[int, dict[str, int]] = {}
+        # per struct, its existing fields by (normalised) current name: see `_sibling_id`
+        self._existing_names: dict[int, dict[str, int]] = {}
         self._moves: dict[int, list[_Move]] = {}
         self._identifier_names: list[str] | None = None
         self._committed = False
@@ -128,20 +130,27 @@ class UpdateSchema(PendingUpdate):
             )
         return holder.field_id, holder.field_type
 
-    def _sibling_names(self, parent_id: int) -> dict[str, int]:
-        """Names in the struct ``parent_id`` after the pending renames and deletes."""
-        if parent_id == TABLE_ROOT_ID:
-            fields: Sequence[NestedField] = self._schema.fields
-        else:
-            t = self._index[parent_id].field_type
-            fields = t.fields if isinstance(t, StructType) else ()
-        out = {}
-        for f in fields:
-            if f.field_id not in self._deletes:
-                out[self._norm(self._current(f.field_id).name)] = f.field_id
-        for name, fid in self._added_names.get(parent_id, {}).items():
-            out[name] = fid
-        return out
+    def _sibling_id(self, parent_id: int, name: str) -> int | None:
+        """The field named ``name`` (normalised) in the struct ``parent_id`` after the pending
+        renames, deletes and additions, if any. The existing fields' names are indexed once
+        per struct until a rename or delete, so adding thousands of columns stays linear."""
+        added = self._added_names.get(parent_id, {}).get(name)
+        if added is not None:
+            return added
+        existing = self._existing_names.get(parent_id)
+        if existing is None:
+            if parent_id == TABLE_ROOT_ID:
+                fields: Sequence[NestedField] = self._schema.fields
+            else:
+                t = self._index[parent_id].field_type
+                fields = t.fields if isinstance(t, StructType) else ()
+            existing = {
+                self._norm(self._current(f.field_id).name): f.field_id
+                for f in fields
+                if f.field_id not in self._deletes
+            }
+            self._existing_names[parent_id] = existing
+        return existing.get(name)
 
     def _norm(self, name: str) -> str:
         return name if self._case_sensitive else name.lower()
@@ -179,7 +188,7 @@ class UpdateSchema(PendingUpdate):
             parent_id, _ = self._struct_of(parent_field)
             self._check_not_deleted(parent_field.field_id, "add to")
             self._check_not_deleted(parent_id, "add to")
-        if self._norm(name) in self._sibling_names(parent_id):
+        if self._sibling_id(parent_id, self._norm(name)) is not None:
             raise ValidationError(f"cannot add column {'.'.join(parts)!r}: name already exists")
         if not isinstance(field_type, IcebergType):
             raise ValidationError(f"column {name!r}: expected an Iceberg type, got {field_type!r}")
@@ -210,6 +219,7 @@ class UpdateSchema(PendingUpdate):
         if fid in self._updates:
             raise ValidationError(f"cannot delete column {name!r}: it has pending updates")
         self._deletes.add(fid)
+        self._existing_names.clear()
         return self
 
     drop_column = delete_column
@@ -220,11 +230,11 @@ class UpdateSchema(PendingUpdate):
         self._check_not_deleted(f.field_id, "rename")
         if not isinstance(new_name, str) or not new_name:
             raise ValidationError(f"cannot rename {name!r}: invalid new name {new_name!r}")
-        siblings = self._sibling_names(self._parent_id(f.field_id))
-        other = siblings.get(self._norm(new_name))
+        other = self._sibling_id(self._parent_id(f.field_id), self._norm(new_name))
         if other is not None and other != f.field_id:
             raise ValidationError(f"cannot rename {name!r} to {new_name!r}: name already exists")
         self._updates[f.field_id] = replace(self._current(f.field_id), name=new_name)
+        self._existing_names.clear()
         return self
 
     def update_column(

@@ -62,17 +62,19 @@ def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Ta
     table = to_arrow_table(_encode_python_variants(data, schema))
     target = schema_to_arrow(schema)
     known = {f.name for f in schema.fields}
-    extra = [n for n in table.column_names if n not in known]
+    names = table.column_names  # a new list on every call: taken once
+    extra = [n for n in names if n not in known]
     if extra:
         raise ValidationError(
             f"input column {extra[0]!r} is not in the table schema (columns: {sorted(known)})"
         )
-    if len(set(table.column_names)) != len(table.column_names):
-        raise ValidationError(f"input has duplicate column names: {table.column_names}")
+    given = set(names)
+    if len(given) != len(names):
+        raise ValidationError(f"input has duplicate column names: {names}")
     n = table.num_rows
     columns: list[pa.ChunkedArray] = []
     for f, af in zip(schema.fields, target, strict=True):
-        if f.name in table.column_names:
+        if f.name in given:
             col = table.column(f.name)
             columns.append(_coerce(col, f, af, f.name))
         else:
