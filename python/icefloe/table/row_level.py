@@ -425,6 +425,8 @@ def _distinct_keys(matched: pa.Table, join_cols: Sequence[str]) -> int:
     cols = [
         c.cast(c.type.storage_type) if isinstance(c.type, pa.BaseExtensionType) else c for c in cols
     ]
+    if len(cols) == 1:
+        return int(pc.count_distinct(cols[0], mode="all").as_py())  # a third of group_by's time
     names = [f"k{i}" for i in range(len(cols))]
     return int(pa.table(cols, names=names).group_by(names).aggregate([]).num_rows)
 
