@@ -99,8 +99,8 @@ def test_wide_equality_chains_merge_into_set_predicates() -> None:
     for i in range(1, 40):
         ors = ors | (col("id") == i)
     bound = bind(_schema(), ors | (col("d") == 1.5))
-    preds = [bound] if isinstance(bound, BoundPredicate) else [bound.left, bound.right]
     assert isinstance(bound, Or)
+    preds = [bound.left, bound.right]
     assert {(p.op, len(p.literals) or 1) for p in preds} == {(Op.IN, 40), (Op.EQ, 1)}
     ands = col("id") != 0
     for i in range(1, 40):

@@ -436,9 +436,6 @@ impl<'a> Compactor<'a> {
     /// `data` (one entry per mask entry) with only the kept rows, compacted in its own
     /// buffer when nothing else holds it.
     pub fn column_owned(&mut self, data: ArrayData) -> Result<ArrayData> {
-        if data.len() != self.keep.len() {
-            return Err(Error::internal("keep-mask and column differ in length"));
-        }
         match compact_in_place(data, self.keep.values(), self.count)? {
             InPlace::Done(out) => Ok(out),
             InPlace::Not(data) => self.column(&data),

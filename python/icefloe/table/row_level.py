@@ -410,7 +410,7 @@ def _input_names(data: Any) -> set[str] | None:
         names: list[str] = data.schema.names
     elif isinstance(data, dict):
         names = [str(k) for k in data]
-    elif hasattr(data, "columns") and hasattr(data, "dtypes"):  # a pandas DataFrame
+    elif type(data).__module__.startswith("pandas"):  # a DataFrame, as to_arrow_table tells
         names = [str(c) for c in data.columns]
     else:
         return None
