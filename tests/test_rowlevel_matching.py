@@ -26,7 +26,9 @@ from icefloe.write.matching import (
     bind_filter,
     carry_row_ids,
     check_unique_keys,
+    first_match,
     key_match_mask,
+    matched_source_rows,
     matching_key_positions,
     matching_positions,
     surviving_rows,
@@ -152,6 +154,33 @@ def test_row_id_carry_agrees_with_a_dict(
             ["id", "z"],
         )
         assert two.to_pylist() == want
+
+
+@settings(max_examples=80, deadline=None)
+@given(source=_KEYS, matched=_KEYS, type_=st.sampled_from([pa.int64(), pa.string()]))
+def test_matched_source_rows_counts_source_keys_found(
+    source: list[int | None], matched: list[int | None], type_: pa.DataType
+) -> None:
+    """The source rows (unique keys) an upsert replaces, null matching null, however often a
+    key repeats in ``matched`` (the target rows holding a source key): by the lookup and by the
+    fallback, one or two key columns."""
+    source = list(dict.fromkeys(source))  # an upsert's keys are unique
+    matched = [k for k in matched if k in source]
+    want = sum(1 for k in source if k in set(matched))
+
+    def keys(values: list[int | None]) -> pa.Array:
+        return pa.array(values, pa.int64()).cast(type_)
+
+    one_source, one_matched = pa.table({"id": keys(source)}), pa.table({"id": keys(matched)})
+    at = first_match(one_source, one_matched, ["id"])
+    assert at is not None
+    assert matched_source_rows(one_source, one_matched, ["id"], at) == want
+    assert matched_source_rows(one_source, one_matched, ["id"], None) == want
+    zeros = pa.array([0] * len(source), pa.int64())
+    two_source = one_source.append_column("z", zeros)
+    two_matched = one_matched.append_column("z", pa.array([0] * len(matched), pa.int64()))
+    assert first_match(two_source, two_matched, ["id", "z"]) is None
+    assert matched_source_rows(two_source, two_matched, ["id", "z"], None) == want
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,8 @@ from icefloe.write.matching import (
     bind_filter,
     carry_row_ids,
     check_unique_keys,
+    first_match,
+    matched_source_rows,
     matching_key_positions,
     matching_positions,
     native_matching_key_positions,
@@ -417,20 +419,6 @@ def _input_names(data: Any) -> set[str] | None:
     return set(names)
 
 
-def _distinct_keys(matched: pa.Table, join_cols: Sequence[str]) -> int:
-    """The number of distinct keys among ``matched`` (the join columns of the target rows an
-    upsert replaces; nulls are one key): the source rows that matched, as source keys are
-    unique, however many target rows share a key."""
-    cols = [matched.column(n) for n in join_cols]
-    cols = [
-        c.cast(c.type.storage_type) if isinstance(c.type, pa.BaseExtensionType) else c for c in cols
-    ]
-    if len(cols) == 1:
-        return int(pc.count_distinct(cols[0], mode="all").as_py())  # a third of group_by's time
-    names = [f"k{i}" for i in range(len(cols))]
-    return int(pa.table(cols, names=names).group_by(names).aggregate([]).num_rows)
-
-
 def _upsert_mode(props: Mapping[str, str], version: int) -> str:
     if UPSERT_MODE in props:
         mode = enum_property(props, UPSERT_MODE, COPY_ON_WRITE)
@@ -511,9 +499,10 @@ def upsert(
         matched = pa.concat_tables(matched_parts) if matched_parts else None
         updated = matched.num_rows if matched is not None else 0
         rows = source
+        at = first_match(source, matched, join_cols) if matched is not None else None
         if lineage:
             ids = (
-                carry_row_ids(source, matched, join_cols)
+                carry_row_ids(source, matched, join_cols, at)
                 if matched is not None
                 else pa.nulls(source.num_rows, pa.int64())
             )
@@ -533,7 +522,9 @@ def upsert(
         for f in delta.added_data:
             ctx.io.delete_quietly(f.file_path)
         raise
-    inserted = source.num_rows - (_distinct_keys(matched, join_cols) if matched else 0)
+    inserted = source.num_rows - (
+        matched_source_rows(source, matched, join_cols, at) if matched is not None else 0
+    )
     return UpsertResult(updated, inserted)
 
 

@@ -14,7 +14,8 @@ Per planned task (one data file with the deletes that apply to it):
   :func:`native_matching_key_positions` for many tasks at once.
 - :func:`check_unique_keys`: upsert sources must not repeat a key.
 - :func:`carry_row_ids`: the ``_row_id`` of the existing row each source row replaces (an
-  Arrow hash lookup or join), so an updated row keeps its id.
+  Arrow hash lookup or join), so an updated row keeps its id; :func:`first_match` the lookup
+  itself, :func:`matched_source_rows` how many source rows an upsert replaces.
 - :func:`all_rows_match`: whether a task's partition alone proves every row matches a filter
   (then copy-on-write drops the whole file without reading it).
 
@@ -67,7 +68,9 @@ __all__ = [
     "bind_filter",
     "carry_row_ids",
     "check_unique_keys",
+    "first_match",
     "key_match_mask",
+    "matched_source_rows",
     "matching_key_positions",
     "matching_positions",
     "native_matching_key_positions",
@@ -421,26 +424,64 @@ def native_matching_key_positions(
     return out
 
 
-def carry_row_ids(source: pa.Table, matched: pa.Table, join_cols: Sequence[str]) -> pa.Array:
+def first_match(source: pa.Table, matched: pa.Table, join_cols: Sequence[str]) -> pa.Array | None:
+    """For each row of ``source``, the index of the first row of ``matched`` with the same key
+    (null where none, and for null keys); None when the keys are not one column of one type
+    in both, or Arrow has no lookup for the type."""
+    if len(join_cols) != 1:
+        return None
+    mine, theirs = source.column(join_cols[0]), matched.column(join_cols[0])
+    if mine.type != theirs.type:
+        return None
+    # integer, date, time and timestamp keys in Rust (a map sized once), other types by
+    # Arrow's lookup
+    keys, value_set = mine.combine_chunks(), theirs.combine_chunks()
+    at = _native.index_in(keys, value_set)
+    if at is None:
+        with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            at = pc.index_in(keys, value_set=value_set, skip_nulls=True)
+    return at
+
+
+def matched_source_rows(
+    source: pa.Table, matched: pa.Table, join_cols: Sequence[str], at: pa.Array | None
+) -> int:
+    """How many rows of ``source`` (unique keys; null equals null) have their key among the
+    rows of ``matched``, however many rows of ``matched`` share a key. ``at`` is
+    :func:`first_match` of the two, when it gave one."""
+    if matched.num_rows == 0:
+        return 0
+    if at is None:
+        cols = [matched.column(n) for n in join_cols]
+        cols = [
+            c.cast(c.type.storage_type) if isinstance(c.type, pa.BaseExtensionType) else c
+            for c in cols
+        ]
+        if len(cols) == 1:
+            return int(pc.count_distinct(cols[0], mode="all").as_py())
+        names = [f"k{i}" for i in range(len(cols))]
+        return int(pa.table(cols, names=names).group_by(names).aggregate([]).num_rows)
+    # ``at`` is null for the source's null keys, which match the target's null keys
+    null_keys: int = source.column(join_cols[0]).null_count
+    found: int = len(at) - at.null_count
+    if null_keys and matched.column(join_cols[0]).null_count:
+        found += null_keys
+    return found
+
+
+def carry_row_ids(
+    source: pa.Table, matched: pa.Table, join_cols: Sequence[str], at: pa.Array | None = None
+) -> pa.Array:
     """For each row of ``source`` (in order), the ``_row_id`` of the row of ``matched`` (join
-    columns plus ``_row_id``) with the same key, else null. Keys with nulls never carry an id."""
+    columns plus ``_row_id``) with the same key, else null. Keys with nulls never carry an id.
+    ``at`` is :func:`first_match` of the two, when the caller has it."""
     if matched.num_rows == 0:
         return pa.nulls(source.num_rows, pa.int64())
-    if len(join_cols) == 1:
-        mine, theirs = source.column(join_cols[0]), matched.column(join_cols[0])
-        at = None
-        if mine.type == theirs.type:
-            # each source key's first row in ``matched`` (null keys match nothing): integer,
-            # date, time and timestamp keys in Rust (a map sized once), other types by Arrow's
-            # lookup; a type neither takes goes to the join below
-            keys, value_set = mine.combine_chunks(), theirs.combine_chunks()
-            at = _native.index_in(keys, value_set)
-            if at is None:
-                with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    at = pc.index_in(keys, value_set=value_set, skip_nulls=True)
-        if at is not None:
-            ids = matched.column(ROW_ID).combine_chunks()  # one chunk: take is then cheap
-            return ids.take(at).cast(pa.int64())
+    if at is None:
+        at = first_match(source, matched, join_cols)
+    if at is not None:
+        ids = matched.column(ROW_ID).combine_chunks()  # one chunk: take is then cheap
+        return ids.take(at).cast(pa.int64())
     idx = "__icefloe_source_index"
     left = _key_table(source, join_cols).append_column(
         idx, pa.array(np.arange(source.num_rows, dtype=np.int64))
