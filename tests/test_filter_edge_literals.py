@@ -14,11 +14,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icefloe.expressions import BoundPredicate, Op, Or, bind, col
 from icefloe.expressions.base import balance
 from icefloe.schema import Schema
-from icefloe.types import DoubleType, LongType, NestedField, UUIDType
+from icefloe.types import (
+    BinaryType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    UUIDType,
+)
 from support.write_util import catalog, pyiceberg_read
 
 BIG = Decimal("12345678901234567890123.456789")  # 29 digits: more than the default context's 28
@@ -165,3 +177,79 @@ def test_a_set_predicates_values_are_converted_once_per_scan(
     got = t.scan(row_filter=col("s").isin(keys)).to_arrow()
     assert sorted(got["id"].to_pylist()) == list(range(0, 3000, 2))
     assert sum(1 for n in calls if n == len(keys)) == 1
+
+
+_PROBED_TYPES = [
+    (LongType(), st.integers(-(2**63), 2**63 - 1)),
+    (IntegerType(), st.integers(-(2**31), 2**31 - 1)),
+    (StringType(), st.text(max_size=6)),
+    (BinaryType(), st.binary(max_size=6)),
+    (DoubleType(), st.floats(allow_nan=False, width=64)),
+    (DateType(), st.integers(-100_000, 100_000)),
+    (DecimalType(20, 3), st.decimals(-(10**16), 10**16, places=3, allow_nan=False)),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), which=st.sampled_from(range(len(_PROBED_TYPES))), negated=st.booleans())
+def test_large_sets_probed_in_rust_select_what_is_in_selects(
+    data: st.DataObject, which: int, negated: bool
+) -> None:
+    """A set predicate large enough for the Rust probe selects the rows ``pc.is_in`` selects
+    (nulls, both zeros), for ``in`` and ``not in``, on a table of several chunks."""
+    import icefloe.expressions.arrow as ea
+
+    t, values = _PROBED_TYPES[which]
+    literals = data.draw(st.lists(values, min_size=1, max_size=12, unique=True))
+    column = data.draw(st.lists(st.one_of(st.none(), st.sampled_from(literals), values)))
+    if isinstance(t, DoubleType):
+        column += [0.0, -0.0, None]
+    schema = Schema(NestedField(1, "v", t, required=False))
+    pred = col("v").isin(literals)
+    bound = bind(schema, ~pred if negated else pred)
+    arrow = ea.arrow_array([c for c in column], t) if column else ea.arrow_array([], t)
+    table = pa.Table.from_batches(
+        [
+            pa.record_batch([arrow.slice(0, len(arrow) // 2)], names=["v"]),
+            pa.record_batch([arrow.slice(len(arrow) // 2)], names=["v"]),
+        ]
+    )
+    old = ea.PROBED_SET_SIZE
+    try:
+        ea.PROBED_SET_SIZE = 10**9
+        want = ea.selection_mask(bound, table).to_pylist()
+        ea.PROBED_SET_SIZE = 1
+        got = ea.selection_mask(bound, table).to_pylist()
+    finally:
+        ea.PROBED_SET_SIZE = old
+    assert got == want
+
+
+def test_a_large_set_is_hashed_once_in_rust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read with a set of ``PROBED_SET_SIZE`` values or more builds one Rust set for every
+    batch of every file and selects the rows pyarrow's ``is_in`` does."""
+    import icefloe.expressions.arrow as ea
+
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([("id", pa.int64())]))
+    with t.transaction() as tx:
+        for k in range(20):
+            tx.append(pa.table({"id": pa.array([*range(k * 50, k * 50 + 50), None], pa.int64())}))
+    keys = list(range(-3000, 3000, 3))
+    built: list[int] = []
+    real = ea._native.EqualityDeleteSet
+
+    def counting() -> Any:
+        built.append(1)
+        return real()
+
+    monkeypatch.setattr(ea._native, "EqualityDeleteSet", counting)
+    got = t.scan(row_filter=col("id").isin(keys)).to_arrow()["id"].to_pylist()
+    assert sorted(got) == [i for i in range(1000) if i % 3 == 0]
+    assert len(built) == 1
+    got = t.scan(row_filter=~col("id").isin(keys)).to_arrow()["id"].to_pylist()
+    # `not in` selects nulls, as Iceberg's evaluators do
+    assert sorted(got, key=lambda v: -1 if v is None else v) == [None] * 20 + [
+        i for i in range(1000) if i % 3 != 0
+    ]

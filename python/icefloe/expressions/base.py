@@ -427,7 +427,11 @@ class Predicate(BooleanExpression):
 
     def _lit_key(self) -> Any:
         if self.op.is_set:
-            return frozenset(literal_key(v) for v in self.literals)
+            # kept: equality and hashing of a 50,000-value set re-keyed every value each time
+            key = self.__dict__.get("_set_key")
+            if key is None:
+                key = self.__dict__["_set_key"] = frozenset(map(literal_key, self.literals))
+            return key
         if self.op.is_literal:
             return literal_key(self.literal)
         return None
