@@ -22,6 +22,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from icefloe.exceptions import ValidationError
+from icefloe.types import DoubleType, FloatType
 
 if TYPE_CHECKING:
     from icefloe.types import IcebergType
@@ -579,8 +580,18 @@ class BoundPredicate(Predicate):
         return self.ref.name
 
     def negate(self) -> BooleanExpression:
+        """The exact complement: an ordering comparison is false on null and NaN, and so is
+        the comparison it negates into, so those values are added back (``not (a > 3)`` is
+        ``a <= 3 or a is null``, ``or a is nan`` too for floating columns), as
+        :func:`icefloe.expressions.arrow.selection_mask` evaluates a ``Not``."""
         arg = self.literals if self.op.is_set else self.literal
-        return BoundPredicate(self.op.negate(), self.ref, arg)
+        out = BoundPredicate(self.op.negate(), self.ref, arg)
+        if self.op in _ORDERING:
+            if isinstance(self.ref.field_type, FloatType | DoubleType):
+                out = Or(out, BoundPredicate(Op.IS_NAN, self.ref))
+            if not self.ref.required:
+                out = Or(out, BoundPredicate(Op.IS_NULL, self.ref))
+        return out
 
     def as_unbound(self, name: str | None = None) -> BooleanExpression:
         arg = self.literals if self.op.is_set else self.literal
@@ -601,8 +612,17 @@ class BoundPredicate(Predicate):
         return (self.op, self.ref, self.literals if self.op.is_set else self.literal)
 
 
+#: Comparisons false on null and NaN whose negations are too.
+_ORDERING = frozenset({Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ})
+
+
 def rewrite_not(expr: BooleanExpression) -> BooleanExpression:
-    """Removes every ``Not`` by negating what it wraps (De Morgan, then predicate negation)."""
+    """Removes every ``Not`` by negating what it wraps (De Morgan, then predicate negation).
+
+    Bound, the result selects exactly what the original does (see
+    :meth:`BoundPredicate.negate`); unbound, column types are not known, so an ordering
+    comparison negates into its opposite alone, as in Iceberg's reference, which drops nulls
+    and NaN the ``Not`` kept: bind first."""
     if isinstance(expr, Not):
         return rewrite_not(expr.child.negate())
     if isinstance(expr, And):
