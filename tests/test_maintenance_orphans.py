@@ -139,3 +139,31 @@ def test_partition_statistics_kept_unregistered_ones_removed(tmp_path: Path) -> 
     ]
     assert Path(kept.statistics_path.removeprefix("file://")).exists()
     assert t.partition_statistics() is not None
+
+
+def test_a_location_outside_the_table_is_refused(tmp_path: Path) -> None:
+    """``location`` may narrow the listing to a directory of the table, never widen it: the
+    warehouse root holds the catalog's database and other tables, a directory elsewhere
+    someone else's files; nothing is listed or deleted there."""
+    ptable = make_table(tmp_path, 2, "unpartitioned", appends=1)
+    cat = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/cat.db", warehouse=f"file://{tmp_path}/wh")
+    table = cat.load_table(".".join(ptable.name()))
+    root = Path(table.location.removeprefix("file://"))
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    precious = outside / "precious.txt"
+    precious.write_bytes(b"x")
+    _age(precious, 10)
+    for where in (str(outside), f"file://{tmp_path}/wh", f"{root}-other", str(tmp_path)):
+        with pytest.raises(ValidationError, match="outside the table"):
+            remove_orphan_files(FileIO(), table.metadata, table.metadata_location, location=where)
+    assert precious.exists() and (tmp_path / "cat.db").exists()
+    stray = root / "data" / "stray.parquet"
+    stray.write_bytes(b"x")
+    _age(stray, 10)
+    for where in (f"file://{root}/data/", str(root)):  # inside the table: allowed
+        got = remove_orphan_files(
+            FileIO(), table.metadata, table.metadata_location, location=where, dry_run=True
+        )
+        assert [p.removeprefix("file://") for p in got] == [str(stray)]
+    cat.close()

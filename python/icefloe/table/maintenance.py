@@ -137,6 +137,22 @@ def _other_table_roots(unreached: pa.Array, own_metadata_dir: str) -> list[str]:
     return sorted(roots)
 
 
+def _check_own_location(location: str, own: list[str]) -> None:
+    """Refuses a ``location`` outside the table's location and its data and metadata
+    directories: everything listed there that this table does not reach (other tables' files,
+    a catalog's database) would count as an orphan."""
+
+    def norm(path: str) -> str:
+        return str(_normalize(pa.array([path.rstrip("/")]))[0].as_py())
+
+    loc = norm(location)
+    if not any(loc == d or loc.startswith(d + "/") for d in map(norm, own)):
+        raise ValidationError(
+            f"remove_orphan_files: location {location!r} is outside the table's directories "
+            f"({', '.join(dict.fromkeys(own))}); files there may belong to other tables"
+        )
+
+
 def remove_orphan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -164,9 +180,10 @@ def remove_orphan_files(
     """
     threshold = _threshold_ms(older_than)
     own_meta = metadata_location(metadata.location, metadata.properties)
-    roots = [location] if location else [data_location(metadata.location, metadata.properties)]
-    if not location:
-        roots.append(own_meta)
+    own_data = data_location(metadata.location, metadata.properties)
+    if location:
+        _check_own_location(location, [metadata.location, own_data, own_meta])
+    roots = [location] if location else [own_data, own_meta]
     listed: dict[str, int | None] = {}
     for root in roots:
         listed.update((f.location, f.modified_ms) for f in io.list_prefix(root))
