@@ -253,3 +253,41 @@ def test_a_large_set_is_hashed_once_in_rust(
     assert sorted(got, key=lambda v: -1 if v is None else v) == [None] * 20 + [
         i for i in range(1000) if i % 3 != 0
     ]
+
+
+@pytest.mark.parametrize(("column", "width"), [("n", 10), ("l", 7)])
+def test_truncate_partitions_of_the_lowest_values_are_found(
+    tmp_path: Path, column: str, width: int
+) -> None:
+    """``truncate[W]`` wraps the lowest ints and longs to the largest partition value (as the
+    reference computes it): filters and deletes still find those rows, checked against
+    pyarrow's filter of the same rows."""
+    low = -(2 ** (31 if column == "n" else 63))
+    arrow_type = pa.int32() if column == "n" else pa.int64()
+    rows = pa.table(
+        {
+            "id": pa.array(range(6), pa.int64()),
+            column: pa.array([5, low, low + 3, -1, 2**20, None], arrow_type),
+        }
+    )
+    t = catalog(tmp_path).create_table("ns.t", rows.schema)
+    with t.update_spec() as u:
+        u.add_field(column, f"truncate[{width}]")
+    with t.transaction() as tx:
+        for i in range(rows.num_rows):
+            tx.append(rows.slice(i, 1))
+    v = rows[column]
+    cases = {
+        f"{column} = {low}": pc.equal(v, low),
+        f"{column} < 0": pc.less(v, 0),
+        f"{column} <= -1": pc.less_equal(v, -1),
+        f"{column} >= {low}": pc.greater_equal(v, low),
+        f"{column} > {low}": pc.greater(v, low),
+        f"{column} > 3": pc.greater(v, 3),
+        f"{column} < {low + 2}": pc.less(v, low + 2),
+    }
+    for text, mask in cases.items():
+        want = sorted(rows.filter(pc.fill_null(mask, False))["id"].to_pylist())
+        assert _ids(t, text) == want, text
+    t.delete(f"{column} > 3")  # strict projection: the wrapped partition is not all > 3
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3, 5]

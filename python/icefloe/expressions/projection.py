@@ -73,11 +73,12 @@ __all__ = [
 ]
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 def transform_literal(transform: Transform, source: IcebergType, value: Any) -> Any:
     """``transform`` applied to one internal-representation value of type ``source``."""
-    if isinstance(source, IntegerType):
+    if isinstance(source, IntegerType) and not isinstance(transform, TruncateTransform):
         source = LongType()  # int and long transform identically; the wider type cannot overflow
     out = transform.apply(arrow_array([value], source))
     if pa.types.is_date32(out.type):
@@ -94,7 +95,8 @@ def _step(value: Any, t: IcebergType, delta: int) -> Any:
             ctx.prec = 100  # exact for any decimal(38) value (the default keeps 28 digits)
             return value + Decimal(delta).scaleb(-t.scale)
     out = value + delta
-    return out if _LONG_MIN <= out <= _LONG_MAX else None
+    low, high = (_INT_MIN, _INT_MAX) if isinstance(t, IntegerType) else (_LONG_MIN, _LONG_MAX)
+    return out if low <= out <= high else None
 
 
 def _numeric_inclusive(name: str, pred: BoundPredicate, tr: Transform) -> BooleanExpression | None:
@@ -123,6 +125,49 @@ def _numeric_strict(name: str, pred: BoundPredicate, tr: Transform) -> BooleanEx
         prev = _step(lit, t, -1)
         return None if prev is None else _mk(Op.GT, name, transform_literal(tr, t, prev))
     return None
+
+
+def _truncate_wrap(t: IcebergType, tr: TruncateTransform) -> tuple[int, int] | None:
+    """Where ``truncate[W]`` of an int or long column wraps: ``v - (v mod W)`` is computed in
+    the column's type (as the reference does, and the stored partition values are), so the
+    values below ``MIN - (MIN mod W) + W`` truncate past the minimum and wrap to the largest
+    partition value. (That end (exclusive), the partition value they share), or None when
+    no value wraps (``W`` divides the minimum) or the column is not an int or long."""
+    if not isinstance(t, IntegerType | LongType):
+        return None
+    low = _INT_MIN if isinstance(t, IntegerType) else _LONG_MIN
+    m0 = low % tr.width
+    if m0 == 0:
+        return None
+    return low - m0 + tr.width, low - m0 - 2 * low
+
+
+def _unwrapped(
+    name: str,
+    pred: BoundPredicate,
+    tr: TruncateTransform,
+    strict: bool,
+    projected: BooleanExpression | None,
+) -> BooleanExpression | None:
+    """``projected`` (a numeric truncate projection) corrected for the partition the lowest
+    values wrap to (see :func:`_truncate_wrap`), which is out of order with the rest."""
+    wrap = _truncate_wrap(pred.ref.field_type, tr)
+    if wrap is None or projected is None:
+        return projected
+    end, wrapped = wrap
+    op, low = pred.op, pred.literal < end
+    if op in (Op.LT, Op.LT_EQ):
+        if low:
+            return None
+        # rows of the wrapped partition are below any literal: not all rows match (strict),
+        # but some may (inclusive)
+        return projected if strict else Or(projected, _mk(Op.EQ, name, wrapped))
+    if op in (Op.GT, Op.GT_EQ):
+        if low:
+            return None
+        # the wrapped partition is above every projected literal, its rows below the literal
+        return And(projected, _mk(Op.NOT_EQ, name, wrapped)) if strict else projected
+    return projected  # `=` and `!=` compare with the literal's own wrapped partition
 
 
 def _mk(op: Op, name: str, value: Any = None) -> BooleanExpression:
@@ -228,7 +273,8 @@ def project_predicate(
             return None
         if isinstance(t, StringType | BinaryType):
             return _truncate_array(name, pred, transform, strict)
-        return (_numeric_strict if strict else _numeric_inclusive)(name, pred, transform)
+        projected = (_numeric_strict if strict else _numeric_inclusive)(name, pred, transform)
+        return _unwrapped(name, pred, transform, strict, projected)
     if isinstance(t, _TIME_SOURCES) and transform.preserves_order:
         exact = isinstance(transform, DayTransform) and isinstance(t, DateType)
         projected: BooleanExpression | None
