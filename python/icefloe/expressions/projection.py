@@ -273,8 +273,8 @@ def project_predicate(
             return None
         if isinstance(t, StringType | BinaryType):
             return _truncate_array(name, pred, transform, strict)
-        projected = (_numeric_strict if strict else _numeric_inclusive)(name, pred, transform)
-        return _unwrapped(name, pred, transform, strict, projected)
+        numeric = (_numeric_strict if strict else _numeric_inclusive)(name, pred, transform)
+        return _unwrapped(name, pred, transform, strict, numeric)
     if isinstance(t, _TIME_SOURCES) and transform.preserves_order:
         exact = isinstance(transform, DayTransform) and isinstance(t, DateType)
         projected: BooleanExpression | None
