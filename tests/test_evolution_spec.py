@@ -232,6 +232,41 @@ def test_upgrade_format_version(start: int, tmp_path: Path) -> None:
     assert c.theirs.load_table("db.t").metadata.format_version == 3
 
 
+@pytest.mark.parametrize("start", [1, 2])
+def test_rows_written_before_an_upgrade_to_v3_get_row_ids(start: int, tmp_path: Path) -> None:
+    """The first snapshot after an upgrade gives every data manifest a first row id, and the
+    rows of the manifests written before it inherit ids from it as v3 manifests' rows do
+    (the spec's row lineage for upgraded tables): unique, stable, kept by compaction."""
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    t = cat.create_table("db.t", schema, properties={"format-version": str(start)})
+    t.append(pa.table({"id": [1, 2, 3]}, schema=schema))
+    t.append(pa.table({"id": [4, 5]}, schema=schema))
+    t.upgrade_format_version(3)
+    t.append(pa.table({"id": [6]}, schema=schema))
+
+    def ids() -> dict[int, int]:
+        rows = t.scan(selected_fields=("id", "_row_id")).to_arrow().to_pylist()
+        return {r["id"]: r["_row_id"] for r in rows}
+
+    first = ids()
+    assert None not in first.values() and len(set(first.values())) == 6
+    # each file's rows are numbered from its first row id, in order
+    spans = {
+        task.data_file.first_row_id: task.data_file.record_count for task in t.scan().plan_files()
+    }
+    assert None not in spans
+    assert sorted(first.values()) == sorted(s + k for s, n in spans.items() for k in range(n))
+    assert max(first.values()) < t.metadata.next_row_id
+    t.rewrite_data_files()
+    assert ids() == first
+
+
 def test_upgrade_in_transaction_with_v3_schema_change(tmp_path: Path) -> None:
     from icefloe.types import StringType
 

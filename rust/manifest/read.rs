@@ -236,25 +236,25 @@ pub fn read_manifest_projected(
         }
     }
     cols[4] = fill_i32(cols[4].as_primitive::<Int32Type>(), 0);
-    if version >= 3 {
-        if let Some(first) = inherit.first_row_id {
-            let content = cols[4].as_primitive::<Int32Type>().values().clone();
-            let counts = i64_col(&cols[8]).clone();
-            let ids = i64_col(&cols[20]).clone();
-            let mut next = first;
-            let mut out = Vec::with_capacity(ids.len());
-            for r in 0..ids.len() {
-                if ids.is_valid(r) {
-                    out.push(Some(ids.value(r)));
-                } else if content[r] == 0 && status[r] != 2 {
-                    out.push(Some(next));
-                    next = next.saturating_add(counts.value(r).max(0));
-                } else {
-                    out.push(None);
-                }
+    // a v2 manifest listed with a first row id (the first snapshot after an upgrade to v3
+    // assigns one to every data manifest) gives its rows ids as a v3 manifest does
+    if let Some(first) = inherit.first_row_id {
+        let content = cols[4].as_primitive::<Int32Type>().values().clone();
+        let counts = i64_col(&cols[8]).clone();
+        let ids = i64_col(&cols[20]).clone();
+        let mut next = first;
+        let mut out = Vec::with_capacity(ids.len());
+        for r in 0..ids.len() {
+            if ids.is_valid(r) {
+                out.push(Some(ids.value(r)));
+            } else if content[r] == 0 && status[r] != 2 {
+                out.push(Some(next));
+                next = next.saturating_add(counts.value(r).max(0));
+            } else {
+                out.push(None);
             }
-            cols[20] = Arc::new(Int64Array::from(out));
         }
+        cols[20] = Arc::new(Int64Array::from(out));
     }
     let schema = manifest_schema(&ptype).with_metadata(user_metadata(&c));
     Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
