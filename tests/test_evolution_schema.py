@@ -14,6 +14,7 @@ from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.schema import Schema
 from icefloe.table import Table
 from icefloe.types import (
+    DecimalType,
     DoubleType,
     IntegerType,
     LongType,
@@ -436,3 +437,44 @@ def test_union_by_name_keeps_identifier_fields_required(tmp_path: Path) -> None:
     assert schema.find_field("id").required
     assert schema.identifier_field_ids == (1,)
     assert schema.find_field("n").optional
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize(
+    ("transform", "before", "after"),
+    [
+        ("identity", pa.int32(), LongType()),
+        ("bucket[4]", pa.int32(), LongType()),
+        ("truncate[100]", pa.decimal128(9, 2), DecimalType(12, 2)),
+    ],
+)
+def test_changes_after_promoting_a_partition_source(
+    tmp_path: Path, version: int, transform: str, before: pa.DataType, after: Any
+) -> None:
+    """Promoting a partition's source column keeps its partition values: deletes, overwrites,
+    upserts and compaction then rewrite manifests written before the promotion, whose
+    partition tuples hold the narrower type. PyIceberg reads the result."""
+    from decimal import Decimal
+
+    c = shared_catalogs(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("a", before)])
+
+    def rows(ids: list[int]) -> pa.Table:
+        values = [Decimal(i) if pa.types.is_decimal(before) else i for i in ids]
+        return pa.table({"id": ids, "a": pa.array(values, before)}, schema=schema)
+
+    t = c.ours.create_table("db.t", schema, properties={"format-version": str(version)})
+    with t.update_spec() as s:
+        s.add_field("a", transform)
+    t.append(rows([1, 2, 3]))
+    t.append(rows([4]))
+    with t.update_schema() as u:
+        u.update_column("a", after)
+    t.delete("id = 2")
+    t.overwrite(rows([5]), "id = 3")
+    t.upsert(rows([1, 6]), join_cols=["id"])
+    t.rewrite_data_files(min_input_files=1)
+    want = [1, 4, 5, 6]
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == want
+    theirs = c.theirs.load_table("db.t").scan().to_arrow()
+    assert sorted(theirs["id"].to_pylist()) == want

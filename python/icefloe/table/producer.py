@@ -83,9 +83,11 @@ from icefloe.scan.manifests import (
 )
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
 from icefloe.table.snapshot_summary import snapshot_summary
-from icefloe.write.files import DataFile, entries_batch
+from icefloe.write.files import DataFile, entries_batch, manifest_arrow_schema
 
 if TYPE_CHECKING:
+    from icefloe.partitioning import PartitionSpec
+    from icefloe.schema import Schema
     from icefloe.table.table import Transaction
 
 __all__ = ["SnapshotProducer", "Validator", "parent_snapshot"]
@@ -104,6 +106,22 @@ def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
     if ref is not None:
         return metadata.snapshot_by_id(ref.snapshot_id)
     return metadata.current_snapshot()
+
+
+def _current_partition_type(
+    batch: pa.RecordBatch, version: int, schema: Schema, spec: PartitionSpec
+) -> pa.RecordBatch:
+    """``batch`` (manifest entries) with its partition tuples cast to the partition type of
+    ``spec`` under ``schema``: entries read from a manifest written before a partition
+    source was promoted (int to long, a wider decimal) hold the older, narrower type."""
+    i = batch.schema.get_field_index("partition")
+    if i < 0:
+        return batch
+    want = manifest_arrow_schema(version, schema, spec).field("partition").type
+    have = batch.column(i).type
+    if have == want or [f.name for f in have] != [f.name for f in want]:
+        return batch
+    return batch.set_column(i, batch.schema.field(i).with_type(want), batch.column(i).cast(want))
 
 
 @dataclass
@@ -398,6 +416,7 @@ class SnapshotProducer:
 
         path = self._manifest_path(metadata)
         codec, level = _manifest_codec(metadata.properties)
+        batch = _current_partition_type(batch, metadata.format_version, schema, spec)
         data, row = write_manifest(
             batch,
             format_version=metadata.format_version,
