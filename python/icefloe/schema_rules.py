@@ -63,11 +63,19 @@ METADATA_COLUMNS: dict[int, tuple[str, str]] = {
 }
 
 _NULL_ONLY = (UnknownType, VariantType, GeometryType, GeographyType)
+_LINEAGE_NAMES = frozenset({"_row_id", "_last_updated_sequence_number"})
 
 
 def validate_schema(schema: Schema, format_version: int) -> None:
     """Raises :class:`ValidationError` naming the column if ``schema`` breaks a rule for a user
     schema of a table with this format version."""
+    if format_version >= 3:
+        for f in schema.fields:
+            if f.name in _LINEAGE_NAMES:
+                raise ValidationError(
+                    f"column {f.name!r} has the name of a row lineage metadata column, "
+                    f"which format version 3 reads and writes in every data file: rename it"
+                )
     for ancestors, f in walk_fields(schema.as_struct()):
         name = ".".join([a.name for a in ancestors] + [f.name])
         if f.field_id > MAX_USER_FIELD_ID or f.field_id < 0:

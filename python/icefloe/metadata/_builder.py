@@ -163,6 +163,9 @@ class _Builder:
             raise ValidationError(f"Cannot downgrade v{self.format_version} table to v{v}")
         if v == self.format_version:
             return
+        current = [s for s in self.schemas if s.schema_id == self.current_schema_id]
+        for schema in current:  # v3 reserves the row lineage columns' names
+            validate_schema(schema, v)
         self.format_version = v
         if v >= 3 and self.next_row_id is None:
             self.next_row_id = 0

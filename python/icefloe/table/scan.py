@@ -216,8 +216,16 @@ class TableScan:
                     return s
         return md.current_schema()
 
+    def _metadata_names(self) -> list[str]:
+        """The selected metadata columns: a table column of the same name (``_pos`` in a
+        user's schema) shadows a metadata column, as in the reference."""
+        fold = (lambda n: n) if self.case_sensitive else str.lower
+        own = {fold(f.name) for f in self.schema().fields}
+        return [n for n in self.selected_fields if n in METADATA_COLUMNS and fold(n) not in own]
+
     def _data_names(self) -> list[str]:
-        return [n for n in self.selected_fields if n not in METADATA_COLUMNS]
+        meta = self._metadata_names()
+        return [n for n in self.selected_fields if n not in meta]
 
     def projected_schema(self) -> Schema:
         """The schema of the rows a read produces (data columns; metadata columns excluded)."""
@@ -251,7 +259,7 @@ class TableScan:
             specs={s.spec_id: s for s in md.partition_specs},
             name_mapping=mapping,
             case_sensitive=self.case_sensitive,
-            metadata_columns=tuple(n for n in self.selected_fields if n in METADATA_COLUMNS),
+            metadata_columns=tuple(self._metadata_names()),
             format_version=md.format_version,
         )
 

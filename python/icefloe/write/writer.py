@@ -251,7 +251,12 @@ def write_parquet_files(
     opts = options or WriteOptions()
     if table.num_rows == 0:
         return []
-    lineage = [n for n in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if n in table.column_names]
+    own = {f.name for f in schema.fields}  # a v1 or v2 table may have columns of these names
+    lineage = [
+        n
+        for n in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+        if n in table.column_names and n not in own
+    ]
     if lineage:
         # Rewritten rows keep their lineage: the columns go into the file with reserved ids.
         extra = [metadata_field(n) for n in lineage]
