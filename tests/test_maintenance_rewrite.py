@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from icefloe._concurrency import work_threads
-from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.exceptions import CommitConflictError, NoSuchSnapshotError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
 from support.rowlevel_util import live_data_files, live_deletes, ours
@@ -76,6 +76,25 @@ def test_compaction_min_input_files_and_target(tmp_path: Path) -> None:
     assert r.rewritten_data_files == 0
     with pytest.raises(ValidationError):
         t.rewrite_data_files(min_input_files=0)
+
+
+def test_compaction_of_a_branch_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    """Compaction rewrites a branch's files: a misspelled branch is an error, not a new
+    branch forked from main holding main's files compacted; a tag cannot be rewritten."""
+    t = _table(tmp_path, 2, appends=3)
+    snap = t.current_snapshot()
+    assert snap is not None
+    with t.manage_snapshots() as m:
+        m.create_branch("audit", snap.snapshot_id).create_tag("v1", snap.snapshot_id)
+    refs = dict(t.metadata.refs)
+    with pytest.raises(NoSuchSnapshotError, match="typo"):
+        t.rewrite_data_files(branch="typo")
+    with pytest.raises(NoSuchSnapshotError, match="typo"):
+        t.plan_rewrite_data_files(branch="typo")
+    with pytest.raises(ValidationError, match="tag"):
+        t.rewrite_data_files(branch="v1")
+    assert t.refresh().metadata.refs == refs
+    assert t.rewrite_data_files(branch="audit", min_input_files=1).rewritten_data_files > 0
 
 
 def test_compaction_writes_one_file_per_bin_however_large(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO, data_location, metadata_location
 from icefloe.manifest import read_manifests
@@ -272,6 +272,11 @@ def _rewrite_groups(
         raise ValidationError(f"target_file_size must be positive, got {target}")
     if min_input_files < 1:
         raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
+    if branch != MAIN_BRANCH and branch not in md.refs:
+        # a write to a new branch forks it from main; compaction only rewrites what exists
+        raise NoSuchSnapshotError(f"no branch named {branch!r} to compact")
+    if branch in md.refs and md.refs[branch].ref_type != "branch":
+        raise ValidationError(f"{branch!r} is a tag: only a branch can be compacted")
     groups: dict[tuple[int, str], list[FileScanTask]] = {}
     for task in plan_tasks(tx, row_filter, branch=branch):
         small = task.data_file.file_size_in_bytes < target * 3 // 4
