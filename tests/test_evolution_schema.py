@@ -377,6 +377,21 @@ def test_partition_source_rules(tmp_path: Path) -> None:
     assert t.spec().fields[0].source_id == 2
 
 
+def test_sort_order_sources_cannot_be_dropped(tmp_path: Path) -> None:
+    """Every write sorts by the table's sort order: dropping a column it sorts by is refused
+    until the order is replaced, and then writes go on."""
+    t = _table(tmp_path)
+    with t.replace_sort_order() as o:
+        o.asc("data")
+    _raises(t, lambda u: u.delete_column("data"), "sort order")
+    with t.replace_sort_order() as o:
+        o.asc("id")
+    with t.update_schema() as u:
+        u.delete_column("data")
+    t.append(pa.table({"id": pa.array([2, 1], pa.int64())}))
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2]
+
+
 def test_no_op_update_commits_nothing(tmp_path: Path) -> None:
     t = _table(tmp_path)
     before = t.metadata_location

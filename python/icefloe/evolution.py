@@ -25,6 +25,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
 from icefloe.schema_rules import validate_schema
+from icefloe.sorting import SortOrder
 from icefloe.transforms import DayTransform, MonthTransform, Transform, YearTransform
 from icefloe.types import (
     DateType,
@@ -103,11 +104,13 @@ def check_schema_evolution(
     specs: Iterable[PartitionSpec] = (),
     default_spec: PartitionSpec | None = None,
     last_column_id: int | None = None,
+    sort_order: SortOrder | None = None,
 ) -> None:
     """Raises :class:`ValidationError` naming the column if ``new`` is not a legal evolution of
     ``old`` (see the module doc). ``specs`` are all the table's partition specs (promotions are
     checked against every one, since old files keep old partition values); ``default_spec``'s
-    source columns may not be dropped. ``last_column_id`` defaults to ``old``'s highest id."""
+    source columns may not be dropped, nor ``sort_order``'s (the table's default order: every
+    write sorts by it). ``last_column_id`` defaults to ``old``'s highest id."""
     validate_schema(new, format_version)
     old_ids = old.index_by_id()
     new_ids = new.index_by_id()
@@ -169,6 +172,16 @@ def check_schema_evolution(
                         f"cannot drop column {old.find_column_name(sid)!r}: it is the source "
                         f"of partition field {pf.name!r} in the default spec "
                         f"{default_spec.spec_id}"
+                    )
+
+
+    if sort_order is not None:
+        for sf in sort_order.fields:
+            for sid in sf.all_source_ids:
+                if sid in old_ids and sid not in new_ids:
+                    raise ValidationError(
+                        f"cannot drop column {old.find_column_name(sid)!r}: the table's sort "
+                        f"order {sort_order.order_id} sorts by it (replace the sort order first)"
                     )
 
 

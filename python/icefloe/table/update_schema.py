@@ -469,6 +469,7 @@ class UpdateSchema(PendingUpdate):
             self._format_version,
             specs=meta.partition_specs,
             default_spec=meta.spec(),
+            sort_order=meta.sort_order(),
             last_column_id=meta.last_column_id,
         )
         return new
