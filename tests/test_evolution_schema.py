@@ -14,6 +14,7 @@ from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.schema import Schema
 from icefloe.table import Table
 from icefloe.types import (
+    DateType,
     DecimalType,
     DoubleType,
     IntegerType,
@@ -21,6 +22,7 @@ from icefloe.types import (
     NestedField,
     StringType,
     StructType,
+    TimestampNanoType,
     TimestampType,
     type_from_json,
 )
@@ -493,3 +495,29 @@ def test_changes_after_promoting_a_partition_source(
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == want
     theirs = c.theirs.load_table("db.t").scan().to_arrow()
     assert sorted(theirs["id"].to_pylist()) == want
+
+
+@pytest.mark.parametrize("promoted", [TimestampType(), TimestampNanoType()])
+def test_promoting_a_date_with_defaults(tmp_path: Path, promoted: Any) -> None:
+    """v3 promotes date to timestamp: a column's defaults become the midnights of their dates,
+    so rows written before the column existed, and rows written without it, read them."""
+    import datetime
+
+    t = _fresh(shared_catalogs(tmp_path), "t", 3)
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    with t.update_schema() as u:
+        u.add_column(
+            "d",
+            DateType(),
+            initial_default=datetime.date(2020, 11, 15),
+            write_default=datetime.date(2021, 1, 2),
+        )
+    t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    with t.update_schema() as u:
+        u.update_column("d", promoted)
+    t.append(pa.table({"id": pa.array([3], pa.int64())}))
+    f = t.schema().find_field("d")
+    assert (f.initial_default, f.write_default) == ("2020-11-15T00:00:00", "2021-01-02T00:00:00")
+    got = t.scan().to_arrow().sort_by("id").column("d").to_pylist()
+    midnight = datetime.datetime(2021, 1, 2)
+    assert got == [datetime.datetime(2020, 11, 15), midnight, midnight]

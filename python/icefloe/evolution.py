@@ -19,8 +19,11 @@ goes through the same checks:
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterable
+from typing import Any
 
+from icefloe import values
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
@@ -42,10 +45,12 @@ from icefloe.types import (
     StructType,
     TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
     UnknownType,
 )
 
-__all__ = ["can_promote", "check_schema_evolution"]
+__all__ = ["can_promote", "check_schema_evolution", "promote_default"]
 
 
 def can_promote(old: IcebergType, new: IcebergType, format_version: int) -> bool:
@@ -97,6 +102,21 @@ def _value_preserving(old: IcebergType, new: IcebergType, transform: Transform) 
     return True
 
 
+def promote_default(value: Any, old: IcebergType, new: IcebergType) -> Any:
+    """A default value (in the JSON form of ``old``) in the JSON form of ``new``, a promotion
+    of ``old``: a date becomes the midnight (UTC) that starts it; the other promotions keep
+    the value."""
+    if value is None or old == new:
+        return value
+    if not isinstance(old, DateType) or not isinstance(new, PrimitiveType):
+        return value
+    day = values.from_json(old, value)
+    midnight = _dt.datetime.combine(day, _dt.time())
+    if isinstance(new, TimestamptzType | TimestamptzNanoType):
+        midnight = midnight.replace(tzinfo=_dt.timezone.utc)
+    return values.to_json(new, midnight)
+
+
 def check_schema_evolution(
     old: Schema,
     new: Schema,
@@ -145,7 +165,7 @@ def check_schema_evolution(
                 )
         if of.optional and nf.required:
             raise ValidationError(f"cannot change optional column {name!r} to required")
-        if of.initial_default != nf.initial_default:
+        if promote_default(of.initial_default, of.field_type, nf.field_type) != nf.initial_default:
             raise ValidationError(
                 f"cannot change the initial-default of column {name!r} "
                 f"({of.initial_default!r} -> {nf.initial_default!r})"
@@ -173,7 +193,6 @@ def check_schema_evolution(
                         f"of partition field {pf.name!r} in the default spec "
                         f"{default_spec.spec_id}"
                     )
-
 
     if sort_order is not None:
         for sf in sort_order.fields:

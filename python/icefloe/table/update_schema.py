@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from icefloe import values
-from icefloe.evolution import can_promote, check_schema_evolution
+from icefloe.evolution import can_promote, check_schema_evolution, promote_default
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import AddSchema, SetCurrentSchema
 from icefloe.schema import Schema
@@ -267,7 +267,12 @@ class UpdateSchema(PendingUpdate):
                     f"cannot change column {name!r} from {cur.field_type} to {field_type} "
                     f"in a v{self._format_version} table"
                 )
-            cur = replace(cur, field_type=field_type)
+            cur = replace(
+                cur,
+                field_type=field_type,
+                initial_default=promote_default(cur.initial_default, cur.field_type, field_type),
+                write_default=promote_default(cur.write_default, cur.field_type, field_type),
+            )
         if required is not None and required != cur.required:
             if required:
                 raise ValidationError(
