@@ -457,3 +457,21 @@ def test_missing_optional_struct_with_required_children_is_written_as_nulls(
     want = [{"id": i, "st": None} for i in (1, 2, 3)]
     assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == want
     assert sorted(pyiceberg_read(t).to_pylist(), key=lambda r: r["id"]) == want
+
+
+def test_a_truncated_decimal_partition_value_too_wide_is_refused(tmp_path: Path) -> None:
+    """``truncate[50]`` of ``-99.99`` in ``decimal(4, 2)`` is ``-100.00``, one digit more than
+    the partition type holds: the append is refused with a typed error and writes nothing."""
+    from decimal import Decimal
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("m", pa.decimal128(4, 2))])
+    t = catalog(tmp_path).create_table("ns.t", schema)
+    with t.update_spec() as u:
+        u.add_field("m", "truncate[50]", "p")
+    t.append(pa.table({"id": [1], "m": [Decimal("99.99")]}, schema=schema))  # 99.50 fits
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match="does not fit"):
+        t.append(pa.table({"id": [2], "m": [Decimal("-99.99")]}, schema=schema))
+    assert t.refresh().metadata_location == before
+    data = Path(t.location.removeprefix("file://")) / "data"
+    assert len([p for p in data.rglob("*.parquet")]) == 1

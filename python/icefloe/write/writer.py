@@ -47,6 +47,7 @@ from icefloe.transforms import (
     HourTransform,
     IdentityTransform,
     MonthTransform,
+    TruncateTransform,
     YearTransform,
 )
 from icefloe.types import StructType
@@ -120,8 +121,23 @@ def _partition_arrays(
             res = pa.chunked_array([c.storage for c in res.chunks], type=res.type.storage_type)
         if res.type != want:
             res = res.cast(want)
+        if pa.types.is_decimal(want) and isinstance(pf.transform, TruncateTransform):
+            _check_decimal_fits(res, pf.name)
         out.append(res)
     return out
+
+
+def _check_decimal_fits(values: pa.ChunkedArray, name: str) -> None:
+    """Truncating a decimal rounds down to a multiple of the width, which can need one digit
+    more than the column's precision (``-99.99`` in ``decimal(4, 2)`` by ``truncate[50]`` is
+    ``-100.00``): such a partition value cannot be stored."""
+    try:
+        values.validate(full=True)
+    except pa.ArrowInvalid as e:
+        raise ValidationError(
+            f"partition field {name!r}: a truncated value does not fit the column's decimal "
+            f"type ({e}); widen the column or use a width that divides its range"
+        ) from None
 
 
 def _sort_keys(
