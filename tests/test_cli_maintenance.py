@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
+from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.exceptions import ValidationError
 from support.cli import check_schema, run, run_process
@@ -261,6 +262,55 @@ def test_rewrite_manifests(world: CliWorld) -> None:
     assert _rows(world) == rows
     r = run(world, "rewrite-manifests", "db.events")
     assert "already grouped" in r.stdout
+
+
+def _heads(world: CliWorld) -> dict[str, int]:
+    refs = world.catalog().load_table("db.events").refs()
+    return {name: ref.snapshot_id for name, ref in refs.items()}
+
+
+def _ids(world: CliWorld, ref: str) -> list[int]:
+    t = world.catalog().load_table("db.events")
+    return sorted(t.scan(ref=ref).to_arrow().column("id").to_pylist())
+
+
+def test_maintenance_on_a_branch_reports_the_branch_snapshot(world: CliWorld) -> None:
+    """The snapshots reported are those committed on --branch; main does not move."""
+    before = _heads(world)
+    audit_rows = _ids(world, "audit")
+    r = run(world, "rewrite-manifests", "db.events", "--branch", "audit", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = r.json()
+    check_schema(doc, REWRITE_MANIFESTS_SCHEMA)
+    heads = _heads(world)
+    assert doc["snapshot_id"] == heads["audit"] != before["audit"]
+    assert doc["parent_snapshot_id"] == before["audit"]
+    r = run(world, "compact", "db.events", "--branch", "audit", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = r.json()
+    assert doc["rewritten_data_files"] > 0
+    after = _heads(world)
+    assert doc["snapshot_id"] == after["audit"] != heads["audit"]
+    assert after["main"] == before["main"]
+    assert _ids(world, "audit") == audit_rows
+    text = run(world, "compact", "db.events", "--branch", "audit", "--min-input-files", "1")
+    assert text.exit_code == 0, text.stderr
+    assert str(_heads(world)["audit"]) in text.stdout
+
+
+def test_maintenance_refuses_a_branch_that_does_not_exist(world: CliWorld) -> None:
+    """A --branch that names no branch is not found (the table API would create it), and a
+    tag is not a branch; nothing is committed."""
+    before = _heads(world)
+    for command in ("compact", "rewrite-manifests"):
+        for extra in ((), ("--dry-run",)):
+            r = run(world, command, "db.events", "--branch", "typo", *extra)
+            assert r.exit_code == EXIT_NOT_FOUND, (command, extra, r.stderr)
+            assert r.stderr.strip() == "error: table db.events has no branch 'typo'"
+        r = run(world, command, "db.events", "--branch", "v1")
+        assert r.exit_code == EXIT_BAD_INPUT, (command, r.stderr)
+        assert "'v1' is a tag of table db.events, not a branch" in r.stderr
+    assert _heads(world) == before
 
 
 def test_maintenance_in_a_real_process(world: CliWorld) -> None:

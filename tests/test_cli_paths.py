@@ -108,3 +108,28 @@ def test_changes_through_a_path_are_refused_and_delete_nothing(scratch: CliWorld
     assert table.metadata_location in listed.json()["orphan_files"]
     assert _files(scratch.root) == before
     assert scratch.catalog().load_table("db.events").scan().to_arrow().num_rows > 0
+
+
+def test_health_of_a_path_suggests_only_what_works_on_it(world: CliWorld) -> None:
+    """Changes through a path are refused, so health suggests none: it says the table must be
+    opened through its catalog for them, and keeps the read-only orphan scan."""
+    path = _local(world.catalog().load_table("db.events").metadata_location)
+    by_name = {c["name"]: c for c in run(world, "health", "db.events", "--json").json()["checks"]}
+    r = run(world, "health", path, "--json")
+    assert r.exit_code == 0, r.stderr
+    checks = {c["name"]: c for c in r.json()["checks"]}
+    assert [c["verdict"] for c in checks.values()] == [c["verdict"] for c in by_name.values()]
+    changes = [n for n, c in by_name.items() if c["fix"] and " health " not in c["fix"]]
+    assert {"small files", "manifests", "snapshots", "statistics"} <= set(changes)
+    for name in changes:
+        assert checks[name]["fix"] is None, name
+        assert "open the table through its catalog" in checks[name]["detail"], name
+    assert checks["small files"]["detail"].endswith(": icefloe compact TABLE")
+    rescan = checks["unreferenced files"]["fix"]
+    assert rescan == f"icefloe health {path} --orphans"
+    again = run(world, *rescan.split()[1:], "--json")
+    assert again.exit_code == 0, again.stderr
+    assert all(c["fix"] is None for c in again.json()["checks"])
+    text = run(world, "health", path, width=200).stdout
+    fixes = [line.split("fix: ", 1)[1] for line in text.splitlines() if "fix: " in line]
+    assert fixes == [rescan]

@@ -385,3 +385,37 @@ def test_partition_values_read_as_people_write_them(tmp_path: Path) -> None:
     }
     files = run(world, "files", "db.monthly", width=120).stdout
     assert "d_month=2024-02, k=a" in files
+
+
+def test_json_documents_are_strict_with_nan_and_infinite_partition_values(
+    tmp_path: Path,
+) -> None:
+    """Float partition values NaN and infinities are JSON strings (as scan --json writes
+    them), so strict parsers read every command's document."""
+    import json
+
+    import pyarrow as pa
+
+    world = build_world(tmp_path / "world")
+    t = world.catalog().create_table(
+        "db.floats", pa.schema([("id", pa.int64()), ("f", pa.float64())])
+    )
+    with t.update_spec() as spec:
+        spec.add_field("f", "identity")
+    values = [float("nan"), float("inf"), float("-inf"), 1.5]
+    t.append(pa.table({"id": pa.array(range(4), pa.int64()), "f": values}))
+
+    def strict(constant: str) -> object:
+        raise AssertionError(f"not JSON: {constant}")
+
+    for command in ("files", "partitions", "snapshots", "describe", "health"):
+        r = run(world, command, "db.floats", "--json")
+        assert r.exit_code == 0, (command, r.stderr)
+        json.loads(r.stdout, parse_constant=strict)
+    files = json.loads(run(world, "files", "db.floats", "--json").stdout)["files"]
+    assert sorted(str(f["partition"]["f"]) for f in files) == [
+        "-Infinity",
+        "1.5",
+        "Infinity",
+        "NaN",
+    ]

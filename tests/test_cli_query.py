@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -248,3 +249,88 @@ def test_an_unconfigured_catalog_name_is_refused(world: CliWorld) -> None:
     r = run(world, "--catalog", "no-such-catalog", "list")
     assert r.exit_code == EXIT_BAD_INPUT
     assert "no catalog named 'no-such-catalog' is configured" in r.stderr
+
+
+def _bytes_table(world: CliWorld) -> None:
+    from icefloe.schema import Schema
+    from icefloe.types import BinaryType, FixedType, LongType, NestedField, UUIDType
+
+    cat = world.catalog()
+    cat.create_namespace("raw")
+    t = cat.create_table(
+        "raw.bytes",
+        Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "u", UUIDType()),
+            NestedField(3, "b", BinaryType()),
+            NestedField(4, "fx", FixedType(2)),
+        ),
+    )
+    ids = uuid.UUID(int=1).bytes, uuid.UUID("12345678-9abc-def0-1234-56789abcdef0").bytes
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "u": pa.array([ids[0], ids[1], None], pa.binary(16)),
+                "b": pa.array([b"ok", b"\x00\xff", None], pa.binary()),
+                "fx": pa.array([b"\x00\x01", b"ab", None], pa.binary(2)),
+            }
+        )
+    )
+
+
+def test_csv_writes_uuids_and_bytes_as_json_does(world: CliWorld, tmp_path: Path) -> None:
+    """A uuid in its canonical form, binary and fixed as hex, as --format json writes them;
+    never raw bytes, and no refusal after part of the output was written."""
+    _bytes_table(world)
+    by_json = sorted(_lines(run(world, "scan", "raw.bytes", "--json").stdout), key=str)
+    assert by_json[0]["u"] == "00000000-0000-0000-0000-000000000001"
+    assert by_json[1]["b"] == "00ff"
+    r = run(world, "scan", "raw.bytes", "--format", "csv")
+    assert r.exit_code == 0, r.stderr
+    assert "\x00" not in r.stdout
+    text = pa.string()
+    options = pcsv.ConvertOptions(
+        column_types={"id": pa.int64(), "u": text, "b": text, "fx": text},
+        strings_can_be_null=True,
+    )
+    got = pcsv.read_csv(io.BytesIO(r.stdout.encode()), convert_options=options)
+    assert sorted(got.to_pylist(), key=str) == by_json
+    out = tmp_path / "raw.csv"
+    r = run(world, "scan", "raw.bytes", "--select", "id,b", "--format", "csv", "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert out.read_text().splitlines() == ['"id","b"', '1,"6f6b"', '2,"00ff"', "3,"]
+
+
+def test_a_refused_csv_writes_nothing(world: CliWorld, tmp_path: Path) -> None:
+    cat = world.catalog()
+    cat.create_namespace("nest")
+    t = cat.create_table("nest.t", pa.schema([("id", pa.int64()), ("l", pa.list_(pa.int64()))]))
+    t.append(pa.table({"id": pa.array([1], pa.int64()), "l": [[1, 2]]}))
+    out = tmp_path / "nested.csv"
+    r = run(world, "scan", "nest.t", "--format", "csv", "-o", str(out))
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert not out.exists()
+    r = run(world, "scan", "nest.t", "--format", "csv")
+    assert r.exit_code == EXIT_BAD_INPUT and r.stdout == ""
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "parquet"])
+def test_an_output_path_that_cannot_be_written_is_bad_input(
+    world: CliWorld, tmp_path: Path, fmt: str
+) -> None:
+    for bad in (tmp_path / "no" / "such" / "dir" / "x.out", tmp_path):
+        r = run(world, "scan", "db.plain", "--format", fmt, "-o", str(bad))
+        assert r.exit_code == EXIT_BAD_INPUT, (bad, r.stderr)
+        assert r.stderr.startswith(f"error: cannot write --output {bad}: "), r.stderr
+        assert "Error:" not in r.stderr and "--debug" not in r.stderr
+
+
+def test_a_table_goes_to_the_output_file(world: CliWorld, tmp_path: Path) -> None:
+    out = tmp_path / "events.txt"
+    args = ("scan", "db.events", "--select", "id,region", "--max-rows", "5")
+    r = run(world, *args, "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == "" and "first 5 drawn" in r.stderr
+    drawn = run(world, *args).stdout
+    assert out.read_text() == drawn and len(drawn.splitlines()) == 7

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from icefloe.cli.errors import EXIT_BAD_INPUT
 from support.chromium import Chromium, chromium_binary
 from support.cli import run, run_process
 from support.cli_tables import CliWorld, build_world
@@ -52,6 +53,14 @@ def test_report_is_self_contained(world: CliWorld, tmp_path: Path) -> None:
     assert html.count('data-mark="partition"') == table.inspect.partitions().num_rows
     assert html.count("<tr data-check=") == 7
     assert "icefloe compact db.events" in html
+
+
+def test_a_report_path_that_cannot_be_written_is_bad_input(world: CliWorld, tmp_path: Path) -> None:
+    bad = tmp_path / "no" / "such" / "dir" / "report.html"
+    r = run(world, "report", "db.events", "-o", str(bad))
+    assert r.exit_code == EXIT_BAD_INPUT, r.stderr
+    assert r.stderr.startswith(f"error: cannot write --output {bad}: "), r.stderr
+    assert not bad.parent.exists()
 
 
 def test_report_renders_offline_in_chromium(

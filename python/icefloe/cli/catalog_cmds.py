@@ -6,6 +6,7 @@ import click
 from rich.tree import Tree
 
 from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.render import esc, literal
 from icefloe.exceptions import ValidationError
 
 __all__ = ["register"]
@@ -57,14 +58,15 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
             }
         )
         return
-    tree = Tree(f"[bold]{state.catalog().name}[/]" + (f" · {namespace}" if namespace else ""))
+    title = f"[bold]{esc(state.catalog().name)}[/]" + (f" · {esc(namespace)}" if namespace else "")
+    tree = Tree(title)
     nodes: dict[tuple[str, ...], Tree] = {root: tree}
     for ns in namespaces:
         parent = nodes.get(ns[:-1], tree)
-        node = parent.add(f"[bold cyan]{ns[-1]}[/]")
+        node = parent.add(literal(ns[-1], style="bold cyan"))
         nodes[ns] = node
         for t in tables[ns]:
-            node.add(t[-1])
+            node.add(literal(t[-1]))
     state.out.console.print(tree)
 
 
@@ -80,7 +82,7 @@ def create() -> None:
 def create_namespace(state: State, namespace: str, props: tuple[str, ...]) -> None:
     """Create NAMESPACE (dotted for nested ones) with optional properties."""
     state.catalog().create_namespace(namespace, _parse_properties(props))
-    state.out.console.print(f"created namespace {namespace}")
+    state.out.console.print(literal(f"created namespace {namespace}"))
 
 
 @click.group("drop", short_help="Drop a table or a namespace.")
@@ -95,7 +97,8 @@ def drop() -> None:
 def drop_table(state: State, table: str, purge: bool) -> None:
     """Drop TABLE from the catalog (its files stay unless --purge)."""
     state.catalog().drop_table(table, purge=purge)
-    state.out.console.print(f"dropped table {table}" + (" and deleted its files" if purge else ""))
+    done = f"dropped table {table}" + (" and deleted its files" if purge else "")
+    state.out.console.print(literal(done))
 
 
 @drop.command("namespace")
@@ -104,7 +107,7 @@ def drop_table(state: State, table: str, purge: bool) -> None:
 def drop_namespace(state: State, namespace: str) -> None:
     """Drop NAMESPACE (it must be empty)."""
     state.catalog().drop_namespace(namespace)
-    state.out.console.print(f"dropped namespace {namespace}")
+    state.out.console.print(literal(f"dropped namespace {namespace}"))
 
 
 @click.command("rename", short_help="Rename a table.")
@@ -114,7 +117,7 @@ def drop_namespace(state: State, namespace: str) -> None:
 def rename(state: State, source: str, target: str) -> None:
     """Rename table SOURCE to TARGET."""
     state.catalog().rename_table(source, target)
-    state.out.console.print(f"renamed {source} to {target}")
+    state.out.console.print(literal(f"renamed {source} to {target}"))
 
 
 def register(group: click.Group) -> None:

@@ -19,7 +19,16 @@ from icefloe.cli.analysis import (
     partition_stats,
 )
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.render import bar, human_size, parse_size, pct, plural
+from icefloe.cli.render import (
+    bar,
+    esc,
+    human_size,
+    literal,
+    parse_size,
+    pct,
+    plural,
+    printable,
+)
 
 __all__ = ["histogram_rows", "register"]
 
@@ -115,7 +124,7 @@ def files(
         return
     console = state.out.console
     total = stats.total_data_size
-    console.print(f"[bold]{t.name}[/] · snapshot {snap.snapshot_id if snap else '-'}")
+    console.print(f"[bold]{esc(t.name)}[/] · snapshot {snap.snapshot_id if snap else '-'}")
     console.print(
         f"{plural(stats.data_files, 'data file')} ({human_size(total)}, "
         f"{plural(stats.data_records, 'row')}) · {plural(stats.delete_files, 'delete file')} "
@@ -139,8 +148,8 @@ def files(
     rows = [
         (
             _kind(d["content"][i], d["file_format"][i]),
-            _relative(d["file_path"][i], t.location),
-            partition_label(t.metadata, d["partition"][i]) if d["partition"][i] else "-",
+            printable(_relative(d["file_path"][i], t.location)),
+            printable(partition_label(t.metadata, d["partition"][i])) if d["partition"][i] else "-",
             f"{d['record_count'][i]:,}",
             human_size(d["file_size_in_bytes"][i]),
         )
@@ -159,7 +168,7 @@ def files(
     listing.add_column("rows", justify="right", no_wrap=True)
     listing.add_column("size", justify="right", no_wrap=True)
     for r in rows:
-        listing.add_row(*r)
+        listing.add_row(*(Text(cell) for cell in r))
     console.print(listing)
     if shown < f.num_rows:
         console.print(f"[dim]({f.num_rows - shown} more files; --limit 0 lists all)[/]")
@@ -167,19 +176,20 @@ def files(
 
 def _skew_line(stats: PartitionStats) -> Text:
     top = stats.rows[0]
+    label = printable(top.label)
     total = sum(r.records for r in stats.rows)
     line = Text()
     if stats.skewed:
         line.append("skewed: ", style="bold yellow")
         line.append(
-            f"{top.label} holds {pct(top.records, total)} of the rows, "
+            f"{label} holds {pct(top.records, total)} of the rows, "
             f"{stats.skew:.1f}x the median partition ({stats.median_records:,.0f} rows; "
             f"called out from {SKEW_RATIO:.0f}x)"
         )
     else:
         line.append("balanced: ", style="bold green")
         line.append(
-            f"the largest partition ({top.label}) has {stats.skew:.1f}x the median's rows "
+            f"the largest partition ({label}) has {stats.skew:.1f}x the median's rows "
             f"(called out from {SKEW_RATIO:.0f}x)"
         )
     return line
@@ -199,9 +209,9 @@ def partitions(state: State, table: str, snapshot_id: int | None, as_json: bool)
         return
     console = state.out.console
     if not stats.rows:
-        console.print(f"{t.name} has no live files")
+        console.print(literal(f"{t.name} has no live files"))
         return
-    console.print(f"[bold]{t.name}[/] · {plural(len(stats.rows), 'partition')}")
+    console.print(f"[bold]{esc(t.name)}[/] · {plural(len(stats.rows), 'partition')}")
     peak_rows = max(r.records for r in stats.rows) or 1
     peak_size = max(r.size for r in stats.rows) or 1
     bar_w = max(6, min(24, (console.width - 60) // 2))
@@ -216,7 +226,7 @@ def partitions(state: State, table: str, snapshot_id: int | None, as_json: bool)
     for r in stats.rows:
         hot = stats.skewed and r is stats.rows[0]
         out.add_row(
-            Text(r.label, style="bold yellow" if hot else ""),
+            literal(r.label, style="bold yellow" if hot else ""),
             f"{r.records:,}",
             bar(r.records, peak_rows, bar_w, "yellow" if hot else "green"),
             str(r.files),

@@ -16,11 +16,16 @@ Each check measures one thing an operator acts on, gives a verdict (``ok``, ``in
 - unreferenced files: an optional dry-run orphan scan (it lists the table's storage);
 - statistics: whether the current snapshot has table and partition statistics files, or only
   stale ones computed for an older snapshot.
+
+A table opened from a metadata file is read-only: its checks suggest no command that changes
+the table, and say instead that it must be opened through its catalog for the fix.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import shlex
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -298,13 +303,30 @@ def _statistics(table: Any, cmd: str) -> Check:
     )
 
 
+def _needs_catalog(check: Check, name: str) -> Check:
+    """``check`` of a table opened read-only from a metadata file: its fix, which changes the
+    table, becomes a note that the table must be opened through its catalog to run it."""
+    if check.fix is None:
+        return check
+    command = check.fix.replace(f" {name}", " TABLE", 1)
+    detail = (
+        f"{check.detail}; to fix, open the table through its catalog (a metadata file opens "
+        f"read-only): {command}"
+    )
+    return dataclasses.replace(check, detail=detail, fix=None)
+
+
 def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list[Check]:
     """Every check on ``table``; ``prog`` prefixes the fixing commands (e.g. with
-    ``--catalog``); ``orphans`` runs the dry-run orphan scan."""
-    name = table.name
+    ``--catalog``); ``orphans`` runs the dry-run orphan scan. A read-only table (opened from
+    a metadata file) gets only fixes that work on it."""
+    from icefloe.table.static import StaticTable
+
+    name = shlex.quote(table.name)
     stats = file_stats(table)
     plan = table.plan_rewrite_data_files()
-    return [
+    rescan = f"{prog} health {name} --orphans"
+    checks = [
         _small_files(stats, plan, f"{prog} compact {name}"),
         _delete_debt(stats, f"{prog} compact {name}"),
         _manifests(table, f"{prog} rewrite-manifests {name}"),
@@ -313,6 +335,9 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
             table,
             f"{prog} properties set {name} write.metadata.delete-after-commit.enabled true",
         ),
-        _orphans(table, orphans, f"{prog} orphans {name}", f"{prog} health {name} --orphans"),
+        _orphans(table, orphans, f"{prog} orphans {name}", rescan),
         _statistics(table, f"{prog} compute-stats {name}"),
     ]
+    if not isinstance(table, StaticTable):
+        return checks
+    return [c if c.fix == rescan else _needs_catalog(c, name) for c in checks]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.health import Check, run_checks
+from icefloe.cli.render import esc, literal, printable
 
 __all__ = ["VERDICT_STYLES", "prog_prefix", "register"]
 
@@ -16,7 +19,8 @@ VERDICT_STYLES = {"ok": "bold green", "info": "bold cyan", "warn": "bold yellow"
 
 def prog_prefix(state: State) -> str:
     """``icefloe`` plus the ``--catalog`` the user gave, for commands we suggest."""
-    return "icefloe" + (f" --catalog {state.catalog_name}" if state.catalog_name else "")
+    name = state.catalog_name
+    return "icefloe" + (f" --catalog {shlex.quote(name)}" if name else "")
 
 
 def checks_table(checks: list[Check]) -> RichTable:
@@ -26,12 +30,13 @@ def checks_table(checks: list[Check]) -> RichTable:
     t.add_column(no_wrap=True, style="bold")
     t.add_column(overflow="fold")
     for c in checks:
-        body = Text(c.value)
-        body.append("\n" + c.detail, style="dim")
+        body = literal(c.value)
+        body.append("\n" + printable(c.detail), style="dim")
         if c.fix:
             body.append("\nfix: ", style="bold")
-            body.append(c.fix, style="bold cyan")
-        t.add_row(Text(c.verdict.upper(), style=VERDICT_STYLES.get(c.verdict, "")), c.name, body)
+            body.append(printable(c.fix), style="bold cyan")
+        verdict = Text(c.verdict.upper(), style=VERDICT_STYLES.get(c.verdict, ""))
+        t.add_row(verdict, literal(c.name), body)
     return t
 
 
@@ -53,7 +58,7 @@ def health(state: State, table: str, orphans: bool, as_json: bool) -> None:
     warn = sum(1 for c in checks if c.verdict == "warn")
     console = state.out.console
     console.print(
-        f"[bold]{t.name}[/] · {len(checks)} checks · "
+        f"[bold]{esc(t.name)}[/] · {len(checks)} checks · "
         + (f"[bold yellow]{warn} to act on[/]" if warn else "[bold green]all healthy[/]")
     )
     console.print(checks_table(checks))

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from icefloe.cli.analysis import Timeline, axis_positions, timeline
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.render import OP_COLORS, bar, human_size, plural, ts
+from icefloe.cli.render import OP_COLORS, bar, esc, human_size, literal, plural, printable, ts
 
 __all__ = ["draw_timeline", "duration", "register"]
 
@@ -55,7 +55,7 @@ def _line(label: str, label_w: int, cells: list[tuple[str, str]]) -> Text:
 
 def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     """The lanes of ``tl`` drawn for a terminal ``width`` columns wide."""
-    label_w = max([len(n) for n in tl.lanes] + [4]) + 2
+    label_w = max([len(printable(n)) for n in tl.lanes] + [4]) + 2
     axis_w = max(width - label_w - 1, 10)
     points = tl.points
     dropped = 0
@@ -90,14 +90,14 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
                 cells[x] = ("─", "dim")
         for p, x in mine:
             cells[x] = (_MARK, f"bold {OP_COLORS.get(p.operation, 'white')}")
-        lines.append(_line(lane, label_w, cells))
+        lines.append(_line(printable(lane), label_w, cells))
     if tl.tags:
         cells = [(" ", "")] * axis_w
         for name, sid in sorted(tl.tags.items(), key=lambda kv: x_of.get(kv[1], -1)):
             if sid not in x_of:
                 continue
             x = x_of[sid]
-            label = _TAG + name
+            label = _TAG + printable(name)
             if all(cells[i][0] == " " for i in range(x, min(x + len(label) + 1, axis_w))):
                 for i, ch in enumerate(label[: axis_w - x]):
                     cells[x + i] = (ch, "bold magenta")
@@ -107,7 +107,7 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     legend = Text(" " * label_w)
     for op in sorted({p.operation for p in points}):
         legend.append(_MARK + " ", style=f"bold {OP_COLORS.get(op, 'white')}")
-        legend.append(op + "  ")
+        legend.append(printable(op) + "  ")
     lines.append(legend)
     if dropped:
         lines.append(Text(f"({dropped} older snapshots not drawn)", style="dim"))
@@ -120,8 +120,8 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     pts = tl.points if limit == 0 else tl.points[-limit:]
     tags: dict[int, list[str]] = {}
     for name, sid in tl.tags.items():
-        tags.setdefault(sid, []).append(_TAG + name)
-    lane_w = max(len(n) for n in tl.lanes)
+        tags.setdefault(sid, []).append(_TAG + printable(name))
+    lane_w = max(len(printable(n)) for n in tl.lanes)
     tag_w = max([len(" ".join(v)) for v in tags.values()] + [0])
     wide = width >= 100
     fixed = 19 + 9 + 7 + 7 + 9 + tag_w + (14 + lane_w + 4 if wide else 0) + 10
@@ -147,9 +147,9 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
         row: list[Any] = [str(p.snapshot_id).ljust(19)]  # ids vary in length: fixed column
         if wide:
             row.append(ts(p.timestamp_ms)[5:])
-        row.append(Text(p.operation, style=OP_COLORS.get(p.operation, "")))
+        row.append(literal(p.operation, style=OP_COLORS.get(p.operation, "")))
         if wide:
-            row.append(p.lane)
+            row.append(literal(p.lane))
         row += [
             f"{p.added_records:,}",
             bar(p.added_records, max_rows, bar_w, "green"),
@@ -159,7 +159,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
             bar(p.total_size or 0, max_size, bar_w, "blue"),
         ]
         if tags:
-            row.append(" ".join(sorted(tags.get(p.snapshot_id, []))))
+            row.append(Text(" ".join(sorted(tags.get(p.snapshot_id, [])))))
         t.add_row(*row)
     return t
 
@@ -186,11 +186,11 @@ def snapshots(state: State, table: str, limit: int, as_json: bool) -> None:
         return
     console = state.out.console
     if not tl.points:
-        console.print(f"{t.name} has no snapshots")
+        console.print(literal(f"{t.name} has no snapshots"))
         return
     span = duration(tl.end_ms - tl.start_ms)
     console.print(
-        f"[bold]{t.name}[/] · {plural(len(tl.points), 'snapshot')} · "
+        f"[bold]{esc(t.name)}[/] · {plural(len(tl.points), 'snapshot')} · "
         f"{plural(len(tl.heads), 'branch', 'branches')} · {plural(len(tl.tags), 'tag')} · "
         f"over {span}"
     )

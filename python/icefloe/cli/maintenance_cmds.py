@@ -17,8 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.render import human_size, parse_size, plural
-from icefloe.exceptions import ValidationError
+from icefloe.cli.render import esc, human_size, literal, parse_size, plural
+from icefloe.exceptions import NoSuchSnapshotError, ValidationError
+from icefloe.metadata import MAIN_BRANCH
 
 __all__ = ["parse_age", "register"]
 
@@ -78,9 +79,25 @@ def _summary(state: State, title: str, rows: list[tuple[str, Any]]) -> None:
     t.add_column(style="bold")
     t.add_column(justify="right")
     for k, v in rows:
-        t.add_row(k, str(v))
+        t.add_row(literal(k), literal(v))
     state.out.console.print(title)
     state.out.console.print(t)
+
+
+def _check_branch(table: Any, branch: str) -> None:
+    """Refuse a ``--branch`` that is not a branch of ``table`` (the API would create it);
+    ``main`` of a table without snapshots is no error: there is nothing to rewrite."""
+    ref = table.metadata.refs.get(branch)
+    if ref is None and branch != MAIN_BRANCH:
+        raise NoSuchSnapshotError(f"table {table.name} has no branch {branch!r}")
+    if ref is not None and not ref.is_branch:
+        raise ValidationError(f"{branch!r} is a tag of table {table.name}, not a branch")
+
+
+def _head(table: Any, branch: str) -> int | None:
+    """The id of the snapshot at the head of ``branch`` (None: no snapshot yet)."""
+    ref = table.metadata.refs.get(branch)
+    return ref.snapshot_id if ref is not None else None
 
 
 @click.command("expire", short_help="Expire old snapshots and their files.")
@@ -132,7 +149,7 @@ def expire(
     gone = "would delete" if dry_run else ("left in place" if keep_files else "deleted")
     _summary(
         state,
-        f"[bold]{t.name}[/]: {verb} {plural(len(r.snapshot_ids), 'snapshot')}",
+        f"[bold]{esc(t.name)}[/]: {verb} {plural(len(r.snapshot_ids), 'snapshot')}",
         [
             ("snapshots", len(r.snapshot_ids)),
             ("refs", len(r.removed_refs)),
@@ -150,7 +167,7 @@ def expire(
 @click.option("--filter", "row_filter", help="Only files that may hold rows matching this.")
 @click.option("--target-file-size", help="Target size of the new files (e.g. 128MiB).")
 @click.option("--min-input-files", type=click.IntRange(1), default=2, show_default=True)
-@click.option("--branch", default="main", show_default=True)
+@click.option("--branch", default="main", show_default=True, help="An existing branch.")
 @click.option("--dry-run", is_flag=True, help="Show what would be rewritten; change nothing.")
 @json_option
 @pass_state
@@ -166,6 +183,7 @@ def compact(
 ) -> None:
     """Merge small data files of TABLE and apply their deletes, in one replace snapshot."""
     t = state.table(table)
+    _check_branch(t, branch)
     target = parse_size(target_file_size) if target_file_size else None
     args: dict[str, Any] = {
         "target_file_size": target,
@@ -189,19 +207,18 @@ def compact(
     if not dry_run and plan.data_files:
         with _progress(state, "rewriting files", as_json) as progress:
             r = t.rewrite_data_files(**args, progress=progress)
-        snap = t.current_snapshot()
         doc.update(
             rewritten_data_files=r.rewritten_data_files,
             rewritten_bytes=r.rewritten_bytes,
             removed_delete_files=r.removed_delete_files,
             added_data_files=r.added_data_files,
-            snapshot_id=snap.snapshot_id if snap else None,
+            snapshot_id=_head(t, branch),
         )
     if as_json:
         state.out.json(doc)
         return
     if not plan.data_files:
-        state.out.console.print(f"[bold]{t.name}[/]: nothing to compact")
+        state.out.console.print(f"[bold]{esc(t.name)}[/]: nothing to compact")
         return
     verb = "would rewrite" if dry_run else "rewrote"
     rows: list[tuple[str, Any]] = [
@@ -215,7 +232,7 @@ def compact(
         rows.insert(2, ("data files out", doc["added_data_files"]))
         rows.append(("snapshot", doc["snapshot_id"]))
     files = plural(doc["rewritten_data_files"], "data file")
-    _summary(state, f"[bold]{t.name}[/]: {verb} {files}", rows)
+    _summary(state, f"[bold]{esc(t.name)}[/]: {verb} {files}", rows)
 
 
 @click.command("orphans", short_help="Delete files no metadata references.")
@@ -258,10 +275,10 @@ def orphans(
         return
     verb = "found" if dry_run else "deleted"
     console = state.out.console
-    console.print(f"[bold]{t.name}[/]: {verb} {plural(len(found), 'orphan file')}")
+    console.print(f"[bold]{esc(t.name)}[/]: {verb} {plural(len(found), 'orphan file')}")
     shown = found if limit == 0 else found[:limit]
     for p in shown:
-        console.print(f"  {p}", highlight=False, soft_wrap=True)
+        console.print(literal(f"  {p}"), soft_wrap=True)
     if len(shown) < len(found):
         console.print(f"[dim]  ({len(found) - len(shown)} more; --limit 0 lists all)[/]")
 
@@ -270,7 +287,7 @@ def orphans(
 @click.argument("table")
 @click.option("--spec-id", type=int, help="Only manifests of this partition spec.")
 @click.option("--target-manifest-size", help="Target manifest size (default: table property).")
-@click.option("--branch", default="main", show_default=True)
+@click.option("--branch", default="main", show_default=True, help="An existing branch.")
 @click.option("--dry-run", is_flag=True, help="Show what would be rewritten; change nothing.")
 @json_option
 @pass_state
@@ -285,8 +302,9 @@ def rewrite_manifests(
 ) -> None:
     """Regroup TABLE's data manifests by partition into target-sized manifests."""
     t = state.table(table)
+    _check_branch(t, branch)
     target = parse_size(target_manifest_size) if target_manifest_size else None
-    before = t.current_snapshot()
+    before = _head(t, branch)
     r = t.rewrite_manifests(
         spec_id=spec_id, target_manifest_size=target, branch=branch, dry_run=dry_run
     )
@@ -299,14 +317,14 @@ def rewrite_manifests(
         "kept_manifests": r.kept_manifests,
         "entries": r.entries,
         "snapshot_id": r.snapshot_id if committed else None,
-        "parent_snapshot_id": before.snapshot_id if committed and before else None,
+        "parent_snapshot_id": before if committed else None,
     }
     if as_json:
         state.out.json(doc)
         return
     if not r.rewritten_manifests:
         state.out.console.print(
-            f"[bold]{t.name}[/]: nothing to rewrite (the manifests are already grouped)"
+            f"[bold]{esc(t.name)}[/]: nothing to rewrite (the manifests are already grouped)"
         )
         return
     verb = "would rewrite" if dry_run else "rewrote"
@@ -318,7 +336,8 @@ def rewrite_manifests(
     ]
     if committed:
         rows.append(("snapshot", r.snapshot_id))
-    _summary(state, f"[bold]{t.name}[/]: {verb} {plural(r.rewritten_manifests, 'manifest')}", rows)
+    title = f"[bold]{esc(t.name)}[/]: {verb} {plural(r.rewritten_manifests, 'manifest')}"
+    _summary(state, title, rows)
 
 
 def register(group: click.Group) -> None:

@@ -1,20 +1,23 @@
 """Reading data: ``icefloe scan`` (a table read with filter, projection, limit and time travel)
 and ``icefloe sql`` (DuckDB over icefloe scans, when DuckDB is installed).
 
-Output formats: ``table`` (a terminal table, at most ``--max-rows`` rows drawn), ``csv``,
-``json`` (JSON Lines, one object per row: decimals as exact strings, binary as hex, dates and
-times in ISO 8601) and ``parquet`` (to ``--output`` or a pipe). Rows are
-streamed batch by batch for ``csv``, ``json`` and ``parquet``.
+Output formats: ``table`` (a terminal table, at most ``--max-rows`` rows drawn, values shown
+as written), ``csv`` (uuids and binary as ``json`` writes them; no nested columns), ``json``
+(JSON Lines, one object per row: decimals as exact strings, binary as hex, uuids in their
+canonical form, dates and times in ISO 8601, NaN and infinities as strings) and ``parquet`` (to
+``--output`` or a pipe). Rows are streamed batch by batch for ``csv``, ``json`` and
+``parquet``; ``--output`` takes every format (a table is drawn into the file without colour).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-import json
-import math
+import io
 import sys
+import uuid
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 import click
 import pyarrow as pa
@@ -23,6 +26,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
+from icefloe.cli.render import dumps, literal, open_output
 from icefloe.exceptions import NoSuchTableError, UnsupportedFeatureError, ValidationError
 
 __all__ = ["register", "write_batches"]
@@ -40,25 +44,152 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        # JSON has no NaN or infinities: the strings Spark's and Jackson's JSON use
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_value(v) for v in value]
-    if isinstance(value, tuple):  # map entries
-        return [_json_value(v) for v in value]
-    return value
+def _open_output(output: str | None, mode: str) -> IO[Any] | None:
+    """The file ``--output`` names, opened for writing (None: standard output); a path that
+    cannot be written is bad input."""
+    if not output or output == "-":
+        return None
+    return open_output(output, mode)
 
 
-def _open_binary(output: str | None) -> tuple[BinaryIO, bool]:
-    if output and output != "-":
-        return open(output, "wb"), True
-    return sys.stdout.buffer, False
+@contextlib.contextmanager
+def _binary_output(output: str | None) -> Iterator[IO[bytes]]:
+    stream = _open_output(output, "wb")
+    try:
+        yield stream or sys.stdout.buffer
+    finally:
+        if stream is not None:
+            stream.close()
+        else:
+            sys.stdout.buffer.flush()
+
+
+@contextlib.contextmanager
+def _text_output(output: str | None) -> Iterator[IO[str]]:
+    stream = _open_output(output, "w")
+    try:
+        yield stream or sys.stdout
+    finally:
+        if stream is not None:
+            stream.close()
+        else:
+            sys.stdout.flush()
+
+
+def _write_table(
+    state: State,
+    schema: pa.Schema,
+    batches: Iterator[pa.RecordBatch],
+    output: str | None,
+    max_rows: int,
+) -> int:
+    """Draw at most ``max_rows`` rows as a table, values shown as written."""
+    t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for name in schema.names:
+        t.add_column(literal(name), overflow="fold")
+    rows, more = 0, False
+    with _text_output(output) as out:
+        for b in batches:
+            for rec in b.to_pylist():
+                if rows >= max_rows:
+                    more = True
+                    break
+                t.add_row(*(literal(_cell(rec[n])) for n in schema.names))
+                rows += 1
+            if more:
+                break
+        console = state.out.console if out is sys.stdout else state.out.file_console(out)
+        console.print(t)
+    note = f"{rows} rows" + (f" (first {max_rows} drawn; use --max-rows)" if more else "")
+    state.out.err.print(f"[dim]{note}[/]")
+    return rows
+
+
+def _write_parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], output: str | None) -> int:
+    import pyarrow.parquet as pq
+
+    if output in (None, "-") and sys.stdout.isatty():
+        raise ValidationError("--format parquet needs --output FILE (or a pipe)")
+    rows = 0
+    with _binary_output(output) as stream, pq.ParquetWriter(stream, schema) as writer:
+        for b in batches:
+            writer.write_batch(b)
+            rows += b.num_rows
+    return rows
+
+
+_BINARY_KINDS = (
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_binary_view,
+    pa.types.is_fixed_size_binary,
+)
+
+
+def _hex(values: pa.Array) -> pa.Array:
+    return pa.array([None if v is None else v.hex() for v in values.to_pylist()], pa.string())
+
+
+def _csv_column(values: pa.Array) -> pa.Array:
+    """A column as CSV holds it, in the text --format json writes: a uuid in its canonical
+    form, binary and fixed as hex, other extension types as their storage."""
+    t = values.type
+    if isinstance(t, pa.BaseExtensionType):
+        if t.extension_name == "arrow.uuid":
+            raw = values.storage.to_pylist()
+            text = [None if v is None else str(uuid.UUID(bytes=v)) for v in raw]
+            return pa.array(text, pa.string())
+        return _csv_column(values.storage)
+    if pa.types.is_dictionary(t):
+        return _csv_column(values.dictionary_decode())
+    if any(is_kind(t) for is_kind in _BINARY_KINDS):
+        return _hex(values)
+    if pa.types.is_string_view(t):
+        return values.cast(pa.string())
+    return values
+
+
+def _csv_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema CSV writes for ``schema``; refuses, before anything is written, the
+    columns CSV cannot hold."""
+    import pyarrow.csv as pcsv
+
+    nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise ValidationError(
+            f"CSV cannot hold the nested columns {', '.join(nested)}: leave them out with "
+            "--select, or use --format json or parquet"
+        )
+    out = pa.schema([(f.name, _csv_column(pa.nulls(0, f.type)).type) for f in schema])
+    try:
+        pcsv.CSVWriter(io.BytesIO(), out).close()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise ValidationError(f"CSV cannot hold these columns: {error}") from None
+    return out
+
+
+def _write_csv(schema: pa.Schema, batches: Iterator[pa.RecordBatch], output: str | None) -> int:
+    import pyarrow.csv as pcsv
+
+    out = _csv_schema(schema)
+    rows = 0
+    with _binary_output(output) as stream, pcsv.CSVWriter(stream, out) as writer:
+        for b in batches:
+            columns = [_csv_column(c) for c in b.columns]
+            writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=out))
+            rows += b.num_rows
+    return rows
+
+
+def _write_json(batches: Iterator[pa.RecordBatch], output: str | None) -> int:
+    """JSON Lines: one strict JSON object per row."""
+    rows = 0
+    with _text_output(output) as out:
+        for b in batches:
+            for rec in b.to_pylist():
+                out.write(dumps(rec) + "\n")
+            rows += b.num_rows
+    return rows
 
 
 def write_batches(
@@ -70,75 +201,13 @@ def write_batches(
     max_rows: int,
 ) -> int:
     """Write a stream of batches in ``fmt``; returns the number of rows written."""
-    rows = 0
     if fmt == "table":
-        t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for name in schema.names:
-            t.add_column(name, overflow="fold")
-        more = False
-        for b in batches:
-            for rec in b.to_pylist():
-                if rows >= max_rows:
-                    more = True
-                    break
-                t.add_row(*(_cell(rec[n]) for n in schema.names))
-                rows += 1
-            if more:
-                break
-        state.out.console.print(t)
-        note = f"{rows} rows" + (f" (first {max_rows} drawn; use --max-rows)" if more else "")
-        state.out.err.print(f"[dim]{note}[/]")
-        return rows
+        return _write_table(state, schema, batches, output, max_rows)
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        if output in (None, "-") and sys.stdout.isatty():
-            raise ValidationError("--format parquet needs --output FILE (or a pipe)")
-        stream, close = _open_binary(output)
-        try:
-            with pq.ParquetWriter(stream, schema) as writer:
-                for b in batches:
-                    writer.write_batch(b)
-                    rows += b.num_rows
-        finally:
-            if close:
-                stream.close()
-        return rows
+        return _write_parquet(schema, batches, output)
     if fmt == "csv":
-        import pyarrow.csv as pcsv
-
-        nested = [f.name for f in schema if pa.types.is_nested(f.type)]
-        if nested:
-            raise ValidationError(
-                f"CSV cannot hold the nested columns {', '.join(nested)}: leave them out with "
-                "--select, or use --format json or parquet"
-            )
-
-        stream, close = _open_binary(output)
-        try:
-            with pcsv.CSVWriter(stream, schema) as writer:
-                for b in batches:
-                    writer.write_batch(b)
-                    rows += b.num_rows
-        finally:
-            if close:
-                stream.close()
-            else:
-                stream.flush()
-        return rows
-    # JSON Lines
-    out = open(output, "w") if output and output != "-" else sys.stdout  # noqa: SIM115
-    try:
-        for b in batches:
-            for rec in b.to_pylist():
-                out.write(json.dumps(_json_value(rec), default=_cell, allow_nan=False) + "\n")
-            rows += b.num_rows
-    finally:
-        if out is not sys.stdout:
-            out.close()
-        else:
-            out.flush()
-    return rows
+        return _write_csv(schema, batches, output)
+    return _write_json(batches, output)
 
 
 def _output_format(fmt: str, as_json: bool) -> str:

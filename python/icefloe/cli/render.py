@@ -3,6 +3,12 @@
 Human output goes through a :class:`rich.console.Console` on standard output (colour when it is
 a terminal, or as ``--color/--no-color`` says; ``NO_COLOR`` is honoured); ``--json`` output is
 plain JSON on standard output, one document per command, with no colour and no progress.
+
+Names and values from tables reach the console only through :func:`literal` (a rich
+:class:`~rich.text.Text`) or :func:`esc` (inside markup strings): rich markup in them is shown
+as written, and control characters (ANSI escape sequences, newlines) as ``\\x1b``, ``\\n``.
+JSON output is strict: NaN and infinities are the strings ``"NaN"``, ``"Infinity"`` and
+``"-Infinity"`` (as Spark's and Jackson's JSON write them).
 """
 
 from __future__ import annotations
@@ -10,21 +16,29 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import math
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any, cast
 
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 __all__ = [
     "OP_COLORS",
     "Output",
     "bar",
+    "dumps",
+    "esc",
     "human_size",
+    "json_safe",
+    "literal",
+    "open_output",
     "parse_size",
     "plural",
+    "printable",
     "ts",
 ]
 
@@ -37,6 +51,8 @@ OP_COLORS: Mapping[str, str] = {
 }
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED_CONTROLS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -50,9 +66,14 @@ class Output:
         self._err: Console | None = None
 
     def _make(self, stderr: bool) -> Console:
-        kwargs: dict[str, Any] = {"stderr": stderr, "highlight": False, "soft_wrap": False}
+        kwargs: dict[str, Any] = {
+            "stderr": stderr,
+            "highlight": False,
+            "soft_wrap": False,
+            "emoji": False,
+        }
         if not stderr and not sys.stdout.isatty():
-            kwargs["file"] = _TrimmedStdout()
+            kwargs["file"] = _Trimmed()
         if self.width:
             kwargs["width"] = self.width
         if self.color is True:
@@ -75,32 +96,103 @@ class Output:
             self._err = self._make(stderr=True)
         return self._err
 
+    def file_console(self, stream: IO[str]) -> Console:
+        """A console that draws into ``stream`` (a file): no colour, the output's width."""
+        return Console(
+            file=cast(IO[str], _Trimmed(stream)),
+            width=self.width or self.console.width,
+            highlight=False,
+            soft_wrap=False,
+            emoji=False,
+            no_color=True,
+            color_system=None,
+        )
+
     def json(self, document: Any) -> None:
-        """Write ``document`` as indented JSON to standard output."""
-        sys.stdout.write(json.dumps(document, indent=2, default=_json_default) + "\n")
+        """Write ``document`` as indented, strict JSON to standard output."""
+        sys.stdout.write(dumps(document, indent=2) + "\n")
         sys.stdout.flush()
+
+
+def dumps(document: Any, indent: int | None = None) -> str:
+    """``document`` as strict JSON (see :func:`json_safe`): dates and times in ISO 8601, other
+    values JSON has no type for (decimals, uuids) as their strings."""
+    return json.dumps(json_safe(document), indent=indent, default=_json_default, allow_nan=False)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every NaN and infinity (in dicts, lists and tuples too) replaced by
+    the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, and bytes by their hex."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def open_output(path: str, mode: str) -> IO[Any]:
+    """``path`` opened for writing (text as UTF-8); one that cannot be written is bad input."""
+    from icefloe.exceptions import ValidationError
+
+    try:
+        return open(path, mode, encoding=None if "b" in mode else "utf-8")
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ValidationError(f"cannot write --output {path}: {reason}") from None
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with control characters written out (``\\x1b``, ``\\n``), so none
+    reaches the terminal raw."""
+
+    def written(m: re.Match[str]) -> str:
+        ch = m.group()
+        return _NAMED_CONTROLS.get(ch) or f"\\x{ord(ch):02x}"
+
+    return _CONTROL.sub(written, str(value))
+
+
+def literal(value: object, style: str = "") -> Text:
+    """``value`` as text shown as written: no markup, control characters written out."""
+    return Text(printable(value), style=style)
+
+
+def esc(value: object) -> str:
+    """``value`` for a markup string: shown as written, control characters written out."""
+    return escape(printable(value))
 
 
 _TRAILING_BLANKS = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)\n")
 
 
-class _TrimmedStdout(io.TextIOBase):
-    """Standard output (as it is at each write, so test runners can swap it) without the
-    blanks rich pads lines with, when the output is a file or a pipe."""
+class _Trimmed(io.TextIOBase):
+    """``stream``, or standard output as it is at each write (so test runners can swap it),
+    without the blanks rich pads lines with, when the output is a file or a pipe."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def _target(self) -> IO[str]:
+        return self._stream if self._stream is not None else sys.stdout
 
     def write(self, text: str) -> int:
-        sys.stdout.write(_TRAILING_BLANKS.sub(r"\1\n", text))
+        self._target().write(_TRAILING_BLANKS.sub(r"\1\n", text))
         return len(text)
 
     def flush(self) -> None:
-        sys.stdout.flush()
+        self._target().flush()
 
     def isatty(self) -> bool:
         return False
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
-        return getattr(sys.stdout, "encoding", None) or "utf-8"
+        return getattr(self._target(), "encoding", None) or "utf-8"
 
 
 def _json_default(value: Any) -> Any:

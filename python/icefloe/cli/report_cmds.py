@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.health_cmds import prog_prefix
+from icefloe.cli.render import literal, open_output
 from icefloe.cli.report import render_report
 
 __all__ = ["register"]
@@ -25,9 +24,9 @@ def report(state: State, table: str, output: str, orphans: bool) -> None:
     opens offline in any browser."""
     t = state.table(table)
     html = render_report(t, prog_prefix(state), orphans=orphans)
-    path = Path(output)
-    path.write_text(html, encoding="utf-8")
-    state.out.console.print(f"wrote {path} ({len(html.encode()):,} bytes)")
+    with open_output(output, "w") as f:
+        f.write(html)
+    state.out.console.print(literal(f"wrote {output} ({len(html.encode()):,} bytes)"))
 
 
 def register(group: click.Group) -> None:

@@ -10,6 +10,7 @@ import click
 from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.render import literal
 
 __all__ = ["register", "statistics_json"]
 
@@ -55,7 +56,7 @@ def print_statistics(state: State, doc: dict[str, Any]) -> None:
     if doc["ndv"]:
         grid = RichTable("column", "distinct values", box=None, padding=(0, 2))
         for name, ndv in doc["ndv"].items():
-            grid.add_row(name, f"{ndv:,}")
+            grid.add_row(literal(name), f"{ndv:,}")
         console.print(grid)
 
 

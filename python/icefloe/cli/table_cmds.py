@@ -12,7 +12,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from icefloe.cli.app import State, is_location, json_option, pass_state
-from icefloe.cli.render import human_size, iso, plural, ts
+from icefloe.cli.render import esc, human_size, iso, literal, plural, printable, ts
 from icefloe.cli.stats_cmds import print_statistics, statistics_json
 from icefloe.exceptions import ValidationError
 
@@ -26,7 +26,7 @@ def _default(value: Any) -> str:
 def _field_label(field: Any) -> Text:
     label = Text()
     label.append(f"{field.field_id:>3} ", style="dim")
-    label.append(field.name, style="bold")
+    label.append(printable(field.name), style="bold")
     label.append(": ")
     ftype = field.field_type
     label.append(
@@ -35,16 +35,19 @@ def _field_label(field: Any) -> Text:
     )
     label.append(" required" if field.required else " optional", style="dim")
     if field.initial_default is not None:
-        label.append(f"  initial-default={_default(field.initial_default)}", style="magenta")
+        label.append(
+            f"  initial-default={printable(_default(field.initial_default))}", style="magenta"
+        )
     if field.write_default is not None:
-        label.append(f"  write-default={_default(field.write_default)}", style="magenta")
+        label.append(f"  write-default={printable(_default(field.write_default))}", style="magenta")
     if field.doc:
-        label.append(f"  — {field.doc}", style="italic")
+        label.append(f"  — {printable(field.doc)}", style="italic")
     return label
 
 
-def schema_tree(schema: Any, title: str) -> Tree:
-    """The schema as a tree: id, name, type, required, defaults and doc per field."""
+def schema_tree(schema: Any, title: str | Text) -> Tree:
+    """The schema as a tree: id, name, type, required, defaults and doc per field (``title``
+    as markup when a string)."""
     tree = Tree(title)
 
     def add(node: Tree, fields: Any) -> None:
@@ -101,15 +104,17 @@ def _describe_json(table: Any) -> dict[str, Any]:
 
 
 def _kv_table(rows: list[tuple[str, Any]]) -> RichTable:
+    """Key and value per row, shown as written (a :class:`Text` value as it is)."""
     t = RichTable.grid(padding=(0, 2))
     t.add_column(style="bold")
     t.add_column(overflow="fold")
     for k, v in rows:
-        t.add_row(k, v if isinstance(v, Text) else str(v))
+        t.add_row(literal(k), v if isinstance(v, Text) else literal(v))
     return t
 
 
 def _spec_lines(table: Any) -> str:
+    """The partition fields, one a line, names with control characters written out."""
     spec = table.spec()
     schema = table.schema()
     if not spec.fields:
@@ -117,11 +122,12 @@ def _spec_lines(table: Any) -> str:
     parts = []
     for f in spec.fields:
         sources = ",".join(schema.find_column_name(i) or f"#{i}" for i in f.all_source_ids)
-        parts.append(f"{f.name} = {f.transform}({sources})  [id {f.field_id}]")
+        parts.append(printable(f"{f.name} = {f.transform}({sources})  [id {f.field_id}]"))
     return "\n".join(parts) + f"\n(spec id {spec.spec_id})"
 
 
 def _sort_lines(table: Any) -> str:
+    """The sort fields, one a line, names with control characters written out."""
     order = table.sort_order()
     schema = table.schema()
     if not order.fields:
@@ -129,7 +135,7 @@ def _sort_lines(table: Any) -> str:
     parts = []
     for f in order.fields:
         sources = ",".join(schema.find_column_name(i) or f"#{i}" for i in f.all_source_ids)
-        parts.append(f"{f.transform}({sources}) {f.direction} {f.null_order}")
+        parts.append(printable(f"{f.transform}({sources}) {f.direction} {f.null_order}"))
     return "\n".join(parts) + f"\n(order id {order.order_id})"
 
 
@@ -164,8 +170,8 @@ def describe(state: State, table: str, as_json: bool) -> None:
         ("location", meta.location),
         ("metadata", t.metadata_location),
         ("last updated", ts(meta.last_updated_ms) + " UTC"),
-        ("partition spec", _spec_lines(t)),
-        ("sort order", _sort_lines(t)),
+        ("partition spec", Text(_spec_lines(t))),
+        ("sort order", Text(_sort_lines(t))),
     ]
     if meta.format_version >= 3:
         rows.append(("row lineage", f"enabled, next row id {meta.next_row_id}"))
@@ -185,7 +191,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
     else:
         s = snap.summary.to_json() if snap.summary else {}
         console.print(
-            f"[bold]current snapshot[/] {snap.snapshot_id} · {snap.operation} · "
+            f"[bold]current snapshot[/] {snap.snapshot_id} · {esc(snap.operation)} · "
             f"{ts(snap.timestamp_ms)} UTC · sequence {snap.sequence_number}"
         )
         summary = [
@@ -215,7 +221,7 @@ def _describe_namespace(state: State, namespace: str, as_json: bool) -> None:
         state.out.json({"namespace": namespace, "properties": props, "tables": tables})
         return
     console = state.out.console
-    console.print(f"[bold]namespace {namespace}[/] · {plural(len(tables), 'table')}")
+    console.print(f"[bold]namespace {esc(namespace)}[/] · {plural(len(tables), 'table')}")
     console.print(_kv_table(sorted(props.items())) if props else "properties: none")
 
 
@@ -229,7 +235,7 @@ def schema_cmd(state: State, table: str, as_json: bool) -> None:
     if as_json:
         state.out.json(t.schema().to_json())
         return
-    state.out.console.print(schema_tree(t.schema(), f"[bold]{t.name}[/]"))
+    state.out.console.print(schema_tree(t.schema(), literal(t.name, style="bold")))
 
 
 @click.command("spec", short_help="The partition spec.")
@@ -242,7 +248,7 @@ def spec_cmd(state: State, table: str, as_json: bool) -> None:
     if as_json:
         state.out.json(t.spec().to_json())
         return
-    state.out.console.print(_spec_lines(t), highlight=False)
+    state.out.console.print(Text(_spec_lines(t)))
 
 
 @click.command("location", short_help="The table's base location.")
@@ -320,7 +326,7 @@ def properties_set(state: State, table: str, pairs: tuple[str, ...]) -> None:
             updates[k] = v
     state.table(table).set_properties(updates)
     for k, v in updates.items():
-        state.out.console.print(f"set {k}={v}")
+        state.out.console.print(literal(f"set {k}={v}"))
 
 
 @properties.command("remove")
@@ -337,7 +343,7 @@ def properties_remove(state: State, table: str, keys: tuple[str, ...]) -> None:
         raise NotFoundError(f"table {table} has no property {missing[0]!r}")
     t.remove_properties(*keys)
     for k in keys:
-        state.out.console.print(f"removed {k}")
+        state.out.console.print(literal(f"removed {k}"))
 
 
 def register(group: click.Group) -> None:
