@@ -19,6 +19,7 @@ from icefloe._native import ThetaSketch, theta_sketch_estimate
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.puffin import PuffinReader
 from icefloe.table.statistics import statistics_file_for
+from icefloe.types import LongType
 from support.write_util import catalog
 
 N = 300
@@ -271,3 +272,24 @@ def test_statistics_of_columns_whose_names_hold_dots(tmp_path: Path) -> None:
         assert ndv[(schema.find_field("a.b").field_id,)] == "2"
         if columns:
             assert ndv[(schema.find_field("s.x.y").field_id,)] == "2"
+
+
+def test_column_statistics_keep_the_field_ids_they_were_computed_for(tmp_path: Path) -> None:
+    """A renamed column keeps its count under its new name; a column dropped and added again
+    under the same name is another field: the old count stays with the old id, and the new
+    column has none."""
+    t = catalog(tmp_path).create_table(
+        "ns.t", pa.schema([pa.field("id", pa.int64(), nullable=False), ("x", pa.int64())])
+    )
+    t.append(pa.table({"id": list(range(10)), "x": [i % 3 for i in range(10)]}))
+    t.compute_statistics()
+    with t.update_schema() as u:
+        u.rename_column("id", "key")
+    with t.update_schema() as u:
+        u.delete_column("x")
+    with t.update_schema() as u:
+        u.add_column("x", LongType())
+    rows = t.inspect.column_statistics().to_pylist()
+    got = {(r["column"], r["field_id"]): r["ndv"] for r in rows}
+    assert got == {("key", 1): 10, ("x", 2): 3}
+    assert t.schema().find_field_id("x") == 3

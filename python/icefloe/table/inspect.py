@@ -129,18 +129,27 @@ class InspectTable:
         snapshot's ancestry (default: the current snapshot): column name, field id, ``ndv``,
         the snapshot the file was computed for and how many snapshots it lags behind (0: it
         is the snapshot's own)."""
-        from icefloe.table.statistics import ndvs, statistics_status
+        from icefloe.table.statistics import ndvs_by_id, statistics_status
 
         status = statistics_status(self._meta, snapshot_id)
         sid = status.table_statistics_snapshot_id
-        found = ndvs(self._table.io, self._meta, sid) if sid is not None else {}
-        schema = self._meta.current_schema()
-        names = list(found)
+        found = ndvs_by_id(self._table.io, self._meta, sid) if sid is not None else {}
+        # a column's name now; one dropped since keeps its name in the statistics' snapshot
+        schemas = [self._meta.current_schema()]
+        snap = self._meta.snapshot_by_id(sid) if sid is not None else None
+        if snap is not None and snap.schema_id is not None:
+            then = self._meta.schema_by_id(snap.schema_id)
+            schemas += [then] if then is not None else []
+        named = {
+            f: next(filter(None, (s.find_column_name(f) for s in schemas)), None) for f in found
+        }
+        ids = [f for f, n in named.items() if n is not None]
+        names = [named[f] for f in ids]
         return pa.table(
             {
                 "column": pa.array(names, pa.string()),
-                "field_id": pa.array([schema.find_field_id(n) for n in names], pa.int32()),
-                "ndv": pa.array([found[n] for n in names], pa.int64()),
+                "field_id": pa.array(ids, pa.int32()),
+                "ndv": pa.array([found[f] for f in ids], pa.int64()),
                 "statistics_snapshot_id": pa.array([sid] * len(names), pa.int64()),
                 "snapshots_behind": pa.array(
                     [status.table_statistics_behind] * len(names), pa.int32()

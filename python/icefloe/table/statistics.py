@@ -193,23 +193,36 @@ def statistics_file_for(metadata: TableMetadata, snapshot_id: int) -> Statistics
 
 def ndvs(io: FileIO, metadata: TableMetadata, snapshot_id: int | None = None) -> dict[str, int]:
     """Column name -> distinct-value count from the statistics file of ``snapshot_id``
-    (default: current); empty when that snapshot has none. A blob without an ``ndv`` property
-    is read from the Puffin file and its sketch estimated."""
-    sid, _, schema = _snapshot_schema(metadata, snapshot_id)
+    (default: current); empty when that snapshot has none (names from the snapshot's schema;
+    see :func:`ndvs_by_id`)."""
+    _, _, schema = _snapshot_schema(metadata, snapshot_id)
+    out: dict[str, int] = {}
+    for fid, ndv in ndvs_by_id(io, metadata, snapshot_id).items():
+        name = schema.find_column_name(fid)
+        if name is not None:
+            out[name] = ndv
+    return out
+
+
+def ndvs_by_id(
+    io: FileIO, metadata: TableMetadata, snapshot_id: int | None = None
+) -> dict[int, int]:
+    """Field id -> distinct-value count from the statistics file of ``snapshot_id`` (default:
+    current); empty when that snapshot has none. A blob without an ``ndv`` property is read
+    from the Puffin file and its sketch estimated."""
+    sid, _, _ = _snapshot_schema(metadata, snapshot_id)
     stats = statistics_file_for(metadata, sid)
     if stats is None:
         return {}
-    out: dict[str, int] = {}
+    out: dict[int, int] = {}
     reader = None
     for blob in stats.blob_metadata:
         if blob.type != THETA_SKETCH_V1 or len(blob.fields) != 1:
             continue
-        name = schema.find_column_name(blob.fields[0])
-        if name is None:
-            continue
+        fid = blob.fields[0]
         ndv = blob.properties.get("ndv")
         if ndv is not None:
-            out[name] = int(ndv)
+            out[fid] = int(ndv)
             continue
         if reader is None:
             from icefloe.puffin import PuffinReader
@@ -217,7 +230,7 @@ def ndvs(io: FileIO, metadata: TableMetadata, snapshot_id: int | None = None) ->
             reader = PuffinReader(io.new_input(stats.statistics_path).read())
         for meta in reader.blobs:
             if meta.type == THETA_SKETCH_V1 and tuple(meta.fields) == tuple(blob.fields):
-                out[name] = int(theta_sketch_estimate(reader.read_blob(meta)))
+                out[fid] = int(theta_sketch_estimate(reader.read_blob(meta)))
     return out
 
 
