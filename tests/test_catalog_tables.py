@@ -16,6 +16,7 @@ from icefloe.exceptions import (
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NotFoundError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
     ValidationError,
@@ -276,3 +277,34 @@ def test_purge_after_rename_keeps_the_new_table_of_the_old_name(catalog: Catalog
     assert again.scan().to_arrow()["id"].to_pylist() == [2]
     assert not catalog.io.exists(first.metadata_location)  # the purged table's files are gone
     assert catalog.io.exists(again.metadata_location)
+
+
+def test_a_stale_table_object_never_commits_into_its_successor(catalog: Catalog) -> None:
+    """A table dropped (or renamed away) and created again under its name is another table
+    (another UUID): a change through an object loaded before is refused, as the reference
+    refuses it, and the new table is untouched; the object refreshes no more either."""
+    import pyarrow as pa
+
+    catalog.create_namespace("db")
+    stale = catalog.create_table("db.t", _schema())
+    stale.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    renamed = not isinstance(catalog, HadoopCatalog)  # which renames nothing
+    if renamed:
+        catalog.rename_table("db.t", "db.moved")
+    else:
+        catalog.drop_table("db.t")
+    other = Schema(NestedField(1, "name", StringType()), NestedField(2, "id", LongType()))
+    fresh = catalog.create_table("db.t", other)
+    fresh.append(pa.table({"name": ["x"], "id": pa.array([100], pa.int64())}))
+    before = catalog.load_table("db.t").metadata_location
+    # a dropped Hadoop table's files go with it: the append fails reading its own snapshot
+    refused = NoSuchTableError if renamed else (NoSuchTableError, NotFoundError)
+    with pytest.raises(refused):
+        stale.append(pa.table({"id": pa.array([2], pa.int64()), "name": ["b"]}))
+    with pytest.raises(NoSuchTableError, match="UUID"):
+        stale.refresh()
+    now = catalog.load_table("db.t")
+    assert now.metadata_location == before
+    assert now.scan().to_arrow().to_pylist() == [{"name": "x", "id": 100}]
+    if renamed:
+        assert catalog.load_table("db.moved").scan().to_arrow().num_rows == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from icefloe.exceptions import NoSuchTableError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.committer import Committer, Identifier
@@ -71,8 +72,18 @@ class Table:
         return ".".join(self.identifier)
 
     def refresh(self) -> Table:
-        """Reload the current metadata from the catalog (in place); returns ``self``."""
+        """Reload the current metadata from the catalog (in place); returns ``self``.
+
+        Raises :class:`NoSuchTableError` when the name now holds another table (dropped and
+        created again, or renamed away and replaced: its UUID differs), as the reference
+        does: a change made through this object must not land in that table."""
         fresh = self.catalog.load_table(self.identifier)
+        was, now = self.metadata.table_uuid, fresh.metadata.table_uuid
+        if was and now and was != now:
+            raise NoSuchTableError(
+                f"table {self.name} is not the table this object loaded (its UUID was {was}, "
+                f"now {now}: it was dropped or renamed and another took its name); load it again"
+            )
         self.metadata = fresh.metadata
         self.metadata_location = fresh.metadata_location
         self.io = fresh.io
