@@ -132,6 +132,8 @@ def test_encodings_of_python_types() -> None:
         Decimal("NaN"),
         10**40,
         dt.time(1, 2, tzinfo=dt.UTC),
+        "\ud800",  # a lone surrogate: not Unicode text
+        {"k": ["\udfff"]},
     ],
 )
 def test_unencodable_values_are_validation_errors(bad: Any) -> None:
@@ -144,6 +146,26 @@ def test_self_referencing_list_is_refused() -> None:
     loop.append(loop)
     with pytest.raises(ValidationError, match="deeper"):
         variant.from_python(loop)
+
+
+def test_json_of_non_finite_doubles_is_strict() -> None:
+    """JSON has no NaN or infinities: they are written as Jackson writes them, strings, and
+    only outside string values."""
+    value = {"n": float("nan"), "p": [float("inf"), -float("inf"), 1.5], "s": "NaN inf"}
+    text = variant.from_python(value).to_json()
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+
+    assert json.loads(text, parse_constant=refuse) == {
+        "n": "NaN",
+        "p": ["Infinity", "-Infinity", 1.5],
+        "s": "NaN inf",
+    }
+    column = variant.to_json(variant.from_pylist([value, None, 2.0]))
+    assert [
+        None if t is None else json.loads(t, parse_constant=refuse) for t in column.to_pylist()
+    ][1:] == [None, 2.0]
 
 
 def test_invalid_json_and_malformed_bytes_are_validation_errors() -> None:
@@ -207,6 +229,14 @@ def test_append_refuses_malformed_variants(table: Any) -> None:
         table.append(pa.table({"id": pa.array([1], pa.int32()), "v": bad}))
     with pytest.raises(ValidationError, match="JSON"):
         table.append(pa.table({"id": pa.array([1], pa.int32()), "v": ["{bad"]}))
+    assert table.current_snapshot() is None
+
+
+def test_python_values_of_nested_variants_are_refused_clearly(table: Any) -> None:
+    """Python values are encoded for top-level variant columns; inside a struct Arrow would
+    infer a type from them, which mixed values do not have: a typed error says what to do."""
+    with pytest.raises(ValidationError, match="from_pylist"):
+        table.append({"id": [1, 2], "v": [1, 2], "s": [{"inner": {"a": 1}}, {"inner": "s"}]})
     assert table.current_snapshot() is None
 
 

@@ -101,16 +101,22 @@ def _scalar_array(metadata: bytes, value: bytes) -> pa.StructArray:
     )
 
 
+def _from_python(values: Sequence[Any], null_rows: bool) -> pa.StructArray:
+    try:
+        out: pa.StructArray = _native.variant_from_python(values, null_rows=null_rows)
+    except UnicodeEncodeError as e:
+        raise ValidationError(f"a variant string must be valid Unicode: {e.reason}") from None
+    return out
+
+
 def from_python(obj: Any) -> Variant:
     """One Python value (see the module docs for the type mapping) as a variant."""
-    return _one(_native.variant_from_python([obj], null_rows=False))
+    return _one(_from_python([obj], null_rows=False))
 
 
 def from_pylist(values: Iterable[Any]) -> pa.StructArray:
     """A variant column from Python values; ``None`` items are null rows."""
-    seq = values if isinstance(values, Sequence) else list(values)
-    out: pa.StructArray = _native.variant_from_python(seq)
-    return out
+    return _from_python(values if isinstance(values, Sequence) else list(values), True)
 
 
 @overload

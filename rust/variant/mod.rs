@@ -142,13 +142,75 @@ pub fn from_arrow(input: &ArrayRef) -> Result<StructArray> {
 /// null.
 pub fn to_json(input: &ArrayRef) -> Result<StringArray> {
     let stored: ArrayRef = Arc::new(normalize(input)?);
-    variant_to_json(&stored).map_err(arrow_err)
+    let text = variant_to_json(&stored).map_err(arrow_err)?;
+    if !text.iter().flatten().any(has_non_finite) {
+        return Ok(text);
+    }
+    Ok(text
+        .iter()
+        .map(|v| v.map(quote_non_finite))
+        .collect::<StringArray>())
+}
+
+fn has_non_finite(text: &str) -> bool {
+    text.contains("NaN") || text.contains("inf")
+}
+
+/// `text` with the bare non-finite numbers the JSON writer gives (`NaN`, `inf`, `-inf`) as the
+/// strings Jackson writes (`"NaN"`, `"Infinity"`, `"-Infinity"`): JSON has no such numbers.
+/// Only tokens outside string literals change.
+fn quote_non_finite(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 8);
+    let (mut i, mut last, mut in_string) = (0, 0, false);
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_string {
+            match c {
+                b'\\' => i += 2,
+                b'"' => {
+                    in_string = false;
+                    i += 1
+                }
+                _ => i += 1,
+            }
+            continue;
+        }
+        let rest = &bytes[i..];
+        let (len, quoted) = if rest.starts_with(b"NaN") {
+            (3, "\"NaN\"")
+        } else if rest.starts_with(b"-inf") {
+            (4, "\"-Infinity\"")
+        } else if rest.starts_with(b"inf") {
+            (3, "\"Infinity\"")
+        } else {
+            in_string = c == b'"';
+            i += 1;
+            continue;
+        };
+        out.push_str(&text[last..i]);
+        out.push_str(quoted);
+        i += len;
+        last = i;
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow_array::builder::StringBuilder;
+
+    #[test]
+    fn non_finite_numbers_are_quoted_outside_strings() {
+        let text = r#"{"a":NaN,"b":[inf,-inf,1.5e-7],"NaN inf":"-inf \"NaN\""}"#;
+        assert_eq!(
+            quote_non_finite(text),
+            r#"{"a":"NaN","b":["Infinity","-Infinity",1.5e-7],"NaN inf":"-inf \"NaN\""}"#
+        );
+        assert_eq!(quote_non_finite("\"é\":NaN"), "\"é\":\"NaN\"");
+    }
 
     fn json(rows: &[Option<&str>]) -> ArrayRef {
         let mut b = StringBuilder::new();

@@ -50,7 +50,10 @@ def to_arrow_table(data: Any) -> pa.Table:
         return pa.Table.from_batches([pa.record_batch(data)])
     mod = type(data).__module__
     if mod.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
+        try:
+            return pa.Table.from_pandas(data, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+            raise ValidationError(f"cannot convert the DataFrame to Arrow: {e}") from None
     raise ValidationError(
         f"cannot write data of type {type(data).__name__}: expected a pyarrow Table, "
         "RecordBatch, RecordBatchReader, an Arrow stream or a pandas DataFrame"
@@ -87,14 +90,17 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
     or a pandas object column) encoded in Rust; everything else is left to Arrow."""
     names = {f.name for f in schema.fields if isinstance(f.field_type, VariantType)}
     if isinstance(data, Mapping):
-        return pa.table(
-            {
-                k: from_pylist(v)
-                if k in names and not isinstance(v, pa.Array | pa.ChunkedArray)
-                else v
-                for k, v in data.items()
-            }
-        )
+        columns = {
+            k: from_pylist(v) if k in names and not isinstance(v, pa.Array | pa.ChunkedArray) else v
+            for k, v in data.items()
+        }
+        try:
+            return pa.table(columns)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+            raise ValidationError(
+                f"cannot convert the input's Python values to Arrow: {e} (a variant inside a "
+                "list or struct is given as an Arrow array: see icefloe.variant.from_pylist)"
+            ) from None
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
         cols = [c for c in data.columns if c in names and data[c].dtype == object]
         if cols:
