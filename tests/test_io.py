@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from icefloe.exceptions import AlreadyExistsError, NotFoundError, ValidationError
 from icefloe.io import (
     FileIO,
+    absolute_location,
     data_location,
     metadata_file_version,
     metadata_location,
@@ -156,6 +158,41 @@ def test_location_rules() -> None:
     with pytest.warns(InvalidPropertyWarning, match="compression-codec='zstd'"):
         plain = new_metadata_file_location("/w/t", {"write.metadata.compression-codec": "zstd"}, 1)
     assert not plain.endswith(".gz.metadata.json")
+
+
+def test_local_locations_are_made_plain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A table's location is stored for every engine: ``~`` expanded, relative paths made
+    absolute, ``.`` and ``..`` resolved (DuckDB opens no path through them); other file
+    systems' URIs are kept as given."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert absolute_location("/w/a/../t/./x/") == "/w/t/x"
+    assert absolute_location("~/w/t") == str(tmp_path / "home" / "w" / "t")
+    assert absolute_location("w/../v/t") == str(tmp_path / "v" / "t")
+    assert absolute_location("file:///w/a/../t") == "file:///w/t"
+    assert absolute_location("file:///w/a#b") == "file:///w/a#b"
+    assert absolute_location("s3://b/a/../t") == "s3://b/a/../t"
+
+
+def test_a_warehouse_under_home_holds_database_and_tables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from icefloe.catalog import load_catalog
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    cat = load_catalog("t", warehouse="~/wh/../w")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    assert t.location == (tmp_path / "home" / "w" / "db" / "t").as_uri()
+    assert (tmp_path / "home" / "w" / "icefloe_catalog.db").is_file()
+    hadoop = HadoopCatalog("h", warehouse="~/h")
+    hadoop.create_namespace("db")
+    assert hadoop.create_table("db.t", pa.schema([("id", pa.int64())])).location == str(
+        tmp_path / "home" / "h" / "db" / "t"
+    )
+    assert not (tmp_path / "~").exists()
 
 
 @settings(max_examples=300, deadline=None)

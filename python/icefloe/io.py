@@ -27,6 +27,7 @@ import contextlib
 import errno
 import logging
 import os
+import posixpath
 import re
 import threading
 import time
@@ -820,9 +821,17 @@ def _is_relative(location: str) -> bool:
 
 
 def absolute_location(location: str) -> str:
-    """``location`` with a relative local path made absolute (against the working directory,
-    once, when a table is created: stored relative it would resolve differently later)."""
-    return os.path.abspath(location) if _is_relative(location) else location
+    """``location`` with a local path made absolute and plain: ``~`` expanded, a relative path
+    resolved against the working directory (once, when a table is created: stored relative
+    it would resolve differently later) and ``.``/``..`` removed, which other engines do not
+    resolve. URIs of other file systems are kept as given."""
+    parsed = urlparse(location)
+    plain = not parsed.query and not parsed.fragment
+    if parsed.scheme == "file" and plain and ".." in parsed.path.split("/"):
+        return location[: len(location) - len(parsed.path)] + posixpath.normpath(parsed.path)
+    if parsed.scheme or not location:
+        return location
+    return os.path.normpath(os.path.abspath(os.path.expanduser(location)))
 
 
 def _under(table_location: str, path: str) -> str:

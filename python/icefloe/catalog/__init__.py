@@ -69,7 +69,7 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
             local = Path(warehouse.removeprefix("file://")).expanduser().resolve()
             local.mkdir(parents=True, exist_ok=True)
             props["uri"] = f"sqlite:///{local / DEFAULT_SQLITE_FILE}"
-            props.setdefault("warehouse", local.as_uri())
+            props["warehouse"] = local.as_uri()  # ``~`` and ``..`` resolved for the tables too
         from icefloe.catalog.sql import SqlCatalog
 
         return SqlCatalog(name, **props)
