@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,45 @@ def test_bad_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         load_catalog("x", type="nessie")
     with pytest.raises(ValidationError, match="warehouse"):
         load_catalog("x", type="hadoop")
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"uri": "http://[::1"},
+        {"uri": "http://127.0.0.1:99999"},
+        {"uri": "http://127.0.0.1:abc"},
+        {"uri": "http://127.0.0.1:1", "rest.client.socket-timeout-ms": "soon"},
+        {"uri": "http://127.0.0.1:1", "rest.client.socket-timeout-ms": "-5"},
+        {"uri": "http://127.0.0.1:1", "rest.client.max-connections": "many"},
+    ],
+)
+def test_malformed_rest_settings_are_validation_errors(props: dict[str, str]) -> None:
+    """Refused before any request, with the setting named (Python's URL parser raises a bare
+    ``ValueError`` for bad hosts and ports)."""
+    from icefloe.catalog.rest import RestCatalog
+
+    key = next(k for k in props if k != "uri" or len(props) == 1)
+    with pytest.raises(ValidationError, match=re.escape(key)):
+        RestCatalog("r", **props)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("s3.connect-timeout", "abc"),
+        ("s3.request-timeout", "-1"),
+        ("s3.endpoint", "http://[::1"),
+        ("s3.endpoint", "http://127.0.0.1:abc"),
+        ("s3.path-style-access", "maybe"),
+    ],
+)
+def test_malformed_s3_settings_are_validation_errors(key: str, value: str) -> None:
+    """Refused when the file system is made (no request), naming the setting; a path-style
+    flag that is not a boolean is not read as false."""
+    from icefloe.io import FileIO
+
+    props = {"s3.endpoint": "http://127.0.0.1:1", "s3.access-key-id": "k", key: value}
+    props["s3.secret-access-key"] = "s"
+    with pytest.raises(ValidationError, match=re.escape(key)):
+        FileIO(props).exists("s3://bucket/key")

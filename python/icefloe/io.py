@@ -50,7 +50,13 @@ from icefloe.durable import (
     writeback_file,
 )
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
-from icefloe.properties import TableProperties, enum_property
+from icefloe.properties import (
+    TableProperties,
+    enum_property,
+    parse_flag,
+    parse_seconds,
+    parse_url,
+)
 
 if TYPE_CHECKING:
     from icefloe.s3client import S3Client
@@ -476,6 +482,7 @@ class FileIO:
             kwargs: dict[str, Any] = {}
             endpoint = props.get(S3_ENDPOINT)
             if endpoint:
+                parse_url(S3_ENDPOINT, endpoint, "FileIO property")
                 parsed = urlparse(endpoint)
                 if parsed.scheme in ("http", "https"):
                     kwargs["scheme"] = parsed.scheme
@@ -484,7 +491,7 @@ class FileIO:
                     kwargs["endpoint_override"] = endpoint
                 # Arrow uses path-style requests with an endpoint override unless told otherwise.
                 path_style = props.get(S3_PATH_STYLE_ACCESS)
-                if path_style is not None and not _truthy(path_style):
+                if path_style is not None and not parse_flag(S3_PATH_STYLE_ACCESS, path_style):
                     kwargs["force_virtual_addressing"] = True
             if S3_ACCESS_KEY_ID in props:
                 kwargs["access_key"] = props[S3_ACCESS_KEY_ID]
@@ -499,9 +506,13 @@ class FileIO:
             if S3_ROLE_ARN in props:
                 kwargs["role_arn"] = props[S3_ROLE_ARN]
             if S3_CONNECT_TIMEOUT in props:
-                kwargs["connect_timeout"] = float(props[S3_CONNECT_TIMEOUT])
+                kwargs["connect_timeout"] = parse_seconds(
+                    S3_CONNECT_TIMEOUT, props[S3_CONNECT_TIMEOUT], what="FileIO property"
+                )
             if S3_REQUEST_TIMEOUT in props:
-                kwargs["request_timeout"] = float(props[S3_REQUEST_TIMEOUT])
+                kwargs["request_timeout"] = parse_seconds(
+                    S3_REQUEST_TIMEOUT, props[S3_REQUEST_TIMEOUT], what="FileIO property"
+                )
             return pafs.S3FileSystem(**kwargs)
         if scheme in _GCS_SCHEMES:
             gcs: dict[str, Any] = {}

@@ -15,11 +15,13 @@ strict: a data commit refuses with the error instead of writing files the table 
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
+from urllib.parse import SplitResult, urlsplit
 
 from icefloe.exceptions import ValidationError
 
@@ -287,6 +289,38 @@ def parse_bool(key: str, raw: str, what: str = "table property") -> bool:
     if low not in ("true", "false"):
         raise _invalid(key, raw, "must be true or false", what)
     return low == "true"
+
+
+def parse_seconds(key: str, raw: str, scale: float = 1.0, what: str = "catalog property") -> float:
+    """``raw`` as a positive, finite duration in seconds (``scale`` converts its unit: 0.001
+    for milliseconds)."""
+    try:
+        value = float(raw) * scale
+    except (TypeError, ValueError):
+        raise _invalid(key, raw, "must be a number", what) from None
+    if not math.isfinite(value) or value <= 0:
+        raise _invalid(key, raw, "must be a positive number", what)
+    return value
+
+
+def parse_flag(key: str, raw: str, what: str = "FileIO property") -> bool:
+    """A client setting's boolean: true/false, 1/0 or yes/no in any case; anything else is
+    refused (read as false, it would fail later with a misleading error)."""
+    low = raw.strip().lower()
+    if low not in ("true", "1", "yes", "false", "0", "no"):
+        raise _invalid(key, raw, "must be true or false", what)
+    return low in ("true", "1", "yes")
+
+
+def parse_url(key: str, raw: str, what: str = "catalog property") -> SplitResult:
+    """``raw`` split as a URL, its port checked (Python's parser raises a bare ``ValueError``
+    for a bad IPv6 host or port)."""
+    try:
+        parts = urlsplit(raw)
+        _ = parts.port
+    except ValueError as e:
+        raise _invalid(key, raw, str(e), what) from None
+    return parts
 
 
 def parse_enum(key: str, raw: str, choices: Iterable[str], what: str = "table property") -> str:

@@ -38,6 +38,7 @@ from icefloe.exceptions import (
     NotFoundError,
     UnknownWriteStateError,
 )
+from icefloe.properties import parse_flag, parse_seconds, parse_url
 from icefloe.sigv4 import Credentials, sign_headers
 
 __all__ = ["DELETE_BATCH", "S3Client", "resolve_credentials"]
@@ -150,13 +151,24 @@ class S3Client:
             or "us-east-1"
         )
         style = props.get("s3.path-style-access")
+        endpoint = props.get("s3.endpoint")
+        if endpoint:
+            parse_url("s3.endpoint", endpoint, "FileIO property")
         return S3Client(
             region=region,
             credentials=credentials,
-            endpoint=props.get("s3.endpoint"),
-            path_style=None if style is None else _truthy(style),
-            connect_timeout=float(props.get("s3.connect-timeout", DEFAULT_CONNECT_TIMEOUT)),
-            request_timeout=float(props.get("s3.request-timeout", DEFAULT_REQUEST_TIMEOUT)),
+            endpoint=endpoint,
+            path_style=None if style is None else parse_flag("s3.path-style-access", style),
+            connect_timeout=parse_seconds(
+                "s3.connect-timeout",
+                props.get("s3.connect-timeout", str(DEFAULT_CONNECT_TIMEOUT)),
+                what="FileIO property",
+            ),
+            request_timeout=parse_seconds(
+                "s3.request-timeout",
+                props.get("s3.request-timeout", str(DEFAULT_REQUEST_TIMEOUT)),
+                what="FileIO property",
+            ),
         )
 
     # -- transport ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from icefloe.catalog.rest.sigv4 import signer_from_properties
 from icefloe.catalog.rest.wire import LoadTableResult, merge_io_properties
 from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
 from icefloe.io import FileIO
+from icefloe.properties import parse_int, parse_seconds
 
 __all__ = ["RestClient"]
 
@@ -33,8 +34,17 @@ class RestClient(Catalog):
         uri = properties.get("uri")
         if not uri:
             raise ValidationError("a REST catalog needs a 'uri' property (http(s)://host:port)")
-        timeout = float(properties.get("rest.client.socket-timeout-ms", "60000")) / 1000.0
-        pool = int(properties.get("rest.client.max-connections", "16"))
+        timeout = parse_seconds(
+            "rest.client.socket-timeout-ms",
+            properties.get("rest.client.socket-timeout-ms", "60000"),
+            0.001,
+        )
+        pool = parse_int(
+            "rest.client.max-connections",
+            properties.get("rest.client.max-connections", "16"),
+            1,
+            "catalog property",
+        )
         self._session = HttpSession(uri, timeout=timeout, pool_size=pool)
         self._headers = {"X-Client-Version": "icefloe", **ep.header_properties(dict(properties))}
         self._auth = auth_from_properties(properties, self._session, self._headers)

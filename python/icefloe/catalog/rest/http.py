@@ -22,9 +22,10 @@ import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.properties import parse_url
 
 __all__ = ["HttpResponse", "HttpSession", "TransportError"]
 
@@ -88,7 +89,7 @@ class HttpSession:
         pool_size: int = 16,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        parts = urlsplit(base_url)
+        parts = parse_url("uri", base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValidationError(f"REST catalog uri must be an http(s) URL, got {base_url!r}")
         if parts.username or parts.password:
@@ -215,7 +216,7 @@ class HttpSession:
         self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
     ) -> HttpResponse:
         """One request to another server (an OAuth2 token endpoint), on its own connection."""
-        parts = urlsplit(url)
+        parts = parse_url("oauth2-server-uri", url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValidationError(f"not an http(s) URL: {url!r}")
         port = parts.port or (443 if parts.scheme == "https" else 80)
