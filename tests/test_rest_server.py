@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.rest import RestCatalog
-from icefloe.exceptions import UnauthorizedError
+from icefloe.exceptions import IcebergError, UnauthorizedError, ValidationError
 from support.rest import (
     CLIENT_SECRET,
     PYTHONPATH,
@@ -394,3 +394,25 @@ def test_idempotency_keys_outlive_a_restart_until_they_expire(tmp_path: Path) ->
         assert c.idempotency_lifetime == "PT1S"
     finally:
         server.stop()
+
+
+def test_bad_namespace_properties_and_damaged_metadata(rest_server: RestServer) -> None:
+    """Namespace property values must be strings (400, nothing stored); a metadata file
+    damaged on the server's storage is the server's failure (500 naming the file), not a bad
+    request."""
+    warehouse = new_warehouse()  # the session's server names each warehouse's paths by it
+    c = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    base = f"/v1/{warehouse}/namespaces"
+    ns = {"namespace": ["badprops"], "properties": {"k": 5}}
+    assert _raw(rest_server, "POST", base, ns) == 400
+    assert ("badprops",) not in c.list_namespaces()
+    c.create_namespace("dmg", {"k": "v"})
+    assert _raw(rest_server, "POST", f"{base}/dmg/properties", {"updates": {"k": 1}}) == 400
+    assert c.load_namespace_properties("dmg")["k"] == "v"
+    t = c.create_table("dmg.t", ROWS)
+    path = Path(t.metadata_location.removeprefix("file://"))
+    path.write_bytes(b'{"format-version": 2}')
+    assert _raw(rest_server, "GET", f"{base}/dmg/tables/t") == 500
+    with pytest.raises(IcebergError, match=path.name) as caught:
+        c.load_table("dmg.t")
+    assert not isinstance(caught.value, ValidationError)

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icefloe.exceptions import CorruptFileError, IcebergError, NotFoundError, ValidationError
+from icefloe.exceptions import CorruptFileError, IcebergError, NotFoundError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.table.producer import SnapshotProducer
@@ -78,9 +78,9 @@ def test_corrupt_metadata_json_names_the_file(tmp_path: Path, damage: Any) -> No
     raw = Path(path).read_bytes()
     Path(path).write_bytes(raw[: len(raw) // 2] if damage == "truncate" else damage)
     name = os.path.basename(path)
-    with pytest.raises(ValidationError, match=name):
+    with pytest.raises(CorruptFileError, match=name):
         t.catalog.load_table("ns.t")
-    with pytest.raises(ValidationError, match=name):
+    with pytest.raises(CorruptFileError, match=name):
         StaticTable.from_metadata(t.metadata_location)
 
 

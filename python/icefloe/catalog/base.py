@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from icefloe.arrow_schema import to_schema
 from icefloe.exceptions import (
+    CorruptFileError,
     IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
@@ -281,8 +282,8 @@ class Catalog(ABC):
         raw = (io or self.io).new_input(location).read()
         try:
             return TableMetadata.parse(raw)
-        except ValidationError as exc:
-            raise ValidationError(f"metadata file {location}: {exc}") from exc
+        except ValidationError as exc:  # the file is damaged, not the caller's input
+            raise CorruptFileError(f"metadata file {location}: {exc}") from exc
 
     def _table(self, identifier: Identifier, metadata: TableMetadata, location: str) -> Table:
         from icefloe.table import Table

@@ -107,6 +107,10 @@ def _page(items: list[Any], key: Any, query: Mapping[str, str]) -> tuple[list[An
     return page, next_token
 
 
+def _all_strings(values: Any) -> bool:
+    return all(isinstance(v, str) for v in values)
+
+
 def _body(body: Any, *keys: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ValidationError("the request body must be a JSON object")
@@ -176,9 +180,9 @@ class RestService:
         if not isinstance(ns, list) or not all(isinstance(p, str) for p in ns):
             raise ValidationError("namespace must be a list of strings")
         props = b.get("properties") or {}
-        if not isinstance(props, dict):
-            raise ValidationError("namespace properties must be an object")
-        self.catalog.create_namespace(tuple(ns), {str(k): str(v) for k, v in props.items()})
+        if not isinstance(props, dict) or not _all_strings(props.values()):
+            raise ValidationError("namespace properties must be an object of strings")
+        self.catalog.create_namespace(tuple(ns), props)
         return 200, {"namespace": ns, "properties": props}, {}
 
     def load_namespace(self, ns: Identifier) -> Reply:
@@ -200,9 +204,9 @@ class RestService:
         updates = b.get("updates") or {}
         if not isinstance(removals, list) or not isinstance(updates, dict):
             raise ValidationError("removals must be a list and updates an object")
-        summary = self.catalog.update_namespace_properties(
-            ns, [str(r) for r in removals], {str(k): str(v) for k, v in updates.items()}
-        )
+        if not _all_strings(removals) or not _all_strings(updates.values()):
+            raise ValidationError("removals and update values must be strings")
+        summary = self.catalog.update_namespace_properties(ns, removals, updates)
         return (
             200,
             {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing},

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from icefloe.exceptions import (
+    CorruptFileError,
     FileIOError,
     NoSuchTableError,
     NotFoundError,
@@ -104,8 +105,8 @@ def _read_metadata(location: str, io: FileIO) -> TableMetadata:
         raise
     try:
         return TableMetadata.parse(raw)
-    except ValidationError as exc:
-        raise ValidationError(f"metadata file {location}: {exc}") from exc
+    except ValidationError as exc:  # the file is damaged, not the caller's input
+        raise CorruptFileError(f"metadata file {location}: {exc}") from exc
 
 
 class StaticTable(Table):
