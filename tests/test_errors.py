@@ -66,3 +66,29 @@ def test_sql_catalog_database_failures_are_typed(tmp_path: Path) -> None:
         )
     assert "hunter2secret" not in str(err.value)
     assert "SELECT" not in str(err.value).upper()
+
+
+def test_a_postgresql_host_that_never_answers_times_out(tmp_path: Path) -> None:
+    """A host that accepts the connection and says nothing (a hung proxy) is a
+    ServiceUnavailableError after ``connect-timeout`` seconds, not libpq's two minutes."""
+    import socket
+    import time
+
+    from icefloe.catalog import load_catalog
+    from icefloe.exceptions import ServiceUnavailableError
+
+    pytest.importorskip("psycopg")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        start = time.monotonic()
+        with pytest.raises(ServiceUnavailableError):
+            load_catalog(
+                "x",
+                type="sql",
+                uri=f"postgresql+psycopg://u:pw@127.0.0.1:{port}/iceberg",
+                warehouse=str(tmp_path),
+                **{"connect-timeout": "1"},
+            )
+        assert time.monotonic() - start < 30

@@ -70,6 +70,7 @@ from icefloe.metadata import (
     apply_updates,
     validate_requirements,
 )
+from icefloe.properties import parse_seconds
 
 __all__ = ["SqlCatalog"]
 
@@ -156,6 +157,11 @@ class SqlCatalog(MetastoreCatalog):
                 kwargs["poolclass"] = StaticPool
         else:
             kwargs["pool_pre_ping"] = True
+            if uri.startswith("postgresql") and "connect_timeout" not in uri:
+                # a database host that accepts connections and never answers would otherwise
+                # block every call for libpq's two minutes
+                seconds = parse_seconds("connect-timeout", properties.get("connect-timeout", "10"))
+                kwargs["connect_args"] = {"connect_timeout": max(1, round(seconds))}
         self.engine: Engine = create_engine(uri, **kwargs)
         self._has_type_column = True
         self._init_tables(properties.get("init_catalog_tables", "true").lower() == "true")
