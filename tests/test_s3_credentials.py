@@ -138,9 +138,18 @@ def test_missing_bucket_is_named(s3_server: S3Server) -> None:
         lambda: io.new_output(location).write(b"x"),
         lambda: io.new_output(location).create().close(),
         lambda: list(io.list_prefix("s3://no-such-bucket-here/t")),
+        lambda: io.list_dir("s3://no-such-bucket-here/t"),
     ):
         with pytest.raises(NotFoundError, match="bucket 'no-such-bucket-here' does not exist"):
             action()
+    # a file-system catalog on a mistyped bucket: not an empty catalog
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    cat = HadoopCatalog("h", warehouse="s3://no-such-bucket-here/wh", **s3_server.properties())
+    for lookup in (cat.list_namespaces, lambda: cat.table_exists("db.t")):
+        with pytest.raises(NotFoundError, match="bucket 'no-such-bucket-here' does not exist"):
+            lookup()
+    assert io.list_dir(f"{s3_server.fresh_location()}/nothing") == []  # the bucket exists
 
 
 @pytest.fixture

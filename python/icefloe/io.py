@@ -783,11 +783,15 @@ class FileIO:
         fs, path = self.resolve(location)
         root = path.rstrip("/")
         try:
-            if fs.get_file_info(root).type != pafs.FileType.Directory:
-                return []
-            infos = fs.get_file_info(pafs.FileSelector(root, recursive=False))
+            found = fs.get_file_info(root).type == pafs.FileType.Directory
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=False)) if found else []
         except Exception as exc:
             raise _map_error(exc, location, "list") from exc
+        if not found:
+            error = self.explain_missing(location, "list", NotFoundError(location))
+            if error.args[0] != location:  # the bucket itself is missing
+                raise error
+            return []
         return sorted(
             (info.base_name, info.type == pafs.FileType.Directory)
             for info in infos
