@@ -20,6 +20,7 @@ from icefloe.catalog.base import (
 )
 from icefloe.catalog.config import catalog_properties
 from icefloe.exceptions import ValidationError
+from icefloe.io import absolute_location
 
 __all__ = [
     "Catalog",
@@ -69,7 +70,9 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
             local = Path(warehouse.removeprefix("file://")).expanduser().resolve()
             local.mkdir(parents=True, exist_ok=True)
             props["uri"] = f"sqlite:///{local / DEFAULT_SQLITE_FILE}"
-            props["warehouse"] = local.as_uri()  # ``~`` and ``..`` resolved for the tables too
+            # the tables go where the database does: ``~`` and ``..`` resolved for them too
+            given = props.get("warehouse")
+            props["warehouse"] = absolute_location(given) if given else local.as_uri()
         from icefloe.catalog.sql import SqlCatalog
 
         return SqlCatalog(name, **props)
