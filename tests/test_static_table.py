@@ -12,7 +12,11 @@ import pytest
 
 import icefloe
 from icefloe.catalog.hadoop import HadoopCatalog
-from icefloe.exceptions import NoSuchTableError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import (
+    CorruptFileError,
+    NoSuchTableError,
+    UnsupportedFeatureError,
+)
 from icefloe.table.static import StaticTable, resolve_metadata_location
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())])
@@ -106,7 +110,7 @@ def test_errors_name_the_location(tmp_path: Path) -> None:
     with pytest.raises(NoSuchTableError, match="version-hint"):
         StaticTable.from_metadata(str(tmp_path / "empty"))
     (tmp_path / "bad.metadata.json").write_text("{not json")
-    with pytest.raises(ValidationError, match=r"bad\.metadata\.json"):
+    with pytest.raises(CorruptFileError, match=r"bad\.metadata\.json"):
         StaticTable.from_metadata(str(tmp_path / "bad.metadata.json"))
 
 
