@@ -256,6 +256,12 @@ def test_partitions_numbers_and_skew(world: CliWorld) -> None:
     text = run(world, "partitions", "db.events", width=100).stdout
     assert "skewed: region=eu holds" in text
     assert_golden("partitions-100", text)
+    # the largest partitions only, and how many more there are (the skew line still counts all)
+    top = run(world, "partitions", "db.events", "--limit", "1", width=100).stdout
+    assert "region=eu" in top and "region=us" not in top and "region=ap" not in top
+    assert f"({len(parts) - 1} more partitions; --limit 0 draws all)" in top
+    assert "skewed: region=eu holds" in top
+    assert run(world, "partitions", "db.events", "--limit", "0", width=100).stdout == text
 
 
 def test_health_checks(world: CliWorld) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -301,7 +302,7 @@ class PartitionStats:
 
     rows: list[PartitionRow] = field(default_factory=list)
 
-    @property
+    @cached_property
     def median_records(self) -> float:
         values = sorted(r.records for r in self.rows)
         if not values:

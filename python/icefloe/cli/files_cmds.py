@@ -198,9 +198,18 @@ def _skew_line(stats: PartitionStats) -> Text:
 @click.command("partitions", short_help="Rows, files and size per partition.")
 @click.argument("table")
 @click.option("--snapshot", "snapshot_id", type=int, help="Partitions of this snapshot.")
+@click.option(
+    "--limit",
+    type=click.IntRange(0),
+    default=50,
+    show_default=True,
+    help="Partitions drawn in the text output, largest first (0: all).",
+)
 @json_option
 @pass_state
-def partitions(state: State, table: str, snapshot_id: int | None, as_json: bool) -> None:
+def partitions(
+    state: State, table: str, snapshot_id: int | None, limit: int, as_json: bool
+) -> None:
     """Rows, files, size and delete files per partition of TABLE, as bars."""
     t = state.table(table)
     stats = partition_stats(t, snapshot_id)
@@ -223,8 +232,10 @@ def partitions(state: State, table: str, snapshot_id: int | None, as_json: bool)
     out.add_column("size", justify="right", no_wrap=True)
     out.add_column("", no_wrap=True, min_width=bar_w)
     out.add_column("deletes", justify="right", no_wrap=True)
-    for r in stats.rows:
-        hot = stats.skewed and r is stats.rows[0]
+    skewed = stats.skewed  # a median over every partition: computed once
+    shown = stats.rows if limit == 0 else stats.rows[:limit]
+    for r in shown:
+        hot = skewed and r is stats.rows[0]
         out.add_row(
             literal(r.label, style="bold yellow" if hot else ""),
             f"{r.records:,}",
@@ -235,6 +246,9 @@ def partitions(state: State, table: str, snapshot_id: int | None, as_json: bool)
             f"{r.delete_records:,} in {r.delete_files}" if r.delete_files else "-",
         )
     console.print(out)
+    if len(shown) < len(stats.rows):
+        more = len(stats.rows) - len(shown)
+        console.print(f"[dim]({more:,} more partitions; --limit 0 draws all)[/]")
     if len(stats.rows) >= 2:
         console.print(_skew_line(stats))
 
