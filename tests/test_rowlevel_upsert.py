@@ -170,3 +170,39 @@ def test_upsert_refuses_data_without_a_join_column(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="join column 'id' is not in the data"):
         t.upsert({"name": ["oops"]}, join_cols=["id"])
     assert t.refresh().current_snapshot() == before
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+def test_upsert_reads_only_the_files_that_may_hold_its_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nulls: bool
+) -> None:
+    """A few keys far apart are matched against the files whose bounds hold one of them,
+    not every file their range spans; the result is the same."""
+    import icefloe.table.row_level as row_level
+
+    t = catalog(tmp_path).create_table(
+        "ns.sparse", pa.schema([("id", pa.int64()), ("v", pa.string())])
+    )
+    with t.transaction() as tx:
+        for k in range(40):
+            tx.append(pa.table({"id": pa.array([k * 10], pa.int64()), "v": [f"old{k}"]}))
+        tx.append(pa.table({"id": pa.array([10**9], pa.int64()), "v": ["far"]}))
+        if nulls:
+            tx.append(pa.table({"id": pa.array([None], pa.int64()), "v": ["null key"]}))
+    read: list[int] = []
+    real = row_level.native_matching_key_positions
+
+    def counting(io: Any, tasks: Any, *args: Any, **kwargs: Any) -> Any:
+        read.append(len(tasks))
+        return real(io, tasks, *args, **kwargs)
+
+    monkeypatch.setattr(row_level, "native_matching_key_positions", counting)
+    keys = [0, 10**9, *([None] if nulls else [])]
+    source = pa.table(
+        {"id": pa.array(keys, pa.int64()), "v": ["a", "b", *(["c"] if nulls else [])]}
+    )
+    result = t.upsert(source, join_cols=["id"])
+    assert (result.rows_updated, result.rows_inserted) == (len(keys), 0)
+    assert read == [len(keys)]  # the files holding 0, 10**9 and the null key
+    got = {r["id"]: r["v"] for r in t.scan().to_arrow().to_pylist()}
+    assert (got[0], got[10**9], got[10]) == ("a", "b", "old1") and len(got) == 41 + nulls

@@ -365,9 +365,15 @@ class UpsertResult:
     rows_inserted: int
 
 
+#: Join columns with at most this many distinct source values are filtered by the values
+#: themselves (``in``), larger ones by their range: two far-apart keys spanned every file.
+EXACT_KEY_VALUES = 256
+
+
 def _key_filter(keys: pa.Table, join_cols: Sequence[str]) -> BooleanExpression:
-    """A filter selecting at least every row whose key is in ``keys``: the range of each
-    join column (``is_null`` joins in when keys have nulls). Used to prune planning."""
+    """A filter selecting at least every row whose key is in ``keys``: of each join column
+    its values (a few) or their range (``is_null`` joins in when keys have nulls). Used to
+    prune planning and to scope conflict checks."""
     expr: BooleanExpression = AlwaysTrue()
     for name in join_cols:
         c = keys.column(name)
@@ -381,8 +387,12 @@ def _key_filter(keys: pa.Table, join_cols: Sequence[str]) -> BooleanExpression:
         if c.null_count == len(c):
             part: BooleanExpression = col(name).is_null()
         else:
-            mm = pc.min_max(c)
-            part = (col(name) >= mm["min"].as_py()) & (col(name) <= mm["max"].as_py())
+            distinct = pc.unique(c.drop_null()) if len(c) <= 8 * EXACT_KEY_VALUES else None
+            if distinct is not None and len(distinct) <= EXACT_KEY_VALUES:
+                part = col(name).isin(distinct.to_pylist())
+            else:
+                mm = pc.min_max(c)
+                part = (col(name) >= mm["min"].as_py()) & (col(name) <= mm["max"].as_py())
             if c.null_count:
                 part = part | col(name).is_null()
         expr = part if expr is AlwaysTrue() else And(expr, part)
