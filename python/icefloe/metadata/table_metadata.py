@@ -254,7 +254,13 @@ class TableMetadata:
         return o
 
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
-        return next((s for s in self.snapshots if s.snapshot_id == snapshot_id), None)
+        # indexed once per metadata object: walking a long history looks up every entry
+        index = self.__dict__.get("_snapshot_index")
+        if index is None:
+            index = {s.snapshot_id: s for s in reversed(self.snapshots)}  # the first one wins
+            self.__dict__["_snapshot_index"] = index
+        found: Snapshot | None = index.get(snapshot_id)
+        return found
 
     def snapshot_by_name(self, name: str) -> Snapshot | None:
         """The snapshot a branch or tag points at, or ``None`` when there is no such ref."""

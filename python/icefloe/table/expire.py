@@ -202,7 +202,8 @@ def expire_snapshots(
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         expired, removed_refs = _plan(base, now, older_than_ms, retain_last, explicit)
         if dry_run:
-            after = [s for s in base.snapshots if s.snapshot_id not in set(expired)]
+            gone = set(expired)
+            after = [s for s in base.snapshots if s.snapshot_id not in gone]
             files = _unreachable_files(table, base, after, max_workers) if delete_files else None
             return _result(expired, removed_refs, files, dry_run=True, deleted=False)
         if not expired and not removed_refs:
