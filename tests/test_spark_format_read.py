@@ -90,7 +90,7 @@ def test_filters_equal_spark_evaluation(spark: Any, tables: Any) -> None:
     base = ispark.read(spark, t).cache()
     ours, theirs = [], []
     for i, (predicate, pushed) in enumerate(PREDICATES):
-        df = fmt_read(spark, tables, "db.p3").where(predicate)
+        df = fmt_read(spark, tables, "db.p3", filter_pushdown="true").where(predicate)
         plan = optimized_plan(df)
         # A filter the source took is no longer in the Filter above the scan.
         assert ("Filter" not in plan.split("RelationV2")[0]) == pushed, (predicate, plan)
@@ -103,11 +103,31 @@ def test_filters_equal_spark_evaluation(spark: Any, tables: Any) -> None:
     assert {k for k, _ in want} == set(range(len(PREDICATES))), "each predicate keeps rows"
 
 
+def test_a_dataframe_queried_again_reads_every_row(spark: Any, tables: Any) -> None:
+    """PySpark 4.1 keeps the read a filter pushdown planned on the DataFrame's source and
+    reuses it for the DataFrame's later queries that push nothing: by default the format
+    takes no pushed filters, so a DataFrame queried with a filter, then without, then with an
+    OR, and written out, gives every row each time; the ``filter`` option prunes instead,
+    as part of the DataFrame."""
+    n = len(tables.load_table("db.p2").scan().to_arrow())
+    df = fmt_read(spark, tables, "db.p2")
+    assert [r["id"] for r in df.where("id = 5").collect()] == [5]
+    assert df.count() == n
+    assert df.where("id = 5 OR id > -1").count() == n
+    assert len(df.collect()) == n
+    pruned = fmt_read(spark, tables, "db.p2", split_size=1, filter="id = 5")
+    assert pruned.rdd.getNumPartitions() == 1
+    assert [r["id"] for r in pruned.collect()] == [5] and pruned.count() == 1
+    # what the pushdown reader does with a reused DataFrame (why it is an opt-in)
+    once = fmt_read(spark, tables, "db.p2", filter_pushdown="true")
+    assert [r["id"] for r in once.where("id = 5").collect()] == [5]
+
+
 def test_selective_filter_plans_fewer_tasks(spark: Any, tables: Any) -> None:
     # split-size 1: one Spark partition per planned task (file), so the partition count
     # shows how many files the scan reads.
     every = fmt_read(spark, tables, "db.p2", split_size=1)
-    one = fmt_read(spark, tables, "db.p2", split_size=1).where("id = 5")
+    one = fmt_read(spark, tables, "db.p2", split_size=1, filter_pushdown="true").where("id = 5")
     n_all = every.rdd.getNumPartitions()
     n_one = one.rdd.getNumPartitions()
     assert n_all == len(tables.load_table("db.p2").scan().plan_files()) > 4
@@ -175,7 +195,8 @@ def test_equals_iceberg_java_on_java_tables(spark: Any, iceberg_spark: JavaCatal
         assert spark_rows(ours) == spark_rows(java)
         predicate = "id > 100 AND extra IS NULL AND label LIKE 'n1%'"
         assert spark_rows(ours.where(predicate)) == spark_rows(java.where(predicate))
-        few = fmt_read(spark, cat, f"db.{version}", split_size=1).where("id = 150")
+        few = fmt_read(spark, cat, f"db.{version}", split_size=1, filter="id = 150")
+        assert [r["id"] for r in few.collect()] == [150]
         every = fmt_read(spark, cat, f"db.{version}", split_size=1)
         assert few.rdd.getNumPartitions() < every.rdd.getNumPartitions()
 

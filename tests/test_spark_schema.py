@@ -132,3 +132,21 @@ def test_to_spark_batch_converts_and_spark_accepts(spark: Any) -> None:
     collected = df.orderBy("id").collect()
     assert [r["id"] for r in collected] == [1, 2, 3, 4, 5, 6]
     assert collected[0]["u"] == str(uuid.UUID(bytes=rows[1]["u"]))
+
+
+def test_a_struct_of_no_fields_keeps_its_rows() -> None:
+    """The ``_partition`` of an unpartitioned table is a struct of no fields: converted for
+    Spark it still has a value per row (nulls kept)."""
+    fields = [
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "_partition", StructType(), required=False),
+    ]
+    empty = pa.StructArray.from_buffers(pa.struct([]), 4, [None])
+    for part in (
+        empty,
+        pa.StructArray.from_arrays([], fields=[], mask=pa.array([False, True] * 2)),
+    ):
+        batch = pa.record_batch([pa.array(range(4), pa.int64()), part], names=["id", "_partition"])
+        out = to_spark_batch(batch, fields, arrow_for_spark(fields))
+        assert out.num_rows == 4
+        assert out.column(1).to_pylist() == part.to_pylist()

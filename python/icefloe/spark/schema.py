@@ -244,7 +244,9 @@ def _convert(arr: pa.Array, t: IcebergType, target: pa.DataType) -> pa.Array:
             _convert(arr.field(i), f.field_type, target.field(i).type)
             for i, f in enumerate(t.fields)
         ]
-        mask = arr.is_null() if arr.null_count else None
+        # a struct of no fields (the _partition of an unpartitioned table) takes its length
+        # from the mask alone
+        mask = arr.is_null() if arr.null_count or not children else None
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if isinstance(t, ListType | MapType) and arr.offset:
         arr = pa.concat_arrays([arr])  # a copy starting at offset 0: values line up

@@ -44,6 +44,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from icefloe.exceptions import ValidationError
+from icefloe.expressions import parse
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
 from icefloe.scan.columnar import (
     OPEN_FILE_COST,
@@ -64,6 +65,7 @@ __all__ = [
     "FILTER_PUSHDOWN",
     "FORMAT",
     "IcefloeDataSource",
+    "IcefloePushdownReader",
     "IcefloeReader",
     "TasksPartition",
     "adaptive_split_size",
@@ -244,30 +246,21 @@ def read_partition(partition: TasksPartition) -> Iterator[pa.RecordBatch]:
 
 
 class IcefloeReader(DataSourceReader):
-    """Batch reader: plans on the driver's planner worker, reads tasks on executors."""
+    """Batch reader: plans on the driver's planner worker, reads tasks on executors. The
+    ``filter`` option (an icefloe filter) prunes the plan and is applied to the rows."""
 
     def __init__(self, options: Mapping[str, str], parallelism: int | None = None) -> None:
         self.options = dict(options)
         self.parallelism = parallelism or os.cpu_count() or 1
         self.pushed: list[BooleanExpression] = []
 
-    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        """Takes the filters icefloe evaluates exactly (see :mod:`icefloe.spark.filters`)."""
-        with planner_step():
-            _, scan, _, _ = plan_read(self.options)
-            schema = scan.schema()
-        for f in filters:
-            expr = to_expression(f, schema)
-            if expr is None:
-                yield f
-            else:
-                self.pushed.append(expr)
-
     def row_filter(self) -> BooleanExpression:
-        """The conjunction of the pushed filters."""
-        if not self.pushed:
+        """The ``filter`` option and the pushed filters, all of them."""
+        given = self.options.get("filter")
+        parts = ([parse(given)] if given else []) + self.pushed
+        if not parts:
             return AlwaysTrue()
-        return self.pushed[0] if len(self.pushed) == 1 else And(*self.pushed)
+        return parts[0] if len(parts) == 1 else And(*parts)
 
     def partitions(self) -> list[TasksPartition]:
         with planner_step():
@@ -283,6 +276,25 @@ class IcefloeReader(DataSourceReader):
         if not isinstance(partition, TasksPartition):  # Spark's one empty partition
             return iter(())
         return read_partition(partition)
+
+
+class IcefloePushdownReader(IcefloeReader):
+    """:class:`IcefloeReader` that also takes the filters Spark pushes (option
+    ``filter-pushdown``). PySpark 4.1 keeps the read a pushdown planned on the DataFrame's
+    source and reuses it for later queries of that DataFrame that push nothing, so those
+    would see only the first query's rows: use it for DataFrames queried once."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        """Takes the filters icefloe evaluates exactly (see :mod:`icefloe.spark.filters`)."""
+        with planner_step():
+            _, scan, _, _ = plan_read(self.options)
+            schema = scan.schema()
+        for f in filters:
+            expr = to_expression(f, schema)
+            if expr is None:
+                yield f
+            else:
+                self.pushed.append(expr)
 
 
 class IcefloeDataSource(DataSource):
@@ -303,6 +315,8 @@ class IcefloeDataSource(DataSource):
 
     def reader(self, schema: Any) -> IcefloeReader:
         with planner_step():
+            if _bool_option(self.options, "filter-pushdown", False):
+                return IcefloePushdownReader(self.options, self.parallelism)
             return IcefloeReader(self.options, self.parallelism)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
