@@ -263,7 +263,7 @@ def test_every_planner_step_prepares_its_worker(
         assert len(calls) > before, f"{name} did not prepare its worker"
         return out
 
-    source = IcefloeDataSource(options)
+    source = IcefloeDataSource({**options, "filter-pushdown": "true"})
     step("schema", source.schema)
     reader = step("reader", lambda: source.reader(spark_schema))
     step("pushFilters", lambda: list(reader.pushFilters([])))
