@@ -70,6 +70,7 @@ __all__ = [
     "InputFile",
     "OutputFile",
     "absolute_location",
+    "comparable_locations",
     "data_location",
     "metadata_file_version",
     "metadata_gzip",
@@ -827,6 +828,21 @@ class FileIO:
             rel = info.path[len(root) :].lstrip("/")
             mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
             yield FileInfo(f"{base}/{rel}", int(info.size), mtime)
+
+
+def comparable_locations(paths: pa.Array) -> pa.Array:
+    """Locations compared without scheme/authority differences (``file:/x`` == ``/x``) and
+    with repeated slashes collapsed, as the reference's default prefix-mismatch rule does for
+    the same file system."""
+    import pyarrow.compute as pc
+
+    stripped = pc.replace_substring_regex(
+        paths, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*", replacement=""
+    )
+    stripped = pc.replace_substring_regex(
+        stripped, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*:", replacement=""
+    )
+    return pc.replace_substring_regex(stripped, pattern=r"/{2,}", replacement="/")
 
 
 # -- location rules ----------------------------------------------------------------------------

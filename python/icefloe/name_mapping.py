@@ -9,7 +9,7 @@ mappings of its children: struct fields, ``element`` for lists, ``key`` and ``va
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ __all__ = [
     "MappedField",
     "NameMapping",
     "create_mapping",
+    "table_mapping",
     "update_mapping",
 ]
 
@@ -167,6 +168,20 @@ def _check_unique(fields: Sequence[MappedField]) -> None:
             if n in seen:
                 raise ValidationError(f"name mapping lists name {n!r} more than once at one level")
             seen.add(n)
+
+
+def table_mapping(properties: Mapping[str, str]) -> NameMapping | None:
+    """The table's default name mapping (``schema.name-mapping.default``), or None; a value
+    that is not a mapping's JSON is a :class:`ValidationError`."""
+    text = properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
+    if not text:
+        return None
+    try:
+        return NameMapping.from_json(json.loads(text))
+    except (ValueError, TypeError, AttributeError, KeyError) as e:
+        raise ValidationError(
+            f"table property {DEFAULT_NAME_MAPPING_PROPERTY} is not a name mapping: {e}"
+        ) from None
 
 
 def create_mapping(schema: Schema) -> NameMapping:

@@ -24,9 +24,10 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
-from icefloe.io import FileIO, data_location, metadata_location
+from icefloe.io import FileIO, comparable_locations, data_location, metadata_location
 from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.name_mapping import table_mapping
 from icefloe.progress import Progress, ProgressArg
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.manifests import fetch, manifest_lists
@@ -52,17 +53,7 @@ DEFAULT_ORPHAN_AGE = timedelta(days=3)
 """Files younger than this are kept by default: a concurrent write may not have committed yet."""
 
 
-def _normalize(paths: pa.Array) -> pa.Array:
-    """Locations compared without scheme/authority differences (``file:/x`` == ``/x``) and
-    with repeated slashes collapsed, as the reference's default prefix-mismatch rule does for
-    the same file system."""
-    stripped = pc.replace_substring_regex(
-        paths, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*", replacement=""
-    )
-    stripped = pc.replace_substring_regex(
-        stripped, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*:", replacement=""
-    )
-    return pc.replace_substring_regex(stripped, pattern=r"/{2,}", replacement="/")
+_normalize = comparable_locations
 
 
 def _manifest_paths(io: FileIO, metadata: TableMetadata) -> tuple[list[str], list[str]]:
@@ -341,6 +332,7 @@ def rewrite_data_files(
     schema = md.current_schema()
     specs = {s.spec_id: s for s in md.partition_specs}
     lineage = md.format_version >= 3
+    mapping = table_mapping(md.properties)
     cache = DeleteCache()
     delta = RowDelta()
     removed_deletes: set[tuple[str, int | None]] = set()
@@ -357,6 +349,7 @@ def rewrite_data_files(
                         schema,
                         AlwaysFalse(),
                         specs=specs,
+                        name_mapping=mapping,
                         cache=cache,
                         lineage=lineage,
                     )

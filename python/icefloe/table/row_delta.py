@@ -29,7 +29,7 @@ from icefloe.expressions.projection import project
 from icefloe.expressions.serde import to_dict
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
-from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.name_mapping import NameMapping, table_mapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.properties import TableProperties, enum_property, parse_enum
 from icefloe.read.deletes import DeleteCache
@@ -121,8 +121,7 @@ class RowContext:
         md = self.metadata
         derived = self._derived
         if derived is None or derived[0] is not md:
-            text = md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
-            mapping = NameMapping.from_json(json.loads(text)) if text else None
+            mapping = table_mapping(md.properties)
             derived = self._derived = (md, {s.spec_id: s for s in md.partition_specs}, mapping)
         return derived
 

@@ -24,7 +24,6 @@ logged, never raised.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,7 +36,7 @@ from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, rewrite
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse
 from icefloe.metadata import Snapshot, TableMetadata
-from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.name_mapping import table_mapping
 from icefloe.properties import TableProperties, int_property
 from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_cache
 from icefloe.scan.columnar import (
@@ -249,10 +248,7 @@ class TableScan:
             ids = tuple(
                 schema.find_field(n, case_sensitive=self.case_sensitive).field_id for n in names
             )
-        mapping = None
-        text = md.properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
-        if text:
-            mapping = NameMapping.from_json(json.loads(text))
+        mapping = table_mapping(md.properties)
         return ReadOptions(
             schema=schema,
             projected_field_ids=ids,

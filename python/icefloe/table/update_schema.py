@@ -11,7 +11,7 @@ and committed as ``add-schema`` + ``set-current-schema``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,8 @@ import pyarrow as pa
 from icefloe import values
 from icefloe.evolution import can_promote, check_schema_evolution, promote_default
 from icefloe.exceptions import ValidationError
-from icefloe.metadata import AddSchema, SetCurrentSchema
+from icefloe.metadata import AddSchema, SetCurrentSchema, SetProperties, TableUpdate
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping, update_mapping
 from icefloe.schema import Schema
 from icefloe.table.pending import PendingUpdate
 from icefloe.types import (
@@ -58,6 +59,17 @@ def _path(name: str | Sequence[str]) -> tuple[str, ...]:
     if not parts or not all(isinstance(p, str) and p for p in parts):
         raise ValidationError(f"a column path must be non-empty strings, got {name!r}")
     return parts
+
+
+def _mapping_update(properties: Mapping[str, str], schema: Schema) -> list[TableUpdate]:
+    """The table's name mapping (if any) after a schema change, as the reference keeps it:
+    new names and columns join it and earlier names stay as aliases, so files without field
+    ids keep resolving."""
+    mapping = table_mapping(properties)
+    if mapping is None:
+        return []
+    text = update_mapping(mapping, schema).to_json_string()
+    return [SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: text})]
 
 
 class UpdateSchema(PendingUpdate):
@@ -518,7 +530,12 @@ class UpdateSchema(PendingUpdate):
         self._committed = True
         new = self.apply()
         if not new.same_schema(self._schema):
-            self._tx.apply([AddSchema(new, self._last_column_id), SetCurrentSchema(-1)])
+            updates: list[TableUpdate] = [
+                AddSchema(new, self._last_column_id),
+                SetCurrentSchema(-1),
+            ]
+            updates += _mapping_update(self._tx.metadata.properties, new)
+            self._tx.apply(updates)
         if self._autocommit:
             self._tx.commit_transaction()
 

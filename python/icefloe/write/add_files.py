@@ -12,7 +12,6 @@ refused with a :class:`~icefloe.exceptions.ValidationError` naming it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,10 +20,10 @@ import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, type_to_arrow
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
-from icefloe.name_mapping import NameMapping
+from icefloe.name_mapping import table_mapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema, walk_fields
 from icefloe.types import NestedField, NestedType
@@ -79,26 +78,63 @@ def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
     if any(f(have) for f in binaries) and any(f(want) for f in binaries):
         return True
     if types.is_timestamp(have) and types.is_timestamp(want):
+        # a finer unit is checked value by value (see _finer)
         return (have.tz is None) == (want.tz is None)
+    if (types.is_time32(have) or types.is_time64(have)) and types.is_time64(want):
+        return True
+    if types.is_int8(have) or types.is_int16(have):
+        return bool(types.is_int32(want) or types.is_int64(want))
+    if types.is_dictionary(have):
+        return _compatible(have.value_type, want)
     return False
 
 
-def _minmax(md: pq.FileMetaData, col: int) -> tuple[Any, Any, bool]:
-    """Untruncated (min, max, all null) of a leaf column over every row group."""
+_UNITS = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+
+
+def _finer(have: pa.DataType, want: pa.DataType) -> bool:
+    """Whether times or timestamps of ``have`` are in a finer unit than ``want``'s."""
+    have, want = _storage(have), _storage(want)
+    timed = (pa.types.is_timestamp, pa.types.is_time32, pa.types.is_time64)
+    if not any(f(have) for f in timed) or not any(f(want) for f in timed):
+        return False
+    return bool(_UNITS[have.unit] > _UNITS[want.unit])
+
+
+def _check_exact(path: str, pf: pq.ParquetFile, columns: dict[str, pa.DataType]) -> None:
+    """Columns stored in a finer unit than the table's hold only values the table's unit
+    holds (a pandas nanosecond column usually does not): reads would refuse them later."""
+    data = pf.read(columns=list(columns))
+    for name, want in columns.items():
+        try:
+            data.column(name).cast(want)
+        except pa.ArrowInvalid:
+            raise ValidationError(
+                f"{path}: column {name!r} holds {data.column(name).type} values that "
+                f"{want} cannot hold without rounding"
+            ) from None
+
+
+def _minmax(md: pq.FileMetaData, col: int) -> tuple[Any, Any, bool, bool]:
+    """Untruncated (min, max, all null, any null) of a leaf column over every row group."""
     lo: Any = None
     hi: Any = None
+    nulls = False
     for rg in range(md.num_row_groups):
         group = md.row_group(rg)
         stats = group.column(col).statistics
         if stats is None:
             raise ValidationError("no statistics")
+        if not stats.has_null_count:
+            raise ValidationError("no null count")
+        nulls = nulls or stats.null_count > 0
         if not stats.has_min_max:
-            if stats.has_null_count and stats.null_count == group.num_rows:
+            if stats.null_count == group.num_rows:
                 continue
             raise ValidationError("no min/max statistics")
         lo = stats.min if lo is None or stats.min < lo else lo
         hi = stats.max if hi is None or stats.max > hi else hi
-    return lo, hi, lo is None
+    return lo, hi, lo is None, nulls
 
 
 def _partition(
@@ -116,10 +152,14 @@ def _partition(
             continue
         col = leaf_index.get(pf.source_id)
         if col is None:
-            out[pf.name] = None  # the column is absent: every value is null
-            continue
+            # every row would read null there: a Hive-style directory value is not a column
+            raise ValidationError(
+                f"{path}: the file has no column {schema.find_column_name(pf.source_id)!r}, "
+                f"the source of partition field {pf.name!r} (values in directory names are "
+                "not read: write the column into the files)"
+            )
         try:
-            lo, hi, all_null = _minmax(md, col)
+            lo, hi, all_null, nulls = _minmax(md, col)
         except ValidationError as e:
             raise ValidationError(
                 f"{path}: cannot infer partition {pf.name!r} from column statistics: {e}"
@@ -127,6 +167,15 @@ def _partition(
         if all_null:
             out[pf.name] = None
             continue
+        if nulls:
+            raise ValidationError(
+                f"{path}: spans more than one partition for {pf.name!r} (nulls and values)"
+            )
+        if lo != hi and not pf.transform.preserves_order:
+            raise ValidationError(
+                f"{path}: cannot prove one partition for {pf.name!r} ({pf.transform}) from "
+                f"the range {lo!r} to {hi!r}: {pf.transform} does not keep order"
+            )
         src_type = type_to_arrow(schema.find_type(pf.source_id))
         src_type = _storage(src_type)
         values = pf.transform.apply(pa.array([lo, hi], type=src_type))
@@ -143,6 +192,15 @@ def _partition(
     return out
 
 
+def _top_level_id(f: pa.Field, mapping: Any) -> int | None:
+    """The field id of a top-level file column: its own, else the mapping's."""
+    fid = field_id_of(f)
+    if fid is None and mapping is not None:
+        found = mapping.find(f.name)
+        fid = found.field_id if found is not None else None
+    return fid
+
+
 def data_files_from_parquet(
     metadata: TableMetadata, io: FileIO, paths: Iterable[str]
 ) -> list[DataFile]:
@@ -150,17 +208,28 @@ def data_files_from_parquet(
     schema = metadata.current_schema()
     spec = metadata.spec()
     config = MetricsConfig(schema, metadata.properties, metadata.sort_order())
-    raw_mapping = metadata.properties.get(NAME_MAPPING)
-    mapping = NameMapping.from_json(json.loads(raw_mapping)) if raw_mapping else None
+    mapping = table_mapping(metadata.properties)
     table_arrow = {f.field.field_id: f for f in config.leaves}
 
     def describe(path: str) -> DataFile:
         infile = io.new_input(path)
         size = infile.length()
         with infile.open() as stream:
-            pf = pq.ParquetFile(stream)
-            md = pf.metadata
-            arrow_schema = pf.schema_arrow
+            try:
+                pf = pq.ParquetFile(stream)
+                md = pf.metadata
+                arrow_schema = pf.schema_arrow
+            except (pa.ArrowException, OSError) as e:
+                raise CorruptFileError(f"{path}: not a readable Parquet file ({e})") from None
+            finer = {
+                f.name: type_to_arrow(table_arrow[fid].field.field_type)
+                for f in arrow_schema
+                if (fid := _top_level_id(f, mapping)) is not None
+                and fid in table_arrow
+                and _finer(f.type, type_to_arrow(table_arrow[fid].field.field_type))
+            }
+            if finer:
+                _check_exact(path, pf, finer)
         leaves = _leaf_fields(arrow_schema)
         if not any(field_id_of(f) is not None for f in leaves):
             if mapping is None:

@@ -1,0 +1,156 @@
+"""``add_files`` of Parquet files a lake already holds: partition values are proven from the
+statistics or the file is refused, paths are stored as every engine opens them, types in other
+units or widths are accepted when the table's type holds every value, and files without field
+ids keep resolving through the name mapping as the schema changes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.exceptions import CorruptFileError, ValidationError
+from icefloe.name_mapping import create_mapping
+from icefloe.types import DoubleType
+from support.write_util import catalog, pyiceberg_read
+
+MAPPING = "schema.name-mapping.default"
+
+
+def _mapped_table(tmp_path: Path, schema: pa.Schema, name: str = "ns.t") -> object:
+    t = catalog(tmp_path).create_table(name, schema)
+    t.set_properties({MAPPING: create_mapping(t.schema()).to_json_string()})
+    return t
+
+
+def test_partitions_that_statistics_cannot_prove_are_refused(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("p", pa.string())])
+    t = _mapped_table(tmp_path, schema)
+    with t.update_spec() as u:
+        u.add_field("p", "identity").add_field("id", "bucket[4]")
+    src = tmp_path / "src"
+    src.mkdir()
+    # nulls and a value: two partitions
+    pq.write_table(pa.table({"id": [1, 1], "p": ["a", None]}), src / "nulls.parquet")
+    # ids 1 and 10 fall in bucket 0, 3 in bucket 3: a range proves nothing for a hash
+    pq.write_table(pa.table({"id": [1, 3, 10], "p": ["a"] * 3}), src / "buckets.parquet")
+    # a Hive-style file: the partition column only in the directory name
+    (src / "p=a").mkdir()
+    pq.write_table(pa.table({"id": [1]}), src / "p=a" / "hive.parquet")
+    for name, match in [
+        ("nulls.parquet", "nulls and values"),
+        ("buckets.parquet", "does not keep order"),
+        ("p=a/hive.parquet", "no column 'p'"),
+    ]:
+        with pytest.raises(ValidationError, match=match):
+            t.add_files([str(src / name)])
+    assert t.current_snapshot() is None
+    pq.write_table(pa.table({"id": [10, 10], "p": ["a", "a"]}), src / "one.parquet")
+    t.add_files([str(src / "one.parquet")])
+    assert t.scan(row_filter="id = 10 and p = 'a'").to_arrow().num_rows == 2
+
+
+def test_paths_are_stored_plain_and_compared_as_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schema = pa.schema([pa.field("id", pa.int64())])
+    t = _mapped_table(tmp_path, schema)
+    (tmp_path / "src").mkdir()
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "src" / "f.parquet")
+    monkeypatch.chdir(tmp_path / "src")
+    t.add_files(["f.parquet"])
+    (task,) = t.scan().plan_files()
+    assert task.data_file.file_path == str(tmp_path / "src" / "f.parquet")
+    monkeypatch.chdir(tmp_path)
+    assert t.scan().to_arrow()["id"].to_pylist() == [1]
+    for spelling in [
+        (tmp_path / "src" / "f.parquet").as_uri(),
+        f"{tmp_path}/src//f.parquet",
+        f"{tmp_path}/src/./f.parquet",
+        "src/f.parquet",
+    ]:
+        with pytest.raises(ValidationError, match="already a data file"):
+            t.add_files([spelling])
+    with pytest.raises(ValidationError, match="more than once"):
+        t.add_files([str(tmp_path / "src" / "g.parquet"), "src/../src/g.parquet"])
+    assert t.scan().to_arrow().num_rows == 1
+    assert pyiceberg_read(t).num_rows == 1
+
+
+def test_damaged_files_and_a_bad_mapping_are_typed_errors(tmp_path: Path) -> None:
+    t = _mapped_table(tmp_path, pa.schema([pa.field("id", pa.int64())]))
+    (tmp_path / "empty.parquet").write_bytes(b"")
+    (tmp_path / "text.parquet").write_bytes(b"id\n1\n")
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "cut.parquet")
+    raw = (tmp_path / "cut.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(raw[: len(raw) // 2])
+    for name in ("empty.parquet", "text.parquet", "cut.parquet"):
+        with pytest.raises(CorruptFileError, match=name):
+            t.add_files([str(tmp_path / name)])
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "ok.parquet")
+    t.add_files([str(tmp_path / "ok.parquet")])
+    t.set_properties({MAPPING: "[{not json"})
+    with pytest.raises(ValidationError, match="not a name mapping"):
+        t.add_files([str(tmp_path / "ok.parquet")])
+    with pytest.raises(ValidationError, match="not a name mapping"):
+        t.scan().to_arrow()
+
+
+def test_other_units_and_widths_are_read_as_the_table_types(tmp_path: Path) -> None:
+    schema = pa.schema(
+        [
+            pa.field("a", pa.int32()),
+            pa.field("c", pa.string()),
+            pa.field("t", pa.time64("us")),
+            pa.field("ts", pa.timestamp("us")),
+        ]
+    )
+    t = _mapped_table(tmp_path, schema)
+    exact = pa.table(
+        {
+            "a": pa.array([1, -2], pa.int8()),
+            "c": pa.array(["x", "y"]).dictionary_encode(),
+            "t": pa.array([3_723_000, 1_000], pa.time32("ms")),
+            "ts": pa.array([1_000_000_000, 2_000_000_000], pa.timestamp("ns")),
+        }
+    )
+    pq.write_table(exact, tmp_path / "exact.parquet")
+    t.add_files([str(tmp_path / "exact.parquet")])
+    got = t.scan().to_arrow().sort_by("a").to_pylist()
+    assert got == [
+        {"a": -2, "c": "y", "t": dt.time(0, 0, 1), "ts": dt.datetime(1970, 1, 1, 0, 0, 2)},
+        {"a": 1, "c": "x", "t": dt.time(1, 2, 3), "ts": dt.datetime(1970, 1, 1, 0, 0, 1)},
+    ]
+    fine = exact.set_column(3, "ts", pa.array([1_000_000_001, 5], pa.timestamp("ns")))
+    pq.write_table(fine, tmp_path / "fine.parquet")
+    with pytest.raises(ValidationError, match="without rounding"):
+        t.add_files([str(tmp_path / "fine.parquet")])
+    assert t.scan().to_arrow().num_rows == 2  # still readable
+
+
+def test_files_without_ids_follow_renames_and_added_columns(tmp_path: Path) -> None:
+    """Schema changes extend the name mapping (new names join, old ones stay as aliases), so
+    files written before and after a rename resolve; compaction reads them through it."""
+    t = _mapped_table(tmp_path, pa.schema([pa.field("id", pa.int64()), ("name", pa.string())]))
+    pq.write_table(pa.table({"id": [1], "name": ["old"]}), tmp_path / "before.parquet")
+    t.add_files([str(tmp_path / "before.parquet")])
+    with t.update_schema() as u:
+        u.rename_column("name", "label")
+        u.add_column("score", DoubleType())
+    pq.write_table(
+        pa.table({"id": [2], "label": ["new"], "score": [9.5]}), tmp_path / "after.parquet"
+    )
+    t.add_files([str(tmp_path / "after.parquet")])
+    want = [
+        {"id": 1, "label": "old", "score": None},
+        {"id": 2, "label": "new", "score": 9.5},
+    ]
+    assert t.scan().to_arrow().sort_by("id").to_pylist() == want
+    assert t.scan(row_filter="label = 'new'").to_arrow()["id"].to_pylist() == [2]
+    t.rewrite_data_files(min_input_files=1)
+    assert t.scan().to_arrow().sort_by("id").to_pylist() == want
+    assert os.path.exists(tmp_path / "before.parquet")  # compaction never deletes inputs
