@@ -130,6 +130,10 @@ def test_other_units_and_widths_are_read_as_the_table_types(tmp_path: Path) -> N
     with pytest.raises(ValidationError, match="without rounding"):
         t.add_files([str(tmp_path / "fine.parquet")])
     assert t.scan().to_arrow().num_rows == 2  # still readable
+    other = exact.set_column(3, "ts", pa.array([1, 2], pa.time64("ns")))
+    pq.write_table(other, tmp_path / "other.parquet")
+    with pytest.raises(ValidationError, match="cannot be read as timestamp"):
+        t.add_files([str(tmp_path / "other.parquet")])
 
 
 def test_files_without_ids_follow_renames_and_added_columns(tmp_path: Path) -> None:

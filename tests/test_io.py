@@ -15,10 +15,12 @@ from icefloe.exceptions import AlreadyExistsError, NotFoundError, ValidationErro
 from icefloe.io import (
     FileIO,
     absolute_location,
+    comparable_locations,
     data_location,
     metadata_file_version,
     metadata_location,
     new_metadata_file_location,
+    same_file_locations,
 )
 from icefloe.properties import InvalidPropertyWarning
 
@@ -172,6 +174,21 @@ def test_local_locations_are_made_plain(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert absolute_location("file:///w/a/../t") == "file:///w/t"
     assert absolute_location("file:///w/a#b") == "file:///w/a#b"
     assert absolute_location("s3://b/a/../t") == "s3://b/a/../t"
+
+
+def test_locations_compared_as_files() -> None:
+    """One file however a location spells it; another bucket is another file (the lenient
+    form, for files listed on one file system, drops scheme and bucket)."""
+    spellings = ["file:///w/t//f.parquet", "/w/t/f.parquet", "file:/w/t/f.parquet"]
+    assert set(same_file_locations(pa.array(spellings)).to_pylist()) == {"/w/t/f.parquet"}
+    buckets = ["s3://a/t/f", "s3://b/t/f", "s3a://a/t//f", "gs://a/t/f"]
+    assert same_file_locations(pa.array(buckets)).to_pylist() == [
+        "s3://a/t/f",
+        "s3://b/t/f",
+        "s3://a/t/f",
+        "gs://a/t/f",
+    ]
+    assert set(comparable_locations(pa.array(buckets)).to_pylist()) == {"/t/f"}
 
 
 def test_a_warehouse_under_home_holds_database_and_tables(

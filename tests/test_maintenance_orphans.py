@@ -154,7 +154,8 @@ def test_a_location_outside_the_table_is_refused(tmp_path: Path) -> None:
     precious = outside / "precious.txt"
     precious.write_bytes(b"x")
     _age(precious, 10)
-    for where in (str(outside), f"file://{tmp_path}/wh", f"{root}-other", str(tmp_path)):
+    elsewhere = f"s3://another-bucket{root}"  # the same path in another bucket
+    for where in (str(outside), f"file://{tmp_path}/wh", f"{root}-other", str(tmp_path), elsewhere):
         with pytest.raises(ValidationError, match="outside the table"):
             remove_orphan_files(FileIO(), table.metadata, table.metadata_location, location=where)
     assert precious.exists() and (tmp_path / "cat.db").exists()

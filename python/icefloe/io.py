@@ -77,6 +77,7 @@ __all__ = [
     "metadata_location",
     "new_metadata_file_location",
     "resolve_table_paths",
+    "same_file_locations",
 ]
 
 METADATA_PATH = TableProperties.METADATA_PATH
@@ -843,6 +844,19 @@ def comparable_locations(paths: pa.Array) -> pa.Array:
         stripped, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*:", replacement=""
     )
     return pc.replace_substring_regex(stripped, pattern=r"/{2,}", replacement="/")
+
+
+def same_file_locations(paths: pa.Array) -> pa.Array:
+    """Locations equal when they name the same file: ``file:`` URIs as plain paths, ``s3a:``
+    and ``s3n:`` as ``s3:``, repeated slashes collapsed; the scheme and the bucket (or host)
+    of every other location kept (:func:`comparable_locations` drops them, which only suits
+    comparing files of one file system)."""
+    import pyarrow.compute as pc
+
+    out = pc.replace_substring_regex(paths, pattern=r"^[Ff][Ii][Ll][Ee]://[^/]*", replacement="")
+    out = pc.replace_substring_regex(out, pattern=r"^[Ff][Ii][Ll][Ee]:", replacement="")
+    out = pc.replace_substring_regex(out, pattern=r"^[Ss]3[AaNn]?://", replacement="s3://")
+    return pc.replace_substring_regex(out, pattern=r"([^:/])/{2,}", replacement=r"\1/")
 
 
 # -- location rules ----------------------------------------------------------------------------

@@ -24,7 +24,13 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
-from icefloe.io import FileIO, comparable_locations, data_location, metadata_location
+from icefloe.io import (
+    FileIO,
+    comparable_locations,
+    data_location,
+    metadata_location,
+    same_file_locations,
+)
 from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.name_mapping import table_mapping
@@ -133,8 +139,8 @@ def _check_own_location(location: str, own: list[str]) -> None:
     directories: everything listed there that this table does not reach (other tables' files,
     a catalog's database) would count as an orphan."""
 
-    def norm(path: str) -> str:
-        return str(_normalize(pa.array([path.rstrip("/")]))[0].as_py())
+    def norm(path: str) -> str:  # the bucket counts: another bucket is another table's
+        return str(same_file_locations(pa.array([path.rstrip("/")]))[0].as_py())
 
     loc = norm(location)
     if not any(loc == d or loc.startswith(d + "/") for d in map(norm, own)):

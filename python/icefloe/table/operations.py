@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.expressions import AlwaysTrue, BooleanExpression, parse
 from icefloe.expressions.projection import inclusive_projection
-from icefloe.io import FileIO, absolute_location, comparable_locations
+from icefloe.io import FileIO, absolute_location, same_file_locations
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import NameMapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
@@ -263,7 +263,7 @@ def add_files(
     # stored absolute and plain (a relative path resolves differently later), compared
     # without spelling differences (``file:///x`` and ``/x`` are one file)
     wanted = [absolute_location(p) for p in paths]
-    comparable = comparable_locations(pa.array(wanted, pa.string()))
+    comparable = same_file_locations(pa.array(wanted, pa.string()))
     if len(pc.unique(comparable)) != len(wanted):
         names = comparable.to_pylist()
         dup = next(w for w, c in zip(wanted, names, strict=True) if names.count(c) > 1)
@@ -277,7 +277,7 @@ def add_files(
         def not_in_table(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
             for _, batch in manifest_entries(io, parent):
                 live = pc.not_equal(batch.column("status"), 2)
-                paths = comparable_locations(batch.column("file_path"))
+                paths = same_file_locations(batch.column("file_path"))
                 hit = pc.and_(live, pc.is_in(paths, value_set=targets))
                 if pc.any(hit).as_py():
                     path = batch.filter(hit).column("file_path")[0].as_py()
