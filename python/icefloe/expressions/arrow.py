@@ -208,7 +208,7 @@ def _predicate(
         # is_in gives false (not null) for a null input, so neither form needs a null check;
         # nor does the Rust probe of a large set (a null is in no set of literals)
         probe = _key_set(pred) if isinstance(f, _Eager) else None
-        if probe is not None and isinstance(f, _Eager) and f.a.type == probe[1]:
+        if probe is not None and f.a.type == probe[1]:
             hit = _Eager(_probe(probe[0], f.a))
         else:
             hit = fields.call(pc.is_in, f, value_set=_value_set(pred), skip_nulls=False)
@@ -238,24 +238,36 @@ def _value_set(pred: BoundPredicate) -> pa.Array:
     """The literals of set predicate ``pred`` as an Arrow array, made once per predicate: a
     read evaluates the predicate on every batch of every file, and a
     50,000-value set took 18 ms to sort and convert."""
-    key = id(pred)
-    hit = _VALUE_SETS.get(key)
-    if hit is not None and hit[0]() is pred:
-        return hit[1]
-    t = pred.ref.field_type
-    literals = list(pred.literals)
-    if isinstance(t, FloatType | DoubleType) and any(v == 0.0 for v in literals):
-        # is_in hashes float bits, so 0.0 and -0.0 differ there; `=` compares as IEEE 754
-        # (0.0 == -0.0). Listing both zeros makes `in` agree with a chain of `=`.
-        literals = [v for v in literals if v != 0.0] + [0.0, -0.0]
-    out = arrow_array(sorted(literals, key=_sort_key), t)
-    _VALUE_SETS[key] = (weakref.ref(pred, lambda _: _VALUE_SETS.pop(key, None)), out)
+
+    def build() -> pa.Array:
+        t = pred.ref.field_type
+        literals = list(pred.literals)
+        if isinstance(t, FloatType | DoubleType) and any(v == 0.0 for v in literals):
+            # is_in hashes float bits, so 0.0 and -0.0 differ there; `=` compares as IEEE 754
+            # (0.0 == -0.0). Listing both zeros makes `in` agree with a chain of `=`.
+            literals = [v for v in literals if v != 0.0] + [0.0, -0.0]
+        return arrow_array(sorted(literals, key=_sort_key), t)
+
+    out: pa.Array = _per_predicate(_VALUE_SETS, pred, build)
     return out
 
 
-#: Set predicate (by identity, while it lives) -> its value set (not kept on the predicate,
-#: which is pickled into Spark tasks).
-_VALUE_SETS: dict[int, tuple[weakref.ref[BoundPredicate], pa.Array]] = {}
+_Cache = dict[int, tuple["weakref.ref[BoundPredicate]", Any]]
+#: Set predicate (by identity, while it lives) -> what is derived from it (not kept on the
+#: predicate, which is pickled into Spark tasks): its value set, its Rust key set.
+_VALUE_SETS: _Cache = {}
+_KEY_SETS: _Cache = {}
+
+
+def _per_predicate(cache: _Cache, pred: BoundPredicate, build: Callable[[], Any]) -> Any:
+    """``build()`` for ``pred``, made once while ``pred`` lives."""
+    key = id(pred)
+    hit = cache.get(key)
+    if hit is not None and hit[0]() is pred:
+        return hit[1]
+    out = build()
+    cache[key] = (weakref.ref(pred, lambda _: cache.pop(key, None)), out)
+    return out
 
 
 #: Set predicates of at least this many literals are evaluated over data by a hash set built
@@ -270,15 +282,14 @@ def _key_set(pred: BoundPredicate) -> tuple[_native.EqualityDeleteSet, pa.DataTy
     None for a set smaller than :data:`PROBED_SET_SIZE`."""
     if len(pred.literals) < PROBED_SET_SIZE:
         return None
-    key = id(pred)
-    hit = _KEY_SETS.get(key)
-    if hit is not None and hit[0]() is pred:
-        return hit[1]
-    values = _value_set(pred)
-    keys = _native.EqualityDeleteSet()
-    keys.add_batch(pa.record_batch([values], names=["v"]))
-    out = (keys, values.type)
-    _KEY_SETS[key] = (weakref.ref(pred, lambda _: _KEY_SETS.pop(key, None)), out)
+
+    def build() -> tuple[_native.EqualityDeleteSet, pa.DataType]:
+        values = _value_set(pred)
+        keys = _native.EqualityDeleteSet()
+        keys.add_batch(pa.record_batch([values], names=["v"]))
+        return keys, values.type
+
+    out: tuple[_native.EqualityDeleteSet, pa.DataType] = _per_predicate(_KEY_SETS, pred, build)
     return out
 
 
@@ -288,13 +299,6 @@ def _probe(keys: _native.EqualityDeleteSet, data: pa.Array | pa.ChunkedArray) ->
     masks = [keys.keep_mask(pa.record_batch([c], names=["v"])) for c in chunks]
     keep = pa.concat_arrays(masks) if masks else pa.array([], pa.bool_())
     return pc.invert(keep)
-
-
-#: Set predicate (by identity, while it lives) -> its Rust key set and the literals' type.
-_KEY_SETS: dict[
-    int,
-    tuple[weakref.ref[BoundPredicate], tuple[_native.EqualityDeleteSet, pa.DataType]],
-] = {}
 
 
 def _uuid_bytes(f: Any) -> Any:
