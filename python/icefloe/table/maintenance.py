@@ -59,9 +59,6 @@ DEFAULT_ORPHAN_AGE = timedelta(days=3)
 """Files younger than this are kept by default: a concurrent write may not have committed yet."""
 
 
-_normalize = comparable_locations
-
-
 def _manifest_paths(io: FileIO, metadata: TableMetadata) -> tuple[list[str], list[str]]:
     """(manifest lists, distinct manifests) of every kept snapshot."""
     lists = [s.manifest_list for s in metadata.snapshots if s.manifest_list]
@@ -125,11 +122,11 @@ def _other_table_roots(unreached: pa.Array, own_metadata_dir: str) -> list[str]:
     marks = pc.or_(
         pc.ends_with(unreached, ".metadata.json"), pc.ends_with(unreached, "/version-hint.text")
     )
-    own = _normalize(pa.array([own_metadata_dir.rstrip("/")]))[0].as_py()
+    own = comparable_locations(pa.array([own_metadata_dir.rstrip("/")]))[0].as_py()
     roots = set()
     for path in unreached.filter(marks).to_pylist():
         directory = path.rsplit("/", 1)[0]
-        if _normalize(pa.array([directory]))[0].as_py() != own:
+        if comparable_locations(pa.array([directory]))[0].as_py() != own:
             roots.add(directory.rsplit("/", 1)[0])
     return sorted(roots)
 
@@ -188,8 +185,8 @@ def remove_orphan_files(
         return []
     paths = pa.array(list(listed), pa.string())
     modified = pa.array(list(listed.values()), pa.int64())
-    reachable = pc.unique(_normalize(reachable_files(io, metadata, metadata_file)))
-    unreached = pc.invert(pc.is_in(_normalize(paths), value_set=reachable))
+    reachable = pc.unique(comparable_locations(reachable_files(io, metadata, metadata_file)))
+    unreached = pc.invert(pc.is_in(comparable_locations(paths), value_set=reachable))
     mask = pc.and_(unreached, pc.fill_null(pc.less(modified, threshold), False))
     # hidden files (``.name``: a catalog's namespace marker, a write's temporary file) are
     # never a table's, as in the reference's hidden-path filter

@@ -10,7 +10,6 @@ remove are still live.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from icefloe.expressions import AlwaysTrue, BooleanExpression, parse
 from icefloe.expressions.projection import inclusive_projection
 from icefloe.io import FileIO, absolute_location, same_file_locations
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
-from icefloe.name_mapping import NameMapping
+from icefloe.name_mapping import table_mapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
 from icefloe.table.overwrite import partition_mask, plan_overwrite
 from icefloe.table.producer import SnapshotProducer, parent_snapshot
@@ -33,7 +32,7 @@ from icefloe.table.row_delta import (
     delete_entries_predicate,
     write_mode,
 )
-from icefloe.write.add_files import NAME_MAPPING, data_files_from_parquet
+from icefloe.write.add_files import data_files_from_parquet
 from icefloe.write.files import DataFile, entries_batch
 from icefloe.write.writer import write_data_files, write_parquet_files
 
@@ -125,11 +124,6 @@ def _filter(expr: BooleanExpression | str | None) -> BooleanExpression:
     return expr
 
 
-def _name_mapping(metadata: TableMetadata) -> NameMapping | None:
-    raw = metadata.properties.get(NAME_MAPPING)
-    return NameMapping.from_json(json.loads(raw)) if raw else None
-
-
 def overwrite(
     tx: Transaction,
     data: Any,
@@ -176,7 +170,7 @@ def overwrite(
             parent,
             expr,
             case_sensitive=case_sensitive,
-            name_mapping=_name_mapping(tx.metadata),
+            name_mapping=table_mapping(tx.metadata.properties),
         )
         kept: list[DataFile] = []
         schema = tx.metadata.current_schema()

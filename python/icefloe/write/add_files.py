@@ -23,16 +23,14 @@ from icefloe.arrow_schema import apply_name_mapping, field_id_of, type_to_arrow
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
-from icefloe.name_mapping import table_mapping
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema, walk_fields
 from icefloe.types import NestedField, NestedType
 from icefloe.write.files import DataFile
 from icefloe.write.metrics import MetricsConfig, footer_metrics, split_offsets
 
-__all__ = ["NAME_MAPPING", "data_files_from_parquet"]
-
-NAME_MAPPING = "schema.name-mapping.default"
+__all__ = ["data_files_from_parquet"]
 
 
 def _leaf_fields(schema: pa.Schema) -> list[pa.Field]:
@@ -235,7 +233,8 @@ def data_files_from_parquet(
             if mapping is None:
                 raise ValidationError(
                     f"{path}: the Parquet file has no field ids and the table has no name "
-                    f"mapping ({NAME_MAPPING}); cannot tell which columns are which"
+                    f"mapping ({DEFAULT_NAME_MAPPING_PROPERTY}); cannot tell which columns are "
+                    "which"
                 )
             arrow_schema = apply_name_mapping(arrow_schema, mapping)
             leaves = _leaf_fields(arrow_schema)
