@@ -184,24 +184,25 @@ def check_schema_evolution(
                         f"field {pf.name!r} ({pf.transform}) in spec {spec.spec_id}, whose "
                         f"values would change"
                     )
+    # columns every write still needs: sources of the default spec and of the sort order
+    needed: list[tuple[int, str]] = []
     if default_spec is not None:
-        for pf in default_spec.fields:
-            for sid in pf.all_source_ids:
-                if sid in old_ids and sid not in new_ids:
-                    raise ValidationError(
-                        f"cannot drop column {old.find_column_name(sid)!r}: it is the source "
-                        f"of partition field {pf.name!r} in the default spec "
-                        f"{default_spec.spec_id}"
-                    )
-
+        needed += [
+            (sid, f"it is the source of partition field {pf.name!r} in the default spec "
+             f"{default_spec.spec_id}")
+            for pf in default_spec.fields
+            for sid in pf.all_source_ids
+        ]  # fmt: skip
     if sort_order is not None:
-        for sf in sort_order.fields:
-            for sid in sf.all_source_ids:
-                if sid in old_ids and sid not in new_ids:
-                    raise ValidationError(
-                        f"cannot drop column {old.find_column_name(sid)!r}: the table's sort "
-                        f"order {sort_order.order_id} sorts by it (replace the sort order first)"
-                    )
+        needed += [
+            (sid, f"the table's sort order {sort_order.order_id} sorts by it (replace the "
+             "sort order first)")
+            for sf in sort_order.fields
+            for sid in sf.all_source_ids
+        ]  # fmt: skip
+    for sid, why in needed:
+        if sid in old_ids and sid not in new_ids:
+            raise ValidationError(f"cannot drop column {old.find_column_name(sid)!r}: {why}")
 
 
 def _check_new_field(
