@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from harness import Harness
 from shapes_data import SHAPES, Shape, delete_keys, overwrite_rows, upsert_rows
 from shapes_engines import LAYOUTS, MOR, DuckDB, Floor, Icefloe, PyIceberg
@@ -110,29 +112,41 @@ def _row_level(
     s0 = mor.current_snapshot().snapshot_id
     p0 = py_table.current_snapshot().snapshot_id if py_table is not None else None
     ow, up = overwrite_rows(shape, rows), upsert_rows(shape, rows)
-    ops: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], tuple[str, ...]]] = {
+    # (icefloe, PyIceberg, the columns the operation reads, the rows it writes)
+    ops: dict[
+        str, tuple[Callable[[Any], Any], Callable[[Any], Any], tuple[str, ...], pa.Table | None]
+    ] = {
         "overwrite 10%": (
             lambda t: t.overwrite(ow, shape.overwrite_filter),
             lambda t: t.overwrite(ow, overwrite_filter=shape.overwrite_filter),
             (shape.time_col,),
+            ow,
         ),
         "delete 10%": (
             lambda t: t.delete(shape.delete_filter),
             lambda t: t.delete(delete_filter=shape.delete_filter),
             (shape.delete_col,),
+            None,
         ),
         "upsert 1%": (
             lambda t: t.upsert(up, list(shape.keys)),
             lambda t: t.upsert(up, join_cols=list(shape.keys)),
             shape.keys,
+            up,
         ),
     }
     out: dict[str, dict[str, Timing]] = {}
-    for name, (mine, peer, needed) in ops.items():
+    for name, (mine, peer, needed, new_rows) in ops.items():
         impls: dict[str, Any] = {
             "icefloe": (lambda: (ours.reset(mor, s0), mor)[1], mine),
             "read needed columns": (None, lambda _, c=needed: ours.read(plain_meta, c)),
         }
+        if new_rows is not None:
+            # what writing the operation's new rows costs alone: an append of them
+            impls["append the new rows"] = (
+                lambda: (ours.reset(mor, s0), mor)[1],
+                lambda t, d=new_rows: t.append(d),
+            )
         slow = name.startswith("upsert") and layout != "none" and not eng["slow_peers"]
         # PyIceberg 0.12's upsert into lineitem (two key columns) kills the process with
         # SIGSEGV at 1,000,000 rows (reproduced without icefloe in the process)

@@ -130,9 +130,10 @@ class Report:
                 shown = "skipped (--slow-peers)"
             elif py.error:
                 shown = f"n/a ({py.error})"
-            body.append([*key, ours, shown, ratio(py, ours), need, ratio(ours, need)])
+            write = r.get("append the new rows")
+            body.append([*key, ours, shown, ratio(py, ours), need, ratio(ours, need), write or "-"])
         head = ["shape", "layout", "operation", "icefloe", "PyIceberg", "PyIceberg/icefloe"]
-        head += ["read needed columns", "icefloe/read"]
+        head += ["read needed columns", "icefloe/read", "append of its new rows"]
         title = "Row-level changes (targets: >= 10x PyIceberg, <= 1.5x reading the needed columns)"
         return self._table(title, head, body)
 
