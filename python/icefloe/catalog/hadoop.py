@@ -3,7 +3,9 @@
 A table at ``<warehouse>/<ns...>/<name>`` keeps ``metadata/v<N>.metadata.json`` (optionally
 ``v<N>.gz.metadata.json``) plus ``metadata/version-hint.text`` naming the newest version, like
 Iceberg Java's ``HadoopCatalog``. A commit writes ``v<N+1>`` with an exclusive create that fails
-if another writer got there first (:class:`CommitFailedError`), then updates the hint. Exclusive
+if another writer got there first (:class:`CommitFailedError`), then updates the hint; a base
+behind the hint, or deleted by ``write.metadata.delete-after-commit.enabled`` (whose ``v<N+1>``
+may be gone too), fails the same way before anything is written. Exclusive
 creation is atomic on local and POSIX file systems (a hard link) and on S3 (a ``PUT`` with
 ``If-None-Match: *``, answered 412 or 409 for the loser); only when no S3 credentials can be
 resolved for signing, or on other object stores, it is a check followed by the write, as with the
@@ -192,14 +194,17 @@ class HadoopCatalog(Catalog):
                 return location
         return None
 
+    def _hint(self, identifier: Identifier) -> int | None:
+        """The version ``version-hint.text`` names, or None when it is missing or unreadable."""
+        meta_dir = f"{self._table_dir(identifier)}/metadata"
+        try:
+            return int(self.io.new_input(f"{meta_dir}/{VERSION_HINT}").read().decode().strip())
+        except (NotFoundError, ValueError, UnicodeDecodeError):
+            return None
+
     def _current_location(self, identifier: Identifier) -> str:
         meta_dir = f"{self._table_dir(identifier)}/metadata"
-        version: int | None = None
-        try:
-            hint = self.io.new_input(f"{meta_dir}/{VERSION_HINT}").read().decode().strip()
-            version = int(hint)
-        except (NotFoundError, ValueError, UnicodeDecodeError):
-            version = None
+        version = self._hint(identifier)
         if version is None or self._existing_version_file(identifier, version) is None:
             # No usable hint: the newest v<N>.metadata.json in the directory.
             versions = [
@@ -259,6 +264,14 @@ class HadoopCatalog(Catalog):
         version = metadata_file_version(base_location)
         if version is None:
             raise ValidationError(f"{base_location} is not a v<N>.metadata.json file")
+        # With write.metadata.delete-after-commit.enabled, v<N+1> of a base that fell out of the
+        # metadata log is deleted: its exclusive create would succeed and the commit be lost
+        # behind the newer versions. A base that is gone or behind the hint is stale.
+        hint = self._hint(identifier)
+        if (hint is not None and hint > version) or not self.io.exists(base_location):
+            raise CommitFailedError(
+                f"{'.'.join(identifier)!r} moved past version {version} (the base of this commit)"
+            )
         return self._write_version(identifier, version + 1, new)
 
     def _drop_entry(self, identifier: Identifier) -> None:
