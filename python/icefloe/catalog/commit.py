@@ -15,7 +15,15 @@ import time
 from collections.abc import Callable, Iterable
 
 from icefloe.exceptions import CommitConflictError, CommitFailedError
-from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate, apply_updates
+from icefloe.metadata import (
+    AddSnapshot,
+    RemoveSnapshotRef,
+    RemoveSnapshots,
+    TableMetadata,
+    TableRequirement,
+    TableUpdate,
+    apply_updates,
+)
 from icefloe.metadata import validate_requirements as _validate_requirements
 from icefloe.properties import TableProperties, bool_property
 from icefloe.table.committer import CommitResult, RetryPolicy
@@ -23,6 +31,7 @@ from icefloe.table.committer import CommitResult, RetryPolicy
 __all__ = [
     "CommitResult",
     "RetryPolicy",
+    "check_updates_fit",
     "files_to_delete_after_commit",
     "run_commit",
 ]
@@ -57,6 +66,7 @@ def run_commit(
             raise CommitConflictError(
                 f"commit conflicts with the table's current state ({base_location}): {exc}"
             ) from exc
+        check_updates_fit(base, ups)
         try:
             new = apply_updates(base, ups, base_location)
             location = write_and_swap(base, base_location, new)
@@ -70,6 +80,51 @@ def run_commit(
                 raise
             sleep(wait)
             base, base_location = refresh()
+
+
+def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> None:
+    """Raise :class:`CommitConflictError` when ``updates`` were planned on an older state of
+    the table than ``base`` in a way the requirements of a commit do not show:
+
+    - a snapshot's sequence number is not past the table's last one, or (v3) its first row id
+      is behind the table's next row id: another writer committed to a different branch, and
+      the snapshot must be rebuilt (the transaction does so on this error), not re-applied,
+      which the metadata rules refuse;
+    - a removed snapshot is the head of a ref the updates keep: another writer created the ref
+      (a tag of an old snapshot) after the expiration was planned, and removing the snapshot
+      would drop the ref with it.
+    """
+    ups = list(updates)
+    removed_refs = {u.ref_name for u in ups if isinstance(u, RemoveSnapshotRef)}
+    for u in ups:
+        if isinstance(u, RemoveSnapshots):
+            gone = set(u.snapshot_ids)
+            kept = [n for n, r in base.refs.items() if r.snapshot_id in gone]
+            kept = [n for n in kept if n not in removed_refs]
+            if kept:
+                raise CommitConflictError(
+                    f"the snapshots to remove include the head of {', '.join(sorted(kept))}, "
+                    "created after the removal was planned"
+                )
+        if not isinstance(u, AddSnapshot):
+            continue
+        s = u.snapshot
+        stale_seq = (
+            base.format_version >= 2
+            and s.parent_snapshot_id is not None
+            and s.sequence_number <= base.last_sequence_number
+        )
+        stale_rows = (
+            base.format_version >= 3
+            and s.first_row_id is not None
+            and base.next_row_id is not None
+            and s.first_row_id < base.next_row_id
+        )
+        if stale_seq or stale_rows:
+            raise CommitConflictError(
+                f"snapshot {s.snapshot_id} was built on an older state of the table (another "
+                f"writer committed sequence number {base.last_sequence_number}): rebuild it"
+            )
 
 
 def files_to_delete_after_commit(

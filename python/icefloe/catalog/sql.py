@@ -49,7 +49,7 @@ from icefloe.catalog.base import (
     split_identifier,
     to_identifier,
 )
-from icefloe.catalog.commit import CommitResult, RetryPolicy
+from icefloe.catalog.commit import CommitResult, RetryPolicy, check_updates_fit
 from icefloe.catalog.metastore import MetastoreCatalog
 from icefloe.exceptions import (
     CommitConflictError,
@@ -520,6 +520,7 @@ class SqlCatalog(MetastoreCatalog):
                         raise CommitConflictError(
                             f"commit to {'.'.join(ident)!r} conflicts with its current state: {exc}"
                         ) from exc
+                    check_updates_fit(base, ups)
                     new = apply_updates(base, ups, base_location)
                     location = self._write_metadata(new, self._next_version(base, base_location))
                     staged.append((ident, base_location, new, location))

@@ -15,7 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import CommitConflictError, ValidationError, commit_did_not_happen
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    ValidationError,
+    commit_did_not_happen,
+)
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import resolve_table_paths
 from icefloe.metadata import (
@@ -418,14 +423,17 @@ class Transaction:
             requirements = requirements_for(self._base, self._updates) + self._requirements
             try:
                 self.table._do_commit(requirements, self._updates)
-            except CommitConflictError:
-                # Another writer moved the table: producers rebuild on the new state.
+            except (CommitConflictError, CommitFailedError) as exc:
+                # Another writer moved the table: producers rebuild on the new state. A commit
+                # whose own retries ran out (CommitFailedError) is rebuilt only when it always
+                # applies (appends), which retries until the total timeout.
                 attempt += 1
                 wait = policy.wait_ms(min(attempt, 5) if always else attempt) / 1000.0
                 exhausted = (
                     time.monotonic() + wait > deadline if always else attempt > policy.num_retries
                 )
-                if not self._replayable() or exhausted:
+                rebuild = always or isinstance(exc, CommitConflictError)
+                if not rebuild or not self._replayable() or exhausted:
                     self._abort_producers()
                     raise
                 time.sleep(wait)

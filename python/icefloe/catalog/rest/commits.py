@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from icefloe.catalog.base import Identifier
+from icefloe.catalog.commit import check_updates_fit
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.http import TransportError
@@ -136,6 +137,7 @@ class RestCommits(RestTables):
                     raise CommitConflictError(
                         f"{what} conflicts with the table's current state: {exc}"
                     ) from exc
+                check_updates_fit(fresh, ups)
                 time.sleep(wait)
                 key = uuid7() if self.idempotency_lifetime else None  # a 409 is final per key
                 continue
