@@ -37,6 +37,7 @@ __all__ = [
     "TableProperties",
     "bool_property",
     "enum_property",
+    "gc_enabled",
     "int_property",
     "parse_bool",
     "parse_enum",
@@ -84,6 +85,8 @@ class TableProperties:
     METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
     METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
     METADATA_DELETE_AFTER_COMMIT_ENABLED = "write.metadata.delete-after-commit.enabled"
+    #: false: the table's files may be shared with other tables, nothing deletes them
+    GC_ENABLED = "gc.enabled"
     METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT = False
 
     TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
@@ -220,6 +223,7 @@ KNOWN: dict[str, _Kind] = {
     _T.METADATA_COMPRESSION: _enum("none", "gzip"),
     _T.METADATA_PREVIOUS_VERSIONS_MAX: _ANY_INT,  # below 1 means 1, as in the reference
     _T.METADATA_DELETE_AFTER_COMMIT_ENABLED: _BOOL,
+    _T.GC_ENABLED: _BOOL,
     _T.TARGET_FILE_SIZE_BYTES: _int(1),
     _T.PARQUET_ROW_GROUP_SIZE_BYTES: _int(1),
     _T.PARQUET_ROW_GROUP_LIMIT: _int(1),
@@ -424,6 +428,14 @@ def bool_property(
     """Boolean property ``key`` (``true``/``false``, any case), ``default`` when unset."""
     value = _read(props, key, lenient, lambda raw: parse_bool(key, raw))
     return default if value is None else value
+
+
+def gc_enabled(props: Mapping[str, str]) -> bool:
+    """Whether the table's files may be deleted (``gc.enabled``): true when unset; a value
+    set by another engine counts as true only when it is ``true`` (any case), as Java reads
+    it, so a value icefloe would refuse never enables deletion."""
+    raw = props.get(TableProperties.GC_ENABLED)
+    return raw is None or raw.strip().lower() == "true"
 
 
 def enum_property(

@@ -26,6 +26,7 @@ from icefloe.exceptions import (
 )
 from icefloe.io import FileIO, absolute_location, resolve_table_paths
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
+from icefloe.properties import gc_enabled
 from icefloe.table.committer import CommitResult, Identifier
 
 if TYPE_CHECKING:
@@ -50,8 +51,6 @@ __all__ = [
     "split_identifier",
     "to_identifier",
 ]
-
-GC_ENABLED = "gc.enabled"
 
 
 def to_identifier(value: str | Iterable[str]) -> Identifier:
@@ -457,7 +456,7 @@ def files_to_purge(table: Table) -> list[list[str]]:
 
     meta = table.metadata
     io = table.io
-    gc = meta.properties.get(GC_ENABLED, "true").strip().lower() != "false"
+    gc = gc_enabled(meta.properties)
     metadata_files = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
     named = {*metadata_files, *(s.manifest_list or "" for s in meta.snapshots)}
     named.update(s.statistics_path for s in meta.statistics)

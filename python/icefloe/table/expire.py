@@ -43,7 +43,7 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.progress import ProgressArg
-from icefloe.properties import TableProperties, int_property
+from icefloe.properties import TableProperties, gc_enabled, int_property
 from icefloe.scan.manifests import manifest_lists, read_entries, unique_manifests
 from icefloe.table._remove_files import delete_all
 
@@ -191,11 +191,17 @@ def expire_snapshots(
 
     ``older_than_ms`` replaces the table-wide age limit (a timestamp in ms), ``retain_last``
     the table-wide minimum number of snapshots per branch; ``snapshot_ids`` are expired
-    explicitly. ``delete_files=False`` only changes metadata. A concurrent change to a ref
-    makes the expiration start over from the refreshed table. ``progress`` reports the file
-    deletions (``True`` for a bar on stderr, or a ``fn(done, total)``; see
-    :mod:`icefloe.progress`).
+    explicitly. ``delete_files=False`` only changes metadata; a table with ``gc.enabled=false``
+    refuses anything else (``ValidationError``). A concurrent change to a ref (a new tag of an
+    expired snapshot included) makes the expiration start over from the refreshed table.
+    ``progress`` reports the file deletions (``True`` for a bar on stderr, or a
+    ``fn(done, total)``; see :mod:`icefloe.progress`).
     """
+    if delete_files and not gc_enabled(table.metadata.properties):
+        raise ValidationError(
+            "cannot expire snapshots and delete their files: gc.enabled is false (the files may "
+            "be shared with other tables); delete_files=False only removes the snapshots"
+        )
     explicit = set(snapshot_ids or ())
     for attempt in range(CONFLICT_RETRIES + 1):
         base = table.metadata

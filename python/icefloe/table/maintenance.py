@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -35,6 +35,7 @@ from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.name_mapping import table_mapping
 from icefloe.progress import Progress, ProgressArg
+from icefloe.properties import gc_enabled
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.manifests import fetch, manifest_lists
 from icefloe.scan.tasks import FileScanTask
@@ -131,16 +132,22 @@ def _other_table_roots(unreached: pa.Array, own_metadata_dir: str) -> list[str]:
     return sorted(roots)
 
 
+def _within(location: str, directories: list[str]) -> bool:
+    """Whether ``location`` is one of ``directories`` or inside one (scheme and bucket count:
+    another bucket is another table's)."""
+
+    def norm(path: str) -> str:
+        return str(same_file_locations(pa.array([path.rstrip("/")]))[0].as_py())
+
+    loc = norm(location)
+    return any(loc == d or loc.startswith(d + "/") for d in map(norm, directories))
+
+
 def _check_own_location(location: str, own: list[str]) -> None:
     """Refuses a ``location`` outside the table's location and its data and metadata
     directories: everything listed there that this table does not reach (other tables' files,
     a catalog's database) would count as an orphan."""
-
-    def norm(path: str) -> str:  # the bucket counts: another bucket is another table's
-        return str(same_file_locations(pa.array([path.rstrip("/")]))[0].as_py())
-
-    loc = norm(location)
-    if not any(loc == d or loc.startswith(d + "/") for d in map(norm, own)):
+    if not _within(location, own):
         raise ValidationError(
             f"remove_orphan_files: location {location!r} is outside the table's directories "
             f"({', '.join(dict.fromkeys(own))}); files there may belong to other tables"
@@ -157,32 +164,49 @@ def remove_orphan_files(
     location: str | None = None,
     max_workers: int | None = None,
     progress: ProgressArg = None,
+    refresh: Callable[[], tuple[TableMetadata, str | None]] | None = None,
 ) -> list[str]:
     """Deletes (or with ``dry_run`` only lists) the files under ``location`` (default: the
     table's data and metadata directories) that the metadata does not reach and that were
     last modified before ``older_than`` (a datetime, epoch ms, or an age as a timedelta;
-    default 3 days ago).
+    default 3 days ago). ``refresh()``, when given, returns the table's current metadata and
+    its file: it is called after the listing, so that files other writers committed since
+    ``metadata`` was loaded are reached. A table with ``gc.enabled=false`` is refused.
 
     Only the directories the table writes to are listed by default, not its whole location:
     with the default layout a table of a nested namespace (``db.a.b``) lives inside another
-    table's location (``db.a``). Files inside a directory that holds another table's metadata
-    are never orphans either (see :func:`_other_table_roots`), nor hidden files (``.name``).
+    table's location (``db.a``). A data or metadata directory set outside the table's location
+    (``write.data.path``, ``write.metadata.path``) is not listed unless ``location`` names it:
+    several tables may share it, as with Java's ``remove_orphan_files``. Files inside a
+    directory that holds another table's metadata are never orphans either (see
+    :func:`_other_table_roots`), nor hidden files (``.name``).
 
     Returns the orphan locations, sorted. Files without a modification time are kept. The
     deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
     (see :mod:`icefloe.progress`).
     """
+    if not gc_enabled(metadata.properties):
+        raise ValidationError(
+            "cannot remove orphan files: gc.enabled is false (the table's files may be shared "
+            "with other tables)"
+        )
     threshold = _threshold_ms(older_than)
     own_meta = metadata_location(metadata.location, metadata.properties)
     own_data = data_location(metadata.location, metadata.properties)
     if location:
         _check_own_location(location, [metadata.location, own_data, own_meta])
-    roots = [location] if location else [own_data, own_meta]
+    roots = (
+        [location]
+        if location
+        else [d for d in dict.fromkeys((own_data, own_meta)) if _within(d, [metadata.location])]
+    )
     listed: dict[str, int | None] = {}
     for root in roots:
         listed.update((f.location, f.modified_ms) for f in io.list_prefix(root))
     if not listed:
         return []
+    if refresh is not None:
+        metadata, metadata_file = refresh()
     paths = pa.array(list(listed), pa.string())
     modified = pa.array(list(listed.values()), pa.int64())
     reachable = pc.unique(comparable_locations(reachable_files(io, metadata, metadata_file)))

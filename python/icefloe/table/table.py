@@ -525,8 +525,13 @@ class Table:
         """Delete (or with ``dry_run`` list) files under the table location that no metadata
         references and that are older than ``older_than`` (default: 3 days), in
         ``max_workers`` threads; ``progress=True`` shows a bar (see
-        :func:`icefloe.table.maintenance.remove_orphan_files`)."""
+        :func:`icefloe.table.maintenance.remove_orphan_files`). The table is refreshed after
+        the files are listed: what other writers committed meanwhile is kept."""
         from icefloe.table.maintenance import remove_orphan_files
+
+        def current() -> tuple[TableMetadata, str | None]:
+            self.refresh()
+            return self.metadata, self.metadata_location
 
         return remove_orphan_files(
             self.io,
@@ -537,6 +542,7 @@ class Table:
             location=location,
             max_workers=max_workers,
             progress=progress,
+            refresh=current,
         )
 
     def _do_commit(
