@@ -613,16 +613,21 @@ def _upsert_equality(
     snapshot_properties: Mapping[str, str] | None,
 ) -> UpsertResult:
     delta = RowDelta()
+    keys = source.select(list(join_cols))
     try:
-        delta.added_deletes = _equality_files(ctx, source.select(list(join_cols)), join_cols)
+        delta.added_deletes = _equality_files(ctx, keys, join_cols)
         delta.added_data = write_rows(ctx.tx, source, lineage=False)
+        # Equality deletes are written only where live files may hold the keys: rows of the
+        # keys another writer added meanwhile elsewhere (a key new to the table) would stay
+        # beside these, so such a commit conflicts (under serializable isolation, as the
+        # merge-on-read upsert does).
         commit_row_delta(
             ctx.tx,
             delta,
             branch=ctx.branch,
             snapshot_properties=snapshot_properties,
             operation=Operation.OVERWRITE if delta.added_deletes else Operation.APPEND,
-            isolation=SNAPSHOT,
+            conflict_filter=bind_filter(ctx.schema, _key_filter(keys, join_cols)),
         )
     except BaseException:
         for f in delta.added_data + delta.added_deletes:

@@ -1,0 +1,195 @@
+"""Races between writers that the requirements of a commit do not show, and tables whose files
+must not be deleted: each case lost or duplicated rows, or failed a commit that could be rebuilt.
+
+- a file-system catalog writer whose base version file was deleted after commit
+  (``write.metadata.delete-after-commit.enabled``) re-created that version and its commit was
+  lost behind the newer ones;
+- an append to a branch after another writer committed to ``main`` re-applied its snapshot with
+  a stale sequence number (``ValidationError``) instead of rebuilding it;
+- an append with ``commit.retry.num-retries=0`` gave up after one lost race;
+- an expiration planned before another writer tagged an old snapshot removed the tag with it;
+- two equality-mode upserts of a key new to the table both inserted it;
+- orphan removal through a table object loaded before other commits deleted their files;
+- ``gc.enabled=false`` did not stop expiration or orphan removal from deleting files, and a
+  ``write.data.path`` shared by two tables let one's orphan removal delete the other's files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog import Catalog
+from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import CommitConflictError, CommitFailedError, ValidationError
+from icefloe.properties import gc_enabled
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+
+
+def _rows(ids: list[int], v: str = "x") -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+def _ids(catalog: Catalog, name: str = "db.t", **scan: object) -> list[int]:
+    return sorted(catalog.load_table(name).scan(**scan).to_arrow().column("id").to_pylist())
+
+
+def _age_all(root: Path, days: float) -> None:
+    t = time.time() - days * 86400
+    for p in root.rglob("*"):
+        if p.is_file():
+            os.utime(p, (t, t))
+
+
+def test_hadoop_commit_on_a_deleted_base_version_is_not_lost(tmp_path: Path) -> None:
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    props = {
+        "write.metadata.delete-after-commit.enabled": "true",
+        "write.metadata.previous-versions-max": "1",
+    }
+    cat.create_table("db.t", SCHEMA, properties=props)
+    stale = cat.load_table("db.t")  # v1
+    other = cat.load_table("db.t")
+    for i in range(3):  # v2..v4; v1 and v2 are deleted
+        other.append(_rows([i]))
+    assert not (tmp_path / "wh/db/t/metadata/v2.metadata.json").exists()
+    stale.append(_rows([99]))  # rebuilt on v4, committed as v5
+    assert _ids(cat) == [0, 1, 2, 99]
+    assert stale.metadata_location.endswith("/v5.metadata.json")
+
+
+def test_branch_append_after_a_main_commit_is_rebuilt(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", SCHEMA, properties={"format-version": "3"})
+    t.append(_rows([1]))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("b")
+    stale = catalog.load_table("db.t")
+    catalog.load_table("db.t").append(_rows([2]))  # main moves, the branch does not
+    stale.append(_rows([3]), branch="b")
+    assert _ids(catalog) == [1, 2]
+    assert _ids(catalog, ref="b") == [1, 3]
+    # row ids stay distinct across the branches (the rebuilt snapshot took fresh ones)
+    fresh = catalog.load_table("db.t")
+    main_ids = fresh.scan(selected_fields=("_row_id",)).to_arrow().column(0).to_pylist()
+    branch_ids = (
+        fresh.scan(selected_fields=("_row_id",), ref="b").to_arrow().column(0).to_pylist()
+    )
+    assert len(set(main_ids) | set(branch_ids)) == 3
+
+
+def test_append_without_retries_still_rebuilds(tmp_path: Path) -> None:
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    stale = cat.load_table("db.t")
+    cat.load_table("db.t").append(_rows([1]))
+    stale.append(_rows([2]))
+    assert _ids(cat) == [1, 2]
+    stale2 = cat.load_table("db.t")
+    cat.load_table("db.t").delete("id = 1")
+    with pytest.raises(CommitFailedError):  # a delete is not rebuilt: no retries were allowed
+        stale2.delete("id = 1")
+
+
+def test_expire_keeps_a_tag_created_after_it_was_planned(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", SCHEMA)
+    for i in range(3):
+        t.overwrite(_rows([i * 10 + j for j in range(5)]))
+    first = t.snapshots()[0].snapshot_id
+    expirer = catalog.load_table("db.t")
+    with catalog.load_table("db.t").manage_snapshots() as ms:
+        ms.create_tag("keep-me", first)
+    result = expirer.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    assert first not in result.snapshot_ids
+    fresh = catalog.load_table("db.t")
+    assert fresh.refs()["keep-me"].snapshot_id == first
+    assert _ids(catalog, snapshot_id=first) == [0, 1, 2, 3, 4]
+
+
+def test_equality_upserts_of_a_new_key_do_not_both_insert_it(tmp_path: Path) -> None:
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"write.upsert.mode": "equality"})
+    t.append(_rows([1, 2]))
+    first, second = cat.load_table("db.t"), cat.load_table("db.t")
+    first.upsert(_rows([10], "first"), ["id"])
+    with pytest.raises(CommitConflictError):
+        second.upsert(_rows([10], "second"), ["id"])
+    assert _ids(cat) == [1, 2, 10]
+    second.refresh()
+    second.upsert(_rows([10], "second"), ["id"])  # after a refresh it replaces the row
+    rows = cat.load_table("db.t").scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x"), (2, "x"), (10, "second")]
+
+
+def test_orphan_removal_through_a_stale_table_keeps_newer_commits(tmp_path: Path) -> None:
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_rows([1]))
+    stale = cat.load_table("db.t")
+    other = cat.load_table("db.t")
+    other.append(_rows([2]))
+    other.append(_rows([3]))
+    root = Path(t.location.removeprefix("file://"))
+    _age_all(root, 4)  # as if the maintenance job had held its table object for days
+    stray = root / "data" / "stray.parquet"
+    stray.write_bytes(b"x")
+    _age_all(root, 4)
+    removed = stale.remove_orphan_files()
+    assert [r.removeprefix("file://") for r in removed] == [str(stray)]
+    assert _ids(cat) == [1, 2, 3]
+
+
+def test_gc_disabled_stops_expiration_and_orphan_removal(tmp_path: Path) -> None:
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"gc.enabled": "false"})
+    t.overwrite(_rows([1]))
+    t.overwrite(_rows([2]))
+    files = {p for p in Path(t.location.removeprefix("file://")).rglob("*.parquet")}
+    later = int(time.time() * 1000) + 1
+    with pytest.raises(ValidationError, match=r"gc\.enabled"):
+        t.expire_snapshots(older_than_ms=later, retain_last=1)
+    with pytest.raises(ValidationError, match=r"gc\.enabled"):
+        t.remove_orphan_files(older_than=0)
+    # only the snapshots go; every file stays
+    result = t.expire_snapshots(older_than_ms=later, retain_last=1, delete_files=False)
+    assert len(result.snapshot_ids) == 1
+    assert {p for p in Path(t.location.removeprefix("file://")).rglob("*.parquet")} == files
+    with pytest.raises(ValidationError):
+        t.set_properties(**{"gc.enabled": "nope"})
+
+
+@pytest.mark.parametrize(
+    ("value", "enabled"),
+    [(None, True), ("true", True), ("TRUE", True), ("false", False), ("no", False), ("0", False)],
+)
+def test_gc_enabled_reads_values_as_java_does(value: str | None, enabled: bool) -> None:
+    props = {} if value is None else {"gc.enabled": value}
+    assert gc_enabled(props) is enabled
+
+
+def test_orphan_removal_leaves_a_shared_data_path_alone(tmp_path: Path) -> None:
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    shared = (tmp_path / "shared").as_uri()
+    a = cat.create_table("db.a", SCHEMA, properties={"write.data.path": shared})
+    b = cat.create_table("db.b", SCHEMA, properties={"write.data.path": shared})
+    a.append(_rows([1]))
+    b.append(_rows([2]))
+    _age_all(tmp_path, 4)
+    assert a.remove_orphan_files() == []
+    assert _ids(cat, "db.b") == [2]
+    # named explicitly, the shared directory is listed (the caller's choice)
+    found = a.remove_orphan_files(location=shared, dry_run=True)
+    assert [Path(f.removeprefix("file://")).parent for f in found] == [tmp_path / "shared"]
