@@ -22,7 +22,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from icefloe.exceptions import ValidationError
-from icefloe.types import DoubleType, FloatType
+from icefloe.expressions.literals import Nanos
+from icefloe.types import DoubleType, FloatType, TimestampNanoType, TimestamptzNanoType
 
 if TYPE_CHECKING:
     from icefloe.types import IcebergType
@@ -595,6 +596,11 @@ class BoundPredicate(Predicate):
 
     def as_unbound(self, name: str | None = None) -> BooleanExpression:
         arg = self.literals if self.op.is_set else self.literal
+        if not self.op.is_unary and isinstance(
+            self.ref.field_type, TimestampNanoType | TimestamptzNanoType
+        ):
+            # bound nanoseconds: a plain int would be read as microseconds when bound again
+            arg = frozenset(map(Nanos, arg)) if self.op.is_set else Nanos(arg)
         return UnboundPredicate(self.op, name or self.ref.name, arg)
 
     def _key(self) -> tuple[Any, ...]:

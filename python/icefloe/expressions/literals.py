@@ -64,7 +64,14 @@ from icefloe.types import (
     UUIDType,
 )
 
-__all__ = ["ABOVE_MAX", "BELOW_MIN", "OutOfRange", "convert_literal", "days_from_civil"]
+__all__ = [
+    "ABOVE_MAX",
+    "BELOW_MIN",
+    "Nanos",
+    "OutOfRange",
+    "convert_literal",
+    "days_from_civil",
+]
 
 
 class OutOfRange:
@@ -197,12 +204,14 @@ def _to_decimal(value: Any, t: DecimalType) -> Decimal | OutOfRange:
     if d and d.adjusted() >= t.precision - t.scale:
         return ABOVE_MAX if d > 0 else BELOW_MIN  # |d| >= 10 ** (precision - scale)
     with localcontext() as ctx:
-        # Python's default context keeps 28 digits; a decimal(38) value needs all of its own.
+        # Python's default context keeps 28 digits; a decimal(38) value needs all of its own
+        # (the range check too: rounded to 28 digits, 10**38 - 1 became 10**38).
         ctx.prec = 100
         scaled = d.quantize(Decimal(1).scaleb(-t.scale))
+        too_large = abs(scaled.scaleb(t.scale)) >= 10**t.precision
     if scaled != d:
         raise _bad(value, t, f"has more than {t.scale} digits after the point")
-    if abs(scaled.scaleb(t.scale)) >= 10**t.precision:
+    if too_large:
         return ABOVE_MAX if d > 0 else BELOW_MIN
     return scaled
 
@@ -325,12 +334,24 @@ def _to_time(value: Any, t: IcebergType) -> int:
     raise _bad(value, t)
 
 
+class Nanos(int):
+    """A nanosecond timestamp that was bound before (a bound predicate made unbound again, as
+    projections onto identity partitions do): binding it again keeps it, where a plain int
+    on a timestamp column is read as microseconds."""
+
+
 def _to_timestamp(value: Any, t: IcebergType) -> int | OutOfRange:
     nanos = isinstance(t, TimestampNanoType | TimestamptzNanoType)
     with_zone = isinstance(t, TimestamptzType | TimestamptzNanoType)
     digits = 9 if nanos else 6
     if isinstance(value, bool):
         raise _bad(value, t)
+    if isinstance(value, Nanos):
+        if nanos:
+            return int(value)
+        if value % 1000:
+            raise _bad(value, t, "is finer than microseconds")
+        return int(value) // 1000
     if isinstance(value, int):
         # Microseconds for every timestamp type (the Java reference's LongLiteral rule).
         units = value * 1000 if nanos else value

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -61,7 +62,7 @@ from icefloe.scan.tasks import (
     replace_task,
 )
 from icefloe.schema import Schema
-from icefloe.types import StructType
+from icefloe.types import StructType, UUIDType
 
 __all__ = [
     "all_rows_match",
@@ -223,7 +224,10 @@ def all_rows_match(
         return False
     if bound is AlwaysTrue():
         return True
-    return evaluate(bound, partition_row(ptype, task.data_file.partition))
+    try:
+        return evaluate(bound, partition_row(ptype, task.data_file.partition))
+    except TypeError:  # a value the evaluator cannot compare proves nothing
+        return False
 
 
 #: The strict projection of a filter onto a spec, worked out once per operation, not per file.
@@ -259,8 +263,16 @@ def partition_key(partition: Sequence[Any]) -> str:
 
 
 def partition_row(ptype: StructType, partition: Sequence[Any]) -> dict[int, Any]:
-    """A partition tuple as the ``{field id: value}`` row the expression evaluator reads."""
-    return {f.field_id: _internal(v) for f, v in zip(ptype.fields, partition, strict=False)}
+    """A partition tuple as the ``{field id: value}`` row the expression evaluator reads
+    (uuids as ``uuid.UUID``, as bound literals hold them, not the tuple's 16 bytes)."""
+    return {
+        f.field_id: (
+            uuid.UUID(bytes=bytes(v))
+            if isinstance(f.field_type, UUIDType) and isinstance(v, bytes | bytearray)
+            else _internal(v)
+        )
+        for f, v in zip(ptype.fields, partition, strict=False)
+    }
 
 
 # ---------------------------------------------------------------------------------------------
