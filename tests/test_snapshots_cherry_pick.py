@@ -104,10 +104,51 @@ def test_only_appends_can_be_picked(tmp_path: Path) -> None:
     deleting = _head(t)
     with t.manage_snapshots() as ms:
         ms.rollback_to(t.snapshots()[0].snapshot_id)
+    t.append(_rows([3]))  # main moved: the delete is no longer a fast-forward
     with pytest.raises(ValidationError, match="only append snapshots"):
         t.manage_snapshots().cherry_pick(deleting)
     with pytest.raises(ValidationError, match="cannot find snapshot 7"):
         t.manage_snapshots().cherry_pick(7)
+    with pytest.raises(ValidationError, match="is an integer"):
+        t.manage_snapshots().cherry_pick(str(deleting))  # type: ignore[arg-type]
+
+
+def test_any_operation_is_picked_by_fast_forward(tmp_path: Path) -> None:
+    # a staged delete (Spark's DELETE under spark.wap.id) whose parent is main's head is
+    # published by moving main, as Java's publish does
+    c, t = _setup(tmp_path)
+    t.append(_rows([1, 2]))
+    theirs = c.theirs.load_table("db.t")
+    theirs.delete("id == 1")
+    t.refresh()
+    deleting = _head(t)
+    with t.manage_snapshots() as ms:
+        ms.rollback_to(t.snapshots()[0].snapshot_id)
+    with t.manage_snapshots() as ms:
+        ms.cherry_pick(deleting)
+    assert _head(t) == deleting
+    assert _their_ids(c) == [2]
+
+
+def test_a_wap_id_is_published_once(tmp_path: Path) -> None:
+    # a retried write-audit-publish job staged the same wap.id twice: the second is refused
+    c, t = _setup(tmp_path)
+    t.append(_rows([1]))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("w1a").create_branch("w1b")
+    t.append(_rows([2]), branch="w1a", snapshot_properties={"wap.id": "w1"})
+    t.append(_rows([2]), branch="w1b", snapshot_properties={"wap.id": "w1"})
+    t.append(_rows([3]))  # main moves on: picks make new snapshots
+    first, second = t.refs()["w1a"].snapshot_id, t.refs()["w1b"].snapshot_id
+    with t.manage_snapshots() as ms:
+        ms.cherry_pick(first)
+    head = t.current_snapshot()
+    assert head is not None and head.summary is not None
+    assert head.summary.get("published-wap-id") == "w1"
+    assert head.summary.get("source-snapshot-id") == str(first)
+    with pytest.raises(ValidationError, match=r"wap\.id 'w1' was already published"):
+        t.manage_snapshots().cherry_pick(second)
+    assert _their_ids(c) == [1, 2, 3]
 
 
 def test_pick_from_a_stale_table_retries(tmp_path: Path) -> None:

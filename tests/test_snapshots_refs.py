@@ -159,3 +159,49 @@ def test_concurrent_ref_move_is_a_conflict(tmp_path: Path) -> None:
         ms.create_tag("ok", s2)
     assert stale2.refs()["ok"].snapshot_id == s2
     assert stale2.current_snapshot().snapshot_id not in (s1, s2)  # type: ignore[union-attr]
+
+
+def test_fast_forward_creates_a_missing_branch(tmp_path: Path) -> None:
+    # branch-based write-audit-publish on a new table: the rows go to "audit", then main is
+    # created at its head (Java's fast_forward does the same)
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table("db.t", Schema.from_json(SIMPLE_SCHEMA))
+    import pyarrow as pa
+
+    t.append(pa.table({"id": pa.array([1], pa.int64()), "data": ["r1"]}), branch="audit")
+    audit = t.refs()["audit"].snapshot_id
+    assert t.current_snapshot() is None
+    with t.manage_snapshots() as ms:
+        ms.fast_forward("main", "audit")
+    assert t.current_snapshot().snapshot_id == audit  # type: ignore[union-attr]
+    assert _rows(c) == [1]
+
+
+def test_times_and_ids_of_the_wrong_type_are_validation_errors(tmp_path: Path) -> None:
+    import datetime as dt
+
+    _, t, (s1, s2, _) = _setup(tmp_path)
+    ts2 = t.snapshot_by_id(s2).timestamp_ms  # type: ignore[union-attr]
+    when = dt.datetime.fromtimestamp(ts2 / 1000, dt.timezone.utc)
+    assert t.metadata.snapshot_as_of(when).snapshot_id == s2  # datetimes are accepted
+    bad: list[object] = ["x", 1.5, True]
+    for value in bad:
+        with pytest.raises(ValidationError):
+            t.metadata.snapshot_as_of(value)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError):
+            t.manage_snapshots().rollback_to_time(value)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError):
+            t.scan(snapshot_id=value).to_arrow()  # type: ignore[arg-type]
+        with pytest.raises(ValidationError):
+            t.expire_snapshots(older_than_ms=value)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError):
+            t.expire_snapshots(retain_last=value)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="is an integer"):
+        t.manage_snapshots().create_tag("v1", str(s1))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="non-empty"):
+        t.manage_snapshots().create_tag("", s1)
+    with t.manage_snapshots() as ms:
+        ms.rollback_to_time(when + dt.timedelta(milliseconds=1))
+    assert t.current_snapshot().snapshot_id == s2  # type: ignore[union-attr]
+    result = t.expire_snapshots(older_than_ms=dt.datetime.now(dt.timezone.utc), retain_last=1)
+    assert s1 in result.snapshot_ids

@@ -64,6 +64,7 @@ from icefloe.types import (
 )
 
 __all__ = [
+    "epoch_ms",
     "from_bytes",
     "from_json",
     "point_from_bytes",
@@ -76,6 +77,18 @@ _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_TZ = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _Physical = bool | int | float | str | bytes
+
+
+def epoch_ms(value: object, what: str) -> int:
+    """``value`` (a ``datetime``, naive ones being UTC, or epoch milliseconds) as epoch
+    milliseconds; anything else is a :class:`ValidationError` naming ``what``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return (value - _EPOCH_TZ) // _dt.timedelta(milliseconds=1)
+    raise ValidationError(f"{what} must be a datetime or epoch milliseconds, got {value!r}")
 
 
 def _bad(t: IcebergType, value: object, why: str) -> ValidationError:

@@ -18,6 +18,7 @@ snapshot" as ``-1`` for v1/v2 and ``null`` for v3.
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import json
 import time
@@ -52,6 +53,7 @@ from icefloe.metadata.snapshots import (
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
 from icefloe.sorting import UNSORTED_SORT_ORDER, SortOrder
+from icefloe.values import epoch_ms
 
 __all__ = [
     "INITIAL_SEQUENCE_NUMBER",
@@ -293,13 +295,15 @@ class TableMetadata:
             current = by_id.get(parent) if parent is not None else None
         return out
 
-    def snapshot_as_of(self, timestamp_ms: int) -> Snapshot:
-        """The snapshot that was current at ``timestamp_ms``, from ``snapshot-log`` (spec
-        Appendix F "Point in Time Reads"): the last entry at or before the time.
+    def snapshot_as_of(self, timestamp_ms: int | datetime.datetime) -> Snapshot:
+        """The snapshot that was current at ``timestamp_ms`` (epoch ms or a datetime), from
+        ``snapshot-log`` (spec Appendix F "Point in Time Reads"): the last entry at or before
+        the time.
 
         Raises :class:`NoSuchSnapshotError` when the log has no such entry or its snapshot has
         been expired.
         """
+        timestamp_ms = epoch_ms(timestamp_ms, "timestamp_ms")
         found: SnapshotLogEntry | None = None
         for e in self.snapshot_log:
             if e.timestamp_ms <= timestamp_ms:

@@ -4,7 +4,8 @@ The data files the picked snapshot added (the ``ADDED`` entries of the data mani
 are added again by a :class:`~icefloe.table.producer.SnapshotProducer` on ``main``: new
 manifests with the new snapshot's id and sequence number (so deletes committed to ``main``
 before the pick do not apply to the picked rows), row ids assigned afresh in v3, and the summary
-property ``source-snapshot-id``. The producer rebuilds on a newer ``main`` when the commit loses
+properties ``source-snapshot-id`` and (for a snapshot staged with a ``wap.id``)
+``published-wap-id``. The producer rebuilds on a newer ``main`` when the commit loses
 a race; the duplicate-pick check runs again then.
 """
 
@@ -23,16 +24,21 @@ from icefloe.scan.manifests import manifest_list_of, read_entries
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
 
-__all__ = ["cherry_pick_snapshot"]
+__all__ = ["PUBLISHED_WAP_ID", "SOURCE_SNAPSHOT_ID", "WAP_ID", "cherry_pick_snapshot"]
 
+#: Summary property of a snapshot made by cherry-picking another one.
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"
+#: Summary property of a snapshot staged by a write-audit-publish job (Spark's ``spark.wap.id``).
+WAP_ID = "wap.id"
+#: Summary property of the snapshot that published a staged one by cherry-picking it.
+PUBLISHED_WAP_ID = "published-wap-id"
 ADDED = 1
 
 
 def cherry_pick_snapshot(
     tx: Transaction,
     snapshot: Snapshot,
-    check: Callable[[TableMetadata, int], None],
+    check: Callable[[TableMetadata, Snapshot], None],
 ) -> None:
     """Add ``snapshot``'s added data files to ``main`` in a new snapshot of ``tx``."""
     from icefloe.table.producer import SnapshotProducer
@@ -65,16 +71,15 @@ def cherry_pick_snapshot(
 
     def revalidate(meta: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
         try:
-            check(meta, snapshot.snapshot_id)
+            check(meta, snapshot)
         except ValidationError as e:
             raise CommitConflictError(str(e)) from e
 
-    producer = SnapshotProducer(
-        tx,
-        branch=MAIN_BRANCH,
-        snapshot_properties={SOURCE_SNAPSHOT_ID: str(snapshot.snapshot_id)},
-        fast_append=True,
-    )
+    props = {SOURCE_SNAPSHOT_ID: str(snapshot.snapshot_id)}
+    wap_id = snapshot.summary.get(WAP_ID) if snapshot.summary else None
+    if wap_id is not None:
+        props[PUBLISHED_WAP_ID] = wap_id
+    producer = SnapshotProducer(tx, branch=MAIN_BRANCH, snapshot_properties=props, fast_append=True)
     producer.add_data_files(files)
     producer.validate(revalidate)
     producer.commit()

@@ -24,6 +24,7 @@ With ``dry_run`` nothing is committed or deleted and the result lists what would
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from icefloe.progress import ProgressArg
 from icefloe.properties import TableProperties, gc_enabled, int_property
 from icefloe.scan.manifests import manifest_lists, read_entries, unique_manifests
 from icefloe.table._remove_files import delete_all
+from icefloe.values import epoch_ms
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table
@@ -104,8 +106,10 @@ def retained_snapshots(
     retain_last: int | None = None,
 ) -> tuple[set[int], list[str]]:
     """The snapshot ids the retention policy keeps, and the refs it removes (steps 1-4)."""
-    if retain_last is not None and retain_last < 1:
-        raise ValidationError(f"retain_last must be at least 1, got {retain_last}")
+    if retain_last is not None and (
+        isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1
+    ):
+        raise ValidationError(f"retain_last must be an integer of at least 1, got {retain_last!r}")
     max_age = _prop(meta, MAX_SNAPSHOT_AGE_MS) or DEFAULT_MAX_SNAPSHOT_AGE_MS
     default_older_than = now_ms - max_age if older_than_ms is None else older_than_ms
     default_min = retain_last or _prop(meta, MIN_SNAPSHOTS_TO_KEEP) or DEFAULT_MIN_SNAPSHOTS_TO_KEEP
@@ -178,7 +182,7 @@ def _plan(
 def expire_snapshots(
     table: Table,
     *,
-    older_than_ms: int | None = None,
+    older_than_ms: int | datetime.datetime | None = None,
     retain_last: int | None = None,
     snapshot_ids: Iterable[int] | None = None,
     delete_files: bool = True,
@@ -189,7 +193,7 @@ def expire_snapshots(
 ) -> ExpireResult:
     """Expire ``table``'s snapshots (see the module docstring) and return what was removed.
 
-    ``older_than_ms`` replaces the table-wide age limit (a timestamp in ms), ``retain_last``
+    ``older_than_ms`` replaces the table-wide age limit (epoch ms or a datetime), ``retain_last``
     the table-wide minimum number of snapshots per branch; ``snapshot_ids`` are expired
     explicitly. ``delete_files=False`` only changes metadata; a table with ``gc.enabled=false``
     refuses anything else (``ValidationError``). A concurrent change to a ref (a new tag of an
@@ -202,6 +206,8 @@ def expire_snapshots(
             "cannot expire snapshots and delete their files: gc.enabled is false (the files may "
             "be shared with other tables); delete_files=False only removes the snapshots"
         )
+    if older_than_ms is not None:
+        older_than_ms = epoch_ms(older_than_ms, "older_than_ms")
     explicit = set(snapshot_ids or ())
     for attempt in range(CONFLICT_RETRIES + 1):
         base = table.metadata

@@ -4,7 +4,8 @@
 replace, rename and remove branches and tags (with their retention settings, spec "Snapshot
 References"), fast-forward a branch, roll ``main`` back to an ancestor (by id or by time), set the
 current snapshot to any snapshot, and
-cherry-pick an ``append`` snapshot onto ``main``.
+cherry-pick a snapshot onto ``main`` (write-audit-publish: a snapshot staged with a ``wap.id``
+is published once; picking it records ``published-wap-id``).
 
 Each call is applied to the transaction at once, so later calls see earlier ones; the commit
 asserts that every ref touched still points where it did when the change started (a concurrent
@@ -13,6 +14,7 @@ move of one of them is a :class:`~icefloe.exceptions.CommitConflictError`).
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING
 
 from icefloe.exceptions import ValidationError
@@ -24,17 +26,17 @@ from icefloe.metadata import (
     SetSnapshotRef,
     Snapshot,
     SnapshotRef,
+    Summary,
     TableMetadata,
 )
+from icefloe.table.cherry_pick import PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, WAP_ID
 from icefloe.table.pending import PendingUpdate
+from icefloe.values import epoch_ms
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
 
 __all__ = ["SOURCE_SNAPSHOT_ID", "ManageSnapshots"]
-
-#: Summary property of a snapshot made by cherry-picking another one.
-SOURCE_SNAPSHOT_ID = "source-snapshot-id"
 
 _BRANCH = "branch"
 _TAG = "tag"
@@ -57,6 +59,8 @@ class ManageSnapshots(PendingUpdate):
     # ------------------------------------------------------------------ helpers
 
     def _snapshot(self, snapshot_id: int) -> Snapshot:
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+            raise ValidationError(f"a snapshot id is an integer, got {snapshot_id!r}")
         s = self._tx.metadata.snapshot_by_id(snapshot_id)
         if s is None:
             raise ValidationError(f"cannot find snapshot {snapshot_id} in table {self._tx.table}")
@@ -74,6 +78,8 @@ class ManageSnapshots(PendingUpdate):
         self._tx.apply([], [AssertRefSnapshotId(name, base.snapshot_id if base else None)])
 
     def _set(self, name: str, ref: SnapshotRef) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError(f"a ref name is a non-empty string, got {name!r}")
         self._assert_ref(name)
         self._tx.apply(
             [
@@ -181,11 +187,16 @@ class ManageSnapshots(PendingUpdate):
         return self
 
     def fast_forward(self, branch: str, to: str) -> ManageSnapshots:
-        """Move ``branch`` to the snapshot of ref ``to``; ``branch`` must be its ancestor."""
-        ref = self._existing(branch, _BRANCH)
+        """Move ``branch`` to the snapshot of ref ``to``; ``branch`` must be its ancestor.
+        A branch that does not exist yet (``main`` of a table whose first rows were written
+        to another branch) is created there, as Java does."""
         target = self._ref(to)
         if target is None:
             raise ValidationError(f"cannot fast-forward {branch!r}: ref {to!r} does not exist")
+        if self._ref(branch) is None:
+            self._set(branch, SnapshotRef(target.snapshot_id, _BRANCH))
+            return self
+        ref = self._existing(branch, _BRANCH)
         ancestors = {s.snapshot_id for s in self._tx.metadata.ancestors_of(target.snapshot_id)}
         if ref.snapshot_id not in ancestors:
             raise ValidationError(
@@ -265,8 +276,10 @@ class ManageSnapshots(PendingUpdate):
         self._set_main(snapshot_id)
         return self
 
-    def rollback_to_time(self, timestamp_ms: int) -> ManageSnapshots:
-        """Roll ``main`` back to its latest ancestor made strictly before ``timestamp_ms``."""
+    def rollback_to_time(self, timestamp_ms: int | datetime.datetime) -> ManageSnapshots:
+        """Roll ``main`` back to its latest ancestor made strictly before ``timestamp_ms``
+        (epoch ms or a datetime, naive ones being UTC)."""
+        timestamp_ms = epoch_ms(timestamp_ms, "timestamp_ms")
         current = self._tx.metadata.current_snapshot()
         chain = self._tx.metadata.ancestors_of(current.snapshot_id) if current else []
         older = [s for s in chain if s.timestamp_ms < timestamp_ms]
@@ -278,26 +291,28 @@ class ManageSnapshots(PendingUpdate):
         return self
 
     def cherry_pick(self, snapshot_id: int) -> ManageSnapshots:
-        """Apply the changes of an ``append`` snapshot (e.g. one staged on a branch or left
-        unreferenced) to ``main``.
+        """Apply the changes of a snapshot (e.g. one staged on a branch, or left unreferenced
+        by a write-audit-publish job) to ``main``.
 
-        When the snapshot's parent is ``main``'s current snapshot, ``main`` simply moves to it;
-        otherwise a new ``append`` snapshot adds the same data files on top of ``main`` (its
-        summary records ``source-snapshot-id``; in v3 the rows get new row ids). Picking a
-        snapshot that is already in ``main``'s history, or was picked before, is refused; that
+        When the snapshot's parent is ``main``'s current snapshot, ``main`` simply moves to it
+        (any operation); otherwise only an ``append`` can be picked: a new ``append`` snapshot
+        adds the same data files on top of ``main`` (its summary records
+        ``source-snapshot-id``, and ``published-wap-id`` when the picked one has a ``wap.id``;
+        in v3 the rows get new row ids). Picking a snapshot that is already in ``main``'s
+        history, was picked before, or whose ``wap.id`` ``main`` already has, is refused; that
         check is repeated when the commit is retried on a newer ``main``.
         """
         s = self._snapshot(snapshot_id)
+        _check_not_picked(self._tx.metadata, s)
+        current = self._tx.metadata.current_snapshot()
+        if s.parent_snapshot_id == (current.snapshot_id if current else None):
+            self._set_main(snapshot_id)  # any operation: main simply moves to it
+            return self
         if s.operation != Operation.APPEND:
             raise ValidationError(
                 f"cannot cherry-pick snapshot {snapshot_id}: only append snapshots can be "
-                f"cherry-picked, it is {s.operation!r}"
+                f"cherry-picked onto a newer main, it is {s.operation!r}"
             )
-        _check_not_picked(self._tx.metadata, snapshot_id)
-        current = self._tx.metadata.current_snapshot()
-        if s.parent_snapshot_id == (current.snapshot_id if current else None):
-            self._set_main(snapshot_id)
-            return self
         from icefloe.table.cherry_pick import cherry_pick_snapshot
 
         cherry_pick_snapshot(self._tx, s, _check_not_picked)
@@ -324,13 +339,23 @@ def _with_snapshot(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:
     )
 
 
-def _check_not_picked(meta: TableMetadata, snapshot_id: int) -> None:
-    """Refuse a cherry-pick of a snapshot that ``main`` already has, directly or picked."""
+def _check_not_picked(meta: TableMetadata, snapshot: Snapshot) -> None:
+    """Refuse a cherry-pick of a snapshot that ``main`` already has, directly or picked, or
+    whose write-audit-publish id (``wap.id``) ``main`` already staged or published (a retried
+    job staging the same changes twice), as Java's check does."""
+    snapshot_id = snapshot.snapshot_id
+    wap_id = snapshot.summary.get(WAP_ID) if snapshot.summary else None
     current = meta.current_snapshot()
     for anc in meta.ancestors_of(current.snapshot_id) if current else []:
-        picked = anc.summary.get(SOURCE_SNAPSHOT_ID) if anc.summary else None
+        summary = anc.summary or Summary(None)
+        picked = summary.get(SOURCE_SNAPSHOT_ID)
         if anc.snapshot_id == snapshot_id or picked == str(snapshot_id):
             raise ValidationError(
                 f"cannot cherry-pick snapshot {snapshot_id}: it is already in main's history"
                 + (f" (picked as {anc.snapshot_id})" if picked else "")
+            )
+        if wap_id is not None and wap_id in (summary.get(WAP_ID), summary.get(PUBLISHED_WAP_ID)):
+            raise ValidationError(
+                f"cannot cherry-pick snapshot {snapshot_id}: its wap.id {wap_id!r} was already "
+                f"published to main (snapshot {anc.snapshot_id})"
             )

@@ -53,6 +53,7 @@ from icefloe.scan.metrics import ScanReport, plan_result_counts
 from icefloe.scan.planner import Plan, PlannedBatch, plan
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.schema import Schema
+from icefloe.values import epoch_ms
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,16 +75,7 @@ def _as_filter(expr: str | BooleanExpression) -> BooleanExpression:
 
 
 def _epoch_ms(as_of: dt.datetime | int) -> int:
-    if isinstance(as_of, bool):
-        raise ValidationError(f"as_of must be a datetime or epoch milliseconds, got {as_of!r}")
-    if isinstance(as_of, int):
-        return as_of
-    if isinstance(as_of, dt.datetime):
-        if as_of.tzinfo is None:
-            as_of = as_of.replace(tzinfo=dt.timezone.utc)  # naive times are UTC
-        delta = as_of - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-        return delta // dt.timedelta(milliseconds=1)
-    raise ValidationError(f"as_of must be a datetime or epoch milliseconds, got {as_of!r}")
+    return epoch_ms(as_of, "as_of")
 
 
 class TableScan:
@@ -110,6 +102,10 @@ class TableScan:
         ]
         if len(chosen) > 1:
             raise ValidationError(f"choose one of snapshot_id, ref and as_of, got {chosen}")
+        if snapshot_id is not None and (
+            isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)
+        ):
+            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):

@@ -240,7 +240,7 @@ class Table:
     def expire_snapshots(
         self,
         *,
-        older_than_ms: int | None = None,
+        older_than_ms: int | datetime.datetime | None = None,
         retain_last: int | None = None,
         snapshot_ids: Iterable[int] | None = None,
         delete_files: bool = True,
