@@ -92,3 +92,16 @@ def test_a_postgresql_host_that_never_answers_times_out(tmp_path: Path) -> None:
                 **{"connect-timeout": "1"},
             )
         assert time.monotonic() - start < 30
+
+
+def test_an_unreachable_rest_server_is_service_unavailable() -> None:
+    import socket
+
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.exceptions import ServiceUnavailableError
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ServiceUnavailableError):
+        RestCatalog("r", uri=f"http://127.0.0.1:{port}")

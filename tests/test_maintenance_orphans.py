@@ -168,3 +168,43 @@ def test_a_location_outside_the_table_is_refused(tmp_path: Path) -> None:
         )
         assert [p.removeprefix("file://") for p in got] == [str(stray)]
     cat.close()
+
+
+def _sql_table(tmp_path: Path):  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    return cat.create_table("db.t", schema), schema
+
+
+def test_files_only_expired_snapshots_read_are_orphans(tmp_path: Path) -> None:
+    # an expiration that did not delete its files (killed after its commit, or
+    # delete_files=False) leaves them to orphan removal, though the current manifests still
+    # record their removal (DELETED entries)
+    import pyarrow as pa
+
+    t, schema = _sql_table(tmp_path)
+    for i in range(3):
+        t.overwrite(pa.table({"id": [i]}, schema=schema))
+    t.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, delete_files=False)
+    root = tmp_path / "wh" / "db" / "t"
+    assert len(list(root.rglob("*.parquet"))) == 3
+    removed = t.remove_orphan_files(older_than=int(time.time() * 1000) + 1)
+    assert len([r for r in removed if r.endswith(".parquet")]) == 2
+    assert len(list(root.rglob("*.parquet"))) == 1
+    assert t.scan().to_arrow().column("id").to_pylist() == [2]
+
+
+def test_temporary_files_of_killed_writes_are_orphans(tmp_path: Path) -> None:
+    t, _ = _sql_table(tmp_path)
+    meta = tmp_path / "wh" / "db" / "t" / "metadata"
+    leftover = meta / f".00002-x.metadata.json.{'ab' * 16}.tmp"
+    marker = meta / ".keep"  # other hidden files are never a table's
+    for p in (leftover, marker):
+        p.write_bytes(b"x")
+        _age(p, 4)
+    removed = t.remove_orphan_files()
+    assert [r.removeprefix("file://") for r in removed] == [str(leftover)]
+    assert marker.exists()

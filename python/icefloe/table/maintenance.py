@@ -56,6 +56,8 @@ __all__ = [
     "rewrite_data_files",
 ]
 
+#: Manifest entry status of a file removed by the entry's snapshot.
+DELETED = 2
 DEFAULT_ORPHAN_AGE = timedelta(days=3)
 """Files younger than this are kept by default: a concurrent write may not have committed yet."""
 
@@ -75,9 +77,13 @@ def reachable_files(
     metadata_file: str | None,
     *,
     content_files: bool = True,
+    live_only: bool = False,
 ) -> pa.Array:
     """Every location the table's metadata references, as a string array (may repeat);
-    without ``content_files`` the data and delete files of the manifests are left out."""
+    without ``content_files`` the data and delete files of the manifests are left out. With
+    ``live_only`` a manifest's ``DELETED`` entries are left out too: they record a removal,
+    and once the snapshots that still read the file are expired nothing does (as Java's
+    orphan removal reads manifests)."""
     chunks: list[pa.Array] = []
     named: list[str] = []
     if metadata_file:
@@ -95,7 +101,9 @@ def reachable_files(
     # Manifests are decoded in parallel in Rust, 64 at a time to bound memory.
     for i in range(0, len(manifests), 64):
         group = manifests[i : i + 64]
-        for batch in read_manifests(fetch(io, group)):
+        for batch in read_manifests(fetch(io, group), columns=("status", "file_path")):
+            if live_only:
+                batch = batch.filter(pc.not_equal(batch.column("status"), DELETED))
             chunks.append(batch.column("file_path").cast(pa.string()))
     return pa.concat_arrays(chunks)
 
@@ -209,12 +217,17 @@ def remove_orphan_files(
         metadata, metadata_file = refresh()
     paths = pa.array(list(listed), pa.string())
     modified = pa.array(list(listed.values()), pa.int64())
-    reachable = pc.unique(comparable_locations(reachable_files(io, metadata, metadata_file)))
+    reachable = pc.unique(
+        comparable_locations(reachable_files(io, metadata, metadata_file, live_only=True))
+    )
     unreached = pc.invert(pc.is_in(comparable_locations(paths), value_set=reachable))
     mask = pc.and_(unreached, pc.fill_null(pc.less(modified, threshold), False))
-    # hidden files (``.name``: a catalog's namespace marker, a write's temporary file) are
-    # never a table's, as in the reference's hidden-path filter
-    mask = pc.and_(mask, pc.invert(pc.match_substring_regex(paths, r"/\.[^/]*$")))
+    # hidden files (``.name``: a catalog's namespace marker) are never a table's, as in the
+    # reference's hidden-path filter, except the temporary files of writes that never ended
+    # (a process killed before it renamed ``.<name>.<32 hex digits>.tmp`` into place)
+    hidden = pc.match_substring_regex(paths, r"/\.[^/]*$")
+    leftover = pc.match_substring_regex(paths, r"/\.[^/]+\.[0-9a-f]{32}\.tmp$")
+    mask = pc.and_(mask, pc.or_(pc.invert(hidden), leftover))
     for root in _other_table_roots(paths.filter(unreached), own_meta):
         mask = pc.and_(mask, pc.invert(pc.starts_with(paths, f"{root}/")))
     orphans = sorted(paths.filter(mask).to_pylist())

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.exceptions import ServiceUnavailableError, ValidationError
 from icefloe.properties import parse_url
 
 __all__ = ["HttpResponse", "HttpSession", "TransportError"]
@@ -34,8 +34,9 @@ log = logging.getLogger("icefloe.catalog.rest")
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 
 
-class TransportError(IcebergError):
-    """The request could not be completed: timeout, refused or broken connection.
+class TransportError(ServiceUnavailableError):
+    """The request could not be completed: timeout, refused or broken connection (the
+    service is unavailable, as an unreachable database is for the SQL catalog).
 
     ``maybe_sent`` is true when the server may have received (and acted on) the request.
     """
