@@ -16,7 +16,7 @@ import pytest
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.name_mapping import create_mapping
 from icefloe.types import DoubleType
-from support.write_util import catalog, pyiceberg_read
+from support.write_util import catalog, pyiceberg_read, set_properties_elsewhere
 
 MAPPING = "schema.name-mapping.default"
 
@@ -93,7 +93,10 @@ def test_damaged_files_and_a_bad_mapping_are_typed_errors(tmp_path: Path) -> Non
             t.add_files([str(tmp_path / name)])
     pq.write_table(pa.table({"id": [1]}), tmp_path / "ok.parquet")
     t.add_files([str(tmp_path / "ok.parquet")])
-    t.set_properties({MAPPING: "[{not json"})
+    with pytest.raises(ValidationError, match="not a name mapping"):
+        t.set_properties({MAPPING: "[{not json"})  # refused when set here
+    set_properties_elsewhere(tmp_path, "ns.t", {MAPPING: "[{not json"})  # another engine stores it
+    t.refresh()
     with pytest.raises(ValidationError, match="not a name mapping"):
         t.add_files([str(tmp_path / "ok.parquet")])
     with pytest.raises(ValidationError, match="not a name mapping"):

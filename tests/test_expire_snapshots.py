@@ -167,7 +167,7 @@ def test_retention_rejects_bad_settings() -> None:
     m = _meta(CHAIN, {"main": SnapshotRef(4)}, {"history.expire.min-snapshots-to-keep": "x"})
     with pytest.raises(ValidationError, match=r"min-snapshots-to-keep='x' is invalid"):
         retained_snapshots(m, NOW)
-    with pytest.raises(ValidationError, match="retain_last must be at least 1"):
+    with pytest.raises(ValidationError, match="retain_last must be an integer of at least 1"):
         retained_snapshots(_meta(CHAIN, {"main": SnapshotRef(4)}), NOW, retain_last=0)
 
 

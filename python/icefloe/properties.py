@@ -16,11 +16,12 @@ strict: a data commit refuses with the error instead of writing files the table 
 from __future__ import annotations
 
 import math
+import operator
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import SupportsIndex, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
 from icefloe.exceptions import ValidationError
@@ -32,6 +33,7 @@ __all__ = [
     "MANIFEST_CODECS",
     "ORC_CODECS",
     "PARQUET_CODECS",
+    "PARQUET_CODEC_LEVELS",
     "RESERVED_PROPERTIES",
     "InvalidPropertyWarning",
     "TableProperties",
@@ -39,8 +41,10 @@ __all__ = [
     "enum_property",
     "gc_enabled",
     "int_property",
+    "parquet_compression_level",
     "parse_bool",
     "parse_enum",
+    "parse_format_version",
     "parse_int",
     "parse_metrics_mode",
     "parse_value",
@@ -78,6 +82,8 @@ class TableProperties:
 
     METADATA_PATH = "write.metadata.path"
     DATA_PATH = "write.data.path"
+    OBJECT_STORE_ENABLED = "write.object-storage.enabled"
+    OBJECT_STORE_PARTITIONED_PATHS = "write.object-storage.partitioned-paths"
     OBJECT_STORAGE_PATH = "write.object-storage.path"
     FOLDER_STORAGE_PATH = "write.folder-storage.path"
     METADATA_COMPRESSION = "write.metadata.compression-codec"
@@ -119,6 +125,9 @@ class TableProperties:
     METRICS_MODE_COLUMN_PREFIX = "write.metadata.metrics.column."
     METRICS_MAX_INFERRED_COLUMN_DEFAULTS = "write.metadata.metrics.max-inferred-column-defaults"
     METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT = 100
+
+    SUMMARY_PARTITION_LIMIT = "write.summary.partition-limit"
+    SUMMARY_PARTITION_LIMIT_DEFAULT = 0
 
     DELETE_MODE = "write.delete.mode"
     UPDATE_MODE = "write.update.mode"
@@ -181,24 +190,40 @@ ORC_CODECS = {
     "lz4": "lz4",
     "none": "uncompressed",
 }
+#: The compression levels of the Parquet codecs that take one (zstd's and brotli's own ranges,
+#: zlib's for gzip). The others (snappy, lz4, uncompressed) are written without a level: Java
+#: ignores one set for them.
+PARQUET_CODEC_LEVELS = {"zstd": (-131072, 22), "gzip": (-1, 9), "brotli": (0, 11)}
 #: Avro codec names (Iceberg's, lower case) for data files.
 AVRO_CODECS = ("gzip", "zstd", "snappy", "uncompressed")
 #: Avro codec names the manifest writer accepts.
 MANIFEST_CODECS = ("gzip", "deflate", "zstd", "zstandard", "snappy", "uncompressed", "none", "null")
 _METRICS = re.compile(r"(none|counts|full|truncate\((\d+)\))")
+#: Java's ``Integer`` and ``Long`` limits: a property Java reads with ``Integer.parseInt`` or
+#: ``Long.parseLong`` must fit them (and the writers icefloe hands the value to).
+INT_MIN, INT_MAX, LONG_MAX = -(2**31), 2**31 - 1, 2**63 - 1
 
 
 @dataclass(frozen=True)
 class _Kind:
-    """A property's value type: ``int`` (with a minimum), ``bool``, ``enum`` or ``metrics``."""
+    """A property's value type: ``int`` (with a minimum and maximum), ``bool``, ``enum`` or
+    ``metrics`` (``schema.name-mapping.default`` is checked by
+    :func:`icefloe.metadata.property_checks.check_properties`, which knows name mappings)."""
 
     kind: str
     minimum: int | None = None
     choices: tuple[str, ...] = ()
+    maximum: int | None = None
 
 
-def _int(minimum: int | None = 0) -> _Kind:
-    return _Kind("int", minimum)
+def _int(minimum: int = 0) -> _Kind:
+    """A property Java reads as an ``int``."""
+    return _Kind("int", minimum, maximum=INT_MAX)
+
+
+def _long(minimum: int = 0) -> _Kind:
+    """A property Java reads as a ``long``."""
+    return _Kind("int", minimum, maximum=LONG_MAX)
 
 
 def _enum(*choices: str) -> _Kind:
@@ -207,7 +232,7 @@ def _enum(*choices: str) -> _Kind:
 
 _BOOL = _Kind("bool")
 _METRICS_KIND = _Kind("metrics")
-_ANY_INT = _int(None)
+_ANY_INT = _int(INT_MIN)
 
 #: The value type of every property icefloe reads (a property not listed is stored as given).
 KNOWN: dict[str, _Kind] = {
@@ -217,16 +242,18 @@ KNOWN: dict[str, _Kind] = {
     _T.COMMIT_TOTAL_RETRY_TIME_MS: _int(0),
     _T.MANIFEST_MERGE_ENABLED: _BOOL,
     _T.MANIFEST_MIN_MERGE_COUNT: _int(0),
-    _T.MANIFEST_TARGET_SIZE_BYTES: _int(1),
+    _T.MANIFEST_TARGET_SIZE_BYTES: _long(1),
     _T.MANIFEST_COMPRESSION: _enum(*MANIFEST_CODECS),
     _T.MANIFEST_COMPRESSION_LEVEL: _ANY_INT,
     _T.METADATA_COMPRESSION: _enum("none", "gzip"),
     _T.METADATA_PREVIOUS_VERSIONS_MAX: _ANY_INT,  # below 1 means 1, as in the reference
     _T.METADATA_DELETE_AFTER_COMMIT_ENABLED: _BOOL,
     _T.GC_ENABLED: _BOOL,
-    _T.TARGET_FILE_SIZE_BYTES: _int(1),
+    _T.OBJECT_STORE_ENABLED: _BOOL,
+    _T.OBJECT_STORE_PARTITIONED_PATHS: _BOOL,
+    _T.TARGET_FILE_SIZE_BYTES: _long(1),
     _T.PARQUET_ROW_GROUP_SIZE_BYTES: _int(1),
-    _T.PARQUET_ROW_GROUP_LIMIT: _int(1),
+    _T.PARQUET_ROW_GROUP_LIMIT: _long(1),  # PyIceberg's (a Python int), not Java's
     _T.PARQUET_PAGE_SIZE_BYTES: _int(1),
     _T.PARQUET_DICT_SIZE_BYTES: _int(1),
     _T.PARQUET_COMPRESSION: _enum(*PARQUET_CODECS),
@@ -235,23 +262,24 @@ KNOWN: dict[str, _Kind] = {
     _T.PARQUET_BLOOM_FILTER_MAX_BYTES: _int(1),
     _T.DEFAULT_FILE_FORMAT: _enum("parquet", "orc", "avro"),
     _T.ORC_COMPRESSION: _enum(*ORC_CODECS),
-    _T.ORC_STRIPE_SIZE_BYTES: _int(1),
+    _T.ORC_STRIPE_SIZE_BYTES: _long(1),
     _T.AVRO_COMPRESSION: _enum(*AVRO_CODECS),
     _T.AVRO_COMPRESSION_LEVEL: _ANY_INT,
     _T.METRICS_MODE_DEFAULT: _METRICS_KIND,
     _T.METRICS_MAX_INFERRED_COLUMN_DEFAULTS: _int(0),
+    _T.SUMMARY_PARTITION_LIMIT: _int(0),
     _T.DELETE_MODE: _enum(*_WRITE_MODES),
     _T.UPDATE_MODE: _enum(*_WRITE_MODES),
     _T.MERGE_MODE: _enum(*_WRITE_MODES),
     _T.UPSERT_MODE: _enum("equality", *_WRITE_MODES),
     _T.DELETE_GRANULARITY: _enum("file", "partition"),
     _T.DELETE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
-    _T.MAX_SNAPSHOT_AGE_MS: _int(1),
+    _T.MAX_SNAPSHOT_AGE_MS: _long(1),
     _T.MIN_SNAPSHOTS_TO_KEEP: _int(1),
-    _T.MAX_REF_AGE_MS: _int(1),
-    _T.SPLIT_SIZE: _int(1),
+    _T.MAX_REF_AGE_MS: _long(1),
+    _T.SPLIT_SIZE: _long(1),
     _T.SCAN_THREADS: _int(0),
-    _T.MANIFEST_CACHE_MAX_BYTES: _int(0),
+    _T.MANIFEST_CACHE_MAX_BYTES: _long(0),
 }
 #: Families of per-column properties (``<prefix><column name>``).
 KNOWN_PREFIXES: dict[str, _Kind] = {
@@ -274,16 +302,35 @@ def _invalid(key: str, raw: object, reason: str, what: str) -> ValidationError:
 
 
 def parse_int(
-    key: str, raw: str | int, minimum: int | None = 0, what: str = "table property"
+    key: str,
+    raw: str | int,
+    minimum: int | None = 0,
+    what: str = "table property",
+    maximum: int | None = None,
 ) -> int:
-    """``raw`` as an integer of at least ``minimum`` (a decimal, as Java's ``Integer.parseInt``)."""
+    """``raw`` as an integer from ``minimum`` to ``maximum`` (a decimal, as Java's
+    ``Integer.parseInt``)."""
     text = str(raw) if isinstance(raw, int) and not isinstance(raw, bool) else raw
     if not isinstance(text, str) or not re.fullmatch(r"[+-]?[0-9]+", text):
         raise _invalid(key, raw, "must be an integer", what)
     value = int(text)
     if minimum is not None and value < minimum:
         raise _invalid(key, raw, f"must be at least {minimum}", what)
+    if maximum is not None and value > maximum:
+        raise _invalid(key, raw, f"must be at most {maximum}", what)
     return value
+
+
+def parse_format_version(raw: object) -> int:
+    """A table format version as an ``int``: an integer (a NumPy one too) or its decimal string
+    (the ``format-version`` property). A bool, a float (even ``2.0``) or anything else is a
+    :class:`ValidationError`; the caller checks the version's range."""
+    key = TableProperties.FORMAT_VERSION
+    if isinstance(raw, str):
+        return parse_int(key, raw, minimum=None, what="table")
+    if isinstance(raw, bool) or not isinstance(raw, SupportsIndex):
+        raise _invalid(key, raw, "must be an integer", "table")
+    return operator.index(raw)
 
 
 def parse_bool(key: str, raw: str, what: str = "table property") -> bool:
@@ -345,9 +392,31 @@ def parse_metrics_mode(key: str, raw: str, what: str = "table property") -> tupl
     if m.group(2) is None:
         return m.group(1), 0
     n = int(m.group(2))
-    if n <= 0:
-        raise _invalid(key, raw, "the truncate length must be positive", what)
+    if not 0 < n <= INT_MAX:
+        raise _invalid(key, raw, f"the truncate length must be from 1 to {INT_MAX}", what)
     return "truncate", n
+
+
+def parquet_compression_level(props: Mapping[str, str]) -> int | None:
+    """The level Parquet files are compressed with: ``write.parquet.compression-level`` for a
+    codec that takes one (:data:`PARQUET_CODEC_LEVELS`), else None, as Java ignores the level
+    of snappy, lz4 and uncompressed. A level outside the codec's range is a
+    :class:`ValidationError`."""
+    codec = enum_property(props, _T.PARQUET_COMPRESSION, _T.PARQUET_COMPRESSION_DEFAULT)
+    raw = props.get(_T.PARQUET_COMPRESSION_LEVEL, "")
+    limits = PARQUET_CODEC_LEVELS.get(codec)
+    if raw == "" or limits is None:
+        return None
+    low, high = limits
+    level = int_property(props, _T.PARQUET_COMPRESSION_LEVEL, 0)
+    if not low <= level <= high:
+        raise _invalid(
+            _T.PARQUET_COMPRESSION_LEVEL,
+            raw,
+            f"{codec} takes a level from {low} to {high}",
+            "table property",
+        )
+    return level
 
 
 def parse_value(key: str, raw: str, what: str = "table property") -> object:
@@ -357,7 +426,7 @@ def parse_value(key: str, raw: str, what: str = "table property") -> object:
     if kind is None:
         return raw
     if kind.kind == "int":
-        return parse_int(key, raw, kind.minimum, what)
+        return parse_int(key, raw, kind.minimum, what, kind.maximum)
     if kind.kind == "bool":
         return parse_bool(key, raw, what)
     if kind.kind == "enum":
@@ -365,11 +434,16 @@ def parse_value(key: str, raw: str, what: str = "table property") -> object:
     return parse_metrics_mode(key, raw, what)
 
 
-def validate_properties(updates: Mapping[str, object]) -> None:
+def validate_properties(
+    updates: Mapping[str, object], current: Mapping[str, str] | None = None
+) -> None:
     """Refuses property values that icefloe would not honour, before they are stored.
 
     Values must be strings; reserved properties (``format-version`` and the state ones) are not
-    stored properties; known properties must parse (see :data:`KNOWN`)."""
+    stored properties; known properties must parse (see :data:`KNOWN`). ``current`` are the
+    table's properties before the update: the Parquet compression level must suit the codec
+    of both together. (Tables check more: see
+    :func:`icefloe.metadata.property_checks.check_properties`.)"""
     for key, value in updates.items():
         if not isinstance(key, str) or not key:
             raise ValidationError(f"a table property name must be a non-empty string: {key!r}")
@@ -386,6 +460,9 @@ def validate_properties(updates: Mapping[str, object]) -> None:
                 "cannot be set"
             )
         parse_value(key, value)
+    if _T.PARQUET_COMPRESSION in updates or _T.PARQUET_COMPRESSION_LEVEL in updates:
+        values = {key: str(value) for key, value in updates.items()}  # strings: checked above
+        parquet_compression_level({**(current or {}), **values})
 
 
 def _read(
@@ -413,12 +490,13 @@ def int_property(
     what: str = "table property",
 ) -> int:
     """Integer property ``key``, ``default`` when unset; ``minimum`` defaults to the known
-    property's (else none). ``lenient`` warns and returns ``default`` when malformed."""
-    if minimum is None:
-        kind = KNOWN.get(key)
-        minimum = kind.minimum if kind is not None else None
-    low = minimum
-    value = _read(props, key, lenient, lambda raw: parse_int(key, raw, low, what))
+    property's (else none), the maximum is the known property's (Java's ``int`` or ``long``
+    limit). ``lenient`` warns and returns ``default`` when malformed."""
+    kind = KNOWN.get(key)
+    if minimum is None and kind is not None:
+        minimum = kind.minimum
+    low, high = minimum, kind.maximum if kind is not None else None
+    value = _read(props, key, lenient, lambda raw: parse_int(key, raw, low, what, high))
     return default if value is None else value
 
 

@@ -37,6 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from icefloe.exceptions import CommitFailedError, UnsupportedFeatureError, ValidationError
+from icefloe.metadata.property_checks import check_properties
 from icefloe.metadata.snapshots import (
     MAIN_BRANCH,
     EncryptedKey,
@@ -75,7 +76,7 @@ from icefloe.metadata.updates import (
     UpgradeFormatVersion,
 )
 from icefloe.partitioning import PartitionSpec
-from icefloe.properties import TableProperties, int_property, validate_properties
+from icefloe.properties import TableProperties, int_property
 from icefloe.schema import Schema
 from icefloe.schema_rules import validate_schema
 from icefloe.sorting import SortOrder
@@ -396,7 +397,8 @@ class _Builder:
             self.changed = True
 
     def _set_properties(self, u: SetProperties) -> None:
-        validate_properties(u.updates)
+        schema = next((s for s in self.schemas if s.schema_id == self.current_schema_id), None)
+        check_properties(u.updates, self.properties, schema)
         if u.updates:
             self.properties.update(u.updates)
             self.changed = True

@@ -7,13 +7,13 @@ import uuid
 from collections.abc import Mapping
 
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.metadata.property_checks import check_properties
 from icefloe.metadata.table_metadata import SUPPORTED_FORMAT_VERSION, TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.properties import (
     RESERVED_PROPERTIES,
     TableProperties,
-    parse_int,
-    validate_properties,
+    parse_format_version,
 )
 from icefloe.schema import Schema
 from icefloe.schema_rules import assign_fresh_ids, validate_schema
@@ -51,22 +51,17 @@ def new_table_metadata(
     name), the sort order becomes order 1 (0 when unsorted) with remapped source ids.
     ``format_version`` defaults to the ``format-version`` property, else 2. Reserved properties
     (:data:`RESERVED_PROPERTIES`) are not stored; the others are validated
-    (:func:`icefloe.properties.validate_properties`).
+    (:func:`icefloe.metadata.property_checks.check_properties`).
     """
     props = dict(properties or {})
-    if format_version is None:
-        raw = props.get(TableProperties.FORMAT_VERSION)
-        format_version = (
-            DEFAULT_FORMAT_VERSION
-            if raw is None
-            else parse_int(TableProperties.FORMAT_VERSION, raw, minimum=None)
-        )
+    raw = props.get(TableProperties.FORMAT_VERSION, DEFAULT_FORMAT_VERSION)
+    format_version = parse_format_version(raw if format_version is None else format_version)
     if format_version > SUPPORTED_FORMAT_VERSION:
         raise UnsupportedFeatureError(f"Unsupported format version: v{format_version}")
     if format_version < 1:
         raise ValidationError(f"format-version must be 1, 2 or 3, got {format_version}")
     stored = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
-    validate_properties(stored)
+    check_properties(stored, schema=schema)
     fresh = assign_fresh_ids(schema, schema_id=0)
     validate_schema(fresh, format_version)
     fields = []

@@ -15,12 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import (
-    CommitConflictError,
-    CommitFailedError,
-    ValidationError,
-    commit_did_not_happen,
-)
+from icefloe.exceptions import CommitConflictError, ValidationError, commit_did_not_happen
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import resolve_table_paths
 from icefloe.metadata import (
@@ -394,9 +389,11 @@ class Transaction:
         return ManageSnapshots(self)
 
     def upgrade_format_version(self, format_version: int) -> Transaction:
-        """Upgrade the format version (2 or 3; never down)."""
+        """Upgrade the format version (2 or 3, an integer; never down)."""
         from icefloe.metadata import UpgradeFormatVersion
+        from icefloe.properties import parse_format_version
 
+        format_version = parse_format_version(format_version)  # 2.0 or True: refused
         if format_version not in (1, 2, 3):
             raise ValidationError(f"unsupported format version {format_version!r}: use 2 or 3")
         if format_version < self.metadata.format_version:
@@ -423,17 +420,14 @@ class Transaction:
             requirements = requirements_for(self._base, self._updates) + self._requirements
             try:
                 self.table._do_commit(requirements, self._updates)
-            except (CommitConflictError, CommitFailedError) as exc:
-                # Another writer moved the table: producers rebuild on the new state. A commit
-                # whose own retries ran out (CommitFailedError) is rebuilt only when it always
-                # applies (appends), which retries until the total timeout.
+            except CommitConflictError:
+                # Another writer moved the table: producers rebuild on the new state.
                 attempt += 1
                 wait = policy.wait_ms(min(attempt, 5) if always else attempt) / 1000.0
                 exhausted = (
                     time.monotonic() + wait > deadline if always else attempt > policy.num_retries
                 )
-                rebuild = always or isinstance(exc, CommitConflictError)
-                if not rebuild or not self._replayable() or exhausted:
+                if not self._replayable() or exhausted:
                     self._abort_producers()
                     raise
                 time.sleep(wait)

@@ -6,7 +6,8 @@ the *current* schema, new columns get fresh ids above ``last-column-id`` (nested
 renumbered), renames and type changes keep ids, and moves reorder fields within one struct. On
 :meth:`UpdateSchema.commit` the new schema is built, checked against every rule of
 :func:`icefloe.evolution.check_schema_evolution` (and :func:`icefloe.schema_rules.validate_schema`)
-and committed as ``add-schema`` + ``set-current-schema``.
+and committed as ``add-schema`` + ``set-current-schema``, with the table's name mapping and
+per-column metrics properties updated for renamed and dropped columns in the same commit.
 """
 
 from __future__ import annotations
@@ -20,8 +21,15 @@ import pyarrow as pa
 from icefloe import values
 from icefloe.evolution import can_promote, check_schema_evolution, promote_default
 from icefloe.exceptions import ValidationError
-from icefloe.metadata import AddSchema, SetCurrentSchema, SetProperties, TableUpdate
+from icefloe.metadata import (
+    AddSchema,
+    RemoveProperties,
+    SetCurrentSchema,
+    SetProperties,
+    TableUpdate,
+)
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping, update_mapping
+from icefloe.properties import TableProperties
 from icefloe.schema import Schema
 from icefloe.table.pending import PendingUpdate
 from icefloe.types import (
@@ -70,6 +78,29 @@ def _mapping_update(properties: Mapping[str, str], schema: Schema) -> list[Table
         return []
     text = update_mapping(mapping, schema).to_json_string()
     return [SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: text})]
+
+
+def _metrics_updates(properties: Mapping[str, str], old: Schema, new: Schema) -> list[TableUpdate]:
+    """The per-column metrics properties (``write.metadata.metrics.column.<name>``) after a
+    schema change, as the reference's ``SchemaUpdate`` moves them in the same commit: the key of
+    a renamed column (or of a column under a renamed struct) takes the new dotted name, the key
+    of a dropped column is removed. Keys naming no column of ``old`` are left alone."""
+    prefix = TableProperties.METRICS_MODE_COLUMN_PREFIX
+    moved: dict[str, str] = {}
+    removed: list[str] = []
+    for key, value in properties.items():
+        field_id = old.find_field_id(key[len(prefix) :]) if key.startswith(prefix) else None
+        if field_id is None:
+            continue
+        name = new.find_column_name(field_id)
+        if name is None:
+            removed.append(key)
+        elif name != old.find_column_name(field_id):
+            moved[prefix + name] = value
+            removed.append(key)
+    removed = [k for k in removed if k not in moved]  # a swap of names sets both keys
+    updates: list[TableUpdate] = [RemoveProperties(tuple(removed))] if removed else []
+    return updates + ([SetProperties(moved)] if moved else [])
 
 
 class UpdateSchema(PendingUpdate):
@@ -535,6 +566,7 @@ class UpdateSchema(PendingUpdate):
                 SetCurrentSchema(-1),
             ]
             updates += _mapping_update(self._tx.metadata.properties, new)
+            updates += _metrics_updates(self._tx.metadata.properties, self._schema, new)
             self._tx.apply(updates)
         if self._autocommit:
             self._tx.commit_transaction()

@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from icefloe.properties import PARQUET_CODECS, TableProperties, enum_property, int_property
+from icefloe.properties import (
+    PARQUET_CODECS,
+    TableProperties,
+    enum_property,
+    int_property,
+    parquet_compression_level,
+)
 
 __all__ = ["ParquetOptions", "target_file_size"]
 
@@ -15,7 +21,10 @@ _T = TableProperties
 
 @dataclass(frozen=True)
 class ParquetOptions:
-    """The Parquet writer settings of a table's ``write.parquet.*`` properties."""
+    """The Parquet writer settings of a table's ``write.parquet.*`` properties.
+
+    ``compression_level`` is None for a codec without levels (snappy, lz4, uncompressed):
+    Java ignores a level set for them, so icefloe writes them without one."""
 
     compression: str = "zstd"
     compression_level: int | None = None
@@ -26,14 +35,12 @@ class ParquetOptions:
 
     @staticmethod
     def from_properties(props: Mapping[str, str]) -> ParquetOptions:
-        """Reads the options, validating codec names and sizes."""
+        """Reads the options, validating codec names, levels and sizes (a
+        :class:`~icefloe.exceptions.ValidationError` when malformed or out of range)."""
         codec = enum_property(props, _T.PARQUET_COMPRESSION, _T.PARQUET_COMPRESSION_DEFAULT)
-        level = None
-        if props.get(_T.PARQUET_COMPRESSION_LEVEL, "") != "":
-            level = int_property(props, _T.PARQUET_COMPRESSION_LEVEL, 0)
         return ParquetOptions(
             compression=PARQUET_CODECS[codec],
-            compression_level=level,
+            compression_level=parquet_compression_level(props),
             row_group_size_bytes=int_property(
                 props, _T.PARQUET_ROW_GROUP_SIZE_BYTES, _T.PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT
             ),

@@ -1,0 +1,322 @@
+"""Table property values are checked when set, so writes never meet a raw error later.
+
+Format versions must be integers, the Parquet compression level must suit the codec (and is
+ignored for codecs without levels, as in Java), integers must fit Java's ``int``/``long``,
+booleans, counts and name mappings are parsed, and per-column metrics properties name columns
+of the schema and follow renames and drops.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import NoSuchTableError, ValidationError
+from icefloe.schema import Schema
+from icefloe.table import Table
+from icefloe.types import LongType, NestedField, StringType, StructType
+from icefloe.write import native_writer
+from icefloe.write.properties import ParquetOptions
+from support.write_util import SCHEMA, catalog, rows
+
+CODEC = "write.parquet.compression-codec"
+LEVEL = "write.parquet.compression-level"
+METRICS = "write.metadata.metrics.column."
+
+
+def _table(tmp_path: Path, **kw: Any) -> tuple[SqlCatalog, Table]:
+    cat = catalog(tmp_path)
+    return cat, cat.create_table("ns.t", SCHEMA, **kw)
+
+
+def _format_version_in_file(table: Table) -> object:
+    with open(table.metadata_location.removeprefix("file://")) as f:
+        return json.load(f)["format-version"]
+
+
+# ---------------------------------------------------------------- format version
+
+
+@pytest.mark.parametrize("version", [2.0, 3.0, True, np.float64(2), "2.0", None])
+def test_upgrade_to_a_non_integer_version_is_refused_before_any_commit(
+    tmp_path: Path, version: Any
+) -> None:
+    cat, t = _table(tmp_path, format_version=1)
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match="format-version"):
+        t.upgrade_format_version(version)
+    again = cat.load_table("ns.t")
+    assert again.metadata_location == before and again.format_version == 1
+
+
+@pytest.mark.parametrize("version", [np.int64(2), np.uint8(3), 2, "3"])
+def test_upgrade_takes_integral_numpy_ints_as_ints(tmp_path: Path, version: Any) -> None:
+    cat, t = _table(tmp_path, format_version=1)
+    t.upgrade_format_version(version)
+    t.append(rows(0, 3))
+    again = cat.load_table("ns.t")
+    assert again.format_version == int(version) and type(again.format_version) is int
+    assert type(_format_version_in_file(again)) is int
+    assert again.scan().count() == 3
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"format_version": 3.0},
+        {"format_version": True},
+        {"format_version": np.float64(2)},
+        {"properties": {"format-version": 2.0}},
+        {"properties": {"format-version": "3.0"}},
+    ],
+)
+def test_create_table_refuses_a_non_integer_format_version(
+    tmp_path: Path, kw: dict[str, Any]
+) -> None:
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match="format-version"):
+        cat.create_table("ns.t", SCHEMA, **kw)
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("ns.t")
+
+
+def test_create_table_takes_a_numpy_int_format_version(tmp_path: Path) -> None:
+    cat, t = _table(tmp_path, format_version=np.int64(3))
+    t.append(rows(0, 3))
+    again = cat.load_table("ns.t")
+    assert again.format_version == 3 and type(_format_version_in_file(again)) is int
+
+
+# ---------------------------------------------------------------- Parquet compression level
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("codec", ["snappy", "lz4", "uncompressed", "none"])
+def test_a_level_is_ignored_for_codecs_without_levels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str, native: bool
+) -> None:
+    monkeypatch.setattr(native_writer, "ENABLED", native)
+    _, t = _table(tmp_path, properties={CODEC: codec, LEVEL: "99"})
+    assert ParquetOptions.from_properties(t.properties).compression_level is None
+    t.append(rows(0, 200))
+    assert t.scan().count() == 200
+
+
+@pytest.mark.parametrize(
+    ("codec", "level"),
+    [
+        ("zstd", "23"),
+        ("zstd", "-131073"),
+        (None, "99"),  # the default codec is zstd
+        ("gzip", "10"),
+        ("gzip", "-2"),
+        ("brotli", "12"),
+        ("brotli", "-1"),
+    ],
+)
+def test_a_level_out_of_the_codec_range_is_refused_when_set(
+    tmp_path: Path, codec: str | None, level: str
+) -> None:
+    props = {LEVEL: level} if codec is None else {CODEC: codec, LEVEL: level}
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match=LEVEL):
+        cat.create_table("ns.t", SCHEMA, properties=props)
+    t = cat.create_table("ns.t", SCHEMA)
+    with pytest.raises(ValidationError, match=LEVEL):
+        t.set_properties(props)  # codec and level in one call
+    if codec is not None:
+        t.set_properties({CODEC: codec})
+        with pytest.raises(ValidationError, match=LEVEL):
+            t.set_properties({LEVEL: level})  # the codec is already the table's
+    assert LEVEL not in cat.load_table("ns.t").properties
+
+
+def test_changing_the_codec_checks_the_level_already_set(tmp_path: Path) -> None:
+    _, t = _table(tmp_path, properties={CODEC: "snappy", LEVEL: "99"})
+    with pytest.raises(ValidationError, match=LEVEL):
+        t.set_properties({CODEC: "zstd"})
+    t.set_properties({CODEC: "brotli", LEVEL: "11"})
+    assert t.properties[CODEC] == "brotli" and t.properties[LEVEL] == "11"
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize(
+    ("codec", "level"),
+    [("zstd", "22"), ("zstd", "-5"), ("zstd", "0"), ("gzip", "9"), ("gzip", "-1"), ("brotli", "0")],
+)
+def test_levels_in_range_write_with_both_writers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str, level: str, native: bool
+) -> None:
+    monkeypatch.setattr(native_writer, "ENABLED", native)
+    _, t = _table(tmp_path, properties={CODEC: codec, LEVEL: level})
+    assert ParquetOptions.from_properties(t.properties).compression_level == int(level)
+    t.append(rows(0, 200))
+    assert t.scan().count() == 200
+
+
+def test_a_bad_level_stored_by_another_engine_fails_writes_with_a_validation_error() -> None:
+    with pytest.raises(ValidationError, match=LEVEL):
+        ParquetOptions.from_properties({CODEC: "gzip", LEVEL: "99"})
+    assert ParquetOptions.from_properties({CODEC: "snappy", LEVEL: "99"}).compression_level is None
+
+
+# ---------------------------------------------------------------- integer ranges
+
+INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("write.parquet.page-size-bytes", str(INT_MAX + 1)),
+        ("write.parquet.dict-size-bytes", str(INT_MAX + 1)),
+        ("write.parquet.row-group-size-bytes", str(INT_MAX + 1)),
+        ("commit.retry.num-retries", str(INT_MAX + 1)),
+        ("write.parquet.row-group-limit", str(LONG_MAX + 1)),
+        ("write.target-file-size-bytes", "99999999999999999999"),
+        ("history.expire.max-snapshot-age-ms", str(LONG_MAX + 1)),
+        ("write.metadata.metrics.default", f"truncate({INT_MAX + 1})"),
+        (METRICS + "s", "truncate(99999999999999999999)"),
+        (LEVEL, str(-(2**31) - 1)),
+    ],
+)
+def test_integers_beyond_java_int_or_long_are_refused(tmp_path: Path, key: str, value: str) -> None:
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match=r"must be|truncate length"):
+        cat.create_table("ns.t", SCHEMA, properties={key: value})
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_largest_accepted_integers_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    monkeypatch.setattr(native_writer, "ENABLED", native)
+    props = {
+        "write.parquet.page-size-bytes": str(INT_MAX),
+        "write.parquet.dict-size-bytes": str(INT_MAX),
+        "write.parquet.row-group-limit": str(LONG_MAX),
+        "write.target-file-size-bytes": str(LONG_MAX),
+        "write.metadata.metrics.default": f"truncate({INT_MAX})",
+    }
+    _, t = _table(tmp_path, properties=props)
+    t.append(rows(0, 200))
+    assert t.scan().count() == 200
+
+
+# ---------------------------------------------------------------- other values
+
+
+@pytest.mark.parametrize(
+    ("key", "bad", "good"),
+    [
+        ("write.object-storage.enabled", "maybe", "TRUE"),
+        ("write.summary.partition-limit", "-1", "0"),
+        ("write.summary.partition-limit", "x", "10"),
+        ("schema.name-mapping.default", "not json", '[{"field-id": 1, "names": ["id"]}]'),
+        ("schema.name-mapping.default", '{"a": 1}', "[]"),
+        ("schema.name-mapping.default", '[{"field-id": "1", "names": ["id"]}]', ""),
+    ],
+)
+def test_values_are_parsed_when_set(tmp_path: Path, key: str, bad: str, good: str) -> None:
+    cat, t = _table(tmp_path)
+    with pytest.raises(ValidationError, match=key):
+        t.set_properties({key: bad})
+    with pytest.raises(ValidationError, match=key):
+        cat.create_table("ns.other", SCHEMA, properties={key: bad})
+    t.set_properties({key: good})
+    assert cat.load_table("ns.t").properties[key] == good
+
+
+# ---------------------------------------------------------------- per-column metrics keys
+
+NESTED = Schema(
+    NestedField(1, "id", LongType(), True),
+    NestedField(2, "s", StringType()),
+    NestedField(3, "st", StructType(NestedField(4, "inner", StringType()))),
+)
+
+
+def _metrics_keys(table: Table) -> dict[str, str]:
+    return {k: v for k, v in table.properties.items() if k.startswith(METRICS)}
+
+
+def test_metrics_for_a_missing_column_are_refused(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match="could not find column 'nosuch'"):
+        cat.create_table("ns.t", NESTED, properties={METRICS + "nosuch": "full"})
+    t = cat.create_table("ns.t", NESTED, properties={METRICS + "st.inner": "full"})
+    with pytest.raises(ValidationError, match="could not find column 'nosuch'"):
+        t.set_properties({METRICS + "nosuch": "full"})
+    with pytest.raises(ValidationError, match="could not find column 'S'"):
+        t.set_properties({METRICS + "S": "full"})  # names are case-sensitive, as in Java
+    with t.transaction() as tx:  # a column added earlier in the same transaction
+        with tx.update_schema() as u:
+            u.add_column("added", StringType())
+        tx.set_properties({METRICS + "added": "counts"})
+    assert _metrics_keys(cat.load_table("ns.t")) == {
+        METRICS + "st.inner": "full",
+        METRICS + "added": "counts",
+    }
+
+
+def test_metrics_keys_follow_renames_in_the_schema_commit(tmp_path: Path) -> None:
+    props = {
+        "write.metadata.metrics.default": "none",
+        METRICS + "s": "full",
+        METRICS + "st.inner": "counts",
+        METRICS + "id": "truncate(4)",
+    }
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", NESTED, properties=props)
+    versions = len(t.metadata.metadata_log)
+    with t.update_schema() as u:
+        u.rename_column("s", "s2")
+        u.rename_column("st", "st2")
+    again = cat.load_table("ns.t")
+    assert len(again.metadata.metadata_log) == versions + 1  # one commit
+    assert _metrics_keys(again) == {
+        METRICS + "s2": "full",
+        METRICS + "st2.inner": "counts",
+        METRICS + "id": "truncate(4)",
+    }
+    arrow = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("s2", pa.string()),
+            pa.field("st2", pa.struct([pa.field("inner", pa.string())])),
+        ]
+    )
+    again.append(pa.table({"id": [1], "s2": ["x"], "st2": [{"inner": "y"}]}, schema=arrow))
+    (bounds,) = again.inspect.files().column("lower_bounds").to_pylist()
+    assert dict(bounds)[2] == b"x"  # s2 keeps its full metrics
+
+
+def test_metrics_keys_of_swapped_names_are_swapped(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    props = {METRICS + "s": "full", METRICS + "id": "counts"}
+    t = cat.create_table("ns.t", NESTED, properties=props)
+    with t.update_schema() as u:
+        u.rename_column("s", "tmp")
+    with t.update_schema() as u:
+        u.rename_column("id", "s")
+        u.rename_column("tmp", "id")
+    assert _metrics_keys(cat.load_table("ns.t")) == {
+        METRICS + "id": "full",
+        METRICS + "s": "counts",
+    }
+
+
+def test_metrics_keys_of_dropped_columns_are_removed(tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    props = {METRICS + "s": "full", METRICS + "st.inner": "counts", METRICS + "id": "none"}
+    t = cat.create_table("ns.t", NESTED, properties=props)
+    with t.update_schema() as u:
+        u.delete_column("s")
+        u.delete_column("st")  # its child's key goes too
+    assert _metrics_keys(cat.load_table("ns.t")) == {METRICS + "id": "none"}
