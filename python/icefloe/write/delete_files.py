@@ -32,7 +32,7 @@ from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import IcebergError, ValidationError
-from icefloe.io import FileIO, data_location
+from icefloe.io import FileIO
 from icefloe.partitioning import PartitionSpec
 from icefloe.properties import PARQUET_CODECS, TableProperties, enum_property
 from icefloe.puffin import PuffinWriter
@@ -58,6 +58,7 @@ from icefloe.types import (
 )
 from icefloe.values import to_bytes
 from icefloe.write.files import DataFile
+from icefloe.write.locations import LocationProvider
 
 __all__ = [
     "POSITION_DELETE_SCHEMA",
@@ -142,8 +143,10 @@ class FileDeletes:
 def new_delete_location(
     table_location: str, properties: Mapping[str, str], extension: str, prefix: str = ""
 ) -> str:
-    """A fresh file location for a delete file under the table's data directory."""
-    return f"{data_location(table_location, properties)}/{prefix}{uuid.uuid4()}-deletes.{extension}"
+    """A fresh file location for a delete file under the table's data directory (in hashed
+    directories with ``write.object-storage.enabled``, see :mod:`icefloe.write.locations`)."""
+    name = f"{prefix}{uuid.uuid4()}-deletes.{extension}"
+    return LocationProvider.of(table_location, properties).new_location(name)
 
 
 def _as_dv(positions: Any) -> DeletionVector:

@@ -4,9 +4,12 @@
 partition values with the Rust transforms, orders the rows by partition (and by the table's sort
 order when it has one) with one Arrow sort, and writes each partition's rows into Parquet files
 of about ``write.target-file-size-bytes``, rolling over to a new file when the bytes written so
-far reach the target. Files are encoded in parallel; with fewer partitions than threads, a large
-partition's rows are split into one file per thread. Small partitions of flat primitive columns
-are encoded in Rust, many per call (:mod:`icefloe.write.native_writer`). Each file gets its metrics
+far reach the target (below the row-group size, row groups are cut from the bytes a row took on
+disk so that files close near the target; see :class:`_SizeModel`). New files go where
+:mod:`icefloe.write.locations` says (hashed directories with ``write.object-storage.enabled``).
+Files are encoded in parallel; with fewer partitions than threads, a large partition's rows are
+split into one file per thread. Small partitions of flat primitive columns are encoded in Rust,
+many per call (:mod:`icefloe.write.native_writer`). Each file gets its metrics
 (:mod:`icefloe.write.metrics`), split offsets and partition tuple, and comes back as a
 :class:`~icefloe.write.files.DataFile`.
 
@@ -19,11 +22,12 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -36,7 +40,7 @@ from icefloe.arrow_schema import (
     type_to_arrow,
 )
 from icefloe.exceptions import ValidationError
-from icefloe.io import FileIO, data_location
+from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, metadata_field
@@ -56,6 +60,7 @@ from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, wri
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.input import to_table_schema
+from icefloe.write.locations import LocationProvider
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.orc_files import OrcOptions, is_orc, orc_arrow_schema, to_orc_table, write_orc
 from icefloe.write.properties import ParquetOptions, target_file_size
@@ -390,6 +395,47 @@ def _spread(groups: list[_Group], threads: int) -> list[_Group]:
     return out
 
 
+#: A file cut to a target below the row-group size closes once it is within 1/4 of the target
+#: (another row group would be a small one).
+_CLOSE_SHORT_BY = 4
+#: Rows of the sample that checks that rows about to be written compress as the last ones did.
+_PROBE_ROWS = 1024
+
+
+class _SizeModel:
+    """How many rows of one partition's table fill the room left in a file, for targets below
+    the row-group size (where a file's size is only known once a row group is written).
+
+    A row takes the bytes on disk a row of the last row group of this table took (its Arrow
+    size before the first: Arrow data rarely grows on disk, so the first guess makes a row group
+    too small rather than too large, and the next one fills the rest). Learning per partition
+    and per row group follows data that compresses differently, but rows ahead may compress
+    much worse than those behind (sorted rows going from constant to random values): before a
+    row group of many rows, a sample spread over them is encoded (``encoded_size``), and where
+    its rows take more than twice the bytes, the row group is sized by the sample instead."""
+
+    def __init__(self, table: pa.Table, encoded_size: Callable[[pa.Table], int]) -> None:
+        self.table = table
+        self.per_row = max(1e-3, int(table.nbytes) / max(1, table.num_rows))
+        self.encoded_size = encoded_size
+
+    def rows_for(self, pos: int, room: int, at_most: int) -> int:
+        """Rows from ``pos`` expected to take ``room`` bytes on disk (1 to ``at_most``)."""
+        take = max(1, min(at_most, int(room / self.per_row)))
+        if take >= 2 * _PROBE_ROWS:
+            picks = np.linspace(pos, pos + take - 1, _PROBE_ROWS).astype(np.int64)
+            sample = self.table.take(picks)
+            per_row = self.encoded_size(sample) / _PROBE_ROWS
+            if per_row > 2 * self.per_row:
+                take = max(1, min(take, int(room / per_row)))
+        return take
+
+    def learn(self, disk: int, rows: int) -> None:
+        """Counts a row group of ``rows`` rows written as ``disk`` bytes."""
+        if disk > 0:
+            self.per_row = disk / rows
+
+
 class _FileWriter:
     def __init__(
         self,
@@ -410,7 +456,7 @@ class _FileWriter:
         self.parquet = ParquetOptions.from_properties(props)
         self.target = opts.target_file_size or target_file_size(props)
         self.metrics = MetricsConfig(schema, props, metadata.sort_order())
-        self.base = data_location(metadata.location, props)
+        self.locations = LocationProvider.of(metadata.location, props)
         self.write_id = uuid.uuid4()
         self.task_id = opts.task_id
         self.sort_order_id = sort_order_id
@@ -437,9 +483,8 @@ class _FileWriter:
     def _path(self, partition: Mapping[str, Any]) -> str:
         ext = "orc" if self.orc is not None else "avro" if self.avro is not None else "parquet"
         name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.{ext}"
-        if self.spec.fields:
-            return f"{self.base}/{partition_path(self.spec, partition)}/{name}"
-        return f"{self.base}/{name}"
+        directory = partition_path(self.spec, partition) if self.spec.fields else ""
+        return self.locations.new_location(name, directory)
 
     def _rows_per_group(self, table: pa.Table) -> int:
         limit = self.parquet.row_group_limit
@@ -516,46 +561,78 @@ class _FileWriter:
 
     def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
         rows = self._rows_per_group(table)
+        # Below the row-group size, files are cut to the target from the bytes a row takes on
+        # disk (see _SizeModel); at or above it, row groups are written whole until the file
+        # reaches the target.
+        sized = (
+            _SizeModel(table, self._encoded_size)
+            if self.target < self.parquet.row_group_size_bytes
+            else None
+        )
         out: list[DataFile] = []
         pos = 0
         n = table.num_rows
         while pos < n:
             path = self._path(partition)
-            pos, written = self._write_file(path, table, pos, rows, partition)
+            pos, written = self._write_file(path, table, pos, rows, partition, sized)
             out.append(written)
         return out
 
+    def _parquet_options(self) -> dict[str, Any]:
+        """The options of pyarrow's Parquet writer for the data files."""
+        p = self.parquet
+        return {
+            "compression": p.compression,
+            "compression_level": p.compression_level,
+            "data_page_size": p.page_size_bytes,
+            "dictionary_pagesize_limit": p.dict_size_bytes,
+            "use_dictionary": self.use_dictionary,
+            "write_statistics": True,
+            "store_schema": False,
+            "write_page_checksum": True,  # page CRCs, verified on read (as Java writes them)
+        }
+
+    def _encoded_size(self, rows: pa.Table) -> int:
+        """The bytes ``rows`` take encoded as the data files are (in memory)."""
+        buf = pa.BufferOutputStream()
+        with pq.ParquetWriter(buf, rows.schema, **self._parquet_options()) as w:
+            w.write_table(rows)
+        return int(buf.tell())
+
     def _write_file(
-        self, path: str, table: pa.Table, pos: int, rows: int, partition: dict[str, Any]
+        self,
+        path: str,
+        table: pa.Table,
+        pos: int,
+        rows: int,
+        partition: dict[str, Any],
+        sized: _SizeModel | None = None,
     ) -> tuple[int, DataFile]:
         if self.orc is not None or self.avro is not None:
             return self._write_row_file(path, table, pos, partition)
-        p = self.parquet
         sink = self.io.new_output(path).create()
         self.created.append(path)
         # Variant columns get the Parquet VARIANT annotation, patched into the footer.
         held = TailHoldingSink(sink) if self.variant_ids else None
+        out = held or sink
         chunks = []
         try:
-            with pq.ParquetWriter(
-                held or sink,
-                table.schema,
-                compression=p.compression,
-                compression_level=p.compression_level,
-                data_page_size=p.page_size_bytes,
-                dictionary_pagesize_limit=p.dict_size_bytes,
-                use_dictionary=self.use_dictionary,
-                write_statistics=True,
-                store_schema=False,
-                write_page_checksum=True,  # page CRCs, verified on read (as Java writes them)
-            ) as w:
+            with pq.ParquetWriter(out, table.schema, **self._parquet_options()) as w:
                 n = table.num_rows
                 while pos < n:
-                    chunk = table.slice(pos, min(rows, n - pos))
+                    take = min(rows, n - pos)
+                    before = out.tell()
+                    if sized is not None:
+                        take = sized.rows_for(pos, self.target - before, take)
+                    chunk = table.slice(pos, take)
                     w.write_table(chunk, row_group_size=chunk.num_rows)
                     chunks.append(chunk)
                     pos += chunk.num_rows
-                    if (held or sink).tell() >= self.target:
+                    if sized is not None:
+                        sized.learn(out.tell() - before, chunk.num_rows)
+                        if out.tell() >= self.target - self.target // _CLOSE_SHORT_BY:
+                            break
+                    elif out.tell() >= self.target:
                         break
                 w.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: self.digest})
             md = w.writer.metadata
