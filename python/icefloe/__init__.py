@@ -26,6 +26,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'icefloe' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    """The module's names, with those imported on first use (``StaticTable``)."""
+    return sorted(set(globals()) | set(__all__))
+
+
 def load_catalog(name: str | None = None, **properties: str) -> Catalog:
     """Open a catalog (see :func:`icefloe.catalog.load_catalog`); imported lazily."""
     from icefloe.catalog import load_catalog as _load_catalog

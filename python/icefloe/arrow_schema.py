@@ -441,10 +441,18 @@ def to_schema(schema: Schema | pa.Schema) -> Schema:
     """An icefloe Schema from an icefloe or pyarrow schema.
 
     Arrow fields need no ``PARQUET:field_id``: missing ids are numbered in field order (the new
-    table assigns fresh ids anyway).
+    table assigns fresh ids anyway). Anything else is a :class:`ValidationError`.
     """
-    if not isinstance(schema, pa.Schema):
+    if isinstance(schema, Schema):
         return schema
+    if not isinstance(schema, pa.Schema):
+        shown = repr(schema)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        raise ValidationError(
+            "a table schema must be an icefloe.schema.Schema or a pyarrow.Schema, got "
+            f"{type(schema).__name__} {shown}"
+        )
 
     counter = iter(range(1, 1 << 31))
 

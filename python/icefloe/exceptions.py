@@ -17,6 +17,7 @@ __all__ = [
     "ForbiddenError",
     "IcebergError",
     "InternalError",
+    "MissingDependencyError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
     "NoSuchNamespaceError",
@@ -84,6 +85,25 @@ class UnsupportedDeltaFeatureError(UnsupportedFeatureError):
 
 class InternalError(IcebergError):
     """A broken invariant inside icefloe, including a Rust panic: always a bug, please report it."""
+
+
+class MissingDependencyError(IcebergError, ImportError):
+    """An optional dependency of the feature used is not installed; the message names the extra
+    that installs it (``pip install 'icefloe[<extra>]'``).
+
+    A subclass of :class:`ImportError`, so ``except ImportError`` still catches it. ``extra`` is
+    the extra to install, ``name`` (as for any :class:`ImportError`) the missing module.
+    """
+
+    def __init__(self, message: str, *, extra: str | None = None, name: str | None = None) -> None:
+        super().__init__(message, name=name)
+        self.extra = extra
+
+    @classmethod
+    def install(cls, what: str, extra: str, *, name: str | None = None) -> MissingDependencyError:
+        """The error for ``what`` (a sentence saying which feature needs which module), ending in
+        the command that installs ``extra``."""
+        return cls(f"{what}: pip install 'icefloe[{extra}]'", extra=extra, name=name)
 
 
 class NotIcebergCompatibleError(ValidationError):

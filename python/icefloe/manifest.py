@@ -253,6 +253,9 @@ def _field(name: str, doc: str) -> Any:
     def get(self: _RowView) -> Any:
         return self._cols.get(name, self._row)
 
+    # the getter carries the name and the docstring too (documentation tools read either)
+    get.__name__ = name
+    get.__doc__ = doc
     return property(get, doc=doc)
 
 

@@ -121,5 +121,6 @@ def rename(state: State, source: str, target: str) -> None:
 
 
 def register(group: click.Group) -> None:
+    """Add ``list``, ``create``, ``drop`` and ``rename`` to ``group``; returns None."""
     for command in (list_cmd, create, drop, rename):
         group.add_command(command)

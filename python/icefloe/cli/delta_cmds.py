@@ -57,5 +57,6 @@ def check_delta(ctx: click.Context) -> None:
 
 
 def register(group: click.Group) -> None:
+    """Add ``convert-delta`` and ``check-delta`` to ``group``; returns None."""
     group.add_command(convert_delta)
     group.add_command(check_delta)

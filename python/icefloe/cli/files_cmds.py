@@ -254,5 +254,6 @@ def partitions(
 
 
 def register(group: click.Group) -> None:
+    """Add ``files`` and ``partitions`` to ``group``; returns None."""
     group.add_command(files)
     group.add_command(partitions)

@@ -65,4 +65,5 @@ def health(state: State, table: str, orphans: bool, as_json: bool) -> None:
 
 
 def register(group: click.Group) -> None:
+    """Add the ``health`` command to ``group``; returns None."""
     group.add_command(health)

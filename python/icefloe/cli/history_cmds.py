@@ -205,4 +205,5 @@ def snapshots(state: State, table: str, limit: int, as_json: bool) -> None:
 
 
 def register(group: click.Group) -> None:
+    """Add the ``snapshots`` command to ``group``; returns None."""
     group.add_command(snapshots)

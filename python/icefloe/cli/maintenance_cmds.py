@@ -341,5 +341,6 @@ def rewrite_manifests(
 
 
 def register(group: click.Group) -> None:
+    """Add the maintenance commands (``expire``, ``compact``, ...) to ``group``; returns None."""
     for command in (expire, compact, orphans, rewrite_manifests):
         group.add_command(command)

@@ -27,7 +27,12 @@ from rich.table import Table as RichTable
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.cli.render import dumps, literal, open_output
-from icefloe.exceptions import NoSuchTableError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import (
+    MissingDependencyError,
+    NoSuchTableError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 
 __all__ = ["register", "write_batches"]
 
@@ -306,8 +311,10 @@ def sql(
     (select ... from db.events); each table is read by an icefloe scan."""
     try:
         import duckdb
-    except ImportError:
-        raise UnsupportedFeatureError("icefloe sql needs DuckDB: pip install duckdb") from None
+    except ImportError as exc:
+        raise MissingDependencyError.install(
+            f"icefloe sql needs DuckDB ({exc})", "duckdb", name=exc.name or "duckdb"
+        ) from exc
     catalog = state.catalog()
     con = duckdb.connect()
     try:
@@ -357,5 +364,6 @@ def _run_sql(con: Any, catalog: Any, query: str) -> pa.RecordBatchReader | None:
 
 
 def register(group: click.Group) -> None:
+    """Add ``scan`` and ``sql`` to ``group``; returns None."""
     group.add_command(scan)
     group.add_command(sql)

@@ -30,4 +30,5 @@ def report(state: State, table: str, output: str, orphans: bool) -> None:
 
 
 def register(group: click.Group) -> None:
+    """Add the ``report`` command to ``group``; returns None."""
     group.add_command(report)

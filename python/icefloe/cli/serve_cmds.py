@@ -37,4 +37,5 @@ def serve(ctx: click.Context) -> None:
 
 
 def register(group: click.Group) -> None:
+    """Add the ``serve`` command to ``group``; returns None."""
     group.add_command(serve)

@@ -96,5 +96,6 @@ def compute_stats(state: State, table: str, columns: str | None, full: bool, as_
 
 
 def register(group: click.Group) -> None:
+    """Add ``stats`` and ``compute-stats`` to ``group``; returns None."""
     for command in (stats, compute_stats):
         group.add_command(command)

@@ -347,5 +347,6 @@ def properties_remove(state: State, table: str, keys: tuple[str, ...]) -> None:
 
 
 def register(group: click.Group) -> None:
+    """Add the table commands (``describe``, ``schema``, ...) to ``group``; returns None."""
     for command in (describe, schema_cmd, spec_cmd, location_cmd, uuid_cmd, properties):
         group.add_command(command)

@@ -27,54 +27,68 @@ class Column:
         return UnboundPredicate(op, self.name, value)
 
     def __lt__(self, value: Any) -> BooleanExpression:
+        """``column < value``: an unbound ``<`` predicate."""
         return self._pred(Op.LT, value)
 
     def __le__(self, value: Any) -> BooleanExpression:
+        """``column <= value``: an unbound ``<=`` predicate."""
         return self._pred(Op.LT_EQ, value)
 
     def __gt__(self, value: Any) -> BooleanExpression:
+        """``column > value``: an unbound ``>`` predicate."""
         return self._pred(Op.GT, value)
 
     def __ge__(self, value: Any) -> BooleanExpression:
+        """``column >= value``: an unbound ``>=`` predicate."""
         return self._pred(Op.GT_EQ, value)
 
     def __eq__(self, value: Any) -> BooleanExpression:  # type: ignore[override]
+        """``column == value``: an unbound ``=`` predicate (not a bool)."""
         return self._pred(Op.EQ, value)
 
     def __ne__(self, value: Any) -> BooleanExpression:  # type: ignore[override]
+        """``column != value``: an unbound ``!=`` predicate (not a bool)."""
         return self._pred(Op.NOT_EQ, value)
 
     def __hash__(self) -> int:
         return hash(("col", self.name))
 
     def isin(self, values: Iterable[Any]) -> BooleanExpression:
+        """An ``in`` predicate: rows whose value is one of ``values``."""
         return self._pred(Op.IN, values)
 
     def notin(self, values: Iterable[Any]) -> BooleanExpression:
+        """A ``not in`` predicate: rows whose value is none of ``values`` (alias ``not_in``)."""
         return self._pred(Op.NOT_IN, values)
 
     not_in = notin
 
     def is_null(self) -> BooleanExpression:
+        """An ``is null`` predicate: rows where the column is null."""
         return self._pred(Op.IS_NULL)
 
     def not_null(self) -> BooleanExpression:
+        """An ``is not null`` predicate: rows where the column is set (alias ``is_not_null``)."""
         return self._pred(Op.NOT_NULL)
 
     is_not_null = not_null
 
     def is_nan(self) -> BooleanExpression:
+        """An ``is nan`` predicate: rows where the float or double column is NaN."""
         return self._pred(Op.IS_NAN)
 
     def not_nan(self) -> BooleanExpression:
+        """An ``is not nan`` predicate: rows where the column is not NaN (alias ``is_not_nan``)."""
         return self._pred(Op.NOT_NAN)
 
     is_not_nan = not_nan
 
     def starts_with(self, prefix: str) -> BooleanExpression:
+        """A ``starts with`` predicate: rows whose string starts with ``prefix``."""
         return self._pred(Op.STARTS_WITH, prefix)
 
     def not_starts_with(self, prefix: str) -> BooleanExpression:
+        """A ``not starts with`` predicate: rows whose string does not start with ``prefix``."""
         return self._pred(Op.NOT_STARTS_WITH, prefix)
 
     def st_intersects(self, box: Any) -> BooleanExpression:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import MissingDependencyError, ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
 from icefloe.read.deletes import DeleteCache
@@ -54,6 +54,7 @@ __all__ = [
     "count",
     "default_workers",
     "max_tasks_ahead",
+    "require_pandas",
     "scan_options",
     "scan_schema",
     "to_arrow",
@@ -372,6 +373,17 @@ def to_arrow(
     return pa.Table.from_batches(list(batches), scan_schema(options))
 
 
+def require_pandas(what: str = "to_pandas()") -> None:
+    """Raise :class:`~icefloe.exceptions.MissingDependencyError` naming the ``pandas`` extra
+    unless pandas can be imported (checked before any file is read)."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError.install(
+            f"{what} needs pandas ({exc})", "pandas", name=exc.name or "pandas"
+        ) from exc
+
+
 def to_pandas(
     io: FileIO,
     tasks: Iterable[FileScanTask],
@@ -382,6 +394,7 @@ def to_pandas(
     **kwargs: Any,
 ) -> pd.DataFrame:
     """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
+    require_pandas()
     table = to_arrow(io, tasks, options, limit=limit, max_workers=max_workers)
     frame: pd.DataFrame = table.to_pandas(**kwargs)
     return frame

@@ -2,7 +2,8 @@
 
 :func:`create_app` builds the ASGI app (Starlette) for embedding; :func:`serve` runs it with
 uvicorn until interrupted; :func:`start` runs it in a background thread of this process. They
-need the ``server`` extra (``pip install icefloe[server]``).
+need the ``server`` extra (``pip install 'icefloe[server]'``); without it they raise
+:class:`~icefloe.exceptions.MissingDependencyError`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import MissingDependencyError, ValidationError
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -24,14 +25,26 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 
 
+def _require_server(what: str = "icefloe's REST server", *, uvicorn: bool = True) -> None:
+    """Raise :class:`~icefloe.exceptions.MissingDependencyError` naming the ``server`` extra
+    unless Starlette (and uvicorn, with ``uvicorn``) can be imported; ``what`` names the
+    feature in the message."""
+    import importlib
+
+    for module in ("starlette", "uvicorn") if uvicorn else ("starlette",):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise MissingDependencyError.install(
+                f"{what} needs Starlette and uvicorn ({exc})", "server", name=exc.name or module
+            ) from exc
+
+
 def create_app(catalog: Catalog, **options: object) -> Starlette:
     """The ASGI app serving ``catalog`` (options: see :func:`icefloe.rest.app.create_app`)."""
-    try:
-        from icefloe.rest.app import create_app as _create
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ValidationError(
-            "icefloe's REST server needs Starlette and uvicorn: pip install 'icefloe[server]'"
-        ) from exc
+    _require_server(uvicorn=False)
+    from icefloe.rest.app import create_app as _create
+
     return _create(catalog, **options)  # type: ignore[arg-type]
 
 
@@ -55,6 +68,7 @@ def serve(
 
     With ``per_warehouse`` each ``?warehouse=<name>`` of a client gets a catalog of its own
     (see :func:`icefloe.rest.app.warehouse_catalogs`)."""
+    _require_server()
     import uvicorn
 
     from icefloe.catalog import Catalog, load_catalog
@@ -109,6 +123,7 @@ class BackgroundServer:
         import threading
         import time
 
+        _require_server()
         import uvicorn
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

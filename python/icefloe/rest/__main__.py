@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from icefloe.exceptions import IcebergError
+from icefloe.exceptions import IcebergError, MissingDependencyError
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") -> int:
@@ -49,10 +49,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
     args = parser.parse_args(argv)
 
     from icefloe.catalog import load_catalog
-    from icefloe.rest import serve
+    from icefloe.rest import _require_server, serve
     from icefloe.rest.idempotency import parse_duration
 
     try:
+        _require_server()  # before the catalog is opened (and its warehouse created)
         props = {}
         for item in args.property:
             key, sep, value = item.partition("=")
@@ -93,6 +94,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
             idempotency_lifetime=lifetime,
             log_level=args.log_level,
         )
+    except MissingDependencyError as exc:  # not bad input: the command cannot run here
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
     except IcebergError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2

@@ -18,10 +18,15 @@ need only the icefloe wheel and access to the table's storage.
   (:mod:`icefloe.spark.source`).
 - :func:`configure`: Spark's Arrow batch settings that make the exchange with executors
   cheapest (:mod:`icefloe.spark.worker`), and :func:`register`.
+
+They need PySpark 4.1 (``pip install 'icefloe[spark]'``); without it they raise
+:class:`~icefloe.exceptions.MissingDependencyError`.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from icefloe.exceptions import MissingDependencyError
 
 if TYPE_CHECKING:
     from icefloe.spark.errors import icefloe_errors
@@ -49,10 +54,27 @@ _LAZY = {
 }
 
 
+def _missing_pyspark(what: str, exc: ImportError) -> MissingDependencyError:
+    """The error for ``what`` when PySpark (4.1, with its ``sql`` extra) cannot be imported."""
+    return MissingDependencyError.install(
+        f"{what} needs PySpark 4.1 ({exc})", "spark", name=exc.name or "pyspark"
+    )
+
+
+def _require_pyspark(what: str) -> None:
+    """Raise :class:`~icefloe.exceptions.MissingDependencyError` naming the ``spark`` extra
+    unless PySpark can be imported."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        raise _missing_pyspark(what, exc) from exc
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _require_pyspark(f"icefloe.spark.{name}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
@@ -60,6 +82,7 @@ def __getattr__(name: str) -> Any:
 
 def register(spark: Any) -> None:
     """Registers the ``icefloe`` data source on ``spark`` (see :mod:`icefloe.spark.source`)."""
+    _require_pyspark("icefloe.spark.register")
     from icefloe.spark.source import register as _register
 
     _register(spark)

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe.exceptions import ValidationError
+from icefloe.spark import _missing_pyspark, _require_pyspark
 from icefloe.spark.worker import ensure_worker_python, prepare_worker
 from icefloe.transforms import (
     BucketTransform,
@@ -49,12 +50,16 @@ __all__ = [
 
 
 def _arrow_udf(fn: Any, return_type: Any) -> Any:
-    from pyspark.sql.pandas.functions import arrow_udf
+    try:
+        from pyspark.sql.pandas.functions import arrow_udf  # new in PySpark 4.1
+    except ImportError as exc:
+        raise _missing_pyspark("icefloe.spark.functions", exc) from exc
 
     return arrow_udf(fn, returnType=return_type)
 
 
 def _col(c: Any) -> Any:
+    _require_pyspark("icefloe.spark.functions")
     from pyspark.sql import functions as F
 
     return F.col(c) if isinstance(c, str) else c
@@ -77,11 +82,13 @@ def _int_type() -> Any:
 
 @functools.lru_cache(maxsize=256)
 def _bucket_udf(n: int) -> Any:
+    _require_pyspark("icefloe.spark.functions")
     return _arrow_udf(_transform_fn(BucketTransform(n), None), _int_type())
 
 
 @functools.lru_cache(maxsize=256)
 def _truncate_udf(width: int, type_ddl: str) -> Any:
+    _require_pyspark("icefloe.spark.functions")
     from pyspark.sql.types import _parse_datatype_string
 
     return _arrow_udf(
@@ -91,6 +98,7 @@ def _truncate_udf(width: int, type_ddl: str) -> Any:
 
 @functools.lru_cache(maxsize=8)
 def _time_udf(name: str) -> Any:
+    _require_pyspark("icefloe.spark.functions")
     from pyspark.sql.types import DateType
 
     if name == "days":
@@ -161,6 +169,7 @@ def _sql_truncate(w: pa.Array, values: pa.Array) -> pa.Array:
 
 def register_functions(spark: Any, prefix: str = "icefloe_") -> list[str]:
     """Registers the transforms as Spark SQL functions; returns the names registered."""
+    _require_pyspark("icefloe.spark.functions.register_functions")
     from pyspark.sql import types as T
 
     ensure_worker_python(spark)

@@ -87,10 +87,7 @@ def environment_problem() -> str | None:
     try:
         import pyspark
     except ImportError:
-        return (
-            "pyspark is not installed: run `pip install pyspark==4.1.4` "
-            "(or `pip install -r requirements/dev.txt`, which scripts/main.sh does)"
-        )
+        return "pyspark is not installed: run `pip install 'icefloe[spark]'`"
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     install = (

@@ -177,7 +177,12 @@ def read_scan(
             raise ValidationError(
                 f"unknown metadata column {name!r}; known: {', '.join(METADATA_COLUMNS)}"
             )
-    data = tuple(selected_fields) if selected_fields is not None else ("*",)
+    if selected_fields is None:
+        data: tuple[str, ...] = ("*",)
+    elif isinstance(selected_fields, str):  # a single name, as Table.scan takes it
+        data = (selected_fields,)
+    else:
+        data = tuple(selected_fields)
     scan = table.scan(
         row_filter=row_filter if row_filter is not None else AlwaysTrue(),
         selected_fields=data + tuple(metadata_columns),

@@ -85,7 +85,7 @@ class TableScan:
         self,
         table: Any,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: tuple[str, ...] = ("*",),
+        selected_fields: Sequence[str] = ("*",),
         case_sensitive: bool = True,
         snapshot_id: int | None = None,
         ref: str | None = None,
@@ -110,9 +110,8 @@ class TableScan:
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
             raise ValidationError(f"limit must be a non-negative integer, got {limit!r}")
-        selected: Any = selected_fields
-        if isinstance(selected, str):  # a single name is accepted too
-            selected = (selected,)
+        # any sequence of names (a list too), or a single name; kept as a tuple
+        selected = (selected_fields,) if isinstance(selected_fields, str) else selected_fields
         self.table = table
         self.row_filter = _as_filter(row_filter)
         self.selected_fields: tuple[str, ...] = tuple(selected)
@@ -409,6 +408,9 @@ class TableScan:
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
+        from icefloe.read.scan_output import require_pandas
+
+        require_pandas("TableScan.to_pandas()")
         frame: pd.DataFrame = self.to_arrow().to_pandas(**kwargs)
         return frame
 

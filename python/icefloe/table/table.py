@@ -163,7 +163,7 @@ class Table:
     def scan(
         self,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: tuple[str, ...] = ("*",),
+        selected_fields: Sequence[str] = ("*",),
         case_sensitive: bool = True,
         snapshot_id: int | None = None,
         ref: str | None = None,
