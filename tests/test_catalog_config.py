@@ -132,3 +132,43 @@ def test_malformed_s3_settings_are_validation_errors(key: str, value: str) -> No
     props["s3.secret-access-key"] = "s"
     with pytest.raises(ValidationError, match=re.escape(key)):
         FileIO(props).exists("s3://bucket/key")
+
+
+def test_an_unconfigured_name_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "conf.yaml"
+    cfg.write_text(f"catalog:\n  prod:\n    uri: sqlite:///{tmp_path / 'prod.db'}\n")
+    monkeypatch.setenv("ICEFLOE_CONFIG", str(cfg))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValidationError, match="no catalog named 'prdo' is configured"):
+        load_catalog("prdo")  # a typo must not open an empty local catalog
+    assert not (tmp_path / "warehouse").exists()
+    load_catalog("prod").close()
+
+
+def test_sql_uri_errors_are_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from icefloe.exceptions import MissingDependencyError
+
+    for uri in ("notaurl", "postgresql+nosuchdriver://u@h/d"):
+        with pytest.raises(ValidationError, match="not a usable SQLAlchemy URL"):
+            SqlCatalog("s", uri=uri)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
+    with pytest.raises(MissingDependencyError, match=r"pip install 'icefloe\[postgres\]'") as e:
+        SqlCatalog("s", uri="postgresql+psycopg://u:hunter2@127.0.0.1:1/d")
+    assert "hunter2" not in str(e.value)
+
+
+def test_reprs_hide_url_passwords_and_authorization(tmp_path: Path) -> None:
+    from icefloe.io import FileIO
+
+    io = FileIO(
+        {
+            "uri": "postgresql+psycopg://iceberg:hunter2@127.0.0.1:5432/db",
+            "header.Authorization": "Bearer abc",
+            "warehouse": "s3://bucket/wh",
+        }
+    )
+    text = repr(io)
+    assert "hunter2" not in text and "Bearer abc" not in text
+    assert "iceberg:***@127.0.0.1" in text and "s3://bucket/wh" in text

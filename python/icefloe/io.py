@@ -120,15 +120,28 @@ _ADLS_OPTIONS = {  # Iceberg/PyIceberg property -> pyarrow.fs.AzureFileSystem ar
     "adls.client-id": "client_id",
     "adls.client-secret": "client_secret",
 }
-_SECRET_KEYS = ("secret", "token", "password", "credential", "key-id", "sas", "account-key")
+_SECRET_KEYS = (
+    "secret",
+    "token",
+    "password",
+    "credential",
+    "key-id",
+    "sas",
+    "account-key",
+    "authorization",
+)
+#: The password of a URL's user information (``postgresql://user:password@host/db``).
+_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
 
 _log = logging.getLogger(__name__)
 
 
 def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
-    """The properties with every credential value replaced by ``***``."""
+    """The properties with every credential value replaced by ``***`` (and the password of a
+    URL, such as a SQL catalog's ``uri``, hidden)."""
     return {
-        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else v for k, v in properties.items()
+        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else _URL_PASSWORD.sub(r"\1:***@", v)
+        for k, v in properties.items()
     }
 
 

@@ -18,7 +18,7 @@ from icefloe.catalog.base import (
     namespace_to_string,
     to_identifier,
 )
-from icefloe.catalog.config import catalog_properties
+from icefloe.catalog.config import DEFAULT_CATALOG_NAME, catalog_properties
 from icefloe.exceptions import ValidationError
 from icefloe.io import absolute_location
 
@@ -54,9 +54,17 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
 
     With nothing configured this returns the embedded default: a SQL catalog on SQLite in
     ``./warehouse/icefloe_catalog.db`` with its warehouse in ``./warehouse`` (both created on
-    first use).
+    first use). A name other than ``default`` that nothing configures is a
+    :class:`ValidationError` (a typo would otherwise open that empty local catalog).
     """
+    asked = name
     name, props, configured = catalog_properties(name, properties)
+    if not configured and asked is not None and asked != DEFAULT_CATALOG_NAME:
+        raise ValidationError(
+            f"no catalog named {asked!r} is configured (in ~/.icefloe.yaml, the file "
+            f"ICEFLOE_CONFIG names, or ICEFLOE_CATALOG__{asked.upper()}__* variables); "
+            "load_catalog() without a name opens the local default catalog"
+        )
     if not configured:
         props = {"type": "sql"}
     kind = _infer_type(props)

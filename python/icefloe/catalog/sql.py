@@ -39,7 +39,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from icefloe.catalog.base import (
@@ -55,6 +55,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    MissingDependencyError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
@@ -162,7 +163,24 @@ class SqlCatalog(MetastoreCatalog):
                 # block every call for libpq's two minutes
                 seconds = parse_seconds("connect-timeout", properties.get("connect-timeout", "10"))
                 kwargs["connect_args"] = {"connect_timeout": max(1, round(seconds))}
-        self.engine: Engine = create_engine(uri, **kwargs)
+        try:
+            self.engine: Engine = create_engine(uri, **kwargs)
+        except ModuleNotFoundError as exc:  # the database's driver
+            driver = "postgres" if uri.startswith("postgresql") else None
+            if driver is None:
+                raise MissingDependencyError(
+                    f"SQL catalog {name!r}: the database driver {exc.name!r} is not installed",
+                    name=exc.name,
+                ) from exc
+            raise MissingDependencyError.install(
+                f"SQL catalog {name!r}: a PostgreSQL catalog needs the {exc.name!r} driver",
+                driver,
+                name=exc.name,
+            ) from exc
+        except ArgumentError as exc:  # a malformed URL or an unknown dialect: not retryable
+            raise ValidationError(
+                f"SQL catalog {name!r}: 'uri' is not a usable SQLAlchemy URL ({exc})"
+            ) from exc
         self._has_type_column = True
         self._init_tables(properties.get("init_catalog_tables", "true").lower() == "true")
 

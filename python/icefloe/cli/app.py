@@ -21,7 +21,6 @@ import click
 
 from icefloe.cli.errors import exit_code, one_line
 from icefloe.cli.render import Output
-from icefloe.exceptions import ValidationError
 
 __all__ = [
     "COMMAND_MODULES",
@@ -67,17 +66,9 @@ class State:
         resolves it: ``~/.icefloe.yaml`` (``ICEFLOE_CONFIG``), ``ICEFLOE_CATALOG__*``."""
         if self._catalog is None:
             from icefloe.catalog import load_catalog
-            from icefloe.catalog.config import DEFAULT_CATALOG_NAME, catalog_properties
 
-            name = self.catalog_name
-            # a name nothing configures would open the local catalog: a typo, most likely
-            named = name is not None and name != DEFAULT_CATALOG_NAME
-            if named and name is not None and not catalog_properties(name, {})[2]:
-                raise ValidationError(
-                    f"no catalog named {name!r} is configured (in ~/.icefloe.yaml, the file "
-                    f"ICEFLOE_CONFIG names, or ICEFLOE_CATALOG__{name.upper()}__* variables)"
-                )
-            self._catalog = load_catalog(name)
+            # a name nothing configures is refused there (a typo, most likely)
+            self._catalog = load_catalog(self.catalog_name)
         return self._catalog
 
     def table(self, identifier: str) -> Any:
