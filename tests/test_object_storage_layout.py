@@ -248,3 +248,22 @@ def test_iceberg_java_reads_and_writes_the_layout(iceberg_spark: JavaCatalog) ->
         expected = provider.new_location(path.rsplit("/", 1)[1], f"p={part['p']}")
         assert path.removeprefix("file:") == expected.removeprefix("file:"), path
     assert checksum(t.scan().to_arrow()) == (28, 435 - 6 + 201)
+
+
+def test_a_failed_spark_job_cleans_its_files_in_every_layout(tmp_path: Path) -> None:
+    # the Spark writers' clean-up finds a job's files by name, with or without the hashed
+    # digits a layout without partition paths puts before the name
+    pytest.importorskip("pyspark")
+    from icefloe.spark.writing import cleanup_job
+    from icefloe.write.writer import WriteOptions, write_data_files
+
+    for paths in ("true", "false"):
+        props = {**ON, "write.object-storage.partitioned-paths": paths}
+        cat = catalog(tmp_path / paths)
+        t = cat.create_table("ns.t", SCHEMA, partition_spec=SPEC, properties=props)
+        rows = _rows(0, 30)
+        mine = write_data_files(t.metadata, t.io, rows, options=WriteOptions(task_id=123400001))
+        other = write_data_files(t.metadata, t.io, rows, options=WriteOptions(task_id=999900001))
+        cleanup_job(t, 1234)
+        assert not any(os.path.exists(f.file_path.removeprefix("file://")) for f in mine)
+        assert all(os.path.exists(f.file_path.removeprefix("file://")) for f in other)

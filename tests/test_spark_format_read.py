@@ -25,7 +25,12 @@ from support.spark_util import (
 pytest.importorskip("pyspark")
 
 import icefloe.spark as ispark
-from icefloe.exceptions import NoSuchSnapshotError, NoSuchTableError
+from icefloe.exceptions import (
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from icefloe.spark.errors import icefloe_errors
 from icefloe.spark.schema import FIELD_ID
 
@@ -173,6 +178,13 @@ def test_errors_are_clear(spark: Any, tables: Any) -> None:
         fmt_read(spark, tables, "db.p2", snapshot_id=1).collect()
     with pytest.raises(Exception, match="metadata column"):
         fmt_read(spark, tables, "db.p2", metadata_columns="_nope").collect()
+    # options Iceberg's runtime reads and this source would otherwise ignore: refused
+    t = tables.load_table("db.p2")
+    first = t.snapshots()[0].snapshot_id
+    with pytest.raises(UnsupportedFeatureError, match="incremental batch reads"), icefloe_errors():
+        fmt_read(spark, tables, "db.p2", start_snapshot_id=first).collect()
+    with pytest.raises(ValidationError, match="choose one of"), icefloe_errors():
+        fmt_read(spark, tables, "db.p2", branch="main", tag="main").collect()
 
 
 def test_equals_iceberg_java_on_java_tables(spark: Any, iceberg_spark: JavaCatalog) -> None:

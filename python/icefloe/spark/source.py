@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.expressions import parse
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
 from icefloe.scan.columnar import (
@@ -143,7 +143,26 @@ def table_from_options(options: Mapping[str, str]) -> Table:
     return table
 
 
+#: Iceberg Java's options of incremental batch reads, which this source does not have.
+_INCREMENTAL = ("start-snapshot-id", "end-snapshot-id", "start-timestamp", "end-timestamp")
+
+
+def check_batch_options(options: Mapping[str, str]) -> None:
+    """Refuses options of a batch read that it would otherwise ignore: Iceberg's incremental
+    read options (the rows would be the whole table's) and more than one ref."""
+    given = [k for k in _INCREMENTAL if options.get(k)]
+    if given:
+        raise UnsupportedFeatureError(
+            f"option {', '.join(given)}: incremental batch reads are not supported by the "
+            "icefloe format (spark.readStream with 'start-snapshot-id' reads the appends "
+            "after a snapshot)"
+        )
+
+
 def _snapshot_choice(options: Mapping[str, str]) -> dict[str, Any]:
+    refs = [k for k in ("branch", "tag", "ref") if options.get(k)]
+    if len(refs) > 1:
+        raise ValidationError(f"choose one of the options branch, tag and ref, got {refs}")
     ref = options.get("branch") or options.get("tag") or options.get("ref")
     chosen = {
         "snapshot_id": _int_option(options, "snapshot-id"),
@@ -315,6 +334,7 @@ class IcefloeDataSource(DataSource):
 
     def reader(self, schema: Any) -> IcefloeReader:
         with planner_step():
+            check_batch_options(self.options)
             if _bool_option(self.options, "filter-pushdown", False):
                 return IcefloePushdownReader(self.options, self.parallelism)
             return IcefloeReader(self.options, self.parallelism)

@@ -221,8 +221,10 @@ def write_batches(
 
 
 def cleanup_job(table: Table, tag: int) -> None:
-    """Deletes the files of a failed job (names carry ``-<tag><5-digit task>-``)."""
-    pattern = re.compile(rf"(^|/)\d+-{tag}\d{{5}}-[^/]*$")
+    """Deletes the files of a failed job (names carry ``-<tag><5-digit task>-``, after the
+    last hashed directory's digits and a dash in an object-storage layout without partition
+    paths)."""
+    pattern = re.compile(rf"(^|/)([01]{{8}}-)?\d+-{tag}\d{{5}}-[^/]*$")
     base = data_location(table.metadata.location, table.metadata.properties)
     for info in table.io.list_prefix(base):
         if pattern.search(info.location):
