@@ -600,7 +600,10 @@ class BoundPredicate(Predicate):
             self.ref.field_type, TimestampNanoType | TimestamptzNanoType
         ):
             # bound nanoseconds: a plain int would be read as microseconds when bound again
-            arg = frozenset(map(Nanos, arg)) if self.op.is_set else Nanos(arg)
+            if self.op.is_set:
+                arg = frozenset(Nanos(v) for v in self.literals)
+            else:
+                arg = Nanos(self.literal)
         return UnboundPredicate(self.op, name or self.ref.name, arg)
 
     def _key(self) -> tuple[Any, ...]:
