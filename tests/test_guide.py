@@ -252,7 +252,7 @@ def _reading(tmp: Path) -> dict[str, Any]:
 
     cat = load_catalog()
     cat.create_namespace("db")
-    t = cat.create_table("db.events", ID_S)
+    t = cat.create_table("db.logs", ID_S)
     t.append(_id_s([99, 101, 102]))
     hadoop = HadoopCatalog("h", warehouse=(tmp / "lake").as_uri())
     hadoop.create_namespace("db")
