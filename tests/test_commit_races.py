@@ -25,7 +25,8 @@ import pytest
 from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import CommitConflictError, CommitFailedError, ValidationError
+from icefloe.exceptions import CommitFailedError, ValidationError
+from icefloe.metadata import RemoveSnapshots, SetSnapshotRef
 from icefloe.properties import gc_enabled
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
@@ -120,13 +121,39 @@ def test_equality_upserts_of_a_new_key_do_not_both_insert_it(tmp_path: Path) -> 
     t.append(_rows([1, 2]))
     first, second = cat.load_table("db.t"), cat.load_table("db.t")
     first.upsert(_rows([10], "first"), ["id"])
-    with pytest.raises(CommitConflictError):
-        second.upsert(_rows([10], "second"), ["id"])
-    assert _ids(cat) == [1, 2, 10]
-    second.refresh()
-    second.upsert(_rows([10], "second"), ["id"])  # after a refresh it replaces the row
+    # the second conflicts, runs again on the newer table and replaces the first's row
+    second.upsert(_rows([10], "second"), ["id"])
     rows = cat.load_table("db.t").scan().to_arrow().to_pylist()
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x"), (2, "x"), (10, "second")]
+    # upserts of other keys in the same range both land
+    a, b = cat.load_table("db.t"), cat.load_table("db.t")
+    a.upsert(_rows([1, 3, 5], "a"), ["id"])
+    b.upsert(_rows([2, 4, 6], "b"), ["id"])
+    assert _ids(cat) == [1, 2, 3, 4, 5, 6, 10]
+
+
+def test_a_ref_moved_and_its_old_head_removed_in_one_commit(catalog: Catalog) -> None:
+    # the writer knew the ref: rolling main back and expiring the bad snapshot, or moving a
+    # tag and expiring its old target, in one transaction commits (through REST too)
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", SCHEMA)
+    for i in range(3):
+        t.append(_rows([i]))
+    s1, s2, s3 = (s.snapshot_id for s in t.snapshots())
+    with t.manage_snapshots() as ms:
+        ms.create_tag("rel", s1)
+    tx = t.transaction()
+    tx.apply([SetSnapshotRef("main", s2, "branch"), RemoveSnapshots((s3,))])
+    tx.commit_transaction()
+    fresh = catalog.load_table("db.t")
+    assert fresh.current_snapshot().snapshot_id == s2  # type: ignore[union-attr]
+    assert s3 not in {s.snapshot_id for s in fresh.snapshots()}
+    tx = fresh.transaction()
+    tx.apply([SetSnapshotRef("rel", s2, "tag"), RemoveSnapshots((s1,))])
+    tx.commit_transaction()
+    fresh = catalog.load_table("db.t")
+    assert fresh.refs()["rel"].snapshot_id == s2
+    assert s1 not in {s.snapshot_id for s in fresh.snapshots()}
 
 
 def test_orphan_removal_through_a_stale_table_keeps_newer_commits(tmp_path: Path) -> None:
@@ -160,7 +187,9 @@ def test_gc_disabled_stops_expiration_and_orphan_removal(tmp_path: Path) -> None
         t.expire_snapshots(older_than_ms=later, retain_last=1)
     with pytest.raises(ValidationError, match=r"gc\.enabled"):
         t.remove_orphan_files(older_than=0)
-    # only the snapshots go; every file stays
+    # dry runs list; only the snapshots go; every file stays
+    assert t.remove_orphan_files(older_than=0, dry_run=True) == []
+    assert t.expire_snapshots(older_than_ms=later, retain_last=1, dry_run=True).snapshot_ids
     result = t.expire_snapshots(older_than_ms=later, retain_last=1, delete_files=False)
     assert len(result.snapshot_ids) == 1
     assert {p for p in Path(t.location.removeprefix("file://")).rglob("*.parquet")} == files

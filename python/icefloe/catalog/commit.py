@@ -19,6 +19,7 @@ from icefloe.metadata import (
     AddSnapshot,
     RemoveSnapshotRef,
     RemoveSnapshots,
+    SetSnapshotRef,
     TableMetadata,
     TableRequirement,
     TableUpdate,
@@ -90,17 +91,18 @@ def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> No
       is behind the table's next row id: another writer committed to a different branch, and
       the snapshot must be rebuilt (the transaction does so on this error), not re-applied,
       which the metadata rules refuse;
-    - a removed snapshot is the head of a ref the updates keep: another writer created the ref
-      (a tag of an old snapshot) after the expiration was planned, and removing the snapshot
-      would drop the ref with it.
+    - a removed snapshot is the head of a ref the updates neither move nor remove: another
+      writer created the ref (a tag of an old snapshot) after the expiration was planned, and
+      removing the snapshot would drop the ref with it.
     """
     ups = list(updates)
-    removed_refs = {u.ref_name for u in ups if isinstance(u, RemoveSnapshotRef)}
+    # refs the updates move or remove (anywhere among them) were known to their writer
+    touched = {u.ref_name for u in ups if isinstance(u, RemoveSnapshotRef | SetSnapshotRef)}
     for u in ups:
         if isinstance(u, RemoveSnapshots):
             gone = set(u.snapshot_ids)
             kept = [n for n, r in base.refs.items() if r.snapshot_id in gone]
-            kept = [n for n in kept if n not in removed_refs]
+            kept = [n for n in kept if n not in touched]
             if kept:
                 raise CommitConflictError(
                     f"the snapshots to remove include the head of {', '.join(sorted(kept))}, "

@@ -34,7 +34,7 @@ from icefloe._concurrency import parallel_map, work_executor, work_threads
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, BooleanExpression
 from icefloe.expressions.builder import col
-from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.metadata import MAIN_BRANCH, Operation, TableMetadata
 from icefloe.properties import enum_property
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.scan.columnar import gc_paused
@@ -427,6 +427,18 @@ def _input_names(data: Any) -> set[str] | None:
     else:
         return None
     return set(names)
+
+
+#: Times an equality-mode upsert runs again on a newer table after a conflict.
+EQUALITY_UPSERT_RETRIES = 4
+
+
+def upsert_runs_again(metadata: TableMetadata) -> bool:
+    """Whether an upsert that conflicted with a concurrent commit runs again on the newer
+    table: equality-mode upserts do (last writer wins, as streaming upserts expect; on the
+    newer table its equality deletes cover the rows the other writer added), the others
+    read the rows they replace and fail."""
+    return _upsert_mode(metadata.properties, metadata.format_version) == EQUALITY
 
 
 def _upsert_mode(props: Mapping[str, str], version: int) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import NoSuchTableError
+from icefloe.exceptions import CommitConflictError, NoSuchTableError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.committer import Committer, Identifier
@@ -360,12 +360,24 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> UpsertResult:
-        """Update rows whose ``join_cols`` key exists and insert the others, in one snapshot."""
-        with self.transaction() as tx:
-            result = tx.upsert(
-                data, join_cols, branch=branch, snapshot_properties=snapshot_properties
-            )
-        return result
+        """Update rows whose ``join_cols`` key exists and insert the others, in one snapshot.
+        An equality-mode upsert (``write.upsert.mode=equality``) that conflicts with another
+        writer's rows of its keys runs again on the newer table (see
+        :func:`icefloe.table.row_level.upsert_runs_again`)."""
+        from icefloe.table.row_level import EQUALITY_UPSERT_RETRIES, upsert_runs_again
+
+        for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
+            try:
+                with self.transaction() as tx:
+                    result = tx.upsert(
+                        data, join_cols, branch=branch, snapshot_properties=snapshot_properties
+                    )
+                return result
+            except CommitConflictError:
+                if attempt == EQUALITY_UPSERT_RETRIES or not upsert_runs_again(self.metadata):
+                    raise
+                self.refresh()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def delete_by_keys(
         self,
