@@ -320,3 +320,17 @@ def test_metrics_keys_of_dropped_columns_are_removed(tmp_path: Path) -> None:
         u.delete_column("s")
         u.delete_column("st")  # its child's key goes too
     assert _metrics_keys(cat.load_table("ns.t")) == {METRICS + "id": "none"}
+
+
+def test_a_stored_value_beyond_the_limit_is_read_as_the_limit(tmp_path: Path) -> None:
+    # written before the limits (or by another engine): the table stays writable
+    from icefloe.metadata import SetProperties
+
+    _, t = _table(tmp_path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("icefloe.metadata._builder.check_properties", lambda *_: None)
+        tx = t.transaction()
+        tx.apply([SetProperties({"write.parquet.row-group-size-bytes": "3000000000"})])
+        tx.commit_transaction()
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    assert t.scan().to_arrow().num_rows == 1

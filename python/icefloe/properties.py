@@ -490,14 +490,18 @@ def int_property(
     what: str = "table property",
 ) -> int:
     """Integer property ``key``, ``default`` when unset; ``minimum`` defaults to the known
-    property's (else none), the maximum is the known property's (Java's ``int`` or ``long``
-    limit). ``lenient`` warns and returns ``default`` when malformed."""
+    property's (else none). A value above the known property's maximum (Java's ``int`` or
+    ``long`` limit, refused when set) is read as that maximum: a table another engine (or an
+    earlier icefloe) gave such a value stays writable. ``lenient`` warns and returns
+    ``default`` when malformed."""
     kind = KNOWN.get(key)
     if minimum is None and kind is not None:
         minimum = kind.minimum
-    low, high = minimum, kind.maximum if kind is not None else None
-    value = _read(props, key, lenient, lambda raw: parse_int(key, raw, low, what, high))
-    return default if value is None else value
+    high = kind.maximum if kind is not None else None
+    value = _read(props, key, lenient, lambda raw: parse_int(key, raw, minimum, what))
+    if value is None:
+        return default
+    return value if high is None else min(value, high)
 
 
 def bool_property(

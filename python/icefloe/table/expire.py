@@ -196,12 +196,13 @@ def expire_snapshots(
     ``older_than_ms`` replaces the table-wide age limit (epoch ms or a datetime), ``retain_last``
     the table-wide minimum number of snapshots per branch; ``snapshot_ids`` are expired
     explicitly. ``delete_files=False`` only changes metadata; a table with ``gc.enabled=false``
-    refuses anything else (``ValidationError``). A concurrent change to a ref (a new tag of an
-    expired snapshot included) makes the expiration start over from the refreshed table.
+    refuses anything else but a dry run (``ValidationError``). A concurrent change to a ref (a
+    new tag of an expired snapshot included) makes the expiration start over from the
+    refreshed table.
     ``progress`` reports the file deletions (``True`` for a bar on stderr, or a
     ``fn(done, total)``; see :mod:`icefloe.progress`).
     """
-    if delete_files and not gc_enabled(table.metadata.properties):
+    if delete_files and not dry_run and not gc_enabled(table.metadata.properties):
         raise ValidationError(
             "cannot expire snapshots and delete their files: gc.enabled is false (the files may "
             "be shared with other tables); delete_files=False only removes the snapshots"

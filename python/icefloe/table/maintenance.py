@@ -179,7 +179,8 @@ def remove_orphan_files(
     last modified before ``older_than`` (a datetime, epoch ms, or an age as a timedelta;
     default 3 days ago). ``refresh()``, when given, returns the table's current metadata and
     its file: it is called after the listing, so that files other writers committed since
-    ``metadata`` was loaded are reached. A table with ``gc.enabled=false`` is refused.
+    ``metadata`` was loaded are reached. A table with ``gc.enabled=false`` is refused (a dry
+    run lists).
 
     Only the directories the table writes to are listed by default, not its whole location:
     with the default layout a table of a nested namespace (``db.a.b``) lives inside another
@@ -193,7 +194,7 @@ def remove_orphan_files(
     deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
     (see :mod:`icefloe.progress`).
     """
-    if not gc_enabled(metadata.properties):
+    if not dry_run and not gc_enabled(metadata.properties):
         raise ValidationError(
             "cannot remove orphan files: gc.enabled is false (the table's files may be shared "
             "with other tables)"

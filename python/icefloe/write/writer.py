@@ -400,6 +400,9 @@ def _spread(groups: list[_Group], threads: int) -> list[_Group]:
 _CLOSE_SHORT_BY = 4
 #: Rows of the sample that checks that rows about to be written compress as the last ones did.
 _PROBE_ROWS = 1024
+#: The fewest rows a row group cut to the target takes (Java's rolling writer checks the size
+#: every 1,000 rows): a target smaller than a few rows' encoding is not a file per row.
+_MIN_ROWS = 1000
 
 
 class _SizeModel:
@@ -420,14 +423,16 @@ class _SizeModel:
         self.encoded_size = encoded_size
 
     def rows_for(self, pos: int, room: int, at_most: int) -> int:
-        """Rows from ``pos`` expected to take ``room`` bytes on disk (1 to ``at_most``)."""
-        take = max(1, min(at_most, int(room / self.per_row)))
+        """Rows from ``pos`` expected to take ``room`` bytes on disk (at least
+        :data:`_MIN_ROWS`, at most ``at_most``)."""
+        least = min(at_most, _MIN_ROWS)
+        take = max(least, min(at_most, int(room / self.per_row)))
         if take >= 2 * _PROBE_ROWS:
             picks = np.linspace(pos, pos + take - 1, _PROBE_ROWS).astype(np.int64)
             sample = self.table.take(picks)
             per_row = self.encoded_size(sample) / _PROBE_ROWS
             if per_row > 2 * self.per_row:
-                take = max(1, min(take, int(room / per_row)))
+                take = max(least, min(take, int(room / per_row)))
         return take
 
     def learn(self, disk: int, rows: int) -> None:
