@@ -220,3 +220,13 @@ def test_orphan_removal_leaves_a_shared_data_path_alone(tmp_path: Path) -> None:
     # named explicitly, the shared directory is listed (the caller's choice)
     found = a.remove_orphan_files(location=shared, dry_run=True)
     assert [Path(f.removeprefix("file://")).parent for f in found] == [tmp_path / "shared"]
+
+
+def test_hadoop_hint_naming_a_missing_version_does_not_block_commits(tmp_path: Path) -> None:
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    (tmp_path / "wh/db/t/metadata/version-hint.text").write_text("9")  # no v9 exists
+    t.append(_rows([1]))
+    t.append(_rows([2]))
+    assert _ids(cat) == [1, 2]

@@ -268,7 +268,12 @@ class HadoopCatalog(Catalog):
         # metadata log is deleted: its exclusive create would succeed and the commit be lost
         # behind the newer versions. A base that is gone or behind the hint is stale.
         hint = self._hint(identifier)
-        if (hint is not None and hint > version) or not self.io.exists(base_location):
+        newer = (
+            hint is not None
+            and hint > version
+            and self._existing_version_file(identifier, hint) is not None  # not a stray hint
+        )
+        if newer or not self.io.exists(base_location):
             raise CommitFailedError(
                 f"{'.'.join(identifier)!r} moved past version {version} (the base of this commit)"
             )
