@@ -308,3 +308,25 @@ def test_a_stale_table_object_never_commits_into_its_successor(catalog: Catalog)
     assert now.scan().to_arrow().to_pylist() == [{"name": "x", "id": 100}]
     if renamed:
         assert catalog.load_table("db.moved").scan().to_arrow().num_rows == 1
+
+
+def test_staged_create_on_every_catalog(catalog: Catalog) -> None:
+    import pyarrow as pa
+
+    catalog.create_namespace("db")
+    tx = catalog.create_table_transaction("db.staged", _schema())
+    assert not catalog.table_exists("db.staged")  # nothing exists before the commit
+    tx.append(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]}))
+    tx.commit_transaction()
+    t = catalog.load_table("db.staged")
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    assert len(t.snapshots()) == 1
+    # the name taken meanwhile: refused, and the transaction's files are deleted
+    tx = catalog.create_table_transaction("db.taken", _schema())
+    tx.append(pa.table({"id": pa.array([3], pa.int64()), "name": ["c"]}))
+    catalog.create_table("db.taken", _schema())
+    with pytest.raises(TableAlreadyExistsError):
+        tx.commit_transaction()
+    left = [f.location for f in tx.table.io.list_prefix(tx.table.location)]
+    assert not any(p.endswith(".parquet") for p in left)
+    assert catalog.load_table("db.taken").scan().to_arrow().num_rows == 0

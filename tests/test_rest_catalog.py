@@ -151,7 +151,7 @@ def test_staged_create(cat: RestCatalog, rest_server: RestServer, warehouse: str
     tx2 = cat.create_table_transaction("db.race", ROWS)
     cat.create_table("db.race", ROWS)
     tx2.append(_rows([9]))
-    with pytest.raises(CommitFailedError, match="exists"):
+    with pytest.raises(TableAlreadyExistsError, match="exists"):
         tx2.commit_transaction()
     assert cat.load_table("db.race").current_snapshot() is None
     with pytest.raises(TableAlreadyExistsError):

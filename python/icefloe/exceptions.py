@@ -175,11 +175,15 @@ def commit_did_not_happen(exc: BaseException) -> bool:
 
     Catalogs raise :class:`CommitFailedError`, :class:`CommitConflictError` and
     :class:`ValidationError` only before the pointer can have moved, so the files the attempt
-    wrote may be deleted. Every other exception, :class:`CommitStateUnknownError`, an I/O
-    error or a ``KeyboardInterrupt``/``SystemExit`` arriving during or after the swap, leaves
-    the outcome unknown: the new metadata may reference those files and they are kept.
+    wrote may be deleted; so is :class:`TableAlreadyExistsError` (a staged create whose name
+    was taken: its table never existed). Every other exception,
+    :class:`CommitStateUnknownError`, an I/O error or a ``KeyboardInterrupt``/``SystemExit``
+    arriving during or after the swap, leaves the outcome unknown: the new metadata may
+    reference those files and they are kept.
     """
-    return isinstance(exc, CommitFailedError | CommitConflictError | ValidationError)
+    return isinstance(
+        exc, CommitFailedError | CommitConflictError | ValidationError | TableAlreadyExistsError
+    )
 
 
 class FileIOError(IcebergError):

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
-    from icefloe.table import Table
+    from icefloe.table import Table, Transaction
 
 __all__ = [
     "Catalog",
@@ -319,6 +319,47 @@ class Catalog(ABC):
         (field ids are assigned fresh either way). Without ``location`` the table goes under
         its namespace's ``location`` property or the catalog's warehouse.
         """
+        ident, metadata = self._new_table(
+            identifier, schema, location, partition_spec, sort_order, properties, format_version
+        )
+        metadata_location = self._create_entry(ident, metadata)
+        return self._table(ident, metadata, metadata_location)
+
+    def create_table_transaction(
+        self,
+        identifier: str | Iterable[str],
+        schema: Schema | pa.Schema,
+        location: str | None = None,
+        partition_spec: PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        properties: Mapping[str, str] | None = None,
+        format_version: int | None = None,
+    ) -> Transaction:
+        """A transaction that creates the table when it commits (a staged create).
+
+        Nothing exists until :meth:`Transaction.commit_transaction`; the commit then creates
+        the table with every change of the transaction (for example its first append) at
+        once, or fails with :class:`TableAlreadyExistsError` if the name was taken meanwhile
+        (the files the transaction wrote are deleted then).
+        """
+        from icefloe.table import Transaction
+
+        ident, metadata = self._new_table(
+            identifier, schema, location, partition_spec, sort_order, properties, format_version
+        )
+        return Transaction(self._table(ident, metadata, ""))
+
+    def _new_table(
+        self,
+        identifier: str | Iterable[str],
+        schema: Schema | pa.Schema,
+        location: str | None,
+        partition_spec: PartitionSpec | None,
+        sort_order: SortOrder | None,
+        properties: Mapping[str, str] | None,
+        format_version: int | None,
+    ) -> tuple[Identifier, TableMetadata]:
+        """The checked identifier and first metadata of a table to create."""
         from icefloe.metadata import new_table_metadata
         from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
         from icefloe.sorting import UNSORTED_SORT_ORDER
@@ -338,8 +379,7 @@ class Catalog(ABC):
             resolve_table_paths(table_location, properties or {}),
             format_version,
         )
-        metadata_location = self._create_entry(ident, metadata)
-        return self._table(ident, metadata, metadata_location)
+        return ident, metadata
 
     def create_table_if_not_exists(
         self,
@@ -396,6 +436,13 @@ class Catalog(ABC):
         from icefloe.catalog.commit import files_to_delete_after_commit, run_commit
 
         ident = table.identifier
+        if not table.metadata_location:  # a staged create: the table does not exist yet
+            from icefloe.metadata import apply_updates, validate_requirements
+
+            reqs = list(requirements)
+            validate_requirements(reqs, table.metadata)
+            new = apply_updates(table.metadata, list(updates))
+            return CommitResult(new, self._create_entry(ident, new))
 
         def write_and_swap(base: TableMetadata, base_location: str, new: TableMetadata) -> str:
             return self._write_and_swap(ident, base, base_location, new)

@@ -23,7 +23,12 @@ from icefloe.catalog.rest.wire import (
     identifier_to_json,
     uuid7,
 )
-from icefloe.exceptions import CommitConflictError, CommitFailedError, CommitStateUnknownError
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    TableAlreadyExistsError,
+)
 from icefloe.metadata import (
     AddSnapshot,
     AssertCreate,
@@ -124,8 +129,10 @@ class RestCommits(RestTables):
                             f"{what}: the outcome is unknown ({failure}, then a conflict that "
                             "may be with the first attempt); no file was deleted"
                         )
-                if staged:
-                    raise exception_for_error(resp.status, resp.body, what)
+                if staged:  # assert-create failed: another writer created the table
+                    raise TableAlreadyExistsError(
+                        f"table {'.'.join(ident)!r} already exists"
+                    ) from exception_for_error(resp.status, resp.body, what)
                 attempt += 1
                 wait = policy.wait_ms(attempt) / 1000.0
                 if attempt > policy.num_retries or time.monotonic() + wait > deadline:
