@@ -79,12 +79,18 @@ def test_any_text_is_accepted_only_when_it_is_a_value_of_the_type(key: str, text
 @given(
     prefix=st.sampled_from(sorted(KNOWN_PREFIXES)),
     column=st.text(min_size=1, max_size=8),
-    value=st.sampled_from(["true", "FALSE", "maybe", "full", "truncate(4)", "truncate(0)", "1"]),
+    value=st.sampled_from(
+        ["true", "FALSE", "maybe", "full", "truncate(4)", "truncate(0)", "1", "0.05", "0"]
+    ),
 )
 def test_per_column_properties_are_typed(prefix: str, column: str, value: str) -> None:
     key = prefix + column
-    kind = KNOWN_PREFIXES[prefix].kind
-    ok = value.lower() in ("true", "false") if kind == "bool" else value in ("full", "truncate(4)")
+    valid = {
+        "bool": ("true", "FALSE"),
+        "metrics": ("full", "truncate(4)"),
+        "probability": ("0.05",),
+    }
+    ok = value in valid[KNOWN_PREFIXES[prefix].kind]
     if ok:
         validate_properties({key: value})
     else:

@@ -334,3 +334,24 @@ def test_a_stored_value_beyond_the_limit_is_read_as_the_limit(tmp_path: Path) ->
         tx.commit_transaction()
     t.append(pa.table({"id": pa.array([1], pa.int64())}))
     assert t.scan().to_arrow().num_rows == 1
+
+
+def test_bloom_filters_are_written_for_the_columns_that_ask(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    props = {
+        "write.parquet.bloom-filter-enabled.column.s": "true",
+        "write.parquet.bloom-filter-fpp.column.s": "0.05",
+    }
+    _, t = _table(tmp_path, properties=props)
+    data = rows(0, 2_000)
+    t.append(data)
+    for path in t.inspect.files().column("file_path").to_pylist():
+        md = pq.ParquetFile(path.removeprefix("file://")).metadata
+        names = [md.schema.column(i).name for i in range(md.num_columns)]
+        offsets = {n: md.row_group(0).column(i).bloom_filter_offset for i, n in enumerate(names)}
+        assert offsets["s"] is not None and offsets["id"] is None
+    assert t.scan(row_filter="s = 's7'").to_arrow().num_rows == 1
+    for bad in ("2", "0", "x"):
+        with pytest.raises(ValidationError, match="bloom-filter-fpp"):
+            t.set_properties(**{"write.parquet.bloom-filter-fpp.column.s": bad})

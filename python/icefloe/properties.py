@@ -47,6 +47,7 @@ __all__ = [
     "parse_format_version",
     "parse_int",
     "parse_metrics_mode",
+    "parse_probability",
     "parse_value",
     "validate_properties",
 ]
@@ -111,6 +112,9 @@ class TableProperties:
     DELETE_PARQUET_COMPRESSION = "write.delete.parquet.compression-codec"
     PARQUET_BLOOM_FILTER_MAX_BYTES = "write.parquet.bloom-filter-max-bytes"
     PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX = "write.parquet.bloom-filter-enabled.column."
+    PARQUET_BLOOM_FILTER_COLUMN_FPP_PREFIX = "write.parquet.bloom-filter-fpp.column."
+    PARQUET_BLOOM_FILTER_FPP_DEFAULT = 0.01
+    PARQUET_BLOOM_FILTER_MAX_BYTES_DEFAULT = 1024 * 1024
     DEFAULT_FILE_FORMAT = "write.format.default"
     DEFAULT_FILE_FORMAT_DEFAULT = "parquet"
     ORC_COMPRESSION = "write.orc.compression-codec"
@@ -285,6 +289,7 @@ KNOWN: dict[str, _Kind] = {
 KNOWN_PREFIXES: dict[str, _Kind] = {
     _T.METRICS_MODE_COLUMN_PREFIX: _METRICS_KIND,
     _T.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX: _BOOL,
+    _T.PARQUET_BLOOM_FILTER_COLUMN_FPP_PREFIX: _Kind("probability"),
 }
 
 
@@ -431,7 +436,20 @@ def parse_value(key: str, raw: str, what: str = "table property") -> object:
         return parse_bool(key, raw, what)
     if kind.kind == "enum":
         return parse_enum(key, raw, kind.choices, what)
+    if kind.kind == "probability":
+        return parse_probability(key, raw, what)
     return parse_metrics_mode(key, raw, what)
+
+
+def parse_probability(key: str, raw: str, what: str = "table property") -> float:
+    """``raw`` as a probability strictly between 0 and 1 (a Bloom filter's false positives)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise _invalid(key, raw, "must be a probability between 0 and 1", what)
+    return value
 
 
 def validate_properties(

@@ -10,7 +10,8 @@ counts from the data, the same modes and truncation); Python then writes each fi
 and describes it as a :class:`~icefloe.write.files.DataFile`.
 
 It takes tables of flat primitive columns (no structs, lists, maps, variants, UUIDs, fixed or
-geospatial columns) written with zstd, snappy or no compression, and partitions small enough
+geospatial columns) written with zstd, snappy or no compression and no Bloom filters, and
+partitions small enough
 to be one file (:data:`NATIVE_MAX_BYTES` of Arrow data, and no more than the target file size
 or the row-group size in bytes); everything else takes pyarrow's writer.
 """
@@ -85,8 +86,8 @@ def native_columns(
 ) -> list[ColumnTuple] | None:
     """The columns of ``schema`` as the native encoder takes them, or None when it cannot
     write this schema or codec."""
-    if not ENABLED or parquet.compression not in _CODECS:
-        return None
+    if not ENABLED or parquet.compression not in _CODECS or parquet.bloom_filters:
+        return None  # Bloom filters: pyarrow's writer
     out: list[ColumnTuple] = []
     for f in schema.fields:
         if not isinstance(f.field_type, _TYPES):

@@ -3,15 +3,18 @@ live in :mod:`icefloe.properties`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from icefloe.properties import (
     PARQUET_CODECS,
     TableProperties,
+    bool_property,
     enum_property,
     int_property,
     parquet_compression_level,
+    parse_probability,
 )
 
 __all__ = ["ParquetOptions", "target_file_size"]
@@ -32,6 +35,23 @@ class ParquetOptions:
     row_group_limit: int = _T.PARQUET_ROW_GROUP_LIMIT_DEFAULT
     page_size_bytes: int = _T.PARQUET_PAGE_SIZE_BYTES_DEFAULT
     dict_size_bytes: int = _T.PARQUET_DICT_SIZE_BYTES_DEFAULT
+    #: ``(column name, false-positive probability)`` of the columns that get Bloom filters
+    #: (``write.parquet.bloom-filter-enabled.column.<name>``, ``...-fpp.column.<name>``).
+    bloom_filters: tuple[tuple[str, float], ...] = ()
+    bloom_filter_max_bytes: int = _T.PARQUET_BLOOM_FILTER_MAX_BYTES_DEFAULT
+
+    def bloom_filter_options(self, rows: int) -> dict[str, dict[str, float | int]] | None:
+        """pyarrow's ``bloom_filter_options`` for a file of at most ``rows`` rows: each
+        filter sized for that many distinct values, but no larger than
+        ``write.parquet.bloom-filter-max-bytes`` (as Java caps its filters)."""
+        if not self.bloom_filters:
+            return None
+        out: dict[str, dict[str, float | int]] = {}
+        for name, fpp in self.bloom_filters:
+            # bits of an optimal filter: -n ln(p) / ln(2)^2; at most max-bytes * 8 of them
+            fit = int(self.bloom_filter_max_bytes * 8 * math.log(2) ** 2 / -math.log(fpp))
+            out[name] = {"ndv": max(1, min(rows, fit)), "fpp": fpp}
+        return out
 
     @staticmethod
     def from_properties(props: Mapping[str, str]) -> ParquetOptions:
@@ -53,7 +73,29 @@ class ParquetOptions:
             dict_size_bytes=int_property(
                 props, _T.PARQUET_DICT_SIZE_BYTES, _T.PARQUET_DICT_SIZE_BYTES_DEFAULT
             ),
+            bloom_filters=_bloom_filters(props),
+            bloom_filter_max_bytes=int_property(
+                props,
+                _T.PARQUET_BLOOM_FILTER_MAX_BYTES,
+                _T.PARQUET_BLOOM_FILTER_MAX_BYTES_DEFAULT,
+            ),
         )
+
+
+def _bloom_filters(props: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
+    """The columns whose Bloom filters are enabled, with their false-positive probability
+    (default 0.01, as Java's; one outside (0, 1) is a ValidationError)."""
+    prefix = _T.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX
+    out = []
+    for key in sorted(props):
+        if not key.startswith(prefix) or not bool_property(props, key, False):
+            continue
+        name = key[len(prefix) :]
+        fpp_key = _T.PARQUET_BLOOM_FILTER_COLUMN_FPP_PREFIX + name
+        raw = props.get(fpp_key)
+        default = _T.PARQUET_BLOOM_FILTER_FPP_DEFAULT
+        out.append((name, default if raw is None else parse_probability(fpp_key, raw)))
+    return tuple(out)
 
 
 def target_file_size(props: Mapping[str, str]) -> int:

@@ -583,10 +583,11 @@ class _FileWriter:
             out.append(written)
         return out
 
-    def _parquet_options(self) -> dict[str, Any]:
-        """The options of pyarrow's Parquet writer for the data files."""
+    def _parquet_options(self, rows: int = 0) -> dict[str, Any]:
+        """The options of pyarrow's Parquet writer for data files of at most ``rows`` rows."""
         p = self.parquet
         return {
+            "bloom_filter_options": p.bloom_filter_options(rows),
             "compression": p.compression,
             "compression_level": p.compression_level,
             "data_page_size": p.page_size_bytes,
@@ -622,7 +623,8 @@ class _FileWriter:
         out = held or sink
         chunks = []
         try:
-            with pq.ParquetWriter(out, table.schema, **self._parquet_options()) as w:
+            options = self._parquet_options(table.num_rows - pos)
+            with pq.ParquetWriter(out, table.schema, **options) as w:
                 n = table.num_rows
                 while pos < n:
                     take = min(rows, n - pos)
