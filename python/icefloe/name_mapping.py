@@ -220,15 +220,33 @@ def update_mapping(mapping: NameMapping, schema: Schema) -> NameMapping:
     def merge(f: NestedField) -> MappedField:
         old = old_by_id.get(f.field_id)
         names = [f.name] + [n for n in (old.names if old else ()) if n != f.name]
-        children = [merge(c) for c in _nested_fields(f.field_type)]
-        live = {c.field_id for c in _nested_fields(f.field_type)}
+        nested = _nested_fields(f.field_type)
+        children = [merge(c) for c in nested]
+        live = {c.field_id for c in nested}
         kept = [c for c in (old.fields if old else ()) if c.field_id not in live]
-        return MappedField(tuple(names), f.field_id, _dedupe([*children, *kept]))
+        return MappedField(tuple(names), f.field_id, _level(nested, [*children, *kept]))
 
     top = [merge(f) for f in schema.fields]
     live_top = {f.field_id for f in schema.fields}
     kept_top = [m for m in mapping.fields if m.field_id not in live_top]
-    return NameMapping(_dedupe([*top, *kept_top]))
+    return NameMapping(_level(schema.fields, [*top, *kept_top]))
+
+
+def _level(current: Sequence[NestedField], fields: list[MappedField]) -> tuple[MappedField, ...]:
+    """The mapped fields of one level: a name a current column has is that column's only, as
+    Java's mapping update gives it (a column renamed from ``a`` loses the alias ``a`` when a new
+    column takes the name), then :func:`_dedupe`."""
+    taken = {f.field_id: f.name for f in current}
+    owners = {name: fid for fid, name in taken.items()}
+    out = [
+        MappedField(
+            tuple(n for n in m.names if owners.get(n, m.field_id) == m.field_id),
+            m.field_id,
+            m.fields,
+        )
+        for m in fields
+    ]
+    return _dedupe(out)
 
 
 def _nested_fields(t: IcebergType) -> tuple[NestedField, ...]:

@@ -51,6 +51,7 @@ from icefloe.types import (
     ListType,
     LongType,
     MapType,
+    NestedField,
     PrimitiveType,
     StringType,
     StructType,
@@ -65,6 +66,7 @@ from icefloe.types import (
 
 __all__ = [
     "epoch_ms",
+    "field_default",
     "from_bytes",
     "from_json",
     "point_from_bytes",
@@ -268,6 +270,26 @@ def to_json(type_: IcebergType, value: Any) -> Any:
     if isinstance(t, UnknownType):
         raise _bad(t, value, "the unknown type is always null")
     return _native.value_to_json(str(t), _to_physical(t, value))
+
+
+def field_default(field: NestedField, write: bool = False) -> Any:
+    """The value of ``field``'s ``initial-default`` (``write``: its ``write-default``), None
+    when unset. A struct default that leaves a field out takes that field's own default (the
+    spec's rule), at every depth: ``{}`` is the struct of its fields' defaults."""
+    raw = field.write_default if write else field.initial_default
+    return _default(field.field_type, raw, write)
+
+
+def _default(type_: IcebergType, raw: Any, write: bool) -> Any:
+    if raw is None or not isinstance(type_, StructType):
+        return from_json(type_, raw)
+    from_json(type_, raw)  # the checks: an object of known field ids
+    return {
+        f.name: _default(f.field_type, raw[str(f.field_id)], write)
+        if str(f.field_id) in raw
+        else field_default(f, write)
+        for f in type_.fields
+    }
 
 
 def from_json(type_: IcebergType, json_value: Any) -> Any:

@@ -29,7 +29,7 @@ from icefloe.types import (
     UnknownType,
     VariantType,
 )
-from icefloe.values import from_json
+from icefloe.values import field_default
 from icefloe.variant import normalize as normalize_variant
 
 __all__ = ["FileColumns", "constant_array", "project_field"]
@@ -100,6 +100,11 @@ def _cast(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> 
     if pa.types.is_dictionary(src.type):
         src = src.dictionary_decode()
     storage = _storage(target)
+    if src.type != storage and not _promotable(src.type, storage):
+        raise ValidationError(
+            f"{path}: column {field.name!r} (id {field.field_id}) of type {arr.type} in the "
+            f"file cannot be read as {field.field_type}: not a type promotion the spec allows"
+        )
     try:
         out = src if src.type == storage else src.cast(storage)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
@@ -110,6 +115,41 @@ def _cast(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) -> 
     if isinstance(target, pa.BaseExtensionType):
         out = pa.ExtensionArray.from_storage(target, out)
     return out
+
+
+def _kind(t: pa.DataType) -> str:
+    """The family of an Arrow type, for :func:`_promotable`."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "bool"
+    return "other"
+
+
+def _promotable(file: pa.DataType, table: pa.DataType) -> bool:
+    """Whether a file's column of Arrow type ``file`` may be read as ``table``: the spec's
+    promotions (wider integers, float to double, wider decimals of the same scale) and
+    representation changes within a family (string views, time units, narrower integers a
+    Parquet logical type gives); never across families (a string read as a number, a long
+    narrowed to an int), which Java and PyIceberg refuse too."""
+    a, b = _kind(file), _kind(table)
+    if "other" in (a, b):
+        return a == b or pa.types.is_null(file)
+    if a != b:
+        return False
+    if a in ("int", "float"):
+        return bool(file.bit_width <= table.bit_width) or (
+            a == "int" and not pa.types.is_signed_integer(file)  # unsigned: checked by cast
+        )
+    if a == "decimal":
+        return bool(file.scale == table.scale and file.precision <= table.precision)
+    return True
 
 
 def _validity(arr: pa.Array) -> pa.Array | None:
@@ -132,7 +172,7 @@ def project_field(
         if field.field_id in constants:
             return constant_array(constants[field.field_id], t, target, n)
         if field.initial_default is not None:
-            return constant_array(from_json(t, field.initial_default), t, target, n)
+            return constant_array(field_default(field), t, target, n)
         if field.required:
             # Never nulls under a required field: the file lost the column (or its field id).
             raise CorruptFileError(
@@ -206,7 +246,13 @@ def _variant(arr: pa.Array, target: pa.DataType, field: NestedField, path: str) 
 
 
 def _empty_struct(arr: pa.Array, target: pa.DataType) -> pa.Array:
-    return pa.StructArray.from_arrays([], fields=[], mask=_validity(arr)).cast(target)
+    """A struct of no fields with ``arr``'s length and nulls (``from_arrays`` of no children
+    makes an empty array)."""
+    validity = arr.buffers()[0] if arr.null_count else None
+    out = pa.StructArray.from_buffers(
+        pa.struct([]), len(arr), [validity], null_count=arr.null_count, offset=arr.offset
+    )
+    return out.cast(target)
 
 
 def _conflict(path: str, field: NestedField, found: pa.DataType) -> ValidationError:

@@ -30,7 +30,7 @@ from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
 from icefloe.types import IcebergType, ListType, MapType, NestedField, StructType, VariantType
-from icefloe.values import from_json
+from icefloe.values import field_default
 from icefloe.variant import encode_column, from_pylist
 
 __all__ = ["to_arrow_table", "to_table_schema"]
@@ -122,7 +122,7 @@ def _required_inside(t: pa.DataType) -> bool:
 
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
     if f.write_default is not None:
-        value = from_json(f.field_type, f.write_default)
+        value = field_default(f, write=True)
         try:
             scalar = pa.scalar(value, type=af.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
@@ -220,9 +220,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
                 c = _coerce_array(raw, child.field_type, wt, cpath)
                 _check_required_child(arr, c, child, cpath)
             elif child.write_default is not None:
-                c = pa.repeat(
-                    pa.scalar(from_json(child.field_type, child.write_default), wt), len(arr)
-                )
+                c = pa.repeat(pa.scalar(field_default(child, write=True), wt), len(arr))
             elif child.required:
                 raise ValidationError(f"required field {cpath!r} is missing from the input")
             else:

@@ -44,7 +44,7 @@ from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, metadata_field
-from icefloe.schema import Schema
+from icefloe.schema import Schema, walk_fields
 from icefloe.sorting import NullOrder, SortDirection, SortOrder
 from icefloe.transforms import (
     DayTransform,
@@ -454,6 +454,13 @@ class _FileWriter:
         digest: str,
     ) -> None:
         props = metadata.properties
+        for path, f in walk_fields(schema.as_struct()):
+            if isinstance(f.field_type, StructType) and not f.field_type.fields:
+                name = ".".join(p.name for p in (*path, f))
+                raise ValidationError(
+                    f"column {name!r} is a struct with no fields, which Parquet cannot store: "
+                    "add a field to it or drop it before writing"
+                )
         self.use_dictionary = use_dictionary
         self.io = io
         self.schema = schema
