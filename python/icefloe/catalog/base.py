@@ -325,6 +325,12 @@ class Catalog(ABC):
         metadata_location = self._create_entry(ident, metadata)
         return self._table(ident, metadata, metadata_location)
 
+    def load_every_snapshot(self, table: Table) -> TableMetadata | None:
+        """``table``'s metadata with the snapshots the catalog left out when it loaded it, or
+        None when it left none out (only a REST catalog with ``snapshot-loading-mode=refs``
+        does)."""
+        return None
+
     def create_table_transaction(
         self,
         identifier: str | Iterable[str],

@@ -6,7 +6,7 @@ import time
 import uuid
 from collections.abc import Mapping
 
-from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.metadata.property_checks import check_properties
 from icefloe.metadata.table_metadata import SUPPORTED_FORMAT_VERSION, TableMetadata
 from icefloe.partitioning import PartitionField, PartitionSpec
@@ -56,10 +56,10 @@ def new_table_metadata(
     props = dict(properties or {})
     raw = props.get(TableProperties.FORMAT_VERSION, DEFAULT_FORMAT_VERSION)
     format_version = parse_format_version(raw if format_version is None else format_version)
-    if format_version > SUPPORTED_FORMAT_VERSION:
-        raise UnsupportedFeatureError(f"Unsupported format version: v{format_version}")
-    if format_version < 1:
-        raise ValidationError(f"format-version must be 1, 2 or 3, got {format_version}")
+    if not 1 <= format_version <= SUPPORTED_FORMAT_VERSION:  # a bad request, as in Java
+        raise ValidationError(
+            f"Unsupported format version: v{format_version} (format-version must be 1, 2 or 3)"
+        )
     stored = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
     check_properties(stored, schema=schema)
     fresh = assign_fresh_ids(schema, schema_id=0)

@@ -286,11 +286,17 @@ class RestService:
             return 304, None, {"ETag": etag}
         metadata = table.metadata
         if mode == "refs":
+            # the snapshots no ref points at are left out (a client fetches them when it needs
+            # them); the snapshot log stays whole, as Java's server keeps it: time travel by
+            # timestamp, history and rollback to a time read it
             keep = {r.snapshot_id for r in metadata.refs.values()}
             metadata = replace(
                 metadata,
                 snapshots=tuple(s for s in metadata.snapshots if s.snapshot_id in keep),
-                snapshot_log=tuple(e for e in metadata.snapshot_log if e.snapshot_id in keep),
+                statistics=tuple(s for s in metadata.statistics if s.snapshot_id in keep),
+                partition_statistics=tuple(
+                    s for s in metadata.partition_statistics if s.snapshot_id in keep
+                ),
             )
         result = self._result(ident, metadata, table.metadata_location, delegation)
         return 200, result, {"ETag": etag} if etag else {}

@@ -88,3 +88,8 @@ class Committer(Protocol):
         """Commit ``updates`` on top of ``table`` if ``requirements`` hold of the current
         metadata; returns the committed metadata and its file."""
         ...
+
+    def load_every_snapshot(self, table: Table) -> TableMetadata | None:
+        """``table``'s metadata with the snapshots the catalog left out when loading it, or
+        None when none were left out."""
+        ...

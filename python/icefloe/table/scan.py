@@ -177,7 +177,18 @@ class TableScan:
         return md
 
     def snapshot(self) -> Snapshot | None:
-        """The snapshot the scan reads (None: the table has no current snapshot)."""
+        """The snapshot the scan reads (None: the table has no current snapshot). A snapshot
+        the catalog left out of the loaded metadata (REST ``snapshot-loading-mode=refs``) is
+        loaded when the scan needs it."""
+        try:
+            return self._snapshot()
+        except NoSuchSnapshotError:
+            load = getattr(self.table, "load_every_snapshot", None)
+            if load is None or not load():
+                raise
+            return self._snapshot()
+
+    def _snapshot(self) -> Snapshot | None:
         md = self.metadata
         if self.snapshot_id is not None:
             return md.snapshot(self.snapshot_id)

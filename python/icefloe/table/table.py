@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import CommitConflictError, NoSuchTableError
+from icefloe.exceptions import CommitConflictError, NoSuchSnapshotError, NoSuchTableError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.committer import Committer, Identifier
@@ -149,9 +149,25 @@ class Table:
         """Branches and tags by name."""
         return dict(self.metadata.refs)
 
-    def snapshot_as_of(self, timestamp_ms: int) -> Snapshot:
-        """The snapshot that was current at ``timestamp_ms`` (from the snapshot log)."""
-        return self.metadata.snapshot_as_of(timestamp_ms)
+    def snapshot_as_of(self, timestamp_ms: int | datetime.datetime) -> Snapshot:
+        """The snapshot that was current at ``timestamp_ms`` (from the snapshot log; epoch ms
+        or a datetime)."""
+        try:
+            return self.metadata.snapshot_as_of(timestamp_ms)
+        except NoSuchSnapshotError:
+            if not self.load_every_snapshot():
+                raise
+            return self.metadata.snapshot_as_of(timestamp_ms)
+
+    def load_every_snapshot(self) -> bool:
+        """Load the snapshots the catalog left out of this table's metadata (a REST catalog
+        with ``snapshot-loading-mode=refs`` loads only those refs point at); True when there
+        were some. Time travel calls it when a snapshot it needs is missing."""
+        full = self.catalog.load_every_snapshot(self) if self.catalog is not None else None
+        if full is None:
+            return False
+        self.metadata = full
+        return True
 
     @property
     def inspect(self) -> InspectTable:

@@ -6,6 +6,7 @@ table's FileIO renews vended credentials through ``GET .../credentials``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from icefloe.arrow_schema import to_schema
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.io import FileIO
+    from icefloe.metadata import TableMetadata
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -87,6 +89,18 @@ class RestTables(RestClient):
             with self._etag_lock:
                 self._etags[ident] = (etag, result)
         return result
+
+    def load_every_snapshot(self, table: Table) -> TableMetadata | None:
+        """With ``snapshot-loading-mode=refs``, the table's metadata with every snapshot
+        (``?snapshots=all``), for time travel to snapshots no ref points at."""
+        if self._snapshots != "refs" or not table.metadata_location:
+            return None
+        full = self._load_result(table.identifier, "all").metadata
+        known = {s.snapshot_id for s in table.metadata.snapshots}
+        extra = tuple(s for s in full.snapshots if s.snapshot_id not in known)
+        if not extra:
+            return None
+        return replace(table.metadata, snapshots=(*table.metadata.snapshots, *extra))
 
     def load_table(self, identifier: str | Iterable[str]) -> Table:
         """The table's current state (a 304 for an unchanged ETag reuses the cached answer)."""
