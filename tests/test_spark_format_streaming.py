@@ -171,3 +171,56 @@ def test_empty_micro_batch_is_recorded_and_replayed_once(spark: Any, tmp_path: P
     ids = sorted(r["id"] for r in dst.scan().to_arrow().to_pylist())
     assert ids == [*range(0, 5), *range(10, 13)]
     assert [s.summary.get(BATCH_ID) for s in dst.snapshots()] == ["0", "1", "2"]
+
+
+def test_a_fresh_checkpoint_at_the_same_location_commits_its_batches(
+    spark: Any, tmp_path: Path
+) -> None:
+    # deleting a checkpoint and starting again there is a new run of the query: its batch ids
+    # start at 0 again and must not be taken for replays of the old run's
+    import shutil
+
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="fresh")
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", KV, format_version=2)
+    cat.create_table("db.dst", KV, format_version=2)
+    src.append(_kv(range(0, 10)))
+    ck = tmp_path / "ck"
+    _run(_stream(spark, cat, "db.src"), cat, "db.dst", ck)
+    shutil.rmtree(ck)
+    other = cat.create_table("db.src2", KV, format_version=2)
+    other.append(_kv(range(100, 110)))
+    _run(_stream(spark, cat, "db.src2"), cat, "db.dst", ck)
+    dst = cat.load_table("db.dst")
+    ids = sorted(r["id"] for r in dst.scan().to_arrow().to_pylist())
+    assert ids == list(range(10)) + list(range(100, 110))
+    runs = {s.summary.get("icefloe.streaming.query-run") for s in dst.snapshots()}
+    assert len(runs) == 2 and None not in runs
+
+
+def test_streams_refuse_refs_and_stop_on_schema_changes(spark: Any, tmp_path: Path) -> None:
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="refuse")
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", KV, format_version=2)
+    cat.create_table("db.dst", KV, format_version=2)
+    src.append(_kv(range(0, 10)))
+    with pytest.raises(Exception, match="a stream reads the appends of the main branch"):
+        _run(_stream(spark, cat, "db.src", branch="main"), cat, "db.dst", tmp_path / "ck1")
+    q = (
+        _stream(spark, cat, "db.src")
+        .writeStream.format("icefloe")
+        .options(**catalog_options(cat))
+        .option("checkpointLocation", str(tmp_path / "ck2"))
+        .start("db.dst")
+    )
+    try:
+        q.processAllAvailable()
+        with src.refresh().update_schema() as u:
+            u.rename_column("k", "kind")
+        src.refresh().append(pa.table({"id": pa.array([10], pa.int64()), "kind": ["b"]}))
+        with pytest.raises(Exception, match="schema changed while the query ran"):
+            q.processAllAvailable()
+    finally:
+        q.stop()

@@ -22,15 +22,18 @@ also those of failed task attempts, whose names carry the job's tag; nothing is 
 
 Streaming: each micro-batch commits one snapshot whose summary records the query
 (``icefloe.streaming.query``: option ``query-id``, by default the checkpoint location, which
-stays the same across restarts) and its batch id (``icefloe.streaming.batch-id``). Before
+stays the same across restarts), Spark's id of the query its checkpoint holds
+(``icefloe.streaming.query-run``) and its batch id (``icefloe.streaming.batch-id``). Before
 committing, the sink looks for the newest snapshot of its query on the branch: a batch id
 already committed (a batch replayed after a restart) is not committed again and its files are
-deleted. Output modes ``append`` (append snapshots) and ``complete`` (each batch replaces the
-table's rows).
+deleted; a snapshot of another run (the checkpoint was deleted and the query started afresh at
+the same location) is not this run's, whose batches all commit. Output modes ``append``
+(append snapshots) and ``complete`` (each batch replaces the table's rows).
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -43,6 +46,7 @@ from pyspark.sql.datasource import (
 )
 
 from icefloe.exceptions import ValidationError
+from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.spark.source import table_from_options
 from icefloe.spark.worker import planner_step, profile_scope
@@ -59,15 +63,18 @@ from icefloe.write import DataFile
 __all__ = [
     "BATCH_ID",
     "QUERY",
+    "QUERY_RUN",
     "FilesMessage",
     "IcefloeStreamWriter",
     "IcefloeWriter",
+    "checkpoint_query_id",
     "last_committed_batch",
 ]
 
 #: Snapshot summary keys of streaming commits.
 QUERY = "icefloe.streaming.query"
 BATCH_ID = "icefloe.streaming.batch-id"
+QUERY_RUN = "icefloe.streaming.query-run"
 #: Snapshot summary key naming the write job a snapshot committed (``abort`` checks it).
 JOB = "icefloe.spark.job"
 
@@ -229,8 +236,12 @@ class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
             cleanup_job(table, self.tag)
 
 
-def last_committed_batch(table: Table, query: str, branch: str = MAIN_BRANCH) -> int | None:
-    """The batch id of the newest snapshot on ``branch`` committed by streaming ``query``."""
+def last_committed_batch(
+    table: Table, query: str, branch: str = MAIN_BRANCH, run: str | None = None
+) -> int | None:
+    """The batch id of the newest snapshot on ``branch`` committed by streaming ``query``;
+    with ``run`` (Spark's id of the query its checkpoint holds), None when that snapshot is
+    another run's (a checkpoint deleted and started afresh at the same location)."""
     md = table.metadata
     ref = md.refs.get(branch)
     if ref is None:
@@ -238,8 +249,24 @@ def last_committed_batch(table: Table, query: str, branch: str = MAIN_BRANCH) ->
     for snap in md.ancestors_of(ref.snapshot_id):
         summary = snap.summary
         if summary is not None and summary.get(QUERY) == query:
+            other = summary.get(QUERY_RUN)
+            if run is not None and other is not None and other != run:
+                return None
             return summary.get_int(BATCH_ID)
     return None
+
+
+def checkpoint_query_id(checkpoint: str | None, io: FileIO) -> str | None:
+    """Spark's id of the query a checkpoint belongs to (the ``id`` of its ``metadata`` file,
+    written when the query first starts), None when it cannot be read."""
+    if not checkpoint:
+        return None
+    try:
+        first = io.new_input(f"{checkpoint.rstrip('/')}/metadata").read().splitlines()[0]
+        value = json.loads(first).get("id")
+    except Exception:  # another file system, no access: the location alone names the query
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
@@ -255,17 +282,28 @@ class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
                 "to commit each micro-batch exactly once"
             )
         self.query = query
+        self._run: str | None = None
+
+    def _query_run(self, table: Table) -> str | None:
+        """Spark's id of this run of the query (its checkpoint's), read once."""
+        if self._run is None:
+            location = self.options.get("checkpointlocation")
+            self._run = checkpoint_query_id(location, table.io) or ""
+        return self._run or None
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         with planner_step():
             table = table_from_options(self.options)
             files = _files(messages)
-            done = last_committed_batch(table, self.query, self.branch)
+            run = self._query_run(table)
+            done = last_committed_batch(table, self.query, self.branch, run)
             if done is not None and done >= batchId:
                 _delete(table, files)  # a replayed batch: its rows are in the table already
                 return
             props = _snapshot_properties(self.options)
             props.update({QUERY: self.query, BATCH_ID: str(batchId)})
+            if run is not None:
+                props[QUERY_RUN] = run
 
             commit_files(
                 table,
@@ -283,7 +321,7 @@ class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
                 table = table_from_options(self.options)
             except Exception:
                 return  # outcome unknown: keep the files for remove_orphan_files
-            done = last_committed_batch(table, self.query, self.branch)
+            done = last_committed_batch(table, self.query, self.branch, self._query_run(table))
             if done is not None and done >= batchId:
                 return
             _delete(table, _files(messages))

@@ -355,4 +355,4 @@ class IcefloeDataSource(DataSource):
         from icefloe.spark.streaming import IcefloeStreamReader
 
         with planner_step():
-            return IcefloeStreamReader(self.options)
+            return IcefloeStreamReader(self.options, schema)

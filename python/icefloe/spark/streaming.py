@@ -17,13 +17,17 @@ a starting point (an incremental append scan), in commit order. Options:
 Offsets are ``{"snapshot_id": S, "files": k}``: every file of the snapshots before ``S`` and
 the first ``k`` added files of ``S`` (in path order) are consumed; ``k = -1``: all of ``S``.
 Offsets are stored in the query's checkpoint, so a restarted query goes on after the last batch
-it committed and reads each appended snapshot once. The rows are read as the table's current
-schema (files written under older schemas are read by field id).
+it committed and reads each appended snapshot once. The rows are read as the table's schema
+when the query started (files written under older schemas are read by field id); a schema
+change while the query runs stops it with a :class:`StreamingError` saying to restart it, which
+then streams with the new schema. Options choosing a snapshot or a ref (``branch``, ``tag``,
+``snapshot-id``, ``as-of-timestamp``) are refused: a stream follows the main branch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -31,6 +35,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import Snapshot
 from icefloe.scan.tasks import FileScanTask
+from icefloe.spark.schema import spark_type
 from icefloe.spark.source import (
     TasksPartition,
     _bool_option,
@@ -42,15 +47,19 @@ from icefloe.spark.source import (
 )
 from icefloe.spark.worker import planner_step
 from icefloe.table import Table
+from icefloe.types import StructType
 
 __all__ = ["IcefloeStreamReader", "StreamingError", "added_files"]
 
 _ADDED = 1
 _SKIPPED_ALWAYS = ("replace",)
+#: Options of batch reads that choose a snapshot or a ref: a stream follows main's appends.
+_NOT_STREAMED = ("branch", "tag", "ref", "snapshot-id", "as-of-timestamp")
 
 
 class StreamingError(ValidationError):
-    """The stream met a snapshot it cannot stream (a delete or overwrite not to be skipped)."""
+    """The stream met a snapshot it cannot stream (a delete or overwrite not to be skipped), or
+    the table's schema changed while the query ran."""
 
 
 def _chain(table: Table) -> list[Snapshot]:
@@ -91,8 +100,17 @@ def _count(snapshot: Snapshot, table: Table) -> int:
 class IcefloeStreamReader(DataSourceStreamReader):
     """Micro-batches of the files appended to a table (see the module docs)."""
 
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], schema: Any = None) -> None:
         self.options = dict(options)
+        refused = [k for k in _NOT_STREAMED if self.options.get(k)]
+        if refused:
+            raise ValidationError(
+                f"option {', '.join(refused)}: a stream reads the appends of the main branch "
+                "(a branch's appends are streamed once main is fast-forwarded to them; "
+                "'start-snapshot-id' or 'stream-from-timestamp' choose where it starts)"
+            )
+        #: the rows' schema Spark fixed when the query started (see :meth:`partitions`)
+        self.schema = schema.simpleString() if schema is not None else None
         self.limit = _int_option(self.options, "max-files-per-micro-batch")
         if self.limit is not None and self.limit <= 0:
             raise ValidationError(
@@ -184,6 +202,13 @@ class IcefloeStreamReader(DataSourceStreamReader):
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TasksPartition]:
         with planner_step():
             table, scan, options, fields = plan_read(self.options)
+            now = spark_type(StructType(*fields)).simpleString()
+            if self.schema is not None and now != self.schema:
+                raise StreamingError(
+                    f"the table's schema changed while the query ran ({self.schema} is now "
+                    f"{now}): restart the query to stream with the new schema (it goes on "
+                    "from its checkpoint)"
+                )
             tasks: list[FileScanTask] = []
             end_id, end_k = int(end["snapshot_id"]), int(end["files"])
             if start != end:
