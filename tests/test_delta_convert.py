@@ -175,7 +175,9 @@ def test_schema_ids_and_name_mapping_come_from_column_mapping(tmp_path: Path) ->
     table = convert(str(root)).table
     delta_schema = DeltaLog(str(root)).snapshot().metadata.schema
     mapping = json.loads(table.properties["schema.name-mapping.default"])
-    for f, m in zip(delta_schema["fields"], mapping, strict=True):
+    columns = mapping[: len(delta_schema["fields"])]  # then Delta's own columns (reserved ids)
+    assert all(m["field-id"] >= 2147483447 for m in mapping[len(columns) :])
+    for f, m in zip(delta_schema["fields"], columns, strict=True):
         meta = f["metadata"]
         assert table.schema().find_field(f["name"]).field_id == meta["delta.columnMapping.id"]
         assert m["names"] == [f["name"], meta["delta.columnMapping.physicalName"]]
@@ -534,3 +536,42 @@ def test_upgraded_table_is_refused_and_nothing_is_written(tmp_path: Path) -> Non
         assert not (root / "_icefloe").exists() or not any((root / "_icefloe").rglob("*.json"))
     # Delta's own read of the rows (no row ids: Delta fails to give them) is what delta-rs reads.
     assert "_row_id" not in expected(root, log.latest_version()).column_names
+
+
+def test_incremental_sync_refuses_files_without_row_ids(tmp_path: Path) -> None:
+    # a full conversion refuses a live file without baseRowId in a table where Delta assigns
+    # row ids; syncing the commit that adds one refuses it the same way
+    root = tmp_path / "t"
+    w = DeltaTableWriter(root)
+    w.create(add("a.parquet", 10, base_row_id=0, version=0), row_tracking(9))
+    w.commit(1, commit_info(op="WRITE"), add("b.parquet", 5, base_row_id=None))
+    with pytest.raises(NotIcebergCompatibleError, match="row-ids-assigned"):
+        convert(str(root), metadata_location=str(tmp_path / "full"))
+    convert(str(root), metadata_location=str(tmp_path / "inc"), up_to_version=0)
+    with pytest.raises(NotIcebergCompatibleError, match="row-ids-assigned"):
+        convert(str(root), metadata_location=str(tmp_path / "inc"))
+
+
+def test_the_name_mapping_names_delta_only_columns() -> None:
+    # readers that fall back to the mapping (a file column without a field id, as the change
+    # data feed's columns in rewritten files) find every file column in it
+    from icefloe.delta.protocol import DeltaMetadata
+    from icefloe.delta.table_metadata import mapping_json
+
+    column = {
+        "name": "a",
+        "type": "long",
+        "nullable": True,
+        "metadata": {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-a"},
+    }
+    schema = json.dumps({"type": "struct", "fields": [column]})
+    config = {
+        "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x",
+        "delta.rowTracking.materializedRowCommitVersionColumnName": "_row-commit-version-col-x",
+    }
+    meta = DeltaMetadata(id="t", schema_string=schema, partition_columns=(), configuration=config)
+    by_name = {n: e.get("field-id") for e in json.loads(mapping_json(meta)) for n in e["names"]}
+    assert by_name["col-a"] == 1 and by_name["a"] == 1
+    assert by_name["_row-id-col-x"] == 2147483540
+    assert by_name["_row-commit-version-col-x"] == 2147483539
+    assert by_name["_change_type"] == 2147483543 and by_name["__is_cdc"] == 2147483497

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.delta.actions import dv_unique_ids
-from icefloe.delta.compat import CompatReport, check_actions
+from icefloe.delta.compat import CompatReport, Failure, check_actions
 from icefloe.delta.deletes import delete_entries_of, dv_entries
 from icefloe.delta.entries import dv_partitions, prepare
 from icefloe.delta.files import absolute_paths
@@ -54,6 +54,28 @@ def sync_commits(
     return snapshots
 
 
+def _refuse_unassigned_row_ids(
+    root: str, table: Table, commit: DeltaCommit, added: pa.Table
+) -> None:
+    """New files without ``baseRowId`` in a table where Delta assigns row ids (a full
+    conversion refuses them too): Iceberg would number their rows, and Delta's later ids
+    could clash with those."""
+    assigns = bool(table.properties.get(DELTA_HWM)) or (
+        commit.protocol is not None and "rowTracking" in commit.protocol.writer_features
+    )
+    if not assigns or not added.num_rows or "base_row_id" not in added.column_names:
+        return
+    no_id = pc.is_null(added.column("base_row_id"))
+    if pc.any(no_id).as_py():
+        first = added.column("path").filter(no_id)[0].as_py()
+        message = (
+            f"file {first} (and maybe others) has no baseRowId although Delta assigns row ids; "
+            "their Iceberg row ids would clash"
+        )
+        failure = Failure("row-ids-assigned", message)
+        CompatReport(root, commit.version, (failure,)).raise_if_failed()
+
+
 def apply_commit(
     log: DeltaLog, table: Table, commit: DeltaCommit, dv_mode: str, check: bool = True
 ) -> int:
@@ -90,6 +112,7 @@ def apply_commit(
     remove_paths = removes.column("path").combine_chunks()
     re_added = pc.is_in(add_paths, value_set=remove_paths)
     new_files = adds.filter(pc.invert(re_added))
+    _refuse_unassigned_row_ids(root, table, commit, new_files)
     kept = adds.filter(re_added)
     gone = removes.filter(pc.invert(pc.is_in(remove_paths, value_set=add_paths)))
     # A re-added file changed when its DV changed (DELETE/UPDATE/MERGE with DVs).

@@ -61,9 +61,34 @@ def last_column_id(schema: Schema, delta_meta: DeltaMetadata) -> int:
     return max(schema.highest_field_id, int(raw) if raw.isdigit() else 0)
 
 
+#: The materialized row-tracking columns and the reserved ids of the row lineage fields.
+_ROW_TRACKING = (
+    ("delta.rowTracking.materializedRowIdColumnName", 2147483540),
+    ("delta.rowTracking.materializedRowCommitVersionColumnName", 2147483539),
+)
+
+
+#: Columns Delta writes into data files that are no table column (the change data feed's, left
+#: in files an UPDATE or MERGE rewrote with the feed on), with reserved ids (``_change_type``'s
+#: is Iceberg's own metadata column's) for readers that need every file column mapped.
+_DELTA_ONLY_COLUMNS = (("_change_type", 2147483543), ("__is_cdc", 2147483497))
+
+
 def mapping_json(delta_meta: DeltaMetadata) -> str:
-    """The name mapping (logical and physical names) as the table property value."""
-    return json.dumps(name_mapping(delta_meta.schema).to_json())
+    """The name mapping (logical and physical names) as the table property value, with the
+    materialized row-tracking columns under the row lineage fields' ids: a reader that falls
+    back to the mapping (a data file with a column without a field id, such as the change
+    data columns Delta leaves in rewritten files) finds them too."""
+    mapping = name_mapping(delta_meta.schema).to_json()
+    for key, field_id in _ROW_TRACKING:
+        name = delta_meta.configuration.get(key)
+        if name:
+            mapping.append({"field-id": field_id, "names": [name]})
+    # columns of Delta's own that are no table column, under ids of the range the spec reserves
+    # for metadata columns: no table column ever gets them, so no reader reads them as one
+    for name, field_id in _DELTA_ONLY_COLUMNS:
+        mapping.append({"field-id": field_id, "names": [name]})
+    return json.dumps(mapping)
 
 
 def new_metadata(meta: DeltaMetadata, location: str, props: dict[str, str]) -> TableMetadata:
