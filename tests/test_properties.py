@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.properties import (
     KNOWN,
     KNOWN_PREFIXES,
@@ -154,7 +154,7 @@ def test_format_version_is_not_a_stored_property(tmp_path: Path) -> None:
     for version in ("7", "3", "two"):
         with pytest.raises(ValidationError, match="upgrade_format_version"):
             t.set_properties({"format-version": version})
-    with pytest.raises(UnsupportedFeatureError, match="v7"):
+    with pytest.raises(ValidationError, match="v7"):
         cat.create_table("ns.v7", SCHEMA, properties={"format-version": "7"})
     with pytest.raises(ValidationError, match=_named("format-version", "two")):
         cat.create_table("ns.two", SCHEMA, properties={"format-version": "two"})

@@ -597,7 +597,7 @@ def test_new_table_metadata_unpartitioned_unsorted_v2() -> None:
     assert md.format_version == 2 and md.last_partition_id == 999
     assert md.default_sort_order_id == 0 and md.next_row_id is None
     assert md.to_json()["current-snapshot-id"] == -1
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(ValidationError, match="v4"):
         new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "m", None, 4)
     bad_spec = PartitionSpec(PartitionField(9, 1000, parse_transform("identity"), "x"))
     with pytest.raises(ValidationError, match="9"):
