@@ -113,3 +113,28 @@ def test_a_new_column_takes_a_renamed_columns_old_name(tmp_path: Path) -> None:
     assert t.scan(selected_fields=("id", "s.k")).to_arrow().to_pylist() == [
         {"id": 1, "s": {"k": None}}
     ]
+
+
+@pytest.mark.parametrize(
+    ("file", "table", "readable"),
+    [
+        (pa.int32(), pa.int64(), True),
+        (pa.int64(), pa.int32(), False),
+        (pa.float32(), pa.float64(), True),
+        (pa.float64(), pa.float32(), False),
+        (pa.decimal128(9, 2), pa.decimal128(18, 2), True),
+        (pa.decimal128(9, 2), pa.decimal128(18, 3), False),
+        (pa.string(), pa.int32(), False),
+        (pa.int32(), pa.string(), False),
+        (pa.binary(), pa.string(), True),  # a writer that left out the UTF8 annotation
+        (pa.date32(), pa.timestamp("us"), True),  # v3's date promotion
+        (pa.int64(), pa.time64("us"), True),  # ORC's time: microseconds in a long
+        (pa.null(), pa.int64(), True),
+    ],
+)
+def test_which_file_types_a_column_reads(
+    file: pa.DataType, table: pa.DataType, readable: bool
+) -> None:
+    from icefloe.read.projection import _promotable
+
+    assert _promotable(file, table) is readable

@@ -127,6 +127,8 @@ def _kind(t: pa.DataType) -> str:
         return "decimal"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
     if pa.types.is_boolean(t):
         return "bool"
     return "other"
@@ -141,8 +143,12 @@ def _promotable(file: pa.DataType, table: pa.DataType) -> bool:
     a, b = _kind(file), _kind(table)
     if a == "int" and pa.types.is_time(table):
         return True  # ORC has no time type: Iceberg writes a time as its microseconds
-    if "other" in (a, b):
-        return a == b or pa.types.is_null(file)
+    if {a, b} == {"string", "binary"}:
+        return True  # bytes either way (writers that leave out Parquet's UTF8 annotation)
+    if a in ("other", "binary") and b in ("other", "binary"):
+        return True  # dates, times, timestamps, bytes: their own casts check them
+    if "other" in (a, b) or "binary" in (a, b):
+        return bool(pa.types.is_null(file))
     if a != b:
         return False
     if a in ("int", "float"):
