@@ -95,15 +95,21 @@ def test_pick_onto_a_moved_main(tmp_path: Path, version: int) -> None:
         t.manage_snapshots().cherry_pick(s3)
 
 
-def test_only_appends_can_be_picked(tmp_path: Path) -> None:
+def _staged_delete(tmp_path: Path) -> tuple[Catalogs, Table, int]:
+    """A table whose main was rolled back from a delete (by PyIceberg) to the append before it:
+    the delete's parent is main's head again, as a staged write-audit-publish snapshot's is."""
     c, t = _setup(tmp_path)
     t.append(_rows([1, 2]))
-    theirs = c.theirs.load_table("db.t")
-    theirs.delete("id == 1")
+    c.theirs.load_table("db.t").delete("id == 1")
     t.refresh()
     deleting = _head(t)
     with t.manage_snapshots() as ms:
         ms.rollback_to(t.snapshots()[0].snapshot_id)
+    return c, t, deleting
+
+
+def test_only_appends_can_be_picked(tmp_path: Path) -> None:
+    _, t, deleting = _staged_delete(tmp_path)
     t.append(_rows([3]))  # main moved: the delete is no longer a fast-forward
     with pytest.raises(ValidationError, match="only append snapshots"):
         t.manage_snapshots().cherry_pick(deleting)
@@ -116,14 +122,7 @@ def test_only_appends_can_be_picked(tmp_path: Path) -> None:
 def test_any_operation_is_picked_by_fast_forward(tmp_path: Path) -> None:
     # a staged delete (Spark's DELETE under spark.wap.id) whose parent is main's head is
     # published by moving main, as Java's publish does
-    c, t = _setup(tmp_path)
-    t.append(_rows([1, 2]))
-    theirs = c.theirs.load_table("db.t")
-    theirs.delete("id == 1")
-    t.refresh()
-    deleting = _head(t)
-    with t.manage_snapshots() as ms:
-        ms.rollback_to(t.snapshots()[0].snapshot_id)
+    c, t, deleting = _staged_delete(tmp_path)
     with t.manage_snapshots() as ms:
         ms.cherry_pick(deleting)
     assert _head(t) == deleting

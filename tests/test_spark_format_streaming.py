@@ -40,16 +40,32 @@ def _stream(spark: Any, cat: Any, src: str, **options: str) -> Any:
     return r.load(src)
 
 
-def _run(df: Any, cat: Any, dst: str, checkpoint: Path, mode: str = "append") -> list[int]:
-    """Runs the query until the source has nothing more, then stops it; returns the rows of
-    each micro-batch it ran."""
-    q = (
+def _start(df: Any, cat: Any, dst: str, checkpoint: Path, mode: str = "append") -> Any:
+    """The query writing ``df`` into ``dst`` through the format, started."""
+    return (
         df.writeStream.format("icefloe")
         .options(**catalog_options(cat))
         .option("checkpointLocation", str(checkpoint))
         .outputMode(mode)
         .start(dst)
     )
+
+
+def _src_dst(spark: Any, tmp_path: Path, name: str) -> tuple[Any, Any]:
+    """A catalog with tables ``db.src`` (ten rows appended) and an empty ``db.dst``."""
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name=name)
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", KV, format_version=2)
+    cat.create_table("db.dst", KV, format_version=2)
+    src.append(_kv(range(0, 10)))
+    return cat, src
+
+
+def _run(df: Any, cat: Any, dst: str, checkpoint: Path, mode: str = "append") -> list[int]:
+    """Runs the query until the source has nothing more, then stops it; returns the rows of
+    each micro-batch it ran."""
+    q = _start(df, cat, dst, checkpoint, mode)
     try:
         q.processAllAvailable()
     finally:
@@ -119,12 +135,7 @@ def test_complete_mode_replaces_rows_each_batch(spark: Any, tmp_path: Path) -> N
 
 
 def test_source_fails_on_deletes_unless_told_to_skip(spark: Any, tmp_path: Path) -> None:
-    ispark.register(spark)
-    cat = icefloe_catalog(tmp_path / "wh", name="nonappend")
-    cat.create_namespace("db")
-    src = cat.create_table("db.src", KV, format_version=2)
-    cat.create_table("db.dst", KV, format_version=2)
-    src.append(_kv(range(0, 10)))
+    cat, src = _src_dst(spark, tmp_path, "nonappend")
     src.append(_kv(range(100, 105)))
     src.delete("id >= 100")  # a whole file: a delete snapshot
     assert src.current_snapshot().operation == "delete"
@@ -180,12 +191,7 @@ def test_a_fresh_checkpoint_at_the_same_location_commits_its_batches(
     # start at 0 again and must not be taken for replays of the old run's
     import shutil
 
-    ispark.register(spark)
-    cat = icefloe_catalog(tmp_path / "wh", name="fresh")
-    cat.create_namespace("db")
-    src = cat.create_table("db.src", KV, format_version=2)
-    cat.create_table("db.dst", KV, format_version=2)
-    src.append(_kv(range(0, 10)))
+    cat, _ = _src_dst(spark, tmp_path, "fresh")
     ck = tmp_path / "ck"
     _run(_stream(spark, cat, "db.src"), cat, "db.dst", ck)
     shutil.rmtree(ck)
@@ -200,21 +206,10 @@ def test_a_fresh_checkpoint_at_the_same_location_commits_its_batches(
 
 
 def test_streams_refuse_refs_and_stop_on_schema_changes(spark: Any, tmp_path: Path) -> None:
-    ispark.register(spark)
-    cat = icefloe_catalog(tmp_path / "wh", name="refuse")
-    cat.create_namespace("db")
-    src = cat.create_table("db.src", KV, format_version=2)
-    cat.create_table("db.dst", KV, format_version=2)
-    src.append(_kv(range(0, 10)))
+    cat, src = _src_dst(spark, tmp_path, "refuse")
     with pytest.raises(Exception, match="a stream reads the appends of the main branch"):
         _run(_stream(spark, cat, "db.src", branch="main"), cat, "db.dst", tmp_path / "ck1")
-    q = (
-        _stream(spark, cat, "db.src")
-        .writeStream.format("icefloe")
-        .options(**catalog_options(cat))
-        .option("checkpointLocation", str(tmp_path / "ck2"))
-        .start("db.dst")
-    )
+    q = _start(_stream(spark, cat, "db.src"), cat, "db.dst", tmp_path / "ck2")
     try:
         q.processAllAvailable()
         with src.refresh().update_schema() as u:

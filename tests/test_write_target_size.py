@@ -54,6 +54,13 @@ def _sizes(table: Any) -> list[tuple[int, int, int]]:
     return out
 
 
+def _table(tmp_path: Path, target: int, **kw: Any) -> Any:
+    """A table of :data:`SCHEMA` whose files aim at ``target`` bytes (``kw``: its spec or sort
+    order)."""
+    props = {"write.target-file-size-bytes": str(target)}
+    return catalog(tmp_path).create_table("ns.t", SCHEMA, properties=props, **kw)
+
+
 def _assert_near_target(files: list[tuple[int, int, int]], target: int) -> None:
     for size, groups, rows in files:
         # a file of the fewest rows a cut takes (as Java checks the size every 1,000 rows) is
@@ -63,8 +70,7 @@ def _assert_near_target(files: list[tuple[int, int, int]], target: int) -> None:
 
 
 def test_a_target_below_a_few_rows_is_not_a_file_per_row(tmp_path: Path) -> None:
-    cat = catalog(tmp_path)
-    t = cat.create_table("ns.t", SCHEMA, properties={"write.target-file-size-bytes": "64"})
+    t = _table(tmp_path, 64)
     data = _data(5_000)
     t.append(data)
     files = _sizes(t)
@@ -74,8 +80,7 @@ def test_a_target_below_a_few_rows_is_not_a_file_per_row(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("target", [4096, 64 << 10, 256 << 10])
 def test_small_target_rolls_files_near_target(tmp_path: Path, target: int) -> None:
-    cat = catalog(tmp_path)
-    t = cat.create_table("ns.t", SCHEMA, properties={"write.target-file-size-bytes": str(target)})
+    t = _table(tmp_path, target)
     data = _data(60_000)
     t.append(data)
     files = _sizes(t)
@@ -92,15 +97,9 @@ def test_small_target_rolls_files_near_target(tmp_path: Path, target: int) -> No
 def test_partitions_that_compress_differently(tmp_path: Path) -> None:
     """Each partition learns its own bytes per row: a partition of constant strings does not
     make the files of a partition of random strings many times the target."""
-    cat = catalog(tmp_path)
     spec = PartitionSpec(PartitionField(3, 1000, parse_transform("identity"), "k"))
     target = 32 << 10
-    t = cat.create_table(
-        "ns.t",
-        SCHEMA,
-        partition_spec=spec,
-        properties={"write.target-file-size-bytes": str(target)},
-    )
+    t = _table(tmp_path, target, partition_spec=spec)
     data = _data(80_000, seed=1)
     t.append(data)
     files = _sizes(t)
@@ -112,15 +111,9 @@ def test_partitions_that_compress_differently(tmp_path: Path) -> None:
 def test_small_partitions_and_large_ones_in_one_write(tmp_path: Path) -> None:
     """Partitions smaller than the target are encoded natively (one file each), larger ones
     are cut: every file is near or below the target."""
-    cat = catalog(tmp_path)
     spec = PartitionSpec(PartitionField(1, 1000, parse_transform("truncate[20000]"), "id_t"))
     target = 48 << 10
-    t = cat.create_table(
-        "ns.t",
-        SCHEMA,
-        partition_spec=spec,
-        properties={"write.target-file-size-bytes": str(target)},
-    )
+    t = _table(tmp_path, target, partition_spec=spec)
     big = _data(40_000, seed=2)
     small = (
         pa.table({"id": pa.array(range(100_000, 100_000 + 200 * 20_000, 20_000), pa.int64())})
@@ -138,14 +131,8 @@ def test_small_partitions_and_large_ones_in_one_write(tmp_path: Path) -> None:
 def test_sorted_rows_whose_compression_changes(tmp_path: Path) -> None:
     """Sorted by ``s``, a partition's rows go from constant strings (compressing to almost
     nothing) to random ones: the bytes per row are relearned from each row group."""
-    cat = catalog(tmp_path)
     target = 32 << 10
-    t = cat.create_table(
-        "ns.t",
-        SCHEMA,
-        sort_order=SortOrder(SortField(2)),
-        properties={"write.target-file-size-bytes": str(target)},
-    )
+    t = _table(tmp_path, target, sort_order=SortOrder(SortField(2)))
     data = _data(60_000, seed=3)
     t.append(data)
     files = _sizes(t)
