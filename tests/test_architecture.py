@@ -29,9 +29,11 @@ LAYERS: dict[str, int] = {
     "_concurrency": 0,
     "_identity_memo": 0,
     "progress": 0,
-    # 1, settings and storage: table properties, FileIO and the object-store clients
+    # 1, settings and storage: table properties, FileIO, the object-store clients and a
+    # table's location rules
     "properties": 1,
     "io": 1,
+    "table_paths": 1,
     "durable": 1,
     "s3client": 1,
     "sigv4": 1,

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icefloe.exceptions import AlreadyExistsError, NotFoundError, ValidationError
-from icefloe.io import (
-    FileIO,
+from icefloe.io import FileIO
+from icefloe.properties import InvalidPropertyWarning
+from icefloe.table_paths import (
     absolute_location,
     comparable_locations,
     data_location,
@@ -22,7 +23,6 @@ from icefloe.io import (
     new_metadata_file_location,
     same_file_locations,
 )
-from icefloe.properties import InvalidPropertyWarning
 
 
 @pytest.mark.parametrize("uri", [False, True])

@@ -13,7 +13,7 @@ import pytest
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
-from icefloe.io import data_location, metadata_location
+from icefloe.table_paths import data_location, metadata_location
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 

@@ -16,9 +16,8 @@ Errors from the file system arrive as :class:`~icefloe.exceptions.NotFoundError`
 :class:`~icefloe.exceptions.AlreadyExistsError` or :class:`~icefloe.exceptions.FileIOError`,
 naming the location.
 
-The module also holds the location rules of a table: the metadata and data directories
-(``write.metadata.path``, ``write.data.path``) and metadata file names
-(``<V>-<uuid>.metadata.json``, ``v<N>.metadata.json``).
+A table's location rules (its metadata and data directories, metadata file names) are in
+:mod:`icefloe.table_paths`.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import contextlib
 import errno
 import logging
 import os
-import posixpath
 import re
 import threading
 import time
@@ -51,8 +49,6 @@ from icefloe.durable import (
 )
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
 from icefloe.properties import (
-    TableProperties,
-    enum_property,
     parse_flag,
     parse_seconds,
     parse_url,
@@ -62,28 +58,11 @@ if TYPE_CHECKING:
     from icefloe.s3client import S3Client
 
 __all__ = [
-    "DATA_PATH",
-    "METADATA_COMPRESSION",
-    "METADATA_PATH",
     "FileIO",
     "FileInfo",
     "InputFile",
     "OutputFile",
-    "absolute_location",
-    "comparable_locations",
-    "data_location",
-    "metadata_file_version",
-    "metadata_gzip",
-    "metadata_location",
-    "new_metadata_file_location",
-    "resolve_table_paths",
-    "same_file_locations",
 ]
-
-METADATA_PATH = TableProperties.METADATA_PATH
-DATA_PATH = TableProperties.DATA_PATH
-METADATA_COMPRESSION = TableProperties.METADATA_COMPRESSION
-_LEGACY_DATA_PATHS = (TableProperties.OBJECT_STORAGE_PATH, TableProperties.FOLDER_STORAGE_PATH)
 
 S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
@@ -842,138 +821,3 @@ class FileIO:
             rel = info.path[len(root) :].lstrip("/")
             mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
             yield FileInfo(f"{base}/{rel}", int(info.size), mtime)
-
-
-def comparable_locations(paths: pa.Array) -> pa.Array:
-    """Locations compared without scheme/authority differences (``file:/x`` == ``/x``) and
-    with repeated slashes collapsed, as the reference's default prefix-mismatch rule does for
-    the same file system."""
-    import pyarrow.compute as pc
-
-    stripped = pc.replace_substring_regex(
-        paths, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*", replacement=""
-    )
-    stripped = pc.replace_substring_regex(
-        stripped, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*:", replacement=""
-    )
-    return pc.replace_substring_regex(stripped, pattern=r"/{2,}", replacement="/")
-
-
-def same_file_locations(paths: pa.Array) -> pa.Array:
-    """Locations equal when they name the same file: ``file:`` URIs as plain paths, ``s3a:``
-    and ``s3n:`` as ``s3:``, repeated slashes collapsed; the scheme and the bucket (or host)
-    of every other location kept (:func:`comparable_locations` drops them, which only suits
-    comparing files of one file system)."""
-    import pyarrow.compute as pc
-
-    out = pc.replace_substring_regex(paths, pattern=r"^[Ff][Ii][Ll][Ee]://[^/]*", replacement="")
-    out = pc.replace_substring_regex(out, pattern=r"^[Ff][Ii][Ll][Ee]:", replacement="")
-    out = pc.replace_substring_regex(out, pattern=r"^[Ss]3[AaNn]?://", replacement="s3://")
-    return pc.replace_substring_regex(out, pattern=r"([^:/])/{2,}", replacement=r"\1/")
-
-
-# -- location rules ----------------------------------------------------------------------------
-def _is_relative(location: str) -> bool:
-    """No scheme (a Windows drive letter parses as one) and no leading ``/``."""
-    return not urlparse(location).scheme and not location.startswith(("/", "\\"))
-
-
-def absolute_location(location: str) -> str:
-    """``location`` with a local path made absolute and plain: ``~`` expanded, a relative path
-    resolved against the working directory (once, when a table is created: stored relative
-    it would resolve differently later) and ``.``/``..`` removed, which other engines do not
-    resolve. URIs of other file systems are kept as given."""
-    parsed = urlparse(location)
-    plain = not parsed.query and not parsed.fragment
-    if parsed.scheme == "file" and plain and ".." in parsed.path.split("/"):
-        return location[: len(location) - len(parsed.path)] + posixpath.normpath(parsed.path)
-    if parsed.scheme or not location:
-        return location
-    return os.path.normpath(os.path.abspath(os.path.expanduser(location)))
-
-
-def _under(table_location: str, path: str) -> str:
-    return f"{table_location.rstrip('/')}/{path.strip('/')}"
-
-
-def metadata_location(table_location: str, properties: Mapping[str, str]) -> str:
-    """The directory of a table's metadata files (``write.metadata.path`` or ``<loc>/metadata``;
-    a relative path is under the table location)."""
-    custom = properties.get(METADATA_PATH)
-    if custom:
-        return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
-    return f"{table_location.rstrip('/')}/metadata"
-
-
-def data_location(table_location: str, properties: Mapping[str, str]) -> str:
-    """The directory of a table's data files (``write.data.path`` or ``<loc>/data``; a relative
-    path is under the table location)."""
-    for key in (DATA_PATH, *_LEGACY_DATA_PATHS):
-        custom = properties.get(key)
-        if custom:
-            return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
-    return f"{table_location.rstrip('/')}/data"
-
-
-def metadata_gzip(properties: Mapping[str, str]) -> bool:
-    """Whether ``write.metadata.compression-codec`` asks for gzip metadata files.
-
-    Read leniently (every commit reads it): a malformed stored value warns and means none."""
-    if not properties.get(METADATA_COMPRESSION):
-        return False
-    codec = enum_property(
-        properties, METADATA_COMPRESSION, TableProperties.METADATA_COMPRESSION_DEFAULT, lenient=True
-    )
-    return codec == "gzip"
-
-
-def resolve_table_paths(table_location: str, properties: Mapping[str, str]) -> dict[str, str]:
-    """``properties`` with relative ``write.data.path`` / ``write.metadata.path`` (and the
-    legacy data path keys) made absolute under ``table_location``, as they are stored.
-
-    Other engines resolve a relative value against their own working directory, so it is
-    never stored relative. A relative value cannot leave the table location: ``.`` and ``..``
-    segments and empty values are refused with :class:`ValidationError`. Absolute values (a
-    scheme or a leading ``/``) are kept as given.
-    """
-    out = dict(properties)
-    for key in (METADATA_PATH, DATA_PATH, *_LEGACY_DATA_PATHS):
-        value = out.get(key)
-        if value is None or not _is_relative(value):
-            continue
-        segments = value.replace("\\", "/").strip("/").split("/")
-        if not value.strip() or any(seg in (".", "..") for seg in segments):
-            raise ValidationError(
-                f"table property {key}={value!r}: a relative path is resolved under the table "
-                "location and cannot contain '.' or '..' segments; give an absolute location"
-            )
-        out[key] = _under(table_location, "/".join(s for s in segments if s))
-    return out
-
-
-def _codec_extension(properties: Mapping[str, str]) -> str:
-    return ".gz" if metadata_gzip(properties) else ""
-
-
-def new_metadata_file_location(
-    table_location: str, properties: Mapping[str, str], version: int
-) -> str:
-    """Where version ``version`` of a table's metadata goes: ``<dir>/<V>-<uuid>.metadata.json``.
-
-    The version is zero-padded to five digits like the Java reference; with
-    ``write.metadata.compression-codec=gzip`` the name ends ``.gz.metadata.json``.
-    """
-    ext = _codec_extension(properties)
-    directory = metadata_location(table_location, properties)
-    return f"{directory}/{version:05d}-{uuid.uuid4()}{ext}.metadata.json"
-
-
-_VERSIONED = re.compile(r"^(\d+)-[0-9a-fA-F-]+(?:\.gz)?\.metadata\.json$")
-_HADOOP = re.compile(r"^v(\d+)(?:\.gz)?\.metadata\.json$")
-
-
-def metadata_file_version(location: str) -> int | None:
-    """The version number in a metadata file name (``00003-<uuid>...`` or ``v3...``), else None."""
-    name = location.rstrip("/").rsplit("/", 1)[-1]
-    match = _VERSIONED.match(name) or _HADOOP.match(name)
-    return int(match.group(1)) if match else None

@@ -20,7 +20,7 @@ from icefloe.catalog.base import (
 )
 from icefloe.catalog.config import DEFAULT_CATALOG_NAME, catalog_properties
 from icefloe.exceptions import ValidationError
-from icefloe.io import absolute_location
+from icefloe.table_paths import absolute_location
 
 __all__ = [
     "Catalog",

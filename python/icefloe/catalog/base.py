@@ -24,10 +24,11 @@ from icefloe.exceptions import (
     TableAlreadyExistsError,
     ValidationError,
 )
-from icefloe.io import FileIO, absolute_location, resolve_table_paths
+from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 from icefloe.properties import gc_enabled
 from icefloe.table.committer import CommitResult, Identifier
+from icefloe.table_paths import absolute_location, resolve_table_paths
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -537,8 +538,8 @@ def purge_table_files(table: Table, files: list[list[str]] | None = None) -> Non
     short leaves no metadata of a live table pointing at deleted files. Files no metadata
     reaches (of failed writes) are left to orphan removal.
     """
-    from icefloe.io import data_location, metadata_location
     from icefloe.table._remove_files import delete_all
+    from icefloe.table_paths import data_location, metadata_location
 
     meta = table.metadata
     io = table.io

@@ -46,8 +46,8 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from icefloe.io import absolute_location, metadata_file_version, metadata_gzip
 from icefloe.metadata import TableMetadata
+from icefloe.table_paths import absolute_location, metadata_file_version, metadata_gzip
 
 if TYPE_CHECKING:
     from icefloe.table import Table

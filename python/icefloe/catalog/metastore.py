@@ -20,9 +20,9 @@ from icefloe.catalog.base import (
     to_identifier,
 )
 from icefloe.exceptions import CommitFailedError, NoSuchNamespaceError, TableAlreadyExistsError
-from icefloe.io import metadata_file_version, new_metadata_file_location
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
 from icefloe.table import Table
+from icefloe.table_paths import metadata_file_version, new_metadata_file_location
 
 __all__ = ["MetastoreCatalog"]
 

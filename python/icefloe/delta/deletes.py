@@ -14,9 +14,9 @@ from icefloe.delta.dv import DeltaDV, dv_file_path, read_dv_blobs
 from icefloe.delta.files import absolute_paths
 from icefloe.exceptions import UnsupportedFeatureError
 from icefloe.io import FileIO
-from icefloe.io import metadata_location as metadata_dir_of
 from icefloe.metadata import TableMetadata
 from icefloe.puffin import DELETION_VECTOR_V1, ROW_POSITION_FIELD_ID, PuffinWriter
+from icefloe.table_paths import metadata_location as metadata_dir_of
 from icefloe.write.files import manifest_arrow_schema
 
 DV_MODES = ("puffin", "reference")

@@ -21,10 +21,11 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from icefloe.io import FileIO, metadata_file_version
+from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.table import Table
 from icefloe.table.static import VERSION_HINT, resolve_metadata_location
+from icefloe.table_paths import metadata_file_version
 
 __all__ = ["DirectoryCatalog", "create_table", "load_table"]
 

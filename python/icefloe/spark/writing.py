@@ -37,7 +37,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.expressions.binding import bind
-from icefloe.io import FileIO, data_location
+from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.tasks import (
@@ -56,6 +56,7 @@ from icefloe.spark.spark_input import from_spark
 from icefloe.spark.worker import ensure_worker_python, prepare_worker, profile_scope
 from icefloe.table import Table
 from icefloe.table.row_delta import concurrent_deletes_validator, delete_entries_predicate
+from icefloe.table_paths import data_location
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,

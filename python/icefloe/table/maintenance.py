@@ -24,13 +24,7 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
-from icefloe.io import (
-    FileIO,
-    comparable_locations,
-    data_location,
-    metadata_location,
-    same_file_locations,
-)
+from icefloe.io import FileIO
 from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation
 from icefloe.name_mapping import table_mapping
@@ -40,6 +34,12 @@ from icefloe.read.deletes import DeleteCache
 from icefloe.scan.manifests import fetch, manifest_lists
 from icefloe.scan.tasks import FileScanTask
 from icefloe.table._remove_files import delete_all
+from icefloe.table_paths import (
+    comparable_locations,
+    data_location,
+    metadata_location,
+    same_file_locations,
+)
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:

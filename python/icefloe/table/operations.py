@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.expressions import AlwaysTrue, BooleanExpression, parse
 from icefloe.expressions.projection import inclusive_projection
-from icefloe.io import FileIO, absolute_location, same_file_locations
+from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
@@ -32,6 +32,7 @@ from icefloe.table.row_delta import (
     delete_entries_predicate,
     write_mode,
 )
+from icefloe.table_paths import absolute_location, same_file_locations
 from icefloe.write.add_files import data_files_from_parquet
 from icefloe.write.files import DataFile, entries_batch
 from icefloe.write.writer import write_data_files, write_parquet_files

@@ -59,7 +59,6 @@ import pyarrow.compute as pc
 
 from icefloe._concurrency import io_executor
 from icefloe.exceptions import CommitConflictError, ValidationError
-from icefloe.io import metadata_location
 from icefloe.manifest import (
     ManifestFile,
     manifest_files,
@@ -83,6 +82,7 @@ from icefloe.scan.manifests import (
 )
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
 from icefloe.table.snapshot_summary import snapshot_summary
+from icefloe.table_paths import metadata_location
 from icefloe.write.files import DataFile, entries_batch, manifest_arrow_schema
 
 if TYPE_CHECKING:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.exceptions import CommitConflictError, ValidationError, commit_did_not_happen
 from icefloe.expressions.base import AlwaysTrue
-from icefloe.io import resolve_table_paths
 from icefloe.metadata import (
     MAIN_BRANCH,
     RemoveProperties,
@@ -29,6 +28,7 @@ from icefloe.metadata import (
 )
 from icefloe.table.committer import RetryPolicy
 from icefloe.table.pending import PendingUpdate
+from icefloe.table_paths import resolve_table_paths
 
 if TYPE_CHECKING:
     from icefloe.expressions.base import BooleanExpression

@@ -2,7 +2,7 @@
 
 By default a file goes to ``<data dir>/<partition path>/<name>``, the data directory being
 ``write.data.path`` (or the older ``write.object-storage.path`` / ``write.folder-storage.path``)
-or ``<table location>/data`` (see :func:`icefloe.io.data_location`).
+or ``<table location>/data`` (see :func:`icefloe.table_paths.data_location`).
 
 With ``write.object-storage.enabled=true`` files are spread over many key prefixes, as Iceberg
 Java's ``ObjectStoreLocationProvider`` (and PyIceberg's) lays them out: the low 20 bits of the
@@ -24,8 +24,8 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from icefloe.io import data_location
 from icefloe.properties import TableProperties, bool_property
+from icefloe.table_paths import data_location
 from icefloe.transforms import BucketTransform
 
 __all__ = [

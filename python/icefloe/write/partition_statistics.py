@@ -12,9 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
-from icefloe.io import FileIO, metadata_location
+from icefloe.io import FileIO
 from icefloe.metadata import PartitionStatisticsFile, TableMetadata
 from icefloe.schema import Schema
+from icefloe.table_paths import metadata_location
 from icefloe.write.properties import ParquetOptions
 
 __all__ = ["write_partition_statistics_file"]

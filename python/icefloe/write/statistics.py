@@ -14,9 +14,10 @@ from collections.abc import Mapping
 
 from icefloe._native import ThetaSketch, __version__
 from icefloe.exceptions import ValidationError
-from icefloe.io import FileIO, metadata_location
+from icefloe.io import FileIO
 from icefloe.metadata import BlobMetadata, StatisticsFile
 from icefloe.puffin import PuffinWriter
+from icefloe.table_paths import metadata_location
 
 __all__ = ["THETA_SKETCH_V1", "check_codec", "ndv_of", "write_statistics_file"]
 
