@@ -351,6 +351,12 @@ class SnapshotProducer:
             properties=self.snapshot_properties,
             operation=self._operation,
             parent=parent,
+            partition_limit=int_property(
+                props,
+                TableProperties.SUMMARY_PARTITION_LIMIT,
+                TableProperties.SUMMARY_PARTITION_LIMIT_DEFAULT,
+                lenient=True,
+            ),
         )
         summary_props = dict(summary.properties)
         summary_props["manifests-kept"] = str(

@@ -1,15 +1,20 @@
 """A snapshot's summary: the Appendix F counts of the files it adds and removes, the changed
-partitions, and the operation derived from what it does."""
+partitions (with the counts of each when ``write.summary.partition-limit`` allows), and the
+operation derived from what it does."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from urllib.parse import quote_plus
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.metadata import Operation, Snapshot, Summary, update_snapshot_totals
+from icefloe.partitioning import PartitionSpec
 from icefloe.scan.manifests import partition_keys
+from icefloe.write.writer import human_partition_value
 
 __all__ = ["snapshot_summary"]
 
@@ -25,10 +30,15 @@ def snapshot_summary(
     properties: Mapping[str, str],
     operation: str | None,
     parent: Snapshot | None,
+    partition_limit: int = 0,
 ) -> Summary:
     """The summary of a snapshot that adds the entries ``added`` and removes ``removed`` (its
     ``operation``, or the one derived from what it does), with the running totals of
-    ``parent``'s summary."""
+    ``parent``'s summary.
+
+    When at most ``partition_limit`` partitions change, each gets a ``partitions.<path>`` entry
+    with its own counts (``added-data-files=1,added-records=3,...``) and
+    ``partition-summaries-included`` is ``true``, as the Java reference writes them."""
     s: dict[str, int] = {}
     keys: list[pa.Array] = []
     for batch in added:
@@ -37,9 +47,12 @@ def snapshot_summary(
     for batch in removed:
         _tally(batch, s, "deleted", "removed", "removed")
         keys.append(partition_keys(batch))
-    changed = len(pc.unique(pa.concat_arrays(keys))) if keys else 0
+    distinct = pc.unique(pa.concat_arrays(keys)) if keys else pa.array([], pa.binary())
+    changed = len(distinct)
     props = {k: str(v) for k, v in s.items()}
     props["changed-partition-count"] = str(changed)
+    if 0 < changed <= partition_limit:
+        props.update(_partition_summaries(added, removed, keys))
     props["manifests-created"] = str(created)
     props["manifests-replaced"] = str(len(replaced))
     props.update(properties)
@@ -47,6 +60,76 @@ def snapshot_summary(
     summary = Summary(op, props)
     prev = parent.summary if parent is not None else None
     return update_snapshot_totals(summary, prev)
+
+
+#: The order of the counts in a ``partitions.<path>`` entry (the Java reference's).
+_PARTITION_COUNTS = (
+    "added-data-files",
+    "deleted-data-files",
+    "added-equality-delete-files",
+    "removed-equality-delete-files",
+    "added-position-delete-files",
+    "removed-position-delete-files",
+    "added-delete-files",
+    "removed-delete-files",
+    "added-dvs",
+    "removed-dvs",
+    "added-records",
+    "deleted-records",
+    "added-files-size",
+    "removed-files-size",
+    "added-position-deletes",
+    "removed-position-deletes",
+    "added-equality-deletes",
+    "removed-equality-deletes",
+)
+
+
+def _partition_summaries(
+    added: Sequence[pa.RecordBatch], removed: Sequence[pa.RecordBatch], keys: list[pa.Array]
+) -> dict[str, str]:
+    """``partitions.<path>`` entries for the changed partitions (few: at most the limit), and
+    ``partition-summaries-included``. Partitions of different specs with the same path share
+    one entry, as in the reference; the unpartitioned path (empty) gets none."""
+    counts: dict[str, dict[str, int]] = {}
+    sides = [(b, "added") for b in added] + [(b, "removed") for b in removed]
+    for (batch, side), batch_keys in zip(sides, keys, strict=True):
+        spec = _batch_spec(batch)
+        for key in pc.unique(batch_keys).to_pylist():
+            rows = batch.filter(pc.equal(batch_keys, pa.scalar(key, pa.binary())))
+            path = _path(spec, rows.column("partition")[0].as_py()) if spec.fields else ""
+            tally = counts.setdefault(path, {})
+            if side == "added":
+                _tally(rows, tally, "added", "added", "added")
+            else:
+                _tally(rows, tally, "deleted", "removed", "removed")
+    out = {"partition-summaries-included": "true"}
+    for path, tally in counts.items():
+        if path:
+            out[f"partitions.{path}"] = ",".join(
+                f"{k}={tally[k]}" for k in _PARTITION_COUNTS if tally.get(k)
+            )
+    return out
+
+
+def _batch_spec(batch: pa.RecordBatch) -> PartitionSpec:
+    meta = batch.schema.metadata or {}
+    fields = json.loads(meta.get(b"partition-spec", b"[]"))
+    return PartitionSpec.fields_from_json(fields, int(meta.get(b"partition-spec-id", b"0")))
+
+
+def _path(spec: PartitionSpec, partition: Mapping[str, object] | None) -> str:
+    """The reference's partition path: ``name=value`` pairs of human-readable values, each
+    form-encoded (``+`` for a space)."""
+
+    def escape(text: str) -> str:
+        return quote_plus(text, safe="*").replace("~", "%7E")
+
+    values = partition or {}
+    return "/".join(
+        f"{escape(pf.name)}={escape(human_partition_value(pf, values.get(pf.name)))}"
+        for pf in spec.fields
+    )
 
 
 def _derive_operation(adds_data: bool, adds_deletes: bool, removes: bool) -> str:

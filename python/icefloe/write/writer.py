@@ -225,10 +225,25 @@ def human_partition_value(pf: PartitionField, value: Any) -> str:
 
         return base64.b64encode(value).decode()
     if isinstance(value, _dt.datetime):
-        return value.isoformat()
+        text = f"{value.date().isoformat()}T{_java_time(value.time())}"
+        return text + ("Z" if value.tzinfo is not None else "")
+    if isinstance(value, _dt.time):
+        return _java_time(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _java_time(t: _dt.time) -> str:
+    """``HH:mm``, with ``:ss`` and a fraction of 3 or 6 digits only when not zero: how the
+    Java reference prints times in partition paths."""
+    text = f"{t.hour:02d}:{t.minute:02d}"
+    if t.second or t.microsecond:
+        text += f":{t.second:02d}"
+    if t.microsecond:
+        frac = f"{t.microsecond:06d}"
+        text += "." + (frac[:3] if frac.endswith("000") else frac)
+    return text
 
 
 def partition_path(spec: PartitionSpec, partition: Mapping[str, Any]) -> str:
