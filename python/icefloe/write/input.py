@@ -37,27 +37,44 @@ __all__ = ["to_arrow_table", "to_table_schema"]
 
 
 def to_arrow_table(data: Any) -> pa.Table:
-    """Any supported input as a :class:`pyarrow.Table` (streams are read fully)."""
+    """Any supported input as a :class:`pyarrow.Table` (streams are read fully).
+
+    A pandas DataFrame converts as pandas does for Parquet (NaN in a float column is a null)
+    with its named index levels as columns (an unnamed index is dropped)."""
     if isinstance(data, pa.Table):
         return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.table(data)
-    if hasattr(data, "__arrow_c_array__"):
-        return pa.Table.from_batches([pa.record_batch(data)])
-    mod = type(data).__module__
-    if mod.startswith("pandas"):
-        try:
-            return pa.Table.from_pandas(data, preserve_index=False)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
-            raise ValidationError(f"cannot convert the DataFrame to Arrow: {e}") from None
+    if type(data).__module__.startswith("pandas") and hasattr(data, "index"):
+        return _from_pandas(data)
+    if isinstance(data, pa.Array | pa.ChunkedArray):
+        raise ValidationError(
+            "cannot write a single Arrow array: give a table of named columns "
+            "(pa.table({'name': array}))"
+        )
+    try:
+        if isinstance(data, pa.RecordBatch):
+            return pa.Table.from_batches([data])
+        if isinstance(data, pa.RecordBatchReader):
+            return data.read_all()
+        if hasattr(data, "__arrow_c_stream__"):
+            return pa.table(data)
+        if hasattr(data, "__arrow_c_array__"):
+            return pa.Table.from_batches([pa.record_batch(data)])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise ValidationError(f"cannot read the input as Arrow data: {e}") from e
     raise ValidationError(
         f"cannot write data of type {type(data).__name__}: expected a pyarrow Table, "
         "RecordBatch, RecordBatchReader, an Arrow stream or a pandas DataFrame"
     )
+
+
+def _from_pandas(data: Any) -> pa.Table:
+    named = [n for n in getattr(data.index, "names", []) if n is not None]
+    try:
+        if named:
+            data = data.reset_index(level=named)
+        return pa.Table.from_pandas(data, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+        raise ValidationError(f"cannot convert the DataFrame to Arrow: {e}") from None
 
 
 def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Table:
@@ -104,7 +121,7 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
         cols = [c for c in data.columns if c in names and data[c].dtype == object]
         if cols:
-            table = pa.Table.from_pandas(data.drop(columns=cols), preserve_index=False)
+            table = _from_pandas(data.drop(columns=cols))
             for c in cols:
                 table = table.append_column(c, from_pylist(data[c].tolist()))
             return table
@@ -198,9 +215,12 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         return _variant(arr, want, path)
     have = arr.type
     if have == want:
-        if isinstance(t, StructType | ListType | MapType):
-            _check_nested_required(arr, t, path)
-        return arr
+        if not isinstance(t, StructType | ListType | MapType):
+            return arr
+        _check_nested_required(arr, t, path)
+        if not _hidden_nulls(arr, t):
+            return arr
+        # nulls of required fields under null parents: rebuilt below with placeholders
     if pa.types.is_null(have):
         return _nulls(len(arr), want)
     if isinstance(t, StructType):
@@ -219,6 +239,8 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
                 raw = sarr.field(names.index(child.name))
                 c = _coerce_array(raw, child.field_type, wt, cpath)
                 _check_required_child(arr, c, child, cpath)
+                if child.required and c.null_count:  # only under null rows of the struct
+                    c = pc.if_else(c.is_valid(), c, _placeholder(len(c), wt))
             elif child.write_default is not None:
                 c = pa.repeat(pa.scalar(field_default(child, write=True), wt), len(arr))
             elif child.required:
@@ -232,25 +254,22 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
     if isinstance(t, ListType):
         if not (pa.types.is_list(have) or pa.types.is_large_list(have)):
             raise _type_error(path, have, want)
-        vals = _coerce_array(arr.flatten(), t.element_type, want.value_type, f"{path}.element")
+        offsets, flat = _compact(arr)
+        vals = _coerce_array(flat, t.element_type, want.value_type, f"{path}.element")
         ef = t.element_field
         if ef.required and vals.null_count:
             raise ValidationError(f"required field {path}.element has {vals.null_count} nulls")
-        offsets = pc.cast(arr.offsets, pa.int32(), safe=True)
-        if arr.offset or arr.null_count:
-            # Rebuild with offsets relative to the flattened values.
-            offsets = pc.subtract(offsets, offsets[0])
         return pa.ListArray.from_arrays(
             offsets, vals, type=want, mask=arr.is_null() if arr.null_count else None
         )
     if isinstance(t, MapType):
         if not pa.types.is_map(have):
             raise _type_error(path, have, want)
-        keys = _coerce_array(arr.keys, t.key_type, want.key_type, f"{path}.key")
-        items = _coerce_array(arr.items, t.value_type, want.item_type, f"{path}.value")
+        offsets, entries = _compact(arr)
+        keys = _coerce_array(entries.field(0), t.key_type, want.key_type, f"{path}.key")
+        items = _coerce_array(entries.field(1), t.value_type, want.item_type, f"{path}.value")
         if t.value_required and items.null_count:
             raise ValidationError(f"required field {path}.value has {items.null_count} nulls")
-        offsets = pc.subtract(arr.offsets, arr.offsets[0])
         return pa.MapArray.from_arrays(
             offsets, keys, items, type=want, mask=arr.is_null() if arr.null_count else None
         )
@@ -260,6 +279,47 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         return pc.cast(arr, want, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise ValidationError(f"column {path!r}: cannot cast {have} to {want}: {e}") from e
+
+
+def _compact(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """A list or map array's int32 offsets from 0 and the values they index: only the values
+    of its own rows (a slice's child array holds every row's) and none under a null row."""
+    if pa.types.is_map(arr.type):
+        # list_flatten has no map kernel: view the entries as a list of structs first.
+        # (offsets copied to start at 0: a mask cannot go with sliced offsets)
+        offsets = pa.array(np.asarray(arr.offsets)) if arr.offset else arr.offsets
+        arr = pa.ListArray.from_arrays(
+            offsets, arr.values, mask=arr.is_null() if arr.null_count else None
+        )
+    values = arr.flatten()
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(lengths, dtype=np.int64)
+    if len(ends) and ends[-1] > np.iinfo(np.int32).max:
+        raise ValidationError("a list or map column chunk holds more than 2**31 - 1 values")
+    offsets = np.concatenate([np.zeros(1, np.int32), ends.astype(np.int32)])
+    return pa.array(offsets), values
+
+
+def _hidden_nulls(arr: pa.Array, t: IcebergType) -> bool:
+    """Whether a required field nested in ``arr`` holds nulls (under null parents: the rest
+    was refused before), which Parquet writers refuse."""
+    if isinstance(t, StructType):
+        for i, child in enumerate(t.fields):
+            c = arr.field(i)
+            if child.required and c.null_count:
+                return True
+            if isinstance(child.field_type, StructType | ListType | MapType) and _hidden_nulls(
+                c, child.field_type
+            ):
+                return True
+        return False
+    if isinstance(t, ListType):
+        if isinstance(t.element_type, StructType | ListType | MapType):
+            return _hidden_nulls(arr.flatten(), t.element_type)
+        return False
+    if isinstance(t, MapType) and isinstance(t.value_type, StructType | ListType | MapType):
+        return _hidden_nulls(_compact(arr)[1].field(1), t.value_type)
+    return False
 
 
 def _variant(arr: pa.Array, want: pa.DataType, path: str) -> pa.Array:

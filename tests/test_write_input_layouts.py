@@ -1,0 +1,174 @@
+"""Input arrays of every physical layout Arrow allows are written as the values they hold:
+slices (a child array holding other rows' values), null list entries backed by values, nulls
+of required fields under null parents, chunked streams; pandas frames with their named index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icefloe.catalog import load_catalog
+from icefloe.exceptions import ValidationError
+from icefloe.schema import Schema
+from icefloe.types import IntegerType, ListType, LongType, NestedField, StringType, StructType
+
+I32, I64 = pa.int32(), pa.int64()
+
+#: (input type, table type): a cast is needed for the first pairs, none for the last
+LAYOUTS: dict[str, tuple[pa.DataType, pa.DataType]] = {
+    "list": (pa.list_(I32), pa.list_(I64)),
+    "large_list": (pa.large_list(I64), pa.list_(I64)),
+    "map": (pa.map_(pa.string(), I32), pa.map_(pa.string(), I64)),
+    "struct_of_map": (
+        pa.struct([("m", pa.map_(pa.string(), I32))]),
+        pa.struct([("m", pa.map_(pa.string(), I64))]),
+    ),
+    "list_of_map": (pa.list_(pa.map_(pa.string(), I32)), pa.list_(pa.map_(pa.string(), I64))),
+    "map_of_list": (pa.map_(pa.string(), pa.list_(I32)), pa.map_(pa.string(), pa.list_(I64))),
+    "list_of_struct": (
+        pa.list_(pa.struct([("a", I32)])),
+        pa.list_(pa.struct([("a", I64)])),
+    ),
+    "map_exact": (pa.map_(pa.string(), I64), pa.map_(pa.string(), I64)),
+}
+
+ints = st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1))
+keys = st.text("abc", min_size=1, max_size=2)
+
+
+def _values(t: pa.DataType) -> st.SearchStrategy[Any]:
+    if pa.types.is_integer(t):
+        return ints
+    if pa.types.is_map(t):
+        return st.one_of(
+            st.none(),
+            st.dictionaries(keys, _values(t.item_type), max_size=3).map(lambda d: list(d.items())),
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return st.one_of(st.none(), st.lists(_values(t.value_type), max_size=3))
+    assert pa.types.is_struct(t)
+    return st.one_of(st.none(), st.fixed_dictionaries({t.field(0).name: _values(t.field(0).type)}))
+
+
+@st.composite
+def _sliced_columns(draw: st.DrawFn) -> tuple[str, pa.Array, list[int]]:
+    name = draw(st.sampled_from(sorted(LAYOUTS)))
+    have = LAYOUTS[name][0]
+    rows = draw(st.lists(_values(have), min_size=1, max_size=12))
+    full = pa.array(rows, have)
+    start = draw(st.integers(0, len(rows) - 1))
+    length = draw(st.integers(0, len(rows) - start))
+    chunks = draw(st.lists(st.integers(1, 4), max_size=3))
+    return name, full.slice(start, length), chunks
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("layouts")
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{root}/c.db", warehouse=str(root / "w"))
+    cat.create_namespace("n")
+    return cat
+
+
+_TABLES = iter(range(1_000_000))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_sliced_columns())
+def test_sliced_and_chunked_nested_columns_keep_their_values(
+    catalog: Any, case: tuple[str, pa.Array, list[int]]
+) -> None:
+    name, arr, sizes = case
+    want = LAYOUTS[name][1]
+    t = catalog.create_table(f"n.t{next(_TABLES)}", pa.schema([("id", I64), ("v", want)]))
+    data = pa.table({"id": pa.array(range(len(arr)), I64), "v": arr})
+    batches, at = [], 0
+    for size in sizes:  # chunks of the (already sliced) rows: slices of slices
+        batches.append(data.slice(at, size).to_batches())
+        at += size
+    batches.append(data.slice(at).to_batches())
+    flat = [b for bs in batches for b in bs]
+    t.append(pa.RecordBatchReader.from_batches(data.schema, flat))
+    got = t.scan().to_arrow().sort_by("id")
+    assert got.column("v").to_pylist() == arr.to_pylist()
+
+
+def test_null_list_entries_backed_by_values(catalog: Any) -> None:
+    values = pa.array([1, 2, 3, 4, 5, 6], I32)
+    arr = pa.ListArray.from_arrays(
+        pa.array([0, 2, 4, 6], I32), values, mask=pa.array([False, True, False])
+    )
+    t = catalog.create_table("n.backed", pa.schema([("l", pa.list_(I64))]))
+    t.append(pa.table({"l": arr}))
+    assert t.scan().to_arrow().column("l").to_pylist() == [[1, 2], None, [5, 6]]
+
+
+def test_required_fields_may_be_null_under_null_parents(catalog: Any) -> None:
+    inner = StructType(
+        NestedField(3, "a", IntegerType(), required=True), NestedField(4, "b", StringType())
+    )
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "s", inner),
+        NestedField(
+            5,
+            "l",
+            ListType(
+                6,
+                StructType(
+                    NestedField(7, "a", IntegerType(), required=True),
+                    NestedField(8, "b", StringType()),
+                ),
+                element_required=False,
+            ),
+        ),
+    )
+    t = catalog.create_table("n.required_under_null", schema)
+    s = pa.StructArray.from_arrays(
+        [pa.array([1, None], I32), pa.array(["x", "y"])],
+        names=["a", "b"],
+        mask=pa.array([False, True]),
+    )
+    lst = pa.ListArray.from_arrays(pa.array([0, 1, 2], I32), s)
+    for struct_type in (I32, I64):  # as the table's Arrow type, and needing a cast
+        cast = s.cast(pa.struct([("a", struct_type), ("b", pa.string())]))
+        t.append(pa.table({"id": pa.array([1, 2], I64), "s": cast, "l": lst}))
+    rows = t.scan().to_arrow().to_pylist()
+    assert [r["s"] for r in rows] == [{"a": 1, "b": "x"}, None] * 2
+    assert [r["l"] for r in rows] == [[{"a": 1, "b": "x"}], [None]] * 2
+    bad = pa.StructArray.from_arrays([pa.array([None], I32), pa.array(["y"])], names=["a", "b"])
+    with pytest.raises(ValidationError, match=r"s\.a"):
+        t.append(pa.table({"id": pa.array([3], I64), "s": bad}))
+
+
+def test_pandas_frames(catalog: Any, tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    t = catalog.create_table("n.frames", pa.schema([("id", I64), ("v", pa.string())]))
+    t.append(pd.DataFrame({"id": [10, 20], "v": ["a", "b"]}).set_index("id"))
+    t.append(pd.DataFrame({"id": [30], "v": ["c"]}, index=[7]))  # unnamed index: dropped
+    assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 10, "v": "a"},
+        {"id": 20, "v": "b"},
+        {"id": 30, "v": "c"},
+    ]
+    with pytest.raises(ValidationError, match="cannot convert the DataFrame"):
+        t.append(pd.DataFrame({"id": [1, 2], "v": pd.Series([1, "a"], dtype=object)}))
+    with pytest.raises(ValidationError, match="not in the table schema"):
+        t.append(pd.DataFrame({"id": [1], "v": ["x"]}, index=pd.Index([5], name="other")))
+
+
+def test_inputs_that_are_not_tables_are_refused_typed(catalog: Any) -> None:
+    t = catalog.create_table("n.not_tables", pa.schema([("id", I64)]))
+    with pytest.raises(ValidationError, match="single Arrow array"):
+        t.append(pa.chunked_array([[1, 2]], I64))
+    one = pa.record_batch({"id": pa.array([1], I64)})
+    other = pa.record_batch({"id": pa.array(["x"])})
+    reader = pa.RecordBatchReader.from_batches(one.schema, iter([one, other]))
+    with pytest.raises(ValidationError, match="cannot read the input"):
+        t.append(reader)
+    assert t.scan().to_arrow().num_rows == 0
