@@ -138,3 +138,25 @@ def test_compaction_of_v3_after_upsert_keeps_ids(tmp_path: Path) -> None:
     after = ours(t, "_row_id")
     assert after.drop(["x"]).to_pylist() == before.drop(["x"]).to_pylist()
     assert pa.compute.count_distinct(after["_row_id"]).as_py() == after.num_rows
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_compaction_writes_the_current_spec(tmp_path: Path, version: int) -> None:
+    """Files of an older spec are rewritten in the current one (as Iceberg Java does), also
+    when the old spec's source column has since been dropped."""
+    t = _table(tmp_path, version, appends=3)  # bucket[2](id): spec 0
+    t.update_spec().remove_field("b").add_field("ts", "day").commit()
+    t.append(rows(100, 20))
+    t.update_spec().remove_field("ts_day").commit()
+    t.update_schema().delete_column("ts").commit()  # only spec 1 used it
+    t.delete("id in (3, 101)")
+    before = ours(t)
+    files_before = len(live_data_files(t))
+    result = t.rewrite_data_files(target_file_size=10 * 1024 * 1024, min_input_files=1)
+    assert result.rewritten_data_files == files_before
+    assert set(t.inspect.files().column("spec_id").to_pylist()) == {t.spec().spec_id}
+    after = ours(t)
+    assert sorted(after["id"].to_pylist()) == [
+        i for i in (*range(60), *range(100, 120)) if i not in (3, 101)
+    ]
+    assert after.sort_by("id").drop(["x"]) == before.sort_by("id").drop(["x"])

@@ -361,10 +361,12 @@ def rewrite_data_files(
     Per partition, files smaller than 3/4 of the target size (``write.target-file-size-bytes``
     unless ``target_file_size`` is given) and files with deletes are bin-packed into groups of
     at most the target size; a group is rewritten when it has ``min_input_files`` files or any
-    deletes. Rewritten rows keep ``_row_id`` and ``_last_updated_sequence_number`` (v3). The
-    commit fails with ``CommitConflictError`` if a concurrent commit removed one of the input
-    files or added deletes for it. ``progress`` counts the input files as their rows are read
-    (see :mod:`icefloe.progress`).
+    deletes. Rewritten rows are written in the table's current partition spec, as Iceberg Java
+    does (files of an older spec move to the current one, which also works when an old spec's
+    source column has been dropped), and keep ``_row_id`` and
+    ``_last_updated_sequence_number`` (v3). The commit fails with ``CommitConflictError`` if a
+    concurrent commit removed one of the input files or added deletes for it. ``progress``
+    counts the input files as their rows are read (see :mod:`icefloe.progress`).
     """
     from icefloe.table.row_delta import RowDelta, commit_row_delta, write_rows
 
@@ -381,7 +383,7 @@ def rewrite_data_files(
         with Progress(
             progress, sum(len(g) for _, g in todo), "rewrite_data_files: rewriting files"
         ) as bar:
-            for spec_id, group in todo:
+            for _, group in todo:
                 batches: list[pa.RecordBatch] = []
                 for t in group:
                     batches += surviving_rows(
@@ -406,7 +408,7 @@ def rewrite_data_files(
                             tx,
                             pa.Table.from_batches(batches),
                             lineage=lineage,
-                            spec=specs[spec_id],
+                            spec=md.spec(),
                             target_file_size=target,
                             spread=False,  # files of the target size, not one per thread
                         )
