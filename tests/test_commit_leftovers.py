@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import FileIOError, ValidationError
+from icefloe.io import FileIO, OutputFile
 from icefloe.table import Table
 from icefloe.table.maintenance import reachable_files
 
@@ -98,3 +99,33 @@ def test_empty_append_commits_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert loaded.properties["k"] == "v" and len(loaded.snapshots()) == 1
     assert loaded.scan().to_arrow().column("id").to_pylist() == [1]
     cat.close()
+
+
+def test_a_failed_cleanup_does_not_hide_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store fails the manifest list's write and then every delete (an S3 server gone
+    mid-commit): the write's error is raised, the files left are logged, the table unchanged."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_ids([1]))
+    before = t.current_snapshot().snapshot_id
+    real_write = OutputFile.write
+
+    def write(self: OutputFile, data: bytes, *args: object) -> None:
+        if "/snap-" in self.location:
+            raise FileIOError(f"cannot write {self.location}: the endpoint did not answer")
+        real_write(self, data, *args)
+
+    def delete(self: FileIO, location: str) -> None:
+        raise FileIOError(f"cannot delete {location}: the endpoint did not answer")
+
+    monkeypatch.setattr(OutputFile, "write", write)
+    monkeypatch.setattr(FileIO, "delete", delete)
+    with pytest.raises(FileIOError, match=r"cannot write .*snap-"):
+        t.append(_ids([9]))
+    assert "left for orphan removal" in caplog.text
+    monkeypatch.undo()
+    assert t.refresh().current_snapshot().snapshot_id == before
+    assert t.scan().to_arrow().column("id").to_pylist() == [1]

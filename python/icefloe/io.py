@@ -653,10 +653,15 @@ class FileIO:
             raise _map_error(exc, location, "delete") from exc
 
     def delete_quietly(self, location: str) -> bool:
-        """Delete the file if it exists; never raises for a missing file. True if deleted."""
+        """Delete the file if it exists; True if deleted. For clean-ups that must not hide the
+        error that caused them: a missing file is no error, and a file the store fails to
+        delete is logged (a warning) and left for orphan removal."""
         try:
             self.delete(location)
         except NotFoundError:
+            return False
+        except FileIOError as e:
+            _log.warning("cannot delete %s (left for orphan removal): %s", location, e)
             return False
         return True
 

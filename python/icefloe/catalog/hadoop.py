@@ -294,9 +294,10 @@ class HadoopCatalog(Catalog):
             if not is_dir and name.startswith("v")
             if (v := metadata_file_version(name)) is not None
         )
-        for _, location in versions:
-            self.io.delete_quietly(location)
-        self.io.delete_quietly(f"{meta_dir}/{VERSION_HINT}")
+        for _, location in [*versions, (0, f"{meta_dir}/{VERSION_HINT}")]:
+            # a failure must stop the drop: the table stays whole at its newest version
+            with contextlib.suppress(NotFoundError):
+                self.io.delete(location)
         self._delete_own_files(table_dir)
         self.io.delete_empty_dirs(table_dir)
 
