@@ -8,14 +8,32 @@ size variants, any timestamp unit with the same zone-ness). Metrics come from th
 the table's metrics modes. For a partitioned table every partition source column's minimum and
 maximum must transform to the same value (the file lies in one partition), else the file is
 refused with a :class:`~icefloe.exceptions.ValidationError` naming it.
+
+What a file holds is checked where its footer cannot vouch for it, reading only the columns in
+doubt:
+
+- a required column (at any depth) holds no nulls. The footer's null count of a leaf counts a
+  null at any level of its path, an empty list or map too, so a leaf with nulls under an
+  optional or repeated ancestor is read to tell a null required field (where its parent is not
+  null) from a null optional parent or an empty list; a required field the file itself declares
+  non-nullable needs no check.
+- a time or timestamp in a finer unit than the table's (top-level or inside a struct, list or
+  map) holds only values the table's unit holds exactly.
+- a float or double partition source is read, since Parquet statistics skip NaN and may store
+  ``-0.0`` as the minimum of zeros: Iceberg compares partition values by their bits (NaN
+  normalized), so ``-0.0`` and ``0.0`` are different partitions, as ``append`` writes them. A
+  file of only NaN is in partition NaN; NaN with other values, or zeros of both signs, span
+  partitions and are refused.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map
@@ -26,31 +44,43 @@ from icefloe.metadata import TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema, walk_fields
-from icefloe.types import NestedField, NestedType
+from icefloe.transforms import Transform
+from icefloe.types import (
+    DoubleType,
+    FloatType,
+    ListType,
+    MapType,
+    NestedField,
+    NestedType,
+    StructType,
+)
 from icefloe.write.files import DataFile
 from icefloe.write.metrics import MetricsConfig, footer_metrics, split_offsets
 
 __all__ = ["data_files_from_parquet"]
 
 
-def _leaf_fields(schema: pa.Schema) -> list[pa.Field]:
-    out: list[pa.Field] = []
+def _leaf_chains(schema: pa.Schema) -> list[tuple[pa.Field, ...]]:
+    """Every leaf field with its ancestors, outermost first, in Parquet column order (a list's
+    element and a map's key and value are fields of their own, as in Iceberg)."""
+    out: list[tuple[pa.Field, ...]] = []
 
-    def walk(f: pa.Field) -> None:
+    def walk(f: pa.Field, chain: tuple[pa.Field, ...]) -> None:
         t = f.type
+        chain = (*chain, f)
         if pa.types.is_struct(t):
             for i in range(t.num_fields):
-                walk(t.field(i))
+                walk(t.field(i), chain)
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
-            walk(t.value_field)
+            walk(t.value_field, chain)
         elif pa.types.is_map(t):
-            walk(t.key_field)
-            walk(t.item_field)
+            walk(t.key_field, chain)
+            walk(t.item_field, chain)
         else:
-            out.append(f)
+            out.append(chain)
 
     for f in schema:
-        walk(f)
+        walk(f, ())
     return out
 
 
@@ -99,18 +129,169 @@ def _finer(have: pa.DataType, want: pa.DataType) -> bool:
     return bool((both_timestamps or times) and _UNITS[have.unit] > _UNITS[want.unit])
 
 
-def _check_exact(path: str, pf: pq.ParquetFile, columns: dict[str, pa.DataType]) -> None:
-    """Columns stored in a finer unit than the table's hold only values the table's unit
+def _read_leaf(file: pq.ParquetFile, col: int) -> pa.Array:
+    """Leaf column ``col`` read alone, as its top-level column holding only that leaf."""
+    path = file.metadata.schema.column(col).path
+    return file.read(columns=[path]).column(0).combine_chunks()
+
+
+def _only_child(where: str, arr: pa.Array) -> pa.Array:
+    """The one child of a struct read for a single leaf, null where the struct is."""
+    if not pa.types.is_struct(arr.type) or arr.type.num_fields != 1:
+        raise ValidationError(f"{where}: read as {arr.type}, not the table's structure")
+    return arr.flatten()[0]
+
+
+def _entries(where: str, arr: pa.Array) -> pa.Array:
+    """The elements of a list, or the entries of a map, that are not null."""
+    t = arr.type
+    if pa.types.is_map(t):
+        entries = pa.struct([t.key_field, t.item_field])
+        arr = arr.cast(pa.list_(pa.field("entries", entries, nullable=False)))
+    elif not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        raise ValidationError(f"{where}: read as {t}, not the table's structure")
+    return arr.flatten()
+
+
+def _leaf_values(where: str, arr: pa.Array, chain: tuple[NestedField, ...]) -> pa.Array:
+    """The values of the leaf that ``arr`` (from :func:`_read_leaf`) was read for, null where
+    the leaf or a struct around it is; ``chain`` is the leaf's table field and its ancestors."""
+    for f in chain[:-1]:
+        arr = _step(where, arr, f)
+    return arr
+
+
+def _step(where: str, arr: pa.Array, f: NestedField) -> pa.Array:
+    """The values of the child of nested field ``f`` read for one leaf."""
+    t = f.field_type
+    if isinstance(t, StructType):
+        return _only_child(where, arr)
+    if isinstance(t, ListType):
+        return _entries(where, arr)
+    if isinstance(t, MapType):
+        return _only_child(where, _entries(where, arr))
+    raise ValidationError(f"{where}: {f.name!r} is not nested in the table")
+
+
+def _check_exact(
+    path: str,
+    file: pq.ParquetFile,
+    col: int,
+    chain: tuple[NestedField, ...],
+    name: str,
+    want: pa.DataType,
+) -> None:
+    """A leaf column stored in a finer unit than the table's holds only values the table's unit
     holds (a pandas nanosecond column usually does not): reads would refuse them later."""
-    data = pf.read(columns=list(columns))
-    for name, want in columns.items():
-        try:
-            data.column(name).cast(want)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    values = _leaf_values(f"{path}: column {name!r}", _read_leaf(file, col), chain)
+    try:
+        values.cast(want)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise ValidationError(
+            f"{path}: column {name!r} holds {values.type} values that {want} cannot hold "
+            "without rounding"
+        ) from None
+
+
+def _leaf_nulls(md: pq.FileMetaData, col: int) -> int | None:
+    """The footer's null count of a leaf column (a null at any level of its path, an empty
+    list or map too), or ``None`` if a row group has none."""
+    total = 0
+    for rg in range(md.num_row_groups):
+        stats = md.row_group(rg).column(col).statistics
+        if stats is None or not stats.has_null_count:
+            return None
+        total += stats.null_count
+    return total
+
+
+def _required_nulls(
+    where: str, arr: pa.Array, chain: tuple[NestedField, ...]
+) -> tuple[NestedField, int] | None:
+    """The outermost required field of ``chain`` (a leaf's table field and its ancestors,
+    outermost first) that is null where its parent is not, and how often; ``arr`` is the
+    column read for that leaf."""
+    for i, f in enumerate(chain):
+        if f.required and arr.null_count:
+            return f, arr.null_count
+        if i + 1 < len(chain):
+            arr = _step(where, arr.drop_null(), f)
+    return None
+
+
+def _check_required(
+    path: str,
+    file: pq.ParquetFile,
+    schema: Schema,
+    chains: list[tuple[pa.Field, ...]],
+    ids: list[int | None],
+    known: set[int],
+) -> None:
+    """Refuses nulls in required columns. A leaf is read only when its footer shows nulls (or
+    no null count) and a required field on its path is nullable in the file: the nulls may
+    then be those of an optional parent or an empty list or map, which are allowed."""
+    checked: set[int] = set()
+    for col, (fid, arrow_chain) in enumerate(zip(ids, chains, strict=True)):
+        if fid is None or fid not in known:
+            continue
+        chain = (*schema.ancestors(fid), schema.find_field(fid))
+        # a field the file declares non-nullable cannot hold nulls there
+        nullable = (
+            [a.nullable for a in arrow_chain]
+            if len(arrow_chain) == len(chain)
+            else [True] * len(chain)
+        )
+        doubt = {
+            f.field_id
+            for f, can in zip(chain, nullable, strict=True)
+            if f.required and can and f.field_id not in checked
+        }
+        if not doubt or _leaf_nulls(file.metadata, col) == 0:
+            continue
+        name = schema.find_column_name(fid)
+        found = _required_nulls(f"{path}: column {name!r}", _read_leaf(file, col), chain)
+        if found is not None:
+            f, n = found
             raise ValidationError(
-                f"{path}: column {name!r} holds {data.column(name).type} values that "
-                f"{want} cannot hold without rounding"
-            ) from None
+                f"{path}: required column {schema.find_column_name(f.field_id)!r} has {n} "
+                "null values"
+            )
+        checked |= doubt
+
+
+_CANONICAL_NAN = 0x7FF8000000000000
+
+
+def _as_double(bits: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
+
+
+def _float_value(
+    path: str, file: pq.ParquetFile, col: int, chain: tuple[NestedField, ...], partition: str
+) -> float | None:
+    """The one value of a float or double partition source column, read from the file (its
+    statistics skip NaN and may write ``-0.0`` for zeros); ``None`` if every value is null.
+    Values are told apart by their bits with NaN normalized, as Iceberg compares partition
+    values: ``-0.0`` and ``0.0`` differ."""
+    values = _leaf_values(f"{path}: column {chain[-1].name!r}", _read_leaf(file, col), chain)
+    if values.null_count == len(values):
+        return None
+    if values.null_count:
+        raise ValidationError(
+            f"{path}: spans more than one partition for {partition!r} (nulls and values)"
+        )
+    values = values.cast(pa.float64())
+    bits = pc.if_else(
+        pc.is_nan(values), pa.scalar(_CANONICAL_NAN, pa.int64()), values.view(pa.int64())
+    )
+    extremes = pc.min_max(bits)
+    lo, hi = int(extremes["min"].as_py()), int(extremes["max"].as_py())
+    if lo != hi:
+        raise ValidationError(
+            f"{path}: spans more than one partition for {partition!r} (values "
+            f"{_as_double(lo)!r} and {_as_double(hi)!r})"
+        )
+    return _as_double(lo)
 
 
 def _minmax(md: pq.FileMetaData, col: int) -> tuple[Any, Any, bool, bool]:
@@ -135,13 +316,21 @@ def _minmax(md: pq.FileMetaData, col: int) -> tuple[Any, Any, bool, bool]:
     return lo, hi, lo is None, nulls
 
 
+def _transformed(
+    transform: Transform, values: list[Any], source: pa.DataType, want: pa.DataType
+) -> list[Any]:
+    out = transform.apply(pa.array(values, type=source))
+    return list(out.to_pylist() if out.type == want else out.cast(want).to_pylist())
+
+
 def _partition(
     path: str,
-    md: pq.FileMetaData,
+    file: pq.ParquetFile,
     leaf_index: dict[int, int],
     schema: Schema,
     spec: PartitionSpec,
 ) -> dict[str, Any]:
+    md = file.metadata
     out: dict[str, Any] = {}
     ptype = spec.partition_type(schema)
     for pf, nf in zip(spec.fields, ptype.fields, strict=True):
@@ -156,6 +345,16 @@ def _partition(
                 f"the source of partition field {pf.name!r} (values in directory names are "
                 "not read: write the column into the files)"
             )
+        source = schema.find_field(pf.source_id)
+        src_type = _storage(type_to_arrow(source.field_type))
+        want = _storage(type_to_arrow(nf.field_type))
+        if isinstance(source.field_type, FloatType | DoubleType):
+            chain = (*schema.ancestors(pf.source_id), source)
+            value = _float_value(path, file, col, chain, pf.name)
+            out[pf.name] = (
+                None if value is None else _transformed(pf.transform, [value], src_type, want)[0]
+            )
+            continue
         try:
             lo, hi, all_null, nulls = _minmax(md, col)
         except ValidationError as e:
@@ -174,13 +373,7 @@ def _partition(
                 f"{path}: cannot prove one partition for {pf.name!r} ({pf.transform}) from "
                 f"the range {lo!r} to {hi!r}: {pf.transform} does not keep order"
             )
-        src_type = type_to_arrow(schema.find_type(pf.source_id))
-        src_type = _storage(src_type)
-        values = pf.transform.apply(pa.array([lo, hi], type=src_type))
-        want = _storage(type_to_arrow(nf.field_type))
-        if values.type != want:
-            values = values.cast(want)
-        a, b = values.to_pylist()
+        a, b = _transformed(pf.transform, [lo, hi], src_type, want)
         if a != b:
             raise ValidationError(
                 f"{path}: spans more than one partition for {pf.name!r} "
@@ -188,15 +381,6 @@ def _partition(
             )
         out[pf.name] = a
     return out
-
-
-def _top_level_id(f: pa.Field, mapping: Any) -> int | None:
-    """The field id of a top-level file column: its own, else the mapping's."""
-    fid = field_id_of(f)
-    if fid is None and mapping is not None:
-        found = mapping.find(f.name)
-        fid = found.field_id if found is not None else None
-    return fid
 
 
 def data_files_from_parquet(
@@ -214,54 +398,50 @@ def data_files_from_parquet(
         size = infile.length()
         with infile.open() as stream:
             try:
-                pf = pq.ParquetFile(stream)
-                md = pf.metadata
-                arrow_schema = pf.schema_arrow
+                file = pq.ParquetFile(stream)
+                md = file.metadata
+                arrow_schema = file.schema_arrow
             except (pa.ArrowException, OSError) as e:
                 raise CorruptFileError(f"{path}: not a readable Parquet file ({e})") from None
-            finer = {
-                f.name: type_to_arrow(table_arrow[fid].field.field_type)
-                for f in arrow_schema
-                if (fid := _top_level_id(f, mapping)) is not None
-                and fid in table_arrow
-                and _finer(f.type, type_to_arrow(table_arrow[fid].field.field_type))
-            }
-            if finer:
-                _check_exact(path, pf, finer)
-        leaves = _leaf_fields(arrow_schema)
-        if not any(field_id_of(f) is not None for f in leaves):
-            if mapping is None:
-                raise ValidationError(
-                    f"{path}: the Parquet file has no field ids and the table has no name "
-                    f"mapping ({DEFAULT_NAME_MAPPING_PROPERTY}); cannot tell which columns are "
-                    "which"
-                )
-            arrow_schema = apply_name_mapping(arrow_schema, mapping)
-            leaves = _leaf_fields(arrow_schema)
-        if len(leaves) != md.num_columns:
-            raise ValidationError(f"{path}: {len(leaves)} Arrow leaves for {md.num_columns}")
-        ids = [field_id_of(f) for f in leaves]
-        present = {i for i in ids if i is not None}
-        for f in schema.fields:
-            if f.required and f.initial_default is None and not _has_any(f, present):
-                raise ValidationError(f"{path}: required column {f.name!r} is missing")
-        for fid, leaf in zip(ids, leaves, strict=True):
-            if fid is None or fid not in table_arrow:
-                continue
-            want = type_to_arrow(table_arrow[fid].field.field_type)
-            if not _compatible(leaf.type, want):
-                raise ValidationError(
-                    f"{path}: column {table_arrow[fid].name!r} has type {leaf.type}, "
-                    f"which cannot be read as {want}"
-                )
-        leaf_index = {fid: i for i, fid in enumerate(ids) if fid is not None}
+            chains = _leaf_chains(arrow_schema)
+            if not any(field_id_of(c[-1]) is not None for c in chains):
+                if mapping is None:
+                    raise ValidationError(
+                        f"{path}: the Parquet file has no field ids and the table has no name "
+                        f"mapping ({DEFAULT_NAME_MAPPING_PROPERTY}); cannot tell which columns "
+                        "are which"
+                    )
+                chains = _leaf_chains(apply_name_mapping(arrow_schema, mapping))
+            if len(chains) != md.num_columns:
+                raise ValidationError(f"{path}: {len(chains)} Arrow leaves for {md.num_columns}")
+            ids = [field_id_of(c[-1]) for c in chains]
+            present = {i for i in ids if i is not None}
+            for f in schema.fields:
+                if f.required and f.initial_default is None and not _has_any(f, present):
+                    raise ValidationError(f"{path}: required column {f.name!r} is missing")
+            for col, (fid, chain) in enumerate(zip(ids, chains, strict=True)):
+                if fid is None or fid not in table_arrow:
+                    continue
+                leaf, name = chain[-1], table_arrow[fid].name
+                want = type_to_arrow(table_arrow[fid].field.field_type)
+                if not _compatible(leaf.type, want):
+                    raise ValidationError(
+                        f"{path}: column {name!r} has type {leaf.type}, which cannot be read "
+                        f"as {want}"
+                    )
+                if _finer(leaf.type, want):
+                    table_chain = (*schema.ancestors(fid), schema.find_field(fid))
+                    _check_exact(path, file, col, table_chain, name, want)
+            _check_required(path, file, schema, chains, ids, set(table_arrow))
+            leaf_index = {fid: i for i, fid in enumerate(ids) if fid is not None}
+            partition = _partition(path, file, leaf_index, schema, spec) if spec.fields else {}
         metrics = footer_metrics(md, ids, config)
         return DataFile(
             file_path=path,
             record_count=md.num_rows,
             file_size_in_bytes=size,
             spec_id=spec.spec_id,
-            partition=_partition(path, md, leaf_index, schema, spec) if spec.fields else {},
+            partition=partition,
             column_sizes=metrics.column_sizes,
             value_counts=metrics.value_counts,
             null_value_counts=metrics.null_value_counts,

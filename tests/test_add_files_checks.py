@@ -1,0 +1,176 @@
+"""``add_files`` checks what a file holds, not only its types: no nulls in required columns
+(nested ones too), values in a finer unit that the table's unit holds exactly (nested ones
+too), and a float or double identity-partition source holding one value, NaN and signed zeros
+told apart as Iceberg compares partition values (by their bits)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.exceptions import ValidationError
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.transforms import parse_transform
+from icefloe.types import (
+    DoubleType,
+    FloatType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampType,
+)
+from support.write_util import catalog
+
+NAN = float("nan")
+
+
+def _f(name: str, t: pa.DataType, fid: int, nullable: bool = True) -> pa.Field:
+    return pa.field(name, t, nullable, metadata={"PARQUET:field_id": str(fid)})
+
+
+def _write(path: Path, schema: pa.Schema, columns: dict[str, list[Any]]) -> str:
+    pq.write_table(pa.table(columns, schema=schema), path)
+    return str(path)
+
+
+def test_nulls_in_required_columns_are_refused(tmp_path: Path) -> None:
+    """A null where the table requires a value is refused, at any depth; a required child of a
+    null optional struct and an empty required list are not nulls."""
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        Schema(
+            NestedField(1, "id", LongType(), required=True),
+            NestedField(
+                2, "s", StructType(NestedField(5, "a", LongType(), required=True)), required=True
+            ),
+            NestedField(3, "o", StructType(NestedField(6, "b", LongType(), required=True))),
+            NestedField(4, "l", ListType(7, LongType(), element_required=True), required=True),
+        ),
+    )
+    schema = pa.schema(
+        [
+            _f("id", pa.int64(), 1),
+            _f("s", pa.struct([_f("a", pa.int64(), 5)]), 2),
+            _f("o", pa.struct([_f("b", pa.int64(), 6)]), 3),
+            _f("l", pa.list_(_f("element", pa.int64(), 7)), 4),
+        ]
+    )
+    good = {
+        "id": [1, 2, 3],
+        "s": [{"a": 1}, {"a": 2}, {"a": 3}],
+        "o": [{"b": 1}, None, {"b": 3}],
+        "l": [[1], [], [2, 3]],
+    }
+    bad = {
+        "id": ("id", [1, None, 3]),
+        "s": ("s", [{"a": 1}, None, {"a": 3}]),
+        "s.a": ("s", [{"a": 1}, {"a": None}, {"a": 3}]),
+        "o.b": ("o", [{"b": 1}, None, {"b": None}]),
+        "l": ("l", [[1], None, [2]]),
+        "l.element": ("l", [[1], [], [2, None]]),
+    }
+    for column, (top, values) in bad.items():
+        name = f"bad_{column}.parquet"
+        path = _write(tmp_path / name, schema, {**good, top: values})
+        with pytest.raises(ValidationError, match=rf"{name}.*required column '{column}'"):
+            t.add_files([path])
+    assert t.current_snapshot() is None
+    t.add_files([_write(tmp_path / "good.parquet", schema, good)])
+    got = t.scan(selected_fields=("id", "s", "l")).to_arrow().sort_by("id").to_pydict()
+    assert got == {k: good[k] for k in ("id", "s", "l")}
+
+
+def test_nested_values_in_a_finer_unit_must_fit(tmp_path: Path) -> None:
+    """Nanosecond timestamps inside a struct, list or map are checked as top-level ones are:
+    whole microseconds are read as the table's type, others refused (every scan would fail)."""
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        Schema(
+            NestedField(1, "s", StructType(NestedField(4, "ts", TimestampType()))),
+            NestedField(2, "l", ListType(5, TimestampType(), element_required=False)),
+            NestedField(3, "m", MapType(6, StringType(), 7, TimestampType(), value_required=False)),
+        ),
+    )
+    ns = pa.timestamp("ns")
+    schema = pa.schema(
+        [
+            _f("s", pa.struct([_f("ts", ns, 4)]), 1),
+            _f("l", pa.list_(_f("element", ns, 5)), 2),
+            _f("m", pa.map_(_f("key", pa.string(), 6, False), _f("value", ns, 7)), 3),
+        ]
+    )
+    good = {"s": [{"ts": 2000}, None], "l": [[3000, None], []], "m": [[("k", 4000)], None]}
+    bad = {
+        "s.ts": ("s", [{"ts": 2000}, {"ts": 1001}]),
+        "l.element": ("l", [[3000], [1001]]),
+        "m.value": ("m", [[("k", 4000)], [("j", 1001)]]),
+    }
+    for column, (top, values) in bad.items():
+        name = f"bad_{column}.parquet"
+        path = _write(tmp_path / name, schema, {**good, top: values})
+        with pytest.raises(ValidationError, match=rf"{name}.*'{column}'.*without rounding"):
+            t.add_files([path])
+    assert t.current_snapshot() is None
+    t.add_files([_write(tmp_path / "good.parquet", schema, good)])
+    got = t.scan().to_arrow()
+    assert got["s"].type.field(0).type == pa.timestamp("us")
+    assert got.cast(schema).to_pydict() == pa.table(good, schema=schema).to_pydict()
+
+
+def test_float_identity_partitions_are_exact(tmp_path: Path) -> None:
+    """Parquet statistics skip NaN and write -0.0 as the minimum of zeros, so a float or double
+    identity-partition source is read: NaN with other values, or zeros of both signs, span
+    partitions; a file of only NaN is in partition NaN, of only 0.0 in partition 0.0."""
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        Schema(
+            NestedField(1, "x", DoubleType()),
+            NestedField(2, "s", StructType(NestedField(3, "f", FloatType()))),
+        ),
+        partition_spec=PartitionSpec(
+            PartitionField(1, 1000, parse_transform("identity"), "x"),
+            PartitionField(3, 1001, parse_transform("identity"), "f"),
+        ),
+    )
+    schema = pa.schema(
+        [_f("x", pa.float64(), 1), _f("s", pa.struct([_f("f", pa.float32(), 3)]), 2)]
+    )
+
+    def write(name: str, x: list[Any], f: list[Any] | None = None) -> str:
+        s = [None if v is None else {"f": v} for v in (f or [2.5] * len(x))]
+        return _write(tmp_path / f"{name}.parquet", schema, {"x": x, "s": s})
+
+    spans = {
+        "nan_and_one": write("nan_and_one", [1.0, NAN]),
+        "zeros": write("zeros", [0.0, -0.0]),
+        "nested_nan": write("nested_nan", [1.0, 1.0], [2.5, NAN]),
+        "nested_zeros": write("nested_zeros", [1.0, 1.0], [-0.0, 0.0]),
+    }
+    for name, path in spans.items():
+        with pytest.raises(ValidationError, match=rf"{name}\.parquet.*more than one partition"):
+            t.add_files([path])
+    assert t.current_snapshot() is None
+
+    t.add_files([write("nan", [NAN, NAN], [NAN, NAN])])
+    t.add_files([write("plus", [0.0, 0.0], [0.0, 0.0])])
+    t.add_files([write("minus", [-0.0], [-0.0])])
+    t.add_files([write("null", [1.0], [None])])
+    files = t.inspect.files().to_pydict()
+    parts = {Path(f).stem: p for f, p in zip(files["file_path"], files["partition"], strict=True)}
+    assert math.isnan(parts["nan"]["x"]) and math.isnan(parts["nan"]["f"])
+    for name, sign in [("plus", 1.0), ("minus", -1.0)]:
+        assert parts[name] == {"x": 0.0, "f": 0.0}
+        assert math.copysign(1.0, parts[name]["x"]) == math.copysign(1.0, parts[name]["f"]) == sign
+    assert parts["null"] == {"x": 1.0, "f": None}
+    assert t.scan(row_filter="x is nan").to_arrow().num_rows == 2
+    assert t.scan(row_filter="x = 1.0").to_arrow().num_rows == 1
+    assert t.scan(row_filter="x = 0.0").to_arrow().num_rows == 3
