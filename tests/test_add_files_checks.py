@@ -174,3 +174,20 @@ def test_float_identity_partitions_are_exact(tmp_path: Path) -> None:
     assert t.scan(row_filter="x is nan").to_arrow().num_rows == 2
     assert t.scan(row_filter="x = 1.0").to_arrow().num_rows == 1
     assert t.scan(row_filter="x = 0.0").to_arrow().num_rows == 3
+
+
+def test_required_children_stored_nullable_read_back(tmp_path: Path) -> None:
+    """A file (pyarrow's writer marks every field nullable) holding a required struct child
+    null where its optional struct is: added and read back; the same child null under a
+    present struct is a corrupt file when read."""
+    from icefloe.exceptions import CorruptFileError
+    from icefloe.read.projection import project_field
+
+    schema = Schema(NestedField(1, "o", StructType(NestedField(2, "b", LongType(), True))))
+    t = catalog(tmp_path).create_table("ns.nullable_child", schema)
+    arrow = pa.schema([_f("o", pa.struct([_f("b", pa.int64(), 2)]), 1)])
+    t.add_files([_write(tmp_path / "f.parquet", arrow, {"o": [{"b": 1}, None, {"b": 3}]})])
+    assert t.scan().to_arrow().column("o").to_pylist() == [{"b": 1}, None, {"b": 3}]
+    bad = pa.array([{"b": 1}, {"b": None}], arrow.field("o").type)
+    with pytest.raises(CorruptFileError, match="required field 'b'"):
+        project_field(bad, schema.fields[0], 2, "f.parquet", {})

@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "evolution": 2,
     "name_mapping": 2,
     "arrow_schema": 2,
+    "arrow_fill": 2,
     "transforms": 2,
     "partitioning": 2,
     "sorting": 2,

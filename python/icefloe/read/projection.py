@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from icefloe.arrow_fill import fill_under_null
 from icefloe.arrow_schema import field_id_of, type_to_arrow
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.types import (
@@ -199,7 +201,12 @@ def project_field(
             hit = by_id.get(child.field_id)
             # StructArray.field slices the child to the parent's offset and length.
             child_arr = arr.field(hit[0]) if hit is not None else None
-            children.append(project_field(child_arr, child, len(arr), path, {}))
+            out = project_field(child_arr, child, len(arr), path, {})
+            if child.required and out.null_count:
+                # a file may store a required child as nullable, null where the struct is
+                _check_nulls_under_null(arr, out, child, path)
+                out = fill_under_null(out)
+            children.append(out)
         if not children:
             return pa.nulls(n, target) if arr.null_count == n else _empty_struct(arr, target)
         return pa.StructArray.from_arrays(children, fields=list(target), mask=_validity(arr)).cast(
@@ -268,3 +275,14 @@ def _conflict(path: str, field: NestedField, found: pa.DataType) -> ValidationEr
         f"{path}: column {field.name!r} (id {field.field_id}) has type {found} in the file, "
         f"which cannot be read as {field.field_type}"
     )
+
+
+def _check_nulls_under_null(
+    parent: pa.Array, child: pa.Array, field: NestedField, path: str
+) -> None:
+    """A required child may be null only where its parent struct is."""
+    bad = pc.sum(pc.and_(child.is_null(), parent.is_valid())).as_py() or 0
+    if bad:
+        raise CorruptFileError(
+            f"{path}: required field {field.name!r} (id {field.field_id}) holds {bad} nulls"
+        )

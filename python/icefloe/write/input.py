@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.arrow_fill import fill_under_null, typed_nulls
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
@@ -128,15 +129,6 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
     return data
 
 
-def _required_inside(t: pa.DataType) -> bool:
-    """Whether a struct (or a struct inside it) has a required child."""
-    if not pa.types.is_struct(t):
-        return False
-    return any(
-        not t.field(i).nullable or _required_inside(t.field(i).type) for i in range(t.num_fields)
-    )
-
-
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
     if f.write_default is not None:
         value = field_default(f, write=True)
@@ -147,50 +139,7 @@ def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedAr
         return pa.chunked_array([pa.repeat(scalar, n)], type=af.type)
     if f.required:
         raise ValidationError(f"required column {f.name!r} is missing from the input")
-    return pa.chunked_array([_nulls(n, af.type)], type=af.type)
-
-
-def _nulls(n: int, t: pa.DataType) -> pa.Array:
-    """``n`` nulls of ``t``. A struct's required children get placeholder values under the
-    null rows (empty strings and lists, zeros): Parquet writers refuse nulls in a required
-    child, even under a null parent."""
-    if not _required_inside(t):
-        return pa.nulls(n, type=t)
-    children = [
-        _nulls(n, f.type) if f.nullable else _placeholder(n, f.type)
-        for f in (t.field(i) for i in range(t.num_fields))
-    ]
-    return pa.StructArray.from_arrays(children, fields=list(t), mask=pa.repeat(True, n))
-
-
-def _placeholder(n: int, t: pa.DataType) -> pa.Array:
-    """``n`` non-null values of ``t`` made of zeroed buffers: zeros, empty strings, lists and
-    maps, structs of such values (only ever stored under a null parent)."""
-    if isinstance(t, pa.BaseExtensionType):
-        return pa.ExtensionArray.from_storage(t, _placeholder(n, t.storage_type))
-    if pa.types.is_struct(t):
-        return pa.StructArray.from_arrays(
-            [
-                _nulls(n, f.type) if f.nullable else _placeholder(n, f.type)
-                for f in (t.field(i) for i in range(t.num_fields))
-            ],
-            fields=list(t),
-        )
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        offsets = pa.array(np.zeros(n + 1, np.int64 if pa.types.is_large_list(t) else np.int32))
-        if pa.types.is_map(t):
-            keys = _placeholder(0, t.key_type)
-            return pa.MapArray.from_arrays(offsets, keys, _nulls(0, t.item_type), type=t)
-        return type(pa.array([], t)).from_arrays(offsets, _nulls(0, t.value_type), type=t)
-    if pa.types.is_binary(t) or pa.types.is_string(t):
-        return pa.Array.from_buffers(
-            t, n, [None, pa.py_buffer(bytes(4 * (n + 1))), pa.py_buffer(b"")]
-        )
-    if pa.types.is_large_binary(t) or pa.types.is_large_string(t):
-        return pa.Array.from_buffers(
-            t, n, [None, pa.py_buffer(bytes(8 * (n + 1))), pa.py_buffer(b"")]
-        )
-    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(bytes((n * t.bit_width + 7) // 8))])
+    return pa.chunked_array([typed_nulls(n, af.type)], type=af.type)
 
 
 def _coerce(col: pa.ChunkedArray, f: NestedField, af: pa.Field, path: str) -> pa.ChunkedArray:
@@ -218,11 +167,11 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         if not isinstance(t, StructType | ListType | MapType):
             return arr
         _check_nested_required(arr, t, path)
-        if not _hidden_nulls(arr, t):
+        if not _hiddentyped_nulls(arr, t):
             return arr
         # nulls of required fields under null parents: rebuilt below with placeholders
     if pa.types.is_null(have):
-        return _nulls(len(arr), want)
+        return typed_nulls(len(arr), want)
     if isinstance(t, StructType):
         if not pa.types.is_struct(have):
             raise _type_error(path, have, want)
@@ -240,13 +189,13 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
                 c = _coerce_array(raw, child.field_type, wt, cpath)
                 _check_required_child(arr, c, child, cpath)
                 if child.required and c.null_count:  # only under null rows of the struct
-                    c = pc.if_else(c.is_valid(), c, _placeholder(len(c), wt))
+                    c = fill_under_null(c)
             elif child.write_default is not None:
                 c = pa.repeat(pa.scalar(field_default(child, write=True), wt), len(arr))
             elif child.required:
                 raise ValidationError(f"required field {cpath!r} is missing from the input")
             else:
-                c = _nulls(len(arr), wt)
+                c = typed_nulls(len(arr), wt)
             children.append(c)
         return pa.StructArray.from_arrays(
             children, fields=list(want), mask=arr.is_null() if arr.null_count else None
@@ -300,7 +249,7 @@ def _compact(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     return pa.array(offsets), values
 
 
-def _hidden_nulls(arr: pa.Array, t: IcebergType) -> bool:
+def _hiddentyped_nulls(arr: pa.Array, t: IcebergType) -> bool:
     """Whether a required field nested in ``arr`` holds nulls (under null parents: the rest
     was refused before), which Parquet writers refuse."""
     if isinstance(t, StructType):
@@ -308,17 +257,17 @@ def _hidden_nulls(arr: pa.Array, t: IcebergType) -> bool:
             c = arr.field(i)
             if child.required and c.null_count:
                 return True
-            if isinstance(child.field_type, StructType | ListType | MapType) and _hidden_nulls(
+            if isinstance(child.field_type, StructType | ListType | MapType) and _hiddentyped_nulls(
                 c, child.field_type
             ):
                 return True
         return False
     if isinstance(t, ListType):
         if isinstance(t.element_type, StructType | ListType | MapType):
-            return _hidden_nulls(arr.flatten(), t.element_type)
+            return _hiddentyped_nulls(arr.flatten(), t.element_type)
         return False
     if isinstance(t, MapType) and isinstance(t.value_type, StructType | ListType | MapType):
-        return _hidden_nulls(_compact(arr)[1].field(1), t.value_type)
+        return _hiddentyped_nulls(_compact(arr)[1].field(1), t.value_type)
     return False
 
 

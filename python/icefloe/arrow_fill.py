@@ -1,0 +1,71 @@
+"""Arrow arrays that stand in for values: nulls of any type, and the placeholder values a
+required field holds under a null parent (Parquet writers and Arrow casts refuse nulls in a
+non-nullable field, even where its parent is null)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["fill_under_null", "placeholder", "typed_nulls"]
+
+
+def _required_inside(t: pa.DataType) -> bool:
+    """Whether a struct (or a struct inside it) has a required child."""
+    if not pa.types.is_struct(t):
+        return False
+    return any(
+        not t.field(i).nullable or _required_inside(t.field(i).type) for i in range(t.num_fields)
+    )
+
+
+def typed_nulls(n: int, t: pa.DataType) -> pa.Array:
+    """``n`` nulls of ``t``. A struct's required children get placeholder values under the
+    null rows (empty strings and lists, zeros): Parquet writers refuse nulls in a required
+    child, even under a null parent."""
+    if not _required_inside(t):
+        return pa.nulls(n, type=t)
+    children = [
+        typed_nulls(n, f.type) if f.nullable else placeholder(n, f.type)
+        for f in (t.field(i) for i in range(t.num_fields))
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(t), mask=pa.repeat(True, n))
+
+
+def placeholder(n: int, t: pa.DataType) -> pa.Array:
+    """``n`` non-null values of ``t`` made of zeroed buffers: zeros, empty strings, lists and
+    maps, structs of such values (only ever stored under a null parent)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, placeholder(n, t.storage_type))
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays(
+            [
+                typed_nulls(n, f.type) if f.nullable else placeholder(n, f.type)
+                for f in (t.field(i) for i in range(t.num_fields))
+            ],
+            fields=list(t),
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        offsets = pa.array(np.zeros(n + 1, np.int64 if pa.types.is_large_list(t) else np.int32))
+        if pa.types.is_map(t):
+            keys = placeholder(0, t.key_type)
+            return pa.MapArray.from_arrays(offsets, keys, typed_nulls(0, t.item_type), type=t)
+        return type(pa.array([], t)).from_arrays(offsets, typed_nulls(0, t.value_type), type=t)
+    if pa.types.is_binary(t) or pa.types.is_string(t):
+        return pa.Array.from_buffers(
+            t, n, [None, pa.py_buffer(bytes(4 * (n + 1))), pa.py_buffer(b"")]
+        )
+    if pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        return pa.Array.from_buffers(
+            t, n, [None, pa.py_buffer(bytes(8 * (n + 1))), pa.py_buffer(b"")]
+        )
+    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(bytes((n * t.bit_width + 7) // 8))])
+
+
+def fill_under_null(child: pa.Array) -> pa.Array:
+    """``child`` (of a required field, null only where its parent is) with placeholders in
+    place of its nulls."""
+    if not child.null_count:
+        return child
+    return pc.if_else(child.is_valid(), child, placeholder(len(child), child.type))
