@@ -216,11 +216,20 @@ def test_xym_and_xyzm_bounds_serialise_as_the_spec_says() -> None:
     "bad",
     [b"", b"\x01", b"\x02\x01\x00\x00\x00", struct.pack("<BII", 1, 2, 2**31), b"\x01" * 40],
 )
-def test_malformed_wkb_is_refused_and_nothing_is_committed(tmp_path: Path, bad: bytes) -> None:
-    t = _catalog(tmp_path).create_table("db.t", SCHEMA, format_version=3)
+@pytest.mark.parametrize(
+    ("column", "props"),
+    [("g", {}), ("g", {"write.metadata.metrics.column.g": "none"}), ("geo", {})],
+    ids=["geometry", "geometry-without-bounds", "geography"],
+)
+def test_malformed_wkb_is_refused_and_nothing_is_committed(
+    tmp_path: Path, bad: bytes, column: str, props: dict[str, str]
+) -> None:
+    t = _catalog(tmp_path).create_table("db.t", SCHEMA, format_version=3, properties=props)
     data = _rows([shapely.Point(1, 1), shapely.Point(2, 2)])
-    data = data.set_column(1, "g", pa.array([data.column("g")[0].as_py(), bad], pa.binary()))
-    with pytest.raises(ValidationError, match="geometry value 1: malformed WKB"):
+    index = data.schema.get_field_index(column)
+    good = data.column(column)[0].as_py()
+    data = data.set_column(index, column, pa.array([good, bad], pa.binary()))
+    with pytest.raises(ValidationError, match=f"column '{column}'.*value 1: malformed WKB"):
         t.append(data)
     assert t.current_snapshot() is None
     data_dir = tmp_path / "wh" / "db" / "t" / "data"

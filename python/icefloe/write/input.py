@@ -29,8 +29,18 @@ import pyarrow.compute as pc
 from icefloe.arrow_fill import fill_under_null, typed_nulls
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
+from icefloe.geo import wkb_bounds
 from icefloe.schema import Schema
-from icefloe.types import IcebergType, ListType, MapType, NestedField, StructType, VariantType
+from icefloe.types import (
+    GeographyType,
+    GeometryType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    VariantType,
+)
 from icefloe.values import field_default
 from icefloe.variant import encode_column, from_pylist
 
@@ -162,6 +172,8 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         arr = arr.dictionary_decode()
     if isinstance(t, VariantType):
         return _variant(arr, want, path)
+    if isinstance(t, GeometryType | GeographyType):
+        _check_wkb(arr, path)
     have = arr.type
     if have == want:
         if not isinstance(t, StructType | ListType | MapType):
@@ -269,6 +281,17 @@ def _hiddentyped_nulls(arr: pa.Array, t: IcebergType) -> bool:
     if isinstance(t, MapType) and isinstance(t.value_type, StructType | ListType | MapType):
         return _hiddentyped_nulls(_compact(arr)[1].field(1), t.value_type)
     return False
+
+
+def _check_wkb(arr: pa.Array, path: str) -> None:
+    """Every value of a geometry or geography column is well-formed WKB (parsed in Rust, as
+    for bounds: other types are refused by the cast that follows)."""
+    storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+    if pa.types.is_binary(storage.type) or pa.types.is_large_binary(storage.type):
+        try:
+            wkb_bounds(storage)
+        except ValidationError as e:
+            raise ValidationError(f"column {path!r}: {e}") from None
 
 
 def _variant(arr: pa.Array, want: pa.DataType, path: str) -> pa.Array:
