@@ -229,7 +229,17 @@ def test_append_refuses_malformed_variants(table: Any) -> None:
         table.append(pa.table({"id": pa.array([1], pa.int32()), "v": bad}))
     with pytest.raises(ValidationError, match="JSON"):
         table.append(pa.table({"id": pa.array([1], pa.int32()), "v": ["{bad"]}))
+    # a variant time holds microseconds: nanoseconds would be cut, at any depth
+    ns = pa.array([1_000, 1_500], pa.time64("ns"))
+    for column in (
+        ns,
+        pa.StructArray.from_arrays([ns], names=["t"]),
+        pa.array([[1500]], pa.list_(pa.time64("ns"))),
+    ):
+        with pytest.raises(ValidationError, match="whole microseconds"):
+            table.append(pa.table({"id": pa.array([1] * len(column), pa.int32()), "v": column}))
     assert table.current_snapshot() is None
+    assert len(variant.from_arrow(pa.array([2_000], pa.time64("ns")))) == 1  # exact: encoded
 
 
 def test_python_values_of_nested_variants_are_refused_clearly(table: Any) -> None:

@@ -135,8 +135,32 @@ def from_json(data: str | ArrayLike | Sequence[str | None]) -> Variant | ArrayLi
 
 
 def from_arrow(data: ArrayLike) -> ArrayLike:
-    """Each value of any Arrow array as a variant (structs become objects, lists arrays)."""
+    """Each value of any Arrow array as a variant (structs become objects, lists arrays).
+
+    A variant time holds microseconds: nanosecond times must be whole microseconds."""
+    chunks = data.chunks if isinstance(data, pa.ChunkedArray) else [data]
+    for chunk in chunks:
+        _check_times(chunk)
     return _per_chunk(_native.variant_from_arrow, data)
+
+
+def _check_times(arr: pa.Array) -> None:
+    t = arr.type
+    if pa.types.is_time64(t) and t.unit == "ns":
+        try:
+            arr.cast(pa.time64("us"), safe=True)
+        except pa.ArrowInvalid:
+            raise ValidationError(
+                "a variant time holds microseconds: nanosecond times must be whole microseconds"
+            ) from None
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _check_times(arr.field(i))
+    elif pa.types.is_map(t):
+        _check_times(arr.keys)
+        _check_times(arr.items)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        _check_times(arr.flatten())
 
 
 def encode_column(data: ArrayLike) -> ArrayLike:
