@@ -14,7 +14,7 @@ from typing import Any
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
 from icefloe.transforms import IdentityTransform, Transform, parse_transform
-from icefloe.types import PrimitiveType
+from icefloe.types import ListType, MapType, PrimitiveType
 
 __all__ = [
     "UNSORTED_SORT_ORDER",
@@ -215,7 +215,8 @@ class SortOrder:
         return self._fields == other._fields
 
     def validate(self, schema: Schema) -> None:
-        """Checks every source column exists, is primitive and suits its transform."""
+        """Checks every source column exists, is primitive, is not inside a list or map (rows
+        have no single value to order by) and suits its transform."""
         for f in self._fields:
             for sid in f.all_source_ids:
                 try:
@@ -228,6 +229,13 @@ class SortOrder:
                     raise ValidationError(
                         f"cannot sort by non-primitive column {schema.find_column_name(sid)!r}"
                     )
+                for a in schema.ancestors(sid):
+                    if isinstance(a.field_type, ListType | MapType):
+                        raise ValidationError(
+                            f"cannot sort by column {schema.find_column_name(sid)!r}: it is "
+                            f"inside the {'list' if isinstance(a.field_type, ListType) else 'map'}"
+                            f" {schema.find_column_name(a.field_id)!r}"
+                        )
                 if (
                     f.source_ids is None
                     and not f.transform.is_unknown

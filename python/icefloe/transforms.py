@@ -2,9 +2,10 @@
 
 ``parse_transform("bucket[16]")`` gives ``BucketTransform(16)`` and ``str()`` gives the name back.
 Names this version does not know parse to :class:`UnknownTransform`, which round-trips its name
-and never prunes a scan. ``result_type`` and ``can_transform`` follow the spec's table; the
-``day`` transform reports ``date`` as its result type, as the reference implementation does
-(its values are days from 1970-01-01).
+and never prunes a scan. A bucket count or truncate width is an int from 1 to 2**31-1, as in the
+reference (others are refused, in names read from metadata too). ``result_type`` and
+``can_transform`` follow the spec's table; the ``day`` transform reports ``date`` as its result
+type, as the reference implementation does (its values are days from 1970-01-01).
 
 ``t.apply(values)`` computes partition values over a ``pyarrow.Array`` or ``ChunkedArray`` in
 the Rust core (GIL released, no per-value Python). The Arrow result type is always the Arrow
@@ -85,6 +86,16 @@ _BUCKET_SOURCES = (
 _TRUNCATE_SOURCES = (IntegerType, LongType, DecimalType, StringType, BinaryType)
 
 
+_INT_MAX = 2**31 - 1
+
+
+def _check_int_arg(what: str, n: int) -> None:
+    """A bucket count or truncate width: a positive int (the spec's and the reference's Java
+    ``int``; the Rust transforms take an ``i32``)."""
+    if not 0 < n <= _INT_MAX:
+        raise ValidationError(f"{what} must be between 1 and {_INT_MAX}, got {n}")
+
+
 class Transform(ABC):
     """A function from a source column's values to partition values."""
 
@@ -156,8 +167,7 @@ class BucketTransform(Transform):
     num_buckets: int
 
     def __post_init__(self) -> None:
-        if self.num_buckets <= 0:
-            raise ValidationError(f"bucket count must be positive, got {self.num_buckets}")
+        _check_int_arg("bucket count", self.num_buckets)
 
     def __str__(self) -> str:
         return f"bucket[{self.num_buckets}]"
@@ -178,8 +188,7 @@ class TruncateTransform(Transform):
     preserves_order = True
 
     def __post_init__(self) -> None:
-        if self.width <= 0:
-            raise ValidationError(f"truncate width must be positive, got {self.width}")
+        _check_int_arg("truncate width", self.width)
 
     def __str__(self) -> str:
         return f"truncate[{self.width}]"

@@ -217,20 +217,29 @@ class InspectTable:
         return pa.concat_tables(parts, promote_options="permissive")
 
     def _partition_type(self) -> pa.StructType:
-        """A struct with one field per partition field id of any spec."""
+        """A struct with one field per partition field id of any spec, named as in the newest
+        spec having it. Its type comes from the newest spec where the field is not ``void``: a
+        v1 table keeps a removed field as ``void``, whose values are all null and whose own
+        result type (the source type) is not what the older files hold."""
         schema = self._meta.current_schema()
-        fields: dict[int, pa.Field] = {}
+        names: dict[int, str] = {}
+        types: dict[int, tuple[bool, pa.DataType]] = {}  # field id -> (from a void, type)
         for spec in sorted(self._meta.partition_specs, key=lambda s: s.spec_id):
             for pf in spec.fields:
                 try:
-                    t = pf.transform.result_type(schema.find_type(pf.source_id))
-                    at = type_to_arrow(t)
+                    at = type_to_arrow(pf.transform.result_type(schema.find_type(pf.source_id)))
                 except ValidationError:
                     continue  # source column dropped: keep the older definition
-                fields[pf.field_id] = pa.field(
-                    pf.name, at, metadata={b"PARQUET:field_id": str(pf.field_id).encode()}
-                )
-        return pa.struct(list(fields.values()))
+                names[pf.field_id] = pf.name
+                seen = types.get(pf.field_id)
+                if seen is None or seen[0] or not pf.transform.is_void:
+                    types[pf.field_id] = (pf.transform.is_void, at)
+        return pa.struct(
+            [
+                pa.field(names[fid], at, metadata={b"PARQUET:field_id": str(fid).encode()})
+                for fid, (_, at) in types.items()
+            ]
+        )
 
     def _partitions_from_statistics(self, snapshot_id: int | None) -> pa.Table | None:
         from icefloe.exceptions import IcebergError
@@ -413,8 +422,7 @@ def _unify_partition(batch: pa.RecordBatch, unified: pa.StructType) -> pa.Table:
         if idx is None:
             children.append(pa.nulls(len(part), f.type))
         else:
-            child = part.field(idx)
-            children.append(child if child.type == f.type else pc.cast(child, f.type))
+            children.append(_as_type(part.field(idx), f))
     new = (
         pa.StructArray.from_arrays(children, fields=list(unified))
         if len(unified)
@@ -422,6 +430,22 @@ def _unify_partition(batch: pa.RecordBatch, unified: pa.StructType) -> pa.Table:
     )
     idx = t.column_names.index("partition")
     return t.set_column(idx, pa.field("partition", new.type), new)
+
+
+def _as_type(child: pa.Array, field: pa.Field) -> pa.Array:
+    """A manifest's partition values as the unified ``field``'s type; all nulls (a ``void``
+    field) whatever their type."""
+    if child.type == field.type:
+        return child
+    if child.null_count == len(child):
+        return pa.nulls(len(child), field.type)
+    try:
+        return pc.cast(child, field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise ValidationError(
+            f"cannot show partition field {field.name!r}: a manifest holds {child.type} "
+            f"values where the table's specs give {field.type} ({e})"
+        ) from None
 
 
 def _empty_manifests() -> pa.Table:

@@ -11,7 +11,8 @@
 * ``remove_field(name)``: v2+ drops the field; v1 keeps it with the ``void`` transform (v1 field
   ids are positional), and a later field that reuses its name renames the void one to
   ``<name>_<field id>``.
-* ``rename_field(name, new_name)``.
+* ``rename_field(name, new_name)``. A field may not take a column's name, unless it is an
+  identity field of that column (or a v1 void one).
 
 :class:`ReplaceSortOrder` builds a whole new sort order (``asc``/``desc`` with a transform and
 null order). Both commit ``add-*`` + ``set-default-*`` updates.
@@ -126,9 +127,10 @@ class UpdateSpec(PendingUpdate):
         existing = self._by_key.get(key)
         if existing is not None and existing.field_id in self._deletes and existing.transform == tr:
             # delete + add of the same field: keep it (renamed if asked)
-            self._deletes.discard(existing.field_id)
             if name is not None and name != existing.name:
+                self._check_column_name(name, existing)
                 self._renames[existing.name] = name
+            self._deletes.discard(existing.field_id)
             return self
         if (
             existing is not None
@@ -154,15 +156,26 @@ class UpdateSpec(PendingUpdate):
                 raise ValidationError(f"cannot add duplicate partition field name {new_name!r}")
         if any(a.name == new_name for a in self._adds) or new_name in self._renames.values():
             raise ValidationError(f"cannot add duplicate partition field name {new_name!r}")
-        if self._schema.find_field_id(new_name) is not None and not (
-            isinstance(tr, IdentityTransform) and self._schema.find_field_id(new_name) == sid
-        ):
-            raise ValidationError(
-                f"cannot name partition field {new_name!r}: it is the name of another column"
-            )
+        self._check_column_name(new_name, field)
         self._adds.append(field)
         self._added_keys[key] = field
         return self
+
+    def _check_column_name(self, name: str, field: PartitionField) -> None:
+        """A partition field may not take a column's name, except an identity (or v1 void)
+        field its own source column's name (the reference's ``checkAndAddPartitionName``)."""
+        fid = self._schema.find_field_id(name)
+        if fid is None:
+            return
+        if fid != field.source_id:
+            raise ValidationError(
+                f"cannot name partition field {name!r}: it is the name of another column"
+            )
+        if not (isinstance(field.transform, IdentityTransform) or field.transform.is_void):
+            raise ValidationError(
+                f"cannot name partition field {name!r}: it is the name of a column, which only "
+                f"an identity field of that column may take"
+            )
 
     def _recycle_or_create(self, sid: int, tr: Transform, name: str | None) -> PartitionField:
         if self._format_version >= 2:
@@ -211,6 +224,7 @@ class UpdateSpec(PendingUpdate):
             and other.field_id not in self._deletes
         ):
             raise ValidationError(f"cannot rename {name!r} to existing name {new_name!r}")
+        self._check_column_name(new_name, f)
         self._renames[name] = new_name
         return self
 
@@ -269,7 +283,9 @@ class ReplaceSortOrder(PendingUpdate):
         ftype = self._schema.find_type(fid)
         if not tr.can_transform(ftype):
             raise ValidationError(f"cannot sort by {tr}({source}): not applicable to {ftype}")
-        self._fields.append(SortField(fid, tr, direction, null_order))
+        field = SortField(fid, tr, direction, null_order)
+        SortOrder(field).validate(self._schema)  # refused at once (e.g. inside a list or map)
+        self._fields.append(field)
         return self
 
     def asc(
