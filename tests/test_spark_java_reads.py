@@ -123,6 +123,41 @@ def test_java_reads_row_lineage(iceberg_spark: JavaCatalog) -> None:
     assert by_id[140] == (140, 2)
 
 
+def test_unknown_columns_are_not_stored(iceberg_spark: JavaCatalog) -> None:
+    """``unknown`` columns (top level and in a struct) stay out of data files, as the spec
+    says: after they become strings Java reads the old rows with nulls there."""
+    import pyarrow.parquet as pq
+
+    from icefloe.types import StructType, UnknownType
+
+    cat = iceberg_spark.icefloe()
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", IntegerType(), True),
+        NestedField(2, "u", UnknownType()),
+        NestedField(
+            3, "s", StructType(NestedField(4, "a", LongType()), NestedField(5, "v", UnknownType()))
+        ),
+    )
+    t = cat.create_table("db.unknown", schema, format_version=3)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int32()), "s": [{"a": 7}, None]}))
+    (task,) = t.scan().plan_files()
+    stored = pq.read_schema(task.data_file.file_path.removeprefix("file://"))
+    assert stored.names == ["id", "s"] and stored.field("s").type.num_fields == 1
+    assert t.scan().to_arrow().to_pylist() == [
+        {"id": 1, "u": None, "s": {"a": 7, "v": None}},
+        {"id": 2, "u": None, "s": None},
+    ]
+    t.update_schema().update_column("u", StringType()).update_column("s.v", StringType()).commit()
+    t.append(pa.table({"id": pa.array([3], pa.int32()), "u": ["x"], "s": [{"a": 8, "v": "y"}]}))
+    java = rows_of(iceberg_spark.sql("SELECT id, u, s.a AS a, s.v AS v FROM {c}.db.unknown"))
+    assert java == [
+        {"id": 1, "u": None, "a": 7, "v": None},
+        {"id": 2, "u": None, "a": None, "v": None},
+        {"id": 3, "u": "x", "a": 8, "v": "y"},
+    ]
+
+
 def _data_files_on_disk(table: Any) -> list[str]:
     root = Path(table.location.removeprefix("file://")) / "data"
     return sorted(str(p) for p in root.rglob("*") if p.is_file()) if root.exists() else []

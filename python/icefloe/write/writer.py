@@ -19,6 +19,7 @@ It writes files only; committing them is the job of a producer
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import itertools
 import uuid
@@ -54,7 +55,7 @@ from icefloe.transforms import (
     TruncateTransform,
     YearTransform,
 )
-from icefloe.types import StructType
+from icefloe.types import NestedField, StructType, UnknownType
 from icefloe.write import native_writer
 from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, write_avro
 from icefloe.write.encoding import dictionary_columns
@@ -148,17 +149,55 @@ def _check_decimal_fits(values: pa.ChunkedArray, name: str) -> None:
 def _sort_keys(
     table: pa.Table, schema: Schema, order: SortOrder
 ) -> list[tuple[pa.ChunkedArray, str]]:
+    """Arrow sort keys for ``order``: per field, where its nulls go, then its values (floats
+    as :func:`_float_order_key`)."""
     keys: list[tuple[pa.ChunkedArray, str]] = []
     for sf in order.fields:
-        src = _source_array(table, schema, sf.source_id)
+        src = _sort_source(table, schema, sf.source_id)
         arr = src if isinstance(sf.transform, IdentityTransform) else sf.transform.apply(src)
         if isinstance(arr.type, pa.BaseExtensionType):
             arr = pa.chunked_array([c.storage for c in arr.chunks], type=arr.type.storage_type)
+        if arr.type in _FLOAT_BITS:
+            arr = _float_order_key(arr)
         nulls_first = sf.null_order == NullOrder.NULLS_FIRST
         keys.append((pc.is_null(arr), "descending" if nulls_first else "ascending"))
         desc = sf.direction == SortDirection.DESC
         keys.append((arr, "descending" if desc else "ascending"))
     return keys
+
+
+def _sort_source(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
+    """A sort field's source column; a nested one, or one inside a list or map (an order
+    written elsewhere), cannot order rows."""
+    name = schema.find_column_name(source_id)
+    if not schema.find_type(source_id).is_primitive:
+        raise ValidationError(
+            f"cannot sort by non-primitive column {name!r} (replace the table's sort order)"
+        )
+    if not all(isinstance(a.field_type, StructType) for a in schema.ancestors(source_id)):
+        raise ValidationError(
+            f"cannot sort by column {name!r}: it is inside a list or map (replace the "
+            f"table's sort order)"
+        )
+    return _source_array(table, schema, source_id)
+
+
+#: The integer type of the same width as each float type, and its largest value.
+_FLOAT_BITS = {
+    pa.float32(): (pa.int32(), 2**31 - 1),
+    pa.float64(): (pa.int64(), 2**63 - 1),
+}
+
+
+def _float_order_key(arr: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Floats as signed integers in the spec's order of floating point values, ``-NaN <
+    -Infinity < -value < -0 < 0 < value < Infinity < NaN`` (which Arrow's sort does not
+    follow): the bits, with all but the sign bit flipped for negative values."""
+    itype, low_bits = _FLOAT_BITS[arr.type]
+    bits = pa.chunked_array([c.view(itype) for c in arr.chunks], type=itype)
+    negative = pc.less(bits, pa.scalar(0, itype))
+    flip = pc.if_else(negative, pa.scalar(low_bits, itype), pa.scalar(0, itype))
+    return pc.bit_wise_xor(bits, flip)
 
 
 def _changes(arr: pa.ChunkedArray) -> pa.Array:
@@ -255,6 +294,54 @@ def partition_path(spec: PartitionSpec, partition: Mapping[str, Any]) -> str:
     return "/".join(parts)
 
 
+def _without_unknown(schema: Schema) -> Schema:
+    """``schema`` without its ``unknown`` fields (in nested structs too), or ``schema`` itself
+    when it has none."""
+
+    def prune(fields: tuple[NestedField, ...]) -> tuple[NestedField, ...] | None:
+        out, changed = [], False
+        for f in fields:
+            t = f.field_type
+            if isinstance(t, UnknownType):
+                changed = True
+                continue
+            if isinstance(t, StructType) and (inner := prune(t.fields)) is not None:
+                f = dataclasses.replace(f, field_type=StructType(*inner))
+                changed = True
+            out.append(f)
+        return tuple(out) if changed else None
+
+    fields = prune(schema.fields)
+    if fields is None:
+        return schema
+    return Schema(
+        *fields, schema_id=schema.schema_id, identifier_field_ids=_kept_ids(schema, fields)
+    )
+
+
+def _kept_ids(schema: Schema, fields: tuple[NestedField, ...]) -> tuple[int, ...]:
+    kept = {f.field_id for f in fields}
+    return tuple(i for i in schema.identifier_field_ids if i in kept)
+
+
+def _select(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """The columns (and struct children) of ``table`` that ``target`` names, by name."""
+
+    def pick(arr: pa.Array, t: pa.DataType) -> pa.Array:
+        if not pa.types.is_struct(t) or arr.type == t:
+            return arr
+        children = [pick(arr.field(t.field(i).name), t.field(i).type) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(
+            children, fields=list(t), mask=arr.is_null() if arr.null_count else None
+        )
+
+    columns = [
+        pa.chunked_array([pick(c, f.type) for c in table.column(f.name).chunks], type=f.type)
+        for f in target
+    ]
+    return pa.Table.from_arrays(columns, schema=target)
+
+
 def write_data_files(
     metadata: TableMetadata,
     io: FileIO,
@@ -302,6 +389,11 @@ def write_parquet_files(
         )
     else:
         file_schema = schema
+    stored = _without_unknown(file_schema)
+    if stored is not file_schema:
+        # ``unknown`` columns are not stored in data files: readers give them nulls
+        table = _select(table, schema_to_arrow(stored))
+        file_schema = stored
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
     use_dictionary = dictionary_columns(table)  # sampled once, before rows are regrouped
