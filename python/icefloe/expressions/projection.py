@@ -170,6 +170,37 @@ def _unwrapped(
     return projected  # `=` and `!=` compare with the literal's own wrapped partition
 
 
+def _int_wrap_of_long(
+    name: str,
+    pred: BoundPredicate,
+    tr: TruncateTransform,
+    strict: bool,
+    projected: BooleanExpression | None,
+) -> BooleanExpression | None:
+    """``projected`` for a long column corrected for files written while it was an int: their
+    lowest values truncated in int arithmetic and wrapped to the int's partition (see
+    :func:`_truncate_wrap`), which a long's projection never names. Inclusive projections add
+    that partition where its rows may match; strict ones leave it out where they may not."""
+    if not isinstance(pred.ref.field_type, LongType) or projected is None:
+        return projected
+    wrap = _truncate_wrap(IntegerType(), tr)
+    if wrap is None:
+        return projected
+    end, wrapped = wrap
+    op = pred.op
+    values = pred.literals if op.is_set else (pred.literal,)
+    zone = [v for v in values if _INT_MIN <= v < end]
+    if strict:
+        may_fail = (op in (Op.GT, Op.GT_EQ) and pred.literal > _INT_MIN - (op is Op.GT_EQ)) or (
+            op in (Op.NOT_EQ, Op.NOT_IN) and bool(zone)
+        )
+        return And(projected, _mk(Op.NOT_EQ, name, wrapped)) if may_fail else projected
+    may_match = (op in (Op.LT, Op.LT_EQ) and pred.literal > _INT_MIN - (op is Op.LT_EQ)) or (
+        op in (Op.EQ, Op.IN) and bool(zone)
+    )
+    return Or(projected, _mk(Op.EQ, name, wrapped)) if may_match else projected
+
+
 def _mk(op: Op, name: str, value: Any = None) -> BooleanExpression:
     return UnboundPredicate(op, name, value)
 
@@ -268,13 +299,14 @@ def project_predicate(
         return None
     if isinstance(transform, TruncateTransform):
         if (not strict and op is Op.IN) or (strict and op is Op.NOT_IN):
-            return _set(name, pred, transform)
+            return _int_wrap_of_long(name, pred, transform, strict, _set(name, pred, transform))
         if op.is_set:
             return None
         if isinstance(t, StringType | BinaryType):
             return _truncate_array(name, pred, transform, strict)
         numeric = (_numeric_strict if strict else _numeric_inclusive)(name, pred, transform)
-        return _unwrapped(name, pred, transform, strict, numeric)
+        projected = _unwrapped(name, pred, transform, strict, numeric)
+        return _int_wrap_of_long(name, pred, transform, strict, projected)
     if isinstance(t, _TIME_SOURCES) and transform.preserves_order:
         exact = isinstance(transform, DayTransform) and isinstance(t, DateType)
         projected: BooleanExpression | None
