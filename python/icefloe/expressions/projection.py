@@ -305,8 +305,8 @@ def project_predicate(
         if isinstance(t, StringType | BinaryType):
             return _truncate_array(name, pred, transform, strict)
         numeric = (_numeric_strict if strict else _numeric_inclusive)(name, pred, transform)
-        projected = _unwrapped(name, pred, transform, strict, numeric)
-        return _int_wrap_of_long(name, pred, transform, strict, projected)
+        unwrapped = _unwrapped(name, pred, transform, strict, numeric)
+        return _int_wrap_of_long(name, pred, transform, strict, unwrapped)
     if isinstance(t, _TIME_SOURCES) and transform.preserves_order:
         exact = isinstance(transform, DayTransform) and isinstance(t, DateType)
         projected: BooleanExpression | None
