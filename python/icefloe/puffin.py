@@ -2,16 +2,18 @@
 deletion vectors.
 
 Bytes in, bytes out: reading and writing files is the caller's job (``icefloe.io``). The codec
-runs in Rust; this module gives it a typed API.
+runs in Rust; this module gives it a typed API, refusing bad arguments with
+:class:`~icefloe.exceptions.ValidationError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from icefloe import _native
+from icefloe.exceptions import ValidationError
 
 if TYPE_CHECKING:
     from icefloe.deletes import DeletionVector
@@ -31,6 +33,54 @@ ROW_POSITION_FIELD_ID = 2147483645
 """Field id of ``_pos``, which a deletion vector's blob metadata lists in ``fields``."""
 
 _BlobTuple = tuple[str, list[int], int, int, int, int, str | None, list[tuple[str, str]]]
+
+_INT32_MAX = 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _int(value: object, what: str, lo: int, hi: int) -> int:
+    """``value`` when it is an integer (not a bool) from ``lo`` to ``hi``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValidationError(f"{what} must be an integer from {lo} to {hi}, got {value!r}")
+    return value
+
+
+def _bytes(value: object, what: str) -> bytes:
+    """The bytes of a bytes-like ``value`` (bytes, bytearray, memoryview, any buffer)."""
+    if isinstance(value, bytes):
+        return value
+    try:
+        return bytes(memoryview(value))  # type: ignore[arg-type]
+    except TypeError:
+        raise ValidationError(f"{what} must be bytes, got {type(value).__name__}") from None
+
+
+def _str_pairs(value: object, what: str) -> list[tuple[str, str]]:
+    """The items of a str -> str mapping (None: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"{what} must be a mapping of strings to strings, got {type(value).__name__}"
+        )
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ValidationError(
+                f"{what} must map strings to strings, got {k!r}: {v!r} ({type(v).__name__})"
+            )
+    return list(value.items())
+
+
+def _field_ids(fields: object) -> list[int]:
+    if isinstance(fields, str | bytes) or not isinstance(fields, Iterable):
+        raise ValidationError(f"blob fields must be a sequence of field ids, got {fields!r}")
+    return [_int(f, "a blob field id", 0, _INT32_MAX) for f in fields]
+
+
+def _codec(codec: object) -> str | None:
+    if codec is not None and not isinstance(codec, str):
+        raise ValidationError(f"compression codec must be a string or None, got {codec!r}")
+    return codec
 
 
 @dataclass(frozen=True)
@@ -72,16 +122,30 @@ class PuffinReader:
     """
 
     def __init__(self, data: bytes) -> None:
-        self._data = bytes(data)
+        self._data = _bytes(data, "puffin file data")
         blobs, props, footer_size = _native.puffin_read_footer(self._data)
         self.blobs: tuple[BlobMetadata, ...] = tuple(BlobMetadata._from_native(b) for b in blobs)
         self.properties: dict[str, str] = dict(props)
         self.footer_size: int = footer_size
         """Size of the whole footer (magic + payload + trailer), as table statistics record."""
 
+    def _blob(self, blob: object) -> BlobMetadata:
+        """``blob`` itself, or the blob at that index (negative ones from the end)."""
+        if isinstance(blob, BlobMetadata):
+            _int(blob.offset, "blob offset", 0, _INT64_MAX)
+            _int(blob.length, "blob length", 0, _INT64_MAX)
+            _codec(blob.compression_codec)
+            return blob
+        n = len(self.blobs)
+        if isinstance(blob, bool) or not isinstance(blob, int):
+            raise ValidationError(f"a blob is a BlobMetadata or an index, got {blob!r}")
+        if not -n <= blob < n:
+            raise ValidationError(f"blob index {blob!r} is out of range: the file has {n} blobs")
+        return self.blobs[blob]
+
     def read_blob(self, blob: BlobMetadata | int) -> bytes:
         """The decompressed bytes of ``blob`` (metadata or index into :attr:`blobs`)."""
-        meta = self.blobs[blob] if isinstance(blob, int) else blob
+        meta = self._blob(blob)
         return _native.puffin_read_blob(
             self._data, meta.offset, meta.length, meta.compression_codec
         )
@@ -90,10 +154,8 @@ class PuffinReader:
         """Decodes a ``deletion-vector-v1`` blob, checking it against its ``cardinality``."""
         from icefloe.deletes import DeletionVector
 
-        meta = self.blobs[blob] if isinstance(blob, int) else blob
+        meta = self._blob(blob)
         if meta.type != DELETION_VECTOR_V1:
-            from icefloe.exceptions import ValidationError
-
             raise ValidationError(f"blob at offset {meta.offset} is {meta.type!r}, not a DV")
         card = meta.properties.get("cardinality")
         return DeletionVector.from_blob(
@@ -118,16 +180,20 @@ class PuffinWriter:
         compression_codec: str | None = None,
         properties: Mapping[str, str] | None = None,
     ) -> BlobMetadata:
-        """Appends a blob (compressed with ``"zstd"`` or ``"lz4"`` when asked)."""
+        """Appends a blob (compressed with ``"zstd"`` or ``"lz4"`` when asked). Field ids are
+        32-bit and not negative, snapshot id and sequence number 64-bit (-1: none)."""
+        payload = _bytes(data, "blob data")
+        if not isinstance(type, str) or not type:
+            raise ValidationError(f"blob type must be a non-empty string, got {type!r}")
         meta = BlobMetadata._from_native(
             self._w.add_blob(
-                bytes(data),
+                payload,
                 type,
-                list(fields),
-                snapshot_id,
-                sequence_number,
-                compression_codec,
-                list((properties or {}).items()),
+                _field_ids(fields),
+                _int(snapshot_id, "blob snapshot id", _INT64_MIN, _INT64_MAX),
+                _int(sequence_number, "blob sequence number", _INT64_MIN, _INT64_MAX),
+                _codec(compression_codec),
+                _str_pairs(properties, "blob properties"),
             )
         )
         self._blobs.append(meta)
@@ -135,6 +201,14 @@ class PuffinWriter:
 
     def add_deletion_vector(self, dv: DeletionVector, referenced_data_file: str) -> BlobMetadata:
         """Appends a ``deletion-vector-v1`` blob with the metadata the spec requires."""
+        from icefloe.deletes import DeletionVector
+
+        if not isinstance(dv, DeletionVector):
+            raise ValidationError(f"expected a DeletionVector, got {type(dv).__name__}")
+        if not isinstance(referenced_data_file, str) or not referenced_data_file:
+            raise ValidationError(
+                f"referenced data file must be a non-empty string, got {referenced_data_file!r}"
+            )
         meta = BlobMetadata._from_native(
             self._w.add_deletion_vector(dv._bitmap, referenced_data_file)
         )
@@ -146,6 +220,8 @@ class PuffinWriter:
     ) -> PuffinFile:
         """Writes the footer. A compressed (LZ4) footer is valid Puffin, but Java and
         PyIceberg cannot read it, so it is off by default."""
-        data = self._w.finish(list((properties or {}).items()), compress_footer)
+        if not isinstance(compress_footer, bool):
+            raise ValidationError(f"compress_footer must be a bool, got {compress_footer!r}")
+        data = self._w.finish(_str_pairs(properties, "file properties"), compress_footer)
         footer_size = _native.puffin_read_footer(data)[2]
         return PuffinFile(data, tuple(self._blobs), footer_size)

@@ -322,6 +322,7 @@ def compute_partition_statistics(
     except BaseException:
         io.delete_quietly(stats.statistics_path)
         raise
+    tx._own_file(stats.statistics_path)  # deleted if the transaction fails to commit
     return stats
 
 

@@ -1,8 +1,9 @@
 """Table statistics: ``compute_statistics`` builds a theta sketch of each column's distinct
 values over a snapshot's live rows (deletes applied), writes them as a Puffin file
 (:mod:`icefloe.write.statistics`) and commits ``set-statistics`` for that snapshot, replacing
-any older file of the same snapshot. ``ndvs`` reads the per-column counts back, from icefloe's
-files or any other writer's (Spark's ``compute_table_stats``, Trino's ``ANALYZE``).
+any older file of the same snapshot. ``ndvs`` reads the per-column counts back (named by the
+current schema), from icefloe's files or any other writer's (Spark's ``compute_table_stats``,
+Trino's ``ANALYZE``).
 
 As in Iceberg Java, the default columns are the snapshot schema's top-level primitive columns;
 an explicit list may name nested struct fields. Lists, maps, variant and geo columns have no
@@ -180,6 +181,7 @@ def compute_statistics(
     except BaseException:
         io.delete_quietly(stats.statistics_path)
         raise
+    tx._own_file(stats.statistics_path)  # deleted if the transaction fails to commit
     return stats
 
 
@@ -193,9 +195,14 @@ def statistics_file_for(metadata: TableMetadata, snapshot_id: int) -> Statistics
 
 def ndvs(io: FileIO, metadata: TableMetadata, snapshot_id: int | None = None) -> dict[str, int]:
     """Column name -> distinct-value count from the statistics file of ``snapshot_id``
-    (default: current); empty when that snapshot has none (names from the snapshot's schema;
-    see :func:`ndvs_by_id`)."""
-    _, _, schema = _snapshot_schema(metadata, snapshot_id)
+    (default: current); empty when that snapshot has none.
+
+    A count belongs to the field id its blob names; it is keyed by that field's name in the
+    table's *current* schema, whatever the snapshot's schema called it (a renamed column's
+    count follows the rename). Counts of fields dropped since are left out, so a column
+    dropped and added again under the same name (a new field id) has none. :func:`ndvs_by_id`
+    gives every count by field id."""
+    schema = metadata.current_schema()
     out: dict[str, int] = {}
     for fid, ndv in ndvs_by_id(io, metadata, snapshot_id).items():
         name = schema.find_column_name(fid)

@@ -65,6 +65,8 @@ class Transaction:
         self._may_have_committed = False
         # Every change in order: a producer (rebuilt on retry) or fixed updates.
         self._ops: list[SnapshotProducer | tuple[list[TableUpdate], list[TableRequirement]]] = []
+        # Files written for changes other than the producers' (statistics): deleted with them.
+        self._owned_files: list[str] = []
 
     def __enter__(self) -> Transaction:
         return self
@@ -129,12 +131,22 @@ class Transaction:
         """
         return self._may_have_committed
 
+    def _own_file(self, path: str) -> None:
+        """Register a file written for a change of this transaction outside its producers
+        (a statistics file): deleted with the producers' files when the commit fails for good
+        or the transaction is discarded, kept once the commit may have happened."""
+        self._owned_files.append(path)
+
     def _abort_producers(self) -> None:
-        """Delete what the producers wrote; only while the commit cannot have happened."""
+        """Delete what the producers and the other changes wrote; only while the commit cannot
+        have happened."""
         if self._may_have_committed:
             return
         for p in self._producers():
             p.abort()
+        owned, self._owned_files = self._owned_files, []
+        for path in owned:
+            self.table.io.delete_quietly(path)
 
     def _replayable(self) -> bool:
         """Whether a lost race can be retried by rebuilding: only producers and properties."""
@@ -314,9 +326,11 @@ class Transaction:
     ) -> StatisticsFile:
         """Theta sketches of ``columns`` (default: every top-level primitive column) over the
         live rows of ``snapshot_id`` (default: current), written as a Puffin file and registered
-        with ``set-statistics`` (see :mod:`icefloe.table.statistics`)."""
+        with ``set-statistics`` (see :mod:`icefloe.table.statistics`). The file is deleted again
+        when the transaction is discarded or its commit is refused."""
         from icefloe.table.statistics import compute_statistics
 
+        self._check_open()
         return compute_statistics(self, columns, snapshot_id, compression_codec)
 
     def compute_partition_statistics(
@@ -324,7 +338,8 @@ class Transaction:
     ) -> PartitionStatisticsFile | None:
         """Partition statistics of ``snapshot_id`` (default: current), written as a Parquet
         file and registered with ``set-partition-statistics`` (see
-        :mod:`icefloe.table.partition_statistics`); None when the snapshot has no files."""
+        :mod:`icefloe.table.partition_statistics`); None when the snapshot has no files. A new
+        file is deleted again when the transaction is discarded or its commit is refused."""
         from icefloe.table.partition_statistics import compute_partition_statistics
 
         self._check_open()
