@@ -34,9 +34,12 @@ UTC), decimal32/64/256 up to precision 38 and dictionary-encoded values.
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 import json
 import zlib
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -440,8 +443,12 @@ def _map_field(f: pa.Field, mapping: tuple[MappedField, ...], name: str) -> pa.F
 def to_schema(schema: Schema | pa.Schema) -> Schema:
     """An icefloe Schema from an icefloe or pyarrow schema.
 
-    Arrow fields need no ``PARQUET:field_id``: missing ids are numbered in field order (the new
-    table assigns fresh ids anyway). Anything else is a :class:`ValidationError`.
+    Arrow fields need no ``PARQUET:field_id``. Ids given are kept (a partition spec or sort
+    order may refer to them); fields without one, nested ones included, are numbered in field
+    order (a field before its children) from one above the largest given id, or from 1. The
+    new table assigns fresh ids anyway. Fixed-size lists and list views are lists. Duplicate
+    column names at one level (names are case-sensitive), a field id used twice and types
+    without an Iceberg equivalent are a :class:`ValidationError`.
     """
     if isinstance(schema, Schema):
         return schema
@@ -453,24 +460,66 @@ def to_schema(schema: Schema | pa.Schema) -> Schema:
             "a table schema must be an icefloe.schema.Schema or a pyarrow.Schema, got "
             f"{type(schema).__name__} {shown}"
         )
+    given: list[int] = []
+    _check_fields([(f.name, f) for f in schema], "", given)
+    next_id = itertools.count(max([0, *given]) + 1)
+    return arrow_to_schema(pa.schema([_numbered(f, next_id) for f in schema]))
 
-    counter = iter(range(1, 1 << 31))
 
-    def children(t: pa.DataType) -> list[tuple[str, pa.DataType]]:
-        if pa.types.is_struct(t):
-            return [(t.field(i).name, t.field(i).type) for i in range(t.num_fields)]
-        if pa.types.is_map(t):
-            return [("key", t.key_type), ("value", t.item_type)]
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            return [("element", t.value_type)]
-        if pa.types.is_dictionary(t):
-            return children(t.value_type)
+def _id_children(f: pa.Field) -> list[tuple[str, pa.Field]]:
+    """The nested fields of ``f`` that take Iceberg field ids, with their Iceberg names (none
+    in a variant or an extension type)."""
+    t = f.type
+    if isinstance(t, pa.BaseExtensionType) or (
+        f.metadata and f.metadata.get(EXTENSION_NAME_KEY) == VARIANT_EXTENSION
+    ):
         return []
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_struct(t):
+        return [(t.field(i).name, t.field(i)) for i in range(t.num_fields)]
+    if pa.types.is_map(t):
+        return [("key", t.key_field), ("value", t.item_field)]
+    if (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+    ):
+        return [("element", t.value_field)]
+    return []
 
-    def mapped(name: str, t: pa.DataType) -> MappedField:
-        return MappedField((name,), next(counter), tuple(mapped(n, c) for n, c in children(t)))
 
-    if all(field_id_of(f) is not None for f in schema):
-        return arrow_to_schema(schema)
-    mapping = NameMapping(mapped(f.name, f.type) for f in schema)
-    return arrow_to_schema(schema.remove_metadata(), mapping)
+def _check_fields(fields: list[tuple[str, pa.Field]], prefix: str, ids: list[int]) -> None:
+    """Refuses duplicate names among sibling ``fields`` (and their children's); collects the
+    field ids they give into ``ids``."""
+    counts = collections.Counter(name for name, _ in fields)
+    dups = [repr(prefix + name) for name, n in counts.items() if n > 1]
+    if dups:
+        raise ValidationError(f"the schema has duplicate column names: {', '.join(dups)}")
+    for name, f in fields:
+        fid = field_id_of(f)
+        if fid is not None:
+            ids.append(fid)
+        _check_fields(_id_children(f), f"{prefix}{name}.", ids)
+
+
+def _numbered(f: pa.Field, next_id: Iterator[int]) -> pa.Field:
+    """``f`` with a field id on itself and every nested field (from ``next_id`` where it has
+    none); a dictionary becomes its value type and any list layout a list when it has nested
+    fields."""
+    meta = dict(f.metadata or {})
+    if FIELD_ID_KEY not in meta:
+        meta[FIELD_ID_KEY] = str(next(next_id)).encode()
+    children = [_numbered(c, next_id) for _, c in _id_children(f)]
+    t = f.type
+    if children:
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        if pa.types.is_struct(t):
+            t = pa.struct(children)
+        elif pa.types.is_map(t):
+            t = pa.map_(children[0], children[1], keys_sorted=t.keys_sorted)
+        else:
+            t = pa.list_(children[0])
+    return pa.field(f.name, t, nullable=f.nullable, metadata=meta)
