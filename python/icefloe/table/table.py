@@ -490,17 +490,9 @@ class Table:
         """Theta-sketch statistics of ``columns`` (default: every top-level primitive column)
         over the live rows of ``snapshot_id`` (default: current), as a Puffin file with ``ndv``
         per column, committed with ``set-statistics`` (replacing that snapshot's older file)."""
-        from icefloe.exceptions import CommitStateUnknownError
-
-        tx = self.transaction()
+        tx = self.transaction()  # a failed commit deletes the file (see Transaction)
         stats = tx.compute_statistics(columns, snapshot_id, compression_codec=compression_codec)
-        try:
-            tx.commit_transaction()
-        except CommitStateUnknownError:
-            raise
-        except BaseException:
-            self.io.delete_quietly(stats.statistics_path)
-            raise
+        tx.commit_transaction()
         return stats
 
     def compute_partition_statistics(
@@ -511,20 +503,12 @@ class Table:
         Iceberg Java does (incrementally from the newest earlier file on the snapshot's ancestry
         unless ``incremental=False``), written as Parquet and committed with
         ``set-partition-statistics``. Returns None when the snapshot has no files."""
-        from icefloe.exceptions import CommitStateUnknownError
-
-        tx = self.transaction()
+        tx = self.transaction()  # a failed commit deletes a new file (see Transaction)
         before = {s.statistics_path for s in self.metadata.partition_statistics}
         stats = tx.compute_partition_statistics(snapshot_id, incremental=incremental)
         if stats is None or stats.statistics_path in before:
             return stats
-        try:
-            tx.commit_transaction()
-        except CommitStateUnknownError:
-            raise
-        except BaseException:
-            self.io.delete_quietly(stats.statistics_path)
-            raise
+        tx.commit_transaction()
         return stats
 
     def partition_statistics(self, snapshot_id: int | None = None) -> pa.Table | None:
