@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NoSuchSnapshotError
 from icefloe.schema import Schema
 from support.evolution import SIMPLE_SCHEMA, Catalogs, append_rows, shared_catalogs
 
@@ -204,5 +204,5 @@ def test_empty_table_and_unknown_snapshot(tmp_path: Path) -> None:
     t = c.ours.create_table("db.e", Schema.from_json(SIMPLE_SCHEMA))
     for name in ("snapshots", "history", "refs", "manifests", "entries", "files", "partitions"):
         assert getattr(t.inspect, name)().num_rows == 0
-    with pytest.raises(ValidationError, match="no such snapshot"):
+    with pytest.raises(NoSuchSnapshotError, match="no such snapshot"):
         t.inspect.files(123)

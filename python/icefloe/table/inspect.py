@@ -4,7 +4,14 @@
 Column names follow PyIceberg's and the Java reference's metadata tables. The file-level tables
 decode the manifests of one snapshot (default: the current one) in bulk and work on the Arrow
 batches; partition tuples of every spec are shown in one struct with a field per partition field
-id of any spec (named as in the newest spec having it), null where a file's spec lacks it.
+id of any spec (named as in the newest spec having it), null where a file's spec lacks it. A name
+a newer field took over (a field removed, then another one added under its name) is suffixed
+with the older field's id, ``<name>_<field id>``, as removing a field of a v1 table renames it.
+A table without a snapshot gives the same columns, with no rows.
+
+A table a REST catalog loaded with ``snapshot-loading-mode=refs`` holds only the snapshots refs
+point at: what needs the others (``snapshots()``, ``history()``, a snapshot by id, ancestry, the
+commit time of a file's snapshot) loads them first (:meth:`Table.load_every_snapshot`).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.arrow_schema import type_to_arrow
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import Snapshot
 from icefloe.scan.manifests import manifest_list_of, read_entries
 
@@ -48,6 +55,56 @@ _DATA_FILE_COLUMNS = [
     "content_offset",
     "content_size_in_bytes",
 ]
+_COUNTS = pa.map_(pa.int32(), pa.int64())
+_BOUNDS = pa.map_(pa.int32(), pa.binary())
+#: The columns of a decoded manifest entry (see :mod:`icefloe.manifest`) but ``partition``.
+_ENTRY_FIELDS = [
+    pa.field("status", pa.int32()),
+    pa.field("snapshot_id", pa.int64()),
+    pa.field("sequence_number", pa.int64()),
+    pa.field("file_sequence_number", pa.int64()),
+    pa.field("content", pa.int32()),
+    pa.field("file_path", pa.string()),
+    pa.field("file_format", pa.string()),
+    pa.field("record_count", pa.int64()),
+    pa.field("file_size_in_bytes", pa.int64()),
+    pa.field("column_sizes", _COUNTS),
+    pa.field("value_counts", _COUNTS),
+    pa.field("null_value_counts", _COUNTS),
+    pa.field("nan_value_counts", _COUNTS),
+    pa.field("lower_bounds", _BOUNDS),
+    pa.field("upper_bounds", _BOUNDS),
+    pa.field("key_metadata", pa.binary()),
+    pa.field("split_offsets", pa.list_(pa.field("element", pa.int64(), nullable=False))),
+    pa.field("equality_ids", pa.list_(pa.field("element", pa.int32(), nullable=False))),
+    pa.field("sort_order_id", pa.int32()),
+    pa.field("first_row_id", pa.int64()),
+    pa.field("referenced_data_file", pa.string()),
+    pa.field("content_offset", pa.int64()),
+    pa.field("content_size_in_bytes", pa.int64()),
+]
+_SUMMARY = pa.struct(
+    [
+        pa.field("contains_null", pa.bool_(), nullable=False),
+        pa.field("contains_nan", pa.bool_()),
+        pa.field("lower_bound", pa.binary()),
+        pa.field("upper_bound", pa.binary()),
+    ]
+)
+#: The columns of a decoded manifest list that :meth:`InspectTable.manifests` shows.
+_MANIFEST_LIST = pa.schema(
+    [
+        pa.field("manifest_path", pa.string()),
+        pa.field("manifest_length", pa.int64()),
+        pa.field("partition_spec_id", pa.int32()),
+        pa.field("content", pa.int32()),
+        pa.field("added_snapshot_id", pa.int64()),
+        pa.field("added_files_count", pa.int32()),
+        pa.field("existing_files_count", pa.int32()),
+        pa.field("deleted_files_count", pa.int32()),
+        pa.field("partitions", pa.list_(pa.field("element", _SUMMARY, nullable=False))),
+    ]
+)
 
 
 class InspectTable:
@@ -60,8 +117,11 @@ class InspectTable:
     # ------------------------------------------------------------------ metadata only
 
     def snapshots(self) -> pa.Table:
-        """One row per kept snapshot: time, ids, operation, manifest list, summary."""
-        snaps = self._meta.snapshots
+        """One row per kept snapshot: time, ids, operation, manifest list, summary; in
+        sequence number order (v1: the metadata's order)."""
+        self._load_every_snapshot()
+        # loaded later, the snapshots no ref points at come last in the metadata
+        snaps = sorted(self._meta.snapshots, key=lambda s: s.sequence_number)
         return pa.table(
             {
                 "committed_at": pa.array([s.timestamp_ms for s in snaps], pa.int64()).cast(_TS),
@@ -84,6 +144,7 @@ class InspectTable:
     def history(self) -> pa.Table:
         """The snapshot log: when each snapshot became current and whether it is still an
         ancestor of the current snapshot."""
+        self._load_every_snapshot()
         meta = self._meta
         current = meta.current_snapshot()
         ancestors = (
@@ -131,6 +192,9 @@ class InspectTable:
         is the snapshot's own)."""
         from icefloe.table.statistics import ndvs_by_id, statistics_status
 
+        snap = self._snapshot(snapshot_id)
+        if snap is not None and self._meta.statistics:
+            self._complete_ancestry(snap.snapshot_id)
         status = statistics_status(self._meta, snapshot_id)
         sid = status.table_statistics_snapshot_id
         found = ndvs_by_id(self._table.io, self._meta, sid) if sid is not None else {}
@@ -159,23 +223,45 @@ class InspectTable:
 
     # ------------------------------------------------------------------ from manifests
 
+    def _load_every_snapshot(self) -> bool:
+        """Load the snapshots the catalog left out of the table's metadata (REST
+        ``snapshot-loading-mode=refs``); True when there were some."""
+        load = getattr(self._table, "load_every_snapshot", None)
+        if load is None or not load():
+            return False
+        self._meta = self._table.metadata
+        return True
+
+    def _complete_ancestry(self, snapshot_id: int) -> None:
+        """Load every snapshot when ``snapshot_id``'s ancestry stops at a missing parent (one
+        the catalog left out, or an expired one)."""
+        chain = self._meta.ancestors_of(snapshot_id)
+        if chain and chain[-1].parent_snapshot_id is not None:
+            self._load_every_snapshot()
+
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
+        """The snapshot ``snapshot_id`` (default: the current one, None for an empty table)."""
         if snapshot_id is None:
             return self._meta.current_snapshot()
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
         s = self._meta.snapshot_by_id(snapshot_id)
+        if s is None and self._load_every_snapshot():
+            s = self._meta.snapshot_by_id(snapshot_id)
         if s is None:
-            raise ValidationError(f"cannot inspect snapshot {snapshot_id}: no such snapshot")
+            raise NoSuchSnapshotError(f"cannot inspect snapshot {snapshot_id}: no such snapshot")
         return s
 
-    def _manifest_list(self, snapshot_id: int | None) -> pa.RecordBatch | None:
+    def _manifest_list(self, snapshot_id: int | None) -> pa.RecordBatch:
+        """The snapshot's decoded manifest list; no rows when the table has no snapshot."""
         s = self._snapshot(snapshot_id)
-        return None if s is None else manifest_list_of(self._table.io, s)
+        if s is None:
+            return pa.RecordBatch.from_pylist([], schema=_MANIFEST_LIST)
+        return manifest_list_of(self._table.io, s)
 
     def manifests(self, snapshot_id: int | None = None) -> pa.Table:
         """The manifests of a snapshot with their file counts and partition summaries."""
         ml = self._manifest_list(snapshot_id)
-        if ml is None or ml.num_rows == 0:
-            return _empty_manifests()
         content = ml.column("content")
         is_data = pc.equal(content, 0)
 
@@ -201,28 +287,31 @@ class InspectTable:
             }
         )
 
-    def _entries(self, snapshot_id: int | None) -> pa.Table | None:
+    def _entries(self, snapshot_id: int | None) -> pa.Table:
         """Every entry of a snapshot's manifests, with ``spec_id`` and a unified partition."""
         ml = self._manifest_list(snapshot_id)
-        if ml is None or ml.num_rows == 0:
-            return None
+        unified = self._partition_type()
         batches = read_entries(self._table.io, ml)
         spec_ids = ml.column("partition_spec_id").to_pylist()
-        unified = self._partition_type()
         parts = []
         for batch, spec_id in zip(batches, spec_ids, strict=True):
             b = _unify_partition(batch, unified)
             b = b.append_column("spec_id", pa.array([spec_id] * b.num_rows, pa.int32()))
             parts.append(b)
+        if not parts:  # no snapshot, or no manifests: the same columns
+            fields = [pa.field("partition", unified), pa.field("spec_id", pa.int32())]
+            return pa.schema([*_ENTRY_FIELDS, *fields]).empty_table()
         return pa.concat_tables(parts, promote_options="permissive")
 
     def _partition_type(self) -> pa.StructType:
         """A struct with one field per partition field id of any spec, named as in the newest
-        spec having it. Its type comes from the newest spec where the field is not ``void``: a
-        v1 table keeps a removed field as ``void``, whose values are all null and whose own
-        result type (the source type) is not what the older files hold."""
+        spec having it; of fields with one name, those of older specs are named
+        ``<name>_<field id>``. Its type comes from the newest spec where the field is not
+        ``void``: a v1 table keeps a removed field as ``void``, whose values are all null and
+        whose own result type (the source type) is not what the older files hold."""
         schema = self._meta.current_schema()
         names: dict[int, str] = {}
+        newest: dict[int, int] = {}  # field id -> the newest spec id having it
         types: dict[int, tuple[bool, pa.DataType]] = {}  # field id -> (from a void, type)
         for spec in sorted(self._meta.partition_specs, key=lambda s: s.spec_id):
             for pf in spec.fields:
@@ -231,9 +320,19 @@ class InspectTable:
                 except ValidationError:
                     continue  # source column dropped: keep the older definition
                 names[pf.field_id] = pf.name
+                newest[pf.field_id] = spec.spec_id
                 seen = types.get(pf.field_id)
                 if seen is None or seen[0] or not pf.transform.is_void:
                     types[pf.field_id] = (pf.transform.is_void, at)
+        owner = {names[f]: f for f in sorted(types, key=lambda f: (newest[f], f))}
+        taken = set(owner)
+        for fid in types:
+            if owner[names[fid]] != fid:
+                name = f"{names[fid]}_{fid}"
+                while name in taken:
+                    name = f"{name}_{fid}"
+                taken.add(name)
+                names[fid] = name
         return pa.struct(
             [
                 pa.field(names[fid], at, metadata={b"PARQUET:field_id": str(fid).encode()})
@@ -260,8 +359,6 @@ class InspectTable:
     def entries(self, snapshot_id: int | None = None) -> pa.Table:
         """Every manifest entry (including deleted ones) of a snapshot."""
         t = self._entries(snapshot_id)
-        if t is None:
-            return pa.table({"status": pa.array([], pa.int8())})
         data_cols = [c for c in _DATA_FILE_COLUMNS if c in t.column_names]
         data_file = pa.StructArray.from_arrays(
             [t.column(c).combine_chunks() for c in data_cols], names=data_cols
@@ -279,10 +376,6 @@ class InspectTable:
     def files(self, snapshot_id: int | None = None) -> pa.Table:
         """The live data and delete files of a snapshot."""
         t = self._entries(snapshot_id)
-        if t is None:
-            return pa.table(
-                {"content": pa.array([], pa.int8()), "file_path": pa.array([], pa.string())}
-            )
         live = t.filter(pc.not_equal(t.column("status"), 2))
         cols = [c for c in _DATA_FILE_COLUMNS if c in live.column_names]
         out = live.select(cols)
@@ -305,14 +398,14 @@ class InspectTable:
         come from it instead of the manifests: the same counts (deletion vectors count as
         position delete files), partitions without live files left out; the last update there
         is the newest snapshot that added *or removed* a file of the partition, where the
-        manifests give the newest that added a live one."""
+        manifests give the newest kept snapshot (by commit time) that added a live one, as
+        Java's ``PartitionsTable`` does: a file whose snapshot was expired is counted but
+        updates nothing (a partition with only such files has no last update)."""
         if use_statistics and self._meta.partition_statistics:
             from_stats = self._partitions_from_statistics(snapshot_id)
             if from_stats is not None:
                 return from_stats
         t = self._entries(snapshot_id)
-        if t is None:
-            return pa.table({"spec_id": pa.array([], pa.int32())})
         live = t.filter(pc.not_equal(t.column("status"), 2))
         ptype = live.schema.field("partition").type
         keys = [f"__p{i}" for i in range(ptype.num_fields)]
@@ -323,7 +416,8 @@ class InspectTable:
             return pc.if_else(cond, c, pa.scalar(0, c.type))
 
         is_data, is_pos, is_eq = (pc.equal(content, k) for k in (0, 1, 2))
-        ts_by_snapshot = {s.snapshot_id: s.timestamp_ms for s in self._meta.snapshots}
+        committed_at = self._commit_times(live.column("snapshot_id"))
+        kept = pc.is_valid(committed_at)
         work = pa.table(
             {
                 **{k: pc.struct_field(live.column("partition"), [i]) for i, k in enumerate(keys)},
@@ -335,11 +429,15 @@ class InspectTable:
                 "pos_files": pc.cast(is_pos, pa.int32()),
                 "eq_records": where(is_eq, "record_count"),
                 "eq_files": pc.cast(is_eq, pa.int32()),
-                "snapshot_id": live.column("snapshot_id"),
+                "committed_at": committed_at,
+                "snapshot_id": pc.if_else(
+                    kept, live.column("snapshot_id"), pa.scalar(None, pa.int64())
+                ),
                 "seq": live.column("sequence_number"),
             }
         )
-        work = work.sort_by([("seq", "ascending"), ("snapshot_id", "ascending")])
+        order = ["committed_at", "seq", "snapshot_id"]
+        work = work.sort_by([(c, "ascending") for c in order])
         g = work.group_by([*keys, "spec_id"], use_threads=False).aggregate(
             [
                 ("data_records", "sum"),
@@ -349,7 +447,9 @@ class InspectTable:
                 ("pos_files", "sum"),
                 ("eq_records", "sum"),
                 ("eq_files", "sum"),
-                ("snapshot_id", "last"),  # the newest entry's snapshot
+                # the newest kept snapshot ("last" skips the nulls of expired ones)
+                ("committed_at", "last"),
+                ("snapshot_id", "last"),
             ]
         )
         if keys:
@@ -358,8 +458,6 @@ class InspectTable:
             )
         else:
             partition = pa.array([{}] * g.num_rows, pa.struct([]))
-        last_ids = g.column("snapshot_id_last").to_pylist()
-        last_ts = [ts_by_snapshot.get(s) if s is not None else None for s in last_ids]
         return pa.table(
             {
                 "partition": partition,
@@ -371,10 +469,21 @@ class InspectTable:
                 "position_delete_file_count": g.column("pos_files_sum").cast(pa.int32()),
                 "equality_delete_record_count": g.column("eq_records_sum"),
                 "equality_delete_file_count": g.column("eq_files_sum").cast(pa.int32()),
-                "last_updated_at": pa.array(last_ts, pa.int64()).cast(_TS),
-                "last_updated_snapshot_id": pa.array(last_ids, pa.int64()),
+                "last_updated_at": g.column("committed_at_last").cast(_TS),
+                "last_updated_snapshot_id": g.column("snapshot_id_last"),
             }
         )
+
+    def _commit_times(self, snapshot_ids: pa.ChunkedArray) -> pa.ChunkedArray:
+        """Each snapshot's commit time in epoch ms, null for one not kept; the snapshots the
+        catalog left out are loaded when some id is missing."""
+        snaps = self._meta.snapshots
+        found = pc.index_in(
+            snapshot_ids, value_set=pa.array([s.snapshot_id for s in snaps], pa.int64())
+        )
+        if found.null_count > snapshot_ids.null_count and self._load_every_snapshot():
+            return self._commit_times(snapshot_ids)
+        return pc.take(pa.array([s.timestamp_ms for s in snaps], pa.int64()), found)
 
 
 def _stats_to_partitions(rows: pa.Table) -> pa.Table:
@@ -446,15 +555,3 @@ def _as_type(child: pa.Array, field: pa.Field) -> pa.Array:
             f"cannot show partition field {field.name!r}: a manifest holds {child.type} "
             f"values where the table's specs give {field.type} ({e})"
         ) from None
-
-
-def _empty_manifests() -> pa.Table:
-    return pa.table(
-        {
-            "content": pa.array([], pa.int8()),
-            "path": pa.array([], pa.string()),
-            "length": pa.array([], pa.int64()),
-            "partition_spec_id": pa.array([], pa.int32()),
-            "added_snapshot_id": pa.array([], pa.int64()),
-        }
-    )

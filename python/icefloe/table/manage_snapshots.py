@@ -10,11 +10,17 @@ is published once; picking it records ``published-wap-id``).
 Each call is applied to the transaction at once, so later calls see earlier ones; the commit
 asserts that every ref touched still points where it did when the change started (a concurrent
 move of one of them is a :class:`~icefloe.exceptions.CommitConflictError`).
+
+A table a REST catalog loaded with ``snapshot-loading-mode=refs`` holds only the snapshots refs
+point at: a snapshot (or an ancestor) that is not there is looked for among every snapshot
+(:meth:`Table.load_every_snapshot`) before it is called unknown.
 """
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from icefloe.exceptions import ValidationError
@@ -23,6 +29,7 @@ from icefloe.metadata import (
     AssertRefSnapshotId,
     Operation,
     RemoveSnapshotRef,
+    RemoveSnapshots,
     SetSnapshotRef,
     Snapshot,
     SnapshotRef,
@@ -62,9 +69,25 @@ class ManageSnapshots(PendingUpdate):
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise ValidationError(f"a snapshot id is an integer, got {snapshot_id!r}")
         s = self._tx.metadata.snapshot_by_id(snapshot_id)
+        if s is None and self._load_every_snapshot():
+            s = self._tx.metadata.snapshot_by_id(snapshot_id)
         if s is None:
             raise ValidationError(f"cannot find snapshot {snapshot_id} in table {self._tx.table}")
         return s
+
+    def _load_every_snapshot(self) -> bool:
+        """Add the snapshots the catalog left out of the table to the transaction's metadata;
+        True when there were some."""
+        meta = _with_every_snapshot(self._tx, self._tx.metadata)
+        if meta is self._tx.metadata:
+            return False
+        self._tx.metadata = meta
+        return True
+
+    def _ancestors(self, snapshot_id: int) -> list[Snapshot]:
+        """``snapshot_id``'s snapshot and its ancestors, newest first (see :func:`_history`)."""
+        self._tx.metadata, chain = _history(self._tx, self._tx.metadata, snapshot_id)
+        return chain
 
     def _ref(self, name: str) -> SnapshotRef | None:
         return self._tx.metadata.refs.get(name)
@@ -197,7 +220,7 @@ class ManageSnapshots(PendingUpdate):
             self._set(branch, SnapshotRef(target.snapshot_id, _BRANCH))
             return self
         ref = self._existing(branch, _BRANCH)
-        ancestors = {s.snapshot_id for s in self._tx.metadata.ancestors_of(target.snapshot_id)}
+        ancestors = {s.snapshot_id for s in self._ancestors(target.snapshot_id)}
         if ref.snapshot_id not in ancestors:
             raise ValidationError(
                 f"cannot fast-forward {branch!r} to {to!r}: snapshot {ref.snapshot_id} is not an "
@@ -264,7 +287,7 @@ class ManageSnapshots(PendingUpdate):
         self._snapshot(snapshot_id)
         current = self._tx.metadata.current_snapshot()
         ancestors = (
-            {s.snapshot_id for s in self._tx.metadata.ancestors_of(current.snapshot_id)}
+            {s.snapshot_id for s in self._ancestors(current.snapshot_id)}
             if current is not None
             else set()
         )
@@ -281,7 +304,7 @@ class ManageSnapshots(PendingUpdate):
         (epoch ms or a datetime, naive ones being UTC)."""
         timestamp_ms = epoch_ms(timestamp_ms, "timestamp_ms")
         current = self._tx.metadata.current_snapshot()
-        chain = self._tx.metadata.ancestors_of(current.snapshot_id) if current else []
+        chain = self._ancestors(current.snapshot_id) if current else []
         older = [s for s in chain if s.timestamp_ms < timestamp_ms]
         if not older:
             raise ValidationError(
@@ -303,8 +326,8 @@ class ManageSnapshots(PendingUpdate):
         check is repeated when the commit is retried on a newer ``main``.
         """
         s = self._snapshot(snapshot_id)
-        _check_not_picked(self._tx.metadata, s)
         current = self._tx.metadata.current_snapshot()
+        _check_not_picked(self._ancestors(current.snapshot_id) if current else [], s)
         if s.parent_snapshot_id == (current.snapshot_id if current else None):
             self._set_main(snapshot_id)  # any operation: main simply moves to it
             return self
@@ -315,7 +338,14 @@ class ManageSnapshots(PendingUpdate):
             )
         from icefloe.table.cherry_pick import cherry_pick_snapshot
 
-        cherry_pick_snapshot(self._tx, s, _check_not_picked)
+        tx = self._tx
+
+        def check(meta: TableMetadata, snapshot: Snapshot) -> None:
+            """The duplicate-pick check again, on the ``main`` a retried commit builds on."""
+            head = meta.current_snapshot()
+            _check_not_picked(_history(tx, meta, head.snapshot_id)[1] if head else [], snapshot)
+
+        cherry_pick_snapshot(tx, s, check)
         return self
 
     # ------------------------------------------------------------------ commit
@@ -339,14 +369,41 @@ def _with_snapshot(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:
     )
 
 
-def _check_not_picked(meta: TableMetadata, snapshot: Snapshot) -> None:
-    """Refuse a cherry-pick of a snapshot that ``main`` already has, directly or picked, or
-    whose write-audit-publish id (``wap.id``) ``main`` already staged or published (a retried
-    job staging the same changes twice), as Java's check does."""
+def _with_every_snapshot(tx: Transaction, meta: TableMetadata) -> TableMetadata:
+    """``meta`` with the snapshots the catalog left out when it loaded ``tx``'s table (a REST
+    catalog with ``snapshot-loading-mode=refs`` loads only those refs point at), but those
+    ``tx`` removes; ``meta`` itself when there are none."""
+    load = getattr(tx.table, "load_every_snapshot", None)
+    if load is None or not load():
+        return meta
+    removed = {i for u in tx.updates if isinstance(u, RemoveSnapshots) for i in u.snapshot_ids}
+    have = {s.snapshot_id for s in meta.snapshots} | removed
+    extra = tuple(s for s in tx.table.metadata.snapshots if s.snapshot_id not in have)
+    return replace(meta, snapshots=(*meta.snapshots, *extra)) if extra else meta
+
+
+def _history(
+    tx: Transaction, meta: TableMetadata, snapshot_id: int
+) -> tuple[TableMetadata, list[Snapshot]]:
+    """``snapshot_id``'s snapshot and its ancestors, newest first, and the metadata they come
+    from: ``meta``, or ``meta`` with every snapshot when the chain stops at a missing parent
+    (one the catalog left out, or an expired one)."""
+    chain = meta.ancestors_of(snapshot_id)
+    if chain and chain[-1].parent_snapshot_id is not None:
+        fuller = _with_every_snapshot(tx, meta)
+        if fuller is not meta:
+            return fuller, fuller.ancestors_of(snapshot_id)
+    return meta, chain
+
+
+def _check_not_picked(history: Iterable[Snapshot], snapshot: Snapshot) -> None:
+    """Refuse a cherry-pick of a snapshot that ``main`` (its ``history``, newest first) already
+    has, directly or picked, or whose write-audit-publish id (``wap.id``) ``main`` already
+    staged or published (a retried job staging the same changes twice), as Java's check
+    does."""
     snapshot_id = snapshot.snapshot_id
     wap_id = snapshot.summary.get(WAP_ID) if snapshot.summary else None
-    current = meta.current_snapshot()
-    for anc in meta.ancestors_of(current.snapshot_id) if current else []:
+    for anc in history:
         summary = anc.summary or Summary(None)
         picked = summary.get(SOURCE_SNAPSHOT_ID)
         if anc.snapshot_id == snapshot_id or picked == str(snapshot_id):
