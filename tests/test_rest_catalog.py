@@ -135,16 +135,20 @@ def test_etag_cache_and_head_fallback(
     )
     loaded = refs.load_table("db.t")
     full = cat.load_table("db.t")
-    assert len(loaded.snapshots()) == 2 and len(full.snapshots()) == 3
+    assert len(loaded.metadata.snapshots) == 2 and len(full.snapshots()) == 3
     # the snapshot log stays whole (Java's server keeps it: history, time travel by time), and
     # a snapshot no ref points at is loaded when a scan needs it
     assert loaded.metadata.snapshot_log == full.metadata.snapshot_log
     middle = full.snapshots()[1]
-    assert middle.snapshot_id not in {x.snapshot_id for x in loaded.snapshots()}
+    assert middle.snapshot_id not in {x.snapshot_id for x in loaded.metadata.snapshots}
     assert loaded.snapshot_as_of(middle.timestamp_ms).snapshot_id == middle.snapshot_id
     again = refs.load_table("db.t")
     rows = again.scan(snapshot_id=middle.snapshot_id).to_arrow().num_rows
     assert rows == full.scan(snapshot_id=middle.snapshot_id).to_arrow().num_rows
+    # snapshots() gives every snapshot in the server's order, fetched once
+    whole = refs.load_table("db.t")
+    assert whole.snapshots() == full.snapshots()
+    assert not whole.load_every_snapshot()
 
 
 def test_staged_create(cat: RestCatalog, rest_server: RestServer, warehouse: str) -> None:

@@ -62,6 +62,7 @@ class Table:
         self.metadata_location = metadata_location
         self.io = io
         self.catalog = catalog
+        self._complete: TableMetadata | None = None  # metadata known to hold every snapshot
 
     def __repr__(self) -> str:
         return f"Table({'.'.join(self.identifier)!r}, {self.metadata_location!r})"
@@ -130,12 +131,16 @@ class Table:
         return self.metadata.current_snapshot()
 
     def snapshots(self) -> list[Snapshot]:
-        """Every snapshot in the metadata."""
+        """Every snapshot of the table (those a partly loaded table left out fetched first)."""
+        self.load_every_snapshot()
         return list(self.metadata.snapshots)
 
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
         """The snapshot with that id, if kept."""
-        return self.metadata.snapshot_by_id(snapshot_id)
+        found = self.metadata.snapshot_by_id(snapshot_id)
+        if found is None and self.load_every_snapshot():
+            found = self.metadata.snapshot_by_id(snapshot_id)
+        return found
 
     def history(self) -> list[SnapshotLogEntry]:
         """The snapshot log: when each snapshot became current."""
@@ -162,12 +167,15 @@ class Table:
     def load_every_snapshot(self) -> bool:
         """Load the snapshots the catalog left out of this table's metadata (a REST catalog
         with ``snapshot-loading-mode=refs`` loads only those refs point at); True when there
-        were some. Time travel calls it when a snapshot it needs is missing."""
-        full = self.catalog.load_every_snapshot(self) if self.catalog is not None else None
-        if full is None:
+        were some. Time travel calls it when a snapshot it needs is missing; once the metadata
+        is known to be whole, it asks the catalog no more."""
+        if self.metadata is self._complete:
             return False
-        self.metadata = full
-        return True
+        full = self.catalog.load_every_snapshot(self) if self.catalog is not None else None
+        if full is not None:
+            self.metadata = full
+        self._complete = self.metadata
+        return full is not None
 
     @property
     def inspect(self) -> InspectTable:

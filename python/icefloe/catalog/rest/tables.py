@@ -96,11 +96,14 @@ class RestTables(RestClient):
         if self._snapshots != "refs" or not table.metadata_location:
             return None
         full = self._load_result(table.identifier, "all").metadata
-        known = {s.snapshot_id for s in table.metadata.snapshots}
-        extra = tuple(s for s in full.snapshots if s.snapshot_id not in known)
-        if not extra:
+        known = {s.snapshot_id: s for s in table.metadata.snapshots}
+        if all(s.snapshot_id in known for s in full.snapshots):
             return None
-        return replace(table.metadata, snapshots=(*table.metadata.snapshots, *extra))
+        # the server's order (by commit), then any it no longer has (committed-away since)
+        served = {s.snapshot_id for s in full.snapshots}
+        ordered = tuple(known.get(s.snapshot_id, s) for s in full.snapshots)
+        gone = tuple(s for s in table.metadata.snapshots if s.snapshot_id not in served)
+        return replace(table.metadata, snapshots=(*ordered, *gone))
 
     def load_table(self, identifier: str | Iterable[str]) -> Table:
         """The table's current state (a 304 for an unchanged ETag reuses the cached answer)."""
