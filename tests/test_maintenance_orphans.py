@@ -158,7 +158,16 @@ def test_a_location_outside_the_table_is_refused(tmp_path: Path) -> None:
     for where in (str(outside), f"file://{tmp_path}/wh", f"{root}-other", str(tmp_path), elsewhere):
         with pytest.raises(ValidationError, match="outside the table"):
             remove_orphan_files(FileIO(), table.metadata, table.metadata_location, location=where)
+    # through the table's own directory, with `..`, or a link in its data directory
+    for where in (f"{root}/data/../../../../elsewhere", f"file://{root}/./data"):
+        with pytest.raises(ValidationError, match=r"'\.\.'|'\.'"):
+            remove_orphan_files(FileIO(), table.metadata, table.metadata_location, location=where)
+    (root / "data").mkdir(exist_ok=True)
+    (root / "data" / "link").symlink_to(outside, target_is_directory=True)
+    removed = remove_orphan_files(FileIO(), table.metadata, table.metadata_location)
+    assert not any("precious" in p for p in removed)
     assert precious.exists() and (tmp_path / "cat.db").exists()
+    (root / "data" / "link").unlink()
     stray = root / "data" / "stray.parquet"
     stray.write_bytes(b"x")
     _age(stray, 10)

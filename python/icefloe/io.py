@@ -806,10 +806,17 @@ class FileIO:
             raise _map_error(exc, location, "create directory") from exc
 
     def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
-        """Every file under the directory ``prefix`` (recursively), as full locations."""
+        """Every file under the directory ``prefix`` (recursively), as full locations.
+
+        On a local file system, symbolic links to directories are not followed (what is listed
+        may be deleted: orphan removal and purges must not reach files outside ``prefix``); a
+        link to a file is listed as itself."""
         fs, path = self.resolve(prefix)
         base = prefix.rstrip("/")
         root = path.rstrip("/")
+        if isinstance(fs, pafs.LocalFileSystem):
+            yield from _list_local(root, base)
+            return
         try:
             missing = fs.get_file_info(root).type == pafs.FileType.NotFound
             infos = [] if missing else fs.get_file_info(pafs.FileSelector(root, recursive=True))
@@ -826,3 +833,27 @@ class FileIO:
             rel = info.path[len(root) :].lstrip("/")
             mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
             yield FileInfo(f"{base}/{rel}", int(info.size), mtime)
+
+
+def _list_local(root: str, base: str) -> Iterator[FileInfo]:
+    """The files under local directory ``root`` named under ``base``, without following links
+    to directories below it (their targets may be anywhere); nothing when it does not exist."""
+    if not os.path.exists(root):
+        return
+    if not os.path.isdir(root):
+        raise FileIOError(f"cannot list {base}: not a directory")
+
+    def fail(exc: OSError) -> None:
+        raise _map_error(exc, base, "list") from exc
+
+    for directory, _, files in os.walk(root, onerror=fail):
+        rel_dir = directory[len(root) :].lstrip(os.sep).replace(os.sep, "/")
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(directory, name))
+            except FileNotFoundError:
+                continue  # deleted while listed
+            except OSError as exc:
+                raise _map_error(exc, base, "list") from exc
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            yield FileInfo(f"{base}/{rel}", st.st_size, st.st_mtime_ns // 1_000_000)

@@ -154,7 +154,13 @@ def _within(location: str, directories: list[str]) -> bool:
 def _check_own_location(location: str, own: list[str]) -> None:
     """Refuses a ``location`` outside the table's location and its data and metadata
     directories: everything listed there that this table does not reach (other tables' files,
-    a catalog's database) would count as an orphan."""
+    a catalog's database) would count as an orphan. ``.`` and ``..`` segments are refused:
+    a file system resolves them, so the prefix check cannot vouch for where they lead."""
+    if any(seg in (".", "..") for seg in location.replace("\\", "/").split("/")):
+        raise ValidationError(
+            f"remove_orphan_files: location {location!r} has '.' or '..' segments; give the "
+            "directory as a plain path"
+        )
     if not _within(location, own):
         raise ValidationError(
             f"remove_orphan_files: location {location!r} is outside the table's directories "
