@@ -189,7 +189,8 @@ class InspectTable:
         """Distinct-value counts per column from the newest table statistics file on the
         snapshot's ancestry (default: the current snapshot): column name, field id, ``ndv``,
         the snapshot the file was computed for and how many snapshots it lags behind (0: it
-        is the snapshot's own)."""
+        is the snapshot's own). Columns are named as they are now; counts of columns dropped
+        since are left out, as in ``table.statistics()``."""
         from icefloe.table.statistics import ndvs_by_id, statistics_status
 
         snap = self._snapshot(snapshot_id)
@@ -198,15 +199,9 @@ class InspectTable:
         status = statistics_status(self._meta, snapshot_id)
         sid = status.table_statistics_snapshot_id
         found = ndvs_by_id(self._table.io, self._meta, sid) if sid is not None else {}
-        # a column's name now; one dropped since keeps its name in the statistics' snapshot
-        schemas = [self._meta.current_schema()]
-        snap = self._meta.snapshot_by_id(sid) if sid is not None else None
-        if snap is not None and snap.schema_id is not None:
-            then = self._meta.schema_by_id(snap.schema_id)
-            schemas += [then] if then is not None else []
-        named = {
-            f: next(filter(None, (s.find_column_name(f) for s in schemas)), None) for f in found
-        }
+        # named as the column is now (as table.statistics() does); dropped ones left out
+        current = self._meta.current_schema()
+        named = {f: current.find_column_name(f) for f in found}
         ids = [f for f, n in named.items() if n is not None]
         names = [named[f] for f in ids]
         return pa.table(
