@@ -279,13 +279,39 @@ class S3Client:
         )
 
     # -- operations -----------------------------------------------------------------------------
+    #: 5xx answers that say the server did not process the request (501 Not Implemented: for
+    #: example s3proxy refusing ``X-Amz-Security-Token``; 505 HTTP Version Not Supported): the
+    #: object was not written, and a retry would be refused the same way.
+    _NOT_PROCESSED = (501, 505)
+
+    def _refused(self, response: _Response, location: str, earlier: str) -> FileIOError:
+        """The error for a PUT the server refused outright: definite, unless an earlier
+        attempt (``earlier``: why it may have written) leaves the outcome unknown."""
+        code, message = response.error()
+        detail = self._scrub(f"{response.status} {code}: {message}".strip().rstrip(":"))
+        if earlier:
+            return UnknownWriteStateError(
+                f"cannot tell whether {location} was written: {earlier}; then {detail}"
+            )
+        return FileIOError(f"cannot write {location}: {detail} (nothing was written)")
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without the credentials' secrets, should a server echo what it was sent
+        (secrets too short to tell apart from other text are left alone)."""
+        creds = self._credentials
+        for secret in (creds.secret_access_key, creds.session_token) if creds else ():
+            if secret and len(secret) >= 8:
+                text = text.replace(secret, "***")
+        return text
+
     def put_object(self, bucket: str, key: str, body: bytes, *, if_absent: bool = False) -> None:
         """Write the object in one request; with ``if_absent`` only if no object exists
         (:class:`AlreadyExistsError` otherwise).
 
         A request that may have reached the server without an answer is retried; if the retry
         finds the object, its content decides whether the earlier attempt wrote it. When the
-        outcome stays unknown the error is :class:`UnknownWriteStateError`.
+        outcome stays unknown the error is :class:`UnknownWriteStateError`. A refusal that
+        means the request was not processed (501, 505) is not retried: :class:`FileIOError`.
         """
         location = self._location(bucket, key)
         headers = {"if-none-match": "*"} if if_absent else {}
@@ -308,6 +334,8 @@ class S3Client:
                 if maybe_written and self._holds(bucket, key, body):
                     return  # our own earlier attempt created it
                 raise AlreadyExistsError(f"cannot create {location}: file already exists")
+            if response.status in self._NOT_PROCESSED:
+                raise self._refused(response, location, last if maybe_written else "")
             if response.status >= 500:
                 maybe_written, last = True, f"{response.status} {response.error()[0]}".strip()
                 continue

@@ -3,7 +3,10 @@
 Every request is logged once at INFO on the ``icefloe.rest`` logger (client, method, path,
 status, milliseconds; never headers or bodies). Auth is checked before anything else; a
 mutating request with an ``Idempotency-Key`` goes through the
-:class:`~icefloe.rest.idempotency.IdempotencyStore`. Catalog work runs in worker threads.
+:class:`~icefloe.rest.idempotency.IdempotencyStore`. Catalog work runs in worker threads. Bodies
+are read up to a limit (:data:`MAX_BODY_BYTES`, :data:`MAX_TOKEN_BODY_BYTES` for the token
+endpoint) and refused with 413 beyond it; every error, unknown routes included, is an
+``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.rest.errors import error_body, error_for_exception
@@ -32,11 +36,14 @@ from icefloe.exceptions import (
     ValidationError,
 )
 from icefloe.rest.idempotency import (
+    IdempotencyKeyReused,
     IdempotencyStore,
     MemoryReplies,
     Replies,
     SqlReplies,
     StoredReply,
+    fingerprint,
+    legacy_fingerprint,
     parse_duration,
 )
 from icefloe.rest.security import Authenticator
@@ -48,6 +55,10 @@ log = logging.getLogger("icefloe.rest")
 
 _JSON = "application/json"
 _DELEGATION = "x-iceberg-access-delegation"
+#: Headers of every token endpoint answer (RFC 6749 5.1: tokens must not be cached).
+_NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+#: Error types of the statuses Starlette's router raises (unknown path, wrong method).
+_ROUTING_ERRORS = {404: "NotFoundException", 405: "MethodNotAllowedException"}
 
 
 def _json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None) -> StoredReply:
@@ -95,7 +106,52 @@ Handler = Callable[[RestService, Request, Any], Reply]
 
 _WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_BODY_BYTES = 64 << 20  # a commit's JSON is far smaller; refuse anything beyond
+MAX_TOKEN_BODY_BYTES = 64 << 10  # a form of a few fields, read before any auth
 MAX_WAREHOUSES = 1000  # catalogs one server opens on demand (each holds a connection pool)
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None as soon as more than ``limit`` bytes have arrived (a larger
+    body is never held in memory).
+
+    A declared ``Content-Length`` is not refused before reading: the answer would come while
+    the client still sends, and uvicorn closes the connection 5 s later, so a client that
+    sends a large body whole would see a broken pipe instead of the 413."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _log_request(request: Request, status: int, started: float) -> None:
+    client = request.client.host if request.client else "-"
+    elapsed = (time.perf_counter() - started) * 1000
+    log.info('%s "%s %s" %d %.1fms', client, request.method, request.url.path, status, elapsed)
+
+
+async def _routing_error(request: Request, exc: Exception) -> Response:
+    """An ``IcebergErrorResponse`` for the router's 404 (no such path) and 405 (wrong method,
+    with ``Allow``)."""
+    if not isinstance(exc, HTTPException):
+        raise exc
+    status = exc.status_code
+    _log_request(request, status, time.perf_counter())
+    message = f"{exc.detail}: {request.method} {request.url.path}"
+    body = error_body(status, _ROUTING_ERRORS.get(status, "BadRequestException"), message)
+    headers = dict(exc.headers or {})
+    if status == 405:  # Starlette names only the first route of the path
+        routes = [r for r in request.app.router.routes if isinstance(r, Route)]
+        allowed = {
+            m for r in routes if r.matches(request.scope)[0] != Match.NONE for m in r.methods or ()
+        }
+        headers["Allow"] = ", ".join(sorted(allowed))
+    if request.method == "HEAD":
+        return Response(status_code=status, headers=headers)
+    return Response(json.dumps(body, separators=(",", ":")), status, headers, _JSON)
 
 
 def warehouse_catalogs(catalog: Catalog) -> Callable[[str], Catalog]:
@@ -203,15 +259,7 @@ def create_app(
             started = time.perf_counter()
             reply = await _dispatch(request, handler)
             status = reply.status
-            client = request.client.host if request.client else "-"
-            log.info(
-                '%s "%s %s" %d %.1fms',
-                client,
-                request.method,
-                request.url.path,
-                status,
-                (time.perf_counter() - started) * 1000,
-            )
+            _log_request(request, status, started)
             headers = dict(reply.headers)
             if request.method == "HEAD" or status in (204, 304):
                 return Response(status_code=status, headers=headers)
@@ -222,21 +270,21 @@ def create_app(
         return Route(path, endpoint, methods=methods)
 
     async def _dispatch(request: Request, handler: Handler) -> StoredReply:
-        if not auth.valid(request.headers.get("authorization")):
+        authorization = request.headers.get("authorization")
+        principal = auth.principal(authorization)
+        if principal is None:
+            # RFC 6750 3: name the scheme; "invalid_token" when a token was sent
+            challenge = 'Bearer error="invalid_token"' if authorization else "Bearer"
             return _json_reply(
-                401, error_body(401, "NotAuthorizedException", "a valid bearer token is required")
+                401,
+                error_body(401, "NotAuthorizedException", "a valid bearer token is required"),
+                {"WWW-Authenticate": challenge},
             )
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                return _json_reply(
-                    413,
-                    error_body(413, "BadRequestException", "the request body is too large"),
-                )
-            chunks.append(chunk)
-        raw = b"".join(chunks)
+        raw = await _read_body(request, MAX_BODY_BYTES)
+        if raw is None:
+            return _json_reply(
+                413, error_body(413, "BadRequestException", "the request body is too large")
+            )
         try:
             body = json.loads(raw) if raw and request.method == "POST" else None
         except (ValueError, RecursionError):  # RecursionError: nested too deeply
@@ -251,9 +299,14 @@ def create_app(
 
         key = request.headers.get("idempotency-key")
         if store is not None and key and request.method in ("POST", "DELETE"):
-            reply, _ = await run_in_threadpool(
-                store.run, key, request.method, request.url.path, run
-            )
+            method, path = request.method, request.url.path
+            this = fingerprint(method, path, request.url.query, principal, body)
+            try:
+                reply, _ = await run_in_threadpool(
+                    store.run, key, this, run, legacy=legacy_fingerprint(method, path)
+                )
+            except IdempotencyKeyReused as exc:
+                return _json_reply(422, error_body(422, "UnprocessableEntityException", str(exc)))
             return reply
         return await run_in_threadpool(run)
 
@@ -267,15 +320,19 @@ def create_app(
         return (*ns(request), request.path_params["table"])
 
     async def token_endpoint(request: Request) -> Response:
-        form = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
-        status, body = auth.grant(form, request.headers.get("authorization"))
-        log.info(
-            '%s "POST %s" %d',
-            request.client.host if request.client else "-",
-            request.url.path,
-            status,
-        )
-        return Response(json.dumps(body), status_code=status, media_type=_JSON)
+        started = time.perf_counter()
+        raw = await _read_body(request, MAX_TOKEN_BODY_BYTES)
+        if raw is None:
+            status = 413
+            body: dict[str, Any] = {
+                "error": "invalid_request",
+                "error_description": "the request body is too large",
+            }
+        else:
+            form = dict(parse_qsl(raw.decode("utf-8", "replace")))
+            status, body = auth.grant(form, request.headers.get("authorization"))
+        _log_request(request, status, started)
+        return Response(json.dumps(body), status, _NO_STORE, _JSON)
 
     t = base + "/namespaces/{namespace}/tables/{table}"
     routes = [
@@ -326,6 +383,6 @@ def create_app(
         route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
         route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={404: _routing_error, 405: _routing_error})
     app.state.service = service
     return app

@@ -1,10 +1,12 @@
 """Replay of finished requests by ``Idempotency-Key`` (Iceberg REST 1.11).
 
 A mutating request that carries the header is run at most once per key within the key
-lifetime: a repeat of it (the same method and path) gets the first answer again without touching
-the catalog. Successful answers and deterministic client errors (4xx, including 409) are kept;
-5xx answers are not, so a retry after a server failure runs again. Requests with the same key
-wait for each other within one server process.
+lifetime: a repeat of it gets the first answer again without touching the catalog. A key belongs
+to one request, told by its fingerprint (method, path, query, principal and JSON body, see
+:func:`fingerprint`): the key sent with another request is refused with
+:class:`IdempotencyKeyReused` (422), which runs nothing. Successful answers and deterministic
+client errors (4xx, including 409) are kept; 5xx answers are not, so a retry after a server
+failure runs again. Requests with the same key wait for each other within one server process.
 
 Where the answers are kept: :class:`SqlReplies` keeps them in a table of the SQL catalog's own
 database (``icefloe_rest_idempotency``), so a retry after a server restart is still recognised;
@@ -24,17 +26,22 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from icefloe.exceptions import IcebergError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 __all__ = [
+    "IdempotencyKeyReused",
     "IdempotencyStore",
     "MemoryReplies",
     "Replies",
     "SqlReplies",
     "StoredReply",
+    "fingerprint",
+    "legacy_fingerprint",
     "parse_duration",
 ]
 
@@ -68,15 +75,36 @@ def parse_duration(text: str) -> float:
     )
 
 
-Request = tuple[str, str, str]  # (key, method, path)
+class IdempotencyKeyReused(IcebergError):
+    """An Idempotency-Key sent with another request than the one it was first used for."""
+
+
+def fingerprint(method: str, path: str, query: str, principal: str, body: Any) -> str:
+    """A digest of what makes a request the one its key was made for: method, path, query,
+    the caller's principal and the JSON body (parsed, so whitespace and key order do not
+    count)."""
+    canonical = json.dumps(
+        [method, path, query, principal, body],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def legacy_fingerprint(method: str, path: str) -> str:
+    """The digest that rows stored by earlier versions carry (method and path only): such a
+    row is replayed to its retry rather than refused."""
+    return hashlib.sha256(f"{method} {path}".encode()).hexdigest()
 
 
 class Replies(Protocol):
-    """Where finished answers are kept until they expire (``expires_at``: epoch seconds)."""
+    """Where finished answers are kept, by key and request fingerprint, until they expire
+    (``expires_at``: epoch seconds)."""
 
-    def get(self, request: Request, now: float) -> StoredReply | None: ...
+    def get(self, key: str, now: float) -> dict[str, StoredReply]: ...
 
-    def put(self, request: Request, reply: StoredReply, expires_at: float) -> None: ...
+    def put(self, key: str, fingerprint: str, reply: StoredReply, expires_at: float) -> None: ...
 
     def purge(self, now: float) -> None: ...
 
@@ -85,27 +113,32 @@ class MemoryReplies:
     """Answers in this process's memory."""
 
     def __init__(self) -> None:
-        self._replies: dict[Request, tuple[float, StoredReply]] = {}
+        self._replies: dict[str, dict[str, tuple[float, StoredReply]]] = {}
         self._lock = threading.Lock()
 
-    def get(self, request: Request, now: float) -> StoredReply | None:
+    def get(self, key: str, now: float) -> dict[str, StoredReply]:
+        """The unexpired answers under ``key``, by request fingerprint."""
         with self._lock:
-            found = self._replies.get(request)
-        return found[1] if found is not None and found[0] >= now else None
+            found = dict(self._replies.get(key, {}))
+        return {fp: reply for fp, (t, reply) in found.items() if t >= now}
 
-    def put(self, request: Request, reply: StoredReply, expires_at: float) -> None:
+    def put(self, key: str, fingerprint: str, reply: StoredReply, expires_at: float) -> None:
         with self._lock:
-            self._replies[request] = (expires_at, reply)
+            self._replies.setdefault(key, {})[fingerprint] = (expires_at, reply)
 
     def purge(self, now: float) -> None:
         with self._lock:
-            for k in [k for k, (t, _) in self._replies.items() if t < now]:
-                del self._replies[k]
+            for key, rows in list(self._replies.items()):
+                live = {fp: row for fp, row in rows.items() if row[0] >= now}
+                if live:
+                    self._replies[key] = live
+                else:
+                    del self._replies[key]
 
 
 class SqlReplies:
     """Answers in table ``icefloe_rest_idempotency`` of a SQL catalog's database (created if
-    absent); rows are keyed by the key and a hash of the method and path."""
+    absent); rows are keyed by the key and the request's fingerprint (``request_hash``)."""
 
     def __init__(self, engine: Engine) -> None:
         from sqlalchemy import (
@@ -133,43 +166,44 @@ class SqlReplies:
         )
         self.table.create(engine, checkfirst=True)
 
-    @staticmethod
-    def _hash(request: Request) -> str:
-        _, method, path = request
-        return hashlib.sha256(f"{method} {path}".encode()).hexdigest()
-
-    def get(self, request: Request, now: float) -> StoredReply | None:
+    def get(self, key: str, now: float) -> dict[str, StoredReply]:
+        """The unexpired answers under ``key``, by request fingerprint."""
         from sqlalchemy import select
 
         t = self.table
-        stmt = select(t.c.status, t.c.body, t.c.media_type, t.c.headers).where(
-            t.c.idempotency_key == request[0],
-            t.c.request_hash == self._hash(request),
-            t.c.expires_at_ms >= int(now * 1000),
+        stmt = select(t.c.request_hash, t.c.status, t.c.body, t.c.media_type, t.c.headers).where(
+            t.c.idempotency_key == key, t.c.expires_at_ms >= int(now * 1000)
         )
         with self.engine.connect() as conn:
-            row = conn.execute(stmt).first()
-        if row is None:
-            return None
-        headers = tuple((str(k), str(v)) for k, v in json.loads(row.headers))
-        return StoredReply(int(row.status), bytes(row.body), str(row.media_type), headers)
+            rows = conn.execute(stmt).all()
+        out = {}
+        for row in rows:
+            headers = tuple((str(k), str(v)) for k, v in json.loads(row.headers))
+            out[str(row.request_hash)] = StoredReply(
+                int(row.status), bytes(row.body), str(row.media_type), headers
+            )
+        return out
 
-    def put(self, request: Request, reply: StoredReply, expires_at: float) -> None:
+    def put(self, key: str, fingerprint: str, reply: StoredReply, expires_at: float) -> None:
         from sqlalchemy import delete, insert
 
         t = self.table
-        h = self._hash(request)
         row = {
-            "idempotency_key": request[0],
-            "request_hash": h,
+            "idempotency_key": key,
+            "request_hash": fingerprint,
             "expires_at_ms": int(expires_at * 1000),
             "status": reply.status,
             "media_type": reply.media_type,
             "headers": json.dumps([list(kv) for kv in reply.headers]),
             "body": reply.body,
         }
+        expired = t.c.expires_at_ms < int(time.time() * 1000)
         with self.engine.begin() as conn:  # an expired answer under the same key is replaced
-            conn.execute(delete(t).where(t.c.idempotency_key == request[0], t.c.request_hash == h))
+            conn.execute(
+                delete(t).where(
+                    t.c.idempotency_key == key, (t.c.request_hash == fingerprint) | expired
+                )
+            )
             conn.execute(insert(t).values(**row))
 
     def purge(self, now: float) -> None:
@@ -180,46 +214,60 @@ class SqlReplies:
 
 
 class IdempotencyStore:
-    """Finished replies by (key, method, path), kept for ``lifetime_s`` seconds in
+    """Finished replies by key and request fingerprint, kept for ``lifetime_s`` seconds in
     ``replies`` (default: :class:`MemoryReplies`)."""
 
     def __init__(self, lifetime_s: float, replies: Replies | None = None) -> None:
         self.lifetime_s = lifetime_s
         self.replies: Replies = replies if replies is not None else MemoryReplies()
-        self._locks: dict[Request, tuple[threading.Lock, int]] = {}
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
         self._guard = threading.Lock()
         self._purged_at = 0.0
 
     def run(
-        self, key: str, method: str, path: str, fn: Callable[[], StoredReply]
+        self,
+        key: str,
+        request: str,
+        fn: Callable[[], StoredReply],
+        *,
+        legacy: str | None = None,
     ) -> tuple[StoredReply, bool]:
-        """The stored reply for the key (``True``: replayed) or the result of running ``fn``."""
-        k = (key, method, path)
+        """The stored reply for ``key`` (``True``: replayed) or the result of running ``fn``.
+
+        ``request`` is the request's :func:`fingerprint`; a live reply under the key for
+        another fingerprint raises :class:`IdempotencyKeyReused`. ``legacy`` (see
+        :func:`legacy_fingerprint`) also matches rows stored by earlier versions."""
         with self._guard:
-            lock, users = self._locks.get(k, (threading.Lock(), 0))
-            self._locks[k] = (lock, users + 1)
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
         try:
             with lock:
-                found = self.replies.get(k, time.time())
-                if found is not None:
-                    return found, True
+                found = self.replies.get(key, time.time())
+                for fp in (request, legacy):
+                    if fp is not None and fp in found:
+                        return found[fp], True
+                if found:
+                    raise IdempotencyKeyReused(
+                        "this Idempotency-Key was used for another request (method, path, "
+                        "body or caller); use a new key for a new request"
+                    )
                 reply = fn()
                 if reply.status < 500:
-                    self._keep(k, reply)
+                    self._keep(key, request, reply)
                 return reply, False
         finally:
             with self._guard:
-                lock, users = self._locks[k]
+                lock, users = self._locks[key]
                 if users <= 1:
-                    del self._locks[k]
+                    del self._locks[key]
                 else:
-                    self._locks[k] = (lock, users - 1)
+                    self._locks[key] = (lock, users - 1)
 
-    def _keep(self, request: Request, reply: StoredReply) -> None:
+    def _keep(self, key: str, request: str, reply: StoredReply) -> None:
         """Store a finished reply; a failure to store is logged (the request did finish)."""
         now = time.time()
         try:
-            self.replies.put(request, reply, now + self.lifetime_s)
+            self.replies.put(key, request, reply, now + self.lifetime_s)
             if now - self._purged_at > PURGE_INTERVAL_S:
                 self._purged_at = now
                 self.replies.purge(now)

@@ -6,11 +6,13 @@ endpoint issued and that has not expired; anything else is answered 401 before t
 touched. The token endpoint (``POST /v1/oauth/tokens``, form encoded) grants
 ``client_credentials`` for a configured client id and secret, and ``token-exchange`` of a valid
 token (how Java clients refresh). Tokens and secrets are compared in constant time and never
-logged.
+logged. Each accepted token names a principal (a static token itself, an issued one its client,
+through refreshes), to which an ``Idempotency-Key`` belongs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 import threading
@@ -55,7 +57,7 @@ class Authenticator:
         self._static = [t for t in tokens if t]
         self._clients = dict(clients or {})
         self.token_lifetime_s = token_lifetime_s
-        self._issued: dict[str, float] = {}
+        self._issued: dict[str, tuple[float, str]] = {}  # token -> (expiry, principal)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -71,23 +73,32 @@ class Authenticator:
 
     def valid(self, authorization: str | None) -> bool:
         """Whether an ``Authorization`` header carries an acceptable bearer token."""
+        return self.principal(authorization) is not None
+
+    def principal(self, authorization: str | None) -> str | None:
+        """Who an ``Authorization`` header authenticates (``""`` with auth off), or None.
+
+        A static token is its own principal (as a digest); a token issued to a client names the
+        client, and keeps naming it through token exchanges (refreshes)."""
         if not self.enabled:
-            return True
+            return ""
         if not authorization:
-            return False
+            return None
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token:
-            return False
-        return self._token_ok(token.strip())
+            return None
+        return self._principal_of(token.strip())
 
-    def _token_ok(self, token: str) -> bool:
-        ok = any(hmac.compare_digest(token, t) for t in self._static)
+    def _principal_of(self, token: str) -> str | None:
+        static = any(hmac.compare_digest(token, t) for t in self._static)
         with self._lock:
             now = time.monotonic()
-            for t in [t for t, exp in self._issued.items() if exp < now]:
+            for t in [t for t, (exp, _) in self._issued.items() if exp < now]:
                 del self._issued[t]
-            expiry = self._issued.get(token)
-        return ok or expiry is not None
+            issued = self._issued.get(token)
+        if static:
+            return "token:" + hashlib.sha256(token.encode()).hexdigest()
+        return issued[1] if issued is not None else None
 
     def grant(
         self, form: Mapping[str, str], authorization: str | None = None
@@ -107,9 +118,12 @@ class Authenticator:
             expected = self._clients.get(client_id)
             if expected is None or not hmac.compare_digest(secret, expected):
                 return 401, {"error": "invalid_client", "error_description": "bad credentials"}
+            principal = f"client:{client_id}"
         elif grant_type == TOKEN_EXCHANGE:
-            if not self._token_ok(form.get("subject_token", "")):
+            subject = self._principal_of(form.get("subject_token", ""))
+            if subject is None:
                 return 401, {"error": "invalid_grant", "error_description": "bad subject token"}
+            principal = subject
         else:
             return 400, {
                 "error": "unsupported_grant_type",
@@ -117,7 +131,7 @@ class Authenticator:
             }
         token = secrets.token_urlsafe(32)
         with self._lock:
-            self._issued[token] = time.monotonic() + self.token_lifetime_s
+            self._issued[token] = (time.monotonic() + self.token_lifetime_s, principal)
         return 200, {
             "access_token": token,
             "token_type": "bearer",

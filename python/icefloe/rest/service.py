@@ -30,8 +30,11 @@ from icefloe.catalog.rest.wire import (
 )
 from icefloe.exceptions import (
     CommitFailedError,
+    CorruptFileError,
+    FileIOError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NotFoundError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
     ValidationError,
@@ -179,6 +182,8 @@ class RestService:
         ns = b["namespace"]
         if not isinstance(ns, list) or not all(isinstance(p, str) for p in ns):
             raise ValidationError("namespace must be a list of strings")
+        if not ns:
+            raise ValidationError("the empty namespace cannot be created")
         props = b.get("properties") or {}
         if not isinstance(props, dict) or not _all_strings(props.values()):
             raise ValidationError("namespace properties must be an object of strings")
@@ -325,11 +330,28 @@ class RestService:
         return 204, None, {}
 
     def register_table(self, ns: Identifier, body: Any) -> Reply:
+        """Register the table whose metadata file the client names: a file that is not table
+        metadata (or a directory) is the client's mistake, 400; a missing one 404 (as Iceberg
+        Java answers both); other storage failures stay the server's."""
         b = _body(body, "name", "metadata-location")
         if b.get("overwrite"):
             raise UnsupportedFeatureError("register with overwrite is not supported")
-        table = self.catalog.register_table((*ns, str(b["name"])), str(b["metadata-location"]))
+        location = str(b["metadata-location"])
+        try:
+            table = self.catalog.register_table((*ns, str(b["name"])), location)
+        except CorruptFileError as exc:
+            raise ValidationError(str(exc)) from exc
+        except FileIOError as exc:
+            if not isinstance(exc, NotFoundError) and self._is_dir(location):
+                raise ValidationError(f"metadata file {location} is a directory") from exc
+            raise
         return 200, self._result(table.identifier, table.metadata, table.metadata_location), {}
+
+    def _is_dir(self, location: str) -> bool:
+        try:
+            return self.catalog.io.is_dir(location)
+        except Exception:  # the original error says more
+            return False
 
     def _parse_change(self, b: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
         reqs = b.get("requirements") or []

@@ -1,0 +1,438 @@
+"""``icefloe serve`` answers hostile and mistaken requests as the REST spec and Iceberg Java do:
+a bounded token endpoint, Idempotency-Key reuse refused, registration of files that are not
+table metadata, JSON errors on every route; and S3 PUTs a server refused outright."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import http.server
+import json
+import socket
+import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator, Mapping
+from email.message import Message
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog.rest import RestCatalog
+from icefloe.exceptions import FileIOError, UnknownWriteStateError
+from icefloe.s3client import S3Client
+from icefloe.sigv4 import Credentials
+from support.rest import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    TOKEN,
+    RestServer,
+    new_warehouse,
+    start_rest_server,
+)
+from support.s3 import S3Server
+
+ROWS = pa.schema([pa.field("id", pa.int64())])
+
+Reply = tuple[int, "Message[str, str]", bytes]  # status, headers, body
+
+
+def _call(
+    server: RestServer,
+    method: str,
+    path: str,
+    body: object = None,
+    headers: Mapping[str, str] | None = None,
+    raw: bytes | None = None,
+) -> Reply:
+    data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        server.url + path,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return int(resp.status), resp.headers, resp.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.headers, exc.read()
+
+
+def _error(reply: Reply) -> dict[str, Any]:
+    """The ``error`` object of an IcebergErrorResponse (checks the shape)."""
+    status, headers, body = reply
+    assert headers["Content-Type"].startswith("application/json"), headers
+    err = json.loads(body)["error"]
+    assert err["code"] == status and err["type"] and err["message"], err
+    return dict(err)
+
+
+# -- the token endpoint ---------------------------------------------------------------------------
+
+
+def _token_request(server: RestServer, form: Mapping[str, str]) -> Reply:
+    return _call(
+        server,
+        "POST",
+        "/v1/oauth/tokens",
+        raw=urlencode(form).encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+
+
+@pytest.mark.rest
+def test_token_endpoint_refuses_a_large_body_without_reading_it(
+    rest_auth_server: RestServer,
+) -> None:
+    """A body beyond the cap is answered 413 at once: the server does not wait for (or keep) the
+    400 MiB a client announces, and a chunked body is cut off at the cap too."""
+    host, port = urlsplit(rest_auth_server.url).netloc.split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as s:
+        s.sendall(
+            b"POST /v1/oauth/tokens HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            + f"Content-Length: {400 << 20}\r\n\r\n".encode()
+            + b"grant_type=client_credentials&pad="
+            + b"a" * (128 << 10)
+        )
+        head = s.recv(4096).decode("latin-1")
+    assert head.startswith("HTTP/1.1 413 "), head[:200]
+    assert "cache-control: no-store" in head.lower()
+
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        chunks = (
+            b"grant_type=client_credentials&pad=" if i == 0 else b"a" * 4096 for i in range(256)
+        )
+        conn.request(
+            "POST",
+            "/v1/oauth/tokens",
+            body=chunks,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+            encode_chunked=True,
+        )
+        resp = conn.getresponse()
+        body = json.loads(resp.read())
+    finally:
+        conn.close()
+    assert resp.status == 413
+    assert body["error"] == "invalid_request"  # an OAuth2 error, as the endpoint's others
+    # an ordinary form still works
+    ok = {"grant_type": "client_credentials", "client_id": CLIENT_ID}
+    assert _token_request(rest_auth_server, {**ok, "client_secret": CLIENT_SECRET})[0] == 200
+
+
+@pytest.mark.rest
+def test_token_responses_are_not_cached(rest_auth_server: RestServer) -> None:
+    """RFC 6749 5.1: answers of the token endpoint (tokens or errors) carry ``no-store``."""
+    form = {"grant_type": "client_credentials", "client_id": CLIENT_ID}
+    for secret, status in ((CLIENT_SECRET, 200), ("wrong", 401)):
+        got, headers, _ = _token_request(rest_auth_server, {**form, "client_secret": secret})
+        assert got == status
+        assert headers["Cache-Control"] == "no-store"
+        assert headers["Pragma"] == "no-cache"
+
+
+@pytest.mark.rest
+def test_401_names_the_bearer_scheme(rest_auth_server: RestServer) -> None:
+    """RFC 6750 3: a 401 carries ``WWW-Authenticate: Bearer`` (``invalid_token`` for a bad one),
+    and its body is an IcebergErrorResponse."""
+    reply = _call(rest_auth_server, "GET", "/v1/namespaces")
+    assert reply[0] == 401
+    assert reply[1]["WWW-Authenticate"].startswith("Bearer")
+    assert _error(reply)["type"] == "NotAuthorizedException"
+    bad = _call(rest_auth_server, "GET", "/v1/namespaces", headers={"Authorization": "Bearer x"})
+    assert bad[0] == 401
+    assert 'error="invalid_token"' in bad[1]["WWW-Authenticate"]
+    ok = {"Authorization": f"Bearer {TOKEN}"}
+    assert "WWW-Authenticate" not in _call(rest_auth_server, "GET", "/v1/namespaces", None, ok)[1]
+
+
+# -- Idempotency-Key ------------------------------------------------------------------------------
+
+
+@pytest.mark.rest
+def test_idempotency_key_reused_for_another_request_is_refused(rest_server: RestServer) -> None:
+    """A key belongs to one request: its retry (the same JSON, in any key order) is replayed; the
+    key with another body or on another route is 422 and runs nothing."""
+    base = f"/v1/{new_warehouse()}/namespaces"
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    first = _call(
+        rest_server, "POST", base, {"namespace": ["idem1"], "properties": {"a": "1"}}, key
+    )
+    assert first[0] == 200
+    retry = b'{ "properties": {"a": "1"},\n "namespace": ["idem1"] }'
+    assert _call(rest_server, "POST", base, headers=key, raw=retry)[::2] == first[::2]
+    other = _call(rest_server, "POST", base, {"namespace": ["idem2"]}, key)
+    assert other[0] == 422
+    err = _error(other)
+    assert err["type"] == "UnprocessableEntityException" and "Idempotency-Key" in err["message"]
+    assert _call(rest_server, "HEAD", f"{base}/idem2")[0] == 404  # not created
+    assert _call(rest_server, "DELETE", f"{base}/idem1", headers=key)[0] == 422
+    assert _call(rest_server, "HEAD", f"{base}/idem1")[0] == 204  # not dropped
+    # the original request is still replayed, and a new key runs the other request
+    assert _call(rest_server, "POST", base, headers=key, raw=retry)[::2] == first[::2]
+    fresh = {"Idempotency-Key": str(uuid.uuid4())}
+    assert _call(rest_server, "POST", base, {"namespace": ["idem2"]}, fresh)[0] == 200
+
+
+@pytest.mark.rest
+def test_idempotency_key_belongs_to_its_principal(rest_auth_server: RestServer) -> None:
+    """With auth on, another principal's request under the same key is 422 (it must not get the
+    first caller's answer); the same client after refreshing its token is replayed."""
+    form = {"grant_type": "client_credentials", "client_id": CLIENT_ID}
+    status, _, body = _token_request(rest_auth_server, {**form, "client_secret": CLIENT_SECRET})
+    assert status == 200
+    client_token = json.loads(body)["access_token"]
+    ns = f"p{uuid.uuid4().hex[:8]}"
+    req = {"namespace": [ns]}
+    key = str(uuid.uuid4())
+
+    def post(token: str) -> Reply:
+        headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": key}
+        return _call(rest_auth_server, "POST", "/v1/namespaces", req, headers)
+
+    first = post(client_token)
+    assert first[0] == 200
+    exchange = {
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "subject_token": client_token,
+        "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+    }
+    status, _, body = _token_request(rest_auth_server, exchange)
+    assert status == 200
+    refreshed = json.loads(body)["access_token"]
+    assert post(refreshed)[::2] == first[::2]  # the same client: replayed
+    assert post(TOKEN)[0] == 422  # another principal
+    drop = {"Authorization": f"Bearer {TOKEN}"}
+    assert _call(rest_auth_server, "DELETE", f"/v1/namespaces/{ns}", headers=drop)[0] == 204
+
+
+@pytest.mark.rest
+def test_idempotency_rows_of_the_earlier_format_are_still_replayed(tmp_path: Path) -> None:
+    """A reply stored before request bodies were fingerprinted (keyed by method and path) is
+    replayed to its retry after an upgrade, not refused: a commit that happened must not be
+    reported as failed."""
+    base = tmp_path / "srv"
+    server = start_rest_server(base)
+    try:
+        c = RestCatalog("c", uri=server.url)
+        c.create_namespace("db")
+        key = str(uuid.uuid4())
+        stored = b'{"namespace":["legacy"],"properties":{}}'
+        legacy = hashlib.sha256(b"POST /v1/namespaces").hexdigest()
+        with sqlite3.connect(base / "catalog.db") as db:
+            db.execute(
+                "INSERT INTO icefloe_rest_idempotency VALUES (?, ?, ?, 200, ?, '[]', ?)",
+                (key, legacy, 2**62, "application/json", stored),
+            )
+        reply = _call(
+            server, "POST", "/v1/namespaces", {"namespace": ["legacy"]}, {"Idempotency-Key": key}
+        )
+        assert reply[::2] == (200, stored)
+        assert ("legacy",) not in c.list_namespaces()  # replayed, not run
+    finally:
+        server.stop()
+
+
+def test_memory_replies_refuse_a_reused_key_until_it_expires() -> None:
+    """The in-memory store (catalogs other than SQL) keeps one request per key, as the SQL one."""
+    from icefloe.rest.idempotency import (  # here: the other checks run against any version
+        IdempotencyKeyReused,
+        IdempotencyStore,
+        MemoryReplies,
+        StoredReply,
+        fingerprint,
+    )
+
+    store = IdempotencyStore(0.3, MemoryReplies())
+    runs: list[str] = []
+
+    def op(name: str) -> StoredReply:
+        runs.append(name)
+        return StoredReply(200, name.encode(), "application/json")
+
+    a = fingerprint("POST", "/v1/namespaces", "", "", {"namespace": ["a"], "properties": {}})
+    same = fingerprint("POST", "/v1/namespaces", "", "", {"properties": {}, "namespace": ["a"]})
+    b = fingerprint("POST", "/v1/namespaces", "", "", {"namespace": ["b"]})
+    assert store.run("k", a, lambda: op("a")) == (StoredReply(200, b"a", "application/json"), False)
+    assert store.run("k", same, lambda: op("a"))[1] is True  # key order does not count
+    with pytest.raises(IdempotencyKeyReused):
+        store.run("k", b, lambda: op("b"))
+    other = fingerprint("POST", "/v1/namespaces", "", "client:x", {"namespace": ["a"]})
+    with pytest.raises(IdempotencyKeyReused):
+        store.run("k", other, lambda: op("a"))
+    assert runs == ["a"]
+    time.sleep(0.4)  # expired: the key is free again
+    assert store.run("k", b, lambda: op("b"))[1] is False
+    assert runs == ["a", "b"]
+
+
+# -- registration, namespaces, routes -------------------------------------------------------------
+
+
+@pytest.mark.rest
+def test_register_of_a_file_that_is_not_table_metadata_is_a_bad_request(
+    rest_server: RestServer, tmp_path: Path
+) -> None:
+    """The metadata location of a register request is the client's input: a file that is not
+    table metadata (JSON without ``format-version``, not JSON at all, a directory) is 400; a
+    missing file is 404 NotFoundException, as Iceberg Java answers; nothing is registered."""
+    warehouse = new_warehouse()
+    c = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("reg")
+    not_metadata = tmp_path / "a.metadata.json"
+    not_metadata.write_text('{"hello": 1}')
+    not_json = tmp_path / "b.metadata.json"
+    not_json.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    directory = tmp_path / "c.metadata.json"
+    directory.mkdir()
+    path = f"/v1/{warehouse}/namespaces/reg/register"
+    for location in (not_metadata, not_json, directory):
+        reply = _call(rest_server, "POST", path, {"name": "r", "metadata-location": str(location)})
+        assert reply[0] == 400, (location, reply)
+        err = _error(reply)
+        assert err["type"] == "BadRequestException" and str(location) in err["message"]
+    missing = _call(
+        rest_server, "POST", path, {"name": "r", "metadata-location": str(tmp_path / "no.json")}
+    )
+    assert missing[0] == 404 and _error(missing)["type"] == "NotFoundException"
+    assert c.list_tables("reg") == []
+    # a real metadata file still registers
+    t = c.create_table("reg.t", ROWS)
+    ok = _call(rest_server, "POST", path, {"name": "r", "metadata-location": t.metadata_location})
+    assert ok[0] == 200
+    assert c.list_tables("reg") == [("reg", "r"), ("reg", "t")]
+
+
+@pytest.mark.rest
+def test_creating_the_empty_namespace_is_a_bad_request(rest_server: RestServer) -> None:
+    reply = _call(rest_server, "POST", f"/v1/{new_warehouse()}/namespaces", {"namespace": []})
+    assert reply[0] == 400
+    assert _error(reply)["type"] == "BadRequestException"
+
+
+@pytest.mark.rest
+def test_unknown_routes_and_methods_answer_iceberg_json_errors(rest_server: RestServer) -> None:
+    unknown = _call(rest_server, "GET", "/v1/nope")
+    assert unknown[0] == 404
+    assert _error(unknown)["type"] == "NotFoundException"
+    wrong = _call(rest_server, "PUT", f"/v1/{new_warehouse()}/namespaces", {})
+    assert wrong[0] == 405
+    assert _error(wrong)["type"] == "MethodNotAllowedException"
+    assert set(wrong[1]["Allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+    # the request is logged like every other
+    assert '"GET /v1/nope" 404' in rest_server.log_text()
+
+
+# -- S3 PUTs refused outright ---------------------------------------------------------------------
+
+SESSION_TOKEN = "sess-7d1e2f3a4b5c-very-secret"
+
+
+@pytest.mark.s3
+def test_put_refused_with_501_is_a_definite_failure(s3proxy: S3Server) -> None:
+    """s3proxy answers 501 NotImplemented to a request with ``X-Amz-Security-Token``: nothing was
+    written, so the error is a plain FileIOError naming the location and the server's code
+    (not "cannot tell whether it was written"), without the credentials."""
+    bucket = s3proxy.bucket()
+    creds = Credentials(s3proxy.access_key, s3proxy.secret_key, SESSION_TOKEN)
+    client = S3Client(region="us-east-1", credentials=creds, endpoint=s3proxy.endpoint)
+    key = f"{uuid.uuid4().hex}/v1.metadata.json"
+    for if_absent in (False, True):
+        with pytest.raises(FileIOError) as info:
+            client.put_object(bucket, key, b"{}", if_absent=if_absent)
+        assert not isinstance(info.value, UnknownWriteStateError)
+        text = str(info.value)
+        assert f"s3://{bucket}/{key}" in text and "501" in text and "NotImplemented" in text
+        for secret in (SESSION_TOKEN, s3proxy.secret_key):
+            assert secret not in text and secret not in repr(info.value)
+
+
+class _ScriptedS3:
+    """A loopback HTTP server answering each PUT by the next step of ``script``: a status code,
+    or ``"drop"`` (close the connection without answering)."""
+
+    def __init__(self, script: list[int | str]) -> None:
+        self.script = list(script)
+        self.puts = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_PUT(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                owner.puts += 1
+                step = owner.script.pop(0) if owner.script else 500
+                if step == "drop":
+                    self.close_connection = True
+                    return
+                body = b"<Error><Code>Scripted</Code><Message>refused</Message></Error>"
+                self.send_response(int(step))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def scripted_s3() -> Iterator[type[_ScriptedS3]]:
+    made: list[_ScriptedS3] = []
+
+    class Make(_ScriptedS3):
+        def __init__(self, script: list[int | str]) -> None:
+            super().__init__(script)
+            made.append(self)
+
+    yield Make
+    for server in made:
+        server.close()
+
+
+def test_put_refused_with_505_is_not_retried(scripted_s3: type[_ScriptedS3]) -> None:
+    server = scripted_s3([505])
+    client = S3Client(
+        region="us-east-1", credentials=Credentials("k", "s"), endpoint=server.endpoint
+    )
+    with pytest.raises(FileIOError, match=r"s3://b/k: 505 Scripted: refused") as info:
+        client.put_object("b", "k", b"x")
+    assert not isinstance(info.value, UnknownWriteStateError)
+    assert server.puts == 1
+
+
+def test_put_refused_after_an_unanswered_attempt_stays_unknown(
+    scripted_s3: type[_ScriptedS3],
+) -> None:
+    """A 501 says nothing of an earlier attempt that got no answer: it may have written."""
+    server = scripted_s3(["drop", 501])
+    client = S3Client(
+        region="us-east-1", credentials=Credentials("k", "s"), endpoint=server.endpoint
+    )
+    with pytest.raises(UnknownWriteStateError, match=r"s3://b/k"):
+        client.put_object("b", "k", b"x")
+    assert server.puts == 2
+    still_unknown = scripted_s3([502, 501])  # a 5xx that may have written, then a refusal
+    client = S3Client(
+        region="us-east-1", credentials=Credentials("k", "s"), endpoint=still_unknown.endpoint
+    )
+    with pytest.raises(UnknownWriteStateError):
+        client.put_object("b", "k", b"x")
