@@ -69,4 +69,4 @@ def test_icefloe_convert_delta_and_check_delta_commands(tmp_path: Path) -> None:
     checked = runner.invoke(cli, ["check-delta", str(root)])
     assert checked.exit_code == 0 and "satisfies IcebergCompatV3" in checked.output
     bad = runner.invoke(cli, ["convert-delta", str(tmp_path / "missing")])
-    assert bad.exit_code == 2
+    assert bad.exit_code == 3  # not found, as for every command

@@ -77,6 +77,9 @@ S3_ROLE_ARN = "s3.role-arn"
 S3_ANONYMOUS = "s3.anonymous"
 #: Temporary credentials are renewed this long before they expire.
 REFRESH_MARGIN_MS = 60_000
+#: How long the GCS client retries a failing request (``gcs.retry-time-limit-seconds``);
+#: google-cloud-cpp's own limit is 15 minutes, which an unreachable endpoint waits out.
+GCS_RETRY_TIME_LIMIT_SECONDS = 30.0
 
 WHOLE_READ_BYTES = 4 << 20
 #: Bytes a local output stream gathers before writing them to the file.
@@ -520,6 +523,12 @@ class FileIO:
                 gcs["access_token"] = props["gcs.oauth2.token"]
             if _truthy(props.get("gcs.anonymous")):
                 gcs["anonymous"] = True
+            from datetime import timedelta
+
+            key, seconds = "gcs.retry-time-limit-seconds", GCS_RETRY_TIME_LIMIT_SECONDS
+            if key in props:
+                seconds = parse_seconds(key, props[key], what="FileIO property")
+            gcs["retry_time_limit"] = timedelta(seconds=seconds)
             return pafs.GcsFileSystem(**gcs)
         if scheme in _AZURE_SCHEMES:
             azure = {arg: props[key] for key, arg in _ADLS_OPTIONS.items() if props.get(key)}

@@ -18,7 +18,7 @@ from icefloe.catalog.base import (
     namespace_to_string,
     to_identifier,
 )
-from icefloe.catalog.config import DEFAULT_CATALOG_NAME, catalog_properties
+from icefloe.catalog.config import DEFAULT_CATALOG_NAME, catalog_properties, config_path
 from icefloe.exceptions import ValidationError
 from icefloe.table_paths import absolute_location
 
@@ -54,12 +54,25 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
 
     With nothing configured this returns the embedded default: a SQL catalog on SQLite in
     ``./warehouse/icefloe_catalog.db`` with its warehouse in ``./warehouse`` (both created on
-    first use). A name other than ``default`` that nothing configures is a
-    :class:`ValidationError` (a typo would otherwise open that empty local catalog).
+    first use). A name other than ``default`` that nothing configures, asked for or given as
+    ``default-catalog`` in the config file, is a :class:`ValidationError` (a typo would
+    otherwise open that empty local catalog); so is a config file that cannot be read as YAML
+    in UTF-8.
     """
     asked = name
-    name, props, configured = catalog_properties(name, properties)
-    if not configured and asked is not None and asked != DEFAULT_CATALOG_NAME:
+    try:
+        name, props, configured = catalog_properties(name, properties)
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"cannot read icefloe configuration {config_path()}: it is not UTF-8 text ({exc})"
+        ) from exc
+    if not configured and name != DEFAULT_CATALOG_NAME:
+        if asked is None:
+            raise ValidationError(
+                f"default-catalog {name!r} of {config_path()} names no configured catalog "
+                f"(add it under 'catalog:' or set ICEFLOE_CATALOG__{name.upper()}__* "
+                "variables; remove default-catalog to use the local default catalog)"
+            )
         raise ValidationError(
             f"no catalog named {asked!r} is configured (in ~/.icefloe.yaml, the file "
             f"ICEFLOE_CONFIG names, or ICEFLOE_CATALOG__{asked.upper()}__* variables); "

@@ -33,7 +33,8 @@ __all__ = [
 #: A data file is small below this share of ``write.target-file-size-bytes``, the rule
 #: ``rewrite_data_files`` uses to pick files to compact.
 SMALL_FILE_SHARE = 0.75
-#: A partition is called out as skewed when it holds this many times the median's rows.
+#: A partition is called out as skewed when it holds this many times the median's rows (of
+#: two partitions: the other one's, so from 80% of the rows).
 SKEW_RATIO = 4.0
 #: Upper edges of the file-size histogram buckets (powers of four from 4 KiB to 1 GiB).
 SIZE_EDGES: tuple[int, ...] = tuple(4**k * 1024 for k in range(1, 11))
@@ -311,12 +312,26 @@ class PartitionStats:
         return float(values[mid]) if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
     @property
+    def baseline_records(self) -> float:
+        """The rows the largest partition is compared with: the median partition's, or of two
+        partitions the other one's (their median is their mean, which the larger one never
+        reaches twice, however lopsided they are)."""
+        if len(self.rows) == 2:
+            return float(self.rows[1].records)
+        return self.median_records
+
+    @property
+    def baseline(self) -> str:
+        """What :attr:`baseline_records` counts, in words."""
+        return "the other partition" if len(self.rows) == 2 else "the median partition"
+
+    @property
     def skew(self) -> float:
-        """Rows of the largest partition over the median partition's rows."""
+        """Rows of the largest partition over :attr:`baseline_records`."""
         if len(self.rows) < 2:
             return 1.0
-        median = self.median_records
-        return math.inf if median == 0 else self.rows[0].records / median
+        base = self.baseline_records
+        return math.inf if base == 0 else self.rows[0].records / base
 
     @property
     def skewed(self) -> bool:

@@ -25,6 +25,7 @@ from icefloe.cli.render import Output
 __all__ = [
     "COMMAND_MODULES",
     "State",
+    "catalog_identifier",
     "cli",
     "is_location",
     "json_option",
@@ -80,6 +81,19 @@ class State:
             props = self.catalog().properties if self.catalog_name is not None else {}
             return StaticTable.from_metadata(identifier, properties=props)
         return self.catalog().load_table(identifier)
+
+
+def catalog_identifier(table: str, command: str) -> str:
+    """``table`` for a command that changes the catalog; a path or URI is refused (bad input):
+    a table opened by path is read-only, as the file may not be its current version."""
+    if is_location(table):
+        from icefloe.exceptions import ValidationError
+
+        raise ValidationError(
+            f"{command} needs a table identifier such as db.events, not the path {table!r}: a "
+            "table opened by path is read-only; change it through its catalog"
+        )
+    return table
 
 
 def is_location(table: str) -> bool:

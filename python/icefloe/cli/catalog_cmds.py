@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 from rich.tree import Tree
 
-from icefloe.cli.app import State, json_option, pass_state
+from icefloe.catalog import to_identifier
+from icefloe.cli.app import State, catalog_identifier, json_option, pass_state
 from icefloe.cli.render import esc, literal
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NoSuchTableError, TableAlreadyExistsError, ValidationError
 
 __all__ = ["register"]
 
@@ -96,7 +97,7 @@ def drop() -> None:
 @pass_state
 def drop_table(state: State, table: str, purge: bool) -> None:
     """Drop TABLE from the catalog (its files stay unless --purge)."""
-    state.catalog().drop_table(table, purge=purge)
+    state.catalog().drop_table(catalog_identifier(table, "drop table"), purge=purge)
     done = f"dropped table {table}" + (" and deleted its files" if purge else "")
     state.out.console.print(literal(done))
 
@@ -116,7 +117,18 @@ def drop_namespace(state: State, namespace: str) -> None:
 @pass_state
 def rename(state: State, source: str, target: str) -> None:
     """Rename table SOURCE to TARGET."""
-    state.catalog().rename_table(source, target)
+    catalog_identifier(source, "rename")
+    catalog_identifier(target, "rename")
+    catalog = state.catalog()
+    if to_identifier(source) == to_identifier(target):
+        # as Java's REST catalog answers (409): the target name is taken, by the table itself
+        if not catalog.table_exists(source):
+            raise NoSuchTableError(f"table {source!r} does not exist")
+        raise TableAlreadyExistsError(
+            f"cannot rename {source} to {target}: table {target!r} already exists (it is the "
+            "same table)"
+        )
+    catalog.rename_table(source, target)
     state.out.console.print(literal(f"renamed {source} to {target}"))
 
 

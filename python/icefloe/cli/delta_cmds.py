@@ -1,34 +1,79 @@
 """``icefloe convert-delta`` and ``icefloe check-delta``: the Delta converter
 (:mod:`icefloe.delta`) from the command tree.
 
-The options are those of ``python -m icefloe.delta convert`` / ``check``; the global
-``--catalog`` names the catalog ``convert-delta`` writes to (with ``--identifier``).
+The options are those of ``python -m icefloe.delta convert`` / ``check``. ``convert-delta
+--identifier db.t`` writes to the catalog its own ``--catalog`` names, else the one the global
+``--catalog`` (or ``default-catalog``) names. Errors leave as every command's do: one line and
+the exit code of their kind.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+
 import click
 
 from icefloe.cli.app import State
+from icefloe.cli.render import Output
+from icefloe.exceptions import ValidationError
 
 __all__ = ["register"]
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
 
 
-def _forward(ctx: click.Context, command: str) -> None:
-    from icefloe.delta.cli import main as delta_main
+def _parse(ctx: click.Context, command: str) -> argparse.Namespace:
+    """The arguments after ``icefloe convert-delta`` / ``check-delta``, parsed as the Delta
+    converter's command line parses them; usage and ``--help`` name this command."""
+    from icefloe.delta.cli import add_check_arguments, add_convert_arguments
 
-    state = ctx.find_object(State)
-    argv = [command, *ctx.args]
-    named = state is not None and state.catalog_name and "--catalog" not in argv
-    if command == "convert" and named and state is not None:
-        argv += ["--catalog", str(state.catalog_name)]
+    parser = argparse.ArgumentParser(
+        prog=f"{ctx.find_root().info_name or 'icefloe'} {command}-delta",
+        description=ctx.command.short_help,
+    )
+    (add_convert_arguments if command == "convert" else add_check_arguments)(parser)
     try:
-        code = delta_main(argv, prog="icefloe")
-    except SystemExit as exc:  # argparse's --help and usage errors
-        code = exc.code if isinstance(exc.code, int) else 2
-    ctx.exit(code)
+        return parser.parse_args(ctx.args)
+    except SystemExit as exc:  # argparse's --help (0) and usage errors (2)
+        raise click.exceptions.Exit(exc.code if isinstance(exc.code, int) else 2) from None
+
+
+def _convert(state: State, args: argparse.Namespace) -> None:
+    from icefloe.delta.convert import convert
+
+    named = args.catalog or state.catalog_name
+    if args.identifier is None:
+        if named:
+            raise ValidationError(
+                f"convert-delta writes to catalog {named!r} only with --identifier (the "
+                "Iceberg table to create there); without one the table has no catalog"
+            )
+        catalog = None
+    elif args.catalog is not None:
+        from icefloe.catalog import load_catalog
+
+        catalog = load_catalog(args.catalog)
+    else:
+        catalog = state.catalog()
+    result = convert(
+        args.delta_path,
+        catalog=catalog,
+        identifier=args.identifier,
+        metadata_location=args.metadata_location,
+        up_to_version=args.up_to_version,
+        dv_mode=args.dv_mode,
+        check=not args.no_check,
+        progress=bool(args.progress),
+    )
+    doc = {  # what ``python -m icefloe.delta convert`` prints
+        "mode": result.mode,
+        "delta_version": result.delta_version,
+        "previous_version": result.previous_version,
+        "snapshots": result.snapshots,
+        "metadata_location": result.metadata_location,
+    }
+    click.echo(json.dumps(doc))
 
 
 @click.command(
@@ -41,7 +86,8 @@ def _forward(ctx: click.Context, command: str) -> None:
 def convert_delta(ctx: click.Context) -> None:
     """Convert an IcebergCompatV3 Delta table (DELTA_PATH) to Iceberg v3 metadata over the same
     files, or bring an earlier conversion up to date; ``--help`` lists the options."""
-    _forward(ctx, "convert")
+    args = _parse(ctx, "convert")
+    _convert(ctx.find_object(State) or State(None, False, Output()), args)
 
 
 @click.command(
@@ -53,7 +99,9 @@ def convert_delta(ctx: click.Context) -> None:
 @click.pass_context
 def check_delta(ctx: click.Context) -> None:
     """List the IcebergCompatV3 requirements a Delta table does not meet (exit 1 if any)."""
-    _forward(ctx, "check")
+    from icefloe.delta.cli import run_check
+
+    ctx.exit(run_check(_parse(ctx, "check")))
 
 
 def register(group: click.Group) -> None:

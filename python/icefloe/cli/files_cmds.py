@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -155,16 +156,11 @@ def files(
         )
         for i in range(shown)
     ]
-    others = sum(
-        max([len(r[k]) for r in rows] + [len(h)])
-        for k, h in ((0, "content"), (2, "partition"), (3, "rows"), (4, "size"))
-    )
+    file_w, part_w = _name_widths(rows, console.width)
     listing = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     listing.add_column("content", no_wrap=True)
-    listing.add_column(
-        "file", no_wrap=True, overflow="ellipsis", max_width=max(console.width - others - 9, 12)
-    )
-    listing.add_column("partition", no_wrap=True)
+    listing.add_column("file", no_wrap=True, overflow="ellipsis", max_width=file_w)
+    listing.add_column("partition", no_wrap=True, overflow="ellipsis", max_width=part_w)
     listing.add_column("rows", justify="right", no_wrap=True)
     listing.add_column("size", justify="right", no_wrap=True)
     for r in rows:
@@ -174,22 +170,38 @@ def files(
         console.print(f"[dim]({f.num_rows - shown} more files; --limit 0 lists all)[/]")
 
 
+_LISTING_HEADERS = ("content", "file", "partition", "rows", "size")
+
+
+def _name_widths(rows: Sequence[tuple[str, ...]], width: int) -> tuple[int, int]:
+    """Widths of the file and partition columns of the listing: what the content, rows and
+    size columns (always whole) and the gaps between columns leave, shared so that the file
+    keeps up to half of it and a long partition label is cut rather than the numbers."""
+    natural = [max([len(r[k]) for r in rows] + [len(h)]) for k, h in enumerate(_LISTING_HEADERS)]
+    room = width - natural[0] - natural[3] - natural[4] - 9  # 8 for gaps, one to spare
+    file_min = min(natural[1], max(12, room // 2))
+    part_w = max(min(natural[2], room - file_min), len("partition"))
+    return max(room - part_w, len("file")), part_w
+
+
 def _skew_line(stats: PartitionStats) -> Text:
     top = stats.rows[0]
     label = printable(top.label)
     total = sum(r.records for r in stats.rows)
     line = Text()
+    base = stats.baseline  # the median partition, or of two the other one
     if stats.skewed:
         line.append("skewed: ", style="bold yellow")
         line.append(
             f"{label} holds {pct(top.records, total)} of the rows, "
-            f"{stats.skew:.1f}x the median partition ({stats.median_records:,.0f} rows; "
+            f"{stats.skew:.1f}x {base} ({stats.baseline_records:,.0f} rows; "
             f"called out from {SKEW_RATIO:.0f}x)"
         )
     else:
         line.append("balanced: ", style="bold green")
+        whose = "the other's" if len(stats.rows) == 2 else "the median's"
         line.append(
-            f"the largest partition ({label}) has {stats.skew:.1f}x the median's rows "
+            f"the largest partition ({label}) has {stats.skew:.1f}x {whose} rows "
             f"(called out from {SKEW_RATIO:.0f}x)"
         )
     return line

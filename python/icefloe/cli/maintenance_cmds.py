@@ -16,6 +16,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
+from icefloe.cli.analysis import check_snapshot
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.render import esc, human_size, literal, parse_size, plural
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
@@ -121,6 +122,8 @@ def expire(
 ) -> None:
     """Expire snapshots of TABLE by the retention policy and delete the files only they used."""
     t = state.table(table)
+    for sid in snapshot_ids:
+        check_snapshot(t, sid)  # a missing snapshot is not found, not bad input
     with _progress(state, "deleting files", as_json or dry_run) as progress:
         r = t.expire_snapshots(
             older_than_ms=parse_age(older_than) if older_than else None,

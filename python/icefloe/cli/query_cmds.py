@@ -290,14 +290,50 @@ def scan(
     write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
 
 
-def _referenced_tables(query: str) -> list[str]:
+def _name_parts(text: str) -> tuple[str, ...]:
+    """The parts of a name as DuckDB prints a referenced table (``"my ns".t AS x`` ->
+    ``("my ns", "t")``): parts are split on dots outside quotes, ``""`` in a quoted part is one
+    quote, and what follows the name (an alias) is left out."""
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == '"':
+            chunks, j = [], i + 1
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise ValidationError(f"sql: unbalanced quotes in the table name {text!r}")
+                chunks.append(text[j:k])
+                if text.startswith('""', k):
+                    chunks.append('"')
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+            parts.append("".join(chunks))
+        else:
+            j = i
+            while j < n and text[j] not in '."' and not text[j].isspace():
+                j += 1
+            parts.append(text[i:j])
+            i = j
+        if i < n and text[i] == ".":
+            i += 1
+            continue
+        break
+    return tuple(parts)
+
+
+def _quote(part: str) -> str:
+    """``part`` as a quoted DuckDB identifier."""
+    return '"' + part.replace('"', '""') + '"'
+
+
+def _referenced_tables(query: str) -> list[tuple[str, ...]]:
+    """The tables ``query`` names, each as its parts (unquoted), once."""
     import duckdb
 
-    names = []
-    for raw in duckdb.get_table_names(query, qualified=True):
-        name = raw.split(" AS ")[0].strip()
-        names.append(name)
-    return sorted(set(names))
+    return sorted({_name_parts(raw) for raw in duckdb.get_table_names(query, qualified=True)})
 
 
 @click.command("sql", short_help="DuckDB SQL over the catalog's tables.")
@@ -331,6 +367,14 @@ def sql(
         con.close()
 
 
+def _in_catalog(catalog: Any, parts: tuple[str, ...]) -> bool:
+    """Whether ``parts`` names a table of ``catalog`` (a name it cannot hold does not)."""
+    try:
+        return bool(catalog.table_exists(parts))
+    except ValidationError:
+        return False
+
+
 def _run_sql(con: Any, catalog: Any, query: str) -> pa.RecordBatchReader | None:
     """Register the catalog tables ``query`` names as views over icefloe scans, run it.
 
@@ -338,18 +382,17 @@ def _run_sql(con: Any, catalog: Any, query: str) -> pa.RecordBatchReader | None:
     schema ``b`` of an attached in-memory database ``a``, as DuckDB reads three-part names.
     """
     attached: set[str] = set()
-    for i, name in enumerate(_referenced_tables(query)):
-        parts = name.split(".")
-        if len(parts) < 2 or not catalog.table_exists(name):
+    for i, parts in enumerate(_referenced_tables(query)):
+        if len(parts) < 2 or not _in_catalog(catalog, parts):
             continue  # a CTE, a DuckDB table function or a name DuckDB resolves itself
         if len(parts) > 3:
             raise UnsupportedFeatureError(
-                f"sql: DuckDB names have at most three parts, {name!r} has {len(parts)}; "
-                "read it with icefloe scan"
+                f"sql: DuckDB names have at most three parts, {'.'.join(parts)!r} has "
+                f"{len(parts)}; read it with icefloe scan"
             )
         view = f"__icefloe_scan_{i}"
-        con.register(view, catalog.load_table(name).scan())
-        quoted = [f'"{p}"' for p in parts]
+        con.register(view, catalog.load_table(parts).scan())
+        quoted = [_quote(p) for p in parts]
         if len(parts) == 3 and parts[0] not in attached:
             con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
             attached.add(parts[0])

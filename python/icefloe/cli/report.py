@@ -131,13 +131,14 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         skew = (
             f"<p><b>{word}</b>: the largest partition ({escape(top.label)}) holds "
             f"{pct(top.records, sum(r.records for r in parts.rows))} of the rows, "
-            f"{parts.skew:.1f}× the median partition.</p>"
+            f"{parts.skew:.1f}× {parts.baseline}.</p>"
         )
     props = "".join(
         f"<tr><td><code>{escape(k)}</code></td><td>{escape(v)}</td></tr>"
         for k, v in sorted(meta.properties.items())
     )
-    spec = ", ".join(f"{f.name} = {f.transform}" for f in meta.spec().fields) or "unpartitioned"
+    spec = ", ".join(f"{f.name} = {f.transform}" for f in meta.spec().fields)
+    partitioning = f"Partitioned by {escape(spec)}." if spec else "Unpartitioned."
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     warn = sum(1 for c in checks if c.verdict == "warn")
     parts_html = [
@@ -149,7 +150,8 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         f"{meta.format_version} · {escape(meta.location)} · uuid {escape(str(meta.table_uuid))}"
         f"</div></header><main>",
         "<section id='overview'><h2>Overview</h2><div class='cards'>",
-        _card("rows", f"{total('total-records'):,}"),
+        # rows in the data files, deleted ones included (as ``describe`` counts "records")
+        _card("records", f"{total('total-records'):,}"),
         _card("data files", f"{total('total-data-files'):,}"),
         _card("delete files", f"{total('total-delete-files'):,}"),
         _card("size", human_size(total("total-files-size"))),
@@ -158,7 +160,7 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         _card("partitions", str(len(parts.rows))),
         _card("checks to act on", str(warn)),
         "</div>",
-        f"<p class='muted'>Partitioned by {escape(spec)}. Current snapshot "
+        f"<p class='muted'>{partitioning} Current snapshot "
         f"{snap.snapshot_id if snap else '-'}"
         + (f" ({escape(snap.operation or '')}, {ts(snap.timestamp_ms)} UTC)" if snap else "")
         + ".</p></section>",
