@@ -217,3 +217,23 @@ def test_temporary_files_of_killed_writes_are_orphans(tmp_path: Path) -> None:
     removed = t.remove_orphan_files()
     assert [r.removeprefix("file://") for r in removed] == [str(leftover)]
     assert marker.exists()
+
+
+def test_a_naive_cutoff_is_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``older_than`` as a naive datetime means UTC, as in ``scan(as_of=...)``,
+    ``expire_snapshots`` and the CLI: read as local time west of UTC, a cutoff of an hour ago
+    fell hours in the future and deleted files being written."""
+    from datetime import timezone
+
+    from icefloe.table.maintenance import _threshold_ms
+
+    monkeypatch.setenv("TZ", "America/St_Johns")
+    time.tzset()
+    try:
+        naive = datetime(2026, 1, 1, 12, 0)
+        utc_ms = int(naive.replace(tzinfo=timezone.utc).timestamp() * 1000)
+        assert _threshold_ms(naive) == utc_ms
+        assert _threshold_ms(naive.replace(tzinfo=timezone.utc)) == utc_ms
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -40,6 +40,7 @@ from icefloe.table_paths import (
     metadata_location,
     same_file_locations,
 )
+from icefloe.values import epoch_ms
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:
@@ -114,10 +115,8 @@ def _threshold_ms(older_than: datetime | timedelta | int | None) -> int:
         return now - int(DEFAULT_ORPHAN_AGE.total_seconds() * 1000)
     if isinstance(older_than, timedelta):
         return now - int(older_than.total_seconds() * 1000)
-    if isinstance(older_than, datetime):
-        return int(older_than.timestamp() * 1000)
-    if isinstance(older_than, int) and not isinstance(older_than, bool):
-        return older_than
+    if isinstance(older_than, datetime | int) and not isinstance(older_than, bool):
+        return epoch_ms(older_than, "older_than")  # a naive datetime is UTC, as everywhere
     raise ValidationError(
         f"older_than must be a datetime, a timedelta or epoch milliseconds, got {older_than!r}"
     )
