@@ -336,3 +336,21 @@ def test_truncate_wrap_of_an_int_column_promoted_to_long(tmp_path: Path, width: 
     t.delete("n > 3")  # strict projection: the int-wrapped partition is not all > 3
     t.delete(f"n != {low}")
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1]
+
+
+def test_nat_and_impossible_offsets_are_refused(tmp_path: Path) -> None:
+    """``pandas.NaT`` is no instant and an offset beyond 18:00 no offset (Java refuses both):
+    typed errors, not a ValueError or a silently shifted filter."""
+    pd = pytest.importorskip("pandas")
+    from icefloe.exceptions import ValidationError
+    from icefloe.expressions.builder import col
+
+    t = catalog(tmp_path).create_table(
+        "ns.t", pa.schema([("ts", pa.timestamp("us")), ("tz", pa.timestamp("us", tz="UTC"))])
+    )
+    for f in (col("ts") == pd.NaT, col("tz") >= pd.NaT):
+        with pytest.raises(ValidationError, match="not a time"):
+            t.scan(row_filter=f).to_arrow()
+    with pytest.raises(ValidationError, match="at most 18:00"):
+        t.scan(row_filter="tz > '2024-01-01T00:00:00+25:00'").to_arrow()
+    assert t.scan(row_filter="tz > '2024-01-01T00:00:00-18:00'").to_arrow().num_rows == 0

@@ -172,3 +172,17 @@ def test_inputs_that_are_not_tables_are_refused_typed(catalog: Any) -> None:
     with pytest.raises(ValidationError, match="cannot read the input"):
         t.append(reader)
     assert t.scan().to_arrow().num_rows == 0
+
+
+def test_times_outside_a_day_are_refused(catalog: Any) -> None:
+    """A time is microseconds from midnight: 25:00 or a negative time is no time (filters
+    already refuse such literals); nothing is committed."""
+    t = catalog.create_table("n.times", pa.schema([("t", pa.time64("us"))]))
+    for bad in ([90_000_000_000], [-1], [86_400_000_000]):
+        with pytest.raises(ValidationError, match="not within a day"):
+            t.append(pa.table({"t": pa.array(bad, pa.time64("us"))}))
+    with pytest.raises(ValidationError, match="not within a day"):
+        t.append(pa.table({"t": pa.array([86_400_000_000_000], pa.time64("ns"))}))
+    assert t.current_snapshot() is None
+    t.append(pa.table({"t": pa.array([0, 86_399_999_999, None], pa.time64("us"))}))
+    assert t.scan().to_arrow().num_rows == 3

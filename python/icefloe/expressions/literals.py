@@ -141,7 +141,10 @@ def _parse_timestamp(value: str, t: IcebergType, digits: int, with_zone: bool) -
         if tz not in "Zz":
             sign = -1 if tz[0] == "-" else 1
             body = tz[1:].replace(":", "")
-            offset_s = sign * (int(body[:2]) * 3600 + int(body[2:4] or 0) * 60)
+            hours, minutes = int(body[:2]), int(body[2:4] or 0)
+            if minutes >= 60 or hours * 60 + minutes > 18 * 60:
+                raise _bad(value, t, "an offset is at most 18:00 from UTC")
+            offset_s = sign * (hours * 3600 + minutes * 60)
     unit = int(10**digits)
     secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset_s
     return secs * unit + _fraction(m["f"], digits, value, t)
@@ -154,6 +157,8 @@ def _month_days(y: int, m: int) -> int:
 
 
 def _datetime_units(value: dt.datetime, t: IcebergType, with_zone: bool, digits: int) -> int:
+    if value != value:  # pandas.NaT (a datetime that equals nothing): no instant
+        raise _bad(value, t, "not a time: filter nulls with 'is null'")
     if value.tzinfo is not None and value.utcoffset() is not None:
         if not with_zone:
             raise _bad(value, t, "a timestamp without time zone cannot take an aware datetime")

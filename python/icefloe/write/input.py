@@ -39,6 +39,7 @@ from icefloe.types import (
     MapType,
     NestedField,
     StructType,
+    TimeType,
     VariantType,
 )
 from icefloe.values import field_default
@@ -177,7 +178,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
     have = arr.type
     if have == want:
         if not isinstance(t, StructType | ListType | MapType):
-            return arr
+            return _within_a_day(arr, path) if isinstance(t, TimeType) else arr
         _check_nested_required(arr, t, path)
         if not _hiddentyped_nulls(arr, t):
             return arr
@@ -245,9 +246,28 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
     if not _safe(have, want):
         raise _type_error(path, have, want)
     try:
-        return pc.cast(arr, want, safe=True)
+        out = pc.cast(arr, want, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise ValidationError(f"column {path!r}: cannot cast {have} to {want}: {e}") from e
+    return _within_a_day(out, path) if isinstance(t, TimeType) else out
+
+
+#: A time is microseconds from midnight: 0 up to (not including) a day.
+_DAY_MICROS = 86_400_000_000
+
+
+def _within_a_day(arr: pa.Array, path: str) -> pa.Array:
+    """A time column's values, refused unless each lies within one day."""
+    if len(arr) == arr.null_count:
+        return arr
+    extremes = pc.min_max(arr.view(pa.int64()))  # the table's time64[us]
+    lo, hi = extremes["min"].as_py(), extremes["max"].as_py()
+    if lo < 0 or hi >= _DAY_MICROS:
+        bad = lo if lo < 0 else hi
+        raise ValidationError(
+            f"column {path!r}: time {bad} microseconds is not within a day (0 to {_DAY_MICROS - 1})"
+        )
+    return arr
 
 
 def _compact(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
