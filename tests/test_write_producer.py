@@ -150,6 +150,37 @@ def test_position_delete_file_via_producer(tmp_path: Path, duckdb_con: Any) -> N
 
 
 @pytest.mark.parametrize("version", [2, 3])
+def test_delete_manifests_merge_too(tmp_path: Path, version: int, duckdb_con: Any) -> None:
+    """Merge-on-read deletes, one commit each, in different files: their delete manifests are
+    merged like data manifests (unmerged, every commit added one and planning slowed with
+    each); the rows and the deletes' sequence numbers are unchanged, for PyIceberg and DuckDB
+    too."""
+    cat = catalog(tmp_path)
+    props = {"commit.manifest.min-count-to-merge": "3", "write.delete.mode": "merge-on-read"}
+    t = cat.create_table("ns.t", SCHEMA, format_version=version, properties=props)
+    for i in range(4):
+        t.append(rows(i * 10, 10))
+    seqs: dict[str, int] = {}
+    for i in range(8):
+        t.delete(f"id = {i * 5}")
+        for _, batch in manifest_entries(t.io, t.current_snapshot(), content=1):
+            live = batch.filter(pc.not_equal(batch["status"], 2))
+            for path, seq in zip(
+                live["file_path"].to_pylist(), live["sequence_number"].to_pylist(), strict=True
+            ):
+                assert seqs.setdefault(path, seq) == seq  # merging keeps each sequence number
+    snap = t.current_snapshot()
+    assert snap is not None and snap.manifest_list is not None
+    lst = manifest_files(read_manifest_list(t.io.new_input(snap.manifest_list).read()))
+    assert sum(1 for m in lst if m.content == 1) <= 3
+    gone = {i * 5 for i in range(8)}
+    want = checksum(rows(0, 40).filter(pc.invert(pc.is_in(rows(0, 40)["id"], pa.array(gone)))))
+    assert checksum(t.scan().to_arrow()) == want
+    assert checksum(pyiceberg_read(t)) == want
+    assert duckdb_checksum(duckdb_con, t) == want
+
+
+@pytest.mark.parametrize("version", [2, 3])
 def test_manifest_merge(tmp_path: Path, version: int, duckdb_con: Any) -> None:
     cat = catalog(tmp_path)
     t = cat.create_table(

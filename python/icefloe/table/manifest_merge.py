@@ -1,6 +1,8 @@
-"""Merging a snapshot's data manifests (``commit.manifest-merge.enabled``): once a spec has
-``commit.manifest.min-count-to-merge`` manifests, they are bin-packed to
-``commit.manifest.target-size-bytes`` and each bin is rewritten as one manifest."""
+"""Merging a snapshot's manifests (``commit.manifest-merge.enabled``), data and delete
+manifests apart, as the Java reference does: once a spec has
+``commit.manifest.min-count-to-merge`` manifests of one content, they are bin-packed to
+``commit.manifest.target-size-bytes`` and each bin is rewritten as one manifest. (Unmerged, one
+delete manifest per row-level commit makes every later plan and delete slower.)"""
 
 from __future__ import annotations
 
@@ -34,11 +36,13 @@ def merge_manifests(
     own: Collection[str],
     write: WriteManifest,
     flush: Callable[[], None],
+    content: int = 0,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-    """The new and kept manifest-list rows after merging, and the paths of the kept manifests
-    merged away. ``written`` receives the paths of merged manifests; ``own`` are the manifests
-    this snapshot wrote (their entries are ADDED and inherit later); ``write`` writes a batch of
-    entries as a manifest and returns its row; ``flush`` waits until ``own`` are written."""
+    """The new and kept manifest-list rows (all of ``content``: 0 data, 1 deletes) after
+    merging, and the paths of the kept manifests merged away. ``written`` receives the paths
+    of merged manifests; ``own`` are the manifests this snapshot wrote (their entries are
+    ADDED and inherit later); ``write`` writes a batch of entries as a manifest and returns its
+    row; ``flush`` waits until ``own`` are written."""
     props = metadata.properties
     min_count = int_property(
         props,
@@ -73,7 +77,7 @@ def merge_manifests(
             if len(b) == 1:
                 (out_new if b[0] in group_new else out_kept).append(b[0])
                 continue
-            row = _merge_bin(metadata, b, spec_id, io, own, write, flush)
+            row = _merge_bin(metadata, b, spec_id, io, own, write, flush, content)
             written.append(row["manifest_path"])
             replaced += [r["manifest_path"] for r in b if r not in group_new]
             out_new.append(row)
@@ -88,6 +92,7 @@ def _merge_bin(
     own: Collection[str],
     write: WriteManifest,
     flush: Callable[[], None],
+    content: int,
 ) -> dict[str, Any]:
     flush()  # our new manifests are read back below
     batches = []
@@ -107,7 +112,7 @@ def _merge_bin(
         batches.append(b)
     merged = pa.Table.from_batches(batches).combine_chunks().to_batches()
     batch = merged[0] if merged else batches[0]
-    row = write(metadata, batch, spec_id, 0)
+    row = write(metadata, batch, spec_id, content)
     if any(r["manifest_path"] not in own for r in rows):
         row["first_row_id"] = None
     return row

@@ -301,15 +301,28 @@ class SnapshotProducer:
             TableProperties.MANIFEST_MERGE_ENABLED,
             TableProperties.MANIFEST_MERGE_ENABLED_DEFAULT,
         ):
+            own = set(self._new_manifest_paths)
             data_new, data_kept, merged = merge_manifests(
                 metadata,
                 data_new,
                 data_kept,
                 written,
                 io=self.io,
-                own=set(self._new_manifest_paths),
+                own=own,
                 write=self._write,
                 flush=self._flush,
+            )
+            replaced += merged
+            delete_new, delete_kept, merged = merge_manifests(
+                metadata,
+                delete_new,
+                delete_kept,
+                written,
+                io=self.io,
+                own=own,
+                write=self._write,
+                flush=self._flush,
+                content=1,
             )
             replaced += merged
         rows = data_new + delete_new + data_kept + delete_kept
