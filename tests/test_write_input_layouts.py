@@ -186,3 +186,34 @@ def test_times_outside_a_day_are_refused(catalog: Any) -> None:
     assert t.current_snapshot() is None
     t.append(pa.table({"t": pa.array([0, 86_399_999_999, None], pa.time64("us"))}))
     assert t.scan().to_arrow().num_rows == 3
+
+
+def test_streams_are_written_as_they_are_read(
+    catalog: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream is written in pieces while it is read (memory stays bounded however long it
+    is), in one snapshot; a stream failing half-way leaves the table and its directory as
+    they were."""
+    import icefloe.write.input as input_mod
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 8_000)
+    t = catalog.create_table("n.stream", pa.schema([("id", I64)]))
+    data_dir = Path(t.location.removeprefix("file://")) / "data"
+    seen_files: list[int] = []
+
+    def batches(fail_at: int | None = None) -> Any:
+        for i in range(10):
+            if i == fail_at:
+                raise RuntimeError("the source broke")
+            seen_files.append(len(list(data_dir.rglob("*.parquet"))) if data_dir.exists() else 0)
+            yield pa.record_batch({"id": pa.array(range(i * 1000, (i + 1) * 1000), I64)})
+
+    schema = pa.schema([("id", I64)])
+    t.append(pa.RecordBatchReader.from_batches(schema, batches()))
+    assert max(seen_files) > 0  # files were written before the stream ended
+    assert len(t.snapshots()) == 1 and t.scan().to_arrow().num_rows == 10_000
+    before = sorted(data_dir.rglob("*.parquet"))
+    with pytest.raises(RuntimeError, match="broke"):
+        t.append(pa.RecordBatchReader.from_batches(schema, batches(fail_at=6)))
+    assert sorted(data_dir.rglob("*.parquet")) == before
+    assert len(t.refresh().snapshots()) == 1

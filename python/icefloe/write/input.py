@@ -19,7 +19,7 @@ nulls. Anything else raises :class:`~icefloe.exceptions.ValidationError` naming 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,11 @@ from icefloe.types import (
 from icefloe.values import field_default
 from icefloe.variant import encode_column, from_pylist
 
-__all__ = ["to_arrow_table", "to_table_schema"]
+__all__ = ["STREAM_CHUNK_BYTES", "to_arrow_table", "to_table_schema", "to_table_schema_chunks"]
+
+#: A stream (``RecordBatchReader``, ``__arrow_c_stream__``) is written in pieces of about this
+#: much Arrow data, so a write of any length holds a bounded amount of memory.
+STREAM_CHUNK_BYTES = 256 << 20
 
 
 def to_arrow_table(data: Any) -> pa.Table:
@@ -87,6 +91,56 @@ def _from_pandas(data: Any) -> pa.Table:
         return pa.Table.from_pandas(data, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
         raise ValidationError(f"cannot convert the DataFrame to Arrow: {e}") from None
+
+
+def to_table_schema_chunks(
+    data: Any, schema: Schema, format_version: int = 2
+) -> Iterator[pa.Table]:
+    """``data`` as :func:`to_table_schema` tables: one for a table or DataFrame; for a stream,
+    one per :data:`STREAM_CHUNK_BYTES` of its batches, read as they are needed (at least one,
+    so even an empty stream is checked against the schema)."""
+    reader = _stream(data)
+    if reader is None:
+        yield to_table_schema(data, schema, format_version)
+        return
+    batches: list[pa.RecordBatch] = []
+    size = 0
+    sent = False
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            break
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise ValidationError(f"cannot read the input as Arrow data: {e}") from e
+        batches.append(batch)
+        size += batch.nbytes
+        if size >= STREAM_CHUNK_BYTES:
+            yield to_table_schema(_joined(batches, reader.schema), schema, format_version)
+            batches, size, sent = [], 0, True
+    if batches or not sent:
+        yield to_table_schema(_joined(batches, reader.schema), schema, format_version)
+
+
+def _joined(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    try:
+        return pa.Table.from_batches(batches, schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise ValidationError(f"cannot read the input as Arrow data: {e}") from e
+
+
+def _stream(data: Any) -> pa.RecordBatchReader | None:
+    """``data`` as a reader when it is a stream (not a table, DataFrame or mapping)."""
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.Table | pa.RecordBatch | pa.Array | pa.ChunkedArray | Mapping):
+        return None
+    if type(data).__module__.startswith("pandas") or not hasattr(data, "__arrow_c_stream__"):
+        return None
+    try:
+        return pa.RecordBatchReader.from_stream(data)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise ValidationError(f"cannot read the input as Arrow data: {e}") from e
 
 
 def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Table:

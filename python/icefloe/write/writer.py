@@ -60,7 +60,7 @@ from icefloe.write import native_writer
 from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, write_avro
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
-from icefloe.write.input import to_table_schema
+from icefloe.write.input import to_table_schema_chunks
 from icefloe.write.locations import LocationProvider
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.orc_files import OrcOptions, is_orc, orc_arrow_schema, to_orc_table, write_orc
@@ -350,15 +350,23 @@ def write_data_files(
     options: WriteOptions | None = None,
     spec: PartitionSpec | None = None,
 ) -> list[DataFile]:
-    """Write ``data`` as Parquet files for ``metadata``'s current schema and default spec.
+    """Write ``data`` as Parquet files for ``metadata``'s current schema and default spec (a
+    stream in pieces, as it is read: see :func:`~icefloe.write.input.to_table_schema_chunks`).
 
     Nothing is registered in the table. On error every file written so far is deleted.
     """
     schema = metadata.current_schema()
-    table = to_table_schema(data, schema, metadata.format_version)
-    return write_parquet_files(
-        metadata, io, table, schema=schema, spec=spec or metadata.spec(), options=options
-    )
+    files: list[DataFile] = []
+    try:
+        for table in to_table_schema_chunks(data, schema, metadata.format_version):
+            files += write_parquet_files(
+                metadata, io, table, schema=schema, spec=spec or metadata.spec(), options=options
+            )
+    except BaseException:
+        for f in files:
+            io.delete_quietly(f.file_path)
+        raise
+    return files
 
 
 def write_parquet_files(
