@@ -206,3 +206,29 @@ def test_upsert_reads_only_the_files_that_may_hold_its_keys(
     assert read == [len(keys)]  # the files holding 0, 10**9 and the null key
     got = {r["id"]: r["v"] for r in t.scan().to_arrow().to_pylist()}
     assert (got[0], got[10**9], got[10]) == ("a", "b", "old1") and len(got) == 41 + nulls
+
+
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_upsert_needs_whole_rows(tmp_path: Path, mode: str) -> None:
+    """A source without a column of the table would wipe that column in the rows it updates
+    (Spark's MERGE ... UPDATE SET * refuses it): refused, nothing committed."""
+    t = catalog(tmp_path).create_table(
+        "ns.whole",
+        pa.schema([("id", pa.int64()), ("name", pa.string()), ("v", pa.int64())]),
+        properties={"write.upsert.mode": mode},
+    )
+    t.append(pa.table({"id": [1, 1, 2], "name": ["a", "a2", "b"], "v": [10, 11, 20]}))
+    before = t.current_snapshot()
+    with pytest.raises(ValidationError, match=r"lacks the columns \['v'\]"):
+        t.upsert(pa.table({"id": [1, 3], "name": ["A", "C"]}), join_cols=["id"])
+    assert t.refresh().current_snapshot() == before
+    result = t.upsert(
+        pa.table({"id": [1, 3], "name": ["A", "C"], "v": [100, 30]}), join_cols=["id"]
+    )
+    assert (result.rows_updated, result.rows_inserted) == (2, 1)  # both rows of id 1
+    rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [
+        {"id": 1, "name": "A", "v": 100},
+        {"id": 2, "name": "b", "v": 20},
+        {"id": 3, "name": "C", "v": 30},
+    ]

@@ -96,6 +96,11 @@ def test_merge_rejects_duplicate_source_keys(spark: Any, iceberg_spark: JavaCata
     with pytest.raises(ValidationError, match="more than one source row"):
         ispark.merge(_frame(spark, dup, schema), t, on=["id"])
     assert t.refresh().current_snapshot() == snapshot
+    # a source without every column would wipe the missing ones in updated rows
+    partial = _frame(spark, all_types_rows(3, 2, schema), schema).select("id")
+    with pytest.raises(ValidationError, match="lacks the columns"):
+        ispark.merge(partial, t, on=["id"])
+    assert t.refresh().current_snapshot() == snapshot
 
 
 @pytest.mark.spark

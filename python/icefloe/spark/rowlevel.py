@@ -215,7 +215,9 @@ def merge(
     ``when_matched``: ``"update"`` replaces matched rows with the source rows, ``"delete"``
     deletes them, ``None`` leaves them. ``when_not_matched``: ``"insert"`` adds source rows
     without a match, ``None`` drops them. A target row matched by more than one source row is
-    an error (:class:`~icefloe.exceptions.ValidationError`), as in SQL's ``MERGE``.
+    an error (:class:`~icefloe.exceptions.ValidationError`), as in SQL's ``MERGE``; so is a
+    source without every column of the table when matched rows are updated. Keys match as
+    SQL's ``=`` does: a null key matches nothing (``Table.upsert`` matches null to null).
 
     On v3 tables updated rows keep their ``_row_id`` and get the commit's sequence number as
     ``_last_updated_sequence_number`` (spec "Row Lineage"); inserted rows get new ids.
@@ -243,6 +245,12 @@ def merge(
     for c in df.columns:
         if c in (FILE, POS, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER, FILE_NUMBER):
             raise ValidationError(f"merge source column {c!r} is a reserved metadata column")
+    missing = [f.name for f in schema.fields if f.name not in df.columns]
+    if when_matched == "update" and missing:
+        # filled with nulls, an update would wipe the rows' values (as SQL's UPDATE SET * says)
+        raise ValidationError(
+            f"the merge source lacks the columns {missing}: an update replaces whole rows"
+        )
     lineage = t.metadata.format_version >= 3
     spark = df.sparkSession
     tx = t.transaction()

@@ -52,7 +52,7 @@ from icefloe.write.delete_files import (
     write_equality_deletes,
 )
 from icefloe.write.files import DataFile
-from icefloe.write.input import to_table_schema
+from icefloe.write.input import to_schema_arrow_table, to_table_schema
 from icefloe.write.matching import (
     KeySet,
     all_rows_match,
@@ -359,7 +359,8 @@ def _count_live(ctx: RowContext, task: FileScanTask) -> int:
 
 @dataclass(frozen=True)
 class UpsertResult:
-    """What an upsert changed."""
+    """What an upsert changed: the table's rows replaced (two rows of one key replaced by one
+    source row count twice, as Spark's MERGE counts updated rows) and the source rows added."""
 
     rows_updated: int
     rows_inserted: int
@@ -402,31 +403,26 @@ def _key_filter(keys: pa.Table, join_cols: Sequence[str]) -> BooleanExpression:
 def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
     if not join_cols:
         raise ValidationError("upsert needs at least one join column")
-    given = _input_names(data)
-    if given is not None and not ctx.case_sensitive:
-        given = {g.lower() for g in given}
-    top = {f.name if ctx.case_sensitive else f.name.lower() for f in ctx.schema.fields}
     for name in join_cols:
         if ctx.schema.find_field_id(name, ctx.case_sensitive) is None:
             raise ValidationError(f"join column {name!r} is not in the table schema")
-        key = name if ctx.case_sensitive else name.lower()
-        if given is not None and key in top and key not in given:
+    data = to_schema_arrow_table(data, ctx.schema)
+    given = set(data.column_names)
+    fold = (lambda n: n) if ctx.case_sensitive else str.lower
+    given = {fold(g) for g in given}
+    for name in join_cols:
+        if fold(name) in {fold(f.name) for f in ctx.schema.fields} and fold(name) not in given:
             # filled with nulls, it would match (and replace) every row with a null key
             raise ValidationError(f"join column {name!r} is not in the data to upsert")
+    missing = [f.name for f in ctx.schema.fields if fold(f.name) not in given]
+    if missing:
+        # filled with nulls (or defaults), an update would wipe the rows' values
+        raise ValidationError(
+            f"the data to upsert lacks the columns {missing}: an upsert replaces whole rows, "
+            "so it needs every column of the table (Spark's MERGE ... UPDATE SET * refuses "
+            "such a source too)"
+        )
     return to_table_schema(data, ctx.schema, ctx.version)
-
-
-def _input_names(data: Any) -> set[str] | None:
-    """The top-level column names of upsert input, when its kind tells them."""
-    if isinstance(data, pa.Table | pa.RecordBatch):
-        names: list[str] = data.schema.names
-    elif isinstance(data, dict):
-        names = [str(k) for k in data]
-    elif type(data).__module__.startswith("pandas"):  # a DataFrame, as to_arrow_table tells
-        names = [str(c) for c in data.columns]
-    else:
-        return None
-    return set(names)
 
 
 #: Times an equality-mode upsert runs again on a newer table after a conflict.

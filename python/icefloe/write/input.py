@@ -45,7 +45,13 @@ from icefloe.types import (
 from icefloe.values import field_default
 from icefloe.variant import encode_column, from_pylist
 
-__all__ = ["STREAM_CHUNK_BYTES", "to_arrow_table", "to_table_schema", "to_table_schema_chunks"]
+__all__ = [
+    "STREAM_CHUNK_BYTES",
+    "to_arrow_table",
+    "to_schema_arrow_table",
+    "to_table_schema",
+    "to_table_schema_chunks",
+]
 
 #: A stream (``RecordBatchReader``, ``__arrow_c_stream__``) is written in pieces of about this
 #: much Arrow data, so a write of any length holds a bounded amount of memory.
@@ -143,9 +149,15 @@ def _stream(data: Any) -> pa.RecordBatchReader | None:
         raise ValidationError(f"cannot read the input as Arrow data: {e}") from e
 
 
+def to_schema_arrow_table(data: Any, schema: Schema) -> pa.Table:
+    """Any supported input as a :class:`pyarrow.Table` with its own columns, Python values of
+    ``schema``'s variant columns encoded (see :func:`to_arrow_table`)."""
+    return to_arrow_table(_encode_python_variants(data, schema))
+
+
 def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Table:
     """``data`` with exactly the columns, order and types of ``schema`` (field ids attached)."""
-    table = to_arrow_table(_encode_python_variants(data, schema))
+    table = to_schema_arrow_table(data, schema)
     target = schema_to_arrow(schema)
     known = {f.name for f in schema.fields}
     names = table.column_names  # a new list on every call: taken once
