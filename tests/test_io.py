@@ -234,3 +234,13 @@ def test_fast_location_parsing_agrees_with_urlparse(path: list[str], scheme: str
     assert (io.s3_client(location) is not None) == is_s3
     if scheme.lower() == "file://":
         assert io.resolve(location)[1] == os.path.abspath(parsed.path)
+
+
+def test_errors_of_huge_locations_are_short(tmp_path: Path) -> None:
+    """A location of megabytes (an identity partition of a huge value) is named in part."""
+    from icefloe.exceptions import FileIOError, NotFoundError
+
+    huge = str(tmp_path / ("x" * 300_000))
+    with pytest.raises((FileIOError, NotFoundError)) as info:
+        FileIO().new_output(f"{huge}/f.parquet").write(b"data")
+    assert len(str(info.value)) < 2_000 and "characters]" in str(info.value)

@@ -160,15 +160,29 @@ def _make_directories(directory: str) -> list[str]:
 _NATIVE_LOCAL_WRITES = os.name == "posix"
 
 
+#: Error messages name at most this many characters of a location (and of the store's text).
+_MESSAGE_PART = 600
+
+
+def _shortened(text: str) -> str:
+    """``text`` cut in the middle when longer than :data:`_MESSAGE_PART` (a partition value of
+    megabytes makes a path of megabytes)."""
+    if len(text) <= _MESSAGE_PART:
+        return text
+    keep = _MESSAGE_PART // 2
+    return f"{text[:keep]}...[{len(text) - 2 * keep} characters]...{text[-keep:]}"
+
+
 def _map_error(exc: BaseException, location: str, action: str) -> Exception:
     """Translate an OS/Arrow error into the icefloe class, naming the location."""
+    location = _shortened(location)
     if isinstance(exc, FileNotFoundError) or (
         isinstance(exc, OSError) and exc.errno == errno.ENOENT
     ):
         return NotFoundError(f"cannot {action} {location}: file not found")
     if isinstance(exc, FileExistsError):
         return AlreadyExistsError(f"cannot {action} {location}: file already exists")
-    text = str(exc)
+    text = _shortened(str(exc))
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
         bucket = urlparse(location).netloc
         return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
@@ -313,7 +327,10 @@ class OutputFile:
         fs, path = self._io.resolve(self.location)
         if isinstance(fs, pafs.LocalFileSystem):
             directory = os.path.dirname(path) or "."
-            changed = [directory, *_make_directories(directory)]
+            try:
+                changed = [directory, *_make_directories(directory)]
+            except OSError as exc:
+                raise _map_error(exc, self.location, "write") from exc
             tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
                 with open(tmp, "wb") as handle:
