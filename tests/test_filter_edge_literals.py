@@ -305,8 +305,9 @@ def test_truncate_wrap_of_an_int_column_promoted_to_long(tmp_path: Path, width: 
     t = catalog(tmp_path).create_table("ns.t", rows.schema)
     with t.update_spec() as u:
         u.add_field("n", f"truncate[{width}]")
+    t.append(rows.slice(0, 3))  # the lowest values share a file (and their partition)
     with t.transaction() as tx:
-        for i in range(rows.num_rows):
+        for i in range(3, rows.num_rows):
             tx.append(rows.slice(i, 1))
     t.update_schema().update_column("n", LongType()).commit()
     t.append(pa.table({"id": pa.array([100], pa.int64()), "n": pa.array([low - 5], pa.int64())}))

@@ -190,14 +190,11 @@ def _int_wrap_of_long(
     op = pred.op
     values = pred.literals if op.is_set else (pred.literal,)
     zone = [v for v in values if _INT_MIN <= v < end]
+    # (ranges always take the wrapped partition into account: it is rare, and costs nothing)
     if strict:
-        may_fail = (op in (Op.GT, Op.GT_EQ) and pred.literal > _INT_MIN - (op is Op.GT_EQ)) or (
-            op in (Op.NOT_EQ, Op.NOT_IN) and bool(zone)
-        )
+        may_fail = op in (Op.GT, Op.GT_EQ) or (op in (Op.NOT_EQ, Op.NOT_IN) and bool(zone))
         return And(projected, _mk(Op.NOT_EQ, name, wrapped)) if may_fail else projected
-    may_match = (op in (Op.LT, Op.LT_EQ) and pred.literal > _INT_MIN - (op is Op.LT_EQ)) or (
-        op in (Op.EQ, Op.IN) and bool(zone)
-    )
+    may_match = op in (Op.LT, Op.LT_EQ) or (op in (Op.EQ, Op.IN) and bool(zone))
     return Or(projected, _mk(Op.EQ, name, wrapped)) if may_match else projected
 
 

@@ -246,7 +246,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         if not isinstance(t, StructType | ListType | MapType):
             return _within_a_day(arr, path) if isinstance(t, TimeType) else arr
         _check_nested_required(arr, t, path)
-        if not _hiddentyped_nulls(arr, t):
+        if not _hidden_nulls(arr, t):
             return arr
         # nulls of required fields under null parents: rebuilt below with placeholders
     if pa.types.is_null(have):
@@ -355,7 +355,7 @@ def _compact(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     return pa.array(offsets), values
 
 
-def _hiddentyped_nulls(arr: pa.Array, t: IcebergType) -> bool:
+def _hidden_nulls(arr: pa.Array, t: IcebergType) -> bool:
     """Whether a required field nested in ``arr`` holds nulls (under null parents: the rest
     was refused before), which Parquet writers refuse."""
     if isinstance(t, StructType):
@@ -363,17 +363,17 @@ def _hiddentyped_nulls(arr: pa.Array, t: IcebergType) -> bool:
             c = arr.field(i)
             if child.required and c.null_count:
                 return True
-            if isinstance(child.field_type, StructType | ListType | MapType) and _hiddentyped_nulls(
+            if isinstance(child.field_type, StructType | ListType | MapType) and _hidden_nulls(
                 c, child.field_type
             ):
                 return True
         return False
     if isinstance(t, ListType):
         if isinstance(t.element_type, StructType | ListType | MapType):
-            return _hiddentyped_nulls(arr.flatten(), t.element_type)
+            return _hidden_nulls(arr.flatten(), t.element_type)
         return False
     if isinstance(t, MapType) and isinstance(t.value_type, StructType | ListType | MapType):
-        return _hiddentyped_nulls(_compact(arr)[1].field(1), t.value_type)
+        return _hidden_nulls(_compact(arr)[1].field(1), t.value_type)
     return False
 
 
