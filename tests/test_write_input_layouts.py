@@ -217,3 +217,35 @@ def test_streams_are_written_as_they_are_read(
         t.append(pa.RecordBatchReader.from_batches(schema, batches(fail_at=6)))
     assert sorted(data_dir.rglob("*.parquet")) == before
     assert len(t.refresh().snapshots()) == 1
+
+
+def test_unknown_fields_next_to_partition_and_sort_sources(catalog: Any) -> None:
+    """``unknown`` fields stay out of data files; the partition and sort keys of their
+    siblings in a struct are still taken from the right fields."""
+    from icefloe.types import UnknownType
+
+    schema = Schema(
+        NestedField(1, "id", LongType()),
+        NestedField(2, "u", UnknownType()),
+        NestedField(
+            3,
+            "s",
+            StructType(
+                NestedField(4, "u2", UnknownType()),
+                NestedField(5, "k", StringType()),
+                NestedField(6, "j", LongType()),
+            ),
+        ),
+    )
+    t = catalog.create_table("n.unknown_siblings", schema, format_version=3)
+    t.update_spec().add_field("s.k", "identity").commit()
+    t.replace_sort_order().desc("s.j").commit()
+    t.append(
+        pa.table(
+            {"id": [1, 2, 3], "s": [{"k": "a", "j": 10}, {"k": "a", "j": 30}, {"k": "b", "j": 20}]}
+        )
+    )
+    assert sorted(f.data_file.partition for f in t.scan().plan_files()) == [("a",), ("b",)]
+    rows = t.scan(row_filter="s.k = 'a'").to_arrow().to_pylist()
+    assert [r["id"] for r in rows] == [2, 1]  # sorted by s.j descending within the file
+    assert rows[0]["u"] is None and rows[0]["s"]["u2"] is None

@@ -397,11 +397,6 @@ def write_parquet_files(
         )
     else:
         file_schema = schema
-    stored = _without_unknown(file_schema)
-    if stored is not file_schema:
-        # ``unknown`` columns are not stored in data files: readers give them nulls
-        table = _select(table, schema_to_arrow(stored))
-        file_schema = stored
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
     use_dictionary = dictionary_columns(table)  # sampled once, before rows are regrouped
@@ -438,6 +433,12 @@ def write_parquet_files(
             bounds = [(0, table.num_rows)]
     else:
         bounds = [(0, table.num_rows)]
+    stored = _without_unknown(file_schema)
+    if stored is not file_schema:
+        # ``unknown`` columns are not stored in data files: readers give them nulls (dropped
+        # after partition and sort keys were taken by position from the whole schema)
+        table = _select(table, schema_to_arrow(stored))
+        file_schema = stored
     values = [p.to_pylist() for p in parts]  # one value per group
     writer = _FileWriter(
         metadata,
