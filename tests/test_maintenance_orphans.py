@@ -237,3 +237,21 @@ def test_a_naive_cutoff_is_utc_whatever_the_local_zone(monkeypatch: pytest.Monke
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_failed_delete_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Orphan removal whose deletes fail raises (it does not report the files as deleted)."""
+    from icefloe.exceptions import FileIOError
+
+    t, _ = _sql_table(tmp_path)
+    stray = Path(t.location.removeprefix("file://")) / "data" / "stray.parquet"
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_bytes(b"x")
+
+    def refuse(self: FileIO, location: str) -> None:
+        raise FileIOError(f"cannot delete {location}: access denied")
+
+    monkeypatch.setattr(FileIO, "delete", refuse)
+    with pytest.raises(FileIOError, match="access denied"):
+        t.remove_orphan_files(older_than=int(time.time() * 1000) + 1)
+    assert stray.exists()

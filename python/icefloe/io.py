@@ -678,6 +678,14 @@ class FileIO:
         except Exception as exc:
             raise _map_error(exc, location, "delete") from exc
 
+    def delete_if_exists(self, location: str) -> bool:
+        """Delete the file; a missing file is no error (False), any other failure raises."""
+        try:
+            self.delete(location)
+        except NotFoundError:
+            return False
+        return True
+
     def delete_quietly(self, location: str) -> bool:
         """Delete the file if it exists; True if deleted. For clean-ups that must not hide the
         error that caused them: a missing file is no error, and a file the store fails to
@@ -717,7 +725,7 @@ class FileIO:
         for location in locations:
             client = self.s3_client(location)
             if client is None:
-                self.delete_quietly(location)
+                self.delete_if_exists(location)
                 if on_deleted is not None:
                     on_deleted(1)
                 continue

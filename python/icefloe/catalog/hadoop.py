@@ -296,8 +296,7 @@ class HadoopCatalog(Catalog):
         )
         for _, location in [*versions, (0, f"{meta_dir}/{VERSION_HINT}")]:
             # a failure must stop the drop: the table stays whole at its newest version
-            with contextlib.suppress(NotFoundError):
-                self.io.delete(location)
+            self.io.delete_if_exists(location)
         self._delete_own_files(table_dir)
         self.io.delete_empty_dirs(table_dir)
 

@@ -37,7 +37,7 @@ def delete_all(
             return
 
         def delete(path: str) -> None:
-            io.delete_quietly(path)
+            io.delete_if_exists(path)  # a failure is reported, not counted as deleted
             bar.advance()
 
         parallel_map(delete, todo, threads=threads)
