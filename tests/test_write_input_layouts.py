@@ -249,3 +249,39 @@ def test_unknown_fields_next_to_partition_and_sort_sources(catalog: Any) -> None
     rows = t.scan(row_filter="s.k = 'a'").to_arrow().to_pylist()
     assert [r["id"] for r in rows] == [2, 1]  # sorted by s.j descending within the file
     assert rows[0]["u"] is None and rows[0]["s"]["u2"] is None
+
+
+def test_nested_times_geometries_and_extension_children_are_checked(catalog: Any) -> None:
+    """Checks of times and WKB reach nested leaves of columns already of the table's type;
+    a required uuid child null under a null struct is written (placeholders of extension
+    types); a pandas Series is refused typed."""
+    from icefloe.types import GeometryType, TimeType, UUIDType
+
+    schema = Schema(
+        NestedField(1, "s", StructType(NestedField(2, "t", TimeType()))),
+        NestedField(3, "g", ListType(4, GeometryType(), element_required=False)),
+        NestedField(5, "o", StructType(NestedField(6, "u", UUIDType(), required=True))),
+    )
+    t = catalog.create_table(
+        "n.nested_checks",
+        schema,
+        format_version=3,
+        properties={"write.metadata.metrics.default": "none"},
+    )
+    arrow = t.scan().to_arrow().schema
+    late = pa.array([{"t": 90_000_000_000}], arrow.field("s").type)
+    with pytest.raises(ValidationError, match=r"s\.t.*not within a day"):
+        t.append(pa.table({"s": late}))
+    bad_wkb = pa.array([[b"\x01"]], pa.list_(pa.binary()))
+    with pytest.raises(ValidationError, match="malformed WKB"):
+        t.append(pa.table({"g": bad_wkb}))
+    o = pa.StructArray.from_arrays(
+        [pa.array([None], arrow.field("o").type.field(0).type)],
+        fields=[arrow.field("o").type.field(0).with_nullable(True)],
+        mask=pa.array([True]),
+    )
+    t.append(pa.table({"o": o}))
+    assert t.scan().to_arrow().column("o").to_pylist() == [None]
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(ValidationError, match="Series"):
+        t.append(pd.Series([1, 2]))

@@ -68,4 +68,7 @@ def fill_under_null(child: pa.Array) -> pa.Array:
     place of its nulls."""
     if not child.null_count:
         return child
+    if isinstance(child, pa.ExtensionArray):  # (if_else has no kernel for extension types)
+        filled = fill_under_null(child.storage)
+        return pa.ExtensionArray.from_storage(child.type, filled)
     return pc.if_else(child.is_valid(), child, placeholder(len(child), child.type))

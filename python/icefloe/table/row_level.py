@@ -45,6 +45,7 @@ from icefloe.scan.tasks import (
     FileScanTask,
 )
 from icefloe.table.key_routing import KeyRouter
+from icefloe.types import UnknownType
 from icefloe.write.delete_files import (
     FileDeletes,
     new_delete_location,
@@ -414,7 +415,11 @@ def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
         if fold(name) in {fold(f.name) for f in ctx.schema.fields} and fold(name) not in given:
             # filled with nulls, it would match (and replace) every row with a null key
             raise ValidationError(f"join column {name!r} is not in the data to upsert")
-    missing = [f.name for f in ctx.schema.fields if fold(f.name) not in given]
+    missing = [
+        f.name
+        for f in ctx.schema.fields
+        if fold(f.name) not in given and not isinstance(f.field_type, UnknownType)
+    ]
     if missing:
         # filled with nulls (or defaults), an update would wipe the rows' values
         raise ValidationError(

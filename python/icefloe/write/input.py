@@ -66,6 +66,11 @@ def to_arrow_table(data: Any) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
     if type(data).__module__.startswith("pandas") and hasattr(data, "index"):
+        if not hasattr(data, "columns"):
+            raise ValidationError(
+                f"cannot write a pandas {type(data).__name__}: give a DataFrame "
+                "(series.to_frame())"
+            )
         return _from_pandas(data)
     if isinstance(data, pa.Array | pa.ChunkedArray):
         raise ValidationError(
@@ -246,6 +251,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         if not isinstance(t, StructType | ListType | MapType):
             return _within_a_day(arr, path) if isinstance(t, TimeType) else arr
         _check_nested_required(arr, t, path)
+        _check_nested_values(arr, t, path)
         if not _hidden_nulls(arr, t):
             return arr
         # nulls of required fields under null parents: rebuilt below with placeholders
@@ -375,6 +381,35 @@ def _hidden_nulls(arr: pa.Array, t: IcebergType) -> bool:
     if isinstance(t, MapType) and isinstance(t.value_type, StructType | ListType | MapType):
         return _hidden_nulls(_compact(arr)[1].field(1), t.value_type)
     return False
+
+
+def _has_checked_leaf(t: IcebergType) -> bool:
+    """Whether a nested type holds a time or geo leaf, whose values are checked on write."""
+    if isinstance(t, TimeType | GeometryType | GeographyType):
+        return True
+    return isinstance(t, StructType | ListType | MapType) and any(
+        _has_checked_leaf(f.field_type) for f in t.fields
+    )
+
+
+def _check_nested_values(arr: pa.Array, t: IcebergType, path: str) -> None:
+    """The time and geo leaves of a nested column already of the table's type, checked as
+    :func:`_coerce_array` checks them at the top level."""
+    if not _has_checked_leaf(t):
+        return
+    if isinstance(t, TimeType):
+        _within_a_day(arr, path)
+    elif isinstance(t, GeometryType | GeographyType):
+        _check_wkb(arr, path)
+    elif isinstance(t, StructType):
+        for i, child in enumerate(t.fields):
+            _check_nested_values(arr.field(i), child.field_type, f"{path}.{child.name}")
+    elif isinstance(t, ListType):
+        _check_nested_values(arr.flatten(), t.element_type, f"{path}.element")
+    elif isinstance(t, MapType):
+        entries = _compact(arr)[1]
+        _check_nested_values(entries.field(0), t.key_type, f"{path}.key")
+        _check_nested_values(entries.field(1), t.value_type, f"{path}.value")
 
 
 def _check_wkb(arr: pa.Array, path: str) -> None:
