@@ -40,7 +40,7 @@ def _parse(ctx: click.Context, command: str) -> argparse.Namespace:
 
 
 def _convert(state: State, args: argparse.Namespace) -> None:
-    from icefloe.delta.convert import convert
+    from icefloe.delta.cli import convert_summary
 
     named = args.catalog or state.catalog_name
     if args.identifier is None:
@@ -56,23 +56,7 @@ def _convert(state: State, args: argparse.Namespace) -> None:
         catalog = load_catalog(args.catalog)
     else:
         catalog = state.catalog()
-    result = convert(
-        args.delta_path,
-        catalog=catalog,
-        identifier=args.identifier,
-        metadata_location=args.metadata_location,
-        up_to_version=args.up_to_version,
-        dv_mode=args.dv_mode,
-        check=not args.no_check,
-        progress=bool(args.progress),
-    )
-    doc = {  # what ``python -m icefloe.delta convert`` prints
-        "mode": result.mode,
-        "delta_version": result.delta_version,
-        "previous_version": result.previous_version,
-        "snapshots": result.snapshots,
-        "metadata_location": result.metadata_location,
-    }
+    doc = convert_summary(args, catalog)  # what ``python -m icefloe.delta convert`` prints
     click.echo(json.dumps(doc))
 
 

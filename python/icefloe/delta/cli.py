@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from icefloe.exceptions import IcebergError
 
@@ -54,8 +55,6 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_convert(args: argparse.Namespace) -> int:
     """Run ``convert``; returns the exit code."""
-    from icefloe.delta.convert import convert
-
     if (args.catalog is None) != (args.identifier is None):
         print("error: --catalog and --identifier go together", file=sys.stderr)
         return 2
@@ -64,6 +63,15 @@ def run_convert(args: argparse.Namespace) -> int:
         from icefloe.catalog import load_catalog
 
         catalog = load_catalog(args.catalog)
+    print(json.dumps(convert_summary(args, catalog)))
+    return 0
+
+
+def convert_summary(args: argparse.Namespace, catalog: Any) -> dict[str, Any]:
+    """Convert as the parsed ``convert`` arguments say (into ``catalog`` when given) and
+    return what the command prints: the mode, Delta versions, snapshots and metadata file."""
+    from icefloe.delta.convert import convert
+
     result = convert(
         args.delta_path,
         catalog=catalog,
@@ -74,15 +82,13 @@ def run_convert(args: argparse.Namespace) -> int:
         check=not args.no_check,
         progress=bool(args.progress),
     )
-    out = {
+    return {
         "mode": result.mode,
         "delta_version": result.delta_version,
         "previous_version": result.previous_version,
         "snapshots": result.snapshots,
         "metadata_location": result.metadata_location,
     }
-    print(json.dumps(out))
-    return 0
 
 
 def run_check(args: argparse.Namespace) -> int:
