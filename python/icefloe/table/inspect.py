@@ -24,7 +24,11 @@ import pyarrow.compute as pc
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import Snapshot
+from icefloe.partitioning import PartitionSpec
 from icefloe.scan.manifests import manifest_list_of, read_entries
+from icefloe.schema import Schema
+from icefloe.table.manifest_merge import MANIFEST_LIST_SCHEMA
+from icefloe.write.files import manifest_arrow_schema
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table
@@ -55,54 +59,25 @@ _DATA_FILE_COLUMNS = [
     "content_offset",
     "content_size_in_bytes",
 ]
-_COUNTS = pa.map_(pa.int32(), pa.int64())
-_BOUNDS = pa.map_(pa.int32(), pa.binary())
 #: The columns of a decoded manifest entry (see :mod:`icefloe.manifest`) but ``partition``.
 _ENTRY_FIELDS = [
-    pa.field("status", pa.int32()),
-    pa.field("snapshot_id", pa.int64()),
-    pa.field("sequence_number", pa.int64()),
-    pa.field("file_sequence_number", pa.int64()),
-    pa.field("content", pa.int32()),
-    pa.field("file_path", pa.string()),
-    pa.field("file_format", pa.string()),
-    pa.field("record_count", pa.int64()),
-    pa.field("file_size_in_bytes", pa.int64()),
-    pa.field("column_sizes", _COUNTS),
-    pa.field("value_counts", _COUNTS),
-    pa.field("null_value_counts", _COUNTS),
-    pa.field("nan_value_counts", _COUNTS),
-    pa.field("lower_bounds", _BOUNDS),
-    pa.field("upper_bounds", _BOUNDS),
-    pa.field("key_metadata", pa.binary()),
-    pa.field("split_offsets", pa.list_(pa.field("element", pa.int64(), nullable=False))),
-    pa.field("equality_ids", pa.list_(pa.field("element", pa.int32(), nullable=False))),
-    pa.field("sort_order_id", pa.int32()),
-    pa.field("first_row_id", pa.int64()),
-    pa.field("referenced_data_file", pa.string()),
-    pa.field("content_offset", pa.int64()),
-    pa.field("content_size_in_bytes", pa.int64()),
+    f for f in manifest_arrow_schema(3, Schema(), PartitionSpec()) if f.name != "partition"
 ]
-_SUMMARY = pa.struct(
-    [
-        pa.field("contains_null", pa.bool_(), nullable=False),
-        pa.field("contains_nan", pa.bool_()),
-        pa.field("lower_bound", pa.binary()),
-        pa.field("upper_bound", pa.binary()),
-    ]
-)
 #: The columns of a decoded manifest list that :meth:`InspectTable.manifests` shows.
 _MANIFEST_LIST = pa.schema(
     [
-        pa.field("manifest_path", pa.string()),
-        pa.field("manifest_length", pa.int64()),
-        pa.field("partition_spec_id", pa.int32()),
-        pa.field("content", pa.int32()),
-        pa.field("added_snapshot_id", pa.int64()),
-        pa.field("added_files_count", pa.int32()),
-        pa.field("existing_files_count", pa.int32()),
-        pa.field("deleted_files_count", pa.int32()),
-        pa.field("partitions", pa.list_(pa.field("element", _SUMMARY, nullable=False))),
+        MANIFEST_LIST_SCHEMA.field(name)
+        for name in (
+            "manifest_path",
+            "manifest_length",
+            "partition_spec_id",
+            "content",
+            "added_snapshot_id",
+            "added_files_count",
+            "existing_files_count",
+            "deleted_files_count",
+            "partitions",
+        )
     ]
 )
 

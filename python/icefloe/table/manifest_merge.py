@@ -21,7 +21,7 @@ from icefloe.scan.manifests import fetch
 #: ``write(metadata, entries, spec_id, content)``: writes a manifest, returns its list row.
 WriteManifest = Callable[[TableMetadata, pa.RecordBatch, int, int], dict[str, Any]]
 
-__all__ = ["merge_manifests", "rows_batch"]
+__all__ = ["MANIFEST_LIST_SCHEMA", "merge_manifests", "rows_batch"]
 
 EXISTING, DELETED = 0, 2
 
@@ -138,4 +138,6 @@ def _list_schema() -> pa.Schema:
 
 
 _LIST_SCHEMA = _list_schema()
+#: The Arrow schema of a decoded manifest list (rows as the manifest writer returns them).
+MANIFEST_LIST_SCHEMA = _LIST_SCHEMA
 _EMPTY_LIST = pa.RecordBatch.from_pylist([], schema=_LIST_SCHEMA)
