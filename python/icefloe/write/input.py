@@ -68,8 +68,7 @@ def to_arrow_table(data: Any) -> pa.Table:
     if type(data).__module__.startswith("pandas") and hasattr(data, "index"):
         if not hasattr(data, "columns"):
             raise ValidationError(
-                f"cannot write a pandas {type(data).__name__}: give a DataFrame "
-                "(series.to_frame())"
+                f"cannot write a pandas {type(data).__name__}: give a DataFrame (series.to_frame())"
             )
         return _from_pandas(data)
     if isinstance(data, pa.Array | pa.ChunkedArray):
