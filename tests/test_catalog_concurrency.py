@@ -78,3 +78,29 @@ def test_concurrent_property_commits(
     meta_dir = Path(table.metadata_location.removeprefix("file://")).parent
     files = [p for p in meta_dir.glob("*.metadata.json")]
     assert len(files) == WRITERS * COMMITS + 1
+
+
+def test_threads_sharing_an_in_memory_catalog_lose_no_commit() -> None:
+    """Eight threads append through one table of a ``sqlite:///:memory:`` catalog: its one
+    connection is lent to one thread at a time (shared at once, transactions interleaved and
+    commits that returned were lost, or the catalog named deleted files)."""
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    with tempfile.TemporaryDirectory() as root:
+        cat = SqlCatalog("mem", uri="sqlite:///:memory:", warehouse=root)
+        cat.create_namespace("db")
+        t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+
+        def work(worker: int) -> None:
+            for i in range(10):
+                t.append(pa.table({"id": pa.array([worker * 100 + i], pa.int64())}))
+                t.scan().to_arrow()
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(work, range(8)))
+        ids = sorted(cat.load_table("db.t").scan().to_arrow()["id"].to_pylist())
+        assert ids == sorted(w * 100 + i for w in range(8) for i in range(10))
+        cat.close()

@@ -40,7 +40,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import QueuePool
 
 from icefloe.catalog.base import (
     Identifier,
@@ -155,7 +155,9 @@ class SqlCatalog(MetastoreCatalog):
         if uri.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
             if ":memory:" in uri or uri.rstrip("/") in ("sqlite:", "sqlite:/"):
-                kwargs["poolclass"] = StaticPool
+                # One connection holds the database, lent to one thread at a time: threads
+                # sharing it at once interleaved their transactions and lost commits.
+                kwargs.update(poolclass=QueuePool, pool_size=1, max_overflow=0, pool_timeout=600)
         else:
             kwargs["pool_pre_ping"] = True
             if uri.startswith("postgresql") and "connect_timeout" not in uri:
