@@ -244,3 +244,21 @@ def test_errors_of_huge_locations_are_short(tmp_path: Path) -> None:
     with pytest.raises((FileIOError, NotFoundError)) as info:
         FileIO().new_output(f"{huge}/f.parquet").write(b"data")
     assert len(str(info.value)) < 2_000 and "characters]" in str(info.value)
+
+
+def test_repr_hides_every_kind_of_secret() -> None:
+    """Keys, connection strings and secrets in a URL's query stay out of ``repr``."""
+    secret = "SUPERSECRET123"
+    io = FileIO(
+        {
+            "uri": f"postgresql://u:{secret}@host/db?user=u&password={secret}&sslmode=require",
+            "adls.connection-string": f"AccountName=a;AccountKey={secret}",
+            "s3.sse.key": secret,
+            "private-key": secret,
+            "gcs.oauth2.token": secret,
+            "s3.region": "eu-west-1",
+        }
+    )
+    text = repr(io)
+    assert secret not in text
+    assert "eu-west-1" in text and "sslmode=require" in text

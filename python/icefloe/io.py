@@ -107,13 +107,18 @@ _SECRET_KEYS = (
     "token",
     "password",
     "credential",
-    "key-id",
+    "key",
     "sas",
-    "account-key",
+    "connection-string",
     "authorization",
 )
 #: The password of a URL's user information (``postgresql://user:password@host/db``).
 _URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
+#: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
+_URL_QUERY_SECRET = re.compile(
+    r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
+    re.IGNORECASE,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -122,9 +127,14 @@ def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
     """The properties with every credential value replaced by ``***`` (and the password of a
     URL, such as a SQL catalog's ``uri``, hidden)."""
     return {
-        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else _URL_PASSWORD.sub(r"\1:***@", v)
+        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else _redact_url(v)
         for k, v in properties.items()
     }
+
+
+def _redact_url(value: str) -> str:
+    """``value`` with a URL's password and query secrets replaced by ``***``."""
+    return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
 
 
 def _truthy(value: str | None) -> bool:
