@@ -3,6 +3,8 @@ or nothing; appends that lost a race are rebuilt; the file-system catalog refuse
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -42,6 +44,9 @@ def test_multi_table_transaction(catalog: Catalog) -> None:
         with pytest.raises(UnsupportedFeatureError, match="atomically"):
             tx.commit()
         assert catalog.load_table("db.a").current_snapshot() is None
+        for name in ("db.a", "db.b"):  # the refused commit's data files are deleted
+            location = catalog.load_table(name).location.removeprefix("file://")
+            assert not list(Path(location).rglob("*.parquet"))
         return
     committed = tx.commit()
     assert [t.identifier for t in committed] == [("db", "a"), ("db", "b")]

@@ -232,3 +232,28 @@ def test_upsert_needs_whole_rows(tmp_path: Path, mode: str) -> None:
         {"id": 2, "name": "b", "v": 20},
         {"id": 3, "name": "C", "v": 30},
     ]
+
+
+def test_one_key_column_given_as_a_string(tmp_path: Path) -> None:
+    """``join_cols="id"`` is the column ``id``, not the columns ``i`` and ``d``."""
+    t = catalog(tmp_path).create_table(
+        "ns.strkey",
+        pa.schema([("kv", pa.int64()), ("k", pa.int64()), ("v", pa.int64())]),
+        properties={"format-version": "2"},
+    )
+    t.append(pa.table({"kv": [1, 2], "k": [1, 1], "v": [10, 20]}))
+    result = t.upsert(pa.table({"kv": [1], "k": [5], "v": [5]}), join_cols="kv")
+    assert (result.rows_updated, result.rows_inserted) == (1, 0)
+    t.delete_by_keys({"kv": [2]}, "kv")
+    assert t.scan().to_arrow().to_pylist() == [{"kv": 1, "k": 5, "v": 5}]
+
+
+def test_commit_inside_a_with_block(tmp_path: Path) -> None:
+    """``tx.commit_transaction()`` inside ``with table.transaction() as tx`` commits once, and
+    leaving the block adds nothing (it raised after the commit had happened)."""
+    t = catalog(tmp_path).create_table("ns.txwith", pa.schema([("id", pa.int64())]))
+    with t.transaction() as tx:
+        tx.append(pa.table({"id": [1]}))
+        tx.commit_transaction()
+    assert t.refresh().scan().to_arrow()["id"].to_pylist() == [1]
+    assert len(t.snapshots()) == 1

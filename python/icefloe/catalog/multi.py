@@ -78,6 +78,15 @@ class CatalogTransaction:
             for part in self._parts.values():
                 part._abort_producers()
 
+    def _refused_by_the_catalog(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the refusal of a catalog that cannot commit several tables at
+        once (raised before anything is written)."""
+        from icefloe.catalog.base import Catalog
+        from icefloe.exceptions import UnsupportedFeatureError
+
+        own = type(self.catalog).commit_tables is Catalog.commit_tables
+        return own and isinstance(exc, UnsupportedFeatureError)
+
     def commit(self) -> list[Table]:
         """Commit every table's changes at once; returns the committed tables.
 
@@ -131,7 +140,7 @@ class CatalogTransaction:
                 # Only an error proving no pointer moved allows deleting the files; after
                 # CommitStateUnknownError, an interrupt or any other error the new metadata may
                 # reference them (see commit_did_not_happen).
-                if commit_did_not_happen(exc):
+                if commit_did_not_happen(exc) or self._refused_by_the_catalog(exc):
                     self._abort(parts)
                 else:
                     for p in parts:

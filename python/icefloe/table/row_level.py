@@ -434,6 +434,11 @@ def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
 EQUALITY_UPSERT_RETRIES = 4
 
 
+def key_columns(join_cols: str | Sequence[str]) -> list[str]:
+    """Key column names: one name given as a string is one column (not its characters)."""
+    return [join_cols] if isinstance(join_cols, str) else list(join_cols)
+
+
 def upsert_runs_again(metadata: TableMetadata) -> bool:
     """Whether an upsert that conflicted with a concurrent commit runs again on the newer
     table: equality-mode upserts do (last writer wins, as streaming upserts expect; on the
@@ -466,7 +471,7 @@ def upsert(
 
     Updated rows keep their ``_row_id`` on v3 (merge-on-read and copy-on-write)."""
     ctx = RowContext(tx, branch)
-    join_cols = list(join_cols)
+    join_cols = key_columns(join_cols)
     source = _source(ctx, data, join_cols)
     if source.num_rows == 0:
         return UpsertResult(0, 0)
@@ -670,7 +675,7 @@ def delete_by_keys(
         from icefloe.write.input import to_arrow_table
 
         table = to_arrow_table(keys)
-    join_cols = list(join_cols)
+    join_cols = key_columns(join_cols)
     missing = [c for c in join_cols if c not in table.column_names]
     if missing:
         raise ValidationError(f"keys lack join columns {missing}")

@@ -78,7 +78,8 @@ class Transaction:
         tb: TracebackType | None,
     ) -> None:
         if exc_type is None:
-            self.commit_transaction()
+            if not self._done:  # (committed inside the block already: nothing left to do)
+                self.commit_transaction()
         else:
             self._done = True  # discard
             self._abort_producers()
