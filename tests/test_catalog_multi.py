@@ -73,3 +73,11 @@ def test_multi_table_transaction(catalog: Catalog) -> None:
         tx.table("db.a").append(_rows([7]))
         raise RuntimeError("boom")
     assert _ids(catalog, "db.a") == [1, 4, 6]
+
+
+def test_every_catalog_closes_and_is_a_context_manager(catalog: Catalog) -> None:
+    """``close()`` (which the guide documents) exists on every catalog, and ``with`` closes."""
+    with catalog as same:
+        assert same is catalog
+        same.create_namespace("ctx")
+    catalog.close()  # twice is harmless

@@ -156,6 +156,17 @@ class Catalog(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
+    def close(self) -> None:
+        """Release what the catalog holds open (database connections, HTTP sessions); a
+        catalog of plain files holds nothing."""
+        return None
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @property
     def io(self) -> FileIO:
         """The catalog's :class:`~icefloe.io.FileIO`, configured from its properties."""
