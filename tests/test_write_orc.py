@@ -50,9 +50,14 @@ def _plain(v: Any) -> Any:
 
 
 def _readable_instant(v: dt.datetime | None) -> bool:
-    """Whether pyarrow's ORC reader can give back this timestamp (it uses nanoseconds)."""
-    return v is None or dt.datetime(1677, 9, 22) <= v.replace(tzinfo=None) <= dt.datetime(
-        2262, 4, 10
+    """Whether pyarrow's ORC reader can give back this timestamp (it uses nanoseconds) and
+    Java's reads it right (not before 1970 with a fraction of a second)."""
+    if v is None:
+        return True
+    plain = v.replace(tzinfo=None)
+    fraction_before_1970 = plain < dt.datetime(1970, 1, 1) and plain.microsecond != 0
+    return dt.datetime(1677, 9, 22) <= plain <= dt.datetime(2262, 4, 10) and not (
+        fraction_before_1970
     )
 
 
@@ -68,8 +73,9 @@ def test_rows_and_metrics_equal_the_parquet_oracle(
         SCHEMA, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, base.as_uri(), props, 3
     )
     data = to_table_schema(rows_table(rows), SCHEMA, 3)
-    if not all(_readable_instant(r[c]) for r in rows for c in ("ts", "tz")):
-        with pytest.raises(UnsupportedFeatureError, match="1677"):
+    ns_early = any(r["ns"] is not None and r["ns"] < 0 and r["ns"] % 10**9 for r in rows)
+    if ns_early or not all(_readable_instant(r[c]) for r in rows for c in ("ts", "tz")):
+        with pytest.raises(UnsupportedFeatureError, match=r"1677|1970"):
             write_data_files(md, FileIO(), data)
         assert not list((base / "data").glob("*")) if (base / "data").exists() else True
         return
@@ -178,3 +184,20 @@ def test_pyiceberg_reads_icefloe_orc_files(tmp_path: Path) -> None:
         theirs = StaticTable.from_metadata(t.metadata_location).scan().to_arrow()
     assert sorted(theirs.column("id").to_pylist()) == list(range(10, 100))
     assert sorted(theirs.column("s").to_pylist()) == sorted(f"v{i}" for i in range(10, 100))
+
+
+def test_timestamps_java_would_read_a_second_early_are_refused(tmp_path: Path) -> None:
+    """Before 1970 with a fraction of a second, the ORC C++ writer's encoding reads one second
+    early in Iceberg Java: refused (nothing committed); whole seconds and later instants are
+    written."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema([("ts", pa.timestamp("us"))])
+    t = cat.create_table("db.early", schema, properties=ORC)
+    for bad in (dt.datetime(1969, 12, 31, 23, 59, 59, 500000), dt.datetime(1950, 5, 5, 5, 5, 5, 1)):
+        with pytest.raises(UnsupportedFeatureError, match="1970"):
+            t.append(pa.table({"ts": pa.array([bad], pa.timestamp("us"))}))
+    assert t.current_snapshot() is None
+    good = [dt.datetime(1969, 12, 31, 23, 59, 59), dt.datetime(1970, 1, 1, 0, 0, 0, 1)]
+    t.append(pa.table({"ts": pa.array(good, pa.timestamp("us"))}))
+    assert t.scan().to_arrow()["ts"].to_pylist() == good

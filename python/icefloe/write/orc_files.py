@@ -7,7 +7,9 @@ microseconds: ORC has no time type), timestamps ``iceberg.timestamp-unit``, bina
 ``iceberg.binary-type`` (``BINARY``, ``UUID`` or ``FIXED`` with ``iceberg.length``: ORC has no
 fixed-length binary). Timestamps with a zone are ORC ``timestamp with local time zone``, those
 without plain ``timestamp``, as in Java. pyarrow's ORC reader gives every timestamp in
-nanoseconds, so instants outside 1677-2262 are refused rather than written unreadable.
+nanoseconds, so instants outside 1677-2262 are refused rather than written unreadable; so are
+instants before 1970 with a fraction of a second, which Iceberg Java's ORC reader reads one
+second early from files of the ORC C++ writer.
 
 pyarrow's ORC writer (the ORC C++ library) encodes the file; ``write.orc.compression-codec``
 (default ``zlib``, as Java) and ``write.orc.stripe-size-bytes`` (default 64 MiB) configure it.
@@ -160,6 +162,8 @@ def _to_orc_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
         return pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=mask)
     if pa.types.is_timestamp(arr.type) and arr.type.unit == "us":
         _check_nanosecond_range(arr)
+    if pa.types.is_timestamp(arr.type):
+        _check_pre_epoch_fractions(arr)
     if pa.types.is_time64(arr.type):
         return arr.view(pa.int64()) if target == pa.int64() else arr
     if arr.type != target:
@@ -183,6 +187,29 @@ def _check_nanosecond_range(arr: pa.Array) -> None:
             "timestamps before 1677-09-21 or after 2262-04-11 cannot be written to ORC files: "
             "pyarrow's ORC reader (icefloe's and PyIceberg's) reads ORC timestamps as "
             "nanoseconds; set write.format.default=parquet for such values"
+        )
+
+
+_TICKS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _check_pre_epoch_fractions(arr: pa.Array) -> None:
+    """Refuses timestamps before 1970 with a fraction of a second: the ORC C++ writer encodes
+    them so that Iceberg Java's ORC reader reads them one second early (pyarrow reads them
+    right), which would corrupt the table for Java silently."""
+    per_second = _TICKS_PER_SECOND[arr.type.unit]
+    if per_second == 1 or arr.null_count == len(arr):
+        return
+    ticks = arr.view(pa.int64())
+    if (pc.min(ticks).as_py() or 0) >= 0:
+        return
+    whole = pc.multiply(pc.divide(ticks, per_second), per_second)
+    bad = pc.and_(pc.less(ticks, 0), pc.not_equal(ticks, whole))
+    if pc.any(bad).as_py():
+        raise UnsupportedFeatureError(
+            "timestamps before 1970 with a fraction of a second cannot be written to ORC files "
+            "that Iceberg Java reads right (its ORC reader reads them one second early); set "
+            "write.format.default=parquet for such values"
         )
 
 
