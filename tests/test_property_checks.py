@@ -137,6 +137,25 @@ def test_a_level_out_of_the_codec_range_is_refused_when_set(
     assert LEVEL not in cat.load_table("ns.t").properties
 
 
+@pytest.mark.parametrize(
+    ("codec", "level"), [(None, "99"), ("gzip", "-2"), ("zstd", "23"), ("zstd", "-200000")]
+)
+def test_an_avro_level_out_of_the_codec_range_is_refused(
+    tmp_path: Path, codec: str | None, level: str
+) -> None:
+    """As for Parquet: a level Java's Avro codecs would refuse (its writers then failed)."""
+    avro_level = "write.avro.compression-level"
+    props = {"write.format.default": "avro", avro_level: level}
+    if codec is not None:
+        props["write.avro.compression-codec"] = codec
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match=avro_level):
+        cat.create_table("ns.t", SCHEMA, properties=props)
+    t = cat.create_table("ns.t", SCHEMA, properties={"write.format.default": "avro"})
+    t.set_properties({avro_level: "9"})  # in range for the default codec (gzip)
+    assert avro_level in cat.load_table("ns.t").properties
+
+
 def test_changing_the_codec_checks_the_level_already_set(tmp_path: Path) -> None:
     _, t = _table(tmp_path, properties={CODEC: "snappy", LEVEL: "99"})
     with pytest.raises(ValidationError, match=LEVEL):

@@ -37,6 +37,7 @@ __all__ = [
     "RESERVED_PROPERTIES",
     "InvalidPropertyWarning",
     "TableProperties",
+    "avro_compression_level",
     "bool_property",
     "enum_property",
     "gc_enabled",
@@ -407,19 +408,32 @@ def parquet_compression_level(props: Mapping[str, str]) -> int | None:
     codec that takes one (:data:`PARQUET_CODEC_LEVELS`), else None, as Java ignores the level
     of snappy, lz4 and uncompressed. A level outside the codec's range is a
     :class:`ValidationError`."""
-    codec = enum_property(props, _T.PARQUET_COMPRESSION, _T.PARQUET_COMPRESSION_DEFAULT)
-    raw = props.get(_T.PARQUET_COMPRESSION_LEVEL, "")
+    return _codec_level(
+        props, _T.PARQUET_COMPRESSION, _T.PARQUET_COMPRESSION_DEFAULT, _T.PARQUET_COMPRESSION_LEVEL
+    )
+
+
+def avro_compression_level(props: Mapping[str, str]) -> int | None:
+    """``write.avro.compression-level`` as :func:`parquet_compression_level` reads Parquet's
+    (gzip -1 to 9, zstd its range; a level Java's Avro codecs would refuse is refused)."""
+    return _codec_level(
+        props, _T.AVRO_COMPRESSION, _T.AVRO_COMPRESSION_DEFAULT, _T.AVRO_COMPRESSION_LEVEL
+    )
+
+
+def _codec_level(
+    props: Mapping[str, str], codec_key: str, codec_default: str, level_key: str
+) -> int | None:
+    codec = enum_property(props, codec_key, codec_default)
+    raw = props.get(level_key, "")
     limits = PARQUET_CODEC_LEVELS.get(codec)
     if raw == "" or limits is None:
         return None
     low, high = limits
-    level = int_property(props, _T.PARQUET_COMPRESSION_LEVEL, 0)
+    level = int_property(props, level_key, 0)
     if not low <= level <= high:
         raise _invalid(
-            _T.PARQUET_COMPRESSION_LEVEL,
-            raw,
-            f"{codec} takes a level from {low} to {high}",
-            "table property",
+            level_key, raw, f"{codec} takes a level from {low} to {high}", "table property"
         )
     return level
 
@@ -478,9 +492,11 @@ def validate_properties(
                 "cannot be set"
             )
         parse_value(key, value)
+    values = {key: str(value) for key, value in updates.items()}  # strings: checked above
     if _T.PARQUET_COMPRESSION in updates or _T.PARQUET_COMPRESSION_LEVEL in updates:
-        values = {key: str(value) for key, value in updates.items()}  # strings: checked above
         parquet_compression_level({**(current or {}), **values})
+    if _T.AVRO_COMPRESSION in updates or _T.AVRO_COMPRESSION_LEVEL in updates:
+        avro_compression_level({**(current or {}), **values})
 
 
 def _read(

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from icefloe import _native
 from icefloe.exceptions import UnsupportedFeatureError
-from icefloe.properties import TableProperties, enum_property, int_property
+from icefloe.properties import TableProperties, avro_compression_level, enum_property
 from icefloe.schema import Schema
 from icefloe.types import (
     BinaryType,
@@ -85,12 +85,7 @@ class AvroOptions:
     @staticmethod
     def from_properties(props: Mapping[str, str]) -> AvroOptions:
         codec = enum_property(props, _T.AVRO_COMPRESSION, _T.AVRO_COMPRESSION_DEFAULT)
-        level = (
-            int_property(props, _T.AVRO_COMPRESSION_LEVEL, 0)
-            if _T.AVRO_COMPRESSION_LEVEL in props
-            else None
-        )
-        return AvroOptions(codec=codec, level=level)
+        return AvroOptions(codec=codec, level=avro_compression_level(props))
 
 
 def is_avro(props: Mapping[str, str]) -> bool:
