@@ -446,10 +446,7 @@ def _check_nested_required(arr: pa.Array, t: IcebergType, path: str) -> None:
         if isinstance(t.element_type, StructType | ListType | MapType):
             _check_nested_required(vals, t.element_type, f"{path}.element")
     elif isinstance(t, MapType):
-        # list_flatten has no map kernel: view the entries as a list of structs first.
-        entries = pa.ListArray.from_arrays(arr.offsets, arr.values)
-        items = pc.list_flatten(entries.filter(arr.is_valid()) if arr.null_count else entries)
-        vals = items.field(1)
+        vals = _compact(arr)[1].field(1)
         if t.value_required and vals.null_count:
             raise ValidationError(f"required field {path}.value has {vals.null_count} nulls")
         if isinstance(t.value_type, StructType | ListType | MapType):
