@@ -6,6 +6,7 @@ told apart as Iceberg compares partition values (by their bits)."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,26 @@ def _f(name: str, t: pa.DataType, fid: int, nullable: bool = True) -> pa.Field:
 def _write(path: Path, schema: pa.Schema, columns: dict[str, list[Any]]) -> str:
     pq.write_table(pa.table(columns, schema=schema), path)
     return str(path)
+
+
+def _each_refused(
+    t: Any,
+    tmp_path: Path,
+    schema: pa.Schema,
+    good: dict[str, list[Any]],
+    bad: dict[str, tuple[str, list[Any]]],
+    message: str,
+) -> None:
+    """Each ``bad`` file (``good`` with one column replaced) is refused by ``add_files`` with
+    ``message`` (``{column}`` standing for the bad column) after the file's name; nothing is
+    committed."""
+    for column, (top, values) in bad.items():
+        name = f"bad_{column}.parquet"
+        path = _write(tmp_path / name, schema, {**good, top: values})
+        pattern = f"{re.escape(name)}.*" + message.format(column=re.escape(column))
+        with pytest.raises(ValidationError, match=pattern):
+            t.add_files([path])
+    assert t.current_snapshot() is None
 
 
 def test_nulls_in_required_columns_are_refused(tmp_path: Path) -> None:
@@ -78,12 +99,7 @@ def test_nulls_in_required_columns_are_refused(tmp_path: Path) -> None:
         "l": ("l", [[1], None, [2]]),
         "l.element": ("l", [[1], [], [2, None]]),
     }
-    for column, (top, values) in bad.items():
-        name = f"bad_{column}.parquet"
-        path = _write(tmp_path / name, schema, {**good, top: values})
-        with pytest.raises(ValidationError, match=rf"{name}.*required column '{column}'"):
-            t.add_files([path])
-    assert t.current_snapshot() is None
+    _each_refused(t, tmp_path, schema, good, bad, "required column '{column}'")
     t.add_files([_write(tmp_path / "good.parquet", schema, good)])
     got = t.scan(selected_fields=("id", "s", "l")).to_arrow().sort_by("id").to_pydict()
     assert got == {k: good[k] for k in ("id", "s", "l")}
@@ -114,12 +130,7 @@ def test_nested_values_in_a_finer_unit_must_fit(tmp_path: Path) -> None:
         "l.element": ("l", [[3000], [1001]]),
         "m.value": ("m", [[("k", 4000)], [("j", 1001)]]),
     }
-    for column, (top, values) in bad.items():
-        name = f"bad_{column}.parquet"
-        path = _write(tmp_path / name, schema, {**good, top: values})
-        with pytest.raises(ValidationError, match=rf"{name}.*'{column}'.*without rounding"):
-            t.add_files([path])
-    assert t.current_snapshot() is None
+    _each_refused(t, tmp_path, schema, good, bad, "'{column}'.*without rounding")
     t.add_files([_write(tmp_path / "good.parquet", schema, good)])
     got = t.scan().to_arrow()
     assert got["s"].type.field(0).type == pa.timestamp("us")
