@@ -284,3 +284,54 @@ def test_a_v1_table(tmp_path: Path) -> None:
     result = t.rewrite_manifests()
     assert (result.rewritten_manifests, result.added_manifests) == (3, 1)
     assert _rows(t).equals(rows) and _entries(t) == entries
+
+
+def _delete_manifests(t: Table) -> int:
+    m = t.inspect.manifests()
+    return int(pc.sum(pc.equal(m.column("content"), 1)).as_py() or 0)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("version", [2, 3])
+def test_delete_manifests_are_regrouped_too(iceberg_spark: Any, version: int) -> None:
+    """Position deletes or DVs and equality deletes of many commits end in one delete manifest
+    per spec, every entry with its sequence numbers; Iceberg Java reads the same rows."""
+    cat = iceberg_spark.icefloe()
+    cat.create_namespace("db")
+    spec = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "region"))
+    t = cat.create_table(
+        "db.t",
+        SCHEMA,
+        partition_spec=spec,
+        format_version=version,
+        properties={"write.delete.mode": "merge-on-read", "commit.manifest-merge.enabled": "false"},
+    )
+    for i in range(3):
+        t.append(_batch(i * 20, 20))
+    for ids in ("0, 5", "21, 22", "43"):
+        t.delete(f"id in ({ids})")
+    t.delete_by_keys(pa.table({"id": pa.array([9, 30], pa.int64())}), ["id"])
+    t.append(_batch(9, 1))  # after the equality delete: its id 9 stays
+    assert _delete_manifests(t) == 4
+    entries = _entries(t)
+    rows = _rows(t, "_row_id") if version == 3 else _rows(t)
+    next_row_id = t.metadata.next_row_id
+
+    result = t.rewrite_manifests()
+    assert result.rewritten_manifests == 4 + 4 and result.added_manifests == 2
+    assert _delete_manifests(t) == 1
+    summary = t.current_snapshot().summary.to_json()
+    assert summary["total-delete-files"] == t.snapshot_by_id(
+        t.current_snapshot().parent_snapshot_id
+    ).summary.get("total-delete-files")
+    assert _entries(t) == entries
+    assert (_rows(t, "_row_id") if version == 3 else _rows(t)).equals(rows)
+    assert t.metadata.next_row_id == next_row_id
+    java = [r.id for r in iceberg_spark.sql("select id from {c}.db.t order by id").collect()]
+    assert java == rows.column("id").to_pylist()
+    assert 9 in java and 30 not in java
+    # a lone delete manifest that fits the target is left as it is
+    t.append(_batch(100, 5))
+    kept = {r["path"] for r in t.inspect.manifests().to_pylist() if r["content"] == 1}
+    t.rewrite_manifests()
+    assert {r["path"] for r in t.inspect.manifests().to_pylist() if r["content"] == 1} == kept

@@ -1,13 +1,14 @@
-"""Rewriting a snapshot's data manifests, regrouped by partition (as the reference's
+"""Rewriting a snapshot's manifests, regrouped by partition (as the reference's
 ``RewriteManifests`` action does).
 
 Many small manifests (one per append) make planning read many files; manifests whose entries
 span every partition defeat pruning by partition summaries. :func:`rewrite_manifests` reads the
-live entries of the branch head's data manifests (optionally of one partition spec), sorts them
-by partition value, and writes them into ``ceil(total manifest bytes / target)`` manifests per
-spec (``commit.manifest.target-size-bytes``, default 8 MiB), so each new manifest covers a
-narrow, contiguous range of partitions. Entries keep their snapshot id, data and file sequence
-numbers and row ids (status ``EXISTING``); delete manifests are kept as they are. The result is
+live entries of the branch head's data and delete manifests (optionally of one partition
+spec), sorts them by partition value, and writes them into ``ceil(total manifest bytes /
+target)`` manifests per content (data or deletes) and spec
+(``commit.manifest.target-size-bytes``, default 8 MiB), so each new manifest covers a narrow,
+contiguous range of partitions. Entries keep their snapshot id, data and file sequence numbers
+and row ids (status ``EXISTING``); data and delete entries never share a manifest. The result is
 one ``replace`` snapshot whose summary counts ``manifests-created``, ``manifests-replaced``,
 ``manifests-kept`` and ``entries-processed``; table data is unchanged.
 
@@ -61,8 +62,8 @@ class RewriteManifestsResult:
 class _Plan:
     manifest_list: pa.RecordBatch  # of the head
     rows: list[dict[str, Any]]  # its rows
-    chosen: list[int]  # indexes of the data manifests to rewrite
-    groups: dict[int, int]  # spec id -> manifests to write
+    chosen: list[int]  # indexes of the manifests to rewrite
+    groups: dict[tuple[int, int], int]  # (content, spec id) -> manifests to write
 
 
 def _target(metadata: TableMetadata, target: int | None) -> int:
@@ -94,19 +95,19 @@ def _plan(
     chosen = [
         i
         for i, r in enumerate(rows)
-        if r["content"] == 0 and (spec_id is None or r["partition_spec_id"] == spec_id)
+        if r["content"] in (0, 1) and (spec_id is None or r["partition_spec_id"] == spec_id)
     ]
-    sizes: dict[int, int] = {}
-    counts: dict[int, int] = {}
-    entries: dict[int, int | None] = {}
+    sizes: dict[tuple[int, int], int] = {}
+    counts: dict[tuple[int, int], int] = {}
+    entries: dict[tuple[int, int], int | None] = {}
     for i in chosen:
-        s = rows[i]["partition_spec_id"]
-        sizes[s] = sizes.get(s, 0) + rows[i]["manifest_length"]
-        counts[s] = counts.get(s, 0) + 1
+        key = (rows[i]["content"], rows[i]["partition_spec_id"])
+        sizes[key] = sizes.get(key, 0) + rows[i]["manifest_length"]
+        counts[key] = counts.get(key, 0) + 1
         added, existing = rows[i]["added_files_count"], rows[i]["existing_files_count"]
-        known = entries.get(s, 0)
+        known = entries.get(key, 0)
         # v1 manifest lists may leave the counts out: then the live entries are unknown
-        entries[s] = (
+        entries[key] = (
             None
             if known is None or added is None or existing is None
             else (known + added + existing)
@@ -114,11 +115,15 @@ def _plan(
     # one manifest per target size, never more than there are live entries (and none for
     # manifests that only hold deleted entries)
     groups = {}
-    for s, size in sizes.items():
+    for key, size in sizes.items():
         want = max(1, math.ceil(size / target))
-        live = entries[s]
-        groups[s] = want if live is None else min(want, live)
-    if not chosen or all(counts[s] <= 1 and groups[s] == 1 for s in groups):
+        live = entries[key]
+        groups[key] = want if live is None else min(want, live)
+    # a lone delete manifest that fits the target stays as it is
+    idle = {k for k in groups if k[0] == 1 and counts[k] <= 1 and groups[k] == 1}
+    chosen = [i for i in chosen if (rows[i]["content"], rows[i]["partition_spec_id"]) not in idle]
+    groups = {k: n for k, n in groups.items() if k not in idle}
+    if not chosen or all(counts[k] <= 1 and groups[k] == 1 for k in groups):
         return None
     return _Plan(lst, rows, chosen, groups)
 
@@ -200,13 +205,14 @@ class _RewriteManifests(SnapshotProducer):
             raise _NothingToDo
         mfs: list[ManifestFile] = manifest_files(plan.manifest_list)
         batches = read_manifest_entries(self.io, [mfs[i] for i in plan.chosen])
-        by_spec: dict[int, list[pa.RecordBatch]] = {}
+        by_key: dict[tuple[int, int], list[pa.RecordBatch]] = {}
         for i, b in zip(plan.chosen, batches, strict=True):
             live = b.filter(pc.not_equal(b.column("status"), DELETED))
-            by_spec.setdefault(plan.rows[i]["partition_spec_id"], []).append(live)
+            key = (plan.rows[i]["content"], plan.rows[i]["partition_spec_id"])
+            by_key.setdefault(key, []).append(live)
         new_rows: list[dict[str, Any]] = []
         entries = 0
-        for spec_id, parts in sorted(by_spec.items()):
+        for (content, spec_id), parts in sorted(by_key.items()):
             table = _sorted_by_partition(
                 pa.concat_tables([pa.Table.from_batches([p]) for p in parts])
             )
@@ -217,15 +223,15 @@ class _RewriteManifests(SnapshotProducer):
             )
             entries += table.num_rows
             # every live entry is written, whatever the plan's counts said
-            n = max(1, min(plan.groups[spec_id], table.num_rows)) if table.num_rows else 0
+            n = max(1, min(plan.groups[content, spec_id], table.num_rows)) if table.num_rows else 0
             # n chunks of (almost) equal entry counts, contiguous in partition order
             bounds = [round(i * table.num_rows / n) for i in range(n + 1)] if n else [0]
             for start, end in itertools.pairwise(bounds):
                 chunk = table.slice(start, end - start).combine_chunks().to_batches()
-                row = self._write(metadata, chunk[0], spec_id, 0)
+                row = self._write(metadata, chunk[0], spec_id, content)
                 ids = (
                     chunk[0].column("first_row_id")
-                    if "first_row_id" in chunk[0].schema.names
+                    if content == 0 and "first_row_id" in chunk[0].schema.names
                     else None
                 )
                 # Every entry keeps its explicit first_row_id; the manifest's own value only
@@ -259,10 +265,10 @@ def rewrite_manifests(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> RewriteManifestsResult:
-    """Regroup the data manifests of ``branch``'s head by partition in one ``replace``
-    snapshot of ``tx`` (see the module docstring). Returns what was rewritten; when there is
-    nothing to gain (no data manifests, or one per spec that fits the target) nothing is
-    written or committed."""
+    """Regroup the data and delete manifests of ``branch``'s head by partition in one
+    ``replace`` snapshot of ``tx`` (see the module docstring). Returns what was rewritten; when
+    there is nothing to gain (no manifests, or one per content and spec that fits the target)
+    nothing is written or committed."""
     producer = _RewriteManifests(
         tx,
         spec_id=spec_id,
