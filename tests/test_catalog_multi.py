@@ -10,9 +10,11 @@ import pytest
 
 from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
+    ServiceUnavailableError,
     UnsupportedFeatureError,
     ValidationError,
 )
@@ -81,3 +83,17 @@ def test_every_catalog_closes_and_is_a_context_manager(catalog: Catalog) -> None
         assert same is catalog
         same.create_namespace("ctx")
     catalog.close()  # twice is harmless
+
+
+def test_a_closed_catalog_connects_again_or_says_it_is_gone(tmp_path: Path) -> None:
+    """A SQL catalog on a file reconnects after ``close()``; one in memory lost its database
+    with the close and says so, instead of reporting missing tables."""
+    on_disk = SqlCatalog("f", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    on_disk.create_namespace("db")
+    on_disk.close()
+    assert on_disk.list_namespaces() == [("db",)]
+    memory = SqlCatalog("m", uri="sqlite:///:memory:", warehouse=str(tmp_path / "wh2"))
+    memory.create_namespace("db")
+    memory.close()
+    with pytest.raises(ServiceUnavailableError, match="closed, and its in-memory database"):
+        memory.list_namespaces()

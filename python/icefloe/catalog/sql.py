@@ -120,6 +120,10 @@ def _database_errors(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def wrapper(self: SqlCatalog, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "_gone", False):  # (__init__ runs here too)
+            raise ServiceUnavailableError(
+                f"SQL catalog {self.name!r} was closed, and its in-memory database with it"
+            )
         try:
             return fn(self, *args, **kwargs)
         except SQLAlchemyError as exc:
@@ -152,9 +156,12 @@ class SqlCatalog(MetastoreCatalog):
             raise ValidationError("a SQL catalog needs a 'uri' property (a SQLAlchemy URL)")
         uri = _normalise_uri(uri)
         kwargs: dict[str, Any] = {"echo": properties.get("echo", "false").lower() == "true"}
+        self._in_memory = False
+        self._gone = False
         if uri.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
             if ":memory:" in uri or uri.rstrip("/") in ("sqlite:", "sqlite:/"):
+                self._in_memory = True
                 # One connection holds the database, lent to one thread at a time: threads
                 # sharing it at once interleaved their transactions and lost commits.
                 kwargs.update(poolclass=QueuePool, pool_size=1, max_overflow=0, pool_timeout=600)
@@ -197,8 +204,10 @@ class SqlCatalog(MetastoreCatalog):
         self._has_type_column = "iceberg_type" in columns
 
     def close(self) -> None:
-        """Release the database connections."""
+        """Release the database connections (a later call connects again, except to an
+        in-memory database, which closing discards)."""
         self.engine.dispose()
+        self._gone = self._in_memory
 
     # -- helpers --------------------------------------------------------------------------------
     def _table_filter(self, namespace: str, name: str) -> Any:
