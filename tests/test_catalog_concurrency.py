@@ -104,3 +104,41 @@ def test_threads_sharing_an_in_memory_catalog_lose_no_commit() -> None:
         ids = sorted(cat.load_table("db.t").scan().to_arrow()["id"].to_pylist())
         assert ids == sorted(w * 100 + i for w in range(8) for i in range(10))
         cat.close()
+
+
+def _namespace_writer(uri: str, warehouse: str, name: str, writer: int) -> None:
+    catalog = SqlCatalog(name, uri=uri, warehouse=warehouse)
+    for j in range(40):  # every writer sets the same new keys: inserts that race
+        catalog.update_namespace_properties("ns", updates={f"k{j}": f"w{writer}"})
+
+
+@pytest.mark.parametrize(
+    "kind", ["sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_concurrent_namespace_property_updates(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Writers adding the same new namespace property at once: the one that loses the insert
+    race updates instead, rather than failing as if the database were down."""
+    uri = (
+        f"sqlite:///{tmp_path / 'catalog.db'}"
+        if kind == "sqlite-file"
+        else request.getfixturevalue("postgres_uri")
+    )
+    warehouse = (tmp_path / "warehouse").as_uri()
+    name = f"nsconc_{tmp_path.name[-20:]}".replace("-", "_")
+    catalog = SqlCatalog(name, uri=uri, warehouse=warehouse)
+    catalog.create_namespace("ns", {"owner": "a"})
+    ctx = multiprocessing.get_context("spawn")
+    procs = [
+        ctx.Process(target=_namespace_writer, args=(uri, warehouse, name, w))
+        for w in range(WRITERS)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=600)
+    assert [p.exitcode for p in procs] == [0] * WRITERS
+    props = catalog.load_namespace_properties("ns")
+    assert set(props) == {"owner", *(f"k{j}" for j in range(40))}
+    assert {props[f"k{j}"] for j in range(40)} <= {f"w{w}" for w in range(WRITERS)}

@@ -153,6 +153,13 @@ def test_sql_uri_errors_are_typed(monkeypatch: pytest.MonkeyPatch) -> None:
     for uri in ("notaurl", "postgresql+nosuchdriver://u@h/d"):
         with pytest.raises(ValidationError, match="not a usable SQLAlchemy URL"):
             SqlCatalog("s", uri=uri)
+    for uri in ("postgresql://u:Sup3r@Secret@127.0.0.1:1/d", "postgresql://u:Sup@Secret:9@h:1/d"):
+        with pytest.raises(ValidationError, match="percent-encode it as %40") as bad:
+            SqlCatalog("s", uri=uri)
+        assert "Secret" not in str(bad.value)
+    with pytest.raises(ValidationError, match="port that is not a number") as bad:
+        SqlCatalog("s", uri="postgresql://u:Secret9@h:notaport/d")
+    assert "Secret" not in str(bad.value)
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
     with pytest.raises(MissingDependencyError, match=r"pip install 'icefloe\[postgres\]'") as e:
         SqlCatalog("s", uri="postgresql+psycopg://u:hunter2@127.0.0.1:1/d")
@@ -172,3 +179,28 @@ def test_reprs_hide_url_passwords_and_authorization(tmp_path: Path) -> None:
     text = repr(io)
     assert "hunter2" not in text and "Bearer abc" not in text
     assert "iceberg:***@127.0.0.1" in text and "s3://bucket/wh" in text
+
+
+@pytest.mark.postgres
+def test_javas_jdbc_settings_open_the_same_database(postgres_uri: str, tmp_path: Path) -> None:
+    """``jdbc:postgresql://`` URIs with ``jdbc.user`` and ``jdbc.password``, as Iceberg Java's
+    JDBC catalog is configured, connect as that user."""
+    from sqlalchemy import text
+
+    admin = SqlCatalog("a", uri=postgres_uri, warehouse=str(tmp_path))
+    with admin.engine.begin() as conn:
+        conn.execute(text("DROP ROLE IF EXISTS lake_writer"))
+        conn.execute(text("CREATE ROLE lake_writer LOGIN SUPERUSER PASSWORD 'p@ss:w/rd'"))
+    host = postgres_uri.split("@", 1)[1]  # 127.0.0.1:<port>/postgres
+    java_style = SqlCatalog(
+        "a",
+        uri=f"jdbc:postgresql://{host}",
+        warehouse=str(tmp_path),
+        **{"jdbc.user": "lake_writer", "jdbc.password": "p@ss:w/rd"},
+    )
+    with java_style.engine.connect() as conn:
+        assert conn.execute(text("SELECT current_user")).scalar() == "lake_writer"
+    java_style.create_namespace("shared")
+    assert ("shared",) in admin.list_namespaces()
+    assert "p@ss" not in repr(java_style) and "p@ss" not in repr(java_style.io)
+    java_style.close()

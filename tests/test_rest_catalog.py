@@ -90,7 +90,7 @@ def test_pagination_and_nested_namespaces(rest_server: RestServer, warehouse: st
     assert c.list_namespaces() == [(n,) for n in names]
     assert c.list_namespaces("n0") == [("n0", "inner")]
     assert c.list_namespaces("n0.inner") == [("n0", "inner", "deep")]
-    assert c.load_namespace_properties(("n0", "inner", "deep")) == {"exists": "true"}
+    assert c.load_namespace_properties(("n0", "inner", "deep")) == {}
     c.create_table("n0.inner.deep.t", ROWS)
     assert c.list_tables(("n0", "inner", "deep")) == [("n0", "inner", "deep", "t")]
     assert c.list_tables("n0") == [("n0", f"t{i}") for i in range(5)]

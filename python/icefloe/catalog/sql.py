@@ -6,9 +6,10 @@ three can open one database:
 - ``iceberg_tables(catalog_name, table_namespace, table_name, metadata_location,
   previous_metadata_location, iceberg_type)``; ``iceberg_type`` is ``'TABLE'`` for tables
   (``'VIEW'`` rows of other engines are ignored); databases created without the column (the
-  "v0" layout) are used as they are;
+  "v0" layout) are used as they are, and looked at again while open, as Iceberg Java may add it;
 - ``iceberg_namespace_properties(catalog_name, namespace, property_key, property_value)``;
-  a namespace created without properties gets ``exists=true`` like the Java catalog.
+  every namespace gets the reserved, hidden ``exists=true`` like the Java catalog, so removing
+  its last property does not remove it.
 
 Namespaces are stored dotted (``a.b``). The pointer swap of a commit is one compare-and-swap
 ``UPDATE ... WHERE metadata_location = :expected``: no row updated means another writer won
@@ -38,7 +39,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
@@ -76,7 +77,11 @@ from icefloe.properties import parse_seconds
 __all__ = ["SqlCatalog"]
 
 TABLE_TYPE = "TABLE"
-_MINIMAL_NAMESPACE_PROPERTIES = {"exists": "true"}
+#: Stored with every namespace (as Iceberg's JDBC catalog does) so that one whose properties
+#: are all removed still exists; never shown, set or removed by users.
+EXISTS = "exists"
+#: How often a namespace property update that lost a race to another writer is tried again.
+_PROPERTY_RETRIES = 5
 
 _schema = MetaData()
 ICEBERG_TABLES = Table(
@@ -100,7 +105,13 @@ NAMESPACE_PROPERTIES = Table(
 
 
 def _normalise_uri(uri: str) -> str:
-    """Pick an installed PostgreSQL driver for a bare ``postgresql://`` URI."""
+    """Iceberg Java's JDBC URLs (``jdbc:postgresql://...``, ``jdbc:sqlite:path``) as SQLAlchemy
+    URLs, and an installed PostgreSQL driver picked for a bare ``postgresql://`` URI."""
+    if uri.startswith("jdbc:"):
+        uri = uri[len("jdbc:") :]
+        if uri.startswith("sqlite:") and not uri.startswith("sqlite://"):
+            path = uri[len("sqlite:") :]
+            return "sqlite:///:memory:" if path in ("", ":memory:") else f"sqlite:///{path}"
     for prefix in ("postgresql://", "postgres://"):
         if uri.startswith(prefix):
             rest = uri[len(prefix) :]
@@ -136,6 +147,22 @@ def _database_errors(fn: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _check_credentials(name: str, uri: str) -> None:
+    """Refuses an ``@`` left unencoded in a URI's user name or password: the driver would take
+    the rest of the password for the host name and echo it in its errors."""
+    head = uri.partition("?")[0]
+    if "://" in head and head.partition("://")[2].count("@") > 1:
+        raise ValidationError(
+            f"SQL catalog {name!r}: the user name or password in 'uri' holds an '@'; "
+            "percent-encode it as %40 (or give them as 'jdbc.user' and 'jdbc.password')"
+        )
+
+
+def _check_reserved(properties: Mapping[str, str]) -> None:
+    if EXISTS in properties:
+        raise ValidationError(f"namespace property {EXISTS!r} is reserved by the SQL catalog")
+
+
 def _like_prefix(namespace: str) -> str:
     return namespace.replace("!", "!!").replace("_", "!_").replace("%", "!%") + ".%"
 
@@ -144,8 +171,10 @@ class SqlCatalog(MetastoreCatalog):
     """A catalog in a SQL database, shared with Iceberg's JDBC catalog and PyIceberg.
 
     Properties: ``uri`` (SQLAlchemy URL: ``sqlite:///path.db``, ``sqlite:///:memory:``,
-    ``postgresql+psycopg://user:pw@host:port/db``), ``warehouse`` (where new tables go),
-    ``init_catalog_tables`` (create the two tables if absent, default true), ``echo``.
+    ``postgresql+psycopg://user:pw@host:port/db``, or Iceberg Java's ``jdbc:sqlite:path`` and
+    ``jdbc:postgresql://host:port/db``), ``jdbc.user`` and ``jdbc.password`` (override the URI's),
+    ``warehouse`` (where new tables go), ``init_catalog_tables`` (create the two tables if
+    absent, default true), ``echo``, ``connect-timeout``.
     """
 
     @_database_errors
@@ -155,6 +184,7 @@ class SqlCatalog(MetastoreCatalog):
         if not uri:
             raise ValidationError("a SQL catalog needs a 'uri' property (a SQLAlchemy URL)")
         uri = _normalise_uri(uri)
+        _check_credentials(name, uri)
         kwargs: dict[str, Any] = {"echo": properties.get("echo", "false").lower() == "true"}
         self._in_memory = False
         self._gone = False
@@ -172,8 +202,15 @@ class SqlCatalog(MetastoreCatalog):
                 # block every call for libpq's two minutes
                 seconds = parse_seconds("connect-timeout", properties.get("connect-timeout", "10"))
                 kwargs["connect_args"] = {"connect_timeout": max(1, round(seconds))}
+        user, password = properties.get("jdbc.user"), properties.get("jdbc.password")
         try:
-            self.engine: Engine = create_engine(uri, **kwargs)
+            url = make_url(uri)
+            if user is not None or password is not None:  # as Iceberg Java's JDBC catalog
+                url = url.set(
+                    username=url.username if user is None else user,
+                    password=url.password if password is None else password,
+                )
+            self.engine: Engine = create_engine(url, **kwargs)
         except ModuleNotFoundError as exc:  # the database's driver
             driver = "postgres" if uri.startswith("postgresql") else None
             if driver is None:
@@ -190,6 +227,11 @@ class SqlCatalog(MetastoreCatalog):
             raise ValidationError(
                 f"SQL catalog {name!r}: 'uri' is not a usable SQLAlchemy URL ({exc})"
             ) from exc
+        except ValueError:  # a port that is not a number; the text would echo the URI
+            raise ValidationError(
+                f"SQL catalog {name!r}: 'uri' has a port that is not a number (a ':' or '@' in "
+                "the user name or password must be percent-encoded)"
+            ) from None
         self._has_type_column = True
         self._init_tables(properties.get("init_catalog_tables", "true").lower() == "true")
 
@@ -202,6 +244,16 @@ class SqlCatalog(MetastoreCatalog):
             _schema.create_all(self.engine, checkfirst=True)
         columns = {c["name"] for c in inspect(self.engine).get_columns("iceberg_tables")}
         self._has_type_column = "iceberg_type" in columns
+
+    @property
+    def _typed(self) -> bool:
+        """Whether ``iceberg_tables`` has the ``iceberg_type`` column (tables and views apart).
+        A database without it is looked at again on each call: Iceberg Java adds the column
+        (and then views) to such a database while this catalog is open."""
+        if not self._has_type_column:
+            columns = {c["name"] for c in inspect(self.engine).get_columns("iceberg_tables")}
+            self._has_type_column = "iceberg_type" in columns
+        return self._has_type_column
 
     def close(self) -> None:
         """Release the database connections (a later call connects again, except to an
@@ -216,7 +268,7 @@ class SqlCatalog(MetastoreCatalog):
             ICEBERG_TABLES.c.table_namespace == namespace,
             ICEBERG_TABLES.c.table_name == name,
         )
-        return and_(clause, self._type_filter()) if self._has_type_column else clause
+        return and_(clause, self._type_filter()) if self._typed else clause
 
     def _type_filter(self) -> Any:
         return or_(
@@ -255,9 +307,11 @@ class SqlCatalog(MetastoreCatalog):
     def create_namespace(
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
-        """Create a namespace with properties (``exists=true`` when none are given)."""
+        """Create a namespace with properties (stored with the reserved ``exists=true``)."""
         ns = self._ns_string(check_namespace(to_identifier(namespace)))
-        props = dict(properties or {}) or dict(_MINIMAL_NAMESPACE_PROPERTIES)
+        props = dict(properties or {})
+        _check_reserved(props)
+        props[EXISTS] = "true"
         try:
             with self.engine.begin() as conn:
                 if self._ns_exists(conn, ns):
@@ -318,7 +372,7 @@ class SqlCatalog(MetastoreCatalog):
                     NAMESPACE_PROPERTIES.c.namespace == ns,
                 )
             ).all()
-        return {str(k): "" if v is None else str(v) for k, v in rows}
+        return {str(k): "" if v is None else str(v) for k, v in rows if k != EXISTS}
 
     @_database_errors
     def update_namespace_properties(
@@ -327,9 +381,22 @@ class SqlCatalog(MetastoreCatalog):
         removals: Iterable[str] | None = None,
         updates: Mapping[str, str] | None = None,
     ) -> PropertiesUpdateSummary:
-        """Remove and set properties in one database transaction."""
+        """Remove and set properties in one database transaction (tried again when another
+        writer added one of the same keys meanwhile)."""
         ns = self._ns_string(namespace)
         removal_set, update_map = self._check_update(removals, updates)
+        _check_reserved(update_map)
+        for attempt in range(_PROPERTY_RETRIES):
+            try:
+                return self._update_properties(ns, removal_set, update_map)
+            except IntegrityError:
+                if attempt == _PROPERTY_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _update_properties(
+        self, ns: str, removal_set: set[str], update_map: dict[str, str]
+    ) -> PropertiesUpdateSummary:
         summary = PropertiesUpdateSummary()
         match = and_(
             NAMESPACE_PROPERTIES.c.catalog_name == self.name, NAMESPACE_PROPERTIES.c.namespace == ns
@@ -340,6 +407,13 @@ class SqlCatalog(MetastoreCatalog):
             existing = set(
                 conn.execute(select(NAMESPACE_PROPERTIES.c.property_key).where(match)).scalars()
             )
+            if EXISTS not in existing:  # created by an engine that did not store it
+                conn.execute(
+                    insert(NAMESPACE_PROPERTIES).values(
+                        catalog_name=self.name, namespace=ns, property_key=EXISTS, property_value="true"
+                    )
+                )
+            existing.discard(EXISTS)
             summary.removed = sorted(removal_set & existing)
             summary.missing = sorted(removal_set - existing)
             if summary.removed:
@@ -426,7 +500,7 @@ class SqlCatalog(MetastoreCatalog):
             "metadata_location": metadata_location,
             "previous_metadata_location": None,
         }
-        if self._has_type_column:
+        if self._typed:
             values["iceberg_type"] = TABLE_TYPE
         try:
             with self.engine.begin() as conn:
@@ -510,7 +584,7 @@ class SqlCatalog(MetastoreCatalog):
             query = select(ICEBERG_TABLES.c.table_name).where(
                 ICEBERG_TABLES.c.catalog_name == self.name, ICEBERG_TABLES.c.table_namespace == ns
             )
-            if self._has_type_column:
+            if self._typed:
                 query = query.where(self._type_filter())
             return sorted(str(n) for n in conn.execute(query).scalars())
 
