@@ -86,7 +86,10 @@ class OrcFile:
                 stripe = self._file.read_stripe(i, columns=wanted)
             except DECODE_ERRORS as e:
                 raise orc_error(self.path, e) from e
-            arrays = [col.view(schema.field(j).type) for j, col in enumerate(stripe.columns)]
+            # the stripe's columns come in the file's order, whatever order was asked for
+            arrays = [
+                stripe.column(name).view(schema.field(j).type) for j, name in enumerate(wanted)
+            ]
             stripe = pa.RecordBatch.from_arrays(arrays, schema=schema)
             if not columns:
                 stripe = stripe.select([])
