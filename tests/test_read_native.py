@@ -454,3 +454,35 @@ def test_residual_filters_are_applied_to_natively_read_files(
     assert streams == []
     assert got.equals(_general(monkeypatch, lambda: t.scan(row_filter="d > 100").to_arrow()))
     assert len(t.scan().to_arrow()) > len(got) and streams
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    parts=st.lists(st.integers(0, 5), max_size=3, unique=True),
+    bound=st.integers(-1, 41),
+    merge_rows=st.sampled_from([1, 7, 40, 1 << 16]),
+    appends=st.integers(1, 3),
+)
+def test_files_sharing_a_residual_are_filtered_together(
+    tmp_path_factory: pytest.TempPathFactory,
+    parts: list[int],
+    bound: int,
+    merge_rows: int,
+    appends: int,
+) -> None:
+    """Consecutive small files whose residual filter is the same are concatenated (up to
+    ``MERGE_ROWS`` rows) and filtered once; files of partitions the filter settles keep every
+    row. The rows equal the general reader's, in the same order."""
+    data = _table(["l", "d"], 120, nulls=4)
+    t = _partitioned(tmp_path_factory.mktemp("t"), data)
+    for _ in range(appends - 1):
+        t.append(data)
+    t = t.refresh()
+    expr = " or ".join([*(f"part = {p}" for p in parts), f"d > {bound}"])
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(native_files, "MERGE_ROWS", merge_rows)
+        got = t.scan(row_filter=expr).to_arrow()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(native_files, "ENABLED", False)
+        want = t.scan(row_filter=expr).to_arrow()
+    assert got.equals(want), expr

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -348,11 +349,26 @@ def _batches(
     columns of each when given; from the first task the native path does not read (or a
     stream that fails), ``fallback``'s."""
     for a, done in decoded:
-        for i, got in enumerate(done, start=a):
+        k = 0
+        while k < len(done):
+            i, got = a + k, done[k]
             residual = tasks[i].residual
             if isinstance(got, list):
-                yield from _output(got, residual, width)
+                # the batches of the next files with the same residual filter, filtered
+                # together: a filter's set-up costs more than a small file's rows
+                k += 1
+                run = list(got)
+                while (
+                    not isinstance(residual, AlwaysTrue)
+                    and k < len(done)
+                    and isinstance(done[k], list)
+                    and _same(tasks[a + k].residual, residual)
+                ):
+                    run.extend(cast(list[pa.RecordBatch], done[k]))
+                    k += 1
+                yield from _output(_merged(run), residual, width)
                 continue
+            k += 1
             given = [0]  # a stream's task has no residual: the rows given are the rows out
             if got is not None:
                 yield from _output(_counted(got, given), residual, width)
@@ -361,6 +377,42 @@ def _batches(
             decoded.close()
             yield from _skip_rows(fallback(tasks[i:]), given[0])
             return
+
+
+#: Consecutive small batches sharing a residual filter are concatenated up to this many rows
+#: before it is evaluated once over them.
+MERGE_ROWS = 1 << 16
+
+
+def _same(a: BooleanExpression, b: BooleanExpression) -> bool:
+    return a is b or a == b
+
+
+def _merged(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches`` with runs of small ones of one schema concatenated, up to
+    :data:`MERGE_ROWS` rows each."""
+    run: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if run and (rows + batch.num_rows > MERGE_ROWS or not batch.schema.equals(run[0].schema)):
+            yield from _concat(run)
+            run, rows = [], 0
+        run.append(batch)
+        rows += batch.num_rows
+    if run:
+        yield from _concat(run)
+
+
+def _concat(run: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    if len(run) == 1:
+        yield run[0]
+        return
+    try:
+        merged = pa.concat_batches(run)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # (field metadata that differs)
+        yield from run
+        return
+    yield merged
 
 
 def _counted(stream: Iterable[pa.RecordBatch], count: list[int]) -> Iterator[pa.RecordBatch]:
