@@ -410,7 +410,10 @@ class SqlCatalog(MetastoreCatalog):
             if EXISTS not in existing:  # created by an engine that did not store it
                 conn.execute(
                     insert(NAMESPACE_PROPERTIES).values(
-                        catalog_name=self.name, namespace=ns, property_key=EXISTS, property_value="true"
+                        catalog_name=self.name,
+                        namespace=ns,
+                        property_key=EXISTS,
+                        property_value="true",
                     )
                 )
             existing.discard(EXISTS)
