@@ -24,11 +24,13 @@ import pyarrow.compute as pc
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import Snapshot
-from icefloe.partitioning import PartitionSpec
+from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan.manifests import manifest_list_of, read_entries
 from icefloe.schema import Schema
 from icefloe.table.manifest_merge import MANIFEST_LIST_SCHEMA
+from icefloe.values import from_bytes
 from icefloe.write.files import manifest_arrow_schema
+from icefloe.write.writer import human_partition_value
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table
@@ -79,6 +81,17 @@ _MANIFEST_LIST = pa.schema(
             "partitions",
         )
     ]
+)
+#: ``manifests.partition_summaries``: the bounds as readable strings (as Spark shows them).
+_SUMMARIES = pa.list_(
+    pa.struct(
+        [
+            pa.field("contains_null", pa.bool_(), nullable=False),
+            pa.field("contains_nan", pa.bool_()),
+            pa.field("lower_bound", pa.string()),
+            pa.field("upper_bound", pa.string()),
+        ]
+    )
 )
 
 
@@ -253,9 +266,48 @@ class InspectTable:
                 "added_delete_files_count": split("added_files_count", False),
                 "existing_delete_files_count": split("existing_files_count", False),
                 "deleted_delete_files_count": split("deleted_files_count", False),
-                "partition_summaries": ml.column("partitions"),
+                "partition_summaries": self._readable_summaries(ml),
             }
         )
+
+    def _readable_summaries(self, ml: pa.Table) -> pa.Array:
+        """The manifests' partition summaries with their bounds as people read them (``0``,
+        ``x``, ``2024-01-02``), as Spark's and PyIceberg's ``manifests`` tables give them."""
+        rows = []
+        for spec_id, summaries in zip(
+            ml.column("partition_spec_id").to_pylist(),
+            ml.column("partitions").to_pylist(),
+            strict=True,
+        ):
+            spec = self._meta.spec_by_id(spec_id)
+            fields = list(spec.fields) if spec is not None else []
+            out = []
+            for k, summary in enumerate(summaries or ()):
+                pf = fields[k] if k < len(fields) else None
+                out.append(
+                    {
+                        "contains_null": summary["contains_null"],
+                        "contains_nan": summary.get("contains_nan"),
+                        "lower_bound": self._readable_bound(pf, summary.get("lower_bound")),
+                        "upper_bound": self._readable_bound(pf, summary.get("upper_bound")),
+                    }
+                )
+            rows.append(out)
+        return pa.array(rows, _SUMMARIES)
+
+    def _readable_bound(self, pf: PartitionField | None, raw: bytes | None) -> str | None:
+        if raw is None or pf is None:
+            return None
+        for schema in [self._meta.current_schema(), *reversed(self._meta.schemas)]:
+            try:
+                source = schema.find_type(pf.source_id)
+            except ValidationError:
+                continue  # a source column since dropped: an older schema has it
+            try:
+                return human_partition_value(pf, from_bytes(pf.transform.result_type(source), raw))
+            except (ValidationError, ValueError):
+                return None
+        return None
 
     def _entries(self, snapshot_id: int | None) -> pa.Table:
         """Every entry of a snapshot's manifests, with ``spec_id`` and a unified partition."""
