@@ -49,6 +49,12 @@ from icefloe.expressions import (
         ("name like 'abc%'", col("name").starts_with("abc")),
         ("name not like 'a\\%b\\_%'", col("name").not_starts_with("a%b_")),
         ("name like '%'", col("name").starts_with("")),
+        ("x between 1 and 5", And(col("x") >= 1, col("x") <= 5)),
+        (
+            "x NOT BETWEEN 'a' and 'c' and y = 1",
+            And(Not(And(col("x") >= "a", col("x") <= "c")), col("y") == 1),
+        ),
+        ('"between" = 1', col("between") == 1),
         ('"my col" = 1', col("my col") == 1),
         ('"a""b" = 1', col('a"b') == 1),
         ("`select` = 1", col("select") == 1),
@@ -88,7 +94,7 @@ def test_parse(text: str, expected: BooleanExpression) -> None:
         ('"abc = 1', 0, "unterminated quoted name"),
         ("a = 1 & b = 2", 6, "unexpected character '&'"),
         ("a is 5", 5, "'null' or 'nan'"),
-        ("a not = 5", 6, "'in' or 'like'"),
+        ("a not = 5", 6, "'in', 'like' or 'between'"),
         ("a in 1, 2", 5, "'('"),
         ("a in (1 2)", 8, "',' or ')'"),
         ("s like 'a%b'", 9, "prefix"),
@@ -99,6 +105,8 @@ def test_parse(text: str, expected: BooleanExpression) -> None:
         ("x = X'abc'", 4, "even number"),
         ("x = -", 4, "unexpected character '-'"),
         ("and = 1", 0, "expected a column name"),
+        ("x between 1 or 2", 12, "expected 'and' between the bounds"),
+        ("x between and 2", 10, "expected a literal"),
     ],
 )
 def test_parse_errors_point_at_the_problem(text: str, position: int, fragment: str) -> None:

@@ -17,6 +17,7 @@ parentheses are limited by the Python stack (the parser keeps explicit stacks).
                | column ["not"] "in" "(" [literal ("," literal)*] ")"
                | column "is" ["not"] ("null" | "nan")
                | column ["not"] "like" string
+               | column ["not"] "between" literal "and" literal
     cmp       := "<" | "<=" | ">" | ">=" | "=" | "==" | "!=" | "<>"
     column    := name ("." name)* | '"' quoted name ('""' for a quote) '"' | `backquoted`
     literal   := number | string | X'hex bytes' | "true" | "false"
@@ -25,6 +26,8 @@ Numbers: ``5`` and ``-5`` are ints, ``1.50`` a ``Decimal`` (exact), ``1e3`` / ``
 Strings are single-quoted; a quote is written ``''`` or ``\\'`` and a backslash ``\\\\``.
 ``like`` takes a prefix pattern only (``'abc%'``, with ``\\%``, ``\\_`` and ``\\\\`` for the
 literal characters) and becomes ``starts_with``; any other pattern raises ``ParseError``.
+``x between a and b`` is ``x >= a and x <= b``, and ``x not between a and b`` is
+``not (x between a and b)`` (which, like ``!=``, keeps nulls).
 Errors are :class:`~icefloe.exceptions.ParseError` with ``.position`` at the offending character.
 """
 
@@ -55,7 +58,9 @@ _SPATIAL = {"st_intersects": Op.ST_INTERSECTS, "st_disjoint": Op.ST_DISJOINT}
 
 _CMP = {"<": Op.LT, "<=": Op.LT_EQ, ">": Op.GT, ">=": Op.GT_EQ, "=": Op.EQ, "==": Op.EQ}
 _CMP.update({"!=": Op.NOT_EQ, "<>": Op.NOT_EQ})
-_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "null", "nan", "like", "true", "false"})
+_KEYWORDS = frozenset(
+    {"and", "or", "not", "in", "is", "null", "nan", "like", "between", "true", "false"}
+)
 _NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _HEX = re.compile(r"[xX]'([0-9A-Fa-f]*)'")
@@ -359,8 +364,17 @@ class _Parser:
         if self.is_kw("not"):
             negated = True
             self.advance()
-            if not (self.is_kw("in") or self.is_kw("like")):
-                raise self.fail("expected 'in' or 'like' after 'not'")
+            if not (self.is_kw("in") or self.is_kw("like") or self.is_kw("between")):
+                raise self.fail("expected 'in', 'like' or 'between' after 'not'")
+        if self.is_kw("between"):
+            self.advance()
+            low = self.literal()
+            if not self.is_kw("and"):
+                raise self.fail("expected 'and' between the bounds of 'between'")
+            self.advance()
+            high = self.literal()
+            inside = And(self.make(Op.GT_EQ, name, low), self.make(Op.LT_EQ, name, high))
+            return Not(inside) if negated else inside
         if self.is_kw("in"):
             self.advance()
             self.expect("(", "'(' after 'in'")
@@ -380,7 +394,9 @@ class _Parser:
             self.advance()
             prefix = _like_prefix(self.text, pat)
             return self.make(Op.NOT_STARTS_WITH if negated else Op.STARTS_WITH, name, prefix)
-        raise self.fail(f"expected a comparison, 'in', 'is' or 'like' after column {name.value!r}")
+        raise self.fail(
+            f"expected a comparison, 'in', 'is', 'like' or 'between' after column {name.value!r}"
+        )
 
 
 def parse(text: str) -> BooleanExpression:
