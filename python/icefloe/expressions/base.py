@@ -350,7 +350,9 @@ def check_literal(value: Any) -> Any:
 
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-KEYWORDS = frozenset({"and", "or", "not", "in", "is", "null", "nan", "like", "true", "false"})
+KEYWORDS = frozenset(
+    {"and", "or", "not", "in", "is", "null", "nan", "like", "between", "true", "false"}
+)
 
 
 def format_name(name: str) -> str:

@@ -40,6 +40,7 @@ from typing import Any
 
 from icefloe.exceptions import ParseError
 from icefloe.expressions.base import (
+    KEYWORDS,
     AlwaysFalse,
     AlwaysTrue,
     And,
@@ -58,9 +59,6 @@ _SPATIAL = {"st_intersects": Op.ST_INTERSECTS, "st_disjoint": Op.ST_DISJOINT}
 
 _CMP = {"<": Op.LT, "<=": Op.LT_EQ, ">": Op.GT, ">=": Op.GT_EQ, "=": Op.EQ, "==": Op.EQ}
 _CMP.update({"!=": Op.NOT_EQ, "<>": Op.NOT_EQ})
-_KEYWORDS = frozenset(
-    {"and", "or", "not", "in", "is", "null", "nan", "like", "between", "true", "false"}
-)
 _NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _HEX = re.compile(r"[xX]'([0-9A-Fa-f]*)'")
@@ -163,7 +161,7 @@ def _tokenize(text: str) -> list[_Tok]:
         elif (m := _IDENT.match(text, i)) is not None:
             word = m.group(0)
             low = word.lower()
-            toks.append(_Tok("kw", low, i) if low in _KEYWORDS else _Tok("ident", word, i))
+            toks.append(_Tok("kw", low, i) if low in KEYWORDS else _Tok("ident", word, i))
             i = m.end()
         else:
             raise _error(text, i, f"unexpected character {c!r}")
