@@ -105,13 +105,24 @@ def test_unknown_state_keeps_the_file(
     t = sql_catalog.create_table("db.t", _schema())
     before = _metadata_files(t)
 
-    def broken_begin(*args: Any, **kwargs: Any) -> Any:
-        raise OperationalError("UPDATE iceberg_tables", {}, Exception("connection lost"))
+    real_connect = sql_catalog.engine.connect
+
+    def connect_then_lose_the_update() -> Any:
+        conn = real_connect()
+        real_execute = conn.execute
+
+        def execute(stmt: Any, *args: Any, **kwargs: Any) -> Any:
+            if str(stmt).startswith("UPDATE iceberg_tables"):
+                raise OperationalError("UPDATE iceberg_tables", {}, Exception("connection lost"))
+            return real_execute(stmt, *args, **kwargs)
+
+        conn.execute = execute  # type: ignore[method-assign]
+        return conn
 
     def broken_get(identifier: Any) -> str:
         raise OperationalError("SELECT", {}, Exception("still down"))
 
-    monkeypatch.setattr(sql_catalog.engine, "begin", broken_begin)
+    monkeypatch.setattr(sql_catalog.engine, "connect", connect_then_lose_the_update)
     monkeypatch.setattr(sql_catalog, "_get_pointer", broken_get)
     with pytest.raises(CommitStateUnknownError, match="may or may not"):
         t.set_properties(a="1")
@@ -129,18 +140,26 @@ def test_database_error_after_swap_is_resolved(
 
     sql_catalog.create_namespace("db")
     t = sql_catalog.create_table("db.t", _schema())
-    real_begin = sql_catalog.engine.begin
+    real_connect = sql_catalog.engine.connect
 
     class LostAck:
+        def __init__(self, begin: Any) -> None:
+            self.begin = begin
+
         def __enter__(self) -> Any:
-            self.ctx = real_begin()
+            self.ctx = self.begin()
             return self.ctx.__enter__()
 
         def __exit__(self, *exc: Any) -> None:
             self.ctx.__exit__(None, None, None)  # commits
             raise OperationalError("COMMIT", {}, Exception("ack lost"))
 
-    monkeypatch.setattr(sql_catalog.engine, "begin", lambda: LostAck())
+    def connect_then_lose_the_ack() -> Any:
+        conn = real_connect()
+        conn.begin = lambda b=conn.begin: LostAck(b)  # type: ignore[method-assign]
+        return conn
+
+    monkeypatch.setattr(sql_catalog.engine, "connect", connect_then_lose_the_ack)
     t.set_properties(a="1")
     monkeypatch.undo()
     loaded = sql_catalog.load_table("db.t")

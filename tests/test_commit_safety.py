@@ -236,3 +236,32 @@ def test_interrupt_after_the_sql_multi_table_swap_keeps_the_metadata_files(
     _assert_intact(cat, "db.a")
     _assert_intact(cat, "db.b")
     cat.close()
+
+
+@pytest.mark.postgres
+def test_an_unreachable_database_fails_the_commit_cleanly(
+    postgres_uri: str, tmp_path: Path
+) -> None:
+    """The database cannot be reached when the pointer is to be swapped: no UPDATE was sent,
+    so the commit failed for certain (retryable ``CommitFailedError``) and its files go."""
+    from sqlalchemy import create_engine
+
+    cat = SqlCatalog("unreach", uri=postgres_uri, warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    before = _files(tmp_path / "wh")
+    live = cat.engine
+    cat.engine = create_engine(  # a server that is down: nothing listens on port 1
+        "postgresql+psycopg://icefloe@127.0.0.1:1/postgres", connect_args={"connect_timeout": 2}
+    )
+    try:
+        with pytest.raises(CommitFailedError, match="could not be reached.*nothing was committed"):
+            t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    finally:
+        cat.engine.dispose()
+        cat.engine = live
+    assert _files(tmp_path / "wh") == before
+    assert _ids(cat.load_table("db.t")) == [1]
+    cat.drop_table("db.t")
+    cat.close()

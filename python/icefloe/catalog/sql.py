@@ -523,7 +523,16 @@ class SqlCatalog(MetastoreCatalog):
             .values(metadata_location=new, previous_metadata_location=expected)
         )
         try:
-            with self.engine.begin() as conn:
+            conn = self.engine.connect()
+        except SQLAlchemyError as exc:  # no connection, so no UPDATE sent: nothing happened
+            cause = getattr(exc, "orig", None) or exc
+            brief = " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
+            raise CommitFailedError(
+                f"commit of {'.'.join(identifier)!r} failed: the catalog database could not "
+                f"be reached ({brief}); nothing was committed"
+            ) from exc
+        try:
+            with conn, conn.begin():
                 rowcount = conn.execute(stmt).rowcount
         except SQLAlchemyError as exc:
             # The UPDATE may or may not have reached the database: look at the pointer. It is
