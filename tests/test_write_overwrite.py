@@ -296,3 +296,29 @@ def test_overwrite_on_a_branch_and_in_a_transaction(tmp_path: Path, duckdb_con: 
     assert [s.summary.operation for s in snaps[-2:] if s.summary] == ["overwrite", "append"]
     want = pa.concat_tables([rows(0, 40), rows(200, 3), rows(300, 1)])
     _expect(t, want, duckdb_con)
+
+
+def test_dynamic_overwrite_sees_concurrent_data_in_merged_manifests(tmp_path: Path) -> None:
+    """Data another writer added to a replaced partition is a conflict even when a later
+    commit merged its manifest (its entries are then ``EXISTING`` in the merged one)."""
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        SCHEMA,
+        partition_spec=SPEC,
+        format_version=2,
+        properties={"commit.manifest.min-count-to-merge": "2"},
+    )
+    t.append(rows(0, 1))
+    stale = t.catalog.load_table("ns.t")
+    t.append(rows(0, 1))  # the same partition as the overwrite's row
+    t.append(rows(200, 1))  # another partition; merges the manifests
+    statuses = [
+        e["status"]
+        for _, b in manifest_entries(t.io, t.current_snapshot(), content=0)
+        for e in b.to_pylist()
+    ]
+    assert 0 in statuses  # merged: the earlier appends' entries are EXISTING now
+    with pytest.raises(CommitConflictError, match="replaced partition"):
+        stale.dynamic_partition_overwrite(rows(0, 1))
+    t.dynamic_partition_overwrite(rows(0, 1))
+    assert t.refresh().current_snapshot().summary.get("replace-partitions") == "true"

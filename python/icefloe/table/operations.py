@@ -24,7 +24,7 @@ from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
 from icefloe.table.overwrite import partition_mask, plan_overwrite
-from icefloe.table.producer import SnapshotProducer, parent_snapshot
+from icefloe.table.producer import DELETED, SnapshotProducer, parent_snapshot
 from icefloe.table.row_delta import (
     DELETE_MODE,
     MERGE_ON_READ,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_files", "append", "dynamic_partition_overwrite", "overwrite"]
 
-ADDED = 1
 
 
 def _commit(producer: SnapshotProducer) -> Transaction:
@@ -77,7 +76,9 @@ def append(
 def added_data_since(
     io: FileIO, metadata: TableMetadata, parent: Snapshot | None, start: int | None
 ) -> list[pa.RecordBatch]:
-    """Entries of data files added by the snapshots after ``start`` up to ``parent``."""
+    """Entries of data files added by the snapshots after ``start`` up to ``parent`` and still
+    live at ``parent``: those snapshots' files whether their entries are still ``ADDED`` or
+    were merged into a later snapshot's manifest as ``EXISTING``."""
     if parent is None or parent.snapshot_id == start:
         return []
     new_ids: set[int] = set()
@@ -90,7 +91,7 @@ def added_data_since(
         if mf.added_snapshot_id not in new_ids:
             continue
         mask = pc.and_(
-            pc.equal(batch.column("status"), ADDED),
+            pc.not_equal(batch.column("status"), DELETED),
             pc.is_in(batch.column("snapshot_id"), value_set=pa.array(sorted(new_ids), pa.int64())),
         )
         added = batch.filter(mask)
@@ -209,7 +210,9 @@ def dynamic_partition_overwrite(
     if spec.is_unpartitioned:
         raise ValidationError("dynamic partition overwrite needs a partitioned table")
     io = tx.table.io
-    producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
+    # as Java's ReplacePartitions marks its snapshots (and its cherry-pick looks for)
+    props = {**(snapshot_properties or {}), "replace-partitions": "true"}
+    producer = SnapshotProducer(tx, branch=branch, snapshot_properties=props)
     producer.owns_files(f.file_path for f in written)
     files = list(written)
     if data is not None:
