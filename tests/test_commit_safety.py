@@ -256,7 +256,7 @@ def test_an_unreachable_database_fails_the_commit_cleanly(
         "postgresql+psycopg://icefloe@127.0.0.1:1/postgres", connect_args={"connect_timeout": 2}
     )
     try:
-        with pytest.raises(CommitFailedError, match="could not be reached.*nothing was committed"):
+        with pytest.raises(CommitFailedError, match=r"could not be reached.*nothing was committed"):
             t.append(pa.table({"id": pa.array([2], pa.int64())}))
     finally:
         cat.engine.dispose()

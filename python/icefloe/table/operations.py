@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["add_files", "append", "dynamic_partition_overwrite", "overwrite"]
 
 
-
 def _commit(producer: SnapshotProducer) -> Transaction:
     try:
         return producer.commit()
