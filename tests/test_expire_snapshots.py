@@ -280,6 +280,19 @@ def test_explicit_ids_and_metadata_only(tmp_path: Path) -> None:
     assert _rows(c) == [10, 11]
 
 
+def test_explicit_ids_of_the_wrong_type(tmp_path: Path) -> None:
+    _c, t, (_s1, s2, _s3, _s4) = _history_table(tmp_path)
+    bad: list[object] = [s2, str(s2), [str(s2)], [float(s2)], [True]]
+    messages = ["a collection of snapshot ids", "a collection of snapshot ids"] + [
+        "a snapshot id is an integer"
+    ] * 3
+    for arg, message in zip(bad, messages, strict=True):
+        with pytest.raises(ValidationError, match=message):
+            t.expire_snapshots(snapshot_ids=arg, dry_run=True)  # type: ignore[arg-type]
+    assert len(t.snapshots()) == 5
+    assert t.expire_snapshots(snapshot_ids=(s2,), dry_run=True).snapshot_ids == (s2,)
+
+
 def test_statistics_files_of_expired_snapshots_are_deleted(tmp_path: Path) -> None:
     c, t, (s1, _s2, _s3, s4) = _history_table(tmp_path)
     paths = {}

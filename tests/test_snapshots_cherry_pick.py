@@ -1,6 +1,7 @@
 """``manage_snapshots().cherry_pick()``: fast-forward when the picked snapshot's parent is
-``main``, otherwise a new append snapshot with the same data files; PyIceberg 0.12 reads the
-result. Data written by icefloe's own ``table.append``."""
+``main``, otherwise a new snapshot with the same data files (an append, or a dynamic partition
+overwrite replacing its partitions), decided again when the commit is retried on a newer
+``main``; PyIceberg 0.12 reads the result. Data written by icefloe's own ``table.append``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.table import Table
+from icefloe.transforms import parse_transform
 from support.evolution import SIMPLE_SCHEMA, Catalogs, shared_catalogs
 
 
@@ -19,10 +22,17 @@ def _rows(ids: list[int]) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "data": [f"r{i}" for i in ids]})
 
 
-def _setup(tmp_path: Path, version: int = 2) -> tuple[Catalogs, Table]:
+def _setup(
+    tmp_path: Path, version: int = 2, *, partitioned: bool = False
+) -> tuple[Catalogs, Table]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     c = shared_catalogs(tmp_path)
+    spec = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "data"))
     t = c.ours.create_table(
-        "db.t", Schema.from_json(SIMPLE_SCHEMA), properties={"format-version": str(version)}
+        "db.t",
+        Schema.from_json(SIMPLE_SCHEMA),
+        partition_spec=spec if partitioned else None,
+        properties={"format-version": str(version)},
     )
     return c, t
 
@@ -167,3 +177,154 @@ def test_pick_from_a_stale_table_retries(tmp_path: Path) -> None:
     other = c.ours.load_table("db.t")
     with pytest.raises(ValidationError, match="already in main's history"):
         other.manage_snapshots().cherry_pick(staged)
+
+
+def _staged_append(tmp_path: Path) -> tuple[Catalogs, Table, int]:
+    """main: [1]; a snapshot staged on branch ``stage`` (wap.id w1) appends [2]."""
+    c, t = _setup(tmp_path)
+    t.append(_rows([1]))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("stage")
+    t.append(_rows([2]), branch="stage", snapshot_properties={"wap.id": "w1"})
+    return c, t, t.refs()["stage"].snapshot_id
+
+
+def test_planned_fast_forward_becomes_a_new_snapshot_on_a_newer_main(tmp_path: Path) -> None:
+    c, t, staged = _staged_append(tmp_path)
+    with t.manage_snapshots() as ms:
+        ms.cherry_pick(staged)  # main is the staged snapshot's parent: a fast-forward
+        other = c.ours.load_table("db.t")
+        other.append(_rows([3]))  # ... until another writer commits first
+        concurrent = _head(other)
+    head = t.current_snapshot()
+    assert head is not None and head.summary is not None
+    assert head.snapshot_id != staged and head.parent_snapshot_id == concurrent
+    assert head.operation == "append"
+    assert head.summary.get("source-snapshot-id") == str(staged)
+    assert head.summary.get("published-wap-id") == "w1"
+    assert _their_ids(c) == [1, 2, 3]
+
+
+def test_retried_pick_refuses_what_a_concurrent_pick_published(tmp_path: Path) -> None:
+    c, t, staged = _staged_append(tmp_path)
+    with (
+        pytest.raises(CommitConflictError, match="already in main's history"),
+        t.manage_snapshots() as ms,
+    ):
+        ms.cherry_pick(staged)
+        with c.ours.load_table("db.t").manage_snapshots() as other:
+            other.cherry_pick(staged)
+    t.refresh()
+    assert _head(t) == staged and _their_ids(c) == [1, 2]
+
+
+def test_retried_fast_forward_of_a_delete_is_refused(tmp_path: Path) -> None:
+    c, t, deleting = _staged_delete(tmp_path)
+    with (
+        pytest.raises(CommitConflictError, match="only append snapshots and dynamic partition"),
+        t.manage_snapshots() as ms,
+    ):
+        ms.cherry_pick(deleting)
+        c.ours.load_table("db.t").append(_rows([3]))
+    assert _their_ids(c) == [1, 2, 3]
+
+
+def test_pick_becomes_a_fast_forward_on_retry_and_leaves_no_files(tmp_path: Path) -> None:
+    # planned as a new snapshot (main had moved); another writer rolls main back to the staged
+    # snapshot's parent before the commit: the retry fast-forwards and deletes what it wrote
+    c, t, staged = _staged_append(tmp_path)
+    parent = _head(t)
+    t.append(_rows([3]))
+    meta_dir = Path(t.location.removeprefix("file://")) / "metadata"
+    before = {p.name for p in meta_dir.glob("*.avro")}
+    with t.manage_snapshots() as ms:
+        ms.cherry_pick(staged)
+        assert {p.name for p in meta_dir.glob("*.avro")} > before  # a manifest and a list
+        with c.ours.load_table("db.t").manage_snapshots() as other:
+            other.rollback_to(parent)
+    assert _head(t) == staged and _their_ids(c) == [1, 2]
+    assert {p.name for p in meta_dir.glob("*.avro")} == before
+
+
+def _partition_rows(ids: list[int], data: str) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "data": [data] * len(ids)})
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_pick_dynamic_partition_overwrite(tmp_path: Path, version: int) -> None:
+    c, t = _setup(tmp_path, version, partitioned=True)
+    t.append(pa.concat_tables([_partition_rows([1, 2], "a"), _partition_rows([3], "b")]))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("stage")
+    staged_props = {"replace-partitions": "true", "wap.id": "w9"}
+    t.dynamic_partition_overwrite(
+        _partition_rows([10], "a"), branch="stage", snapshot_properties=staged_props
+    )
+    staged = t.refs()["stage"].snapshot_id
+    t.append(_partition_rows([4], "c"))  # main moves on in another partition
+    with t.transaction() as tx:
+        tx.set_properties({"write.delete.mode": "merge-on-read"})
+    t.delete("id == 2")  # and deletes a row of the replaced one: a delete file, no data
+    assert t.inspect.delete_files().num_rows == 1
+    with t.manage_snapshots() as ms:
+        ms.cherry_pick(staged)
+    head = t.current_snapshot()
+    assert head is not None and head.summary is not None and head.operation == "overwrite"
+    assert head.summary.get("source-snapshot-id") == str(staged)
+    assert head.summary.get("published-wap-id") == "w9"
+    assert head.summary.get("deleted-data-files") == "1"
+    assert head.summary.get("total-delete-files") == "0"  # it went with the replaced data
+    assert _their_ids(c) == [3, 4, 10]
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [3, 4, 10]
+    if version == 3:
+        assert head.first_row_id is not None and head.added_rows is not None
+        assert t.metadata.next_row_id == head.first_row_id + head.added_rows
+        ids = t.scan(selected_fields=["id", "_row_id"]).to_arrow().column("_row_id")
+        assert len(set(ids.to_pylist())) == 3
+    with pytest.raises(ValidationError, match="already in main's history"):
+        t.manage_snapshots().cherry_pick(staged)
+
+
+def test_pick_dynamic_partition_overwrite_refusals(tmp_path: Path) -> None:
+    _, t = _setup(tmp_path / "1", partitioned=True)
+    t.append(_partition_rows([1], "a"))
+    root = _head(t)
+    t.append(_partition_rows([2], "b"))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("stage")
+    t.dynamic_partition_overwrite(
+        _partition_rows([10], "a"),
+        branch="stage",
+        snapshot_properties={"replace-partitions": "true"},
+    )
+    staged = t.refs()["stage"].snapshot_id
+    # main rolled back before the staged snapshot's parent, then moved on: not its ancestor
+    with t.manage_snapshots() as ms:
+        ms.rollback_to(root)
+    t.append(_partition_rows([3], "c"))
+    with pytest.raises(ValidationError, match=r"parent \d+ is an ancestor of main"):
+        t.manage_snapshots().cherry_pick(staged)
+    # main added data to the replaced partition after the parent
+    c2, t2 = _setup(tmp_path / "2", partitioned=True)
+    t2.append(_partition_rows([1], "a"))
+    with t2.manage_snapshots() as ms:
+        ms.create_branch("stage")
+    t2.dynamic_partition_overwrite(
+        _partition_rows([10], "a"),
+        branch="stage",
+        snapshot_properties={"replace-partitions": "true"},
+    )
+    staged2 = t2.refs()["stage"].snapshot_id
+    t2.append(_partition_rows([5], "a"))
+    with pytest.raises(ValidationError, match="main changed a partition it replaces"):
+        t2.manage_snapshots().cherry_pick(staged2)
+    # ... or does so concurrently, before the pick commits
+    with t2.manage_snapshots() as ms:
+        ms.rollback_to(t2.snapshots()[0].snapshot_id)
+    with (
+        pytest.raises(CommitConflictError, match="main changed a partition it replaces"),
+        t2.manage_snapshots() as ms,
+    ):
+        ms.cherry_pick(staged2)
+        c2.ours.load_table("db.t").append(_partition_rows([6], "a"))
+    assert _their_ids(c2) == [1, 6]

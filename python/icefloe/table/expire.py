@@ -47,6 +47,7 @@ from icefloe.progress import ProgressArg
 from icefloe.properties import TableProperties, gc_enabled, int_property
 from icefloe.scan.manifests import manifest_lists, read_entries, unique_manifests
 from icefloe.table._remove_files import delete_all
+from icefloe.table.manage_snapshots import check_snapshot_id
 from icefloe.values import epoch_ms
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ def expire_snapshots(
         )
     if older_than_ms is not None:
         older_than_ms = epoch_ms(older_than_ms, "older_than_ms")
-    explicit = set(snapshot_ids or ())
+    explicit = _snapshot_ids(snapshot_ids)
     for attempt in range(CONFLICT_RETRIES + 1):
         base = table.metadata
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
@@ -248,6 +249,17 @@ def expire_snapshots(
             )
         return _result(expired, removed_refs, files, dry_run=False, deleted=delete_files)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _snapshot_ids(snapshot_ids: Iterable[int] | None) -> set[int]:
+    """The explicit ids to expire, each checked to be an integer."""
+    if snapshot_ids is None:
+        return set()
+    if isinstance(snapshot_ids, str | bytes | int) or not isinstance(snapshot_ids, Iterable):
+        raise ValidationError(
+            f"snapshot_ids is a collection of snapshot ids (integers), got {snapshot_ids!r}"
+        )
+    return {check_snapshot_id(i) for i in snapshot_ids}
 
 
 def _result(

@@ -9,7 +9,8 @@ is published once; picking it records ``published-wap-id``).
 
 Each call is applied to the transaction at once, so later calls see earlier ones; the commit
 asserts that every ref touched still points where it did when the change started (a concurrent
-move of one of them is a :class:`~icefloe.exceptions.CommitConflictError`).
+move of one of them is a :class:`~icefloe.exceptions.CommitConflictError`). A cherry-pick alone
+is the exception: it is decided again on a newer ``main`` (:mod:`icefloe.table.cherry_pick`).
 
 A table a REST catalog loaded with ``snapshot-loading-mode=refs`` holds only the snapshots refs
 point at: a snapshot (or an ancestor) that is not there is looked for among every snapshot
@@ -19,7 +20,6 @@ point at: a snapshot (or an ancestor) that is not there is looked for among ever
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -27,26 +27,32 @@ from icefloe.exceptions import ValidationError
 from icefloe.metadata import (
     MAIN_BRANCH,
     AssertRefSnapshotId,
-    Operation,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetSnapshotRef,
     Snapshot,
     SnapshotRef,
-    Summary,
     TableMetadata,
 )
-from icefloe.table.cherry_pick import PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, WAP_ID
+from icefloe.table.cherry_pick import SOURCE_SNAPSHOT_ID, CherryPick
 from icefloe.table.pending import PendingUpdate
 from icefloe.values import epoch_ms
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
 
-__all__ = ["SOURCE_SNAPSHOT_ID", "ManageSnapshots"]
+__all__ = ["SOURCE_SNAPSHOT_ID", "ManageSnapshots", "check_snapshot_id"]
 
 _BRANCH = "branch"
 _TAG = "tag"
+
+
+def check_snapshot_id(snapshot_id: object) -> int:
+    """``snapshot_id`` when it is an integer (not a bool); a :class:`ValidationError` naming
+    the type otherwise."""
+    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+        raise ValidationError(f"a snapshot id is an integer, got {snapshot_id!r}")
+    return snapshot_id
 
 
 def _positive(value: int | None, what: str) -> None:
@@ -66,9 +72,7 @@ class ManageSnapshots(PendingUpdate):
     # ------------------------------------------------------------------ helpers
 
     def _snapshot(self, snapshot_id: int) -> Snapshot:
-        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
-            raise ValidationError(f"a snapshot id is an integer, got {snapshot_id!r}")
-        s = self._tx.metadata.snapshot_by_id(snapshot_id)
+        s = self._tx.metadata.snapshot_by_id(check_snapshot_id(snapshot_id))
         if s is None and self._load_every_snapshot():
             s = self._tx.metadata.snapshot_by_id(snapshot_id)
         if s is None:
@@ -317,35 +321,33 @@ class ManageSnapshots(PendingUpdate):
         """Apply the changes of a snapshot (e.g. one staged on a branch, or left unreferenced
         by a write-audit-publish job) to ``main``.
 
-        When the snapshot's parent is ``main``'s current snapshot, ``main`` simply moves to it
-        (any operation); otherwise only an ``append`` can be picked: a new ``append`` snapshot
-        adds the same data files on top of ``main`` (its summary records
-        ``source-snapshot-id``, and ``published-wap-id`` when the picked one has a ``wap.id``;
-        in v3 the rows get new row ids). Picking a snapshot that is already in ``main``'s
-        history, was picked before, or whose ``wap.id`` ``main`` already has, is refused; that
-        check is repeated when the commit is retried on a newer ``main``.
+        When the snapshot's parent is ``main``'s head, ``main`` simply moves to it (any
+        operation); otherwise an ``append`` is picked as a new ``append`` snapshot adding the
+        same data files, and a dynamic partition overwrite (``replace-partitions=true``) as a
+        new ``overwrite`` snapshot replacing the partitions its files cover (refused when
+        ``main`` added data to one of them after the snapshot's parent). A new snapshot's
+        summary records ``source-snapshot-id``, and ``published-wap-id`` when the picked one
+        has a ``wap.id``; in v3 its rows get new row ids. Picking a snapshot that is already in
+        ``main``'s history, was picked before, or whose ``wap.id`` ``main`` already has, is
+        refused. When the commit is retried on a newer ``main`` (another writer committed),
+        all of this is decided again: a planned fast-forward becomes a new snapshot.
         """
         s = self._snapshot(snapshot_id)
-        current = self._tx.metadata.current_snapshot()
-        _check_not_picked(self._ancestors(current.snapshot_id) if current else [], s)
-        if s.parent_snapshot_id == (current.snapshot_id if current else None):
-            self._set_main(snapshot_id)  # any operation: main simply moves to it
-            return self
-        if s.operation != Operation.APPEND:
-            raise ValidationError(
-                f"cannot cherry-pick snapshot {snapshot_id}: only append snapshots can be "
-                f"cherry-picked onto a newer main, it is {s.operation!r}"
-            )
-        from icefloe.table.cherry_pick import cherry_pick_snapshot
-
         tx = self._tx
 
-        def check(meta: TableMetadata, snapshot: Snapshot) -> None:
-            """The duplicate-pick check again, on the ``main`` a retried commit builds on."""
+        def main_history(meta: TableMetadata) -> tuple[TableMetadata, list[Snapshot]]:
             head = meta.current_snapshot()
-            _check_not_picked(_history(tx, meta, head.snapshot_id)[1] if head else [], snapshot)
+            return _history(tx, meta, head.snapshot_id) if head else (meta, [])
 
-        cherry_pick_snapshot(tx, s, check)
+        def every_snapshot(meta: TableMetadata) -> TableMetadata:
+            return _with_every_snapshot(tx, meta)
+
+        pick = CherryPick(tx, s, main_history, every_snapshot)
+        try:
+            pick.commit()
+        except BaseException:
+            pick.abort()  # a refused pick leaves no manifest behind
+            raise
         return self
 
     # ------------------------------------------------------------------ commit
@@ -394,25 +396,3 @@ def _history(
         if fuller is not meta:
             return fuller, fuller.ancestors_of(snapshot_id)
     return meta, chain
-
-
-def _check_not_picked(history: Iterable[Snapshot], snapshot: Snapshot) -> None:
-    """Refuse a cherry-pick of a snapshot that ``main`` (its ``history``, newest first) already
-    has, directly or picked, or whose write-audit-publish id (``wap.id``) ``main`` already
-    staged or published (a retried job staging the same changes twice), as Java's check
-    does."""
-    snapshot_id = snapshot.snapshot_id
-    wap_id = snapshot.summary.get(WAP_ID) if snapshot.summary else None
-    for anc in history:
-        summary = anc.summary or Summary(None)
-        picked = summary.get(SOURCE_SNAPSHOT_ID)
-        if anc.snapshot_id == snapshot_id or picked == str(snapshot_id):
-            raise ValidationError(
-                f"cannot cherry-pick snapshot {snapshot_id}: it is already in main's history"
-                + (f" (picked as {anc.snapshot_id})" if picked else "")
-            )
-        if wap_id is not None and wap_id in (summary.get(WAP_ID), summary.get(PUBLISHED_WAP_ID)):
-            raise ValidationError(
-                f"cannot cherry-pick snapshot {snapshot_id}: its wap.id {wap_id!r} was already "
-                f"published to main (snapshot {anc.snapshot_id})"
-            )
