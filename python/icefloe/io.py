@@ -592,6 +592,8 @@ class FileIO:
         scheme, sep, _ = location.partition("://")
         if sep and scheme.lower() not in _LOCAL_SCHEMES:
             return None
+        if not sep and location.startswith("/"):
+            return os.path.abspath(location)  # a plain path: what resolve gives, cheaper
         fs, path = self.resolve(location)
         return path if isinstance(fs, pafs.LocalFileSystem) else None
 

@@ -354,13 +354,13 @@ def _batches(
             i, got = a + k, done[k]
             residual = tasks[i].residual
             if isinstance(got, list):
-                # the batches of the next files with the same residual filter, filtered
-                # together: a filter's set-up costs more than a small file's rows
+                # the batches of the next files with the same residual filter, joined and
+                # filtered together: a filter's set-up costs more than a small file's rows,
+                # and thousands of tiny batches slow down whatever takes them
                 k += 1
                 run = list(got)
                 while (
-                    not isinstance(residual, AlwaysTrue)
-                    and k < len(done)
+                    k < len(done)
                     and isinstance(done[k], list)
                     and _same(tasks[a + k].residual, residual)
                 ):
@@ -379,8 +379,8 @@ def _batches(
             return
 
 
-#: Consecutive small batches sharing a residual filter are concatenated up to this many rows
-#: before it is evaluated once over them.
+#: Consecutive small batches sharing a residual filter (or none) are concatenated up to this
+#: many rows, and the filter evaluated once over them.
 MERGE_ROWS = 1 << 16
 
 
