@@ -6,7 +6,8 @@ Each check measures one thing an operator acts on, gives a verdict (``ok``, ``in
 - small files: data files under 3/4 of the target size, and what compaction would merge (its
   own plan: groups of two or more small files per partition, and files with deletes);
 - delete debt: rows deleted by deletion vectors, position and equality deletes that every read
-  still applies;
+  still applies, apart from dangling delete files (no live data file left for them to apply to):
+  compaction does not remove those, so their fix is the removal of dangling deletes;
 - manifests: how many the current snapshot has against what its size needs
   (``commit.manifest.target-size-bytes``);
 - snapshots: how many the retention policy (``history.expire.*`` and ref settings) would expire
@@ -83,10 +84,13 @@ def _small_files(stats: FileStats, plan: Any, cmd: str) -> Check:
     )
 
 
+KINDS = ("dvs", "position_delete_files", "equality_delete_files")
+
+
 def _delete_kinds(files: pa.Table) -> dict[str, int]:
     """Live delete files by kind: deletion vectors, position and equality delete files."""
     if not files.num_rows:
-        return {"dvs": 0, "position_delete_files": 0, "equality_delete_files": 0}
+        return dict.fromkeys(KINDS, 0)
     content = files.column("content")
     puffin = pc.equal(pc.utf8_upper(files.column("file_format")), "PUFFIN")
     pos = pc.equal(content, 1)
@@ -101,34 +105,63 @@ def _delete_kinds(files: pa.Table) -> dict[str, int]:
     }
 
 
-def _delete_debt(stats: FileStats, cmd: str) -> Check:
-    ratio = stats.delete_records / stats.data_records if stats.data_records else 0.0
+def _delete_debt(stats: FileStats, dangling: pa.Table, cmd: str, remove_cmd: str) -> Check:
+    """The deletes reads apply, and the dangling delete files (``dangling``, see
+    :func:`icefloe.table.dangling_deletes.dangling_delete_files`) that only compaction's
+    removal of dangling deletes drops: without them the advice to compact would repeat."""
+    stale = _delete_kinds(dangling)
+    stale_files = dangling.num_rows
+    stale_rows = int(pc.sum(dangling.column("record_count")).as_py() or 0) if stale_files else 0
+    files = stats.delete_files - stale_files
+    deleted = stats.delete_records - stale_rows
+    ratio = deleted / stats.data_records if stats.data_records else 0.0
     verdict = "warn" if ratio >= DELETE_DEBT_WARN else "info"
-    if not stats.delete_files:
-        verdict = "ok"
-    kinds = _delete_kinds(stats.files)
+    if not files:
+        verdict = "info" if stale_files else "ok"
+    live = _delete_kinds(stats.files)
+    kinds = {k: live[k] - stale[k] for k in KINDS}
     names = (
         ("dvs", "DV", "DVs"),
         ("position_delete_files", "position delete file", "position delete files"),
         ("equality_delete_files", "equality delete file", "equality delete files"),
     )
     parts = [plural(kinds[k], one, many) for k, one, many in names if kinds[k]]
+    details = []
+    if files:
+        details.append(
+            "every read applies these deletes; compaction rewrites the files without them"
+        )
+    if stale_files:
+        what = plural(stale_files, "more delete file" if files else "delete file")
+        details.append(
+            f"{what} no live data file can apply to (dangling): removing them changes no row"
+        )
+    value = (
+        f"{plural(deleted, 'deleted row')} in {', '.join(parts) or '0 delete files'} "
+        f"({pct(deleted, stats.data_records)} of {stats.data_records:,} rows)"
+    )
+    if stale_files:
+        dangling_files = plural(stale_files, "dangling delete file")
+        value = (
+            f"{value}, and {dangling_files}"
+            if files
+            else f"{dangling_files} ({plural(stale_rows, 'deleted row')}) and no other"
+        )
     return Check(
         "delete debt",
-        f"{plural(stats.delete_records, 'deleted row')} in {', '.join(parts) or '0 delete files'} "
-        f"({pct(stats.delete_records, stats.data_records)} of {stats.data_records:,} rows)",
+        value,
         verdict,
-        "every read applies these deletes; compaction rewrites the files without them"
-        if stats.delete_files
-        else "no delete files",
-        cmd if stats.delete_files else None,
+        "; ".join(details) or "no delete files",
+        remove_cmd if stale_files else cmd if files else None,
         {
-            "delete_files": stats.delete_files,
+            "delete_files": files,
             **kinds,
-            "deleted_rows": stats.delete_records,
+            "deleted_rows": deleted,
             "data_rows": stats.data_records,
             "ratio": round(ratio, 4),
             "warn_from": DELETE_DEBT_WARN,
+            "dangling_delete_files": stale_files,
+            "dangling_deleted_rows": stale_rows,
         },
     )
 
@@ -320,15 +353,18 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
     """Every check on ``table``; ``prog`` prefixes the fixing commands (e.g. with
     ``--catalog``); ``orphans`` runs the dry-run orphan scan. A read-only table (opened from
     a metadata file) gets only fixes that work on it."""
+    from icefloe.table.dangling_deletes import dangling_delete_files
     from icefloe.table.static import StaticTable
 
     name = shlex.quote(table.name)
     stats = file_stats(table)
     plan = table.plan_rewrite_data_files()
+    dangling = dangling_delete_files(table.io, table.metadata)
     rescan = f"{prog} health {name} --orphans"
+    compact = f"{prog} compact {name}"
     checks = [
-        _small_files(stats, plan, f"{prog} compact {name}"),
-        _delete_debt(stats, f"{prog} compact {name}"),
+        _small_files(stats, plan, compact),
+        _delete_debt(stats, dangling, compact, f"{compact} --remove-dangling-deletes"),
         _manifests(table, f"{prog} rewrite-manifests {name}"),
         _snapshots(table, f"{prog} expire {name}"),
         _metadata_log(

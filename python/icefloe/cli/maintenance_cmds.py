@@ -171,6 +171,11 @@ def expire(
 @click.option("--target-file-size", help="Target size of the new files (e.g. 128MiB).")
 @click.option("--min-input-files", type=click.IntRange(1), default=2, show_default=True)
 @click.option("--branch", default="main", show_default=True, help="An existing branch.")
+@click.option(
+    "--remove-dangling-deletes",
+    is_flag=True,
+    help="Then remove delete files no live data file can apply to (also with nothing to merge).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be rewritten; change nothing.")
 @json_option
 @pass_state
@@ -181,10 +186,15 @@ def compact(
     target_file_size: str | None,
     min_input_files: int,
     branch: str,
+    remove_dangling_deletes: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Merge small data files of TABLE and apply their deletes, in one replace snapshot."""
+    """Merge small data files of TABLE and apply their deletes, in one replace snapshot.
+
+    With --remove-dangling-deletes, delete files that can no longer apply to any row (left by
+    partition-scoped position deletes and equality deletes) are removed afterwards in a second
+    replace snapshot."""
     t = state.table(table)
     _check_branch(t, branch)
     target = parse_size(target_file_size) if target_file_size else None
@@ -217,11 +227,21 @@ def compact(
             added_data_files=r.added_data_files,
             snapshot_id=_head(t, branch),
         )
+    dangling = None
+    if remove_dangling_deletes:
+        # after the compaction's commit (as Iceberg Java's option): the files it left
+        dangling = t.refresh().remove_dangling_deletes(branch=branch, dry_run=dry_run)
+        doc["removed_dangling_delete_files"] = dangling.removed_delete_files
+        if dangling.removed_delete_files and not dry_run:
+            doc["snapshot_id"] = _head(t, branch)
     if as_json:
         state.out.json(doc)
         return
     if not plan.data_files:
-        state.out.console.print(f"[bold]{esc(t.name)}[/]: nothing to compact")
+        if dangling is None:
+            state.out.console.print(f"[bold]{esc(t.name)}[/]: nothing to compact")
+        else:
+            _dangling_line(state, t.name, dangling.removed_delete_files, dry_run)
         return
     verb = "would rewrite" if dry_run else "rewrote"
     rows: list[tuple[str, Any]] = [
@@ -236,6 +256,14 @@ def compact(
         rows.append(("snapshot", doc["snapshot_id"]))
     files = plural(doc["rewritten_data_files"], "data file")
     _summary(state, f"[bold]{esc(t.name)}[/]: {verb} {files}", rows)
+    if dangling is not None:
+        _dangling_line(state, t.name, dangling.removed_delete_files, dry_run)
+
+
+def _dangling_line(state: State, name: str, removed: int, dry_run: bool) -> None:
+    verb = "would remove" if dry_run else "removed"
+    files = plural(removed, "dangling delete file")
+    state.out.console.print(f"[bold]{esc(name)}[/]: {verb} {files}")
 
 
 @click.command("orphans", short_help="Delete files no metadata references.")

@@ -1,7 +1,8 @@
 """Table maintenance: orphan file removal and data file compaction.
 
 - :func:`rewrite_data_files` bin-packs small files (and files with deletes) per partition and
-  rewrites them with their deletes applied, in one ``replace`` snapshot.
+  rewrites them with their deletes applied, in one ``replace`` snapshot; optionally it then
+  removes the delete files left dangling (:mod:`icefloe.table.dangling_deletes`).
 
 - :func:`remove_orphan_files` deletes files in the table's data and metadata directories that
   no metadata reaches (leftovers of failed writes), when older than a threshold, never files of
@@ -292,6 +293,15 @@ class RewritePlan:
     target_file_size: int
 
 
+def _check_int(name: str, value: object, least: int, *, optional: bool = False) -> None:
+    """A ``ValidationError`` naming ``name`` unless ``value`` is an int of at least ``least``
+    (or None when ``optional``)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValidationError(f"{name} must be an integer of at least {least}, got {value!r}")
+
+
 def _rewrite_groups(
     tx: Transaction,
     target_file_size: int | None,
@@ -304,11 +314,13 @@ def _rewrite_groups(
     from icefloe.write.properties import target_file_size as _target
 
     md = tx.metadata
-    target = target_file_size or _target(md.properties)
-    if target <= 0:
+    _check_int("target_file_size", target_file_size, 1, optional=True)
+    _check_int("min_input_files", min_input_files, 1)
+    target = _target(md.properties) if target_file_size is None else target_file_size
+    if target <= 0:  # the table property
         raise ValidationError(f"target_file_size must be positive, got {target}")
-    if min_input_files < 1:
-        raise ValidationError(f"min_input_files must be at least 1, got {min_input_files}")
+    if not isinstance(branch, str) or not branch:
+        raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
     if branch != MAIN_BRANCH and branch not in md.refs:
         # a write to a new branch forks it from main; compaction only rewrites what exists
         raise NoSuchSnapshotError(f"no branch named {branch!r} to compact")
@@ -360,6 +372,7 @@ def rewrite_data_files(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     progress: ProgressArg = None,
+    remove_dangling_deletes: bool = False,
 ) -> RewriteResult:
     """Compacts small data files and applies their deletes, in one ``replace`` snapshot.
 
@@ -372,9 +385,20 @@ def rewrite_data_files(
     ``_last_updated_sequence_number`` (v3). The commit fails with ``CommitConflictError`` if a
     concurrent commit removed one of the input files or added deletes for it. ``progress``
     counts the input files as their rows are read (see :mod:`icefloe.progress`).
+
+    Delete files that only applied to rewritten files are dropped when they name them (deletion
+    vectors, file-scoped position deletes); partition-scoped and equality delete files may still
+    apply elsewhere and stay. With ``remove_dangling_deletes`` those that no live data file can
+    apply to any more are removed afterwards in a second ``replace`` snapshot of the same
+    commit (see :mod:`icefloe.table.dangling_deletes`; also when nothing needed compacting),
+    and counted in ``removed_delete_files``.
     """
     from icefloe.table.row_delta import RowDelta, commit_row_delta, write_rows
 
+    if not isinstance(remove_dangling_deletes, bool):
+        raise ValidationError(
+            f"remove_dangling_deletes must be a bool, got {remove_dangling_deletes!r}"
+        )
     md = tx.metadata
     target, todo = _rewrite_groups(tx, target_file_size, min_input_files, row_filter, branch)
     schema = md.current_schema()
@@ -418,23 +442,28 @@ def rewrite_data_files(
                             spread=False,  # files of the target size, not one per thread
                         )
                     )
-        if not delta.removed:
-            return RewriteResult(0, 0, 0, 0)
-        commit_row_delta(
-            tx,
-            delta,
-            branch=branch,
-            snapshot_properties=snapshot_properties,
-            operation=Operation.REPLACE,
-            isolation="snapshot",
-        )
+        if delta.removed:
+            commit_row_delta(
+                tx,
+                delta,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                operation=Operation.REPLACE,
+                isolation="snapshot",
+            )
     except BaseException:
         for f in delta.added_data:
             tx.table.io.delete_quietly(f.file_path)
         raise
+    dangling = 0
+    if remove_dangling_deletes:
+        from icefloe.table.dangling_deletes import remove_dangling_deletes as remove
+
+        found = remove(tx, branch=branch, snapshot_properties=snapshot_properties)
+        dangling = found.removed_delete_files
     return RewriteResult(
         len(delta.removed),
         len(delta.added_data),
         sum(t.data_file.file_size_in_bytes for t in delta.removed),
-        len(removed_deletes),
+        len(removed_deletes) + dangling,
     )

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from icefloe.progress import ProgressArg
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
+    from icefloe.table.dangling_deletes import RemoveDanglingDeletesResult
     from icefloe.table.expire import ExpireResult
     from icefloe.table.inspect import InspectTable
     from icefloe.table.maintenance import RewritePlan, RewriteResult
@@ -428,9 +429,11 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         progress: ProgressArg = None,
+        remove_dangling_deletes: bool = False,
     ) -> RewriteResult:
         """Compact small files and apply deletes in one ``replace`` snapshot (see
-        :func:`icefloe.table.maintenance.rewrite_data_files`); ``progress=True`` shows a bar."""
+        :func:`icefloe.table.maintenance.rewrite_data_files`); ``progress=True`` shows a bar;
+        ``remove_dangling_deletes=True`` then removes the delete files left dangling."""
         with self.transaction() as tx:
             result = tx.rewrite_data_files(
                 target_file_size=target_file_size,
@@ -439,6 +442,7 @@ class Table:
                 branch=branch,
                 snapshot_properties=snapshot_properties,
                 progress=progress,
+                remove_dangling_deletes=remove_dangling_deletes,
             )
         return result
 
@@ -460,6 +464,25 @@ class Table:
             row_filter=row_filter,
             branch=branch,
         )
+
+    def remove_dangling_deletes(
+        self,
+        *,
+        branch: str = MAIN_BRANCH,
+        dry_run: bool = False,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> RemoveDanglingDeletesResult:
+        """Remove the delete files no live data file can apply to, in one ``replace``
+        snapshot (see :mod:`icefloe.table.dangling_deletes`); ``dry_run`` only reports them."""
+        from icefloe.table.dangling_deletes import remove_dangling_deletes
+
+        if dry_run:  # only read, never committed: read-only tables report too
+            return remove_dangling_deletes(Transaction(self), branch=branch, dry_run=dry_run)
+        with self.transaction() as tx:
+            result = remove_dangling_deletes(
+                tx, branch=branch, snapshot_properties=snapshot_properties
+            )
+        return result
 
     def rewrite_manifests(
         self,

@@ -303,6 +303,7 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         progress: ProgressArg = None,
+        remove_dangling_deletes: bool = False,
     ) -> RewriteResult:
         """Compact data files (see :meth:`Table.rewrite_data_files`)."""
         from icefloe.table.maintenance import rewrite_data_files
@@ -316,6 +317,7 @@ class Transaction:
             branch=branch,
             snapshot_properties=snapshot_properties,
             progress=progress,
+            remove_dangling_deletes=remove_dangling_deletes,
         )
 
     def compute_statistics(
