@@ -111,13 +111,14 @@ def test_register_ships_the_session_parallelism() -> None:
     registered: list[Any] = []
     spark = SimpleNamespace(
         sparkContext=FakeContext(),
-        conf=SimpleNamespace(set=lambda k, v: None),
+        conf=SimpleNamespace(set=lambda k, v: None, get=lambda k, default=None: default),
         dataSource=SimpleNamespace(register=registered.append),
     )
     source.register(spark)
     (cls,) = registered
     assert issubclass(cls, source.IcefloeDataSource) and cls.name() == "icefloe"
     assert cls.parallelism == 3
+    assert cls.case_sensitive is False  # Spark's default spark.sql.caseSensitive
     from pyspark import cloudpickle  # Spark pickles the class with it for its planner workers
 
     assert cloudpickle.loads(cloudpickle.dumps(cls)).parallelism == 3  # type: ignore[no-untyped-call]

@@ -8,6 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.schema import Schema
@@ -23,6 +25,7 @@ from icefloe.types import (
     StringType,
     StructType,
     TimestampNanoType,
+    TimestamptzNanoType,
     TimestamptzType,
     TimeType,
     UUIDType,
@@ -150,3 +153,24 @@ def test_a_struct_of_no_fields_keeps_its_rows() -> None:
         out = to_spark_batch(batch, fields, arrow_for_spark(fields))
         assert out.num_rows == 4
         assert out.column(1).to_pylist() == part.to_pylist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(nanos=st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), max_size=8))
+def test_nanosecond_timestamps_round_down_to_microseconds(nanos: list[int | None]) -> None:
+    """As Iceberg Java's ``DateTimeUtil.nanosToMicros`` (``Math.floorDiv``): toward the past,
+    also before 1970, where rounding toward zero would move values forward."""
+    fields = [
+        NestedField(1, "tz", TimestamptzNanoType()),
+        NestedField(2, "ntz", TimestampNanoType()),
+    ]
+    batch = pa.record_batch(
+        [
+            pa.array(nanos, pa.int64()).view(pa.timestamp("ns", tz="UTC")),
+            pa.array(nanos, pa.int64()).view(pa.timestamp("ns")),
+        ],
+        names=["tz", "ntz"],
+    )
+    out = to_spark_batch(batch, fields, arrow_for_spark(fields))
+    want = [None if n is None else n // 1000 for n in nanos]
+    assert [c.view(pa.int64()).to_pylist() for c in out.columns] == [want, want]

@@ -1,9 +1,13 @@
 """Input arrays of every physical layout Arrow allows are written as the values they hold:
 slices (a child array holding other rows' values), null list entries backed by values, nulls
-of required fields under null parents, chunked streams; pandas frames with their named index."""
+of required fields under null parents, chunked streams; pandas frames with their named index.
+Decimals and integers written to decimal columns of another precision or scale keep their values
+exactly, or are refused naming the value."""
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +19,16 @@ from hypothesis import strategies as st
 from icefloe.catalog import load_catalog
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
-from icefloe.types import IntegerType, ListType, LongType, NestedField, StringType, StructType
+from icefloe.types import (
+    DecimalType,
+    IntegerType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    StructType,
+)
+from icefloe.write.input import to_table_schema
 
 I32, I64 = pa.int32(), pa.int64()
 
@@ -285,3 +298,113 @@ def test_nested_times_geometries_and_extension_children_are_checked(catalog: Any
     pd = pytest.importorskip("pandas")
     with pytest.raises(ValidationError, match="Series"):
         t.append(pd.Series([1, 2]))
+
+
+def test_decimals_and_integers_into_other_decimal_types(catalog: Any) -> None:
+    """What Spark hands a writer (a literal's ``decimal(2,1)``, a ``sum``'s ``decimal(20,2)``,
+    a ``bigint``) goes into a ``decimal(10,2)`` column when each value fits exactly: through
+    append, overwrite and upsert alike; a value that would overflow or lose digits is refused
+    naming it, nothing rounded."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "amt", DecimalType(10, 2)),
+    )
+    t = catalog.create_table("n.decimals", schema)
+    t.append(pa.table({"id": [1], "amt": pa.array([Decimal("5.5")], pa.decimal128(2, 1))}))
+    wide = pa.array([Decimal("1.25"), None], pa.decimal128(20, 2))
+    t.append(pa.table({"id": [2, 3], "amt": wide}))
+    t.upsert(pa.table({"id": [3], "amt": pa.array([7], pa.int64())}), join_cols=["id"])
+    got = {r["id"]: r["amt"] for r in t.scan().to_arrow().to_pylist()}
+    assert got == {1: Decimal("5.50"), 2: Decimal("1.25"), 3: Decimal("7.00")}
+    refused = {
+        "123456789012.34": pa.array(
+            [Decimal("1"), Decimal("123456789012.34")], pa.decimal128(20, 2)
+        ),
+        "2.125": pa.array([Decimal("2.120"), Decimal("2.125")], pa.decimal128(5, 3)),
+        "1000000000": pa.array([1, 10**9], pa.int64()),
+    }
+    for value, arr in refused.items():
+        with pytest.raises(ValidationError, match=rf"column 'amt': value {value} cannot be"):
+            t.overwrite(pa.table({"id": [8, 9], "amt": arr}))
+    assert len(t.refresh().snapshots()) == 3
+
+
+_INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint64()]
+
+
+@st.composite
+def _decimal_cases(draw: st.DrawFn) -> tuple[pa.Array, list[Any], int, int]:
+    """An input column (a decimal or integer type; values often near a power of ten) and a
+    target precision and scale."""
+    p2 = draw(st.integers(1, 38))
+    s2 = draw(st.integers(0, p2))
+    if draw(st.booleans()):
+        t = draw(st.sampled_from(_INTEGER_TYPES))
+        lo, hi = (
+            (0, 2**t.bit_width - 1)
+            if pa.types.is_unsigned_integer(t)
+            else (
+                -(2 ** (t.bit_width - 1)),
+                2 ** (t.bit_width - 1) - 1,
+            )
+        )
+        near = (
+            st.integers(0, 20)
+            .map(lambda k: 10**k)
+            .flatmap(lambda b: st.sampled_from([b - 1, b, -b, 1 - b]))
+        )
+        unit = st.one_of(st.integers(lo, hi), near.filter(lambda v: lo <= v <= hi))
+        values = draw(st.lists(st.one_of(st.none(), unit), max_size=6))
+        return pa.array(values, t), values, p2, s2
+    wide = draw(st.booleans())
+    p1 = draw(st.integers(1, 76 if wide else 38))
+    s1 = draw(st.integers(0, p1))
+    top = 10**p1 - 1
+    near = (
+        st.integers(0, p1)
+        .map(lambda k: 10**k)
+        .flatmap(lambda b: st.sampled_from([b - 1, min(b, top), -min(b, top)]))
+    )
+    units = draw(st.lists(st.one_of(st.none(), st.integers(-top, top), near), max_size=6))
+    values = [None if u is None else Decimal(f"{u}e-{s1}") for u in units]  # exact
+    t = pa.decimal256(p1, s1) if wide else pa.decimal128(p1, s1)
+    return pa.array(values, t), values, p2, s2
+
+
+def _fits(value: Any, precision: int, scale: int) -> bool:
+    """Whether ``value`` is exactly a ``decimal(precision, scale)`` (Python's arithmetic)."""
+    scaled = Decimal(value).scaleb(scale)
+    return scaled == scaled.to_integral_value() and abs(scaled) < 10**precision
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_decimal_cases())
+def test_decimal_casts_accept_exactly_the_representable_values(
+    case: tuple[pa.Array, list[Any], int, int],
+) -> None:
+    import decimal
+
+    arr, values, precision, scale = case
+    schema = Schema(NestedField(1, "d", DecimalType(precision, scale)))
+    with decimal.localcontext() as ctx:
+        ctx.prec = 200
+        bad = [v for v in values if v is not None and not _fits(v, precision, scale)]
+        try:
+            out = to_table_schema(pa.table({"d": arr}), schema).column("d").to_pylist()
+        except ValidationError as e:
+            assert bad, f"refused although every value fits: {e}"
+            named = re.search(r"value (\S+) cannot be written", str(e))
+            assert named is not None and Decimal(named.group(1)) in bad, str(e)
+            return
+        assert not bad, f"{bad} accepted into decimal({precision}, {scale})"
+        assert [None if v is None else Decimal(v) for v in values] == out
+
+
+def test_raising_the_scale_never_wraps_around() -> None:
+    """Arrow's 128-bit rescale wraps around on overflow (``1020847100763`` raised to scale 27
+    becomes ``0.1846...`` and passes its precision check): such a value is refused."""
+    schema = Schema(NestedField(1, "d", DecimalType(27, 27)))
+    for t in (pa.decimal128(13, 0), pa.decimal128(38, 0), pa.int64()):
+        arr = pa.array([0, 1020847100763], t)
+        with pytest.raises(ValidationError, match="value 1020847100763 cannot be written"):
+            to_table_schema(pa.table({"d": arr}), schema)

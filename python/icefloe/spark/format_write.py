@@ -7,6 +7,10 @@ its commit message. Spark's Python Data Source API gives sources no say in how r
 distributed, so a task writes one file per partition it sees: cluster the DataFrame by the
 partition columns first (``repartition``/``sortWithinPartitions``) for fewer files.
 
+DataFrame columns are matched to the table's by name (:func:`match_columns`): ignoring case
+unless the session's ``spark.sql.caseSensitive`` was true when the format was registered
+(:func:`icefloe.spark.source.register`), or as write option ``case-sensitive`` says.
+
 The driver's ``commit`` adds all the files in one snapshot; a commit that loses a race with
 another writer is retried on the new table state. Batch write options:
 
@@ -69,6 +73,7 @@ __all__ = [
     "IcefloeWriter",
     "checkpoint_query_id",
     "last_committed_batch",
+    "match_columns",
 ]
 
 #: Snapshot summary keys of streaming commits.
@@ -115,17 +120,55 @@ def _job_committed(options: Mapping[str, str], tag: int) -> bool:
     )
 
 
-def _check_columns(names: Sequence[str], table: Table) -> None:
+def match_columns(names: Sequence[str], table: Table, case_sensitive: bool = True) -> list[str]:
+    """The table's names for DataFrame columns ``names`` (the v3 row-lineage columns
+    included). Case-sensitively a name must be the table's exactly; otherwise (Spark's
+    ``spark.sql.caseSensitive=false``) it may differ in case, an exact match winning over an
+    ambiguous one, and two columns equal but for case are refused."""
     metadata = table.metadata
-    known = {f.name for f in metadata.current_schema().fields}
+    known = [f.name for f in metadata.current_schema().fields]
     if metadata.format_version >= 3:
-        known |= set(LINEAGE)
-    extra = [c for c in names if c not in known]
-    if extra:
-        raise ValidationError(
-            f"DataFrame column {extra[0]!r} is not in the schema of {table.name} "
-            f"(columns: {sorted(known)})"
-        )
+        known += [c for c in LINEAGE if c not in known]
+    exact = set(known)
+    if case_sensitive:
+        missing = [c for c in names if c not in exact]
+        if missing:
+            raise _not_in_schema(missing[0], table, known)
+        return list(names)
+    folded: dict[str, list[str]] = {}
+    for k in known:
+        folded.setdefault(k.lower(), []).append(k)
+    seen: dict[str, str] = {}
+    out: list[str] = []
+    for c in names:
+        key = c.lower()
+        if key in seen:
+            raise ValidationError(
+                f"DataFrame columns {seen[key]!r} and {c!r} differ only in case, and Spark "
+                "compares column names case-insensitively (spark.sql.caseSensitive=false): "
+                "rename one of them"
+            )
+        seen[key] = c
+        found = folded.get(key, [])
+        if c in exact:
+            out.append(c)
+        elif len(found) == 1:
+            out.append(found[0])
+        elif not found:
+            raise _not_in_schema(c, table, known)
+        else:
+            raise ValidationError(
+                f"DataFrame column {c!r} matches columns {sorted(found)} of {table.name} when "
+                "compared case-insensitively (spark.sql.caseSensitive=false)"
+            )
+    return out
+
+
+def _not_in_schema(column: str, table: Table, known: Sequence[str]) -> ValidationError:
+    return ValidationError(
+        f"DataFrame column {column!r} is not in the schema of {table.name} "
+        f"(columns: {sorted(known)})"
+    )
 
 
 def _snapshot_properties(options: Mapping[str, str]) -> dict[str, str]:
@@ -136,11 +179,13 @@ def _snapshot_properties(options: Mapping[str, str]) -> dict[str, str]:
 class _FileWriter:
     """What executors need to write files of the table (picklable)."""
 
-    def __init__(self, options: Mapping[str, str], schema: Any) -> None:
+    def __init__(self, options: Mapping[str, str], schema: Any, case_sensitive: bool) -> None:
         self.options = dict(options)
         table = table_from_options(self.options)
-        self.columns: list[str] = list(schema.fieldNames())
-        _check_columns(self.columns, table)
+        given = list(schema.fieldNames())
+        #: the table's names of the DataFrame's columns (batches are renamed when they differ)
+        self.columns: list[str] = match_columns(given, table, case_sensitive)
+        self.rename = self.columns != given
         self.metadata: TableMetadata = table.metadata
         self.metadata_location = table.metadata_location
         self.io_properties = dict(table.io.properties)
@@ -148,6 +193,8 @@ class _FileWriter:
         self.branch = self.options.get("branch") or MAIN_BRANCH
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
+        if self.rename:
+            iterator = (b.rename_columns(self.columns) for b in iterator)
         with profile_scope("write"):
             files = write_batches(
                 self.metadata, self.io_properties, self.columns, self.tag, iterator
@@ -163,8 +210,10 @@ class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
     new state, with the operation's checks (an overwrite's conflicting concurrent appends)
     made against what changed since the job started."""
 
-    def __init__(self, options: Mapping[str, str], schema: Any, overwrite: bool) -> None:
-        super().__init__(options, schema)
+    def __init__(
+        self, options: Mapping[str, str], schema: Any, overwrite: bool, case_sensitive: bool = True
+    ) -> None:
+        super().__init__(options, schema, case_sensitive)
         self.overwrite = overwrite
         self.overwrite_filter = self.options.get("overwrite-filter") or None
         mode = (self.options.get("overwrite-mode") or "static").lower()
@@ -272,8 +321,10 @@ def checkpoint_query_id(checkpoint: str | None, io: FileIO) -> str | None:
 class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
     """Streaming sink: one snapshot per micro-batch, each batch id committed once."""
 
-    def __init__(self, options: Mapping[str, str], schema: Any, overwrite: bool) -> None:
-        super().__init__(options, schema)
+    def __init__(
+        self, options: Mapping[str, str], schema: Any, overwrite: bool, case_sensitive: bool = True
+    ) -> None:
+        super().__init__(options, schema, case_sensitive)
         self.complete = overwrite
         query = self.options.get("query-id") or self.options.get("checkpointlocation")
         if not query:

@@ -12,7 +12,7 @@ time                      LongType (microseconds from midnight: Spark has no tim
 timestamp                 TimestampNTZType
 timestamptz               TimestampType (instants; shown in the session time zone)
 timestamp_ns(tz)          TimestampNTZType / TimestampType (Spark keeps microseconds: values
-                          are truncated to the microsecond)
+                          are rounded down to the microsecond, as Iceberg Java does)
 string                    StringType
 uuid                      StringType (canonical 36-character form)
 fixed[L], binary          BinaryType
@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icefloe.exceptions import UnsupportedFeatureError
 from icefloe.schema import Schema
@@ -228,6 +229,18 @@ def _uuid_strings(arr: pa.Array) -> pa.Array:
     )
 
 
+def _floor_micros(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """Nanosecond timestamps as microseconds rounded down (toward the past, as Java's
+    ``Math.floorDiv``; Arrow's cast rounds toward zero, moving values before 1970 forward)."""
+    if isinstance(arr, pa.ExtensionArray):
+        arr = arr.storage
+    nanos = arr.view(pa.int64())
+    quotient = pc.divide(nanos, 1000)  # integer division: toward zero
+    below = pc.less(pc.subtract(nanos, pc.multiply(quotient, 1000)), 0)
+    micros = pc.subtract(quotient, below.cast(pa.int64()))
+    return micros.cast(target)
+
+
 def _convert(arr: pa.Array, t: IcebergType, target: pa.DataType) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -236,7 +249,7 @@ def _convert(arr: pa.Array, t: IcebergType, target: pa.DataType) -> pa.Array:
     if isinstance(t, TimeType):
         return arr.cast(pa.int64())
     if isinstance(t, TimestampNanoType | TimestamptzNanoType):
-        return arr.cast(target, safe=False)
+        return _floor_micros(arr, target)
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
     if isinstance(t, StructType):

@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import ParseError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import parse
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
 from icefloe.scan.columnar import (
@@ -78,6 +78,8 @@ __all__ = [
 FORMAT = "icefloe"
 #: The Spark setting that lets Python data sources take filters.
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+#: The Spark setting that decides whether column names compare case-sensitively.
+CASE_SENSITIVE = "spark.sql.caseSensitive"
 
 
 def register(spark: Any) -> None:
@@ -85,17 +87,25 @@ def register(spark: Any) -> None:
     format's workers run this Python unless the user chose one, see
     :func:`~icefloe.spark.worker.ensure_worker_python`).
 
-    The registered class carries the session's default parallelism: Spark plans a Python
-    source's reads in a Python worker that cannot ask the session, and reads use it to make
-    at least one partition per core (:func:`adaptive_split_size`)."""
+    The registered class carries the session's default parallelism and its
+    ``spark.sql.caseSensitive``: Spark plans a Python source's reads and writes in a Python
+    worker that cannot ask the session. Reads use the parallelism to make at least one
+    partition per core (:func:`adaptive_split_size`); writes match DataFrame columns to the
+    table's case-insensitively unless the setting was true (call ``register`` again after
+    changing it, or give the write option ``case-sensitive``)."""
     ensure_worker_python(spark)
     spark.conf.set(FILTER_PUSHDOWN, "true")
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
-    # a class made here is pickled by value, with the attribute, for Spark's planner workers
+    case_sensitive = str(spark.conf.get(CASE_SENSITIVE, "false")).strip().lower() == "true"
+    # a class made here is pickled by value, with the attributes, for Spark's planner workers
     source = type(
         IcefloeDataSource.__name__,
         (IcefloeDataSource,),
-        {"parallelism": parallelism, "__module__": __name__},
+        {
+            "parallelism": parallelism,
+            "case_sensitive": case_sensitive,
+            "__module__": __name__,
+        },
     )
     spark.dataSource.register(source)
 
@@ -157,6 +167,18 @@ def check_batch_options(options: Mapping[str, str]) -> None:
             "icefloe format (spark.readStream with 'start-snapshot-id' reads the appends "
             "after a snapshot)"
         )
+
+
+def filter_option(options: Mapping[str, str]) -> BooleanExpression | None:
+    """The ``filter`` option parsed (an icefloe filter string), None when not given; a
+    malformed one raises :class:`~icefloe.exceptions.ParseError`."""
+    given = options.get("filter")
+    if not given or not given.strip():
+        return None
+    try:
+        return parse(given)
+    except ParseError as e:
+        raise ParseError(f"option 'filter': {e}", e.position) from None
 
 
 def _snapshot_choice(options: Mapping[str, str]) -> dict[str, Any]:
@@ -275,8 +297,8 @@ class IcefloeReader(DataSourceReader):
 
     def row_filter(self) -> BooleanExpression:
         """The ``filter`` option and the pushed filters, all of them."""
-        given = self.options.get("filter")
-        parts = ([parse(given)] if given else []) + self.pushed
+        given = filter_option(self.options)
+        parts = ([given] if given is not None else []) + self.pushed
         if not parts:
             return AlwaysTrue()
         return parts[0] if len(parts) == 1 else And(*parts)
@@ -322,6 +344,9 @@ class IcefloeDataSource(DataSource):
     #: Partitions a read aims for at least (set by :func:`register`; else the planner
     #: worker's CPU count).
     parallelism: int | None = None
+    #: The session's ``spark.sql.caseSensitive`` when :func:`register` ran: whether writes
+    #: match DataFrame columns to the table's exactly (else ignoring case).
+    case_sensitive: bool = True
 
     @classmethod
     def name(cls) -> str:
@@ -339,17 +364,24 @@ class IcefloeDataSource(DataSource):
                 return IcefloePushdownReader(self.options, self.parallelism)
             return IcefloeReader(self.options, self.parallelism)
 
+    def _write_case_sensitive(self) -> bool:
+        """Whether a write matches column names exactly: option ``case-sensitive``, by
+        default the session's ``spark.sql.caseSensitive`` (see :func:`register`)."""
+        return _bool_option(self.options, "case-sensitive", self.case_sensitive)
+
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from icefloe.spark.format_write import IcefloeWriter
 
         with planner_step():
-            return IcefloeWriter(self.options, schema, overwrite)
+            return IcefloeWriter(self.options, schema, overwrite, self._write_case_sensitive())
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         from icefloe.spark.format_write import IcefloeStreamWriter
 
         with planner_step():
-            return IcefloeStreamWriter(self.options, schema, overwrite)
+            return IcefloeStreamWriter(
+                self.options, schema, overwrite, self._write_case_sensitive()
+            )
 
     def streamReader(self, schema: Any) -> Any:
         from icefloe.spark.streaming import IcefloeStreamReader

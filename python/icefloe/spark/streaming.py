@@ -9,6 +9,10 @@ a starting point (an incremental append scan), in commit order. Options:
   by default from the table's first snapshot on;
 - ``max-files-per-micro-batch``: at most this many data files in one micro-batch (the
   snapshot boundaries need not align with batches);
+- ``filter``: an icefloe filter, as for batch reads: the files it rules out are pruned and
+  the rows of each micro-batch filtered (it is bound to the stream's schema, so snapshots
+  written before a column it names was added are planned by field id); a malformed one stops
+  the query when it starts. Offsets count every added file, pruned or not;
 - ``skip-delete-snapshots`` / ``skip-overwrite-snapshots`` (default false): a ``delete`` or
   ``overwrite`` snapshot stops the stream with a clear error unless it is to be skipped
   (its changes are not streamed). ``replace`` snapshots (compactions) add no new rows and
@@ -26,13 +30,14 @@ then streams with the new schema. Options choosing a snapshot or a ref (``branch
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.metadata import Snapshot
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spark.schema import spark_type
@@ -40,6 +45,7 @@ from icefloe.spark.source import (
     TasksPartition,
     _bool_option,
     _int_option,
+    filter_option,
     plan_read,
     read_partition,
     table_from_options,
@@ -70,8 +76,8 @@ def _chain(table: Table) -> list[Snapshot]:
     return list(reversed(table.metadata.ancestors_of(current.snapshot_id)))
 
 
-def added_files(table: Table, snapshot: Snapshot) -> list[FileScanTask]:
-    """The data files ``snapshot`` added, as scan tasks (path order; deletes as of it)."""
+def _added_paths(table: Table, snapshot: Snapshot) -> list[str]:
+    """The paths of the data files ``snapshot`` added, sorted (what offsets count)."""
     import pyarrow.compute as pc
 
     entries = table.inspect.entries(snapshot.snapshot_id)
@@ -82,19 +88,35 @@ def added_files(table: Table, snapshot: Snapshot) -> list[FileScanTask]:
         pc.equal(entries.column("snapshot_id"), snapshot.snapshot_id),
     )
     data = entries.column("data_file").combine_chunks()
-    paths = set(pc.struct_field(data, "file_path").filter(mine).to_pylist())
-    tasks = [
-        t
-        for t in table.scan(snapshot_id=snapshot.snapshot_id).plan_files()
-        if t.data_file.file_path in paths
-    ]
+    paths: list[str] = pc.struct_field(data, "file_path").filter(mine).to_pylist()
+    return sorted(paths)
+
+
+def added_files(
+    table: Table,
+    snapshot: Snapshot,
+    row_filter: BooleanExpression | None = None,
+    paths: Collection[str] | None = None,
+) -> list[FileScanTask]:
+    """The data files ``snapshot`` added (or those of them in ``paths``), as scan tasks (path
+    order; deletes as of it). With ``row_filter`` (bound to the stream's schema, so that it
+    means the same columns in every snapshot) the files it rules out are pruned and the
+    others carry it as their residual."""
+    wanted = set(_added_paths(table, snapshot) if paths is None else paths)
+    if not wanted:
+        return []
+    scan = table.scan(
+        snapshot_id=snapshot.snapshot_id,
+        row_filter=row_filter if row_filter is not None else AlwaysTrue(),
+    )
+    tasks = [t for t in scan.plan_files() if t.data_file.file_path in wanted]
     return sorted(tasks, key=lambda t: t.data_file.file_path)
 
 
 def _count(snapshot: Snapshot, table: Table) -> int:
     """How many data files an append snapshot added (from its summary when it says)."""
     n = snapshot.summary.get_int("added-data-files") if snapshot.summary is not None else None
-    return n if n is not None else len(added_files(table, snapshot))
+    return n if n is not None else len(_added_paths(table, snapshot))
 
 
 class IcefloeStreamReader(DataSourceStreamReader):
@@ -121,6 +143,10 @@ class IcefloeStreamReader(DataSourceStreamReader):
             "overwrite": _bool_option(self.options, "skip-overwrite-snapshots", False),
         }
         self.start: dict[str, int] | None = None
+        #: the ``filter`` option, parsed and bound here so a bad one stops the query at start
+        self.row_filter = filter_option(self.options)
+        if self.row_filter is not None:
+            plan_read(self.options, self.row_filter)[1].bound_filter()
 
     # -- offsets --------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, int]:
@@ -201,7 +227,9 @@ class IcefloeStreamReader(DataSourceStreamReader):
     # -- reading ---------------------------------------------------------------------------------
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TasksPartition]:
         with planner_step():
-            table, scan, options, fields = plan_read(self.options)
+            table, scan, options, fields = plan_read(self.options, self.row_filter)
+            # bound to the stream's schema: older snapshots are planned with its field ids
+            bound = scan.bound_filter() if self.row_filter is not None else None
             now = spark_type(StructType(*fields)).simpleString()
             if self.schema is not None and now != self.schema:
                 raise StreamingError(
@@ -215,9 +243,10 @@ class IcefloeStreamReader(DataSourceStreamReader):
                 for snap, done in self._after(table, start):
                     last = snap.snapshot_id == end_id
                     if self._streamed(snap):
-                        files = added_files(table, snap)
-                        stop = end_k if last and end_k != -1 else len(files)
-                        tasks += files[done:stop]
+                        paths = _added_paths(table, snap)
+                        stop = end_k if last and end_k != -1 else len(paths)
+                        if paths[done:stop]:
+                            tasks += added_files(table, snap, bound, paths[done:stop])
                     if last:
                         break
             self.start = dict(end)

@@ -252,18 +252,14 @@ def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES)
     ``_last_updated_sequence_number`` (rows that keep their identity, e.g. merge updates):
     they are written into the files with their reserved field ids, and where null the reader
     inherits them from the file's ``first_row_id`` and sequence number."""
+    from icefloe.spark.format_write import match_columns
+    from icefloe.spark.source import CASE_SENSITIVE
+
     metadata = table.metadata
-    schema = metadata.current_schema()
-    known = {f.name for f in schema.fields}
-    if metadata.format_version >= 3:
-        known |= set(LINEAGE)
-    extra = [c for c in df.columns if c not in known]
-    if extra:
-        raise ValidationError(
-            f"DataFrame column {extra[0]!r} is not in the schema of {table.name} "
-            f"(columns: {sorted(known)})"
-        )
-    columns = list(df.columns)
+    conf = str(df.sparkSession.conf.get(CASE_SENSITIVE, "false")).strip().lower()
+    columns = match_columns(list(df.columns), table, case_sensitive=conf == "true")
+    if columns != list(df.columns):
+        df = df.toDF(*columns)  # the table's names (they differed in case only)
     ensure_worker_python(df.sparkSession)
     df = cluster(df, table)
     fn = _writer(metadata, dict(table.io.properties), columns, tag, flush_bytes)

@@ -12,13 +12,16 @@ at the top level Python values (in a mapping or a pandas object column), encoded
 Columns are matched by name (case-sensitive). Only safe casts are made: integers to wider or
 value-checked narrower integers, float to double, string/binary size variants, dictionary
 decoding, timestamps between units without losing precision (with the same zone-ness), dates,
-decimals to a type that holds every value, a null column into any optional column. A missing
+decimals and integers to any decimal type when every value is exactly representable in it (a
+widening always; otherwise each value is checked, and one that would overflow or lose digits is
+refused, never rounded), a null column into any optional column. A missing
 column gets its v3 ``write-default`` (or nulls when optional); a required column must have no
 nulls. Anything else raises :class:`~icefloe.exceptions.ValidationError` naming the column.
 """
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -316,11 +319,96 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         )
     if not _safe(have, want):
         raise _type_error(path, have, want)
+    if pa.types.is_decimal(want):
+        return _to_decimal(arr, want, path)
     try:
         out = pc.cast(arr, want, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise ValidationError(f"column {path!r}: cannot cast {have} to {want}: {e}") from e
     return _within_a_day(out, path) if isinstance(t, TimeType) else out
+
+
+#: Iceberg's widest decimal (``decimal128``); wider intermediates are ``decimal256``.
+_MAX_DECIMAL128 = 38
+
+
+def _integer_digits(t: pa.DataType) -> int:
+    """Decimal digits of the largest magnitude an integer type holds (int64: 19)."""
+    bits: int = t.bit_width
+    top = 2**bits - 1 if pa.types.is_unsigned_integer(t) else 2 ** (bits - 1)
+    return len(str(top))
+
+
+def _decimal_type(precision: int, scale: int) -> pa.DataType:
+    if precision <= _MAX_DECIMAL128:
+        return pa.decimal128(precision, scale)
+    return pa.decimal256(precision, scale)
+
+
+def _digits(n: int) -> str:
+    return "1 digit" if n == 1 else f"{n} digits"
+
+
+def _to_decimal(arr: pa.Array, want: pa.DataType, path: str) -> pa.Array:
+    """A decimal or integer column as decimal ``want``: a widening (no fewer integer digits,
+    no smaller scale) always; otherwise only when every value is exactly representable
+    (Arrow's safe cast refuses a value that would overflow or lose digits: never rounded)."""
+    source = arr
+    have = arr.type
+    if pa.types.is_integer(have):  # first exactly as a decimal of the target's scale
+        have = _decimal_type(_integer_digits(have) + want.scale, want.scale)
+        arr = pc.cast(arr, have)
+    if have.scale <= want.scale and have.precision - have.scale <= want.precision - want.scale:
+        return pc.cast(arr, want)
+    if have.scale < want.scale:
+        # Arrow's rescale wraps around when the raised value overflows its 128 (or 256) bits,
+        # and the precision check then passes the wrong value: too many integer digits are
+        # refused at the input's scale first (a range check), then the scale is raised in
+        # 256 bits, where the value cannot overflow
+        whole = max(1, want.precision - want.scale)
+        if have.precision - have.scale > whole:
+            have = _decimal_type(whole + have.scale, have.scale)
+            arr = _checked_cast(arr, have, source, want, path)
+        have = pa.decimal256(have.precision - have.scale + want.scale, want.scale)
+        arr = pc.cast(arr, have)
+    return _checked_cast(arr, want, source, want, path)
+
+
+def _checked_cast(
+    arr: pa.Array, to: pa.DataType, source: pa.Array, want: pa.DataType, path: str
+) -> pa.Array:
+    """``arr`` cast to decimal ``to`` by Arrow's safe cast; a value it refuses raises a
+    :class:`ValidationError` naming it (as in ``source``, the column given for ``want``)."""
+    try:
+        return pc.cast(arr, to, safe=True)
+    except pa.ArrowInvalid:
+        pass
+    # bisect for the first value the cast refuses: casts of halves, O(n) in all
+    lo, hi = 0, len(arr)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            pc.cast(arr.slice(lo, mid - lo), to, safe=True)
+            lo = mid
+        except pa.ArrowInvalid:
+            hi = mid
+    value = source[lo].as_py()
+    with decimal.localcontext() as ctx:
+        ctx.prec = 200  # exact for any decimal256
+        fraction = decimal.Decimal(value).scaleb(want.scale) % 1 != 0
+    whole = want.precision - want.scale
+    if fraction and want.scale == 0:
+        why = "it is not a whole number (values are not rounded)"
+    elif fraction:
+        why = f"it has more than {_digits(want.scale)} after the point (values are not rounded)"
+    elif whole == 0:
+        why = "it has digits before the point"
+    else:
+        why = f"it has more than {_digits(whole)} before the point"
+    raise ValidationError(
+        f"column {path!r}: value {value} cannot be written as decimal({want.precision}, "
+        f"{want.scale}): {why}"
+    )
 
 
 #: A time is microseconds from midnight: 0 up to (not including) a day.
@@ -487,8 +575,5 @@ def _safe(have: pa.DataType, want: pa.DataType) -> bool:
         return True
     if types.is_time(have) and types.is_time(want):
         return True
-    if types.is_decimal(have) and types.is_decimal(want):
-        return bool(
-            have.scale == want.scale and have.precision - have.scale <= want.precision - want.scale
-        )
-    return False
+    # decimals and integers into decimals: value-checked (see _to_decimal)
+    return bool((types.is_decimal(have) or types.is_integer(have)) and types.is_decimal(want))
