@@ -101,30 +101,56 @@ pub(super) enum Node {
     },
 }
 
-/// A set of small non-negative int keys (Iceberg field ids) as one flag per key.
+/// A set of non-negative int keys (Iceberg field ids): one flag per small key, larger ones
+/// (reserved ids) in a sorted list.
 #[derive(Clone)]
-pub struct KeySet(Arc<[bool]>);
+pub struct KeySet {
+    /// Flags for the keys below [`DENSE_KEYS`] (the field ids of table columns).
+    dense: Arc<[bool]>,
+    /// Larger keys (reserved field ids near 2^31), sorted.
+    sparse: Arc<[i32]>,
+}
+
+/// Keys below this are flags; a flag vector as long as the largest key would take gigabytes
+/// for the reserved field ids near 2^31.
+const DENSE_KEYS: i32 = 1 << 16;
 
 impl KeySet {
     /// The set of `keys`; negative keys are never stored, so they are dropped.
     pub fn new(keys: &[i32]) -> KeySet {
-        let max = keys.iter().copied().filter(|&k| k >= 0).max();
+        let max = keys
+            .iter()
+            .copied()
+            .filter(|&k| (0..DENSE_KEYS).contains(&k))
+            .max();
         let mut flags = vec![false; max.map_or(0, |m| m as usize + 1)];
+        let mut sparse = Vec::new();
         for &k in keys {
-            if k >= 0 {
+            if (0..DENSE_KEYS).contains(&k) {
                 flags[k as usize] = true;
+            } else if k >= DENSE_KEYS {
+                sparse.push(k);
             }
         }
-        KeySet(flags.into())
+        sparse.sort_unstable();
+        sparse.dedup();
+        KeySet {
+            dense: flags.into(),
+            sparse: sparse.into(),
+        }
     }
 
     #[inline(always)]
     pub(super) fn contains(&self, k: i32) -> bool {
-        usize::try_from(k)
-            .ok()
-            .and_then(|i| self.0.get(i))
-            .copied()
-            .unwrap_or(false)
+        if k < DENSE_KEYS {
+            usize::try_from(k)
+                .ok()
+                .and_then(|i| self.dense.get(i))
+                .copied()
+                .unwrap_or(false)
+        } else {
+            self.sparse.binary_search(&k).is_ok()
+        }
     }
 }
 
@@ -137,4 +163,24 @@ pub(super) enum MapValues {
 pub(super) enum Step {
     Read(usize),
     Skip(Skip),
+}
+
+#[cfg(test)]
+mod key_set_tests {
+    use super::KeySet;
+
+    #[test]
+    fn reserved_ids_are_kept_without_a_flag_per_id() {
+        let set = KeySet::new(&[3, 2147483546, -1, 70000, 3]);
+        for (k, want) in [
+            (3, true),
+            (2147483546, true),
+            (70000, true),
+            (4, false),
+            (-1, false),
+        ] {
+            assert_eq!(set.contains(k), want, "{k}");
+        }
+        assert!(set.dense.len() <= 4);
+    }
 }
