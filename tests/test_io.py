@@ -212,6 +212,44 @@ def test_a_warehouse_under_home_holds_database_and_tables(
     assert not (tmp_path / "~").exists()
 
 
+@pytest.mark.parametrize("char", ["\t", "\r", "\n", "\x01", "\x1f", "\x7f"])
+@pytest.mark.parametrize(
+    "location",
+    [
+        "s3://b/wh{}x/t",
+        "s3a://b{}/t",
+        "gs://b/{}",
+        "file:///tmp/a{}b",
+        "abfss://c@acct.dfs.core.windows.net/w{}",
+        "hdfs://nn/w{}",
+        "s{}3://b/x",
+    ],
+)
+def test_control_characters_in_uris_are_refused(location: str, char: str) -> None:
+    """urlparse drops tab, CR and LF from a URI: a location holding a control character would
+    be written under another key than the one recorded, so any URI with one is refused, named
+    with the character visible."""
+    location = location.format(char)
+    with pytest.raises(ValidationError, match="control character") as info:
+        FileIO().resolve(location)
+    assert repr(location) in str(info.value)
+
+
+def test_control_characters_in_plain_local_paths_are_kept(tmp_path: Path) -> None:
+    """A plain local path is not parsed as a URI: a tab or newline in it is the file name's."""
+    from icefloe.catalog import load_catalog
+
+    warehouse = str(tmp_path / "wh\tx\ny")
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=warehouse)
+    cat.create_namespace("db")
+    cat.create_table("db.t", pa.schema([("id", pa.int64())])).append(pa.table({"id": [1, 2]}))
+    table = cat.load_table("db.t")
+    assert table.metadata_location.startswith(warehouse + "/db/t/metadata/")
+    assert Path(table.metadata_location).is_file()
+    assert table.scan().to_arrow().num_rows == 2
+    assert any((tmp_path / "wh\tx\ny" / "db" / "t" / "data").iterdir())
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     path=st.lists(
@@ -233,7 +271,11 @@ def test_fast_location_parsing_agrees_with_urlparse(path: list[str], scheme: str
     is_s3 = parsed.scheme.lower() in ("s3", "s3a", "s3n", "oss")
     assert (io.s3_client(location) is not None) == is_s3
     if scheme.lower() == "file://":
-        assert io.resolve(location)[1] == os.path.abspath(parsed.path)
+        if any(ord(c) < 32 or ord(c) == 127 for c in location):  # urlparse drops some of them
+            with pytest.raises(ValidationError, match="control character"):
+                io.resolve(location)
+        else:
+            assert io.resolve(location)[1] == os.path.abspath(parsed.path)
 
 
 def test_errors_of_huge_locations_are_short(tmp_path: Path) -> None:

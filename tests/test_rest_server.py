@@ -3,6 +3,7 @@ and errors, many processes appending through it, and its command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -27,6 +29,7 @@ from support.rest import (
     new_warehouse,
     start_rest_server,
 )
+from support.s3 import S3Server
 
 pytestmark = pytest.mark.rest
 
@@ -416,3 +419,122 @@ def test_bad_namespace_properties_and_damaged_metadata(rest_server: RestServer) 
     with pytest.raises(IcebergError, match=path.name) as caught:
         c.load_table("dmg.t")
     assert not isinstance(caught.value, ValidationError)
+
+
+def test_catalog_storage_credentials_are_picked_by_file_system() -> None:
+    """``--vend-storage-credentials`` vends the credential properties of each file system
+    under the location prefixes of that file system; other settings stay out."""
+    from icefloe.rest.__main__ import catalog_storage_credentials
+
+    found = dict(
+        catalog_storage_credentials(
+            {
+                "warehouse": "s3://b/wh",
+                "s3.endpoint": "http://127.0.0.1:9000",
+                "s3.access-key-id": "AK",
+                "s3.secret-access-key": "SK",
+                "gcs.project-id": "p",
+                "gcs.oauth2.token": "ya29",
+                "adls.sas-token.acct.dfs.core.windows.net": "sv=1",
+            }
+        )
+    )
+    assert (
+        found["s3://"]
+        == found["s3a://"]
+        == {"s3.access-key-id": "AK", "s3.secret-access-key": "SK"}
+    )
+    assert found["gs://"] == {"gcs.oauth2.token": "ya29"}
+    assert found["abfss://"] == {"adls.sas-token.acct.dfs.core.windows.net": "sv=1"}
+    assert catalog_storage_credentials({"s3.endpoint": "http://x", "warehouse": "/w"}) == []
+
+
+def test_icefloe_serve_gives_clients_storage_settings_when_asked(
+    tmp_path: Path, s3_server: S3Server
+) -> None:
+    """``icefloe serve --table-config ... --vend-storage-credentials`` over an S3 warehouse:
+    PyIceberg and icefloe's REST client, with no storage settings of their own, append and read
+    through the table config and the vended keys; the secret never reaches the server's output.
+    Without the flags a table load carries neither (clients bring their own settings)."""
+    pytest.importorskip("pyiceberg.catalog.rest")
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    s3 = s3_server  # s3proxy checks the signatures: the vended keys are the ones used
+    if s3.name == "moto":  # moto takes any key: one that cannot appear by chance
+        s3 = dataclasses.replace(s3, secret_key="vend-me-0a9f3c-secret")
+    s3_args = [a for k, v in s3.properties().items() for a in ("-p", f"{k}={v}")]
+    settings = {
+        "s3.endpoint": s3.endpoint,
+        "s3.region": "us-east-1",
+        "s3.path-style-access": "true",
+    }
+    flags = [a for k, v in settings.items() for a in ("--table-config", f"{k}={v}")]
+    warehouse = ["-p", f"warehouse={s3.fresh_location()}"]
+    server = start_rest_server(
+        tmp_path / "vend",
+        [*warehouse, *s3_args, *flags, "--vend-storage-credentials"],
+        command=("icefloe.cli", "serve"),
+    )
+    delegation = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+
+    def load(srv: RestServer, headers: dict[str, str]) -> dict[str, Any]:
+        req = urllib.request.Request(f"{srv.url}/v1/namespaces/db/tables/t", headers=headers)
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            body: dict[str, Any] = json.load(resp)
+        return body
+
+    try:
+        py = PyRestCatalog(
+            "py", uri=server.url, **{f"header.{k}": v for k, v in delegation.items()}
+        )
+        py.create_namespace("db")
+        py.create_table("db.t", ROWS).append(pa.table({"id": [1, 2]}))
+        assert py.load_table("db.t").scan().to_arrow().num_rows == 2
+
+        ours = RestCatalog("ours", uri=server.url)  # asks for vended credentials by default
+        ours.load_table("db.t").append(pa.table({"id": [3]}))
+        assert sorted(ours.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == [
+            1,
+            2,
+            3,
+        ]
+        assert py.load_table("db.t").scan().to_arrow().num_rows == 3
+        ours.close()
+
+        body = load(server, delegation)
+        assert body["config"] == settings
+        creds = {c["prefix"]: c["config"] for c in body["storage-credentials"]}
+        assert creds["s3://"]["s3.secret-access-key"] == s3.secret_key
+        plain = load(server, {})  # no vended credentials unless asked for
+        assert plain["config"] == settings and not plain.get("storage-credentials")
+    finally:
+        server.stop()
+    assert s3.secret_key not in server.log_text()
+
+    # without the flags (the same catalog database): no storage settings for clients
+    bare = start_rest_server(
+        tmp_path / "bare",
+        [*warehouse, *s3_args, "-p", f"uri=sqlite:///{tmp_path / 'vend' / 'catalog.db'}"],
+        command=("icefloe.cli", "serve"),
+    )
+    try:
+        body = load(bare, delegation)
+        assert not body.get("config") and not body.get("storage-credentials")
+    finally:
+        bare.stop()
+    assert s3.secret_key not in bare.log_text()
+
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "ICEFLOE_CONFIG": str(tmp_path / "none.yaml")}
+    (tmp_path / "none.yaml").write_text("{}\n")
+    nothing = subprocess.run(
+        [sys.executable, "-m", "icefloe.rest", "--vend-storage-credentials", "-p", "type=sql",
+         "-p", "uri=sqlite://", "-p", f"warehouse={tmp_path / 'w'}", "--table-config", "x"],
+        env=env, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert nothing.returncode == 2 and b"--table-config expects KEY=VALUE" in nothing.stderr
+    nothing = subprocess.run(
+        [sys.executable, "-m", "icefloe.rest", "--vend-storage-credentials", "-p", "type=sql",
+         "-p", "uri=sqlite://", "-p", f"warehouse={tmp_path / 'w'}"],
+        env=env, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert nothing.returncode == 2 and b"no s3.*, gcs.* or adls.* credential" in nothing.stderr

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icefloe.exceptions import AlreadyExistsError, NotFoundError
+from icefloe.exceptions import AlreadyExistsError, NotFoundError, ValidationError
 from icefloe.io import FileIO
 from support.s3 import S3Server
 
@@ -109,3 +109,31 @@ def test_scan_fetches_files_ahead_while_requests_wait(moto_s3: S3Server, tmp_pat
         assert server.requests.max_in_flight >= min(12, 2 * default_workers() + 2)
     finally:
         slow.stop()
+
+
+@pytest.mark.parametrize("char", ["\t", "\n", "\r"])
+def test_a_warehouse_with_a_control_character_writes_nothing(
+    s3_server: S3Server, tmp_path: Path, char: str
+) -> None:
+    """A warehouse (or table location) holding a tab, CR or LF is refused with a
+    ``ValidationError`` naming it before anything is written: pyarrow's parser would drop the
+    character and write under another key than the metadata records."""
+    from icefloe.catalog import load_catalog
+
+    prefix = s3_server.fresh_location()
+    warehouse = f"{prefix}/wh{char}x"
+    cat = load_catalog(
+        "c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=warehouse,
+        **s3_server.properties(),
+    )  # fmt: skip
+    cat.create_namespace("db")
+    schema = pa.schema([("id", pa.int64())])
+    with pytest.raises(ValidationError, match="control character") as info:
+        cat.create_table("db.t", schema)
+    assert repr(warehouse)[:-1] in str(info.value)  # the location named, the character shown
+    with pytest.raises(ValidationError, match="control character"):
+        cat.create_table("db.u", schema, location=f"{prefix}/u{char}")
+    assert not cat.table_exists("db.t") and not cat.table_exists("db.u")
+    bucket, _, key = prefix.removeprefix("s3://").partition("/")
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=key)
+    assert listed.get("KeyCount", 0) == 0

@@ -62,6 +62,7 @@ __all__ = [
     "FileInfo",
     "InputFile",
     "OutputFile",
+    "check_location",
 ]
 
 S3_ENDPOINT = "s3.endpoint"
@@ -87,6 +88,11 @@ _LOCAL_WRITE_BUFFER = 256 << 10
 _LOCAL_SCHEMES = ("", "file")
 #: What urlparse treats specially in a path (query, fragment, characters it removes).
 _URL_SPECIAL = re.compile(r"[?#\t\r\n]")
+#: ASCII control characters: urlparse removes tab, CR and LF from a URI silently, so a location
+#: holding one would be written under another key than the one recorded.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: A URI scheme (one letter is a Windows drive).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 _S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
 _GCS_SCHEMES = ("gs", "gcs")
 _HDFS_SCHEMES = ("hdfs", "viewfs")
@@ -135,6 +141,17 @@ def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
 def _redact_url(value: str) -> str:
     """``value`` with a URL's password and query secrets replaced by ``***``."""
     return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
+
+
+def check_location(location: str) -> None:
+    """Refuse a location with a scheme (``s3://``, ``file://``, ...) that holds an ASCII
+    control character (tab, CR, LF, ...): URI parsers drop or reject them, so the file would
+    not be where the location says. Plain local paths keep them (the file system takes them as
+    given)."""
+    if _CONTROL.search(location) and _SCHEME.match(_CONTROL.sub("", location)):
+        raise ValidationError(
+            f"location {location!r} contains a control character; use a location without one"
+        )
 
 
 def _truthy(value: str | None) -> bool:
@@ -423,6 +440,8 @@ class FileIO:
         """The pyarrow file system and the path inside it for ``location``."""
         if not location:
             raise ValidationError("empty file location")
+        if _CONTROL.search(location):
+            check_location(location)
         if location.startswith("file:///") and not _URL_SPECIAL.search(location):
             # what urlparse gives for these, without its cost (one call per file read)
             return self._filesystem("", ""), os.path.abspath(location[7:])

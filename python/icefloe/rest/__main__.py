@@ -3,12 +3,19 @@
     python -m icefloe.rest [--catalog NAME] [--host 127.0.0.1] [--port 8181]
                            [--token-env VAR] [--client-env VAR] [--per-warehouse]
                            [--idempotency-lifetime PT30M]
+                           [--table-config key=value ...] [--vend-storage-credentials]
                            [-p key=value ...]
 
 Tokens and client secrets are read from environment variables (never from the command line,
 where other users could see them): ``--token-env ICEFLOE_REST_TOKEN`` names a variable holding
 the accepted bearer token, ``--client-env ICEFLOE_REST_CLIENT`` one holding ``id:secret`` for the
 OAuth2 token endpoint. ``-p`` adds catalog properties (e.g. ``-p warehouse=/data/wh``).
+
+Clients get no storage settings unless asked for: ``--table-config`` adds a setting to every
+table's ``config`` (``--table-config s3.endpoint=http://...``), and
+``--vend-storage-credentials`` hands the catalog's own storage credentials (its ``s3.*``,
+``gcs.*`` and ``adls.*`` credential properties) to clients that send
+``X-Iceberg-Access-Delegation: vended-credentials``.
 """
 
 from __future__ import annotations
@@ -16,8 +23,65 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 
 from icefloe.exceptions import IcebergError, MissingDependencyError
+
+#: The storage credential properties ``--vend-storage-credentials`` hands out (a key ending in
+#: ``.`` stands for every key it begins, as ``adls.sas-token.<account>``), and the location
+#: prefixes they are vended for (those of the file systems that read them).
+CREDENTIAL_PROPERTIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        ("s3://", "s3a://", "s3n://", "oss://"),
+        (
+            "s3.access-key-id",
+            "s3.secret-access-key",
+            "s3.session-token",
+            "s3.session-token-expires-at-ms",
+        ),
+    ),
+    (("gs://", "gcs://"), ("gcs.oauth2.token", "gcs.oauth2.token-expires-at")),
+    (
+        ("abfs://", "abfss://", "wasb://", "wasbs://"),
+        (
+            "adls.account-name",
+            "adls.account-key",
+            "adls.sas-token",
+            "adls.sas-token.",
+            "adls.tenant-id",
+            "adls.client-id",
+            "adls.client-secret",
+        ),
+    ),
+)
+
+
+def catalog_storage_credentials(
+    properties: Mapping[str, str],
+) -> list[tuple[str, dict[str, str]]]:
+    """``(prefix, credentials)`` pairs of the storage credentials among a catalog's
+    ``properties``, one per location prefix of each file system they are for."""
+    out: list[tuple[str, dict[str, str]]] = []
+    for prefixes, keys in CREDENTIAL_PROPERTIES:
+        found = {
+            k: v
+            for k, v in properties.items()
+            if v and (k in keys or any(p.endswith(".") and k.startswith(p) for p in keys))
+        }
+        if found:
+            out += [(prefix, dict(found)) for prefix in prefixes]
+    return out
+
+
+def _pairs(parser: argparse.ArgumentParser, items: list[str], flag: str) -> dict[str, str]:
+    """``KEY=VALUE`` arguments as a dict (a usage error for anything else)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") -> int:
@@ -44,6 +108,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
         default="PT30M",
         help="how long replies to Idempotency-Key requests are kept (ISO-8601; 'none': off)",
     )
+    parser.add_argument(
+        "--table-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting sent in every table's config (e.g. s3.endpoint=http://...)",
+    )
+    parser.add_argument(
+        "--vend-storage-credentials",
+        action="store_true",
+        help="send the catalog's s3.*/gcs.*/adls.* credentials to clients that ask for "
+        "vended-credentials",
+    )
     parser.add_argument("--log-level", default="info")
     parser.add_argument("-p", "--property", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
@@ -54,12 +131,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
 
     try:
         _require_server()  # before the catalog is opened (and its warehouse created)
-        props = {}
-        for item in args.property:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                parser.error(f"-p expects KEY=VALUE, got {item!r}")
-            props[key] = value
+        props = _pairs(parser, args.property, "-p")
+        table_config = _pairs(parser, args.table_config, "--table-config")
         tokens = []
         if args.token_env:
             token = os.environ.get(args.token_env)
@@ -82,6 +155,14 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
             except ValueError as exc:
                 parser.error(str(exc))
         catalog = load_catalog(args.catalog, **props)
+        vended: list[tuple[str, dict[str, str]]] = []
+        if args.vend_storage_credentials:
+            vended = catalog_storage_credentials(catalog.properties)
+            if not vended:
+                parser.error(
+                    "--vend-storage-credentials: the catalog has no s3.*, gcs.* or adls.* "
+                    "credential properties to vend"
+                )
         serve(
             catalog,
             args.host,
@@ -92,6 +173,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
             prefix=args.prefix,
             per_warehouse=args.per_warehouse,
             idempotency_lifetime=lifetime,
+            table_config=table_config,
+            storage_credentials=vended,
             log_level=args.log_level,
         )
     except MissingDependencyError as exc:  # not bad input: the command cannot run here
