@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -89,6 +91,19 @@ def test_bad_values_are_dropped_alone() -> None:
     # string that is not JSON is a file without statistics.
     bad = stats(7, 1, 2, nulls=7, tight=False).replace('"c4": 2.5', '"c4": "NaN"')
     check([stats(10, 1, 9), None, bad, "not json"])
+
+
+def test_float_bounds_at_float32_maximum_warn_nothing() -> None:
+    # Spark writes float32's maximum as 3.4028235E38, a double just above it: the upper bound
+    # widens to +inf, the lower one narrows to the maximum, and numpy's overflow stays silent.
+    col = [DeltaColumn(1, FloatType(), "float", ("f",), ("f",))]
+    text = '{"numRecords":1,"minValues":{"f":3.4028235E38},"maxValues":{"f":3.4028235E38}}'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = file_metrics(pa.array([text]), col)
+    fmax = float(np.finfo(np.float32).max)
+    assert decode(m.lower_bounds, 0, 1, FloatType()) == fmax
+    assert decode(m.upper_bounds, 0, 1, FloatType()) == math.inf
 
 
 def test_decimal_bounds_are_exact_or_absent() -> None:

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from icefloe.catalog.base import Catalog
 from icefloe.delta.entries import prepare
 from icefloe.delta.log import DeltaLog, DeltaSnapshot
-from icefloe.delta.schema import convert_schema
+from icefloe.delta.schema import convert_schema, name_mapping
 from icefloe.delta.state import (
     DELTA_OPERATION,
     DELTA_TIMESTAMP,
@@ -20,16 +20,19 @@ from icefloe.delta.state import (
 )
 from icefloe.delta.table_metadata import (
     check_spec,
+    mapped_ids,
     mapping_json,
+    merge_mapping,
     new_metadata,
     partition_spec,
     schema_updates,
     stats_columns,
+    unmapped_column_ids,
 )
 from icefloe.delta.target import DirectoryCatalog, create_table
 from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata import SetProperties
-from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping, table_mapping
 from icefloe.table import Table
 from icefloe.table.producer import SnapshotProducer
 
@@ -63,6 +66,23 @@ def _refuse_unassigned_row_ids(snap: DeltaSnapshot) -> None:
         )
 
 
+def seen_mapping(log: DeltaLog, snap: DeltaSnapshot, table: Table | None) -> NameMapping | None:
+    """The mapping of the schemas before ``snap``'s: the converted table's, and when columns
+    were dropped that it does not list, the older schemas in the Delta log (newest first,
+    until every dropped id is found): live files may still hold those columns."""
+    previous = table_mapping(table.properties) if table is not None else None
+    missing = unmapped_column_ids(snap.metadata, previous)
+    if not missing:
+        return previous
+    for _, meta in log.metadata_before(snap.version):
+        older = name_mapping(meta.schema)
+        previous = older if previous is None else merge_mapping(older, previous)
+        missing -= mapped_ids(older)
+        if not missing:
+            break
+    return previous
+
+
 def full_conversion(
     log: DeltaLog,
     snap: DeltaSnapshot,
@@ -77,7 +97,7 @@ def full_conversion(
     meta = snap.metadata
     hwm = snap.row_id_high_water_mark
     props = state_properties(snap.version, snap.timestamp_ms, hwm, meta)
-    props[DEFAULT_NAME_MAPPING_PROPERTY] = mapping_json(meta)
+    props[DEFAULT_NAME_MAPPING_PROPERTY] = mapping_json(meta, seen_mapping(log, snap, table))
     created = table is None
     if table is None:
         base = new_metadata(meta, location, {**extra_props, **props})

@@ -244,6 +244,28 @@ class DeltaLog:
         for v in range(start, end + 1):
             yield self._read_commit(v, 0)
 
+    def metadata_before(self, version: int) -> Iterator[tuple[int, DeltaMetadata]]:
+        """The ``metaData`` actions of the JSON commits before ``version`` that still exist,
+        newest first (only those lines are parsed)."""
+        listing = self._list()
+        for v in sorted((c for c in listing.commits if c < version), reverse=True):
+            path = listing.commits[v]
+            try:
+                text = self.io.new_input(path).read().decode("utf-8")
+            except NotFoundError:
+                continue  # cleaned up meanwhile: older schemas are best effort
+            except UnicodeDecodeError as e:
+                raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+            for line in text.splitlines():
+                if '"metaData"' not in line:
+                    continue
+                try:
+                    action = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+                if isinstance(action, dict) and isinstance(action.get("metaData"), dict):
+                    yield v, DeltaMetadata.from_action(action["metaData"], path)
+
     # -- snapshots ------------------------------------------------------------------------------
     def _checkpoint_for(self, version: int) -> CheckpointRef | None:
         listing = self._list()

@@ -151,8 +151,9 @@ def _typed(c: DeltaColumn, raw: pa.Array, upper: bool) -> pa.Array | None:
         vals = pc.if_else(pc.is_nan(raw), pa.scalar(None, pa.float64()), raw)
         if isinstance(t, FloatType):
             wide = vals.to_numpy(zero_copy_only=False)
-            narrow = wide.astype(np.float32)
-            with np.errstate(invalid="ignore"):
+            # rounding past float32's maximum gives the right bound (infinity): no warning
+            with np.errstate(invalid="ignore", over="ignore"):
+                narrow = wide.astype(np.float32)
                 if upper:
                     bad = narrow.astype(np.float64) < wide
                     narrow = np.where(bad, np.nextafter(narrow, np.float32(np.inf)), narrow)

@@ -13,7 +13,12 @@ from icefloe.delta.protocol import DeltaMetadata
 from icefloe.delta.schema import DeltaColumn, convert_schema, leaf_columns, name_mapping
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.metadata import AddSchema, SetCurrentSchema, SetProperties, TableMetadata
-from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
+from icefloe.name_mapping import (
+    DEFAULT_NAME_MAPPING_PROPERTY,
+    MappedField,
+    NameMapping,
+    table_mapping,
+)
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.table import Table
@@ -74,21 +79,83 @@ _ROW_TRACKING = (
 _DELTA_ONLY_COLUMNS = (("_change_type", 2147483543), ("__is_cdc", 2147483497))
 
 
-def mapping_json(delta_meta: DeltaMetadata) -> str:
+def mapping_json(delta_meta: DeltaMetadata, previous: NameMapping | None = None) -> str:
     """The name mapping (logical and physical names) as the table property value, with the
     materialized row-tracking columns under the row lineage fields' ids: a reader that falls
     back to the mapping (a data file with a column without a field id, such as the change
-    data columns Delta leaves in rewritten files) finds them too."""
-    mapping = name_mapping(delta_meta.schema).to_json()
+    data columns Delta leaves in rewritten files) finds them too. With ``previous`` (the
+    mapping of schemas seen before) merged in, see :func:`merge_mapping`."""
+    fields = list(name_mapping(delta_meta.schema).fields)
     for key, field_id in _ROW_TRACKING:
         name = delta_meta.configuration.get(key)
         if name:
-            mapping.append({"field-id": field_id, "names": [name]})
+            fields.append(MappedField((name,), field_id))
     # columns of Delta's own that are no table column, under ids of the range the spec reserves
     # for metadata columns: no table column ever gets them, so no reader reads them as one
     for name, field_id in _DELTA_ONLY_COLUMNS:
-        mapping.append({"field-id": field_id, "names": [name]})
-    return json.dumps(mapping)
+        fields.append(MappedField((name,), field_id))
+    mapping = NameMapping(fields)
+    if previous is not None:
+        mapping = merge_mapping(previous, mapping)
+    return json.dumps(mapping.to_json())
+
+
+def merge_mapping(old: NameMapping, new: NameMapping) -> NameMapping:
+    """``new`` (the current schema's mapping) keeping what ``old`` knew: a field of both keeps
+    its earlier names as aliases (a file written before a rename still resolves; the physical
+    name stays last), and a field only ``old`` has (a dropped column, whose data older files
+    still hold) stays mapped. A name a current field has is that field's only, at each level."""
+    return NameMapping(_merge_level(old.fields, new.fields))
+
+
+def _merge_level(
+    old: tuple[MappedField, ...], new: tuple[MappedField, ...]
+) -> tuple[MappedField, ...]:
+    old_by_id = {f.field_id: f for f in old if f.field_id is not None}
+    seen = {n for f in new for n in f.names}
+    out: list[MappedField] = []
+    for f in new:
+        o = old_by_id.get(f.field_id) if f.field_id is not None else None
+        if o is None:
+            out.append(f)
+            continue
+        aliases = [n for n in o.names if n not in seen]
+        seen.update(aliases)
+        names = (*f.names[:-1], *aliases, *f.names[-1:])
+        out.append(MappedField(names, f.field_id, _merge_level(o.fields, f.fields)))
+    live = {f.field_id for f in new if f.field_id is not None}
+    for o in old:
+        if o.field_id is not None and o.field_id in live:
+            continue
+        names = tuple(n for n in o.names if n not in seen)
+        seen.update(names)
+        if names:
+            out.append(MappedField(names, o.field_id, o.fields))
+    return tuple(out)
+
+
+def mapped_ids(mapping: NameMapping) -> set[int]:
+    """Every field id ``mapping`` lists, nested ones included."""
+    out: set[int] = set()
+
+    def walk(fields: tuple[MappedField, ...]) -> None:
+        for f in fields:
+            if f.field_id is not None:
+                out.add(f.field_id)
+            walk(f.fields)
+
+    walk(mapping.fields)
+    return out
+
+
+def unmapped_column_ids(delta_meta: DeltaMetadata, mapping: NameMapping | None) -> set[int]:
+    """Column-mapping ids up to Delta's ``maxColumnId`` that neither the current schema nor
+    ``mapping`` lists: ids of columns dropped before (Delta never reuses an id)."""
+    raw = delta_meta.configuration.get("delta.columnMapping.maxColumnId", "0")
+    known = mapped_ids(name_mapping(delta_meta.schema))
+    if mapping is not None:
+        known |= mapped_ids(mapping)
+    return set(range(1, int(raw) + 1 if raw.isdigit() else 1)) - known
 
 
 def new_metadata(meta: DeltaMetadata, location: str, props: dict[str, str]) -> TableMetadata:
@@ -124,8 +191,10 @@ def check_spec(table: Table, meta: DeltaMetadata) -> None:
 
 
 def schema_updates(tx: Any, meta: DeltaMetadata) -> None:
-    """Add Delta's current schema (if changed) and name mapping to transaction ``tx``."""
+    """Add Delta's current schema (if changed) and name mapping to transaction ``tx``; the
+    mapping keeps the table's earlier one merged in (files may hold dropped columns)."""
     schema = convert_schema(meta.schema)
     if not tx.metadata.current_schema().same_schema(schema):
         tx.apply([AddSchema(schema, last_column_id(schema, meta)), SetCurrentSchema(-1)])
-    tx.apply([SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta)})])
+    previous = table_mapping(tx.metadata.properties)
+    tx.apply([SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta, previous)})])
