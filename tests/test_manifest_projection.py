@@ -123,6 +123,50 @@ def test_stats_only_projection_and_unknown_names(tmp_path: Path) -> None:
             assert only.column(name).to_pylist() == want
     with pytest.raises(ValidationError, match="no_such_column"):
         read_manifest(blob, columns=["file_path", "no_such_column"])
+    reserved = read_manifest(blob, stats_ids=[2, 2147483546])
+    for name in MAPS:
+        assert reserved.column(name).to_pylist() == only.column(name).to_pylist()
+
+
+_RESERVED_STATS = """
+import resource, sys
+from pathlib import Path
+from icefloe.manifest import read_manifest
+size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
+            if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (size + (1 << 30), resource.RLIM_INFINITY))
+got = read_manifest(Path(sys.argv[1]).read_bytes(), stats_ids=[2147483546])
+print(sorted(k for row in got.column("lower_bounds").to_pylist() for k, _ in row))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+def test_stats_of_reserved_ids_are_read_in_bounded_memory(tmp_path: Path) -> None:
+    """A position-delete manifest's ``file_path`` bounds (field id 2147483546) are projected
+    within 1 GiB of address space (a flag per id up to the largest took 2 GB)."""
+    import subprocess
+    import sys
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table(
+        "db.t",
+        pa.schema([pa.field("id", pa.int64())]),
+        properties={"format-version": "2", "write.delete.mode": "merge-on-read"},
+    )
+    t.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    t.delete("id = 3")
+    manifests = t.inspect.manifests().to_pylist()
+    (deletes,) = [m["path"] for m in manifests if m["content"] == 1]
+    path = tmp_path / "deletes.avro"
+    path.write_bytes(t.io.new_input(deletes).read())
+    out = subprocess.run(
+        [sys.executable, "-c", _RESERVED_STATS, str(path)], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[2147483546]"
 
 
 def test_projected_decode_of_corrupt_input_raises_corrupt_file_error(tmp_path: Path) -> None:
