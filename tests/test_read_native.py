@@ -488,9 +488,15 @@ def test_files_sharing_a_residual_are_filtered_together(
     assert got.equals(want), expr
 
 
-def test_small_files_come_out_in_few_batches(tmp_path: Path) -> None:
+@pytest.mark.parametrize("concat", ["pyarrow", "before-pyarrow-19"])
+def test_small_files_come_out_in_few_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concat: str
+) -> None:
     """Tiny files' rows are joined into larger batches (a table of thousands of ten-row chunks
-    is slow in every later step), with or without a filter, in file order."""
+    is slow in every later step), with or without a filter, in file order; also where pyarrow
+    has no ``concat_batches``."""
+    if concat != "pyarrow":
+        monkeypatch.setattr(native_files, "_CONCAT_BATCHES", None)
     data = _table(["l", "d"], 600, nulls=0)
     data = data.set_column(
         data.schema.get_field_index("part"),

@@ -408,11 +408,22 @@ def _concat(run: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield run[0]
         return
     try:
-        merged = pa.concat_batches(run)
+        if _CONCAT_BATCHES is not None:
+            merged = [_CONCAT_BATCHES(run)]
+        else:  # pyarrow < 19
+            merged = pa.Table.from_batches(run).combine_chunks().to_batches()
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # (field metadata that differs)
+        merged = []
+    if len(merged) == 1:
+        yield merged[0]
+    else:
         yield from run
-        return
-    yield merged
+
+
+#: ``pyarrow.concat_batches`` (pyarrow 19 and later).
+_CONCAT_BATCHES: Callable[[list[pa.RecordBatch]], pa.RecordBatch] | None = getattr(
+    pa, "concat_batches", None
+)
 
 
 def _counted(stream: Iterable[pa.RecordBatch], count: list[int]) -> Iterator[pa.RecordBatch]:
