@@ -41,6 +41,13 @@ def _batch(start: int, n: int) -> pa.Table:
 def _table(tmp_path: Path, version: int, appends: int = 6) -> tuple[SqlCatalog, Table]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    t = _new_table(cat, version, appends)
+    t.delete("id in (0, 7, 21, 49, 77, 105)")
+    return cat, t
+
+
+def _new_table(cat: Any, version: int, appends: int) -> Table:
+    """``db.t`` partitioned by region, merge-on-read deletes, one manifest per commit."""
     cat.create_namespace("db")
     spec = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "region"))
     t = cat.create_table(
@@ -52,8 +59,7 @@ def _table(tmp_path: Path, version: int, appends: int = 6) -> tuple[SqlCatalog, 
     )
     for i in range(appends):
         t.append(_batch(i * 20, 20))
-    t.delete("id in (0, 7, 21, 49, 77, 105)")
-    return cat, t
+    return t
 
 
 def _entries(t: Table) -> dict[str, tuple[Any, ...]]:
@@ -296,18 +302,7 @@ def _delete_manifests(t: Table) -> int:
 def test_delete_manifests_are_regrouped_too(iceberg_spark: Any, version: int) -> None:
     """Position deletes or DVs and equality deletes of many commits end in one delete manifest
     per spec, every entry with its sequence numbers; Iceberg Java reads the same rows."""
-    cat = iceberg_spark.icefloe()
-    cat.create_namespace("db")
-    spec = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "region"))
-    t = cat.create_table(
-        "db.t",
-        SCHEMA,
-        partition_spec=spec,
-        format_version=version,
-        properties={"write.delete.mode": "merge-on-read", "commit.manifest-merge.enabled": "false"},
-    )
-    for i in range(3):
-        t.append(_batch(i * 20, 20))
+    t = _new_table(iceberg_spark.icefloe(), version, 3)
     for ids in ("0, 5", "21, 22", "43"):
         t.delete(f"id in ({ids})")
     t.delete_by_keys(pa.table({"id": pa.array([9, 30], pa.int64())}), ["id"])

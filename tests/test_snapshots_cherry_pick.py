@@ -250,17 +250,20 @@ def _partition_rows(ids: list[int], data: str) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "data": [data] * len(ids)})
 
 
+def _stage_overwrite(t: Table, rows: pa.Table, wap_id: str | None = None) -> int:
+    """A dynamic partition overwrite of ``rows`` on a new branch ``stage``; its snapshot id."""
+    with t.manage_snapshots() as ms:
+        ms.create_branch("stage")
+    props = {"wap.id": wap_id} if wap_id else None
+    t.dynamic_partition_overwrite(rows, branch="stage", snapshot_properties=props)
+    return t.refs()["stage"].snapshot_id
+
+
 @pytest.mark.parametrize("version", [2, 3])
 def test_pick_dynamic_partition_overwrite(tmp_path: Path, version: int) -> None:
     c, t = _setup(tmp_path, version, partitioned=True)
     t.append(pa.concat_tables([_partition_rows([1, 2], "a"), _partition_rows([3], "b")]))
-    with t.manage_snapshots() as ms:
-        ms.create_branch("stage")
-    staged_props = {"replace-partitions": "true", "wap.id": "w9"}
-    t.dynamic_partition_overwrite(
-        _partition_rows([10], "a"), branch="stage", snapshot_properties=staged_props
-    )
-    staged = t.refs()["stage"].snapshot_id
+    staged = _stage_overwrite(t, _partition_rows([10], "a"), wap_id="w9")
     t.append(_partition_rows([4], "c"))  # main moves on in another partition
     with t.transaction() as tx:
         tx.set_properties({"write.delete.mode": "merge-on-read"})
@@ -290,14 +293,7 @@ def test_pick_dynamic_partition_overwrite_refusals(tmp_path: Path) -> None:
     t.append(_partition_rows([1], "a"))
     root = _head(t)
     t.append(_partition_rows([2], "b"))
-    with t.manage_snapshots() as ms:
-        ms.create_branch("stage")
-    t.dynamic_partition_overwrite(
-        _partition_rows([10], "a"),
-        branch="stage",
-        snapshot_properties={"replace-partitions": "true"},
-    )
-    staged = t.refs()["stage"].snapshot_id
+    staged = _stage_overwrite(t, _partition_rows([10], "a"))
     # main rolled back before the staged snapshot's parent, then moved on: not its ancestor
     with t.manage_snapshots() as ms:
         ms.rollback_to(root)
@@ -307,14 +303,7 @@ def test_pick_dynamic_partition_overwrite_refusals(tmp_path: Path) -> None:
     # main added data to the replaced partition after the parent
     c2, t2 = _setup(tmp_path / "2", partitioned=True)
     t2.append(_partition_rows([1], "a"))
-    with t2.manage_snapshots() as ms:
-        ms.create_branch("stage")
-    t2.dynamic_partition_overwrite(
-        _partition_rows([10], "a"),
-        branch="stage",
-        snapshot_properties={"replace-partitions": "true"},
-    )
-    staged2 = t2.refs()["stage"].snapshot_id
+    staged2 = _stage_overwrite(t2, _partition_rows([10], "a"))
     t2.append(_partition_rows([5], "a"))
     with pytest.raises(ValidationError, match="main changed a partition it replaces"):
         t2.manage_snapshots().cherry_pick(staged2)
