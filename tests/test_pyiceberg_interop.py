@@ -35,7 +35,8 @@ def test_pyiceberg_reads_icefloe_catalog(tmp_path: Path) -> None:
     theirs = pyiceberg_sql.SqlCatalog("shared", uri=uri, warehouse=warehouse)
     assert sorted(theirs.list_namespaces()) == [("db",)]
     assert theirs.list_namespaces("db") == [("db", "inner")]
-    assert theirs.load_namespace_properties("db") == {"owner": "icefloe"}
+    # every namespace stores Java's reserved exists=true, which PyIceberg shows and Java hides
+    assert theirs.load_namespace_properties("db") == {"owner": "icefloe", "exists": "true"}
     assert theirs.list_tables("db") == [("db", "events")]
     table = theirs.load_table("db.events")
     assert table.metadata_location == t.metadata_location
