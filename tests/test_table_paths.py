@@ -72,6 +72,25 @@ def test_relative_paths_cannot_leave_the_table(tmp_path: Path, key: str, value: 
     cat.close()
 
 
+@pytest.mark.parametrize("key", ["write.data.path", "write.metadata.path"])
+def test_uri_paths_with_control_characters_are_refused_up_front(tmp_path: Path, key: str) -> None:
+    """A tab in a URI path property (or location) is refused when the table is created or the
+    property set, not at the first write: URI parsers drop it, and files would land elsewhere."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    bad = (tmp_path / "else").as_uri() + "\twhere"
+    with pytest.raises(ValidationError, match="control character"):
+        cat.create_table("db.t", SCHEMA, properties={key: bad})
+    with pytest.raises(ValidationError, match="control character"):
+        cat.create_table("db.t", SCHEMA, location=bad)
+    assert not cat.table_exists("db.t")
+    t = cat.create_table("db.t", SCHEMA)
+    with pytest.raises(ValidationError, match="control character"):
+        t.set_properties({key: bad})
+    assert key not in cat.load_table("db.t").properties
+    cat.close()
+
+
 def test_absolute_paths_are_kept(tmp_path: Path) -> None:
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
     cat.create_namespace("db")

@@ -126,11 +126,17 @@ def resolve_table_paths(table_location: str, properties: Mapping[str, str]) -> d
     Other engines resolve a relative value against their own working directory, so it is
     never stored relative. A relative value cannot leave the table location: ``.`` and ``..``
     segments and empty values are refused with :class:`ValidationError`. Absolute values (a
-    scheme or a leading ``/``) are kept as given.
+    scheme or a leading ``/``) are kept as given. URI locations holding a control character
+    are refused (:func:`icefloe.io.check_location`).
     """
+    from icefloe.io import check_location
+
+    check_location(table_location)
     out = dict(properties)
     for key in (METADATA_PATH, DATA_PATH, *_LEGACY_DATA_PATHS):
         value = out.get(key)
+        if value is not None:
+            check_location(value)
         if value is None or not _is_relative(value):
             continue
         segments = value.replace("\\", "/").strip("/").split("/")
