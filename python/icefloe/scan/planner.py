@@ -50,6 +50,7 @@ from icefloe.scan.manifests import (
     prefetch,
 )
 from icefloe.scan.metrics import ScanMetrics, live_files
+from icefloe.scan.tasks import DELETE_FILE_PATH_ID
 from icefloe.schema import Schema
 
 __all__ = ["Plan", "PlannedBatch", "SpecFilters", "plan"]
@@ -60,8 +61,6 @@ DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
 _CHUNK = 16
 #: Chunks of data manifests decoding at once, ahead of the one being planned.
 _AHEAD = 2
-#: Field id of the ``file_path`` column of position delete files (its bounds name data files).
-DELETE_FILE_PATH_ID = 2**31 - 1 - 101
 
 
 @dataclass
@@ -348,8 +347,8 @@ def _match(result: Plan, specs: Mapping[int, PartitionSpec]) -> None:
             for _, b in dels
         ]
     )
-    lower = pa.concat_arrays([_bound(b, "lower_bounds") for _, b in dels])
-    upper = pa.concat_arrays([_bound(b, "upper_bounds") for _, b in dels])
+    lower = pa.concat_arrays([path_bound(b, "lower_bounds") for _, b in dels])
+    upper = pa.concat_arrays([path_bound(b, "upper_bounds") for _, b in dels])
     delete_struct = pa.StructArray.from_arrays(
         [content, dpath, dseq, dsid, dkey, unpart, is_dv, ref, lower, upper],
         names=[
@@ -368,7 +367,9 @@ def _match(result: Plan, specs: Mapping[int, PartitionSpec]) -> None:
     result.assignment = pa.array(_native.plan_match_deletes(data_struct, delete_struct))
 
 
-def _bound(batch: pa.RecordBatch, name: str) -> pa.Array:
+def path_bound(batch: pa.RecordBatch, name: str) -> pa.Array:
+    """A position delete file's ``file_path`` bound per entry of ``batch`` (``lower_bounds`` or
+    ``upper_bounds``; binary, null where absent)."""
     if name not in batch.schema.names:
         return pa.nulls(batch.num_rows, pa.binary())
     return _path_bound(batch.column(name))

@@ -41,7 +41,8 @@ from icefloe.exceptions import CommitConflictError, NoSuchSnapshotError, Validat
 from icefloe.manifest import manifest_files, read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
 from icefloe.scan.manifests import fetch, partition_keys, written_manifest_list
-from icefloe.table.producer import SnapshotProducer
+from icefloe.scan.planner import path_bound
+from icefloe.table.producer import DELETED, SnapshotProducer
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
@@ -53,9 +54,6 @@ __all__ = [
     "remove_dangling_deletes",
 ]
 
-#: Field id of a position delete file's ``file_path`` column (its bounds name the data files).
-DELETE_FILE_PATH_ID = 2147483546
-DELETED = 2
 #: The manifest columns decoded (the bounds for ``file_path``'s: a file naming one data file).
 _COLUMNS = (
     "status",
@@ -101,22 +99,12 @@ class RemoveDanglingDeletesResult:
     dry_run: bool = False
 
 
-def _column(batch: pa.RecordBatch, name: str, type_: pa.DataType) -> pa.Array:
+def _column(
+    batch: pa.Table | pa.RecordBatch, name: str, type_: pa.DataType
+) -> pa.Array | pa.ChunkedArray:
     if name not in batch.schema.names:
         return pa.nulls(batch.num_rows, type_)
     return batch.column(name).cast(type_)
-
-
-def _path_bound(batch: pa.RecordBatch, name: str) -> pa.Array:
-    """A position delete file's ``file_path`` lower or upper bound (null when absent)."""
-    if name not in batch.schema.names or not batch.num_rows:
-        return pa.nulls(batch.num_rows, pa.binary())
-    col = batch.column(name)
-    if not isinstance(col, pa.MapArray):
-        return pa.nulls(batch.num_rows, pa.binary())
-    return pc.map_lookup(col, pa.scalar(DELETE_FILE_PATH_ID, col.type.key_type), "first").cast(
-        pa.binary()
-    )
 
 
 def _entries_of(batch: pa.RecordBatch, spec_id: int, unpartitioned: bool) -> pa.RecordBatch:
@@ -125,7 +113,7 @@ def _entries_of(batch: pa.RecordBatch, spec_id: int, unpartitioned: bool) -> pa.
     n = batch.num_rows
     content = batch.column("content").cast(pa.int32())
     referenced = _column(batch, "referenced_data_file", pa.string())
-    lower, upper = _path_bound(batch, "lower_bounds"), _path_bound(batch, "upper_bounds")
+    lower, upper = path_bound(batch, "lower_bounds"), path_bound(batch, "upper_bounds")
     named = pc.if_else(pc.equal(lower, upper), lower, pa.scalar(None, pa.binary()))
     target = pc.if_else(
         pc.equal(content, 1),
@@ -243,10 +231,11 @@ def dangling_delete_files(
     return dangling_entries(live_entries(io, metadata, snapshot))
 
 
-def _keys(entries: pa.Table) -> pa.Array:
+def _keys(entries: pa.Table | pa.RecordBatch) -> pa.Array:
     """``path NUL offset`` per entry: one deletion vector among those of one Puffin file."""
-    offset = pc.fill_null(pc.cast(entries.column("content_offset"), pa.string()), "")
-    return pc.binary_join_element_wise(entries.column("file_path"), offset, "\x00")
+    offset = pc.cast(_column(entries, "content_offset", pa.int64()), pa.string())
+    path = entries.column("file_path").cast(pa.string())
+    return pc.binary_join_element_wise(path, pc.fill_null(offset, ""), "\x00")
 
 
 class _StillDangling:
@@ -319,13 +308,7 @@ def remove_dangling_deletes(
     wanted = pc.unique(_keys(found))
 
     def predicate(batch: pa.RecordBatch) -> pa.Array:
-        offset = _column(batch, "content_offset", pa.int64())
-        key = pc.binary_join_element_wise(
-            batch.column("file_path").cast(pa.string()),
-            pc.fill_null(pc.cast(offset, pa.string()), ""),
-            "\x00",
-        )
-        hit = pc.is_in(key, value_set=wanted)
+        hit = pc.is_in(_keys(batch), value_set=wanted)
         return pc.and_(hit, pc.not_equal(batch.column("content"), 0))
 
     producer.remove_files_where(predicate)
