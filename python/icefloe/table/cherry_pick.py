@@ -42,7 +42,7 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.scan.manifests import manifest_list_of, partition_keys, read_entries
-from icefloe.table.producer import SnapshotProducer, parent_snapshot
+from icefloe.table.producer import ADDED, DELETED, SnapshotProducer, parent_snapshot
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -65,7 +65,6 @@ WAP_ID = "wap.id"
 PUBLISHED_WAP_ID = "published-wap-id"
 #: Summary property of a dynamic partition overwrite's snapshot.
 REPLACE_PARTITIONS = "replace-partitions"
-ADDED, DELETED = 1, 2
 
 #: ``fn(metadata)``: ``main``'s history in ``metadata`` (newest first) and the metadata it comes
 #: from (``metadata`` with every snapshot when a catalog left some out).
@@ -240,7 +239,7 @@ class CherryPick(SnapshotProducer):
     def _partitions_unchanged(
         self, replaced: pa.Array
     ) -> Callable[[TableMetadata, Snapshot | None, int | None], None]:
-        from icefloe.table.operations import added_data_since
+        from icefloe.table.operations import added_in_partitions
 
         s = self.picked
 
@@ -252,14 +251,12 @@ class CherryPick(SnapshotProducer):
                     f"cannot cherry-pick snapshot {s.snapshot_id}: a dynamic partition overwrite "
                     f"can only be picked while its parent {parent} is an ancestor of main"
                 )
-            for batch in added_data_since(self.io, full, head, parent):
-                hits = pc.is_in(partition_keys(batch), value_set=replaced)
-                if pc.any(hits).as_py():
-                    path = batch.filter(hits).column("file_path")[0].as_py()
-                    raise ValidationError(
-                        f"cannot cherry-pick snapshot {s.snapshot_id}: main changed a partition "
-                        f"it replaces after its parent {parent} ({path} was added)"
-                    )
+            path = added_in_partitions(self.io, full, head, parent, replaced)
+            if path is not None:
+                raise ValidationError(
+                    f"cannot cherry-pick snapshot {s.snapshot_id}: main changed a partition "
+                    f"it replaces after its parent {parent} ({path} was added)"
+                )
 
         return validate
 

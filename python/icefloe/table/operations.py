@@ -23,6 +23,7 @@ from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
+from icefloe.table.cherry_pick import REPLACE_PARTITIONS
 from icefloe.table.overwrite import partition_mask, plan_overwrite
 from icefloe.table.producer import DELETED, SnapshotProducer, parent_snapshot
 from icefloe.table.row_delta import (
@@ -97,6 +98,23 @@ def added_data_since(
         if added.num_rows:
             out.append(added)
     return out
+
+
+def added_in_partitions(
+    io: FileIO,
+    metadata: TableMetadata,
+    parent: Snapshot | None,
+    start: int | None,
+    keys: pa.Array,
+) -> str | None:
+    """The first data file added after ``start`` up to ``parent`` (see
+    :func:`added_data_since`) into one of the partitions ``keys`` (:func:`partition_keys`
+    values), or None."""
+    for batch in added_data_since(io, metadata, parent, start):
+        hits = pc.is_in(partition_keys(batch), value_set=keys)
+        if pc.any(hits).as_py():
+            return str(batch.filter(hits).column("file_path")[0].as_py())
+    return None
 
 
 def _no_new_matching_data(io: FileIO, expr: BooleanExpression, case_sensitive: bool) -> Any:
@@ -210,7 +228,7 @@ def dynamic_partition_overwrite(
         raise ValidationError("dynamic partition overwrite needs a partitioned table")
     io = tx.table.io
     # as Java's ReplacePartitions marks its snapshots (and its cherry-pick looks for)
-    props = {**(snapshot_properties or {}), "replace-partitions": "true"}
+    props = {**(snapshot_properties or {}), REPLACE_PARTITIONS: "true"}
     producer = SnapshotProducer(tx, branch=branch, snapshot_properties=props)
     producer.owns_files(f.file_path for f in written)
     files = list(written)
@@ -222,10 +240,6 @@ def dynamic_partition_overwrite(
     )
     keys = pc.unique(partition_keys(new, spec.spec_id))
 
-    def in_partitions(batch: pa.RecordBatch) -> pa.Array:
-        same = pc.is_in(partition_keys(batch), value_set=keys)
-        return pc.and_(same, pc.equal(batch.column("content"), 0))
-
     def replaced(batch: pa.RecordBatch) -> pa.Array:
         # Data files of the replaced partitions and the delete files of the same partitions and
         # spec: DVs and position deletes can only name removed files, equality deletes only
@@ -235,13 +249,11 @@ def dynamic_partition_overwrite(
         return pc.is_in(partition_keys(batch), value_set=keys)
 
     def no_concurrent_adds(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
-        for batch in added_data_since(io, md, parent, start):
-            hits = in_partitions(batch)
-            if pc.any(hits).as_py():
-                path = batch.filter(hits).column("file_path")[0].as_py()
-                raise CommitConflictError(
-                    f"a concurrent commit added data to a replaced partition: {path}"
-                )
+        path = added_in_partitions(io, md, parent, start, keys)
+        if path is not None:
+            raise CommitConflictError(
+                f"a concurrent commit added data to a replaced partition: {path}"
+            )
 
     producer.add_data_files(files).remove_files_where(replaced)
     producer.validate(no_concurrent_adds).set_operation("overwrite")
