@@ -510,3 +510,18 @@ def test_small_files_come_out_in_few_batches(
     assert sorted(whole.column("l").to_pylist()) == sorted(data.column("l").to_pylist())
     filtered = t.scan(row_filter="d > 10").to_arrow()
     assert filtered.column("l").num_chunks < 5 and filtered.num_rows == 600 - 31
+
+
+def test_files_of_thousands_of_rows_are_not_copied_without_a_filter(tmp_path: Path) -> None:
+    """Without a filter only tiny files' batches are joined: larger ones come out as decoded
+    (joining would copy them for nothing); with a filter they are joined and filtered once."""
+    data = _table(["l", "d"], 4000, nulls=0)
+    data = data.set_column(
+        data.schema.get_field_index("part"),
+        "part",
+        pa.array([i // 2000 for i in range(4000)], pa.int32()),
+    )
+    t = _partitioned(tmp_path, data)
+    assert len(t.scan().plan_files()) == 2
+    assert t.scan().to_arrow().column("l").num_chunks == 2
+    assert t.scan(row_filter="d >= 0").to_arrow().column("l").num_chunks == 1

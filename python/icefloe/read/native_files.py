@@ -366,7 +366,8 @@ def _batches(
                 ):
                     run.extend(cast(list[pa.RecordBatch], done[k]))
                     k += 1
-                yield from _output(_merged(run), residual, width)
+                tiny = TINY_ROWS if isinstance(residual, AlwaysTrue) else MERGE_ROWS
+                yield from _output(_merged(run, tiny), residual, width)
                 continue
             k += 1
             given = [0]  # a stream's task has no residual: the rows given are the rows out
@@ -379,33 +380,41 @@ def _batches(
             return
 
 
-#: Consecutive small batches sharing a residual filter (or none) are concatenated up to this
-#: many rows, and the filter evaluated once over them.
+#: Consecutive small batches sharing a residual filter are concatenated up to this many rows,
+#: and the filter evaluated once over them.
 MERGE_ROWS = 1 << 16
+#: Without a filter, only batches below this many rows are joined: joining copies the rows,
+#: which costs more than it saves for files of thousands of rows (480 files of 2,000 rows:
+#: 61 against 71 ms), and less than thousands of ten-row chunks cost every later step.
+TINY_ROWS = 1 << 10
 
 
 def _same(a: BooleanExpression, b: BooleanExpression) -> bool:
     return a is b or a == b
 
 
-def _merged(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``batches`` with runs of small ones of one schema concatenated, up to
-    :data:`MERGE_ROWS` rows each."""
+def _merged(batches: list[pa.RecordBatch], small: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` with runs of those below ``small`` rows, of one schema, concatenated up to
+    :data:`MERGE_ROWS` rows each; larger batches as they are."""
     run: list[pa.RecordBatch] = []
     rows = 0
     for batch in batches:
+        if batch.num_rows >= small:
+            yield from _concat(run)
+            run, rows = [], 0
+            yield batch
+            continue
         if run and (rows + batch.num_rows > MERGE_ROWS or not batch.schema.equals(run[0].schema)):
             yield from _concat(run)
             run, rows = [], 0
         run.append(batch)
         rows += batch.num_rows
-    if run:
-        yield from _concat(run)
+    yield from _concat(run)
 
 
 def _concat(run: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    if len(run) == 1:
-        yield run[0]
+    if len(run) <= 1:
+        yield from run
         return
     try:
         if _CONCAT_BATCHES is not None:
