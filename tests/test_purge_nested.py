@@ -204,3 +204,28 @@ def test_file_system_drop_and_purge_on_every_store(warehouse: Any) -> None:
     t = cat.load_table("db.a.b")
     assert _ids(t) == [1]
     assert all(t.io.exists(p) for p in before if not p.endswith("version-hint.text"))
+
+
+def test_purge_and_expiry_delete_hadoop_checksum_files(tmp_path: Path) -> None:
+    """Hadoop's local file system (Iceberg Java, Spark) writes ``.<name>.crc`` beside every
+    file; deleting a file deletes its checksum too, so a purged Java-written table leaves no
+    directory behind."""
+    wh = tmp_path / "wh"
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=wh.as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    for i in range(2):
+        t.append(pa.table({"id": pa.array([i], pa.int64())}))
+    root = _local(t.location)
+    for f in [p for p in root.rglob("*") if p.is_file()]:
+        (f.parent / f".{f.name}.crc").write_bytes(b"crc")
+    first = t.history()[0].snapshot_id
+    t.overwrite(pa.table({"id": pa.array([7], pa.int64())}))
+    replaced = set(t.inspect.files(snapshot_id=first).column("file_path").to_pylist())
+    assert replaced and t.current_snapshot() is not None
+    t.expire_snapshots(older_than_ms=t.current_snapshot().timestamp_ms + 1, retain_last=1)
+    for p in map(_local, replaced):
+        assert not p.exists() and not (p.parent / f".{p.name}.crc").exists()
+    cat.drop_table("db.t", purge=True)
+    assert not root.exists()
+    cat.close()

@@ -200,6 +200,15 @@ def _shortened(text: str) -> str:
     return f"{text[:keep]}...[{len(text) - 2 * keep} characters]...{text[-keep:]}"
 
 
+def _delete_checksum_sibling(path: str) -> None:
+    """Delete the ``.<name>.crc`` file Hadoop's local file system (Iceberg Java, Spark) writes
+    beside each file it writes, as Hadoop does when it deletes the file: without this a purged
+    or expired Java-written table leaves its checksum files, and its directories, behind."""
+    head, name = os.path.split(path)
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(head, f".{name}.crc"))
+
+
 def _map_error(exc: BaseException, location: str, action: str) -> Exception:
     """Translate an OS/Arrow error into the icefloe class, naming the location."""
     location = _shortened(location)
@@ -708,6 +717,8 @@ class FileIO:
             fs.delete_file(path)
         except Exception as exc:
             raise _map_error(exc, location, "delete") from exc
+        if isinstance(fs, pafs.LocalFileSystem):
+            _delete_checksum_sibling(path)
 
     def delete_if_exists(self, location: str) -> bool:
         """Delete the file; a missing file is no error (False), any other failure raises."""
