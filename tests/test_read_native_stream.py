@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from icefloe import _native
 from icefloe.exceptions import CorruptFileError
+from icefloe.expressions.base import AlwaysTrue
 from icefloe.read import native_files
 from icefloe.scan import FileScanTask
 from support.write_util import catalog
@@ -25,11 +26,13 @@ class _Streams:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.opened: list[Any] = []
+        self.ranges: list[tuple[int, int | None]] = []  # (start, length) of each stream
         real = _native.parquet_open_stream
 
         def spy(*args: Any, **kwargs: Any) -> Any:
             out = real(*args, **kwargs)
             self.opened.append(out)
+            self.ranges.append((kwargs.get("start", 0), kwargs.get("length")))
             return out
 
         monkeypatch.setattr(native_files._native, "parquet_open_stream", spy)
@@ -148,6 +151,42 @@ def test_a_damaged_page_ends_the_stream_and_the_general_reader_names_it(
     assert streamed.opened and streamed.opened[0].failed
 
 
+def test_filtered_streams_read_only_the_row_groups_the_statistics_leave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: _Streams
+) -> None:
+    """A large file with a residual filter streams natively, one split per run of row groups
+    whose statistics might match (ids sorted, 1,000 per row group): the rows the general
+    reader gives, which prunes by the same statistics."""
+    t = _table(tmp_path, 5000)
+    begins = [
+        rg.column(0).dictionary_page_offset or rg.column(0).data_page_offset
+        for rg in (pq.ParquetFile(_paths(t)[0]).metadata.row_group(g) for g in range(5))
+    ]
+    cases = {
+        "id >= 1500 and id < 2200": [(begins[1], begins[3] - begins[1])],
+        "id < 300 or id >= 4800": [(begins[0], begins[1] - begins[0]), (begins[4], None)],
+        "id > 4000": [(begins[4], None)],
+        "id > 99999": [],
+        "s = 'v5' or d < 1": [(0, None)],  # every row group may match: the file whole
+    }
+    for expr, ranges in cases.items():
+        for fields in [("*",), ("s",)]:
+            streamed.opened.clear()
+            streamed.ranges.clear()
+            got = t.scan(row_filter=expr, selected_fields=fields).to_arrow()
+            assert streamed.ranges == ranges and streamed.all_read == bool(ranges), expr
+            want = _general(
+                monkeypatch, lambda e=expr, f=fields: t.scan(row_filter=e, selected_fields=f)
+            ).to_arrow()
+            assert got.equals(want), expr
+            assert pa.Table.from_batches(
+                list(t.scan(row_filter=expr, selected_fields=fields).to_batches()), got.schema
+            ).equals(want)
+    assert t.scan(row_filter="id >= 1500 and id < 2200").to_arrow()["id"].to_pylist() == list(
+        range(1500, 2200)
+    )
+
+
 class _FailingStream:
     """A stream that gives some batches, then fails (as on a damaged page)."""
 
@@ -175,6 +214,30 @@ def test_the_general_reader_resumes_after_the_rows_a_stream_gave(tmp_path: Path)
 
     out = native_files._batches([task], decoded(), fallback, None)
     assert pa.Table.from_batches(list(out)).equals(whole)
+
+
+def test_the_general_reader_resumes_after_the_filtered_rows_a_stream_gave(
+    tmp_path: Path,
+) -> None:
+    """With a residual filter the rows given out are fewer than the stream's: the general
+    reader (which filters too) resumes after those given out, none twice, none lost."""
+    t = _table(tmp_path, 2000)
+    task = next(iter(t.scan(row_filter="s = 'v5'").plan_files()))
+    assert not isinstance(task.residual, AlwaysTrue)
+    whole = t.scan().to_arrow()
+    wanted = t.scan(row_filter="s = 'v5'").to_arrow()
+    given = whole.slice(0, 700).to_batches(max_chunksize=300)  # 7 of its rows match
+
+    def decoded() -> Any:
+        yield 0, [_FailingStream(given)]
+
+    def fallback(rest: Any) -> Any:
+        assert list(rest) == [task]
+        return iter(wanted.to_batches(max_chunksize=4))
+
+    out = pa.Table.from_batches(list(native_files._batches([task], decoded(), fallback, None)))
+    assert out["id"].to_pylist() == wanted["id"].to_pylist()
+    assert len(out) == 19 and out["id"].to_pylist()[:8] == [5, 199, 296, 393, 490, 587, 684, 781]
 
 
 def test_files_streamed_together_read_as_the_general_reader_reads(

@@ -42,14 +42,17 @@ import pyarrow as pa
 from icefloe import _native
 from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import schema_to_arrow
+from icefloe.exceptions import IcebergError
 from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
 from icefloe.read.deletes import DeleteCache, TaskDeletes, preload_position_deletes
+from icefloe.read.parquet_file import DECODE_ERRORS, open_checked
 from icefloe.read.reader import BATCH_SIZE, output_schema
+from icefloe.read.rowgroups import RowGroupFilter
 from icefloe.scan.filters import expr_json, referenced_field_ids
-from icefloe.scan.tasks import DeleteContent, FileScanTask, ReadOptions
+from icefloe.scan.tasks import DeleteContent, FileScanTask, ReadOptions, replace_task
 from icefloe.schema import Schema
 from icefloe.types import (
     BinaryType,
@@ -198,13 +201,54 @@ def _parquet_path(io: FileIO, task: FileScanTask) -> str | None:
     return io.local_path(df.file_path)
 
 
-def _scan_file(io: FileIO, task: FileScanTask) -> str | None:
-    """:func:`_parquet_path` of a task with no residual filter unless the file is decoded whole
-    (a large file with one goes to the general reader, whose row-group statistics skip what the
-    filter rules out), else None."""
-    if _streamed(task) and not isinstance(task.residual, AlwaysTrue):
+def _scan_parts(io: FileIO, task: FileScanTask) -> list[FileScanTask] | None:
+    """The parts of ``task`` a scan streams or decodes: the task itself, or for a streamed
+    file with a residual filter the splits of the runs of consecutive row groups whose
+    statistics might match it (none when no row group can; the statistics are trusted only
+    when they agree with the manifest's metrics, see :class:`RowGroupFilter`). None when the
+    footer cannot be read or checked here (the general reader reports why)."""
+    if not _streamed(task) or isinstance(task.residual, AlwaysTrue):
+        return [task]
+    df = task.data_file
+    try:
+        checked = open_checked(io, df.file_path, size=df.file_size_in_bytes or None)
+    except (IcebergError, *DECODE_ERRORS):
         return None
-    return _parquet_path(io, task)
+    try:
+        prune = RowGroupFilter(checked.file.metadata, checked.schema, task.residual, df)
+        groups = len(checked.row_groups)
+        begins = [checked.chunk_start(g, 0) for g in range(groups)]
+        end = None if task.length is None else task.start + task.length
+        inside = [
+            g
+            for g, b in enumerate(begins)
+            if whole_file(task) or (task.start <= b and (end is None or b < end))
+        ]
+        kept = [g for g in inside if prune.might_match(g)]
+    except (IcebergError, *DECODE_ERRORS):
+        return None
+    finally:
+        checked.source.close()
+    if kept == inside:
+        return [task]
+    parts = []
+    for run in _runs(kept):
+        first, last = run[0], run[-1]
+        length = begins[last + 1] - begins[first] if last + 1 < groups else None
+        parts.append(replace_task(task, start=begins[first], length=length))
+    return parts
+
+
+def _runs(groups: list[int]) -> Iterator[list[int]]:
+    """``groups`` (ascending) cut into runs of consecutive numbers."""
+    run: list[int] = []
+    for g in groups:
+        if run and g != run[-1] + 1:
+            yield run
+            run = []
+        run.append(g)
+    if run:
+        yield run
 
 
 def _row_file(io: FileIO, task: FileScanTask) -> str | None:
@@ -290,12 +334,15 @@ def native_batches(
     filtered = _residual_fields(tasks, options.schema)
     if equality is None or filtered is None:
         return None
-    paths = []
+    paths, parts = [], []
     for task in tasks:
-        path = _scan_file(io, task)
-        if path is None:
+        path = _parquet_path(io, task)
+        split = None if path is None else _scan_parts(io, task)
+        if split is None:
             return None
-        paths.append(path)
+        parts.extend(split)
+        paths.extend([path] * len(split))
+    tasks = parts
     field_ids, schema = projection
     width = len(field_ids)
     # the columns equality deletes compare and residual filters read, after the projected
@@ -370,13 +417,16 @@ def _batches(
                 yield from _output(_merged(run, tiny), residual, width)
                 continue
             k += 1
-            given = [0]  # a stream's task has no residual: the rows given are the rows out
+            # the rows given out, which the general reader gives first when a stream fails
+            given = 0
             if got is not None:
-                yield from _output(_counted(got, given), residual, width)
+                for batch in _output(got, residual, width):
+                    given += batch.num_rows
+                    yield batch
                 if not got.failed:
                     continue
             decoded.close()
-            yield from _skip_rows(fallback(tasks[i:]), given[0])
+            yield from _skip_rows(fallback(tasks[i:]), given)
             return
 
 
@@ -433,13 +483,6 @@ def _concat(run: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 _CONCAT_BATCHES: Callable[[list[pa.RecordBatch]], pa.RecordBatch] | None = getattr(
     pa, "concat_batches", None
 )
-
-
-def _counted(stream: Iterable[pa.RecordBatch], count: list[int]) -> Iterator[pa.RecordBatch]:
-    """``stream``'s batches, their rows added up in ``count[0]``."""
-    for batch in stream:
-        count[0] += batch.num_rows
-        yield batch
 
 
 def _skip_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
