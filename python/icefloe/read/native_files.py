@@ -334,10 +334,13 @@ def native_batches(
     filtered = _residual_fields(tasks, options.schema)
     if equality is None or filtered is None:
         return None
-    paths, parts = [], []
+    paths: list[str] = []
+    parts: list[FileScanTask] = []
     for task in tasks:
         path = _parquet_path(io, task)
-        split = None if path is None else _scan_parts(io, task)
+        if path is None:
+            return None
+        split = _scan_parts(io, task)
         if split is None:
             return None
         parts.extend(split)
