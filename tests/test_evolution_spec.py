@@ -267,6 +267,49 @@ def test_rows_written_before_an_upgrade_to_v3_get_row_ids(start: int, tmp_path: 
     assert ids() == first
 
 
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_lineage_of_rows_from_before_an_upgrade_is_null_until_a_v3_snapshot(
+    mode: str, tmp_path: Path
+) -> None:
+    """Before the first v3 snapshot a data file has no first row id, and readers give null
+    for both ``_row_id`` and ``_last_updated_sequence_number`` (spec, as Iceberg Java reads
+    them); the rows a first v3 delete copies are then last updated by that delete, and its
+    upsert gives the rows it replaces new ids."""
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    props = {"format-version": "2", "write.delete.mode": mode, "write.update.mode": mode}
+    t = cat.create_table("db.t", schema, properties=props)
+    t.append(pa.table({"id": [0, 1, 2, 3], "s": list("abcd")}, schema=schema))
+    t.append(pa.table({"id": [4, 5], "s": list("ef")}, schema=schema))
+    t.upgrade_format_version(3)
+    lineage = ("id", "_row_id", "_last_updated_sequence_number")
+
+    def rows() -> list[tuple[int, int | None, int | None]]:
+        got = t.refresh().scan(selected_fields=lineage).to_arrow().sort_by("id")
+        return list(zip(*(got[c].to_pylist() for c in lineage), strict=True))
+
+    assert rows() == [(i, None, None) for i in range(6)]
+    t.delete("id = 1")
+    seq = t.refresh().current_snapshot().sequence_number
+    after = rows()
+    assert [r[0] for r in after] == [0, 2, 3, 4, 5]
+    ids = [r[1] for r in after]
+    assert None not in ids and len(set(ids)) == 5
+    if mode == "copy-on-write":  # the copied rows were last written by the delete
+        assert [r[2] for r in after] == [seq, seq, seq, 2, 2]
+    else:
+        assert [r[2] for r in after] == [1, 1, 1, 2, 2]
+    t.upsert(pa.table({"id": [5], "s": ["z"]}, schema=schema), ["id"])
+    final = dict((r[0], r[1:]) for r in rows())
+    assert final[5][0] == ids[-1]  # the updated row keeps the id it was given
+    assert final[5][1] == t.refresh().current_snapshot().sequence_number
+
+
 def test_upgrade_in_transaction_with_v3_schema_change(tmp_path: Path) -> None:
     from icefloe.types import StringType
 

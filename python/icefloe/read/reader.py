@@ -549,12 +549,15 @@ class _TaskReader:
             return pc.invert(keep)
         if name == PARTITION:
             return self._partition_column(mf, n)
-        if name == ROW_ID:
-            stored = file_col(METADATA_COLUMNS[ROW_ID])
-            inherited = None if df.first_row_id is None else pa.array(positions + df.first_row_id)
-            return _fill(stored, inherited, n)
-        if name == LAST_UPDATED_SEQUENCE_NUMBER:
-            stored = file_col(METADATA_COLUMNS[LAST_UPDATED_SEQUENCE_NUMBER])
+        if name in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER):
+            first_row_id = df.first_row_id
+            if first_row_id is None:
+                # a file without a first row id (added before the table's upgrade to v3): both
+                # lineage columns are null, whatever it stores (spec; as Iceberg Java reads them)
+                return pa.nulls(n, pa.int64())
+            stored = file_col(METADATA_COLUMNS[name])
+            if name == ROW_ID:
+                return _fill(stored, pa.array(positions + first_row_id), n)
             seq = df.data_sequence_number
             inherited = None if seq is None else constant_array(seq, mf.field_type, pa.int64(), n)
             return _fill(stored, inherited, n)

@@ -429,9 +429,11 @@ def native_matching_key_positions(
             arrays = [part.column(f.name) for f in fields] + [pos]
             if with_row_ids:
                 first = tasks[i].data_file.first_row_id
-                own = part.column(ROW_ID)
-                inherited = None if first is None else pc.add(pos, pa.scalar(first, pa.int64()))
-                arrays.append(own if inherited is None else pc.coalesce(own, inherited))
+                if first is None:  # a file from before the upgrade to v3: no row ids
+                    arrays.append(pa.nulls(part.num_rows, pa.int64()))
+                else:
+                    inherited = pc.add(pos, pa.scalar(first, pa.int64()))
+                    arrays.append(pc.coalesce(part.column(ROW_ID), inherited))
             out[i] = pa.Table.from_arrays(arrays, schema=result)
     return out
 
