@@ -374,3 +374,30 @@ def test_bloom_filters_are_written_for_the_columns_that_ask(tmp_path: Path) -> N
     for bad in ("2", "0", "x"):
         with pytest.raises(ValidationError, match="bloom-filter-fpp"):
             t.set_properties(**{"write.parquet.bloom-filter-fpp.column.s": bad})
+
+
+def test_bloom_filters_asked_of_boolean_columns_are_left_out(tmp_path: Path) -> None:
+    """Parquet has no Bloom filters for booleans (Iceberg Java writes such columns without one);
+    the table stays writable, and the other columns asked for get theirs."""
+    import pyarrow.parquet as pq
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("ns")
+    flag = pa.struct([pa.field("on", pa.bool_())])
+    schema = pa.schema([("id", pa.int64()), ("b", pa.bool_()), ("st", flag)])
+    enabled = "write.parquet.bloom-filter-enabled.column."
+    props = {enabled + "b": "true", enabled + "st.on": "true", enabled + "id": "true"}
+    t = cat.create_table("ns.t", schema, properties=props)
+    data = pa.table({"id": [1, 2], "b": [True, None], "st": [{"on": False}, None]}, schema=schema)
+    t.append(data)
+    assert t.scan().to_arrow().equals(data)
+    path = t.inspect.files().column("file_path")[0].as_py().removeprefix("file://")
+    md = pq.ParquetFile(path).metadata
+    offsets = {
+        md.schema.column(i).path: md.row_group(0).column(i).bloom_filter_offset
+        for i in range(md.num_columns)
+    }
+    assert offsets == {"id": offsets["id"], "b": None, "st.on": None} and offsets["id"]
+    cat.close()

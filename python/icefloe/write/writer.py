@@ -55,7 +55,7 @@ from icefloe.transforms import (
     TruncateTransform,
     YearTransform,
 )
-from icefloe.types import NestedField, StructType, UnknownType
+from icefloe.types import BooleanType, NestedField, StructType, UnknownType
 from icefloe.write import native_writer
 from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, write_avro
 from icefloe.write.encoding import dictionary_columns
@@ -581,7 +581,7 @@ class _FileWriter:
         self.io = io
         self.schema = schema
         self.spec = spec
-        self.parquet = ParquetOptions.from_properties(props)
+        self.parquet = _without_boolean_bloom_filters(ParquetOptions.from_properties(props), schema)
         self.target = opts.target_file_size or target_file_size(props)
         self.metrics = MetricsConfig(schema, props, metadata.sort_order())
         self.locations = LocationProvider.of(metadata.location, props)
@@ -832,3 +832,18 @@ class _FileWriter:
             sort_order_id=self.sort_order_id,
         )
         return pos + take, df
+
+
+def _without_boolean_bloom_filters(options: ParquetOptions, schema: Schema) -> ParquetOptions:
+    """``options`` without Bloom filters on boolean columns: Parquet defines none for them
+    (pyarrow refuses to write one), and Iceberg Java writes such columns without a filter."""
+    kept = tuple(
+        (name, fpp)
+        for name, fpp in options.bloom_filters
+        if schema.find_field_id(name) is None or not isinstance(schema.find_type(name), BooleanType)
+    )
+    return (
+        options
+        if kept == options.bloom_filters
+        else dataclasses.replace(options, bloom_filters=kept)
+    )
