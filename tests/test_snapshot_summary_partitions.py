@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from icefloe.catalog import load_catalog
+from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
 from icefloe.write.writer import human_partition_value
@@ -187,3 +188,25 @@ def test_the_same_entries_as_iceberg_java(
         for key in ("partition-summaries-included", "changed-partition-count"):
             assert summary_o.get(key) == summary_j.get(key)
     assert pc.sum(ours.scan().to_arrow()["id"]).as_py() == 1 + 2 + 4 + 5
+
+
+@pytest.mark.parametrize(
+    "key", ["added-records", "total-data-files", "operation", "partitions.s=a", ""]
+)
+def test_snapshot_properties_cannot_replace_what_the_commit_computes(
+    tmp_path: Path, key: str
+) -> None:
+    """A snapshot property named as a computed summary key (a count, a total, the operation,
+    a partition summary) is refused before anything is written, as Java's summary builder
+    refuses a duplicate key; other names, ``wap.id`` included, are kept as given."""
+    t = _table(tmp_path, None)
+    t.append(ROWS)
+    before = t.refresh().current_snapshot()
+    with pytest.raises(ValidationError, match="snapshot property"):
+        t.append(ROWS, snapshot_properties={key: "1000000"})
+    assert t.refresh().current_snapshot() == before
+    assert t.scan().count() == ROWS.num_rows
+    t.append(ROWS, snapshot_properties={"added-by": "etl", "wap.id": "w1"})
+    summary = t.refresh().current_snapshot().summary.properties
+    assert summary["added-by"] == "etl" and summary["wap.id"] == "w1"
+    assert summary["added-records"] == "5" and summary["total-records"] == "10"

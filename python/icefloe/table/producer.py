@@ -81,7 +81,7 @@ from icefloe.scan.manifests import (
     written_manifest_list,
 )
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
-from icefloe.table.snapshot_summary import snapshot_summary
+from icefloe.table.snapshot_summary import computed_summary_key, snapshot_summary
 from icefloe.table_paths import metadata_location
 from icefloe.write.files import DataFile, entries_batch, manifest_arrow_schema
 
@@ -153,8 +153,13 @@ class SnapshotProducer:
         self.branch = branch
         self.snapshot_properties = dict(snapshot_properties or {})
         for k, v in self.snapshot_properties.items():
-            if k == "operation" or not isinstance(v, str):
-                raise ValidationError(f"bad snapshot property {k!r}: {v!r}")
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ValidationError(f"bad snapshot property {k!r}: {v!r} (both must be strings)")
+            if computed_summary_key(k):
+                raise ValidationError(
+                    f"snapshot property {k!r} is one the commit computes (operation, counts, "
+                    "totals, partition summaries): choose another name"
+                )
         self.fast_append = fast_append
         self.snapshot_id = _new_snapshot_id(tx.metadata)
         self.commit_uuid = uuid.uuid4()

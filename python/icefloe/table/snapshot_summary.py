@@ -11,12 +11,12 @@ from urllib.parse import quote_plus
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.metadata import Operation, Snapshot, Summary, update_snapshot_totals
+from icefloe.metadata import Operation, Snapshot, Summary, SummaryKeys, update_snapshot_totals
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.manifests import partition_keys
 from icefloe.write.writer import human_partition_value
 
-__all__ = ["snapshot_summary"]
+__all__ = ["computed_summary_key", "snapshot_summary"]
 
 
 def snapshot_summary(
@@ -60,6 +60,33 @@ def snapshot_summary(
     summary = Summary(op, props)
     prev = parent.summary if parent is not None else None
     return update_snapshot_totals(summary, prev)
+
+
+def computed_summary_key(key: str) -> bool:
+    """Whether ``key`` is a summary key a commit computes (and a snapshot property given by
+    the caller must not replace, as Java's summary builder refuses it): the operation, the
+    counts of what it adds and removes, the running totals, the partition summaries; or the
+    empty key."""
+    return not key or key in _COMPUTED or key.startswith("partitions.")
+
+
+#: The spec's summary keys (Appendix F) that count what a commit does (not those a writer
+#: names itself: ``wap.id``, ``source-snapshot-id``, the engine's), with the operation and
+#: the partition summaries' flag.
+_COMPUTED = frozenset(
+    {
+        value
+        for name, value in vars(SummaryKeys).items()
+        if isinstance(value, str)
+        and name.startswith(("ADDED_", "DELETED_", "REMOVED_", "TOTAL_", "MANIFESTS_"))
+    }
+    | {
+        SummaryKeys.CHANGED_PARTITION_COUNT,
+        SummaryKeys.ENTRIES_PROCESSED,
+        "operation",
+        "partition-summaries-included",
+    }
+)
 
 
 #: The order of the counts in a ``partitions.<path>`` entry (the Java reference's).
