@@ -138,25 +138,44 @@ def test_delete_by_keys_needs_v2(tmp_path: Path) -> None:
         t.delete_by_keys({"id": [1]}, ["id"])
 
 
+_UUIDS = [bytes([0] * 15 + [i]) for i in range(7)]
+#: Key columns: one long (matched in Rust), two columns and a uuid (matched by a join).
+_KEYS = {
+    "long": (pa.int64(), [1, 5, 5, 6]),
+    "long+string": (pa.int64(), [1, 5, 5, 6]),
+    "uuid": (pa.uuid(), [_UUIDS[1], _UUIDS[5], _UUIDS[5], _UUIDS[6]]),
+}
+
+
+@pytest.mark.parametrize("key", list(_KEYS))
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
-def test_upsert_counts_source_rows_when_target_keys_repeat(tmp_path: Path, mode: str) -> None:
+def test_upsert_counts_source_rows_when_target_keys_repeat(
+    tmp_path: Path, mode: str, key: str
+) -> None:
     """Two target rows share the key one source row carries: both are replaced by it, and
-    nothing is inserted (the count is never negative)."""
+    nothing is inserted (the count is never negative); on v3 the source row carries the
+    lower of their row ids, whatever the key's columns and type."""
     cat = catalog(tmp_path)
+    kind, (one, five, five_again, six) = _KEYS[key][0], _KEYS[key][1]
+    columns = ["id", "g"] if key == "long+string" else ["id"]
+    schema = pa.schema([("id", kind), ("g", pa.string()), ("name", pa.string())])
     t = cat.create_table(
-        "ns.dups",
-        pa.schema([("id", pa.int64()), ("name", pa.string())]),
-        properties={"format-version": "3", "write.upsert.mode": mode},
+        "ns.dups", schema, properties={"format-version": "3", "write.upsert.mode": mode}
     )
-    t.append(pa.table({"id": [1, 5, 5], "name": ["a", "dup-1", "dup-2"]}))
-    result = t.upsert(pa.table({"id": [5, 6], "name": ["new", "six"]}), join_cols=["id"])
+    t.append(
+        pa.table(
+            {"id": [one, five, five_again], "g": ["x"] * 3, "name": ["a", "dup-1", "dup-2"]},
+            schema=schema,
+        )
+    )
+    ids = t.scan(selected_fields=("name", "_row_id")).to_arrow().to_pylist()
+    source = pa.table({"id": [five, six], "g": ["x", "x"], "name": ["new", "six"]}, schema=schema)
+    result = t.upsert(source, join_cols=columns)
     assert (result.rows_updated, result.rows_inserted) == (2, 1)
-    got = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: (r["id"], r["name"]))
-    assert got == [
-        {"id": 1, "name": "a"},
-        {"id": 5, "name": "new"},
-        {"id": 6, "name": "six"},
-    ]
+    got = t.scan(selected_fields=("name", "_row_id")).to_arrow().to_pylist()
+    assert sorted(r["name"] for r in got) == ["a", "new", "six"]
+    by_name = {r["name"]: r["_row_id"] for r in ids}
+    assert {r["name"]: r["_row_id"] for r in got}["new"] == by_name["dup-1"]
 
 
 def test_upsert_refuses_data_without_a_join_column(tmp_path: Path) -> None:

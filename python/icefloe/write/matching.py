@@ -512,5 +512,7 @@ def carry_row_ids(
         )
     )
     joined = left.join(right, keys=list(join_cols), join_type="left outer", use_threads=False)
-    joined = joined.sort_by(idx)
-    return joined.column(ROW_ID).combine_chunks().cast(pa.int64())
+    # a key the table holds more than once (a table written without unique keys) joins
+    # several rows: the source row carries the lowest of their ids, as one row per key must
+    first = joined.group_by(idx, use_threads=False).aggregate([(ROW_ID, "min")])
+    return first.sort_by(idx).column(f"{ROW_ID}_min").combine_chunks().cast(pa.int64())
