@@ -1,6 +1,7 @@
-"""Arrow arrays that stand in for values: nulls of any type, and the placeholder values a
+"""Arrow arrays that stand in for values: nulls of any type, the placeholder values a
 required field holds under a null parent (Parquet writers and Arrow casts refuse nulls in a
-non-nullable field, even where its parent is null)."""
+non-nullable field, even where its parent is null), and extension-typed columns as their
+storage (Arrow's grouping, sorting and aggregation kernels take no extension type)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["fill_under_null", "placeholder", "typed_nulls"]
+__all__ = [
+    "extension_storage",
+    "fill_under_null",
+    "from_extension_storage",
+    "placeholder",
+    "typed_nulls",
+]
 
 
 def _required_inside(t: pa.DataType) -> bool:
@@ -72,3 +79,19 @@ def fill_under_null(child: pa.Array) -> pa.Array:
         filled = fill_under_null(child.storage)
         return pa.ExtensionArray.from_storage(child.type, filled)
     return pc.if_else(child.is_valid(), child, placeholder(len(child), child.type))
+
+
+def extension_storage(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``col``, or the storage of an extension-typed one (a uuid's 16 bytes, which sort in
+    Iceberg's uuid order)."""
+    t = col.type
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.chunked_array([c.storage for c in col.chunks], t.storage_type)
+    return col
+
+
+def from_extension_storage(col: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
+    """``col`` typed ``t`` again after :func:`extension_storage`."""
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.chunked_array([pa.ExtensionArray.from_storage(t, c) for c in col.chunks], t)
+    return col

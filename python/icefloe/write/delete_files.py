@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from icefloe import __version__
 from icefloe._concurrency import parallel_map
+from icefloe.arrow_fill import extension_storage, from_extension_storage
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import IcebergError, ValidationError
@@ -296,8 +297,8 @@ def _column_metrics(
             size += metadata.row_group(rg).column(i).total_compressed_size
         sizes[fid] = size
         t = f.field_type
-        if not isinstance(t, PrimitiveType) or col.null_count == len(col):
-            continue
+        if not isinstance(t, (*_BOUNDED, StringType, BinaryType)) or col.null_count == len(col):
+            continue  # no bounds kept for the type (see _bound), or no value
         mm = pc.min_max(col)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         lo_b, hi_b = _bound(t, lo), _bound(t, hi)
@@ -455,16 +456,22 @@ def write_equality_deletes(
                 f"column {f.name!r} of type {col.type} does not cast to {af.type}: {e}"
             ) from e
     names = [f.name for f in fields]
-    # unique keys, sorted: small deltas between integer keys, tight bounds
+    # unique keys, sorted: small deltas between integer keys, tight bounds (extension types
+    # such as uuid grouped and sorted by their storage: Arrow has no kernels for them, and a
+    # uuid's bytes sort as Iceberg orders uuids)
+    stored = [extension_storage(c) for c in cols]
     table = (
-        pa.Table.from_arrays(cols, schema=target.remove_metadata())
+        pa.Table.from_arrays(stored, names=names)
         .group_by(names, use_threads=False)
         .aggregate([])
         .sort_by([(n, "ascending") for n in names])
     )
     # group_by drops field ids and required flags; rebuild with the Iceberg schema.
     table = pa.Table.from_arrays(
-        [table.column(f.name) for f in fields],
+        [
+            from_extension_storage(table.column(f.name), af.type)
+            for f, af in zip(fields, target, strict=True)
+        ],
         schema=pa.schema([af.with_nullable(True) for af in target]),
     )
     size, metadata = _write_parquet(io, location, table, properties or {})

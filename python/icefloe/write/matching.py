@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from icefloe import _native
 from icefloe._concurrency import work_threads
 from icefloe._identity_memo import IdentityMemo
+from icefloe.arrow_fill import extension_storage
 from icefloe.deletes import EqualityDeleteSet
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.arrow import selection_mask
@@ -298,6 +299,7 @@ def check_unique_keys(
     keys = _key_table(data, join_cols)
     if keys.num_rows < 2:
         return
+    keys = pa.Table.from_arrays([extension_storage(c) for c in keys.columns], keys.column_names)
     # The set hashes floats by their bits (-0.0 is not 0.0); grouping decides those.
     exact = not any(pa.types.is_floating(t) for t in keys.schema.types)
     if key_set is not None and exact and len(key_set) == keys.num_rows:
