@@ -200,3 +200,40 @@ def test_small_and_large_files_are_checked_alike(
     Path(path).write_bytes(bytes(data))
     with pytest.raises(CorruptFileError, match=path):
         t.scan().to_arrow()
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_damaged_position_delete_page_header_never_brings_rows_back(
+    tmp_path: Path, version: int
+) -> None:
+    """The ``pos`` column of a position delete file read alone has nothing to check its length
+    against: a damaged page header that decodes to no values must be corrupt, never a file
+    whose deletes all vanish (and which compaction would then make permanent)."""
+    from icefloe.exceptions import IcebergError
+
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        pa.schema([pa.field("id", pa.int64(), nullable=False)]),
+        properties={"format-version": "2", "write.delete.mode": "merge-on-read"},
+    )
+    t.append(pa.table({"id": pa.array(range(300), pa.int64())}))
+    t.delete("id < 30")
+    if version == 3:  # v2 position deletes kept through the upgrade
+        t.upgrade_format_version(3)
+    path = t.inspect.delete_files().column("file_path")[0].as_py().removeprefix("file://")
+    start = pq.ParquetFile(path).metadata.row_group(0).column(1).data_page_offset
+    original = Path(path).read_bytes()
+    outcomes: collections.Counter[str] = collections.Counter()
+    for offset in range(start, start + 24):  # the pos column's page header
+        damaged = bytearray(original)
+        damaged[offset] ^= 0xFF
+        Path(path).write_bytes(bytes(damaged))
+        try:
+            rows = t.refresh().scan().count()
+        except IcebergError:
+            outcomes["error"] += 1
+            continue
+        outcomes["same" if rows == 270 else f"wrong: {rows} rows at {offset}"] += 1
+    Path(path).write_bytes(original)
+    assert set(outcomes) <= {"same", "error"}, outcomes
+    assert t.refresh().scan().count() == 270

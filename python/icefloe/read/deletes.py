@@ -218,6 +218,13 @@ def _positions(pf: pq.ParquetFile, pos_col: str, path: str) -> DeletionVector:
         positions = pf.read(columns=[pos_col], use_threads=False).column(0)
     except DECODE_ERRORS as e:
         raise CorruptFileError(f"{path}: cannot read position deletes: {e}") from e
+    if len(positions) != pf.metadata.num_rows:
+        # one column read alone has nothing to check its length against: a damaged page
+        # header can give no values at all, and every delete of the file would be lost
+        raise CorruptFileError(
+            f"{path}: position delete column holds {len(positions)} values for "
+            f"{pf.metadata.num_rows} rows"
+        )
     if positions.null_count:
         raise ValidationError(f"position delete file {path} has null positions")
     return DeletionVector.from_positions(positions)
