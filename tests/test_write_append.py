@@ -16,6 +16,7 @@ from icefloe.manifest import read_manifest, read_manifest_list
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.sorting import NullOrder, SortDirection, SortField, SortOrder
 from icefloe.transforms import parse_transform
+from icefloe.types import LongType
 from icefloe.write import writer as writer_module
 from icefloe.write.writer import WriteOptions, write_data_files
 from support.s3 import Warehouse, versions_and_stores
@@ -475,3 +476,19 @@ def test_a_truncated_decimal_partition_value_too_wide_is_refused(tmp_path: Path)
     assert t.refresh().metadata_location == before
     data = Path(t.location.removeprefix("file://")) / "data"
     assert len([p for p in data.rglob("*.parquet")]) == 1
+
+
+def test_a_table_of_unknown_columns_only_refuses_rows_clearly(tmp_path: Path) -> None:
+    """``unknown`` columns are not stored, so a table with no other column has nothing a data
+    file could hold its rows in: appending is a ValidationError, nothing committed, no file
+    left; a column of another type added later makes it writable."""
+    t = catalog(tmp_path).create_table("ns.u", pa.schema([("u", pa.null())]), format_version=3)
+    with pytest.raises(ValidationError, match="unknown"):
+        t.append(pa.table({"u": pa.nulls(3)}))
+    assert t.refresh().current_snapshot() is None
+    assert not [p for p in (tmp_path).rglob("*.parquet")]
+    with t.update_schema() as u:
+        u.add_column("id", LongType())
+    t.append(pa.table({"u": pa.nulls(2), "id": pa.array([1, 2], pa.int64())}))
+    got = t.scan().to_arrow()
+    assert got.num_rows == 2 and got["u"].null_count == 2 and got["id"].to_pylist() == [1, 2]

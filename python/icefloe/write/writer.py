@@ -434,6 +434,11 @@ def write_parquet_files(
     else:
         bounds = [(0, table.num_rows)]
     stored = _without_unknown(file_schema)
+    if not stored.fields:
+        raise ValidationError(
+            "every column is of type unknown, which data files do not store, and a data file "
+            "without a column cannot hold rows: add a column of another type first"
+        )
     if stored is not file_schema:
         # ``unknown`` columns are not stored in data files: readers give them nulls (dropped
         # after partition and sort keys were taken by position from the whole schema)
