@@ -261,9 +261,11 @@ def test_control_characters_in_plain_local_paths_are_kept(tmp_path: Path) -> Non
 )
 def test_fast_location_parsing_agrees_with_urlparse(path: list[str], scheme: str) -> None:
     """``resolve`` of ``file:///...`` and the S3 check skip ``urlparse`` (called once per file
-    read): they must give what it gives."""
+    read): they must give what it gives, ``?`` and ``#`` taken as part of the path (see
+    :func:`icefloe.io.parse_location`)."""
     import os
-    from urllib.parse import urlparse
+
+    from icefloe.io import parse_location as urlparse
 
     location = scheme + "/" + "/".join(path)
     io = FileIO({"s3.access-key-id": "k", "s3.secret-access-key": "s", "s3.region": "r"})
@@ -304,3 +306,25 @@ def test_repr_hides_every_kind_of_secret() -> None:
     text = repr(io)
     assert secret not in text
     assert "eu-west-1" in text and "sslmode=require" in text
+
+
+@pytest.mark.parametrize("name", ["q?x", "h#x", "a?b#c", "p%3Fq"])
+def test_query_and_fragment_characters_are_part_of_a_location(tmp_path: Path, name: str) -> None:
+    """``?`` and ``#`` in a location are characters of the file name, as in Hadoop's paths
+    (Iceberg Java writes a table at ``.../q?x/t`` there): a table at such a location keeps
+    every file under it, and nothing is written anywhere else."""
+    from icefloe.catalog import load_catalog
+
+    wh = tmp_path / "wh"
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=wh.as_uri())
+    cat.create_namespace("db")
+    location = f"file://{wh}/{name}/t"
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]), location=location)
+    t.append(pa.table({"id": [1, 2, 3]}))
+    t.delete("id = 2")
+    assert sorted(cat.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 3]
+    written = [p for p in wh.rglob("*") if p.is_file()]
+    assert written and all(p.is_relative_to(wh / name / "t") for p in written), written
+    assert Path(t.refresh().metadata_location.removeprefix("file://")).is_file()
+    cat.drop_table("db.t", purge=True)
+    assert not [p for p in wh.rglob("*") if p.is_file()]

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+from urllib.parse import ParseResult, urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -152,6 +152,21 @@ def check_location(location: str) -> None:
         raise ValidationError(
             f"location {location!r} contains a control character; use a location without one"
         )
+
+
+def parse_location(location: str) -> ParseResult:
+    """``urlparse`` of a file location, ``?`` and ``#`` taken as part of its path, as Hadoop's
+    paths (Iceberg Java's file IO) take them: a location names a file, never a URL with a
+    query or fragment (parsed as one, a table's files would be written somewhere else)."""
+    if "?" not in location and "#" not in location:
+        return urlparse(location)
+    # control characters are refused in locations (check_location), so free to stand in
+    parsed = urlparse(location.replace("?", "\x00").replace("#", "\x01"))
+
+    def back(text: str) -> str:
+        return text.replace("\x00", "?").replace("\x01", "#")
+
+    return parsed._replace(netloc=back(parsed.netloc), path=back(parsed.path))
 
 
 def _truthy(value: str | None) -> bool:
@@ -454,7 +469,7 @@ class FileIO:
         if location.startswith("file:///") and not _URL_SPECIAL.search(location):
             # what urlparse gives for these, without its cost (one call per file read)
             return self._filesystem("", ""), os.path.abspath(location[7:])
-        parsed = urlparse(location)
+        parsed = parse_location(location)
         scheme = parsed.scheme.lower()
         if len(scheme) == 1:  # a Windows drive letter, not a scheme
             scheme = ""

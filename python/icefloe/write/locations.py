@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
 import pyarrow as pa
 
+from icefloe.io import parse_location
 from icefloe.properties import TableProperties, bool_property
 from icefloe.table_paths import data_location
 from icefloe.transforms import BucketTransform
@@ -62,7 +62,7 @@ def hash_dirs(name: str) -> str:
 def _path_context(table_location: str) -> str:
     """``<parent>/<name>`` of the table location's last two directories (its namespace and
     table), as Java names a table inside a shared object-storage data directory."""
-    path = urlparse(table_location).path if "://" in table_location else table_location
+    path = parse_location(table_location).path if "://" in table_location else table_location
     parts = [p for p in path.split("/") if p]
     return "/".join(parts[-2:])
 
