@@ -1,8 +1,10 @@
 """The expression tree: constants, ``And``/``Or``/``Not`` and predicates, unbound and bound.
 
-Expressions are immutable values with structural equality. Constructors simplify as they build:
-``And(x, AlwaysTrue())`` is ``x``, ``Or(x, AlwaysTrue())`` is ``AlwaysTrue()``, ``Not(Not(x))`` is
-``x``, ``in`` with one value is ``==`` and with none is ``AlwaysFalse()``. :func:`rewrite_not`
+Expressions are immutable values with structural equality and no truth value (``and``,
+``or``, ``not`` on them raise: combine them with ``&``, ``|``, ``~``). Constructors simplify as
+they build: ``And(x, AlwaysTrue())`` is ``x``, ``Or(x, AlwaysTrue())`` is ``AlwaysTrue()``,
+``Not(Not(x))`` is ``x``, ``in`` with one value is ``==`` and with none is ``AlwaysFalse()``.
+:func:`rewrite_not`
 pushes ``Not`` down to the predicates by negating them (the reference's two-valued logic: a
 comparison with a null value is false, its negation true).
 
@@ -22,7 +24,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from icefloe.exceptions import ValidationError
-from icefloe.expressions.literals import Nanos
+from icefloe.expressions.literals import Nanos, plain_scalar
 from icefloe.types import DoubleType, FloatType, TimestampNanoType, TimestamptzNanoType
 
 if TYPE_CHECKING:
@@ -114,6 +116,12 @@ _NEGATE = {
 _FLIP = {Op.LT: Op.GT, Op.GT: Op.LT, Op.LT_EQ: Op.GT_EQ, Op.GT_EQ: Op.LT_EQ}
 _SYMBOL = {Op.LT: "<", Op.LT_EQ: "<=", Op.GT: ">", Op.GT_EQ: ">=", Op.EQ: "=", Op.NOT_EQ: "!="}
 
+#: Why an expression (or a builder column) has no truth value.
+NO_TRUTH_VALUE = (
+    "an icefloe filter expression has no truth value: combine filters with &, | and ~ "
+    "(not `and`, `or`, `not`), and write a range as (col('x') >= a) & (col('x') < b)"
+)
+
 # Precedence for printing: or < and < not < atoms.
 _PREC_OR, _PREC_AND, _PREC_NOT, _PREC_ATOM = 1, 2, 3, 4
 
@@ -145,6 +153,11 @@ class BooleanExpression(ABC):
 
     def __invert__(self) -> BooleanExpression:
         return Not(self)
+
+    def __bool__(self) -> bool:
+        """Refused: Python's ``and``/``or``/``not`` and chained comparisons would silently
+        drop conditions (``2 <= col("x") <= 3`` keeps only ``col("x") <= 3``)."""
+        raise ValidationError(NO_TRUTH_VALUE)
 
     def _wrap(self, parent_prec: int, strict: bool = False) -> str:
         s = str(self)
@@ -335,14 +348,19 @@ def literal_key(value: Any) -> tuple[bool, Any]:
 
 
 def check_literal(value: Any) -> Any:
-    """Rejects literals no predicate can hold (null, NaN, containers)."""
+    """Rejects literals no predicate can hold (null, NaT, NaN, containers); a NumPy scalar
+    becomes the Python value it holds (:func:`~icefloe.expressions.literals.plain_scalar`)."""
+    value = plain_scalar(value)
     if value is None:
         raise ValidationError("a predicate literal cannot be null: use is_null/not_null")
+    if type(value).__name__ == "datetime64" and value != value:
+        raise ValidationError("a predicate literal cannot be null (NaT): use is_null/not_null")
     if isinstance(value, float) and math.isnan(value):
         raise ValidationError("a predicate literal cannot be NaN: use is_nan/not_nan")
     if isinstance(value, Decimal) and value.is_nan():
         raise ValidationError("a predicate literal cannot be NaN: use is_nan/not_nan")
-    if isinstance(value, list | tuple | set | frozenset | dict):
+    ndim: int = getattr(value, "ndim", 0)  # a NumPy array or pandas Series is no single value
+    if isinstance(value, list | tuple | set | frozenset | dict) or ndim > 0:
         raise ValidationError(f"a predicate literal must be a single value, got {value!r}")
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
@@ -470,7 +488,12 @@ class UnboundPredicate(Predicate):
         literal: Any = None
         literals: frozenset[Any] = frozenset()
         if op.is_set:
-            if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+            # any iterable but a string (a list, a set, a NumPy array, a pandas Series)
+            if (
+                isinstance(value, str | bytes)
+                or not isinstance(value, Iterable)
+                or getattr(value, "ndim", 1) == 0
+            ):
                 raise ValidationError(f"{op.value} on {term!r} needs a collection, got {value!r}")
             literals = frozenset(check_literal(v) for v in value)
             simple = _simplify_set(op, literals)

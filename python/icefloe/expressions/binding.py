@@ -9,6 +9,14 @@ Simplifications made while binding, as the reference makes them: a comparison wi
 above the type's maximum or below its minimum becomes ``AlwaysTrue``/``AlwaysFalse``;
 out-of-range values are dropped from ``in``/``not in`` lists; ``is_null`` on a required field is
 ``AlwaysFalse`` and ``not_null`` on it ``AlwaysTrue``.
+
+Decimals are the exception for ``<``, ``<=``, ``>`` and ``>=``: with a literal beyond the
+column's precision (``amount < 100000000000`` on ``decimal(10,2)``) the comparison that every
+value satisfies becomes ``not_null`` (``AlwaysTrue`` on a required column), so it selects the
+rows the exact comparison selects, and nulls are not among them (the reference compares such a
+decimal exactly rather than folding it). ``=`` such a literal is ``AlwaysFalse``, ``!=`` it
+``AlwaysTrue`` (``!=`` keeps nulls, as for any literal), and ``not (...)`` stays the exact
+complement (``not (amount < 100000000000)`` selects the nulls).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from icefloe.expressions.base import (
 )
 from icefloe.expressions.literals import ABOVE_MAX, BELOW_MIN, convert_literal
 from icefloe.types import (
+    DecimalType,
     DoubleType,
     FloatType,
     GeographyType,
@@ -48,6 +57,7 @@ _ABOVE = {Op.LT: True, Op.LT_EQ: True, Op.NOT_EQ: True, Op.GT: False, Op.GT_EQ: 
 _ABOVE[Op.EQ] = False
 _BELOW = {Op.GT: True, Op.GT_EQ: True, Op.NOT_EQ: True, Op.LT: False, Op.LT_EQ: False}
 _BELOW[Op.EQ] = False
+_ORDERING = frozenset({Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ})
 
 
 def _struct_of(schema: Any) -> StructType:
@@ -156,10 +166,12 @@ class _Binder:
             value = convert_literal(pred.literal, t)
         except ValidationError as e:
             raise ValidationError(f"column {name!r}: {e}") from None
-        if value is ABOVE_MAX:
-            return AlwaysTrue() if _ABOVE[op] else AlwaysFalse()
-        if value is BELOW_MIN:
-            return AlwaysTrue() if _BELOW[op] else AlwaysFalse()
+        if value is ABOVE_MAX or value is BELOW_MIN:
+            holds = (_ABOVE if value is ABOVE_MAX else _BELOW)[op]
+            if holds and op in _ORDERING and isinstance(t, DecimalType):
+                # every value of the column compares so, but a null compares as nothing does
+                return AlwaysTrue() if field.required else BoundPredicate(Op.NOT_NULL, ref)
+            return AlwaysTrue() if holds else AlwaysFalse()
         return BoundPredicate(op, ref, value)
 
 

@@ -3,6 +3,10 @@
 ``col(name)`` names a column (nested fields with dots: ``col("location.lat")``); its comparison
 operators build :class:`~icefloe.expressions.base.UnboundPredicate` values, which combine with
 ``&``, ``|`` and ``~``. Literals on the left work too: ``5 < col("id")`` is ``col("id") > 5``.
+
+Expressions and columns have no truth value: Python's ``and``, ``or``, ``not`` and chained
+comparisons (``2 <= col("id") <= 3``) raise :class:`~icefloe.exceptions.ValidationError`
+rather than silently drop a condition; write ``(col("id") >= 2) & (col("id") <= 3)``.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from icefloe.expressions.base import BooleanExpression, Op, UnboundPredicate
+from icefloe.exceptions import ValidationError
+from icefloe.expressions.base import NO_TRUTH_VALUE, BooleanExpression, Op, UnboundPredicate
 
 __all__ = ["Column", "col", "st_disjoint", "st_intersects"]
 
@@ -52,6 +57,10 @@ class Column:
 
     def __hash__(self) -> int:
         return hash(("col", self.name))
+
+    def __bool__(self) -> bool:
+        """Refused, as for expressions: ``if col("x"):`` or ``col("x") and ...`` is a mistake."""
+        raise ValidationError(NO_TRUTH_VALUE)
 
     def isin(self, values: Iterable[Any]) -> BooleanExpression:
         """An ``in`` predicate: rows whose value is one of ``values``."""

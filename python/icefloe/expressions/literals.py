@@ -3,8 +3,14 @@
 :func:`convert_literal` returns the value as Iceberg holds it (see
 :class:`~icefloe.expressions.base.BoundPredicate`), or :data:`ABOVE_MAX` / :data:`BELOW_MIN` when
 the value is a valid number outside the type's range (``int_col < 2**40``): binding then
-simplifies the predicate to a constant, as the reference does. Values that cannot mean a value
-of the type raise :class:`~icefloe.exceptions.ValidationError` naming the value and the type.
+simplifies the predicate to a constant, as the reference does (for decimals, to ``not_null``
+where every value satisfies it: see :mod:`icefloe.expressions.binding`). Values that cannot mean
+a value of the type raise :class:`~icefloe.exceptions.ValidationError` naming the value and the
+type.
+
+An "int" below is any integral number but a bool: ``int`` and NumPy integers (``np.int64``, as
+``df.id.max()`` gives). NumPy floats count as floats, and ``numpy.datetime64`` is taken by its
+own unit (nanoseconds kept for the ``_ns`` types; NaT is refused: filter nulls with ``is null``).
 
 Accepted forms, per type:
 
@@ -15,17 +21,20 @@ Accepted forms, per type:
 - ``decimal(P,S)``: ``int``, ``Decimal``, ``float`` (by its shortest repr) or a numeric string;
   the value must be exact at scale ``S`` (``1.5`` fits ``decimal(9,2)``, ``1.234`` does not)
   and is rescaled to ``S``; more than ``P`` digits is above max / below min.
-- ``date``: ISO ``'YYYY-MM-DD'``, ``datetime.date``, or an int (days from 1970-01-01).
+- ``date``: ISO ``'YYYY-MM-DD'``, ``datetime.date``, an int (days from 1970-01-01), or a
+  ``numpy.datetime64`` of a whole day.
 - ``time``: ISO ``'HH:MM[:SS[.ffffff]]'``, ``datetime.time``, or an int (microseconds).
 - ``timestamp``/``timestamp_ns``: ISO date-time without offset (a date alone means midnight),
-  naive ``datetime`` (a ``pandas.Timestamp`` keeps its nanoseconds), ``date``, or an int of
+  naive ``datetime`` (a ``pandas.Timestamp`` keeps its nanoseconds), ``numpy.datetime64``
+  (sub-microsecond digits refused for the microsecond types), ``date``, or an int of
   **microseconds** from 1970-01-01 for every timestamp type, the ``_ns`` ones included: the Java
   reference converts a long literal to ``timestamp_ns`` the same way (as micros, times 1000), so
   a filter means the same instant whatever the column's precision. Write a nanosecond-exact
   literal as an ISO string with nine fractional digits. An int whose nanoseconds overflow a
   long is above max / below min.
 - ``timestamptz``/``timestamptz_ns``: the same, with an optional offset (``Z``, ``+01:00``);
-  without an offset the value is taken as UTC; aware ``datetime`` is converted to UTC.
+  without an offset the value is taken as UTC (so is a ``numpy.datetime64``); aware
+  ``datetime`` is converted to UTC.
 - ``string``: ``str``. ``uuid``: ``uuid.UUID``, its string form, or 16 bytes.
 - ``fixed[L]``: bytes of length ``L``. ``binary``: bytes.
 
@@ -37,6 +46,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import numbers
+import operator
 import re
 import struct
 import uuid
@@ -71,6 +82,7 @@ __all__ = [
     "OutOfRange",
     "convert_literal",
     "days_from_civil",
+    "plain_scalar",
 ]
 
 
@@ -114,6 +126,68 @@ def days_from_civil(y: int, m: int, d: int) -> int:
 def _bad(value: Any, t: IcebergType, why: str = "") -> ValidationError:
     extra = f": {why}" if why else ""
     return ValidationError(f"cannot convert literal {value!r} to type {t}{extra}")
+
+
+def _integral(value: Any) -> int | None:
+    """``value`` as an ``int`` when it is an integral number (``int``, NumPy integers), not a
+    ``bool`` (nor ``numpy.bool_``, which is no :class:`numbers.Integral`); else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return operator.index(value)
+
+
+def _is_datetime64(value: Any) -> bool:
+    return type(value).__name__ == "datetime64" and type(value).__module__ == "numpy"
+
+
+#: Nanoseconds per unit of ``numpy.datetime64`` (``Y`` and ``M`` are converted to days first).
+_NP_NANOS = {
+    "W": 7 * 86_400 * 10**9,
+    "D": 86_400 * 10**9,
+    "h": 3_600 * 10**9,
+    "m": 60 * 10**9,
+    "s": 10**9,
+    "ms": 10**6,
+    "us": 10**3,
+    "ns": 1,
+}
+#: Units of ``numpy.datetime64`` finer than a nanosecond, per nanosecond.
+_NP_PER_NANO = {"ps": 10**3, "fs": 10**6, "as": 10**9}
+
+
+def _datetime64_nanos(value: Any, t: IcebergType) -> int:
+    """A ``numpy.datetime64`` as exact nanoseconds from 1970-01-01 (by its own unit)."""
+    import numpy as np  # only reached with a NumPy value, so NumPy is already imported
+
+    if np.isnat(value):
+        raise _bad(value, t, "not a time (NaT): filter nulls with 'is null'")
+    unit, count = np.datetime_data(value.dtype)
+    if unit in ("Y", "M"):
+        value, unit, count = value.astype("datetime64[D]"), "D", 1
+    ticks = int(value.astype("int64")) * int(count)
+    if unit in _NP_PER_NANO:
+        nanos, rest = divmod(ticks, _NP_PER_NANO[unit])
+        if rest:
+            raise _bad(value, t, "more than 9 fractional digits")
+        return nanos
+    if unit not in _NP_NANOS:
+        raise _bad(value, t, f"unsupported datetime64 unit {unit!r}")
+    return ticks * _NP_NANOS[unit]
+
+
+def plain_scalar(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds: integers as ``int``, ``numpy.bool_`` as
+    ``bool``, floating values up to 64 bits as ``float``. ``numpy.datetime64`` (converted
+    when bound, by its unit) and every other value are returned as they are."""
+    if type(value).__module__ != "numpy":
+        return value
+    if isinstance(value, numbers.Integral):
+        return operator.index(value)
+    if type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    if isinstance(value, numbers.Real) and getattr(value, "itemsize", 8) <= 8:
+        return float(value)
+    return value
 
 
 def _fraction(f: str | None, digits: int, value: Any, t: IcebergType) -> int:
@@ -177,8 +251,9 @@ def _datetime_units(value: dt.datetime, t: IcebergType, with_zone: bool, digits:
 def _to_int(value: Any, t: IcebergType) -> int:
     if isinstance(value, bool):
         raise _bad(value, t)
-    if isinstance(value, int):
-        return value
+    i = _integral(value)
+    if i is not None:
+        return i
     if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
@@ -189,13 +264,16 @@ def _to_int(value: Any, t: IcebergType) -> int:
 def _to_decimal(value: Any, t: DecimalType) -> Decimal | OutOfRange:
     if isinstance(value, bool):
         raise _bad(value, t)
+    i = _integral(value)
     try:
-        if isinstance(value, int | Decimal):
-            d = Decimal(value)
+        if i is not None:
+            d = Decimal(i)
+        elif isinstance(value, Decimal):
+            d = value
         elif isinstance(value, float):
             if math.isinf(value):
                 return ABOVE_MAX if value > 0 else BELOW_MIN
-            d = Decimal(repr(value))
+            d = Decimal(repr(float(value)))  # float(): a numpy.float64 reprs as np.float64(...)
         elif isinstance(value, str):
             d = Decimal(value.strip())
         else:
@@ -224,7 +302,12 @@ def _to_decimal(value: Any, t: DecimalType) -> Decimal | OutOfRange:
 def _to_float(value: Any, t: IcebergType) -> float | OutOfRange:
     if isinstance(value, bool):
         raise _bad(value, t)
-    if isinstance(value, int | float | Decimal):
+    i = _integral(value)
+    if i is not None:
+        f = float(i)
+    elif isinstance(value, float | Decimal) or (
+        isinstance(value, numbers.Real) and type(value).__module__ == "numpy"
+    ):
         f = float(value)
     elif isinstance(value, str):
         try:
@@ -246,6 +329,7 @@ def _to_float(value: Any, t: IcebergType) -> float | OutOfRange:
 
 def convert_literal(value: Any, t: IcebergType) -> Any:
     """``value`` in the internal representation of ``t``, or ABOVE_MAX / BELOW_MIN."""
+    value = plain_scalar(value)
     if isinstance(value, bytearray | memoryview):
         value = bytes(value)
     if isinstance(t, BooleanType):
@@ -301,8 +385,14 @@ def _to_uuid(value: Any, t: IcebergType) -> uuid.UUID:
 def _to_date(value: Any, t: IcebergType) -> int:
     if isinstance(value, bool):
         raise _bad(value, t)
-    if isinstance(value, int):
-        return value
+    i = _integral(value)
+    if i is not None:
+        return i
+    if _is_datetime64(value):
+        days, rest = divmod(_datetime64_nanos(value, t), 86_400 * 10**9)
+        if rest:
+            raise _bad(value, t, "expected a date, got a time of day")
+        return days
     if isinstance(value, dt.datetime):
         raise _bad(value, t, "expected a date, got a datetime")
     if isinstance(value, dt.date):
@@ -320,9 +410,10 @@ def _to_date(value: Any, t: IcebergType) -> int:
 def _to_time(value: Any, t: IcebergType) -> int:
     if isinstance(value, bool):
         raise _bad(value, t)
-    if isinstance(value, int):
-        if 0 <= value < 86_400_000_000:
-            return value
+    i = _integral(value)
+    if i is not None:
+        if 0 <= i < 86_400_000_000:
+            return i
         raise _bad(value, t, "microseconds must be within a day")
     if isinstance(value, dt.time):
         if value.tzinfo is not None:
@@ -357,9 +448,18 @@ def _to_timestamp(value: Any, t: IcebergType) -> int | OutOfRange:
         if value % 1000:
             raise _bad(value, t, "is finer than microseconds")
         return int(value) // 1000
-    if isinstance(value, int):
+    i = _integral(value)
+    if i is not None:
         # Microseconds for every timestamp type (the Java reference's LongLiteral rule).
-        units = value * 1000 if nanos else value
+        units = i * 1000 if nanos else i
+        return ABOVE_MAX if units > _LONG_MAX else BELOW_MIN if units < -_LONG_MAX - 1 else units
+    if _is_datetime64(value):
+        # by the value's own unit (naive: UTC for the tz types, as an ISO string without offset)
+        units = _datetime64_nanos(value, t)
+        if not nanos:
+            units, rest = divmod(units, 1000)
+            if rest:
+                raise _bad(value, t, "more than 6 fractional digits")
         return ABOVE_MAX if units > _LONG_MAX else BELOW_MIN if units < -_LONG_MAX - 1 else units
     if isinstance(value, dt.datetime):
         return _datetime_units(value, t, with_zone, digits)
