@@ -183,9 +183,11 @@ def test_replace_sort_order(tmp_path: Path) -> None:
     with t.replace_sort_order() as o:
         o.desc("data")
     assert t.sort_order().order_id == 2
-    with t.replace_sort_order() as o:  # same as order 1 again: reused
-        o.asc("id").desc("ts", parse_transform("day"), NullOrder.NULLS_FIRST)
+    with t.replace_sort_order() as o:  # same as order 1 again (null order as the spec's text)
+        o.asc("id").desc("ts", parse_transform("day"), "nulls-first")
     assert t.sort_order().order_id == 1 and len(t.metadata.sort_orders) == 3
+    with pytest.raises(ValidationError, match="nulls-first"):
+        t.replace_sort_order().asc("id", null_order="nulls-lst")
     with t.replace_sort_order():  # nothing: unsorted
         pass
     assert t.sort_order().order_id == 0

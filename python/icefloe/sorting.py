@@ -93,7 +93,10 @@ class SortField:
             )
             object.__setattr__(self, "null_order", default)
         elif not isinstance(self.null_order, NullOrder):
-            raise ValidationError(f"sort null order must be a NullOrder: {self!r}")
+            raise ValidationError(
+                f"sort null order must be a NullOrder (NullOrder.NULLS_FIRST or "
+                f"NullOrder.NULLS_LAST from icefloe.sorting), got {self.null_order!r}"
+            )
         if self.source_ids is not None:
             ids = tuple(self.source_ids)
             if not ids or ids[0] != self.source_id:

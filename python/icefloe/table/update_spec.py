@@ -274,8 +274,10 @@ class ReplaceSortOrder(PendingUpdate):
         source: str,
         transform: Transform | str,
         direction: SortDirection,
-        null_order: NullOrder | None,
+        null_order: NullOrder | str | None,
     ) -> ReplaceSortOrder:
+        if isinstance(null_order, str):  # "nulls-first" / "nulls-last", as the spec spells them
+            null_order = NullOrder.from_json(null_order)
         fid = self._schema.find_field_id(source, self._case_sensitive)
         if fid is None:
             raise ValidationError(f"cannot sort by unknown column {source!r}")
@@ -292,18 +294,20 @@ class ReplaceSortOrder(PendingUpdate):
         self,
         source: str,
         transform: Transform | str = "identity",
-        null_order: NullOrder | None = None,
+        null_order: NullOrder | str | None = None,
     ) -> ReplaceSortOrder:
-        """Sort ascending (nulls first unless told otherwise)."""
+        """Sort ascending (nulls first unless told otherwise: ``null_order`` a
+        :class:`~icefloe.sorting.NullOrder` or ``"nulls-first"``/``"nulls-last"``)."""
         return self._add(source, transform, SortDirection.ASC, null_order)
 
     def desc(
         self,
         source: str,
         transform: Transform | str = "identity",
-        null_order: NullOrder | None = None,
+        null_order: NullOrder | str | None = None,
     ) -> ReplaceSortOrder:
-        """Sort descending (nulls last unless told otherwise)."""
+        """Sort descending (nulls last unless told otherwise; ``null_order`` as for
+        :meth:`asc`)."""
         return self._add(source, transform, SortDirection.DESC, null_order)
 
     def apply(self) -> SortOrder:
