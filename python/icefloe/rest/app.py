@@ -6,7 +6,11 @@ mutating request with an ``Idempotency-Key`` goes through the
 :class:`~icefloe.rest.idempotency.IdempotencyStore`. Catalog work runs in worker threads. Bodies
 are read up to a limit (:data:`MAX_BODY_BYTES`, :data:`MAX_TOKEN_BODY_BYTES` for the token
 endpoint) and refused with 413 beyond it; every error, unknown routes included, is an
-``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors).
+``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors). A path with an encoded
+``/`` or ``\\`` (``%2F``, ``%5C``) is refused with 400 before routing: routes match the decoded
+path, so it would address another resource (a namespace named ``a/tables/t`` is table ``a.t``).
+Routes of the REST spec this server does not implement (views, scan planning, functions,
+signing, unregister) answer 406 ``UnsupportedOperationException``.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from urllib.parse import parse_qsl
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.rest.errors import error_body, error_for_exception
@@ -33,6 +39,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     IcebergError,
+    UnsupportedFeatureError,
     ValidationError,
 )
 from icefloe.rest.idempotency import (
@@ -127,10 +134,11 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _log_request(request: Request, status: int, started: float) -> None:
+def _log_request(request: Request, status: int, started: float, path: str | None = None) -> None:
     client = request.client.host if request.client else "-"
     elapsed = (time.perf_counter() - started) * 1000
-    log.info('%s "%s %s" %d %.1fms', client, request.method, request.url.path, status, elapsed)
+    path = request.url.path if path is None else path
+    log.info('%s "%s %s" %d %.1fms', client, request.method, path, status, elapsed)
 
 
 async def _routing_error(request: Request, exc: Exception) -> Response:
@@ -152,6 +160,63 @@ async def _routing_error(request: Request, exc: Exception) -> Response:
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)
     return Response(json.dumps(body, separators=(",", ":")), status, headers, _JSON)
+
+
+#: ``%2F`` (slash) and ``%5C`` (backslash) in a raw path, any case.
+_ENCODED_SEPARATOR = re.compile(rb"%(?:2f|5c)", re.IGNORECASE)
+
+
+class _RefuseEncodedSeparators:
+    """ASGI middleware: 400 ``BadRequestException`` for a request whose raw path has an encoded
+    ``/`` or ``\\``, before routing (which matches the decoded path, where ``%2F`` would split a
+    namespace level into path segments); Iceberg Java's server refuses them too. The 0x1F
+    separator of multi-level namespaces (``%1F``) is unaffected."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        path = (raw or b"").partition(b"?")[0]  # raw_path has no query; in case a server adds it
+        if not _ENCODED_SEPARATOR.search(path):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request = Request(scope, receive)
+        message = (
+            "the path contains an encoded '/' or '\\' (%2F or %5C): namespace levels and table "
+            "names cannot contain them"
+        )
+        body = json.dumps(error_body(400, "BadRequestException", message), separators=(",", ":"))
+        # the path as sent: decoded, it would name another resource
+        _log_request(request, 400, started, path.decode("ascii", "replace"))
+        if request.method == "HEAD":
+            response = Response(status_code=400, media_type=_JSON)
+        else:
+            response = Response(body, 400, media_type=_JSON)
+        await response(scope, receive, send)
+
+
+#: Routes of the REST spec this server does not implement (under the base path): path,
+#: methods, what the message names. They answer 406 instead of a 404, which clients would take
+#: for a missing namespace or table.
+_UNSUPPORTED_ROUTES = [
+    ("/namespaces/{namespace}/views", ["GET", "POST"], "views"),
+    ("/namespaces/{namespace}/views/{view}", ["GET", "HEAD", "POST", "DELETE"], "views"),
+    ("/namespaces/{namespace}/register-view", ["POST"], "views"),
+    ("/views/rename", ["POST"], "views"),
+    ("/namespaces/{namespace}/tables/{table}/plan", ["POST"], "server-side scan planning"),
+    (
+        "/namespaces/{namespace}/tables/{table}/plan/{plan_id}",
+        ["GET", "DELETE"],
+        "server-side scan planning",
+    ),
+    ("/namespaces/{namespace}/tables/{table}/tasks", ["POST"], "server-side scan planning"),
+    ("/namespaces/{namespace}/tables/{table}/unregister", ["POST"], "unregistering tables"),
+    ("/namespaces/{namespace}/tables/{table}/sign", ["POST"], "remote signing"),
+    ("/namespaces/{namespace}/functions", ["GET"], "functions"),
+    ("/namespaces/{namespace}/functions/{function}", ["GET"], "functions"),
+]
 
 
 def warehouse_catalogs(catalog: Catalog) -> Callable[[str], Catalog]:
@@ -269,17 +334,29 @@ def create_app(
 
         return Route(path, endpoint, methods=methods)
 
-    async def _dispatch(request: Request, handler: Handler) -> StoredReply:
+    def authenticate(request: Request) -> str | StoredReply:
+        """The request's principal, or the 401 reply; an unexpected failure of the check is a
+        401 too (logged by type only: the header holds a secret)."""
         authorization = request.headers.get("authorization")
-        principal = auth.principal(authorization)
-        if principal is None:
-            # RFC 6750 3: name the scheme; "invalid_token" when a token was sent
-            challenge = 'Bearer error="invalid_token"' if authorization else "Bearer"
-            return _json_reply(
-                401,
-                error_body(401, "NotAuthorizedException", "a valid bearer token is required"),
-                {"WWW-Authenticate": challenge},
-            )
+        try:
+            principal = auth.principal(authorization)
+        except Exception as exc:
+            log.error("bearer token check failed (%s)", type(exc).__name__)
+            principal = None
+        if principal is not None:
+            return principal
+        # RFC 6750 3: name the scheme; "invalid_token" when a token was sent
+        challenge = 'Bearer error="invalid_token"' if authorization else "Bearer"
+        return _json_reply(
+            401,
+            error_body(401, "NotAuthorizedException", "a valid bearer token is required"),
+            {"WWW-Authenticate": challenge},
+        )
+
+    async def _dispatch(request: Request, handler: Handler) -> StoredReply:
+        principal = authenticate(request)
+        if isinstance(principal, StoredReply):
+            return principal
         raw = await _read_body(request, MAX_BODY_BYTES)
         if raw is None:
             return _json_reply(
@@ -330,9 +407,38 @@ def create_app(
             }
         else:
             form = dict(parse_qsl(raw.decode("utf-8", "replace")))
-            status, body = auth.grant(form, request.headers.get("authorization"))
+            try:
+                status, body = auth.grant(form, request.headers.get("authorization"))
+            except Exception as exc:  # never a 500; the form holds secrets: log the type only
+                log.error("token request check failed (%s)", type(exc).__name__)
+                status = 401
+                body = {"error": "invalid_client", "error_description": "bad credentials"}
         _log_request(request, status, started)
         return Response(json.dumps(body), status, _NO_STORE, _JSON)
+
+    def unsupported(path: str, methods: list[str], what: str) -> Route:
+        """A route of the spec this server does not implement: 406 (after auth)."""
+
+        async def endpoint(request: Request) -> Response:
+            started = time.perf_counter()
+            refused = authenticate(request)
+            if isinstance(refused, StoredReply):
+                reply = refused
+            else:
+                # read (and drop) the body so the connection stays usable
+                await _read_body(request, MAX_BODY_BYTES)
+                where = f"{request.method} {request.url.path}"
+                reply = _error(
+                    UnsupportedFeatureError(f"this server does not support {what}: {where}")
+                )
+            _log_request(request, reply.status, started)
+            if request.method == "HEAD":
+                return Response(status_code=reply.status, headers=dict(reply.headers))
+            return Response(
+                reply.body, reply.status, dict(reply.headers), media_type=reply.media_type
+            )
+
+        return Route(path, endpoint, methods=methods)
 
     t = base + "/namespaces/{namespace}/tables/{table}"
     routes = [
@@ -382,7 +488,12 @@ def create_app(
         route(t + "/credentials", ["GET"], lambda s, r, b: s.load_credentials(ident(r))),
         route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
         route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
+        *(unsupported(base + path, methods, what) for path, methods, what in _UNSUPPORTED_ROUTES),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: _routing_error, 405: _routing_error})
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(_RefuseEncodedSeparators)],
+        exception_handlers={404: _routing_error, 405: _routing_error},
+    )
     app.state.service = service
     return app

@@ -5,9 +5,10 @@ endpoint needs ``Authorization: Bearer <token>`` with a configured token or one 
 endpoint issued and that has not expired; anything else is answered 401 before the catalog is
 touched. The token endpoint (``POST /v1/oauth/tokens``, form encoded) grants
 ``client_credentials`` for a configured client id and secret, and ``token-exchange`` of a valid
-token (how Java clients refresh). Tokens and secrets are compared in constant time and never
-logged. Each accepted token names a principal (a static token itself, an issued one its client,
-through refreshes), to which an ``Idempotency-Key`` belongs.
+token (how Java clients refresh). Tokens and secrets are compared in constant time as UTF-8
+bytes (so non-ASCII ones work) and never logged. Each accepted token names a principal (a
+static token itself, an issued one its client, through refreshes), to which an
+``Idempotency-Key`` belongs.
 """
 
 from __future__ import annotations
@@ -36,10 +37,24 @@ def _basic(authorization: str | None) -> tuple[str, str] | None:
         return None
     try:
         text = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except (binascii.Error, ValueError):  # ValueError: non-ASCII text, or not UTF-8
         return None
     client_id, sep, secret = text.partition(":")
     return (unquote(client_id), unquote(secret)) if sep else None
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8 bytes, for comparisons (lone surrogates kept, never an error)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _header_bytes(value: str) -> bytes:
+    """The bytes of a header value: ASGI servers decode headers as Latin-1, so a UTF-8 token
+    sent by a client is its Latin-1 encoding again (other text: its UTF-8)."""
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return _utf8(value)
 
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -54,7 +69,7 @@ class Authenticator:
         clients: Mapping[str, str] | None = None,
         token_lifetime_s: int = 3600,
     ) -> None:
-        self._static = [t for t in tokens if t]
+        self._static = [_utf8(t) for t in tokens if t]
         self._clients = dict(clients or {})
         self.token_lifetime_s = token_lifetime_s
         self._issued: dict[str, tuple[float, str]] = {}  # token -> (expiry, principal)
@@ -87,17 +102,19 @@ class Authenticator:
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token:
             return None
-        return self._principal_of(token.strip())
+        return self._principal_of(_header_bytes(token.strip()))
 
-    def _principal_of(self, token: str) -> str | None:
+    def _principal_of(self, token: bytes) -> str | None:
+        """The principal of a token (its bytes), or None."""
         static = any(hmac.compare_digest(token, t) for t in self._static)
         with self._lock:
             now = time.monotonic()
             for t in [t for t, (exp, _) in self._issued.items() if exp < now]:
                 del self._issued[t]
-            issued = self._issued.get(token)
+            # issued tokens are ASCII: anything else is none of them
+            issued = self._issued.get(token.decode("ascii")) if token.isascii() else None
         if static:
-            return "token:" + hashlib.sha256(token.encode()).hexdigest()
+            return "token:" + hashlib.sha256(token).hexdigest()
         return issued[1] if issued is not None else None
 
     def grant(
@@ -116,11 +133,11 @@ class Authenticator:
             if basic is not None and not secret:
                 client_id, secret = basic
             expected = self._clients.get(client_id)
-            if expected is None or not hmac.compare_digest(secret, expected):
+            if expected is None or not hmac.compare_digest(_utf8(secret), _utf8(expected)):
                 return 401, {"error": "invalid_client", "error_description": "bad credentials"}
             principal = f"client:{client_id}"
         elif grant_type == TOKEN_EXCHANGE:
-            subject = self._principal_of(form.get("subject_token", ""))
+            subject = self._principal_of(_utf8(form.get("subject_token", "")))
             if subject is None:
                 return 401, {"error": "invalid_grant", "error_description": "bad subject token"}
             principal = subject

@@ -8,6 +8,11 @@ the requirements still hold, so no update is lost); a failed requirement is a 40
 with ``assert-create`` creates the table (the second half of a staged create). Multi-table
 commits use :meth:`Catalog.commit_tables` (one database transaction in the SQL catalog) and
 are only offered when the catalog implements it.
+
+Request bodies are checked field by field (types, and no NUL in property keys or namespace
+property values) and refused with 400 before the catalog is touched. Lists are paged only when
+the request has a ``pageToken`` (empty for the first page), as the spec asks: without one
+everything comes in one answer.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from icefloe.exceptions import (
 )
 from icefloe.metadata import (
     AssertCreate,
+    SetProperties,
     TableMetadata,
     new_table_metadata,
     requirement_from_json,
@@ -83,8 +89,11 @@ def decode_namespace(raw: str) -> Identifier:
     return parts
 
 
-def _page(items: list[Any], key: Any, query: Mapping[str, str]) -> tuple[list[Any], str | None]:
-    """One page of sorted ``items`` after ``pageToken`` (the key of the last item sent)."""
+def _page(
+    items: list[Any], key: Callable[[Any], list[str]], query: Mapping[str, str]
+) -> tuple[list[Any], str | None]:
+    """One page of sorted ``items`` after ``pageToken`` (the key of the last item sent, a list
+    of strings); without a ``pageToken`` (not even an empty one) every item, as the spec asks."""
     size_raw = query.get("pageSize")
     try:
         size = int(size_raw) if size_raw else DEFAULT_PAGE_SIZE
@@ -93,12 +102,16 @@ def _page(items: list[Any], key: Any, query: Mapping[str, str]) -> tuple[list[An
     if size < 1:
         raise ValidationError(f"pageSize must be a positive integer, got {size}")
     token = query.get("pageToken")
+    if token is None:
+        return items, None
     start = 0
     if token:
         try:
             after = json.loads(base64.urlsafe_b64decode(token.encode()))
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ValidationError("invalid pageToken") from None
+        if not isinstance(after, list) or not _all_strings(after):
+            raise ValidationError("invalid pageToken")
         start = next((i for i, item in enumerate(items) if key(item) > after), len(items))
     page = items[start : start + size]
     more = start + size < len(items)
@@ -114,13 +127,51 @@ def _all_strings(values: Any) -> bool:
     return all(isinstance(v, str) for v in values)
 
 
-def _body(body: Any, *keys: str) -> dict[str, Any]:
+def _body(body: Any, *keys: str, what: str = "the request body") -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise ValidationError("the request body must be a JSON object")
+        raise ValidationError(f"{what} must be a JSON object")
     for key in keys:
         if key not in body:
-            raise ValidationError(f"the request body lacks {key!r}")
+            raise ValidationError(f"{what} lacks {key!r}")
     return body
+
+
+def _string(b: Mapping[str, Any], key: str) -> str:
+    """``b[key]``: a non-empty string."""
+    value = b.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _flag(b: Mapping[str, Any], key: str) -> bool:
+    """``b[key]``: a boolean, False when absent or null."""
+    value = b.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise ValidationError(f"{key} must be a boolean, got {value!r}")
+    return bool(value)
+
+
+def _properties(value: Any, what: str, *, values_nul: bool = True) -> dict[str, str]:
+    """Properties from a request: an object of strings (null or absent: none) without NUL in
+    keys (nor in values, with ``values_nul``: catalog databases refuse NUL in text)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not _all_strings(value.values()):
+        raise ValidationError(f"{what} must be an object of strings")
+    for k, v in value.items():
+        if "\x00" in k or (values_nul and "\x00" in v):
+            raise ValidationError(f"{what} cannot contain NUL characters: {k!r}")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    """A list from a request (null or absent: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationError(f"{what} must be a list, got {type(value).__name__}")
+    return value
 
 
 def _etag(metadata_location: str, mode: str) -> str:
@@ -184,9 +235,7 @@ class RestService:
             raise ValidationError("namespace must be a list of strings")
         if not ns:
             raise ValidationError("the empty namespace cannot be created")
-        props = b.get("properties") or {}
-        if not isinstance(props, dict) or not _all_strings(props.values()):
-            raise ValidationError("namespace properties must be an object of strings")
+        props = _properties(b.get("properties"), "namespace properties")
         self.catalog.create_namespace(tuple(ns), props)
         return 200, {"namespace": ns, "properties": props}, {}
 
@@ -205,12 +254,10 @@ class RestService:
 
     def update_namespace(self, ns: Identifier, body: Any) -> Reply:
         b = _body(body)
-        removals = b.get("removals") or []
-        updates = b.get("updates") or {}
-        if not isinstance(removals, list) or not isinstance(updates, dict):
-            raise ValidationError("removals must be a list and updates an object")
-        if not _all_strings(removals) or not _all_strings(updates.values()):
-            raise ValidationError("removals and update values must be strings")
+        removals = _list(b.get("removals"), "removals")
+        if not _all_strings(removals):
+            raise ValidationError("removals must be a list of strings")
+        updates = _properties(b.get("updates"), "namespace property updates")
         summary = self.catalog.update_namespace_properties(ns, removals, updates)
         return (
             200,
@@ -251,13 +298,16 @@ class RestService:
 
     def create_table(self, ns: Identifier, body: Any, delegation: str | None = None) -> Reply:
         b = _body(body, "name", "schema")
-        ident = (*ns, str(b["name"]))
+        ident = (*ns, _string(b, "name"))
         schema = Schema.from_json(b["schema"])
         spec = _spec(b.get("partition-spec"))
-        order = SortOrder.from_json(b["write-order"]) if b.get("write-order") else None
-        props = {str(k): str(v) for k, v in (b.get("properties") or {}).items()}
-        location = b.get("location") or None
-        if b.get("stage-create"):
+        order = _object(b.get("write-order"), "write-order")
+        sort = SortOrder.from_json(order) if order else None
+        props = _properties(b.get("properties"), "table properties", values_nul=False)
+        location = b.get("location") or None  # "": the default location
+        if location is not None and not isinstance(location, str):
+            raise ValidationError(f"location must be a string, got {location!r}")
+        if _flag(b, "stage-create"):
             if not self.catalog.namespace_exists(ns):
                 raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
             if self.catalog.table_exists(ident):
@@ -265,12 +315,12 @@ class RestService:
             metadata = new_table_metadata(
                 schema,
                 spec or UNPARTITIONED_PARTITION_SPEC,
-                order or UNSORTED_SORT_ORDER,
+                sort or UNSORTED_SORT_ORDER,
                 (location or self.catalog._default_table_location(ident)).rstrip("/"),
                 props,
             )
             return 200, self._result(ident, metadata, None, delegation), {}
-        table = self.catalog.create_table(ident, schema, location, spec, order, props)
+        table = self.catalog.create_table(ident, schema, location, spec, sort, props)
         return 200, self._result(ident, table.metadata, table.metadata_location, delegation), {}
 
     def load_table(
@@ -334,11 +384,12 @@ class RestService:
         metadata (or a directory) is the client's mistake, 400; a missing one 404 (as Iceberg
         Java answers both); other storage failures stay the server's."""
         b = _body(body, "name", "metadata-location")
-        if b.get("overwrite"):
+        name = _string(b, "name")
+        location = _string(b, "metadata-location")
+        if _flag(b, "overwrite"):
             raise UnsupportedFeatureError("register with overwrite is not supported")
-        location = str(b["metadata-location"])
         try:
-            table = self.catalog.register_table((*ns, str(b["name"])), location)
+            table = self.catalog.register_table((*ns, name), location)
         except CorruptFileError as exc:
             raise ValidationError(str(exc)) from exc
         except FileIOError as exc:
@@ -354,11 +405,14 @@ class RestService:
             return False
 
     def _parse_change(self, b: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
-        reqs = b.get("requirements") or []
-        ups = b.get("updates") or []
-        if not isinstance(reqs, list) or not isinstance(ups, list):
-            raise ValidationError("requirements and updates must be lists")
-        return [requirement_from_json(r) for r in reqs], [update_from_json(u) for u in ups]
+        reqs = _list(b.get("requirements"), "requirements")
+        ups = _list(b.get("updates"), "updates")
+        requirements = [requirement_from_json(_body(r, what="a requirement")) for r in reqs]
+        updates = [update_from_json(_body(u, what="an update")) for u in ups]
+        for u in updates:
+            if isinstance(u, SetProperties) and any("\x00" in k for k in u.updates):
+                raise ValidationError("table property keys cannot contain NUL characters")
+        return requirements, updates
 
     def commit_table(self, ident: Identifier, body: Any) -> Reply:
         b = _body(body)
@@ -401,7 +455,7 @@ class RestService:
             raise ValidationError("table-changes must be a non-empty list")
         items = []
         for change in changes:
-            c = _body(change, "identifier")
+            c = _body(change, "identifier", what="a table change")
             ident = identifier_from_json(c["identifier"])
             reqs, ups = self._parse_change(c)
             if any(isinstance(r, AssertCreate) for r in reqs):
@@ -416,9 +470,11 @@ class RestService:
         [<prefix>/]<table> <report JSON>``."""
         b = _body(body, "report-type", "table-name")
         kind = b["report-type"]
-        required = _REPORT_FIELDS.get(kind)
+        required = _REPORT_FIELDS.get(kind) if isinstance(kind, str) else None
         if required is None:
             raise ValidationError(f"unknown report-type {kind!r}")
+        if not isinstance(b["table-name"], str):
+            raise ValidationError("a report's table-name must be a string")
         _body(b, *required)
         if not isinstance(b["metrics"], dict):
             raise ValidationError("a report's metrics must be an object")
@@ -430,7 +486,17 @@ class RestService:
         return 204, None, {}
 
 
-def _spec(obj: Any) -> PartitionSpec | None:
+def _object(value: Any, what: str) -> dict[str, Any] | None:
+    """An optional JSON object of a request (null or absent: None)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValidationError(f"{what} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _spec(value: Any) -> PartitionSpec | None:
+    obj = _object(value, "partition-spec")
     if not obj:
         return None
     if isinstance(obj, dict) and "spec-id" not in obj:

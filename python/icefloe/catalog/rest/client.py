@@ -147,20 +147,25 @@ class RestClient(Catalog):
         return resp
 
     def _ns_path(self, namespace: Iterable[str]) -> str:
-        return f"{self._prefix}/namespaces/{ep.encode_namespace(namespace, self._separator)}"
+        parts = tuple(namespace)
+        for part in parts:
+            _check_segment(part, "namespace level")
+        return f"{self._prefix}/namespaces/{ep.encode_namespace(parts, self._separator)}"
 
     def _table_path(self, ident: Identifier) -> str:
+        _check_segment(ident[-1], "table name")
         return f"{self._ns_path(ident[:-1])}/tables/{ep.encode_name(ident[-1])}"
 
     def _paged(self, path: str, what: str, key: str, query: dict[str, str]) -> list[Any]:
+        """Every item of a list endpoint; the first request sends an empty ``pageToken`` (as
+        Iceberg Java does) so that servers page, a server that does not page answers all."""
         out: list[Any] = []
-        token: str | None = None
+        token = ""
         while True:
             q = dict(query)
             if self._page_size:
                 q["pageSize"] = self._page_size
-            if token:
-                q["pageToken"] = token
+            q["pageToken"] = token
             body = self._call("GET", path, what, query=q).json()
             out.extend(body.get(key) or [])
             token = body.get("next-page-token")
@@ -186,4 +191,12 @@ class RestClient(Catalog):
         return self._io
 
     def _view_path(self, ident: Identifier) -> str:
+        _check_segment(ident[-1], "view name")
         return f"{self._ns_path(ident[:-1])}/views/{ep.encode_name(ident[-1])}"
+
+
+def _check_segment(part: str, what: str) -> None:
+    """Refuse a name with ``/`` before it goes into a path: servers refuse an encoded ``/``
+    (Iceberg Java's and icefloe's answer 400) and icefloe's catalogs cannot hold one."""
+    if "/" in part:
+        raise ValidationError(f"invalid {what} {part!r}: it must not contain '/'")
