@@ -120,6 +120,8 @@ PARTITIONS_SCHEMA = {
                     "size": {"type": "integer", "minimum": 0},
                     "delete_files": {"type": "integer", "minimum": 0},
                     "delete_records": {"type": "integer", "minimum": 0},
+                    "equality_delete_files": {"type": "integer", "minimum": 0},
+                    "equality_delete_keys": {"type": "integer", "minimum": 0},
                 },
             },
         },

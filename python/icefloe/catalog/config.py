@@ -15,6 +15,9 @@ Environment variables ``ICEFLOE_CATALOG__<NAME>__<KEY>`` add or override propert
 ``<name>``: in ``<KEY>`` a double underscore becomes ``.`` and a single one ``-`` and it is
 lower-cased, so ``ICEFLOE_CATALOG__PROD__S3__ACCESS_KEY_ID`` sets ``s3.access-key-id``.
 Explicit keyword arguments to :func:`~icefloe.catalog.load_catalog` win over both.
+
+In the file, a null value (``warehouse: ~``) is as if the key were absent, booleans become
+``true``/``false`` and numbers their text; a mapping or list as a value is refused.
 """
 
 from __future__ import annotations
@@ -80,6 +83,23 @@ def env_properties(environ: Mapping[str, str] | None = None) -> dict[str, dict[s
     return out
 
 
+def _section_properties(name: str, section: Mapping[Any, Any]) -> dict[str, str]:
+    """A catalog's section of the file as string properties: a null value is left out (as if
+    absent), booleans are ``true``/``false``, numbers their text; a mapping or list is refused
+    with a ``ValidationError`` naming its key."""
+    props: dict[str, str] = {}
+    for key, value in section.items():
+        if value is None:
+            continue
+        if isinstance(value, dict | list | tuple | set):
+            raise ValidationError(
+                f"property {str(key)!r} of catalog {name!r} in the icefloe configuration must "
+                f"be a single value, not a {'mapping' if isinstance(value, dict) else 'list'}"
+            )
+        props[str(key)] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return props
+
+
 def catalog_properties(
     name: str | None, overrides: Mapping[str, str]
 ) -> tuple[str, dict[str, str], bool]:
@@ -99,7 +119,7 @@ def catalog_properties(
     if section is not None:
         if not isinstance(section, dict):
             raise ValidationError(f"catalog {name!r} in the icefloe configuration is not a mapping")
-        props.update({str(k): str(v) for k, v in section.items()})
+        props.update(_section_properties(name, section))
     props.update(env_properties().get(name.lower(), {}))
     props.update({str(k): str(v) for k, v in overrides.items()})
     return name, props, bool(props)

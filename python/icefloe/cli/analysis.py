@@ -66,6 +66,7 @@ class SnapshotPoint:
     total_size: int | None
     added_size: int
     removed_size: int
+    equality_delete_keys: int = 0  # keys of added equality deletes: not rows
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -99,6 +100,15 @@ class Timeline:
         }
 
 
+def _deleted_rows(summary: Any) -> int:
+    """Rows a snapshot deletes: those of removed data files and the net new positions of
+    position deletes (a rewritten deletion vector removes its old positions and adds them
+    again). Equality deletes hold keys, not rows: they are counted apart."""
+    added = _int(summary, "added-position-deletes") or 0
+    removed = _int(summary, "removed-position-deletes") or 0
+    return (_int(summary, "deleted-records") or 0) + max(0, added - removed)
+
+
 def timeline(meta: Any) -> Timeline:
     """The table's snapshots as a timeline: a snapshot goes on ``main`` when main reaches it,
     else on the first branch (by name) that reaches it, else on ``unreferenced``."""
@@ -122,9 +132,8 @@ def timeline(meta: Any) -> Timeline:
                 sequence_number=s.sequence_number,
                 lane=lane_of.get(s.snapshot_id, "unreferenced"),
                 added_records=_int(summary, "added-records") or 0,
-                deleted_records=(_int(summary, "deleted-records") or 0)
-                + (_int(summary, "added-position-deletes") or 0)
-                + (_int(summary, "added-equality-deletes") or 0),
+                deleted_records=_deleted_rows(summary),
+                equality_delete_keys=_int(summary, "added-equality-deletes") or 0,
                 total_records=_int(summary, "total-records"),
                 total_size=_int(summary, "total-files-size"),
                 added_size=_int(summary, "added-files-size") or 0,
@@ -183,8 +192,10 @@ class FileStats:
     small_threshold: int
     small_files: int
     delete_files: int
-    delete_records: int
+    delete_records: int  # rows deleted by position deletes and DVs
     data_records: int
+    equality_delete_files: int = 0
+    equality_delete_keys: int = 0  # keys, not rows: how many rows they match is unknown
 
     @property
     def data_files(self) -> int:
@@ -204,6 +215,8 @@ class FileStats:
             "delete_files": self.delete_files,
             "data_records": self.data_records,
             "delete_records": self.delete_records,
+            "equality_delete_files": self.equality_delete_files,
+            "equality_delete_keys": self.equality_delete_keys,
             "total_data_size": self.total_data_size,
             "small_file_threshold": self.small_threshold,
             "small_files": self.small_files,
@@ -269,6 +282,9 @@ def file_stats(
     def total(t: pa.Table) -> int:
         return int(pc.sum(t.column("record_count")).as_py() or 0) if t.num_rows else 0
 
+    equality = (
+        deletes.filter(pc.equal(deletes.column("content"), 2)) if deletes.num_rows else deletes
+    )
     return FileStats(
         files=files,
         data_sizes=sizes,
@@ -276,8 +292,10 @@ def file_stats(
         small_threshold=threshold,
         small_files=int(pc.sum(pc.less(sizes, threshold)).as_py() or 0),
         delete_files=deletes.num_rows,
-        delete_records=total(deletes),
+        delete_records=total(deletes) - total(equality),
         data_records=total(data),
+        equality_delete_files=equality.num_rows,
+        equality_delete_keys=total(equality),
     )
 
 
@@ -291,7 +309,9 @@ class PartitionRow:
     files: int
     size: int
     delete_files: int
-    delete_records: int
+    delete_records: int  # rows deleted by position deletes and DVs
+    equality_delete_files: int = 0
+    equality_delete_keys: int = 0  # keys, not rows
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -380,8 +400,9 @@ def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStat
             size=d["total_data_file_size_in_bytes"][i] or 0,
             delete_files=(d["position_delete_file_count"][i] or 0)
             + (d["equality_delete_file_count"][i] or 0),
-            delete_records=(d["position_delete_record_count"][i] or 0)
-            + (d["equality_delete_record_count"][i] or 0),
+            delete_records=d["position_delete_record_count"][i] or 0,
+            equality_delete_files=d["equality_delete_file_count"][i] or 0,
+            equality_delete_keys=d["equality_delete_record_count"][i] or 0,
         )
         for i in range(t.num_rows)
     ]

@@ -82,6 +82,8 @@ def create() -> None:
 @pass_state
 def create_namespace(state: State, namespace: str, props: tuple[str, ...]) -> None:
     """Create NAMESPACE (dotted for nested ones) with optional properties."""
+    if not all(namespace.split(".")):
+        raise ValidationError(f"not a namespace name: {namespace!r} (an empty part)")
     state.catalog().create_namespace(namespace, _parse_properties(props))
     state.out.console.print(literal(f"created namespace {namespace}"))
 

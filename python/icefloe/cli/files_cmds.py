@@ -14,6 +14,7 @@ from rich.text import Text
 from icefloe.cli.analysis import (
     SKEW_RATIO,
     FileStats,
+    PartitionRow,
     PartitionStats,
     file_stats,
     partition_label,
@@ -22,6 +23,7 @@ from icefloe.cli.analysis import (
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.render import (
     bar,
+    deletes_text,
     esc,
     human_size,
     literal,
@@ -126,10 +128,13 @@ def files(
     console = state.out.console
     total = stats.total_data_size
     console.print(f"[bold]{esc(t.name)}[/] · snapshot {snap.snapshot_id if snap else '-'}")
+    deletes = deletes_text(
+        stats.delete_records, stats.equality_delete_keys, stats.equality_delete_files
+    )
     console.print(
         f"{plural(stats.data_files, 'data file')} ({human_size(total)}, "
         f"{plural(stats.data_records, 'row')}) · {plural(stats.delete_files, 'delete file')} "
-        f"({plural(stats.delete_records, 'deleted row')})"
+        f"({deletes})"
     )
     if not stats.data_files:
         return
@@ -207,6 +212,17 @@ def _skew_line(stats: PartitionStats) -> Text:
     return line
 
 
+def _partition_deletes(r: PartitionRow) -> str:
+    """``rows in files`` of position deletes and DVs, and ``keys in files`` of equality deletes
+    apart (keys are not rows); ``-`` without delete files."""
+    parts = []
+    if r.delete_files > r.equality_delete_files:
+        parts.append(f"{r.delete_records:,} in {r.delete_files - r.equality_delete_files}")
+    if r.equality_delete_files:
+        parts.append(f"{r.equality_delete_keys:,} keys in {r.equality_delete_files}")
+    return ", ".join(parts) or "-"
+
+
 @click.command("partitions", short_help="Rows, files and size per partition.")
 @click.argument("table")
 @click.option("--snapshot", "snapshot_id", type=int, help="Partitions of this snapshot.")
@@ -255,7 +271,7 @@ def partitions(
             str(r.files),
             human_size(r.size),
             bar(r.size, peak_size, bar_w, "blue"),
-            f"{r.delete_records:,} in {r.delete_files}" if r.delete_files else "-",
+            _partition_deletes(r),
         )
     console.print(out)
     if len(shown) < len(stats.rows):

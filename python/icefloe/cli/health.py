@@ -5,8 +5,9 @@ Each check measures one thing an operator acts on, gives a verdict (``ok``, ``in
 
 - small files: data files under 3/4 of the target size, and what compaction would merge (its
   own plan: groups of two or more small files per partition, and files with deletes);
-- delete debt: rows deleted by deletion vectors, position and equality deletes that every read
-  still applies, apart from dangling delete files (no live data file left for them to apply to):
+- delete debt: rows deleted by deletion vectors and position deletes, and the keys of equality
+  deletes (keys, not rows: counted apart and out of the share), that every read still applies,
+  apart from dangling delete files (no live data file left for them to apply to):
   compaction does not remove those, so their fix is the removal of dangling deletes;
 - manifests: how many the current snapshot has against what its size needs
   (``commit.manifest.target-size-bytes``);
@@ -35,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.cli.analysis import FileStats, file_stats
-from icefloe.cli.render import human_size, pct, plural
+from icefloe.cli.render import deletes_text, human_size, pct, plural
 
 __all__ = ["Check", "run_checks"]
 
@@ -105,15 +106,30 @@ def _delete_kinds(files: pa.Table) -> dict[str, int]:
     }
 
 
+def _rows_and_keys(files: pa.Table) -> tuple[int, int]:
+    """Rows deleted by the position deletes and DVs among ``files``, and keys of its
+    equality deletes (keys are not rows: how many rows they match is unknown)."""
+    if not files.num_rows:
+        return 0, 0
+    equality = pc.equal(files.column("content"), 2)
+    counts = files.column("record_count")
+    total = int(pc.sum(counts).as_py() or 0)
+    keys = int(pc.sum(pc.if_else(equality, counts, 0)).as_py() or 0)
+    return total - keys, keys
+
+
 def _delete_debt(stats: FileStats, dangling: pa.Table, cmd: str, remove_cmd: str) -> Check:
     """The deletes reads apply, and the dangling delete files (``dangling``, see
     :func:`icefloe.table.dangling_deletes.dangling_delete_files`) that only compaction's
-    removal of dangling deletes drops: without them the advice to compact would repeat."""
+    removal of dangling deletes drops: without them the advice to compact would repeat.
+    The share of deleted rows counts position deletes and DVs; equality deletes are counted
+    by their keys, apart."""
     stale = _delete_kinds(dangling)
     stale_files = dangling.num_rows
-    stale_rows = int(pc.sum(dangling.column("record_count")).as_py() or 0) if stale_files else 0
+    stale_rows, stale_keys = _rows_and_keys(dangling)
     files = stats.delete_files - stale_files
     deleted = stats.delete_records - stale_rows
+    keys = stats.equality_delete_keys - stale_keys
     ratio = deleted / stats.data_records if stats.data_records else 0.0
     verdict = "warn" if ratio >= DELETE_DEBT_WARN else "info"
     if not files:
@@ -123,7 +139,6 @@ def _delete_debt(stats: FileStats, dangling: pa.Table, cmd: str, remove_cmd: str
     names = (
         ("dvs", "DV", "DVs"),
         ("position_delete_files", "position delete file", "position delete files"),
-        ("equality_delete_files", "equality delete file", "equality delete files"),
     )
     parts = [plural(kinds[k], one, many) for k, one, many in names if kinds[k]]
     details = []
@@ -136,16 +151,23 @@ def _delete_debt(stats: FileStats, dangling: pa.Table, cmd: str, remove_cmd: str
         details.append(
             f"{what} no live data file can apply to (dangling): removing them changes no row"
         )
-    value = (
-        f"{plural(deleted, 'deleted row')} in {', '.join(parts) or '0 delete files'} "
-        f"({pct(deleted, stats.data_records)} of {stats.data_records:,} rows)"
-    )
+    values = []
+    if parts or not kinds["equality_delete_files"]:
+        values.append(
+            f"{plural(deleted, 'deleted row')} in {', '.join(parts) or '0 delete files'} "
+            f"({pct(deleted, stats.data_records)} of {stats.data_records:,} rows)"
+        )
+    if kinds["equality_delete_files"]:
+        eq_files = plural(kinds["equality_delete_files"], "equality delete file")
+        values.append(f"{plural(keys, 'equality-delete key')} in {eq_files}")
+    value = ", ".join(values)
     if stale_files:
         dangling_files = plural(stale_files, "dangling delete file")
+        stale_text = deletes_text(stale_rows, stale_keys, stale["equality_delete_files"])
         value = (
             f"{value}, and {dangling_files}"
             if files
-            else f"{dangling_files} ({plural(stale_rows, 'deleted row')}) and no other"
+            else f"{dangling_files} ({stale_text}) and no other"
         )
     return Check(
         "delete debt",
@@ -157,11 +179,13 @@ def _delete_debt(stats: FileStats, dangling: pa.Table, cmd: str, remove_cmd: str
             "delete_files": files,
             **kinds,
             "deleted_rows": deleted,
+            "equality_delete_keys": keys,
             "data_rows": stats.data_records,
             "ratio": round(ratio, 4),
             "warn_from": DELETE_DEBT_WARN,
             "dangling_delete_files": stale_files,
             "dangling_deleted_rows": stale_rows,
+            "dangling_equality_delete_keys": stale_keys,
         },
     )
 

@@ -3,7 +3,7 @@
 One column per snapshot along a time axis, one lane per branch (snapshots on ``main`` first,
 then those only another branch reaches), tags as marks on their own lane; each mark is coloured
 by its operation. Below, one row per snapshot with added and deleted rows and the table's total
-size as bars.
+size as bars (and the keys of equality deletes, which are not rows, when there are any).
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     lane_w = max(len(printable(n)) for n in tl.lanes)
     tag_w = max([len(" ".join(v)) for v in tags.values()] + [0])
     wide = width >= 100
-    fixed = 19 + 9 + 7 + 7 + 9 + tag_w + (14 + lane_w + 4 if wide else 0) + 10
+    keys = any(p.equality_delete_keys for p in pts)  # equality deletes hold keys, not rows
+    fixed = 19 + 9 + 7 + 7 + 9 + tag_w + (14 + lane_w + 4 if wide else 0) + 10 + 8 * keys
     bar_w = max(2, min(12, (width - fixed) // 3))
     max_rows = max([max(p.added_records, p.deleted_records) for p in pts] + [1])
     max_size = max([p.total_size or 0 for p in pts] + [1])
@@ -139,6 +140,8 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     t.add_column("", no_wrap=True, min_width=bar_w)
     t.add_column("-rows", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True, min_width=bar_w)
+    if keys:
+        t.add_column("eq keys", justify="right", no_wrap=True)
     t.add_column("size", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True, min_width=bar_w)
     if tags:
@@ -155,9 +158,10 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
             bar(p.added_records, max_rows, bar_w, "green"),
             f"{p.deleted_records:,}",
             bar(p.deleted_records, max_rows, bar_w, "red"),
-            human_size(p.total_size),
-            bar(p.total_size or 0, max_size, bar_w, "blue"),
         ]
+        if keys:
+            row.append(f"{p.equality_delete_keys:,}" if p.equality_delete_keys else "-")
+        row += [human_size(p.total_size), bar(p.total_size or 0, max_size, bar_w, "blue")]
         if tags:
             row.append(Text(" ".join(sorted(tags.get(p.snapshot_id, [])))))
         t.add_row(*row)

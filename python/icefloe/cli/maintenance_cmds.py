@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import decimal
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -34,7 +35,11 @@ def parse_age(text: str, now_ms: int | None = None) -> int:
     now = int(time.time() * 1000) if now_ms is None else now_ms
     m = _AGE.match(text)
     if m:
-        return now - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+        # exact arithmetic: a float would overflow on a long run of digits
+        age = int(decimal.Decimal(m.group(1)) * _UNIT_MS[m.group(2)])
+        if now - age < 0:
+            raise ValidationError(f"age out of range: {text!r} (it reaches before 1970)")
+        return now - age
     try:
         t = dt.datetime.fromisoformat(text.strip())
     except ValueError:
@@ -227,12 +232,17 @@ def compact(
             added_data_files=r.added_data_files,
             snapshot_id=_head(t, branch),
         )
-    dangling = None
+    dangling: int | None = None
     if remove_dangling_deletes:
         # after the compaction's commit (as Iceberg Java's option): the files it left
-        dangling = t.refresh().remove_dangling_deletes(branch=branch, dry_run=dry_run)
-        doc["removed_dangling_delete_files"] = dangling.removed_delete_files
-        if dangling.removed_delete_files and not dry_run:
+        found = t.refresh().remove_dangling_deletes(branch=branch, dry_run=dry_run)
+        dangling = found.removed_delete_files
+        if dry_run and plan.data_files:
+            # which files compaction leaves dangling is known only once it has run
+            doc["dangling_delete_files_now"] = dangling
+            dangling = None
+        doc["removed_dangling_delete_files"] = dangling
+        if dangling and not dry_run:
             doc["snapshot_id"] = _head(t, branch)
     if as_json:
         state.out.json(doc)
@@ -241,7 +251,7 @@ def compact(
         if dangling is None:
             state.out.console.print(f"[bold]{esc(t.name)}[/]: nothing to compact")
         else:
-            _dangling_line(state, t.name, dangling.removed_delete_files, dry_run)
+            _dangling_line(state, t.name, dangling, dry_run)
         return
     verb = "would rewrite" if dry_run else "rewrote"
     rows: list[tuple[str, Any]] = [
@@ -257,7 +267,13 @@ def compact(
     files = plural(doc["rewritten_data_files"], "data file")
     _summary(state, f"[bold]{esc(t.name)}[/]: {verb} {files}", rows)
     if dangling is not None:
-        _dangling_line(state, t.name, dangling.removed_delete_files, dry_run)
+        _dangling_line(state, t.name, dangling, dry_run)
+    elif remove_dangling_deletes:
+        now = plural(doc["dangling_delete_files_now"], "dangling delete file")
+        state.out.console.print(
+            f"[bold]{esc(t.name)}[/]: dangling delete files are found after compaction: "
+            f"unknown in a dry run ({now} before it)"
+        )
 
 
 def _dangling_line(state: State, name: str, removed: int, dry_run: bool) -> None:

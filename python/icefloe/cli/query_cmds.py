@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import decimal
 import io
 import sys
 import uuid
@@ -46,6 +47,8 @@ def _cell(value: Any) -> str:
         return value.hex()
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")  # plain notation: 0.0000000000, not 0E-10
     return str(value)
 
 
@@ -105,7 +108,11 @@ def _write_table(
                 break
         console = state.out.console if out is sys.stdout else state.out.file_console(out)
         console.print(t)
-    note = f"{rows} rows" + (f" (first {max_rows} drawn; use --max-rows)" if more else "")
+    note = (
+        f"first {rows} drawn; the scan has more rows (raise --max-rows, or use another --format)"
+        if more
+        else f"{rows} rows"
+    )
     state.out.err.print(f"[dim]{note}[/]")
     return rows
 
@@ -151,6 +158,9 @@ def _csv_column(values: pa.Array) -> pa.Array:
         return _hex(values)
     if pa.types.is_string_view(t):
         return values.cast(pa.string())
+    if pa.types.is_decimal(t):  # plain notation (Arrow's cast writes 0E-10)
+        text = [None if v is None else format(v, "f") for v in values.to_pylist()]
+        return pa.array(text, pa.string())
     return values
 
 
@@ -240,6 +250,8 @@ def _format_options(fn: Any) -> Any:
 
 def _as_of(text: str) -> int:
     if text.strip().isdigit():
+        if int(text) > 2**63 - 1:
+            raise ValidationError(f"--as-of out of range: {text.strip()} (epoch milliseconds)")
         return int(text)
     return parse_age(text)
 
@@ -287,7 +299,28 @@ def scan(
         limit=limit,
         **kwargs,
     ).to_batches()
-    write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
+    schema, batches = _in_order(reader.schema, iter(reader), kwargs.get("selected_fields", ()))
+    write_batches(state, schema, batches, fmt, output, max_rows)
+
+
+def _in_order(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch], selected: tuple[str, ...]
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The columns in the order ``--select`` names them (a nested field by its top-level
+    column), any others after them; the scan returns them in schema order."""
+    names = schema.names
+    order: list[int] = []
+    for name in selected:
+        top = name if name in names else name.split(".", 1)[0]
+        if top in names and names.index(top) not in order:
+            order.append(names.index(top))
+    order += [i for i in range(len(names)) if i not in order]
+    if order == list(range(len(names))):
+        return schema, batches
+    out = pa.schema([schema.field(i) for i in order], metadata=schema.metadata)
+    return out, (
+        pa.RecordBatch.from_arrays([b.column(i) for i in order], schema=out) for b in batches
+    )
 
 
 def _name_parts(text: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ JSON output is strict: NaN and infinities are the strings ``"NaN"``, ``"Infinity
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import io
 import json
 import math
@@ -30,6 +31,7 @@ __all__ = [
     "OP_COLORS",
     "Output",
     "bar",
+    "deletes_text",
     "dumps",
     "esc",
     "human_size",
@@ -54,6 +56,7 @@ _EIGHTHS = " ▏▎▍▌▋▊▉█"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NAMED_CONTROLS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_INT64_MAX = 2**63 - 1
 
 
 class Output:
@@ -196,6 +199,8 @@ class _Trimmed(io.TextIOBase):
 
 
 def _json_default(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")  # plain notation: 0.0000000000, not 0E-10
     if isinstance(value, dt.datetime):
         return value.isoformat()
     if isinstance(value, dt.date | dt.time):
@@ -246,9 +251,12 @@ def parse_size(text: str) -> int:
         value = float(number)
     except ValueError:
         raise ValidationError(f"not a size: {text!r} (try 128MiB or 134217728)") from None
-    if unit not in units or value <= 0:
+    if unit not in units or not math.isfinite(value) or value <= 0:
         raise ValidationError(f"not a size: {text!r} (try 128MiB or 134217728)")
-    return int(value * units[unit])
+    size = int(value * units[unit])
+    if size < 1 or size > _INT64_MAX:
+        raise ValidationError(f"size out of range: {text!r} (from 1 byte to 8 EiB)")
+    return size
 
 
 def ts(ms: int | None) -> str:
@@ -280,6 +288,15 @@ def bar(value: float, maximum: float, width: int, style: str = "") -> Text:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 branch``, ``2 branches``: a count with its noun."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def deletes_text(rows: int, keys: int, key_files: int) -> str:
+    """``N deleted rows`` (position deletes and DVs) and, apart, ``N equality-delete keys in M
+    files``: an equality delete holds keys, and how many rows they match is not known."""
+    parts = [plural(rows, "deleted row")] if rows or not key_files else []
+    if key_files:
+        parts.append(f"{plural(keys, 'equality-delete key')} in {plural(key_files, 'file')}")
+    return ", ".join(parts)
 
 
 def pct(part: float, whole: float) -> str:

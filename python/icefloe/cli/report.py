@@ -13,7 +13,7 @@ from typing import Any
 
 from icefloe.cli.analysis import file_stats, partition_stats, timeline
 from icefloe.cli.health import Check, run_checks
-from icefloe.cli.render import human_size, pct, ts
+from icefloe.cli.render import deletes_text, human_size, pct, ts
 from icefloe.cli.report_svg import OP_HEX, heatmap_svg, histogram_svg, timeline_svg
 
 __all__ = ["render_report"]
@@ -121,6 +121,9 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
     files = file_stats(table)
     parts = partition_stats(table)
     checks = run_checks(table, prog, orphans=orphans)
+    deletes = deletes_text(
+        files.delete_records, files.equality_delete_keys, files.equality_delete_files
+    )
     legend = "".join(
         f"<span><i style='background:{color}'></i>{op}</span>" for op, color in OP_HEX.items()
     )
@@ -173,7 +176,7 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         f"<p>{files.data_files} data files, {human_size(files.total_data_size)}; "
         f"<b>{files.small_files}</b> ({pct(files.small_files, files.data_files)}) are small "
         f"(under {human_size(files.small_threshold)}). {files.delete_files} delete files "
-        f"hold {files.delete_records:,} deleted rows.</p>",
+        f"hold {deletes}.</p>",
         histogram_svg(files),
         "</section>",
         f"<section><h2>Partitions</h2>{skew}{heatmap_svg(parts)}</section>",

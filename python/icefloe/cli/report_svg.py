@@ -10,7 +10,7 @@ from collections.abc import Callable
 from html import escape
 
 from icefloe.cli.analysis import FileStats, PartitionStats, Timeline, axis_positions
-from icefloe.cli.render import human_size, ts
+from icefloe.cli.render import human_size, plural, ts
 
 __all__ = ["OP_HEX", "heatmap_svg", "histogram_svg", "timeline_svg"]
 
@@ -97,6 +97,8 @@ def timeline_svg(tl: Timeline) -> str:
             f"{p.snapshot_id} · {p.operation} · {ts(p.timestamp_ms)} UTC · "
             f"+{p.added_records:,} / -{p.deleted_records:,} rows · {human_size(p.total_size)}"
         )
+        if p.equality_delete_keys:
+            title += f" · {plural(p.equality_delete_keys, 'equality-delete key')}"
         body.append(
             f'<circle data-mark="snapshot" data-op="{escape(p.operation)}" cx="{x:.1f}" '
             f'cy="{y:.1f}" r="{radius:.1f}" fill="{color}"><title>{escape(title)}</title></circle>'
@@ -207,8 +209,14 @@ def heatmap_svg(stats: PartitionStats, max_cells: int = 400) -> str:
         hot = stats.skewed and i == 0
         title = (
             f"{r.label}: {r.records:,} rows in {r.files} files, {human_size(r.size)}, "
-            f"{r.delete_records:,} deleted rows in {r.delete_files} delete files"
+            f"{r.delete_records:,} deleted rows in "
+            f"{r.delete_files - r.equality_delete_files} delete files"
         )
+        if r.equality_delete_files:
+            title += (
+                f", {r.equality_delete_keys:,} equality-delete keys in "
+                f"{r.equality_delete_files} equality delete files"
+            )
         body.append(
             f'<rect data-mark="partition" x="{x + 2}" y="{y + 2}" width="{cell_w - 4}" '
             f'height="{cell_h - 4}" rx="4" fill="{fill}"'

@@ -312,8 +312,9 @@ def properties_get(state: State, table: str, key: str | None, as_json: bool) -> 
 @click.argument("pairs", nargs=-1, required=True, metavar="KEY VALUE... | KEY=VALUE...")
 @pass_state
 def properties_set(state: State, table: str, pairs: tuple[str, ...]) -> None:
-    """Set properties of TABLE in one commit: ``KEY VALUE ...`` or ``KEY=VALUE ...``."""
-    if not any("=" in p for p in pairs):
+    """Set properties of TABLE in one commit: ``KEY VALUE ...`` or ``KEY=VALUE ...`` (a
+    value of the first form may hold ``=``)."""
+    if not all("=" in p for p in pairs) and not any("=" in k for k in pairs[::2]):
         if len(pairs) % 2:
             raise ValidationError(f"property {pairs[-1]!r} has no value (KEY VALUE or KEY=VALUE)")
         updates = dict(zip(pairs[::2], pairs[1::2], strict=True))

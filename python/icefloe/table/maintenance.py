@@ -284,7 +284,8 @@ def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
 class RewritePlan:
     """What :func:`rewrite_data_files` would rewrite now (see :func:`plan_rewrite_data_files`):
     groups of files (each written as at least one new file), input files, their bytes and the
-    delete files that apply to them."""
+    delete files the rewrite drops (those naming one rewritten file: DVs and file-scoped
+    position deletes; not the dangling ones a removal of dangling deletes would find after)."""
 
     groups: int
     data_files: int
@@ -341,6 +342,18 @@ def _rewrite_groups(
     return target, todo
 
 
+def _applied_deletes(tasks: list[FileScanTask]) -> set[tuple[str, int | None]]:
+    """``(path, offset)`` of the delete files a rewrite of ``tasks`` drops: those naming one
+    rewritten data file (deletion vectors, file-scoped position deletes). Partition-scoped and
+    equality delete files may still apply elsewhere and stay."""
+    return {
+        (d.file_path, d.content_offset)
+        for t in tasks
+        for d in t.delete_files
+        if d.referenced_data_file == t.data_file.file_path
+    }
+
+
 def plan_rewrite_data_files(
     tx: Transaction,
     *,
@@ -353,12 +366,11 @@ def plan_rewrite_data_files(
     or writing data (``tx`` is only planned against, never committed)."""
     target, todo = _rewrite_groups(tx, target_file_size, min_input_files, row_filter, branch)
     tasks = [t for _, g in todo for t in g]
-    deletes = {(d.file_path, d.content_offset) for t in tasks for d in t.delete_files}
     return RewritePlan(
         groups=len(todo),
         data_files=len(tasks),
         data_bytes=sum(t.data_file.file_size_in_bytes for t in tasks),
-        delete_files=len(deletes),
+        delete_files=len(_applied_deletes(tasks)),
         target_file_size=target,
     )
 
@@ -427,10 +439,7 @@ def rewrite_data_files(
                     )
                     bar.advance()
                 delta.removed.extend(group)
-                for t in group:
-                    for d in t.delete_files:
-                        if d.referenced_data_file == t.data_file.file_path:
-                            removed_deletes.add((d.file_path, d.content_offset))
+                removed_deletes |= _applied_deletes(group)
                 if batches:
                     delta.added_data.extend(
                         write_rows(

@@ -1,0 +1,321 @@
+"""Regressions of the command line: deleted-row counts (rewritten DVs, equality-delete keys),
+the compaction dry run against the real run, ``scan --select`` column order, decimals in plain
+notation, YAML values of catalog properties, out-of-range sizes and ages."""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog import load_catalog
+from icefloe.catalog.config import catalog_properties
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.cli.maintenance_cmds import parse_age
+from icefloe.cli.render import parse_size
+from icefloe.exceptions import ValidationError
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.transforms import parse_transform
+from icefloe.types import DecimalType, LongType, NestedField, StringType
+from support.cli import run
+from support.cli_tables import CliWorld
+
+CATALOG = "fixes"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[CliWorld]:
+    config = tmp_path / "icefloe.yaml"
+    config.write_text(f"default-catalog: {CATALOG}\ncatalog:\n  {CATALOG}:\n    type: sql\n")
+    env = {
+        f"ICEFLOE_CATALOG__{CATALOG.upper()}__URI": f"sqlite:///{tmp_path / 'c.db'}",
+        f"ICEFLOE_CATALOG__{CATALOG.upper()}__WAREHOUSE": (tmp_path / "wh").as_uri(),
+        "ICEFLOE_CONFIG": str(config),
+    }
+    yield CliWorld(tmp_path, env)
+
+
+def _catalog(world: CliWorld) -> SqlCatalog:
+    key = f"ICEFLOE_CATALOG__{CATALOG.upper()}__"
+    cat = SqlCatalog(CATALOG, uri=world.env[key + "URI"], warehouse=world.env[key + "WAREHOUSE"])
+    if not cat.namespace_exists("db"):
+        cat.create_namespace("db")
+    return cat
+
+
+def _ids(n: int) -> pa.Array:
+    return pa.array(range(n), pa.int64())
+
+
+# --- deleted rows: rewritten deletion vectors and equality-delete keys ---------------------------
+
+
+def test_snapshots_count_a_rewritten_dv_once(world: CliWorld) -> None:
+    t = _catalog(world).create_table(
+        "db.dv",
+        Schema(NestedField(1, "id", LongType(), required=True)),
+        format_version=3,
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    t.append(pa.table({"id": _ids(100)}))
+    for k in range(1, 4):  # each delete rewrites the file's DV with the old positions
+        t.delete(f"id < {10 * k}")
+    doc = run(world, "snapshots", "db.dv", "--json").json()
+    assert [p["deleted_records"] for p in doc["snapshots"]] == [0, 10, 10, 10]
+    assert all(p["equality_delete_keys"] == 0 for p in doc["snapshots"])
+    text = run(world, "snapshots", "db.dv").stdout
+    assert "eq keys" not in text
+    rows = [line.split() for line in text.splitlines() if " delete " in line]
+    assert [r[r.index("0") + 1] for r in rows] == ["10", "10", "10"]  # the -rows column
+
+
+def _eq_table(world: CliWorld) -> object:
+    t = _catalog(world).create_table(
+        "db.eq",
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType())),
+        format_version=2,
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    t.append(pa.table({"id": _ids(100), "s": [str(i) for i in range(100)]}))
+    # 50 keys, of which two match rows (ids 0 and 1)
+    keys = pa.array([0, 1, *range(1000, 1048)], pa.int64())
+    t.delete_by_keys(pa.table({"id": keys}), ["id"])
+    return t
+
+
+def test_equality_delete_keys_are_not_rows(world: CliWorld) -> None:
+    _eq_table(world)
+    snaps = run(world, "snapshots", "db.eq", "--json").json()["snapshots"]
+    assert [(p["deleted_records"], p["equality_delete_keys"]) for p in snaps] == [(0, 0), (0, 50)]
+    assert "eq keys" in run(world, "snapshots", "db.eq").stdout
+
+    files = run(world, "files", "db.eq", "--json").json()
+    assert (files["delete_files"], files["delete_records"]) == (1, 0)
+    assert (files["equality_delete_files"], files["equality_delete_keys"]) == (1, 50)
+    head = run(world, "files", "db.eq").stdout.splitlines()[1]
+    assert "1 delete file (50 equality-delete keys in 1 file)" in head
+    assert "deleted row" not in head
+
+    health = run(world, "health", "db.eq", "--json").json()
+    debt = next(c for c in health["checks"] if c["name"] == "delete debt")
+    assert debt["verdict"] == "info"  # 50 keys over 100 rows is not a 50% debt
+    assert debt["value"] == "50 equality-delete keys in 1 equality delete file"
+    assert (debt["measured"]["deleted_rows"], debt["measured"]["ratio"]) == (0, 0.0)
+    assert debt["measured"]["equality_delete_keys"] == 50
+
+
+def test_partitions_keep_equality_keys_apart(world: CliWorld) -> None:
+    t = _catalog(world).create_table(
+        "db.peq",
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "p", StringType())),
+        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "p")),
+        format_version=2,
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    t.append(pa.table({"id": _ids(20), "p": ["a", "b"] * 10}))
+    t.delete_by_keys(pa.table({"id": pa.array([0, 100, 101], pa.int64())}), ["id"])
+    t.delete("id = 5")
+    doc = run(world, "partitions", "db.peq", "--json").json()
+    by_label = {p["label"]: p for p in doc["partitions"]}
+    counts = {
+        label: (p["delete_records"], p["equality_delete_keys"], p["equality_delete_files"])
+        for label, p in by_label.items()
+    }
+    # the equality delete file went to a (key 0), the position delete to b (id 5)
+    assert counts == {"p=a": (0, 3, 1), "p=b": (1, 0, 0)}
+    lines = run(world, "partitions", "db.peq").stdout.splitlines()
+    assert next(line for line in lines if line.startswith("p=a")).endswith(" 3 keys in 1")
+    assert next(line for line in lines if line.startswith("p=b")).endswith(" 1 in 1")
+    html = world.root / "r.html"
+    assert run(world, "report", "db.peq", "--output", str(html)).exit_code == 0
+    assert "3 equality-delete keys" in html.read_text()
+
+
+# --- compaction: the dry run announces what the real run does ------------------------------------
+
+
+def _compact_table(world: CliWorld) -> None:
+    t = _catalog(world).create_table(
+        "db.c",
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "p", StringType())),
+        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "p")),
+        format_version=2,
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    for _ in range(2):
+        t.append(pa.table({"id": _ids(20), "p": ["a", "b"] * 10}))
+    t.delete_by_keys(pa.table({"id": pa.array([0, 1], pa.int64())}), ["id"])  # equality
+    t.delete("id = 5")  # position deletes naming their data files
+
+
+def test_compact_dry_run_counts_the_delete_files_the_real_run_removes(world: CliWorld) -> None:
+    _compact_table(world)
+    keys = ("groups", "rewritten_data_files", "removed_delete_files")
+    dry = run(world, "compact", "db.c", "--dry-run", "--json").json()
+    real = run(world, "compact", "db.c", "--json").json()
+    assert {k: dry[k] for k in keys} == {k: real[k] for k in keys}
+    assert real["removed_delete_files"] == 2  # the equality deletes stay
+    left = run(world, "files", "db.c", "--json").json()
+    assert (left["delete_files"], left["equality_delete_files"]) == (2, 2)
+
+
+def test_compact_dry_run_does_not_guess_dangling_deletes(world: CliWorld) -> None:
+    _compact_table(world)
+    dry = run(world, "compact", "db.c", "--dry-run", "--remove-dangling-deletes", "--json").json()
+    assert dry["removed_dangling_delete_files"] is None  # known only after compaction
+    assert dry["dangling_delete_files_now"] == 0
+    text = run(world, "compact", "db.c", "--dry-run", "--remove-dangling-deletes").stdout
+    assert "unknown in a dry run" in text
+    real = run(world, "compact", "db.c", "--remove-dangling-deletes", "--json").json()
+    assert real["removed_dangling_delete_files"] == 2
+    # nothing left to compact: the dry run's count is exact again
+    again = run(world, "compact", "db.c", "--dry-run", "--remove-dangling-deletes", "--json")
+    assert again.json()["removed_dangling_delete_files"] == 0
+
+
+# --- scan: column order and decimals -------------------------------------------------------------
+
+
+def test_scan_writes_columns_in_the_selected_order(world: CliWorld) -> None:
+    t = _catalog(world).create_table(
+        "db.o", Schema(NestedField(1, "id", LongType()), NestedField(2, "amount", LongType()))
+    )
+    t.append(pa.table({"id": _ids(2), "amount": pa.array([100, 200], pa.int64())}))
+    csv = run(world, "scan", "db.o", "--select", "amount,id", "--format", "csv").stdout
+    assert csv.splitlines() == ['"amount","id"', "100,0", "200,1"]
+    lines = run(world, "scan", "db.o", "--select", "amount, id", "--json").stdout.splitlines()
+    assert lines[0] == '{"amount": 100, "id": 0}'
+    table = run(world, "scan", "db.o", "--select", "amount,id").stdout
+    assert table.splitlines()[0].split() == ["amount", "id"]
+    out = world.root / "o.parquet"
+    run(world, "scan", "db.o", "--select", "amount,id", "--format", "parquet", "-o", str(out))
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(out).names == ["amount", "id"]
+
+
+def test_scan_says_when_rows_are_left_undrawn(world: CliWorld) -> None:
+    t = _catalog(world).create_table("db.m", Schema(NestedField(1, "id", LongType())))
+    t.append(pa.table({"id": _ids(10)}))
+    r = run(world, "scan", "db.m", "--max-rows", "3")
+    assert r.stderr.strip() == (
+        "first 3 drawn; the scan has more rows (raise --max-rows, or use another --format)"
+    )
+    assert run(world, "scan", "db.m", "--max-rows", "10").stderr.strip() == "10 rows"
+
+
+def test_decimals_in_plain_notation(world: CliWorld) -> None:
+    t = _catalog(world).create_table(
+        "db.money",
+        Schema(NestedField(1, "id", LongType()), NestedField(2, "amount", DecimalType(38, 10))),
+    )
+    vals = ["0.0000000000", "0.0000001000", "-0.0000000001", "12.5000000000"]
+    t.append(
+        pa.table(
+            {
+                "id": _ids(4),
+                "amount": pa.array([decimal.Decimal(v) for v in vals], pa.decimal128(38, 10)),
+            }
+        )
+    )
+    lines = run(world, "scan", "db.money", "--json").stdout.splitlines()
+    assert [line.split('"amount": ')[1].rstrip("}") for line in lines] == [f'"{v}"' for v in vals]
+    csv = run(world, "scan", "db.money", "--format", "csv").stdout.splitlines()
+    assert [line.split(",")[1].strip('"') for line in csv[1:]] == vals
+    table = run(world, "scan", "db.money").stdout
+    for v in vals:
+        assert v in table
+    assert "E-" not in table
+
+
+# --- catalog properties from YAML ----------------------------------------------------------------
+
+
+def _config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    config = tmp_path / "icefloe.yaml"
+    config.write_text(body)
+    monkeypatch.setenv("ICEFLOE_CONFIG", str(config))
+    for key in list(__import__("os").environ):
+        if key.startswith("ICEFLOE_CATALOG__"):
+            monkeypatch.delenv(key)
+
+
+def test_yaml_null_is_absent_and_booleans_lowercase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _config(
+        tmp_path,
+        monkeypatch,
+        f"catalog:\n  c:\n    type: sql\n    uri: sqlite:///{tmp_path}/c.db\n"
+        "    warehouse: ~\n    flag: true\n    other: no\n    n: 5\n",
+    )
+    _, props, _ = catalog_properties("c", {})
+    assert "warehouse" not in props
+    assert (props["flag"], props["other"], props["n"]) == ("true", "false", "5")
+    cat = load_catalog("c")
+    cat.create_namespace("n")
+    with pytest.raises(ValidationError, match="no location"):
+        cat.create_table("n.t", Schema(NestedField(1, "a", LongType())))
+    assert not (tmp_path / "None").exists()
+
+
+@pytest.mark.parametrize("value", ["{a: 1}", "[1, 2]"])
+def test_yaml_nested_values_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    _config(tmp_path, monkeypatch, f"catalog:\n  c:\n    type: sql\n    s3.opts: {value}\n")
+    with pytest.raises(ValidationError, match=r"s3\.opts"):
+        catalog_properties("c", {})
+
+
+# --- out-of-range sizes and ages -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["inf", "nan", "-inf", "1e400", "1e19", "9999999999TiB"])
+def test_sizes_out_of_range_are_bad_input(text: str) -> None:
+    with pytest.raises(ValidationError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999w", "9" * 400 + "d", "100000w"])
+def test_ages_out_of_range_are_bad_input(text: str) -> None:
+    with pytest.raises(ValidationError):
+        parse_age(text, 1_800_000_000_000)
+
+
+def test_out_of_range_values_exit_2(world: CliWorld) -> None:
+    _catalog(world).create_table("db.x", Schema(NestedField(1, "id", LongType())))
+    for args in (
+        ("compact", "db.x", "--dry-run", "--target-file-size", "inf"),
+        ("compact", "db.x", "--dry-run", "--target-file-size", "1e400"),
+        ("rewrite-manifests", "db.x", "--dry-run", "--target-manifest-size", "nan"),
+        ("orphans", "db.x", "--dry-run", "--older-than", "99999999999999999999w"),
+        ("scan", "db.x", "--as-of", "99999999999999999999999"),
+    ):
+        r = run(world, *args)
+        assert r.exit_code == 2, (args, r.stderr)
+        assert r.stderr.startswith("error: "), r.stderr
+
+
+# --- smaller ones -------------------------------------------------------------------------------
+
+
+def test_properties_set_key_value_with_an_equals_sign(world: CliWorld) -> None:
+    _catalog(world).create_table("db.p", Schema(NestedField(1, "id", LongType())))
+    r = run(world, "properties", "set", "db.p", "comment", "a=b")
+    assert r.exit_code == 0, r.stderr
+    assert _catalog(world).load_table("db.p").properties["comment"] == "a=b"
+    assert run(world, "properties", "set", "db.p", "x=1", "y=2").exit_code == 0
+    assert _catalog(world).load_table("db.p").properties["y"] == "2"
+
+
+@pytest.mark.parametrize("name", ["", "a..b", "a."])
+def test_an_empty_namespace_name_is_bad_input(world: CliWorld, name: str) -> None:
+    _catalog(world)
+    r = run(world, "create", "namespace", name)
+    assert r.exit_code == 2, r.stderr
