@@ -89,7 +89,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
     parser = argparse.ArgumentParser(
         prog=prog, description="Serve a catalog over Iceberg's REST catalog protocol."
     )
-    parser.add_argument("--catalog", help="catalog name from ~/.icefloe.yaml (default: default)")
+    parser.add_argument(
+        "--catalog",
+        help="catalog name from ~/.icefloe.yaml (default: its default-catalog, else 'default')",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8181)
     parser.add_argument("--prefix", default="", help="path prefix advertised in /v1/config")
