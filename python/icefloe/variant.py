@@ -24,6 +24,11 @@ Python to variant: ``None`` -> variant null (a null *row* at the top level of
 to int64 all as ``int``, float as ``float``); nanosecond timestamps with a non-zero sub-microsecond
 part have no exact ``datetime`` and raise: read them with :func:`to_json`.
 
+Values may be nested to any depth (the Variant encoding sets no limit): validation, decoding
+(:func:`to_python`, :func:`to_pylist`, :func:`to_json`) and JSON parsing do not recurse. Python
+values given to :func:`from_python`/:func:`from_pylist` may nest up to 500 levels; deeper (or
+self-referencing) values raise :class:`~icefloe.exceptions.ValidationError`.
+
 Malformed bytes raise :class:`~icefloe.exceptions.ValidationError`; shredded columns (with a
 ``typed_value`` field, as Spark or DuckDB may write them) are merged back into ``value`` first.
 """

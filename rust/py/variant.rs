@@ -4,15 +4,16 @@
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::{make_array, Array, ArrayRef, StructArray};
 use arrow_data::ArrayData;
 use arrow_pyarrow::PyArrowType;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 use parquet_variant::{
     ObjectFieldBuilder, Uuid, Variant, VariantBuilderExt, VariantDecimal16, VariantDecimal4,
-    VariantDecimal8,
+    VariantDecimal8, VariantMetadata,
 };
-use parquet_variant_compute::{VariantArray, VariantArrayBuilder};
+use parquet_variant_compute::VariantArrayBuilder;
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
@@ -21,10 +22,13 @@ use pyo3::types::{
 use super::guard;
 use super::transforms::import_array;
 use crate::variant;
+use crate::variant::walk::{walk, Malformed, Visitor};
 use crate::Error;
 
-/// Nesting deeper than this is refused (it also stops self-referencing containers).
-const MAX_DEPTH: usize = 256;
+/// Python values nested deeper than this are refused (it also stops self-referencing
+/// containers): encoding them recurses once per level, so the limit keeps the stack used well
+/// under a small thread stack. Decoding (`variant_to_python`) and the JSON paths have no limit.
+const MAX_DEPTH: usize = 500;
 
 type PyArray = PyArrowType<ArrayData>;
 
@@ -196,6 +200,49 @@ fn append<B: VariantBuilderExt>(
             "value nested deeper than {MAX_DEPTH} levels (or containing itself)"
         )));
     }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut o = b.try_new_object().map_err(|e| bad(e.to_string()))?;
+        for (k, v) in d.iter() {
+            let Ok(key) = k.cast::<PyString>() else {
+                return Err(bad_key(&k));
+            };
+            let key = key.to_str()?;
+            append(
+                &mut ObjectFieldBuilder::new(key, &mut o),
+                &v,
+                cls,
+                depth + 1,
+            )?;
+        }
+        o.finish();
+    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let mut l = b.try_new_list().map_err(|e| bad(e.to_string()))?;
+        for item in obj.try_iter()? {
+            append(&mut l, &item?, cls, depth + 1)?;
+        }
+        l.finish();
+    } else {
+        append_leaf(b, obj, cls)?;
+    }
+    Ok(())
+}
+
+#[cold]
+fn bad_key(k: &Bound<'_, PyAny>) -> PyErr {
+    match k.get_type().name() {
+        Ok(name) => bad(format!("variant object keys must be str, found {name}")),
+        Err(e) => e,
+    }
+}
+
+/// Appends one Python value that is not a dict, list or tuple. Kept out of [`append`], which
+/// recurses once per nesting level, so that each level's stack frame stays small.
+#[inline(never)]
+fn append_leaf<B: VariantBuilderExt>(
+    b: &mut B,
+    obj: &Bound<'_, PyAny>,
+    cls: &Classes<'_>,
+) -> PyResult<()> {
     if obj.is_none() {
         b.append_value(Variant::Null);
     } else if let Ok(v) = obj.cast::<PyBool>() {
@@ -217,30 +264,6 @@ fn append<B: VariantBuilderExt>(
         b.append_value(v.as_bytes());
     } else if let Ok(v) = obj.cast::<PyByteArray>() {
         b.append_value(v.to_vec().as_slice());
-    } else if let Ok(d) = obj.cast::<PyDict>() {
-        let mut o = b.try_new_object().map_err(|e| bad(e.to_string()))?;
-        for (k, v) in d.iter() {
-            let Ok(key) = k.cast::<PyString>() else {
-                return Err(bad(format!(
-                    "variant object keys must be str, found {}",
-                    k.get_type().name()?
-                )));
-            };
-            let key = key.to_str()?;
-            append(
-                &mut ObjectFieldBuilder::new(key, &mut o),
-                &v,
-                cls,
-                depth + 1,
-            )?;
-        }
-        o.finish();
-    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        let mut l = b.try_new_list().map_err(|e| bad(e.to_string()))?;
-        for item in obj.try_iter()? {
-            append(&mut l, &item?, cls, depth + 1)?;
-        }
-        l.finish();
     } else if obj.is_instance(&cls.datetime)? {
         let naive = NaiveDateTime::new(naive_date(obj)?, naive_time(obj)?);
         let offset = obj.call_method0("utcoffset")?;
@@ -390,26 +413,72 @@ fn to_py<'py>(
         Variant::Binary(b) => PyBytes::new(py, b).into_any(),
         Variant::String(s) => PyString::new(py, s).into_any(),
         Variant::ShortString(s) => PyString::new(py, s.as_str()).into_any(),
-        Variant::Object(o) => {
-            let d = PyDict::new(py);
-            for (k, item) in o
-                .iter_try()
-                .map(|r| r.map_err(|e| bad(e.to_string())))
-                .collect::<PyResult<Vec<_>>>()?
-            {
-                d.set_item(k, to_py(py, &item, cls)?)?;
-            }
-            d.into_any()
-        }
-        Variant::List(l) => {
-            let out = PyList::empty(py);
-            for item in l.iter_try() {
-                let item = item.map_err(|e| bad(e.to_string()))?;
-                out.append(to_py(py, &item, cls)?)?;
-            }
-            out.into_any()
+        // `variant::walk::walk` reports objects and arrays as their parts, never as leaves
+        Variant::Object(_) | Variant::List(_) => {
+            return Err(bad(
+                "a variant container reached the leaf decoder".to_string()
+            ))
         }
     })
+}
+
+impl From<Malformed> for PyErr {
+    fn from(e: Malformed) -> Self {
+        bad(format!("malformed variant: {e}"))
+    }
+}
+
+/// Builds the Python value of one variant from a walk of it: containers are created when they
+/// begin and filled as their items arrive, so nesting of any depth needs no recursion.
+struct PyBuilder<'a, 'py> {
+    py: Python<'py>,
+    cls: &'a Classes<'py>,
+    /// The open containers, each with the name of the object field being read.
+    open: Vec<(Bound<'py, PyAny>, Option<Bound<'py, PyString>>)>,
+    root: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> PyBuilder<'_, 'py> {
+    fn place(&mut self, item: Bound<'py, PyAny>) -> PyResult<()> {
+        match self.open.last_mut() {
+            None => self.root = Some(item),
+            Some((container, key)) => match key.take() {
+                Some(k) => container.cast::<PyDict>()?.set_item(k, item)?,
+                None => container.cast::<PyList>()?.append(item)?,
+            },
+        }
+        Ok(())
+    }
+}
+
+impl<'m, 'v> Visitor<'m, 'v> for PyBuilder<'_, '_> {
+    type Err = PyErr;
+    fn leaf(&mut self, value: Variant<'m, 'v>) -> PyResult<()> {
+        let item = to_py(self.py, &value, self.cls)?;
+        self.place(item)
+    }
+    fn begin_array(&mut self, _: usize) -> PyResult<()> {
+        let list = PyList::empty(self.py).into_any();
+        self.place(list.clone())?;
+        self.open.push((list, None));
+        Ok(())
+    }
+    fn begin_object(&mut self, _: usize) -> PyResult<()> {
+        let dict = PyDict::new(self.py).into_any();
+        self.place(dict.clone())?;
+        self.open.push((dict, None));
+        Ok(())
+    }
+    fn key(&mut self, name: &'m str) -> PyResult<()> {
+        if let Some((_, key)) = self.open.last_mut() {
+            *key = Some(PyString::new(self.py, name));
+        }
+        Ok(())
+    }
+    fn end(&mut self) -> PyResult<()> {
+        self.open.pop();
+        Ok(())
+    }
 }
 
 /// Decodes every row of an encoded variant column into Python values (null rows are None;
@@ -420,19 +489,25 @@ fn variant_to_python<'py>(
     array: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let a = import(array)?;
-    let stored: ArrayRef = Arc::new(py.detach(|| guard(|| variant::normalize(&a)))?);
-    let va = guard(|| {
-        VariantArray::try_new(stored.as_ref()).map_err(|e| Error::validation(e.to_string()))
-    })?;
+    let stored = py.detach(|| guard(|| variant::normalize(&a)))?;
+    let metadata = stored.column(0).as_binary::<i32>();
+    let value = stored.column(1).as_binary::<i32>();
     let cls = Classes::new(py)?;
     let out = PyList::empty(py);
-    for i in 0..va.len() {
-        if va.is_null(i) {
+    for i in 0..stored.len() {
+        if stored.is_null(i) {
             out.append(py.None())?;
-        } else {
-            let v = va.try_value(i).map_err(|e| bad(e.to_string()))?;
-            out.append(to_py(py, &v, &cls)?)?;
+            continue;
         }
+        let meta = VariantMetadata::try_new(metadata.value(i)).map_err(|e| bad(e.to_string()))?;
+        let mut b = PyBuilder {
+            py,
+            cls: &cls,
+            open: Vec::new(),
+            root: None,
+        };
+        walk(&meta, value.value(i), &mut b)?;
+        out.append(b.root.unwrap_or_else(|| py.None().into_bound(py)))?;
     }
     Ok(out)
 }

@@ -6,17 +6,17 @@
 //! array (cast value by value) and already-encoded structs, shredded ones (with `typed_value`)
 //! included, are turned into it, with each row's bytes validated.
 
+mod encode;
 pub mod footer;
+pub mod walk;
 
 use std::sync::Arc;
 
+use arrow_array::builder::{BinaryBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields};
-use parquet_variant::Variant;
-use parquet_variant_compute::{
-    cast_to_variant, json_to_variant, unshred_variant, variant_to_json, VariantArray,
-};
+use parquet_variant_compute::{cast_to_variant, json_to_variant, unshred_variant, VariantArray};
 
 use crate::{Error, Result};
 
@@ -82,13 +82,14 @@ fn stored(array: &VariantArray) -> Result<StructArray> {
     .map_err(arrow_err)
 }
 
-/// Checks that every non-null row holds well-formed variant bytes.
+/// Checks that every non-null row holds well-formed variant bytes, at any nesting depth (the
+/// Variant spec sets no limit; see [`walk`]).
 fn validate(array: &StructArray) -> Result<()> {
     let metadata = array.column(0).as_binary::<i32>();
     let value = array.column(1).as_binary::<i32>();
     for i in 0..array.len() {
         if array.is_valid(i) {
-            Variant::try_new(metadata.value(i), value.value(i))
+            walk::validate(metadata.value(i), value.value(i))
                 .map_err(|e| Error::validation(format!("variant row {i} is malformed: {e}")))?;
         }
     }
@@ -121,10 +122,58 @@ pub fn normalize(input: &ArrayRef) -> Result<StructArray> {
 /// Parses JSON text (string, large string or string view), one document per row; null rows
 /// stay null.
 pub fn from_json(input: &ArrayRef) -> Result<StructArray> {
-    let array = json_to_variant(input)
-        .map_err(|e| Error::validation(format!("invalid JSON for a variant: {e}")))?;
-    stored(&array)
+    match json_to_variant(input) {
+        Ok(array) => stored(&array),
+        // serde_json stops at 128 levels; such documents are valid variants (the spec sets no
+        // depth limit): parse the column without a limit instead.
+        Err(e) if e.to_string().contains("recursion limit exceeded") => deep_from_json(input),
+        Err(e) => Err(Error::validation(format!(
+            "invalid JSON for a variant: {e}"
+        ))),
+    }
 }
+
+/// [`from_json`] for columns holding documents nested deeper than serde_json parses.
+fn deep_from_json(input: &ArrayRef) -> Result<StructArray> {
+    let text: StringArray = match input.data_type() {
+        DataType::Utf8 => input.as_string::<i32>().clone(),
+        DataType::LargeUtf8 => input.as_string::<i64>().iter().collect(),
+        DataType::Utf8View => input.as_string_view().iter().collect(),
+        other => {
+            return Err(Error::validation(format!(
+                "invalid JSON for a variant: expected a string array, found {other}"
+            )))
+        }
+    };
+    let mut metadata = BinaryBuilder::new();
+    let mut value = BinaryBuilder::new();
+    for row in text.iter() {
+        match row {
+            None => {
+                metadata.append_value(EMPTY_METADATA);
+                value.append_null();
+            }
+            Some(doc) => {
+                let (m, v) = encode::json_to_variant(doc)
+                    .map_err(|e| Error::validation(format!("invalid JSON for a variant: {e}")))?;
+                metadata.append_value(m);
+                value.append_value(v);
+            }
+        }
+    }
+    StructArray::try_new(
+        storage_fields(),
+        vec![
+            Arc::new(metadata.finish()) as ArrayRef,
+            Arc::new(value.finish()) as ArrayRef,
+        ],
+        text.nulls().cloned(),
+    )
+    .map_err(arrow_err)
+}
+
+/// Version-1 metadata with an empty dictionary (the metadata of null rows).
+const EMPTY_METADATA: &[u8] = &[0x01, 0x00, 0x00];
 
 /// Casts each value of any Arrow array to a variant (structs become objects, lists arrays,
 /// maps with string keys objects); null rows stay null.
@@ -139,77 +188,69 @@ pub fn from_arrow(input: &ArrayRef) -> Result<StructArray> {
 }
 
 /// The JSON text of every row of an encoded variant column (shredded or not); null rows are
-/// null.
+/// null. Non-finite floats are the strings Jackson writes (`"NaN"`, `"Infinity"`,
+/// `"-Infinity"`): JSON has no such numbers.
 pub fn to_json(input: &ArrayRef) -> Result<StringArray> {
-    let stored: ArrayRef = Arc::new(normalize(input)?);
-    let text = variant_to_json(&stored).map_err(arrow_err)?;
-    if !text.iter().flatten().any(has_non_finite) {
-        return Ok(text);
-    }
-    Ok(text
-        .iter()
-        .map(|v| v.map(quote_non_finite))
-        .collect::<StringArray>())
-}
-
-fn has_non_finite(text: &str) -> bool {
-    text.contains("NaN") || text.contains("inf")
-}
-
-/// `text` with the bare non-finite numbers the JSON writer gives (`NaN`, `inf`, `-inf`) as the
-/// strings Jackson writes (`"NaN"`, `"Infinity"`, `"-Infinity"`): JSON has no such numbers.
-/// Only tokens outside string literals change.
-fn quote_non_finite(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len() + 8);
-    let (mut i, mut last, mut in_string) = (0, 0, false);
-    while i < bytes.len() {
-        let c = bytes[i];
-        if in_string {
-            match c {
-                b'\\' => i += 2,
-                b'"' => {
-                    in_string = false;
-                    i += 1
-                }
-                _ => i += 1,
-            }
+    let stored = normalize(input)?;
+    let metadata = stored.column(0).as_binary::<i32>();
+    let value = stored.column(1).as_binary::<i32>();
+    let mut out = StringBuilder::with_capacity(stored.len(), stored.len() * 64);
+    let mut text = String::new();
+    for i in 0..stored.len() {
+        if stored.is_null(i) {
+            out.append_null();
             continue;
         }
-        let rest = &bytes[i..];
-        let (len, quoted) = if rest.starts_with(b"NaN") {
-            (3, "\"NaN\"")
-        } else if rest.starts_with(b"-inf") {
-            (4, "\"-Infinity\"")
-        } else if rest.starts_with(b"inf") {
-            (3, "\"Infinity\"")
-        } else {
-            in_string = c == b'"';
-            i += 1;
-            continue;
-        };
-        out.push_str(&text[last..i]);
-        out.push_str(quoted);
-        i += len;
-        last = i;
+        text.clear();
+        walk::write_json(metadata.value(i), value.value(i), &mut text)
+            .map_err(|e| Error::validation(format!("variant row {i} is malformed: {e}")))?;
+        out.append_value(&text);
     }
-    out.push_str(&text[last..]);
-    out
+    Ok(out.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::builder::StringBuilder;
+    use parquet_variant::{Variant, VariantBuilder};
+    use parquet_variant_compute::variant_to_json;
+
+    fn one(metadata: &[u8], value: &[u8]) -> ArrayRef {
+        let metadata: ArrayRef = Arc::new(BinaryArray::from_vec(vec![metadata]));
+        let value: ArrayRef = Arc::new(BinaryArray::from_vec(vec![value]));
+        Arc::new(StructArray::try_new(storage_fields(), vec![metadata, value], None).unwrap())
+    }
+
+    /// `depth` arrays (4-byte offsets, one element) around the int8 1.
+    fn nested_arrays(depth: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(depth * 10 + 2);
+        for level in 0..depth {
+            let child = (depth - level - 1) * 10 + 2;
+            v.extend_from_slice(&[0x0f, 0x01, 0, 0, 0, 0]);
+            v.extend_from_slice(&(child as u32).to_le_bytes());
+        }
+        v.extend_from_slice(&[0x0c, 0x01]);
+        v
+    }
 
     #[test]
     fn non_finite_numbers_are_quoted_outside_strings() {
-        let text = r#"{"a":NaN,"b":[inf,-inf,1.5e-7],"NaN inf":"-inf \"NaN\""}"#;
+        let mut b = VariantBuilder::new();
+        let mut o = b.new_object();
+        o.insert("a", f64::NAN);
+        let mut l = o.new_list("b");
+        l.append_value(f64::INFINITY);
+        l.append_value(f32::NEG_INFINITY);
+        l.append_value(1.5e-7);
+        l.finish();
+        o.insert("NaN inf", "-inf \"NaN\"");
+        o.finish();
+        let (m, v) = b.finish();
+        let out = to_json(&one(&m, &v)).unwrap();
         assert_eq!(
-            quote_non_finite(text),
-            r#"{"a":"NaN","b":["Infinity","-Infinity",1.5e-7],"NaN inf":"-inf \"NaN\""}"#
+            out.value(0),
+            r#"{"NaN inf":"-inf \"NaN\"","a":"NaN","b":["Infinity","-Infinity",1.5e-7]}"#
         );
-        assert_eq!(quote_non_finite("\"é\":NaN"), "\"é\":\"NaN\"");
     }
 
     fn json(rows: &[Option<&str>]) -> ArrayRef {
@@ -253,5 +294,164 @@ mod tests {
         let out = to_json(&enc).unwrap();
         assert_eq!(out.value(0), "7");
         assert!(out.is_null(1));
+    }
+
+    #[test]
+    fn deep_values_validate_without_a_depth_limit() {
+        const EMPTY: &[u8] = &[1, 0, 0];
+        for depth in [0, 1, 128, 129, 300, 100_000] {
+            let value = nested_arrays(depth);
+            walk::validate(EMPTY, &value).unwrap();
+            let out = to_json(&one(EMPTY, &value)).unwrap();
+            let expected = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            assert_eq!(out.value(0), expected);
+        }
+        // the crate itself stops at 128 levels
+        assert!(Variant::try_new(EMPTY, &nested_arrays(129)).is_err());
+        // truncated, and with a bad offset, at depth: still malformed
+        let value = nested_arrays(1000);
+        for bad in [&value[..value.len() - 1], &value[..5]] {
+            let err = normalize(&one(EMPTY, bad)).unwrap_err();
+            assert!(err.to_string().contains("malformed"), "{err}");
+        }
+        let mut bad = value.clone();
+        bad[500 * 10 + 6] = 0xff; // an end offset of the array 500 levels down
+        assert!(walk::validate(EMPTY, &bad).is_err());
+    }
+
+    #[test]
+    fn deep_objects_and_bad_field_ids() {
+        // {"k": {"k": ... 1 ...}} 1000 deep: metadata ["k"], objects with 1-byte ids/offsets
+        // while small, then 4-byte offsets
+        let metadata = [0x11u8, 1, 0, 1, b'k'];
+        let mut v = vec![0x0c, 0x01];
+        for _ in 0..1000 {
+            let mut outer = vec![0x02 | (0x03 << 2), 1, 0];
+            outer.extend_from_slice(&0u32.to_le_bytes());
+            outer.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            outer.extend_from_slice(&v);
+            v = outer;
+        }
+        walk::validate(&metadata, &v).unwrap();
+        let mut text = String::new();
+        walk::write_json(&metadata, &v, &mut text).unwrap();
+        assert_eq!(
+            text,
+            format!("{}1{}", "{\"k\":".repeat(1000), "}".repeat(1000))
+        );
+        let mut bad = v.clone();
+        bad[2] = 1; // field id 1: not in the one-name dictionary
+        let err = walk::validate(&metadata, &bad).unwrap_err();
+        assert!(err.0.contains("field id"), "{err}");
+    }
+
+    #[test]
+    fn deep_json_parses_beyond_serde_json_limit() {
+        for depth in [129, 300, 5000] {
+            let doc = format!(
+                "{}{{\"a\":[1,{{\"b\":null}}]}}{}",
+                "[{\"x\":".repeat(depth / 2),
+                "}]".repeat(depth / 2)
+            );
+            let enc: ArrayRef = Arc::new(from_json(&json(&[Some(&doc), None])).unwrap());
+            assert_eq!(enc.null_count(), 1);
+            let out = to_json(&enc).unwrap();
+            assert_eq!(out.value(0), doc);
+            assert!(out.is_null(1));
+        }
+        let deep_bad = format!("{}1{}", "[".repeat(200), "]".repeat(199));
+        let err = from_json(&json(&[Some(&deep_bad)])).unwrap_err();
+        assert!(err.to_string().contains("JSON"), "{err}");
+    }
+
+    #[test]
+    fn deep_json_encoder_agrees_with_the_crate() {
+        let docs = [
+            "null",
+            "true",
+            " [false , -0, 0, 127, -128, 128, 32767, -32769, 2147483648, 9223372036854775807] ",
+            "18446744073709551615",
+            "[1.5, -2.25e-7, 1e300, 0.1, 12345678901234567890123]",
+            r#""short""#,
+            r#""a string longer than sixty-three bytes, so a long string, with é and \u00e9 \n""#,
+            r#"{"b": 1, "a": [], "c": {}, "b": 2, "\ud83d\ude00": "x"}"#,
+            r#"[{"z": {"y": [1, {"x": "deep"}]}, "a": null}, [[[]]], {}]"#,
+        ];
+        for doc in docs {
+            let input = json(&[Some(doc)]);
+            let ours: ArrayRef = Arc::new(deep_from_json(&input).unwrap());
+            let theirs: ArrayRef = Arc::new(from_json(&input).unwrap());
+            normalize(&ours).unwrap();
+            assert_eq!(
+                to_json(&ours).unwrap().value(0),
+                to_json(&theirs).unwrap().value(0),
+                "{doc}"
+            );
+        }
+        for bad in [
+            "",
+            "[1,]",
+            "{\"a\" 1}",
+            "[1] 2",
+            "01",
+            "\"\\",
+            "nul",
+            "{1: 2}",
+            "[\"\u{1}\"]",
+        ] {
+            assert!(deep_from_json(&json(&[Some(bad)])).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn json_text_agrees_with_the_crate_for_every_leaf_type() {
+        use chrono::{NaiveDate, NaiveTime, TimeZone, Utc};
+        use parquet_variant::{VariantDecimal16, VariantDecimal4, VariantDecimal8};
+        let mut b = VariantBuilder::new();
+        let mut l = b.new_list();
+        let date = NaiveDate::from_ymd_opt(2024, 2, 29).unwrap();
+        let ts = date.and_hms_micro_opt(1, 2, 3, 456_789).unwrap();
+        let values: Vec<Variant<'static, 'static>> = vec![
+            Variant::Null,
+            true.into(),
+            false.into(),
+            Variant::Int8(-5),
+            Variant::Int16(300),
+            Variant::Int32(-70_000),
+            Variant::Int64(1 << 40),
+            Variant::Float(1.25),
+            Variant::Float(0.1),
+            Variant::Double(1e-7),
+            Variant::Double(123456789.125),
+            VariantDecimal4::try_new(12345, 2).unwrap().into(),
+            VariantDecimal8::try_new(-1, 10).unwrap().into(),
+            VariantDecimal16::try_new(10i128.pow(30), 3).unwrap().into(),
+            date.into(),
+            Variant::TimestampMicros(Utc.from_utc_datetime(&ts)),
+            Variant::TimestampNanos(Utc.from_utc_datetime(&ts)),
+            Variant::TimestampNtzMicros(ts),
+            Variant::TimestampNtzNanos(ts),
+            Variant::Time(NaiveTime::from_hms_micro_opt(23, 59, 1, 120_000).unwrap()),
+            Variant::Time(NaiveTime::from_hms_opt(0, 0, 0).unwrap()),
+            Variant::Binary(b"\x00\xffab"),
+            Variant::Binary(b"abc"),
+            Variant::Binary(b"abcde"),
+            Variant::Binary(b""),
+            "\"quoted\"\u{1}\u{2028}é".into(),
+            Variant::from(&*"x".repeat(100).leak()),
+            uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef).into(),
+        ];
+        for v in values {
+            l.append_value(v);
+        }
+        let mut o = l.new_object();
+        o.insert("k\"ey", 1i8);
+        o.insert("a", "b");
+        o.finish();
+        l.finish();
+        let (m, v) = b.finish();
+        let input = one(&m, &v);
+        let crate_text = variant_to_json(&input).unwrap();
+        assert_eq!(to_json(&input).unwrap().value(0), crate_text.value(0));
     }
 }
