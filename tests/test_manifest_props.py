@@ -68,8 +68,12 @@ def _maybe(s: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def _case(draw: st.DrawFn) -> tuple[int, list[int], list[dict[str, Any]]]:
+def _case(draw: st.DrawFn) -> tuple[int, int, list[int], list[dict[str, Any]]]:
     version = draw(st.sampled_from([1, 2, 3]))
+    # data manifests hold data files (content 0), delete manifests delete files (1, 2);
+    # v1 has no delete files
+    content = 0 if version == 1 else draw(st.sampled_from([0, 1]))
+    file_content = st.just(0) if content == 0 else st.integers(1, 2)
     kinds = draw(st.lists(st.integers(0, len(PARTITION_TYPES) - 1), max_size=3))
     counts = st.lists(st.tuples(st.integers(1, 50), st.integers(0, 2**40)), max_size=4)
     bounds = st.lists(st.tuples(st.integers(1, 50), st.binary(max_size=9)), max_size=3)
@@ -82,7 +86,7 @@ def _case(draw: st.DrawFn) -> tuple[int, list[int], list[dict[str, Any]]]:
                 "snapshot_id": draw(_maybe(I64)),
                 "sequence_number": draw(_maybe(st.integers(0, 2**40))),
                 "file_sequence_number": draw(_maybe(st.integers(0, 2**40))),
-                "content": draw(st.integers(0, 2)),
+                "content": draw(file_content),
                 "file_path": draw(st.text(min_size=1, max_size=20)),
                 "file_format": draw(st.sampled_from(["PARQUET", "AVRO", "ORC"])),
                 "partition": {
@@ -106,7 +110,7 @@ def _case(draw: st.DrawFn) -> tuple[int, list[int], list[dict[str, Any]]]:
                 "content_size_in_bytes": draw(_maybe(st.integers(0, 2**40))),
             }
         )
-    return version, kinds, rows
+    return version, content, kinds, rows
 
 
 def _expected(version: int, row: dict[str, Any]) -> dict[str, Any]:
@@ -147,9 +151,9 @@ def _canon(row: dict[str, Any]) -> dict[str, Any]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_case(), st.sampled_from(["deflate", "null", "zstandard", "snappy"]))
 def test_random_entries_round_trip(
-    case: tuple[int, list[int], list[dict[str, Any]]], codec: str
+    case: tuple[int, int, list[int], list[dict[str, Any]]], codec: str
 ) -> None:
-    version, kinds, rows = case
+    version, content, kinds, rows = case
     schema_json, spec_json = _spec(kinds)
     empty = pa.RecordBatch.from_pylist([], schema=pa.schema([pa.field("status", pa.int32())]))
     blank, _ = write_manifest(
@@ -169,6 +173,7 @@ def test_random_entries_round_trip(
         spec_json=spec_json,
         spec_id=3,
         path="m",
+        content=content,
         codec=codec,
     )
     back = read_manifest(data)

@@ -210,7 +210,7 @@ def _empty_manifest(version: int) -> bytes:
 def test_v3_fields_survive_fastavro_and_inheritance() -> None:
     batch = _v3_entries()
     data, row = write_manifest(
-        batch,
+        batch.slice(0, 3),
         format_version=3,
         schema_json=SCHEMA,
         spec_json=SPEC,
@@ -218,24 +218,40 @@ def test_v3_fields_survive_fastavro_and_inheritance() -> None:
         path="s3://b/m.avro",
         snapshot_id=42,
     )
+    # the DV goes to a delete manifest (data manifests hold data files only)
+    deletes, _ = write_manifest(
+        batch.slice(3),
+        format_version=3,
+        schema_json=SCHEMA,
+        spec_json=SPEC,
+        spec_id=0,
+        path="s3://b/d.avro",
+        content=1,
+        snapshot_id=42,
+    )
     recs = list(fastavro.reader(io.BytesIO(data)))
     df = [r["data_file"] for r in recs]
-    assert [d["first_row_id"] for d in df] == [None, 7, None, None]
-    assert df[3]["referenced_data_file"] == "s3://b/d0.parquet"
-    assert (df[3]["content_offset"], df[3]["content_size_in_bytes"]) == (4, 40)
-    assert df[3]["content"] == 1
+    assert [d["first_row_id"] for d in df] == [None, 7, None]
+    dv = next(iter(fastavro.reader(io.BytesIO(deletes))))["data_file"]
+    assert dv["referenced_data_file"] == "s3://b/d0.parquet"
+    assert (dv["content_offset"], dv["content_size_in_bytes"]) == (4, 40)
+    assert dv["content"] == 1
+    assert fastavro.reader(io.BytesIO(deletes)).metadata["content"] == "deletes"
     reader = fastavro.reader(io.BytesIO(data))
     assert reader.metadata["format-version"] == "3"
     assert reader.metadata["content"] == "data"
     assert reader.writer_schema["name"] == "manifest_entry"  # type: ignore[index]
     back = read_manifest(data, snapshot_id=42, sequence_number=9, first_row_id=100)
     got = back.to_pylist()
-    # first_row_id: 100, then the file with its own 7, then 100 + 10 = 110; deletes get none.
-    assert [g["first_row_id"] for g in got] == [100, 7, 110, None]
+    # first_row_id: 100, then the file with its own 7, then 100 + 10 = 110.
+    assert [g["first_row_id"] for g in got] == [100, 7, 110]
     assert all(g["snapshot_id"] == 42 and g["sequence_number"] == 9 for g in got)
-    assert got[3]["content_size_in_bytes"] == 40
+    # delete files get no row ids, even when given a first row id
+    dv_back = read_manifest(deletes, snapshot_id=42, sequence_number=9, first_row_id=100)
+    assert dv_back.to_pylist()[0]["first_row_id"] is None
+    assert dv_back.to_pylist()[0]["content_size_in_bytes"] == 40
     r = row.to_pylist()[0]
-    assert r["added_files_count"] == 4 and r["added_rows_count"] == 10 + 11 + 12 + 2
+    assert r["added_files_count"] == 3 and r["added_rows_count"] == 10 + 11 + 12
     assert r["partitions"][0] == {
         "contains_null": False,
         "contains_nan": False,
@@ -247,7 +263,7 @@ def test_v3_fields_survive_fastavro_and_inheritance() -> None:
     lst, next_id = write_manifest_list(
         row, format_version=3, snapshot_id=42, sequence_number=9, first_row_id=1000
     )
-    assert next_id == 1000 + 35
+    assert next_id == 1000 + 33
     rec = next(iter(fastavro.reader(io.BytesIO(lst))))
     assert rec["first_row_id"] == 1000 and rec["sequence_number"] == 9
     assert fastavro.reader(io.BytesIO(lst)).metadata["first-row-id"] == "1000"

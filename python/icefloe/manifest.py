@@ -123,16 +123,25 @@ def read_manifests(
     threads: int | None = None,
     columns: Sequence[str] | None = None,
     stats_ids: Sequence[int] | None = None,
+    names: Sequence[str] | None = None,
 ) -> list[pa.RecordBatch]:
     """Decodes many manifests in parallel (GIL released), one batch each, in order.
 
     ``manifests`` gives the ``manifest_file`` entries to inherit from, one per manifest.
     ``threads`` bounds the worker threads (default: one per core). ``columns`` and
-    ``stats_ids`` project as in :func:`read_manifest`.
+    ``stats_ids`` project as in :func:`read_manifest`. ``names`` (one per manifest, e.g. the
+    paths; default: the ``manifest_path`` of ``manifests``, else ``<manifest N>``) name the
+    files in error messages.
     """
+    if names is not None and len(names) != len(data):
+        raise ValueError(f"{len(names)} names for {len(data)} manifests")
     if manifests is None:
         return _native.read_manifests(
-            list(data), threads=threads, columns=columns, stats_ids=stats_ids
+            list(data),
+            names=None if names is None else list(names),
+            threads=threads,
+            columns=columns,
+            stats_ids=stats_ids,
         )
     if len(manifests) != len(data):
         raise ValueError(f"{len(manifests)} manifest_file entries for {len(data)} manifests")
@@ -141,7 +150,7 @@ def read_manifests(
         snapshot_ids=[m.added_snapshot_id for m in manifests],
         sequence_numbers=[m.sequence_number for m in manifests],
         first_row_ids=[m.first_row_id for m in manifests],
-        names=[m.manifest_path for m in manifests],
+        names=[m.manifest_path for m in manifests] if names is None else list(names),
         threads=threads,
         columns=columns,
         stats_ids=stats_ids,

@@ -19,4 +19,6 @@ pub mod write;
 pub use write::{write_manifest, write_manifest_list, ListOptions, ManifestOptions};
 
 #[cfg(test)]
+mod enum_tests;
+#[cfg(test)]
 mod oracle_tests;

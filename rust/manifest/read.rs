@@ -115,6 +115,94 @@ fn fill_i32(col: &Int32Array, value: i32) -> ArrayRef {
     )
 }
 
+/// The `data_file.content` values a manifest may hold, from its `content` metadata: `data`
+/// manifests only data files (0), `deletes` manifests only delete files (1 position, 2
+/// equality); without the key (v1) or with another value (readers such as Java's ignore the
+/// key) any of the three.
+fn content_range(c: &Container<'_>) -> Result<(i32, i32)> {
+    Ok(match c.meta_str("content")?.map(str::trim) {
+        Some(s) if s.eq_ignore_ascii_case("data") => (0, 0),
+        Some(s) if s.eq_ignore_ascii_case("deletes") => (1, 2),
+        _ => (0, 2),
+    })
+}
+
+fn content_name(content: i32) -> &'static str {
+    match content {
+        0 => "data",
+        1 => "position deletes",
+        2 => "equality deletes",
+        _ => "unknown",
+    }
+}
+
+/// `path[row]` for an error message, when that column was decoded.
+fn path_of(paths: &ArrayRef, row: usize) -> String {
+    paths
+        .as_string_opt::<i32>()
+        .filter(|p| p.is_valid(row))
+        .map_or_else(String::new, |p| format!(" ({})", p.value(row)))
+}
+
+/// Checks the entries' `status` (0 existing, 1 added, 2 deleted) and `data_file.content`
+/// (within `allowed`) in one branch-free pass over the two decoded columns; the slow search
+/// for the offending row runs only on failure.
+fn check_entries(
+    status: &[i32],
+    content: &[i32],
+    allowed: (i32, i32),
+    paths: &ArrayRef,
+) -> Result<()> {
+    let (lo, hi) = allowed;
+    let span = (hi - lo) as u32;
+    let bad = |s: i32, c: i32| (s as u32 > 2) | (c.wrapping_sub(lo) as u32 > span);
+    let any_bad = status
+        .iter()
+        .zip(content)
+        .fold(false, |acc, (&s, &c)| acc | bad(s, c));
+    if !any_bad {
+        return Ok(());
+    }
+    let row = (0..status.len())
+        .find(|&r| bad(status[r], content[r]))
+        .unwrap_or_default();
+    let (s, c) = (status[row], content[row]);
+    let at = path_of(paths, row);
+    Err(Error::corrupt(if s as u32 > 2 {
+        format!(
+            "manifest entry {row}{at} has status {s}; expected 0 (existing), 1 (added) or 2 \
+             (deleted)"
+        )
+    } else if c as u32 > 2 {
+        format!(
+            "manifest entry {row}{at} has content {c}; expected 0 (data), 1 (position \
+             deletes) or 2 (equality deletes)"
+        )
+    } else {
+        let kind = if lo == 0 { "data" } else { "delete" };
+        format!(
+            "manifest entry {row}{at} has content {c} ({}) in a {kind} manifest",
+            content_name(c)
+        )
+    }))
+}
+
+/// Checks the manifest list's `content` values (0 data, 1 deletes) in one pass.
+fn check_list_content(content: &[i32], paths: &ArrayRef) -> Result<()> {
+    if !content.iter().fold(false, |acc, &c| acc | (c as u32 > 1)) {
+        return Ok(());
+    }
+    let row = content
+        .iter()
+        .position(|&c| c as u32 > 1)
+        .unwrap_or_default();
+    Err(Error::corrupt(format!(
+        "manifest_file {row}{} has content {}; expected 0 (data) or 1 (deletes)",
+        path_of(paths, row),
+        content[row]
+    )))
+}
+
 /// What a projected manifest read decodes. The output layout never changes: columns left out
 /// are all null, and metric maps hold only the pairs of the kept column ids.
 #[derive(Debug, Clone, Default)]
@@ -184,6 +272,7 @@ pub fn read_manifest_projected(
             }),
         _ => return Err(Error::corrupt("manifest schema is not a record")),
     };
+    let allowed = content_range(&c)?;
     let fields = partition_fields(
         c.meta_str("partition-spec")?,
         c.meta_str("schema")?,
@@ -236,6 +325,12 @@ pub fn read_manifest_projected(
         }
     }
     cols[4] = fill_i32(cols[4].as_primitive::<Int32Type>(), 0);
+    check_entries(
+        &status,
+        cols[4].as_primitive::<Int32Type>().values(),
+        allowed,
+        &cols[5],
+    )?;
     // a v2 manifest listed with a first row id (the first snapshot after an upgrade to v3
     // assigns one to every data manifest) gives its rows ids as a v3 manifest does
     if let Some(first) = inherit.first_row_id {
@@ -272,12 +367,13 @@ pub fn read_manifest_list(data: &[u8]) -> Result<RecordBatch> {
     let arr = dec.finish()?;
     let (_, mut cols, _) = arr.as_struct().clone().into_parts();
     // 3 content, 4 sequence_number, 5 min_sequence_number.
-    cols[3] = fill_i32(cols[3].as_primitive::<Int32Type>(), 0);
-    for i in [4, 5] {
-        cols[i] = fill_i64(i64_col(&cols[i]), 0, |_| true);
-    }
     if cols[0].null_count() > 0 {
         return Err(Error::corrupt("manifest_file without a manifest_path"));
+    }
+    cols[3] = fill_i32(cols[3].as_primitive::<Int32Type>(), 0);
+    check_list_content(cols[3].as_primitive::<Int32Type>().values(), &cols[0])?;
+    for i in [4, 5] {
+        cols[i] = fill_i64(i64_col(&cols[i]), 0, |_| true);
     }
     let schema = schema.with_metadata(user_metadata(&c));
     Ok(RecordBatch::try_new(Arc::new(schema), cols)?)

@@ -271,6 +271,12 @@ fn manifest_layout(o: &ManifestOptions) -> Result<Layout> {
 
 pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u8>, RecordBatch)> {
     let v = version_index(o.format_version)?;
+    if !(0..=1).contains(&o.content) {
+        return Err(Error::validation(format!(
+            "manifest content {} is not 0 (data) or 1 (deletes)",
+            o.content
+        )));
+    }
     let (spec_fields, partition, schema_json) = manifest_layout(o)?;
     let mut meta: Vec<(String, Vec<u8>)> = vec![
         ("schema".into(), o.schema_json.clone().into_bytes()),
@@ -332,6 +338,9 @@ pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u
     let mut min_seq: Option<i64> = None;
     let i64_col = |name: &str| get(name).and_then(|c| c.as_primitive_opt::<Int64Type>());
     let (counts, seqs) = (i64_col("record_count"), i64_col("sequence_number"));
+    let contents = get("content").and_then(|c| c.as_primitive_opt::<Int32Type>());
+    // data manifests hold data files (0), delete manifests delete files (1, 2)
+    let allowed = if o.content == 0 { 0..=0 } else { 1..=2 };
     let at = |c: Option<&arrow_array::Int64Array>, i: usize| {
         c.and_then(|c| c.is_valid(i).then(|| c.value(i)))
     };
@@ -347,6 +356,14 @@ pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u
                 )))
             }
         };
+        let content = contents.and_then(|c| c.is_valid(i).then(|| c.value(i)));
+        let content = content.unwrap_or(0);
+        if !allowed.contains(&content) {
+            let kind = if o.content == 0 { "data" } else { "delete" };
+            return Err(Error::validation(format!(
+                "row {i}: content {content} in a {kind} manifest"
+            )));
+        }
         files[k] += 1;
         rows[k] += at(counts, i).unwrap_or(0);
         if s != 2 {
@@ -540,6 +557,18 @@ pub fn write_manifest_list(batch: &RecordBatch, o: &ListOptions) -> Result<(Vec<
         ));
     }
     let by_name = |name: &str| cols.iter().find(|(n, _)| n == name).map(|(_, c)| c);
+    if let Some(c) = by_name("content").and_then(|c| c.as_primitive_opt::<Int32Type>()) {
+        if let Some((i, bad)) = c
+            .iter()
+            .enumerate()
+            .find(|(_, x)| x.is_some_and(|x| !(0..=1).contains(&x)))
+        {
+            return Err(Error::validation(format!(
+                "row {i}: manifest content {} is not 0 (data) or 1 (deletes)",
+                bad.unwrap_or_default()
+            )));
+        }
+    }
     let encs: Vec<Enc<'_>> = MANIFEST_FILE
         .iter()
         .filter(|c| c.present[v])

@@ -465,9 +465,10 @@ def read_entries(
     else:
         batch = manifests
     files = manifest_files(batch)
-    data = fetch(io, [m.manifest_path for m in files], threads)
+    paths = [m.manifest_path for m in files]
+    data = fetch(io, paths, threads)
     if "partition_spec_id" in batch.schema.names and batch.column("partition_spec_id").null_count:
-        return read_manifests(data, threads=threads)
+        return read_manifests(data, threads=threads, names=paths)
     return read_manifests(data, files, threads=threads)
 
 

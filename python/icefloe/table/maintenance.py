@@ -103,7 +103,8 @@ def reachable_files(
     # Manifests are decoded in parallel in Rust, 64 at a time to bound memory.
     for i in range(0, len(manifests), 64):
         group = manifests[i : i + 64]
-        for batch in read_manifests(fetch(io, group), columns=("status", "file_path")):
+        batches = read_manifests(fetch(io, group), columns=("status", "file_path"), names=group)
+        for batch in batches:
             if live_only:
                 batch = batch.filter(pc.not_equal(batch.column("status"), DELETED))
             chunks.append(batch.column("file_path").cast(pa.string()))
