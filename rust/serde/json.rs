@@ -75,13 +75,15 @@ fn fmt_timestamp(v: i64, per_sec: i64, digits: usize, tz: bool) -> String {
     out
 }
 
-/// Java `BigDecimal.toString()` of unscaled x 10^-scale (the IBM scientific-string rules).
+/// Unscaled x 10^-scale as Java's `SingleValueParser` writes a decimal: plain digits
+/// (`BigDecimal.toPlainString()`) for a scale of 0 or more, so the digits after the point
+/// give the scale; `BigDecimal.toString()` (scientific) for a negative scale.
 pub fn fmt_decimal(unscaled: i128, scale: i32) -> String {
     let digits = unscaled.unsigned_abs().to_string();
     let sign = if unscaled < 0 { "-" } else { "" };
     let n = digits.len() as i64;
     let adjusted = -(scale as i64) + n - 1;
-    if scale >= 0 && adjusted >= -6 {
+    if scale >= 0 {
         let s = scale as i64;
         let body = if s == 0 {
             digits
@@ -535,7 +537,9 @@ mod tests {
 
     #[test]
     fn text_forms() {
-        assert_eq!(fmt_decimal(1, 10), "1E-10");
+        assert_eq!(fmt_decimal(1, 10), "0.0000000001");
+        assert_eq!(fmt_decimal(0, 10), "0.0000000000");
+        assert_eq!(fmt_decimal(-1, 8), "-0.00000001");
         assert_eq!(fmt_decimal(-123, 2), "-1.23");
         assert_eq!(fmt_decimal(5, 3), "0.005");
         assert_eq!(fmt_decimal(0, 2), "0.00");
