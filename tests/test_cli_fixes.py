@@ -319,3 +319,35 @@ def test_an_empty_namespace_name_is_bad_input(world: CliWorld, name: str) -> Non
     _catalog(world)
     r = run(world, "create", "namespace", name)
     assert r.exit_code == 2, r.stderr
+
+
+# --- pictures at narrow widths ----------------------------------------------------------------
+
+
+def test_narrow_pictures_keep_ids_labels_and_tag_names(world: CliWorld) -> None:
+    """Snapshot ids (what --snapshot takes) and partition labels are never cut, however narrow
+    the terminal (bars shrink first); long lane names are capped; a tag's label is never drawn
+    over another's."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "region", StringType())
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "region"))
+    t = _catalog(world).create_table("db.narrow", schema, partition_spec=spec)
+    for region in ("north-east-1", "south-west-2", "central-9"):
+        t.append(pa.table({"id": _ids(3), "region": [region] * 3}))
+    snaps = [s.snapshot_id for s in t.refresh().snapshots()]
+    branch = "a-very-long-branch-name-for-the-nightly-backfill-job"
+    with t.manage_snapshots() as m:
+        m.create_branch(branch, snaps[0])
+        for k, sid in enumerate(snaps):
+            m.create_tag(f"tag-{k}-release", sid)
+    for width in (40, 60):
+        out = run(world, "partitions", "db.narrow", width=width).stdout
+        for region in ("north-east-1", "south-west-2", "central-9"):
+            assert f"region={region}" in out.replace("\n", ""), (width, out)
+        out = run(world, "snapshots", "db.narrow", width=width).stdout
+        assert all(str(sid) in out for sid in snaps), (width, out)
+    out = run(world, "snapshots", "db.narrow", width=100).stdout
+    assert all(str(sid) in out for sid in snaps), out
+    tags_line = next(line for line in out.splitlines() if line.startswith("tags"))
+    assert "◆ta◆" not in tags_line and "tag-0-release" in tags_line, tags_line

@@ -251,9 +251,12 @@ def partitions(
     console.print(f"[bold]{esc(t.name)}[/] · {plural(len(stats.rows), 'partition')}")
     peak_rows = max(r.records for r in stats.rows) or 1
     peak_size = max(r.size for r in stats.rows) or 1
-    bar_w = max(6, min(24, (console.width - 60) // 2))
+    bar_w = max(2, min(24, (console.width - 60) // 2))
+    # the labels say which partition a row is: whole on one line where the terminal leaves
+    # room for the row counts (bars and the other columns shrink first), else folded
+    label_w = max(len(r.label) for r in stats.rows)
     out = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
-    out.add_column("partition", overflow="fold")
+    out.add_column("partition", overflow="fold", min_width=min(label_w, console.width - 12))
     out.add_column("rows", justify="right", no_wrap=True)
     out.add_column("", no_wrap=True, min_width=bar_w)
     out.add_column("files", justify="right", no_wrap=True)

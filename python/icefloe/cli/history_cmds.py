@@ -101,7 +101,7 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
             if all(cells[i][0] == " " for i in range(x, min(x + len(label) + 1, axis_w))):
                 for i, ch in enumerate(label[: axis_w - x]):
                     cells[x + i] = (ch, "bold magenta")
-            else:
+            elif cells[x][0] in (" ", _TAG):  # never over another tag's label
                 cells[x] = (_TAG, "bold magenta")
         lines.append(_line("tags", label_w, cells))
     legend = Text(" " * label_w)
@@ -114,6 +114,10 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     return lines
 
 
+#: Lane (branch) names wider than this are cut in the table, so the other columns keep room.
+_LANE_MAX = 24
+
+
 def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     """One row per snapshot (the newest ``limit``, 0 for all); narrow terminals drop the time
     and lane columns."""
@@ -121,7 +125,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     tags: dict[int, list[str]] = {}
     for name, sid in tl.tags.items():
         tags.setdefault(sid, []).append(_TAG + printable(name))
-    lane_w = max(len(printable(n)) for n in tl.lanes)
+    lane_w = min(_LANE_MAX, max(len(printable(n)) for n in tl.lanes))
     tag_w = max([len(" ".join(v)) for v in tags.values()] + [0])
     wide = width >= 100
     keys = any(p.equality_delete_keys for p in pts)  # equality deletes hold keys, not rows
@@ -130,12 +134,13 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     max_rows = max([max(p.added_records, p.deleted_records) for p in pts] + [1])
     max_size = max([p.total_size or 0 for p in pts] + [1])
     t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
-    t.add_column("snapshot", no_wrap=True)
+    # ids are what a user copies into --snapshot: never cut (bars shrink first)
+    t.add_column("snapshot", no_wrap=True, min_width=19)
     if wide:
-        t.add_column("time (UTC)", no_wrap=True)
+        t.add_column("time (UTC)", no_wrap=True, min_width=14)
     t.add_column("operation", no_wrap=True)
     if wide:
-        t.add_column("lane", no_wrap=True)
+        t.add_column("lane", no_wrap=True, max_width=_LANE_MAX)
     t.add_column("+rows", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True, min_width=bar_w)
     t.add_column("-rows", justify="right", no_wrap=True)
