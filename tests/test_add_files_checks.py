@@ -202,3 +202,38 @@ def test_required_children_stored_nullable_read_back(tmp_path: Path) -> None:
     bad = pa.array([{"b": 1}, {"b": None}], arrow.field("o").type)
     with pytest.raises(CorruptFileError, match="required field 'b'"):
         project_field(bad, schema.fields[0], 2, "f.parquet", {})
+
+
+def test_a_column_of_another_shape_is_refused(tmp_path: Path) -> None:
+    """A file whose column with a table field's id is a struct where the table has a primitive,
+    a primitive where it has a struct or a list, ... is refused before anything is committed:
+    readers refuse such a file, so once added every full read of the table would fail."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "st", StructType(NestedField(4, "a", LongType()))),
+        NestedField(3, "n", LongType()),
+        NestedField(5, "l", ListType(6, LongType())),
+    )
+    t = catalog(tmp_path).create_table("ns.shapes", schema)
+    ids = {name: t.schema().find_field_id(name) for name in ("id", "st", "st.a", "n", "l")}
+    element = t.schema().find_field_id("l.element")
+    good = [
+        _f("id", pa.int64(), ids["id"], False),
+        _f("st", pa.struct([_f("a", pa.int64(), ids["st.a"])]), ids["st"]),
+        _f("n", pa.int64(), ids["n"]),
+        _f("l", pa.list_(_f("element", pa.int64(), element)), ids["l"]),
+    ]
+    columns = {"id": [1], "st": [{"a": 1}], "n": [2], "l": [[3]]}
+    wrong = {
+        "st": (_f("st", pa.int32(), ids["st"]), [7]),
+        "n": (_f("n", pa.struct([_f("z", pa.int32(), 99)]), ids["n"]), [{"z": 1}]),
+        "l": (_f("l", pa.int64(), ids["l"]), [4]),
+    }
+    for name, (field, values) in wrong.items():
+        fields = [field if f.name == name else f for f in good]
+        path = _write(tmp_path / f"{name}.parquet", pa.schema(fields), {**columns, name: values})
+        with pytest.raises(ValidationError, match=rf"{name}\.parquet: column '{name}' \(id"):
+            t.add_files([path])
+    assert t.refresh().current_snapshot() is None
+    t.add_files([_write(tmp_path / "good.parquet", pa.schema(good), columns)])
+    assert t.scan().to_arrow().to_pylist() == [{"id": 1, "st": {"a": 1}, "n": 2, "l": [3]}]

@@ -48,11 +48,14 @@ from icefloe.transforms import Transform
 from icefloe.types import (
     DoubleType,
     FloatType,
+    IcebergType,
     ListType,
     MapType,
     NestedField,
     NestedType,
     StructType,
+    UnknownType,
+    VariantType,
 )
 from icefloe.write.files import DataFile
 from icefloe.write.metrics import MetricsConfig, footer_metrics, split_offsets
@@ -82,6 +85,49 @@ def _leaf_chains(schema: pa.Schema) -> list[tuple[pa.Field, ...]]:
     for f in schema:
         walk(f, ())
     return out
+
+
+def _arrow_kind(t: pa.DataType) -> str:
+    if pa.types.is_struct(t):
+        return "struct"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return "list"
+    return "map" if pa.types.is_map(t) else "primitive"
+
+
+def _iceberg_kind(t: IcebergType) -> str | None:
+    """The Arrow shape a column of ``t`` has in a file (None: not stored, ``unknown``)."""
+    if isinstance(t, StructType | VariantType):  # a variant is struct<metadata, value>
+        return "struct"
+    if isinstance(t, ListType):
+        return "list"
+    if isinstance(t, MapType):
+        return "map"
+    return None if isinstance(t, UnknownType) else "primitive"
+
+
+def _check_shapes(path: str, chains: list[tuple[pa.Field, ...]], schema: Schema) -> None:
+    """Refuse a file whose column of a table field's id is of another kind (a struct where the
+    table has a primitive, a primitive where it has a list, ...): readers refuse such a file,
+    so once added every full read of the table would fail."""
+    seen: set[int] = set()
+    by_id = schema.index_by_id()
+    for chain in chains:
+        for f in chain:
+            fid = field_id_of(f)
+            if fid is None or fid in seen:
+                continue
+            seen.add(fid)
+            field = by_id.get(fid)
+            if field is None:
+                continue
+            have, want = _arrow_kind(_storage(f.type)), _iceberg_kind(field.field_type)
+            if want is not None and have != want:
+                raise ValidationError(
+                    f"{path}: column {f.name!r} (id {fid}) is a {have} of type {f.type} in the "
+                    f"file, where the table's {schema.find_column_name(fid)!r} is a {want} "
+                    f"({field.field_type}); readers cannot read it as that"
+                )
 
 
 def _storage(t: pa.DataType) -> pa.DataType:
@@ -414,6 +460,7 @@ def data_files_from_parquet(
                 chains = _leaf_chains(apply_name_mapping(arrow_schema, mapping))
             if len(chains) != md.num_columns:
                 raise ValidationError(f"{path}: {len(chains)} Arrow leaves for {md.num_columns}")
+            _check_shapes(path, chains, schema)
             ids = [field_id_of(c[-1]) for c in chains]
             present = {i for i in ids if i is not None}
             for f in schema.fields:
