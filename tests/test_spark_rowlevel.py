@@ -23,6 +23,7 @@ from support.spark_util import spark_rows as rows_of
 pytest.importorskip("pyspark")
 
 import icefloe.spark as ispark
+from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
@@ -128,3 +129,51 @@ def test_delete_drops_wholly_matching_files(spark: Any, tmp_path: Path, version:
     assert sum(len(task.delete_files) for task in tasks) == 1
     got = sorted(r["id"] for r in single_process(t))
     assert got == [i for i in range(1000) if i % 4 != 1 and i != 2]
+
+
+@pytest.mark.spark
+def test_overwrite_by_filter_replaces_rows_added_while_the_job_ran(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write(mode='overwrite', overwrite_filter=...)`` replaces the rows the filter matches
+    in the table as it is after its Spark job: rows another writer appended meanwhile go too;
+    rows appended after the overwrite planned make its commit fail (serializable), never stay
+    beside the new rows."""
+    import icefloe.spark.writing as writing
+    from icefloe.exceptions import CommitConflictError
+
+    cat = icefloe_catalog(tmp_path)
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "part", LongType(), required=True),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "part"))
+    t = cat.create_table("db.t", schema, partition_spec=spec, format_version=2)
+    arrow = schema_to_arrow(t.schema())
+    t.append(pa.table({"id": [0, 1, 5], "part": [1, 1, 2]}, schema=arrow))
+    other = cat.load_table("db.t")
+    real_write, real_plan = writing.write_files, writing._overwrite_plan
+
+    def write_then_append(*args: Any) -> Any:
+        out = real_write(*args)
+        other.refresh().append(pa.table({"id": [100, 101], "part": [1, 2]}, schema=arrow))
+        return out
+
+    monkeypatch.setattr(writing, "write_files", write_then_append)
+    source = spark.createDataFrame([(7, 1)], "id long, part long")
+    ispark.write(source, cat.load_table("db.t"), mode="overwrite", overwrite_filter="part = 1")
+    got = sorted((r["id"], r["part"]) for r in single_process(cat.load_table("db.t")))
+    assert got == [(5, 2), (7, 1), (101, 2)]
+
+    def plan_then_append(*args: Any) -> Any:
+        out = real_plan(*args)
+        other.refresh().append(pa.table({"id": [200], "part": [1]}, schema=arrow))
+        return out
+
+    monkeypatch.setattr(writing, "write_files", real_write)
+    monkeypatch.setattr(writing, "_overwrite_plan", plan_then_append)
+    with pytest.raises(CommitConflictError, match="may hold rows"):
+        ispark.write(source, cat.load_table("db.t"), mode="overwrite", overwrite_filter="part = 1")
+    got = sorted((r["id"], r["part"]) for r in single_process(cat.load_table("db.t")))
+    assert got == [(5, 2), (7, 1), (101, 2), (200, 1)]

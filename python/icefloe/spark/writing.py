@@ -55,7 +55,11 @@ from icefloe.spark.schema import spark_type
 from icefloe.spark.spark_input import from_spark
 from icefloe.spark.worker import ensure_worker_python, prepare_worker, profile_scope
 from icefloe.table import Table
-from icefloe.table.row_delta import concurrent_deletes_validator, delete_entries_predicate
+from icefloe.table.row_delta import (
+    concurrent_data_validator,
+    concurrent_deletes_validator,
+    delete_entries_predicate,
+)
 from icefloe.table_paths import data_location
 from icefloe.transforms import (
     BucketTransform,
@@ -355,9 +359,13 @@ def commit_files(
     remove_all: bool = False,
     delete_files: Sequence[DataFile] = (),
     snapshot_properties: dict[str, str] | None = None,
+    conflict_filter: BooleanExpression | None = None,
 ) -> Table:
     """Commits added data (and delete) files and removed files in one snapshot (retried on
-    lost races); on failure the added files are deleted unless the outcome is unknown."""
+    lost races); on failure the added files are deleted unless the outcome is unknown. With
+    a bound ``conflict_filter`` (an overwrite's), a data file another commit added since
+    ``table``'s snapshot that may hold rows it matches fails the commit (serializable
+    isolation): those rows would be kept, not replaced."""
     from icefloe.table.producer import SnapshotProducer
 
     added = [f.file_path for f in (*files, *delete_files)]
@@ -372,7 +380,18 @@ def commit_files(
                 p.remove_files(remove)
             if remove_deletes:
                 p.remove_files_where(delete_entries_predicate(remove_deletes))
-            if rewritten:
+            if conflict_filter is not None:
+                p.validate(
+                    concurrent_data_validator(
+                        table.io,
+                        branch,
+                        rewritten,
+                        conflict_filter,
+                        table.schema(),
+                        table.metadata.properties,
+                    )
+                )
+            elif rewritten:
                 # rows kept by a rewrite must not lose deletes a concurrent commit added
                 p.validate(
                     concurrent_deletes_validator(table.io, branch, rewritten, table.schema())
@@ -421,8 +440,12 @@ def write(
     remove: list[str] = []
     remove_deletes: list[tuple[str, int | None]] = []
     rewrite: list[FileScanTask] = []
+    bound: BooleanExpression | None = None
     if mode == "overwrite" and overwrite_filter is not None:
         try:
+            # planned on the table as it is after the job: rows another writer added while it
+            # ran are replaced too; rows added after this, the commit refuses (conflict_filter)
+            t = t.refresh()
             drop, rewrite, bound = _overwrite_plan(t, branch, overwrite_filter)
             remove = list(drop)
             if rewrite:
@@ -443,6 +466,7 @@ def write(
         rewritten=rewrite,
         remove_all=mode == "overwrite" and overwrite_filter is None,
         snapshot_properties=snapshot_properties,
+        conflict_filter=bound,
     )
 
 

@@ -387,6 +387,24 @@ def concurrent_deletes_validator(
     return _Validator(io, branch, list(tasks), set(), None, schema)
 
 
+def concurrent_data_validator(
+    io: FileIO,
+    branch: str,
+    tasks: Sequence[FileScanTask],
+    conflict_filter: BooleanExpression,
+    schema: Schema,
+    properties: Mapping[str, str],
+) -> Any:
+    """:func:`concurrent_deletes_validator`, also failing (under the table's
+    ``write.delete.isolation-level``, serializable by default) when a commit after the
+    transaction's start added a data file that may hold rows ``conflict_filter`` (bound)
+    matches: for a change replacing those rows, which it did not see."""
+    level = enum_property(properties, DELETE_ISOLATION, SERIALIZABLE)
+    return _Validator(
+        io, branch, list(tasks), set(), conflict_filter if level == SERIALIZABLE else None, schema
+    )
+
+
 def delete_entries_predicate(entries: Iterable[tuple[str, int | None]]) -> Any:
     """A ``remove_files_where`` predicate selecting the delete entries ``(file_path,
     content_offset)``: a deletion vector is removed by its entry, since one Puffin file holds
