@@ -492,3 +492,44 @@ def test_a_table_of_unknown_columns_only_refuses_rows_clearly(tmp_path: Path) ->
     t.append(pa.table({"u": pa.nulls(2), "id": pa.array([1, 2], pa.int64())}))
     got = t.scan().to_arrow()
     assert got.num_rows == 2 and got["u"].null_count == 2 and got["id"].to_pylist() == [1, 2]
+
+
+def test_dates_after_year_9999_are_written_or_refused_clearly(tmp_path: Path) -> None:
+    """Iceberg's dates and timestamps go past 9999-12-31 (DuckDB writes them); Python's do not,
+    so partition values of them cannot be named: such an append or ``add_files`` is a
+    ValidationError with nothing committed, while unpartitioned tables and transforms that stay
+    in range (``year``) take them."""
+    days = 2_932_897  # 10000-01-01
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("d", pa.date32())])
+    rows = pa.table({"id": [1], "d": pa.array([days], pa.int32()).cast(pa.date32())}, schema=schema)
+    cat = catalog(tmp_path)
+    plain = cat.create_table("ns.plain", schema)
+    plain.append(rows)
+    got = plain.scan().to_arrow().column("d").cast(pa.int32()).to_pylist()
+    assert got == [days]
+    by_year = cat.create_table(
+        "ns.by_year",
+        schema,
+        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("year"), "y")),
+    )
+    by_year.append(rows)
+    assert by_year.scan().count() == 1
+    by_day = cat.create_table(
+        "ns.by_day",
+        schema,
+        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("day"), "d_day")),
+    )
+    with pytest.raises(ValidationError, match="1-9999"):
+        by_day.append(rows)
+    path = tmp_path / "far.parquet"
+    pq.write_table(rows, path)
+    by_day.set_properties({"schema.name-mapping.default": _mapping_json(by_day)})
+    with pytest.raises(ValidationError, match=r"far\.parquet"):
+        by_day.add_files([str(path)])
+    assert by_day.refresh().current_snapshot() is None
+
+
+def _mapping_json(t: Any) -> str:
+    from icefloe.name_mapping import create_mapping
+
+    return create_mapping(t.schema()).to_json_string()

@@ -366,7 +366,12 @@ def _transformed(
     transform: Transform, values: list[Any], source: pa.DataType, want: pa.DataType
 ) -> list[Any]:
     out = transform.apply(pa.array(values, type=source))
-    return list(out.to_pylist() if out.type == want else out.cast(want).to_pylist())
+    try:
+        return list(out.to_pylist() if out.type == want else out.cast(want).to_pylist())
+    except (OverflowError, ValueError) as e:
+        raise ValidationError(
+            f"partition value outside the years 1-9999 that icefloe can name a partition by: {e}"
+        ) from None
 
 
 def _partition(
@@ -403,7 +408,8 @@ def _partition(
             continue
         try:
             lo, hi, all_null, nulls = _minmax(md, col)
-        except ValidationError as e:
+        except (ValidationError, OverflowError, ValueError) as e:
+            # (Python's dates end with year 9999; Iceberg's do not)
             raise ValidationError(
                 f"{path}: cannot infer partition {pf.name!r} from column statistics: {e}"
             ) from None

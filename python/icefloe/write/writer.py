@@ -242,6 +242,19 @@ def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
     return key
 
 
+def _partition_values(pf: PartitionField, values: pa.Array) -> list[Any]:
+    """One partition's values as Python values (one per group of rows)."""
+    try:
+        return list(values.to_pylist())
+    except (OverflowError, ValueError) as e:
+        # Python's dates end with year 9999; Iceberg's (int days, long micros) do not
+        raise ValidationError(
+            f"partition field {pf.name!r}: a value is outside the years 1-9999 that icefloe "
+            f"can name a partition by ({e}); write such dates and times unpartitioned or "
+            "through a transform that keeps them in range (year, month)"
+        ) from None
+
+
 def human_partition_value(pf: PartitionField, value: Any) -> str:
     """A partition value as people read it (and as partition directories are named): dates
     for day/month/year/hour transforms, base64 for bytes, ``null``."""
@@ -444,7 +457,7 @@ def write_parquet_files(
         # after partition and sort keys were taken by position from the whole schema)
         table = _select(table, schema_to_arrow(stored))
         file_schema = stored
-    values = [p.to_pylist() for p in parts]  # one value per group
+    values = [_partition_values(pf, p) for pf, p in zip(spec.fields, parts, strict=True)]
     writer = _FileWriter(
         metadata,
         io,
