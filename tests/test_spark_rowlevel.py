@@ -177,3 +177,29 @@ def test_overwrite_by_filter_replaces_rows_added_while_the_job_ran(
         ispark.write(source, cat.load_table("db.t"), mode="overwrite", overwrite_filter="part = 1")
     got = sorted((r["id"], r["part"]) for r in single_process(cat.load_table("db.t")))
     assert got == [(5, 2), (7, 1), (101, 2), (200, 1)]
+
+
+@pytest.mark.spark
+def test_merge_matches_names_that_differ_in_case_as_spark_does(spark: Any, tmp_path: Path) -> None:
+    """Under Spark's default ``spark.sql.caseSensitive=false`` a merge source's columns and
+    keys may differ in case from the table's, as with Java's ``MERGE INTO``; with the setting
+    true they must match exactly."""
+    cat = icefloe_catalog(tmp_path)
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "part", LongType(), required=True),
+    )
+    t = cat.create_table("db.t", schema, format_version=3)
+    t.append(pa.table({"id": [1, 2], "part": [10, 20]}, schema=schema_to_arrow(t.schema())))
+    source = spark.createDataFrame([(2, 22), (3, 33)], "ID long, Part long")
+    for key in ("id", "ID"):
+        ispark.merge(source, cat.load_table("db.t"), on=[key])
+    got = sorted((r["id"], r["part"]) for r in single_process(cat.load_table("db.t")))
+    assert got == [(1, 10), (2, 22), (3, 33)]
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        with pytest.raises(ValidationError, match="not a column of the source"):
+            ispark.merge(source, cat.load_table("db.t"), on=["id"])
+    finally:
+        spark.conf.set("spark.sql.caseSensitive", "false")

@@ -31,6 +31,7 @@ from icefloe.scan.tasks import (
     ReadOptions,
     replace_task,
 )
+from icefloe.schema import Schema
 from icefloe.spark.errors import executor_errors, icefloe_errors
 from icefloe.spark.reading import (
     iter_numbered_tasks,
@@ -200,6 +201,30 @@ def match_target(source: Any, keys: Any, on: Sequence[str]) -> Any:
     return source.join(keys.hint("merge"), on=list(on), how="left")
 
 
+def _with_table_names(df: Any, schema: Schema, on: list[str]) -> tuple[Any, list[str]]:
+    """``df`` with each top-level column that names one table column only when case is
+    ignored renamed to the table's name, and the keys ``on`` likewise (Spark's
+    ``spark.sql.caseSensitive=false``); other names are left for the checks to report."""
+    exact = {f.name for f in schema.fields}
+    folded: dict[str, list[str]] = {}
+    for f in schema.fields:
+        folded.setdefault(f.name.lower(), []).append(f.name)
+
+    def table_name(c: str) -> str:
+        found = folded.get(c.lower(), [])
+        return found[0] if c not in exact and len(found) == 1 else c
+
+    names = [table_name(c) for c in df.columns]
+    if len({n.lower() for n in names}) < len(names):
+        raise ValidationError(
+            f"merge source columns {list(df.columns)} differ only in case, and Spark compares "
+            "column names case-insensitively (spark.sql.caseSensitive=false): rename one"
+        )
+    by_lower = {n.lower(): n for n in names}
+    keys = [c if c in names else by_lower.get(c.lower(), table_name(c)) for c in on]
+    return (df.toDF(*names) if names != list(df.columns) else df), keys
+
+
 def merge(
     df: Any,
     table: Table | str | Sequence[str],
@@ -238,6 +263,9 @@ def merge(
         raise ValidationError("merge needs at least one key column in 'on'")
     t = resolve_table(table, catalog)
     schema = t.schema()
+    conf = str(df.sparkSession.conf.get("spark.sql.caseSensitive", "false")).strip().lower()
+    if conf != "true":  # Spark's default: names compare case-insensitively, as Java's MERGE
+        df, on = _with_table_names(df, schema, on)
     for c in on:
         if c not in df.columns:
             raise ValidationError(f"merge key {c!r} is not a column of the source DataFrame")
