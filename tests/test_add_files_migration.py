@@ -161,3 +161,29 @@ def test_files_without_ids_follow_renames_and_added_columns(tmp_path: Path) -> N
     t.rewrite_data_files(min_input_files=1)
     assert t.scan().to_arrow().sort_by("id").to_pylist() == want
     assert os.path.exists(tmp_path / "before.parquet")  # compaction never deletes inputs
+
+
+@pytest.mark.parametrize("zone", [None, "UTC"], ids=["timestamp", "timestamptz"])
+def test_int96_timestamps_of_old_spark_and_hive_files(tmp_path: Path, zone: str | None) -> None:
+    """INT96 timestamps (Spark, Hive and Impala wrote them) are instants in UTC, read into
+    either timestamp type as Iceberg Java reads them, in microseconds, so the sentinels
+    0001-01-01 and 9999-12-31 (outside nanoseconds' 1677-2262) keep their values."""
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us", zone))]
+    )
+    t = _mapped_table(tmp_path, schema)
+    values = [
+        dt.datetime(1, 1, 1),
+        dt.datetime(2024, 1, 1, 12, 30, 0, 123456),
+        dt.datetime(9999, 12, 31, 23, 59, 59),
+    ]
+    rows = pa.table({"id": [1, 2, 3], "ts": pa.array(values, pa.timestamp("us"))})
+    path = tmp_path / "int96.parquet"
+    pq.write_table(rows, path, use_deprecated_int96_timestamps=True)
+    assert pq.ParquetFile(path).schema.column(1).physical_type == "INT96"
+    t.add_files([str(path)])
+    got = t.scan().to_arrow().sort_by("id")
+    want = [v.replace(tzinfo=dt.timezone.utc) if zone else v for v in values]
+    assert got["ts"].to_pylist() == want  # aware datetimes compare as instants
+    literal = "2024-01-01T00:00:00" + ("+00:00" if zone else "")
+    assert t.scan(row_filter=f"ts > '{literal}'").to_arrow()["id"].to_pylist() == [2, 3]

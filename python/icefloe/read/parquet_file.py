@@ -157,6 +157,9 @@ def open_checked(
             read_dictionary=read_dictionary,
             metadata=metadata,
             page_checksum_verification=True,
+            # INT96 timestamps (old Spark, Hive, Impala files) in Iceberg's unit: in
+            # nanoseconds years outside 1677-2262 (0001-01-01 sentinels) would overflow
+            coerce_int96_timestamp_unit="us",
         )
         # Decoding the schema reads column names and metadata (UTF-8 errors surface here).
         schema = pf.schema_arrow

@@ -450,7 +450,7 @@ def data_files_from_parquet(
         size = infile.length()
         with infile.open() as stream:
             try:
-                file = pq.ParquetFile(stream)
+                file = pq.ParquetFile(stream, coerce_int96_timestamp_unit="us")
                 md = file.metadata
                 arrow_schema = file.schema_arrow
             except (pa.ArrowException, OSError) as e:
@@ -477,6 +477,10 @@ def data_files_from_parquet(
                     continue
                 leaf, name = chain[-1], table_arrow[fid].name
                 want = type_to_arrow(table_arrow[fid].field.field_type)
+                int96 = md.schema.column(col).physical_type == "INT96"
+                if int96 and pa.types.is_timestamp(want):
+                    # instants in UTC, as Iceberg Java reads them into either timestamp type
+                    continue
                 if not _compatible(leaf.type, want):
                     raise ValidationError(
                         f"{path}: column {name!r} has type {leaf.type}, which cannot be read "
