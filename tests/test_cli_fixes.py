@@ -351,3 +351,29 @@ def test_narrow_pictures_keep_ids_labels_and_tag_names(world: CliWorld) -> None:
     assert all(str(sid) in out for sid in snaps), out
     tags_line = next(line for line in out.splitlines() if line.startswith("tags"))
     assert "◆ta◆" not in tags_line and "tag-0-release" in tags_line, tags_line
+
+
+def test_scan_shows_variants_as_json_text(world: CliWorld) -> None:
+    """A variant column is drawn, and written as JSON Lines or CSV, as its JSON text; Parquet
+    output keeps the encoded value."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from icefloe.types import VariantType
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "v", VariantType())
+    )
+    t = _catalog(world).create_table("db.var", schema, format_version=3)
+    t.append({"id": [1, 2, 3], "v": [{"a": 1, "b": [1, 2]}, "x", None]})
+    table = run(world, "scan", "db.var").stdout
+    assert '{"a":1,"b":[1,2]}' in table and '"x"' in table
+    lines = run(world, "scan", "db.var", "--format", "json").stdout.splitlines()
+    got = {r["id"]: r["v"] for r in map(json.loads, lines)}
+    assert got == {1: '{"a":1,"b":[1,2]}', 2: '"x"', 3: None}
+    csv = run(world, "scan", "db.var", "--format", "csv").stdout
+    assert '1,"{""a"":1,""b"":[1,2]}"' in csv
+    out = world.root / "var.parquet"
+    run(world, "scan", "db.var", "--format", "parquet", "-o", str(out))
+    assert pq.read_schema(out).field("v").type.num_fields == 2  # metadata, value

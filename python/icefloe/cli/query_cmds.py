@@ -300,7 +300,37 @@ def scan(
         **kwargs,
     ).to_batches()
     schema, batches = _in_order(reader.schema, iter(reader), kwargs.get("selected_fields", ()))
+    if fmt != "parquet":  # Parquet keeps the encoded variant; people read its JSON text
+        schema, batches = _variants_as_json(schema, batches, t.schema())
     write_batches(state, schema, batches, fmt, output, max_rows)
+
+
+def _variants_as_json(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch], table_schema: Any
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Top-level ``variant`` columns as their JSON text (a scan gives the encoded
+    ``struct<metadata, value>``, whose bytes say nothing to a reader)."""
+    from icefloe import variant
+    from icefloe.types import VariantType
+
+    wanted = {
+        i
+        for i, name in enumerate(schema.names)
+        if (fid := table_schema.find_field_id(name)) is not None
+        and isinstance(table_schema.find_type(fid), VariantType)
+    }
+    if not wanted:
+        return schema, batches
+    out = pa.schema(
+        [pa.field(f.name, pa.string()) if i in wanted else f for i, f in enumerate(schema)],
+        metadata=schema.metadata,
+    )
+
+    def convert(b: pa.RecordBatch) -> pa.RecordBatch:
+        cols = [variant.to_json(c) if i in wanted else c for i, c in enumerate(b.columns)]
+        return pa.RecordBatch.from_arrays(cols, schema=out)
+
+    return out, (convert(b) for b in batches)
 
 
 def _in_order(
