@@ -278,3 +278,55 @@ def test_missing_required_column_is_a_validation_error() -> None:
         write_manifest(
             batch, format_version=2, schema_json=SCHEMA, spec_json=SPEC, spec_id=0, path="m"
         )
+
+
+def test_partition_fields_of_one_named_type_are_valid_avro(tmp_path: Path, duckdb_con: Any) -> None:
+    """Two partition fields of one decimal or fixed type (identity and truncate of one column,
+    identities of two columns): Avro allows a named type one definition, so the second is
+    named apart; fastavro parses the manifests and PyIceberg and DuckDB read the table."""
+    import decimal
+
+    from support.write_util import catalog, duckdb_checksum, pyiceberg_read
+
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            ("dec", pa.decimal128(5, 2)),
+            ("u", pa.binary(16)),
+            ("v", pa.binary(16)),
+        ]
+    )
+    t = catalog(tmp_path).create_table("ns.named", schema, format_version=2)
+    with t.update_spec() as s:
+        s.add_field("dec", "identity")
+        s.add_field("dec", "truncate[100]", "dec_trunc")
+        s.add_field("u", "identity")
+        s.add_field("v", "identity")
+    rows = pa.table(
+        {
+            "id": [1, 2],
+            "dec": pa.array([decimal.Decimal("1.23")] * 2, pa.decimal128(5, 2)),
+            "u": pa.array([b"\x01" * 16] * 2, pa.binary(16)),
+            "v": pa.array([b"\x02" * 16] * 2, pa.binary(16)),
+        },
+        schema=schema,
+    )
+    t.append(rows)
+    t.delete("id = 2")
+    manifests = list((tmp_path).rglob("*-m*.avro"))
+    assert manifests
+    for path in manifests:
+        with open(path, "rb") as f:
+            reader = fastavro.reader(f)
+            fields = reader.writer_schema["fields"]  # type: ignore[index]
+            list(reader)
+        part = next(x for x in fields if x["name"] == "data_file")["type"]["fields"]
+        names = [
+            t["name"]
+            for f in next(x for x in part if x["name"] == "partition")["type"]["fields"]
+            for t in f["type"]
+            if isinstance(t, dict)
+        ]
+        assert len(names) == len(set(names)) == 4, names
+    assert pyiceberg_read(t).num_rows == 1
+    assert duckdb_checksum(duckdb_con, t) == (1, 1)

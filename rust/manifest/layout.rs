@@ -241,11 +241,29 @@ fn avro_type(kind: Kind, partition: &[PartitionField], v1_list: bool) -> Value {
         Kind::MapBytes(k, v) => avro_map(k, v, "bytes"),
         Kind::ListLong(e) => json!({"type": "array", "items": "long", "element-id": e}),
         Kind::ListInt(e) => json!({"type": "array", "items": "int", "element-id": e}),
-        Kind::Partition => json!({"type": "record", "name": "r102", "fields":
-            partition.iter().map(|f| json!({
-                "name": sanitize(&f.name), "type": optional(f.ptype.avro()),
-                "default": null, "field-id": f.field_id,
-            })).collect::<Vec<_>>()}),
+        Kind::Partition => {
+            // a named type (a decimal's or fixed's `fixed`, `uuid_fixed`) may be defined only
+            // once in a schema (fastavro and DuckDB refuse a second definition); a later field
+            // of the same type gets its own name, not a reference, which PyIceberg 0.12 cannot
+            // resolve (Java names a repeat by reference; readers match fields by id)
+            let mut defined = std::collections::HashSet::new();
+            let fields: Vec<Value> = partition
+                .iter()
+                .map(|f| {
+                    let mut avro = f.ptype.avro();
+                    if let Some(name) = avro.get("name").and_then(Value::as_str).map(String::from) {
+                        if !defined.insert(name.clone()) {
+                            avro["name"] = json!(format!("{name}_{}", f.field_id));
+                        }
+                    }
+                    json!({
+                        "name": sanitize(&f.name), "type": optional(avro),
+                        "default": null, "field-id": f.field_id,
+                    })
+                })
+                .collect();
+            json!({"type": "record", "name": "r102", "fields": fields})
+        }
         Kind::Summaries => {
             let _ = v1_list;
             json!({"type": "array", "element-id": 508, "items": {
@@ -340,6 +358,41 @@ mod tests {
         assert_eq!(sanitize("ts-day"), "ts_x2Dday");
         assert_eq!(sanitize("1a"), "_1a");
         assert_eq!(sanitize("ok_9"), "ok_9");
+    }
+
+    #[test]
+    fn named_partition_types_are_defined_once() {
+        use super::super::partition::PType;
+        let field = |name: &str, id: i32, ptype: PType| PartitionField {
+            name: name.into(),
+            field_id: id,
+            transform: "identity".into(),
+            ptype,
+        };
+        let fields = [
+            field("d", 1000, PType::Decimal(5, 2)),
+            field("d_trunc", 1001, PType::Decimal(5, 2)),
+            field("u", 1002, PType::Uuid),
+            field("u2", 1003, PType::Uuid),
+            field("f", 1004, PType::Fixed(3)),
+            field("f2", 1005, PType::Fixed(3)),
+        ];
+        let text = manifest_avro_schema(2, &fields);
+        for (name, repeat) in [
+            ("decimal_5_2", 1001),
+            ("uuid_fixed", 1003),
+            ("fixed_3", 1005),
+        ] {
+            let defined = format!("\"name\":\"{name}\"");
+            assert_eq!(text.matches(&defined).count(), 1, "{name} in {text}");
+            let renamed = format!("\"name\":\"{name}_{repeat}\"");
+            assert_eq!(
+                text.matches(&renamed).count(),
+                1,
+                "{name}_{repeat} in {text}"
+            );
+        }
+        Schema::parse(text.as_bytes()).unwrap();
     }
 
     #[test]
