@@ -32,6 +32,8 @@ __all__ = [
     "PartitionField",
     "PartitionSpec",
     "assign_partition_field_ids",
+    "find_source_field",
+    "partition_source_schema",
 ]
 
 #: The first partition field id (the reference assigns ids sequentially from here).
@@ -181,14 +183,15 @@ class PartitionSpec:
         """Every column id any partition field reads."""
         return frozenset(i for f in self._fields for i in f.all_source_ids)
 
-    def partition_type(self, schema: Schema) -> StructType:
+    def partition_type(self, schema: Schema, history: Sequence[Schema] = ()) -> StructType:
         """The partition tuple's struct type: one optional field per partition field, with the
-        partition field id, its name and the transform's result type. A dropped source column
-        gives ``unknown``; unknown transforms give the reference's opaque result type."""
+        partition field id, its name and the transform's result type. A source column dropped
+        from ``schema`` is typed from the newest schema of ``history`` (the table's schemas, in
+        metadata order) that has it, else ``unknown``; unknown transforms give the reference's
+        opaque result type."""
         out: list[NestedField] = []
-        by_id = schema.index_by_id()
         for f in self._fields:
-            source = by_id.get(f.source_id)
+            source = find_source_field(f.source_id, schema, history)
             result: IcebergType = (
                 UnknownType() if source is None else f.transform.result_type(source.field_type)
             )
@@ -332,3 +335,46 @@ def _check_int(v: Any, what: str) -> None:
 
 #: The spec with no fields, id 0.
 UNPARTITIONED_PARTITION_SPEC = PartitionSpec(spec_id=0)
+
+
+def find_source_field(
+    source_id: int, schema: Schema, history: Sequence[Schema] = ()
+) -> NestedField | None:
+    """The column ``source_id`` in ``schema``, else in the newest schema of ``history`` (in
+    metadata order) that has it: field ids are never reused, so a column dropped since a spec
+    was defined keeps its type there. None when no schema has it."""
+    for s in (schema, *reversed(history)):
+        found = s.index_by_id().get(source_id)
+        if found is not None:
+            return found
+    return None
+
+
+def partition_source_schema(
+    spec: PartitionSpec, schema: Schema, history: Sequence[Schema] = ()
+) -> Schema:
+    """``schema`` with the source columns of ``spec`` it no longer has (dropped after the spec
+    was replaced) appended as optional top-level columns typed from ``history`` (see
+    :func:`find_source_field`), so a manifest of ``spec`` written under it keeps the partition
+    type of its older manifests rather than ``unknown``. An appended column whose name is taken
+    is named ``<name>_<field id>``. ``schema`` itself when nothing is missing or found."""
+    have = schema.index_by_id()
+    taken = {f.name for f in schema.fields}
+    extra: list[NestedField] = []
+    for sid in sorted(spec.source_ids - have.keys()):
+        old = find_source_field(sid, schema, history)
+        if old is None:
+            continue
+        name = old.name
+        while name in taken:
+            name = f"{name}_{sid}"
+        taken.add(name)
+        extra.append(NestedField(sid, name, old.field_type, required=False, doc=old.doc))
+    if not extra:
+        return schema
+    return Schema(
+        *schema.fields,
+        *extra,
+        schema_id=schema.schema_id,
+        identifier_field_ids=schema.identifier_field_ids,
+    )

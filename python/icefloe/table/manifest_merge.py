@@ -110,6 +110,15 @@ def _merge_bin(
                 pa.array([EXISTING] * b.num_rows, pa.int32()),
             )
         batches.append(b)
+    # manifests of one spec written before a partition source was promoted (or, by older
+    # versions, typed unknown after it was dropped) hold another partition type: cast first
+    from icefloe.table.producer import cast_partition_type, spec_schema  # imports this module
+
+    spec = metadata.spec_by_id(spec_id)
+    if spec is not None:
+        schema = spec_schema(metadata, spec)
+        version = metadata.format_version
+        batches = [cast_partition_type(b, version, schema, spec) for b in batches]
     merged = pa.Table.from_batches(batches).combine_chunks().to_batches()
     batch = merged[0] if merged else batches[0]
     row = write(metadata, batch, spec_id, content)

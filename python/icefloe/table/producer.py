@@ -75,6 +75,7 @@ from icefloe.metadata import (
     TableMetadata,
     TableUpdate,
 )
+from icefloe.partitioning import partition_source_schema
 from icefloe.properties import TableProperties, bool_property, enum_property, int_property
 from icefloe.scan.manifests import (
     read_manifest_entries,
@@ -90,7 +91,7 @@ if TYPE_CHECKING:
     from icefloe.schema import Schema
     from icefloe.table.table import Transaction
 
-__all__ = ["SnapshotProducer", "Validator", "parent_snapshot"]
+__all__ = ["SnapshotProducer", "Validator", "cast_partition_type", "parent_snapshot", "spec_schema"]
 
 #: ``fn(metadata, parent, start_parent_id)``: raise CommitConflictError when the change can no
 #: longer be applied on ``metadata`` (whose branch head is ``parent``).
@@ -108,12 +109,21 @@ def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
     return metadata.current_snapshot()
 
 
-def _current_partition_type(
+def spec_schema(metadata: TableMetadata, spec: PartitionSpec) -> Schema:
+    """The schema manifests of ``spec`` are written under: the current one, with the spec's
+    source columns dropped since typed from the table's older schemas (see
+    :func:`~icefloe.partitioning.partition_source_schema`)."""
+    return partition_source_schema(spec, metadata.current_schema(), metadata.schemas)
+
+
+def cast_partition_type(
     batch: pa.RecordBatch, version: int, schema: Schema, spec: PartitionSpec
 ) -> pa.RecordBatch:
     """``batch`` (manifest entries) with its partition tuples cast to the partition type of
-    ``spec`` under ``schema``: entries read from a manifest written before a partition
-    source was promoted (int to long, a wider decimal) hold the older, narrower type."""
+    ``spec`` under ``schema`` (from :func:`spec_schema`): entries read from a manifest written
+    before a partition source was promoted (int to long, a wider decimal) hold the older,
+    narrower type; those of a manifest written with a dropped source typed ``unknown`` hold
+    bytes. A tuple that cannot take the spec's type raises :class:`ValidationError`."""
     i = batch.schema.get_field_index("partition")
     if i < 0:
         return batch
@@ -121,7 +131,14 @@ def _current_partition_type(
     have = batch.column(i).type
     if have == want or [f.name for f in have] != [f.name for f in want]:
         return batch
-    return batch.set_column(i, batch.schema.field(i).with_type(want), batch.column(i).cast(want))
+    try:
+        cast = batch.column(i).cast(want)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise ValidationError(
+            f"partition tuples of spec {spec.spec_id} ({have}) cannot take the spec's "
+            f"partition type {want}: {e}"
+        ) from e
+    return batch.set_column(i, batch.schema.field(i).with_type(want), cast)
 
 
 @dataclass
@@ -435,12 +452,12 @@ class SnapshotProducer:
         spec = metadata.spec_by_id(spec_id)
         if spec is None:
             raise ValidationError(f"unknown partition spec id {spec_id}")
-        schema = metadata.current_schema()
+        schema = spec_schema(metadata, spec)
         import json
 
         path = self._manifest_path(metadata)
         codec, level = _manifest_codec(metadata.properties)
-        batch = _current_partition_type(batch, metadata.format_version, schema, spec)
+        batch = cast_partition_type(batch, metadata.format_version, schema, spec)
         data, row = write_manifest(
             batch,
             format_version=metadata.format_version,
@@ -473,7 +490,6 @@ class SnapshotProducer:
         # for both before the snapshot exists (once: a retry reuses these manifests).
         self._pending.append(io_executor().submit(self.io.sync, self._new_file_paths()))
         version = metadata.format_version
-        schema = metadata.current_schema()
         rows: list[dict[str, Any]] = []
         for content, files in ((0, self._added), (1, self._added_deletes)):
             by_spec: dict[int, list[DataFile]] = {}
@@ -487,7 +503,9 @@ class SnapshotProducer:
                     )
                 if version < 2 and content:
                     raise ValidationError("delete files need format version 2 or later")
-                batch = entries_batch(group, version=version, schema=schema, spec=spec)
+                batch = entries_batch(
+                    group, version=version, schema=spec_schema(metadata, spec), spec=spec
+                )
                 self._added_batches.append(batch)
                 row = self._write(metadata, batch, spec_id, content)
                 self._new_manifest_paths.append(row["manifest_path"])

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.exceptions import CommitConflictError, CorruptFileError, ValidationError
 from icefloe.manifest import ManifestFile, manifest_files
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
 from icefloe.properties import TableProperties, int_property
@@ -36,7 +36,9 @@ from icefloe.table.producer import (
     DELETED,
     EXISTING,
     SnapshotProducer,
+    cast_partition_type,
     parent_snapshot,
+    spec_schema,
 )
 
 if TYPE_CHECKING:
@@ -174,6 +176,32 @@ def _sorted_by_partition(batch: pa.Table) -> pa.Table:
     return batch.take(order)
 
 
+def _concat(
+    metadata: TableMetadata, parts: list[pa.RecordBatch], spec_id: int, content: int
+) -> pa.Table:
+    """The entries of one spec's manifests as one table, their partition tuples first cast to
+    the spec's partition type (older manifests may hold a narrower type, or bytes where a
+    dropped source was once typed ``unknown``). Entries that still disagree raise
+    :class:`CorruptFileError` naming the spec."""
+    spec = metadata.spec_by_id(spec_id)
+    if spec is None:
+        raise ValidationError(f"unknown partition spec id {spec_id}")
+    schema = spec_schema(metadata, spec)
+    version = metadata.format_version
+    parts = [cast_partition_type(p, version, schema, spec) for p in parts]
+    try:
+        return pa.concat_tables([pa.Table.from_batches([p]) for p in parts])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        kind = "delete" if content else "data"
+        types = sorted(
+            {str(p.schema.field("partition").type) for p in parts if "partition" in p.schema.names}
+        )
+        raise CorruptFileError(
+            f"rewrite_manifests: the {kind} manifests of partition spec {spec_id} disagree on "
+            f"the entry schema (partition types {types}): {str(e).splitlines()[0]}"
+        ) from e
+
+
 class _RewriteManifests(SnapshotProducer):
     """A producer whose snapshot keeps every file and replaces the chosen data manifests."""
 
@@ -213,9 +241,7 @@ class _RewriteManifests(SnapshotProducer):
         new_rows: list[dict[str, Any]] = []
         entries = 0
         for (content, spec_id), parts in sorted(by_key.items()):
-            table = _sorted_by_partition(
-                pa.concat_tables([pa.Table.from_batches([p]) for p in parts])
-            )
+            table = _sorted_by_partition(_concat(metadata, parts, spec_id, content))
             table = table.set_column(
                 table.schema.get_field_index("status"),
                 "status",

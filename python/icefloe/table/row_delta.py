@@ -516,7 +516,7 @@ def _may_match(
     if spec is None or not spec.fields:
         return True
     try:
-        ptype = spec.partition_type(schema)
+        ptype = spec.partition_type(schema, metadata.schemas)  # dropped sources: older types
         proj = bind(ptype, project(bound, spec, strict=False), True)
         if proj is AlwaysTrue():
             return True

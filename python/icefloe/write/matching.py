@@ -238,6 +238,8 @@ _STRICT = IdentityMemo(32)
 def _strict_projection(
     schema: Schema, bound_filter: BooleanExpression, spec: PartitionSpec
 ) -> tuple[StructType, BooleanExpression]:
+    # The filter is bound to ``schema``: a source dropped from it (typed ``unknown`` here) is
+    # never projected, so its older type (``partition_type(schema, history)``) is not needed.
     ptype = spec.partition_type(schema)
     return ptype, bind(ptype, project(bound_filter, spec, strict=True), True)
 
