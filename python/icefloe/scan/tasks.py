@@ -20,7 +20,7 @@ Partition values are tuples in spec order, in the Python representation of
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -55,6 +55,7 @@ __all__ = [
     "FileScanTask",
     "ReadOptions",
     "metadata_field",
+    "partition_field_names",
     "replace_task",
     "union_partition_type",
 ]
@@ -204,17 +205,62 @@ class ReadOptions:
         return self.schema.select(*[n for n in names if n is not None])
 
 
+def partition_field_names(
+    specs: Iterable[PartitionSpec], field_ids: Collection[int] | None = None
+) -> dict[int, str]:
+    """The names of the partition fields of ``specs`` (only ``field_ids``, if given) in one
+    struct over all of them, by field id.
+
+    As Iceberg Java's ``Partitioning.partitionType``, each field is named as in the newest spec
+    (highest spec id) having it, so a rename shows. A name two field ids share (a v2 table that
+    removed a field and gave a new one its name) stays with the field of the newest spec (then
+    the highest field id); the others become ``<name>_<field id>``, the name Java's spec update
+    gives the old field when a new one takes its name (Java's ``partitionType`` itself leaves
+    the clash, and its struct then fails a lookup by name)."""
+    newest: dict[int, tuple[int, str]] = {}  # field id -> (newest spec id having it, its name)
+    for spec in specs:
+        for pf in spec.fields:
+            if field_ids is not None and pf.field_id not in field_ids:
+                continue
+            seen = newest.get(pf.field_id)
+            if seen is None or spec.spec_id > seen[0]:
+                newest[pf.field_id] = (spec.spec_id, pf.name)
+    owner = {
+        name: fid for fid, (_, name) in sorted(newest.items(), key=lambda kv: (kv[1][0], kv[0]))
+    }
+    names = {fid: name for fid, (_, name) in newest.items()}
+    taken = set(owner)
+    for fid in sorted(names):
+        if owner[names[fid]] != fid:
+            name = f"{names[fid]}_{fid}"
+            while name in taken:
+                name = f"{name}_{fid}"
+            taken.add(name)
+            names[fid] = name
+    return names
+
+
 def union_partition_type(schema: Schema, specs: Mapping[int, PartitionSpec]) -> StructType:
-    """The type of ``_partition`` over every spec: each partition field once, by field id (the
-    lowest spec id names it), typed against ``schema`` (the scanned snapshot's: a column dropped
-    since keeps its partition values); a spec that cannot be typed contributes nothing."""
-    fields: dict[int, NestedField] = {}
-    for spec_id in sorted(specs):
+    """The type of ``_partition`` over every spec, as Iceberg Java's
+    ``Partitioning.partitionType``: each partition field once, in field id order, named by
+    :func:`partition_field_names`, typed against ``schema`` (the scanned snapshot's: a column
+    dropped since keeps its partition values) by the newest spec where it is not ``void`` (a v1
+    table keeps a removed field as ``void``, whose result type is not what older files hold); a
+    spec that cannot be typed contributes nothing."""
+    types: dict[int, tuple[bool, IcebergType]] = {}  # field id -> (from a void, type)
+    typed: list[PartitionSpec] = []
+    for spec_id in sorted(specs, reverse=True):
+        spec = specs[spec_id]
         try:
-            ptype = specs[spec_id].partition_type(schema)
+            ptype = spec.partition_type(schema)
         except IcebergError:
             continue
-        for f in ptype.fields:
-            if f.field_id not in fields:
-                fields[f.field_id] = NestedField(f.field_id, f.name, f.field_type, required=False)
-    return StructType(*fields.values())
+        typed.append(spec)
+        for pf, f in zip(spec.fields, ptype.fields, strict=True):
+            seen = types.get(f.field_id)
+            if seen is None or (seen[0] and not pf.transform.is_void):
+                types[f.field_id] = (pf.transform.is_void, f.field_type)
+    names = partition_field_names(typed)
+    return StructType(
+        *(NestedField(fid, names[fid], types[fid][1], required=False) for fid in sorted(types))
+    )

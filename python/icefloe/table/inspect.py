@@ -26,6 +26,7 @@ from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import Snapshot
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.scan.manifests import manifest_list_of, read_entries
+from icefloe.scan.tasks import partition_field_names
 from icefloe.schema import Schema
 from icefloe.table.manifest_merge import MANIFEST_LIST_SCHEMA
 from icefloe.values import from_bytes
@@ -326,14 +327,13 @@ class InspectTable:
         return pa.concat_tables(parts, promote_options="permissive")
 
     def _partition_type(self) -> pa.StructType:
-        """A struct with one field per partition field id of any spec, named as in the newest
-        spec having it; of fields with one name, those of older specs are named
-        ``<name>_<field id>``. Its type comes from the newest spec where the field is not
-        ``void``: a v1 table keeps a removed field as ``void``, whose values are all null and
-        whose own result type (the source type) is not what the older files hold."""
+        """A struct with one field per partition field id of any spec whose source column is in
+        the current schema, in field id order, named by
+        :func:`~icefloe.scan.tasks.partition_field_names` (as ``_partition`` is). Its type
+        comes from the newest spec where the field is not ``void``: a v1 table keeps a removed
+        field as ``void``, whose values are all null and whose own result type (the source
+        type) is not what the older files hold."""
         schema = self._meta.current_schema()
-        names: dict[int, str] = {}
-        newest: dict[int, int] = {}  # field id -> the newest spec id having it
         types: dict[int, tuple[bool, pa.DataType]] = {}  # field id -> (from a void, type)
         for spec in sorted(self._meta.partition_specs, key=lambda s: s.spec_id):
             for pf in spec.fields:
@@ -341,24 +341,14 @@ class InspectTable:
                     at = type_to_arrow(pf.transform.result_type(schema.find_type(pf.source_id)))
                 except ValidationError:
                     continue  # source column dropped: keep the older definition
-                names[pf.field_id] = pf.name
-                newest[pf.field_id] = spec.spec_id
                 seen = types.get(pf.field_id)
                 if seen is None or seen[0] or not pf.transform.is_void:
                     types[pf.field_id] = (pf.transform.is_void, at)
-        owner = {names[f]: f for f in sorted(types, key=lambda f: (newest[f], f))}
-        taken = set(owner)
-        for fid in types:
-            if owner[names[fid]] != fid:
-                name = f"{names[fid]}_{fid}"
-                while name in taken:
-                    name = f"{name}_{fid}"
-                taken.add(name)
-                names[fid] = name
+        names = partition_field_names(self._meta.partition_specs, types)
         return pa.struct(
             [
                 pa.field(names[fid], at, metadata={b"PARQUET:field_id": str(fid).encode()})
-                for fid, (_, at) in types.items()
+                for fid, (_, at) in sorted(types.items())
             ]
         )
 
