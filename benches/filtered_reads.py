@@ -64,14 +64,15 @@ def main() -> None:
 
             return run
 
+        def pyiceberg(expr: str, cols: tuple[str, ...]) -> Callable[[], Any]:
+            return lambda: peer.scan(row_filter=expr, selected_fields=cols).to_arrow()
+
         for label, expr in FILTERS.items():
             for cols in (("*",), ("id", "value")):
                 cases = {
                     "icefloe": icefloe(expr, cols, True),
                     "icefloe, general reader": icefloe(expr, cols, False),
-                    "PyIceberg 0.12": lambda e=expr, c=cols: peer.scan(
-                        row_filter=e, selected_fields=c
-                    ).to_arrow(),
+                    "PyIceberg 0.12": pyiceberg(expr, cols),
                 }
                 times: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
                 for _ in range(args.repeat):
