@@ -24,7 +24,7 @@ from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import LongType, NestedField, StringType, TimestamptzType
 from support.cli import run, run_process
-from support.cli_tables import CATALOG, CliWorld, build_world
+from support.cli_tables import CATALOG, CliWorld, build_world, empty_world
 
 
 @pytest.fixture(scope="module")
@@ -36,19 +36,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliWorld]:
 def scratch(tmp_path: Path) -> CliWorld:
     """A world of its own for tests that change things."""
     return build_world(tmp_path / "world")
-
-
-def _empty_world(root: Path) -> CliWorld:
-    """A configured catalog with no tables (the default catalog of its config file)."""
-    root.mkdir(parents=True, exist_ok=True)
-    config = root / "icefloe.yaml"
-    config.write_text(f"default-catalog: {CATALOG}\ncatalog:\n  {CATALOG}:\n    type: sql\n")
-    env = {
-        f"ICEFLOE_CATALOG__{CATALOG.upper()}__URI": f"sqlite:///{root / 'catalog.db'}",
-        f"ICEFLOE_CATALOG__{CATALOG.upper()}__WAREHOUSE": (root / "warehouse").as_uri(),
-        "ICEFLOE_CONFIG": str(config),
-    }
-    return CliWorld(root, env)
 
 
 def _one_line_error(stderr: str) -> str:
@@ -73,7 +60,7 @@ _ODD_NAMES = [
 
 @pytest.fixture(scope="module")
 def odd(tmp_path_factory: pytest.TempPathFactory) -> CliWorld:
-    w = _empty_world(tmp_path_factory.mktemp("cli-odd") / "world")
+    w = empty_world(tmp_path_factory.mktemp("cli-odd") / "world")
     cat = w.catalog()
     schema = Schema(NestedField(1, "id", LongType()))
     for i, (ns, name, _) in enumerate(_ODD_NAMES):
@@ -220,7 +207,7 @@ def test_a_config_file_that_is_not_utf8_is_bad_input(
 
 
 def test_files_keeps_its_numbers_with_long_partition_labels(tmp_path: Path) -> None:
-    w = _empty_world(tmp_path / "world")
+    w = empty_world(tmp_path / "world")
     cat = w.catalog()
     cat.create_namespace("db")
     schema = Schema(
@@ -291,7 +278,7 @@ def test_partitions_text_compares_two_partitions_with_each_other() -> None:
 def test_report_counts_records_and_calls_skew_by_share(tmp_path: Path) -> None:
     from icefloe.cli.report import render_report
 
-    w = _empty_world(tmp_path / "world")
+    w = empty_world(tmp_path / "world")
     cat = w.catalog()
     cat.create_namespace("db")
     schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "region", StringType()))
@@ -361,7 +348,7 @@ def test_delta_commands_name_themselves_in_usage(world: CliWorld) -> None:
 def test_convert_delta_writes_to_the_default_catalog(tmp_path: Path) -> None:
     from support.delta import fixture
 
-    w = _empty_world(tmp_path / "world")
+    w = empty_world(tmp_path / "world")
     w.catalog().create_namespace("db")
     root = fixture("basic", tmp_path)
     r = run(w, "convert-delta", str(root), "--identifier", "db.x")

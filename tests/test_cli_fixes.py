@@ -5,8 +5,8 @@ notation, YAML values of catalog properties, out-of-range sizes and ages."""
 from __future__ import annotations
 
 import decimal
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -22,21 +22,14 @@ from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import DecimalType, LongType, NestedField, StringType
 from support.cli import run
-from support.cli_tables import CliWorld
+from support.cli_tables import CliWorld, empty_world
 
 CATALOG = "fixes"
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[CliWorld]:
-    config = tmp_path / "icefloe.yaml"
-    config.write_text(f"default-catalog: {CATALOG}\ncatalog:\n  {CATALOG}:\n    type: sql\n")
-    env = {
-        f"ICEFLOE_CATALOG__{CATALOG.upper()}__URI": f"sqlite:///{tmp_path / 'c.db'}",
-        f"ICEFLOE_CATALOG__{CATALOG.upper()}__WAREHOUSE": (tmp_path / "wh").as_uri(),
-        "ICEFLOE_CONFIG": str(config),
-    }
-    yield CliWorld(tmp_path, env)
+def world(tmp_path: Path) -> CliWorld:
+    return empty_world(tmp_path, CATALOG)
 
 
 def _catalog(world: CliWorld) -> SqlCatalog:
@@ -45,6 +38,17 @@ def _catalog(world: CliWorld) -> SqlCatalog:
     if not cat.namespace_exists("db"):
         cat.create_namespace("db")
     return cat
+
+
+def _by_p(world: CliWorld, name: str) -> Any:
+    """A v2 merge-on-read table ``name`` (``id``, ``p``) partitioned by ``p``."""
+    return _catalog(world).create_table(
+        name,
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "p", StringType())),
+        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "p")),
+        format_version=2,
+        properties={"write.delete.mode": "merge-on-read"},
+    )
 
 
 def _ids(n: int) -> pa.Array:
@@ -109,13 +113,7 @@ def test_equality_delete_keys_are_not_rows(world: CliWorld) -> None:
 
 
 def test_partitions_keep_equality_keys_apart(world: CliWorld) -> None:
-    t = _catalog(world).create_table(
-        "db.peq",
-        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "p", StringType())),
-        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "p")),
-        format_version=2,
-        properties={"write.delete.mode": "merge-on-read"},
-    )
+    t = _by_p(world, "db.peq")
     t.append(pa.table({"id": _ids(20), "p": ["a", "b"] * 10}))
     t.delete_by_keys(pa.table({"id": pa.array([0, 100, 101], pa.int64())}), ["id"])
     t.delete("id = 5")
@@ -139,13 +137,7 @@ def test_partitions_keep_equality_keys_apart(world: CliWorld) -> None:
 
 
 def _compact_table(world: CliWorld) -> None:
-    t = _catalog(world).create_table(
-        "db.c",
-        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "p", StringType())),
-        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "p")),
-        format_version=2,
-        properties={"write.delete.mode": "merge-on-read"},
-    )
+    t = _by_p(world, "db.c")
     for _ in range(2):
         t.append(pa.table({"id": _ids(20), "p": ["a", "b"] * 10}))
     t.delete_by_keys(pa.table({"id": pa.array([0, 1], pa.int64())}), ["id"])  # equality

@@ -140,17 +140,23 @@ def test_new_column_with_the_dropped_name(tmp_path: Path) -> None:
     _maintain(t, [1, 2, 3])
 
 
-def test_rewrite_manifests_repairs_bytes_tuples(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A spec-1 manifest written with bytes tuples (as before the fix: typed from the current
-    schema alone) is cast back to the spec's string type by rewrite_manifests."""
+def _deleted_with_bytes_tuples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The copy-on-write table after a delete whose spec-1 manifest holds bytes tuples (typed
+    from the current schema alone, as before the fix)."""
     t = _table(tmp_path, 2, {"write.delete.mode": "copy-on-write"})
     with monkeypatch.context() as m:
         old = lambda md, spec: md.current_schema()  # noqa: E731
         m.setattr(producer_module, "spec_schema", old, raising=False)
         t.delete("id = 1")
-    t = t.refresh()
+    return t.refresh()
+
+
+def test_rewrite_manifests_repairs_bytes_tuples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spec-1 manifest written with bytes tuples (as before the fix: typed from the current
+    schema alone) is cast back to the spec's string type by rewrite_manifests."""
+    t = _deleted_with_bytes_tuples(tmp_path, monkeypatch)
     assert ["null", "bytes"] in [p for _, p, _ in _spec_manifests(t)]
     t.rewrite_manifests()
     _check(t, [2, 3, 4], {0})
@@ -161,12 +167,7 @@ def test_rewrite_manifests_mismatch_is_a_typed_error(
 ) -> None:
     """Manifests of one spec whose entries still disagree after the cast raise CorruptFileError
     naming the spec, not a bare ArrowInvalid."""
-    t = _table(tmp_path, 2, {"write.delete.mode": "copy-on-write"})
-    with monkeypatch.context() as m:
-        old = lambda md, spec: md.current_schema()  # noqa: E731
-        m.setattr(producer_module, "spec_schema", old, raising=False)
-        t.delete("id = 1")
-    t = t.refresh()
+    t = _deleted_with_bytes_tuples(tmp_path, monkeypatch)
     keep: Callable[..., Any] = lambda batch, *_: batch  # noqa: E731
     monkeypatch.setattr(rewrite_manifests_module, "cast_partition_type", keep, raising=False)
     with pytest.raises(CorruptFileError, match="partition spec 1"):

@@ -104,11 +104,8 @@ def test_merge_rejects_duplicate_source_keys(spark: Any, iceberg_spark: JavaCata
     assert t.refresh().current_snapshot() == snapshot
 
 
-@pytest.mark.spark
-@pytest.mark.parametrize("version", [2, 3])
-def test_delete_drops_wholly_matching_files(spark: Any, tmp_path: Path, version: int) -> None:
-    """Files whose every live row matches are removed whole (no delete file for them); the
-    others get position deletes or DVs for their matching rows only."""
+def _by_part(tmp_path: Path, version: int) -> tuple[Any, Any]:
+    """A catalog and its table ``db.t`` (``id``, ``part``), partitioned by ``part``."""
     cat = icefloe_catalog(tmp_path)
     cat.create_namespace("db")
     schema = Schema(
@@ -116,7 +113,15 @@ def test_delete_drops_wholly_matching_files(spark: Any, tmp_path: Path, version:
         NestedField(2, "part", LongType(), required=True),
     )
     spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "part"))
-    t = cat.create_table("db.t", schema, partition_spec=spec, format_version=version)
+    return cat, cat.create_table("db.t", schema, partition_spec=spec, format_version=version)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("version", [2, 3])
+def test_delete_drops_wholly_matching_files(spark: Any, tmp_path: Path, version: int) -> None:
+    """Files whose every live row matches are removed whole (no delete file for them); the
+    others get position deletes or DVs for their matching rows only."""
+    _, t = _by_part(tmp_path, version)
     ispark.write(spark.range(0, 1000, 1, 3).selectExpr("id", "id % 4 AS part"), t)
     whole = {task.data_file.file_path for task in t.scan(row_filter="part = 1").plan_files()}
     ispark.delete(spark, t, "part = 1 or id = 2")
@@ -142,14 +147,7 @@ def test_overwrite_by_filter_replaces_rows_added_while_the_job_ran(
     import icefloe.spark.writing as writing
     from icefloe.exceptions import CommitConflictError
 
-    cat = icefloe_catalog(tmp_path)
-    cat.create_namespace("db")
-    schema = Schema(
-        NestedField(1, "id", LongType(), required=True),
-        NestedField(2, "part", LongType(), required=True),
-    )
-    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "part"))
-    t = cat.create_table("db.t", schema, partition_spec=spec, format_version=2)
+    cat, t = _by_part(tmp_path, 2)
     arrow = schema_to_arrow(t.schema())
     t.append(pa.table({"id": [0, 1, 5], "part": [1, 1, 2]}, schema=arrow))
     other = cat.load_table("db.t")

@@ -147,3 +147,17 @@ def _build(root: Path, clock: _Clock) -> CliWorld:
     plain.append(pa.table({"k": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
     cat.close()
     return world
+
+
+def empty_world(root: Path, name: str = CATALOG) -> CliWorld:
+    """A configured SQLite catalog ``name`` with no tables (the default catalog of its config
+    file), its database and warehouse under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    config = root / "icefloe.yaml"
+    config.write_text(f"default-catalog: {name}\ncatalog:\n  {name}:\n    type: sql\n")
+    env = {
+        f"ICEFLOE_CATALOG__{name.upper()}__URI": f"sqlite:///{root / 'catalog.db'}",
+        f"ICEFLOE_CATALOG__{name.upper()}__WAREHOUSE": (root / "warehouse").as_uri(),
+        "ICEFLOE_CONFIG": str(config),
+    }
+    return CliWorld(root, env)
