@@ -253,3 +253,27 @@ def test_read_blob_refuses_bad_metadata(field: str, value: int) -> None:
     bad = dataclasses.replace(r.blobs[0], **{field: value})
     with pytest.raises(ValidationError, match=str(value)):
         r.read_blob(bad)
+
+
+@pytest.mark.parametrize("ndv", ["1e3", "abc", "-5", ""])
+def test_an_ndv_property_that_is_not_a_count_gives_way_to_the_sketch(
+    tmp_path: Path, ndv: str
+) -> None:
+    """Other engines write the ``ndv`` property too: one that is not a count is ignored and
+    the sketch estimated, so statistics, inspect and the CLI keep working."""
+    from icefloe.metadata import SetStatistics
+
+    t = catalog(tmp_path).create_table("ns.n", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    good = t.compute_statistics()
+    props = {"ndv": ndv}
+    bad = dataclasses.replace(
+        good,
+        blob_metadata=tuple(dataclasses.replace(b, properties=props) for b in good.blob_metadata),
+    )
+    tx = t.transaction()
+    tx.apply([SetStatistics(bad)])
+    tx.commit_transaction()
+    t = t.refresh()
+    assert t.statistics()["id"] == 10
+    assert t.inspect.column_statistics().num_rows >= 1

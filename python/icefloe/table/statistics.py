@@ -215,8 +215,8 @@ def ndvs_by_id(
     io: FileIO, metadata: TableMetadata, snapshot_id: int | None = None
 ) -> dict[int, int]:
     """Field id -> distinct-value count from the statistics file of ``snapshot_id`` (default:
-    current); empty when that snapshot has none. A blob without an ``ndv`` property is read
-    from the Puffin file and its sketch estimated."""
+    current); empty when that snapshot has none. A blob without an ``ndv`` property, or with
+    one that is not a count, is read from the Puffin file and its sketch estimated."""
     sid, _, _ = _snapshot_schema(metadata, snapshot_id)
     stats = statistics_file_for(metadata, sid)
     if stats is None:
@@ -228,9 +228,10 @@ def ndvs_by_id(
             continue
         fid = blob.fields[0]
         ndv = blob.properties.get("ndv")
-        if ndv is not None:
+        if ndv is not None and ndv.strip().isdecimal():
             out[fid] = int(ndv)
             continue
+        # no count, or one that is not (other engines write the property too): the sketch says
         if reader is None:
             from icefloe.puffin import PuffinReader
 
