@@ -171,6 +171,24 @@ fn estimate_of_reads_cpp_forms_and_rejects_garbage() {
 }
 
 #[test]
+fn hashes_out_of_order_or_above_theta_are_corrupt() {
+    let n = 10_000i64;
+    let good = sketch_of(&Int64Array::from((0..n).collect::<Vec<_>>())).to_bytes();
+    assert!(estimate_of(&good).is_ok() && ThetaSketch::from_bytes(&good).is_ok());
+    let theta = u64::from_le_bytes(good[16..24].try_into().unwrap());
+    let at = |k: usize| 24 + 8 * k;
+    for (k, value) in [(7usize, theta), (7, theta + 1), (7, 0), (7, 1)] {
+        let mut bad = good.clone();
+        bad[at(k)..at(k) + 8].copy_from_slice(&value.to_le_bytes());
+        assert!(estimate_of(&bad).is_err(), "hash {k} = {value:#x}");
+        assert!(
+            ThetaSketch::from_bytes(&bad).is_err(),
+            "hash {k} = {value:#x}"
+        );
+    }
+}
+
+#[test]
 fn unsupported_types_are_refused() {
     let list = arrow_array::ListArray::new_null(
         Arc::new(arrow_schema::Field::new(

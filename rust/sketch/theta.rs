@@ -24,6 +24,7 @@ const SER_VER: u8 = 3;
 const FAMILY_COMPACT: u8 = 3;
 const FLAG_EMPTY: u8 = 0x04;
 const FLAG_SINGLE_ITEM: u8 = 0x20;
+const FLAG_ORDERED: u8 = 0x10;
 /// READ_ONLY | COMPACT | ORDERED.
 const FLAGS_COMPACT: u8 = 0x1a;
 /// p = 1.0f, little-endian, as Java writes it.
@@ -279,6 +280,19 @@ fn parse(data: &[u8]) -> Result<Parsed> {
     }
     if theta == 0 || theta > MAX_THETA {
         return Err(bad(&format!("theta {theta:#x} out of range")));
+    }
+    // Puffin blobs carry no checksum: the hashes' layout is the only check there is. Each is
+    // non-zero and below theta, and an ordered sketch holds them strictly ascending.
+    let ordered = flags & FLAG_ORDERED != 0;
+    let mut last = 0u64;
+    for i in 0..count {
+        let h = u64_at(first + 8 * i)?;
+        if h == 0 || h >= theta || (ordered && i > 0 && h <= last) {
+            return Err(bad(&format!(
+                "hash {i} ({h:#x}) is not a hash of this sketch (theta {theta:#x})"
+            )));
+        }
+        last = h;
     }
     Ok(Parsed {
         count,
