@@ -105,3 +105,37 @@ def test_an_unreachable_rest_server_is_service_unavailable() -> None:
         port = s.getsockname()[1]
     with pytest.raises(ServiceUnavailableError):
         RestCatalog("r", uri=f"http://127.0.0.1:{port}")
+
+
+@pytest.mark.postgres
+def test_values_too_long_for_postgresql_columns_are_validation_errors(
+    tmp_path: Path, postgres_uri: str
+) -> None:
+    """The catalog's columns hold 255 characters (names, property keys) and 1,000 (property
+    values, metadata locations): PostgreSQL refuses longer ones, which is bad input (no retry
+    helps), named without the SQL statement, and nothing changes."""
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.exceptions import ValidationError
+
+    cat = SqlCatalog(
+        f"long_{tmp_path.name[-12:]}".replace("-", "_"),
+        uri=postgres_uri,
+        warehouse=(tmp_path / "wh").as_uri(),
+    )
+    cat.create_namespace("db")
+    with pytest.raises(ValidationError, match="255 characters") as info:
+        cat.create_namespace(("a" * 200, "b" * 200))
+    assert "SQL:" not in str(info.value) and "parameters" not in str(info.value)
+    with pytest.raises(ValidationError, match="1,000"):
+        cat.update_namespace_properties("db", updates={"k": "v" * 1001})
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    deep = "/".join("d" * 200 for _ in range(5))
+    with pytest.raises(ValidationError, match="does not fit") as info:
+        t.set_properties({"write.metadata.path": str(tmp_path / deep)})
+    assert "SQL:" not in str(info.value)
+    assert "write.metadata.path" not in cat.load_table("db.t").properties
+    t.refresh().append(pa.table({"id": [1]}))
+    assert cat.load_table("db.t").scan().count() == 1
+    cat.close()

@@ -40,7 +40,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DataError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
 from icefloe.catalog.base import (
@@ -137,14 +137,28 @@ def _database_errors(fn: _F) -> _F:
             )
         try:
             return fn(self, *args, **kwargs)
+        except DataError as exc:  # a value the catalog's columns cannot hold: not retryable
+            raise _too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
-            cause = getattr(exc, "orig", None) or exc
-            brief = " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
             raise ServiceUnavailableError(
-                f"SQL catalog {self.name!r}: the catalog database failed: {brief}"
+                f"SQL catalog {self.name!r}: the catalog database failed: {_brief(exc)}"
             ) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def _brief(exc: SQLAlchemyError) -> str:
+    """The driver's first line of ``exc``, without SQLAlchemy's statement and parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    return " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
+
+
+def _too_long(name: str, exc: DataError) -> ValidationError:
+    return ValidationError(
+        f"SQL catalog {name!r}: a value does not fit the catalog's columns ({_brief(exc)}): "
+        "names and property keys hold 255 characters, property values and metadata "
+        "locations 1,000"
+    )
 
 
 def _check_credentials(name: str, uri: str) -> None:
@@ -525,15 +539,15 @@ class SqlCatalog(MetastoreCatalog):
         try:
             conn = self.engine.connect()
         except SQLAlchemyError as exc:  # no connection, so no UPDATE sent: nothing happened
-            cause = getattr(exc, "orig", None) or exc
-            brief = " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
             raise CommitFailedError(
                 f"commit of {'.'.join(identifier)!r} failed: the catalog database could not "
-                f"be reached ({brief}); nothing was committed"
+                f"be reached ({_brief(exc)}); nothing was committed"
             ) from exc
         try:
             with conn, conn.begin():
                 rowcount = conn.execute(stmt).rowcount
+        except DataError as exc:  # the UPDATE was refused: nothing committed, no retry helps
+            raise _too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
             # The UPDATE may or may not have reached the database: look at the pointer. It is
             # ours, or a later commit's whose metadata log lists ours, if the swap happened.
@@ -545,12 +559,12 @@ class SqlCatalog(MetastoreCatalog):
             except Exception as check_exc:
                 raise CommitStateUnknownError(
                     f"commit of {'.'.join(identifier)!r} to {new} may or may not have "
-                    f"happened: {exc}; checking failed: {check_exc}"
+                    f"happened: {_brief(exc)}; checking failed: {check_exc}"
                 ) from exc
             if happened:
                 return
             raise CommitFailedError(
-                f"commit of {'.'.join(identifier)!r} failed in the database: {exc}"
+                f"commit of {'.'.join(identifier)!r} failed in the database: {_brief(exc)}"
             ) from exc
         if rowcount != 1:
             raise CommitFailedError(
@@ -679,21 +693,23 @@ class SqlCatalog(MetastoreCatalog):
                         raise CommitFailedError(
                             f"table {'.'.join(ident)!r} was changed by another writer"
                         )
+        except DataError as exc:  # refused, rolled back: nothing committed, no retry helps
+            raise _too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
             # The COMMIT may or may not have reached the database: look at the pointers.
             try:
                 current = [self._get_pointer(ident) for ident, _, _, _ in staged]
             except Exception as check_exc:
                 raise CommitStateUnknownError(
-                    f"multi-table commit may or may not have happened: {exc}; "
+                    f"multi-table commit may or may not have happened: {_brief(exc)}; "
                     f"checking failed: {check_exc}"
                 ) from exc
             if all(c == s[3] for c, s in zip(current, staged, strict=True)):
                 return
             if all(c == s[1] for c, s in zip(current, staged, strict=True)):
                 raise CommitFailedError(
-                    f"multi-table commit failed in the database: {exc}"
+                    f"multi-table commit failed in the database: {_brief(exc)}"
                 ) from exc
             raise CommitStateUnknownError(
-                f"multi-table commit left an unexpected state: {exc}"
+                f"multi-table commit left an unexpected state: {_brief(exc)}"
             ) from exc
