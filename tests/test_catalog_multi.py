@@ -70,11 +70,18 @@ def test_multi_table_transaction(catalog: Catalog) -> None:
         tx.table("db.b").append(_rows([5]))
         catalog.load_table("db.a").append(_rows([6]))
     assert _ids(catalog, "db.a") == [1, 4, 6] and _ids(catalog, "db.b") == [2, 5]
+    # a part of property changes only is rebuilt with the rest
+    with catalog.transaction() as tx:
+        tx.table("db.a").append(_rows([8]))
+        tx.table("db.b").set_properties({"last-load": "8"})
+        catalog.load_table("db.a").append(_rows([9]))
+    assert _ids(catalog, "db.a") == [1, 4, 6, 8, 9]
+    assert catalog.load_table("db.b").properties["last-load"] == "8"
     # an error inside the block commits nothing
     with pytest.raises(RuntimeError), catalog.transaction() as tx:
         tx.table("db.a").append(_rows([7]))
         raise RuntimeError("boom")
-    assert _ids(catalog, "db.a") == [1, 4, 6]
+    assert _ids(catalog, "db.a") == [1, 4, 6, 8, 9]
 
 
 def test_every_catalog_closes_and_is_a_context_manager(catalog: Catalog) -> None:

@@ -24,7 +24,7 @@ from icefloe.exceptions import (
     ValidationError,
     commit_did_not_happen,
 )
-from icefloe.metadata import requirements_for
+from icefloe.metadata import RemoveProperties, SetProperties, requirements_for
 from icefloe.table import Transaction
 
 if TYPE_CHECKING:
@@ -40,6 +40,19 @@ class _TableChanges(Transaction):
     def commit_transaction(self) -> Table:
         raise ValidationError(
             f"changes to {self.table.name!r} commit with their catalog transaction, not alone"
+        )
+
+    def _replayable(self) -> bool:
+        """As a table transaction's, and a part of property changes only (nothing to rebuild
+        but the properties, which need no requirement) is too: it must not stop the other
+        parts from being rebuilt after a lost race."""
+        if self._producers():
+            return super()._replayable()
+        return all(
+            isinstance(op, tuple)
+            and not op[1]
+            and all(isinstance(u, SetProperties | RemoveProperties) for u in op[0])
+            for op in self._ops
         )
 
 
