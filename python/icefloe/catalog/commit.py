@@ -65,7 +65,9 @@ def run_commit(
             _validate_requirements(reqs, base)
         except CommitFailedError as exc:
             raise CommitConflictError(
-                f"commit conflicts with the table's current state ({base_location}): {exc}"
+                f"commit conflicts with the table's current state ({base_location}): {exc}; "
+                "another writer changed it: refresh the table (table.refresh()) and make the "
+                "change again"
             ) from exc
         check_updates_fit(base, ups)
         try:

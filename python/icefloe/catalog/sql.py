@@ -647,7 +647,8 @@ class SqlCatalog(MetastoreCatalog):
                         validate_requirements(reqs, base)
                     except CommitFailedError as exc:
                         raise CommitConflictError(
-                            f"commit to {'.'.join(ident)!r} conflicts with its current state: {exc}"
+                            f"commit to {'.'.join(ident)!r} conflicts with its current state: "
+                            f"{exc}; refresh the table and make the change again"
                         ) from exc
                     check_updates_fit(base, ups)
                     new = apply_updates(base, ups, base_location)
