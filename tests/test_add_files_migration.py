@@ -187,3 +187,20 @@ def test_int96_timestamps_of_old_spark_and_hive_files(tmp_path: Path, zone: str 
     assert got["ts"].to_pylist() == want  # aware datetimes compare as instants
     literal = "2024-01-01T00:00:00" + ("+00:00" if zone else "")
     assert t.scan(row_filter=f"ts > '{literal}'").to_arrow()["id"].to_pylist() == [2, 3]
+
+
+def test_int96_timestamps_keep_their_nanoseconds_in_a_nanosecond_table(tmp_path: Path) -> None:
+    """INT96 holds nanoseconds: a table with a nanosecond timestamp column reads them as such,
+    its sub-microsecond digits kept."""
+    from icefloe.schema import Schema
+    from icefloe.types import LongType, NestedField, TimestampNanoType
+
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "ts", TimestampNanoType()))
+    t = catalog(tmp_path).create_table("ns.t", schema, format_version=3)
+    t.set_properties({MAPPING: create_mapping(t.schema()).to_json_string()})
+    nanos = 1_600_000_000_123_456_789
+    rows = pa.table({"id": [1], "ts": pa.array([nanos], pa.timestamp("ns"))})
+    path = tmp_path / "int96.parquet"
+    pq.write_table(rows, path, use_deprecated_int96_timestamps=True)
+    t.add_files([str(path)])
+    assert t.scan().to_arrow()["ts"].cast(pa.int64()).to_pylist() == [nanos]

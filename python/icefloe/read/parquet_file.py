@@ -23,6 +23,8 @@ from icefloe import _native
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError
 from icefloe.io import FileIO
+from icefloe.schema import Schema, walk_fields
+from icefloe.types import TimestampNanoType, TimestamptzNanoType
 
 __all__ = ["CheckedParquetFile", "corrupt_error", "open_checked", "open_file", "open_parquet"]
 
@@ -129,11 +131,13 @@ def open_checked(
     metadata: pq.FileMetaData | None = None,
     size: int | None = None,
     handle: pa.NativeFile | None = None,
+    int96_unit: str = "us",
 ) -> CheckedParquetFile:
     """Opens ``path`` after checking its footer and field ids. ``metadata``, if given, comes
     from an earlier ``open_checked`` of the same file: it is reused, and neither is re-checked.
     ``read_dictionary`` columns read as Arrow dictionaries; ``size`` from the manifest saves
-    object stores a request; ``handle`` reuses an open file."""
+    object stores a request; ``handle`` reuses an open file. INT96 timestamps (old Spark, Hive,
+    Impala files) read in ``int96_unit`` (see :func:`int96_unit`)."""
     if handle is None:
         handle = open_file(io, path, size)
     reopened = metadata is not None  # opened and checked before: the footer is the same
@@ -157,9 +161,7 @@ def open_checked(
             read_dictionary=read_dictionary,
             metadata=metadata,
             page_checksum_verification=True,
-            # INT96 timestamps (old Spark, Hive, Impala files) in Iceberg's unit: in
-            # nanoseconds years outside 1677-2262 (0001-01-01 sentinels) would overflow
-            coerce_int96_timestamp_unit="us",
+            coerce_int96_timestamp_unit=int96_unit,
         )
         # Decoding the schema reads column names and metadata (UTF-8 errors surface here).
         schema = pf.schema_arrow
@@ -174,6 +176,17 @@ def open_checked(
         handle.close()
         raise corrupt_error(path, e) from e
     return CheckedParquetFile(pf, groups, source, schema)
+
+
+def int96_unit(schema: Schema) -> str:
+    """The unit INT96 timestamps read in for a table of ``schema``: microseconds (Iceberg's
+    unit; in nanoseconds the 0001-01-01 and 9999-12-31 sentinels would overflow), nanoseconds
+    when the table has a nanosecond timestamp column (its sub-microsecond digits kept)."""
+    nanos = any(
+        isinstance(f.field_type, TimestampNanoType | TimestamptzNanoType)
+        for _, f in walk_fields(schema.as_struct())
+    )
+    return "ns" if nanos else "us"
 
 
 def open_parquet(

@@ -39,6 +39,7 @@ from icefloe.read.parquet_file import (
     DECODE_ERRORS,
     CheckedParquetFile,
     corrupt_error,
+    int96_unit,
     open_checked,
     open_file,
 )
@@ -285,7 +286,9 @@ class _TaskReader:
             other = AvroFile(self.path, self._handle)
             num_rows, schema = other.num_rows, other.schema
         else:
-            checked = open_checked(self.io, self.path, handle=self._handle)
+            checked = open_checked(
+                self.io, self.path, handle=self._handle, int96_unit=int96_unit(options.schema)
+            )
             num_rows, schema = checked.file.metadata.num_rows, checked.schema
         if task.data_file.record_count and num_rows != task.data_file.record_count:
             raise CorruptFileError(
@@ -464,7 +467,12 @@ class _TaskReader:
             raise corrupt_error(self.path, e) from e
         if dict_cols and groups:
             pf = open_checked(
-                self.io, self.path, dict_cols, pf.metadata, handle=checked.source
+                self.io,
+                self.path,
+                dict_cols,
+                pf.metadata,
+                handle=checked.source,
+                int96_unit=int96_unit(self.options.schema),
             ).file
         # A split of at most one batch is decoded on this thread: handing its few columns to
         # pyarrow's pool costs more than decoding them (the scan already reads files in

@@ -43,6 +43,7 @@ from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping
 from icefloe.partitioning import PartitionSpec
+from icefloe.read.parquet_file import int96_unit
 from icefloe.schema import Schema, walk_fields
 from icefloe.transforms import Transform
 from icefloe.types import (
@@ -445,12 +446,14 @@ def data_files_from_parquet(
     mapping = table_mapping(metadata.properties)
     table_arrow = {f.field.field_id: f for f in config.leaves}
 
+    int96 = int96_unit(schema)
+
     def describe(path: str) -> DataFile:
         infile = io.new_input(path)
         size = infile.length()
         with infile.open() as stream:
             try:
-                file = pq.ParquetFile(stream, coerce_int96_timestamp_unit="us")
+                file = pq.ParquetFile(stream, coerce_int96_timestamp_unit=int96)
                 md = file.metadata
                 arrow_schema = file.schema_arrow
             except (pa.ArrowException, OSError) as e:
@@ -477,9 +480,10 @@ def data_files_from_parquet(
                     continue
                 leaf, name = chain[-1], table_arrow[fid].name
                 want = type_to_arrow(table_arrow[fid].field.field_type)
-                int96 = md.schema.column(col).physical_type == "INT96"
-                if int96 and pa.types.is_timestamp(want):
+                stored_int96 = md.schema.column(col).physical_type == "INT96"
+                if stored_int96 and pa.types.is_timestamp(want) and want.unit == int96:
                     # instants in UTC, as Iceberg Java reads them into either timestamp type
+                    # (read in the unit the reader reads them in: see int96_unit)
                     continue
                 if not _compatible(leaf.type, want):
                     raise ValidationError(
