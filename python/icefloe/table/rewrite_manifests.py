@@ -181,8 +181,9 @@ def _concat(
 ) -> pa.Table:
     """The entries of one spec's manifests as one table, their partition tuples first cast to
     the spec's partition type (older manifests may hold a narrower type, or bytes where a
-    dropped source was once typed ``unknown``). Entries that still disagree raise
-    :class:`CorruptFileError` naming the spec."""
+    dropped source was once typed ``unknown``). Tuples that cannot take the spec's type raise
+    :class:`ValidationError`, entries that still disagree :class:`CorruptFileError`, both
+    naming the spec."""
     spec = metadata.spec_by_id(spec_id)
     if spec is None:
         raise ValidationError(f"unknown partition spec id {spec_id}")
