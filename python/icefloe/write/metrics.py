@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe import _native
+from icefloe.arrow_fill import extension_storage
 from icefloe.exceptions import ValidationError
 from icefloe.geo import wkb_bounds
 from icefloe.properties import TableProperties, int_property, parse_metrics_mode
@@ -380,8 +381,7 @@ _PHYSICAL_INT = (
 def _bounds(
     arr: pa.ChunkedArray, t: IcebergType, mode: MetricsMode, nan_count: int
 ) -> tuple[bytes, bytes | None] | None:
-    if isinstance(arr.type, pa.BaseExtensionType):
-        arr = pa.chunked_array([c.storage for c in arr.chunks], type=arr.type.storage_type)
+    arr = extension_storage(arr)
     if nan_count:
         arr = arr.filter(pc.invert(pc.is_nan(arr)))
     if len(arr) == arr.null_count:

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map, work_threads
+from icefloe.arrow_fill import extension_storage
 from icefloe.arrow_schema import (
     FIELD_IDS_DIGEST_KEY,
     field_ids_digest,
@@ -123,8 +124,7 @@ def _partition_arrays(
         want = type_to_arrow(nf.field_type)
         if isinstance(want, pa.BaseExtensionType):
             want = want.storage_type
-        if isinstance(res.type, pa.BaseExtensionType):
-            res = pa.chunked_array([c.storage for c in res.chunks], type=res.type.storage_type)
+        res = extension_storage(res)
         if res.type != want:
             res = res.cast(want)
         if pa.types.is_decimal(want) and isinstance(pf.transform, TruncateTransform):
@@ -155,8 +155,7 @@ def _sort_keys(
     for sf in order.fields:
         src = _sort_source(table, schema, sf.source_id)
         arr = src if isinstance(sf.transform, IdentityTransform) else sf.transform.apply(src)
-        if isinstance(arr.type, pa.BaseExtensionType):
-            arr = pa.chunked_array([c.storage for c in arr.chunks], type=arr.type.storage_type)
+        arr = extension_storage(arr)
         if arr.type in _FLOAT_BITS:
             arr = _float_order_key(arr)
         nulls_first = sf.null_order == NullOrder.NULLS_FIRST
