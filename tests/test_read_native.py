@@ -489,6 +489,13 @@ def test_files_sharing_a_residual_are_filtered_together(
     assert got.equals(want), expr
 
 
+def _in_parts(rows: int, per_part: int) -> pa.Table:
+    """``rows`` rows of columns ``l`` and ``d``, ``per_part`` consecutive rows a partition."""
+    data = _table(["l", "d"], rows, nulls=0)
+    part = pa.array([i // per_part for i in range(rows)], pa.int32())
+    return data.set_column(data.schema.get_field_index("part"), "part", part)
+
+
 @pytest.mark.parametrize("concat", ["pyarrow", "before-pyarrow-19"])
 def test_small_files_come_out_in_few_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concat: str
@@ -498,12 +505,7 @@ def test_small_files_come_out_in_few_batches(
     has no ``concat_batches``."""
     if concat != "pyarrow":
         monkeypatch.setattr(native_files, "_CONCAT_BATCHES", None)
-    data = _table(["l", "d"], 600, nulls=0)
-    data = data.set_column(
-        data.schema.get_field_index("part"),
-        "part",
-        pa.array([i // 10 for i in range(600)], pa.int32()),
-    )
+    data = _in_parts(600, 10)
     t = _partitioned(tmp_path, data)
     assert len(t.scan().plan_files()) == 60
     whole = t.scan().to_arrow()
@@ -516,13 +518,7 @@ def test_small_files_come_out_in_few_batches(
 def test_files_of_thousands_of_rows_are_not_copied_without_a_filter(tmp_path: Path) -> None:
     """Without a filter only tiny files' batches are joined: larger ones come out as decoded
     (joining would copy them for nothing); with a filter they are joined and filtered once."""
-    data = _table(["l", "d"], 4000, nulls=0)
-    data = data.set_column(
-        data.schema.get_field_index("part"),
-        "part",
-        pa.array([i // 2000 for i in range(4000)], pa.int32()),
-    )
-    t = _partitioned(tmp_path, data)
+    t = _partitioned(tmp_path, _in_parts(4000, 2000))
     assert len(t.scan().plan_files()) == 2
     assert t.scan().to_arrow().column("l").num_chunks == 2
     assert t.scan(row_filter="d >= 0").to_arrow().column("l").num_chunks == 1
