@@ -31,7 +31,6 @@ from icefloe.scan.tasks import (
     ReadOptions,
     replace_task,
 )
-from icefloe.schema import Schema
 from icefloe.spark.errors import executor_errors, icefloe_errors
 from icefloe.spark.reading import (
     iter_numbered_tasks,
@@ -201,28 +200,24 @@ def match_target(source: Any, keys: Any, on: Sequence[str]) -> Any:
     return source.join(keys.hint("merge"), on=list(on), how="left")
 
 
-def _with_table_names(df: Any, schema: Schema, on: list[str]) -> tuple[Any, list[str]]:
-    """``df`` with each top-level column that names one table column only when case is
-    ignored renamed to the table's name, and the keys ``on`` likewise (Spark's
-    ``spark.sql.caseSensitive=false``); other names are left for the checks to report."""
-    exact = {f.name for f in schema.fields}
-    folded: dict[str, list[str]] = {}
-    for f in schema.fields:
-        folded.setdefault(f.name.lower(), []).append(f.name)
+def _with_table_names(df: Any, table: Table, on: list[str]) -> tuple[Any, list[str]]:
+    """``df`` with each top-level column that names a table column when case is ignored
+    renamed to the table's name, and the keys ``on`` likewise (Spark's
+    ``spark.sql.caseSensitive=false``, by the rules of the format's writes: see
+    :func:`~icefloe.spark.format_write.match_columns`); other names are left for the checks
+    to report."""
+    from icefloe.spark.format_write import match_columns
 
-    def table_name(c: str) -> str:
-        found = folded.get(c.lower(), [])
-        return found[0] if c not in exact and len(found) == 1 else c
+    folded = {f.name.lower() for f in table.schema().fields}
 
-    names = [table_name(c) for c in df.columns]
-    if len({n.lower() for n in names}) < len(names):
-        raise ValidationError(
-            f"merge source columns {list(df.columns)} differ only in case, and Spark compares "
-            "column names case-insensitively (spark.sql.caseSensitive=false): rename one"
-        )
-    by_lower = {n.lower(): n for n in names}
-    keys = [c if c in names else by_lower.get(c.lower(), table_name(c)) for c in on]
-    return (df.toDF(*names) if names != list(df.columns) else df), keys
+    def renamed(columns: list[str]) -> dict[str, str]:
+        mine = [c for c in columns if c.lower() in folded]
+        return dict(zip(mine, match_columns(mine, table, case_sensitive=False), strict=True))
+
+    names = renamed(list(df.columns))
+    columns = [names.get(c, c) for c in df.columns]
+    keys = [renamed([c]).get(c, c) for c in on]
+    return (df.toDF(*columns) if columns != list(df.columns) else df), keys
 
 
 def merge(
@@ -265,7 +260,7 @@ def merge(
     schema = t.schema()
     conf = str(df.sparkSession.conf.get("spark.sql.caseSensitive", "false")).strip().lower()
     if conf != "true":  # Spark's default: names compare case-insensitively, as Java's MERGE
-        df, on = _with_table_names(df, schema, on)
+        df, on = _with_table_names(df, t, on)
     for c in on:
         if c not in df.columns:
             raise ValidationError(f"merge key {c!r} is not a column of the source DataFrame")
