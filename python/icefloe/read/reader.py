@@ -111,6 +111,11 @@ def _memo(options: ReadOptions, key: Hashable, build: Callable[[], T]) -> T:
     return _MEMO.get((options,), key, build)
 
 
+def _int96_unit(options: ReadOptions) -> str:
+    """:func:`int96_unit` of the scan's schema, worked out once per scan."""
+    return _memo(options, "int96", partial(int96_unit, options.schema))
+
+
 def _work_schema(options: ReadOptions, extra_ids: set[int]) -> tuple[Schema, pa.Schema]:
     """The projection plus the columns filters and equality deletes need, and its Arrow form."""
     projected = options.projected_schema()
@@ -287,7 +292,7 @@ class _TaskReader:
             num_rows, schema = other.num_rows, other.schema
         else:
             checked = open_checked(
-                self.io, self.path, handle=self._handle, int96_unit=int96_unit(options.schema)
+                self.io, self.path, handle=self._handle, int96_unit=_int96_unit(options)
             )
             num_rows, schema = checked.file.metadata.num_rows, checked.schema
         if task.data_file.record_count and num_rows != task.data_file.record_count:
@@ -472,7 +477,7 @@ class _TaskReader:
                 dict_cols,
                 pf.metadata,
                 handle=checked.source,
-                int96_unit=int96_unit(self.options.schema),
+                int96_unit=_int96_unit(self.options),
             ).file
         # A split of at most one batch is decoded on this thread: handing its few columns to
         # pyarrow's pool costs more than decoding them (the scan already reads files in
