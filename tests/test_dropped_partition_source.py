@@ -142,7 +142,7 @@ def test_new_column_with_the_dropped_name(tmp_path: Path) -> None:
 
 def _deleted_with_bytes_tuples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The copy-on-write table after a delete whose spec-1 manifest holds bytes tuples (typed
-    from the current schema alone, as before the fix)."""
+    from the current schema alone, as older versions wrote them)."""
     t = _table(tmp_path, 2, {"write.delete.mode": "copy-on-write"})
     with monkeypatch.context() as m:
         old = lambda md, spec: md.current_schema()  # noqa: E731
@@ -154,8 +154,8 @@ def _deleted_with_bytes_tuples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_rewrite_manifests_repairs_bytes_tuples(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A spec-1 manifest written with bytes tuples (as before the fix: typed from the current
-    schema alone) is cast back to the spec's string type by rewrite_manifests."""
+    """A spec-1 manifest written with bytes tuples (as older versions wrote them: typed from
+    the current schema alone) is cast back to the spec's string type by rewrite_manifests."""
     t = _deleted_with_bytes_tuples(tmp_path, monkeypatch)
     assert ["null", "bytes"] in [p for _, p, _ in _spec_manifests(t)]
     t.rewrite_manifests()
