@@ -89,6 +89,26 @@ def test_scan_time_travel(world: CliWorld) -> None:
     assert r.exit_code == EXIT_NOT_FOUND, r.stderr
 
 
+def test_scan_since_reads_the_rows_appended_after_a_snapshot(world: CliWorld) -> None:
+    table = world.catalog().load_table("db.events")
+    v1 = table.refs()["v1"].snapshot_id
+    since = _lines(run(world, "scan", "db.events", "--since", "v1", "--json").stdout)
+    expected = table.incremental_append_scan(v1).to_arrow()
+    assert sorted(x["id"] for x in since) == _ids(expected)  # type: ignore[type-var]
+    assert _ids(expected) == list(range(200, 220))  # the audit branch's append is not on main
+    chain = [s.snapshot_id for s in reversed(table.metadata.ancestors_of(v1))]
+    r = run(world, "scan", "db.events", "--since", str(chain[0]), "--until", str(v1), "--json")
+    assert sorted(x["id"] for x in _lines(r.stdout)) == list(range(80, 110))  # type: ignore[type-var]
+    r = run(world, "scan", "db.events", "--until", str(v1))
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert r.stderr.strip() == "error: --until needs --since"
+    r = run(world, "scan", "db.events", "--since", "v1", "--ref", "v1")
+    assert r.exit_code == EXIT_BAD_INPUT
+    r = run(world, "scan", "db.events", "--since", str(v1), "--until", str(chain[0]))
+    assert r.exit_code == EXIT_BAD_INPUT, r.stderr
+    assert "not an ancestor" in r.stderr
+
+
 def test_scan_formats(world: CliWorld, tmp_path: Path) -> None:
     table = world.catalog().load_table("db.events")
     expected = table.scan(row_filter="region = 'us'").to_arrow().sort_by("id")

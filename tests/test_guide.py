@@ -263,6 +263,15 @@ def _reading(tmp: Path) -> dict[str, Any]:
     }
 
 
+def _incremental(tmp: Path) -> dict[str, Any]:
+    from icefloe.catalog import load_catalog
+
+    cat = load_catalog()
+    cat.create_namespace("db")
+    cat.create_table("db.logs", ID_S).append(_id_s([1, 2]))
+    return {"new_rows": _id_s([3, 4])}
+
+
 def _delta(tmp: Path) -> dict[str, Any]:
     src = Path(__file__).resolve().parent / "data" / "delta" / "dml"
     shutil.copytree(src / "table", tmp / "events")
@@ -291,6 +300,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _partition_stats,
     _geo,
     _reading,
+    _incremental,
     _delta,
     SKIP,  # Delta sync from Spark: tests/test_delta_spark.py runs these calls
 ]

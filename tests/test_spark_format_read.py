@@ -181,8 +181,12 @@ def test_errors_are_clear(spark: Any, tables: Any) -> None:
     # options Iceberg's runtime reads and this source would otherwise ignore: refused
     t = tables.load_table("db.p2")
     first = t.snapshots()[0].snapshot_id
-    with pytest.raises(UnsupportedFeatureError, match="incremental batch reads"), icefloe_errors():
-        fmt_read(spark, tables, "db.p2", start_snapshot_id=first).collect()
+    with pytest.raises(UnsupportedFeatureError, match="changelog reads"), icefloe_errors():
+        fmt_read(spark, tables, "db.p2", start_timestamp=1).collect()
+    with pytest.raises(ValidationError, match="needs a start snapshot"), icefloe_errors():
+        fmt_read(spark, tables, "db.p2", end_snapshot_id=first).collect()
+    with pytest.raises(ValidationError, match="cannot also choose"), icefloe_errors():
+        fmt_read(spark, tables, "db.p2", start_snapshot_id=first, branch="main").collect()
     with pytest.raises(ValidationError, match="choose one of"), icefloe_errors():
         fmt_read(spark, tables, "db.p2", branch="main", tag="main").collect()
 

@@ -256,6 +256,13 @@ def _as_of(text: str) -> int:
     return parse_age(text)
 
 
+def _snapshot_or_tag(text: str | None) -> int | str | None:
+    """A snapshot id (digits) or a tag name."""
+    if text is None:
+        return None
+    return int(text) if text.strip().isdigit() else text
+
+
 @click.command("scan", short_help="Read rows (filter, select, time travel).")
 @click.argument("table")
 @click.option("--filter", "row_filter", help="Row filter, e.g. \"region = 'eu' and id > 5\".")
@@ -264,6 +271,14 @@ def _as_of(text: str) -> int:
 @click.option("--snapshot", "snapshot_id", type=int, help="Read this snapshot.")
 @click.option("--ref", help="Read this branch or tag.")
 @click.option("--as-of", help="Read the snapshot current at this time (ISO, epoch ms or age).")
+@click.option(
+    "--since",
+    help="Read only the rows appended after this snapshot (an id or a tag name).",
+)
+@click.option(
+    "--until",
+    help="With --since: the last snapshot whose appends are read (default: the current one).",
+)
 @_format_options
 @pass_state
 def scan(
@@ -275,14 +290,21 @@ def scan(
     snapshot_id: int | None,
     ref: str | None,
     as_of: str | None,
+    since: str | None,
+    until: str | None,
     fmt: str,
     as_json: bool,
     output: str | None,
     max_rows: int,
 ) -> None:
-    """Read rows of TABLE (filtered, projected, limited, at a snapshot, ref or time)."""
+    """Read rows of TABLE (filtered, projected, limited, at a snapshot, ref or time, or only
+    the rows appended since a snapshot)."""
     if sum(x is not None for x in (snapshot_id, ref, as_of)) > 1:
         raise ValidationError("give at most one of --snapshot, --ref and --as-of")
+    if until is not None and since is None:
+        raise ValidationError("--until needs --since")
+    if since is not None and any(x is not None for x in (snapshot_id, ref, as_of)):
+        raise ValidationError("--since reads appends; it takes no --snapshot, --ref or --as-of")
     t = state.table(table)
     kwargs: dict[str, Any] = {}
     if row_filter:
@@ -292,13 +314,19 @@ def scan(
     fmt = _output_format(fmt, as_json)
     if fmt == "table" and limit is None:
         limit = max_rows + 1  # read no more than is drawn (and one to tell there is more)
-    reader = t.scan(
-        snapshot_id=snapshot_id,
-        ref=ref,
-        as_of=_as_of(as_of) if as_of else None,
-        limit=limit,
-        **kwargs,
-    ).to_batches()
+    if since is not None:
+        chosen: Any = t.incremental_append_scan(
+            _snapshot_or_tag(since), _snapshot_or_tag(until), limit=limit, **kwargs
+        )
+    else:
+        chosen = t.scan(
+            snapshot_id=snapshot_id,
+            ref=ref,
+            as_of=_as_of(as_of) if as_of else None,
+            limit=limit,
+            **kwargs,
+        )
+    reader = chosen.to_batches()
     schema, batches = _in_order(reader.schema, iter(reader), kwargs.get("selected_fields", ()))
     if fmt != "parquet":  # Parquet keeps the encoded variant; people read its JSON text
         schema, batches = _variants_as_json(schema, batches, t.schema())

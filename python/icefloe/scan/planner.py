@@ -120,6 +120,7 @@ def plan(
     prune_deletes_by_metrics: bool = True,
     limit: int | None = None,
     on_batch: Callable[[PlannedBatch, Sequence[BooleanExpression]], None] | None = None,
+    select_entries: Callable[[str, pa.RecordBatch], pa.RecordBatch] | None = None,
 ) -> Plan:
     """Plans the scan of the manifests of ``manifest_list`` for ``bound_filter`` (bound to
     ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes.
@@ -132,7 +133,11 @@ def plan(
     and the residuals so far (its ``residual_index`` points into them) as soon as the batch is
     planned, while the next manifests decode in the background: callers build tasks from it
     instead of waiting for the whole plan. The plan's final checks (duplicate paths) still run
-    at the end and may raise after calls to ``on_batch``."""
+    at the end and may raise after calls to ``on_batch``.
+
+    ``select_entries`` (if given) narrows each data manifest's kept entries further: it is
+    called with the manifest's path and its kept entries and returns the entries to plan
+    (incremental scans keep only the files the chosen snapshots added)."""
     filters: dict[int, SpecFilters] = {}
 
     def spec_filters(spec_id: int) -> SpecFilters:
@@ -207,6 +212,7 @@ def plan(
 
     # 3. data files
     data_specs = data_manifests.column("partition_spec_id").to_pylist()
+    manifest_paths = data_manifests.column("manifest_path").to_pylist() if select_entries else []
     residual_ids: dict[BooleanExpression, int] = {}
     residual_cache: dict[int, dict[tuple[int, ...], BooleanExpression]] = {}
     # only the metrics maps a filter needs, trimmed to the fields it references
@@ -251,7 +257,9 @@ def plan(
             nxt = start(lo + depth * step)
             if nxt is not None:
                 ahead.append(nxt)
-        for sid, kept in zip(data_specs[lo : lo + step], kept_data, strict=True):
+        for i, (sid, kept) in enumerate(zip(data_specs[lo : lo + step], kept_data, strict=True)):
+            if select_entries is not None and kept.num_rows:
+                kept = select_entries(manifest_paths[lo + i], kept)
             if not kept.num_rows:
                 continue
             f = spec_filters(sid)

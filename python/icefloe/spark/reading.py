@@ -169,9 +169,13 @@ def read_scan(
     case_sensitive: bool = True,
     metadata_columns: Sequence[str] = (),
     scan_options: dict[str, str] | None = None,
+    start_snapshot_id: int | None = None,
+    end_snapshot_id: int | None = None,
 ) -> tuple[TableScan, ReadOptions, list[NestedField]]:
     """The scan of a distributed read, what its readers produce and its output fields (data
-    columns, then the requested metadata columns)."""
+    columns, then the requested metadata columns). With ``start_snapshot_id`` (and optionally
+    ``end_snapshot_id``) the scan is an incremental append scan (see
+    :meth:`icefloe.table.Table.incremental_append_scan`), which chooses no other snapshot."""
     for name in metadata_columns:
         if name not in METADATA_COLUMNS:
             raise ValidationError(
@@ -183,15 +187,39 @@ def read_scan(
         data = (selected_fields,)
     else:
         data = tuple(selected_fields)
-    scan = table.scan(
-        row_filter=row_filter if row_filter is not None else AlwaysTrue(),
-        selected_fields=data + tuple(metadata_columns),
-        snapshot_id=snapshot_id,
-        ref=ref,
-        as_of=as_of,
-        case_sensitive=case_sensitive,
-        options=scan_options,
-    )
+    if end_snapshot_id is not None and start_snapshot_id is None:
+        raise ValidationError(
+            "an incremental read needs a start snapshot: end-snapshot-id alone is not enough"
+        )
+    scan: TableScan
+    if start_snapshot_id is not None:
+        chosen = [
+            n
+            for n, v in (("snapshot-id", snapshot_id), ("ref", ref), ("as-of", as_of))
+            if v is not None
+        ]
+        if chosen:
+            raise ValidationError(
+                f"an incremental read cannot also choose a snapshot ({', '.join(chosen)})"
+            )
+        scan = table.incremental_append_scan(
+            start_snapshot_id,
+            end_snapshot_id,
+            row_filter=row_filter if row_filter is not None else AlwaysTrue(),
+            selected_fields=data + tuple(metadata_columns),
+            case_sensitive=case_sensitive,
+            options=scan_options,
+        )
+    else:
+        scan = table.scan(
+            row_filter=row_filter if row_filter is not None else AlwaysTrue(),
+            selected_fields=data + tuple(metadata_columns),
+            snapshot_id=snapshot_id,
+            ref=ref,
+            as_of=as_of,
+            case_sensitive=case_sensitive,
+            options=scan_options,
+        )
     options = scan.read_options()
     if PARTITION in options.metadata_columns:
         options = replace(
@@ -212,13 +240,18 @@ def read(
     metadata_columns: Sequence[str] = (),
     catalog: Any = None,
     max_partitions: int | None = None,
+    start_snapshot_id: int | None = None,
+    end_snapshot_id: int | None = None,
 ) -> Any:
     """A Spark DataFrame of the table's rows, read on the executors by icefloe.
 
     ``row_filter`` is an icefloe expression or filter string; ``selected_fields`` column names
     (nested ones dotted); ``snapshot_id``, ``ref`` (branch or tag) or ``as_of`` (a datetime or
     epoch milliseconds) choose the snapshot; ``metadata_columns`` adds columns such as
-    ``_file``, ``_pos`` or ``_row_id`` (see :data:`icefloe.scan.tasks.METADATA_COLUMNS`).
+    ``_file``, ``_pos`` or ``_row_id`` (see :data:`icefloe.scan.tasks.METADATA_COLUMNS`);
+    ``start_snapshot_id`` (exclusive) and ``end_snapshot_id`` (inclusive, default the current
+    snapshot) read only the rows the appends between them added, as Iceberg's options of the
+    same names do.
     """
     table = resolve_table(table_or_identifier, catalog)
     scan, options, fields = read_scan(
@@ -230,6 +263,8 @@ def read(
         as_of=as_of,
         case_sensitive=case_sensitive,
         metadata_columns=metadata_columns,
+        start_snapshot_id=start_snapshot_id,
+        end_snapshot_id=end_snapshot_id,
     )
     schema = spark_type(StructType(*fields))
     tasks = scan.plan_files()

@@ -20,7 +20,12 @@ otherwise make fewer partitions than the session has cores, see :func:`adaptive_
 the columns read; Spark 4.1's Python data sources get no column pruning from Spark, so this
 is how a read reads fewer columns), ``metadata-columns`` (comma-separated, e.g.
 ``_file,_pos``; Python data sources cannot expose hidden metadata columns, so they are
-requested by this option and become ordinary columns), ``case-sensitive`` (default true).
+requested by this option and become ordinary columns), ``case-sensitive`` (default true),
+``start-snapshot-id`` (exclusive) with optionally ``end-snapshot-id`` (inclusive, default the
+current snapshot): only the rows the ``append`` snapshots between them added, as Iceberg's
+options of the same names read them (see
+:class:`icefloe.table.incremental_scan.IncrementalAppendScan`; no other snapshot choice with
+them; Iceberg's changelog options ``start-timestamp`` / ``end-timestamp`` are refused).
 
 Filters in ``where`` reach the source through ``pushFilters`` (Spark setting
 ``spark.sql.python.filterPushdown.enabled``, which :func:`register` turns on): those icefloe
@@ -153,19 +158,19 @@ def table_from_options(options: Mapping[str, str]) -> Table:
     return table
 
 
-#: Iceberg Java's options of incremental batch reads, which this source does not have.
-_INCREMENTAL = ("start-snapshot-id", "end-snapshot-id", "start-timestamp", "end-timestamp")
+#: Iceberg Java's options of changelog scans, which this source does not have.
+_CHANGELOG = ("start-timestamp", "end-timestamp")
 
 
 def check_batch_options(options: Mapping[str, str]) -> None:
-    """Refuses options of a batch read that it would otherwise ignore: Iceberg's incremental
-    read options (the rows would be the whole table's) and more than one ref."""
-    given = [k for k in _INCREMENTAL if options.get(k)]
+    """Refuses options of a batch read that it would otherwise ignore: Iceberg's changelog
+    options (the rows would be the whole table's)."""
+    given = [k for k in _CHANGELOG if options.get(k)]
     if given:
         raise UnsupportedFeatureError(
-            f"option {', '.join(given)}: incremental batch reads are not supported by the "
-            "icefloe format (spark.readStream with 'start-snapshot-id' reads the appends "
-            "after a snapshot)"
+            f"option {', '.join(given)}: changelog reads are not supported by the icefloe "
+            "format; 'start-snapshot-id' and 'end-snapshot-id' read the rows appended "
+            "between two snapshots"
         )
 
 
@@ -216,6 +221,8 @@ def plan_read(
         case_sensitive=_bool_option(options, "case-sensitive", True),
         metadata_columns=_csv(options.get("metadata-columns")),
         scan_options=_scan_options(options),
+        start_snapshot_id=_int_option(options, "start-snapshot-id"),
+        end_snapshot_id=_int_option(options, "end-snapshot-id"),
         **_snapshot_choice(options),
     )
     return table, scan, read_options, fields

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from icefloe.sorting import SortOrder
     from icefloe.table.dangling_deletes import RemoveDanglingDeletesResult
     from icefloe.table.expire import ExpireResult
+    from icefloe.table.incremental_scan import IncrementalAppendScan
     from icefloe.table.inspect import InspectTable
     from icefloe.table.maintenance import RewritePlan, RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
@@ -207,6 +208,36 @@ class Table:
             snapshot_id=snapshot_id,
             ref=ref,
             as_of=as_of,
+            limit=limit,
+            options=options,
+        )
+
+    def incremental_append_scan(
+        self,
+        from_snapshot_id: int | str | None = None,
+        to_snapshot_id: int | str | None = None,
+        *,
+        from_inclusive: bool = False,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        selected_fields: Sequence[str] = ("*",),
+        case_sensitive: bool = True,
+        limit: int | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> IncrementalAppendScan:
+        """A read of the rows the ``append`` snapshots after ``from_snapshot_id`` (exclusive
+        unless ``from_inclusive``; None: from the first snapshot) up to ``to_snapshot_id``
+        (default: the current snapshot) added; ids or tag names. See
+        :class:`icefloe.table.incremental_scan.IncrementalAppendScan`."""
+        from icefloe.table.incremental_scan import IncrementalAppendScan
+
+        return IncrementalAppendScan(
+            self,
+            from_snapshot_id,
+            to_snapshot_id,
+            from_inclusive=from_inclusive,
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            case_sensitive=case_sensitive,
             limit=limit,
             options=options,
         )

@@ -1,0 +1,244 @@
+"""``table.incremental_append_scan(...)``: the rows appended between two snapshots.
+
+An incremental append scan reads the data files that the ``append`` snapshots of a stretch of
+a table's history added, as Iceberg Java's ``IncrementalAppendScan`` (and its Spark options
+``start-snapshot-id`` / ``end-snapshot-id``) read them: the stretch runs from the end snapshot
+back through its ancestors to the start snapshot, which is excluded unless ``from_inclusive``;
+every other operation in it (overwrites, deletes, compactions) is skipped, and delete files
+are not applied, so the rows are those the appends wrote. A pipeline that remembers the last
+snapshot it consumed reads exactly the new rows with it.
+
+The start snapshot need not exist any more (expiry may have removed it) as long as it is the
+parent of a snapshot in the end snapshot's history; the end snapshot (default: the current
+one) must exist. Rows are read with the table's current schema (files written under older
+schemas are read by field id). Filters, projections, limits and the readers
+(:meth:`to_arrow`, :meth:`to_batches`, :meth:`count`, ...) are those of
+:class:`~icefloe.table.scan.TableScan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import NoSuchSnapshotError, ValidationError
+from icefloe.expressions.base import AlwaysTrue, BooleanExpression
+from icefloe.metadata import Snapshot, TableMetadata
+from icefloe.scan.cache import manifest_cache
+from icefloe.scan.manifests import planning_manifest_list, read_entries, reader, unique_manifests
+from icefloe.scan.planner import Plan, plan
+from icefloe.schema import Schema
+from icefloe.table.scan import TableScan
+
+__all__ = ["IncrementalAppendScan", "appends_between"]
+
+_DATA = 0
+_ADDED = 1
+
+
+def _snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int | None:
+    """A snapshot id given as an id or as the name of a tag (as Java takes them)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        ref = md.refs.get(value)
+        if ref is None:
+            raise NoSuchSnapshotError(f"{what}: no tag named {value!r}")
+        if ref.is_branch:
+            raise ValidationError(f"{what}: {value!r} is a branch, not a tag")
+        return ref.snapshot_id
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{what} must be a snapshot id or a tag name, got {value!r}")
+    return value
+
+
+def appends_between(
+    md: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
+) -> list[Snapshot]:
+    """The ``append`` snapshots after ``from_snapshot_id`` (exclusive; None: from the start of
+    the history) up to ``to_snapshot_id`` (inclusive), oldest first. ``from_snapshot_id`` must
+    be the parent of one of ``to_snapshot_id``'s ancestors (or of itself), else
+    :class:`ValidationError`."""
+    md.snapshot(to_snapshot_id)  # NoSuchSnapshotError
+    chain: list[Snapshot] = []
+    found = from_snapshot_id is None
+    for snap in md.ancestors_of(to_snapshot_id):
+        if snap.snapshot_id == from_snapshot_id:
+            found = True
+            break
+        chain.append(snap)
+        if from_snapshot_id is not None and snap.parent_snapshot_id == from_snapshot_id:
+            found = True
+            break
+    if not found:
+        raise ValidationError(
+            f"starting snapshot (exclusive) {from_snapshot_id} is not an ancestor of the end "
+            f"snapshot {to_snapshot_id} (nor the parent of one)"
+        )
+    appends = [s for s in chain if s.summary is not None and s.summary.operation == "append"]
+    return list(reversed(appends))
+
+
+class IncrementalAppendScan(TableScan):
+    """The rows the ``append`` snapshots after one snapshot and up to another added (see the
+    module docstring)."""
+
+    def __init__(
+        self,
+        table: Any,
+        from_snapshot_id: int | str | None = None,
+        to_snapshot_id: int | str | None = None,
+        *,
+        from_inclusive: bool = False,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        selected_fields: Sequence[str] = ("*",),
+        case_sensitive: bool = True,
+        limit: int | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            table,
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            case_sensitive=case_sensitive,
+            limit=limit,
+            options=options,
+        )
+        md = self.metadata
+        start = _snapshot_arg(md, from_snapshot_id, "from_snapshot_id")
+        end = _snapshot_arg(md, to_snapshot_id, "to_snapshot_id")
+        if end is not None:
+            md.snapshot(end)  # NoSuchSnapshotError
+        if from_inclusive and start is not None:
+            md.snapshot(start)  # NoSuchSnapshotError: an inclusive start must exist
+        self.from_snapshot_id = start
+        self.to_snapshot_id = end
+        self.from_inclusive = from_inclusive
+
+    def __repr__(self) -> str:
+        return (
+            f"IncrementalAppendScan(from={self.from_snapshot_id!r}, "
+            f"to={self.to_snapshot_id!r}, from_inclusive={self.from_inclusive!r}, "
+            f"filter={str(self.row_filter)!r}, fields={self.selected_fields!r})"
+        )
+
+    def _copy(self, **changes: Any) -> IncrementalAppendScan:
+        for key in ("snapshot_id", "ref", "as_of"):
+            if changes.get(key) is not None:
+                raise ValidationError(
+                    "an incremental append scan reads a stretch of history; it takes no "
+                    f"{key} (use from_snapshot_id and to_snapshot_id)"
+                )
+        args: dict[str, Any] = {
+            "from_inclusive": self.from_inclusive,
+            "row_filter": self.row_filter,
+            "selected_fields": self.selected_fields,
+            "case_sensitive": self.case_sensitive,
+            "limit": self.limit,
+            "options": self.options,
+        }
+        args.update({k: v for k, v in changes.items() if k not in ("snapshot_id", "ref", "as_of")})
+        return IncrementalAppendScan(self.table, self.from_snapshot_id, self.to_snapshot_id, **args)
+
+    def use_ref(self, name: str) -> TableScan:
+        """Refused: an incremental scan's end is ``to_snapshot_id``."""
+        return self._copy(ref=name)
+
+    def with_snapshot(self, snapshot_id: int) -> TableScan:
+        """Refused: an incremental scan's end is ``to_snapshot_id``."""
+        return self._copy(snapshot_id=snapshot_id)
+
+    # -- resolution -----------------------------------------------------------------------------
+    def _snapshot(self) -> Snapshot | None:
+        """The end snapshot (the current one unless ``to_snapshot_id`` was given)."""
+        if self.to_snapshot_id is not None:
+            return self.metadata.snapshot(self.to_snapshot_id)
+        return self.metadata.current_snapshot()
+
+    def schema(self) -> Schema:
+        """The table's current schema."""
+        return self.metadata.current_schema()
+
+    def appends(self) -> list[Snapshot]:
+        """The ``append`` snapshots whose files the scan reads, oldest first."""
+        end = self.snapshot()
+        if end is None:
+            if self.from_snapshot_id is not None:
+                raise NoSuchSnapshotError(
+                    f"the table has no current snapshot after {self.from_snapshot_id}"
+                )
+            return []
+        start = self.from_snapshot_id
+        if self.from_inclusive and start is not None:
+            first = self.metadata.snapshot(start)
+            chain = self.metadata.ancestors_of(end.snapshot_id)
+            if not any(s.snapshot_id == start for s in chain):
+                raise ValidationError(
+                    f"starting snapshot (inclusive) {start} is not an ancestor of the end "
+                    f"snapshot {end.snapshot_id}"
+                )
+            start = first.parent_snapshot_id
+            if start is None:  # from the start of the history
+                return appends_between(self.metadata, None, end.snapshot_id)
+        return appends_between(self.metadata, start, end.snapshot_id)
+
+    # -- planning -------------------------------------------------------------------------------
+    def _run_plan(self, on_batch: Any = None) -> Plan:
+        if self._plan is not None:
+            return self._plan
+        snaps = self.appends()
+        bound = self.bound_filter()
+        if not snaps:
+            self._plan = Plan()
+            return self._plan
+        read = reader(self.table.io)
+        ids = pa.array([s.snapshot_id for s in snaps], pa.int64())
+        lists = [planning_manifest_list(s, read) for s in snaps]
+        manifests = unique_manifests(lists)
+        if manifests.num_rows:
+            mine = pc.equal(manifests.column("content"), _DATA)
+            if "added_snapshot_id" in manifests.column_names:
+                added = manifests.column("added_snapshot_id")
+                mine = pc.and_(mine, pc.fill_null(pc.is_in(added, value_set=ids), True))
+            manifests = manifests.filter(mine)
+        if manifests.num_rows == 0:
+            self._plan = Plan()
+            return self._plan
+        batch = manifests.combine_chunks().to_batches()[0]
+        added_paths = self._added_paths(batch, ids)
+
+        def select(manifest_path: str, entries: pa.RecordBatch) -> pa.RecordBatch:
+            paths = added_paths.get(manifest_path)
+            if paths is None or len(paths) == 0:
+                return entries.slice(0, 0)
+            return entries.filter(pc.is_in(entries.column("file_path"), value_set=paths))
+
+        md = self.metadata
+        self._plan = plan(
+            manifest_list=batch,
+            read=read,
+            schema=self.schema(),
+            specs={s.spec_id: s for s in md.partition_specs},
+            bound_filter=bound,
+            threads=self._threads(),
+            cache=manifest_cache(self.table, self._cache_bytes()),
+            limit=self.limit,
+            on_batch=on_batch,
+            select_entries=select,
+        )
+        return self._plan
+
+    def _added_paths(self, manifests: pa.RecordBatch, ids: pa.Array) -> dict[str, pa.Array]:
+        """Per manifest, the paths of the data files it lists as added by one of ``ids``."""
+        out: dict[str, pa.Array] = {}
+        paths = manifests.column("manifest_path").to_pylist()
+        for path, entries in zip(paths, read_entries(self.table.io, manifests), strict=True):
+            mask = pc.and_(
+                pc.equal(entries.column("status"), _ADDED),
+                pc.is_in(entries.column("snapshot_id"), value_set=ids),
+            )
+            out[path] = entries.column("file_path").filter(mask)
+        return out
