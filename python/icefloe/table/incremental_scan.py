@@ -33,13 +33,19 @@ from icefloe.scan.planner import Plan, plan
 from icefloe.schema import Schema
 from icefloe.table.scan import TableScan
 
-__all__ = ["IncrementalAppendScan", "appends_between"]
+__all__ = [
+    "IncrementalAppendScan",
+    "appends_between",
+    "history_range",
+    "snapshot_arg",
+    "snapshots_between",
+]
 
 _DATA = 0
 _ADDED = 1
 
 
-def _snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int | None:
+def snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int | None:
     """A snapshot id given as an id or as the name of a tag (as Java takes them)."""
     if value is None:
         return None
@@ -55,13 +61,13 @@ def _snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int 
     return value
 
 
-def appends_between(
+def snapshots_between(
     md: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
 ) -> list[Snapshot]:
-    """The ``append`` snapshots after ``from_snapshot_id`` (exclusive; None: from the start of
-    the history) up to ``to_snapshot_id`` (inclusive), oldest first. ``from_snapshot_id`` must
-    be the parent of one of ``to_snapshot_id``'s ancestors (or of itself), else
-    :class:`ValidationError`."""
+    """The snapshots after ``from_snapshot_id`` (exclusive; None: from the start of the
+    history) up to ``to_snapshot_id`` (inclusive) on ``to_snapshot_id``'s history, oldest
+    first. ``from_snapshot_id`` must be the parent of one of them (it may have been expired),
+    else :class:`ValidationError`."""
     md.snapshot(to_snapshot_id)  # NoSuchSnapshotError
     chain: list[Snapshot] = []
     found = from_snapshot_id is None
@@ -78,8 +84,37 @@ def appends_between(
             f"starting snapshot (exclusive) {from_snapshot_id} is not an ancestor of the end "
             f"snapshot {to_snapshot_id} (nor the parent of one)"
         )
-    appends = [s for s in chain if s.summary is not None and s.summary.operation == "append"]
-    return list(reversed(appends))
+    return list(reversed(chain))
+
+
+def appends_between(
+    md: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
+) -> list[Snapshot]:
+    """The ``append`` snapshots of :func:`snapshots_between`, oldest first."""
+    chain = snapshots_between(md, from_snapshot_id, to_snapshot_id)
+    return [s for s in chain if s.summary is not None and s.summary.operation == "append"]
+
+
+def history_range(
+    md: TableMetadata, start: int | None, end: int | None, from_inclusive: bool
+) -> list[Snapshot]:
+    """The snapshots from ``start`` (exclusive unless ``from_inclusive``; None: the first) to
+    ``end`` (inclusive; None: the current snapshot), oldest first; none when the table has no
+    snapshot and neither end is given."""
+    end_snap = md.snapshot(end) if end is not None else md.current_snapshot()
+    if end_snap is None:
+        if start is not None:
+            raise NoSuchSnapshotError(f"the table has no current snapshot after {start}")
+        return []
+    if from_inclusive and start is not None:
+        first = md.snapshot(start)
+        if not any(s.snapshot_id == start for s in md.ancestors_of(end_snap.snapshot_id)):
+            raise ValidationError(
+                f"starting snapshot (inclusive) {start} is not an ancestor of the end "
+                f"snapshot {end_snap.snapshot_id}"
+            )
+        start = first.parent_snapshot_id
+    return snapshots_between(md, start, end_snap.snapshot_id)
 
 
 class IncrementalAppendScan(TableScan):
@@ -108,8 +143,8 @@ class IncrementalAppendScan(TableScan):
             options=options,
         )
         md = self.metadata
-        start = _snapshot_arg(md, from_snapshot_id, "from_snapshot_id")
-        end = _snapshot_arg(md, to_snapshot_id, "to_snapshot_id")
+        start = snapshot_arg(md, from_snapshot_id, "from_snapshot_id")
+        end = snapshot_arg(md, to_snapshot_id, "to_snapshot_id")
         if end is not None:
             md.snapshot(end)  # NoSuchSnapshotError
         if from_inclusive and start is not None:
@@ -164,26 +199,10 @@ class IncrementalAppendScan(TableScan):
 
     def appends(self) -> list[Snapshot]:
         """The ``append`` snapshots whose files the scan reads, oldest first."""
-        end = self.snapshot()
-        if end is None:
-            if self.from_snapshot_id is not None:
-                raise NoSuchSnapshotError(
-                    f"the table has no current snapshot after {self.from_snapshot_id}"
-                )
-            return []
-        start = self.from_snapshot_id
-        if self.from_inclusive and start is not None:
-            first = self.metadata.snapshot(start)
-            chain = self.metadata.ancestors_of(end.snapshot_id)
-            if not any(s.snapshot_id == start for s in chain):
-                raise ValidationError(
-                    f"starting snapshot (inclusive) {start} is not an ancestor of the end "
-                    f"snapshot {end.snapshot_id}"
-                )
-            start = first.parent_snapshot_id
-            if start is None:  # from the start of the history
-                return appends_between(self.metadata, None, end.snapshot_id)
-        return appends_between(self.metadata, start, end.snapshot_id)
+        chain = history_range(
+            self.metadata, self.from_snapshot_id, self.to_snapshot_id, self.from_inclusive
+        )
+        return [s for s in chain if s.summary is not None and s.summary.operation == "append"]
 
     # -- planning -------------------------------------------------------------------------------
     def _run_plan(self, on_batch: Any = None) -> Plan:

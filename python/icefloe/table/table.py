@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from icefloe.progress import ProgressArg
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
+    from icefloe.table.changelog_scan import ChangelogScan
     from icefloe.table.dangling_deletes import RemoveDanglingDeletesResult
     from icefloe.table.expire import ExpireResult
     from icefloe.table.incremental_scan import IncrementalAppendScan
@@ -239,6 +240,35 @@ class Table:
             selected_fields=selected_fields,
             case_sensitive=case_sensitive,
             limit=limit,
+            options=options,
+        )
+
+    def changelog_scan(
+        self,
+        from_snapshot_id: int | str | None = None,
+        to_snapshot_id: int | str | None = None,
+        *,
+        from_inclusive: bool = False,
+        row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
+        selected_fields: Sequence[str] = ("*",),
+        case_sensitive: bool = True,
+        options: Mapping[str, str] | None = None,
+    ) -> ChangelogScan:
+        """A read of the rows each snapshot after ``from_snapshot_id`` (exclusive unless
+        ``from_inclusive``; None: from the first) up to ``to_snapshot_id`` (default: the
+        current snapshot) inserted and deleted, with ``_change_type``, ``_change_ordinal``
+        and ``_commit_snapshot_id``, as Iceberg's changelog scan gives them. See
+        :class:`icefloe.table.changelog_scan.ChangelogScan`."""
+        from icefloe.table.changelog_scan import ChangelogScan
+
+        return ChangelogScan(
+            self,
+            from_snapshot_id,
+            to_snapshot_id,
+            from_inclusive=from_inclusive,
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            case_sensitive=case_sensitive,
             options=options,
         )
 
