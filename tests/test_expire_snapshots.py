@@ -163,6 +163,46 @@ def test_retention_algorithm(
     assert gone_refs == removed_refs
 
 
+@pytest.mark.parametrize(
+    ("refs", "props", "kept", "removed_refs"),
+    [
+        # 0 days of age (Java reads 0 as a value): everything but main's head is old
+        ({"main": SnapshotRef(4)}, {"history.expire.max-snapshot-age-ms": "0"}, {4}, []),
+        (
+            {"main": SnapshotRef(4)},
+            {
+                "history.expire.min-snapshots-to-keep": "0",
+                "history.expire.max-snapshot-age-ms": str(7 * DAY),
+            },
+            {3, 4, 6},
+            [],
+        ),
+        (
+            {"main": SnapshotRef(4), "v1": SnapshotRef(2, "tag")},
+            {"history.expire.max-ref-age-ms": "0"},
+            {4, 6},
+            ["v1"],
+        ),
+    ],
+)
+def test_zero_retention_properties_are_values(
+    refs: dict[str, SnapshotRef], props: dict[str, str], kept: set[int], removed_refs: list[str]
+) -> None:
+    """Java accepts 0 for the three retention properties (and tables it wrote may carry it):
+    they are read as values, not refused or taken as unset."""
+    got, gone_refs = retained_snapshots(_meta(CHAIN, refs, props), NOW)
+    assert got == kept
+    assert gone_refs == removed_refs
+
+
+def test_a_tag_references_only_its_own_snapshot() -> None:
+    """As in Java, a tag's ancestors are not referenced by it: an unreferenced snapshot younger
+    than the age limit is kept (1 is main's old ancestor: expired)."""
+    chain = {1: (None, 10), 2: (1, 1), 3: (2, 1), 7: (1, 1)}
+    m = _meta(chain, {"main": SnapshotRef(7), "t": SnapshotRef(3, "tag")})
+    assert retained_snapshots(m, NOW) == ({2, 3, 7}, [])
+
+
 def test_retention_rejects_bad_settings() -> None:
     m = _meta(CHAIN, {"main": SnapshotRef(4)}, {"history.expire.min-snapshots-to-keep": "x"})
     with pytest.raises(ValidationError, match=r"min-snapshots-to-keep='x' is invalid"):
@@ -384,3 +424,32 @@ def test_partition_statistics_follow_their_snapshots(tmp_path: Path) -> None:
         assert local_path(kept.statistics_path).exists()
     assert [s.snapshot_id for s in t.metadata.partition_statistics] == [s3]
     assert sum(t.partition_statistics().column("data_record_count").to_pylist()) == 30
+
+
+def test_a_stale_table_object_keeps_the_files_of_a_branch_forked_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """Another writer forks a branch from an old snapshot and appends to it while a
+    maintenance job holds an older table object: the job's expiry removes the old snapshots
+    (as Java would: the branch keeps one snapshot) but deletes none of the files the
+    branch's new snapshot reads."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    cat = HadoopCatalog("x", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]), format_version=2)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    t.append(pa.table({"id": pa.array([3], pa.int64())}))
+    fork = t.current_snapshot().snapshot_id
+    t.overwrite(pa.table({"id": pa.array([10], pa.int64())}))
+    job = cat.load_table("db.t")
+    other = cat.load_table("db.t")
+    with other.manage_snapshots() as ms:
+        ms.create_branch("fix", fork)
+    other.append(pa.table({"id": pa.array([20], pa.int64())}), branch="fix")
+    result = job.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    assert fork in result.snapshot_ids
+    assert result.data_files == ()
+    fresh = cat.load_table("db.t")
+    assert sorted(fresh.scan(ref="fix").to_arrow().column("id").to_pylist()) == [1, 2, 3, 20]
+    assert fresh.scan().to_arrow().column("id").to_pylist() == [10]

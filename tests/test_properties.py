@@ -131,7 +131,7 @@ def test_booleans_read_as_java_does_but_refuse_anything_else() -> None:
         ("write.metadata.compression-codec", "zstd"),
         ("write.delete.isolation-level", "read-committed"),
         ("write.metadata.metrics.column.id", "most"),
-        ("history.expire.min-snapshots-to-keep", "0"),
+        ("history.expire.min-snapshots-to-keep", "-1"),
     ],
 )
 def test_bad_values_are_refused_when_set(tmp_path: Path, key: str, value: str) -> None:

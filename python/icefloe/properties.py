@@ -279,9 +279,10 @@ KNOWN: dict[str, _Kind] = {
     _T.UPSERT_MODE: _enum("equality", *_WRITE_MODES),
     _T.DELETE_GRANULARITY: _enum("file", "partition"),
     _T.DELETE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
-    _T.MAX_SNAPSHOT_AGE_MS: _long(1),
-    _T.MIN_SNAPSHOTS_TO_KEEP: _int(1),
-    _T.MAX_REF_AGE_MS: _long(1),
+    # 0 is Java's "no minimum": expire every snapshot (every ref) older than now
+    _T.MAX_SNAPSHOT_AGE_MS: _long(0),
+    _T.MIN_SNAPSHOTS_TO_KEEP: _int(0),
+    _T.MAX_REF_AGE_MS: _long(0),
     _T.SPLIT_SIZE: _long(1),
     _T.SCAN_THREADS: _int(0),
     _T.MANIFEST_CACHE_MAX_BYTES: _long(0),

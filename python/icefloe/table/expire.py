@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,7 @@ from icefloe.metadata import (
     AssertRefSnapshotId,
     RemoveSnapshotRef,
     RemoveSnapshots,
+    Snapshot,
     TableMetadata,
     TableRequirement,
     TableUpdate,
@@ -95,9 +96,15 @@ class ExpireResult:
 
 
 def _prop(meta: TableMetadata, key: str) -> int | None:
-    """A positive integer property, ``None`` when unset."""
-    value = int_property(meta.properties, key, 0)
-    return value or None
+    """A non-negative integer property, ``None`` when unset (0 is a value: Java reads
+    ``history.expire.max-snapshot-age-ms=0`` as "expire everything older than now")."""
+    if key not in meta.properties:
+        return None
+    return int_property(meta.properties, key, 0)
+
+
+def _first_set(*values: int | None) -> int:
+    return next(v for v in values if v is not None)
 
 
 def retained_snapshots(
@@ -111,9 +118,11 @@ def retained_snapshots(
         isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1
     ):
         raise ValidationError(f"retain_last must be an integer of at least 1, got {retain_last!r}")
-    max_age = _prop(meta, MAX_SNAPSHOT_AGE_MS) or DEFAULT_MAX_SNAPSHOT_AGE_MS
+    max_age = _first_set(_prop(meta, MAX_SNAPSHOT_AGE_MS), DEFAULT_MAX_SNAPSHOT_AGE_MS)
     default_older_than = now_ms - max_age if older_than_ms is None else older_than_ms
-    default_min = retain_last or _prop(meta, MIN_SNAPSHOTS_TO_KEEP) or DEFAULT_MIN_SNAPSHOTS_TO_KEEP
+    default_min = _first_set(
+        retain_last, _prop(meta, MIN_SNAPSHOTS_TO_KEEP), DEFAULT_MIN_SNAPSHOTS_TO_KEEP
+    )
     default_ref_age = _prop(meta, MAX_REF_AGE_MS)
 
     removed_refs: list[str] = []
@@ -121,28 +130,29 @@ def retained_snapshots(
     for name, ref in meta.refs.items():
         snap = meta.snapshot_by_id(ref.snapshot_id)
         if name != MAIN_BRANCH:
-            max_ref_age = ref.max_ref_age_ms or default_ref_age
-            if snap is None or (
-                max_ref_age is not None and now_ms - snap.timestamp_ms > max_ref_age
-            ):
+            max_ref_age = _first_set(ref.max_ref_age_ms, default_ref_age, -1)  # -1: no limit
+            if snap is None or (max_ref_age >= 0 and now_ms - snap.timestamp_ms > max_ref_age):
                 removed_refs.append(name)
                 continue
         kept_refs[name] = ref
 
     retain: set[int] = set()
+    # as in Java, a branch references its snapshot's ancestors, a tag only its own snapshot:
+    # the unreferenced snapshots younger than the age limit are kept
     reachable: set[int] = set()
     for ref in kept_refs.values():
         retain.add(ref.snapshot_id)
+        if not ref.is_branch:
+            reachable.add(ref.snapshot_id)
+            continue
         chain = meta.ancestors_of(ref.snapshot_id)
         reachable.update(s.snapshot_id for s in chain)
-        if not ref.is_branch:
-            continue
         older_than = (
             now_ms - ref.max_snapshot_age_ms
             if ref.max_snapshot_age_ms is not None
             else default_older_than
         )
-        min_keep = ref.min_snapshots_to_keep or default_min
+        min_keep = _first_set(ref.min_snapshots_to_keep, default_min)
         for count, s in enumerate(chain):
             if count < min_keep or s.timestamp_ms >= older_than:
                 retain.add(s.snapshot_id)
@@ -211,6 +221,8 @@ def expire_snapshots(
     if older_than_ms is not None:
         older_than_ms = epoch_ms(older_than_ms, "older_than_ms")
     explicit = _snapshot_ids(snapshot_ids)
+    if not dry_run:
+        table.refresh()  # plan on the table as it is (a branch forked meanwhile is kept)
     for attempt in range(CONFLICT_RETRIES + 1):
         base = table.metadata
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
@@ -218,7 +230,11 @@ def expire_snapshots(
         if dry_run:
             gone = set(expired)
             after = [s for s in base.snapshots if s.snapshot_id not in gone]
-            files = _unreachable_files(table, base, after, max_workers) if delete_files else None
+            files = None
+            if delete_files:
+                files = _unreachable_files(
+                    table, base, after, _stats_paths(base, after), max_workers
+                )
             return _result(expired, removed_refs, files, dry_run=True, deleted=False)
         if not expired and not removed_refs:
             return ExpireResult()
@@ -239,7 +255,16 @@ def expire_snapshots(
             continue
         files = None
         if delete_files:
-            files = _unreachable_files(table, base, table.metadata.snapshots, max_workers)
+            # what the committed metadata still reaches is live, snapshots committed by
+            # others since ``base`` included (their manifests may name older files)
+            committed = table.metadata
+            files = _unreachable_files(
+                table,
+                base,
+                committed.snapshots,
+                _stats_paths(committed, committed.snapshots),
+                max_workers,
+            )
             delete_all(
                 table.io,
                 files.all_files,
@@ -284,20 +309,28 @@ def _result(
     )
 
 
+def _stats_paths(meta: TableMetadata, snapshots: Iterable[Snapshot]) -> set[str]:
+    """The statistics and partition statistics files of ``snapshots`` in ``meta``."""
+    ids = {s.snapshot_id for s in snapshots}
+    paths = {s.statistics_path for s in meta.statistics if s.snapshot_id in ids}
+    return paths | {s.statistics_path for s in meta.partition_statistics if s.snapshot_id in ids}
+
+
 def _unreachable_files(
     table: Table,
     base: TableMetadata,
-    kept_snapshots: Iterable[object],
+    live: Sequence[Snapshot],
+    live_stats: set[str],
     threads: int | None,
 ) -> ExpireResult:
-    """Files only the snapshots of ``base`` missing from ``kept_snapshots`` reach."""
-    kept = {s.snapshot_id for s in kept_snapshots}  # type: ignore[attr-defined]
+    """Files the snapshots of ``base`` missing from ``live`` reach and no snapshot of ``live``
+    (the snapshots left after the expiry, wherever they come from) reaches."""
+    kept = {s.snapshot_id for s in live}
     gone = [s for s in base.snapshots if s.snapshot_id not in kept]
-    live = [s for s in base.snapshots if s.snapshot_id in kept]
     if not gone:
         return ExpireResult()
     io = table.io
-    lists = manifest_lists(io, gone + live, threads)
+    lists = manifest_lists(io, [*gone, *live], threads)
     kept_lists = {s.manifest_list for s in live if s.manifest_list}
     dead_lists = sorted({s.manifest_list for s in gone if s.manifest_list} - kept_lists)
 
@@ -321,13 +354,7 @@ def _unreachable_files(
         for content, out in ((0, data_files), (1, delete_files), (2, delete_files)):
             paths = unreachable.filter(pc.equal(unreachable.column("content"), content))
             out.extend(paths.column("file_path").to_pylist())
-    kept_stats = {s.statistics_path for s in base.statistics if s.snapshot_id in kept}
-    kept_stats |= {s.statistics_path for s in base.partition_statistics if s.snapshot_id in kept}
-    dead_stats = {s.statistics_path for s in base.statistics if s.snapshot_id not in kept}
-    dead_stats |= {
-        s.statistics_path for s in base.partition_statistics if s.snapshot_id not in kept
-    }
-    dead_stats -= kept_stats
+    dead_stats = _stats_paths(base, gone) - live_stats
     return ExpireResult(
         manifest_lists=tuple(dead_lists),
         manifests=tuple(sorted(dead_manifests.column("manifest_path").to_pylist())),
