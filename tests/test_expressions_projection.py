@@ -193,7 +193,11 @@ def cases(draw: st.DrawFn) -> tuple[str, Transform, UnboundPredicate, list[Any]]
     elif column == "d":
         value_st = st.integers(-800, 800)
     elif column == "dec":
-        value_st = st.integers(-300, 300).map(lambda k: Decimal(k).scaleb(-2))
+        # the type's ends too (decimal(9, 2): +-9999999.99), where no next value exists
+        top = 10**9 - 1
+        value_st = st.one_of(
+            st.integers(-300, 300), st.integers(top - 40, top), st.integers(-top, -top + 40)
+        ).map(lambda k: Decimal(k).scaleb(-2))
     else:
         value_st = st.integers(-120, 120)
         if column in ("i", "l"):
@@ -223,6 +227,12 @@ def cases(draw: st.DrawFn) -> tuple[str, Transform, UnboundPredicate, list[Any]]
         # Partition boundaries near each literal.
         span = 86_400_000_000 if column != "d" else 1
         values += [lit + k * span for lit in lits for k in (-40, -31, -1, 1, 31, 40)]
+    # values past the type's range do not exist
+    if column == "dec":
+        values = [v for v in values if abs(v) < Decimal(10) ** 7]
+    elif column in ("i", "l"):
+        bits = 31 if column == "i" else 63
+        values = [v for v in values if -(2**bits) <= v < 2**bits]
     values.append(None)
     return column, transform, pred, values
 
@@ -262,6 +272,8 @@ def test_projections_are_inclusive_and_strict(
             continue
         matches = evaluate_predicate(b, v)
         part = _apply(transform, column, v)
+        if isinstance(part, Decimal) and abs(part) >= Decimal(10) ** 7:
+            continue  # truncated past the type's range: such values are refused on write
         if matches:
             assert _eval(inclusive, struct, part, True), (v, part, inclusive)
         if _eval(strict, struct, part, False):
@@ -376,6 +388,8 @@ def test_projection_agrees_with_pyiceberg(
         transform, YearTransform | MonthTransform | DayTransform | HourTransform
     ) and not (isinstance(transform, DayTransform) and column == "d")
     partitions = {_apply(transform, column, v) for v in values}
+    # decimals truncated past the type's range: such values are refused on write
+    partitions = {p for p in partitions if not (isinstance(p, Decimal) and abs(p) >= 10**7)}
     # truncate of an int or long wraps below the type's minimum, as Java computes it and
     # icefloe stores it; PyIceberg's Python integers do not wrap: there ours is looser
     wrapped, wrap_end = None, None
@@ -416,3 +430,25 @@ def test_projection_agrees_with_pyiceberg(
 def test_constants_do_not_project() -> None:
     assert bind(SCHEMA, col("l") < 2**63) is AlwaysTrue()
     assert bind(SCHEMA, col("l") > 2**63) is AlwaysFalse()
+
+
+@pytest.mark.parametrize(
+    ("op", "literal", "strict"),
+    [
+        (Op.GT, "99.99", False),
+        (Op.LT, "-99.99", False),
+        (Op.LT_EQ, "99.99", True),
+        (Op.GT_EQ, "-99.99", True),
+    ],
+)
+def test_decimal_literals_at_the_types_ends_have_no_next_value(
+    op: Op, literal: str, strict: bool
+) -> None:
+    """`> 99.99` on decimal(4, 2) has no next value to project (100.00 does not fit the type):
+    no projection is made, as for an int or long at its end, and nothing raises."""
+    struct = StructType(NestedField(1, "a", DecimalType(4, 2)))
+    b = bind(struct, UnboundPredicate(op, "a", Decimal(literal)))
+    assert isinstance(b, BoundPredicate)
+    for tr in (TruncateTransform(50), IdentityTransform(), BucketTransform(4)):
+        projected = project_predicate(tr, "p", b, strict=strict)
+        assert projected is None or isinstance(projected, BooleanExpression)

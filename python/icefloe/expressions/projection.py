@@ -93,7 +93,9 @@ def _step(value: Any, t: IcebergType, delta: int) -> Any:
     if isinstance(t, DecimalType):
         with localcontext() as ctx:
             ctx.prec = 100  # exact for any decimal(38) value (the default keeps 28 digits)
-            return value + Decimal(delta).scaleb(-t.scale)
+            out = value + Decimal(delta).scaleb(-t.scale)
+            # past the type's largest or smallest value: no such value (as for int and long)
+            return out if abs(out) < Decimal(10) ** (t.precision - t.scale) else None
     out = value + delta
     low, high = (_INT_MIN, _INT_MAX) if isinstance(t, IntegerType) else (_LONG_MIN, _LONG_MAX)
     return out if low <= out <= high else None
