@@ -144,6 +144,34 @@ def test_human_values_of_times_follow_the_reference() -> None:
     )
     assert human("identity", dt.time(10, 30)) == "10:30"
     assert PartitionSpec().is_unpartitioned
+    # hours of years before 1000 padded to four digits, as Java's and PyIceberg's
+    first = (dt.datetime(1, 1, 1) - dt.datetime(1970, 1, 1)) // dt.timedelta(hours=1)
+    assert human("hour", first) == "0001-01-01-00"
+    assert human("hour", first + 5) == "0001-01-01-05"
+
+
+def test_human_values_of_nanosecond_timestamps_keep_their_nanoseconds() -> None:
+    """Java prints 3, 6 or 9 fraction digits (``LocalDateTime.toString``): timestamps that
+    differ in their nanoseconds name different partitions."""
+    import pandas as pd
+
+    from icefloe.types import TimestampNanoType, TimestamptzNanoType
+
+    pf = PartitionField(1, 1000, parse_transform("identity"), "p")
+    assert human_partition_value(pf, pd.Timestamp("1969-12-31T23:59:59.999999999")) == (
+        "1969-12-31T23:59:59.999999999"
+    )
+    assert human_partition_value(pf, pd.Timestamp("2024-01-01T00:00:00.000000001", tz="UTC")) == (
+        "2024-01-01T00:00:00.000000001Z"
+    )
+    assert human_partition_value(pf, pd.Timestamp("2024-01-01T00:00:00.5")) == (
+        "2024-01-01T00:00:00.500"
+    )
+    # as ints of nanoseconds (how manifest bounds decode), given the field's type
+    assert human_partition_value(pf, -1, TimestampNanoType()) == "1969-12-31T23:59:59.999999999"
+    assert human_partition_value(pf, 1_000, TimestamptzNanoType()) == (
+        "1970-01-01T00:00:00.000001Z"
+    )
 
 
 def _ntz(value: dt.datetime | None) -> str:

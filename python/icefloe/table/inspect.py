@@ -305,7 +305,8 @@ class InspectTable:
             except ValidationError:
                 continue  # a source column since dropped: an older schema has it
             try:
-                return human_partition_value(pf, from_bytes(pf.transform.result_type(source), raw))
+                kind = pf.transform.result_type(source)
+                return human_partition_value(pf, from_bytes(kind, raw), kind)
             except (ValidationError, ValueError):
                 return None
         return None

@@ -56,7 +56,14 @@ from icefloe.transforms import (
     TruncateTransform,
     YearTransform,
 )
-from icefloe.types import BooleanType, NestedField, StructType, UnknownType
+from icefloe.types import (
+    BooleanType,
+    NestedField,
+    StructType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+    UnknownType,
+)
 from icefloe.write import native_writer
 from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, write_avro
 from icefloe.write.encoding import dictionary_columns
@@ -254,9 +261,11 @@ def _partition_values(pf: PartitionField, values: pa.Array) -> list[Any]:
         ) from None
 
 
-def human_partition_value(pf: PartitionField, value: Any) -> str:
+def human_partition_value(pf: PartitionField, value: Any, result_type: Any = None) -> str:
     """A partition value as people read it (and as partition directories are named): dates
-    for day/month/year/hour transforms, base64 for bytes, ``null``."""
+    for day/month/year/hour transforms, base64 for bytes, ``null``; timestamps as Java prints
+    them, nanoseconds included (a ``timestamp_ns`` value given as an int of nanoseconds needs
+    ``result_type``, the partition field's type)."""
     if value is None:
         return "null"
     t = pf.transform
@@ -270,30 +279,47 @@ def human_partition_value(pf: PartitionField, value: Any) -> str:
         return d.isoformat()
     if isinstance(t, HourTransform):
         ts = _dt.datetime(1970, 1, 1) + _dt.timedelta(hours=value)
-        return ts.strftime("%Y-%m-%d-%H")
+        return f"{ts.year:04d}-{ts.month:02d}-{ts.day:02d}-{ts.hour:02d}"
     if isinstance(value, bytes):
         import base64
 
         return base64.b64encode(value).decode()
+    if isinstance(value, int) and isinstance(result_type, TimestampNanoType | TimestamptzNanoType):
+        days, nanos = divmod(value, 86_400_000_000_000)
+        day = _dt.date(1970, 1, 1) + _dt.timedelta(days)
+        text = f"{day.isoformat()}T{_java_time(nanos)}"
+        return text + ("Z" if isinstance(result_type, TimestamptzNanoType) else "")
     if isinstance(value, _dt.datetime):
-        text = f"{value.date().isoformat()}T{_java_time(value.time())}"
+        # a pandas Timestamp (nanosecond values) carries its nanoseconds apart
+        t_ = value.time()
+        nanos = (t_.hour * 3600 + t_.minute * 60 + t_.second) * 1_000_000_000
+        nanos += t_.microsecond * 1000 + int(getattr(value, "nanosecond", 0))
+        text = f"{value.date().isoformat()}T{_java_time(nanos)}"
         return text + ("Z" if value.tzinfo is not None else "")
     if isinstance(value, _dt.time):
-        return _java_time(value)
+        return _java_time(
+            (value.hour * 3600 + value.minute * 60 + value.second) * 1_000_000_000
+            + value.microsecond * 1000
+        )
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
 
 
-def _java_time(t: _dt.time) -> str:
-    """``HH:mm``, with ``:ss`` and a fraction of 3 or 6 digits only when not zero: how the
-    Java reference prints times in partition paths."""
-    text = f"{t.hour:02d}:{t.minute:02d}"
-    if t.second or t.microsecond:
-        text += f":{t.second:02d}"
-    if t.microsecond:
-        frac = f"{t.microsecond:06d}"
-        text += "." + (frac[:3] if frac.endswith("000") else frac)
+def _java_time(nanos_of_day: int) -> str:
+    """``HH:mm``, with ``:ss`` and a fraction of 3, 6 or 9 digits only when not zero: how the
+    Java reference prints times (``LocalTime.toString``) in partition paths."""
+    seconds, nanos = divmod(nanos_of_day, 1_000_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}"
+    if secs or nanos:
+        text += f":{secs:02d}"
+    if nanos:
+        frac = f"{nanos:09d}"
+        text += "." + (
+            frac[:3] if frac.endswith("000000") else frac[:6] if frac.endswith("000") else frac
+        )
     return text
 
 
