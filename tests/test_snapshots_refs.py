@@ -205,3 +205,23 @@ def test_times_and_ids_of_the_wrong_type_are_validation_errors(tmp_path: Path) -
     assert t.current_snapshot().snapshot_id == s2  # type: ignore[union-attr]
     result = t.expire_snapshots(older_than_ms=dt.datetime.now(dt.timezone.utc), retain_last=1)
     assert s1 in result.snapshot_ids
+
+
+def test_a_branch_of_a_table_without_snapshots_starts_at_an_empty_snapshot(
+    tmp_path: Path,
+) -> None:
+    """As in Iceberg Java: the branch gets an empty ``append`` snapshot of its own, main stays
+    without one, and PyIceberg appends to the branch and reads it."""
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table("db.t", Schema.from_json(SIMPLE_SCHEMA))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("audit", max_ref_age_ms=86_400_000)
+    ref = t.refs()["audit"]
+    assert ref.is_branch and ref.max_ref_age_ms == 86_400_000
+    assert t.current_snapshot() is None
+    empty = t.metadata.snapshot(ref.snapshot_id)
+    assert empty.summary.operation == "append" and empty.summary.get("total-records") == "0"
+    assert t.scan(ref="audit").to_arrow().num_rows == 0
+    append_rows(c, "t", [1, 2], branch="audit")
+    assert _rows(c, ref="audit") == [1, 2]
+    assert c.ours.load_table("db.t").current_snapshot() is None

@@ -140,18 +140,25 @@ class ManageSnapshots(PendingUpdate):
         max_snapshot_age_ms: int | None = None,
         max_ref_age_ms: int | None = None,
     ) -> ManageSnapshots:
-        """Create a branch at ``snapshot_id`` (default: the current snapshot)."""
+        """Create a branch at ``snapshot_id`` (default: the current snapshot; a table without
+        one gets an empty ``append`` snapshot for the branch, as in Java)."""
         if self._ref(name) is not None:
             raise ValidationError(f"cannot create branch {name!r}: a ref with that name exists")
-        if snapshot_id is None:
-            current = self._tx.metadata.current_snapshot()
-            if current is None:
-                raise ValidationError(f"cannot create branch {name!r}: the table has no snapshot")
-            snapshot_id = current.snapshot_id
-        self._snapshot(snapshot_id)
         _positive(min_snapshots_to_keep, "min-snapshots-to-keep")
         _positive(max_snapshot_age_ms, "max-snapshot-age-ms")
         _positive(max_ref_age_ms, "max-ref-age-ms")
+        if snapshot_id is None:
+            current = self._tx.metadata.current_snapshot()
+            if current is None:
+                # as Java: a table without a snapshot gets an empty one for the branch
+                from icefloe.table.producer import SnapshotProducer
+
+                producer = SnapshotProducer(self._tx, branch=name, fast_append=True)
+                producer.set_operation("append").commit()
+                snapshot_id = producer.snapshot_id
+            else:
+                snapshot_id = current.snapshot_id
+        self._snapshot(snapshot_id)
         self._set(
             name,
             SnapshotRef(
