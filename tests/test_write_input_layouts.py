@@ -408,3 +408,74 @@ def test_raising_the_scale_never_wraps_around() -> None:
         arr = pa.array([0, 1020847100763], t)
         with pytest.raises(ValidationError, match="value 1020847100763 cannot be written"):
             to_table_schema(pa.table({"d": arr}), schema)
+
+
+def test_dictionaries_of_string_views_are_written_as_their_values(catalog: Any) -> None:
+    """polars exports its categoricals (top level and in structs) as dictionaries of string
+    views, which Arrow cannot decode directly: appends and upserts write their values."""
+    cat_col = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, 2, None, 0], pa.uint32()), pa.array(["x", "y", "lo"], pa.string_view())
+    )
+    nested = pa.StructArray.from_arrays([cat_col], names=["c"])
+    data = pa.table({"id": pa.array(range(5), pa.int64()), "c": cat_col, "s": nested})
+    t = catalog.create_table(f"n.views{next(_TABLES)}", data.schema)
+    t.append(data)
+    t.upsert(data.slice(0, 2), join_cols=["id"])
+    got = t.scan().to_arrow().sort_by("id")
+    assert got.column("c").to_pylist() == ["x", "y", "lo", None, "x"]
+    assert [r["c"] if r else None for r in got.column("s").to_pylist()] == [
+        "x",
+        "y",
+        "lo",
+        None,
+        "x",
+    ]
+
+
+def test_extension_columns_are_not_written_as_their_storage(catalog: Any) -> None:
+    """A pandas Period column is an extension type over int64 ordinals whose unit depends on
+    the frequency: writing the ordinals into a long column would change their meaning."""
+    pd = pytest.importorskip("pandas")
+    schema = Schema(NestedField(1, "month", LongType()))
+    t = catalog.create_table(f"n.periods{next(_TABLES)}", schema)
+    frame = pd.DataFrame({"month": pd.period_range("2024-01", periods=2, freq="M")})
+    with pytest.raises(ValidationError, match=r"column 'month' has type extension<pandas.period"):
+        t.append(frame)
+    assert t.scan().to_arrow().num_rows == 0
+    uuids = pa.array([b"\x01" * 16], pa.uuid())  # extension types that hold their values pass
+    u = catalog.create_table(f"n.uuids{next(_TABLES)}", pa.schema([("u", pa.uuid())]))
+    u.append(pa.table({"u": uuids}))
+    assert u.scan().to_arrow().num_rows == 1
+
+
+@pytest.mark.parametrize(
+    ("column", "stored", "keys"),
+    [
+        # naive keys for a zoned column, zoned keys for a naive one, strings for numbers,
+        # times of day for dates: what a write refuses, a delete refuses
+        (
+            pa.timestamp("us", "UTC"),
+            pa.array([0, 3_600_000_000], pa.timestamp("us", "UTC")),
+            pa.array([3_600_000_000], pa.timestamp("us")),
+        ),
+        (
+            pa.timestamp("us"),
+            pa.array([0, 3_600_000_000], pa.timestamp("us")),
+            pa.array([3_600_000_000], pa.timestamp("us", "Europe/Paris")),
+        ),
+        (pa.int64(), pa.array([1, 2, 3], pa.int64()), pa.array(["02"])),
+        (
+            pa.date32(),
+            pa.array([19723, 19724], pa.date32()),
+            pa.array([19723 * 86_400_000_000 + 1], pa.timestamp("us")),
+        ),
+    ],
+)
+def test_keys_of_another_type_delete_nothing_silently(
+    catalog: Any, column: pa.DataType, stored: pa.Array, keys: pa.Array
+) -> None:
+    t = catalog.create_table(f"n.keys{next(_TABLES)}", pa.schema([("k", column)]))
+    t.append(pa.table({"k": stored}))
+    with pytest.raises(ValidationError, match="equality delete keys: column 'k'"):
+        t.delete_by_keys(pa.table({"k": keys}), ["k"])
+    assert t.scan().to_arrow().column("k").to_pylist() == stored.to_pylist()

@@ -59,6 +59,7 @@ from icefloe.types import (
 )
 from icefloe.values import to_bytes
 from icefloe.write.files import DataFile
+from icefloe.write.input import coerce_column
 from icefloe.write.locations import LocationProvider
 
 __all__ = [
@@ -449,12 +450,16 @@ def write_equality_deletes(
         if f.name not in rows.column_names:
             raise ValidationError(f"equality delete rows lack column {f.name!r}")
         col = rows.column(f.name)
+        if col.type == af.type:
+            cols.append(col)
+            continue
+        # the rules of writes: a key that only an unsafe cast would turn into the column's
+        # type (a naive time for a zoned column, a string for a number) would delete rows
+        # nobody named
         try:
-            cols.append(col.cast(af.type) if col.type != af.type else col)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise ValidationError(
-                f"column {f.name!r} of type {col.type} does not cast to {af.type}: {e}"
-            ) from e
+            cols.append(coerce_column(col, f, af))
+        except ValidationError as e:
+            raise ValidationError(f"equality delete keys: {e}") from None
     names = [f.name for f in fields]
     # unique keys, sorted: small deltas between integer keys, tight bounds (extension types
     # such as uuid grouped and sorted by their storage: Arrow has no kernels for them, and a

@@ -241,9 +241,26 @@ def _check_required_child(parent: pa.Array, child: pa.Array, f: NestedField, pat
             raise ValidationError(f"required field {path!r} has {bad} null values")
 
 
+def coerce_column(col: pa.ChunkedArray, f: NestedField, af: pa.Field) -> pa.ChunkedArray:
+    """``col`` as column ``f`` (Arrow field ``af``) holds it, by the write rules: only safe
+    casts, values checked; anything else is a :class:`ValidationError` naming the column."""
+    return _coerce(col, f, af, f.name)
+
+
+def _decoded(arr: pa.DictionaryArray) -> pa.Array:
+    """A dictionary column's values (dictionaries of string or binary views, as polars exports
+    its categoricals, decoded through their plain types: Arrow cannot take from views)."""
+    values = arr.dictionary
+    if pa.types.is_string_view(values.type):
+        arr = pa.DictionaryArray.from_arrays(arr.indices, values.cast(pa.large_string()))
+    elif pa.types.is_binary_view(values.type):
+        arr = pa.DictionaryArray.from_arrays(arr.indices, values.cast(pa.large_binary()))
+    return arr.dictionary_decode()
+
+
 def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -> pa.Array:
     if isinstance(arr, pa.DictionaryArray):
-        arr = arr.dictionary_decode()
+        arr = _decoded(arr)
     if isinstance(t, VariantType):
         return _variant(arr, want, path)
     if isinstance(t, GeometryType | GeographyType):
@@ -549,9 +566,16 @@ def _storage(t: pa.DataType) -> pa.DataType:
     return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
 
 
+#: Extension types whose storage values are what they stand for (uuids, WKB, JSON text).
+_VALUE_EXTENSIONS = frozenset({"arrow.uuid", "geoarrow.wkb", "arrow.json"})
+
+
 def _safe(have: pa.DataType, want: pa.DataType) -> bool:
     """Whether casting ``have`` to ``want`` is a promotion (value-checked casts included)."""
     types = pa.types
+    if isinstance(have, pa.BaseExtensionType) and have != want:
+        # other extension types (a pandas Period's ordinals, ...) are not their storage's values
+        return have.extension_name in _VALUE_EXTENSIONS and _safe(have.storage_type, want)
     have_s, want_s = _storage(have), _storage(want)
     if have_s == want_s:
         return True
