@@ -101,12 +101,34 @@ def test_scan_since_reads_the_rows_appended_after_a_snapshot(world: CliWorld) ->
     assert sorted(x["id"] for x in _lines(r.stdout)) == list(range(80, 110))  # type: ignore[type-var]
     r = run(world, "scan", "db.events", "--until", str(v1))
     assert r.exit_code == EXIT_BAD_INPUT
-    assert r.stderr.strip() == "error: --until needs --since"
+    assert r.stderr.strip() == "error: --until needs --since or --changes"
     r = run(world, "scan", "db.events", "--since", "v1", "--ref", "v1")
     assert r.exit_code == EXIT_BAD_INPUT
     r = run(world, "scan", "db.events", "--since", str(v1), "--until", str(chain[0]))
     assert r.exit_code == EXIT_BAD_INPUT, r.stderr
     assert "not an ancestor" in r.stderr
+
+
+def test_scan_changes_prints_the_changelog(world: CliWorld) -> None:
+    """The world's table deletes with deletion vectors, which a changelog cannot express:
+    refused; up to the snapshot before the delete, every change equals the API's."""
+    table = world.catalog().load_table("db.events")
+    v1 = table.refs()["v1"].snapshot_id
+    r = run(world, "scan", "db.events", "--changes", "--json")
+    assert r.exit_code == EXIT_BAD_INPUT, r.stderr
+    assert "delete files" in r.stderr
+    before = table.metadata.snapshot(v1).parent_snapshot_id
+    expected = table.changelog_scan(to_snapshot_id=before).to_arrow().to_pylist()
+    r = run(world, "scan", "db.events", "--changes", "--until", str(before), "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = _lines(r.stdout)
+    key = ("id", "_change_type", "_change_ordinal", "_commit_snapshot_id")
+    assert sorted(tuple(x[k] for k in key) for x in rows) == sorted(
+        tuple(x[k] for k in key) for x in expected
+    )
+    assert {x["_change_type"] for x in rows} == {"INSERT"}
+    r = run(world, "scan", "db.events", "--changes", "--until", str(before), "--limit", "3")
+    assert r.exit_code == 0 and r.stdout.count("INSERT") == 3, r.stdout
 
 
 def test_scan_formats(world: CliWorld, tmp_path: Path) -> None:

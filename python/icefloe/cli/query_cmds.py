@@ -256,6 +256,22 @@ def _as_of(text: str) -> int:
     return parse_age(text)
 
 
+def _limited(reader: pa.RecordBatchReader, limit: int | None) -> pa.RecordBatchReader:
+    """The first ``limit`` rows of ``reader`` (all without a limit), read no further."""
+    if limit is None:
+        return reader
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        left = limit
+        for batch in reader:
+            if left <= 0:
+                break
+            yield batch.slice(0, left)
+            left -= batch.num_rows
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+
 def _snapshot_or_tag(text: str | None) -> int | str | None:
     """A snapshot id (digits) or a tag name."""
     if text is None:
@@ -277,7 +293,13 @@ def _snapshot_or_tag(text: str | None) -> int | str | None:
 )
 @click.option(
     "--until",
-    help="With --since: the last snapshot whose appends are read (default: the current one).",
+    help="With --since or --changes: the last snapshot read (default: the current one).",
+)
+@click.option(
+    "--changes",
+    is_flag=True,
+    help="Print the changelog (rows inserted and deleted by each snapshot after --since, "
+    "with _change_type, _change_ordinal and _commit_snapshot_id) instead of rows.",
 )
 @_format_options
 @pass_state
@@ -292,6 +314,7 @@ def scan(
     as_of: str | None,
     since: str | None,
     until: str | None,
+    changes: bool,
     fmt: str,
     as_json: bool,
     output: str | None,
@@ -301,10 +324,13 @@ def scan(
     the rows appended since a snapshot)."""
     if sum(x is not None for x in (snapshot_id, ref, as_of)) > 1:
         raise ValidationError("give at most one of --snapshot, --ref and --as-of")
-    if until is not None and since is None:
-        raise ValidationError("--until needs --since")
-    if since is not None and any(x is not None for x in (snapshot_id, ref, as_of)):
-        raise ValidationError("--since reads appends; it takes no --snapshot, --ref or --as-of")
+    if until is not None and since is None and not changes:
+        raise ValidationError("--until needs --since or --changes")
+    if (since is not None or changes) and any(x is not None for x in (snapshot_id, ref, as_of)):
+        raise ValidationError(
+            "--since and --changes read a stretch of history; they take no --snapshot, --ref "
+            "or --as-of"
+        )
     t = state.table(table)
     kwargs: dict[str, Any] = {}
     if row_filter:
@@ -314,19 +340,21 @@ def scan(
     fmt = _output_format(fmt, as_json)
     if fmt == "table" and limit is None:
         limit = max_rows + 1  # read no more than is drawn (and one to tell there is more)
-    if since is not None:
-        chosen: Any = t.incremental_append_scan(
+    if changes:
+        log = t.changelog_scan(_snapshot_or_tag(since), _snapshot_or_tag(until), **kwargs)
+        reader = _limited(log.to_batches(), limit)
+    elif since is not None:
+        reader = t.incremental_append_scan(
             _snapshot_or_tag(since), _snapshot_or_tag(until), limit=limit, **kwargs
-        )
+        ).to_batches()
     else:
-        chosen = t.scan(
+        reader = t.scan(
             snapshot_id=snapshot_id,
             ref=ref,
             as_of=_as_of(as_of) if as_of else None,
             limit=limit,
             **kwargs,
-        )
-    reader = chosen.to_batches()
+        ).to_batches()
     schema, batches = _in_order(reader.schema, iter(reader), kwargs.get("selected_fields", ()))
     if fmt != "parquet":  # Parquet keeps the encoded variant; people read its JSON text
         schema, batches = _variants_as_json(schema, batches, t.schema())
