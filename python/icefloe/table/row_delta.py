@@ -486,6 +486,11 @@ class _Validator:
                     f"a concurrent commit added equality deletes ({path}) for a partition "
                     "this change read"
                 )
+            elif content == 2 and self.paths and _global(metadata, spec_id):
+                raise CommitConflictError(
+                    f"a concurrent commit added equality deletes ({path}) of an unpartitioned "
+                    "spec, which apply to every partition, those this change read included"
+                )
             elif (
                 content == 0
                 and self.conflict_filter is not None
@@ -496,6 +501,13 @@ class _Validator:
                     f"a concurrent commit added data file {path} that may hold rows this "
                     "change's filter matches (serializable isolation)"
                 )
+
+
+def _global(metadata: TableMetadata, spec_id: int) -> bool:
+    """Whether equality deletes of ``spec_id`` apply to every partition (an unpartitioned
+    spec, as readers apply them)."""
+    spec = metadata.spec_by_id(spec_id)
+    return spec is not None and spec.is_unpartitioned
 
 
 def _partition_tuple(row: Mapping[str, Any]) -> tuple[Any, ...]:
