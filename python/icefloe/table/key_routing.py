@@ -5,27 +5,150 @@ per partition that may hold them. When a partition field is the identity, a buck
 truncation of a key column, a key can only live in the partitions its value transforms to:
 each file then holds those keys alone, not every key (a table bucketed 16 ways by its key
 writes and reads a sixteenth of the keys per partition).
+
+The keys' partition values (computed in Arrow) are compared with the planned files' partition
+tuples, which hold dates, times and timestamps as integer counts (days, micro- or nanoseconds),
+decimals as ``Decimal`` and binary, fixed and uuid values as ``bytes``: both sides are brought to
+one form first (the Python forms of :mod:`icefloe.values` are accepted too). Float and double
+fields are not routed (they cannot be equality delete columns); a partition value that does not
+convert leaves its field unrouted, so the file gets every key.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import operator
+import uuid
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.arrow_schema import type_to_arrow
+from icefloe.arrow_schema import schema_to_arrow
+from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import BucketTransform, IdentityTransform, TruncateTransform
-from icefloe.types import IntegerType, LongType, StringType
+from icefloe.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    FixedType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+from icefloe.write.input import coerce_column
 
-__all__ = ["KeyRouter"]
+__all__ = ["KeyRouter", "typed_keys"]
 
-#: Partition value types compared as Python values (manifests and Arrow agree on them).
-_COMPARABLE = (IntegerType, LongType, StringType)
 _TRANSFORMS = (IdentityTransform, BucketTransform, TruncateTransform)
+#: Partition types compared as integer counts: days, microseconds, or nanoseconds (``_NANOS``).
+_COUNTS = (
+    DateType,
+    TimeType,
+    TimestampType,
+    TimestamptzType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+)
+_NANOS = (TimestampNanoType, TimestamptzNanoType)
+#: Partition types compared as ``bytes``.
+_BYTES = (BinaryType, FixedType, UUIDType)
+#: Partition types whose Python values Arrow compares as they are.
+_PLAIN = (BooleanType, IntegerType, LongType, StringType, DecimalType)
+_ROUTABLE = _COUNTS + _BYTES + _PLAIN
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_DAY = _EPOCH.date()
+_CONVERSION_ERRORS = (
+    TypeError,
+    ValueError,
+    OverflowError,
+    ArithmeticError,
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+)
+
+
+def typed_keys(keys: pa.ChunkedArray, field: NestedField) -> pa.ChunkedArray:
+    """``keys`` of column ``field`` as the equality delete writer types them (by the rules of
+    writes); raises :class:`ValidationError` for keys it refuses."""
+    want = schema_to_arrow(Schema(field)).field(0)
+    return keys if keys.type == want.type else coerce_column(keys, field, want)
+
+
+def _comparable(values: pa.Array) -> pa.Array:
+    """Partition values in the form :func:`_partition_scalar` gives a manifest's: dates, times
+    and timestamps as int64 counts of their unit, uuid and fixed values as binary, the rest
+    unchanged."""
+    if isinstance(values, pa.ExtensionArray):
+        values = values.storage
+    t = values.type
+    if pa.types.is_date32(t):
+        return values.cast(pa.int32()).cast(pa.int64())
+    if pa.types.is_date64(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
+        return values.cast(pa.int64())
+    if pa.types.is_fixed_size_binary(t):
+        return values.cast(pa.binary())
+    return values
+
+
+def _count(value: Any, t: IcebergType) -> int:
+    """A date, time or timestamp partition value of type ``t`` as its integer count."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, dt.datetime):
+        if isinstance(t, DateType | TimeType):
+            raise TypeError(f"a datetime is no {t} value")
+        if value.utcoffset() is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        delta: dt.timedelta = value - _EPOCH
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        if isinstance(t, _NANOS):
+            return micros * 1000 + int(getattr(value, "nanosecond", 0))
+        return micros
+    if isinstance(value, dt.date) and isinstance(t, DateType):
+        return (value - _EPOCH_DAY).days
+    if isinstance(value, dt.time) and isinstance(t, TimeType):
+        seconds = (value.hour * 60 + value.minute) * 60 + value.second
+        return seconds * 1_000_000 + value.microsecond
+    raise TypeError(f"{value!r} is no {t} value")
+
+
+def _bytes(value: Any, t: IcebergType) -> bytes:
+    """A binary, fixed or uuid partition value as ``bytes``."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(value, str) and isinstance(t, UUIDType):
+        return uuid.UUID(value).bytes
+    raise TypeError(f"{value!r} is no {t} value")
+
+
+def _partition_scalar(value: Any, t: IcebergType, arrow_type: pa.DataType) -> pa.Scalar:
+    """The non-null partition value ``value`` of type ``t`` as a scalar comparable with the
+    :func:`_comparable` array of type ``arrow_type``; raises when it does not convert."""
+    if isinstance(t, _COUNTS):
+        return pa.scalar(_count(value, t), arrow_type)
+    if isinstance(t, _BYTES):
+        return pa.scalar(_bytes(value, t), arrow_type)
+    if isinstance(t, DecimalType) and not isinstance(value, Decimal):
+        value = Decimal(operator.index(value))
+    return pa.scalar(value, arrow_type)
 
 
 class KeyRouter:
@@ -47,28 +170,35 @@ class KeyRouter:
             fid = schema.find_field_id(name, case_sensitive)
             if fid is not None:
                 self._by_id[fid] = name
-        self._arrays: dict[tuple[int, int], pa.Array | None] = {}
+        self._arrays: dict[tuple[int, int], tuple[pa.Array, IcebergType] | None] = {}
         self._routed_keys: dict[tuple[Any, ...], pa.Table] = {}
 
-    def _routed(self, spec: PartitionSpec, i: int) -> pa.Array | None:
-        """The partition values of every key for field ``i`` of ``spec``, when the field is a
-        routable transform of a key column; else None."""
+    def _routed(self, spec: PartitionSpec, i: int) -> tuple[pa.Array, IcebergType] | None:
+        """The partition values of every key for field ``i`` of ``spec`` (see
+        :func:`_comparable`) and the field's type, when the field is a routable transform of a
+        key column; else None."""
         cache_key = (spec.spec_id, i)
         if cache_key in self._arrays:
             return self._arrays[cache_key]
         pf = spec.fields[i]
-        out: pa.Array | None = None
+        out: tuple[pa.Array, IcebergType] | None = None
         name = self._by_id.get(pf.source_id)
         if name is not None and pf.source_ids is None and isinstance(pf.transform, _TRANSFORMS):
-            source = self._schema.find_field(pf.source_id).field_type
-            if isinstance(pf.transform.result_type(source), _COMPARABLE):
-                column = self.keys.column(name).combine_chunks()
+            field = self._schema.find_field(pf.source_id)
+            try:
+                result = pf.transform.result_type(field.field_type)
+            except ValidationError:
+                result = None
+            if isinstance(result, _ROUTABLE):
                 try:
-                    want = type_to_arrow(source)
-                    if column.type != want:
-                        column = column.cast(want)
-                    out = pf.transform.apply(column)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                    column = typed_keys(self.keys.column(name), field).combine_chunks()
+                    out = (_comparable(pf.transform.apply(column)), result)
+                except (
+                    ValidationError,
+                    pa.ArrowInvalid,
+                    pa.ArrowNotImplementedError,
+                    pa.ArrowTypeError,
+                ):
                     out = None  # the writer raises the typed error for such keys
         self._arrays[cache_key] = out
         return out
@@ -79,9 +209,20 @@ class KeyRouter:
         if spec is None or not spec.fields:
             return self.keys
         conditions: list[tuple[int, Any]] = []
+        scalars: list[pa.Scalar | None] = []
         for i in range(min(len(spec.fields), len(partition))):
-            if self._routed(spec, i) is not None:
-                conditions.append((i, partition[i]))
+            routed = self._routed(spec, i)
+            if routed is None:
+                continue
+            value = partition[i]
+            scalar = None
+            if value is not None:
+                try:
+                    scalar = _partition_scalar(value, routed[1], routed[0].type)
+                except _CONVERSION_ERRORS:
+                    continue  # not comparable: every key may be in this partition
+            conditions.append((i, None if scalar is None else scalar.as_py()))
+            scalars.append(scalar)
         if not conditions:
             return self.keys
         cache_key = (spec_id, *conditions)
@@ -89,11 +230,12 @@ class KeyRouter:
         if hit is not None:
             return hit
         mask: pa.Array | None = None
-        for i, value in conditions:
-            arr = self._routed(spec, i)
-            assert arr is not None
-            one = pc.is_null(arr) if value is None else pc.fill_null(pc.equal(arr, value), False)
+        for (i, _), scalar in zip(conditions, scalars, strict=True):
+            routed = self._routed(spec, i)
+            assert routed is not None
+            arr = routed[0]
+            one = pc.is_null(arr) if scalar is None else pc.fill_null(pc.equal(arr, scalar), False)
             mask = one if mask is None else pc.and_(mask, one)
-        routed = self.keys.filter(mask)
-        self._routed_keys[cache_key] = routed
-        return routed
+        routed_keys = self.keys.filter(mask)
+        self._routed_keys[cache_key] = routed_keys
+        return routed_keys

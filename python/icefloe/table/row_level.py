@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -44,7 +45,7 @@ from icefloe.scan.tasks import (
     DeleteContent,
     FileScanTask,
 )
-from icefloe.table.key_routing import KeyRouter
+from icefloe.table.key_routing import KeyRouter, typed_keys
 from icefloe.types import UnknownType
 from icefloe.write.delete_files import (
     FileDeletes,
@@ -71,6 +72,7 @@ from icefloe.write.matching import (
 from icefloe.write.writer import write_data_files
 
 if TYPE_CHECKING:
+    from icefloe.schema import Schema
     from icefloe.table.table import Transaction
 
 from icefloe.table.row_delta import (
@@ -372,18 +374,47 @@ class UpsertResult:
 EXACT_KEY_VALUES = 256
 
 
-def _key_filter(keys: pa.Table, join_cols: Sequence[str]) -> BooleanExpression:
+def _key_filter(
+    keys: pa.Table,
+    join_cols: Sequence[str],
+    schema: Schema | None = None,
+    case_sensitive: bool = True,
+) -> BooleanExpression:
     """A filter selecting at least every row whose key is in ``keys``: of each join column
     its values (a few) or their range (``is_null`` joins in when keys have nulls). Used to
-    prune planning and to scope conflict checks."""
+    prune planning and to scope conflict checks.
+
+    Integer, string, date, timestamp, decimal, binary, fixed and uuid keys take part (uuid
+    ones by their values only: a range of random uuids prunes nothing); others (floats) do
+    not. With ``schema``, keys are first typed as the equality delete writer types them (a
+    column whose keys it refuses is left out). Timestamps are literals of their own unit
+    (``numpy.datetime64``, UTC for zoned keys), so nanoseconds and time zones mean what the
+    keys mean."""
     expr: BooleanExpression = AlwaysTrue()
     for name in join_cols:
         c = keys.column(name)
-        if pa.types.is_floating(c.type) or not (
-            pa.types.is_integer(c.type)
-            or pa.types.is_string(c.type)
-            or pa.types.is_large_string(c.type)
-            or pa.types.is_date(c.type)
+        fid = schema.find_field_id(name, case_sensitive) if schema is not None else None
+        if schema is not None and fid is not None:
+            try:
+                c = typed_keys(c, schema.find_field(fid))
+            except (ValidationError, pa.ArrowException):
+                continue  # the writer raises it
+        values_only = isinstance(c.type, pa.BaseExtensionType)  # uuid
+        if values_only:
+            c = pa.chunked_array([chunk.storage for chunk in c.chunks], c.type.storage_type)
+        t = c.type
+        unit: str | None = None  # of timestamp keys, filtered by their int64 counts
+        if pa.types.is_timestamp(t):
+            c, unit = c.cast(pa.int64()), t.unit
+        elif not (
+            pa.types.is_integer(t)
+            or pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_date(t)
+            or pa.types.is_decimal(t)
+            or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)
+            or pa.types.is_fixed_size_binary(t)
         ):
             continue
         if c.null_count == len(c):
@@ -391,10 +422,18 @@ def _key_filter(keys: pa.Table, join_cols: Sequence[str]) -> BooleanExpression:
         else:
             distinct = pc.unique(c.drop_null()) if len(c) <= 8 * EXACT_KEY_VALUES else None
             if distinct is not None and len(distinct) <= EXACT_KEY_VALUES:
-                part = col(name).isin(distinct.to_pylist())
+                found = distinct.to_pylist()
+                if unit is not None:
+                    found = list(np.array(found, dtype=f"datetime64[{unit}]"))
+                part = col(name).isin(found)
+            elif values_only:
+                continue
             else:
                 mm = pc.min_max(c)
-                part = (col(name) >= mm["min"].as_py()) & (col(name) <= mm["max"].as_py())
+                low, high = mm["min"].as_py(), mm["max"].as_py()
+                if unit is not None:
+                    low, high = np.array([low, high], dtype=f"datetime64[{unit}]")
+                part = (col(name) >= low) & (col(name) <= high)
             if c.null_count:
                 part = part | col(name).is_null()
         expr = part if expr is AlwaysTrue() else And(expr, part)
@@ -587,7 +626,8 @@ def _equality_files(ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]) -
             raise ValidationError(f"join column {name!r} is not in the table schema")
         ids.append(fid)
     partitions: dict[tuple[int, str], FileScanTask] = {}
-    for task in plan_tasks(ctx.tx, _key_filter(keys, join_cols), branch=ctx.branch):
+    key_filter = _key_filter(keys, join_cols, ctx.schema, ctx.case_sensitive)
+    for task in plan_tasks(ctx.tx, key_filter, branch=ctx.branch):
         partitions.setdefault((task.data_file.spec_id, repr(task.data_file.partition)), task)
     router = KeyRouter(ctx.schema, ctx.specs, keys, join_cols, ctx.case_sensitive)
     jobs: list[tuple[FileScanTask, pa.Table]] = []
