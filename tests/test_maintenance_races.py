@@ -3,7 +3,9 @@ delete, or failed a write that could be rebuilt.
 
 - a compaction (or copy-on-write delete) committed over an equality delete that another writer
   committed meanwhile with an unpartitioned spec (such deletes apply to every partition): the
-  rewritten rows got a newer sequence number and the deleted key came back.
+  rewritten rows got a newer sequence number and the deleted key came back;
+- a manifest rewrite that lost the race to another one raised a private error where the same
+  state on a first attempt is nothing to do.
 """
 
 from __future__ import annotations
@@ -60,3 +62,25 @@ def test_a_rewrite_conflicts_with_a_concurrent_global_equality_delete(
         maintenance.commit_transaction()
     assert 15 not in _ids(cat)
     assert 11 in _ids(cat)
+
+
+def test_a_manifest_rewrite_that_loses_to_another_has_nothing_to_do(tmp_path: Path) -> None:
+    from icefloe.table.rewrite_manifests import NothingLeftToRewrite, rewrite_manifests
+
+    cat = _catalog(tmp_path)
+    t = cat.create_table("db.t", SCHEMA, format_version=2)
+    for k in range(5):
+        t.append(_rows(range(k * 10, k * 10 + 10), "eu"))
+    stale = cat.load_table("db.t")
+    in_tx = cat.load_table("db.t").transaction()
+    rewrite_manifests(in_tx)
+    assert cat.load_table("db.t").rewrite_manifests().rewritten_manifests == 5
+    done = cat.load_table("db.t").current_snapshot()
+    # the table's own call: zero counts, as on a first attempt with nothing to regroup
+    result = stale.rewrite_manifests()
+    assert (result.rewritten_manifests, result.added_manifests, result.snapshot_id) == (0, 0, None)
+    # a transaction holding the rewrite: a public conflict naming what happened
+    with pytest.raises(NothingLeftToRewrite, match="nothing left to rewrite"):
+        in_tx.commit_transaction()
+    assert cat.load_table("db.t").current_snapshot() == done
+    assert _ids(cat) == list(range(50))

@@ -231,7 +231,7 @@ class _RewriteManifests(SnapshotProducer):
     ) -> tuple[list[dict[str, Any]], list[str], list[pa.RecordBatch], int]:
         plan = _plan(self.io, metadata, parent, self.spec_id, _target(metadata, self.target))
         if plan is None:
-            raise _NothingToDo
+            raise NothingLeftToRewrite
         mfs: list[ManifestFile] = manifest_files(plan.manifest_list)
         batches = read_manifest_entries(self.io, [mfs[i] for i in plan.chosen])
         by_key: dict[tuple[int, int], list[pa.RecordBatch]] = {}
@@ -276,9 +276,10 @@ class _RewriteManifests(SnapshotProducer):
         return new_rows + kept, replaced, [], entries
 
 
-class _NothingToDo(CommitConflictError):
-    """Raised inside a build when the head has nothing to rewrite (on a retry: a concurrent
-    commit already left nothing to regroup)."""
+class NothingLeftToRewrite(CommitConflictError):
+    """The head has nothing to rewrite any more: a concurrent commit (another rewrite) already
+    regrouped the manifests. Raised by the commit of a transaction holding the rewrite;
+    :meth:`icefloe.table.Table.rewrite_manifests` returns zero counts instead."""
 
     def __init__(self) -> None:
         super().__init__("rewrite_manifests: nothing left to rewrite after a concurrent commit")
@@ -305,7 +306,7 @@ def rewrite_manifests(
     )
     try:
         producer.commit()
-    except _NothingToDo:
+    except NothingLeftToRewrite:
         producer.abort()
         return RewriteManifestsResult(0, 0, 0, 0)
     return producer.result

@@ -556,20 +556,28 @@ class Table:
     ) -> RewriteManifestsResult:
         """Regroup the data manifests by partition in one ``replace`` snapshot (see
         :mod:`icefloe.table.rewrite_manifests`); ``dry_run`` only counts."""
-        from icefloe.table.rewrite_manifests import plan_rewrite_manifests, rewrite_manifests
+        from icefloe.table.rewrite_manifests import (
+            NothingLeftToRewrite,
+            RewriteManifestsResult,
+            plan_rewrite_manifests,
+            rewrite_manifests,
+        )
 
         if dry_run:
             return plan_rewrite_manifests(
                 self, spec_id=spec_id, target_manifest_size=target_manifest_size, branch=branch
             )
-        with self.transaction() as tx:
-            result = rewrite_manifests(
-                tx,
-                spec_id=spec_id,
-                target_manifest_size=target_manifest_size,
-                branch=branch,
-                snapshot_properties=snapshot_properties,
-            )
+        try:
+            with self.transaction() as tx:
+                result = rewrite_manifests(
+                    tx,
+                    spec_id=spec_id,
+                    target_manifest_size=target_manifest_size,
+                    branch=branch,
+                    snapshot_properties=snapshot_properties,
+                )
+        except NothingLeftToRewrite:  # another rewrite regrouped them first
+            return RewriteManifestsResult(0, 0, 0, 0)
         return result
 
     def compute_statistics(
