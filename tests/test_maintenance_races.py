@@ -4,6 +4,8 @@ delete, or failed a write that could be rebuilt.
 - a compaction (or copy-on-write delete) committed over an equality delete that another writer
   committed meanwhile with an unpartitioned spec (such deletes apply to every partition): the
   rewritten rows got a newer sequence number and the deleted key came back;
+- a delete by keys committed after a compaction had moved its partitions' rows into a new
+  spec: its equality deletes applied to nothing, the keys stayed;
 - a manifest rewrite that lost the race to another one raised a private error where the same
   state on a first attempt is nothing to do.
 """
@@ -84,3 +86,35 @@ def test_a_manifest_rewrite_that_loses_to_another_has_nothing_to_do(tmp_path: Pa
         in_tx.commit_transaction()
     assert cat.load_table("db.t").current_snapshot() == done
     assert _ids(cat) == list(range(50))
+
+
+@pytest.mark.parametrize("operation", ["delete_by_keys", "equality upsert"])
+def test_equality_deletes_conflict_when_a_rewrite_moved_their_rows(
+    tmp_path: Path, operation: str
+) -> None:
+    cat = _catalog(tmp_path)
+    t = cat.create_table(
+        "db.t", SCHEMA, format_version=2, properties={"write.upsert.mode": "equality"}
+    )
+    with t.update_spec() as s:
+        s.add_field("region", "identity")
+    t.append(_rows(range(0, 10), "eu"))
+    t.append(_rows(range(10, 20), "eu"))
+    with t.update_spec() as s:  # later files: by a bucket of id
+        s.remove_field("region")
+        s.add_field("id", "bucket[2]", "idb")
+    writer: Any = cat.load_table("db.t").transaction()
+    keys = {"id": pa.array([5, 15], pa.int64())}
+    if operation == "delete_by_keys":
+        writer.delete_by_keys(keys, ["id"])  # routed to region=eu of the old spec
+    else:
+        writer.upsert(_rows([5, 15], "new"), join_cols=["id"])
+    cat.load_table("db.t").rewrite_data_files(min_input_files=1)  # into the bucket spec
+    # (the upsert's serializable check of new files holding its keys sees it first)
+    with pytest.raises(CommitConflictError, match="do not reach|may hold rows"):
+        writer.commit_transaction()
+    assert _ids(cat) == list(range(20))
+    # done again on the table as it is, the delete reaches the moved rows
+    if operation == "delete_by_keys":
+        cat.load_table("db.t").delete_by_keys(keys, ["id"])
+        assert 5 not in _ids(cat) and 15 not in _ids(cat)

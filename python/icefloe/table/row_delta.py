@@ -217,7 +217,10 @@ class RowDelta:
     v2). ``removed``: tasks whose data file is removed whole (with the DVs and file-scoped
     position deletes of it). ``added_data``: new data files. ``added_deletes``: delete files
     written already (equality deletes). ``targets``: the tasks whose files this change read;
-    concurrent deletes of them or new deletes for them conflict.
+    concurrent deletes of them or new deletes for them conflict. ``routed``: the tasks whose
+    partitions the equality deletes were written for; a concurrent commit that removes one of
+    their files and adds data files in partitions those deletes do not reach (a compaction
+    into a new spec) conflicts, since their rows may have moved out of reach.
     """
 
     deletes: list[FileDeletes] = field(default_factory=list)
@@ -225,6 +228,7 @@ class RowDelta:
     added_data: list[DataFile] = field(default_factory=list)
     added_deletes: list[DataFile] = field(default_factory=list)
     targets: list[FileScanTask] = field(default_factory=list)
+    routed: list[FileScanTask] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -360,6 +364,8 @@ def commit_row_delta(
                 ctx.schema,
             )
         )
+        if delta.routed:
+            producer.validate(_MovedRows(ctx.io, delta.routed))
     except BaseException:
         for p in written:
             ctx.io.delete_quietly(p)
@@ -500,6 +506,40 @@ class _Validator:
                 raise CommitConflictError(
                     f"a concurrent commit added data file {path} that may hold rows this "
                     "change's filter matches (serializable isolation)"
+                )
+
+
+class _MovedRows:
+    """Conflicts when a concurrent commit removed a data file of ``routed`` (the files whose
+    partitions equality deletes were written for) and added data files in other partitions:
+    the keys' rows may now live where the deletes do not apply."""
+
+    def __init__(self, io: FileIO, routed: Sequence[FileScanTask]) -> None:
+        self.io = io
+        self.paths = {t.data_file.file_path for t in routed}
+        self.covered = {(t.data_file.spec_id, partition_key(t.data_file.partition)) for t in routed}
+
+    def __call__(
+        self, metadata: TableMetadata, parent: Snapshot | None, start_parent: int | None
+    ) -> None:
+        if parent is None or parent.snapshot_id == start_parent:
+            return
+        if any(_global(metadata, spec_id) for spec_id, _ in self.covered):
+            return  # the deletes apply everywhere
+        entries = list(_entries_since(self.io, metadata, parent, start_parent, None))
+        if not any(
+            row["status"] == 2 and row["content"] == 0 and row["file_path"] in self.paths
+            for row, _, _ in entries
+        ):
+            return
+        for row, spec_id, _ in entries:
+            if row["status"] != 1 or row["content"] != 0:
+                continue
+            if (spec_id, partition_key(_partition_tuple(row))) not in self.covered:
+                raise CommitConflictError(
+                    f"a concurrent commit removed data files these equality deletes were "
+                    f"written for and added {row['file_path']} in a partition they do not "
+                    "reach (rows moved by a rewrite)"
                 )
 
 

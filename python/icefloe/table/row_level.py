@@ -614,10 +614,13 @@ def _rows_without_keys(
             yield out
 
 
-def _equality_files(ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]) -> list[DataFile]:
+def _equality_files(
+    ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]
+) -> tuple[list[DataFile], list[FileScanTask]]:
     """One equality delete file per partition of the live data files that may hold the keys
     (equality deletes apply within their partition only), holding the keys that can be in
-    that partition (see :class:`~icefloe.table.key_routing.KeyRouter`); written in parallel."""
+    that partition (see :class:`~icefloe.table.key_routing.KeyRouter`); written in parallel.
+    Also the planned tasks of those partitions (:attr:`RowDelta.routed`)."""
     md = ctx.metadata
     ids = []
     for name in join_cols:
@@ -625,16 +628,19 @@ def _equality_files(ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]) -
         if fid is None:
             raise ValidationError(f"join column {name!r} is not in the table schema")
         ids.append(fid)
-    partitions: dict[tuple[int, str], FileScanTask] = {}
+    partitions: dict[tuple[int, str], list[FileScanTask]] = {}
     key_filter = _key_filter(keys, join_cols, ctx.schema, ctx.case_sensitive)
     for task in plan_tasks(ctx.tx, key_filter, branch=ctx.branch):
-        partitions.setdefault((task.data_file.spec_id, repr(task.data_file.partition)), task)
+        key = (task.data_file.spec_id, repr(task.data_file.partition))
+        partitions.setdefault(key, []).append(task)
     router = KeyRouter(ctx.schema, ctx.specs, keys, join_cols, ctx.case_sensitive)
     jobs: list[tuple[FileScanTask, pa.Table]] = []
-    for (spec_id, _), task in sorted(partitions.items(), key=lambda kv: kv[0]):
-        routed = router.keys_for(spec_id, task.data_file.partition)
+    reached: list[FileScanTask] = []
+    for (spec_id, _), tasks in sorted(partitions.items(), key=lambda kv: kv[0]):
+        routed = router.keys_for(spec_id, tasks[0].data_file.partition)
         if routed.num_rows:
-            jobs.append((task, routed))
+            jobs.append((tasks[0], routed))
+            reached += tasks
     written: list[DataFile] = []
     lock = threading.Lock()
 
@@ -657,7 +663,7 @@ def _equality_files(ctx: RowContext, keys: pa.Table, join_cols: Sequence[str]) -
         return f
 
     try:
-        return parallel_map(write, jobs, threads=work_threads(), kind="work")
+        return parallel_map(write, jobs, threads=work_threads(), kind="work"), reached
     except BaseException:
         for f in written:
             ctx.io.delete_quietly(f.file_path)
@@ -673,7 +679,7 @@ def _upsert_equality(
     delta = RowDelta()
     keys = source.select(list(join_cols))
     try:
-        delta.added_deletes = _equality_files(ctx, keys, join_cols)
+        delta.added_deletes, delta.routed = _equality_files(ctx, keys, join_cols)
         delta.added_data = write_rows(ctx.tx, source, lineage=False)
         # Equality deletes are written only where live files may hold the keys: rows of the
         # keys another writer added meanwhile elsewhere (a key new to the table) would stay
@@ -723,7 +729,7 @@ def delete_by_keys(
     if table.num_rows == 0:
         return 0
     delta = RowDelta()
-    delta.added_deletes = _equality_files(ctx, table, join_cols)
+    delta.added_deletes, delta.routed = _equality_files(ctx, table, join_cols)
     if not delta.added_deletes:
         return 0
     commit_row_delta(
