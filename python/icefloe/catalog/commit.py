@@ -124,7 +124,10 @@ def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> No
             and base.next_row_id is not None
             and s.first_row_id < base.next_row_id
         )
-        if stale_seq or stale_rows:
+        # built for an older format version (another writer upgraded the table to v3): the
+        # snapshot needs row ids and v3 manifests
+        upgraded = base.format_version >= 3 and s.first_row_id is None
+        if stale_seq or stale_rows or upgraded:
             raise CommitConflictError(
                 f"snapshot {s.snapshot_id} was built on an older state of the table (another "
                 f"writer committed sequence number {base.last_sequence_number}): rebuild it"

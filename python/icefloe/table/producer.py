@@ -188,6 +188,7 @@ class SnapshotProducer:
         self._validators: list[Validator] = []
         self._owned: list[str] = []
         self._new_manifests: pa.RecordBatch | None = None  # reused across attempts
+        self._manifests_version: int | None = None  # the format version they were written in
         self._new_manifest_paths: list[str] = []
         self._attempts: list[_Attempt] = []
         self._start_parent: int | None = None
@@ -481,6 +482,10 @@ class SnapshotProducer:
         return out
 
     def _write_new_manifests(self, metadata: TableMetadata) -> list[dict[str, Any]]:
+        if self._new_manifests is not None and self._manifests_version != metadata.format_version:
+            # the table was upgraded since they were written: rewritten in the new format
+            self._discard_new_manifests()
+        self._manifests_version = metadata.format_version
         if self._new_manifests is not None:
             cached: list[dict[str, Any]] = self._new_manifests.to_pylist()
             for r in cached:
