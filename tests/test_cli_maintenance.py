@@ -240,6 +240,13 @@ def test_orphans(world: CliWorld) -> None:
     r = run(world, "orphans", "db.plain")
     assert r.exit_code == 0 and "deleted 1 orphan file" in r.stdout
     assert not old.exists() and new.exists()
+    # a cutoff of less than a day could delete a write in progress: refused unless allowed
+    r = run(world, "orphans", "db.plain", "--older-than", "1h")
+    assert r.exit_code == EXIT_BAD_INPUT and "--allow-recent" in r.stderr
+    assert new.exists()
+    r = run(world, "orphans", "db.plain", "--older-than", "0s", "--allow-recent")
+    assert r.exit_code == 0 and "deleted 1 orphan file" in r.stdout
+    assert not new.exists()
     assert _rows(world, "db.plain") == [(1, "a"), (2, "b"), (3, "c")]
 
 

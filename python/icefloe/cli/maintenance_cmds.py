@@ -30,6 +30,10 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d":
 _UNIT_MS["w"] = 7 * _UNIT_MS["d"]
 
 
+#: Orphan removal keeps files younger than this unless told otherwise (as Java's procedure).
+_RECENT_MS = 86_400_000
+
+
 def parse_age(text: str, now_ms: int | None = None) -> int:
     """``7d``, ``12h``, ``30min`` (an age) or an ISO 8601 time, as epoch milliseconds."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -293,6 +297,11 @@ def _dangling_line(state: State, name: str, removed: int, dry_run: bool) -> None
 @click.option("--location", help="Scan this prefix instead of the table location.")
 @click.option("--dry-run", is_flag=True, help="List the orphan files; delete nothing.")
 @click.option(
+    "--allow-recent",
+    is_flag=True,
+    help="Delete files younger than a day too (only when no other writer is running).",
+)
+@click.option(
     "--limit",
     type=click.IntRange(0),
     default=20,
@@ -307,16 +316,22 @@ def orphans(
     older_than: str,
     location: str | None,
     dry_run: bool,
+    allow_recent: bool,
     limit: int,
     as_json: bool,
 ) -> None:
     """Delete files under TABLE's location that no metadata references (leftovers of failed
     writes), when older than --older-than."""
+    cutoff = parse_age(older_than)
+    if not dry_run and not allow_recent and time.time() * 1000 - cutoff < _RECENT_MS:
+        raise ValidationError(
+            "--older-than is less than a day: files that young may belong to a write still in "
+            "progress, whose commit would then name deleted files (the table would not read); "
+            "use --older-than 1d or more, or --allow-recent when no other writer is running"
+        )
     t = state.table(table)
     with _progress(state, "deleting orphan files", as_json or dry_run) as progress:
-        found = t.remove_orphan_files(
-            parse_age(older_than), dry_run=dry_run, location=location, progress=progress
-        )
+        found = t.remove_orphan_files(cutoff, dry_run=dry_run, location=location, progress=progress)
     if as_json:
         state.out.json({"table": t.name, "dry_run": dry_run, "orphan_files": found})
         return

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -62,6 +63,9 @@ __all__ = [
 DELETED = 2
 DEFAULT_ORPHAN_AGE = timedelta(days=3)
 """Files younger than this are kept by default: a concurrent write may not have committed yet."""
+#: A cutoff closer than this to now logs a warning (Java's procedure refuses one).
+_RECENT = timedelta(days=1)
+log = logging.getLogger("icefloe.maintenance")
 
 
 def _manifest_paths(io: FileIO, metadata: TableMetadata) -> tuple[list[str], list[str]]:
@@ -207,6 +211,12 @@ def remove_orphan_files(
             "with other tables)"
         )
     threshold = _threshold_ms(older_than)
+    if not dry_run and time.time() * 1000 - threshold < _RECENT.total_seconds() * 1000:
+        log.warning(
+            "remove_orphan_files with a cutoff of less than a day: files of a write still in "
+            "progress would be deleted and its commit would leave the table unreadable; run it "
+            "so only when no other writer is running"
+        )
     own_meta = metadata_location(metadata.location, metadata.properties)
     own_data = data_location(metadata.location, metadata.properties)
     if location:
