@@ -1,13 +1,16 @@
 """Maintenance interleaved with other writers: each case brought deleted rows back, lost a
 delete, or failed a write that could be rebuilt.
 
-- a compaction (or copy-on-write delete) committed over an equality delete that another writer
-  committed meanwhile with an unpartitioned spec (such deletes apply to every partition): the
-  rewritten rows got a newer sequence number and the deleted key came back;
+- a copy-on-write delete (or a compaction) committed over an equality delete that another
+  writer committed meanwhile with an unpartitioned spec (such deletes apply to every
+  partition): the rewritten rows got a newer sequence number and the deleted key came back;
 - a delete by keys committed after a compaction had moved its partitions' rows into a new
   spec: its equality deletes applied to nothing, the keys stayed;
 - a change planned on a v2 table that another writer upgraded to v3 before it committed failed
   with a ValidationError (its snapshot had no row ids) instead of being rebuilt;
+- a compaction and a streaming writer's equality deletes in its partitions: the compaction
+  always conflicted; its files now keep its starting sequence number (as Java's), so both
+  commit and the deletes apply to the rewritten rows;
 - a manifest rewrite that lost the race to another one raised a private error where the same
   state on a first attempt is nothing to do.
 """
@@ -62,10 +65,15 @@ def test_a_rewrite_conflicts_with_a_concurrent_global_equality_delete(
         maintenance.delete("id = 11")
     writer.commit_transaction()
     assert 15 not in _ids(cat)
-    with pytest.raises(CommitConflictError, match="unpartitioned spec"):
+    if rewrite == "compaction":
+        # its files keep the starting sequence number: the global delete applies to them
         maintenance.commit_transaction()
+    else:
+        with pytest.raises(CommitConflictError, match="unpartitioned spec"):
+            maintenance.commit_transaction()
+        assert 11 in _ids(cat)
     assert 15 not in _ids(cat)
-    assert 11 in _ids(cat)
+    assert len(_ids(cat)) == 18
 
 
 def test_a_manifest_rewrite_that_loses_to_another_has_nothing_to_do(tmp_path: Path) -> None:
@@ -154,3 +162,34 @@ def test_a_change_planned_before_an_upgrade_to_v3_is_rebuilt(tmp_path: Path, cha
     assert lineage.column("_row_id").null_count == 0
     assert len(set(lineage.column("_row_id").to_pylist())) == lineage.num_rows
     assert fresh.metadata.next_row_id >= lineage.num_rows
+
+
+@pytest.mark.parametrize("first", ["deletes", "compaction"])
+def test_compaction_keeps_its_starting_sequence_number(tmp_path: Path, first: str) -> None:
+    cat = _catalog(tmp_path)
+    t = cat.create_table("db.t", SCHEMA, format_version=2)
+    with t.update_spec() as s:
+        s.add_field("region", "identity")
+    t.append(_rows(range(0, 10), "eu"))
+    t.append(_rows(range(10, 20), "eu"))
+    t.delete_by_keys({"id": pa.array([3], pa.int64())}, ["id"])  # applied by the rewrite
+    start = cat.load_table("db.t").current_snapshot()
+    compaction: Any = cat.load_table("db.t").transaction()
+    compaction.rewrite_data_files(min_input_files=1)
+    writer: Any = cat.load_table("db.t").transaction()
+    writer.delete_by_keys({"id": pa.array([5, 15], pa.int64())}, ["id"])
+    for tx in (writer, compaction) if first == "deletes" else (compaction, writer):
+        tx.commit_transaction()
+    t = cat.load_table("db.t")
+    expected = [i for i in range(20) if i not in (3, 5, 15)]
+    assert _ids(cat) == expected
+    entries = t.inspect.entries().to_pylist()
+    live = [e for e in entries if e["status"] != 2 and e["data_file"]["content"] == 0]
+    assert len(live) == 1 and live[0]["sequence_number"] == start.sequence_number
+    duckdb = pytest.importorskip("duckdb")
+    from support.peers import duckdb_connect
+
+    assert duckdb is not None
+    con = duckdb_connect()
+    got = con.execute(f"select id from iceberg_scan('{t.metadata_location}') order by id")
+    assert [r[0] for r in got.fetchall()] == expected

@@ -405,9 +405,12 @@ def rewrite_data_files(
     deletes. Rewritten rows are written in the table's current partition spec, as Iceberg Java
     does (files of an older spec move to the current one, which also works when an old spec's
     source column has been dropped), and keep ``_row_id`` and
-    ``_last_updated_sequence_number`` (v3). The commit fails with ``CommitConflictError`` if a
-    concurrent commit removed one of the input files or added deletes for it. ``progress``
-    counts the input files as their rows are read (see :mod:`icefloe.progress`).
+    ``_last_updated_sequence_number`` (v3). The new files keep the data sequence number of the
+    snapshot the compaction started from, as Java's does by default, so equality deletes
+    committed meanwhile apply to them too. The commit fails with ``CommitConflictError`` if a
+    concurrent commit removed one of the input files or added position deletes or deletion
+    vectors for it (or equality deletes of another partition spec than the output's).
+    ``progress`` counts the input files as their rows are read (see :mod:`icefloe.progress`).
 
     Delete files that only applied to rewritten files are dropped when they name them (deletion
     vectors, file-scoped position deletes); partition-scoped and equality delete files may still
@@ -463,6 +466,15 @@ def rewrite_data_files(
                         )
                     )
         if delta.removed:
+            # as Java's (use-starting-sequence-number): the new files take the data sequence
+            # number of the snapshot the compaction read, so equality deletes committed
+            # meanwhile (a streaming upsert's) still apply to them instead of conflicting
+            start = md.snapshot_by_name(branch) if branch in md.refs else None
+            keep_seq = md.format_version >= 2 and start is not None
+            if keep_seq:
+                assert start is not None
+                for f in delta.added_data:
+                    f.data_sequence_number = start.sequence_number
             commit_row_delta(
                 tx,
                 delta,
@@ -470,6 +482,7 @@ def rewrite_data_files(
                 snapshot_properties=snapshot_properties,
                 operation=Operation.REPLACE,
                 isolation="snapshot",
+                starting_sequence_spec=md.default_spec_id if keep_seq else None,
             )
     except BaseException:
         for f in delta.added_data:

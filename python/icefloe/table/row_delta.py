@@ -318,6 +318,7 @@ def commit_row_delta(
     conflict_filter: BooleanExpression | None = None,
     isolation: str | None = None,
     allow_empty: bool = False,
+    starting_sequence_spec: int | None = None,
 ) -> SnapshotProducer | None:
     """Writes the delete files of ``delta`` and adds one snapshot for it to ``tx``.
 
@@ -326,6 +327,11 @@ def commit_row_delta(
     files, or (``isolation='serializable'``, the default, with a ``conflict_filter``) added
     data files in partitions the filter may match. Returns the producer (None if nothing to do
     and not ``allow_empty``: with it, an empty delta commits a snapshot that changes nothing).
+
+    ``starting_sequence_spec``: the added data files carry the data sequence number of the
+    snapshot the change started from (a compaction), so equality deletes committed meanwhile
+    still apply to them: those of that spec, in the partitions read, or global ones, are then
+    no conflict.
     """
     ctx = RowContext(tx, branch)
     if delta.empty and not allow_empty:
@@ -362,6 +368,7 @@ def commit_row_delta(
                 set(removed_deletes),
                 conflict_filter if level == SERIALIZABLE else None,
                 ctx.schema,
+                starting_sequence_spec,
             )
         )
         if delta.routed:
@@ -445,9 +452,11 @@ class _Validator:
         removed_deletes: set[str],
         conflict_filter: BooleanExpression | None,
         schema: Schema,
+        starting_sequence_spec: int | None = None,
     ) -> None:
         self.io = io
         self.branch = branch
+        self.starting_sequence_spec = starting_sequence_spec
         self.paths = {t.data_file.file_path for t in targets}
         self.partitions = {
             (t.data_file.spec_id, partition_key(t.data_file.partition)) for t in targets
@@ -487,6 +496,12 @@ class _Validator:
                         f"a concurrent commit added deletes ({path}) for a data file this "
                         "change read"
                     )
+            elif (
+                content == 2
+                and self.starting_sequence_spec is not None
+                and (spec_id == self.starting_sequence_spec or _global(metadata, spec_id))
+            ):
+                continue  # it applies to the new files (older data sequence number) as well
             elif content == 2 and (spec_id, part) in self.partitions:
                 raise CommitConflictError(
                     f"a concurrent commit added equality deletes ({path}) for a partition "

@@ -72,6 +72,9 @@ class DataFile:
     referenced_data_file: str | None = None
     content_offset: int | None = None
     content_size_in_bytes: int | None = None
+    #: An explicit data sequence number (None: the snapshot's, inherited), as a compaction that
+    #: keeps its starting sequence number writes it.
+    data_sequence_number: int | None = None
 
     def to_entry(self) -> dict[str, Any]:
         """The manifest-layout row (without status, snapshot id and sequence numbers)."""
@@ -162,5 +165,7 @@ def entries_batch(
         row = f.to_entry()
         row["status"] = status
         row["snapshot_id"] = snapshot_id
+        if f.data_sequence_number is not None:
+            row["sequence_number"] = f.data_sequence_number
         rows.append(row)
     return pa.RecordBatch.from_pylist(rows, schema=target)
