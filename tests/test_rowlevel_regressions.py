@@ -242,3 +242,35 @@ def test_upsert_with_join_columns_out_of_schema_order(tmp_path: Path, mode: str)
     assert row_ids[2] == ids[2] and row_ids[1] == ids[1]
     assert len(set(row_ids.values())) == 5
     assert sorted(pyiceberg_read(t)["a"].to_pylist()) == [1, 2, 3, 4, 20]
+
+
+@pytest.mark.parametrize("added", ["variant", "struct", "geometry"])
+@pytest.mark.parametrize("change", ["delete", "overwrite", "compaction"])
+def test_rewrites_after_adding_a_struct_column_with_required_fields(
+    tmp_path: Path, added: str, change: str
+) -> None:
+    """Files written before a variant column (a struct of required binaries) or a struct with a
+    required field was added read that column as null structs; rewriting their rows (copy-on-
+    write delete or overwrite, compaction) of a v3 table, which keeps row lineage, writes them
+    as nulls again."""
+    from icefloe.types import GeometryType, IntegerType, StructType, VariantType
+
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, properties={"format-version": "3"})
+    t.append(_rows([1, 2, 3]))
+    kind: Any = {
+        "variant": VariantType(),
+        "struct": StructType(NestedField(10, "x", IntegerType(), required=True)),
+        "geometry": GeometryType(),
+    }[added]
+    with t.update_schema() as u:
+        u.add_column("extra", kind)
+    if change == "delete":
+        t.delete("k = 1")
+    elif change == "overwrite":
+        t.overwrite(t.scan(row_filter="k = 2").to_arrow().drop(["extra"]), "k = 2")
+    else:
+        t.rewrite_data_files(min_input_files=1)
+    got = t.scan(selected_fields=("k", "extra", "_row_id")).to_arrow().sort_by("k")
+    assert got.column("extra").null_count == got.num_rows
+    assert got.column("k").to_pylist() == ([2, 3] if change == "delete" else [1, 2, 3])
+    assert got.column("_row_id").null_count == 0

@@ -81,6 +81,27 @@ def fill_under_null(child: pa.Array) -> pa.Array:
     return pc.if_else(child.is_valid(), child, placeholder(len(child), child.type))
 
 
+def fill_required(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """``arr`` with placeholders under null parents wherever struct type ``t`` has a required
+    child (nested structs too), so that it casts to ``t``: a column added to the table after
+    a file was written reads as nulls of a struct whose required children are null too."""
+    if not pa.types.is_struct(t) or not pa.types.is_struct(arr.type) or not arr.null_count:
+        return arr
+    assert isinstance(arr, pa.StructArray)
+    names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
+    children, fields = [], []
+    for i in range(t.num_fields):
+        f = t.field(i)
+        if f.name not in names:
+            return arr  # another shape: the cast reports it
+        c = fill_required(arr.field(names.index(f.name)), f.type)
+        if not f.nullable:
+            c = fill_under_null(c)
+        children.append(c)
+        fields.append(pa.field(f.name, c.type, f.nullable, f.metadata))
+    return pa.StructArray.from_arrays(children, fields=fields, mask=arr.is_null())
+
+
 def extension_storage(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """``col``, or the storage of an extension-typed one (a uuid's 16 bytes, which sort in
     Iceberg's uuid order)."""

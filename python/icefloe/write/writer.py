@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map, work_threads
-from icefloe.arrow_fill import extension_storage
+from icefloe.arrow_fill import extension_storage, fill_required
 from icefloe.arrow_schema import (
     FIELD_IDS_DIGEST_KEY,
     field_ids_digest,
@@ -430,9 +430,18 @@ def write_parquet_files(
         # Rewritten rows keep their lineage: the columns go into the file with reserved ids.
         extra = [metadata_field(n) for n in lineage]
         file_schema = Schema(*schema.fields, *extra, schema_id=schema.schema_id)
-        table = table.select([f.name for f in file_schema.fields]).cast(
-            schema_to_arrow(file_schema)
-        )
+        target = schema_to_arrow(file_schema)
+        table = table.select([f.name for f in file_schema.fields])
+        try:
+            table = table.cast(target)
+        except pa.ArrowInvalid:
+            # a struct column added since some rows' files were written: null structs whose
+            # required children are null too, which no cast to the required type takes
+            filled = [
+                fill_required(c.combine_chunks(), f.type)
+                for c, f in zip(table.columns, target, strict=True)
+            ]
+            table = pa.Table.from_arrays(filled, names=table.column_names).cast(target)
     else:
         file_schema = schema
     order = metadata.sort_order()
