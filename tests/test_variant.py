@@ -295,3 +295,39 @@ def test_shredded_groups_are_unshredded() -> None:
     norm = variant.normalize(shredded)
     assert norm.type == variant.STORAGE_TYPE
     assert variant.to_pylist(norm) == [42, "s", None]
+
+
+def test_dates_python_cannot_hold_are_validation_errors() -> None:
+    """Variant dates and timestamps span more years than Python's (Spark writes year 10000):
+    reading one as a Python value is a typed error pointing at ``to_json``, which reads it."""
+    days = pa.array([0, 3_000_000, -800_000], pa.int32()).cast(pa.date32())
+    col = variant.from_arrow(days)
+    text = variant.to_json(col).to_pylist()
+    assert text[0] == '"1970-01-01"'
+    assert text[1].startswith('"+10183-') and text[2].startswith('"-0221-')
+    with pytest.raises(ValidationError, match="to_json"):
+        variant.to_pylist(col)
+    one = variant.from_arrow(days.slice(1, 1))
+    with pytest.raises(ValidationError, match="year 1 to 9999"):
+        variant.to_python(one.field(0)[0].as_py(), one.field(1)[0].as_py())
+
+
+@pytest.mark.parametrize("kind", ["variant", "struct", "geometry"])
+def test_keys_must_be_primitive_columns(tmp_path: Path, kind: str) -> None:
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.types import GeometryType
+
+    column: Any = {
+        "variant": VariantType(),
+        "struct": StructType(NestedField(10, "x", IntegerType())),
+        "geometry": GeometryType(),
+    }[kind]
+    cat = SqlCatalog("k", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
+    cat.create_namespace("db")
+    schema = Schema(NestedField(1, "id", IntegerType(), required=True), NestedField(2, "v", column))
+    t = cat.create_table("db.t", schema, format_version=3)
+    with pytest.raises(ValidationError, match=r"'v' .* cannot be a key column"):
+        t.delete_by_keys({"v": [None]}, join_cols=["v"])
+    with pytest.raises(ValidationError, match=r"'v' .* cannot be a key column"):
+        t.upsert({"id": [1], "v": [None]}, join_cols=["v"])
+    assert t.current_snapshot() is None

@@ -209,9 +209,23 @@ def _pair(metadata: bytes | Variant, value: bytes | None) -> pa.StructArray:
     return _scalar_array(metadata, value)
 
 
+def _to_python(arr: pa.Array) -> list[Any]:
+    """The Python values of a column of encoded variants (in Rust): a date or timestamp that
+    Python's ``datetime`` cannot hold (before year 1 or after 9999) is a
+    :class:`ValidationError` naming the way to read it."""
+    try:
+        out: list[Any] = _native.variant_to_python(arr)
+    except ValueError as e:  # raised by Python's date and datetime constructors
+        raise ValidationError(
+            f"a variant value cannot be a Python value: {e} (Python's dates run from year 1 to 9999; "
+            "icefloe.variant.to_json reads it)"
+        ) from None
+    return out
+
+
 def to_python(metadata: bytes | Variant, value: bytes | None = None) -> Any:
     """The Python value of one encoded variant (or of a :class:`Variant`)."""
-    return _native.variant_to_python(_pair(metadata, value))[0]
+    return _to_python(_pair(metadata, value))[0]
 
 
 @overload
@@ -233,5 +247,5 @@ def to_pylist(column: ArrayLike) -> list[Any]:
     for chunk in _chunks(column):
         if isinstance(chunk.type, pa.BaseExtensionType):
             chunk = chunk.storage
-        out.extend(_native.variant_to_python(chunk))
+        out.extend(_to_python(chunk))
     return out

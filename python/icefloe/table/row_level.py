@@ -46,7 +46,13 @@ from icefloe.scan.tasks import (
     FileScanTask,
 )
 from icefloe.table.key_routing import KeyRouter, typed_keys
-from icefloe.types import UnknownType
+from icefloe.types import (
+    GeographyType,
+    GeometryType,
+    PrimitiveType,
+    UnknownType,
+    VariantType,
+)
 from icefloe.write.delete_files import (
     FileDeletes,
     new_delete_location,
@@ -478,6 +484,24 @@ def key_columns(join_cols: str | Sequence[str]) -> list[str]:
     return [join_cols] if isinstance(join_cols, str) else list(join_cols)
 
 
+def check_key_types(schema: Schema, join_cols: Sequence[str], case_sensitive: bool) -> None:
+    """Key columns are compared by value: nested, variant and geospatial columns cannot be
+    keys (:class:`ValidationError` naming the column); a name not in the schema is left to
+    the callers' own messages."""
+    for name in join_cols:
+        fid = schema.find_field_id(name, case_sensitive)
+        if fid is None:
+            continue
+        t = schema.find_field(fid).field_type
+        if not isinstance(t, PrimitiveType) or isinstance(
+            t, VariantType | GeometryType | GeographyType
+        ):
+            raise ValidationError(
+                f"column {name!r} of type {t} cannot be a key column: keys are compared by "
+                "value, so they must be primitive columns (not nested, variant or geospatial)"
+            )
+
+
 def upsert_runs_again(metadata: TableMetadata) -> bool:
     """Whether an upsert that conflicted with a concurrent commit runs again on the newer
     table: equality-mode upserts do (last writer wins, as streaming upserts expect; on the
@@ -511,6 +535,7 @@ def upsert(
     Updated rows keep their ``_row_id`` on v3 (merge-on-read and copy-on-write)."""
     ctx = RowContext(tx, branch)
     join_cols = key_columns(join_cols)
+    check_key_types(ctx.schema, join_cols, ctx.case_sensitive)
     source = _source(ctx, data, join_cols)
     if source.num_rows == 0:
         return UpsertResult(0, 0)
@@ -722,6 +747,7 @@ def delete_by_keys(
 
         table = to_arrow_table(keys)
     join_cols = key_columns(join_cols)
+    check_key_types(ctx.schema, join_cols, ctx.case_sensitive)
     missing = [c for c in join_cols if c not in table.column_names]
     if missing:
         raise ValidationError(f"keys lack join columns {missing}")
