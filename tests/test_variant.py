@@ -331,3 +331,34 @@ def test_keys_must_be_primitive_columns(tmp_path: Path, kind: str) -> None:
     with pytest.raises(ValidationError, match=r"'v' .* cannot be a key column"):
         t.upsert({"id": [1], "v": [None]}, join_cols=["v"])
     assert t.current_snapshot() is None
+
+
+def test_json_numbers_keep_their_digits_as_spark_stores_them() -> None:
+    """JSON text keeps every digit: integers beyond int64 and numbers with a fraction become
+    decimals (as Spark's ``parse_json`` stores them), exponents doubles."""
+    doc = '{"big": 98765432109876543210, "frac": 1.23456789012345678, "e": 1e300, "n": 7}'
+    value = variant.to_pylist(variant.from_json([doc]))[0]
+    assert value == {
+        "big": Decimal("98765432109876543210"),
+        "frac": Decimal("1.23456789012345678"),
+        "e": 1e300,
+        "n": 7,
+    }
+    assert isinstance(value["e"], float) and isinstance(value["n"], int)
+    text = variant.to_json(variant.from_json([doc])).to_pylist()[0]
+    assert "98765432109876543210" in text and "1.23456789012345678" in text
+
+
+def test_objects_in_spark_utf16_field_order_are_read() -> None:
+    """Spark 4 orders an object's fields by UTF-16 code units: U+1F600 before U+FF61, the
+    spec's byte order the other way round. Such objects are read (as parquet-java reads them);
+    objects in neither order are still refused."""
+    names = "\uff61\U0001f600".encode()
+    metadata = bytes([0x01, 2, 0, 3, 7]) + names  # unsorted dictionary: ["｡", "😀"]
+    # an object of two int8 fields, ids in the order 1 ("😀") then 0 ("｡")
+    value = bytes([0x02, 2, 1, 0, 0, 2, 4, 0x0C, 2, 0x0C, 1])
+    assert variant.to_python(metadata, value) == {"\uff61": 1, "\U0001f600": 2}
+    assert variant.to_json(metadata, value) == '{"\U0001f600":2,"\uff61":1}'
+    plain = bytes([0x01, 2, 0, 1, 2]) + b"ab"
+    with pytest.raises(ValidationError, match="not sorted"):
+        variant.to_python(plain, bytes([0x02, 2, 1, 0, 0, 2, 4, 0x0C, 2, 0x0C, 1]))

@@ -52,10 +52,14 @@ impl Tree {
         }
     }
 
-    /// A JSON number as the smallest integer that holds it, else a double.
-    fn number(&mut self, n: &Number) -> Result<usize, Malformed> {
-        if let Some(i) = n.as_i64() {
-            Ok(if let Ok(x) = i8::try_from(i) {
+    /// A JSON number (its token, already checked to be one), exactly as Spark's `parse_json`
+    /// stores it: an integer as the smallest integer type that holds it; an integer beyond
+    /// int64, or a number with a fraction and no exponent, as a decimal of the smallest width
+    /// that holds its digits (at most 38, scale at most 38); anything else (an exponent, more
+    /// digits) as a double.
+    fn number(&mut self, token: &str) -> usize {
+        if let Ok(i) = token.parse::<i64>() {
+            return if let Ok(x) = i8::try_from(i) {
                 self.leaf(3 << 2, &x.to_le_bytes())
             } else if let Ok(x) = i16::try_from(i) {
                 self.leaf(4 << 2, &x.to_le_bytes())
@@ -63,13 +67,28 @@ impl Tree {
                 self.leaf(5 << 2, &x.to_le_bytes())
             } else {
                 self.leaf(6 << 2, &i.to_le_bytes())
-            })
-        } else {
-            let f = n
-                .as_f64()
-                .ok_or_else(|| Malformed(format!("Failed to parse {n} as number")))?;
-            Ok(self.leaf(7 << 2, &f.to_le_bytes()))
+            };
         }
+        if let Some((unscaled, scale)) = decimal_digits(token) {
+            let digits = unscaled
+                .unsigned_abs()
+                .checked_ilog10()
+                .map_or(1, |d| d + 1);
+            let mut data = vec![scale];
+            return if digits <= 9 {
+                data.extend_from_slice(&(unscaled as i32).to_le_bytes());
+                self.leaf(8 << 2, &data)
+            } else if digits <= 18 {
+                data.extend_from_slice(&(unscaled as i64).to_le_bytes());
+                self.leaf(9 << 2, &data)
+            } else {
+                data.extend_from_slice(&unscaled.to_le_bytes());
+                self.leaf(10 << 2, &data)
+            };
+        }
+        // Rust's parser rounds correctly and gives an infinity past the double's range
+        let f = token.parse::<f64>().unwrap_or(f64::NAN);
+        self.leaf(7 << 2, &f.to_le_bytes())
     }
 
     fn name_id(&mut self, name: String) -> usize {
@@ -81,6 +100,31 @@ impl Tree {
         self.ids.insert(name, id);
         id
     }
+}
+
+/// The unscaled value and scale of a JSON number token without an exponent, when it has at
+/// most 38 significant digits and at most 38 after the point (a decimal's limits).
+fn decimal_digits(token: &str) -> Option<(i128, u8)> {
+    if token.contains(['e', 'E']) {
+        return None;
+    }
+    let (negative, body) = match token.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, token),
+    };
+    let (whole, fraction) = body.split_once('.').unwrap_or((body, ""));
+    let scale = u8::try_from(fraction.len()).ok().filter(|s| *s <= 38)?;
+    let digits = format!("{whole}{fraction}");
+    let significant = digits.trim_start_matches('0');
+    if significant.len() > 38 {
+        return None;
+    }
+    let magnitude: i128 = if significant.is_empty() {
+        0
+    } else {
+        significant.parse().ok()?
+    };
+    Some((if negative { -magnitude } else { magnitude }, scale))
 }
 
 /// Bytes needed for an unsigned value up to `max` (1 to 4).
@@ -134,7 +178,9 @@ impl<'a> Parser<'a> {
         serde_json::from_str(&self.text[start..self.pos]).map_err(|e| json_error(e, start))
     }
 
-    fn number(&mut self) -> Result<Number, Malformed> {
+    /// The token of a number, checked by serde_json to be a valid JSON number (one beyond a
+    /// double's range included: it is still a number).
+    fn number(&mut self) -> Result<&'a str, Malformed> {
         let b = self.text.as_bytes();
         let start = self.pos;
         let mut i = start;
@@ -142,7 +188,12 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         self.pos = i;
-        serde_json::from_str(&self.text[start..i]).map_err(|e| json_error(e, start))
+        let token = &self.text[start..i];
+        match serde_json::from_str::<Number>(token) {
+            Ok(_) => Ok(token),
+            Err(e) if e.to_string().contains("out of range") => Ok(token),
+            Err(e) => Err(json_error(e, start)),
+        }
     }
 
     fn literal(&mut self, word: &str) -> Result<(), Malformed> {
@@ -199,8 +250,8 @@ fn parse(text: &str) -> Result<(Tree, usize), Malformed> {
                 Some(tree.string(&s))
             }
             Some(b'-' | b'0'..=b'9') => {
-                let n = p.number()?;
-                Some(tree.number(&n)?)
+                let token = p.number()?;
+                Some(tree.number(token))
             }
             Some(b'n') => {
                 p.literal("null")?;

@@ -16,7 +16,7 @@ use arrow_array::builder::{BinaryBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields};
-use parquet_variant_compute::{cast_to_variant, json_to_variant, unshred_variant, VariantArray};
+use parquet_variant_compute::{cast_to_variant, unshred_variant, VariantArray};
 
 use crate::{Error, Result};
 
@@ -120,20 +120,14 @@ pub fn normalize(input: &ArrayRef) -> Result<StructArray> {
 }
 
 /// Parses JSON text (string, large string or string view), one document per row; null rows
-/// stay null.
+/// stay null. Numbers keep every digit, as Spark's `parse_json` stores them (integers beyond
+/// int64 and numbers with a fraction as decimals; see [`encode`]), and documents nest to any
+/// depth.
 pub fn from_json(input: &ArrayRef) -> Result<StructArray> {
-    match json_to_variant(input) {
-        Ok(array) => stored(&array),
-        // serde_json stops at 128 levels; such documents are valid variants (the spec sets no
-        // depth limit): parse the column without a limit instead.
-        Err(e) if e.to_string().contains("recursion limit exceeded") => deep_from_json(input),
-        Err(e) => Err(Error::validation(format!(
-            "invalid JSON for a variant: {e}"
-        ))),
-    }
+    deep_from_json(input)
 }
 
-/// [`from_json`] for columns holding documents nested deeper than serde_json parses.
+/// [`from_json`]: each document parsed by [`encode::json_to_variant`].
 fn deep_from_json(input: &ArrayRef) -> Result<StructArray> {
     let text: StringArray = match input.data_type() {
         DataType::Utf8 => input.as_string::<i32>().clone(),
@@ -365,13 +359,45 @@ mod tests {
     }
 
     #[test]
+    fn json_numbers_keep_every_digit_as_spark_stores_them() {
+        // (document, its JSON text back): integers beyond int64 and numbers with a fraction
+        // are decimals (all their digits), exponents doubles
+        let cases = [
+            ("18446744073709551615", "18446744073709551615"),
+            ("-98765432109876543210", "-98765432109876543210"),
+            ("1.23456789012345678", "1.23456789012345678"),
+            ("[1.50, -0.001, 0.0, -0]", "[1.5,-0.001,0,0]"),
+            (
+                "123456789012345678901234567890123456789",
+                "1.2345678901234568e+38",
+            ),
+            ("1e300", "1e+300"),
+            ("1E400", "\"Infinity\""),
+        ];
+        for (doc, text) in cases {
+            let enc: ArrayRef = Arc::new(from_json(&json(&[Some(doc)])).unwrap());
+            assert_eq!(to_json(&enc).unwrap().value(0), text, "{doc}");
+        }
+        // a decimal of the smallest width: 4, 8 or 16 bytes (type ids 8, 9, 10)
+        for (doc, type_id) in [
+            ("1.5", 8u8),
+            ("1234567890.5", 9),
+            ("12345678901234567890.5", 10),
+        ] {
+            let enc = from_json(&json(&[Some(doc)])).unwrap();
+            let value = enc.column(1).as_binary::<i32>().value(0);
+            assert_eq!(value[0] >> 2, type_id, "{doc}");
+        }
+    }
+
+    #[test]
     fn deep_json_encoder_agrees_with_the_crate() {
+        // documents whose numbers the crate keeps exactly (ints, doubles with exponents)
         let docs = [
             "null",
             "true",
-            " [false , -0, 0, 127, -128, 128, 32767, -32769, 2147483648, 9223372036854775807] ",
-            "18446744073709551615",
-            "[1.5, -2.25e-7, 1e300, 0.1, 12345678901234567890123]",
+            " [false , 0, 127, -128, 128, 32767, -32769, 2147483648, 9223372036854775807] ",
+            "[-2.25e-7, 1e300, 1E-5]",
             r#""short""#,
             r#""a string longer than sixty-three bytes, so a long string, with é and \u00e9 \n""#,
             r#"{"b": 1, "a": [], "c": {}, "b": 2, "\ud83d\ude00": "x"}"#,
@@ -380,7 +406,8 @@ mod tests {
         for doc in docs {
             let input = json(&[Some(doc)]);
             let ours: ArrayRef = Arc::new(deep_from_json(&input).unwrap());
-            let theirs: ArrayRef = Arc::new(from_json(&input).unwrap());
+            let crate_json = parquet_variant_compute::json_to_variant(&input).unwrap();
+            let theirs: ArrayRef = Arc::new(stored(&crate_json).unwrap());
             normalize(&ours).unwrap();
             assert_eq!(
                 to_json(&ours).unwrap().value(0),

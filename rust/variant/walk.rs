@@ -192,6 +192,10 @@ impl<'v> ObjectView<'v> {
         let dictionary = metadata.len();
         let sorted = metadata.is_sorted();
         let mut prev: Option<(usize, &str)> = None;
+        // Spark 4 orders an object's fields by their names' UTF-16 code units, which differs
+        // from the spec's byte order for names mixing U+E000..U+FFFF with characters beyond
+        // U+FFFF: such objects are read too (as parquet-java reads them)
+        let mut by_utf16 = false;
         for i in 0..len {
             let id = view.id(i)?;
             if id >= dictionary {
@@ -205,11 +209,16 @@ impl<'v> ObjectView<'v> {
             if let Some((prev_id, prev_name)) = prev {
                 let ordered = if sorted {
                     id > prev_id
+                } else if by_utf16 {
+                    name.encode_utf16().gt(prev_name.encode_utf16())
                 } else {
                     name > prev_name
                 };
                 if !ordered {
-                    return Err(malformed("field names not sorted"));
+                    if sorted || by_utf16 || !utf16_ordered(&view, metadata, i)? {
+                        return Err(malformed("field names not sorted"));
+                    }
+                    by_utf16 = true;
                 }
             }
             prev = Some((id, name));
@@ -240,6 +249,30 @@ impl<'v> ObjectView<'v> {
             .ok_or_else(|| malformed("variant object field out of bounds"))?;
         Ok((self.id(i)?, value))
     }
+}
+
+/// Whether the names of fields `0..=upto` of `view` are strictly increasing in UTF-16 code
+/// unit order (field ids checked by the caller up to `upto - 1`).
+fn utf16_ordered(
+    view: &ObjectView<'_>,
+    metadata: &VariantMetadata<'_>,
+    upto: usize,
+) -> Result<bool, Malformed> {
+    let mut prev: Option<&str> = None;
+    for i in 0..=upto {
+        let id = view.id(i)?;
+        if id >= metadata.len() {
+            return Err(malformed("field id is not valid"));
+        }
+        let name = metadata.get(id).map_err(arrow)?;
+        if let Some(p) = prev {
+            if !name.encode_utf16().gt(p.encode_utf16()) {
+                return Ok(false);
+            }
+        }
+        prev = Some(name);
+    }
+    Ok(true)
 }
 
 enum Frame<'v> {
