@@ -231,6 +231,25 @@ def test_streams_are_written_as_they_are_read(
     assert sorted(data_dir.rglob("*.parquet")) == before
     assert len(t.refresh().snapshots()) == 1
 
+    class CStream:  # a producer behind the Arrow PyCapsule interface (polars, DuckDB, ...)
+        def __init__(self, fail: BaseException) -> None:
+            self.fail = fail
+
+        def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+            def failing() -> Any:
+                yield pa.record_batch({"id": pa.array([1], I64)})
+                raise self.fail
+
+            reader = pa.RecordBatchReader.from_batches(schema, failing())
+            return reader.__arrow_c_stream__(requested_schema)
+
+    with pytest.raises(ValidationError, match=r"stream failed while it was read: .*broke"):
+        t.append(CStream(RuntimeError("the source broke")))
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C stays Ctrl-C through the C interface
+        t.append(CStream(KeyboardInterrupt()))
+    assert sorted(data_dir.rglob("*.parquet")) == before
+    assert len(t.refresh().snapshots()) == 1
+
 
 def test_unknown_fields_next_to_partition_and_sort_sources(catalog: Any) -> None:
     """``unknown`` fields stay out of data files; the partition and sort keys of their

@@ -125,7 +125,7 @@ def to_table_schema_chunks(
         except StopIteration:
             break
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise ValidationError(f"cannot read the input as Arrow data: {e}") from e
+            raise _stream_failure(e) from e
         batches.append(batch)
         size += batch.nbytes
         if size >= STREAM_CHUNK_BYTES:
@@ -133,6 +133,16 @@ def to_table_schema_chunks(
             batches, size, sent = [], 0, True
     if batches or not sent:
         yield to_table_schema(_joined(batches, reader.schema), schema, format_version)
+
+
+def _stream_failure(e: Exception) -> BaseException:
+    """The error to raise for a stream whose producer failed while it was read: a Ctrl-C in a
+    Python producer behind ``__arrow_c_stream__`` (which Arrow reports as an error message)
+    is a ``KeyboardInterrupt`` again; anything else a :class:`ValidationError` quoting it."""
+    text = str(e)
+    if "Python exception:" in text and text.rstrip().endswith("KeyboardInterrupt"):
+        return KeyboardInterrupt()
+    return ValidationError(f"the input stream failed while it was read: {e}")
 
 
 def _joined(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
