@@ -27,9 +27,8 @@ import pyarrow.compute as pc
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.metadata import Snapshot, TableMetadata
-from icefloe.scan.cache import manifest_cache
 from icefloe.scan.manifests import planning_manifest_list, read_entries, reader, unique_manifests
-from icefloe.scan.planner import Plan, plan
+from icefloe.scan.planner import Plan
 from icefloe.schema import Schema
 from icefloe.table.scan import TableScan
 
@@ -235,19 +234,7 @@ class IncrementalAppendScan(TableScan):
                 return entries.slice(0, 0)
             return entries.filter(pc.is_in(entries.column("file_path"), value_set=paths))
 
-        md = self.metadata
-        self._plan = plan(
-            manifest_list=batch,
-            read=read,
-            schema=self.schema(),
-            specs={s.spec_id: s for s in md.partition_specs},
-            bound_filter=bound,
-            threads=self._threads(),
-            cache=manifest_cache(self.table, self._cache_bytes()),
-            limit=self.limit,
-            on_batch=on_batch,
-            select_entries=select,
-        )
+        self._plan = self._plan_manifests(batch, read, bound, on_batch, select)
         return self._plan
 
     def _added_paths(self, manifests: pa.RecordBatch, ids: pa.Array) -> dict[str, pa.Array]:

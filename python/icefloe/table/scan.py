@@ -301,22 +301,34 @@ class TableScan:
         io = self.table.io
 
         read = reader(io)
-        md = self.metadata
         started = time.perf_counter_ns()
-        self._plan = plan(
-            manifest_list=planning_manifest_list(snap, read),
+        self._plan = self._plan_manifests(planning_manifest_list(snap, read), read, bound, on_batch)
+        self._report(snap, bound, time.perf_counter_ns() - started)
+        return self._plan
+
+    def _plan_manifests(
+        self,
+        manifest_list: pa.RecordBatch,
+        read: Callable[[str], bytes],
+        bound: BooleanExpression,
+        on_batch: Callable[[PlannedBatch, Sequence[BooleanExpression]], None] | None,
+        select_entries: Callable[[str, pa.RecordBatch], pa.RecordBatch] | None = None,
+    ) -> Plan:
+        """The plan of the manifests of ``manifest_list`` with this scan's schema, specs,
+        threads, cache and limit (see :func:`icefloe.scan.planner.plan`)."""
+        return plan(
+            manifest_list=manifest_list,
             read=read,
             schema=self.schema(),
-            specs={s.spec_id: s for s in md.partition_specs},
+            specs={s.spec_id: s for s in self.metadata.partition_specs},
             bound_filter=bound,
             threads=self._threads(),
             cache=manifest_cache(self.table, self._cache_bytes()),
             prune_deletes_by_metrics=self._prune_deletes_by_metrics,
             limit=self.limit,
             on_batch=on_batch,
+            select_entries=select_entries,
         )
-        self._report(snap, bound, time.perf_counter_ns() - started)
-        return self._plan
 
     def _report(self, snap: Snapshot, bound: BooleanExpression, duration_ns: int) -> None:
         """Hand the plan's :class:`ScanReport` to the table's catalog, if it takes reports
