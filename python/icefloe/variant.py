@@ -217,8 +217,8 @@ def _to_python(arr: pa.Array) -> list[Any]:
         out: list[Any] = _native.variant_to_python(arr)
     except ValueError as e:  # raised by Python's date and datetime constructors
         raise ValidationError(
-            f"a variant value cannot be a Python value: {e} (Python's dates run from year 1 to 9999; "
-            "icefloe.variant.to_json reads it)"
+            f"a variant value cannot be a Python value: {e} (Python's dates run from year 1 "
+            "to 9999; icefloe.variant.to_json reads it)"
         ) from None
     return out
 
