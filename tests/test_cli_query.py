@@ -378,3 +378,19 @@ def test_a_table_goes_to_the_output_file(world: CliWorld, tmp_path: Path) -> Non
     assert r.stdout == "" and "first 5 drawn" in r.stderr
     drawn = run(world, *args).stdout
     assert out.read_text() == drawn and len(drawn.splitlines()) == 7
+
+
+def test_scan_since_takes_tags_named_by_digits(world: CliWorld) -> None:
+    """A tag whose name is all digits is the tag, not a snapshot id of that number."""
+    table = world.catalog().load_table("db.events")
+    v1 = table.refs()["v1"].snapshot_id
+    with table.manage_snapshots() as ms:
+        ms.create_tag("2024", v1)
+    try:
+        r = run(world, "scan", "db.events", "--since", "2024", "--json")
+        assert r.exit_code == 0, r.stderr
+        expected = table.incremental_append_scan(v1).to_arrow()
+        assert sorted(x["id"] for x in _lines(r.stdout)) == _ids(expected)  # type: ignore[type-var]
+    finally:
+        with world.catalog().load_table("db.events").manage_snapshots() as ms:
+            ms.remove_tag("2024")

@@ -183,3 +183,22 @@ def test_an_expired_start_still_bounds_the_range(history: tuple[Any, list[int]])
     t.expire_snapshots(snapshot_ids=[ids[0]])
     assert t.metadata.snapshot_by_id(ids[0]) is None
     assert _ids(t.incremental_append_scan(ids[0]).to_arrow()) == [*range(10, 20), 100, 101]
+
+
+def test_a_file_appended_again_is_read_once_per_append(tmp_path: Path) -> None:
+    """A file added, removed whole and added again (``add_files`` of the same file): each
+    append reads it, as Iceberg Java's incremental scan does."""
+    import pyarrow.parquet as pq
+
+    cat = _catalog(tmp_path)
+    t = cat.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    from icefloe.arrow_schema import schema_to_arrow
+
+    path = tmp_path / "ext.parquet"
+    pq.write_table(_rows(1, 2, "x").cast(schema_to_arrow(t.schema())), path)  # with field ids
+    t.add_files([str(path)])
+    first = t.current_snapshot().snapshot_id
+    t.delete("id >= 1")
+    t.add_files([str(path)])
+    assert _ids(t.incremental_append_scan().to_arrow()) == [1, 1, 2, 2]
+    assert _ids(t.incremental_append_scan(first).to_arrow()) == [1, 2]

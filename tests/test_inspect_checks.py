@@ -301,3 +301,27 @@ def test_column_statistics_snapshot_id_checks(tmp_path: Path) -> None:
         t.inspect.column_statistics(snapshot_id=123)
     with pytest.raises(ValidationError, match="snapshot_id must be an integer"):
         t.inspect.column_statistics(snapshot_id="123")  # type: ignore[arg-type]
+
+
+@pytest.mark.rest
+def test_refs_mode_incremental_and_changelog_scans_see_every_snapshot(
+    rest: tuple[RestCatalog, RestCatalog],
+) -> None:
+    """A stretch of history needs every snapshot of it: the scans load those the server left
+    out, and read what a table loaded whole reads."""
+    full, refs = rest
+    first, second, third = _three_appends(full)
+    whole = full.load_table("db.t")
+
+    def ids(t: pa.Table) -> list[int]:
+        return sorted(t.column("id").to_pylist())
+
+    for start, end in ((None, None), (first, None), (first, second), (None, second)):
+        expected = ids(whole.incremental_append_scan(start, end).to_arrow())
+        assert ids(refs.load_table("db.t").incremental_append_scan(start, end).to_arrow()) == (
+            expected
+        ), (start, end)
+        changes = refs.load_table("db.t").changelog_scan(start, end).to_arrow()
+        assert changes.num_rows == whole.changelog_scan(start, end).to_arrow().num_rows
+    assert ids(refs.load_table("db.t").incremental_append_scan().to_arrow()) == [0, 1, 2]
+    assert third == whole.current_snapshot().snapshot_id

@@ -272,11 +272,14 @@ def _limited(reader: pa.RecordBatchReader, limit: int | None) -> pa.RecordBatchR
     return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
-def _snapshot_or_tag(text: str | None) -> int | str | None:
-    """A snapshot id (digits) or a tag name."""
+def _snapshot_or_tag(table: Any, text: str | None) -> int | str | None:
+    """A tag's name (a tag of that name wins, digits or not), else a snapshot id."""
     if text is None:
         return None
-    return int(text) if text.strip().isdigit() else text
+    if text in table.metadata.refs:
+        return text
+    body = text.strip()
+    return int(body) if body.lstrip("-").isdigit() else text
 
 
 @click.command("scan", short_help="Read rows (filter, select, time travel).")
@@ -341,11 +344,11 @@ def scan(
     if fmt == "table" and limit is None:
         limit = max_rows + 1  # read no more than is drawn (and one to tell there is more)
     if changes:
-        log = t.changelog_scan(_snapshot_or_tag(since), _snapshot_or_tag(until), **kwargs)
+        log = t.changelog_scan(_snapshot_or_tag(t, since), _snapshot_or_tag(t, until), **kwargs)
         reader = _limited(log.to_batches(), limit)
     elif since is not None:
         reader = t.incremental_append_scan(
-            _snapshot_or_tag(since), _snapshot_or_tag(until), limit=limit, **kwargs
+            _snapshot_or_tag(t, since), _snapshot_or_tag(t, until), limit=limit, **kwargs
         ).to_batches()
     else:
         reader = t.scan(

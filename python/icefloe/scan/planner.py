@@ -121,6 +121,7 @@ def plan(
     limit: int | None = None,
     on_batch: Callable[[PlannedBatch, Sequence[BooleanExpression]], None] | None = None,
     select_entries: Callable[[str, pa.RecordBatch], pa.RecordBatch] | None = None,
+    unique_paths: bool = True,
 ) -> Plan:
     """Plans the scan of the manifests of ``manifest_list`` for ``bound_filter`` (bound to
     ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes.
@@ -137,7 +138,9 @@ def plan(
 
     ``select_entries`` (if given) narrows each data manifest's kept entries further: it is
     called with the manifest's path and its kept entries and returns the entries to plan
-    (incremental scans keep only the files the chosen snapshots added)."""
+    (incremental scans keep only the files the chosen snapshots added). ``unique_paths=False``
+    drops the check that no data file is listed twice (one snapshot's live files are unique;
+    the files several snapshots added need not be: a file added, removed and added again)."""
     filters: dict[int, SpecFilters] = {}
 
     def spec_filters(spec_id: int) -> SpecFilters:
@@ -282,7 +285,7 @@ def plan(
     result.residuals = list(residual_ids)
 
     # 4. delete matching (Rust) and the duplicate-path check
-    _match(result, specs)
+    _match(result, specs, unique_paths)
     return result
 
 
@@ -322,7 +325,7 @@ def _keys_with_spec(
     )
 
 
-def _match(result: Plan, specs: Mapping[int, PartitionSpec]) -> None:
+def _match(result: Plan, specs: Mapping[int, PartitionSpec], unique_paths: bool = True) -> None:
     data = [(b.spec_id, b.entries) for b in result.batches]
     if not data:
         return
@@ -330,7 +333,8 @@ def _match(result: Plan, specs: Mapping[int, PartitionSpec]) -> None:
     if not dels:
         # only the duplicate-path check: in place over the batches' path columns (concatenating
         # a million paths first cost more than the check), and every data file gets no deletes
-        _native.plan_check_unique_paths([b.column("file_path") for _, b in data])
+        if unique_paths:
+            _native.plan_check_unique_paths([b.column("file_path") for _, b in data])
         n = sum(b.num_rows for _, b in data)
         result.assignment = pa.ListArray.from_arrays(
             pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.int32())

@@ -35,7 +35,7 @@ from icefloe.scan.columnar import TaskStream
 from icefloe.scan.manifests import DATA_COLUMNS, planning_manifest_list, read_entries, reader
 from icefloe.scan.planner import PlannedBatch
 from icefloe.scan.tasks import FileScanTask
-from icefloe.table.incremental_scan import history_range, snapshot_arg
+from icefloe.table.incremental_scan import history_range, load_history, snapshot_arg
 from icefloe.table.scan import TableScan
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class ChangelogScan:
         case_sensitive: bool = True,
         options: Mapping[str, str] | None = None,
     ) -> None:
+        load_history(table)
         md = table.metadata
         self.table = table
         self.from_snapshot_id = snapshot_arg(md, from_snapshot_id, "from_snapshot_id")

@@ -10,10 +10,12 @@ snapshot it consumed reads exactly the new rows with it.
 
 The start snapshot need not exist any more (expiry may have removed it) as long as it is the
 parent of a snapshot in the end snapshot's history; the end snapshot (default: the current
-one) must exist. Rows are read with the table's current schema (files written under older
-schemas are read by field id). Filters, projections, limits and the readers
-(:meth:`to_arrow`, :meth:`to_batches`, :meth:`count`, ...) are those of
-:class:`~icefloe.table.scan.TableScan`.
+one) must exist. A start equal to the end reads nothing (a pipeline with nothing new to read;
+Iceberg Java refuses such a range). A table a REST catalog loaded with only its refs'
+snapshots (``snapshot-loading-mode=refs``) loads the others first. Rows are read with the
+table's current schema (files written under older schemas are read by field id). Filters,
+projections, limits and the readers (:meth:`to_arrow`, :meth:`to_batches`, :meth:`count`,
+...) are those of :class:`~icefloe.table.scan.TableScan`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "IncrementalAppendScan",
     "appends_between",
     "history_range",
+    "load_history",
     "snapshot_arg",
     "snapshots_between",
 ]
@@ -58,6 +61,14 @@ def snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int |
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{what} must be a snapshot id or a tag name, got {value!r}")
     return value
+
+
+def load_history(table: Any) -> None:
+    """Loads the snapshots a REST catalog in ``snapshot-loading-mode=refs`` left out of the
+    table's metadata: a stretch of history needs every snapshot of it."""
+    load = getattr(table, "load_every_snapshot", None)
+    if load is not None:
+        load()
 
 
 def snapshots_between(
@@ -141,6 +152,7 @@ class IncrementalAppendScan(TableScan):
             limit=limit,
             options=options,
         )
+        load_history(table)
         md = self.metadata
         start = snapshot_arg(md, from_snapshot_id, "from_snapshot_id")
         end = snapshot_arg(md, to_snapshot_id, "to_snapshot_id")
@@ -234,7 +246,8 @@ class IncrementalAppendScan(TableScan):
                 return entries.slice(0, 0)
             return entries.filter(pc.is_in(entries.column("file_path"), value_set=paths))
 
-        self._plan = self._plan_manifests(batch, read, bound, on_batch, select)
+        # a file added, removed and added again in the range is read once per append, as Java
+        self._plan = self._plan_manifests(batch, read, bound, on_batch, select, unique_paths=False)
         return self._plan
 
     def _added_paths(self, manifests: pa.RecordBatch, ids: pa.Array) -> dict[str, pa.Array]:

@@ -313,6 +313,7 @@ class TableScan:
         bound: BooleanExpression,
         on_batch: Callable[[PlannedBatch, Sequence[BooleanExpression]], None] | None,
         select_entries: Callable[[str, pa.RecordBatch], pa.RecordBatch] | None = None,
+        unique_paths: bool = True,
     ) -> Plan:
         """The plan of the manifests of ``manifest_list`` with this scan's schema, specs,
         threads, cache and limit (see :func:`icefloe.scan.planner.plan`)."""
@@ -328,6 +329,7 @@ class TableScan:
             limit=self.limit,
             on_batch=on_batch,
             select_entries=select_entries,
+            unique_paths=unique_paths,
         )
 
     def _report(self, snap: Snapshot, bound: BooleanExpression, duration_ns: int) -> None:
