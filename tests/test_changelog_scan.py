@@ -98,6 +98,11 @@ def test_columns_filters_and_errors(tmp_path: Path) -> None:
     # the rewritten file's other rows are deleted and inserted again (carry-over rows)
     assert got == [(1, "DELETE"), (2, "DELETE"), (2, "INSERT"), (3, "DELETE"), (3, "INSERT")]
     assert scan.count() == 5
+    # change columns are chosen like any other (all three when none is named)
+    picked = t.changelog_scan(first, selected_fields=["_change_type", "id"]).to_arrow()
+    assert picked.column_names == ["id", "_change_type"]
+    only = t.changelog_scan(first, selected_fields=["_commit_snapshot_id"]).to_arrow()
+    assert only.column_names == ["_commit_snapshot_id"] and only.num_rows == 7
     assert t.changelog_scan(first, first).to_arrow().num_rows == 0
     with pytest.raises(ValidationError, match="not an ancestor"):
         t.changelog_scan(t.current_snapshot().snapshot_id, first).to_arrow()

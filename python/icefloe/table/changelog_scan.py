@@ -52,6 +52,7 @@ __all__ = [
 CHANGE_TYPE = "_change_type"
 CHANGE_ORDINAL = "_change_ordinal"
 COMMIT_SNAPSHOT_ID = "_commit_snapshot_id"
+CHANGE_COLUMNS = (CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID)
 INSERT = "INSERT"
 DELETE = "DELETE"
 
@@ -97,10 +98,13 @@ class ChangelogScan:
             md.snapshot(self.from_snapshot_id)
         self.from_inclusive = from_inclusive
         # the rows' schema, projection, filter and read settings: a scan of the current schema
+        chosen = (selected_fields,) if isinstance(selected_fields, str) else tuple(selected_fields)
+        # the change columns named among the fields (all three when none is named)
+        self._change_columns = [n for n in CHANGE_COLUMNS if n in chosen] or list(CHANGE_COLUMNS)
         self._rows = TableScan(
             table,
             row_filter=row_filter,
-            selected_fields=selected_fields,
+            selected_fields=tuple(n for n in chosen if n not in CHANGE_COLUMNS),
             case_sensitive=case_sensitive,
             options=options,
         )
@@ -166,7 +170,7 @@ class ChangelogScan:
     def schema(self) -> pa.Schema:
         """The Arrow schema of the rows: the projected columns, then the change columns."""
         rows = self._reader([]).schema
-        return _with_change_columns(rows)
+        return _with_change_columns(rows, self._change_columns)
 
     def _reader(self, tasks: list[FileScanTask]) -> pa.RecordBatchReader:
         from icefloe.read import scan_output
@@ -229,20 +233,25 @@ def _tasks(entries: list[pa.RecordBatch], bound: BooleanExpression) -> list[File
     return stream.tasks
 
 
-def _with_change_columns(rows: pa.Schema) -> pa.Schema:
-    return (
-        rows.append(pa.field(CHANGE_TYPE, pa.string(), nullable=False))
-        .append(pa.field(CHANGE_ORDINAL, pa.int32(), nullable=False))
-        .append(pa.field(COMMIT_SNAPSHOT_ID, pa.int64(), nullable=False))
-    )
+_CHANGE_TYPES = {
+    CHANGE_TYPE: pa.string(),
+    CHANGE_ORDINAL: pa.int32(),
+    COMMIT_SNAPSHOT_ID: pa.int64(),
+}
+
+
+def _with_change_columns(rows: pa.Schema, names: Sequence[str]) -> pa.Schema:
+    for name in names:
+        rows = rows.append(pa.field(name, _CHANGE_TYPES[name], nullable=False))
+    return rows
 
 
 def _tagged(batch: pa.RecordBatch, change: ChangeSet, schema: pa.Schema) -> pa.RecordBatch:
     n = batch.num_rows
-    columns = [
-        *batch.columns,
-        pa.array(np.full(n, change.change_type, dtype=object), pa.string()),
-        pa.array(np.full(n, change.ordinal, dtype=np.int32)),
-        pa.array(np.full(n, change.snapshot_id, dtype=np.int64)),
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+    values = {
+        CHANGE_TYPE: pa.array(np.full(n, change.change_type, dtype=object), pa.string()),
+        CHANGE_ORDINAL: pa.array(np.full(n, change.ordinal, dtype=np.int32)),
+        COMMIT_SNAPSHOT_ID: pa.array(np.full(n, change.snapshot_id, dtype=np.int64)),
+    }
+    extra = [values[name] for name in schema.names[batch.num_columns :]]
+    return pa.RecordBatch.from_arrays([*batch.columns, *extra], schema=schema)
