@@ -35,7 +35,7 @@ from icefloe.scan.columnar import TaskStream
 from icefloe.scan.manifests import DATA_COLUMNS, planning_manifest_list, read_entries, reader
 from icefloe.scan.planner import PlannedBatch
 from icefloe.scan.tasks import FileScanTask
-from icefloe.table.incremental_scan import history_range, load_history, snapshot_arg
+from icefloe.table.incremental_scan import history_range, load_history, range_args
 from icefloe.table.scan import TableScan
 
 if TYPE_CHECKING:
@@ -88,14 +88,10 @@ class ChangelogScan:
         options: Mapping[str, str] | None = None,
     ) -> None:
         load_history(table)
-        md = table.metadata
         self.table = table
-        self.from_snapshot_id = snapshot_arg(md, from_snapshot_id, "from_snapshot_id")
-        self.to_snapshot_id = snapshot_arg(md, to_snapshot_id, "to_snapshot_id")
-        if self.to_snapshot_id is not None:
-            md.snapshot(self.to_snapshot_id)  # NoSuchSnapshotError
-        if from_inclusive and self.from_snapshot_id is not None:
-            md.snapshot(self.from_snapshot_id)
+        self.from_snapshot_id, self.to_snapshot_id = range_args(
+            table.metadata, from_snapshot_id, to_snapshot_id, from_inclusive
+        )
         self.from_inclusive = from_inclusive
         # the rows' schema, projection, filter and read settings: a scan of the current schema
         chosen = (selected_fields,) if isinstance(selected_fields, str) else tuple(selected_fields)
@@ -109,6 +105,7 @@ class ChangelogScan:
             options=options,
         )
         self._changes: list[ChangeSet] | None = None
+        self._lists: dict[int, pa.RecordBatch] = {}
 
     def __repr__(self) -> str:
         return (
@@ -122,9 +119,8 @@ class ChangelogScan:
         md = self.table.metadata
         chain = history_range(md, self.from_snapshot_id, self.to_snapshot_id, self.from_inclusive)
         kept = [s for s in chain if s.summary is None or s.summary.operation != "replace"]
-        read = reader(self.table.io)
         for snap in kept:
-            listed = planning_manifest_list(snap, read)
+            listed = self._manifest_list(snap)
             if listed.num_rows and pc.any(pc.not_equal(listed.column("content"), _DATA)).as_py():
                 raise UnsupportedFeatureError(
                     f"snapshot {snap.snapshot_id} has delete files: changelog scans read the "
@@ -149,9 +145,17 @@ class ChangelogScan:
         self._changes = out
         return out
 
+    def _manifest_list(self, snap: Snapshot) -> pa.RecordBatch:
+        """``snap``'s decoded manifest list (read once per scan)."""
+        listed = self._lists.get(snap.snapshot_id)
+        if listed is None:
+            listed = planning_manifest_list(snap, reader(self.table.io))
+            self._lists[snap.snapshot_id] = listed
+        return listed
+
     def _entries(self, snap: Snapshot) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
         """The manifest entries ``snap`` added and deleted, per manifest it wrote."""
-        listed = planning_manifest_list(snap, reader(self.table.io))
+        listed = self._manifest_list(snap)
         mine = pc.equal(listed.column("content"), _DATA)
         if "added_snapshot_id" in listed.schema.names:
             own = pc.equal(listed.column("added_snapshot_id"), snap.snapshot_id)

@@ -36,9 +36,9 @@ from icefloe.table.scan import TableScan
 
 __all__ = [
     "IncrementalAppendScan",
-    "appends_between",
     "history_range",
     "load_history",
+    "range_args",
     "snapshot_arg",
     "snapshots_between",
 ]
@@ -61,6 +61,20 @@ def snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int |
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{what} must be a snapshot id or a tag name, got {value!r}")
     return value
+
+
+def range_args(
+    md: TableMetadata, start: int | str | None, end: int | str | None, from_inclusive: bool
+) -> tuple[int | None, int | None]:
+    """The start and end snapshot ids of a stretch of history given as ids or tag names; an
+    end (and an inclusive start) must exist (:class:`NoSuchSnapshotError`)."""
+    start_id = snapshot_arg(md, start, "from_snapshot_id")
+    end_id = snapshot_arg(md, end, "to_snapshot_id")
+    if end_id is not None:
+        md.snapshot(end_id)
+    if from_inclusive and start_id is not None:
+        md.snapshot(start_id)
+    return start_id, end_id
 
 
 def load_history(table: Any) -> None:
@@ -95,14 +109,6 @@ def snapshots_between(
             f"snapshot {to_snapshot_id} (nor the parent of one)"
         )
     return list(reversed(chain))
-
-
-def appends_between(
-    md: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
-) -> list[Snapshot]:
-    """The ``append`` snapshots of :func:`snapshots_between`, oldest first."""
-    chain = snapshots_between(md, from_snapshot_id, to_snapshot_id)
-    return [s for s in chain if s.summary is not None and s.summary.operation == "append"]
 
 
 def history_range(
@@ -153,15 +159,9 @@ class IncrementalAppendScan(TableScan):
             options=options,
         )
         load_history(table)
-        md = self.metadata
-        start = snapshot_arg(md, from_snapshot_id, "from_snapshot_id")
-        end = snapshot_arg(md, to_snapshot_id, "to_snapshot_id")
-        if end is not None:
-            md.snapshot(end)  # NoSuchSnapshotError
-        if from_inclusive and start is not None:
-            md.snapshot(start)  # NoSuchSnapshotError: an inclusive start must exist
-        self.from_snapshot_id = start
-        self.to_snapshot_id = end
+        self.from_snapshot_id, self.to_snapshot_id = range_args(
+            self.metadata, from_snapshot_id, to_snapshot_id, from_inclusive
+        )
         self.from_inclusive = from_inclusive
 
     def __repr__(self) -> str:
@@ -238,12 +238,19 @@ class IncrementalAppendScan(TableScan):
             self._plan = Plan()
             return self._plan
         batch = manifests.combine_chunks().to_batches()[0]
-        added_paths = self._added_paths(batch, ids)
+        # a manifest an append wrote lists only the files it added, unless it merged older
+        # manifests into it (existing entries): only those are decoded for their entries
+        if "existing_files_count" in batch.schema.names:
+            own_only = pc.fill_null(pc.equal(batch.column("existing_files_count"), 0), False)
+            merged = batch.filter(pc.invert(own_only))
+        else:
+            merged = batch
+        added_paths = self._added_paths(merged, ids)
 
         def select(manifest_path: str, entries: pa.RecordBatch) -> pa.RecordBatch:
             paths = added_paths.get(manifest_path)
-            if paths is None or len(paths) == 0:
-                return entries.slice(0, 0)
+            if paths is None:  # every live entry is the appending snapshot's
+                return entries
             return entries.filter(pc.is_in(entries.column("file_path"), value_set=paths))
 
         # a file added, removed and added again in the range is read once per append, as Java
@@ -253,6 +260,8 @@ class IncrementalAppendScan(TableScan):
     def _added_paths(self, manifests: pa.RecordBatch, ids: pa.Array) -> dict[str, pa.Array]:
         """Per manifest, the paths of the data files it lists as added by one of ``ids``."""
         out: dict[str, pa.Array] = {}
+        if manifests.num_rows == 0:
+            return out
         paths = manifests.column("manifest_path").to_pylist()
         for path, entries in zip(paths, read_entries(self.table.io, manifests), strict=True):
             mask = pc.and_(
