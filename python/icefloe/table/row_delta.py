@@ -369,10 +369,9 @@ def commit_row_delta(
                 conflict_filter if level == SERIALIZABLE else None,
                 ctx.schema,
                 starting_sequence_spec,
+                delta.routed,
             )
         )
-        if delta.routed:
-            producer.validate(_MovedRows(ctx.io, delta.routed))
     except BaseException:
         for p in written:
             ctx.io.delete_quietly(p)
@@ -453,10 +452,13 @@ class _Validator:
         conflict_filter: BooleanExpression | None,
         schema: Schema,
         starting_sequence_spec: int | None = None,
+        routed: Sequence[FileScanTask] = (),
     ) -> None:
         self.io = io
         self.branch = branch
         self.starting_sequence_spec = starting_sequence_spec
+        self.routed_paths = {t.data_file.file_path for t in routed}
+        self.covered = {(t.data_file.spec_id, partition_key(t.data_file.partition)) for t in routed}
         self.paths = {t.data_file.file_path for t in targets}
         self.partitions = {
             (t.data_file.spec_id, partition_key(t.data_file.partition)) for t in targets
@@ -475,7 +477,9 @@ class _Validator:
             self.conflict_filter, AlwaysTrue | AlwaysFalse
         ):
             metrics_json = json.dumps(to_dict(self.conflict_filter))
-        entries = _entries_since(self.io, metadata, parent, start_parent, metrics_json)
+        entries = list(_entries_since(self.io, metadata, parent, start_parent, metrics_json))
+        if self.routed_paths:
+            self._check_moved_rows(metadata, entries)
         for row, spec_id, metrics_may_match in entries:
             path = row["file_path"]
             status, content = row["status"], row["content"]
@@ -523,27 +527,16 @@ class _Validator:
                     "change's filter matches (serializable isolation)"
                 )
 
-
-class _MovedRows:
-    """Conflicts when a concurrent commit removed a data file of ``routed`` (the files whose
-    partitions equality deletes were written for) and added data files in other partitions:
-    the keys' rows may now live where the deletes do not apply."""
-
-    def __init__(self, io: FileIO, routed: Sequence[FileScanTask]) -> None:
-        self.io = io
-        self.paths = {t.data_file.file_path for t in routed}
-        self.covered = {(t.data_file.spec_id, partition_key(t.data_file.partition)) for t in routed}
-
-    def __call__(
-        self, metadata: TableMetadata, parent: Snapshot | None, start_parent: int | None
+    def _check_moved_rows(
+        self, metadata: TableMetadata, entries: Sequence[tuple[dict[str, Any], int, bool]]
     ) -> None:
-        if parent is None or parent.snapshot_id == start_parent:
-            return
+        """Equality deletes written for the partitions of the ``routed`` files: a concurrent
+        commit that removed one of those files and added data files in other partitions may
+        have moved the keys' rows where the deletes do not apply (a rewrite into a new spec)."""
         if any(_global(metadata, spec_id) for spec_id, _ in self.covered):
             return  # the deletes apply everywhere
-        entries = list(_entries_since(self.io, metadata, parent, start_parent, None))
         if not any(
-            row["status"] == 2 and row["content"] == 0 and row["file_path"] in self.paths
+            row["status"] == 2 and row["content"] == 0 and row["file_path"] in self.routed_paths
             for row, _, _ in entries
         ):
             return
