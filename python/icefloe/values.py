@@ -73,6 +73,7 @@ __all__ = [
     "point_to_bytes",
     "to_bytes",
     "to_json",
+    "to_physical",
 ]
 
 _EPOCH_DATE = _dt.date(1970, 1, 1)
@@ -150,6 +151,13 @@ def _to_physical(t: PrimitiveType, value: object) -> _Physical:
     if isinstance(value, bool | int | float | str | bytes):
         return value
     raise _bad(t, value, "unsupported Python type")
+
+
+def to_physical(type_: IcebergType, value: object) -> _Physical:
+    """``value``'s physical form: days of a date, micro- or nanoseconds of a time or
+    timestamp, the unscaled integer of a decimal, the bytes of a uuid; others as they are.
+    A value that is not one of ``type_`` is a :class:`ValidationError`."""
+    return _to_physical(_primitive(type_, "physical"), value)
 
 
 def _timestamp(t: PrimitiveType, value: object) -> int:

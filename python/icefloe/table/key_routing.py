@@ -16,9 +16,7 @@ convert leaves its field unrouted, so the file gets every key.
 
 from __future__ import annotations
 
-import datetime as dt
 import operator
-import uuid
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -49,6 +47,7 @@ from icefloe.types import (
     TimeType,
     UUIDType,
 )
+from icefloe.values import to_physical
 from icefloe.write.input import coerce_column
 
 __all__ = ["KeyRouter", "typed_keys"]
@@ -70,9 +69,8 @@ _BYTES = (BinaryType, FixedType, UUIDType)
 _PLAIN = (BooleanType, IntegerType, LongType, StringType, DecimalType)
 _ROUTABLE = _COUNTS + _BYTES + _PLAIN
 
-_EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_DAY = _EPOCH.date()
 _CONVERSION_ERRORS = (
+    ValidationError,
     TypeError,
     ValueError,
     OverflowError,
@@ -106,46 +104,13 @@ def _comparable(values: pa.Array) -> pa.Array:
     return values
 
 
-def _count(value: Any, t: IcebergType) -> int:
-    """A date, time or timestamp partition value of type ``t`` as its integer count."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, dt.datetime):
-        if isinstance(t, DateType | TimeType):
-            raise TypeError(f"a datetime is no {t} value")
-        if value.utcoffset() is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        delta: dt.timedelta = value - _EPOCH
-        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        if isinstance(t, _NANOS):
-            return micros * 1000 + int(getattr(value, "nanosecond", 0))
-        return micros
-    if isinstance(value, dt.date) and isinstance(t, DateType):
-        return (value - _EPOCH_DAY).days
-    if isinstance(value, dt.time) and isinstance(t, TimeType):
-        seconds = (value.hour * 60 + value.minute) * 60 + value.second
-        return seconds * 1_000_000 + value.microsecond
-    raise TypeError(f"{value!r} is no {t} value")
-
-
-def _bytes(value: Any, t: IcebergType) -> bytes:
-    """A binary, fixed or uuid partition value as ``bytes``."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value)
-    if isinstance(value, uuid.UUID):
-        return value.bytes
-    if isinstance(value, str) and isinstance(t, UUIDType):
-        return uuid.UUID(value).bytes
-    raise TypeError(f"{value!r} is no {t} value")
-
-
 def _partition_scalar(value: Any, t: IcebergType, arrow_type: pa.DataType) -> pa.Scalar:
     """The non-null partition value ``value`` of type ``t`` as a scalar comparable with the
     :func:`_comparable` array of type ``arrow_type``; raises when it does not convert."""
-    if isinstance(t, _COUNTS):
-        return pa.scalar(_count(value, t), arrow_type)
-    if isinstance(t, _BYTES):
-        return pa.scalar(_bytes(value, t), arrow_type)
+    if isinstance(t, _COUNTS + _BYTES):
+        # manifests give temporal values as their counts already
+        counted = isinstance(value, int) and not isinstance(value, bool)
+        return pa.scalar(value if counted else to_physical(t, value), arrow_type)
     if isinstance(t, DecimalType) and not isinstance(value, Decimal):
         value = Decimal(operator.index(value))
     return pa.scalar(value, arrow_type)
