@@ -161,6 +161,20 @@ def _too_long(name: str, exc: DataError) -> ValidationError:
     )
 
 
+def _request_timeout(properties: Mapping[str, str]) -> float | None:
+    """How long a PostgreSQL catalog waits for an answer on a connection it holds:
+    ``request-timeout`` seconds (default 60), else Iceberg Java's ``jdbc.socketTimeout``
+    (seconds, 0 for no limit)."""
+    if "request-timeout" in properties:
+        return parse_seconds("request-timeout", properties["request-timeout"])
+    raw = properties.get("jdbc.socketTimeout")
+    if raw is None:
+        return 60.0
+    if raw.strip() == "0":
+        return None
+    return parse_seconds("jdbc.socketTimeout", raw)
+
+
 def _check_credentials(name: str, uri: str) -> None:
     """Refuses an ``@`` left unencoded in a URI's user name or password: the driver would take
     the rest of the password for the host name and echo it in its errors."""
@@ -188,7 +202,9 @@ class SqlCatalog(MetastoreCatalog):
     ``postgresql+psycopg://user:pw@host:port/db``, or Iceberg Java's ``jdbc:sqlite:path`` and
     ``jdbc:postgresql://host:port/db``), ``jdbc.user`` and ``jdbc.password`` (override the URI's),
     ``warehouse`` (where new tables go), ``init_catalog_tables`` (create the two tables if
-    absent, default true), ``echo``, ``connect-timeout``.
+    absent, default true), ``echo``, ``connect-timeout`` (seconds to open a PostgreSQL
+    connection, default 10), ``request-timeout`` (seconds to wait for PostgreSQL's answer on an
+    open connection, default 60; or Java's ``jdbc.socketTimeout``).
     """
 
     @_database_errors
@@ -217,6 +233,7 @@ class SqlCatalog(MetastoreCatalog):
                 seconds = parse_seconds("connect-timeout", properties.get("connect-timeout", "10"))
                 kwargs["connect_args"] = {"connect_timeout": max(1, round(seconds))}
         user, password = properties.get("jdbc.user"), properties.get("jdbc.password")
+        request_timeout = _request_timeout(properties)
         try:
             url = make_url(uri)
             if user is not None or password is not None:  # as Iceberg Java's JDBC catalog
@@ -225,6 +242,10 @@ class SqlCatalog(MetastoreCatalog):
                     password=url.password if password is None else password,
                 )
             self.engine: Engine = create_engine(url, **kwargs)
+            if self.engine.dialect.driver == "psycopg":
+                from icefloe.catalog.pg_deadline import watch_connections
+
+                watch_connections(self.engine, request_timeout)
         except ModuleNotFoundError as exc:  # the database's driver
             driver = "postgres" if uri.startswith("postgresql") else None
             if driver is None:
