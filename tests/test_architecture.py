@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     # table's location rules
     "properties": 1,
     "io": 1,
+    "filesystems": 1,
     "table_paths": 1,
     "durable": 1,
     "s3client": 1,

@@ -144,6 +144,7 @@ def test_without_a_default_catalog_the_local_one_still_opens(
 
 
 def test_gcs_file_system_has_a_bounded_retry_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import icefloe.filesystems as ifs
     import icefloe.io as iio
 
     made: list[dict[str, object]] = []
@@ -155,8 +156,8 @@ def test_gcs_file_system_has_a_bounded_retry_limit(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(iio.pafs, "GcsFileSystem", Recorder)
     iio.FileIO({}).resolve("gs://bucket/x.metadata.json")
     iio.FileIO({"gcs.retry-time-limit-seconds": "5"}).resolve("gs://bucket/x")
-    assert made[0]["retry_time_limit"] == dt.timedelta(seconds=iio.GCS_RETRY_TIME_LIMIT_SECONDS)
-    assert iio.GCS_RETRY_TIME_LIMIT_SECONDS <= 60
+    assert made[0]["retry_time_limit"] == dt.timedelta(seconds=ifs.GCS_RETRY_TIME_LIMIT_SECONDS)
+    assert ifs.GCS_RETRY_TIME_LIMIT_SECONDS <= 60
     assert made[1]["retry_time_limit"] == dt.timedelta(seconds=5)
     for bad in ("soon", "0", "-1"):
         with pytest.raises(ValidationError, match=r"gcs\.retry-time-limit-seconds"):

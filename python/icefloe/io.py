@@ -32,7 +32,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import ParseResult, urlparse
 
 import pyarrow as pa
@@ -48,10 +48,16 @@ from icefloe.durable import (
     writeback_file,
 )
 from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
-from icefloe.properties import (
-    parse_flag,
-    parse_seconds,
-    parse_url,
+from icefloe.filesystems import (
+    AZURE_SCHEMES,
+    GCS_SCHEMES,
+    HDFS_SCHEMES,
+    LOCAL_SCHEMES,
+    S3_SCHEMES,
+    S3_SESSION_TOKEN,
+    S3_TOKEN_EXPIRES_AT_MS,
+    make_filesystem,
+    redacted,
 )
 
 if TYPE_CHECKING:
@@ -65,27 +71,11 @@ __all__ = [
     "check_location",
 ]
 
-S3_ENDPOINT = "s3.endpoint"
-S3_ACCESS_KEY_ID = "s3.access-key-id"
-S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
-S3_SESSION_TOKEN = "s3.session-token"
-S3_TOKEN_EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
-S3_REGION = "s3.region"
-S3_PATH_STYLE_ACCESS = "s3.path-style-access"
-S3_CONNECT_TIMEOUT = "s3.connect-timeout"
-S3_REQUEST_TIMEOUT = "s3.request-timeout"
-S3_ROLE_ARN = "s3.role-arn"
-S3_ANONYMOUS = "s3.anonymous"
 #: Temporary credentials are renewed this long before they expire.
 REFRESH_MARGIN_MS = 60_000
-#: How long the GCS client retries a failing request (``gcs.retry-time-limit-seconds``);
-#: google-cloud-cpp's own limit is 15 minutes, which an unreachable endpoint waits out.
-GCS_RETRY_TIME_LIMIT_SECONDS = 30.0
-
 WHOLE_READ_BYTES = 4 << 20
 #: Bytes a local output stream gathers before writing them to the file.
 _LOCAL_WRITE_BUFFER = 256 << 10
-_LOCAL_SCHEMES = ("", "file")
 #: What urlparse treats specially in a path (query, fragment, characters it removes).
 _URL_SPECIAL = re.compile(r"[?#\t\r\n]")
 #: ASCII control characters: urlparse removes tab, CR and LF from a URI silently, so a location
@@ -93,54 +83,8 @@ _URL_SPECIAL = re.compile(r"[?#\t\r\n]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: A URI scheme (one letter is a Windows drive).
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
-_S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
-_GCS_SCHEMES = ("gs", "gcs")
-_HDFS_SCHEMES = ("hdfs", "viewfs")
-_AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
-_ADLS_OPTIONS = {  # Iceberg/PyIceberg property -> pyarrow.fs.AzureFileSystem argument
-    "adls.account-key": "account_key",
-    "adls.sas-token": "sas_token",
-    "adls.blob-storage-authority": "blob_storage_authority",
-    "adls.dfs-storage-authority": "dfs_storage_authority",
-    "adls.blob-storage-scheme": "blob_storage_scheme",
-    "adls.dfs-storage-scheme": "dfs_storage_scheme",
-    "adls.tenant-id": "tenant_id",
-    "adls.client-id": "client_id",
-    "adls.client-secret": "client_secret",
-}
-_SECRET_KEYS = (
-    "secret",
-    "token",
-    "password",
-    "credential",
-    "key",
-    "sas",
-    "connection-string",
-    "authorization",
-)
-#: The password of a URL's user information (``postgresql://user:password@host/db``).
-_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
-#: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
-_URL_QUERY_SECRET = re.compile(
-    r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
-    re.IGNORECASE,
-)
 
 _log = logging.getLogger(__name__)
-
-
-def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
-    """The properties with every credential value replaced by ``***`` (and the password of a
-    URL, such as a SQL catalog's ``uri``, hidden)."""
-    return {
-        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else _redact_url(v)
-        for k, v in properties.items()
-    }
-
-
-def _redact_url(value: str) -> str:
-    """``value`` with a URL's password and query secrets replaced by ``***``."""
-    return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
 
 
 def check_location(location: str) -> None:
@@ -167,10 +111,6 @@ def parse_location(location: str) -> ParseResult:
         return text.replace("\x00", "?").replace("\x01", "#")
 
     return parsed._replace(netloc=back(parsed.netloc), path=back(parsed.path))
-
-
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in ("true", "1", "yes")
 
 
 @dataclass(frozen=True)
@@ -437,13 +377,13 @@ class FileIO:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"FileIO({_redacted(self.properties)!r})"
+        return f"FileIO({redacted(self.properties)!r})"
 
     def s3_client(self, location: str) -> S3Client | None:
         """The signing client for an ``s3://`` location, or None (another scheme, or no
         credentials it can resolve: pyarrow's own chain is used then)."""
         # the scheme as urlparse finds it, for these schemes (one call per file read)
-        if location.partition(":")[0].lower() not in _S3_SCHEMES:
+        if location.partition(":")[0].lower() not in S3_SCHEMES:
             return None
         with self._lock:
             self._refresh_if_expiring()
@@ -473,17 +413,17 @@ class FileIO:
         scheme = parsed.scheme.lower()
         if len(scheme) == 1:  # a Windows drive letter, not a scheme
             scheme = ""
-        if scheme in _LOCAL_SCHEMES:
+        if scheme in LOCAL_SCHEMES:
             path = parsed.path if scheme == "file" else location
             return self._filesystem("", ""), os.path.abspath(path)
-        if scheme in _S3_SCHEMES or scheme in _GCS_SCHEMES:
+        if scheme in S3_SCHEMES or scheme in GCS_SCHEMES:
             if not parsed.netloc:
                 raise ValidationError(f"location {location!r} has no bucket")
             path = f"{parsed.netloc}{parsed.path}".rstrip("/")
             return self._filesystem(scheme, parsed.netloc), path
-        if scheme in _HDFS_SCHEMES:
+        if scheme in HDFS_SCHEMES:
             return self._filesystem(scheme, parsed.netloc), parsed.path
-        if scheme in _AZURE_SCHEMES:
+        if scheme in AZURE_SCHEMES:
             # <container>@<account>.<dfs|blob>.core.windows.net/<path>
             container, _, host = parsed.netloc.rpartition("@")
             if not container or not host:
@@ -525,99 +465,21 @@ class FileIO:
         for key in (S3_SESSION_TOKEN, S3_TOKEN_EXPIRES_AT_MS):  # they belong to the old keys
             self.properties.pop(key, None)
         self.properties.update(fresh)
-        self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in _S3_SCHEMES}
+        self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in S3_SCHEMES}
         self._s3, self._s3_resolved = None, False
 
     def _filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
-        if scheme in _AZURE_SCHEMES:
+        if scheme in AZURE_SCHEMES:
             key = ("azure", netloc)  # one file system per storage account
         else:
-            key = (scheme, netloc if scheme in _HDFS_SCHEMES else "")
+            key = (scheme, netloc if scheme in HDFS_SCHEMES else "")
         with self._lock:
             self._refresh_if_expiring()
             fs = self._filesystems.get(key)
             if fs is None:
-                fs = self._make_filesystem(scheme, netloc)
+                fs = make_filesystem(scheme, netloc, self.properties)
                 self._filesystems[key] = fs
             return fs
-
-    def _make_filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
-        props = self.properties
-        if scheme in _LOCAL_SCHEMES:
-            return pafs.LocalFileSystem()
-        if scheme in _S3_SCHEMES:
-            kwargs: dict[str, Any] = {}
-            endpoint = props.get(S3_ENDPOINT)
-            if endpoint:
-                parse_url(S3_ENDPOINT, endpoint, "FileIO property")
-                parsed = urlparse(endpoint)
-                if parsed.scheme in ("http", "https"):
-                    kwargs["scheme"] = parsed.scheme
-                    kwargs["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
-                else:
-                    kwargs["endpoint_override"] = endpoint
-                # Arrow uses path-style requests with an endpoint override unless told otherwise.
-                path_style = props.get(S3_PATH_STYLE_ACCESS)
-                if path_style is not None and not parse_flag(S3_PATH_STYLE_ACCESS, path_style):
-                    kwargs["force_virtual_addressing"] = True
-            if S3_ACCESS_KEY_ID in props:
-                kwargs["access_key"] = props[S3_ACCESS_KEY_ID]
-                kwargs["secret_key"] = props.get(S3_SECRET_ACCESS_KEY)
-                if S3_SESSION_TOKEN in props:
-                    kwargs["session_token"] = props[S3_SESSION_TOKEN]
-            if _truthy(props.get(S3_ANONYMOUS)):
-                kwargs["anonymous"] = True
-            region = props.get(S3_REGION) or props.get("client.region")
-            if region:
-                kwargs["region"] = region
-            if S3_ROLE_ARN in props:
-                kwargs["role_arn"] = props[S3_ROLE_ARN]
-            if S3_CONNECT_TIMEOUT in props:
-                kwargs["connect_timeout"] = parse_seconds(
-                    S3_CONNECT_TIMEOUT, props[S3_CONNECT_TIMEOUT], what="FileIO property"
-                )
-            if S3_REQUEST_TIMEOUT in props:
-                kwargs["request_timeout"] = parse_seconds(
-                    S3_REQUEST_TIMEOUT, props[S3_REQUEST_TIMEOUT], what="FileIO property"
-                )
-            return pafs.S3FileSystem(**kwargs)
-        if scheme in _GCS_SCHEMES:
-            gcs: dict[str, Any] = {}
-            if "gcs.project-id" in props:
-                gcs["project_id"] = props["gcs.project-id"]
-            if "gcs.service.host" in props:
-                parsed = urlparse(props["gcs.service.host"])
-                gcs["scheme"] = parsed.scheme or "https"
-                gcs["endpoint_override"] = parsed.netloc or props["gcs.service.host"]
-            if "gcs.oauth2.token" in props:
-                gcs["access_token"] = props["gcs.oauth2.token"]
-            if _truthy(props.get("gcs.anonymous")):
-                gcs["anonymous"] = True
-            from datetime import timedelta
-
-            key, seconds = "gcs.retry-time-limit-seconds", GCS_RETRY_TIME_LIMIT_SECONDS
-            if key in props:
-                seconds = parse_seconds(key, props[key], what="FileIO property")
-            gcs["retry_time_limit"] = timedelta(seconds=seconds)
-            return pafs.GcsFileSystem(**gcs)
-        if scheme in _AZURE_SCHEMES:
-            azure = {arg: props[key] for key, arg in _ADLS_OPTIONS.items() if props.get(key)}
-            try:
-                return pafs.AzureFileSystem(props.get("adls.account-name") or netloc, **azure)
-            except Exception as exc:
-                raise FileIOError(
-                    f"cannot configure Azure storage account {netloc!r}: {exc}"
-                ) from exc
-        host, _, port = netloc.partition(":")
-        try:
-            return pafs.HadoopFileSystem(
-                host=props.get("hdfs.host", host or "default"),
-                port=int(props.get("hdfs.port", port or 0)),
-                user=props.get("hdfs.user"),
-                kerb_ticket=props.get("hdfs.kerberos_ticket"),
-            )
-        except Exception as exc:
-            raise FileIOError(f"cannot connect to HDFS at {scheme}://{netloc}: {exc}") from exc
 
     # -- files ----------------------------------------------------------------------------------
     def new_input(self, location: str) -> InputFile:
@@ -633,7 +495,7 @@ class FileIO:
         if location.startswith("file:///") and not _URL_SPECIAL.search(location):
             return os.path.abspath(location[7:])  # what resolve gives, without its lock
         scheme, sep, _ = location.partition("://")
-        if sep and scheme.lower() not in _LOCAL_SCHEMES:
+        if sep and scheme.lower() not in LOCAL_SCHEMES:
             return None
         if not sep and location.startswith("/"):
             return os.path.abspath(location)  # a plain path: what resolve gives, cheaper
@@ -759,7 +621,7 @@ class FileIO:
     def explain_missing(self, location: str, action: str, error: NotFoundError) -> NotFoundError:
         """``error``, or a clearer one when the bucket of an object-store location is missing."""
         scheme = urlparse(location).scheme.lower()
-        if scheme not in _S3_SCHEMES and scheme not in _GCS_SCHEMES:
+        if scheme not in S3_SCHEMES and scheme not in GCS_SCHEMES:
             return error
         fs, path = self.resolve(location)
         bucket = path.split("/", 1)[0]

@@ -1,0 +1,166 @@
+"""pyarrow file systems for each location scheme, configured from Iceberg's properties.
+
+:func:`make_filesystem` builds the file system :class:`~icefloe.io.FileIO` uses for a scheme:
+local, S3 (``s3``, ``s3a``, ``s3n``, ``oss``), GCS, Azure (``abfs[s]``, ``wasb[s]``) and HDFS.
+:func:`redacted` hides the credentials among such properties for reprs and messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+from icefloe.exceptions import FileIOError
+from icefloe.properties import parse_flag, parse_seconds, parse_url
+
+S3_ENDPOINT = "s3.endpoint"
+S3_ACCESS_KEY_ID = "s3.access-key-id"
+S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
+S3_SESSION_TOKEN = "s3.session-token"
+S3_TOKEN_EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
+S3_REGION = "s3.region"
+S3_PATH_STYLE_ACCESS = "s3.path-style-access"
+S3_CONNECT_TIMEOUT = "s3.connect-timeout"
+S3_REQUEST_TIMEOUT = "s3.request-timeout"
+S3_ROLE_ARN = "s3.role-arn"
+S3_ANONYMOUS = "s3.anonymous"
+
+#: How long the GCS client retries a failing request (``gcs.retry-time-limit-seconds``);
+#: google-cloud-cpp's own limit is 15 minutes, which an unreachable endpoint waits out.
+GCS_RETRY_TIME_LIMIT_SECONDS = 30.0
+
+
+LOCAL_SCHEMES = ("", "file")
+S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
+GCS_SCHEMES = ("gs", "gcs")
+HDFS_SCHEMES = ("hdfs", "viewfs")
+AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
+_ADLS_OPTIONS = {  # Iceberg/PyIceberg property -> pyarrow.fs.AzureFileSystem argument
+    "adls.account-key": "account_key",
+    "adls.sas-token": "sas_token",
+    "adls.blob-storage-authority": "blob_storage_authority",
+    "adls.dfs-storage-authority": "dfs_storage_authority",
+    "adls.blob-storage-scheme": "blob_storage_scheme",
+    "adls.dfs-storage-scheme": "dfs_storage_scheme",
+    "adls.tenant-id": "tenant_id",
+    "adls.client-id": "client_id",
+    "adls.client-secret": "client_secret",
+}
+_SECRET_KEYS = (
+    "secret",
+    "token",
+    "password",
+    "credential",
+    "key",
+    "sas",
+    "connection-string",
+    "authorization",
+)
+#: The password of a URL's user information (``postgresql://user:password@host/db``).
+_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
+#: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
+_URL_QUERY_SECRET = re.compile(
+    r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
+    re.IGNORECASE,
+)
+
+
+def redacted(properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties with every credential value replaced by ``***`` (and the password of a
+    URL, such as a SQL catalog's ``uri``, hidden)."""
+    return {
+        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else redact_url(v)
+        for k, v in properties.items()
+    }
+
+
+def redact_url(value: str) -> str:
+    """``value`` with a URL's password and query secrets replaced by ``***``."""
+    return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
+
+
+def truthy(value: str | None) -> bool:
+    """Whether a property is set to true (``true``, ``1`` or ``yes``)."""
+    return value is not None and value.strip().lower() in ("true", "1", "yes")
+
+
+def make_filesystem(scheme: str, netloc: str, props: Mapping[str, str]) -> pafs.FileSystem:
+    """The pyarrow file system for ``scheme`` (and, for HDFS and Azure, ``netloc``) configured
+    by Iceberg's ``s3.*``, ``gcs.*``, ``adls.*`` and ``hdfs.*`` properties."""
+    if scheme in LOCAL_SCHEMES:
+        return pafs.LocalFileSystem()
+    if scheme in S3_SCHEMES:
+        kwargs: dict[str, Any] = {}
+        endpoint = props.get(S3_ENDPOINT)
+        if endpoint:
+            parse_url(S3_ENDPOINT, endpoint, "FileIO property")
+            parsed = urlparse(endpoint)
+            if parsed.scheme in ("http", "https"):
+                kwargs["scheme"] = parsed.scheme
+                kwargs["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
+            else:
+                kwargs["endpoint_override"] = endpoint
+            # Arrow uses path-style requests with an endpoint override unless told otherwise.
+            path_style = props.get(S3_PATH_STYLE_ACCESS)
+            if path_style is not None and not parse_flag(S3_PATH_STYLE_ACCESS, path_style):
+                kwargs["force_virtual_addressing"] = True
+        if S3_ACCESS_KEY_ID in props:
+            kwargs["access_key"] = props[S3_ACCESS_KEY_ID]
+            kwargs["secret_key"] = props.get(S3_SECRET_ACCESS_KEY)
+            if S3_SESSION_TOKEN in props:
+                kwargs["session_token"] = props[S3_SESSION_TOKEN]
+        if truthy(props.get(S3_ANONYMOUS)):
+            kwargs["anonymous"] = True
+        region = props.get(S3_REGION) or props.get("client.region")
+        if region:
+            kwargs["region"] = region
+        if S3_ROLE_ARN in props:
+            kwargs["role_arn"] = props[S3_ROLE_ARN]
+        if S3_CONNECT_TIMEOUT in props:
+            kwargs["connect_timeout"] = parse_seconds(
+                S3_CONNECT_TIMEOUT, props[S3_CONNECT_TIMEOUT], what="FileIO property"
+            )
+        if S3_REQUEST_TIMEOUT in props:
+            kwargs["request_timeout"] = parse_seconds(
+                S3_REQUEST_TIMEOUT, props[S3_REQUEST_TIMEOUT], what="FileIO property"
+            )
+        return pafs.S3FileSystem(**kwargs)
+    if scheme in GCS_SCHEMES:
+        gcs: dict[str, Any] = {}
+        if "gcs.project-id" in props:
+            gcs["project_id"] = props["gcs.project-id"]
+        if "gcs.service.host" in props:
+            parsed = urlparse(props["gcs.service.host"])
+            gcs["scheme"] = parsed.scheme or "https"
+            gcs["endpoint_override"] = parsed.netloc or props["gcs.service.host"]
+        if "gcs.oauth2.token" in props:
+            gcs["access_token"] = props["gcs.oauth2.token"]
+        if truthy(props.get("gcs.anonymous")):
+            gcs["anonymous"] = True
+        from datetime import timedelta
+
+        key, seconds = "gcs.retry-time-limit-seconds", GCS_RETRY_TIME_LIMIT_SECONDS
+        if key in props:
+            seconds = parse_seconds(key, props[key], what="FileIO property")
+        gcs["retry_time_limit"] = timedelta(seconds=seconds)
+        return pafs.GcsFileSystem(**gcs)
+    if scheme in AZURE_SCHEMES:
+        azure = {arg: props[key] for key, arg in _ADLS_OPTIONS.items() if props.get(key)}
+        try:
+            return pafs.AzureFileSystem(props.get("adls.account-name") or netloc, **azure)
+        except Exception as exc:
+            raise FileIOError(f"cannot configure Azure storage account {netloc!r}: {exc}") from exc
+    host, _, port = netloc.partition(":")
+    try:
+        return pafs.HadoopFileSystem(
+            host=props.get("hdfs.host", host or "default"),
+            port=int(props.get("hdfs.port", port or 0)),
+            user=props.get("hdfs.user"),
+            kerb_ticket=props.get("hdfs.kerberos_ticket"),
+        )
+    except Exception as exc:
+        raise FileIOError(f"cannot connect to HDFS at {scheme}://{netloc}: {exc}") from exc
