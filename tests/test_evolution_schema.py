@@ -256,6 +256,11 @@ def _raises(t: Table, fn: Callable[[Any], Any], match: str) -> None:
         (lambda u: u.set_identifier_fields("loc.lon"), "not a required field"),
         (lambda u: u.set_identifier_fields("ghost"), "not found in the new schema"),
         (lambda u: u.delete_column("tags.element"), "delete its list or map"),
+        # map keys never change (Java: "Cannot delete/update map keys")
+        (lambda u: u.delete_column("props.key"), "cannot delete map key 'props.key'"),
+        (lambda u: u.rename_column("props.key", "k"), "cannot change map key 'props.key'"),
+        (lambda u: u.update_column("props.key", doc="d"), "cannot change map key"),
+        (lambda u: u.move_first("data").delete_column("data"), "it has a pending move"),
         (lambda u: u.add_column("n", LongType(), initial_default=1), "needs format version 3"),
         (
             lambda u: u.union_by_name(pa.schema([pa.field("data", pa.int64())])),
@@ -521,3 +526,33 @@ def test_promoting_a_date_with_defaults(tmp_path: Path, promoted: Any) -> None:
     got = t.scan().to_arrow().sort_by("id").column("d").to_pylist()
     midnight = datetime.datetime(2021, 1, 2)
     assert got == [datetime.datetime(2020, 11, 15), midnight, midnight]
+
+
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (lambda u: u.delete_column("m.key.b"), "cannot change the fields of map key 'm.key'"),
+        (lambda u: u.add_column("m.key.c", IntegerType()), "cannot add fields to map key"),
+        (lambda u: u.rename_column("m.key.a", "aa"), "cannot change the fields of map key"),
+        (lambda u: u.move_first("m.key.b"), "cannot change the fields of map key"),
+        (lambda u: u.update_column("m.key.a", LongType()), "cannot change the fields of map key"),
+    ],
+)
+def test_struct_map_keys_cannot_change(
+    fn: Callable[[Any], Any], match: str, tmp_path: Path
+) -> None:
+    """Changes inside a struct key were dropped without a word (nothing committed, no error)."""
+    from icefloe.types import MapType
+
+    cats = shared_catalogs(tmp_path)
+    key = StructType(
+        NestedField(3, "a", IntegerType(), required=False),
+        NestedField(4, "b", IntegerType(), required=False),
+    )
+    t = cats.ours.create_table(
+        "db.sk", Schema(NestedField(1, "m", MapType(2, key, 5, IntegerType()), required=False))
+    )
+    _raises(t, fn, match)
+    with t.update_schema() as u:  # the map's value still changes
+        u.update_column("m.value", LongType())
+    assert t.schema().find_type("m.value") == LongType()

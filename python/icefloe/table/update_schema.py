@@ -261,6 +261,8 @@ class UpdateSchema(PendingUpdate):
             raise ValidationError(f"cannot delete column {name!r}: it has pending additions")
         if fid in self._updates:
             raise ValidationError(f"cannot delete column {name!r}: it has pending updates")
+        if any(m.field_id == fid for moves in self._moves.values() for m in moves):
+            raise ValidationError(f"cannot delete column {name!r}: it has a pending move")
         self._deletes.add(fid)
         self._existing_names.clear()
         return self
@@ -542,9 +544,25 @@ class UpdateSchema(PendingUpdate):
             return ListType(t.element_id, el.field_type, el.required)
         if isinstance(t, MapType):
             val = self._child(t.value_field)
-            key = self._current(t.key_id) if t.key_id in self._index else t.key_field
-            return MapType(t.key_id, key.field_type, t.value_id, val.field_type, val.required)
+            self._check_key_unchanged(t)
+            return MapType(t.key_id, t.key_type, t.value_id, val.field_type, val.required)
         return t
+
+    def _check_key_unchanged(self, t: MapType) -> None:
+        """Map keys never change (as Iceberg Java refuses): not deleted, renamed, retyped or
+        documented, and nothing inside a struct key added, deleted, renamed or moved."""
+        kid = t.key_id
+        name = self._name_of(kid)
+        if kid in self._deletes:
+            raise ValidationError(f"cannot delete map key {name!r}: delete the map instead")
+        if kid in self._updates:
+            raise ValidationError(f"cannot change map key {name!r}: map keys cannot change")
+        if kid in self._adds:
+            raise ValidationError(f"cannot add fields to map key {name!r}: map keys cannot change")
+        if self._apply_type(t.key_type, kid) != t.key_type:
+            raise ValidationError(
+                f"cannot change the fields of map key {name!r}: map keys cannot change"
+            )
 
     def _child(self, f: NestedField) -> NestedField:
         if f.field_id in self._deletes:
@@ -573,7 +591,9 @@ class UpdateSchema(PendingUpdate):
 
 
 def _apply_move(fields: list[NestedField], move: _Move) -> list[NestedField]:
-    moving = next(f for f in fields if f.field_id == move.field_id)
+    moving = next((f for f in fields if f.field_id == move.field_id), None)
+    if moving is None:
+        raise ValidationError(f"cannot move column id {move.field_id}: it is gone")
     rest = [f for f in fields if f.field_id != move.field_id]
     if move.kind == "first":
         return [moving, *rest]
