@@ -554,8 +554,9 @@ def purge_table_files(table: Table, files: list[list[str]] | None = None) -> Non
 
     meta = table.metadata
     io = table.io
+    # the table is dropped already: a file that cannot be deleted is logged and left behind
     for group in files if files is not None else files_to_purge(table):
-        delete_all(io, group, what="purge: deleting files")
+        delete_all(io, group, what="purge: deleting files", keep_going=True)
     for directory in (
         data_location(meta.location, meta.properties),
         metadata_location(meta.location, meta.properties),

@@ -80,7 +80,11 @@ class State:
 
             props = self.catalog().properties if self.catalog_name is not None else {}
             return StaticTable.from_metadata(identifier, properties=props)
-        return self.catalog().load_table(identifier)
+        table = self.catalog().load_table(identifier)
+        # what the commands show and do covers the whole history, also when a REST catalog
+        # in refs mode left the snapshots no ref points at out
+        table.load_every_snapshot()
+        return table
 
 
 def catalog_identifier(table: str, command: str) -> str:

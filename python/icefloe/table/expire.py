@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -82,6 +82,9 @@ class ExpireResult:
     statistics_files: tuple[str, ...] = ()
     dry_run: bool = False
     files_deleted: bool = field(default=False)
+    #: Files of the expired snapshots that could not be deleted (the expiry is committed all
+    #: the same; they are left to :meth:`~icefloe.table.Table.remove_orphan_files`).
+    files_not_deleted: tuple[str, ...] = ()
 
     @property
     def all_files(self) -> tuple[str, ...]:
@@ -224,6 +227,7 @@ def expire_snapshots(
     if not dry_run:
         table.refresh()  # plan on the table as it is (a branch forked meanwhile is kept)
     for attempt in range(CONFLICT_RETRIES + 1):
+        table.load_every_snapshot()  # a REST catalog in refs mode left some out
         base = table.metadata
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         expired, removed_refs = _plan(base, now, older_than_ms, retain_last, explicit)
@@ -265,13 +269,16 @@ def expire_snapshots(
                 _stats_paths(committed, committed.snapshots),
                 max_workers,
             )
-            delete_all(
+            # committed: a file that cannot be deleted now is an orphan, not a failure
+            failed = delete_all(
                 table.io,
                 files.all_files,
                 threads=max_workers,
                 progress=progress,
                 what="expire_snapshots: deleting files",
+                keep_going=True,
             )
+            files = replace(files, files_not_deleted=tuple(failed))
         return _result(expired, removed_refs, files, dry_run=False, deleted=delete_files)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -306,6 +313,7 @@ def _result(
         statistics_files=f.statistics_files,
         dry_run=dry_run,
         files_deleted=deleted,
+        files_not_deleted=f.files_not_deleted,
     )
 
 

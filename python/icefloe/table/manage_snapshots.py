@@ -41,7 +41,7 @@ from icefloe.values import epoch_ms
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
 
-__all__ = ["SOURCE_SNAPSHOT_ID", "ManageSnapshots", "check_snapshot_id"]
+__all__ = ["SOURCE_SNAPSHOT_ID", "ManageSnapshots", "check_snapshot_id", "with_every_snapshot"]
 
 _BRANCH = "branch"
 _TAG = "tag"
@@ -82,7 +82,7 @@ class ManageSnapshots(PendingUpdate):
     def _load_every_snapshot(self) -> bool:
         """Add the snapshots the catalog left out of the table to the transaction's metadata;
         True when there were some."""
-        meta = _with_every_snapshot(self._tx, self._tx.metadata)
+        meta = with_every_snapshot(self._tx, self._tx.metadata)
         if meta is self._tx.metadata:
             return False
         self._tx.metadata = meta
@@ -347,7 +347,7 @@ class ManageSnapshots(PendingUpdate):
             return _history(tx, meta, head.snapshot_id) if head else (meta, [])
 
         def every_snapshot(meta: TableMetadata) -> TableMetadata:
-            return _with_every_snapshot(tx, meta)
+            return with_every_snapshot(tx, meta)
 
         pick = CherryPick(tx, s, main_history, every_snapshot)
         try:
@@ -378,7 +378,7 @@ def _with_snapshot(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:
     )
 
 
-def _with_every_snapshot(tx: Transaction, meta: TableMetadata) -> TableMetadata:
+def with_every_snapshot(tx: Transaction, meta: TableMetadata) -> TableMetadata:
     """``meta`` with the snapshots the catalog left out when it loaded ``tx``'s table (a REST
     catalog with ``snapshot-loading-mode=refs`` loads only those refs point at), but those
     ``tx`` removes; ``meta`` itself when there are none."""
@@ -399,7 +399,7 @@ def _history(
     (one the catalog left out, or an expired one)."""
     chain = meta.ancestors_of(snapshot_id)
     if chain and chain[-1].parent_snapshot_id is not None:
-        fuller = _with_every_snapshot(tx, meta)
+        fuller = with_every_snapshot(tx, meta)
         if fuller is not meta:
             return fuller, fuller.ancestors_of(snapshot_id)
     return meta, chain

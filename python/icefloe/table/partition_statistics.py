@@ -308,7 +308,9 @@ def compute_partition_statistics(
     """Compute the partition statistics of ``snapshot_id`` (default: current), write the file
     and add ``set-partition-statistics`` to ``tx``. Returns the snapshot's file (an existing one
     when ``incremental`` finds it already computed), or None when the snapshot has no files."""
-    metadata = tx.metadata
+    from icefloe.table.manage_snapshots import with_every_snapshot
+
+    metadata = with_every_snapshot(tx, tx.metadata)  # snapshot times and ancestry need them all
     snap = _snapshot(metadata, snapshot_id)
     io = tx.table.io
     rows, existing = partition_statistics_rows(io, metadata, snap.snapshot_id, incremental)

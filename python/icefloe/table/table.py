@@ -643,8 +643,10 @@ class Table:
 
         def current() -> tuple[TableMetadata, str | None]:
             self.refresh()
+            self.load_every_snapshot()  # every snapshot's files are live
             return self.metadata, self.metadata_location
 
+        self.load_every_snapshot()
         return remove_orphan_files(
             self.io,
             self.metadata,

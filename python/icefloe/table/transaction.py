@@ -451,6 +451,9 @@ class Transaction:
                 time.sleep(wait)
                 try:
                     self.table.refresh()
+                    # the checks walk the new commits back to the base: a REST catalog in refs
+                    # mode leaves those no ref points at out of the refreshed metadata
+                    self.table.load_every_snapshot()
                     self._replay()
                 except BaseException:
                     self._abort_producers()  # the last commit was refused: nothing committed

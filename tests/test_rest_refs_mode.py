@@ -1,0 +1,143 @@
+"""Maintenance and commits through a REST client with ``snapshot-loading-mode=refs``, whose
+loaded tables hold only the snapshots refs point at: whatever needs the whole history (orphan
+removal, expiry, partition statistics, the checks of a retried commit) loads it first, as Iceberg
+Java's metadata does on first use of ``snapshots()``."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog.rest import RestCatalog
+from icefloe.exceptions import FileIOError
+from support.rest import RestServer, new_warehouse
+
+pytestmark = pytest.mark.rest
+
+ROWS = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    return pa.table({"id": ids, "v": [f"r{i}" for i in ids]}, schema=ROWS)
+
+
+@pytest.fixture
+def cats(rest_server: RestServer) -> Iterator[tuple[RestCatalog, RestCatalog]]:
+    """A full client and a refs-mode client of one fresh warehouse."""
+    warehouse = new_warehouse()
+    full = RestCatalog("full", uri=rest_server.url, warehouse=warehouse)
+    refs = RestCatalog(
+        "refs", uri=rest_server.url, warehouse=warehouse, **{"snapshot-loading-mode": "refs"}
+    )
+    full.create_namespace("db")
+    yield full, refs
+    full.close()
+    refs.close()
+
+
+def _history(full: RestCatalog, n: int = 3) -> list[int]:
+    from icefloe.partitioning import PartitionField, PartitionSpec
+    from icefloe.transforms import parse_transform
+
+    spec = PartitionSpec(PartitionField(1, 1000, parse_transform("identity"), "id_part"))
+    t = full.create_table("db.t", ROWS, partition_spec=spec, properties={"format-version": "2"})
+    for i in range(n):
+        t.append(_rows([i]))
+    return [s.snapshot_id for s in t.snapshots()]
+
+
+def test_orphan_removal_keeps_the_files_of_snapshots_no_ref_points_at(
+    cats: tuple[RestCatalog, RestCatalog],
+) -> None:
+    full, refs = cats
+    ids = _history(full)
+    t = refs.load_table("db.t")
+    assert len(t.metadata.snapshots) == 1  # only main's head was loaded
+    planted = f"{t.metadata.location}/data/planted-orphan.parquet"
+    with t.io.new_output(planted).create() as f:
+        f.write(b"not referenced")
+    time.sleep(0.01)
+    deleted = t.remove_orphan_files(older_than=datetime.timedelta(0))
+    assert deleted == [planted]
+    # every snapshot still reads (their manifest lists and manifests were kept)
+    again = full.load_table("db.t")
+    for n, sid in enumerate(ids, start=1):
+        assert again.scan(snapshot_id=sid).to_arrow().num_rows == n
+
+
+def test_expiry_sees_every_snapshot(cats: tuple[RestCatalog, RestCatalog]) -> None:
+    full, refs = cats
+    ids = _history(full, 4)
+    t = refs.load_table("db.t")
+    result = t.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    assert sorted(result.snapshot_ids) == sorted(ids[:3])
+    assert result.manifest_lists and not result.files_not_deleted
+    after = full.load_table("db.t")
+    assert [s.snapshot_id for s in after.snapshots()] == [ids[3]]
+    assert after.scan().to_arrow().num_rows == 4
+
+
+def test_a_retried_commit_checks_commits_no_ref_points_at(
+    cats: tuple[RestCatalog, RestCatalog],
+) -> None:
+    """Two commits land while a refs-mode client deletes: the retry's conflict check walks
+    back through both, the first of which no ref points at, and the delete then commits."""
+    full, refs = cats
+    _history(full, 1)
+    mine = refs.load_table("db.t")
+    other = full.load_table("db.t")
+    other.append(_rows([10]))
+    other.append(_rows([11]))
+    mine.delete("id = 0")  # stale: conflicts, refreshes, checks the two new snapshots, commits
+    ids = sorted(full.load_table("db.t").scan().to_arrow().column("id").to_pylist())
+    assert ids == [10, 11]
+
+
+def test_partition_statistics_of_a_refs_mode_table_match_a_full_one(
+    cats: tuple[RestCatalog, RestCatalog],
+) -> None:
+    """Each partition's last update time and snapshot come from the snapshots that added its
+    files, which a refs-mode table loads first."""
+    import pyarrow.parquet as pq
+
+    full, refs = cats
+    _history(full)
+    ours = refs.load_table("db.t").compute_partition_statistics(incremental=False)
+    theirs = full.load_table("db.t").compute_partition_statistics(incremental=False)
+    assert ours is not None and theirs is not None
+    assert ours.statistics_path != theirs.statistics_path
+    a, b = (pq.read_table(f.statistics_path.removeprefix("file://")) for f in (ours, theirs))
+    assert a.sort_by("last_updated_snapshot_id") == b.sort_by("last_updated_snapshot_id")
+    assert a.column("last_updated_at").null_count == 0
+
+
+def test_expiry_commits_even_when_files_cannot_be_deleted(
+    cats: tuple[RestCatalog, RestCatalog],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The expiry is committed before its files are deleted: a file that cannot be deleted is
+    named in the result and a warning, not an error (the snapshots are gone all the same)."""
+    from icefloe.io import FileIO
+
+    full, _ = cats
+    ids = _history(full, 3)
+    t = full.load_table("db.t")
+    real = FileIO.delete_if_exists
+
+    def failing(self: FileIO, location: str) -> bool:
+        if location.endswith(".avro") and "snap-" in location:
+            raise FileIOError(f"cannot delete {location}: injected")
+        return real(self, location)
+
+    monkeypatch.setattr(FileIO, "delete_if_exists", failing)
+    result = t.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    assert sorted(result.snapshot_ids) == sorted(ids[:2])
+    assert len(result.files_not_deleted) == 2
+    assert all("snap-" in p for p in result.files_not_deleted)
+    assert "could not be deleted" in caplog.text
+    assert [s.snapshot_id for s in full.load_table("db.t").snapshots()] == [ids[2]]
