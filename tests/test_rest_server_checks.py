@@ -436,3 +436,24 @@ def test_put_refused_after_an_unanswered_attempt_stays_unknown(
     )
     with pytest.raises(UnknownWriteStateError):
         client.put_object("b", "k", b"x")
+
+
+def test_a_file_system_backed_server_lists_no_rename_or_register(tmp_path: Path) -> None:
+    """A file-system catalog finds tables by their directory: its server leaves the rename and
+    register endpoints out of its config, and the client refuses both before any request."""
+    from icefloe import rest
+    from icefloe.catalog import load_catalog
+    from icefloe.catalog.rest.config import REGISTER_TABLE, RENAME_TABLE
+    from icefloe.exceptions import UnsupportedFeatureError
+
+    backing = load_catalog("h", type="hadoop", warehouse=(tmp_path / "wh").as_uri())
+    with rest.start(backing) as server:
+        cat = RestCatalog("c", uri=server.url)
+        assert RENAME_TABLE not in cat.endpoints and REGISTER_TABLE not in cat.endpoints
+        cat.create_namespace("db")
+        t = cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+        with pytest.raises(UnsupportedFeatureError):
+            cat.rename_table("db.t", "db.u")
+        with pytest.raises(UnsupportedFeatureError):
+            cat.register_table("db.v", t.metadata_location)
+        cat.close()

@@ -13,7 +13,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from icefloe.arrow_schema import to_schema
 from icefloe.exceptions import (
@@ -147,6 +147,10 @@ class PropertiesUpdateSummary:
 
 class Catalog(ABC):
     """A named catalog with properties (``warehouse``, ``uri``, ``s3.*``, ...)."""
+
+    #: Whether :meth:`rename_table` and :meth:`register_table` can work (a file-system catalog
+    #: finds tables by their directory: neither can).
+    renames_and_registers: ClassVar[bool] = True
 
     def __init__(self, name: str, **properties: str) -> None:
         self.name = name

@@ -108,7 +108,8 @@ def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> No
             if kept:
                 raise CommitConflictError(
                     f"the snapshots to remove include the head of {', '.join(sorted(kept))}, "
-                    "created after the removal was planned"
+                    "which the commit neither moves nor removes (perhaps created after the "
+                    "removal was planned): remove or move the ref in the same commit"
                 )
         if not isinstance(u, AddSnapshot):
             continue

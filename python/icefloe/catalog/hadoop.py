@@ -326,6 +326,8 @@ class HadoopCatalog(Catalog):
             if is_dir and self._is_table_dir(f"{base}/{name}")
         ]
 
+    renames_and_registers = False
+
     def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
         """Not possible: a file-system table's identity is its directory (as in Java)."""
         raise UnsupportedFeatureError(

@@ -206,6 +206,9 @@ class RestService:
         )
         if not self.multi_table:
             out.remove(ep.COMMIT_TRANSACTION)
+        if not self.catalog.renames_and_registers:
+            out.remove(ep.RENAME_TABLE)
+            out.remove(ep.REGISTER_TABLE)
         return out
 
     def config(self, query: Mapping[str, str]) -> Reply:
