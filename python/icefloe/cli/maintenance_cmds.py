@@ -153,6 +153,7 @@ def expire(
         "delete_files": len(r.delete_files),
         "statistics_files": len(r.statistics_files),
         "files_deleted": r.files_deleted,
+        "files_not_deleted": list(r.files_not_deleted),
     }
     if as_json:
         state.out.json(doc)
@@ -170,6 +171,11 @@ def expire(
             (f"data files ({gone})", len(r.data_files)),
             (f"delete files ({gone})", len(r.delete_files)),
             (f"statistics files ({gone})", len(r.statistics_files)),
+            *(
+                [("files that could not be deleted", len(r.files_not_deleted))]
+                if r.files_not_deleted
+                else []
+            ),
         ],
     )
 
