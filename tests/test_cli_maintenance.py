@@ -70,6 +70,29 @@ def test_expire_dry_run_then_real(world: CliWorld) -> None:
     assert _rows(world) == rows
 
 
+def test_expire_names_files_the_store_would_not_delete(
+    world: CliWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The expiry is committed before its files go: the ones the store refuses are counted
+    (and listed in --json), the command still succeeds."""
+    from icefloe.exceptions import FileIOError
+    from icefloe.io import FileIO
+
+    real = FileIO.delete_if_exists
+
+    def refusing(self: FileIO, location: str) -> bool:
+        if "/snap-" in location:
+            raise FileIOError(f"cannot delete {location}: refused")
+        return real(self, location)
+
+    monkeypatch.setattr(FileIO, "delete_if_exists", refusing)
+    r = run(world, "expire", "db.events", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = r.json()
+    assert len(doc["files_not_deleted"]) == doc["manifest_lists"] == 3
+    assert len(world.catalog().load_table("db.events").snapshots()) == 3
+
+
 def test_expire_arguments(world: CliWorld) -> None:
     table = world.catalog().load_table("db.events")
     r = run(
