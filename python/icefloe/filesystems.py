@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from icefloe.exceptions import FileIOError
+from icefloe.exceptions import FileIOError, ValidationError
 from icefloe.properties import parse_flag, parse_seconds, parse_url
 
 S3_ENDPOINT = "s3.endpoint"
@@ -78,6 +78,25 @@ def redacted(properties: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def secret_values(properties: Mapping[str, str]) -> list[str]:
+    """The credential values among ``properties`` (access key ids aside), for removing them
+    from error messages."""
+    return [
+        v
+        for k, v in properties.items()
+        if v and any(s in k.lower() for s in _SECRET_KEYS) and not k.lower().endswith("key-id")
+    ]
+
+
+def check_s3_keys(props: Mapping[str, str]) -> None:
+    """Refuse ``s3.access-key-id`` without ``s3.secret-access-key`` (:class:`ValidationError`):
+    requests would be signed with an empty secret, or pyarrow refuses the pair."""
+    if props.get(S3_ACCESS_KEY_ID) and not props.get(S3_SECRET_ACCESS_KEY):
+        raise ValidationError(
+            f"FileIO property {S3_ACCESS_KEY_ID} is set without {S3_SECRET_ACCESS_KEY}; set both"
+        )
+
+
 def redact_url(value: str) -> str:
     """``value`` with a URL's password and query secrets replaced by ``***``."""
     return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
@@ -108,9 +127,10 @@ def make_filesystem(scheme: str, netloc: str, props: Mapping[str, str]) -> pafs.
             path_style = props.get(S3_PATH_STYLE_ACCESS)
             if path_style is not None and not parse_flag(S3_PATH_STYLE_ACCESS, path_style):
                 kwargs["force_virtual_addressing"] = True
-        if S3_ACCESS_KEY_ID in props:
+        check_s3_keys(props)
+        if props.get(S3_ACCESS_KEY_ID):
             kwargs["access_key"] = props[S3_ACCESS_KEY_ID]
-            kwargs["secret_key"] = props.get(S3_SECRET_ACCESS_KEY)
+            kwargs["secret_key"] = props[S3_SECRET_ACCESS_KEY]
             if S3_SESSION_TOKEN in props:
                 kwargs["session_token"] = props[S3_SESSION_TOKEN]
         if truthy(props.get(S3_ANONYMOUS)):

@@ -47,7 +47,13 @@ from icefloe.durable import (
     sync_soon_all,
     writeback_file,
 )
-from icefloe.exceptions import AlreadyExistsError, FileIOError, NotFoundError, ValidationError
+from icefloe.exceptions import (
+    AlreadyExistsError,
+    FileIOError,
+    IcebergError,
+    NotFoundError,
+    ValidationError,
+)
 from icefloe.filesystems import (
     AZURE_SCHEMES,
     GCS_SCHEMES,
@@ -58,6 +64,7 @@ from icefloe.filesystems import (
     S3_TOKEN_EXPIRES_AT_MS,
     make_filesystem,
     redacted,
+    secret_values,
 )
 
 if TYPE_CHECKING:
@@ -69,6 +76,8 @@ __all__ = [
     "InputFile",
     "OutputFile",
     "check_location",
+    "file_io_error",
+    "is_io_failure",
 ]
 
 #: Temporary credentials are renewed this long before they expire.
@@ -83,6 +92,17 @@ _URL_SPECIAL = re.compile(r"[?#\t\r\n]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: A URI scheme (one letter is a Windows drive).
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+#: Schemes of object stores, whose clients refuse an empty path segment (``a//b``).
+_OBJECT_STORE_SCHEMES = (*S3_SCHEMES, *GCS_SCHEMES, *AZURE_SCHEMES)
+#: On S3, :meth:`OutputFile.write_new` sends data up to this size in one ``PUT``.
+SINGLE_PUT_BYTES = 16 << 20
+#: How pyarrow's file systems word a failure to reach or use the storage (as opposed to bytes
+#: that do not decode): the S3 SDK, curl, GCS, Azure, HDFS and the OS.
+_IO_FAILURE = re.compile(
+    r"AWS Error|curlCode|google::cloud|Azure Error|HDFS|\[Errno \d+\]|errno|Input/output error"
+    r"|Connection reset|Broken pipe|timed out|Timeout was reached",
+    re.IGNORECASE,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -91,11 +111,20 @@ def check_location(location: str) -> None:
     """Refuse a location with a scheme (``s3://``, ``file://``, ...) that holds an ASCII
     control character (tab, CR, LF, ...): URI parsers drop or reject them, so the file would
     not be where the location says. Plain local paths keep them (the file system takes them as
-    given)."""
+    given). Refuse an object-store location with an empty path segment (``s3://b/a//t``):
+    pyarrow's clients cannot write below it (a local ``//`` is one ``/``)."""
     if _CONTROL.search(location) and _SCHEME.match(_CONTROL.sub("", location)):
         raise ValidationError(
             f"location {location!r} contains a control character; use a location without one"
         )
+    scheme, sep, rest = location.partition("://")
+    if sep and scheme.lower() in _OBJECT_STORE_SCHEMES:
+        path = rest.partition("/")[2].rstrip("/")
+        if path.startswith("/") or "//" in path:
+            raise ValidationError(
+                f"location {location!r} has an empty path segment ('//'), which object stores "
+                "cannot write below; use single slashes"
+            )
 
 
 def parse_location(location: str) -> ParseResult:
@@ -164,8 +193,60 @@ def _delete_checksum_sibling(path: str) -> None:
         os.unlink(os.path.join(head, f".{name}.crc"))
 
 
+#: Secret values (keys, session tokens) of the file IOs made so far, newest last: removed from
+#: error messages, where a store may echo them (at most :data:`_SECRETS_KEPT` are kept).
+_SECRETS: dict[str, None] = {}
+_SECRETS_KEPT = 64
+_SECRETS_LOCK = threading.Lock()
+
+
+def _remember_secrets(values: Iterable[str]) -> None:
+    """Remember secrets for :func:`_scrub` (those too short to tell apart from other text are
+    left alone)."""
+    with _SECRETS_LOCK:
+        for value in (v for v in values if len(v) >= 8):
+            _SECRETS.pop(value, None)
+            _SECRETS[value] = None
+        while len(_SECRETS) > _SECRETS_KEPT:
+            del _SECRETS[next(iter(_SECRETS))]
+
+
+def _scrub(text: str) -> str:
+    """``text`` with every known secret (and the environment's AWS secrets) as ``***``."""
+    with _SECRETS_LOCK:
+        secrets = list(_SECRETS)
+    env = (os.environ.get("AWS_SECRET_ACCESS_KEY"), os.environ.get("AWS_SESSION_TOKEN"))
+    secrets += [v for v in env if v and len(v) >= 8]
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def is_io_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` (from pyarrow or the OS) is a failure to reach or use the storage (a
+    network error, a timeout, an error the store answered, ``EIO``) rather than bytes that do
+    not decode: pyarrow raises ``OSError`` for both."""
+    if isinstance(exc, FileIOError):
+        return True
+    if not isinstance(exc, OSError):
+        return False
+    return exc.errno is not None or bool(_IO_FAILURE.search(str(exc)))
+
+
+def file_io_error(exc: BaseException, location: str, action: str) -> FileIOError:
+    """The typed error (:class:`FileIOError` or a subclass) for the I/O failure ``exc`` at
+    ``location``, naming it, without secrets."""
+    error = _map_error(exc, location, action)
+    if isinstance(error, FileIOError):
+        return error
+    return FileIOError(f"cannot {action} {_shortened(location)}: {_scrub(str(error))}")
+
+
 def _map_error(exc: BaseException, location: str, action: str) -> Exception:
-    """Translate an OS/Arrow error into the icefloe class, naming the location."""
+    """Translate an OS/Arrow error into the icefloe class, naming the location (an icefloe
+    error is returned as it is)."""
+    if isinstance(exc, IcebergError):
+        return exc
     location = _shortened(location)
     if isinstance(exc, FileNotFoundError) or (
         isinstance(exc, OSError) and exc.errno == errno.ENOENT
@@ -173,7 +254,7 @@ def _map_error(exc: BaseException, location: str, action: str) -> Exception:
         return NotFoundError(f"cannot {action} {location}: file not found")
     if isinstance(exc, FileExistsError):
         return AlreadyExistsError(f"cannot {action} {location}: file already exists")
-    text = _shortened(str(exc))
+    text = _shortened(_scrub(str(exc)))
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
         bucket = urlparse(location).netloc
         return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
@@ -280,6 +361,28 @@ class OutputFile:
         except Exception as exc:
             raise _map_error(exc, self.location, "create") from exc
 
+    @contextlib.contextmanager
+    def writing(self, overwrite: bool = False) -> Iterator[pa.NativeFile]:
+        """:meth:`create`'s stream, closed when the block ends. An I/O failure while writing
+        or closing raises :class:`FileIOError` naming the location, and on S3 any multipart
+        upload of the file left incomplete is aborted (pyarrow's stream leaves it behind,
+        billed, when completing it fails)."""
+        stream = self.create(overwrite=overwrite)
+        try:
+            yield stream
+            stream.close()
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                stream.close()
+            self._io.abort_uploads(self.location)
+            if isinstance(exc, OSError):
+                raise _map_error(exc, self.location, "write") from exc
+            raise
+        except BaseException:  # an interrupt: no requests, the stream closed as at exit
+            with contextlib.suppress(Exception):
+                stream.close()
+            raise
+
     def _open_local(self, path: str, overwrite: bool) -> int:
         """A descriptor of the local file ``path`` opened for writing, its directories made;
         with ``overwrite=False`` creation and the check that no file exists are one step
@@ -298,7 +401,13 @@ class OutputFile:
         """
         local = self._io.local_path(self.location)
         if local is None:
-            with self.create() as stream:
+            client = self._io.s3_client(self.location)
+            if client is not None and len(data) <= SINGLE_PUT_BYTES:
+                # one request, instead of a check and the five of a multipart upload
+                bucket, _, key = self._io.resolve(self.location)[1].partition("/")
+                client.put_object(bucket, key, data, if_absent=True)
+                return
+            with self.writing() as stream:
                 stream.write(data)
             return
         fd = self._open_local(local, overwrite=False)
@@ -345,11 +454,8 @@ class OutputFile:
             bucket, _, key = path.partition("/")
             client.put_object(bucket, key, data, if_absent=not overwrite)
             return
-        with self.create(overwrite=overwrite) as stream:
-            try:
-                stream.write(data)
-            except Exception as exc:
-                raise _map_error(exc, self.location, "write") from exc
+        with self.writing(overwrite=overwrite) as stream:
+            stream.write(data)
 
 
 class FileIO:
@@ -370,6 +476,7 @@ class FileIO:
         refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.properties: dict[str, str] = dict(properties or {})
+        _remember_secrets(secret_values(self.properties))
         self._refresh_credentials = refresh_credentials
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
         self._s3: S3Client | None = None
@@ -378,6 +485,19 @@ class FileIO:
 
     def __repr__(self) -> str:
         return f"FileIO({redacted(self.properties)!r})"
+
+    def abort_uploads(self, location: str) -> None:
+        """Abort the incomplete multipart uploads of the S3 object at ``location`` (after a
+        failed write); nothing elsewhere, or without a signing client. A failure to abort is
+        logged, not raised: the write's own error is the one to report."""
+        client = self.s3_client(location)
+        if client is None:
+            return
+        bucket, _, key = self.resolve(location)[1].partition("/")
+        try:
+            client.abort_uploads(bucket, key)
+        except FileIOError as exc:
+            _log.warning("cannot abort the incomplete upload of %s: %s", location, exc)
 
     def s3_client(self, location: str) -> S3Client | None:
         """The signing client for an ``s3://`` location, or None (another scheme, or no
@@ -390,9 +510,11 @@ class FileIO:
             if not self._s3_resolved:
                 from icefloe.s3client import S3Client
 
-                self._s3_resolved = True
                 self._s3 = S3Client.from_properties(self.properties)
-                if self._s3 is None:
+                self._s3_resolved = True
+                if self._s3 is not None:
+                    _remember_secrets(self._s3.secrets())
+                else:
                     _log.warning(
                         "no S3 credentials in the properties, the environment or the shared "
                         "profile: exclusive creates on S3 fall back to check-then-write"
@@ -465,6 +587,7 @@ class FileIO:
         for key in (S3_SESSION_TOKEN, S3_TOKEN_EXPIRES_AT_MS):  # they belong to the old keys
             self.properties.pop(key, None)
         self.properties.update(fresh)
+        _remember_secrets(secret_values(self.properties))
         self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in S3_SCHEMES}
         self._s3, self._s3_resolved = None, False
 

@@ -6,6 +6,8 @@
 - ``GetObject`` of a whole small file in one request (no ``HEAD`` first, as pyarrow sends).
 - ``DeleteObjects`` of up to 1,000 keys per request, with ``Content-MD5`` (which some
   S3-compatible servers require and pyarrow's SDK no longer sends).
+- ``ListMultipartUploads`` and ``AbortMultipartUpload`` of one key, to abort the upload a
+  failed pyarrow write left behind (pyarrow's stream does not abort it).
 
 The client is configured from the same ``s3.*`` properties as pyarrow. Credentials come from
 the properties, else the environment (``AWS_ACCESS_KEY_ID``...), else the shared credentials
@@ -30,7 +32,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from icefloe.exceptions import (
     AlreadyExistsError,
@@ -38,6 +40,7 @@ from icefloe.exceptions import (
     NotFoundError,
     UnknownWriteStateError,
 )
+from icefloe.filesystems import check_s3_keys
 from icefloe.properties import parse_flag, parse_seconds, parse_url
 from icefloe.sigv4 import Credentials, sign_headers
 
@@ -54,11 +57,13 @@ def _truthy(value: str | None) -> bool:
 
 
 def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
-    """Static keys from the properties, else the environment, else the shared profile."""
+    """Static keys from the properties, else the environment, else the shared profile
+    (:class:`~icefloe.exceptions.ValidationError` for a key id without its secret)."""
+    check_s3_keys(props)
     key = props.get("s3.access-key-id")
     if key:
         return Credentials(
-            key, props.get("s3.secret-access-key", ""), props.get("s3.session-token") or None
+            key, props["s3.secret-access-key"], props.get("s3.session-token") or None
         )
     env_key = os.environ.get("AWS_ACCESS_KEY_ID")
     env_secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
@@ -259,7 +264,7 @@ class S3Client:
 
     def _fail(self, response: _Response, location: str, action: str) -> FileIOError:
         code, message = response.error()
-        detail = f"{response.status} {code}: {message}".strip().rstrip(":")
+        detail = self._scrub(f"{response.status} {code}: {message}".strip().rstrip(":"))
         if code == "NoSuchBucket":
             bucket = location.split("/")[2]
             return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
@@ -294,6 +299,11 @@ class S3Client:
                 f"cannot tell whether {location} was written: {earlier}; then {detail}"
             )
         return FileIOError(f"cannot write {location}: {detail} (nothing was written)")
+
+    def secrets(self) -> list[str]:
+        """The secret key and session token, for scrubbing messages made elsewhere."""
+        creds = self._credentials
+        return [s for s in (creds.secret_access_key, creds.session_token) if s] if creds else []
 
     def _scrub(self, text: str) -> str:
         """``text`` without the credentials' secrets, should a server echo what it was sent
@@ -422,11 +432,61 @@ class S3Client:
             if errors:
                 key, code, message = errors[0]
                 raise FileIOError(
-                    f"cannot delete {self._location(bucket, key)}: {code} {message} "
-                    f"({len(errors)} of {len(keys)} keys failed)"
+                    f"cannot delete {self._location(bucket, key)}: "
+                    f"{self._scrub(f'{code} {message}')} ({len(errors)} of {len(keys)} keys failed)"
                 )
             return
         raise self._unreachable(location, f"delete {what}", last)
+
+    def abort_uploads(self, bucket: str, key: str) -> int:
+        """Abort the incomplete multipart uploads of ``key``; how many there were."""
+        location = self._location(bucket, key)
+        query = urlencode({"uploads": "", "prefix": key}, quote_via=quote)
+        response = self._retried("GET", bucket, "", query, location, "list the uploads of")
+        if response.status != 200:
+            raise self._fail(response, location, "list the uploads of")
+        ids = _upload_ids(response.body, key)
+        for upload_id in ids:
+            query = urlencode({"uploadId": upload_id}, quote_via=quote)
+            response = self._retried("DELETE", bucket, key, query, location, "abort the upload of")
+            if response.status not in (200, 204, 404):  # 404: gone meanwhile
+                raise self._fail(response, location, "abort the upload of")
+        return len(ids)
+
+    def _retried(
+        self, method: str, bucket: str, key: str, query: str, location: str, action: str
+    ) -> _Response:
+        """The answer to an idempotent request, sent again (up to :data:`_ATTEMPTS` times)
+        while the server does not answer or answers 5xx."""
+        last = ""
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2**attempt)
+            try:
+                response = self._send(method, bucket, key, query=query)
+            except (_NotSent, _NoAnswer) as exc:
+                last = str(exc)
+                continue
+            if response.status < 500:
+                return response
+            last = f"{response.status} {response.error()[0]}".strip()
+        raise self._unreachable(location, action, last)
+
+
+def _upload_ids(body: bytes, key: str) -> list[str]:
+    """The ids of the uploads of exactly ``key`` in a ``ListMultipartUploads`` answer."""
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        return []
+    out = []
+    for element in root.iter():
+        if element.tag.rsplit("}", 1)[-1] != "Upload":
+            continue
+        fields = {child.tag.rsplit("}", 1)[-1]: child.text or "" for child in element}
+        if fields.get("Key") == key and fields.get("UploadId"):
+            out.append(fields["UploadId"])
+    return out
 
 
 def _delete_errors(body: bytes) -> list[tuple[str, str, str]]:

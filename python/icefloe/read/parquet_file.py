@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from icefloe import _native
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError
-from icefloe.io import FileIO
+from icefloe.io import FileIO, file_io_error, is_io_failure
 from icefloe.schema import Schema, walk_fields
 from icefloe.types import TimestampNanoType, TimestamptzNanoType
 
@@ -37,12 +37,17 @@ _TAIL = 64 * 1024
 #: file, most of the cost of opening the small files of a finely partitioned table).
 WHOLE_FILE_BYTES = 1024 * 1024
 #: Exceptions pyarrow raises on bytes that are not what they claim (UnicodeDecodeError comes
-#: from column names or key-value metadata that are not UTF-8).
+#: from column names or key-value metadata that are not UTF-8), and on failures to read them
+#: (an ``OSError`` too: :func:`corrupt_error` tells them apart).
 DECODE_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError, ValueError, IndexError)
 
 
-def corrupt_error(path: str, e: BaseException) -> CorruptFileError:
-    """``e`` raised while decoding ``path`` as the typed error naming the file."""
+def corrupt_error(path: str, e: BaseException) -> CorruptFileError | FileIOError:
+    """``e`` raised while decoding ``path`` as the typed error naming the file: a failure to
+    read it (network, timeout, an error the store answered, ``EIO``) is a
+    :class:`FileIOError`, bytes that do not decode a :class:`CorruptFileError`."""
+    if is_io_failure(e):
+        return file_io_error(e, path, "read")
     return CorruptFileError(f"cannot read Parquet file {path}: {type(e).__name__}: {e}")
 
 

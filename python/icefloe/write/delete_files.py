@@ -32,7 +32,7 @@ from icefloe._concurrency import parallel_map
 from icefloe.arrow_fill import extension_storage, from_extension_storage
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
 from icefloe.deletes import DeletionVector
-from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.exceptions import AlreadyExistsError, IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.partitioning import PartitionSpec
 from icefloe.properties import PARQUET_CODECS, TableProperties, enum_property
@@ -341,7 +341,8 @@ def _write_parquet(
     codec = enum_property(properties, TableProperties.DELETE_PARQUET_COMPRESSION, codec)
     compression = PARQUET_CODECS[codec]
     try:
-        with io.new_output(location).create() as out:
+        # an I/O failure is a FileIOError, and leaves no incomplete upload behind
+        with io.new_output(location).writing() as out:
             collected: list[pq.FileMetaData] = []
             writer = pq.ParquetWriter(
                 out,
@@ -356,7 +357,10 @@ def _write_parquet(
             writer.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: field_ids_digest(table.schema)})
             writer.close()
             metadata = collected[0]
+    except AlreadyExistsError:
+        raise  # not ours
     except IcebergError:
+        io.delete_quietly(location)  # a partial file
         raise
     except (OSError, pa.ArrowException) as e:
         io.delete_quietly(location)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest, schema_to_arrow
+from icefloe.exceptions import AlreadyExistsError
 from icefloe.io import FileIO
 from icefloe.metadata import PartitionStatisticsFile, TableMetadata
 from icefloe.schema import Schema
@@ -32,28 +33,29 @@ def write_partition_statistics_file(
         f"partition-stats-{snapshot_id}-{uuid.uuid4()}.parquet"
     )
     opts = ParquetOptions.from_properties(metadata.properties)
-    sink = io.new_output(path).create()
     try:
-        with pq.ParquetWriter(
-            sink,
-            target,
-            compression=opts.compression,
-            compression_level=opts.compression_level,
-            write_statistics=True,
-            store_schema=False,
-            write_page_checksum=True,
-        ) as w:
-            w.write_table(rows)
-            w.add_key_value_metadata(
-                {
-                    "iceberg.schema": json.dumps(schema.to_json(), separators=(",", ":")),
-                    FIELD_IDS_DIGEST_KEY: field_ids_digest(target),
-                }
-            )
-        size = sink.tell()
+        # an I/O failure is a FileIOError, and leaves no incomplete upload behind
+        with io.new_output(path).writing() as sink:
+            with pq.ParquetWriter(
+                sink,
+                target,
+                compression=opts.compression,
+                compression_level=opts.compression_level,
+                write_statistics=True,
+                store_schema=False,
+                write_page_checksum=True,
+            ) as w:
+                w.write_table(rows)
+                w.add_key_value_metadata(
+                    {
+                        "iceberg.schema": json.dumps(schema.to_json(), separators=(",", ":")),
+                        FIELD_IDS_DIGEST_KEY: field_ids_digest(target),
+                    }
+                )
+            size = sink.tell()
+    except AlreadyExistsError:
+        raise  # not ours
     except BaseException:
-        sink.close()
-        io.delete_quietly(path)
+        io.delete_quietly(path)  # a partial file
         raise
-    sink.close()
     return PartitionStatisticsFile(snapshot_id, path, size)

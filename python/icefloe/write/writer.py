@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote_plus
 
 import numpy as np
 import pyarrow as pa
@@ -323,12 +323,20 @@ def _java_time(nanos_of_day: int) -> str:
     return text
 
 
+def _escape(text: str) -> str:
+    """``text`` escaped as Java's ``URLEncoder.encode(text, UTF_8)`` escapes it (Iceberg Java's
+    ``PartitionSpec.escape``): letters, digits and ``.-*_`` kept, a space as ``+``, any other
+    character as ``%XX`` of its UTF-8 bytes (``~`` too, which Python's quoting keeps)."""
+    return quote_plus(text, safe="*").replace("~", "%7E")
+
+
 def partition_path(spec: PartitionSpec, partition: Mapping[str, Any]) -> str:
-    """The directory of a partition: ``name=value/...`` with URL-escaped parts."""
+    """The directory of a partition: ``name=value/...``, each part escaped as Iceberg Java
+    escapes it (``a b`` is ``a+b``)."""
     parts = []
     for pf in spec.fields:
         value = human_partition_value(pf, partition.get(pf.name))
-        parts.append(f"{quote(pf.name, safe='')}={quote(value, safe='')}")
+        parts.append(f"{_escape(pf.name)}={_escape(value)}")
     return "/".join(parts)
 
 
@@ -791,13 +799,13 @@ class _FileWriter:
     ) -> tuple[int, DataFile]:
         if self.orc is not None or self.avro is not None:
             return self._write_row_file(path, table, pos, partition)
-        sink = self.io.new_output(path).create()
-        self.created.append(path)
-        # Variant columns get the Parquet VARIANT annotation, patched into the footer.
-        held = TailHoldingSink(sink) if self.variant_ids else None
-        out = held or sink
         chunks = []
-        try:
+        # an I/O failure is a FileIOError, and leaves no incomplete upload behind
+        with self.io.new_output(path).writing() as sink:
+            self.created.append(path)
+            # Variant columns get the Parquet VARIANT annotation, patched into the footer.
+            held = TailHoldingSink(sink) if self.variant_ids else None
+            out = held or sink
             options = self._parquet_options(table.num_rows - pos)
             with pq.ParquetWriter(out, table.schema, **options) as w:
                 n = table.num_rows
@@ -819,8 +827,6 @@ class _FileWriter:
                 w.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: self.digest})
             md = w.writer.metadata
             size = held.finish(self.variant_ids) if held else sink.tell()
-        finally:
-            sink.close()
         self.io.sync_soon(path)  # the disk writes it while the next files are encoded
         written = pa.concat_tables(chunks)
         m = compute_metrics(written, md, self.metrics)
@@ -850,9 +856,8 @@ class _FileWriter:
         per_row = max(1, int(table.nbytes) // max(1, n))
         take = max(1, min(n - pos, self.target // per_row))
         written = table.slice(pos, take)
-        sink = self.io.new_output(path).create()
-        self.created.append(path)
-        try:
+        with self.io.new_output(path).writing() as sink:
+            self.created.append(path)
             if self.orc is not None:
                 orc_schema = self._orc_schemas.get(table.schema)
                 if orc_schema is None:
@@ -864,8 +869,6 @@ class _FileWriter:
                 assert self.avro is not None
                 write_avro(sink, written, self.schema, self.avro_schema, self.avro)
             size = sink.tell()
-        finally:
-            sink.close()
         self.io.sync_soon(path)
         m = compute_metrics(written, None, self.metrics)
         df = DataFile(
