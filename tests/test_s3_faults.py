@@ -234,6 +234,9 @@ def test_an_access_key_without_its_secret_is_refused_before_any_request(
             io.new_output(location).write(b"x")  # icefloe's client
         with pytest.raises(ValidationError, match=re.escape("s3.secret-access-key")):
             io.exists(location)  # pyarrow's
+    io = FileIO({"s3.endpoint": proxy.endpoint, "s3.secret-access-key": "sekrit-value"})
+    with pytest.raises(ValidationError, match=re.escape("s3.access-key-id")):
+        io.exists(location)  # the secret would be ignored for the environment's credentials
     assert proxy.log == []
 
 

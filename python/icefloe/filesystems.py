@@ -89,12 +89,17 @@ def secret_values(properties: Mapping[str, str]) -> list[str]:
 
 
 def check_s3_keys(props: Mapping[str, str]) -> None:
-    """Refuse ``s3.access-key-id`` without ``s3.secret-access-key`` (:class:`ValidationError`):
-    requests would be signed with an empty secret, or pyarrow refuses the pair."""
-    if props.get(S3_ACCESS_KEY_ID) and not props.get(S3_SECRET_ACCESS_KEY):
-        raise ValidationError(
-            f"FileIO property {S3_ACCESS_KEY_ID} is set without {S3_SECRET_ACCESS_KEY}; set both"
+    """Refuse one of ``s3.access-key-id`` and ``s3.secret-access-key`` without the other
+    (:class:`ValidationError`): requests would be signed with an empty secret, or the secret
+    ignored for other credentials found in the environment."""
+    key, secret = bool(props.get(S3_ACCESS_KEY_ID)), bool(props.get(S3_SECRET_ACCESS_KEY))
+    if key != secret:
+        given, missing = (
+            (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY)
+            if key
+            else (S3_SECRET_ACCESS_KEY, S3_ACCESS_KEY_ID)
         )
+        raise ValidationError(f"FileIO property {given} is set without {missing}; set both")
 
 
 def redact_url(value: str) -> str:
