@@ -18,7 +18,12 @@ another writer is retried on the new table state. Batch write options:
 - mode ``overwrite``: every live row replaced; with option ``overwrite-filter`` (an icefloe
   filter string) only the rows matching it (copy-on-write, as ``Table.overwrite``); with
   option ``overwrite-mode`` = ``dynamic`` the partitions the new rows fall in are replaced;
-- ``branch``, and ``snapshot-property.<key>`` for the snapshot's summary.
+- ``branch``, and ``snapshot-property.<key>`` for the snapshot's summary;
+- Iceberg Java's ``write-format``, ``target-file-size-bytes``, ``compression-codec`` and
+  ``compression-level``: the table property each stands for, for this write.
+
+The v3 row-lineage columns (``_row_id``, ``_last_updated_sequence_number``) are refused in the
+DataFrame: a write gives its rows new ids (a merge's updates keep theirs another way).
 
 If the job fails (a task raises and Spark gives up), ``abort`` deletes every file the job wrote
 (unless a snapshot records the job: a commit whose outcome was unknown may have happened),
@@ -40,6 +45,7 @@ from __future__ import annotations
 import json
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -120,20 +126,33 @@ def _job_committed(options: Mapping[str, str], tag: int) -> bool:
     )
 
 
-def match_columns(names: Sequence[str], table: Table, case_sensitive: bool = True) -> list[str]:
-    """The table's names for DataFrame columns ``names`` (the v3 row-lineage columns
-    included). Case-sensitively a name must be the table's exactly; otherwise (Spark's
+def match_columns(
+    names: Sequence[str], table: Table, case_sensitive: bool = True, lineage: bool = False
+) -> list[str]:
+    """The table's names for DataFrame columns ``names`` (with ``lineage``, on v3, the
+    row-lineage columns too: rows that keep their identity, as a merge's updates). Case-
+    sensitively a name must be the table's exactly; otherwise (Spark's
     ``spark.sql.caseSensitive=false``) it may differ in case, an exact match winning over an
-    ambiguous one, and two columns equal but for case are refused."""
+    ambiguous one, and two columns equal but for case are refused. A column named twice is
+    refused."""
     metadata = table.metadata
     known = [f.name for f in metadata.current_schema().fields]
-    if metadata.format_version >= 3:
+    if lineage and metadata.format_version >= 3:
         known += [c for c in LINEAGE if c not in known]
     exact = set(known)
     if case_sensitive:
         missing = [c for c in names if c not in exact]
         if missing:
+            if missing[0] in LINEAGE:
+                raise ValidationError(
+                    f"DataFrame column {missing[0]!r} is a row-lineage column: a write assigns "
+                    "row ids and sequence numbers itself (another table's would not be "
+                    "unique in this one); drop it"
+                )
             raise _not_in_schema(missing[0], table, known)
+        twice = sorted({c for c in names if names.count(c) > 1})
+        if twice:
+            raise ValidationError(f"DataFrame column {twice[0]!r} appears more than once")
         return list(names)
     folded: dict[str, list[str]] = {}
     for k in known:
@@ -155,6 +174,12 @@ def match_columns(names: Sequence[str], table: Table, case_sensitive: bool = Tru
         elif len(found) == 1:
             out.append(found[0])
         elif not found:
+            if c in LINEAGE or key in {x.lower() for x in LINEAGE}:
+                raise ValidationError(
+                    f"DataFrame column {c!r} is a row-lineage column: a write assigns row ids "
+                    "and sequence numbers itself (another table's would not be unique in this "
+                    "one); drop it"
+                )
             raise _not_in_schema(c, table, known)
         else:
             raise ValidationError(
@@ -176,6 +201,32 @@ def _snapshot_properties(options: Mapping[str, str]) -> dict[str, str]:
     return {k[len(prefix) :]: v for k, v in options.items() if k.startswith(prefix)}
 
 
+#: Iceberg Java's Spark write options that stand for a table property during one write.
+_JAVA_WRITE_OPTIONS = {
+    "write-format": "write.format.default",
+    "target-file-size-bytes": "write.target-file-size-bytes",
+}
+
+
+def write_option_properties(metadata: TableMetadata, options: Mapping[str, str]) -> dict[str, str]:
+    """The table properties Iceberg Java's write options (``write-format``,
+    ``target-file-size-bytes``, ``compression-codec``, ``compression-level``) set for one
+    write, as Java's ``SparkWriteConf`` lets them override the table's."""
+    out = {prop: options[opt] for opt, prop in _JAVA_WRITE_OPTIONS.items() if options.get(opt)}
+    fmt = (
+        out.get("write.format.default")
+        or metadata.properties.get("write.format.default")
+        or "parquet"
+    ).lower()
+    if options.get("compression-codec"):
+        out[f"write.{fmt}.compression-codec"] = options["compression-codec"]
+    if options.get("compression-level"):
+        if fmt == "orc":
+            raise ValidationError("option compression-level does not apply to ORC files")
+        out[f"write.{fmt}.compression-level"] = options["compression-level"]
+    return out
+
+
 class _FileWriter:
     """What executors need to write files of the table (picklable)."""
 
@@ -188,6 +239,15 @@ class _FileWriter:
         self.rename = self.columns != given
         self.metadata: TableMetadata = table.metadata
         self.metadata_location = table.metadata_location
+        #: the metadata the files are written by: the table's, with the write options' properties
+        self.file_metadata = self.metadata
+        overrides = write_option_properties(self.metadata, self.options)
+        if overrides:
+            from icefloe.metadata.property_checks import check_properties
+
+            check_properties(overrides, self.metadata.properties)  # refused before any task
+            props = {**self.metadata.properties, **overrides}
+            self.file_metadata = replace(self.metadata, properties=props)
         self.io_properties = dict(table.io.properties)
         self.tag = job_tag()
         self.branch = self.options.get("branch") or MAIN_BRANCH
@@ -197,7 +257,7 @@ class _FileWriter:
             iterator = (b.rename_columns(self.columns) for b in iterator)
         with profile_scope("write"):
             files = write_batches(
-                self.metadata, self.io_properties, self.columns, self.tag, iterator
+                self.file_metadata, self.io_properties, self.columns, self.tag, iterator
             )
             return FilesMessage(files)
 

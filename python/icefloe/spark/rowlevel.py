@@ -322,7 +322,7 @@ def merge(
                         F.col(ROW_ID),
                         F.lit(None).cast("bigint").alias(LAST_UPDATED_SEQUENCE_NUMBER),
                     ]
-                files = write_files(joined.where(wanted).select(*columns), t, tag)
+                files = write_files(joined.where(wanted).select(*columns), t, tag, lineage=lineage)
         elif when_not_matched == "insert":
             files = write_files(df, t, tag)
         by_path = {task.data_file.file_path: task for task in tasks}

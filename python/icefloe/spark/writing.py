@@ -248,20 +248,23 @@ def collect_files(out: Any, table: Table, tag: int) -> list[DataFile]:
     return [pickle.loads(r[0]) for r in rows]
 
 
-def write_files(df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES) -> list[DataFile]:
+def write_files(
+    df: Any, table: Table, tag: int, flush_bytes: int = FLUSH_BYTES, lineage: bool = False
+) -> list[DataFile]:
     """Writes ``df`` as data files of ``table`` (current schema, default spec) on the
     executors; returns the files, not yet committed.
 
-    On v3 tables ``df`` may carry the row-lineage columns ``_row_id`` and
+    With ``lineage``, on v3 tables ``df`` may carry the row-lineage columns ``_row_id`` and
     ``_last_updated_sequence_number`` (rows that keep their identity, e.g. merge updates):
     they are written into the files with their reserved field ids, and where null the reader
-    inherits them from the file's ``first_row_id`` and sequence number."""
+    inherits them from the file's ``first_row_id`` and sequence number. Otherwise they are
+    refused (rows written anew get new ids)."""
     from icefloe.spark.format_write import match_columns
     from icefloe.spark.source import CASE_SENSITIVE
 
     metadata = table.metadata
     conf = str(df.sparkSession.conf.get(CASE_SENSITIVE, "false")).strip().lower()
-    columns = match_columns(list(df.columns), table, case_sensitive=conf == "true")
+    columns = match_columns(list(df.columns), table, case_sensitive=conf == "true", lineage=lineage)
     if columns != list(df.columns):
         df = df.toDF(*columns)  # the table's names (they differed in case only)
     ensure_worker_python(df.sparkSession)
