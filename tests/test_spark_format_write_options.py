@@ -82,3 +82,40 @@ def test_a_column_named_twice_is_a_typed_error(spark: Any, tmp_path: Path) -> No
         _save(df, cat, "db.t", **{"case-sensitive": "true"})
     with pytest.raises(ValidationError, match="differ only in case"):
         _save(df, cat, "db.t", **{"case-sensitive": "false"})
+
+
+def test_overwrite_options_checked_up_front_and_dynamic_as_java(spark: Any, tmp_path: Path) -> None:
+    """A bad ``overwrite-filter`` is refused before the job runs; a dynamic overwrite of an
+    unpartitioned table replaces every row and one that writes nothing commits nothing, as
+    Java's replacePartitions does."""
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="ov")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", KV, format_version=2)
+    t.append(spark.range(5).selectExpr("id", "'old' s").toArrow())
+    calls = spark.sparkContext.accumulator(0)
+
+    def counted(it: Any) -> Any:
+        for batch in it:
+            calls.add(1)
+            yield batch
+
+    df = spark.range(3).selectExpr("id + 10 id", "'new' s").mapInArrow(counted, "id long, s string")
+    opts = catalog_options(cat)
+
+    def writer() -> Any:
+        return df.write.format("icefloe").options(**opts).mode("overwrite")
+
+    for bad in ("nope = 1", "id = 'x'", "id >"):
+        with pytest.raises(ValidationError), icefloe_errors():
+            writer().option("overwrite-filter", bad).save("db.t")
+    assert calls.value == 0 and len(t.refresh().snapshots()) == 1
+    writer().option("overwrite-mode", "dynamic").save("db.t")
+    rows = sorted(r[0] for r in fmt_read(spark, cat, "db.t").select("id").collect())
+    assert rows == [10, 11, 12]
+    before = len(t.refresh().snapshots())
+    empty = spark.range(0).selectExpr("id", "'x' s")
+    empty.write.format("icefloe").options(**opts).mode("overwrite").option(
+        "overwrite-mode", "dynamic"
+    ).save("db.t")
+    assert len(t.refresh().snapshots()) == before

@@ -17,7 +17,8 @@ another writer is retried on the new table state. Batch write options:
 - mode ``append``: an ``append`` snapshot;
 - mode ``overwrite``: every live row replaced; with option ``overwrite-filter`` (an icefloe
   filter string) only the rows matching it (copy-on-write, as ``Table.overwrite``); with
-  option ``overwrite-mode`` = ``dynamic`` the partitions the new rows fall in are replaced;
+  option ``overwrite-mode`` = ``dynamic`` the partitions the new rows fall in are replaced
+  (every row of an unpartitioned table; no rows written: nothing committed, as Java);
 - ``branch``, and ``snapshot-property.<key>`` for the snapshot's summary;
 - Iceberg Java's ``write-format``, ``target-file-size-bytes``, ``compression-codec`` and
   ``compression-level``: the table property each stands for, for this write.
@@ -284,6 +285,10 @@ class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
             raise ValidationError("options overwrite-filter and overwrite-mode need mode overwrite")
         if self.overwrite_filter and self.dynamic:
             raise ValidationError("choose one of overwrite-filter and overwrite-mode=dynamic")
+        if self.overwrite_filter:  # a bad filter is refused before the job runs
+            from icefloe.write.matching import bind_filter
+
+            bind_filter(self.metadata.current_schema(), self.overwrite_filter)
 
     def _base(self) -> Table:
         """The table at the metadata the job was planned with (for the commit's checks)."""
@@ -300,11 +305,16 @@ class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
             files = _files(messages)
             props = _snapshot_properties(self.options)
             props[JOB] = str(self.tag)
-            if self.overwrite and (self.overwrite_filter or self.dynamic):
+            if self.dynamic and not files:
+                return  # nothing written, no partition to replace (Java skips the commit too)
+            # an unpartitioned table is one partition: every row replaced, as Java's
+            # replacePartitions does
+            dynamic = self.dynamic and not table.metadata.spec().is_unpartitioned
+            if self.overwrite and (self.overwrite_filter or dynamic):
                 tx = table.transaction()
                 try:
                     with tx:
-                        if self.dynamic:
+                        if dynamic:
                             dynamic_partition_overwrite(
                                 tx,
                                 None,
