@@ -28,6 +28,7 @@ __all__ = [
     "NotIcebergCompatibleError",
     "ParseError",
     "ServiceUnavailableError",
+    "StaleReadError",
     "TableAlreadyExistsError",
     "UnauthorizedError",
     "UnknownWriteStateError",
@@ -192,6 +193,11 @@ class FileIOError(IcebergError):
 
 class NotFoundError(FileIOError):
     """No file exists at the location."""
+
+
+class StaleReadError(NotFoundError):
+    """A file a read was planned with is gone: the plan is of an older state of the table
+    (Spark keeps a DataFrame's first plan of a read for its later queries)."""
 
 
 class AlreadyExistsError(FileIOError):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NotFoundError, StaleReadError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.scan.tasks import (
@@ -38,6 +38,7 @@ from icefloe.table.scan import TableScan
 from icefloe.types import NestedField, StructType
 
 __all__ = [
+    "StaleReadError",
     "iter_numbered_tasks",
     "iter_tasks",
     "output_fields",
@@ -146,9 +147,17 @@ def spark_batches(
         io = FileIO(io_properties)
         cache = DeleteCache()
         for task in tasks:
-            for rb in read_task(io, task, options, cache):
-                if rb.num_rows:
-                    yield to_spark_batch(rb, fields, target)
+            try:
+                for rb in read_task(io, task, options, cache):
+                    if rb.num_rows:
+                        yield to_spark_batch(rb, fields, target)
+            except NotFoundError as e:
+                raise StaleReadError(
+                    f"{e}: a file of the table state this read was planned on is gone "
+                    "(snapshots expired or files removed since). Spark plans a read of a "
+                    "DataFrame once and reuses that plan for its later queries: read the "
+                    "table again (spark.read...load()) to see its current state"
+                ) from e
 
 
 def output_fields(options: ReadOptions) -> list[NestedField]:

@@ -72,6 +72,7 @@ __all__ = [
     "spark_schema",
     "spark_type",
     "to_spark_batch",
+    "without_metadata",
 ]
 
 FIELD_ID = "iceberg.id"
@@ -194,6 +195,24 @@ def spark_arrow_type(t: IcebergType) -> pa.DataType:
 
 def _arrow_field(f: NestedField) -> pa.Field:
     return pa.field(f.name, spark_arrow_type(f.field_type), nullable=not f.required)
+
+
+def without_metadata(t: Any) -> Any:
+    """A Spark data type with the metadata of its fields (ids, comments) removed, at every
+    level: what two types are compared by when only names, types and nullability matter."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        return T.StructType(
+            [T.StructField(f.name, without_metadata(f.dataType), f.nullable) for f in t.fields]
+        )
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(without_metadata(t.elementType), t.containsNull)
+    if isinstance(t, T.MapType):
+        return T.MapType(
+            without_metadata(t.keyType), without_metadata(t.valueType), t.valueContainsNull
+        )
+    return t
 
 
 def arrow_for_spark(fields: list[NestedField]) -> pa.Schema:

@@ -32,6 +32,11 @@ Filters in ``where`` reach the source through ``pushFilters`` (Spark setting
 evaluates exactly as Spark does (see :mod:`icefloe.spark.filters`) prune the scan and are
 applied to the rows by icefloe; the others stay with Spark.
 
+A read has the schema the DataFrame was defined with (see :func:`fit_to_analysed`), and
+PySpark 4.1 plans it once, at the DataFrame's first query, and reuses that plan (its snapshot)
+for the DataFrame's later queries; once the plan's files are gone, reading it raises
+:class:`~icefloe.exceptions.StaleReadError`.
+
 Writes and streaming: see :mod:`icefloe.spark.format_write` and
 :mod:`icefloe.spark.streaming`.
 """
@@ -42,6 +47,7 @@ import itertools
 import os
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -57,10 +63,10 @@ from icefloe.scan.columnar import (
     plan_bytes,
     plan_to_tasks,
 )
-from icefloe.scan.tasks import FileScanTask, ReadOptions
+from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.spark.filters import to_expression
-from icefloe.spark.reading import read_scan, spark_batches
-from icefloe.spark.schema import spark_type
+from icefloe.spark.reading import output_fields, read_scan, spark_batches
+from icefloe.spark.schema import FIELD_ID, spark_type, without_metadata
 from icefloe.spark.worker import ensure_worker_python, planner_step, profiled
 from icefloe.table import Table
 from icefloe.table.scan import SPLIT_SIZE_PROPERTY, TableScan
@@ -75,6 +81,7 @@ __all__ = [
     "TasksPartition",
     "adaptive_split_size",
     "bin_pack",
+    "fit_to_analysed",
     "register",
     "table_from_options",
 ]
@@ -228,6 +235,75 @@ def plan_read(
     return table, scan, read_options, fields
 
 
+#: How to see a table whose schema changed since a read was defined.
+_READ_AGAIN = (
+    "read the table again (spark.read.format('icefloe')...load(...)) to see its current schema"
+)
+
+
+def _top_level_id(schema: Any, field_id: int) -> int:
+    ancestors = schema.ancestors(field_id)
+    return int(ancestors[0].field_id) if ancestors else field_id
+
+
+def fit_to_analysed(
+    options: ReadOptions, fields: list[NestedField], analysed: Any, case_sensitive: bool = True
+) -> tuple[ReadOptions, list[NestedField]]:
+    """The read of ``fields`` narrowed to the columns of ``analysed``, the Spark schema the
+    query was analysed with (its fields carry their Iceberg ids; without them they match by
+    name). Columns added to the table since are not read; a column that is gone, renamed or
+    changed in type (or nullability) raises :class:`ValidationError`, as Spark would read the
+    rows positionally as the analysed types."""
+    if analysed is None:
+        return options, fields
+    by_id = {f.field_id: f for f in fields}
+    by_name = {(f.name if case_sensitive else f.name.lower()): f for f in fields}
+    chosen: list[NestedField] = []
+    for sf in analysed.fields:
+        fid = sf.metadata.get(FIELD_ID)
+        key = sf.name if case_sensitive else sf.name.lower()
+        found = by_id.get(fid) if fid is not None else by_name.get(key)
+        if found is None:
+            problem = f"column {sf.name!r} is no longer in it"
+        elif found.name != sf.name:
+            problem = f"column {sf.name!r} was renamed to {found.name!r}"
+        else:
+            now = spark_type(found.field_type)
+            loosened = not found.required and not sf.nullable
+            if loosened or without_metadata(now) != without_metadata(sf.dataType):
+                was = sf.dataType.simpleString() + ("" if sf.nullable else " not null")
+                new = now.simpleString() + (" not null" if found.required else "")
+                problem = f"column {sf.name!r} changed from {was} to {new}"
+            else:
+                chosen.append(found)
+                continue
+        raise ValidationError(
+            f"the table's schema changed after this read was defined: {problem}; {_READ_AGAIN}"
+        )
+    ids = [f.field_id for f in chosen]
+    if ids == [f.field_id for f in fields]:
+        return options, fields
+    wanted = set(ids)
+    data = wanted - set(METADATA_COLUMNS.values())
+    projected = options.projected_field_ids
+    if projected is None:
+        projected = tuple(f.field_id for f in options.schema.fields)
+    narrowed = replace(
+        options,
+        projected_field_ids=tuple(i for i in projected if _top_level_id(options.schema, i) in data),
+        metadata_columns=tuple(
+            n for n in options.metadata_columns if METADATA_COLUMNS[n] in wanted
+        ),
+    )
+    out = output_fields(narrowed)
+    if [f.field_id for f in out] != ids:
+        raise ValidationError(
+            "the table's schema changed after this read was defined: its columns were "
+            f"reordered; {_READ_AGAIN}"
+        )
+    return narrowed, out
+
+
 def bin_pack(
     tasks: Sequence[FileScanTask], target: int, open_cost: int = OPEN_FILE_COST
 ) -> list[list[FileScanTask]]:
@@ -297,10 +373,14 @@ class IcefloeReader(DataSourceReader):
     """Batch reader: plans on the driver's planner worker, reads tasks on executors. The
     ``filter`` option (an icefloe filter) prunes the plan and is applied to the rows."""
 
-    def __init__(self, options: Mapping[str, str], parallelism: int | None = None) -> None:
+    def __init__(
+        self, options: Mapping[str, str], parallelism: int | None = None, schema: Any = None
+    ) -> None:
         self.options = dict(options)
         self.parallelism = parallelism or os.cpu_count() or 1
         self.pushed: list[BooleanExpression] = []
+        #: the Spark schema the query was analysed with (see :func:`fit_to_analysed`)
+        self.analysed = schema
 
     def row_filter(self) -> BooleanExpression:
         """The ``filter`` option and the pushed filters, all of them."""
@@ -313,6 +393,8 @@ class IcefloeReader(DataSourceReader):
     def partitions(self) -> list[TasksPartition]:
         with planner_step():
             table, scan, options, fields = plan_read(self.options, self.row_filter())
+            case_sensitive = _bool_option(self.options, "case-sensitive", True)
+            options, fields = fit_to_analysed(options, fields, self.analysed, case_sensitive)
             split = scan.split_size()
             if _int_option(self.options, "split-size") is None:
                 # files weigh at least the open cost, as when they are packed
@@ -368,8 +450,8 @@ class IcefloeDataSource(DataSource):
         with planner_step():
             check_batch_options(self.options)
             if _bool_option(self.options, "filter-pushdown", False):
-                return IcefloePushdownReader(self.options, self.parallelism)
-            return IcefloeReader(self.options, self.parallelism)
+                return IcefloePushdownReader(self.options, self.parallelism, schema)
+            return IcefloeReader(self.options, self.parallelism, schema)
 
     def _write_case_sensitive(self) -> bool:
         """Whether a write matches column names exactly: option ``case-sensitive``, by

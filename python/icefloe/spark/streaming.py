@@ -18,6 +18,10 @@ a starting point (an incremental append scan), in commit order. Options:
   (its changes are not streamed). ``replace`` snapshots (compactions) add no new rows and
   are always skipped.
 
+Iceberg Java's names of these options (``streaming-max-files-per-micro-batch``,
+``streaming-skip-delete-snapshots``, ``streaming-skip-overwrite-snapshots``) are taken as
+theirs; Java's ``streaming-max-rows-per-micro-batch`` is refused (no row limit here).
+
 Offsets are ``{"snapshot_id": S, "files": k}``: every file of the snapshots before ``S`` and
 the first ``k`` added files of ``S`` (in path order) are consumed; ``k = -1``: all of ``S``.
 Offsets are stored in the query's checkpoint, so a restarted query goes on after the last batch
@@ -55,12 +59,52 @@ from icefloe.spark.worker import planner_step
 from icefloe.table import Table
 from icefloe.types import StructType
 
-__all__ = ["IcefloeStreamReader", "StreamingError", "added_files"]
+__all__ = [
+    "JAVA_OPTIONS",
+    "IcefloeStreamReader",
+    "StreamingError",
+    "added_files",
+    "with_java_options",
+]
 
 _ADDED = 1
 _SKIPPED_ALWAYS = ("replace",)
 #: Options of batch reads that choose a snapshot or a ref: a stream follows main's appends.
 _NOT_STREAMED = ("branch", "tag", "ref", "snapshot-id", "as-of-timestamp")
+
+
+#: Iceberg Java's names of this source's options (``SparkReadOptions``), taken as aliases.
+JAVA_OPTIONS = {
+    "streaming-max-files-per-micro-batch": "max-files-per-micro-batch",
+    "streaming-skip-delete-snapshots": "skip-delete-snapshots",
+    "streaming-skip-overwrite-snapshots": "skip-overwrite-snapshots",
+}
+#: Iceberg Java's stream options this source has no equivalent of.
+_JAVA_REFUSED = ("streaming-max-rows-per-micro-batch",)
+
+
+def with_java_options(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with Iceberg Java's names of stream options (:data:`JAVA_OPTIONS`) given
+    icefloe's; both names with different values, or a Java option without an equivalent,
+    raise :class:`ValidationError`."""
+    out = dict(options)
+    refused = [k for k in _JAVA_REFUSED if out.get(k)]
+    if refused:
+        raise ValidationError(
+            f"option {refused[0]!r} is not supported by the icefloe stream source (it has no "
+            "row limit): limit micro-batches by data files with 'max-files-per-micro-batch'"
+        )
+    for java, ours in JAVA_OPTIONS.items():
+        value = out.pop(java, None)
+        if value is None:
+            continue
+        if out.get(ours) not in (None, value):
+            raise ValidationError(
+                f"options {java!r} and {ours!r} name the same setting with different values "
+                f"({value!r} and {out[ours]!r}): give one of them"
+            )
+        out[ours] = value
+    return out
 
 
 class StreamingError(ValidationError):
@@ -123,7 +167,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
     """Micro-batches of the files appended to a table (see the module docs)."""
 
     def __init__(self, options: Mapping[str, str], schema: Any = None) -> None:
-        self.options = dict(options)
+        self.options = with_java_options(options)
         refused = [k for k in _NOT_STREAMED if self.options.get(k)]
         if refused:
             raise ValidationError(
