@@ -197,6 +197,44 @@ def test_sql_over_catalog_tables(world: CliWorld) -> None:
     assert r.exit_code == EXIT_BAD_INPUT and r.stderr.startswith("error: sql: Parser Error")
 
 
+def test_sql_joins_using_columns(world: CliWorld) -> None:
+    """DuckDB's table-name lookup binds the query against stand-in tables and failed on
+    ``USING`` and ``NATURAL`` joins; the parsed query names the tables instead."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("events", world.catalog().load_table("db.events").scan().to_arrow())
+    for join in ("join {} b using (id)", "natural join {} b"):
+        want = con.sql(f"select count(*) from events a {join.format('events')}").fetchone()
+        r = run(
+            world,
+            "sql",
+            f"select count(*) as n from db.events a {join.format('db.events')}",
+            "--json",
+        )
+        assert r.exit_code == 0, r.stderr
+        assert want is not None and _lines(r.stdout) == [{"n": want[0]}]
+
+
+def test_sql_with_a_limit_leaves_no_reader_running(world: CliWorld) -> None:
+    """A scan DuckDB stops reading part way (a LIMIT) is closed before the command returns:
+    left to the interpreter's shutdown, its reader threads and DuckDB's hung or aborted the
+    process (some runs in five)."""
+    import threading
+
+    t = world.catalog().create_table("db.many", pa.schema([("id", pa.int64())]))
+    with t.transaction() as tx:
+        for i in range(40):
+            tx.append(pa.table({"id": pa.array(range(i * 50_000, (i + 1) * 50_000), pa.int64())}))
+    r = run(world, "sql", "select id from db.many limit 2", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert len(_lines(r.stdout)) == 2
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("icefloe-read")]
+    for _ in range(3):
+        r = run_process(world, "sql", "select id from db.many limit 2", timeout=60)
+        assert r.exit_code == 0, r.stderr
+
+
 def test_sql_over_a_nested_namespace(tmp_path: Path) -> None:
     world = build_world(tmp_path / "world")
     cat = world.catalog()

@@ -16,8 +16,9 @@ import datetime as dt
 import decimal
 import io
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import IO, Any
 
 import click
@@ -455,7 +456,42 @@ def _referenced_tables(query: str) -> list[tuple[str, ...]]:
     """The tables ``query`` names, each as its parts (unquoted), once."""
     import duckdb
 
-    return sorted({_name_parts(raw) for raw in duckdb.get_table_names(query, qualified=True)})
+    try:
+        names = duckdb.get_table_names(query, qualified=True)
+    except duckdb.BinderException:
+        # get_table_names binds the query against empty stand-in tables, which fails on
+        # joins USING columns (or NATURAL ones): the parsed query names the tables too
+        parsed = _parsed_tables(query)
+        if parsed is None:
+            raise
+        return parsed
+    return sorted({_name_parts(raw) for raw in names})
+
+
+def _parsed_tables(query: str) -> list[tuple[str, ...]] | None:
+    """The tables a SELECT ``query`` names, from DuckDB's parse of it (no binding); None when
+    it cannot be parsed that way."""
+    import json
+
+    import duckdb
+
+    with duckdb.connect() as con:
+        row = con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()
+    tree = json.loads(row[0]) if row else {"error": True}
+    if tree.get("error"):
+        return None
+    found: set[tuple[str, ...]] = set()
+    todo: list[Any] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                parts = (node.get("catalog_name"), node.get("schema_name"), node.get("table_name"))
+                found.add(tuple(p for p in parts if p))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return sorted(found)
 
 
 @click.command("sql", short_help="DuckDB SQL over the catalog's tables.")
@@ -475,9 +511,11 @@ def sql(
         ) from exc
     catalog = state.catalog()
     con = duckdb.connect()
+    streams = _Streams()
+    reader = None
     try:
         try:
-            reader = _run_sql(con, catalog, query)
+            reader = _run_sql(con, catalog, query, streams)
         except duckdb.CatalogException as error:
             raise NoSuchTableError(f"sql: {error}") from None
         except duckdb.Error as error:
@@ -486,7 +524,57 @@ def sql(
             fmt = _output_format(fmt, as_json)
             write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
     finally:
+        if reader is not None:
+            reader.close()
+        streams.close()
         con.close()
+
+
+def _batches(reader: pa.RecordBatchReader) -> Generator[pa.RecordBatch, None, None]:
+    try:
+        yield from reader
+    finally:
+        reader.close()
+
+
+class _Streams:
+    """The scans a query reads, handed to DuckDB as Arrow streams and closed when it is done.
+
+    A scan DuckDB stopped reading part way (a ``LIMIT``) kept its reader threads, and DuckDB's
+    own threads its generator, until the interpreter shut down, which then hung or aborted
+    the process. :meth:`close` ends every stream here, in the main thread."""
+
+    def __init__(self) -> None:
+        self._open: list[Generator[pa.RecordBatch, None, None]] = []
+
+    def source(self, scan: Any) -> Any:
+        """An object DuckDB reads ``scan`` from (the Arrow PyCapsule stream interface)."""
+        owner = self
+
+        class _Source:
+            def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+                reader = scan.to_batches()
+                gen = _batches(reader)
+                owner._open.append(gen)
+                stream = pa.RecordBatchReader.from_batches(reader.schema, gen)
+                return stream.__arrow_c_stream__(requested_schema)
+
+        return _Source()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Close every stream; one a DuckDB thread is still pulling from (it may be waiting
+        for the batch it asked for) is closed once that pull returns."""
+        deadline = time.monotonic() + timeout
+        for gen in self._open:
+            while True:
+                try:
+                    gen.close()
+                    break
+                except ValueError:  # "generator already executing", in a DuckDB thread
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.01)
+        self._open.clear()
 
 
 def _in_catalog(catalog: Any, parts: tuple[str, ...]) -> bool:
@@ -497,7 +585,7 @@ def _in_catalog(catalog: Any, parts: tuple[str, ...]) -> bool:
         return False
 
 
-def _run_sql(con: Any, catalog: Any, query: str) -> pa.RecordBatchReader | None:
+def _run_sql(con: Any, catalog: Any, query: str, streams: _Streams) -> pa.RecordBatchReader | None:
     """Register the catalog tables ``query`` names as views over icefloe scans, run it.
 
     ``ns.table`` becomes a view in schema ``ns``; ``a.b.table`` (a nested namespace) a view in
@@ -513,7 +601,7 @@ def _run_sql(con: Any, catalog: Any, query: str) -> pa.RecordBatchReader | None:
                 f"{len(parts)}; read it with icefloe scan"
             )
         view = f"__icefloe_scan_{i}"
-        con.register(view, catalog.load_table(parts).scan())
+        con.register(view, streams.source(catalog.load_table(parts).scan()))
         quoted = [_quote(p) for p in parts]
         if len(parts) == 3 and parts[0] not in attached:
             con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
