@@ -473,36 +473,35 @@ class S3Client:
         raise self._unreachable(location, action, last)
 
 
-def _upload_ids(body: bytes, key: str) -> list[str]:
-    """The ids of the uploads of exactly ``key`` in a ``ListMultipartUploads`` answer."""
+def _xml_records(body: bytes, tag: str) -> list[dict[str, str]]:
+    """The child elements' texts of every ``tag`` element of an S3 XML answer, by local name
+    (no namespace); none when the body is not XML."""
     try:
         root = ET.fromstring(body)
     except ET.ParseError:
         return []
-    out = []
-    for element in root.iter():
-        if element.tag.rsplit("}", 1)[-1] != "Upload":
-            continue
-        fields = {child.tag.rsplit("}", 1)[-1]: child.text or "" for child in element}
-        if fields.get("Key") == key and fields.get("UploadId"):
-            out.append(fields["UploadId"])
-    return out
+    return [
+        {child.tag.rsplit("}", 1)[-1]: child.text or "" for child in element}
+        for element in root.iter()
+        if element.tag.rsplit("}", 1)[-1] == tag
+    ]
+
+
+def _upload_ids(body: bytes, key: str) -> list[str]:
+    """The ids of the uploads of exactly ``key`` in a ``ListMultipartUploads`` answer."""
+    return [
+        r["UploadId"]
+        for r in _xml_records(body, "Upload")
+        if r.get("Key") == key and r.get("UploadId")
+    ]
 
 
 def _delete_errors(body: bytes) -> list[tuple[str, str, str]]:
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError:
-        return []
-    out = []
-    for element in root.iter():
-        if element.tag.rsplit("}", 1)[-1] != "Error":
-            continue
-        fields = {child.tag.rsplit("}", 1)[-1]: child.text or "" for child in element}
-        if fields.get("Code") == "NoSuchKey":
-            continue
-        out.append((fields.get("Key", ""), fields.get("Code", ""), fields.get("Message", "")))
-    return out
+    return [
+        (r.get("Key", ""), r.get("Code", ""), r.get("Message", ""))
+        for r in _xml_records(body, "Error")
+        if r.get("Code") != "NoSuchKey"
+    ]
 
 
 def _describe(exc: BaseException) -> str:
