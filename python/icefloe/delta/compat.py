@@ -169,16 +169,44 @@ def _file_checks(snap: DeltaSnapshot, log_io: object, out: list[Failure]) -> Non
                 )
 
 
+def refuse_unreadable_mapping(
+    table: str, version: int, protocol: DeltaProtocol, metadata: DeltaMetadata
+) -> None:
+    """Refuse, whatever the other checks say, a table whose configuration sets column mapping
+    that its protocol does not enable: Delta readers ignore the setting then (the data files
+    and partition values use the logical names), so reading by the physical names would give
+    nulls (:class:`NotIcebergCompatibleError`)."""
+    if metadata.column_mapping_mode in ("none", "") or _mapping_readable(protocol):
+        return
+    CompatReport(
+        table,
+        version,
+        (
+            Failure(
+                "column-mapping-reader",
+                f"delta.columnMapping.mode is {metadata.column_mapping_mode!r} but reader "
+                f"version {protocol.min_reader_version} with features "
+                f"{sorted(protocol.reader_features)} does not enable column mapping, so Delta "
+                "readers ignore it; icefloe cannot convert such a table, even unchecked",
+            ),
+        ),
+    ).raise_if_failed()
+
+
+def _mapping_readable(p: DeltaProtocol) -> bool:
+    """Whether protocol ``p`` enables column mapping (reader 2, or 3 with the feature)."""
+    return p.min_reader_version == 2 or (
+        p.min_reader_version >= 3 and "columnMapping" in p.reader_features
+    )
+
+
 def check_actions(protocol: DeltaProtocol | None, metadata: DeltaMetadata | None) -> list[Failure]:
     """The requirements a ``protocol`` and a ``metaData`` action meet or fail on their own
     (either may be None: a commit that changes only one of them)."""
     out: list[Failure] = []
     p = protocol
     if p is not None:
-        if not (
-            p.min_reader_version == 2
-            or (p.min_reader_version >= 3 and "columnMapping" in p.reader_features)
-        ):
+        if not _mapping_readable(p):
             out.append(
                 Failure(
                     "column-mapping-reader",

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from icefloe.catalog.base import Catalog, split_identifier
-from icefloe.delta.compat import check_iceberg_compat_v3
+from icefloe.delta.compat import check_iceberg_compat_v3, refuse_unreadable_mapping
 from icefloe.delta.deletes import DV_MODES
 from icefloe.delta.full import full_conversion
 from icefloe.delta.incremental import sync_commits
@@ -143,6 +143,7 @@ def convert(
 
     reporter = _log_reporter(progress) if progress else None
     snap = log.snapshot(target, progress=reporter, json_stats=False)
+    refuse_unreadable_mapping(root, target, snap.protocol, snap.metadata)
     if check:
         check_iceberg_compat_v3(snap).raise_if_failed()
     if table is not None and snap.metadata.id != table.properties.get(DELTA_TABLE_ID):

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.delta.actions import dv_unique_ids
-from icefloe.delta.compat import CompatReport, Failure, check_actions
+from icefloe.delta.compat import CompatReport, Failure, check_actions, refuse_unreadable_mapping
 from icefloe.delta.deletes import delete_entries_of, dv_entries
 from icefloe.delta.entries import dv_partitions, prepare
 from icefloe.delta.files import absolute_paths
@@ -76,6 +76,19 @@ def _refuse_unassigned_row_ids(
         CompatReport(root, commit.version, (failure,)).raise_if_failed()
 
 
+def _not_live(table: Table, root: str, adds: pa.Table) -> pa.Table:
+    """``adds`` without the files the table already holds: a Delta commit may add a live file
+    again without removing it, with ``dataChange=false`` (statistics recomputed, row tracking
+    backfilled); the newest add of a path replaces the earlier one, so nothing changes."""
+    quiet = pc.invert(pc.fill_null(adds.column("data_change"), True))
+    if adds.num_rows == 0 or not pc.any(quiet).as_py():
+        return adds
+    live = table.inspect.data_files().column("file_path").combine_chunks()
+    paths = absolute_paths(root, adds.column("path").combine_chunks())
+    again = pc.and_(quiet, pc.is_in(paths, value_set=live))
+    return adds.filter(pc.invert(again))
+
+
 def apply_commit(
     log: DeltaLog, table: Table, commit: DeltaCommit, dv_mode: str, check: bool = True
 ) -> int:
@@ -84,6 +97,8 @@ def apply_commit(
     expected = table.properties.get(DELTA_VERSION)
     if commit.protocol is not None:
         check_readable(commit.protocol, root)
+        if commit.metadata is not None:
+            refuse_unreadable_mapping(root, commit.version, commit.protocol, commit.metadata)
     if check and (commit.protocol is not None or commit.metadata is not None):
         failures = check_actions(commit.protocol, commit.metadata)
         if failures:
@@ -111,7 +126,7 @@ def apply_commit(
     add_paths = adds.column("path").combine_chunks()
     remove_paths = removes.column("path").combine_chunks()
     re_added = pc.is_in(add_paths, value_set=remove_paths)
-    new_files = adds.filter(pc.invert(re_added))
+    new_files = _not_live(table, root, adds.filter(pc.invert(re_added)))
     _refuse_unassigned_row_ids(root, table, commit, new_files)
     kept = adds.filter(re_added)
     gone = removes.filter(pc.invert(pc.is_in(remove_paths, value_set=add_paths)))
@@ -124,7 +139,9 @@ def apply_commit(
     )
     dv_changed = kept.filter(pc.invert(pc.is_in(new_keys, value_set=old_keys)))
     data_change = new_files.num_rows or gone.num_rows or dv_changed.num_rows
-    hwm = commit_high_water_mark(commit) or parse_int(table.properties.get(DELTA_HWM))
+    hwm = commit_high_water_mark(commit)
+    if hwm is None:  # (0 is a mark: the first row's id)
+        hwm = parse_int(table.properties.get(DELTA_HWM))
     props = {
         DELTA_VERSION: str(commit.version),
         DELTA_TIMESTAMP: str(commit.timestamp_ms),

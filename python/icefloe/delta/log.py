@@ -99,6 +99,17 @@ class _Listing:
     mtimes: dict[int, int]
 
 
+def _file_action(action: dict[str, Any], kind: str, path: str) -> dict[str, Any]:
+    """The ``add`` or ``remove`` payload of ``action``, refused (:class:`DeltaLogError`) when
+    it is not an object with a non-empty ``path``."""
+    body = action[kind]
+    if not isinstance(body, dict) or not isinstance(body.get("path"), str) or not body["path"]:
+        raise DeltaLogError(
+            f"corrupt Delta commit file {path}: an {kind} action without a file path", path
+        )
+    return body
+
+
 class DeltaLog:
     """The ``_delta_log`` of the Delta table at ``location``."""
 
@@ -214,17 +225,29 @@ class DeltaLog:
             if not isinstance(a, dict):
                 raise DeltaLogError(f"corrupt Delta commit file {path}: {a!r}", path)
             if "add" in a:
-                files.append((True, a["add"]))
+                files.append((True, _file_action(a, "add", path)))
             elif "remove" in a:
-                files.append((False, a["remove"]))
+                files.append((False, _file_action(a, "remove", path)))
             elif "metaData" in a:
                 commit.metadata = DeltaMetadata.from_action(a["metaData"], path)
             elif "protocol" in a:
                 commit.protocol = DeltaProtocol.from_action(a["protocol"], path)
             elif "commitInfo" in a:
-                commit.commit_info = a["commitInfo"] or {}
+                info = a["commitInfo"]
+                if info is not None and not isinstance(info, dict):
+                    raise DeltaLogError(
+                        f"corrupt Delta commit file {path}: commitInfo is not an object", path
+                    )
+                commit.commit_info = info or {}
             elif "domainMetadata" in a:
-                commit.domains[a["domainMetadata"]["domain"]] = a["domainMetadata"]
+                d = a["domainMetadata"]
+                if not isinstance(d, dict) or not isinstance(d.get("domain"), str):
+                    raise DeltaLogError(
+                        f"corrupt Delta commit file {path}: a domainMetadata action without "
+                        "its domain",
+                        path,
+                    )
+                commit.domains[d["domain"]] = d
         ict = commit.commit_info.get("inCommitTimestamp")
         if isinstance(ict, int):
             commit.timestamp_ms = ict
