@@ -50,9 +50,11 @@ from icefloe.types import (
 )
 
 __all__ = [
+    "PredicateCache",
     "arrow_type",
     "arrow_value",
     "filter_mask",
+    "per_predicate",
     "selection",
     "selection_mask",
     "to_arrow_expression",
@@ -248,18 +250,18 @@ def _value_set(pred: BoundPredicate) -> pa.Array:
             literals = [v for v in literals if v != 0.0] + [0.0, -0.0]
         return arrow_array(sorted(literals, key=_sort_key), t)
 
-    out: pa.Array = _per_predicate(_VALUE_SETS, pred, build)
+    out: pa.Array = per_predicate(_VALUE_SETS, pred, build)
     return out
 
 
-_Cache = dict[int, tuple["weakref.ref[BoundPredicate]", Any]]
+PredicateCache = dict[int, tuple["weakref.ref[BoundPredicate]", Any]]
 #: Set predicate (by identity, while it lives) -> what is derived from it (not kept on the
 #: predicate, which is pickled into Spark tasks): its value set, its Rust key set.
-_VALUE_SETS: _Cache = {}
-_KEY_SETS: _Cache = {}
+_VALUE_SETS: PredicateCache = {}
+_KEY_SETS: PredicateCache = {}
 
 
-def _per_predicate(cache: _Cache, pred: BoundPredicate, build: Callable[[], Any]) -> Any:
+def per_predicate(cache: PredicateCache, pred: BoundPredicate, build: Callable[[], Any]) -> Any:
     """``build()`` for ``pred``, made once while ``pred`` lives."""
     key = id(pred)
     hit = cache.get(key)
@@ -289,7 +291,7 @@ def _key_set(pred: BoundPredicate) -> tuple[_native.EqualityDeleteSet, pa.DataTy
         keys.add_batch(pa.record_batch([values], names=["v"]))
         return keys, values.type
 
-    out: tuple[_native.EqualityDeleteSet, pa.DataType] = _per_predicate(_KEY_SETS, pred, build)
+    out: tuple[_native.EqualityDeleteSet, pa.DataType] = per_predicate(_KEY_SETS, pred, build)
     return out
 
 

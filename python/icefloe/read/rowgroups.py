@@ -22,9 +22,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icefloe._identity_memo import IdentityMemo
 from icefloe.arrow_schema import field_id_of
-from icefloe.expressions.arrow import arrow_array, arrow_type
+from icefloe.expressions.arrow import PredicateCache, arrow_array, arrow_type, per_predicate
 from icefloe.expressions.base import (
     AlwaysFalse,
     AlwaysTrue,
@@ -45,7 +44,9 @@ _PLAIN_STATS = frozenset(
     {pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.string(), pa.bool_()}
 )
 #: A predicate's literals as Python values, by predicate object.
-_LITERALS = IdentityMemo(256)
+#: A set predicate's literals as Python values, while the predicate lives (a filter of 200,000
+#: values is megabytes: a bounded memo of such holding their predicates grew by gigabytes).
+_LITERALS: PredicateCache = {}
 _FALSE_ON_NULL = frozenset(
     {Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.EQ, Op.IN, Op.STARTS_WITH, Op.ST_INTERSECTS}
 )
@@ -234,7 +235,8 @@ class RowGroupFilter:
                 return None
             return values
 
-        return _LITERALS.get((pred,), None, convert)
+        out: list[Any] | None = per_predicate(_LITERALS, pred, convert)
+        return out
 
     @staticmethod
     def _stat(value: Any, file_type: pa.DataType, t: PrimitiveType) -> Any:
