@@ -5,12 +5,17 @@ longer than the filter (a bounded memo holding the filters' predicates kept 45 M
 from __future__ import annotations
 
 import gc
+import threading
+import time
+import weakref
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.expressions import col
+from support.rest import RestServer, new_warehouse
 
 
 def test_a_large_in_filter_is_not_kept_after_its_scan(tmp_path: Path) -> None:
@@ -31,3 +36,31 @@ def test_a_large_in_filter_is_not_kept_after_its_scan(tmp_path: Path) -> None:
         del f, rows
     gc.collect()
     assert len(rowgroups._LITERALS) == 0
+
+
+@pytest.mark.rest
+def test_a_rest_catalog_dropped_without_close_is_freed(
+    rest_server: RestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its metrics thread waited for reports forever and kept the catalog (and its HTTP
+    connections) alive: one thread and one socket per catalog a service loaded."""
+    import icefloe.catalog.rest.commits as commits
+    from icefloe.catalog.rest import RestCatalog
+
+    monkeypatch.setattr(commits, "REPORT_IDLE_SECONDS", 0.2)
+    warehouse = new_warehouse()
+    cat = RestCatalog("r", uri=rest_server.url, warehouse=warehouse)
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    assert t.scan().to_arrow().num_rows == 2  # queues a scan report
+    assert cat.flush_reports(10)
+    assert cat.metrics_reports_sent >= 1
+    gone = weakref.ref(cat)
+    del cat, t
+    deadline = time.monotonic() + 10
+    while gone() is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        gc.collect()
+    assert gone() is None
+    assert not [th for th in threading.enumerate() if th.name == "icefloe-rest-metrics"]

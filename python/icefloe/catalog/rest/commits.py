@@ -5,6 +5,7 @@ metrics reports; the retry rules are in the docstring of :mod:`icefloe.catalog.r
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -50,6 +51,8 @@ log = logging.getLogger("icefloe.catalog.rest")
 _UNKNOWN_STATUS = (500, 502, 503, 504)
 #: Metrics reports queued but not yet sent, at most (more are dropped).
 MAX_PENDING_REPORTS = 1000
+#: A metrics thread with no report for this long ends.
+REPORT_IDLE_SECONDS = 5.0
 
 
 class RestCommits(RestTables):
@@ -223,8 +226,18 @@ class RestCommits(RestTables):
         self._report_queue.put((ident, body))
 
     def _report_loop(self) -> None:
+        """Sends queued reports; ends after :data:`REPORT_IDLE_SECONDS` without any, so a
+        catalog dropped without ``close()`` is not kept alive by its thread (the next report
+        starts another)."""
         while True:
-            item = self._report_queue.get()
+            try:
+                item = self._report_queue.get(timeout=REPORT_IDLE_SECONDS)
+            except queue.Empty:
+                with self._reports_done:
+                    if self._reports_pending == 0:  # none queued: a new one starts a thread
+                        self._reporter = None
+                        return
+                continue
             if item is None:
                 return
             self._send_report(*item)
