@@ -457,3 +457,34 @@ def test_a_file_system_backed_server_lists_no_rename_or_register(tmp_path: Path)
         with pytest.raises(UnsupportedFeatureError):
             cat.register_table("db.v", t.metadata_location)
         cat.close()
+
+
+def test_a_client_gone_mid_body_is_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that disconnects before its body arrives was an 'Exception in ASGI
+    application' with a 48-line traceback per connection."""
+    import logging
+
+    from icefloe import rest
+    from icefloe.catalog import load_catalog
+
+    backing = load_catalog(
+        "g", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path)
+    )
+    caplog.set_level(logging.INFO)
+    with rest.start(backing) as server:
+        host, port = urlsplit(server.url).hostname, urlsplit(server.url).port
+        for _ in range(3):
+            with socket.create_connection((host, port)) as s:
+                s.sendall(
+                    b"POST /v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                    b'\r\nContent-Length: 100\r\n\r\n{"namespace"'
+                )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and caplog.text.count("disconnected before") < 3:
+            time.sleep(0.05)
+        assert urllib.request.urlopen(f"{server.url}/v1/config").status == 200
+    assert caplog.text.count("disconnected before sending POST /v1/namespaces") == 3
+    assert "Exception in ASGI application" not in caplog.text
+    assert "Traceback" not in caplog.text

@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -139,6 +139,14 @@ def _log_request(request: Request, status: int, started: float, path: str | None
     elapsed = (time.perf_counter() - started) * 1000
     path = request.url.path if path is None else path
     log.info('%s "%s %s" %d %.1fms', client, request.method, path, status, elapsed)
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """A client that disconnected before its request body arrived: one log line (not an
+    application error with a traceback); the answer goes nowhere."""
+    client = request.client.host if request.client else "-"
+    log.info("%s disconnected before sending %s %s", client, request.method, request.url.path)
+    return Response(status_code=400)
 
 
 async def _routing_error(request: Request, exc: Exception) -> Response:
@@ -493,7 +501,11 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=[Middleware(_RefuseEncodedSeparators)],
-        exception_handlers={404: _routing_error, 405: _routing_error},
+        exception_handlers={
+            404: _routing_error,
+            405: _routing_error,
+            ClientDisconnect: _client_gone,
+        },
     )
     app.state.service = service
     return app
