@@ -35,7 +35,9 @@ def test_a_large_in_filter_is_not_kept_after_its_scan(tmp_path: Path) -> None:
         assert rows.num_rows == 2000 - i
         del f, rows
     gc.collect()
-    assert len(rowgroups._LITERALS) == 0
+    # (other predicates alive elsewhere in the process may stay; none of these scans')
+    kept = [v for _, v in rowgroups._LITERALS.values() if v is not None and len(v) == 5000]
+    assert not kept
 
 
 @pytest.mark.rest
