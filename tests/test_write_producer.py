@@ -258,3 +258,43 @@ def test_columnar_entries_with_explicit_sequence_numbers_and_row_ids(tmp_path: P
         SnapshotProducer(tx).add_entries(batch, content=0).set_sequence_number(10).commit()
     with pytest.raises(Exception, match="content"):
         SnapshotProducer(t.transaction()).add_entries(batch, content=1)
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_merged_manifests_keep_the_deletions_of_their_own_snapshot(
+    tmp_path: Path, version: int
+) -> None:
+    """A commit that removes files and merges manifests keeps its DELETED entries (as Java's
+    merge does): a replaced DV or position delete file and compacted data files stay listed
+    as deleted by that snapshot, which incremental partition statistics and changelogs read."""
+    cat = catalog(tmp_path)
+    props = {"commit.manifest.min-count-to-merge": "2", "write.delete.mode": "merge-on-read"}
+    t = cat.create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, format_version=version, properties=props
+    )
+    t.append(rows(0, 10))
+    t.append(rows(10, 10))
+
+    def deleted_here(content: int) -> int:
+        snap = t.current_snapshot()
+        assert snap is not None
+        n = 0
+        for _, batch in manifest_entries(t.io, snap, content):
+            mine = pc.and_(
+                pc.equal(batch["status"], 2), pc.equal(batch["snapshot_id"], snap.snapshot_id)
+            )
+            n += pc.sum(mine.cast(pa.int64())).as_py() or 0
+        return n
+
+    t.delete("id = 1")
+    t.delete("id = 2")  # replaces the first delete file of the same data file
+    snap = t.current_snapshot()
+    assert snap is not None
+    assert deleted_here(1) == int(snap.summary.get("removed-delete-files") or 0) == 1
+    t.rewrite_data_files(min_input_files=1)
+    snap = t.current_snapshot()
+    assert snap is not None
+    assert deleted_here(0) == int(snap.summary.get("deleted-data-files") or 0) > 0
+    t.compute_partition_statistics(incremental=True)
+    t.refresh()
+    assert sum(r["record_count"] for r in t.inspect.partitions().to_pylist()) == 18

@@ -37,12 +37,15 @@ def merge_manifests(
     write: WriteManifest,
     flush: Callable[[], None],
     content: int = 0,
+    snapshot_id: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """The new and kept manifest-list rows (all of ``content``: 0 data, 1 deletes) after
     merging, and the paths of the kept manifests merged away. ``written`` receives the paths
     of merged manifests; ``own`` are the manifests this snapshot wrote (their entries are
     ADDED and inherit later); ``write`` writes a batch of entries as a manifest and returns its
-    row; ``flush`` waits until ``own`` are written."""
+    row; ``flush`` waits until ``own`` are written. The DELETED entries of other manifests are
+    dropped, except those of ``snapshot_id`` (files this snapshot removes: they must stay in
+    its manifests, as in Java's merge)."""
     props = metadata.properties
     min_count = int_property(
         props,
@@ -77,7 +80,7 @@ def merge_manifests(
             if len(b) == 1:
                 (out_new if b[0] in group_new else out_kept).append(b[0])
                 continue
-            row = _merge_bin(metadata, b, spec_id, io, own, write, flush, content)
+            row = _merge_bin(metadata, b, spec_id, io, own, write, flush, content, snapshot_id)
             written.append(row["manifest_path"])
             replaced += [r["manifest_path"] for r in b if r not in group_new]
             out_new.append(row)
@@ -93,6 +96,7 @@ def _merge_bin(
     write: WriteManifest,
     flush: Callable[[], None],
     content: int,
+    snapshot_id: int | None,
 ) -> dict[str, Any]:
     flush()  # our new manifests are read back below
     batches = []
@@ -102,13 +106,14 @@ def _merge_bin(
         else:
             mf = manifest_files(rows_batch([r]))[0]
             b = read_manifest(data, manifest=mf)
-            alive = pc.not_equal(b.column("status"), DELETED)
-            b = b.filter(alive)
-            b = b.set_column(
-                b.schema.get_field_index("status"),
-                "status",
-                pa.array([EXISTING] * b.num_rows, pa.int32()),
+            deleted = pc.equal(b.column("status"), DELETED)
+            ours = pc.fill_null(pc.equal(b.column("snapshot_id"), snapshot_id), False)
+            # deletions of earlier snapshots go; this snapshot's stay DELETED, the rest EXISTING
+            b = b.filter(pc.or_(pc.invert(deleted), ours))
+            status = pc.if_else(
+                pc.equal(b.column("status"), DELETED), DELETED, pa.scalar(EXISTING, pa.int32())
             )
+            b = b.set_column(b.schema.get_field_index("status"), "status", status.cast(pa.int32()))
         batches.append(b)
     # manifests of one spec written before a partition source was promoted (or, by older
     # versions, typed unknown after it was dropped) hold another partition type: cast first

@@ -334,6 +334,7 @@ class SnapshotProducer:
                 own=own,
                 write=self._write,
                 flush=self._flush,
+                snapshot_id=self.snapshot_id,
             )
             replaced += merged
             delete_new, delete_kept, merged = merge_manifests(
@@ -346,6 +347,7 @@ class SnapshotProducer:
                 write=self._write,
                 flush=self._flush,
                 content=1,
+                snapshot_id=self.snapshot_id,
             )
             replaced += merged
         rows = data_new + delete_new + data_kept + delete_kept
