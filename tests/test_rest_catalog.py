@@ -25,6 +25,7 @@ from icefloe.exceptions import (
     CommitStateUnknownError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NoSuchViewError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
@@ -357,8 +358,8 @@ def test_errors_are_typed(cat: RestCatalog) -> None:
         cat.create_table("nowhere.t", ROWS)
     with pytest.raises(NoSuchTableError):
         cat.drop_table("db.missing")
-    with pytest.raises(UnsupportedFeatureError):
-        cat.list_views("db")  # icefloe serve does not offer views
+    with pytest.raises(NoSuchViewError):
+        cat.load_view("db.missing")
 
 
 def test_storage_credentials_longest_prefix() -> None:

@@ -24,6 +24,8 @@ from icefloe.exceptions import (
     NoSuchTableError,
     NoSuchViewError,
     TableAlreadyExistsError,
+    ValidationError,
+    ViewAlreadyExistsError,
 )
 from icefloe.types import LongType
 from support.rest import RestServer
@@ -212,7 +214,10 @@ def test_concurrent_committers(java_rest_server: RestServer) -> None:
     assert len(c.load_table(f"{ns}.t").snapshots()) == 20
 
 
-def test_views_list_load_drop(java_rest_server: RestServer) -> None:
+def test_views_against_javas_server(java_rest_server: RestServer) -> None:
+    """icefloe's REST client on Iceberg Java's server: a view Java's server stores from a raw
+    request is loaded; icefloe creates, replaces (the server applies the updates with Java's
+    rules), changes properties, renames, registers and drops views."""
     c = RestCatalog("j", uri=java_rest_server.url)
     ns = _ns()
     c.create_namespace(ns)
@@ -243,10 +248,31 @@ def test_views_list_load_drop(java_rest_server: RestServer) -> None:
         assert resp.status == 200
     assert c.list_views(ns) == [(ns, "v")]
     loaded = c.load_view(f"{ns}.v")
-    version = loaded["metadata"]["versions"][0]
-    assert version["representations"][0]["sql"] == "SELECT 1 AS one"
+    assert loaded.sql("spark") == "SELECT 1 AS one" and loaded.metadata_location
     assert c.view_exists(f"{ns}.v")
-    c.drop_view(f"{ns}.v")
+    # icefloe's own view, replaced with a second dialect, then given properties
+    schema = pa.schema([pa.field("two", pa.int32())])
+    made = c.create_view(f"{ns}.w", "SELECT 2 AS two", schema, dialect="spark")
+    assert made.current_version.version_id == 1 and made.schema.fields[0].name == "two"
+    queries = {"spark": "SELECT 2 AS two", "trino": "SELECT 2 AS two"}
+    replaced = c.replace_view(f"{ns}.w", queries, schema)
+    assert replaced.dialects == ["spark", "trino"]
+    assert [v.version_id for v in replaced.versions] == [1, 2]
+    assert [e.version_id for e in replaced.history] == [1, 2]
+    with pytest.raises(ValidationError, match="lose the dialects"):
+        c.replace_view(f"{ns}.w", "SELECT 3 AS two", schema, dialect="spark")
+    # kept when dropped (Java's server deletes a dropped view's metadata file otherwise)
+    kept = replaced.update_properties({"k": "v", "gc.enabled": "false"})
+    assert kept.properties["k"] == "v"
+    with pytest.raises(ViewAlreadyExistsError):
+        c.create_view(f"{ns}.w", "SELECT 1", schema, dialect="spark")
+    moved = c.rename_view(f"{ns}.w", f"{ns}.x")
+    assert moved.metadata.view_uuid == replaced.metadata.view_uuid
+    c.drop_view(f"{ns}.x")
+    back = c.register_view(f"{ns}.y", moved.metadata_location)
+    assert back.sql("trino") == "SELECT 2 AS two"
+    for name in ("v", "y"):
+        c.drop_view(f"{ns}.{name}")
     assert not c.view_exists(f"{ns}.v") and c.list_views(ns) == []
     with pytest.raises(NoSuchViewError):
         c.drop_view(f"{ns}.v")

@@ -438,18 +438,30 @@ def test_put_refused_after_an_unanswered_attempt_stays_unknown(
         client.put_object("b", "k", b"x")
 
 
-def test_a_file_system_backed_server_lists_no_rename_or_register(tmp_path: Path) -> None:
-    """A file-system catalog finds tables by their directory: its server leaves the rename and
-    register endpoints out of its config, and the client refuses both before any request."""
+def test_a_file_system_backed_server_lists_no_rename_register_or_views(tmp_path: Path) -> None:
+    """A file-system catalog finds tables by their directory and keeps no views: its server
+    leaves the rename, register and view endpoints out of its config, the client refuses them
+    before any request, and the view routes answer 406."""
+    import urllib.error
+    import urllib.request
+
     from icefloe import rest
     from icefloe.catalog import load_catalog
-    from icefloe.catalog.rest.config import REGISTER_TABLE, RENAME_TABLE
+    from icefloe.catalog.rest.config import LIST_VIEWS, REGISTER_TABLE, RENAME_TABLE
     from icefloe.exceptions import UnsupportedFeatureError
 
     backing = load_catalog("h", type="hadoop", warehouse=(tmp_path / "wh").as_uri())
     with rest.start(backing) as server:
         cat = RestCatalog("c", uri=server.url)
         assert RENAME_TABLE not in cat.endpoints and REGISTER_TABLE not in cat.endpoints
+        assert LIST_VIEWS not in cat.endpoints
+        with pytest.raises(UnsupportedFeatureError):
+            cat.create_view(
+                "db.v", "SELECT 1", pa.schema([pa.field("id", pa.int64())]), dialect="x"
+            )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{server.url}/v1/namespaces/db/views")
+        assert refused.value.code == 406
         cat.create_namespace("db")
         t = cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
         with pytest.raises(UnsupportedFeatureError):

@@ -233,7 +233,7 @@ def test_lists_are_paged_only_when_a_page_token_is_sent(
 ) -> None:
     """The spec: without ``pageToken`` a server answers everything, ``next-page-token`` null;
     an empty ``pageToken`` asks for the first page."""
-    monkeypatch.setattr("icefloe.rest.service.DEFAULT_PAGE_SIZE", 3)
+    monkeypatch.setattr("icefloe.rest.paging.DEFAULT_PAGE_SIZE", 3)
     names = [f"n{i}" for i in range(7)]
     for n in names:
         sql.create_namespace(n)
@@ -357,13 +357,6 @@ def test_malformed_requests_are_400_and_change_nothing(rest_server: RestServer) 
 
 
 UNSUPPORTED = [
-    ("GET", "/namespaces/m1/views"),
-    ("POST", "/namespaces/m1/views"),
-    ("GET", "/namespaces/m1/views/v"),
-    ("POST", "/namespaces/m1/views/v"),
-    ("DELETE", "/namespaces/m1/views/v"),
-    ("POST", "/views/rename"),
-    ("POST", "/namespaces/m1/register-view"),
     ("POST", "/namespaces/m1/tables/t/plan"),
     ("GET", "/namespaces/m1/tables/t/plan/p-1"),
     ("DELETE", "/namespaces/m1/tables/t/plan/p-1"),
@@ -381,15 +374,15 @@ def test_unimplemented_spec_routes_answer_406(
         reply = _call(rest_server.url, method, f"/v1/{wh}{path}", {} if method == "POST" else None)
         message = _error(reply, 406, "UnsupportedOperationException")
         assert "does not support" in message and path in message
-    assert _call(rest_server.url, "HEAD", f"/v1/{wh}/namespaces/m1/views/v")[0] == 406
+    assert _call(rest_server.url, "HEAD", f"/v1/{wh}/namespaces/m1/tables/t/plan/p")[0] == 406
+    assert _call(rest_server.url, "HEAD", f"/v1/{wh}/namespaces/m1/views/v")[0] == 404
     # unknown paths stay 404, a wrong method 405
     _error(_call(rest_server.url, "GET", f"/v1/{wh}/namespaces/m1/nope"), 404, "NotFoundException")
     reply = _call(rest_server.url, "PUT", f"/v1/{wh}/namespaces/m1/views", {})
     _error(reply, 405, "MethodNotAllowedException")
     # auth comes first
-    _error(
-        _call(rest_auth_server.url, "GET", "/v1/namespaces/m1/views"), 401, "NotAuthorizedException"
-    )
+    functions = "/v1/namespaces/m1/functions"
+    _error(_call(rest_auth_server.url, "GET", functions), 401, "NotAuthorizedException")
     bearer = {"Authorization": f"Bearer {TOKEN}"}
-    reply = _call(rest_auth_server.url, "GET", "/v1/namespaces/m1/views", headers=bearer)
+    reply = _call(rest_auth_server.url, "GET", functions, headers=bearer)
     _error(reply, 406, "UnsupportedOperationException")

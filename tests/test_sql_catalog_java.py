@@ -65,7 +65,7 @@ def test_an_open_catalog_sees_the_views_java_adds_after_upgrading(
     spark: Any, tmp_path: Path
 ) -> None:
     """A database of the first layout (no ``iceberg_type``) opened by icefloe, then upgraded
-    by Java, which creates a view: the open catalog neither lists nor drops the view."""
+    by Java, which creates a view: the open catalog lists it as a view, never as a table."""
     db, warehouse = tmp_path / "c.db", tmp_path / "wh"
     con = sqlite3.connect(db)
     con.execute(
@@ -88,6 +88,8 @@ def test_an_open_catalog_sees_the_views_java_adds_after_upgrading(
     _java_catalog(spark, db, warehouse, name)
     spark.sql(f"CREATE VIEW {name}.ns.v AS SELECT 1 AS x")
     assert ours.list_tables("ns") == [("ns", "t")]
+    assert ours.list_views("ns") == [("ns", "v")]  # the column is there now: views are too
+    assert ours.load_view("ns.v").sql("spark").strip() == "SELECT 1 AS x"
     with pytest.raises(NoSuchTableError):
         ours.load_table("ns.v")
     with pytest.raises(NoSuchTableError):

@@ -35,6 +35,7 @@ __all__ = [
     "UnsupportedDeltaFeatureError",
     "UnsupportedFeatureError",
     "ValidationError",
+    "ViewAlreadyExistsError",
     "commit_did_not_happen",
 ]
 
@@ -138,6 +139,10 @@ class TableAlreadyExistsError(IcebergError):
 
 class NoSuchViewError(IcebergError):
     """The view does not exist."""
+
+
+class ViewAlreadyExistsError(IcebergError):
+    """A view, or a table (they share names), with that identifier already exists."""
 
 
 class UnauthorizedError(IcebergError):

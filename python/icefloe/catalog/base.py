@@ -13,7 +13,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from icefloe.arrow_schema import to_schema
 from icefloe.exceptions import (
@@ -22,6 +22,7 @@ from icefloe.exceptions import (
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    UnsupportedFeatureError,
     ValidationError,
 )
 from icefloe.io import FileIO
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icefloe.catalog.multi import CatalogTransaction
+    from icefloe.catalog.views import View
+    from icefloe.metadata.view_metadata import AssertViewUUID, ViewMetadata
     from icefloe.partitioning import PartitionSpec
     from icefloe.schema import Schema
     from icefloe.sorting import SortOrder
@@ -151,6 +154,9 @@ class Catalog(ABC):
     #: Whether :meth:`rename_table` and :meth:`register_table` can work (a file-system catalog
     #: finds tables by their directory: neither can).
     renames_and_registers: ClassVar[bool] = True
+    #: Whether the catalog keeps views (see :mod:`icefloe.catalog.views`); every view
+    #: operation of one that does not raises :class:`UnsupportedFeatureError`.
+    keeps_views: ClassVar[bool] = False
 
     def __init__(self, name: str, **properties: str) -> None:
         self.name = name
@@ -391,6 +397,7 @@ class Catalog(ABC):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
+        self._refuse_view_name(ident)
         table_location = absolute_location(location or self._default_table_location(ident))
         table_location = table_location.rstrip("/")
         metadata = new_table_metadata(
@@ -498,8 +505,6 @@ class Catalog(ABC):
         new metadata (the tables must then be reloaded). Catalogs that cannot swap several
         pointers atomically raise :class:`UnsupportedFeatureError`.
         """
-        from icefloe.exceptions import UnsupportedFeatureError
-
         raise UnsupportedFeatureError(
             f"{type(self).__name__} cannot commit several tables atomically"
         )
@@ -509,6 +514,179 @@ class Catalog(ABC):
         from icefloe.catalog.multi import CatalogTransaction
 
         return CatalogTransaction(self)
+
+    # -- views (see icefloe.catalog.views) -------------------------------------------------------
+    def create_view(
+        self,
+        identifier: str | Iterable[str],
+        sql: str | Mapping[str, str],
+        schema: Schema | pa.Schema,
+        *,
+        dialect: str | None = None,
+        default_namespace: Iterable[str] | None = None,
+        default_catalog: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        summary: Mapping[str, str] | None = None,
+    ) -> View:
+        """Create a view of ``sql`` (one query and its ``dialect``, or ``{dialect: query}``)
+        returning rows of ``schema`` (a :class:`~icefloe.schema.Schema` or ``pyarrow.Schema``).
+
+        Unqualified names in the query resolve in ``default_namespace`` (the view's own
+        namespace unless given) and ``default_catalog``. :class:`ViewAlreadyExistsError` if a
+        view or a table has the name. Nothing runs the query here: engines do, reading the view.
+        """
+        from icefloe.catalog import views
+
+        return views.create_view(
+            self,
+            identifier,
+            sql,
+            schema,
+            dialect=dialect,
+            default_namespace=default_namespace,
+            default_catalog=default_catalog,
+            properties=properties,
+            location=location,
+            summary=summary,
+        )
+
+    def replace_view(
+        self,
+        identifier: str | Iterable[str],
+        sql: str | Mapping[str, str],
+        schema: Schema | pa.Schema,
+        *,
+        dialect: str | None = None,
+        default_namespace: Iterable[str] | None = None,
+        default_catalog: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        summary: Mapping[str, str] | None = None,
+    ) -> View:
+        """Make a new version of the view current; ``properties`` are added to the view's.
+
+        Earlier versions stay in its history (up to ``version.history.num-entries``, 10 by
+        default). The new version must keep every dialect of the current one unless the view
+        has ``replace.drop-dialect.allowed=true``. :class:`NoSuchViewError` if there is none.
+        """
+        from icefloe.catalog import views
+
+        return views.replace_view(
+            self,
+            identifier,
+            sql,
+            schema,
+            dialect=dialect,
+            default_namespace=default_namespace,
+            default_catalog=default_catalog,
+            properties=properties,
+            location=location,
+            summary=summary,
+        )
+
+    def create_or_replace_view(
+        self,
+        identifier: str | Iterable[str],
+        sql: str | Mapping[str, str],
+        schema: Schema | pa.Schema,
+        **options: Any,
+    ) -> View:
+        """:meth:`replace_view` if the view exists, else :meth:`create_view`."""
+        if self.view_exists(identifier):
+            return self.replace_view(identifier, sql, schema, **options)
+        return self.create_view(identifier, sql, schema, **options)
+
+    def load_view(self, identifier: str | Iterable[str]) -> View:
+        """The view; :class:`NoSuchViewError` if there is none."""
+        from icefloe.catalog import views
+
+        return views.load_view(self, identifier)
+
+    def view_exists(self, identifier: str | Iterable[str]) -> bool:
+        """Whether the view exists."""
+        from icefloe.catalog import views
+
+        return views.view_exists(self, identifier)
+
+    def list_views(self, namespace: str | Iterable[str]) -> list[Identifier]:
+        """Identifiers of the views directly in ``namespace``."""
+        from icefloe.catalog import views
+
+        return views.list_views(self, namespace)
+
+    def drop_view(self, identifier: str | Iterable[str]) -> None:
+        """Forget the view and, unless it has ``gc.enabled=false``, delete its current
+        metadata file (as Iceberg Java does)."""
+        from icefloe.catalog import views
+
+        views.drop_view(self, identifier)
+
+    def rename_view(self, source: str | Iterable[str], target: str | Iterable[str]) -> View:
+        """Rename a view (its files do not move); the new name must be free."""
+        from icefloe.catalog import views
+
+        return views.rename_view(self, source, target)
+
+    def register_view(self, identifier: str | Iterable[str], metadata_location: str) -> View:
+        """Add a view whose metadata file already exists (written by any engine)."""
+        from icefloe.catalog import views
+
+        return views.register_view(self, identifier, metadata_location)
+
+    def commit_view(
+        self, view: View, requirements: Iterable[AssertViewUUID], updates: Iterable[TableUpdate]
+    ) -> View:
+        """Apply REST view ``updates`` if ``requirements`` hold against the view's current
+        metadata (a lost race is retried on the new state while they still hold)."""
+        from icefloe.catalog import views
+
+        return views.commit_view(self, view, requirements, updates)
+
+    def read_view_metadata(self, location: str) -> ViewMetadata:
+        """Parse the view metadata file at ``location`` (plain or gzip JSON)."""
+        from icefloe.catalog import views
+
+        return views.read_view_metadata(self, location)
+
+    def _refuse_view_name(self, identifier: Identifier, renaming: Identifier | None = None) -> None:
+        """:class:`TableAlreadyExistsError` if a view has the name a table is to take."""
+        if self.keeps_views and self.view_exists(identifier):
+            name = ".".join(identifier)
+            if renaming is not None:
+                raise TableAlreadyExistsError(
+                    f"Cannot rename {'.'.join(renaming)} to {name}. View already exists"
+                )
+            raise TableAlreadyExistsError(f"View with same name already exists: {name}")
+
+    # -- view pointers: what a catalog that keeps views implements
+    def _no_views(self) -> UnsupportedFeatureError:
+        return UnsupportedFeatureError(f"{type(self).__name__} does not keep views")
+
+    def _view_pointer(self, identifier: Identifier) -> str:
+        """The view's current metadata location; :class:`NoSuchViewError` if none."""
+        raise self._no_views()
+
+    def _create_view_pointer(self, identifier: Identifier, metadata_location: str) -> None:
+        """Register a new view; :class:`ViewAlreadyExistsError` if the name is taken."""
+        raise self._no_views()
+
+    def _swap_view_pointer(self, identifier: Identifier, expected: str, new: str) -> None:
+        """Move the view from ``expected`` to ``new``; :class:`CommitFailedError` if it no
+        longer points at ``expected``."""
+        raise self._no_views()
+
+    def _drop_view_pointer(self, identifier: Identifier) -> None:
+        """Forget a view; :class:`NoSuchViewError` if there is none."""
+        raise self._no_views()
+
+    def _rename_view_pointer(self, source: Identifier, target: Identifier) -> None:
+        """Rename a view's entry (the target is known to be free)."""
+        raise self._no_views()
+
+    def _list_view_names(self, namespace: Identifier) -> list[str]:
+        """Names of the views directly in ``namespace``."""
+        raise self._no_views()
 
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
         namespace, name = split_identifier(identifier)

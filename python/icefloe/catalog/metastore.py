@@ -124,12 +124,14 @@ class MetastoreCatalog(Catalog):
         """Rename a table; its files stay where they are."""
         src = self._table_identifier(source)
         dst = check_table_identifier(self._table_identifier(target))
+        self._refuse_view_name(dst, renaming=src)
         self._rename_pointer(src, dst)
         return self.load_table(dst)
 
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
         """Add a table whose metadata file already exists (written by any engine)."""
         ident = check_table_identifier(self._table_identifier(identifier))
+        self._refuse_view_name(ident)
         metadata = self.read_metadata(metadata_location)
         self._create_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)

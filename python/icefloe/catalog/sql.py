@@ -4,9 +4,9 @@ It keeps exactly the two tables of Iceberg's JDBC catalog and PyIceberg's ``SqlC
 three can open one database:
 
 - ``iceberg_tables(catalog_name, table_namespace, table_name, metadata_location,
-  previous_metadata_location, iceberg_type)``; ``iceberg_type`` is ``'TABLE'`` for tables
-  (``'VIEW'`` rows of other engines are ignored); databases created without the column (the
-  "v0" layout) are used as they are, and looked at again while open, as Iceberg Java may add it;
+  previous_metadata_location, iceberg_type)``; ``iceberg_type`` is ``'TABLE'`` for tables and
+  ``'VIEW'`` for views; databases created without the column (the "v0" layout, which has no
+  views) are used as they are, and looked at again while open, as Iceberg Java may add it;
 - ``iceberg_namespace_properties(catalog_name, namespace, property_key, property_value)``;
   every namespace gets the reserved, hidden ``exists=true`` like the Java catalog, so removing
   its last property does not remove it.
@@ -52,6 +52,13 @@ from icefloe.catalog.base import (
 )
 from icefloe.catalog.commit import CommitResult, RetryPolicy, check_updates_fit
 from icefloe.catalog.metastore import MetastoreCatalog
+from icefloe.catalog.sql_views import (
+    NO_TYPE_COLUMN,
+    TABLE_TYPE,
+    VIEW_TYPE,
+    missing_entry,
+    taken_entry,
+)
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
@@ -60,9 +67,8 @@ from icefloe.exceptions import (
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
-    NoSuchTableError,
     ServiceUnavailableError,
-    TableAlreadyExistsError,
+    UnsupportedFeatureError,
     ValidationError,
 )
 from icefloe.metadata import (
@@ -76,7 +82,6 @@ from icefloe.properties import parse_seconds
 
 __all__ = ["SqlCatalog"]
 
-TABLE_TYPE = "TABLE"
 #: Stored with every namespace (as Iceberg's JDBC catalog does) so that one whose properties
 #: are all removed still exists; never shown, set or removed by users.
 EXISTS = "exists"
@@ -196,7 +201,8 @@ def _like_prefix(namespace: str) -> str:
 
 
 class SqlCatalog(MetastoreCatalog):
-    """A catalog in a SQL database, shared with Iceberg's JDBC catalog and PyIceberg.
+    """A catalog in a SQL database, shared with Iceberg's JDBC catalog and PyIceberg; it keeps
+    tables and views (rows of ``iceberg_type`` ``'VIEW'``, as Iceberg Java's).
 
     Properties: ``uri`` (SQLAlchemy URL: ``sqlite:///path.db``, ``sqlite:///:memory:``,
     ``postgresql+psycopg://user:pw@host:port/db``, or Iceberg Java's ``jdbc:sqlite:path`` and
@@ -206,6 +212,8 @@ class SqlCatalog(MetastoreCatalog):
     connection, default 10), ``request-timeout`` (seconds to wait for PostgreSQL's answer on an
     open connection, default 60; or Java's ``jdbc.socketTimeout``).
     """
+
+    keeps_views = True
 
     @_database_errors
     def __init__(self, name: str, **properties: str) -> None:
@@ -297,15 +305,17 @@ class SqlCatalog(MetastoreCatalog):
         self._gone = self._in_memory
 
     # -- helpers --------------------------------------------------------------------------------
-    def _table_filter(self, namespace: str, name: str) -> Any:
+    def _table_filter(self, namespace: str, name: str, kind: str = TABLE_TYPE) -> Any:
         clause = and_(
             ICEBERG_TABLES.c.catalog_name == self.name,
             ICEBERG_TABLES.c.table_namespace == namespace,
             ICEBERG_TABLES.c.table_name == name,
         )
-        return and_(clause, self._type_filter()) if self._typed else clause
+        return and_(clause, self._type_filter(kind)) if self._typed else clause
 
-    def _type_filter(self) -> Any:
+    def _type_filter(self, kind: str = TABLE_TYPE) -> Any:
+        if kind == VIEW_TYPE:
+            return ICEBERG_TABLES.c.iceberg_type == VIEW_TYPE
         return or_(
             ICEBERG_TABLES.c.iceberg_type == TABLE_TYPE, ICEBERG_TABLES.c.iceberg_type.is_(None)
         )
@@ -516,19 +526,21 @@ class SqlCatalog(MetastoreCatalog):
 
     # -- table pointers -------------------------------------------------------------------------
     @_database_errors
-    def _get_pointer(self, identifier: Identifier) -> str:
+    def _get_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> str:
         namespace, name = split_identifier(identifier)
         ns = ".".join(namespace)
         with self.engine.connect() as conn:
             row = conn.execute(
-                select(ICEBERG_TABLES.c.metadata_location).where(self._table_filter(ns, name))
+                select(ICEBERG_TABLES.c.metadata_location).where(self._table_filter(ns, name, kind))
             ).first()
         if row is None or not row[0]:
-            raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
+            raise missing_entry(kind, identifier)
         return str(row[0])
 
     @_database_errors
-    def _create_pointer(self, identifier: Identifier, metadata_location: str) -> None:
+    def _create_pointer(
+        self, identifier: Identifier, metadata_location: str, kind: str = TABLE_TYPE
+    ) -> None:
         namespace, name = split_identifier(identifier)
         ns = ".".join(namespace)
         values: dict[str, Any] = {
@@ -539,22 +551,26 @@ class SqlCatalog(MetastoreCatalog):
             "previous_metadata_location": None,
         }
         if self._typed:
-            values["iceberg_type"] = TABLE_TYPE
+            values["iceberg_type"] = kind
         try:
             with self.engine.begin() as conn:
                 if not self._ns_exists(conn, ns):
                     raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
                 conn.execute(insert(ICEBERG_TABLES).values(**values))
         except IntegrityError as exc:
-            raise TableAlreadyExistsError(f"table {'.'.join(identifier)!r} already exists") from exc
+            raise taken_entry(self, identifier, kind) from exc
 
     @_database_errors
-    def _swap_pointer(self, identifier: Identifier, expected: str, new: str) -> None:
+    def _swap_pointer(
+        self, identifier: Identifier, expected: str, new: str, kind: str = TABLE_TYPE
+    ) -> None:
         namespace, name = split_identifier(identifier)
         ns = ".".join(namespace)
         stmt = (
             update(ICEBERG_TABLES)
-            .where(self._table_filter(ns, name), ICEBERG_TABLES.c.metadata_location == expected)
+            .where(
+                self._table_filter(ns, name, kind), ICEBERG_TABLES.c.metadata_location == expected
+            )
             .values(metadata_location=new, previous_metadata_location=expected)
         )
         try:
@@ -573,9 +589,12 @@ class SqlCatalog(MetastoreCatalog):
             # The UPDATE may or may not have reached the database: look at the pointer. It is
             # ours, or a later commit's whose metadata log lists ours, if the swap happened.
             try:
-                current = self._get_pointer(identifier)
-                happened = current == new or any(
-                    e.metadata_file == new for e in self.read_metadata(current).metadata_log
+                current = self._get_pointer(identifier, kind)
+                happened = current == new or (
+                    kind == TABLE_TYPE
+                    and any(
+                        e.metadata_file == new for e in self.read_metadata(current).metadata_log
+                    )
                 )
             except Exception as check_exc:
                 raise CommitStateUnknownError(
@@ -589,22 +608,24 @@ class SqlCatalog(MetastoreCatalog):
             ) from exc
         if rowcount != 1:
             raise CommitFailedError(
-                f"table {'.'.join(identifier)!r} was changed by another writer "
+                f"{kind.lower()} {'.'.join(identifier)!r} was changed by another writer "
                 f"(its metadata is no longer {expected})"
             )
 
     @_database_errors
-    def _drop_pointer(self, identifier: Identifier) -> None:
+    def _drop_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> None:
         namespace, name = split_identifier(identifier)
         with self.engine.begin() as conn:
             deleted = conn.execute(
-                delete(ICEBERG_TABLES).where(self._table_filter(".".join(namespace), name))
+                delete(ICEBERG_TABLES).where(self._table_filter(".".join(namespace), name, kind))
             ).rowcount
         if deleted == 0:
-            raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
+            raise missing_entry(kind, identifier)
 
     @_database_errors
-    def _rename_pointer(self, source: Identifier, target: Identifier) -> None:
+    def _rename_pointer(
+        self, source: Identifier, target: Identifier, kind: str = TABLE_TYPE
+    ) -> None:
         src_ns, src_name = split_identifier(source)
         dst_ns, dst_name = split_identifier(target)
         dst = ".".join(dst_ns)
@@ -614,16 +635,16 @@ class SqlCatalog(MetastoreCatalog):
                     raise NoSuchNamespaceError(f"namespace {dst!r} does not exist")
                 moved = conn.execute(
                     update(ICEBERG_TABLES)
-                    .where(self._table_filter(".".join(src_ns), src_name))
+                    .where(self._table_filter(".".join(src_ns), src_name, kind))
                     .values(table_namespace=dst, table_name=dst_name)
                 ).rowcount
                 if moved == 0:
-                    raise NoSuchTableError(f"table {'.'.join(source)!r} does not exist")
+                    raise missing_entry(kind, source)
         except IntegrityError as exc:
-            raise TableAlreadyExistsError(f"table {'.'.join(target)!r} already exists") from exc
+            raise taken_entry(self, target, kind) from exc
 
     @_database_errors
-    def _list_table_names(self, namespace: Identifier) -> list[str]:
+    def _list_table_names(self, namespace: Identifier, kind: str = TABLE_TYPE) -> list[str]:
         ns = ".".join(namespace)
         with self.engine.connect() as conn:
             if not self._ns_exists(conn, ns):
@@ -632,8 +653,35 @@ class SqlCatalog(MetastoreCatalog):
                 ICEBERG_TABLES.c.catalog_name == self.name, ICEBERG_TABLES.c.table_namespace == ns
             )
             if self._typed:
-                query = query.where(self._type_filter())
+                query = query.where(self._type_filter(kind))
+            elif kind == VIEW_TYPE:  # a database without the type column holds no views
+                return []
             return sorted(str(n) for n in conn.execute(query).scalars())
+
+    # -- views: rows of iceberg_type 'VIEW' -----------------------------------------------------
+    def _view_pointer(self, identifier: Identifier) -> str:
+        if not self._typed:  # the older layout has no views
+            raise missing_entry(VIEW_TYPE, identifier)
+        return self._get_pointer(identifier, VIEW_TYPE)
+
+    def _create_view_pointer(self, identifier: Identifier, metadata_location: str) -> None:
+        if not self._typed:
+            raise UnsupportedFeatureError(NO_TYPE_COLUMN)
+        self._create_pointer(identifier, metadata_location, VIEW_TYPE)
+
+    def _swap_view_pointer(self, identifier: Identifier, expected: str, new: str) -> None:
+        self._swap_pointer(identifier, expected, new, VIEW_TYPE)
+
+    def _drop_view_pointer(self, identifier: Identifier) -> None:
+        if not self._typed:
+            raise missing_entry(VIEW_TYPE, identifier)
+        self._drop_pointer(identifier, VIEW_TYPE)
+
+    def _rename_view_pointer(self, source: Identifier, target: Identifier) -> None:
+        self._rename_pointer(source, target, VIEW_TYPE)
+
+    def _list_view_names(self, namespace: Identifier) -> list[str]:
+        return self._list_table_names(namespace, VIEW_TYPE)
 
     # -- several tables at once -----------------------------------------------------------------
     @_database_errors

@@ -9,8 +9,9 @@ endpoint) and refused with 413 beyond it; every error, unknown routes included, 
 ``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors). A path with an encoded
 ``/`` or ``\\`` (``%2F``, ``%5C``) is refused with 400 before routing: routes match the decoded
 path, so it would address another resource (a namespace named ``a/tables/t`` is table ``a.t``).
-Routes of the REST spec this server does not implement (views, scan planning, functions,
-signing, unregister) answer 406 ``UnsupportedOperationException``.
+Routes of the REST spec this server does not implement (scan planning, functions, signing,
+unregister) answer 406 ``UnsupportedOperationException``, and so do the view routes when the
+catalog keeps no views (a file-system catalog).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ _JAVA_MESSAGES = [
     (re.compile(r"^namespace '(.+)' is not empty$"), "Namespace {} is not empty"),
     (re.compile(r"^table '(.+)' does not exist$"), "Table does not exist: {}"),
     (re.compile(r"^table '(.+)' already exists$"), "Table already exists: {}"),
+    (re.compile(r"^view '(.+)' does not exist$"), "View does not exist: {}"),
     (
         re.compile(r"^cannot open (\S+): file not found$"),
         "Failed to open input stream for file: {}",
@@ -209,10 +211,6 @@ class _RefuseEncodedSeparators:
 #: methods, what the message names. They answer 406 instead of a 404, which clients would take
 #: for a missing namespace or table.
 _UNSUPPORTED_ROUTES = [
-    ("/namespaces/{namespace}/views", ["GET", "POST"], "views"),
-    ("/namespaces/{namespace}/views/{view}", ["GET", "HEAD", "POST", "DELETE"], "views"),
-    ("/namespaces/{namespace}/register-view", ["POST"], "views"),
-    ("/views/rename", ["POST"], "views"),
     ("/namespaces/{namespace}/tables/{table}/plan", ["POST"], "server-side scan planning"),
     (
         "/namespaces/{namespace}/tables/{table}/plan/{plan_id}",
@@ -404,6 +402,9 @@ def create_app(
     def ident(request: Request) -> tuple[str, ...]:
         return (*ns(request), request.path_params["table"])
 
+    def view(request: Request) -> tuple[str, ...]:
+        return (*ns(request), request.path_params["view"])
+
     async def token_endpoint(request: Request) -> Response:
         started = time.perf_counter()
         raw = await _read_body(request, MAX_TOKEN_BODY_BYTES)
@@ -449,6 +450,7 @@ def create_app(
         return Route(path, endpoint, methods=methods)
 
     t = base + "/namespaces/{namespace}/tables/{table}"
+    v = base + "/namespaces/{namespace}/views/{view}"
     routes = [
         route("/v1/config", ["GET"], config),
         Route("/v1/oauth/tokens", token_endpoint, methods=["POST"]),
@@ -496,6 +498,26 @@ def create_app(
         route(t + "/credentials", ["GET"], lambda s, r, b: s.load_credentials(ident(r))),
         route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
         route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
+        route(
+            base + "/namespaces/{namespace}/views",
+            ["GET"],
+            lambda s, r, b: s.list_views(ns(r), q(r)),
+        ),
+        route(
+            base + "/namespaces/{namespace}/views",
+            ["POST"],
+            lambda s, r, b: s.create_view(ns(r), b),
+        ),
+        route(
+            base + "/namespaces/{namespace}/register-view",
+            ["POST"],
+            lambda s, r, b: s.register_view(ns(r), b),
+        ),
+        route(v, ["HEAD"], lambda s, r, b: s.view_exists(view(r))),
+        route(v, ["GET"], lambda s, r, b: s.load_view(view(r))),
+        route(v, ["POST"], lambda s, r, b: s.replace_view(view(r), b)),
+        route(v, ["DELETE"], lambda s, r, b: s.drop_view(view(r))),
+        route(base + "/views/rename", ["POST"], lambda s, r, b: s.rename_view(b)),
         *(unsupported(base + path, methods, what) for path, methods, what in _UNSUPPORTED_ROUTES),
     ]
     app = Starlette(

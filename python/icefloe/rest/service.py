@@ -7,7 +7,8 @@ through the catalog's compare-and-swap commit (a lost race is retried on the new
 the requirements still hold, so no update is lost); a failed requirement is a 409. A commit
 with ``assert-create`` creates the table (the second half of a staged create). Multi-table
 commits use :meth:`Catalog.commit_tables` (one database transaction in the SQL catalog) and
-are only offered when the catalog implements it.
+are only offered when the catalog implements it; views (:mod:`icefloe.rest.views`) when the
+catalog keeps them.
 
 Request bodies are checked field by field (types, and no NUL in property keys or namespace
 property values) and refused with 400 before the catalog is touched. Lists are paged only when
@@ -17,7 +18,6 @@ everything comes in one answer.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import logging
@@ -53,6 +53,8 @@ from icefloe.metadata import (
     update_from_json,
 )
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
+from icefloe.rest.paging import page
+from icefloe.rest.views import ViewRoutes
 from icefloe.schema import Schema
 from icefloe.sorting import UNSORTED_SORT_ORDER, SortOrder
 
@@ -63,7 +65,6 @@ Reply = tuple[int, Any, dict[str, str]]
 #: ``(prefix, properties)`` pairs, e.g. short-lived keys with ``s3.session-token-expires-at-ms``.
 CredentialProvider = Callable[[Identifier, str], Sequence[tuple[str, Mapping[str, str]]]]
 
-DEFAULT_PAGE_SIZE = 1000
 
 metrics_log = logging.getLogger("icefloe.rest.metrics")
 
@@ -87,40 +88,6 @@ def decode_namespace(raw: str) -> Identifier:
     if not all(parts):
         raise ValidationError(f"invalid namespace {raw!r}")
     return parts
-
-
-def _page(
-    items: list[Any], key: Callable[[Any], list[str]], query: Mapping[str, str]
-) -> tuple[list[Any], str | None]:
-    """One page of sorted ``items`` after ``pageToken`` (the key of the last item sent, a list
-    of strings); without a ``pageToken`` (not even an empty one) every item, as the spec asks."""
-    size_raw = query.get("pageSize")
-    try:
-        size = int(size_raw) if size_raw else DEFAULT_PAGE_SIZE
-    except ValueError:
-        raise ValidationError(f"pageSize must be a positive integer, got {size_raw!r}") from None
-    if size < 1:
-        raise ValidationError(f"pageSize must be a positive integer, got {size}")
-    token = query.get("pageToken")
-    if token is None:
-        return items, None
-    start = 0
-    if token:
-        try:
-            after = json.loads(base64.urlsafe_b64decode(token.encode()))
-        except (ValueError, RecursionError):
-            raise ValidationError("invalid pageToken") from None
-        if not isinstance(after, list) or not _all_strings(after):
-            raise ValidationError("invalid pageToken")
-        start = next((i for i, item in enumerate(items) if key(item) > after), len(items))
-    page = items[start : start + size]
-    more = start + size < len(items)
-    next_token = (
-        base64.urlsafe_b64encode(json.dumps(key(page[-1])).encode()).decode()
-        if more and page
-        else None
-    )
-    return page, next_token
 
 
 def _all_strings(values: Any) -> bool:
@@ -178,7 +145,7 @@ def _etag(metadata_location: str, mode: str) -> str:
     return '"' + hashlib.sha256(f"{metadata_location}|{mode}".encode()).hexdigest()[:40] + '"'
 
 
-class RestService:
+class RestService(ViewRoutes):
     """REST operations on ``catalog`` (see the module docstring)."""
 
     def __init__(
@@ -209,6 +176,8 @@ class RestService:
         if not self.catalog.renames_and_registers:
             out.remove(ep.RENAME_TABLE)
             out.remove(ep.REGISTER_TABLE)
+        if self.catalog.keeps_views:
+            out.extend(sorted(ep.VIEW_ENDPOINTS | {ep.VIEW_EXISTS, ep.REGISTER_VIEW}))
         return out
 
     def config(self, query: Mapping[str, str]) -> Reply:
@@ -228,8 +197,8 @@ class RestService:
     def list_namespaces(self, query: Mapping[str, str]) -> Reply:
         parent = decode_namespace(query["parent"]) if query.get("parent") else ()
         found = sorted(self.catalog.list_namespaces(parent))
-        page, token = _page(found, list, query)
-        return 200, {"namespaces": [list(ns) for ns in page], "next-page-token": token}, {}
+        items, token = page(found, list, query)
+        return 200, {"namespaces": [list(ns) for ns in items], "next-page-token": token}, {}
 
     def create_namespace(self, body: Any) -> Reply:
         b = _body(body, "namespace")
@@ -292,10 +261,10 @@ class RestService:
 
     def list_tables(self, ns: Identifier, query: Mapping[str, str]) -> Reply:
         found = sorted(self.catalog.list_tables(ns))
-        page, token = _page(found, list, query)
+        items, token = page(found, list, query)
         return (
             200,
-            {"identifiers": [identifier_to_json(i) for i in page], "next-page-token": token},
+            {"identifiers": [identifier_to_json(i) for i in items], "next-page-token": token},
             {},
         )
 
@@ -315,6 +284,7 @@ class RestService:
                 raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
             if self.catalog.table_exists(ident):
                 raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
+            self.catalog._refuse_view_name(ident)
             metadata = new_table_metadata(
                 schema,
                 spec or UNPARTITIONED_PARTITION_SPEC,
@@ -440,6 +410,7 @@ class RestService:
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
         if self.catalog.table_exists(ident):
             raise CommitFailedError("Requirement failed: table already exists")
+        self.catalog._refuse_view_name(ident)
         metadata = metadata_from_creation(ups, self.catalog._default_table_location(ident))
         try:
             location = self.catalog._create_entry(ident, metadata)

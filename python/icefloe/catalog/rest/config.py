@@ -48,6 +48,7 @@ DROP_VIEW = "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}"
 CREATE_VIEW = "POST /v1/{prefix}/namespaces/{namespace}/views"
 UPDATE_VIEW = "POST /v1/{prefix}/namespaces/{namespace}/views/{view}"
 RENAME_VIEW = "POST /v1/{prefix}/views/rename"
+REGISTER_VIEW = "POST /v1/{prefix}/namespaces/{namespace}/register-view"
 
 #: What a client may assume when the server's config lists no ``endpoints``.
 DEFAULT_ENDPOINTS: frozenset[Endpoint] = frozenset(

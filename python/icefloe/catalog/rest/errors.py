@@ -28,9 +28,16 @@ from icefloe.exceptions import (
     UnauthorizedError,
     UnsupportedFeatureError,
     ValidationError,
+    ViewAlreadyExistsError,
 )
 
-__all__ = ["error_body", "error_for_exception", "exception_for_error"]
+__all__ = ["IllegalArgumentError", "error_body", "error_for_exception", "exception_for_error"]
+
+
+class IllegalArgumentError(ValidationError):
+    """A request a server refuses as Iceberg Java refuses an illegal argument: answered 400
+    ``IllegalArgumentException``, which Java clients raise as that exception."""
+
 
 # icefloe exception -> (HTTP status, Java exception type), most specific first.
 _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
@@ -39,6 +46,7 @@ _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
     (NoSuchViewError, 404, "NoSuchViewException"),
     (NamespaceAlreadyExistsError, 409, "AlreadyExistsException"),
     (TableAlreadyExistsError, 409, "AlreadyExistsException"),
+    (ViewAlreadyExistsError, 409, "AlreadyExistsException"),
     (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
     (CommitConflictError, 409, "CommitFailedException"),
     (CommitFailedError, 409, "CommitFailedException"),
@@ -48,6 +56,7 @@ _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
     (UnsupportedFeatureError, 406, "UnsupportedOperationException"),
     (ServiceUnavailableError, 503, "ServiceUnavailableException"),
     (NotFoundError, 404, "NotFoundException"),
+    (IllegalArgumentError, 400, "IllegalArgumentException"),
     (ValidationError, 400, "BadRequestException"),
 ]
 

@@ -1,22 +1,56 @@
-"""View operations of the REST catalog: list, load, exists, drop."""
+"""View operations of the REST catalog: list, create, load, exists, replace and other changes
+(``POST .../views/{view}`` with requirements and updates), rename, register and drop. Each
+needs the server to offer its endpoint (config ``endpoints``, or ``view-endpoints-supported``
+when the server lists none); otherwise :class:`UnsupportedFeatureError`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from icefloe.catalog.base import Identifier, to_identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
-from icefloe.catalog.rest.wire import identifier_from_json
-from icefloe.exceptions import NoSuchViewError
+from icefloe.catalog.rest.wire import identifier_from_json, identifier_to_json
+from icefloe.catalog.views import View, new_version
+from icefloe.exceptions import NoSuchViewError, ValidationError, ViewAlreadyExistsError
+from icefloe.metadata.updates import TableUpdate
+from icefloe.metadata.view_metadata import AssertViewUUID, ViewMetadata
 
-__all__ = ["RestViews"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from icefloe.schema import Schema
+
+__all__ = ["RestViews", "view_result"]
+
+
+def view_result(body: Any, what: str) -> tuple[str, ViewMetadata, dict[str, str]]:
+    """``(metadata-location, metadata, config)`` of a ``LoadViewResult``."""
+    if not isinstance(body, dict):
+        raise ValidationError(f"{what}: the server's answer is not a JSON object")
+    location = body.get("metadata-location")
+    if not isinstance(location, str) or not location:
+        raise ValidationError(f"{what}: the server's answer has no metadata-location")
+    config = body.get("config") or {}
+    if not isinstance(config, dict):
+        raise ValidationError(f"{what}: the server's config is not an object")
+    return (
+        location,
+        ViewMetadata.from_json(body.get("metadata")),
+        {str(k): str(v) for k, v in config.items()},
+    )
 
 
 class RestViews(RestClient):
     """Views over REST."""
+
+    keeps_views = True
+
+    def _view(self, ident: Identifier, body: Any, what: str) -> View:
+        location, metadata, _ = view_result(body, what)
+        return View(ident, metadata, location, self)
 
     def list_views(self, namespace: str | Iterable[str]) -> list[Identifier]:
         """Identifiers of the views in ``namespace``."""
@@ -28,28 +62,85 @@ class RestViews(RestClient):
         )
         return [identifier_from_json(i) for i in found]
 
-    def load_view(self, identifier: str | Iterable[str]) -> dict[str, Any]:
-        """The view's ``LoadViewResult`` (``metadata-location``, ``metadata``, ``config``)."""
+    def create_view(
+        self,
+        identifier: str | Iterable[str],
+        sql: str | Mapping[str, str],
+        schema: Schema | pa.Schema,
+        *,
+        dialect: str | None = None,
+        default_namespace: Iterable[str] | None = None,
+        default_catalog: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        summary: Mapping[str, str] | None = None,
+    ) -> View:
+        """Create a view on the server (see :meth:`Catalog.create_view`)."""
+        from icefloe.arrow_schema import to_schema
+
+        self._require(ep.CREATE_VIEW)
+        ident = self._table_identifier(identifier)
+        schema = to_schema(schema)
+        version = new_version(1, ident, sql, dialect, default_namespace, default_catalog, summary)
+        body: dict[str, Any] = {
+            "name": ident[-1],
+            "schema": schema.to_json(),
+            "view-version": version.to_json(),
+            "properties": dict(properties or {}),
+        }
+        if location:
+            body["location"] = location
+        what = f"create view {'.'.join(ident)!r}"
+        resp = self._call(
+            "POST",
+            f"{self._ns_path(ident[:-1])}/views",
+            what,
+            body=body,
+            exists=ViewAlreadyExistsError,
+        )
+        return self._view(ident, resp.json(), what)
+
+    def load_view(self, identifier: str | Iterable[str]) -> View:
+        """The view (``LoadViewResult``); :class:`NoSuchViewError` if there is none."""
         self._require(ep.LOAD_VIEW)
         ident = self._table_identifier(identifier)
         resp = self._send("GET", self._view_path(ident))
+        what = f"load view {'.'.join(ident)!r}"
         if resp.status == 404:
             raise NoSuchViewError(f"view {'.'.join(ident)!r} does not exist")
         if resp.status != 200:
-            raise exception_for_error(resp.status, resp.body, f"load view {'.'.join(ident)!r}")
-        body: dict[str, Any] = resp.json()
-        return body
+            raise exception_for_error(resp.status, resp.body, what)
+        return self._view(ident, resp.json(), what)
 
     def view_exists(self, identifier: str | Iterable[str]) -> bool:
-        """Whether the view exists."""
-        try:
-            self.load_view(identifier)
-        except NoSuchViewError:
+        """Whether the view exists (HEAD, or GET when the server lists no HEAD)."""
+        ident = self._table_identifier(identifier)
+        method = "HEAD" if ep.VIEW_EXISTS in self.endpoints else "GET"
+        if method == "GET":
+            self._require(ep.LOAD_VIEW)
+        resp = self._send(method, self._view_path(ident))
+        if resp.status == 404:
             return False
+        if resp.status not in (200, 204):
+            raise exception_for_error(resp.status, resp.body, f"view {'.'.join(ident)!r}")
         return True
 
+    def commit_view(
+        self, view: View, requirements: Iterable[AssertViewUUID], updates: Iterable[TableUpdate]
+    ) -> View:
+        """Send the updates; the server checks the requirements against its current view."""
+        self._require(ep.UPDATE_VIEW)
+        what = f"commit to view {view.name!r}"
+        body = {
+            "identifier": identifier_to_json(view.identifier),
+            "requirements": [r.to_json() for r in requirements],
+            "updates": [u.to_json() for u in updates],
+        }
+        resp = self._call("POST", self._view_path(view.identifier), what, body=body)
+        return self._view(view.identifier, resp.json(), what)
+
     def drop_view(self, identifier: str | Iterable[str]) -> None:
-        """Drop a view."""
+        """Drop a view (the server decides what happens to its files)."""
         self._require(ep.DROP_VIEW)
         ident = self._table_identifier(identifier)
         resp = self._send("DELETE", self._view_path(ident))
@@ -57,3 +148,31 @@ class RestViews(RestClient):
             raise NoSuchViewError(f"view {'.'.join(ident)!r} does not exist")
         if resp.status not in (200, 204):
             raise exception_for_error(resp.status, resp.body, f"drop view {'.'.join(ident)!r}")
+
+    def rename_view(self, source: str | Iterable[str], target: str | Iterable[str]) -> View:
+        """Rename a view."""
+        self._require(ep.RENAME_VIEW)
+        src = self._table_identifier(source)
+        dst = self._table_identifier(target)
+        self._call(
+            "POST",
+            f"{self._prefix}/views/rename",
+            f"rename view {'.'.join(src)!r} to {'.'.join(dst)!r}",
+            body={"source": identifier_to_json(src), "destination": identifier_to_json(dst)},
+            exists=ViewAlreadyExistsError,
+        )
+        return self.load_view(dst)
+
+    def register_view(self, identifier: str | Iterable[str], metadata_location: str) -> View:
+        """Register an existing view metadata file as a view."""
+        self._require(ep.REGISTER_VIEW)
+        ident = self._table_identifier(identifier)
+        what = f"register view {'.'.join(ident)!r}"
+        resp = self._call(
+            "POST",
+            f"{self._ns_path(ident[:-1])}/register-view",
+            what,
+            body={"name": ident[-1], "metadata-location": metadata_location},
+            exists=ViewAlreadyExistsError,
+        )
+        return self._view(ident, resp.json(), what)

@@ -1,0 +1,446 @@
+"""Iceberg views in a catalog: :class:`View` and the view operations every catalog offers.
+
+A view is a named, versioned SQL query with the schema it returns, kept in a view metadata file
+(gzip JSON by default, ``write.metadata.compression-codec``) whose location the catalog points
+at, as a table's is. Tables and views share one namespace: a name is either. Catalogs that keep
+pointers (SQL, REST) implement the primitives at the end of :class:`ViewCatalog`; a file-system
+catalog has no views (as in Iceberg Java) and raises :class:`UnsupportedFeatureError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from icefloe.exceptions import (
+    CommitFailedError,
+    CorruptFileError,
+    IcebergError,
+    NoSuchNamespaceError,
+    NoSuchViewError,
+    UnsupportedFeatureError,
+    ValidationError,
+    ViewAlreadyExistsError,
+)
+from icefloe.metadata.updates import TableUpdate
+from icefloe.metadata.view_metadata import (
+    AssertViewUUID,
+    SQLRepresentation,
+    ViewHistoryEntry,
+    ViewMetadata,
+    ViewMetadataBuilder,
+    ViewVersion,
+    apply_view_updates,
+)
+from icefloe.table.committer import Identifier
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from icefloe.catalog.base import Catalog
+    from icefloe.schema import Schema
+
+__all__ = [
+    "View",
+    "create_view_from",
+    "new_version",
+    "read_view_metadata",
+    "view_metadata_location",
+]
+
+#: View metadata is written gzip-compressed unless the view says otherwise (as Iceberg Java).
+_VIEW_CODEC_DEFAULT = {"write.metadata.compression-codec": "gzip"}
+_COMMIT_RETRIES = 4
+
+
+def view_metadata_location(metadata: ViewMetadata, version: int) -> str:
+    """Where version ``version`` of a view's metadata goes
+    (``<location>/metadata/<V>-<uuid>.gz.metadata.json``; ``write.metadata.path`` and
+    ``write.metadata.compression-codec`` are honoured)."""
+    from icefloe.table_paths import new_metadata_file_location
+
+    return new_metadata_file_location(
+        metadata.location, {**_VIEW_CODEC_DEFAULT, **metadata.properties}, version
+    )
+
+
+class View:
+    """A view as loaded from its catalog: metadata, the file it came from, and changes."""
+
+    def __init__(
+        self,
+        identifier: Identifier,
+        metadata: ViewMetadata,
+        metadata_location: str,
+        catalog: Catalog,
+    ) -> None:
+        self.identifier = identifier
+        self.metadata = metadata
+        self.metadata_location = metadata_location
+        self.catalog = catalog
+
+    def __repr__(self) -> str:
+        return f"View({'.'.join(self.identifier)!r}, version={self.metadata.current_version_id})"
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.identifier)
+
+    @property
+    def schema(self) -> Schema:
+        """The schema of the current query's result."""
+        return self.metadata.schema
+
+    @property
+    def current_version(self) -> ViewVersion:
+        return self.metadata.current_version
+
+    @property
+    def versions(self) -> tuple[ViewVersion, ...]:
+        return self.metadata.versions
+
+    @property
+    def history(self) -> tuple[ViewHistoryEntry, ...]:
+        """When each version became current (the ``version-log``)."""
+        return self.metadata.version_log
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.properties)
+
+    @property
+    def location(self) -> str:
+        return self.metadata.location
+
+    @property
+    def dialects(self) -> list[str]:
+        """The SQL dialects the current version has a query in."""
+        return self.current_version.dialects
+
+    def sql(self, dialect: str | None = None) -> str:
+        """The current query in ``dialect`` (case-insensitive); without one, the query when
+        the version has exactly one. :class:`ValidationError` names the dialects there are."""
+        version = self.current_version
+        if dialect is None:
+            if len(version.dialects) != 1:
+                raise ValidationError(
+                    f"view {self.name!r} has queries in {version.dialects}: name a dialect"
+                )
+            dialect = version.dialects[0]
+        found = version.sql(dialect)
+        if found is None:
+            raise ValidationError(
+                f"view {self.name!r} has no {dialect!r} query (it has {version.dialects})"
+            )
+        return found
+
+    def refresh(self) -> View:
+        """This view as the catalog has it now."""
+        fresh = self.catalog.load_view(self.identifier)
+        self.metadata, self.metadata_location = fresh.metadata, fresh.metadata_location
+        return self
+
+    def update_properties(
+        self, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()
+    ) -> View:
+        """Set and remove properties in one commit; returns the view as committed."""
+        b = ViewMetadataBuilder(self.metadata)
+        b.set_properties(dict(updates or {}))
+        b.remove_properties(removals)
+        b.build()  # checked before a REST server sees the change
+        return self.catalog.commit_view(self, [AssertViewUUID(self.metadata.view_uuid)], b.changes)
+
+    def replace(
+        self,
+        sql: str | Mapping[str, str],
+        schema: Schema | pa.Schema,
+        **kwargs: Any,
+    ) -> View:
+        """A new current version: see :meth:`ViewCatalog.replace_view`."""
+        return self.catalog.replace_view(self.identifier, sql, schema, **kwargs)
+
+
+def _representations(sql: str | Mapping[str, str], dialect: str | None) -> list[SQLRepresentation]:
+    if isinstance(sql, str):
+        if not dialect:
+            raise ValidationError("name the SQL dialect of the query (dialect='spark', ...)")
+        queries = {dialect: sql}
+    else:
+        if dialect is not None:
+            raise ValidationError("give either one query and its dialect, or a dict of them")
+        queries = dict(sql)
+    if not queries:
+        raise ValidationError("a view needs a query")
+    out = []
+    for d, q in queries.items():
+        if not isinstance(d, str) or not d or not isinstance(q, str) or not q.strip():
+            raise ValidationError(f"invalid query for dialect {d!r}: {q!r}")
+        out.append(SQLRepresentation(q, d))
+    return out
+
+
+def _summary(summary: Mapping[str, str] | None) -> dict[str, str]:
+    from icefloe import __version__
+
+    return {"engine-name": "icefloe", "engine-version": __version__, **(summary or {})}
+
+
+def new_version(
+    version_id: int,
+    ident: Identifier,
+    sql: str | Mapping[str, str],
+    dialect: str | None,
+    default_namespace: Iterable[str] | None,
+    default_catalog: str | None,
+    summary: Mapping[str, str] | None,
+) -> ViewVersion:
+    """A view version of ``sql`` (schema id 0: the builder assigns the real one), resolving
+    names in the view's own namespace unless ``default_namespace`` is given."""
+    return ViewVersion(
+        version_id=version_id,
+        timestamp_ms=time.time_ns() // 1_000_000,
+        schema_id=0,
+        summary=_summary(summary),
+        representations=tuple(_representations(sql, dialect)),
+        default_namespace=tuple(ident[:-1] if default_namespace is None else default_namespace),
+        default_catalog=default_catalog,
+    )
+
+
+def _check_views(catalog: Catalog) -> None:
+    if not catalog.keeps_views:
+        raise UnsupportedFeatureError(f"{type(catalog).__name__} does not keep views")
+
+
+def create_view(
+    catalog: Catalog,
+    identifier: str | Iterable[str],
+    sql: str | Mapping[str, str],
+    schema: Schema | pa.Schema,
+    *,
+    dialect: str | None = None,
+    default_namespace: Iterable[str] | None = None,
+    default_catalog: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    location: str | None = None,
+    summary: Mapping[str, str] | None = None,
+) -> View:
+    """See :meth:`Catalog.create_view <icefloe.catalog.base.Catalog.create_view>`."""
+    _check_views(catalog)
+    from icefloe.arrow_schema import to_schema
+    from icefloe.catalog.base import check_table_identifier
+
+    ident = check_table_identifier(catalog._table_identifier(identifier))
+    version = new_version(1, ident, sql, dialect, default_namespace, default_catalog, summary)
+    return create_view_from(catalog, ident, to_schema(schema), version, properties, location)
+
+
+def create_view_from(
+    catalog: Catalog,
+    ident: Identifier,
+    schema: Schema,
+    version: ViewVersion,
+    properties: Mapping[str, str] | None = None,
+    location: str | None = None,
+) -> View:
+    """Create a view whose first version is ``version`` returning ``schema`` (its ids as
+    given). The namespace must exist and the name be free (see :func:`create_view`)."""
+    _check_views(catalog)
+    if not catalog.namespace_exists(ident[:-1]):
+        raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
+    _refuse_taken_name(catalog, ident)
+    b = ViewMetadataBuilder()
+    b.set_properties(dict(properties or {}))
+    b.set_location(location or catalog._default_table_location(ident))
+    b.set_current_version(version, schema)
+    return _create_view_entry(catalog, ident, b.build())
+
+
+def replace_view(
+    catalog: Catalog,
+    identifier: str | Iterable[str],
+    sql: str | Mapping[str, str],
+    schema: Schema | pa.Schema,
+    *,
+    dialect: str | None = None,
+    default_namespace: Iterable[str] | None = None,
+    default_catalog: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    location: str | None = None,
+    summary: Mapping[str, str] | None = None,
+) -> View:
+    """See :meth:`Catalog.replace_view <icefloe.catalog.base.Catalog.replace_view>`."""
+    _check_views(catalog)
+    from icefloe.arrow_schema import to_schema
+
+    ident = catalog._table_identifier(identifier)
+    new_schema = to_schema(schema)
+    view = catalog.load_view(ident)
+    base = view.metadata
+    next_id = max(v.version_id for v in base.versions) + 1
+    version = new_version(next_id, ident, sql, dialect, default_namespace, default_catalog, summary)
+    b = ViewMetadataBuilder(base)
+    b.set_properties(dict(properties or {}))
+    b.set_current_version(version, new_schema)
+    if location:
+        b.set_location(location)
+    b.build()  # the view's rules, checked here before a REST server sees the change
+    # a race lost to another writer is retried by commit_view on the new state
+    return catalog.commit_view(view, [AssertViewUUID(base.view_uuid)], b.changes)
+
+
+def load_view(catalog: Catalog, identifier: str | Iterable[str]) -> View:
+    """The view; :class:`NoSuchViewError` if there is none."""
+    _check_views(catalog)
+    ident = catalog._table_identifier(identifier)
+    location = catalog._view_pointer(ident)
+    return View(ident, read_view_metadata(catalog, location), location, catalog)
+
+
+def view_exists(catalog: Catalog, identifier: str | Iterable[str]) -> bool:
+    try:
+        catalog._view_pointer(catalog._table_identifier(identifier))
+    except NoSuchViewError:
+        return False
+    return True
+
+
+def list_views(catalog: Catalog, namespace: str | Iterable[str]) -> list[Identifier]:
+    """Identifiers of the views directly in ``namespace``."""
+    _check_views(catalog)
+    _check_views(catalog)
+    from icefloe.catalog.base import to_identifier
+
+    ns = to_identifier(namespace)
+    return [(*ns, name) for name in catalog._list_view_names(ns)]
+
+
+def drop_view(catalog: Catalog, identifier: str | Iterable[str]) -> None:
+    """Forget the view and, unless it has ``gc.enabled=false``, delete its current metadata
+    file (as Iceberg Java does; earlier versions' files stay)."""
+    from icefloe.properties import gc_enabled
+
+    _check_views(catalog)
+    ident = catalog._table_identifier(identifier)
+    try:
+        view: View | None = catalog.load_view(ident)
+    except (NoSuchViewError, UnsupportedFeatureError):
+        raise
+    except IcebergError:  # an unreadable file does not keep the view from being dropped
+        view = None
+    catalog._drop_view_pointer(ident)
+    if view is not None and gc_enabled(view.properties):
+        catalog.table_io(view.metadata.properties).delete_quietly(view.metadata_location)
+
+
+def rename_view(catalog: Catalog, source: str | Iterable[str], target: str | Iterable[str]) -> View:
+    """Rename a view (its files do not move); the target name must be free."""
+    _check_views(catalog)
+    from icefloe.catalog.base import check_table_identifier
+
+    src = catalog._table_identifier(source)
+    dst = check_table_identifier(catalog._table_identifier(target))
+    catalog._view_pointer(src)  # NoSuchViewError first, as Java reports it
+    if not catalog.namespace_exists(dst[:-1]):
+        raise NoSuchNamespaceError(f"namespace {'.'.join(dst[:-1])!r} does not exist")
+    moving = f"Cannot rename {'.'.join(src)} to {'.'.join(dst)}."
+    if catalog.view_exists(dst):
+        raise ViewAlreadyExistsError(f"{moving} View already exists")
+    if catalog.table_exists(dst):
+        raise ViewAlreadyExistsError(f"{moving} Table already exists")
+    catalog._rename_view_pointer(src, dst)
+    return catalog.load_view(dst)
+
+
+def register_view(
+    catalog: Catalog, identifier: str | Iterable[str], metadata_location: str
+) -> View:
+    """Add a view whose metadata file already exists (written by any engine)."""
+    _check_views(catalog)
+    from icefloe.catalog.base import check_table_identifier
+
+    ident = check_table_identifier(catalog._table_identifier(identifier))
+    if not catalog.namespace_exists(ident[:-1]):
+        raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
+    _refuse_taken_name(catalog, ident)
+    metadata = read_view_metadata(catalog, metadata_location)
+    catalog._create_view_pointer(ident, metadata_location)
+    return View(ident, metadata, metadata_location, catalog)
+
+
+def commit_view(
+    catalog: Catalog,
+    view: View,
+    requirements: Iterable[AssertViewUUID],
+    updates: Iterable[TableUpdate],
+) -> View:
+    """Apply REST view ``updates`` to ``view`` if ``requirements`` hold against the view's
+    current metadata (a lost race is retried on the new state while they still hold)."""
+    _check_views(catalog)
+    reqs = list(requirements)
+    ups = list(updates)
+    base, base_location = view.metadata, view.metadata_location
+    for attempt in range(_COMMIT_RETRIES + 1):
+        for r in reqs:
+            r.validate(base)
+        new = apply_view_updates(base, ups)
+        try:
+            location = _write_and_swap_view(catalog, view.identifier, base_location, new)
+            return View(view.identifier, new, location, catalog)
+        except CommitFailedError:
+            if attempt == _COMMIT_RETRIES:
+                raise
+            fresh = catalog.load_view(view.identifier)
+            base, base_location = fresh.metadata, fresh.metadata_location
+    raise AssertionError("unreachable")
+
+
+def read_view_metadata(catalog: Catalog, location: str) -> ViewMetadata:
+    """Parse the view metadata file at ``location`` (plain or gzip JSON)."""
+    raw = catalog.io.new_input(location).read()
+    try:
+        return ViewMetadata.parse(raw)
+    except ValidationError as exc:
+        raise CorruptFileError(f"view metadata file {location}: {exc}") from exc
+
+
+# -- shared steps -----------------------------------------------------------------------
+def _refuse_taken_name(catalog: Catalog, ident: Identifier) -> None:
+    name = ".".join(ident)
+    if catalog.view_exists(ident):
+        raise ViewAlreadyExistsError(f"View already exists: {name}")
+    if catalog.table_exists(ident):  # tables and views share names
+        raise ViewAlreadyExistsError(f"Table with same name already exists: {name}")
+
+
+def _create_view_entry(catalog: Catalog, ident: Identifier, metadata: ViewMetadata) -> View:
+    location = view_metadata_location(metadata, 0)
+    io = catalog.table_io(metadata.properties)
+    io.new_output(location).write(
+        metadata.to_bytes(compress=location.endswith(".gz.metadata.json"))
+    )
+    try:
+        catalog._create_view_pointer(ident, location)
+    except (ViewAlreadyExistsError, NoSuchNamespaceError, UnsupportedFeatureError):
+        # refused before registering; after any other error the entry may exist
+        io.delete_quietly(location)
+        raise
+    return View(ident, metadata, location, catalog)
+
+
+def _write_and_swap_view(
+    catalog: Catalog, ident: Identifier, base_location: str, new: ViewMetadata
+) -> str:
+    from icefloe.table_paths import metadata_file_version
+
+    previous = metadata_file_version(base_location)
+    location = view_metadata_location(new, (previous if previous is not None else 0) + 1)
+    io = catalog.table_io(new.properties)
+    io.new_output(location).write(new.to_bytes(compress=location.endswith(".gz.metadata.json")))
+    try:
+        catalog._swap_view_pointer(ident, base_location, location)
+    except CommitFailedError:
+        io.delete_quietly(location)  # known not to be the view's metadata
+        raise
+    return location
