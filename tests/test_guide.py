@@ -278,6 +278,10 @@ def _delta(tmp: Path) -> dict[str, Any]:
     return {"/data/events": str(tmp / "events")}
 
 
+def _views(tmp: Path) -> dict[str, Any]:
+    return {}  # the block makes its own namespace and table in the default catalog
+
+
 SKIP = object()
 
 # One entry per block, in the guide's order: what the block's prose takes for granted.
@@ -288,6 +292,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _metadata,
     _catalogs,
     _properties,
+    _views,
     _rest,
     _writing,
     _variant,
