@@ -26,11 +26,12 @@ def scratch(tmp_path: Path) -> CliWorld:
 
 LIST_SCHEMA = {
     "type": "object",
-    "required": ["namespaces", "tables"],
+    "required": ["namespaces", "tables", "views"],
     "additionalProperties": False,
     "properties": {
         "namespaces": {"type": "array", "items": {"type": "string"}},
         "tables": {"type": "array", "items": {"type": "string"}},
+        "views": {"type": "array", "items": {"type": "string"}},
     },
 }
 
@@ -100,7 +101,7 @@ def test_list_shows_namespaces_and_tables(world: CliWorld) -> None:
     assert r.exit_code == 0, r.stderr
     doc = r.json()
     check_schema(doc, LIST_SCHEMA)
-    assert doc == {"namespaces": ["db"], "tables": ["db.events", "db.plain"]}
+    assert doc == {"namespaces": ["db"], "tables": ["db.events", "db.plain"], "views": []}
     text = run(world, "list").stdout
     assert "events" in text and "plain" in text and "db" in text
     assert run(world, "list", "db", "--json").json()["tables"] == ["db.events", "db.plain"]
@@ -202,6 +203,25 @@ def test_create_rename_drop(scratch: CliWorld) -> None:
     assert not Path(location, "metadata").exists()
     assert run(scratch, "drop", "namespace", "tmp").exit_code == 0
     assert not cat.namespace_exists("tmp")
+
+
+def test_views_are_listed_shown_and_dropped(scratch: CliWorld) -> None:
+    import pyarrow as pa
+
+    cat = scratch.catalog()
+    query = "SELECT id\nFROM events\nWHERE id > 1"
+    cat.create_view("db.recent", query, pa.schema([("id", pa.int64())]), dialect="spark")
+    assert run(scratch, "list", "--json").json()["views"] == ["db.recent"]
+    assert "recent (view)" in run(scratch, "list").stdout
+    shown = run(scratch, "view", "db.recent")
+    assert shown.exit_code == 0 and "  FROM events" in shown.stdout and "id long" in shown.stdout
+    doc = run(scratch, "view", "db.recent", "--json").json()
+    assert doc["queries"] == {"spark": query} and doc["schema"] == [["id", "long"]]
+    assert doc["versions"][0]["engine-name"] == "icefloe"
+    assert run(scratch, "drop", "view", "db.recent").exit_code == 0
+    assert not cat.view_exists("db.recent")
+    r = run(scratch, "view", "db.recent")
+    assert r.exit_code == EXIT_NOT_FOUND and r.stderr.startswith("error: view 'db.recent'")
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Catalog commands: ``list``, ``create namespace``, ``drop table|namespace``, ``rename``."""
+"""Catalog commands: ``list``, ``create namespace``, ``drop table|view|namespace``, ``rename``,
+``view``."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ import click
 from rich.tree import Tree
 
 from icefloe.catalog import to_identifier
+from icefloe.catalog.base import Catalog
 from icefloe.cli.app import State, catalog_identifier, json_option, pass_state
 from icefloe.cli.render import esc, literal
-from icefloe.exceptions import NoSuchTableError, TableAlreadyExistsError, ValidationError
+from icefloe.exceptions import (
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 
 __all__ = ["register"]
 
@@ -27,12 +34,22 @@ def _parse_properties(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-@click.command("list", short_help="Namespaces and tables as a tree.")
+def _views(catalog: Catalog, ns: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The views of ``ns``; none where the catalog (or its REST server) keeps no views."""
+    if not catalog.keeps_views:
+        return []
+    try:
+        return sorted(catalog.list_views(ns))
+    except UnsupportedFeatureError:
+        return []
+
+
+@click.command("list", short_help="Namespaces, tables and views as a tree.")
 @click.argument("namespace", required=False)
 @json_option
 @pass_state
 def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
-    """List namespaces and tables, under NAMESPACE or everywhere."""
+    """List namespaces, tables and views, under NAMESPACE or everywhere."""
     catalog = state.catalog()
     root: tuple[str, ...] = tuple(namespace.split(".")) if namespace else ()
     if root and not catalog.namespace_exists(root):
@@ -41,11 +58,13 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
         raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
     namespaces: list[tuple[str, ...]] = []
     tables: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    views: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
 
     def walk(ns: tuple[str, ...]) -> None:
         if ns:
             namespaces.append(ns)
             tables[ns] = sorted(catalog.list_tables(ns))
+            views[ns] = _views(catalog, ns)
         for child in sorted(catalog.list_namespaces(ns)):
             if tuple(child) != ns:
                 walk(tuple(child))
@@ -56,6 +75,7 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
             {
                 "namespaces": [_dotted(n) for n in namespaces],
                 "tables": [_dotted(t) for n in namespaces for t in tables[n]],
+                "views": [_dotted(v) for n in namespaces for v in views[n]],
             }
         )
         return
@@ -68,6 +88,8 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
         nodes[ns] = node
         for t in tables[ns]:
             node.add(literal(t[-1]))
+        for v in views[ns]:
+            node.add(literal(v[-1], style="magenta") + literal(" (view)", style="dim"))
     state.out.console.print(tree)
 
 
@@ -88,9 +110,9 @@ def create_namespace(state: State, namespace: str, props: tuple[str, ...]) -> No
     state.out.console.print(literal(f"created namespace {namespace}"))
 
 
-@click.group("drop", short_help="Drop a table or a namespace.")
+@click.group("drop", short_help="Drop a table, a view or a namespace.")
 def drop() -> None:
-    """Drop a table or a namespace."""
+    """Drop a table, a view or a namespace."""
 
 
 @drop.command("table")
@@ -102,6 +124,15 @@ def drop_table(state: State, table: str, purge: bool) -> None:
     state.catalog().drop_table(catalog_identifier(table, "drop table"), purge=purge)
     done = f"dropped table {table}" + (" and deleted its files" if purge else "")
     state.out.console.print(literal(done))
+
+
+@drop.command("view")
+@click.argument("view")
+@pass_state
+def drop_view(state: State, view: str) -> None:
+    """Drop VIEW from the catalog (its current metadata file too, unless gc.enabled=false)."""
+    state.catalog().drop_view(catalog_identifier(view, "drop view"))
+    state.out.console.print(literal(f"dropped view {view}"))
 
 
 @drop.command("namespace")
@@ -134,7 +165,52 @@ def rename(state: State, source: str, target: str) -> None:
     state.out.console.print(literal(f"renamed {source} to {target}"))
 
 
+@click.command("view", short_help="A view: its query, schema and versions.")
+@click.argument("view")
+@json_option
+@pass_state
+def view_cmd(state: State, view: str, as_json: bool) -> None:
+    """Show VIEW: the current query in every dialect, the schema it returns, its versions."""
+    v = state.catalog().load_view(catalog_identifier(view, "view"))
+    current = v.current_version
+    if as_json:
+        state.out.json(
+            {
+                "view": v.name,
+                "metadata_location": v.metadata_location,
+                "current_version": current.version_id,
+                "queries": {d: current.sql(d) for d in current.dialects},
+                "default_namespace": ".".join(current.default_namespace),
+                "default_catalog": current.default_catalog,
+                "schema": [[f.name, str(f.field_type)] for f in v.schema.fields],
+                "properties": v.properties,
+                "versions": [
+                    {"version_id": x.version_id, "timestamp_ms": x.timestamp_ms, **x.summary}
+                    for x in v.versions
+                ],
+            }
+        )
+        return
+    out = state.out.console
+    out.print(literal(f"{v.name}", style="bold") + literal(f"  version {current.version_id}"))
+    for dialect in current.dialects:
+        out.print(literal(f"{dialect}:", style="cyan"))
+        for line in (current.sql(dialect) or "").splitlines():
+            out.print(literal(f"  {line}"))
+    out.print(
+        literal("schema: ", style="dim")
+        + literal(", ".join(f"{f.name} {f.field_type}" for f in v.schema.fields))
+    )
+    names = f"namespace {'.'.join(current.default_namespace) or '-'}"
+    if current.default_catalog:
+        names += f", catalog {current.default_catalog}"
+    out.print(literal(f"names resolve in: {names}", style="dim"))
+    for key, value in sorted(v.properties.items()):
+        out.print(literal(f"{key} = {value}", style="dim"))
+    out.print(literal(f"{len(v.versions)} version(s) kept", style="dim"))
+
+
 def register(group: click.Group) -> None:
-    """Add ``list``, ``create``, ``drop`` and ``rename`` to ``group``; returns None."""
-    for command in (list_cmd, create, drop, rename):
+    """Add ``list``, ``create``, ``drop``, ``rename`` and ``view`` to ``group``."""
+    for command in (list_cmd, create, drop, rename, view_cmd):
         group.add_command(command)

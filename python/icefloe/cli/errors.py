@@ -23,10 +23,12 @@ from icefloe.exceptions import (
     NoSuchNamespaceError,
     NoSuchSnapshotError,
     NoSuchTableError,
+    NoSuchViewError,
     NotFoundError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
     ValidationError,
+    ViewAlreadyExistsError,
 )
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_CONFLICT", "EXIT_NOT_FOUND", "EXIT_OTHER", "exit_code"]
@@ -37,10 +39,20 @@ EXIT_NOT_FOUND = 3
 EXIT_CONFLICT = 4
 
 _CODES: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
-    ((NoSuchTableError, NoSuchNamespaceError, NoSuchSnapshotError, NotFoundError), EXIT_NOT_FOUND),
+    (
+        (
+            NoSuchTableError,
+            NoSuchViewError,
+            NoSuchNamespaceError,
+            NoSuchSnapshotError,
+            NotFoundError,
+        ),
+        EXIT_NOT_FOUND,
+    ),
     (
         (
             TableAlreadyExistsError,
+            ViewAlreadyExistsError,
             NamespaceAlreadyExistsError,
             AlreadyExistsError,
             NamespaceNotEmptyError,
