@@ -246,6 +246,23 @@ def test_pick_becomes_a_fast_forward_on_retry_and_leaves_no_files(tmp_path: Path
     assert {p.name for p in meta_dir.glob("*.avro")} == before
 
 
+def test_a_discarded_block_deletes_what_its_pick_wrote(tmp_path: Path) -> None:
+    # a `with table.manage_snapshots()` block that raises commits nothing and, like a discarded
+    # transaction, leaves none of the manifests and manifest list its cherry-pick wrote
+    _, t, staged = _staged_append(tmp_path)
+    t.append(_rows([3]))  # main moved on: the pick writes a new snapshot
+    meta_dir = Path(t.location.removeprefix("file://")) / "metadata"
+    before = {p.name for p in meta_dir.glob("*.avro")}
+    heads = _head(t)
+    with pytest.raises(RuntimeError, match="audit failed"), t.manage_snapshots() as ms:
+        ms.cherry_pick(staged)
+        assert {p.name for p in meta_dir.glob("*.avro")} > before
+        raise RuntimeError("audit failed")
+    t.refresh()
+    assert _head(t) == heads
+    assert {p.name for p in meta_dir.glob("*.avro")} == before
+
+
 def _partition_rows(ids: list[int], data: str) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "data": [data] * len(ids)})
 

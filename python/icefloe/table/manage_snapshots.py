@@ -367,6 +367,13 @@ class ManageSnapshots(PendingUpdate):
         if self._autocommit:
             self._tx.commit_transaction()
 
+    def discard(self) -> None:
+        """Drop the change; on its own (not in a larger transaction) the snapshots a
+        cherry-pick or a first branch wrote are deleted, as a discarded transaction's are."""
+        if self._autocommit and not self._committed:
+            self._committed = True
+            self._tx.discard()
+
 
 def _with_snapshot(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:
     return SnapshotRef(

@@ -31,3 +31,9 @@ class PendingUpdate(ABC):
     ) -> None:
         if exc_type is None:
             self.commit()
+        else:
+            self.discard()
+
+    def discard(self) -> None:
+        """Drop the change (the block raised): delete what it wrote already, if anything."""
+        return None

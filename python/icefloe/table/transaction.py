@@ -81,8 +81,13 @@ class Transaction:
             if not self._done:  # (committed inside the block already: nothing left to do)
                 self.commit_transaction()
         else:
-            self._done = True  # discard
-            self._abort_producers()
+            self.discard()
+
+    def discard(self) -> None:
+        """Drop every change of this transaction and delete the files it wrote; it cannot be
+        committed afterwards (what happens when its ``with`` block raises)."""
+        self._done = True
+        self._abort_producers()
 
     @property
     def updates(self) -> tuple[TableUpdate, ...]:
