@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from icefloe.catalog.base import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
@@ -194,10 +195,28 @@ def test_rest_updates_parse_and_apply() -> None:
 
 # -- the SQL catalog ----------------------------------------------------------------------------
 @pytest.fixture
-def cat(tmp_path: Path) -> SqlCatalog:
-    c = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    c.create_namespace("ns")
-    return c
+def cat(sql_catalog: SqlCatalog) -> SqlCatalog:
+    """A SQL catalog on SQLite (file, memory) and PostgreSQL, with namespace ``ns``."""
+    sql_catalog.create_namespace("ns")
+    return sql_catalog
+
+
+def test_views_on_every_kind_of_catalog(catalog: Catalog) -> None:
+    """Every catalog that keeps views (SQL, on local disk or S3, and REST) creates, replaces
+    and drops them the same way; a file-system catalog refuses them."""
+    catalog.create_namespace("ns")
+    if not catalog.keeps_views:
+        with pytest.raises(UnsupportedFeatureError, match="does not keep views"):
+            catalog.create_view("ns.v", "SELECT 1", ROWS, dialect="spark")
+        return
+    catalog.create_view("ns.v", "SELECT 1", ROWS, dialect="spark")
+    assert catalog.load_view("ns.v").sql() == "SELECT 1"
+    v = catalog.replace_view("ns.v", "SELECT 2", ROWS, dialect="spark")
+    assert v.sql() == "SELECT 2"
+    catalog.drop_view("ns.v")
+    assert not catalog.view_exists("ns.v") and catalog.list_views("ns") == []
+    if isinstance(catalog, SqlCatalog):  # the current metadata file goes, as with Java
+        assert not catalog.io.new_input(v.metadata_location).exists()
 
 
 def test_create_load_replace_and_drop_in_the_sql_catalog(cat: SqlCatalog) -> None:
