@@ -30,6 +30,7 @@ from icefloe.types import (
     NestedType,
     PrimitiveType,
     StructType,
+    _int,
     type_from_json,
 )
 
@@ -316,14 +317,14 @@ class Schema:
             raise ValidationError(f"schema is missing 'fields': {obj!r}")
         struct = type_from_json({"type": "struct", "fields": obj["fields"]})
         assert isinstance(struct, StructType)
-        schema_id = obj.get("schema-id", 0)
-        if isinstance(schema_id, bool) or not isinstance(schema_id, int):
-            raise ValidationError(f"schema-id must be an int, got {schema_id!r}")
+        # ids fit a 32-bit int, as Java's SchemaParser reads them with getInt
+        schema_id = _int(obj.get("schema-id", 0), "schema-id")
         ids = obj.get("identifier-field-ids")
         if ids is None:
             ids = []
         if not isinstance(ids, list):
             raise ValidationError(f"identifier-field-ids must be a list of ints, got {ids!r}")
+        ids = [_int(i, "identifier-field-ids element") for i in ids]
         return Schema(*struct.fields, schema_id=schema_id, identifier_field_ids=ids)
 
     # ----------------------------------------------------------------------------- dunder

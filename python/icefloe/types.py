@@ -333,15 +333,14 @@ class NestedField:
         for key in ("id", "name", "type"):
             if key not in obj:
                 raise ValidationError(f"struct field is missing {key!r}: {obj!r}")
-        if not isinstance(obj["id"], int) or isinstance(obj["id"], bool):
-            raise ValidationError(f"field id must be an int, got {obj['id']!r}")
+        field_id = _int(obj["id"], "field id")
         if not isinstance(obj["name"], str):
             raise ValidationError(f"field name must be a string, got {obj['name']!r}")
         required = obj.get("required", False)
         if not isinstance(required, bool):
             raise ValidationError(f"field 'required' must be a boolean, got {required!r}")
         return NestedField(
-            field_id=obj["id"],
+            field_id=field_id,
             name=obj["name"],
             field_type=type_from_json(obj["type"]),
             required=required,
@@ -538,9 +537,18 @@ def _json_key(v: Any) -> Any:
     return v
 
 
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+
+
 def _int(v: Any, name: str) -> int:
+    """A field id read from JSON: an integer that fits a 32-bit int, as Java's
+    ``JsonUtil.getInt`` requires (ids are ints everywhere else: Avro, Parquet, Arrow)."""
     if not isinstance(v, int) or isinstance(v, bool):
         raise ValidationError(f"{name} must be an int, got {v!r}")
+    if not _INT32_MIN <= v <= _INT32_MAX:
+        text = str(v) if v.bit_length() < 128 else f"an integer of {v.bit_length()} bits"
+        raise ValidationError(f"{name} is out of range for a 32-bit int: {text}")
     return v
 
 

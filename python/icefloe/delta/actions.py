@@ -121,18 +121,75 @@ def normalize(
     return table
 
 
+_INT32_MAX = 2**31 - 1
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def _integer(value: Any, what: str, lo: int, hi: int) -> Any:
+    """``value`` when it is null or an integer in ``[lo, hi]`` (the Arrow column's range and
+    the protocol's), else :class:`ValueError` naming the field. JSON numbers can be any size:
+    one beyond the column's type would make Arrow raise an untyped ``OverflowError``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be an integer, got {_short(value)}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{what} is out of range [{lo}, {hi}]: {_short(value)}")
+    return value
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _dv(dv: Any, what: str) -> dict[str, Any] | None:
+    """A deletion-vector descriptor checked against the protocol ("Deletion Vector
+    Descriptor Schema"): string ``storageType`` and ``pathOrInlineDv``, non-negative int
+    ``offset`` (optional) and ``sizeInBytes``, non-negative long ``cardinality``."""
+    if dv is None:
+        return None
+    what = f"{what}.deletionVector"
+    if not isinstance(dv, dict):
+        raise ValueError(f"{what} must be an object, got {_short(dv)}")
+    for key in ("storageType", "pathOrInlineDv"):
+        if not isinstance(dv.get(key), str):
+            raise ValueError(f"{what}.{key} must be a string, got {_short(dv.get(key))}")
+    for key in ("sizeInBytes", "cardinality"):
+        if dv.get(key) is None:
+            raise ValueError(f"{what} is missing {key!r}")
+    out = dict(dv)
+    out["offset"] = _integer(dv.get("offset"), f"{what}.offset", 0, _INT32_MAX)
+    out["sizeInBytes"] = _integer(dv.get("sizeInBytes"), f"{what}.sizeInBytes", 0, _INT32_MAX)
+    out["cardinality"] = _integer(dv.get("cardinality"), f"{what}.cardinality", 0, _INT64_MAX)
+    out["maxRowIndex"] = _integer(
+        dv.get("maxRowIndex"), f"{what}.maxRowIndex", _INT64_MIN, _INT64_MAX
+    )
+    return out
+
+
 def _row(action: dict[str, Any], is_add: bool, version: int, order: int) -> dict[str, Any]:
+    """One file action as a :data:`FILE_ACTIONS` row; :class:`ValueError` names a field whose
+    value does not fit its column (the caller names the file)."""
+    kind = "add" if is_add else "remove"
     pv = action.get("partitionValues")
+
+    def long(key: str) -> Any:
+        return _integer(action.get(key), f"{kind}.{key}", _INT64_MIN, _INT64_MAX)
+
     return {
         "path": action.get("path"),
         "partition_values": list(pv.items()) if isinstance(pv, dict) else None,
-        "size": action.get("size"),
-        "modification_time": action.get("modificationTime"),
+        "size": long("size"),
+        "modification_time": long("modificationTime"),
         "data_change": action.get("dataChange"),
         "stats": action.get("stats") if is_add else None,
-        "dv": action.get("deletionVector"),
-        "base_row_id": action.get("baseRowId"),
-        "default_row_commit_version": action.get("defaultRowCommitVersion"),
+        "dv": _dv(action.get("deletionVector"), kind),
+        "base_row_id": long("baseRowId"),
+        "default_row_commit_version": long("defaultRowCommitVersion"),
         "is_add": is_add,
         "version": version,
         "order": order,
@@ -142,7 +199,12 @@ def _row(action: dict[str, Any], is_add: bool, version: int, order: int) -> dict
 def file_actions_from_dicts(
     actions: Sequence[tuple[bool, dict[str, Any]]], version: int, order_start: int
 ) -> pa.Table:
-    """``(is_add, action)`` pairs of one JSON commit (or v2 JSON checkpoint) as a table."""
+    """``(is_add, action)`` pairs of one JSON commit (or v2 JSON checkpoint) as a table.
+
+    A value that does not fit its column (an integer beyond its range, a malformed
+    deletion-vector descriptor) raises :class:`ValueError` naming the field; callers turn it
+    into a :class:`~icefloe.exceptions.DeltaLogError` naming the file.
+    """
     rows = [_row(a, is_add, version, order_start + i) for i, (is_add, a) in enumerate(actions)]
     return pa.Table.from_pylist(rows, schema=FILE_ACTIONS)
 

@@ -111,7 +111,7 @@ def _read_json(io: FileIO, path: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
     except NotFoundError as e:
         raise DeltaLogError(f"checkpoint file {path} does not exist", path) from e
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # JSONDecodeError included
         raise DeltaLogError(f"corrupt Delta checkpoint {path}: {e}", path) from e
 
 
@@ -165,7 +165,11 @@ def read_checkpoint(
     parts = _from_parquet_tables(tables, ref.version, out)
     if json_actions:
         start = sum(p.num_rows for p in parts)
-        parts.append(file_actions_from_dicts(json_actions, ref.version, start))
+        try:
+            parts.append(file_actions_from_dicts(json_actions, ref.version, start))
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+            where = ref.files[0]
+            raise DeltaLogError(f"corrupt Delta checkpoint {where}: {e}", where) from e
     if parts:
         out.files = pa.concat_tables(parts, promote_options="permissive")
     if out.protocol is None or out.metadata is None:

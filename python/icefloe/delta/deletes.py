@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from icefloe.delta.dv import DeltaDV, dv_file_path, read_dv_blobs
 from icefloe.delta.files import absolute_paths
-from icefloe.exceptions import UnsupportedFeatureError
+from icefloe.exceptions import DeltaLogError, UnsupportedFeatureError
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.puffin import DELETION_VECTOR_V1, ROW_POSITION_FIELD_ID, PuffinWriter
@@ -30,6 +30,7 @@ def dv_descriptors(root: str, files: pa.Table) -> list[DeltaDV]:
     paths = absolute_paths(root, with_dv.column("path").combine_chunks()).to_pylist()
     out = []
     for path, dv in zip(paths, with_dv.column("dv").to_pylist(), strict=True):  # one per DV
+        _check_descriptor(path, dv)
         out.append(
             DeltaDV(
                 path,
@@ -41,6 +42,21 @@ def dv_descriptors(root: str, files: pa.Table) -> list[DeltaDV]:
             )
         )
     return out
+
+
+def _check_descriptor(data_file: str, dv: dict[str, object]) -> None:
+    """Refuse (:class:`DeltaLogError`) a DV descriptor the protocol does not allow: JSON
+    commits are checked as they are read, checkpoints (Parquet) only here."""
+    problem = None
+    for key in ("storageType", "pathOrInlineDv"):
+        if not isinstance(dv.get(key), str):
+            problem = f"{key} is {dv.get(key)!r}"
+    for key in ("offset", "sizeInBytes", "cardinality"):
+        v = dv.get(key)
+        if (v is None and key != "offset") or (isinstance(v, int) and v < 0):
+            problem = f"{key} is {v!r}"
+    if problem is not None:
+        raise DeltaLogError(f"malformed Delta deletion vector descriptor of {data_file}: {problem}")
 
 
 def dv_entries(

@@ -31,7 +31,13 @@ from icefloe.delta.actions import FILE_ACTIONS, file_actions_from_dicts
 from icefloe.delta.checkpoint import CheckpointRef, read_checkpoint
 from icefloe.delta.protocol import DeltaMetadata, DeltaProtocol, check_readable
 from icefloe.delta.replay import live_files
-from icefloe.exceptions import DeltaLogError, NoSuchSnapshotError, NoSuchTableError, NotFoundError
+from icefloe.exceptions import (
+    DeltaLogError,
+    IcebergError,
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    NotFoundError,
+)
 from icefloe.io import FileIO
 
 __all__ = ["DeltaCommit", "DeltaLog", "DeltaSnapshot"]
@@ -45,6 +51,34 @@ ROW_TRACKING_DOMAIN = "delta.rowTracking"
 
 def _name(version: int) -> str:
     return f"{version:020d}.json"
+
+
+#: What a malformed action can make the commit parsing raise beyond its own checks.
+_UNEXPECTED = (
+    ArithmeticError,
+    AttributeError,
+    LookupError,
+    RecursionError,
+    TypeError,
+    ValueError,
+    pa.ArrowException,
+)
+
+
+def _loads_line(line: str, path: str) -> Any:
+    """One action line of the commit file ``path``; a line that is not JSON, or JSON the
+    parser cannot take (nested too deeply, an integer literal too long to convert), is a
+    :class:`DeltaLogError` naming the file."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+    except RecursionError as e:
+        raise DeltaLogError(
+            f"corrupt Delta commit file {path}: an action is nested too deeply", path
+        ) from e
+    except ValueError as e:  # e.g. an integer literal beyond the interpreter's digit limit
+        raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
 
 
 @dataclass
@@ -199,7 +233,7 @@ class DeltaLog:
         try:
             raw = self.io.new_input(f"{self.log_dir}/_last_checkpoint").read()
             parsed = json.loads(raw)
-        except (NotFoundError, ValueError):
+        except (NotFoundError, ValueError, RecursionError):
             return None
         return parsed if isinstance(parsed, dict) else None
 
@@ -214,11 +248,26 @@ class DeltaLog:
             )
         try:
             text = self.io.new_input(path).read().decode("utf-8")
-            actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+            actions = [_loads_line(line, path) for line in text.splitlines() if line.strip()]
         except NotFoundError as e:
             raise DeltaLogError(f"commit file {path} disappeared", path) from e
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except UnicodeDecodeError as e:
             raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+        try:
+            return self._commit_from_actions(version, order_start, path, actions)
+        except IcebergError:
+            raise
+        except _UNEXPECTED as e:
+            # A last guard: the checks above name what they refuse; anything they missed in
+            # this file's actions is still a corrupt commit, not a crash of the reader.
+            raise DeltaLogError(
+                f"corrupt Delta commit file {path}: {type(e).__name__}: {e}", path
+            ) from e
+
+    def _commit_from_actions(
+        self, version: int, order_start: int, path: str, actions: list[Any]
+    ) -> DeltaCommit:
+        listing = self._list()
         files: list[tuple[bool, dict[str, Any]]] = []
         commit = DeltaCommit(version, listing.mtimes.get(version, 0), FILE_ACTIONS.empty_table())
         for a in actions:
@@ -253,7 +302,7 @@ class DeltaLog:
             commit.timestamp_ms = ict
         try:
             commit.files = file_actions_from_dicts(files, version, order_start)
-        except (pa.ArrowException, TypeError, ValueError) as e:
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
             raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
         return commit
 
@@ -282,10 +331,7 @@ class DeltaLog:
             for line in text.splitlines():
                 if '"metaData"' not in line:
                     continue
-                try:
-                    action = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+                action = _loads_line(line, path)
                 if isinstance(action, dict) and isinstance(action.get("metaData"), dict):
                     yield v, DeltaMetadata.from_action(action["metaData"], path)
 

@@ -51,11 +51,13 @@ class DeltaProtocol:
             return DeltaProtocol(
                 int(action["minReaderVersion"]),
                 int(action["minWriterVersion"]),
-                frozenset(action.get("readerFeatures") or ()),
-                frozenset(action.get("writerFeatures") or ()),
+                _features(action, "readerFeatures"),
+                _features(action, "writerFeatures"),
             )
         except (KeyError, TypeError, ValueError) as e:
-            raise DeltaLogError(f"{where}: malformed protocol action {action!r}", where) from e
+            raise DeltaLogError(
+                f"{where}: malformed protocol action {_short(action)}: {e}", where
+            ) from e
 
     def supports(self, feature: str) -> bool:
         """Whether ``feature`` is on the table's protocol (reader or writer list)."""
@@ -100,8 +102,33 @@ class DeltaMetadata:
                 action.get("name"),
                 action.get("description"),
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, RecursionError) as e:
             raise DeltaLogError(f"{where}: malformed metaData action: {e}", where) from e
+
+
+def _features(action: dict[str, Any], key: str) -> frozenset[str]:
+    """The ``readerFeatures`` / ``writerFeatures`` list: names are strings (a number or an
+    object there is a malformed action, refused here rather than when the names are shown)."""
+    raw = action.get(key)
+    if raw is None:
+        return frozenset()
+    if not isinstance(raw, list):
+        raise TypeError(f"{key} must be a list of strings, got {_short(raw)}")
+    for name in raw:
+        if not isinstance(name, str):
+            raise TypeError(f"{key} must hold strings, got {_short(name)}")
+    return frozenset(raw)
+
+
+def _short(value: Any) -> str:
+    """``value``'s repr for a message, cut short (actions can be large, numbers huge)."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # int too long to print, nesting too deep
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def check_readable(protocol: DeltaProtocol, table: str) -> None:

@@ -3,27 +3,44 @@
 Every reader names the field (and the object it belongs to) in the :class:`ValidationError` it
 raises, so a bad metadata file says exactly which key is wrong. Booleans are never accepted
 where a number is expected (``True`` is an ``int`` in Python but not in JSON).
+
+Integers are range-checked as the Java reference's ``JsonUtil`` does: every integer field must
+fit a 64-bit long (``getLong``), and fields the reference reads with ``getInt`` (ids,
+``format-version`` ...) must fit a 32-bit int: use :func:`get_int32` / :func:`opt_int32` /
+:func:`check_int32` for those. :func:`loads` parses metadata text into a
+:class:`ValidationError` on any failure, including over-long integer literals and strings with
+lone UTF-16 surrogates (which cannot be written back as UTF-8).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from icefloe.exceptions import ValidationError
 
 __all__ = [
+    "INT32_MAX",
+    "INT32_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
     "cached_compact",
+    "check_int32",
+    "check_no_surrogates",
     "compact",
     "get_bool",
     "get_int",
+    "get_int32",
     "get_int_list",
     "get_list",
     "get_object",
     "get_str",
     "get_str_map",
+    "loads",
     "opt_int",
+    "opt_int32",
     "opt_list",
     "opt_str",
     "opt_str_map",
@@ -31,6 +48,15 @@ __all__ = [
 ]
 
 _MISSING = object()
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+#: A JSON ``\uXXXX`` escape of a UTF-16 surrogate (D800-DFFF): the only way JSON text decoded
+#: from UTF-8 can carry one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def compact(value: Any) -> str:
@@ -66,24 +92,63 @@ def _is_int(v: Any) -> bool:
     return type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
 
 
+def _ranged(v: Any, key: str, what: str, lo: int, hi: int, kind: str) -> int:
+    if not _is_int(v):
+        raise ValidationError(f"{what}: field {key!r} must be an integer, got {v!r}")
+    if not lo <= v <= hi:
+        raise ValidationError(f"{what}: field {key!r} is out of range for {kind}: {_short(v)}")
+    return int(v)
+
+
+def _short(v: int) -> str:
+    """``v`` as text, shortened when huge (for error messages)."""
+    try:
+        text = str(v)
+    except ValueError:  # beyond the interpreter's digit limit for int -> str
+        return "an integer too large to print"
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
+
+
+def check_int32(v: Any, what: str) -> int:
+    """``v`` itself, after checking that it is an integer that fits a 32-bit int; ``what``
+    names the value (e.g. ``"partition spec spec-id"``)."""
+    if not _is_int(v):
+        raise ValidationError(f"{what} must be an integer, got {v!r}")
+    if not INT32_MIN <= v <= INT32_MAX:
+        raise ValidationError(f"{what} is out of range for a 32-bit int: {_short(v)}")
+    return int(v)
+
+
 def get_int(obj: Mapping[str, Any], key: str, what: str) -> int:
-    """A required integer field."""
+    """A required integer field that fits a 64-bit long (Java ``JsonUtil.getLong``)."""
     v = obj.get(key, _MISSING)
     if v is _MISSING or v is None:
         raise ValidationError(f"{what}: missing required int field {key!r}")
-    if not _is_int(v):
-        raise ValidationError(f"{what}: field {key!r} must be an integer, got {v!r}")
-    return int(v)
+    return _ranged(v, key, what, INT64_MIN, INT64_MAX, "a 64-bit long")
 
 
 def opt_int(obj: Mapping[str, Any], key: str, what: str) -> int | None:
-    """An optional integer field: absent and ``null`` both give ``None``."""
+    """An optional integer field that fits a 64-bit long: absent and ``null`` give ``None``."""
     v = obj.get(key)
     if v is None:
         return None
-    if not _is_int(v):
-        raise ValidationError(f"{what}: field {key!r} must be an integer, got {v!r}")
-    return int(v)
+    return _ranged(v, key, what, INT64_MIN, INT64_MAX, "a 64-bit long")
+
+
+def get_int32(obj: Mapping[str, Any], key: str, what: str) -> int:
+    """A required integer field that fits a 32-bit int (Java ``JsonUtil.getInt``)."""
+    v = obj.get(key, _MISSING)
+    if v is _MISSING or v is None:
+        raise ValidationError(f"{what}: missing required int field {key!r}")
+    return _ranged(v, key, what, INT32_MIN, INT32_MAX, "a 32-bit int")
+
+
+def opt_int32(obj: Mapping[str, Any], key: str, what: str) -> int | None:
+    """An optional integer field that fits a 32-bit int: absent and ``null`` give ``None``."""
+    v = obj.get(key)
+    if v is None:
+        return None
+    return _ranged(v, key, what, INT32_MIN, INT32_MAX, "a 32-bit int")
 
 
 def get_str(obj: Mapping[str, Any], key: str, what: str) -> str:
@@ -142,6 +207,10 @@ def get_int_list(obj: Mapping[str, Any], key: str, what: str) -> tuple[int, ...]
     for item in items:
         if not _is_int(item):
             raise ValidationError(f"{what}: {key!r} must hold integers, got {item!r}")
+        if not INT64_MIN <= item <= INT64_MAX:
+            raise ValidationError(
+                f"{what}: {key!r} holds an integer out of range for a 64-bit long: {_short(item)}"
+            )
     return tuple(int(i) for i in items)
 
 
@@ -178,3 +247,54 @@ def opt_str_map(obj: Mapping[str, Any], key: str, what: str) -> dict[str, str]:
     if v is None:
         return {}
     return _str_map(v, key, what)
+
+
+def loads(text: str, what: str) -> Any:
+    """Parses JSON ``text`` (a metadata file): every failure is a :class:`ValidationError`.
+
+    Besides syntax errors this refuses JSON nested too deeply for the parser, integer literals
+    too long to convert, and strings (keys or values) holding a lone UTF-16 surrogate, which
+    could never be written back as UTF-8. The surrogate check walks the parsed value only when
+    the text holds a surrogate escape, so ordinary files cost one regex scan.
+    """
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValidationError(f"{what} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ValidationError(f"{what} JSON is nested too deeply") from None
+    except ValueError as e:  # e.g. an integer literal beyond the interpreter's digit limit
+        raise ValidationError(f"{what} is not valid JSON: {e}") from None
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        check_no_surrogates(obj, what)
+    return obj
+
+
+def _has_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_no_surrogates(obj: Any, what: str) -> None:
+    """Raises :class:`ValidationError` naming the first string (key or value) in the parsed
+    JSON ``obj`` that holds a lone surrogate. Iterative: safe for any nesting depth."""
+    stack: list[tuple[Any, str]] = [(obj, "$")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                raise ValidationError(
+                    f"{what}: string at {path} holds a lone UTF-16 surrogate: {value!r}"
+                )
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(k, str) and _has_surrogate(k):
+                    raise ValidationError(
+                        f"{what}: key {k!r} in {path} holds a lone UTF-16 surrogate"
+                    )
+                stack.append((v, f"{path}.{k}"))
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))

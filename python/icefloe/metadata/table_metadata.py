@@ -29,11 +29,15 @@ from typing import Any
 
 from icefloe.exceptions import NoSuchSnapshotError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata._json import (
+    check_int32,
     compact,
     get_int,
+    get_int32,
     get_list,
     get_str,
+    loads,
     opt_int,
+    opt_int32,
     opt_list,
     opt_str,
     opt_str_map,
@@ -427,19 +431,19 @@ class TableMetadata:
                 raise ValidationError(f"table metadata is not UTF-8: {e}") from None
         else:
             text = data
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValidationError(f"table metadata is not valid JSON: {e}") from None
-        except RecursionError:
-            raise ValidationError("table metadata JSON is nested too deeply") from None
-        return TableMetadata.from_json(obj)
+        # every parse failure is a ValidationError, including over-long integer literals and
+        # strings with lone surrogates (which could not be written back as UTF-8)
+        return TableMetadata.from_json(loads(text, _WHAT))
 
     @staticmethod
     def from_json(obj: Any) -> TableMetadata:
-        """Builds metadata from a parsed JSON object (see the module docstring for the rules)."""
+        """Builds metadata from a parsed JSON object (see the module docstring for the rules).
+
+        Integer fields are range-checked like the Java parser: ids and ``format-version`` must
+        fit a 32-bit int, every other integer a 64-bit long.
+        """
         m = require_object(obj, _WHAT)
-        v = get_int(m, "format-version", _WHAT)
+        v = get_int32(m, "format-version", _WHAT)
         if v > SUPPORTED_FORMAT_VERSION:
             raise UnsupportedFeatureError(f"Cannot read unsupported version {v}")
         if v < 1:
@@ -449,10 +453,10 @@ class TableMetadata:
             raise ValidationError(f"table-uuid must exist in format v{v}")
         location = get_str(m, "location", _WHAT)
         last_seq = get_int(m, "last-sequence-number", _WHAT) if v >= 2 else 0
-        last_column_id = get_int(m, "last-column-id", _WHAT)
+        last_column_id = get_int32(m, "last-column-id", _WHAT)
         schemas, current_schema_id = _read_schemas(m, v)
         specs, default_spec_id = _read_specs(m, v, schemas, current_schema_id)
-        last_partition_id = opt_int(m, "last-partition-id", _WHAT)
+        last_partition_id = opt_int32(m, "last-partition-id", _WHAT)
         if last_partition_id is None:
             if v >= 2:
                 raise ValidationError(f"last-partition-id must exist in format v{v}")
@@ -466,11 +470,21 @@ class TableMetadata:
             current = None
         last_updated_ms = get_int(m, "last-updated-ms", _WHAT)
         snapshots = tuple(Snapshot.from_json(s, v) for s in opt_list(m, "snapshots", _WHAT))
+        for snap in snapshots:
+            if snap.schema_id is not None:  # Java: getIntOrNull
+                check_int32(snap.schema_id, f"snapshot {snap.snapshot_id} schema-id")
         refs_obj = m.get("refs")
         refs: dict[str, SnapshotRef] = {}
         if refs_obj is not None:
             for name, ref in require_object(refs_obj, "refs").items():
-                refs[str(name)] = SnapshotRef.from_json(ref, str(name))
+                refs[str(name)] = r = SnapshotRef.from_json(ref, str(name))
+                if r.min_snapshots_to_keep is not None:  # Java: getIntOrNull
+                    check_int32(r.min_snapshots_to_keep, f"ref {name!r} min-snapshots-to-keep")
+        statistics = tuple(StatisticsFile.from_json(e) for e in opt_list(m, "statistics", _WHAT))
+        for stats in statistics:
+            for blob in stats.blob_metadata:  # Java: getIntegerList
+                for fid in blob.fields:
+                    check_int32(fid, f"statistics file {stats.statistics_path!r} blob field id")
         next_row_id: int | None = None
         if v >= 3:
             next_row_id = get_int(m, "next-row-id", _WHAT)
@@ -498,7 +512,7 @@ class TableMetadata:
             metadata_log=tuple(
                 MetadataLogEntry.from_json(e) for e in opt_list(m, "metadata-log", _WHAT)
             ),
-            statistics=tuple(StatisticsFile.from_json(e) for e in opt_list(m, "statistics", _WHAT)),
+            statistics=statistics,
             partition_statistics=tuple(
                 PartitionStatisticsFile.from_json(e)
                 for e in opt_list(m, "partition-statistics", _WHAT)
@@ -531,7 +545,7 @@ def _schema_from_json(obj: Any) -> Schema:
 def _read_schemas(m: Mapping[str, Any], v: int) -> tuple[tuple[Schema, ...], int]:
     if m.get("schemas") is not None:
         schemas = tuple(_schema_from_json(s) for s in get_list(m, "schemas", _WHAT))
-        current = opt_int(m, "current-schema-id", _WHAT)
+        current = opt_int32(m, "current-schema-id", _WHAT)
         if current is None:
             if v >= 2:
                 raise ValidationError(f"current-schema-id must exist in format v{v}")
@@ -560,7 +574,9 @@ def _read_specs(
 ) -> tuple[tuple[PartitionSpec, ...], int]:
     if m.get("partition-specs") is not None:
         specs = tuple(PartitionSpec.from_json(s) for s in get_list(m, "partition-specs", _WHAT))
-        default = opt_int(m, "default-spec-id", _WHAT)
+        for spec in specs:
+            _check_spec_ids(spec)
+        default = opt_int32(m, "default-spec-id", _WHAT)
         if default is None:
             if v >= 2:
                 raise ValidationError(f"default-spec-id must exist in format v{v}")
@@ -574,13 +590,34 @@ def _read_specs(
             "partition-spec must exist in format v1 when partition-specs is missing"
         )
     raw = m["partition-spec"]
-    return (PartitionSpec.fields_from_json(raw, spec_id=0),), 0
+    spec = PartitionSpec.fields_from_json(raw, spec_id=0)
+    _check_spec_ids(spec)
+    return (spec,), 0
+
+
+def _check_spec_ids(spec: PartitionSpec) -> None:
+    """The ids Java's PartitionSpecParser reads with ``getInt`` fit a 32-bit int."""
+    check_int32(spec.spec_id, "partition spec spec-id")
+    for f in spec.fields:
+        check_int32(f.field_id, f"partition field {f.name!r} field-id")
+        for i in f.all_source_ids:
+            check_int32(i, f"partition field {f.name!r} source-id")
+
+
+def _check_order_ids(order: SortOrder) -> None:
+    """The ids Java's SortOrderParser reads with ``getInt`` fit a 32-bit int."""
+    check_int32(order.order_id, "sort order order-id")
+    for f in order.fields:
+        for i in f.source_ids if f.source_ids is not None else (f.source_id,):
+            check_int32(i, f"sort order {order.order_id} source-id")
 
 
 def _read_sort_orders(m: Mapping[str, Any], v: int) -> tuple[tuple[SortOrder, ...], int]:
     if m.get("sort-orders") is not None:
         orders = tuple(SortOrder.from_json(o) for o in get_list(m, "sort-orders", _WHAT))
-        default = opt_int(m, "default-sort-order-id", _WHAT)
+        for order in orders:
+            _check_order_ids(order)
+        default = opt_int32(m, "default-sort-order-id", _WHAT)
         if default is None:
             if v >= 2:
                 raise ValidationError(f"default-sort-order-id must exist in format v{v}")

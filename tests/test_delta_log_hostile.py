@@ -1,0 +1,204 @@
+"""Hostile Delta commit lines: integers beyond their column's range, reader features that are
+not strings, malformed deletion-vector descriptors and absurdly nested lines are a
+:class:`DeltaLogError` naming the commit file, never an untyped ``OverflowError``,
+``TypeError`` or ``RecursionError`` (found by fuzzing every leaf of the ``dml`` fixture)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icefloe.delta
+from icefloe.delta.actions import file_actions_from_dicts
+from icefloe.delta.deletes import dv_descriptors
+from icefloe.delta.protocol import DeltaProtocol
+from icefloe.exceptions import DeltaLogError
+from support.delta import fixture
+
+
+def _edit(root: Path, version: int, kind: str, path: list[str], value: Any) -> str:
+    """Sets ``path`` in the first ``kind`` action of commit ``version`` that has the field's
+    parent object to ``value``; returns the commit file's path."""
+    file = root / "_delta_log" / f"{version:020d}.json"
+    lines = file.read_text().splitlines()
+    for i, line in enumerate(lines):
+        action = json.loads(line)
+        target = action.get(kind)
+        for key in path[:-1]:
+            target = target.get(key) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            target[path[-1]] = value
+            lines[i] = json.dumps(action)
+            break
+    else:
+        raise AssertionError(f"no {kind} action with {path[:-1]} in {file}")
+    file.write_text("\n".join(lines) + "\n")
+    return str(file)
+
+
+def _snapshot(root: Path) -> object:
+    return icefloe.delta.DeltaLog(str(root)).snapshot().files.num_rows
+
+
+def _check(root: Path) -> object:
+    return icefloe.delta.check_iceberg_compat_v3(str(root), files=True).failures
+
+
+def _convert(root: Path) -> object:
+    return icefloe.delta.convert(str(root)).table.scan().to_arrow().num_rows
+
+
+READERS = [_snapshot, _check, _convert]
+
+
+# (commit version, action, field path, value): one of each class the fuzzer found.
+INTEGER_CASES = [
+    (1, "add", ["size"], 10**30),
+    (2, "add", ["size"], 2**63),
+    (1, "add", ["modificationTime"], 2**63),
+    (1, "add", ["baseRowId"], 2**63),
+    (3, "add", ["baseRowId"], -(2**63) - 1),
+    (1, "add", ["defaultRowCommitVersion"], 10**30),
+    (2, "remove", ["defaultRowCommitVersion"], 10**30),
+    (3, "remove", ["size"], 10**30),
+    (2, "add", ["deletionVector", "cardinality"], 2**63),
+    (3, "add", ["deletionVector", "offset"], 10**30),
+    (3, "add", ["deletionVector", "offset"], 2**63),
+    (2, "add", ["deletionVector", "sizeInBytes"], 2**63),
+    (3, "remove", ["deletionVector", "sizeInBytes"], 10**30),
+    (3, "remove", ["deletionVector", "cardinality"], 2**63),
+]
+
+
+@pytest.mark.parametrize("read", READERS, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    ("version", "kind", "path", "value"),
+    INTEGER_CASES,
+    ids=[f"v{v}-{k}.{'.'.join(p)}={'big' if x > 2**64 else x}" for v, k, p, x in INTEGER_CASES],
+)
+def test_integers_beyond_their_column_name_the_commit_file(
+    tmp_path: Path,
+    read: Callable[[Path], object],
+    version: int,
+    kind: str,
+    path: list[str],
+    value: int,
+) -> None:
+    root = fixture("dml", tmp_path)
+    commit = _edit(root, version, kind, path, value)
+    with pytest.raises(DeltaLogError, match="out of range") as info:
+        read(root)
+    assert info.value.path == commit
+    assert commit in str(info.value)
+
+
+@pytest.mark.parametrize("read", READERS, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    "features", [[1], [2**63], ["deletionVectors", -1], [None], "columnMapping"]
+)
+def test_reader_features_that_are_not_strings_are_a_malformed_protocol(
+    tmp_path: Path, read: Callable[[Path], object], features: Any
+) -> None:
+    root = fixture("dml", tmp_path)
+    commit = _edit(root, 0, "protocol", ["readerFeatures"], features)
+    with pytest.raises(DeltaLogError, match="readerFeatures") as info:
+        read(root)
+    assert info.value.path == commit
+
+
+@pytest.mark.parametrize("read", READERS, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("cardinality", -1),
+        ("sizeInBytes", -1),
+        ("offset", -5),
+        ("pathOrInlineDv", None),
+        ("pathOrInlineDv", 7),
+        ("storageType", None),
+        ("cardinality", None),
+        ("cardinality", "3"),
+    ],
+)
+def test_malformed_deletion_vector_descriptors_name_the_commit_file(
+    tmp_path: Path, read: Callable[[Path], object], field: str, value: Any
+) -> None:
+    root = fixture("dml", tmp_path)
+    commit = _edit(root, 3, "add", ["deletionVector", field], value)
+    with pytest.raises(DeltaLogError, match="deletionVector") as info:
+        read(root)
+    assert info.value.path == commit
+
+
+def test_deletion_vector_descriptors_from_checkpoints_are_checked_too(tmp_path: Path) -> None:
+    """Parquet checkpoints bypass the JSON commit checks; the converter's descriptor reader
+    refuses what the protocol forbids instead of failing on it untyped."""
+    root = fixture("dml", tmp_path)
+    files = icefloe.delta.DeltaLog(str(root)).snapshot().files
+    rows = files.to_pylist()
+    with_dv = next(r for r in rows if r["dv"] is not None)
+    for field, value in [("cardinality", -1), ("pathOrInlineDv", None), ("sizeInBytes", -2)]:
+        bad = dict(with_dv, dv=dict(with_dv["dv"], **{field: value}))
+        table = files.from_pylist([bad], schema=files.schema)
+        with pytest.raises(DeltaLogError, match=field):
+            dv_descriptors(str(root), table)
+
+
+@pytest.mark.parametrize("read", READERS, ids=lambda f: f.__name__.strip("_"))
+def test_a_deeply_nested_commit_line_names_the_commit_file(
+    tmp_path: Path, read: Callable[[Path], object]
+) -> None:
+    root = fixture("dml", tmp_path)
+    path = root / "_delta_log" / f"{5:020d}.json"
+    with open(path, "a") as f:
+        f.write('{"commitInfo":' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(DeltaLogError, match="nested too deeply") as info:
+        read(root)
+    assert info.value.path == str(path)
+
+
+def test_an_over_long_integer_literal_names_the_commit_file(tmp_path: Path) -> None:
+    root = fixture("dml", tmp_path)
+    path = root / "_delta_log" / f"{5:020d}.json"
+    with open(path, "a") as f:
+        f.write('{"commitInfo":{"x":' + "9" * 5000 + "}}\n")
+    with pytest.raises(DeltaLogError) as info:
+        _snapshot(root)
+    assert info.value.path == str(path)
+
+
+def test_boundary_values_are_still_read(tmp_path: Path) -> None:
+    root = fixture("dml", tmp_path)
+    _edit(root, 1, "add", ["modificationTime"], 2**63 - 1)
+    _edit(root, 1, "add", ["size"], 2**63 - 1)
+    log = icefloe.delta.DeltaLog(str(root))
+    assert log.snapshot().files.num_rows > 0
+    files = log.commit(1).files
+    assert files.column("modification_time").to_pylist()[0] == 2**63 - 1
+    assert files.column("size").to_pylist()[0] == 2**63 - 1
+
+
+def test_file_actions_from_dicts_names_the_field() -> None:
+    add = {"path": "a.parquet", "size": 10**30, "modificationTime": 0, "dataChange": True}
+    with pytest.raises(ValueError, match=r"add\.size"):
+        file_actions_from_dicts([(True, add)], 1, 0)
+    dv = {"storageType": "u", "pathOrInlineDv": "x", "sizeInBytes": 3, "cardinality": -1}
+    with pytest.raises(ValueError, match=r"remove\.deletionVector\.cardinality"):
+        file_actions_from_dicts([(False, dict(add, size=1, deletionVector=dv))], 1, 0)
+    ok = file_actions_from_dicts([(True, dict(add, size=2**63 - 1))], 1, 0)
+    assert ok.column("size").to_pylist() == [2**63 - 1]
+
+
+def test_protocol_features_must_be_a_list_of_strings() -> None:
+    good = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"]}
+    assert DeltaProtocol.from_action(good, "f").reader_features == {"deletionVectors"}
+    assert DeltaProtocol.from_action(dict(good, readerFeatures=None), "f").reader_features == set()
+    for bad in ([1], "deletionVectors", {"deletionVectors": 1}, [["x"]]):
+        with pytest.raises(DeltaLogError, match="readerFeatures"):
+            DeltaProtocol.from_action(dict(good, readerFeatures=bad), "f")
+        with pytest.raises(DeltaLogError, match="writerFeatures"):
+            DeltaProtocol.from_action(dict(good, writerFeatures=bad), "f")
