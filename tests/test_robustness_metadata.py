@@ -319,3 +319,35 @@ def test_errors_are_iceberg_errors_with_the_field_name() -> None:
         _parse(_with(("snapshots", 0, "snapshot-id"), 2**63))
     with pytest.raises(IcebergError, match="field id"):
         _parse(_with(("schemas", 1, "fields", 1, "id"), 2**31))
+
+
+def test_spec_and_sort_order_ids_beyond_32_bits_are_refused_in_updates_too() -> None:
+    """A REST client's add-spec or add-sort-order with an id beyond 32 bits is refused when
+    the update is parsed: applied, it would make metadata no reader accepts."""
+    from icefloe.metadata import update_from_json
+
+    spec = {
+        "action": "add-spec",
+        "spec": {
+            "spec-id": 1,
+            "fields": [{"source-id": 1, "field-id": 2**40, "name": "x", "transform": "identity"}],
+        },
+    }
+    with pytest.raises(ValidationError, match="32-bit"):
+        update_from_json(spec)
+    order = {
+        "action": "add-sort-order",
+        "sort-order": {
+            "order-id": 2**33,
+            "fields": [
+                {
+                    "source-id": 1,
+                    "transform": "identity",
+                    "direction": "asc",
+                    "null-order": "nulls-first",
+                }
+            ],
+        },
+    }
+    with pytest.raises(ValidationError, match="32-bit"):
+        update_from_json(order)

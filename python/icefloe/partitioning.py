@@ -329,8 +329,11 @@ def assign_partition_field_ids(
 
 
 def _check_int(v: Any, what: str) -> None:
+    """``v`` must be an int that fits 32 bits (Java reads partition ids with ``getInt``)."""
     if isinstance(v, bool) or not isinstance(v, int):
         raise ValidationError(f"{what} must be an int, got {v!r}")
+    if not -(2**31) <= v < 2**31:
+        raise ValidationError(f"{what} is out of range for a 32-bit int: {v}")
 
 
 #: The spec with no fields, id 0.

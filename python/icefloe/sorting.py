@@ -28,6 +28,12 @@ __all__ = [
 UNSORTED_SORT_ORDER_ID = 0
 
 
+def _check_int32(v: int, what: str) -> None:
+    """Java reads sort order ids with ``getInt``: they fit 32 bits."""
+    if not -(2**31) <= v < 2**31:
+        raise ValidationError(f"{what} is out of range for a 32-bit int: {v}")
+
+
 class SortDirection(Enum):
     """Ascending or descending."""
 
@@ -81,6 +87,7 @@ class SortField:
     def __post_init__(self) -> None:
         if isinstance(self.source_id, bool) or not isinstance(self.source_id, int):
             raise ValidationError(f"sort field source-id must be an int, got {self.source_id!r}")
+        _check_int32(self.source_id, "sort field source-id")
         if not isinstance(self.transform, Transform):
             raise ValidationError(f"sort field transform must be a Transform: {self!r}")
         if not isinstance(self.direction, SortDirection):
@@ -107,6 +114,7 @@ class SortField:
             for i in ids:
                 if isinstance(i, bool) or not isinstance(i, int):
                     raise ValidationError(f"sort field source-ids must be ints, got {i!r}")
+                _check_int32(i, "sort field source-id")
             object.__setattr__(self, "source_ids", ids if len(ids) > 1 else None)
 
     @property
@@ -176,6 +184,7 @@ class SortOrder:
             order_id = 1 if fields else UNSORTED_SORT_ORDER_ID
         if isinstance(order_id, bool) or not isinstance(order_id, int):
             raise ValidationError(f"sort order-id must be an int, got {order_id!r}")
+        _check_int32(order_id, "sort order-id")
         if fields and order_id == UNSORTED_SORT_ORDER_ID:
             raise ValidationError("sort order id 0 is reserved for the unsorted order")
         if not fields and order_id != UNSORTED_SORT_ORDER_ID:
