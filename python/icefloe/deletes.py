@@ -7,6 +7,7 @@ released; bytes and Arrow data go in and out, IO stays with the caller.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -27,17 +28,51 @@ MAX_POSITION = 0x7FFFFFFE_80000000
 """The largest row position a deletion vector can hold (as in the Java reference)."""
 
 
+_INT64_MAX = 2**63 - 1
+#: The most rows one keep-mask covers (the native limit).
+MAX_MASK_LENGTH = 1 << 31
+
+
+def _int(value: object, what: str, hi: int) -> int:
+    """``value`` as an int from 0 to ``hi`` (any integer type but bool; numpy ints too), else
+    a :class:`ValidationError` naming ``what``."""
+    if not isinstance(value, bool):
+        try:
+            n = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+        else:
+            if 0 <= n <= hi:
+                return n
+    raise ValidationError(f"{what} must be an integer from 0 to {hi}, got {value!r}")
+
+
+def _range(start: object, length: object) -> tuple[int, int]:
+    """The row range ``[start, start + length)`` of a keep-mask, checked."""
+    return _int(start, "start", _INT64_MAX), _int(length, "length", MAX_MASK_LENGTH)
+
+
 def _int64_array(positions: Any) -> pa.Array:
-    """An int64 Arrow array from a pyarrow array/chunked array, numpy array or sequence."""
+    """An int64 Arrow array from a pyarrow array/chunked array, numpy array or sequence.
+    Anything else, or values that are not integers within int64, is a ValidationError."""
     if isinstance(positions, pa.ChunkedArray):
         positions = positions.combine_chunks()
     if not isinstance(positions, pa.Array):
-        positions = pa.array(positions, type=pa.int64())
+        try:
+            # inferred, then cast: a float with a fraction is refused instead of truncated
+            positions = pa.array(positions)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+            raise ValidationError(f"positions must be integers: {e}") from e
+        t = positions.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
+            raise ValidationError(f"positions must be integers, got values of type {t}")
     if positions.type != pa.int64():
         try:
             positions = positions.cast(pa.int64())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise ValidationError(f"positions of type {positions.type} are not integers") from e
+            raise ValidationError(
+                f"positions of type {positions.type} are not integers within int64: {e}"
+            ) from e
     return positions
 
 
@@ -67,6 +102,8 @@ class DeletionVector:
         ``content_offset`` of the Puffin file). Length, magic and CRC are checked, and the
         cardinality against ``expected_cardinality`` (the entry's ``record_count``) when given;
         any mismatch raises :class:`icefloe.exceptions.CorruptFileError`."""
+        if expected_cardinality is not None:
+            expected_cardinality = _int(expected_cardinality, "expected_cardinality", _INT64_MAX)
         return cls(_native.PositionBitmap.from_blob(bytes(blob), expected_cardinality))
 
     @classmethod
@@ -128,7 +165,10 @@ class DeletionVector:
         return self._bitmap.cardinality()
 
     def __contains__(self, position: object) -> bool:
-        return isinstance(position, int) and position in self._bitmap
+        # as a set of ints answers: anything but a position in range is simply not in it
+        return (
+            isinstance(position, int) and 0 <= position <= MAX_POSITION and position in self._bitmap
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DeletionVector) and self._bitmap == other._bitmap
@@ -146,7 +186,7 @@ class DeletionVector:
 
     def keep_mask(self, start: int, length: int) -> pa.BooleanArray:
         """The keep-mask of rows ``[start, start + length)`` of the data file."""
-        return self._bitmap.keep_mask(start, length)
+        return self._bitmap.keep_mask(*_range(start, length))
 
     def filter_rows(
         self, batch: pa.RecordBatch, start: int, decode: Sequence[str] = ()
@@ -155,11 +195,12 @@ class DeletionVector:
         that this vector does not delete: ``batch`` itself when it deletes none of them and
         ``decode`` is empty. The dictionary columns named in ``decode`` come back decoded to
         plain string or binary arrays (deleted rows are skipped while decoding)."""
-        return self._bitmap.filter_rows(batch, start, list(decode))
+        return self._bitmap.filter_rows(batch, _int(start, "start", _INT64_MAX), list(decode))
 
 
 def keep_mask_from_positions(positions: Any, start: int, length: int) -> pa.BooleanArray:
     """The keep-mask of rows ``[start, start + length)`` from deleted positions sorted ascending."""
+    start, length = _range(start, length)
     return _native.keep_mask_from_positions(_int64_array(positions), start, length)
 
 
@@ -228,7 +269,7 @@ class PositionDeleteIndex:
 
     def keep_mask(self, path: str, start: int, length: int) -> pa.BooleanArray:
         """The keep-mask of rows ``[start, start + length)`` of data file ``path``."""
-        return self._index.keep_mask(path, start, length)
+        return self._index.keep_mask(path, *_range(start, length))
 
 
 class EqualityDeleteSet:

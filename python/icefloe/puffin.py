@@ -8,12 +8,13 @@ runs in Rust; this module gives it a typed API, refusing bad arguments with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from icefloe import _native
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CorruptFileError, ValidationError
 
 if TYPE_CHECKING:
     from icefloe.deletes import DeletionVector
@@ -43,6 +44,34 @@ def _int(value: object, what: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise ValidationError(f"{what} must be an integer from {lo} to {hi}, got {value!r}")
     return value
+
+
+#: A decimal integer as Java's ``Long.parseLong`` reads one: an optional sign and ASCII
+#: digits, nothing else (no spaces, no ``_`` separators, no other scripts' digits).
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def _cardinality(value: str | None, meta: BlobMetadata) -> int | None:
+    """The ``cardinality`` property of a DV blob as a count (None when absent); any other
+    text, a negative number or one beyond int64 is a :class:`CorruptFileError`."""
+    if value is None:
+        return None
+    count = None
+    # at most 19 significant digits (int64): a longer string is out of range, unconverted
+    if (
+        isinstance(value, str)
+        and _DECIMAL.fullmatch(value)
+        and len(value.lstrip("+-").lstrip("0")) <= 19
+    ):
+        count = int(value)
+    if count is None or not 0 <= count <= _INT64_MAX:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise CorruptFileError(
+            f"deletion vector blob at offset {meta.offset} has cardinality {shown}, "
+            f"not a count from 0 to {_INT64_MAX}"
+        )
+    return count
 
 
 def _bytes(value: object, what: str) -> bytes:
@@ -157,10 +186,8 @@ class PuffinReader:
         meta = self._blob(blob)
         if meta.type != DELETION_VECTOR_V1:
             raise ValidationError(f"blob at offset {meta.offset} is {meta.type!r}, not a DV")
-        card = meta.properties.get("cardinality")
-        return DeletionVector.from_blob(
-            self.read_blob(meta), expected_cardinality=int(card) if card is not None else None
-        )
+        card = _cardinality(meta.properties.get("cardinality"), meta)
+        return DeletionVector.from_blob(self.read_blob(meta), expected_cardinality=card)
 
 
 class PuffinWriter:

@@ -93,7 +93,34 @@ class DeleteCache:
             return value
 
 
+#: The largest deletion vector blob read (Java's ``BaseDeleteLoader`` refuses DVs over 2 GB).
+MAX_DV_BYTES = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+
+
+def _check_dv_entry(d: DeleteFileRef) -> None:
+    """Refuses, before any read, a DV entry whose ``content_offset`` /
+    ``content_size_in_bytes`` / ``record_count`` cannot locate or describe a blob (as Java's
+    ``BaseDeleteLoader.validateDV``); a range past the end of the file when its size is known."""
+    offset, size, count = d.content_offset, d.content_size_in_bytes, d.record_count
+    problem = None
+    if not isinstance(offset, int) or not 0 <= offset <= _INT64_MAX:
+        problem = f"content_offset {offset!r} is not a position in the file"
+    elif not isinstance(size, int) or not 0 < size <= MAX_DV_BYTES:
+        problem = f"content_size_in_bytes {size!r} is not from 1 to {MAX_DV_BYTES}"
+    elif d.file_size_in_bytes and offset + size > d.file_size_in_bytes:
+        problem = (
+            f"the blob at offset {offset} length {size} lies outside the file "
+            f"({d.file_size_in_bytes} bytes)"
+        )
+    elif not isinstance(count, int) or not 0 <= count <= _INT64_MAX:
+        problem = f"record_count {count!r} is not a count of deleted rows"
+    if problem is not None:
+        raise CorruptFileError(f"{d.file_path}: invalid deletion vector entry: {problem}")
+
+
 def _read_dv(io: FileIO, d: DeleteFileRef) -> DeletionVector:
+    _check_dv_entry(d)
     assert d.content_offset is not None and d.content_size_in_bytes is not None
     try:
         with io.new_input(d.file_path).open() as f:
@@ -112,6 +139,46 @@ def _read_dv(io: FileIO, d: DeleteFileRef) -> DeletionVector:
         return DeletionVector.from_blob(blob, d.record_count)
     except IcebergError as e:
         raise type(e)(f"{d.file_path} (offset {d.content_offset}): {e}") from e
+
+
+def _check_rows(
+    path: str, what: str, rows: int, file_rows: int, record_count: int | None = None
+) -> None:
+    """Refuses a delete file that decoded to another number of rows than its footer (or
+    header) says, or than its manifest entry's ``record_count`` (when known: above 0). A
+    damaged page header can decode to no rows at all without any error, and every delete of
+    the file would be lost silently (and made permanent by a compaction)."""
+    if rows != file_rows:
+        raise CorruptFileError(
+            f"{path}: {what} file decoded to {rows} rows, the file says {file_rows}"
+        )
+    _check_record_count(path, what, rows, record_count)
+
+
+def _check_record_count(path: str, what: str, rows: int, record_count: int | None) -> None:
+    """Refuses a delete file of ``rows`` rows whose manifest entry says another
+    ``record_count`` (0 or None: not known)."""
+    if record_count is not None and record_count > 0 and rows != record_count:
+        raise CorruptFileError(
+            f"{path}: {what} file holds {rows} rows, its manifest entry's record_count "
+            f"says {record_count}"
+        )
+
+
+def _equality_ids(d: DeleteFileRef) -> tuple[int, ...]:
+    """The equality ids of ``d`` once each, in order: Java projects them as a set, so an entry
+    listing an id twice deletes as if it listed it once."""
+    return tuple(dict.fromkeys(d.equality_ids))
+
+
+def _plain(table: pa.Table, names: Sequence[str]) -> pa.Table:
+    """``table`` with its columns renamed to ``names`` and no schema or field metadata: the
+    metadata of a delete file's stored Arrow schema is not needed, and a damaged one (a key
+    that is not UTF-8) must not reach the native sets."""
+    schema = pa.schema(
+        [pa.field(n, f.type, f.nullable) for n, f in zip(names, table.schema, strict=True)]
+    )
+    return pa.Table.from_arrays(table.columns, schema=schema)
 
 
 def _columns_by_id(schema: pa.Schema, mapping: NameMapping | None) -> dict[int, str]:
@@ -201,6 +268,7 @@ def _position_target(
     except DECODE_ERRORS as e:
         raise corrupt_error(d.file_path, e) from e
     if target is not None and target == data_path:
+        _check_entry_rows(pf, d)
         dv = _positions(pf, pos_col, d.file_path)
         cache.get(("pos-single", d.file_path), lambda: dv)
     return (target,)
@@ -210,7 +278,14 @@ def _read_single_file_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector:
     """The positions of a position delete file whose rows all name one data file (read by its
     ``pos`` column alone)."""
     pf, _, pos_col = _open_positions(io, d.file_path)
+    _check_entry_rows(pf, d)
     return _positions(pf, pos_col, d.file_path)
+
+
+def _check_entry_rows(pf: pq.ParquetFile, d: DeleteFileRef) -> None:
+    """Refuses a position delete file whose footer counts other rows than its manifest entry
+    (:func:`_positions` then checks the rows decoded against the footer)."""
+    _check_record_count(d.file_path, "position delete", pf.metadata.num_rows, d.record_count)
 
 
 def _positions(pf: pq.ParquetFile, pos_col: str, path: str) -> DeletionVector:
@@ -234,8 +309,10 @@ def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
     """Every (data file, positions) of a position delete file."""
     pf, path_col, pos_col = _open_positions(io, d.file_path, dictionary_paths=True)
     index = PositionDeleteIndex()
+    rows = 0
     try:
         for batch in pf.iter_batches(columns=[path_col, pos_col], batch_size=1 << 20):
+            rows += batch.num_rows
             index.add(
                 pa.RecordBatch.from_arrays(
                     [batch.column(0), batch.column(1)], names=["file_path", "pos"]
@@ -243,6 +320,7 @@ def _read_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDeleteIndex:
             )
     except DECODE_ERRORS as e:
         raise CorruptFileError(f"{d.file_path}: cannot read position deletes: {e}") from e
+    _check_rows(d.file_path, "position delete", rows, pf.metadata.num_rows, d.record_count)
     return index
 
 
@@ -256,6 +334,7 @@ def _read_referenced_positions(io: FileIO, d: DeleteFileRef) -> DeletionVector |
         raise corrupt_error(d.file_path, e) from e
     if target != d.referenced_data_file:
         return None
+    _check_entry_rows(pf, d)
     return _positions(pf, pos_col, d.file_path)
 
 
@@ -326,6 +405,7 @@ def _read_equality_deletes(
     A small file is read whole first: a delete whose keys do not determine the partition
     writes the same bytes to a file in every partition, and a file whose bytes equal one
     decoded before (for the same equality ids) gets that file's table without a decode."""
+    eq_ids = _equality_ids(d)
     handle = open_file(io, d.file_path, d.file_size_in_bytes or None)
     same: list[tuple[pa.Buffer, pa.Table]] | None = None
     try:
@@ -337,9 +417,13 @@ def _read_equality_deletes(
             handle = pa.BufferReader(data)
             # The footer's end tells most different files apart; the bytes decide.
             tail = data.slice(max(0, size - 64)).to_pybytes()
-            same = cache.get(("eq-bytes", d.equality_ids, size, tail), list)
+            same = cache.get(("eq-bytes", eq_ids, size, tail), list)
             for seen, table in list(same):
                 if seen.equals(data):
+                    # the same bytes decoded and checked before: only the entry is new
+                    _check_record_count(
+                        d.file_path, "equality delete", table.num_rows, d.record_count
+                    )
                     return table
     except OSError as e:
         handle.close()
@@ -347,16 +431,19 @@ def _read_equality_deletes(
     checked = open_checked(io, d.file_path, handle=handle)
     pf = checked.file
     ids = _columns_by_id(checked.schema, mapping)
-    missing = [i for i in d.equality_ids if i not in ids]
+    missing = [i for i in eq_ids if i not in ids]
     if missing:
         raise ValidationError(
             f"equality delete file {d.file_path} has no column for equality ids {missing}"
         )
     try:
-        table = pf.read(columns=[ids[i] for i in d.equality_ids])
+        table = pf.read(columns=[ids[i] for i in eq_ids])
     except DECODE_ERRORS as e:
         raise CorruptFileError(f"{d.file_path}: cannot read equality deletes: {e}") from e
-    table = table.rename_columns([str(i) for i in d.equality_ids])
+    _check_rows(
+        d.file_path, "equality delete", table.num_rows, pf.metadata.num_rows, d.record_count
+    )
+    table = _plain(table, [str(i) for i in eq_ids])
     if same is not None:
         same.append((data, table))
     return table
@@ -380,7 +467,9 @@ def _read_whole_position_deletes(io: FileIO, d: DeleteFileRef) -> PositionDelete
     if path_col is None or pos_col is None:
         raise ValidationError(f"position delete file {d.file_path} lacks file_path/pos columns")
     index = PositionDeleteIndex()
-    for batch in f.read([path_col, pos_col]).to_batches():
+    table = f.read([path_col, pos_col])
+    _check_rows(d.file_path, "position delete", table.num_rows, f.num_rows, d.record_count)
+    for batch in table.to_batches():
         index.add(
             pa.RecordBatch.from_arrays(
                 [batch.column(0), batch.column(1)], names=["file_path", "pos"]
@@ -395,13 +484,15 @@ def _read_whole_eq(
     """The equality columns of the ORC or Avro equality delete file ``d``, by field id."""
     f = _open_whole(io, d)
     ids = _columns_by_id(f.schema, mapping)
-    missing = [i for i in d.equality_ids if i not in ids]
+    eq_ids = _equality_ids(d)
+    missing = [i for i in eq_ids if i not in ids]
     if missing:
         raise ValidationError(
             f"equality delete file {d.file_path} has no column for equality ids {missing}"
         )
-    table = f.read([ids[i] for i in d.equality_ids])
-    return table.rename_columns([str(i) for i in d.equality_ids])
+    table = f.read([ids[i] for i in eq_ids])
+    _check_rows(d.file_path, "equality delete", table.num_rows, f.num_rows, d.record_count)
+    return _plain(table, [str(i) for i in eq_ids])
 
 
 def _content_key(table: pa.Table) -> tuple[Any, ...]:
@@ -411,7 +502,9 @@ def _content_key(table: pa.Table) -> tuple[Any, ...]:
     return (tuple(table.column_names), tuple(str(t) for t in table.schema.types), n, repr(ends))
 
 
-def _shared_equality_set(cache: DeleteCache, tables: list[pa.Table]) -> EqualityDeleteSet:
+def _shared_equality_set(
+    cache: DeleteCache, tables: list[pa.Table], paths: Sequence[str]
+) -> EqualityDeleteSet:
     """The equality delete set of ``tables``, shared with an earlier set of equal tables.
 
     A delete whose keys do not determine the partition writes the same keys to a file in every
@@ -424,8 +517,13 @@ def _shared_equality_set(cache: DeleteCache, tables: list[pa.Table]) -> Equality
         if all(a is b or a.equals(b) for a, b in zip(seen, tables, strict=True)):
             return found
     built = EqualityDeleteSet()
-    for t in tables:
-        built.add(t)
+    for t, path in zip(tables, paths, strict=True):
+        try:
+            built.add(t)
+        except IcebergError:
+            raise
+        except DECODE_ERRORS as e:
+            raise CorruptFileError(f"{path}: cannot hash equality deletes: {e}") from e
     entries.append((tables, built))
     return built
 
@@ -506,9 +604,9 @@ class TaskDeletes:
                     tables.append(
                         cache.get(("eq", d.file_path), partial(read, io, d, mapping, cache))
                     )
-                return _shared_equality_set(cache, tables)
+                return _shared_equality_set(cache, tables, [d.file_path for d in eq_files])
 
             equality = cache.get(key, build)
             for d in eq_files:
-                eq_ids.update(d.equality_ids)
+                eq_ids.update(_equality_ids(d))
         return TaskDeletes(positions, equality, tuple(sorted(eq_ids)))

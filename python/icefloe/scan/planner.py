@@ -92,6 +92,12 @@ class Plan:
         return sum(b.entries.num_rows for b in self.batches)
 
 
+def _has_files(counts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per manifest: its file count is missing or above zero (Java's ``count == null ||
+    count > 0``)."""
+    return bool_numpy(pc.fill_null(pc.greater(counts, 0), True))
+
+
 def _path_bound(col: pa.Array) -> pa.Array:
     """Per row, the ``file_path`` bound (binary, nullable) out of a bounds map column."""
     n = len(col)
@@ -172,14 +178,12 @@ def plan(
         rows = np.flatnonzero(spec_ids == sid)
         summaries = manifest_list.column("partitions").take(pa.array(rows))
         keep[rows] = bool_numpy(f.manifest_mask(summaries))
-    # manifests with no live entries hold nothing to plan
-    live = (
-        pc.fill_null(manifest_list.column("added_files_count"), 1).to_numpy(zero_copy_only=False)
-        + pc.fill_null(manifest_list.column("existing_files_count"), 1).to_numpy(
-            zero_copy_only=False
-        )
-    ) > 0
-    keep &= live
+    # manifests with no live entries hold nothing to plan. As Java's hasAddedFiles() ||
+    # hasExistingFiles(): each count is tested alone (a missing one keeps the manifest), never
+    # summed, since two int32 counts can overflow their sum
+    keep &= _has_files(manifest_list.column("added_files_count")) | _has_files(
+        manifest_list.column("existing_files_count")
+    )
     data_rows = np.flatnonzero(keep & (content == DATA))
     delete_rows = np.flatnonzero(keep & (content != DATA))
     data_manifests = manifest_list.take(pa.array(data_rows, type=pa.int64()))
