@@ -203,3 +203,79 @@ def test_empty_table_and_unknown_snapshot(tmp_path: Path) -> None:
         assert getattr(t.inspect, name)().num_rows == 0
     with pytest.raises(NoSuchSnapshotError, match="no such snapshot"):
         t.inspect.files(123)
+
+
+_PARTITION_COUNTS = [
+    "record_count",
+    "file_count",
+    "total_data_file_size_in_bytes",
+    "position_delete_record_count",
+    "position_delete_file_count",
+    "equality_delete_record_count",
+    "equality_delete_file_count",
+    "last_updated_at",
+    "last_updated_snapshot_id",
+]
+
+
+def test_partitions_of_an_unpartitioned_table(tmp_path: Path) -> None:
+    """No ``partition`` and ``spec_id`` columns (Java's ``PartitionsTable`` and PyIceberg leave
+    them out) and one row for the whole table."""
+    c = shared_catalogs(tmp_path)
+    props = {"write.delete.mode": "merge-on-read"}
+    t = c.ours.create_table("db.u", Schema.from_json(SIMPLE_SCHEMA), properties=props)
+    empty = t.inspect.partitions()
+    assert empty.column_names == _PARTITION_COUNTS and empty.num_rows == 0
+    append_rows(c, "u", [1, 2, 3])
+    append_rows(c, "u", [4])
+    t.refresh().delete("id == 2")  # a position delete file
+    ours, expected = (
+        t.refresh().inspect.partitions(),
+        c.theirs.load_table("db.u").inspect.partitions(),
+    )
+    assert ours.column_names == expected.column_names == _PARTITION_COUNTS
+    assert ours.schema.field("file_count").type == expected.schema.field("file_count").type
+    assert _rows(ours, _PARTITION_COUNTS) == _rows(expected, _PARTITION_COUNTS)
+    row = ours.to_pylist()[0]
+    assert ours.num_rows == 1 and (row["record_count"], row["file_count"]) == (4, 2)
+    assert row["position_delete_file_count"] == 1
+    assert t.inspect.partitions(use_statistics=False).column_names == _PARTITION_COUNTS
+    # ``icefloe partitions`` still draws the one partition
+    from icefloe.cli.analysis import partition_stats
+
+    drawn = [
+        (r.label, r.spec_id, r.records, r.files, r.delete_files) for r in partition_stats(t).rows
+    ]
+    assert drawn == [("(unpartitioned)", 0, 4, 2, 1)]
+
+
+def test_partitions_of_a_table_partitioned_once(tmp_path: Path) -> None:
+    """A spec that had a field keeps the columns, as Java decides (any spec's fields count);
+    PyIceberg looks at the specs of the snapshot's manifests only."""
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table("db.p", Schema.from_json(SIMPLE_SCHEMA))
+    with t.update_spec() as u:
+        u.add_field("data", "identity")
+    append_rows(c, "p", [1, 2])
+    with t.refresh().update_spec() as u:
+        u.remove_field("data")
+    append_rows(c, "p", [3])
+    ours, expected = (
+        t.refresh().inspect.partitions(),
+        c.theirs.load_table("db.p").inspect.partitions(),
+    )
+    assert (
+        ours.column_names == expected.column_names == ["partition", "spec_id", *_PARTITION_COUNTS]
+    )
+    cols = ["partition", "spec_id", *_PARTITION_COUNTS]
+
+    def keyed(tab: pa.Table) -> list[tuple[Any, ...]]:  # partition values may be null
+        return sorted((tuple(_plain(r[k]) for k in cols) for r in tab.to_pylist()), key=repr)
+
+    assert keyed(ours) == keyed(expected)
+    assert ours.num_rows == 3  # r1, r2 and the unpartitioned file (data null)
+    # only unpartitioned files left: still the columns (PyIceberg 0.12 drops them here)
+    t.overwrite(pa.table({"id": pa.array([9], pa.int64()), "data": ["r9"]}))
+    now = t.refresh().inspect.partitions()
+    assert now.column_names == ["partition", "spec_id", *_PARTITION_COUNTS]
+    assert [r["partition"] for r in now.to_pylist()] == [{"data": None}]

@@ -388,9 +388,12 @@ def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStat
     """Rows, files, size and delete files per partition (from ``inspect.partitions()``)."""
     check_snapshot(table, snapshot_id)
     t = table.inspect.partitions(snapshot_id)
-    if t.num_rows == 0 or "partition" not in t.column_names:
+    if t.num_rows == 0:
         return PartitionStats([])
     d = t.to_pydict()
+    if "partition" not in d:  # an unpartitioned table: one row, no partition columns
+        d["partition"] = [None] * t.num_rows
+        d["spec_id"] = [table.metadata.default_spec_id] * t.num_rows
     rows = [
         PartitionRow(
             label=partition_label(table.metadata, d["partition"][i]),

@@ -1,5 +1,7 @@
 """Metadata tables as Arrow: ``table.inspect.snapshots()``, ``history()``, ``refs()``,
-``column_statistics()``, ``manifests()``, ``entries()``, ``files()`` and ``partitions()``.
+``metadata_log_entries()``, ``column_statistics()``, ``manifests()``, ``entries()``, ``files()``,
+``partitions()`` and the tables over every kept snapshot: ``all_manifests()``, ``all_entries()``,
+``all_files()``, ``all_data_files()`` and ``all_delete_files()``.
 
 Column names follow PyIceberg's and the Java reference's metadata tables. The file-level tables
 decode the manifests of one snapshot (default: the current one) in bulk and work on the Arrow
@@ -7,7 +9,9 @@ batches; partition tuples of every spec are shown in one struct with a field per
 id of any spec (named as in the newest spec having it), null where a file's spec lacks it. A name
 a newer field took over (a field removed, then another one added under its name) is suffixed
 with the older field's id, ``<name>_<field id>``, as removing a field of a v1 table renames it.
-A table without a snapshot gives the same columns, with no rows.
+A table without a snapshot gives the same columns, with no rows. ``partitions()`` of an
+unpartitioned table (no partition field of any spec has its source column in the schema, Java's
+rule) has no ``partition`` and ``spec_id`` columns, and one row for the whole table.
 
 A table a REST catalog loaded with ``snapshot-loading-mode=refs`` holds only the snapshots refs
 point at: what needs the others (``snapshots()``, ``history()``, a snapshot by id, ancestry, the
@@ -18,14 +22,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
-from icefloe.metadata import Snapshot
+from icefloe.metadata import MetadataLogEntry, Snapshot
 from icefloe.partitioning import PartitionField, PartitionSpec
-from icefloe.scan.manifests import manifest_list_of, read_entries
+from icefloe.scan.manifests import manifest_list_of, manifest_lists, read_entries, unique_manifests
 from icefloe.scan.tasks import partition_field_names
 from icefloe.schema import Schema
 from icefloe.table.manifest_merge import MANIFEST_LIST_SCHEMA
@@ -245,7 +250,10 @@ class InspectTable:
 
     def manifests(self, snapshot_id: int | None = None) -> pa.Table:
         """The manifests of a snapshot with their file counts and partition summaries."""
-        ml = self._manifest_list(snapshot_id)
+        return self._manifests_of(self._manifest_list(snapshot_id))
+
+    def _manifests_of(self, ml: pa.Table | pa.RecordBatch) -> pa.Table:
+        """:meth:`manifests` rows of manifest-list rows ``ml``."""
         content = ml.column("content")
         is_data = pc.equal(content, 0)
 
@@ -271,7 +279,7 @@ class InspectTable:
             }
         )
 
-    def _readable_summaries(self, ml: pa.Table) -> pa.Array:
+    def _readable_summaries(self, ml: pa.Table | pa.RecordBatch) -> pa.Array:
         """The manifests' partition summaries with their bounds as people read them (``0``,
         ``x``, ``2024-01-02``), as Spark's and PyIceberg's ``manifests`` tables give them."""
         rows = []
@@ -313,10 +321,14 @@ class InspectTable:
 
     def _entries(self, snapshot_id: int | None) -> pa.Table:
         """Every entry of a snapshot's manifests, with ``spec_id`` and a unified partition."""
-        ml = self._manifest_list(snapshot_id)
+        return self._entries_of(self._manifest_list(snapshot_id))
+
+    def _entries_of(self, ml: pa.Table | pa.RecordBatch) -> pa.Table:
+        """Every entry of the manifests listed in ``ml`` (each read once), with ``spec_id``
+        and a unified partition."""
         unified = self._partition_type()
         batches = read_entries(self._table.io, ml)
-        spec_ids = ml.column("partition_spec_id").to_pylist()
+        spec_ids = ml.column("partition_spec_id").to_pylist() if ml.num_rows else []
         parts = []
         for batch, spec_id in zip(batches, spec_ids, strict=True):
             b = _unify_partition(batch, unified)
@@ -371,28 +383,11 @@ class InspectTable:
 
     def entries(self, snapshot_id: int | None = None) -> pa.Table:
         """Every manifest entry (including deleted ones) of a snapshot."""
-        t = self._entries(snapshot_id)
-        data_cols = [c for c in _DATA_FILE_COLUMNS if c in t.column_names]
-        data_file = pa.StructArray.from_arrays(
-            [t.column(c).combine_chunks() for c in data_cols], names=data_cols
-        )
-        return pa.table(
-            {
-                "status": t.column("status").cast(pa.int8()),
-                "snapshot_id": t.column("snapshot_id"),
-                "sequence_number": t.column("sequence_number"),
-                "file_sequence_number": t.column("file_sequence_number"),
-                "data_file": data_file,
-            }
-        )
+        return _entries_table(self._entries(snapshot_id))
 
     def files(self, snapshot_id: int | None = None) -> pa.Table:
         """The live data and delete files of a snapshot."""
-        t = self._entries(snapshot_id)
-        live = t.filter(pc.not_equal(t.column("status"), 2))
-        cols = [c for c in _DATA_FILE_COLUMNS if c in live.column_names]
-        out = live.select(cols)
-        return out.set_column(0, "content", out.column("content").cast(pa.int8()))
+        return _files_table(self._entries(snapshot_id))
 
     def data_files(self, snapshot_id: int | None = None) -> pa.Table:
         """The live data files of a snapshot."""
@@ -404,6 +399,103 @@ class InspectTable:
         f = self.files(snapshot_id)
         return f.filter(pc.not_equal(f.column("content"), 0))
 
+    # ------------------------------------------------------------------ every kept snapshot
+
+    def _kept_manifest_lists(self) -> tuple[list[Snapshot], dict[int, pa.RecordBatch]]:
+        """Every snapshot of the metadata (those the catalog left out loaded first) and its
+        decoded manifest list."""
+        self._load_every_snapshot()
+        snaps = list(self._meta.snapshots)
+        return snaps, manifest_lists(self._table.io, snaps)
+
+    def all_manifests(self) -> pa.Table:
+        """The manifests of every kept snapshot, one row per snapshot listing one (a manifest
+        several snapshots keep is a row for each), ``reference_snapshot_id`` the snapshot whose
+        manifest list names it; the columns of :meth:`manifests` plus ``reference_snapshot_id``
+        and the manifest's ``key_metadata``, as PyIceberg's and Java's ``all_manifests``."""
+        snaps, lists = self._kept_manifest_lists()
+        parts = [
+            pa.Table.from_batches([lists[s.snapshot_id]]).append_column(
+                "reference_snapshot_id", pa.repeat(pa.scalar(s.snapshot_id, pa.int64()), n)
+            )
+            for s in snaps
+            if (n := lists[s.snapshot_id].num_rows)
+        ]
+        schema = _MANIFEST_LIST.append(pa.field("key_metadata", pa.binary()))
+        schema = schema.append(pa.field("reference_snapshot_id", pa.int64()))
+        ml = pa.concat_tables([schema.empty_table(), *parts], promote_options="permissive").select(
+            schema.names
+        )
+        out = self._manifests_of(ml.combine_chunks())
+        out = out.append_column("reference_snapshot_id", ml.column("reference_snapshot_id"))
+        return out.append_column("key_metadata", ml.column("key_metadata").cast(pa.binary()))
+
+    def _reachable_entries(self, content: int | None = None) -> pa.Table:
+        """Every entry of every distinct manifest some kept snapshot lists (each manifest read
+        once), of one manifest content (0 data, 1 deletes) or all."""
+        _, lists = self._kept_manifest_lists()
+        ml = unique_manifests(lists.values())
+        if content is not None and ml.num_rows:  # v1: every manifest holds data
+            ml = ml.filter(pc.equal(pc.fill_null(ml.column("content"), 0), content))
+        return self._entries_of(ml.combine_chunks())
+
+    def all_entries(self) -> pa.Table:
+        """Every manifest entry (deleted ones too) of every distinct manifest reachable from a
+        kept snapshot, each manifest's once, as Java's ``AllEntriesTable``; the columns of
+        :meth:`entries`."""
+        return _entries_table(self._reachable_entries())
+
+    def all_files(self) -> pa.Table:
+        """The data and delete files live in some manifest reachable from a kept snapshot,
+        each file once (Java's ``AllFilesTable`` and PyIceberg may repeat a file several
+        manifests list); the columns of :meth:`files`."""
+        return _distinct_files(_files_table(self._reachable_entries()))
+
+    def all_data_files(self) -> pa.Table:
+        """:meth:`all_files` of the data manifests: the data files of every kept snapshot."""
+        return _distinct_files(_files_table(self._reachable_entries(0)))
+
+    def all_delete_files(self) -> pa.Table:
+        """:meth:`all_files` of the delete manifests: position and equality delete files and
+        deletion vectors of every kept snapshot."""
+        return _distinct_files(_files_table(self._reachable_entries(1)))
+
+    def metadata_log_entries(self) -> pa.Table:
+        """One row per ``metadata-log`` entry and one for the current metadata file: its
+        time, location, and the snapshot current then (the newest snapshot-log entry at or
+        before it, as Java's and PyIceberg's ``metadata_log_entries``) with that snapshot's
+        schema id and sequence number; nulls before the first snapshot, and schema id and
+        sequence number null when the snapshot is no longer kept (Java keeps its id)."""
+        self._load_every_snapshot()
+        meta = self._meta
+        log = [
+            *meta.metadata_log,
+            MetadataLogEntry(
+                timestamp_ms=meta.last_updated_ms, metadata_file=self._table.metadata_location
+            ),
+        ]
+        when = np.array([e.timestamp_ms for e in log], np.int64)
+        slog = meta.snapshot_log
+        log_ts = np.array([e.timestamp_ms for e in slog], np.int64)
+        log_ids = pa.array([e.snapshot_id for e in slog], pa.int64())
+        order = np.argsort(log_ts, kind="stable")  # ties keep their log order: the last wins
+        pos = np.searchsorted(log_ts[order], when, side="right") - 1
+        idx = pa.array(order[np.maximum(pos, 0)] if len(order) else pos, pa.int64())
+        latest = pc.take(log_ids, pc.if_else(pa.array(pos >= 0), idx, None))
+        snaps = meta.snapshots
+        found = pc.index_in(latest, pa.array([s.snapshot_id for s in snaps], pa.int64()))
+        schema_ids = pa.array([s.schema_id for s in snaps], pa.int32())
+        seqs = pa.array([s.sequence_number for s in snaps], pa.int64())
+        return pa.table(
+            {
+                "timestamp": pa.array(when, pa.int64()).cast(_TS),
+                "file": pa.array([e.metadata_file for e in log], pa.string()),
+                "latest_snapshot_id": latest,
+                "latest_schema_id": pc.take(schema_ids, found),
+                "latest_sequence_number": pc.take(seqs, found),
+            }
+        )
+
     def partitions(self, snapshot_id: int | None = None, use_statistics: bool = True) -> pa.Table:
         """Per partition (and spec): record, file and delete counts, and the last update.
 
@@ -413,13 +505,26 @@ class InspectTable:
         is the newest snapshot that added *or removed* a file of the partition, where the
         manifests give the newest kept snapshot (by commit time) that added a live one, as
         Java's ``PartitionsTable`` does: a file whose snapshot was expired is counted but
-        updates nothing (a partition with only such files has no last update)."""
+        updates nothing (a partition with only such files has no last update).
+
+        An unpartitioned table (no partition field of any spec whose source column is in the
+        current schema, as Java decides) has one row for the whole table (none without live
+        files) and no ``partition`` and ``spec_id`` columns, as Java's and PyIceberg's."""
+        unpartitioned = self._partition_type().num_fields == 0
         if use_statistics and self._meta.partition_statistics:
             from_stats = self._partitions_from_statistics(snapshot_id)
-            if from_stats is not None:
+            if from_stats is not None and not unpartitioned:
                 return from_stats
+            if from_stats is not None and from_stats.num_rows <= 1:
+                return from_stats.drop_columns(["partition", "spec_id"])
         t = self._entries(snapshot_id)
         live = t.filter(pc.not_equal(t.column("status"), 2))
+        if unpartitioned:  # every file in one row, whatever (unpartitioned) spec it has
+            live = live.set_column(
+                live.column_names.index("spec_id"),
+                "spec_id",
+                pa.repeat(pa.scalar(0, pa.int32()), live.num_rows),
+            )
         ptype = live.schema.field("partition").type
         keys = [f"__p{i}" for i in range(ptype.num_fields)]
         content = live.column("content")
@@ -471,7 +576,7 @@ class InspectTable:
             )
         else:
             partition = pa.array([{}] * g.num_rows, pa.struct([]))
-        return pa.table(
+        out = pa.table(
             {
                 "partition": partition,
                 "spec_id": g.column("spec_id"),
@@ -486,6 +591,7 @@ class InspectTable:
                 "last_updated_snapshot_id": g.column("snapshot_id_last"),
             }
         )
+        return out.drop_columns(["partition", "spec_id"]) if unpartitioned else out
 
     def _commit_times(self, snapshot_ids: pa.ChunkedArray) -> pa.ChunkedArray:
         """Each snapshot's commit time in epoch ms, null for one not kept; the snapshots the
@@ -497,6 +603,43 @@ class InspectTable:
         if found.null_count > snapshot_ids.null_count and self._load_every_snapshot():
             return self._commit_times(snapshot_ids)
         return pc.take(pa.array([s.timestamp_ms for s in snaps], pa.int64()), found)
+
+
+def _entries_table(t: pa.Table) -> pa.Table:
+    """:meth:`InspectTable.entries` rows of decoded manifest entries ``t``."""
+    data_cols = [c for c in _DATA_FILE_COLUMNS if c in t.column_names]
+    data_file = pa.StructArray.from_arrays(
+        [t.column(c).combine_chunks() for c in data_cols], names=data_cols
+    )
+    return pa.table(
+        {
+            "status": t.column("status").cast(pa.int8()),
+            "snapshot_id": t.column("snapshot_id"),
+            "sequence_number": t.column("sequence_number"),
+            "file_sequence_number": t.column("file_sequence_number"),
+            "data_file": data_file,
+        }
+    )
+
+
+def _files_table(t: pa.Table) -> pa.Table:
+    """:meth:`InspectTable.files` rows of decoded manifest entries ``t``: the live ones."""
+    live = t.filter(pc.not_equal(t.column("status"), 2))
+    cols = [c for c in _DATA_FILE_COLUMNS if c in live.column_names]
+    out = live.select(cols)
+    return out.set_column(0, "content", out.column("content").cast(pa.int8()))
+
+
+def _distinct_files(files: pa.Table) -> pa.Table:
+    """``files`` with each ``file_path`` once: its first row (manifests that list one file
+    again, as ``EXISTING`` after a merge, list it with the same metadata)."""
+    if files.num_rows == 0:
+        return files
+    rows = pa.table(
+        {"p": files.column("file_path"), "i": pa.array(np.arange(files.num_rows), pa.int64())}
+    )
+    first = rows.group_by("p", use_threads=False).aggregate([("i", "min")]).column("i_min")
+    return files.take(pc.take(first, pc.sort_indices(first)))
 
 
 def _stats_to_partitions(rows: pa.Table) -> pa.Table:
