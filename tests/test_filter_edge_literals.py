@@ -355,3 +355,40 @@ def test_nat_and_impossible_offsets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="at most 18:00"):
         t.scan(row_filter="tz > '2024-01-01T00:00:00+25:00'").to_arrow()
     assert t.scan(row_filter="tz > '2024-01-01T00:00:00-18:00'").to_arrow().num_rows == 0
+
+
+def test_nanosecond_instants_beyond_the_type_are_above_or_below_every_value(
+    tmp_path: Path,
+) -> None:
+    """A timestamp_ns literal past 2262 or before 1677, written as a datetime, a date or an
+    ISO string, filters as an integer or datetime64 of that instant does (true or false for
+    every row, nulls included, as Java binds them), in a day-partitioned and an unpartitioned
+    table; it failed the read."""
+    import datetime as dt
+
+    import numpy as np
+
+    from icefloe.exceptions import ValidationError
+
+    cat = catalog(tmp_path)
+    sch = pa.schema([("id", pa.int64()), ("tn", pa.timestamp("ns"))])
+    rows = pa.table(
+        {"id": [1, 2, 3], "tn": pa.array([0, 1_700_000_000_000_000_000, None], pa.timestamp("ns"))},
+        schema=sch,
+    )
+    plain = cat.create_table("ns.plain", sch, format_version=3)
+    by_day = cat.create_table("ns.by_day", sch, format_version=3)
+    with by_day.update_spec() as u:
+        u.add_field("tn", "day", "tn_day")
+    for t in (plain, by_day):
+        t.append(rows)
+        for late in (dt.datetime(2500, 1, 1), dt.date(2500, 1, 1), "2500-01-01T00:00:00"):
+            assert _ids(t, col("tn") < late) == [1, 2, 3]
+            assert _ids(t, col("tn") == late) == []
+            assert _ids(t, col("tn") != late) == [1, 2, 3]
+            assert _ids(t, col("tn") < late) == _ids(t, col("tn") < np.datetime64("2500-01-01"))
+        for early in (dt.datetime(1000, 1, 1), "1000-01-01"):
+            assert _ids(t, col("tn") > early) == [1, 2, 3]
+            assert _ids(t, col("tn").isin([early])) == []
+    with pytest.raises(ValidationError, match="cannot convert literal"):
+        bind(plain.schema(), col("tn") == np.timedelta64(5, "s"))  # was a TypeError

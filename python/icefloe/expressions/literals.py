@@ -133,7 +133,10 @@ def _integral(value: Any) -> int | None:
     ``bool`` (nor ``numpy.bool_``, which is no :class:`numbers.Integral`); else None."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return None
-    return operator.index(value)
+    try:
+        return operator.index(value)
+    except TypeError:  # Integral to NumPy but no integer (numpy.timedelta64): not a number
+        return None
 
 
 def _is_datetime64(value: Any) -> bool:
@@ -182,7 +185,10 @@ def plain_scalar(value: Any) -> Any:
     if type(value).__module__ != "numpy":
         return value
     if isinstance(value, numbers.Integral):
-        return operator.index(value)
+        try:
+            return operator.index(value)
+        except TypeError:  # numpy.timedelta64: Integral to NumPy, refused when bound
+            return value
     if type(value).__name__ in ("bool", "bool_"):
         return bool(value)
     if isinstance(value, numbers.Real) and getattr(value, "itemsize", 8) <= 8:
@@ -462,9 +468,13 @@ def _to_timestamp(value: Any, t: IcebergType) -> int | OutOfRange:
                 raise _bad(value, t, "more than 6 fractional digits")
         return ABOVE_MAX if units > _LONG_MAX else BELOW_MIN if units < -_LONG_MAX - 1 else units
     if isinstance(value, dt.datetime):
-        return _datetime_units(value, t, with_zone, digits)
-    if isinstance(value, dt.date):
-        return days_from_civil(value.year, value.month, value.day) * 86400 * int(10**digits)
-    if isinstance(value, str):
-        return _parse_timestamp(value, t, digits, with_zone)
-    raise _bad(value, t)
+        units = _datetime_units(value, t, with_zone, digits)
+    elif isinstance(value, dt.date):
+        units = days_from_civil(value.year, value.month, value.day) * 86400 * int(10**digits)
+    elif isinstance(value, str):
+        units = _parse_timestamp(value, t, digits, with_zone)
+    else:
+        raise _bad(value, t)
+    # an instant beyond what the type holds (years before 1677 or after 2262 in nanoseconds):
+    # above or below every value, as an integer or datetime64 literal of the same instant
+    return ABOVE_MAX if units > _LONG_MAX else BELOW_MIN if units < -_LONG_MAX - 1 else units
