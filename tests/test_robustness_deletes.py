@@ -326,3 +326,6 @@ def test_deletion_vector_membership_of_any_int_is_a_plain_answer() -> None:
     assert 2**70 not in DV
     assert -1 not in DV
     assert "1" not in DV
+    # the native bitmap answers the same for any value (it raised OverflowError)
+    assert 1 in DV.bitmap
+    assert 2**70 not in DV.bitmap and -1 not in DV.bitmap and "1" not in DV.bitmap

@@ -132,8 +132,13 @@ impl PositionBitmap {
         self.inner.cardinality() as usize
     }
 
-    fn __contains__(&self, pos: i64) -> bool {
-        pos >= 0 && self.inner.contains(pos as u64)
+    /// Whether ``pos`` is in the set; any other value (a negative or too large int, not an
+    /// int) is not, as a Python set would answer.
+    fn __contains__(&self, pos: &Bound<'_, PyAny>) -> bool {
+        match pos.extract::<u64>() {
+            Ok(p) => self.inner.contains(p),
+            Err(_) => false,
+        }
     }
 
     fn __eq__(&self, other: &Self) -> bool {
