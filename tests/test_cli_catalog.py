@@ -217,7 +217,8 @@ def test_views_are_listed_shown_and_dropped(scratch: CliWorld) -> None:
     assert shown.exit_code == 0 and "  FROM events" in shown.stdout and "id long" in shown.stdout
     doc = run(scratch, "view", "db.recent", "--json").json()
     assert doc["queries"] == {"spark": query} and doc["schema"] == [["id", "long"]]
-    assert doc["versions"][0]["engine-name"] == "icefloe"
+    assert doc["versions"][0]["summary"]["engine-name"] == "icefloe"
+    assert doc["default_namespace"] == ["db"]
     assert run(scratch, "drop", "view", "db.recent").exit_code == 0
     assert not cat.view_exists("db.recent")
     r = run(scratch, "view", "db.recent")

@@ -376,3 +376,126 @@ def test_views_through_icefloe_serve(rest_server: RestServer) -> None:
     assert registered.metadata.view_uuid == renamed.metadata.view_uuid
     with pytest.raises(NoSuchViewError):
         c.load_view("ns.w")
+
+
+# -- found by trying to break them ----------------------------------------------------------------
+def test_values_that_are_not_strings_are_refused_before_anything_is_written(
+    cat: SqlCatalog,
+) -> None:
+    """They made a metadata file that neither icefloe nor Java could read again."""
+    bad: list[dict[str, object]] = [
+        {"properties": {"a": 1}},
+        {"properties": {1: "x"}},
+        {"summary": {"n": 2}},
+        {"default_catalog": 5},
+        {"default_namespace": [1, 2]},
+    ]
+    for kwargs in bad:
+        with pytest.raises(ValidationError):
+            cat.create_view("ns.v", "SELECT 1", ROWS, dialect="spark", **kwargs)  # type: ignore[arg-type]
+    assert cat.list_views("ns") == []
+    v = cat.create_view("ns.v", "SELECT 1", ROWS, dialect="spark")
+    with pytest.raises(ValidationError, match="strings to strings"):
+        v.update_properties({"b": 2})  # type: ignore[dict-item]
+    assert cat.load_view("ns.v").properties == {}
+
+
+def test_a_default_namespace_string_is_one_namespace(cat: SqlCatalog) -> None:
+    v = cat.create_view("ns.v", "SELECT 1", ROWS, dialect="spark", default_namespace="sales")
+    assert v.current_version.default_namespace == ("sales",)
+    w = cat.create_view("ns.w", "SELECT 1", ROWS, dialect="spark", default_namespace="db.sub")
+    assert w.current_version.default_namespace == ("db", "sub")
+
+
+def test_commits_back_off_and_follow_the_views_retry_settings(tmp_path: Path) -> None:
+    """Concurrent property updates from several processes: every one lands (they retried four
+    times without waiting, and a fifth of them failed)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    db = tmp_path / "c.db"
+    c = SqlCatalog("c", uri=f"sqlite:///{db}", warehouse=str(tmp_path / "wh"))
+    c.create_namespace("ns")
+    c.create_view(
+        "ns.v", "SELECT 1", ROWS, dialect="spark", properties={"commit.retry.num-retries": "50"}
+    )
+    worker = textwrap.dedent(
+        f"""
+        import sys
+        from icefloe.catalog.sql import SqlCatalog
+        c = SqlCatalog("c", uri="sqlite:///{db}", warehouse="{tmp_path / "wh"}")
+        for i in range(15):
+            c.load_view("ns.v").update_properties({{f"p{{sys.argv[1]}}-{{i}}": "x"}})
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", worker, str(n)]) for n in range(4)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0, 0]
+    props = c.load_view("ns.v").properties
+    assert sum(1 for k in props if k.startswith("p")) == 60
+
+
+def test_no_change_writes_no_file_and_renaming_to_itself_is_nothing(cat: SqlCatalog) -> None:
+    v = cat.create_view("ns.v", "SELECT 1", ROWS, dialect="spark", properties={"a": "b"})
+    same = v.update_properties({"a": "b"})
+    assert same.metadata_location == v.metadata_location
+    again = cat.replace_view("ns.v", "SELECT 1", ROWS, dialect="spark")  # the same version
+    assert again.metadata_location == v.metadata_location
+    assert cat.rename_view("ns.v", "ns.v").metadata_location == v.metadata_location
+
+
+def test_a_stale_view_object_does_not_replace_a_view_that_took_its_name(cat: SqlCatalog) -> None:
+    stale = cat.create_view("ns.v", "SELECT 1", ROWS, dialect="spark")
+    cat.drop_view("ns.v")
+    cat.create_view("ns.v", "SELECT 2", ROWS, dialect="spark")
+    with pytest.raises(CommitFailedError, match="UUID does not match"):
+        stale.replace("SELECT 3", ROWS, dialect="spark")
+    assert cat.load_view("ns.v").sql() == "SELECT 2"
+
+
+def test_an_unknown_metadata_codec_is_refused(cat: SqlCatalog) -> None:
+    props = {"write.metadata.compression-codec": "zstd"}
+    with pytest.raises(ValidationError, match="gzip or none"):
+        cat.create_view("ns.v", "SELECT 1", ROWS, dialect="spark", properties=props)
+    plain = {"write.metadata.compression-codec": "NONE"}
+    v = cat.create_view("ns.v", "SELECT 1", ROWS, dialect="spark", properties=plain)
+    assert v.metadata_location.endswith(".metadata.json")
+    assert not v.metadata_location.endswith(".gz.metadata.json")
+
+
+def test_icefloe_serve_checks_view_names_and_starts_at_version_one(
+    rest_server: RestServer,
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    warehouse = new_warehouse()
+    c = RestCatalog("r", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("ns")
+    body = {
+        "name": "x",
+        "schema": SCHEMA.to_json(),
+        "view-version": {**_version(-1).to_json(), "version-id": -1},
+        "properties": {},
+    }
+
+    def post(name: str) -> tuple[int, dict[str, object]]:
+        req = urllib.request.Request(
+            f"{rest_server.url}/v1/{warehouse}/namespaces/ns/views",
+            data=json.dumps({**body, "name": name}).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    for name in ("x\x00y", "a/b", "pct%41"):
+        status, _ = post(name)
+        assert status == 400, name
+    status, made = post("ok")
+    assert status == 200
+    metadata = made["metadata"]
+    assert isinstance(metadata, dict) and metadata["current-version-id"] == 1

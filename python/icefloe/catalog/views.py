@@ -50,8 +50,8 @@ __all__ = [
 ]
 
 #: View metadata is written gzip-compressed unless the view says otherwise (as Iceberg Java).
-_VIEW_CODEC_DEFAULT = {"write.metadata.compression-codec": "gzip"}
-_COMMIT_RETRIES = 4
+_CODEC = "write.metadata.compression-codec"
+_VIEW_CODEC_DEFAULT = {_CODEC: "gzip"}
 
 
 def view_metadata_location(metadata: ViewMetadata, version: int) -> str:
@@ -60,9 +60,11 @@ def view_metadata_location(metadata: ViewMetadata, version: int) -> str:
     ``write.metadata.compression-codec`` are honoured)."""
     from icefloe.table_paths import new_metadata_file_location
 
-    return new_metadata_file_location(
-        metadata.location, {**_VIEW_CODEC_DEFAULT, **metadata.properties}, version
-    )
+    props = {**_VIEW_CODEC_DEFAULT, **metadata.properties}
+    codec = props[_CODEC].strip().lower()
+    if codec not in ("gzip", "none"):  # Java refuses other codecs for metadata
+        raise ValidationError(f"invalid {_CODEC} for a view: {props[_CODEC]!r} (gzip or none)")
+    return new_metadata_file_location(metadata.location, {**props, _CODEC: codec}, version)
 
 
 class View:
@@ -157,8 +159,16 @@ class View:
         schema: Schema | pa.Schema,
         **kwargs: Any,
     ) -> View:
-        """A new current version: see :meth:`ViewCatalog.replace_view`."""
-        return self.catalog.replace_view(self.identifier, sql, schema, **kwargs)
+        """A new current version (see :meth:`Catalog.replace_view`) of this view: if the name
+        now belongs to another view (dropped and created again), :class:`CommitFailedError`."""
+        return replace_view(
+            self.catalog,
+            self.identifier,
+            sql,
+            schema,
+            expect_uuid=self.metadata.view_uuid,
+            **kwargs,
+        )
 
 
 def _representations(sql: str | Mapping[str, str], dialect: str | None) -> list[SQLRepresentation]:
@@ -203,9 +213,18 @@ def new_version(
         schema_id=0,
         summary=_summary(summary),
         representations=tuple(_representations(sql, dialect)),
-        default_namespace=tuple(ident[:-1] if default_namespace is None else default_namespace),
+        default_namespace=ident[:-1]
+        if default_namespace is None
+        else _namespace(default_namespace),
         default_catalog=default_catalog,
     )
+
+
+def _namespace(value: str | Iterable[str]) -> tuple[str, ...]:
+    """A namespace given as ``"a.b"`` or ``("a", "b")`` (levels must be strings)."""
+    from icefloe.catalog.base import to_identifier
+
+    return to_identifier(value)
 
 
 def _check_views(catalog: Catalog) -> None:
@@ -246,10 +265,16 @@ def create_view_from(
 ) -> View:
     """Create a view whose first version is ``version`` returning ``schema`` (its ids as
     given). The namespace must exist and the name be free (see :func:`create_view`)."""
+    from dataclasses import replace
+
+    from icefloe.catalog.base import check_table_identifier
+
     _check_views(catalog)
+    check_table_identifier(ident)
     if not catalog.namespace_exists(ident[:-1]):
         raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
     _refuse_taken_name(catalog, ident)
+    version = replace(version, version_id=1)  # a view's first version is 1, as Java's
     b = ViewMetadataBuilder()
     b.set_properties(dict(properties or {}))
     b.set_location(location or catalog._default_table_location(ident))
@@ -269,8 +294,10 @@ def replace_view(
     properties: Mapping[str, str] | None = None,
     location: str | None = None,
     summary: Mapping[str, str] | None = None,
+    expect_uuid: str | None = None,
 ) -> View:
-    """See :meth:`Catalog.replace_view <icefloe.catalog.base.Catalog.replace_view>`."""
+    """See :meth:`Catalog.replace_view <icefloe.catalog.base.Catalog.replace_view>`;
+    ``expect_uuid``: only if the view is still that one."""
     _check_views(catalog)
     from icefloe.arrow_schema import to_schema
 
@@ -278,6 +305,8 @@ def replace_view(
     new_schema = to_schema(schema)
     view = catalog.load_view(ident)
     base = view.metadata
+    if expect_uuid is not None:
+        AssertViewUUID(expect_uuid).validate(base)
     next_id = max(v.version_id for v in base.versions) + 1
     version = new_version(next_id, ident, sql, dialect, default_namespace, default_catalog, summary)
     b = ViewMetadataBuilder(base)
@@ -342,6 +371,8 @@ def rename_view(catalog: Catalog, source: str | Iterable[str], target: str | Ite
     src = catalog._table_identifier(source)
     dst = check_table_identifier(catalog._table_identifier(target))
     catalog._view_pointer(src)  # NoSuchViewError first, as Java reports it
+    if src == dst:  # nothing to do, as Java's catalogs answer
+        return catalog.load_view(src)
     if not catalog.namespace_exists(dst[:-1]):
         raise NoSuchNamespaceError(f"namespace {'.'.join(dst[:-1])!r} does not exist")
     moving = f"Cannot rename {'.'.join(src)} to {'.'.join(dst)}."
@@ -378,22 +409,30 @@ def commit_view(
     """Apply REST view ``updates`` to ``view`` if ``requirements`` hold against the view's
     current metadata (a lost race is retried on the new state while they still hold)."""
     _check_views(catalog)
+    from icefloe.table.committer import RetryPolicy
+
     reqs = list(requirements)
     ups = list(updates)
     base, base_location = view.metadata, view.metadata_location
-    for attempt in range(_COMMIT_RETRIES + 1):
+    policy = RetryPolicy.from_properties(base.properties)
+    deadline = time.monotonic() + policy.total_timeout_ms / 1000
+    attempt = 0
+    while True:
         for r in reqs:
             r.validate(base)
         new = apply_view_updates(base, ups)
+        if new == base:  # nothing changes: no new metadata file (as Java's commit)
+            return View(view.identifier, base, base_location, catalog)
         try:
             location = _write_and_swap_view(catalog, view.identifier, base_location, new)
             return View(view.identifier, new, location, catalog)
         except CommitFailedError:
-            if attempt == _COMMIT_RETRIES:
+            attempt += 1
+            if attempt > policy.num_retries or time.monotonic() > deadline:
                 raise
+            time.sleep(policy.wait_ms(attempt) / 1000)  # the view's commit.retry.* settings
             fresh = catalog.load_view(view.identifier)
             base, base_location = fresh.metadata, fresh.metadata_location
-    raise AssertionError("unreachable")
 
 
 def read_view_metadata(catalog: Catalog, location: str) -> ViewMetadata:

@@ -180,12 +180,16 @@ def view_cmd(state: State, view: str, as_json: bool) -> None:
                 "metadata_location": v.metadata_location,
                 "current_version": current.version_id,
                 "queries": {d: current.sql(d) for d in current.dialects},
-                "default_namespace": ".".join(current.default_namespace),
+                "default_namespace": list(current.default_namespace),
                 "default_catalog": current.default_catalog,
                 "schema": [[f.name, str(f.field_type)] for f in v.schema.fields],
                 "properties": v.properties,
                 "versions": [
-                    {"version_id": x.version_id, "timestamp_ms": x.timestamp_ms, **x.summary}
+                    {
+                        "version_id": x.version_id,
+                        "timestamp_ms": x.timestamp_ms,
+                        "summary": x.summary,
+                    }
                     for x in v.versions
                 ],
             }
@@ -201,7 +205,10 @@ def view_cmd(state: State, view: str, as_json: bool) -> None:
         literal("schema: ", style="dim")
         + literal(", ".join(f"{f.name} {f.field_type}" for f in v.schema.fields))
     )
-    names = f"namespace {'.'.join(current.default_namespace) or '-'}"
+    levels = current.default_namespace
+    names = "namespace " + (
+        repr(list(levels)) if any("." in p for p in levels) else ".".join(levels) or "-"
+    )
     if current.default_catalog:
         names += f", catalog {current.default_catalog}"
     out.print(literal(f"names resolve in: {names}", style="dim"))

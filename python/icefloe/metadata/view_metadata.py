@@ -112,6 +112,16 @@ def _representation_from_json(obj: Any) -> Representation:
     return UnknownRepresentation(kind, dict(m))
 
 
+def _strings(values: Mapping[str, str], what: str) -> dict[str, str]:
+    """``values`` as a dict, after checking every key and value is a string (metadata files
+    hold string maps: anything else would make a file no reader accepts)."""
+    out = dict(values)
+    for k, v in out.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ValidationError(f"{what} must map strings to strings, got {k!r}: {v!r}")
+    return out
+
+
 def _dialects(representations: Iterable[Representation]) -> list[str]:
     return [r.dialect.lower() for r in representations if isinstance(r, SQLRepresentation)]
 
@@ -132,9 +142,18 @@ class ViewVersion:
     default_catalog: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "summary", dict(self.summary))
+        object.__setattr__(self, "summary", _strings(self.summary, "view version summary"))
         object.__setattr__(self, "representations", tuple(self.representations))
-        object.__setattr__(self, "default_namespace", tuple(self.default_namespace))
+        namespace = tuple(self.default_namespace)
+        if not all(isinstance(p, str) and p for p in namespace):
+            raise ValidationError(
+                f"a view's default namespace must be non-empty strings, got {list(namespace)!r}"
+            )
+        object.__setattr__(self, "default_namespace", namespace)
+        if self.default_catalog is not None and not isinstance(self.default_catalog, str):
+            raise ValidationError(
+                f"a view's default catalog must be a string, got {self.default_catalog!r}"
+            )
 
     def sql(self, dialect: str) -> str | None:
         """The query in ``dialect`` (case-insensitive), or None if this version has none."""
@@ -455,13 +474,16 @@ class ViewMetadataBuilder:
         return self
 
     def set_properties(self, updates: Mapping[str, str]) -> ViewMetadataBuilder:
-        if updates:
-            self._properties.update(updates)
-            self.changes.append(SetProperties(dict(updates)))
+        checked = _strings(updates, "view properties")
+        if checked:
+            self._properties.update(checked)
+            self.changes.append(SetProperties(checked))
         return self
 
     def remove_properties(self, removals: Iterable[str]) -> ViewMetadataBuilder:
         keys = tuple(removals)
+        if not all(isinstance(k, str) for k in keys):
+            raise ValidationError(f"view property names must be strings, got {list(keys)!r}")
         if keys:
             for k in keys:
                 self._properties.pop(k, None)
