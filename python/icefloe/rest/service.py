@@ -53,6 +53,14 @@ from icefloe.metadata import (
     update_from_json,
 )
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
+from icefloe.rest.bodies import (
+    all_strings,
+    body_list,
+    body_object,
+    flag,
+    nonempty_string,
+    string_properties,
+)
 from icefloe.rest.paging import page
 from icefloe.rest.views import ViewRoutes
 from icefloe.schema import Schema
@@ -88,57 +96,6 @@ def decode_namespace(raw: str) -> Identifier:
     if not all(parts):
         raise ValidationError(f"invalid namespace {raw!r}")
     return parts
-
-
-def _all_strings(values: Any) -> bool:
-    return all(isinstance(v, str) for v in values)
-
-
-def _body(body: Any, *keys: str, what: str = "the request body") -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise ValidationError(f"{what} must be a JSON object")
-    for key in keys:
-        if key not in body:
-            raise ValidationError(f"{what} lacks {key!r}")
-    return body
-
-
-def _string(b: Mapping[str, Any], key: str) -> str:
-    """``b[key]``: a non-empty string."""
-    value = b.get(key)
-    if not isinstance(value, str) or not value:
-        raise ValidationError(f"{key} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _flag(b: Mapping[str, Any], key: str) -> bool:
-    """``b[key]``: a boolean, False when absent or null."""
-    value = b.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise ValidationError(f"{key} must be a boolean, got {value!r}")
-    return bool(value)
-
-
-def _properties(value: Any, what: str, *, values_nul: bool = True) -> dict[str, str]:
-    """Properties from a request: an object of strings (null or absent: none) without NUL in
-    keys (nor in values, with ``values_nul``: catalog databases refuse NUL in text)."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not _all_strings(value.values()):
-        raise ValidationError(f"{what} must be an object of strings")
-    for k, v in value.items():
-        if "\x00" in k or (values_nul and "\x00" in v):
-            raise ValidationError(f"{what} cannot contain NUL characters: {k!r}")
-    return value
-
-
-def _list(value: Any, what: str) -> list[Any]:
-    """A list from a request (null or absent: empty)."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ValidationError(f"{what} must be a list, got {type(value).__name__}")
-    return value
 
 
 def _etag(metadata_location: str, mode: str) -> str:
@@ -201,13 +158,13 @@ class RestService(ViewRoutes):
         return 200, {"namespaces": [list(ns) for ns in items], "next-page-token": token}, {}
 
     def create_namespace(self, body: Any) -> Reply:
-        b = _body(body, "namespace")
+        b = body_object(body, "namespace")
         ns = b["namespace"]
         if not isinstance(ns, list) or not all(isinstance(p, str) for p in ns):
             raise ValidationError("namespace must be a list of strings")
         if not ns:
             raise ValidationError("the empty namespace cannot be created")
-        props = _properties(b.get("properties"), "namespace properties")
+        props = string_properties(b.get("properties"), "namespace properties")
         self.catalog.create_namespace(tuple(ns), props)
         return 200, {"namespace": ns, "properties": props}, {}
 
@@ -225,11 +182,11 @@ class RestService(ViewRoutes):
         return 204, None, {}
 
     def update_namespace(self, ns: Identifier, body: Any) -> Reply:
-        b = _body(body)
-        removals = _list(b.get("removals"), "removals")
-        if not _all_strings(removals):
+        b = body_object(body)
+        removals = body_list(b.get("removals"), "removals")
+        if not all_strings(removals):
             raise ValidationError("removals must be a list of strings")
-        updates = _properties(b.get("updates"), "namespace property updates")
+        updates = string_properties(b.get("updates"), "namespace property updates")
         summary = self.catalog.update_namespace_properties(ns, removals, updates)
         return (
             200,
@@ -269,17 +226,17 @@ class RestService(ViewRoutes):
         )
 
     def create_table(self, ns: Identifier, body: Any, delegation: str | None = None) -> Reply:
-        b = _body(body, "name", "schema")
-        ident = (*ns, _string(b, "name"))
+        b = body_object(body, "name", "schema")
+        ident = (*ns, nonempty_string(b, "name"))
         schema = Schema.from_json(b["schema"])
         spec = _spec(b.get("partition-spec"))
         order = _object(b.get("write-order"), "write-order")
         sort = SortOrder.from_json(order) if order else None
-        props = _properties(b.get("properties"), "table properties", values_nul=False)
+        props = string_properties(b.get("properties"), "table properties", values_nul=False)
         location = b.get("location") or None  # "": the default location
         if location is not None and not isinstance(location, str):
             raise ValidationError(f"location must be a string, got {location!r}")
-        if _flag(b, "stage-create"):
+        if flag(b, "stage-create"):
             if not self.catalog.namespace_exists(ns):
                 raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
             if self.catalog.table_exists(ident):
@@ -346,7 +303,7 @@ class RestService(ViewRoutes):
         return 204, None, {}
 
     def rename_table(self, body: Any) -> Reply:
-        b = _body(body, "source", "destination")
+        b = body_object(body, "source", "destination")
         self.catalog.rename_table(
             identifier_from_json(b["source"]), identifier_from_json(b["destination"])
         )
@@ -356,10 +313,10 @@ class RestService(ViewRoutes):
         """Register the table whose metadata file the client names: a file that is not table
         metadata (or a directory) is the client's mistake, 400; a missing one 404 (as Iceberg
         Java answers both); other storage failures stay the server's."""
-        b = _body(body, "name", "metadata-location")
-        name = _string(b, "name")
-        location = _string(b, "metadata-location")
-        if _flag(b, "overwrite"):
+        b = body_object(body, "name", "metadata-location")
+        name = nonempty_string(b, "name")
+        location = nonempty_string(b, "metadata-location")
+        if flag(b, "overwrite"):
             raise UnsupportedFeatureError("register with overwrite is not supported")
         try:
             table = self.catalog.register_table((*ns, name), location)
@@ -378,17 +335,17 @@ class RestService(ViewRoutes):
             return False
 
     def _parse_change(self, b: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
-        reqs = _list(b.get("requirements"), "requirements")
-        ups = _list(b.get("updates"), "updates")
-        requirements = [requirement_from_json(_body(r, what="a requirement")) for r in reqs]
-        updates = [update_from_json(_body(u, what="an update")) for u in ups]
+        reqs = body_list(b.get("requirements"), "requirements")
+        ups = body_list(b.get("updates"), "updates")
+        requirements = [requirement_from_json(body_object(r, what="a requirement")) for r in reqs]
+        updates = [update_from_json(body_object(u, what="an update")) for u in ups]
         for u in updates:
             if isinstance(u, SetProperties) and any("\x00" in k for k in u.updates):
                 raise ValidationError("table property keys cannot contain NUL characters")
         return requirements, updates
 
     def commit_table(self, ident: Identifier, body: Any) -> Reply:
-        b = _body(body)
+        b = body_object(body)
         if b.get("identifier") is not None and identifier_from_json(b["identifier"]) != ident:
             raise ValidationError("the body's identifier does not match the path")
         reqs, ups = self._parse_change(b)
@@ -423,13 +380,13 @@ class RestService(ViewRoutes):
             raise UnsupportedFeatureError(
                 f"{type(self.catalog).__name__} cannot commit several tables atomically"
             )
-        b = _body(body, "table-changes")
+        b = body_object(body, "table-changes")
         changes = b["table-changes"]
         if not isinstance(changes, list) or not changes:
             raise ValidationError("table-changes must be a non-empty list")
         items = []
         for change in changes:
-            c = _body(change, "identifier", what="a table change")
+            c = body_object(change, "identifier", what="a table change")
             ident = identifier_from_json(c["identifier"])
             reqs, ups = self._parse_change(c)
             if any(isinstance(r, AssertCreate) for r in reqs):
@@ -442,14 +399,14 @@ class RestService(ViewRoutes):
         """Check a metrics report's required fields (as Iceberg Java's parser does) and log it:
         one line at INFO on the ``icefloe.rest.metrics`` logger, ``<report-type>
         [<prefix>/]<table> <report JSON>``."""
-        b = _body(body, "report-type", "table-name")
+        b = body_object(body, "report-type", "table-name")
         kind = b["report-type"]
         required = _REPORT_FIELDS.get(kind) if isinstance(kind, str) else None
         if required is None:
             raise ValidationError(f"unknown report-type {kind!r}")
         if not isinstance(b["table-name"], str):
             raise ValidationError("a report's table-name must be a string")
-        _body(b, *required)
+        body_object(b, *required)
         if not isinstance(b["metrics"], dict):
             raise ValidationError("a report's metrics must be an object")
         if not self.catalog.table_exists(ident):  # 404 for a table that does not exist

@@ -6,7 +6,8 @@ summary and timestamp); the server assigns the schema and version ids.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from icefloe.catalog.base import Catalog, Identifier
@@ -21,6 +22,7 @@ from icefloe.metadata.view_metadata import (
     view_requirement_from_json,
     view_update_from_json,
 )
+from icefloe.rest.bodies import body_list, body_object, nonempty_string, string_properties
 from icefloe.rest.paging import page
 from icefloe.schema import Schema
 
@@ -29,37 +31,16 @@ __all__ = ["ViewRoutes"]
 Reply = tuple[int, dict[str, Any] | None, dict[str, str]]
 
 
-def _obj(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValidationError(f"{what} must be a JSON object")
-    return value
-
-
-def _str(b: Mapping[str, Any], key: str) -> str:
-    value = b.get(key)
-    if not isinstance(value, str) or not value:
-        raise ValidationError(f"{key} must be a non-empty string")
-    return value
-
-
-def _props(value: Any) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ValidationError("view properties must be an object of strings")
-    if any("\x00" in k for k in value):
-        raise ValidationError("view property keys cannot contain NUL characters")
-    return dict(value)
-
-
-def _list(value: Any, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ValidationError(f"{what} must be a list")
-    return value
+@contextlib.contextmanager
+def _view_rules() -> Iterator[None]:
+    """A view rule broken by the request (a dialect twice, one dropped, ...) is answered as
+    Java's server answers it, 400 ``IllegalArgumentException``, which Java clients raise."""
+    try:
+        yield
+    except IllegalArgumentError:
+        raise
+    except ValidationError as exc:
+        raise IllegalArgumentError(str(exc)) from exc
 
 
 class ViewRoutes:
@@ -84,10 +65,10 @@ class ViewRoutes:
         )
 
     def create_view(self, ns: Identifier, body: Any) -> Reply:
-        b = _obj(body, "the request body")
-        name = _str(b, "name")
-        schema = Schema.from_json(_obj(b.get("schema"), "schema"))
-        version = ViewVersion.from_json(_obj(b.get("view-version"), "view-version"))
+        b = body_object(body)
+        name = nonempty_string(b, "name")
+        schema = Schema.from_json(body_object(b.get("schema"), what="schema"))
+        version = ViewVersion.from_json(body_object(b.get("view-version"), what="view-version"))
         if not version.representations:
             raise ValidationError("Cannot create view without specifying a query")
         unknown = [r.type for r in version.representations if not isinstance(r, SQLRepresentation)]
@@ -96,14 +77,15 @@ class ViewRoutes:
         location = b.get("location") or None
         if location is not None and not isinstance(location, str):
             raise ValidationError(f"location must be a string, got {location!r}")
-        try:
+        with _view_rules():
             view = create_view_from(
-                self.catalog, (*ns, name), schema, version, _props(b.get("properties")), location
+                self.catalog,
+                (*ns, name),
+                schema,
+                version,
+                string_properties(b.get("properties"), "view properties", values_nul=False),
+                location,
             )
-        except IllegalArgumentError:
-            raise
-        except ValidationError as exc:  # the view's rules: Java's clients expect this type
-            raise IllegalArgumentError(str(exc)) from exc
         return 200, self._view_result(view), {}
 
     def load_view(self, ident: Identifier) -> Reply:
@@ -114,26 +96,23 @@ class ViewRoutes:
         return 204, None, {}
 
     def replace_view(self, ident: Identifier, body: Any) -> Reply:
-        b = _obj(body, "the request body")
+        b = body_object(body)
         if b.get("identifier") is not None and identifier_from_json(b["identifier"]) != ident:
             raise ValidationError("the body's identifier does not match the path")
         reqs = [
-            view_requirement_from_json(_obj(r, "a requirement"))
-            for r in _list(b.get("requirements"), "requirements")
+            view_requirement_from_json(body_object(r, what="a requirement"))
+            for r in body_list(b.get("requirements"), "requirements")
         ]
         ups = [
-            view_update_from_json(_obj(u, "an update")) for u in _list(b.get("updates"), "updates")
+            view_update_from_json(body_object(u, what="an update"))
+            for u in body_list(b.get("updates"), "updates")
         ]
         for u in ups:
             if isinstance(u, SetProperties) and any("\x00" in k for k in u.updates):
                 raise ValidationError("view property keys cannot contain NUL characters")
         view = self.catalog.load_view(ident)
-        try:
+        with _view_rules():
             committed = self.catalog.commit_view(view, reqs, ups)
-        except IllegalArgumentError:
-            raise
-        except ValidationError as exc:
-            raise IllegalArgumentError(str(exc)) from exc
         return 200, self._view_result(committed), {}
 
     def drop_view(self, ident: Identifier) -> Reply:
@@ -141,18 +120,16 @@ class ViewRoutes:
         return 204, None, {}
 
     def rename_view(self, body: Any) -> Reply:
-        b = _obj(body, "the request body")
-        if "source" not in b or "destination" not in b:
-            raise ValidationError("a rename needs a source and a destination")
+        b = body_object(body, "source", "destination")
         self.catalog.rename_view(
             identifier_from_json(b["source"]), identifier_from_json(b["destination"])
         )
         return 204, None, {}
 
     def register_view(self, ns: Identifier, body: Any) -> Reply:
-        b = _obj(body, "the request body")
-        name = _str(b, "name")
-        location = _str(b, "metadata-location")
+        b = body_object(body)
+        name = nonempty_string(b, "name")
+        location = nonempty_string(b, "metadata-location")
         try:
             view = self.catalog.register_view((*ns, name), location)
         except CorruptFileError as exc:  # the client named a file that is not view metadata

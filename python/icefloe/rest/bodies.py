@@ -1,0 +1,69 @@
+"""Checks of REST request bodies, field by field: a body that is not what the spec says is a
+:class:`ValidationError` (HTTP 400) before the catalog is touched."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from icefloe.exceptions import ValidationError
+
+__all__ = [
+    "all_strings",
+    "body_list",
+    "body_object",
+    "flag",
+    "nonempty_string",
+    "string_properties",
+]
+
+
+def all_strings(values: Any) -> bool:
+    return all(isinstance(v, str) for v in values)
+
+
+def body_object(body: Any, *keys: str, what: str = "the request body") -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ValidationError(f"{what} must be a JSON object")
+    for key in keys:
+        if key not in body:
+            raise ValidationError(f"{what} lacks {key!r}")
+    return body
+
+
+def nonempty_string(b: Mapping[str, Any], key: str) -> str:
+    """``b[key]``: a non-empty string."""
+    value = b.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def flag(b: Mapping[str, Any], key: str) -> bool:
+    """``b[key]``: a boolean, False when absent or null."""
+    value = b.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise ValidationError(f"{key} must be a boolean, got {value!r}")
+    return bool(value)
+
+
+def string_properties(value: Any, what: str, *, values_nul: bool = True) -> dict[str, str]:
+    """Properties from a request: an object of strings (null or absent: none) without NUL in
+    keys (nor in values, with ``values_nul``: catalog databases refuse NUL in text)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all_strings(value.values()):
+        raise ValidationError(f"{what} must be an object of strings")
+    for k, v in value.items():
+        if "\x00" in k or (values_nul and "\x00" in v):
+            raise ValidationError(f"{what} cannot contain NUL characters: {k!r}")
+    return value
+
+
+def body_list(value: Any, what: str) -> list[Any]:
+    """A list from a request (null or absent: empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationError(f"{what} must be a list, got {type(value).__name__}")
+    return value
