@@ -14,6 +14,7 @@ lone UTF-16 surrogates (which cannot be written back as UTF-8).
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -44,6 +45,7 @@ __all__ = [
     "opt_list",
     "opt_str",
     "opt_str_map",
+    "parse_document",
     "require_object",
 ]
 
@@ -298,3 +300,24 @@ def check_no_surrogates(obj: Any, what: str) -> None:
                 stack.append((v, f"{path}.{k}"))
         elif isinstance(value, list):
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def parse_document(data: str | bytes | bytearray | memoryview, what: str) -> Any:
+    """A metadata file's JSON from its text or bytes (gzip detected by its magic number, UTF-8
+    checked), parsed by :func:`loads`: every failure is a :class:`ValidationError`."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        return loads(data, what)
+    raw = bytes(data)
+    if raw[:2] == _GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise ValidationError(f"{what}: corrupt gzip data: {e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValidationError(f"{what} is not UTF-8: {e}") from None
+    return loads(text, what)

@@ -35,12 +35,12 @@ from icefloe.metadata._json import (
     get_int32,
     get_list,
     get_str,
-    loads,
     opt_int,
     opt_int32,
     opt_list,
     opt_str,
     opt_str_map,
+    parse_document,
     require_object,
 )
 from icefloe.metadata.snapshots import (
@@ -71,7 +71,6 @@ SUPPORTED_FORMAT_VERSION = 3
 INITIAL_SEQUENCE_NUMBER = 0
 #: ``last-partition-id`` of a table that never had a partition field (ids start at 1000).
 PARTITION_DATA_ID_START = 1000
-_GZIP_MAGIC = b"\x1f\x8b"
 _ONE_MINUTE_MS = 60_000
 _WHAT = "table metadata"
 
@@ -418,22 +417,9 @@ class TableMetadata:
     @staticmethod
     def parse(data: str | bytes | bytearray | memoryview) -> TableMetadata:
         """Parses metadata JSON text or bytes; gzip-compressed bytes are detected by magic."""
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            raw = bytes(data)
-            if raw[:2] == _GZIP_MAGIC:
-                try:
-                    raw = gzip.decompress(raw)
-                except (OSError, EOFError) as e:
-                    raise ValidationError(f"table metadata: corrupt gzip data: {e}") from None
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValidationError(f"table metadata is not UTF-8: {e}") from None
-        else:
-            text = data
-        # every parse failure is a ValidationError, including over-long integer literals and
-        # strings with lone surrogates (which could not be written back as UTF-8)
-        return TableMetadata.from_json(loads(text, _WHAT))
+        # every failure is a ValidationError: damaged gzip, not UTF-8, not JSON, over-long
+        # integer literals, strings with lone surrogates (never written back as UTF-8)
+        return TableMetadata.from_json(parse_document(data, _WHAT))
 
     @staticmethod
     def from_json(obj: Any) -> TableMetadata:

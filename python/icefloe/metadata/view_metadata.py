@@ -14,7 +14,6 @@ Each change is recorded as the update a REST client sends for it.
 from __future__ import annotations
 
 import gzip
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from icefloe.metadata._json import (
     get_str_map,
     opt_str,
     opt_str_map,
+    parse_document,
     require_object,
 )
 from icefloe.metadata.updates import (
@@ -68,7 +68,6 @@ VERSION_HISTORY_SIZE_DEFAULT = 10
 #: Whether a new version may leave out a SQL dialect the current version has.
 REPLACE_DROP_DIALECT_ALLOWED = "replace.drop-dialect.allowed"
 LAST_ADDED = -1
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _now_ms() -> int:
@@ -305,26 +304,7 @@ class ViewMetadata:
     @staticmethod
     def parse(data: str | bytes | bytearray | memoryview) -> ViewMetadata:
         """Parses view metadata JSON text or bytes (gzip detected by its magic number)."""
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            raw = bytes(data)
-            if raw[:2] == _GZIP_MAGIC:
-                try:
-                    raw = gzip.decompress(raw)
-                except (OSError, EOFError) as e:
-                    raise ValidationError(f"view metadata: corrupt gzip data: {e}") from None
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValidationError(f"view metadata is not UTF-8: {e}") from None
-        else:
-            text = data
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValidationError(f"view metadata is not valid JSON: {e}") from None
-        except RecursionError:
-            raise ValidationError("view metadata JSON is nested too deeply") from None
-        return ViewMetadata.from_json(obj)
+        return ViewMetadata.from_json(parse_document(data, "view metadata"))
 
     @staticmethod
     def from_json(obj: Any) -> ViewMetadata:
