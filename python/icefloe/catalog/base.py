@@ -538,18 +538,11 @@ class Catalog(ABC):
         """
         from icefloe.catalog import views
 
-        return views.create_view(
-            self,
-            identifier,
-            sql,
-            schema,
-            dialect=dialect,
-            default_namespace=default_namespace,
-            default_catalog=default_catalog,
-            properties=properties,
-            location=location,
-            summary=summary,
+        ident = check_table_identifier(self._table_identifier(identifier))
+        version = views.new_version(
+            1, ident, sql, dialect, default_namespace, default_catalog, summary
         )
+        return views.create_view_from(self, ident, to_schema(schema), version, properties, location)
 
     def replace_view(
         self,
@@ -563,26 +556,23 @@ class Catalog(ABC):
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
         summary: Mapping[str, str] | None = None,
+        expect_uuid: str | None = None,
     ) -> View:
         """Make a new version of the view current; ``properties`` are added to the view's.
 
         Earlier versions stay in its history (up to ``version.history.num-entries``, 10 by
         default). The new version must keep every dialect of the current one unless the view
-        has ``replace.drop-dialect.allowed=true``. :class:`NoSuchViewError` if there is none.
+        has ``replace.drop-dialect.allowed=true``. :class:`NoSuchViewError` if there is none;
+        with ``expect_uuid``, :class:`CommitFailedError` unless the view is still that one.
         """
         from icefloe.catalog import views
 
+        ident = self._table_identifier(identifier)
+        version = views.new_version(
+            0, ident, sql, dialect, default_namespace, default_catalog, summary
+        )
         return views.replace_view(
-            self,
-            identifier,
-            sql,
-            schema,
-            dialect=dialect,
-            default_namespace=default_namespace,
-            default_catalog=default_catalog,
-            properties=properties,
-            location=location,
-            summary=summary,
+            self, ident, to_schema(schema), version, properties, location, expect_uuid
         )
 
     def create_or_replace_view(

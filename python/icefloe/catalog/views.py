@@ -161,13 +161,8 @@ class View:
     ) -> View:
         """A new current version (see :meth:`Catalog.replace_view`) of this view: if the name
         now belongs to another view (dropped and created again), :class:`CommitFailedError`."""
-        return replace_view(
-            self.catalog,
-            self.identifier,
-            sql,
-            schema,
-            expect_uuid=self.metadata.view_uuid,
-            **kwargs,
+        return self.catalog.replace_view(
+            self.identifier, sql, schema, expect_uuid=self.metadata.view_uuid, **kwargs
         )
 
 
@@ -232,29 +227,6 @@ def _check_views(catalog: Catalog) -> None:
         raise UnsupportedFeatureError(f"{type(catalog).__name__} does not keep views")
 
 
-def create_view(
-    catalog: Catalog,
-    identifier: str | Iterable[str],
-    sql: str | Mapping[str, str],
-    schema: Schema | pa.Schema,
-    *,
-    dialect: str | None = None,
-    default_namespace: Iterable[str] | None = None,
-    default_catalog: str | None = None,
-    properties: Mapping[str, str] | None = None,
-    location: str | None = None,
-    summary: Mapping[str, str] | None = None,
-) -> View:
-    """See :meth:`Catalog.create_view <icefloe.catalog.base.Catalog.create_view>`."""
-    _check_views(catalog)
-    from icefloe.arrow_schema import to_schema
-    from icefloe.catalog.base import check_table_identifier
-
-    ident = check_table_identifier(catalog._table_identifier(identifier))
-    version = new_version(1, ident, sql, dialect, default_namespace, default_catalog, summary)
-    return create_view_from(catalog, ident, to_schema(schema), version, properties, location)
-
-
 def create_view_from(
     catalog: Catalog,
     ident: Identifier,
@@ -264,7 +236,8 @@ def create_view_from(
     location: str | None = None,
 ) -> View:
     """Create a view whose first version is ``version`` returning ``schema`` (its ids as
-    given). The namespace must exist and the name be free (see :func:`create_view`)."""
+    given). The namespace must exist and the name be free (see
+    :meth:`Catalog.create_view <icefloe.catalog.base.Catalog.create_view>`)."""
     from dataclasses import replace
 
     from icefloe.catalog.base import check_table_identifier
@@ -284,34 +257,26 @@ def create_view_from(
 
 def replace_view(
     catalog: Catalog,
-    identifier: str | Iterable[str],
-    sql: str | Mapping[str, str],
-    schema: Schema | pa.Schema,
-    *,
-    dialect: str | None = None,
-    default_namespace: Iterable[str] | None = None,
-    default_catalog: str | None = None,
+    ident: Identifier,
+    schema: Schema,
+    version: ViewVersion,
     properties: Mapping[str, str] | None = None,
     location: str | None = None,
-    summary: Mapping[str, str] | None = None,
     expect_uuid: str | None = None,
 ) -> View:
-    """See :meth:`Catalog.replace_view <icefloe.catalog.base.Catalog.replace_view>`;
-    ``expect_uuid``: only if the view is still that one."""
-    _check_views(catalog)
-    from icefloe.arrow_schema import to_schema
+    """Make ``version`` (returning ``schema``) the view's current version, with the next
+    version id; see :meth:`Catalog.replace_view <icefloe.catalog.base.Catalog.replace_view>`."""
+    from dataclasses import replace
 
-    ident = catalog._table_identifier(identifier)
-    new_schema = to_schema(schema)
+    _check_views(catalog)
     view = catalog.load_view(ident)
     base = view.metadata
     if expect_uuid is not None:
         AssertViewUUID(expect_uuid).validate(base)
-    next_id = max(v.version_id for v in base.versions) + 1
-    version = new_version(next_id, ident, sql, dialect, default_namespace, default_catalog, summary)
+    version = replace(version, version_id=max(v.version_id for v in base.versions) + 1)
     b = ViewMetadataBuilder(base)
     b.set_properties(dict(properties or {}))
-    b.set_current_version(version, new_schema)
+    b.set_current_version(version, schema)
     if location:
         b.set_location(location)
     b.build()  # the view's rules, checked here before a REST server sees the change
