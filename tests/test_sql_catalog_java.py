@@ -5,7 +5,6 @@ has it open."""
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,36 +13,17 @@ import pytest
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import NoSuchTableError, ValidationError
-from support.spark import iceberg_runtime_jar, object_store_jars
+from support.catalogs import first_layout_database
+from support.spark import java_jdbc_catalog
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
 _IDS = itertools.count()
 
 
-def _java_catalog(spark: Any, db: Path, warehouse: Path, name: str = "") -> str:
-    """Iceberg Java's JDBC catalog (schema version V1: views) on the SQLite file ``db``."""
-    jar, why = iceberg_runtime_jar()
-    jars, why_not = object_store_jars()  # the SQLite JDBC driver
-    if jar is None or not jars:
-        pytest.skip(why or why_not)
-    name = name or f"jdbc{next(_IDS)}"
-    prefix = f"spark.sql.catalog.{name}"
-    for key, value in {
-        "": "org.apache.iceberg.spark.SparkCatalog",
-        ".type": "jdbc",
-        ".uri": f"jdbc:sqlite:{db}",
-        ".jdbc.schema-version": "V1",
-        ".warehouse": str(warehouse),
-        ".cache-enabled": "false",
-    }.items():
-        spark.conf.set(prefix + key, value)
-    return name
-
-
 def test_namespaces_keep_javas_hidden_exists_property(spark: Any, tmp_path: Path) -> None:
     db, warehouse = tmp_path / "c.db", tmp_path / "wh"
-    name = _java_catalog(spark, db, warehouse)
+    name = java_jdbc_catalog(spark, db, warehouse)
     # Java's own settings work for icefloe too
     ours = SqlCatalog(name, uri=f"jdbc:sqlite:{db}", warehouse=str(warehouse))
     ours.create_namespace("sales", {"team": "a"})
@@ -67,25 +47,12 @@ def test_an_open_catalog_sees_the_views_java_adds_after_upgrading(
     """A database of the first layout (no ``iceberg_type``) opened by icefloe, then upgraded
     by Java, which creates a view: the open catalog lists it as a view, never as a table."""
     db, warehouse = tmp_path / "c.db", tmp_path / "wh"
-    con = sqlite3.connect(db)
-    con.execute(
-        "CREATE TABLE iceberg_tables(catalog_name VARCHAR(255) NOT NULL, table_namespace"
-        " VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, metadata_location"
-        " VARCHAR(1000), previous_metadata_location VARCHAR(1000),"
-        " PRIMARY KEY (catalog_name, table_namespace, table_name))"
-    )
-    con.execute(
-        "CREATE TABLE iceberg_namespace_properties(catalog_name VARCHAR(255) NOT NULL,"
-        " namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), property_value"
-        " VARCHAR(1000), PRIMARY KEY (catalog_name, namespace, property_key))"
-    )
-    con.commit()
-    con.close()
-    name = f"jdbc{next(_IDS)}"
+    first_layout_database(db)
+    name = f"upgraded{next(_IDS)}"  # (not support.spark's jdbc<N> names)
     ours = SqlCatalog(name, uri=f"sqlite:///{db}", warehouse=str(warehouse))
     ours.create_namespace("ns")
     ours.create_table("ns.t", pa.schema([pa.field("id", pa.int64())]))
-    _java_catalog(spark, db, warehouse, name)
+    java_jdbc_catalog(spark, db, warehouse, name)
     spark.sql(f"CREATE VIEW {name}.ns.v AS SELECT 1 AS x")
     assert ours.list_tables("ns") == [("ns", "t")]
     assert ours.list_views("ns") == [("ns", "v")]  # the column is there now: views are too

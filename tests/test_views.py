@@ -40,6 +40,7 @@ from icefloe.metadata.view_metadata import (
 )
 from icefloe.schema import NestedField, Schema
 from icefloe.types import LongType, StringType
+from support.catalogs import first_layout_database
 from support.rest import RestServer, new_warehouse
 
 ROWS = pa.schema([pa.field("id", pa.int64()), pa.field("region", pa.string())])
@@ -308,23 +309,8 @@ def test_a_lost_race_is_retried_and_a_replaced_view_is_refused(cat: SqlCatalog) 
 
 
 def test_a_database_of_the_first_layout_has_no_views(tmp_path: Path) -> None:
-    import sqlite3
-
     db = tmp_path / "old.db"
-    con = sqlite3.connect(db)
-    con.execute(
-        "CREATE TABLE iceberg_tables(catalog_name VARCHAR(255) NOT NULL, table_namespace"
-        " VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, metadata_location"
-        " VARCHAR(1000), previous_metadata_location VARCHAR(1000),"
-        " PRIMARY KEY (catalog_name, table_namespace, table_name))"
-    )
-    con.execute(
-        "CREATE TABLE iceberg_namespace_properties(catalog_name VARCHAR(255) NOT NULL,"
-        " namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), property_value"
-        " VARCHAR(1000), PRIMARY KEY (catalog_name, namespace, property_key))"
-    )
-    con.commit()
-    con.close()
+    first_layout_database(db)
     c = SqlCatalog("c", uri=f"sqlite:///{db}", warehouse=str(tmp_path / "wh"))
     c.create_namespace("ns")
     assert c.list_views("ns") == [] and not c.view_exists("ns.v")

@@ -6,7 +6,6 @@ and queries."""
 from __future__ import annotations
 
 import gzip
-import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,31 +17,12 @@ from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.metadata.view_metadata import ViewMetadata
 from support.rest import RestServer, new_warehouse
-from support.spark import iceberg_runtime_jar, object_store_jars
+from support.spark import iceberg_runtime_jar, java_jdbc_catalog
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
-_IDS = itertools.count()
+
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "region": ["eu", "us", "eu"]})
-
-
-def _jdbc_catalog(spark: Any, db: Path, warehouse: Path) -> str:
-    jar, why = iceberg_runtime_jar()
-    jars, why_not = object_store_jars()  # the SQLite JDBC driver
-    if jar is None or not jars:
-        pytest.skip(why or why_not)
-    name = f"views{next(_IDS)}"
-    prefix = f"spark.sql.catalog.{name}"
-    for key, value in {
-        "": "org.apache.iceberg.spark.SparkCatalog",
-        ".type": "jdbc",
-        ".uri": f"jdbc:sqlite:{db}",
-        ".jdbc.schema-version": "V1",
-        ".warehouse": str(warehouse),
-        ".cache-enabled": "false",
-    }.items():
-        spark.conf.set(prefix + key, value)
-    return name
 
 
 def _rows(spark: Any, sql: str) -> list[tuple[Any, ...]]:
@@ -53,7 +33,7 @@ def test_views_made_by_either_engine_are_read_and_changed_by_the_other(
     spark: Any, tmp_path: Path
 ) -> None:
     db, warehouse = tmp_path / "c.db", tmp_path / "wh"
-    c = _jdbc_catalog(spark, db, warehouse)
+    c = java_jdbc_catalog(spark, db, warehouse)
     ours = SqlCatalog(c, uri=f"sqlite:///{db}", warehouse=str(warehouse))
     ours.create_namespace("ns")
     ours.create_table("ns.t", ROWS.schema).append(ROWS)

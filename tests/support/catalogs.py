@@ -19,6 +19,28 @@ from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 
+
+def first_layout_database(path: Path) -> None:
+    """A SQLite catalog database of the JDBC catalog's first layout: ``iceberg_tables``
+    without the ``iceberg_type`` column (so no views)."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute(
+        "CREATE TABLE iceberg_tables(catalog_name VARCHAR(255) NOT NULL, table_namespace"
+        " VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, metadata_location"
+        " VARCHAR(1000), previous_metadata_location VARCHAR(1000),"
+        " PRIMARY KEY (catalog_name, table_namespace, table_name))"
+    )
+    con.execute(
+        "CREATE TABLE iceberg_namespace_properties(catalog_name VARCHAR(255) NOT NULL,"
+        " namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), property_value"
+        " VARCHAR(1000), PRIMARY KEY (catalog_name, namespace, property_key))"
+    )
+    con.commit()
+    con.close()
+
+
 SQL_BACKENDS = ["sqlite-file", "sqlite-memory", "postgres"]
 #: The backends as fixture parameters (``postgres`` carries the ``postgres`` marker).
 _PARAMS = [

@@ -251,6 +251,28 @@ def iceberg_spark_module(spark: Any, tmp_path_factory: pytest.TempPathFactory) -
     return java_catalog(spark, tmp_path_factory.mktemp("javacat"))
 
 
+def java_jdbc_catalog(spark: Any, db: Path, warehouse: Path, name: str = "") -> str:
+    """Registers Iceberg Java's JDBC catalog (schema version V1: tables and views) on the
+    SQLite file ``db`` with its tables under ``warehouse``; returns its name (a fresh one unless
+    given). Skips when the jars are unavailable."""
+    jar, why = iceberg_runtime_jar()
+    jars, why_not = object_store_jars()  # the SQLite JDBC driver
+    if jar is None or not jars:
+        pytest.skip(why or why_not)
+    name = name or f"jdbc{next(_CATALOG_IDS)}"
+    prefix = f"spark.sql.catalog.{name}"
+    for key, value in {
+        "": "org.apache.iceberg.spark.SparkCatalog",
+        ".type": "jdbc",
+        ".uri": f"jdbc:sqlite:{db}",
+        ".jdbc.schema-version": "V1",
+        ".warehouse": str(warehouse),
+        ".cache-enabled": "false",
+    }.items():
+        spark.conf.set(prefix + key, value)
+    return name
+
+
 def java_s3_catalog(spark: Any, sqlite_file: Path, warehouse: str, props: dict[str, str]) -> str:
     """Registers an Iceberg Java JDBC catalog on ``sqlite_file`` whose tables live at the
     ``s3://`` ``warehouse``, read and written with ``S3FileIO`` configured from the ``s3.*``
