@@ -432,3 +432,40 @@ def test_scan_since_takes_tags_named_by_digits(world: CliWorld) -> None:
     finally:
         with world.catalog().load_table("db.events").manage_snapshots() as ms:
             ms.remove_tag("2024")
+
+
+def test_sql_runs_the_duckdb_query_of_views(tmp_path: Path) -> None:
+    """A view runs its ``duckdb`` query, over the tables and views that query names (an
+    unqualified name in the view's namespace); views without one, or whose default namespace
+    is not their own, are refused with the reason."""
+    world = build_world(tmp_path / "world")
+    cat = world.catalog()
+    events = cat.load_table("db.events").scan().to_arrow()
+    big = sorted(events.filter(pc.greater(events["amount"], 300))["id"].to_pylist())
+    assert big
+    ids = pa.schema([("id", pa.int64())])
+    cat.create_view("db.big", "select id from events where amount > 300", ids, dialect="duckdb")
+    cat.create_view("db.top", "select max(id) as id from db.big", ids, dialect="DuckDB")
+    r = run(world, "sql", "select id from db.big order by id", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [x["id"] for x in _lines(r.stdout)] == big
+    r = run(world, "sql", "select t.id, (select count(*) from db.big) as n from db.top t", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert _lines(r.stdout) == [{"id": max(big), "n": len(big)}]
+
+    cat.create_view("db.spark_only", "select id from db.events", ids, dialect="spark")
+    r = run(world, "sql", "select * from db.spark_only")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "no 'duckdb' query (it has ['spark'])" in r.stderr
+    cat.create_namespace("other")
+    cat.create_view(
+        "other.elsewhere", "select id from events", ids, dialect="duckdb", default_namespace="db"
+    )
+    r = run(world, "sql", "select * from other.elsewhere")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "default namespace 'db', not the view's own namespace" in r.stderr
+    cat.create_view("db.loop_a", "select id from db.loop_b", ids, dialect="duckdb")
+    cat.create_view("db.loop_b", "select id from db.loop_a", ids, dialect="duckdb")
+    r = run(world, "sql", "select * from db.loop_a")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "refers to itself (db.loop_a -> db.loop_b -> db.loop_a)" in r.stderr

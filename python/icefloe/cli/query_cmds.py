@@ -501,8 +501,9 @@ def _parsed_tables(query: str) -> list[tuple[str, ...]] | None:
 def sql(
     state: State, query: str, fmt: str, as_json: bool, output: str | None, max_rows: int
 ) -> None:
-    """Run a DuckDB SQL QUERY over the catalog's tables, named as in the catalog
-    (select ... from db.events); each table is read by an icefloe scan."""
+    """Run a DuckDB SQL QUERY over the catalog's tables and views, named as in the catalog
+    (select ... from db.events); each table is read by an icefloe scan, each view runs its
+    'duckdb' query."""
     try:
         import duckdb
     except ImportError as exc:
@@ -585,29 +586,96 @@ def _in_catalog(catalog: Any, parts: tuple[str, ...]) -> bool:
         return False
 
 
-def _run_sql(con: Any, catalog: Any, query: str, streams: _Streams) -> pa.RecordBatchReader | None:
-    """Register the catalog tables ``query`` names as views over icefloe scans, run it.
+def _is_view(catalog: Any, parts: tuple[str, ...]) -> bool:
+    """Whether ``parts`` names a view of ``catalog``."""
+    if not getattr(catalog, "keeps_views", False):
+        return False
+    try:
+        return bool(catalog.view_exists(parts))
+    except ValidationError:
+        return False
 
-    ``ns.table`` becomes a view in schema ``ns``; ``a.b.table`` (a nested namespace) a view in
-    schema ``b`` of an attached in-memory database ``a``, as DuckDB reads three-part names.
-    """
-    attached: set[str] = set()
-    for i, parts in enumerate(_referenced_tables(query)):
-        if len(parts) < 2 or not _in_catalog(catalog, parts):
-            continue  # a CTE, a DuckDB table function or a name DuckDB resolves itself
+
+class _Names:
+    """Makes the catalog's tables and views a query names readable by DuckDB under those
+    names: a table as a DuckDB view over an icefloe scan, an Iceberg view as a DuckDB view of
+    its ``duckdb`` query (the tables and views that query names made readable first)."""
+
+    def __init__(self, con: Any, catalog: Any, streams: _Streams) -> None:
+        self.con, self.catalog, self.streams = con, catalog, streams
+        self.done: set[tuple[str, ...]] = set()
+        self.attached: set[str] = set()
+
+    def add_query(self, query: str) -> None:
+        for parts in _referenced_tables(query):
+            self.add(parts, ())
+
+    def add(self, parts: tuple[str, ...], chain: tuple[tuple[str, ...], ...]) -> None:
+        if len(parts) < 2 or parts in self.done:
+            return  # a CTE, a DuckDB table function or a name DuckDB resolves itself
+        if _in_catalog(self.catalog, parts):
+            self._schema_for(parts)
+            view = f"__icefloe_scan_{len(self.done)}"
+            self.con.register(view, self.streams.source(self.catalog.load_table(parts).scan()))
+            self.con.execute(f"CREATE VIEW {_quoted(parts)} AS SELECT * FROM {view}")
+        elif _is_view(self.catalog, parts):
+            self._add_view(parts, chain)
+        else:
+            return
+        self.done.add(parts)
+
+    def _add_view(self, parts: tuple[str, ...], chain: tuple[tuple[str, ...], ...]) -> None:
+        name = ".".join(parts)
+        if parts in chain:
+            cycle = " -> ".join(".".join(p) for p in (*chain, parts))
+            raise ValidationError(f"sql: view {name!r} refers to itself ({cycle})")
+        view = self.catalog.load_view(parts)
+        try:
+            text = view.sql("duckdb")
+        except ValidationError as exc:
+            raise UnsupportedFeatureError(
+                f"sql: {exc}; DuckDB runs a view's 'duckdb' query only"
+            ) from None
+        home = view.current_version.default_namespace or parts[:-1]
+        for ref in _referenced_tables(text):
+            if len(ref) == 1:
+                at_home = (*home, *ref)
+                if tuple(home) != parts[:-1]:
+                    if _in_catalog(self.catalog, at_home) or _is_view(self.catalog, at_home):
+                        raise UnsupportedFeatureError(
+                            f"sql: view {name!r} names {ref[0]!r} in its default namespace "
+                            f"{'.'.join(home)!r}, not the view's own namespace, where DuckDB "
+                            "would look for it; qualify the name in the view's query"
+                        )
+                    continue
+                ref = at_home
+            self.add(ref, (*chain, parts))
+        self._schema_for(parts)
+        self.con.execute(f"CREATE VIEW {_quoted(parts)} AS {text}")
+
+    def _schema_for(self, parts: tuple[str, ...]) -> None:
+        """``ns.name`` lives in schema ``ns``; ``a.b.name`` (a nested namespace) in schema ``b``
+        of an attached in-memory database ``a``, as DuckDB reads three-part names."""
         if len(parts) > 3:
             raise UnsupportedFeatureError(
                 f"sql: DuckDB names have at most three parts, {'.'.join(parts)!r} has "
                 f"{len(parts)}; read it with icefloe scan"
             )
-        view = f"__icefloe_scan_{i}"
-        con.register(view, streams.source(catalog.load_table(parts).scan()))
         quoted = [_quote(p) for p in parts]
-        if len(parts) == 3 and parts[0] not in attached:
-            con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
-            attached.add(parts[0])
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {'.'.join(quoted[:-1])}")
-        con.execute(f"CREATE VIEW {'.'.join(quoted)} AS SELECT * FROM {view}")
+        if len(parts) == 3 and parts[0] not in self.attached:
+            self.con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
+            self.attached.add(parts[0])
+        self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {'.'.join(quoted[:-1])}")
+
+
+def _quoted(parts: tuple[str, ...]) -> str:
+    return ".".join(_quote(p) for p in parts)
+
+
+def _run_sql(con: Any, catalog: Any, query: str, streams: _Streams) -> pa.RecordBatchReader | None:
+    """Make the catalog's tables and views ``query`` names readable by DuckDB (see
+    :class:`_Names`), run it."""
+    _Names(con, catalog, streams).add_query(query)
     result = con.sql(query)
     if result is None:
         return None
