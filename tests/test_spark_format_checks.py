@@ -201,3 +201,43 @@ def test_nanosecond_timestamps_before_1970_are_rounded_down(spark: Any, tmp_path
     )
     got = sorted(tuple(r) for r in df.collect())
     assert got == [(i, n // 1000, n // 1000) for i, n in enumerate(nanos)]
+
+
+_VARIANTS = (
+    'SELECT 1L id, parse_json(\'{"a": 1, "b": [true, null, "x"]}\') v '
+    "UNION ALL SELECT 2L, parse_json('12345678901234567890') "
+    "UNION ALL SELECT 3L, CAST(NULL AS variant) "
+    'UNION ALL SELECT 4L, parse_json(\'{"a": 2.5, "c": {"d": "e"}}\')'
+)
+
+
+def test_variant_columns_are_sparks_variant_type_both_ways(
+    spark: Any, iceberg_spark: JavaCatalog
+) -> None:
+    """Variant columns reach Spark as ``VariantType`` (its functions apply) from both the
+    format and ``icefloe.spark.read``, and Spark's variants are written through the format
+    and ``icefloe.spark.write`` as Iceberg Java reads them."""
+    from pyspark.sql.types import VariantType
+
+    ispark.register(spark)
+    j = iceberg_spark
+    ddl = "(id bigint, v variant) USING iceberg TBLPROPERTIES ('format-version'='3')"
+    for name in ("vjava", "vfmt", "vmap"):
+        j.sql(f"CREATE TABLE {{c}}.db.{name} {ddl}")
+    j.sql(f"INSERT INTO {{c}}.db.vjava {_VARIANTS}")
+    cat = j.icefloe()
+    query = "SELECT id, to_json(v) j, variant_get(v, '$.a', 'double') a FROM {} ORDER BY id"
+    java = [tuple(r) for r in j.sql(query.format("{c}.db.vjava")).collect()]
+    assert java[0] == (1, '{"a":1,"b":[true,null,"x"]}', 1.0) and java[2] == (3, None, None)
+    for df in (
+        fmt_read(spark, cat, "db.vjava"),
+        ispark.read(spark, cat.load_table("db.vjava")),
+    ):
+        assert isinstance(df.schema["v"].dataType, VariantType)
+        df.createOrReplaceTempView("ours")
+        assert [tuple(r) for r in spark.sql(query.format("ours")).collect()] == java
+    source = spark.sql(_VARIANTS)
+    source.write.format("icefloe").options(**catalog_options(cat)).mode("append").save("db.vfmt")
+    ispark.write(source, cat.load_table("db.vmap"))
+    for name in ("vfmt", "vmap"):
+        assert [tuple(r) for r in j.sql(query.format(f"{{c}}.db.{name}")).collect()] == java

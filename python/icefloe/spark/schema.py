@@ -17,7 +17,8 @@ string                    StringType
 uuid                      StringType (canonical 36-character form)
 fixed[L], binary          BinaryType
 geometry, geography       BinaryType (WKB)
-variant                   StructType(metadata: binary, value: binary) (the encoded variant)
+variant                   VariantType (Spark's Arrow form: ``struct<value, metadata>``, the
+                          same encoding, the metadata field tagged ``variant: true``)
 unknown                   NullType
 struct, list, map         StructType, ArrayType, MapType (nullability from ``required``)
 ========================  =====================================================================
@@ -112,12 +113,7 @@ def spark_type(t: IcebergType) -> Any:
     if isinstance(t, DecimalType):
         return T.DecimalType(t.precision, t.scale)
     if isinstance(t, VariantType):
-        return T.StructType(
-            [
-                T.StructField("metadata", T.BinaryType(), False),
-                T.StructField("value", T.BinaryType(), True),
-            ]
-        )
+        return T.VariantType()
     simple = {
         BooleanType: T.BooleanType,
         IntegerType: T.IntegerType,
@@ -163,9 +159,7 @@ def spark_arrow_type(t: IcebergType) -> pa.DataType:
             pa.field("value", spark_arrow_type(t.value_type)),
         )
     if isinstance(t, VariantType):
-        return pa.struct(
-            [pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary())]
-        )
+        return _SPARK_VARIANT
     if isinstance(t, DecimalType):
         return pa.decimal128(t.precision, t.scale)
     simple = {
@@ -191,6 +185,28 @@ def spark_arrow_type(t: IcebergType) -> pa.DataType:
     if simple is None:
         raise UnsupportedFeatureError(f"Iceberg type {t} has no Spark type")
     return simple
+
+
+#: How PySpark exchanges ``VariantType`` through Arrow (``pyspark.sql.pandas.types``): the
+#: value first, then the metadata, whose field metadata marks the struct as a variant.
+_SPARK_VARIANT = pa.struct(
+    [
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("metadata", pa.binary(), nullable=False, metadata={b"variant": b"true"}),
+    ]
+)
+
+
+def _variant_for_spark(arr: pa.Array) -> pa.Array:
+    """An encoded variant column (``struct<metadata, value>``) in Spark's Arrow form; null
+    rows get empty bytes in both (Spark's fields are not nullable)."""
+    if isinstance(arr, pa.ExtensionArray):
+        arr = arr.storage
+    mask = arr.is_null() if arr.null_count else None
+    children = [
+        pc.fill_null(arr.field(name), b"").cast(pa.binary()) for name in ("value", "metadata")
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(_SPARK_VARIANT), mask=mask)
 
 
 def _arrow_field(f: NestedField) -> pa.Field:
@@ -269,6 +285,8 @@ def _convert(arr: pa.Array, t: IcebergType, target: pa.DataType) -> pa.Array:
         return arr.cast(pa.int64())
     if isinstance(t, TimestampNanoType | TimestamptzNanoType):
         return _floor_micros(arr, target)
+    if isinstance(t, VariantType):
+        return _variant_for_spark(arr)
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
     if isinstance(t, StructType):
