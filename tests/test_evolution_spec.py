@@ -321,3 +321,30 @@ def test_upgrade_in_transaction_with_v3_schema_change(tmp_path: Path) -> None:
         with tx.update_schema() as u:  # sees v3: defaults are allowed now
             u.add_column("region", StringType(), required=True, initial_default="eu")
     assert t.format_version == 3 and t.schema().find_field("region").initial_default == "eu"
+
+
+def test_columns_cannot_take_the_names_of_partition_fields(tmp_path: Path) -> None:
+    """As Iceberg Java (which cannot load such metadata): no column may take the name of a
+    partition field of any spec unless it is the field's source column, or the source column
+    is gone (the field is historical)."""
+    from icefloe.types import StringType
+
+    t = _create(shared_catalogs(tmp_path), "t", 2)
+    with t.update_spec() as u:
+        u.add_field("ts", "day").add_field("cat", "identity")
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match="name of partition field 'ts_day' of spec 1"):
+        t.update_schema().add_column("ts_day", StringType()).commit()
+    with pytest.raises(ValidationError, match="name of partition field 'ts_day'"):
+        t.update_schema().rename_column("data", "ts_day").commit()
+    t.update_schema().rename_column("cat", "category").commit()  # the source keeps its field
+    with pytest.raises(ValidationError, match=r"column 'cat' \(id 5\) would have the name"):
+        t.update_schema().add_column("cat", StringType()).commit()
+    assert t.refresh().schema().find_field_id("ts_day") is None
+    assert t.metadata_location != before and t.schema().find_field_id("cat") is None
+    # once the source column is gone the field is historical and its name free
+    with t.update_spec() as u:
+        u.remove_field("ts_day")
+    t.update_schema().delete_column("ts").commit()
+    t.update_schema().add_column("ts_day", StringType()).commit()
+    assert t.refresh().schema().find_field_id("ts_day") is not None

@@ -208,6 +208,8 @@ class _Builder:
         if not any(s.schema_id == sid for s in self.schemas):
             raise ValidationError(f"Cannot set current schema to unknown schema: {sid}")
         if sid != self.current_schema_id:
+            schema = next(s for s in self.schemas if s.schema_id == sid)
+            _check_partition_names(schema, self.specs)
             self.current_schema_id = sid
             self.changed = True
 
@@ -531,3 +533,22 @@ def _put(items: list[Any], new: StatisticsFile | PartitionStatisticsFile) -> lis
     if not placed:
         out.append(new)
     return out
+
+
+def _check_partition_names(schema: Schema, specs: Iterable[PartitionSpec]) -> None:
+    """A column may not take the name of a partition field of any spec whose source column is
+    still in ``schema``, unless it is that source column (an identity field named after its
+    column). Iceberg Java checks this whenever the current schema changes and cannot load
+    metadata that breaks it."""
+    for spec in specs:
+        for f in spec.fields:
+            if schema.find_column_name(f.source_id) is None:
+                continue  # a historical field whose source was dropped
+            found = schema.find_field_id(f.name)
+            if found is not None and found != f.source_id:
+                raise ValidationError(
+                    f"column {f.name!r} (id {found}) would have the name of partition field "
+                    f"{f.name!r} of spec {spec.spec_id} ({f.transform} of "
+                    f"{schema.find_column_name(f.source_id)!r}): Iceberg Java cannot load such "
+                    "metadata; give the column another name, or rename the partition field"
+                )
