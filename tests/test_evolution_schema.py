@@ -528,6 +528,47 @@ def test_promoting_a_date_with_defaults(tmp_path: Path, promoted: Any) -> None:
     assert got == [datetime.datetime(2020, 11, 15), midnight, midnight]
 
 
+@pytest.mark.parametrize("promoted", [TimestampType(), TimestampNanoType()])
+def test_equality_deletes_of_dates_apply_after_promotion(tmp_path: Path, promoted: Any) -> None:
+    """An equality delete file written while the column was a date deletes the rows at the
+    midnight of its dates once the column is a timestamp; with delete files of both types, and
+    through deletes and compaction after the promotion."""
+    import datetime
+
+    day = datetime.date
+    t = _fresh(shared_catalogs(tmp_path), "t", 3)
+    with t.update_schema() as u:
+        u.add_column("d", DateType())
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2, 3, 4, 5], pa.int64()),
+                "d": pa.array([day(2024, 1, 1), day(2024, 1, 2), day(2024, 1, 3), None, None]),
+            }
+        )
+    )
+    t.delete_by_keys(pa.table({"d": pa.array([day(2024, 1, 1), None])}), ["d"])
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [2, 3]
+    with t.update_schema() as u:
+        u.update_column("d", promoted)
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [2, 3]
+    t.delete("id = 3")
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [2]
+    # a timestamp key at midnight after the promotion, and one at noon matching nothing
+    keys = [datetime.datetime(2024, 1, 2), datetime.datetime(2024, 1, 2, 12)]
+    t.append(pa.table({"id": pa.array([6], pa.int64()), "d": pa.array([keys[1]])}))
+    t.delete_by_keys(pa.table({"d": pa.array([keys[1]])}), ["d"])
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [2]
+    t.append(pa.table({"id": pa.array([7], pa.int64()), "d": pa.array([keys[0]])}))
+    t.delete_by_keys(pa.table({"d": pa.array([keys[0]])}), ["d"])
+    assert t.scan().to_arrow()["id"].to_pylist() == []
+    t.append(pa.table({"id": pa.array([8], pa.int64()), "d": pa.array([keys[1]])}))
+    t.rewrite_data_files(min_input_files=1)
+    got = t.scan().to_arrow()
+    assert got["id"].to_pylist() == [8]
+    assert got["d"].cast(pa.timestamp("us")).to_pylist() == [keys[1]]
+
+
 @pytest.mark.parametrize(
     ("fn", "match"),
     [

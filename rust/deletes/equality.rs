@@ -1,8 +1,9 @@
 //! Equality deletes: a data row is deleted when, for some delete row, every equality column of
 //! that delete row equals the data row's value (null equals null). Values are compared after
 //! Iceberg's type promotions (int -> long, float -> double, decimal precision widening), so a
-//! delete file written before a promotion still applies. Floats compare like Java's
-//! `Double.equals`: NaN equals NaN, and -0.0 differs from 0.0.
+//! delete file written before a promotion still applies; a date key matches a timestamp at
+//! midnight of that day (v3's date -> timestamp promotion, either side the older). Floats
+//! compare like Java's `Double.equals`: NaN equals NaN, and -0.0 differs from 0.0.
 //!
 //! Each delete set (one group per distinct set of columns) is hashed once; data batches are
 //! probed against every group.
@@ -25,6 +26,7 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Int,
+    Date,
     Float,
     Decimal(i8),
     Bool,
@@ -37,7 +39,7 @@ fn kind_of(dt: &DataType, column: &str) -> Result<Kind> {
     Ok(match dt {
         DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => Kind::Int,
         DataType::UInt8 | DataType::UInt16 | DataType::UInt32 => Kind::Int,
-        DataType::Date32 => Kind::Int,
+        DataType::Date32 => Kind::Date,
         DataType::Float32 | DataType::Float64 => Kind::Float,
         DataType::Decimal128(_, s) => Kind::Decimal(*s),
         DataType::Boolean => Kind::Bool,
@@ -265,7 +267,7 @@ type FixedKey<const N: usize> = ([i64; N], u8);
 fn is_fixed(kind: Kind) -> bool {
     matches!(
         kind,
-        Kind::Int | Kind::Float | Kind::Time(_) | Kind::Timestamp(..)
+        Kind::Int | Kind::Date | Kind::Float | Kind::Time(_) | Kind::Timestamp(..)
     )
 }
 
@@ -333,6 +335,60 @@ fn columns_of<'a>(batch: &'a RecordBatch, names: &[String]) -> Result<Vec<&'a Ar
         .collect()
 }
 
+/// Units of a timestamp of `unit` in one day.
+fn per_day(unit: TimeUnit) -> i64 {
+    86_400
+        * match unit {
+            TimeUnit::Second => 1,
+            TimeUnit::Millisecond => 1_000,
+            TimeUnit::Microsecond => 1_000_000,
+            TimeUnit::Nanosecond => 1_000_000_000,
+        }
+}
+
+/// A data column of kind `got` as values of the keys' kind `want`, when one is a date and the
+/// other a timestamp: the day of a timestamp at midnight, or the midnight of a date; with the
+/// rows that have no such value (set: kept whatever the keys hold). None for other pairs.
+fn promoted(col: &ArrayRef, got: Kind, want: Kind) -> Option<(ArrayRef, Option<BooleanBuffer>)> {
+    let values = int_values(col.as_ref())?;
+    let (converted, none): (Vec<i64>, Vec<bool>) = match (got, want) {
+        (Kind::Timestamp(unit, _), Kind::Date) => {
+            let day = per_day(unit);
+            values
+                .iter()
+                .map(|&v| match v % day {
+                    0 => (v / day, false),
+                    _ => (0, true),
+                })
+                .unzip()
+        }
+        (Kind::Date, Kind::Timestamp(unit, _)) => {
+            let day = per_day(unit);
+            values
+                .iter()
+                .map(|&d| match d.checked_mul(day) {
+                    Some(v) => (v, false),
+                    None => (0, true),
+                })
+                .unzip()
+        }
+        _ => return None,
+    };
+    let none = match none.iter().any(|&b| b) {
+        // a null row is never "unmatched": null keys match null values
+        true => {
+            let bits = BooleanBuffer::from(none);
+            Some(match col.nulls() {
+                Some(n) => &bits & n.inner(),
+                None => bits,
+            })
+        }
+        false => None,
+    };
+    let array = arrow_array::Int64Array::new(converted.into(), col.nulls().cloned());
+    Some((std::sync::Arc::new(array) as ArrayRef, none))
+}
+
 impl Group {
     fn len(&self) -> usize {
         match &self.keys {
@@ -381,19 +437,42 @@ impl Group {
     }
 
     fn keep(&self, batch: &RecordBatch) -> Result<BooleanBuffer> {
-        let cols = columns_of(batch, &self.columns)?;
-        for ((c, name), want) in cols.iter().zip(&self.columns).zip(&self.kinds) {
+        let mut cols: Vec<ArrayRef> = columns_of(batch, &self.columns)?
+            .into_iter()
+            .cloned()
+            .collect();
+        // rows whose value has no equal of the keys' type (a timestamp not at midnight against
+        // date keys): kept whatever the other columns hold
+        let mut unmatched: Option<BooleanBuffer> = None;
+        for ((c, name), want) in cols.iter_mut().zip(&self.columns).zip(&self.kinds) {
             let got = kind_of(c.data_type(), name)?;
-            if got != *want {
+            if got == *want {
+                continue;
+            }
+            let Some((converted, none)) = promoted(c, got, *want) else {
                 return Err(Error::validation(format!(
                     "equality delete column {name:?} has type {} in the data, which is not \
                      comparable with the delete file's ({want:?})",
                     c.data_type()
                 )));
+            };
+            *c = converted;
+            if let Some(none) = none {
+                unmatched = Some(match unmatched {
+                    Some(u) => &u | &none,
+                    None => none,
+                });
             }
         }
+        let keep = self.keep_views(&cols, batch.num_rows())?;
+        Ok(match unmatched {
+            Some(u) => &keep | &u,
+            None => keep,
+        })
+    }
+
+    fn keep_views(&self, cols: &[ArrayRef], n: usize) -> Result<BooleanBuffer> {
         let views: Vec<Col<'_>> = cols.iter().map(|c| view(c.as_ref())).collect();
-        let n = batch.num_rows();
         Ok(match &self.keys {
             Keys::Single(values, probe, null_deleted) => {
                 let Col::Fixed(v, nulls) = &views[0] else {
@@ -533,6 +612,48 @@ mod tests {
         let data: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(7)]));
         let m = set.keep_mask(&batch(vec![("id", data)])).unwrap();
         assert_eq!(m, BooleanArray::from(vec![false, true, false, false]));
+    }
+
+    #[test]
+    fn date_keys_match_timestamps_at_midnight_and_back() {
+        use arrow_array::{Date32Array, TimestampMicrosecondArray, TimestampNanosecondArray};
+        const DAY_US: i64 = 86_400_000_000;
+        // date keys (a file written before date -> timestamp) against promoted data
+        let mut set = EqualityDeleteSet::new();
+        let days: ArrayRef = Arc::new(Date32Array::from(vec![Some(19_723), None]));
+        let other: ArrayRef = Arc::new(Int64Array::from(vec![Some(5), Some(6)]));
+        set.add_batch(&batch(vec![("d", days), ("k", other)]))
+            .unwrap();
+        let stamps: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![
+            Some(19_723 * DAY_US),
+            Some(19_723 * DAY_US + 1),
+            None,
+            Some(19_723 * DAY_US),
+            Some(i64::MIN + 7),
+        ]));
+        let k: ArrayRef = Arc::new(Int64Array::from(vec![5, 5, 6, 6, 5]));
+        let m = set
+            .keep_mask(&batch(vec![("d", stamps), ("k", k)]))
+            .unwrap();
+        assert_eq!(m, BooleanArray::from(vec![false, true, false, true, true]));
+        // timestamp keys against dates (an old data file read as stored)
+        let mut set = EqualityDeleteSet::new();
+        let keys: ArrayRef = Arc::new(TimestampNanosecondArray::from(vec![
+            19_723 * DAY_US * 1000,
+            5,
+        ]));
+        set.add_batch(&batch(vec![("d", keys)])).unwrap();
+        let dates: ArrayRef = Arc::new(Date32Array::from(vec![
+            Some(19_723),
+            Some(19_724),
+            None,
+            Some(i32::MAX),
+        ]));
+        let m = set.keep_mask(&batch(vec![("d", dates)])).unwrap();
+        assert_eq!(m, BooleanArray::from(vec![false, true, true, true]));
+        // other kinds still do not compare
+        let strings: ArrayRef = Arc::new(StringArray::from(vec!["x"]));
+        assert!(set.keep_mask(&batch(vec![("d", strings)])).is_err());
     }
 
     #[test]

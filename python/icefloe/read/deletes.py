@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe import _native
@@ -509,7 +510,11 @@ def _shared_equality_set(
 
     A delete whose keys do not determine the partition writes the same keys to a file in every
     partition (an equality delete applies only within its own): those files are read one by
-    one, but hashed once. Equal summaries are only candidates; the tables are compared."""
+    one, but hashed once. Equal summaries are only candidates; the tables are compared.
+
+    Files written before and after a v3 date -> timestamp promotion hold the column as dates
+    and as timestamps: the dates are taken as the midnight of their day."""
+    tables = _dates_as_timestamps(tables)
     entries: list[tuple[list[pa.Table], EqualityDeleteSet]] = cache.get(
         ("eq-content", tuple(_content_key(t) for t in tables)), list
     )
@@ -526,6 +531,41 @@ def _shared_equality_set(
             raise CorruptFileError(f"{path}: cannot hash equality deletes: {e}") from e
     entries.append((tables, built))
     return built
+
+
+_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+_LONG_MAX = 2**63 - 1
+
+
+def _dates_as_timestamps(tables: list[pa.Table]) -> list[pa.Table]:
+    """``tables`` with date columns that other tables hold as timestamps (the same field
+    before and after a promotion) turned into timestamps at midnight; a date no timestamp of
+    that unit can hold leaves the table (it can match no row)."""
+    if len(tables) < 2:
+        return tables
+    stamps: dict[str, pa.DataType] = {}
+    for t in tables:
+        for f in t.schema:
+            if pa.types.is_timestamp(f.type):
+                stamps.setdefault(f.name, f.type)
+    if not stamps:
+        return tables
+    out = []
+    for t in tables:
+        for name, target in stamps.items():
+            i = t.schema.get_field_index(name)
+            if i < 0 or not pa.types.is_date32(t.schema.field(i).type):
+                continue
+            day = _DAY[target.unit]
+            days = t.column(i).cast(pa.int32()).cast(pa.int64())
+            fits = pc.or_kleene(pc.is_null(days), pc.less_equal(pc.abs(days), _LONG_MAX // day))
+            if not pc.all(fits).as_py():
+                t = t.filter(fits)
+                days = t.column(i).cast(pa.int32()).cast(pa.int64())
+            stamp = pc.multiply(days, day).cast(target)
+            t = t.set_column(i, t.schema.field(i).with_type(target), stamp)
+        out.append(t)
+    return out
 
 
 class TaskDeletes:
