@@ -348,3 +348,22 @@ def test_columns_cannot_take_the_names_of_partition_fields(tmp_path: Path) -> No
     t.update_schema().delete_column("ts").commit()
     t.update_schema().add_column("ts_day", StringType()).commit()
     assert t.refresh().schema().find_field_id("ts_day") is not None
+
+
+def test_a_new_table_refuses_a_partition_field_named_like_another_column(tmp_path: Path) -> None:
+    """As Java's spec parser and ``update_spec``: a field may share a name only with its own
+    source column."""
+    from icefloe.partitioning import PartitionSpec
+
+    c = shared_catalogs(tmp_path)
+    schema = Schema.from_json(SCHEMA)
+
+    def spec(name: str) -> PartitionSpec:
+        return PartitionSpec.fields_from_json(
+            [{"source-id": 1, "transform": "bucket[2]", "name": name}]
+        )
+
+    with pytest.raises(ValidationError, match="cannot name partition field 'data' \\(bucket"):
+        c.ours.create_table("db.bad", schema, partition_spec=spec("data"))
+    assert not c.ours.table_exists("db.bad")
+    assert c.ours.create_table("db.own", schema, partition_spec=spec("id")).spec().fields[0].name

@@ -201,8 +201,15 @@ class PartitionSpec:
     def validate(self, schema: Schema) -> None:
         """Checks the spec against ``schema`` as a writer must: every source column exists, is
         primitive, is not inside a list or map, and suits its transform (unknown and void
-        transforms are exempt from the type check)."""
+        transforms are exempt from the type check); no field takes the name of a column other
+        than its source (Iceberg Java refuses such metadata)."""
         for f in self._fields:
+            named = schema.find_field_id(f.name)
+            if named is not None and named not in f.all_source_ids:
+                raise ValidationError(
+                    f"cannot name partition field {f.name!r} ({f.transform}): it is the name "
+                    f"of another column (id {named})"
+                )
             for sid in f.all_source_ids:
                 try:
                     source = schema.find_field(sid)
