@@ -104,3 +104,32 @@ def test_a_closed_catalog_connects_again_or_says_it_is_gone(tmp_path: Path) -> N
     memory.close()
     with pytest.raises(ServiceUnavailableError, match="closed, and its in-memory database"):
         memory.list_namespaces()
+
+
+def test_multi_table_commits_delete_old_metadata_files(catalog: Catalog) -> None:
+    """With ``write.metadata.delete-after-commit.enabled``, the metadata files that leave a
+    table's log are deleted after a multi-table commit, as after a single-table one."""
+    if isinstance(catalog, HadoopCatalog):
+        pytest.skip("the file-system catalog cannot commit several tables")
+    props = {
+        "write.metadata.delete-after-commit.enabled": "true",
+        "write.metadata.previous-versions-max": "2",
+    }
+    catalog.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        catalog.create_table(name, ROWS, properties=props)
+    for i in range(5):
+        tx = catalog.transaction()
+        tx.table("db.a").append(_rows([i]))
+        tx.table("db.b").append(_rows([i]))
+        tx.commit()
+    for name in ("db.a", "db.b"):
+        t = catalog.load_table(name)
+        assert len(t.metadata.metadata_log) == 2
+        kept = {e.metadata_file for e in t.metadata.metadata_log} | {t.metadata_location}
+        listed = t.io.list_prefix(t.location.rstrip("/") + "/metadata")
+        stored = {f.location for f in listed if f.location.endswith(".metadata.json")}
+        assert len(stored) == 3 and {k.rsplit("/", 1)[1] for k in kept} == {
+            s.rsplit("/", 1)[1] for s in stored
+        }
+        assert _ids(catalog, name) == [0, 1, 2, 3, 4]

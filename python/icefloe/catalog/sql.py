@@ -50,7 +50,12 @@ from icefloe.catalog.base import (
     split_identifier,
     to_identifier,
 )
-from icefloe.catalog.commit import CommitResult, RetryPolicy, check_updates_fit
+from icefloe.catalog.commit import (
+    CommitResult,
+    RetryPolicy,
+    check_updates_fit,
+    files_to_delete_after_commit,
+)
 from icefloe.catalog.metastore import MetastoreCatalog
 from icefloe.catalog.sql_views import (
     NO_TYPE_COLUMN,
@@ -63,6 +68,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    IcebergError,
     MissingDependencyError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -707,6 +713,7 @@ class SqlCatalog(MetastoreCatalog):
         attempt = 0
         while True:
             staged: list[tuple[Identifier, str, TableMetadata, str]] = []
+            bases: list[TableMetadata] = []
             swapping = False
             try:
                 for ident, (_, reqs, ups) in zip(idents, items, strict=True):
@@ -723,6 +730,7 @@ class SqlCatalog(MetastoreCatalog):
                     new = apply_updates(base, ups, base_location)
                     location = self._write_metadata(new, self._next_version(base, base_location))
                     staged.append((ident, base_location, new, location))
+                    bases.append(base)
                 swapping = True  # from here on only CommitFailedError proves nothing moved
                 self._swap_all(staged)
             except CommitFailedError:
@@ -739,7 +747,24 @@ class SqlCatalog(MetastoreCatalog):
                 if not swapping:
                     self._delete_staged(staged)
                 raise
+            self._delete_after_commit(bases, staged)
             return [CommitResult(new, location) for _, _, new, location in staged]
+
+    def _delete_after_commit(
+        self,
+        bases: list[TableMetadata],
+        staged: list[tuple[Identifier, str, TableMetadata, str]],
+    ) -> None:
+        """Each committed table's metadata files that left its log, with
+        ``write.metadata.delete-after-commit.enabled`` (as a single-table commit deletes them);
+        a failed deletion only leaves files for orphan removal."""
+        for base, (_, base_location, new, _) in zip(bases, staged, strict=True):
+            try:
+                io = self.table_io(new.properties)
+                for old in files_to_delete_after_commit(base, base_location, new):
+                    io.delete_quietly(old)
+            except IcebergError:
+                pass
 
     def _delete_staged(self, staged: list[tuple[Identifier, str, TableMetadata, str]]) -> None:
         for _, _, new, location in staged:
