@@ -42,6 +42,10 @@ def _their_ids(c: Catalogs, snapshot_id: int | None = None) -> list[int]:
     return sorted(t.scan(snapshot_id=snapshot_id).to_arrow().column("id").to_pylist())
 
 
+def _ids(t: Table, snapshot_id: int | None = None) -> list[int]:
+    return sorted(t.scan(snapshot_id=snapshot_id).to_arrow().column("id").to_pylist())
+
+
 def _head(t: Table) -> int:
     s = t.current_snapshot()
     assert s is not None
@@ -334,3 +338,38 @@ def test_pick_dynamic_partition_overwrite_refusals(tmp_path: Path) -> None:
         ms.cherry_pick(staged2)
         c2.ours.load_table("db.t").append(_partition_rows([6], "a"))
     assert _their_ids(c2) == [1, 6]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_wap_enabled_tables_stage_writes_with_a_wap_id(tmp_path: Path, version: int) -> None:
+    """With ``write.wap.enabled=true`` a write carrying a ``wap.id`` is staged, as Java stages
+    Spark's ``spark.wap.id`` writes: added with main's head as parent, no branch moves;
+    ``publish_changes`` picks it by its id. Without the property a wap.id is only a summary
+    property."""
+    c, t = _setup(tmp_path, version)
+    t.append(_rows([1]))
+    head = _head(t)
+    t.append(_rows([9]), snapshot_properties={"wap.id": "plain"})  # not enabled: to main
+    assert _head(t) != head and t.current_snapshot().summary.get("wap.id") == "plain"
+    t.manage_snapshots().rollback_to(head).commit()
+    t.set_properties(**{"write.wap.enabled": "true"})
+    t.append(_rows([2]), snapshot_properties={"wap.id": "j1"})
+    assert _head(t) == head and _ids(t) == [1]
+    staged = next(s for s in t.snapshots() if s.summary and s.summary.get("wap.id") == "j1")
+    assert staged.parent_snapshot_id == head
+    assert not [r for r in t.refs().values() if r.snapshot_id == staged.snapshot_id]
+    assert _ids(t, staged.snapshot_id) == [1, 2] == _their_ids(c, staged.snapshot_id)
+    t.delete("id = 1", snapshot_properties={"wap.id": "j2"})
+    assert _head(t) == head and _ids(t) == [1]
+    with pytest.raises(ValidationError, match="cannot also go to branch 'b'"):
+        t.append(_rows([3]), branch="b", snapshot_properties={"wap.id": "j3"})
+    assert "b" not in t.refresh().refs()
+    with pytest.raises(ValidationError, match=r"no snapshot was staged with wap\.id 'nope'"):
+        t.manage_snapshots().publish_changes("nope")
+    t.manage_snapshots().publish_changes("j1").commit()
+    assert _head(t) == staged.snapshot_id and _ids(t) == [1, 2] == _their_ids(c)
+    with pytest.raises(ValidationError, match="already"):
+        t.manage_snapshots().publish_changes("j1").commit()
+    if version == 3:
+        ids = t.scan(selected_fields=("id", "_row_id")).to_arrow()["_row_id"].to_pylist()
+        assert len(set(ids)) == 2 and None not in ids

@@ -158,3 +158,31 @@ def test_fast_forward_pick_overtaken_by_another_writer(iceberg_spark: JavaCatalo
     assert theirs.summary.get("source-snapshot-id") == str(staged["jav"])
     assert head.summary.get("published-wap-id") == theirs.summary.get("published-wap-id") == "w1"
     assert head.summary.get("added-records") == theirs.summary.get("added-records") == "1"
+
+
+def test_staged_writes_are_published_by_the_other_engine(iceberg_spark: JavaCatalog) -> None:
+    """On a table with ``write.wap.enabled``: icefloe stages a write with a ``wap.id`` that
+    Java's ``publish_changes`` publishes, and icefloe's ``publish_changes`` publishes what
+    Spark staged under ``spark.wap.id``; neither moves ``main`` before."""
+    jc = iceberg_spark
+    jc.sql(
+        "CREATE TABLE {c}.db.wap (id bigint) USING iceberg "
+        "TBLPROPERTIES ('format-version'='3', 'write.wap.enabled'='true')"
+    )
+    jc.sql("INSERT INTO {c}.db.wap VALUES (1)")
+    t = jc.icefloe().load_table("db.wap")
+    t.append(pa.table({"id": pa.array([2], pa.int64())}), snapshot_properties={"wap.id": "ours"})
+    assert _rows(jc, "SELECT id FROM {c}.db.wap") == [(1,)]
+    jc.sql("CALL {c}.system.publish_changes('db.wap', 'ours')")
+    assert _rows(jc, "SELECT id FROM {c}.db.wap") == [(1,), (2,)]
+    jc.spark.conf.set("spark.wap.id", "theirs")
+    try:
+        jc.sql("INSERT INTO {c}.db.wap VALUES (3)")
+    finally:
+        jc.spark.conf.unset("spark.wap.id")
+    t.refresh()
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 2]
+    t.manage_snapshots().publish_changes("theirs").commit()
+    assert _rows(jc, "SELECT id FROM {c}.db.wap") == [(1,), (2,), (3,)]
+    with pytest.raises(ValidationError, match="already"):
+        t.manage_snapshots().publish_changes("theirs").commit()

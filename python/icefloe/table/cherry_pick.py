@@ -42,7 +42,7 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.scan.manifests import manifest_list_of, partition_keys, read_entries
-from icefloe.table.producer import ADDED, DELETED, SnapshotProducer, parent_snapshot
+from icefloe.table.producer import ADDED, DELETED, WAP_ID, SnapshotProducer, parent_snapshot
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -59,8 +59,6 @@ __all__ = [
 
 #: Summary property of a snapshot made by cherry-picking another one.
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"
-#: Summary property of a snapshot staged by a write-audit-publish job (Spark's ``spark.wap.id``).
-WAP_ID = "wap.id"
 #: Summary property of the snapshot that published a staged one by cherry-picking it.
 PUBLISHED_WAP_ID = "published-wap-id"
 #: Summary property of a dynamic partition overwrite's snapshot.

@@ -357,6 +357,18 @@ class ManageSnapshots(PendingUpdate):
             raise
         return self
 
+    def publish_changes(self, wap_id: str) -> ManageSnapshots:
+        """Publish the snapshot a write-audit-publish job staged under ``wap_id`` (its
+        ``wap.id``) to ``main``: :meth:`cherry_pick` of it, as Iceberg Java's
+        ``publish_changes`` procedure. :class:`ValidationError` when no snapshot has that id."""
+        from icefloe.table.producer import WAP_ID
+
+        staged = [s for s in self._tx.metadata.snapshots if s.summary]
+        found = next((s for s in staged if s.summary and s.summary.get(WAP_ID) == wap_id), None)
+        if found is None:
+            raise ValidationError(f"cannot publish: no snapshot was staged with wap.id {wap_id!r}")
+        return self.cherry_pick(found.snapshot_id)
+
     # ------------------------------------------------------------------ commit
 
     def commit(self) -> None:

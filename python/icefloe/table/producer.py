@@ -39,6 +39,11 @@ position and equality deletes, changed partitions, manifests created/kept/replac
 running totals. In v3 the snapshot gets ``first-row-id`` (the table's ``next-row-id``) and
 ``added-rows`` (rows of the data manifests assigned ids in its manifest list).
 
+Write-audit-publish: on a table with ``write.wap.enabled=true``, a snapshot whose properties
+carry a ``wap.id`` is *staged*, as Iceberg Java stages Spark's ``spark.wap.id`` writes: it is
+added to the table with ``main``'s head as its parent, but no branch moves to it until it is
+published (``manage_snapshots().publish_changes(wap_id)`` or ``cherry_pick``).
+
 ``commit.manifest-merge.enabled`` (true by default, as in the reference's merge append) merges
 data manifests of a spec once there are ``commit.manifest.min-count-to-merge`` (100) of them,
 bin-packed to ``commit.manifest.target-size-bytes`` (8 MiB); ``fast_append=True`` never merges.
@@ -85,6 +90,11 @@ from icefloe.table.manifest_merge import merge_manifests, rows_batch
 from icefloe.table.snapshot_summary import computed_summary_key, snapshot_summary
 from icefloe.table_paths import metadata_location
 from icefloe.write.files import DataFile, entries_batch, manifest_arrow_schema
+
+#: Summary property naming a write-audit-publish job's snapshot (Spark's ``spark.wap.id``).
+WAP_ID = "wap.id"
+#: Table property: snapshots with a ``wap.id`` are staged rather than committed to ``main``.
+WAP_ENABLED = "write.wap.enabled"
 
 if TYPE_CHECKING:
     from icefloe.partitioning import PartitionSpec
@@ -177,6 +187,15 @@ class SnapshotProducer:
                     f"snapshot property {k!r} is one the commit computes (operation, counts, "
                     "totals, partition summaries): choose another name"
                 )
+        #: A write-audit-publish snapshot: added without moving any branch (see above).
+        self.staged = WAP_ID in self.snapshot_properties and bool_property(
+            tx.metadata.properties, WAP_ENABLED, False, lenient=True
+        )
+        if self.staged and branch != MAIN_BRANCH:
+            raise ValidationError(
+                f"a write with a {WAP_ID!r} on a table with {WAP_ENABLED}=true is staged for "
+                f"main and cannot also go to branch {branch!r}: leave out one of them"
+            )
         self.fast_append = fast_append
         self.snapshot_id = _new_snapshot_id(tx.metadata)
         self.commit_uuid = uuid.uuid4()
@@ -416,6 +435,8 @@ class SnapshotProducer:
         )
         listed = frozenset(r["manifest_path"] for r in rows)
         self._attempts.append(_Attempt(snapshot, list_path, written_now, listed))
+        if self.staged:
+            return [AddSnapshot(snapshot)]
         ref = metadata.refs.get(self.branch)
         return [
             AddSnapshot(snapshot),
