@@ -1,7 +1,8 @@
 """The ASGI application: routes of Iceberg's REST catalog API over a :class:`RestService`.
 
 Every request is logged once at INFO on the ``icefloe.rest`` logger (client, method, path,
-status, milliseconds; never headers or bodies). Auth is checked before anything else; a
+status, milliseconds; never headers or bodies; control characters of the decoded path written
+out as ``\\x1b``, ``\\n``). Auth is checked before anything else; a
 mutating request with an ``Idempotency-Key`` goes through the
 :class:`~icefloe.rest.idempotency.IdempotencyStore`. Catalog work runs in worker threads. Bodies
 are read up to a limit (:data:`MAX_BODY_BYTES`, :data:`MAX_TOKEN_BODY_BYTES` for the token
@@ -55,7 +56,13 @@ from icefloe.rest.idempotency import (
     parse_duration,
 )
 from icefloe.rest.security import Authenticator
-from icefloe.rest.service import CredentialProvider, Reply, RestService, decode_namespace
+from icefloe.rest.service import (
+    CredentialProvider,
+    Reply,
+    RestService,
+    decode_namespace,
+    printable,
+)
 
 __all__ = ["create_app", "warehouse_catalogs"]
 
@@ -136,18 +143,35 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _logged_path(request: Request) -> str:
+    """The decoded path the routes matched, with ``?``, ``#`` and ``\\`` percent-encoded as in
+    ``request.url`` (which also drops tabs and line breaks: the log would not show the path
+    that was served)."""
+    path = str(request.scope.get("path") or request.url.path)
+    return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
+
+
 def _log_request(request: Request, status: int, started: float, path: str | None = None) -> None:
+    """One line per request; control characters of the path (and of everything else a client
+    chooses) are written out (``\\x1b``, ``\\n``), so a request cannot forge log lines or send
+    escape codes to a terminal showing the log."""
     client = request.client.host if request.client else "-"
     elapsed = (time.perf_counter() - started) * 1000
-    path = request.url.path if path is None else path
-    log.info('%s "%s %s" %d %.1fms', client, request.method, path, status, elapsed)
+    path = _logged_path(request) if path is None else path
+    method = printable(request.method)
+    log.info('%s "%s %s" %d %.1fms', printable(client), method, printable(path), status, elapsed)
 
 
 async def _client_gone(request: Request, exc: Exception) -> Response:
     """A client that disconnected before its request body arrived: one log line (not an
     application error with a traceback); the answer goes nowhere."""
     client = request.client.host if request.client else "-"
-    log.info("%s disconnected before sending %s %s", client, request.method, request.url.path)
+    log.info(
+        "%s disconnected before sending %s %s",
+        printable(client),
+        printable(request.method),
+        printable(_logged_path(request)),
+    )
     return Response(status_code=400)
 
 

@@ -5,7 +5,10 @@ errors are raised as :mod:`icefloe.exceptions` and turned into REST error bodies
 Commits check the requirements against the table's current metadata and apply the updates
 through the catalog's compare-and-swap commit (a lost race is retried on the new state while
 the requirements still hold, so no update is lost); a failed requirement is a 409. A commit
-with ``assert-create`` creates the table (the second half of a staged create). Multi-table
+with ``assert-create`` creates the table (the second half of a staged create); the name and
+location of a staged create are checked and stored as a plain create's are, and a staged create
+on a local file system makes ``<location>/metadata`` (clients write manifests there before the
+create commits). ``assign-uuid`` cannot change the UUID a table has (400). Multi-table
 commits use :meth:`Catalog.commit_tables` (one database transaction in the SQL catalog) and
 are only offered when the catalog implements it; views (:mod:`icefloe.rest.views`) when the
 catalog keeps them.
@@ -18,14 +21,17 @@ everything comes in one answer.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from icefloe.catalog.base import Catalog, Identifier
+from icefloe.catalog.base import Catalog, Identifier, check_table_identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
@@ -46,13 +52,13 @@ from icefloe.exceptions import (
 )
 from icefloe.metadata import (
     AssertCreate,
+    AssignUUID,
     SetProperties,
     TableMetadata,
-    new_table_metadata,
     requirement_from_json,
     update_from_json,
 )
-from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
+from icefloe.partitioning import PartitionSpec
 from icefloe.rest.bodies import (
     all_strings,
     body_list,
@@ -64,9 +70,10 @@ from icefloe.rest.bodies import (
 from icefloe.rest.paging import page
 from icefloe.rest.views import ViewRoutes
 from icefloe.schema import Schema
-from icefloe.sorting import UNSORTED_SORT_ORDER, SortOrder
+from icefloe.sorting import SortOrder
+from icefloe.table_paths import metadata_location
 
-__all__ = ["CredentialProvider", "Reply", "RestService"]
+__all__ = ["CredentialProvider", "Reply", "RestService", "printable"]
 
 Reply = tuple[int, Any, dict[str, str]]
 #: Vends storage credentials for a table: ``(identifier, table location)`` to
@@ -88,6 +95,22 @@ _REPORT_FIELDS = {
     ),
     "commit-report": ("snapshot-id", "sequence-number", "operation", "metrics"),
 }
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED_CONTROLS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with control characters written out (``\\x1b``, ``\\n``), as the CLI
+    shows names: what a client puts in a request path cannot forge log lines or send escape
+    codes to the terminal of whoever reads the log."""
+
+    def written(m: re.Match[str]) -> str:
+        ch = m.group()
+        return _NAMED_CONTROLS.get(ch) or f"\\x{ord(ch):02x}"
+
+    return _CONTROL.sub(written, str(value))
 
 
 def decode_namespace(raw: str) -> Identifier:
@@ -237,21 +260,33 @@ class RestService(ViewRoutes):
         if location is not None and not isinstance(location, str):
             raise ValidationError(f"location must be a string, got {location!r}")
         if flag(b, "stage-create"):
-            if not self.catalog.namespace_exists(ns):
-                raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
-            if self.catalog.table_exists(ident):
-                raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
-            self.catalog._refuse_view_name(ident)
-            metadata = new_table_metadata(
-                schema,
-                spec or UNPARTITIONED_PARTITION_SPEC,
-                sort or UNSORTED_SORT_ORDER,
-                (location or self.catalog._default_table_location(ident)).rstrip("/"),
-                props,
+            # the checks and the metadata of a plain create, without writing it
+            ident, metadata = self.catalog._new_table(
+                ident, schema, location, spec, sort, props, None
             )
+            self._make_local_metadata_dirs(metadata)
             return 200, self._result(ident, metadata, None, delegation), {}
         table = self.catalog.create_table(ident, schema, location, spec, sort, props)
         return 200, self._result(ident, table.metadata, table.metadata_location, delegation), {}
+
+    def _make_local_metadata_dirs(self, metadata: TableMetadata) -> None:
+        """Create the metadata directory of a staged table on a local file system.
+
+        A staged create writes nothing, yet clients write their first manifests into
+        ``<location>/metadata`` before they commit the create (DuckDB's CTAS, or CREATE and
+        INSERT in one transaction), and DuckDB's local file system does not create parent
+        directories. Object stores have no directories: nothing is made there."""
+        io = self.catalog.table_io(metadata.properties)
+        for directory in dict.fromkeys(
+            (
+                f"{metadata.location}/metadata",
+                metadata_location(metadata.location, metadata.properties),
+            )
+        ):
+            if io.local_path(directory) is not None:
+                # a convenience: the create itself reports a location it cannot write
+                with contextlib.suppress(FileIOError):
+                    io.make_dirs(directory)
 
     def load_table(
         self,
@@ -352,6 +387,7 @@ class RestService(ViewRoutes):
         if any(isinstance(r, AssertCreate) for r in reqs):
             return self._create_by_commit(ident, ups)
         table = self.catalog.load_table(ident)
+        ups = _check_assign_uuid(ident, ups, table.metadata.table_uuid)
         result = self.catalog.commit_table(table, reqs, ups)
         return (
             200,
@@ -363,6 +399,10 @@ class RestService(ViewRoutes):
         )
 
     def _create_by_commit(self, ident: Identifier, ups: list[Any]) -> Reply:
+        """The second half of a staged create: the name and location are checked as a plain
+        create checks them (:meth:`Catalog._new_table`)."""
+        check_table_identifier(ident)
+        ups = _check_assign_uuid(ident, ups, None)
         if not self.catalog.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
         if self.catalog.table_exists(ident):
@@ -391,7 +431,9 @@ class RestService(ViewRoutes):
             reqs, ups = self._parse_change(c)
             if any(isinstance(r, AssertCreate) for r in reqs):
                 raise UnsupportedFeatureError("a multi-table commit cannot create tables")
-            items.append((self.catalog.load_table(ident), reqs, ups))
+            table = self.catalog.load_table(ident)
+            ups = _check_assign_uuid(ident, ups, table.metadata.table_uuid)
+            items.append((table, reqs, ups))
         self.catalog.commit_tables(items)
         return 204, None, {}
 
@@ -413,8 +455,43 @@ class RestService(ViewRoutes):
             raise NoSuchTableError(f"table {'.'.join(ident)!r} does not exist")
         where = f"{self.prefix}/" if self.prefix else ""
         text = json.dumps(b, separators=(",", ":"))
-        metrics_log.info("%s %s%s %s", kind, where, ".".join(ident), text)
+        metrics_log.info("%s %s%s %s", kind, printable(where), printable(".".join(ident)), text)
         return 204, None, {}
+
+
+def _check_assign_uuid(ident: Identifier, updates: list[Any], current: str | None) -> list[Any]:
+    """``updates`` with each ``assign-uuid`` checked: its value must be a UUID (8-4-4-4-12
+    hex digits) and must not differ from the UUID the table already has (``current``; for a
+    create, the first ``assign-uuid``): the REST spec says re-assigning it is not safe, and
+    clients take a table whose UUID changed for another table. Assigning the table's own UUID
+    changes nothing (and is left out). :class:`ValidationError` (400) otherwise."""
+    out = []
+    for u in updates:
+        if isinstance(u, AssignUUID):
+            try:
+                given = uuid.UUID(u.uuid)
+            except (TypeError, ValueError):
+                given = None
+            if given is None or str(given) != u.uuid.lower():
+                raise ValidationError(f"assign-uuid: {u.uuid!r} is not a UUID")
+            if current is not None:
+                if _uuid_or_none(current) != given:
+                    raise ValidationError(
+                        f"Cannot reassign the UUID of table {'.'.join(ident)!r} from {current} "
+                        f"to {u.uuid}: a table keeps its UUID"
+                    )
+                if u.uuid != current:  # the same UUID written otherwise: nothing to change
+                    continue
+            current = u.uuid
+        out.append(u)
+    return out
+
+
+def _uuid_or_none(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _object(value: Any, what: str) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from icefloe.exceptions import ValidationError
@@ -32,6 +32,7 @@ from icefloe.metadata import (
 )
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
 from icefloe.sorting import UNSORTED_SORT_ORDER
+from icefloe.table_paths import absolute_location, resolve_table_paths
 
 __all__ = [
     "LoadTableResult",
@@ -161,6 +162,11 @@ def metadata_from_creation(
     ``set-default`` that point at them) and the first ``assign-uuid``, ``set-location`` and
     ``upgrade-format-version`` make the new table; the other updates (properties, snapshots,
     refs) are then applied to it in order.
+
+    The table location is then stored as a plain create stores it: a local path made absolute
+    and plain (:func:`~icefloe.table_paths.absolute_location`), relative ``write.data.path`` /
+    ``write.metadata.path`` properties resolved under it
+    (:func:`~icefloe.table_paths.resolve_table_paths`, which also refuses bad locations).
     """
     rest: list[TableUpdate] = []
     schema = spec = order = None
@@ -228,7 +234,12 @@ def metadata_from_creation(
         sort_orders=(order,),
         default_sort_order_id=order.order_id,
     )
-    return apply_updates(seed, rest) if rest else seed
+    created = apply_updates(seed, rest) if rest else seed
+    table_location = absolute_location(created.location).rstrip("/")
+    properties = resolve_table_paths(table_location, created.properties)
+    if table_location == created.location and properties == created.properties:
+        return created
+    return replace(created, location=table_location, properties=properties)
 
 
 def merge_io_properties(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
