@@ -84,6 +84,12 @@ class Timeline:
     tags: dict[str, int]
 
     @property
+    def bare_heads(self) -> dict[str, int]:
+        """The branches with no snapshot of their own (their head is on another lane, as a
+        branch made at a snapshot of main and not committed to since), each to its head."""
+        return {n: sid for n, sid in sorted(self.heads.items()) if n not in self.lanes}
+
+    @property
     def start_ms(self) -> int:
         return self.points[0].timestamp_ms if self.points else 0
 

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import click
 
 from icefloe.cli.errors import exit_code, one_line
-from icefloe.cli.render import Output
+from icefloe.cli.names import show_name, split_name
+from icefloe.cli.render import Output, printable
 
 __all__ = [
     "COMMAND_MODULES",
@@ -73,23 +74,51 @@ class State:
         return self._catalog
 
     def table(self, identifier: str) -> Any:
-        """Load a table by its dotted identifier, or open the metadata file or table
-        directory a path or URI names, read-only (see :func:`is_location`)."""
+        """Load a table by its dotted identifier (``db."x.y"`` for a name with a dot, see
+        :func:`split_name`), or open the metadata file or table directory a path or URI
+        names, read-only (see :func:`is_location`)."""
         if is_location(identifier):
             from icefloe.table.static import StaticTable
 
             props = self.catalog().properties if self.catalog_name is not None else {}
             return StaticTable.from_metadata(identifier, properties=props)
-        table = self.catalog().load_table(identifier)
+        from icefloe.exceptions import NoSuchTableError
+
+        parts = split_name(identifier)
+        try:
+            table = self.catalog().load_table(parts)
+        except NoSuchTableError:
+            hint = self._dotted_table(identifier, parts)
+            if hint is None:
+                raise
+            raise NoSuchTableError(
+                f"table {identifier!r} does not exist; a table named {hint} does (quote a "
+                "part that holds a dot)"
+            ) from None
         # what the commands show and do covers the whole history, also when a REST catalog
         # in refs mode left the snapshots no ref points at out
         table.load_every_snapshot()
         return table
 
+    def _dotted_table(self, identifier: str, parts: tuple[str, ...]) -> str | None:
+        """A table whose name holds the dots of unquoted ``identifier`` (``db.x.y`` for the
+        table ``x.y`` of ``db``), as commands take it (``db."x.y"``); None when none is."""
+        if '"' in identifier or len(parts) < 3:
+            return None
+        for k in range(1, len(parts) - 1):
+            candidate = (*parts[:k], ".".join(parts[k:]))
+            try:
+                if self.catalog().table_exists(candidate):
+                    return show_name(candidate)
+            except Exception:  # a name the catalog cannot hold: not the one meant
+                continue
+        return None
 
-def catalog_identifier(table: str, command: str) -> str:
-    """``table`` for a command that changes the catalog; a path or URI is refused (bad input):
-    a table opened by path is read-only, as the file may not be its current version."""
+
+def catalog_identifier(table: str, command: str) -> tuple[str, ...]:
+    """The parts of ``table`` (see :func:`split_name`) for a command that changes the
+    catalog; a path or URI is refused (bad input): a table opened by path is read-only, as the
+    file may not be its current version."""
     if is_location(table):
         from icefloe.exceptions import ValidationError
 
@@ -97,7 +126,7 @@ def catalog_identifier(table: str, command: str) -> str:
             f"{command} needs a table identifier such as db.events, not the path {table!r}: a "
             "table opened by path is read-only; change it through its catalog"
         )
-    return table
+    return split_name(table)
 
 
 def is_location(table: str) -> bool:
@@ -135,7 +164,7 @@ class _Root(click.Group):
             state = ctx.obj if isinstance(ctx.obj, State) else None
             if state is not None and state.debug:
                 traceback.print_exc(file=sys.stderr)
-            click.echo(one_line(error), err=True)
+            click.echo(printable(one_line(error)), err=True)
             ctx.exit(exit_code(error))
 
 
@@ -156,7 +185,8 @@ def cli(
 ) -> None:
     """Inspect, maintain and query Apache Iceberg tables.
 
-    TABLE arguments are dotted identifiers (db.events); commands that only read also take
+    TABLE arguments are dotted identifiers (db.events; quote a part that holds a dot:
+    db.\"x.y\"); commands that only read also take
     the path or URI of a metadata file or of a file-system table directory. Exit codes: 0 ok,
     1 failure, 2 bad input, 3 not found, 4 conflict.
     """

@@ -6,9 +6,9 @@ from __future__ import annotations
 import click
 from rich.tree import Tree
 
-from icefloe.catalog import to_identifier
 from icefloe.catalog.base import Catalog
 from icefloe.cli.app import State, catalog_identifier, json_option, pass_state
+from icefloe.cli.names import show_name, split_name
 from icefloe.cli.render import esc, literal
 from icefloe.exceptions import (
     NoSuchTableError,
@@ -21,7 +21,8 @@ __all__ = ["register"]
 
 
 def _dotted(identifier: tuple[str, ...]) -> str:
-    return ".".join(identifier)
+    """The name as commands take it back: a part with a dot or a quote quoted."""
+    return show_name(identifier)
 
 
 def _parse_properties(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -51,7 +52,7 @@ def _views(catalog: Catalog, ns: tuple[str, ...]) -> list[tuple[str, ...]]:
 def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
     """List namespaces, tables and views, under NAMESPACE or everywhere."""
     catalog = state.catalog()
-    root: tuple[str, ...] = tuple(namespace.split(".")) if namespace else ()
+    root: tuple[str, ...] = split_name(namespace) if namespace else ()
     if root and not catalog.namespace_exists(root):
         from icefloe.exceptions import NoSuchNamespaceError
 
@@ -84,12 +85,12 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
     nodes: dict[tuple[str, ...], Tree] = {root: tree}
     for ns in namespaces:
         parent = nodes.get(ns[:-1], tree)
-        node = parent.add(literal(ns[-1], style="bold cyan"))
+        node = parent.add(literal(show_name(ns[-1:]), style="bold cyan"))
         nodes[ns] = node
         for t in tables[ns]:
-            node.add(literal(t[-1]))
+            node.add(literal(show_name(t[-1:])))
         for v in views[ns]:
-            node.add(literal(v[-1], style="magenta") + literal(" (view)", style="dim"))
+            node.add(literal(show_name(v[-1:]), style="magenta") + literal(" (view)", style="dim"))
     state.out.console.print(tree)
 
 
@@ -104,9 +105,10 @@ def create() -> None:
 @pass_state
 def create_namespace(state: State, namespace: str, props: tuple[str, ...]) -> None:
     """Create NAMESPACE (dotted for nested ones) with optional properties."""
-    if not all(namespace.split(".")):
+    levels = split_name(namespace)
+    if not all(levels):
         raise ValidationError(f"not a namespace name: {namespace!r} (an empty part)")
-    state.catalog().create_namespace(namespace, _parse_properties(props))
+    state.catalog().create_namespace(levels, _parse_properties(props))
     state.out.console.print(literal(f"created namespace {namespace}"))
 
 
@@ -140,7 +142,7 @@ def drop_view(state: State, view: str) -> None:
 @pass_state
 def drop_namespace(state: State, namespace: str) -> None:
     """Drop NAMESPACE (it must be empty)."""
-    state.catalog().drop_namespace(namespace)
+    state.catalog().drop_namespace(split_name(namespace))
     state.out.console.print(literal(f"dropped namespace {namespace}"))
 
 
@@ -150,18 +152,18 @@ def drop_namespace(state: State, namespace: str) -> None:
 @pass_state
 def rename(state: State, source: str, target: str) -> None:
     """Rename table SOURCE to TARGET."""
-    catalog_identifier(source, "rename")
-    catalog_identifier(target, "rename")
+    old = catalog_identifier(source, "rename")
+    new = catalog_identifier(target, "rename")
     catalog = state.catalog()
-    if to_identifier(source) == to_identifier(target):
+    if old == new:
         # as Java's REST catalog answers (409): the target name is taken, by the table itself
-        if not catalog.table_exists(source):
+        if not catalog.table_exists(old):
             raise NoSuchTableError(f"table {source!r} does not exist")
         raise TableAlreadyExistsError(
             f"cannot rename {source} to {target}: table {target!r} already exists (it is the "
             "same table)"
         )
-    catalog.rename_table(source, target)
+    catalog.rename_table(old, new)
     state.out.console.print(literal(f"renamed {source} to {target}"))
 
 

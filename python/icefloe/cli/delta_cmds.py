@@ -15,7 +15,7 @@ import json
 import click
 
 from icefloe.cli.app import State
-from icefloe.cli.render import Output
+from icefloe.cli.render import Output, printable
 from icefloe.exceptions import ValidationError
 
 __all__ = ["register"]
@@ -32,7 +32,15 @@ def _parse(ctx: click.Context, command: str) -> argparse.Namespace:
         prog=f"{ctx.find_root().info_name or 'icefloe'} {command}-delta",
         description=ctx.command.short_help,
     )
-    (add_convert_arguments if command == "convert" else add_check_arguments)(parser)
+    if command == "convert":
+        add_convert_arguments(parser)
+    else:
+        add_check_arguments(parser)
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="print the verdict as JSON for scripts (exit 1 still when a requirement fails)",
+        )
     try:
         return parser.parse_args(ctx.args)
     except SystemExit as exc:  # argparse's --help (0) and usage errors (2)
@@ -83,9 +91,30 @@ def convert_delta(ctx: click.Context) -> None:
 @click.pass_context
 def check_delta(ctx: click.Context) -> None:
     """List the IcebergCompatV3 requirements a Delta table does not meet (exit 1 if any)."""
-    from icefloe.delta.cli import run_check
+    from icefloe.delta.compat import check_iceberg_compat_v3
 
-    ctx.exit(run_check(_parse(ctx, "check")))
+    args = _parse(ctx, "check")
+    report = check_iceberg_compat_v3(args.delta_path, version=args.version, files=args.files)
+    state = ctx.find_object(State)
+    if args.json:
+        (state.out if state is not None else Output()).json(
+            {
+                "table": report.table,
+                "version": report.version,
+                "ok": report.ok,
+                "failures": [
+                    {"requirement": f.requirement, "message": f.message} for f in report.failures
+                ],
+            }
+        )
+    elif report.ok:  # the words of ``python -m icefloe.delta check``, shown as written
+        click.echo(
+            printable(f"{report.table} (version {report.version}) satisfies IcebergCompatV3")
+        )
+    else:
+        for f in report.failures:
+            click.echo(printable(f))
+    ctx.exit(0 if report.ok else 1)
 
 
 def register(group: click.Group) -> None:

@@ -36,7 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.cli.analysis import FileStats, file_stats
-from icefloe.cli.render import deletes_text, human_size, pct, plural
+from icefloe.cli.names import show_name
+from icefloe.cli.render import deletes_text, human_size, pct, plural, printable
 
 __all__ = ["Check", "run_checks"]
 
@@ -225,6 +226,31 @@ def _manifests(table: Any, cmd: str) -> Check:
     )
 
 
+_SPAN_UNITS = (
+    (86_400_000, "day"),
+    (3_600_000, "hour"),
+    (60_000, "minute"),
+    (1000, "second"),
+    (1, "ms"),
+)
+
+
+def _span(ms_text: str) -> str:
+    """A ``...-ms`` property as people read it: ``5 days``, ``1.5 hours``, ``30 seconds``,
+    ``1 ms`` (a value that is not a number as written)."""
+    try:
+        ms = int(ms_text)
+    except ValueError:
+        return f"{printable(ms_text)} ms"
+    for size, unit in _SPAN_UNITS:
+        if abs(ms) >= size or size == 1:
+            value = f"{ms / size:,.1f}".removesuffix(".0")
+            if unit == "ms" or value == "1":
+                return f"{value} {unit}"
+            return f"{value} {unit}s"
+    raise AssertionError("unreachable")
+
+
 def _snapshots(table: Any, cmd: str) -> Check:
     from icefloe.table.expire import retained_snapshots
 
@@ -239,7 +265,7 @@ def _snapshots(table: Any, cmd: str) -> Check:
         "snapshots",
         f"{len(meta.snapshots)} snapshots{age}; {len(expired)} past retention",
         "warn" if expired or refs else "ok",
-        f"retention keeps {int(max_age) / 86_400_000:g} days and at least "
+        f"retention keeps {_span(max_age)} and at least "
         f"{meta.properties.get('history.expire.min-snapshots-to-keep', '1')} per branch"
         + (f"; refs past their age: {', '.join(refs)}" if refs else ""),
         cmd if expired or refs else None,
@@ -380,7 +406,10 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
     from icefloe.table.dangling_deletes import dangling_delete_files
     from icefloe.table.static import StaticTable
 
-    name = shlex.quote(table.name)
+    # the name as commands take it back (a part with a dot quoted); a static table's is its path
+    name = shlex.quote(
+        table.name if isinstance(table, StaticTable) else show_name(tuple(table.identifier))
+    )
     stats = file_stats(table)
     plan = table.plan_rewrite_data_files()
     dangling = dangling_delete_files(table.io, table.metadata)

@@ -23,6 +23,18 @@ __all__ = ["draw_timeline", "duration", "register"]
 
 _MARK = "●"
 _TAG = "◆"
+#: The mark of a branch with no snapshot of its own, on the snapshot its head is.
+_HEAD = "⎇"
+
+#: Lane (branch) names wider than this are cut, in the picture and in the table, so the other
+#: columns keep room.
+_LANE_MAX = 24
+
+
+def _cut(name: str, limit: int = _LANE_MAX) -> str:
+    """``name`` shown as written, cut to ``limit`` cells with an ellipsis."""
+    text = printable(name)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def duration(ms: int) -> str:
@@ -53,9 +65,38 @@ def _line(label: str, label_w: int, cells: list[tuple[str, str]]) -> Text:
     return line
 
 
+def _ref_cells(
+    refs: dict[str, int], glyph: str, style: str, x_of: dict[int, int], axis_w: int
+) -> list[tuple[str, str]]:
+    """A lane of refs (tags, or branch heads): ``glyph`` and the name at each ref's snapshot,
+    the name left out where it would run into another's."""
+    cells: list[tuple[str, str]] = [(" ", "")] * axis_w
+    for name, sid in sorted(refs.items(), key=lambda kv: x_of.get(kv[1], -1)):
+        if sid not in x_of:
+            continue
+        x = x_of[sid]
+        text = _cut(name)
+
+        def free(lo: int, hi: int) -> bool:
+            return lo >= 0 and hi <= axis_w and all(cells[i][0] == " " for i in range(lo, hi))
+
+        if free(x, min(x + len(text) + 2, axis_w)) and x + len(text) < axis_w:
+            label, start = glyph + text, x  # the name after the mark
+        elif free(max(x - len(text) - 1, 0), x + 1) and x - len(text) - 1 >= 0:
+            label, start = text + glyph, x - len(text)  # at the right edge: before it
+        elif cells[x][0] in (" ", glyph):  # never over another ref's label
+            label, start = glyph, x
+        else:
+            continue
+        for i, ch in enumerate(label):
+            cells[start + i] = (ch, style)
+    return cells
+
+
 def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     """The lanes of ``tl`` drawn for a terminal ``width`` columns wide."""
-    label_w = max([len(printable(n)) for n in tl.lanes] + [4]) + 2
+    bare = tl.bare_heads
+    label_w = max([len(_cut(n)) for n in tl.lanes] + [8 if bare else 4]) + 2
     axis_w = max(width - label_w - 1, 10)
     points = tl.points
     dropped = 0
@@ -66,9 +107,13 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     x_of = {p.snapshot_id: x for p, x in zip(points, cols, strict=True)}
     lines: list[Text] = []
     left, right = ts(points[0].timestamp_ms), ts(points[-1].timestamp_ms)
+    if len(left) + len(right) + 1 > axis_w:  # a narrow terminal: without the years
+        left, right = left[5:], right[5:]
+    if len(left) + len(right) + 1 > axis_w:
+        right = ""
     head = Text(" " * label_w)
     head.append(left, style="dim")
-    if len(points) > 1:
+    if len(points) > 1 and right:
         head.append(" " * max(axis_w - len(left) - len(right), 1))
         head.append(right, style="dim")
     lines.append(head)
@@ -90,20 +135,13 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
                 cells[x] = ("─", "dim")
         for p, x in mine:
             cells[x] = (_MARK, f"bold {OP_COLORS.get(p.operation, 'white')}")
-        lines.append(_line(printable(lane), label_w, cells))
+        lines.append(_line(_cut(lane), label_w, cells))
+    if bare:  # branches with no snapshot of their own: marked where their head is
+        lines.append(_line("branches", label_w, _ref_cells(bare, _HEAD, "bold cyan", x_of, axis_w)))
     if tl.tags:
-        cells = [(" ", "")] * axis_w
-        for name, sid in sorted(tl.tags.items(), key=lambda kv: x_of.get(kv[1], -1)):
-            if sid not in x_of:
-                continue
-            x = x_of[sid]
-            label = _TAG + printable(name)
-            if all(cells[i][0] == " " for i in range(x, min(x + len(label) + 1, axis_w))):
-                for i, ch in enumerate(label[: axis_w - x]):
-                    cells[x + i] = (ch, "bold magenta")
-            elif cells[x][0] in (" ", _TAG):  # never over another tag's label
-                cells[x] = (_TAG, "bold magenta")
-        lines.append(_line("tags", label_w, cells))
+        lines.append(
+            _line("tags", label_w, _ref_cells(tl.tags, _TAG, "bold magenta", x_of, axis_w))
+        )
     legend = Text(" " * label_w)
     for op in sorted({p.operation for p in points}):
         legend.append(_MARK + " ", style=f"bold {OP_COLORS.get(op, 'white')}")
@@ -114,17 +152,16 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     return lines
 
 
-#: Lane (branch) names wider than this are cut in the table, so the other columns keep room.
-_LANE_MAX = 24
-
-
 def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     """One row per snapshot (the newest ``limit``, 0 for all); narrow terminals drop the time
     and lane columns."""
     pts = tl.points if limit == 0 else tl.points[-limit:]
     tags: dict[int, list[str]] = {}
     for name, sid in tl.tags.items():
-        tags.setdefault(sid, []).append(_TAG + printable(name))
+        tags.setdefault(sid, []).append(_TAG + _cut(name))
+    bare = tl.bare_heads
+    for name, sid in bare.items():  # branches with no lane of their own
+        tags.setdefault(sid, []).append(_HEAD + _cut(name))
     lane_w = min(_LANE_MAX, max(len(printable(n)) for n in tl.lanes))
     tag_w = max([len(" ".join(v)) for v in tags.values()] + [0])
     wide = width >= 100
@@ -133,41 +170,96 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     bar_w = max(2, min(12, (width - fixed) // 3))
     max_rows = max([max(p.added_records, p.deleted_records) for p in pts] + [1])
     max_size = max([p.total_size or 0 for p in pts] + [1])
+
+    def widest(head: str, values: list[str]) -> int:
+        return max([len(head), *(len(v) for v in values)])
+
+    def counts(sep: str) -> tuple[list[str], list[str], list[str]]:
+        return (
+            [format(p.added_records, sep) for p in pts],
+            [format(p.deleted_records, sep) for p in pts],
+            [format(p.equality_delete_keys, sep) if p.equality_delete_keys else "-" for p in pts],
+        )
+
+    added, deleted, key_counts = counts(",")
+    sizes = [human_size(p.total_size) for p in pts]
+    op_w = widest("operation", [printable(p.operation) for p in pts])
+    # numbers and ids are never cut: on a narrow terminal the bars go first, then the tags
+    # (the picture has them), then the sizes and the thousands separators, and last the
+    # operation column narrows, or goes
+    show = {"bars": True, "tags": bool(tags), "size": True, "op": True}
+
+    def needed(op: int) -> int:
+        cols = [19, widest("+rows", added), widest("-rows", deleted)]
+        cols += [op] if show["op"] else []
+        cols += [14, max(4, lane_w)] if wide else []
+        cols += [widest("eq keys", key_counts)] if keys else []
+        cols += [widest("size", sizes)] if show["size"] else []
+        cols += [max(4, tag_w)] if show["tags"] else []
+        cols += [bar_w] * (2 + show["size"]) if show["bars"] else []
+        return sum(cols) + 2 * (len(cols) - 1)  # a blank and the padding between columns
+
+    for part in ("bars", "tags", "size"):
+        if needed(op_w) <= width:
+            break
+        show[part] = False
+    if needed(op_w) > width:
+        added, deleted, key_counts = counts("")
+    over = needed(op_w) - width
+    if over <= 0:
+        op_w = 0  # as wide as it needs
+    elif op_w - over >= 4:
+        op_w -= over
+    else:  # not even "app…" fits: the colour-coded picture above has the operations
+        show["op"] = False
     t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     # ids are what a user copies into --snapshot: never cut (bars shrink first)
     t.add_column("snapshot", no_wrap=True, min_width=19)
     if wide:
         t.add_column("time (UTC)", no_wrap=True, min_width=14)
-    t.add_column("operation", no_wrap=True)
+    if not show["op"]:
+        pass
+    elif op_w:
+        t.add_column("op" if op_w < 9 else "operation", no_wrap=True, width=op_w)
+    else:
+        t.add_column("operation", no_wrap=True)
     if wide:
         t.add_column("lane", no_wrap=True, max_width=_LANE_MAX)
     t.add_column("+rows", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True, min_width=bar_w)
+    if show["bars"]:
+        t.add_column("", no_wrap=True, min_width=bar_w)
     t.add_column("-rows", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True, min_width=bar_w)
+    if show["bars"]:
+        t.add_column("", no_wrap=True, min_width=bar_w)
     if keys:
         t.add_column("eq keys", justify="right", no_wrap=True)
-    t.add_column("size", justify="right", no_wrap=True)
-    t.add_column("", no_wrap=True, min_width=bar_w)
-    if tags:
-        t.add_column("tags", no_wrap=True, style="magenta")
-    for p in pts:
+    if show["size"]:
+        t.add_column("size", justify="right", no_wrap=True)
+        if show["bars"]:
+            t.add_column("", no_wrap=True, min_width=bar_w)
+    if show["tags"]:
+        t.add_column("refs" if bare else "tags", no_wrap=True, style="magenta")
+    for i, p in enumerate(pts):
         row: list[Any] = [str(p.snapshot_id).ljust(19)]  # ids vary in length: fixed column
         if wide:
             row.append(ts(p.timestamp_ms)[5:])
-        row.append(literal(p.operation, style=OP_COLORS.get(p.operation, "")))
+        if show["op"]:
+            row.append(literal(p.operation, style=OP_COLORS.get(p.operation, "")))
         if wide:
-            row.append(literal(p.lane))
-        row += [
-            f"{p.added_records:,}",
-            bar(p.added_records, max_rows, bar_w, "green"),
-            f"{p.deleted_records:,}",
-            bar(p.deleted_records, max_rows, bar_w, "red"),
-        ]
+            row.append(Text(_cut(p.lane)))
+        row.append(added[i])
+        if show["bars"]:
+            row.append(bar(p.added_records, max_rows, bar_w, "green"))
+        row.append(deleted[i])
+        if show["bars"]:
+            row.append(bar(p.deleted_records, max_rows, bar_w, "red"))
         if keys:
-            row.append(f"{p.equality_delete_keys:,}" if p.equality_delete_keys else "-")
-        row += [human_size(p.total_size), bar(p.total_size or 0, max_size, bar_w, "blue")]
-        if tags:
+            row.append(key_counts[i])
+        if show["size"]:
+            row.append(sizes[i])
+            if show["bars"]:
+                row.append(bar(p.total_size or 0, max_size, bar_w, "blue"))
+        if show["tags"]:
             row.append(Text(" ".join(sorted(tags.get(p.snapshot_id, [])))))
         t.add_row(*row)
     return t

@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import decimal
 import io
+import re
 import sys
 import time
 import uuid
@@ -28,6 +29,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
+from icefloe.cli.names import quote_part
 from icefloe.cli.render import dumps, literal, open_output
 from icefloe.exceptions import (
     MissingDependencyError,
@@ -39,6 +41,8 @@ from icefloe.exceptions import (
 __all__ = ["register", "write_batches"]
 
 FORMATS = ("table", "csv", "json", "parquet")
+#: DuckDB's error for ``a.b.t`` when no database ``a`` is attached: the table does not exist.
+_MISSING_DATABASE = re.compile(r'Catalog "(?:[^"]|"")*" does not exist')
 
 
 def _cell(value: Any) -> str:
@@ -447,11 +451,6 @@ def _name_parts(text: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _quote(part: str) -> str:
-    """``part`` as a quoted DuckDB identifier."""
-    return '"' + part.replace('"', '""') + '"'
-
-
 def _referenced_tables(query: str) -> list[tuple[str, ...]]:
     """The tables ``query`` names, each as its parts (unquoted), once."""
     import duckdb
@@ -519,6 +518,11 @@ def sql(
             reader = _run_sql(con, catalog, query, streams)
         except duckdb.CatalogException as error:
             raise NoSuchTableError(f"sql: {error}") from None
+        except duckdb.BinderException as error:
+            # a three-part name the catalog has no table for: DuckDB misses its database
+            if _MISSING_DATABASE.search(str(error)):
+                raise NoSuchTableError(f"sql: {error}") from None
+            raise ValidationError(f"sql: {error}") from None
         except duckdb.Error as error:
             raise ValidationError(f"sql: {error}") from None
         if reader is not None:
@@ -661,7 +665,7 @@ class _Names:
                 f"sql: DuckDB names have at most three parts, {'.'.join(parts)!r} has "
                 f"{len(parts)}; read it with icefloe scan"
             )
-        quoted = [_quote(p) for p in parts]
+        quoted = [quote_part(p) for p in parts]
         if len(parts) == 3 and parts[0] not in self.attached:
             self.con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
             self.attached.add(parts[0])
@@ -669,7 +673,7 @@ class _Names:
 
 
 def _quoted(parts: tuple[str, ...]) -> str:
-    return ".".join(_quote(p) for p in parts)
+    return ".".join(quote_part(p) for p in parts)
 
 
 def _run_sql(con: Any, catalog: Any, query: str, streams: _Streams) -> pa.RecordBatchReader | None:

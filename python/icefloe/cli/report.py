@@ -8,15 +8,15 @@ fetched, so it opens offline and can be mailed or attached to a ticket as is.
 from __future__ import annotations
 
 import datetime as dt
-from html import escape
 from typing import Any
 
 from icefloe.cli.analysis import file_stats, partition_stats, timeline
 from icefloe.cli.health import Check, run_checks
 from icefloe.cli.render import deletes_text, human_size, pct, ts
-from icefloe.cli.report_svg import OP_HEX, heatmap_svg, histogram_svg, timeline_svg
+from icefloe.cli.report_svg import OP_HEX, escape, heatmap_svg, histogram_svg, timeline_svg
 
 __all__ = ["render_report"]
+
 
 _CSS = """
 :root { color-scheme: light; --ink:#1d2330; --muted:#5d6675; --line:#d9dee7; --bg:#f6f8fb; }
@@ -53,6 +53,7 @@ svg .tick { fill:#5d6675; font-size:11px; } svg .lane { font-weight:600; }
 svg .axis { stroke:#b7bfcc; stroke-width:1; }
 svg .link { stroke:#9aa3b2; stroke-width:2; fill:none; }
 svg .tag { fill:#9c27b0; } svg .taglabel { fill:#6a1b7a; font-weight:600; }
+svg .head { fill:#00838f; } svg .headlabel { fill:#006064; font-weight:600; }
 svg .val { font-size:11px; font-weight:600; } svg .cell { font-size:12px; }
 svg .cell.dark { fill:#fff; } svg rect.hot { stroke:#e0a100; stroke-width:3; }
 ul.schema { list-style:none; padding-left:18px; margin:0; } ul.schema li { margin:2px 0; }
@@ -169,7 +170,13 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         + ".</p></section>",
         f"<section><h2>Health</h2>{_health_html(checks)}</section>",
         "<section><h2>Snapshot timeline</h2>",
-        f"<div class='legend'>{legend}<span style='color:#9c27b0'>◆</span><span> tag</span></div>",
+        f"<div class='legend'>{legend}<span style='color:#9c27b0'>◆</span><span> tag</span>"
+        + (
+            "<span style='color:#00838f'>▲</span><span> branch with no snapshot of its own</span>"
+            if tl.bare_heads
+            else ""
+        )
+        + "</div>",
         timeline_svg(tl),
         "</section>",
         "<section><h2>File sizes</h2>",

@@ -4,15 +4,23 @@ and a ``<title>`` (the browser's tooltip); nothing needs a script."""
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 from collections.abc import Callable
-from html import escape
 
 from icefloe.cli.analysis import FileStats, PartitionStats, Timeline, axis_positions
-from icefloe.cli.render import human_size, plural, ts
+from icefloe.cli.render import human_size, plural, printable, ts
 
-__all__ = ["OP_HEX", "heatmap_svg", "histogram_svg", "timeline_svg"]
+__all__ = ["OP_HEX", "escape", "heatmap_svg", "histogram_svg", "timeline_svg"]
+
+
+def escape(value: object) -> str:
+    """``value`` for HTML text or an attribute: markup characters as entities, control
+    characters written out (``\\x1b``, ``\\n``) as the terminal shows them (XML has no
+    entity for most of them)."""
+    return html.escape(printable(value))
+
 
 OP_HEX = {
     "append": "#2e9e4f",
@@ -39,6 +47,27 @@ def _text(x: float, y: float, s: str, cls: str = "", anchor: str = "start") -> s
 
 #: The report draws at most this many snapshots (the newest).
 MAX_TIMELINE_SNAPSHOTS = 150
+#: Characters of a lane name that fit in the timeline's left gutter; longer ones are cut (the
+#: whole name is the label's tooltip), and clipped to the gutter whatever their glyphs' width.
+_LANE_CHARS = 11
+#: Characters of a tag or branch name drawn next to its mark.
+_REF_MAX = 24
+
+
+def _cut(name: str, limit: int) -> str:
+    """``name`` cut to ``limit`` characters with an ellipsis."""
+    text = printable(name)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _lane_label(y: float, name: str, gutter: int) -> str:
+    """A lane's name in the left gutter, cut and clipped so it never runs into the marks."""
+    # a nested <svg> clips what overflows it: the label ends before the gutter does
+    return (
+        f'<svg x="0" y="{y - 12:.1f}" width="{gutter - 6}" height="20" overflow="hidden">'
+        f'<text x="8" y="16" class="lane"><title>{escape(name)}</title>'
+        f"{escape(_cut(name, _LANE_CHARS))}</text></svg>"
+    )
 
 
 def timeline_svg(tl: Timeline) -> str:
@@ -51,8 +80,9 @@ def timeline_svg(tl: Timeline) -> str:
     pts = tl.points[-MAX_TIMELINE_SNAPSHOTS:]
     lanes = [lane for lane in tl.lanes if any(p.lane == lane for p in pts)]
     tags_lane = bool(tl.tags)
+    bare = {n: sid for n, sid in tl.bare_heads.items() if any(p.snapshot_id == sid for p in pts)}
     top = 34
-    lanes_h = lane_h * (len(lanes) + (1 if tags_lane else 0))
+    lanes_h = lane_h * (len(lanes) + (1 if tags_lane else 0) + (1 if bare else 0))
     bars_top = top + lanes_h + 18
     height = bars_top + 3 * (bar_h + 14) + 10
     body: list[str] = []
@@ -75,7 +105,7 @@ def timeline_svg(tl: Timeline) -> str:
     y_of = {lane: top + i * lane_h + lane_h / 2 for i, lane in enumerate(lanes)}
     for lane in lanes:
         y = y_of[lane]
-        body.append(_text(8, y + 4, lane, "lane"))
+        body.append(_lane_label(y, lane, gutter))
         mine = [p for p in pts if p.lane == lane]
         x0 = x_of[mine[0].snapshot_id]
         fork = mine[0].parent_id
@@ -103,8 +133,18 @@ def timeline_svg(tl: Timeline) -> str:
             f'<circle data-mark="snapshot" data-op="{escape(p.operation)}" cx="{x:.1f}" '
             f'cy="{y:.1f}" r="{radius:.1f}" fill="{color}"><title>{escape(title)}</title></circle>'
         )
-    if tags_lane:
+    if bare:  # branches with no snapshot of their own, at the snapshot their head is
         y = top + len(lanes) * lane_h + lane_h / 2
+        body.append(_lane_label(y, "branches", gutter))
+        for name, sid in sorted(bare.items()):
+            x = x_of[sid]
+            body.append(
+                f'<path data-mark="branch" d="M{x:.1f},{y - 7:.1f} l6,14 l-12,0 z" '
+                f'class="head"><title>branch {escape(name)} → {sid}</title></path>'
+            )
+            body.append(_text(x + 10, y + 4, _cut(name, _REF_MAX), "headlabel"))
+    if tags_lane:
+        y = top + (len(lanes) + (1 if bare else 0)) * lane_h + lane_h / 2
         body.append(_text(8, y + 4, "tags", "lane"))
         for name, sid in sorted(tl.tags.items()):
             if sid not in x_of:
@@ -114,7 +154,7 @@ def timeline_svg(tl: Timeline) -> str:
                 f'<path data-mark="tag" d="M{x:.1f},{y - 7:.1f} l7,7 l-7,7 l-7,-7 z" '
                 f'class="tag"><title>tag {escape(name)} → {sid}</title></path>'
             )
-            body.append(_text(x + 10, y + 4, name, "taglabel"))
+            body.append(_text(x + 10, y + 4, _cut(name, _REF_MAX), "taglabel"))
 
     def count(v: int) -> str:
         return f"{v:,}"

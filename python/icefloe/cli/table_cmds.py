@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 import click
@@ -12,9 +13,10 @@ from rich.text import Text
 from rich.tree import Tree
 
 from icefloe.cli.app import State, is_location, json_option, pass_state
+from icefloe.cli.names import show_name, split_name
 from icefloe.cli.render import esc, human_size, iso, literal, plural, printable, ts
 from icefloe.cli.stats_cmds import print_statistics, statistics_json
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 
 __all__ = ["register", "schema_tree", "snapshot_json"]
 
@@ -148,14 +150,21 @@ def describe(state: State, table: str, as_json: bool) -> None:
     snapshot), or the properties of a namespace."""
     if not is_location(table):
         catalog = state.catalog()
-        is_table = "." in table and catalog.table_exists(table)
-        if not is_table and catalog.namespace_exists(table):
-            _describe_namespace(state, table, as_json)
+        parts = split_name(table)
+        is_table = len(parts) > 1 and catalog.table_exists(parts)
+        if not is_table and catalog.namespace_exists(parts):
+            _describe_namespace(state, parts, as_json)
             return
-        if "." not in table:
+        if len(parts) < 2:
             from icefloe.exceptions import NoSuchNamespaceError
 
             raise NoSuchNamespaceError(f"no table or namespace {table!r}")
+        if not is_table and _is_view(catalog, parts):
+            from icefloe.exceptions import NoSuchTableError
+
+            raise NoSuchTableError(
+                f"{table} is a view, not a table: icefloe view {shlex.quote(table)} shows it"
+            )
     t = state.table(table)
     if as_json:
         state.out.json(_describe_json(t))
@@ -213,10 +222,21 @@ def describe(state: State, table: str, as_json: bool) -> None:
         console.print(_kv_table(props))
 
 
-def _describe_namespace(state: State, namespace: str, as_json: bool) -> None:
+def _is_view(catalog: Any, parts: tuple[str, ...]) -> bool:
+    """Whether ``parts`` names a view of ``catalog`` (False where it keeps no views)."""
+    if not getattr(catalog, "keeps_views", False):
+        return False
+    try:
+        return bool(catalog.view_exists(parts))
+    except (ValidationError, UnsupportedFeatureError):
+        return False
+
+
+def _describe_namespace(state: State, levels: tuple[str, ...], as_json: bool) -> None:
     catalog = state.catalog()
-    props = catalog.load_namespace_properties(namespace)
-    tables = [".".join(i) for i in sorted(catalog.list_tables(namespace))]
+    namespace = show_name(levels)
+    props = catalog.load_namespace_properties(levels)
+    tables = [show_name(i) for i in sorted(catalog.list_tables(levels))]
     if as_json:
         state.out.json({"namespace": namespace, "properties": props, "tables": tables})
         return
@@ -261,7 +281,7 @@ def location_cmd(state: State, table: str, as_json: bool) -> None:
     if as_json:
         state.out.json({"location": t.location, "metadata_location": t.metadata_location})
         return
-    click.echo(t.location)
+    click.echo(printable(t.location))
 
 
 @click.command("uuid", short_help="The table's UUID.")
@@ -274,7 +294,7 @@ def uuid_cmd(state: State, table: str, as_json: bool) -> None:
     if as_json:
         state.out.json({"uuid": t.metadata.table_uuid})
         return
-    click.echo(t.metadata.table_uuid)
+    click.echo(printable(t.metadata.table_uuid))
 
 
 @click.group("properties", short_help="Read and change table properties.")
@@ -298,13 +318,13 @@ def properties_get(state: State, table: str, key: str | None, as_json: bool) -> 
         if as_json:
             state.out.json({key: props[key]})
         else:
-            click.echo(props[key])
+            click.echo(printable(props[key]))
         return
     if as_json:
         state.out.json(dict(sorted(props.items())))
         return
     for k, v in sorted(props.items()):
-        click.echo(f"{k}={v}")
+        click.echo(printable(f"{k}={v}"))
 
 
 @properties.command("set")

@@ -24,6 +24,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from icefloe.exceptions import IcebergError, MissingDependencyError
 
@@ -84,6 +85,32 @@ def _pairs(parser: argparse.ArgumentParser, items: list[str], flag: str) -> dict
     return out
 
 
+class _CannotStart(Exception):
+    """The server did not start (uvicorn logged why and exited)."""
+
+
+def _serve(serve: Any, *args: Any, **kwargs: Any) -> None:
+    """``serve(*args, **kwargs)``; uvicorn's exit when it cannot start (its code 3, as it
+    exits the process) becomes :class:`_CannotStart`."""
+    try:
+        serve(*args, **kwargs)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise _CannotStart() from None
+
+
+def _port(text: str) -> int:
+    """A ``--port`` value: a whole number from 0 to 65535 (else a usage error, as argparse
+    reports one that is not a number)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535)")
+    return port
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") -> int:
     """Parse the command line and serve until interrupted (``icefloe serve`` calls this too)."""
     parser = argparse.ArgumentParser(
@@ -94,7 +121,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
         help="catalog name from ~/.icefloe.yaml (default: its default-catalog, else 'default')",
     )
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8181)
+    parser.add_argument("--port", type=_port, default=8181, help="TCP port (0: any free one)")
     parser.add_argument("--prefix", default="", help="path prefix advertised in /v1/config")
     parser.add_argument("--token-env", help="environment variable holding the bearer token")
     parser.add_argument("--client-env", help="environment variable holding OAuth2 id:secret")
@@ -166,7 +193,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
                     "--vend-storage-credentials: the catalog has no s3.*, gcs.* or adls.* "
                     "credential properties to vend"
                 )
-        serve(
+        _serve(
+            serve,
             catalog,
             args.host,
             args.port,
@@ -186,7 +214,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
     except IcebergError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    except SystemExit as exc:  # uvicorn could not start (address in use, ...)
+    except _CannotStart:  # uvicorn said why (address in use, ...): the command cannot run here
+        return 1
+    except SystemExit as exc:  # usage errors found while setting up (parser.error)
         return exc.code if isinstance(exc.code, int) else 1
     except Exception as exc:  # a database or file system the catalog cannot open
         print(f"{prog}: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -1,0 +1,61 @@
+"""Table, view and namespace names on the command line: dotted, with DuckDB-style quoted parts
+for names that hold a dot (``db."x.y"``; ``""`` inside a quoted part is one quote).
+
+:func:`split_name` reads a TABLE (or NAMESPACE) argument into its parts; :func:`show_name`
+writes parts back the way :func:`split_name` reads them, so what ``icefloe list`` prints can be
+pasted into any other command.
+"""
+
+from __future__ import annotations
+
+from icefloe.exceptions import ValidationError
+
+__all__ = ["quote_part", "show_name", "split_name"]
+
+
+def quote_part(part: str) -> str:
+    """``part`` as a quoted identifier: ``"x.y"``, ``"a""b"``."""
+    return '"' + part.replace('"', '""') + '"'
+
+
+def show_name(parts: tuple[str, ...] | list[str]) -> str:
+    """``parts`` dotted, a part that holds a dot or a quote quoted (``db."x.y"``), so that
+    :func:`split_name` reads it back."""
+    return ".".join(quote_part(p) if "." in p or '"' in p else p for p in parts)
+
+
+def split_name(text: str) -> tuple[str, ...]:
+    """The parts of a dotted name: split on dots outside quotes; a part that starts with a
+    quote runs to its closing quote (``""`` inside it is one quote), any other part to the next
+    dot, as written (``db.events`` -> ``("db", "events")``, ``db."x.y"`` -> ``("db", "x.y")``).
+    An unclosed quote, or text after a closing quote other than a dot, is bad input."""
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            chunks, j = [], i + 1
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise ValidationError(f"unbalanced quotes in the name {text!r}")
+                chunks.append(text[j:k])
+                if text.startswith('""', k):
+                    chunks.append('"')
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+            if i < n and text[i] != ".":
+                raise ValidationError(
+                    f"not a name: {text!r} (a quoted part ends at a dot or the end; write a "
+                    'quote inside one as "")'
+                )
+            parts.append("".join(chunks))
+        else:
+            j = text.find(".", i)
+            j = n if j < 0 else j
+            parts.append(text[i:j])
+            i = j
+        if i >= n:
+            return tuple(parts)
+        i += 1  # the dot

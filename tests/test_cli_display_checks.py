@@ -1,0 +1,295 @@
+"""Regressions of the ``icefloe`` command's output: control characters in ``properties get``
+and in the HTML report, long and commit-less branches in ``snapshots`` and the report's
+timeline, ``serve --port`` out of range or taken, ``report -o -``, table names holding a dot,
+``check-delta --json``, ``describe`` of a view, ``sql`` of a missing three-part name, the
+retention ``health`` shows, and ``snapshots`` at 40 columns."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pyarrow as pa
+import pytest
+
+from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OTHER
+from icefloe.cli.names import show_name, split_name
+from icefloe.exceptions import ValidationError
+from support.cli import run
+from support.cli_tables import CliWorld, build_world, empty_world
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliWorld]:
+    yield build_world(tmp_path_factory.mktemp("cli-display") / "world")
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliWorld]:
+    """A catalog with control characters in names and values, a table whose name holds a dot
+    and one whose name holds a quote, a long branch and branches without commits of their
+    own, and a view."""
+    w = empty_world(tmp_path_factory.mktemp("cli-display-odd") / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("col\x1b[31mred", pa.string()), pa.field("a\nb", pa.int64())])
+    t = cat.create_table("db.ctl", schema, properties={"k": "v\x1b[2J", "y": "a\x1b[31mRED\x07"})
+    t.append(pa.table({"col\x1b[31mred": ["x"], "a\nb": [1]}, schema=schema))
+    ids = pa.schema([("id", pa.int64())])
+    cat.create_table(("db", "x.y"), ids).append(pa.table({"id": [1, 2]}))
+    cat.create_table(("db", 'we"ird'), ids).append(pa.table({"id": [7]}))
+    h = cat.create_table("db.hist", ids, format_version=2)
+    for i in range(4):
+        h.append(pa.table({"id": [i * 1000]}))
+    long_name = "feature-" + "x" * 100
+    with h.manage_snapshots() as ms:
+        ms.create_branch("stale", h.snapshots()[1].snapshot_id)
+        ms.create_branch("dev")
+        ms.create_branch(long_name)
+    h.append(pa.table({"id": [5]}), branch=long_name)
+    h.append(pa.table({"id": [6]}))
+    cat.create_view("db.recent", "select id from hist", ids, dialect="spark")
+    cat.close()
+    yield w
+
+
+def _no_raw_controls(text: str) -> None:
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text), repr(text)
+
+
+# -- 1. properties get: control characters written out ---------------------------------------
+
+
+def test_properties_get_writes_control_characters_out(odd: CliWorld) -> None:
+    every = run(odd, "properties", "get", "db.ctl")
+    assert every.exit_code == 0, every.stderr
+    _no_raw_controls(every.stdout)
+    assert "k=v\\x1b[2J" in every.stdout.splitlines()
+    assert "y=a\\x1b[31mRED\\x07" in every.stdout.splitlines()
+    one = run(odd, "properties", "get", "db.ctl", "y")
+    assert one.stdout == "a\\x1b[31mRED\\x07\n"
+    as_json = run(odd, "properties", "get", "db.ctl", "--json")
+    assert as_json.json()["k"] == "v\x1b[2J"  # JSON keeps the value itself
+
+
+def test_location_writes_control_characters_out(tmp_path: Path) -> None:
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    where = tmp_path / "lo\x1b[2Jc"
+    cat.create_table("db.t", pa.schema([("id", pa.int64())]), location=str(where))
+    loc = run(w, "location", "db.t")
+    assert loc.exit_code == 0, loc.stderr
+    _no_raw_controls(loc.stdout)
+    assert loc.stdout.rstrip("\n").endswith("lo\\x1b[2Jc")
+    assert run(w, "location", "db.t", "--json").json()["location"].endswith("lo\x1b[2Jc")
+
+
+# -- 2. and 3. snapshots: long branch names, branches without snapshots of their own ------------
+
+
+def test_a_long_branch_name_keeps_the_timeline_on_the_terminal(odd: CliWorld) -> None:
+    r = run(odd, "snapshots", "db.hist", width=80)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    lane = next(line for line in lines if line.startswith("feature-"))
+    label = lane.split()[0]
+    assert label.endswith("…") and len(label) == 24
+    assert "●" in lane  # the branch's own snapshot is drawn
+    axis = next(line for line in lines if "├" in line)
+    assert axis.rstrip().endswith("┤")
+    assert next(line for line in lines if line.startswith("main")).count("●") == 5
+
+
+def test_branches_without_their_own_snapshots_are_marked(odd: CliWorld) -> None:
+    r = run(odd, "snapshots", "db.hist", width=120)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    lane = next(line for line in lines if line.startswith("branches"))
+    assert "⎇stale" in lane and "dev" in lane
+    heads = run(odd, "snapshots", "db.hist", "--json").json()["branches"]
+    rows = {line.split()[0]: line for line in lines if re.match(r"\d{15,19} ", line)}
+    assert "⎇stale" in rows[str(heads["stale"])]
+    assert "⎇dev" in rows[str(heads["dev"])]
+
+
+def test_the_report_timeline_cuts_lane_names_and_marks_branch_heads(
+    odd: CliWorld, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.html"
+    assert run(odd, "report", "db.hist", "-o", str(out)).exit_code == 0
+    html = out.read_text(encoding="utf-8")
+    svg = html[html.index('<svg id="timeline"') :]
+    svg = svg[: svg.index("</svg>\n</section>") + 6]
+    tree = ElementTree.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    lanes = [t for t in tree.iter(f"{ns}text") if t.get("class") == "lane"]
+    labels = ["".join(t.itertext()).removeprefix(t.findtext(f"{ns}title") or "") for t in lanes]
+    assert "feature-xx…" in labels and all(len(label) <= 11 for label in labels), labels
+    marks = [e for e in tree.iter() if e.get("data-mark") == "branch"]
+    assert {"".join(m.itertext()).split()[1] for m in marks} == {"stale", "dev"}
+
+
+# -- 4. serve: a port out of range, a port taken ----------------------------------------------
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "65536"])
+def test_serve_refuses_a_port_out_of_range(world: CliWorld, port: str) -> None:
+    r = run(world, "serve", "--port", port)
+    assert r.exit_code == EXIT_BAD_INPUT, r.stderr
+    assert "Traceback" not in r.stderr
+    errors = [line for line in r.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "--port" in errors[0] and "0 to 65535" in errors[0], r.stderr
+
+
+def test_serve_on_a_port_in_use_is_another_failure(world: CliWorld) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = run(world, "serve", "--host", "127.0.0.1", "--port", str(port))
+    assert r.exit_code == EXIT_OTHER, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# -- 5. and 6. report: control characters, -o - ------------------------------------------------
+
+
+def test_the_report_writes_control_characters_out(odd: CliWorld, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = run(odd, "report", "db.ctl", "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    html = out.read_text(encoding="utf-8")
+    _no_raw_controls(html)
+    assert not re.search("[\x80-\x9f]", html)
+    assert "col\\x1b[31mred" in html and "v\\x1b[2J" in html and "a\\nb" in html
+    body = html[html.index("<body>") : html.index("</body>") + 7].replace("<br>", "<br/>")
+    ElementTree.fromstring(f"<x>{body}</x>")  # well-formed
+
+
+def test_report_to_standard_output(
+    world: CliWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = run(world, "report", "db.events", "-o", "-")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith("</html>")
+    assert "wrote" not in r.stdout
+    assert not (tmp_path / "-").exists()
+
+
+# -- 7. names that hold a dot or a quote ----------------------------------------------------------
+
+
+def test_split_and_show_names() -> None:
+    assert split_name("db.events") == ("db", "events")
+    assert split_name('db."x.y"') == ("db", "x.y")
+    assert split_name('db."we""ird"') == ("db", 'we"ird')
+    assert split_name('"a.b".c') == ("a.b", "c")
+    assert split_name("db.my table") == ("db", "my table")
+    assert split_name("a.b.c") == ("a", "b", "c")
+    for parts in [("db", "x.y"), ("db", 'we"ird'), ("a", "b", "c.d.e"), ("db", "plain")]:
+        assert split_name(show_name(parts)) == parts
+    assert show_name(("db", "plain")) == "db.plain"
+    for bad in ['db."x.y', 'db."x"y', 'db."x".']:
+        if bad.endswith("."):
+            assert split_name(bad) == ("db", "x", "")
+            continue
+        with pytest.raises(ValidationError):
+            split_name(bad)
+
+
+def test_list_quotes_names_that_hold_a_dot_and_they_paste_back(odd: CliWorld) -> None:
+    listed = run(odd, "list", "--json").json()["tables"]
+    assert 'db."x.y"' in listed and 'db."we""ird"' in listed and "db.ctl" in listed
+    tree = run(odd, "list").stdout
+    assert '"x.y"' in tree and '"we""ird"' in tree
+    for name, rows in (('db."x.y"', 2), ('db."we""ird"', 1), ("db.ctl", 1)):
+        r = run(odd, "scan", name, "--format", "json")
+        assert r.exit_code == 0, (name, r.stderr)
+        assert len(r.stdout.splitlines()) == rows
+        assert run(odd, "describe", name, "--json").json()["identifier"] == ".".join(
+            split_name(name)
+        )
+
+
+def test_an_unquoted_name_with_a_dot_points_to_the_quoted_one(odd: CliWorld) -> None:
+    r = run(odd, "scan", "db.x.y")
+    assert r.exit_code == EXIT_NOT_FOUND
+    assert 'db."x.y"' in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_health_suggests_commands_with_the_quoted_name(odd: CliWorld) -> None:
+    fixes = [c["fix"] for c in run(odd, "health", 'db."x.y"', "--json").json()["checks"]]
+    assert any(f and "'db.\"x.y\"'" in f for f in fixes), fixes
+
+
+# -- 8. smaller ones ----------------------------------------------------------------------------
+
+
+def test_check_delta_takes_json(world: CliWorld, tmp_path: Path) -> None:
+    from support.delta import fixture
+
+    root = fixture("basic", tmp_path)
+    r = run(world, "check-delta", str(root), "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = r.json()
+    assert doc["ok"] is True and doc["failures"] == [] and isinstance(doc["version"], int)
+    text = run(world, "check-delta", str(root))
+    assert "satisfies IcebergCompatV3" in text.stdout
+
+
+def test_describe_of_a_view_points_to_the_view_command(odd: CliWorld) -> None:
+    r = run(odd, "describe", "db.recent")
+    assert r.exit_code == EXIT_NOT_FOUND
+    line = r.stderr.strip()
+    assert "is a view" in line and "icefloe view db.recent" in line, line
+
+
+def test_sql_of_a_missing_three_part_name_is_not_found(world: CliWorld) -> None:
+    pytest.importorskip("duckdb")
+    for query in ("select * from a.b.nope", "select * from db.nope", "select * from db.x.nope"):
+        r = run(world, "sql", query)
+        assert r.exit_code == EXIT_NOT_FOUND, (query, r.stderr)
+
+
+def test_health_shows_a_short_retention_readably(tmp_path: Path) -> None:
+    w = build_world(tmp_path / "world")
+    for value, words in (
+        ("1", "retention keeps 1 ms "),
+        ("90000", "retention keeps 1.5 minutes "),
+        ("432000000", "retention keeps 5 days "),
+    ):
+        assert (
+            run(
+                w, "properties", "set", "db.plain", "history.expire.max-snapshot-age-ms", value
+            ).exit_code
+            == 0
+        )
+        checks = run(w, "health", "db.plain", "--json").json()["checks"]
+        detail = next(c["detail"] for c in checks if c["name"] == "snapshots")
+        assert detail.startswith(words), detail
+
+
+def test_snapshots_at_40_columns_keeps_numbers_whole(tmp_path: Path) -> None:
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    t = cat.create_table("db.big", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array(range(1_234_567), pa.int64())}))
+    t.delete("id < 1000")
+    r = run(w, "snapshots", "db.big", width=40)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 40
+    heads = run(w, "snapshots", "db.big", "--json").json()["snapshots"]
+    rows = [line for line in lines if re.match(r"\d{15,19} ", line)]
+    assert len(rows) == 2
+    for line, snap in zip(rows, heads, strict=True):
+        assert line.split()[0] == str(snap["snapshot_id"])
+        for n in (snap["added_records"], snap["deleted_records"]):  # separators may go
+            assert {f"{n:,}", str(n)} & set(line.split()), (n, line)
