@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from icefloe.exceptions import ValidationError
 
-__all__ = ["quote_part", "show_name", "split_name"]
+__all__ = ["quote_part", "quoted_part", "show_name", "split_name"]
 
 
 def quote_part(part: str) -> str:
@@ -24,6 +24,21 @@ def show_name(parts: tuple[str, ...] | list[str]) -> str:
     return ".".join(quote_part(p) if "." in p or '"' in p else p for p in parts)
 
 
+def quoted_part(text: str, i: int) -> tuple[str, int]:
+    """The quoted part of ``text`` that opens with the quote at ``i`` (``""`` inside it is
+    one quote), and the index just past its closing quote; unbalanced quotes are bad input."""
+    chunks, j = [], i + 1
+    while True:
+        k = text.find('"', j)
+        if k < 0:
+            raise ValidationError(f"unbalanced quotes in the name {text!r}")
+        chunks.append(text[j:k])
+        if not text.startswith('""', k):
+            return "".join(chunks), k + 1
+        chunks.append('"')
+        j = k + 2
+
+
 def split_name(text: str) -> tuple[str, ...]:
     """The parts of a dotted name: split on dots outside quotes; a part that starts with a
     quote runs to its closing quote (``""`` inside it is one quote), any other part to the next
@@ -33,24 +48,13 @@ def split_name(text: str) -> tuple[str, ...]:
     i, n = 0, len(text)
     while True:
         if i < n and text[i] == '"':
-            chunks, j = [], i + 1
-            while True:
-                k = text.find('"', j)
-                if k < 0:
-                    raise ValidationError(f"unbalanced quotes in the name {text!r}")
-                chunks.append(text[j:k])
-                if text.startswith('""', k):
-                    chunks.append('"')
-                    j = k + 2
-                    continue
-                i = k + 1
-                break
+            part, i = quoted_part(text, i)
             if i < n and text[i] != ".":
                 raise ValidationError(
                     f"not a name: {text!r} (a quoted part ends at a dot or the end; write a "
                     'quote inside one as "")'
                 )
-            parts.append("".join(chunks))
+            parts.append(part)
         else:
             j = text.find(".", i)
             j = n if j < 0 else j

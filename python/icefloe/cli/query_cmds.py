@@ -29,7 +29,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
-from icefloe.cli.names import quote_part
+from icefloe.cli.names import quote_part, quoted_part
 from icefloe.cli.render import dumps, literal, open_output
 from icefloe.exceptions import (
     MissingDependencyError,
@@ -425,19 +425,12 @@ def _name_parts(text: str) -> tuple[str, ...]:
     i, n = 0, len(text)
     while i < n:
         if text[i] == '"':
-            chunks, j = [], i + 1
-            while True:
-                k = text.find('"', j)
-                if k < 0:
-                    raise ValidationError(f"sql: unbalanced quotes in the table name {text!r}")
-                chunks.append(text[j:k])
-                if text.startswith('""', k):
-                    chunks.append('"')
-                    j = k + 2
-                    continue
-                i = k + 1
-                break
-            parts.append("".join(chunks))
+            try:
+                part, i = quoted_part(text, i)
+            except ValidationError:
+                bad = f"sql: unbalanced quotes in the table name {text!r}"
+                raise ValidationError(bad) from None
+            parts.append(part)
         else:
             j = i
             while j < n and text[j] not in '."' and not text[j].isspace():
