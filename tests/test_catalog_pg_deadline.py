@@ -168,6 +168,73 @@ def test_a_commit_whose_answer_never_comes_is_checked_when_the_server_returns(
     cat.close()
 
 
+@contextlib.contextmanager
+def _commits_held_back(postgres_uri: str) -> Iterator[Callable[[], None]]:
+    """PostgreSQL holds every COMMIT back, invisible to other sessions, waiting for a
+    synchronous standby that does not exist; the function given releases them (they then take
+    effect, as when a standby comes back or a stalled disk catches up)."""
+    import psycopg
+
+    dsn = make_url(postgres_uri).set(drivername="postgresql").render_as_string(False)
+
+    def setting(value: str | None) -> None:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            if value is None:
+                c.execute("ALTER SYSTEM RESET synchronous_standby_names")
+            else:
+                c.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{value}'")
+            c.execute("SELECT pg_reload_conf()")
+
+    setting("no_such_standby")
+    time.sleep(0.5)  # the reload reaches every backend
+    try:
+        yield lambda: setting(None)
+    finally:
+        setting(None)
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_a_commit_held_back_and_applied_later_keeps_its_files(
+    tmp_path: Path, postgres_uri: str, multi: bool
+) -> None:
+    """A COMMIT whose answer never comes but that PostgreSQL applies later: a plain read of the
+    pointer still sees the old one, so the commit was taken for failed and its files deleted,
+    and the table then named missing metadata. Its state is unknown now, its files kept, and
+    the table reads the rows once the commit takes effect."""
+    from icefloe.catalog.sql import SqlCatalog
+
+    props = {"request-timeout": "2", "connect-timeout": "2"}
+    name = f"held{int(multi)}"
+    cat = SqlCatalog(name, uri=postgres_uri, warehouse=str(tmp_path), **props)
+    cat.create_namespace("db")
+    names = [("db", "a"), ("db", "b")] if multi else [("db", "a")]
+    schema = pa.schema([pa.field("id", pa.int64())])
+    for ident in names:
+        cat.create_table(ident, schema).append(pa.table({"id": pa.array([1], pa.int64())}))
+    rows = pa.table({"id": pa.array([2], pa.int64())})
+    with _commits_held_back(postgres_uri) as release:
+
+        def commit() -> None:
+            if multi:
+                tx = cat.transaction()
+                for ident in names:
+                    tx.table(ident).append(rows)
+                tx.commit()
+            else:
+                cat.load_table(names[0]).append(rows)
+
+        err = _ends_within(60, commit)
+        assert isinstance(err, CommitStateUnknownError), err
+        release()
+    time.sleep(1)
+    fresh = SqlCatalog(name, uri=postgres_uri, warehouse=str(tmp_path))
+    for ident in names:
+        ids = sorted(fresh.load_table(ident).scan().to_arrow().column("id").to_pylist())
+        assert ids == [1, 2]
+    fresh.close()
+    cat.close()
+
+
 def test_request_timeout_settings() -> None:
     from icefloe.catalog.sql import _request_timeout
 

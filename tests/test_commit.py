@@ -119,11 +119,11 @@ def test_unknown_state_keeps_the_file(
         conn.execute = execute  # type: ignore[method-assign]
         return conn
 
-    def broken_get(identifier: Any) -> str:
+    def broken_get(identifiers: Any, kind: Any = None) -> list[str]:
         raise OperationalError("SELECT", {}, Exception("still down"))
 
     monkeypatch.setattr(sql_catalog.engine, "connect", connect_then_lose_the_update)
-    monkeypatch.setattr(sql_catalog, "_get_pointer", broken_get)
+    monkeypatch.setattr(sql_catalog, "_settled_pointers", broken_get)
     with pytest.raises(CommitStateUnknownError, match="may or may not"):
         t.set_properties(a="1")
     monkeypatch.undo()

@@ -19,6 +19,7 @@ pointer, and reported as :class:`CommitStateUnknownError` when that is impossibl
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import time
@@ -37,6 +38,7 @@ from sqlalchemy import (
     inspect,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
@@ -248,6 +250,7 @@ class SqlCatalog(MetastoreCatalog):
                 kwargs["connect_args"] = {"connect_timeout": max(1, round(seconds))}
         user, password = properties.get("jdbc.user"), properties.get("jdbc.password")
         request_timeout = _request_timeout(properties)
+        self._request_timeout = request_timeout
         try:
             url = make_url(uri)
             if user is not None or password is not None:  # as Iceberg Java's JDBC catalog
@@ -543,6 +546,40 @@ class SqlCatalog(MetastoreCatalog):
             raise missing_entry(kind, identifier)
         return str(row[0])
 
+    def _settled_pointers(self, identifiers: list[Identifier], kind: str = TABLE_TYPE) -> list[str]:
+        """The pointers of ``identifiers`` once no transaction can still change them: each row
+        is read ``FOR UPDATE``, which waits for a transaction that updated it to end.
+
+        After a commit's answer was lost, a plain read can see the old pointer while the
+        commit is still on its way to taking effect (PostgreSQL holds a COMMIT back while it
+        waits for a synchronous standby, and makes it visible after the client has gone): the
+        new pointer would then name metadata the writer deleted, thinking it lost. A commit
+        that can still take effect has updated the row and holds its lock until it is visible,
+        so once the lock is ours the pointer is final. A lock not granted within the catalog's
+        ``request-timeout`` (PostgreSQL's ``lock_timeout``) is an error: the outcome is unknown.
+        SQLite has no such state (the lock clause is left out there)."""
+        postgres = self.engine.dialect.name == "postgresql"
+        out = []
+        with self.engine.connect() as conn:  # its transaction begins with the first statement
+            try:
+                if postgres and self._request_timeout:
+                    wait_ms = max(1, int(self._request_timeout * 1000 * 0.8))
+                    conn.execute(text(f"SET LOCAL lock_timeout = {wait_ms}"))
+                for identifier in identifiers:
+                    namespace, name = split_identifier(identifier)
+                    row = conn.execute(
+                        select(ICEBERG_TABLES.c.metadata_location)
+                        .where(self._table_filter(".".join(namespace), name, kind))
+                        .with_for_update()
+                    ).first()
+                    if row is None or not row[0]:
+                        raise missing_entry(kind, identifier)
+                    out.append(str(row[0]))
+            finally:  # the rows were read under their locks: ending the read changes nothing
+                with contextlib.suppress(SQLAlchemyError):
+                    conn.rollback()
+        return out
+
     @_database_errors
     def _create_pointer(
         self, identifier: Identifier, metadata_location: str, kind: str = TABLE_TYPE
@@ -595,7 +632,7 @@ class SqlCatalog(MetastoreCatalog):
             # The UPDATE may or may not have reached the database: look at the pointer. It is
             # ours, or a later commit's whose metadata log lists ours, if the swap happened.
             try:
-                current = self._get_pointer(identifier, kind)
+                (current,) = self._settled_pointers([identifier], kind)
                 happened = current == new or (
                     kind == TABLE_TYPE
                     and any(
@@ -793,7 +830,7 @@ class SqlCatalog(MetastoreCatalog):
         except SQLAlchemyError as exc:
             # The COMMIT may or may not have reached the database: look at the pointers.
             try:
-                current = [self._get_pointer(ident) for ident, _, _, _ in staged]
+                current = self._settled_pointers([ident for ident, _, _, _ in staged])
             except Exception as check_exc:
                 raise CommitStateUnknownError(
                     f"multi-table commit may or may not have happened: {_brief(exc)}; "
