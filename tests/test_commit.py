@@ -261,3 +261,37 @@ def test_commit_interrupted_by_process_death(tmp_path: Path, when: str) -> None:
     after.set_properties(b="2")  # and the table keeps working
     assert catalog.load_table("db.t").properties["b"] == "2"
     catalog.close()
+
+
+def test_a_commit_that_keeps_losing_stops_at_the_total_timeout(sql_catalog: SqlCatalog) -> None:
+    """``commit.retry.total-timeout-ms`` ends the retries of every commit once it has retried
+    (as Java's ``Tasks``), not only of appends: a delete losing every race to another writer
+    stops after about the timeout, far before its 30 retries."""
+    import time
+
+    import pyarrow as pa
+
+    sql_catalog.create_namespace("db")
+    props = {
+        "commit.retry.num-retries": "30",
+        "commit.retry.min-wait-ms": "200",
+        "commit.retry.max-wait-ms": "200",
+        "commit.retry.total-timeout-ms": "1000",
+    }
+    schema = pa.schema([pa.field("id", pa.int64())])
+    t = sql_catalog.create_table("db.t", schema, properties=props)
+    t.append(pa.table({"id": pa.array(range(100), pa.int64())}))
+    other = sql_catalog.load_table("db.t")
+    real = t._do_commit
+    attempts = []
+
+    def losing(requirements: Any, updates: Any) -> Any:
+        attempts.append(1)
+        other.refresh().append(pa.table({"id": pa.array([1000 + len(attempts)], pa.int64())}))
+        return real(requirements, updates)
+
+    t._do_commit = losing  # type: ignore[method-assign]
+    started = time.monotonic()
+    with pytest.raises(CommitConflictError):
+        t.delete("id < 10")
+    assert 2 <= len(attempts) <= 8 and time.monotonic() - started < 5

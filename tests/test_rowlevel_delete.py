@@ -223,3 +223,25 @@ def test_delete_and_upsert_on_a_branch_leave_main_untouched(tmp_path: Path) -> N
     assert sorted(branch["id"].to_pylist()) == list(range(10, 205))
     # the branch's DVs live only in the branch's snapshots
     assert live_deletes(t).num_rows == 0
+
+
+def test_a_change_whose_starting_history_expired_says_so(tmp_path: Path) -> None:
+    """A delete whose starting snapshot another writer expired before it committed is refused
+    (its concurrent commits cannot be checked) with a message saying the history is gone, not
+    that the snapshot left the branch."""
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.exceptions import CommitConflictError
+
+    c = SqlCatalog("x", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    c.create_namespace("db")
+    props = {"format-version": "3", "write.delete.mode": "merge-on-read"}
+    t = c.create_table("db.t", pa.schema([pa.field("id", pa.int64())]), properties=props)
+    for i in range(3):
+        t.append(pa.table({"id": pa.array([i * 10 + j for j in range(5)], pa.int64())}))
+    other = c.load_table("db.t")
+    expired = "is no longer in the table \\(expired"
+    with pytest.raises(CommitConflictError, match=expired), t.transaction() as tx:
+        tx.delete("id = 1")
+        other.append(pa.table({"id": pa.array([99], pa.int64())}))
+        other.expire_snapshots(older_than_ms=2**62, retain_last=1)
+    assert 1 in c.load_table("db.t").scan().to_arrow()["id"].to_pylist()

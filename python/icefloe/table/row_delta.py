@@ -603,17 +603,26 @@ def _entries_since(
 
     ids: list[Snapshot] = []
     snap: Snapshot | None = parent
+    last = parent
     while snap is not None and snap.snapshot_id != start:
         ids.append(snap)
+        last = snap
         snap = (
             metadata.snapshot_by_id(snap.parent_snapshot_id)
             if snap.parent_snapshot_id is not None
             else None
         )
     if start is not None and snap is None:
+        if metadata.snapshot_by_id(start) is None or last.parent_snapshot_id is not None:
+            # the walk back ended at a snapshot whose parent is gone (expired)
+            raise CommitConflictError(
+                f"cannot validate against concurrent commits: the history between snapshot "
+                f"{start} (where this change started) and snapshot {last.snapshot_id} is no "
+                "longer in the table (expired while the change was made): make the change again"
+            )
         raise CommitConflictError(
             f"cannot validate against concurrent commits: snapshot {start} is no longer an "
-            "ancestor of the branch head"
+            "ancestor of the branch head (the branch was rolled back or replaced)"
         )
     out: list[tuple[dict[str, Any], int, bool]] = []
     for s in ids:

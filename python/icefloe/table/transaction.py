@@ -447,9 +447,11 @@ class Transaction:
                 # Another writer moved the table: producers rebuild on the new state.
                 attempt += 1
                 wait = policy.wait_ms(min(attempt, 5) if always else attempt) / 1000.0
-                exhausted = (
-                    time.monotonic() + wait > deadline if always else attempt > policy.num_retries
-                )
+                late = time.monotonic() + wait > deadline
+                # others stop at num-retries, or at the total timeout once retried (as Java's
+                # Tasks: attempts >= max, or duration > max and attempt > 1)
+                retried_out = attempt > policy.num_retries or (late and attempt > 1)
+                exhausted = late if always else retried_out
                 if not self._replayable() or exhausted:
                     self._abort_producers()
                     raise
