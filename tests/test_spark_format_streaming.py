@@ -18,7 +18,7 @@ pytest.importorskip("pyspark")
 import icefloe.spark as ispark
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
-from icefloe.spark.format_write import BATCH_ID, QUERY
+from icefloe.spark.format_write import BATCH_ID, QUERY, checkpoint_location
 from icefloe.transforms import IdentityTransform
 from icefloe.types import LongType, NestedField, StringType
 
@@ -91,7 +91,7 @@ def test_restarted_query_commits_each_batch_once(spark: Any, tmp_path: Path) -> 
     dst = dst.refresh()
     assert sorted(r["id"] for r in dst.scan().to_arrow().to_pylist()) == list(range(35))
     assert [s.summary.get(BATCH_ID) for s in dst.snapshots()] == ["0", "1", "2"]
-    assert {s.summary.get(QUERY) for s in dst.snapshots()} == {str(ck)}
+    assert {s.summary.get(QUERY) for s in dst.snapshots()} == {checkpoint_location(str(ck))}
     assert three.summary.get_int("added-data-files") == 3
 
     # A crash after the table commit of batch 2 but before Spark logged it: Spark replays

@@ -31,12 +31,16 @@ If the job fails (a task raises and Spark gives up), ``abort`` deletes every fil
 also those of failed task attempts, whose names carry the job's tag; nothing is committed.
 
 Streaming: each micro-batch commits one snapshot whose summary records the query
-(``icefloe.streaming.query``: option ``query-id``, by default the checkpoint location, which
-stays the same across restarts), Spark's id of the query its checkpoint holds
-(``icefloe.streaming.query-run``) and its batch id (``icefloe.streaming.batch-id``). Before
-committing, the sink looks for the newest snapshot of its query on the branch: a batch id
-already committed (a batch replayed after a restart) is not committed again and its files are
-deleted; a snapshot of another run (the checkpoint was deleted and the query started afresh at
+(``icefloe.streaming.query``: option ``query-id``, by default the checkpoint location in one
+spelling: absolute, scheme-qualified, no trailing slash, see :func:`checkpoint_location`),
+Spark's id of the query its checkpoint holds (``icefloe.streaming.query-run``, the id in the
+checkpoint's ``metadata`` file, the same across restarts and however the location is spelled:
+the key Iceberg Java's sink uses) and its batch id (``icefloe.streaming.batch-id``). Before
+committing, the sink looks for the newest snapshot of its query on the branch (one of its
+Spark query id, else of its name, a recorded checkpoint location compared in that one
+spelling, so snapshots of older versions count): a batch id already committed (a batch
+replayed after a restart) is not committed again and its files are deleted; a snapshot of the
+query's name but of another run (the checkpoint was deleted and the query started afresh at
 the same location) is not this run's, whose batches all commit. Output modes ``append``
 (append snapshots) and ``complete`` (each batch replaces the table's rows).
 """
@@ -44,10 +48,13 @@ the same location) is not this run's, whose batches all commit. Output modes ``a
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -78,6 +85,7 @@ __all__ = [
     "FilesMessage",
     "IcefloeStreamWriter",
     "IcefloeWriter",
+    "checkpoint_location",
     "checkpoint_query_id",
     "last_committed_batch",
     "match_columns",
@@ -355,20 +363,67 @@ class IcefloeWriter(_FileWriter, DataSourceArrowWriter):
             cleanup_job(table, self.tag)
 
 
+def checkpoint_location(location: str) -> str:
+    """A checkpoint location in one spelling: absolute, scheme-qualified, no trailing slash
+    (``/ck``, ``/ck/``, ``file:/ck``, ``file:///ck`` and, run from ``/``, ``ck`` all give
+    ``file:///ck``), so a query restarted with its checkpoint named another way is the same
+    query."""
+    text = location.strip()
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if len(scheme) < 2:  # no scheme (a one-letter one is a Windows drive): a local path
+        path = os.path.abspath(text)
+        return "file://" + path.replace(os.sep, "/") if path.startswith("/") else "file:///" + path
+    path = posixpath.normpath(parts.path) if parts.path else ""
+    if path in (".", "/"):
+        path = "/" if parts.path.startswith("/") else ""
+    if path.startswith("//"):  # normpath keeps a leading '//'
+        path = "/" + path.lstrip("/")
+    netloc = parts.netloc
+    if scheme == "file" and netloc.lower() in ("", "localhost"):
+        netloc = ""
+    out = f"{scheme}://{netloc}{path}"
+    if parts.query:
+        out += f"?{parts.query}"
+    return out.rstrip("/") if path != "/" else out
+
+
+def _same_location(recorded: str, location: str) -> bool:
+    try:
+        return checkpoint_location(recorded) == location
+    except ValueError:  # not a location (urlsplit refuses it)
+        return False
+
+
 def last_committed_batch(
-    table: Table, query: str, branch: str = MAIN_BRANCH, run: str | None = None
+    table: Table,
+    query: str,
+    branch: str = MAIN_BRANCH,
+    run: str | None = None,
+    location: str | None = None,
 ) -> int | None:
-    """The batch id of the newest snapshot on ``branch`` committed by streaming ``query``;
-    with ``run`` (Spark's id of the query its checkpoint holds), None when that snapshot is
-    another run's (a checkpoint deleted and started afresh at the same location)."""
+    """The batch id of the newest snapshot on ``branch`` committed by a streaming query: one
+    recording run ``run`` (Spark's id of the query its checkpoint holds, which stays the same
+    across restarts: the key Iceberg Java's sink uses), or recording ``query``, or, with
+    ``location`` (the query's :func:`checkpoint_location`), a query named by a spelling of that
+    checkpoint location (as older versions recorded it). A snapshot of the query's name but of
+    another run gives None: the checkpoint was deleted and started afresh at the same
+    location."""
     md = table.metadata
     ref = md.refs.get(branch)
     if ref is None:
         return None
     for snap in md.ancestors_of(ref.snapshot_id):
         summary = snap.summary
-        if summary is not None and summary.get(QUERY) == query:
-            other = summary.get(QUERY_RUN)
+        if summary is None:
+            continue
+        other = summary.get(QUERY_RUN)
+        if run is not None and other == run:
+            return summary.get_int(BATCH_ID)
+        name = summary.get(QUERY)
+        if name is None:
+            continue
+        if name == query or (location is not None and _same_location(name, location)):
             if run is not None and other is not None and other != run:
                 return None
             return summary.get_int(BATCH_ID)
@@ -396,28 +451,42 @@ class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
     ) -> None:
         super().__init__(options, schema, case_sensitive)
         self.complete = overwrite
-        query = self.options.get("query-id") or self.options.get("checkpointlocation")
+        raw = self.options.get("checkpointlocation") or None
+        #: the checkpoint location in one spelling (None without one)
+        self.location = checkpoint_location(raw) if raw else None
+        query = self.options.get("query-id") or self.location
         if not query:
             raise ValidationError(
                 "the icefloe streaming sink needs option 'checkpointLocation' (or 'query-id') "
                 "to commit each micro-batch exactly once"
             )
         self.query = query
+        #: the location snapshots of older versions may name in another spelling
+        self._legacy_location = None if self.options.get("query-id") else self.location
         self._run: str | None = None
 
     def _query_run(self, table: Table) -> str | None:
         """Spark's id of this run of the query (its checkpoint's), read once."""
         if self._run is None:
-            location = self.options.get("checkpointlocation")
-            self._run = checkpoint_query_id(location, table.io) or ""
+            raw = self.options.get("checkpointlocation")
+            self._run = (
+                checkpoint_query_id(self.location, table.io)
+                or checkpoint_query_id(raw, table.io)
+                or ""
+            )
         return self._run or None
+
+    def _done(self, table: Table) -> int | None:
+        """The id of the newest batch of this query committed on the branch."""
+        run = self._query_run(table)
+        return last_committed_batch(table, self.query, self.branch, run, self._legacy_location)
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         with planner_step():
             table = table_from_options(self.options)
             files = _files(messages)
             run = self._query_run(table)
-            done = last_committed_batch(table, self.query, self.branch, run)
+            done = self._done(table)
             if done is not None and done >= batchId:
                 _delete(table, files)  # a replayed batch: its rows are in the table already
                 return
@@ -442,7 +511,7 @@ class IcefloeStreamWriter(_FileWriter, DataSourceStreamArrowWriter):
                 table = table_from_options(self.options)
             except Exception:
                 return  # outcome unknown: keep the files for remove_orphan_files
-            done = last_committed_batch(table, self.query, self.branch, self._query_run(table))
+            done = self._done(table)
             if done is not None and done >= batchId:
                 return
             _delete(table, _files(messages))

@@ -16,6 +16,16 @@ Iceberg Java's ``system.*`` functions): ``bucket``, ``years``, ``months`` and ``
 result type up front, so ``truncate`` takes the source column's Spark type (``"string"`` by
 default); SQL registers one ``truncate`` per type: ``icefloe_truncate`` (string),
 ``icefloe_truncate_int``, ``icefloe_truncate_long`` and ``icefloe_truncate_binary``.
+
+Source types are the spec's (as Java's ``system.*`` functions check them): ``bucket`` takes
+date, tinyint, smallint, int, bigint, decimal, timestamp(_ntz), string and binary columns;
+``truncate`` tinyint, smallint, int, bigint, decimal, string and binary; ``years``, ``months``
+and ``days`` dates and timestamps, ``hours`` timestamps. Another type raises
+:class:`~icefloe.exceptions.ValidationError` naming it: at the call for ``truncate``'s declared
+``source_type``, otherwise when the UDF runs (Spark tells a Python UDF its input type only
+then), so the error comes through Spark's exception; run the action inside
+:func:`icefloe.spark.icefloe_errors` to get it (and any other transform error) as the icefloe
+error.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import pyarrow as pa
 
 from icefloe.exceptions import ValidationError
 from icefloe.spark import _missing_pyspark, _require_pyspark
+from icefloe.spark.errors import executor_errors
 from icefloe.spark.worker import ensure_worker_python, prepare_worker
 from icefloe.transforms import (
     BucketTransform,
@@ -36,6 +47,20 @@ from icefloe.transforms import (
     Transform,
     TruncateTransform,
     YearTransform,
+)
+from icefloe.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
 )
 
 __all__ = [
@@ -65,11 +90,110 @@ def _col(c: Any) -> Any:
     return F.col(c) if isinstance(c, str) else c
 
 
-def _transform_fn(t: Transform, out: pa.DataType | None) -> Any:
+#: Spark's types (their ``simpleString``) as the Iceberg types the spec's transforms accept;
+#: tinyint and smallint are ints, as Java's ``system.*`` functions take them.
+_SPARK_TYPES: dict[str, IcebergType] = {
+    "tinyint": IntegerType(),
+    "smallint": IntegerType(),
+    "int": IntegerType(),
+    "bigint": LongType(),
+    "float": FloatType(),
+    "double": DoubleType(),
+    "boolean": BooleanType(),
+    "string": StringType(),
+    "binary": BinaryType(),
+    "date": DateType(),
+    "timestamp": TimestamptzType(),
+    "timestamp_ntz": TimestampType(),
+}
+
+
+def _spark_type_iceberg(name: str) -> IcebergType | None:
+    """The Iceberg type of a Spark type named by its ``simpleString``, None if none fits."""
+    if name.startswith("decimal(") and name.endswith(")"):
+        precision, _, scale = name[len("decimal(") : -1].partition(",")
+        try:
+            return DecimalType(int(precision), int(scale or 0))
+        except (ValueError, ValidationError):
+            return None
+    if name.startswith(("varchar(", "char(")):
+        return StringType()
+    return _SPARK_TYPES.get(name)
+
+
+def _arrow_spark_name(t: pa.DataType) -> str:
+    """The Spark name of the type of an Arrow column Spark gave a UDF."""
+    types = pa.types
+    simple = {
+        pa.int8(): "tinyint",
+        pa.int16(): "smallint",
+        pa.int32(): "int",
+        pa.int64(): "bigint",
+        pa.float32(): "float",
+        pa.float64(): "double",
+        pa.bool_(): "boolean",
+        pa.date32(): "date",
+    }
+    if t in simple:
+        return simple[t]
+    if types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    if types.is_string(t) or types.is_large_string(t) or types.is_string_view(t):
+        return "string"
+    if types.is_binary(t) or types.is_large_binary(t) or types.is_binary_view(t):
+        return "binary"
+    return str(t)
+
+
+def _check_source(t: Transform, spark_name: str) -> None:
+    """Refuses a source column type the spec's transform ``t`` does not accept."""
+    source = _spark_type_iceberg(spark_name)
+    if source is None or not t.can_transform(source):
+        raise ValidationError(
+            f"transform {t} cannot be applied to a column of type {spark_name}: expected "
+            + _EXPECTED[type(t)]
+        )
+
+
+_EXPECTED: dict[type, str] = {
+    BucketTransform: (
+        "date, tinyint, smallint, int, bigint, decimal, timestamp, timestamp_ntz, string or binary"
+    ),
+    TruncateTransform: "tinyint, smallint, int, bigint, decimal, string or binary",
+    YearTransform: "date, timestamp or timestamp_ntz",
+    MonthTransform: "date, timestamp or timestamp_ntz",
+    DayTransform: "date, timestamp or timestamp_ntz",
+    HourTransform: "timestamp or timestamp_ntz",
+}
+
+
+def _apply_checked(t: Transform, values: pa.Array) -> pa.Array:
+    """``t`` applied to a column Spark gave a UDF, its type checked first; tinyint and smallint
+    values are transformed as ints (and a truncate's result given back in their type)."""
+    _check_source(t, _arrow_spark_name(values.type))
+    narrow = values.type if values.type in (pa.int8(), pa.int16()) else None
+    result = t.apply(values.cast(pa.int32()) if narrow is not None else values)
+    if narrow is not None and isinstance(t, TruncateTransform):
+        result = result.cast(narrow, safe=False)  # wraps at the type's ends, as Java's casts do
+    return result
+
+
+def _transform_fn(t: Transform, out: pa.DataType | None, declared: str | None = None) -> Any:
+    """The UDF body: ``t`` of each batch (as ``out`` when given); ``declared`` is the Spark
+    type a truncate was told its column has (its result's type)."""
+
     def apply(values: pa.Array) -> pa.Array:
         prepare_worker()
-        result = t.apply(values)
-        return result.cast(out) if out is not None and result.type != out else result
+        with executor_errors():  # the error reaches the driver typed (icefloe_errors)
+            if declared is not None and _arrow_spark_name(values.type) != declared:
+                raise ValidationError(
+                    f"transform {t}: the column is of type {_arrow_spark_name(values.type)}, "
+                    f"not source_type {declared}: pass its type as source_type"
+                )
+            result = _apply_checked(t, values)
+            return result.cast(out) if out is not None and result.type != out else result
 
     return apply
 
@@ -91,9 +215,11 @@ def _truncate_udf(width: int, type_ddl: str) -> Any:
     _require_pyspark("icefloe.spark.functions")
     from pyspark.sql.types import _parse_datatype_string
 
-    return _arrow_udf(
-        _transform_fn(TruncateTransform(width), None), _parse_datatype_string(type_ddl)
-    )
+    spark_type = _parse_datatype_string(type_ddl)
+    declared = spark_type.simpleString()
+    if declared.startswith(("varchar(", "char(")):
+        declared = "string"  # Spark gives a UDF such columns as strings
+    return _arrow_udf(_transform_fn(TruncateTransform(width), None, declared), spark_type)
 
 
 @functools.lru_cache(maxsize=8)
@@ -123,7 +249,16 @@ def bucket(num_buckets: int, col: Any) -> Any:
 def truncate(width: int, col: Any, source_type: Any = "string") -> Any:
     """``truncate[width]`` of ``col``; ``source_type`` is its Spark type (DDL or DataType)."""
     ddl = source_type if isinstance(source_type, str) else source_type.simpleString()
-    return _truncate_udf(_positive_int("width", width), ddl)(_col(col))
+    n = _positive_int("width", width)
+    _require_pyspark("icefloe.spark.functions")
+    from pyspark.sql.types import _parse_datatype_string
+
+    try:
+        spark_name = _parse_datatype_string(ddl).simpleString()
+    except Exception as exc:
+        raise ValidationError(f"source_type {ddl!r} is not a Spark type: {exc}") from exc
+    _check_source(TruncateTransform(n), spark_name)  # refused here, before any job runs
+    return _truncate_udf(n, ddl)(_col(col))
 
 
 def years(col: Any) -> Any:
@@ -160,11 +295,13 @@ def _constant(arr: pa.Array, what: str) -> int:
 
 
 def _sql_bucket(n: pa.Array, values: pa.Array) -> pa.Array:
-    return BucketTransform(_constant(n, "bucket count")).apply(values)
+    with executor_errors():
+        return _apply_checked(BucketTransform(_constant(n, "bucket count")), values)
 
 
 def _sql_truncate(w: pa.Array, values: pa.Array) -> pa.Array:
-    return TruncateTransform(_constant(w, "truncate width")).apply(values)
+    with executor_errors():
+        return _apply_checked(TruncateTransform(_constant(w, "truncate width")), values)
 
 
 def register_functions(spark: Any, prefix: str = "icefloe_") -> list[str]:

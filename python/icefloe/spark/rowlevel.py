@@ -141,11 +141,30 @@ def delete(
             delta.deletes.append(FileDeletes(task.data_file, values, task.delete_files))
     if delta.empty:
         return t
+    _refuse_v1_deletes(t, delta, "delete")
     commit_row_delta(
         tx, delta, branch=branch, snapshot_properties=snapshot_properties, conflict_filter=bound
     )
     tx.commit_transaction()
     return t
+
+
+def _refuse_v1_deletes(table: Table, delta: RowDelta, what: str) -> None:
+    """``icefloe.spark.delete`` and ``merge`` always write merge-on-read deletes (whatever
+    ``write.delete.mode`` says), which a v1 table cannot hold."""
+    version = table.metadata.format_version
+    if version >= 2 or not delta.deletes:
+        return
+    alternative = (
+        "or delete with icefloe's Table.delete, which rewrites the files on a v1 table"
+        if what == "delete"
+        else "first"
+    )
+    raise ValidationError(
+        f"icefloe.spark.{what} writes merge-on-read deletes (whatever write.delete.mode says), "
+        f"which need format version 2 or later, and {table.name} is v{version}: upgrade it "
+        f"with table.upgrade_format_version(2) {alternative}"
+    )
 
 
 #: Column of the target keys frame numbering the row's data file (index into the tasks).
@@ -332,6 +351,7 @@ def merge(
             delta.deletes.append(FileDeletes(task.data_file, pos, task.delete_files))
         if delta.empty:
             return t
+        _refuse_v1_deletes(t, delta, "merge")
         commit_row_delta(tx, delta, branch=branch, snapshot_properties=snapshot_properties)
         tx.commit_transaction()
     except BaseException:
