@@ -54,9 +54,9 @@ PRIMITIVES = [
     ("binary", BinaryType()),
     ("decimal(9,2)", DecimalType(9, 2)),
     ("variant", VariantType()),
-    ("geometry", GeometryType()),
+    ("geometry(OGC:CRS84)", GeometryType()),  # as Java writes it (``geometry`` is read too)
     ("geometry(srid:4326)", GeometryType("srid:4326")),
-    ("geography", GeographyType()),
+    ("geography(OGC:CRS84, spherical)", GeographyType()),
     ("geography(srid:4326, karney)", GeographyType("srid:4326", "karney")),
 ]
 

@@ -68,6 +68,31 @@ class WkbType(pa.ExtensionType):  # type: ignore[misc]
     def __reduce__(self) -> Any:
         return WkbType, (self.crs, self.edges, self.storage_type)
 
+    def _key(self) -> tuple[str, str | None]:
+        return self.crs, None if self.edges == "planar" else self.edges
+
+    def __eq__(self, other: object) -> bool:
+        # pyarrow's default compares the name and storage only: two CRSs would be one type,
+        # and casts, concatenations and schema merges would relabel values silently
+        if not isinstance(other, pa.ExtensionType):
+            return NotImplemented
+        if other.extension_name != EXTENSION_NAME or other.storage_type != self.storage_type:
+            return False
+        if isinstance(other, WkbType):
+            return self._key() == other._key()
+        # another library's geoarrow.wkb type (geoarrow-pyarrow): compare its metadata
+        try:
+            return self._key() == parse_metadata(other.__arrow_ext_serialize__())
+        except ValidationError:
+            return False
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash((EXTENSION_NAME, str(self.storage_type), self._key()))
+
 
 def parse_metadata(raw: bytes | None) -> tuple[str, str | None]:
     """The Iceberg CRS string and edge algorithm (``None`` for planar) of GeoArrow metadata."""
@@ -158,9 +183,10 @@ class BoundingBox:
                 raise ValidationError(f"bounding box {dim} range needs both min and max")
             if lo is None or hi is None:
                 continue
-            if math.isnan(lo) or math.isnan(hi) or lo > hi:
+            if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
                 raise ValidationError(
-                    f"invalid bounding box: {dim} range [{lo}, {hi}] (min must be <= max, not NaN)"
+                    f"invalid bounding box: {dim} range [{lo}, {hi}] (min must be <= max, both "
+                    "finite numbers: not NaN or infinite)"
                 )
 
     def _ranges(self) -> list[tuple[str, float | None, float | None]]:

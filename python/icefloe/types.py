@@ -235,36 +235,85 @@ class VariantType(PrimitiveType):
     min_format_version: ClassVar[int] = 3
 
 
+#: Characters a CRS cannot hold: type-string parsers (Java's included) read ``geometry(C)`` and
+#: ``geography(C, A)`` up to the first ``)`` or ``,``, so such a CRS would not read back.
+_CRS_FORBIDDEN = frozenset("(),")
+
+
+def _check_crs(crs: Any, kind: str) -> str:
+    """The CRS of a geo type: ``None`` is the default (``OGC:CRS84``); anything that would not
+    read back from the type string (spec: ``type:identifier``) raises :class:`ValidationError`."""
+    if crs is None:
+        return DEFAULT_CRS
+    if not isinstance(crs, str):
+        raise ValidationError(f"invalid {kind} CRS {crs!r}: a CRS is a string such as 'srid:4326'")
+    if not crs.strip():
+        raise ValidationError(
+            f"invalid {kind} CRS {crs!r}: a CRS cannot be empty (omit it for the default "
+            f"{DEFAULT_CRS})"
+        )
+    bad = (
+        sorted(set(crs) & _CRS_FORBIDDEN)
+        or [c for c in crs if not c.isprintable() and not c.isspace()][:1]
+    )
+    if bad:
+        raise ValidationError(
+            f"invalid {kind} CRS {crs!r}: it cannot hold {' '.join(map(repr, bad))} (the type "
+            f"string {kind}(C) could not be read back); use 'srid:<N>' or 'projjson:<property>'"
+        )
+    if crs != crs.strip() or any(c.isspace() and c != " " for c in crs):
+        raise ValidationError(
+            f"invalid {kind} CRS {crs!r}: it cannot start or end with whitespace or hold tabs "
+            "or line breaks (the type string could not be read back)"
+        )
+    return crs
+
+
+def _check_algorithm(algorithm: Any) -> str:
+    """A geography edge algorithm, lower-cased (``None`` is the default, ``spherical``)."""
+    if algorithm is None:
+        return DEFAULT_EDGE_ALGORITHM
+    name = algorithm.lower() if isinstance(algorithm, str) else algorithm
+    if name not in EDGE_ALGORITHMS:
+        raise ValidationError(
+            f"geography edge algorithm must be one of {EDGE_ALGORITHMS}, got {algorithm!r}"
+        )
+    return str(name)
+
+
 @dataclass(frozen=True)
 class GeometryType(PrimitiveType):
-    """v3 ``geometry(C)``: OGC simple features with planar edges, in coordinate system ``crs``."""
+    """v3 ``geometry(C)``: OGC simple features with planar edges, in coordinate system ``crs``
+    (``None`` or omitted: ``OGC:CRS84``). A CRS that could not be read back from the type
+    string (empty, or holding ``(``, ``)`` or ``,``) raises :class:`ValidationError`."""
 
     crs: str = DEFAULT_CRS
     min_format_version: ClassVar[int] = 3
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "crs", _check_crs(self.crs, "geometry"))
+
     def __str__(self) -> str:
-        return "geometry" if self.crs == DEFAULT_CRS else f"geometry({self.crs})"
+        # as the reference writes it (Types.GeometryType.toString): the CRS always spelled out
+        return f"geometry({self.crs})"
 
 
 @dataclass(frozen=True)
 class GeographyType(PrimitiveType):
-    """v3 ``geography(C, A)``: OGC features on a geographic ``crs`` with edge ``algorithm``."""
+    """v3 ``geography(C, A)``: OGC features on a geographic ``crs`` with edge ``algorithm``
+    (``None`` or omitted: ``OGC:CRS84`` and ``spherical``). The CRS is checked as for
+    :class:`GeometryType`; the algorithm is one of :data:`EDGE_ALGORITHMS` (any case)."""
 
     crs: str = DEFAULT_CRS
     algorithm: str = DEFAULT_EDGE_ALGORITHM
     min_format_version: ClassVar[int] = 3
 
     def __post_init__(self) -> None:
-        if self.algorithm not in EDGE_ALGORITHMS:
-            raise ValidationError(
-                f"geography edge algorithm must be one of {EDGE_ALGORITHMS}, got {self.algorithm!r}"
-            )
+        object.__setattr__(self, "crs", _check_crs(self.crs, "geography"))
+        object.__setattr__(self, "algorithm", _check_algorithm(self.algorithm))
 
     def __str__(self) -> str:
-        if self.crs == DEFAULT_CRS and self.algorithm == DEFAULT_EDGE_ALGORITHM:
-            return "geography"
-        if self.algorithm == DEFAULT_EDGE_ALGORITHM:
-            return f"geography({self.crs})"
+        # as the reference writes it (Types.GeographyType.toString): both parameters spelled out
         return f"geography({self.crs}, {self.algorithm})"
 
 
@@ -474,8 +523,12 @@ _SIMPLE: dict[str, PrimitiveType] = {
 }
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 _FIXED = re.compile(r"fixed\[\s*(\d+)\s*\]")
-_GEOMETRY = re.compile(r"geometry(?:\(\s*([^,()]+?)\s*\))?")
-_GEOGRAPHY = re.compile(r"geography(?:\(\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?\))?")
+# the reference's patterns (Types.GEOMETRY_PARAMETERS / GEOGRAPHY_PARAMETERS): the name in any
+# case, optional parameters, whitespace around each
+_GEOMETRY = re.compile(r"geometry\s*(?:\(\s*([^)]*?)\s*\))?", re.IGNORECASE | re.ASCII)
+_GEOGRAPHY = re.compile(
+    r"geography\s*(?:\(\s*([^,]*?)\s*(?:,\s*(\w*)\s*)?\))?", re.IGNORECASE | re.ASCII
+)
 
 
 def primitive_from_string(text: str) -> PrimitiveType:
@@ -489,13 +542,30 @@ def primitive_from_string(text: str) -> PrimitiveType:
         return FixedType(int(m.group(1)))
     # CRS identifiers are case-sensitive: match on the original text.
     raw = text.strip()
-    if raw.lower().startswith("geometry") and (m := _GEOMETRY.fullmatch("geometry" + raw[8:])):
-        return GeometryType(m.group(1) or DEFAULT_CRS)
-    if raw.lower().startswith("geography") and (m := _GEOGRAPHY.fullmatch("geography" + raw[9:])):
-        return GeographyType(
-            m.group(1) or DEFAULT_CRS, (m.group(2) or DEFAULT_EDGE_ALGORITHM).lower()
-        )
+    if m := _GEOMETRY.fullmatch(raw):
+        return _read_geo(GeometryType, m.group(1))
+    if m := _GEOGRAPHY.fullmatch(raw):
+        return _read_geo(GeographyType, m.group(1), _check_algorithm(m.group(2)))
     raise ValidationError(f"unknown type: {text!r}")
+
+
+def _read_geo(cls: type[Any], crs: str | None, *algorithm: str) -> PrimitiveType:
+    """A geo type read from metadata: an empty CRS is refused (as by the reference), but a CRS
+    that the reference's pattern reads though the constructor refuses it (``geometry(a,b)``,
+    written by another engine) is kept, so that such a table still loads."""
+    if crs is None:
+        out: PrimitiveType = cls(None, *algorithm)
+        return out
+    try:
+        out = cls(crs, *algorithm)
+    except ValidationError:
+        if not crs.strip():
+            raise
+        out = object.__new__(cls)
+        object.__setattr__(out, "crs", crs)
+        if algorithm:
+            object.__setattr__(out, "algorithm", algorithm[0])
+    return out
 
 
 def type_from_json(obj: Any) -> IcebergType:

@@ -49,10 +49,19 @@ impl wkb::Visitor for BBox {
 }
 
 impl BBox {
-    /// The box of one WKB geometry.
+    /// The box of one WKB geometry, which must follow the structural rules of OGC simple
+    /// features (as on write: see [`wkb::visit`]).
     pub fn of_wkb(data: &[u8]) -> Result<BBox> {
         let mut b = BBox::default();
         wkb::visit(data, &mut b)?;
+        Ok(b)
+    }
+
+    /// The box of one WKB geometry, checking only its layout (for values read from a file,
+    /// which another engine may have written: see [`wkb::visit_lenient`]).
+    pub fn of_wkb_lenient(data: &[u8]) -> Result<BBox> {
+        let mut b = BBox::default();
+        wkb::visit_lenient(data, &mut b)?;
         Ok(b)
     }
 
@@ -187,7 +196,7 @@ fn row_error(row: usize, e: Error) -> Error {
     e.context(format!("geometry value {row}"))
 }
 
-/// The box of every value of a WKB array (nulls skipped).
+/// The box of every value of a WKB array (nulls skipped), each value checked as on write.
 pub fn array_bbox(arr: &dyn Array) -> Result<BBox> {
     let mut total = BBox::default();
     each_value(arr, |row, wkb| {
@@ -197,11 +206,12 @@ pub fn array_bbox(arr: &dyn Array) -> Result<BBox> {
     Ok(total)
 }
 
-/// One boolean per value: whether its box intersects `q` (null for a null value).
+/// One boolean per value: whether its box intersects `q` (null for a null value). Values are
+/// read leniently: a file may hold WKB another engine wrote.
 pub fn intersects_mask(arr: &dyn Array, q: &BBox) -> Result<BooleanArray> {
     let mut hits = vec![false; arr.len()];
     each_value(arr, |row, wkb| {
-        hits[row] = BBox::of_wkb(wkb)
+        hits[row] = BBox::of_wkb_lenient(wkb)
             .map_err(|e| row_error(row, e))?
             .intersects(q);
         Ok(())

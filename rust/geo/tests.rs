@@ -149,12 +149,123 @@ fn malformed_input_is_a_typed_error() {
     assert!(err(&deep).contains("nest deeper"));
 }
 
+fn multi(code: u32, parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = head(code);
+    u(&mut v, parts.len() as u32);
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    v
+}
+
+fn line(code: u32, xs: &[f64], points: u32) -> Vec<u8> {
+    let mut v = head(code);
+    u(&mut v, points);
+    f(&mut v, xs);
+    v
+}
+
+fn ring(points: u32, xs: &[f64]) -> Vec<u8> {
+    let mut v = head(3);
+    u(&mut v, 1);
+    u(&mut v, points);
+    f(&mut v, xs);
+    v
+}
+
+fn lenient(data: &[u8]) -> Result<BBox> {
+    let mut b = BBox::default();
+    wkb::visit_lenient(data, &mut b)?;
+    Ok(b)
+}
+
+#[test]
+fn structure_follows_simple_features_on_write() {
+    let pt = point(1, &[1.0, 2.0]);
+    let ls = line(2, &[0.0, 0.0, 1.0, 1.0], 2);
+    let poly = ring(4, &[0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+    // members of multi geometries must be of the matching kind (GEOS and DuckDB refuse others)
+    for (code, member, want, got) in [
+        (4, &ls, "MultiPoint holds only Points", "got LineString"),
+        (
+            4,
+            &multi(4, std::slice::from_ref(&pt)),
+            "MultiPoint",
+            "got MultiPoint",
+        ),
+        (
+            5,
+            &pt,
+            "MultiLineString holds only LineStrings",
+            "got Point",
+        ),
+        (6, &pt, "MultiPolygon holds only Polygons", "got Point"),
+        (6, &ls, "MultiPolygon", "got LineString"),
+    ] {
+        let w = multi(code, std::slice::from_ref(member));
+        let e = err(&w);
+        assert!(e.contains(want) && e.contains(got), "{e}");
+        assert!(lenient(&w).is_ok(), "read leniently");
+    }
+    assert!(BBox::of_wkb(&multi(4, &[pt.clone(), point(1, &[f64::NAN, f64::NAN])])).is_ok());
+    assert!(BBox::of_wkb(&multi(5, std::slice::from_ref(&ls))).is_ok());
+    assert!(BBox::of_wkb(&multi(6, std::slice::from_ref(&poly))).is_ok());
+    let any = multi(
+        7,
+        &[
+            pt.clone(),
+            ls.clone(),
+            poly.clone(),
+            multi(4, std::slice::from_ref(&pt)),
+        ],
+    );
+    assert!(BBox::of_wkb(&any).is_ok());
+    // members have the parent's dimensions (DuckDB refuses mixed ones); ISO and EWKB agree
+    let ptz = point(1001, &[1.0, 2.0, 3.0]);
+    for w in [
+        multi(4, std::slice::from_ref(&ptz)),
+        multi(1004, std::slice::from_ref(&pt)),
+        multi(4, &[point(0x8000_0001, &[1.0, 2.0, 3.0])]),
+        multi(7, std::slice::from_ref(&ptz)),
+        multi(3007, &[point(1001, &[1.0, 2.0, 3.0])]),
+        multi(7, &[multi(7, std::slice::from_ref(&ptz))]),
+    ] {
+        let e = err(&w);
+        assert!(e.contains("parent's Z/M dimensions"), "{e}");
+        assert!(lenient(&w).is_ok());
+    }
+    assert!(BBox::of_wkb(&multi(0x8000_0004, std::slice::from_ref(&ptz))).is_ok());
+    assert!(BBox::of_wkb(&multi(1007, &[multi(1004, std::slice::from_ref(&ptz))])).is_ok());
+    // a LineString has 0 or >= 2 points; a ring 0 or >= 3 (GEOS)
+    let one = line(2, &[1.0, 2.0], 1);
+    assert!(err(&one).contains("0 or at least 2 points, got 1"));
+    assert!(err(&multi(5, std::slice::from_ref(&one))).contains("got 1"));
+    assert!(err(&multi(7, std::slice::from_ref(&one))).contains("got 1"));
+    assert!(lenient(&one).is_ok());
+    assert!(BBox::of_wkb(&line(2, &[], 0)).is_ok());
+    assert!(err(&ring(1, &[0.0, 0.0])).contains("ring has 0 or at least 3 points, got 1"));
+    assert!(err(&ring(2, &[0.0, 0.0, 0.0, 0.0])).contains("got 2"));
+    assert!(lenient(&ring(2, &[0.0, 0.0, 0.0, 0.0])).is_ok());
+    assert!(BBox::of_wkb(&ring(0, &[])).is_ok());
+    assert!(BBox::of_wkb(&ring(3, &[0.0, 0.0, 1.0, 0.0, 0.0, 0.0])).is_ok());
+    // ring closure is not checked (DuckDB reads unclosed rings)
+    assert!(BBox::of_wkb(&ring(4, &[0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0])).is_ok());
+    // read masks accept what other engines may have written
+    let arr = BinaryArray::from(vec![Some(one.as_slice())]);
+    let q = query_box(&[0.0, 0.0, 5.0, 5.0]).unwrap();
+    assert!(intersects_mask(&arr, &q).unwrap().value(0));
+    assert!(array_bbox(&arr)
+        .unwrap_err()
+        .message()
+        .starts_with("geometry value 0: malformed WKB"));
+}
+
 #[test]
 fn every_prefix_of_valid_wkb_errors_without_panicking() {
     let mut poly = head(1003);
     u(&mut poly, 1);
-    u(&mut poly, 2);
-    f(&mut poly, &[0.0, 0.0, 1.0, 1.0, 1.0, 2.0]);
+    u(&mut poly, 3);
+    f(&mut poly, &[0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 0.0, 0.0, 1.0]);
     for n in 0..poly.len() {
         assert!(BBox::of_wkb(&poly[..n]).is_err(), "prefix {n}");
     }

@@ -7,6 +7,14 @@
 //! Anything else (curves, surfaces, TINs, truncated input, counts that exceed the bytes left,
 //! nesting deeper than [`MAX_DEPTH`], trailing bytes) is a [`crate::Error::Validation`] naming
 //! the byte offset; nothing here panics or allocates in proportion to a count it read.
+//!
+//! [`visit`] (used on write) also refuses what GEOS or DuckDB refuse to read, so that every
+//! engine can read what icefloe writes: a member of a MultiPoint / MultiLineString /
+//! MultiPolygon that is not a Point / LineString / Polygon, a member of a multi geometry or
+//! collection whose Z/M dimensions differ from its parent's, a LineString of 1 point and a
+//! polygon ring of 1 or 2 points (OGC: a LineString has 0 or at least 2 points; GEOS reads a
+//! ring of 0 or at least 3 points). Ring closure is not checked (DuckDB reads unclosed rings).
+//! [`visit_lenient`] (used on read, for values other engines wrote) checks only the layout.
 
 use crate::{Error, Result};
 
@@ -34,6 +42,36 @@ pub trait Visitor {
 struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
+    /// Whether the structural rules of OGC simple features are enforced (see the module doc).
+    strict: bool,
+}
+
+/// A (sub)geometry's kind (1 Point .. 7 GeometryCollection) and dimensions, as a multi
+/// geometry requires of its members.
+#[derive(Clone, Copy)]
+struct Expect {
+    kind: Option<u32>,
+    dims: Dims,
+}
+
+const KIND_NAMES: [&str; 8] = [
+    "",
+    "Point",
+    "LineString",
+    "Polygon",
+    "MultiPoint",
+    "MultiLineString",
+    "MultiPolygon",
+    "GeometryCollection",
+];
+
+fn dims_name(d: Dims) -> &'static str {
+    match (d.z, d.m) {
+        (false, false) => "XY",
+        (true, false) => "XYZ",
+        (false, true) => "XYM",
+        (true, true) => "XYZM",
+    }
 }
 
 fn malformed(pos: usize, what: impl std::fmt::Display) -> Error {
@@ -104,7 +142,12 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn geometry(&mut self, depth: usize, v: &mut dyn Visitor) -> Result<()> {
+    fn geometry(
+        &mut self,
+        depth: usize,
+        expect: Option<Expect>,
+        v: &mut dyn Visitor,
+    ) -> Result<()> {
         let start = self.pos;
         if depth > MAX_DEPTH {
             return Err(malformed(
@@ -139,17 +182,54 @@ impl Reader<'_> {
             3 => (dims.z, dims.m) = (true, true),
             _ => return Err(malformed(start, format!("geometry type code {code}"))),
         }
+        if let (true, Some(e)) = (self.strict, expect) {
+            if let Some(want) = e.kind.filter(|w| *w != kind) {
+                let (w, k) = (KIND_NAMES[want as usize], KIND_NAMES.get(kind as usize));
+                return Err(malformed(
+                    start,
+                    format!(
+                        "a Multi{w} holds only {w}s, got {} (type {code})",
+                        k.filter(|n| !n.is_empty()).unwrap_or(&"another geometry")
+                    ),
+                ));
+            }
+            if dims != e.dims {
+                return Err(malformed(
+                    start,
+                    format!(
+                        "a part with {} coordinates in a geometry with {} coordinates (every \
+                         part must have its parent's Z/M dimensions)",
+                        dims_name(dims),
+                        dims_name(e.dims)
+                    ),
+                ));
+            }
+        }
         let point = 8 * dims.width();
         match kind {
             1 => self.coords(le, dims, 1, v),
             2 => {
+                let at = self.pos;
                 let n = self.count(le, point)?;
+                if self.strict && n == 1 {
+                    return Err(malformed(
+                        at,
+                        "a LineString has 0 or at least 2 points, got 1",
+                    ));
+                }
                 self.coords(le, dims, n, v)
             }
             3 => {
                 let rings = self.count(le, 4)?;
                 for _ in 0..rings {
+                    let at = self.pos;
                     let n = self.count(le, point)?;
+                    if self.strict && (n == 1 || n == 2) {
+                        return Err(malformed(
+                            at,
+                            format!("a polygon ring has 0 or at least 3 points, got {n}"),
+                        ));
+                    }
                     self.coords(le, dims, n, v)?;
                 }
                 Ok(())
@@ -157,8 +237,12 @@ impl Reader<'_> {
             4..=7 => {
                 // each part is a whole geometry with its own header (at least 5 bytes)
                 let parts = self.count(le, 5)?;
+                let member = Expect {
+                    kind: (kind < 7).then_some(kind - 3),
+                    dims,
+                };
                 for _ in 0..parts {
-                    self.geometry(depth + 1, v)?;
+                    self.geometry(depth + 1, Some(member), v)?;
                 }
                 Ok(())
             }
@@ -170,10 +254,25 @@ impl Reader<'_> {
     }
 }
 
-/// Visits every coordinate of the WKB geometry `data`; the whole input must be one geometry.
+/// Visits every coordinate of the WKB geometry `data`; the whole input must be one geometry
+/// that follows the structural rules of OGC simple features (see the module doc).
 pub fn visit(data: &[u8], v: &mut dyn Visitor) -> Result<()> {
-    let mut r = Reader { data, pos: 0 };
-    r.geometry(0, v)?;
+    read(data, true, v)
+}
+
+/// [`visit`] without the structural rules: only the layout is checked (for values written by
+/// other engines, which may not enforce them).
+pub fn visit_lenient(data: &[u8], v: &mut dyn Visitor) -> Result<()> {
+    read(data, false, v)
+}
+
+fn read(data: &[u8], strict: bool, v: &mut dyn Visitor) -> Result<()> {
+    let mut r = Reader {
+        data,
+        pos: 0,
+        strict,
+    };
+    r.geometry(0, None, v)?;
     if r.pos != data.len() {
         return Err(malformed(
             r.pos,

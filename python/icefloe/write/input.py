@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from icefloe.arrow_fill import fill_under_null, typed_nulls
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
-from icefloe.geo import wkb_bounds
+from icefloe.geo import EXTENSION_NAME, parse_metadata, wkb_bounds
 from icefloe.schema import Schema
 from icefloe.types import (
     GeographyType,
@@ -274,7 +274,8 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
     if isinstance(t, VariantType):
         return _variant(arr, want, path)
     if isinstance(t, GeometryType | GeographyType):
-        _check_wkb(arr, path)
+        checked = _check_wkb(arr, t, path)
+        arr = arr if arr.type == want else checked
     have = arr.type
     if have == want:
         if not isinstance(t, StructType | ListType | MapType):
@@ -299,7 +300,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
             cpath = f"{path}.{child.name}"
             wt = want.field(i).type
             if child.name in names:
-                raw = sarr.field(names.index(child.name))
+                raw = _child(sarr, names.index(child.name), child.field_type)
                 c = _coerce_array(raw, child.field_type, wt, cpath)
                 _check_required_child(arr, c, child, cpath)
                 if child.required and c.null_count:  # only under null rows of the struct
@@ -514,10 +515,11 @@ def _check_nested_values(arr: pa.Array, t: IcebergType, path: str) -> None:
     if isinstance(t, TimeType):
         _within_a_day(arr, path)
     elif isinstance(t, GeometryType | GeographyType):
-        _check_wkb(arr, path)
+        _check_wkb(arr, t, path)
     elif isinstance(t, StructType):
         for i, child in enumerate(t.fields):
-            _check_nested_values(arr.field(i), child.field_type, f"{path}.{child.name}")
+            c = _child(arr, i, child.field_type)
+            _check_nested_values(c, child.field_type, f"{path}.{child.name}")
     elif isinstance(t, ListType):
         _check_nested_values(arr.flatten(), t.element_type, f"{path}.element")
     elif isinstance(t, MapType):
@@ -526,15 +528,59 @@ def _check_nested_values(arr: pa.Array, t: IcebergType, path: str) -> None:
         _check_nested_values(entries.field(1), t.value_type, f"{path}.value")
 
 
-def _check_wkb(arr: pa.Array, path: str) -> None:
+def _has_geo_leaf(t: IcebergType) -> bool:
+    """Whether a type is, or nests, a geometry or geography field."""
+    if isinstance(t, GeometryType | GeographyType):
+        return True
+    return isinstance(t, StructType | ListType | MapType) and any(
+        _has_geo_leaf(f.field_type) for f in t.fields
+    )
+
+
+def _child(arr: pa.StructArray, i: int, t: IcebergType) -> pa.Array:
+    """Child ``i`` of a struct array; null under the struct's own nulls when it holds a geo
+    field (``field(i)`` drops them, and the value hidden under a null row, often empty bytes,
+    is not WKB to check)."""
+    if arr.null_count and _has_geo_leaf(t):
+        child: pa.Array = arr.flatten()[i]
+        return child
+    return arr.field(i)
+
+
+def _geo_params(t: GeometryType | GeographyType) -> tuple[str, str | None]:
+    return t.crs, t.algorithm if isinstance(t, GeographyType) else None
+
+
+def _check_wkb(arr: pa.Array, t: GeometryType | GeographyType, path: str) -> pa.Array:
     """Every value of a geometry or geography column is well-formed WKB (parsed in Rust, as
-    for bounds: other types are refused by the cast that follows)."""
+    for bounds, from any binary layout: other types are refused by the cast that follows).
+    Values typed ``geoarrow.wkb`` must carry the column's CRS (compared ignoring case, as the
+    reference compares types) and edges; they are returned as plain WKB, which the cast that
+    follows labels with the column's type. Untyped WKB is taken as in the column's CRS."""
+    ext = arr.type if isinstance(arr, pa.ExtensionArray) else None
+    if ext is not None and ext.extension_name == EXTENSION_NAME:
+        try:
+            crs, edges = parse_metadata(ext.__arrow_ext_serialize__())
+        except ValidationError as e:
+            raise ValidationError(f"column {path!r}: {e}") from None
+        want_crs, want_edges = _geo_params(t)
+        if crs.casefold() != want_crs.casefold() or edges != want_edges:
+            raise ValidationError(
+                f"column {path!r} is {t} but the data is geoarrow.wkb with CRS {crs!r} and "
+                f"{edges or 'planar'} edges, not the column's CRS {want_crs!r} and "
+                f"{want_edges or 'planar'} edges: transform the values, or give plain WKB "
+                "(binary) to take them as in the column's CRS"
+            )
+        arr = arr.storage
     storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+    if pa.types.is_binary_view(storage.type):
+        storage = storage.cast(pa.large_binary())
     if pa.types.is_binary(storage.type) or pa.types.is_large_binary(storage.type):
         try:
             wkb_bounds(storage)
         except ValidationError as e:
             raise ValidationError(f"column {path!r}: {e}") from None
+    return arr
 
 
 def _variant(arr: pa.Array, want: pa.DataType, path: str) -> pa.Array:
