@@ -320,3 +320,22 @@ def test_query_boxes_must_be_finite(args: tuple[float, ...]) -> None:
         BoundingBox.from_args(list(args))
     with pytest.raises(ValidationError, match="finite"):
         st_intersects("g", BoundingBox.from_args(list(args)))
+
+
+def test_lists_of_structs_of_geometries_are_written_with_and_without_values(
+    tmp_path: Path,
+) -> None:
+    """A list of structs holding a geometry field, left out of an append (all null) or given:
+    pyarrow's list flatten cannot build such elements, which failed the write untyped."""
+    element = StructType(NestedField(4, "g", GeometryType()))
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "l", ListType(3, element, element_required=False)),
+    )
+    t = _catalog(tmp_path).create_table("db.t", schema, format_version=3)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    point = struct.pack("<BIdd", 1, 1, 1.0, 2.0)
+    given = pa.array([[{"g": point}, {"g": None}], None], pa.list_(pa.struct([("g", pa.binary())])))
+    t.append(pa.table({"id": pa.array([3, 4], pa.int64()), "l": given}))
+    rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert [r["l"] for r in rows] == [None, None, [{"g": point}, {"g": None}], None]

@@ -73,7 +73,12 @@ def _leaves(
             f"{name}.key_value.value", t.item_type, items
         )
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        values = column.flatten() if column is not None else None
+        values = None
+        if column is not None and pa.types.is_fixed_size_list(t):
+            values = column.flatten()
+        elif column is not None:  # the elements of the sampled rows (offsets follow a slice)
+            start = column.offsets[0].as_py()
+            values = column.values.slice(start, column.offsets[-1].as_py() - start)
         return _leaves(f"{name}.list.element", t.value_type, values)
     return [(name, column)]
 

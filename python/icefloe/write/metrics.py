@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -197,11 +198,30 @@ def _leaf_array(table: pa.Table, path: tuple[int, ...]) -> pa.ChunkedArray:
         if step >= 0:
             arr = pc.struct_field(arr, [step])
         elif step == -1:
-            arr = pc.list_flatten(arr)
+            arr = _flatten(arr)
         else:
             entries = pc.list_flatten(_map_entries(arr))
             arr = pc.struct_field(entries, [0 if step == -2 else 1])
     return arr
+
+
+def _flatten(arr: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The elements of a list column's valid entries. ``list_flatten`` cannot build some
+    element types (structs of extension types, such as a geometry field in a list of structs):
+    those are cut from the values by the offsets, null entries' elements left out."""
+    try:
+        return pc.list_flatten(arr)
+    except pa.ArrowNotImplementedError:
+        pass
+    chunks = []
+    for c in arr.chunks:
+        offsets = np.asarray(c.offsets, dtype=np.int64)
+        values = c.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        if c.null_count:
+            valid = np.asarray(c.is_valid(), dtype=bool)
+            values = values.filter(pa.array(np.repeat(valid, np.diff(offsets))))
+        chunks.append(values)
+    return pa.chunked_array(chunks, type=arr.type.value_type)
 
 
 def _map_entries(arr: pa.ChunkedArray) -> pa.ChunkedArray:
