@@ -133,6 +133,54 @@ def _from_parquet_tables(
     return parts
 
 
+def _body(action: dict[str, Any], kind: str, path: str) -> dict[str, Any]:
+    body = action[kind]
+    if not isinstance(body, dict):
+        raise DeltaLogError(
+            f"corrupt Delta checkpoint {path}: a {kind} action that is not an object", path
+        )
+    return body
+
+
+def _sidecar_path(body: dict[str, Any], path: str) -> str:
+    rel = body.get("path")
+    if not isinstance(rel, str) or not rel:
+        raise DeltaLogError(f"corrupt Delta checkpoint {path}: a sidecar without a path", path)
+    return rel
+
+
+def _json_action(
+    action: Any,
+    path: str,
+    out: CheckpointContent,
+    json_actions: list[tuple[bool, dict[str, Any]]],
+    sidecars: list[str],
+) -> None:
+    """One action line of a v2 JSON checkpoint, its shape checked (a malformed one is a
+    :class:`DeltaLogError` naming the file)."""
+    if not isinstance(action, dict):
+        raise DeltaLogError(
+            f"corrupt Delta checkpoint {path}: an action line that is not an object", path
+        )
+    if "add" in action:
+        json_actions.append((True, _body(action, "add", path)))
+    elif "protocol" in action:
+        out.protocol = _body(action, "protocol", path)
+    elif "metaData" in action:
+        out.metadata = _body(action, "metaData", path)
+    elif "domainMetadata" in action:
+        body = _body(action, "domainMetadata", path)
+        domain = body.get("domain")
+        if not isinstance(domain, str):
+            raise DeltaLogError(
+                f"corrupt Delta checkpoint {path}: a domainMetadata action without a domain",
+                path,
+            )
+        out.domains[domain] = body
+    elif "sidecar" in action:
+        sidecars.append(_sidecar_path(_body(action, "sidecar", path), path))
+
+
 def read_checkpoint(
     io: FileIO, log_dir: str, ref: CheckpointRef, json_stats: bool = True
 ) -> CheckpointContent:
@@ -145,20 +193,11 @@ def read_checkpoint(
     for path in ref.files:
         if path.endswith(".json"):
             for action in _read_json(io, path):
-                if "add" in action:
-                    json_actions.append((True, action["add"]))
-                elif "protocol" in action:
-                    out.protocol = action["protocol"]
-                elif "metaData" in action:
-                    out.metadata = action["metaData"]
-                elif "domainMetadata" in action:
-                    out.domains[action["domainMetadata"]["domain"]] = action["domainMetadata"]
-                elif "sidecar" in action:
-                    sidecars.append(action["sidecar"]["path"])
+                _json_action(action, path, out, json_actions, sidecars)
         else:
             t = _read_parquet(io, path, json_stats)
             tables.append((path, t))
-            sidecars += [s["path"] for s in _struct_rows(t, "sidecar")]
+            sidecars += [_sidecar_path(s, path) for s in _struct_rows(t, "sidecar")]
     for rel in sidecars:
         sc = rel if "://" in rel or rel.startswith("/") else f"{log_dir}/_sidecars/{rel}"
         tables.append((sc, _read_parquet(io, sc, json_stats)))

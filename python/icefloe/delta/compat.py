@@ -19,6 +19,10 @@ Requirements checked from the log (each a :class:`Failure` ``requirement`` name)
   materialized column names configured;
 * ``nested-ids``: every list element and map key/value has a column-mapping id;
 * ``no-older-compat``: IcebergCompatV1 and V2 are not enabled;
+* ``type-widening``: every type change recorded in ``delta.typeChanges`` is an Iceberg
+  promotion (integer widening, float -> double, decimal precision at the same scale,
+  date -> timestamp_ntz except on a partition column), as Delta's own IcebergCompatV3 check
+  requires;
 * ``num-records``: every live file's stats carry ``numRecords``;
 * ``row-ids-assigned``: every live file has a ``baseRowId`` (Delta 4.4.0's in-place upgrade
   turns row tracking on without assigning one to the older files, whose row ids then exist
@@ -47,7 +51,7 @@ import pyarrow.parquet as pq
 from icefloe.delta.files import absolute_paths
 from icefloe.delta.log import DeltaLog, DeltaSnapshot
 from icefloe.delta.protocol import DeltaMetadata, DeltaProtocol
-from icefloe.delta.replay import decode_paths
+from icefloe.delta.schema import type_change_problems
 from icefloe.exceptions import NotIcebergCompatibleError
 
 __all__ = ["CompatReport", "Failure", "check_actions", "check_iceberg_compat_v3"]
@@ -135,7 +139,7 @@ def _file_checks(snap: DeltaSnapshot, log_io: object, out: list[Failure]) -> Non
         config.get(_ROW_ID_COL): ROW_ID_FIELD_ID,
         config.get(_ROW_VERSION_COL): ROW_COMMIT_VERSION_FIELD_ID,
     }
-    paths = decode_paths(snap.files.column("path")).to_pylist()
+    paths = snap.files.column("path").to_pylist()  # decoded by the log replay already
     for rel in paths:  # one footer read per file, only when asked for
         path = absolute_paths(snap.table, pa.array([rel], pa.string()))[0].as_py()
         with io.new_input(path).open() as fh:
@@ -252,6 +256,8 @@ def check_actions(protocol: DeltaProtocol | None, metadata: DeltaMetadata | None
         for old in ("delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2"):
             if _true(meta.configuration, old):
                 out.append(Failure("no-older-compat", f"{old} is true"))
+        for problem in type_change_problems(meta.schema, meta.partition_columns):
+            out.append(Failure("type-widening", problem))
     return out
 
 

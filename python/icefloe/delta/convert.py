@@ -34,7 +34,7 @@ from icefloe.delta.compat import check_iceberg_compat_v3, refuse_unreadable_mapp
 from icefloe.delta.deletes import DV_MODES
 from icefloe.delta.full import full_conversion
 from icefloe.delta.incremental import sync_commits
-from icefloe.delta.log import DeltaLog
+from icefloe.delta.log import DeltaLog, absolute_location
 from icefloe.delta.state import DELTA_TABLE_ID, DELTA_VERSION, parse_int
 from icefloe.delta.target import DirectoryCatalog, load_table
 from icefloe.exceptions import ValidationError
@@ -106,8 +106,12 @@ def convert(
         raise ValidationError("give catalog and identifier together")
     if catalog is not None and metadata_location is not None:
         raise ValidationError("give catalog + identifier or metadata_location, not both")
-    log = DeltaLog(delta_path, io=io)
+    log = DeltaLog(delta_path, io=io)  # a relative path is made absolute, as stored ones must
     root = log.location
+    if metadata_location is not None:
+        metadata_location = absolute_location(metadata_location)
+    if location is not None:
+        location = absolute_location(location)
     extra = dict(properties or {})
     if catalog is None:
         directory = (metadata_location or f"{root}/_icefloe").rstrip("/")

@@ -14,6 +14,7 @@ import struct
 import uuid
 import zlib
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import (
@@ -64,9 +65,10 @@ class DeltaDV:
 
 
 def dv_file_path(table_root: str, storage_type: str, path_or_inline: str) -> str:
-    """Where a stored DV lives (``u``: ``<root>/<prefix>/deletion_vector_<uuid>.bin``)."""
+    """Where a stored DV lives (``u``: ``<root>/<prefix>/deletion_vector_<uuid>.bin``; ``p``: the
+    absolute path, URI-decoded as the protocol says of add and remove paths)."""
     if storage_type == "p":
-        return path_or_inline
+        return unquote(path_or_inline)
     if storage_type != "u":
         raise UnsupportedFeatureError(f"Delta DV storage type {storage_type!r} has no file")
     prefix, encoded = path_or_inline[:-20], path_or_inline[-20:]

@@ -20,6 +20,7 @@ is a :class:`~icefloe.exceptions.DeltaLogError` naming the missing file. Reader 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -144,6 +145,19 @@ def _file_action(action: dict[str, Any], kind: str, path: str) -> dict[str, Any]
     return body
 
 
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def absolute_location(location: str) -> str:
+    """``location`` without a trailing slash, a relative local path made absolute (against the
+    working directory): every location stored from it (the Iceberg table's, its data and
+    metadata files) must hold wherever it is read from. URIs (``file://``, ``s3://``, Hadoop's
+    ``file:/``) are kept as they are."""
+    if location and not _SCHEME.match(location) and not location.startswith("/"):
+        location = os.path.abspath(location)
+    return location.rstrip("/") or location
+
+
 class DeltaLog:
     """The ``_delta_log`` of the Delta table at ``location``."""
 
@@ -153,7 +167,7 @@ class DeltaLog:
         io: FileIO | None = None,
         properties: dict[str, str] | None = None,
     ) -> None:
-        self.location = location.rstrip("/")
+        self.location = absolute_location(location)
         self.log_dir = f"{self.location}/_delta_log"
         self.io = io if io is not None else FileIO(dict(properties or {}))
         self._listing: _Listing | None = None
@@ -306,6 +320,33 @@ class DeltaLog:
             raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
         return commit
 
+    def _commit_timestamp(self, version: int) -> int:
+        """Commit ``version``'s timestamp without replaying its actions: the in-commit
+        timestamp of its ``commitInfo`` when it has one, else the commit file's modification
+        time (0 when the file is gone)."""
+        listing = self._list()
+        mtime = listing.mtimes.get(version, 0)
+        path = listing.commits.get(version)
+        if path is None:
+            return mtime
+        try:
+            text = self.io.new_input(path).read().decode("utf-8")
+        except NotFoundError:
+            return mtime
+        except UnicodeDecodeError as e:
+            raise DeltaLogError(f"corrupt Delta commit file {path}: {e}", path) from e
+        for line in text.splitlines():
+            if '"commitInfo"' not in line:
+                continue  # only the commitInfo line is parsed
+            action = _loads_line(line, path)
+            info = action.get("commitInfo") if isinstance(action, dict) else None
+            if isinstance(info, dict):
+                ict = info.get("inCommitTimestamp")
+                if isinstance(ict, int) and not isinstance(ict, bool):
+                    return ict
+                break
+        return mtime
+
     def commit(self, version: int) -> DeltaCommit:
         """The JSON commit ``version`` (:class:`DeltaLogError` when its file is gone)."""
         return self._read_commit(version, 0)
@@ -385,7 +426,8 @@ class DeltaLog:
             base = content.files
             order = content.files.num_rows
             start = ref.version + 1
-        timestamp = self._list().mtimes.get(version, 0)
+        # at the checkpoint's version no commit is replayed: its timestamp is still the commit's
+        timestamp = self._commit_timestamp(version) if start > version else 0
         total = version - start + 1
         for i, v in enumerate(range(start, version + 1)):
             c = self._read_commit(v, order)

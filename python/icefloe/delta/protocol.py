@@ -18,6 +18,7 @@ __all__ = [
     "DeltaMetadata",
     "DeltaProtocol",
     "check_readable",
+    "parse_schema",
 ]
 
 #: Reader features whose effect on reads icefloe implements.
@@ -78,9 +79,12 @@ class DeltaMetadata:
 
     @property
     def schema(self) -> dict[str, Any]:
-        """The Delta schema (a ``struct`` type as JSON)."""
-        parsed: dict[str, Any] = json.loads(self.schema_string)
-        return parsed
+        """The Delta schema (a ``struct`` type as JSON); one that is not a struct of fields
+        each with a name and a type is a :class:`DeltaLogError`."""
+        try:
+            return parse_schema(self.schema_string)
+        except (TypeError, ValueError, RecursionError) as e:
+            raise DeltaLogError(f"Delta table {self.id}: malformed schemaString: {e}") from e
 
     @property
     def column_mapping_mode(self) -> str:
@@ -91,7 +95,7 @@ class DeltaMetadata:
     def from_action(action: dict[str, Any], where: str) -> DeltaMetadata:
         try:
             schema_string = action["schemaString"]
-            json.loads(schema_string)
+            parse_schema(schema_string)
             config = action.get("configuration") or {}
             return DeltaMetadata(
                 str(action["id"]),
@@ -104,6 +108,56 @@ class DeltaMetadata:
             )
         except (KeyError, TypeError, ValueError, RecursionError) as e:
             raise DeltaLogError(f"{where}: malformed metaData action: {e}", where) from e
+
+
+def parse_schema(schema_string: Any) -> dict[str, Any]:
+    """``schemaString`` parsed and its shape checked: an object whose ``fields`` (a list) are
+    objects each with a string ``name``, an object (or absent) ``metadata`` and a ``type``,
+    a type name or an object, recursively (struct ``fields``, array ``elementType``, map
+    ``keyType`` and ``valueType``). Raises TypeError or ValueError saying what is wrong."""
+    if not isinstance(schema_string, str):
+        raise TypeError(f"schemaString must be a string, got {_short(schema_string)}")
+    parsed = json.loads(schema_string)
+    if not isinstance(parsed, dict):
+        raise TypeError(f"the schema must be a struct object, got {_short(parsed)}")
+    _check_fields(parsed.get("fields", []), "")
+    return parsed
+
+
+def _check_fields(fields: Any, where: str) -> None:
+    if not isinstance(fields, list):
+        raise TypeError(
+            f"the fields of {where or 'the schema'} must be a list, got {_short(fields)}"
+        )
+    for f in fields:
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+            raise TypeError(f"a field of {where or 'the schema'} without a name: {_short(f)}")
+        name = f"{where}.{f['name']}" if where else f["name"]
+        if "type" not in f:
+            raise TypeError(f"field {name} has no type")
+        if not isinstance(f.get("metadata") or {}, dict):
+            raise TypeError(f"the metadata of field {name} is not an object")
+        _check_type(f["type"], name)
+
+
+def _check_type(t: Any, where: str) -> None:
+    if isinstance(t, str):
+        return
+    if not isinstance(t, dict):
+        raise TypeError(f"field {where}: type must be a name or an object, got {_short(t)}")
+    kind = t.get("type")
+    if kind == "struct":
+        _check_fields(t.get("fields"), where)
+    elif kind == "array":
+        if "elementType" not in t:
+            raise TypeError(f"field {where}: an array type without elementType")
+        _check_type(t["elementType"], f"{where}.element")
+    elif kind == "map":
+        for key, part in (("keyType", "key"), ("valueType", "value")):
+            if key not in t:
+                raise TypeError(f"field {where}: a map type without {key}")
+            _check_type(t[key], f"{where}.{part}")
+    # another kind is no schema damage: the conversion names it as a type without Iceberg form
 
 
 def _features(action: dict[str, Any], key: str) -> frozenset[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import DeltaLogError, UnsupportedFeatureError, ValidationError
 from icefloe.name_mapping import MappedField, NameMapping
 from icefloe.schema import Schema
 from icefloe.types import (
@@ -41,12 +41,13 @@ from icefloe.types import (
     VariantType,
 )
 
-__all__ = ["DeltaColumn", "convert_schema", "leaf_columns", "name_mapping"]
+__all__ = ["DeltaColumn", "convert_schema", "leaf_columns", "name_mapping", "type_change_problems"]
 
 ID = "delta.columnMapping.id"
 PHYSICAL = "delta.columnMapping.physicalName"
 NESTED_IDS = "delta.columnMapping.nested.ids"
 DEFAULT = "CURRENT_DEFAULT"
+TYPE_CHANGES = "delta.typeChanges"
 
 _PRIMITIVES: dict[str, PrimitiveType] = {
     "byte": IntegerType(),
@@ -92,11 +93,22 @@ def _physical(f: dict[str, Any]) -> str:
     return str(meta.get(PHYSICAL, f["name"]))
 
 
+def mapping_id(value: Any, what: str) -> int:
+    """A column-mapping id (an integer, or its decimal text); anything else is a malformed
+    schema (:class:`DeltaLogError`)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise DeltaLogError(f"malformed Delta schema: {what} is {value!r}, not an integer")
+    try:
+        return int(value)
+    except ValueError as e:
+        raise DeltaLogError(f"malformed Delta schema: {what} is {value!r}, not an integer") from e
+
+
 def _field_id(f: dict[str, Any], where: str) -> int:
     meta = f.get("metadata") or {}
     if ID not in meta:
         raise ValidationError(f"Delta column {where} has no {ID} (column mapping is off)")
-    return int(meta[ID])
+    return mapping_id(meta[ID], f"the {ID} of column {where}")
 
 
 def _default(f: dict[str, Any], t: IcebergType, where: str) -> Any:
@@ -137,7 +149,7 @@ def _convert(t: Any, nested_ids: dict[str, Any], phys: str, where: str) -> Icebe
                 f"Delta column {where}: no id for {key!r} in {NESTED_IDS} (IcebergCompatV2/V3 "
                 "assign one to every list element and map key and value)"
             )
-        return int(nested_ids[key])
+        return mapping_id(nested_ids[key], f"the nested id {key!r} of column {where}")
 
     if kind == "array":
         elem = _convert(t["elementType"], nested_ids, f"{phys}.element", f"{where}.element")
@@ -168,6 +180,75 @@ def convert_schema(delta_schema: dict[str, Any], schema_id: int = 0) -> Schema:
     """The Iceberg schema of a Delta schema (``metaData.schemaString`` parsed)."""
     fields = [_field(f, f["name"]) for f in delta_schema.get("fields", [])]
     return Schema(*fields, schema_id=schema_id)
+
+
+def type_change_problems(
+    delta_schema: dict[str, Any], partition_columns: tuple[str, ...] | list[str] = ()
+) -> list[str]:
+    """The type changes Delta's type widening recorded (``delta.typeChanges`` of each field, at
+    every level) that are no Iceberg v3 promotion (:func:`~icefloe.evolution.can_promote`):
+    data files written before such a change hold the old type, which Iceberg readers refuse to
+    read as the new one (int -> double, a decimal's scale, int -> decimal). A top-level partition
+    column may not go from date to timestamp either (its identity values would change). Each
+    problem is a sentence naming the column."""
+    from icefloe.evolution import can_promote
+
+    parts = set(partition_columns)
+    out: list[str] = []
+
+    def walk(fields: Any, logical: tuple[str, ...]) -> None:
+        if not isinstance(fields, list):
+            return
+        for f in fields:
+            if not isinstance(f, dict):
+                continue
+            lg = (*logical, str(f.get("name")))
+            where = ".".join(lg)
+            meta = f.get("metadata")
+            changes = meta.get(TYPE_CHANGES) if isinstance(meta, dict) else None
+            for change in changes if isinstance(changes, list) else []:
+                if not isinstance(change, dict):
+                    out.append(f"{where}: malformed {TYPE_CHANGES} entry {change!r}")
+                    continue
+                before, after = change.get("fromType"), change.get("toType")
+                path = change.get("fieldPath")
+                col = f"{where}.{path}" if path else where
+                try:
+                    old = _primitive(str(before), col)
+                    new = _primitive(str(after), col)
+                except UnsupportedFeatureError:
+                    out.append(f"{col}: type change {before} -> {after} has no Iceberg form")
+                    continue
+                if old == new:
+                    continue  # byte, short and int are all Iceberg int
+                if not can_promote(old, new, 3):
+                    out.append(
+                        f"{col}: type change {before} -> {after} is no Iceberg promotion "
+                        "(files written before it hold the old type)"
+                    )
+                elif str(path or "").split(".")[-1] == "key":
+                    out.append(f"{col}: type change {before} -> {after} of a map key")
+                elif not path and not logical and lg[0] in parts and isinstance(old, DateType):
+                    out.append(
+                        f"{col}: partition column changed from {before} to {after}, which "
+                        "changes its identity partition values"
+                    )
+            walk_type(f.get("type"), lg)
+
+    def walk_type(t: Any, lg: tuple[str, ...]) -> None:
+        if not isinstance(t, dict):
+            return
+        kind = t.get("type")
+        if kind == "struct":
+            walk(t.get("fields"), lg)
+        elif kind == "array":
+            walk_type(t.get("elementType"), (*lg, "element"))
+        elif kind == "map":
+            walk_type(t.get("keyType"), (*lg, "key"))
+            walk_type(t.get("valueType"), (*lg, "value"))
+
+    walk(delta_schema.get("fields", []) if isinstance(delta_schema, dict) else [], ())
+    return out
 
 
 def leaf_columns(delta_schema: dict[str, Any]) -> list[DeltaColumn]:
@@ -222,7 +303,7 @@ def name_mapping(delta_schema: dict[str, Any]) -> NameMapping:
         fid = meta.get(ID)
         return MappedField(
             names,
-            int(fid) if fid is not None else None,
+            mapping_id(fid, f"the {ID} of column {f['name']}") if fid is not None else None,
             mapped_type(f["type"], meta.get(NESTED_IDS) or {}, phys),
         )
 

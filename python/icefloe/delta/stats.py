@@ -101,10 +101,25 @@ def _decimals(c: DeltaColumn, text: pa.Array) -> pa.Array:
         if t.precision <= 38
         else pa.decimal256(t.precision, t.scale)
     )
+    return _cast_or_null(text, target)
+
+
+def _cast_or_null(raw: pa.Array, target: pa.DataType) -> pa.Array:
+    """``raw`` cast to ``target``, a value that does not cast (a malformed or out-of-range
+    statistic: a date such as ``2024-13-45``, a timestamp without the zone its type needs or
+    with one it must not have, an int beyond int32) null: statistics are optional, so that
+    file's bound is dropped and the other files keep theirs."""
     try:
-        return pc.cast(text, target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.nulls(len(text), target)
+        return pc.cast(raw, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        pass
+    out = []  # rare (a broken statistic): value by value, to drop only the bad ones
+    for i in range(len(raw)):
+        try:
+            out.append(pc.cast(raw.slice(i, 1), target))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            out.append(pa.nulls(1, target))
+    return pa.concat_arrays(out) if out else pa.array([], target)
 
 
 def _from_json(stats: pa.Array, columns: list[DeltaColumn]) -> _Stats:
@@ -144,7 +159,7 @@ def _typed(c: DeltaColumn, raw: pa.Array, upper: bool) -> pa.Array | None:
     if not isinstance(t, _BOUND_TYPES):
         return None
     if isinstance(t, IntegerType):
-        return pc.cast(raw, pa.int32())
+        return _cast_or_null(raw, pa.int32())
     if isinstance(t, LongType):
         return raw
     if isinstance(t, DoubleType | FloatType):
@@ -167,10 +182,10 @@ def _typed(c: DeltaColumn, raw: pa.Array, upper: bool) -> pa.Array | None:
     if isinstance(t, DecimalType):
         return raw if pa.types.is_decimal(raw.type) else None
     if isinstance(t, DateType):
-        return pc.cast(raw, pa.date32())
+        return _cast_or_null(raw, pa.date32())
     if isinstance(t, TimestamptzType | TimestampType):
         tz = "UTC" if isinstance(t, TimestamptzType) else None
-        ts = pc.cast(raw, pa.timestamp("us", tz))
+        ts = _cast_or_null(raw, pa.timestamp("us", tz))
         if upper:
             micros = pc.add(pc.cast(ts, pa.int64()), _MS)
             ts = pc.cast(micros, pa.timestamp("us", tz))

@@ -10,8 +10,17 @@ from typing import Any
 
 from icefloe.delta.files import PartitionColumn
 from icefloe.delta.protocol import DeltaMetadata
-from icefloe.delta.schema import DeltaColumn, convert_schema, leaf_columns, name_mapping
-from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.delta.schema import (
+    ID,
+    DeltaColumn,
+    convert_schema,
+    leaf_columns,
+    mapping_id,
+    name_mapping,
+    type_change_problems,
+)
+from icefloe.evolution import check_schema_evolution
+from icefloe.exceptions import NotIcebergCompatibleError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata import AddSchema, SetCurrentSchema, SetProperties, TableMetadata
 from icefloe.name_mapping import (
     DEFAULT_NAME_MAPPING_PROPERTY,
@@ -158,8 +167,22 @@ def unmapped_column_ids(delta_meta: DeltaMetadata, mapping: NameMapping | None) 
     return set(range(1, int(raw) + 1 if raw.isdigit() else 1)) - known
 
 
+def refuse_type_changes(meta: DeltaMetadata) -> None:
+    """Refuse, checked or not, Delta type changes Iceberg cannot represent (see
+    :func:`~icefloe.delta.schema.type_change_problems`): the files written before them hold
+    the old type, and every Iceberg scan would fail (:class:`NotIcebergCompatibleError`,
+    requirement ``type-widening``)."""
+    problems = type_change_problems(meta.schema, meta.partition_columns)
+    if problems:
+        raise NotIcebergCompatibleError(
+            "the Delta table's type changes are no Iceberg type promotion: " + "; ".join(problems),
+            ("type-widening",),
+        )
+
+
 def new_metadata(meta: DeltaMetadata, location: str, props: dict[str, str]) -> TableMetadata:
     """Metadata of a new Iceberg v3 table (no snapshot yet) for the Delta metadata ``meta``."""
+    refuse_type_changes(meta)
     schema = convert_schema(meta.schema)
     spec, _ = partition_spec(schema, meta)
     spec.validate(schema)
@@ -180,9 +203,18 @@ def new_metadata(meta: DeltaMetadata, location: str, props: dict[str, str]) -> T
 
 
 def check_spec(table: Table, meta: DeltaMetadata) -> None:
-    """Refuse a Delta table whose partition columns differ from the converted spec."""
+    """Refuse a Delta table whose partition columns differ from the converted spec: compared
+    by column-mapping id (the spec's source ids), so renaming a partition column, which keeps
+    its id and its physical name, is followed."""
     names = tuple(f.name for f in table.spec().fields)
-    if names != meta.partition_columns:
+    sources = tuple(f.source_id for f in table.spec().fields)
+    by_name = {f.get("name"): f for f in meta.schema.get("fields", [])}
+    ids: list[int | None] = []
+    for name in meta.partition_columns:
+        f = by_name.get(name)
+        raw = (f.get("metadata") or {}).get(ID) if f is not None else None
+        ids.append(mapping_id(raw, f"the {ID} of column {name}") if raw is not None else None)
+    if tuple(ids) != sources:
         raise UnsupportedFeatureError(
             f"the Delta table's partition columns changed from {list(names)} to "
             f"{list(meta.partition_columns)}; Iceberg metadata converted before cannot follow: "
@@ -192,9 +224,26 @@ def check_spec(table: Table, meta: DeltaMetadata) -> None:
 
 def schema_updates(tx: Any, meta: DeltaMetadata) -> None:
     """Add Delta's current schema (if changed) and name mapping to transaction ``tx``; the
-    mapping keeps the table's earlier one merged in (files may hold dropped columns)."""
+    mapping keeps the table's earlier one merged in (files may hold dropped columns). A change
+    Iceberg's schema evolution rules forbid (a type change that is no promotion) is refused
+    (:class:`NotIcebergCompatibleError`) before anything is written."""
+    refuse_type_changes(meta)
     schema = convert_schema(meta.schema)
-    if not tx.metadata.current_schema().same_schema(schema):
+    current = tx.metadata.current_schema()
+    if not current.same_schema(schema):
+        try:
+            check_schema_evolution(
+                current,
+                schema,
+                3,
+                specs=tx.metadata.partition_specs,
+                last_column_id=tx.metadata.last_column_id,
+            )
+        except ValidationError as e:
+            raise NotIcebergCompatibleError(
+                f"Iceberg cannot follow the Delta table's schema change: {e}",
+                ("schema-evolution",),
+            ) from e
         tx.apply([AddSchema(schema, last_column_id(schema, meta)), SetCurrentSchema(-1)])
     previous = table_mapping(tx.metadata.properties)
     tx.apply([SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta, previous)})])
