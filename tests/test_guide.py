@@ -184,6 +184,11 @@ def _history(tmp: Path) -> dict[str, Any]:
     }
 
 
+def _wap(tmp: Path) -> dict[str, Any]:
+    t, _ = _snapshot_table(tmp)
+    return {"table": t, "batch": _id_s([42])}
+
+
 def _expire(tmp: Path) -> dict[str, Any]:
     t, (s1, _, _) = _snapshot_table(tmp)
     return {"table": t, "cutoff": int(time.time() * 1000) + 1, "sid": s1}
@@ -299,6 +304,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     SKIP,  # Spark: needs a Spark session; tests/test_spark_*.py run these calls
     _evolution,
     _history,
+    _wap,
     _expire,
     _rowlevel,
     _rowlevel,  # table statistics
