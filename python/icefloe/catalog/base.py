@@ -462,7 +462,7 @@ class Catalog(ABC):
         :func:`~icefloe.exceptions.commit_did_not_happen`): once the pointer moved, nothing
         here raises them, so a caller may delete its files only after one of them.
         """
-        from icefloe.catalog.commit import files_to_delete_after_commit, run_commit
+        from icefloe.catalog.commit import run_commit
 
         ident = table.identifier
         if not table.metadata_location:  # a staged create: the table does not exist yet
@@ -488,13 +488,23 @@ class Catalog(ABC):
             write_and_swap,
             refresh,
         )
-        try:  # the commit happened: a failed clean-up only leaves files for orphan removal
-            io = self.table_io(result.metadata.properties)
-            for old in files_to_delete_after_commit(base, base_location, result.metadata):
+        self._delete_after_commit(base, base_location, result.metadata)
+        return result
+
+    def _delete_after_commit(
+        self, base: TableMetadata, base_location: str, new: TableMetadata
+    ) -> None:
+        """The metadata files a committed change dropped from the table's log, with
+        ``write.metadata.delete-after-commit.enabled``; the commit happened, so a failed
+        deletion only leaves files for orphan removal."""
+        from icefloe.catalog.commit import files_to_delete_after_commit
+
+        try:
+            io = self.table_io(new.properties)
+            for old in files_to_delete_after_commit(base, base_location, new):
                 io.delete_quietly(old)
         except IcebergError:
             pass
-        return result
 
     def commit_tables(
         self, changes: Iterable[tuple[Table, list[TableRequirement], list[TableUpdate]]]

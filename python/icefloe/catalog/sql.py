@@ -56,7 +56,6 @@ from icefloe.catalog.commit import (
     CommitResult,
     RetryPolicy,
     check_updates_fit,
-    files_to_delete_after_commit,
 )
 from icefloe.catalog.metastore import MetastoreCatalog
 from icefloe.catalog.sql_views import (
@@ -70,7 +69,6 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
-    IcebergError,
     MissingDependencyError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -784,24 +782,9 @@ class SqlCatalog(MetastoreCatalog):
                 if not swapping:
                     self._delete_staged(staged)
                 raise
-            self._delete_after_commit(bases, staged)
+            for base, (_, base_location, new, _) in zip(bases, staged, strict=True):
+                self._delete_after_commit(base, base_location, new)
             return [CommitResult(new, location) for _, _, new, location in staged]
-
-    def _delete_after_commit(
-        self,
-        bases: list[TableMetadata],
-        staged: list[tuple[Identifier, str, TableMetadata, str]],
-    ) -> None:
-        """Each committed table's metadata files that left its log, with
-        ``write.metadata.delete-after-commit.enabled`` (as a single-table commit deletes them);
-        a failed deletion only leaves files for orphan removal."""
-        for base, (_, base_location, new, _) in zip(bases, staged, strict=True):
-            try:
-                io = self.table_io(new.properties)
-                for old in files_to_delete_after_commit(base, base_location, new):
-                    io.delete_quietly(old)
-            except IcebergError:
-                pass
 
     def _delete_staged(self, staged: list[tuple[Identifier, str, TableMetadata, str]]) -> None:
         for _, _, new, location in staged:
