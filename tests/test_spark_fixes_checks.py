@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from support.spark_format import catalog_options
+from support.spark_format import KV, catalog_options, kv, src_dst
 from support.spark_util import icefloe_catalog
 
 pytest.importorskip("pyspark")
@@ -25,7 +25,6 @@ from icefloe.catalog.rest.errors import IllegalArgumentError
 from icefloe.catalog.rest.http import TransportError
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.rest.idempotency import IdempotencyKeyReused
-from icefloe.schema import Schema
 from icefloe.spark import functions as ifn
 from icefloe.spark.errors import executor_errors, icefloe_errors, translate
 from icefloe.spark.format_write import (
@@ -39,25 +38,8 @@ from icefloe.spark.source import IcefloeDataSource
 from icefloe.spark.streaming import StreamingError
 from icefloe.table.rewrite_manifests import NothingLeftToRewrite
 from icefloe.transforms import BucketTransform
-from icefloe.types import LongType, NestedField, StringType
 
 pytestmark = pytest.mark.spark
-
-KV = Schema(NestedField(1, "id", LongType()), NestedField(2, "k", StringType()))
-
-
-def _kv(ids: range, k: str = "a") -> pa.Table:
-    return pa.table({"id": pa.array(ids, pa.int64()), "k": [k] * len(ids)})
-
-
-def _src_dst(spark: Any, tmp_path: Path, name: str) -> Any:
-    ispark.register(spark)
-    cat = icefloe_catalog(tmp_path / "wh", name=name)
-    cat.create_namespace("db")
-    src = cat.create_table("db.src", KV, format_version=2)
-    cat.create_table("db.dst", KV, format_version=2)
-    src.append(_kv(range(0, 10)))
-    return cat
 
 
 def _run_stream(spark: Any, cat: Any, checkpoint: str) -> None:
@@ -83,7 +65,7 @@ def _run_stream(spark: Any, cat: Any, checkpoint: str) -> None:
 def test_a_replayed_batch_is_not_committed_again_under_another_spelling_of_the_checkpoint(
     spark: Any, tmp_path: Path, spelling: str
 ) -> None:
-    cat = _src_dst(spark, tmp_path, f"spell_{spelling}")
+    cat, _ = src_dst(spark, tmp_path, f"spell_{spelling}")
     ck = tmp_path / "ck"
     _run_stream(spark, cat, str(ck))
     assert cat.load_table("db.dst").scan().to_arrow().num_rows == 10
@@ -127,7 +109,7 @@ def test_snapshots_of_older_versions_keep_a_restart_from_committing_again(
     dst = cat.create_table("db.dst", KV, format_version=2)
     ck = tmp_path / "ck"
     # an older version recorded the location as the query was given it, without a run id
-    dst.append(_kv(range(3)), snapshot_properties={QUERY: f"{ck}/", BATCH_ID: "0"})
+    dst.append(kv(range(3)), snapshot_properties={QUERY: f"{ck}/", BATCH_ID: "0"})
     _sink_commit(cat, f"file://{ck}", 0)  # replayed: nothing committed
     dst = dst.refresh()
     assert len(dst.snapshots()) == 1
@@ -147,7 +129,7 @@ def test_the_checkpoint_query_id_names_the_query_whatever_the_location(tmp_path:
     (ck / "metadata").write_text(json.dumps({"id": "run-1"}) + "\n")
     # recorded under a name that is no spelling of the location (a moved checkpoint)
     props = {QUERY: "/elsewhere/ck", QUERY_RUN: "run-1", BATCH_ID: "4"}
-    dst.append(_kv(range(3)), snapshot_properties=props)
+    dst.append(kv(range(3)), snapshot_properties=props)
     _sink_commit(cat, str(ck), 4)
     assert len(dst.refresh().snapshots()) == 1
     _sink_commit(cat, str(ck), 5)
@@ -241,7 +223,7 @@ def test_an_unreachable_rest_catalog_raises_transport_error(spark: Any) -> None:
 
 
 def test_a_stream_stopped_by_a_delete_raises_streaming_error(spark: Any, tmp_path: Path) -> None:
-    cat = _src_dst(spark, tmp_path, "stops")
+    cat, _ = src_dst(spark, tmp_path, "stops")
     cat.load_table("db.src").delete("id < 5")
     stream = spark.readStream.format("icefloe").options(**catalog_options(cat)).load("db.src")
     q = (
@@ -312,8 +294,8 @@ def test_delete_on_a_v1_table_says_what_works(spark: Any, tmp_path: Path) -> Non
     cat = icefloe_catalog(tmp_path / "wh", name="v1del")
     cat.create_namespace("db")
     t = cat.create_table("db.t", KV, format_version=1)
-    t.append(_kv(range(10)))
-    t.append(_kv(range(10, 20)))
+    t.append(kv(range(10)))
+    t.append(kv(range(10, 20)))
     t.set_properties({"write.delete.mode": "copy-on-write"})
     with pytest.raises(ValidationError, match=r"upgrade_format_version\(2\)") as info:
         ispark.delete(spark, t.refresh(), "id < 5")

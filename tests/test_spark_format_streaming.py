@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from support.spark_format import catalog_options
+from support.spark_format import KV, catalog_options, kv, src_dst
 from support.spark_util import icefloe_catalog
 
 pytest.importorskip("pyspark")
@@ -24,13 +24,8 @@ from icefloe.types import LongType, NestedField, StringType
 
 pytestmark = pytest.mark.spark
 
-KV = Schema(NestedField(1, "id", LongType()), NestedField(2, "k", StringType()))
 BY_K = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "k"))
 COUNTS = Schema(NestedField(1, "k", StringType()), NestedField(2, "n", LongType()))
-
-
-def _kv(ids: range, k: str = "a") -> pa.Table:
-    return pa.table({"id": pa.array(ids, pa.int64()), "k": [k] * len(ids)})
 
 
 def _stream(spark: Any, cat: Any, src: str, **options: str) -> Any:
@@ -51,17 +46,6 @@ def _start(df: Any, cat: Any, dst: str, checkpoint: Path, mode: str = "append") 
     )
 
 
-def _src_dst(spark: Any, tmp_path: Path, name: str) -> tuple[Any, Any]:
-    """A catalog with tables ``db.src`` (ten rows appended) and an empty ``db.dst``."""
-    ispark.register(spark)
-    cat = icefloe_catalog(tmp_path / "wh", name=name)
-    cat.create_namespace("db")
-    src = cat.create_table("db.src", KV, format_version=2)
-    cat.create_table("db.dst", KV, format_version=2)
-    src.append(_kv(range(0, 10)))
-    return cat, src
-
-
 def _run(df: Any, cat: Any, dst: str, checkpoint: Path, mode: str = "append") -> list[int]:
     """Runs the query until the source has nothing more, then stops it; returns the rows of
     each micro-batch it ran."""
@@ -79,10 +63,10 @@ def test_restarted_query_commits_each_batch_once(spark: Any, tmp_path: Path) -> 
     cat.create_namespace("db")
     src = cat.create_table("db.src", KV, partition_spec=BY_K, format_version=2)
     dst = cat.create_table("db.dst", KV, format_version=2)
-    src.append(_kv(range(0, 10)))
-    src.append(_kv(range(10, 20)))
+    src.append(kv(range(0, 10)))
+    src.append(kv(range(10, 20)))
     # one snapshot of three files (one per partition)
-    src.append(pa.concat_tables([_kv(range(20 + 5 * i, 25 + 5 * i), "xyz"[i]) for i in range(3)]))
+    src.append(pa.concat_tables([kv(range(20 + 5 * i, 25 + 5 * i), "xyz"[i]) for i in range(3)]))
     three = src.refresh().current_snapshot()
     ck = tmp_path / "ck"
     stream = _stream(spark, cat, "db.src", max_files_per_micro_batch="2")
@@ -99,8 +83,8 @@ def test_restarted_query_commits_each_batch_once(spark: Any, tmp_path: Path) -> 
     (ck / "commits" / "2").unlink()
     (ck / "commits" / ".2.crc").unlink(missing_ok=True)
     src = src.refresh()
-    src.append(_kv(range(100, 110)))
-    src.append(_kv(range(110, 115)))
+    src.append(kv(range(100, 110)))
+    src.append(kv(range(110, 115)))
     _run(_stream(spark, cat, "db.src", max_files_per_micro_batch="2"), cat, "db.dst", ck)
     dst = dst.refresh()
     ids = sorted(r["id"] for r in dst.scan().to_arrow().to_pylist())
@@ -115,12 +99,12 @@ def test_complete_mode_replaces_rows_each_batch(spark: Any, tmp_path: Path) -> N
     cat.create_namespace("db")
     src = cat.create_table("db.src", KV, format_version=2)
     out = cat.create_table("db.counts", COUNTS, format_version=2)
-    src.append(_kv(range(0, 6), "a"))
-    src.append(_kv(range(6, 10), "b"))
+    src.append(kv(range(0, 6), "a"))
+    src.append(kv(range(6, 10), "b"))
     counts = _stream(spark, cat, "db.src").groupBy("k").count().withColumnRenamed("count", "n")
     ck = tmp_path / "ck"
     _run(counts, cat, "db.counts", ck, mode="complete")
-    src.refresh().append(_kv(range(10, 13), "a"))
+    src.refresh().append(kv(range(10, 13), "a"))
     _run(
         _stream(spark, cat, "db.src").groupBy("k").count().withColumnRenamed("count", "n"),
         cat,
@@ -135,11 +119,11 @@ def test_complete_mode_replaces_rows_each_batch(spark: Any, tmp_path: Path) -> N
 
 
 def test_source_fails_on_deletes_unless_told_to_skip(spark: Any, tmp_path: Path) -> None:
-    cat, src = _src_dst(spark, tmp_path, "nonappend")
-    src.append(_kv(range(100, 105)))
+    cat, src = src_dst(spark, tmp_path, "nonappend")
+    src.append(kv(range(100, 105)))
     src.delete("id >= 100")  # a whole file: a delete snapshot
     assert src.current_snapshot().operation == "delete"
-    src.append(_kv(range(10, 15)))
+    src.append(kv(range(10, 15)))
     with pytest.raises(Exception, match=r"operation is 'delete'.*skip-delete-snapshots"):
         _run(_stream(spark, cat, "db.src"), cat, "db.dst", tmp_path / "ck1")
     _run(
@@ -164,9 +148,9 @@ def test_empty_micro_batch_is_recorded_and_replayed_once(spark: Any, tmp_path: P
     def only_a() -> Any:
         return _stream(spark, cat, "db.src").where("k = 'a'")
 
-    src.append(_kv(range(0, 5), "a"))
+    src.append(kv(range(0, 5), "a"))
     _run(only_a(), cat, "db.dst", ck)
-    src.refresh().append(_kv(range(5, 10), "b"))  # nothing of it passes the filter
+    src.refresh().append(kv(range(5, 10), "b"))  # nothing of it passes the filter
     _run(only_a(), cat, "db.dst", ck)
     dst = dst.refresh()
     snaps = dst.snapshots()
@@ -176,7 +160,7 @@ def test_empty_micro_batch_is_recorded_and_replayed_once(spark: Any, tmp_path: P
     # a crash after the empty batch's table commit, before Spark logged it: replayed on restart
     (ck / "commits" / "1").unlink()
     (ck / "commits" / ".1.crc").unlink(missing_ok=True)
-    src.refresh().append(_kv(range(10, 13), "a"))
+    src.refresh().append(kv(range(10, 13), "a"))
     _run(only_a(), cat, "db.dst", ck)
     dst = dst.refresh()
     ids = sorted(r["id"] for r in dst.scan().to_arrow().to_pylist())
@@ -191,12 +175,12 @@ def test_a_fresh_checkpoint_at_the_same_location_commits_its_batches(
     # start at 0 again and must not be taken for replays of the old run's
     import shutil
 
-    cat, _ = _src_dst(spark, tmp_path, "fresh")
+    cat, _ = src_dst(spark, tmp_path, "fresh")
     ck = tmp_path / "ck"
     _run(_stream(spark, cat, "db.src"), cat, "db.dst", ck)
     shutil.rmtree(ck)
     other = cat.create_table("db.src2", KV, format_version=2)
-    other.append(_kv(range(100, 110)))
+    other.append(kv(range(100, 110)))
     _run(_stream(spark, cat, "db.src2"), cat, "db.dst", ck)
     dst = cat.load_table("db.dst")
     ids = sorted(r["id"] for r in dst.scan().to_arrow().to_pylist())
@@ -206,7 +190,7 @@ def test_a_fresh_checkpoint_at_the_same_location_commits_its_batches(
 
 
 def test_streams_refuse_refs_and_stop_on_schema_changes(spark: Any, tmp_path: Path) -> None:
-    cat, src = _src_dst(spark, tmp_path, "refuse")
+    cat, src = src_dst(spark, tmp_path, "refuse")
     with pytest.raises(Exception, match="a stream reads the appends of the main branch"):
         _run(_stream(spark, cat, "db.src", branch="main"), cat, "db.dst", tmp_path / "ck1")
     q = _start(_stream(spark, cat, "db.src"), cat, "db.dst", tmp_path / "ck2")
