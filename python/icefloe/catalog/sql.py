@@ -65,6 +65,7 @@ from icefloe.catalog.sql_views import (
     missing_entry,
     taken_entry,
 )
+from icefloe.catalog.sqlite_journal import READ_ONLY_HINT, journal_mode, use_journal_mode
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
@@ -153,6 +154,7 @@ def _database_errors(fn: _F) -> _F:
         except SQLAlchemyError as exc:
             raise ServiceUnavailableError(
                 f"SQL catalog {self.name!r}: the catalog database failed: {_brief(exc)}"
+                + (READ_ONLY_HINT if "readonly database" in _brief(exc) else "")
             ) from exc
 
     return wrapper  # type: ignore[return-value]
@@ -216,7 +218,9 @@ class SqlCatalog(MetastoreCatalog):
     ``warehouse`` (where new tables go), ``init_catalog_tables`` (create the two tables if
     absent, default true), ``echo``, ``connect-timeout`` (seconds to open a PostgreSQL
     connection, default 10), ``request-timeout`` (seconds to wait for PostgreSQL's answer on an
-    open connection, default 60; or Java's ``jdbc.socketTimeout``).
+    open connection, default 60; or Java's ``jdbc.socketTimeout``), ``sqlite.journal-mode``
+    (a SQLite file's journal: ``wal``, the default, or ``delete`` for a file on a network
+    file system; see :mod:`icefloe.catalog.sqlite_journal`).
     """
 
     keeps_views = True
@@ -232,6 +236,7 @@ class SqlCatalog(MetastoreCatalog):
         kwargs: dict[str, Any] = {"echo": properties.get("echo", "false").lower() == "true"}
         self._in_memory = False
         self._gone = False
+        sqlite_mode = journal_mode(name, properties) if uri.startswith("sqlite") else None
         if uri.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
             if ":memory:" in uri or uri.rstrip("/") in ("sqlite:", "sqlite:/"):
@@ -257,6 +262,8 @@ class SqlCatalog(MetastoreCatalog):
                     password=url.password if password is None else password,
                 )
             self.engine: Engine = create_engine(url, **kwargs)
+            if sqlite_mode is not None and not self._in_memory:
+                use_journal_mode(self.engine, sqlite_mode)
             if self.engine.dialect.driver == "psycopg":
                 from icefloe.catalog.pg_deadline import watch_connections
 
