@@ -107,6 +107,24 @@ def test_a_streams_filter_prunes_files(tmp_path: Path) -> None:
     assert planned(IcefloeStreamReader({**options, "filter": "id > 35"})) == [[], ["b"]]
 
 
+def test_a_stream_with_two_starting_points_is_refused(tmp_path: Path) -> None:
+    from icefloe.exceptions import ValidationError
+    from icefloe.spark.streaming import IcefloeStreamReader
+
+    cat = icefloe_catalog(tmp_path / "wh")
+    cat.create_namespace("db")
+    t = cat.create_table("db.src", Schema(NestedField(1, "id", LongType())))
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    first = t.refresh().metadata.current_snapshot()
+    assert first is not None
+    options = {**catalog_options(cat), "path": "db.src"}
+    both = {"start-snapshot-id": str(first.snapshot_id), "stream-from-timestamp": "0"}
+    with pytest.raises(ValidationError, match="give one"):
+        IcefloeStreamReader({**options, **both})
+    for one in both:
+        assert IcefloeStreamReader({**options, one: both[one]}).initialOffset()
+
+
 _DECIMAL_CASES = {
     "literal decimal(2,1)": "SELECT 'a' k, 5.5 amt",
     "sum decimal(20,2)": (

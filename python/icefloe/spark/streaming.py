@@ -175,6 +175,12 @@ class IcefloeStreamReader(DataSourceStreamReader):
                 "(a branch's appends are streamed once main is fast-forwarded to them; "
                 "'start-snapshot-id' or 'stream-from-timestamp' choose where it starts)"
             )
+        starts = [k for k in ("start-snapshot-id", "stream-from-timestamp") if self.options.get(k)]
+        if len(starts) > 1:
+            raise ValidationError(
+                "options 'start-snapshot-id' and 'stream-from-timestamp' both choose where the "
+                "stream starts: give one"
+            )
         #: the rows' schema Spark fixed when the query started (see :meth:`partitions`)
         self.schema = schema.simpleString() if schema is not None else None
         self.limit = _int_option(self.options, "max-files-per-micro-batch")
