@@ -306,3 +306,21 @@ def test_delete_on_a_v1_table_says_what_works(spark: Any, tmp_path: Path) -> Non
     assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == list(range(10))
     t.refresh().delete("id < 5")  # what the message advises
     assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == list(range(5, 10))
+
+
+def test_delete_names_columns_as_the_session_compares_them(spark: Any, tmp_path: Path) -> None:
+    cat = icefloe_catalog(tmp_path / "wh", name="casedel")
+    cat.create_namespace("db")
+    t = cat.create_table(
+        "db.t", KV, format_version=2, properties={"write.delete.mode": "merge-on-read"}
+    )
+    t.append(kv(range(10)))
+    ispark.delete(spark, t.refresh(), "ID < 3")  # Spark's default: case is ignored
+    assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == list(range(3, 10))
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        with pytest.raises(ValidationError, match="ID"):
+            ispark.delete(spark, t.refresh(), "ID < 5")
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+    assert t.refresh().scan().to_arrow().num_rows == 7

@@ -101,6 +101,11 @@ def _matching_positions(
     return run
 
 
+def _case_sensitive(spark: Any) -> bool:
+    """Whether the session compares column names with case (``spark.sql.caseSensitive``)."""
+    return str(spark.conf.get("spark.sql.caseSensitive", "false")).strip().lower() == "true"
+
+
 def delete(
     spark: Any,
     table: Table | str | Sequence[str],
@@ -116,7 +121,8 @@ def delete(
     """
     t = resolve_table(table, catalog)
     tx = t.transaction()
-    bound = bind_filter(t.schema(), condition, True)
+    # names compare as the session compares them (Spark's default: ignoring case)
+    bound = bind_filter(t.schema(), condition, _case_sensitive(spark))
     tasks = plan_tasks(tx, bound, branch=branch)
     if not tasks:
         return t
@@ -277,8 +283,7 @@ def merge(
         raise ValidationError("merge needs at least one key column in 'on'")
     t = resolve_table(table, catalog)
     schema = t.schema()
-    conf = str(df.sparkSession.conf.get("spark.sql.caseSensitive", "false")).strip().lower()
-    if conf != "true":  # Spark's default: names compare case-insensitively, as Java's MERGE
+    if not _case_sensitive(df.sparkSession):  # the default, as Java's MERGE compares them
         df, on = _with_table_names(df, t, on)
     for c in on:
         if c not in df.columns:
