@@ -267,6 +267,25 @@ def test_wkb_types_compare_crs_and_edges() -> None:
     assert WkbType() != WkbType(storage=pa.large_binary())
 
 
+def test_geo_types_compare_their_crs_ignoring_case_as_the_reference(tmp_path: Path) -> None:
+    assert GeometryType("OGC:CRS84") == GeometryType("ogc:crs84")
+    assert hash(GeometryType("OGC:CRS84")) == hash(GeometryType("ogc:crs84"))
+    assert GeographyType("EPSG:4326") == GeographyType("epsg:4326")
+    assert GeographyType("EPSG:4326") != GeographyType("epsg:4326", "vincenty")
+    assert GeometryType("EPSG:4326") != GeometryType("EPSG:3857")
+    assert GeometryType("EPSG:4326") != GeographyType("EPSG:4326")
+    # evolving a table by an Arrow schema whose CRS differs in case changes nothing
+    t = _catalog(tmp_path).create_table(
+        "db.t",
+        Schema(NestedField(1, "id", LongType()), NestedField(2, "g", GeometryType("EPSG:4326"))),
+        format_version=3,
+    )
+    with t.update_schema() as update:
+        update.union_by_name(pa.schema([("id", pa.int64()), ("g", WkbType("epsg:4326"))]))
+    assert t.refresh().schema().find_field("g").field_type == GeometryType("EPSG:4326")
+    assert t.metadata.current_schema_id == 0
+
+
 def test_geoarrow_input_with_another_crs_or_edges_is_refused(tmp_path: Path) -> None:
     schema = Schema(
         NestedField(1, "id", LongType(), True),

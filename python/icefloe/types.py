@@ -297,6 +297,15 @@ class GeometryType(PrimitiveType):
         # as the reference writes it (Types.GeometryType.toString): the CRS always spelled out
         return f"geometry({self.crs})"
 
+    # CRS identifiers compare ignoring case, as the reference's types do (OGC:CRS84 is ogc:crs84)
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GeometryType):
+            return NotImplemented
+        return self.crs.upper() == other.crs.upper()
+
+    def __hash__(self) -> int:
+        return hash((GeometryType, self.crs.upper()))
+
 
 @dataclass(frozen=True)
 class GeographyType(PrimitiveType):
@@ -315,6 +324,14 @@ class GeographyType(PrimitiveType):
     def __str__(self) -> str:
         # as the reference writes it (Types.GeographyType.toString): both parameters spelled out
         return f"geography({self.crs}, {self.algorithm})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GeographyType):
+            return NotImplemented
+        return (self.crs.upper(), self.algorithm) == (other.crs.upper(), other.algorithm)
+
+    def __hash__(self) -> int:
+        return hash((GeographyType, self.crs.upper(), self.algorithm))
 
 
 class NestedType(IcebergType):
