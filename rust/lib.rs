@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod avro;
+pub mod decimal;
 pub mod deletes;
 pub mod delta;
 pub mod error;

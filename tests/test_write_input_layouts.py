@@ -498,3 +498,61 @@ def test_keys_of_another_type_delete_nothing_silently(
     with pytest.raises(ValidationError, match="equality delete keys: column 'k'"):
         t.delete_by_keys(pa.table({"k": keys}), ["k"])
     assert t.scan().to_arrow().column("k").to_pylist() == stored.to_pylist()
+
+
+def test_decimals_with_more_digits_than_their_own_type_are_refused(catalog: Any) -> None:
+    """Arrow does not check a decimal array's values against its precision (``cast`` with
+    ``safe=False`` or another engine's export makes such arrays); written as they are, the
+    value was truncated on disk. Whatever the column's type, such a value is refused, naming
+    it; in a struct too. Negative scales are written as the whole numbers they are."""
+    import pyarrow.compute as pc
+
+    wide = pa.array([Decimal("12345678901.50"), Decimal("1.25")], pa.decimal128(13, 2))
+    unchecked = pc.cast(wide, pa.decimal128(9, 2), safe=False)
+    for i, typ in enumerate((DecimalType(9, 2), DecimalType(12, 2))):
+        t = catalog.create_table(f"n.unchecked{i}", Schema(NestedField(1, "d", typ)))
+        with pytest.raises(ValidationError, match=r"column 'd': value 12345678901\.50"):
+            t.append(pa.table({"d": unchecked}))
+        assert t.refresh().current_snapshot() is None
+    nested = catalog.create_table(
+        "n.unchecked_nested",
+        Schema(NestedField(1, "s", StructType(NestedField(2, "d", DecimalType(9, 2))))),
+    )
+    with pytest.raises(ValidationError, match=r"column 's\.d': value 12345678901\.50"):
+        nested.append(pa.table({"s": pa.StructArray.from_arrays([unchecked], names=["d"])}))
+    # DuckDB's HUGEINT arrives as decimal(38, 0) holding up to 39 digits
+    huge = pc.cast(
+        pa.array([Decimal(2**127 - 1)], pa.decimal256(39, 0)), pa.decimal128(38, 0), safe=False
+    )
+    t = catalog.create_table("n.huge", Schema(NestedField(1, "h", DecimalType(38, 0))))
+    with pytest.raises(ValidationError, match="170141183460469231731687303715884105727"):
+        t.append(pa.table({"h": huge}))
+    negative = catalog.create_table("n.negative", Schema(NestedField(1, "d", DecimalType(6, 0))))
+    negative.append(
+        pa.table({"d": pa.array([Decimal("0"), Decimal("1E+5")], pa.decimal128(1, -5))})
+    )
+    assert negative.scan().to_arrow()["d"].to_pylist() == [Decimal("0"), Decimal("100000")]
+
+
+def test_struct_fields_given_twice_and_invalid_strings_are_refused(catalog: Any) -> None:
+    t = catalog.create_table(
+        "n.twice",
+        Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "st", StructType(NestedField(3, "a", IntegerType()))),
+            NestedField(4, "s", StringType()),
+        ),
+    )
+    twice = pa.StructArray.from_arrays([pa.array([1], I32), pa.array([2], I32)], names=["a", "a"])
+    with pytest.raises(ValidationError, match="input struct 'st' has field 'a' more than once"):
+        t.append(pa.table({"id": [1], "st": twice}))
+    offsets = pa.py_buffer(b"\x00\x00\x00\x00\x02\x00\x00\x00")
+    not_utf8 = pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(b"\xff\xfe")])
+    # encoded by icefloe's encoder (small files) or pyarrow's (nested columns here)
+    flat = catalog.create_table("n.not_utf8", Schema(NestedField(1, "s", StringType())))
+    with pytest.raises(ValidationError, match="column 's' holds invalid values: Invalid UTF8"):
+        flat.append(pa.table({"s": not_utf8}))
+    assert flat.refresh().current_snapshot() is None
+    with pytest.raises(ValidationError, match="column 's' holds a string that is not valid UTF-8"):
+        t.append(pa.table({"id": [1], "st": pa.nulls(1, pa.struct([("a", I32)])), "s": not_utf8}))
+    assert t.refresh().current_snapshot() is None

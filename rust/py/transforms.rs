@@ -42,7 +42,16 @@ fn transform_apply(
     Ok(PyArrowType(out))
 }
 
+/// The position of the first value of a decimal array with more digits than its type's
+/// precision (nulls skipped), or `None`.
+#[pyfunction]
+fn decimal_out_of_precision(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let data = import_array(array)?;
+    Ok(py.detach(move || crate::decimal::first_out_of_precision(make_array(data).as_ref())))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transform_apply, m)?)?;
+    m.add_function(wrap_pyfunction!(decimal_out_of_precision, m)?)?;
     Ok(())
 }

@@ -29,12 +29,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe import _native
 from icefloe.arrow_fill import fill_under_null, typed_nulls
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.geo import EXTENSION_NAME, parse_metadata, wkb_bounds
 from icefloe.schema import Schema
 from icefloe.types import (
+    DecimalType,
     GeographyType,
     GeometryType,
     IcebergType,
@@ -278,6 +280,8 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         arr = arr if arr.type == want else checked
     have = arr.type
     if have == want:
+        if isinstance(t, DecimalType):
+            return _within_precision(arr, path)
         if not isinstance(t, StructType | ListType | MapType):
             return _within_a_day(arr, path) if isinstance(t, TimeType) else arr
         _check_nested_required(arr, t, path)
@@ -292,6 +296,9 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
             raise _type_error(path, have, want)
         sarr: pa.StructArray = arr
         names = [have.field(i).name for i in range(have.num_fields)]
+        twice = sorted({nm for nm in names if names.count(nm) > 1})
+        if twice:
+            raise ValidationError(f"input struct {path!r} has field {twice[0]!r} more than once")
         unknown = [nm for nm in names if t.field_by_name(nm) is None]
         if unknown:
             raise ValidationError(f"input field {path}.{unknown[0]} is not in the table schema")
@@ -386,6 +393,11 @@ def _to_decimal(arr: pa.Array, want: pa.DataType, path: str) -> pa.Array:
     if pa.types.is_integer(have):  # first exactly as a decimal of the target's scale
         have = _decimal_type(_integer_digits(have) + want.scale, want.scale)
         arr = pc.cast(arr, have)
+    else:
+        _within_precision(arr, path, source=True)  # a value its own type cannot hold
+        if have.scale < 0:  # exactly as whole numbers first (1E+5 at scale -5 is 100000)
+            have = _decimal_type(have.precision - have.scale, 0)
+            arr = pc.cast(arr, have)
     if have.scale <= want.scale and have.precision - have.scale <= want.precision - want.scale:
         return pc.cast(arr, want)
     if have.scale < want.scale:
@@ -420,7 +432,11 @@ def _checked_cast(
             lo = mid
         except pa.ArrowInvalid:
             hi = mid
-    value = source[lo].as_py()
+    raise _not_decimal(source[lo].as_py(), want, path)
+
+
+def _not_decimal(value: Any, want: pa.DataType, path: str) -> ValidationError:
+    """The error for ``value`` of column ``path``, which decimal ``want`` cannot hold."""
     with decimal.localcontext() as ctx:
         ctx.prec = 200  # exact for any decimal256
         fraction = decimal.Decimal(value).scaleb(want.scale) % 1 != 0
@@ -433,10 +449,27 @@ def _checked_cast(
         why = "it has digits before the point"
     else:
         why = f"it has more than {_digits(whole)} before the point"
-    raise ValidationError(
+    return ValidationError(
         f"column {path!r}: value {value} cannot be written as decimal({want.precision}, "
         f"{want.scale}): {why}"
     )
+
+
+def _within_precision(arr: pa.Array, path: str, source: bool = False) -> pa.Array:
+    """A decimal column already of the table's type, refused if a value has more digits than
+    the type says (Arrow does not check them: ``cast(safe=False)`` or another engine's export,
+    as DuckDB's ``HUGEINT``, can give such arrays, and writers would truncate the value).
+    ``source``: ``arr`` is the input, of another decimal type than the column's."""
+    at = _native.decimal_out_of_precision(arr) if len(arr) != arr.null_count else None
+    if at is None:
+        return arr
+    value = arr[at].as_py()
+    if source:
+        raise ValidationError(
+            f"column {path!r}: value {value} has more digits than its Arrow type "
+            f"{arr.type} holds (an unchecked cast or another engine's export made it)"
+        )
+    raise _not_decimal(value, arr.type, path)
 
 
 #: A time is microseconds from midnight: 0 up to (not including) a day.
@@ -500,7 +533,7 @@ def _hidden_nulls(arr: pa.Array, t: IcebergType) -> bool:
 
 def _has_checked_leaf(t: IcebergType) -> bool:
     """Whether a nested type holds a time or geo leaf, whose values are checked on write."""
-    if isinstance(t, TimeType | GeometryType | GeographyType):
+    if isinstance(t, TimeType | GeometryType | GeographyType | DecimalType):
         return True
     return isinstance(t, StructType | ListType | MapType) and any(
         _has_checked_leaf(f.field_type) for f in t.fields
@@ -514,6 +547,8 @@ def _check_nested_values(arr: pa.Array, t: IcebergType, path: str) -> None:
         return
     if isinstance(t, TimeType):
         _within_a_day(arr, path)
+    elif isinstance(t, DecimalType):
+        _within_precision(arr, path)
     elif isinstance(t, GeometryType | GeographyType):
         _check_wkb(arr, t, path)
     elif isinstance(t, StructType):

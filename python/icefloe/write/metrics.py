@@ -331,7 +331,7 @@ def compute_metrics(
             out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(arr)).as_py() or 0)
         if mode.kind == "counts" or not facts.bounded:
             continue
-        extremes = _footer_extremes(chunks, i, t) if footer_bounds and chunks else None
+        extremes = _footer_extremes(chunks, i, t, leaf) if footer_bounds and chunks else None
         bounds: tuple[bytes, bytes | None] | None
         if extremes is not None:
             bounds = _encode_bounds(t, mode, *extremes)
@@ -432,7 +432,7 @@ _BOUNDED = (*_FOOTER_ORDERED, UUIDType)
 
 
 def _footer_extremes(
-    chunks: _Chunks, column: int, t: IcebergType, *, skip_null_chunks: bool = False
+    chunks: _Chunks, column: int, t: IcebergType, leaf: _Leaf, *, skip_null_chunks: bool = False
 ) -> tuple[Any, Any] | None:
     """The smallest and largest value of Parquet column ``column`` over every row group, from
     the footer's statistics (``chunks``); None when the type is not footer-ordered or a row
@@ -449,7 +449,12 @@ def _footer_extremes(
             if skip_null_chunks and stats is not None and stats.null_count == rows:
                 continue
             return None
-        a, b = _stat_value(facts.stat, stats, "min"), _stat_value(facts.stat, stats, "max")
+        try:
+            a, b = _stat_value(facts.stat, stats, "min"), _stat_value(facts.stat, stats, "max")
+        except UnicodeDecodeError:  # Arrow does not check that a string array holds UTF-8
+            raise ValidationError(
+                f"column {leaf.name!r} holds a string that is not valid UTF-8"
+            ) from None
         if a is None or b is None:
             return None
         if lo is None or a < lo:
@@ -596,7 +601,7 @@ def footer_metrics(
         t = leaf.field.field_type
         if mode.kind == "counts":
             continue
-        extremes = _footer_extremes(chunks, i, t, skip_null_chunks=True)
+        extremes = _footer_extremes(chunks, i, t, leaf, skip_null_chunks=True)
         bounds = _encode_bounds(t, mode, *extremes) if extremes is not None else None
         if bounds is not None:
             out.lower_bounds[fid] = bounds[0]

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe import _native
+from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
 from icefloe.types import (
     BinaryType,
@@ -129,16 +130,35 @@ def encode_files(
     dictionary = (
         list(names) if use_dictionary is True else list(use_dictionary) if use_dictionary else []
     )
-    return _native.parquet_encode_files(
-        batches,
-        slices,
-        columns,
-        parquet.compression,
-        parquet.compression_level,
-        dictionary,
-        parquet.page_size_bytes,
-        parquet.dict_size_bytes,
-        parquet.row_group_limit,
-        list(key_value.items()),
-        threads,
-    )
+    try:
+        encoded: list[dict[str, Any]] = _native.parquet_encode_files(
+            batches,
+            slices,
+            columns,
+            parquet.compression,
+            parquet.compression_level,
+            dictionary,
+            parquet.page_size_bytes,
+            parquet.dict_size_bytes,
+            parquet.row_group_limit,
+            list(key_value.items()),
+            threads,
+        )
+    except pa.ArrowException:
+        invalid = _invalid_input(batches)
+        if invalid is None:
+            raise
+        raise invalid from None
+    return encoded
+
+
+def _invalid_input(batches: list[pa.RecordBatch]) -> ValidationError | None:
+    """The error for the first column of ``batches`` that is not valid Arrow data (Arrow
+    refused it on its way to the encoder: a string that is not UTF-8, say), if any."""
+    for batch in batches:
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            try:
+                column.validate(full=True)
+            except pa.ArrowInvalid as exc:
+                return ValidationError(f"column {name!r} holds invalid values: {exc}")
+    return None
