@@ -65,6 +65,73 @@ def test_hadoop_commit_on_a_deleted_base_version_is_not_lost(tmp_path: Path) -> 
     assert stale.metadata_location.endswith("/v5.metadata.json")
 
 
+def _delete_after_commit_table(tmp_path: Path) -> HadoopCatalog:
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    props = {
+        "write.metadata.delete-after-commit.enabled": "true",
+        "write.metadata.previous-versions-max": "1",
+    }
+    cat.create_table("db.t", SCHEMA, properties=props).append(_rows([0]))  # v2
+    return cat
+
+
+def test_hadoop_commits_landing_while_a_version_is_written_do_not_lose_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three commits by another writer between a commit's check of its base and its
+    exclusive create of v<N+1>: that version and the base are deleted by then, the create
+    succeeds, and the commit was lost behind the newer versions (the hint even went back).
+    Now the stray version is removed and the commit rebuilt on the newest one."""
+    cat = _delete_after_commit_table(tmp_path)
+    stale, other = cat.load_table("db.t"), cat.load_table("db.t")
+    write_version = HadoopCatalog._write_version
+    fired: list[int] = []
+
+    def late(self: HadoopCatalog, identifier: object, version: int, new: object) -> str:
+        if not fired:
+            fired.append(version)
+            for i in range(3):  # v3..v5: v2 and v3 are deleted
+                other.append(_rows([10 + i]))
+        return write_version(self, identifier, version, new)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HadoopCatalog, "_write_version", late)
+    stale.append(_rows([99]))
+    assert fired == [3]
+    assert _ids(cat) == [0, 10, 11, 12, 99]
+    assert stale.metadata_location.endswith("/v6.metadata.json")
+    names = sorted(os.listdir(tmp_path / "wh/db/t/metadata"))
+    assert [n for n in names if n.startswith("v") and n.endswith(".json")] == [
+        "v5.metadata.json",
+        "v6.metadata.json",
+    ]
+    assert (tmp_path / "wh/db/t/metadata/version-hint.text").read_text() == "6"
+
+
+def test_hadoop_commits_that_went_on_from_a_version_keep_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base is gone after the create because writers went on from the new version and
+    deleted the base: the commit happened, and is not repeated."""
+    cat = _delete_after_commit_table(tmp_path)
+    t, other = cat.load_table("db.t"), cat.load_table("db.t")
+    write_version = HadoopCatalog._write_version
+    calls: list[int] = []
+
+    def followed(self: HadoopCatalog, identifier: object, version: int, new: object) -> str:
+        location = write_version(self, identifier, version, new)  # type: ignore[arg-type]
+        calls.append(version)
+        if len(calls) == 1:  # others commit v4 on this v3 and delete v2
+            monkeypatch.setattr(HadoopCatalog, "_write_version", write_version)
+            other.refresh().append(_rows([7]))
+        return location
+
+    monkeypatch.setattr(HadoopCatalog, "_write_version", followed)
+    t.append(_rows([99]))
+    assert calls == [3]
+    assert _ids(cat) == [0, 7, 99]
+
+
 def test_branch_append_after_a_main_commit_is_rebuilt(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     t = catalog.create_table("db.t", SCHEMA, properties={"format-version": "3"})

@@ -5,7 +5,9 @@ A table at ``<warehouse>/<ns...>/<name>`` keeps ``metadata/v<N>.metadata.json`` 
 Iceberg Java's ``HadoopCatalog``. A commit writes ``v<N+1>`` with an exclusive create that fails
 if another writer got there first (:class:`CommitFailedError`), then updates the hint; a base
 behind the hint, or deleted by ``write.metadata.delete-after-commit.enabled`` (whose ``v<N+1>``
-may be gone too), fails the same way before anything is written. Exclusive
+may be gone too), fails the same way before anything is written, and a ``v<N+1>`` created after
+other writers went past it and deleted it (the base goes first) is removed again and the commit
+fails, unless those writers went on from it. Exclusive
 creation is atomic on local and POSIX file systems (a hard link) and on S3 (a ``PUT`` with
 ``If-None-Match: *``, answered 412 or 409 for the loser); only when no S3 credentials can be
 resolved for signing, or on other object stores, it is a check followed by the write, as with the
@@ -241,10 +243,12 @@ class HadoopCatalog(Catalog):
                 f"cannot tell whether version {version} of {'.'.join(identifier)!r} was "
                 f"committed: {exc}"
             ) from exc
+        return location
+
+    def _write_hint(self, identifier: Identifier, version: int) -> None:
         hint = f"{self._table_dir(identifier)}/metadata/{VERSION_HINT}"
         with contextlib.suppress(FileIOError):  # readers look past a stale hint
             self.io.new_output(hint).write(str(version).encode(), overwrite=True)
-        return location
 
     def _create_entry(self, identifier: Identifier, metadata: TableMetadata) -> str:
         table_dir = self._table_dir(identifier)
@@ -254,9 +258,11 @@ class HadoopCatalog(Catalog):
                 f"it cannot be created at {metadata.location}"
             )
         try:
-            return self._write_version(identifier, 1, metadata)
+            location = self._write_version(identifier, 1, metadata)
         except CommitFailedError as exc:
             raise TableAlreadyExistsError(f"table {'.'.join(identifier)!r} already exists") from exc
+        self._write_hint(identifier, 1)
+        return location
 
     def _write_and_swap(
         self, identifier: Identifier, base: TableMetadata, base_location: str, new: TableMetadata
@@ -277,7 +283,37 @@ class HadoopCatalog(Catalog):
             raise CommitFailedError(
                 f"{'.'.join(identifier)!r} moved past version {version} (the base of this commit)"
             )
-        return self._write_version(identifier, version + 1, new)
+        location = self._write_version(identifier, version + 1, new)
+        if not self.io.exists(base_location) and not self._landed(identifier, location, base, new):
+            # Other writers committed v<N+1>, went on and deleted it (with v<N>, which always
+            # goes first) between the checks above and the exclusive create: this v<N+1> is a
+            # stray behind newer versions, and the commit did not happen. (A base deleted by
+            # writers that went on from this v<N+1> leaves the commit in the table.)
+            self.io.delete_quietly(location)
+            raise CommitFailedError(
+                f"{'.'.join(identifier)!r} moved past version {version} (the base of this "
+                "commit) while it was written"
+            )
+        self._write_hint(identifier, version + 1)
+        return location
+
+    def _landed(
+        self, identifier: Identifier, location: str, base: TableMetadata, new: TableMetadata
+    ) -> bool:
+        """Whether the table's newest version is, or went on from, the metadata ``new`` just
+        written at ``location`` on ``base``: the snapshot it added is in the table, or (a
+        commit adding none) the metadata log names ``location`` with ``new``'s time."""
+        current = self._current_location(identifier)
+        if current == location:
+            return True
+        latest = self.read_metadata(current)
+        snapshot = new.current_snapshot_id
+        if snapshot is not None and all(s.snapshot_id != snapshot for s in base.snapshots):
+            return any(s.snapshot_id == snapshot for s in latest.snapshots)
+        return any(
+            e.metadata_file == location and e.timestamp_ms == new.last_updated_ms
+            for e in latest.metadata_log
+        )
 
     def _drop_entry(self, identifier: Identifier) -> None:
         """Delete the table's directory as the Java catalog does, but never a directory inside
