@@ -329,7 +329,7 @@ def test_maintenance_on_a_branch_reports_the_branch_snapshot(world: CliWorld) ->
 
 
 def test_maintenance_refuses_a_branch_that_does_not_exist(world: CliWorld) -> None:
-    """A --branch that names no branch is not found (the table API would create it), and a
+    """A --branch that names no branch is not found (as by the table API), and a
     tag is not a branch; nothing is committed."""
     before = _heads(world)
     for command in ("compact", "rewrite-manifests"):

@@ -166,23 +166,60 @@ def update_snapshot_totals(summary: Summary, previous: Summary | None) -> Summar
     """``summary`` with the ``total-*`` keys carried forward from the previous snapshot's summary.
 
     For each total (data files, delete files, records, files size, position and equality
-    deletes) the new total is the previous total plus the added count minus the removed count.
-    A total is only written when the previous summary had it (or there is no previous snapshot,
-    when it starts at 0), so a chain with an unknown total does not invent one.
+    deletes) the new total is the previous total plus the added count minus the removed count,
+    as Java's ``SnapshotProducer.updateTotal`` computes it. The total is left out (so a chain
+    with an unknown total does not invent one) when the previous summary lacks it (with no
+    previous snapshot it starts at 0), when the previous total or a count is not a number, or
+    when the total is or becomes negative (a previous total already too low, as Java's
+    ``add_files`` leaves ``total-files-size``, minus what a replace removes).
     """
     props = dict(summary.properties)
     for total_key, added_key, removed_key in SummaryKeys.TOTALS:
-        if previous is None:
-            prev_total: int | None = 0
-        else:
-            prev_total = previous.get_int(total_key)
-        if prev_total is None:
+        prev = "0" if previous is None else previous.properties.get(total_key)
+        total = _updated_total(
+            prev, summary.properties.get(added_key), summary.properties.get(removed_key)
+        )
+        if total is None:
             props.pop(total_key, None)
-            continue
-        added = summary.get_int(added_key) or 0
-        removed = summary.get_int(removed_key) or 0
-        props[total_key] = str(prev_total + added - removed)
+        else:
+            props[total_key] = str(total)
     return Summary(summary.operation, props)
+
+
+_LONG_MIN = -(2**63)
+_LONG_MAX = 2**63 - 1
+
+
+def _parse_long(text: str) -> int | None:
+    """``text`` as Java's ``Long.parseLong`` reads it (an optional sign and ASCII digits, in
+    the 64-bit range), or ``None`` where Java would raise ``NumberFormatException``."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not (digits.isascii() and digits.isdigit()):
+        return None
+    value = int(text)
+    return value if _LONG_MIN <= value <= _LONG_MAX else None
+
+
+def _updated_total(prev: str | None, added: str | None, removed: str | None) -> int | None:
+    """The new running total from the previous total and this snapshot's added and removed
+    counts, or ``None`` when it is left out, step for step as Java's ``updateTotal``: the
+    counts are only applied while the total is not negative, a value that is not a number
+    drops the total, and so does a negative (or, as Java's wrapping ``long`` would make it,
+    overflowing) result."""
+    if prev is None:
+        return None
+    total = _parse_long(prev)
+    if total is None:
+        return None
+    for count, sign in ((added, 1), (removed, -1)):
+        if total >= 0 and count is not None:
+            n = _parse_long(count)
+            if n is None:
+                return None
+            total += sign * n
+            if total > _LONG_MAX:
+                return None  # Java's long wraps to a negative total, which is left out
+    return total if total >= 0 else None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ from icefloe.progress import Progress, ProgressArg
 from icefloe.properties import gc_enabled
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.manifests import fetch, manifest_lists
-from icefloe.scan.tasks import FileScanTask
+from icefloe.scan.tasks import DeleteContent, FileScanTask, replace_task
 from icefloe.table._remove_files import delete_all
 from icefloe.table_paths import (
     comparable_locations,
@@ -46,7 +46,7 @@ from icefloe.values import epoch_ms
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:
-    from icefloe.metadata import TableMetadata
+    from icefloe.metadata import Snapshot, TableMetadata
     from icefloe.table.table import Transaction
 
 __all__ = [
@@ -350,19 +350,73 @@ def _rewrite_groups(
         for group in _bins(tasks, target)
         if len(group) >= min_input_files or any(t.delete_files for t in group)
     ]
-    return target, todo
+    # the v2 file-scoped position deletes Java writes name their data file by bounds only
+    head = md.snapshot_by_name(branch) if branch in md.refs else None
+    resolved = iter(_with_referenced_files(tx.table.io, head, [t for _, g in todo for t in g]))
+    return target, [(spec_id, [next(resolved) for _ in group]) for spec_id, group in todo]
 
 
 def _applied_deletes(tasks: list[FileScanTask]) -> set[tuple[str, int | None]]:
     """``(path, offset)`` of the delete files a rewrite of ``tasks`` drops: those naming one
-    rewritten data file (deletion vectors, file-scoped position deletes). Partition-scoped and
-    equality delete files may still apply elsewhere and stay."""
+    rewritten data file (deletion vectors, file-scoped position deletes; ``tasks`` as
+    :func:`_rewrite_groups` returns them, the data file a v2 position delete file names by its
+    ``file_path`` bounds resolved), the same the commit removes. Partition-scoped and equality
+    delete files may still apply elsewhere and stay."""
+    from icefloe.table.row_delta import _file_scoped
+
     return {
         (d.file_path, d.content_offset)
         for t in tasks
-        for d in t.delete_files
-        if d.referenced_data_file == t.data_file.file_path
+        for d in _file_scoped(t.data_file.file_path, t.delete_files)
     }
+
+
+def _with_referenced_files(
+    io: FileIO, snapshot: Snapshot | None, tasks: list[FileScanTask]
+) -> list[FileScanTask]:
+    """``tasks`` with each position delete file that names one data file only by equal lower
+    and upper ``file_path`` bounds (as Iceberg Java and Spark write v2 file-scoped deletes,
+    without ``referenced_data_file``) given that data file as ``referenced_data_file``, as
+    Java's ``ContentFileUtil.referencedDataFile`` resolves it (the bounds are read from the
+    delete manifests of ``snapshot``, the head the tasks were planned from)."""
+    from icefloe.scan.manifests import manifest_entries
+    from icefloe.table.overwrite import referenced_file
+
+    unresolved = {
+        d.file_path
+        for t in tasks
+        for d in t.delete_files
+        if d.content is DeleteContent.POSITION_DELETES
+        and not d.is_deletion_vector
+        and d.referenced_data_file is None
+    }
+    if not unresolved:
+        return tasks
+    wanted = pa.array(sorted(unresolved), pa.string())
+    named: dict[str, str] = {}
+    for _, batch in manifest_entries(io, snapshot, content=1):
+        hit = pc.and_(
+            pc.not_equal(batch.column("status"), DELETED),
+            pc.is_in(batch.column("file_path").cast(pa.string()), value_set=wanted),
+        )
+        columns = ["content", "file_path", "referenced_data_file", "lower_bounds", "upper_bounds"]
+        live = batch.filter(hit)
+        for row in live.select([c for c in columns if c in live.schema.names]).to_pylist():
+            target = referenced_file(row)
+            if target is not None:
+                named[row["file_path"]] = target
+    if not named:
+        return tasks
+    out = []
+    for t in tasks:
+        refs = tuple(
+            replace(d, referenced_data_file=named[d.file_path])
+            if d.file_path in unresolved and d.file_path in named
+            else d
+            for d in t.delete_files
+        )
+        out.append(t if refs == t.delete_files else replace_task(t, delete_files=refs))
+    return out
 
 
 def plan_rewrite_data_files(

@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import CommitConflictError, CorruptFileError, ValidationError
+from icefloe.exceptions import (
+    CommitConflictError,
+    CorruptFileError,
+    NoSuchSnapshotError,
+    ValidationError,
+)
 from icefloe.manifest import ManifestFile, manifest_files
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
 from icefloe.properties import TableProperties, int_property
@@ -78,6 +83,23 @@ def _target(metadata: TableMetadata, target: int | None) -> int:
         TableProperties.MANIFEST_TARGET_SIZE_BYTES,
         TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
     )
+
+
+def _branch_head(metadata: TableMetadata, branch: str) -> Snapshot | None:
+    """The head of ``branch``, which must exist (``main`` may have no snapshot yet): unlike a
+    write, a rewrite has nothing to fork a new branch from, so a misspelled name raises
+    :class:`NoSuchSnapshotError` instead of creating a branch, as ``rewrite_data_files``
+    does; a tag raises :class:`ValidationError`."""
+    if not isinstance(branch, str) or not branch:
+        raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
+    ref = metadata.refs.get(branch)
+    if ref is None:
+        if branch != MAIN_BRANCH:
+            raise NoSuchSnapshotError(f"no branch named {branch!r} to rewrite the manifests of")
+        return None
+    if not ref.is_branch:
+        raise ValidationError(f"{branch!r} is a tag: only a branch's manifests can be rewritten")
+    return parent_snapshot(metadata, branch)
 
 
 def _plan(
@@ -139,7 +161,7 @@ def plan_rewrite_manifests(
 ) -> RewriteManifestsResult:
     """What :func:`rewrite_manifests` would do on ``table`` now, without writing anything."""
     metadata = table.metadata
-    head = parent_snapshot(metadata, branch)
+    head = _branch_head(metadata, branch)
     plan = _plan(table.io, metadata, head, spec_id, _target(metadata, target_manifest_size))
     if plan is None:
         return RewriteManifestsResult(0, 0, 0, 0, dry_run=True)
@@ -229,6 +251,8 @@ class _RewriteManifests(SnapshotProducer):
     def _filter(
         self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
     ) -> tuple[list[dict[str, Any]], list[str], list[pa.RecordBatch], int]:
+        # every attempt: the branch may have been removed since the rewrite was planned
+        _branch_head(metadata, self.branch)
         plan = _plan(self.io, metadata, parent, self.spec_id, _target(metadata, self.target))
         if plan is None:
             raise NothingLeftToRewrite
@@ -296,7 +320,9 @@ def rewrite_manifests(
     """Regroup the data and delete manifests of ``branch``'s head by partition in one
     ``replace`` snapshot of ``tx`` (see the module docstring). Returns what was rewritten; when
     there is nothing to gain (no manifests, or one per content and spec that fits the target)
-    nothing is written or committed."""
+    nothing is written or committed. A ``branch`` that does not exist raises
+    :class:`NoSuchSnapshotError` (and commits nothing)."""
+    _branch_head(tx.metadata, branch)
     producer = _RewriteManifests(
         tx,
         spec_id=spec_id,

@@ -240,6 +240,11 @@ def _key(path: str, offset: int | None) -> str:
 
 
 def _file_scoped(path: str, deletes: Iterable[DeleteFileRef]) -> list[DeleteFileRef]:
+    """The position delete files (deletion vectors included) of ``deletes`` that name only the
+    data file ``path``: removed with it. A planned ``DeleteFileRef`` carries no ``file_path``
+    bounds, so a v2 file written as Iceberg Java writes them (equal bounds, no
+    ``referenced_data_file``) counts only once its ``referenced_data_file`` is resolved from the
+    manifest entry, as compaction does (``maintenance._with_referenced_files``)."""
     return [
         d
         for d in deletes
