@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icefloe.exceptions import MissingDependencyError, ValidationError
 from icefloe.expressions.base import AlwaysTrue
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "QUEUE_DEPTH",
     "READ_AHEAD",
+    "arrow_to_pandas",
     "count",
     "default_workers",
     "max_tasks_ahead",
@@ -396,8 +398,81 @@ def to_pandas(
     """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
     require_pandas()
     table = to_arrow(io, tasks, options, limit=limit, max_workers=max_workers)
-    frame: pd.DataFrame = table.to_pandas(**kwargs)
+    return arrow_to_pandas(table, **kwargs)
+
+
+def arrow_to_pandas(table: pa.Table, **kwargs: Any) -> pd.DataFrame:
+    """``table.to_pandas(**kwargs)``; a date (or, with ``timestamp_as_object=True``, a
+    timestamp) outside Python's years 1 to 9999, which pyarrow fails to make a Python object,
+    raises :class:`ValidationError` naming its columns and the remedies instead of pyarrow's
+    bare ``ValueError``."""
+    try:
+        frame: pd.DataFrame = table.to_pandas(**kwargs)
+    except (ValueError, OverflowError) as exc:
+        found: dict[str, None] = {}
+        timestamps = bool(kwargs.get("timestamp_as_object", False))
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            for chunk in column.chunks:
+                _outside_python_dates(chunk, name, timestamps, found)
+        if not found:
+            raise
+        names = ", ".join(repr(n) for n in found)
+        which = f"columns {names}: they hold" if len(found) > 1 else f"column {names}: it holds"
+        kinds = "dates or timestamps" if timestamps else "dates"
+        raise ValidationError(
+            f"to_pandas() cannot convert {which} {kinds} outside the years 1 to 9999, which "
+            "Python's datetime cannot hold (pyarrow makes dates datetime.date objects unless "
+            "date_as_object=False): to_pandas(date_as_object=False) gives top-level date "
+            "columns as datetime64 values"
+            + (
+                " (and timestamps are datetime64 without timestamp_as_object=True)"
+                if timestamps
+                else ""
+            )
+            + f", and to_arrow() reads every value ({exc})"
+        ) from exc
     return frame
+
+
+#: 0001-01-01 and 9999-12-31, Python's first and last dates, in days since 1970-01-01.
+_PYTHON_DAYS = (-719_162, 2_932_896)
+
+_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _outside_python_dates(
+    arr: pa.Array, path: str, timestamps: bool, found: dict[str, None]
+) -> None:
+    """Adds ``path`` (dotted through structs, ``element``, ``key`` and ``value``) to ``found``
+    when ``arr`` holds dates (and, if ``timestamps``, timestamps) outside Python's years."""
+    t = arr.type
+    if isinstance(t, pa.BaseExtensionType):
+        arr, t = arr.storage, t.storage_type
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _outside_python_dates(arr.field(i), f"{path}.{t.field(i).name}", timestamps, found)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        _outside_python_dates(arr.flatten(), f"{path}.element", timestamps, found)
+    elif pa.types.is_map(t):
+        _outside_python_dates(arr.keys, f"{path}.key", timestamps, found)
+        _outside_python_dates(arr.items, f"{path}.value", timestamps, found)
+    elif pa.types.is_dictionary(t):
+        _outside_python_dates(arr.dictionary, path, timestamps, found)
+    else:
+        if pa.types.is_date32(t):
+            per_day, ints = 1, arr.view(pa.int32())
+        elif pa.types.is_date64(t):
+            per_day, ints = 86_400_000, arr.view(pa.int64())
+        elif timestamps and pa.types.is_timestamp(t):
+            per_day, ints = 86_400 * _UNITS_PER_SECOND[t.unit], arr.view(pa.int64())
+        else:
+            return
+        bounds = pc.min_max(ints)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low is None or high is None:
+            return
+        if low < _PYTHON_DAYS[0] * per_day or high >= (_PYTHON_DAYS[1] + 1) * per_day:
+            found[path] = None
 
 
 def count(

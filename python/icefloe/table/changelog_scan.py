@@ -214,11 +214,10 @@ class ChangelogScan:
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """The changed rows as a pandas ``DataFrame``."""
-        from icefloe.read.scan_output import require_pandas
+        from icefloe.read.scan_output import arrow_to_pandas, require_pandas
 
         require_pandas("ChangelogScan.to_pandas()")
-        frame: pd.DataFrame = self.to_arrow().to_pandas(**kwargs)
-        return frame
+        return arrow_to_pandas(self.to_arrow(), **kwargs)
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The Arrow PyCapsule stream of :meth:`to_batches`."""

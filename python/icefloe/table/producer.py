@@ -414,6 +414,7 @@ class SnapshotProducer:
                 TableProperties.SUMMARY_PARTITION_LIMIT_DEFAULT,
                 lenient=True,
             ),
+            metadata=metadata,
         )
         summary_props = dict(summary.properties)
         summary_props["manifests-kept"] = str(

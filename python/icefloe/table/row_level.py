@@ -479,9 +479,49 @@ def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
 EQUALITY_UPSERT_RETRIES = 4
 
 
-def key_columns(join_cols: str | Sequence[str]) -> list[str]:
-    """Key column names: one name given as a string is one column (not its characters)."""
-    return [join_cols] if isinstance(join_cols, str) else list(join_cols)
+def key_columns(join_cols: str | Sequence[str], case_sensitive: bool = True) -> list[str]:
+    """Key column names: one name given as a string is one column (not its characters). A
+    name given twice (or two names equal ignoring case, unless ``case_sensitive``) is refused
+    with :class:`ValidationError`: the key would hold the column twice."""
+    if isinstance(join_cols, str):
+        return [join_cols]
+    try:
+        names = list(join_cols)
+    except TypeError:
+        raise ValidationError(
+            f"join_cols must be a column name or a list of column names, got {join_cols!r}"
+        ) from None
+    seen: dict[str, str] = {}
+    for name in names:
+        if not isinstance(name, str):
+            raise ValidationError(f"join columns must be column names (strings), got {name!r}")
+        key = name if case_sensitive else name.lower()
+        if key in seen:
+            other = seen[key]
+            also = "" if other == name else f" (as {other!r} and {name!r}: equal ignoring case)"
+            raise ValidationError(f"join column {name!r} is given twice{also}")
+        seen[key] = name
+    return names
+
+
+def join_columns(
+    schema: Schema,
+    join_cols: str | Sequence[str] | None,
+    case_sensitive: bool = True,
+    what: str = "upsert",
+) -> list[str]:
+    """:func:`key_columns` of ``join_cols``; ``None`` stands for the schema's identifier
+    fields (by their full names), as in PyIceberg's ``upsert``. Without identifier fields,
+    ``None`` is refused with :class:`ValidationError`."""
+    if join_cols is not None:
+        return key_columns(join_cols, case_sensitive)
+    names = list(schema.identifier_field_names)
+    if not names:
+        raise ValidationError(
+            f"{what} needs join columns: pass join_cols, or set the table's identifier fields "
+            "(table.update_schema().set_identifier_fields(...))"
+        )
+    return names
 
 
 def check_key_types(schema: Schema, join_cols: Sequence[str], case_sensitive: bool) -> None:
@@ -524,17 +564,18 @@ def _upsert_mode(props: Mapping[str, str], version: int) -> str:
 def upsert(
     tx: Transaction,
     data: Any,
-    join_cols: Sequence[str],
+    join_cols: str | Sequence[str] | None = None,
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> UpsertResult:
-    """Inserts the rows of ``data`` whose key (``join_cols``) is new and replaces the rows
-    whose key exists, in one snapshot. Keys must be unique in ``data``; null equals null.
+    """Inserts the rows of ``data`` whose key (``join_cols``, by default the table's
+    identifier fields) is new and replaces the rows whose key exists, in one snapshot. Keys
+    must be unique in ``data``; null equals null.
 
     Updated rows keep their ``_row_id`` on v3 (merge-on-read and copy-on-write)."""
     ctx = RowContext(tx, branch)
-    join_cols = key_columns(join_cols)
+    join_cols = join_columns(ctx.schema, join_cols, ctx.case_sensitive)
     check_key_types(ctx.schema, join_cols, ctx.case_sensitive)
     source = _source(ctx, data, join_cols)
     if source.num_rows == 0:
@@ -729,13 +770,14 @@ def _upsert_equality(
 def delete_by_keys(
     tx: Transaction,
     keys: Any,
-    join_cols: Sequence[str],
+    join_cols: str | Sequence[str] | None = None,
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> int:
-    """Deletes the rows whose ``join_cols`` equal a row of ``keys`` by writing equality delete
-    files (no data is read). Returns the number of delete files written."""
+    """Deletes the rows whose ``join_cols`` (by default the table's identifier fields) equal
+    a row of ``keys`` by writing equality delete files (no data is read). Returns the number
+    of delete files written."""
     ctx = RowContext(tx, branch)
     if ctx.version < 2:
         raise ValidationError("equality deletes need format version 2 or later")
@@ -746,11 +788,16 @@ def delete_by_keys(
         from icefloe.write.input import to_arrow_table
 
         table = to_arrow_table(keys)
-    join_cols = key_columns(join_cols)
+    join_cols = join_columns(ctx.schema, join_cols, ctx.case_sensitive, "delete_by_keys")
+    if not join_cols:
+        raise ValidationError("delete_by_keys needs at least one join column")
     check_key_types(ctx.schema, join_cols, ctx.case_sensitive)
     missing = [c for c in join_cols if c not in table.column_names]
     if missing:
         raise ValidationError(f"keys lack join columns {missing}")
+    for c in join_cols:
+        if table.column_names.count(c) > 1:
+            raise ValidationError(f"keys have the join column {c!r} twice")
     table = table.select(join_cols)
     if table.num_rows == 0:
         return 0

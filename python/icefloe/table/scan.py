@@ -433,11 +433,10 @@ class TableScan:
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
-        from icefloe.read.scan_output import require_pandas
+        from icefloe.read.scan_output import arrow_to_pandas, require_pandas
 
         require_pandas("TableScan.to_pandas()")
-        frame: pd.DataFrame = self.to_arrow().to_pandas(**kwargs)
-        return frame
+        return arrow_to_pandas(self.to_arrow(), **kwargs)
 
     def count(self) -> int:
         """The number of rows the scan returns; from manifest record counts (no file opened)

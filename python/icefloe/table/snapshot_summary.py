@@ -11,7 +11,14 @@ from urllib.parse import quote_plus
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.metadata import Operation, Snapshot, Summary, SummaryKeys, update_snapshot_totals
+from icefloe.metadata import (
+    Operation,
+    Snapshot,
+    Summary,
+    SummaryKeys,
+    TableMetadata,
+    update_snapshot_totals,
+)
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.manifests import partition_keys
 from icefloe.write.writer import human_partition_value
@@ -31,6 +38,7 @@ def snapshot_summary(
     operation: str | None,
     parent: Snapshot | None,
     partition_limit: int = 0,
+    metadata: TableMetadata | None = None,
 ) -> Summary:
     """The summary of a snapshot that adds the entries ``added`` and removes ``removed`` (its
     ``operation``, or the one derived from what it does), with the running totals of
@@ -38,7 +46,8 @@ def snapshot_summary(
 
     When at most ``partition_limit`` partitions change, each gets a ``partitions.<path>`` entry
     with its own counts (``added-data-files=1,added-records=3,...``) and
-    ``partition-summaries-included`` is ``true``, as the Java reference writes them."""
+    ``partition-summaries-included`` is ``true``, as the Java reference writes them (uuid and
+    float values as Java names them when the table's ``metadata`` is given)."""
     s: dict[str, int] = {}
     keys: list[pa.Array] = []
     for batch in added:
@@ -52,7 +61,7 @@ def snapshot_summary(
     props = {k: str(v) for k, v in s.items()}
     props["changed-partition-count"] = str(changed)
     if 0 < changed <= partition_limit:
-        props.update(_partition_summaries(added, removed, keys))
+        props.update(_partition_summaries(added, removed, keys, metadata))
     props["manifests-created"] = str(created)
     props["manifests-replaced"] = str(len(replaced))
     props.update(properties)
@@ -113,7 +122,10 @@ _PARTITION_COUNTS = (
 
 
 def _partition_summaries(
-    added: Sequence[pa.RecordBatch], removed: Sequence[pa.RecordBatch], keys: list[pa.Array]
+    added: Sequence[pa.RecordBatch],
+    removed: Sequence[pa.RecordBatch],
+    keys: list[pa.Array],
+    metadata: TableMetadata | None,
 ) -> dict[str, str]:
     """``partitions.<path>`` entries for the changed partitions (few: at most the limit), and
     ``partition-summaries-included``. Partitions of different specs with the same path share
@@ -124,7 +136,8 @@ def _partition_summaries(
         spec = _batch_spec(batch)
         for key in pc.unique(batch_keys).to_pylist():
             rows = batch.filter(pc.equal(batch_keys, pa.scalar(key, pa.binary())))
-            path = _path(spec, rows.column("partition")[0].as_py()) if spec.fields else ""
+            value = rows.column("partition")[0].as_py()
+            path = _path(spec, value, metadata) if spec.fields else ""
             tally = counts.setdefault(path, {})
             if side == "added":
                 _tally(rows, tally, "added", "added", "added")
@@ -145,17 +158,23 @@ def _batch_spec(batch: pa.RecordBatch) -> PartitionSpec:
     return PartitionSpec.fields_from_json(fields, int(meta.get(b"partition-spec-id", b"0")))
 
 
-def _path(spec: PartitionSpec, partition: Mapping[str, object] | None) -> str:
+def _path(
+    spec: PartitionSpec, partition: Mapping[str, object] | None, metadata: TableMetadata | None
+) -> str:
     """The reference's partition path: ``name=value`` pairs of human-readable values, each
     form-encoded (``+`` for a space)."""
 
     def escape(text: str) -> str:
         return quote_plus(text, safe="*").replace("~", "%7E")
 
+    types: list[object] = [None] * len(spec.fields)
+    if metadata is not None:
+        bound = spec.partition_type(metadata.current_schema(), metadata.schemas)
+        types = [f.field_type for f in bound.fields]
     values = partition or {}
     return "/".join(
-        f"{escape(pf.name)}={escape(human_partition_value(pf, values.get(pf.name)))}"
-        for pf in spec.fields
+        f"{escape(pf.name)}={escape(human_partition_value(pf, values.get(pf.name), t))}"
+        for pf, t in zip(spec.fields, types, strict=True)
     )
 
 

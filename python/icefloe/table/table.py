@@ -441,15 +441,16 @@ class Table:
     def upsert(
         self,
         data: Any,
-        join_cols: Sequence[str],
+        join_cols: str | Sequence[str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> UpsertResult:
         """Update rows whose ``join_cols`` key exists and insert the others, in one snapshot.
-        An equality-mode upsert (``write.upsert.mode=equality``) that conflicts with another
-        writer's rows of its keys runs again on the newer table (see
-        :func:`icefloe.table.row_level.upsert_runs_again`)."""
+        Without ``join_cols`` the key is the schema's identifier fields (as in PyIceberg;
+        :class:`ValidationError` when the table has none). An equality-mode upsert
+        (``write.upsert.mode=equality``) that conflicts with another writer's rows of its keys
+        runs again on the newer table (see :func:`icefloe.table.row_level.upsert_runs_again`)."""
         from icefloe.table.row_level import EQUALITY_UPSERT_RETRIES, upsert_runs_again
 
         for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
@@ -468,13 +469,13 @@ class Table:
     def delete_by_keys(
         self,
         keys: Any,
-        join_cols: Sequence[str],
+        join_cols: str | Sequence[str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Delete the rows whose ``join_cols`` equal a row of ``keys`` (equality delete files,
-        no data read)."""
+        """Delete the rows whose ``join_cols`` (by default the schema's identifier fields)
+        equal a row of ``keys`` (equality delete files, no data read)."""
         with self.transaction() as tx:
             tx.delete_by_keys(
                 keys, join_cols, branch=branch, snapshot_properties=snapshot_properties

@@ -271,7 +271,7 @@ class Transaction:
     def upsert(
         self,
         data: Any,
-        join_cols: Sequence[str],
+        join_cols: str | Sequence[str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
@@ -285,7 +285,7 @@ class Transaction:
     def delete_by_keys(
         self,
         keys: Any,
-        join_cols: Sequence[str],
+        join_cols: str | Sequence[str] | None = None,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,

@@ -262,10 +262,16 @@ def _partition_values(pf: PartitionField, values: pa.Array) -> list[Any]:
 
 
 def human_partition_value(pf: PartitionField, value: Any, result_type: Any = None) -> str:
-    """A partition value as people read it (and as partition directories are named): dates
-    for day/month/year/hour transforms, base64 for bytes, ``null``; timestamps as Java prints
-    them, nanoseconds included (a ``timestamp_ns`` value given as an int of nanoseconds needs
-    ``result_type``, the partition field's type)."""
+    """A partition value as people read it (and as partition directories are named), as Iceberg
+    Java's ``Transform.toHumanString`` gives it: dates for day/month/year/hour transforms,
+    base64 for bytes, ``null``; timestamps as Java prints them, nanoseconds included (a
+    ``timestamp_ns`` value given as an int of nanoseconds needs ``result_type``, the partition
+    field's type); uuids as ``UUID.toString`` (a uuid given as its 16 bytes needs
+    ``result_type``); doubles as ``Double.toString`` (``NaN``, ``-Infinity``, ``1.0E20``,
+    ``-0.0``) and floats as ``Float.toString`` (shortest digits of the float32: ``1.1``; a
+    float given as a Python float needs ``result_type``)."""
+    from icefloe.types import FloatType, UUIDType
+
     if value is None:
         return "null"
     t = pf.transform
@@ -280,10 +286,15 @@ def human_partition_value(pf: PartitionField, value: Any, result_type: Any = Non
     if isinstance(t, HourTransform):
         ts = _dt.datetime(1970, 1, 1) + _dt.timedelta(hours=value)
         return f"{ts.year:04d}-{ts.month:02d}-{ts.day:02d}-{ts.hour:02d}"
+    if isinstance(value, bytes) and isinstance(result_type, UUIDType) and len(value) == 16:
+        return str(uuid.UUID(bytes=value))
     if isinstance(value, bytes):
         import base64
 
         return base64.b64encode(value).decode()
+    if isinstance(value, float | np.floating):
+        single = isinstance(result_type, FloatType) or isinstance(value, np.float32)
+        return _java_floating(float(value), single)
     if isinstance(value, int) and isinstance(result_type, TimestampNanoType | TimestamptzNanoType):
         days, nanos = divmod(value, 86_400_000_000_000)
         day = _dt.date(1970, 1, 1) + _dt.timedelta(days)
@@ -304,6 +315,56 @@ def human_partition_value(pf: PartitionField, value: Any, result_type: Any = Non
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _java_floating(value: float, single: bool) -> str:
+    """``value`` as Java's ``Double.toString`` prints it (``Float.toString`` of the float32
+    ``value`` when ``single``; the specification of Java 19 and later): ``NaN``,
+    ``Infinity``, ``-0.0``; the shortest digits that read back as the same double (float),
+    or of one digit the closest decimal of two digits that does (``4.9E-324``), in plain
+    notation with at least one digit after the point when 1e-3 <= |value| < 1e7 (``1.0``,
+    ``0.001``, ``1234567.5``), else as ``d.dddE[-]n`` (``1.0E20``, ``1.0E-4``)."""
+    import math
+    from decimal import ROUND_HALF_EVEN, Decimal
+
+    if single:
+        with np.errstate(over="ignore"):
+            value = float(np.float32(value))
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    shortest = (
+        np.format_float_scientific(np.float32(abs(value)), unique=True)
+        if single
+        else repr(abs(value))
+    )
+    _, digit_tuple, exponent = Decimal(shortest).as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point = exponent + len(digits) - 1  # the decimal exponent of the first digit
+    digits = digits.rstrip("0") or "0"
+    if len(digits) == 1:
+        # Java picks, among the decimals of one or two digits that read back as the value,
+        # the closest to it
+        exact = Decimal(abs(value))
+        two = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 1), rounding=ROUND_HALF_EVEN)
+        back = float(np.float32(float(two))) if single else float(two)
+        if back == abs(value):
+            _, digit_tuple, exponent = two.as_tuple()
+            assert isinstance(exponent, int)
+            digits = "".join(map(str, digit_tuple))
+            point = exponent + len(digits) - 1
+            digits = digits.rstrip("0") or "0"
+    if -3 <= point < 7:
+        if point >= 0:
+            whole = digits[: point + 1].ljust(point + 1, "0")
+            return f"{sign}{whole}.{digits[point + 1 :] or '0'}"
+        return f"{sign}0.{'0' * (-point - 1)}{digits}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point}"
 
 
 def _java_time(nanos_of_day: int) -> str:
@@ -330,12 +391,20 @@ def _escape(text: str) -> str:
     return quote_plus(text, safe="*").replace("~", "%7E")
 
 
-def partition_path(spec: PartitionSpec, partition: Mapping[str, Any]) -> str:
+def partition_path(
+    spec: PartitionSpec, partition: Mapping[str, Any], schema: Schema | None = None
+) -> str:
     """The directory of a partition: ``name=value/...``, each part escaped as Iceberg Java
-    escapes it (``a b`` is ``a+b``)."""
+    escapes it (``a b`` is ``a+b``); with the ``schema`` the spec is bound to, uuids and
+    floats are named as Java names them (see :func:`human_partition_value`)."""
+    types: list[Any] = (
+        [f.field_type for f in spec.partition_type(schema).fields]
+        if schema is not None
+        else [None] * len(spec.fields)
+    )
     parts = []
-    for pf in spec.fields:
-        value = human_partition_value(pf, partition.get(pf.name))
+    for pf, result_type in zip(spec.fields, types, strict=True):
+        value = human_partition_value(pf, partition.get(pf.name), result_type)
         parts.append(f"{_escape(pf.name)}={_escape(value)}")
     return "/".join(parts)
 
@@ -671,7 +740,7 @@ class _FileWriter:
     def _path(self, partition: Mapping[str, Any]) -> str:
         ext = "orc" if self.orc is not None else "avro" if self.avro is not None else "parquet"
         name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.{ext}"
-        directory = partition_path(self.spec, partition) if self.spec.fields else ""
+        directory = partition_path(self.spec, partition, self.schema) if self.spec.fields else ""
         return self.locations.new_location(name, directory)
 
     def _rows_per_group(self, table: pa.Table) -> int:
