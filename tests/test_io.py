@@ -328,3 +328,57 @@ def test_query_and_fragment_characters_are_part_of_a_location(tmp_path: Path, na
     assert Path(t.refresh().metadata_location.removeprefix("file://")).is_file()
     cat.drop_table("db.t", purge=True)
     assert not [p for p in wh.rglob("*") if p.is_file()]
+
+
+def test_a_temporary_file_that_cannot_be_removed_does_not_fail_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the file-system catalog the link is the commit: an error removing the temporary
+    file after it escaped raw, and a caller repeating the "failed" commit duplicated it."""
+    import errno
+    import os
+
+    unlink = os.unlink
+
+    def failing(path: str, *args: object, **kwargs: object) -> None:
+        if str(path).endswith(".tmp"):
+            raise OSError(errno.EIO, "Input/output error", path)
+        unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", failing)
+    target = tmp_path / "a.json"
+    FileIO().new_output(str(target)).write(b"{}")
+    assert target.read_bytes() == b"{}"
+    # a failed write still reports its own error, not the clean-up's
+    with pytest.raises(AlreadyExistsError):
+        FileIO().new_output(str(target)).write(b"[]")
+    assert target.read_bytes() == b"{}"
+
+
+def test_a_directory_that_cannot_be_synced_after_the_link_is_an_unknown_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file exists once linked; a failing directory sync after that is not a failure
+    (nothing may delete the file as if the write had not happened), so the file-system
+    catalog reports the commit's state as unknown and keeps it."""
+    import icefloe.io as io_module
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.exceptions import CommitStateUnknownError, UnknownWriteStateError
+
+    def failing(paths: list[str]) -> None:
+        # the directory of a new file b.json or of the table's new version file only
+        if any((Path(p) / n).exists() for p in paths for n in ("b.json", "v2.metadata.json")):
+            raise OSError(5, "Input/output error")
+
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    monkeypatch.setattr(io_module, "sync_directories", failing)
+    target = tmp_path / "b.json"
+    with pytest.raises(UnknownWriteStateError, match="could not be synced"):
+        FileIO().new_output(str(target)).write(b"{}")
+    assert target.read_bytes() == b"{}"
+    with pytest.raises(CommitStateUnknownError):
+        t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    monkeypatch.undo()
+    assert cat.load_table("db.t").scan().to_arrow().column("id").to_pylist() == [1]

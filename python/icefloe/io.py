@@ -52,6 +52,7 @@ from icefloe.exceptions import (
     FileIOError,
     IcebergError,
     NotFoundError,
+    UnknownWriteStateError,
     ValidationError,
 )
 from icefloe.filesystems import (
@@ -441,13 +442,20 @@ class OutputFile:
                     os.replace(tmp, path)
                 else:
                     os.link(tmp, path)
-                # the new name, and any directory created for it, on stable storage too
-                sync_directories(changed)
             except Exception as exc:
                 raise _map_error(exc, self.location, "write") from exc
             finally:
-                if os.path.exists(tmp):
+                # a temporary file that cannot be removed is left for orphan removal: its
+                # error must neither hide the write's nor turn a finished write into a failure
+                with contextlib.suppress(OSError):
                     os.unlink(tmp)
+            try:  # the new name, and any directory created for it, on stable storage too
+                sync_directories(changed)
+            except Exception as exc:
+                raise UnknownWriteStateError(
+                    f"{self.location} was written but its directory could not be synced, so a "
+                    f"crash may still lose it: {exc}"
+                ) from exc
             return
         client = self._io.s3_client(self.location)
         if client is not None:
