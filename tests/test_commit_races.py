@@ -132,6 +132,82 @@ def test_hadoop_commits_that_went_on_from_a_version_keep_it(
     assert _ids(cat) == [0, 7, 99]
 
 
+def test_an_append_on_a_state_another_writer_expired_is_rebuilt(catalog: Catalog) -> None:
+    """Another writer appended and expired the snapshots this table object last saw,
+    deleting their manifest lists: the append failed with NotFoundError, though an append is
+    never refused for a race."""
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", SCHEMA).append(_rows([0]))
+    stale, other = catalog.load_table("db.t"), catalog.load_table("db.t")
+    for i in (1, 2, 3):
+        other.append(_rows([i]))
+    other.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    stale.append(_rows([99]))
+    assert _ids(catalog) == [0, 1, 2, 3, 99]
+
+
+def test_a_retry_whose_newer_state_is_expired_meanwhile_is_rebuilt_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state a retry refreshed to loses its files to an expiry before the change is
+    rebuilt on it: rebuilt once more on the newest state."""
+    from icefloe.table.transaction import Transaction
+
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA).append(_rows([0]))
+    stale, other = cat.load_table("db.t"), cat.load_table("db.t")
+    other.append(_rows([1]))  # the stale append loses its first race
+    replay = Transaction._replay
+    expired: list[bool] = []
+
+    def expire_first(self: Transaction) -> None:
+        if not expired:  # the retry has refreshed; another writer moves on and expires
+            expired.append(True)
+            other.refresh().append(_rows([2]))
+            other.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+        replay(self)
+
+    monkeypatch.setattr(Transaction, "_replay", expire_first)
+    stale.append(_rows([99]))
+    assert expired
+    assert _ids(cat) == [0, 1, 2, 99]
+
+
+def test_an_expiry_racing_another_expiry_of_the_same_snapshots_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another writer expired the same snapshots (and deleted their files) between this
+    expiry's plan and its commit: the commit stands and was reported as a NotFoundError."""
+    import icefloe.table.expire as expire
+
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    for i in range(4):
+        t.append(_rows([i]))
+    first, second = cat.load_table("db.t"), cat.load_table("db.t")
+    plan = expire._plan
+    raced: list[int] = []
+    started: list[bool] = []
+
+    def racing(*args: object, **kwargs: object) -> object:
+        planned = plan(*args, **kwargs)  # type: ignore[arg-type]
+        if not started:
+            started.append(True)
+            now = int(time.time() * 1000) + 1
+            raced.extend(first.expire_snapshots(older_than_ms=now, retain_last=1).snapshot_ids)
+        return planned
+
+    monkeypatch.setattr(expire, "_plan", racing)
+    with caplog.at_level("WARNING", logger="icefloe.maintenance"):
+        result = second.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    assert sorted(result.snapshot_ids) == sorted(raced) and len(raced) == 3
+    assert "another writer removed files" in caplog.text
+    assert len(cat.load_table("db.t").snapshots()) == 1
+    assert _ids(cat) == [0, 1, 2, 3]
+
+
 def test_branch_append_after_a_main_commit_is_rebuilt(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     t = catalog.create_table("db.t", SCHEMA, properties={"format-version": "3"})

@@ -25,6 +25,7 @@ With ``dry_run`` nothing is committed or deleted and the result lists what would
 from __future__ import annotations
 
 import datetime
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import CommitConflictError, ValidationError
+from icefloe.exceptions import CommitConflictError, NotFoundError, ValidationError
 from icefloe.metadata import (
     MAIN_BRANCH,
     AssertRefSnapshotId,
@@ -67,6 +68,9 @@ MAX_REF_AGE_MS = TableProperties.MAX_REF_AGE_MS
 DEFAULT_MAX_SNAPSHOT_AGE_MS = TableProperties.MAX_SNAPSHOT_AGE_MS_DEFAULT
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = TableProperties.MIN_SNAPSHOTS_TO_KEEP_DEFAULT
 CONFLICT_RETRIES = 4
+
+
+log = logging.getLogger("icefloe.maintenance")
 
 
 @dataclass(frozen=True)
@@ -262,13 +266,24 @@ def expire_snapshots(
             # what the committed metadata still reaches is live, snapshots committed by
             # others since ``base`` included (their manifests may name older files)
             committed = table.metadata
-            files = _unreachable_files(
-                table,
-                base,
-                committed.snapshots,
-                _stats_paths(committed, committed.snapshots),
-                max_workers,
-            )
+            try:
+                files = _unreachable_files(
+                    table,
+                    base,
+                    committed.snapshots,
+                    _stats_paths(committed, committed.snapshots),
+                    max_workers,
+                )
+            except NotFoundError as exc:
+                # another writer's expiry of the same snapshots deleted their files first
+                # (and what only they reached); anything left is for orphan removal
+                log.warning(
+                    "expire_snapshots of %s: committed, files not deleted: another writer "
+                    "removed files of the expired snapshots first (%s)",
+                    table.name,
+                    exc,
+                )
+                return _result(expired, removed_refs, ExpireResult(), dry_run=False, deleted=True)
             # committed: a file that cannot be deleted now is an orphan, not a failure
             failed = delete_all(
                 table.io,

@@ -15,7 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from icefloe.exceptions import CommitConflictError, ValidationError, commit_did_not_happen
+from icefloe.exceptions import (
+    CommitConflictError,
+    NotFoundError,
+    ValidationError,
+    commit_did_not_happen,
+)
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import (
     MAIN_BRANCH,
@@ -43,6 +48,10 @@ if TYPE_CHECKING:
     from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
 
 __all__ = ["Transaction", "UpdateProperties"]
+
+
+#: How many times a change is rebuilt on newer states whose files vanish meanwhile.
+_REBUILDS_AFTER_MISSING_FILES = 5
 
 
 class Transaction:
@@ -114,13 +123,43 @@ class Transaction:
         return self
 
     def _apply_producer(self, producer: SnapshotProducer) -> Transaction:
-        """Build a snapshot producer on the current metadata and add its updates."""
+        """Build a snapshot producer on the current metadata and add its updates.
+
+        A file of the table's state this transaction started from may be gone: another
+        writer's ``expire_snapshots`` deleted the manifest lists of snapshots it expired. The
+        change is then rebuilt on the newest state, as after a lost race (an append always
+        applies; a row-level change checks what happened meanwhile)."""
         self._check_open()
-        ups = producer.build(self.metadata)
+        try:
+            ups = producer.build(self.metadata)
+        except NotFoundError:
+            self._ops.append(producer)
+            if not self._replayable() or not self._rebuilt_after_missing_file():
+                self._ops.pop()
+                raise
+            return self
         self.metadata = apply_updates(self.metadata, ups)
         self._updates.extend(ups)
         self._ops.append(producer)
         return self
+
+    def _rebuilt_after_missing_file(self) -> bool:
+        """After a file of the metadata this transaction builds on was not found: when the
+        table has moved since, rebuild every change on its newest state (again if that state
+        loses a file meanwhile, a few times) and return True; False when it has not moved (a
+        file missing from the current state is damage, not a race)."""
+        for _ in range(_REBUILDS_AFTER_MISSING_FILES):
+            was = self.table.metadata_location
+            self.table.refresh()
+            if self.table.metadata_location == was:
+                return False
+            self.table.load_every_snapshot()
+            try:
+                self._replay()
+            except NotFoundError:
+                continue
+            return True
+        return False
 
     def _producers(self) -> list[SnapshotProducer]:
         from icefloe.table.producer import SnapshotProducer
@@ -461,7 +500,12 @@ class Transaction:
                     # the checks walk the new commits back to the base: a REST catalog in refs
                     # mode leaves those no ref points at out of the refreshed metadata
                     self.table.load_every_snapshot()
-                    self._replay()
+                    try:
+                        self._replay()
+                    except NotFoundError:
+                        # an expiry committed since the refresh deleted a file it read
+                        if not self._rebuilt_after_missing_file():
+                            raise
                 except BaseException:
                     self._abort_producers()  # the last commit was refused: nothing committed
                     raise
