@@ -215,8 +215,11 @@ def test_append_accepts_every_form(table: Any) -> None:
     table.append(pa.table({"id": pa.array([30, 31], pa.int32()), "v": plain}))
     # Any other Arrow values are cast value by value.
     table.append(pa.table({"id": pa.array([40], pa.int32()), "v": pa.array([{"k": 5}])}))
-    got = _read(table, [0, 1, 2, 3, 4, 10, 11, 20, 21, 30, 31, 40])
-    assert got == [*VALUES, {"p": True}, None, {"j": [1]}, None, {"e": 1}, "two", {"k": 5}]
+    # arrow.uuid values are variant uuids, as uuid.UUID values are (not binary)
+    u = uuid.UUID(int=7)
+    table.append(pa.table({"id": pa.array([50], pa.int32()), "v": pa.array([u.bytes], pa.uuid())}))
+    got = _read(table, [0, 1, 2, 3, 4, 10, 11, 20, 21, 30, 31, 40, 50])
+    assert got == [*VALUES, {"p": True}, None, {"j": [1]}, None, {"e": 1}, "two", {"k": 5}, u]
     out = table.scan().to_arrow()
     assert out.schema.field("v").type == variant.STORAGE_TYPE  # encoded by default
 

@@ -172,10 +172,12 @@ def encode_column(data: ArrayLike) -> ArrayLike:
     """An Arrow column meant for a variant field, in the stored form.
 
     An encoded ``struct<metadata, value[, typed_value]>`` is validated (shredded values merged);
-    strings are parsed as JSON; a null column stays null; any other type is cast value by value
-    with :func:`from_arrow`.
+    strings are parsed as JSON; a null column stays null; ``arrow.uuid`` values are variant
+    uuids; any other type is cast value by value with :func:`from_arrow`.
     """
     t = data.type
+    if isinstance(t, pa.UuidType):  # variant uuids, as Python's uuid.UUID values become
+        return from_pylist(data.to_pylist())
     if isinstance(t, pa.BaseExtensionType):
         data = data.storage if isinstance(data, pa.Array) else data.cast(t.storage_type)
         t = t.storage_type
