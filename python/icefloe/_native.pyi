@@ -29,6 +29,7 @@ __all__ = [
     "_debug_error",
     "_debug_panic",
     "avro_file_header",
+    "decimal_out_of_precision",
     "decode_dictionaries",
     "decode_values",
     "delta_parse_stats",
