@@ -47,7 +47,8 @@ def _age_all(root: Path, days: float) -> None:
             os.utime(p, (t, t))
 
 
-def test_hadoop_commit_on_a_deleted_base_version_is_not_lost(tmp_path: Path) -> None:
+def _delete_after_commit_table(tmp_path: Path) -> HadoopCatalog:
+    """A file-system catalog whose table ``db.t`` (v1) keeps one previous metadata file."""
     cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
     cat.create_namespace("db")
     props = {
@@ -55,6 +56,11 @@ def test_hadoop_commit_on_a_deleted_base_version_is_not_lost(tmp_path: Path) -> 
         "write.metadata.previous-versions-max": "1",
     }
     cat.create_table("db.t", SCHEMA, properties=props)
+    return cat
+
+
+def test_hadoop_commit_on_a_deleted_base_version_is_not_lost(tmp_path: Path) -> None:
+    cat = _delete_after_commit_table(tmp_path)
     stale = cat.load_table("db.t")  # v1
     other = cat.load_table("db.t")
     for i in range(3):  # v2..v4; v1 and v2 are deleted
@@ -65,17 +71,6 @@ def test_hadoop_commit_on_a_deleted_base_version_is_not_lost(tmp_path: Path) -> 
     assert stale.metadata_location.endswith("/v5.metadata.json")
 
 
-def _delete_after_commit_table(tmp_path: Path) -> HadoopCatalog:
-    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    props = {
-        "write.metadata.delete-after-commit.enabled": "true",
-        "write.metadata.previous-versions-max": "1",
-    }
-    cat.create_table("db.t", SCHEMA, properties=props).append(_rows([0]))  # v2
-    return cat
-
-
 def test_hadoop_commits_landing_while_a_version_is_written_do_not_lose_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +79,7 @@ def test_hadoop_commits_landing_while_a_version_is_written_do_not_lose_it(
     succeeds, and the commit was lost behind the newer versions (the hint even went back).
     Now the stray version is removed and the commit rebuilt on the newest one."""
     cat = _delete_after_commit_table(tmp_path)
+    cat.load_table("db.t").append(_rows([0]))  # v2
     stale, other = cat.load_table("db.t"), cat.load_table("db.t")
     write_version = HadoopCatalog._write_version
     fired: list[int] = []
@@ -114,6 +110,7 @@ def test_hadoop_commits_that_went_on_from_a_version_keep_it(
     """The base is gone after the create because writers went on from the new version and
     deleted the base: the commit happened, and is not repeated."""
     cat = _delete_after_commit_table(tmp_path)
+    cat.load_table("db.t").append(_rows([0]))  # v2
     t, other = cat.load_table("db.t"), cat.load_table("db.t")
     write_version = HadoopCatalog._write_version
     calls: list[int] = []

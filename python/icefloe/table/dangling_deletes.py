@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import CommitConflictError, NoSuchSnapshotError, ValidationError
+from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.manifest import manifest_files, read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
 from icefloe.scan.manifests import fetch, partition_keys, written_manifest_list
 from icefloe.scan.planner import path_bound
-from icefloe.table.producer import DELETED, SnapshotProducer
+from icefloe.table.producer import DELETED, SnapshotProducer, existing_branch_head
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
@@ -207,25 +207,12 @@ def dangling_entries(entries: pa.Table) -> pa.Table:
     return out.sort_by([("file_path", "ascending"), ("content_offset", "ascending")])
 
 
-def _head(metadata: TableMetadata, branch: str) -> Snapshot | None:
-    if not isinstance(branch, str) or not branch:
-        raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
-    ref = metadata.refs.get(branch)
-    if ref is None:
-        if branch != MAIN_BRANCH:
-            raise NoSuchSnapshotError(f"no branch named {branch!r}")
-        return metadata.current_snapshot()
-    if not ref.is_branch:
-        raise ValidationError(f"{branch!r} is a tag: only a branch's delete files can be removed")
-    return metadata.snapshot_by_id(ref.snapshot_id)
-
-
 def dangling_delete_files(
     io: FileIO, metadata: TableMetadata, branch: str = MAIN_BRANCH
 ) -> pa.Table:
     """The live delete files of ``branch`` that no live data file can apply to (columns of
     :data:`ENTRY_SCHEMA`; one row per entry, so one per deletion vector)."""
-    snapshot = _head(metadata, branch)
+    snapshot = existing_branch_head(metadata, branch, "remove the dangling deletes of")
     if snapshot is None or metadata.format_version < 2:
         return ENTRY_SCHEMA.empty_table()
     return dangling_entries(live_entries(io, metadata, snapshot))

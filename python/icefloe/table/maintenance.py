@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import NoSuchSnapshotError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.manifest import read_manifests
@@ -322,6 +322,7 @@ def _rewrite_groups(
     branch: str,
 ) -> tuple[int, list[tuple[int, list[FileScanTask]]]]:
     """The target size and the (spec id, files) groups a rewrite would merge."""
+    from icefloe.table.producer import existing_branch_head
     from icefloe.table.row_delta import plan_tasks
     from icefloe.write.properties import target_file_size as _target
 
@@ -331,13 +332,7 @@ def _rewrite_groups(
     target = _target(md.properties) if target_file_size is None else target_file_size
     if target <= 0:  # the table property
         raise ValidationError(f"target_file_size must be positive, got {target}")
-    if not isinstance(branch, str) or not branch:
-        raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
-    if branch != MAIN_BRANCH and branch not in md.refs:
-        # a write to a new branch forks it from main; compaction only rewrites what exists
-        raise NoSuchSnapshotError(f"no branch named {branch!r} to compact")
-    if branch in md.refs and md.refs[branch].ref_type != "branch":
-        raise ValidationError(f"{branch!r} is a tag: only a branch can be compacted")
+    existing_branch_head(md, branch, "compact")
     groups: dict[tuple[int, str], list[FileScanTask]] = {}
     for task in plan_tasks(tx, row_filter, branch=branch):
         small = task.data_file.file_size_in_bytes < target * 3 // 4

@@ -30,7 +30,6 @@ import pyarrow.compute as pc
 from icefloe.exceptions import (
     CommitConflictError,
     CorruptFileError,
-    NoSuchSnapshotError,
     ValidationError,
 )
 from icefloe.manifest import ManifestFile, manifest_files
@@ -42,7 +41,7 @@ from icefloe.table.producer import (
     EXISTING,
     SnapshotProducer,
     cast_partition_type,
-    parent_snapshot,
+    existing_branch_head,
     spec_schema,
 )
 
@@ -83,23 +82,6 @@ def _target(metadata: TableMetadata, target: int | None) -> int:
         TableProperties.MANIFEST_TARGET_SIZE_BYTES,
         TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
     )
-
-
-def _branch_head(metadata: TableMetadata, branch: str) -> Snapshot | None:
-    """The head of ``branch``, which must exist (``main`` may have no snapshot yet): unlike a
-    write, a rewrite has nothing to fork a new branch from, so a misspelled name raises
-    :class:`NoSuchSnapshotError` instead of creating a branch, as ``rewrite_data_files``
-    does; a tag raises :class:`ValidationError`."""
-    if not isinstance(branch, str) or not branch:
-        raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
-    ref = metadata.refs.get(branch)
-    if ref is None:
-        if branch != MAIN_BRANCH:
-            raise NoSuchSnapshotError(f"no branch named {branch!r} to rewrite the manifests of")
-        return None
-    if not ref.is_branch:
-        raise ValidationError(f"{branch!r} is a tag: only a branch's manifests can be rewritten")
-    return parent_snapshot(metadata, branch)
 
 
 def _plan(
@@ -161,7 +143,7 @@ def plan_rewrite_manifests(
 ) -> RewriteManifestsResult:
     """What :func:`rewrite_manifests` would do on ``table`` now, without writing anything."""
     metadata = table.metadata
-    head = _branch_head(metadata, branch)
+    head = existing_branch_head(metadata, branch, "rewrite the manifests of")
     plan = _plan(table.io, metadata, head, spec_id, _target(metadata, target_manifest_size))
     if plan is None:
         return RewriteManifestsResult(0, 0, 0, 0, dry_run=True)
@@ -252,7 +234,7 @@ class _RewriteManifests(SnapshotProducer):
         self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
     ) -> tuple[list[dict[str, Any]], list[str], list[pa.RecordBatch], int]:
         # every attempt: the branch may have been removed since the rewrite was planned
-        _branch_head(metadata, self.branch)
+        existing_branch_head(metadata, self.branch, "rewrite the manifests of")
         plan = _plan(self.io, metadata, parent, self.spec_id, _target(metadata, self.target))
         if plan is None:
             raise NothingLeftToRewrite
@@ -322,7 +304,7 @@ def rewrite_manifests(
     there is nothing to gain (no manifests, or one per content and spec that fits the target)
     nothing is written or committed. A ``branch`` that does not exist raises
     :class:`NoSuchSnapshotError` (and commits nothing)."""
-    _branch_head(tx.metadata, branch)
+    existing_branch_head(tx.metadata, branch, "rewrite the manifests of")
     producer = _RewriteManifests(
         tx,
         spec_id=spec_id,
