@@ -16,7 +16,7 @@ from icefloe.catalog import load_catalog
 from icefloe.exceptions import ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.transforms import parse_transform
-from icefloe.write.writer import human_partition_value
+from icefloe.write.partition_names import human_partition_value
 from support.spark import JavaCatalog
 
 UTC = dt.timezone.utc

@@ -26,7 +26,7 @@ from icefloe.types import (
     StructType,
     UUIDType,
 )
-from icefloe.write.writer import human_partition_value
+from icefloe.write.partition_names import human_partition_value
 from support.write_util import catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()))

@@ -379,7 +379,7 @@ def partition_label(meta: Any, value: dict[str, Any] | None) -> str:
     left out."""
     if not value:
         return "(unpartitioned)"
-    from icefloe.write.writer import human_partition_value
+    from icefloe.write.partition_names import human_partition_value
 
     fields = {pf.name: pf for spec in meta.partition_specs for pf in spec.fields}
     parts = []

@@ -36,7 +36,7 @@ from icefloe.schema import Schema
 from icefloe.table.manifest_merge import MANIFEST_LIST_SCHEMA
 from icefloe.values import from_bytes
 from icefloe.write.files import manifest_arrow_schema
-from icefloe.write.writer import human_partition_value
+from icefloe.write.partition_names import human_partition_value
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table

@@ -21,7 +21,7 @@ from icefloe.metadata import (
 )
 from icefloe.partitioning import PartitionSpec
 from icefloe.scan.manifests import partition_keys
-from icefloe.write.writer import human_partition_value
+from icefloe.write.partition_names import human_partition_value
 
 __all__ = ["computed_summary_key", "snapshot_summary"]
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from icefloe.write.files import DataFile, entries_batch, manifest_arrow_schema
 from icefloe.write.input import to_arrow_table, to_table_schema
 from icefloe.write.metrics import MetricsConfig, MetricsMode, compute_metrics
-from icefloe.write.writer import WriteOptions, partition_path, write_data_files, write_parquet_files
+from icefloe.write.partition_names import partition_path
+from icefloe.write.writer import WriteOptions, write_data_files, write_parquet_files
 
 __all__ = [
     "DataFile",

@@ -20,13 +20,11 @@ It writes files only; committing them is the job of a producer
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import itertools
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote_plus
 
 import numpy as np
 import pyarrow as pa
@@ -49,19 +47,13 @@ from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, metadata_fi
 from icefloe.schema import Schema, walk_fields
 from icefloe.sorting import NullOrder, SortDirection, SortOrder
 from icefloe.transforms import (
-    DayTransform,
-    HourTransform,
     IdentityTransform,
-    MonthTransform,
     TruncateTransform,
-    YearTransform,
 )
 from icefloe.types import (
     BooleanType,
     NestedField,
     StructType,
-    TimestampNanoType,
-    TimestamptzNanoType,
     UnknownType,
 )
 from icefloe.write import native_writer
@@ -72,14 +64,13 @@ from icefloe.write.input import to_table_schema_chunks
 from icefloe.write.locations import LocationProvider
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.orc_files import OrcOptions, is_orc, orc_arrow_schema, to_orc_table, write_orc
+from icefloe.write.partition_names import partition_path
 from icefloe.write.properties import ParquetOptions, target_file_size
 from icefloe.write.regroup import regroup, take_rows
 from icefloe.write.variant_footer import TailHoldingSink, variant_field_ids
 
 __all__ = [
     "WriteOptions",
-    "human_partition_value",
-    "partition_path",
     "write_data_files",
     "write_parquet_files",
 ]
@@ -259,154 +250,6 @@ def _partition_values(pf: PartitionField, values: pa.Array) -> list[Any]:
             f"can name a partition by ({e}); write such dates and times unpartitioned or "
             "through a transform that keeps them in range (year, month)"
         ) from None
-
-
-def human_partition_value(pf: PartitionField, value: Any, result_type: Any = None) -> str:
-    """A partition value as people read it (and as partition directories are named), as Iceberg
-    Java's ``Transform.toHumanString`` gives it: dates for day/month/year/hour transforms,
-    base64 for bytes, ``null``; timestamps as Java prints them, nanoseconds included (a
-    ``timestamp_ns`` value given as an int of nanoseconds needs ``result_type``, the partition
-    field's type); uuids as ``UUID.toString`` (a uuid given as its 16 bytes needs
-    ``result_type``); doubles as ``Double.toString`` (``NaN``, ``-Infinity``, ``1.0E20``,
-    ``-0.0``) and floats as ``Float.toString`` (shortest digits of the float32: ``1.1``; a
-    float given as a Python float needs ``result_type``)."""
-    from icefloe.types import FloatType, UUIDType
-
-    if value is None:
-        return "null"
-    t = pf.transform
-    if isinstance(t, YearTransform):
-        return f"{1970 + value:04d}"
-    if isinstance(t, MonthTransform):
-        y, m = divmod(value, 12)
-        return f"{1970 + y:04d}-{m + 1:02d}"
-    if isinstance(t, DayTransform):
-        d = value if isinstance(value, _dt.date) else _dt.date(1970, 1, 1) + _dt.timedelta(value)
-        return d.isoformat()
-    if isinstance(t, HourTransform):
-        ts = _dt.datetime(1970, 1, 1) + _dt.timedelta(hours=value)
-        return f"{ts.year:04d}-{ts.month:02d}-{ts.day:02d}-{ts.hour:02d}"
-    if isinstance(value, bytes) and isinstance(result_type, UUIDType) and len(value) == 16:
-        return str(uuid.UUID(bytes=value))
-    if isinstance(value, bytes):
-        import base64
-
-        return base64.b64encode(value).decode()
-    if isinstance(value, float | np.floating):
-        single = isinstance(result_type, FloatType) or isinstance(value, np.float32)
-        return _java_floating(float(value), single)
-    if isinstance(value, int) and isinstance(result_type, TimestampNanoType | TimestamptzNanoType):
-        days, nanos = divmod(value, 86_400_000_000_000)
-        day = _dt.date(1970, 1, 1) + _dt.timedelta(days)
-        text = f"{day.isoformat()}T{_java_time(nanos)}"
-        return text + ("Z" if isinstance(result_type, TimestamptzNanoType) else "")
-    if isinstance(value, _dt.datetime):
-        # a pandas Timestamp (nanosecond values) carries its nanoseconds apart
-        t_ = value.time()
-        nanos = (t_.hour * 3600 + t_.minute * 60 + t_.second) * 1_000_000_000
-        nanos += t_.microsecond * 1000 + int(getattr(value, "nanosecond", 0))
-        text = f"{value.date().isoformat()}T{_java_time(nanos)}"
-        return text + ("Z" if value.tzinfo is not None else "")
-    if isinstance(value, _dt.time):
-        return _java_time(
-            (value.hour * 3600 + value.minute * 60 + value.second) * 1_000_000_000
-            + value.microsecond * 1000
-        )
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _java_floating(value: float, single: bool) -> str:
-    """``value`` as Java's ``Double.toString`` prints it (``Float.toString`` of the float32
-    ``value`` when ``single``; the specification of Java 19 and later): ``NaN``,
-    ``Infinity``, ``-0.0``; the shortest digits that read back as the same double (float),
-    or of one digit the closest decimal of two digits that does (``4.9E-324``), in plain
-    notation with at least one digit after the point when 1e-3 <= |value| < 1e7 (``1.0``,
-    ``0.001``, ``1234567.5``), else as ``d.dddE[-]n`` (``1.0E20``, ``1.0E-4``)."""
-    import math
-    from decimal import ROUND_HALF_EVEN, Decimal
-
-    if single:
-        with np.errstate(over="ignore"):
-            value = float(np.float32(value))
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign = "-" if value < 0 else ""
-    shortest = (
-        np.format_float_scientific(np.float32(abs(value)), unique=True)
-        if single
-        else repr(abs(value))
-    )
-    _, digit_tuple, exponent = Decimal(shortest).as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple))
-    point = exponent + len(digits) - 1  # the decimal exponent of the first digit
-    digits = digits.rstrip("0") or "0"
-    if len(digits) == 1:
-        # Java picks, among the decimals of one or two digits that read back as the value,
-        # the closest to it
-        exact = Decimal(abs(value))
-        two = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 1), rounding=ROUND_HALF_EVEN)
-        back = float(np.float32(float(two))) if single else float(two)
-        if back == abs(value):
-            _, digit_tuple, exponent = two.as_tuple()
-            assert isinstance(exponent, int)
-            digits = "".join(map(str, digit_tuple))
-            point = exponent + len(digits) - 1
-            digits = digits.rstrip("0") or "0"
-    if -3 <= point < 7:
-        if point >= 0:
-            whole = digits[: point + 1].ljust(point + 1, "0")
-            return f"{sign}{whole}.{digits[point + 1 :] or '0'}"
-        return f"{sign}0.{'0' * (-point - 1)}{digits}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point}"
-
-
-def _java_time(nanos_of_day: int) -> str:
-    """``HH:mm``, with ``:ss`` and a fraction of 3, 6 or 9 digits only when not zero: how the
-    Java reference prints times (``LocalTime.toString``) in partition paths."""
-    seconds, nanos = divmod(nanos_of_day, 1_000_000_000)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{hours:02d}:{minutes:02d}"
-    if secs or nanos:
-        text += f":{secs:02d}"
-    if nanos:
-        frac = f"{nanos:09d}"
-        text += "." + (
-            frac[:3] if frac.endswith("000000") else frac[:6] if frac.endswith("000") else frac
-        )
-    return text
-
-
-def _escape(text: str) -> str:
-    """``text`` escaped as Java's ``URLEncoder.encode(text, UTF_8)`` escapes it (Iceberg Java's
-    ``PartitionSpec.escape``): letters, digits and ``.-*_`` kept, a space as ``+``, any other
-    character as ``%XX`` of its UTF-8 bytes (``~`` too, which Python's quoting keeps)."""
-    return quote_plus(text, safe="*").replace("~", "%7E")
-
-
-def partition_path(
-    spec: PartitionSpec, partition: Mapping[str, Any], schema: Schema | None = None
-) -> str:
-    """The directory of a partition: ``name=value/...``, each part escaped as Iceberg Java
-    escapes it (``a b`` is ``a+b``); with the ``schema`` the spec is bound to, uuids and
-    floats are named as Java names them (see :func:`human_partition_value`)."""
-    types: list[Any] = (
-        [f.field_type for f in spec.partition_type(schema).fields]
-        if schema is not None
-        else [None] * len(spec.fields)
-    )
-    parts = []
-    for pf, result_type in zip(spec.fields, types, strict=True):
-        value = human_partition_value(pf, partition.get(pf.name), result_type)
-        parts.append(f"{_escape(pf.name)}={_escape(value)}")
-    return "/".join(parts)
 
 
 def _without_unknown(schema: Schema) -> Schema:
