@@ -428,7 +428,8 @@ def test_sort_orders() -> None:
 
 def test_add_snapshot_rules_v2() -> None:
     md = apply(base(), AddSnapshot(snap(1, 1, ts=3000)))
-    assert md.last_sequence_number == 1 and md.last_updated_ms == 3000
+    # the commit's time is the committer's clock, not the snapshot's (as Java)
+    assert md.last_sequence_number == 1 and md.last_updated_ms == 5000
     assert md.current_snapshot_id is None  # adding does not make it current
     with pytest.raises(ValidationError, match="already exists"):
         apply(md, AddSnapshot(snap(1, 2)))
@@ -457,11 +458,24 @@ def test_add_snapshot_row_lineage_v3() -> None:
     )
 
 
+def test_a_snapshot_from_a_clock_running_ahead_is_refused_not_the_next_commits() -> None:
+    """A snapshot timed ten minutes after the committer's clock: refused as Java refuses it
+    (its log entry would follow the commit's time). It became the table's time before, and
+    every commit by writers with correct clocks was refused until real time caught up."""
+    with pytest.raises(ValidationError, match="snapshot-log"):
+        apply(base(), AddSnapshot(snap(1, 1, ts=605_000)), SetSnapshotRef("main", 1))
+    # a snapshot no branch points at does not move the table's time either
+    ahead = apply(base(), AddSnapshot(snap(1, 1, ts=10**12)))
+    assert ahead.last_updated_ms == 5000
+    later = apply(ahead, SetProperties({"k": "v"}), now_ms=6000)
+    assert later.last_updated_ms == 6000 and later.properties == {"k": "v"}
+
+
 def test_set_snapshot_ref_main_moves_current_and_logs() -> None:
     md = apply(base(), AddSnapshot(snap(1, 1, ts=3000)), SetSnapshotRef("main", 1))
     assert md.current_snapshot_id == 1 and md.refs["main"].snapshot_id == 1
     assert md.snapshot_log == (SnapshotLogEntry(3000, 1),)
-    assert md.last_updated_ms == 3000
+    assert md.last_updated_ms == 5000
     # moving main to an existing snapshot logs the commit time
     md2 = apply(md, AddSnapshot(snap(2, 2, parent=1, ts=4000)))
     md3 = apply(md2, SetSnapshotRef("main", 1))

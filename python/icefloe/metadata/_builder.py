@@ -338,7 +338,6 @@ class _Builder:
             self.next_row_id = s.first_row_id + s.added_rows
         self.snapshots.append(s)
         self.added_snapshot_ids.add(s.snapshot_id)
-        self.last_updated_ms = s.timestamp_ms
         if self.format_version >= 2:
             self.last_sequence_number = max(self.last_sequence_number, s.sequence_number)
         self.changed = True
@@ -352,8 +351,6 @@ class _Builder:
             raise ValidationError("the main ref must be a branch, not a tag")
         if self.refs.get(u.ref_name) == ref:
             return
-        if ref.snapshot_id in self.added_snapshot_ids:
-            self.last_updated_ms = snapshot.timestamp_ms
         if u.ref_name == MAIN_BRANCH:
             if (
                 self.current_snapshot_id is not None
@@ -363,9 +360,15 @@ class _Builder:
                 self.intermediate_snapshot_ids.add(self.current_snapshot_id)
             self.intermediate_snapshot_ids.discard(ref.snapshot_id)
             self.current_snapshot_id = ref.snapshot_id
+            # As Java's builder: the metadata's time is the committer's clock, never a
+            # snapshot's (a writer whose clock runs ahead would otherwise make every later
+            # commit look older than the table); the log says when main moved, which for a
+            # snapshot added here is its own time, checked against the commit's
             if self.last_updated_ms is None:
                 self.last_updated_ms = self._now
-            self.snapshot_log.append(SnapshotLogEntry(self.last_updated_ms, ref.snapshot_id))
+            added = ref.snapshot_id in self.added_snapshot_ids
+            changed_at = snapshot.timestamp_ms if added else self.last_updated_ms
+            self.snapshot_log.append(SnapshotLogEntry(changed_at, ref.snapshot_id))
         self.refs[u.ref_name] = ref
         self.changed = True
 
