@@ -76,3 +76,41 @@ def test_empty_namespace_rejected(catalog: Catalog) -> None:
         catalog.create_namespace(())
     with pytest.raises(ValidationError):
         catalog.create_namespace("a..b")
+
+
+def test_namespaces_differing_in_case_are_other_namespaces(catalog: Catalog) -> None:
+    """SQLite's LIKE ignores the case of ASCII letters: ``PY`` existed because ``py.nested``
+    did (tables could be created in it), and an empty ``cc`` could not be dropped beside
+    ``CC.kid``."""
+    import pyarrow as pa
+
+    catalog.create_namespace(("py", "nested"))
+    assert catalog.namespace_exists("py") and not catalog.namespace_exists("PY")
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.create_table(("PY", "ghost"), pa.schema([("id", pa.int64())]))
+    catalog.create_namespace("cc")
+    catalog.create_namespace(("CC", "kid"))
+    catalog.drop_namespace("cc")
+    assert not catalog.namespace_exists("cc") and catalog.namespace_exists(("CC", "kid"))
+    assert catalog.list_namespaces("CC") == [("CC", "kid")]
+
+
+def test_names_no_namespace_can_have_are_not_found(catalog: Catalog) -> None:
+    """A NUL cut SQLite's pattern short (``a\\x00zz`` was ``a``: its properties could be set,
+    and it could not be dropped); a very long name made the pattern too complex (503)."""
+    catalog.create_namespace("a")
+    for call in (
+        lambda name: catalog.namespace_exists(name),
+        lambda name: catalog.load_namespace_properties(name),
+        lambda name: catalog.update_namespace_properties(name, updates={"k": "v"}),
+        lambda name: catalog.drop_namespace(name),
+    ):
+        with pytest.raises(ValidationError, match=r"NUL|directory name"):
+            call("a\x00zz")
+    long = "x" * 60_000
+    assert not catalog.namespace_exists(long)
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.load_namespace_properties(long)
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.update_namespace_properties(long, updates={"k": "v"})
+    assert catalog.list_namespaces() == [("a",)]

@@ -126,6 +126,8 @@ def namespace_to_string(namespace: str | Iterable[str]) -> str:
     parts = to_identifier(namespace)
     if not parts:
         raise NoSuchNamespaceError("the empty namespace is not a namespace")
+    if any("\x00" in p for p in parts):  # no catalog creates one; databases cut the text
+        raise ValidationError(f"invalid namespace {parts!r}: a name cannot hold NUL")
     return ".".join(parts)
 
 

@@ -90,6 +90,8 @@ class HadoopCatalog(Catalog):
         return check_namespace(ns, existing=not new)
 
     def _ns_exists(self, ns: Identifier) -> bool:
+        if any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in ns):
+            return False  # longer than a directory name can be: no catalog made it
         directory = self._ns_dir(ns)
         if self.io.exists(f"{directory}/{NAMESPACE_FILE}"):
             return True

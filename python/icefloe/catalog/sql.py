@@ -34,6 +34,7 @@ from sqlalchemy import (
     and_,
     create_engine,
     delete,
+    func,
     insert,
     inspect,
     or_,
@@ -204,8 +205,12 @@ def _check_reserved(properties: Mapping[str, str]) -> None:
         raise ValidationError(f"namespace property {EXISTS!r} is reserved by the SQL catalog")
 
 
-def _like_prefix(namespace: str) -> str:
-    return namespace.replace("!", "!!").replace("_", "!_").replace("%", "!%") + ".%"
+def _under(column: Any, namespace: str) -> Any:
+    """``column`` names a namespace inside ``namespace`` (``a.b`` is inside ``a``), compared
+    exactly: SQLite's ``LIKE`` ignores the case of ASCII letters (``A`` would be inside ``a``),
+    stops at a NUL and refuses long patterns."""
+    prefix = namespace + "."
+    return func.substr(column, 1, len(prefix)) == prefix
 
 
 class SqlCatalog(MetastoreCatalog):
@@ -335,12 +340,11 @@ class SqlCatalog(MetastoreCatalog):
         )
 
     def _ns_exists(self, conn: Connection, namespace: str) -> bool:
-        prefix = _like_prefix(namespace)
         tables = select(ICEBERG_TABLES.c.table_name).where(
             ICEBERG_TABLES.c.catalog_name == self.name,
             or_(
                 ICEBERG_TABLES.c.table_namespace == namespace,
-                ICEBERG_TABLES.c.table_namespace.like(prefix, escape="!"),
+                _under(ICEBERG_TABLES.c.table_namespace, namespace),
             ),
         )
         if conn.execute(tables.limit(1)).first() is not None:
@@ -349,7 +353,7 @@ class SqlCatalog(MetastoreCatalog):
             NAMESPACE_PROPERTIES.c.catalog_name == self.name,
             or_(
                 NAMESPACE_PROPERTIES.c.namespace == namespace,
-                NAMESPACE_PROPERTIES.c.namespace.like(prefix, escape="!"),
+                _under(NAMESPACE_PROPERTIES.c.namespace, namespace),
             ),
         )
         return conn.execute(props.limit(1)).first() is not None
@@ -404,9 +408,9 @@ class SqlCatalog(MetastoreCatalog):
                 NAMESPACE_PROPERTIES.c.catalog_name == self.name
             )
             if parent:
-                prefix = _like_prefix(".".join(parent))
-                table_ns = table_ns.where(ICEBERG_TABLES.c.table_namespace.like(prefix, escape="!"))
-                prop_ns = prop_ns.where(NAMESPACE_PROPERTIES.c.namespace.like(prefix, escape="!"))
+                dotted = ".".join(parent)
+                table_ns = table_ns.where(_under(ICEBERG_TABLES.c.table_namespace, dotted))
+                prop_ns = prop_ns.where(_under(NAMESPACE_PROPERTIES.c.namespace, dotted))
             found = set(conn.execute(table_ns).scalars()) | set(conn.execute(prop_ns).scalars())
         depth = len(parent) + 1
         children = {
@@ -516,7 +520,7 @@ class SqlCatalog(MetastoreCatalog):
                     ICEBERG_TABLES.c.catalog_name == self.name,
                     or_(
                         ICEBERG_TABLES.c.table_namespace == ns,
-                        ICEBERG_TABLES.c.table_namespace.like(_like_prefix(ns), escape="!"),
+                        _under(ICEBERG_TABLES.c.table_namespace, ns),
                     ),
                 )
                 .limit(1)
@@ -525,7 +529,7 @@ class SqlCatalog(MetastoreCatalog):
                 select(NAMESPACE_PROPERTIES.c.namespace)
                 .where(
                     NAMESPACE_PROPERTIES.c.catalog_name == self.name,
-                    NAMESPACE_PROPERTIES.c.namespace.like(_like_prefix(ns), escape="!"),
+                    _under(NAMESPACE_PROPERTIES.c.namespace, ns),
                 )
                 .limit(1)
             ).first()
