@@ -245,3 +245,29 @@ def test_a_change_whose_starting_history_expired_says_so(tmp_path: Path) -> None
         other.append(pa.table({"id": pa.array([99], pa.int64())}))
         other.expire_snapshots(older_than_ms=2**62, retain_last=1)
     assert 1 in c.load_table("db.t").scan().to_arrow()["id"].to_pylist()
+
+
+def test_deletes_of_whole_65536_row_blocks_apply(tmp_path: Path, duckdb_con: Any) -> None:
+    """A deletion vector stores a run covering a whole block of 65,536 positions as a run
+    container; the roaring crate's block iteration yielded nothing for it, so every read kept
+    those rows (and an upsert took them for live). DuckDB is the independent reader."""
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table(
+        "db.t",
+        pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())]),
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
+    )
+    n = 200_000
+    t.append(pa.table({"id": pa.array(range(n), pa.int64()), "v": ["x"] * n}))
+    t.delete("id < 65536 or (id >= 131072 and id < 196608) or id = 199999")
+    kept = [i for i in range(n) if 65536 <= i < 131072 or 196608 <= i < 199999]
+    t.refresh()
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == kept
+    assert t.scan().count() == len(kept)
+    assert t.scan(row_filter="id < 70000").to_arrow().num_rows == 70000 - 65536
+    assert duckdb_checksum(duckdb_con, t) == (len(kept), sum(kept))
+    upsert = t.upsert(pa.table({"id": pa.array([5], pa.int64()), "v": ["y"]}), ["id"])
+    assert (upsert.rows_updated, upsert.rows_inserted) == (0, 1)

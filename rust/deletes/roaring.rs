@@ -302,9 +302,14 @@ impl PositionBitmap {
                 )));
             }
             last_key = Some(key);
-            let map = RoaringBitmap::deserialize_from(&mut rest).map_err(|e| {
+            let mut map = RoaringBitmap::deserialize_from(&mut rest).map_err(|e| {
                 Error::corrupt(format!("invalid 32-bit roaring bitmap for key {key}: {e}"))
             })?;
+            // Run containers (which writers use for long runs of deleted rows) become array
+            // or bitmap containers: the roaring crate's block iteration (`next_many`) yields
+            // nothing for a run covering a whole 65,536-position container (its length wraps
+            // around in 16 bits), and reads then kept every row of such a block.
+            map.remove_run_compression();
             if !map.is_empty() {
                 maps.push((key, map));
             }
@@ -406,5 +411,40 @@ mod tests {
         let mut a = PositionBitmap::from_positions([1, 1 << 32]).unwrap();
         a.union_with(&PositionBitmap::from_positions([2, 3 << 32]).unwrap());
         assert_eq!(a.iter().collect::<Vec<_>>(), [1, 2, 1 << 32, 3 << 32]);
+    }
+
+    /// Every position of a set, by `for_each_in_range`.
+    fn ranged(bm: &PositionBitmap, start: u64, end: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        bm.for_each_in_range(start, end, |p| out.push(p + start));
+        out
+    }
+
+    #[test]
+    fn full_and_run_containers_are_walked_after_a_round_trip() {
+        for (lo, hi) in [
+            (0u64, 65_536u64),
+            (65_536, 131_072),
+            (10, 200_000),
+            (0, 65_535),
+        ] {
+            let bm = PositionBitmap::from_positions(lo..hi).unwrap();
+            let back = PositionBitmap::deserialize(&bm.serialize()).unwrap();
+            let want: Vec<u64> = (lo..hi).collect();
+            // (compared by count and ends first: a failure prints no 65,536-element vectors)
+            let got = ranged(&back, 0, 300_000);
+            assert_eq!(
+                (got.len(), got.first(), got.last()),
+                (want.len(), want.first(), want.last())
+            );
+            assert_eq!(ranged(&bm, 0, 300_000), want, "{lo}..{hi}");
+            assert_eq!(got, want, "{lo}..{hi} deserialized");
+            let inside: Vec<u64> = want
+                .iter()
+                .copied()
+                .filter(|p| (5..70_000).contains(p))
+                .collect();
+            assert_eq!(ranged(&back, 5, 70_000), inside, "{lo}..{hi} from 5");
+        }
     }
 }
