@@ -144,7 +144,10 @@ def test_accepted_identifiers_stay_in_the_warehouse(
                 p for p in _files(root) if not p.startswith(str(root / "wh" / "db" / "victim"))
             }
             assert all(
-                p.endswith(("c.db", "c.db-journal", ".icefloe-namespace.json")) for p in outside
+                p.endswith(
+                    ("c.db", "c.db-journal", "c.db-wal", "c.db-shm", ".icefloe-namespace.json")
+                )
+                for p in outside
             ), outside
             return
         location = Path(t.location.removeprefix("file://")).resolve()

@@ -353,6 +353,25 @@ def test_malformed_requests_are_400_and_change_nothing(rest_server: RestServer) 
     assert _error(reply, 400, "BadRequestException") == "invalid pageToken"
 
 
+def test_unpaired_surrogates_are_400_and_pairs_are_text(rest_server: RestServer) -> None:
+    """Python's JSON parser accepts an escaped surrogate alone, which nothing can store or
+    answer: a 500 (commit state unknown to Java's client) before."""
+    wh = new_warehouse()
+    c = RestCatalog("r", uri=rest_server.url, warehouse=wh)
+    c.create_namespace("s1")
+    t = c.create_table("s1.t", ROWS)
+    lone = b'{"updates": {"k": "\\ud800"}}'
+    reply = _call(rest_server.url, "POST", f"/v1/{wh}/namespaces/s1/properties", raw=lone)
+    assert "surrogate" in _error(reply, 400, "BadRequestException")
+    commit = b'{"updates": [{"action": "set-properties", "updates": {"k": "\\udfff x"}}]}'
+    reply = _call(rest_server.url, "POST", f"/v1/{wh}/namespaces/s1/tables/t", raw=commit)
+    assert "surrogate" in _error(reply, 400, "BadRequestException")
+    paired = b'{"updates": {"k": "\\ud83d\\ude00"}}'
+    status, _, _ = _call(rest_server.url, "POST", f"/v1/{wh}/namespaces/s1/properties", raw=paired)
+    assert status == 200 and c.load_namespace_properties("s1") == {"k": "\U0001f600"}
+    assert c.load_table("s1.t").metadata_location == t.metadata_location
+
+
 # -- routes of the spec the server does not implement ------------------------------------------
 
 

@@ -75,6 +75,9 @@ _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 #: Error types of the statuses Starlette's router raises (unknown path, wrong method).
 _ROUTING_ERRORS = {404: "NotFoundException", 405: "MethodNotAllowedException"}
 
+#: A JSON escape of a UTF-16 surrogate (``\\ud800`` to ``\\udfff``).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
 
 def _json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None) -> StoredReply:
     data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
@@ -383,6 +386,17 @@ def create_app(
             {"WWW-Authenticate": challenge},
         )
 
+    def _lone_surrogate(raw: bytes, body: Any) -> bool:
+        """Whether JSON ``raw``, parsed as ``body``, escapes a surrogate that pairs with none
+        (Python's parser accepts it; nothing can store or answer it)."""
+        if not _SURROGATE_ESCAPE.search(raw):
+            return False
+        try:
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+
     async def _dispatch(request: Request, handler: Handler) -> StoredReply:
         principal = authenticate(request)
         if isinstance(principal, StoredReply):
@@ -396,6 +410,13 @@ def create_app(
             body = json.loads(raw) if raw and request.method == "POST" else None
         except (ValueError, RecursionError):  # RecursionError: nested too deeply
             return _error(ValidationError("the request body is not valid JSON"))
+        if body is not None and _lone_surrogate(raw, body):
+            return _error(
+                ValidationError(
+                    "the request body holds an unpaired UTF-16 surrogate escape (\\ud800 to "
+                    "\\udfff alone), which is not Unicode text"
+                )
+            )
 
         def run() -> StoredReply:
             try:
