@@ -73,6 +73,12 @@ MAX_NAME_BYTES = 255
 _FORBIDDEN = frozenset("/\\?#%")
 
 
+def too_long(part: str) -> bool:
+    """Whether a name is longer than :data:`MAX_NAME_BYTES` UTF-8 bytes (a directory name's
+    limit on common file systems)."""
+    return len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+
+
 def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
     """``part`` if it can name a new namespace level (``namespace``) or a new table, else
     :class:`ValidationError`; with ``existing``, only what makes it unsafe as a directory name
@@ -100,7 +106,7 @@ def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
         bad.append(".")
     if bad:
         raise ValidationError(f"invalid {what} {part!r}: it must not contain {bad}")
-    if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+    if too_long(part):
         raise ValidationError(
             f"invalid {what} {part[:20]!r}...: longer than {MAX_NAME_BYTES} UTF-8 bytes"
         )

@@ -32,6 +32,7 @@ from icefloe.catalog.base import (
     check_namespace,
     split_identifier,
     to_identifier,
+    too_long,
 )
 from icefloe.exceptions import (
     AlreadyExistsError,
@@ -90,7 +91,7 @@ class HadoopCatalog(Catalog):
         return check_namespace(ns, existing=not new)
 
     def _ns_exists(self, ns: Identifier) -> bool:
-        if any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in ns):
+        if any(too_long(part) for part in ns):
             return False  # longer than a directory name can be: no catalog made it
         directory = self._ns_dir(ns)
         if self.io.exists(f"{directory}/{NAMESPACE_FILE}"):

@@ -332,7 +332,7 @@ def _rewrite_groups(
     target = _target(md.properties) if target_file_size is None else target_file_size
     if target <= 0:  # the table property
         raise ValidationError(f"target_file_size must be positive, got {target}")
-    existing_branch_head(md, branch, "compact")
+    head = existing_branch_head(md, branch, "compact")
     groups: dict[tuple[int, str], list[FileScanTask]] = {}
     for task in plan_tasks(tx, row_filter, branch=branch):
         small = task.data_file.file_size_in_bytes < target * 3 // 4
@@ -346,7 +346,6 @@ def _rewrite_groups(
         if len(group) >= min_input_files or any(t.delete_files for t in group)
     ]
     # the v2 file-scoped position deletes Java writes name their data file by bounds only
-    head = md.snapshot_by_name(branch) if branch in md.refs else None
     resolved = iter(_with_referenced_files(tx.table.io, head, [t for _, g in todo for t in g]))
     return target, [(spec_id, [next(resolved) for _ in group]) for spec_id, group in todo]
 

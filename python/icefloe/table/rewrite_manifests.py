@@ -27,11 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import (
-    CommitConflictError,
-    CorruptFileError,
-    ValidationError,
-)
+from icefloe.exceptions import CommitConflictError, CorruptFileError, ValidationError
 from icefloe.manifest import ManifestFile, manifest_files
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
 from icefloe.properties import TableProperties, int_property
