@@ -20,6 +20,7 @@ goes through the same checks:
 from __future__ import annotations
 
 import datetime as _dt
+import struct
 from collections.abc import Iterable
 from typing import Any
 
@@ -104,10 +105,13 @@ def _value_preserving(old: IcebergType, new: IcebergType, transform: Transform) 
 
 def promote_default(value: Any, old: IcebergType, new: IcebergType) -> Any:
     """A default value (in the JSON form of ``old``) in the JSON form of ``new``, a promotion
-    of ``old``: a date becomes the midnight (UTC) that starts it; the other promotions keep
-    the value."""
+    of ``old``: a date becomes the midnight (UTC) that starts it; a float becomes the double
+    of the same value (``1.1`` stored as a float is ``1.100000023841858``, the value rows
+    read, as Iceberg Java widens it); the other promotions keep the value."""
     if value is None or old == new:
         return value
+    if isinstance(old, FloatType) and isinstance(new, DoubleType):
+        return _as_float32(value)
     if not isinstance(old, DateType) or not isinstance(new, PrimitiveType):
         return value
     day = values.from_json(old, value)
@@ -115,6 +119,26 @@ def promote_default(value: Any, old: IcebergType, new: IcebergType) -> Any:
     if isinstance(new, TimestamptzType | TimestamptzNanoType):
         midnight = midnight.replace(tzinfo=_dt.timezone.utc)
     return values.to_json(new, midnight)
+
+
+def _as_float32(value: Any) -> Any:
+    """A float's JSON value as the float32 it is stored as (the value unchanged if it is not
+    a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    try:
+        return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+    except OverflowError:
+        return value
+
+
+def _same_default(old: NestedField, new: NestedField) -> bool:
+    """Whether ``new`` keeps ``old``'s initial-default across a promotion. A float widened
+    to double may carry the float's value as written, as some writers leave it."""
+    if promote_default(old.initial_default, old.field_type, new.field_type) == new.initial_default:
+        return True
+    widened = isinstance(old.field_type, FloatType) and isinstance(new.field_type, DoubleType)
+    return widened and old.initial_default == new.initial_default
 
 
 def check_schema_evolution(
@@ -165,7 +189,7 @@ def check_schema_evolution(
                 )
         if of.optional and nf.required:
             raise ValidationError(f"cannot change optional column {name!r} to required")
-        if promote_default(of.initial_default, of.field_type, nf.field_type) != nf.initial_default:
+        if not _same_default(of, nf):
             raise ValidationError(
                 f"cannot change the initial-default of column {name!r} "
                 f"({of.initial_default!r} -> {nf.initial_default!r})"

@@ -136,6 +136,8 @@ class Schema:
         for i in ids:
             if isinstance(i, bool) or not isinstance(i, int):
                 raise ValidationError(f"identifier-field-ids must be ints, got {i!r}")
+        # a set, as Iceberg Java reads it: an id named twice is one identifier field
+        ids = tuple(dict.fromkeys(ids))
         self._identifier_field_ids: tuple[int, ...] = ids
         index = self._index  # builds the indexes: rejects duplicate ids and names
         for i in ids:

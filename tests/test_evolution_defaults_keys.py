@@ -1,0 +1,101 @@
+"""Schema evolution that must not change what rows read or which columns key them: a float
+default widened to double keeps its value, and an identifier field named twice is one field
+(Iceberg Java keeps identifier field ids in a set)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.evolution import check_schema_evolution
+from icefloe.schema import Schema
+from icefloe.types import DoubleType, FloatType, LongType, NestedField, StringType
+
+FLOAT_1_1 = struct.unpack("<f", struct.pack("<f", 1.1))[0]  # 1.100000023841858
+
+
+def _catalog(tmp_path: Path) -> HadoopCatalog:
+    cat = HadoopCatalog("c", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    return cat
+
+
+def _field_json(metadata_location: str, name: str) -> dict:
+    with open(metadata_location, encoding="utf-8") as f:
+        meta = json.load(f)
+    schema = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
+    return next(f for f in schema["fields"] if f["name"] == name)
+
+
+def test_a_float_default_widened_to_double_keeps_the_value_rows_read(tmp_path: Path) -> None:
+    t = _catalog(tmp_path).create_table(
+        "db.t", Schema(NestedField(1, "id", LongType())), format_version=3
+    )
+    t.append(pa.table({"id": [1]}))  # a file without the column: reads its initial-default
+    with t.update_schema() as u:
+        u.add_column("f", FloatType(), initial_default=1.1)
+    t.append(pa.table({"id": [2]}))  # the write-default stored as a float
+    with t.update_schema() as u:
+        u.update_column("f", DoubleType())
+    t.append(pa.table({"id": [3]}))  # the write-default stored as a double
+
+    rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert [r["f"] for r in rows] == [FLOAT_1_1] * 3
+    field = _field_json(t.metadata_location, "f")
+    assert field["type"] == "double"
+    assert field["initial-default"] == FLOAT_1_1
+    assert field["write-default"] == FLOAT_1_1
+    ids = t.scan(row_filter=f"f = {FLOAT_1_1!r}").to_arrow().column("id").to_pylist()
+    assert sorted(ids) == [1, 2, 3]
+
+
+def test_a_writer_that_keeps_the_float_default_as_written_is_accepted() -> None:
+    old = Schema(NestedField(1, "f", FloatType(), initial_default=1.1, write_default=1.1))
+    for kept in (FLOAT_1_1, 1.1):
+        new = Schema(NestedField(1, "f", DoubleType(), initial_default=kept, write_default=kept))
+        check_schema_evolution(old, new, 3)
+    changed = Schema(NestedField(1, "f", DoubleType(), initial_default=2.0, write_default=2.0))
+    with pytest.raises(Exception, match="initial-default"):
+        check_schema_evolution(old, changed, 3)
+
+
+@pytest.mark.parametrize("names", [("id", "id"), ("id", "key")])
+def test_an_identifier_field_named_twice_is_one_key(tmp_path: Path, names: tuple[str, str]) -> None:
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType())
+    )
+    t = _catalog(tmp_path).create_table("db.t", schema, format_version=2)
+    with t.update_schema() as u:
+        if "key" in names:
+            u.rename_column("id", "key")
+        u.set_identifier_fields(*names)  # the old and the new name of one column
+    assert t.schema().identifier_field_ids == (1,)
+    with open(t.metadata_location, encoding="utf-8") as f:
+        meta = json.load(f)
+    assert meta["schemas"][-1]["identifier-field-ids"] == [1]
+
+    key = t.schema().find_field(1).name
+    arrow = pa.schema([pa.field(key, pa.int64(), False), pa.field("v", pa.string())])
+    t.append(pa.table({key: [1, 2, 3], "v": ["a", "b", "c"]}, schema=arrow))
+    t.upsert(pa.table({key: [2], "v": ["B"]}, schema=arrow))
+    t.delete_by_keys({key: [1]})
+    got = sorted((r[key], r["v"]) for r in t.scan().to_arrow().to_pylist())
+    assert got == [(2, "B"), (3, "c")]
+
+
+def test_metadata_naming_an_identifier_field_twice_reads_as_one() -> None:
+    schema = Schema.from_json(
+        {
+            "type": "struct",
+            "schema-id": 0,
+            "identifier-field-ids": [1, 1],
+            "fields": [{"id": 1, "name": "id", "type": "long", "required": True}],
+        }
+    )
+    assert schema.identifier_field_ids == (1,)
+    assert schema.to_json()["identifier-field-ids"] == [1]
