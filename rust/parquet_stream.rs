@@ -19,13 +19,16 @@ use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_schema::{Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use rayon::ThreadPool;
 
+use crate::deletes::dictionary::decodable;
 use crate::deletes::equality::EqualityDeleteSet;
 use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
 use crate::deletes::PositionBitmap;
+use crate::parquet_read::dictionaries::keep_rows;
 use crate::parquet_read::{open_parquet, plan_file, Deletes, FilePlan, FileRequest, Projection};
 use crate::Result;
 
@@ -183,14 +186,21 @@ impl Columns {
             };
             let (base, n) = (column.next_row, batch.num_rows());
             column.next_row += n as u64;
-            let Some(bitmap) = &self.deleted else {
+            // each column drops the deleted rows on the thread that decoded it
+            let keep = (self.deleted.as_ref())
+                .map(|bitmap| self.keep_mask(bitmap, base, n))
+                .filter(|keep| keep.true_count() < n);
+            if batch.columns().iter().any(|c| decodable(c.data_type())) {
+                let rows = keep.as_ref().map_or(n, BooleanArray::true_count);
+                let (_, columns, _) = batch.into_parts();
+                return match keep_rows(columns, keep.as_ref()).and_then(|c| batch_of(c, rows)) {
+                    Some(kept) => Decoded::Batch(kept, n),
+                    None => Decoded::Failed,
+                };
+            }
+            let Some(keep) = keep else {
                 return Decoded::Batch(batch, n);
             };
-            // each column drops the deleted rows on the thread that decoded it
-            let keep = self.keep_mask(bitmap, base, n);
-            if keep.true_count() == n {
-                return Decoded::Batch(batch, n);
-            }
             match apply_keep_mask(batch, &keep) {
                 Ok(kept) => Decoded::Batch(kept, n),
                 Err(_) => Decoded::Failed,
@@ -216,6 +226,15 @@ impl Columns {
         self.pump(&mut q);
         out
     }
+}
+
+/// `columns` of `rows` rows as a batch (only its columns are used).
+fn batch_of(columns: Vec<ArrayRef>, rows: usize) -> Option<RecordBatch> {
+    let fields: Vec<Field> = (columns.iter().enumerate())
+        .map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true))
+        .collect();
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options).ok()
 }
 
 impl FileStream {

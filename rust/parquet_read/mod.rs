@@ -42,6 +42,8 @@ use crate::parquet_footer::check_footer;
 use crate::parquet_types::{convertible, retype};
 use crate::Result;
 
+pub(crate) mod dictionaries;
+
 /// The key-value entry icefloe writes: a CRC-32 of the schema's field ids and nullability.
 pub const FIELD_IDS_DIGEST_KEY: &str = "icefloe.field-ids.crc32";
 /// A file at most this large is read into memory in one request; larger ones are read by
@@ -248,6 +250,8 @@ pub(crate) struct FilePlan {
     /// Per requested field: its index in `roots`, or `None` for an optional column the file
     /// lacks.
     columns_at: Vec<Option<usize>>,
+    /// Whether some columns decode as dictionaries (see [`dictionaries`]).
+    pub(crate) dictionaries: bool,
     /// The projected columns named by field id, as equality delete sets name them.
     key_schema: Option<SchemaRef>,
 }
@@ -324,8 +328,18 @@ pub(crate) fn plan_file(
             .collect();
         Arc::new(Schema::new(fields))
     });
+    // with position deletes, small-dictionary string columns decode without the deleted rows
+    // (see `dictionaries`); without them the crate's own decode to strings is faster
+    let typed = deleted
+        .positions
+        .and_then(|_| dictionaries::with_dictionaries(&meta, &roots));
+    let (meta, dictionaries) = match typed {
+        Some(typed) => (typed, true),
+        None => (meta, false),
+    };
     Some(FilePlan {
         meta,
+        dictionaries,
         num_rows,
         roots,
         columns_at,
@@ -543,7 +557,11 @@ fn decode<T: ChunkReader + 'static>(
             continue;
         }
         let (_, columns, _) = batch.into_parts();
-        if let Some(batch) = plan.finish(columns, n, base, None, deleted, projection)? {
+        let (columns, kept) = match plan.dictionaries {
+            true => dictionaries::keep_decoded(columns, n, base, deleted.positions)?,
+            false => (columns, None),
+        };
+        if let Some(batch) = plan.finish(columns, n, base, kept.as_ref(), deleted, projection)? {
             out.push(batch);
         }
     }

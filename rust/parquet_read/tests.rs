@@ -409,3 +409,136 @@ fn equality_deletes_are_matched_by_field_id_with_positions() {
     assert!(read_files(&[req], &[lacking], &p, None).unwrap()[0].is_none());
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A file of `rows` rows in row groups of 700: `id`; `cat`, seven strings with nulls (a small
+/// dictionary); `big`, distinct strings whose dictionary outgrows a 2 KiB limit (plain pages
+/// after the first); `bin`, three binaries (a small dictionary).
+fn write_dictionaries(dir: &std::path::Path, rows: i64) -> (String, RecordBatch) {
+    use arrow_array::BinaryArray;
+    use parquet::schema::types::ColumnPath;
+    let schema = Arc::new(Schema::new(vec![
+        field("id", DataType::Int64, 1),
+        field("cat", DataType::Utf8, 2),
+        field("big", DataType::Utf8, 3),
+        field("bin", DataType::Binary, 4),
+    ]));
+    let cats = [
+        "",
+        "a",
+        "bb",
+        "a much longer value than sixteen bytes",
+        "é",
+        "x",
+        "yz",
+    ];
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..rows)),
+            Arc::new(StringArray::from_iter((0..rows).map(|i| {
+                (i % 11 != 3).then(|| cats[(i * 7 % 13 % 7) as usize].to_string())
+            }))),
+            Arc::new(StringArray::from_iter_values(
+                (0..rows).map(|i| format!("value number {i}")),
+            )),
+            Arc::new(BinaryArray::from_iter((0..rows).map(|i| {
+                (i % 5 != 0).then(|| vec![(i % 3) as u8; (i % 3) as usize * 9])
+            }))),
+        ],
+    )
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(700))
+        .set_column_dictionary_page_size_limit(ColumnPath::from("big"), 2048)
+        .build();
+    let path = dir.join("dict.parquet");
+    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    (path.to_string_lossy().into_owned(), batch)
+}
+
+#[test]
+fn small_dictionary_columns_decode_with_the_deleted_rows_dropped() {
+    use crate::parquet_stream::{FileStream, Step};
+    let dir = tempdir("dictionaries");
+    let rows = 3000i64;
+    let (path, all) = write_dictionaries(&dir, rows);
+    let (_, footer) = open_parquet(&path).unwrap();
+    let fields = vec![
+        Field::new("b", DataType::Binary, true),
+        Field::new("c", DataType::Utf8, true),
+        Field::new("g", DataType::Utf8, true),
+        Field::new("i", DataType::Int64, true),
+    ];
+    let mut p = projection(&[4, 2, 3, 1], fields);
+    p.batch_size = 256;
+    let request = FileRequest {
+        path: path.clone(),
+        rows,
+    };
+    let plain = plan_file(&footer, &request, &Deletes::default(), &p).unwrap();
+    assert!(
+        !plain.dictionaries,
+        "without deletes strings decode directly"
+    );
+    // only `cat` and `bin` qualify: `big` fell back to plain pages
+    let one = PositionBitmap::from_positions([5u64]).unwrap();
+    let plan = plan_file(&footer, &request, &Some(&one).into(), &p).unwrap();
+    assert!(plan.dictionaries);
+    let typed: Vec<bool> = (plan.meta.schema().fields().iter())
+        .map(|f| matches!(f.data_type(), DataType::Dictionary(_, _)))
+        .collect();
+    assert_eq!(typed, [false, true, false, true]);
+    let gone: Vec<u64> = (0..rows as u64)
+        .filter(|i| i % 10 == 4 || (700..1400).contains(i))
+        .collect();
+    let cases: Vec<(Option<PositionBitmap>, Vec<u64>)> = vec![
+        (None, Vec::new()),
+        (
+            Some(PositionBitmap::from_positions(gone.iter().copied()).unwrap()),
+            gone.clone(),
+        ),
+        (
+            Some(PositionBitmap::from_positions(0..rows as u64).unwrap()),
+            (0..rows as u64).collect(),
+        ),
+    ];
+    for (bitmap, deleted) in &cases {
+        let keep = BooleanArray::from_iter((0..rows as u64).map(|i| Some(!deleted.contains(&i))));
+        let want = arrow_select::filter::filter_record_batch(&all, &keep).unwrap();
+        let want: Vec<ArrayRef> = [3, 1, 2, 0]
+            .iter()
+            .map(|&c| want.column(c).clone())
+            .collect();
+        let deletes = Deletes::from(bitmap.as_ref());
+        let req = FileRequest {
+            path: path.clone(),
+            rows,
+        };
+        let whole = read_files(&[req.clone()], &[deletes], &p, Some(1)).unwrap();
+        let whole = whole[0].as_ref().expect("read natively");
+        let mut stream = FileStream::open(&req, None, &deletes, p.clone(), Some(2))
+            .unwrap()
+            .expect("streamed natively");
+        let mut streamed = Vec::new();
+        loop {
+            match stream.next_step(None) {
+                Step::Batch(b) => streamed.push(b),
+                Step::End => break,
+                Step::Failed => panic!("stream failed"),
+            }
+        }
+        for batches in [whole, &streamed] {
+            for b in batches.iter() {
+                assert_eq!(b.schema(), p.schema);
+            }
+            let got = arrow_select::concat::concat_batches(&p.schema, batches.iter()).unwrap();
+            assert_eq!(got.num_rows(), rows as usize - deleted.len());
+            for (c, w) in got.columns().iter().zip(&want) {
+                assert_eq!(c.to_data(), w.to_data());
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
