@@ -201,3 +201,37 @@ def test_merge_matches_names_that_differ_in_case_as_spark_does(spark: Any, tmp_p
             ispark.merge(source, cat.load_table("db.t"), on=["id"])
     finally:
         spark.conf.set("spark.sql.caseSensitive", "false")
+
+
+@pytest.mark.spark
+def test_merge_fails_on_data_added_while_it_ran(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge reads every row; data another writer adds while its job runs may hold keys it
+    should have matched: the commit fails (serializable, the default, as Java's ``MERGE
+    INTO``), never leaving two rows of one key. Under ``snapshot`` isolation it commits."""
+    import icefloe.spark.rowlevel as rowlevel
+    from icefloe.exceptions import CommitConflictError
+
+    cat, t = _by_part(tmp_path, 3)
+    arrow = schema_to_arrow(t.schema())
+    t.append(pa.table({"id": [1, 2], "part": [1, 2]}, schema=arrow))
+    other = cat.load_table("db.t")
+    real_write = rowlevel.write_files
+
+    def write_then_append(*args: Any, **kwargs: Any) -> Any:
+        out = real_write(*args, **kwargs)
+        other.refresh().append(pa.table({"id": [500], "part": [0]}, schema=arrow))
+        return out
+
+    monkeypatch.setattr(rowlevel, "write_files", write_then_append)
+    source = spark.createDataFrame([(500, 5), (1, 11)], "id long, part long")
+    with pytest.raises(CommitConflictError, match="may hold rows"):
+        ispark.merge(source, cat.load_table("db.t"), on=["id"])
+    got = sorted((r["id"], r["part"]) for r in single_process(cat.load_table("db.t")))
+    assert got == [(1, 1), (2, 2), (500, 0)]
+
+    cat.load_table("db.t").set_properties(**{"write.merge.isolation-level": "snapshot"})
+    ispark.merge(source, cat.load_table("db.t"), on=["id"])  # another (500, 0) lands meanwhile
+    got = sorted((r["id"], r["part"]) for r in single_process(cat.load_table("db.t")))
+    assert got == [(1, 11), (2, 2), (500, 0), (500, 5)]

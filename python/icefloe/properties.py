@@ -143,6 +143,7 @@ class TableProperties:
     DELETE_GRANULARITY_DEFAULT = "file"
     DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
     DELETE_ISOLATION_LEVEL_DEFAULT = "serializable"
+    MERGE_ISOLATION_LEVEL = "write.merge.isolation-level"
 
     MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
     MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000
@@ -279,6 +280,7 @@ KNOWN: dict[str, _Kind] = {
     _T.UPSERT_MODE: _enum("equality", *_WRITE_MODES),
     _T.DELETE_GRANULARITY: _enum("file", "partition"),
     _T.DELETE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
+    _T.MERGE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
     # 0 is Java's "no minimum": expire every snapshot (every ref) older than now
     _T.MAX_SNAPSHOT_AGE_MS: _long(0),
     _T.MIN_SNAPSHOTS_TO_KEEP: _int(0),

@@ -22,6 +22,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH
+from icefloe.properties import TableProperties, enum_property
 from icefloe.scan.tasks import (
     FILE,
     LAST_UPDATED_SEQUENCE_NUMBER,
@@ -47,6 +48,8 @@ from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_tasks
 from icefloe.types import StructType
 from icefloe.write.delete_files import FileDeletes
 from icefloe.write.matching import bind_filter
+
+MERGE_ISOLATION = TableProperties.MERGE_ISOLATION_LEVEL
 
 __all__ = ["FILE_NUMBER", "delete", "match_target", "merge"]
 
@@ -267,6 +270,10 @@ def merge(
     On v3 tables updated rows keep their ``_row_id`` and get the commit's sequence number as
     ``_last_updated_sequence_number`` (spec "Row Lineage"); inserted rows get new ids.
 
+    Under ``write.merge.isolation-level=serializable`` (the default) the commit fails with
+    :class:`~icefloe.exceptions.CommitConflictError` if another writer added data files while
+    the merge ran (their rows may hold keys it should have matched); run it again.
+
     The source is joined once with the target's keys (read on the executors; a sort-merge
     join whatever the table's size, see :func:`match_target`) and the joined rows are kept
     (``persist``) for the two passes over them: the matched positions per file (collected to
@@ -357,7 +364,17 @@ def merge(
         if delta.empty:
             return t
         _refuse_v1_deletes(t, delta, "merge")
-        commit_row_delta(tx, delta, branch=branch, snapshot_properties=snapshot_properties)
+        # the merge read every row: any data another writer added meanwhile may hold a key
+        # it should have matched (as Java's MERGE, under write.merge.isolation-level)
+        isolation = enum_property(t.metadata.properties, MERGE_ISOLATION, "serializable")
+        commit_row_delta(
+            tx,
+            delta,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            conflict_filter=AlwaysTrue(),
+            isolation=isolation,
+        )
         tx.commit_transaction()
     except BaseException:
         if not tx.may_have_committed:  # else the new metadata may reference the files: keep
