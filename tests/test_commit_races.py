@@ -27,7 +27,9 @@ from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import CommitFailedError, ValidationError
 from icefloe.metadata import RemoveSnapshots, SetSnapshotRef
+from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.properties import gc_enabled
+from icefloe.transforms import IdentityTransform
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
 
@@ -141,6 +143,56 @@ def test_an_append_on_a_state_another_writer_expired_is_rebuilt(catalog: Catalog
     other.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
     stale.append(_rows([99]))
     assert _ids(catalog) == [0, 1, 2, 3, 99]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "delete",
+        "overwrite",
+        "dynamic_partition_overwrite",
+        "upsert",
+        "delete_by_keys",
+        "rewrite_data_files",
+        "remove_dangling_deletes",
+    ],
+)
+def test_a_change_planned_on_a_state_another_writer_expired_is_planned_again(
+    tmp_path: Path, change: str
+) -> None:
+    """Changes that read the table to plan read the manifests of the state the table object
+    holds: once another writer expired it, each failed with NotFoundError on every call.
+    They are planned again on the newest state, as after a lost race."""
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    by_v = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "v"))
+    cat.create_table("db.t", SCHEMA, partition_spec=by_v, properties={"format-version": "2"})
+    cat.load_table("db.t").append(_rows([1, 2]))
+    cat.load_table("db.t").append(_rows([3]))
+    stale, other = cat.load_table("db.t"), cat.load_table("db.t")
+    other.append(_rows([4]))
+    other.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    kept = [1, 2, 3, 4]
+    if change == "delete":
+        stale.delete("id = 1")
+        kept = [2, 3, 4]
+    elif change == "overwrite":
+        stale.overwrite(_rows([9]), "id = 1")
+        kept = [2, 3, 4, 9]
+    elif change == "dynamic_partition_overwrite":  # replaces partition v = 'x'
+        stale.dynamic_partition_overwrite(_rows([9]))
+        kept = [9]
+    elif change == "upsert":
+        stale.upsert(_rows([1, 9], "u"), join_cols=["id"])
+        kept = [1, 2, 3, 4, 9]
+    elif change == "delete_by_keys":
+        stale.delete_by_keys(pa.table({"id": pa.array([1], pa.int64())}), ["id"])
+        kept = [2, 3, 4]
+    elif change == "rewrite_data_files":
+        assert stale.rewrite_data_files().rewritten_data_files == 3
+    else:
+        stale.remove_dangling_deletes()
+    assert _ids(cat) == kept
 
 
 def test_a_retry_whose_newer_state_is_expired_meanwhile_is_rebuilt_again(

@@ -5,10 +5,15 @@ every table change takes; ``Transaction`` and ``UpdateProperties`` are re-export
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from icefloe.exceptions import CommitConflictError, NoSuchSnapshotError, NoSuchTableError
+from icefloe.exceptions import (
+    CommitConflictError,
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    NotFoundError,
+)
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.committer import Committer, Identifier
@@ -47,6 +52,10 @@ if TYPE_CHECKING:
     from icefloe.table.update_spec import ReplaceSortOrder, UpdateSpec
 
 __all__ = ["Table", "Transaction", "UpdateProperties"]
+
+_R = TypeVar("_R")
+#: How many times a change is planned again after another writer expired the state it read.
+_REPLANS_AFTER_MISSING_FILES = 5
 
 
 class Table:
@@ -277,6 +286,30 @@ class Table:
         """Start a transaction; ``with table.transaction() as tx:`` commits on success."""
         return Transaction(self)
 
+    def _replanned(self, change: Callable[[Transaction], _R]) -> _R:
+        """``change`` made in a transaction of its own and committed. A change that reads the
+        table to plan (a delete, an overwrite, a compaction) reads the manifests of the state
+        this handle holds: when another writer expired that state meanwhile (a file of it is
+        not found) and the table has moved, the change is planned again on the newest state,
+        as after a lost race. Nothing of the failed attempt was committed (its files are
+        deleted with its transaction)."""
+        for _ in range(_REPLANS_AFTER_MISSING_FILES):
+            tx = self.transaction()
+            try:
+                with tx:
+                    result = change(tx)
+                return result
+            except NotFoundError:
+                if tx.may_have_committed:
+                    raise
+                was = self.metadata_location
+                self.refresh()
+                if self.metadata_location == was:
+                    raise  # not a race: a file of the current state is missing
+                self.load_every_snapshot()
+        with self.transaction() as tx:
+            return change(tx)
+
     def update_properties(self) -> UpdateProperties:
         """Set and remove properties in one commit: ``with t.update_properties() as u: ...``."""
         return UpdateProperties(self.transaction(), autocommit=True)
@@ -376,14 +409,15 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
         """Replace the rows matching ``overwrite_filter`` (default: all) by ``data``."""
-        with self.transaction() as tx:
-            tx.overwrite(
+        self._replanned(
+            lambda tx: tx.overwrite(
                 data,
                 overwrite_filter,
                 case_sensitive=case_sensitive,
                 branch=branch,
                 snapshot_properties=snapshot_properties,
             )
+        )
         return self
 
     def dynamic_partition_overwrite(
@@ -394,10 +428,11 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
         """Replace the partitions ``data`` touches by ``data`` in one commit."""
-        with self.transaction() as tx:
-            tx.dynamic_partition_overwrite(
+        self._replanned(
+            lambda tx: tx.dynamic_partition_overwrite(
                 data, branch=branch, snapshot_properties=snapshot_properties
             )
+        )
         return self
 
     def add_files(
@@ -429,13 +464,14 @@ class Table:
     ) -> Table:
         """Delete the rows matching ``delete_filter`` in one snapshot (``write.delete.mode``:
         copy-on-write rewrites files, merge-on-read writes deletion vectors / position deletes)."""
-        with self.transaction() as tx:
-            tx.delete(
+        self._replanned(
+            lambda tx: tx.delete(
                 delete_filter,
                 branch=branch,
                 snapshot_properties=snapshot_properties,
                 case_sensitive=case_sensitive,
             )
+        )
         return self
 
     def upsert(
@@ -455,11 +491,11 @@ class Table:
 
         for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
             try:
-                with self.transaction() as tx:
-                    result = tx.upsert(
+                return self._replanned(
+                    lambda tx: tx.upsert(
                         data, join_cols, branch=branch, snapshot_properties=snapshot_properties
                     )
-                return result
+                )
             except CommitConflictError:
                 if attempt == EQUALITY_UPSERT_RETRIES or not upsert_runs_again(self.metadata):
                     raise
@@ -476,10 +512,11 @@ class Table:
     ) -> Table:
         """Delete the rows whose ``join_cols`` (by default the schema's identifier fields)
         equal a row of ``keys`` (equality delete files, no data read)."""
-        with self.transaction() as tx:
-            tx.delete_by_keys(
+        self._replanned(
+            lambda tx: tx.delete_by_keys(
                 keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
             )
+        )
         return self
 
     def rewrite_data_files(
@@ -496,8 +533,8 @@ class Table:
         """Compact small files and apply deletes in one ``replace`` snapshot (see
         :func:`icefloe.table.maintenance.rewrite_data_files`); ``progress=True`` shows a bar;
         ``remove_dangling_deletes=True`` then removes the delete files left dangling."""
-        with self.transaction() as tx:
-            result = tx.rewrite_data_files(
+        return self._replanned(
+            lambda tx: tx.rewrite_data_files(
                 target_file_size=target_file_size,
                 min_input_files=min_input_files,
                 row_filter=row_filter,
@@ -506,7 +543,7 @@ class Table:
                 progress=progress,
                 remove_dangling_deletes=remove_dangling_deletes,
             )
-        return result
+        )
 
     def plan_rewrite_data_files(
         self,
@@ -540,11 +577,11 @@ class Table:
 
         if dry_run:  # only read, never committed: read-only tables report too
             return remove_dangling_deletes(Transaction(self), branch=branch, dry_run=dry_run)
-        with self.transaction() as tx:
-            result = remove_dangling_deletes(
+        return self._replanned(
+            lambda tx: remove_dangling_deletes(
                 tx, branch=branch, snapshot_properties=snapshot_properties
             )
-        return result
+        )
 
     def rewrite_manifests(
         self,
