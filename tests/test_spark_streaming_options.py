@@ -99,3 +99,51 @@ def test_java_options_without_a_meaning_here_are_refused(
     with pytest.raises(Exception, match="ValidationError") as info:
         _batches(spark, cat, tmp_path / "ck", **options)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("empty", [False, True])
+def test_a_future_stream_from_timestamp_skips_what_was_committed_before_it(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty: bool
+) -> None:
+    """Snapshots committed before ``stream-from-timestamp`` are never streamed, also those
+    committed after the query started when the timestamp was still ahead (as in Java)."""
+    import time
+    from types import SimpleNamespace
+
+    import icefloe.metadata._builder as builder
+    import icefloe.table.producer as producer
+
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name=f"future{int(empty)}")
+    cat.create_namespace("db")
+    src = cat.create_table("db.src", IDS, format_version=2)
+    if not empty:
+        src.append(_ids(range(0, 3)))
+    start = int(time.time() * 1000) + 3_600_000  # an hour ahead
+    ck = tmp_path / f"ck{int(empty)}"
+
+    def run() -> list[int]:  # one availableNow run of the query, from its checkpoint
+        got: list[int] = []
+        q = (
+            spark.readStream.format("icefloe")
+            .options(**catalog_options(cat))
+            .option("stream-from-timestamp", str(start))
+            .load("db.src")
+            .writeStream.foreachBatch(lambda df, _: got.extend(r[0] for r in df.collect()))
+            .option("checkpointLocation", str(ck))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        return sorted(got)
+
+    assert run() == []
+    src.refresh().append(_ids(range(10, 13)))  # before the timestamp
+    assert run() == []
+    # the next commit's clock reads the timestamp (snapshots take the committer's clock)
+    clock = SimpleNamespace(time=lambda: start / 1000, time_ns=lambda: start * 1_000_000)
+    monkeypatch.setattr(producer, "time", clock)
+    monkeypatch.setattr(builder, "time", clock)
+    src.refresh().append(_ids(range(20, 23)))
+    assert src.refresh().current_snapshot().timestamp_ms == start
+    assert run() == [20, 21, 22]

@@ -5,7 +5,8 @@ micro-batch, the data files added by the ``append`` snapshots of the table's mai
 a starting point (an incremental append scan), in commit order. Options:
 
 - ``start-snapshot-id``: read the appends committed after this snapshot (exclusive); or
-  ``stream-from-timestamp`` (epoch ms): from the first snapshot committed at or after it;
+  ``stream-from-timestamp`` (epoch ms): the snapshots committed at or after it (one ahead of
+  the query's start streams nothing until the table's commits reach it);
   by default from the table's first snapshot on;
 - ``max-files-per-micro-batch``: at most this many data files in one micro-batch (the
   snapshot boundaries need not align with batches);
@@ -193,6 +194,9 @@ class IcefloeStreamReader(DataSourceStreamReader):
             "overwrite": _bool_option(self.options, "skip-overwrite-snapshots", False),
         }
         self.start: dict[str, int] | None = None
+        #: snapshots committed before it are never streamed, also those committed after the
+        #: query started (a timestamp in the future), as in Iceberg Java
+        self.from_ts = _int_option(self.options, "stream-from-timestamp")
         #: the ``filter`` option, parsed and bound here so a bad one stops the query at start
         self.row_filter = filter_option(self.options)
         if self.row_filter is not None:
@@ -236,7 +240,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
         chain = _chain(table)
         sid, k = int(offset["snapshot_id"]), int(offset["files"])
         if sid == -1:
-            return [(s, 0) for s in chain]
+            return [(s, 0) for s in chain if self._after_start(s)]
         ids = [s.snapshot_id for s in chain]
         if sid not in ids:
             raise StreamingError(
@@ -245,7 +249,11 @@ class IcefloeStreamReader(DataSourceStreamReader):
             )
         i = ids.index(sid)
         out = [] if k == -1 else [(chain[i], k)]
-        return out + [(s, 0) for s in chain[i + 1 :]]
+        return out + [(s, 0) for s in chain[i + 1 :] if self._after_start(s)]
+
+    def _after_start(self, snap: Snapshot) -> bool:
+        """Whether ``snap`` was committed at or after ``stream-from-timestamp`` (if given)."""
+        return self.from_ts is None or snap.timestamp_ms >= self.from_ts
 
     def latestOffset(self) -> dict[str, int]:
         with planner_step():
