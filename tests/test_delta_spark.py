@@ -232,3 +232,36 @@ def test_delta_sync_follows_spark_delta_writes(iceberg_spark: JavaCatalog, tmp_p
         assert current is not None and current.summary.properties["delta-version"] == "3"
         assert current.sequence_number == 3  # one snapshot per Delta commit, in order
         _agree(spark, path, sync.last_result)
+
+
+def test_delta_sync_knows_its_table_however_the_path_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark describes a Delta sink by its absolute path: a sync made with ``file:`` URIs or
+    a relative path (from the working directory, as Spark resolves it) must recognise it, or
+    its listener never syncs."""
+    from icefloe.spark.delta_sync import DeltaSync
+
+    monkeypatch.chdir(tmp_path)
+    table = f"{tmp_path}/lake/events"
+    spellings = [
+        table,
+        f"{table}/",
+        f"file://{table}",
+        f"file:{table}",
+        "lake/events",
+        "lake/./events/",
+    ]
+    for spelling in spellings:
+        sync = DeltaSync(spelling, metadata_location=f"{table}/_icefloe")
+        for sink in (
+            f"DeltaSink[{table}]",
+            f"DeltaSink[file:{table}]",
+            f"DeltaSink[file://{table}/]",
+        ):
+            assert sync._writes_here(sink), (spelling, sink)
+        assert not sync._writes_here(f"DeltaSink[{table}2]")
+        assert not sync._writes_here(f"ParquetSink[{table}]")
+    remote = DeltaSync("s3://bucket/events/", metadata_location="s3://bucket/events/_icefloe")
+    assert remote._writes_here("DeltaSink[s3://bucket/events]")
+    assert not remote._writes_here("DeltaSink[s3://bucket/events2]")

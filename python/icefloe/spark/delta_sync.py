@@ -18,6 +18,7 @@ Everything runs on the driver; the Delta writes are Spark's (Delta Lake's jars o
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,20 @@ from icefloe.delta import ConvertResult, convert
 __all__ = ["DeltaSync"]
 
 log = logging.getLogger(__name__)
+
+
+def _comparable(path: str) -> str:
+    """A table location as sink descriptions and users spell it alike: a local one as an
+    absolute path without ``file:`` (``file:///data/t``, ``file:/data/t`` and a relative path
+    from the working directory, as Spark resolves it), others as given; no trailing slash."""
+    for prefix in ("file://", "file:"):
+        if path.startswith(prefix):
+            path = path[len(prefix) :]
+            break
+    else:
+        if "://" in path:
+            return path.rstrip("/")
+    return os.path.normpath(os.path.abspath(path))
 
 
 class DeltaSync:
@@ -145,12 +160,7 @@ class DeltaSync:
         """Whether a sink description (``DeltaSink[file:/data/events]``) names this table."""
         if not sink.startswith("DeltaSink[") or not sink.endswith("]"):
             return False
-        path = sink[len("DeltaSink[") : -1].rstrip("/")
-        for prefix in ("file://", "file:"):
-            if path.startswith(prefix) and not self.delta_path.startswith("file:"):
-                path = path[len(prefix) :]
-                break
-        return path == self.delta_path
+        return _comparable(sink[len("DeltaSink[") : -1]) == _comparable(self.delta_path)
 
     def _sync_quietly(self) -> None:
         try:
