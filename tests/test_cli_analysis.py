@@ -4,6 +4,7 @@ parsing and the heat map's cap."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -17,6 +18,7 @@ from icefloe.cli.analysis import (
     SnapshotPoint,
     _histogram,
     axis_positions,
+    timeline,
 )
 from icefloe.cli.render import bar, parse_size
 from icefloe.cli.report_svg import heatmap_svg
@@ -85,3 +87,27 @@ def test_the_heat_map_draws_the_largest_partitions() -> None:
     svg = heatmap_svg(PartitionStats(rows))
     assert svg.count('data-mark="partition"') == 400
     assert "the largest 400 of 500 partitions" in svg
+
+
+def test_a_tag_off_every_branch_has_a_lane_of_its_own(tmp_path: Path) -> None:
+    """A snapshot a tag keeps past a rollback is on that tag's lane, not ``unreferenced``
+    (which stays for snapshots no ref reaches)."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    cat = HadoopCatalog("h", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    ids = []
+    for i in range(4):
+        t.append(pa.table({"id": [i]}))
+        ids.append(t.current_snapshot().snapshot_id)
+    with t.manage_snapshots() as ms:
+        ms.create_tag("release-1", ids[2])
+    with t.manage_snapshots() as ms:
+        ms.rollback_to(ids[0])
+    t.append(pa.table({"id": [9]}))
+    tl = timeline(t.metadata)
+    lane = {p.snapshot_id: p.lane for p in tl.points}
+    assert tl.lanes == ("main", "release-1", "unreferenced")
+    assert [lane[i] for i in ids] == ["main", "release-1", "release-1", "unreferenced"]
+    assert lane[t.current_snapshot().snapshot_id] == "main"

@@ -117,7 +117,8 @@ def _deleted_rows(summary: Any) -> int:
 
 def timeline(meta: Any) -> Timeline:
     """The table's snapshots as a timeline: a snapshot goes on ``main`` when main reaches it,
-    else on the first branch (by name) that reaches it, else on ``unreferenced``."""
+    else on the first branch (by name) that reaches it, else on the lane of the first tag
+    (by name) that reaches it, else on ``unreferenced``."""
     heads = {n: r.snapshot_id for n, r in meta.refs.items() if r.is_branch}
     tags = {n: r.snapshot_id for n, r in sorted(meta.refs.items()) if not r.is_branch}
     order = [MAIN_BRANCH] if MAIN_BRANCH in heads else []
@@ -126,6 +127,11 @@ def timeline(meta: Any) -> Timeline:
     for name in order:
         for s in meta.ancestors_of(heads[name]):
             lane_of.setdefault(s.snapshot_id, name)
+    for name, sid in tags.items():  # a tag off every branch (kept past a rollback) has a lane
+        if sid not in lane_of and meta.ancestors_of(sid):
+            order.append(name)
+            for s in meta.ancestors_of(sid):
+                lane_of.setdefault(s.snapshot_id, name)
     points = []
     for s in sorted(meta.snapshots, key=lambda s: (s.timestamp_ms, s.sequence_number)):
         summary = s.summary
