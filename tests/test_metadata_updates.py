@@ -322,8 +322,8 @@ def test_upgrade_format_version_only_upward() -> None:
     assert apply(v3, UpgradeFormatVersion(3)) is v3
     with pytest.raises(ValidationError, match="downgrade"):
         apply(v3, UpgradeFormatVersion(2))
-    with pytest.raises(UnsupportedFeatureError):
-        apply(v3, UpgradeFormatVersion(4))
+    with pytest.raises(ValidationError, match="unsupported format version"):
+        apply(v3, UpgradeFormatVersion(4))  # a bad argument, as in Java (REST: 400)
 
 
 def test_add_schema_assigns_id_and_raises_last_column_id() -> None:

@@ -290,6 +290,22 @@ def test_a_create_commit_takes_one_valid_uuid(served: tuple[RestServer, str, str
     assert status == 200 and body["metadata"]["table-uuid"] == same
 
 
+def test_an_upgrade_to_an_unknown_format_version_is_a_bad_request(
+    served: tuple[RestServer, str, str],
+) -> None:
+    """As Iceberg Java's server: 400, not 406 (which says the server lacks a feature)."""
+    server, warehouse, base = served
+    RestCatalog("c", uri=server.url, warehouse=warehouse).create_table(
+        "db.t", pa.schema([("id", pa.int64())])
+    )
+    body = {
+        "requirements": [],
+        "updates": [{"action": "upgrade-format-version", "format-version": 99}],
+    }
+    kind, message = _error(_call(server, "POST", f"{base}/tables/t", body))
+    assert kind == "BadRequestException" and "unsupported format version: v99" in message
+
+
 # -- the request log ------------------------------------------------------------------------------
 
 

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from icefloe.exceptions import CommitFailedError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import CommitFailedError, ValidationError
 from icefloe.metadata.property_checks import check_properties
 from icefloe.metadata.snapshots import (
     MAIN_BRANCH,
@@ -155,8 +155,8 @@ class _Builder:
 
     def _upgrade_format_version(self, u: UpgradeFormatVersion) -> None:
         v = u.format_version
-        if v > SUPPORTED_FORMAT_VERSION:
-            raise UnsupportedFeatureError(
+        if v > SUPPORTED_FORMAT_VERSION:  # a bad argument (Java: 400), not a missing feature
+            raise ValidationError(
                 f"Cannot upgrade table to unsupported format version: v{v} "
                 f"(supported: v{SUPPORTED_FORMAT_VERSION})"
             )
