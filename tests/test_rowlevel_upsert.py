@@ -302,3 +302,36 @@ def test_commit_inside_a_with_block(tmp_path: Path) -> None:
         tx.commit_transaction()
     assert t.refresh().scan().to_arrow()["id"].to_pylist() == [1]
     assert len(t.snapshots()) == 1
+
+
+def test_a_key_inside_a_struct_is_refused_by_name(tmp_path: Path) -> None:
+    """An identifier field inside a struct cannot key an upsert or a ``delete_by_keys``: the
+    error names the field (it said the column was missing from the data, or named the id of
+    another column)."""
+    from icefloe.arrow_schema import schema_to_arrow
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.schema import Schema
+    from icefloe.types import LongType, NestedField, StringType, StructType
+
+    cat = HadoopCatalog("h", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "s", StructType(NestedField(3, "k", LongType(), required=True)), True),
+        NestedField(4, "v", StringType()),
+        identifier_field_ids=[3],
+    )
+    t = cat.create_table("db.t", schema, format_version=2)
+    arrow = schema_to_arrow(t.schema())
+    rows = pa.Table.from_pylist([{"id": 1, "s": {"k": 1}, "v": "a"}], schema=arrow)
+    t.append(rows)
+    attempts = [
+        lambda: t.upsert(rows),
+        lambda: t.upsert(rows, join_cols=["s.k"]),
+        lambda: t.delete_by_keys(pa.table({"s.k": [1]})),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ValidationError, match=r"'s\.k' is a field inside a struct"):
+            attempt()
+    t.upsert(rows.set_column(2, "v", pa.array(["b"])), join_cols=["id"])  # top-level: fine
+    assert t.scan().to_arrow().column("v").to_pylist() == ["b"]

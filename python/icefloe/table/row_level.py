@@ -526,12 +526,20 @@ def join_columns(
 
 def check_key_types(schema: Schema, join_cols: Sequence[str], case_sensitive: bool) -> None:
     """Key columns are compared by value: nested, variant and geospatial columns cannot be
-    keys (:class:`ValidationError` naming the column); a name not in the schema is left to
-    the callers' own messages."""
+    keys, nor fields inside a struct (keys are the data's top-level columns); each is a
+    :class:`ValidationError` naming the column. A name not in the schema is left to the
+    callers' own messages."""
+    top = {f.field_id for f in schema.fields}
     for name in join_cols:
         fid = schema.find_field_id(name, case_sensitive)
         if fid is None:
             continue
+        if fid not in top:
+            raise ValidationError(
+                f"column {name!r} is a field inside a struct: key columns must be top-level "
+                "columns of the table (an identifier field in a struct cannot key an upsert "
+                "or delete_by_keys; pass top-level join_cols)"
+            )
         t = schema.find_field(fid).field_type
         if not isinstance(t, PrimitiveType) or isinstance(
             t, VariantType | GeometryType | GeographyType
