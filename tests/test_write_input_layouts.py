@@ -556,3 +556,31 @@ def test_struct_fields_given_twice_and_invalid_strings_are_refused(catalog: Any)
     with pytest.raises(ValidationError, match="column 's' holds a string that is not valid UTF-8"):
         t.append(pa.table({"id": [1], "st": pa.nulls(1, pa.struct([("a", I32)])), "s": not_utf8}))
     assert t.refresh().current_snapshot() is None
+
+
+@pytest.mark.parametrize("transform", [None, "identity", "truncate[2]", "bucket[4]"])
+def test_strings_that_are_not_utf8_are_refused_on_every_write_path(
+    catalog: Any, transform: str | None
+) -> None:
+    """Invalid UTF-8 (as a C producer can hand over) is a ``ValidationError`` naming the
+    column whether the column is partitioned on (Arrow refused it while the rows were
+    regrouped), an upsert key or a ``delete_by_keys`` key; nothing is committed."""
+    from icefloe.transforms import parse_transform
+
+    bad = pa.array([b"ab\xff\xfecd", b"ok", b"zz"], pa.binary()).view(pa.string())
+    name = f"n.utf8_{(transform or 'none').replace('[', '_').rstrip(']')}"
+    t = catalog.create_table(
+        name, Schema(NestedField(1, "s", StringType()), NestedField(2, "i", LongType()))
+    )
+    if transform is not None:
+        with t.update_spec() as u:
+            u.add_field("s", parse_transform(transform), "p")
+    with pytest.raises(ValidationError, match="column 's' holds invalid values"):
+        t.append(pa.table({"s": bad, "i": [1, 2, 3]}))
+    assert t.refresh().current_snapshot() is None
+    t.append(pa.table({"s": ["ok"], "i": [1]}))
+    with pytest.raises(ValidationError, match="column 's' holds invalid values"):
+        t.upsert(pa.table({"s": bad, "i": [2, 1, 3]}), "s")
+    with pytest.raises(ValidationError, match="column 's' holds invalid values"):
+        t.delete_by_keys(pa.table({"s": bad}), "s")
+    assert len(t.refresh().snapshots()) == 1

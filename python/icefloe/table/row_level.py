@@ -60,7 +60,7 @@ from icefloe.write.delete_files import (
     write_equality_deletes,
 )
 from icefloe.write.files import DataFile
-from icefloe.write.input import to_schema_arrow_table, to_table_schema
+from icefloe.write.input import check_valid_columns, to_schema_arrow_table, to_table_schema
 from icefloe.write.matching import (
     KeySet,
     all_rows_match,
@@ -588,6 +588,7 @@ def upsert(
     source = _source(ctx, data, join_cols)
     if source.num_rows == 0:
         return UpsertResult(0, 0)
+    check_valid_columns(source, join_cols)  # keys are hashed and compared by value
     mode = _upsert_mode(ctx.metadata.properties, ctx.version)
     if mode == EQUALITY:
         check_unique_keys(source, join_cols)
@@ -809,6 +810,7 @@ def delete_by_keys(
     table = table.select(join_cols)
     if table.num_rows == 0:
         return 0
+    check_valid_columns(table, join_cols)
     delta = RowDelta()
     delta.added_deletes, delta.routed = _equality_files(ctx, table, join_cols)
     if not delta.added_deletes:

@@ -22,7 +22,7 @@ nulls. Anything else raises :class:`~icefloe.exceptions.ValidationError` naming 
 from __future__ import annotations
 
 import decimal
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,27 @@ __all__ = [
 #: A stream (``RecordBatchReader``, ``__arrow_c_stream__``) is written in pieces of about this
 #: much Arrow data, so a write of any length holds a bounded amount of memory.
 STREAM_CHUNK_BYTES = 256 << 20
+
+
+def invalid_values(
+    columns: Iterable[tuple[str, pa.Array | pa.ChunkedArray]],
+) -> ValidationError | None:
+    """The error for the first of ``columns`` (name, values) that is not valid Arrow data (a
+    string that is not UTF-8, say: Arrow's kernels refuse it with their own errors), if any."""
+    for name, column in columns:
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            return ValidationError(f"column {name!r} holds invalid values: {exc}")
+    return None
+
+
+def check_valid_columns(table: pa.Table, names: Iterable[str]) -> None:
+    """Raises :class:`ValidationError` naming the first of the ``names`` columns of ``table``
+    holding invalid Arrow data (checked in full: for key columns, which are few)."""
+    invalid = invalid_values((n, table.column(n)) for n in names)
+    if invalid is not None:
+        raise invalid
 
 
 def to_arrow_table(data: Any) -> pa.Table:

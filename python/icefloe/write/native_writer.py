@@ -42,6 +42,7 @@ from icefloe.types import (
     TimestamptzType,
     TimeType,
 )
+from icefloe.write.input import invalid_values
 from icefloe.write.metrics import MetricsConfig
 from icefloe.write.properties import ParquetOptions
 
@@ -155,10 +156,8 @@ def encode_files(
 def _invalid_input(batches: list[pa.RecordBatch]) -> ValidationError | None:
     """The error for the first column of ``batches`` that is not valid Arrow data (Arrow
     refused it on its way to the encoder: a string that is not UTF-8, say), if any."""
-    for batch in batches:
-        for name, column in zip(batch.schema.names, batch.columns, strict=True):
-            try:
-                column.validate(full=True)
-            except pa.ArrowInvalid as exc:
-                return ValidationError(f"column {name!r} holds invalid values: {exc}")
-    return None
+    return invalid_values(
+        (name, column)
+        for batch in batches
+        for name, column in zip(batch.schema.names, batch.columns, strict=True)
+    )

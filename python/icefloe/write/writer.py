@@ -60,7 +60,7 @@ from icefloe.write import native_writer
 from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, write_avro
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
-from icefloe.write.input import to_table_schema_chunks
+from icefloe.write.input import invalid_values, to_table_schema_chunks
 from icefloe.write.locations import LocationProvider
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.orc_files import OrcOptions, is_orc, orc_arrow_schema, to_orc_table, write_orc
@@ -375,7 +375,13 @@ def write_parquet_files(
         bounds = [(0, table.num_rows)]
     elif group is not None and not sort_here:
         # Rows are scattered to their partitions in one pass (see icefloe.write.regroup).
-        table, bounds, firsts = regroup(table, group, opts.max_workers or work_threads())
+        try:
+            table, bounds, firsts = regroup(table, group, opts.max_workers or work_threads())
+        except pa.ArrowException:  # Arrow refused a column on its way to the regrouping
+            invalid = invalid_values(zip(table.column_names, table.columns, strict=True))
+            if invalid is None:
+                raise
+            raise invalid from None
         parts = [p.take(firsts) for p in parts]
     elif group is not None or sort_here:
         # Rows are grouped by one int64 partition key (dense codes: Arrow sorts it by counting)
