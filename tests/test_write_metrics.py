@@ -34,6 +34,7 @@ from icefloe.types import (
     IntegerType,
     ListType,
     LongType,
+    MapType,
     NestedField,
     StringType,
     StructType,
@@ -41,7 +42,7 @@ from icefloe.types import (
 )
 from icefloe.values import from_bytes
 from icefloe.write import DataFile, write_data_files
-from icefloe.write.metrics import MetricsMode, truncate_upper, truncate_upper_str
+from icefloe.write.metrics import MetricsConfig, MetricsMode, truncate_upper, truncate_upper_str
 
 SCHEMA = Schema(
     NestedField(1, "i", IntegerType()),
@@ -209,6 +210,58 @@ def test_metrics_modes(tmp_path: Path) -> None:
 def test_max_inferred_column_defaults(tmp_path: Path) -> None:
     f, _ = _write(tmp_path, _data(), **{"write.metadata.metrics.max-inferred-column-defaults": "2"})
     assert f.value_counts is not None and set(f.value_counts) == {1, 2}
+
+
+def test_inferred_defaults_keep_the_columns_java_keeps() -> None:
+    """With no default mode, the first ``max-inferred-column-defaults`` columns keep metrics
+    in the order of Iceberg Java's ``MetricsConfig.limitFieldIds``: a struct's own primitive
+    fields before the fields of the structs, lists and maps it holds (a top-level ``id``
+    declared after a wide struct keeps its bounds); a map's key and value, a list's element,
+    before what they hold."""
+    wide = StructType(*(NestedField(10 + i, f"c{i}", IntegerType()) for i in range(5)))
+    schema = Schema(
+        NestedField(1, "wide", wide),
+        NestedField(2, "m", MapType(20, StringType(), 21, LongType())),
+        NestedField(3, "l", ListType(30, IntegerType())),
+        NestedField(4, "id", LongType()),
+    )
+    kept = {
+        limit: {
+            fid
+            for fid, mode in MetricsConfig(
+                schema, {"write.metadata.metrics.max-inferred-column-defaults": str(limit)}
+            ).modes.items()
+            if mode.kind != "none"
+        }
+        for limit in (1, 3, 6, 9, 100)
+    }
+    assert kept[1] == {4}
+    assert kept[3] == {4, 10, 11}
+    assert kept[6] == {4, 10, 11, 12, 13, 14}
+    assert kept[9] == {4, 10, 11, 12, 13, 14, 20, 21, 30}
+    assert kept[100] == kept[9]
+
+
+def test_only_order_preserving_sort_columns_gain_bounds() -> None:
+    """Columns sorted by a transform that keeps their order (identity, truncate, time
+    units) get bounds under a default of ``none``; a bucket's source does not (as Java)."""
+    schema = Schema(
+        NestedField(1, "id", LongType()),
+        NestedField(2, "s", StringType()),
+        NestedField(3, "t", TimestampType()),
+    )
+    order = SortOrder(
+        SortField(1, parse_transform("bucket[4]")),
+        SortField(2, parse_transform("truncate[2]")),
+        SortField(3, parse_transform("day")),
+        order_id=1,
+    )
+    modes = MetricsConfig(schema, {"write.metadata.metrics.default": "none"}, order).modes
+    assert {fid: str(m) for fid, m in modes.items()} == {
+        1: "none",
+        2: "truncate(16)",
+        3: "truncate(16)",
+    }
 
 
 def test_parse_modes() -> None:

@@ -143,6 +143,43 @@ def _leaves(schema: Schema) -> list[_Leaf]:
     return out
 
 
+def _inferred_ids(schema: Schema, limit: int) -> set[int]:
+    """The at most ``limit`` leaves that keep the default mode when none is set, chosen as
+    Iceberg Java's ``MetricsConfig.limitFieldIds`` does: a struct's own primitive fields
+    first, then the leaves of its nested fields in order (so top-level columns come before
+    the fields of a wide struct declared ahead of them); a list's element and a map's key
+    and value before what they hold."""
+    ids: set[int] = set()
+
+    def leaf(t: Any) -> bool:
+        return not isinstance(t, StructType | ListType | MapType)
+
+    def visit(t: Any) -> None:
+        if isinstance(t, StructType):
+            for f in t.fields:
+                if len(ids) >= limit:
+                    return
+                if leaf(f.field_type):
+                    ids.add(f.field_id)
+            for f in t.fields:
+                if len(ids) >= limit:
+                    return
+                visit(f.field_type)
+        elif isinstance(t, ListType):
+            if len(ids) < limit and leaf(t.element_type):
+                ids.add(t.element_id)
+            visit(t.element_type)
+        elif isinstance(t, MapType):
+            for fid, ft in ((t.key_id, t.key_type), (t.value_id, t.value_type)):
+                if len(ids) < limit and leaf(ft):
+                    ids.add(fid)
+            visit(t.key_type)
+            visit(t.value_type)
+
+    visit(StructType(*schema.fields))
+    return ids
+
+
 class MetricsConfig:
     """The metrics mode of every leaf column of a schema under a table's properties."""
 
@@ -160,10 +197,17 @@ class MetricsConfig:
         self.leaves = _leaves(schema)
         by_name = {leaf.name: leaf.field.field_id for leaf in self.leaves}
         self.modes: dict[int, MetricsMode] = {}
-        for i, leaf in enumerate(self.leaves):
-            inferred = explicit is None and i >= max_inferred
+        kept = _inferred_ids(schema, max_inferred) if explicit is None else None
+        for leaf in self.leaves:
+            inferred = kept is not None and leaf.field.field_id not in kept
             self.modes[leaf.field.field_id] = MetricsMode("none") if inferred else default
-        sort_ids = {f.source_id for f in sort_order.fields} if sort_order is not None else set()
+        # columns sorted by an order-preserving transform keep bounds (Java's
+        # SortOrderUtil.orderPreservingSortedColumns): a bucket orders nothing by value
+        sort_ids = (
+            {f.source_id for f in sort_order.fields if f.transform.preserves_order}
+            if sort_order is not None
+            else set()
+        )
         for fid in sort_ids:
             mode = self.modes.get(fid)
             if mode is not None and mode.kind in ("none", "counts"):
