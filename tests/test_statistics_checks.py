@@ -277,3 +277,39 @@ def test_an_ndv_property_that_is_not_a_count_gives_way_to_the_sketch(
     t = t.refresh()
     assert t.statistics()["id"] == 10
     assert t.inspect.column_statistics().num_rows >= 1
+
+
+# ------------------------------------------------------------------ API edges
+
+
+def test_set_statistics_sends_the_snapshot_id_older_servers_require(table: Table) -> None:
+    """Servers before Iceberg Java 1.8 parse ``snapshot-id`` of ``set-statistics`` as required;
+    Java's client still sends it, and so does icefloe (from the file's snapshot)."""
+    from icefloe.metadata.updates import SetStatistics, update_from_json
+
+    stats = table.compute_statistics()
+    body = SetStatistics(stats).to_json()
+    assert body["snapshot-id"] == stats.snapshot_id == table.current_snapshot().snapshot_id
+    assert update_from_json(body) == SetStatistics(stats, stats.snapshot_id)
+
+
+def test_a_table_without_snapshots_has_no_statistics(tmp_path: Path) -> None:
+    t = catalog(tmp_path).create_table("ns.empty", SCHEMA)
+    with t.update_spec() as s:
+        s.add_field("p", "identity")
+    assert t.statistics() == {}
+    assert t.partition_statistics() is None
+
+
+@pytest.mark.parametrize("columns", [5, b"a", [b"a"], [1]])
+def test_columns_that_are_not_names_are_refused(table: Table, columns: Any) -> None:
+    with pytest.raises(ValidationError, match="columns must be"):
+        table.compute_statistics(columns)
+
+
+def test_a_partition_statistics_file_in_avro_is_unsupported_not_invalid(table: Table) -> None:
+    from icefloe.exceptions import UnsupportedFeatureError
+    from icefloe.read.partition_statistics import read_partition_statistics
+
+    with pytest.raises(UnsupportedFeatureError, match="only Parquet"):
+        read_partition_statistics(table.io, "/nowhere/stats.avro", table.schema())

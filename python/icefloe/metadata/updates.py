@@ -388,19 +388,21 @@ class RemoveProperties(TableUpdate):
 class SetStatistics(TableUpdate):
     """Registers the statistics file of a snapshot (replacing that snapshot's previous one).
 
-    ``snapshot_id`` is the deprecated REST field; when given it must match the file's.
+    ``snapshot_id`` is the deprecated REST field; when given it must match the file's. It is
+    always sent (the file's snapshot when not given), as Iceberg Java's client sends it:
+    servers before Java 1.8 require it.
     """
 
     statistics: StatisticsFile
     snapshot_id: int | None = None
     action: ClassVar[str] = "set-statistics"
 
+    def __post_init__(self) -> None:
+        if self.snapshot_id is None:  # the same update whether the field was given or not
+            object.__setattr__(self, "snapshot_id", self.statistics.snapshot_id)
+
     def _body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.snapshot_id is not None:
-            out["snapshot-id"] = self.snapshot_id
-        out["statistics"] = self.statistics.to_json()
-        return out
+        return {"snapshot-id": self.snapshot_id, "statistics": self.statistics.to_json()}
 
     @classmethod
     def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:

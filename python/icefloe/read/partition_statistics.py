@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from icefloe.arrow_schema import schema_to_arrow
-from icefloe.exceptions import CorruptFileError, ValidationError
+from icefloe.exceptions import CorruptFileError, UnsupportedFeatureError, ValidationError
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.read.parquet_file import DECODE_ERRORS, corrupt_error, open_checked, open_file
@@ -94,7 +94,7 @@ def read_partition_statistics(io: FileIO, path: str, schema: Schema) -> pa.Table
     partition field the file lacks reads as null, ``dv_count`` as 0). Raises
     :class:`CorruptFileError` when the file is not a readable Parquet file of that shape."""
     if not path.lower().endswith(".parquet"):
-        raise ValidationError(f"{path}: only Parquet partition statistics files are read")
+        raise UnsupportedFeatureError(f"{path}: only Parquet partition statistics files are read")
     with open_file(io, path) as handle:
         checked = open_checked(io, path, handle=handle)
         try:

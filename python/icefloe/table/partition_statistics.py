@@ -332,7 +332,10 @@ def read_current_partition_statistics(
     io: FileIO, metadata: TableMetadata, snapshot_id: int | None = None
 ) -> pa.Table | None:
     """The rows of the partition statistics file of ``snapshot_id`` (default: current), read
-    with the table's current unified partition type; None when it has none."""
+    with the table's current unified partition type; None when it has none (a table without
+    a snapshot has none)."""
+    if snapshot_id is None and metadata.current_snapshot() is None:
+        return None
     snap = _snapshot(metadata, snapshot_id)
     stats = partition_statistics_file_for(metadata, snap.snapshot_id)
     if stats is None:

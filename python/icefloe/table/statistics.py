@@ -14,7 +14,7 @@ text form, so its uuid sketch bytes differ; the counts agree).
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -83,9 +83,15 @@ def _columns(schema: Schema, columns: Sequence[str] | None) -> dict[str, int]:
     elif isinstance(columns, str):
         columns = [columns]
         out = {}
+    elif isinstance(columns, bytes | bytearray) or not isinstance(columns, Iterable):  # type: ignore[unreachable]
+        raise ValidationError(
+            f"columns must be a column name or a sequence of names, got {columns!r}"
+        )
     else:
         out = {}
     for name in columns:
+        if not isinstance(name, str):
+            raise ValidationError(f"columns must be names (strings), got {name!r}")
         field = schema.find_field(name)
         ancestors = schema.ancestors(field.field_id)
         if not _sketchable(field.field_type) or any(
@@ -217,6 +223,8 @@ def ndvs_by_id(
     """Field id -> distinct-value count from the statistics file of ``snapshot_id`` (default:
     current); empty when that snapshot has none. A blob without an ``ndv`` property, or with
     one that is not a count, is read from the Puffin file and its sketch estimated."""
+    if snapshot_id is None and metadata.current_snapshot() is None:
+        return {}  # no snapshot: no statistics (as Java's statisticsFiles() is empty)
     sid, _, _ = _snapshot_schema(metadata, snapshot_id)
     stats = statistics_file_for(metadata, sid)
     if stats is None:
