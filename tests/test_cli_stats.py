@@ -51,3 +51,33 @@ def test_compute_stats_then_stale_after_a_commit(tmp_path: Path) -> None:
     assert health["statistics"]["verdict"] == "warn"
     assert health["statistics"]["fix"] == "icefloe compute-stats db.events"
     assert "1 snapshot behind" in health["statistics"]["value"]
+
+
+def test_a_missing_statistics_file_is_reported_not_fatal(tmp_path: Path) -> None:
+    """A registered statistics file gone from storage, whose blobs carry no ``ndv`` property
+    (optional in Puffin: the counts come from the sketches): ``describe`` and ``stats`` still
+    answer and say the file cannot be read (they failed with the exit code of a missing
+    table), and ``health`` flags the missing file (it called the statistics current)."""
+    import dataclasses
+    import os
+
+    from icefloe.metadata import SetStatistics
+
+    world = build_world(tmp_path / "world")
+    t = world.catalog().load_table("db.events")
+    st = t.compute_statistics()
+    bare = tuple(dataclasses.replace(b, properties={}) for b in st.blob_metadata)
+    with world.catalog().load_table("db.events").transaction() as tx:
+        tx.apply([SetStatistics(dataclasses.replace(st, blob_metadata=bare))])
+    os.remove(st.statistics_path.removeprefix("file://"))
+
+    for cmd in ("stats", "describe"):
+        r = run(world, cmd, "db.events", "--json")
+        assert r.exit_code == 0, r.stderr
+        doc = r.json() if cmd == "stats" else r.json()["statistics"]
+        assert "file not found" in doc["unreadable"] and doc["ndv"] == {}
+    assert "the statistics file cannot be read" in run(world, "stats", "db.events").stdout
+    health = {c["name"]: c for c in run(world, "health", "db.events", "--json").json()["checks"]}
+    check = health["statistics"]
+    assert check["verdict"] == "warn" and "table statistics file missing" in check["value"]
+    assert check["fix"] == "icefloe compute-stats db.events"

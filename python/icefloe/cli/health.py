@@ -351,6 +351,16 @@ def _statistics(table: Any, cmd: str) -> Check:
     missing = [n for n, behind in kinds if behind is None]
     stale = [(n, behind) for n, behind in kinds if behind]
     current = [n for n, behind in kinds if behind == 0]
+    gone = _missing_statistics_files(table, status)
+    if gone:
+        return Check(
+            "statistics",
+            f"{' and '.join(n for n, _ in gone)} statistics file missing",
+            "warn",
+            f"registered but not in storage: {', '.join(p for _, p in gone)}",
+            cmd,
+            {"missing_files": [p for _, p in gone]},
+        )
     parts = []
     if current:
         parts.append(f"{' and '.join(current)} statistics current")
@@ -384,6 +394,24 @@ def _statistics(table: Any, cmd: str) -> Check:
             "partition_statistics_behind": status.partition_statistics_behind,
         },
     )
+
+
+def _missing_statistics_files(table: Any, status: Any) -> list[tuple[str, str]]:
+    """(kind, path) of the statistics files registered for the snapshots ``status`` names
+    that storage does not hold (computing them again replaces the registration)."""
+    from icefloe.table.partition_statistics import partition_statistics_file_for
+    from icefloe.table.statistics import statistics_file_for
+
+    meta, out = table.metadata, []
+    files = [
+        ("table", status.table_statistics_snapshot_id, statistics_file_for),
+        ("partition", status.partition_statistics_snapshot_id, partition_statistics_file_for),
+    ]
+    for kind, sid, find in files:
+        registered = find(meta, sid) if sid is not None else None
+        if registered is not None and not table.io.exists(registered.statistics_path):
+            out.append((kind, registered.statistics_path))
+    return out
 
 
 def _needs_catalog(check: Check, name: str) -> Check:

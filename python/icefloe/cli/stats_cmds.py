@@ -11,6 +11,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.render import literal
+from icefloe.exceptions import IcebergError
 
 __all__ = ["register", "statistics_json"]
 
@@ -28,8 +29,12 @@ def statistics_json(table: Any) -> dict[str, Any]:
     from icefloe.table.statistics import statistics_status
 
     status = statistics_status(table.metadata)
-    cols = table.inspect.column_statistics().to_pylist()
-    return {
+    unreadable = None
+    try:
+        cols = table.inspect.column_statistics().to_pylist()
+    except IcebergError as exc:  # a registered file gone or damaged: say so, show the rest
+        cols, unreadable = [], str(exc)
+    doc: dict[str, Any] = {
         "snapshot_id": status.snapshot_id,
         "table_statistics": {
             "snapshot_id": status.table_statistics_snapshot_id,
@@ -41,6 +46,9 @@ def statistics_json(table: Any) -> dict[str, Any]:
         },
         "ndv": {c["column"]: c["ndv"] for c in cols},
     }
+    if unreadable is not None:
+        doc["unreadable"] = unreadable
+    return doc
 
 
 def print_statistics(state: State, doc: dict[str, Any]) -> None:
@@ -53,6 +61,10 @@ def print_statistics(state: State, doc: dict[str, Any]) -> None:
     console.print(
         f"[bold]partition statistics[/]: {_freshness(p['snapshot_id'], p['snapshots_behind'])}"
     )
+    if doc.get("unreadable"):
+        console.print(
+            f"[bold yellow]the statistics file cannot be read[/]: {literal(doc['unreadable'])}"
+        )
     if doc["ndv"]:
         grid = RichTable("column", "distinct values", box=None, padding=(0, 2))
         for name, ndv in doc["ndv"].items():
