@@ -516,7 +516,7 @@ fn small_dictionary_columns_decode_with_the_deleted_rows_dropped() {
             path: path.clone(),
             rows,
         };
-        let whole = read_files(&[req.clone()], &[deletes], &p, Some(1)).unwrap();
+        let whole = read_files(std::slice::from_ref(&req), &[deletes], &p, Some(1)).unwrap();
         let whole = whole[0].as_ref().expect("read natively");
         let mut stream = FileStream::open(&req, None, &deletes, p.clone(), Some(2))
             .unwrap()
