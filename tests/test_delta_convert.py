@@ -5,6 +5,7 @@ icefloe, exactly as Delta read it, row ids and row commit versions included."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from icefloe.exceptions import (
     DeltaLogError,
     NotIcebergCompatibleError,
     UnsupportedFeatureError,
+    ValidationError,
 )
 from icefloe.table import Table
 from icefloe.table.static import StaticTable
@@ -88,13 +90,21 @@ def test_full_conversion_reads_as_delta(scenario: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_incremental_sync_keeps_every_version(scenario: str, tmp_path: Path) -> None:
+def test_incremental_sync_keeps_every_version(
+    scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = fixture(scenario, tmp_path)
     log = DeltaLog(str(root))
     latest = log.latest_version()
     check = scenario not in UNCHECKED
     first = convert(str(root), up_to_version=0, check=check)
     assert first.mode == "full"
+
+    def no_replay(self: DeltaLog, version: int) -> None:
+        raise AssertionError("the synced commit's timestamp should prove the table unchanged")
+
+    # the table id check of every sync below takes its one-file path
+    monkeypatch.setattr(DeltaLog, "metadata_at", no_replay)
     for v in range(1, latest + 1):
         result = convert(str(root), up_to_version=v, check=check)
         assert result.mode == "incremental" and result.previous_version == v - 1
@@ -111,6 +121,45 @@ def test_incremental_sync_keeps_every_version(scenario: str, tmp_path: Path) -> 
     location = table.metadata_location
     again = convert(str(root), check=check)
     assert again.mode == "unchanged" and again.table.metadata_location == location
+
+
+@pytest.mark.parametrize(
+    ("other", "keep"),
+    [("dml", None), ("partitioned", 2), ("partitioned", 0)],
+    ids=["longer-log", "same-length-log", "shorter-log"],
+)
+def test_a_table_created_again_at_the_path_is_refused(
+    other: str, keep: int | None, tmp_path: Path
+) -> None:
+    # a synced Delta table dropped and created again at its path: its versions restart at 0,
+    # so the old sync state must not read as "unchanged" nor take the new commits incrementally
+    root = tmp_path / "delta"
+    shutil.copytree(fixture("basic", tmp_path / "a"), root)
+    meta = str(tmp_path / "iceberg")
+    convert(str(root), metadata_location=meta)
+    before = StaticTable.from_metadata(meta).metadata_location
+    shutil.rmtree(root)
+    shutil.copytree(fixture(other, tmp_path / "b"), root)
+    if keep is not None:
+        for f in (root / "_delta_log").iterdir():
+            if f.name[:20].isdigit() and int(f.name[:20]) > keep:
+                f.unlink()
+    with pytest.raises(ValidationError, match="created again"):
+        convert(str(root), metadata_location=meta)
+    assert StaticTable.from_metadata(meta).metadata_location == before  # nothing committed
+
+
+def test_a_log_with_new_file_times_still_syncs(tmp_path: Path) -> None:
+    # restored from a backup that kept no modification times, the synced commit's timestamp
+    # no longer matches: the table id in effect at that version decides, and it is the same
+    root = fixture("checkpoints", tmp_path)
+    meta = str(tmp_path / "iceberg")
+    convert(str(root), metadata_location=meta, up_to_version=3)
+    for f in (root / "_delta_log").iterdir():
+        os.utime(f, (1_800_000_000, 1_800_000_000))
+    result = convert(str(root), metadata_location=meta)
+    assert result.mode == "incremental" and result.previous_version == 3
+    assert rows(read(result.table)) == delta_rows(expected(root, 5))
 
 
 def test_dv_blobs_are_delta_bytes_in_puffin_files(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from icefloe.delta.deletes import DV_MODES
 from icefloe.delta.full import full_conversion
 from icefloe.delta.incremental import sync_commits
 from icefloe.delta.log import DeltaLog, absolute_location
-from icefloe.delta.state import DELTA_TABLE_ID, DELTA_VERSION, parse_int
+from icefloe.delta.state import DELTA_TABLE_ID, DELTA_TIMESTAMP, DELTA_VERSION, parse_int
 from icefloe.delta.target import DirectoryCatalog, load_table
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
@@ -135,6 +135,8 @@ def convert(
         raise ValidationError(
             f"Iceberg table {table.name} was not converted from Delta (no {DELTA_VERSION})"
         )
+    if table is not None and previous is not None:
+        _refuse_recreated(log, table, previous, latest)
     if previous is not None and previous == target:
         return ConvertResult(table, target, "unchanged", 0, previous)  # type: ignore[arg-type]
     if previous is not None and previous > target:
@@ -157,3 +159,23 @@ def convert(
         )
     table, n = full_conversion(log, snap, catalog, ident, table, table_location, extra, dv_mode)
     return ConvertResult(table, target, "full", n, previous)
+
+
+def _refuse_recreated(log: DeltaLog, table: Table, previous: int, latest: int) -> None:
+    """Refuses a Delta table dropped and created again at the same path since the last sync:
+    its versions restart at 0, so an "unchanged" answer or an incremental sync of its commits
+    onto the old table's files would be wrong. The commit the table was synced to still has
+    the timestamp recorded then (one file read); otherwise the table id of the latest version
+    (a table keeps its id for life) must be the recorded one."""
+    if previous <= latest and table.properties.get(DELTA_TIMESTAMP) == str(
+        log.commit_timestamp(previous)
+    ):
+        return
+    recorded = table.properties.get(DELTA_TABLE_ID)
+    found = log.metadata_at(latest).id
+    if found != recorded:
+        raise ValidationError(
+            f"Delta table {log.location} was created again since Iceberg table {table.name} "
+            f"was synced (table id {recorded}, now {found}); convert it into a new Iceberg "
+            "table"
+        )

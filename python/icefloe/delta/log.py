@@ -357,11 +357,11 @@ class DeltaLog:
         for v in range(start, end + 1):
             yield self._read_commit(v, 0)
 
-    def metadata_before(self, version: int) -> Iterator[tuple[int, DeltaMetadata]]:
-        """The ``metaData`` actions of the JSON commits before ``version`` that still exist,
-        newest first (only those lines are parsed)."""
+    def metadata_before(self, version: int, after: int = -1) -> Iterator[tuple[int, DeltaMetadata]]:
+        """The ``metaData`` actions of the JSON commits before ``version`` (and after
+        ``after``) that still exist, newest first (only those lines are parsed)."""
         listing = self._list()
-        for v in sorted((c for c in listing.commits if c < version), reverse=True):
+        for v in sorted((c for c in listing.commits if after < c < version), reverse=True):
             path = listing.commits[v]
             try:
                 text = self.io.new_input(path).read().decode("utf-8")
@@ -375,6 +375,27 @@ class DeltaLog:
                 action = _loads_line(line, path)
                 if isinstance(action, dict) and isinstance(action.get("metaData"), dict):
                     yield v, DeltaMetadata.from_action(action["metaData"], path)
+
+    def metadata_at(self, version: int) -> DeltaMetadata:
+        """The ``metaData`` in effect at ``version`` (its ``id`` names the table): the newest
+        one among the JSON commits after the checkpoint a snapshot would start from, else the
+        checkpoint's. Reads at most those commits' files and the checkpoint."""
+        ref = self._checkpoint_for(version)
+        floor = ref.version if ref is not None else -1
+        for _, meta in self.metadata_before(version + 1, after=floor):
+            return meta
+        if ref is None:
+            raise DeltaLogError(
+                f"Delta table {self.location}: no metaData action up to version {version}",
+                self.log_dir,
+            )
+        content = read_checkpoint(self.io, self.log_dir, ref, json_stats=False)
+        return DeltaMetadata.from_action(content.metadata or {}, ref.files[0])
+
+    def commit_timestamp(self, version: int) -> int:
+        """Commit ``version``'s timestamp as snapshots and commits report it (its in-commit
+        timestamp, else its file's modification time; 0 when the file is gone)."""
+        return self._commit_timestamp(version)
 
     # -- snapshots ------------------------------------------------------------------------------
     def _checkpoint_for(self, version: int) -> CheckpointRef | None:
