@@ -382,3 +382,16 @@ def test_a_directory_that_cannot_be_synced_after_the_link_is_an_unknown_outcome(
         t.append(pa.table({"id": pa.array([1], pa.int64())}))
     monkeypatch.undo()
     assert cat.load_table("db.t").scan().to_arrow().column("id").to_pylist() == [1]
+
+
+def test_a_block_that_raises_leaves_no_local_file(tmp_path: Path) -> None:
+    io = FileIO()
+    location = f"file://{tmp_path}/f.bin"
+    failed = pytest.raises(ValueError, match="the producer failed")
+    with failed, io.new_output(location).writing() as stream:
+        stream.write(b"x" * 1000)
+        raise ValueError("the producer failed")
+    assert not (tmp_path / "f.bin").exists()
+    with io.new_output(location).writing() as stream:  # and the name is free again
+        stream.write(b"ok")
+    assert (tmp_path / "f.bin").read_bytes() == b"ok"

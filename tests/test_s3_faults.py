@@ -116,6 +116,22 @@ def test_a_failed_output_stream_aborts_its_upload(moto_s3: S3Server, proxy: Faul
     assert _uploads(moto_s3, location) == []
 
 
+@pytest.mark.parametrize("size", [10, 6 << 20, 12 << 20], ids=["small", "one-part", "two-parts"])
+def test_a_block_that_raises_publishes_nothing(
+    moto_s3: S3Server, proxy: FaultProxy, size: int
+) -> None:
+    """A block of :meth:`OutputFile.writing` that raises leaves no object (closing pyarrow's
+    stream would have completed the upload with what was written so far) and no upload."""
+    location = f"{moto_s3.fresh_location()}/f.bin"
+    io = FileIO(_properties(moto_s3, proxy))
+    failed = pytest.raises(ValueError, match="the producer failed")
+    with failed, io.new_output(location).writing() as stream:
+        stream.write(b"x" * size)
+        raise ValueError("the producer failed")
+    assert not io.new_input(location).exists()
+    assert _uploads(moto_s3, location) == []
+
+
 def test_a_small_data_file_is_written_with_one_put(
     moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
 ) -> None:
@@ -240,11 +256,12 @@ def test_an_access_key_without_its_secret_is_refused_before_any_request(
     assert proxy.log == []
 
 
-def test_an_object_store_location_with_an_empty_segment_is_refused(
+def test_an_object_store_location_with_an_empty_or_dot_segment_is_refused(
     moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
 ) -> None:
-    """pyarrow cannot write below ``a//b`` on object stores: refused when the table is made,
-    before anything is written; a local ``//`` and a trailing ``/`` are fine."""
+    """pyarrow cannot write below ``a//b`` on object stores, and reads ``a/../b`` elsewhere than
+    icefloe's own client writes it: refused when the table is made, before anything is written;
+    a local ``//`` or ``..`` and a trailing ``/`` are fine."""
     prefix = moto_s3.fresh_location()
     cat = SqlCatalog(
         "c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=prefix, **_properties(moto_s3, proxy)
@@ -254,10 +271,19 @@ def test_an_object_store_location_with_an_empty_segment_is_refused(
     for location in (f"{prefix}/w//db/t", f"{prefix}//t"):
         with pytest.raises(ValidationError, match="empty path segment"):
             cat.create_table("db.t", SCHEMA, location=location)
+    # icefloe's own requests keep '.' and '..' in the key, pyarrow's drop them: a table there
+    # committed its metadata where its loads could not find it
+    for location in (f"{prefix}/a/../t", f"{prefix}/./t", f"{prefix}/t/.."):
+        with pytest.raises(ValidationError, match=r"'\.' or '\.\.' path segment"):
+            cat.create_table("db.t", SCHEMA, location=location)
+    with pytest.raises(ValidationError, match="path segment"):
+        cat.create_table("db.t", SCHEMA, properties={"write.data.path": f"{prefix}/x/../d"})
     assert [m for m, _ in proxy.log if m in ("PUT", "POST")] == []
     check_location(f"{prefix}/t/")
+    check_location(f"{prefix}/t/a..b/.c/d.")
     check_location(f"{tmp_path}//t")
     check_location(f"file://{tmp_path}//t")
+    check_location(f"{tmp_path}/a/../t")  # a local path: the file system resolves it
 
 
 # -- partition directories ---------------------------------------------------------------------

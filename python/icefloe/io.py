@@ -113,7 +113,8 @@ def check_location(location: str) -> None:
     control character (tab, CR, LF, ...): URI parsers drop or reject them, so the file would
     not be where the location says. Plain local paths keep them (the file system takes them as
     given). Refuse an object-store location with an empty path segment (``s3://b/a//t``):
-    pyarrow's clients cannot write below it (a local ``//`` is one ``/``)."""
+    pyarrow's clients cannot write below it (a local ``//`` is one ``/``); or with a ``.`` or
+    ``..`` segment: icefloe's own S3 requests keep it in the key, pyarrow's drop it."""
     if _CONTROL.search(location) and _SCHEME.match(_CONTROL.sub("", location)):
         raise ValidationError(
             f"location {location!r} contains a control character; use a location without one"
@@ -125,6 +126,12 @@ def check_location(location: str) -> None:
             raise ValidationError(
                 f"location {location!r} has an empty path segment ('//'), which object stores "
                 "cannot write below; use single slashes"
+            )
+        if any(seg in (".", "..") for seg in path.split("/")):
+            raise ValidationError(
+                f"location {location!r} has a '.' or '..' path segment: object stores take it "
+                "as part of the key while pyarrow's clients remove it, so files written there "
+                "could not be read back; use the location without it"
             )
 
 
@@ -365,17 +372,21 @@ class OutputFile:
     @contextlib.contextmanager
     def writing(self, overwrite: bool = False) -> Iterator[pa.NativeFile]:
         """:meth:`create`'s stream, closed when the block ends. An I/O failure while writing
-        or closing raises :class:`FileIOError` naming the location, and on S3 any multipart
-        upload of the file left incomplete is aborted (pyarrow's stream leaves it behind,
-        billed, when completing it fails)."""
+        or closing raises :class:`FileIOError` naming the location. A block that raises leaves
+        no file: on S3 the multipart upload in progress is aborted before the stream closes
+        (closing would complete it with what was written so far; pyarrow's stream also leaves
+        an upload behind, billed, when completing it fails), and whatever closing still wrote
+        is deleted."""
         stream = self.create(overwrite=overwrite)
         try:
             yield stream
             stream.close()
         except Exception as exc:
+            self._io.abort_uploads(self.location)
             with contextlib.suppress(Exception):
                 stream.close()
             self._io.abort_uploads(self.location)
+            self._io.delete_quietly(self.location)
             if isinstance(exc, OSError):
                 raise _map_error(exc, self.location, "write") from exc
             raise
