@@ -4,7 +4,10 @@ errors of a missing bucket, wrong credentials and an unreachable endpoint."""
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -254,3 +257,37 @@ def test_a_failed_renewal_keeps_valid_credentials(
     )
     with pytest.raises(FileIOError, match="expired and renewing them failed: catalog unreachable"):
         expired.new_input(location).read()
+
+
+_REGIONS = """
+from icefloe.io import FileIO
+io = FileIO({"s3.access-key-id": "AKIDEXAMPLE", "s3.secret-access-key": "not-the-secret"})
+fs, _ = io.resolve("s3://bucket/t/f")
+print(io.s3_client("s3://bucket/t/f").region, fs.region)
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "eu-west-1"),  # the shared config file's default profile
+        ({"AWS_PROFILE": "other"}, "ap-south-1"),
+        ({"AWS_REGION": "eu-central-1"}, "eu-central-1"),
+        ({"AWS_REGION": "eu-central-1", "AWS_DEFAULT_REGION": "us-west-2"}, "us-west-2"),
+    ],
+    ids=["config-default", "config-profile", "aws-region", "both-variables"],
+)
+def test_without_a_region_property_both_clients_pick_the_same_region(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    # icefloe's own requests (commits, small files, deletes) and pyarrow's (reads, large
+    # files) must reach the bucket in one region: the AWS SDK's chain decides for both. A
+    # fresh process: the SDK reads the shared config file once per process.
+    config = tmp_path / "config"
+    config.write_text("[default]\nregion = eu-west-1\n[profile other]\nregion = ap-south-1\n")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    run_env = {**clean, "AWS_CONFIG_FILE": str(config), **env}
+    out = subprocess.run(
+        [sys.executable, "-c", _REGIONS], env=run_env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [expected, expected]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import configparser
+import functools
 import hashlib
 import http.client
 import os
@@ -33,6 +34,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
+
+import pyarrow.fs as pafs
 
 from icefloe.exceptions import (
     AlreadyExistsError,
@@ -148,13 +151,7 @@ class S3Client:
         credentials = None if anonymous else resolve_credentials(props)
         if credentials is None and not anonymous:
             return None
-        region = (
-            props.get("s3.region")
-            or props.get("client.region")
-            or os.environ.get("AWS_REGION")
-            or os.environ.get("AWS_DEFAULT_REGION")
-            or "us-east-1"
-        )
+        region = props.get("s3.region") or props.get("client.region") or default_region()
         style = props.get("s3.path-style-access")
         endpoint = props.get("s3.endpoint")
         if endpoint:
@@ -508,3 +505,21 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, socket.timeout | TimeoutError):
         return "timed out"
     return f"{type(exc).__name__}: {exc}"
+
+
+_REGION_ENV = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE", "HOME")
+
+
+def default_region() -> str:
+    """The region pyarrow's S3 file system resolves when no ``s3.region`` is given (the AWS
+    SDK's chain: ``AWS_DEFAULT_REGION``, ``AWS_REGION``, the shared config file's profile), so
+    that icefloe's own requests and pyarrow's reach the bucket the same way."""
+    return _sdk_region(tuple(os.environ.get(k) for k in _REGION_ENV))
+
+
+@functools.lru_cache(maxsize=8)
+def _sdk_region(_env: tuple[str | None, ...]) -> str:
+    try:
+        return pafs.S3FileSystem(anonymous=True).region or "us-east-1"
+    except Exception:  # an SDK that cannot start: the environment alone
+        return os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
