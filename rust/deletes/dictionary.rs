@@ -145,23 +145,64 @@ fn entry<K: ArrowNativeType>(
     (if ok && inside { key } else { m }, ok && !inside)
 }
 
+/// Calls `f(i, valid)` for each kept row `i` in order (the set bits of `keep`, or all `n`
+/// rows), with whether the row is valid, walking the mask and validity 64 rows at a time (no
+/// per-row bit lookup or `Option` test).
+#[inline(always)]
+fn for_each_kept<F: FnMut(usize, bool)>(
+    keep: Option<&BooleanBuffer>,
+    n: usize,
+    valid: Option<&BooleanBuffer>,
+    mut f: F,
+) {
+    let keep_chunks = keep.map(|b| b.bit_chunks());
+    let valid_chunks = valid.map(|b| b.bit_chunks());
+    let mut keep_words = keep_chunks.as_ref().map(|c| c.iter_padded());
+    let mut valid_words = valid_chunks.as_ref().map(|c| c.iter_padded());
+    let words = n.div_ceil(64);
+    for c in 0..words {
+        let tail = n - c * 64;
+        let in_range = if tail >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << tail) - 1
+        };
+        let mut kw = keep_words
+            .as_mut()
+            .map_or(u64::MAX, |w| w.next().unwrap_or(0))
+            & in_range;
+        let vw = valid_words
+            .as_mut()
+            .map_or(u64::MAX, |w| w.next().unwrap_or(0));
+        let base = c * 64;
+        while kw != 0 {
+            let t = kw.trailing_zeros() as usize;
+            f(base + t, (vw >> t) & 1 != 0);
+            kw &= kw - 1;
+        }
+    }
+}
+
 /// The total length of the values of the kept rows, and whether a valid row has a key
 /// outside the dictionary. `spans` ends with the empty entry.
 #[inline(always)]
 fn total_len<K: ArrowNativeType>(
-    rows: impl Iterator<Item = usize>,
+    keep: Option<&BooleanBuffer>,
     keys: &[K],
     valid: Option<&BooleanBuffer>,
     spans: &[(usize, usize)],
 ) -> (usize, bool) {
     let m = spans.len() - 1;
     let (mut total, mut bad) = (0usize, false);
-    for i in rows {
-        let (k, out) = entry(keys, valid, i, m);
-        bad |= out;
+    for_each_kept(keep, keys.len(), valid, |i, ok| {
+        // SAFETY: i < keys.len(); a negative key becomes a huge one, outside the dictionary.
+        let key = unsafe { keys.get_unchecked(i) }.as_usize();
+        let inside = key < m;
+        bad |= ok & !inside;
+        let k = if ok & inside { key } else { m };
         // SAFETY: k <= m < spans.len().
         total += unsafe { spans.get_unchecked(k) }.1;
-    }
+    });
     (total, bad)
 }
 
@@ -192,12 +233,12 @@ unsafe fn copy_value<const W: usize>(src: *const u8, dst: *mut u8, len: usize) {
 /// copying values of up to `W` bytes with one move (see [`copy_value`]).
 ///
 /// # Safety
-/// Every key of a kept valid row must index `spans` (checked by [`total_len`]), `dst` must be
-/// writable for the total length plus [`SLACK`] bytes, `offsets` for one more than the kept
-/// rows, and `src` readable for [`SLACK`] bytes past every span start.
+/// `dst` must be writable for the total length of the kept rows' entries (as [`total_len`]
+/// counts them) plus [`SLACK`] bytes, `offsets` for one more than the kept rows, and `src`
+/// readable for [`SLACK`] bytes past every span start.
 #[inline(always)]
 unsafe fn gather<const W: usize, K: ArrowNativeType, O: OffsetSizeTrait>(
-    rows: impl Iterator<Item = usize>,
+    keep: Option<&BooleanBuffer>,
     keys: &[K],
     valid: Option<&BooleanBuffer>,
     spans: &[(usize, usize)],
@@ -207,8 +248,10 @@ unsafe fn gather<const W: usize, K: ArrowNativeType, O: OffsetSizeTrait>(
 ) -> usize {
     let m = spans.len() - 1;
     let (mut pos, mut j) = (0usize, 0usize);
-    for i in rows {
-        let (k, _) = entry(keys, valid, i, m);
+    for_each_kept(keep, keys.len(), valid, |i, ok| {
+        // SAFETY: i < keys.len().
+        let key = unsafe { keys.get_unchecked(i) }.as_usize();
+        let k = if ok & (key < m) { key } else { m };
         // SAFETY: k <= m < spans.len().
         let &(start, len) = unsafe { spans.get_unchecked(k) };
         // SAFETY: forwarded from the caller (see above).
@@ -217,7 +260,7 @@ unsafe fn gather<const W: usize, K: ArrowNativeType, O: OffsetSizeTrait>(
         j += 1;
         // SAFETY: j <= kept rows.
         unsafe { *offsets.add(j) = O::usize_as(pos) };
-    }
+    });
     j
 }
 
@@ -226,8 +269,7 @@ unsafe fn gather<const W: usize, K: ArrowNativeType, O: OffsetSizeTrait>(
 /// # Safety
 /// As for [`gather`].
 unsafe fn gather_rows<K: ArrowNativeType, O: OffsetSizeTrait>(
-    rows: Rows<'_>,
-    n: usize,
+    keep: Option<&BooleanBuffer>,
     keys: &[K],
     valid: Option<&BooleanBuffer>,
     entries: &Entries,
@@ -236,29 +278,13 @@ unsafe fn gather_rows<K: ArrowNativeType, O: OffsetSizeTrait>(
 ) -> usize {
     let longest = entries.spans.iter().map(|s| s.1).max().unwrap_or(0);
     let (spans, src) = (&entries.spans[..], entries.bytes.as_ptr());
-    macro_rules! run {
-        ($w:literal) => {
-            // SAFETY: forwarded from the caller.
-            unsafe {
-                match rows {
-                    Rows::All => gather::<$w, K, O>(0..n, keys, valid, spans, src, dst, offsets),
-                    Rows::Masked(mask, _) => gather::<$w, K, O>(
-                        mask.set_indices(),
-                        keys,
-                        valid,
-                        spans,
-                        src,
-                        dst,
-                        offsets,
-                    ),
-                }
-            }
-        };
-    }
     match longest {
-        0..=8 => run!(8),
-        9..=16 => run!(16),
-        _ => run!(0),
+        // SAFETY: forwarded from the caller; every entry fits an 8-byte move.
+        0..=8 => unsafe { gather::<8, K, O>(keep, keys, valid, spans, src, dst, offsets) },
+        // SAFETY: forwarded from the caller; every entry fits a 16-byte move.
+        9..=16 => unsafe { gather::<16, K, O>(keep, keys, valid, spans, src, dst, offsets) },
+        // SAFETY: forwarded from the caller (values copied by their length).
+        _ => unsafe { gather::<0, K, O>(keep, keys, valid, spans, src, dst, offsets) },
     }
 }
 
@@ -285,10 +311,11 @@ fn decode<K: ArrowNativeType, O: OffsetSizeTrait>(
         ));
     }
     let m = spans.len() - 1;
-    let (total, bad) = match rows {
-        Rows::All => total_len(0..n, keys, valid, spans),
-        Rows::Masked(mask, _) => total_len(mask.set_indices(), keys, valid, spans),
+    let keep = match rows {
+        Rows::All => None,
+        Rows::Masked(mask, _) => Some(mask),
     };
+    let (total, bad) = total_len(keep, keys, valid, spans);
     if bad {
         let is_bad = |i: &usize| entry(keys, valid, *i, m).1;
         let i = match rows {
@@ -314,7 +341,7 @@ fn decode<K: ArrowNativeType, O: OffsetSizeTrait>(
     // count + 1 entries, `entries.bytes` SLACK bytes past every span.
     let written = unsafe {
         *op = O::usize_as(0);
-        gather_rows(rows, n, keys, valid, &entries, dst, op)
+        gather_rows(keep, keys, valid, &entries, dst, op)
     };
     if written != count {
         return Err(Error::internal("keep-mask count mismatch"));
