@@ -127,7 +127,6 @@ class KeyRouter:
         join_cols: Sequence[str],
         case_sensitive: bool = True,
     ) -> None:
-        self.keys = keys
         self._schema = schema
         self._specs = specs
         self._by_id: dict[int, str] = {}
@@ -135,6 +134,15 @@ class KeyRouter:
             fid = schema.find_field_id(name, case_sensitive)
             if fid is not None:
                 self._by_id[fid] = name
+                # typed as the writer types them: routing filters them (pyarrow has no take
+                # of view types, for one) and the routed tables are what the writer gets
+                i = keys.schema.get_field_index(name)
+                if i >= 0:
+                    typed = typed_keys(keys.column(i), schema.find_field(fid))
+                    if typed.type != keys.schema.field(i).type:
+                        field = keys.schema.field(i).with_type(typed.type)
+                        keys = keys.set_column(i, field, typed)
+        self.keys = keys
         self._arrays: dict[tuple[int, int], tuple[pa.Array, IcebergType] | None] = {}
         self._routed_keys: dict[tuple[Any, ...], pa.Table] = {}
 
