@@ -158,6 +158,26 @@ def test_unknown_columns_are_not_stored(iceberg_spark: JavaCatalog) -> None:
     ]
 
 
+def test_identity_partition_of_an_unknown_column(iceberg_spark: JavaCatalog) -> None:
+    """Java accepts ``identity`` of an ``unknown`` column (its values, and so the partition
+    values, are all null): icefloe writes such a table, and Java reads it."""
+    from icefloe.types import UnknownType
+
+    cat = iceberg_spark.icefloe()
+    cat.create_namespace("db")
+    schema = Schema(NestedField(1, "id", IntegerType(), True), NestedField(2, "u", UnknownType()))
+    t = cat.create_table("db.unknown_part", schema, format_version=3)
+    with t.update_spec() as spec:
+        spec.add_field("u", "identity")
+    t.append(pa.table({"id": pa.array([1, 2], pa.int32()), "u": pa.nulls(2)}))
+    t.append(pa.table({"id": pa.array([3], pa.int32())}))
+    t.delete("id = 2")
+    assert [f["partition"] for f in t.inspect.files().to_pylist()] == [{"u": None}] * 2
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [1, 3]
+    java = rows_of(iceberg_spark.sql("SELECT id FROM {c}.db.unknown_part ORDER BY id"))
+    assert java == [{"id": 1}, {"id": 3}]
+
+
 def _data_files_on_disk(table: Any) -> list[str]:
     root = Path(table.location.removeprefix("file://")) / "data"
     return sorted(str(p) for p in root.rglob("*") if p.is_file()) if root.exists() else []

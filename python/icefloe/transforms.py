@@ -341,6 +341,8 @@ def _apply(name: str, values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.Chunk
         return _apply(name, values.dictionary).take(values.indices)
     if isinstance(values, pa.ExtensionArray):
         return _apply(name, values.storage)
+    if name == "identity" and pa.types.is_null(values.type):
+        return values  # an unknown (v3) column: every value and partition value is null
     try:
         return _native.transform_apply(name, values)
     except ValidationError as e:
