@@ -138,7 +138,10 @@ class KeyRouter:
                 # of view types, for one) and the routed tables are what the writer gets
                 i = keys.schema.get_field_index(name)
                 if i >= 0:
-                    typed = typed_keys(keys.column(i), schema.find_field(fid))
+                    try:
+                        typed = typed_keys(keys.column(i), schema.find_field(fid))
+                    except (ValidationError, pa.ArrowException):
+                        continue  # the writer raises it, naming the keys
                     if typed.type != keys.schema.field(i).type:
                         field = keys.schema.field(i).with_type(typed.type)
                         keys = keys.set_column(i, field, typed)
