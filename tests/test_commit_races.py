@@ -25,7 +25,7 @@ import pytest
 from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import CommitFailedError, ValidationError
+from icefloe.exceptions import CommitConflictError, CommitFailedError, ValidationError
 from icefloe.metadata import RemoveSnapshots, SetSnapshotRef
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.properties import gc_enabled
@@ -193,6 +193,37 @@ def test_a_change_planned_on_a_state_another_writer_expired_is_planned_again(
     else:
         stale.remove_dangling_deletes()
     assert _ids(cat) == kept
+
+
+def _stream(t: pa.Table) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+
+
+@pytest.mark.parametrize("change", ["overwrite", "upsert", "delete_by_keys"])
+def test_a_stream_input_is_never_replanned_without_its_rows(tmp_path: Path, change: str) -> None:
+    """The first attempt reads a stream before it finds the state expired: planned again, the
+    change ran with an empty input (an overwrite deleted the rows it should have replaced and
+    wrote nothing; an upsert changed nothing). Upserts and key deletes hold their rows anyway
+    and read the stream once; an overwrite, which streams, is refused, committing nothing."""
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    cat.load_table("db.t").append(_rows([1, 2]))
+    stale, other = cat.load_table("db.t"), cat.load_table("db.t")
+    other.append(_rows([3]))
+    other.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    if change == "upsert":
+        stale.upsert(_stream(_rows([1, 9], "u")), join_cols=["id"])
+        assert _ids(cat) == [1, 2, 3, 9]
+        assert cat.load_table("db.t").scan(row_filter="v = 'u'").to_arrow().num_rows == 2
+    elif change == "delete_by_keys":
+        stale.delete_by_keys(_stream(pa.table({"id": pa.array([1], pa.int64())})), ["id"])
+        assert _ids(cat) == [2, 3]
+    else:
+        with pytest.raises(CommitConflictError, match="input was a stream"):
+            stale.overwrite(_stream(_rows([1], "new")), "id = 1")
+        assert _ids(cat) == [1, 2, 3]
+        assert cat.load_table("db.t").scan(row_filter="v = 'new'").to_arrow().num_rows == 0
 
 
 def test_a_retry_whose_newer_state_is_expired_meanwhile_is_rebuilt_again(

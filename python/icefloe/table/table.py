@@ -5,7 +5,7 @@ every table change takes; ``Transaction`` and ``UpdateProperties`` are re-export
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icefloe.exceptions import (
@@ -286,26 +286,34 @@ class Table:
         """Start a transaction; ``with table.transaction() as tx:`` commits on success."""
         return Transaction(self)
 
-    def _replanned(self, change: Callable[[Transaction], _R]) -> _R:
+    def _replanned(self, change: Callable[[Transaction], _R], data: Any = None) -> _R:
         """``change`` made in a transaction of its own and committed. A change that reads the
         table to plan (a delete, an overwrite, a compaction) reads the manifests of the state
         this handle holds: when another writer expired that state meanwhile (a file of it is
         not found) and the table has moved, the change is planned again on the newest state,
         as after a lost race. Nothing of the failed attempt was committed (its files are
-        deleted with its transaction)."""
+        deleted with its transaction). A change whose input ``data`` is a stream the attempt
+        used up is not planned again (it would run without its rows): it raises
+        :class:`CommitConflictError`."""
         for _ in range(_REPLANS_AFTER_MISSING_FILES):
             tx = self.transaction()
             try:
                 with tx:
                     result = change(tx)
                 return result
-            except NotFoundError:
+            except NotFoundError as exc:
                 if tx.may_have_committed:
                     raise
                 was = self.metadata_location
                 self.refresh()
                 if self.metadata_location == was:
                     raise  # not a race: a file of the current state is missing
+                if _one_shot(data):
+                    raise CommitConflictError(
+                        "another writer changed the table and expired the state this change "
+                        "was planned on, and its input was a stream this attempt read: nothing "
+                        "was committed; run the change again with the input"
+                    ) from exc
                 self.load_every_snapshot()
         with self.transaction() as tx:
             return change(tx)
@@ -416,7 +424,8 @@ class Table:
                 case_sensitive=case_sensitive,
                 branch=branch,
                 snapshot_properties=snapshot_properties,
-            )
+            ),
+            data,
         )
         return self
 
@@ -431,7 +440,8 @@ class Table:
         self._replanned(
             lambda tx: tx.dynamic_partition_overwrite(
                 data, branch=branch, snapshot_properties=snapshot_properties
-            )
+            ),
+            data,
         )
         return self
 
@@ -489,6 +499,10 @@ class Table:
         runs again on the newer table (see :func:`icefloe.table.row_level.upsert_runs_again`)."""
         from icefloe.table.row_level import EQUALITY_UPSERT_RETRIES, upsert_runs_again
 
+        if _one_shot(data):  # an upsert holds its rows anyway; read once, tried again
+            from icefloe.write.input import to_arrow_table
+
+            data = to_arrow_table(data)
         for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
             try:
                 return self._replanned(
@@ -512,6 +526,10 @@ class Table:
     ) -> Table:
         """Delete the rows whose ``join_cols`` (by default the schema's identifier fields)
         equal a row of ``keys`` (equality delete files, no data read)."""
+        if _one_shot(keys):  # the keys are held anyway; read once, tried again
+            from icefloe.write.input import to_arrow_table
+
+            keys = to_arrow_table(keys)
         self._replanned(
             lambda tx: tx.delete_by_keys(
                 keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
@@ -703,3 +721,17 @@ class Table:
         result = self.catalog.commit_table(self, list(requirements), list(updates))
         self.metadata = result.metadata
         self.metadata_location = result.metadata_location
+
+
+def _one_shot(data: Any) -> bool:
+    """Whether reading ``data`` uses it up (a record batch stream, or an object exporting
+    an Arrow stream that is not a table)."""
+    if data is None:
+        return False
+    import pyarrow as pa
+
+    if isinstance(data, pa.RecordBatchReader | Iterator):
+        return True
+    if isinstance(data, pa.Table | pa.RecordBatch) or type(data).__module__.startswith("pandas"):
+        return False
+    return hasattr(data, "__arrow_c_stream__")
