@@ -308,6 +308,23 @@ def test_a_lost_race_is_retried_and_a_replaced_view_is_refused(cat: SqlCatalog) 
         v.update_properties({"c": "d"})
 
 
+def test_a_relative_view_location_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # stored relative, the view's metadata was looked for under a later process's directory
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    c = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    c.create_namespace("ns")
+    v = c.create_view("ns.v", "SELECT 1", ROWS, dialect="spark", location="rel/v")
+    assert v.location == str(tmp_path / "cwd" / "rel" / "v")
+    assert v.metadata_location.startswith(f"{tmp_path}/cwd/rel/v/metadata/")
+    v2 = c.replace_view("ns.v", "SELECT 2", ROWS, dialect="spark", location="other/../moved")
+    assert v2.location == str(tmp_path / "cwd" / "moved")
+    monkeypatch.chdir(tmp_path)
+    assert c.load_view("ns.v").location == str(tmp_path / "cwd" / "moved")
+
+
 def test_a_database_of_the_first_layout_has_no_views(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
     first_layout_database(db)

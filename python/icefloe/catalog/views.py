@@ -250,9 +250,19 @@ def create_view_from(
     version = replace(version, version_id=1)  # a view's first version is 1, as Java's
     b = ViewMetadataBuilder()
     b.set_properties(dict(properties or {}))
-    b.set_location(location or catalog._default_table_location(ident))
+    b.set_location(_view_location(location or catalog._default_table_location(ident)))
     b.set_current_version(version, schema)
     return _create_view_entry(catalog, ident, b.build())
+
+
+def _view_location(location: str) -> str:
+    """``location`` checked and made absolute as a table's is: stored relative, the view's
+    files would be looked for under whatever directory a later process runs in."""
+    from icefloe.io import check_location
+    from icefloe.table_paths import absolute_location
+
+    check_location(location)
+    return absolute_location(location)
 
 
 def replace_view(
@@ -278,7 +288,7 @@ def replace_view(
     b.set_properties(dict(properties or {}))
     b.set_current_version(version, schema)
     if location:
-        b.set_location(location)
+        b.set_location(_view_location(location))
     b.build()  # the view's rules, checked here before a REST server sees the change
     # a race lost to another writer is retried by commit_view on the new state
     return catalog.commit_view(view, [AssertViewUUID(base.view_uuid)], b.changes)
