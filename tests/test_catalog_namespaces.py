@@ -114,3 +114,28 @@ def test_names_no_namespace_can_have_are_not_found(catalog: Catalog) -> None:
     with pytest.raises(NoSuchNamespaceError):
         catalog.update_namespace_properties(long, updates={"k": "v"})
     assert catalog.list_namespaces() == [("a",)]
+
+
+def test_a_level_with_a_dot_does_not_stand_for_a_nested_namespace(catalog: Catalog) -> None:
+    """SQL catalogs store ("a", "b") as "a.b": the one-level ("a.b",), which no catalog
+    creates, read, changed and dropped the nested namespace."""
+    import pyarrow as pa
+
+    from icefloe.exceptions import NoSuchTableError
+
+    catalog.create_namespace(("al", "b"), {"k": "v"})
+    catalog.create_table(("al", "b", "t"), pa.schema([pa.field("id", pa.int64())]))
+    dotted = ("al.b",)
+    assert not catalog.namespace_exists(dotted)
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.load_namespace_properties(dotted)
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.update_namespace_properties(dotted, updates={"k": "changed"})
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.list_namespaces(dotted)
+    with pytest.raises(NoSuchTableError):
+        catalog.load_table(("al.b", "t"))
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.drop_namespace(dotted)
+    assert _props(catalog, "al.b") == {"k": "v"}  # the dotted string names the nested one
+    assert catalog.table_exists(("al", "b", "t"))

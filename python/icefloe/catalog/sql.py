@@ -50,6 +50,7 @@ from icefloe.catalog.base import (
     Identifier,
     PropertiesUpdateSummary,
     check_namespace,
+    namespace_to_string,
     split_identifier,
     to_identifier,
 )
@@ -359,10 +360,24 @@ class SqlCatalog(MetastoreCatalog):
         return conn.execute(props.limit(1)).first() is not None
 
     # -- namespaces -----------------------------------------------------------------------------
+    @staticmethod
+    def _ns_string(namespace: str | Iterable[str]) -> str:
+        ns = namespace_to_string(namespace)
+        parts = to_identifier(namespace)
+        if any("." in p for p in parts):
+            # stored dotted, ("a.b",) would name the namespace ("a", "b"); no level holds a dot
+            raise NoSuchNamespaceError(
+                f"namespace {parts!r} does not exist: no namespace level contains '.'"
+            )
+        return ns
+
     @_database_errors
     def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
         """Whether the namespace holds properties, tables or child namespaces."""
-        ns = self._ns_string(namespace)
+        try:
+            ns = self._ns_string(namespace)
+        except NoSuchNamespaceError:
+            return False  # a level with a dot (see namespace_to_string)
         with self.engine.connect() as conn:
             return self._ns_exists(conn, ns)
 
@@ -398,6 +413,8 @@ class SqlCatalog(MetastoreCatalog):
     def list_namespaces(self, namespace: str | Iterable[str] = ()) -> list[Identifier]:
         """Child namespaces of ``namespace``, including ones that only hold tables."""
         parent = to_identifier(namespace)
+        if parent:
+            self._ns_string(parent)  # a level with a dot names no namespace
         with self.engine.connect() as conn:
             if parent and not self._ns_exists(conn, ".".join(parent)):
                 raise NoSuchNamespaceError(f"namespace {'.'.join(parent)!r} does not exist")
@@ -546,6 +563,8 @@ class SqlCatalog(MetastoreCatalog):
     @_database_errors
     def _get_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> str:
         namespace, name = split_identifier(identifier)
+        if any("." in p for p in namespace):
+            raise missing_entry(kind, identifier)  # stored dotted: it would name another
         ns = ".".join(namespace)
         with self.engine.connect() as conn:
             row = conn.execute(
