@@ -23,6 +23,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
     NoSuchViewError,
@@ -231,6 +232,36 @@ def test_conflict_that_cannot_be_rebuilt(cat: RestCatalog) -> None:
     with pytest.raises(CommitConflictError):
         stale.update_schema().add_column("other", LongType()).commit()
     assert [f.name for f in cat.load_table("db.t").schema().fields] == ["id", "v", "extra"]
+
+
+def test_a_server_whose_paging_never_ends_is_an_error(
+    rest_server: RestServer, warehouse: str
+) -> None:
+    # a token handed out again asked the same page for ever
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse, **{"rest-page-size": "1"})
+        c.create_namespace("a")
+        c.create_namespace("b")
+
+        first: list[str] = []
+
+        def same_token(path: str, body: bytes) -> bytes:
+            if "/namespaces" not in path or not body:
+                return body
+            answer = json.loads(body)
+            if "namespaces" in answer:
+                first.extend([answer["next-page-token"]] if not first else [])
+                answer["next-page-token"] = first[0]  # a valid token, handed out again
+            return json.dumps(answer).encode()
+
+        proxy.rewrite_get = same_token
+        with pytest.raises(IcebergError, match=r"answered the page token .* again"):
+            c.list_namespaces()
+        proxy.rewrite_get = None
+        assert c.list_namespaces() == [("a",), ("b",)]
+    finally:
+        proxy.close()
 
 
 def test_unknown_outcome_resolved_by_reload(

@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,6 +188,8 @@ class FaultyProxy:
 
         self.mode = "pass"
         self.strip_keys = False  # forward without Idempotency-Key (a server without replay)
+        #: rewrites the body of every answer to a GET (path, body) -> body, when set
+        self.rewrite_get: Callable[[str, bytes], bytes] | None = None
         self.target = "/tables/"
         self.times = 1 << 30
         self.failed = 0
@@ -235,6 +237,8 @@ class FaultyProxy:
                 resp = conn.getresponse()
                 data = resp.read()
                 conn.close()
+                if self.command == "GET" and proxy.rewrite_get is not None:
+                    data = proxy.rewrite_get(self.path, data)
                 if fail and proxy.mode == "drop-response":
                     proxy.failed += 1
                     self.close_connection = True

@@ -161,6 +161,7 @@ class RestClient(Catalog):
         Iceberg Java does) so that servers page, a server that does not page answers all."""
         out: list[Any] = []
         token = ""
+        seen: set[str] = set()
         while True:
             q = dict(query)
             if self._page_size:
@@ -171,6 +172,13 @@ class RestClient(Catalog):
             token = body.get("next-page-token")
             if not token:
                 return out
+            if not isinstance(token, str) or token in seen:
+                # a server that hands out a token again would be asked for ever
+                raise IcebergError(
+                    f"{what}: the server answered the page token {token!r} again; "
+                    "its paging does not end"
+                )
+            seen.add(token)
 
     def table_io(
         self,
