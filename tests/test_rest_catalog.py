@@ -264,6 +264,27 @@ def test_a_server_whose_paging_never_ends_is_an_error(
         proxy.close()
 
 
+def test_a_view_commit_without_an_answer_is_an_unknown_outcome(
+    rest_server: RestServer, warehouse: str
+) -> None:
+    # as Iceberg Java's view commit error handler: 500/502/503/504 may have committed
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        v = c.create_view("db.v", "SELECT 1", ROWS, dialect="spark")
+        for mode in ("status:503", "after:502", "drop-response"):
+            proxy.fail(mode, times=1, target="/views/v")
+            with pytest.raises(CommitStateUnknownError, match="outcome is unknown"):
+                v.update_properties({"k": mode})
+        proxy.fail("status:409", times=1, target="/views/v")
+        with pytest.raises(CommitFailedError):
+            v.update_properties({"k": "conflict"})
+        assert c.load_view("db.v").metadata.properties["k"] == "drop-response"  # it committed
+    finally:
+        proxy.close()
+
+
 def test_unknown_outcome_resolved_by_reload(
     rest_server: RestServer, warehouse: str, tmp_path: Path
 ) -> None:

@@ -12,9 +12,16 @@ from icefloe.catalog.base import Identifier, to_identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
-from icefloe.catalog.rest.wire import identifier_from_json, identifier_to_json
+from icefloe.catalog.rest.http import TransportError
+from icefloe.catalog.rest.wire import identifier_from_json, identifier_to_json, uuid7
 from icefloe.catalog.views import View, new_version
-from icefloe.exceptions import NoSuchViewError, ValidationError, ViewAlreadyExistsError
+from icefloe.exceptions import (
+    CommitFailedError,
+    CommitStateUnknownError,
+    NoSuchViewError,
+    ValidationError,
+    ViewAlreadyExistsError,
+)
 from icefloe.metadata.updates import TableUpdate
 from icefloe.metadata.view_metadata import AssertViewUUID, ViewMetadata
 
@@ -128,7 +135,9 @@ class RestViews(RestClient):
     def commit_view(
         self, view: View, requirements: Iterable[AssertViewUUID], updates: Iterable[TableUpdate]
     ) -> View:
-        """Send the updates; the server checks the requirements against its current view."""
+        """Send the updates; the server checks the requirements against its current view. An
+        answer lost or a 5xx is :class:`CommitStateUnknownError` (the server may have
+        committed), as Iceberg Java's view commit error handler says."""
         self._require(ep.UPDATE_VIEW)
         what = f"commit to view {view.name!r}"
         body = {
@@ -136,7 +145,18 @@ class RestViews(RestClient):
             "requirements": [r.to_json() for r in requirements],
             "updates": [u.to_json() for u in updates],
         }
-        resp = self._call("POST", self._view_path(view.identifier), what, body=body)
+        headers = {"Idempotency-Key": uuid7()} if self.idempotency_lifetime else {}
+        try:
+            resp = self._send("POST", self._view_path(view.identifier), body=body, headers=headers)
+        except TransportError as exc:
+            if not exc.maybe_sent:
+                raise
+            raise CommitStateUnknownError(f"{what}: the outcome is unknown ({exc})") from exc
+        if resp.status in (500, 502, 503, 504):
+            failure = exception_for_error(resp.status, resp.body, what)
+            raise CommitStateUnknownError(f"{what}: the outcome is unknown ({failure})")
+        if resp.status not in (200, 204):  # a 409 is a conflict: the commit failed
+            raise exception_for_error(resp.status, resp.body, what, CommitFailedError)
         return self._view(view.identifier, resp.json(), what)
 
     def drop_view(self, identifier: str | Iterable[str]) -> None:
