@@ -305,6 +305,13 @@ def test_register_of_a_file_that_is_not_table_metadata_is_a_bad_request(
     )
     assert missing[0] == 404 and _error(missing)["type"] == "NotFoundException"
     assert c.list_tables("reg") == []
+    # the same for views (a directory was a 500)
+    views = f"/v1/{warehouse}/namespaces/reg/register-view"
+    for location in (not_metadata, not_json, directory):
+        reply = _call(rest_server, "POST", views, {"name": "v", "metadata-location": str(location)})
+        assert reply[0] == 400, (location, reply)
+        assert _error(reply)["type"] == "BadRequestException"
+    assert c.list_views("reg") == []
     # a real metadata file still registers
     t = c.create_table("reg.t", ROWS)
     ok = _call(rest_server, "POST", path, {"name": "r", "metadata-location": t.metadata_location})
