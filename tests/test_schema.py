@@ -259,3 +259,13 @@ def test_name_index_matches_pyiceberg(schema: Schema) -> None:
     assert schema.index_by_name() == py_index_by_name(py)
     for fid in schema.field_ids:
         assert schema.find_column_name(fid) == py.find_column_name(fid)
+
+
+def test_identifier_fields_are_a_set_when_schemas_are_compared() -> None:
+    # as Iceberg Java's sameSchema: the same identifier fields in another order are the same
+    # schema (re-declaring them wrote a new schema and metadata version)
+    fields = [NestedField(1, "id", LongType(), True), NestedField(2, "s", StringType(), True)]
+    a = Schema(*fields, identifier_field_ids=[1, 2])
+    b = Schema(*fields, identifier_field_ids=[2, 1])
+    assert a.same_schema(b) and a == b and hash(a) == hash(b)
+    assert not a.same_schema(Schema(*fields, identifier_field_ids=[1]))

@@ -290,10 +290,10 @@ class Schema:
                 )
 
     def same_schema(self, other: Schema) -> bool:
-        """Whether both have the same fields and identifier fields (ignoring ``schema_id``)."""
-        return (
-            self._fields == other._fields
-            and self._identifier_field_ids == other._identifier_field_ids
+        """Whether both have the same fields and identifier fields (ignoring ``schema_id``;
+        identifier fields are a set, compared as Iceberg Java compares them)."""
+        return self._fields == other._fields and set(self._identifier_field_ids) == set(
+            other._identifier_field_ids
         )
 
     # ----------------------------------------------------------------------------- JSON
@@ -339,7 +339,7 @@ class Schema:
     def __hash__(self) -> int:
         # Defaults may be JSON lists or objects (unhashable), so hash ids, names and types' text.
         shape = tuple((f.field_id, f.name, str(f.field_type)) for f in self._fields)
-        return hash((shape, self._schema_id, self._identifier_field_ids))
+        return hash((shape, self._schema_id, frozenset(self._identifier_field_ids)))
 
     def __len__(self) -> int:
         return len(self._fields)
