@@ -558,6 +558,30 @@ def test_struct_fields_given_twice_and_invalid_strings_are_refused(catalog: Any)
     assert t.refresh().current_snapshot() is None
 
 
+@pytest.mark.parametrize("file_format", ["avro", "orc"])
+@pytest.mark.parametrize("transform", [None, "identity"])
+def test_strings_that_are_not_utf8_are_refused_in_avro_and_orc_files(
+    catalog: Any, file_format: str, transform: str | None
+) -> None:
+    # unpartitioned, the rows went to the Avro or ORC encoder unchecked: pyarrow's
+    # ArrowException or Python's UnicodeDecodeError came out
+    bad = pa.array([b"ab\xff\xfecd", b"ok"], pa.binary()).view(pa.string())
+    t = catalog.create_table(
+        f"n.utf8_{file_format}_{transform or 'none'}",
+        Schema(NestedField(1, "s", StringType()), NestedField(2, "i", LongType())),
+        properties={"write.format.default": file_format},
+    )
+    if transform is not None:
+        with t.update_spec() as u:
+            u.add_field("i", transform, "p")
+    for write in (t.append, t.overwrite):
+        with pytest.raises(ValidationError, match="column 's' holds invalid values"):
+            write(pa.table({"s": bad, "i": [1, 2]}))
+    assert t.refresh().current_snapshot() is None
+    t.append(pa.table({"s": ["ok"], "i": [1]}))
+    assert t.scan().to_arrow()["s"].to_pylist() == ["ok"]
+
+
 @pytest.mark.parametrize("transform", [None, "identity", "truncate[2]", "bucket[4]"])
 def test_strings_that_are_not_utf8_are_refused_on_every_write_path(
     catalog: Any, transform: str | None

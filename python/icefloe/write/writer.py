@@ -774,21 +774,28 @@ class _FileWriter:
         per_row = max(1, int(table.nbytes) // max(1, n))
         take = max(1, min(n - pos, self.target // per_row))
         written = table.slice(pos, take)
-        with self.io.new_output(path).writing() as sink:
-            self.created.append(path)
-            if self.orc is not None:
-                orc_schema = self._orc_schemas.get(table.schema)
-                if orc_schema is None:
-                    orc_schema = self._orc_schemas[table.schema] = orc_arrow_schema(
-                        self.schema, table.schema
-                    )
-                write_orc(sink, to_orc_table(written, orc_schema), self.orc)
-            else:
-                assert self.avro is not None
-                write_avro(sink, written, self.schema, self.avro_schema, self.avro)
-            size = sink.tell()
-        self.io.sync_soon(path)
-        m = compute_metrics(written, None, self.metrics)
+        try:
+            with self.io.new_output(path).writing() as sink:
+                self.created.append(path)
+                if self.orc is not None:
+                    orc_schema = self._orc_schemas.get(table.schema)
+                    if orc_schema is None:
+                        orc_schema = self._orc_schemas[table.schema] = orc_arrow_schema(
+                            self.schema, table.schema
+                        )
+                    write_orc(sink, to_orc_table(written, orc_schema), self.orc)
+                else:
+                    assert self.avro is not None
+                    write_avro(sink, written, self.schema, self.avro_schema, self.avro)
+                size = sink.tell()
+            self.io.sync_soon(path)
+            m = compute_metrics(written, None, self.metrics)
+        except (pa.ArrowException, UnicodeDecodeError) as exc:
+            # invalid input (a string that is not UTF-8) fails in Arrow's or Python's codecs
+            invalid = invalid_values(zip(written.column_names, written.columns, strict=True))
+            if invalid is not None:
+                raise invalid from exc
+            raise
         df = DataFile(
             file_path=path,
             file_format="ORC" if self.orc is not None else "AVRO",
