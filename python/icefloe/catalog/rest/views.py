@@ -60,10 +60,12 @@ class RestViews(RestClient):
         return View(ident, metadata, location, self)
 
     def list_views(self, namespace: str | Iterable[str]) -> list[Identifier]:
-        """Identifiers of the views in ``namespace``."""
-        self._require(ep.LIST_VIEWS)
+        """Identifiers of the views in ``namespace`` (none from a server without view
+        endpoints, as Iceberg Java's REST catalog answers)."""
         ns = to_identifier(namespace)
         self._ns_string(ns)
+        if ep.LIST_VIEWS not in self.endpoints:
+            return []
         found = self._paged(
             f"{self._ns_path(ns)}/views", f"list views of {'.'.join(ns)!r}", "identifiers", {}
         )
@@ -120,11 +122,12 @@ class RestViews(RestClient):
         return self._view(ident, resp.json(), what)
 
     def view_exists(self, identifier: str | Iterable[str]) -> bool:
-        """Whether the view exists (HEAD, or GET when the server lists no HEAD)."""
+        """Whether the view exists (HEAD, or GET when the server lists no HEAD; false on a
+        server without view endpoints, as Iceberg Java's REST catalog answers)."""
         ident = self._table_identifier(identifier)
         method = "HEAD" if ep.VIEW_EXISTS in self.endpoints else "GET"
-        if method == "GET":
-            self._require(ep.LOAD_VIEW)
+        if method == "GET" and ep.LOAD_VIEW not in self.endpoints:
+            return False
         resp = self._send(method, self._view_path(ident))
         if resp.status == 404:
             return False
