@@ -19,6 +19,7 @@ from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
 from icefloe.types import (
+    BinaryType,
     DoubleType,
     FloatType,
     ListType,
@@ -237,3 +238,27 @@ def test_a_column_of_another_shape_is_refused(tmp_path: Path) -> None:
     assert t.refresh().current_snapshot() is None
     t.add_files([_write(tmp_path / "good.parquet", pa.schema(good), columns)])
     assert t.scan().to_arrow().to_pylist() == [{"id": 1, "st": {"a": 1}, "n": 2, "l": [3]}]
+
+
+def test_files_written_from_view_typed_columns_are_added(tmp_path: Path) -> None:
+    # pyarrow's ARROW:schema hint says string_view / binary_view for such files; the Parquet
+    # columns are plain BYTE_ARRAY (String annotation for strings), as any writer's
+    t = catalog(tmp_path).create_table(
+        "ns.views",
+        Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "s", StringType()),
+            NestedField(3, "b", BinaryType()),
+        ),
+    )
+    schema = pa.schema(
+        [_f("id", pa.int64(), 1), _f("s", pa.string_view(), 2), _f("b", pa.binary_view(), 3)]
+    )
+    path = _write(
+        tmp_path / "v.parquet", schema, {"id": [1, 2], "s": ["a", None], "b": [b"x", b""]}
+    )
+    assert pq.read_schema(path).field("s").type == pa.string_view()  # the hint is there
+    t.add_files([path])
+    rows = t.scan().to_arrow()
+    assert rows.to_pylist() == [{"id": 1, "s": "a", "b": b"x"}, {"id": 2, "s": None, "b": b""}]
+    assert t.scan(row_filter="s = 'a'").to_arrow()["id"].to_pylist() == [1]

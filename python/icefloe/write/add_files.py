@@ -146,10 +146,12 @@ def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
         return True
     if types.is_decimal(have) and types.is_decimal(want):
         return bool(have.scale == want.scale and have.precision <= want.precision)
-    strings = (types.is_string, types.is_large_string)
+    # a view type is pyarrow's hint of how the writer held the column (ARROW:schema); the
+    # Parquet column is the same BYTE_ARRAY, read as any string or binary type
+    strings = (types.is_string, types.is_large_string, types.is_string_view)
     if any(f(have) for f in strings) and any(f(want) for f in strings):
         return True
-    binaries = (types.is_binary, types.is_large_binary)
+    binaries = (types.is_binary, types.is_large_binary, types.is_binary_view)
     if any(f(have) for f in binaries) and any(f(want) for f in binaries):
         return True
     if types.is_timestamp(have) and types.is_timestamp(want):
