@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import CorruptFileError, FileIOError, NotFoundError, ValidationError
 
 __all__ = [
     "all_strings",
@@ -67,3 +68,25 @@ def body_list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise ValidationError(f"{what} must be a list, got {type(value).__name__}")
     return value
+
+
+@contextlib.contextmanager
+def registered_file(io: Any, location: str) -> Iterator[None]:
+    """Around registering the metadata file a register body names: a file that is not
+    metadata, or a directory, is the client's mistake (400); a missing file stays 404 and
+    other storage failures stay the server's."""
+    try:
+        yield
+    except CorruptFileError as exc:
+        raise ValidationError(str(exc)) from exc
+    except FileIOError as exc:
+        if not isinstance(exc, NotFoundError) and _is_dir(io, location):
+            raise ValidationError(f"metadata file {location} is a directory") from exc
+        raise
+
+
+def _is_dir(io: Any, location: str) -> bool:
+    try:
+        return bool(io.is_dir(location))
+    except Exception:  # the original error says more
+        return False

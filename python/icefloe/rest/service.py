@@ -41,11 +41,9 @@ from icefloe.catalog.rest.wire import (
 )
 from icefloe.exceptions import (
     CommitFailedError,
-    CorruptFileError,
     FileIOError,
     NoSuchNamespaceError,
     NoSuchTableError,
-    NotFoundError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
     ValidationError,
@@ -65,6 +63,7 @@ from icefloe.rest.bodies import (
     body_object,
     flag,
     nonempty_string,
+    registered_file,
     string_properties,
 )
 from icefloe.rest.paging import page
@@ -353,21 +352,9 @@ class RestService(ViewRoutes):
         location = nonempty_string(b, "metadata-location")
         if flag(b, "overwrite"):
             raise UnsupportedFeatureError("register with overwrite is not supported")
-        try:
+        with registered_file(self.catalog.io, location):
             table = self.catalog.register_table((*ns, name), location)
-        except CorruptFileError as exc:
-            raise ValidationError(str(exc)) from exc
-        except FileIOError as exc:
-            if not isinstance(exc, NotFoundError) and self._is_dir(location):
-                raise ValidationError(f"metadata file {location} is a directory") from exc
-            raise
         return 200, self._result(table.identifier, table.metadata, table.metadata_location), {}
-
-    def _is_dir(self, location: str) -> bool:
-        try:
-            return self.catalog.io.is_dir(location)
-        except Exception:  # the original error says more
-            return False
 
     def _parse_change(self, b: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
         reqs = body_list(b.get("requirements"), "requirements")

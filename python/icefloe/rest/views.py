@@ -14,7 +14,7 @@ from icefloe.catalog.base import Catalog, Identifier
 from icefloe.catalog.rest.errors import IllegalArgumentError
 from icefloe.catalog.rest.wire import identifier_from_json, identifier_to_json
 from icefloe.catalog.views import View, create_view_from
-from icefloe.exceptions import CorruptFileError, FileIOError, NotFoundError, ValidationError
+from icefloe.exceptions import ValidationError
 from icefloe.metadata.updates import SetProperties
 from icefloe.metadata.view_metadata import (
     SQLRepresentation,
@@ -22,7 +22,13 @@ from icefloe.metadata.view_metadata import (
     view_requirement_from_json,
     view_update_from_json,
 )
-from icefloe.rest.bodies import body_list, body_object, nonempty_string, string_properties
+from icefloe.rest.bodies import (
+    body_list,
+    body_object,
+    nonempty_string,
+    registered_file,
+    string_properties,
+)
 from icefloe.rest.paging import page
 from icefloe.schema import Schema
 
@@ -130,19 +136,6 @@ class ViewRoutes:
         b = body_object(body)
         name = nonempty_string(b, "name")
         location = nonempty_string(b, "metadata-location")
-        try:
+        with registered_file(self.catalog.io, location):
             view = self.catalog.register_view((*ns, name), location)
-        except CorruptFileError as exc:  # the client named a file that is not view metadata
-            raise ValidationError(str(exc)) from exc
-        except FileIOError as exc:  # a directory is the client's mistake too, as for tables
-            if not isinstance(exc, NotFoundError) and _is_dir(self.catalog, location):
-                raise ValidationError(f"metadata file {location} is a directory") from exc
-            raise
         return 200, self._view_result(view), {}
-
-
-def _is_dir(catalog: Any, location: str) -> bool:
-    try:
-        return bool(catalog.io.is_dir(location))
-    except Exception:  # the original error says more
-        return False
