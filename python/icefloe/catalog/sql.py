@@ -362,14 +362,14 @@ class SqlCatalog(MetastoreCatalog):
     # -- namespaces -----------------------------------------------------------------------------
     @staticmethod
     def _ns_string(namespace: str | Iterable[str]) -> str:
-        ns = namespace_to_string(namespace)
+        """The stored (dotted) form; a level holding a dot names no namespace: stored dotted,
+        ``("a.b",)`` would be ``("a", "b")``."""
         parts = to_identifier(namespace)
         if any("." in p for p in parts):
-            # stored dotted, ("a.b",) would name the namespace ("a", "b"); no level holds a dot
             raise NoSuchNamespaceError(
                 f"namespace {parts!r} does not exist: no namespace level contains '.'"
             )
-        return ns
+        return namespace_to_string(parts)
 
     @_database_errors
     def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
@@ -377,7 +377,7 @@ class SqlCatalog(MetastoreCatalog):
         try:
             ns = self._ns_string(namespace)
         except NoSuchNamespaceError:
-            return False  # a level with a dot (see namespace_to_string)
+            return False  # a level with a dot (see _ns_string)
         with self.engine.connect() as conn:
             return self._ns_exists(conn, ns)
 

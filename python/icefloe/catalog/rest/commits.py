@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.catalog.base import Identifier
 from icefloe.catalog.commit import check_updates_fit
 from icefloe.catalog.rest import config as ep
-from icefloe.catalog.rest.errors import exception_for_error
+from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS, exception_for_error
 from icefloe.catalog.rest.http import TransportError
 from icefloe.catalog.rest.metrics import commit_report, scan_report
 from icefloe.catalog.rest.tables import RestTables
@@ -48,7 +48,6 @@ __all__ = ["RestCommits"]
 
 log = logging.getLogger("icefloe.catalog.rest")
 
-_UNKNOWN_STATUS = (500, 502, 503, 504)
 #: Metrics reports queued but not yet sent, at most (more are dropped).
 MAX_PENDING_REPORTS = 1000
 #: A metrics thread with no report for this long ends.
@@ -151,7 +150,7 @@ class RestCommits(RestTables):
                 time.sleep(wait)
                 key = uuid7() if self.idempotency_lifetime else None  # a 409 is final per key
                 continue
-            if resp is None or resp.status in _UNKNOWN_STATUS:
+            if resp is None or resp.status in UNKNOWN_OUTCOME_STATUS:
                 if resp is not None:
                     failure = str(exception_for_error(resp.status, resp.body, what))
                 uncertain = True
@@ -348,7 +347,7 @@ class RestCommits(RestTables):
                             f"{what}: the outcome is unknown ({failure}, then a conflict that "
                             "may be with the first attempt); no file was deleted"
                         )
-                if resp.status not in _UNKNOWN_STATUS:
+                if resp.status not in UNKNOWN_OUTCOME_STATUS:
                     raise exception_for_error(resp.status, resp.body, what)
                 failure = str(exception_for_error(resp.status, resp.body, what))
                 uncertain = True

@@ -31,7 +31,17 @@ from icefloe.exceptions import (
     ViewAlreadyExistsError,
 )
 
-__all__ = ["IllegalArgumentError", "error_body", "error_for_exception", "exception_for_error"]
+__all__ = [
+    "UNKNOWN_OUTCOME_STATUS",
+    "IllegalArgumentError",
+    "error_body",
+    "error_for_exception",
+    "exception_for_error",
+]
+
+#: Answers to a commit after which the server may or may not have committed (as Iceberg
+#: Java's commit error handlers say).
+UNKNOWN_OUTCOME_STATUS = (500, 502, 503, 504)
 
 
 class IllegalArgumentError(ValidationError):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.catalog.base import Identifier, to_identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
-from icefloe.catalog.rest.errors import exception_for_error
+from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS, exception_for_error
 from icefloe.catalog.rest.http import TransportError
 from icefloe.catalog.rest.wire import identifier_from_json, identifier_to_json, uuid7
 from icefloe.catalog.views import View, new_version
@@ -155,7 +155,7 @@ class RestViews(RestClient):
             if not exc.maybe_sent:
                 raise
             raise CommitStateUnknownError(f"{what}: the outcome is unknown ({exc})") from exc
-        if resp.status in (500, 502, 503, 504):
+        if resp.status in UNKNOWN_OUTCOME_STATUS:
             failure = exception_for_error(resp.status, resp.body, what)
             raise CommitStateUnknownError(f"{what}: the outcome is unknown ({failure})")
         if resp.status not in (200, 204):  # a 409 is a conflict: the commit failed
