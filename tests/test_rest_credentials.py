@@ -6,19 +6,13 @@ vends each table load and ``GET .../credentials`` a new access key of a user all
 valid for eight seconds: when it expires the key is deleted, as a real store's temporary
 credentials stop working. The client holds no S3 keys of its own; it writes and reads through
 the vended ones, renews them through the credentials endpoint before they expire, and goes on.
+Credentials vended per storage prefix serve the locations under each prefix.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,87 +26,12 @@ from icefloe.catalog.rest import config as ep
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import FileIOError
 from icefloe.io import FileIO
-from support.rest import _die_with_parent, free_port
+from support.moto_iam import ALLOW_S3, BUCKET, REGION, AuthMoto, bucket_policy
 
 pytestmark = [pytest.mark.rest, pytest.mark.s3]
 
-REGION = "us-east-1"
-BUCKET = "vended"
 TTL_S = 8.0  # how long a vended key lives
 RENEW_S = 4.0  # how long before expiry clients renew (a minute outside the tests)
-ALLOW_ALL = json.dumps(
-    {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
-)
-ALLOW_S3 = ALLOW_ALL.replace('"Action": "*"', '"Action": "s3:*"')
-
-
-class AuthMoto:
-    """moto's server process with IAM authentication; :attr:`admin` holds keys allowed all."""
-
-    def __init__(self, base: Path) -> None:
-        pytest.importorskip("moto.server", reason="moto[server] is not installed")
-        port = free_port()
-        self.endpoint = f"http://127.0.0.1:{port}"
-        # the first four requests (the admin's user, policy and key, the bucket) are not
-        # authenticated; every later one is
-        env = {
-            **os.environ,
-            "INITIAL_NO_AUTH_ACTION_COUNT": "4",
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
-        with open(base / "moto.log", "wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                preexec_fn=_die_with_parent,
-            )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2).close()
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("moto's server did not start") from None
-                time.sleep(0.1)
-        iam = self.client("iam", "setup", "setup")
-        iam.create_user(UserName="admin")
-        iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=ALLOW_ALL)
-        key = iam.create_access_key(UserName="admin")["AccessKey"]
-        self.admin = (key["AccessKeyId"], key["SecretAccessKey"])
-        self.client("s3", "setup", "setup").create_bucket(Bucket=BUCKET)
-        self.iam = self.client("iam", *self.admin)
-
-    def client(self, service: str, key: str, secret: str) -> Any:
-        import boto3
-
-        return boto3.client(
-            service,
-            endpoint_url=self.endpoint,
-            aws_access_key_id=key,
-            aws_secret_access_key=secret,
-            region_name=REGION,
-        )
-
-    def properties(self, key: str, secret: str) -> dict[str, str]:
-        return {
-            "s3.endpoint": self.endpoint,
-            "s3.region": REGION,
-            "s3.access-key-id": key,
-            "s3.secret-access-key": secret,
-        }
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
 
 
 class ShortLivedKeys:
@@ -235,3 +154,106 @@ def test_expiring_vended_credentials_are_renewed(
     assert renewals >= 5  # create, two loads, and at least two renewals
     secret = t.io.properties["s3.secret-access-key"]
     assert secret not in repr(t.io) and secret not in repr(t)
+
+
+class PrefixKeys:
+    """A credential provider vending two prefixes: the table's location with a key allowed
+    only the warehouse bucket, and ``s3://other/`` with a key allowed only that bucket; each
+    key lives ``TTL_S`` seconds."""
+
+    def __init__(self, moto: AuthMoto) -> None:
+        self.moto = moto
+        self.vended: dict[str, list[str]] = {"table": [], "other": []}
+        self._timers: list[threading.Timer] = []
+
+    def _key(self, scope: str, bucket: str) -> dict[str, str]:
+        iam = self.moto.iam
+        user = f"{scope}{len(self.vended[scope])}"
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=bucket_policy(bucket))
+        key = iam.create_access_key(UserName=user)["AccessKey"]
+        self.vended[scope].append(key["AccessKeyId"])
+        timer = threading.Timer(
+            TTL_S,
+            iam.delete_access_key,
+            kwargs={"UserName": user, "AccessKeyId": key["AccessKeyId"]},
+        )
+        timer.daemon = True
+        timer.start()
+        self._timers.append(timer)
+        return {
+            "s3.access-key-id": key["AccessKeyId"],
+            "s3.secret-access-key": key["SecretAccessKey"],
+            "s3.session-token-expires-at-ms": str(int((time.time() + TTL_S) * 1000)),
+        }
+
+    def __call__(self, ident: tuple[str, ...], location: str) -> list[tuple[str, dict[str, str]]]:
+        return [
+            (location, self._key("table", BUCKET)),
+            ("s3://other/", self._key("other", "other")),
+        ]
+
+    def close(self) -> None:
+        for t in self._timers:
+            t.cancel()
+
+
+def test_credentials_vended_per_prefix_serve_their_locations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table whose data files live in another bucket (``write.data.path``) is written, read,
+    renewed and cleaned up with the key vended for each location's prefix."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+
+    monkeypatch.setattr(icefloe.io, "REFRESH_MARGIN_MS", int(RENEW_S * 1000))
+    moto = AuthMoto(tmp_path)
+    keys = PrefixKeys(moto)
+    moto.client("s3", *moto.admin).create_bucket(Bucket="other")
+    backing = SqlCatalog(
+        "backing",
+        uri=f"sqlite:///{tmp_path}/catalog.db",
+        warehouse=f"s3://{BUCKET}/wh",
+        **moto.properties(*moto.admin),
+    )
+    table_config = {"s3.endpoint": moto.endpoint, "s3.region": REGION}
+    try:
+        with rest.start(backing, credential_provider=keys, table_config=table_config) as server:
+            c = RestCatalog("client", uri=server.url)
+            c.create_namespace("db")
+            t = c.create_table("db.t", ROWS, properties={"write.data.path": "s3://other/data"})
+            # neither vended key can reach the other's bucket: the control
+            table_key = FileIO(dict(t.io.properties))
+            with pytest.raises(FileIOError, match="access denied"):
+                table_key.new_output("s3://other/data/probe").write(b"x")
+            t.append(_rows([1, 2]))
+            t.append(_rows([3]))
+            data = _data_files(t)
+            assert data and all(p.startswith("s3://other/data/") for p in data)
+            assert t.metadata_location.startswith(f"s3://{BUCKET}/wh/")
+            assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+            # the keys of both prefixes expire and are renewed through GET .../credentials
+            first = {scope: len(ids) for scope, ids in keys.vended.items()}
+            time.sleep(TTL_S + 0.5)
+            t.delete("id = 1")
+            t.append(_rows([4]))
+            assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [2, 3, 4]
+            assert len(keys.vended["other"]) > first["other"]
+            # expiry deletes the replaced data files in the other bucket with its key
+            admin_s3 = moto.client("s3", *moto.admin)
+            t.overwrite(_rows([9]))
+            t.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+            left = {o["Key"] for o in admin_s3.list_objects_v2(Bucket="other").get("Contents", [])}
+            current = {p.removeprefix("s3://other/") for p in _data_files(t)}
+            assert left == current
+            assert t.scan().to_arrow()["id"].to_pylist() == [9]
+            secrets = [v for _, conf in t.io.storage_credentials for v in conf.values()]
+            assert not any(s in repr(t.io) for s in secrets if len(s) > 20)
+    finally:
+        keys.close()
+        backing.close()
+        moto.stop()
+
+
+def _data_files(t: Any) -> list[str]:
+    return [task.data_file.file_path for task in t.scan().plan_files()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import FileIOError, NotFoundError
+from icefloe.exceptions import FileIOError, NotFoundError, ValidationError
 from icefloe.io import FileIO
 from support.s3 import REGION, S3Server
 
@@ -80,6 +81,32 @@ def test_vended_credentials_apply_to_their_table_only(s3proxy: S3Server, tmp_pat
         catalog.io.new_input(location).read()  # the catalog's own keys are wrong
     assert SECRET not in str(info.value)
     assert catalog.table_io({}) is catalog.io  # nothing vended: the catalog's FileIO
+
+
+def test_storage_credentials_serve_the_locations_under_their_prefix(s3proxy: S3Server) -> None:
+    base = s3proxy.fresh_location()
+    good = {"s3.access-key-id": s3proxy.access_key, "s3.secret-access-key": s3proxy.secret_key}
+    io = FileIO(
+        s3proxy.properties(**{"s3.secret-access-key": SECRET}),
+        storage_credentials=[(f"{base}/in", good), (f"{base}/in/deeper", {"s3.region": "nowhere"})],
+    )
+    inside = [f"{base}/in/a.bin", f"{base}/in/sub/b.bin"]
+    for location in inside:
+        io.new_output(location).write(b"ok")  # icefloe's signed PUT
+        assert io.new_input(location).read() == b"ok"  # pyarrow's client
+    assert sorted(f.location for f in io.list_prefix(f"{base}/in")) == inside
+    with pytest.raises(FileIOError, match="access denied") as info:
+        io.new_output(f"{base}/out.bin").write(b"x")  # no prefix matches: the wrong secret
+    assert SECRET not in str(info.value)
+    assert io.for_location(f"{base}/in/deeper/c").properties["s3.region"] == "nowhere"  # longest
+    assert io.for_location(f"{base}/out.bin") is io
+    shipped = pickle.loads(pickle.dumps(io))  # as Spark ships it to executors
+    assert shipped.new_input(inside[0]).read() == b"ok"
+    assert s3proxy.secret_key not in repr(io) and f"{base}/in" in repr(io)
+    io.delete_files(inside)
+    assert list(io.list_prefix(f"{base}/in")) == []
+    with pytest.raises(ValidationError, match="non-empty prefix"):
+        FileIO({}, storage_credentials=[("", good)])
 
 
 def test_expiring_credentials_are_refreshed(s3proxy: S3Server) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import re
@@ -32,7 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult, urlparse
 
 import pyarrow as pa
@@ -60,7 +61,9 @@ from icefloe.filesystems import (
     GCS_SCHEMES,
     HDFS_SCHEMES,
     LOCAL_SCHEMES,
+    S3_ACCESS_KEY_ID,
     S3_SCHEMES,
+    S3_SECRET_ACCESS_KEY,
     S3_SESSION_TOKEN,
     S3_TOKEN_EXPIRES_AT_MS,
     make_filesystem,
@@ -79,6 +82,7 @@ __all__ = [
     "check_location",
     "file_io_error",
     "is_io_failure",
+    "overlay_credentials",
 ]
 
 #: Temporary credentials are renewed this long before they expire.
@@ -486,6 +490,15 @@ class FileIO:
     Temporary credentials (for example vended by a REST catalog for one table) carry their
     expiry in ``s3.session-token-expires-at-ms``; ``refresh_credentials`` is then called,
     :data:`REFRESH_MARGIN_MS` (a minute) before they expire, for properties that replace them.
+
+    ``storage_credentials`` are ``(prefix, properties)`` pairs, as a REST catalog vends them
+    for the storage locations of one table: a location is read and written with the
+    properties of the longest prefix it starts with (overlaid on ``properties``), and with
+    ``properties`` alone when none matches. ``refresh_storage_credentials`` returns the pairs
+    anew when those of a prefix are about to expire.
+
+    A FileIO pickles as its properties and storage credentials (to ship to other processes,
+    such as Spark executors); the copy does not renew credentials.
     """
 
     def __init__(
@@ -493,6 +506,9 @@ class FileIO:
         properties: Mapping[str, str] | None = None,
         *,
         refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+        storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
+        refresh_storage_credentials: Callable[[], Sequence[tuple[str, Mapping[str, str]]]]
+        | None = None,
     ) -> None:
         self.properties: dict[str, str] = dict(properties or {})
         _remember_secrets(secret_values(self.properties))
@@ -501,9 +517,43 @@ class FileIO:
         self._s3: S3Client | None = None
         self._s3_resolved = False
         self._lock = threading.Lock()
+        self.storage_credentials: list[tuple[str, dict[str, str]]] = []
+        for prefix, config in storage_credentials:
+            if not prefix:
+                raise ValidationError("a storage credential needs a non-empty prefix")
+            self.storage_credentials.append((prefix, dict(config)))
+            _remember_secrets(secret_values(config))
+        self._refresh_storage = refresh_storage_credentials
+        # longest prefix first: the first one a location starts with is the one to use
+        self._prefixes = sorted(self.storage_credentials, key=lambda pc: -len(pc[0]))
+        self._routed: dict[str, FileIO] = {}
 
     def __repr__(self) -> str:
-        return f"FileIO({redacted(self.properties)!r})"
+        prefixes = [p for p, _ in self.storage_credentials]
+        routed = f", storage_credentials for {prefixes!r}" if prefixes else ""
+        return f"FileIO({redacted(self.properties)!r}{routed})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restored_file_io, (self.properties, self.storage_credentials))
+
+    def for_location(self, location: str) -> FileIO:
+        """The FileIO that serves ``location``: the one of the longest storage-credential
+        prefix it starts with, else this one."""
+        match = next((pc for pc in self._prefixes if location.startswith(pc[0])), None)
+        if match is None:
+            return self
+        prefix, config = match
+        with self._lock:
+            routed = self._routed.get(prefix)
+            if routed is None:
+                refresh = None
+                if self._refresh_storage is not None:
+                    refresh = functools.partial(_prefix_config, self._refresh_storage, prefix)
+                routed = FileIO(
+                    overlay_credentials(self.properties, config), refresh_credentials=refresh
+                )
+                self._routed[prefix] = routed
+            return routed
 
     def abort_uploads(self, location: str) -> None:
         """Abort the incomplete multipart uploads of the S3 object at ``location`` (after a
@@ -524,6 +574,8 @@ class FileIO:
         # the scheme as urlparse finds it, for these schemes (one call per file read)
         if location.partition(":")[0].lower() not in S3_SCHEMES:
             return None
+        if self._prefixes and (routed := self.for_location(location)) is not self:
+            return routed.s3_client(location)
         with self._lock:
             self._refresh_if_expiring()
             if not self._s3_resolved:
@@ -545,6 +597,8 @@ class FileIO:
         """The pyarrow file system and the path inside it for ``location``."""
         if not location:
             raise ValidationError("empty file location")
+        if self._prefixes and (routed := self.for_location(location)) is not self:
+            return routed.resolve(location)
         if _CONTROL.search(location):
             check_location(location)
         if location.startswith("file:///") and not _URL_SPECIAL.search(location):
@@ -603,9 +657,7 @@ class FileIO:
             raise FileIOError(
                 f"storage credentials expired and renewing them failed: {exc}"
             ) from exc
-        for key in (S3_SESSION_TOKEN, S3_TOKEN_EXPIRES_AT_MS):  # they belong to the old keys
-            self.properties.pop(key, None)
-        self.properties.update(fresh)
+        self.properties = overlay_credentials(self.properties, fresh)
         _remember_secrets(secret_values(self.properties))
         self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in S3_SCHEMES}
         self._s3, self._s3_resolved = None, False
@@ -782,7 +834,8 @@ class FileIO:
 
         On S3 the deletes are batched, 1,000 keys per ``DeleteObjects`` request.
         """
-        by_bucket: dict[str, list[str]] = {}
+        # one batch per client (the credentials of a storage prefix) and bucket
+        batches: dict[tuple[int, str], tuple[S3Client, list[str]]] = {}
         for location in locations:
             client = self.s3_client(location)
             if client is None:
@@ -791,10 +844,8 @@ class FileIO:
                     on_deleted(1)
                 continue
             bucket, _, key = self.resolve(location)[1].partition("/")
-            by_bucket.setdefault(bucket, []).append(key)
-        for bucket, keys in by_bucket.items():
-            client = self.s3_client(f"s3://{bucket}/")
-            assert client is not None
+            batches.setdefault((id(client), bucket), (client, []))[1].append(key)
+        for (_, bucket), (client, keys) in batches.items():
             client.delete_objects(bucket, keys, on_deleted)
 
     def delete_prefix(self, prefix: str) -> None:
@@ -952,3 +1003,28 @@ def _list_local(root: str, base: str) -> Iterator[FileInfo]:
                 raise _map_error(exc, base, "list") from exc
             rel = f"{rel_dir}/{name}" if rel_dir else name
             yield FileInfo(f"{base}/{rel}", st.st_size, st.st_mtime_ns // 1_000_000)
+
+
+def overlay_credentials(base: Mapping[str, str], fresh: Mapping[str, str]) -> dict[str, str]:
+    """``base`` with the credential properties ``fresh`` laid over it; a session token and its
+    expiry in ``base`` belong to its keys, so they go when ``fresh`` brings other keys."""
+    out = dict(base)
+    if any(k in fresh for k in (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN)):
+        for key in (S3_SESSION_TOKEN, S3_TOKEN_EXPIRES_AT_MS):
+            out.pop(key, None)
+    out.update(fresh)
+    return out
+
+
+def _prefix_config(
+    refresh: Callable[[], Sequence[tuple[str, Mapping[str, str]]]], prefix: str
+) -> Mapping[str, str]:
+    """The renewed credentials of storage ``prefix`` (empty when it is no longer vended)."""
+    return next((dict(c) for p, c in refresh() if p == prefix), {})
+
+
+def _restored_file_io(
+    properties: dict[str, str], storage_credentials: list[tuple[str, dict[str, str]]]
+) -> FileIO:
+    """A FileIO as unpickled: the same properties and storage credentials, no renewal."""
+    return FileIO(properties, storage_credentials=storage_credentials)

@@ -257,7 +257,7 @@ class _FileWriter:
             check_properties(overrides, self.metadata.properties)  # refused before any task
             props = {**self.metadata.properties, **overrides}
             self.file_metadata = replace(self.metadata, properties=props)
-        self.io_properties = dict(table.io.properties)
+        self.file_io = table.io
         self.tag = job_tag()
         self.branch = self.options.get("branch") or MAIN_BRANCH
 
@@ -266,7 +266,7 @@ class _FileWriter:
             iterator = (b.rename_columns(self.columns) for b in iterator)
         with profile_scope("write"):
             files = write_batches(
-                self.file_metadata, self.io_properties, self.columns, self.tag, iterator
+                self.file_metadata, self.file_io, self.columns, self.tag, iterator
             )
             return FilesMessage(files)
 

@@ -117,7 +117,7 @@ def iter_numbered_tasks(
 
 
 def _read_partition(
-    io_properties: dict[str, str],
+    file_io: FileIO,
     options: ReadOptions,
     fields: list[NestedField],
     payloads: list[bytes],
@@ -126,13 +126,13 @@ def _read_partition(
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tasks = iter_tasks(batches, payloads)
-        yield from profiled("read", spark_batches(io_properties, options, fields, tasks))
+        yield from profiled("read", spark_batches(file_io, options, fields, tasks))
 
     return run
 
 
 def spark_batches(
-    io_properties: dict[str, str],
+    file_io: FileIO,
     options: ReadOptions,
     fields: list[NestedField],
     tasks: Iterable[FileScanTask],
@@ -144,7 +144,7 @@ def spark_batches(
     prepare_worker()
     target = arrow_for_spark(fields)
     with executor_errors():
-        io = FileIO(io_properties)
+        io = file_io
         cache = DeleteCache()
         for task in tasks:
             try:
@@ -280,5 +280,5 @@ def read(
     if not tasks:
         return spark.createDataFrame([], schema)
     frame = task_frame(spark, tasks, max_partitions)
-    fn = _read_partition(dict(table.io.properties), options, fields, pickled_tasks(tasks))
+    fn = _read_partition(table.io, options, fields, pickled_tasks(tasks))
     return frame.mapInArrow(fn, schema)

@@ -71,9 +71,7 @@ def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]
     )
 
 
-def _matching_positions(
-    io_properties: dict[str, str], options: ReadOptions, payloads: list[bytes]
-) -> Any:
+def _matching_positions(file_io: FileIO, options: ReadOptions, payloads: list[bytes]) -> Any:
     """``mapInArrow`` function: per task, the positions of live rows its residual matches, or
     ``whole`` and no positions when it matches every live row (the file is removed, so its
     positions need not travel to the driver)."""
@@ -83,7 +81,7 @@ def _matching_positions(
 
         prepare_worker()
         with executor_errors():
-            io = FileIO(io_properties)
+            io = file_io
             cache = DeleteCache()
             for task in iter_tasks(batches, payloads):
                 everything = replace_task(task, residual=AlwaysTrue())
@@ -131,7 +129,7 @@ def delete(
         return t
     options = _options(t, (), (POS,))
     out = task_frame(spark, tasks).mapInArrow(
-        _matching_positions(dict(t.io.properties), options, pickled_tasks(tasks)),
+        _matching_positions(t.io, options, pickled_tasks(tasks)),
         "file string, positions array<bigint>, whole boolean",
     )
     with icefloe_errors():
@@ -196,7 +194,7 @@ def _target_keys(
     options = _options(table, ids, meta)
     fields = [schema.find_field(c) for c in on] + [metadata_field(m) for m in meta]
     target = arrow_for_spark(fields)
-    io_properties = dict(table.io.properties)
+    file_io = table.io
     payloads = pickled_tasks(tasks)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -204,7 +202,7 @@ def _target_keys(
 
         prepare_worker()
         with executor_errors():
-            io = FileIO(io_properties)
+            io = file_io
             cache = DeleteCache()
             for number, task in iter_numbered_tasks(batches, payloads):
                 for rb in read_task(io, replace_task(task, residual=AlwaysTrue()), options, cache):

@@ -57,6 +57,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from icefloe.exceptions import ParseError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions import parse
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression
+from icefloe.io import FileIO
 from icefloe.scan.columnar import (
     OPEN_FILE_COST,
     adaptive_split_size,
@@ -330,13 +331,13 @@ class TasksPartition(InputPartition):
 
     def __init__(
         self,
-        io_properties: dict[str, str],
+        file_io: FileIO,
         options: ReadOptions,
         fields: list[NestedField],
         tasks: bytes,
     ) -> None:
         super().__init__(None)
-        self.io_properties = io_properties
+        self.file_io = file_io
         self.options = options
         self.fields = fields
         self.tasks = tasks
@@ -353,10 +354,10 @@ def task_partitions(
     split_size: int,
 ) -> list[TasksPartition]:
     """The planned ``tasks`` bin-packed into partitions of about ``split_size`` bytes."""
-    io_properties = dict(table.io.properties)
+    file_io = table.io
     return [
         TasksPartition(
-            io_properties, options, fields, pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)
+            file_io, options, fields, pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)
         )
         for group in bin_pack(tasks, split_size)
     ]
@@ -365,7 +366,7 @@ def task_partitions(
 def read_partition(partition: TasksPartition) -> Iterator[pa.RecordBatch]:
     """On executors: the Arrow batches of one partition's tasks."""
     tasks: list[FileScanTask] = pickle.loads(partition.tasks)
-    batches = spark_batches(partition.io_properties, partition.options, partition.fields, tasks)
+    batches = spark_batches(partition.file_io, partition.options, partition.fields, tasks)
     yield from profiled("read", batches)
 
 

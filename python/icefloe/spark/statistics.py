@@ -43,7 +43,7 @@ _OUTPUT_ARROW = pa.schema([pa.field("field_id", pa.int32()), pa.field("sketch", 
 
 
 def _sketch_partition(
-    io_properties: dict[str, str],
+    file_io: FileIO,
     options: ReadOptions,
     paths: dict[int, list[str]],
     payloads: list[bytes],
@@ -56,7 +56,7 @@ def _sketch_partition(
 
         prepare_worker()
         with executor_errors():
-            io = FileIO(io_properties)
+            io = file_io
             cache = DeleteCache()
             sketches: dict[int, ThetaSketch] | None = None
             for task in iter_tasks(batches, payloads):
@@ -89,7 +89,7 @@ def distributed_sketcher(spark: Any, max_partitions: int | None = None) -> Sketc
         if not tasks:
             return sketches
         fn = _sketch_partition(
-            dict(io.properties),
+            io,
             scan.read_options(),
             column_paths(schema, names),
             pickled_tasks(tasks),

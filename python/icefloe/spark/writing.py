@@ -160,7 +160,7 @@ def _file_rows(files: list[DataFile]) -> pa.RecordBatch:
 
 def _writer(
     metadata: TableMetadata,
-    io_properties: dict[str, str],
+    file_io: FileIO,
     columns: list[str],
     tag: int,
     flush_bytes: int,
@@ -169,7 +169,7 @@ def _writer(
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with profile_scope("write"):
-            files = write_batches(metadata, io_properties, columns, tag, batches, flush_bytes)
+            files = write_batches(metadata, file_io, columns, tag, batches, flush_bytes)
         yield _file_rows(files)
 
     return run
@@ -177,7 +177,7 @@ def _writer(
 
 def write_batches(
     metadata: TableMetadata,
-    io_properties: dict[str, str],
+    file_io: FileIO,
     columns: list[str],
     tag: int,
     batches: Iterable[pa.RecordBatch],
@@ -192,7 +192,7 @@ def write_batches(
     data_columns = [c for c in columns if c not in LINEAGE]
     prepare_worker()
     with executor_errors():
-        io = FileIO(io_properties)
+        io = file_io
         opts = WriteOptions(task_id=_task_id(tag), spread=False)
         written: list[DataFile] = []
 
@@ -269,13 +269,13 @@ def write_files(
         df = df.toDF(*columns)  # the table's names (they differed in case only)
     ensure_worker_python(df.sparkSession)
     df = cluster(df, table)
-    fn = _writer(metadata, dict(table.io.properties), columns, tag, flush_bytes)
+    fn = _writer(metadata, table.io, columns, tag, flush_bytes)
     return collect_files(df.mapInArrow(fn, "file binary"), table, tag)
 
 
 def _rewriter(
     metadata: TableMetadata,
-    io_properties: dict[str, str],
+    file_io: FileIO,
     options: ReadOptions,
     delete_filter: BooleanExpression,
     tag: int,
@@ -291,7 +291,7 @@ def _rewriter(
 
         prepare_worker()
         with executor_errors():
-            io = FileIO(io_properties)
+            io = file_io
             opts = WriteOptions(task_id=_task_id(tag), spread=False)
             expr = delete_filter
             written: list[DataFile] = []
@@ -478,7 +478,5 @@ def _rewrite_files(
 ) -> list[DataFile]:
     options = table.scan().read_options()
     frame = task_frame(spark, tasks)
-    fn = _rewriter(
-        table.metadata, dict(table.io.properties), options, bound, tag, pickled_tasks(tasks)
-    )
+    fn = _rewriter(table.metadata, table.io, options, bound, tag, pickled_tasks(tasks))
     return collect_files(frame.mapInArrow(fn, "file binary"), table, tag)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from icefloe.catalog.base import Catalog, Identifier
@@ -185,12 +185,21 @@ class RestClient(Catalog):
         table_properties: Mapping[str, str],
         credentials: Mapping[str, str] | None = None,
         refresh_credentials: Callable[[], Mapping[str, str]] | None = None,
+        storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
+        refresh_storage_credentials: Callable[[], Sequence[tuple[str, Mapping[str, str]]]]
+        | None = None,
     ) -> FileIO:
         """A FileIO for a table, without the catalog's own credentials: the table's storage
         properties (and ``credentials`` vended for it); ``refresh_credentials`` renews them
-        before ``s3.session-token-expires-at-ms``."""
+        before ``s3.session-token-expires-at-ms``. ``storage_credentials`` serve the
+        locations under their prefixes (see :class:`~icefloe.io.FileIO`)."""
         props = merge_io_properties(self.properties, {**table_properties, **(credentials or {})})
-        return FileIO(props, refresh_credentials=refresh_credentials)
+        return FileIO(
+            props,
+            refresh_credentials=refresh_credentials,
+            storage_credentials=storage_credentials,
+            refresh_storage_credentials=refresh_storage_credentials,
+        )
 
     @property
     def io(self) -> FileIO:

@@ -47,13 +47,28 @@ class RestTables(RestClient):
         """The FileIO of a loaded table: its config and vended credentials, renewed through
         ``GET .../credentials`` when the server offers it."""
         location = result.metadata.location
-        refresh = None
+        refresh = refresh_all = None
         if ep.TABLE_CREDENTIALS in self.endpoints and result.storage_credentials:
 
-            def refresh() -> Mapping[str, str]:  # vended credentials about to expire
-                return longest_prefix_config(location, self.load_credentials(ident))
+            def refresh_all() -> list[tuple[str, dict[str, str]]]:
+                return self.load_credentials(ident)
 
-        return self.table_io(result.io_properties(), refresh_credentials=refresh)
+            def refresh() -> Mapping[str, str]:  # vended credentials about to expire
+                return longest_prefix_config(location, refresh_all())
+
+        # the table location's own credentials are the FileIO's (renewed by ``refresh``);
+        # the other prefixes serve the files under them (data elsewhere, say)
+        own = max(
+            (p for p, _ in result.storage_credentials if location.startswith(p)),
+            key=len,
+            default=None,
+        )
+        return self.table_io(
+            result.io_properties(),
+            refresh_credentials=refresh,
+            storage_credentials=[pc for pc in result.storage_credentials if pc[0] != own],
+            refresh_storage_credentials=refresh_all,
+        )
 
     def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
         """Identifiers of the tables in ``namespace`` (all pages)."""
