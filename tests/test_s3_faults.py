@@ -21,7 +21,14 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import CorruptFileError, FileIOError, ValidationError
+from icefloe.exceptions import (
+    CorruptFileError,
+    FileIOError,
+    MetadataWriteError,
+    UnknownWriteStateError,
+    ValidationError,
+    commit_did_not_happen,
+)
 from icefloe.io import FileIO, check_location
 from icefloe.table import Table
 from icefloe.write import native_writer
@@ -155,6 +162,28 @@ def test_a_failed_small_upload_is_a_file_io_error_and_leaves_nothing(
     proxy.clear()
     assert _uploads(moto_s3, location) == [] and _data_files(moto_s3, location) == []
     assert t.refresh().scan().to_arrow().num_rows == 0
+
+
+@pytest.mark.parametrize("status", [503, 0], ids=["503", "reset"])
+def test_a_metadata_file_that_cannot_be_written_leaves_the_table_unchanged(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path, status: int
+) -> None:
+    """Every PUT of the new metadata file fails (the store's outcome unknown): the pointer
+    never moved, so the commit is known not to have happened and its data files go."""
+    t, location = _table(moto_s3, proxy, tmp_path)
+    t.append(_rows(3))
+    kept = _data_files(moto_s3, location)
+    fault = Fault("PUT", r"/metadata/\S+\.metadata\.json", status)
+    proxy.add(fault)
+    with pytest.raises(MetadataWriteError, match="the table did not change") as info:
+        t.append(_rows(10))
+    assert not isinstance(info.value, UnknownWriteStateError) and fault.hits
+    assert commit_did_not_happen(info.value)
+    proxy.clear()
+    assert _data_files(moto_s3, location) == kept  # the failed append's file was deleted
+    assert t.refresh().scan().to_arrow().num_rows == 3
+    t.append(_rows(1))  # the table goes on
+    assert t.scan().to_arrow().num_rows == 4
 
 
 # -- reads -------------------------------------------------------------------------------------

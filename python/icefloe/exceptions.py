@@ -17,6 +17,7 @@ __all__ = [
     "ForbiddenError",
     "IcebergError",
     "InternalError",
+    "MetadataWriteError",
     "MissingDependencyError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
@@ -182,13 +183,19 @@ def commit_did_not_happen(exc: BaseException) -> bool:
     Catalogs raise :class:`CommitFailedError`, :class:`CommitConflictError` and
     :class:`ValidationError` only before the pointer can have moved, so the files the attempt
     wrote may be deleted; so is :class:`TableAlreadyExistsError` (a staged create whose name
-    was taken: its table never existed). Every other exception,
+    was taken: its table never existed), and :class:`MetadataWriteError` (the new metadata file
+    could not be written, before any swap). Every other exception,
     :class:`CommitStateUnknownError`, an I/O error or a ``KeyboardInterrupt``/``SystemExit``
     arriving during or after the swap, leaves the outcome unknown: the new metadata may
     reference those files and they are kept.
     """
     return isinstance(
-        exc, CommitFailedError | CommitConflictError | ValidationError | TableAlreadyExistsError
+        exc,
+        CommitFailedError
+        | CommitConflictError
+        | ValidationError
+        | TableAlreadyExistsError
+        | MetadataWriteError,
     )
 
 
@@ -211,3 +218,8 @@ class AlreadyExistsError(FileIOError):
 
 class UnknownWriteStateError(FileIOError):
     """A write may or may not have happened (the store did not answer); the message names it."""
+
+
+class MetadataWriteError(FileIOError):
+    """A commit's new metadata file could not be written, so the commit did not happen: the
+    table is unchanged and the files the attempt wrote were deleted. Retrying may succeed."""

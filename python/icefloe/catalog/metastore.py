@@ -19,7 +19,13 @@ from icefloe.catalog.base import (
     split_identifier,
     to_identifier,
 )
-from icefloe.exceptions import CommitFailedError, NoSuchNamespaceError, TableAlreadyExistsError
+from icefloe.exceptions import (
+    CommitFailedError,
+    FileIOError,
+    MetadataWriteError,
+    NoSuchNamespaceError,
+    TableAlreadyExistsError,
+)
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
 from icefloe.table import Table
 from icefloe.table_paths import metadata_file_version, new_metadata_file_location
@@ -63,9 +69,18 @@ class MetastoreCatalog(Catalog):
         return self._get_pointer(identifier)
 
     def _write_metadata(self, metadata: TableMetadata, version: int) -> str:
+        """Write ``metadata`` as a new metadata file; :class:`MetadataWriteError` when it cannot
+        be written (the pointer has not moved, so the commit or create did not happen)."""
         location = new_metadata_file_location(metadata.location, metadata.properties, version)
         data = metadata.to_bytes(compress=is_gzip_metadata_path(location))
-        self.table_io(metadata.properties).new_output(location).write(data)
+        io = self.table_io(metadata.properties)
+        try:
+            io.new_output(location).write(data)
+        except FileIOError as exc:
+            io.delete_quietly(location)  # the store may have written it: nothing references it
+            raise MetadataWriteError(
+                f"the table did not change: cannot write its new metadata file: {exc}"
+            ) from exc
         return location
 
     @staticmethod
