@@ -139,6 +139,39 @@ def test_other_units_and_widths_are_read_as_the_table_types(tmp_path: Path) -> N
         t.add_files([str(tmp_path / "other.parquet")])
 
 
+def test_unsigned_integers_are_read_as_iceberg_java_maps_them(tmp_path: Path) -> None:
+    """UINT_8 and UINT_16 as int or long, UINT_32 as long only, UINT_64 refused; the bounds
+    are the unsigned values, so filters prune by them."""
+    schema = pa.schema([("a", pa.int32()), ("b", pa.int32()), ("c", pa.int64())])
+    t = _mapped_table(tmp_path, schema)
+    top = 2**32 - 1
+    unsigned = pa.table(
+        {
+            "a": pa.array([1, 255], pa.uint8()),
+            "b": pa.array([1, 65535], pa.uint16()),
+            "c": pa.array([1, top], pa.uint32()),
+        }
+    )
+    pq.write_table(unsigned, tmp_path / "u.parquet")
+    t.add_files([str(tmp_path / "u.parquet")])
+    want = {"a": [1, 255], "b": [1, 65535], "c": [1, top]}
+    assert t.scan().to_arrow().sort_by("a").to_pydict() == want
+    assert pyiceberg_read(t).sort_by("a").to_pydict() == want
+    assert t.scan(row_filter=f"c = {top} and a > 200 and b > 60000").to_arrow().num_rows == 1
+    assert t.scan(row_filter="c < 0").plan_files() == []  # pruned by the unsigned bounds
+    for column, kind, match in [
+        ("a", pa.uint32(), "cannot be read as int32"),
+        ("c", pa.uint64(), "cannot be read as int64"),
+    ]:
+        bad = unsigned.set_column(
+            unsigned.schema.get_field_index(column), column, pa.array([1, 2], kind)
+        )
+        pq.write_table(bad, tmp_path / "bad.parquet")
+        with pytest.raises(ValidationError, match=match):
+            t.add_files([str(tmp_path / "bad.parquet")])
+    assert t.scan().to_arrow().num_rows == 2
+
+
 def test_files_without_ids_follow_renames_and_added_columns(tmp_path: Path) -> None:
     """Schema changes extend the name mapping (new names join, old ones stay as aliases), so
     files written before and after a rename resolve; compaction reads them through it."""

@@ -159,8 +159,10 @@ def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
         return (have.tz is None) == (want.tz is None)
     if (types.is_time32(have) or types.is_time64(have)) and types.is_time64(want):
         return True
-    if types.is_int8(have) or types.is_int16(have):
+    if types.is_int8(have) or types.is_int16(have) or types.is_uint8(have) or types.is_uint16(have):
         return bool(types.is_int32(want) or types.is_int64(want))
+    if types.is_uint32(have):  # as Iceberg Java maps UINT_32: to long only
+        return bool(types.is_int64(want))
     if types.is_dictionary(have):
         return _compatible(have.value_type, want)
     return False
