@@ -595,6 +595,13 @@ def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:
         assert io["s3.endpoint"] == "http://127.0.0.1:1"
         assert io["s3.access-key-id"] == "long" and "s3.session-token" not in io
         assert c.load_credentials("db.t") == creds[:2]  # the prefixes covering the table
+        # and those covering where its data files go
+        props = {"write.data.path": "s3://elsewhere/data"}
+        e = c.create_table("db.e", ROWS, properties=props)
+        assert c.load_credentials("db.e") == creds
+        assert e.io.properties["s3.access-key-id"] == "long"
+        routed = e.io.for_location("s3://elsewhere/data/x.parquet").properties
+        assert routed["s3.access-key-id"] == "other" and "s3.session-token" not in routed
         plain = RestCatalog("p", uri=server.url, **{"rest.access-delegation": ""})
         io = plain.load_table("db.t").io.properties
         assert io["s3.endpoint"] == "http://127.0.0.1:1" and "s3.access-key-id" not in io

@@ -70,7 +70,7 @@ from icefloe.rest.paging import page
 from icefloe.rest.views import ViewRoutes
 from icefloe.schema import Schema
 from icefloe.sorting import SortOrder
-from icefloe.table_paths import metadata_location
+from icefloe.table_paths import data_location, metadata_location
 
 __all__ = ["CredentialProvider", "Reply", "RestService", "printable"]
 
@@ -217,9 +217,19 @@ class RestService(ViewRoutes):
         )
 
     # -- tables ---------------------------------------------------------------------------------
-    def _credentials(self, ident: Identifier, location: str) -> list[tuple[str, dict[str, str]]]:
-        """The configured credentials whose prefix covers ``location``, then the provider's."""
-        creds = [(p, c) for p, c in self.storage_credentials if location.startswith(p)]
+    def _credentials(
+        self, ident: Identifier, metadata: TableMetadata
+    ) -> list[tuple[str, dict[str, str]]]:
+        """The configured credentials whose prefix covers the table's location or the
+        directory of its data or metadata files (``write.data.path`` elsewhere, say), then
+        the provider's for the location."""
+        location = metadata.location
+        dirs = (
+            location,
+            f"{data_location(location, metadata.properties)}/",
+            f"{metadata_location(location, metadata.properties)}/",
+        )
+        creds = [(p, c) for p, c in self.storage_credentials if any(d.startswith(p) for d in dirs)]
         if self.credential_provider is not None:
             creds += [(p, dict(c)) for p, c in self.credential_provider(ident, location)]
         return creds
@@ -235,7 +245,7 @@ class RestService(ViewRoutes):
         credentials (``X-Iceberg-Access-Delegation``)."""
         creds: list[tuple[str, dict[str, str]]] = []
         if delegation and "vended-credentials" in delegation:
-            creds = self._credentials(ident, metadata.location)
+            creds = self._credentials(ident, metadata)
         return LoadTableResult(metadata, location, dict(self.table_config), creds).to_json()
 
     def list_tables(self, ns: Identifier, query: Mapping[str, str]) -> Reply:
@@ -322,8 +332,8 @@ class RestService(ViewRoutes):
 
     def load_credentials(self, ident: Identifier) -> Reply:
         """``GET .../credentials``: the storage credentials covering the table's location."""
-        location = self.catalog.load_table(ident).metadata.location
-        creds = [{"prefix": p, "config": c} for p, c in self._credentials(ident, location)]
+        metadata = self.catalog.load_table(ident).metadata
+        creds = [{"prefix": p, "config": c} for p, c in self._credentials(ident, metadata)]
         return 200, {"storage-credentials": creds}, {}
 
     def table_exists(self, ident: Identifier) -> Reply:
