@@ -19,7 +19,8 @@ parentheses are limited by the Python stack (the parser keeps explicit stacks).
                | column ["not"] "like" string
                | column ["not"] "between" literal "and" literal
     cmp       := "<" | "<=" | ">" | ">=" | "=" | "==" | "!=" | "<>"
-    column    := name ("." name)* | '"' quoted name ('""' for a quote) '"' | `backquoted`
+    column    := part ("." part)*
+    part      := name | '"' quoted name ('""' for a quote) '"' | `backquoted`
     literal   := number | string | X'hex bytes' | "true" | "false"
 
 Numbers: ``5`` and ``-5`` are ints, ``1.50`` a ``Decimal`` (exact), ``1e3`` / ``1.5E-2`` floats.
@@ -60,7 +61,9 @@ _SPATIAL = {"st_intersects": Op.ST_INTERSECTS, "st_disjoint": Op.ST_DISJOINT}
 _CMP = {"<": Op.LT, "<=": Op.LT_EQ, ">": Op.GT, ">=": Op.GT_EQ, "=": Op.EQ, "==": Op.EQ}
 _CMP.update({"!=": Op.NOT_EQ, "<>": Op.NOT_EQ})
 _NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# a name part: letters (any script), digits and underscores, not starting with a digit
+_IDENT = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+_PART = re.compile(r"[^\W\d]\w*")
 _HEX = re.compile(r"[xX]'([0-9A-Fa-f]*)'")
 
 
@@ -105,6 +108,22 @@ def _read_quoted(
     raise _error(text, start, f"unterminated {what}")
 
 
+def _more_parts(text: str, name: str, i: int) -> tuple[str, int]:
+    """``name`` extended by the ``.part`` s that follow it at ``i``, each plain or quoted
+    (``a."b c".d`` is the nested field ``d`` of ``b c`` of ``a``); and the end position."""
+    while i + 1 < len(text) and text[i] == ".":
+        if text[i + 1] in '"`':
+            part, end, _ = _read_quoted(text, i + 1, text[i + 1], backslash=False)
+            if not part:
+                raise _error(text, i + 1, "empty quoted name")
+        elif (m := _PART.match(text, i + 1)) is not None:
+            part, end = m.group(0), m.end()
+        else:
+            break
+        name, i = f"{name}.{part}", end
+    return name, i
+
+
 def _tokenize(text: str) -> list[_Tok]:
     toks: list[_Tok] = []
     i, n = 0, len(text)
@@ -133,6 +152,7 @@ def _tokenize(text: str) -> list[_Tok]:
             s, end, _ = _read_quoted(text, i, c, backslash=False)
             if not s:
                 raise _error(text, i, "empty quoted name")
+            s, end = _more_parts(text, s, end)
             toks.append(_Tok("ident", s, i))
             i = end
         elif (m := _HEX.match(text, i)) is not None:
@@ -159,10 +179,11 @@ def _tokenize(text: str) -> list[_Tok]:
             toks.append(_Tok("num", value, i))
             i = end
         elif (m := _IDENT.match(text, i)) is not None:
-            word = m.group(0)
+            word, end = _more_parts(text, m.group(0), m.end())
             low = word.lower()
-            toks.append(_Tok("kw", low, i) if low in KEYWORDS else _Tok("ident", word, i))
-            i = m.end()
+            kw = low in KEYWORDS and end == m.end()
+            toks.append(_Tok("kw", low, i) if kw else _Tok("ident", word, i))
+            i = end
         else:
             raise _error(text, i, f"unexpected character {c!r}")
     toks.append(_Tok("eof", None, n))
