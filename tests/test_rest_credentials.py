@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +81,22 @@ class ShortLivedKeys:
 def vending(tmp_path: Path) -> Iterator[tuple[str, ShortLivedKeys, AuthMoto]]:
     """(REST server url, its credential provider, the S3 server)."""
     pytest.importorskip("uvicorn")
-    from icefloe import rest
-
     moto = AuthMoto(tmp_path)
     keys = ShortLivedKeys(moto)
+    try:
+        with _serving(tmp_path, moto, keys) as url:
+            yield url, keys, moto
+    finally:
+        keys.close()
+        moto.stop()
+
+
+@contextmanager
+def _serving(tmp_path: Path, moto: AuthMoto, provider: Any) -> Iterator[str]:
+    """``icefloe serve`` over a SQL catalog with its warehouse on ``moto``, vending what
+    ``provider`` mints; its URL."""
+    from icefloe import rest
+
     backing = SqlCatalog(
         "backing",
         uri=f"sqlite:///{tmp_path}/catalog.db",
@@ -92,12 +105,10 @@ def vending(tmp_path: Path) -> Iterator[tuple[str, ShortLivedKeys, AuthMoto]]:
     )
     table_config = {"s3.endpoint": moto.endpoint, "s3.region": REGION}
     try:
-        with rest.start(backing, credential_provider=keys, table_config=table_config) as server:
-            yield server.url, keys, moto
+        with rest.start(backing, credential_provider=provider, table_config=table_config) as s:
+            yield s.url
     finally:
-        keys.close()
         backing.close()
-        moto.stop()
 
 
 ROWS = pa.schema([pa.field("id", pa.int64())])
@@ -204,22 +215,13 @@ def test_credentials_vended_per_prefix_serve_their_locations(
     """A table whose data files live in another bucket (``write.data.path``) is written, read,
     renewed and cleaned up with the key vended for each location's prefix."""
     pytest.importorskip("uvicorn")
-    from icefloe import rest
-
     monkeypatch.setattr(icefloe.io, "REFRESH_MARGIN_MS", int(RENEW_S * 1000))
     moto = AuthMoto(tmp_path)
     keys = PrefixKeys(moto)
     moto.client("s3", *moto.admin).create_bucket(Bucket="other")
-    backing = SqlCatalog(
-        "backing",
-        uri=f"sqlite:///{tmp_path}/catalog.db",
-        warehouse=f"s3://{BUCKET}/wh",
-        **moto.properties(*moto.admin),
-    )
-    table_config = {"s3.endpoint": moto.endpoint, "s3.region": REGION}
     try:
-        with rest.start(backing, credential_provider=keys, table_config=table_config) as server:
-            c = RestCatalog("client", uri=server.url)
+        with _serving(tmp_path, moto, keys) as url:
+            c = RestCatalog("client", uri=url)
             c.create_namespace("db")
             t = c.create_table("db.t", ROWS, properties={"write.data.path": "s3://other/data"})
             # neither vended key can reach the other's bucket: the control
@@ -251,7 +253,6 @@ def test_credentials_vended_per_prefix_serve_their_locations(
             assert not any(s in repr(t.io) for s in secrets if len(s) > 20)
     finally:
         keys.close()
-        backing.close()
         moto.stop()
 
 
