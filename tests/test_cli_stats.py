@@ -81,3 +81,23 @@ def test_a_missing_statistics_file_is_reported_not_fatal(tmp_path: Path) -> None
     check = health["statistics"]
     assert check["verdict"] == "warn" and "table statistics file missing" in check["value"]
     assert check["fix"] == "icefloe compute-stats db.events"
+
+
+def test_a_missing_statistics_file_is_flagged_when_its_counts_are_in_the_metadata(
+    tmp_path: Path,
+) -> None:
+    """Blobs with an ``ndv`` property answer without reading the file, so its absence went
+    unnoticed; ``stats`` and ``describe`` now name the missing file beside the counts."""
+    import os
+
+    world = build_world(tmp_path / "world")
+    t = world.catalog().load_table("db.events")
+    st = t.compute_statistics()
+    path = st.statistics_path
+    os.remove(path.removeprefix("file://"))
+    doc = run(world, "stats", "db.events", "--json").json()
+    assert doc["ndv"] and "unreadable" not in doc  # the counts still come from the metadata
+    assert doc["missing_files"] == [{"kind": "table", "path": path}]
+    assert run(world, "describe", "db.events", "--json").json()["statistics"] == doc
+    text = run(world, "stats", "db.events").stdout
+    assert "the table statistics file is missing" in text and "compute-stats" in text

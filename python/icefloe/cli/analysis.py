@@ -24,6 +24,7 @@ __all__ = [
     "axis_positions",
     "check_snapshot",
     "file_stats",
+    "missing_statistics_files",
     "partition_label",
     "partition_stats",
     "small_file_threshold",
@@ -423,3 +424,21 @@ def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStat
     ]
     rows.sort(key=lambda r: (-r.records, r.label))
     return PartitionStats(rows)
+
+
+def missing_statistics_files(table: Any, status: Any) -> list[tuple[str, str]]:
+    """(kind, path) of the statistics files registered for the snapshots ``status`` names
+    that storage does not hold (computing them again replaces the registration)."""
+    from icefloe.table.partition_statistics import partition_statistics_file_for
+    from icefloe.table.statistics import statistics_file_for
+
+    meta, out = table.metadata, []
+    files = [
+        ("table", status.table_statistics_snapshot_id, statistics_file_for),
+        ("partition", status.partition_statistics_snapshot_id, partition_statistics_file_for),
+    ]
+    for kind, sid, find in files:
+        registered = find(meta, sid) if sid is not None else None
+        if registered is not None and not table.io.exists(registered.statistics_path):
+            out.append((kind, registered.statistics_path))
+    return out

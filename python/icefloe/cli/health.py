@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.cli.analysis import FileStats, file_stats
+from icefloe.cli.analysis import FileStats, file_stats, missing_statistics_files
 from icefloe.cli.names import show_name
 from icefloe.cli.render import deletes_text, human_size, pct, plural, printable
 
@@ -351,7 +351,7 @@ def _statistics(table: Any, cmd: str) -> Check:
     missing = [n for n, behind in kinds if behind is None]
     stale = [(n, behind) for n, behind in kinds if behind]
     current = [n for n, behind in kinds if behind == 0]
-    gone = _missing_statistics_files(table, status)
+    gone = missing_statistics_files(table, status)
     if gone:
         return Check(
             "statistics",
@@ -394,24 +394,6 @@ def _statistics(table: Any, cmd: str) -> Check:
             "partition_statistics_behind": status.partition_statistics_behind,
         },
     )
-
-
-def _missing_statistics_files(table: Any, status: Any) -> list[tuple[str, str]]:
-    """(kind, path) of the statistics files registered for the snapshots ``status`` names
-    that storage does not hold (computing them again replaces the registration)."""
-    from icefloe.table.partition_statistics import partition_statistics_file_for
-    from icefloe.table.statistics import statistics_file_for
-
-    meta, out = table.metadata, []
-    files = [
-        ("table", status.table_statistics_snapshot_id, statistics_file_for),
-        ("partition", status.partition_statistics_snapshot_id, partition_statistics_file_for),
-    ]
-    for kind, sid, find in files:
-        registered = find(meta, sid) if sid is not None else None
-        if registered is not None and not table.io.exists(registered.statistics_path):
-            out.append((kind, registered.statistics_path))
-    return out
 
 
 def _needs_catalog(check: Check, name: str) -> Check:

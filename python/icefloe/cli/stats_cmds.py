@@ -9,6 +9,7 @@ from typing import Any
 import click
 from rich.table import Table as RichTable
 
+from icefloe.cli.analysis import missing_statistics_files
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.render import literal
 from icefloe.exceptions import IcebergError
@@ -48,6 +49,9 @@ def statistics_json(table: Any) -> dict[str, Any]:
     }
     if unreadable is not None:
         doc["unreadable"] = unreadable
+    missing = missing_statistics_files(table, status)
+    if missing:
+        doc["missing_files"] = [{"kind": kind, "path": path} for kind, path in missing]
     return doc
 
 
@@ -64,6 +68,11 @@ def print_statistics(state: State, doc: dict[str, Any]) -> None:
     if doc.get("unreadable"):
         console.print(
             f"[bold yellow]the statistics file cannot be read[/]: {literal(doc['unreadable'])}"
+        )
+    for gone in doc.get("missing_files", []):
+        console.print(
+            f"[bold yellow]the {gone['kind']} statistics file is missing[/]: "
+            f"{literal(gone['path'])} (compute-stats writes it again)"
         )
     if doc["ndv"]:
         grid = RichTable("column", "distinct values", box=None, padding=(0, 2))
