@@ -594,6 +594,8 @@ def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:
         io = c.load_table("db.t").io.properties
         assert io["s3.endpoint"] == "http://127.0.0.1:1"
         assert io["s3.access-key-id"] == "long" and "s3.session-token" not in io
+        t_io = c.load_table("db.t").io  # the table's files: its (longest) prefix, not file:///
+        assert t_io.for_location(f"{wh}/db/t/metadata/m.avro").properties == io
         assert c.load_credentials("db.t") == creds[:2]  # the prefixes covering the table
         # and those covering where its data files go
         props = {"write.data.path": "s3://elsewhere/data"}

@@ -11,6 +11,7 @@ Credentials vended per storage prefix serve the locations under each prefix.
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from collections.abc import Iterator
@@ -168,20 +169,22 @@ def test_expiring_vended_credentials_are_renewed(
 
 
 class PrefixKeys:
-    """A credential provider vending two prefixes: the table's location with a key allowed
-    only the warehouse bucket, and ``s3://other/`` with a key allowed only that bucket; each
-    key lives ``TTL_S`` seconds."""
+    """A credential provider vending three prefixes: the table's location with a key allowed
+    only the warehouse bucket, ``s3://other/`` with a key allowed only that bucket, and the
+    whole warehouse bucket with a key that may only read it; each key lives ``TTL_S``
+    seconds."""
 
     def __init__(self, moto: AuthMoto) -> None:
         self.moto = moto
-        self.vended: dict[str, list[str]] = {"table": [], "other": []}
+        self.vended: dict[str, list[str]] = {"table": [], "other": [], "reader": []}
         self._timers: list[threading.Timer] = []
 
     def _key(self, scope: str, bucket: str) -> dict[str, str]:
         iam = self.moto.iam
         user = f"{scope}{len(self.vended[scope])}"
         iam.create_user(UserName=user)
-        iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=bucket_policy(bucket))
+        policy = bucket_policy(bucket, read_only=scope == "reader")
+        iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=policy)
         key = iam.create_access_key(UserName=user)["AccessKey"]
         self.vended[scope].append(key["AccessKeyId"])
         timer = threading.Timer(
@@ -200,6 +203,7 @@ class PrefixKeys:
 
     def __call__(self, ident: tuple[str, ...], location: str) -> list[tuple[str, dict[str, str]]]:
         return [
+            (f"s3://{BUCKET}/", self._key("reader", BUCKET)),  # shorter: never the table's
             (location, self._key("table", BUCKET)),
             ("s3://other/", self._key("other", "other")),
         ]
@@ -228,6 +232,11 @@ def test_credentials_vended_per_prefix_serve_their_locations(
             table_key = FileIO(dict(t.io.properties))
             with pytest.raises(FileIOError, match="access denied"):
                 table_key.new_output("s3://other/data/probe").write(b"x")
+            # nor can the bucket-wide key write: files under the table's location take the
+            # key of the longest prefix they start with, the table's
+            reader = FileIO(dict(t.io.for_location(f"s3://{BUCKET}/elsewhere").properties))
+            with pytest.raises(FileIOError, match="access denied"):
+                reader.new_output(f"{t.location}/probe").write(b"x")
             t.append(_rows([1, 2]))
             t.append(_rows([3]))
             data = _data_files(t)
@@ -241,6 +250,9 @@ def test_credentials_vended_per_prefix_serve_their_locations(
             t.append(_rows([4]))
             assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [2, 3, 4]
             assert len(keys.vended["other"]) > first["other"]
+            # a pickled copy (what Spark executors get) holds the renewed keys
+            shipped = pickle.loads(pickle.dumps(t.io))
+            assert shipped.new_input(_data_files(t)[0]).read()[:4] == b"PAR1"
             # expiry deletes the replaced data files in the other bucket with its key
             admin_s3 = moto.client("s3", *moto.admin)
             t.overwrite(_rows([9]))

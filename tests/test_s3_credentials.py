@@ -109,6 +109,69 @@ def test_storage_credentials_serve_the_locations_under_their_prefix(s3proxy: S3S
         FileIO({}, storage_credentials=[("", good)])
 
 
+def test_a_renewed_prefix_ships_its_renewed_keys(s3proxy: S3Server) -> None:
+    """A pickled FileIO (as the Spark paths ship it to executors) carries the credentials a
+    storage prefix renewed, not the ones first vended."""
+    base = s3proxy.fresh_location()
+    FileIO(s3proxy.properties()).new_output(f"{base}/in/a.bin").write(b"ok")
+    soon = str(int(time.time() * 1000) + 30_000)  # within the renewal margin
+    stale = {"s3.access-key-id": s3proxy.access_key, "s3.secret-access-key": SECRET}
+    good = {"s3.access-key-id": s3proxy.access_key, "s3.secret-access-key": s3proxy.secret_key}
+    hour = str(int(time.time() * 1000) + 3_600_000)
+    io = FileIO(
+        _no_keys(s3proxy),
+        storage_credentials=[(f"{base}/in", {**stale, "s3.session-token-expires-at-ms": soon})],
+        refresh_storage_credentials=lambda: [
+            (f"{base}/in", {**good, "s3.session-token-expires-at-ms": hour})
+        ],
+    )
+    assert io.new_input(f"{base}/in/a.bin").read() == b"ok"  # renewed on first use
+    shipped = pickle.loads(pickle.dumps(io))
+    assert shipped.new_input(f"{base}/in/a.bin").read() == b"ok"
+    # never used before pickling: renewed while pickling, since the copy cannot renew
+    fresh_io = FileIO(
+        _no_keys(s3proxy),
+        storage_credentials=[(f"{base}/in", {**stale, "s3.session-token-expires-at-ms": soon})],
+        refresh_storage_credentials=lambda: [
+            (f"{base}/in", {**good, "s3.session-token-expires-at-ms": hour})
+        ],
+    )
+    assert pickle.loads(pickle.dumps(fresh_io)).new_input(f"{base}/in/a.bin").read() == b"ok"
+
+
+def test_a_prefix_without_keys_uses_the_renewed_keys_of_the_table(s3proxy: S3Server) -> None:
+    """A storage prefix vended with no keys of its own (a region only) reads with the table's
+    keys, renewed when they are: not with the expired ones, and not by asking the catalog
+    for its own on every file access."""
+    base = s3proxy.fresh_location()
+    FileIO(s3proxy.properties()).new_output(f"{base}/eu/a.bin").write(b"ok")
+    renewals: list[str] = []
+
+    def refresh_table() -> dict[str, str]:
+        renewals.append("table")
+        return {
+            "s3.secret-access-key": s3proxy.secret_key,
+            "s3.session-token-expires-at-ms": str(int(time.time() * 1000) + 3_600_000),
+        }
+
+    def refresh_prefixes() -> list[tuple[str, dict[str, str]]]:
+        renewals.append("prefixes")
+        return [(f"{base}/eu", {"s3.region": REGION})]
+
+    expired = s3proxy.properties(
+        **{"s3.secret-access-key": SECRET, "s3.session-token-expires-at-ms": "1000"}
+    )
+    io = FileIO(
+        expired,
+        refresh_credentials=refresh_table,
+        storage_credentials=[(f"{base}/eu", {"s3.region": REGION})],
+        refresh_storage_credentials=refresh_prefixes,
+    )
+    for _ in range(5):
+        assert io.new_input(f"{base}/eu/a.bin").read() == b"ok"
+    assert renewals == ["table"]
+
+
 def test_expiring_credentials_are_refreshed(s3proxy: S3Server) -> None:
     location = f"{s3proxy.fresh_location()}/r.bin"
     FileIO(s3proxy.properties()).new_output(location).write(b"data")
@@ -268,7 +331,10 @@ def test_a_failed_renewal_keeps_valid_credentials(
     location = f"{moto_s3.fresh_location()}/f.bin"
     FileIO(moto_s3.properties()).new_output(location).write(b"data")
 
+    calls: list[int] = []
+
     def refresh() -> dict[str, str]:
+        calls.append(1)
         raise ConnectionError("catalog unreachable")
 
     soon = str(int(time.time() * 1000) + 30_000)  # within the renewal margin, still valid
@@ -276,8 +342,10 @@ def test_a_failed_renewal_keeps_valid_credentials(
         moto_s3.properties(**{"s3.session-token-expires-at-ms": soon}), refresh_credentials=refresh
     )
     with caplog.at_level(logging.WARNING, logger="icefloe.io"):
-        assert io.new_input(location).read() == b"data"
+        for _ in range(5):
+            assert io.new_input(location).read() == b"data"
     assert "renewing storage credentials failed" in caplog.text
+    assert calls == [1]  # tried again seconds later, not on every file access
     expired = FileIO(
         moto_s3.properties(**{"s3.session-token-expires-at-ms": "1000"}),
         refresh_credentials=refresh,

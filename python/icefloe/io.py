@@ -87,6 +87,8 @@ __all__ = [
 
 #: Temporary credentials are renewed this long before they expire.
 REFRESH_MARGIN_MS = 60_000
+#: Renewals of credentials that still work are at least this far apart.
+RENEW_RETRY_MS = 5_000
 WHOLE_READ_BYTES = 4 << 20
 #: Bytes a local output stream gathers before writing them to the file.
 _LOCAL_WRITE_BUFFER = 256 << 10
@@ -495,10 +497,16 @@ class FileIO:
     for the storage locations of one table: a location is read and written with the
     properties of the longest prefix it starts with (overlaid on ``properties``), and with
     ``properties`` alone when none matches. ``refresh_storage_credentials`` returns the pairs
-    anew when those of a prefix are about to expire.
+    anew when those of a prefix are about to expire. The locations under ``own_prefix`` (one
+    of the prefixes, whose credentials ``properties`` already hold and ``refresh_credentials``
+    renews) are served by this FileIO itself.
 
-    A FileIO pickles as its properties and storage credentials (to ship to other processes,
-    such as Spark executors); the copy does not renew credentials.
+    A prefix whose properties hold no keys of their own (only a region, say) uses the keys of
+    ``properties``, renewed with them.
+
+    A FileIO pickles as its properties and storage credentials as they are at that moment
+    (those about to expire renewed first), to ship to other processes such as Spark
+    executors; the copy does not renew credentials.
     """
 
     def __init__(
@@ -509,10 +517,12 @@ class FileIO:
         storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
         refresh_storage_credentials: Callable[[], Sequence[tuple[str, Mapping[str, str]]]]
         | None = None,
+        own_prefix: str | None = None,
     ) -> None:
         self.properties: dict[str, str] = dict(properties or {})
         _remember_secrets(secret_values(self.properties))
         self._refresh_credentials = refresh_credentials
+        self._renew_after_ms = 0.0
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
         self._s3: S3Client | None = None
         self._s3_resolved = False
@@ -527,6 +537,7 @@ class FileIO:
         # longest prefix first: the first one a location starts with is the one to use
         self._prefixes = sorted(self.storage_credentials, key=lambda pc: -len(pc[0]))
         self._routed: dict[str, FileIO] = {}
+        self._own_prefix = own_prefix
 
     def __repr__(self) -> str:
         prefixes = [p for p, _ in self.storage_credentials]
@@ -534,20 +545,44 @@ class FileIO:
         return f"FileIO({redacted(self.properties)!r}{routed})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_restored_file_io, (self.properties, self.storage_credentials))
+        # the credentials in use now (renewed ones, not those first given), renewed first
+        # when they are about to expire: the copy cannot renew them itself
+        properties = self.current_properties()
+        prefixes = [
+            (prefix, self._routed_for(prefix, config).current_properties())
+            for prefix, config in self.storage_credentials
+            if prefix != self._own_prefix
+        ]
+        if self._own_prefix is not None:
+            prefixes.append((self._own_prefix, properties))
+        return (_restored_file_io, (properties, prefixes))
+
+    def current_properties(self) -> dict[str, str]:
+        """The properties in use, with credentials about to expire renewed first."""
+        with self._lock:
+            self._refresh_if_expiring()
+            return dict(self.properties)
 
     def for_location(self, location: str) -> FileIO:
         """The FileIO that serves ``location``: the one of the longest storage-credential
         prefix it starts with, else this one."""
         match = next((pc for pc in self._prefixes if location.startswith(pc[0])), None)
-        if match is None:
+        if match is None or match[0] == self._own_prefix:
             return self
-        prefix, config = match
+        return self._routed_for(*match)
+
+    def _routed_for(self, prefix: str, config: Mapping[str, str]) -> FileIO:
+        """The FileIO of storage-credential ``prefix`` (made on first use)."""
         with self._lock:
             routed = self._routed.get(prefix)
             if routed is None:
-                refresh = None
-                if self._refresh_storage is not None:
+                refresh: Callable[[], Mapping[str, str]] | None = None
+                if not _has_keys(config):
+                    # no keys of its own: this FileIO's, renewed by it (lock order: the
+                    # routed FileIO's lock, then this one's; never the other way round)
+                    if self._refresh_credentials is not None:
+                        refresh = functools.partial(_renewed_keys, self, config)
+                elif self._refresh_storage is not None:
                     refresh = functools.partial(_prefix_config, self._refresh_storage, prefix)
                 routed = FileIO(
                     overlay_credentials(self.properties, config), refresh_credentials=refresh
@@ -632,8 +667,9 @@ class FileIO:
     def _refresh_if_expiring(self) -> None:
         """Swap in fresh credentials when the current ones expire within
         :data:`REFRESH_MARGIN_MS` (lock held). If the renewal fails while the current ones are
-        still valid, they are kept (and renewal tried again on the next access); once they
-        have expired, the failure is raised as :class:`FileIOError`."""
+        still valid, they are kept; once they have expired, the failure is raised as
+        :class:`FileIOError`. While they are valid, renewals are :data:`RENEW_RETRY_MS` apart
+        at least (not one per file access when renewing fails or gives short-lived ones)."""
         raw = self.properties.get(S3_TOKEN_EXPIRES_AT_MS)
         if self._refresh_credentials is None or raw is None:
             return
@@ -644,6 +680,9 @@ class FileIO:
         now_ms = time.time() * 1000
         if expires_ms - REFRESH_MARGIN_MS > now_ms:
             return
+        if expires_ms > now_ms and now_ms < self._renew_after_ms:
+            return  # renewed (or tried to) moments ago; the current ones still work
+        self._renew_after_ms = now_ms + RENEW_RETRY_MS
         try:
             fresh = dict(self._refresh_credentials())
             if not fresh:
@@ -1005,15 +1044,27 @@ def _list_local(root: str, base: str) -> Iterator[FileInfo]:
             yield FileInfo(f"{base}/{rel}", st.st_size, st.st_mtime_ns // 1_000_000)
 
 
+def _has_keys(config: Mapping[str, str]) -> bool:
+    return any(k in config for k in (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN))
+
+
 def overlay_credentials(base: Mapping[str, str], fresh: Mapping[str, str]) -> dict[str, str]:
     """``base`` with the credential properties ``fresh`` laid over it; a session token and its
     expiry in ``base`` belong to its keys, so they go when ``fresh`` brings other keys."""
     out = dict(base)
-    if any(k in fresh for k in (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN)):
+    if _has_keys(fresh):
         for key in (S3_SESSION_TOKEN, S3_TOKEN_EXPIRES_AT_MS):
             out.pop(key, None)
     out.update(fresh)
     return out
+
+
+def _renewed_keys(owner: FileIO, config: Mapping[str, str]) -> dict[str, str]:
+    """For a storage prefix without keys of its own: ``owner``'s credentials (renewed when
+    about to expire) with the prefix's ``config`` over them."""
+    current = owner.current_properties()
+    keys = (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN, S3_TOKEN_EXPIRES_AT_MS)
+    return {**{k: current[k] for k in keys if k in current}, **config}
 
 
 def _prefix_config(

@@ -95,8 +95,10 @@ class AuthMoto:
                 self.process.wait(timeout=5)
 
 
-def bucket_policy(*buckets: str) -> str:
-    """An IAM policy allowing every S3 action on ``buckets`` and their objects only."""
+def bucket_policy(*buckets: str, read_only: bool = False) -> str:
+    """An IAM policy allowing every S3 action (or, ``read_only``, reads and listings) on
+    ``buckets`` and their objects only."""
     resources = [r for b in buckets for r in (f"arn:aws:s3:::{b}", f"arn:aws:s3:::{b}/*")]
-    statement = {"Effect": "Allow", "Action": "s3:*", "Resource": resources}
+    actions = ["s3:GetObject", "s3:ListBucket"] if read_only else "s3:*"
+    statement = {"Effect": "Allow", "Action": actions, "Resource": resources}
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})

@@ -188,17 +188,20 @@ class RestClient(Catalog):
         storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
         refresh_storage_credentials: Callable[[], Sequence[tuple[str, Mapping[str, str]]]]
         | None = None,
+        own_prefix: str | None = None,
     ) -> FileIO:
         """A FileIO for a table, without the catalog's own credentials: the table's storage
         properties (and ``credentials`` vended for it); ``refresh_credentials`` renews them
         before ``s3.session-token-expires-at-ms``. ``storage_credentials`` serve the
-        locations under their prefixes (see :class:`~icefloe.io.FileIO`)."""
+        locations under their prefixes, but for ``own_prefix``, served by the FileIO's own
+        properties (see :class:`~icefloe.io.FileIO`)."""
         props = merge_io_properties(self.properties, {**table_properties, **(credentials or {})})
         return FileIO(
             props,
             refresh_credentials=refresh_credentials,
             storage_credentials=storage_credentials,
             refresh_storage_credentials=refresh_storage_credentials,
+            own_prefix=own_prefix,
         )
 
     @property

@@ -57,7 +57,8 @@ class RestTables(RestClient):
                 return longest_prefix_config(location, refresh_all())
 
         # the table location's own credentials are the FileIO's (renewed by ``refresh``);
-        # the other prefixes serve the files under them (data elsewhere, say)
+        # the other prefixes serve the files under them (data elsewhere, say), the longest
+        # prefix a file starts with winning, the table location's too
         own = max(
             (p for p, _ in result.storage_credentials if location.startswith(p)),
             key=len,
@@ -66,8 +67,9 @@ class RestTables(RestClient):
         return self.table_io(
             result.io_properties(),
             refresh_credentials=refresh,
-            storage_credentials=[pc for pc in result.storage_credentials if pc[0] != own],
+            storage_credentials=result.storage_credentials,
             refresh_storage_credentials=refresh_all,
+            own_prefix=own,
         )
 
     def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
