@@ -376,7 +376,6 @@ def test_unpaired_surrogates_are_400_and_pairs_are_text(rest_server: RestServer)
 
 
 UNSUPPORTED = [
-    ("POST", "/namespaces/m1/tables/t/plan"),
     ("GET", "/namespaces/m1/tables/t/plan/p-1"),
     ("DELETE", "/namespaces/m1/tables/t/plan/p-1"),
     ("POST", "/namespaces/m1/tables/t/tasks"),

@@ -10,9 +10,10 @@ endpoint) and refused with 413 beyond it; every error, unknown routes included, 
 ``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors). A path with an encoded
 ``/`` or ``\\`` (``%2F``, ``%5C``) is refused with 400 before routing: routes match the decoded
 path, so it would address another resource (a namespace named ``a/tables/t`` is table ``a.t``).
-Routes of the REST spec this server does not implement (scan planning, functions, signing,
-unregister) answer 406 ``UnsupportedOperationException``, and so do the view routes when the
-catalog keeps no views (a file-system catalog).
+Routes of the REST spec this server does not implement (fetching or cancelling a plan and its
+plan tasks: plans complete at once; functions, signing, unregister) answer 406
+``UnsupportedOperationException``, and so do the view routes when the catalog keeps no views
+(a file-system catalog).
 """
 
 from __future__ import annotations
@@ -238,13 +239,16 @@ class _RefuseEncodedSeparators:
 #: methods, what the message names. They answer 406 instead of a 404, which clients would take
 #: for a missing namespace or table.
 _UNSUPPORTED_ROUTES = [
-    ("/namespaces/{namespace}/tables/{table}/plan", ["POST"], "server-side scan planning"),
     (
         "/namespaces/{namespace}/tables/{table}/plan/{plan_id}",
         ["GET", "DELETE"],
-        "server-side scan planning",
+        "asynchronous scan planning (plans complete at once, with no plan id)",
     ),
-    ("/namespaces/{namespace}/tables/{table}/tasks", ["POST"], "server-side scan planning"),
+    (
+        "/namespaces/{namespace}/tables/{table}/tasks",
+        ["POST"],
+        "plan tasks (plans complete at once, with every file scan task)",
+    ),
     ("/namespaces/{namespace}/tables/{table}/unregister", ["POST"], "unregistering tables"),
     ("/namespaces/{namespace}/tables/{table}/sign", ["POST"], "remote signing"),
     ("/namespaces/{namespace}/functions", ["GET"], "functions"),
@@ -541,6 +545,7 @@ def create_app(
         route(t, ["DELETE"], lambda s, r, b: s.drop_table(ident(r), q(r))),
         route(t + "/metrics", ["POST"], lambda s, r, b: s.report_metrics(ident(r), b)),
         route(t + "/credentials", ["GET"], lambda s, r, b: s.load_credentials(ident(r))),
+        route(t + "/plan", ["POST"], lambda s, r, b: s.plan_table_scan(ident(r), b)),
         route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
         route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
         route(

@@ -148,7 +148,8 @@ class RestService(ViewRoutes):
     # -- config ---------------------------------------------------------------------------------
     def endpoints(self) -> list[str]:
         out = sorted(
-            ep.DEFAULT_ENDPOINTS | {ep.NAMESPACE_EXISTS, ep.TABLE_EXISTS, ep.TABLE_CREDENTIALS}
+            ep.DEFAULT_ENDPOINTS
+            | {ep.NAMESPACE_EXISTS, ep.TABLE_EXISTS, ep.TABLE_CREDENTIALS, ep.PLAN_TABLE_SCAN}
         )
         if not self.multi_table:
             out.remove(ep.COMMIT_TRANSACTION)
@@ -335,6 +336,13 @@ class RestService(ViewRoutes):
         metadata = self.catalog.load_table(ident).metadata
         creds = [{"prefix": p, "config": c} for p, c in self._credentials(ident, metadata)]
         return 200, {"storage-credentials": creds}, {}
+
+    def plan_table_scan(self, ident: Identifier, body: Any) -> Reply:
+        """``POST .../plan``: the scan planned here, completed at once (see
+        :mod:`icefloe.rest.planning`)."""
+        from icefloe.rest.planning import plan_table_scan
+
+        return 200, plan_table_scan(self.catalog.load_table(ident), body), {}
 
     def table_exists(self, ident: Identifier) -> Reply:
         if not self.catalog.table_exists(ident):

@@ -20,6 +20,7 @@ from icefloe.exceptions import (
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
+    NoSuchSnapshotError,
     NoSuchTableError,
     NoSuchViewError,
     NotFoundError,
@@ -67,6 +68,7 @@ _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
     (ServiceUnavailableError, 503, "ServiceUnavailableException"),
     (NotFoundError, 404, "NotFoundException"),
     (IllegalArgumentError, 400, "IllegalArgumentException"),
+    (NoSuchSnapshotError, 400, "IllegalArgumentException"),  # as Java: a bad snapshot id
     (ValidationError, 400, "BadRequestException"),
 ]
 
