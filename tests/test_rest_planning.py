@@ -32,6 +32,7 @@ SCHEMA = pa.schema(
         pa.field("id", pa.int64()),
         pa.field("d", pa.date32()),
         pa.field("s", pa.string()),
+        pa.field("b", pa.binary()),
     ]
 )
 
@@ -42,6 +43,7 @@ def _rows(ids: range) -> pa.Table:
             "id": pa.array(list(ids), pa.int64()),
             "d": pa.array([datetime.date(2024, 3, 1 + i % 3) for i in ids], pa.date32()),
             "s": [f"s{i}" for i in ids],
+            "b": [bytes([i % 7, 0xFF]) for i in ids],
         },
         schema=SCHEMA,
     )
@@ -131,6 +133,20 @@ def test_the_plan_names_the_files_icefloe_reads(
             assert {"referenced-data-file", "content-offset", "content-size-in-bytes"} <= set(d)
 
 
+def test_binary_literals_are_hex_as_java_writes_them(served: tuple[str, RestCatalog]) -> None:
+    url, c = served
+    t = _table(c, 2)
+    status, out = _plan(url, {"filter": {"type": "eq", "term": "b", "value": "03FF"}})
+    assert status == 200
+    expected = {x.data_file.file_path for x in t.scan(row_filter=_eq_b(b"\x03\xff")).plan_files()}
+    assert {x["data-file"]["file-path"] for x in out["file-scan-tasks"]} == expected
+    assert {x["residual-filter"]["value"] for x in out["file-scan-tasks"]} == {"03ff"}
+
+
+def _eq_b(value: bytes) -> Any:
+    return UnboundPredicate(Op.EQ, "b", value)
+
+
 def test_time_travel_and_appends_between_snapshots(served: tuple[str, RestCatalog]) -> None:
     url, c = served
     t = _table(c, 3)
@@ -168,6 +184,7 @@ def test_time_travel_and_appends_between_snapshots(served: tuple[str, RestCatalo
         ),
         ({"filter": {"type": "lt", "term": "d", "value": "not a date"}}, 400, "not a date"),
         ({"select": ["id", "missing"]}, 400, "missing"),
+        ({"filter": {"type": "eq", "term": "b", "value": "zz"}}, 400, "not hex-encoded"),
         ({"start-snapshot-id": 1}, 400, "go together"),
         ({"snapshot-id": "1"}, 400, "snapshot-id"),
         ({"snapshot-id": 12345}, 400, "12345"),

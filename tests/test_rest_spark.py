@@ -182,3 +182,94 @@ def test_spark_plans_scans_on_the_server(spark: Any, rest_server: RestServer, ve
     assert local[0][0] == 0 and local[0][1] == 1001
     plans = rest_server.log_text().count(f"/v1/{warehouse}/namespaces/db/tables/t/plan")
     assert plans - before >= len(queries)  # every read planned on the server
+
+
+def test_server_plans_carry_every_partition_type_and_equality_deletes(
+    spark: Any, rest_server: RestServer
+) -> None:
+    """Partition values of every transform and source type, two partition specs, and
+    icefloe's equality deletes reach Java through the server's plan as Java's own planning
+    reads them."""
+    import datetime as dt
+    import decimal
+    import uuid
+
+    warehouse = new_warehouse()
+    c = _rest_catalog_on_spark(spark, rest_server, warehouse)
+    planned = f"{c}_srv"
+    for key in ("", ".type", ".uri", ".warehouse", ".cache-enabled"):
+        spark.conf.set(
+            f"spark.sql.catalog.{planned}{key}", spark.conf.get(f"spark.sql.catalog.{c}{key}")
+        )
+    spark.conf.set(f"spark.sql.catalog.{planned}.scan-planning-mode", "server")
+    ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
+    ours.create_namespace("db")
+    n = 40
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("ts", pa.timestamp("us", tz="UTC")),
+            pa.field("lts", pa.timestamp("us")),
+            pa.field("d", pa.date32()),
+            pa.field("s", pa.string()),
+            pa.field("dec", pa.decimal128(9, 2)),
+            pa.field("b", pa.binary()),
+            pa.field("flag", pa.bool_()),
+            pa.field("f", pa.float64()),
+            pa.field("u", pa.uuid()),
+        ]
+    )
+    base = dt.datetime(2024, 5, 1, 10, 30, tzinfo=dt.timezone.utc)
+    rows = pa.table(
+        {
+            "id": list(range(n)),
+            "ts": [base + dt.timedelta(hours=7 * i) for i in range(n)],
+            "lts": [dt.datetime(2023, 1 + i % 12, 1, 12) for i in range(n)],
+            "d": [dt.date(2020 + i % 3, 2, 28) for i in range(n)],
+            "s": [f"name-{i % 6}-é" for i in range(n)],
+            "dec": [decimal.Decimal(f"{i % 4}.{i % 100:02d}") for i in range(n)],
+            "b": [bytes([i % 3, 255]) for i in range(n)],
+            "flag": [i % 2 == 0 for i in range(n)],
+            "f": [None if i % 5 == 0 else i / 3 for i in range(n)],
+            "u": [uuid.UUID(int=i % 2 + 1).bytes for i in range(n)],
+        },
+        schema=schema,
+    )
+    props = {"format-version": "2", "write.delete.mode": "merge-on-read"}
+    t = ours.create_table("db.p", schema, properties=props)
+    (
+        t.update_spec()
+        .add_field("ts", "hour")
+        .add_field("lts", "month")
+        .add_field("d", "year")
+        .add_field("s", "truncate[4]")
+        .add_field("dec", "identity")
+        .add_field("b", "identity")
+        .add_field("flag", "identity")
+        .add_field("u", "identity")
+        .add_field("id", "bucket[3]")
+        .commit()
+    )
+    t = ours.load_table("db.p")
+    t.append(rows.slice(0, 25))
+    t.update_spec().remove_field("ts_hour").add_field("ts", "day").commit()  # a second spec
+    t = ours.load_table("db.p")
+    t.append(rows.slice(25))
+    t.delete_by_keys(pa.table({"id": pa.array([3, 8, 30], pa.int64())}), ["id"])
+    t.delete("id in (11, 33)")
+    spark.sql(f"REFRESH TABLE {c}.db.p")
+    queries = [
+        "SELECT * FROM {t}",
+        "SELECT id FROM {t} WHERE ts >= TIMESTAMP'2024-05-03 00:00:00 UTC' AND flag",
+        "SELECT id, s FROM {t} WHERE s LIKE 'name-2%' OR dec = 1.05",
+        "SELECT id FROM {t} WHERE d = DATE'2021-02-28' AND b = X'01FF'",
+        "SELECT id FROM {t} WHERE f IS NULL OR lts < TIMESTAMP_NTZ'2023-04-01 00:00:00'",
+        "SELECT id FROM {t} WHERE u = '00000000-0000-0000-0000-000000000002'",
+    ]
+    for q in queries:
+        local = sorted(map(tuple, spark.sql(q.format(t=f"{c}.db.p")).collect()))
+        remote = sorted(map(tuple, spark.sql(q.format(t=f"{planned}.db.p")).collect()))
+        assert remote == local, q
+        assert local, q
+    ids = sorted(r[0] for r in spark.sql(f"SELECT id FROM {planned}.db.p").collect())
+    assert ids == [i for i in range(n) if i not in (3, 8, 11, 30, 33)]

@@ -29,6 +29,8 @@ from icefloe.expressions.base import (
 )
 from icefloe.expressions.serde import literal_to_json
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
+from icefloe.schema import Schema
+from icefloe.types import BinaryType, FixedType
 
 __all__ = ["expression_from_json", "expression_to_json", "plan_table_scan"]
 
@@ -45,10 +47,18 @@ _REQUEST_KEYS = {
 }
 
 
-def expression_from_json(obj: Any) -> BooleanExpression:
+def expression_from_json(
+    obj: Any, schema: Schema | None = None, case_sensitive: bool = True
+) -> BooleanExpression:
     """An unbound expression from the REST spec's expression JSON (Iceberg Java's
     ``ExpressionParser`` form); literals are taken as JSON gives them (numbers, strings,
-    booleans) and converted to the column's type when the expression is bound."""
+    booleans) and converted to the column's type when the expression is bound. With
+    ``schema``, a string on a ``binary`` or ``fixed`` column is read as the hex JSON form of
+    its bytes (as Java writes them)."""
+    return _expression(obj, schema, case_sensitive)
+
+
+def _expression(obj: Any, schema: Schema | None, case_sensitive: bool) -> BooleanExpression:
     if isinstance(obj, bool):
         return AlwaysTrue() if obj else AlwaysFalse()
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
@@ -62,10 +72,11 @@ def expression_from_json(obj: Any) -> BooleanExpression:
     if kind in ("true", "false"):
         return AlwaysTrue() if kind == "true" else AlwaysFalse()
     if kind in ("and", "or"):
-        left, right = _child(obj, "left"), _child(obj, "right")
+        left = _child(obj, "left", schema, case_sensitive)
+        right = _child(obj, "right", schema, case_sensitive)
         return And(left, right) if kind == "and" else Or(left, right)
     if kind == "not":
-        return Not(_child(obj, "child"))
+        return Not(_child(obj, "child", schema, case_sensitive))
     try:
         op = Op(kind)
     except ValueError:
@@ -73,6 +84,22 @@ def expression_from_json(obj: Any) -> BooleanExpression:
     if op.is_spatial:
         raise ValidationError(f"{op.value} has no form in the REST expression JSON")
     name = _term(obj.get("term"))
+    bytes_typed = False
+    if schema is not None and schema.find_field_id(name, case_sensitive) is not None:
+        bytes_typed = isinstance(schema.find_type(name, case_sensitive), BinaryType | FixedType)
+
+    def _literal(value: Any) -> Any:
+        if isinstance(value, dict) and value.get("type") == "literal":
+            value = value.get("value")
+        if bytes_typed and isinstance(value, str):
+            try:
+                return bytes.fromhex(value)
+            except ValueError:
+                raise ValidationError(f"{name}: {value!r} is not hex-encoded bytes") from None
+        if isinstance(value, bool | int | float | str):
+            return value
+        raise ValidationError(f"not a literal value: {value!r}")
+
     if op.is_unary:
         if "value" in obj or "values" in obj:
             raise ValidationError(f"{op.value} takes no value: {obj!r}")
@@ -87,10 +114,12 @@ def expression_from_json(obj: Any) -> BooleanExpression:
     return UnboundPredicate(op, name, _literal(obj["value"]))
 
 
-def _child(obj: dict[str, Any], key: str) -> BooleanExpression:
+def _child(
+    obj: dict[str, Any], key: str, schema: Schema | None, case_sensitive: bool
+) -> BooleanExpression:
     if key not in obj:
         raise ValidationError(f"a {obj['type']} expression needs {key!r}: {obj!r}")
-    return expression_from_json(obj[key])
+    return _expression(obj[key], schema, case_sensitive)
 
 
 def _term(term: Any) -> str:
@@ -103,14 +132,6 @@ def _term(term: Any) -> str:
             f"filters on a transform ({term.get('transform')!r}) are not supported in planning"
         )
     raise ValidationError(f"not a column reference: {term!r}")
-
-
-def _literal(value: Any) -> Any:
-    if isinstance(value, dict) and value.get("type") == "literal":
-        value = value.get("value")
-    if isinstance(value, bool | int | float | str):
-        return value
-    raise ValidationError(f"not a literal value: {value!r}")
 
 
 def expression_to_json(expr: BooleanExpression) -> Any:
@@ -225,7 +246,14 @@ def plan_table_scan(table: Any, body: Any) -> dict[str, Any]:
     case_sensitive = body.get("case-sensitive", True)
     if not isinstance(case_sensitive, bool):
         raise ValidationError("case-sensitive must be a boolean")
-    row_filter = expression_from_json(body["filter"]) if "filter" in body else AlwaysTrue()
+    row_filter: BooleanExpression = AlwaysTrue()
+    if "filter" in body:
+        schema_for_filter = table.metadata.current_schema()
+        if snapshot_id is not None:
+            snap = table.metadata.snapshot_by_id(snapshot_id)
+            if snap is not None and snap.schema_id is not None:
+                schema_for_filter = table.metadata.schema_by_id(snap.schema_id) or schema_for_filter
+        row_filter = expression_from_json(body["filter"], schema_for_filter, case_sensitive)
     fields = tuple(select) if select else ("*",)
     if start is not None:
         scan = table.incremental_append_scan(
