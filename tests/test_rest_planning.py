@@ -24,6 +24,7 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, Not, Op, Or, UnboundPredicate
 from icefloe.expressions.serde import literal_to_json
 from icefloe.rest.planning import expression_from_json, expression_to_json
+from icefloe.types import LongType
 
 pytestmark = pytest.mark.rest
 
@@ -242,3 +243,19 @@ def test_java_expression_forms_parse() -> None:
     for bad in ({"type": "what", "term": "a"}, {"type": "is-null", "term": "a", "value": 1}, "x"):
         with pytest.raises(ValidationError):
             expression_from_json(bad)
+
+
+def test_a_branch_head_binds_to_the_current_schema(served: tuple[str, RestCatalog]) -> None:
+    """Java reads a branch with its head's snapshot id and ``use-snapshot-schema`` false (the
+    table's schema), a snapshot or tag with true (the snapshot's schema)."""
+    url, c = served
+    t = _table(c, 2)
+    head = t.current_snapshot().snapshot_id
+    t.update_schema().add_column("extra", LongType()).commit()
+    body = {"snapshot-id": head, "filter": {"type": "is-null", "term": "extra"}}
+    status, out = _plan(url, {**body, "use-snapshot-schema": False})
+    assert status == 200 and len(out["file-scan-tasks"]) == len(
+        t.scan(snapshot_id=head).plan_files()
+    )
+    status, out = _plan(url, {**body, "use-snapshot-schema": True})
+    assert status == 400 and "extra" in out["error"]["message"]

@@ -12,7 +12,7 @@ statistics are not sent (a client that asks for ``stats-fields`` gets the files 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from icefloe.exceptions import ValidationError
@@ -30,6 +30,7 @@ from icefloe.expressions.base import (
 from icefloe.expressions.serde import literal_to_json
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.schema import Schema
+from icefloe.table.scan import TableScan
 from icefloe.types import BinaryType, FixedType
 
 __all__ = ["expression_from_json", "expression_to_json", "plan_table_scan"]
@@ -48,17 +49,17 @@ _REQUEST_KEYS = {
 
 
 def expression_from_json(
-    obj: Any, schema: Schema | None = None, case_sensitive: bool = True
+    obj: Any, schemas: Sequence[Schema] = (), case_sensitive: bool = True
 ) -> BooleanExpression:
     """An unbound expression from the REST spec's expression JSON (Iceberg Java's
     ``ExpressionParser`` form); literals are taken as JSON gives them (numbers, strings,
-    booleans) and converted to the column's type when the expression is bound. With
-    ``schema``, a string on a ``binary`` or ``fixed`` column is read as the hex JSON form of
-    its bytes (as Java writes them)."""
-    return _expression(obj, schema, case_sensitive)
+    booleans) and converted to the column's type when the expression is bound. A string on a
+    column that is ``binary`` or ``fixed`` in one of ``schemas`` is read as the hex JSON form
+    of its bytes (as Java writes them)."""
+    return _expression(obj, schemas, case_sensitive)
 
 
-def _expression(obj: Any, schema: Schema | None, case_sensitive: bool) -> BooleanExpression:
+def _expression(obj: Any, schemas: Sequence[Schema], case_sensitive: bool) -> BooleanExpression:
     if isinstance(obj, bool):
         return AlwaysTrue() if obj else AlwaysFalse()
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
@@ -72,11 +73,11 @@ def _expression(obj: Any, schema: Schema | None, case_sensitive: bool) -> Boolea
     if kind in ("true", "false"):
         return AlwaysTrue() if kind == "true" else AlwaysFalse()
     if kind in ("and", "or"):
-        left = _child(obj, "left", schema, case_sensitive)
-        right = _child(obj, "right", schema, case_sensitive)
+        left = _child(obj, "left", schemas, case_sensitive)
+        right = _child(obj, "right", schemas, case_sensitive)
         return And(left, right) if kind == "and" else Or(left, right)
     if kind == "not":
-        return Not(_child(obj, "child", schema, case_sensitive))
+        return Not(_child(obj, "child", schemas, case_sensitive))
     try:
         op = Op(kind)
     except ValueError:
@@ -84,9 +85,11 @@ def _expression(obj: Any, schema: Schema | None, case_sensitive: bool) -> Boolea
     if op.is_spatial:
         raise ValidationError(f"{op.value} has no form in the REST expression JSON")
     name = _term(obj.get("term"))
-    bytes_typed = False
-    if schema is not None and schema.find_field_id(name, case_sensitive) is not None:
-        bytes_typed = isinstance(schema.find_type(name, case_sensitive), BinaryType | FixedType)
+    bytes_typed = any(
+        s.find_field_id(name, case_sensitive) is not None
+        and isinstance(s.find_type(name, case_sensitive), BinaryType | FixedType)
+        for s in schemas
+    )
 
     def _literal(value: Any) -> Any:
         if isinstance(value, dict) and value.get("type") == "literal":
@@ -115,11 +118,11 @@ def _expression(obj: Any, schema: Schema | None, case_sensitive: bool) -> Boolea
 
 
 def _child(
-    obj: dict[str, Any], key: str, schema: Schema | None, case_sensitive: bool
+    obj: dict[str, Any], key: str, schemas: Sequence[Schema], case_sensitive: bool
 ) -> BooleanExpression:
     if key not in obj:
         raise ValidationError(f"a {obj['type']} expression needs {key!r}: {obj!r}")
-    return _expression(obj[key], schema, case_sensitive)
+    return _expression(obj[key], schemas, case_sensitive)
 
 
 def _term(term: Any) -> str:
@@ -246,30 +249,36 @@ def plan_table_scan(table: Any, body: Any) -> dict[str, Any]:
     case_sensitive = body.get("case-sensitive", True)
     if not isinstance(case_sensitive, bool):
         raise ValidationError("case-sensitive must be a boolean")
-    row_filter: BooleanExpression = AlwaysTrue()
-    if "filter" in body:
-        schema_for_filter = table.metadata.current_schema()
-        if snapshot_id is not None:
-            snap = table.metadata.snapshot_by_id(snapshot_id)
-            if snap is not None and snap.schema_id is not None:
-                schema_for_filter = table.metadata.schema_by_id(snap.schema_id) or schema_for_filter
-        row_filter = expression_from_json(body["filter"], schema_for_filter, case_sensitive)
     fields = tuple(select) if select else ("*",)
-    if start is not None:
-        scan = table.incremental_append_scan(
-            start,
-            end,
-            row_filter=row_filter,
-            selected_fields=fields,
-            case_sensitive=case_sensitive,
-        )
-    else:
-        scan = table.scan(
+    use_snapshot_schema = body.get("use-snapshot-schema", False)
+    if not isinstance(use_snapshot_schema, bool):
+        raise ValidationError("use-snapshot-schema must be a boolean")
+
+    def make(row_filter: BooleanExpression) -> TableScan:
+        if start is not None:
+            scan: TableScan = table.incremental_append_scan(
+                start,
+                end,
+                row_filter=row_filter,
+                selected_fields=fields,
+                case_sensitive=case_sensitive,
+            )
+            return scan
+        # a branch's head is read with the table's schema (Java sends its snapshot id with
+        # use-snapshot-schema false), a snapshot or tag with its own
+        kind = TableScan if use_snapshot_schema or snapshot_id is None else _CurrentSchemaScan
+        return kind(
+            table,
             row_filter=row_filter,
             selected_fields=fields,
             case_sensitive=case_sensitive,
             snapshot_id=snapshot_id,
         )
+
+    scan = make(AlwaysTrue())
+    if "filter" in body:
+        # binary and fixed columns of the schema the scan binds with take hex strings
+        scan = make(expression_from_json(body["filter"], [scan.schema()], case_sensitive))
     scan.projected_schema()  # unknown selected columns are refused here, not by the client
     tasks = scan.plan_files()
     metadata = table.metadata
@@ -302,3 +311,10 @@ def plan_table_scan(table: Any, body: Any) -> dict[str, Any]:
     if deletes:
         result["delete-files"] = deletes
     return result
+
+
+class _CurrentSchemaScan(TableScan):
+    """A scan of a snapshot with the table's current schema (a branch head's)."""
+
+    def schema(self) -> Schema:
+        return self.metadata.current_schema()
