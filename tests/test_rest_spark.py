@@ -35,6 +35,17 @@ def _rest_catalog_on_spark(spark: Any, server: RestServer, warehouse: str) -> st
     return name
 
 
+def _server_planning_catalog(spark: Any, name: str) -> str:
+    """A second Spark catalog on the same server and warehouse as ``name`` whose scans the
+    server plans (``scan-planning-mode=server``)."""
+    planned = f"{name}_srv"
+    for key in ("", ".type", ".uri", ".warehouse", ".cache-enabled"):
+        conf = spark.conf.get(f"spark.sql.catalog.{name}{key}")
+        spark.conf.set(f"spark.sql.catalog.{planned}{key}", conf)
+    spark.conf.set(f"spark.sql.catalog.{planned}.scan-planning-mode", "server")
+    return planned
+
+
 def test_spark_rest_catalog_writes_mor_deletes_and_updates(
     spark: Any, rest_server: RestServer
 ) -> None:
@@ -111,12 +122,7 @@ def test_spark_plans_scans_on_the_server(spark: Any, rest_server: RestServer, ve
     planning gives, for filters on partition and data columns and for time travel."""
     warehouse = new_warehouse()
     c = _rest_catalog_on_spark(spark, rest_server, warehouse)
-    planned = f"{c}_srv"
-    for key in ("", ".type", ".uri", ".warehouse", ".cache-enabled"):
-        spark.conf.set(
-            f"spark.sql.catalog.{planned}{key}", spark.conf.get(f"spark.sql.catalog.{c}{key}")
-        )
-    spark.conf.set(f"spark.sql.catalog.{planned}.scan-planning-mode", "server")
+    planned = _server_planning_catalog(spark, c)
     spark.sql(f"CREATE NAMESPACE {c}.db")
     spark.sql(
         f"CREATE TABLE {c}.db.t (id BIGINT, d DATE, s STRING, x DOUBLE) USING iceberg "
@@ -196,12 +202,7 @@ def test_server_plans_carry_every_partition_type_and_equality_deletes(
 
     warehouse = new_warehouse()
     c = _rest_catalog_on_spark(spark, rest_server, warehouse)
-    planned = f"{c}_srv"
-    for key in ("", ".type", ".uri", ".warehouse", ".cache-enabled"):
-        spark.conf.set(
-            f"spark.sql.catalog.{planned}{key}", spark.conf.get(f"spark.sql.catalog.{c}{key}")
-        )
-    spark.conf.set(f"spark.sql.catalog.{planned}.scan-planning-mode", "server")
+    planned = _server_planning_catalog(spark, c)
     ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
     ours.create_namespace("db")
     n = 40
