@@ -4,6 +4,8 @@ other way round)."""
 
 from __future__ import annotations
 
+import datetime
+
 import pyarrow as pa
 import pytest
 
@@ -122,3 +124,41 @@ def test_pyiceberg_and_duckdb_log_in_with_oauth2_client_credentials(
         bare.execute("SELECT * FROM ice.oauth_db.t").fetchall()
     py.drop_table("oauth_db.t", purge_requested=True)
     py.drop_namespace("oauth_db")
+
+
+def test_pyiceberg_plans_scans_on_icefloe_serve(rest_server: RestServer) -> None:
+    """PyIceberg 0.12 with ``scan-planning-mode=server`` reads through the server's plans
+    (partitioned v2 table, icefloe's position deletes, filters, time travel) the rows its own
+    planning reads."""
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    warehouse = new_warehouse()
+    ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
+    ours.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("d", pa.date32()), ("s", pa.string())])
+    props = {"format-version": "2", "write.delete.mode": "merge-on-read"}
+    t = ours.create_table("db.t", schema, properties=props)
+    t.update_spec().add_field("d", "day").add_field("id", "bucket[2]").commit()
+    t = ours.load_table("db.t")
+    days = [datetime.date(2024, 6, 1 + i % 4) for i in range(200)]
+    t.append(
+        pa.table({"id": list(range(200)), "d": days, "s": [f"v{i}" for i in range(200)]}, schema)
+    )
+    first = t.current_snapshot().snapshot_id
+    t.delete("id in (3, 10, 17, 24, 101, 150, 199)")
+    t.append(pa.table({"id": [500], "d": [datetime.date(2024, 7, 1)], "s": ["late"]}, schema))
+    local = PyRestCatalog("local", uri=rest_server.url, warehouse=warehouse)
+    remote = PyRestCatalog(
+        "remote", uri=rest_server.url, warehouse=warehouse, **{"scan-planning-mode": "server"}
+    )
+    assert remote.supports_server_side_planning()
+    before = rest_server.log_text().count(f"/v1/{warehouse}/namespaces/db/tables/t/plan")
+    filters = ["id >= 0", "d = '2024-06-02'", "id < 40 and s != 'v10'", "s = 'late'"]
+    for f in filters:
+        want = sorted(local.load_table("db.t").scan(row_filter=f).to_arrow()["id"].to_pylist())
+        got = sorted(remote.load_table("db.t").scan(row_filter=f).to_arrow()["id"].to_pylist())
+        assert got == want and want, f
+    old = remote.load_table("db.t").scan(snapshot_id=first).to_arrow()
+    assert old.num_rows == 200
+    planned = rest_server.log_text().count(f"/v1/{warehouse}/namespaces/db/tables/t/plan")
+    assert planned - before == len(filters) + 1
