@@ -22,8 +22,8 @@ from icefloe.catalog.rest import config as ep
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, And, Not, Op, Or, UnboundPredicate
+from icefloe.expressions.rest_json import expression_from_json, expression_to_json
 from icefloe.expressions.serde import literal_to_json
-from icefloe.rest.planning import expression_from_json, expression_to_json
 from icefloe.types import LongType
 
 pytestmark = pytest.mark.rest

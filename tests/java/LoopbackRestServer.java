@@ -1,12 +1,16 @@
 // Iceberg Java's REST catalog test server (RESTCatalogAdapter + RESTCatalogServlet over a
 // JdbcCatalog), bound to 127.0.0.1 only. Iceberg's own RESTCatalogServer listens on every
-// interface; this launcher differs only in the address. Usage:
+// interface; this launcher differs in the address, and in planning every scan a client asks
+// it to plan asynchronously, ten file scan tasks per plan task (so that clients poll and
+// fetch plan tasks). Usage:
 //   java -cp <classpath> LoopbackRestServer <port> <warehouse-uri> <jdbc-uri>
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.CatalogUtil;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Scan;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.rest.RESTCatalogAdapter;
 import org.apache.iceberg.rest.RESTCatalogServlet;
@@ -26,7 +30,24 @@ public class LoopbackRestServer {
     props.put("jdbc.password", "password");
     Catalog catalog = CatalogUtil.buildIcebergCatalog("rest_backend", props, new Configuration());
     ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
-    context.addServlet(new ServletHolder(new RESTCatalogServlet(new RESTCatalogAdapter(catalog))), "/*");
+    RESTCatalogAdapter adapter =
+        new RESTCatalogAdapter(catalog) {
+          @Override
+          protected PlanningBehavior planningBehavior() {
+            return new PlanningBehavior() {
+              @Override
+              public int numberFileScanTasksPerPlanTask() {
+                return 10;
+              }
+
+              @Override
+              public boolean shouldPlanTableScanAsync(Scan<?, FileScanTask, ?> scan) {
+                return true;
+              }
+            };
+          }
+        };
+    context.addServlet(new ServletHolder(new RESTCatalogServlet(adapter)), "/*");
     Server server = new Server();
     ServerConnector connector = new ServerConnector(server);
     connector.setHost("127.0.0.1");

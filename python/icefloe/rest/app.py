@@ -545,7 +545,11 @@ def create_app(
         route(t, ["DELETE"], lambda s, r, b: s.drop_table(ident(r), q(r))),
         route(t + "/metrics", ["POST"], lambda s, r, b: s.report_metrics(ident(r), b)),
         route(t + "/credentials", ["GET"], lambda s, r, b: s.load_credentials(ident(r))),
-        route(t + "/plan", ["POST"], lambda s, r, b: s.plan_table_scan(ident(r), b)),
+        route(
+            t + "/plan",
+            ["POST"],
+            lambda s, r, b: s.plan_table_scan(ident(r), b, r.headers.get(_DELEGATION)),
+        ),
         route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
         route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
         route(

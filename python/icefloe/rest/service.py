@@ -337,12 +337,19 @@ class RestService(ViewRoutes):
         creds = [{"prefix": p, "config": c} for p, c in self._credentials(ident, metadata)]
         return 200, {"storage-credentials": creds}, {}
 
-    def plan_table_scan(self, ident: Identifier, body: Any) -> Reply:
+    def plan_table_scan(self, ident: Identifier, body: Any, delegation: str | None = None) -> Reply:
         """``POST .../plan``: the scan planned here, completed at once (see
-        :mod:`icefloe.rest.planning`)."""
+        :mod:`icefloe.rest.planning`), with the table's storage credentials for clients that
+        ask for vended credentials."""
         from icefloe.rest.planning import plan_table_scan
 
-        return 200, plan_table_scan(self.catalog.load_table(ident), body), {}
+        table = self.catalog.load_table(ident)
+        out = plan_table_scan(table, body)
+        if delegation and "vended-credentials" in delegation:
+            creds = self._credentials(ident, table.metadata)
+            if creds:
+                out["storage-credentials"] = [{"prefix": p, "config": c} for p, c in creds]
+        return 200, out, {}
 
     def table_exists(self, ident: Identifier) -> Reply:
         if not self.catalog.table_exists(ident):

@@ -44,7 +44,13 @@ from icefloe.expressions.base import BooleanExpression
 from icefloe.expressions.serde import to_dict
 from icefloe.metadata import TableMetadata
 from icefloe.scan.planner import EQUALITY_DELETES, Plan, PlannedBatch
-from icefloe.scan.tasks import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask
+from icefloe.scan.tasks import (
+    DataFileRef,
+    DeleteContent,
+    DeleteFileRef,
+    FileScanTask,
+    replace_task,
+)
 
 __all__ = [
     "TableStream",
@@ -156,6 +162,26 @@ def plan_bytes(plan: Plan) -> int:
         sizes = pb.entries.column("file_size_in_bytes").to_numpy(zero_copy_only=False)
         total += int(np.maximum(sizes, OPEN_FILE_COST).sum())
     return total
+
+
+def tasks_bytes(tasks: Sequence[FileScanTask]) -> int:
+    """The bytes ``tasks`` (one per file) read, each file counted as at least
+    :data:`OPEN_FILE_COST` (as :func:`plan_bytes`)."""
+    return sum(max(t.data_file.file_size_in_bytes, OPEN_FILE_COST) for t in tasks)
+
+
+def split_tasks(tasks: Sequence[FileScanTask], split_size: int) -> list[FileScanTask]:
+    """``tasks`` (one per file) with Parquet files larger than ``split_size`` split into
+    fixed byte ranges (for tasks without ``split_offsets``, as a REST server plans them)."""
+    out: list[FileScanTask] = []
+    for task in tasks:
+        f = task.data_file
+        if f.file_format.lower() != "parquet" or f.file_size_in_bytes <= split_size:
+            out.append(task)
+            continue
+        for start, length in split_ranges(f.file_size_in_bytes, None, split_size):
+            out.append(replace_task(task, start=start, length=length))
+    return out
 
 
 def split_ranges(size: int, offsets: list[int] | None, target: int) -> list[tuple[int, int]]:

@@ -63,6 +63,8 @@ from icefloe.scan.columnar import (
     adaptive_split_size,
     plan_bytes,
     plan_to_tasks,
+    split_tasks,
+    tasks_bytes,
 )
 from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
 from icefloe.spark.filters import to_expression
@@ -352,9 +354,11 @@ def task_partitions(
     fields: list[NestedField],
     tasks: Sequence[FileScanTask],
     split_size: int,
+    file_io: FileIO | None = None,
 ) -> list[TasksPartition]:
-    """The planned ``tasks`` bin-packed into partitions of about ``split_size`` bytes."""
-    file_io = table.io
+    """The planned ``tasks`` bin-packed into partitions of about ``split_size`` bytes, read
+    with ``file_io`` (default: the table's)."""
+    file_io = file_io or table.io
     return [
         TasksPartition(
             file_io, options, fields, pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL)
@@ -397,9 +401,15 @@ class IcefloeReader(DataSourceReader):
             case_sensitive = _bool_option(self.options, "case-sensitive", True)
             options, fields = fit_to_analysed(options, fields, self.analysed, case_sensitive)
             split = scan.split_size()
+            remote = scan.server_plan()  # a REST catalog's server planned it
             if _int_option(self.options, "split-size") is None:
                 # files weigh at least the open cost, as when they are packed
-                split = adaptive_split_size(plan_bytes(scan.plan()), self.parallelism, split)
+                total = plan_bytes(scan.plan()) if remote is None else tasks_bytes(remote.tasks)
+                split = adaptive_split_size(total, self.parallelism, split)
+            if remote is not None:
+                tasks = split_tasks(remote.tasks, split)
+                io = remote.io or table.io
+                return task_partitions(table, options, fields, tasks, split, io)
             tasks = plan_to_tasks(scan.plan(), split_size=split)
             return task_partitions(table, options, fields, tasks, split)
 

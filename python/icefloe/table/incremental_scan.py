@@ -137,6 +137,8 @@ class IncrementalAppendScan(TableScan):
     """The rows the ``append`` snapshots after one snapshot and up to another added (see the
     module docstring)."""
 
+    _server_plannable = False  # planned here, also for a catalog that plans on its server
+
     def __init__(
         self,
         table: Any,

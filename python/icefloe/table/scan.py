@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from icefloe.exceptions import NoSuchSnapshotError, ValidationError
+from icefloe.exceptions import NoSuchSnapshotError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse
@@ -47,6 +47,8 @@ from icefloe.scan.columnar import (
     plan_bytes,
     plan_to_table,
     plan_to_tasks,
+    split_tasks,
+    tasks_bytes,
 )
 from icefloe.scan.manifests import planning_manifest_list, reader
 from icefloe.scan.metrics import ScanReport, plan_result_counts
@@ -124,6 +126,7 @@ class TableScan:
         self._plan: Plan | None = None
         # False for row-level writers that read whole files (see planner.plan)
         self._prune_deletes_by_metrics = True
+        self._server: Any = None  # the catalog's ServerPlan, False once known to plan here
 
     def __repr__(self) -> str:
         return (
@@ -282,8 +285,33 @@ class TableScan:
     def _cache_bytes(self) -> int:
         return self._int_option(MAX_BYTES_PROPERTY, DEFAULT_MAX_BYTES)
 
+    #: Whether a catalog may plan this kind of scan on its server (a REST catalog's
+    #: ``scan-planning-mode``); scans of other kinds are always planned here.
+    _server_plannable = True
+
+    def server_plan(self) -> Any:
+        """The plan the table's catalog made on its server
+        (:class:`~icefloe.catalog.rest.scan_planning.ServerPlan`), or None when the scan is
+        planned here (computed once per scan object)."""
+        if self._server is None:
+            planner = getattr(getattr(self.table, "catalog", None), "plan_scan", None)
+            found = planner(self.table, self) if self._server_plannable and planner else None
+            self._server = found if found is not None else False
+        return self._server or None
+
+    def _read_io(self) -> Any:
+        """The FileIO of the reads: the server plan's (credentials it vended) or the table's."""
+        remote = self.server_plan()
+        return remote.io if remote is not None and remote.io is not None else self.table.io
+
     def plan(self) -> Plan:
-        """The columnar plan (computed once per scan object)."""
+        """The columnar plan (computed once per scan object); not available for a scan its
+        catalog's server planned (:meth:`plan_files` has its tasks)."""
+        if self.server_plan() is not None:
+            raise UnsupportedFeatureError(
+                f"the scan of {self.table!r} was planned by its catalog's server: "
+                "plan_files() and plan_tasks() give its tasks, not a columnar plan"
+            )
         return self._run_plan()
 
     def _run_plan(
@@ -357,6 +385,9 @@ class TableScan:
 
     def plan_files(self) -> list[FileScanTask]:
         """The data files to read, each with its delete files and residual filter."""
+        remote = self.server_plan()
+        if remote is not None:
+            return list(remote.tasks)
         if self._plan is None:
             # a new plan without delete files builds its tasks while later manifests decode
             stream = TaskStream()
@@ -385,16 +416,23 @@ class TableScan:
         explicit = SPLIT_SIZE_PROPERTY in self.options or (
             SPLIT_SIZE_PROPERTY in self.metadata.properties
         )
+        remote = self.server_plan()
         if not explicit:
             from icefloe.read.scan_output import default_workers
 
             workers = self._threads() or default_workers()
-            split = adaptive_split_size(plan_bytes(self.plan()), workers, split)
+            total = plan_bytes(self.plan()) if remote is None else tasks_bytes(remote.tasks)
+            split = adaptive_split_size(total, workers, split)
+        if remote is not None:
+            return split_tasks(remote.tasks, split)
         return plan_to_tasks(self.plan(), split_size=split)
 
     def plan_table(self) -> pa.Table:
         """The tasks of :meth:`plan_files` as one Arrow table (see
-        :func:`icefloe.scan.columnar.plan_to_table`)."""
+        :func:`icefloe.scan.columnar.plan_to_table`); not available for a scan its catalog's
+        server planned."""
+        if self.server_plan() is not None:
+            self.plan()  # refuses: a server plan has no columnar form
         if self._plan is None:
             # a new plan without delete files converts its batches while later manifests decode
             stream = TableStream()
@@ -412,7 +450,7 @@ class TableScan:
         from icefloe.read import scan_output
 
         return scan_output.to_batches(
-            self.table.io,
+            self._read_io(),
             self.plan_tasks(),
             self.read_options(),
             limit=self.limit,
@@ -424,7 +462,7 @@ class TableScan:
         from icefloe.read import scan_output
 
         return scan_output.to_arrow(
-            self.table.io,
+            self._read_io(),
             self.plan_tasks(),
             self.read_options(),
             limit=self.limit,
@@ -444,7 +482,7 @@ class TableScan:
         from icefloe.read import scan_output
 
         n = scan_output.count(
-            self.table.io, self.plan_files(), self.read_options(), max_workers=self._threads()
+            self._read_io(), self.plan_files(), self.read_options(), max_workers=self._threads()
         )
         return n if self.limit is None else min(n, self.limit)
 

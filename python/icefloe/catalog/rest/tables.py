@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 from icefloe.arrow_schema import to_schema
 from icefloe.catalog.base import Identifier, to_identifier
 from icefloe.catalog.rest import config as ep
-from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
+from icefloe.catalog.rest.scan_planning import RestScanPlanning
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
     identifier_from_json,
     identifier_to_json,
     longest_prefix_config,
+    storage_credentials_from_json,
 )
 
 if TYPE_CHECKING:
@@ -34,13 +35,14 @@ if TYPE_CHECKING:
 __all__ = ["RestTables"]
 
 
-class RestTables(RestClient):
+class RestTables(RestScanPlanning):
     """Tables over REST."""
 
     def _result_table(self, ident: Identifier, result: LoadTableResult) -> Table:
         from icefloe.table import Table
 
         io = self._result_io(ident, result)
+        self._remember_planning_mode(ident, result.config)
         return Table(ident, result.metadata, result.metadata_location or "", io, self)
 
     def _result_io(self, ident: Identifier, result: LoadTableResult) -> FileIO:
@@ -225,12 +227,7 @@ class RestTables(RestClient):
         body = self._call(
             "GET", f"{self._table_path(ident)}/credentials", f"credentials of {'.'.join(ident)!r}"
         ).json()
-        out = []
-        for entry in body.get("storage-credentials") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("config"), dict):
-                config = {str(k): str(v) for k, v in entry["config"].items()}
-                out.append((str(entry.get("prefix") or ""), config))
-        return out
+        return storage_credentials_from_json(body.get("storage-credentials"))
 
     def drop_table(self, identifier: str | Iterable[str], purge: bool = False) -> None:
         """Drop the table; with ``purge`` the server also deletes its files."""

@@ -89,15 +89,7 @@ class LoadTableResult:
             raise ValidationError("the catalog's table response has no 'metadata' object")
         location = obj.get("metadata-location")
         config = obj.get("config") or {}
-        creds = []
-        for entry in obj.get("storage-credentials") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("config"), dict):
-                creds.append(
-                    (
-                        str(entry.get("prefix") or ""),
-                        {str(k): str(v) for k, v in entry["config"].items()},
-                    )
-                )
+        creds = storage_credentials_from_json(obj.get("storage-credentials"))
         return LoadTableResult(
             TableMetadata.from_json(obj["metadata"]),
             str(location) if location else None,
@@ -124,6 +116,17 @@ class LoadTableResult:
             **self.config,
             **longest_prefix_config(self.metadata.location, self.storage_credentials),
         }
+
+
+def storage_credentials_from_json(entries: Any) -> list[tuple[str, dict[str, str]]]:
+    """``(prefix, config)`` pairs of a ``storage-credentials`` list (malformed entries left
+    out)."""
+    out = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("config"), dict):
+            config = {str(k): str(v) for k, v in entry["config"].items()}
+            out.append((str(entry.get("prefix") or ""), config))
+    return out
 
 
 def longest_prefix_config(location: str, creds: list[tuple[str, dict[str, str]]]) -> dict[str, str]:
