@@ -71,20 +71,21 @@ def _mode(value: str, where: str) -> str:
 class RestScanPlanning(RestClient):
     """Scans planned by the server (see the module docstring)."""
 
-    _planning_modes: dict[Identifier, str]
+    def __init__(self, name: str, **properties: str) -> None:
+        super().__init__(name, **properties)
+        self._planning_modes: dict[Identifier, str] = {}  # from the tables' load configs
 
     def _remember_planning_mode(self, ident: Identifier, config: dict[str, str]) -> None:
         """Records the table's ``scan-planning-mode`` from its load answer's config."""
-        modes = self.__dict__.setdefault("_planning_modes", {})
         if PLANNING_MODE in config:
-            modes[ident] = _mode(config[PLANNING_MODE], f"the config of table {'.'.join(ident)}")
+            where = f"the config of table {'.'.join(ident)}"
+            self._planning_modes[ident] = _mode(config[PLANNING_MODE], where)
         else:
-            modes.pop(ident, None)
+            self._planning_modes.pop(ident, None)
 
     def plans_on_server(self, ident: Identifier) -> bool:
         """Whether scans of table ``ident`` are planned by the server."""
-        modes = self.__dict__.get("_planning_modes", {})
-        mode = modes.get(tuple(ident))
+        mode = self._planning_modes.get(tuple(ident))
         if mode is None:
             mode = _mode(self.properties.get(PLANNING_MODE, "client"), "catalog property")
         if mode != "server":
