@@ -169,7 +169,7 @@ def test_java_plans_asynchronously_in_plan_tasks(
 ) -> None:
     """Iceberg Java's REST server (this suite's launcher plans every scan asynchronously, ten
     files per plan task): the client polls the plan, fetches every plan task and reads the
-    rows its own planning reads; a plan it abandons is cancelled."""
+    rows its own planning reads; each plan, read or abandoned, is cancelled."""
     local = RestCatalog("local", uri=java_rest_server.url)
     remote = RestCatalog("remote", uri=java_rest_server.url, **{"scan-planning-mode": "server"})
     ns = f"plan{datetime.datetime.now().strftime('%H%M%S%f')}"
@@ -187,7 +187,16 @@ def test_java_plans_asynchronously_in_plan_tasks(
         calls.append((method, path.rsplit("/", 1)[-1]))
         return call(method, path, *args, **kwargs)
 
+    deleted: list[str] = []
+    send = remote._send
+
+    def recording(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "DELETE":
+            deleted.append(path)
+        return send(method, path, *args, **kwargs)
+
     monkeypatch.setattr(remote, "_call", counted)
+    monkeypatch.setattr(remote, "_send", recording)
     for q in ({}, {"row_filter": "s = 's4' or d = '2024-03-01'"}):
         want = t.scan(**q)
         got = remote.load_table(f"{ns}.t").scan(**q)
@@ -196,25 +205,19 @@ def test_java_plans_asynchronously_in_plan_tasks(
     assert kinds.count("plan") == 2  # one submission per scan
     assert any(k.startswith("async-") for k in kinds)  # polled
     assert kinds.count("tasks") >= 6  # 40 files, ten per plan task, per scan
-    # an error while following a plan cancels it on the server
-    deleted: list[str] = []
-    send = remote._send
+    # each plan read is cancelled, so the server can drop its state
+    assert len(deleted) == 2 and all("/plan/async-" in p for p in deleted)
+    # so is a plan abandoned on an error while following it
 
     def failing(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         if path.endswith("/tasks"):
             raise ConnectionError("network down")
         return call(method, path, *args, **kwargs)
 
-    def recording(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
-        if method == "DELETE":
-            deleted.append(path)
-        return send(method, path, *args, **kwargs)
-
     monkeypatch.setattr(remote, "_call", failing)
-    monkeypatch.setattr(remote, "_send", recording)
     with pytest.raises(ConnectionError):
         remote.load_table(f"{ns}.t").scan().plan_files()
-    assert len(deleted) == 1 and "/plan/async-" in deleted[0]
+    assert len(deleted) == 3 and "/plan/async-" in deleted[2]
 
 
 @pytest.mark.spark

@@ -7,8 +7,9 @@ snapshot (for time travel and refs), filter (bound, in the REST expression JSON)
 sensitivity and selected columns; the answer is followed to the end: ``completed`` at once,
 ``submitted`` polled (``GET .../plan/{plan-id}``, backing off from one second to a minute,
 for at most ``rest-scan-planning.poll-timeout-ms``, five minutes by default), each plan task
-fetched (``POST .../tasks``). A plan that fails or is cancelled raises; a plan this client
-abandons (an error while following it) is cancelled on the server when it offers that.
+fetched (``POST .../tasks``). A plan that fails or is cancelled raises; a plan with an id is
+cancelled on the server once read or abandoned (an error while following it), when the server
+offers that, so that it can drop the plan's state, as Iceberg Java's client does.
 Storage credentials in the answer serve the scan's reads.
 """
 
@@ -160,9 +161,10 @@ class _Follow:
                     body={"plan-task": token},
                 )
                 pending.extend(self._take(_object(got.json(), "the scan tasks answer")))
-        except BaseException:
+        finally:
+            # done with or abandoned: the server can drop the plan's state (as Java's client
+            # cancels every plan it has read)
             self._cancel()
-            raise
         return ServerPlan(self.tasks, io)
 
     def _completed(self, answer: dict[str, Any]) -> dict[str, Any]:
@@ -256,7 +258,7 @@ class _Follow:
         return FileIO(dict(self.scan.table.io.properties), storage_credentials=creds)
 
     def _cancel(self) -> None:
-        """Best effort: tell the server a plan this client abandons can go."""
+        """Best effort: tell the server the plan can go."""
         if self.plan_id is None or ep.CANCEL_PLAN not in self.client.endpoints:
             return
         with contextlib.suppress(Exception):  # the plan's own error is the one to report
