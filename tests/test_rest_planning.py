@@ -259,3 +259,36 @@ def test_a_branch_head_binds_to_the_current_schema(served: tuple[str, RestCatalo
     )
     status, out = _plan(url, {**body, "use-snapshot-schema": True})
     assert status == 400 and "extra" in out["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        {"spec-id": 9},
+        {"spec-id": "0"},
+        {"record-count": -1},
+        {"file-size-in-bytes": True},
+        {"partition": [1]},
+        {"partition": "x"},
+        {"content": "position-deletes"},
+        {"first-row-id": "x"},
+    ],
+)
+def test_malformed_content_files_are_typed_errors(bad: Any) -> None:
+    """A server's malformed data file JSON is a ValidationError naming the field, never a
+    KeyError or TypeError."""
+    from icefloe.scan.content_json import data_file_from_json
+
+    good = {
+        "spec-id": 0,
+        "content": "data",
+        "file-path": "file:///x.parquet",
+        "file-format": "parquet",
+        "partition": [],
+        "file-size-in-bytes": 10,
+        "record-count": 2,
+    }
+    assert data_file_from_json(good, {0: []}).record_count == 2
+    with pytest.raises(ValidationError):
+        data_file_from_json(None if bad is None else {**good, **bad}, {0: []})

@@ -97,7 +97,11 @@ def _field(
     value = obj.get(key)
     if value is None and optional:
         return None
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+    if (
+        not isinstance(value, kind)
+        or (isinstance(value, bool) and kind is not bool)
+        or (isinstance(value, int) and value < 0)  # counts, sizes, offsets and row ids
+    ):
         raise ValidationError(f"a content file's {key!r} is missing or malformed: {obj!r}")
     return value
 
