@@ -6,6 +6,7 @@ client's own planning reads."""
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,12 @@ from icefloe import rest
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import (
+    IcebergError,
+    ScanPlanningError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from support.rest import RestServer
 
 pytestmark = pytest.mark.rest
@@ -245,3 +251,62 @@ def test_the_spark_format_reads_a_server_planned_table(spark: Any, rest_server: 
     got = sorted(r[0] for r in df.where("id < 200").select("id").collect())
     assert got == _ids(t.scan(row_filter="id < 200"))
     assert rest_server.log_text().count(f"/v1/{warehouse}/namespaces/db/tables/t/plan") > before
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "message"),
+    [
+        (
+            {
+                "status": "failed",
+                "error": {"message": "out of memory", "type": "ServerError", "code": 500},
+            },
+            IcebergError,
+            "out of memory",
+        ),
+        ({"status": "cancelled", "plan-id": "p1"}, ScanPlanningError, "cancelled"),
+        ({"status": "submitted", "plan-id": "p1"}, ScanPlanningError, "did not complete"),
+        ({"status": "whatever"}, ValidationError, "unexpected plan status"),
+        (
+            {"status": "completed", "file-scan-tasks": [{"data-file": {}}]},
+            ValidationError,
+            "spec-id",
+        ),
+        (
+            {
+                "status": "completed",
+                "file-scan-tasks": [{"data-file": "x", "delete-file-references": [3]}],
+            },
+            ValidationError,
+            "content file",
+        ),
+        ([], ValidationError, "not a JSON object"),
+    ],
+)
+def test_bad_plan_answers_are_typed_errors(
+    backing: SqlCatalog,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: Any,
+    error: type[Exception],
+    message: str,
+) -> None:
+    """What a server answers to a plan, however wrong, ends in a typed error (a plan that
+    stays ``submitted`` past ``rest-scan-planning.poll-timeout-ms`` too), never a hang."""
+    from icefloe.catalog.rest.http import HttpResponse
+
+    with rest.start(backing) as server:
+        props = {"scan-planning-mode": "server", "rest-scan-planning.poll-timeout-ms": "1500"}
+        c = RestCatalog("r", uri=server.url, **props)
+        c.endpoints = c.endpoints | {ep.FETCH_PLAN}  # as a server planning asynchronously
+        c.create_namespace("db")
+        c.create_table("db.t", pa.schema(SCHEMA)).append(_rows(range(3)))
+        call = c._call
+
+        def fake(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+            if path.endswith("/plan") or "/plan/" in path:
+                return HttpResponse(200, {}, json.dumps(answer).encode())
+            return call(method, path, *args, **kwargs)
+
+        monkeypatch.setattr(c, "_call", fake)
+        with pytest.raises(error, match=message):
+            c.load_table("db.t").scan().to_arrow()

@@ -28,6 +28,7 @@ __all__ = [
     "NotFoundError",
     "NotIcebergCompatibleError",
     "ParseError",
+    "ScanPlanningError",
     "ServiceUnavailableError",
     "StaleReadError",
     "TableAlreadyExistsError",
@@ -160,6 +161,10 @@ class ServiceUnavailableError(IcebergError):
 
 class NoSuchSnapshotError(IcebergError):
     """The snapshot, branch, tag or point in time does not resolve to a snapshot."""
+
+
+class ScanPlanningError(IcebergError):
+    """A catalog server's plan of a scan was cancelled or did not complete in time."""
 
 
 class CommitFailedError(IcebergError):

@@ -26,7 +26,7 @@ from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.wire import storage_credentials_from_json
-from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import ScanPlanningError, UnsupportedFeatureError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.rest_json import expression_from_json, expression_to_json
@@ -45,10 +45,6 @@ __all__ = ["PLANNING_MODE", "RestScanPlanning", "ServerPlan"]
 PLANNING_MODE = "scan-planning-mode"
 POLL_TIMEOUT = "rest-scan-planning.poll-timeout-ms"
 _MIN_SLEEP_S, _MAX_SLEEP_S = 1.0, 60.0
-
-
-class PlanningFailedError(IcebergError):
-    """The server's scan planning failed or was cancelled."""
 
 
 @dataclass
@@ -189,12 +185,12 @@ class _Follow:
                     code, json.dumps({"error": err}).encode(), f"{self.what} (planning failed)"
                 )
             if status == "cancelled":
-                raise PlanningFailedError(f"{self.what}: the server cancelled the plan")
+                raise ScanPlanningError(f"{self.what}: the server cancelled the plan")
             if status != "submitted" or self.plan_id is None:
                 raise ValidationError(f"{self.what}: unexpected plan status {status!r}")
             self.client._require(ep.FETCH_PLAN)
             if time.monotonic() + sleep > deadline:
-                raise PlanningFailedError(
+                raise ScanPlanningError(
                     f"{self.what}: the plan did not complete within {timeout_ms} ms "
                     f"({POLL_TIMEOUT})"
                 )
