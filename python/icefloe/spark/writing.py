@@ -27,6 +27,7 @@ from __future__ import annotations
 import pickle
 import random
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -225,15 +226,32 @@ def write_batches(
         return written
 
 
-def cleanup_job(table: Table, tag: int) -> None:
+#: After a failed job, how long its cleanup waits for files that tasks Spark is still
+#: cancelling finish writing (a quiet listing of this long ends the wait early).
+CLEANUP_SETTLE_S = 3.0
+_CLEANUP_POLL_S = 0.5
+
+
+def cleanup_job(table: Table, tag: int, settle_s: float = CLEANUP_SETTLE_S) -> None:
     """Deletes the files of a failed job (names carry ``-<tag><5-digit task>-``, after the
     last hashed directory's digits and a dash in an object-storage layout without partition
-    paths)."""
+    paths). Tasks of the job that Spark is still cancelling may finish a file after the first
+    listing, so the data directory is listed again until a listing finds none of the job's
+    files twice in a row (half a second apart), for at most ``settle_s`` seconds."""
     pattern = re.compile(rf"(^|/)([01]{{8}}-)?\d+-{tag}\d{{5}}-[^/]*$")
     base = data_location(table.metadata.location, table.metadata.properties)
-    for info in table.io.list_prefix(base):
-        if pattern.search(info.location):
-            table.io.delete_quietly(info.location)
+    deadline = time.monotonic() + settle_s
+    quiet = 0  # listings in a row that found none of the job's files
+    while True:
+        found = 0
+        for info in table.io.list_prefix(base):
+            if pattern.search(info.location):
+                found += 1
+                table.io.delete_quietly(info.location)
+        quiet = quiet + 1 if found == 0 else 0
+        if quiet >= 2 or time.monotonic() >= deadline:
+            return
+        time.sleep(_CLEANUP_POLL_S)
 
 
 def collect_files(out: Any, table: Table, tag: int) -> list[DataFile]:
