@@ -68,7 +68,9 @@ def test_mor_delete_v3_writes_one_puffin_and_merges(
     snap = t.current_snapshot()
     assert snap.summary.operation == "delete"
     assert snap.summary.get_int("added-dvs") > 1
-    assert snap.summary.get_int("added-position-deletes") == 31
+    # files whose metrics prove every row matches are dropped whole, the others get DVs
+    dropped = snap.summary.get_int("deleted-records")
+    assert dropped > 0 and snap.summary.get_int("added-position-deletes") + dropped == 31
     dels = live_deletes(t)
     assert set(dels.column("file_format").to_pylist()) == {"PUFFIN"}
     assert len(set(dels.column("file_path").to_pylist())) == 1  # one Puffin file per commit

@@ -51,7 +51,9 @@ def _mor_v3(tmp_path: Path) -> Any:
         partition_spec=SPEC,
         properties={"format-version": "3", "write.delete.mode": "merge-on-read"},
     )
-    t.append(_rows([0, 12, 1, 2]))  # bucket[3]: 0 and 12 -> 1, 1 -> 2, 2 -> 0: three files
+    # bucket[3]: 0 and 12 -> 1, 1 and 5 -> 2, 2 and 4 -> 0: three files, none of whose metrics
+    # prove the delete for every row, so each gets a DV
+    t.append(_rows([0, 12, 1, 5, 2, 4]))
     t.delete("k = 12 or k = 1 or k = 2")  # one Puffin file holding three DVs
     (puffin,) = set(live_deletes(t).column("file_path").to_pylist())
     assert live_deletes(t).num_rows == 3
@@ -63,10 +65,10 @@ def test_overwrite_removes_only_the_dvs_of_the_files_it_removes(tmp_path: Path) 
     whole Puffin file: the DVs of other data files in it keep their rows deleted."""
     t, puffin = _mor_v3(tmp_path)
     t.overwrite(_rows([50]), "k = 0")  # removes the file of partition 1 (0 and deleted 12)
-    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == [50]
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == [4, 5, 50]
     left = live_deletes(t)
     assert left.num_rows == 2 and set(left.column("file_path").to_pylist()) == {puffin}
-    assert sorted(pyiceberg_read(t)["k"].to_pylist()) == [50]
+    assert sorted(pyiceberg_read(t)["k"].to_pylist()) == [4, 5, 50]
 
 
 def test_spark_overwrite_removes_dv_entries_not_puffin_files(tmp_path: Path) -> None:
@@ -119,7 +121,7 @@ def test_dynamic_overwrite_removes_the_deletes_of_replaced_partitions(tmp_path: 
     assert left.num_rows == 2 and set(left.column("file_path").to_pylist()) == {puffin}
     data = {e["file_path"] for e in _live(t, content=0)}
     assert set(left.column("referenced_data_file").to_pylist()) <= data
-    want = [0, 3, 7]  # partition 1 keeps 0 (12 deleted), partition 2's 1 stays deleted
+    want = [0, 3, 5, 7]  # partition 1 keeps 0 (12 deleted), partition 2's 1 stays deleted
     assert sorted(t.scan().to_arrow()["k"].to_pylist()) == want
     assert sorted(pyiceberg_read(t)["k"].to_pylist()) == want
 

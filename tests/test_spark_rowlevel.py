@@ -137,6 +137,32 @@ def test_delete_drops_wholly_matching_files(spark: Any, tmp_path: Path, version:
 
 
 @pytest.mark.spark
+def test_delete_drops_files_the_metrics_prove_without_a_job(spark: Any, tmp_path: Path) -> None:
+    """A retention delete on ids: the files whose ``id`` bounds lie under the bound are dropped
+    from their metrics (their data files are gone from storage here, so a task reading them
+    would fail); the file across the bound gets DVs."""
+    cat = icefloe_catalog(tmp_path)
+    cat.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    t = cat.create_table("db.m", schema, format_version=3)
+    for lo, hi in [(0, 50), (50, 100), (90, 140)]:
+        t.append(pa.table({"id": pa.array(range(lo, hi), pa.int64())}))
+    old = [
+        task.data_file.file_path
+        for task in t.scan(row_filter="id < 90").plan_files()
+        if task.data_file.record_count == 50
+    ]
+    assert len(old) == 2
+    for path in old:
+        Path(path.removeprefix("file://")).unlink()
+    ispark.delete(spark, t, "id < 100")
+    snap = t.current_snapshot()
+    assert snap is not None and snap.summary is not None
+    assert snap.summary.get_int("deleted-data-files") == 2
+    assert sorted(r["id"] for r in single_process(t)) == list(range(100, 140))
+
+
+@pytest.mark.spark
 def test_overwrite_by_filter_replaces_rows_added_while_the_job_ran(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,13 +3,14 @@
 //! The expression arrives in the compact JSON form of `icefloe.expressions.serde.to_dict`
 //! ([`parse`]); literals are decoded with the term's type into the physical values of
 //! [`crate::serde::Value`] (strings as their UTF-8 bytes, so bounds, literals and partition
-//! values compare as unsigned bytes, which is code-point order). Four evaluators return one
+//! values compare as unsigned bytes, which is code-point order). Five evaluators return one
 //! boolean per row:
 //!
 //! - [`manifest::manifest_mask`]: manifest-list pruning over `partitions` summaries;
 //! - [`partition::partition_mask`]: exact evaluation over a `partition` struct column;
 //! - [`metrics::metrics_mask`]: inclusive metrics evaluation over a manifest batch's counts and
 //!   bounds maps;
+//! - [`strict::strict_metrics_mask`]: whether a file's metrics prove every row matches;
 //! - [`rows::RowFilter`]: exact evaluation over decoded data columns (the rows a row-level
 //!   change selects).
 
@@ -17,6 +18,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod partition;
 pub mod rows;
+pub mod strict;
 pub mod value;
 
 #[cfg(test)]

@@ -615,3 +615,185 @@ fn partition_exact_with_nulls() {
     assert!(partition_mask(&col, &parse(&pred("eq", 5, "int", "1")).unwrap()).is_err());
     assert_eq!(col.len(), 3);
 }
+
+fn strict(expr: &str, files: &[F]) -> Vec<bool> {
+    bits(&super::strict::strict_metrics_mask(&batch(files), &parse(expr).unwrap()).unwrap())
+}
+
+#[test]
+fn strict_comparisons_need_bounds_on_the_right_side() {
+    let f = [ints(1, 5), ints(3, 9)];
+    assert_eq!(strict(&pred("lt", 1, "int", "6"), &f), [true, false]);
+    assert_eq!(strict(&pred("lt", 1, "int", "5"), &f), [false, false]);
+    assert_eq!(strict(&pred("lt-eq", 1, "int", "5"), &f), [true, false]);
+    assert_eq!(strict(&pred("gt", 1, "int", "2"), &f), [false, true]);
+    assert_eq!(strict(&pred("gt-eq", 1, "int", "3"), &f), [false, true]);
+    assert_eq!(
+        strict(&pred("eq", 1, "int", "3"), &[ints(3, 3), ints(3, 4)]),
+        [true, false]
+    );
+    assert_eq!(strict(&pred("not-eq", 1, "int", "0"), &f), [true, true]);
+    assert_eq!(strict(&pred("not-eq", 1, "int", "4"), &f), [false, false]);
+    assert_eq!(
+        strict(&pred("in", 1, "int", "[2, 3]"), &[ints(3, 3), ints(2, 3)]),
+        [true, false]
+    );
+    assert_eq!(
+        strict(&pred("not-in", 1, "int", "[0, 10]"), &f),
+        [true, true]
+    );
+    assert_eq!(
+        strict(&pred("not-in", 1, "int", "[0, 4]"), &f),
+        [false, false]
+    );
+}
+
+#[test]
+fn strict_needs_counts_and_proves_nothing_from_missing_stats() {
+    let nulls = F {
+        nulls: Some(1),
+        ..ints(1, 5)
+    };
+    let unknown = F {
+        nulls: None,
+        ..ints(1, 5)
+    };
+    let no_upper = F {
+        upper: None,
+        ..ints(1, 5)
+    };
+    let negative = F {
+        records: -1,
+        ..ints(1, 5)
+    };
+    let e = pred("lt", 1, "int", "9");
+    assert_eq!(
+        strict(&e, &[nulls, unknown, no_upper, negative]),
+        [false; 4]
+    );
+    let all_null = F {
+        values: Some(10),
+        nulls: Some(10),
+        records: 10,
+        ..F::default()
+    };
+    assert_eq!(
+        strict(
+            &pred("is-null", 1, "int", ""),
+            &[all_null.clone(), ints(1, 2)]
+        ),
+        [true, false]
+    );
+    assert_eq!(
+        strict(&pred("not-null", 1, "int", ""), &[all_null, ints(1, 2)]),
+        [false, true]
+    );
+    // not pushed down: not(x >= 9) is x < 9
+    let not = format!(
+        r#"{{"type": "not", "child": {}}}"#,
+        pred("gt-eq", 1, "int", "9")
+    );
+    assert_eq!(strict(&not, &[ints(1, 5), ints(1, 9)]), [true, false]);
+}
+
+#[test]
+fn strict_floats_need_no_nans_and_order_zeros_as_ieee() {
+    let d = |lo: f64, hi: f64, nans: i64| F {
+        values: Some(10),
+        nulls: Some(0),
+        nans: Some(nans),
+        lower: dbl(lo),
+        upper: dbl(hi),
+        records: 10,
+    };
+    assert_eq!(
+        strict(
+            &pred("lt", 1, "double", "1.0"),
+            &[d(0.0, 0.5, 0), d(0.0, 0.5, 1)]
+        ),
+        [true, false]
+    );
+    // -0.0 = 0.0: an upper bound of -0.0 does not prove x < 0.0
+    assert_eq!(
+        strict(&pred("lt", 1, "double", "0.0"), &[d(-1.0, -0.0, 0)]),
+        [false]
+    );
+    assert_eq!(
+        strict(&pred("eq", 1, "double", "0.0"), &[d(-0.0, 0.0, 0)]),
+        [true]
+    );
+    let all_nan = F {
+        values: Some(10),
+        nulls: Some(0),
+        nans: Some(10),
+        records: 10,
+        ..F::default()
+    };
+    assert_eq!(
+        strict(&pred("is-nan", 1, "double", ""), &[all_nan, d(0.0, 1.0, 0)]),
+        [true, false]
+    );
+    assert_eq!(
+        strict(
+            &pred("not-nan", 1, "double", ""),
+            &[d(0.0, 1.0, 0), d(0.0, 1.0, 2)]
+        ),
+        [true, false]
+    );
+    // ints have no NaN counts and no NaN: not_nan is never claimed from them
+    assert_eq!(
+        strict(&pred("not-nan", 1, "int", ""), &[ints(1, 2)]),
+        [false]
+    );
+}
+
+#[test]
+fn strict_strings_prefixes_and_truncated_bounds() {
+    let st = |lo: &str, hi: &str| F {
+        lower: s(lo),
+        upper: s(hi),
+        ..ints(0, 0)
+    };
+    let e = pred("starts-with", 1, "string", r#""ab""#);
+    assert_eq!(
+        strict(&e, &[st("aba", "abz"), st("aa", "abz"), st("ab", "ac")]),
+        [true, false, false]
+    );
+    assert_eq!(
+        strict(
+            &pred("not-starts-with", 1, "string", r#""x""#),
+            &[st("a", "b")]
+        ),
+        [false]
+    );
+    assert_eq!(
+        strict(
+            &pred("lt", 1, "string", r#""b""#),
+            &[st("a", "az"), st("a", "b")]
+        ),
+        [true, false]
+    );
+    assert_eq!(
+        strict(
+            &pred("eq", 1, "string", r#""q""#),
+            &[st("q", "q"), st("q", "r")]
+        ),
+        [true, false]
+    );
+}
+
+#[test]
+fn strict_and_or_combine_per_file() {
+    let a = pred("gt-eq", 1, "int", "1");
+    let b = pred("lt", 1, "int", "5");
+    let and = format!(r#"{{"type": "and", "left": {a}, "right": {b}}}"#);
+    let or = format!(
+        r#"{{"type": "or", "left": {b}, "right": {}}}"#,
+        pred("gt", 1, "int", "7")
+    );
+    let f = [ints(1, 4), ints(1, 6), ints(8, 9)];
+    assert_eq!(strict(&and, &f), [true, false, false]);
+    assert_eq!(strict(&or, &f), [true, false, true]);
+    assert_eq!(strict("true", &f), [true; 3]);
+    assert_eq!(strict("false", &f), [false; 3]);
+}

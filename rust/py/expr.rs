@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 
 use super::guard;
 use super::transforms::import_array;
-use crate::expr::{manifest, metrics, parse, partition};
+use crate::expr::{manifest, metrics, parse, partition, strict};
 use crate::Error;
 
 type PyArray = PyArrowType<ArrayData>;
@@ -68,6 +68,22 @@ fn expr_partition_mask(
     Ok(PyArrowType(out))
 }
 
+fn entries_batch(entries: ArrayData) -> crate::Result<RecordBatch> {
+    let arr = make_array(entries);
+    let s = arr.as_struct_opt().ok_or_else(|| {
+        Error::validation(format!(
+            "manifest entries must be a struct array, got {}",
+            arr.data_type()
+        ))
+    })?;
+    if s.null_count() > 0 {
+        return Err(Error::validation(
+            "manifest entries struct array has null rows",
+        ));
+    }
+    Ok(RecordBatch::from(s.clone()))
+}
+
 /// Inclusive metrics mask over a manifest batch given as a struct array of its columns.
 #[pyfunction]
 fn expr_metrics_mask(
@@ -80,20 +96,26 @@ fn expr_metrics_mask(
     let out = py.detach(move || {
         guard(move || {
             let expr = parse(&text)?;
-            let arr = make_array(data);
-            let s = arr.as_struct_opt().ok_or_else(|| {
-                Error::validation(format!(
-                    "manifest entries must be a struct array, got {}",
-                    arr.data_type()
-                ))
-            })?;
-            if s.null_count() > 0 {
-                return Err(Error::validation(
-                    "manifest entries struct array has null rows",
-                ));
-            }
-            let batch = RecordBatch::from(s.clone());
-            Ok(metrics::metrics_mask(&batch, &expr)?.into_data())
+            Ok(metrics::metrics_mask(&entries_batch(data)?, &expr)?.into_data())
+        })
+    })?;
+    Ok(PyArrowType(out))
+}
+
+/// Strict metrics mask over a manifest batch given as a struct array of its columns: whether
+/// each file's metrics prove that every row matches.
+#[pyfunction]
+fn expr_strict_metrics_mask(
+    py: Python<'_>,
+    entries: &Bound<'_, PyAny>,
+    filter_json: &str,
+) -> PyResult<PyArray> {
+    let data = import_array(entries)?;
+    let text = filter_json.to_owned();
+    let out = py.detach(move || {
+        guard(move || {
+            let expr = parse(&text)?;
+            Ok(strict::strict_metrics_mask(&entries_batch(data)?, &expr)?.into_data())
         })
     })?;
     Ok(PyArrowType(out))
@@ -103,5 +125,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expr_manifest_mask, m)?)?;
     m.add_function(wrap_pyfunction!(expr_metrics_mask, m)?)?;
     m.add_function(wrap_pyfunction!(expr_partition_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(expr_strict_metrics_mask, m)?)?;
     Ok(())
 }

@@ -192,8 +192,10 @@ def decode_kept(
     threads: int | None,
     cache: ManifestCache | None,
     pending: Pending | None = None,
+    with_metrics: bool = False,
 ) -> list[pa.RecordBatch]:
-    """The kept entries (columns :data:`DATA_COLUMNS`) of each data manifest of
+    """The kept entries (columns :data:`DATA_COLUMNS`, and with ``with_metrics`` the
+    :data:`METRICS_COLUMNS` trimmed to ``metric_ids``) of each data manifest of
     ``manifests``, as :func:`decode` then :func:`keep_entries` would give them, but a manifest is
     decoded and selected in one native step (:func:`icefloe._native.plan_read_keep_manifests`)
     and the cache holds decoded manifests as Rust handles
@@ -220,6 +222,7 @@ def decode_kept(
     uniq = sorted({spec_ids[i] for i in range(len(paths))})
     index = {s: k for k, s in enumerate(uniq)}
     partition_filters = [spec_filters(s).partition_json for s in uniq]
+    keep_columns = [*DATA_COLUMNS, *(METRICS_COLUMNS if with_metrics else ())]
     if hits:
         kept = _native.plan_keep_decoded(
             bases,
@@ -227,7 +230,7 @@ def decode_kept(
             [index[spec_ids[i]] for i in hits],
             partition_filters,
             metrics_json,
-            list(DATA_COLUMNS),
+            keep_columns,
             threads,
         )
         for i, b in zip(hits, kept, strict=True):
@@ -247,7 +250,7 @@ def decode_kept(
             [index[spec_ids[i]] for i in todo],
             partition_filters,
             metrics_json,
-            list(DATA_COLUMNS),
+            keep_columns,
             cache is not None,
             threads,
         )

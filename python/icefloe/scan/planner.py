@@ -65,8 +65,9 @@ _AHEAD = 2
 
 @dataclass
 class PlannedBatch:
-    """The kept entries of one data manifest: columns of :data:`DATA_COLUMNS`, the manifest's
-    spec id, per-row residual indices into :attr:`Plan.residuals`."""
+    """The kept entries of one data manifest: columns of :data:`DATA_COLUMNS` (and of
+    :data:`METRICS_COLUMNS` when planned with ``keep_metrics``), the manifest's spec id, per-row
+    residual indices into :attr:`Plan.residuals`."""
 
     spec_id: int
     entries: pa.RecordBatch
@@ -128,6 +129,7 @@ def plan(
     on_batch: Callable[[PlannedBatch, Sequence[BooleanExpression]], None] | None = None,
     select_entries: Callable[[str, pa.RecordBatch], pa.RecordBatch] | None = None,
     unique_paths: bool = True,
+    keep_metrics: bool = False,
 ) -> Plan:
     """Plans the scan of the manifests of ``manifest_list`` for ``bound_filter`` (bound to
     ``schema``, ``Not`` rewritten); ``read`` returns a file's bytes.
@@ -146,7 +148,10 @@ def plan(
     called with the manifest's path and its kept entries and returns the entries to plan
     (incremental scans keep only the files the chosen snapshots added). ``unique_paths=False``
     drops the check that no data file is listed twice (one snapshot's live files are unique;
-    the files several snapshots added need not be: a file added, removed and added again)."""
+    the files several snapshots added need not be: a file added, removed and added again).
+    ``keep_metrics`` keeps the column metrics of the fields the filter references in the
+    planned entries (for proofs that every row of a file matches, see
+    :func:`icefloe.table.row_delta.plan_candidates`)."""
     filters: dict[int, SpecFilters] = {}
 
     def spec_filters(spec_id: int) -> SpecFilters:
@@ -247,7 +252,16 @@ def plan(
         chunk = data_manifests.slice(lo, step)
         specs = data_specs[lo : lo + step]
         return decode_kept(
-            read, chunk, specs, spec_filters, metrics_json, metric_ids, threads, cache, pending
+            read,
+            chunk,
+            specs,
+            spec_filters,
+            metrics_json,
+            metric_ids,
+            threads,
+            cache,
+            pending,
+            with_metrics=keep_metrics,
         )
 
     # chunks k + 1 and k + 2 decode and are pruned (GIL released, both on the rayon pool, so

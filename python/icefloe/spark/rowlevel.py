@@ -44,7 +44,7 @@ from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.worker import prepare_worker
 from icefloe.spark.writing import cleanup_job, job_tag, write_files
 from icefloe.table import Table
-from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_tasks
+from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_candidates, plan_tasks
 from icefloe.types import StructType
 from icefloe.write.delete_files import FileDeletes
 from icefloe.write.matching import bind_filter
@@ -124,9 +124,15 @@ def delete(
     tx = t.transaction()
     # names compare as the session compares them (Spark's default: ignoring case)
     bound = bind_filter(t.schema(), condition, _case_sensitive(spark))
-    tasks = plan_tasks(tx, bound, branch=branch)
-    if not tasks:
+    candidates, proven = plan_candidates(tx, bound, branch=branch, prove=True)
+    if not candidates:
         return t
+    # files whose column metrics prove every row matches are dropped without a Spark job
+    delta = RowDelta(targets=candidates)
+    delta.removed.extend(c for c in candidates if c.data_file.file_path in proven)
+    tasks = [c for c in candidates if c.data_file.file_path not in proven]
+    if not tasks:
+        return _commit_delete(t, tx, delta, branch, snapshot_properties, bound)
     options = _options(t, (), (POS,))
     out = task_frame(spark, tasks).mapInArrow(
         _matching_positions(t.io, options, pickled_tasks(tasks)),
@@ -135,7 +141,6 @@ def delete(
     with icefloe_errors():
         result = out.toArrow()
     by_path = {task.data_file.file_path: task for task in tasks}
-    delta = RowDelta(targets=tasks)
     lists = result.column("positions").combine_chunks()
     for i, (path, whole) in enumerate(
         zip(result.column("file").to_pylist(), result.column("whole").to_pylist(), strict=True)
@@ -146,6 +151,17 @@ def delete(
             delta.removed.append(task)
         elif len(values):
             delta.deletes.append(FileDeletes(task.data_file, values, task.delete_files))
+    return _commit_delete(t, tx, delta, branch, snapshot_properties, bound)
+
+
+def _commit_delete(
+    t: Table,
+    tx: Any,
+    delta: RowDelta,
+    branch: str,
+    snapshot_properties: dict[str, str] | None,
+    bound: BooleanExpression,
+) -> Table:
     if delta.empty:
         return t
     _refuse_v1_deletes(t, delta, "delete")

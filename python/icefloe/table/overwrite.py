@@ -5,8 +5,9 @@ one ``overwrite`` snapshot. The scan planner (:mod:`icefloe.scan.planner`) picks
 files of the branch head that may hold matching rows (partition and metrics pruning) with the
 delete files that apply to each; then per candidate:
 
-* the strict projection of the filter onto the file's partition spec is true for its partition:
-  every row matches, the file is removed without being read;
+* the strict projection of the filter onto the file's partition spec is true for its partition,
+  or its column metrics prove the filter for every row (:func:`proven_by_metrics`): the file
+  is removed without being read;
 * otherwise the file is read (its deletes applied) and the filter evaluated on its rows: no
   match keeps the file, all rows matching removes it, and a partial match removes it and writes
   the surviving rows to new files (copy-on-write). On v3 tables the rewritten rows keep their
@@ -41,6 +42,7 @@ from icefloe.scan.tasks import (
     ReadOptions,
     replace_task,
 )
+from icefloe.write.matching import proven_by_metrics
 
 __all__ = ["OverwritePlan", "partition_mask", "plan_overwrite", "referenced_file"]
 
@@ -121,7 +123,8 @@ def plan_overwrite(
     """Which files an overwrite of the rows matching ``expr`` removes, and the rows to keep.
 
     The scan planner picks the candidate files (partition and metrics pruning) and the delete
-    files that apply to each; files whose partition strictly matches are removed unread.
+    files that apply to each; files whose partition or column metrics prove that every row
+    matches are removed unread.
     """
     from icefloe.read.reader import read_task
     from icefloe.scan.columnar import plan_to_tasks
@@ -148,7 +151,7 @@ def plan_overwrite(
     if not tasks:
         return result
     entries = manifest_entries(io, parent)
-    # Files whose partition proves that every row matches: removed without being read.
+    # Files whose partition or column metrics prove that every row matches: removed unread.
     whole: set[str] = set()
     for mf, batch in entries:
         if mf.content != 0:
@@ -157,6 +160,8 @@ def plan_overwrite(
         strict = partition_mask(batch, strict_projection(schema, spec, expr, case_sensitive))
         hit = pc.and_(strict, pc.not_equal(batch.column("status"), DELETED))
         whole.update(batch.filter(hit).column("file_path").to_pylist())
+        live = batch.filter(pc.not_equal(batch.column("status"), DELETED))
+        whole.update(proven_by_metrics([live], bound))
     version = metadata.format_version
     lineage = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if version >= 3 else ()
     options = ReadOptions(

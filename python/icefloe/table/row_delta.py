@@ -55,6 +55,7 @@ from icefloe.write.files import DataFile
 from icefloe.write.matching import (
     partition_key,
     partition_row,
+    proven_by_metrics,
 )
 from icefloe.write.writer import WriteOptions, write_parquet_files
 
@@ -148,19 +149,37 @@ def plan_tasks(
     """The live data files of ``branch`` (as of the transaction's metadata) that may hold rows
     matching ``row_filter``, one task per file with every delete that applies to it: delete
     files are not pruned by the filter, since copy-on-write rewrites read all rows of a file."""
+    return plan_candidates(tx, row_filter, branch=branch, case_sensitive=case_sensitive)[0]
+
+
+def plan_candidates(
+    tx: Transaction,
+    row_filter: BooleanExpression | str = AlwaysTrue(),  # noqa: B008 (a singleton)
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+    prove: bool = False,
+) -> tuple[list[FileScanTask], frozenset[str]]:
+    """The tasks of :func:`plan_tasks` and, with ``prove``, the paths of the files whose
+    column metrics prove that every row matches ``row_filter`` (a delete drops them unread;
+    see :func:`icefloe.write.matching.proven_by_metrics`)."""
     from icefloe.table.scan import TableScan
 
     view = SimpleNamespace(metadata=tx.metadata, io=tx.table.io)
     ref = branch if branch in tx.metadata.refs else None
     scan = TableScan(view, row_filter, case_sensitive=case_sensitive, ref=ref)
     scan._prune_deletes_by_metrics = False
+    scan._keep_metrics = prove
     seen: set[str] = set()
     out: list[FileScanTask] = []
     for task in scan.plan_files():
         if task.data_file.file_path not in seen:
             seen.add(task.data_file.file_path)
             out.append(task)
-    return out
+    if not prove or not out:
+        return out, frozenset()
+    batches = [pb.entries for pb in scan.plan().batches]
+    return out, proven_by_metrics(batches, scan.bound_filter())
 
 
 def lineage_schema(schema: Schema) -> Schema:

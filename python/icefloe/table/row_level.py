@@ -10,8 +10,8 @@ file (:mod:`icefloe.write.matching`, all in Rust/Arrow) and commits one snapshot
   deleted rows (keeping ``_row_id`` and ``_last_updated_sequence_number`` on v3) and writing
   deletes: deletion vectors in one Puffin file per commit on v3 (merged with any existing DV or
   position deletes of the file) or position delete files on v2.
-- A file whose partition proves that every row matches the delete filter is dropped without
-  being read; a file whose every live row matches is dropped without a rewrite.
+- A file whose partition or column metrics prove that every row matches the delete filter is
+  dropped without being read; a file whose every live row matches is dropped without a rewrite.
 - ``write.upsert.mode=equality`` makes ``upsert`` write equality deletes for the source keys
   instead of reading the table; ``delete_by_keys`` always writes equality delete files.
 
@@ -94,6 +94,7 @@ from icefloe.table.row_delta import (
     RowContext,
     RowDelta,
     commit_row_delta,
+    plan_candidates,
     plan_tasks,
     write_mode,
     write_rows,
@@ -190,7 +191,9 @@ def _delete_delta(
     positions, or copy-on-write rewrites); returns the number of rows deleted. With
     ``drop_emptied`` a merge-on-read file losing every live row is removed, not given a DV."""
     deleted = 0
-    tasks = plan_tasks(ctx.tx, bound, branch=ctx.branch, case_sensitive=ctx.case_sensitive)
+    tasks, proven = plan_candidates(
+        ctx.tx, bound, branch=ctx.branch, case_sensitive=ctx.case_sensitive, prove=True
+    )
 
     def probe(task: FileScanTask, cache: DeleteCache) -> pa.Array:
         return matching_positions(
@@ -203,8 +206,11 @@ def _delete_delta(
             cache=cache,
         )
 
-    # None: the partition proves every row matches; else the matching positions
-    whole = [all_rows_match(t, ctx.schema, bound, ctx.specs) for t in tasks]
+    # None: the partition or the column metrics prove every row matches; else the positions
+    whole = [
+        t.data_file.file_path in proven or all_rows_match(t, ctx.schema, bound, ctx.specs)
+        for t in tasks
+    ]
     read = [t for t, w in zip(tasks, whole, strict=True) if not w]
     found = native_matching_positions(
         ctx.io, read, ctx.schema, bound, cache=ctx.cache, name_mapping=ctx.mapping

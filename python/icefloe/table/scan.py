@@ -126,6 +126,8 @@ class TableScan:
         self._plan: Plan | None = None
         # False for row-level writers that read whole files (see planner.plan)
         self._prune_deletes_by_metrics = True
+        # True for row-level writers that prove whole files from metrics (see planner.plan)
+        self._keep_metrics = False
         self._server: Any = None  # the catalog's ServerPlan, False once known to plan here
 
     def __repr__(self) -> str:
@@ -358,6 +360,7 @@ class TableScan:
             on_batch=on_batch,
             select_entries=select_entries,
             unique_paths=unique_paths,
+            keep_metrics=self._keep_metrics,
         )
 
     def _report(self, snap: Snapshot, bound: BooleanExpression, duration_ns: int) -> None:

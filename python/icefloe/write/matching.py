@@ -17,7 +17,8 @@ Per planned task (one data file with the deletes that apply to it):
   Arrow hash lookup or join), so an updated row keeps its id; :func:`first_match` the lookup
   itself, :func:`matched_source_rows` how many source rows an upsert replaces.
 - :func:`all_rows_match`: whether a task's partition alone proves every row matches a filter
-  (then copy-on-write drops the whole file without reading it).
+  (then copy-on-write drops the whole file without reading it); :func:`proven_by_metrics`
+  the same proof from the files' column metrics (in Rust, per manifest batch).
 
 Nothing here loops over rows in Python.
 """
@@ -52,7 +53,7 @@ from icefloe.partitioning import PartitionSpec
 from icefloe.read.deletes import DeleteCache
 from icefloe.read.native_files import POSITION_COLUMN, column_chunks, top_level_fields
 from icefloe.read.reader import output_schema, read_task
-from icefloe.scan.filters import referenced_field_ids
+from icefloe.scan.filters import expr_json, referenced_field_ids
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     POS,
@@ -79,6 +80,7 @@ __all__ = [
     "native_matching_positions",
     "partition_key",
     "partition_row",
+    "proven_by_metrics",
     "surviving_rows",
 ]
 
@@ -229,6 +231,28 @@ def all_rows_match(
         return evaluate(bound, partition_row(ptype, task.data_file.partition))
     except TypeError:  # a value the evaluator cannot compare proves nothing
         return False
+
+
+def proven_by_metrics(
+    entries: Sequence[pa.RecordBatch], bound_filter: BooleanExpression
+) -> frozenset[str]:
+    """The ``file_path`` of the manifest entries (batches with ``record_count`` and the column
+    metrics maps) whose metrics prove that every row of the file matches ``bound_filter``
+    (bound to the table schema): null and NaN counts of zero and bounds inside the filter's
+    range (:func:`icefloe._native.expr_strict_metrics_mask`; missing statistics prove
+    nothing)."""
+    if bound_filter is AlwaysFalse() or not entries:
+        return frozenset()
+    if bound_filter is AlwaysTrue():
+        return frozenset(p for b in entries for p in b.column("file_path").to_pylist())
+    text = expr_json(bound_filter)
+    out: set[str] = set()
+    for batch in entries:
+        if batch.num_rows == 0:
+            continue
+        mask = _native.expr_strict_metrics_mask(batch.to_struct_array(), text)
+        out.update(batch.column("file_path").filter(mask).to_pylist())
+    return frozenset(out)
 
 
 #: The strict projection of a filter onto a spec, worked out once per operation, not per file.
