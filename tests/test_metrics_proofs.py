@@ -226,3 +226,17 @@ def test_nulls_and_nans_are_kept_by_a_delete(tmp_path: Path) -> None:
     t.delete("d < 1.0")
     (row,) = ours(t).to_pylist()
     assert row["i"] is None and math.isnan(row["d"]) and row["s"] is None
+
+
+def test_spark_overwrite_plan_drops_proven_files(tmp_path: Path) -> None:
+    """The Spark writer's overwrite by filter drops files the metrics prove instead of
+    rewriting them on the executors."""
+    from icefloe.spark.writing import _overwrite_plan
+
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA)
+    t.append(pa.table({"i": [1, 2], "d": [0.1, 0.2], "s": ["a", "b"]}, ARROW))
+    t.append(pa.table({"i": [3, 40], "d": [0.3, 0.4], "s": ["c", "d"]}, ARROW))
+    ids = _first_ids(t)
+    drop, rewrite, _ = _overwrite_plan(t, "main", "i < 10")
+    assert [ids[p] for p in drop] == [1]
+    assert [ids[task.data_file.file_path] for task in rewrite] == [3]

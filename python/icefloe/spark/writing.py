@@ -73,6 +73,7 @@ from icefloe.transforms import (
 )
 from icefloe.write import DataFile
 from icefloe.write.input import to_table_schema
+from icefloe.write.matching import proven_by_metrics
 from icefloe.write.writer import WriteOptions, write_parquet_files
 
 __all__ = [
@@ -346,11 +347,15 @@ def _overwrite_plan(
     # rewritten files keep their rows that do not match: every delete of a file must apply to
     # them, also those whose metrics cannot match the filter
     scan._prune_deletes_by_metrics = False
+    scan._keep_metrics = True
     bound = bind(table.schema(), scan.row_filter, True)
     drop: list[str] = []
     rewrite: list[FileScanTask] = []
-    for task in scan.plan_files():
-        if isinstance(task.residual, AlwaysTrue):
+    tasks = scan.plan_files()
+    # files whose partition (residual true) or column metrics prove every row matches
+    proven = proven_by_metrics([pb.entries for pb in scan.plan().batches], bound) if tasks else ()
+    for task in tasks:
+        if isinstance(task.residual, AlwaysTrue) or task.data_file.file_path in proven:
             drop.append(task.data_file.file_path)
         else:
             rewrite.append(replace_task(task, residual=AlwaysTrue()))
