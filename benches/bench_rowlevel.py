@@ -6,6 +6,10 @@ Case (full size / ``--quick``):
   copy-on-write delete of the same rows from the same data (v2 table: every data file holding a
   matching row is rewritten). The filter ``r < 0.1`` hits rows spread over every file.
 
+- ``retention_delete_30pct``: ``id < 0.3 n`` on the same tables, whose files hold consecutive
+  ids: the files under the bound are dropped from their metrics without being read (both
+  libraries), the file across it gets a DV (icefloe) or is rewritten (PyIceberg).
+
 Each timed run works on its own freshly written table (built before timing), so every run
 deletes from the same state. Target: icefloe at least 10x faster.
 """
@@ -114,4 +118,36 @@ def run(h: Harness) -> None:
         peers=peers,
         target=">= 10x PyIceberg's copy-on-write delete",
     )
+    _retention(h, root, data, runs, target, cat)
     cat.close()
+
+
+def _retention(
+    h: Harness, root: Path, data: pa.Table, runs: int, target: str, cat: SqlCatalog
+) -> None:
+    """``retention_delete_30pct``: a delete of the oldest 30% of ids."""
+    n = data.num_rows
+    bound = f"id < {int(n * 0.3)}"
+    mor = {"format-version": "3", "write.delete.mode": "merge-on-read"}
+    ours_names = _tables(root, data, runs, {**mor, "write.target-file-size-bytes": target}, "ret")
+    peer_names = _tables(
+        root, data, runs, {"format-version": "2", "write.target-file-size-bytes": target}, "rcow"
+    )
+    peers: dict[str, Callable[[], object]] = {}
+    try:
+        from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSql
+
+        theirs = PyIcebergSql("b", uri=f"sqlite:///{root}/c.db", warehouse=(root / "wh").as_uri())
+        peers["pyiceberg 0.12"] = _runner(
+            peer_names, lambda name: theirs.load_table(name).delete(bound)
+        )
+    except ImportError:  # pragma: no cover - the peer is a dev dependency
+        pass
+    h.compare(
+        "retention_delete_30pct",
+        n,
+        "rows",
+        ours=_runner(ours_names, lambda name: cat.load_table(name).delete(bound)),
+        peers=peers,
+        target=">= 10x PyIceberg",
+    )
