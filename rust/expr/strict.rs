@@ -15,7 +15,8 @@
 //!   of the smallest value, a truncated upper bound is above the largest);
 //! - `is_null` needs a null count equal to the record count, `not_null` a null count of zero;
 //!   `is_nan` a NaN count equal to the record count, `not_nan` NaN and null counts of zero;
-//! - `not starts_with` and the spatial predicates are never proven;
+//! - `not starts_with` and the spatial predicates are never proven, nor orderings of uuids
+//!   (whose bounds some writers ordered as signed numbers);
 //! - `not` is pushed down first (De Morgan, negated operations): on rows without nulls or NaN
 //!   in the compared columns the pushed-down filter selects the same rows, and wherever it
 //!   selects a row the original filter does too.
@@ -50,6 +51,10 @@ pub fn must_match(p: &Pred, s: &Stats<'_>, records: i64) -> bool {
         Op::NotNan => float && no_nulls && s.nans == Some(0),
         Op::NotStartsWith | Op::StIntersects | Op::StDisjoint => false,
         _ if !(no_nulls && no_nans && has_bounds(&p.term.ty)) => false,
+        // writers have ordered uuids both as signed and as unsigned 128-bit values: only
+        // `lower = upper` (one value, whatever the order) proves anything
+        Op::Eq | Op::In => bounded(p, s),
+        _ if p.term.ty == PrimitiveType::Uuid => false,
         _ => bounded(p, s),
     }
 }

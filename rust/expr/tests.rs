@@ -797,3 +797,43 @@ fn strict_and_or_combine_per_file() {
     assert_eq!(strict("true", &f), [true; 3]);
     assert_eq!(strict("false", &f), [false; 3]);
 }
+
+#[test]
+fn strict_uuids_prove_only_single_values() {
+    let u = |b: u8| Some(vec![b; 16]);
+    let f = F {
+        lower: u(0x10),
+        upper: u(0x10),
+        ..ints(0, 0)
+    };
+    let g = F {
+        lower: u(0x10),
+        upper: u(0x20),
+        ..ints(0, 0)
+    };
+    let lit = |b: u8| format!("\"{}\"", uuid_text(b));
+    assert_eq!(
+        strict(&pred("eq", 1, "uuid", &lit(0x10)), &[f.clone(), g.clone()]),
+        [true, false]
+    );
+    assert_eq!(
+        strict(&pred("lt", 1, "uuid", &lit(0x30)), &[f.clone(), g.clone()]),
+        [false, false]
+    );
+    assert_eq!(
+        strict(&pred("not-eq", 1, "uuid", &lit(0x30)), &[f, g]),
+        [false, false]
+    );
+}
+
+fn uuid_text(b: u8) -> String {
+    let h = format!("{b:02x}").repeat(16);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
