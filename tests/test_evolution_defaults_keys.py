@@ -13,6 +13,7 @@ import pytest
 
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.evolution import check_schema_evolution
+from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
 from icefloe.types import DoubleType, FloatType, LongType, NestedField, StringType
 
@@ -99,3 +100,24 @@ def test_metadata_naming_an_identifier_field_twice_reads_as_one() -> None:
     )
     assert schema.identifier_field_ids == (1,)
     assert schema.to_json()["identifier-field-ids"] == [1]
+
+
+@pytest.mark.parametrize("value", [1e39, -3.5e38])
+def test_a_float_default_beyond_float_range_is_refused(tmp_path: Path, value: float) -> None:
+    """Narrowed to float, the value is an infinity, which metadata JSON cannot hold (a bare
+    ``Infinity`` token makes the file unreadable to strict JSON parsers)."""
+    t = _catalog(tmp_path).create_table(
+        "db.t", Schema(NestedField(1, "id", LongType())), format_version=3
+    )
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match="not a finite float"), t.update_schema() as u:
+        u.add_column("f", FloatType(), initial_default=value)
+    assert t.refresh().metadata_location == before
+    # within range it is kept, as a float
+    with t.update_schema() as u:
+        u.add_column("f", FloatType(), initial_default=3.4e38)
+    json.loads(Path(t.metadata_location).read_text(encoding="utf-8"), parse_constant=_no_constants)
+
+
+def _no_constants(token: str) -> None:
+    raise AssertionError(f"metadata JSON holds {token}")

@@ -139,9 +139,12 @@ pub fn to_json(t: &PrimitiveType, v: &Value) -> Result<Json> {
         (T::Boolean, Value::Bool(b)) => Json::Bool(*b),
         (T::Int | T::Long, Value::Int(i)) => Json::Int(*i),
         (T::Float | T::Double, Value::Float(f)) => {
-            if !f.is_finite() {
+            // a double beyond float's range becomes an infinity once narrowed
+            let narrowed = if *t == T::Float { *f as f32 as f64 } else { *f };
+            if !narrowed.is_finite() {
                 return Err(Error::validation(format!(
-                    "cannot serialise {f} of type {} as JSON (not a finite number)",
+                    "cannot serialise {f} of type {} as JSON (not a finite {} number)",
+                    t.name(),
                     t.name()
                 )));
             }
