@@ -330,3 +330,40 @@ def test_inspect_partitions_from_the_file_count_deletes_as_the_manifests_do(tabl
         return {str((r["spec_id"], r["partition"])): [r[c] for c in counts] for r in t.to_pylist()}
 
     assert by_key(from_stats) == by_key(from_manifests)
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_partitions_of_uuid_and_geometry_values(tmp_path: Path, version: int) -> None:
+    """Partition values of extension types (uuid; a void transform of a geometry column) are
+    grouped by their storage: counts per partition from the manifests and from a statistics
+    file, the values typed as the partition type says."""
+    import uuid
+
+    from icefloe.schema import Schema
+    from icefloe.types import GeometryType, LongType, NestedField, UUIDType
+
+    fields = [NestedField(1, "id", LongType(), required=True), NestedField(2, "u", UUIDType())]
+    if version == 3:
+        fields.append(NestedField(3, "g", GeometryType()))
+    t = w.catalog(tmp_path).create_table("ns.t", Schema(*fields), format_version=version)
+    with t.update_spec() as s:
+        s.add_field("u", "identity")
+        if version == 3:
+            s.add_field("g", "void")
+    one = uuid.UUID(int=1).bytes
+    data = {"id": pa.array([1, 2, 3], pa.int64()), "u": pa.array([one, one, None], pa.binary(16))}
+    if version == 3:
+        point = bytes.fromhex("0101000000000000000000f03f0000000000000040")  # POINT (1 2)
+        data["g"] = pa.array([point, None, point], pa.binary())
+    t.append(pa.table(data))
+    want = {uuid.UUID(int=1): 2, None: 1}
+
+    def counts(rows: pa.Table) -> dict[Any, int]:
+        return {r["partition"]["u"]: r["record_count"] for r in rows.to_pylist()}
+
+    assert counts(t.inspect.partitions(use_statistics=False)) == want
+    stats = t.compute_partition_statistics()
+    assert stats is not None
+    assert counts(t.inspect.partitions()) == want
+    rows = pq.read_table(stats.statistics_path.removeprefix("file://")).to_pylist()
+    assert sorted(r["data_record_count"] for r in rows) == [1, 2]

@@ -224,6 +224,21 @@ def test_append_accepts_every_form(table: Any) -> None:
     assert out.schema.field("v").type == variant.STORAGE_TYPE  # encoded by default
 
 
+def test_a_void_partition_of_a_variant_column(table: Any) -> None:
+    """A void transform takes any source (as in Iceberg Java): its partition value is always
+    null, so rows of a variant column append, read, list and compact as one partition."""
+    with table.update_spec() as u:
+        u.add_field("v", "void")
+    table.append({"id": [0, 1, 2, 3, 4], "v": VALUES})
+    table.append({"id": [5], "v": [{"z": 0}]})
+    assert _read(table, [0, 1, 2, 3, 4, 5]) == [*VALUES, {"z": 0}]
+    (part,) = table.inspect.partitions().to_pylist()
+    assert part["record_count"] == 6 and list(part["partition"].values()) == [None]
+    table.rewrite_data_files(min_input_files=1)
+    assert len(table.scan().plan_files()) == 1
+    assert _read(table, [0, 1, 2, 3, 4, 5]) == [*VALUES, {"z": 0}]
+
+
 def test_append_refuses_malformed_variants(table: Any) -> None:
     bad = pa.StructArray.from_arrays(
         [pa.array([b"\x01\x00\x00"]), pa.array([b"\xff\x00"])], names=["metadata", "value"]

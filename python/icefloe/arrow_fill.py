@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.exceptions import ValidationError
+
 __all__ = [
     "extension_storage",
     "fill_under_null",
@@ -116,3 +118,25 @@ def from_extension_storage(col: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedAr
     if isinstance(t, pa.BaseExtensionType):
         return pa.chunked_array([pa.ExtensionArray.from_storage(t, c) for c in col.chunks], t)
     return col
+
+
+def group_key(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``col`` in a form Arrow can group by: the storage of extension types (uuid, geometry),
+    and nulls of a plain type for the nested-typed values of a void partition of a variant
+    column (always null; Arrow cannot group by struct keys). :func:`from_group_key` types
+    the grouped keys as ``col`` again."""
+    col = extension_storage(col)
+    if pa.types.is_nested(col.type):
+        if col.null_count != len(col):
+            raise ValidationError(f"cannot group by values of type {col.type}")
+        return pa.chunked_array([pa.nulls(len(col), pa.int8())])
+    return col
+
+
+def from_group_key(col: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
+    """Grouped keys (:func:`group_key`) cast to ``t`` (or its storage type) and typed ``t``
+    again."""
+    storage = t.storage_type if isinstance(t, pa.BaseExtensionType) else t
+    if pa.types.is_nested(storage):
+        return pa.chunked_array([pa.nulls(len(col), t)], t)
+    return from_extension_storage(col.cast(storage), t)

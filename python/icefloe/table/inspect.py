@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.arrow_fill import from_group_key, group_key
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import MetadataLogEntry, Snapshot
@@ -538,7 +539,11 @@ class InspectTable:
         kept = pc.is_valid(committed_at)
         work = pa.table(
             {
-                **{k: pc.struct_field(live.column("partition"), [i]) for i, k in enumerate(keys)},
+                # extension-typed values (uuid, geometry) group by their storage (see group_key)
+                **{
+                    k: group_key(pc.struct_field(live.column("partition"), [i]))
+                    for i, k in enumerate(keys)
+                },
                 "spec_id": live.column("spec_id"),
                 "data_records": where(is_data, "record_count"),
                 "data_files": pc.cast(is_data, pa.int32()),
@@ -572,7 +577,11 @@ class InspectTable:
         )
         if keys:
             partition = pa.StructArray.from_arrays(
-                [g.column(k).combine_chunks() for k in keys], fields=list(ptype)
+                [
+                    from_group_key(g.column(k), f.type).combine_chunks()
+                    for k, f in zip(keys, ptype, strict=True)
+                ],
+                fields=list(ptype),
             )
         else:
             partition = pa.array([{}] * g.num_rows, pa.struct([]))

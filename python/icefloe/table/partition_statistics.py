@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.arrow_fill import from_group_key, group_key
 from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import IcebergError, NoSuchSnapshotError, ValidationError
 from icefloe.metadata import PartitionStatisticsFile, SetPartitionStatistics, TableMetadata
@@ -161,7 +162,11 @@ def _aggregate(entries: pa.Table, metadata: TableMetadata, incremental: bool) ->
 
 
 def _flatten(partition: pa.ChunkedArray) -> dict[str, pa.ChunkedArray]:
-    return {f"__p{i}": pc.struct_field(partition, [i]) for i in range(partition.type.num_fields)}
+    # extension-typed values (uuid, geometry) group by their storage (see group_key)
+    return {
+        f"__p{i}": group_key(pc.struct_field(partition, [i]))
+        for i in range(partition.type.num_fields)
+    }
 
 
 def _group(work: pa.Table, keys: list[str]) -> pa.Table:
@@ -188,7 +193,10 @@ def _rows(grouped: pa.Table, schema: Schema) -> pa.Table:
     g = grouped.take(order)
     arrow_ptype = type_to_arrow(ptype)
     partition = pa.StructArray.from_arrays(
-        [g.column(k).combine_chunks().cast(f.type) for k, f in zip(keys, arrow_ptype, strict=True)],
+        [
+            from_group_key(g.column(k), f.type).combine_chunks()
+            for k, f in zip(keys, arrow_ptype, strict=True)
+        ],
         fields=list(arrow_ptype),
     )
     n = g.num_rows

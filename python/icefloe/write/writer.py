@@ -227,7 +227,12 @@ def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
         arr = p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p
         if isinstance(arr, pa.ExtensionArray):
             arr = arr.storage
-        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        if arr.null_count == len(arr):
+            # all null (a void transform): one code, whatever the type (a void of a variant
+            # column has struct-typed nulls, which have no dictionary kernel)
+            enc = pc.dictionary_encode(pa.nulls(len(arr), pa.int8()), null_encoding="encode")
+        else:
+            enc = pc.dictionary_encode(arr, null_encoding="encode")
         codes = enc.indices.cast(pa.int64())
         if key is None:
             key = codes
