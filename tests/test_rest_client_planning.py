@@ -138,6 +138,35 @@ def test_the_servers_table_config_decides(backing: SqlCatalog) -> None:
             c.load_table("db.t")
 
 
+def test_nan_partitions_and_inherited_sequence_numbers(backing: SqlCatalog) -> None:
+    """A NaN partition value travels as ``"NaN"``; a scan reading
+    ``_last_updated_sequence_number`` (inherited from the data file's sequence number, which
+    the protocol's content files do not carry) is planned by the client, with the values a
+    local plan gives."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("f", pa.float64())])
+    with rest.start(backing) as server:
+        c = RestCatalog("r", uri=server.url, **{"scan-planning-mode": "server"})
+        c.create_namespace("db")
+        t = c.create_table("db.t", schema, format_version=3)
+        with t.update_spec() as u:
+            u.add_field("f", "identity")
+        t.append(pa.table({"id": [1, 2, 3], "f": [float("nan"), 1.0, float("inf")]}, schema))
+        t.append(pa.table({"id": [4], "f": [float("nan")]}, schema))
+        scan = t.scan(row_filter="id > 0")
+        assert scan.server_plan() is not None
+        assert sorted(scan.to_arrow().column("id").to_pylist()) == [1, 2, 3, 4]
+        nan_files = [
+            f for f in scan.plan_files() if f.data_file.partition[0] != f.data_file.partition[0]
+        ]
+        assert len(nan_files) == 2
+        cols = ("id", "_row_id", "_last_updated_sequence_number")
+        lineage = t.scan(selected_fields=cols)
+        assert lineage.server_plan() is None
+        got = lineage.to_arrow().sort_by("id").to_pylist()
+        seqs = [r["_last_updated_sequence_number"] for r in got]
+        assert seqs == [1, 1, 1, 2] and [r["_row_id"] for r in got] == [0, 1, 2, 3]
+
+
 def test_a_server_without_planning_is_refused_clearly(backing: SqlCatalog) -> None:
     with rest.start(backing) as server:
         c = RestCatalog("r", uri=server.url, **{"scan-planning-mode": "server"})

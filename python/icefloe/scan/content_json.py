@@ -3,18 +3,21 @@ Java's ``ContentFileParser`` writes and reads): ``spec-id``, ``content``, ``file
 ``file-format``, ``partition`` (values in the spec's single-value JSON, in spec order),
 ``file-size-in-bytes``, ``record-count``, and where they apply ``first-row-id``,
 ``equality-ids``, ``referenced-data-file``, ``content-offset``, ``content-size-in-bytes``.
-Column statistics are neither written nor read.
+Column statistics are neither written nor read. A NaN partition value of a ``float`` or
+``double`` field travels as the string ``"NaN"`` (JSON has no NaN; infinities travel as
+``"Infinity"`` and ``"-Infinity"``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.serde import literal_from_json, literal_to_json
 from icefloe.scan.tasks import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask
-from icefloe.types import IcebergType
+from icefloe.types import DoubleType, FloatType, IcebergType
 
 __all__ = [
     "data_file_from_json",
@@ -24,6 +27,8 @@ __all__ = [
     "partition_json",
 ]
 
+NAN = "NaN"
+
 
 def partition_json(types: Sequence[IcebergType] | None, values: tuple[Any, ...]) -> list[Any]:
     """Partition ``values`` (of fields of ``types``) as single-value JSON."""
@@ -31,9 +36,23 @@ def partition_json(types: Sequence[IcebergType] | None, values: tuple[Any, ...])
         return []
     if len(types) != len(values):
         raise ValidationError(f"partition {values!r} does not fit its spec")
-    return [
-        None if v is None else literal_to_json(v, t) for v, t in zip(values, types, strict=True)
-    ]
+    return [_value_json(v, t) for v, t in zip(values, types, strict=True)]
+
+
+def _value_json(v: Any, t: IcebergType) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, float) and math.isnan(v) and isinstance(t, FloatType | DoubleType):
+        return NAN  # a NaN partition value: the string Jackson writes for it, as infinities
+    return literal_to_json(v, t)
+
+
+def _value_from_json(v: Any, t: IcebergType) -> Any:
+    if v is None:
+        return None
+    if v == NAN and isinstance(t, FloatType | DoubleType):
+        return math.nan
+    return literal_from_json(v, t)
 
 
 def data_file_json(task: FileScanTask, types: Sequence[IcebergType] | None) -> dict[str, Any]:
@@ -86,9 +105,7 @@ def _partition_from_json(types: Sequence[IcebergType] | None, raw: Any) -> tuple
         raise ValidationError(
             f"a partition of {len(raw)} values for a spec of {len(types)} fields: {raw!r}"
         )
-    return tuple(
-        None if v is None else literal_from_json(v, t) for v, t in zip(raw, types, strict=True)
-    )
+    return tuple(_value_from_json(v, t) for v, t in zip(raw, types, strict=True))
 
 
 def _field(

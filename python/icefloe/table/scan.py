@@ -53,7 +53,12 @@ from icefloe.scan.columnar import (
 from icefloe.scan.manifests import planning_manifest_list, reader
 from icefloe.scan.metrics import ScanReport, plan_result_counts
 from icefloe.scan.planner import Plan, PlannedBatch, plan
-from icefloe.scan.tasks import METADATA_COLUMNS, FileScanTask, ReadOptions
+from icefloe.scan.tasks import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    METADATA_COLUMNS,
+    FileScanTask,
+    ReadOptions,
+)
 from icefloe.schema import Schema
 from icefloe.values import epoch_ms
 
@@ -297,7 +302,13 @@ class TableScan:
         planned here (computed once per scan object)."""
         if self._server is None:
             planner = getattr(getattr(self.table, "catalog", None), "plan_scan", None)
-            found = planner(self.table, self) if self._server_plannable and planner else None
+            # the REST protocol's content files carry no data sequence number, so a scan that
+            # reads _last_updated_sequence_number (inherited from it) is planned here
+            plannable = (
+                self._server_plannable
+                and LAST_UPDATED_SEQUENCE_NUMBER not in self._metadata_names()
+            )
+            found = planner(self.table, self) if plannable and planner else None
             self._server = found if found is not None else False
         return self._server or None
 
