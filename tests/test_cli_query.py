@@ -252,6 +252,35 @@ def test_sql_over_a_nested_namespace(tmp_path: Path) -> None:
     assert _lines(r.stdout) == [{"n": 3, "v": "c"}]
 
 
+def test_sql_over_geometry_and_geography_tables(tmp_path: Path) -> None:
+    """DuckDB refuses to import geography (spherical-edge ``geoarrow.wkb``) columns, which
+    failed every query of a table holding one: they reach DuckDB as their WKB bytes, while
+    geometry columns stay DuckDB geometries."""
+    from icefloe.schema import Schema
+    from icefloe.types import GeographyType, GeometryType, LongType, NestedField, StringType
+
+    world = build_world(tmp_path / "world")
+    cat = world.catalog()
+    point = bytes.fromhex("0101000000000000000000f03f0000000000000040")  # POINT (1 2)
+    for name, gtype in (("geom", GeometryType()), ("geog", GeographyType())):
+        schema = Schema(
+            NestedField(1, "id", LongType(), required=True),
+            NestedField(2, "s", StringType()),
+            NestedField(3, "g", gtype),
+        )
+        t = cat.create_table(f"db.{name}", schema, format_version=3)
+        t.append(
+            pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"], "g": [point, None]})
+        )
+    for name in ("geom", "geog"):
+        r = run(world, "sql", f"select count(*) as n, min(s) as s from db.{name}", "--json")
+        assert r.exit_code == 0, r.stderr
+        assert _lines(r.stdout) == [{"n": 2, "s": "a"}]
+    r = run(world, "sql", "select id, g from db.geog where g is not null", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert _lines(r.stdout) == [{"id": 1, "g": point.hex()}]
+
+
 def test_sql_without_duckdb(world: CliWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "duckdb", None)
     r = run(world, "sql", "select 1")

@@ -37,6 +37,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
+from icefloe.geo import WkbType
 
 __all__ = ["register", "write_batches"]
 
@@ -528,11 +529,36 @@ def sql(
         con.close()
 
 
-def _batches(reader: pa.RecordBatchReader) -> Generator[pa.RecordBatch, None, None]:
+def _batches(
+    reader: pa.RecordBatchReader, schema: pa.Schema | None
+) -> Generator[pa.RecordBatch, None, None]:
+    """The batches of ``reader``, as ``schema`` (:func:`_for_duckdb`) when it is given."""
     try:
-        yield from reader
+        for batch in reader:
+            yield batch if schema is None else _for_duckdb_batch(batch, schema)
     finally:
         reader.close()
+
+
+def _is_geography(t: pa.DataType) -> bool:
+    return isinstance(t, WkbType) and t.edges not in (None, "planar")
+
+
+def _for_duckdb(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with geography columns (``geoarrow.wkb`` with spherical edges, which
+    DuckDB refuses to import, failing the whole query) as their WKB ``binary`` storage;
+    geometry columns stay typed (DuckDB reads them as GEOMETRY)."""
+    if not any(_is_geography(f.type) for f in schema):
+        return schema
+    return pa.schema(
+        [f.with_type(f.type.storage_type) if _is_geography(f.type) else f for f in schema],
+        metadata=schema.metadata,
+    )
+
+
+def _for_duckdb_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    cols = [c.storage if _is_geography(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 class _Streams:
@@ -552,9 +578,11 @@ class _Streams:
         class _Source:
             def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
                 reader = scan.to_batches()
-                gen = _batches(reader)
+                given = reader.schema
+                schema = _for_duckdb(given)
+                gen = _batches(reader, None if schema is given else schema)
                 owner._open.append(gen)
-                stream = pa.RecordBatchReader.from_batches(reader.schema, gen)
+                stream = pa.RecordBatchReader.from_batches(schema, gen)
                 return stream.__arrow_c_stream__(requested_schema)
 
         return _Source()
