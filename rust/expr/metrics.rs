@@ -228,34 +228,44 @@ pub fn may_match(p: &Pred, s: &Stats<'_>) -> bool {
     }
 }
 
-fn eval(e: &Expr, stats: &HashMap<i32, FieldStats>, n: usize) -> Vec<bool> {
+/// One boolean per file of `expr` (with `not` pushed down) over the files' statistics:
+/// `pred(p, s, i)` decides a predicate for file `i`, `and`/`or` combine; a `not` left over
+/// gives `not_value` (the answer that stays sound: "may match" for inclusive evaluation,
+/// "not proven" for strict).
+pub(super) fn eval_files(
+    e: &Expr,
+    stats: &HashMap<i32, FieldStats>,
+    n: usize,
+    not_value: bool,
+    pred: &dyn Fn(&Pred, &Stats<'_>, usize) -> bool,
+) -> Vec<bool> {
+    let walk = |x: &Expr| eval_files(x, stats, n, not_value, pred);
     match e {
         Expr::True => vec![true; n],
         Expr::False => vec![false; n],
-        Expr::And(l, r) => {
-            let (a, b) = (eval(l, stats, n), eval(r, stats, n));
-            a.into_iter().zip(b).map(|(x, y)| x && y).collect()
-        }
-        Expr::Or(l, r) => {
-            let (a, b) = (eval(l, stats, n), eval(r, stats, n));
-            a.into_iter().zip(b).map(|(x, y)| x || y).collect()
-        }
-        // removed by rewrite_not before evaluation
-        Expr::Not(_) => vec![true; n],
+        Expr::And(l, r) => walk(l)
+            .into_iter()
+            .zip(walk(r))
+            .map(|(x, y)| x && y)
+            .collect(),
+        Expr::Or(l, r) => walk(l)
+            .into_iter()
+            .zip(walk(r))
+            .map(|(x, y)| x || y)
+            .collect(),
+        Expr::Not(_) => vec![not_value; n],
         Expr::Pred(p) => {
             let f = &stats[&p.term.id];
             (0..n)
                 .map(|i| {
-                    may_match(
-                        p,
-                        &Stats {
-                            values: f.values[i],
-                            nulls: f.nulls[i],
-                            nans: f.nans[i],
-                            lower: f.lower[i].as_ref(),
-                            upper: f.upper[i].as_ref(),
-                        },
-                    )
+                    let s = Stats {
+                        values: f.values[i],
+                        nulls: f.nulls[i],
+                        nans: f.nans[i],
+                        lower: f.lower[i].as_ref(),
+                        upper: f.upper[i].as_ref(),
+                    };
+                    pred(p, &s, i)
                 })
                 .collect()
         }
@@ -268,7 +278,7 @@ pub fn metrics_mask(batch: &RecordBatch, expr: &Expr) -> Result<BooleanArray> {
     let expr = expr.clone().rewrite_not();
     let n = batch.num_rows();
     let stats = field_stats(batch, &expr.terms())?;
-    let mut mask = eval(&expr, &stats, n);
+    let mut mask = eval_files(&expr, &stats, n, true, &|p, s, _| may_match(p, s));
     if let Some(rc) = batch.column_by_name("record_count") {
         let rc = rc
             .as_primitive_opt::<Int64Type>()

@@ -27,13 +27,12 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, BooleanArray, RecordBatch};
 
-use super::metrics::{field_stats, FieldStats, Stats};
+use super::metrics::{eval_files, field_stats, Stats};
 use super::value::{bytes, cmp, has_bounds, is_nan};
 use super::{Expr, Op, Pred};
 use crate::serde::PrimitiveType;
 use crate::{Error, Result};
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 fn is_float(t: &PrimitiveType) -> bool {
     matches!(t, PrimitiveType::Float | PrimitiveType::Double)
@@ -97,44 +96,6 @@ fn bounded(p: &Pred, s: &Stats<'_>) -> bool {
     }
 }
 
-fn eval(e: &Expr, stats: &HashMap<i32, FieldStats>, records: &[Option<i64>]) -> Vec<bool> {
-    let n = records.len();
-    match e {
-        Expr::True => vec![true; n],
-        Expr::False => vec![false; n],
-        Expr::And(l, r) => {
-            let (a, b) = (eval(l, stats, records), eval(r, stats, records));
-            a.into_iter().zip(b).map(|(x, y)| x && y).collect()
-        }
-        Expr::Or(l, r) => {
-            let (a, b) = (eval(l, stats, records), eval(r, stats, records));
-            a.into_iter().zip(b).map(|(x, y)| x || y).collect()
-        }
-        // removed by rewrite_not before evaluation; proves nothing if one were left
-        Expr::Not(_) => vec![false; n],
-        Expr::Pred(p) => {
-            let f = &stats[&p.term.id];
-            (0..n)
-                .map(|i| {
-                    records[i].is_some_and(|rc| {
-                        must_match(
-                            p,
-                            &Stats {
-                                values: f.values[i],
-                                nulls: f.nulls[i],
-                                nans: f.nans[i],
-                                lower: f.lower[i].as_ref(),
-                                upper: f.upper[i].as_ref(),
-                            },
-                            rc,
-                        )
-                    })
-                })
-                .collect()
-        }
-    }
-}
-
 /// One boolean per entry of a decoded manifest batch: whether the file's metrics prove that
 /// every row matches `expr` (term ids = table field ids). Without a `record_count` column
 /// nothing is proven.
@@ -153,5 +114,8 @@ pub fn strict_metrics_mask(batch: &RecordBatch, expr: &Expr) -> Result<BooleanAr
         }
     };
     let stats = field_stats(batch, &expr.terms())?;
-    Ok(BooleanArray::from(eval(&expr, &stats, &records)))
+    let mask = eval_files(&expr, &stats, n, false, &|p, s, i| {
+        records[i].is_some_and(|rc| must_match(p, s, rc))
+    });
+    Ok(BooleanArray::from(mask))
 }

@@ -827,13 +827,5 @@ fn strict_uuids_prove_only_single_values() {
 }
 
 fn uuid_text(b: u8) -> String {
-    let h = format!("{b:02x}").repeat(16);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    crate::serde::json::fmt_uuid(&[b; 16])
 }

@@ -84,6 +84,24 @@ fn entries_batch(entries: ArrayData) -> crate::Result<RecordBatch> {
     Ok(RecordBatch::from(s.clone()))
 }
 
+/// A mask of `eval` over a manifest batch given as a struct array of its columns.
+fn entries_mask(
+    py: Python<'_>,
+    entries: &Bound<'_, PyAny>,
+    filter_json: &str,
+    eval: fn(&RecordBatch, &crate::expr::Expr) -> crate::Result<arrow_array::BooleanArray>,
+) -> PyResult<PyArray> {
+    let data = import_array(entries)?;
+    let text = filter_json.to_owned();
+    let out = py.detach(move || {
+        guard(move || {
+            let expr = parse(&text)?;
+            Ok(eval(&entries_batch(data)?, &expr)?.into_data())
+        })
+    })?;
+    Ok(PyArrowType(out))
+}
+
 /// Inclusive metrics mask over a manifest batch given as a struct array of its columns.
 #[pyfunction]
 fn expr_metrics_mask(
@@ -91,15 +109,7 @@ fn expr_metrics_mask(
     entries: &Bound<'_, PyAny>,
     filter_json: &str,
 ) -> PyResult<PyArray> {
-    let data = import_array(entries)?;
-    let text = filter_json.to_owned();
-    let out = py.detach(move || {
-        guard(move || {
-            let expr = parse(&text)?;
-            Ok(metrics::metrics_mask(&entries_batch(data)?, &expr)?.into_data())
-        })
-    })?;
-    Ok(PyArrowType(out))
+    entries_mask(py, entries, filter_json, metrics::metrics_mask)
 }
 
 /// Strict metrics mask over a manifest batch given as a struct array of its columns: whether
@@ -110,15 +120,7 @@ fn expr_strict_metrics_mask(
     entries: &Bound<'_, PyAny>,
     filter_json: &str,
 ) -> PyResult<PyArray> {
-    let data = import_array(entries)?;
-    let text = filter_json.to_owned();
-    let out = py.detach(move || {
-        guard(move || {
-            let expr = parse(&text)?;
-            Ok(strict::strict_metrics_mask(&entries_batch(data)?, &expr)?.into_data())
-        })
-    })?;
-    Ok(PyArrowType(out))
+    entries_mask(py, entries, filter_json, strict::strict_metrics_mask)
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

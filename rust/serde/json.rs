@@ -109,7 +109,8 @@ fn hex(data: &[u8]) -> String {
     data.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn fmt_uuid(b: &[u8]) -> String {
+/// The canonical text of a 16-byte uuid.
+pub(crate) fn fmt_uuid(b: &[u8]) -> String {
     let h = hex(b);
     format!(
         "{}-{}-{}-{}-{}",
