@@ -255,3 +255,26 @@ def test_a_failed_delete_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with pytest.raises(FileIOError, match="access denied"):
         t.remove_orphan_files(older_than=int(time.time() * 1000) + 1)
     assert stray.exists()
+
+
+def test_a_table_sharing_the_location_is_never_deleted(tmp_path: Path) -> None:
+    """A table renamed and another created under its old name share one directory: orphan
+    removal of either is refused (the other's metadata sits in its metadata directory), and
+    both still read their rows."""
+    import pyarrow as pa
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    old = cat.create_table("db.t", schema)
+    old.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    cat.rename_table("db.t", "db.t_old")
+    new = cat.create_table("db.t", schema)
+    new.append(pa.table({"id": pa.array([9], pa.int64())}))
+    assert new.location == cat.load_table("db.t_old").location
+    future = datetime.now() + timedelta(days=1)
+    for name in ("db.t", "db.t_old"):
+        with pytest.raises(ValidationError, match="another table"):
+            cat.load_table(name).remove_orphan_files(older_than=future)
+    assert sorted(cat.load_table("db.t_old").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    assert cat.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [9]

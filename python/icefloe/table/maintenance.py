@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.manifest import read_manifests
-from icefloe.metadata import MAIN_BRANCH, Operation
+from icefloe.metadata import MAIN_BRANCH, Operation, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.progress import Progress, ProgressArg
 from icefloe.properties import gc_enabled
@@ -46,7 +46,7 @@ from icefloe.values import epoch_ms
 from icefloe.write.matching import surviving_rows
 
 if TYPE_CHECKING:
-    from icefloe.metadata import Snapshot, TableMetadata
+    from icefloe.metadata import Snapshot
     from icefloe.table.table import Transaction
 
 __all__ = [
@@ -143,6 +143,33 @@ def _other_table_roots(unreached: pa.Array, own_metadata_dir: str) -> list[str]:
         if comparable_locations(pa.array([directory]))[0].as_py() != own:
             roots.add(directory.rsplit("/", 1)[0])
     return sorted(roots)
+
+
+def _refuse_shared_metadata_dir(
+    io: FileIO, metadata: TableMetadata, orphans: list[str], own_metadata_dir: str
+) -> None:
+    """Refuses orphan removal when a metadata file it would delete from the table's own
+    metadata directory belongs to another table (another ``table-uuid``): two tables then
+    share the location (a table renamed and another created under its old name), and every
+    file of the other one would count as an orphan of this one."""
+    own = comparable_locations(pa.array([own_metadata_dir.rstrip("/")]))[0].as_py()
+    for path in orphans:
+        if not path.endswith(".metadata.json"):
+            continue
+        directory = path.rsplit("/", 1)[0]
+        if comparable_locations(pa.array([directory]))[0].as_py() != own:
+            continue
+        try:
+            other = TableMetadata.parse(io.new_input(path).read())
+        except IcebergError:
+            continue  # unreadable: no evidence of another table
+        if other.table_uuid and metadata.table_uuid and other.table_uuid != metadata.table_uuid:
+            raise ValidationError(
+                f"remove_orphan_files: {path} is metadata of another table (uuid "
+                f"{other.table_uuid}) in this table's metadata directory: the two tables share "
+                "their location, and the other table's files would count as orphans; nothing "
+                "was deleted"
+            )
 
 
 def _within(location: str, directories: list[str]) -> bool:
@@ -249,6 +276,7 @@ def remove_orphan_files(
     for root in _other_table_roots(paths.filter(unreached), own_meta):
         mask = pc.and_(mask, pc.invert(pc.starts_with(paths, f"{root}/")))
     orphans = sorted(paths.filter(mask).to_pylist())
+    _refuse_shared_metadata_dir(io, metadata, orphans, own_meta)
     if not dry_run:
         delete_all(
             io,
