@@ -69,6 +69,28 @@ def test_orphan_removal_keeps_the_files_of_snapshots_no_ref_points_at(
         assert again.scan(snapshot_id=sid).to_arrow().num_rows == n
 
 
+def test_orphan_removal_keeps_the_statistics_of_snapshots_no_ref_points_at(
+    cats: tuple[RestCatalog, RestCatalog],
+) -> None:
+    """The server leaves the statistics of left-out snapshots out too; the client takes them
+    back with the snapshots, so their files are not orphans."""
+    import os
+
+    full, refs = cats
+    _history(full, 1)
+    t = full.load_table("db.t")
+    t.compute_statistics()
+    t.compute_partition_statistics()
+    t.append(_rows([7]))  # main moves on: the statistics are of a snapshot no ref points at
+    kept = [f.statistics_path for f in (*t.metadata.statistics, *t.metadata.partition_statistics)]
+    assert len(kept) == 2
+    r = refs.load_table("db.t")
+    assert not r.metadata.statistics and not r.metadata.partition_statistics
+    time.sleep(0.01)
+    r.remove_orphan_files(older_than=datetime.timedelta(0))
+    assert all(os.path.exists(p.removeprefix("file://")) for p in kept)
+
+
 def test_expiry_sees_every_snapshot(cats: tuple[RestCatalog, RestCatalog]) -> None:
     full, refs = cats
     ids = _history(full, 4)

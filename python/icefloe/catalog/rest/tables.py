@@ -122,7 +122,15 @@ class RestTables(RestScanPlanning):
         served = {s.snapshot_id for s in full.snapshots}
         ordered = tuple(known.get(s.snapshot_id, s) for s in full.snapshots)
         gone = tuple(s for s in table.metadata.snapshots if s.snapshot_id not in served)
-        return replace(table.metadata, snapshots=(*ordered, *gone))
+        # the statistics of the left-out snapshots were left out with them
+        return replace(
+            table.metadata,
+            snapshots=(*ordered, *gone),
+            statistics=_merged(table.metadata.statistics, full.statistics),
+            partition_statistics=_merged(
+                table.metadata.partition_statistics, full.partition_statistics
+            ),
+        )
 
     def load_table(self, identifier: str | Iterable[str]) -> Table:
         """The table's current state (a 304 for an unchanged ETag reuses the cached answer)."""
@@ -266,3 +274,9 @@ class RestTables(RestScanPlanning):
             body={"name": ident[-1], "metadata-location": metadata_location},
         )
         return self._result_table(ident, LoadTableResult.from_json(resp.json()))
+
+
+def _merged(mine: tuple[Any, ...], served: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``mine`` plus the statistics files of ``served`` for snapshots ``mine`` has none of."""
+    have = {f.snapshot_id for f in mine}
+    return (*mine, *(f for f in served if f.snapshot_id not in have))
