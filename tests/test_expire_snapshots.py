@@ -286,6 +286,26 @@ def test_expire_deletes_exactly_the_unreachable_files(tmp_path: Path) -> None:
     assert result.files_deleted
 
 
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ({"max_workers": -1}, "max_workers"),
+        ({"max_workers": 1.5}, "max_workers"),
+        ({"progress": 123}, "progress"),
+    ],
+)
+def test_bad_deletion_arguments_are_refused_before_the_commit(
+    tmp_path: Path, args: dict[str, object], match: str
+) -> None:
+    """They are used only to delete the files, after the commit: checked first, so a bad one
+    leaves the snapshots in place (not expired with their files never deleted)."""
+    _, t, _ = _history_table(tmp_path)
+    future = int(time.time() * 1000) + 1000
+    with pytest.raises(ValidationError, match=match):
+        t.expire_snapshots(older_than_ms=future, **args)
+    assert len(t.refresh().snapshots()) == 5
+
+
 def test_refs_keep_their_files(tmp_path: Path) -> None:
     c, t, (s1, s2, s3, s4) = _history_table(tmp_path)
     with t.manage_snapshots() as ms:

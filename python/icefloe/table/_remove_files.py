@@ -8,14 +8,24 @@ import threading
 from collections.abc import Iterable
 
 from icefloe._concurrency import parallel_map
-from icefloe.exceptions import IcebergError
+from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.progress import Progress, ProgressArg
 from icefloe.s3client import DELETE_BATCH
 
-__all__ = ["delete_all"]
+__all__ = ["check_delete_args", "delete_all"]
 
 _log = logging.getLogger(__name__)
+
+
+def check_delete_args(threads: int | None, progress: ProgressArg) -> None:
+    """Refuses a bad ``max_workers`` or ``progress`` before an operation commits anything
+    (they are used only once its files are deleted, after the commit)."""
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValidationError(f"max_workers must be a positive integer, got {threads!r}")
+    Progress(progress, 0, "")  # validates ``progress``
 
 
 def delete_all(

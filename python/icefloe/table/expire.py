@@ -48,7 +48,7 @@ from icefloe.metadata import (
 from icefloe.progress import ProgressArg
 from icefloe.properties import TableProperties, gc_enabled, int_property
 from icefloe.scan.manifests import manifest_lists, read_entries, unique_manifests
-from icefloe.table._remove_files import delete_all
+from icefloe.table._remove_files import check_delete_args, delete_all
 from icefloe.table.manage_snapshots import check_snapshot_id
 from icefloe.values import epoch_ms
 
@@ -220,6 +220,7 @@ def expire_snapshots(
     ``progress`` reports the file deletions (``True`` for a bar on stderr, or a
     ``fn(done, total)``; see :mod:`icefloe.progress`).
     """
+    check_delete_args(max_workers, progress)
     if delete_files and not dry_run and not gc_enabled(table.metadata.properties):
         raise ValidationError(
             "cannot expire snapshots and delete their files: gc.enabled is false (the files may "
