@@ -19,13 +19,21 @@ from typing import TextIO
 
 from icefloe.exceptions import ValidationError
 
-__all__ = ["Progress", "ProgressArg"]
+__all__ = ["Progress", "ProgressArg", "check_progress"]
 
 ProgressArg = bool | Callable[[int, int], None] | None
 """What a ``progress=`` argument accepts: off, a bar on stderr, or a callback."""
 
 _WIDTH = 20
 _INTERVAL_S = 0.1
+
+
+def check_progress(progress: object) -> None:
+    """Refuses a ``progress`` argument that is none of None, a bool or a callable."""
+    if progress is not None and not isinstance(progress, bool) and not callable(progress):
+        raise ValidationError(
+            f"progress must be a bool or a callable(done, total), got {progress!r}"
+        )
 
 
 class Progress:
@@ -37,10 +45,7 @@ class Progress:
     def __init__(
         self, progress: ProgressArg, total: int, what: str, *, stream: TextIO | None = None
     ) -> None:
-        if progress is not None and not isinstance(progress, bool) and not callable(progress):
-            raise ValidationError(
-                f"progress must be a bool or a callable(done, total), got {progress!r}"
-            )
+        check_progress(progress)
         self._callback = progress if callable(progress) else None
         self._bar = progress is True
         self._stream = stream if stream is not None else sys.stderr

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from icefloe._concurrency import parallel_map
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.io import FileIO
-from icefloe.progress import Progress, ProgressArg
+from icefloe.progress import Progress, ProgressArg, check_progress
 from icefloe.s3client import DELETE_BATCH
 
 __all__ = ["check_delete_args", "delete_all"]
@@ -25,7 +25,7 @@ def check_delete_args(threads: int | None, progress: ProgressArg) -> None:
         isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
     ):
         raise ValidationError(f"max_workers must be a positive integer, got {threads!r}")
-    Progress(progress, 0, "")  # validates ``progress``
+    check_progress(progress)
 
 
 def delete_all(

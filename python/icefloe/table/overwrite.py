@@ -158,10 +158,9 @@ def plan_overwrite(
             continue
         spec = _spec(metadata, batch)
         strict = partition_mask(batch, strict_projection(schema, spec, expr, case_sensitive))
-        hit = pc.and_(strict, pc.not_equal(batch.column("status"), DELETED))
-        whole.update(batch.filter(hit).column("file_path").to_pylist())
-        live = batch.filter(pc.not_equal(batch.column("status"), DELETED))
-        whole.update(proven_by_metrics([live], bound))
+        alive = pc.not_equal(batch.column("status"), DELETED)
+        whole.update(batch.filter(pc.and_(strict, alive)).column("file_path").to_pylist())
+        whole.update(proven_by_metrics([batch.filter(alive)], bound))
     version = metadata.format_version
     lineage = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if version >= 3 else ()
     options = ReadOptions(

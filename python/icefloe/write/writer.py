@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map, work_threads
-from icefloe.arrow_fill import extension_storage, fill_required
+from icefloe.arrow_fill import extension_storage, fill_required, group_key
 from icefloe.arrow_schema import (
     FIELD_IDS_DIGEST_KEY,
     field_ids_digest,
@@ -224,15 +224,11 @@ def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
         return None
     key: pa.Array | None = None
     for p in parts:
-        arr = p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p
-        if isinstance(arr, pa.ExtensionArray):
-            arr = arr.storage
-        if arr.null_count == len(arr):
-            # all null (a void transform): one code, whatever the type (a void of a variant
-            # column has struct-typed nulls, which have no dictionary kernel)
-            enc = pc.dictionary_encode(pa.nulls(len(arr), pa.int8()), null_encoding="encode")
-        else:
-            enc = pc.dictionary_encode(arr, null_encoding="encode")
+        # extension values by their storage, a void of a variant column's struct-typed nulls
+        # as plain nulls (see group_key)
+        chunked = p if isinstance(p, pa.ChunkedArray) else pa.chunked_array([p])
+        arr = group_key(chunked).combine_chunks()
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
         codes = enc.indices.cast(pa.int64())
         if key is None:
             key = codes
