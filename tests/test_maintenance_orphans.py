@@ -219,6 +219,49 @@ def test_temporary_files_of_killed_writes_are_orphans(tmp_path: Path) -> None:
     assert marker.exists()
 
 
+def test_hidden_paths_of_other_jobs_are_kept(tmp_path: Path) -> None:
+    """As the reference's hidden-path filter: files named ``_x``/``.x`` or below such a
+    directory (another engine's ``_temporary/`` job output, ``_SUCCESS`` markers) are never a
+    table's orphans; only the partition directories of fields named ``_x`` are not hidden."""
+    import pyarrow as pa
+
+    from icefloe.partitioning import PartitionField, PartitionSpec
+    from icefloe.transforms import parse_transform
+
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("_p", pa.int64()), pa.field("id", pa.int64())])
+    spec = PartitionSpec(PartitionField(1, 1000, parse_transform("identity"), "_p"))
+    t = cat.create_table("db.t", schema, partition_spec=spec)
+    t.append(pa.table({"_p": [1, 2], "id": [1, 2]}, schema=schema))
+    data = tmp_path / "wh" / "db" / "t" / "data"
+    hex32 = "ab" * 16
+    kept = [
+        data / "_temporary" / "0" / "part-0.parquet",
+        data / ".staging" / "part-1.parquet",
+        data / "_SUCCESS",
+        data / "_p=1" / "_SUCCESS",
+        data / "_temporary" / f".part-2.parquet.{hex32}.tmp",
+        data / "_p=1" / "_c=3" / "part-3.parquet",
+    ]
+    removed_expected = [
+        data / "_p=1" / "orphan.parquet",
+        data / "x" / "orphan.parquet",
+        data / "_p=2" / f".part-4.parquet.{hex32}.tmp",
+    ]
+    for p in kept + removed_expected:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"x")
+        _age(p, 4)
+    rows = t.scan().to_arrow().num_rows
+    removed = t.remove_orphan_files()
+    assert sorted(r.removeprefix("file://") for r in removed) == sorted(
+        str(p) for p in removed_expected
+    )
+    assert all(p.exists() for p in kept)
+    assert t.scan().to_arrow().num_rows == rows == 2
+
+
 def test_a_naive_cutoff_is_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     """``older_than`` as a naive datetime means UTC, as in ``scan(as_of=...)``,
     ``expire_snapshots`` and the CLI: read as local time west of UTC, a cutoff of an hour ago

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -44,6 +45,7 @@ from icefloe.table_paths import (
 )
 from icefloe.values import epoch_ms
 from icefloe.write.matching import surviving_rows
+from icefloe.write.partition_names import escape_path_part
 
 if TYPE_CHECKING:
     from icefloe.metadata import Snapshot
@@ -200,6 +202,33 @@ def _check_own_location(location: str, own: list[str]) -> None:
         )
 
 
+def _hidden_below(root: str, locations: pa.Array, metadata: TableMetadata) -> pa.Array:
+    """The ``locations`` listed under ``root`` that are hidden there, as in the reference's
+    partition-aware hidden-path filter: a file or directory below ``root`` named ``.x`` or
+    ``_x`` (a catalog's namespace marker, ``_SUCCESS``, a ``_temporary/`` or ``.staging/``
+    directory of another engine's job) is never a table's, except the directories of
+    partition fields named so (``_p=1/``). The temporary files of icefloe's writes that never
+    ended are not hidden: a process killed before it renamed ``.<name>.<32 hex digits>.tmp``
+    into place left them, directly in a directory that is not hidden."""
+    start = len(root.rstrip("/")) + 1
+    rel = pc.binary_join_element_wise("", pc.utf8_slice_codeunits(locations, start), "/")
+    names = {
+        n
+        for spec in metadata.partition_specs
+        for f in spec.fields
+        if f.name.startswith(("_", "."))
+        for n in (f.name, escape_path_part(f.name))
+    }
+    if names:
+        pattern = "/(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")="
+        rel = pc.replace_substring_regex(rel, pattern=pattern, replacement="/p=")
+    under = pc.starts_with(locations, root.rstrip("/") + "/")
+    rel = pc.if_else(under, rel, pc.binary_join_element_wise("", locations, "/"))
+    any_hidden = pc.match_substring_regex(rel, r"/[._]")
+    leftover = pc.match_substring_regex(rel, r"^(/[^/._][^/]*)*/\.[^/]+\.[0-9a-f]{32}\.tmp$")
+    return locations.filter(pc.and_(any_hidden, pc.invert(leftover)))
+
+
 def remove_orphan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -226,7 +255,8 @@ def remove_orphan_files(
     (``write.data.path``, ``write.metadata.path``) is not listed unless ``location`` names it:
     several tables may share it, as with Java's ``remove_orphan_files``. Files inside a
     directory that holds another table's metadata are never orphans either (see
-    :func:`_other_table_roots`), nor hidden files (``.name``).
+    :func:`_other_table_roots`), nor hidden files (``.name``,
+    ``_name``, or under such a directory, except partition directories).
 
     Returns the orphan locations, sorted. Files without a modification time are kept. The
     deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
@@ -244,6 +274,8 @@ def remove_orphan_files(
             "progress would be deleted and its commit would leave the table unreadable; run it "
             "so only when no other writer is running"
         )
+    if location is not None and not isinstance(location, str):
+        raise ValidationError(f"location must be a string, got {location!r}")
     own_meta = metadata_location(metadata.location, metadata.properties)
     own_data = data_location(metadata.location, metadata.properties)
     if location:
@@ -254,8 +286,11 @@ def remove_orphan_files(
         else [d for d in dict.fromkeys((own_data, own_meta)) if _within(d, [metadata.location])]
     )
     listed: dict[str, int | None] = {}
+    hidden: list[pa.Array] = []
     for root in roots:
-        listed.update((f.location, f.modified_ms) for f in io.list_prefix(root))
+        found = {f.location: f.modified_ms for f in io.list_prefix(root)}
+        listed.update(found)
+        hidden.append(_hidden_below(root, pa.array(list(found), pa.string()), metadata))
     if not listed:
         return []
     if refresh is not None:
@@ -267,12 +302,7 @@ def remove_orphan_files(
     )
     unreached = pc.invert(pc.is_in(comparable_locations(paths), value_set=reachable))
     mask = pc.and_(unreached, pc.fill_null(pc.less(modified, threshold), False))
-    # hidden files (``.name``: a catalog's namespace marker) are never a table's, as in the
-    # reference's hidden-path filter, except the temporary files of writes that never ended
-    # (a process killed before it renamed ``.<name>.<32 hex digits>.tmp`` into place)
-    hidden = pc.match_substring_regex(paths, r"/\.[^/]*$")
-    leftover = pc.match_substring_regex(paths, r"/\.[^/]+\.[0-9a-f]{32}\.tmp$")
-    mask = pc.and_(mask, pc.or_(pc.invert(hidden), leftover))
+    mask = pc.and_(mask, pc.invert(pc.is_in(paths, value_set=pa.concat_arrays(hidden))))
     for root in _other_table_roots(paths.filter(unreached), own_meta):
         mask = pc.and_(mask, pc.invert(pc.starts_with(paths, f"{root}/")))
     orphans = sorted(paths.filter(mask).to_pylist())

@@ -144,7 +144,7 @@ def _java_time(nanos_of_day: int) -> str:
     return text
 
 
-def _escape(text: str) -> str:
+def escape_path_part(text: str) -> str:
     """``text`` escaped as Java's ``URLEncoder.encode(text, UTF_8)`` escapes it (Iceberg Java's
     ``PartitionSpec.escape``): letters, digits and ``.-*_`` kept, a space as ``+``, any other
     character as ``%XX`` of its UTF-8 bytes (``~`` too, which Python's quoting keeps)."""
@@ -165,5 +165,5 @@ def partition_path(
     parts = []
     for pf, result_type in zip(spec.fields, types, strict=True):
         value = human_partition_value(pf, partition.get(pf.name), result_type)
-        parts.append(f"{_escape(pf.name)}={_escape(value)}")
+        parts.append(f"{escape_path_part(pf.name)}={escape_path_part(value)}")
     return "/".join(parts)
