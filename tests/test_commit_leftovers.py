@@ -129,3 +129,29 @@ def test_a_failed_cleanup_does_not_hide_the_error(
     monkeypatch.undo()
     assert t.refresh().current_snapshot().snapshot_id == before
     assert t.scan().to_arrow().column("id").to_pylist() == [1]
+
+
+@pytest.mark.parametrize("catalog", ["sql", "hadoop"])
+def test_a_commit_to_a_dropped_table_leaves_no_files(tmp_path: Path, catalog: str) -> None:
+    """A table dropped (files kept) while a writer held it: the append fails with
+    NoSuchTableError, which proves nothing was committed, so the files it wrote go."""
+    from icefloe.catalog import load_catalog
+    from icefloe.exceptions import NoSuchTableError
+
+    wh = (tmp_path / "wh").as_uri()
+    props = {"uri": f"sqlite:///{tmp_path}/c.db"} if catalog == "sql" else {}
+    cat = load_catalog("c", type=catalog, warehouse=wh, **props)
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_ids([1]))
+    root = Path(t.location.removeprefix("file://"))
+    before = {p for p in root.rglob("*") if p.is_file()}
+    if catalog == "sql":
+        cat.drop_table("db.t")  # the entry goes, the files stay
+    else:  # a file-system table is its version files: another process deleted them
+        for p in (root / "metadata").glob("*"):
+            p.unlink()
+        before = {p for p in root.rglob("*") if p.is_file()}
+    with pytest.raises(NoSuchTableError):
+        t.append(_ids([2, 3]))
+    assert {p for p in root.rglob("*") if p.is_file()} == before

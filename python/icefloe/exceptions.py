@@ -188,8 +188,9 @@ def commit_did_not_happen(exc: BaseException) -> bool:
     Catalogs raise :class:`CommitFailedError`, :class:`CommitConflictError` and
     :class:`ValidationError` only before the pointer can have moved, so the files the attempt
     wrote may be deleted; so is :class:`TableAlreadyExistsError` (a staged create whose name
-    was taken: its table never existed), and :class:`MetadataWriteError` (the new metadata file
-    could not be written, before any swap). Every other exception,
+    was taken: its table never existed), :class:`NoSuchTableError` (the table was dropped: no
+    catalog raises it once its pointer moved) and :class:`MetadataWriteError` (the new
+    metadata file could not be written, before any swap). Every other exception,
     :class:`CommitStateUnknownError`, an I/O error or a ``KeyboardInterrupt``/``SystemExit``
     arriving during or after the swap, leaves the outcome unknown: the new metadata may
     reference those files and they are kept.
@@ -200,6 +201,7 @@ def commit_did_not_happen(exc: BaseException) -> bool:
         | CommitConflictError
         | ValidationError
         | TableAlreadyExistsError
+        | NoSuchTableError
         | MetadataWriteError,
     )
 

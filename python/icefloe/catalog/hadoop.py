@@ -306,7 +306,13 @@ class HadoopCatalog(Catalog):
         """Whether the table's newest version is, or went on from, the metadata ``new`` just
         written at ``location`` on ``base``: the snapshot it added is in the table, or (a
         commit adding none) the metadata log names ``location`` with ``new``'s time."""
-        current = self._current_location(identifier)
+        try:
+            current = self._current_location(identifier)
+        except NoSuchTableError as exc:  # the version just written may be the table's
+            raise CommitStateUnknownError(
+                f"commit of {'.'.join(identifier)!r} to {location}: the table's versions "
+                f"disappeared while it was written ({exc})"
+            ) from exc
         if current == location:
             return True
         latest = self.read_metadata(current)
