@@ -39,7 +39,7 @@ EXPIRE_SCHEMA = {
     "required": ["table", "dry_run", "snapshots", "refs", "manifest_lists", "data_files"],
     "properties": {
         "snapshots": {"type": "array", "items": {"type": "integer"}},
-        "manifest_lists": {"type": "integer", "minimum": 0},
+        "manifest_lists": {"type": ["integer", "null"], "minimum": 0},
         "dry_run": {"type": "boolean"},
     },
 }
@@ -91,6 +91,24 @@ def test_expire_names_files_the_store_would_not_delete(
     doc = r.json()
     assert len(doc["files_not_deleted"]) == doc["manifest_lists"] == 3
     assert len(world.catalog().load_table("db.events").snapshots()) == 3
+
+
+def test_expire_keep_files_counts_nothing_it_did_not_look_for(world: CliWorld) -> None:
+    """--keep-files reads no manifest: the counts of files are unknown (null in --json, and
+    the summary says the files are left in place), never a misleading zero."""
+    disk = _files_on_disk(world)
+    rows = _rows(world)
+    r = run(world, "expire", "db.events", "--keep-files")
+    assert r.exit_code == 0, r.stderr
+    assert "expired 3 snapshots" in r.stdout and "left in place" in r.stdout
+    assert "deleted" not in r.stdout
+    assert disk <= _files_on_disk(world)  # nothing deleted (a new metadata file added)
+    assert len(world.catalog().load_table("db.events").snapshots()) == 3
+    assert _rows(world) == rows
+    r = run(world, "expire", "db.events", "--keep-files", "--dry-run", "--json")
+    doc = r.json()
+    check_schema(doc, EXPIRE_SCHEMA)
+    assert doc["manifest_lists"] is None and doc["data_files"] is None
 
 
 def test_expire_arguments(world: CliWorld) -> None:

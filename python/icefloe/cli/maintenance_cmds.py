@@ -142,16 +142,22 @@ def expire(
             dry_run=dry_run,
             progress=progress,
         )
+    # with --keep-files the expired snapshots' files are not looked for (no manifest is read):
+    # their counts are unknown, not zero
+    counted = not keep_files
+    kinds = {
+        "manifest_lists": r.manifest_lists,
+        "manifests": r.manifests,
+        "data_files": r.data_files,
+        "delete_files": r.delete_files,
+        "statistics_files": r.statistics_files,
+    }
     doc = {
         "table": t.name,
         "dry_run": dry_run,
         "snapshots": list(r.snapshot_ids),
         "refs": list(r.removed_refs),
-        "manifest_lists": len(r.manifest_lists),
-        "manifests": len(r.manifests),
-        "data_files": len(r.data_files),
-        "delete_files": len(r.delete_files),
-        "statistics_files": len(r.statistics_files),
+        **{k: len(v) if counted else None for k, v in kinds.items()},
         "files_deleted": r.files_deleted,
         "files_not_deleted": list(r.files_not_deleted),
     }
@@ -159,18 +165,19 @@ def expire(
         state.out.json(doc)
         return
     verb = "would expire" if dry_run else "expired"
-    gone = "would delete" if dry_run else ("left in place" if keep_files else "deleted")
+    gone = "would delete" if dry_run else "deleted"
+    file_rows: list[tuple[str, int | str]] = (
+        [(f"{k.replace('_', ' ')} ({gone})", len(v)) for k, v in kinds.items()]
+        if counted
+        else [("files", "left in place (remove orphan files to delete them)")]
+    )
     _summary(
         state,
         f"[bold]{esc(t.name)}[/]: {verb} {plural(len(r.snapshot_ids), 'snapshot')}",
         [
             ("snapshots", len(r.snapshot_ids)),
             ("refs", len(r.removed_refs)),
-            (f"manifest lists ({gone})", len(r.manifest_lists)),
-            (f"manifests ({gone})", len(r.manifests)),
-            (f"data files ({gone})", len(r.data_files)),
-            (f"delete files ({gone})", len(r.delete_files)),
-            (f"statistics files ({gone})", len(r.statistics_files)),
+            *file_rows,
             *(
                 [("files that could not be deleted", len(r.files_not_deleted))]
                 if r.files_not_deleted

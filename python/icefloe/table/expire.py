@@ -75,7 +75,9 @@ log = logging.getLogger("icefloe.maintenance")
 
 @dataclass(frozen=True)
 class ExpireResult:
-    """What an expiration removed (or, with ``dry_run``, would remove)."""
+    """What an expiration removed (or, with ``dry_run``, would remove). With
+    ``delete_files=False`` the file tuples are empty: the expired snapshots' files are not
+    looked for (no manifest is read)."""
 
     snapshot_ids: tuple[int, ...] = ()
     removed_refs: tuple[str, ...] = ()
