@@ -397,9 +397,11 @@ class Catalog(ABC):
     ) -> tuple[Identifier, TableMetadata]:
         """The checked identifier and first metadata of a table to create."""
         from icefloe.metadata import new_table_metadata
+        from icefloe.metadata.create import check_create_args
         from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
         from icefloe.sorting import UNSORTED_SORT_ORDER
 
+        check_create_args(partition_spec, sort_order, properties)
         ident = check_table_identifier(self._table_identifier(identifier))
         if not self.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
@@ -410,8 +412,8 @@ class Catalog(ABC):
         table_location = table_location.rstrip("/")
         metadata = new_table_metadata(
             to_schema(schema),
-            partition_spec or UNPARTITIONED_PARTITION_SPEC,
-            sort_order or UNSORTED_SORT_ORDER,
+            UNPARTITIONED_PARTITION_SPEC if partition_spec is None else partition_spec,
+            UNSORTED_SORT_ORDER if sort_order is None else sort_order,
             table_location,
             resolve_table_paths(table_location, properties or {}),
             format_version,

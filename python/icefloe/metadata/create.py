@@ -19,7 +19,7 @@ from icefloe.schema import Schema
 from icefloe.schema_rules import assign_fresh_ids, validate_schema
 from icefloe.sorting import SortField, SortOrder
 
-__all__ = ["RESERVED_PROPERTIES", "new_table_metadata"]
+__all__ = ["RESERVED_PROPERTIES", "check_create_args", "new_table_metadata"]
 
 DEFAULT_FORMAT_VERSION = 2
 
@@ -31,6 +31,18 @@ def _map_id(old: Schema, fresh: Schema, source_id: int, what: str) -> int:
     if new is None:
         raise ValidationError(f"{what}: source column {source_id} is not in the schema")
     return new
+
+
+def check_create_args(spec: object, sort_order: object, properties: object) -> None:
+    """Refuse a partition spec, sort order or properties of the wrong type (a list of
+    ``(column, transform)`` pairs is no spec: build one with :class:`PartitionSpec`)."""
+    for value, kind, name in (
+        (spec, PartitionSpec, "partition_spec"),
+        (sort_order, SortOrder, "sort_order"),
+        (properties, Mapping, "properties"),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise ValidationError(f"{name} must be a {kind.__name__} or None, got {value!r}")
 
 
 def new_table_metadata(
@@ -53,6 +65,7 @@ def new_table_metadata(
     (:data:`RESERVED_PROPERTIES`) are not stored; the others are validated
     (:func:`icefloe.metadata.property_checks.check_properties`).
     """
+    check_create_args(spec, sort_order, properties)
     props = dict(properties or {})
     raw = props.get(TableProperties.FORMAT_VERSION, DEFAULT_FORMAT_VERSION)
     format_version = parse_format_version(raw if format_version is None else format_version)

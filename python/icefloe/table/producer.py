@@ -195,6 +195,11 @@ class SnapshotProducer:
         self.tx = tx
         self.io = tx.table.io
         self.branch = branch
+        if snapshot_properties is not None and not isinstance(snapshot_properties, Mapping):
+            raise ValidationError(
+                "snapshot_properties must be a mapping of strings to strings, got "
+                f"{snapshot_properties!r}"
+            )
         self.snapshot_properties = dict(snapshot_properties or {})
         for k, v in self.snapshot_properties.items():
             if not isinstance(k, str) or not isinstance(v, str):

@@ -70,6 +70,10 @@ class _Plan:
 
 def _target(metadata: TableMetadata, target: int | None) -> int:
     if target is not None:
+        if not isinstance(target, int) or isinstance(target, bool):
+            raise ValidationError(
+                f"target_manifest_size must be a number of bytes (an int), got {target!r}"
+            )
         if target <= 0:
             raise ValidationError(f"target_manifest_size must be positive, got {target}")
         return target

@@ -162,6 +162,9 @@ class RestTables(RestScanPlanning):
         format_version: int | None,
         stage: bool,
     ) -> LoadTableResult:
+        from icefloe.metadata.create import check_create_args
+
+        check_create_args(partition_spec, sort_order, properties)
         self._require(ep.CREATE_TABLE)
         props = dict(properties or {})
         if format_version is not None:
