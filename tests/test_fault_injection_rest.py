@@ -118,9 +118,14 @@ class HttpInjector(Injector):
         down: bool = False,
         kill: bool = False,
         strip_keys: bool = False,
+        http_index: int | None = None,
     ) -> None:
         super().__init__(target if kind == "interrupt" else None, mode, kill)
-        self.net_target = None if kind == "interrupt" else target
+        #: A network fault hits the request with this ordinal among the HTTP requests, not a
+        #: step index: requests run on the caller's thread in the same order every run, while
+        #: background threads' I/O steps interleave with them differently from run to run.
+        self.net_target = None if kind == "interrupt" else http_index
+        self._requests = 0
         self.kind = kind
         self.down = down
         self.strip_keys = strip_keys
@@ -131,8 +136,12 @@ class HttpInjector(Injector):
         injector = self
 
         def request(session: HttpSession, *args: Any, **kwargs: Any) -> HttpResponse:
+            with injector._lock:
+                ordinal = injector._requests
+                injector._requests += 1
+
             def call() -> HttpResponse:
-                return injector._network_fault(real, session, *args, **kwargs)
+                return injector._network_fault(ordinal, real, session, *args, **kwargs)
 
             result: HttpResponse = injector.call("HttpSession.request", call)
             return result
@@ -140,11 +149,10 @@ class HttpInjector(Injector):
         return request
 
     def _network_fault(
-        self, real: Callable[..., HttpResponse], *args: Any, **kwargs: Any
+        self, ordinal: int, real: Callable[..., HttpResponse], *args: Any, **kwargs: Any
     ) -> HttpResponse:
-        """The real request, failed as ``kind`` says when this is the target step."""
-        hit = len(self.steps) - 1 == self.net_target  # HTTP steps run on the caller's thread
-        if not hit:
+        """The real request, failed as ``kind`` says when it is the target request."""
+        if ordinal != self.net_target:
             return real(*args, **kwargs)
         self.fired = f"{self.kind}{'+down' if self.down else ''} HttpSession.request"
         if self.kind in _AFTER_SERVER:
@@ -326,7 +334,11 @@ def _sweep(site: RestSite, name: str, con: Any) -> dict[str, int]:
     for i, (k, mode, kind, down) in enumerate(_plan(exp.steps)):
         cat = site.restore()
         t = cat.load_table(IDENT)
-        inj = HttpInjector(k, mode, kind, down, strip_keys=site.keys == "ignored")
+        http_index = exp.steps[:k].count("HttpSession.request")
+        assert kind == "interrupt" or exp.steps[k] == "HttpSession.request"
+        inj = HttpInjector(
+            k, mode, kind, down, strip_keys=site.keys == "ignored", http_index=http_index
+        )
         raised: BaseException | None = None
         with inj.installed():
             try:
