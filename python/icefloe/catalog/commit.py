@@ -20,6 +20,7 @@ from icefloe.metadata import (
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetSnapshotRef,
+    SummaryKeys,
     TableMetadata,
     TableRequirement,
     TableUpdate,
@@ -100,6 +101,7 @@ def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> No
     ups = list(updates)
     # refs the updates move or remove (anywhere among them) were known to their writer
     touched = {u.ref_name for u in ups if isinstance(u, RemoveSnapshotRef | SetSnapshotRef)}
+    added = {u.snapshot.snapshot_id for u in ups if isinstance(u, AddSnapshot)}
     for u in ups:
         if isinstance(u, RemoveSnapshots):
             gone = set(u.snapshot_ids)
@@ -114,6 +116,17 @@ def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> No
         if not isinstance(u, AddSnapshot):
             continue
         s = u.snapshot
+        # built on a snapshot another writer expired since (a staged write whose parent was
+        # rolled back and expired), or a cherry-pick of one: the files it names may be deleted
+        source = s.summary.get(SummaryKeys.SOURCE_SNAPSHOT_ID) if s.summary else None
+        picked = int(source) if source is not None and source.lstrip("-").isdigit() else None
+        for needed, what in ((s.parent_snapshot_id, "parent"), (picked, "cherry-picked")):
+            if needed is None or needed in added or base.snapshot_by_id(needed) is not None:
+                continue
+            raise CommitConflictError(
+                f"snapshot {s.snapshot_id} was built on its {what} snapshot {needed}, which "
+                "another writer expired meanwhile: rebuild it"
+            )
         stale_seq = (
             base.format_version >= 2
             and s.parent_snapshot_id is not None

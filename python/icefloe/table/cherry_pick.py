@@ -169,6 +169,12 @@ class CherryPick(SnapshotProducer):
                 )
             ]
         self.fast_forwarded = False
+        if metadata.snapshot_by_id(s.snapshot_id) is None and (
+            self._every_snapshot(metadata).snapshot_by_id(s.snapshot_id) is None
+        ):  # another writer expired it (and deleted the files only it reached)
+            raise CommitConflictError(
+                f"cannot cherry-pick snapshot {s.snapshot_id}: the table no longer has it"
+            )
         if s.operation != Operation.APPEND and not self._replaces:
             raise ValidationError(
                 f"cannot cherry-pick snapshot {s.snapshot_id}: only append snapshots and dynamic "

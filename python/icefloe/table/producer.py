@@ -232,7 +232,11 @@ class SnapshotProducer:
         self._manifests_version: int | None = None  # the format version they were written in
         self._new_manifest_paths: list[str] = []
         self._attempts: list[_Attempt] = []
+        #: The branch head this change was planned on, set by the first build: its checks of
+        #: what others committed meanwhile start there even when that build failed (a file
+        #: of that state expired) and a later one runs on a newer head.
         self._start_parent: int | None = None
+        self._started = False
         self._manifest_count = 0
         self._committed_to_tx = False
         self._pending: list[Future[None]] = []
@@ -334,7 +338,8 @@ class SnapshotProducer:
         """The updates of this snapshot on top of ``metadata`` (validations included)."""
         parent = parent_snapshot(metadata, self.branch)
         parent_id = parent.snapshot_id if parent is not None else None
-        if not self._attempts:
+        if not self._started:
+            self._started = True
             self._start_parent = parent_id
         for fn in self._validators:
             fn(metadata, parent, self._start_parent)
