@@ -262,6 +262,10 @@ def _raises(t: Table, fn: Callable[[Any], Any], match: str) -> None:
         (lambda u: u.update_column("props.key", doc="d"), "cannot change map key"),
         (lambda u: u.move_first("data").delete_column("data"), "it has a pending move"),
         (lambda u: u.add_column("n", LongType(), initial_default=1), "needs format version 3"),
+        # written as given, any other JSON type made the table unreadable to every engine
+        (lambda u: u.add_column("n", StringType(), doc=5), "doc of field 'n' must be a string"),
+        (lambda u: u.update_column_doc("data", ["d"]), "must be a string"),
+        (lambda u: u.update_column("data", doc=1.5), "must be a string"),
         (
             lambda u: u.union_by_name(pa.schema([pa.field("data", pa.int64())])),
             "from string to long",

@@ -359,6 +359,13 @@ class NestedField:
     initial_default: Any = None
     write_default: Any = None
 
+    def __post_init__(self) -> None:
+        # written to the metadata as given: any other JSON type makes the table unreadable
+        if not isinstance(self.name, str):
+            raise ValidationError(f"field name must be a string, got {self.name!r}")
+        if self.doc is not None and not isinstance(self.doc, str):
+            raise ValidationError(f"doc of field {self.name!r} must be a string, got {self.doc!r}")
+
     @property
     def optional(self) -> bool:
         return not self.required
