@@ -1,6 +1,6 @@
-"""Maintenance calls with arguments of the wrong type fail with a ValidationError naming the
-argument, before anything is changed or deleted (not a TypeError or AttributeError from
-deep inside)."""
+"""Calls with arguments of the wrong type fail with a ValidationError naming the argument,
+before anything is changed or deleted (not a TypeError or AttributeError from deep inside,
+nor a value written to the metadata as its text)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.table import Table
+from icefloe.types import LongType
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 
@@ -25,6 +26,15 @@ CALLS: list[tuple[str, Callable[[Table], Any], str]] = [
         "compaction-properties-text",
         lambda t: t.rewrite_data_files(snapshot_properties="ab"),
         "snapshot_properties",
+    ),
+    ("scan-fields-int", lambda t: t.scan(selected_fields=5), "selected_fields"),
+    ("scan-fields-ints", lambda t: t.scan(selected_fields=[1]), "selected_fields"),
+    ("scan-options-int", lambda t: t.scan(options=5), "options must be a mapping"),
+    ("set-properties-int", lambda t: t.set_properties(5), "table properties must be a mapping"),
+    (
+        "add-column-int",
+        lambda t: t.update_schema().add_column(5, LongType()).commit(),
+        "column path",
     ),
     (
         "append-properties-list",
@@ -67,3 +77,53 @@ def test_create_table_with_wrong_types(tmp_path: Path, kwargs: dict[str, Any], n
     with pytest.raises(ValidationError, match=needle):
         cat.create_table("db.t", SCHEMA, **kwargs)
     assert not cat.table_exists("db.t")
+
+
+def test_scan_without_selected_fields_reads_every_column(tmp_path: Path) -> None:
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": [7]}, schema=SCHEMA))
+    assert t.scan(selected_fields=None).to_arrow().column("id").to_pylist() == [7]
+
+
+@pytest.mark.parametrize("kind", ["sql", "hadoop"])
+@pytest.mark.parametrize(
+    "call,needle",
+    [
+        (lambda c: c.load_table(5), "invalid identifier"),
+        (lambda c: c.load_table(None), "invalid identifier"),
+        (lambda c: c.table_exists(5), "invalid identifier"),
+        (lambda c: c.list_tables(5), "invalid identifier"),
+        (lambda c: c.create_namespace("x", 5), "namespace properties must be a mapping"),
+        (lambda c: c.create_namespace("x", {"k": 1}), "must be strings"),
+        (lambda c: c.update_namespace_properties("db", updates={"x": [1]}), "must be strings"),
+        (lambda c: c.update_namespace_properties("db", removals="abc"), "removals"),
+        (lambda c: c.create_table("db.u", SCHEMA, location=5), "location must be a str"),
+    ],
+    ids=[
+        "load-int",
+        "load-none",
+        "exists-int",
+        "list-int",
+        "ns-properties-int",
+        "ns-property-int",
+        "ns-update-list",
+        "ns-removals-text",
+        "location-int",
+    ],
+)
+def test_catalog_calls_with_wrong_types(
+    tmp_path: Path, kind: str, call: Callable[[Any], Any], needle: str
+) -> None:
+    """The SQL catalog sent a list to its database (ServiceUnavailableError, a retryable
+    kind) or stored a number as text; the file-system catalog stored ``str(value)``."""
+    from icefloe.catalog import load_catalog
+
+    props = {"uri": f"sqlite:///{tmp_path}/c.db"} if kind == "sql" else {}
+    cat = load_catalog("c", type=kind, warehouse=(tmp_path / "wh").as_uri(), **props)
+    cat.create_namespace("db", {"a": "1"})
+    with pytest.raises(ValidationError, match=needle):
+        call(cat)
+    assert cat.load_namespace_properties("db").get("a") == "1"
+    assert not cat.namespace_exists("x") and not cat.table_exists("db.u")

@@ -50,6 +50,7 @@ __all__ = [
     "parse_metrics_mode",
     "parse_probability",
     "parse_value",
+    "string_map",
     "validate_properties",
 ]
 
@@ -572,3 +573,18 @@ def enum_property(
     options = tuple(choices)
     value = _read(props, key, lenient, lambda raw: parse_enum(key, raw, options))
     return default if value is None else value
+
+
+def string_map(value: object, what: str) -> dict[str, str]:
+    """``value`` (a mapping of strings to strings, or None for none) as a dict; anything else
+    is a :class:`ValidationError` naming ``what`` (stored as given, another type would be
+    written as its text or refused by the catalog's database)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{what} must be a mapping of strings to strings, got {value!r}")
+    out = dict(value)
+    for key, item in out.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise ValidationError(f"{what}: {key!r} = {item!r} (keys and values must be strings)")
+    return out

@@ -61,8 +61,12 @@ def to_identifier(value: str | Iterable[str]) -> Identifier:
     """A namespace or table identifier as a tuple: ``"a.b"`` and ``("a", "b")`` both work."""
     if isinstance(value, str):
         parts: tuple[str, ...] = tuple(value.split(".")) if value else ()
-    else:
+    elif isinstance(value, Iterable) and not isinstance(value, bytes | Mapping):
         parts = tuple(value)
+    else:
+        raise ValidationError(
+            f"invalid identifier {value!r}: give a string ('db.t') or a sequence of strings"
+        )
     for part in parts:
         if not isinstance(part, str) or not part:
             raise ValidationError(f"invalid identifier {value!r}: empty or non-string part")
@@ -261,8 +265,14 @@ class Catalog(ABC):
     def _check_update(
         removals: Iterable[str] | None, updates: Mapping[str, str] | None
     ) -> tuple[set[str], dict[str, str]]:
+        from icefloe.properties import string_map
+
+        if isinstance(removals, str) or not isinstance(removals, Iterable | None):
+            raise ValidationError(f"removals must be a list of property names, got {removals!r}")
         removal_set = set(removals or ())
-        update_map = dict(updates or {})
+        if not all(isinstance(k, str) for k in removal_set):
+            raise ValidationError(f"removals must be property names (strings), got {removals!r}")
+        update_map = string_map(updates, "namespace properties")
         overlap = removal_set & set(update_map)
         if overlap:
             raise ValidationError(
@@ -401,7 +411,7 @@ class Catalog(ABC):
         from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
         from icefloe.sorting import UNSORTED_SORT_ORDER
 
-        check_create_args(partition_spec, sort_order, properties)
+        check_create_args(partition_spec, sort_order, properties, location)
         ident = check_table_identifier(self._table_identifier(identifier))
         if not self.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")

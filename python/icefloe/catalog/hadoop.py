@@ -50,6 +50,7 @@ from icefloe.exceptions import (
     ValidationError,
 )
 from icefloe.metadata import TableMetadata
+from icefloe.properties import string_map
 from icefloe.table_paths import absolute_location, metadata_file_version, metadata_gzip
 
 if TYPE_CHECKING:
@@ -108,11 +109,12 @@ class HadoopCatalog(Catalog):
     ) -> None:
         """Create the namespace directory with its properties file (atomically exclusive)."""
         ns = self._check_namespace(namespace, new=True)
+        props = string_map(properties, "namespace properties")
         if self._ns_exists(ns):
             raise NamespaceAlreadyExistsError(f"namespace {'.'.join(ns)!r} already exists")
         directory = self._ns_dir(ns)
         self.io.make_dirs(directory)
-        payload = json.dumps(dict(properties or {}), sort_keys=True).encode()
+        payload = json.dumps(props, sort_keys=True).encode()
         try:
             self.io.new_output(f"{directory}/{NAMESPACE_FILE}").write(payload)
         except AlreadyExistsError as exc:

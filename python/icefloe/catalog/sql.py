@@ -87,7 +87,7 @@ from icefloe.metadata import (
     apply_updates,
     validate_requirements,
 )
-from icefloe.properties import parse_seconds
+from icefloe.properties import parse_seconds, string_map
 
 __all__ = ["SqlCatalog"]
 
@@ -387,7 +387,7 @@ class SqlCatalog(MetastoreCatalog):
     ) -> None:
         """Create a namespace with properties (stored with the reserved ``exists=true``)."""
         ns = self._ns_string(check_namespace(to_identifier(namespace)))
-        props = dict(properties or {})
+        props = string_map(properties, "namespace properties")
         _check_reserved(props)
         props[EXISTS] = "true"
         try:

@@ -33,10 +33,13 @@ def _map_id(old: Schema, fresh: Schema, source_id: int, what: str) -> int:
     return new
 
 
-def check_create_args(spec: object, sort_order: object, properties: object) -> None:
-    """Refuse a partition spec, sort order or properties of the wrong type (a list of
-    ``(column, transform)`` pairs is no spec: build one with :class:`PartitionSpec`)."""
+def check_create_args(
+    spec: object, sort_order: object, properties: object, location: object = None
+) -> None:
+    """Refuse a partition spec, sort order, properties or location of the wrong type (a list
+    of ``(column, transform)`` pairs is no spec: build one with :class:`PartitionSpec`)."""
     for value, kind, name in (
+        (location, str, "location"),
         (spec, PartitionSpec, "partition_spec"),
         (sort_order, SortOrder, "sort_order"),
         (properties, Mapping, "properties"),

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -92,7 +92,7 @@ class TableScan:
         self,
         table: Any,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: Sequence[str] = ("*",),
+        selected_fields: Sequence[str] | None = ("*",),
         case_sensitive: bool = True,
         snapshot_id: int | None = None,
         ref: str | None = None,
@@ -117,8 +117,18 @@ class TableScan:
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
             raise ValidationError(f"limit must be a non-negative integer, got {limit!r}")
-        # any sequence of names (a list too), or a single name; kept as a tuple
+        # any sequence of names (a list too), or a single name, None for all; kept as a tuple
+        if selected_fields is None:
+            selected_fields = ("*",)
         selected = (selected_fields,) if isinstance(selected_fields, str) else selected_fields
+        if isinstance(selected, Iterable):
+            selected = tuple(selected)
+        if not isinstance(selected, tuple) or not all(isinstance(n, str) for n in selected):
+            raise ValidationError(
+                f"selected_fields must be column names (strings), got {selected_fields!r}"
+            )
+        if options is not None and not isinstance(options, Mapping):
+            raise ValidationError(f"options must be a mapping, got {options!r}")
         self.table = table
         self.row_filter = _as_filter(row_filter)
         self.selected_fields: tuple[str, ...] = tuple(selected)

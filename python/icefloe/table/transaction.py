@@ -31,6 +31,7 @@ from icefloe.metadata import (
     apply_updates,
     requirements_for,
 )
+from icefloe.properties import string_map
 from icefloe.table.committer import RetryPolicy
 from icefloe.table.pending import PendingUpdate
 from icefloe.table_paths import resolve_table_paths
@@ -411,7 +412,7 @@ class Transaction:
         self, properties: Mapping[str, str] | None = None, **kwargs: str
     ) -> Transaction:
         """Set table properties."""
-        merged = {**dict(properties or {}), **kwargs}
+        merged = {**string_map(properties, "table properties"), **kwargs}
         for key, value in merged.items():
             if not isinstance(value, str):
                 raise ValidationError(f"table property {key!r} must be a string, got {value!r}")

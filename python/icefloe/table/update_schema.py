@@ -12,7 +12,7 @@ per-column metrics properties updated for renamed and dropped columns in the sam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,8 @@ class _Move:
 def _path(name: str | Sequence[str]) -> tuple[str, ...]:
     if isinstance(name, str):
         return (name,)
+    if not isinstance(name, Iterable):
+        raise ValidationError(f"a column path must be a name or a sequence of names, got {name!r}")
     parts = tuple(name)
     if not parts or not all(isinstance(p, str) and p for p in parts):
         raise ValidationError(f"a column path must be non-empty strings, got {name!r}")

@@ -11,6 +11,7 @@ from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.exceptions import NamespaceAlreadyExistsError
+from icefloe.properties import string_map
 
 __all__ = ["RestNamespaces"]
 
@@ -30,7 +31,7 @@ class RestNamespaces(RestClient):
             f"{self._prefix}/namespaces",
             f"create namespace {'.'.join(ns)!r}",
             exists=NamespaceAlreadyExistsError,
-            body={"namespace": list(ns), "properties": dict(properties or {})},
+            body={"namespace": list(ns), "properties": string_map(properties, "properties")},
         )
 
     def list_namespaces(self, namespace: str | Iterable[str] = ()) -> list[Identifier]:

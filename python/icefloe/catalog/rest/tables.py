@@ -164,7 +164,7 @@ class RestTables(RestScanPlanning):
     ) -> LoadTableResult:
         from icefloe.metadata.create import check_create_args
 
-        check_create_args(partition_spec, sort_order, properties)
+        check_create_args(partition_spec, sort_order, properties, location)
         self._require(ep.CREATE_TABLE)
         props = dict(properties or {})
         if format_version is not None:
