@@ -127,3 +127,33 @@ def test_catalog_calls_with_wrong_types(
         call(cat)
     assert cat.load_namespace_properties("db").get("a") == "1"
     assert not cat.namespace_exists("x") and not cat.table_exists("db.u")
+
+
+def test_add_files_takes_one_path_or_a_list(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    path = str(tmp_path / "one.parquet")
+    field = pa.field("id", pa.int64(), nullable=False, metadata={"PARQUET:field_id": "1"})
+    pq.write_table(pa.table({"id": pa.array([5], pa.int64())}, schema=pa.schema([field])), path)
+    t.add_files(path)  # was iterated character by character: "add_files got / more than once"
+    assert t.scan().to_arrow().column("id").to_pylist() == [5]
+    with pytest.raises(ValidationError, match="file paths"):
+        t.add_files([path, 3])
+    assert len(t.snapshots()) == 1
+
+
+def test_renaming_a_table_to_its_own_name_is_refused(tmp_path: Path) -> None:
+    """As the CLI and Java's REST catalog (409): the target name is taken, by the table."""
+    from icefloe.exceptions import NoSuchTableError, TableAlreadyExistsError
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA)
+    with pytest.raises(TableAlreadyExistsError, match="itself"):
+        cat.rename_table("db.t", "db.t")
+    with pytest.raises(NoSuchTableError):
+        cat.rename_table("db.u", "db.u")
+    assert cat.table_exists("db.t")

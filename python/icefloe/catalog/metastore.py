@@ -24,6 +24,7 @@ from icefloe.exceptions import (
     FileIOError,
     MetadataWriteError,
     NoSuchNamespaceError,
+    NoSuchTableError,
     TableAlreadyExistsError,
 )
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
@@ -139,6 +140,12 @@ class MetastoreCatalog(Catalog):
         """Rename a table; its files stay where they are."""
         src = self._table_identifier(source)
         dst = check_table_identifier(self._table_identifier(target))
+        if src == dst:  # as Java's REST catalog answers (409): the name is taken, by itself
+            if not self.table_exists(src):
+                raise NoSuchTableError(f"table {'.'.join(src)!r} does not exist")
+            raise TableAlreadyExistsError(
+                f"cannot rename {'.'.join(src)!r} to itself: the table already exists"
+            )
         self._refuse_view_name(dst, renaming=src)
         self._rename_pointer(src, dst)
         return self.load_table(dst)

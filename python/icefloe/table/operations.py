@@ -271,6 +271,13 @@ def add_files(
     """Register existing Parquet files in an ``append`` snapshot (the files are not copied)."""
     # stored absolute and plain (a relative path resolves differently later), compared
     # without spelling differences (``file:///x`` and ``/x`` are one file)
+    if isinstance(paths, str):
+        paths = [paths]  # one file
+    elif not isinstance(paths, Iterable):
+        raise ValidationError(f"add_files takes a list of file paths, got {paths!r}")
+    paths = list(paths)
+    if not all(isinstance(p, str) for p in paths):
+        raise ValidationError(f"add_files takes file paths (strings), got {paths!r}")
     wanted = [absolute_location(p) for p in paths]
     comparable = same_file_locations(pa.array(wanted, pa.string()))
     if len(pc.unique(comparable)) != len(wanted):
