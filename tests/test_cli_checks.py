@@ -100,6 +100,33 @@ def test_referenced_names_are_split_as_duckdb_quotes_them() -> None:
     assert _name_parts('"db.x"') == ("db.x",)
 
 
+def test_select_lists_take_quoted_names(tmp_path: Path) -> None:
+    """``--select`` quotes as table names do: a column named ``a,b`` can be selected, and a
+    quoted ``"a.b"`` is the name (it was looked up with its quotes); a table named with
+    quotes is reported with them when missing."""
+    from icefloe.cli.names import select_list
+
+    assert select_list('id, "a.b" ,x') == ("id", "a.b", "x")
+    assert select_list('"a,b",c,,') == ("a,b", "c")
+    assert select_list('"q""x"') == ('q"x',)
+    with pytest.raises(ValidationError, match="not a column list"):
+        select_list('"a"b')
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    schema = pa.schema([("id", pa.int64()), ("a.b", pa.int64()), ("a,b", pa.int64())])
+    cat.create_table("db.t", schema).append(
+        pa.table({"id": [1, 2], "a.b": [10, 20], "a,b": [5, 6]}, schema=schema)
+    )
+    cat.close()
+    r = run(w, "scan", "db.t", "--select", 'id,"a.b","a,b"', "--filter", '"a.b" = 10', "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [{"id": 1, "a.b": 10, "a,b": 5}]
+    r = run(w, "scan", 'db."t.x"')
+    assert r.exit_code == EXIT_NOT_FOUND
+    assert _one_line_error(r.stderr) == """error: table 'db."t.x"' does not exist"""
+
+
 # -- 2. a default-catalog that names no catalog -------------------------------------------------
 
 

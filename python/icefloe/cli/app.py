@@ -89,6 +89,9 @@ class State:
             table = self.catalog().load_table(parts)
         except NoSuchTableError:
             hint = self._dotted_table(identifier, parts)
+            if hint is None and show_name(parts) != ".".join(parts):
+                # named as given: the catalog's dotted name loses the quotes
+                raise NoSuchTableError(f"table {show_name(parts)!r} does not exist") from None
             if hint is None:
                 raise
             raise NoSuchTableError(

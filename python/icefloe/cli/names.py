@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from icefloe.exceptions import ValidationError
 
-__all__ = ["quote_part", "quoted_part", "show_name", "split_name"]
+__all__ = ["quote_part", "quoted_part", "select_list", "show_name", "split_name"]
 
 
 def quote_part(part: str) -> str:
@@ -63,3 +63,32 @@ def split_name(text: str) -> tuple[str, ...]:
         if i >= n:
             return tuple(parts)
         i += 1  # the dot
+
+
+def select_list(text: str) -> tuple[str, ...]:
+    """The column names of a comma-separated ``--select``: a name that starts with a quote
+    runs to its closing quote (``"a,b"``, ``"a.b"``; ``""`` inside is one quote), any other
+    to the next comma, blanks around names dropped. A dotted name is a nested field's path
+    or a top-level name holding dots, as ``scan(selected_fields=...)`` takes it."""
+    names: list[str] = []
+    i, n = 0, len(text)
+    while i <= n:
+        while i < n and text[i].isspace():
+            i += 1
+        if i < n and text[i] == '"':
+            name, i = quoted_part(text, i)
+            while i < n and text[i].isspace():
+                i += 1
+            if i < n and text[i] != ",":
+                raise ValidationError(
+                    f"not a column list: {text!r} (a quoted name ends at a comma)"
+                )
+            names.append(name)
+        else:
+            j = text.find(",", i)
+            j = n if j < 0 else j
+            if text[i:j].strip():
+                names.append(text[i:j].strip())
+            i = j
+        i += 1  # the comma
+    return tuple(names)

@@ -29,7 +29,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
-from icefloe.cli.names import quote_part, quoted_part
+from icefloe.cli.names import quote_part, quoted_part, select_list
 from icefloe.cli.render import dumps, literal, open_output
 from icefloe.exceptions import (
     MissingDependencyError,
@@ -345,7 +345,7 @@ def scan(
     if row_filter:
         kwargs["row_filter"] = row_filter
     if columns:
-        kwargs["selected_fields"] = tuple(c.strip() for c in columns.split(",") if c.strip())
+        kwargs["selected_fields"] = select_list(columns)
     fmt = _output_format(fmt, as_json)
     if fmt == "table" and limit is None:
         limit = max_rows + 1  # read no more than is drawn (and one to tell there is more)

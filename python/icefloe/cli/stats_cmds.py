@@ -11,6 +11,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.analysis import missing_statistics_files
 from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.names import select_list
 from icefloe.cli.render import literal
 from icefloe.exceptions import IcebergError
 
@@ -105,7 +106,7 @@ def compute_stats(state: State, table: str, columns: str | None, full: bool, as_
     """Compute TABLE's theta-sketch statistics (distinct values per column) and, when it is
     partitioned, its partition statistics for the current snapshot, and commit them."""
     t = state.table(table)
-    cols = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    cols = list(select_list(columns)) if columns else None
     t.compute_statistics(cols)
     if any(s.fields for s in t.metadata.partition_specs):
         t.compute_partition_statistics(incremental=not full)
