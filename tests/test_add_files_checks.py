@@ -262,3 +262,25 @@ def test_files_written_from_view_typed_columns_are_added(tmp_path: Path) -> None
     rows = t.scan().to_arrow()
     assert rows.to_pylist() == [{"id": 1, "s": "a", "b": b"x"}, {"id": 2, "s": None, "b": b""}]
     assert t.scan(row_filter="s = 'a'").to_arrow()["id"].to_pylist() == [1]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_files_holding_row_lineage_columns_are_refused(tmp_path: Path, version: int) -> None:
+    """A compaction of a v3 table writes ``_row_id`` and ``_last_updated_sequence_number``
+    into its files; readers take stored row ids as they are, so adding such a file to
+    another table gave it row ids the table had already assigned (or will, after an
+    upgrade to v3)."""
+    cat = catalog(tmp_path)
+    src = cat.create_table("ns.src", pa.schema([_f("id", pa.int64(), 1, False)]), format_version=3)
+    src.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    src.append(pa.table({"id": pa.array([3], pa.int64())}))
+    src.rewrite_data_files()
+    (path,) = [t.data_file.file_path for t in src.scan().plan_files()]
+    assert "_row_id" in pq.read_schema(path.removeprefix("file://")).names
+    dst = cat.create_table(
+        "ns.dst", pa.schema([_f("id", pa.int64(), 1, False)]), format_version=version
+    )
+    dst.append(pa.table({"id": pa.array([10, 11], pa.int64())}))
+    with pytest.raises(ValidationError, match=r"metadata columns .*_row_id"):
+        dst.add_files([path])
+    assert len(dst.refresh().snapshots()) == 1

@@ -45,6 +45,7 @@ from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping
 from icefloe.partitioning import PartitionSpec
 from icefloe.read.parquet_file import int96_unit
 from icefloe.schema import Schema, walk_fields
+from icefloe.schema_rules import MAX_USER_FIELD_ID, METADATA_COLUMNS
 from icefloe.transforms import Transform
 from icefloe.types import (
     DoubleType,
@@ -476,6 +477,16 @@ def data_files_from_parquet(
             _check_shapes(path, chains, schema)
             ids = [field_id_of(c[-1]) for c in chains]
             present = {i for i in ids if i is not None}
+            reserved = sorted(i for i in present if i > MAX_USER_FIELD_ID)
+            if reserved:
+                # readers take stored row ids as they are: another table's (or an earlier
+                # commit's) _row_id values would repeat ids this table already assigned
+                names = [METADATA_COLUMNS.get(i, (str(i),))[0] for i in reserved]
+                raise ValidationError(
+                    f"{path}: holds the metadata columns {', '.join(names)} (field ids "
+                    f"{', '.join(map(str, reserved))}) of the table that wrote it; write the "
+                    "file again without them to add it"
+                )
             for f in schema.fields:
                 if f.required and f.initial_default is None and not _has_any(f, present):
                     raise ValidationError(f"{path}: required column {f.name!r} is missing")
