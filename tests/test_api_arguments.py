@@ -157,3 +157,12 @@ def test_renaming_a_table_to_its_own_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(NoSuchTableError):
         cat.rename_table("db.u", "db.u")
     assert cat.table_exists("db.t")
+
+
+def test_python_values_arrow_cannot_convert_name_no_variant_without_one(tmp_path: Path) -> None:
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    with pytest.raises(ValidationError, match="cannot convert") as info:
+        t.append({"id": [1, "x"]})
+    assert "variant" not in str(info.value)

@@ -34,7 +34,7 @@ from icefloe.arrow_fill import fill_under_null, typed_nulls
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.geo import EXTENSION_NAME, parse_metadata, wkb_bounds
-from icefloe.schema import Schema
+from icefloe.schema import Schema, walk_fields
 from icefloe.types import (
     DecimalType,
     GeographyType,
@@ -232,9 +232,18 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
         try:
             return pa.table(columns)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+            nested = any(
+                ancestors and isinstance(f.field_type, VariantType)
+                for ancestors, f in walk_fields(schema.as_struct())
+            )
+            hint = (
+                " (a variant inside a list or struct is given as an Arrow array: see "
+                "icefloe.variant.from_pylist)"
+                if nested
+                else " (give a pyarrow table of the table's types to convert them exactly)"
+            )
             raise ValidationError(
-                f"cannot convert the input's Python values to Arrow: {e} (a variant inside a "
-                "list or struct is given as an Arrow array: see icefloe.variant.from_pylist)"
+                f"cannot convert the input's Python values to Arrow: {e}{hint}"
             ) from None
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
         cols = [c for c in data.columns if c in names and data[c].dtype == object]
