@@ -29,6 +29,7 @@ from icefloe.exceptions import (
     NoSuchViewError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
+    ValidationError,
 )
 from icefloe.types import LongType
 from support.rest import FaultyProxy, RestServer, new_warehouse
@@ -412,6 +413,25 @@ def test_errors_are_typed(cat: RestCatalog) -> None:
         cat.drop_table("db.missing")
     with pytest.raises(NoSuchViewError):
         cat.load_view("db.missing")
+
+
+def test_a_level_holding_the_namespace_separator_is_refused(cat: RestCatalog) -> None:
+    """The server splits a level at the separator (0x1F): the level ``db<0x1F>sub`` and table
+    ``t`` were the table ``db.sub.t`` there, and a purge of the one deleted the other."""
+    cat.create_namespace(("db", "sub"))
+    cat.create_table(("db", "sub", "t"), ROWS)
+    wrong = ("db\x1fsub", "t")
+    calls = [
+        lambda: cat.table_exists(wrong),
+        lambda: cat.load_table(wrong),
+        lambda: cat.drop_table(wrong, purge=True),
+        lambda: cat.list_tables(("db\x1fsub",)),
+        lambda: cat.list_namespaces(("db\x1fsub",)),
+    ]
+    for call in calls:
+        with pytest.raises(ValidationError, match="namespace separator"):
+            call()
+    assert cat.table_exists(("db", "sub", "t"))
 
 
 def test_storage_credentials_longest_prefix() -> None:

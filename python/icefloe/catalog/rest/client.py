@@ -147,10 +147,22 @@ class RestClient(Catalog):
         return resp
 
     def _ns_path(self, namespace: Iterable[str]) -> str:
+        parts = self._ns_levels(namespace)
+        return f"{self._prefix}/namespaces/{ep.encode_namespace(parts, self._separator)}"
+
+    def _ns_levels(self, namespace: Iterable[str]) -> tuple[str, ...]:
+        """The levels of ``namespace``, each refused when it holds ``/`` or the separator of
+        multi-level namespaces (the server would split it: ``("a\x1fb", "t")`` is ``a.b.t``
+        there, another table, which a purge would delete)."""
         parts = tuple(namespace)
         for part in parts:
             _check_segment(part, "namespace level")
-        return f"{self._prefix}/namespaces/{ep.encode_namespace(parts, self._separator)}"
+            if self._separator in part:
+                raise ValidationError(
+                    f"invalid namespace level {part!r}: it must not contain the namespace "
+                    f"separator {self._separator!r}"
+                )
+        return parts
 
     def _table_path(self, ident: Identifier) -> str:
         _check_segment(ident[-1], "table name")

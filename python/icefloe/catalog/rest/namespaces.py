@@ -38,7 +38,7 @@ class RestNamespaces(RestClient):
         """The namespaces directly under ``namespace`` (all pages)."""
         self._require(ep.LIST_NAMESPACES)
         parent = to_identifier(namespace)
-        query = {"parent": self._separator.join(parent)} if parent else {}
+        query = {"parent": self._separator.join(self._ns_levels(parent))} if parent else {}
         found = self._paged(
             f"{self._prefix}/namespaces",
             f"list namespaces {'.'.join(parent)!r}",
