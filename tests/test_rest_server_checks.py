@@ -509,3 +509,37 @@ def test_a_client_gone_mid_body_is_one_log_line(
     assert caplog.text.count("disconnected before sending POST /v1/namespaces") == 3
     assert "Exception in ASGI application" not in caplog.text
     assert "Traceback" not in caplog.text
+
+
+def test_the_table_etag_covers_config_and_static_credentials(tmp_path: Path) -> None:
+    """A server restarted with another ``--table-config`` (or rotated static keys) answered
+    304 to a client holding the old ETag, which kept the old settings."""
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.rest.service import RestService
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    ident = ("db", "t")
+
+    def load(service: RestService, etag: str | None, delegation: str | None = None) -> Any:
+        return service.load_table(ident, {}, etag, delegation)
+
+    first = RestService(cat, table_config={"s3.region": "eu-west-1"})
+    status, _, headers = load(first, None)
+    assert status == 200
+    assert load(first, headers["ETag"])[0] == 304  # unchanged: the cache still works
+    moved = RestService(cat, table_config={"s3.region": "us-west-2"})
+    status, body, _ = load(moved, headers["ETag"])
+    assert status == 200 and body["config"]["s3.region"] == "us-west-2"
+    keys = [((tmp_path / "wh").as_uri(), {"s3.access-key-id": "old", "s3.secret-access-key": "s"})]
+    rotated = [
+        ((tmp_path / "wh").as_uri(), {"s3.access-key-id": "new", "s3.secret-access-key": "s"})
+    ]
+    delegation = "vended-credentials"
+    status, _, headers = load(RestService(cat, storage_credentials=keys), None, delegation)
+    assert status == 200
+    status, body, _ = load(
+        RestService(cat, storage_credentials=rotated), headers["ETag"], delegation
+    )
+    assert status == 200

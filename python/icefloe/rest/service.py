@@ -310,8 +310,18 @@ class RestService(ViewRoutes):
             raise ValidationError(f"snapshots must be 'all' or 'refs', got {mode!r}")
         table = self.catalog.load_table(ident)
         vends = self.credential_provider is not None and "vended-credentials" in (delegation or "")
-        # freshly vended credentials differ on every load: no ETag then
-        etag = None if vends else _etag(table.metadata_location, f"{mode}|{delegation or ''}")
+        # freshly vended credentials differ on every load: no ETag then; otherwise it covers
+        # the whole answer, the table config and static storage credentials too (a server
+        # restarted with other settings or rotated keys must not answer 304)
+        etag = None
+        if not vends:
+            static = (
+                self._credentials(ident, table.metadata)
+                if delegation and "vended-credentials" in delegation
+                else []
+            )
+            settings = json.dumps([self.table_config, static], sort_keys=True)
+            etag = _etag(table.metadata_location, f"{mode}|{delegation or ''}|{settings}")
         if etag and if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
             return 304, None, {"ETag": etag}
         metadata = table.metadata
