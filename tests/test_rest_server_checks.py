@@ -312,6 +312,12 @@ def test_register_of_a_file_that_is_not_table_metadata_is_a_bad_request(
         assert reply[0] == 400, (location, reply)
         assert _error(reply)["type"] == "BadRequestException"
     assert c.list_views("reg") == []
+    # a NUL in the location was a 500 naming the server's working directory
+    for route, name in ((path, "r"), (views, "v")):
+        reply = _call(rest_server, "POST", route, {"name": name, "metadata-location": "x\x00.json"})
+        assert reply[0] == 400, reply
+        assert _error(reply)["type"] == "BadRequestException"
+        assert "NUL" in _error(reply)["message"]
     # a real metadata file still registers
     t = c.create_table("reg.t", ROWS)
     ok = _call(rest_server, "POST", path, {"name": "r", "metadata-location": t.metadata_location})

@@ -120,7 +120,10 @@ def check_location(location: str) -> None:
     not be where the location says. Plain local paths keep them (the file system takes them as
     given). Refuse an object-store location with an empty path segment (``s3://b/a//t``):
     pyarrow's clients cannot write below it (a local ``//`` is one ``/``); or with a ``.`` or
-    ``..`` segment: icefloe's own S3 requests keep it in the key, pyarrow's drop it."""
+    ``..`` segment: icefloe's own S3 requests keep it in the key, pyarrow's drop it. A NUL
+    is refused everywhere: no file system takes one."""
+    if "\x00" in location:
+        raise ValidationError(f"location {location!r} contains a NUL character")
     if _CONTROL.search(location) and _SCHEME.match(_CONTROL.sub("", location)):
         raise ValidationError(
             f"location {location!r} contains a control character; use a location without one"
