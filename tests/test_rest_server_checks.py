@@ -549,3 +549,50 @@ def test_the_table_etag_covers_config_and_static_credentials(tmp_path: Path) -> 
         RestService(cat, storage_credentials=rotated), headers["ETag"], delegation
     )
     assert status == 200
+
+
+@pytest.mark.rest
+def test_commits_check_locations_as_creates_do(rest_server: RestServer) -> None:
+    """A ``set-location`` or a path property in a commit is checked and stored as a create
+    stores it: an object-store location with ``..`` was written as such a key and the table
+    never loaded again; ``write.data.path`` was stored raw (relative, or escaping the
+    table)."""
+    warehouse = new_warehouse()
+    c = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("ns")
+    t = c.create_table("ns.t", ROWS)
+    path = f"/v1/{warehouse}/namespaces/ns/tables/t"
+    views = f"/v1/{warehouse}/namespaces/ns/views"
+
+    def commit(update: dict[str, Any], route: str = path) -> Reply:
+        return _call(rest_server, "POST", route, {"requirements": [], "updates": [update]})
+
+    bad = [
+        {"action": "set-location", "location": "s3://bkt/wh/ns/x/../moved"},
+        {"action": "set-properties", "updates": {"write.data.path": "../x"}},
+        {"action": "set-properties", "updates": {"write.data.path": "s3://bkt/a/../x"}},
+    ]
+    for update in bad:
+        reply = commit(update)
+        assert reply[0] == 400 and _error(reply)["type"] == "BadRequestException", update
+    ok = commit({"action": "set-properties", "updates": {"write.data.path": "rel/x"}})
+    assert ok[0] == 200, ok
+    loaded = c.load_table("ns.t")
+    assert loaded.metadata_location != t.metadata_location
+    assert loaded.properties["write.data.path"] == f"{t.location}/rel/x"
+    view = {
+        "name": "v",
+        "schema": {"type": "struct", "schema-id": 0, "fields": []},
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": 0,
+            "schema-id": 0,
+            "summary": {},
+            "default-namespace": ["ns"],
+            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+        },
+        "properties": {},
+    }
+    assert _call(rest_server, "POST", views, view)[0] == 200
+    reply = commit({"action": "set-location", "location": "s3://bkt/wh/v/../w"}, route=f"{views}/v")
+    assert reply[0] == 400 and _error(reply)["type"] == "BadRequestException"

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from icefloe.exceptions import CorruptFileError, FileIOError, NotFoundError, ValidationError
+from icefloe.io import check_location
+from icefloe.metadata.updates import SetLocation, SetProperties
+from icefloe.table_paths import absolute_location, resolve_table_paths
 
 __all__ = [
     "all_strings",
     "body_list",
     "body_object",
+    "checked_locations",
     "flag",
     "nonempty_string",
     "string_properties",
@@ -90,3 +95,21 @@ def _is_dir(io: Any, location: str) -> bool:
         return bool(io.is_dir(location))
     except Exception:  # the original error says more
         return False
+
+
+def checked_locations(location: str, updates: list[Any], *, table: bool = True) -> list[Any]:
+    """``updates`` of a table (or, ``table=False``, a view) at ``location`` with its
+    locations checked and stored as a create stores them: a ``set-location`` made absolute
+    and plain (an object store key with ``..`` was written, then never found by the reads
+    that normalise it), a table's path properties (``write.data.path``, ...) resolved under
+    the location then in force."""
+    out = []
+    for u in updates:
+        if isinstance(u, SetLocation):
+            check_location(u.location)
+            location = absolute_location(u.location).rstrip("/")
+            u = SetLocation(location)
+        elif table and isinstance(u, SetProperties):
+            u = replace(u, updates=resolve_table_paths(location, u.updates))
+        out.append(u)
+    return out

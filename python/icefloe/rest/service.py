@@ -61,6 +61,7 @@ from icefloe.rest.bodies import (
     all_strings,
     body_list,
     body_object,
+    checked_locations,
     flag,
     nonempty_string,
     registered_file,
@@ -410,6 +411,7 @@ class RestService(ViewRoutes):
             return self._create_by_commit(ident, ups)
         table = self.catalog.load_table(ident)
         ups = _check_assign_uuid(ident, ups, table.metadata.table_uuid)
+        ups = checked_locations(table.metadata.location, ups)
         result = self.catalog.commit_table(table, reqs, ups)
         return (
             200,
@@ -455,7 +457,7 @@ class RestService(ViewRoutes):
                 raise UnsupportedFeatureError("a multi-table commit cannot create tables")
             table = self.catalog.load_table(ident)
             ups = _check_assign_uuid(ident, ups, table.metadata.table_uuid)
-            items.append((table, reqs, ups))
+            items.append((table, reqs, checked_locations(table.metadata.location, ups)))
         self.catalog.commit_tables(items)
         return 204, None, {}
 

@@ -25,6 +25,7 @@ from icefloe.metadata.view_metadata import (
 from icefloe.rest.bodies import (
     body_list,
     body_object,
+    checked_locations,
     nonempty_string,
     registered_file,
     string_properties,
@@ -117,6 +118,7 @@ class ViewRoutes:
             if isinstance(u, SetProperties) and any("\x00" in k for k in u.updates):
                 raise ValidationError("view property keys cannot contain NUL characters")
         view = self.catalog.load_view(ident)
+        ups = checked_locations(view.metadata.location, ups, table=False)
         with _view_rules():
             committed = self.catalog.commit_view(view, reqs, ups)
         return 200, self._view_result(committed), {}
