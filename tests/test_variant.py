@@ -380,3 +380,22 @@ def test_objects_in_spark_utf16_field_order_are_read() -> None:
     plain = bytes([0x01, 2, 0, 1, 2]) + b"ab"
     with pytest.raises(ValidationError, match="not sorted"):
         variant.to_python(plain, bytes([0x02, 2, 1, 0, 0, 2, 4, 0x0C, 2, 0x0C, 1]))
+
+
+def test_a_shredded_field_missing_from_the_metadata_is_a_validation_error() -> None:
+    """``typed_value`` shreds an object field ``a`` the row's metadata dictionary does not
+    hold: the unshredding panicked (an ``InternalError``, 'a bug') instead of refusing it."""
+    obj = variant.from_python({"b": "q"})  # the dictionary holds only "b"
+    field_a = pa.StructArray.from_arrays(
+        [pa.array([None], pa.binary()), pa.array([1], pa.int64())], names=["value", "typed_value"]
+    )
+    shredded = pa.StructArray.from_arrays(
+        [
+            pa.array([obj.metadata], pa.binary()),
+            pa.array([obj.value], pa.binary()),
+            pa.StructArray.from_arrays([field_a], names=["a"]),
+        ],
+        names=["metadata", "value", "typed_value"],
+    )
+    with pytest.raises(ValidationError, match="malformed shredded variant"):
+        variant.normalize(shredded)

@@ -50,7 +50,18 @@ fn to_binary(a: &ArrayRef) -> Result<BinaryArray> {
 /// The stored form of a `VariantArray` (which may be shredded or hold binary views).
 fn stored(array: &VariantArray) -> Result<StructArray> {
     let array = if array.typed_value_column().is_some() {
-        unshred_variant(array).map_err(arrow_err)?
+        // the unshredding panics on some malformed input (an object field its metadata
+        // dictionary lacks): bad input, not a bug of ours
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unshred_variant(array)))
+            .map_err(|payload| {
+                let why = payload
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| payload.downcast_ref::<&str>().copied())
+                    .unwrap_or("malformed values");
+                Error::validation(format!("malformed shredded variant: {why}"))
+            })?
+            .map_err(arrow_err)?
     } else {
         array.clone()
     };
