@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -587,6 +588,40 @@ def test_retry_after_unknown_outcome_never_applies_a_change_twice(
         assert c.load_table("db.u").scan().to_arrow()["id"].to_pylist() == [3]
     finally:
         proxy.close()
+
+
+def test_a_table_renamed_after_an_unknown_outcome_keeps_its_files(
+    rest_server: RestServer, warehouse: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first attempt committed, its answer was lost (the server did not keep the key's
+    reply), and another client renamed the table: the retry's 404 proves nothing, so the
+    files of the commit, now the renamed table's, are kept."""
+    from icefloe.catalog.rest.http import TransportError
+
+    other = RestCatalog("o", uri=rest_server.url, warehouse=warehouse)
+    other.create_namespace("db")
+    other.create_table("db.t", ROWS).append(_rows([1]))
+    c = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    t = c.load_table("db.t")
+    real = c._send
+    posts: list[str] = []
+
+    def send(method: str, path: str, **kwargs: Any) -> Any:
+        if method == "POST" and path.endswith("/tables/t"):
+            posts.append(path)
+            if len(posts) == 1:
+                headers = dict(kwargs.get("headers") or {})
+                headers.pop("Idempotency-Key", None)  # the server keeps no reply for it
+                assert real(method, path, **{**kwargs, "headers": headers}).status == 200
+                other.rename_table("db.t", "db.t2")
+                raise TransportError("connection reset", maybe_sent=True)
+        return real(method, path, **kwargs)
+
+    monkeypatch.setattr(c, "_send", send)
+    with pytest.raises(CommitStateUnknownError, match=r"does not exist|NoSuchTable"):
+        t.append(_rows([2]))
+    renamed = other.load_table("db.t2")
+    assert sorted(renamed.scan().to_arrow()["id"].to_pylist()) == [1, 2]
 
 
 def test_vended_storage_credentials_reach_the_table_io(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    NoSuchTableError,
     TableAlreadyExistsError,
 )
 from icefloe.metadata import (
@@ -89,82 +90,92 @@ class RestCommits(RestTables):
         attempt = 0
         started = time.perf_counter_ns()
         uncertain = False  # an earlier attempt may have committed
-        while True:
-            headers = {"Idempotency-Key": key} if key else {}
-            try:
-                resp = self._send("POST", path, body=body, headers=headers)
-            except TransportError as exc:
-                if not exc.maybe_sent and not uncertain:
-                    raise CommitFailedError(f"{what}: {exc}") from exc
-                resp = None
-                failure = str(exc)
-            if resp is not None and resp.status == 200:
+        failure = ""
+        try:
+            while True:
+                headers = {"Idempotency-Key": key} if key else {}
                 try:
-                    result = LoadTableResult.from_json(resp.json())
-                except Exception as exc:  # an answer that cannot be read (a proxy's error page)
-                    # HTTP 200 says the server committed, its body says nothing: only the table's
-                    # state can tell, and until it does nothing may be deleted.
+                    resp = self._send("POST", path, body=body, headers=headers)
+                except TransportError as exc:
+                    if not exc.maybe_sent and not uncertain:
+                        raise CommitFailedError(f"{what}: {exc}") from exc
+                    resp = None
+                    failure = str(exc)
+                if resp is not None and resp.status == 200:
+                    try:
+                        result = LoadTableResult.from_json(resp.json())
+                    except Exception as exc:  # an answer that cannot be read (a proxy's error page)
+                        # HTTP 200 says the server committed, its body says nothing: only the
+                        # table's state can tell, and until it does nothing may be deleted.
+                        done = self._committed(ident, ups)
+                        if done is not None:
+                            return done
+                        raise CommitStateUnknownError(
+                            f"{what}: the outcome is unknown (HTTP 200 with an unreadable answer: "
+                            f"{type(exc).__name__}); no file was deleted"
+                        ) from exc
+                    with self._etag_lock:
+                        self._etags.pop(ident, None)
+                    if staged and (result.config or result.storage_credentials):
+                        # a server that answers the create with storage settings: use them; else
+                        # the table keeps those vended with the staged create
+                        table.io = self._result_io(ident, result)
+                    self._report_commit(ident, ups, result.metadata, attempt + 1, started)
+                    return CommitResult(result.metadata, result.metadata_location or "")
+                if resp is not None and resp.status == 409:
+                    if uncertain:
+                        # A retry after an unknown outcome may conflict with our own first attempt:
+                        # rebuilding now could apply the same change twice.
+                        done = self._committed(ident, ups)
+                        if done is not None:
+                            return done
+                        if not _adds_snapshots(ups):  # the first attempt cannot be recognised
+                            raise CommitStateUnknownError(
+                                f"{what}: the outcome is unknown ({failure}, then a conflict that "
+                                "may be with the first attempt); no file was deleted"
+                            )
+                    if staged:  # assert-create failed: another writer created the table
+                        raise TableAlreadyExistsError(
+                            f"table {'.'.join(ident)!r} already exists"
+                        ) from exception_for_error(resp.status, resp.body, what)
+                    attempt += 1
+                    wait = policy.wait_ms(attempt) / 1000.0
+                    if attempt > policy.num_retries or time.monotonic() + wait > deadline:
+                        raise exception_for_error(resp.status, resp.body, what)
+                    fresh = self._load_result(ident, "all").metadata
+                    try:
+                        validate_requirements(reqs, fresh)
+                    except CommitFailedError as exc:
+                        raise CommitConflictError(
+                            f"{what} conflicts with the table's current state: {exc}"
+                        ) from exc
+                    check_updates_fit(fresh, ups)
+                    time.sleep(wait)
+                    key = uuid7() if self.idempotency_lifetime else None  # a 409 is final per key
+                    continue
+                if resp is None or resp.status in UNKNOWN_OUTCOME_STATUS:
+                    if resp is not None:
+                        failure = str(exception_for_error(resp.status, resp.body, what))
+                    uncertain = True
+                    attempt += 1
+                    if key is not None and attempt <= policy.num_retries:
+                        time.sleep(policy.wait_ms(attempt) / 1000.0)
+                        continue  # the same key: the server replays the first outcome if any
                     done = self._committed(ident, ups)
                     if done is not None:
                         return done
                     raise CommitStateUnknownError(
-                        f"{what}: the outcome is unknown (HTTP 200 with an unreadable answer: "
-                        f"{type(exc).__name__}); no file was deleted"
-                    ) from exc
-                with self._etag_lock:
-                    self._etags.pop(ident, None)
-                if staged and (result.config or result.storage_credentials):
-                    # a server that answers the create with storage settings: use them; else
-                    # the table keeps those vended with the staged create
-                    table.io = self._result_io(ident, result)
-                self._report_commit(ident, ups, result.metadata, attempt + 1, started)
-                return CommitResult(result.metadata, result.metadata_location or "")
-            if resp is not None and resp.status == 409:
-                if uncertain:
-                    # A retry after an unknown outcome may conflict with our own first attempt:
-                    # rebuilding now could apply the same change twice.
-                    done = self._committed(ident, ups)
-                    if done is not None:
-                        return done
-                    if not _adds_snapshots(ups):  # the first attempt cannot be recognised
-                        raise CommitStateUnknownError(
-                            f"{what}: the outcome is unknown ({failure}, then a conflict that "
-                            "may be with the first attempt); no file was deleted"
-                        )
-                if staged:  # assert-create failed: another writer created the table
-                    raise TableAlreadyExistsError(
-                        f"table {'.'.join(ident)!r} already exists"
-                    ) from exception_for_error(resp.status, resp.body, what)
-                attempt += 1
-                wait = policy.wait_ms(attempt) / 1000.0
-                if attempt > policy.num_retries or time.monotonic() + wait > deadline:
-                    raise exception_for_error(resp.status, resp.body, what)
-                fresh = self._load_result(ident, "all").metadata
-                try:
-                    validate_requirements(reqs, fresh)
-                except CommitFailedError as exc:
-                    raise CommitConflictError(
-                        f"{what} conflicts with the table's current state: {exc}"
-                    ) from exc
-                check_updates_fit(fresh, ups)
-                time.sleep(wait)
-                key = uuid7() if self.idempotency_lifetime else None  # a 409 is final per key
-                continue
-            if resp is None or resp.status in UNKNOWN_OUTCOME_STATUS:
-                if resp is not None:
-                    failure = str(exception_for_error(resp.status, resp.body, what))
-                uncertain = True
-                attempt += 1
-                if key is not None and attempt <= policy.num_retries:
-                    time.sleep(policy.wait_ms(attempt) / 1000.0)
-                    continue  # the same key: the server replays the first outcome if any
-                done = self._committed(ident, ups)
-                if done is not None:
-                    return done
-                raise CommitStateUnknownError(
-                    f"{what}: the outcome is unknown ({failure}); no file was deleted"
-                )
-            raise exception_for_error(resp.status, resp.body, what)
+                        f"{what}: the outcome is unknown ({failure}); no file was deleted"
+                    )
+                raise exception_for_error(resp.status, resp.body, what)
+        except NoSuchTableError as exc:
+            if not uncertain:
+                raise
+            # an earlier attempt may have committed before the table was renamed or dropped:
+            # its files may be the renamed table's (NoSuchTableError would let them go)
+            raise CommitStateUnknownError(
+                f"{what}: the outcome is unknown ({failure}, then: {exc}); no file was deleted"
+            ) from exc
 
     def _report_commit(
         self,
@@ -348,7 +359,13 @@ class RestCommits(RestTables):
                             "may be with the first attempt); no file was deleted"
                         )
                 if resp.status not in UNKNOWN_OUTCOME_STATUS:
-                    raise exception_for_error(resp.status, resp.body, what)
+                    error = exception_for_error(resp.status, resp.body, what)
+                    if uncertain and isinstance(error, NoSuchTableError):
+                        raise CommitStateUnknownError(
+                            f"{what}: the outcome is unknown ({failure}, then: {error}); no "
+                            "file was deleted"
+                        ) from error
+                    raise error
                 failure = str(exception_for_error(resp.status, resp.body, what))
                 uncertain = True
             if attempt + 1 < attempts:
