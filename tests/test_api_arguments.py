@@ -37,6 +37,13 @@ CALLS: list[tuple[str, Callable[[Table], Any], str]] = [
         "column path",
     ),
     (
+        "append-source-snapshot-id",
+        lambda t: t.append(
+            pa.table({"id": [9]}, schema=SCHEMA), snapshot_properties={"source-snapshot-id": "1"}
+        ),
+        "cherry-picks only",
+    ),
+    (
         "append-properties-list",
         lambda t: t.append(pa.table({"id": [9]}, schema=SCHEMA), snapshot_properties=[("a", "b")]),
         "snapshot_properties",

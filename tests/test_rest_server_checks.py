@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.rest import RestCatalog
-from icefloe.exceptions import FileIOError, UnknownWriteStateError
+from icefloe.exceptions import FileIOError, UnknownWriteStateError, ValidationError
 from icefloe.s3client import S3Client
 from icefloe.sigv4 import Credentials
 from support.rest import (
@@ -596,3 +596,15 @@ def test_commits_check_locations_as_creates_do(rest_server: RestServer) -> None:
     assert _call(rest_server, "POST", views, view)[0] == 200
     reply = commit({"action": "set-location", "location": "s3://bkt/wh/v/../w"}, route=f"{views}/v")
     assert reply[0] == 400 and _error(reply)["type"] == "BadRequestException"
+
+
+def test_property_changes_of_a_table_at_an_odd_location_are_not_refused() -> None:
+    """Only path properties are resolved under the location: any other property change of
+    a table registered at a location the newer checks refuse (``//`` on S3) goes through."""
+    from icefloe.metadata import SetProperties
+    from icefloe.rest.bodies import checked_locations
+
+    ups = [SetProperties({"comment": "x"})]
+    assert checked_locations("s3://bucket/wh//db/t", ups) == ups
+    with pytest.raises(ValidationError, match="empty path segment"):
+        checked_locations("s3://bucket/wh//db/t", [SetProperties({"write.data.path": "d"})])

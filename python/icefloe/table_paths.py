@@ -20,6 +20,7 @@ __all__ = [
     "DATA_PATH",
     "METADATA_COMPRESSION",
     "METADATA_PATH",
+    "PATH_PROPERTIES",
     "absolute_location",
     "comparable_locations",
     "data_location",
@@ -35,6 +36,9 @@ METADATA_PATH = TableProperties.METADATA_PATH
 DATA_PATH = TableProperties.DATA_PATH
 METADATA_COMPRESSION = TableProperties.METADATA_COMPRESSION
 _LEGACY_DATA_PATHS = (TableProperties.OBJECT_STORAGE_PATH, TableProperties.FOLDER_STORAGE_PATH)
+#: The properties naming a directory of the table's files (resolved as :func:`resolve_table_paths`
+#: says).
+PATH_PROPERTIES = frozenset((METADATA_PATH, DATA_PATH, *_LEGACY_DATA_PATHS))
 
 
 def comparable_locations(paths: pa.Array) -> pa.Array:

@@ -11,7 +11,7 @@ from typing import Any
 from icefloe.exceptions import CorruptFileError, FileIOError, NotFoundError, ValidationError
 from icefloe.io import check_location
 from icefloe.metadata.updates import SetLocation, SetProperties
-from icefloe.table_paths import absolute_location, resolve_table_paths
+from icefloe.table_paths import PATH_PROPERTIES, absolute_location, resolve_table_paths
 
 __all__ = [
     "all_strings",
@@ -109,7 +109,7 @@ def checked_locations(location: str, updates: list[Any], *, table: bool = True) 
             check_location(u.location)
             location = absolute_location(u.location).rstrip("/")
             u = SetLocation(location)
-        elif table and isinstance(u, SetProperties):
+        elif table and isinstance(u, SetProperties) and PATH_PROPERTIES & set(u.updates):
             u = replace(u, updates=resolve_table_paths(location, u.updates))
         out.append(u)
     return out

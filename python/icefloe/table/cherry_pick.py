@@ -113,6 +113,8 @@ class CherryPick(SnapshotProducer):
     ``main``'s history for the duplicate-pick and ancestry checks, ``every_snapshot`` the
     metadata with the snapshots a catalog left out (to fast-forward to one of them)."""
 
+    _picks = True
+
     def __init__(
         self,
         tx: Transaction,

@@ -77,6 +77,7 @@ from icefloe.metadata import (
     SetSnapshotRef,
     Snapshot,
     Summary,
+    SummaryKeys,
     TableMetadata,
     TableUpdate,
 )
@@ -179,6 +180,10 @@ class _Attempt:
 class SnapshotProducer:
     """Builds one snapshot from added and removed files (see the module docstring)."""
 
+    #: Whether the producer copies another snapshot's files (a cherry-pick): only then may
+    #: the snapshot name its source (``source-snapshot-id``).
+    _picks = False
+
     def __init__(
         self,
         tx: Transaction,
@@ -209,6 +214,12 @@ class SnapshotProducer:
                     f"snapshot property {k!r} is one the commit computes (operation, counts, "
                     "totals, partition summaries): choose another name"
                 )
+            if k == SummaryKeys.SOURCE_SNAPSHOT_ID and not self._picks:
+                # a commit checks the snapshot it names is still in the table (a pick copies
+                # its files): set on any other write it would conflict on every attempt
+                raise ValidationError(
+                    f"snapshot property {k!r} is set by cherry-picks only: choose another name"
+                )
         #: A write-audit-publish snapshot: added without moving any branch (see above).
         self.staged = WAP_ID in self.snapshot_properties and bool_property(
             tx.metadata.properties, WAP_ENABLED, False, lenient=True
@@ -232,9 +243,10 @@ class SnapshotProducer:
         self._manifests_version: int | None = None  # the format version they were written in
         self._new_manifest_paths: list[str] = []
         self._attempts: list[_Attempt] = []
-        #: The branch head this change was planned on, set by the first build: its checks of
-        #: what others committed meanwhile start there even when that build failed (a file
-        #: of that state expired) and a later one runs on a newer head.
+        #: The branch head of the first build (for a transaction's first producer, the head
+        #: the change was planned on): its checks of what others committed meanwhile start
+        #: there even when that build failed (a file of that state expired) and a later one
+        #: runs on a newer head.
         self._start_parent: int | None = None
         self._started = False
         self._manifest_count = 0
