@@ -11,6 +11,7 @@ from typing import Any
 from icefloe.exceptions import CorruptFileError, FileIOError, NotFoundError, ValidationError
 from icefloe.io import check_location
 from icefloe.metadata.updates import SetLocation, SetProperties
+from icefloe.properties import string_map
 from icefloe.table_paths import PATH_PROPERTIES, absolute_location, resolve_table_paths
 
 __all__ = [
@@ -56,14 +57,11 @@ def flag(b: Mapping[str, Any], key: str) -> bool:
 def string_properties(value: Any, what: str, *, values_nul: bool = True) -> dict[str, str]:
     """Properties from a request: an object of strings (null or absent: none) without NUL in
     keys (nor in values, with ``values_nul``: catalog databases refuse NUL in text)."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all_strings(value.values()):
-        raise ValidationError(f"{what} must be an object of strings")
-    for k, v in value.items():
+    props = string_map(value, what)
+    for k, v in props.items():
         if "\x00" in k or (values_nul and "\x00" in v):
             raise ValidationError(f"{what} cannot contain NUL characters: {k!r}")
-    return value
+    return props
 
 
 def body_list(value: Any, what: str) -> list[Any]:
