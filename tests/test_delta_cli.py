@@ -70,3 +70,21 @@ def test_icefloe_convert_delta_and_check_delta_commands(tmp_path: Path) -> None:
     assert checked.exit_code == 0 and "satisfies IcebergCompatV3" in checked.output
     bad = runner.invoke(cli, ["convert-delta", str(tmp_path / "missing")])
     assert bad.exit_code == 3  # not found, as for every command
+
+
+def test_a_missing_delta_version_is_not_found_for_both_commands(tmp_path: Path) -> None:
+    """``convert-delta --up-to-version`` and ``check-delta --version`` past the log's end both
+    exit 3 (not found); the converter raised a ValidationError (exit 2) before."""
+    from click.testing import CliRunner
+
+    from icefloe.cli import cli
+
+    root = fixture("basic", tmp_path)
+    runner = CliRunner()
+    for args in (
+        ["convert-delta", str(root), "--up-to-version", "99"],
+        ["check-delta", str(root), "--version", "99"],
+    ):
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 3, r.output
+        assert "has no version 99 (latest is" in r.output

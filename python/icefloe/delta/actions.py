@@ -27,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.exceptions import DeltaLogError
+
 __all__ = ["DV_TYPE", "FILE_ACTIONS", "dv_unique_ids", "file_actions_from_dicts", "normalize"]
 
 DV_TYPE = pa.struct(
@@ -207,6 +209,38 @@ def file_actions_from_dicts(
     """
     rows = [_row(a, is_add, version, order_start + i) for i, (is_add, a) in enumerate(actions)]
     return pa.Table.from_pylist(rows, schema=FILE_ACTIONS)
+
+
+def check_file_actions(files: pa.Table) -> None:
+    """Refuse add actions whose numbers cannot be right (:class:`DeltaLogError`): a negative
+    ``size`` or ``baseRowId``, or a ``defaultRowCommitVersion`` outside ``0..`` the version
+    that added the file. They would become file sizes, row ids and data sequence numbers."""
+    if not files.num_rows:
+        return
+    version = files.column("version")
+    checks = (
+        ("size", pc.less(files.column("size"), 0)),
+        ("baseRowId", pc.less(files.column("base_row_id"), 0)),
+        (
+            "defaultRowCommitVersion",
+            pc.or_(
+                pc.less(files.column("default_row_commit_version"), 0),
+                pc.greater(files.column("default_row_commit_version"), version),
+            ),
+        ),
+    )
+    adds = files.column("is_add")
+    for name, bad in checks:
+        bad = pc.and_(pc.fill_null(bad, False), adds)
+        if pc.any(bad).as_py():
+            row = files.filter(bad).slice(0, 1).to_pylist()[0]
+            column = {"size": "size", "baseRowId": "base_row_id"}.get(
+                name, "default_row_commit_version"
+            )
+            raise DeltaLogError(
+                f"malformed Delta add action for {row['path']} (version {row['version']}): "
+                f"{name} is {row[column]}"
+            )
 
 
 def dv_unique_ids(dv: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -52,7 +52,7 @@ from icefloe.delta.files import absolute_paths
 from icefloe.delta.log import DeltaLog, DeltaSnapshot
 from icefloe.delta.protocol import DeltaMetadata, DeltaProtocol
 from icefloe.delta.schema import type_change_problems
-from icefloe.exceptions import NotIcebergCompatibleError
+from icefloe.exceptions import CorruptFileError, NotIcebergCompatibleError
 
 __all__ = ["CompatReport", "Failure", "check_actions", "check_iceberg_compat_v3"]
 
@@ -143,7 +143,10 @@ def _file_checks(snap: DeltaSnapshot, log_io: object, out: list[Failure]) -> Non
     for rel in paths:  # one footer read per file, only when asked for
         path = absolute_paths(snap.table, pa.array([rel], pa.string()))[0].as_py()
         with io.new_input(path).open() as fh:
-            md = pq.ParquetFile(fh).metadata
+            try:
+                md = pq.ParquetFile(fh).metadata
+            except (pa.ArrowException, OSError) as e:
+                raise CorruptFileError(f"{path}: not a readable Parquet file ({e})") from None
         schema = md.schema
         arrow = schema.to_arrow_schema()
         names = set(arrow.names)

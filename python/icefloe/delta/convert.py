@@ -37,7 +37,7 @@ from icefloe.delta.incremental import sync_commits
 from icefloe.delta.log import DeltaLog, absolute_location
 from icefloe.delta.state import DELTA_TABLE_ID, DELTA_TIMESTAMP, DELTA_VERSION, parse_int
 from icefloe.delta.target import DirectoryCatalog, load_table
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.io import FileIO
 from icefloe.progress import Progress, ProgressArg
 from icefloe.table import Table
@@ -129,7 +129,9 @@ def convert(
     latest = log.latest_version()
     target = latest if up_to_version is None else up_to_version
     if target > latest or target < 0:
-        raise ValidationError(f"Delta table {root} has no version {target} (latest {latest})")
+        raise NoSuchSnapshotError(
+            f"Delta table {root} has no version {target} (latest is {latest})"
+        )
     previous = parse_int(table.properties.get(DELTA_VERSION)) if table is not None else None
     if table is not None and previous is None:
         raise ValidationError(

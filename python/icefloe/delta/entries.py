@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from icefloe.delta.actions import check_file_actions
 from icefloe.delta.deletes import dv_entries
 from icefloe.delta.files import PartitionColumn, data_entries, partition_values
 from icefloe.delta.schema import DeltaColumn
@@ -43,6 +44,7 @@ def prepare(
     tag: str,
 ) -> Prepared:
     """Data and DV entries for ``files``, read before anything commits."""
+    check_file_actions(files)
     schema = table_md.current_schema()
     spec = table_md.spec()
     entries = None

@@ -16,6 +16,7 @@ from icefloe.delta.state import (
     DELTA_TIMESTAMP,
     DELTA_VERSION,
     expect_version,
+    sequence_number_taken,
     state_properties,
 )
 from icefloe.delta.table_metadata import (
@@ -30,9 +31,10 @@ from icefloe.delta.table_metadata import (
     unmapped_column_ids,
 )
 from icefloe.delta.target import DirectoryCatalog, create_table
-from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import IcebergError, UnsupportedFeatureError
 from icefloe.metadata import SetProperties
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping, table_mapping
+from icefloe.properties import TableProperties
 from icefloe.table import Table
 from icefloe.table.producer import SnapshotProducer
 
@@ -100,17 +102,19 @@ def full_conversion(
     props[DEFAULT_NAME_MAPPING_PROPERTY] = mapping_json(meta, seen_mapping(log, snap, table))
     created = table is None
     if table is None:
-        base = new_metadata(meta, location, {**extra_props, **props})
+        # the data files are the Delta table's: expiring or purging must not delete them
+        # (gc.enabled=false, as Java's snapshot action sets; a caller may set it otherwise)
+        base = new_metadata(
+            meta, location, {TableProperties.GC_ENABLED: "false", **extra_props, **props}
+        )
         expected: str | None = str(snap.version)
     else:
         check_spec(table, meta)
         base = table.metadata
         expected = table.properties.get(DELTA_VERSION)
-        if base.snapshots and snap.version <= base.last_sequence_number:
-            raise ValidationError(
-                f"Delta version {snap.version} is not after the Iceberg table's last sequence "
-                f"number {base.last_sequence_number}"
-            )
+        taken = sequence_number_taken(snap.version, base)
+        if taken is not None:
+            raise taken
     _refuse_unassigned_row_ids(snap)
     _, parts = partition_spec(convert_schema(meta.schema), meta)
     # Everything that reads the Delta table (stats, DVs) runs before the table is created.

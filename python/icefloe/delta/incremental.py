@@ -26,6 +26,7 @@ from icefloe.delta.state import (
     commit_high_water_mark,
     expect_version,
     parse_int,
+    sequence_number_taken,
 )
 from icefloe.delta.table_metadata import check_spec, partition_columns, schema_updates
 from icefloe.exceptions import ValidationError
@@ -150,11 +151,9 @@ def apply_commit(
         props[DELTA_HWM] = str(hwm)
     made = 0
     if data_change:
-        if md.snapshots and commit.version <= md.last_sequence_number:
-            raise ValidationError(
-                f"Delta version {commit.version} is not after the Iceberg table's last sequence "
-                f"number {md.last_sequence_number}"
-            )
+        taken = sequence_number_taken(commit.version, md)
+        if taken is not None:
+            raise taken
         tag = f"v{commit.version}"
         # Read the Delta side first (stats, DVs); nothing is left behind when that fails.
         prepared = prepare(log.io, root, md, new_files, columns, parts, dv_mode, tag)

@@ -93,15 +93,24 @@ def _physical(f: dict[str, Any]) -> str:
     return str(meta.get(PHYSICAL, f["name"]))
 
 
+#: The largest Iceberg field id (a positive 32-bit integer).
+_MAX_ID = 2**31 - 1
+
+
 def mapping_id(value: Any, what: str) -> int:
     """A column-mapping id (an integer, or its decimal text); anything else is a malformed
     schema (:class:`DeltaLogError`)."""
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise DeltaLogError(f"malformed Delta schema: {what} is {value!r}, not an integer")
     try:
-        return int(value)
+        number = int(value)
     except ValueError as e:
         raise DeltaLogError(f"malformed Delta schema: {what} is {value!r}, not an integer") from e
+    if not 1 <= number <= _MAX_ID:
+        raise DeltaLogError(
+            f"malformed Delta schema: {what} is {number}, outside 1..{_MAX_ID} (a field id)"
+        )
+    return number
 
 
 def _field_id(f: dict[str, Any], where: str) -> int:

@@ -4,12 +4,13 @@ mark and table id it was brought to, as table properties (and per snapshot, in i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 from icefloe.delta.log import DeltaCommit
 from icefloe.delta.protocol import DeltaMetadata
-from icefloe.exceptions import CommitConflictError
+from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.metadata import Snapshot, TableMetadata
+from icefloe.table.concurrent_commits import Since
+from icefloe.table.producer import Validator
 
 DELTA_VERSION = "delta-version"
 DELTA_TIMESTAMP = "delta-timestamp"
@@ -36,10 +37,10 @@ def state_properties(
 
 def expect_version(
     expected: str | None,
-) -> Callable[[TableMetadata, Snapshot | None, int | None], None]:
+) -> Validator:
     """A snapshot validation: the table is still at Delta version ``expected``."""
 
-    def check(metadata: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
+    def check(metadata: TableMetadata, parent: Snapshot | None, since: Since) -> None:
         got = metadata.properties.get(DELTA_VERSION)
         if got != expected:
             raise CommitConflictError(
@@ -48,6 +49,29 @@ def expect_version(
             )
 
     return check
+
+
+def sequence_number_taken(version: int, metadata: TableMetadata) -> ValidationError | None:
+    """The error for Delta ``version`` when the Iceberg table's sequence numbers reached it
+    (they equal Delta versions, so another writer committed to the converted table), else
+    None."""
+    if not metadata.snapshots or version > metadata.last_sequence_number:
+        return None
+    foreign = [
+        s for s in metadata.snapshots if s.summary is None or s.summary.get(DELTA_VERSION) is None
+    ]
+    why = (
+        f" because of snapshot {foreign[-1].snapshot_id} ({_operation(foreign[-1])}), "
+        "which the converter did not make: a converted table mirrors its Delta table and takes "
+        "no other writes (its sequence numbers are Delta versions); convert into a new "
+        "Iceberg table"
+        if foreign
+        else ""
+    )
+    return ValidationError(
+        f"Delta version {version} is not after the Iceberg table's last sequence number "
+        f"{metadata.last_sequence_number}{why}"
+    )
 
 
 def commit_high_water_mark(commit: DeltaCommit) -> int | None:
@@ -64,3 +88,7 @@ def commit_high_water_mark(commit: DeltaCommit) -> int | None:
 def parse_int(v: str | None) -> int | None:
     """An integer property value, or None."""
     return int(v) if v is not None and v.lstrip("-").isdigit() else None
+
+
+def _operation(snapshot: Snapshot) -> str:
+    return (snapshot.summary.operation if snapshot.summary else None) or "no operation"
