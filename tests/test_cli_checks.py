@@ -127,6 +127,33 @@ def test_select_lists_take_quoted_names(tmp_path: Path) -> None:
     assert _one_line_error(r.stderr) == """error: table 'db."t.x"' does not exist"""
 
 
+def test_select_lists_quote_the_parts_of_nested_paths(tmp_path: Path) -> None:
+    """A struct field named ``a.b`` is ``nested."a.b"``, as in ``--filter``, for ``--select``
+    and ``compute-stats --columns`` too (they took only the unquoted ``nested.a.b``)."""
+    from icefloe.cli.names import select_list
+
+    assert select_list('nested."a.b", id') == ("nested.a.b", "id")
+    assert select_list('"x".y') == ("x.y",)
+    # a name without quotes is taken as written
+    assert select_list("price..usd, v. 2, ver.") == ("price..usd", "v. 2", "ver.")
+    for bad in ('"a"b', 'x."a".', '"a"..b'):
+        with pytest.raises(ValidationError, match="not a column list"):
+            select_list(bad)
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    schema = pa.schema([("id", pa.int64()), ("nested", pa.struct([("a.b", pa.int32())]))])
+    rows = pa.table({"id": [1, 2], "nested": [{"a.b": 1}, {"a.b": 2}]}, schema=schema)
+    cat.create_table("db.q", schema).append(rows)
+    cat.close()
+    path = 'nested."a.b"'
+    r = run(w, "scan", "db.q", "--select", f"id,{path}", "--filter", f"{path} = 2", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [{"id": 2, "nested": {"a.b": 2}}]
+    r = run(w, "compute-stats", "db.q", "--columns", path)
+    assert r.exit_code == 0, r.stderr
+
+
 # -- 2. a default-catalog that names no catalog -------------------------------------------------
 
 

@@ -66,29 +66,46 @@ def split_name(text: str) -> tuple[str, ...]:
 
 
 def select_list(text: str) -> tuple[str, ...]:
-    """The column names of a comma-separated ``--select``: a name that starts with a quote
-    runs to its closing quote (``"a,b"``, ``"a.b"``; ``""`` inside is one quote), any other
-    to the next comma, blanks around names dropped. A dotted name is a nested field's path
-    or a top-level name holding dots, as ``scan(selected_fields=...)`` takes it."""
+    """The column names of a comma-separated ``--select``: each a dotted path whose parts may
+    be quoted (``"a,b"``, ``"a.b"``, ``nested."a.b"``; ``""`` inside is one quote), blanks
+    around names dropped; a name without quotes is taken as written. A path comes back dotted
+    (``nested.a.b``), a nested field's path or a top-level name holding dots, as
+    ``scan(selected_fields=...)`` takes it."""
     names: list[str] = []
     i, n = 0, len(text)
     while i <= n:
-        while i < n and text[i].isspace():
-            i += 1
-        if i < n and text[i] == '"':
-            name, i = quoted_part(text, i)
-            while i < n and text[i].isspace():
-                i += 1
-            if i < n and text[i] != ",":
-                raise ValidationError(
-                    f"not a column list: {text!r} (a quoted name ends at a comma)"
-                )
-            names.append(name)
-        else:
-            j = text.find(",", i)
-            j = n if j < 0 else j
+        j = text.find(",", i)
+        j = n if j < 0 else j
+        if '"' not in text[i:j]:  # no quote: the name as written (``price..usd``, ``v. 2``)
             if text[i:j].strip():
                 names.append(text[i:j].strip())
-            i = j
+            i = j + 1
+            continue
+        parts: list[str] = []
+        while True:  # the parts of one name, up to a comma or the end
+            while i < n and text[i].isspace():
+                i += 1
+            if i < n and text[i] == '"':
+                part, i = quoted_part(text, i)
+                while i < n and text[i].isspace():
+                    i += 1
+                if i < n and text[i] not in ",.":
+                    raise ValidationError(
+                        f"not a column list: {text!r} (a quoted part ends at a dot or a comma)"
+                    )
+            else:
+                j = i
+                while j < n and text[j] not in ",.":
+                    j += 1
+                part, i = text[i:j].strip(), j
+            parts.append(part)
+            if i < n and text[i] == ".":
+                i += 1
+                continue
+            break
+        if any(parts):
+            if not all(parts):
+                raise ValidationError(f"not a column list: {text!r} (an empty part in a name)")
+            names.append(".".join(parts))
         i += 1  # the comma
     return tuple(names)
