@@ -14,6 +14,7 @@ import pytest
 from icefloe.exceptions import CommitConflictError
 from icefloe.manifest import manifest_files, read_manifest_list
 from icefloe.scan.manifests import manifest_entries
+from icefloe.table.concurrent_commits import Since
 from icefloe.table.producer import SnapshotProducer
 from icefloe.write import DataFile
 from support.write_util import (
@@ -99,9 +100,9 @@ def test_custom_validator_runs_on_retry(tmp_path: Path) -> None:
     t.append(rows(10, 10))
     calls: list[tuple[int | None, int | None]] = []
 
-    def no_new_snapshots(md: Any, parent: Any, start: int | None) -> None:
-        calls.append((parent.snapshot_id if parent else None, start))
-        if parent is not None and parent.snapshot_id != start:
+    def no_new_snapshots(md: Any, parent: Any, since: Since) -> None:
+        calls.append((parent.snapshot_id if parent else None, since.start))
+        if since.snapshots(md, parent):
             raise CommitConflictError("the table changed since the operation started")
 
     with pytest.raises(CommitConflictError, match="changed"), stale.transaction() as tx:

@@ -42,6 +42,7 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.scan.manifests import manifest_list_of, partition_keys, read_entries
+from icefloe.table.concurrent_commits import Since
 from icefloe.table.producer import ADDED, DELETED, WAP_ID, SnapshotProducer, parent_snapshot
 
 if TYPE_CHECKING:
@@ -139,6 +140,10 @@ class CherryPick(SnapshotProducer):
     @property
     def always_applies(self) -> bool:
         return False  # the duplicate-pick check may fail on a newer main
+
+    @property
+    def head_id(self) -> int:
+        return self.picked.snapshot_id if self.fast_forwarded else self.snapshot_id
 
     def build(self, metadata: TableMetadata) -> list[TableUpdate]:
         """A fast-forward of ``main`` or a new snapshot, decided on ``metadata``."""
@@ -244,12 +249,12 @@ class CherryPick(SnapshotProducer):
 
     def _partitions_unchanged(
         self, replaced: pa.Array
-    ) -> Callable[[TableMetadata, Snapshot | None, int | None], None]:
+    ) -> Callable[[TableMetadata, Snapshot | None, Since], None]:
         from icefloe.table.operations import added_in_partitions
 
         s = self.picked
 
-        def validate(metadata: TableMetadata, head: Snapshot | None, start: int | None) -> None:
+        def validate(metadata: TableMetadata, head: Snapshot | None, since: Since) -> None:
             full, history = self._main_history(metadata)
             parent = s.parent_snapshot_id
             if parent is not None and parent not in {a.snapshot_id for a in history}:
@@ -257,7 +262,7 @@ class CherryPick(SnapshotProducer):
                     f"cannot cherry-pick snapshot {s.snapshot_id}: a dynamic partition overwrite "
                     f"can only be picked while its parent {parent} is an ancestor of main"
                 )
-            path = added_in_partitions(self.io, full, head, parent, replaced)
+            path = added_in_partitions(self.io, full, head, Since(parent), replaced)
             if path is not None:
                 raise ValidationError(
                     f"cannot cherry-pick snapshot {s.snapshot_id}: main changed a partition "

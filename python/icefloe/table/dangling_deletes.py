@@ -46,6 +46,7 @@ from icefloe.table.producer import DELETED, SnapshotProducer, existing_branch_he
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
+    from icefloe.table.concurrent_commits import Since
     from icefloe.table.table import Transaction
 
 __all__ = [
@@ -234,9 +235,7 @@ class _StillDangling:
         self.planned_on = planned_on
         self.keys = _keys(planned)
 
-    def __call__(
-        self, metadata: TableMetadata, parent: Snapshot | None, start_parent: int | None
-    ) -> None:
+    def __call__(self, metadata: TableMetadata, parent: Snapshot | None, since: Since) -> None:
         if metadata is self.planned_on:
             return  # the first build, on the state the files were found on
         entries = live_entries(self.io, metadata, parent)

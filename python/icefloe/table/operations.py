@@ -18,24 +18,25 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.expressions import AlwaysTrue, BooleanExpression, parse
-from icefloe.expressions.projection import inclusive_projection
 from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
 from icefloe.table.cherry_pick import REPLACE_PARTITIONS
-from icefloe.table.overwrite import partition_mask, plan_overwrite
+from icefloe.table.concurrent_commits import Since
+from icefloe.table.overwrite import plan_overwrite
 from icefloe.table.producer import DELETED, SnapshotProducer, parent_snapshot
 from icefloe.table.row_delta import (
     DELETE_MODE,
     MERGE_ON_READ,
-    concurrent_deletes_validator,
+    concurrent_data_validator,
     delete_entries_predicate,
     write_mode,
 )
 from icefloe.table_paths import absolute_location, same_file_locations
 from icefloe.write.add_files import data_files_from_parquet
 from icefloe.write.files import DataFile, entries_batch
+from icefloe.write.matching import bind_filter
 from icefloe.write.writer import write_data_files, write_parquet_files
 
 if TYPE_CHECKING:
@@ -74,18 +75,14 @@ def append(
 
 
 def added_data_since(
-    io: FileIO, metadata: TableMetadata, parent: Snapshot | None, start: int | None
+    io: FileIO, metadata: TableMetadata, parent: Snapshot | None, since: Since
 ) -> list[pa.RecordBatch]:
-    """Entries of data files added by the snapshots after ``start`` up to ``parent`` and still
-    live at ``parent``: those snapshots' files whether their entries are still ``ADDED`` or
-    were merged into a later snapshot's manifest as ``EXISTING``."""
-    if parent is None or parent.snapshot_id == start:
+    """Entries of data files added by the concurrent commits ``since`` names up to ``parent``
+    and still live at ``parent``: those snapshots' files whether their entries are still
+    ``ADDED`` or were merged into a later snapshot's manifest as ``EXISTING``."""
+    new_ids = {s.snapshot_id for s in since.snapshots(metadata, parent)}
+    if parent is None or not new_ids:
         return []
-    new_ids: set[int] = set()
-    for snap in [parent, *metadata.ancestors_of(parent.snapshot_id)]:
-        if snap.snapshot_id == start:
-            break
-        new_ids.add(snap.snapshot_id)
     out = []
     for mf, batch in manifest_entries(io, parent, content=0):
         if mf.added_snapshot_id not in new_ids:
@@ -104,33 +101,17 @@ def added_in_partitions(
     io: FileIO,
     metadata: TableMetadata,
     parent: Snapshot | None,
-    start: int | None,
+    since: Since,
     keys: pa.Array,
 ) -> str | None:
-    """The first data file added after ``start`` up to ``parent`` (see
+    """The first data file added by the commits ``since`` names up to ``parent`` (see
     :func:`added_data_since`) into one of the partitions ``keys`` (:func:`partition_keys`
     values), or None."""
-    for batch in added_data_since(io, metadata, parent, start):
+    for batch in added_data_since(io, metadata, parent, since):
         hits = pc.is_in(partition_keys(batch), value_set=keys)
         if pc.any(hits).as_py():
             return str(batch.filter(hits).column("file_path")[0].as_py())
     return None
-
-
-def _no_new_matching_data(io: FileIO, expr: BooleanExpression, case_sensitive: bool) -> Any:
-    def validate(metadata: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
-        schema = metadata.current_schema()
-        for batch in added_data_since(io, metadata, parent, start):
-            spec_id = int((batch.schema.metadata or {}).get(b"partition-spec-id", b"0"))
-            spec = metadata.spec_by_id(spec_id) or metadata.spec()
-            hits = partition_mask(batch, inclusive_projection(schema, spec, expr, case_sensitive))
-            if pc.any(hits).as_py():
-                path = batch.filter(hits).column("file_path")[0].as_py()
-                raise CommitConflictError(
-                    f"a concurrent commit added data the overwrite would replace: {path}"
-                )
-
-    return validate
 
 
 def _filter(expr: BooleanExpression | str | None) -> BooleanExpression:
@@ -203,12 +184,24 @@ def overwrite(
         producer.abort()
         raise
     producer.add_data_files(files + kept).remove_files(plan.remove)
+    rewritten = {t.data_file.file_path for t in plan.rewritten}
+    if kept and tx.metadata.format_version >= 3 and rewritten & producer.transaction_paths():
+        producer.copies_rows()  # the kept rows keep the _row_id of the transaction's own files
     if plan.remove_deletes:
         producer.remove_files_where(delete_entries_predicate(plan.remove_deletes))
-    if plan.rewritten:
-        # rows kept by a rewrite must not lose deletes a concurrent commit added for them
-        producer.validate(concurrent_deletes_validator(io, branch, plan.rewritten, schema))
-    producer.validate(_no_new_matching_data(io, expr, case_sensitive))
+    # rows kept by a rewrite must not lose deletes a concurrent commit added for them; under
+    # serializable isolation a concurrent file that may hold rows the filter matches (by its
+    # partition and its column metrics, as the merge-on-read path checks) is a conflict
+    producer.validate(
+        concurrent_data_validator(
+            io,
+            branch,
+            plan.rewritten,
+            bind_filter(schema, expr, case_sensitive),
+            schema,
+            tx.metadata.properties,
+        )
+    )
     producer.set_operation("overwrite")
     return _commit(producer)
 
@@ -248,8 +241,8 @@ def dynamic_partition_overwrite(
         # unpartitioned spec) do not match the keys and stay.
         return pc.is_in(partition_keys(batch), value_set=keys)
 
-    def no_concurrent_adds(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
-        path = added_in_partitions(io, md, parent, start, keys)
+    def no_concurrent_adds(md: TableMetadata, parent: Snapshot | None, since: Since) -> None:
+        path = added_in_partitions(io, md, parent, since, keys)
         if path is not None:
             raise CommitConflictError(
                 f"a concurrent commit added data to a replaced partition: {path}"
@@ -290,7 +283,7 @@ def add_files(
         targets = comparable
         io = tx.table.io
 
-        def not_in_table(md: TableMetadata, parent: Snapshot | None, start: int | None) -> None:
+        def not_in_table(md: TableMetadata, parent: Snapshot | None, since: Since) -> None:
             for _, batch in manifest_entries(io, parent):
                 live = pc.not_equal(batch.column("status"), 2)
                 paths = same_file_locations(batch.column("file_path"))

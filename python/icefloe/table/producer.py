@@ -18,7 +18,7 @@ API (used by ``Table.append``/``overwrite``/``add_files`` and by the row-level o
         p.add_delete_files(deletes)       # content 1 (position deletes / DVs) or 2 (equality)
         p.remove_files(paths)             # data or delete files that must be live in the base
         p.remove_files_where(predicate)   # remove every live file whose entry matches
-        p.validate(fn)                    # fn(metadata, parent_snapshot, start_parent_id)
+        p.validate(fn)                    # fn(metadata, parent_snapshot, since)
         p.set_operation("replace")        # optional: otherwise derived (append/overwrite/delete)
         p.add_entries(batch, content=0)   # columnar: manifest-layout rows (files.entries_batch)
         p.set_sequence_number(n)          # optional: an explicit (larger) sequence number
@@ -87,6 +87,7 @@ from icefloe.scan.manifests import (
     read_manifest_entries,
     written_manifest_list,
 )
+from icefloe.table.concurrent_commits import Since
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
 from icefloe.table.snapshot_summary import computed_summary_key, snapshot_summary
 from icefloe.table_paths import metadata_location
@@ -104,9 +105,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SnapshotProducer", "Validator", "cast_partition_type", "parent_snapshot", "spec_schema"]
 
-#: ``fn(metadata, parent, start_parent_id)``: raise CommitConflictError when the change can no
-#: longer be applied on ``metadata`` (whose branch head is ``parent``).
-Validator = Callable[[TableMetadata, Snapshot | None, int | None], None]
+#: ``fn(metadata, parent, since)``: raise CommitConflictError when the change can no longer be
+#: applied on ``metadata`` (whose branch head is ``parent``); ``since.snapshots(metadata,
+#: parent)`` are the commits of others it did not see (:mod:`icefloe.table.concurrent_commits`).
+Validator = Callable[[TableMetadata, Snapshot | None, Since], None]
 EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
@@ -243,12 +245,14 @@ class SnapshotProducer:
         self._manifests_version: int | None = None  # the format version they were written in
         self._new_manifest_paths: list[str] = []
         self._attempts: list[_Attempt] = []
-        #: The branch head of the first build (for a transaction's first producer, the head
-        #: the change was planned on): its checks of what others committed meanwhile start
-        #: there even when that build failed (a file of that state expired) and a later one
-        #: runs on a newer head.
-        self._start_parent: int | None = None
-        self._started = False
+        #: Where the checks of what others committed meanwhile start: the branch head of the
+        #: first build, below the snapshots of this transaction's earlier changes. Fixed by
+        #: that build even when it failed (a file of that state expired) and a later one runs
+        #: on a newer head.
+        self._since: Since | None = None
+        #: The producers of this transaction whose snapshots the first build stood on.
+        self._built_on: list[SnapshotProducer] = []
+        self._copies_rows = False
         self._manifest_count = 0
         self._committed_to_tx = False
         self._pending: list[Future[None]] = []
@@ -305,6 +309,20 @@ class SnapshotProducer:
         self._next_row_id = next_row_id
         return self
 
+    def copies_rows(self) -> SnapshotProducer:
+        """Declare that the added data files hold rows copied with an identity the
+        transaction's earlier changes gave them when built: v3 ``_row_id`` values of their
+        files, or the data sequence number of the state they made (compaction). A lost race
+        renumbers those changes, so this change then fails with :class:`CommitConflictError`
+        instead of being rebuilt."""
+        self._copies_rows = True
+        return self
+
+    def transaction_paths(self) -> set[str]:
+        """The data files this change's transaction added before it (see
+        :meth:`copies_rows`)."""
+        return set().union(*(p.added_data_paths() for p in self.tx._producers() if p is not self))
+
     def remove_files(self, paths: Iterable[str | DataFile]) -> SnapshotProducer:
         """Data or delete files to remove; each must be live in the base of every attempt."""
         for p in paths:
@@ -341,6 +359,20 @@ class SnapshotProducer:
     def added_files(self) -> list[DataFile]:
         return list(self._added)
 
+    def added_data_paths(self) -> set[str]:
+        """The paths of the data files this change adds (given as files or as entries)."""
+        paths = {f.file_path for f in self._added}
+        for content, _, batch in self._entry_batches:
+            if content == 0:
+                paths.update(str(x) for x in batch.column("file_path").to_pylist())
+        return paths
+
+    @property
+    def head_id(self) -> int:
+        """The id of the snapshot this change's last build made the head of its branch: its
+        own new snapshot (a fast-forwarding cherry-pick moves the branch to another one)."""
+        return self.snapshot_id
+
     # -- building -------------------------------------------------------------------------------
     def commit(self) -> Transaction:
         """Build against the transaction's metadata and apply the updates to it."""
@@ -350,11 +382,18 @@ class SnapshotProducer:
         """The updates of this snapshot on top of ``metadata`` (validations included)."""
         parent = parent_snapshot(metadata, self.branch)
         parent_id = parent.snapshot_id if parent is not None else None
-        if not self._started:
-            self._started = True
-            self._start_parent = parent_id
+        earlier = {p.head_id: p for p in self.tx._producers() if p is not self}
+        tx_own = frozenset(earlier)
+        on_own = Since.own_below(metadata, parent, tx_own)
+        if self._since is None:
+            self._since = Since.planned_on(metadata, parent, tx_own)
+            self._built_on = [earlier[i] for i in on_own]
+        else:
+            self._check_rebuildable(on_own)
+        self._check_delete_formats(metadata)
+        since = Since(self._since.start, tx_own)  # own ids change when a rebuild renumbers them
         for fn in self._validators:
-            fn(metadata, parent, self._start_parent)
+            fn(metadata, parent, since)
         if metadata.snapshot_by_id(self.snapshot_id) is not None:
             self.snapshot_id = _new_snapshot_id(metadata)
             self._discard_new_manifests()
@@ -489,6 +528,47 @@ class SnapshotProducer:
                 ref.max_ref_age_ms if ref else None,
             ),
         ]
+
+    def _check_rebuildable(self, on_own: list[int]) -> None:
+        """On a rebuild: the transaction's earlier changes this one was made on must still be
+        below it, and it must not carry values they received when first built."""
+        if not self._built_on:
+            return
+        missing = [p for p in self._built_on if p.head_id not in on_own]
+        if missing:
+            raise CommitConflictError(
+                f"this change to {self.branch!r} was made on top of the transaction's earlier "
+                "change, which a concurrent commit left off that branch: run the transaction "
+                "again"
+            )
+        if self._copies_rows or self._sequence_number is not None or self._next_row_id is not None:
+            raise CommitConflictError(
+                "a concurrent commit renumbered the transaction's earlier changes, whose rows "
+                "this change copied with their row ids or sequence numbers: run the "
+                "transaction again"
+            )
+
+    def _check_delete_formats(self, metadata: TableMetadata) -> None:
+        """A v3 table takes deletion vectors only: position delete files written for the v2
+        state the change was planned on (before a concurrent upgrade) are refused."""
+        if metadata.format_version < 3:
+            return
+        old = [
+            f.file_path
+            for f in self._added_deletes
+            if f.content == 1 and f.file_format.upper() != "PUFFIN"
+        ]
+        for content, _, batch in self._entry_batches:
+            if content == 1:
+                fmt = pc.utf8_upper(batch.column("file_format").cast(pa.string()))
+                hit = batch.filter(pc.not_equal(fmt, "PUFFIN")).column("file_path")
+                old += [str(x) for x in hit.to_pylist()]
+        if old:
+            raise CommitConflictError(
+                f"position delete file {old[0]} was written for format version 2, but a "
+                "concurrent commit upgraded the table to version 3, which takes deletion "
+                "vectors only: make the change again"
+            )
 
     def _put(self, path: str, data: bytes) -> None:
         """Write a file in the background: the durable writes (fsync) of one build overlap."""

@@ -42,6 +42,7 @@ from icefloe.scan.tasks import (
     metadata_field,
 )
 from icefloe.schema import Schema
+from icefloe.table.concurrent_commits import Since
 from icefloe.table.producer import SnapshotProducer
 from icefloe.write.delete_files import (
     FileDeletes,
@@ -374,6 +375,16 @@ def commit_row_delta(
         producer.owns_files(written)
         producer.owns_files(f.file_path for f in delta.added_data + delta.added_deletes)
         producer.add_data_files(delta.added_data)
+        if delta.added_data and (
+            # a compaction's files take the data sequence number of the state it read
+            any(f.data_sequence_number is not None for f in delta.added_data)
+            # v3: rewritten rows keep the _row_id of the files they came from
+            or (
+                tx.metadata.format_version >= 3
+                and bool(_read_paths(delta) & producer.transaction_paths())
+            )
+        ):
+            producer.copies_rows()
         producer.add_delete_files(dvs + delta.added_deletes)
         producer.remove_files(t.data_file.file_path for t in delta.removed)
         if removed_deletes:
@@ -408,6 +419,12 @@ def commit_row_delta(
         producer.abort()
         raise
     return producer
+
+
+def _read_paths(delta: RowDelta) -> set[str]:
+    """The data files whose rows ``delta`` read (and may carry into its added files)."""
+    tasks = [*delta.removed, *delta.targets, *delta.routed, *_task_refs(delta.deletes)]
+    return {t.data_file.file_path for t in tasks}
 
 
 def _task_refs(items: Sequence[FileDeletes]) -> list[FileScanTask]:
@@ -491,17 +508,16 @@ class _Validator:
         self.conflict_filter = conflict_filter
         self.schema = schema
 
-    def __call__(
-        self, metadata: TableMetadata, parent: Snapshot | None, start_parent: int | None
-    ) -> None:
-        if parent is None or parent.snapshot_id == start_parent:
+    def __call__(self, metadata: TableMetadata, parent: Snapshot | None, since: Since) -> None:
+        others = since.snapshots(metadata, parent)
+        if not others:
             return
         metrics_json = None
         if self.conflict_filter is not None and not isinstance(
             self.conflict_filter, AlwaysTrue | AlwaysFalse
         ):
             metrics_json = json.dumps(to_dict(self.conflict_filter))
-        entries = list(_entries_since(self.io, metadata, parent, start_parent, metrics_json))
+        entries = _entries_of(self.io, others, metrics_json)
         if self.routed_paths:
             self._check_moved_rows(metadata, entries)
         for row, spec_id, metrics_may_match in entries:
@@ -611,45 +627,18 @@ def _may_match(
         return True  # cannot tell: assume it may match
 
 
-def _entries_since(
-    io: FileIO,
-    metadata: TableMetadata,
-    parent: Snapshot,
-    start: int | None,
-    metrics_json: str | None = None,
+def _entries_of(
+    io: FileIO, snapshots: Sequence[Snapshot], metrics_json: str | None = None
 ) -> list[tuple[dict[str, Any], int, bool]]:
-    """Entries added or deleted by the snapshots after ``start`` up to ``parent``, each with
-    whether its column metrics (bounds, null and value counts) say the file may hold a row
-    matching the filter in ``metrics_json`` (the inclusive metrics evaluation the scan planner
-    uses; always true without a filter, and for delete files)."""
+    """Entries added or deleted by ``snapshots``, each with whether its column metrics
+    (bounds, null and value counts) say the file may hold a row matching the filter in
+    ``metrics_json`` (the inclusive metrics evaluation the scan planner uses; always true
+    without a filter, and for delete files)."""
     from icefloe.manifest import manifest_files
     from icefloe.scan.manifests import manifest_list_of, read_manifest_entries
 
-    ids: list[Snapshot] = []
-    snap: Snapshot | None = parent
-    last = parent
-    while snap is not None and snap.snapshot_id != start:
-        ids.append(snap)
-        last = snap
-        snap = (
-            metadata.snapshot_by_id(snap.parent_snapshot_id)
-            if snap.parent_snapshot_id is not None
-            else None
-        )
-    if start is not None and snap is None:
-        if metadata.snapshot_by_id(start) is None or last.parent_snapshot_id is not None:
-            # the walk back ended at a snapshot whose parent is gone (expired)
-            raise CommitConflictError(
-                f"cannot validate against concurrent commits: the history between snapshot "
-                f"{start} (where this change started) and snapshot {last.snapshot_id} is no "
-                "longer in the table (expired while the change was made): make the change again"
-            )
-        raise CommitConflictError(
-            f"cannot validate against concurrent commits: snapshot {start} is no longer an "
-            "ancestor of the branch head (the branch was rolled back or replaced)"
-        )
     out: list[tuple[dict[str, Any], int, bool]] = []
-    for s in ids:
+    for s in snapshots:
         if s.manifest_list is None:
             continue
         lst = manifest_list_of(io, s)
