@@ -21,6 +21,7 @@ pub mod parquet_write;
 pub mod plan;
 pub mod pool;
 pub mod puffin;
+pub mod quiet_panic;
 pub mod regroup;
 pub mod serde;
 pub mod sketch;

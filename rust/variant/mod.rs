@@ -18,6 +18,7 @@ use arrow_array::{Array, ArrayRef, BinaryArray, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields};
 use parquet_variant_compute::{cast_to_variant, unshred_variant, VariantArray};
 
+use crate::quiet_panic::{catch_quietly, panic_text};
 use crate::{Error, Result};
 
 /// The Arrow fields of the stored form: `metadata` required, `value` optional (null only where
@@ -52,13 +53,9 @@ fn stored(array: &VariantArray) -> Result<StructArray> {
     let array = if array.typed_value_column().is_some() {
         // the unshredding panics on some malformed input (an object field its metadata
         // dictionary lacks): bad input, not a bug of ours
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unshred_variant(array)))
+        catch_quietly(std::panic::AssertUnwindSafe(|| unshred_variant(array)))
             .map_err(|payload| {
-                let why = payload
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| payload.downcast_ref::<&str>().copied())
-                    .unwrap_or("malformed values");
+                let why = panic_text(payload.as_ref()).unwrap_or("malformed values");
                 Error::validation(format!("malformed shredded variant: {why}"))
             })?
             .map_err(arrow_err)?
