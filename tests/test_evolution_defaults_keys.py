@@ -4,6 +4,7 @@ default widened to double keeps its value, and an identifier field named twice i
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import struct
 from pathlib import Path
@@ -11,19 +12,37 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from icefloe import values
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.evolution import check_schema_evolution
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
-from icefloe.types import DoubleType, FloatType, LongType, NestedField, StringType
+from icefloe.types import (
+    DateType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    UnknownType,
+)
 
 FLOAT_1_1 = struct.unpack("<f", struct.pack("<f", 1.1))[0]  # 1.100000023841858
 
 
 def _catalog(tmp_path: Path) -> HadoopCatalog:
-    cat = HadoopCatalog("c", warehouse=str(tmp_path / "wh"))
+    cat = _catalog_at(tmp_path)
     cat.create_namespace("db")
     return cat
+
+
+def _catalog_at(tmp_path: Path) -> HadoopCatalog:
+    return HadoopCatalog("c", warehouse=str(tmp_path / "wh"))
 
 
 def _field_json(metadata_location: str, name: str) -> dict:
@@ -121,3 +140,75 @@ def test_a_float_default_beyond_float_range_is_refused(tmp_path: Path, value: fl
 
 def _no_constants(token: str) -> None:
     raise AssertionError(f"metadata JSON holds {token}")
+
+
+@pytest.mark.parametrize(
+    ("field_type", "default", "why"),
+    [
+        (MapType(10, StringType(), 11, IntegerType()), {None: 1}, "a map key cannot be null"),
+        (MapType(10, StringType(), 11, IntegerType()), {"a": None}, "values are required"),
+        (ListType(10, IntegerType(), element_required=True), [1, None], "elements are required"),
+        (
+            ListType(10, StructType(NestedField(12, "x", LongType(), required=True))),
+            [{"x": None}],
+            "required field 'x' is null",
+        ),
+    ],
+)
+def test_a_default_holding_a_null_its_type_forbids_is_refused(
+    tmp_path: Path, field_type: IcebergType, default: object, why: str
+) -> None:
+    """Committed, such a default made every read of the table (or every append leaving the
+    column out) fail."""
+    t = _catalog(tmp_path).create_table(
+        "db.t", Schema(NestedField(1, "id", LongType(), required=True)), format_version=3
+    )
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match=why), t.update_schema() as u:
+        u.add_column("c", field_type, initial_default=default)
+    assert t.refresh().metadata_location == before
+    assert t.scan().to_arrow().column("id").to_pylist() == [1]
+
+
+def test_an_unknown_column_cannot_key_a_change(tmp_path: Path) -> None:
+    """An ``unknown`` column is always null: equality deletes keyed on it cannot be compared,
+    so committed they made every later read fail."""
+    t = _catalog(tmp_path).create_table(
+        "db.t",
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "u", UnknownType())),
+        format_version=3,
+        properties={"write.upsert.mode": "equality"},
+    )
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match=r"'u' .* cannot be a key column"):
+        t.delete_by_keys(pa.table({"u": pa.nulls(1)}), ["u"])
+    new = pa.table({"id": pa.array([5], pa.int64()), "u": pa.nulls(1)})
+    with pytest.raises(ValidationError, match=r"'u' .* cannot be a key column"):
+        t.upsert(new, join_cols=["u"])
+    assert t.refresh().metadata_location == before
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_a_date_default_after_year_9999_is_read_and_written(tmp_path: Path) -> None:
+    """Another engine's ``"+10000-01-01"`` default: Python's dates cannot hold it, so as a
+    Python value it is a typed error, while reads and writes fill the column with it."""
+    t = _catalog(tmp_path).create_table(
+        "db.t", Schema(NestedField(1, "id", LongType(), required=True)), format_version=3
+    )
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    with t.update_schema() as u:
+        u.add_column("d", DateType(), initial_default=dt.date(9999, 12, 31))
+    path = Path(t.metadata_location)
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    field = meta["schemas"][-1]["fields"][-1]
+    field["initial-default"] = field["write-default"] = "+10000-01-01"  # as Java writes it
+    path.write_text(json.dumps(meta), encoding="utf-8")
+    t = _catalog_at(tmp_path).load_table("db.t")
+    t.append(pa.table({"id": pa.array([2], pa.int64())}))  # the write-default fills d
+    got = t.scan().to_arrow().sort_by("id")
+    days = got.column("d").cast(pa.int32()).to_pylist()
+    assert days == [(dt.date(9999, 12, 31) - dt.date(1970, 1, 1)).days + 1] * 2
+    with pytest.raises(ValidationError, match="outside the years 1 to 9999"):
+        values.from_json(DateType(), "+10000-01-01")

@@ -65,6 +65,7 @@ from icefloe.types import (
 )
 
 __all__ = [
+    "column_default",
     "epoch_ms",
     "field_default",
     "from_bytes",
@@ -180,6 +181,17 @@ def _timestamp(t: PrimitiveType, value: object) -> int:
 
 
 def _from_physical(t: PrimitiveType, v: _Physical) -> Any:
+    try:
+        return _python_value(t, v)
+    except OverflowError:
+        unit = "days" if isinstance(t, DateType) else "units"
+        raise ValidationError(
+            f"{t} value {v!r} ({unit} from 1970-01-01) is outside the years 1 to 9999 that "
+            "Python's dates and datetimes hold"
+        ) from None
+
+
+def _python_value(t: PrimitiveType, v: _Physical) -> Any:
     if isinstance(t, DecimalType):
         assert isinstance(v, int)
         return Decimal(f"{v}e-{t.scale}") if t.scale else Decimal(v)
@@ -288,6 +300,23 @@ def field_default(field: NestedField, write: bool = False) -> Any:
     return _default(field.field_type, raw, write)
 
 
+def column_default(field: NestedField, write: bool = False) -> Any:
+    """:func:`field_default` for filling an Arrow column: a date or timestamp default outside
+    the years 1 to 9999 that Python's values hold (another engine's ``"+10000-01-01"``) is its
+    physical integer (days, or units since the epoch), which Arrow takes as it is."""
+    try:
+        return field_default(field, write)
+    except ValidationError:
+        raw = field.write_default if write else field.initial_default
+        t = field.field_type
+        temporal = DateType | TimestampType | TimestamptzType | TimestampNanoType
+        if isinstance(t, temporal | TimestamptzNanoType) and isinstance(raw, str):
+            value = _native.value_from_json(str(t), raw)
+            if isinstance(value, int):
+                return value
+        raise
+
+
 def _default(type_: IcebergType, raw: Any, write: bool) -> Any:
     if raw is None or not isinstance(type_, StructType):
         return from_json(type_, raw)
@@ -298,6 +327,13 @@ def _default(type_: IcebergType, raw: Any, write: bool) -> Any:
         else field_default(f, write)
         for f in type_.fields
     }
+
+
+def _is_null(obj: dict[str, Any], field_id: int) -> bool:
+    """Whether the JSON object ``obj`` holds an explicit null for ``field_id`` (a field left
+    out takes its own default instead)."""
+    key = str(field_id)
+    return key in obj and obj[key] is None
 
 
 def from_json(type_: IcebergType, json_value: Any) -> Any:
@@ -312,12 +348,17 @@ def from_json(type_: IcebergType, json_value: Any) -> Any:
         unknown = sorted(k for k in json_value if k not in ids)
         if unknown:
             raise _bad(type_, json_value, f"no such field ids: {', '.join(unknown)}")
+        nulls = [f.name for f in type_.fields if f.required and _is_null(json_value, f.field_id)]
+        if nulls:
+            raise _bad(type_, json_value, f"required field {nulls[0]!r} is null")
         return {
             f.name: from_json(f.field_type, json_value.get(str(f.field_id))) for f in type_.fields
         }
     if isinstance(type_, ListType):
         if not isinstance(json_value, list):
             raise _bad(type_, json_value, "expected a JSON array")
+        if type_.element_required and any(v is None for v in json_value):
+            raise _bad(type_, json_value, "the elements are required: null is not one")
         return [from_json(type_.element_type, v) for v in json_value]
     if isinstance(type_, MapType):
         if (
@@ -330,6 +371,10 @@ def from_json(type_: IcebergType, json_value: Any) -> Any:
         keys, vals = json_value["keys"], json_value["values"]
         if len(keys) != len(vals):
             raise _bad(type_, json_value, f"{len(keys)} keys but {len(vals)} values")
+        if any(k is None for k in keys):
+            raise _bad(type_, json_value, "a map key cannot be null")
+        if type_.value_required and any(v is None for v in vals):
+            raise _bad(type_, json_value, "the values are required: null is not one")
         out = {}
         for k, v in zip(keys, vals, strict=True):
             key = from_json(type_.key_type, k)

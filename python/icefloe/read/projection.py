@@ -31,7 +31,7 @@ from icefloe.types import (
     UnknownType,
     VariantType,
 )
-from icefloe.values import field_default
+from icefloe.values import column_default
 from icefloe.variant import normalize as normalize_variant
 
 __all__ = ["FileColumns", "constant_array", "project_field"]
@@ -182,7 +182,7 @@ def project_field(
         if field.field_id in constants:
             return constant_array(constants[field.field_id], t, target, n)
         if field.initial_default is not None:
-            return constant_array(field_default(field), t, target, n)
+            return constant_array(column_default(field), t, target, n)
         if field.required:
             # Never nulls under a required field: the file lost the column (or its field id).
             raise CorruptFileError(

@@ -531,10 +531,10 @@ def join_columns(
 
 
 def check_key_types(schema: Schema, join_cols: Sequence[str], case_sensitive: bool) -> None:
-    """Key columns are compared by value: nested, variant and geospatial columns cannot be
-    keys, nor fields inside a struct (keys are the data's top-level columns); each is a
-    :class:`ValidationError` naming the column. A name not in the schema is left to the
-    callers' own messages."""
+    """Key columns are compared by value: nested, variant, geospatial and ``unknown`` (always
+    null) columns cannot be keys, nor fields inside a struct (keys are the data's top-level
+    columns); each is a :class:`ValidationError` naming the column. A name not in the schema
+    is left to the callers' own messages."""
     top = {f.field_id for f in schema.fields}
     for name in join_cols:
         fid = schema.find_field_id(name, case_sensitive)
@@ -548,11 +548,12 @@ def check_key_types(schema: Schema, join_cols: Sequence[str], case_sensitive: bo
             )
         t = schema.find_field(fid).field_type
         if not isinstance(t, PrimitiveType) or isinstance(
-            t, VariantType | GeometryType | GeographyType
+            t, VariantType | GeometryType | GeographyType | UnknownType
         ):
             raise ValidationError(
                 f"column {name!r} of type {t} cannot be a key column: keys are compared by "
-                "value, so they must be primitive columns (not nested, variant or geospatial)"
+                "value, so they must be primitive columns (not nested, variant, geospatial or "
+                "unknown)"
             )
 
 

@@ -47,7 +47,7 @@ from icefloe.types import (
     TimeType,
     VariantType,
 )
-from icefloe.values import field_default
+from icefloe.values import column_default, field_default
 from icefloe.variant import encode_column, from_pylist
 
 __all__ = [
@@ -257,7 +257,7 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
 
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
     if f.write_default is not None:
-        value = field_default(f, write=True)
+        value = column_default(f, write=True)
         try:
             scalar = pa.scalar(value, type=af.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
