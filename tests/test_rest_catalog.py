@@ -266,6 +266,41 @@ def test_a_server_whose_paging_never_ends_is_an_error(
         proxy.close()
 
 
+@pytest.mark.parametrize(
+    ("path", "answer", "call"),
+    [
+        ("/v1/config", {"defaults": ["x"]}, None),
+        ("/v1/config", {"overrides": 7}, None),
+        ("/namespaces?", [1], "list_namespaces"),
+        ("/namespaces?", {"namespaces": [1]}, "list_namespaces"),
+        ("/namespaces?", {"namespaces": "a"}, "list_namespaces"),
+        ("/namespaces?", {"namespaces": [["a"]], "next-page-token": 3}, "list_namespaces"),
+        ("/tables?", "x", "list_tables"),
+        ("/namespaces/db", {"namespace": ["db"], "properties": [1]}, "load_namespace"),
+    ],
+)
+def test_answers_of_the_wrong_shape_are_validation_errors(
+    rest_server: RestServer, warehouse: str, path: str, answer: object, call: str | None
+) -> None:
+    """Valid JSON of the wrong shape (a misbehaving server or proxy) raises a typed error,
+    never a bare AttributeError or TypeError."""
+    setup = RestCatalog("s", uri=rest_server.url, warehouse=warehouse)
+    setup.create_namespace("db")
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        proxy.rewrite_get = lambda p, body: json.dumps(answer).encode() if path in p else body
+        with pytest.raises(ValidationError):
+            c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+            if call == "list_namespaces":
+                c.list_namespaces()
+            elif call == "list_tables":
+                c.list_tables("db")
+            elif call == "load_namespace":
+                c.load_namespace_properties("db")
+    finally:
+        proxy.close()
+
+
 def test_a_view_commit_without_an_answer_is_an_unknown_outcome(
     rest_server: RestServer, warehouse: str
 ) -> None:
@@ -312,6 +347,40 @@ def test_unknown_outcome_resolved_by_reload(
         proxy.fail("status:503", times=1)
         with pytest.raises(CommitStateUnknownError, match="503"):
             c.load_table("db.t").set_properties(k="v")
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize("then", ["status:400", "status:422", "status:404"])
+def test_an_error_after_an_unknown_outcome_never_deletes_committed_files(
+    rest_server: RestServer, warehouse: str, then: str
+) -> None:
+    """The answer to a commit that landed is lost, and its retry gets an error (a gateway's
+    400, say): that error proves nothing, so the client looks for its snapshot instead of
+    deleting the files the committed snapshot references."""
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS)
+        proxy.fail_sequence(["drop-response", then])
+        t.append(_rows([1]))  # it committed: the client finds its snapshot
+        assert c.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+        c.create_table("db.u", ROWS)
+        proxy.fail_sequence(["drop-response", then], target="/transactions/commit")
+        with c.transaction() as tx:
+            tx.table("db.t").append(_rows([2]))
+            tx.table("db.u").append(_rows([3]))
+        assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+        assert c.load_table("db.u").scan().to_arrow()["id"].to_pylist() == [3]
+        # the first request never arrived: the outcome stays unknown, the files are kept
+        data = Path(t.location.removeprefix("file://")) / "data"
+        before = set(data.rglob("*.parquet"))
+        proxy.fail_sequence(["drop-request", then])
+        with pytest.raises(CommitStateUnknownError, match="unknown"):
+            c.load_table("db.t").append(_rows([4]))
+        assert len(set(data.rglob("*.parquet")) - before) == 1
+        assert sorted(c.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
     finally:
         proxy.close()
 

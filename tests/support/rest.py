@@ -177,7 +177,8 @@ class FaultyProxy:
     answering (the server acted, the client cannot know), ``"drop-request"`` closes without
     forwarding, ``"status:<N>"`` answers N without forwarding, ``"after:<N>"`` forwards and
     answers N instead of the server's answer. ``times`` limits how many requests
-    are failed (then it passes again). Everything else is forwarded unchanged.
+    are failed (then it passes again); :meth:`fail_sequence` gives each request its own mode.
+    Everything else is forwarded unchanged.
     """
 
     def __init__(self, upstream: str) -> None:
@@ -193,6 +194,7 @@ class FaultyProxy:
         self.target = "/tables/"
         self.times = 1 << 30
         self.failed = 0
+        self.sequence: list[str] = []
         up = urlsplit(upstream)
         proxy = self
 
@@ -207,6 +209,9 @@ class FaultyProxy:
                 body = self.rfile.read(length) if length else None
                 # metrics reports (sent in the background) only fail when targeted
                 reports = self.path.endswith("/metrics") and "metrics" not in proxy.target
+                posted = self.command == "POST" and proxy.target in self.path and not reports
+                if proxy.sequence and posted:
+                    proxy.mode, proxy.times, proxy.failed = proxy.sequence.pop(0), 1, 0
                 fail = (
                     self.command == "POST"
                     and proxy.target in self.path
@@ -269,6 +274,11 @@ class FaultyProxy:
 
     def fail(self, mode: str, times: int = 1 << 30, target: str = "/tables/") -> None:
         self.mode, self.times, self.failed, self.target = mode, times, 0, target
+
+    def fail_sequence(self, modes: list[str], target: str = "/tables/") -> None:
+        """The next ``POST`` requests to ``target`` fail in ``modes``, one each, in order."""
+        self.fail("pass", target=target)
+        self.sequence = list(modes)
 
     def close(self) -> None:
         self._server.shutdown()

@@ -9,6 +9,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icefloe.catalog.base import Identifier
@@ -28,7 +29,6 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
-    NoSuchTableError,
     TableAlreadyExistsError,
 )
 from icefloe.metadata import (
@@ -134,6 +134,7 @@ class RestCommits(RestTables):
                                 f"{what}: the outcome is unknown ({failure}, then a conflict that "
                                 "may be with the first attempt); no file was deleted"
                             )
+                        uncertain = False  # the table lacks our snapshots: it did not commit
                     if staged:  # assert-create failed: another writer created the table
                         raise TableAlreadyExistsError(
                             f"table {'.'.join(ident)!r} already exists"
@@ -168,11 +169,15 @@ class RestCommits(RestTables):
                         f"{what}: the outcome is unknown ({failure}); no file was deleted"
                     )
                 raise exception_for_error(resp.status, resp.body, what)
-        except NoSuchTableError as exc:
-            if not uncertain:
+        except Exception as exc:
+            if not uncertain or isinstance(exc, CommitStateUnknownError):
                 raise
-            # an earlier attempt may have committed before the table was renamed or dropped:
-            # its files may be the renamed table's (NoSuchTableError would let them go)
+            # An earlier attempt may have committed: whatever failed since (a gateway's 400, a
+            # token refresh answered with an error page, the table renamed or dropped) proves
+            # nothing, and an error that says the commit did not happen would let its files go.
+            done = self._committed(ident, ups)
+            if done is not None:
+                return done
             raise CommitStateUnknownError(
                 f"{what}: the outcome is unknown ({failure}, then: {exc}); no file was deleted"
             ) from exc
@@ -327,8 +332,45 @@ class RestCommits(RestTables):
             RetryPolicy.from_properties(items[0][0].metadata.properties) if items else RetryPolicy()
         )
         attempts = 1 + (policy.num_retries if key else 0)
-        failure = ""
-        uncertain = False
+        state = _Outcome()
+        try:
+            self._send_tables(items, body, what, key, policy, attempts, state)
+        except Exception as exc:
+            if not state.uncertain or isinstance(exc, CommitStateUnknownError):
+                raise
+            # as in commit_table: after an unknown outcome no later error proves anything
+            if self._all_committed(items):
+                return
+            raise CommitStateUnknownError(
+                f"{what}: the outcome is unknown ({state.failure}, then: {exc}); no file was "
+                "deleted"
+            ) from exc
+
+    def _all_committed(
+        self, items: list[tuple[Table, list[TableRequirement], list[TableUpdate]]]
+    ) -> bool:
+        """Whether every table shows its new snapshots (a multi-table commit is all or
+        nothing, so that proves it happened)."""
+        done = [self._committed(t.identifier, ups) for t, _, ups in items]
+        if items and all(d is not None for d in done):
+            with self._etag_lock:
+                for t, _, _ in items:
+                    self._etags.pop(t.identifier, None)
+            return True
+        return False
+
+    def _send_tables(
+        self,
+        items: list[tuple[Table, list[TableRequirement], list[TableUpdate]]],
+        body: dict[str, Any],
+        what: str,
+        key: str | None,
+        policy: RetryPolicy,
+        attempts: int,
+        state: _Outcome,
+    ) -> None:
+        """The attempts of :meth:`commit_tables`; ``state`` says whether one may have
+        committed."""
         for attempt in range(attempts):
             headers = {"Idempotency-Key": key} if key else {}
             try:
@@ -336,17 +378,17 @@ class RestCommits(RestTables):
                     "POST", f"{self._prefix}/transactions/commit", body=body, headers=headers
                 )
             except TransportError as exc:
-                if not exc.maybe_sent and not uncertain:
+                if not exc.maybe_sent and not state.uncertain:
                     raise CommitFailedError(f"{what}: {exc}") from exc
-                failure = str(exc)
-                uncertain = True
+                state.failure = str(exc)
+                state.uncertain = True
             else:
                 if resp.status in (200, 204):
                     with self._etag_lock:
                         for t, _, _ in items:
                             self._etags.pop(t.identifier, None)
                     return
-                if resp.status == 409 and uncertain:
+                if resp.status == 409 and state.uncertain:
                     # the conflict may be with our own first attempt (see commit_table)
                     done = [self._committed(t.identifier, ups) for t, _, ups in items]
                     if all(d is not None for d in done):
@@ -355,31 +397,29 @@ class RestCommits(RestTables):
                         _adds_snapshots(ups) for _, _, ups in items
                     ):  # partly there, or a change that cannot be recognised
                         raise CommitStateUnknownError(
-                            f"{what}: the outcome is unknown ({failure}, then a conflict that "
-                            "may be with the first attempt); no file was deleted"
+                            f"{what}: the outcome is unknown ({state.failure}, then a conflict "
+                            "that may be with the first attempt); no file was deleted"
                         )
+                    state.uncertain = False  # no table shows our snapshots: it did not commit
                 if resp.status not in UNKNOWN_OUTCOME_STATUS:
-                    error = exception_for_error(resp.status, resp.body, what)
-                    if uncertain and isinstance(error, NoSuchTableError):
-                        raise CommitStateUnknownError(
-                            f"{what}: the outcome is unknown ({failure}, then: {error}); no "
-                            "file was deleted"
-                        ) from error
-                    raise error
-                failure = str(exception_for_error(resp.status, resp.body, what))
-                uncertain = True
+                    raise exception_for_error(resp.status, resp.body, what)
+                state.failure = str(exception_for_error(resp.status, resp.body, what))
+                state.uncertain = True
             if attempt + 1 < attempts:
                 time.sleep(policy.wait_ms(attempt + 1) / 1000.0)
-        # All or nothing: every table showing its new snapshots proves the commit happened.
-        done = [self._committed(t.identifier, ups) for t, _, ups in items]
-        if items and all(d is not None for d in done):
-            with self._etag_lock:
-                for t, _, _ in items:
-                    self._etags.pop(t.identifier, None)
+        if self._all_committed(items):
             return
         raise CommitStateUnknownError(
-            f"{what}: the outcome is unknown ({failure}); no file was deleted"
+            f"{what}: the outcome is unknown ({state.failure}); no file was deleted"
         )
+
+
+@dataclass
+class _Outcome:
+    """Whether an attempt of a commit may have committed, and what made it unknown."""
+
+    uncertain: bool = False
+    failure: str = ""
 
 
 def _adds_snapshots(updates: Iterable[TableUpdate]) -> set[int]:
