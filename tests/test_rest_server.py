@@ -205,6 +205,54 @@ def test_secrets_never_reach_reprs_errors_or_logs(
             assert secret not in text
 
 
+def test_secrets_echoed_by_a_token_endpoint_or_in_a_uri_stay_out_of_errors(
+    rest_auth_server: RestServer,
+) -> None:
+    """A token endpoint that answers with what it was sent, and catalog URIs with a password
+    in them: the errors never show the secret."""
+    import http.server
+    import threading
+    from urllib.parse import parse_qs
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            payload = json.dumps(
+                {"error": "invalid_client", "error_description": f"unknown {form}"}
+            ).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        token_url = f"http://127.0.0.1:{server.server_address[1]}/token"
+        with pytest.raises(UnauthorizedError, match="invalid_client") as info:
+            RestCatalog(
+                "x",
+                uri=rest_auth_server.url,
+                credential=f"app:{CLIENT_SECRET}",
+                **{"oauth2-server-uri": token_url},
+            )
+        assert CLIENT_SECRET not in str(info.value) and "***" in str(info.value)
+    finally:
+        server.shutdown()
+        server.server_close()
+    for uri in (
+        "ftp://alice:Pa55word-in-uri@example.com/",
+        "http://alice:Pa55word-in-uri@h:99999/",
+    ):
+        with pytest.raises(ValidationError) as bad:
+            RestCatalog("x", uri=uri)
+        assert "Pa55word-in-uri" not in str(bad.value) and "alice:***@" in str(bad.value)
+
+
 LOAD_SCRIPT = textwrap.dedent(
     """
     import sys

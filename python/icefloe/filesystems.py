@@ -7,7 +7,6 @@ local, S3 (``s3``, ``s3a``, ``s3n``, ``oss``), GCS, Azure (``abfs[s]``, ``wasb[s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -15,7 +14,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from icefloe.exceptions import FileIOError, ValidationError
-from icefloe.properties import parse_flag, parse_seconds, parse_url
+from icefloe.properties import parse_flag, parse_seconds, parse_url, redact_url
 
 S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
@@ -60,13 +59,6 @@ _SECRET_KEYS = (
     "connection-string",
     "authorization",
 )
-#: The password of a URL's user information (``postgresql://user:password@host/db``).
-_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
-#: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
-_URL_QUERY_SECRET = re.compile(
-    r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
-    re.IGNORECASE,
-)
 
 
 def redacted(properties: Mapping[str, str]) -> dict[str, str]:
@@ -100,11 +92,6 @@ def check_s3_keys(props: Mapping[str, str]) -> None:
             else (S3_SECRET_ACCESS_KEY, S3_ACCESS_KEY_ID)
         )
         raise ValidationError(f"FileIO property {given} is set without {missing}; set both")
-
-
-def redact_url(value: str) -> str:
-    """``value`` with a URL's password and query secrets replaced by ``***``."""
-    return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
 
 
 def truthy(value: str | None) -> bool:

@@ -373,14 +373,28 @@ def parse_flag(key: str, raw: str, what: str = "FileIO property") -> bool:
     return low in ("true", "1", "yes")
 
 
+#: The password of a URL's user information (``postgresql://user:password@host/db``).
+_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
+#: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
+_URL_QUERY_SECRET = re.compile(
+    r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
+    re.IGNORECASE,
+)
+
+
+def redact_url(value: str) -> str:
+    """``value`` with a URL's password and query secrets replaced by ``***``."""
+    return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
+
+
 def parse_url(key: str, raw: str, what: str = "catalog property") -> SplitResult:
     """``raw`` split as a URL, its port checked (Python's parser raises a bare ``ValueError``
-    for a bad IPv6 host or port)."""
+    for a bad IPv6 host or port); an error shows it without its password."""
     try:
         parts = urlsplit(raw)
         _ = parts.port
     except ValueError as e:
-        raise _invalid(key, raw, str(e), what) from None
+        raise _invalid(key, redact_url(raw), str(e), what) from None
     return parts
 
 

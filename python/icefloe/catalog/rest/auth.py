@@ -103,9 +103,13 @@ class OAuth2ClientCredentials(AuthManager):
         )
         if resp.status != 200:
             exc = exception_for_error(resp.status, resp.body, "OAuth2 token request")
+            # a token endpoint may echo what it was sent: never the secret
+            message = str(exc)
+            if len(self._secret) >= 4:
+                message = message.replace(self._secret, "***")
             if resp.status in (400, 401, 403):
-                raise UnauthorizedError(str(exc))
-            raise exc
+                raise UnauthorizedError(message)
+            raise type(exc)(message)
         body = resp.json()
         token = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:

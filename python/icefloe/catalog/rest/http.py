@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from icefloe.exceptions import ServiceUnavailableError, ValidationError
-from icefloe.properties import parse_url
+from icefloe.properties import parse_url, redact_url
 
 __all__ = ["HttpResponse", "HttpSession", "TransportError"]
 
@@ -92,7 +92,9 @@ class HttpSession:
     ) -> None:
         parts = parse_url("uri", base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValidationError(f"REST catalog uri must be an http(s) URL, got {base_url!r}")
+            raise ValidationError(
+                f"REST catalog uri must be an http(s) URL, got {redact_url(base_url)!r}"
+            )
         if parts.username or parts.password:
             raise ValidationError("put REST catalog credentials in 'token' or 'credential'")
         self.scheme = parts.scheme
@@ -219,7 +221,7 @@ class HttpSession:
         """One request to another server (an OAuth2 token endpoint), on its own connection."""
         parts = parse_url("oauth2-server-uri", url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValidationError(f"not an http(s) URL: {url!r}")
+            raise ValidationError(f"not an http(s) URL: {redact_url(url)!r}")
         port = parts.port or (443 if parts.scheme == "https" else 80)
         conn: http.client.HTTPConnection
         if parts.scheme == "https":
