@@ -18,7 +18,13 @@ from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.http import HttpResponse, HttpSession
 from icefloe.catalog.rest.sigv4 import signer_from_properties
-from icefloe.catalog.rest.wire import LoadTableResult, merge_io_properties
+from icefloe.catalog.rest.wire import (
+    LoadTableResult,
+    answer_list,
+    answer_map,
+    answer_object,
+    merge_io_properties,
+)
 from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
 from icefloe.io import FileIO
 from icefloe.properties import parse_int, parse_seconds
@@ -60,11 +66,9 @@ class RestClient(Catalog):
         resp = self._send("GET", "/v1/config", query=query)
         if resp.status != 200:
             raise exception_for_error(resp.status, resp.body, "GET /v1/config")
-        body = resp.json()
-        if not isinstance(body, dict):
-            raise ValidationError("GET /v1/config did not answer a JSON object")
-        defaults = {str(k): str(v) for k, v in (body.get("defaults") or {}).items()}
-        overrides = {str(k): str(v) for k, v in (body.get("overrides") or {}).items()}
+        body = answer_object(resp.json(), "GET /v1/config")
+        defaults = answer_map(body.get("defaults"), "GET /v1/config defaults")
+        overrides = answer_map(body.get("overrides"), "GET /v1/config overrides")
         self.properties = {**defaults, **self.properties, **overrides}
         views = self.properties.get("view-endpoints-supported", "false").lower() == "true"
         self.endpoints = ep.endpoint_set(body.get("endpoints"), views)
@@ -179,18 +183,21 @@ class RestClient(Catalog):
             if self._page_size:
                 q["pageSize"] = self._page_size
             q["pageToken"] = token
-            body = self._call("GET", path, what, query=q).json()
-            out.extend(body.get(key) or [])
-            token = body.get("next-page-token")
-            if not token:
+            body = answer_object(self._call("GET", path, what, query=q).json(), what)
+            out.extend(answer_list(body.get(key), what))
+            nxt = body.get("next-page-token")
+            if not nxt:
                 return out
-            if not isinstance(token, str) or token in seen:
+            if not isinstance(nxt, str):
+                raise ValidationError(f"{what}: the page token {nxt!r} is not a string")
+            if nxt in seen:
                 # a server that hands out a token again would be asked for ever
                 raise IcebergError(
-                    f"{what}: the server answered the page token {token!r} again; "
+                    f"{what}: the server answered the page token {nxt!r} again; "
                     "its paging does not end"
                 )
-            seen.add(token)
+            seen.add(nxt)
+            token = nxt
 
     def table_io(
         self,

@@ -10,6 +10,7 @@ from icefloe.catalog.base import Identifier, PropertiesUpdateSummary, to_identif
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
+from icefloe.catalog.rest.wire import answer_list, answer_map, answer_object, namespace_from_json
 from icefloe.exceptions import NamespaceAlreadyExistsError
 from icefloe.properties import string_map
 
@@ -45,15 +46,16 @@ class RestNamespaces(RestClient):
             "namespaces",
             query,
         )
-        return [tuple(ns) for ns in found]
+        return [namespace_from_json(ns) for ns in found]
 
     def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
         """The properties of a namespace."""
         self._require(ep.LOAD_NAMESPACE)
         ns = to_identifier(namespace)
         self._ns_string(ns)
-        body = self._call("GET", self._ns_path(ns), f"load namespace {'.'.join(ns)!r}").json()
-        return {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
+        what = f"load namespace {'.'.join(ns)!r}"
+        body = answer_object(self._call("GET", self._ns_path(ns), what).json(), what)
+        return answer_map(body.get("properties"), what)
 
     def update_namespace_properties(
         self,
@@ -66,16 +68,18 @@ class RestNamespaces(RestClient):
         ns = to_identifier(namespace)
         self._ns_string(ns)
         removal_set, update_map = self._check_update(removals, updates)
+        what = f"update namespace {'.'.join(ns)!r}"
         body = self._call(
             "POST",
             f"{self._ns_path(ns)}/properties",
-            f"update namespace {'.'.join(ns)!r}",
+            what,
             body={"removals": sorted(removal_set), "updates": update_map},
         ).json()
+        body = answer_object(body, what)
         return PropertiesUpdateSummary(
-            removed=sorted(body.get("removed") or []),
-            updated=sorted(body.get("updated") or []),
-            missing=sorted(body.get("missing") or []),
+            removed=sorted(str(k) for k in answer_list(body.get("removed"), what)),
+            updated=sorted(str(k) for k in answer_list(body.get("updated"), what)),
+            missing=sorted(str(k) for k in answer_list(body.get("missing"), what)),
         )
 
     def drop_namespace(self, namespace: str | Iterable[str]) -> None:

@@ -16,6 +16,7 @@ from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.scan_planning import RestScanPlanning
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
+    answer_object,
     identifier_from_json,
     identifier_to_json,
     longest_prefix_config,
@@ -235,10 +236,9 @@ class RestTables(RestScanPlanning):
         pairs, for example to renew vended credentials that are about to expire."""
         self._require(ep.TABLE_CREDENTIALS)
         ident = self._table_identifier(identifier)
-        body = self._call(
-            "GET", f"{self._table_path(ident)}/credentials", f"credentials of {'.'.join(ident)!r}"
-        ).json()
-        return storage_credentials_from_json(body.get("storage-credentials"))
+        what = f"credentials of {'.'.join(ident)!r}"
+        body = self._call("GET", f"{self._table_path(ident)}/credentials", what).json()
+        return storage_credentials_from_json(answer_object(body, what).get("storage-credentials"))
 
     def drop_table(self, identifier: str | Iterable[str], purge: bool = False) -> None:
         """Drop the table; with ``purge`` the server also deletes its files."""

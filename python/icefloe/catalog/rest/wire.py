@@ -36,11 +36,15 @@ from icefloe.table_paths import absolute_location, resolve_table_paths
 
 __all__ = [
     "LoadTableResult",
+    "answer_list",
+    "answer_map",
+    "answer_object",
     "creation_updates",
     "identifier_from_json",
     "identifier_to_json",
     "longest_prefix_config",
     "metadata_from_creation",
+    "namespace_from_json",
     "uuid7",
 ]
 
@@ -59,6 +63,39 @@ def uuid7() -> str:
 def identifier_to_json(identifier: Sequence[str]) -> dict[str, Any]:
     """``{"namespace": [...], "name": ...}``."""
     return {"namespace": list(identifier[:-1]), "name": identifier[-1]}
+
+
+def answer_object(value: Any, what: str) -> dict[str, Any]:
+    """A server's answer that must be a JSON object; anything else is a
+    :class:`ValidationError` naming ``what``."""
+    if not isinstance(value, dict):
+        raise ValidationError(f"{what}: the answer is not a JSON object")
+    return value
+
+
+def answer_map(value: Any, what: str) -> dict[str, str]:
+    """A JSON object of properties in an answer (None for none), its values as text."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(f"{what}: expected a JSON object of properties, got {value!r}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def answer_list(value: Any, what: str) -> list[Any]:
+    """A JSON array in an answer (None for none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationError(f"{what}: expected a JSON array, got {value!r}")
+    return value
+
+
+def namespace_from_json(value: Any) -> tuple[str, ...]:
+    """A namespace from its JSON array of levels."""
+    if not isinstance(value, list) or not value or not all(isinstance(p, str) for p in value):
+        raise ValidationError(f"a namespace must be a JSON array of strings, got {value!r}")
+    return tuple(value)
 
 
 def identifier_from_json(obj: Any) -> tuple[str, ...]:
