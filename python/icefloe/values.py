@@ -87,6 +87,10 @@ def epoch_ms(value: object, what: str) -> int:
     """``value`` (a ``datetime``, naive ones being UTC, or epoch milliseconds) as epoch
     milliseconds; anything else is a :class:`ValidationError` naming ``what``."""
     if isinstance(value, int) and not isinstance(value, bool):
+        if not -(2**63) <= value < 2**63:
+            raise ValidationError(
+                f"{what} must be epoch milliseconds that fit a 64-bit long, got {value!r}"
+            )
         return value
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:

@@ -37,6 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from icefloe.exceptions import CommitFailedError, ValidationError
+from icefloe.metadata._json import check_no_surrogates
 from icefloe.metadata.property_checks import check_properties
 from icefloe.metadata.snapshots import (
     MAIN_BRANCH,
@@ -146,6 +147,9 @@ class _Builder:
         handler = getattr(self, "_" + u.action.replace("-", "_"), None)
         if handler is None:  # pragma: no cover - every registered action has a handler
             raise ValidationError(f"unsupported table update {u.action!r}")
+        # a lone surrogate (a ref name, a property, a summary value) could never be written
+        # to the metadata file as UTF-8: refused here, before anything is committed
+        check_no_surrogates(u.to_json(), f"table update {u.action!r}")
         handler(u)
 
     def _assign_uuid(self, u: AssignUUID) -> None:

@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 
 from icefloe.exceptions import ValidationError
 from icefloe.metadata._json import (
+    INT32_MAX,
+    INT64_MAX,
     cached_compact,
     get_int,
     get_int_list,
@@ -349,9 +351,15 @@ class SnapshotRef:
         object.__setattr__(self, "ref_type", rt)
         for name in ("min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms"):
             v = getattr(self, name)
-            if v is not None and v <= 0:
-                key = name.replace("_", "-")
+            if v is None:
+                continue
+            key = name.replace("_", "-")
+            if v <= 0:
                 raise ValidationError(f"ref {key} must be greater than 0, got {v}")
+            # what the metadata field holds (Java reads an int and two longs)
+            limit = INT32_MAX if name == "min_snapshots_to_keep" else INT64_MAX
+            if v > limit:
+                raise ValidationError(f"ref {key} must be at most {limit}, got {v}")
         if rt == TAG and self.min_snapshots_to_keep is not None:
             raise ValidationError("tags do not support setting min-snapshots-to-keep")
         if rt == TAG and self.max_snapshot_age_ms is not None:

@@ -50,6 +50,7 @@ from icefloe.properties import TableProperties, gc_enabled, int_property
 from icefloe.scan.manifests import manifest_lists, read_entries, unique_manifests
 from icefloe.table._remove_files import check_delete_args, delete_all
 from icefloe.table.manage_snapshots import check_snapshot_id
+from icefloe.table_paths import same_file_locations
 from icefloe.values import epoch_ms
 
 if TYPE_CHECKING:
@@ -362,8 +363,12 @@ def _unreachable_files(
 
     gone_manifests = unique_manifests(lists[s.snapshot_id] for s in gone)
     live_manifests = unique_manifests(lists[s.snapshot_id] for s in live)
-    live_paths = live_manifests.column("manifest_path")
-    dead_mask = pc.invert(pc.is_in(gone_manifests.column("manifest_path"), value_set=live_paths))
+    # paths compared as the files they name: ``/x`` and ``file:///x`` are one file (add_files
+    # takes either spelling, so a file may be referenced under both)
+    live_paths = same_file_locations(live_manifests.column("manifest_path"))
+    dead_mask = pc.invert(
+        pc.is_in(same_file_locations(gone_manifests.column("manifest_path")), value_set=live_paths)
+    )
     dead_manifests = gone_manifests.filter(dead_mask)
 
     data_files: list[str] = []
@@ -374,9 +379,11 @@ def _unreachable_files(
         live_files = live_entries.filter(pc.not_equal(live_entries.column("status"), 2)).column(
             "file_path"
         )
-        unreachable = candidates.filter(
-            pc.invert(pc.is_in(candidates.column("file_path"), value_set=live_files))
+        reached = pc.is_in(
+            same_file_locations(candidates.column("file_path")),
+            value_set=same_file_locations(live_files),
         )
+        unreachable = candidates.filter(pc.invert(reached))
         for content, out in ((0, data_files), (1, delete_files), (2, delete_files)):
             paths = unreachable.filter(pc.equal(unreachable.column("content"), content))
             out.extend(paths.column("file_path").to_pylist())

@@ -190,6 +190,13 @@ def _check_own_location(location: str, own: list[str]) -> None:
     directories: everything listed there that this table does not reach (other tables' files,
     a catalog's database) would count as an orphan. ``.`` and ``..`` segments are refused:
     a file system resolves them, so the prefix check cannot vouch for where they lead."""
+    try:
+        location.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"remove_orphan_files: location {location!r} holds a lone UTF-16 surrogate, which "
+            "no file name holds"
+        ) from None
     if any(seg in (".", "..") for seg in location.replace("\\", "/").split("/")):
         raise ValidationError(
             f"remove_orphan_files: location {location!r} has '.' or '..' segments; give the "

@@ -211,6 +211,13 @@ class SnapshotProducer:
         for k, v in self.snapshot_properties.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise ValidationError(f"bad snapshot property {k!r}: {v!r} (both must be strings)")
+            try:
+                (k + v).encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValidationError(
+                    f"snapshot property {k!r}: {v!r} holds a lone UTF-16 surrogate, which the "
+                    "metadata cannot hold"
+                ) from None
             if computed_summary_key(k):
                 raise ValidationError(
                     f"snapshot property {k!r} is one the commit computes (operation, counts, "
