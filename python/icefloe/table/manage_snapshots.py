@@ -63,7 +63,7 @@ def _positive(value: int | None, what: str) -> None:
         return
     limit = INT_MAX if what == "min-snapshots-to-keep" else LONG_MAX
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-        raise ValidationError(f"{what} must be an integer from 1 to {limit}, got {value!r}")
+        raise ValidationError(f"{what} must be a positive integer up to {limit}, got {value!r}")
 
 
 class ManageSnapshots(PendingUpdate):
