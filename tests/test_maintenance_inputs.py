@@ -52,7 +52,7 @@ def test_ref_retention_the_metadata_cannot_hold_is_refused(
     snap = t.current_snapshot()
     assert snap is not None
     before = t.metadata_location
-    with pytest.raises(ValidationError, match="must be a positive integer up to"):
+    with pytest.raises(ValidationError, match="must be at most"):
         ms = t.manage_snapshots()
         (ms.create_tag if kind == "tag" else ms.create_branch)("r", snap.snapshot_id, **setting)
         ms.commit()

@@ -313,8 +313,10 @@ def column_default(field: NestedField, write: bool = False) -> Any:
     except ValidationError:
         raw = field.write_default if write else field.initial_default
         t = field.field_type
-        temporal = DateType | TimestampType | TimestamptzType | TimestampNanoType
-        if isinstance(t, temporal | TimestamptzNanoType) and isinstance(raw, str):
+        temporal = (
+            DateType | TimestampType | TimestamptzType | TimestampNanoType | TimestamptzNanoType
+        )
+        if isinstance(t, temporal) and isinstance(raw, str):
             value = _native.value_from_json(str(t), raw)
             if isinstance(value, int):
                 return value

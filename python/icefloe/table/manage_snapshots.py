@@ -34,7 +34,6 @@ from icefloe.metadata import (
     SnapshotRef,
     TableMetadata,
 )
-from icefloe.properties import INT_MAX, LONG_MAX
 from icefloe.table.cherry_pick import SOURCE_SNAPSHOT_ID, CherryPick
 from icefloe.table.pending import PendingUpdate
 from icefloe.values import epoch_ms
@@ -57,13 +56,10 @@ def check_snapshot_id(snapshot_id: object) -> int:
 
 
 def _positive(value: int | None, what: str) -> None:
-    """A ref's retention setting: a positive integer that its metadata field holds (a 32-bit
-    int for ``min-snapshots-to-keep``, a 64-bit long for the ages)."""
-    if value is None:
-        return
-    limit = INT_MAX if what == "min-snapshots-to-keep" else LONG_MAX
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-        raise ValidationError(f"{what} must be a positive integer up to {limit}, got {value!r}")
+    """A ref's retention setting must be a positive integer (:class:`SnapshotRef` checks that
+    its metadata field holds it)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValidationError(f"{what} must be a positive integer, got {value!r}")
 
 
 class ManageSnapshots(PendingUpdate):
