@@ -3,7 +3,7 @@ from a higher layer (or from a package of its own layer that imports it back).
 
 Every module of ``python/icefloe`` is parsed with :mod:`ast`, so imports inside functions and
 under ``if TYPE_CHECKING:`` count as much as top-level ones. A unit is a top-level module
-(``icefloe/io.py``) or package (``icefloe/table/``). The package root ``icefloe/__init__.py`` is
+(``icefloe/durable.py``) or package (``icefloe/io/``). The package root ``icefloe/__init__.py`` is
 the facade: it may import only the bottom layer when the package is imported (its other exports
 are imported on first use), and every layer may import it.
 """

@@ -199,7 +199,7 @@ def test_without_a_default_catalog_the_local_one_still_opens(
 
 def test_gcs_file_system_has_a_bounded_retry_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     import icefloe.filesystems as ifs
-    import icefloe.io as iio
+    import icefloe.io.fileio as iio
 
     made: list[dict[str, object]] = []
 

@@ -361,7 +361,7 @@ def test_a_directory_that_cannot_be_synced_after_the_link_is_an_unknown_outcome(
     """The file exists once linked; a failing directory sync after that is not a failure
     (nothing may delete the file as if the write had not happened), so the file-system
     catalog reports the commit's state as unknown and keeps it."""
-    import icefloe.io as io_module
+    import icefloe.io.files as io_module
     from icefloe.catalog.hadoop import HadoopCatalog
     from icefloe.exceptions import CommitStateUnknownError, UnknownWriteStateError
 

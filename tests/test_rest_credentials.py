@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import icefloe.io
+import icefloe.io.fileio
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.sql import SqlCatalog
@@ -124,7 +124,7 @@ def test_expiring_vended_credentials_are_renewed(
 ) -> None:
     url, keys, _ = vending
     # renew RENEW_S before expiry instead of a minute (the keys live TTL_S seconds)
-    monkeypatch.setattr(icefloe.io, "REFRESH_MARGIN_MS", int(RENEW_S * 1000))
+    monkeypatch.setattr(icefloe.io.fileio, "REFRESH_MARGIN_MS", int(RENEW_S * 1000))
     c = RestCatalog("client", uri=url)
     assert not any(k.startswith("s3.access-key") for k in c.properties)
     c.create_namespace("db")
@@ -219,7 +219,7 @@ def test_credentials_vended_per_prefix_serve_their_locations(
     """A table whose data files live in another bucket (``write.data.path``) is written, read,
     renewed and cleaned up with the key vended for each location's prefix."""
     pytest.importorskip("uvicorn")
-    monkeypatch.setattr(icefloe.io, "REFRESH_MARGIN_MS", int(RENEW_S * 1000))
+    monkeypatch.setattr(icefloe.io.fileio, "REFRESH_MARGIN_MS", int(RENEW_S * 1000))
     moto = AuthMoto(tmp_path)
     keys = PrefixKeys(moto)
     moto.client("s3", *moto.admin).create_bucket(Bucket="other")

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icefloe import _native
-from icefloe import io as icefloe_io
 from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import AlreadyExistsError, FileIOError, IcebergError
 from icefloe.io import FileIO, OutputFile
+from icefloe.io import fileio as icefloe_io
 from icefloe.metadata import TableMetadata, new_table_metadata
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionField, PartitionSpec
 from icefloe.schema import Schema

@@ -1,59 +1,32 @@
-"""File IO over ``pyarrow.fs``: local paths, ``file://``, ``s3://``, ``gs://``, Azure
-(``abfs[s]://``, ``wasb[s]://``) and ``hdfs://``.
-
-A :class:`FileIO` turns a location string into an :class:`InputFile` or :class:`OutputFile`.
-File systems are created lazily per scheme and authority from the catalog or table properties,
-which use Iceberg's property names (``s3.endpoint``, ``s3.access-key-id``,
-``s3.secret-access-key``, ``s3.session-token``, ``s3.region``, ``s3.path-style-access``,
-``gcs.project-id``, ``adls.account-name``, ``adls.account-key``, ``hdfs.host``...).
-
-On S3, the writes that must be atomic (:meth:`OutputFile.write`: create-if-absent and small
-replacements) and batched deletes go through :class:`~icefloe.s3client.S3Client`, which signs
-its own requests, because pyarrow can send neither ``If-None-Match`` nor ``DeleteObjects`` with
-``Content-MD5``.
-
-Errors from the file system arrive as :class:`~icefloe.exceptions.NotFoundError`,
-:class:`~icefloe.exceptions.AlreadyExistsError` or :class:`~icefloe.exceptions.FileIOError`,
-naming the location.
-
-A table's location rules (its metadata and data directories, metadata file names) are in
-:mod:`icefloe.table_paths`.
-"""
+"""The :class:`FileIO`: a location string to an :class:`~icefloe.io.files.InputFile` or
+:class:`~icefloe.io.files.OutputFile`, and the listing, deletion and syncing of files, over
+file systems made lazily per scheme and authority, with credentials that renew themselves."""
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import logging
 import os
-import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import ParseResult, urlparse
+from urllib.parse import urlparse
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 
 from icefloe import _native
 from icefloe._concurrency import IO_THREADS, parallel_map
 from icefloe.durable import (
-    sync_directories,
     sync_files,
     sync_soon,
     sync_soon_all,
-    writeback_file,
 )
 from icefloe.exceptions import (
     AlreadyExistsError,
     FileIOError,
-    IcebergError,
     NotFoundError,
-    UnknownWriteStateError,
     ValidationError,
 )
 from icefloe.filesystems import (
@@ -70,135 +43,22 @@ from icefloe.filesystems import (
     redacted,
     secret_values,
 )
+from icefloe.io.errors import map_error, remember_secrets
+from icefloe.io.files import FileInfo, InputFile, OutputFile
+from icefloe.io.locations import CONTROL, URL_SPECIAL, check_location, parse_location
 
 if TYPE_CHECKING:
     from icefloe.s3client import S3Client
-
-__all__ = [
-    "FileIO",
-    "FileInfo",
-    "InputFile",
-    "OutputFile",
-    "check_location",
-    "file_io_error",
-    "is_io_failure",
-    "overlay_credentials",
-]
 
 #: Temporary credentials are renewed this long before they expire.
 REFRESH_MARGIN_MS = 60_000
 #: Renewals of credentials that still work are at least this far apart.
 RENEW_RETRY_MS = 5_000
-WHOLE_READ_BYTES = 4 << 20
-#: Bytes a local output stream gathers before writing them to the file.
-_LOCAL_WRITE_BUFFER = 256 << 10
-#: What urlparse treats specially in a path (query, fragment, characters it removes).
-_URL_SPECIAL = re.compile(r"[?#\t\r\n]")
-#: ASCII control characters: urlparse removes tab, CR and LF from a URI silently, so a location
-#: holding one would be written under another key than the one recorded.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-#: A URI scheme (one letter is a Windows drive).
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
-#: Schemes of object stores, whose clients refuse an empty path segment (``a//b``).
-_OBJECT_STORE_SCHEMES = (*S3_SCHEMES, *GCS_SCHEMES, *AZURE_SCHEMES)
-#: On S3, :meth:`OutputFile.write_new` sends data up to this size in one ``PUT``.
-SINGLE_PUT_BYTES = 16 << 20
-#: How pyarrow's file systems word a failure to reach or use the storage (as opposed to bytes
-#: that do not decode): the S3 SDK, curl, GCS, Azure, HDFS and the OS.
-_IO_FAILURE = re.compile(
-    r"AWS Error|curlCode|google::cloud|Azure Error|HDFS|\[Errno \d+\]|errno|Input/output error"
-    r"|Connection reset|Broken pipe|timed out|Timeout was reached",
-    re.IGNORECASE,
-)
 
 _log = logging.getLogger(__name__)
 
-
-def check_location(location: str) -> None:
-    """Refuse a location with a scheme (``s3://``, ``file://``, ...) that holds an ASCII
-    control character (tab, CR, LF, ...): URI parsers drop or reject them, so the file would
-    not be where the location says. Plain local paths keep them (the file system takes them as
-    given). Refuse an object-store location with an empty path segment (``s3://b/a//t``):
-    pyarrow's clients cannot write below it (a local ``//`` is one ``/``); or with a ``.`` or
-    ``..`` segment: icefloe's own S3 requests keep it in the key, pyarrow's drop it. A NUL
-    is refused everywhere: no file system takes one."""
-    if "\x00" in location:
-        raise ValidationError(f"location {location!r} contains a NUL character")
-    if _CONTROL.search(location) and _SCHEME.match(_CONTROL.sub("", location)):
-        raise ValidationError(
-            f"location {location!r} contains a control character; use a location without one"
-        )
-    scheme, sep, rest = location.partition("://")
-    if sep and scheme.lower() in _OBJECT_STORE_SCHEMES:
-        path = rest.partition("/")[2].rstrip("/")
-        if path.startswith("/") or "//" in path:
-            raise ValidationError(
-                f"location {location!r} has an empty path segment ('//'), which object stores "
-                "cannot write below; use single slashes"
-            )
-        if any(seg in (".", "..") for seg in path.split("/")):
-            raise ValidationError(
-                f"location {location!r} has a '.' or '..' path segment: object stores take it "
-                "as part of the key while pyarrow's clients remove it, so files written there "
-                "could not be read back; use the location without it"
-            )
-
-
-def parse_location(location: str) -> ParseResult:
-    """``urlparse`` of a file location, ``?`` and ``#`` taken as part of its path, as Hadoop's
-    paths (Iceberg Java's file IO) take them: a location names a file, never a URL with a
-    query or fragment (parsed as one, a table's files would be written somewhere else)."""
-    if "?" not in location and "#" not in location:
-        return urlparse(location)
-    # control characters are refused in locations (check_location), so free to stand in
-    parsed = urlparse(location.replace("?", "\x00").replace("#", "\x01"))
-
-    def back(text: str) -> str:
-        return text.replace("\x00", "?").replace("\x01", "#")
-
-    return parsed._replace(netloc=back(parsed.netloc), path=back(parsed.path))
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    """One file found by :meth:`FileIO.list_prefix`: its full location, size and mtime (ms)."""
-
-    location: str
-    size: int
-    modified_ms: int | None
-
-
-def _make_directories(directory: str) -> list[str]:
-    """Create ``directory`` and its missing parents; the directories whose entries changed
-    (the parents of the created ones), for :func:`~icefloe.durable.sync_directories`."""
-    created: list[str] = []
-    d = directory
-    while d and not os.path.isdir(d):
-        created.append(d)
-        up = os.path.dirname(d)
-        if up == d:
-            break
-        d = up
-    if created:
-        os.makedirs(directory, exist_ok=True)
-    return [os.path.dirname(c) or "." for c in created]
-
-
 #: Whether :meth:`FileIO.write_new_all` creates local files in Rust (POSIX systems).
 _NATIVE_LOCAL_WRITES = os.name == "posix"
-
-
-#: Error messages name at most this many characters of a location (and of the store's text).
-_MESSAGE_PART = 600
-
-
-def _shortened(text: str) -> str:
-    """``text`` cut in the middle when longer than :data:`_MESSAGE_PART` (a partition value of
-    megabytes makes a path of megabytes)."""
-    if len(text) <= _MESSAGE_PART:
-        return text
-    keep = _MESSAGE_PART // 2
-    return f"{text[:keep]}...[{len(text) - 2 * keep} characters]...{text[-keep:]}"
 
 
 def _delete_checksum_sibling(path: str) -> None:
@@ -208,282 +68,6 @@ def _delete_checksum_sibling(path: str) -> None:
     head, name = os.path.split(path)
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(head, f".{name}.crc"))
-
-
-#: Secret values (keys, session tokens) of the file IOs made so far, newest last: removed from
-#: error messages, where a store may echo them (at most :data:`_SECRETS_KEPT` are kept).
-_SECRETS: dict[str, None] = {}
-_SECRETS_KEPT = 64
-_SECRETS_LOCK = threading.Lock()
-
-
-def _remember_secrets(values: Iterable[str]) -> None:
-    """Remember secrets for :func:`_scrub` (those too short to tell apart from other text are
-    left alone)."""
-    with _SECRETS_LOCK:
-        for value in (v for v in values if len(v) >= 8):
-            _SECRETS.pop(value, None)
-            _SECRETS[value] = None
-        while len(_SECRETS) > _SECRETS_KEPT:
-            del _SECRETS[next(iter(_SECRETS))]
-
-
-def _scrub(text: str) -> str:
-    """``text`` with every known secret (and the environment's AWS secrets) as ``***``."""
-    with _SECRETS_LOCK:
-        secrets = list(_SECRETS)
-    env = (os.environ.get("AWS_SECRET_ACCESS_KEY"), os.environ.get("AWS_SESSION_TOKEN"))
-    secrets += [v for v in env if v and len(v) >= 8]
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
-
-
-def is_io_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` (from pyarrow or the OS) is a failure to reach or use the storage (a
-    network error, a timeout, an error the store answered, ``EIO``) rather than bytes that do
-    not decode: pyarrow raises ``OSError`` for both."""
-    if isinstance(exc, FileIOError):
-        return True
-    if not isinstance(exc, OSError):
-        return False
-    return exc.errno is not None or bool(_IO_FAILURE.search(str(exc)))
-
-
-def file_io_error(exc: BaseException, location: str, action: str) -> FileIOError:
-    """The typed error (:class:`FileIOError` or a subclass) for the I/O failure ``exc`` at
-    ``location``, naming it, without secrets."""
-    error = _map_error(exc, location, action)
-    if isinstance(error, FileIOError):
-        return error
-    return FileIOError(f"cannot {action} {_shortened(location)}: {_scrub(str(error))}")
-
-
-def _map_error(exc: BaseException, location: str, action: str) -> Exception:
-    """Translate an OS/Arrow error into the icefloe class, naming the location (an icefloe
-    error is returned as it is)."""
-    if isinstance(exc, IcebergError):
-        return exc
-    location = _shortened(location)
-    if isinstance(exc, FileNotFoundError) or (
-        isinstance(exc, OSError) and exc.errno == errno.ENOENT
-    ):
-        return NotFoundError(f"cannot {action} {location}: file not found")
-    if isinstance(exc, FileExistsError):
-        return AlreadyExistsError(f"cannot {action} {location}: file already exists")
-    text = _shortened(_scrub(str(exc)))
-    if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
-        bucket = urlparse(location).netloc
-        return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
-    if "ACCESS_DENIED" in text or "AccessDenied" in text or "SignatureDoesNotMatch" in text:
-        return FileIOError(
-            f"cannot {action} {location}: access denied; check the credentials and their "
-            f"permissions ({text})"
-        )
-    if "NETWORK_CONNECTION" in text or "curlCode" in text:
-        return FileIOError(f"cannot {action} {location}: the endpoint did not answer ({text})")
-    if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():
-        return NotFoundError(f"cannot {action} {location}: {text}")
-    return FileIOError(f"cannot {action} {location}: {text}")
-
-
-class InputFile:
-    """A location that can be read."""
-
-    def __init__(self, io: FileIO, location: str) -> None:
-        self._io = io
-        self.location = location
-
-    def exists(self) -> bool:
-        """Whether a file exists at this location."""
-        return self._io.exists(self.location)
-
-    def length(self) -> int:
-        """Size of the file in bytes."""
-        fs, path = self._io.resolve(self.location)
-        try:
-            info = fs.get_file_info(path)
-        except Exception as exc:
-            raise _map_error(exc, self.location, "stat") from exc
-        if info.type != pafs.FileType.File:
-            raise NotFoundError(f"cannot stat {self.location}: file not found")
-        return int(info.size)
-
-    def open(self, seekable: bool = True, size: int | None = None) -> pa.NativeFile:
-        """Open the file for reading: a random-access file, or a sequential stream.
-
-        With ``size`` (the file's length, as a manifest says it) at most 4 MiB, a file on S3 is
-        fetched whole with one ``GET``, instead of a ``HEAD``, a footer read and the data reads.
-        """
-        fs, path = self._io.resolve(self.location)
-        try:
-            if seekable and size is not None and size <= WHOLE_READ_BYTES:
-                client = self._io.s3_client(self.location)
-                if client is not None:
-                    bucket, _, key = path.partition("/")
-                    return pa.BufferReader(client.get_object(bucket, key))
-            if seekable:
-                return fs.open_input_file(path)
-            return fs.open_input_stream(path)
-        except Exception as exc:
-            error = _map_error(exc, self.location, "open")
-            if isinstance(error, NotFoundError):
-                error = self._io.explain_missing(self.location, "open", error)
-            raise error from exc
-
-    def read(self) -> bytes:
-        """The whole content of the file."""
-        with self.open(seekable=False) as stream:
-            try:
-                return bytes(stream.read())
-            except Exception as exc:
-                raise _map_error(exc, self.location, "read") from exc
-
-
-class OutputFile:
-    """A location that can be written."""
-
-    def __init__(self, io: FileIO, location: str) -> None:
-        self._io = io
-        self.location = location
-
-    def exists(self) -> bool:
-        """Whether a file already exists at this location."""
-        return self._io.exists(self.location)
-
-    def to_input_file(self) -> InputFile:
-        """The same location, for reading."""
-        return InputFile(self._io, self.location)
-
-    def create(self, overwrite: bool = False) -> pa.NativeFile:
-        """Open an output stream.
-
-        With ``overwrite=False`` the call fails with :class:`AlreadyExistsError` if the file
-        exists. On local file systems the check and the creation are one atomic step
-        (``O_EXCL``); object stores have no exclusive create through pyarrow, so there it is a
-        check followed by the write.
-        """
-        fs, path = self._io.resolve(self.location)
-        if isinstance(fs, pafs.LocalFileSystem):
-            fd = self._open_local(path, overwrite)
-            # Arrow-side buffering: a Parquet writer's many small writes (page headers, pages)
-            # would each be a call into Python (about a tenth of writing a small file).
-            return pa.BufferedOutputStream(
-                pa.PythonFile(writeback_file(fd), mode="w"), _LOCAL_WRITE_BUFFER
-            )
-        if not overwrite and self.exists():
-            raise AlreadyExistsError(f"cannot create {self.location}: file already exists")
-        try:
-            return fs.open_output_stream(path)
-        except Exception as exc:
-            raise _map_error(exc, self.location, "create") from exc
-
-    @contextlib.contextmanager
-    def writing(self, overwrite: bool = False) -> Iterator[pa.NativeFile]:
-        """:meth:`create`'s stream, closed when the block ends. An I/O failure while writing
-        or closing raises :class:`FileIOError` naming the location. A block that raises leaves
-        no file: on S3 the multipart upload in progress is aborted before the stream closes
-        (closing would complete it with what was written so far; pyarrow's stream also leaves
-        an upload behind, billed, when completing it fails), and whatever closing still wrote
-        is deleted."""
-        stream = self.create(overwrite=overwrite)
-        try:
-            yield stream
-            stream.close()
-        except Exception as exc:
-            self._io.abort_uploads(self.location)
-            with contextlib.suppress(Exception):
-                stream.close()
-            self._io.abort_uploads(self.location)
-            self._io.delete_quietly(self.location)
-            if isinstance(exc, OSError):
-                raise _map_error(exc, self.location, "write") from exc
-            raise
-        except BaseException:  # an interrupt: no requests, the stream closed as at exit
-            with contextlib.suppress(Exception):
-                stream.close()
-            raise
-
-    def _open_local(self, path: str, overwrite: bool) -> int:
-        """A descriptor of the local file ``path`` opened for writing, its directories made;
-        with ``overwrite=False`` creation and the check that no file exists are one step
-        (``O_EXCL``)."""
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-        try:
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            return os.open(path, flags, 0o644)
-        except Exception as exc:
-            raise _map_error(exc, self.location, "create") from exc
-
-    def write_new(self, data: bytes) -> None:
-        """Write ``data`` as a new file (:class:`AlreadyExistsError` if one exists), without
-        waiting for stable storage: the caller starts that with :meth:`FileIO.sync_soon` and a
-        commit waits for it (:meth:`FileIO.sync`), as for files written through :meth:`create`.
-        """
-        local = self._io.local_path(self.location)
-        if local is None:
-            client = self._io.s3_client(self.location)
-            if client is not None and len(data) <= SINGLE_PUT_BYTES:
-                # one request, instead of a check and the five of a multipart upload
-                bucket, _, key = self._io.resolve(self.location)[1].partition("/")
-                client.put_object(bucket, key, data, if_absent=True)
-                return
-            with self.writing() as stream:
-                stream.write(data)
-            return
-        fd = self._open_local(local, overwrite=False)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-        except Exception as exc:
-            raise _map_error(exc, self.location, "write") from exc
-
-    def write(self, data: bytes, overwrite: bool = False) -> None:
-        """Write ``data`` as the whole file.
-
-        With ``overwrite=False`` the file appears atomically and only if no file existed: on a
-        local file system the bytes go to a temporary file that is hard-linked to the target
-        (``link`` fails if the target exists), so a reader never sees a partial file.
-        """
-        fs, path = self._io.resolve(self.location)
-        if isinstance(fs, pafs.LocalFileSystem):
-            directory = os.path.dirname(path) or "."
-            try:
-                changed = [directory, *_make_directories(directory)]
-            except OSError as exc:
-                raise _map_error(exc, self.location, "write") from exc
-            tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-            try:
-                with open(tmp, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                if overwrite:
-                    os.replace(tmp, path)
-                else:
-                    os.link(tmp, path)
-            except Exception as exc:
-                raise _map_error(exc, self.location, "write") from exc
-            finally:
-                # a temporary file that cannot be removed is left for orphan removal: its
-                # error must neither hide the write's nor turn a finished write into a failure
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-            try:  # the new name, and any directory created for it, on stable storage too
-                sync_directories(changed)
-            except Exception as exc:
-                raise UnknownWriteStateError(
-                    f"{self.location} was written but its directory could not be synced, so a "
-                    f"crash may still lose it: {exc}"
-                ) from exc
-            return
-        client = self._io.s3_client(self.location)
-        if client is not None:
-            bucket, _, key = path.partition("/")
-            client.put_object(bucket, key, data, if_absent=not overwrite)
-            return
-        with self.writing(overwrite=overwrite) as stream:
-            stream.write(data)
 
 
 class FileIO:
@@ -523,7 +107,7 @@ class FileIO:
         own_prefix: str | None = None,
     ) -> None:
         self.properties: dict[str, str] = dict(properties or {})
-        _remember_secrets(secret_values(self.properties))
+        remember_secrets(secret_values(self.properties))
         self._refresh_credentials = refresh_credentials
         self._renew_after_ms = 0.0
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
@@ -535,7 +119,7 @@ class FileIO:
             if not prefix:
                 raise ValidationError("a storage credential needs a non-empty prefix")
             self.storage_credentials.append((prefix, dict(config)))
-            _remember_secrets(secret_values(config))
+            remember_secrets(secret_values(config))
         self._refresh_storage = refresh_storage_credentials
         # longest prefix first: the first one a location starts with is the one to use
         self._prefixes = sorted(self.storage_credentials, key=lambda pc: -len(pc[0]))
@@ -622,7 +206,7 @@ class FileIO:
                 self._s3 = S3Client.from_properties(self.properties)
                 self._s3_resolved = True
                 if self._s3 is not None:
-                    _remember_secrets(self._s3.secrets())
+                    remember_secrets(self._s3.secrets())
                 else:
                     _log.warning(
                         "no S3 credentials in the properties, the environment or the shared "
@@ -637,9 +221,9 @@ class FileIO:
             raise ValidationError("empty file location")
         if self._prefixes and (routed := self.for_location(location)) is not self:
             return routed.resolve(location)
-        if _CONTROL.search(location):
+        if CONTROL.search(location):
             check_location(location)
-        if location.startswith("file:///") and not _URL_SPECIAL.search(location):
+        if location.startswith("file:///") and not URL_SPECIAL.search(location):
             # what urlparse gives for these, without its cost (one call per file read)
             return self._filesystem("", ""), os.path.abspath(location[7:])
         parsed = parse_location(location)
@@ -700,7 +284,7 @@ class FileIO:
                 f"storage credentials expired and renewing them failed: {exc}"
             ) from exc
         self.properties = overlay_credentials(self.properties, fresh)
-        _remember_secrets(secret_values(self.properties))
+        remember_secrets(secret_values(self.properties))
         self._filesystems = {k: v for k, v in self._filesystems.items() if k[0] not in S3_SCHEMES}
         self._s3, self._s3_resolved = None, False
 
@@ -728,7 +312,7 @@ class FileIO:
 
     def local_path(self, location: str) -> str | None:
         """The path of a local file's ``location``; None for other file systems."""
-        if location.startswith("file:///") and not _URL_SPECIAL.search(location):
+        if location.startswith("file:///") and not URL_SPECIAL.search(location):
             return os.path.abspath(location[7:])  # what resolve gives, without its lock
         scheme, sep, _ = location.partition("://")
         if sep and scheme.lower() not in LOCAL_SCHEMES:
@@ -771,7 +355,7 @@ class FileIO:
             if partial:
                 created.append(location)
             if first is None:
-                first = _map_error(exc, location, "write" if partial else "create")
+                first = map_error(exc, location, "write" if partial else "create")
         if first is not None:
             raise first
 
@@ -813,7 +397,7 @@ class FileIO:
             sync_files(local)
         except OSError as exc:
             name = exc.filename if isinstance(exc.filename, str) else (local or [""])[0]
-            raise _map_error(exc, name, "sync") from exc
+            raise map_error(exc, name, "sync") from exc
 
     def exists(self, location: str) -> bool:
         """Whether a file exists at ``location``."""
@@ -821,7 +405,7 @@ class FileIO:
         try:
             return bool(fs.get_file_info(path).type == pafs.FileType.File)
         except Exception as exc:
-            raise _map_error(exc, location, "stat") from exc
+            raise map_error(exc, location, "stat") from exc
 
     def delete(self, location: str) -> None:
         """Delete the file at ``location``; :class:`NotFoundError` if there is none."""
@@ -829,7 +413,7 @@ class FileIO:
         try:
             fs.delete_file(path)
         except Exception as exc:
-            raise _map_error(exc, location, "delete") from exc
+            raise map_error(exc, location, "delete") from exc
         if isinstance(fs, pafs.LocalFileSystem):
             _delete_checksum_sibling(path)
 
@@ -906,7 +490,7 @@ class FileIO:
                 return
             fs.delete_dir(path)
         except Exception as exc:
-            raise _map_error(exc, prefix, "delete") from exc
+            raise map_error(exc, prefix, "delete") from exc
 
     def delete_empty_dirs(self, location: str) -> None:
         """Remove the directory ``location`` and the directories under it that hold no file,
@@ -927,7 +511,7 @@ class FileIO:
         try:
             infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
         except Exception as exc:
-            raise _map_error(exc, location, "list") from exc
+            raise map_error(exc, location, "list") from exc
         files = [i.path for i in infos if i.type == pafs.FileType.File]
         dirs = [root, *(i.path for i in infos if i.type == pafs.FileType.Directory)]
         empty = [d for d in dirs if not any(f.startswith(f"{d}/") for f in files)]
@@ -943,7 +527,7 @@ class FileIO:
                 return
             dirs = [i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))]
         except Exception as exc:
-            raise _map_error(exc, prefix, "list") from exc
+            raise map_error(exc, prefix, "list") from exc
         client = self.s3_client(prefix)
         if client is not None:
             bucket, _, key = root.partition("/")
@@ -955,7 +539,7 @@ class FileIO:
         except FileNotFoundError:
             pass  # no marker objects: nothing was left
         except Exception as exc:
-            raise _map_error(exc, prefix, "delete") from exc
+            raise map_error(exc, prefix, "delete") from exc
 
     def is_dir(self, location: str) -> bool:
         """Whether ``location`` is a directory (on object stores: a non-empty prefix)."""
@@ -963,7 +547,7 @@ class FileIO:
         try:
             return bool(fs.get_file_info(path.rstrip("/")).type == pafs.FileType.Directory)
         except Exception as exc:
-            raise _map_error(exc, location, "stat") from exc
+            raise map_error(exc, location, "stat") from exc
 
     def list_dir(self, location: str) -> list[tuple[str, bool]]:
         """``(name, is_directory)`` of the entries directly in the directory ``location``."""
@@ -973,7 +557,7 @@ class FileIO:
             found = fs.get_file_info(root).type == pafs.FileType.Directory
             infos = fs.get_file_info(pafs.FileSelector(root, recursive=False)) if found else []
         except Exception as exc:
-            raise _map_error(exc, location, "list") from exc
+            raise map_error(exc, location, "list") from exc
         if not found:
             error = self.explain_missing(location, "list", NotFoundError(location))
             if error.args[0] != location:  # the bucket itself is missing
@@ -991,7 +575,7 @@ class FileIO:
         try:
             fs.create_dir(path.rstrip("/"), recursive=True)
         except Exception as exc:
-            raise _map_error(exc, location, "create directory") from exc
+            raise map_error(exc, location, "create directory") from exc
 
     def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
         """Every file under the directory ``prefix`` (recursively), as full locations.
@@ -1009,7 +593,7 @@ class FileIO:
             missing = fs.get_file_info(root).type == pafs.FileType.NotFound
             infos = [] if missing else fs.get_file_info(pafs.FileSelector(root, recursive=True))
         except Exception as exc:
-            raise _map_error(exc, prefix, "list") from exc
+            raise map_error(exc, prefix, "list") from exc
         if missing:
             error = self.explain_missing(prefix, "list", NotFoundError(prefix))
             if error.args[0] != prefix:  # the bucket itself is missing
@@ -1032,7 +616,7 @@ def _list_local(root: str, base: str) -> Iterator[FileInfo]:
         raise FileIOError(f"cannot list {base}: not a directory")
 
     def fail(exc: OSError) -> None:
-        raise _map_error(exc, base, "list") from exc
+        raise map_error(exc, base, "list") from exc
 
     for directory, _, files in os.walk(root, onerror=fail):
         rel_dir = directory[len(root) :].lstrip(os.sep).replace(os.sep, "/")
@@ -1042,7 +626,7 @@ def _list_local(root: str, base: str) -> Iterator[FileInfo]:
             except FileNotFoundError:
                 continue  # deleted while listed
             except OSError as exc:
-                raise _map_error(exc, base, "list") from exc
+                raise map_error(exc, base, "list") from exc
             rel = f"{rel_dir}/{name}" if rel_dir else name
             yield FileInfo(f"{base}/{rel}", st.st_size, st.st_mtime_ns // 1_000_000)
 

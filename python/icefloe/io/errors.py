@@ -1,0 +1,115 @@
+"""Errors of file IO: pyarrow's and the OS's failures as icefloe's typed errors, naming the
+location, with the secrets of every file IO made so far removed from their text."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import threading
+from collections.abc import Iterable
+from urllib.parse import urlparse
+
+from icefloe.exceptions import (
+    AlreadyExistsError,
+    FileIOError,
+    IcebergError,
+    NotFoundError,
+)
+
+#: How pyarrow's file systems word a failure to reach or use the storage (as opposed to bytes
+#: that do not decode): the S3 SDK, curl, GCS, Azure, HDFS and the OS.
+_IO_FAILURE = re.compile(
+    r"AWS Error|curlCode|google::cloud|Azure Error|HDFS|\[Errno \d+\]|errno|Input/output error"
+    r"|Connection reset|Broken pipe|timed out|Timeout was reached",
+    re.IGNORECASE,
+)
+
+
+#: Error messages name at most this many characters of a location (and of the store's text).
+_MESSAGE_PART = 600
+
+
+def shortened(text: str) -> str:
+    """``text`` cut in the middle when longer than :data:`_MESSAGE_PART` (a partition value of
+    megabytes makes a path of megabytes)."""
+    if len(text) <= _MESSAGE_PART:
+        return text
+    keep = _MESSAGE_PART // 2
+    return f"{text[:keep]}...[{len(text) - 2 * keep} characters]...{text[-keep:]}"
+
+
+#: error messages, where a store may echo them (at most :data:`_SECRETS_KEPT` are kept).
+_SECRETS: dict[str, None] = {}
+_SECRETS_KEPT = 64
+_SECRETS_LOCK = threading.Lock()
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Remember secrets for :func:`_scrub` (those too short to tell apart from other text are
+    left alone)."""
+    with _SECRETS_LOCK:
+        for value in (v for v in values if len(v) >= 8):
+            _SECRETS.pop(value, None)
+            _SECRETS[value] = None
+        while len(_SECRETS) > _SECRETS_KEPT:
+            del _SECRETS[next(iter(_SECRETS))]
+
+
+def scrub(text: str) -> str:
+    """``text`` with every known secret (and the environment's AWS secrets) as ``***``."""
+    with _SECRETS_LOCK:
+        secrets = list(_SECRETS)
+    env = (os.environ.get("AWS_SECRET_ACCESS_KEY"), os.environ.get("AWS_SESSION_TOKEN"))
+    secrets += [v for v in env if v and len(v) >= 8]
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def is_io_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` (from pyarrow or the OS) is a failure to reach or use the storage (a
+    network error, a timeout, an error the store answered, ``EIO``) rather than bytes that do
+    not decode: pyarrow raises ``OSError`` for both."""
+    if isinstance(exc, FileIOError):
+        return True
+    if not isinstance(exc, OSError):
+        return False
+    return exc.errno is not None or bool(_IO_FAILURE.search(str(exc)))
+
+
+def file_io_error(exc: BaseException, location: str, action: str) -> FileIOError:
+    """The typed error (:class:`FileIOError` or a subclass) for the I/O failure ``exc`` at
+    ``location``, naming it, without secrets."""
+    error = map_error(exc, location, action)
+    if isinstance(error, FileIOError):
+        return error
+    return FileIOError(f"cannot {action} {shortened(location)}: {scrub(str(error))}")
+
+
+def map_error(exc: BaseException, location: str, action: str) -> Exception:
+    """Translate an OS/Arrow error into the icefloe class, naming the location (an icefloe
+    error is returned as it is)."""
+    if isinstance(exc, IcebergError):
+        return exc
+    location = shortened(location)
+    if isinstance(exc, FileNotFoundError) or (
+        isinstance(exc, OSError) and exc.errno == errno.ENOENT
+    ):
+        return NotFoundError(f"cannot {action} {location}: file not found")
+    if isinstance(exc, FileExistsError):
+        return AlreadyExistsError(f"cannot {action} {location}: file already exists")
+    text = shortened(scrub(str(exc)))
+    if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
+        bucket = urlparse(location).netloc
+        return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
+    if "ACCESS_DENIED" in text or "AccessDenied" in text or "SignatureDoesNotMatch" in text:
+        return FileIOError(
+            f"cannot {action} {location}: access denied; check the credentials and their "
+            f"permissions ({text})"
+        )
+    if "NETWORK_CONNECTION" in text or "curlCode" in text:
+        return FileIOError(f"cannot {action} {location}: the endpoint did not answer ({text})")
+    if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():
+        return NotFoundError(f"cannot {action} {location}: {text}")
+    return FileIOError(f"cannot {action} {location}: {text}")

@@ -1,0 +1,251 @@
+"""A location to read (:class:`InputFile`) or to write (:class:`OutputFile`), made by a
+:class:`~icefloe.io.fileio.FileIO`, and :class:`FileInfo`, a file found by a listing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from icefloe.durable import sync_directories, writeback_file
+from icefloe.exceptions import AlreadyExistsError, NotFoundError, UnknownWriteStateError
+from icefloe.io.errors import map_error
+
+if TYPE_CHECKING:
+    from icefloe.io.fileio import FileIO
+
+WHOLE_READ_BYTES = 4 << 20
+#: Bytes a local output stream gathers before writing them to the file.
+_LOCAL_WRITE_BUFFER = 256 << 10
+#: On S3, :meth:`OutputFile.write_new` sends data up to this size in one ``PUT``.
+SINGLE_PUT_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One file found by :meth:`FileIO.list_prefix`: its full location, size and mtime (ms)."""
+
+    location: str
+    size: int
+    modified_ms: int | None
+
+
+def _make_directories(directory: str) -> list[str]:
+    """Create ``directory`` and its missing parents; the directories whose entries changed
+    (the parents of the created ones), for :func:`~icefloe.durable.sync_directories`."""
+    created: list[str] = []
+    d = directory
+    while d and not os.path.isdir(d):
+        created.append(d)
+        up = os.path.dirname(d)
+        if up == d:
+            break
+        d = up
+    if created:
+        os.makedirs(directory, exist_ok=True)
+    return [os.path.dirname(c) or "." for c in created]
+
+
+class InputFile:
+    """A location that can be read."""
+
+    def __init__(self, io: FileIO, location: str) -> None:
+        self._io = io
+        self.location = location
+
+    def exists(self) -> bool:
+        """Whether a file exists at this location."""
+        return self._io.exists(self.location)
+
+    def length(self) -> int:
+        """Size of the file in bytes."""
+        fs, path = self._io.resolve(self.location)
+        try:
+            info = fs.get_file_info(path)
+        except Exception as exc:
+            raise map_error(exc, self.location, "stat") from exc
+        if info.type != pafs.FileType.File:
+            raise NotFoundError(f"cannot stat {self.location}: file not found")
+        return int(info.size)
+
+    def open(self, seekable: bool = True, size: int | None = None) -> pa.NativeFile:
+        """Open the file for reading: a random-access file, or a sequential stream.
+
+        With ``size`` (the file's length, as a manifest says it) at most 4 MiB, a file on S3 is
+        fetched whole with one ``GET``, instead of a ``HEAD``, a footer read and the data reads.
+        """
+        fs, path = self._io.resolve(self.location)
+        try:
+            if seekable and size is not None and size <= WHOLE_READ_BYTES:
+                client = self._io.s3_client(self.location)
+                if client is not None:
+                    bucket, _, key = path.partition("/")
+                    return pa.BufferReader(client.get_object(bucket, key))
+            if seekable:
+                return fs.open_input_file(path)
+            return fs.open_input_stream(path)
+        except Exception as exc:
+            error = map_error(exc, self.location, "open")
+            if isinstance(error, NotFoundError):
+                error = self._io.explain_missing(self.location, "open", error)
+            raise error from exc
+
+    def read(self) -> bytes:
+        """The whole content of the file."""
+        with self.open(seekable=False) as stream:
+            try:
+                return bytes(stream.read())
+            except Exception as exc:
+                raise map_error(exc, self.location, "read") from exc
+
+
+class OutputFile:
+    """A location that can be written."""
+
+    def __init__(self, io: FileIO, location: str) -> None:
+        self._io = io
+        self.location = location
+
+    def exists(self) -> bool:
+        """Whether a file already exists at this location."""
+        return self._io.exists(self.location)
+
+    def to_input_file(self) -> InputFile:
+        """The same location, for reading."""
+        return InputFile(self._io, self.location)
+
+    def create(self, overwrite: bool = False) -> pa.NativeFile:
+        """Open an output stream.
+
+        With ``overwrite=False`` the call fails with :class:`AlreadyExistsError` if the file
+        exists. On local file systems the check and the creation are one atomic step
+        (``O_EXCL``); object stores have no exclusive create through pyarrow, so there it is a
+        check followed by the write.
+        """
+        fs, path = self._io.resolve(self.location)
+        if isinstance(fs, pafs.LocalFileSystem):
+            fd = self._open_local(path, overwrite)
+            # Arrow-side buffering: a Parquet writer's many small writes (page headers, pages)
+            # would each be a call into Python (about a tenth of writing a small file).
+            return pa.BufferedOutputStream(
+                pa.PythonFile(writeback_file(fd), mode="w"), _LOCAL_WRITE_BUFFER
+            )
+        if not overwrite and self.exists():
+            raise AlreadyExistsError(f"cannot create {self.location}: file already exists")
+        try:
+            return fs.open_output_stream(path)
+        except Exception as exc:
+            raise map_error(exc, self.location, "create") from exc
+
+    @contextlib.contextmanager
+    def writing(self, overwrite: bool = False) -> Iterator[pa.NativeFile]:
+        """:meth:`create`'s stream, closed when the block ends. An I/O failure while writing
+        or closing raises :class:`FileIOError` naming the location. A block that raises leaves
+        no file: on S3 the multipart upload in progress is aborted before the stream closes
+        (closing would complete it with what was written so far; pyarrow's stream also leaves
+        an upload behind, billed, when completing it fails), and whatever closing still wrote
+        is deleted."""
+        stream = self.create(overwrite=overwrite)
+        try:
+            yield stream
+            stream.close()
+        except Exception as exc:
+            self._io.abort_uploads(self.location)
+            with contextlib.suppress(Exception):
+                stream.close()
+            self._io.abort_uploads(self.location)
+            self._io.delete_quietly(self.location)
+            if isinstance(exc, OSError):
+                raise map_error(exc, self.location, "write") from exc
+            raise
+        except BaseException:  # an interrupt: no requests, the stream closed as at exit
+            with contextlib.suppress(Exception):
+                stream.close()
+            raise
+
+    def _open_local(self, path: str, overwrite: bool) -> int:
+        """A descriptor of the local file ``path`` opened for writing, its directories made;
+        with ``overwrite=False`` creation and the check that no file exists are one step
+        (``O_EXCL``)."""
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        try:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            return os.open(path, flags, 0o644)
+        except Exception as exc:
+            raise map_error(exc, self.location, "create") from exc
+
+    def write_new(self, data: bytes) -> None:
+        """Write ``data`` as a new file (:class:`AlreadyExistsError` if one exists), without
+        waiting for stable storage: the caller starts that with :meth:`FileIO.sync_soon` and a
+        commit waits for it (:meth:`FileIO.sync`), as for files written through :meth:`create`.
+        """
+        local = self._io.local_path(self.location)
+        if local is None:
+            client = self._io.s3_client(self.location)
+            if client is not None and len(data) <= SINGLE_PUT_BYTES:
+                # one request, instead of a check and the five of a multipart upload
+                bucket, _, key = self._io.resolve(self.location)[1].partition("/")
+                client.put_object(bucket, key, data, if_absent=True)
+                return
+            with self.writing() as stream:
+                stream.write(data)
+            return
+        fd = self._open_local(local, overwrite=False)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        except Exception as exc:
+            raise map_error(exc, self.location, "write") from exc
+
+    def write(self, data: bytes, overwrite: bool = False) -> None:
+        """Write ``data`` as the whole file.
+
+        With ``overwrite=False`` the file appears atomically and only if no file existed: on a
+        local file system the bytes go to a temporary file that is hard-linked to the target
+        (``link`` fails if the target exists), so a reader never sees a partial file.
+        """
+        fs, path = self._io.resolve(self.location)
+        if isinstance(fs, pafs.LocalFileSystem):
+            directory = os.path.dirname(path) or "."
+            try:
+                changed = [directory, *_make_directories(directory)]
+            except OSError as exc:
+                raise map_error(exc, self.location, "write") from exc
+            tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+            try:
+                with open(tmp, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                if overwrite:
+                    os.replace(tmp, path)
+                else:
+                    os.link(tmp, path)
+            except Exception as exc:
+                raise map_error(exc, self.location, "write") from exc
+            finally:
+                # a temporary file that cannot be removed is left for orphan removal: its
+                # error must neither hide the write's nor turn a finished write into a failure
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            try:  # the new name, and any directory created for it, on stable storage too
+                sync_directories(changed)
+            except Exception as exc:
+                raise UnknownWriteStateError(
+                    f"{self.location} was written but its directory could not be synced, so a "
+                    f"crash may still lose it: {exc}"
+                ) from exc
+            return
+        client = self._io.s3_client(self.location)
+        if client is not None:
+            bucket, _, key = path.partition("/")
+            client.put_object(bucket, key, data, if_absent=not overwrite)
+            return
+        with self.writing(overwrite=overwrite) as stream:
+            stream.write(data)

@@ -1,0 +1,64 @@
+"""Checks and parsing of file locations, shared by every file system."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import ParseResult, urlparse
+
+from icefloe.exceptions import ValidationError
+from icefloe.filesystems import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
+
+#: What urlparse treats specially in a path (query, fragment, characters it removes).
+URL_SPECIAL = re.compile(r"[?#\t\r\n]")
+#: ASCII control characters: urlparse removes tab, CR and LF from a URI silently, so a location
+#: holding one would be written under another key than the one recorded.
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: A URI scheme (one letter is a Windows drive).
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+#: Schemes of object stores, whose clients refuse an empty path segment (``a//b``).
+_OBJECT_STORE_SCHEMES = (*S3_SCHEMES, *GCS_SCHEMES, *AZURE_SCHEMES)
+
+
+def check_location(location: str) -> None:
+    """Refuse a location with a scheme (``s3://``, ``file://``, ...) that holds an ASCII
+    control character (tab, CR, LF, ...): URI parsers drop or reject them, so the file would
+    not be where the location says. Plain local paths keep them (the file system takes them as
+    given). Refuse an object-store location with an empty path segment (``s3://b/a//t``):
+    pyarrow's clients cannot write below it (a local ``//`` is one ``/``); or with a ``.`` or
+    ``..`` segment: icefloe's own S3 requests keep it in the key, pyarrow's drop it. A NUL
+    is refused everywhere: no file system takes one."""
+    if "\x00" in location:
+        raise ValidationError(f"location {location!r} contains a NUL character")
+    if CONTROL.search(location) and SCHEME.match(CONTROL.sub("", location)):
+        raise ValidationError(
+            f"location {location!r} contains a control character; use a location without one"
+        )
+    scheme, sep, rest = location.partition("://")
+    if sep and scheme.lower() in _OBJECT_STORE_SCHEMES:
+        path = rest.partition("/")[2].rstrip("/")
+        if path.startswith("/") or "//" in path:
+            raise ValidationError(
+                f"location {location!r} has an empty path segment ('//'), which object stores "
+                "cannot write below; use single slashes"
+            )
+        if any(seg in (".", "..") for seg in path.split("/")):
+            raise ValidationError(
+                f"location {location!r} has a '.' or '..' path segment: object stores take it "
+                "as part of the key while pyarrow's clients remove it, so files written there "
+                "could not be read back; use the location without it"
+            )
+
+
+def parse_location(location: str) -> ParseResult:
+    """``urlparse`` of a file location, ``?`` and ``#`` taken as part of its path, as Hadoop's
+    paths (Iceberg Java's file IO) take them: a location names a file, never a URL with a
+    query or fragment (parsed as one, a table's files would be written somewhere else)."""
+    if "?" not in location and "#" not in location:
+        return urlparse(location)
+    # control characters are refused in locations (check_location), so free to stand in
+    parsed = urlparse(location.replace("?", "\x00").replace("#", "\x01"))
+
+    def back(text: str) -> str:
+        return text.replace("\x00", "?").replace("\x01", "#")
+
+    return parsed._replace(netloc=back(parsed.netloc), path=back(parsed.path))
