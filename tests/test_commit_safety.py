@@ -265,3 +265,32 @@ def test_an_unreachable_database_fails_the_commit_cleanly(
     assert _ids(cat.load_table("db.t")) == [1]
     cat.drop_table("db.t")
     cat.close()
+
+
+def test_a_commit_reported_lost_that_landed_is_not_applied_twice(tmp_path: Path) -> None:
+    """The catalog writes the new version, then reports a lost race (as a store that lost the
+    answer to a write it did can make it): the refreshed table holds the transaction's
+    snapshot, so the commit counts as done. Rebuilding it would append the rows a second time
+    and delete the manifests of the snapshot already in the table."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    real = HadoopCatalog._write_version
+    calls = []
+
+    def wrote_then_refused(self: Any, identifier: Any, version: int, new: Any) -> str:
+        location = real(self, identifier, version, new)
+        calls.append(version)
+        if len(calls) == 1:
+            raise CommitFailedError(f"another writer committed version {version}")
+        return location
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(HadoopCatalog, "_write_version", wrote_then_refused)
+        t.append(pa.table({"id": pa.array([2, 3], pa.int64())}))
+    assert calls == [3]
+    assert _ids(t) == [1, 2, 3] and len(t.snapshots()) == 2
+    _assert_intact(cat, "db.t")

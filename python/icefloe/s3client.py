@@ -316,8 +316,9 @@ class S3Client:
         (:class:`AlreadyExistsError` otherwise).
 
         A request that may have reached the server without an answer is retried; if the retry
-        finds the object, its content decides whether the earlier attempt wrote it. When the
-        outcome stays unknown the error is :class:`UnknownWriteStateError`. A refusal that
+        finds the object, its content decides whether the earlier attempt wrote it, and a 409
+        (a conditional write of the key in progress) is asked again. When the outcome stays
+        unknown the error is :class:`UnknownWriteStateError`. A refusal that
         means the request was not processed (501, 505) is not retried: :class:`FileIOError`.
         """
         location = self._location(bucket, key)
@@ -338,7 +339,14 @@ class S3Client:
             if response.status in (200, 201, 204):
                 return
             if if_absent and response.status in (409, 412):
-                if maybe_written and self._holds(bucket, key, body):
+                if not maybe_written:
+                    raise AlreadyExistsError(f"cannot create {location}: file already exists")
+                if response.status == 409:
+                    # a conditional write of the key is in progress, perhaps the earlier
+                    # attempt's: ask again once it has ended
+                    last = f"{response.status} {response.error()[0]}".strip()
+                    continue
+                if self._holds(bucket, key, body):
                     return  # our own earlier attempt created it
                 raise AlreadyExistsError(f"cannot create {location}: file already exists")
             if response.status in self._NOT_PROCESSED:
@@ -372,13 +380,29 @@ class S3Client:
         raise self._unreachable(location, "read", last)
 
     def _holds(self, bucket: str, key: str, body: bytes) -> bool:
-        try:
-            response = self._send("GET", bucket, key)
-        except (_NotSent, _NoAnswer) as exc:
-            raise UnknownWriteStateError(
-                f"cannot tell whether {self._location(bucket, key)} was written: {exc}"
-            ) from None
-        return response.status == 200 and response.body == body
+        """Whether the object that refused a conditional create is ``body`` (an earlier attempt
+        of ours that may have been stored wrote it). A read-back that fails or finds nothing is
+        retried; when it never tells, :class:`UnknownWriteStateError`: taking it as another
+        writer's would make a commit that landed look lost."""
+        location = self._location(bucket, key)
+        last = ""
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                time.sleep(0.1 * 2**attempt)
+            try:
+                response = self._send("GET", bucket, key)
+            except (_NotSent, _NoAnswer) as exc:
+                last = str(exc)
+                continue
+            if response.status == 200:
+                return response.body == body
+            last = f"{response.status} {response.error()[0]}".strip()
+            if response.status != 404 and response.status < 500:
+                break
+        raise UnknownWriteStateError(
+            f"cannot tell whether {location} was written: it exists, but reading it back "
+            f"failed ({last})"
+        )
 
     def delete_objects(
         self,

@@ -27,7 +27,8 @@ __all__ = ["Fault", "FaultProxy", "fault_proxy"]
 @dataclass
 class Fault:
     """Answer requests of ``method`` whose path matches ``pattern`` with ``status`` (0: reset
-    the connection), ``times`` times, after letting the first ``skip`` through."""
+    the connection), ``times`` times, after letting the first ``skip`` through. With
+    ``forward`` the request reaches the server first (done, but its answer lost)."""
 
     method: str
     pattern: str
@@ -36,6 +37,7 @@ class Fault:
     skip: int = 0
     echo: str = ""
     hits: int = 0
+    forward: bool = False
 
 
 class FaultProxy:
@@ -69,7 +71,10 @@ class FaultProxy:
                 fault = proxy._match(self.command, self.path)
                 if fault is None:
                     self._forward(body)
-                elif fault.status == 0:
+                    return
+                if fault.forward:
+                    self._forward(body, reply=False)
+                if fault.status == 0:
                     # RST instead of FIN: the client sees "connection reset by peer"
                     linger = struct.pack("ii", 1, 0)
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
@@ -93,7 +98,7 @@ class FaultProxy:
                 if self.command != "HEAD":
                     self.wfile.write(payload)
 
-            def _forward(self, body: bytes) -> None:
+            def _forward(self, body: bytes, reply: bool = True) -> None:
                 conn = http.client.HTTPConnection(proxy._upstream, timeout=30)
                 try:
                     headers = {
@@ -106,6 +111,8 @@ class FaultProxy:
                     data = answer.read()
                 finally:
                     conn.close()
+                if not reply:
+                    return
                 self.send_response(answer.status)
                 for key, value in answer.getheaders():
                     if key.lower() not in ("transfer-encoding", "connection", "content-length"):

@@ -166,7 +166,7 @@ class CatalogTransaction:
             reload_error: Exception | None = None
             for i, p in enumerate(parts):
                 for producer in p._producers():
-                    producer.committed(True)
+                    producer.committed(True, results[i].metadata if results is not None else None)
                 if results is not None:
                     p.table.metadata = results[i].metadata
                     p.table.metadata_location = results[i].metadata_location

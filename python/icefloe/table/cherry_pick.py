@@ -271,6 +271,6 @@ class CherryPick(SnapshotProducer):
 
         return validate
 
-    def committed(self, snapshot_id_in_table: bool) -> None:
+    def committed(self, snapshot_id_in_table: bool, metadata: TableMetadata | None = None) -> None:
         # a fast-forward writes nothing: every manifest of earlier attempts goes
-        super().committed(snapshot_id_in_table and not self.fast_forwarded)
+        super().committed(snapshot_id_in_table and not self.fast_forwarded, metadata)

@@ -769,15 +769,32 @@ class SnapshotProducer:
         return row
 
     # -- outcome --------------------------------------------------------------------------------
-    def committed(self, snapshot_id_in_table: bool) -> None:
+    def landed_in(self, metadata: TableMetadata) -> bool:
+        """Whether ``metadata`` holds the snapshot of this producer's last attempt: that commit
+        happened although it was reported lost."""
+        if not self._attempts:
+            return False
+        last = self._attempts[-1]
+        found = metadata.snapshot_by_id(last.snapshot.snapshot_id)
+        return found is not None and found.manifest_list == last.manifest_list
+
+    def committed(self, snapshot_id_in_table: bool, metadata: TableMetadata | None = None) -> None:
         """Called after the transaction's commit: delete the manifest lists of superseded
         attempts and every manifest this producer wrote that the committed manifest list does
-        not name (those of superseded attempts, and new manifests merged into others)."""
+        not name (those of superseded attempts, and new manifests merged into others).
+
+        With the committed ``metadata``: when it names a superseded attempt's manifest list
+        (a commit reported lost that happened), nothing is deleted; its snapshots need them.
+        """
         if not snapshot_id_in_table:
             self.abort()
             return
         if not self._attempts:
             return
+        if metadata is not None:
+            named = {s.manifest_list for s in metadata.snapshots}
+            if any(a.manifest_list in named for a in self._attempts[:-1]):
+                return
         final = self._attempts[-1]
         for a in self._attempts[:-1]:
             self.io.delete_quietly(a.manifest_list)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.exceptions import (
     CommitConflictError,
+    CommitStateUnknownError,
     NotFoundError,
     ValidationError,
     commit_did_not_happen,
@@ -501,6 +502,8 @@ class Transaction:
                     # the checks walk the new commits back to the base: a REST catalog in refs
                     # mode leaves those no ref points at out of the refreshed metadata
                     self.table.load_every_snapshot()
+                    if self._landed():
+                        return self.table
                     try:
                         self._replay()
                     except NotFoundError:
@@ -522,8 +525,26 @@ class Transaction:
                 raise
             self._may_have_committed = True
             for p in self._producers():
-                p.committed(True)
+                p.committed(True, self.table.metadata)
             return self.table
+
+    def _landed(self) -> bool:
+        """After a commit reported lost and a refresh: whether the table holds the commit
+        anyway (its snapshots are in the table; a store that lost the answer to a write that
+        happened can make a catalog report it so). Rebuilding would apply the changes twice
+        and delete the files of snapshots in the table."""
+        producers = self._producers()
+        landed = [p.landed_in(self.table.metadata) for p in producers]
+        if not any(landed):
+            return False
+        self._may_have_committed = True
+        if not all(landed):
+            raise CommitStateUnknownError(
+                "the commit was reported lost, but the table holds some of its snapshots"
+            )
+        for p in producers:
+            p.committed(True, self.table.metadata)
+        return True
 
 
 class UpdateProperties(PendingUpdate):
