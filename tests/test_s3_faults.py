@@ -186,6 +186,132 @@ def test_a_metadata_file_that_cannot_be_written_leaves_the_table_unchanged(
     assert t.scan().to_arrow().num_rows == 4
 
 
+# -- writes whose answer is lost --------------------------------------------------------------
+
+
+def _every_snapshot_rows(t: Table) -> list[int]:
+    return [t.scan(snapshot_id=s.snapshot_id).to_arrow().num_rows for s in t.snapshots()]
+
+
+def test_a_version_file_stored_without_an_answer_is_found_to_be_ours(
+    moto_s3: S3Server, proxy: FaultProxy
+) -> None:
+    """File-system catalog: the create of the next version file is stored but its answer is
+    lost, and the read-back that follows the retry's 412 first gets a 503. The read-back is
+    asked again and finds our own file: the append lands once, and no file of a snapshot in
+    the table is deleted (the answer was once taken for another writer's commit, the append
+    replayed on top of itself and the first attempt's manifests deleted)."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    cat = HadoopCatalog("h", warehouse=moto_s3.fresh_location(), **_properties(moto_s3, proxy))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_rows(10))
+    put = proxy.add(Fault("PUT", r"/v3\.metadata\.json$", 0, times=1, forward=True))
+    get = proxy.add(Fault("GET", r"/v3\.metadata\.json$", 503, times=1))
+    t.append(_rows(10))
+    assert put.hits == 1 and get.hits == 1
+    proxy.clear()
+    fresh = HadoopCatalog("h", warehouse=cat.warehouse, **moto_s3.properties()).load_table("db.t")
+    assert fresh.metadata_location.endswith("/v3.metadata.json")
+    assert _every_snapshot_rows(fresh) == [10, 20]
+
+
+def test_a_version_file_whose_read_back_never_answers_is_an_unknown_commit(
+    moto_s3: S3Server, proxy: FaultProxy
+) -> None:
+    """As above, but every read-back fails: the commit's outcome is unknown, so it raises
+    CommitStateUnknownError and keeps every file; the table holds the append once."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.exceptions import CommitStateUnknownError
+
+    cat = HadoopCatalog("h", warehouse=moto_s3.fresh_location(), **_properties(moto_s3, proxy))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_rows(10))
+    proxy.add(Fault("PUT", r"/v3\.metadata\.json$", 0, times=1, forward=True))
+    proxy.add(Fault("GET", r"/v3\.metadata\.json$", 503))
+    with pytest.raises(CommitStateUnknownError):
+        t.append(_rows(10))
+    proxy.clear()
+    fresh = HadoopCatalog("h", warehouse=cat.warehouse, **moto_s3.properties()).load_table("db.t")
+    assert _every_snapshot_rows(fresh) == [10, 20]
+
+
+def test_a_data_file_stored_without_an_answer_is_found_to_be_ours(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    """The single PUT of a new data file is stored, its answer lost; the retry's 412 is
+    followed by a read-back that first gets a 503: the file is ours and the append goes on
+    (it was reported as "file already exists", the file left behind)."""
+    t, location = _table(moto_s3, proxy, tmp_path)
+    put = proxy.add(Fault("PUT", r"/data/\S+\.parquet$", 0, times=1, forward=True))
+    get = proxy.add(Fault("GET", r"/data/\S+\.parquet$", 503, times=1))
+    t.append(_rows(10))
+    assert put.hits == 1 and get.hits == 1
+    proxy.clear()
+    assert t.refresh().scan().to_arrow().num_rows == 10
+    assert len(_data_files(moto_s3, location)) == 1
+
+
+def test_a_conflict_answered_after_a_lost_answer_is_asked_again(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    """A 500 to the create of the next metadata file, then S3's 409 (a conditional write of
+    the key in progress): the 409 is no proof that another writer won, the create is sent
+    again and the append lands once."""
+    t, _ = _table(moto_s3, proxy, tmp_path)
+    t.append(_rows(10))
+    first = proxy.add(Fault("PUT", r"/metadata/\S+\.metadata\.json$", 500, times=1))
+    second = proxy.add(Fault("PUT", r"/metadata/\S+\.metadata\.json$", 409, times=1))
+    t.append(_rows(10))
+    assert first.hits == 1 and second.hits == 1
+    proxy.clear()
+    assert _every_snapshot_rows(t.refresh()) == [10, 20]
+
+
+# -- maintenance ---------------------------------------------------------------------------------
+
+
+def test_a_purge_whose_manifests_cannot_be_read_fails_before_dropping(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    """Every read of the manifests answers 503: the purge cannot tell which data files are the
+    table's, so it fails with the table still there (it dropped the table and left every data
+    file behind, named by no metadata, where orphan removal never looks)."""
+    t, location = _table(moto_s3, proxy, tmp_path)
+    t.append(_rows(10))
+    t.append(_rows(10))
+    cat = t.catalog
+    proxy.add(Fault("GET", r"-m\d+\.avro$", 503))
+    with pytest.raises(FileIOError):
+        cat.drop_table("db.t", purge=True)
+    proxy.clear()
+    assert cat.table_exists("db.t") and len(_data_files(moto_s3, location)) == 2
+    cat.drop_table("db.t", purge=True)
+    assert not cat.table_exists("db.t") and _data_files(moto_s3, location) == []
+
+
+def test_an_expiry_whose_manifest_lists_cannot_be_read_reports_what_it_committed(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    """The expiry commits, then the expired snapshots' manifest lists answer 503: the result
+    says which snapshots are gone and why their files were left (a FileIOError here claimed
+    the committed expiry had failed, and its files were never looked for again)."""
+    t, location = _table(moto_s3, proxy, tmp_path)
+    for i in range(3):
+        t.overwrite(_rows(10 + i))
+    expired = [s.snapshot_id for s in t.snapshots()][:-1]
+    proxy.add(Fault("GET", r"/metadata/snap-\S+\.avro$", 503))
+    r = t.expire_snapshots(retain_last=1, older_than_ms=2**62)
+    proxy.clear()
+    assert sorted(r.snapshot_ids) == sorted(expired) and not r.files_deleted
+    assert "snap-" in r.files_error  # names the manifest list it could not read
+    assert len(t.refresh().snapshots()) == 1
+    assert t.scan().to_arrow().num_rows == 12
+    assert len(_data_files(moto_s3, location)) == 3  # left for orphan removal
+
+
 # -- reads -------------------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ from icefloe.exceptions import (
     IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NotFoundError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
     ValidationError,
@@ -718,7 +719,8 @@ def files_to_purge(table: Table) -> list[list[str]]:
     deletes them: the data and delete files of every snapshot's manifests (none with
     ``gc.enabled=false``: other tables may share them), then the manifests, manifest lists and
     statistics files, then the metadata files of the metadata log and the current one. When a
-    manifest list or manifest is already gone, what the metadata itself names."""
+    manifest list or manifest is already gone, what the metadata itself names; any other
+    failure to read one is raised (the table is still there to drop again)."""
     from icefloe.table.maintenance import reachable_files
 
     meta = table.metadata
@@ -734,7 +736,7 @@ def files_to_purge(table: Table) -> list[list[str]]:
         named |= set(lists.to_pylist())
         if gc:
             content = set(reachable_files(io, meta, table.metadata_location).to_pylist()) - named
-    except IcebergError:
+    except NotFoundError:
         pass  # a manifest list or manifest is already gone: the files it named are orphans
     named.discard("")
     return [sorted(content), sorted(named - metadata_files), sorted(metadata_files)]

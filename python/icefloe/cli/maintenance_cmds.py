@@ -160,6 +160,7 @@ def expire(
         **{k: len(v) if counted else None for k, v in kinds.items()},
         "files_deleted": r.files_deleted,
         "files_not_deleted": list(r.files_not_deleted),
+        "files_error": r.files_error or None,
     }
     if as_json:
         state.out.json(doc)
@@ -183,6 +184,7 @@ def expire(
                 if r.files_not_deleted
                 else []
             ),
+            *([("files", f"left in place: {r.files_error}")] if r.files_error else []),
         ],
     )
 

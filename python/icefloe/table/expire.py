@@ -34,7 +34,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import CommitConflictError, NotFoundError, ValidationError
+from icefloe.exceptions import (
+    CommitConflictError,
+    IcebergError,
+    NotFoundError,
+    ValidationError,
+)
 from icefloe.metadata import (
     MAIN_BRANCH,
     AssertRefSnapshotId,
@@ -92,6 +97,10 @@ class ExpireResult:
     #: Files of the expired snapshots that could not be deleted (the expiry is committed all
     #: the same; they are left to :meth:`~icefloe.table.Table.remove_orphan_files`).
     files_not_deleted: tuple[str, ...] = ()
+    #: Why the expired snapshots' files could not be worked out (their manifests could not be
+    #: read): the expiry is committed all the same and no file was deleted; they are left to
+    #: :meth:`~icefloe.table.Table.remove_orphan_files`. Empty when they could.
+    files_error: str = ""
 
     @property
     def all_files(self) -> tuple[str, ...]:
@@ -288,6 +297,16 @@ def expire_snapshots(
                     exc,
                 )
                 return _result(expired, removed_refs, ExpireResult(), dry_run=False, deleted=True)
+            except IcebergError as exc:
+                # committed: a manifest that cannot be read now leaves the files to orphan
+                # removal; raising would report the committed expiry as failed
+                log.warning(
+                    "expire_snapshots of %s: committed, files not deleted: %s", table.name, exc
+                )
+                return replace(
+                    _result(expired, removed_refs, None, dry_run=False, deleted=False),
+                    files_error=str(exc),
+                )
             # committed: a file that cannot be deleted now is an orphan, not a failure
             failed = delete_all(
                 table.io,
