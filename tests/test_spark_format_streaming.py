@@ -189,6 +189,48 @@ def test_a_fresh_checkpoint_at_the_same_location_commits_its_batches(
     assert len(runs) == 2 and None not in runs
 
 
+def test_a_stream_with_a_given_schema_reads_its_columns(spark: Any, tmp_path: Path) -> None:
+    """``readStream.schema("id bigint")`` streams that column, as a batch read does (every
+    batch stopped with "the table's schema changed", which it had not)."""
+    cat, src = src_dst(spark, tmp_path, "given")
+    df = (
+        spark.readStream.format("icefloe")
+        .options(**catalog_options(cat))
+        .schema("id bigint")
+        .load("db.src")
+    )
+    q = df.writeStream.format("memory").queryName("given_schema").start()
+    try:
+        q.processAllAvailable()
+        src.refresh().append(kv(range(10, 12)))
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    rows = spark.sql("SELECT * FROM given_schema").collect()
+    assert [tuple(r) for r in sorted(rows)] == [(i,) for i in range(12)]
+
+
+def test_a_column_made_optional_while_streaming_stops_the_query(spark: Any, tmp_path: Path) -> None:
+    """Spark analysed the column as NOT NULL: once it is optional (and a null arrives), the
+    query stops with the stream's error, not Spark's "Value at index is null"."""
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "optional", name="optional")
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    src = cat.create_table("db.src", schema)
+    src.append(pa.table({"id": pa.array([1, 2], pa.int64())}, schema=schema))
+    q = _stream(spark, cat, "db.src").writeStream.format("memory").queryName("optional").start()
+    try:
+        q.processAllAvailable()
+        with src.refresh().update_schema() as u:
+            u.make_column_optional("id")
+        src.refresh().append(pa.table({"id": pa.array([None], pa.int64())}))
+        with pytest.raises(Exception, match="schema changed while the query ran: column 'id'"):
+            q.processAllAvailable()
+    finally:
+        q.stop()
+
+
 def test_streams_refuse_refs_and_stop_on_schema_changes(spark: Any, tmp_path: Path) -> None:
     cat, src = src_dst(spark, tmp_path, "refuse")
     with pytest.raises(Exception, match="a stream reads the appends of the main branch"):

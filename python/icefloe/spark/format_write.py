@@ -41,8 +41,10 @@ Spark query id, else of its name, a recorded checkpoint location compared in tha
 spelling, so snapshots of older versions count): a batch id already committed (a batch
 replayed after a restart) is not committed again and its files are deleted; a snapshot of the
 query's name but of another run (the checkpoint was deleted and the query started afresh at
-the same location) is not this run's, whose batches all commit. Output modes ``append``
-(append snapshots) and ``complete`` (each batch replaces the table's rows).
+the same location) is not this run's, whose batches all commit. Only the history tells
+(as in Java's sink): a batch whose snapshot was expired before the restart commits again.
+Output modes ``append`` (append snapshots) and ``complete`` (each batch replaces the table's
+rows).
 """
 
 from __future__ import annotations

@@ -250,13 +250,21 @@ def _top_level_id(schema: Any, field_id: int) -> int:
 
 
 def fit_to_analysed(
-    options: ReadOptions, fields: list[NestedField], analysed: Any, case_sensitive: bool = True
+    options: ReadOptions,
+    fields: list[NestedField],
+    analysed: Any,
+    case_sensitive: bool = True,
+    *,
+    when: str = "after this read was defined",
+    advice: str = _READ_AGAIN,
+    error: type[ValidationError] = ValidationError,
 ) -> tuple[ReadOptions, list[NestedField]]:
     """The read of ``fields`` narrowed to the columns of ``analysed``, the Spark schema the
-    query was analysed with (its fields carry their Iceberg ids; without them they match by
-    name). Columns added to the table since are not read; a column that is gone, renamed or
-    changed in type (or nullability) raises :class:`ValidationError`, as Spark would read the
-    rows positionally as the analysed types."""
+    query was analysed with (its fields carry their Iceberg ids; without them, as in a schema
+    the user gave, they match by name). Columns added to the table since are not read; a
+    column that is gone, renamed or changed in type (or nullability) raises ``error``
+    (:class:`ValidationError`; its text says the schema changed ``when`` and gives
+    ``advice``), as Spark would read the rows positionally as the analysed types."""
     if analysed is None:
         return options, fields
     by_id = {f.field_id: f for f in fields}
@@ -280,9 +288,7 @@ def fit_to_analysed(
             else:
                 chosen.append(found)
                 continue
-        raise ValidationError(
-            f"the table's schema changed after this read was defined: {problem}; {_READ_AGAIN}"
-        )
+        raise error(f"the table's schema changed {when}: {problem}; {advice}")
     ids = [f.field_id for f in chosen]
     if ids == [f.field_id for f in fields]:
         return options, fields
@@ -300,10 +306,7 @@ def fit_to_analysed(
     )
     out = output_fields(narrowed)
     if [f.field_id for f in out] != ids:
-        raise ValidationError(
-            "the table's schema changed after this read was defined: its columns were "
-            f"reordered; {_READ_AGAIN}"
-        )
+        raise error(f"the table's schema changed {when}: its columns were reordered; {advice}")
     return narrowed, out
 
 

@@ -26,11 +26,13 @@ theirs; Java's ``streaming-max-rows-per-micro-batch`` is refused (no row limit h
 Offsets are ``{"snapshot_id": S, "files": k}``: every file of the snapshots before ``S`` and
 the first ``k`` added files of ``S`` (in path order) are consumed; ``k = -1``: all of ``S``.
 Offsets are stored in the query's checkpoint, so a restarted query goes on after the last batch
-it committed and reads each appended snapshot once. The rows are read as the table's schema
-when the query started (files written under older schemas are read by field id); a schema
-change while the query runs stops it with a :class:`StreamingError` saying to restart it, which
-then streams with the new schema. Options choosing a snapshot or a ref (``branch``, ``tag``,
-``snapshot-id``, ``as-of-timestamp``) are refused: a stream follows the main branch.
+it committed and reads each appended snapshot once. The rows are read as the schema Spark
+analysed when the query started, the table's or the columns of one the user gave (files written
+under older schemas are read by field id); columns added while the query runs are streamed once
+it restarts, and a column dropped, renamed, retyped or made optional stops it with a
+:class:`StreamingError` saying to restart it, which then streams with the new schema. Options
+choosing a snapshot or a ref (``branch``, ``tag``, ``snapshot-id``, ``as-of-timestamp``) are
+refused: a stream follows the main branch.
 """
 
 from __future__ import annotations
@@ -45,12 +47,12 @@ from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.metadata import Snapshot
 from icefloe.scan.tasks import FileScanTask
-from icefloe.spark.schema import spark_type
 from icefloe.spark.source import (
     TasksPartition,
     _bool_option,
     _int_option,
     filter_option,
+    fit_to_analysed,
     plan_read,
     read_partition,
     table_from_options,
@@ -58,7 +60,6 @@ from icefloe.spark.source import (
 )
 from icefloe.spark.worker import planner_step
 from icefloe.table import Table
-from icefloe.types import StructType
 
 __all__ = [
     "JAVA_OPTIONS",
@@ -182,8 +183,9 @@ class IcefloeStreamReader(DataSourceStreamReader):
                 "options 'start-snapshot-id' and 'stream-from-timestamp' both choose where the "
                 "stream starts: give one"
             )
-        #: the rows' schema Spark fixed when the query started (see :meth:`partitions`)
-        self.schema = schema.simpleString() if schema is not None else None
+        #: the rows' schema Spark fixed when the query started, the table's or one the user
+        #: gave (see :meth:`partitions`)
+        self.analysed = schema
         self.limit = _int_option(self.options, "max-files-per-micro-batch")
         if self.limit is not None and self.limit <= 0:
             raise ValidationError(
@@ -288,13 +290,18 @@ class IcefloeStreamReader(DataSourceStreamReader):
             table, scan, options, fields = plan_read(self.options, self.row_filter)
             # bound to the stream's schema: older snapshots are planned with its field ids
             bound = scan.bound_filter() if self.row_filter is not None else None
-            now = spark_type(StructType(*fields)).simpleString()
-            if self.schema is not None and now != self.schema:
-                raise StreamingError(
-                    f"the table's schema changed while the query ran ({self.schema} is now "
-                    f"{now}): restart the query to stream with the new schema (it goes on "
-                    "from its checkpoint)"
-                )
+            # the rows as Spark analysed them: its columns only (added ones wait for a
+            # restart); a column gone, renamed, retyped or made optional stops the query
+            options, fields = fit_to_analysed(
+                options,
+                fields,
+                self.analysed,
+                _bool_option(self.options, "case-sensitive", True),
+                when="while the query ran",
+                advice="restart the query to stream with the new schema (it goes on from its "
+                "checkpoint)",
+                error=StreamingError,
+            )
             tasks: list[FileScanTask] = []
             end_id, end_k = int(end["snapshot_id"]), int(end["files"])
             if start != end:
