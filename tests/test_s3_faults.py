@@ -238,6 +238,57 @@ def test_a_version_file_whose_read_back_never_answers_is_an_unknown_commit(
     assert _every_snapshot_rows(fresh) == [10, 20]
 
 
+def _hadoop_table(moto_s3: S3Server, proxy: FaultProxy) -> tuple[Any, Table]:
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    cat = HadoopCatalog("h", warehouse=moto_s3.fresh_location(), **_properties(moto_s3, proxy))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_rows(10))
+    return cat, t
+
+
+def _reloaded(moto_s3: S3Server, cat: Any) -> Table:
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    return HadoopCatalog("h", warehouse=cat.warehouse, **moto_s3.properties()).load_table("db.t")
+
+
+def test_a_failed_reload_after_a_reported_conflict_keeps_the_files(
+    moto_s3: S3Server, proxy: FaultProxy
+) -> None:
+    """The create of the next version is stored but answered 409 (as by a gateway that
+    retried it for us), the refresh finds our own version as another writer's, and the
+    transaction's reload to rebuild then fails: without the table's state the commit cannot
+    be checked, so the outcome is unknown and every file stays (they were deleted, leaving
+    the committed snapshot unreadable)."""
+    from icefloe.exceptions import CommitStateUnknownError
+
+    cat, t = _hadoop_table(moto_s3, proxy)
+    proxy.add(Fault("PUT", r"/v3\.metadata\.json$", 409, times=1, forward=True))
+    proxy.add(Fault("GET", r"/v3\.metadata\.json$", 503, skip=1))
+    with pytest.raises(CommitStateUnknownError, match="reloading the table"):
+        t.append(_rows(10))
+    proxy.clear()
+    assert _every_snapshot_rows(_reloaded(moto_s3, cat)) == [10, 20]
+
+
+def test_a_check_failing_after_the_version_is_written_is_an_unknown_commit(
+    moto_s3: S3Server, proxy: FaultProxy
+) -> None:
+    """The next version is created, then the check that the base is still there fails (503):
+    the commit is most likely in the table, so the error says its outcome is unknown (a
+    plain FileIOError invited a retry that appended the rows twice)."""
+    from icefloe.exceptions import CommitStateUnknownError
+
+    cat, t = _hadoop_table(moto_s3, proxy)
+    proxy.add(Fault("HEAD", r"/v2\.metadata\.json$", 503, skip=1))
+    with pytest.raises(CommitStateUnknownError, match="wrote s3://"):
+        t.append(_rows(10))
+    proxy.clear()
+    assert _every_snapshot_rows(_reloaded(moto_s3, cat)) == [10, 20]
+
+
 def test_a_data_file_stored_without_an_answer_is_found_to_be_ours(
     moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
 ) -> None:

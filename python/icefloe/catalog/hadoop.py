@@ -289,7 +289,18 @@ class HadoopCatalog(Catalog):
                 f"{'.'.join(identifier)!r} moved past version {version} (the base of this commit)"
             )
         location = self._write_version(identifier, version + 1, new)
-        if not self.io.exists(base_location) and not self._landed(identifier, location, base, new):
+        try:
+            stray = not self.io.exists(base_location) and not self._landed(
+                identifier, location, base, new
+            )
+        except CommitStateUnknownError:
+            raise
+        except Exception as exc:  # the new version exists: the commit may well be in the table
+            raise CommitStateUnknownError(
+                f"commit of {'.'.join(identifier)!r} wrote {location}, but checking that it is "
+                f"the table's version failed: {exc}"
+            ) from exc
+        if stray:
             # Other writers committed v<N+1>, went on and deleted it (with v<N>, which always
             # goes first) between the checks above and the exclusive create: this v<N+1> is a
             # stray behind newer versions, and the commit did not happen. (A base deleted by

@@ -502,6 +502,17 @@ class Transaction:
                     # the checks walk the new commits back to the base: a REST catalog in refs
                     # mode leaves those no ref points at out of the refreshed metadata
                     self.table.load_every_snapshot()
+                except BaseException as exc:
+                    # without the table's state, that the commit reported lost did not land
+                    # after all (see _landed) cannot be checked: its files stay
+                    self._may_have_committed = True
+                    if isinstance(exc, Exception):
+                        raise CommitStateUnknownError(
+                            "a commit was reported lost, and reloading the table to check "
+                            f"failed: {exc}"
+                        ) from exc
+                    raise
+                try:
                     if self._landed():
                         return self.table
                     try:
