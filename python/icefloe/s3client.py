@@ -362,20 +362,10 @@ class S3Client:
     def get_object(self, bucket: str, key: str) -> bytes:
         """The whole object, in one ``GET`` (retried when the server does not answer)."""
         location = self._location(bucket, key)
-        last = ""
-        for attempt in range(_ATTEMPTS):
-            if attempt:
-                time.sleep(0.1 * 2**attempt)
-            try:
-                response = self._send("GET", bucket, key)
-            except (_NotSent, _NoAnswer) as exc:
-                last = str(exc)
-                continue
-            if response.status == 200:
-                return response.body
-            if response.status >= 500:
-                last = f"{response.status} {response.error()[0]}".strip()
-                continue
+        response, last = self._get_retried(bucket, key, lambda status: status >= 500)
+        if response is not None and response.status == 200:
+            return response.body
+        if response is not None and response.status < 500:
             raise self._fail(response, location, "read")
         raise self._unreachable(location, "read", last)
 
@@ -384,25 +374,38 @@ class S3Client:
         of ours that may have been stored wrote it). A read-back that fails or finds nothing is
         retried; when it never tells, :class:`UnknownWriteStateError`: taking it as another
         writer's would make a commit that landed look lost."""
-        location = self._location(bucket, key)
+        response, last = self._get_retried(
+            bucket, key, lambda status: status == 404 or status >= 500
+        )
+        if response is not None and response.status == 200:
+            return response.body == body
+        raise UnknownWriteStateError(
+            f"cannot tell whether {self._location(bucket, key)} was written: it exists, but "
+            f"reading it back failed ({last})"
+        )
+
+    def _get_retried(
+        self, bucket: str, key: str, again: Callable[[int], bool]
+    ) -> tuple[_Response | None, str]:
+        """``GET`` the object, asked again (up to :data:`_ATTEMPTS` times) while the server
+        does not answer or answers a status ``again`` accepts: the last answer (``None`` when
+        none came) and the last failure's text."""
         last = ""
+        response: _Response | None = None
         for attempt in range(_ATTEMPTS):
             if attempt:
                 time.sleep(0.1 * 2**attempt)
             try:
                 response = self._send("GET", bucket, key)
             except (_NotSent, _NoAnswer) as exc:
-                last = str(exc)
+                response, last = None, str(exc)
                 continue
             if response.status == 200:
-                return response.body == body
-            last = f"{response.status} {response.error()[0]}".strip()
-            if response.status != 404 and response.status < 500:
                 break
-        raise UnknownWriteStateError(
-            f"cannot tell whether {location} was written: it exists, but reading it back "
-            f"failed ({last})"
-        )
+            last = f"{response.status} {response.error()[0]}".strip()
+            if not again(response.status):
+                break
+        return response, last
 
     def delete_objects(
         self,
