@@ -503,6 +503,9 @@ class Transaction:
                     # mode leaves those no ref points at out of the refreshed metadata
                     self.table.load_every_snapshot()
                 except BaseException as exc:
+                    if commit_did_not_happen(exc):  # the table was dropped or replaced
+                        self._abort_producers()
+                        raise
                     # without the table's state, that the commit reported lost did not land
                     # after all (see _landed) cannot be checked: its files stay
                     self._may_have_committed = True
