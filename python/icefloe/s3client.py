@@ -339,14 +339,12 @@ class S3Client:
             if response.status in (200, 201, 204):
                 return
             if if_absent and response.status in (409, 412):
-                if not maybe_written:
-                    raise AlreadyExistsError(f"cannot create {location}: file already exists")
-                if response.status == 409:
+                if maybe_written and response.status == 409:
                     # a conditional write of the key is in progress, perhaps the earlier
                     # attempt's: ask again once it has ended
                     last = f"{response.status} {response.error()[0]}".strip()
                     continue
-                if self._holds(bucket, key, body):
+                if maybe_written and self._holds(bucket, key, body):
                     return  # our own earlier attempt created it
                 raise AlreadyExistsError(f"cannot create {location}: file already exists")
             if response.status in self._NOT_PROCESSED:
