@@ -294,3 +294,40 @@ def test_a_commit_reported_lost_that_landed_is_not_applied_twice(tmp_path: Path)
     assert calls == [3]
     assert _ids(t) == [1, 2, 3] and len(t.snapshots()) == 2
     _assert_intact(cat, "db.t")
+
+
+def test_a_replayed_commit_never_deletes_files_the_committed_table_names(
+    tmp_path: Path,
+) -> None:
+    """As above with the transaction's check that its commit landed bypassed: the rebuild
+    commits its data file a second time (a table the check exists to prevent), but the
+    producer deletes no manifest list or manifest of the first attempt, which the committed
+    table still names: every file it references exists and the first attempt's snapshot
+    reads."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.table.transaction import Transaction
+
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    real = HadoopCatalog._write_version
+    calls = []
+
+    def wrote_then_refused(self: Any, identifier: Any, version: int, new: Any) -> str:
+        location = real(self, identifier, version, new)
+        calls.append(version)
+        if len(calls) == 1:
+            raise CommitFailedError(f"another writer committed version {version}")
+        return location
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(HadoopCatalog, "_write_version", wrote_then_refused)
+        mp.setattr(Transaction, "_landed", lambda self: False)
+        t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    assert calls == [3, 4]
+    t = cat.load_table("db.t")
+    referenced = set(reachable_files(t.io, t.metadata, t.metadata_location).to_pylist())
+    assert [p for p in referenced if not t.io.exists(p)] == []
+    first = t.snapshots()[1].snapshot_id
+    assert sorted(t.scan(snapshot_id=first).to_arrow().column("id").to_pylist()) == [1, 2]

@@ -402,8 +402,11 @@ class SnapshotProducer:
         for fn in self._validators:
             fn(metadata, parent, since)
         if metadata.snapshot_by_id(self.snapshot_id) is not None:
+            # the new manifests name the old id: written again, deleted unless the snapshot in
+            # the table is this producer's own (a commit reported lost that landed uses them)
+            mine = self.landed_in(metadata)
             self.snapshot_id = _new_snapshot_id(metadata)
-            self._discard_new_manifests()
+            self._discard_new_manifests(delete=not mine)
         version = metadata.format_version
         seq = metadata.last_sequence_number + 1 if version >= 2 else 0
         if self._sequence_number is not None:
@@ -681,8 +684,8 @@ class SnapshotProducer:
         them), written and committed by the other format's writers."""
         return [f.file_path for f in (*self._added, *self._added_deletes)]
 
-    def _discard_new_manifests(self) -> None:
-        for p in self._new_manifest_paths:
+    def _discard_new_manifests(self, delete: bool = True) -> None:
+        for p in self._new_manifest_paths if delete else ():
             self.io.delete_quietly(p)
         self._new_manifest_paths = []
         self._new_manifests = None

@@ -517,7 +517,7 @@ class Transaction:
                     raise
                 try:
                     if self._landed():
-                        return self.table
+                        return self._finish()
                     try:
                         self._replay()
                     except NotFoundError:
@@ -537,28 +537,27 @@ class Transaction:
                 else:
                     self._may_have_committed = True
                 raise
-            self._may_have_committed = True
-            for p in self._producers():
-                p.committed(True, self.table.metadata)
-            return self.table
+            return self._finish()
+
+    def _finish(self) -> Table:
+        """The commit happened: the producers drop what the committed table does not use."""
+        self._may_have_committed = True
+        for p in self._producers():
+            p.committed(True, self.table.metadata)
+        return self.table
 
     def _landed(self) -> bool:
         """After a commit reported lost and a refresh: whether the table holds the commit
         anyway (its snapshots are in the table; a store that lost the answer to a write that
         happened can make a catalog report it so). Rebuilding would apply the changes twice
         and delete the files of snapshots in the table."""
-        producers = self._producers()
-        landed = [p.landed_in(self.table.metadata) for p in producers]
-        if not any(landed):
-            return False
-        self._may_have_committed = True
-        if not all(landed):
+        landed = [p.landed_in(self.table.metadata) for p in self._producers()]
+        if any(landed) and not all(landed):
+            self._may_have_committed = True
             raise CommitStateUnknownError(
                 "the commit was reported lost, but the table holds some of its snapshots"
             )
-        for p in producers:
-            p.committed(True, self.table.metadata)
-        return True
+        return any(landed)
 
 
 class UpdateProperties(PendingUpdate):
