@@ -236,7 +236,7 @@ def test_a_commit_held_back_and_applied_later_keeps_its_files(
 
 
 def test_request_timeout_settings() -> None:
-    from icefloe.catalog.sql import _request_timeout
+    from icefloe.catalog.sql_database import request_timeout_seconds as _request_timeout
 
     assert _request_timeout({}) == 60.0
     assert _request_timeout({"request-timeout": "2.5"}) == 2.5

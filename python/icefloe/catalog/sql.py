@@ -20,21 +20,14 @@ pointer, and reported as :class:`CommitStateUnknownError` when that is impossibl
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.util
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from sqlalchemy import (
-    Column,
-    MetaData,
-    String,
-    Table,
     and_,
     create_engine,
     delete,
-    func,
     insert,
     inspect,
     or_,
@@ -60,6 +53,20 @@ from icefloe.catalog.commit import (
     check_updates_fit,
 )
 from icefloe.catalog.metastore import MetastoreCatalog
+from icefloe.catalog.sql_database import (
+    EXISTS,
+    ICEBERG_TABLES,
+    NAMESPACE_PROPERTIES,
+    SCHEMA,
+    brief,
+    check_credentials,
+    check_reserved,
+    database_errors,
+    normalise_uri,
+    request_timeout_seconds,
+    too_long,
+    under,
+)
 from icefloe.catalog.sql_views import (
     NO_TYPE_COLUMN,
     TABLE_TYPE,
@@ -67,7 +74,7 @@ from icefloe.catalog.sql_views import (
     missing_entry,
     taken_entry,
 )
-from icefloe.catalog.sqlite_journal import READ_ONLY_HINT, journal_mode, use_journal_mode
+from icefloe.catalog.sqlite_journal import journal_mode, use_journal_mode
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
@@ -76,7 +83,6 @@ from icefloe.exceptions import (
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
-    ServiceUnavailableError,
     UnsupportedFeatureError,
     ValidationError,
 )
@@ -91,127 +97,8 @@ from icefloe.properties import parse_seconds, string_map
 
 __all__ = ["SqlCatalog"]
 
-#: Stored with every namespace (as Iceberg's JDBC catalog does) so that one whose properties
-#: are all removed still exists; never shown, set or removed by users.
-EXISTS = "exists"
 #: How often a namespace property update that lost a race to another writer is tried again.
 _PROPERTY_RETRIES = 5
-
-_schema = MetaData()
-ICEBERG_TABLES = Table(
-    "iceberg_tables",
-    _schema,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("table_namespace", String(255), primary_key=True, nullable=False),
-    Column("table_name", String(255), primary_key=True, nullable=False),
-    Column("metadata_location", String(1000), nullable=True),
-    Column("previous_metadata_location", String(1000), nullable=True),
-    Column("iceberg_type", String(5), nullable=True),
-)
-NAMESPACE_PROPERTIES = Table(
-    "iceberg_namespace_properties",
-    _schema,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("namespace", String(255), primary_key=True, nullable=False),
-    Column("property_key", String(255), primary_key=True, nullable=False),
-    Column("property_value", String(1000), nullable=True),
-)
-
-
-def _normalise_uri(uri: str) -> str:
-    """Iceberg Java's JDBC URLs (``jdbc:postgresql://...``, ``jdbc:sqlite:path``) as SQLAlchemy
-    URLs, and an installed PostgreSQL driver picked for a bare ``postgresql://`` URI."""
-    if uri.startswith("jdbc:"):
-        uri = uri[len("jdbc:") :]
-        if uri.startswith("sqlite:") and not uri.startswith("sqlite://"):
-            path = uri[len("sqlite:") :]
-            return "sqlite:///:memory:" if path in ("", ":memory:") else f"sqlite:///{path}"
-    for prefix in ("postgresql://", "postgres://"):
-        if uri.startswith(prefix):
-            rest = uri[len(prefix) :]
-            if importlib.util.find_spec("psycopg") is not None:
-                return "postgresql+psycopg://" + rest
-            return "postgresql://" + rest
-    return uri
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _database_errors(fn: _F) -> _F:
-    """``fn`` raising :class:`ServiceUnavailableError` for a database error it does not handle
-    itself (the database cannot be reached or opened, a connection dropped), with the
-    driver's message and no SQL statement or parameters."""
-
-    @functools.wraps(fn)
-    def wrapper(self: SqlCatalog, *args: Any, **kwargs: Any) -> Any:
-        if getattr(self, "_gone", False):  # (__init__ runs here too)
-            raise ServiceUnavailableError(
-                f"SQL catalog {self.name!r} was closed, and its in-memory database with it"
-            )
-        try:
-            return fn(self, *args, **kwargs)
-        except DataError as exc:  # a value the catalog's columns cannot hold: not retryable
-            raise _too_long(self.name, exc) from exc
-        except SQLAlchemyError as exc:
-            raise ServiceUnavailableError(
-                f"SQL catalog {self.name!r}: the catalog database failed: {_brief(exc)}"
-                + (READ_ONLY_HINT if "readonly database" in _brief(exc) else "")
-            ) from exc
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _brief(exc: SQLAlchemyError) -> str:
-    """The driver's first line of ``exc``, without SQLAlchemy's statement and parameters."""
-    cause = getattr(exc, "orig", None) or exc
-    return " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
-
-
-def _too_long(name: str, exc: DataError) -> ValidationError:
-    return ValidationError(
-        f"SQL catalog {name!r}: a value does not fit the catalog's columns ({_brief(exc)}): "
-        "names and property keys hold 255 characters, property values and metadata "
-        "locations 1,000"
-    )
-
-
-def _request_timeout(properties: Mapping[str, str]) -> float | None:
-    """How long a PostgreSQL catalog waits for an answer on a connection it holds:
-    ``request-timeout`` seconds (default 60), else Iceberg Java's ``jdbc.socketTimeout``
-    (seconds, 0 for no limit)."""
-    if "request-timeout" in properties:
-        return parse_seconds("request-timeout", properties["request-timeout"])
-    raw = properties.get("jdbc.socketTimeout")
-    if raw is None:
-        return 60.0
-    if raw.strip() == "0":
-        return None
-    return parse_seconds("jdbc.socketTimeout", raw)
-
-
-def _check_credentials(name: str, uri: str) -> None:
-    """Refuses an ``@`` left unencoded in a URI's user name or password: the driver would take
-    the rest of the password for the host name and echo it in its errors."""
-    head = uri.partition("?")[0]
-    if "://" in head and head.partition("://")[2].count("@") > 1:
-        raise ValidationError(
-            f"SQL catalog {name!r}: the user name or password in 'uri' holds an '@'; "
-            "percent-encode it as %40 (or give them as 'jdbc.user' and 'jdbc.password')"
-        )
-
-
-def _check_reserved(properties: Mapping[str, str]) -> None:
-    if EXISTS in properties:
-        raise ValidationError(f"namespace property {EXISTS!r} is reserved by the SQL catalog")
-
-
-def _under(column: Any, namespace: str) -> Any:
-    """``column`` names a namespace inside ``namespace`` (``a.b`` is inside ``a``), compared
-    exactly: SQLite's ``LIKE`` ignores the case of ASCII letters (``A`` would be inside ``a``),
-    stops at a NUL and refuses long patterns."""
-    prefix = namespace + "."
-    return func.substr(column, 1, len(prefix)) == prefix
 
 
 class SqlCatalog(MetastoreCatalog):
@@ -231,14 +118,14 @@ class SqlCatalog(MetastoreCatalog):
 
     keeps_views = True
 
-    @_database_errors
+    @database_errors
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
         uri = properties.get("uri")
         if not uri:
             raise ValidationError("a SQL catalog needs a 'uri' property (a SQLAlchemy URL)")
-        uri = _normalise_uri(uri)
-        _check_credentials(name, uri)
+        uri = normalise_uri(uri)
+        check_credentials(name, uri)
         kwargs: dict[str, Any] = {"echo": properties.get("echo", "false").lower() == "true"}
         self._in_memory = False
         self._gone = False
@@ -258,7 +145,7 @@ class SqlCatalog(MetastoreCatalog):
                 seconds = parse_seconds("connect-timeout", properties.get("connect-timeout", "10"))
                 kwargs["connect_args"] = {"connect_timeout": max(1, round(seconds))}
         user, password = properties.get("jdbc.user"), properties.get("jdbc.password")
-        request_timeout = _request_timeout(properties)
+        request_timeout = request_timeout_seconds(properties)
         self._request_timeout = request_timeout
         try:
             url = make_url(uri)
@@ -304,7 +191,7 @@ class SqlCatalog(MetastoreCatalog):
         if missing:
             if not create:
                 raise ValidationError(f"catalog database lacks tables {sorted(missing)}")
-            _schema.create_all(self.engine, checkfirst=True)
+            SCHEMA.create_all(self.engine, checkfirst=True)
         columns = {c["name"] for c in inspect(self.engine).get_columns("iceberg_tables")}
         self._has_type_column = "iceberg_type" in columns
 
@@ -345,7 +232,7 @@ class SqlCatalog(MetastoreCatalog):
             ICEBERG_TABLES.c.catalog_name == self.name,
             or_(
                 ICEBERG_TABLES.c.table_namespace == namespace,
-                _under(ICEBERG_TABLES.c.table_namespace, namespace),
+                under(ICEBERG_TABLES.c.table_namespace, namespace),
             ),
         )
         if conn.execute(tables.limit(1)).first() is not None:
@@ -354,7 +241,7 @@ class SqlCatalog(MetastoreCatalog):
             NAMESPACE_PROPERTIES.c.catalog_name == self.name,
             or_(
                 NAMESPACE_PROPERTIES.c.namespace == namespace,
-                _under(NAMESPACE_PROPERTIES.c.namespace, namespace),
+                under(NAMESPACE_PROPERTIES.c.namespace, namespace),
             ),
         )
         return conn.execute(props.limit(1)).first() is not None
@@ -371,7 +258,7 @@ class SqlCatalog(MetastoreCatalog):
             )
         return namespace_to_string(parts)
 
-    @_database_errors
+    @database_errors
     def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
         """Whether the namespace holds properties, tables or child namespaces."""
         try:
@@ -381,14 +268,14 @@ class SqlCatalog(MetastoreCatalog):
         with self.engine.connect() as conn:
             return self._ns_exists(conn, ns)
 
-    @_database_errors
+    @database_errors
     def create_namespace(
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
         """Create a namespace with properties (stored with the reserved ``exists=true``)."""
         ns = self._ns_string(check_namespace(to_identifier(namespace)))
         props = string_map(properties, "namespace properties")
-        _check_reserved(props)
+        check_reserved(props)
         props[EXISTS] = "true"
         try:
             with self.engine.begin() as conn:
@@ -409,7 +296,7 @@ class SqlCatalog(MetastoreCatalog):
         except IntegrityError as exc:
             raise NamespaceAlreadyExistsError(f"namespace {ns!r} already exists") from exc
 
-    @_database_errors
+    @database_errors
     def list_namespaces(self, namespace: str | Iterable[str] = ()) -> list[Identifier]:
         """Child namespaces of ``namespace``, including ones that only hold tables."""
         parent = to_identifier(namespace)
@@ -426,8 +313,8 @@ class SqlCatalog(MetastoreCatalog):
             )
             if parent:
                 dotted = ".".join(parent)
-                table_ns = table_ns.where(_under(ICEBERG_TABLES.c.table_namespace, dotted))
-                prop_ns = prop_ns.where(_under(NAMESPACE_PROPERTIES.c.namespace, dotted))
+                table_ns = table_ns.where(under(ICEBERG_TABLES.c.table_namespace, dotted))
+                prop_ns = prop_ns.where(under(NAMESPACE_PROPERTIES.c.namespace, dotted))
             found = set(conn.execute(table_ns).scalars()) | set(conn.execute(prop_ns).scalars())
         depth = len(parent) + 1
         children = {
@@ -437,7 +324,7 @@ class SqlCatalog(MetastoreCatalog):
         }
         return sorted(children)
 
-    @_database_errors
+    @database_errors
     def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
         """Properties of the namespace (``{}`` for one that only exists through its children)."""
         ns = self._ns_string(namespace)
@@ -454,7 +341,7 @@ class SqlCatalog(MetastoreCatalog):
             ).all()
         return {str(k): "" if v is None else str(v) for k, v in rows if k != EXISTS}
 
-    @_database_errors
+    @database_errors
     def update_namespace_properties(
         self,
         namespace: str | Iterable[str],
@@ -465,7 +352,7 @@ class SqlCatalog(MetastoreCatalog):
         writer added one of the same keys meanwhile)."""
         ns = self._ns_string(namespace)
         removal_set, update_map = self._check_update(removals, updates)
-        _check_reserved(update_map)
+        check_reserved(update_map)
         for attempt in range(_PROPERTY_RETRIES):
             try:
                 return self._update_properties(ns, removal_set, update_map)
@@ -524,7 +411,7 @@ class SqlCatalog(MetastoreCatalog):
             summary.updated = sorted(update_map)
         return summary
 
-    @_database_errors
+    @database_errors
     def drop_namespace(self, namespace: str | Iterable[str]) -> None:
         """Drop the namespace if it holds no tables and no child namespaces."""
         ns = self._ns_string(namespace)
@@ -537,7 +424,7 @@ class SqlCatalog(MetastoreCatalog):
                     ICEBERG_TABLES.c.catalog_name == self.name,
                     or_(
                         ICEBERG_TABLES.c.table_namespace == ns,
-                        _under(ICEBERG_TABLES.c.table_namespace, ns),
+                        under(ICEBERG_TABLES.c.table_namespace, ns),
                     ),
                 )
                 .limit(1)
@@ -546,7 +433,7 @@ class SqlCatalog(MetastoreCatalog):
                 select(NAMESPACE_PROPERTIES.c.namespace)
                 .where(
                     NAMESPACE_PROPERTIES.c.catalog_name == self.name,
-                    _under(NAMESPACE_PROPERTIES.c.namespace, ns),
+                    under(NAMESPACE_PROPERTIES.c.namespace, ns),
                 )
                 .limit(1)
             ).first()
@@ -560,7 +447,7 @@ class SqlCatalog(MetastoreCatalog):
             )
 
     # -- table pointers -------------------------------------------------------------------------
-    @_database_errors
+    @database_errors
     def _get_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> str:
         namespace, name = split_identifier(identifier)
         if any("." in p for p in namespace):
@@ -608,7 +495,7 @@ class SqlCatalog(MetastoreCatalog):
                     conn.rollback()
         return out
 
-    @_database_errors
+    @database_errors
     def _create_pointer(
         self, identifier: Identifier, metadata_location: str, kind: str = TABLE_TYPE
     ) -> None:
@@ -631,7 +518,7 @@ class SqlCatalog(MetastoreCatalog):
         except IntegrityError as exc:
             raise taken_entry(self, identifier, kind) from exc
 
-    @_database_errors
+    @database_errors
     def _swap_pointer(
         self, identifier: Identifier, expected: str, new: str, kind: str = TABLE_TYPE
     ) -> None:
@@ -649,13 +536,13 @@ class SqlCatalog(MetastoreCatalog):
         except SQLAlchemyError as exc:  # no connection, so no UPDATE sent: nothing happened
             raise CommitFailedError(
                 f"commit of {'.'.join(identifier)!r} failed: the catalog database could not "
-                f"be reached ({_brief(exc)}); nothing was committed"
+                f"be reached ({brief(exc)}); nothing was committed"
             ) from exc
         try:
             with conn, conn.begin():
                 rowcount = conn.execute(stmt).rowcount
         except DataError as exc:  # the UPDATE was refused: nothing committed, no retry helps
-            raise _too_long(self.name, exc) from exc
+            raise too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
             # The UPDATE may or may not have reached the database: look at the pointer. It is
             # ours, or a later commit's whose metadata log lists ours, if the swap happened.
@@ -670,12 +557,12 @@ class SqlCatalog(MetastoreCatalog):
             except Exception as check_exc:
                 raise CommitStateUnknownError(
                     f"commit of {'.'.join(identifier)!r} to {new} may or may not have "
-                    f"happened: {_brief(exc)}; checking failed: {check_exc}"
+                    f"happened: {brief(exc)}; checking failed: {check_exc}"
                 ) from exc
             if happened:
                 return
             raise CommitFailedError(
-                f"commit of {'.'.join(identifier)!r} failed in the database: {_brief(exc)}"
+                f"commit of {'.'.join(identifier)!r} failed in the database: {brief(exc)}"
             ) from exc
         if rowcount != 1:
             raise CommitFailedError(
@@ -683,7 +570,7 @@ class SqlCatalog(MetastoreCatalog):
                 f"(its metadata is no longer {expected})"
             )
 
-    @_database_errors
+    @database_errors
     def _drop_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> None:
         namespace, name = split_identifier(identifier)
         with self.engine.begin() as conn:
@@ -693,7 +580,7 @@ class SqlCatalog(MetastoreCatalog):
         if deleted == 0:
             raise missing_entry(kind, identifier)
 
-    @_database_errors
+    @database_errors
     def _rename_pointer(
         self, source: Identifier, target: Identifier, kind: str = TABLE_TYPE
     ) -> None:
@@ -714,7 +601,7 @@ class SqlCatalog(MetastoreCatalog):
         except IntegrityError as exc:
             raise taken_entry(self, target, kind) from exc
 
-    @_database_errors
+    @database_errors
     def _list_table_names(self, namespace: Identifier, kind: str = TABLE_TYPE) -> list[str]:
         ns = ".".join(namespace)
         with self.engine.connect() as conn:
@@ -755,7 +642,7 @@ class SqlCatalog(MetastoreCatalog):
         return self._list_table_names(namespace, VIEW_TYPE)
 
     # -- several tables at once -----------------------------------------------------------------
-    @_database_errors
+    @database_errors
     def commit_tables(
         self, changes: Iterable[tuple[Any, list[TableRequirement], list[TableUpdate]]]
     ) -> list[CommitResult]:
@@ -839,22 +726,22 @@ class SqlCatalog(MetastoreCatalog):
                             f"table {'.'.join(ident)!r} was changed by another writer"
                         )
         except DataError as exc:  # refused, rolled back: nothing committed, no retry helps
-            raise _too_long(self.name, exc) from exc
+            raise too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
             # The COMMIT may or may not have reached the database: look at the pointers.
             try:
                 current = self._settled_pointers([ident for ident, _, _, _ in staged])
             except Exception as check_exc:
                 raise CommitStateUnknownError(
-                    f"multi-table commit may or may not have happened: {_brief(exc)}; "
+                    f"multi-table commit may or may not have happened: {brief(exc)}; "
                     f"checking failed: {check_exc}"
                 ) from exc
             if all(c == s[3] for c, s in zip(current, staged, strict=True)):
                 return
             if all(c == s[1] for c, s in zip(current, staged, strict=True)):
                 raise CommitFailedError(
-                    f"multi-table commit failed in the database: {_brief(exc)}"
+                    f"multi-table commit failed in the database: {brief(exc)}"
                 ) from exc
             raise CommitStateUnknownError(
-                f"multi-table commit left an unexpected state: {_brief(exc)}"
+                f"multi-table commit left an unexpected state: {brief(exc)}"
             ) from exc

@@ -1,0 +1,152 @@
+"""The SQL catalog's database: the two tables it shares with Iceberg's JDBC catalog and
+PyIceberg, its connection URLs, and how database errors become icefloe's errors (without the
+SQL statement or its parameters, which may hold names and locations)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from sqlalchemy import Column, MetaData, String, Table, func
+from sqlalchemy.exc import DataError, SQLAlchemyError
+
+from icefloe.catalog.sqlite_journal import READ_ONLY_HINT
+from icefloe.exceptions import ServiceUnavailableError, ValidationError
+from icefloe.properties import parse_seconds
+
+__all__ = [
+    "EXISTS",
+    "ICEBERG_TABLES",
+    "NAMESPACE_PROPERTIES",
+    "SCHEMA",
+    "brief",
+    "check_credentials",
+    "check_reserved",
+    "database_errors",
+    "normalise_uri",
+    "request_timeout_seconds",
+    "too_long",
+    "under",
+]
+
+#: Stored with every namespace (as Iceberg's JDBC catalog does) so that one whose properties
+#: are all removed still exists; never shown, set or removed by users.
+EXISTS = "exists"
+
+SCHEMA = MetaData()
+ICEBERG_TABLES = Table(
+    "iceberg_tables",
+    SCHEMA,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("table_namespace", String(255), primary_key=True, nullable=False),
+    Column("table_name", String(255), primary_key=True, nullable=False),
+    Column("metadata_location", String(1000), nullable=True),
+    Column("previous_metadata_location", String(1000), nullable=True),
+    Column("iceberg_type", String(5), nullable=True),
+)
+NAMESPACE_PROPERTIES = Table(
+    "iceberg_namespace_properties",
+    SCHEMA,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("namespace", String(255), primary_key=True, nullable=False),
+    Column("property_key", String(255), primary_key=True, nullable=False),
+    Column("property_value", String(1000), nullable=True),
+)
+
+
+def normalise_uri(uri: str) -> str:
+    """Iceberg Java's JDBC URLs (``jdbc:postgresql://...``, ``jdbc:sqlite:path``) as SQLAlchemy
+    URLs, and an installed PostgreSQL driver picked for a bare ``postgresql://`` URI."""
+    if uri.startswith("jdbc:"):
+        uri = uri[len("jdbc:") :]
+        if uri.startswith("sqlite:") and not uri.startswith("sqlite://"):
+            path = uri[len("sqlite:") :]
+            return "sqlite:///:memory:" if path in ("", ":memory:") else f"sqlite:///{path}"
+    for prefix in ("postgresql://", "postgres://"):
+        if uri.startswith(prefix):
+            rest = uri[len(prefix) :]
+            if importlib.util.find_spec("psycopg") is not None:
+                return "postgresql+psycopg://" + rest
+            return "postgresql://" + rest
+    return uri
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def database_errors(fn: _F) -> _F:
+    """``fn`` raising :class:`ServiceUnavailableError` for a database error it does not handle
+    itself (the database cannot be reached or opened, a connection dropped), with the
+    driver's message and no SQL statement or parameters."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "_gone", False):  # (__init__ runs here too)
+            raise ServiceUnavailableError(
+                f"SQL catalog {self.name!r} was closed, and its in-memory database with it"
+            )
+        try:
+            return fn(self, *args, **kwargs)
+        except DataError as exc:  # a value the catalog's columns cannot hold: not retryable
+            raise too_long(self.name, exc) from exc
+        except SQLAlchemyError as exc:
+            raise ServiceUnavailableError(
+                f"SQL catalog {self.name!r}: the catalog database failed: {brief(exc)}"
+                + (READ_ONLY_HINT if "readonly database" in brief(exc) else "")
+            ) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def brief(exc: SQLAlchemyError) -> str:
+    """The driver's first line of ``exc``, without SQLAlchemy's statement and parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    return " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
+
+
+def too_long(name: str, exc: DataError) -> ValidationError:
+    return ValidationError(
+        f"SQL catalog {name!r}: a value does not fit the catalog's columns ({brief(exc)}): "
+        "names and property keys hold 255 characters, property values and metadata "
+        "locations 1,000"
+    )
+
+
+def request_timeout_seconds(properties: Mapping[str, str]) -> float | None:
+    """How long a PostgreSQL catalog waits for an answer on a connection it holds:
+    ``request-timeout`` seconds (default 60), else Iceberg Java's ``jdbc.socketTimeout``
+    (seconds, 0 for no limit)."""
+    if "request-timeout" in properties:
+        return parse_seconds("request-timeout", properties["request-timeout"])
+    raw = properties.get("jdbc.socketTimeout")
+    if raw is None:
+        return 60.0
+    if raw.strip() == "0":
+        return None
+    return parse_seconds("jdbc.socketTimeout", raw)
+
+
+def check_credentials(name: str, uri: str) -> None:
+    """Refuses an ``@`` left unencoded in a URI's user name or password: the driver would take
+    the rest of the password for the host name and echo it in its errors."""
+    head = uri.partition("?")[0]
+    if "://" in head and head.partition("://")[2].count("@") > 1:
+        raise ValidationError(
+            f"SQL catalog {name!r}: the user name or password in 'uri' holds an '@'; "
+            "percent-encode it as %40 (or give them as 'jdbc.user' and 'jdbc.password')"
+        )
+
+
+def check_reserved(properties: Mapping[str, str]) -> None:
+    if EXISTS in properties:
+        raise ValidationError(f"namespace property {EXISTS!r} is reserved by the SQL catalog")
+
+
+def under(column: Any, namespace: str) -> Any:
+    """``column`` names a namespace inside ``namespace`` (``a.b`` is inside ``a``), compared
+    exactly: SQLite's ``LIKE`` ignores the case of ASCII letters (``A`` would be inside ``a``),
+    stops at a NUL and refuses long patterns."""
+    prefix = namespace + "."
+    return func.substr(column, 1, len(prefix)) == prefix
