@@ -288,13 +288,15 @@ def test_row_level_matching_drains_streams_alongside_small_files(
     monkeypatch.setattr(native_files, "BATCH_SIZE", 300)
     spy = _Streams(monkeypatch)
     lanes: list[int] = []
-    real = native_files._drained_alongside
+    from icefloe.read import column_chunks
+
+    real = column_chunks.drained_alongside
 
     def alongside(decoded: Any, each: Any, workers: int) -> Any:
         lanes.append(workers)
         return real(decoded, each, workers)
 
-    monkeypatch.setattr(native_files, "_drained_alongside", alongside)
+    monkeypatch.setattr(column_chunks, "drained_alongside", alongside)
     gone = {7, 2999, 10_039, 20_000, 22_999, 30_001, 40_049, 50_123}
     gone |= set(range(30_101, 30_200))
     t.delete(

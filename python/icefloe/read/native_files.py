@@ -24,9 +24,8 @@ that file on, the rest of the scan goes through the general reader too. A stream
 part way (a damaged page) hands the rest of its file, after the rows it gave, to the general
 reader the same way.
 
-:func:`column_chunks` serves the row-level operations the same way: the columns a filter or a
-join key needs, with each live row's position in its file, a chunk of files at a time in one
-table, so a delete or an upsert matches the rows of many files in one vectorised step.
+The row-level operations read the columns a filter or a join key needs the same way
+(:mod:`icefloe.read.column_chunks`).
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import cast
 
-import numpy as np
 import pyarrow as pa
 
 from icefloe import _native
@@ -51,7 +49,7 @@ from icefloe.read.deletes import DeleteCache, TaskDeletes, preload_position_dele
 from icefloe.read.parquet_file import DECODE_ERRORS, open_checked
 from icefloe.read.reader import BATCH_SIZE, output_schema
 from icefloe.read.rowgroups import RowGroupFilter
-from icefloe.scan.filters import expr_json, referenced_field_ids
+from icefloe.scan.filters import referenced_field_ids
 from icefloe.scan.tasks import DeleteContent, FileScanTask, ReadOptions, replace_task
 from icefloe.schema import Schema
 from icefloe.types import (
@@ -79,10 +77,12 @@ __all__ = [
     "ENABLED",
     "MAX_FILE_BYTES",
     "POSITION_COLUMN",
-    "ColumnChunk",
-    "column_chunks",
+    "decode_chunks",
+    "drained_alongside",
     "native_batches",
     "plain_field",
+    "row_file",
+    "streamed_task",
     "top_level_fields",
     "whole_file",
 ]
@@ -122,7 +122,8 @@ Fallback = Callable[[Sequence[FileScanTask]], Iterator[pa.RecordBatch]]
 #: Per task of a chunk: its batches, the stream of a large file, or None (not read natively).
 Decoded = list[list[pa.RecordBatch] | _native.ParquetFileStream | None]
 
-#: The column :func:`column_chunks` adds: each row's position in its data file.
+#: The column :func:`icefloe.read.column_chunks.column_chunks` adds: each row's position in
+#: its data file.
 POSITION_COLUMN = "__icefloe_pos"
 
 
@@ -186,7 +187,7 @@ def whole_file(task: FileScanTask) -> bool:
     )
 
 
-def _streamed(task: FileScanTask) -> bool:
+def streamed_task(task: FileScanTask) -> bool:
     """Whether ``task`` is read by a stream (a large file, or a split of one) rather than
     decoded whole."""
     return not whole_file(task) or task.data_file.file_size_in_bytes > MAX_FILE_BYTES
@@ -207,7 +208,7 @@ def _scan_parts(io: FileIO, task: FileScanTask) -> list[FileScanTask] | None:
     statistics might match it (none when no row group can; the statistics are trusted only
     when they agree with the manifest's metrics, see :class:`RowGroupFilter`). None when the
     footer cannot be read or checked here (the general reader reports why)."""
-    if not _streamed(task) or isinstance(task.residual, AlwaysTrue):
+    if not streamed_task(task) or isinstance(task.residual, AlwaysTrue):
         return [task]
     df = task.data_file
     try:
@@ -251,7 +252,7 @@ def _runs(groups: list[int]) -> Iterator[list[int]]:
         yield run
 
 
-def _row_file(io: FileIO, task: FileScanTask) -> str | None:
+def row_file(io: FileIO, task: FileScanTask) -> str | None:
     """:func:`_parquet_path` of a task with at most position deletes, else None."""
     if any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files):
         return None
@@ -355,7 +356,7 @@ def native_batches(
         field_ids = field_ids + [f.field_id for f in extra]
         for f in schema_to_arrow(Schema(*extra)):
             schema = schema.append(f)
-    decoded = _decode_chunks(
+    decoded = decode_chunks(
         io,
         tasks,
         paths,
@@ -364,7 +365,7 @@ def native_batches(
         workers,
         cache,
         options.name_mapping,
-        streamed=[_streamed(t) for t in tasks],
+        streamed=[streamed_task(t) for t in tasks],
     )
     window = _stream_window(decoded, workers if together else 1)
     return _batches(tasks, window, fallback, width if extra else None)
@@ -498,7 +499,7 @@ def _skip_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Reco
         rows = 0
 
 
-def _decode_chunks(
+def decode_chunks(
     io: FileIO,
     tasks: Sequence[FileScanTask],
     paths: Sequence[str],
@@ -594,7 +595,7 @@ def _drained(
     got: list[pa.RecordBatch] | _native.ParquetFileStream | None,
     each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
 ) -> list[pa.RecordBatch] | None:
-    """The batches of a task as :func:`_decode_chunks` gave them, passed through ``each``: a
+    """The batches of a task as :func:`decode_chunks` gave them, passed through ``each``: a
     stream read to its end (None when it failed part way), ``each`` running on a batch while
     the stream's readers decode the next ones."""
     if got is None:
@@ -606,7 +607,7 @@ def _drained(
 
 
 def _single_stream(done: Decoded) -> _native.ParquetFileStream | None:
-    """The stream of a chunk that is one streamed task (see :func:`_decode_chunks`), else
+    """The stream of a chunk that is one streamed task (see :func:`decode_chunks`), else
     None."""
     if len(done) == 1 and isinstance(done[0], _native.ParquetFileStream):
         return done[0]
@@ -702,7 +703,7 @@ def _stream_window(
         decoded.close()  # the chunk decoded ahead is dropped
 
 
-def _drained_alongside(
+def drained_alongside(
     decoded: Generator[tuple[int, Decoded], None, None],
     each: Callable[[pa.RecordBatch], pa.RecordBatch] | None,
     workers: int,
@@ -741,115 +742,3 @@ def _drained_alongside(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         decoded.close()
-
-
-class ColumnChunk:
-    """The live rows of some tasks' data files in one table: the columns asked for, then
-    :data:`POSITION_COLUMN` (each row's position in its file). ``tasks`` are the indexes of the
-    tasks in the list given to :func:`column_chunks`; the rows of ``tasks[k]`` are
-    ``table[offsets[k]:offsets[k + 1]]``."""
-
-    __slots__ = ("offsets", "table", "tasks")
-
-    def __init__(self, tasks: list[int], table: pa.Table, offsets: np.ndarray) -> None:
-        self.tasks = tasks
-        self.table = table
-        self.offsets = offsets
-
-    def parts(self) -> Iterator[tuple[int, pa.Table]]:
-        """Each task's index and its rows."""
-        for k, i in enumerate(self.tasks):
-            first, end = int(self.offsets[k]), int(self.offsets[k + 1])
-            yield i, self.table.slice(first, end - first)
-
-
-_POSITIONS_ONLY = pa.schema([pa.field(POSITION_COLUMN, pa.int64(), nullable=False)])
-
-
-def _positions_selected_by(
-    expr: BooleanExpression,
-) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
-    """A batch's positions column, only the rows bound ``expr`` selects (Arrow's kernels)."""
-
-    def select(batch: pa.RecordBatch) -> pa.RecordBatch:
-        # only the positions are kept: the filter's columns are not copied
-        positions = pa.RecordBatch.from_arrays(
-            [batch.column(POSITION_COLUMN)], schema=_POSITIONS_ONLY
-        )
-        # Rust's filter of one int64 column: several times Arrow's on a sparse selection
-        return _native.filter_batch(positions, selection_mask(expr, batch))
-
-    return select
-
-
-def column_chunks(
-    io: FileIO,
-    tasks: Sequence[FileScanTask],
-    fields: Sequence[NestedField],
-    workers: int,
-    cache: DeleteCache,
-    name_mapping: NameMapping | None = None,
-    optional: Sequence[NestedField] = (),
-    select: BooleanExpression | None = None,
-    keys: tuple[_native.EqualityDeleteSet, Sequence[str]] | None = None,
-) -> Iterator[ColumnChunk]:
-    """The live rows of the tasks the native path reads (local Parquet files, no equality
-    deletes), with the top-level columns ``fields`` (plain types, see :func:`plain_field`) and
-    the ``optional`` ones (nulls where a file lacks them), a chunk of files at a time; a large
-    file, or a split of one, is streamed and given in a chunk of its own.
-
-    With ``select`` (a bound filter over ``fields``) a chunk holds only the positions of the
-    live rows it selects: evaluated in Rust as the columns are decoded when
-    :func:`icefloe._native.row_selection` takes it, else with Arrow's kernels on each batch.
-    With ``keys`` (a set of the key columns and their names in it; the keys are the first
-    ``fields``), a chunk holds the live rows whose key is in the set, matched in Rust. A
-    task not in any chunk (not local, a column missing or of another type, no field ids, any
-    damage) is left to the caller's general path."""
-    wanted = [*fields, *optional]
-    if not ENABLED or not tasks or not all(plain_field(f) for f in wanted):
-        return
-    picked = [(i, _row_file(io, t)) for i, t in enumerate(tasks)]
-    local = [(i, p) for i, p in picked if p is not None]
-    if not local:
-        return
-    index = [i for i, _ in local]
-    chosen = [tasks[i] for i in index]
-    arrow = schema_to_arrow(Schema(*wanted))
-    if any(isinstance(f.type, pa.BaseExtensionType) for f in arrow):
-        return
-    schema = arrow.append(pa.field(POSITION_COLUMN, pa.int64(), nullable=False))
-    flags = [False] * len(fields) + [True] * len(optional)
-    ids = [f.field_id for f in wanted]
-    native = None
-    each: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
-    kept: Sequence[str] | None = None
-    if select is not None:
-        kept = [POSITION_COLUMN]
-        native = _native.row_selection(expr_json(select), ids, arrow)
-        each = None if native is not None else _positions_selected_by(select)
-    elif keys is not None:
-        native = _native.key_selection(keys[0], list(keys[1]), arrow)
-    decoded = _decode_chunks(
-        io,
-        chosen,
-        [p for _, p in local],
-        ids,
-        schema,
-        workers,
-        cache,
-        name_mapping,
-        optional=flags,
-        positions=True,
-        streamed=[_streamed(t) for t in chosen],
-        selection=native,
-    )
-    for a, got in _drained_alongside(decoded, each, workers):
-        read = [(index[a + k], b) for k, b in enumerate(got) if b is not None]
-        if not read:
-            continue
-        counts = [sum(batch.num_rows for batch in b) for _, b in read]
-        out = schema if kept is None else pa.schema([schema.field(n) for n in kept])
-        table = pa.Table.from_batches([batch for _, b in read for batch in b], out)
-        offsets = np.zeros(len(read) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        yield ColumnChunk([i for i, _ in read], table, offsets)

@@ -50,8 +50,9 @@ from icefloe.expressions.projection import project
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
 from icefloe.partitioning import PartitionSpec
+from icefloe.read.column_chunks import column_chunks
 from icefloe.read.deletes import DeleteCache
-from icefloe.read.native_files import POSITION_COLUMN, column_chunks, top_level_fields
+from icefloe.read.native_files import POSITION_COLUMN, top_level_fields
 from icefloe.read.reader import output_schema, read_task
 from icefloe.scan.filters import expr_json, referenced_field_ids
 from icefloe.scan.tasks import (
@@ -157,7 +158,7 @@ def native_matching_positions(
     workers: int | None = None,
 ) -> list[pa.Array | None]:
     """Per task, what :func:`matching_positions` gives, for the tasks whose files the native
-    reader takes (:func:`icefloe.read.native_files.column_chunks`): the filter's columns of a
+    reader takes (:func:`icefloe.read.column_chunks.column_chunks`): the filter's columns of a
     chunk of files are decoded in one call and the filter evaluated on each batch as it comes
     (in Rust, on the decoding threads, when it can be), while the next ones decode. None for a
     task left to :func:`matching_positions`."""
