@@ -81,6 +81,31 @@ def test_delete_by_keys_refuses_a_join_column_given_twice(tmp_path: Path) -> Non
     assert _rows(t) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
 
 
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"id": [2**63]},  # beyond a long
+        {"id": [1, "x"]},  # mixed Python types
+        {"id": 1},  # not a list
+        {"id": [1, 2], "v": ["a"]},  # ragged columns
+    ],
+)
+def test_delete_by_keys_refuses_bad_python_keys_with_a_validation_error(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    t = _table(tmp_path)
+    before = t.current_snapshot().snapshot_id
+    with pytest.raises(ValidationError, match="cannot convert the input's Python values"):
+        t.delete_by_keys(keys, ["id"])
+    assert t.current_snapshot().snapshot_id == before
+
+
+def test_delete_by_keys_takes_python_keys(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.delete_by_keys({"id": [2, 7]}, ["id"])
+    assert _rows(t) == [{"id": 1, "v": "a"}]
+
+
 def test_upsert_refuses_a_source_with_a_column_twice(tmp_path: Path) -> None:
     t = _table(tmp_path)
     source = pa.table(

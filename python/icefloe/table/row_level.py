@@ -797,13 +797,9 @@ def delete_by_keys(
     ctx = RowContext(tx, branch)
     if ctx.version < 2:
         raise ValidationError("equality deletes need format version 2 or later")
-    table = (
-        keys if isinstance(keys, pa.Table) else pa.table(keys) if isinstance(keys, dict) else None
-    )
-    if table is None:
-        from icefloe.write.input import to_arrow_table
+    from icefloe.write.input import to_schema_arrow_table
 
-        table = to_arrow_table(keys)
+    table = to_schema_arrow_table(keys, ctx.schema)  # Python values: a ValidationError, not Arrow's
     join_cols = join_columns(ctx.schema, join_cols, ctx.case_sensitive, "delete_by_keys")
     if not join_cols:
         raise ValidationError("delete_by_keys needs at least one join column")
