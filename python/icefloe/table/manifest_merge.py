@@ -1,8 +1,10 @@
 """Merging a snapshot's manifests (``commit.manifest-merge.enabled``), data and delete
-manifests apart, as the Java reference does: once a spec has
-``commit.manifest.min-count-to-merge`` manifests of one content, they are bin-packed to
-``commit.manifest.target-size-bytes`` and each bin is rewritten as one manifest. (Unmerged, one
-delete manifest per row-level commit makes every later plan and delete slower.)"""
+manifests apart, as the Java reference does: the manifests of each partition spec are packed,
+from the oldest, into bins of ``commit.manifest.target-size-bytes``, and each bin of two or
+more is rewritten as one manifest, except that the bin holding the snapshot's newest manifest
+waits until it has ``commit.manifest.min-count-to-merge`` of them (so a small commit does not
+rewrite its neighbours each time, and the manifests of older specs are merged whatever their
+number). Unmerged, one manifest per commit makes every later plan and delete slower."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from icefloe.scan.manifests import fetch
 #: ``write(metadata, entries, spec_id, content)``: writes a manifest, returns its list row.
 WriteManifest = Callable[[TableMetadata, pa.RecordBatch, int, int], dict[str, Any]]
 
-__all__ = ["MANIFEST_LIST_SCHEMA", "merge_manifests", "rows_batch"]
+__all__ = ["MANIFEST_LIST_SCHEMA", "merge_manifests", "pack_from_end", "rows_batch"]
 
 EXISTING, DELETED = 0, 2
 
@@ -57,34 +59,41 @@ def merge_manifests(
         TableProperties.MANIFEST_TARGET_SIZE_BYTES,
         TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
     )
-    specs = {r["partition_spec_id"] for r in new + kept}
+    rows = new + kept
+    first = rows[0] if rows else None  # the newest: this snapshot's own, if it wrote any
+    new_paths = {r["manifest_path"] for r in new}
     out_new: list[dict[str, Any]] = []
     out_kept: list[dict[str, Any]] = []
     replaced: list[str] = []
-    for spec_id in sorted(specs):
-        group_new = [r for r in new if r["partition_spec_id"] == spec_id]
-        group_kept = [r for r in kept if r["partition_spec_id"] == spec_id]
-        if len(group_new) + len(group_kept) < max(min_count, 2):
-            out_new += group_new
-            out_kept += group_kept
-            continue
-        bins: list[list[dict[str, Any]]] = [[]]
-        size = 0
-        for r in group_new + group_kept:
-            if bins[-1] and size + r["manifest_length"] > target:
-                bins.append([])
-                size = 0
-            bins[-1].append(r)
-            size += r["manifest_length"]
-        for b in bins:
-            if len(b) == 1:
-                (out_new if b[0] in group_new else out_kept).append(b[0])
+    for spec_id in sorted({r["partition_spec_id"] for r in rows}):
+        group = [r for r in rows if r["partition_spec_id"] == spec_id]
+        for b in pack_from_end(group, target):
+            if len(b) == 1 or (any(r is first for r in b) and len(b) < min_count):
+                for r in b:
+                    (out_new if r["manifest_path"] in new_paths else out_kept).append(r)
                 continue
             row = _merge_bin(metadata, b, spec_id, io, own, write, flush, content, snapshot_id)
             written.append(row["manifest_path"])
-            replaced += [r["manifest_path"] for r in b if r not in group_new]
+            replaced += [r["manifest_path"] for r in b if r["manifest_path"] not in new_paths]
             out_new.append(row)
     return out_new, out_kept, replaced
+
+
+def pack_from_end(rows: list[dict[str, Any]], target: int) -> list[list[dict[str, Any]]]:
+    """``rows`` in order, cut into runs of at most ``target`` bytes of manifests (a larger
+    manifest alone), filled from the end: only the first run, which holds the newest
+    manifests, may be short (Java's ``ListPacker.packEnd`` with a lookback of one)."""
+    bins: list[list[dict[str, Any]]] = []
+    size = 0
+    for r in reversed(rows):
+        length = r["manifest_length"]
+        if bins and size + length <= target:
+            bins[-1].append(r)
+            size += length
+        else:
+            bins.append([r])
+            size = length
+    return [b[::-1] for b in reversed(bins)]
 
 
 def _merge_bin(

@@ -702,15 +702,18 @@ class SnapshotProducer:
                 raise CommitConflictError(f"cannot remove {missing}: the table has no snapshot")
             return [], [], [], 0
         rows: list[dict[str, Any]] = list(lst.to_pylist())
-        if not self._removed_paths and not self._remove_predicates:
-            return rows, [], [], 0  # nothing to filter
         mfs = manifest_files(lst)
+        # A manifest with no live files (only the DELETED entries of an earlier delete or
+        # compaction) is left out of the new snapshot, as Java's merging producers do.
         live = [
             i
             for i, m in enumerate(mfs)
             if (m.added_files_count or 0) + (m.existing_files_count or 0) > 0
             or m.added_files_count is None
+            or m.existing_files_count is None
         ]
+        if not self._removed_paths and not self._remove_predicates:
+            return [rows[i] for i in live], [], [], 0  # nothing to filter
         batches = read_manifest_entries(self.io, [mfs[i] for i in live])
         wanted = pa.array(sorted(self._removed_paths), pa.string())
         found: set[str] = set()
