@@ -106,6 +106,28 @@ def test_delete_by_keys_takes_python_keys(tmp_path: Path) -> None:
     assert _rows(t) == [{"id": 1, "v": "a"}]
 
 
+def test_equality_deletes_refuse_floating_point_keys(tmp_path: Path) -> None:
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "f", DoubleType())
+    )
+    t = catalog(tmp_path).create_table("ns.t", schema, properties={"format-version": "2"})
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "f": [1.5, 2.5]}))
+    before = t.current_snapshot().snapshot_id
+    with pytest.raises(ValidationError, match="'f' of type double cannot be an equality delete"):
+        t.delete_by_keys({"f": [1.5]}, ["f"])
+    t.set_properties({"write.upsert.mode": "equality"})
+    source = pa.table({"id": pa.array([9], pa.int64()), "f": [1.5]})
+    with pytest.raises(ValidationError, match="cannot be an equality delete"):
+        t.upsert(source, ["f"])
+    assert t.current_snapshot().snapshot_id == before
+    t.set_properties({"write.upsert.mode": "merge-on-read"})  # reads the table: takes them
+    t.upsert(source, ["f"])
+    assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 2, "f": 2.5},
+        {"id": 9, "f": 1.5},
+    ]
+
+
 def test_upsert_refuses_a_source_with_a_column_twice(tmp_path: Path) -> None:
     t = _table(tmp_path)
     source = pa.table(
