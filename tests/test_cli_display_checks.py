@@ -6,6 +6,7 @@ retention ``health`` shows, and ``snapshots`` at 40 columns."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from xml.etree import ElementTree
 import pyarrow as pa
 import pytest
 
+from icefloe.cli.analysis import PartitionRow
 from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OTHER
 from icefloe.cli.names import show_name, split_name
 from icefloe.exceptions import ValidationError
@@ -293,3 +295,43 @@ def test_snapshots_at_40_columns_keeps_numbers_whole(tmp_path: Path) -> None:
         assert line.split()[0] == str(snap["snapshot_id"])
         for n in (snap["added_records"], snap["deleted_records"]):  # separators may go
             assert {f"{n:,}", str(n)} & set(line.split()), (n, line)
+
+
+def test_partitions_label_each_spec_by_its_own_fields(tmp_path: Path) -> None:
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    schema = pa.schema([("id", pa.int64()), ("cat", pa.string())])
+    t = cat.create_table("db.t", schema, properties={"format-version": "2"})
+    t.append(pa.table({"id": [1, 2], "cat": ["a", "null"]}))  # spec 0: unpartitioned
+    with t.update_spec() as u:
+        u.add_field("cat", "identity", "c")
+    t.append(pa.table({"id": [3, 4, 5], "cat": ["a", "null", None]}))  # spec 1: by c
+    with t.update_spec() as u:
+        u.rename_field("c", "category")
+        u.add_field("id", "bucket[2]", "id_b")
+    t.append(pa.table({"id": [None], "cat": ["a"]}))  # spec 2: by category and id_b
+    cat.close()
+    r = run(w, "partitions", "db.t", "--json")
+    assert r.exit_code == 0, r.stderr
+    labels = {(p["label"], p["spec_id"]): p["records"] for p in json.loads(r.stdout)["partitions"]}
+    assert labels == {
+        ("(unpartitioned)", 0): 2,
+        ('category="null"', 1): 1,  # the string, not a null
+        ("category=null", 1): 1,
+        ("category=a", 1): 1,  # not "category=a, id_b=null": spec 1 has no id_b
+        ("category=a, id_b=null", 2): 1,
+    }
+    r = run(w, "files", "db.t", width=120)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.count("(unpartitioned)") == 1 and r.stdout.count(", id_b=") == 1
+
+
+def test_partition_labels_of_specs_with_the_same_fields_name_the_spec() -> None:
+    from icefloe.cli.analysis import _distinct_labels
+
+    def row(label: str, spec_id: int) -> PartitionRow:
+        return PartitionRow(label, spec_id, 1, 1, 1, 0, 0)
+
+    out = _distinct_labels([row("k=1", 1), row("k=1", 2), row("k=2", 2), row("k=2", 2)])
+    assert [r.label for r in out] == ["k=1 (spec 1)", "k=1 (spec 2)", "k=2", "k=2"]

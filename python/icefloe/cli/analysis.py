@@ -5,7 +5,8 @@ the snapshot timeline, file-size histograms and partition skew. Pure data, no dr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -25,7 +26,7 @@ __all__ = [
     "check_snapshot",
     "file_stats",
     "missing_statistics_files",
-    "partition_label",
+    "partition_labeller",
     "partition_stats",
     "small_file_threshold",
     "timeline",
@@ -380,21 +381,55 @@ class PartitionStats:
         }
 
 
-def partition_label(meta: Any, value: dict[str, Any] | None) -> str:
-    """``name=value, ...`` of a partition tuple from an inspect table, values as people read
-    them (``d_month=2024-02`` rather than 649); fields null in every spec but this one's are
-    left out."""
-    if not value:
-        return "(unpartitioned)"
+def partition_labeller(meta: Any) -> Callable[[dict[str, Any] | None, int | None], str]:
+    """A function of (partition tuple from an inspect table, spec id) giving
+    ``name=value, ...``, values as people read them (``d_month=2024-02`` rather than 649; a
+    string ``null`` quoted, so it differs from a null value). The tuple is the union of every
+    spec's fields; with a spec id only that spec's fields are named (not its void ones)."""
+    from icefloe.read.partition_statistics import unified_partition_type
     from icefloe.write.partition_names import human_partition_value
 
-    fields = {pf.name: pf for spec in meta.partition_specs for pf in spec.fields}
-    parts = []
-    for name, v in value.items():
-        pf = fields.get(name)
-        text = "null" if v is None else (human_partition_value(pf, v) if pf else str(v))
-        parts.append(f"{name}={text}")
-    return ", ".join(parts)
+    ids = {f.name: f.field_id for f in unified_partition_type(meta).fields}
+    fields = {pf.field_id: pf for spec in meta.partition_specs for pf in spec.fields}
+    for spec in sorted(meta.partition_specs, key=lambda s: s.spec_id):
+        for pf in spec.fields:
+            if not pf.transform.is_void:
+                fields[pf.field_id] = pf  # the newest real transform of the field
+
+    def label(value: dict[str, Any] | None, spec_id: int | None = None) -> str:
+        if not value:
+            return "(unpartitioned)"
+        spec = meta.spec_by_id(spec_id) if spec_id is not None else None
+        own = (
+            None
+            if spec is None
+            else {pf.field_id for pf in spec.fields if not pf.transform.is_void}
+        )
+        parts = []
+        for name, v in value.items():
+            fid = ids.get(name)
+            if own is not None and fid not in own:
+                continue
+            pf = fields.get(fid) if fid is not None else None
+            text = "null" if v is None else (human_partition_value(pf, v) if pf else str(v))
+            if v is not None and text == "null":
+                text = '"null"'
+            parts.append(f"{name}={text}")
+        return ", ".join(parts) or "(unpartitioned)"
+
+    return label
+
+
+def _distinct_labels(rows: list[PartitionRow]) -> list[PartitionRow]:
+    """``rows`` with the spec named after the labels that several specs share (a field
+    dropped from the spec and added again, say)."""
+    specs: dict[str, set[int]] = {}
+    for r in rows:
+        specs.setdefault(r.label, set()).add(r.spec_id)
+    return [
+        replace(r, label=f"{r.label} (spec {r.spec_id})") if len(specs[r.label]) > 1 else r
+        for r in rows
+    ]
 
 
 def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStats:
@@ -407,9 +442,10 @@ def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStat
     if "partition" not in d:  # an unpartitioned table: one row, no partition columns
         d["partition"] = [None] * t.num_rows
         d["spec_id"] = [table.metadata.default_spec_id] * t.num_rows
+    label = partition_labeller(table.metadata)
     rows = [
         PartitionRow(
-            label=partition_label(table.metadata, d["partition"][i]),
+            label=label(d["partition"][i], d["spec_id"][i]),
             spec_id=d["spec_id"][i],
             records=d["record_count"][i] or 0,
             files=d["file_count"][i] or 0,
@@ -422,6 +458,7 @@ def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStat
         )
         for i in range(t.num_rows)
     ]
+    rows = _distinct_labels(rows)
     rows.sort(key=lambda r: (-r.records, r.label))
     return PartitionStats(rows)
 

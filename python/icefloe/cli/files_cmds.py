@@ -17,7 +17,7 @@ from icefloe.cli.analysis import (
     PartitionRow,
     PartitionStats,
     file_stats,
-    partition_label,
+    partition_labeller,
     partition_stats,
 )
 from icefloe.cli.app import State, json_option, pass_state
@@ -151,11 +151,12 @@ def files(
     f = stats.files.sort_by([("content", "ascending"), ("file_size_in_bytes", "descending")])
     shown = f.num_rows if limit == 0 else min(limit, f.num_rows)
     d = f.slice(0, shown).to_pydict()
+    label = partition_labeller(t.metadata)
     rows = [
         (
             _kind(d["content"][i], d["file_format"][i]),
             printable(_relative(d["file_path"][i], t.location)),
-            printable(partition_label(t.metadata, d["partition"][i])) if d["partition"][i] else "-",
+            printable(label(d["partition"][i], d["spec_id"][i])) if d["partition"][i] else "-",
             f"{d['record_count'][i]:,}",
             human_size(d["file_size_in_bytes"][i]),
         )
