@@ -38,6 +38,7 @@ from support.rest import FaultyProxy, RestServer, new_warehouse
 pytestmark = pytest.mark.rest
 
 ROWS = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+_JSON_BODY = {"Content-Type": "application/json"}
 
 
 def _rows(ids: list[int]) -> pa.Table:
@@ -852,7 +853,9 @@ def test_server_refuses_incomplete_reports(
         {"report-type": "commit-report", "table-name": "db.t", "snapshot-id": 1},
         {"report-type": "other", "table-name": "db.t"},
     ):
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+        req = urllib.request.Request(
+            url, data=json.dumps(body).encode(), method="POST", headers=_JSON_BODY
+        )
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(req)
         assert refused.value.code == 400, body

@@ -10,6 +10,9 @@ endpoint) and refused with 413 beyond it; every error, unknown routes included, 
 ``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors). A path with an encoded
 ``/`` or ``\\`` (``%2F``, ``%5C``) is refused with 400 before routing: routes match the decoded
 path, so it would address another resource (a namespace named ``a/tables/t`` is table ``a.t``).
+A request a web browser sends for a page (with ``Origin`` or ``Sec-Fetch-Site``) is refused
+with 403, and a POST body declared as anything but JSON with 415, so a web page the user
+visits cannot drive a server without auth on their machine.
 Routes of the REST spec this server does not implement (fetching or cancelling a plan and its
 plan tasks: plans complete at once; functions, signing, unregister) answer 406
 ``UnsupportedOperationException``, and so do the view routes when the catalog keeps no views
@@ -232,6 +235,67 @@ class _RefuseEncodedSeparators:
             response = Response(status_code=400, media_type=_JSON)
         else:
             response = Response(body, 400, media_type=_JSON)
+        await response(scope, receive, send)
+
+
+def _media_type(value: str) -> str:
+    return value.partition(";")[0].strip().lower()
+
+
+def _browser_refusal(scope: Scope) -> tuple[int, str, str] | None:
+    """(status, error type, message) for a request a web browser sent on a web page's
+    behalf, else None. The REST catalog serves API clients, which send neither ``Origin`` nor
+    ``Sec-Fetch-Site``; a page (any site the user visits, or one rebinding its DNS name to
+    this server's address) sends one of them, and must neither change nor read the catalog.
+    A URL typed into the address bar (``Sec-Fetch-Site: none``) is served. A POST body other
+    than JSON (the token endpoint's form aside) is refused too: a form or ``text/plain``
+    body is what a page can send without the browser asking the server first."""
+    headers = {k.lower(): v for k, v in scope.get("headers") or ()}
+    origin = headers.get(b"origin")
+    site = headers.get(b"sec-fetch-site", b"none").strip().lower()
+    if origin is not None or site != b"none":
+        return (
+            403,
+            "ForbiddenException",
+            "requests from web pages are refused: this server serves REST catalog clients",
+        )
+    content_type = headers.get(b"content-type")
+    if (
+        scope.get("method") == "POST"
+        and content_type is not None
+        and not str(scope.get("path", "")).endswith("/oauth/tokens")
+    ):
+        media = _media_type(content_type.decode("latin-1"))
+        if media != _JSON and not (media.startswith("application/") and media.endswith("+json")):
+            return (
+                415,
+                "BadRequestException",
+                f"request bodies are JSON (Content-Type: {_JSON}), not {media or 'empty'!r}",
+            )
+    return None
+
+
+class _RefuseBrowsers:
+    """ASGI middleware answering :func:`_browser_refusal`'s refusals before routing."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = _browser_refusal(scope) if scope["type"] == "http" else None
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request = Request(scope, receive)
+        status, type_, message = refusal
+        _log_request(request, status, started)
+        body = json.dumps(error_body(status, type_, message), separators=(",", ":"))
+        response = (
+            Response(status_code=status, media_type=_JSON)
+            if request.method == "HEAD"
+            else Response(body, status, media_type=_JSON)
+        )
         await response(scope, receive, send)
 
 
@@ -576,7 +640,7 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(_RefuseEncodedSeparators)],
+        middleware=[Middleware(_RefuseBrowsers), Middleware(_RefuseEncodedSeparators)],
         exception_handlers={
             404: _routing_error,
             405: _routing_error,

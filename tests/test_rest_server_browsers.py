@@ -1,0 +1,70 @@
+"""``icefloe serve`` refuses what a web page can make a browser send: a page the user visits
+must neither change nor read a catalog served without auth on their machine (a POST of
+``text/plain`` JSON needs no CORS preflight; a page rebinding its DNS name to the server's
+address reads same-origin). API clients send no ``Origin`` nor ``Sec-Fetch-Site``."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog.rest import RestCatalog
+from support.rest import RestServer, new_warehouse
+
+pytestmark = pytest.mark.rest
+
+
+def _call(
+    server: RestServer, method: str, path: str, body: object, headers: Mapping[str, str]
+) -> tuple[int, dict[str, object]]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(server.url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            raw = resp.read()
+            return int(resp.status), json.loads(raw) if raw else {}
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), json.loads(exc.read())
+
+
+def test_web_pages_cannot_change_or_read_the_catalog(rest_server: RestServer) -> None:
+    warehouse = new_warehouse()
+    cat = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    cat.create_namespace("sales")
+    t = cat.create_table("sales.orders", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [1, 2, 3]}))
+    rename = {
+        "source": {"namespace": ["sales"], "name": "orders"},
+        "destination": {"namespace": ["sales"], "name": "gone"},
+    }
+    path = f"/v1/{warehouse}/tables/rename"
+    page = "https://evil.example"
+    forged = [
+        # a cross-site form or fetch: no preflight for text/plain
+        {"Content-Type": "text/plain;charset=UTF-8", "Origin": page},
+        # a page whose DNS name now points here: same-origin JSON
+        {"Content-Type": "application/json", "Origin": "http://rebound.example:8181"},
+        {"Content-Type": "application/json", "Sec-Fetch-Site": "same-origin"},
+    ]
+    for headers in forged:
+        status, body = _call(rest_server, "POST", path, rename, headers)
+        assert status == 403, (headers, body)
+        assert body["error"]["type"] == "ForbiddenException"  # type: ignore[index]
+    # a body that is not declared JSON, even without browser headers
+    status, body = _call(rest_server, "POST", path, rename, {"Content-Type": "text/plain"})
+    assert status == 415 and "application/json" in str(body), body
+    # reads too: the page would see the table's metadata (and any vended credentials)
+    table_path = f"/v1/{warehouse}/namespaces/sales/tables/orders"
+    status, _ = _call(rest_server, "GET", table_path, None, {"Sec-Fetch-Site": "same-origin"})
+    assert status == 403
+    # a URL typed into the address bar is served, and API clients are untouched
+    status, loaded = _call(rest_server, "GET", table_path, None, {"Sec-Fetch-Site": "none"})
+    assert status == 200 and "metadata" in loaded
+    assert cat.load_table("sales.orders").scan().to_arrow().num_rows == 3
+    assert cat.list_tables("sales") == [("sales", "orders")]
+    assert "403" in rest_server.log_text() and "415" in rest_server.log_text()
