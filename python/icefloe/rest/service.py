@@ -142,6 +142,14 @@ class RestService(ViewRoutes):
         self.storage_credentials = [(p, dict(c)) for p, c in storage_credentials]
         self.credential_provider = credential_provider
         self.prefix = prefix.strip("/")
+        segments = self.prefix.split("/") if self.prefix else []
+        odd = any(c in "%?#\\" or c < " " or c == "\x7f" for c in self.prefix)
+        if odd or any(part in ("", ".", "..") for part in segments):
+            # routes match the decoded path: such a prefix is never matched as advertised
+            raise ValidationError(
+                f"prefix {self.prefix!r} cannot hold '%', '?', '#', '\\', control characters "
+                "or empty, '.' or '..' segments"
+            )
         self.idempotency_lifetime = idempotency_lifetime
         self.table_config = dict(table_config or {})
         self.multi_table = type(catalog).commit_tables is not Catalog.commit_tables

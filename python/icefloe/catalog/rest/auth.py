@@ -49,7 +49,7 @@ class BearerAuth(AuthManager):
     """A static bearer token."""
 
     def __init__(self, token: str) -> None:
-        self._token = token
+        self._token = token.strip()  # a token file's line break is not part of the token
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"}
@@ -150,7 +150,7 @@ def auth_from_properties(
             raise ValidationError("rest.auth.type=bearer needs a 'token' property")
         return BearerAuth(token)
     if kind == "oauth2":
-        credential = props.get("credential")
+        credential = (props.get("credential") or "").strip()  # a file's line break
         if not credential:
             if props.get("token"):
                 return BearerAuth(props["token"])

@@ -16,7 +16,7 @@ from icefloe.catalog.base import Catalog, Identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.errors import exception_for_error
-from icefloe.catalog.rest.http import HttpResponse, HttpSession
+from icefloe.catalog.rest.http import HttpResponse, HttpSession, request_path
 from icefloe.catalog.rest.sigv4 import signer_from_properties
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
@@ -74,7 +74,7 @@ class RestClient(Catalog):
         self.endpoints = ep.endpoint_set(body.get("endpoints"), views)
         self.idempotency_lifetime: str | None = body.get("idempotency-key-lifetime")
         prefix = self.properties.get("prefix", "").strip("/")
-        self._prefix = f"/v1/{prefix}" if prefix else "/v1"
+        self._prefix = f"/v1/{request_path(prefix)}" if prefix else "/v1"
         self._page_size = self.properties.get("rest-page-size")
         self._separator = ep.namespace_separator(self.properties)
         self._snapshots = self.properties.get("snapshot-loading-mode", "all").lower()

@@ -27,7 +27,7 @@ from urllib.parse import quote, urlencode
 from icefloe.exceptions import ServiceUnavailableError, ValidationError
 from icefloe.properties import parse_url, redact_url
 
-__all__ = ["HttpResponse", "HttpSession", "TransportError"]
+__all__ = ["HttpResponse", "HttpSession", "TransportError", "request_path", "wire_headers"]
 
 log = logging.getLogger("icefloe.catalog.rest")
 
@@ -44,6 +44,29 @@ class TransportError(ServiceUnavailableError):
     def __init__(self, message: str, maybe_sent: bool) -> None:
         super().__init__(message)
         self.maybe_sent = maybe_sent
+
+
+#: Characters of an RFC 9110 field name (``token``).
+_NAME_CHARS = frozenset(
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
+
+def wire_headers(headers: Mapping[str, str]) -> dict[str, bytes]:
+    """``headers`` as sent: values encoded as UTF-8 (as servers compare non-ASCII tokens;
+    :mod:`http.client` would send Latin-1 or fail), a name that is not a field name or a value
+    holding a control character (a line break would end the header) refused with
+    :class:`ValidationError` naming the header, never the value (it may be a secret)."""
+    out: dict[str, bytes] = {}
+    for name, value in headers.items():
+        if not name or not set(name) <= _NAME_CHARS:
+            raise ValidationError(f"{name!r} is not an HTTP header name")
+        if any((c < " " and c != "\t") or c == "\x7f" for c in value):
+            raise ValidationError(
+                f"the {name} header's value holds a line break or another control character"
+            )
+        out[name] = value.encode("utf-8")
+    return out
 
 
 class _NoDelayHTTP(http.client.HTTPConnection):
@@ -79,6 +102,12 @@ class HttpResponse:
             raise ValidationError(f"the catalog answered HTTP {self.status} with bad JSON") from exc
 
 
+def request_path(path: str) -> str:
+    """``path`` with what cannot go into a request line (non-ASCII, spaces, control
+    characters) percent-encoded as UTF-8; escapes already there are kept."""
+    return quote(path, safe="/%!$&'()*+,;=:@~")
+
+
 class HttpSession:
     """Requests to one base URL (``http`` or ``https``) over pooled connections."""
 
@@ -100,7 +129,7 @@ class HttpSession:
         self.scheme = parts.scheme
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
-        self.base_path = parts.path.rstrip("/")
+        self.base_path = request_path(parts.path.rstrip("/"))
         self.timeout = timeout
         self._ssl = ssl_context
         self._pool: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue(pool_size)
@@ -175,11 +204,12 @@ class HttpSession:
             default = 443 if self.scheme == "https" else 80
             netloc = self.host if self.port == default else f"{self.host}:{self.port}"
             hdrs = sign(method, f"{self.scheme}://{netloc}{target}", hdrs, body)
+        wire = wire_headers(hdrs)
         for attempt in (0, 1):
             conn, reused = self._take()
             sent = False
             try:
-                conn.request(method, target, body=body, headers=hdrs)
+                conn.request(method, target, body=body, headers=wire)
                 sent = True
                 resp = conn.getresponse()
                 data = resp.read()
@@ -230,9 +260,10 @@ class HttpSession:
             )
         else:
             conn = http.client.HTTPConnection(parts.hostname, port, timeout=self.timeout)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        target = request_path(parts.path) + (f"?{parts.query}" if parts.query else "")
+        wire = wire_headers(headers)
         try:
-            conn.request(method, target or "/", body=body, headers=dict(headers))
+            conn.request(method, target or "/", body=body, headers=wire)
             resp = conn.getresponse()
             data = resp.read()
         except (OSError, http.client.HTTPException) as exc:
