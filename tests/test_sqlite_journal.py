@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import ServiceUnavailableError, ValidationError
+from icefloe.exceptions import CatalogReadOnlyError, ValidationError
 
 
 def _mode(db: Path) -> str:
@@ -79,5 +79,33 @@ def test_a_read_only_database_names_the_journal_mode(tmp_path: Path) -> None:
         warehouse=(tmp_path / "wh").as_uri(),
     )
     assert read_only.list_namespaces() == [("n",)]
-    with pytest.raises(ServiceUnavailableError, match=r"readonly database.*journal-mode=delete"):
+    with pytest.raises(CatalogReadOnlyError, match=r"readonly database.*journal-mode=delete"):
         read_only.create_namespace("m")
+
+
+def test_a_commit_to_a_read_only_database_is_refused_cleanly(tmp_path: Path) -> None:
+    """Not a retryable CommitFailedError (the command line called it a conflict): the table
+    is unchanged, no file of the attempt is left, and no WAL hint for a file not in WAL."""
+    cat = _catalog(tmp_path, **{"sqlite.journal-mode": "delete"})
+    cat.create_namespace("n")
+    t = cat.create_table("n.t", pa.schema([("a", pa.int64())]))
+    t.append(pa.table({"a": [1]}))
+    cat.engine.dispose()
+    files = sorted(p for p in (tmp_path / "wh").rglob("*") if p.is_file())
+    read_only = SqlCatalog(
+        "c",
+        uri=f"sqlite:///file:{tmp_path / 'c.db'}?mode=ro&uri=true",
+        warehouse=(tmp_path / "wh").as_uri(),
+        **{"sqlite.journal-mode": "delete"},
+    )
+    table = read_only.load_table("n.t")
+    for change in (
+        lambda: table.append(pa.table({"a": [2]})),
+        lambda: table.set_properties({"k": "v"}),
+        lambda: read_only.create_table("n.u", pa.schema([("a", pa.int64())])),
+    ):
+        with pytest.raises(CatalogReadOnlyError, match="is read-only") as refused:
+            change()
+        assert "WAL" not in str(refused.value)
+    assert sorted(p for p in (tmp_path / "wh").rglob("*") if p.is_file()) == files
+    assert read_only.load_table("n.t").scan().to_arrow().column("a").to_pylist() == [1]

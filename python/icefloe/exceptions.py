@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyExistsError",
+    "CatalogReadOnlyError",
     "CommitConflictError",
     "CommitFailedError",
     "CommitStateUnknownError",
@@ -159,6 +160,12 @@ class ServiceUnavailableError(IcebergError):
     """The catalog service is down or overloaded (HTTP 503); trying again later may succeed."""
 
 
+class CatalogReadOnlyError(IcebergError):
+    """The catalog's database refused a write because it is read-only (a SQLite file the
+    process may not write, a PostgreSQL read-only transaction or replica); nothing changed,
+    and trying again will not help."""
+
+
 class NoSuchSnapshotError(IcebergError):
     """The snapshot, branch, tag or point in time does not resolve to a snapshot."""
 
@@ -189,8 +196,9 @@ def commit_did_not_happen(exc: BaseException) -> bool:
     :class:`ValidationError` only before the pointer can have moved, so the files the attempt
     wrote may be deleted; so is :class:`TableAlreadyExistsError` (a staged create whose name
     was taken: its table never existed), :class:`NoSuchTableError` (the table was dropped: no
-    catalog raises it once its pointer moved) and :class:`MetadataWriteError` (the new
-    metadata file could not be written, before any swap). Every other exception,
+    catalog raises it once its pointer moved), :class:`MetadataWriteError` (the new
+    metadata file could not be written, before any swap) and :class:`CatalogReadOnlyError`
+    (raised once the pointer is known not to have moved). Every other exception,
     :class:`CommitStateUnknownError`, an I/O error or a ``KeyboardInterrupt``/``SystemExit``
     arriving during or after the swap, leaves the outcome unknown: the new metadata may
     reference those files and they are kept.
@@ -202,7 +210,8 @@ def commit_did_not_happen(exc: BaseException) -> bool:
         | ValidationError
         | TableAlreadyExistsError
         | NoSuchTableError
-        | MetadataWriteError,
+        | MetadataWriteError
+        | CatalogReadOnlyError,
     )
 
 

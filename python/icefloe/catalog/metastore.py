@@ -20,6 +20,7 @@ from icefloe.catalog.base import (
     to_identifier,
 )
 from icefloe.exceptions import (
+    CatalogReadOnlyError,
     CommitFailedError,
     FileIOError,
     MetadataWriteError,
@@ -93,7 +94,7 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(metadata, 0)
         try:
             self._create_pointer(identifier, location)
-        except (TableAlreadyExistsError, NoSuchNamespaceError):
+        except (TableAlreadyExistsError, NoSuchNamespaceError, CatalogReadOnlyError):
             # refused before registering; after any other error the entry may exist
             self.table_io(metadata.properties).delete_quietly(location)
             raise
@@ -105,7 +106,7 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(new, self._next_version(base, base_location))
         try:
             self._swap_pointer(identifier, base_location, location)
-        except CommitFailedError:
+        except (CommitFailedError, CatalogReadOnlyError):
             # the swap is known not to have happened; after any other error (unknown outcome,
             # KeyboardInterrupt) the new file may be the table's current metadata: keep it
             self.table_io(new.properties).delete_quietly(location)

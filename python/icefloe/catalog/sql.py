@@ -63,6 +63,7 @@ from icefloe.catalog.sql_database import (
     check_reserved,
     database_errors,
     normalise_uri,
+    read_only_error,
     request_timeout_seconds,
     too_long,
     under,
@@ -561,6 +562,9 @@ class SqlCatalog(MetastoreCatalog):
                 ) from exc
             if happened:
                 return
+            read_only = read_only_error(self.name, exc, self.engine)
+            if read_only is not None:  # no retry helps
+                raise read_only from exc
             raise CommitFailedError(
                 f"commit of {'.'.join(identifier)!r} failed in the database: {brief(exc)}"
             ) from exc
@@ -739,6 +743,9 @@ class SqlCatalog(MetastoreCatalog):
             if all(c == s[3] for c, s in zip(current, staged, strict=True)):
                 return
             if all(c == s[1] for c, s in zip(current, staged, strict=True)):
+                read_only = read_only_error(self.name, exc, self.engine)
+                if read_only is not None:
+                    raise read_only from exc
                 raise CommitFailedError(
                     f"multi-table commit failed in the database: {brief(exc)}"
                 ) from exc

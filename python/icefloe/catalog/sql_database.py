@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 from sqlalchemy import Column, MetaData, String, Table, func
 from sqlalchemy.exc import DataError, SQLAlchemyError
 
-from icefloe.catalog.sqlite_journal import READ_ONLY_HINT
-from icefloe.exceptions import ServiceUnavailableError, ValidationError
+from icefloe.catalog.sqlite_journal import READ_ONLY_HINT, in_wal_mode
+from icefloe.exceptions import CatalogReadOnlyError, ServiceUnavailableError, ValidationError
 from icefloe.properties import parse_seconds
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "check_reserved",
     "database_errors",
     "normalise_uri",
+    "read_only_error",
     "request_timeout_seconds",
     "too_long",
     "under",
@@ -92,12 +93,28 @@ def database_errors(fn: _F) -> _F:
         except DataError as exc:  # a value the catalog's columns cannot hold: not retryable
             raise too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
+            read_only = read_only_error(self.name, exc, self.engine)
+            if read_only is not None:
+                raise read_only from exc
             raise ServiceUnavailableError(
                 f"SQL catalog {self.name!r}: the catalog database failed: {brief(exc)}"
-                + (READ_ONLY_HINT if "readonly database" in brief(exc) else "")
             ) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def read_only_error(name: str, exc: SQLAlchemyError, engine: Any) -> CatalogReadOnlyError | None:
+    """:class:`CatalogReadOnlyError` when ``exc`` says the database refused a write because it
+    is read-only (SQLite's "readonly database", PostgreSQL's SQLSTATE 25006), else None. A
+    SQLite file in WAL mode gets the hint that readers, too, must be able to write its
+    directory."""
+    cause = getattr(exc, "orig", None)
+    text = brief(exc)
+    if "readonly database" not in text and getattr(cause, "sqlstate", None) != "25006":
+        return None
+    database = getattr(getattr(engine, "url", None), "database", None)
+    hint = READ_ONLY_HINT if engine.dialect.name == "sqlite" and in_wal_mode(database) else ""
+    return CatalogReadOnlyError(f"SQL catalog {name!r} is read-only: {text}{hint}")
 
 
 def brief(exc: SQLAlchemyError) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -27,6 +28,21 @@ READ_ONLY_HINT = (
     " (a SQLite file in WAL mode can only be read by a process that may write its directory;"
     f" catalogs that write it with {JOURNAL_MODE}=delete keep it readable without)"
 )
+
+
+def in_wal_mode(path: str | None) -> bool:
+    """Whether the SQLite database file at ``path`` is in WAL mode (its header's read and write
+    versions are 2), read without SQLite, which may not open it."""
+    if path and path.startswith("file:"):  # a URI filename (``?mode=ro&uri=true``)
+        path = unquote(urlsplit(path).path)
+    if not path or path == ":memory:":
+        return False
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
 
 
 def journal_mode(catalog: str, properties: dict[str, str] | Any) -> str:
