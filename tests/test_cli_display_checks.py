@@ -335,3 +335,26 @@ def test_partition_labels_of_specs_with_the_same_fields_name_the_spec() -> None:
 
     out = _distinct_labels([row("k=1", 1), row("k=1", 2), row("k=2", 2), row("k=2", 2)])
     assert [r.label for r in out] == ["k=1 (spec 1)", "k=1 (spec 2)", "k=2", "k=2"]
+
+
+def test_partitions_fit_long_labels_without_cutting_columns(tmp_path: Path) -> None:
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
+    t = cat.create_table("db.t", schema)
+    with t.update_spec() as u:
+        u.add_field("k", "identity", "k")
+    long = "a-rather-long-partition-value-of-the-region-"
+    for n, name in ((4000, "big"), (2000, "mid"), (1000, "small")):
+        t.append(pa.table({"k": [long + name] * n, "v": pa.array(range(n), pa.int64())}))
+    cat.close()
+    for width in (110, 90, 70):
+        r = run(w, "partitions", "db.t", width=width)
+        assert r.exit_code == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert all(len(line) <= width for line in lines), (width, r.stdout)
+        assert lines[1].split()[-1] == "deletes", (width, r.stdout)  # the last column is whole
+        rows = [line for line in lines if " 1 " in line and "KiB" in line]
+        bars = [line.split()[2] for line in rows]  # rows, then the rows bar
+        assert len(rows) == 3 and len(set(bars)) == 3, (width, r.stdout)  # 4000/2000/1000

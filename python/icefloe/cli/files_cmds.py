@@ -252,30 +252,40 @@ def partitions(
     console.print(f"[bold]{esc(t.name)}[/] · {plural(len(stats.rows), 'partition')}")
     peak_rows = max(r.records for r in stats.rows) or 1
     peak_size = max(r.size for r in stats.rows) or 1
-    bar_w = max(2, min(24, (console.width - 60) // 2))
-    # the labels say which partition a row is: whole on one line where the terminal leaves
-    # room for the row counts (bars and the other columns shrink first), else folded
-    label_w = max(len(r.label) for r in stats.rows)
+    skewed = stats.skewed  # a median over every partition: computed once
+    shown = stats.rows if limit == 0 else stats.rows[:limit]
+    cells = [
+        (f"{r.records:,}", str(r.files), human_size(r.size), _partition_deletes(r)) for r in shown
+    ]
+    # the labels say which partition a row is and the numbers what it holds: both whole, the
+    # labels on one line where the terminal leaves room (the bars shrink first, to two
+    # cells), else folded; on a terminal too narrow for both, the labels stay whole
+    numbers = sum(
+        max(len(head), *(len(c[i]) for c in cells))
+        for i, head in enumerate(("rows", "files", "size", "deletes"))
+    )
+    room = console.width - numbers - 13  # 7 columns: a cell of padding each, 6 separators
+    longest = max(len(r.label) for r in shown)
+    label_w = min(longest, room - 4 if room - 4 >= 12 else console.width - 12)
+    bar_w = max(2, min(24, (room - label_w) // 2))
     out = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
-    out.add_column("partition", overflow="fold", min_width=min(label_w, console.width - 12))
+    out.add_column("partition", overflow="fold", min_width=label_w)
     out.add_column("rows", justify="right", no_wrap=True)
     out.add_column("", no_wrap=True, min_width=bar_w)
     out.add_column("files", justify="right", no_wrap=True)
     out.add_column("size", justify="right", no_wrap=True)
     out.add_column("", no_wrap=True, min_width=bar_w)
     out.add_column("deletes", justify="right", no_wrap=True)
-    skewed = stats.skewed  # a median over every partition: computed once
-    shown = stats.rows if limit == 0 else stats.rows[:limit]
-    for r in shown:
+    for r, (records, files, size, deletes) in zip(shown, cells, strict=True):
         hot = skewed and r is stats.rows[0]
         out.add_row(
             literal(r.label, style="bold yellow" if hot else ""),
-            f"{r.records:,}",
+            records,
             bar(r.records, peak_rows, bar_w, "yellow" if hot else "green"),
-            str(r.files),
-            human_size(r.size),
+            files,
+            size,
             bar(r.size, peak_size, bar_w, "blue"),
-            _partition_deletes(r),
+            deletes,
         )
     console.print(out)
     if len(shown) < len(stats.rows):
