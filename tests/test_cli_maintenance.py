@@ -368,3 +368,40 @@ def test_maintenance_in_a_real_process(world: CliWorld) -> None:
     r = run_process(world, "rewrite-manifests", "db.events")
     assert r.exit_code == 0, r.stderr
     assert "rewrote 4 manifests" in r.stdout
+
+
+def test_ctrl_c_says_whether_the_change_was_committed(
+    world: CliWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not click's bare "Aborted!" (exit 1) when the expiry was already committed and only its
+    file deletion was stopped: the command says which, and exits 130."""
+    from icefloe.cli.maintenance_cmds import EXIT_INTERRUPTED
+    from icefloe.table.table import Table
+
+    rows = _rows(world)
+    before = len(world.catalog().load_table("db.events").snapshots())
+    real = Table.expire_snapshots
+
+    def interrupted_deleting(self: Table, *args: object, **kwargs: object) -> object:
+        def stop(done: int, total: int) -> None:
+            raise KeyboardInterrupt
+
+        return real(self, *args, **{**kwargs, "progress": stop})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Table, "expire_snapshots", interrupted_deleting)
+    r = run(world, "expire", "db.events")
+    assert r.exit_code == EXIT_INTERRUPTED == 130, r.stderr
+    assert "interrupted after the commit: db.events changed" in r.stderr
+    assert "icefloe orphans db.events" in r.stderr and "Aborted" not in r.stderr
+    assert len(world.catalog().load_table("db.events").snapshots()) == before - 3
+    assert _rows(world) == rows
+
+    def interrupted_reading(self: Table, *args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Table, "rewrite_data_files", interrupted_reading)
+    location = world.catalog().load_table("db.events").metadata_location
+    r = run(world, "compact", "db.events")
+    assert r.exit_code == EXIT_INTERRUPTED, r.stderr
+    assert "interrupted before the commit: db.events is unchanged" in r.stderr
+    assert world.catalog().load_table("db.events").metadata_location == location

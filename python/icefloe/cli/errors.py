@@ -8,6 +8,7 @@ code   meaning
 2      bad input: usage errors, invalid values, filters that do not parse
 3      not found: table, namespace, snapshot, branch or tag, file
 4      conflict: already exists, namespace not empty, a concurrent commit won
+130    interrupted (Ctrl-C) in a changing command, which says whether it committed
 =====  ===========================================================================
 """
 

@@ -84,6 +84,41 @@ def _progress(state: State, what: str, quiet: bool) -> Iterator[Callable[[int, i
             bar.stop()
 
 
+#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def _interruptible(state: State, table: Any, identifier: str) -> Iterator[None]:
+    """A Ctrl-C inside says whether the change was committed before the command exits with
+    :data:`EXIT_INTERRUPTED`: the commit may be done while files are still being deleted, and
+    a plain "Aborted!" would leave the user to think nothing happened."""
+    before = table.metadata_location
+    try:
+        yield
+    except KeyboardInterrupt:
+        err = state.out.err
+        name = esc(table.name)
+        try:
+            now = state.table(identifier).metadata_location
+        except Exception as exc:  # the catalog cannot say: neither can we
+            err.print(
+                f"interrupted: cannot tell whether {name} changed ({esc(type(exc).__name__)}); "
+                "look at its snapshots before running the command again",
+                soft_wrap=True,
+            )
+        else:
+            if now == before:
+                err.print(f"interrupted before the commit: {name} is unchanged", soft_wrap=True)
+            else:
+                err.print(
+                    f"interrupted after the commit: {name} changed; files it was removing may "
+                    f"be left (icefloe orphans {esc(identifier)} finds them)",
+                    soft_wrap=True,
+                )
+        raise SystemExit(EXIT_INTERRUPTED) from None
+
+
 def _summary(state: State, title: str, rows: list[tuple[str, Any]]) -> None:
     t = RichTable.grid(padding=(0, 2))
     t.add_column(style="bold")
@@ -133,7 +168,10 @@ def expire(
     t = state.table(table)
     for sid in snapshot_ids:
         check_snapshot(t, sid)  # a missing snapshot is not found, not bad input
-    with _progress(state, "deleting files", as_json or dry_run) as progress:
+    with (
+        _interruptible(state, t, table),
+        _progress(state, "deleting files", as_json or dry_run) as progress,
+    ):
         r = t.expire_snapshots(
             older_than_ms=parse_age(older_than) if older_than else None,
             retain_last=retain_last,
@@ -242,7 +280,10 @@ def compact(
         "snapshot_id": None,
     }
     if not dry_run and plan.data_files:
-        with _progress(state, "rewriting files", as_json) as progress:
+        with (
+            _interruptible(state, t, table),
+            _progress(state, "rewriting files", as_json) as progress,
+        ):
             r = t.rewrite_data_files(**args, progress=progress)
         doc.update(
             rewritten_data_files=r.rewritten_data_files,
@@ -254,7 +295,9 @@ def compact(
     dangling: int | None = None
     if remove_dangling_deletes:
         # after the compaction's commit (as Iceberg Java's option): the files it left
-        found = t.refresh().remove_dangling_deletes(branch=branch, dry_run=dry_run)
+        fresh = t.refresh()
+        with _interruptible(state, fresh, table):
+            found = fresh.remove_dangling_deletes(branch=branch, dry_run=dry_run)
         dangling = found.removed_delete_files
         if dry_run and plan.data_files:
             # which files compaction leaves dangling is known only once it has run
@@ -277,7 +320,7 @@ def compact(
         ("groups", doc["groups"]),
         ("data files in", doc["rewritten_data_files"]),
         ("bytes in", human_size(doc["rewritten_bytes"])),
-        ("delete files applied", doc["removed_delete_files"]),
+        ("delete files removed", doc["removed_delete_files"]),
         ("target file size", human_size(doc["target_file_size"])),
     ]
     if not dry_run:
@@ -382,9 +425,10 @@ def rewrite_manifests(
     _check_branch(t, branch)
     target = parse_size(target_manifest_size) if target_manifest_size else None
     before = _head(t, branch)
-    r = t.rewrite_manifests(
-        spec_id=spec_id, target_manifest_size=target, branch=branch, dry_run=dry_run
-    )
+    with _interruptible(state, t, table):
+        r = t.rewrite_manifests(
+            spec_id=spec_id, target_manifest_size=target, branch=branch, dry_run=dry_run
+        )
     committed = not dry_run and r.rewritten_manifests > 0
     doc = {
         "table": t.name,
