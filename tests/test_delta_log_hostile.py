@@ -202,3 +202,46 @@ def test_protocol_features_must_be_a_list_of_strings() -> None:
             DeltaProtocol.from_action(dict(good, readerFeatures=bad), "f")
         with pytest.raises(DeltaLogError, match="writerFeatures"):
             DeltaProtocol.from_action(dict(good, writerFeatures=bad), "f")
+
+
+P_INT = "col-843e43cc-9d86-4c22-97bc-a89aa50da26c"
+P_DATE = "col-a34070a3-a592-4da2-aeda-3335269a2e82"
+P_TS = "col-ad3c5299-7d2d-4fee-b819-d0b9b64425a7"
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        (P_INT, "abc"),
+        (P_INT, "99999999999"),
+        (P_DATE, "2020-13-45"),
+        (P_DATE, "10000-01-01"),
+        (P_TS, "yesterday"),
+    ],
+)
+def test_partition_values_that_are_not_of_their_type_are_named(
+    tmp_path: Path, column: str, value: str
+) -> None:
+    root = fixture("partitioned", tmp_path)
+    _edit(root, 1, "add", ["partitionValues", column], value)
+    with pytest.raises(DeltaLogError, match=f"holds '{value}', which is not a") as info:
+        _convert(root)
+    assert "Z'" not in str(info.value)  # the value as the log holds it
+    assert not list(root.glob("metadata/*.json"))  # nothing committed
+
+
+@pytest.mark.parametrize("stats", [{"numRecords": -5}, {"numRecords": 3, "nullCount": -1}])
+def test_negative_counts_in_statistics_are_refused(tmp_path: Path, stats: dict[str, int]) -> None:
+    root = fixture("basic", tmp_path)  # its files stay live
+    file = root / "_delta_log" / f"{1:020d}.json"
+    add = next(json.loads(line)["add"] for line in file.read_text().splitlines() if '"add"' in line)
+    parsed = json.loads(add["stats"])
+    if "nullCount" in stats:  # every column's null count
+        parsed["nullCount"] = dict.fromkeys(parsed.get("nullCount", {}), stats["nullCount"])
+        assert parsed["nullCount"], parsed
+        parsed["tightBounds"] = True
+    else:
+        parsed["numRecords"] = stats["numRecords"]
+    _edit(root, 1, "add", ["stats"], json.dumps(parsed))
+    with pytest.raises(DeltaLogError, match="numRecords or a nullCount is negative"):
+        _convert(root)

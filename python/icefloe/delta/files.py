@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -22,7 +23,14 @@ from icefloe.exceptions import DeltaLogError
 from icefloe.io import FileIO
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
-from icefloe.types import BinaryType, BooleanType, DateType, TimestampType, TimestamptzType
+from icefloe.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    IcebergType,
+    TimestampType,
+    TimestamptzType,
+)
 from icefloe.write.files import manifest_arrow_schema
 
 __all__ = ["PartitionColumn", "absolute_paths", "data_entries", "partition_values"]
@@ -60,26 +68,67 @@ def partition_values(
         raw = pc.map_lookup(values, pa.scalar(pcol.physical_name), "first")
         raw = pc.if_else(pc.equal(raw, ""), pa.scalar(None, pa.string()), raw)
         t = schema.find_field(pcol.field_id).field_type
-        if isinstance(t, TimestamptzType | TimestampType):
-            tz = "UTC" if isinstance(t, TimestamptzType) else None
-            text = pc.replace_substring(raw, " ", "T")
-            if tz is not None:  # values without an offset are UTC (Spark with UTC sessions)
-                has_zone = pc.match_substring_regex(text, r"(Z|[+-]\d\d:?\d\d)$")
-                zoned = pc.binary_join_element_wise(text, pa.scalar("Z"), "")
-                text = pc.if_else(pc.fill_null(has_zone, True), text, zoned)
-            else:
-                text = pc.replace_substring_regex(text, r"(Z|[+-]00:?00)$", "")
-            col = pc.cast(text, pa.timestamp("us", tz))
-        elif isinstance(t, BooleanType):
-            col = pc.equal(pc.utf8_lower(raw), "true")
-        elif isinstance(t, BinaryType):
-            col = pc.cast(raw, pa.binary())
-        elif isinstance(t, DateType):
-            col = pc.cast(raw, pa.date32())
-        else:
-            col = pc.cast(raw, field.type)
-        children.append(pc.cast(col, field.type))
+        try:
+            children.append(pc.cast(_typed_partition(raw, t, field.type), field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            raise _bad_partition_value(raw, t, field.type, pcol.name) from None
     return pa.StructArray.from_arrays(children, fields=list(type_))
+
+
+def _bad_partition_value(
+    raw: pa.Array, t: IcebergType, arrow: pa.DataType, name: str
+) -> DeltaLogError:
+    """The error naming the first of ``raw`` (a partition column's strings) that is not a
+    value of ``t``."""
+    for value in raw.to_pylist():
+        if value is None:
+            continue
+        try:
+            _typed_partition(pa.array([value], pa.string()), t, arrow).cast(arrow)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return DeltaLogError(
+                f"Delta partition column {name!r} holds {value!r}, which is not a {t} value"
+            )
+    return DeltaLogError(f"Delta partition column {name!r} holds values that are not {t}")
+
+
+def _typed_partition(raw: pa.Array, t: IcebergType, arrow: pa.DataType) -> pa.Array:
+    """A partition column's strings (Delta's serialisation) as values of ``t``."""
+    if isinstance(t, TimestamptzType | TimestampType):
+        tz = "UTC" if isinstance(t, TimestamptzType) else None
+        text = pc.replace_substring(raw, " ", "T")
+        if tz is not None:  # values without an offset are UTC (Spark with UTC sessions)
+            has_zone = pc.match_substring_regex(text, r"(Z|[+-]\d\d:?\d\d)$")
+            zoned = pc.binary_join_element_wise(text, pa.scalar("Z"), "")
+            text = pc.if_else(pc.fill_null(has_zone, True), text, zoned)
+        else:
+            text = pc.replace_substring_regex(text, r"(Z|[+-]00:?00)$", "")
+        return pc.cast(text, pa.timestamp("us", tz))
+    if isinstance(t, BooleanType):
+        return pc.equal(pc.utf8_lower(raw), "true")
+    if isinstance(t, BinaryType):
+        return pc.cast(raw, pa.binary())
+    if isinstance(t, DateType):
+        return pc.cast(raw, pa.date32())
+    return pc.cast(raw, arrow)
+
+
+def _check_counts(files: pa.Table, records: pa.Array, null_counts: pa.Array) -> None:
+    """Refuse statistics whose counts are negative (:class:`DeltaLogError` naming the file):
+    they would become manifest counts every scan then refuses."""
+    bad = pc.fill_null(pc.less(records, 0), False).to_numpy(zero_copy_only=False)
+    offsets = null_counts.offsets.to_numpy()
+    counts = null_counts.items.slice(offsets[0], offsets[-1] - offsets[0])
+    negative = pc.fill_null(pc.less(counts, 0), False).to_numpy(zero_copy_only=False)
+    if negative.any():
+        rows = np.repeat(np.arange(len(null_counts)), np.diff(offsets))[negative]
+        bad[rows] = True
+    if bad.any():
+        row = files.slice(int(np.argmax(bad)), 1).to_pylist()[0]
+        raise DeltaLogError(
+            f"malformed Delta statistics for {row['path']} (version {row['version']}): "
+            "numRecords or a nullCount is negative"
+        )
 
 
 def _footer_counts(io: FileIO, paths: pa.Array) -> pa.Array:
@@ -115,6 +164,7 @@ def data_entries(
     parsed = files.column("stats_parsed") if "stats_parsed" in files.column_names else None
     metrics = file_metrics(files.column("stats"), columns, parsed)
     records = metrics.num_records
+    _check_counts(files, records, metrics.null_value_counts)
     if records.null_count:
         missing = pc.is_null(records)
         counts = _footer_counts(io, paths.filter(missing))
