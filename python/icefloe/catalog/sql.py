@@ -562,10 +562,7 @@ class SqlCatalog(MetastoreCatalog):
                 ) from exc
             if happened:
                 return
-            read_only = read_only_error(self.name, exc, self.engine)
-            if read_only is not None:  # no retry helps
-                raise read_only from exc
-            raise CommitFailedError(
+            raise read_only_error(self.name, exc, self.engine) or CommitFailedError(
                 f"commit of {'.'.join(identifier)!r} failed in the database: {brief(exc)}"
             ) from exc
         if rowcount != 1:
@@ -743,10 +740,7 @@ class SqlCatalog(MetastoreCatalog):
             if all(c == s[3] for c, s in zip(current, staged, strict=True)):
                 return
             if all(c == s[1] for c, s in zip(current, staged, strict=True)):
-                read_only = read_only_error(self.name, exc, self.engine)
-                if read_only is not None:
-                    raise read_only from exc
-                raise CommitFailedError(
+                raise read_only_error(self.name, exc, self.engine) or CommitFailedError(
                     f"multi-table commit failed in the database: {brief(exc)}"
                 ) from exc
             raise CommitStateUnknownError(

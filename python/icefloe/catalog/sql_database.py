@@ -93,10 +93,7 @@ def database_errors(fn: _F) -> _F:
         except DataError as exc:  # a value the catalog's columns cannot hold: not retryable
             raise too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
-            read_only = read_only_error(self.name, exc, self.engine)
-            if read_only is not None:
-                raise read_only from exc
-            raise ServiceUnavailableError(
+            raise read_only_error(self.name, exc, self.engine) or ServiceUnavailableError(
                 f"SQL catalog {self.name!r}: the catalog database failed: {brief(exc)}"
             ) from exc
 
