@@ -228,3 +228,20 @@ def test_read_at_content_offset_and_size() -> None:
         DeletionVector.read_at(data, 16, len(blob))
     with pytest.raises(CorruptFileError, match="outside"):
         DeletionVector.read_at(data, 17, len(data))
+
+
+def test_key_gaps_are_written_as_empty_bitmaps_as_java_writes_them() -> None:
+    """Java's RoaringPositionBitmap writes every key from 0 to the largest, an empty bitmap
+    for a key without positions: the guide's example blob is byte-identical to Java's."""
+    blob = DeletionVector.from_positions([1, 5, 1 << 33]).to_blob()
+    assert len(blob) == 78
+    (length,) = struct.unpack(">I", blob[:4])
+    bitmap = blob[8 : 4 + length]
+    assert struct.unpack("<Q", bitmap[:8]) == (3,)  # keys 0, 1 (empty) and 2
+    one = DeletionVector.from_positions([1, 5]).to_blob()
+    first = one[20 : 4 + struct.unpack(">I", one[:4])[0]]  # key 0's bitmap, after its key
+    empty = b"\x3a\x30\x00\x00\x00\x00\x00\x00"  # cookie and no containers
+    rest = bitmap[12 + len(first) :]
+    assert rest[:12] == struct.pack("<I", 1) + empty
+    assert zlib.crc32(blob[4:-4]) == struct.unpack(">I", blob[-4:])[0]
+    assert DeletionVector.from_blob(blob).positions().to_pylist() == [1, 5, 1 << 33]

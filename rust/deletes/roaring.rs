@@ -15,6 +15,12 @@ pub const MAX_KEY: u32 = i32::MAX as u32 - 1;
 /// The largest position a deletion vector can hold (`0x7FFFFFFE_80000000`, as in Java).
 pub const MAX_POSITION: u64 = ((MAX_KEY as u64) << 32) | 0x8000_0000;
 
+/// Keys left empty below the largest that [`PositionBitmap::serialize_into`] writes as empty
+/// bitmaps, as Java does; a set leaving more is written without them.
+pub const MAX_FILLED_GAPS: u64 = 1 << 16;
+/// The portable serialisation of an empty 32-bit bitmap: its cookie and a container count of 0.
+const EMPTY_BITMAP_BYTES: usize = 8;
+
 /// A set of row positions: one 32-bit Roaring bitmap per high key, ordered by key, none empty.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PositionBitmap {
@@ -217,11 +223,26 @@ impl PositionBitmap {
 
     /// The number of bytes [`Self::serialize_into`] writes.
     pub fn serialized_size(&self) -> usize {
-        8 + self
-            .optimized()
-            .iter()
-            .map(|(_, m)| 4 + m.serialized_size())
-            .sum::<usize>()
+        8 + self.gaps_written() * (4 + EMPTY_BITMAP_BYTES)
+            + self
+                .optimized()
+                .iter()
+                .map(|(_, m)| 4 + m.serialized_size())
+                .sum::<usize>()
+    }
+
+    /// The keys below the largest that hold no positions, when [`Self::serialize_into`]
+    /// writes them (as empty bitmaps, like Java); 0 when it leaves them out.
+    fn gaps_written(&self) -> usize {
+        let Some((last, _)) = self.maps.last() else {
+            return 0;
+        };
+        let gaps = u64::from(*last) + 1 - self.maps.len() as u64;
+        if gaps <= MAX_FILLED_GAPS {
+            gaps as usize
+        } else {
+            0
+        }
     }
 
     fn optimized(&self) -> Vec<(u32, RoaringBitmap)> {
@@ -235,17 +256,30 @@ impl PositionBitmap {
             .collect()
     }
 
-    /// Writes the portable 64-bit format. As the Java reference does, each 32-bit bitmap is
-    /// run-optimised first, so the output matches Java's byte for byte whenever the keys in use
-    /// are contiguous from 0. Keys without positions are not written (the format allows gaps;
-    /// Java fills them with empty bitmaps, which costs 12 bytes each for nothing).
+    /// Writes the portable 64-bit format byte for byte as the Java reference does: each 32-bit
+    /// bitmap run-optimised first, and every key from 0 to the largest written, those without
+    /// positions as empty bitmaps. A set leaving more than [`MAX_FILLED_GAPS`] keys empty
+    /// (positions beyond 2^48, which Java would hold as that many empty bitmaps) is written
+    /// without them, which the format allows.
     pub fn serialize_into(&self, out: &mut Vec<u8>) {
         let maps = self.optimized();
-        out.extend_from_slice(&(maps.len() as u64).to_le_bytes());
+        let fill = self.gaps_written() > 0;
+        let count = maps.len() + self.gaps_written();
+        out.extend_from_slice(&(count as u64).to_le_bytes());
+        let empty = RoaringBitmap::new();
+        let mut next = 0u32;
         for (key, map) in &maps {
+            while fill && next < *key {
+                out.extend_from_slice(&next.to_le_bytes());
+                empty
+                    .serialize_into(&mut *out)
+                    .expect("writing to a Vec cannot fail");
+                next += 1;
+            }
             out.extend_from_slice(&key.to_le_bytes());
             map.serialize_into(&mut *out)
                 .expect("writing to a Vec cannot fail");
+            next = key.saturating_add(1);
         }
     }
 
@@ -366,6 +400,29 @@ mod tests {
             assert_eq!(bulk.cardinality(), n as u64);
             assert_eq!(bulk.serialize(), single.serialize());
         }
+    }
+
+    #[test]
+    fn key_gaps_are_written_as_empty_bitmaps_like_java() {
+        let empty = [0x3a, 0x30, 0, 0, 0, 0, 0, 0];
+        let bm = PositionBitmap::from_positions([1, 5, 1 << 33]).unwrap();
+        let bytes = bm.serialize();
+        assert_eq!(bytes.len(), 66); // 54 without the empty key-1 bitmap
+        assert_eq!(bm.serialized_size(), 66);
+        assert_eq!(&bytes[..8], &3u64.to_le_bytes());
+        let first = 12 + RoaringBitmap::from_iter([1u32, 5]).serialized_size();
+        assert_eq!(&bytes[first..first + 4], &1u32.to_le_bytes());
+        assert_eq!(&bytes[first + 4..first + 12], &empty);
+        assert_eq!(PositionBitmap::deserialize(&bytes).unwrap(), bm);
+        // beyond MAX_FILLED_GAPS empty keys, the gaps are left out (as the format allows)
+        let far = PositionBitmap::from_positions([3, MAX_POSITION]).unwrap();
+        let bytes = far.serialize();
+        assert_eq!(&bytes[..8], &2u64.to_le_bytes());
+        assert_eq!(bytes.len(), far.serialized_size());
+        assert_eq!(PositionBitmap::deserialize(&bytes).unwrap(), far);
+        let edge = PositionBitmap::from_positions([MAX_FILLED_GAPS << 32]).unwrap();
+        assert_eq!(edge.serialize().len(), edge.serialized_size());
+        assert_eq!(&edge.serialize()[..8], &(MAX_FILLED_GAPS + 1).to_le_bytes());
     }
 
     #[test]
