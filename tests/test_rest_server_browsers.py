@@ -68,3 +68,20 @@ def test_web_pages_cannot_change_or_read_the_catalog(rest_server: RestServer) ->
     assert cat.load_table("sales.orders").scan().to_arrow().num_rows == 3
     assert cat.list_tables("sales") == [("sales", "orders")]
     assert "403" in rest_server.log_text() and "415" in rest_server.log_text()
+
+
+def test_api_clients_with_a_second_content_type_are_served() -> None:
+    """Older DuckDB httpfs sends an octet-stream Content-Type after the iceberg extension's
+    JSON one; the token endpoint takes its form with or without a trailing slash."""
+    from icefloe.rest.app import _browser_refusal
+
+    def scope(path: str, *types: bytes) -> dict[str, object]:
+        headers = [(b"content-type", t) for t in types]
+        return {"type": "http", "method": "POST", "path": path, "headers": headers}
+
+    json_then_bytes = scope("/v1/namespaces", b"application/json", b"application/octet-stream")
+    assert _browser_refusal(json_then_bytes) is None
+    refused = _browser_refusal(scope("/v1/namespaces", b"text/plain", b"text/plain"))
+    assert refused is not None and refused[0] == 415
+    form = b"application/x-www-form-urlencoded"
+    assert _browser_refusal(scope("/v1/oauth/tokens/", form)) is None

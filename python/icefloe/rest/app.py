@@ -259,19 +259,27 @@ def _browser_refusal(scope: Scope) -> tuple[int, str, str] | None:
             "ForbiddenException",
             "requests from web pages are refused: this server serves REST catalog clients",
         )
-    content_type = headers.get(b"content-type")
+    # every Content-Type sent (older DuckDB httpfs adds a second, octet-stream, after JSON)
+    types = [
+        _media_type(v.decode("latin-1"))
+        for k, v in scope.get("headers") or ()
+        if k.lower() == b"content-type"
+    ]
+    path = str(scope.get("path", "")).rstrip("/")
+    json_body = any(
+        t == _JSON or (t.startswith("application/") and t.endswith("+json")) for t in types
+    )
     if (
         scope.get("method") == "POST"
-        and content_type is not None
-        and not str(scope.get("path", "")).endswith("/oauth/tokens")
+        and types
+        and not json_body
+        and not path.endswith("/oauth/tokens")
     ):
-        media = _media_type(content_type.decode("latin-1"))
-        if media != _JSON and not (media.startswith("application/") and media.endswith("+json")):
-            return (
-                415,
-                "BadRequestException",
-                f"request bodies are JSON (Content-Type: {_JSON}), not {media or 'empty'!r}",
-            )
+        return (
+            415,
+            "BadRequestException",
+            f"request bodies are JSON (Content-Type: {_JSON}), not {types[0] or 'empty'!r}",
+        )
     return None
 
 
