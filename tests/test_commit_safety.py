@@ -5,6 +5,7 @@ error that proves the pointer did not move (a lost race, a conflict, a refused u
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -267,11 +268,12 @@ def test_an_unreachable_database_fails_the_commit_cleanly(
     cat.close()
 
 
-def test_a_commit_reported_lost_that_landed_is_not_applied_twice(tmp_path: Path) -> None:
-    """The catalog writes the new version, then reports a lost race (as a store that lost the
-    answer to a write it did can make it): the refreshed table holds the transaction's
-    snapshot, so the commit counts as done. Rebuilding it would append the rows a second time
-    and delete the manifests of the snapshot already in the table."""
+def _first_version_write_reported_lost(
+    tmp_path: Path,
+) -> tuple[Any, Any, list[int], Callable[..., str]]:
+    """A file-system table holding id 1, the versions its commits write, and a replacement for
+    ``HadoopCatalog._write_version`` that writes each version but reports the first as lost
+    to another writer (as a store that lost the answer to a write it did)."""
     from icefloe.catalog.hadoop import HadoopCatalog
 
     cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
@@ -279,7 +281,7 @@ def test_a_commit_reported_lost_that_landed_is_not_applied_twice(tmp_path: Path)
     t = cat.create_table("db.t", SCHEMA)
     t.append(pa.table({"id": pa.array([1], pa.int64())}))
     real = HadoopCatalog._write_version
-    calls = []
+    calls: list[int] = []
 
     def wrote_then_refused(self: Any, identifier: Any, version: int, new: Any) -> str:
         location = real(self, identifier, version, new)
@@ -287,6 +289,18 @@ def test_a_commit_reported_lost_that_landed_is_not_applied_twice(tmp_path: Path)
         if len(calls) == 1:
             raise CommitFailedError(f"another writer committed version {version}")
         return location
+
+    return cat, t, calls, wrote_then_refused
+
+
+def test_a_commit_reported_lost_that_landed_is_not_applied_twice(tmp_path: Path) -> None:
+    """The catalog writes the new version, then reports a lost race (as a store that lost the
+    answer to a write it did can make it): the refreshed table holds the transaction's
+    snapshot, so the commit counts as done. Rebuilding it would append the rows a second time
+    and delete the manifests of the snapshot already in the table."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    cat, t, calls, wrote_then_refused = _first_version_write_reported_lost(tmp_path)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(HadoopCatalog, "_write_version", wrote_then_refused)
@@ -307,19 +321,7 @@ def test_a_replayed_commit_never_deletes_files_the_committed_table_names(
     from icefloe.catalog.hadoop import HadoopCatalog
     from icefloe.table.transaction import Transaction
 
-    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.t", SCHEMA)
-    t.append(pa.table({"id": pa.array([1], pa.int64())}))
-    real = HadoopCatalog._write_version
-    calls = []
-
-    def wrote_then_refused(self: Any, identifier: Any, version: int, new: Any) -> str:
-        location = real(self, identifier, version, new)
-        calls.append(version)
-        if len(calls) == 1:
-            raise CommitFailedError(f"another writer committed version {version}")
-        return location
+    cat, t, calls, wrote_then_refused = _first_version_write_reported_lost(tmp_path)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(HadoopCatalog, "_write_version", wrote_then_refused)
