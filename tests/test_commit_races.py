@@ -25,10 +25,17 @@ import pytest
 from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import CommitConflictError, CommitFailedError, ValidationError
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    FileIOError,
+    ValidationError,
+)
+from icefloe.io import InputFile
 from icefloe.metadata import RemoveSnapshots, SetSnapshotRef
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.properties import gc_enabled
+from icefloe.table.static import StaticTable
 from icefloe.transforms import IdentityTransform
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
@@ -456,3 +463,29 @@ def test_hadoop_hint_naming_a_missing_version_does_not_block_commits(tmp_path: P
     t.append(_rows([1]))
     t.append(_rows([2]))
     assert _ids(cat) == [1, 2]
+
+
+def test_hadoop_hint_the_store_fails_to_serve_is_looked_past(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hint read failing (an object store's 503) neither fails a commit nor a load, and a
+    stale base is still caught, from the listing, when its next version was deleted."""
+    cat = _delete_after_commit_table(tmp_path)
+    stale = cat.load_table("db.t")  # v1
+    real_read = InputFile.read
+
+    def read(self: InputFile) -> bytes:
+        if self.location.endswith("/version-hint.text"):
+            raise FileIOError(f"{self.location}: AWS Error SLOW_DOWN (HTTP status 503)")
+        return real_read(self)
+
+    monkeypatch.setattr(InputFile, "read", read)
+    other = cat.load_table("db.t")
+    for i in range(3):  # v2..v4; v1 and v2 are deleted
+        other.append(_rows([i]))
+    assert _ids(cat) == [0, 1, 2]
+    stale.append(_rows([99]))  # rebuilt on v4, committed as v5
+    assert _ids(cat) == [0, 1, 2, 99]
+    assert stale.metadata_location.endswith("/v5.metadata.json")
+    static = StaticTable.from_metadata(str(tmp_path / "wh/db/t"))
+    assert static.metadata_location.endswith("/v5.metadata.json")

@@ -202,25 +202,31 @@ class HadoopCatalog(Catalog):
         return None
 
     def _hint(self, identifier: Identifier) -> int | None:
-        """The version ``version-hint.text`` names, or None when it is missing or unreadable."""
+        """The version ``version-hint.text`` names, or None when it is missing or unreadable.
+
+        The hint is advisory, as in Java's catalog: a store failing to serve it (a 503, a
+        timeout) sends readers and committers to the directory listing instead."""
         meta_dir = f"{self._table_dir(identifier)}/metadata"
         try:
             return int(self.io.new_input(f"{meta_dir}/{VERSION_HINT}").read().decode().strip())
-        except (NotFoundError, ValueError, UnicodeDecodeError):
+        except (FileIOError, ValueError, UnicodeDecodeError):
             return None
 
-    def _current_location(self, identifier: Identifier) -> str:
+    def _newest_listed(self, identifier: Identifier) -> int | None:
+        """The newest ``v<N>.metadata.json`` version in the table's metadata directory."""
         meta_dir = f"{self._table_dir(identifier)}/metadata"
+        versions = [
+            v
+            for name, is_dir in self.io.list_dir(meta_dir)
+            if not is_dir and name.startswith("v")
+            if (v := metadata_file_version(name)) is not None
+        ]
+        return max(versions) if versions else None
+
+    def _current_location(self, identifier: Identifier) -> str:
         version = self._hint(identifier)
         if version is None or self._existing_version_file(identifier, version) is None:
-            # No usable hint: the newest v<N>.metadata.json in the directory.
-            versions = [
-                v
-                for name, is_dir in self.io.list_dir(meta_dir)
-                if not is_dir and name.startswith("v")
-                if (v := metadata_file_version(name)) is not None
-            ]
-            version = max(versions) if versions else None
+            version = self._newest_listed(identifier)  # no usable hint
         if version is None:
             raise NoSuchTableError(f"table {'.'.join(identifier)!r} does not exist")
         # The hint may lag behind a commit whose hint update failed: look ahead.
@@ -279,6 +285,8 @@ class HadoopCatalog(Catalog):
         # metadata log is deleted: its exclusive create would succeed and the commit be lost
         # behind the newer versions. A base that is gone or behind the hint is stale.
         hint = self._hint(identifier)
+        if hint is None:  # missing or unreadable: the listing tells the newest version
+            hint = self._newest_listed(identifier)
         newer = (
             hint is not None
             and hint > version

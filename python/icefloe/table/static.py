@@ -66,7 +66,7 @@ def resolve_metadata_location(location: str, io: FileIO) -> str:
     version: int | None = None
     try:
         hint = io.new_input(f"{meta_dir}/{VERSION_HINT}").read().decode().strip()
-    except (NotFoundError, UnicodeDecodeError):
+    except (FileIOError, UnicodeDecodeError):  # advisory: a store failing to serve it lists
         hint = ""
     if _is_metadata_file(hint):
         named = f"{meta_dir}/{hint.rsplit('/', 1)[-1]}"
