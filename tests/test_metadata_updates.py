@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -439,6 +440,17 @@ def test_add_snapshot_rules_v2() -> None:
     assert apply(md, AddSnapshot(snap(3, 1))).last_sequence_number == 1
     with pytest.raises(ValidationError, match="must be 0 in v1"):
         apply(base(1), AddSnapshot(snap(1, 1)))
+
+
+def test_add_snapshot_needs_an_operation_from_v2() -> None:
+    """A new v2+ snapshot without (or with an unknown) ``operation`` is refused: PyIceberg
+    cannot load a table holding one. v1 summaries are optional."""
+    for summary in (None, Summary(None), Summary("truncate")):
+        bad = replace(snap(1, 1), summary=summary)
+        with pytest.raises(ValidationError, match="needs an 'operation'"):
+            apply(base(), AddSnapshot(bad))
+        v1 = apply(base(1), AddSnapshot(replace(bad, sequence_number=0)))
+        assert v1.snapshots[0].summary == summary
 
 
 def test_add_snapshot_row_lineage_v3() -> None:

@@ -608,3 +608,23 @@ def test_property_changes_of_a_table_at_an_odd_location_are_not_refused() -> Non
     assert checked_locations("s3://bucket/wh//db/t", ups) == ups
     with pytest.raises(ValidationError, match="empty path segment"):
         checked_locations("s3://bucket/wh//db/t", [SetProperties({"write.data.path": "d"})])
+
+
+def test_a_snapshot_without_an_operation_is_a_bad_request(rest_server: RestServer) -> None:
+    """Java's server stores such a snapshot, after which PyIceberg cannot load the table."""
+    warehouse = new_warehouse()
+    c = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("ns")
+    t = c.create_table("ns.t", ROWS)
+    snapshot = {
+        "snapshot-id": 7,
+        "sequence-number": 1,
+        "timestamp-ms": 1_700_000_000_000,
+        "manifest-list": f"{t.location}/metadata/snap-7.avro",
+        "summary": {"added-data-files": "0"},
+        "schema-id": 0,
+    }
+    body = {"requirements": [], "updates": [{"action": "add-snapshot", "snapshot": snapshot}]}
+    reply = _call(rest_server, "POST", f"/v1/{warehouse}/namespaces/ns/tables/t", body)
+    assert reply[0] == 400 and "needs an 'operation'" in _error(reply)["message"]
+    assert c.load_table("ns.t").metadata_location == t.metadata_location

@@ -43,6 +43,7 @@ from icefloe.metadata.snapshots import (
     MAIN_BRANCH,
     EncryptedKey,
     MetadataLogEntry,
+    Operation,
     PartitionStatisticsFile,
     Snapshot,
     SnapshotLogEntry,
@@ -314,6 +315,14 @@ class _Builder:
         s = u.snapshot
         if self._snapshot(s.snapshot_id) is not None:
             raise ValidationError(f"Snapshot already exists for id: {s.snapshot_id}")
+        operation = s.summary.operation if s.summary is not None else None
+        if self.format_version >= 2 and operation not in Operation.ALL:
+            # Readers (PyIceberg, Java's changelog and incremental scans) need it: a new
+            # snapshot without one would leave a table they cannot read.
+            raise ValidationError(
+                f"snapshot {s.snapshot_id}: a v{self.format_version} snapshot's summary needs an "
+                f"'operation' of {', '.join(Operation.ALL)}, got {operation!r}"
+            )
         if self.format_version == 1 and s.sequence_number != 0:
             raise ValidationError(
                 f"snapshot {s.snapshot_id}: sequence-number must be 0 in v1, "
