@@ -257,36 +257,39 @@ def partitions(
     cells = [
         (f"{r.records:,}", str(r.files), human_size(r.size), _partition_deletes(r)) for r in shown
     ]
-    # the labels say which partition a row is and the numbers what it holds: both whole, the
-    # labels on one line where the terminal leaves room (the bars shrink first, to two
-    # cells), else folded; on a terminal too narrow for both, the labels stay whole
+    # the labels say which partition a row is and the numbers what it holds: the numbers
+    # whole, the labels on one line where the terminal leaves room (the bars shrink first, to
+    # two cells, and go where even that leaves labels under 12 cells), else folded
     numbers = sum(
         max(len(head), *(len(c[i]) for c in cells))
         for i, head in enumerate(("rows", "files", "size", "deletes"))
     )
     room = console.width - numbers - 13  # 7 columns: a cell of padding each, 6 separators
+    bars = room - 4 >= 12
+    if not bars:
+        room += 4  # two columns fewer: their padding and separators
     longest = max(len(r.label) for r in shown)
-    label_w = min(longest, room - 4 if room - 4 >= 12 else console.width - 12)
+    label_w = min(longest, max(len("partition"), room - 4 if bars else room))
     bar_w = max(2, min(24, (room - label_w) // 2))
     out = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     out.add_column("partition", overflow="fold", min_width=label_w)
     out.add_column("rows", justify="right", no_wrap=True)
-    out.add_column("", no_wrap=True, min_width=bar_w)
+    if bars:
+        out.add_column("", no_wrap=True, min_width=bar_w)
     out.add_column("files", justify="right", no_wrap=True)
     out.add_column("size", justify="right", no_wrap=True)
-    out.add_column("", no_wrap=True, min_width=bar_w)
+    if bars:
+        out.add_column("", no_wrap=True, min_width=bar_w)
     out.add_column("deletes", justify="right", no_wrap=True)
     for r, (records, files, size, deletes) in zip(shown, cells, strict=True):
         hot = skewed and r is stats.rows[0]
-        out.add_row(
-            literal(r.label, style="bold yellow" if hot else ""),
-            records,
-            bar(r.records, peak_rows, bar_w, "yellow" if hot else "green"),
-            files,
-            size,
-            bar(r.size, peak_size, bar_w, "blue"),
-            deletes,
-        )
+        label = literal(r.label, style="bold yellow" if hot else "")
+        if bars:
+            row_bar = bar(r.records, peak_rows, bar_w, "yellow" if hot else "green")
+            size_bar = bar(r.size, peak_size, bar_w, "blue")
+            out.add_row(label, records, row_bar, files, size, size_bar, deletes)
+        else:
+            out.add_row(label, records, files, size, deletes)
     console.print(out)
     if len(shown) < len(stats.rows):
         more = len(stats.rows) - len(shown)
