@@ -321,6 +321,20 @@ def test_a_conflict_answered_after_a_lost_answer_is_asked_again(
     assert _every_snapshot_rows(t.refresh()) == [10, 20]
 
 
+def test_a_conflict_answered_to_a_first_create_is_asked_again(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    """S3's 409 (a conditional write of the key in progress; S3 says to retry) to the first
+    create of a uniquely named metadata file: the create is sent again and the append lands
+    (it failed as "file already exists")."""
+    t, _ = _table(moto_s3, proxy, tmp_path)
+    conflict = proxy.add(Fault("PUT", r"/metadata/\S+\.metadata\.json$", 409, times=1))
+    t.append(_rows(10))
+    assert conflict.hits == 1
+    proxy.clear()
+    assert _every_snapshot_rows(t.refresh()) == [10]
+
+
 # -- maintenance ---------------------------------------------------------------------------------
 
 

@@ -317,8 +317,9 @@ class S3Client:
 
         A request that may have reached the server without an answer is retried; if the retry
         finds the object, its content decides whether the earlier attempt wrote it, and a 409
-        (a conditional write of the key in progress) is asked again. When the outcome stays
-        unknown the error is :class:`UnknownWriteStateError`. A refusal that
+        (a conditional write of the key in progress) is asked again (on the last attempt, it
+        is :class:`AlreadyExistsError` unless an earlier attempt may have written). When the
+        outcome stays unknown the error is :class:`UnknownWriteStateError`. A refusal that
         means the request was not processed (501, 505) is not retried: :class:`FileIOError`.
         """
         location = self._location(bucket, key)
@@ -339,9 +340,10 @@ class S3Client:
             if response.status in (200, 201, 204):
                 return
             if if_absent and response.status in (409, 412):
-                if maybe_written and response.status == 409:
-                    # a conditional write of the key is in progress, perhaps the earlier
-                    # attempt's: ask again once it has ended
+                if response.status == 409 and (maybe_written or attempt + 1 < _ATTEMPTS):
+                    # a conditional write of the key is in progress (perhaps the earlier
+                    # attempt's), no proof that another one won: ask again once it has ended,
+                    # as S3 advises
                     last = f"{response.status} {response.error()[0]}".strip()
                     continue
                 if maybe_written and self._holds(bucket, key, body):
