@@ -83,6 +83,12 @@ def test_a_read_only_database_names_the_journal_mode(tmp_path: Path) -> None:
         read_only.create_namespace("m")
 
 
+def _append_to_both(catalog: SqlCatalog) -> None:
+    with catalog.transaction() as tx:
+        tx.table("n.t").append(pa.table({"a": [2]}))
+        tx.table("n.v").append(pa.table({"a": [2]}))
+
+
 def test_a_commit_to_a_read_only_database_is_refused_cleanly(tmp_path: Path) -> None:
     """Not a retryable CommitFailedError (the command line called it a conflict): the table
     is unchanged, no file of the attempt is left, and no WAL hint for a file not in WAL."""
@@ -90,6 +96,7 @@ def test_a_commit_to_a_read_only_database_is_refused_cleanly(tmp_path: Path) -> 
     cat.create_namespace("n")
     t = cat.create_table("n.t", pa.schema([("a", pa.int64())]))
     t.append(pa.table({"a": [1]}))
+    cat.create_table("n.v", pa.schema([("a", pa.int64())]))
     cat.engine.dispose()
     files = sorted(p for p in (tmp_path / "wh").rglob("*") if p.is_file())
     read_only = SqlCatalog(
@@ -103,6 +110,7 @@ def test_a_commit_to_a_read_only_database_is_refused_cleanly(tmp_path: Path) -> 
         lambda: table.append(pa.table({"a": [2]})),
         lambda: table.set_properties({"k": "v"}),
         lambda: read_only.create_table("n.u", pa.schema([("a", pa.int64())])),
+        lambda: _append_to_both(read_only),
     ):
         with pytest.raises(CatalogReadOnlyError, match="is read-only") as refused:
             change()

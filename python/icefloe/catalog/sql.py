@@ -86,6 +86,7 @@ from icefloe.exceptions import (
     NoSuchNamespaceError,
     UnsupportedFeatureError,
     ValidationError,
+    commit_did_not_happen,
 )
 from icefloe.metadata import (
     TableMetadata,
@@ -694,10 +695,11 @@ class SqlCatalog(MetastoreCatalog):
                     raise
                 time.sleep(wait)
                 continue
-            except BaseException:
+            except BaseException as exc:
                 # CommitStateUnknownError, an interrupt or any other error during the swap: the
-                # new files may be the tables' current metadata, keep them
-                if not swapping:
+                # new files may be the tables' current metadata, keep them (unless the error
+                # proves no pointer moved, as a read-only database's refusal does)
+                if not swapping or commit_did_not_happen(exc):
                     self._delete_staged(staged)
                 raise
             for base, (_, base_location, new, _) in zip(bases, staged, strict=True):
