@@ -50,6 +50,7 @@ def test_a_rest_catalog_dropped_without_close_is_freed(
     from icefloe.catalog.rest import RestCatalog
 
     monkeypatch.setattr(commits, "REPORT_IDLE_SECONDS", 0.2)
+    earlier = set(threading.enumerate())  # catalogs of other tests may still be alive
     warehouse = new_warehouse()
     cat = RestCatalog("r", uri=rest_server.url, warehouse=warehouse)
     cat.create_namespace("db")
@@ -65,4 +66,5 @@ def test_a_rest_catalog_dropped_without_close_is_freed(
         time.sleep(0.1)
         gc.collect()
     assert gone() is None
-    assert not [th for th in threading.enumerate() if th.name == "icefloe-rest-metrics"]
+    threads = set(threading.enumerate()) - earlier
+    assert not [th for th in threads if th.name == "icefloe-rest-metrics"]
