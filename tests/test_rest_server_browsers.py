@@ -73,15 +73,52 @@ def test_web_pages_cannot_change_or_read_the_catalog(rest_server: RestServer) ->
 def test_api_clients_with_a_second_content_type_are_served() -> None:
     """Older DuckDB httpfs sends an octet-stream Content-Type after the iceberg extension's
     JSON one; the token endpoint takes its form with or without a trailing slash."""
-    from icefloe.rest.app import _browser_refusal
+    from icefloe.rest.browsers import browser_refusal
 
     def scope(path: str, *types: bytes) -> dict[str, object]:
         headers = [(b"content-type", t) for t in types]
         return {"type": "http", "method": "POST", "path": path, "headers": headers}
 
     json_then_bytes = scope("/v1/namespaces", b"application/json", b"application/octet-stream")
-    assert _browser_refusal(json_then_bytes) is None
-    refused = _browser_refusal(scope("/v1/namespaces", b"text/plain", b"text/plain"))
+    assert browser_refusal(json_then_bytes) is None
+    refused = browser_refusal(scope("/v1/namespaces", b"text/plain", b"text/plain"))
     assert refused is not None and refused[0] == 415
     form = b"application/x-www-form-urlencoded"
-    assert _browser_refusal(scope("/v1/oauth/tokens/", form)) is None
+    assert browser_refusal(scope("/v1/oauth/tokens/", form)) is None
+
+
+def test_a_rebound_host_name_is_refused_on_a_loopback_server(rest_server: RestServer) -> None:
+    """A page whose DNS name now points at 127.0.0.1 names itself in ``Host``; browsers that
+    send neither ``Origin`` nor ``Sec-Fetch-Site`` on same-origin reads (Safari before 16.4)
+    are refused by that. Loopback names and addresses are served."""
+    warehouse = new_warehouse()
+    RestCatalog("c", uri=rest_server.url, warehouse=warehouse).create_namespace("ns")
+    path = f"/v1/{warehouse}/namespaces"
+    port = rest_server.url.rsplit(":", 1)[1].split("/")[0]
+    for host in ("rebound.example", f"rebound.example:{port}", "10.0.0.7", "127.0.0.1.nip.io"):
+        status, body = _call(rest_server, "GET", path, None, {"Host": host})
+        assert status == 403, (host, body)
+        assert "does not answer to the name" in body["error"]["message"]  # type: ignore[index]
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "127.0.0.2", f"[::1]:{port}"):
+        status, body = _call(rest_server, "GET", path, None, {"Host": host})
+        assert status == 200 and body["namespaces"] == [["ns"]], (host, body)
+
+
+def test_allowed_host_names() -> None:
+    from icefloe.rest.browsers import allowed_hosts_for, browser_refusal, host_name
+
+    def refused(host: bytes, allowed: frozenset[str] | None) -> bool:
+        scope = {"type": "http", "method": "GET", "path": "/v1/config", "headers": []}
+        scope["headers"] = [(b"host", host)]
+        return browser_refusal(scope, allowed) is not None
+
+    assert host_name("[::1]:8181") == "::1" and host_name("Example.COM.:80") == "example.com"
+    loopback = allowed_hosts_for("127.0.0.1", ["catalog.internal"])
+    assert loopback is not None
+    assert not refused(b"catalog.internal:443", loopback) and not refused(b"localhost", loopback)
+    assert refused(b"other.internal", loopback)
+    assert allowed_hosts_for("0.0.0.0") is None  # any name, as before
+    assert not refused(b"anything.example", None)
+    named = allowed_hosts_for("0.0.0.0", ["catalog.internal"])
+    assert named is not None and refused(b"anything.example", named)
+    assert not refused(b"catalog.internal", named) and refused(b"localhost", named)

@@ -96,7 +96,7 @@ def test_token_endpoint_refuses_a_large_body_without_reading_it(
     host, port = urlsplit(rest_auth_server.url).netloc.split(":")
     with socket.create_connection((host, int(port)), timeout=20) as s:
         s.sendall(
-            b"POST /v1/oauth/tokens HTTP/1.1\r\nHost: x\r\n"
+            b"POST /v1/oauth/tokens HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Content-Type: application/x-www-form-urlencoded\r\n"
             + f"Content-Length: {400 << 20}\r\n\r\n".encode()
             + b"grant_type=client_credentials&pad="
@@ -505,8 +505,9 @@ def test_a_client_gone_mid_body_is_one_log_line(
         for _ in range(3):
             with socket.create_connection((host, port)) as s:
                 s.sendall(
-                    b"POST /v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                    b'\r\nContent-Length: 100\r\n\r\n{"namespace"'
+                    b"POST /v1/namespaces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/json\r\n"
+                    b'Content-Length: 100\r\n\r\n{"namespace"'
                 )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and caplog.text.count("disconnected before") < 3:

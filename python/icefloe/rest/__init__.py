@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from icefloe.exceptions import MissingDependencyError, ValidationError
+from icefloe.rest.browsers import allowed_hosts_for
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -62,12 +63,16 @@ def serve(
     storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
     per_warehouse: bool = False,
     log_level: str = "info",
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Serve a catalog (a name for :func:`~icefloe.catalog.load_catalog`, a catalog, or the
     default catalog) on ``host:port`` until SIGINT/SIGTERM, then shut down gracefully.
 
     With ``per_warehouse`` each ``?warehouse=<name>`` of a client gets a catalog of its own
-    (see :func:`icefloe.rest.app.warehouse_catalogs`)."""
+    (see :func:`icefloe.rest.app.warehouse_catalogs`). On a loopback ``host`` only requests
+    naming a loopback name or one of ``allowed_hosts`` in ``Host`` are answered (a web page
+    rebinding its DNS name to this address is refused); elsewhere ``allowed_hosts``, when
+    given, limit the names (see :func:`icefloe.rest.browsers.allowed_hosts_for`)."""
     _require_server()
     import uvicorn
 
@@ -89,6 +94,7 @@ def serve(
         idempotency_lifetime=idempotency_lifetime,
         table_config=table_config,
         storage_credentials=storage_credentials,
+        allowed_hosts=allowed_hosts_for(host, allowed_hosts),
     )
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -161,5 +167,8 @@ def start(
     catalog: Catalog, host: str = DEFAULT_HOST, port: int = 0, **options: object
 ) -> BackgroundServer:
     """Serve ``catalog`` from a background thread (``port`` 0: any free port; see
-    :attr:`BackgroundServer.url`); options as for :func:`icefloe.rest.app.create_app`."""
+    :attr:`BackgroundServer.url`); options as for :func:`icefloe.rest.app.create_app`, whose
+    ``allowed_hosts`` are by default :func:`~icefloe.rest.browsers.allowed_hosts_for` ``host``
+    (as :func:`serve` has them)."""
+    options.setdefault("allowed_hosts", allowed_hosts_for(host))
     return BackgroundServer(create_app(catalog, **options), host, port)

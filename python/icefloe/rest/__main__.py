@@ -121,6 +121,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
         help="catalog name from ~/.icefloe.yaml (default: its default-catalog, else 'default')",
     )
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name clients use in Host besides the address's own (on a loopback address: "
+        "its loopback names; elsewhere any name unless some are given), for example the "
+        "name a reverse proxy forwards",
+    )
     parser.add_argument("--port", type=_port, default=8181, help="TCP port (0: any free one)")
     parser.add_argument("--prefix", default="", help="path prefix advertised in /v1/config")
     parser.add_argument("--token-env", help="environment variable holding the bearer token")
@@ -207,6 +216,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
             table_config=table_config,
             storage_credentials=vended,
             log_level=args.log_level,
+            allowed_hosts=args.allowed_host,
         )
     except MissingDependencyError as exc:  # not bad input: the command cannot run here
         print(f"{prog}: {exc}", file=sys.stderr)

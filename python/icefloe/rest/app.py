@@ -26,7 +26,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -48,6 +48,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
+from icefloe.rest.browsers import browser_refusal
 from icefloe.rest.idempotency import (
     IdempotencyKeyReused,
     IdempotencyStore,
@@ -238,59 +239,16 @@ class _RefuseEncodedSeparators:
         await response(scope, receive, send)
 
 
-def _media_type(value: str) -> str:
-    return value.partition(";")[0].strip().lower()
-
-
-def _browser_refusal(scope: Scope) -> tuple[int, str, str] | None:
-    """(status, error type, message) for a request a web browser sent on a web page's
-    behalf, else None. The REST catalog serves API clients, which send neither ``Origin`` nor
-    ``Sec-Fetch-Site``; a page (any site the user visits, or one rebinding its DNS name to
-    this server's address) sends one of them, and must neither change nor read the catalog.
-    A URL typed into the address bar (``Sec-Fetch-Site: none``) is served. A POST body other
-    than JSON (the token endpoint's form aside) is refused too: a form or ``text/plain``
-    body is what a page can send without the browser asking the server first."""
-    headers = {k.lower(): v for k, v in scope.get("headers") or ()}
-    origin = headers.get(b"origin")
-    site = headers.get(b"sec-fetch-site", b"none").strip().lower()
-    if origin is not None or site != b"none":
-        return (
-            403,
-            "ForbiddenException",
-            "requests from web pages are refused: this server serves REST catalog clients",
-        )
-    # every Content-Type sent (older DuckDB httpfs adds a second, octet-stream, after JSON)
-    types = [
-        _media_type(v.decode("latin-1"))
-        for k, v in scope.get("headers") or ()
-        if k.lower() == b"content-type"
-    ]
-    path = str(scope.get("path", "")).rstrip("/")
-    json_body = any(
-        t == _JSON or (t.startswith("application/") and t.endswith("+json")) for t in types
-    )
-    if (
-        scope.get("method") == "POST"
-        and types
-        and not json_body
-        and not path.endswith("/oauth/tokens")
-    ):
-        return (
-            415,
-            "BadRequestException",
-            f"request bodies are JSON (Content-Type: {_JSON}), not {types[0] or 'empty'!r}",
-        )
-    return None
-
-
 class _RefuseBrowsers:
-    """ASGI middleware answering :func:`_browser_refusal`'s refusals before routing."""
+    """ASGI middleware answering :func:`~icefloe.rest.browsers.browser_refusal`'s refusals
+    before routing."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: Collection[str] | None = None) -> None:
         self.app = app
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refusal = _browser_refusal(scope) if scope["type"] == "http" else None
+        refusal = browser_refusal(scope, self.allowed_hosts) if scope["type"] == "http" else None
         if refusal is None:
             await self.app(scope, receive, send)
             return
@@ -362,6 +320,7 @@ def create_app(
     table_config: Mapping[str, str] | None = None,
     storage_credentials: Sequence[tuple[str, Mapping[str, str]]] = (),
     credential_provider: CredentialProvider | None = None,
+    allowed_hosts: Collection[str] | None = None,
 ) -> Starlette:
     """An ASGI app serving ``catalog`` over Iceberg's REST catalog protocol.
 
@@ -381,6 +340,9 @@ def create_app(
     With ``warehouses`` (a function from a warehouse name to its catalog, e.g.
     :func:`warehouse_catalogs`) the server serves one catalog per ``?warehouse=`` name given to
     ``GET /v1/config``, which answers that name as the ``prefix`` of every later path.
+
+    ``allowed_hosts`` are the ``Host`` names served (None: any); see
+    :func:`~icefloe.rest.browsers.allowed_hosts_for`.
     """
     options: dict[str, Any] = {
         "idempotency_lifetime": idempotency_lifetime,
@@ -648,7 +610,10 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(_RefuseBrowsers), Middleware(_RefuseEncodedSeparators)],
+        middleware=[
+            Middleware(_RefuseBrowsers, allowed_hosts=allowed_hosts),
+            Middleware(_RefuseEncodedSeparators),
+        ],
         exception_handlers={
             404: _routing_error,
             405: _routing_error,
