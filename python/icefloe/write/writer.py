@@ -2,10 +2,11 @@
 
 :func:`write_data_files` validates and casts the input (:mod:`icefloe.write.input`), computes the
 partition values with the Rust transforms, orders the rows by partition (and by the table's sort
-order when it has one) with one Arrow sort, and writes each partition's rows into Parquet files
-of about ``write.target-file-size-bytes``, rolling over to a new file when the bytes written so
-far reach the target (below the row-group size, row groups are cut from the bytes a row took on
-disk so that files close near the target; see :class:`_SizeModel`). New files go where
+order when it has one) with one Arrow sort (keys from :mod:`icefloe.write.grouping`), and writes
+each partition's rows into Parquet files of about ``write.target-file-size-bytes``, rolling over
+to a new file when the bytes written so far reach the target (below the row-group size, row
+groups are cut from the bytes a row took on disk so that files close near the target; see
+:class:`_SizeModel`). New files go where
 :mod:`icefloe.write.locations` says (hashed directories with ``write.object-storage.enabled``).
 Files are encoded in parallel; with fewer partitions than threads, a large partition's rows are
 split into one file per thread. Small partitions of flat primitive columns are encoded in Rust,
@@ -32,24 +33,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map, work_threads
-from icefloe.arrow_fill import extension_storage, fill_required, group_key
+from icefloe.arrow_fill import fill_required
 from icefloe.arrow_schema import (
     FIELD_IDS_DIGEST_KEY,
     field_ids_digest,
     schema_to_arrow,
-    type_to_arrow,
 )
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
-from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.partitioning import PartitionSpec
 from icefloe.scan.tasks import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, metadata_field
 from icefloe.schema import Schema, walk_fields
-from icefloe.sorting import NullOrder, SortDirection, SortOrder
-from icefloe.transforms import (
-    IdentityTransform,
-    TruncateTransform,
-)
 from icefloe.types import (
     BooleanType,
     NestedField,
@@ -60,6 +55,13 @@ from icefloe.write import native_writer
 from icefloe.write.avro_files import AvroOptions, avro_schema_json, is_avro, write_avro
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
+from icefloe.write.grouping import (
+    group_bounds,
+    partition_arrays,
+    partition_group_codes,
+    partition_values,
+    sort_keys,
+)
 from icefloe.write.input import invalid_values, to_table_schema_chunks
 from icefloe.write.locations import LocationProvider
 from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
@@ -89,168 +91,6 @@ class WriteOptions:
     #: once (see :data:`SPLIT_BYTES`). Compaction turns it off (it writes files of the target
     #: size), and so do Spark tasks (their parallelism is the tasks').
     spread: bool = True
-
-
-def _source_array(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
-    ancestors = schema.ancestors(source_id)
-    fld = schema.find_field(source_id)
-    chain = [*ancestors, fld]
-    arr: pa.ChunkedArray = table.column(chain[0].name)
-    parent_type = chain[0].field_type
-    for f in chain[1:]:
-        if not isinstance(parent_type, StructType):
-            raise ValidationError(f"partition source {fld.name!r} is inside a list or map")
-        idx = [c.field_id for c in parent_type.fields].index(f.field_id)
-        arr = pc.struct_field(arr, [idx])
-        parent_type = f.field_type
-    return arr
-
-
-def _partition_arrays(
-    table: pa.Table, schema: Schema, spec: PartitionSpec
-) -> list[pa.ChunkedArray]:
-    ptype = spec.partition_type(schema)
-    out = []
-    for pf, nf in zip(spec.fields, ptype.fields, strict=True):
-        if pf.source_ids is not None and len(pf.source_ids) > 1:
-            raise ValidationError(f"cannot write partition field {pf.name!r}: multi-argument")
-        src = _source_array(table, schema, pf.source_id)
-        if pf.transform.is_void:
-            res = pa.chunked_array([pa.nulls(len(src), type_to_arrow(nf.field_type))])
-        else:
-            res = pf.transform.apply(src)
-        want = type_to_arrow(nf.field_type)
-        if isinstance(want, pa.BaseExtensionType):
-            want = want.storage_type
-        res = extension_storage(res)
-        if res.type != want:
-            res = res.cast(want)
-        if pa.types.is_decimal(want) and isinstance(pf.transform, TruncateTransform):
-            _check_decimal_fits(res, pf.name)
-        out.append(res)
-    return out
-
-
-def _check_decimal_fits(values: pa.ChunkedArray, name: str) -> None:
-    """Truncating a decimal rounds down to a multiple of the width, which can need one digit
-    more than the column's precision (``-99.99`` in ``decimal(4, 2)`` by ``truncate[50]`` is
-    ``-100.00``): such a partition value cannot be stored."""
-    try:
-        values.validate(full=True)
-    except pa.ArrowInvalid as e:
-        raise ValidationError(
-            f"partition field {name!r}: a truncated value does not fit the column's decimal "
-            f"type ({e}); widen the column or use a width that divides its range"
-        ) from None
-
-
-def _sort_keys(
-    table: pa.Table, schema: Schema, order: SortOrder
-) -> list[tuple[pa.ChunkedArray, str]]:
-    """Arrow sort keys for ``order``: per field, where its nulls go, then its values (floats
-    as :func:`_float_order_key`)."""
-    keys: list[tuple[pa.ChunkedArray, str]] = []
-    for sf in order.fields:
-        src = _sort_source(table, schema, sf.source_id)
-        arr = src if isinstance(sf.transform, IdentityTransform) else sf.transform.apply(src)
-        arr = extension_storage(arr)
-        if arr.type in _FLOAT_BITS:
-            arr = _float_order_key(arr)
-        nulls_first = sf.null_order == NullOrder.NULLS_FIRST
-        keys.append((pc.is_null(arr), "descending" if nulls_first else "ascending"))
-        desc = sf.direction == SortDirection.DESC
-        keys.append((arr, "descending" if desc else "ascending"))
-    return keys
-
-
-def _sort_source(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
-    """A sort field's source column; a nested one, or one inside a list or map (an order
-    written elsewhere), cannot order rows."""
-    name = schema.find_column_name(source_id)
-    if not schema.find_type(source_id).is_primitive:
-        raise ValidationError(
-            f"cannot sort by non-primitive column {name!r} (replace the table's sort order)"
-        )
-    if not all(isinstance(a.field_type, StructType) for a in schema.ancestors(source_id)):
-        raise ValidationError(
-            f"cannot sort by column {name!r}: it is inside a list or map (replace the "
-            f"table's sort order)"
-        )
-    return _source_array(table, schema, source_id)
-
-
-#: The integer type of the same width as each float type, and its largest value.
-_FLOAT_BITS = {
-    pa.float32(): (pa.int32(), 2**31 - 1),
-    pa.float64(): (pa.int64(), 2**63 - 1),
-}
-
-
-def _float_order_key(arr: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Floats as signed integers in the spec's order of floating point values, ``-NaN <
-    -Infinity < -value < -0 < 0 < value < Infinity < NaN`` (which Arrow's sort does not
-    follow): the bits, with all but the sign bit flipped for negative values."""
-    itype, low_bits = _FLOAT_BITS[arr.type]
-    bits = pa.chunked_array([c.view(itype) for c in arr.chunks], type=itype)
-    negative = pc.less(bits, pa.scalar(0, itype))
-    flip = pc.if_else(negative, pa.scalar(low_bits, itype), pa.scalar(0, itype))
-    return pc.bit_wise_xor(bits, flip)
-
-
-def _changes(arr: pa.ChunkedArray) -> pa.Array:
-    """Booleans: row i+1 differs from row i (nulls equal to nulls)."""
-    a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-    left, right = a.slice(0, len(a) - 1), a.slice(1)
-    ne = pc.not_equal(left, right)
-    return pc.coalesce(ne, pc.xor(left.is_null(), right.is_null()))
-
-
-def _group_bounds(parts: list[pa.ChunkedArray], n: int) -> list[tuple[int, int]]:
-    if n == 0:
-        return []
-    if not parts or n == 1:
-        return [(0, n)]
-    changed = _changes(parts[0])
-    for p in parts[1:]:
-        changed = pc.or_(changed, _changes(p))
-    starts = [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
-    ends = [*starts[1:], n]
-    return list(zip(starts, ends, strict=True))
-
-
-def _group_key(parts: list[pa.ChunkedArray]) -> pa.Array | None:
-    """One dense int64 code per distinct partition tuple (nulls included), or None."""
-    if not parts:
-        return None
-    key: pa.Array | None = None
-    for p in parts:
-        # extension values by their storage, a void of a variant column's struct-typed nulls
-        # as plain nulls (see group_key)
-        chunked = p if isinstance(p, pa.ChunkedArray) else pa.chunked_array([p])
-        arr = group_key(chunked).combine_chunks()
-        enc = pc.dictionary_encode(arr, null_encoding="encode")
-        codes = enc.indices.cast(pa.int64())
-        if key is None:
-            key = codes
-        else:
-            # Re-densify the running key so the combined code space stays small.
-            dense = pc.dictionary_encode(key).indices.cast(pa.int64())
-            width = len(enc.dictionary)
-            key = pc.add(pc.multiply(dense, width), codes)
-    return key
-
-
-def _partition_values(pf: PartitionField, values: pa.Array) -> list[Any]:
-    """One partition's values as Python values (one per group of rows)."""
-    try:
-        return list(values.to_pylist())
-    except (OverflowError, ValueError) as e:
-        # Python's dates end with year 9999; Iceberg's (int days, long micros) do not
-        raise ValidationError(
-            f"partition field {pf.name!r}: a value is outside the years 1-9999 that icefloe "
-            f"can name a partition by ({e}); write such dates and times unpartitioned or "
-            "through a transform that keeps them in range (year, month)"
-        ) from None
 
 
 def _without_unknown(schema: Schema) -> Schema:
@@ -368,8 +208,8 @@ def write_parquet_files(
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
     use_dictionary = dictionary_columns(table)  # sampled once, before rows are regrouped
-    parts = _partition_arrays(table, schema, spec) if spec.fields else []
-    group = _group_key(parts)
+    parts = partition_arrays(table, schema, spec) if spec.fields else []
+    group = partition_group_codes(parts)
     if group is not None and not sort_here and pc.all(pc.equal(group, group[0])).as_py():
         group = None  # one partition: nothing to reorder
         parts = [p.slice(0, 1) for p in parts]
@@ -391,7 +231,7 @@ def write_parquet_files(
         if group is not None:
             key_cols.append((group, "ascending"))
         if sort_here:
-            key_cols += _sort_keys(table, schema, order)
+            key_cols += sort_keys(table, schema, order)
         keys = pa.table({f"k{i}": c for i, (c, _) in enumerate(key_cols)})
         idx = pc.sort_indices(
             keys,
@@ -400,7 +240,7 @@ def write_parquet_files(
         table = take_rows(table, idx, opts.max_workers or work_threads())
         if group is not None:
             group = group.take(idx)
-            bounds = _group_bounds([group], table.num_rows)
+            bounds = group_bounds([group], table.num_rows)
             firsts = pa.array([s for s, _ in bounds], pa.int64())
             parts = [p.take(idx.take(firsts)) for p in parts]
         else:
@@ -418,7 +258,7 @@ def write_parquet_files(
         # after partition and sort keys were taken by position from the whole schema)
         table = _select(table, schema_to_arrow(stored))
         file_schema = stored
-    values = [_partition_values(pf, p) for pf, p in zip(spec.fields, parts, strict=True)]
+    values = [partition_values(pf, p) for pf, p in zip(spec.fields, parts, strict=True)]
     writer = _FileWriter(
         metadata,
         io,
