@@ -42,8 +42,9 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.scan.manifests import manifest_list_of, partition_keys, read_entries
+from icefloe.table.branch_heads import parent_snapshot
 from icefloe.table.concurrent_commits import Since
-from icefloe.table.producer import ADDED, DELETED, WAP_ID, SnapshotProducer, parent_snapshot
+from icefloe.table.producer import ADDED, DELETED, WAP_ID, SnapshotProducer
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction

@@ -42,7 +42,8 @@ from icefloe.manifest import manifest_files, read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
 from icefloe.scan.manifests import fetch, partition_keys, written_manifest_list
 from icefloe.scan.planner import path_bound
-from icefloe.table.producer import DELETED, SnapshotProducer, existing_branch_head
+from icefloe.table.branch_heads import existing_branch_head
+from icefloe.table.producer import DELETED, SnapshotProducer
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO

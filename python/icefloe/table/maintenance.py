@@ -387,7 +387,7 @@ def _rewrite_groups(
     branch: str,
 ) -> tuple[int, list[tuple[int, list[FileScanTask]]]]:
     """The target size and the (spec id, files) groups a rewrite would merge."""
-    from icefloe.table.producer import existing_branch_head
+    from icefloe.table.branch_heads import existing_branch_head
     from icefloe.table.row_delta import plan_tasks
     from icefloe.write.properties import target_file_size as _target
 

@@ -19,6 +19,7 @@ from icefloe.manifest import manifest_files, read_manifest, write_manifest
 from icefloe.metadata import TableMetadata
 from icefloe.properties import TableProperties, int_property
 from icefloe.scan.manifests import fetch
+from icefloe.table.manifest_partitions import cast_partition_type, spec_schema
 
 #: ``write(metadata, entries, spec_id, content)``: writes a manifest, returns its list row.
 WriteManifest = Callable[[TableMetadata, pa.RecordBatch, int, int], dict[str, Any]]
@@ -126,8 +127,6 @@ def _merge_bin(
         batches.append(b)
     # manifests of one spec written before a partition source was promoted (or, by older
     # versions, typed unknown after it was dropped) hold another partition type: cast first
-    from icefloe.table.producer import cast_partition_type, spec_schema  # imports this module
-
     spec = metadata.spec_by_id(spec_id)
     if spec is not None:
         schema = spec_schema(metadata, spec)

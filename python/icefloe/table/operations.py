@@ -22,10 +22,11 @@ from icefloe.io import FileIO
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
+from icefloe.table.branch_heads import parent_snapshot
 from icefloe.table.cherry_pick import REPLACE_PARTITIONS
 from icefloe.table.concurrent_commits import Since
 from icefloe.table.overwrite import plan_overwrite
-from icefloe.table.producer import DELETED, SnapshotProducer, parent_snapshot
+from icefloe.table.producer import DELETED, SnapshotProducer
 from icefloe.table.row_delta import (
     DELETE_MODE,
     MERGE_ON_READ,

@@ -63,7 +63,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe._concurrency import io_executor
-from icefloe.exceptions import CommitConflictError, NoSuchSnapshotError, ValidationError
+from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.manifest import (
     ManifestFile,
     manifest_files,
@@ -81,17 +81,18 @@ from icefloe.metadata import (
     TableMetadata,
     TableUpdate,
 )
-from icefloe.partitioning import partition_source_schema
 from icefloe.properties import TableProperties, bool_property, enum_property, int_property
 from icefloe.scan.manifests import (
     read_manifest_entries,
     written_manifest_list,
 )
+from icefloe.table.branch_heads import parent_snapshot
 from icefloe.table.concurrent_commits import Since
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
+from icefloe.table.manifest_partitions import cast_partition_type, spec_schema
 from icefloe.table.snapshot_summary import computed_summary_key, snapshot_summary
 from icefloe.table_paths import metadata_location
-from icefloe.write.files import DataFile, entries_batch, manifest_arrow_schema
+from icefloe.write.files import DataFile, entries_batch
 
 #: Summary property naming a write-audit-publish job's snapshot (Spark's ``spark.wap.id``).
 WAP_ID = "wap.id"
@@ -99,11 +100,9 @@ WAP_ID = "wap.id"
 WAP_ENABLED = "write.wap.enabled"
 
 if TYPE_CHECKING:
-    from icefloe.partitioning import PartitionSpec
-    from icefloe.schema import Schema
     from icefloe.table.table import Transaction
 
-__all__ = ["SnapshotProducer", "Validator", "cast_partition_type", "parent_snapshot", "spec_schema"]
+__all__ = ["SnapshotProducer", "Validator"]
 
 #: ``fn(metadata, parent, since)``: raise CommitConflictError when the change can no longer be
 #: applied on ``metadata`` (whose branch head is ``parent``); ``since.snapshots(metadata,
@@ -112,63 +111,6 @@ Validator = Callable[[TableMetadata, Snapshot | None, Since], None]
 EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
-
-
-def parent_snapshot(metadata: TableMetadata, branch: str) -> Snapshot | None:
-    """The head of ``branch``; a branch that does not exist yet forks from ``main``."""
-    ref = metadata.refs.get(branch)
-    if ref is not None:
-        return metadata.snapshot_by_id(ref.snapshot_id)
-    return metadata.current_snapshot()
-
-
-def existing_branch_head(metadata: TableMetadata, branch: str, action: str) -> Snapshot | None:
-    """The head of ``branch``, which must exist (``main`` may have no snapshot yet), for a
-    maintenance ``action`` ("compact", ...): unlike a write, a rewrite has nothing to fork a
-    new branch from, so a misspelled name raises :class:`NoSuchSnapshotError` instead of
-    creating a branch; a tag or a name that is not a string raises :class:`ValidationError`."""
-    if not isinstance(branch, str) or not branch:
-        raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
-    ref = metadata.refs.get(branch)
-    if ref is None:
-        if branch != MAIN_BRANCH:
-            raise NoSuchSnapshotError(f"no branch named {branch!r} to {action}")
-        return metadata.current_snapshot()
-    if not ref.is_branch:
-        raise ValidationError(f"cannot {action} {branch!r}: it is a tag, not a branch")
-    return metadata.snapshot_by_id(ref.snapshot_id)
-
-
-def spec_schema(metadata: TableMetadata, spec: PartitionSpec) -> Schema:
-    """The schema manifests of ``spec`` are written under: the current one, with the spec's
-    source columns dropped since typed from the table's older schemas (see
-    :func:`~icefloe.partitioning.partition_source_schema`)."""
-    return partition_source_schema(spec, metadata.current_schema(), metadata.schemas)
-
-
-def cast_partition_type(
-    batch: pa.RecordBatch, version: int, schema: Schema, spec: PartitionSpec
-) -> pa.RecordBatch:
-    """``batch`` (manifest entries) with its partition tuples cast to the partition type of
-    ``spec`` under ``schema`` (from :func:`spec_schema`): entries read from a manifest written
-    before a partition source was promoted (int to long, a wider decimal) hold the older,
-    narrower type; those of a manifest written with a dropped source typed ``unknown`` hold
-    bytes. A tuple that cannot take the spec's type raises :class:`ValidationError`."""
-    i = batch.schema.get_field_index("partition")
-    if i < 0:
-        return batch
-    want = manifest_arrow_schema(version, schema, spec).field("partition").type
-    have = batch.column(i).type
-    if have == want or [f.name for f in have] != [f.name for f in want]:
-        return batch
-    try:
-        cast = batch.column(i).cast(want)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise ValidationError(
-            f"partition tuples of spec {spec.spec_id} ({have}) cannot take the spec's "
-            f"partition type {want}: {e}"
-        ) from e
-    return batch.set_column(i, batch.schema.field(i).with_type(want), cast)
 
 
 @dataclass

@@ -32,14 +32,9 @@ from icefloe.manifest import ManifestFile, manifest_files
 from icefloe.metadata import MAIN_BRANCH, Operation, Snapshot, TableMetadata
 from icefloe.properties import TableProperties, int_property
 from icefloe.scan.manifests import read_manifest_entries, written_manifest_list
-from icefloe.table.producer import (
-    DELETED,
-    EXISTING,
-    SnapshotProducer,
-    cast_partition_type,
-    existing_branch_head,
-    spec_schema,
-)
+from icefloe.table.branch_heads import existing_branch_head
+from icefloe.table.manifest_partitions import cast_partition_type, spec_schema
+from icefloe.table.producer import DELETED, EXISTING, SnapshotProducer
 
 if TYPE_CHECKING:
     from icefloe.io import FileIO
