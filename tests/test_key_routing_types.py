@@ -21,7 +21,7 @@ import pytest
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.base import AlwaysTrue
-from icefloe.table.row_level import _key_filter
+from icefloe.table.key_columns import keys_filter
 from icefloe.transforms import parse_transform
 
 UTC = dt.timezone.utc
@@ -315,7 +315,7 @@ def test_refused_keys_raise_and_write_nothing(
     with pytest.raises(ValidationError, match="cannot be written as"):
         t.delete_by_keys({"k": keys}, ["k"])
     assert t.current_snapshot().snapshot_id == snapshot
-    assert _key_filter(pa.table({"k": keys}), ["k"], t.schema()) == AlwaysTrue()
+    assert keys_filter(pa.table({"k": keys}), ["k"], t.schema()) == AlwaysTrue()
 
 
 FILTER_CASES = [(n, False) for n in KEY_TYPES if n not in ("int", "string", "date")]
@@ -332,7 +332,7 @@ def test_key_filter_prunes_and_keeps_every_matching_row(
     t = _table(tmp_path, type_name, "identity", [*range(N), None])
     picked = [5, 6, 7, 8, 9, 10, None] if not many else [*range(5, 11), *range(N, 400), None]
     keys = pa.table({"k": _key_array(type_name, picked)})
-    expr = _key_filter(keys, ["k"])
+    expr = keys_filter(keys, ["k"])
     assert expr != AlwaysTrue()
     got = t.scan(row_filter=expr)
     got_ids = set(got.to_arrow()["id"].to_pylist())
@@ -350,8 +350,8 @@ def test_key_filter_prunes_and_keeps_every_matching_row(
 
 def test_key_filter_skips_floats() -> None:
     keys = pa.table({"f": pa.array([1.5, 2.5]), "k": pa.array([1, 2], pa.int64())})
-    assert _key_filter(keys, ["f"]) == AlwaysTrue()
-    assert str(_key_filter(keys, ["f", "k"])) == str(_key_filter(keys, ["k"]))
+    assert keys_filter(keys, ["f"]) == AlwaysTrue()
+    assert str(keys_filter(keys, ["f", "k"])) == str(keys_filter(keys, ["k"]))
 
 
 def test_upsert_matches_pyarrow_join(tmp_path: Path) -> None:

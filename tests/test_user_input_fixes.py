@@ -139,7 +139,7 @@ def test_upsert_refuses_a_source_with_a_column_twice(tmp_path: Path) -> None:
 
 
 def test_key_columns_fold_case_when_lookups_ignore_it() -> None:
-    from icefloe.table.row_level import key_columns
+    from icefloe.table.key_columns import key_columns
 
     assert key_columns(["id", "ID"]) == ["id", "ID"]
     assert key_columns("id") == ["id"]
