@@ -294,3 +294,38 @@ def test_partition_scoped_position_deletes_stay(tmp_path: Path) -> None:
     assert (r.rewritten_data_files, r.removed_delete_files) == (2, 0)
     assert t.refresh().inspect.delete_files().num_rows == 1
     assert _read(t) == before
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_new_deletes_replace_java_file_scoped_position_deletes(
+    tmp_path: Path, version: int
+) -> None:
+    """A deletion vector (v3, after an upgrade) or a file-scoped delete file (v2) for a data
+    file that has Java's bounds-scoped delete file replaces it, as Java's own deletes do: it
+    stayed live beside the new one, and the summary counted its rows again."""
+    t = _table(tmp_path, **{"write.delete.mode": "merge-on-read"})
+    t.append(_ids(range(10)))
+    data = t.inspect.data_files().column("file_path")[0].as_py()
+    java = _java_position_delete(t, data, [1, 2, 3])
+    if version == 3:
+        t.upgrade_format_version(3)
+    t.refresh().delete("id = 5")
+    assert _read(t) == [0, 4, 6, 7, 8, 9]
+    live = t.refresh().inspect.delete_files()
+    assert live.num_rows == 1 and java not in live.column("file_path").to_pylist()
+    assert live.column("record_count").to_pylist() == [4]
+    last = _summaries(t)[-1]
+    assert last["removed-position-deletes"] == "3" and last["total-position-deletes"] == "4"
+
+
+def test_a_rewritten_data_file_takes_java_file_scoped_deletes_along(tmp_path: Path) -> None:
+    """A copy-on-write delete rewriting a data file removes the bounds-scoped delete file of
+    it (applied to the rewritten rows); it was left dangling."""
+    t = _table(tmp_path)
+    t.append(_ids(range(10)))
+    data = t.inspect.data_files().column("file_path")[0].as_py()
+    _java_position_delete(t, data, [1, 2])
+    t.refresh().delete("id = 5")
+    assert _read(t) == [0, 3, 4, 6, 7, 8, 9]
+    assert t.refresh().inspect.delete_files().num_rows == 0
+    assert _summaries(t)[-1]["total-delete-files"] == "0"

@@ -18,7 +18,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -35,8 +35,9 @@ from icefloe.progress import Progress, ProgressArg
 from icefloe.properties import gc_enabled
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.manifests import fetch, manifest_lists
-from icefloe.scan.tasks import DeleteContent, FileScanTask, replace_task
+from icefloe.scan.tasks import FileScanTask, replace_task
 from icefloe.table._remove_files import delete_all
+from icefloe.table.delete_scopes import resolve_scopes, unresolved_paths, with_scopes
 from icefloe.table_paths import (
     comparable_locations,
     data_location,
@@ -435,45 +436,15 @@ def _with_referenced_files(
 ) -> list[FileScanTask]:
     """``tasks`` with each position delete file that names one data file only by equal lower
     and upper ``file_path`` bounds (as Iceberg Java and Spark write v2 file-scoped deletes,
-    without ``referenced_data_file``) given that data file as ``referenced_data_file``, as
-    Java's ``ContentFileUtil.referencedDataFile`` resolves it (the bounds are read from the
-    delete manifests of ``snapshot``, the head the tasks were planned from)."""
-    from icefloe.scan.manifests import manifest_entries
-    from icefloe.table.overwrite import referenced_file
-
-    unresolved = {
-        d.file_path
-        for t in tasks
-        for d in t.delete_files
-        if d.content is DeleteContent.POSITION_DELETES
-        and not d.is_deletion_vector
-        and d.referenced_data_file is None
-    }
-    if not unresolved:
-        return tasks
-    wanted = pa.array(sorted(unresolved), pa.string())
-    named: dict[str, str] = {}
-    for _, batch in manifest_entries(io, snapshot, content=1):
-        hit = pc.and_(
-            pc.not_equal(batch.column("status"), DELETED),
-            pc.is_in(batch.column("file_path").cast(pa.string()), value_set=wanted),
-        )
-        columns = ["content", "file_path", "referenced_data_file", "lower_bounds", "upper_bounds"]
-        live = batch.filter(hit)
-        for row in live.select([c for c in columns if c in live.schema.names]).to_pylist():
-            target = referenced_file(row)
-            if target is not None:
-                named[row["file_path"]] = target
+    without ``referenced_data_file``) given that data file as ``referenced_data_file``, read
+    from the delete manifests of ``snapshot``, the head the tasks were planned from (see
+    :mod:`icefloe.table.delete_scopes`)."""
+    named = resolve_scopes(io, snapshot, unresolved_paths(d for t in tasks for d in t.delete_files))
     if not named:
         return tasks
     out = []
     for t in tasks:
-        refs = tuple(
-            replace(d, referenced_data_file=named[d.file_path])
-            if d.file_path in unresolved and d.file_path in named
-            else d
-            for d in t.delete_files
-        )
+        refs = with_scopes(t.delete_files, named)
         out.append(t if refs == t.delete_files else replace_task(t, delete_files=refs))
     return out
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +40,12 @@ from icefloe.scan.tasks import (
     DeleteFileRef,
     FileScanTask,
     metadata_field,
+    replace_task,
 )
 from icefloe.schema import Schema
+from icefloe.table.branch_heads import parent_snapshot
 from icefloe.table.concurrent_commits import Since
+from icefloe.table.delete_scopes import resolve_scopes, unresolved_paths, with_scopes
 from icefloe.table.producer import SnapshotProducer
 from icefloe.write.delete_files import (
     FileDeletes,
@@ -272,6 +275,27 @@ def _file_scoped(path: str, deletes: Iterable[DeleteFileRef]) -> list[DeleteFile
     ]
 
 
+def _with_scopes(ctx: RowContext, delta: RowDelta) -> RowDelta:
+    """``delta`` with the v2 position delete files Java scopes to one data file by their
+    bounds alone resolved (:mod:`icefloe.table.delete_scopes`), so that a new DV or file-scoped
+    delete file replaces them and a removed data file takes them along, as Java's commits do."""
+    refs = [d for item in delta.deletes for d in item.existing]
+    refs += [d for task in delta.removed for d in task.delete_files]
+    paths = unresolved_paths(refs)
+    if not paths:
+        return delta
+    named = resolve_scopes(ctx.io, parent_snapshot(ctx.metadata, ctx.branch), paths)
+    if not named:
+        return delta
+    return replace(
+        delta,
+        deletes=[replace(i, existing=with_scopes(i.existing, named)) for i in delta.deletes],
+        removed=[
+            replace_task(t, delete_files=with_scopes(t.delete_files, named)) for t in delta.removed
+        ],
+    )
+
+
 def _write_deletes(
     ctx: RowContext, items: Sequence[FileDeletes]
 ) -> tuple[list[DataFile], list[DeleteFileRef]]:
@@ -361,6 +385,7 @@ def commit_row_delta(
     ctx = RowContext(tx, branch)
     if delta.empty and not allow_empty:
         return None
+    delta = _with_scopes(ctx, delta)
     written: list[str] = []
     try:
         dvs, superseded = _write_deletes(ctx, delta.deletes)
