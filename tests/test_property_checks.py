@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import NoSuchTableError, ValidationError
 from icefloe.schema import Schema
@@ -23,6 +24,7 @@ from icefloe.table import Table
 from icefloe.types import LongType, NestedField, StringType, StructType
 from icefloe.write import native_writer
 from icefloe.write.properties import ParquetOptions
+from support.rest import RestServer, new_warehouse
 from support.write_util import SCHEMA, catalog, rows
 
 CODEC = "write.parquet.compression-codec"
@@ -84,6 +86,29 @@ def test_create_table_refuses_a_non_integer_format_version(
         cat.create_table("ns.t", SCHEMA, **kw)
     with pytest.raises(NoSuchTableError):
         cat.load_table("ns.t")
+
+
+def test_format_version_and_its_property_must_agree(tmp_path: Path) -> None:
+    """Both given, the argument won silently over the property."""
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match="disagree"):
+        cat.create_table("ns.t", SCHEMA, format_version=3, properties={"format-version": "2"})
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("ns.t")
+    t = cat.create_table("ns.t", SCHEMA, format_version=2, properties={"format-version": "2"})
+    assert t.format_version == 2
+
+
+@pytest.mark.rest
+def test_a_rest_create_checks_the_format_version_before_sending(rest_server: RestServer) -> None:
+    cat = RestCatalog("r", uri=rest_server.url, warehouse=new_warehouse())
+    cat.create_namespace("ns")
+    with pytest.raises(ValidationError, match="disagree"):
+        cat.create_table("ns.t", SCHEMA, format_version=3, properties={"format-version": "2"})
+    with pytest.raises(ValidationError, match="format-version"):
+        cat.create_table("ns.t", SCHEMA, format_version=3.0)  # type: ignore[arg-type]
+    assert not cat.table_exists("ns.t")
+    assert cat.create_table("ns.t", SCHEMA, format_version=np.int64(3)).format_version == 3
 
 
 def test_create_table_takes_a_numpy_int_format_version(tmp_path: Path) -> None:

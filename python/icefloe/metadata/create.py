@@ -48,6 +48,21 @@ def check_create_args(
             raise ValidationError(f"{name} must be a {kind.__name__} or None, got {value!r}")
 
 
+def requested_format_version(format_version: object, properties: Mapping[str, str]) -> int:
+    """The format version a create asks for: ``format_version``, else the ``format-version``
+    property, else 2. Both given, they must agree (else :class:`ValidationError`)."""
+    raw = properties.get(TableProperties.FORMAT_VERSION, DEFAULT_FORMAT_VERSION)
+    if format_version is None:
+        return parse_format_version(raw)
+    version = parse_format_version(format_version)
+    if TableProperties.FORMAT_VERSION in properties and parse_format_version(raw) != version:
+        raise ValidationError(
+            f"format_version={format_version!r} and the property "
+            f"{TableProperties.FORMAT_VERSION}={raw!r} disagree: give one of them"
+        )
+    return version
+
+
 def new_table_metadata(
     schema: Schema,
     spec: PartitionSpec,
@@ -64,14 +79,14 @@ def new_table_metadata(
     Column ids are reassigned from 1 (:func:`icefloe.schema_rules.assign_fresh_ids`), the spec
     becomes spec 0 with partition field ids from 1000 and its source ids remapped (by column
     name), the sort order becomes order 1 (0 when unsorted) with remapped source ids.
-    ``format_version`` defaults to the ``format-version`` property, else 2. Reserved properties
+    ``format_version`` defaults to the ``format-version`` property (both given, they must
+    agree: :class:`ValidationError`), else 2. Reserved properties
     (:data:`RESERVED_PROPERTIES`) are not stored; the others are validated
     (:func:`icefloe.metadata.property_checks.check_properties`).
     """
     check_create_args(spec, sort_order, properties)
     props = dict(properties or {})
-    raw = props.get(TableProperties.FORMAT_VERSION, DEFAULT_FORMAT_VERSION)
-    format_version = parse_format_version(raw if format_version is None else format_version)
+    format_version = requested_format_version(format_version, props)
     if not 1 <= format_version <= SUPPORTED_FORMAT_VERSION:  # a bad request, as in Java
         raise ValidationError(
             f"Unsupported format version: v{format_version} (format-version must be 1, 2 or 3)"

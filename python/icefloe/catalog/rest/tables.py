@@ -163,13 +163,13 @@ class RestTables(RestScanPlanning):
         format_version: int | None,
         stage: bool,
     ) -> LoadTableResult:
-        from icefloe.metadata.create import check_create_args
+        from icefloe.metadata.create import check_create_args, requested_format_version
 
         check_create_args(partition_spec, sort_order, properties, location)
         self._require(ep.CREATE_TABLE)
         props = dict(properties or {})
         if format_version is not None:
-            props["format-version"] = str(format_version)
+            props["format-version"] = str(requested_format_version(format_version, props))
         body: dict[str, Any] = {
             "name": ident[-1],
             "schema": to_schema(schema).to_json(),
