@@ -306,9 +306,9 @@ def test_row_level_matching_drains_streams_alongside_small_files(
     assert len(spy.opened) == 4 and spy.all_read and lanes and lanes[0] >= 2
     spy.opened.clear()
     # planned by the keys' range (as many keys are), so every file is matched against them
-    import icefloe.table.row_level as row_level
+    import icefloe.table.key_columns as key_columns
 
-    monkeypatch.setattr(row_level, "EXACT_KEY_VALUES", 0)
+    monkeypatch.setattr(key_columns, "EXACT_KEY_VALUES", 0)
     up = _data(3).set_column(0, "id", pa.array([5, 20_001, 60_000], pa.int64()))
     result = t.refresh().upsert(up, ["id"])
     assert (result.rows_updated, result.rows_inserted) == (2, 1)
