@@ -489,3 +489,30 @@ def test_hadoop_hint_the_store_fails_to_serve_is_looked_past(
     assert stale.metadata_location.endswith("/v5.metadata.json")
     static = StaticTable.from_metadata(str(tmp_path / "wh/db/t"))
     assert static.metadata_location.endswith("/v5.metadata.json")
+
+
+def test_hadoop_base_behind_newer_versions_is_stale_without_a_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base still present while its next version is gone and newer ones exist (files
+    removed out of order): with the hint unreadable, the listing shows the newer versions,
+    so the commit is rebuilt on them rather than written as a version behind them."""
+    cat = HadoopCatalog("h", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_rows([1]))  # v2
+    stale = cat.load_table("db.t")
+    t.append(_rows([2]))  # v3
+    t.append(_rows([3]))  # v4
+    (tmp_path / "wh/db/t/metadata/v3.metadata.json").unlink()
+    real_read = InputFile.read
+
+    def read(self: InputFile) -> bytes:
+        if self.location.endswith("/version-hint.text"):
+            raise FileIOError(f"{self.location}: AWS Error SLOW_DOWN (HTTP status 503)")
+        return real_read(self)
+
+    monkeypatch.setattr(InputFile, "read", read)
+    stale.append(_rows([99]))
+    assert stale.metadata_location.endswith("/v5.metadata.json")
+    assert _ids(cat) == [1, 2, 3, 99]
