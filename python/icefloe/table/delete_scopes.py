@@ -20,10 +20,9 @@ import pyarrow.compute as pc
 from icefloe.io import FileIO
 from icefloe.metadata import Snapshot
 from icefloe.scan.tasks import DeleteContent, DeleteFileRef
+from icefloe.table.producer import DELETED
 
 __all__ = ["resolve_scopes", "unresolved_paths", "with_scopes"]
-
-_DELETED = 2
 
 
 def unresolved_paths(refs: Iterable[DeleteFileRef]) -> set[str]:
@@ -51,7 +50,7 @@ def resolve_scopes(io: FileIO, snapshot: Snapshot | None, paths: set[str]) -> di
     columns = ["content", "file_path", "referenced_data_file", "lower_bounds", "upper_bounds"]
     for _, batch in manifest_entries(io, snapshot, content=1):
         hit = pc.and_(
-            pc.not_equal(batch.column("status"), _DELETED),
+            pc.not_equal(batch.column("status"), DELETED),
             pc.is_in(batch.column("file_path").cast(pa.string()), value_set=wanted),
         )
         live = batch.filter(hit)

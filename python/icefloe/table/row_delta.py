@@ -277,8 +277,9 @@ def _file_scoped(path: str, deletes: Iterable[DeleteFileRef]) -> list[DeleteFile
 
 def _with_scopes(ctx: RowContext, delta: RowDelta) -> RowDelta:
     """``delta`` with the v2 position delete files Java scopes to one data file by their
-    bounds alone resolved (:mod:`icefloe.table.delete_scopes`), so that a new DV or file-scoped
-    delete file replaces them and a removed data file takes them along, as Java's commits do."""
+    bounds alone resolved (:mod:`icefloe.table.delete_scopes`): a new DV or file-scoped delete
+    file then replaces them, as Java's do, and a removed data file takes them along, as it
+    takes icefloe's own file-scoped deletes."""
     refs = [d for item in delta.deletes for d in item.existing]
     refs += [d for task in delta.removed for d in task.delete_files]
     paths = unresolved_paths(refs)
