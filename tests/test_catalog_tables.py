@@ -321,6 +321,11 @@ def test_staged_create_on_every_catalog(catalog: Catalog) -> None:
     t = catalog.load_table("db.staged")
     assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [1, 2]
     assert len(t.snapshots()) == 1
+    # a staged create with no other change still creates its (empty) table
+    bare = catalog.create_table_transaction("db.bare", _schema()).commit_transaction()
+    assert bare.metadata_location
+    assert catalog.table_exists("db.bare")
+    assert catalog.load_table("db.bare").metadata_location == bare.metadata_location
     # the name taken meanwhile: refused, and the transaction's files are deleted
     tx = catalog.create_table_transaction("db.taken", _schema())
     tx.append(pa.table({"id": pa.array([3], pa.int64()), "name": ["c"]}))

@@ -101,6 +101,9 @@ def test_namespaces_tables_commits(java_rest_server: RestServer) -> None:
     assert not c.table_exists(f"{ns}.staged")
     tx.commit_transaction()
     assert _ids(c, f"{ns}.staged") == [7]
+    # with no other change, the commit still creates the table (as Java's own staged create)
+    bare = c.create_table_transaction(f"{ns}.bare", ROWS).commit_transaction()
+    assert c.load_table(f"{ns}.bare").metadata_location == bare.metadata_location
 
 
 def test_scan_reports_parse_in_java(java_rest_server: RestServer) -> None:

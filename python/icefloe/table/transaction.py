@@ -472,8 +472,8 @@ class Transaction:
         """Commit every collected change in one atomic catalog commit."""
         self._check_open()
         self._done = True
-        if not self._updates:
-            return self.table
+        if not self._updates and self.table.metadata_location:
+            return self.table  # nothing to commit (a staged create still creates its table)
         policy = RetryPolicy.from_properties(self._base.properties)
         # Pure additions (appends) always apply: they retry until the total timeout instead of
         # giving up after commit.retry.num-retries lost races.
