@@ -859,3 +859,16 @@ def test_server_refuses_incomplete_reports(
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(req)
         assert refused.value.code == 400, body
+
+
+def test_new_rest_levels_may_hold_a_dot_that_other_catalogs_refuse() -> None:
+    """REST sends levels as a list, so ``a.b`` stays one level there; SQL catalogs store the
+    namespace dotted, where it would be two."""
+    from icefloe.catalog.base import check_namespace, check_table_identifier
+
+    assert check_namespace(("a.b",), dots=True) == ("a.b",)
+    assert check_table_identifier(("a.b", "t"), dots=True) == ("a.b", "t")
+    with pytest.raises(ValidationError, match=r"must not contain \['\.'\]"):
+        check_table_identifier(("a.b", "t"))
+    with pytest.raises(ValidationError, match="relative directory"):
+        check_table_identifier(("a.b", ".."), dots=True)

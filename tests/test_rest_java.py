@@ -106,6 +106,31 @@ def test_namespaces_tables_commits(java_rest_server: RestServer) -> None:
     assert c.load_table(f"{ns}.bare").metadata_location == bare.metadata_location
 
 
+def test_names_java_would_take_are_refused_before_any_request(
+    java_rest_server: RestServer,
+) -> None:
+    """Java's server takes ``..`` (a table at the warehouse root), ``a/b`` (a table nothing can
+    load) and control characters: the client refuses new names as every catalog does."""
+    c = RestCatalog("j", uri=java_rest_server.url)
+    ns = _ns()
+    c.create_namespace(ns)
+    c.create_table((ns, "t"), ROWS)
+    metadata = c.load_table((ns, "t")).metadata_location
+    for bad in ["..", "a/b", "a\x01b", "x" * 300]:
+        with pytest.raises(ValidationError, match="invalid table name"):
+            c.create_table((ns, bad), ROWS)
+        with pytest.raises(ValidationError, match="invalid table name"):
+            c.create_table_transaction((ns, bad), ROWS)
+        with pytest.raises(ValidationError, match="invalid table name"):
+            c.register_table((ns, bad), metadata)
+        with pytest.raises(ValidationError, match="invalid table name"):
+            c.rename_table((ns, "t"), (ns, bad))
+        with pytest.raises(ValidationError, match="invalid namespace level"):
+            c.create_namespace((ns, bad))
+    assert c.list_tables(ns) == [(ns, "t")]
+    assert c.list_namespaces(ns) == []
+
+
 def test_scan_reports_parse_in_java(java_rest_server: RestServer) -> None:
     """Scan reports of filters of every kind pass Iceberg Java's strict ScanReport parser."""
     c = RestCatalog("j", uri=java_rest_server.url)

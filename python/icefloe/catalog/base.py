@@ -84,7 +84,7 @@ def too_long(part: str) -> bool:
     return len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
 
 
-def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
+def check_name(part: object, *, namespace: bool, existing: bool = False, dots: bool = False) -> str:
     """``part`` if it can name a new namespace level (``namespace``) or a new table, else
     :class:`ValidationError`; with ``existing``, only what makes it unsafe as a directory name
     (``.``, ``..``, separators, NUL) is refused, so entries made by other engines still open.
@@ -93,8 +93,9 @@ def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
     parts of location URIs that other engines parse, so a name must be a non-empty string of
     at most 255 UTF-8 bytes, not ``.`` or ``..``, without ``/``, ``\\``, control characters
     (NUL included), lone surrogates or the URI syntax characters ``?``, ``#`` and ``%``.
-    Namespace levels also cannot contain ``.``: SQL catalogs store namespaces dotted (``a.b``),
-    so ``("a.b",)`` and ``("a", "b")`` would be one namespace. Nothing is escaped: the
+    Namespace levels also cannot contain ``.`` (unless ``dots``, for REST catalogs, which send
+    levels as a list): SQL catalogs store namespaces dotted (``a.b``), so ``("a.b",)`` and
+    ``("a", "b")`` would be one namespace. Nothing is escaped: the
     directory of a table is its name, as every engine computes it.
     """
     what = "namespace level" if namespace else "table name"
@@ -107,7 +108,7 @@ def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
             raise ValidationError(f"invalid {what} {part!r}: it cannot be a directory name")
         return part
     bad = sorted({c for c in part if c in _FORBIDDEN or unicodedata.category(c) in ("Cc", "Cs")})
-    if namespace and "." in part:
+    if namespace and "." in part and not dots:
         bad.append(".")
     if bad:
         raise ValidationError(f"invalid {what} {part!r}: it must not contain {bad}")
@@ -118,16 +119,18 @@ def check_name(part: object, *, namespace: bool, existing: bool = False) -> str:
     return part
 
 
-def check_namespace(namespace: Identifier, *, existing: bool = False) -> Identifier:
+def check_namespace(
+    namespace: Identifier, *, existing: bool = False, dots: bool = False
+) -> Identifier:
     """``namespace`` if every level passes :func:`check_name`, else :class:`ValidationError`."""
     for part in namespace:
-        check_name(part, namespace=True, existing=existing)
+        check_name(part, namespace=True, existing=existing, dots=dots)
     return namespace
 
 
-def check_table_identifier(identifier: Identifier) -> Identifier:
+def check_table_identifier(identifier: Identifier, *, dots: bool = False) -> Identifier:
     """``identifier`` if its namespace and name pass :func:`check_name`."""
-    check_namespace(identifier[:-1])
+    check_namespace(identifier[:-1], dots=dots)
     check_name(identifier[-1], namespace=False)
     return identifier
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from icefloe.catalog.base import Identifier, PropertiesUpdateSummary, to_identifier
+from icefloe.catalog.base import (
+    Identifier,
+    PropertiesUpdateSummary,
+    check_namespace,
+    to_identifier,
+)
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
@@ -25,7 +30,7 @@ class RestNamespaces(RestClient):
     ) -> None:
         """Create a namespace; :class:`NamespaceAlreadyExistsError` if it exists."""
         self._require(ep.CREATE_NAMESPACE)
-        ns = to_identifier(namespace)
+        ns = check_namespace(to_identifier(namespace), dots=True)  # a new name, as everywhere
         self._ns_string(ns)
         self._call(
             "POST",

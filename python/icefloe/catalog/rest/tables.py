@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from icefloe.arrow_schema import to_schema
-from icefloe.catalog.base import Identifier, to_identifier
+from icefloe.catalog.base import Identifier, check_table_identifier, to_identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.scan_planning import RestScanPlanning
@@ -166,6 +166,7 @@ class RestTables(RestScanPlanning):
         from icefloe.metadata.create import check_create_args, requested_format_version
 
         check_create_args(partition_spec, sort_order, properties, location)
+        check_table_identifier(ident, dots=True)  # a new name, before any request
         self._require(ep.CREATE_TABLE)
         props = dict(properties or {})
         if format_version is not None:
@@ -255,7 +256,7 @@ class RestTables(RestScanPlanning):
         """Rename a table."""
         self._require(ep.RENAME_TABLE)
         src = self._table_identifier(source)
-        dst = self._table_identifier(target)
+        dst = check_table_identifier(self._table_identifier(target), dots=True)
         self._call(
             "POST",
             f"{self._prefix}/tables/rename",
@@ -269,7 +270,7 @@ class RestTables(RestScanPlanning):
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
         """Register an existing metadata file as a table."""
         self._require(ep.REGISTER_TABLE)
-        ident = self._table_identifier(identifier)
+        ident = check_table_identifier(self._table_identifier(identifier), dots=True)
         resp = self._call(
             "POST",
             f"{self._ns_path(ident[:-1])}/register",
