@@ -498,3 +498,47 @@ def test_sql_runs_the_duckdb_query_of_views(tmp_path: Path) -> None:
     r = run(world, "sql", "select * from db.loop_a")
     assert r.exit_code == EXIT_BAD_INPUT
     assert "refers to itself (db.loop_a -> db.loop_b -> db.loop_a)" in r.stderr
+
+
+def test_dates_python_cannot_hold_are_shown_as_text(tmp_path: Path) -> None:
+    """Dates and timestamps after 9999 (or before year 1) are valid Iceberg values that Python's
+    datetime cannot hold: scan and sql show them as ISO text instead of failing."""
+    world = build_world(tmp_path / "world")
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("d", pa.date32()),
+            ("ts", pa.timestamp("us")),
+            ("s", pa.struct([("at", pa.timestamp("us", tz="UTC"))])),
+        ]
+    )
+    t = world.catalog().create_table("db.far", schema)
+    far = 253402300800000000  # 10000-01-01T00:00:00
+    ts = pa.array([far, 0], pa.int64()).cast(pa.timestamp("us"))
+    at = pa.array([0, -62167219200000000], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "d": pa.array([2932897, -719893], pa.int32()).cast(pa.date32()),
+                "ts": ts,
+                "s": pa.StructArray.from_arrays([at], ["at"]),
+            }
+        )
+    )
+    r = run(world, "scan", "db.far", "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = sorted(_lines(r.stdout), key=lambda x: x["id"])  # type: ignore[arg-type, return-value]
+    assert rows[0]["d"] == "10000-01-01"
+    assert rows[0]["ts"] == "10000-01-01T00:00:00.000000"
+    assert rows[1]["d"] == "-0001-01-01"  # year 0 is 1 BC; -1 is 2 BC
+    assert rows[1]["s"] == {"at": "0000-01-01 00:00:00.000000Z"}
+    r = run(world, "sql", "select id, ts from db.far where id = 1", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert _lines(r.stdout) == [{"id": 1, "ts": "10000-01-01T00:00:00.000000"}]
+    r = run(world, "scan", "db.far")
+    assert r.exit_code == 0, r.stderr
+    assert "10000-01-01T00:00:00.000000" in r.stdout
+    for command in ("stats", "files", "partitions", "describe", "health"):
+        r = run(world, command, "db.far")
+        assert r.exit_code == 0, (command, r.stderr)

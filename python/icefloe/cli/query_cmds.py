@@ -58,6 +58,45 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _text_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every date and timestamp (nested ones too) as a string."""
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return pa.string()
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_text_type(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_text_type(t.key_type)), _text_type(t.item_type))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_text_type(t.value_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_text_type(t.value_type)))
+    return t
+
+
+def _column_values(values: pa.Array) -> list[Any]:
+    """``values`` as Python values; a column with a date or timestamp Python cannot hold
+    (before year 1, after 9999) has its dates and timestamps as Arrow's text instead."""
+    try:
+        return values.to_pylist()
+    except (OverflowError, ValueError):
+        import pyarrow.compute as pc
+
+        text = values.cast(_text_type(values.type))
+        if pa.types.is_timestamp(values.type):  # ISO 8601, as Python writes the others
+            text = pc.replace_substring(text, " ", "T", max_replacements=1)
+        return text.to_pylist()
+
+
+def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """The rows of ``batch`` as dicts (see :func:`_column_values` for far dates)."""
+    try:
+        return batch.to_pylist()
+    except (OverflowError, ValueError):
+        columns = [_column_values(c) for c in batch.columns]
+        names = batch.schema.names
+        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
 def _open_output(output: str | None, mode: str) -> IO[Any] | None:
     """The file ``--output`` names, opened for writing (None: standard output); a path that
     cannot be written is bad input."""
@@ -104,7 +143,7 @@ def _write_table(
     rows, more = 0, False
     with _text_output(output) as out:
         for b in batches:
-            for rec in b.to_pylist():
+            for rec in _records(b):
                 if rows >= max_rows:
                     more = True
                     break
@@ -207,7 +246,7 @@ def _write_json(batches: Iterator[pa.RecordBatch], output: str | None) -> int:
     rows = 0
     with _text_output(output) as out:
         for b in batches:
-            for rec in b.to_pylist():
+            for rec in _records(b):
                 out.write(dumps(rec) + "\n")
             rows += b.num_rows
     return rows
