@@ -77,20 +77,20 @@ def _column_values(values: pa.Array) -> list[Any]:
     """``values`` as Python values; a column with a date or timestamp Python cannot hold
     (before year 1, after 9999) has its dates and timestamps as Arrow's text instead."""
     try:
-        return values.to_pylist()
+        return list(values.to_pylist())
     except (OverflowError, ValueError):
         import pyarrow.compute as pc
 
         text = values.cast(_text_type(values.type))
         if pa.types.is_timestamp(values.type):  # ISO 8601, as Python writes the others
             text = pc.replace_substring(text, " ", "T", max_replacements=1)
-        return text.to_pylist()
+        return list(text.to_pylist())
 
 
 def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     """The rows of ``batch`` as dicts (see :func:`_column_values` for far dates)."""
     try:
-        return batch.to_pylist()
+        return list(batch.to_pylist())
     except (OverflowError, ValueError):
         columns = [_column_values(c) for c in batch.columns]
         names = batch.schema.names
