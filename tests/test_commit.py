@@ -120,13 +120,17 @@ def test_unknown_state_keeps_the_file(
         return conn
 
     def broken_get(identifiers: Any, kind: Any = None) -> list[str]:
-        raise OperationalError("SELECT", {}, Exception("still down"))
+        statement = "SELECT metadata_location FROM iceberg_tables WHERE table_name = %(n)s"
+        raise OperationalError(statement, {"n": "secret-name"}, Exception("still down"))
 
     monkeypatch.setattr(sql_catalog.engine, "connect", connect_then_lose_the_update)
     monkeypatch.setattr(sql_catalog, "_settled_pointers", broken_get)
-    with pytest.raises(CommitStateUnknownError, match="may or may not"):
+    with pytest.raises(CommitStateUnknownError, match="may or may not") as caught:
         t.set_properties(a="1")
     monkeypatch.undo()
+    # the driver's words only: no SQL text or bound parameters
+    assert "checking failed: still down" in str(caught.value)
+    assert "SELECT" not in str(caught.value) and "secret-name" not in str(caught.value)
     after = _metadata_files(t)
     assert len(after) == len(before) + 1  # kept: it may be the table's current metadata
     assert "a" not in sql_catalog.load_table("db.t").properties

@@ -65,6 +65,7 @@ from icefloe.catalog.sql_database import (
     normalise_uri,
     read_only_error,
     request_timeout_seconds,
+    said,
     too_long,
     under,
 )
@@ -559,7 +560,7 @@ class SqlCatalog(MetastoreCatalog):
             except Exception as check_exc:
                 raise CommitStateUnknownError(
                     f"commit of {'.'.join(identifier)!r} to {new} may or may not have "
-                    f"happened: {brief(exc)}; checking failed: {check_exc}"
+                    f"happened: {brief(exc)}; checking failed: {said(check_exc)}"
                 ) from exc
             if happened:
                 return
@@ -737,7 +738,7 @@ class SqlCatalog(MetastoreCatalog):
             except Exception as check_exc:
                 raise CommitStateUnknownError(
                     f"multi-table commit may or may not have happened: {brief(exc)}; "
-                    f"checking failed: {check_exc}"
+                    f"checking failed: {said(check_exc)}"
                 ) from exc
             if all(c == s[3] for c, s in zip(current, staged, strict=True)):
                 return

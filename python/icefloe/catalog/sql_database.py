@@ -28,6 +28,7 @@ __all__ = [
     "normalise_uri",
     "read_only_error",
     "request_timeout_seconds",
+    "said",
     "too_long",
     "under",
 ]
@@ -118,6 +119,12 @@ def brief(exc: SQLAlchemyError) -> str:
     """The driver's first line of ``exc``, without SQLAlchemy's statement and parameters."""
     cause = getattr(exc, "orig", None) or exc
     return " ".join(str(cause).split("\n")[0].split()) or type(cause).__name__
+
+
+def said(exc: BaseException) -> str:
+    """What an error message may quote of ``exc``: :func:`brief` for a database error (its
+    SQL text and parameters left out), else its text."""
+    return brief(exc) if isinstance(exc, SQLAlchemyError) else str(exc)
 
 
 def too_long(name: str, exc: DataError) -> ValidationError:
