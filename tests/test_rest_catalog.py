@@ -98,6 +98,9 @@ def test_pagination_and_nested_namespaces(rest_server: RestServer, warehouse: st
     assert c.load_namespace_properties(("n0", "inner", "deep")) == {}
     c.create_table("n0.inner.deep.t", ROWS)
     assert c.list_tables(("n0", "inner", "deep")) == [("n0", "inner", "deep", "t")]
+    for bad in ("abc", "0", "-1", "2.5"):  # named, before any list request
+        with pytest.raises(ValidationError, match="rest-page-size"):
+            RestCatalog("rest", uri=rest_server.url, warehouse=warehouse, **{"rest-page-size": bad})
     assert c.list_tables("n0") == [("n0", f"t{i}") for i in range(5)]
     # 5 namespaces in pages of 2 is 3 requests; 5 tables likewise
     listing = [

@@ -75,7 +75,12 @@ class RestClient(Catalog):
         self.idempotency_lifetime: str | None = body.get("idempotency-key-lifetime")
         prefix = self.properties.get("prefix", "").strip("/")
         self._prefix = f"/v1/{request_path(prefix)}" if prefix else "/v1"
-        self._page_size = self.properties.get("rest-page-size")
+        page_size = self.properties.get("rest-page-size")
+        self._page_size = (  # a positive integer, as Java's client requires
+            None
+            if page_size is None
+            else str(parse_int("rest-page-size", page_size, 1, "catalog property"))
+        )
         self._separator = ep.namespace_separator(self.properties)
         self._snapshots = self.properties.get("snapshot-loading-mode", "all").lower()
         if self._snapshots not in ("all", "refs"):
