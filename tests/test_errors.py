@@ -139,3 +139,33 @@ def test_values_too_long_for_postgresql_columns_are_validation_errors(
     t.refresh().append(pa.table({"id": [1]}))
     assert cat.load_table("db.t").scan().count() == 1
     cat.close()
+
+
+def test_arguments_of_the_wrong_type_are_validation_errors(tmp_path: Path) -> None:
+    """A path where bytes belong, ``None`` where JSON belongs, a number where SQL belongs:
+    refused as bad input, not as a Python TypeError from deep inside."""
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.manifest import read_manifest, read_manifest_list, read_manifests
+    from icefloe.metadata import TableMetadata
+
+    with pytest.raises(ValidationError, match="expected the file's bytes, got str"):
+        read_manifest_list("snap-1.avro")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="got NoneType"):
+        read_manifest(None)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="sequence of manifests' bytes"):
+        read_manifests(b"\x00")
+    with pytest.raises(ValidationError, match="got str"):
+        read_manifests(["m.avro"])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match="names for"):
+        read_manifests([b"\x00"], names=["a", "b"])
+    with pytest.raises(ValidationError, match="expected JSON text or bytes, got NoneType"):
+        TableMetadata.parse(None)  # type: ignore[arg-type]
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    schema = pa.schema([("id", pa.int64())])
+    for sql in (None, 123):
+        with pytest.raises(ValidationError, match="SQL text or a dict"):
+            catalog.create_view("db.v", sql, schema)  # type: ignore[arg-type]
+    assert not catalog.view_exists("db.v")

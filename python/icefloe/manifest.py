@@ -56,6 +56,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe import _native
+from icefloe.exceptions import ValidationError
 
 __all__ = [
     "ManifestEntryView",
@@ -72,7 +73,7 @@ __all__ = [
 
 def read_manifest_list(data: bytes, *, name: str = "<bytes>") -> pa.RecordBatch:
     """Decodes a manifest list; ``name`` (e.g. its path) is used in error messages."""
-    return _native.read_manifest_list(data, name=name)
+    return _native.read_manifest_list(_bytes(data, name), name=name)
 
 
 def read_manifest(
@@ -106,7 +107,7 @@ def read_manifest(
         first_row_id = manifest.first_row_id if first_row_id is None else first_row_id
         name = manifest.manifest_path if name is None else name
     return _native.read_manifest(
-        data,
+        _bytes(data, name or "<bytes>"),
         snapshot_id=snapshot_id,
         sequence_number=sequence_number,
         first_row_id=first_row_id,
@@ -133,8 +134,11 @@ def read_manifests(
     paths; default: the ``manifest_path`` of ``manifests``, else ``<manifest N>``) name the
     files in error messages.
     """
+    if isinstance(data, bytes | bytearray | memoryview | str):
+        raise ValidationError("read_manifests takes a sequence of manifests' bytes")
+    data = [_bytes(d, f"<manifest {i}>") for i, d in enumerate(data)]
     if names is not None and len(names) != len(data):
-        raise ValueError(f"{len(names)} names for {len(data)} manifests")
+        raise ValidationError(f"{len(names)} names for {len(data)} manifests")
     if manifests is None:
         return _native.read_manifests(
             list(data),
@@ -144,7 +148,7 @@ def read_manifests(
             stats_ids=stats_ids,
         )
     if len(manifests) != len(data):
-        raise ValueError(f"{len(manifests)} manifest_file entries for {len(data)} manifests")
+        raise ValidationError(f"{len(manifests)} manifest_file entries for {len(data)} manifests")
     return _native.read_manifests(
         list(data),
         snapshot_ids=[m.added_snapshot_id for m in manifests],
@@ -222,6 +226,19 @@ def write_manifest_list(
         first_row_id=first_row_id,
         codec=codec,
         level=level,
+    )
+
+
+def _bytes(data: object, name: str) -> bytes:
+    """``data`` as the bytes of an Avro file, or :class:`ValidationError` (a path, text or
+    ``None`` is not a file's contents)."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise ValidationError(
+        f"{name}: expected the file's bytes, got {type(data).__name__} (read the file first, "
+        "e.g. with table.io.new_input(path).read())"
     )
 
 

@@ -174,6 +174,10 @@ def _representations(sql: str | Mapping[str, str], dialect: str | None) -> list[
     else:
         if dialect is not None:
             raise ValidationError("give either one query and its dialect, or a dict of them")
+        if not isinstance(sql, Mapping):
+            raise ValidationError(
+                f"a view's query is SQL text or a dict of dialect to SQL, not {type(sql).__name__}"
+            )
         queries = dict(sql)
     if not queries:
         raise ValidationError("a view needs a query")

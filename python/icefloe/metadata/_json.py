@@ -308,8 +308,10 @@ _GZIP_MAGIC = b"\x1f\x8b"
 def parse_document(data: str | bytes | bytearray | memoryview, what: str) -> Any:
     """A metadata file's JSON from its text or bytes (gzip detected by its magic number, UTF-8
     checked), parsed by :func:`loads`: every failure is a :class:`ValidationError`."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
+    if isinstance(data, str):
         return loads(data, what)
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ValidationError(f"{what}: expected JSON text or bytes, got {type(data).__name__}")
     raw = bytes(data)
     if raw[:2] == _GZIP_MAGIC:
         try:
