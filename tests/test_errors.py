@@ -169,3 +169,44 @@ def test_arguments_of_the_wrong_type_are_validation_errors(tmp_path: Path) -> No
         with pytest.raises(ValidationError, match="SQL text or a dict"):
             catalog.create_view("db.v", sql, schema)  # type: ignore[arg-type]
     assert not catalog.view_exists("db.v")
+
+
+def test_postgresql_refusals_are_typed_and_final(postgres_uri: str, tmp_path: Path) -> None:
+    """What no retry changes is not ServiceUnavailableError: options libpq does not know are
+    bad input, a missing privilege is ForbiddenError, and a commit whose UPDATE the database
+    refused failed (it did nothing) rather than leaving its outcome unknown."""
+    import uuid
+
+    import pyarrow as pa
+    import sqlalchemy
+
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.exceptions import CommitFailedError, ForbiddenError, UnauthorizedError
+
+    name = f"c{uuid.uuid4().hex[:8]}"
+    warehouse = (tmp_path / "wh").as_uri()
+    owner = SqlCatalog(name, uri=postgres_uri, warehouse=warehouse)
+    owner.create_namespace("db")
+    table = owner.create_table("db.t", pa.schema([("id", pa.int64())]))
+    with pytest.raises(ValidationError, match='invalid connection option "colour"'):
+        SqlCatalog(name, uri=postgres_uri + "?colour=blue", warehouse=warehouse)
+    nobody, reader = f"nobody_{name}", f"reader_{name}"
+    engine = sqlalchemy.create_engine(postgres_uri)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(f"CREATE ROLE {nobody} LOGIN"))
+        conn.execute(sqlalchemy.text(f"CREATE ROLE {reader} LOGIN"))
+        conn.execute(sqlalchemy.text(f"CREATE ROLE no{reader} NOLOGIN"))
+        for t in ("iceberg_tables", "iceberg_namespace_properties"):
+            conn.execute(sqlalchemy.text(f"GRANT SELECT ON {t} TO {reader}"))
+    engine.dispose()
+    as_role = postgres_uri.replace("//icefloe@", "//{}@")
+    with pytest.raises(UnauthorizedError, match="not permitted to log in"):
+        SqlCatalog(name, uri=as_role.format(f"no{reader}"), warehouse=warehouse)
+    with pytest.raises(ForbiddenError, match="permission denied"):
+        SqlCatalog(name, uri=as_role.format(nobody), warehouse=warehouse).load_table("db.t")
+    mine = SqlCatalog(name, uri=as_role.format(reader), warehouse=warehouse).load_table("db.t")
+    with pytest.raises(CommitFailedError, match="nothing was committed"):
+        mine.append(pa.table({"id": pa.array([1], pa.int64())}))
+    left = [f.location for f in table.io.list_prefix(table.location)]
+    assert not any(p.endswith(".parquet") for p in left)  # the refused commit's files went
+    assert owner.load_table("db.t").current_snapshot() is None

@@ -63,6 +63,7 @@ from icefloe.catalog.sql_database import (
     check_reserved,
     database_errors,
     normalise_uri,
+    privilege_refused,
     read_only_error,
     request_timeout_seconds,
     said,
@@ -547,6 +548,11 @@ class SqlCatalog(MetastoreCatalog):
         except DataError as exc:  # the UPDATE was refused: nothing committed, no retry helps
             raise too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
+            if privilege_refused(exc):  # the UPDATE was refused, so it did nothing
+                raise CommitFailedError(
+                    f"commit of {'.'.join(identifier)!r} failed: the database refused it "
+                    f"({brief(exc)}); nothing was committed"
+                ) from exc
             # The UPDATE may or may not have reached the database: look at the pointer. It is
             # ours, or a later commit's whose metadata log lists ours, if the swap happened.
             try:
@@ -732,6 +738,11 @@ class SqlCatalog(MetastoreCatalog):
         except DataError as exc:  # refused, rolled back: nothing committed, no retry helps
             raise too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
+            if privilege_refused(exc):  # an UPDATE was refused: the transaction did nothing
+                raise CommitFailedError(
+                    f"multi-table commit failed: the database refused it ({brief(exc)}); "
+                    "nothing was committed"
+                ) from exc
             # The COMMIT may or may not have reached the database: look at the pointers.
             try:
                 current = self._settled_pointers([ident for ident, _, _, _ in staged])

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from sqlalchemy import Column, MetaData, String, Table, func
-from sqlalchemy.exc import DataError, SQLAlchemyError
+from sqlalchemy.exc import DataError, ProgrammingError, SQLAlchemyError
 
 from icefloe.catalog.sqlite_journal import READ_ONLY_HINT, in_wal_mode
-from icefloe.exceptions import CatalogReadOnlyError, ServiceUnavailableError, ValidationError
+from icefloe.exceptions import (
+    CatalogReadOnlyError,
+    ForbiddenError,
+    IcebergError,
+    ServiceUnavailableError,
+    UnauthorizedError,
+    ValidationError,
+)
 from icefloe.properties import parse_seconds
 
 __all__ = [
@@ -26,7 +34,9 @@ __all__ = [
     "check_reserved",
     "database_errors",
     "normalise_uri",
+    "privilege_refused",
     "read_only_error",
+    "refusal",
     "request_timeout_seconds",
     "said",
     "too_long",
@@ -94,11 +104,46 @@ def database_errors(fn: _F) -> _F:
         except DataError as exc:  # a value the catalog's columns cannot hold: not retryable
             raise too_long(self.name, exc) from exc
         except SQLAlchemyError as exc:
-            raise read_only_error(self.name, exc, self.engine) or ServiceUnavailableError(
+            raise refusal(self.name, exc, self.engine) or ServiceUnavailableError(
                 f"SQL catalog {self.name!r}: the catalog database failed: {brief(exc)}"
             ) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+#: libpq's words when the server turns a login away (no SQLSTATE reaches the client then).
+_LOGIN_REFUSED = re.compile(
+    r"password authentication failed|authentication failed for user|no pg_hba\.conf entry|"
+    r"password is not allowed|role \S+ is not permitted to log in"
+)
+
+
+def privilege_refused(exc: SQLAlchemyError) -> bool:
+    """Whether the database refused ``exc``'s statement for want of a privilege (SQLSTATE
+    42501): the statement did nothing."""
+    return getattr(getattr(exc, "orig", None), "sqlstate", None) == "42501"
+
+
+def refusal(name: str, exc: SQLAlchemyError, engine: Any) -> IcebergError | None:
+    """The error for a database that refused on its own terms, which no retry changes: a
+    read-only database (:func:`read_only_error`), a missing privilege
+    (:class:`ForbiddenError`), a login turned away (:class:`UnauthorizedError`), or
+    connection settings the driver cannot use (:class:`ValidationError`); else None (the
+    database may be down for a while)."""
+    read_only = read_only_error(name, exc, engine)
+    if read_only is not None:
+        return read_only
+    text = brief(exc)
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    if privilege_refused(exc):
+        return ForbiddenError(f"SQL catalog {name!r}: the database refused: {text}")
+    if (state or "").startswith("28") or _LOGIN_REFUSED.search(text):
+        return UnauthorizedError(f"SQL catalog {name!r}: the database refused the login: {text}")
+    postgres = getattr(getattr(engine, "dialect", None), "name", None) == "postgresql"
+    # libpq on the URI's options ("invalid connection option", "invalid sslmode value")
+    if postgres and state is None and isinstance(exc, ProgrammingError) and text[:8] == "invalid ":
+        return ValidationError(f"SQL catalog {name!r}: bad connection settings: {text}")
+    return None
 
 
 def read_only_error(name: str, exc: SQLAlchemyError, engine: Any) -> CatalogReadOnlyError | None:
