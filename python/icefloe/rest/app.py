@@ -48,7 +48,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from icefloe.rest.browsers import browser_refusal
+from icefloe.rest.browsers import JSON, browser_refusal
 from icefloe.rest.idempotency import (
     IdempotencyKeyReused,
     IdempotencyStore,
@@ -73,7 +73,6 @@ __all__ = ["create_app", "warehouse_catalogs"]
 
 log = logging.getLogger("icefloe.rest")
 
-_JSON = "application/json"
 _DELEGATION = "x-iceberg-access-delegation"
 #: Headers of every token endpoint answer (RFC 6749 5.1: tokens must not be cached).
 _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
@@ -86,7 +85,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 def _json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None) -> StoredReply:
     data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
-    return StoredReply(status, data, _JSON, tuple((headers or {}).items()))
+    return StoredReply(status, data, JSON, tuple((headers or {}).items()))
 
 
 # icefloe's messages -> the wording of Iceberg Java's catalogs, which Java clients and
@@ -201,7 +200,7 @@ async def _routing_error(request: Request, exc: Exception) -> Response:
         headers["Allow"] = ", ".join(sorted(allowed))
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)
-    return Response(json.dumps(body, separators=(",", ":")), status, headers, _JSON)
+    return Response(json.dumps(body, separators=(",", ":")), status, headers, JSON)
 
 
 #: ``%2F`` (slash) and ``%5C`` (backslash) in a raw path, any case.
@@ -233,9 +232,9 @@ class _RefuseEncodedSeparators:
         # the path as sent: decoded, it would name another resource
         _log_request(request, 400, started, path.decode("ascii", "replace"))
         if request.method == "HEAD":
-            response = Response(status_code=400, media_type=_JSON)
+            response = Response(status_code=400, media_type=JSON)
         else:
-            response = Response(body, 400, media_type=_JSON)
+            response = Response(body, 400, media_type=JSON)
         await response(scope, receive, send)
 
 
@@ -258,9 +257,9 @@ class _RefuseBrowsers:
         _log_request(request, status, started)
         body = json.dumps(error_body(status, type_, message), separators=(",", ":"))
         response = (
-            Response(status_code=status, media_type=_JSON)
+            Response(status_code=status, media_type=JSON)
             if request.method == "HEAD"
-            else Response(body, status, media_type=_JSON)
+            else Response(body, status, media_type=JSON)
         )
         await response(scope, receive, send)
 
@@ -506,7 +505,7 @@ def create_app(
                 status = 401
                 body = {"error": "invalid_client", "error_description": "bad credentials"}
         _log_request(request, status, started)
-        return Response(json.dumps(body), status, _NO_STORE, _JSON)
+        return Response(json.dumps(body), status, _NO_STORE, JSON)
 
     def unsupported(path: str, methods: list[str], what: str) -> Route:
         """A route of the spec this server does not implement: 406 (after auth)."""

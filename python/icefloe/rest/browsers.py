@@ -17,9 +17,10 @@ import ipaddress
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-__all__ = ["LOOPBACK_NAMES", "allowed_hosts_for", "browser_refusal", "host_name"]
+__all__ = ["JSON", "LOOPBACK_NAMES", "allowed_hosts_for", "browser_refusal", "host_name"]
 
-_JSON = "application/json"
+#: The media type of the REST protocol's bodies.
+JSON = "application/json"
 
 #: Names of the loopback interface a local client may use in ``Host``.
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
@@ -96,7 +97,7 @@ def browser_refusal(
     types = [_media_type(v.decode("latin-1")) for k, v in raw if k.lower() == b"content-type"]
     path = str(scope.get("path", "")).rstrip("/")
     json_body = any(
-        t == _JSON or (t.startswith("application/") and t.endswith("+json")) for t in types
+        t == JSON or (t.startswith("application/") and t.endswith("+json")) for t in types
     )
     if (
         scope.get("method") == "POST"
@@ -107,6 +108,6 @@ def browser_refusal(
         return (
             415,
             "BadRequestException",
-            f"request bodies are JSON (Content-Type: {_JSON}), not {types[0] or 'empty'!r}",
+            f"request bodies are JSON (Content-Type: {JSON}), not {types[0] or 'empty'!r}",
         )
     return None
