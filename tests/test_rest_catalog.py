@@ -169,6 +169,9 @@ def test_staged_create(cat: RestCatalog, rest_server: RestServer, warehouse: str
     assert loaded.format_version == 3
     assert loaded.scan().to_arrow().sort_by("id")["id"].to_pylist() == [1, 2, 3]
     assert table.metadata_location == loaded.metadata_location
+    # with no other change, the commit still creates the (empty) table
+    bare = cat.create_table_transaction("db.bare", ROWS).commit_transaction()
+    assert cat.load_table("db.bare").metadata_location == bare.metadata_location
     # a staged create whose name is taken before it commits fails and creates nothing twice
     tx2 = cat.create_table_transaction("db.race", ROWS)
     cat.create_table("db.race", ROWS)
