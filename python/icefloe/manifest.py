@@ -136,12 +136,14 @@ def read_manifests(
     """
     if isinstance(data, bytes | bytearray | memoryview | str):
         raise ValidationError("read_manifests takes a sequence of manifests' bytes")
-    data = [_bytes(d, f"<manifest {i}>") for i, d in enumerate(data)]
+    data = list(data)
+    if not all(type(d) is bytes for d in data):  # named (and converted) only when needed
+        data = [_bytes(d, f"<manifest {i}>") for i, d in enumerate(data)]
     if names is not None and len(names) != len(data):
         raise ValidationError(f"{len(names)} names for {len(data)} manifests")
     if manifests is None:
         return _native.read_manifests(
-            list(data),
+            data,
             names=None if names is None else list(names),
             threads=threads,
             columns=columns,
@@ -150,7 +152,7 @@ def read_manifests(
     if len(manifests) != len(data):
         raise ValidationError(f"{len(manifests)} manifest_file entries for {len(data)} manifests")
     return _native.read_manifests(
-        list(data),
+        data,
         snapshot_ids=[m.added_snapshot_id for m in manifests],
         sequence_numbers=[m.sequence_number for m in manifests],
         first_row_ids=[m.first_row_id for m in manifests],

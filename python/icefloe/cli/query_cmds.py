@@ -77,20 +77,23 @@ def _column_values(values: pa.Array) -> list[Any]:
     """``values`` as Python values; a column with a date or timestamp Python cannot hold
     (before year 1, after 9999) has its dates and timestamps as Arrow's text instead."""
     try:
-        return list(values.to_pylist())
+        plain: list[Any] = values.to_pylist()
+        return plain
     except (OverflowError, ValueError):
         import pyarrow.compute as pc
 
         text = values.cast(_text_type(values.type))
         if pa.types.is_timestamp(values.type):  # ISO 8601, as Python writes the others
             text = pc.replace_substring(text, " ", "T", max_replacements=1)
-        return list(text.to_pylist())
+        shown: list[Any] = text.to_pylist()
+        return shown
 
 
 def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     """The rows of ``batch`` as dicts (see :func:`_column_values` for far dates)."""
     try:
-        return list(batch.to_pylist())
+        rows: list[dict[str, Any]] = batch.to_pylist()
+        return rows
     except (OverflowError, ValueError):
         columns = [_column_values(c) for c in batch.columns]
         names = batch.schema.names
