@@ -333,3 +333,89 @@ def test_a_replayed_commit_never_deletes_files_the_committed_table_names(
     assert [p for p in referenced if not t.io.exists(p)] == []
     first = t.snapshots()[1].snapshot_id
     assert sorted(t.scan(snapshot_id=first).to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def _lose_the_multi_table_commit(cat: SqlCatalog, landed: bool) -> None:
+    """The next multi-table swap raises a driver error as its transaction ends: after the
+    database committed it (``landed``) or after it rolled back, as a lost connection can."""
+    from contextlib import contextmanager
+
+    from sqlalchemy.exc import OperationalError
+
+    real_begin = cat.engine.begin
+
+    @contextmanager
+    def begin_then_lose() -> Any:
+        lost = OperationalError("COMMIT", {"n": "secret-name"}, Exception("connection lost"))
+        with real_begin() as conn:
+            yield conn
+            if not landed:
+                raise lost  # rolls the swap back
+        raise lost
+
+    cat.engine.begin = begin_then_lose  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("outcome", ["landed", "rolled back", "check failed"])
+def test_a_lost_sql_multi_table_commit_is_settled_by_its_pointers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcome: str
+) -> None:
+    """The answer to the multi-table COMMIT is lost: the pointers say what happened. Moved:
+    the commit stands. Unmoved: it failed for certain, its files go and it is tried again.
+    Unreadable: the outcome is unknown, every file is kept and the error holds no SQL."""
+    from icefloe.exceptions import CommitStateUnknownError
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        cat.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+    before = _files(tmp_path / "wh")
+    _lose_the_multi_table_commit(cat, landed=outcome != "rolled back")
+    if outcome == "check failed":
+
+        def unreadable(identifiers: Any, kind: Any = None) -> list[str]:
+            raise RuntimeError("still down")
+
+        monkeypatch.setattr(cat, "_settled_pointers", unreadable)
+    if outcome == "rolled back":  # the retry swaps through the real engine
+        real_swap = cat._swap_all
+        calls: list[int] = []
+
+        def swap_once_lost(staged: Any) -> None:
+            calls.append(1)
+            if len(calls) == 2:
+                del cat.engine.begin
+            real_swap(staged)
+
+        monkeypatch.setattr(cat, "_swap_all", swap_once_lost)
+
+    def write() -> None:
+        with cat.transaction() as tx:
+            tx.table("db.a").append(pa.table({"id": pa.array([2], pa.int64())}))
+            tx.table("db.b").append(pa.table({"id": pa.array([3], pa.int64())}))
+
+    if outcome == "check failed":
+        with pytest.raises(CommitStateUnknownError, match="may or may not") as caught:
+            write()
+        text = str(caught.value)
+        assert "checking failed: still down" in text
+        assert "COMMIT" not in text and "secret-name" not in text
+        del cat.engine.begin
+        monkeypatch.undo()
+    else:
+        write()
+        if outcome == "landed":
+            del cat.engine.begin
+        else:
+            assert len(calls) == 2
+        monkeypatch.undo()
+    # the database committed the swap unless it rolled back, and then the retry did
+    assert (_ids(cat.load_table("db.a")), _ids(cat.load_table("db.b"))) == ([1, 2], [1, 3])
+    # one new metadata file per table: kept when the outcome was unknown or the commit stood,
+    # deleted with the rolled-back attempt
+    new_metadata = [p for p in _files(tmp_path / "wh") - before if p.name.endswith(".json")]
+    assert len(new_metadata) == 2
+    # whatever happened, no file a table names is gone and both tables take more writes
+    _assert_intact(cat, "db.a")
+    _assert_intact(cat, "db.b")
+    cat.close()
