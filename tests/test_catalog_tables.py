@@ -335,3 +335,14 @@ def test_staged_create_on_every_catalog(catalog: Catalog) -> None:
     left = [f.location for f in tx.table.io.list_prefix(tx.table.location)]
     assert not any(p.endswith(".parquet") for p in left)
     assert catalog.load_table("db.taken").scan().to_arrow().num_rows == 0
+    # discarded (its block raised): nothing is left, no directory either, which a file-system
+    # catalog would list as a namespace that keeps db from being dropped
+    with pytest.raises(RuntimeError), catalog.create_table_transaction("db.gone", _schema()) as tx:
+        tx.append(pa.table({"id": pa.array([4], pa.int64()), "name": ["d"]}))
+        raise RuntimeError("the job failed")
+    assert not catalog.table_exists("db.gone")
+    assert list(tx.table.io.list_prefix(tx.table.location)) == []
+    assert catalog.list_namespaces("db") == []
+    for name in ("db.staged", "db.bare", "db.taken"):
+        catalog.drop_table(name, purge=True)
+    catalog.drop_namespace("db")

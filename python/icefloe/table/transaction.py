@@ -10,14 +10,18 @@ methods are one-change transactions delegating here. Also :class:`UpdateProperti
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.fs as pafs
+
 from icefloe.exceptions import (
     CommitConflictError,
     CommitStateUnknownError,
+    IcebergError,
     NotFoundError,
     ValidationError,
     commit_did_not_happen,
@@ -39,6 +43,7 @@ from icefloe.table_paths import resolve_table_paths
 
 if TYPE_CHECKING:
     from icefloe.expressions.base import BooleanExpression
+    from icefloe.io import FileIO
     from icefloe.metadata import PartitionStatisticsFile, StatisticsFile
     from icefloe.progress import ProgressArg
     from icefloe.table.maintenance import RewriteResult
@@ -78,6 +83,11 @@ class Transaction:
         self._ops: list[SnapshotProducer | tuple[list[TableUpdate], list[TableRequirement]]] = []
         # Files written for changes other than the producers' (statistics): deleted with them.
         self._owned_files: list[str] = []
+        # A staged create into a directory that does not exist yet: discarding it removes the
+        # empty directories its writes made.
+        self._new_directory = not table.metadata_location and _no_directory(
+            table.io, table.metadata.location
+        )
 
     def __enter__(self) -> Transaction:
         return self
@@ -194,6 +204,11 @@ class Transaction:
         owned, self._owned_files = self._owned_files, []
         for path in owned:
             self.table.io.delete_quietly(path)
+        if self._new_directory:
+            # a staged create that never happened: the directories its writes made go too (on
+            # a file-system catalog a left directory reads as a namespace); only empty ones
+            with contextlib.suppress(IcebergError):
+                self.table.io.delete_empty_dirs(self.table.metadata.location)
 
     def _replayable(self) -> bool:
         """Whether a lost race can be retried by rebuilding: only producers and properties."""
@@ -591,3 +606,12 @@ class UpdateProperties(PendingUpdate):
             self._tx.remove_properties(*sorted(self._remove))
         if self._autocommit:
             self._tx.commit_transaction()
+
+
+def _no_directory(io: FileIO, location: str) -> bool:
+    """Whether nothing exists at ``location`` (false when that cannot be told)."""
+    try:
+        fs, path = io.resolve(location)
+        return bool(fs.get_file_info(path).type == pafs.FileType.NotFound)
+    except Exception:
+        return False
