@@ -171,6 +171,34 @@ def test_arguments_of_the_wrong_type_are_validation_errors(tmp_path: Path) -> No
     assert not catalog.view_exists("db.v")
 
 
+def test_a_nul_in_a_column_name_is_refused_when_written_and_when_read(tmp_path: Path) -> None:
+    """Arrow hands names to native code as C strings, which end at a NUL: such a name is
+    refused (a table's metadata holding one is damaged), never a table whose reads fail with
+    an Arrow error."""
+    import json
+
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    with pytest.raises(ValidationError, match="NUL"):
+        catalog.create_table("db.bad", pa.schema([("a\x00b", pa.int64())]))
+    assert not catalog.table_exists("db.bad")
+    table = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("ts", pa.string())]))
+    table.append(pa.table({"id": [1], "ts": ["x"]}))
+    with pytest.raises(ValidationError, match="NUL"), table.update_schema() as update:
+        update.rename_column("ts", "\x00")
+    doc = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    doc["schemas"][0]["fields"][1]["name"] = "\x00"  # as another writer could leave it
+    (tmp_path / "nul.metadata.json").write_text(json.dumps(doc))
+    with pytest.raises(CorruptFileError, match="holds a NUL character"):
+        icefloe.StaticTable.from_metadata(str(tmp_path / "nul.metadata.json")).scan().to_arrow()
+    assert table.scan().to_arrow().to_pylist() == [{"id": 1, "ts": "x"}]
+    catalog.close()
+
+
 def test_postgresql_refusals_are_typed_and_final(postgres_uri: str, tmp_path: Path) -> None:
     """What no retry changes is not ServiceUnavailableError: options libpq does not know are
     bad input, a missing privilege is ForbiddenError, and a commit whose UPDATE the database

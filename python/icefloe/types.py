@@ -363,6 +363,8 @@ class NestedField:
         # written to the metadata as given: any other JSON type makes the table unreadable
         if not isinstance(self.name, str):
             raise ValidationError(f"field name must be a string, got {self.name!r}")
+        if "\x00" in self.name:  # Arrow's C data interface ends a name at its first NUL
+            raise ValidationError(f"field name {self.name!r} holds a NUL character")
         if self.doc is not None and not isinstance(self.doc, str):
             raise ValidationError(f"doc of field {self.name!r} must be a string, got {self.doc!r}")
 
