@@ -9,7 +9,7 @@
 //! prove the single target, missing columns, nulls, any damage) is reported as `None`, and the
 //! caller reads it the general way, which raises the typed error when there is one.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use arrow_array::{Array, Int64Array};
@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use crate::deletes::PositionBitmap;
 use crate::parquet_footer::check_footer;
 use crate::parquet_read::{open_parquet, Source};
+use crate::quiet_panic::catch_quietly;
 use crate::Result;
 
 /// Field id of a position delete file's `file_path` column (the spec's reserved id).
@@ -49,7 +50,7 @@ pub fn read_position_files(
         Ok(files
             .par_iter()
             .map(|f| {
-                catch_unwind(AssertUnwindSafe(|| read_one(f)))
+                catch_quietly(AssertUnwindSafe(|| read_one(f)))
                     .ok()
                     .flatten()
             })

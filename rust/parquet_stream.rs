@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
@@ -30,6 +30,7 @@ use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
 use crate::deletes::PositionBitmap;
 use crate::parquet_read::dictionaries::keep_rows;
 use crate::parquet_read::{open_parquet, plan_file, Deletes, FilePlan, FileRequest, Projection};
+use crate::quiet_panic::catch_quietly;
 use crate::Result;
 
 /// What one step of a [`FileStream`] gives.
@@ -175,7 +176,7 @@ impl Columns {
 
     fn next_of(&self, c: usize) -> Decoded {
         // a panic in the decoder (a malformed page it does not guard against) is a failure
-        catch_unwind(AssertUnwindSafe(|| {
+        catch_quietly(AssertUnwindSafe(|| {
             let Ok(mut column) = self.readers[c].lock() else {
                 return Decoded::Failed;
             };
@@ -251,7 +252,7 @@ impl FileStream {
         threads: Option<usize>,
     ) -> Result<Option<Self>> {
         projection.check()?;
-        Ok(catch_unwind(AssertUnwindSafe(|| {
+        Ok(catch_quietly(AssertUnwindSafe(|| {
             Self::try_open(request, range, deleted, projection, threads)
         }))
         .ok()
@@ -355,7 +356,7 @@ impl FileStream {
             return Step::End;
         }
         let step =
-            catch_unwind(AssertUnwindSafe(|| self.advance(equality))).unwrap_or(Step::Failed);
+            catch_quietly(AssertUnwindSafe(|| self.advance(equality))).unwrap_or(Step::Failed);
         if !matches!(step, Step::Batch(_)) {
             self.finished = true;
         }

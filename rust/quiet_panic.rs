@@ -1,9 +1,10 @@
 //! Catching a panic of third-party code on bad input without its message reaching stderr.
 //!
 //! Some arrow-rs routines panic on malformed data (a shredded variant naming a field its
-//! metadata lacks). Such a panic is turned into a validation error; the process-wide panic
-//! hook would still print it, so a thread running [`catch_quietly`] mutes the hook. Panics on
-//! other threads and outside it print as usual.
+//! metadata lacks, a Parquet footer whose column chunk has a negative offset). Such a panic is
+//! turned into an error (or sends the file to the general reader, which reports it); the
+//! process-wide panic hook would still print it, so a thread running [`catch_quietly`] mutes
+//! the hook. Panics on other threads and outside it print as usual.
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, set_hook, take_hook, UnwindSafe};

@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use arrow_array::{
@@ -40,6 +40,7 @@ use crate::deletes::PositionBitmap;
 use crate::expr::rows::RowFilter;
 use crate::parquet_footer::check_footer;
 use crate::parquet_types::{convertible, retype};
+use crate::quiet_panic::catch_quietly;
 use crate::Result;
 
 pub(crate) mod dictionaries;
@@ -167,7 +168,7 @@ pub fn read_files(
             .map(|(f, d)| {
                 // A panic in the decoder (a malformed file it does not guard against) sends
                 // the file to the general reader, which reports it.
-                catch_unwind(AssertUnwindSafe(|| read_file(f, d, projection)))
+                catch_quietly(AssertUnwindSafe(|| read_file(f, d, projection)))
                     .ok()
                     .flatten()
             })

@@ -9,8 +9,9 @@ Outcomes (the worst of the reads): ``same`` (the read equals the original), ``co
 (``CorruptFileError`` naming the file), ``stats`` (a filtered read differs only because a
 damaged footer statistic skipped a row group: Parquet does not checksum its footer, and the
 same read without row-group pruning is right), ``wrong`` (a different answer with no error),
-``abort:<signal>`` and ``error:<type>:<message>`` (any other exception, or one that does not
-name the file).
+``abort:<signal>``, ``error:<type>:<message>`` (any other exception, or one that does not
+name the file) and ``panic printed:<message>`` (the read's outcome was right, but a native
+panic's message reached stderr).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def _worker(config: dict[str, str]) -> None:
     try:
         for line in sys.stdin:
             offset, mask = (int(x) for x in line.split())
+            # marks the native code's stderr (a panic message) with the flip that caused it
+            print(f"flip {offset} {mask}", file=sys.stderr, flush=True)
             data = bytearray(original)
             data[offset] ^= mask
             path.write_bytes(bytes(data))
@@ -147,6 +150,9 @@ def sweep(config: dict[str, str], flips: Iterable[tuple[int, int]]) -> dict[tupl
         for line in proc.stdout.splitlines():
             offset, mask, outcome = json.loads(line)
             out[(offset, mask)] = outcome
+        for flip, message in _panics(proc.stderr).items():
+            if flip in out and out[flip] in ("same", "corrupt", "stats"):
+                out[flip] = f"panic printed:{message}"
         done = sum(1 for f in todo if f in out)
         todo = todo[done:]
         if todo:
@@ -156,6 +162,21 @@ def sweep(config: dict[str, str], flips: Iterable[tuple[int, int]]) -> dict[tupl
             todo = todo[1:]
             Path(config["path"]).write_bytes(original)
     return out
+
+
+def _panics(stderr: str) -> dict[tuple[int, int], str]:
+    """The flips after which a native panic message reached stderr, with its text: a caught
+    panic must not print (the user is to see the typed error only)."""
+    found: dict[tuple[int, int], str] = {}
+    flip = None
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("flip "):
+            _, offset, mask = line.split()
+            flip = (int(offset), int(mask))
+        elif flip is not None and "panicked" in line and flip not in found:
+            found[flip] = lines[i + 1] if i + 1 < len(lines) else line
+    return found
 
 
 if __name__ == "__main__":
