@@ -199,6 +199,37 @@ def test_a_nul_in_a_column_name_is_refused_when_written_and_when_read(tmp_path: 
     catalog.close()
 
 
+@pytest.mark.parametrize(
+    ("field_type", "required", "words"),
+    [
+        ("unknown", True, "of type unknown must be optional"),
+        ("fixed[99999999999]", False, "fixed length must be between 1 and 2147483647"),
+        ("fixed[0]", False, "fixed length must be between"),
+    ],
+)
+def test_metadata_naming_an_impossible_column_is_corrupt(
+    tmp_path: Path, field_type: str, required: bool, words: str
+) -> None:
+    """A required column of type unknown (always null) or a fixed type no file can store, as
+    another writer could leave them: the metadata is damaged, not a table whose reads fail
+    with a pyarrow error."""
+    import json
+
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    doc = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    doc["schemas"][0]["fields"][0].update(type=field_type, required=required)
+    (tmp_path / "bad.metadata.json").write_text(json.dumps(doc))
+    with pytest.raises(CorruptFileError, match=words):
+        icefloe.StaticTable.from_metadata(str(tmp_path / "bad.metadata.json")).scan().to_arrow()
+    catalog.close()
+
+
 def test_postgresql_refusals_are_typed_and_final(postgres_uri: str, tmp_path: Path) -> None:
     """What no retry changes is not ServiceUnavailableError: options libpq does not know are
     bad input, a missing privilege is ForbiddenError, and a commit whose UPDATE the database

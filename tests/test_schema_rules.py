@@ -89,7 +89,8 @@ def test_v3_types_need_v3(t: IcebergType) -> None:
 
 def test_unknown_must_be_optional() -> None:
     with pytest.raises(ValidationError, match="must be optional"):
-        validate_schema(Schema(NestedField(1, "u", UnknownType(), required=True)), 3)
+        NestedField(1, "u", UnknownType(), required=True)
+    validate_schema(Schema(NestedField(1, "u", UnknownType())), 3)
 
 
 def field(t: IcebergType, initial: Any = None, write: Any = None, required: bool = False) -> Schema:

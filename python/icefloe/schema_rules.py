@@ -91,8 +91,6 @@ def validate_schema(schema: Schema, format_version: int) -> None:
                 f"column {name!r} has type {t}, which needs format version "
                 f"{t.min_format_version} (table is v{format_version})"
             )
-        if isinstance(t, UnknownType) and f.required:
-            raise ValidationError(f"column {name!r} of type unknown must be optional")
         has_default = f.initial_default is not None or f.write_default is not None
         if has_default and format_version < 3:
             raise ValidationError(

@@ -206,6 +206,10 @@ class UUIDType(PrimitiveType):
     name: ClassVar[str] = "uuid"
 
 
+#: Parquet stores a fixed-length byte array's length as a 32-bit signed integer (as Java does).
+_MAX_FIXED_LENGTH = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class FixedType(PrimitiveType):
     """Fixed-length byte array of ``length`` bytes."""
@@ -213,8 +217,10 @@ class FixedType(PrimitiveType):
     length: int
 
     def __post_init__(self) -> None:
-        if self.length < 1:
-            raise ValidationError(f"fixed length must be positive, got {self.length}")
+        if not 1 <= self.length <= _MAX_FIXED_LENGTH:
+            raise ValidationError(
+                f"fixed length must be between 1 and {_MAX_FIXED_LENGTH}, got {self.length}"
+            )
 
     def __str__(self) -> str:
         return f"fixed[{self.length}]"
@@ -365,6 +371,8 @@ class NestedField:
             raise ValidationError(f"field name must be a string, got {self.name!r}")
         if "\x00" in self.name:  # Arrow's C data interface ends a name at its first NUL
             raise ValidationError(f"field name {self.name!r} holds a NUL character")
+        if self.required and isinstance(self.field_type, UnknownType):  # always null
+            raise ValidationError(f"column {self.name!r} of type unknown must be optional")
         if self.doc is not None and not isinstance(self.doc, str):
             raise ValidationError(f"doc of field {self.name!r} must be a string, got {self.doc!r}")
 
