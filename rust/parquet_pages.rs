@@ -128,6 +128,118 @@ impl<R: ChunkReader> PageReader for ZstdPages<R> {
     }
 }
 
+/// A column chunk's pages, checked to hold as many values as its metadata says.
+///
+/// Page headers carry no checksum: a damaged `num_values` makes the decoder take a value too
+/// many (or too few) from the page, and every later value of the column moves to the next row,
+/// with no error. The chunk's own count (in the footer, which is checked) settles it when its
+/// last page has been read. A chunk whose pages were skipped (a row selection) is not counted.
+struct CountedPages {
+    inner: Box<dyn PageReader>,
+    expected: i64,
+    seen: i64,
+    skipped: bool,
+}
+
+impl Iterator for CountedPages {
+    type Item = Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl PageReader for CountedPages {
+    fn get_next_page(&mut self) -> Result<Option<Page>> {
+        let page = self.inner.get_next_page()?;
+        match &page {
+            Some(Page::DataPage { num_values, .. } | Page::DataPageV2 { num_values, .. }) => {
+                self.seen += i64::from(*num_values);
+            }
+            Some(Page::DictionaryPage { .. }) => {}
+            None if !self.skipped && self.seen != self.expected => {
+                return Err(ParquetError::General(format!(
+                    "column chunk pages hold {} values, its metadata says {}",
+                    self.seen, self.expected
+                )));
+            }
+            None => {}
+        }
+        Ok(page)
+    }
+
+    fn peek_next_page(&mut self) -> Result<Option<PageMetadata>> {
+        self.inner.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> Result<()> {
+        self.skipped = true;
+        self.inner.skip_next_page()
+    }
+
+    fn supports_deferred_dictionary(&self) -> bool {
+        self.inner.supports_deferred_dictionary()
+    }
+
+    fn take_deferred_dictionary(&mut self) -> Result<Option<Page>> {
+        self.inner.take_deferred_dictionary()
+    }
+
+    fn at_record_boundary(&mut self) -> Result<bool> {
+        self.inner.at_record_boundary()
+    }
+}
+
+/// Checks that the data pages of every column chunk of a file hold as many values as the
+/// footer (`footer`, checked by `crate::parquet_footer` first) says, reading page headers
+/// only: the check [`CountedPages`] makes while decoding, for the general reader, whose
+/// decoders (pyarrow's) trust a page header's count. A damaged count is a `CorruptFile` error,
+/// as is a header that cannot be read; a panic of the crate on such a header too.
+pub fn check_page_counts<R: ChunkReader + 'static>(source: R, footer: &[u8]) -> crate::Result<()> {
+    let source = Arc::new(source);
+    let checked = crate::quiet_panic::catch_quietly(std::panic::AssertUnwindSafe(|| {
+        count_pages(source, footer)
+    }));
+    match checked {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(crate::Error::CorruptFile(e.to_string())),
+        Err(payload) => Err(crate::Error::CorruptFile(format!(
+            "unreadable page header: {}",
+            crate::quiet_panic::panic_text(payload.as_ref()).unwrap_or("no message")
+        ))),
+    }
+}
+
+fn count_pages<R: ChunkReader + 'static>(source: Arc<R>, footer: &[u8]) -> Result<()> {
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::decode_metadata(footer)?;
+    for (g, rg) in metadata.row_groups().iter().enumerate() {
+        for (c, chunk) in rg.columns().iter().enumerate() {
+            // as stored: page headers are read, no page is inflated (and no codec made)
+            let stored = chunk
+                .clone()
+                .into_builder()
+                .set_compression(Compression::UNCOMPRESSED)
+                .build()?;
+            let rows = rg.num_rows().max(0) as usize;
+            let mut pages = SerializedPageReader::new(source.clone(), &stored, rows, None)?;
+            let mut seen: i64 = 0;
+            while let Some(page) = pages.peek_next_page()? {
+                if !page.is_dict {
+                    seen = seen.saturating_add(page.num_levels.map_or(0, |n| n as i64));
+                }
+                pages.skip_next_page()?;
+            }
+            if seen != chunk.num_values() {
+                return Err(ParquetError::General(format!(
+                    "the pages of row group {g}, column {c} hold {seen} values, the footer says {}",
+                    chunk.num_values()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The row groups `groups` of a file, their zstd chunks read through [`ZstdPages`].
 struct Groups<R: ChunkReader> {
     source: Arc<R>,
@@ -151,17 +263,28 @@ impl<R: ChunkReader + 'static> Chunks<R> {
             .page_index()
             .and_then(|index| index.page_locations(group, self.column).cloned());
         let rows = rg.num_rows() as usize;
-        if !matches!(chunk.compression(), Compression::ZSTD(_)) {
-            let pages = SerializedPageReader::new(self.source.clone(), chunk, rows, locations)?;
-            return Ok(Box::new(pages));
-        }
-        let stored = chunk
-            .clone()
-            .into_builder()
-            .set_compression(Compression::UNCOMPRESSED)
-            .build()?;
-        let inner = SerializedPageReader::new(self.source.clone(), &stored, rows, locations)?;
-        Ok(Box::new(ZstdPages { inner }))
+        let inner: Box<dyn PageReader> = if matches!(chunk.compression(), Compression::ZSTD(_)) {
+            let stored = chunk
+                .clone()
+                .into_builder()
+                .set_compression(Compression::UNCOMPRESSED)
+                .build()?;
+            let inner = SerializedPageReader::new(self.source.clone(), &stored, rows, locations)?;
+            Box::new(ZstdPages { inner })
+        } else {
+            Box::new(SerializedPageReader::new(
+                self.source.clone(),
+                chunk,
+                rows,
+                locations,
+            )?)
+        };
+        Ok(Box::new(CountedPages {
+            inner,
+            expected: chunk.num_values(),
+            seen: 0,
+            skipped: false,
+        }))
     }
 }
 
@@ -305,6 +428,73 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Where the `num_values` varint of the data page header at `start` begins: after the
+    /// header's i32 fields (type, sizes, crc), inside its data page header struct.
+    fn num_values_at(data: &[u8], start: usize) -> usize {
+        let mut pos = start;
+        loop {
+            let field = data[pos];
+            pos += 1;
+            if field & 0x0f == 0x0c {
+                assert_eq!(
+                    data[pos] & 0x0f,
+                    0x05,
+                    "num_values is the struct's first field"
+                );
+                return pos + 1;
+            }
+            assert_eq!(field & 0x0f, 0x05, "only i32 fields come before it");
+            while data[pos] & 0x80 != 0 {
+                pos += 1;
+            }
+            pos += 1;
+        }
+    }
+
+    #[test]
+    fn a_page_holding_more_or_fewer_values_than_its_chunk_is_an_error() {
+        // row groups of 100 rows, one page each; levels bit-packed in runs of 8, so a page
+        // header saying 101 leaves the decoder a padding level to take as the 101st value
+        let n = 250i64;
+        let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(0..n));
+        let some: ArrayRef = Arc::new(Int64Array::from_iter(
+            (0..n).map(|i| (i % 5 != 0).then_some(i % 7)),
+        ));
+        let batch = RecordBatch::try_from_iter([("id", ids), ("n", some)]).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::UNCOMPRESSED)
+            .set_dictionary_enabled(false)
+            .set_max_row_group_row_count(Some(100))
+            .build();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let data = Bytes::from(out);
+        let meta = ArrowReaderMetadata::load(&data, ArrowReaderOptions::new()).unwrap();
+        let tail = data.len() - 8;
+        let footer_len = u32::from_le_bytes(data[tail..tail + 4].try_into().unwrap()) as usize;
+        let footer = data.slice(tail - footer_len..tail);
+        check_page_counts(data.clone(), &footer).unwrap();
+        let start = meta.metadata().row_group(0).column(1).data_page_offset() as usize;
+        let at = num_values_at(&data, start);
+        assert_eq!(&data[at..at + 2], &[0xc8, 0x01]); // 100 values (zigzag 200)
+        for low in [0xca_u8, 0xc6] {
+            // 101 and 99
+            let mut damaged = data.to_vec();
+            damaged[at] = low;
+            let damaged = Bytes::from(damaged);
+            let mask = ProjectionMask::roots(meta.parquet_schema(), [0, 1]);
+            let read = record_batches(damaged.clone(), &meta, mask, None, 1_024)
+                .unwrap()
+                .collect::<std::result::Result<Vec<_>, _>>();
+            let err = read.expect_err("a shifted column").to_string();
+            assert!(err.contains("metadata says 100"), "{err}");
+            let err = check_page_counts(damaged, &footer).unwrap_err();
+            assert!(err.to_string().contains("row group 0, column 1"), "{err}");
         }
     }
 

@@ -45,6 +45,7 @@ __all__ = [
     "keep_mask_from_positions",
     "key_selection",
     "parquet_check_footer",
+    "parquet_check_page_counts",
     "parquet_encode_files",
     "parquet_open_stream",
     "parquet_read_files",
@@ -355,6 +356,9 @@ class PuffinWriter:
     ) -> bytes: ...
 
 def parquet_check_footer(footer: bytes) -> list[tuple[int, list[int], list[int]]]: ...
+def parquet_check_page_counts(
+    footer: bytes, data: bytes | None = None, path: str | None = None
+) -> None: ...
 def write_new_files_local(
     paths: list[str], data: list[bytes], threads: int
 ) -> list[tuple[bool, OSError] | None]: ...

@@ -16,6 +16,7 @@ use crate::expr::parse;
 use crate::expr::rows::RowFilter;
 use crate::parquet_deletes::{read_position_files, PositionFile};
 use crate::parquet_footer::check_footer;
+use crate::parquet_pages::check_page_counts;
 use crate::parquet_read::{read_files, Deletes, FileRequest, Projection, Selection};
 use crate::parquet_stream::{FileStream, Step};
 
@@ -42,6 +43,32 @@ fn parquet_check_footer(footer: &[u8]) -> PyResult<Vec<RowGroupTuple>> {
                 (g.num_rows, data, dict)
             })
             .collect())
+    })
+}
+
+/// Checks that the data pages of each column chunk hold as many values as `footer` says (see
+/// `crate::parquet_pages::check_page_counts`); `data` is the whole file, else `path` names a
+/// local file (one that cannot be opened is left to the read that follows, which reports it).
+#[pyfunction]
+#[pyo3(signature = (footer, data=None, path=None))]
+fn parquet_check_page_counts(
+    py: Python<'_>,
+    footer: &[u8],
+    data: Option<&[u8]>,
+    path: Option<&str>,
+) -> PyResult<()> {
+    guard(|| match (data, path) {
+        (Some(data), None) => {
+            let data = bytes::Bytes::copy_from_slice(data);
+            py.detach(|| check_page_counts(data, footer))
+        }
+        (None, Some(path)) => match std::fs::File::open(path) {
+            Ok(file) => py.detach(|| check_page_counts(file, footer)),
+            Err(_) => Ok(()),
+        },
+        _ => Err(crate::Error::validation(
+            "give the file's bytes or its path",
+        )),
     })
 }
 
@@ -324,6 +351,7 @@ fn parquet_open_stream(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_check_footer, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_check_page_counts, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_read_files, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_read_position_deletes, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_open_stream, m)?)?;

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from icefloe import _native
@@ -150,11 +151,19 @@ def open_checked(
     try:
         if metadata is None:
             length = handle.size()
+            whole = None
             if length <= WHOLE_FILE_BYTES:
                 handle.seek(0)
-                source = pa.BufferReader(handle.read_buffer(length))
+                whole = handle.read(length)
+                source = pa.BufferReader(whole)
             footer = _read_footer(source, path)
             groups = _native.parquet_check_footer(footer)
+            # page headers have no checksum: a damaged value count would shift a column's
+            # values to other rows in pyarrow's decoders, silently
+            if whole is not None:
+                _native.parquet_check_page_counts(footer, data=whole)
+            elif (local := _local_path(io, path)) is not None:
+                _native.parquet_check_page_counts(footer, path=local)
             if source is handle:
                 shell = _MAGIC + footer + len(footer).to_bytes(4, "little") + _MAGIC
                 metadata = pq.read_metadata(pa.BufferReader(shell))
@@ -181,6 +190,15 @@ def open_checked(
         handle.close()
         raise corrupt_error(path, e) from e
     return CheckedParquetFile(pf, groups, source, schema)
+
+
+def _local_path(io: FileIO, path: str) -> str | None:
+    """The file-system path of ``path`` when it is on a local disk."""
+    try:
+        fs, local = io.resolve(path)
+    except IcebergError:
+        return None
+    return local if isinstance(fs, pafs.LocalFileSystem) else None
 
 
 def int96_unit(schema: Schema) -> str:
