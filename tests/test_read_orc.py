@@ -77,3 +77,31 @@ def test_damage_and_other_formats_are_typed_errors(tmp_path: Path) -> None:
     meta = _hand_table(avro, path, "AVRO", 500)
     with pytest.raises(CorruptFileError, match="not an Avro file"):
         icefloe.StaticTable.from_metadata(meta).scan().to_arrow()
+
+
+def test_every_byte_flip_of_an_orc_file_is_read_or_a_typed_error(tmp_path: Path) -> None:
+    """ORC streams carry no checksum, so a flip can change values unnoticed (as in any ORC
+    reader); it must never surface as an untyped error. A damaged column name in the footer
+    was a ``UnicodeDecodeError``. The flips cover the file's last 256 bytes (stripe footer,
+    file footer with the types and their names, postscript)."""
+    from icefloe.exceptions import IcebergError
+
+    t = build(tmp_path, version=2, files=1, rows=60, seed=3, file_format="orc")
+    path = Path(t.paths[0])
+    good = path.read_bytes()
+    untyped = []
+    try:
+        for offset in range(max(0, len(good) - 256), len(good)):
+            for mask in (0x01, 0x80):
+                damaged = bytearray(good)
+                damaged[offset] ^= mask
+                path.write_bytes(bytes(damaged))
+                try:
+                    icefloe.StaticTable.from_metadata(t.metadata_path).scan().to_arrow()
+                except IcebergError:
+                    pass
+                except Exception as e:  # every other error is the finding
+                    untyped.append((offset, mask, f"{type(e).__name__}: {e}"))
+    finally:
+        path.write_bytes(good)
+    assert untyped == []

@@ -71,9 +71,10 @@ class OrcFile:
             self.num_rows: int = self._file.nrows
             self.num_stripes: int = self._file.nstripes
             raw = self._file.schema
+            # names and attributes are decoded here (a damaged one is not UTF-8)
+            self.schema = pa.schema([_field(f) for f in raw], metadata=raw.metadata)
         except DECODE_ERRORS as e:
             raise orc_error(path, e) from e
-        self.schema = pa.schema([_field(f) for f in raw], metadata=raw.metadata)
 
     def batches(self, columns: list[str], batch_size: int) -> Iterator[tuple[pa.RecordBatch, int]]:
         """Batches of the top-level ``columns`` (every row, file order) with the file position
