@@ -224,6 +224,30 @@ def test_all_files(history: tuple[Catalogs, Any, Any, int], name: str, contents:
         assert len(expected) > ours.num_rows  # rewrite_manifests listed files again
 
 
+def test_deletion_vectors_sharing_a_puffin_file_are_each_a_file(tmp_path: Path) -> None:
+    """One delete over three data files writes one Puffin file of three deletion vectors:
+    three delete files in ``files()`` and in the whole-history tables, as PyIceberg lists."""
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table(
+        "db.dv", Schema.from_json(SIMPLE_SCHEMA), format_version=3, properties=_MOR
+    )
+    with t.update_spec() as u:
+        u.add_field("id", "bucket[8]")
+    t.append(_rows_of(list(range(40))))
+    t.delete("id in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)")
+    t.refresh()
+    dvs = t.inspect.delete_files()
+    assert dvs.num_rows >= 3 and len(set(dvs.column("file_path").to_pylist())) == 1
+    theirs = c.theirs.load_table("db.dv")
+    # (PyIceberg has no DV columns: the partition tells its DVs apart here)
+    cols = ["content", "file_path", "partition", "record_count"]
+    for name in ("all_delete_files", "all_files"):
+        ours, expected = getattr(t.inspect, name)(), getattr(theirs.inspect, name)()
+        assert _rows(ours, cols) == sorted(set(_rows(expected, cols)), key=repr), name
+    assert t.inspect.all_delete_files().num_rows == dvs.num_rows
+    assert t.inspect.all_files().num_rows == t.inspect.files().num_rows
+
+
 def test_all_files_leave_out_what_only_expired_snapshots_reach(tmp_path: Path) -> None:
     c = shared_catalogs(tmp_path)
     t = c.ours.create_table("db.x", Schema.from_json(SIMPLE_SCHEMA))

@@ -640,14 +640,16 @@ def _files_table(t: pa.Table) -> pa.Table:
 
 
 def _distinct_files(files: pa.Table) -> pa.Table:
-    """``files`` with each ``file_path`` once: its first row (manifests that list one file
-    again, as ``EXISTING`` after a merge, list it with the same metadata)."""
+    """``files`` with each file once: its first row (manifests that list one file again, as
+    ``EXISTING`` after a merge, list it with the same metadata). A file is its ``file_path``
+    and, for the deletion vectors one Puffin file holds, its ``content_offset``."""
     if files.num_rows == 0:
         return files
-    rows = pa.table(
-        {"p": files.column("file_path"), "i": pa.array(np.arange(files.num_rows), pa.int64())}
-    )
-    first = rows.group_by("p", use_threads=False).aggregate([("i", "min")]).column("i_min")
+    keys = {"p": files.column("file_path")}
+    if "content_offset" in files.column_names:
+        keys["o"] = files.column("content_offset")
+    rows = pa.table({**keys, "i": pa.array(np.arange(files.num_rows), pa.int64())})
+    first = rows.group_by(list(keys), use_threads=False).aggregate([("i", "min")]).column("i_min")
     return files.take(pc.take(first, pc.sort_indices(first)))
 
 
