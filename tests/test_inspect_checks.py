@@ -293,6 +293,18 @@ def test_unknown_snapshot_id_is_no_such_snapshot(tmp_path: Path, name: str) -> N
             getattr(t.inspect, name)(snapshot_id=bad)
 
 
+def test_a_ref_that_is_not_a_name_is_a_validation_error(tmp_path: Path) -> None:
+    cat = _hadoop(tmp_path)
+    t = _partitioned(cat)
+    t.append(_rows([1]))
+    for bad in (["main"], {"main": 1}, 7):
+        with pytest.raises(ValidationError, match="ref must be a branch or tag name"):
+            t.scan(ref=bad).to_arrow()  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="ref must be a branch or tag name"):
+            t.scan().use_ref(bad)  # type: ignore[arg-type]
+    assert t.scan(ref="main").to_arrow().num_rows == 1
+
+
 def test_column_statistics_snapshot_id_checks(tmp_path: Path) -> None:
     cat = _hadoop(tmp_path)
     t = _partitioned(cat)

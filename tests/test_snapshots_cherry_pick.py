@@ -366,6 +366,11 @@ def test_wap_enabled_tables_stage_writes_with_a_wap_id(tmp_path: Path, version: 
     assert "b" not in t.refresh().refs()
     with pytest.raises(ValidationError, match=r"no snapshot was staged with wap\.id 'nope'"):
         t.manage_snapshots().publish_changes("nope")
+    # no id is not the id of every snapshot without one (those are not staged)
+    for bad in (None, "", 1):
+        with pytest.raises(ValidationError, match=r"a wap\.id is a non-empty string"):
+            t.manage_snapshots().publish_changes(bad)  # type: ignore[arg-type]
+    assert _head(t) == head
     t.manage_snapshots().publish_changes("j1").commit()
     assert _head(t) == staged.snapshot_id and _ids(t) == [1, 2] == _their_ids(c)
     with pytest.raises(ValidationError, match="already"):

@@ -365,6 +365,8 @@ class ManageSnapshots(PendingUpdate):
         ``publish_changes`` procedure. :class:`ValidationError` when no snapshot has that id."""
         from icefloe.table.producer import WAP_ID
 
+        if not isinstance(wap_id, str) or not wap_id:
+            raise ValidationError(f"a wap.id is a non-empty string, got {wap_id!r}")
         staged = [s for s in self._tx.metadata.snapshots if s.summary]
         found = next((s for s in staged if s.summary and s.summary.get(WAP_ID) == wap_id), None)
         if found is None:

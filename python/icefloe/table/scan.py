@@ -113,6 +113,8 @@ class TableScan:
             isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)
         ):
             raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+        if ref is not None and not isinstance(ref, str):
+            raise ValidationError(f"ref must be a branch or tag name, got {ref!r}")
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
@@ -176,6 +178,8 @@ class TableScan:
 
     def use_ref(self, name: str) -> TableScan:
         """A copy reading the snapshot of branch or tag ``name``."""
+        if not isinstance(name, str):
+            raise ValidationError(f"ref must be a branch or tag name, got {name!r}")
         if self.table.metadata.refs.get(name) is None:
             raise NoSuchSnapshotError(f"no branch or tag named {name!r}")
         return self._copy(ref=name, snapshot_id=None, as_of=None)
