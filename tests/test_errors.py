@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,6 +229,53 @@ def test_metadata_naming_an_impossible_column_is_corrupt(
     with pytest.raises(CorruptFileError, match=words):
         icefloe.StaticTable.from_metadata(str(tmp_path / "bad.metadata.json")).scan().to_arrow()
     catalog.close()
+
+
+def test_view_arguments_of_the_wrong_type_are_validation_errors(tmp_path: Path) -> None:
+    """Locations, properties, summaries, UUIDs, dialects and property names of the view API:
+    a wrong type is refused as bad input, and nothing is created or changed."""
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    c = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    c.create_namespace("a")
+    schema = pa.schema([("id", pa.int64())])
+    c.create_view("a.v", "SELECT 1", schema, dialect="spark")
+    bad: dict[str, Any] = {
+        "create location": lambda: c.create_view(
+            "a.x", "SELECT 1", schema, dialect="spark", location=5
+        ),
+        "create bytes": lambda: c.create_view(
+            "a.x", "SELECT 1", schema, dialect="spark", location=b"/x"
+        ),
+        "create properties": lambda: c.create_view(
+            "a.x", "SELECT 1", schema, dialect="spark", properties=5
+        ),
+        "create summary": lambda: c.create_view(
+            "a.x", "SELECT 1", schema, dialect="spark", summary=5
+        ),
+        "replace location": lambda: c.replace_view(
+            "a.v", "SELECT 2", schema, dialect="spark", location=5
+        ),
+        "replace uuid": lambda: c.replace_view(
+            "a.v", "SELECT 2", schema, dialect="spark", expect_uuid=5
+        ),
+        "register": lambda: c.register_view("a.r", 5),
+        "removals": lambda: c.load_view("a.v").update_properties(removals=5),
+        "sql dialect": lambda: c.load_view("a.v").sql(5),
+    }
+    for what, call in bad.items():
+        with pytest.raises(ValidationError):
+            call()
+        assert c.list_views("a") == [("a", "v")], what
+    assert c.load_view("a.v").sql("spark") == "SELECT 1"
+    # a summary naming another engine gets no icefloe version
+    view = c.create_view(
+        "a.s", "SELECT 3", schema, dialect="spark", summary={"engine-name": "spark"}
+    )
+    assert view.metadata.current_version.summary == {"engine-name": "spark"}
+    c.close()
 
 
 def test_postgresql_refusals_are_typed_and_final(postgres_uri: str, tmp_path: Path) -> None:

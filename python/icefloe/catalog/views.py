@@ -33,6 +33,7 @@ from icefloe.metadata.view_metadata import (
     ViewVersion,
     apply_view_updates,
 )
+from icefloe.properties import string_map
 from icefloe.table.committer import Identifier
 
 if TYPE_CHECKING:
@@ -190,9 +191,14 @@ def _representations(sql: str | Mapping[str, str], dialect: str | None) -> list[
 
 
 def _summary(summary: Mapping[str, str] | None) -> dict[str, str]:
+    """The version's summary: the caller's, else icefloe as its engine (icefloe's version is
+    never put under another engine's name)."""
     from icefloe import __version__
 
-    return {"engine-name": "icefloe", "engine-version": __version__, **(summary or {})}
+    given = string_map(summary, "view summary")
+    if "engine-name" in given:
+        return given
+    return {"engine-name": "icefloe", "engine-version": __version__, **given}
 
 
 def new_version(
@@ -253,7 +259,7 @@ def create_view_from(
     _refuse_taken_name(catalog, ident)
     version = replace(version, version_id=1)  # a view's first version is 1, as Java's
     b = ViewMetadataBuilder()
-    b.set_properties(dict(properties or {}))
+    b.set_properties(string_map(properties, "view properties"))
     b.set_location(_view_location(location or catalog._default_table_location(ident)))
     b.set_current_version(version, schema)
     return _create_view_entry(catalog, ident, b.build())
@@ -265,6 +271,8 @@ def _view_location(location: str) -> str:
     from icefloe.io import check_location
     from icefloe.table_paths import absolute_location
 
+    if not isinstance(location, str):
+        raise ValidationError(f"view location must be a str or None, got {location!r}")
     check_location(location)
     return absolute_location(location)
 
@@ -286,10 +294,12 @@ def replace_view(
     view = catalog.load_view(ident)
     base = view.metadata
     if expect_uuid is not None:
+        if not isinstance(expect_uuid, str):
+            raise ValidationError(f"expect_uuid must be a UUID string, got {expect_uuid!r}")
         AssertViewUUID(expect_uuid).validate(base)
     version = replace(version, version_id=max(v.version_id for v in base.versions) + 1)
     b = ViewMetadataBuilder(base)
-    b.set_properties(dict(properties or {}))
+    b.set_properties(string_map(properties, "view properties"))
     b.set_current_version(version, schema)
     if location:
         b.set_location(_view_location(location))
@@ -374,6 +384,8 @@ def register_view(
     if not catalog.namespace_exists(ident[:-1]):
         raise NoSuchNamespaceError(f"namespace {'.'.join(ident[:-1])!r} does not exist")
     _refuse_taken_name(catalog, ident)
+    if not isinstance(metadata_location, str) or not metadata_location:
+        raise ValidationError(f"metadata_location must be a path or URI, got {metadata_location!r}")
     metadata = read_view_metadata(catalog, metadata_location)
     catalog._create_view_pointer(ident, metadata_location)
     return View(ident, metadata, metadata_location, catalog)

@@ -156,6 +156,8 @@ class ViewVersion:
 
     def sql(self, dialect: str) -> str | None:
         """The query in ``dialect`` (case-insensitive), or None if this version has none."""
+        if not isinstance(dialect, str):
+            raise ValidationError(f"a dialect is a name, got {dialect!r}")
         for r in self.representations:
             if isinstance(r, SQLRepresentation) and r.dialect.lower() == dialect.lower():
                 return r.sql
@@ -461,6 +463,8 @@ class ViewMetadataBuilder:
         return self
 
     def remove_properties(self, removals: Iterable[str]) -> ViewMetadataBuilder:
+        if isinstance(removals, str) or not isinstance(removals, Iterable):
+            raise ValidationError(f"view property names to remove: got {removals!r}")
         keys = tuple(removals)
         if not all(isinstance(k, str) for k in keys):
             raise ValidationError(f"view property names must be strings, got {list(keys)!r}")
