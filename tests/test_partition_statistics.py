@@ -367,3 +367,39 @@ def test_partitions_of_uuid_and_geometry_values(tmp_path: Path, version: int) ->
     assert counts(t.inspect.partitions()) == want
     rows = pq.read_table(stats.statistics_path.removeprefix("file://")).to_pylist()
     assert sorted(r["data_record_count"] for r in rows) == [1, 2]
+
+
+@pytest.mark.parametrize("arrow_type", [pa.float64(), pa.float32()])
+def test_floating_point_partitions_are_ordered_as_java_orders_them(
+    tmp_path: Path, arrow_type: pa.DataType
+) -> None:
+    """Rows of float/double partitions follow Java's ``Double.compare`` with nulls first (the
+    order ``PartitionStatsHandler`` writes): ``-0.0`` before ``0.0``, NaN after infinity;
+    whatever order the partitions were written in."""
+    import math
+    import random
+
+    from icefloe.schema import Schema
+    from icefloe.types import DoubleType, FloatType, LongType, NestedField
+
+    ftype = DoubleType() if pa.types.is_float64(arrow_type) else FloatType()
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "x", ftype))
+    t = w.catalog(tmp_path).create_table("ns.t", schema, format_version=2)
+    with t.update_spec() as s:
+        s.add_field("x", "identity")
+    inf, nan = math.inf, math.nan
+    values = [None, -inf, -2.5, -0.0, 0.0, 1.0, inf, nan]
+    shuffled = values[:]
+    random.Random(7).shuffle(shuffled)
+    for batch in (shuffled[:4], shuffled[4:]):  # two snapshots, so rows come in two updates
+        n = len(batch)
+        t.append(pa.table({"id": pa.array(range(n), pa.int64()), "x": pa.array(batch, arrow_type)}))
+    stats = t.compute_partition_statistics()
+    assert stats is not None
+    rows = pq.read_table(stats.statistics_path.removeprefix("file://")).to_pylist()
+    got = [r["partition"]["x"] for r in rows]
+    assert len(got) == len(values)
+    assert got[0] is None
+    signed = [(v, math.copysign(1, v)) for v in got[1:-1]]
+    assert signed == [(-inf, -1), (-2.5, -1), (0.0, -1), (0.0, 1), (1.0, 1), (inf, 1)]
+    assert math.isnan(got[-1])

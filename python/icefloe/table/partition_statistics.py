@@ -186,8 +186,11 @@ def _rows(grouped: pa.Table, schema: Schema) -> pa.Table:
     """The grouped sums as file rows, ordered by partition (nulls first), then spec id."""
     ptype = schema.find_field(1).field_type
     keys = [f"__p{i}" for i in range(len(ptype.fields))]  # type: ignore[attr-defined]
+    sortable = pa.table(
+        {**{k: _total_order(grouped.column(k)) for k in keys}, "spec_id": grouped["spec_id"]}
+    )
     order = pc.sort_indices(
-        grouped,
+        sortable,
         sort_keys=[(k, "ascending", "at_start") for k in keys] + [("spec_id", "ascending")],
     )
     g = grouped.take(order)
@@ -209,6 +212,31 @@ def _rows(grouped: pa.Table, schema: Schema) -> pa.Table:
         else:
             cols[f.name] = g.column(f.name)
     return pa.table(cols).cast(schema_to_arrow(schema))
+
+
+def _total_order(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``col`` as keys Arrow sorts in Java's order: floating-point values as signed integers
+    ordered as ``Double.compare`` orders them (``-0.0`` before ``0.0``, NaN after every number;
+    Arrow sorts NaN next to the nulls and takes ``-0.0`` for ``0.0``), other types as they
+    are."""
+    if pa.types.is_float64(col.type):
+        bits_type, magnitude = pa.int64(), 0x7FFF_FFFF_FFFF_FFFF
+    elif pa.types.is_float32(col.type):
+        bits_type, magnitude = pa.int32(), 0x7FFF_FFFF
+    else:
+        return col
+    # one NaN (partition values are compared as Java's doubleToLongBits), then the sign-magnitude
+    # bits of negative numbers flipped so integer order is numeric order
+    col = pc.if_else(pc.is_nan(col), pa.scalar(float("nan"), col.type), col)
+    chunks = []
+    for chunk in col.chunks:
+        bits = chunk.view(bits_type)
+        chunks.append(
+            pc.if_else(
+                pc.less(bits, 0), pc.bit_wise_xor(bits, pa.scalar(magnitude, bits_type)), bits
+            )
+        )
+    return pa.chunked_array(chunks, bits_type)
 
 
 def _full(
