@@ -4,6 +4,8 @@
 # Extra arguments go to pytest (e.g. `scripts/test.sh -k transforms`).
 . "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 
+# one full build: incremental state would only take disk (about 0.5 GB)
+export CARGO_INCREMENTAL=0
 echo "==> cargo fmt --check"; cargo fmt --all -- --check
 echo "==> cargo clippy"; cargo clippy --quiet --all-targets --features python -- -D warnings
 echo "==> cargo test"; cargo test --quiet
