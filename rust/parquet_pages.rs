@@ -19,7 +19,8 @@ use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::errors::{ParquetError, Result};
-use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
+use parquet::file::page_index::offset_index::PageLocation;
 use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
@@ -214,14 +215,9 @@ fn count_pages<R: ChunkReader + 'static>(source: Arc<R>, footer: &[u8]) -> Resul
     let metadata = parquet::file::metadata::ParquetMetaDataReader::decode_metadata(footer)?;
     for (g, rg) in metadata.row_groups().iter().enumerate() {
         for (c, chunk) in rg.columns().iter().enumerate() {
-            // as stored: page headers are read, no page is inflated (and no codec made)
-            let stored = chunk
-                .clone()
-                .into_builder()
-                .set_compression(Compression::UNCOMPRESSED)
-                .build()?;
+            // page headers are read, no page is inflated (and no codec made)
             let rows = rg.num_rows().max(0) as usize;
-            let mut pages = SerializedPageReader::new(source.clone(), &stored, rows, None)?;
+            let mut pages = stored_pages(source.clone(), chunk, rows, None)?;
             let mut seen: i64 = 0;
             while let Some(page) = pages.peek_next_page()? {
                 if !page.is_dict {
@@ -238,6 +234,22 @@ fn count_pages<R: ChunkReader + 'static>(source: Arc<R>, footer: &[u8]) -> Resul
         }
     }
     Ok(())
+}
+
+/// The pages of `chunk` as stored: the crate is told the chunk is uncompressed, so it hands out
+/// page bytes without inflating them (page checksums are still verified on those bytes).
+fn stored_pages<R: ChunkReader + 'static>(
+    source: Arc<R>,
+    chunk: &ColumnChunkMetaData,
+    rows: usize,
+    locations: Option<Vec<PageLocation>>,
+) -> Result<SerializedPageReader<R>> {
+    let stored = chunk
+        .clone()
+        .into_builder()
+        .set_compression(Compression::UNCOMPRESSED)
+        .build()?;
+    SerializedPageReader::new(source, &stored, rows, locations)
 }
 
 /// The row groups `groups` of a file, their zstd chunks read through [`ZstdPages`].
@@ -264,12 +276,7 @@ impl<R: ChunkReader + 'static> Chunks<R> {
             .and_then(|index| index.page_locations(group, self.column).cloned());
         let rows = rg.num_rows() as usize;
         let inner: Box<dyn PageReader> = if matches!(chunk.compression(), Compression::ZSTD(_)) {
-            let stored = chunk
-                .clone()
-                .into_builder()
-                .set_compression(Compression::UNCOMPRESSED)
-                .build()?;
-            let inner = SerializedPageReader::new(self.source.clone(), &stored, rows, locations)?;
+            let inner = stored_pages(self.source.clone(), chunk, rows, locations)?;
             Box::new(ZstdPages { inner })
         } else {
             Box::new(SerializedPageReader::new(
