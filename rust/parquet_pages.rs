@@ -213,8 +213,38 @@ pub fn check_page_counts<R: ChunkReader + 'static>(source: R, footer: &[u8]) -> 
 
 fn count_pages<R: ChunkReader + 'static>(source: Arc<R>, footer: &[u8]) -> Result<()> {
     let metadata = parquet::file::metadata::ParquetMetaDataReader::decode_metadata(footer)?;
-    for (g, rg) in metadata.row_groups().iter().enumerate() {
+    let groups: Vec<usize> = (0..metadata.num_row_groups()).collect();
+    count_chunk_pages(&source, &metadata, &groups, &ProjectionMask::all())
+}
+
+/// Whether the pages of the column chunks `mask` selects in row groups `groups` hold the values
+/// the footer gives each chunk (see [`check_page_counts`]); `false` also when a page header
+/// cannot be read (or the crate panics on one). For a stream that hands out batches before it
+/// reaches the end of a chunk, where [`CountedPages`] would find a damaged count too late.
+pub fn page_counts_match<R: ChunkReader + 'static>(
+    source: &Arc<R>,
+    metadata: &ParquetMetaData,
+    groups: &[usize],
+    mask: &ProjectionMask,
+) -> bool {
+    crate::quiet_panic::catch_quietly(std::panic::AssertUnwindSafe(|| {
+        count_chunk_pages(source, metadata, groups, mask)
+    }))
+    .is_ok_and(|counted| counted.is_ok())
+}
+
+fn count_chunk_pages<R: ChunkReader + 'static>(
+    source: &Arc<R>,
+    metadata: &ParquetMetaData,
+    groups: &[usize],
+    mask: &ProjectionMask,
+) -> Result<()> {
+    for &g in groups {
+        let rg = metadata.row_group(g);
         for (c, chunk) in rg.columns().iter().enumerate() {
+            if !mask.leaf_included(c) {
+                continue;
+            }
             // page headers are read, no page is inflated (and no codec made)
             let rows = rg.num_rows().max(0) as usize;
             let mut pages = stored_pages(source.clone(), chunk, rows, None)?;
@@ -358,7 +388,7 @@ pub fn record_batches<R: ChunkReader + 'static>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
     use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
@@ -440,7 +470,7 @@ mod tests {
 
     /// Where the `num_values` varint of the data page header at `start` begins: after the
     /// header's i32 fields (type, sizes, crc), inside its data page header struct.
-    fn num_values_at(data: &[u8], start: usize) -> usize {
+    pub(crate) fn num_values_at(data: &[u8], start: usize) -> usize {
         let mut pos = start;
         loop {
             let field = data[pos];

@@ -28,6 +28,7 @@ use crate::deletes::dictionary::decodable;
 use crate::deletes::equality::EqualityDeleteSet;
 use crate::deletes::mask::{apply_keep_mask, keep_mask_from_bitmap};
 use crate::deletes::PositionBitmap;
+use crate::parquet_pages::page_counts_match;
 use crate::parquet_read::dictionaries::keep_rows;
 use crate::parquet_read::{open_parquet, plan_file, Deletes, FilePlan, FileRequest, Projection};
 use crate::quiet_panic::catch_quietly;
@@ -307,6 +308,13 @@ impl FileStream {
         } else {
             plan.roots.iter().map(|r| vec![*r]).collect()
         };
+        // page headers carry no checksum, and a chunk's pages are counted only at its end, after
+        // its first batches went out: a damaged count would shift values to other rows in them
+        let all: Vec<usize> = columns.iter().flatten().copied().collect();
+        let file = Arc::new(File::open(&request.path).ok()?);
+        if !page_counts_match(&file, &metadata, &groups, &plan.mask(&all)) {
+            return None; // the general reader names the damage
+        }
         let mut readers = Vec::with_capacity(columns.len());
         for roots in &columns {
             // a handle per reader: readers on other threads must not share a file offset
@@ -661,6 +669,56 @@ mod tests {
         assert!(rest.iter().map(|b| b.num_rows()).sum::<usize>() < 2700);
         assert!(matches!(stream.next_step(None), Step::End));
         std::fs::write(&path, &bytes).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_page_count_is_refused_before_any_batch() {
+        // the count of the last row group's first page one less: its values would shift
+        let path = write("count.parquet", 3000);
+        let bytes = std::fs::read(&path).unwrap();
+        let meta = parquet::file::reader::FileReader::metadata(
+            &parquet::file::serialized_reader::SerializedFileReader::new(
+                File::open(&path).unwrap(),
+            )
+            .unwrap(),
+        )
+        .clone();
+        let start = meta.row_group(2).column(0).data_page_offset() as usize;
+        let at = crate::parquet_pages::tests::num_values_at(&bytes, start);
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x02; // the zigzag varint's value moves by one
+        let path = path.replace("count.parquet", "count-damaged.parquet");
+        std::fs::write(&path, &damaged).unwrap();
+        let none = Deletes::default();
+        let request = FileRequest {
+            path: path.clone(),
+            rows: 3000,
+        };
+        let int = |id: i32| projection(&[id], vec![Field::new("i", DataType::Int64, true)], false);
+        assert!(FileStream::open(&request, None, &none, int(1), None)
+            .unwrap()
+            .is_none());
+        // a column the damage does not touch, or a split without that row group, streams
+        let mut stream = FileStream::open(&request, None, &none, int(3), None)
+            .unwrap()
+            .unwrap();
+        let (batches, ended) = drain(&mut stream, &none);
+        assert!(ended);
+        assert_eq!(
+            ints(&batches, 0),
+            (0..3000).map(|i| i % 7).collect::<Vec<_>>()
+        );
+        let first_two = meta
+            .row_group(2)
+            .column(0)
+            .dictionary_page_offset()
+            .unwrap_or(0) as u64;
+        let mut split = FileStream::open(&request, Some((0, first_two)), &none, int(1), None)
+            .unwrap()
+            .unwrap();
+        let (batches, ended) = drain(&mut split, &none);
+        assert!(ended);
+        assert_eq!(ints(&batches, 0), (0..2000).collect::<Vec<_>>());
     }
 
     #[test]

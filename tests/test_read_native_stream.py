@@ -151,6 +151,45 @@ def test_a_damaged_page_ends_the_stream_and_the_general_reader_names_it(
     assert streamed.opened and streamed.opened[0].failed
 
 
+def _num_values_at(data: bytes, start: int) -> int:
+    """Where the ``num_values`` varint of the data page header at ``start`` begins (Thrift
+    compact: the header's i32 fields, then the data page header struct, whose first field it
+    is)."""
+    pos = start
+    while data[pos] & 0x0F != 0x0C:
+        assert data[pos] & 0x0F == 0x05, "only i32 fields come before the struct"
+        pos += 1
+        while data[pos] & 0x80:
+            pos += 1
+        pos += 1
+    assert data[pos + 1] & 0x0F == 0x05, "num_values is the struct's first field"
+    return pos + 2
+
+
+def test_a_damaged_page_count_is_refused_before_any_batch(
+    tmp_path: Path, streamed: _Streams
+) -> None:
+    """Page headers carry no checksum and a stream counts a chunk's pages only at its end,
+    after handing out the batches before (where a padding level taken as a value shifts the
+    column's later values to other rows). A value count one too high in the last row group's
+    ``s`` page: the stream refuses the file at open, and the general reader names it before
+    any batch."""
+    t = _table(tmp_path, 4000, **{"write.parquet.compression-codec": "uncompressed"})
+    path = Path(_paths(t)[0])
+    data = bytearray(path.read_bytes())
+    start = pq.ParquetFile(path).metadata.row_group(3).column(1).data_page_offset
+    at = _num_values_at(bytes(data), start)
+    assert data[at : at + 2] == bytes([0xD0, 0x0F])  # 1,000 values (zigzag 2,000)
+    data[at] = 0xD2
+    path.write_bytes(bytes(data))
+    got = []
+    with pytest.raises(CorruptFileError, match=str(path)):
+        for batch in t.scan().to_batches():
+            got.append(batch)
+    assert streamed.opened == [None]
+    assert got == []
+
+
 def test_filtered_streams_read_only_the_row_groups_the_statistics_leave(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: _Streams
 ) -> None:
