@@ -153,3 +153,32 @@ def test_rows_equal_java_full_and_incremental(spark: Any, iceberg_spark: JavaCat
     with t.transaction() as tx:
         tx.remove_partition_statistics(newest)
     assert rows == _java_rows(spark, t, newest)
+
+
+def test_float_partitions_are_ordered_as_java_orders_them(
+    spark: Any, iceberg_spark: JavaCatalog
+) -> None:
+    """Rows of double partitions in Java's order (``Double.compare``, nulls first): the same
+    sequence of values, signed zeros and NaN included, as ``PartitionStatsHandler`` writes."""
+    import math
+
+    import pyarrow as pa
+
+    c = iceberg_spark
+    c.sql("CREATE NAMESPACE IF NOT EXISTS {c}.db")
+    c.sql("CREATE TABLE {c}.db.f (id BIGINT, x DOUBLE) USING iceberg PARTITIONED BY (x)")
+    t = c.icefloe().load_table("db.f")
+    values = [1.5, math.nan, None, 0.0, -math.inf, -0.0, math.inf, -2.0]
+    t.append(pa.table({"id": pa.array(range(len(values)), pa.int64()), "x": pa.array(values)}))
+    snapshot_id = t.current_snapshot().snapshot_id
+
+    def order(rows: list[dict[str, Any]]) -> list[str]:
+        out = []
+        for r in rows:
+            x = r["partition"]["x"]
+            out.append("null" if x is None else f"{x!r}/{math.copysign(1, x):+.0f}")
+        return out
+
+    ours = order(_ours(t, snapshot_id, False))
+    assert ours[0] == "null" and ours[-1].startswith("nan")
+    assert ours == order(_java_rows(spark, t, snapshot_id))
