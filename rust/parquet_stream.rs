@@ -475,6 +475,13 @@ mod tests {
         path.to_string_lossy().into_owned()
     }
 
+    fn metadata_of(path: &str) -> parquet::file::metadata::ParquetMetaData {
+        let reader =
+            parquet::file::serialized_reader::SerializedFileReader::new(File::open(path).unwrap())
+                .unwrap();
+        parquet::file::reader::FileReader::metadata(&reader).clone()
+    }
+
     fn projection(ids: &[i32], fields: Vec<Field>, positions: bool) -> Projection {
         Projection {
             field_ids: ids.to_vec(),
@@ -583,13 +590,7 @@ mod tests {
     #[test]
     fn a_split_reads_its_row_groups_with_file_positions() {
         let path = write("split.parquet", 3500);
-        let meta = parquet::file::reader::FileReader::metadata(
-            &parquet::file::serialized_reader::SerializedFileReader::new(
-                File::open(&path).unwrap(),
-            )
-            .unwrap(),
-        )
-        .clone();
+        let meta = metadata_of(&path);
         let start = |g: usize| {
             let c = meta.row_group(g).column(0);
             c.dictionary_page_offset()
@@ -654,13 +655,7 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         let mut broken = bytes.clone();
         // zero the pages of the column in the last row group
-        let meta = parquet::file::reader::FileReader::metadata(
-            &parquet::file::serialized_reader::SerializedFileReader::new(
-                File::open(&path).unwrap(),
-            )
-            .unwrap(),
-        )
-        .clone();
+        let meta = metadata_of(&path);
         let at = meta.row_group(2).column(0).data_page_offset() as usize;
         broken[at..at + 64].fill(0);
         std::fs::write(&path, &broken).unwrap();
@@ -673,16 +668,10 @@ mod tests {
 
     #[test]
     fn a_damaged_page_count_is_refused_before_any_batch() {
-        // the count of the last row group's first page one less: its values would shift
+        // the count of the last row group's first page one more: its values would shift
         let path = write("count.parquet", 3000);
         let bytes = std::fs::read(&path).unwrap();
-        let meta = parquet::file::reader::FileReader::metadata(
-            &parquet::file::serialized_reader::SerializedFileReader::new(
-                File::open(&path).unwrap(),
-            )
-            .unwrap(),
-        )
-        .clone();
+        let meta = metadata_of(&path);
         let start = meta.row_group(2).column(0).data_page_offset() as usize;
         let at = crate::parquet_pages::tests::num_values_at(&bytes, start);
         let mut damaged = bytes.clone();
