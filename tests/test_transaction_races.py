@@ -226,6 +226,37 @@ def test_v3_rows_copied_from_an_earlier_change_keep_unique_row_ids(
     assert len(set(row_ids)) == len(row_ids)
 
 
+@pytest.mark.parametrize("second", ["rewrite_data_files", "upsert", "cow_delete", "cow_overwrite"])
+def test_v3_rows_of_an_upgraded_table_numbered_by_an_earlier_change_keep_unique_row_ids(
+    tmp_path: Path, second: str
+) -> None:
+    """The files of a table upgraded to v3 get their ``first_row_id`` at its first v3
+    snapshot: here the transaction's own append. A retry renumbers that append after another
+    writer's snapshot gave the same files other ids, so rows copied with the first ids would
+    collide with rows of other files."""
+    a, b = _plain(tmp_path, "2", **{"write.delete.mode": "copy-on-write"})
+    a.upgrade_format_version(3)
+    b.refresh()
+    tx = a.transaction()
+    tx.append(_rows([50]))
+    if second == "rewrite_data_files":
+        tx.rewrite_data_files()
+    elif second == "upsert":
+        tx.upsert(_rows([1], "u"), join_cols=["id"])
+    elif second == "cow_delete":
+        tx.delete("id = 1")
+    else:
+        tx.overwrite(_rows([60]), "id = 1")
+    b.append(_rows([100, 101]))
+    with pytest.raises(CommitConflictError, match="renumbered"):
+        tx.commit_transaction()
+    a.refresh()
+    got = a.scan(selected_fields=("id", "_row_id")).to_arrow()
+    assert sorted(got.column("id").to_pylist()) == [1, 2, 3, 100, 101]
+    row_ids = got.column("_row_id").to_pylist()
+    assert None not in row_ids and len(set(row_ids)) == len(row_ids)
+
+
 def test_v2_copy_on_write_after_an_append_is_rebuilt(tmp_path: Path) -> None:
     """Without row ids nothing copied depends on the earlier change's numbers: the
     transaction is rebuilt on the other writer's commit."""

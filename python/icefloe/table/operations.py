@@ -185,9 +185,8 @@ def overwrite(
         producer.abort()
         raise
     producer.add_data_files(files + kept).remove_files(plan.remove)
-    rewritten = {t.data_file.file_path for t in plan.rewritten}
-    if kept and tx.metadata.format_version >= 3 and rewritten & producer.transaction_paths():
-        producer.copies_rows()  # the kept rows keep the _row_id of the transaction's own files
+    if kept:  # v3: the kept rows keep the _row_id of the files they came from
+        producer.copies_rows_of(t.data_file for t in plan.rewritten)
     if plan.remove_deletes:
         producer.remove_files_where(delete_entries_predicate(plan.remove_deletes))
     # rows kept by a rewrite must not lose deletes a concurrent commit added for them; under

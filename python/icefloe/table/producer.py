@@ -100,6 +100,7 @@ WAP_ID = "wap.id"
 WAP_ENABLED = "write.wap.enabled"
 
 if TYPE_CHECKING:
+    from icefloe._native import DataFileRef
     from icefloe.table.table import Transaction
 
 __all__ = ["SnapshotProducer", "Validator"]
@@ -271,6 +272,24 @@ class SnapshotProducer:
         """The data files this change's transaction added before it (see
         :meth:`copies_rows`)."""
         return set().union(*(p.added_data_paths() for p in self.tx._producers() if p is not self))
+
+    def copies_rows_of(self, files: Iterable[DataFile | DataFileRef]) -> SnapshotProducer:
+        """Declare that the added data files carry the v3 ``_row_id`` of rows read from
+        ``files``; :meth:`copies_rows` when one of those ids came from the transaction's
+        earlier changes. That is so for the files those changes added, and for files that got
+        their ``first_row_id`` from them: ids at or above the ``next-row-id`` the transaction
+        started from, such as those a table upgraded to v3 gives its older files at its
+        first v3 snapshot."""
+        if self.tx.metadata.format_version < 3:
+            return self
+        base = self.tx._base
+        start = (base.next_row_id or 0) if base.format_version >= 3 else 0
+        own = self.transaction_paths()
+        for f in files:
+            first = f.first_row_id
+            if f.file_path in own or (first is not None and first >= start):
+                return self.copies_rows()
+        return self
 
     def remove_files(self, paths: Iterable[str | DataFile]) -> SnapshotProducer:
         """Data or delete files to remove; each must be live in the base of every attempt."""

@@ -36,6 +36,7 @@ from icefloe.read.deletes import DeleteCache
 from icefloe.scan.tasks import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
+    DataFileRef,
     DeleteContent,
     DeleteFileRef,
     FileScanTask,
@@ -401,16 +402,12 @@ def commit_row_delta(
         producer.owns_files(written)
         producer.owns_files(f.file_path for f in delta.added_data + delta.added_deletes)
         producer.add_data_files(delta.added_data)
-        if delta.added_data and (
+        if delta.added_data:
             # a compaction's files take the data sequence number of the state it read
-            any(f.data_sequence_number is not None for f in delta.added_data)
+            if any(f.data_sequence_number is not None for f in delta.added_data):
+                producer.copies_rows()
             # v3: rewritten rows keep the _row_id of the files they came from
-            or (
-                tx.metadata.format_version >= 3
-                and bool(_read_paths(delta) & producer.transaction_paths())
-            )
-        ):
-            producer.copies_rows()
+            producer.copies_rows_of(_read_files(delta))
         producer.add_delete_files(dvs + delta.added_deletes)
         producer.remove_files(t.data_file.file_path for t in delta.removed)
         if removed_deletes:
@@ -447,10 +444,10 @@ def commit_row_delta(
     return producer
 
 
-def _read_paths(delta: RowDelta) -> set[str]:
+def _read_files(delta: RowDelta) -> list[DataFileRef]:
     """The data files whose rows ``delta`` read (and may carry into its added files)."""
     tasks = [*delta.removed, *delta.targets, *delta.routed, *_task_refs(delta.deletes)]
-    return {t.data_file.file_path for t in tasks}
+    return [t.data_file for t in tasks]
 
 
 def _task_refs(items: Sequence[FileDeletes]) -> list[FileScanTask]:
