@@ -311,6 +311,22 @@ def test_geoarrow_input_with_another_crs_or_edges_is_refused(tmp_path: Path) -> 
     assert out.schema.field("g").type.crs == "OGC:CRS84"
 
 
+@pytest.mark.parametrize("storage", [pa.binary(), pa.large_binary(), pa.binary_view()], ids=str)
+def test_a_table_made_from_geoarrow_input_keeps_its_crs(tmp_path: Path, storage: Any) -> None:
+    """GeoArrow allows each binary layout as the storage of ``geoarrow.wkb``: each makes a
+    geometry column of the input's CRS, not a plain binary one."""
+    wkb = pa.array([_point(1, 2), None], storage)
+    data = pa.table(
+        {"g": pa.ExtensionArray.from_storage(WkbType("srid:3857", storage=storage), wkb)}
+    )
+    t = _catalog(tmp_path).create_table("db.t", data.schema, format_version=3)
+    assert t.schema().find_field("g").field_type == GeometryType("srid:3857")
+    t.append(data)
+    out = t.scan(row_filter=st_intersects("g", (0, 0, 5, 5))).to_arrow()
+    assert out.column("g").to_pylist() == [_point(1, 2)]
+    assert out.schema.field("g").type.crs == "srid:3857"
+
+
 def test_read_chunks_carry_the_columns_crs(tmp_path: Path) -> None:
     schema = Schema(
         NestedField(1, "id", LongType(), True), NestedField(2, "g", GeometryType("EPSG:4326"))
@@ -332,6 +348,7 @@ def test_read_chunks_carry_the_columns_crs(tmp_path: Path) -> None:
         (0, float("-inf"), float("inf"), float("inf")),
         (0, 0, 1, 1, float("-inf"), 1),
         (0, 0, float("nan"), 1),
+        (0, 0, 10**400, 1),  # an int no double holds
     ],
 )
 def test_query_boxes_must_be_finite(args: tuple[float, ...]) -> None:

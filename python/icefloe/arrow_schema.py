@@ -326,7 +326,9 @@ def _type_from_arrow(
         t = t.storage_type
     if ext == VARIANT_EXTENSION and pa.types.is_struct(t):
         return VariantType()
-    if ext == WKB_EXTENSION and (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+    if ext == WKB_EXTENSION and (
+        pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+    ):
         return _geo_type(ext_meta)
     if pa.types.is_dictionary(t):
         t = t.value_type

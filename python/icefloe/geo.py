@@ -177,7 +177,12 @@ class BoundingBox:
                 continue
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise ValidationError(f"bounding box {name} must be a number, got {v!r}")
-            object.__setattr__(self, name, float(v))
+            try:
+                object.__setattr__(self, name, float(v))
+            except OverflowError:
+                raise ValidationError(
+                    f"bounding box {name} is too large for a double: bounds must be finite numbers"
+                ) from None
         for dim, lo, hi in self._ranges():
             if (lo is None) != (hi is None):
                 raise ValidationError(f"bounding box {dim} range needs both min and max")
