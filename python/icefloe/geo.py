@@ -105,8 +105,9 @@ def parse_metadata(raw: bytes | None) -> tuple[str, str | None]:
     if not isinstance(info, dict):
         info = {}
     edges = info.get("edges")
+    edges = None if edges is None else str(edges).lower()  # the reference ignores case
     return crs_from_geoarrow(info.get("crs"), info.get("crs_type")), (
-        None if edges in (None, "planar") else str(edges)
+        None if edges in (None, "planar") else edges
     )
 
 

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from icefloe._concurrency import parallel_map
 from icefloe.arrow_schema import apply_name_mapping, field_id_of, type_to_arrow
 from icefloe.exceptions import CorruptFileError, ValidationError
+from icefloe.geo import wkb_bounds
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping
@@ -50,6 +51,8 @@ from icefloe.transforms import Transform
 from icefloe.types import (
     DoubleType,
     FloatType,
+    GeographyType,
+    GeometryType,
     IcebergType,
     ListType,
     MapType,
@@ -60,6 +63,7 @@ from icefloe.types import (
     VariantType,
 )
 from icefloe.write.files import DataFile
+from icefloe.write.input import check_geoarrow_type
 from icefloe.write.metrics import MetricsConfig, footer_metrics, split_offsets
 
 __all__ = ["data_files_from_parquet"]
@@ -243,6 +247,29 @@ def _check_exact(
             f"{path}: column {name!r} holds {values.type} values that {want} cannot hold "
             "without rounding"
         ) from None
+
+
+def _geo_bounds(
+    path: str,
+    file: pq.ParquetFile,
+    col: int,
+    chain: tuple[NestedField, ...],
+    name: str,
+    leaf: pa.Field,
+) -> tuple[bytes, bytes] | None:
+    """Check a geometry or geography leaf as appends check their input: an annotated column
+    has the table column's CRS and edges (readers would label its values with the table's),
+    and every value is well-formed WKB. Returns the values' bounds (as our writer computes
+    them), ``None`` when no value has X and Y."""
+    t = chain[-1].field_type
+    assert isinstance(t, GeometryType | GeographyType)
+    where = f"{path}: column {name!r}"
+    check_geoarrow_type(leaf.type, t, where, fix="write the file again with the column's")
+    values = _leaf_values(where, _read_leaf(file, col), chain)
+    try:
+        return wkb_bounds(values)
+    except ValidationError as e:
+        raise ValidationError(f"{where}: {e}") from None
 
 
 def _leaf_nulls(md: pq.FileMetaData, col: int) -> int | None:
@@ -490,6 +517,7 @@ def data_files_from_parquet(
             for f in schema.fields:
                 if f.required and f.initial_default is None and not _has_any(f, present):
                     raise ValidationError(f"{path}: required column {f.name!r} is missing")
+            geo: dict[int, tuple[bytes, bytes] | None] = {}
             for col, (fid, chain) in enumerate(zip(ids, chains, strict=True)):
                 if fid is None or fid not in table_arrow:
                     continue
@@ -505,13 +533,22 @@ def data_files_from_parquet(
                         f"{path}: column {name!r} has type {leaf.type}, which cannot be read "
                         f"as {want}"
                     )
+                table_chain = (*schema.ancestors(fid), schema.find_field(fid))
                 if _finer(leaf.type, want):
-                    table_chain = (*schema.ancestors(fid), schema.find_field(fid))
                     _check_exact(path, file, col, table_chain, name, want)
+                if isinstance(table_chain[-1].field_type, GeometryType | GeographyType):
+                    geo[fid] = _geo_bounds(path, file, col, table_chain, name, leaf)
             _check_required(path, file, schema, chains, ids, set(table_arrow))
             leaf_index = {fid: i for i, fid in enumerate(ids) if fid is not None}
             partition = _partition(path, file, leaf_index, schema, spec) if spec.fields else {}
         metrics = footer_metrics(md, ids, config)
+        for fid, bounds in geo.items():
+            # geometry bounds, as the writer keeps them (none for geography)
+            kept = isinstance(table_arrow[fid].field.field_type, GeometryType) and (
+                config.mode(fid).kind not in ("none", "counts")
+            )
+            if bounds is not None and kept:
+                metrics.lower_bounds[fid], metrics.upper_bounds[fid] = bounds
         return DataFile(
             file_path=path,
             record_count=md.num_rows,

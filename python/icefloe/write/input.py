@@ -616,26 +616,38 @@ def _geo_params(t: GeometryType | GeographyType) -> tuple[str, str | None]:
     return t.crs, t.algorithm if isinstance(t, GeographyType) else None
 
 
+def check_geoarrow_type(
+    typ: pa.DataType,
+    t: GeometryType | GeographyType,
+    where: str,
+    fix: str = "transform the values, or give plain WKB (binary) to take them as in the column's",
+) -> bool:
+    """Whether ``typ`` is ``geoarrow.wkb``; if so, it must have the CRS (compared ignoring
+    case, as the reference compares types) and edges of column type ``t``
+    (:class:`ValidationError` otherwise)."""
+    if not isinstance(typ, pa.BaseExtensionType) or typ.extension_name != EXTENSION_NAME:
+        return False
+    try:
+        crs, edges = parse_metadata(typ.__arrow_ext_serialize__())
+    except ValidationError as e:
+        raise ValidationError(f"{where}: {e}") from None
+    want_crs, want_edges = _geo_params(t)
+    if crs.casefold() != want_crs.casefold() or edges != want_edges:
+        raise ValidationError(
+            f"{where} is {t} but the data is geoarrow.wkb with CRS {crs!r} and "
+            f"{edges or 'planar'} edges, not the column's CRS {want_crs!r} and "
+            f"{want_edges or 'planar'} edges: {fix} CRS"
+        )
+    return True
+
+
 def _check_wkb(arr: pa.Array, t: GeometryType | GeographyType, path: str) -> pa.Array:
     """Every value of a geometry or geography column is well-formed WKB (parsed in Rust, as
     for bounds, from any binary layout: other types are refused by the cast that follows).
     Values typed ``geoarrow.wkb`` must carry the column's CRS (compared ignoring case, as the
     reference compares types) and edges; they are returned as plain WKB, which the cast that
     follows labels with the column's type. Untyped WKB is taken as in the column's CRS."""
-    ext = arr.type if isinstance(arr, pa.ExtensionArray) else None
-    if ext is not None and ext.extension_name == EXTENSION_NAME:
-        try:
-            crs, edges = parse_metadata(ext.__arrow_ext_serialize__())
-        except ValidationError as e:
-            raise ValidationError(f"column {path!r}: {e}") from None
-        want_crs, want_edges = _geo_params(t)
-        if crs.casefold() != want_crs.casefold() or edges != want_edges:
-            raise ValidationError(
-                f"column {path!r} is {t} but the data is geoarrow.wkb with CRS {crs!r} and "
-                f"{edges or 'planar'} edges, not the column's CRS {want_crs!r} and "
-                f"{want_edges or 'planar'} edges: transform the values, or give plain WKB "
-                "(binary) to take them as in the column's CRS"
-            )
+    if isinstance(arr, pa.ExtensionArray) and check_geoarrow_type(arr.type, t, f"column {path!r}"):
         arr = arr.storage
     storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
     if pa.types.is_binary_view(storage.type):
