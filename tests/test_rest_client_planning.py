@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from icefloe import rest
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest import config as ep
+from icefloe.catalog.rest.scan_planning import without_spatial
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import (
     IcebergError,
@@ -24,6 +26,18 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
+from icefloe.expressions import BoundingBox, col, st_disjoint, st_intersects
+from icefloe.expressions.base import (
+    AlwaysTrue,
+    And,
+    BoundPredicate,
+    BoundReference,
+    Not,
+    Op,
+    Or,
+)
+from icefloe.schema import Schema
+from icefloe.types import GeometryType, LongType, NestedField
 from support.rest import RestServer
 
 pytestmark = pytest.mark.rest
@@ -180,6 +194,46 @@ def test_a_server_without_planning_is_refused_clearly(backing: SqlCatalog) -> No
             RestCatalog("x", uri=server.url, **{"scan-planning-mode": "maybe"}).load_table(
                 "db.t"
             ).scan().to_arrow()
+
+
+SPATIAL_QUERIES = [
+    st_intersects("g", (0, 0, 10, 10)),
+    And(st_intersects("g", (0, 0, 10, 10)), col("id") > 0),
+    Or(st_disjoint("g", (0, 0, 10, 10)), col("id") == 1),
+    Not(And(st_intersects("g", (40, 40, 60, 60)), col("id") < 3)),
+]
+
+
+def test_spatial_filters_are_planned_without_their_spatial_part(backing: SqlCatalog) -> None:
+    """The REST expression JSON has no spatial predicates: the server plans the rest of the
+    filter and the client applies the whole filter to the rows."""
+    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "g", GeometryType()))
+
+    def rows(points: list[tuple[int, float]]) -> pa.Table:
+        wkb = [struct.pack("<BIdd", 1, 1, x, x) for _, x in points]
+        ids = pa.array([i for i, _ in points], pa.int64())
+        return pa.table({"id": ids, "g": pa.array(wkb, pa.binary())})
+
+    with rest.start(backing) as server:
+        local = RestCatalog("local", uri=server.url)
+        local.create_namespace("db")
+        t = local.create_table("db.t", schema, format_version=3)
+        t.append(rows([(0, 1.0), (1, 50.0)]))
+        t.append(rows([(2, 5.0), (3, 55.0)]))
+        rt = RestCatalog("remote", uri=server.url, **{"scan-planning-mode": "server"})
+        rt_table = rt.load_table("db.t")
+        for q in SPATIAL_QUERIES:
+            scan = rt_table.scan(row_filter=q)
+            assert scan.server_plan() is not None
+            assert _ids(scan) == _ids(t.scan(row_filter=q)), q
+        assert _ids(rt_table.scan(row_filter=SPATIAL_QUERIES[1])) == [2]
+    g = BoundReference(2, "g", GeometryType())
+    near = BoundPredicate(Op.ST_INTERSECTS, g, BoundingBox(0, 0, 1, 1))
+    ident = BoundPredicate(Op.GT, BoundReference(1, "id", LongType()), 3)
+    assert without_spatial(And(near, ident)) == ident
+    assert without_spatial(Or(near, ident)) == AlwaysTrue()
+    assert without_spatial(Not(near)) == AlwaysTrue()
+    assert without_spatial(ident) is ident
 
 
 def test_storage_credentials_of_the_plan_serve_its_reads(backing: SqlCatalog) -> None:

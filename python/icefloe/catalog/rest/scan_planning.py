@@ -27,7 +27,15 @@ from icefloe.catalog.rest.client import RestClient
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.wire import storage_credentials_from_json
 from icefloe.exceptions import ScanPlanningError, UnsupportedFeatureError, ValidationError
-from icefloe.expressions.base import AlwaysTrue, BooleanExpression, rewrite_not
+from icefloe.expressions.base import (
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    Not,
+    Or,
+    Predicate,
+    rewrite_not,
+)
 from icefloe.expressions.binding import bind
 from icefloe.expressions.rest_json import expression_from_json, expression_to_json
 from icefloe.scan.content_json import data_file_from_json, delete_file_from_json
@@ -108,22 +116,49 @@ class RestScanPlanning(RestClient):
             ref = table.metadata.refs.get(scan.ref) if scan.ref is not None else None
             request["use-snapshot-schema"] = ref is None or not ref.is_branch
         bound = scan.bound_filter()
-        if bound is not AlwaysTrue():
+        sent = without_spatial(bound)
+        if sent is not AlwaysTrue():
             try:
-                request["filter"] = expression_to_json(bound)
+                request["filter"] = expression_to_json(sent)
             except ValidationError as exc:
                 raise UnsupportedFeatureError(f"the server cannot plan this filter: {exc}") from exc
         names = scan._data_names()
         if "*" not in names:
             request["select"] = list(names)
-        return _Follow(self, ident, scan).run(request)
+        # the server's residuals are of the filter it was sent: without the spatial part,
+        # every task keeps the whole filter instead
+        return _Follow(self, ident, scan, server_residuals=sent == bound).run(request)
+
+
+def without_spatial(expr: BooleanExpression) -> BooleanExpression:
+    """``expr`` with its ``st_intersects`` / ``st_disjoint`` parts (which the REST expression
+    JSON cannot express) taken as true: a weaker filter, so the server plans every file the
+    whole filter may match, which the client then applies to the rows."""
+    if isinstance(expr, And | Or):
+        left, right = without_spatial(expr.left), without_spatial(expr.right)
+        if left is expr.left and right is expr.right:
+            return expr
+        return type(expr)(left, right)
+    if isinstance(expr, Not):
+        child = without_spatial(expr.child)
+        return expr if child is expr.child else AlwaysTrue()
+    if isinstance(expr, Predicate) and expr.op.is_spatial:
+        return AlwaysTrue()
+    return expr
 
 
 class _Follow:
     """One plan followed from its request to its last task."""
 
-    def __init__(self, client: RestScanPlanning, ident: Identifier, scan: TableScan) -> None:
+    def __init__(
+        self,
+        client: RestScanPlanning,
+        ident: Identifier,
+        scan: TableScan,
+        server_residuals: bool = True,
+    ) -> None:
         self.client, self.ident, self.scan = client, ident, scan
+        self.server_residuals = server_residuals
         self.path = client._table_path(ident)
         self.what = f"plan a scan of {'.'.join(ident)!r}"
         md = scan.metadata
@@ -219,7 +254,7 @@ class _Follow:
                 raise ValidationError(f"{self.what}: bad delete-file-references {refs!r}")
             residual = (
                 self._residual(task["residual-filter"])
-                if "residual-filter" in task
+                if "residual-filter" in task and self.server_residuals
                 else self.default_residual
             )
             self.tasks.append(
