@@ -14,7 +14,7 @@ import pytest
 
 from icefloe import variant
 from icefloe.schema import Schema
-from icefloe.types import IntegerType, NestedField, VariantType
+from icefloe.types import IntegerType, LongType, NestedField, VariantType
 from support.spark import JavaCatalog
 
 DOCS = [
@@ -146,3 +146,33 @@ def test_duckdb_shredded_parquet_reads_as_duckdb_values(tmp_path: Path, duckdb_c
     got = _icefloe_json(t)
     assert got == {k: None if v is None else json.loads(v) for k, v in want.items()}
     assert got[1] == {"a": 1, "b": "s1", "c": [1, None]} and got[3] is None
+
+
+@pytest.mark.interop
+def test_duckdb_metadata_marked_sorted_over_unsorted_names_is_read(
+    tmp_path: Path, duckdb_con: Any
+) -> None:
+    """DuckDB 1.5 sets the metadata's sorted flag over a dictionary in first-seen order (here
+    x, w, y, z, q); it reads its own file, and so does icefloe (the flag only speeds up
+    lookups by name). The rows icefloe keeps carry metadata without the false flag."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+
+    path = tmp_path / "duck.parquet"
+    rows = (
+        "SELECT i::BIGINT AS id, {'x': [{'y': i, 'z': [i::TINYINT, 2::SMALLINT]}], "
+        "'w': {'q': 'str'}}::VARIANT AS v FROM range(6) t(i)"
+    )
+    duckdb_con.execute(f"COPY ({rows}) TO '{path}' (FIELD_IDS {{id: 1, v: 2}})")
+    want = dict(duckdb_con.execute(f"SELECT id, v::JSON::VARCHAR FROM '{path}'").fetchall())
+    cat = HadoopCatalog("d", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "v", VariantType()))
+    t = cat.create_table("db.t", schema, format_version=3)
+    t.add_files([str(path)])
+    got = _icefloe_json(t)
+    assert got == {k: json.loads(v) for k, v in want.items()}
+    assert got[2] == {"x": [{"y": 2, "z": [2, 2]}], "w": {"q": "str"}}
+    t.rewrite_data_files(min_input_files=1)  # copies the rows into icefloe's own file
+    assert _icefloe_json(t.refresh()) == got
+    metadata = t.scan().to_arrow().column("v").combine_chunks().field("metadata")
+    assert all(m[0] & 0x10 == 0 for m in metadata.to_pylist())

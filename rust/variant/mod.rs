@@ -121,10 +121,125 @@ pub fn normalize(input: &ArrayRef) -> Result<StructArray> {
              optionally typed_value"
         )));
     }
-    let array = VariantArray::try_new(input.as_ref()).map_err(arrow_err)?;
+    let input = clear_false_sorted_flags(input.as_struct())?;
+    let array = VariantArray::try_new(&input).map_err(arrow_err)?;
     let out = stored(&array)?;
     validate(&out)?;
     Ok(out)
+}
+
+/// Bit 4 of a metadata header: the dictionary is sorted and unique.
+const SORTED_STRINGS: u8 = 0x10;
+
+/// Whether `metadata` says its dictionary is sorted and unique when it is not (DuckDB 1.5
+/// writes such metadata). Malformed metadata is left for the full validation to name.
+fn falsely_sorted(metadata: &[u8]) -> bool {
+    let Some(&header) = metadata.first() else {
+        return false;
+    };
+    if header & SORTED_STRINGS == 0 {
+        return false;
+    }
+    let width = usize::from((header >> 6) & 0x03) + 1;
+    let read = |at: usize| -> Option<usize> {
+        let bytes = metadata.get(at..at.checked_add(width)?)?;
+        Some(
+            bytes
+                .iter()
+                .rev()
+                .fold(0usize, |acc, &b| (acc << 8) | usize::from(b)),
+        )
+    };
+    let Some(count) = read(1) else {
+        return false;
+    };
+    let offsets = 1 + width;
+    let Some(strings) = count
+        .checked_add(1)
+        .and_then(|n| n.checked_mul(width))
+        .and_then(|n| n.checked_add(offsets))
+    else {
+        return false;
+    };
+    let mut previous: Option<&[u8]> = None;
+    for i in 0..count {
+        let (Some(start), Some(end)) = (read(offsets + i * width), read(offsets + (i + 1) * width))
+        else {
+            return false;
+        };
+        let Some(name) = strings
+            .checked_add(start)
+            .zip(strings.checked_add(end))
+            .and_then(|(a, z)| metadata.get(a..z))
+        else {
+            return false;
+        };
+        if previous.is_some_and(|p| p >= name) {
+            return true; // UTF-8 bytes order as their code points do
+        }
+        previous = Some(name);
+    }
+    false
+}
+
+/// `input` with the sorted flag cleared on metadata whose dictionary is not sorted and unique:
+/// the flag only speeds up lookups by name, and the values decode the same without it. Other
+/// engines read such values, so refusing the file would strand them. Rows sharing one
+/// metadata value (the usual case) are checked once.
+fn clear_false_sorted_flags(input: &StructArray) -> Result<StructArray> {
+    let Some(idx) = input.fields().iter().position(|f| f.name() == "metadata") else {
+        return Ok(input.clone());
+    };
+    let column = input.column(idx);
+    let Ok(metadata) = to_binary(column) else {
+        return Ok(input.clone()); // the full validation names the wrong type
+    };
+    let mut last: Option<(&[u8], bool)> = None;
+    let mut any = false;
+    let mut bad = vec![false; metadata.len()];
+    for (i, flag) in bad.iter_mut().enumerate() {
+        if metadata.is_null(i) {
+            continue;
+        }
+        let value = metadata.value(i);
+        *flag = match last {
+            Some((seen, verdict)) if seen == value => verdict,
+            _ => falsely_sorted(value),
+        };
+        last = Some((value, *flag));
+        any |= *flag;
+    }
+    if !any {
+        return Ok(input.clone());
+    }
+    let fixed: BinaryArray = metadata
+        .iter()
+        .zip(&bad)
+        .map(|(v, &clear)| {
+            v.map(|b| {
+                let mut out = b.to_vec();
+                if clear {
+                    out[0] &= !SORTED_STRINGS;
+                }
+                out
+            })
+        })
+        .collect();
+    let mut columns = input.columns().to_vec();
+    columns[idx] = Arc::new(fixed);
+    let fields: Fields = input
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if i == idx {
+                Arc::new(f.as_ref().clone().with_data_type(DataType::Binary))
+            } else {
+                f.clone()
+            }
+        })
+        .collect();
+    StructArray::try_new(fields, columns, input.nulls().cloned()).map_err(arrow_err)
 }
 
 /// Parses JSON text (string, large string or string view), one document per row; null rows
@@ -287,6 +402,33 @@ mod tests {
         let s: ArrayRef =
             Arc::new(StructArray::try_new(storage_fields(), vec![metadata, value], None).unwrap());
         assert!(matches!(normalize(&s), Err(Error::Validation(_))));
+    }
+
+    #[test]
+    fn metadata_falsely_marked_sorted_is_read() {
+        // DuckDB 1.5 sets the sorted flag over the dictionary ["x", "w"]; the object
+        // {"w": 2, "x": 1} lists its fields by name (ids 1, 0)
+        let metadata: ArrayRef = Arc::new(BinaryArray::from_vec(vec![
+            &[0x11u8, 2, 0, 1, 2, b'x', b'w'][..],
+        ]));
+        let object = [0x02u8, 2, 1, 0, 0, 2, 4, 0x0c, 2, 0x0c, 1];
+        let value: ArrayRef = Arc::new(BinaryArray::from_vec(vec![&object[..]]));
+        let s: ArrayRef =
+            Arc::new(StructArray::try_new(storage_fields(), vec![metadata, value], None).unwrap());
+        let out: ArrayRef = Arc::new(normalize(&s).unwrap());
+        let stored = out
+            .as_struct()
+            .column(0)
+            .as_binary::<i32>()
+            .value(0)
+            .to_vec();
+        assert_eq!(stored, [0x01u8, 2, 0, 1, 2, b'x', b'w']); // the flag cleared
+        assert_eq!(to_json(&out).unwrap().value(0), r#"{"w":2,"x":1}"#);
+        // a dictionary that is sorted keeps its flag; one with a repeat loses it
+        assert!(!falsely_sorted(&[0x11u8, 2, 0, 1, 2, b'a', b'b']));
+        assert!(falsely_sorted(&[0x11u8, 2, 0, 1, 2, b'a', b'a']));
+        assert!(!falsely_sorted(&[0x01u8, 2, 0, 1, 2, b'x', b'w']));
+        assert!(!falsely_sorted(&[0x11u8, 200, 0]));
     }
 
     #[test]
