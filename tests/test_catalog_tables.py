@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from icefloe.catalog import Catalog
@@ -13,6 +15,7 @@ from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import (
+    IcebergError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
@@ -191,6 +194,43 @@ def test_rename_drop_purge_register(catalog: Catalog, tmp_path: Path) -> None:
     assert not list(catalog.io.list_prefix(location))
     with pytest.raises(NoSuchTableError):
         catalog.drop_table("db.t2")
+
+
+def test_tables_and_views_whose_metadata_is_gone_are_renamed_and_dropped(
+    catalog: Catalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As in Java's catalogs, a rename only moves the catalog entry and a purge that cannot
+    read the table's metadata still drops it (its files are left): the metadata file is
+    read neither to rename nor to drop."""
+    catalog.create_namespace("db")
+    catalog.create_namespace("db2")
+    t = catalog.create_table("db.t", _schema())
+    t.set_properties(k="v")
+    for f in t.io.list_prefix(t.location):
+        if f.location.endswith(".metadata.json"):
+            t.io.delete(f.location)
+    if isinstance(catalog, HadoopCatalog):  # its tables are their metadata files
+        assert not catalog.table_exists("db.t")
+        return
+    name = "db.t"
+    if isinstance(catalog, (SqlCatalog, RestCatalog)):
+        with pytest.raises(IcebergError, match=r"the rename to 'db2\.r' was done"):
+            catalog.rename_table("db.t", "db2.r")
+        assert catalog.list_tables("db2") == [("db2", "r")] and not catalog.table_exists("db.t")
+        name = "db2.r"
+        schema = pa.schema([("id", pa.int64())])
+        view = catalog.create_view("db.v", "select 1 as id", schema, dialect="spark")
+        t.io.delete(view.metadata_location)
+        with pytest.raises(IcebergError, match=r"the rename to 'db2\.w' was done"):
+            catalog.rename_view("db.v", "db2.w")
+        assert catalog.list_views("db2") == [("db2", "w")]
+        catalog.drop_view("db2.w")
+        assert not catalog.list_views("db2")
+    with caplog.at_level(logging.WARNING, logger="icefloe.catalog.base"):
+        catalog.drop_table(name, purge=True)
+    assert not catalog.table_exists(name)
+    if not isinstance(catalog, RestCatalog):
+        assert "dropping it without deleting its files" in caplog.text
 
 
 def test_sql_location_rules(sql_catalog: SqlCatalog, tmp_path: Path) -> None:

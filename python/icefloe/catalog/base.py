@@ -9,11 +9,12 @@ dropping tables is shared here and in :mod:`icefloe.catalog.commit`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from icefloe.arrow_schema import to_schema
 from icefloe.exceptions import (
@@ -31,6 +32,9 @@ from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 from icefloe.properties import gc_enabled
 from icefloe.table.committer import CommitResult, Identifier
 from icefloe.table_paths import absolute_location, resolve_table_paths
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -307,9 +311,17 @@ class Catalog(ABC):
     def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
         """Identifiers of the tables directly in ``namespace``."""
 
-    @abstractmethod
     def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
-        """Rename a table (its files do not move)."""
+        """Rename a table (its files do not move) and load it under its new name."""
+        dst = self._rename_table_entry(source, target)
+        return loaded_after_rename(dst, self.load_table)
+
+    def _rename_table_entry(
+        self, source: str | Iterable[str], target: str | Iterable[str]
+    ) -> Identifier:
+        """Rename a table in the catalog without reading its metadata (as Java's catalogs
+        rename); returns the new identifier."""
+        raise UnsupportedFeatureError(f"a {type(self).__name__} cannot rename tables")
 
     @abstractmethod
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
@@ -461,7 +473,20 @@ class Catalog(ABC):
     def drop_table(self, identifier: str | Iterable[str], purge: bool = False) -> None:
         """Remove the table from the catalog; with ``purge`` also delete its files."""
         ident = self._table_identifier(identifier)
-        table = self.load_table(ident) if purge else None
+        table = None
+        if purge:
+            try:
+                table = self.load_table(ident)
+            except NoSuchTableError:
+                raise
+            except IcebergError as e:
+                # as Java's catalogs: a table whose metadata cannot be read is still dropped,
+                # its files left (to orphan removal of the warehouse)
+                _log.warning(
+                    "cannot read the metadata of %s (%s): dropping it without deleting its files",
+                    ".".join(ident),
+                    e,
+                )
         files = files_to_purge(table) if table is not None else []  # read before the drop
         self._drop_entry(ident)
         if table is not None:
@@ -647,10 +672,17 @@ class Catalog(ABC):
         views.drop_view(self, identifier)
 
     def rename_view(self, source: str | Iterable[str], target: str | Iterable[str]) -> View:
-        """Rename a view (its files do not move); the new name must be free."""
+        """Rename a view (its files do not move; the new name must be free) and load it under
+        its new name."""
+        return loaded_after_rename(self._rename_view_entry(source, target), self.load_view)
+
+    def _rename_view_entry(
+        self, source: str | Iterable[str], target: str | Iterable[str]
+    ) -> Identifier:
+        """Rename a view in the catalog without reading its metadata; the new identifier."""
         from icefloe.catalog import views
 
-        return views.rename_view(self, source, target)
+        return views.rename_view_entry(self, source, target)
 
     def register_view(self, identifier: str | Iterable[str], metadata_location: str) -> View:
         """Add a view whose metadata file already exists (written by any engine)."""
@@ -715,6 +747,15 @@ class Catalog(ABC):
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
         namespace, name = split_identifier(identifier)
         return (*namespace, name)
+
+
+def loaded_after_rename(dst: Identifier, load: Callable[[Identifier], T]) -> T:
+    """``load(dst)`` after a rename; a failure notes that the rename itself was done."""
+    try:
+        return load(dst)
+    except IcebergError as e:
+        e.args = (f"{e} (the rename to {'.'.join(dst)!r} was done; only loading it failed)",)
+        raise
 
 
 def files_to_purge(table: Table) -> list[list[str]]:

@@ -394,7 +394,9 @@ class HadoopCatalog(Catalog):
 
     renames_and_registers = False
 
-    def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
+    def _rename_table_entry(
+        self, source: str | Iterable[str], target: str | Iterable[str]
+    ) -> Identifier:
         """Not possible: a file-system table's identity is its directory (as in Java)."""
         raise UnsupportedFeatureError(
             f"cannot rename {source!r}: file-system (hadoop) tables are identified by their "

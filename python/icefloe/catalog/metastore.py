@@ -137,7 +137,9 @@ class MetastoreCatalog(Catalog):
         ns = to_identifier(namespace)
         return [(*ns, name) for name in self._list_table_names(ns)]
 
-    def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
+    def _rename_table_entry(
+        self, source: str | Iterable[str], target: str | Iterable[str]
+    ) -> Identifier:
         """Rename a table; its files stay where they are."""
         src = self._table_identifier(source)
         dst = check_table_identifier(self._table_identifier(target))
@@ -149,7 +151,7 @@ class MetastoreCatalog(Catalog):
             )
         self._refuse_view_name(dst, renaming=src)
         self._rename_pointer(src, dst)
-        return self.load_table(dst)
+        return dst
 
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
         """Add a table whose metadata file already exists (written by any engine)."""

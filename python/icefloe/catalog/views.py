@@ -352,8 +352,11 @@ def drop_view(catalog: Catalog, identifier: str | Iterable[str]) -> None:
         catalog.table_io(view.metadata.properties).delete_quietly(view.metadata_location)
 
 
-def rename_view(catalog: Catalog, source: str | Iterable[str], target: str | Iterable[str]) -> View:
-    """Rename a view (its files do not move); the target name must be free."""
+def rename_view_entry(
+    catalog: Catalog, source: str | Iterable[str], target: str | Iterable[str]
+) -> Identifier:
+    """Rename a view (its files do not move, its metadata is not read); the target name must
+    be free. Returns the new identifier."""
     _check_views(catalog)
     from icefloe.catalog.base import check_table_identifier
 
@@ -361,7 +364,7 @@ def rename_view(catalog: Catalog, source: str | Iterable[str], target: str | Ite
     dst = check_table_identifier(catalog._table_identifier(target))
     catalog._view_pointer(src)  # NoSuchViewError first, as Java reports it
     if src == dst:  # nothing to do, as Java's catalogs answer
-        return catalog.load_view(src)
+        return src
     if not catalog.namespace_exists(dst[:-1]):
         raise NoSuchNamespaceError(f"namespace {'.'.join(dst[:-1])!r} does not exist")
     moving = f"Cannot rename {'.'.join(src)} to {'.'.join(dst)}."
@@ -370,7 +373,7 @@ def rename_view(catalog: Catalog, source: str | Iterable[str], target: str | Ite
     if catalog.table_exists(dst):
         raise ViewAlreadyExistsError(f"{moving} Table already exists")
     catalog._rename_view_pointer(src, dst)
-    return catalog.load_view(dst)
+    return dst
 
 
 def register_view(

@@ -111,7 +111,9 @@ class DirectoryCatalog(Catalog):
     def list_tables(self, namespace: str | Iterable[str]) -> list[Identifier]:
         return [self.identifier]
 
-    def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
+    def _rename_table_entry(
+        self, source: str | Iterable[str], target: str | Iterable[str]
+    ) -> Identifier:
         raise UnsupportedFeatureError("a directory target cannot rename its table")
 
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:

@@ -382,7 +382,8 @@ class RestService(ViewRoutes):
 
     def rename_table(self, body: Any) -> Reply:
         b = body_object(body, "source", "destination")
-        self.catalog.rename_table(
+        # the rename alone, as Java's catalogs do it: the table's metadata is not read
+        self.catalog._rename_table_entry(
             identifier_from_json(b["source"]), identifier_from_json(b["destination"])
         )
         return 204, None, {}

@@ -129,7 +129,7 @@ class ViewRoutes:
 
     def rename_view(self, body: Any) -> Reply:
         b = body_object(body, "source", "destination")
-        self.catalog.rename_view(
+        self.catalog._rename_view_entry(  # the rename alone: the metadata is not read
             identifier_from_json(b["source"]), identifier_from_json(b["destination"])
         )
         return 204, None, {}

@@ -252,8 +252,10 @@ class RestTables(RestScanPlanning):
         with self._etag_lock:
             self._etags.pop(ident, None)
 
-    def rename_table(self, source: str | Iterable[str], target: str | Iterable[str]) -> Table:
-        """Rename a table."""
+    def _rename_table_entry(
+        self, source: str | Iterable[str], target: str | Iterable[str]
+    ) -> Identifier:
+        """Rename a table on the server."""
         self._require(ep.RENAME_TABLE)
         src = self._table_identifier(source)
         dst = check_table_identifier(self._table_identifier(target), dots=True)
@@ -265,7 +267,7 @@ class RestTables(RestScanPlanning):
         )
         with self._etag_lock:
             self._etags.pop(src, None)
-        return self.load_table(dst)
+        return dst
 
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
         """Register an existing metadata file as a table."""

@@ -172,8 +172,10 @@ class RestViews(RestClient):
         if resp.status not in (200, 204):
             raise exception_for_error(resp.status, resp.body, f"drop view {'.'.join(ident)!r}")
 
-    def rename_view(self, source: str | Iterable[str], target: str | Iterable[str]) -> View:
-        """Rename a view."""
+    def _rename_view_entry(
+        self, source: str | Iterable[str], target: str | Iterable[str]
+    ) -> Identifier:
+        """Rename a view on the server."""
         self._require(ep.RENAME_VIEW)
         src = self._table_identifier(source)
         dst = self._table_identifier(target)
@@ -184,7 +186,7 @@ class RestViews(RestClient):
             body={"source": identifier_to_json(src), "destination": identifier_to_json(dst)},
             exists=ViewAlreadyExistsError,
         )
-        return self.load_view(dst)
+        return dst
 
     def register_view(self, identifier: str | Iterable[str], metadata_location: str) -> View:
         """Register an existing view metadata file as a view."""
