@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -141,21 +143,83 @@ def test_out_of_range_literals_simplify(
 ) -> None:
     from icefloe.expressions import UnboundPredicate
 
-    assert bind(SCHEMA, UnboundPredicate(op, "i", 2**31)) is above
-    assert bind(SCHEMA, UnboundPredicate(op, "i", -(2**31) - 1)) is below
-    assert bind(SCHEMA, UnboundPredicate(op, "id", 2**63)) is above
-    assert bind(SCHEMA, UnboundPredicate(op, "f", 1e39)) is above
-    assert bind(SCHEMA, UnboundPredicate(op, "f", -1e39)) is below
-    # decimal: a comparison every value satisfies keeps out the nulls (the column is optional)
-    not_null = bind(SCHEMA, col("dec").not_null())
     ordering = op in (Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ)
-    dec_above = not_null if ordering and above is AlwaysTrue() else above
-    dec_below = not_null if ordering and below is AlwaysTrue() else below
+
+    def keeps_out_nulls(name: str, result: BooleanExpression) -> BooleanExpression:
+        """A comparison every value satisfies still keeps out the nulls of an optional
+        column (as ``i < 5`` does)."""
+        if ordering and result is AlwaysTrue():
+            return bind(SCHEMA, col(name).not_null())
+        return result
+
+    assert bind(SCHEMA, UnboundPredicate(op, "i", 2**31)) == keeps_out_nulls("i", above)
+    assert bind(SCHEMA, UnboundPredicate(op, "i", -(2**31) - 1)) == keeps_out_nulls("i", below)
+    assert bind(SCHEMA, UnboundPredicate(op, "id", 2**63)) is above  # required: no nulls
+    dec_above = keeps_out_nulls("dec", above)
+    dec_below = keeps_out_nulls("dec", below)
     assert bind(SCHEMA, UnboundPredicate(op, "dec", Decimal("10000000.00"))) == dec_above
     assert bind(SCHEMA, UnboundPredicate(op, "dec", -(10**7))) == dec_below
     # In range: bound, not simplified.
     assert isinstance(bind(SCHEMA, UnboundPredicate(op, "i", 2**31 - 1)), BoundPredicate)
     assert isinstance(bind(SCHEMA, UnboundPredicate(op, "dec", "9999999.99")), BoundPredicate)
+
+
+INF = float("inf")
+
+
+@pytest.mark.parametrize(
+    ("op", "above", "below"),
+    [
+        (Op.LT, (Op.LT, INF), (Op.EQ, -INF)),
+        (Op.LT_EQ, (Op.LT, INF), (Op.EQ, -INF)),
+        (Op.GT, (Op.EQ, INF), (Op.GT, -INF)),
+        (Op.GT_EQ, (Op.EQ, INF), (Op.GT, -INF)),
+    ],
+)
+def test_literals_beyond_a_float_columns_range_compare_as_its_infinity(
+    op: Op, above: tuple[Op, float], below: tuple[Op, float]
+) -> None:
+    """A float column holds infinities and NaN: ``f < 1e39`` is not true of every row, but of
+    the rows below float infinity (an int beyond every double likewise on a double column)."""
+    from icefloe.expressions import UnboundPredicate
+
+    for name, big in (("f", 1e39), ("d", 10**400)):
+        want_above = bind(SCHEMA, UnboundPredicate(above[0], name, above[1]))
+        want_below = bind(SCHEMA, UnboundPredicate(below[0], name, below[1]))
+        assert bind(SCHEMA, UnboundPredicate(op, name, big)) == want_above
+        assert bind(SCHEMA, UnboundPredicate(op, name, -big)) == want_below
+        assert bind(SCHEMA, UnboundPredicate(Op.EQ, name, big)) is AlwaysFalse()
+        assert bind(SCHEMA, UnboundPredicate(Op.NOT_EQ, name, big)) is AlwaysTrue()
+
+
+def test_out_of_range_literals_select_the_rows_in_range_literals_do(tmp_path: Path) -> None:
+    """Rows of a scan: nulls, NaN and infinities compare with a literal beyond the column's
+    range as they compare with one at its edge."""
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=tmp_path.as_uri())
+    cat.create_namespace("db")
+    data = pa.table(
+        {
+            "id": pa.array(range(5), pa.int64()),
+            "g": pa.array([1.0, INF, None, float("nan"), -INF], pa.float32()),
+            "f": [1.0, INF, None, float("nan"), -INF],
+            "i": pa.array([1, 2, None, 4, 5], pa.int32()),
+        }
+    )
+    t = cat.create_table("db.t", data.schema)
+    t.append(data)
+
+    def ids(expr: BooleanExpression) -> list[int]:
+        return sorted(t.scan(row_filter=expr).to_arrow()["id"].to_pylist())
+
+    for name, big in (("g", 1e39), ("f", 10**400)):
+        assert ids(col(name) < big) == ids(col(name) < INF) == [0, 4]
+        assert ids(col(name) >= big) == [1]
+        assert ids(col(name) > -big) == [0, 1]
+        assert ids(col(name) < -big) == [4]
+    assert ids(col("i") < 10**12) == ids(col("i") < 10**9) == [0, 1, 3, 4]
+    assert ids(col("i") > -(10**12)) == [0, 1, 3, 4]
 
 
 def test_out_of_range_set_values_are_dropped() -> None:
@@ -306,8 +370,9 @@ def test_int_literals_beyond_the_nanosecond_range_are_out_of_range() -> None:
     assert convert_literal(limit, TimestampNanoType()) == limit * 1000
     assert convert_literal(limit + 1, TimestampNanoType()) is ABOVE_MAX
     assert convert_literal(-limit - 1, TimestampNanoType()) is BELOW_MIN
-    assert bind(SCHEMA, col("tsn") < limit + 1) == AlwaysTrue()
-    assert bind(SCHEMA, col("tsn") > -limit - 1) == AlwaysTrue()
+    # true of every value, the nulls of the optional column aside
+    assert bind(SCHEMA, col("tsn") < limit + 1) == bind(SCHEMA, col("tsn").not_null())
+    assert bind(SCHEMA, col("tsn") > -limit - 1) == bind(SCHEMA, col("tsn").not_null())
     assert convert_literal(2**63, TimestampType()) is ABOVE_MAX
 
 

@@ -361,9 +361,9 @@ def test_nanosecond_instants_beyond_the_type_are_above_or_below_every_value(
     tmp_path: Path,
 ) -> None:
     """A timestamp_ns literal past 2262 or before 1677, written as a datetime, a date or an
-    ISO string, filters as an integer or datetime64 of that instant does (true or false for
-    every row, nulls included, as Java binds them), in a day-partitioned and an unpartitioned
-    table; it failed the read."""
+    ISO string, filters as an integer or datetime64 of that instant does (true for every
+    value, a null compared with it false; or false for every row), in a day-partitioned and an
+    unpartitioned table; it failed the read."""
     import datetime as dt
 
     import numpy as np
@@ -383,12 +383,12 @@ def test_nanosecond_instants_beyond_the_type_are_above_or_below_every_value(
     for t in (plain, by_day):
         t.append(rows)
         for late in (dt.datetime(2500, 1, 1), dt.date(2500, 1, 1), "2500-01-01T00:00:00"):
-            assert _ids(t, col("tn") < late) == [1, 2, 3]
+            assert _ids(t, col("tn") < late) == [1, 2]
             assert _ids(t, col("tn") == late) == []
             assert _ids(t, col("tn") != late) == [1, 2, 3]
             assert _ids(t, col("tn") < late) == _ids(t, col("tn") < np.datetime64("2500-01-01"))
         for early in (dt.datetime(1000, 1, 1), "1000-01-01"):
-            assert _ids(t, col("tn") > early) == [1, 2, 3]
+            assert _ids(t, col("tn") > early) == [1, 2]
             assert _ids(t, col("tn").isin([early])) == []
     with pytest.raises(ValidationError, match="cannot convert literal"):
         bind(plain.schema(), col("tn") == np.timedelta64(5, "s"))  # was a TypeError

@@ -21,6 +21,7 @@ complement (``not (amount < 100000000000)`` selects the nulls).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
@@ -39,7 +40,6 @@ from icefloe.expressions.base import (
 )
 from icefloe.expressions.literals import ABOVE_MAX, BELOW_MIN, convert_literal
 from icefloe.types import (
-    DecimalType,
     DoubleType,
     FloatType,
     GeographyType,
@@ -167,8 +167,16 @@ class _Binder:
         except ValidationError as e:
             raise ValidationError(f"column {name!r}: {e}") from None
         if value is ABOVE_MAX or value is BELOW_MIN:
-            holds = (_ABOVE if value is ABOVE_MAX else _BELOW)[op]
-            if holds and op in _ORDERING and isinstance(t, DecimalType):
+            above = value is ABOVE_MAX
+            holds = (_ABOVE if above else _BELOW)[op]
+            if op in _ORDERING and isinstance(t, FloatType | DoubleType):
+                # beyond every finite value, short of the infinity, NaN above everything: the
+                # same rows as a comparison with that infinity
+                inf = math.inf if above else -math.inf
+                if holds:
+                    return BoundPredicate(Op.LT if above else Op.GT, ref, inf)
+                return BoundPredicate(Op.EQ, ref, inf)
+            if holds and op in _ORDERING:
                 # every value of the column compares so, but a null compares as nothing does
                 return AlwaysTrue() if field.required else BoundPredicate(Op.NOT_NULL, ref)
             return AlwaysTrue() if holds else AlwaysFalse()

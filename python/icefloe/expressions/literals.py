@@ -310,7 +310,10 @@ def _to_float(value: Any, t: IcebergType) -> float | OutOfRange:
         raise _bad(value, t)
     i = _integral(value)
     if i is not None:
-        f = float(i)
+        try:
+            f = float(i)
+        except OverflowError:  # beyond every double
+            return ABOVE_MAX if i > 0 else BELOW_MIN
     elif isinstance(value, float | Decimal) or (
         isinstance(value, numbers.Real) and type(value).__module__ == "numpy"
     ):
