@@ -372,6 +372,39 @@ def test_unpaired_surrogates_are_400_and_pairs_are_text(rest_server: RestServer)
     assert c.load_table("s1.t").metadata_location == t.metadata_location
 
 
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity", "-Infinity"])
+def test_numbers_json_cannot_hold_are_400(rest_server: RestServer, number: str) -> None:
+    """Python's JSON parser reads ``1e400`` as infinity and takes the bare ``NaN`` and
+    ``Infinity`` tokens: a double column's default of one was written into the table's
+    metadata, which strict JSON readers cannot parse."""
+    wh = new_warehouse()
+    c = RestCatalog("r", uri=rest_server.url, warehouse=wh)
+    c.create_namespace("s1")
+    field = '{"id": 1, "name": "d", "type": "double", "required": false, "initial-default": %s}'
+    raw = (
+        '{"name": "t", "schema": {"type": "struct", "schema-id": 0, "fields": [%s]}, '
+        '"properties": {"format-version": "3"}}' % (field % number)
+    ).encode()
+    reply = _call(rest_server.url, "POST", f"/v1/{wh}/namespaces/s1/tables", raw=raw)
+    assert "JSON cannot" in _error(reply, 400, "BadRequestException")
+    assert not c.table_exists("s1.t")
+    # a finite default is taken
+    ok = raw.replace(number.encode(), b"1.5e300")
+    status, _, body = _call(rest_server.url, "POST", f"/v1/{wh}/namespaces/s1/tables", raw=ok)
+    assert status == 200, body
+    assert c.load_table("s1.t").schema().find_field("d").initial_default == 1.5e300
+
+
+def test_defaults_json_cannot_hold_are_refused() -> None:
+    from icefloe.schema_rules import check_default_value
+    from icefloe.types import DoubleType, FloatType, NestedField
+
+    for value in (float("nan"), float("inf"), -float("inf")):
+        for t in (DoubleType(), FloatType()):
+            with pytest.raises(ValidationError, match="no JSON form"):
+                check_default_value(NestedField(1, "d", t, initial_default=value))
+
+
 # -- routes of the spec the server does not implement ------------------------------------------
 
 

@@ -31,6 +31,7 @@ exact multiples of 1000 ns. Geometry and geography bounds are points: see
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import uuid as _uuid
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -398,6 +399,8 @@ def from_json(type_: IcebergType, json_value: Any) -> Any:
         raise _bad(t, json_value, "not a JSON scalar")
     if isinstance(t, IntegerType | LongType) and isinstance(json_value, float):
         raise _bad(t, json_value, "expected a JSON integer")
+    if isinstance(json_value, float) and not math.isfinite(json_value):
+        raise _bad(t, json_value, "JSON numbers are finite: NaN and infinity have no JSON form")
     if isinstance(t, StringType | FixedType) and not isinstance(json_value, str):
         raise _bad(t, json_value, "expected a JSON string")
     return _from_physical(t, _native.value_from_json(str(t), json_value))

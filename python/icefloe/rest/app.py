@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -131,6 +132,27 @@ _WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_BODY_BYTES = 64 << 20  # a commit's JSON is far smaller; refuse anything beyond
 MAX_TOKEN_BODY_BYTES = 64 << 10  # a form of a few fields, read before any auth
 MAX_WAREHOUSES = 1000  # catalogs one server opens on demand (each holds a connection pool)
+
+
+class _NotFinite(ValueError):
+    """A number of the request body that is NaN or infinite."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(f"the number {text[:40]} (beyond a double)")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _parse_body(raw: bytes) -> Any:
+    """The JSON of a request body; NaN, Infinity and numbers beyond a double are refused
+    (RFC 8259 has no such numbers: metadata holding them is not JSON other readers parse)."""
+    return json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -444,7 +466,9 @@ def create_app(
                 413, error_body(413, "BadRequestException", "the request body is too large")
             )
         try:
-            body = json.loads(raw) if raw and request.method == "POST" else None
+            body = _parse_body(raw) if raw and request.method == "POST" else None
+        except _NotFinite as e:
+            return _error(ValidationError(f"the request body holds {e}, which JSON cannot"))
         except (ValueError, RecursionError):  # RecursionError: nested too deeply
             return _error(ValidationError("the request body is not valid JSON"))
         if body is not None and _lone_surrogate(raw, body):
