@@ -40,6 +40,15 @@ def test_embedded_default_is_sqlite_under_warehouse(tmp_path: Path) -> None:
     again.close()
 
 
+def test_properties_given_alone_extend_the_embedded_default(tmp_path: Path) -> None:
+    """``load_catalog(**props)`` (``icefloe -p k=v``) adds to the local default catalog."""
+    cat = load_catalog(**{"s3.region": "eu-west-1"})
+    assert isinstance(cat, SqlCatalog) and cat.name == "default"
+    assert cat.properties["s3.region"] == "eu-west-1"
+    assert cat.properties["warehouse"] == (tmp_path / "warehouse").as_uri()
+    cat.close()
+
+
 def test_yaml_file_env_and_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "conf.yaml"
     cfg.write_text(
@@ -85,6 +94,16 @@ def test_bad_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("ICEFLOE_CONFIG", str(bad))
     with pytest.raises(ValidationError, match=r"bad\.yaml"):
         load_catalog()
+    # a syntax error names the line, never quoting it: it may hold a password or key
+    leaky = tmp_path / "leaky.yaml"
+    leaky.write_text(
+        'catalog:\n  prod:\n    type: sql\n    uri: "postgresql://a:TopSecretPW@db:5432/x\n'
+    )
+    monkeypatch.setenv("ICEFLOE_CONFIG", str(leaky))
+    with pytest.raises(ValidationError, match=r"leaky\.yaml.*line \d+") as caught:
+        load_catalog("prod")
+    assert "TopSecretPW" not in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
     monkeypatch.delenv("ICEFLOE_CONFIG")
     with pytest.raises(ValidationError, match="unsupported catalog type"):
         load_catalog("x", type="nessie")

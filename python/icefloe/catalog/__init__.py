@@ -80,6 +80,8 @@ def load_catalog(name: str | None = None, **properties: str) -> Catalog:
         )
     if not configured:
         props = {"type": "sql"}
+    elif name == DEFAULT_CATALOG_NAME and "type" not in props and "uri" not in props:
+        props["type"] = "sql"  # the embedded default, with the properties given added
     kind = _infer_type(props)
     if kind == "sql":
         if "uri" not in props:

@@ -56,12 +56,22 @@ def read_config() -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ValidationError(f"cannot parse icefloe configuration {path}: {exc}") from exc
+        # PyYAML's message quotes the offending line, which may hold a password or key
+        raise ValidationError(f"cannot parse icefloe configuration {path}: {_where(exc)}") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
         raise ValidationError(f"icefloe configuration {path} must be a mapping")
     return loaded
+
+
+def _where(exc: Exception) -> str:
+    """What a YAML error found and where, without the text of the line."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or "invalid YAML"
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return str(problem)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
 
 
 def _env_key(raw: str) -> str:
