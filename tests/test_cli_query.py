@@ -542,3 +542,40 @@ def test_dates_python_cannot_hold_are_shown_as_text(tmp_path: Path) -> None:
     for command in ("stats", "files", "partitions", "describe", "health"):
         r = run(world, command, "db.far")
         assert r.exit_code == 0, (command, r.stderr)
+
+
+def test_ctrl_c_stops_a_long_sql_query(tmp_path: Path) -> None:
+    """DuckDB computes in C++, where Python never sees Ctrl-C: the query ran on until killed."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from support.cli import PYTHON_DIR, subprocess_command
+
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "NO_COLOR": "1"}
+    query = "select count(*) from range(100000000000) t(x) where x % 7 = 3"
+    p = subprocess.Popen(
+        [*subprocess_command(), "sql", query],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(4)  # started and computing
+        assert p.poll() is None
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode != 0 and "Aborted" in err
+
+
+def test_sql_on_names_of_four_parts_says_duckdb_cannot_name_them(world: CliWorld) -> None:
+    r = run(world, "sql", "select * from a.b.c.t")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "at most three parts" in r.stderr and "icefloe scan" in r.stderr

@@ -19,7 +19,7 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import IO, Any
 
 import click
@@ -560,6 +560,12 @@ def sql(
                 raise NoSuchTableError(f"sql: {error}") from None
             raise ValidationError(f"sql: {error}") from None
         except duckdb.Error as error:
+            if "NameListToString" in str(error):  # DuckDB's parser on a name of 4+ parts
+                raise UnsupportedFeatureError(
+                    "sql: DuckDB names have at most three parts (database.schema.table), so "
+                    "tables of namespaces deeper than two levels cannot be queried; read them "
+                    "with icefloe scan"
+                ) from None
             raise ValidationError(f"sql: {error}") from None
         if reader is not None:
             fmt = _output_format(fmt, as_json)
@@ -743,12 +749,56 @@ def _run_sql(con: Any, catalog: Any, query: str, streams: _Streams) -> pa.Record
     """Make the catalog's tables and views ``query`` names readable by DuckDB (see
     :class:`_Names`), run it."""
     _Names(con, catalog, streams).add_query(query)
-    result = con.sql(query)
-    if result is None:
+
+    def start() -> pa.RecordBatchReader | None:
+        result = con.sql(query)
+        if result is None:
+            return None
+        to_reader = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
+        reader: pa.RecordBatchReader = to_reader()
+        return reader
+
+    return _interruptible(con, start)
+
+
+def _interruptible(
+    con: Any, start: Callable[[], pa.RecordBatchReader | None]
+) -> pa.RecordBatchReader | None:
+    """``start()``'s reader, run and read on a worker thread: DuckDB computes in C++, where
+    Ctrl-C is never seen, so the main thread waits and, on Ctrl-C, interrupts the query."""
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as Pending
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="icefloe-sql")
+
+    def wait(fn: Callable[[], Any]) -> Any:
+        future = pool.submit(fn)
+        try:
+            while True:
+                with contextlib.suppress(Pending):
+                    return future.result(timeout=0.2)
+        except KeyboardInterrupt:
+            con.interrupt()
+            raise
+
+    try:
+        reader: pa.RecordBatchReader | None = wait(start)
+    except BaseException:
+        pool.shutdown(wait=False)
+        raise
+    if reader is None:
+        pool.shutdown(wait=False)
         return None
-    to_reader = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
-    reader: pa.RecordBatchReader = to_reader()
-    return reader
+    batches = iter(reader)
+
+    def read() -> Iterator[pa.RecordBatch]:
+        try:
+            while (batch := wait(lambda: next(batches, None))) is not None:
+                yield batch
+        finally:
+            pool.shutdown(wait=False)
+
+    return pa.RecordBatchReader.from_batches(reader.schema, read())
 
 
 def register(group: click.Group) -> None:
