@@ -141,7 +141,9 @@ def test_partition_statistics_kept_unregistered_ones_removed(tmp_path: Path) -> 
     assert t.partition_statistics() is not None
 
 
-def test_a_location_outside_the_table_is_refused(tmp_path: Path) -> None:
+def test_a_location_outside_the_table_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``location`` may narrow the listing to a directory of the table, never widen it: the
     warehouse root holds the catalog's database and other tables, a directory elsewhere
     someone else's files; nothing is listed or deleted there."""
@@ -171,7 +173,10 @@ def test_a_location_outside_the_table_is_refused(tmp_path: Path) -> None:
     stray = root / "data" / "stray.parquet"
     stray.write_bytes(b"x")
     _age(stray, 10)
-    for where in (f"file://{root}/data/", str(root)):  # inside the table: allowed
+    monkeypatch.chdir(tmp_path)
+    relative = os.path.relpath(root / "data", tmp_path)
+    # inside the table: allowed (a relative path from the working directory too)
+    for where in (f"file://{root}/data/", str(root), relative, f"./{relative}"):
         got = remove_orphan_files(
             FileIO(), table.metadata, table.metadata_location, location=where, dry_run=True
         )

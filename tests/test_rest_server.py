@@ -342,6 +342,15 @@ def test_command_line_reports_bad_configuration(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2
     assert b"ICEFLOE_NO_SUCH_VAR" in missing.stderr
+    for lifetime in ("0", "-5"):  # tokens that expire when issued: every client got 401
+        never = subprocess.run(
+            [sys.executable, "-m", "icefloe.rest", "--token-lifetime", lifetime],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert never.returncode == 2
+        assert b"not a number of seconds above zero" in never.stderr
     nodb = subprocess.run(
         [
             sys.executable,

@@ -99,6 +99,17 @@ def _serve(serve: Any, *args: Any, **kwargs: Any) -> None:
             raise _CannotStart() from None
 
 
+def _positive(text: str) -> int:
+    """A whole number of seconds above zero (a token lifetime of 0 or less expires at once)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds above zero")
+    return value
+
+
 def _port(text: str) -> int:
     """A ``--port`` value: a whole number from 0 to 65535 (else a usage error, as argparse
     reports one that is not a number)."""
@@ -140,7 +151,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") ->
         help="one catalog per ?warehouse=<name> of the clients, under the catalog's warehouse",
     )
     parser.add_argument(
-        "--token-lifetime", type=int, default=3600, help="seconds an OAuth2 token stays valid"
+        "--token-lifetime",
+        type=_positive,
+        default=3600,
+        help="seconds an OAuth2 token stays valid",
     )
     parser.add_argument(
         "--idempotency-lifetime",

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from icefloe.exceptions import ValidationError
+
 __all__ = ["Authenticator"]
 
 
@@ -69,6 +71,12 @@ class Authenticator:
         clients: Mapping[str, str] | None = None,
         token_lifetime_s: int = 3600,
     ) -> None:
+        if isinstance(token_lifetime_s, bool) or not isinstance(token_lifetime_s, int):
+            raise ValidationError(f"token_lifetime_s must be an int, got {token_lifetime_s!r}")
+        if token_lifetime_s < 1:
+            raise ValidationError(
+                f"token_lifetime_s must be at least one second, got {token_lifetime_s}"
+            )
         self._static = [_utf8(t) for t in tokens if t]
         self._clients = dict(clients or {})
         self.token_lifetime_s = token_lifetime_s

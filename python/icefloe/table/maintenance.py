@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -237,6 +238,16 @@ def _hidden_below(root: str, locations: pa.Array, metadata: TableMetadata) -> pa
     return locations.filter(pc.and_(any_hidden, pc.invert(leftover)))
 
 
+def _from_working_directory(location: str) -> str:
+    """A relative local path joined to the working directory, its ``.`` segments dropped
+    (``..`` kept, for the check that refuses it); URIs and absolute paths as given."""
+    location = os.path.expanduser(location)
+    if "://" in location or location.startswith("/"):
+        return location
+    relative = "/".join(part for part in location.split("/") if part != ".")
+    return os.path.join(os.getcwd(), relative)
+
+
 def remove_orphan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -287,6 +298,7 @@ def remove_orphan_files(
     own_meta = metadata_location(metadata.location, metadata.properties)
     own_data = data_location(metadata.location, metadata.properties)
     if location:
+        location = _from_working_directory(location)
         _check_own_location(location, [metadata.location, own_data, own_meta])
     roots = (
         [location]
