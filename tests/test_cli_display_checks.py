@@ -362,3 +362,30 @@ def test_partitions_fit_long_labels_without_cutting_columns(tmp_path: Path) -> N
             assert len(set(bars)) == 3, (width, r.stdout)  # 4000/2000/1000
         else:
             assert "█" not in r.stdout and all(line.split()[-1] == "-" for line in rows)
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_pictures_draw_with_ascii_stand_ins_where_the_terminal_lacks_their_characters(
+    world: CliWorld, encoding: str
+) -> None:
+    """An ASCII or Latin-1 terminal: the commands drawing with ·, ●, █ or ─ failed with
+    UnicodeEncodeError; machine formats stay exact (JSON escapes what is not ASCII)."""
+    import os
+    import subprocess
+
+    from support.cli import PYTHON_DIR, subprocess_command
+
+    env = {**os.environ, **world.env, "COLUMNS": "100", "NO_COLOR": "1"}
+    env.update(PYTHONPATH=str(PYTHON_DIR), PYTHONIOENCODING=encoding)
+
+    def icefloe(*args: str) -> tuple[int, str, str]:
+        p = subprocess.run(
+            [*subprocess_command(), *args], env=env, capture_output=True, timeout=120
+        )
+        return p.returncode, p.stdout.decode(encoding), p.stderr.decode(encoding)
+
+    for command in ("snapshots", "partitions", "files", "health", "describe"):
+        code, _, err = icefloe(command, "db.events")
+        assert code == 0 and "UnicodeEncodeError" not in err, (command, err)
+    code, out, _ = icefloe("snapshots", "db.events", "--json")
+    assert code == 0 and json.loads(out)

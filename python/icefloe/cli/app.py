@@ -9,7 +9,9 @@ click commands.
 
 from __future__ import annotations
 
+import codecs
 import importlib
+import io
 import os
 import re
 import sys
@@ -205,6 +207,34 @@ for _module in COMMAND_MODULES:
     importlib.import_module(_module).register(cli)
 
 
+#: ASCII stand-ins for the characters the pictures draw with, on a terminal whose encoding
+#: lacks them (rich swaps its own box characters; these are icefloe's).
+_STAND_INS = {
+    "·": ".", "…": "...", "◆": "*", "●": "*", "▲": "^", "█": "#", "▉": "#", "▊": "#",
+    "▋": "#", "▌": "#", "▍": "#", "▎": "#", "▏": "|", "─": "-", "│": "|", "├": "+",
+    "┤": "+", "╰": "`", "≥": ">=", "≤": "<=", "→": "->", "—": "--", "–": "-", "×": "x",
+    "⎇": "*",
+}  # fmt: skip
+
+
+def _stand_in(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    return "".join(_STAND_INS.get(c, "?") for c in text), error.end
+
+
+def _encodable_output() -> None:
+    """Make stdout and stderr write what their encoding lacks as ASCII stand-ins instead of
+    failing (an ASCII or Latin-1 terminal, ``PYTHONIOENCODING=ascii``)."""
+    codecs.register_error("icefloe-ascii", _stand_in)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if isinstance(stream, io.TextIOWrapper) and encoding not in ("utf8", "utf16", "utf32"):
+            stream.reconfigure(errors="icefloe-ascii")
+
+
 def main() -> None:
     """The console-script entry point."""
+    _encodable_output()
     cli(prog_name="icefloe")
