@@ -579,3 +579,17 @@ def test_sql_on_names_of_four_parts_says_duckdb_cannot_name_them(world: CliWorld
     r = run(world, "sql", "select * from a.b.c.t")
     assert r.exit_code == EXIT_BAD_INPUT
     assert "at most three parts" in r.stderr and "icefloe scan" in r.stderr
+
+
+def test_nested_values_in_the_table_format_read_as_json(world: CliWorld) -> None:
+    """Structs, maps, lists and booleans were Python reprs ({'x': 1, 'y': None}, True) beside
+    top-level nulls written as null."""
+    query = (
+        "select {'x': 1, 'y': null} as s, map(['k'], ['v']) as m, [1, null] as l, true as b, "
+        "{'name': 'é'} as u"
+    )
+    r = run(world, "sql", query, width=160)
+    assert r.exit_code == 0, r.stderr
+    row = r.stdout.splitlines()[2]
+    for cell in ('{"x": 1, "y": null}', '[["k", "v"]]', "[1, null]", "true", '{"name": "é"}'):
+        assert cell in row, row

@@ -55,6 +55,9 @@ def _cell(value: Any) -> str:
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return format(value, "f")  # plain notation: 0.0000000000, not 0E-10
+    if isinstance(value, bool | dict | list | tuple):
+        # nested values as the JSON output writes them (a map as [[key, value], ...])
+        return dumps(value, ensure_ascii=False)
     return str(value)
 
 

@@ -117,10 +117,16 @@ class Output:
         sys.stdout.flush()
 
 
-def dumps(document: Any, indent: int | None = None) -> str:
+def dumps(document: Any, indent: int | None = None, *, ensure_ascii: bool = True) -> str:
     """``document`` as strict JSON (see :func:`json_safe`): dates and times in ISO 8601, other
     values JSON has no type for (decimals, uuids) as their strings."""
-    return json.dumps(json_safe(document), indent=indent, default=_json_default, allow_nan=False)
+    return json.dumps(
+        json_safe(document),
+        indent=indent,
+        default=_json_default,
+        allow_nan=False,
+        ensure_ascii=ensure_ascii,
+    )
 
 
 def json_safe(value: Any) -> Any:
