@@ -8,9 +8,10 @@ need the ``server`` extra (``pip install 'icefloe[server]'``); without it they r
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from icefloe.exceptions import MissingDependencyError, ValidationError
 from icefloe.rest.browsers import allowed_hosts_for
@@ -102,14 +103,22 @@ def serve(
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("icefloe.rest").setLevel(level)
     auth = "bearer token" if tokens or clients else "no auth"
-    logging.getLogger("icefloe.rest").info(
-        "serving catalog %r (%s) on http://%s:%d with %s",
-        cat.name,
-        type(cat).__name__,
-        host,
-        port,
-        auth,
-    )
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            bound = port  # the port the system chose for port 0
+            with contextlib.suppress(AttributeError, IndexError, OSError):
+                bound = self.servers[0].sockets[0].getsockname()[1]
+            logging.getLogger("icefloe.rest").info(
+                "serving catalog %r (%s) on http://%s:%d with %s",
+                cat.name,
+                type(cat).__name__,
+                host,
+                bound,
+                auth,
+            )
+
     config = uvicorn.Config(
         app,
         host=host,
@@ -118,7 +127,35 @@ def serve(
         log_level=log_level.lower(),
         log_config=None,
     )
-    uvicorn.Server(config).run()
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again: that
+    # is the stop asked for, not a failure (no "Aborted!", exit 0)
+    with _sigterm_raises(), contextlib.suppress(KeyboardInterrupt, _Terminated):
+        Server(config).run()
+
+
+class _Terminated(Exception):
+    """SIGTERM was received."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`_Terminated` meanwhile (in the main thread; elsewhere signals
+    cannot be handled and nothing changes)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class BackgroundServer:
