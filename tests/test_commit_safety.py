@@ -419,3 +419,46 @@ def test_a_lost_sql_multi_table_commit_is_settled_by_its_pointers(
     _assert_intact(cat, "db.a")
     _assert_intact(cat, "db.b")
     cat.close()
+
+
+def test_a_database_locked_past_its_busy_timeout_is_not_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another connection holds the SQLite catalog's write lock: each attempt waits the whole
+    busy timeout (60 s) and nothing is committed, so retrying at once waited five times as
+    long before failing."""
+    import sqlite3
+
+    from sqlalchemy import create_engine
+
+    db = tmp_path / "c.db"
+    cat = SqlCatalog("s", uri=f"sqlite:///{db}", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    t.set_properties(**{"commit.retry.num-retries": "4", "commit.retry.min-wait-ms": "1"})
+    cat.engine.dispose()  # a short busy timeout, for the test
+    cat.engine = create_engine(
+        cat.engine.url, connect_args={"timeout": 0.2, "check_same_thread": False}
+    )
+    swaps = 0
+    swap = cat._swap_pointer
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        nonlocal swaps
+        swaps += 1
+        swap(*args, **kwargs)
+
+    monkeypatch.setattr(cat, "_swap_pointer", counted)
+    other = sqlite3.connect(db, timeout=0, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a writer holding the lock; readers go on
+    try:
+        with pytest.raises(CommitFailedError, match="database is locked"):
+            t.set_properties(k="v")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert swaps == 1
+    assert "k" not in cat.load_table("db.t").properties
+    t.refresh().set_properties(k="v")  # lock gone: commits
+    assert cat.load_table("db.t").properties["k"] == "v"
+    cat.close()

@@ -177,6 +177,10 @@ class ScanPlanningError(IcebergError):
 class CommitFailedError(IcebergError):
     """A commit lost a race with another writer; it is safe to refresh and retry."""
 
+    #: False when nothing was committed but retrying at once cannot help (the catalog
+    #: database stayed locked through its whole busy timeout): the commit loop gives up.
+    retryable: bool = True
+
 
 class CommitConflictError(IcebergError):
     """A commit conflicts with a change another writer committed; retrying cannot succeed."""

@@ -75,9 +75,9 @@ def run_commit(
             new = apply_updates(base, ups, base_location)
             location = write_and_swap(base, base_location, new)
             return CommitResult(new, location), base, base_location
-        except CommitFailedError:
+        except CommitFailedError as exc:
             attempt += 1
-            if attempt > policy.num_retries:
+            if attempt > policy.num_retries or not exc.retryable:
                 raise
             wait = policy.wait_ms(attempt) / 1000.0
             if time.monotonic() + wait > deadline:

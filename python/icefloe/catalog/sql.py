@@ -570,9 +570,14 @@ class SqlCatalog(MetastoreCatalog):
                 ) from exc
             if happened:
                 return
-            raise read_only_error(self.name, exc, self.engine) or CommitFailedError(
+            failed = CommitFailedError(
                 f"commit of {'.'.join(identifier)!r} failed in the database: {brief(exc)}"
-            ) from exc
+            )
+            if "database is locked" in str(exc):
+                # SQLite waited its whole busy timeout for another connection's lock: trying
+                # again at once would wait as long again, attempt after attempt
+                failed.retryable = False
+            raise read_only_error(self.name, exc, self.engine) or failed from exc
         if rowcount != 1:
             raise CommitFailedError(
                 f"{kind.lower()} {'.'.join(identifier)!r} was changed by another writer "
