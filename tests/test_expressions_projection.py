@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from icefloe.expressions import (
     AlwaysFalse,
-    AlwaysTrue,
     BooleanExpression,
     BoundPredicate,
     Op,

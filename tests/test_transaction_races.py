@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -198,6 +199,18 @@ def test_compaction_after_another_change_is_not_rebuilt_with_stale_sequence_numb
     assert {r["part"] for r in rows} == {"a"}  # nothing of the transaction landed
 
 
+def _copy_rows(tx: Any, change: str, row: int) -> None:
+    """A change of ``tx`` that copies the rows of the file holding id ``row``."""
+    if change == "rewrite_data_files":
+        tx.rewrite_data_files()
+    elif change == "upsert":
+        tx.upsert(_rows([row], "u"), join_cols=["id"])
+    elif change == "cow_delete":
+        tx.delete(f"id = {row}")
+    else:
+        tx.overwrite(_rows([60]), f"id = {row}")
+
+
 @pytest.mark.parametrize("second", ["rewrite_data_files", "upsert", "cow_delete", "cow_overwrite"])
 def test_v3_rows_copied_from_an_earlier_change_keep_unique_row_ids(
     tmp_path: Path, second: str
@@ -208,14 +221,7 @@ def test_v3_rows_copied_from_an_earlier_change_keep_unique_row_ids(
     a, b = _plain(tmp_path, "3", **{"write.delete.mode": "copy-on-write"})
     tx = a.transaction()
     tx.append(_rows([50, 51]))
-    if second == "rewrite_data_files":
-        tx.rewrite_data_files()
-    elif second == "upsert":
-        tx.upsert(_rows([50], "u"), join_cols=["id"])
-    elif second == "cow_delete":
-        tx.delete("id = 50")
-    else:
-        tx.overwrite(_rows([60]), "id = 50")
+    _copy_rows(tx, second, 50)
     b.append(_rows([100, 101]))
     with pytest.raises(CommitConflictError, match="renumbered"):
         tx.commit_transaction()
@@ -239,14 +245,7 @@ def test_v3_rows_of_an_upgraded_table_numbered_by_an_earlier_change_keep_unique_
     b.refresh()
     tx = a.transaction()
     tx.append(_rows([50]))
-    if second == "rewrite_data_files":
-        tx.rewrite_data_files()
-    elif second == "upsert":
-        tx.upsert(_rows([1], "u"), join_cols=["id"])
-    elif second == "cow_delete":
-        tx.delete("id = 1")
-    else:
-        tx.overwrite(_rows([60]), "id = 1")
+    _copy_rows(tx, second, 1)
     b.append(_rows([100, 101]))
     with pytest.raises(CommitConflictError, match="renumbered"):
         tx.commit_transaction()

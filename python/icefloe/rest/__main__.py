@@ -99,27 +99,26 @@ def _serve(serve: Any, *args: Any, **kwargs: Any) -> None:
             raise _CannotStart() from None
 
 
-def _positive(text: str) -> int:
-    """A whole number of seconds above zero (a token lifetime of 0 or less expires at once)."""
+def _whole(text: str, lowest: int, highest: int | None, what: str) -> int:
+    """A whole number from ``lowest`` to ``highest`` (else a usage error, as argparse reports
+    one that is not a number)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds above zero")
+    if value < lowest or (highest is not None and value > highest):
+        raise argparse.ArgumentTypeError(f"{value} is not {what}")
     return value
 
 
+def _positive(text: str) -> int:
+    """A token lifetime: seconds above zero (one of 0 or less expires when issued)."""
+    return _whole(text, 1, None, "a number of seconds above zero")
+
+
 def _port(text: str) -> int:
-    """A ``--port`` value: a whole number from 0 to 65535 (else a usage error, as argparse
-    reports one that is not a number)."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535)")
-    return port
+    """A ``--port`` value: 0 (any free port) to 65535."""
+    return _whole(text, 0, 65535, "a port number (0 to 65535)")
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m icefloe.rest") -> int:
