@@ -211,6 +211,19 @@ def _copy_rows(tx: Any, change: str, row: int) -> None:
         tx.overwrite(_rows([60]), f"id = {row}")
 
 
+def _refused_after_a_concurrent_append(tx: Any, a: Table, b: Table) -> None:
+    """``b`` appends ids 100 and 101; ``tx`` (of ``a``) then fails as renumbered, and the
+    table holds those rows beside the first three, each with a row id of its own."""
+    b.append(_rows([100, 101]))
+    with pytest.raises(CommitConflictError, match="renumbered"):
+        tx.commit_transaction()
+    a.refresh()
+    got = a.scan(selected_fields=("id", "_row_id")).to_arrow()
+    assert sorted(got.column("id").to_pylist()) == [1, 2, 3, 100, 101]
+    row_ids = got.column("_row_id").to_pylist()
+    assert None not in row_ids and len(set(row_ids)) == len(row_ids)
+
+
 @pytest.mark.parametrize("second", ["rewrite_data_files", "upsert", "cow_delete", "cow_overwrite"])
 def test_v3_rows_copied_from_an_earlier_change_keep_unique_row_ids(
     tmp_path: Path, second: str
@@ -222,14 +235,7 @@ def test_v3_rows_copied_from_an_earlier_change_keep_unique_row_ids(
     tx = a.transaction()
     tx.append(_rows([50, 51]))
     _copy_rows(tx, second, 50)
-    b.append(_rows([100, 101]))
-    with pytest.raises(CommitConflictError, match="renumbered"):
-        tx.commit_transaction()
-    a.refresh()
-    got = a.scan(selected_fields=("id", "_row_id")).to_arrow()
-    assert sorted(got.column("id").to_pylist()) == [1, 2, 3, 100, 101]
-    row_ids = got.column("_row_id").to_pylist()
-    assert len(set(row_ids)) == len(row_ids)
+    _refused_after_a_concurrent_append(tx, a, b)
 
 
 @pytest.mark.parametrize("second", ["rewrite_data_files", "upsert", "cow_delete", "cow_overwrite"])
@@ -246,14 +252,7 @@ def test_v3_rows_of_an_upgraded_table_numbered_by_an_earlier_change_keep_unique_
     tx = a.transaction()
     tx.append(_rows([50]))
     _copy_rows(tx, second, 1)
-    b.append(_rows([100, 101]))
-    with pytest.raises(CommitConflictError, match="renumbered"):
-        tx.commit_transaction()
-    a.refresh()
-    got = a.scan(selected_fields=("id", "_row_id")).to_arrow()
-    assert sorted(got.column("id").to_pylist()) == [1, 2, 3, 100, 101]
-    row_ids = got.column("_row_id").to_pylist()
-    assert None not in row_ids and len(set(row_ids)) == len(row_ids)
+    _refused_after_a_concurrent_append(tx, a, b)
 
 
 def test_v2_copy_on_write_after_an_append_is_rebuilt(tmp_path: Path) -> None:

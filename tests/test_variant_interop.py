@@ -123,10 +123,26 @@ def test_duckdb_reads_icefloe_variants(tmp_path: Path, duckdb_con: Any) -> None:
     assert got[0] == {"a": 1, "b": [True, None, "x"], "c": {"d": -2.5}}
 
 
-@pytest.mark.interop
-def test_duckdb_shredded_parquet_reads_as_duckdb_values(tmp_path: Path, duckdb_con: Any) -> None:
+def _duckdb_file_added(
+    tmp_path: Path, con: Any, rows: str, id_type: Any
+) -> tuple[Any, dict[int, str | None]]:
+    """DuckDB's Parquet file of ``rows`` (``id``, variant ``v``; ``tmp_path/duck.parquet``)
+    added to a new v3 table; the table and DuckDB's JSON of each row by id."""
     from icefloe.catalog.hadoop import HadoopCatalog
 
+    path = tmp_path / "duck.parquet"
+    con.execute(f"COPY ({rows}) TO '{path}' (FIELD_IDS {{id: 1, v: 2}})")
+    want = dict(con.execute(f"SELECT id, v::JSON::VARCHAR FROM '{path}'").fetchall())
+    cat = HadoopCatalog("d", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    schema = Schema(NestedField(1, "id", id_type), NestedField(2, "v", VariantType()))
+    t = cat.create_table("db.t", schema, format_version=3)
+    t.add_files([str(path)])
+    return t, want
+
+
+@pytest.mark.interop
+def test_duckdb_shredded_parquet_reads_as_duckdb_values(tmp_path: Path, duckdb_con: Any) -> None:
     path = tmp_path / "duck.parquet"
     rows = (
         "SELECT i::INT AS id, CASE WHEN i % 4 = 3 THEN NULL ELSE "
@@ -135,14 +151,8 @@ def test_duckdb_shredded_parquet_reads_as_duckdb_values(tmp_path: Path, duckdb_c
         "UNION ALL SELECT 100, '\"a string\"'::JSON::VARIANT "
         'UNION ALL SELECT 101, \'{"a": "not an int", "z": 1.5}\'::JSON::VARIANT'
     )
-    duckdb_con.execute(f"COPY ({rows}) TO '{path}' (FIELD_IDS {{id: 1, v: 2}})")
+    t, want = _duckdb_file_added(tmp_path, duckdb_con, rows, IntegerType())
     assert "typed_value" in str(pq.read_schema(path))  # DuckDB shreds what it writes
-    want = dict(duckdb_con.execute(f"SELECT id, v::JSON::VARCHAR FROM '{path}'").fetchall())
-    cat = HadoopCatalog("d", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    schema = Schema(NestedField(1, "id", IntegerType()), NestedField(2, "v", VariantType()))
-    t = cat.create_table("db.t", schema, format_version=3)
-    t.add_files([str(path)])
     got = _icefloe_json(t)
     assert got == {k: None if v is None else json.loads(v) for k, v in want.items()}
     assert got[1] == {"a": 1, "b": "s1", "c": [1, None]} and got[3] is None
@@ -155,20 +165,11 @@ def test_duckdb_metadata_marked_sorted_over_unsorted_names_is_read(
     """DuckDB 1.5 sets the metadata's sorted flag over a dictionary in first-seen order (here
     x, w, y, z, q); it reads its own file, and so does icefloe (the flag only speeds up
     lookups by name). The rows icefloe keeps carry metadata without the false flag."""
-    from icefloe.catalog.hadoop import HadoopCatalog
-
-    path = tmp_path / "duck.parquet"
     rows = (
         "SELECT i::BIGINT AS id, {'x': [{'y': i, 'z': [i::TINYINT, 2::SMALLINT]}], "
         "'w': {'q': 'str'}}::VARIANT AS v FROM range(6) t(i)"
     )
-    duckdb_con.execute(f"COPY ({rows}) TO '{path}' (FIELD_IDS {{id: 1, v: 2}})")
-    want = dict(duckdb_con.execute(f"SELECT id, v::JSON::VARCHAR FROM '{path}'").fetchall())
-    cat = HadoopCatalog("d", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "v", VariantType()))
-    t = cat.create_table("db.t", schema, format_version=3)
-    t.add_files([str(path)])
+    t, want = _duckdb_file_added(tmp_path, duckdb_con, rows, LongType())
     got = _icefloe_json(t)
     assert got == {k: json.loads(v) for k, v in want.items()}
     assert got[2] == {"x": [{"y": 2, "z": [2, 2]}], "w": {"q": "str"}}
