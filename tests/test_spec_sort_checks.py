@@ -305,3 +305,20 @@ def test_rename_v1_void_field_to_its_source_name_is_allowed(tmp_path: Path) -> N
         u.rename_field("s_trunc_2", "s")
     (f,) = t.refresh().spec().fields
     assert (f.name, str(f.transform)) == ("s", "void")
+
+
+@pytest.mark.parametrize("format_version", [1, 2])
+def test_a_second_void_field_of_one_column_is_a_conflict(
+    tmp_path: Path, format_version: int
+) -> None:
+    """As in the reference, a void field of a column the spec already has a void field of is
+    a duplicate, whatever its name (it used to recycle the old field's id into the new spec)."""
+    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "s", StringType()))
+    t = catalog(tmp_path).create_table("ns.t", schema, format_version=format_version)
+    with t.update_spec() as u:
+        u.add_field("id", "void", "v1")
+    for name in ("v1", "v2", None):
+        conflict = pytest.raises(ValidationError, match="conflicts with existing field 'v1'")
+        with conflict, t.update_spec() as u:
+            u.add_field("id", "void", name)
+    assert [f.name for f in t.refresh().spec().fields] == ["v1"]

@@ -132,11 +132,7 @@ class UpdateSpec(PendingUpdate):
                 self._renames[existing.name] = name
             self._deletes.discard(existing.field_id)
             return self
-        if (
-            existing is not None
-            and existing.field_id not in self._deletes
-            and not existing.transform.is_void
-        ):
+        if existing is not None and existing.field_id not in self._deletes:
             raise ValidationError(
                 f"cannot add partition field {tr}({source}): conflicts with existing field "
                 f"{existing.name!r} ({existing.transform})"
