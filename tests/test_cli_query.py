@@ -107,6 +107,9 @@ def test_scan_since_reads_the_rows_appended_after_a_snapshot(world: CliWorld) ->
     r = run(world, "scan", "db.events", "--since", str(v1), "--until", str(chain[0]))
     assert r.exit_code == EXIT_BAD_INPUT, r.stderr
     assert "not an ancestor" in r.stderr
+    r = run(world, "scan", "db.events", "--since", "12345")
+    assert r.exit_code == EXIT_NOT_FOUND, r.stderr
+    assert "12345 is not in the table's metadata" in r.stderr
 
 
 def test_scan_changes_prints_the_changelog(world: CliWorld) -> None:
@@ -192,6 +195,9 @@ def test_sql_over_catalog_tables(world: CliWorld) -> None:
     )
     assert _lines(r.stdout) == [{"n": data.num_rows}]
     r = run(world, "sql", "select * from db.missing")
+    assert r.exit_code == EXIT_NOT_FOUND
+    assert r.stderr.strip() == "error: sql: no table or view db.missing in catalog"
+    r = run(world, "sql", "select * from missing")  # a one-part name: DuckDB's words
     assert r.exit_code == EXIT_NOT_FOUND and r.stderr.startswith("error: sql: Catalog Error")
     r = run(world, "sql", "selec 1")
     assert r.exit_code == EXIT_BAD_INPUT and r.stderr.startswith("error: sql: Parser Error")

@@ -29,7 +29,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
-from icefloe.cli.names import quote_part, quoted_part, select_list
+from icefloe.cli.names import quote_part, quoted_part, select_list, show_name
 from icefloe.cli.render import dumps, literal, open_output
 from icefloe.exceptions import (
     MissingDependencyError,
@@ -552,11 +552,12 @@ def sql(
     con = duckdb.connect()
     streams = _Streams()
     reader = None
+    names = _Names(con, catalog, streams)
     try:
         try:
-            reader = _run_sql(con, catalog, query, streams)
+            reader = _run_sql(names, query)
         except duckdb.CatalogException as error:
-            raise NoSuchTableError(f"sql: {error}") from None
+            raise NoSuchTableError(_missing_message(names.missing, error)) from None
         except duckdb.BinderException as error:
             # a three-part name the catalog has no table for: DuckDB misses its database
             if _MISSING_DATABASE.search(str(error)):
@@ -578,6 +579,15 @@ def sql(
             reader.close()
         streams.close()
         con.close()
+
+
+def _missing_message(missing: list[tuple[str, ...]], error: Exception) -> str:
+    """The error for a query DuckDB found a name missing in: the names of the query the catalog
+    has no table or view for (DuckDB's own words otherwise speak of its schemas)."""
+    if not missing or "does not exist" not in str(error):
+        return f"sql: {error}"
+    listed = ", ".join(show_name(parts) for parts in missing)
+    return f"sql: no table or view {listed} in catalog"
 
 
 def _batches(
@@ -681,6 +691,8 @@ class _Names:
         self.con, self.catalog, self.streams = con, catalog, streams
         self.done: set[tuple[str, ...]] = set()
         self.attached: set[str] = set()
+        #: names of two or more parts the catalog has no table or view for
+        self.missing: list[tuple[str, ...]] = []
 
     def add_query(self, query: str) -> None:
         for parts in _referenced_tables(query):
@@ -697,6 +709,8 @@ class _Names:
         elif _is_view(self.catalog, parts):
             self._add_view(parts, chain)
         else:
+            if parts not in self.missing:
+                self.missing.append(parts)
             return
         self.done.add(parts)
 
@@ -748,10 +762,11 @@ def _quoted(parts: tuple[str, ...]) -> str:
     return ".".join(quote_part(p) for p in parts)
 
 
-def _run_sql(con: Any, catalog: Any, query: str, streams: _Streams) -> pa.RecordBatchReader | None:
+def _run_sql(names: _Names, query: str) -> pa.RecordBatchReader | None:
     """Make the catalog's tables and views ``query`` names readable by DuckDB (see
     :class:`_Names`), run it."""
-    _Names(con, catalog, streams).add_query(query)
+    con = names.con
+    names.add_query(query)
 
     def start() -> pa.RecordBatchReader | None:
         result = con.sql(query)

@@ -104,6 +104,11 @@ def snapshots_between(
             found = True
             break
     if not found:
+        if from_snapshot_id is not None and md.snapshot_by_id(from_snapshot_id) is None:
+            raise NoSuchSnapshotError(
+                f"starting snapshot {from_snapshot_id} is not in the table's metadata nor the "
+                f"parent of a snapshot on the history of {to_snapshot_id}"
+            )
         raise ValidationError(
             f"starting snapshot (exclusive) {from_snapshot_id} is not an ancestor of the end "
             f"snapshot {to_snapshot_id} (nor the parent of one)"
