@@ -12,6 +12,7 @@ import pytest
 
 import icefloe
 from icefloe.catalog.hadoop import HadoopCatalog
+from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import (
     CorruptFileError,
     NoSuchTableError,
@@ -112,6 +113,21 @@ def test_errors_name_the_location(tmp_path: Path) -> None:
     (tmp_path / "bad.metadata.json").write_text("{not json")
     with pytest.raises(CorruptFileError, match=r"bad\.metadata\.json"):
         StaticTable.from_metadata(str(tmp_path / "bad.metadata.json"))
+
+
+def test_a_catalog_tables_directory_points_to_its_catalog(tmp_path: Path) -> None:
+    """A SQL catalog's table directory has no current version of its own: the error says to
+    open the table through its catalog or to name a metadata file, and names the newest."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    table = cat.create_table("db.t", SCHEMA)
+    for i in range(11):  # numbers past 9: the newest is found by number, not by name
+        table.set_properties(step=str(i))
+    newest = table.refresh().metadata_location.rsplit("/", 1)[-1]
+    assert newest.startswith("00011-")
+    with pytest.raises(NoSuchTableError, match="open the table by its name") as info:
+        StaticTable.from_metadata(str(tmp_path / "wh" / "db" / "t"))
+    assert str(info.value).endswith(f"/metadata/{newest})")
 
 
 def test_static_tables_are_read_only(tmp_path: Path) -> None:

@@ -83,9 +83,7 @@ def resolve_metadata_location(location: str, io: FileIO) -> str:
             if not is_dir and (m := _HADOOP_FILE.match(name.rsplit("/", 1)[-1]))
         ]
         if not versions:
-            raise NoSuchTableError(
-                f"{meta_dir} has no usable {VERSION_HINT} and no v<N>.metadata.json files"
-            )
+            raise NoSuchTableError(_no_versions_message(io, meta_dir))
         version = max(versions)
     # The hint may lag behind a commit whose hint update failed: look ahead, as Java does.
     while _version_file(io, meta_dir, version + 1) is not None:
@@ -94,6 +92,28 @@ def resolve_metadata_location(location: str, io: FileIO) -> str:
     if found is None:  # listed a moment ago but gone now
         raise NoSuchTableError(f"{meta_dir}: version {version} disappeared while loading")
     return found
+
+
+_CATALOG_FILE = re.compile(r"^(\d+)-.*\.metadata\.json(\.gz)?$")
+
+
+def _no_versions_message(io: FileIO, meta_dir: str) -> str:
+    """Why ``meta_dir`` names no current version; for the directory of a catalog's table
+    (``NNNNN-<uuid>.metadata.json`` files), what to open instead: the newest-numbered file is
+    only a guess, since a commit that failed may have left a newer one behind."""
+    named = sorted(
+        (int(m.group(1)), base)
+        for name, is_dir in io.list_dir(meta_dir)
+        if not is_dir and (m := _CATALOG_FILE.match(base := name.rsplit("/", 1)[-1]))
+    )
+    text = f"{meta_dir} has no usable {VERSION_HINT} and no v<N>.metadata.json files"
+    if not named:
+        return text
+    return (
+        f"{text}: it is the directory of a catalog's table, whose catalog knows its current "
+        f"metadata file; open the table by its name in the catalog, or name a metadata file "
+        f"(the newest-numbered one here is {meta_dir}/{named[-1][1]})"
+    )
 
 
 def _read_metadata(location: str, io: FileIO) -> TableMetadata:
