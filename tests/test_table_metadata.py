@@ -455,6 +455,22 @@ def test_v3_requires_next_row_id() -> None:
         TableMetadata.from_json(obj)
 
 
+def test_next_row_id_must_be_above_every_assigned_row_id() -> None:
+    """The spec's ``next-row-id`` is higher than every assigned row id: metadata whose
+    snapshot assigned ids at or past it would make the next writer hand them out again."""
+    obj = _mutated("TableMetadataV2Valid.json", format_version=3, next_row_id=15)
+    for snap in obj["snapshots"]:
+        snap.update({"first-row-id": 0, "added-rows": 0})
+    snap = obj["snapshots"][-1]
+    snap.update({"first-row-id": 10, "added-rows": 5})
+    assert TableMetadata.from_json(obj).next_row_id == 15
+    obj["next-row-id"] = 14
+    with pytest.raises(
+        ValidationError, match=r"assigns row ids up to 14, at or beyond next-row-id 14"
+    ):
+        TableMetadata.from_json(obj)
+
+
 def test_v2_snapshot_requires_manifest_list() -> None:
     obj = raw(JAVA / "TableMetadataV2Valid.json")
     del obj["snapshots"][0]["manifest-list"]

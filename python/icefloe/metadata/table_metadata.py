@@ -192,6 +192,17 @@ class TableMetadata:
                     f"snapshot {s.snapshot_id} has sequence-number {s.sequence_number} greater "
                     f"than last-sequence-number {self.last_sequence_number}"
                 )
+            if (
+                self.next_row_id is not None
+                and s.first_row_id is not None
+                and s.first_row_id + (s.added_rows or 0) > self.next_row_id
+            ):
+                # a writer on top would hand out row ids this snapshot already assigned
+                raise ValidationError(
+                    f"snapshot {s.snapshot_id} assigns row ids up to "
+                    f"{s.first_row_id + (s.added_rows or 0) - 1}, at or beyond next-row-id "
+                    f"{self.next_row_id}"
+                )
         for name, ref in self.refs.items():
             if ref.snapshot_id not in by_id:
                 raise ValidationError(
