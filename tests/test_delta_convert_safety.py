@@ -6,13 +6,22 @@ future, field ids out of range, files that are not Parquet) are typed errors."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import icefloe.delta
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import CorruptFileError, DeltaLogError, ValidationError
+from icefloe.delta.target import DirectoryCatalog
+from icefloe.exceptions import (
+    CommitStateUnknownError,
+    CorruptFileError,
+    DeltaLogError,
+    ValidationError,
+)
 from support.delta import fixture
 
 
@@ -101,3 +110,86 @@ def test_the_file_check_names_a_file_that_is_not_parquet(tmp_path: Path) -> None
     (root / live).write_bytes(b"not parquet at all")
     with pytest.raises(CorruptFileError, match="not a readable Parquet file"):
         icefloe.delta.check_iceberg_compat_v3(str(root), files=True)
+
+
+def _rows(table: Any) -> list[dict[str, Any]]:
+    return sorted(table.scan().to_arrow().to_pylist(), key=repr)
+
+
+_KILLED_RUN = """
+import os, sys
+import icefloe.delta
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.delta.target import DirectoryCatalog
+
+root, db, warehouse = sys.argv[1:4]
+if db:
+    cat = SqlCatalog("c", uri=f"sqlite:///{db}", warehouse=warehouse)
+    SqlCatalog._swap_pointer = lambda *a, **k: os._exit(9)  # killed as the snapshot commits
+    icefloe.delta.convert(root, catalog=cat, identifier="db.t")
+else:
+    def write(self, version, metadata):
+        if version == 2:
+            os._exit(9)
+        return original(self, version, metadata)
+    original, DirectoryCatalog._write = DirectoryCatalog._write, write
+    icefloe.delta.convert(root)
+"""
+
+
+@pytest.mark.parametrize("target", ["directory", "catalog"])
+def test_a_first_conversion_killed_before_its_snapshot_is_done_again(
+    tmp_path: Path, target: str
+) -> None:
+    """A run killed after creating the table and before committing its first snapshot leaves
+    a table with no sync state; the next run converts (it used to answer "unchanged" for
+    good, with no rows)."""
+    root = fixture("dml", tmp_path)
+    expected = _rows(icefloe.delta.convert(str(root), metadata_location=str(tmp_path / "ok")).table)
+    assert expected
+    db = str(tmp_path / "c.db") if target == "catalog" else ""
+    warehouse = (tmp_path / "wh").as_uri()
+    kwargs: dict[str, Any] = {}
+    if db:
+        cat = SqlCatalog("c", uri=f"sqlite:///{db}", warehouse=warehouse)
+        cat.create_namespace("db")
+        kwargs = {"catalog": cat, "identifier": "db.t"}
+    run = subprocess.run(
+        [sys.executable, "-c", _KILLED_RUN, str(root), db, warehouse],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 9, run.stderr
+    again = icefloe.delta.convert(str(root), **kwargs)
+    assert again.mode == "full"
+    assert _rows(again.table) == expected
+    assert icefloe.delta.convert(str(root), **kwargs).mode == "unchanged"
+
+
+@pytest.mark.parametrize("error", [CommitStateUnknownError, KeyboardInterrupt])
+def test_a_commit_that_landed_keeps_its_files_when_an_error_follows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: type[BaseException]
+) -> None:
+    """An unknown commit outcome, or an interrupt after the commit, deletes nothing the
+    committed metadata may use (the deletion vectors' Puffin files were deleted, and the
+    table could no longer be read)."""
+    root = fixture("dml", tmp_path)
+    expected = _rows(icefloe.delta.convert(str(root), metadata_location=str(tmp_path / "ok")).table)
+    original = DirectoryCatalog._write
+
+    def write_then_fail(self: DirectoryCatalog, version: int, metadata: Any) -> str:
+        location = original(self, version, metadata)
+        if version == 2:
+            raise error("the answer was lost")
+        return location
+
+    monkeypatch.setattr(DirectoryCatalog, "_write", write_then_fail)
+    with pytest.raises(error):
+        icefloe.delta.convert(str(root))
+    monkeypatch.undo()
+    puffins = list((root / "_icefloe" / "metadata").glob("*.puffin"))
+    assert puffins  # the fixture's deletion vectors
+    again = icefloe.delta.convert(str(root))
+    assert again.mode == "unchanged"
+    assert _rows(again.table) == expected

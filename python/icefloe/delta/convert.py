@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from icefloe.catalog.base import Catalog, split_identifier
 from icefloe.delta.compat import check_iceberg_compat_v3, refuse_unreadable_mapping
 from icefloe.delta.deletes import DV_MODES
-from icefloe.delta.full import full_conversion
+from icefloe.delta.full import full_conversion, is_unfinished
 from icefloe.delta.incremental import sync_commits
 from icefloe.delta.log import DeltaLog, absolute_location
 from icefloe.delta.state import DELTA_TABLE_ID, DELTA_TIMESTAMP, DELTA_VERSION, parse_int
@@ -133,7 +133,7 @@ def convert(
             f"Delta table {root} has no version {target} (latest is {latest})"
         )
     previous = parse_int(table.properties.get(DELTA_VERSION)) if table is not None else None
-    if table is not None and previous is None:
+    if table is not None and previous is None and not is_unfinished(table):
         raise ValidationError(
             f"Iceberg table {table.name} was not converted from Delta (no {DELTA_VERSION})"
         )

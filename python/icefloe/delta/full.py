@@ -13,8 +13,10 @@ from icefloe.delta.log import DeltaLog, DeltaSnapshot
 from icefloe.delta.schema import convert_schema, name_mapping
 from icefloe.delta.state import (
     DELTA_OPERATION,
+    DELTA_TABLE_ID,
     DELTA_TIMESTAMP,
     DELTA_VERSION,
+    SOURCE,
     expect_version,
     sequence_number_taken,
     state_properties,
@@ -30,8 +32,15 @@ from icefloe.delta.table_metadata import (
     stats_columns,
     unmapped_column_ids,
 )
-from icefloe.delta.target import DirectoryCatalog, create_table
-from icefloe.exceptions import IcebergError, UnsupportedFeatureError
+from icefloe.delta.target import DirectoryCatalog, create_table, load_table
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    IcebergError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from icefloe.metadata import SetProperties
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping, table_mapping
 from icefloe.properties import TableProperties
@@ -47,6 +56,33 @@ def drop_new(catalog: Catalog, ident: tuple[str, ...], table: Table) -> None:
         with contextlib.suppress(IcebergError):
             catalog.drop_table(ident)
     catalog.io.delete_quietly(table.metadata_location)
+
+
+def is_unfinished(table: Table) -> bool:
+    """Whether ``table`` is one a conversion created and was killed before it committed the
+    first snapshot (the sync state is set in that commit): converting again takes it over."""
+    props = table.properties
+    return (
+        props.get(SOURCE) == "delta"
+        and DELTA_TABLE_ID in props
+        and DELTA_VERSION not in props
+        and not table.metadata.snapshots
+    )
+
+
+def _landed(exc: BaseException, catalog: Catalog, ident: tuple[str, ...], version: int) -> bool:
+    """Whether the commit that raised ``exc`` may have landed, so that nothing it wrote may be
+    deleted: its outcome is unknown, or the table as loaded again is at Delta ``version``
+    (an interrupt after the commit), or the table cannot be loaded to tell."""
+    if isinstance(exc, CommitStateUnknownError):
+        return True
+    if isinstance(exc, CommitFailedError | CommitConflictError | ValidationError):
+        return False  # refused before anything was written
+    try:
+        table = load_table(catalog, ident)
+    except Exception:  # any failure to look means "maybe"
+        return True
+    return table is not None and table.properties.get(DELTA_VERSION) == str(version)
 
 
 def _refuse_unassigned_row_ids(snap: DeltaSnapshot) -> None:
@@ -103,11 +139,14 @@ def full_conversion(
     created = table is None
     if table is None:
         # the data files are the Delta table's: expiring or purging must not delete them
-        # (gc.enabled=false, as Java's snapshot action sets; a caller may set it otherwise)
+        # (gc.enabled=false, as Java's snapshot action sets; a caller may set it otherwise).
+        # The sync state (delta-version) comes with the snapshot: a table a killed run left
+        # without its snapshot is one whose conversion did not happen (see is_unfinished).
+        first = {k: v for k, v in props.items() if k not in (DELTA_VERSION, DELTA_TIMESTAMP)}
         base = new_metadata(
-            meta, location, {TableProperties.GC_ENABLED: "false", **extra_props, **props}
+            meta, location, {TableProperties.GC_ENABLED: "false", **extra_props, **first}
         )
-        expected: str | None = str(snap.version)
+        expected: str | None = None
     else:
         check_spec(table, meta)
         base = table.metadata
@@ -138,7 +177,7 @@ def full_conversion(
     had_snapshot = table.metadata.current_snapshot() is not None
     try:
         tx = table.transaction()
-        if had_snapshot:  # the schema first: the new manifests are written with it
+        if not created:  # the schema first: the new manifests are written with it
             schema_updates(tx, meta)
         if had_snapshot or snap.files.num_rows:
             p = SnapshotProducer(
@@ -159,10 +198,11 @@ def full_conversion(
             p.commit()
         tx.apply([SetProperties(props)])
         tx.commit_transaction()
-    except BaseException:
-        for path in prepared.written:
-            log.io.delete_quietly(path)
-        if created:
-            drop_new(catalog, ident, table)
+    except BaseException as exc:
+        if not _landed(exc, catalog, ident, snap.version):
+            for path in prepared.written:
+                log.io.delete_quietly(path)
+            if created:
+                drop_new(catalog, ident, table)
         raise
     return table, 1 if snap.files.num_rows or had_snapshot else 0
