@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from icefloe.delta import convert
+from icefloe.delta.schema import name_mapping
 from icefloe.delta.table_metadata import merge_mapping
 from icefloe.name_mapping import MappedField, NameMapping
 from support.delta import (
@@ -156,3 +157,33 @@ def test_merge_keeps_old_names_and_dropped_fields() -> None:
         {"field-id": 5, "names": ["col-gone"]},
     ]
     assert merge_mapping(new, new) == new
+
+
+def test_a_logical_name_that_is_another_columns_physical_name_maps_to_that_column() -> None:
+    """A table upgraded to column mapping keeps its old names as physical names; after
+    renaming ``a`` to ``b`` and adding a new ``a``, files' ``a`` is ``b``'s data (the mapping
+    used to list ``a`` twice and every conversion failed)."""
+
+    def column(name: str, physical: str, fid: int, type_: Any = "string") -> dict[str, Any]:
+        meta = {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": physical}
+        return {"name": name, "type": type_, "nullable": True, "metadata": meta}
+
+    inner = {"type": "struct", "fields": [column("y", "x", 5), column("x", "col-x", 6)]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            column("b", "a", 2),
+            column("a", "col-new", 3),
+            column("s", "s", 4, inner),
+        ],
+    }
+    mapping = name_mapping(schema)
+    assert [(f.names, f.field_id) for f in mapping.fields] == [
+        (("b", "a"), 2),
+        (("col-new",), 3),
+        (("s",), 4),
+    ]
+    assert [(f.names, f.field_id) for f in mapping.fields[2].fields] == [
+        (("y", "x"), 5),
+        (("col-x",), 6),
+    ]

@@ -287,7 +287,7 @@ def name_mapping(delta_schema: dict[str, Any]) -> NameMapping:
             return ()
         kind = t.get("type")
         if kind == "struct":
-            return tuple(mapped(c) for c in t["fields"])
+            return level(t["fields"])
         if kind == "array":
             key = f"{phys}.element"
             return (
@@ -305,10 +305,13 @@ def name_mapping(delta_schema: dict[str, Any]) -> NameMapping:
             )
         return ()
 
-    def mapped(f: dict[str, Any]) -> MappedField:
+    def mapped(f: dict[str, Any], taken: set[str]) -> MappedField:
         meta = f.get("metadata") or {}
         phys = _physical(f)
-        names = (f["name"],) if phys == f["name"] else (f["name"], phys)
+        # files hold physical names; a logical name that is another column's physical name (a
+        # column renamed after an upgrade to column mapping, its old name given to a new one)
+        # resolves to that column only
+        names = (phys,) if phys == f["name"] or f["name"] in taken else (f["name"], phys)
         fid = meta.get(ID)
         return MappedField(
             names,
@@ -316,7 +319,11 @@ def name_mapping(delta_schema: dict[str, Any]) -> NameMapping:
             mapped_type(f["type"], meta.get(NESTED_IDS) or {}, phys),
         )
 
-    return NameMapping(mapped(f) for f in delta_schema.get("fields", []))
+    def level(fields: list[dict[str, Any]]) -> tuple[MappedField, ...]:
+        physical = {_physical(f) for f in fields}
+        return tuple(mapped(f, physical) for f in fields)
+
+    return NameMapping(level(delta_schema.get("fields", [])))
 
 
 def json_arrow_type(c: DeltaColumn) -> pa.DataType:
