@@ -246,6 +246,12 @@ def _raises(t: Table, fn: Callable[[Any], Any], match: str) -> None:
         (lambda u: u.update_column("id", IntegerType()), "from long to int"),
         (lambda u: u.update_column("data", LongType()), "from string to long"),
         (lambda u: u.update_column("loc", LongType()), "only primitive types"),
+        # a type name, a pyarrow type or a type class is not a type (it said "only primitive
+        # types can be promoted", although the promotion asked for is allowed)
+        (lambda u: u.update_column("data", "long"), "expected an Iceberg type such as"),
+        (lambda u: u.update_column("data", pa.int64()), "expected an Iceberg type such as"),
+        (lambda u: u.update_column("data", LongType), "expected an Iceberg type such as"),
+        (lambda u: u.add_column("n", "long"), "expected an Iceberg type such as"),
         (lambda u: u.update_column("data", required=True), "cannot make column 'data' required"),
         (lambda u: u.update_column("tags.element", LongType()), "from string to long"),
         (lambda u: u.move_before("loc.lat", "data"), "different structs"),

@@ -236,7 +236,10 @@ class UpdateSchema(PendingUpdate):
         if self._sibling_id(parent_id, self._norm(name)) is not None:
             raise ValidationError(f"cannot add column {'.'.join(parts)!r}: name already exists")
         if not isinstance(field_type, IcebergType):
-            raise ValidationError(f"column {name!r}: expected an Iceberg type, got {field_type!r}")
+            raise ValidationError(
+                f"column {name!r}: expected an Iceberg type such as icefloe.types.LongType(), "
+                f"got {field_type!r}"
+            )
         if write_default is _UNSET:
             write_default = initial_default
         new_id = self._next_id()
@@ -301,6 +304,11 @@ class UpdateSchema(PendingUpdate):
         fid = f.field_id
         self._check_not_deleted(fid, "update")
         cur = self._current(fid)
+        if field_type is not None and not isinstance(field_type, IcebergType):
+            raise ValidationError(
+                f"column {name!r}: expected an Iceberg type such as icefloe.types.LongType(), "
+                f"got {field_type!r}"
+            )
         if field_type is not None and field_type != cur.field_type:
             if not isinstance(cur.field_type, PrimitiveType) or not isinstance(
                 field_type, PrimitiveType
