@@ -173,3 +173,26 @@ def test_python_values_arrow_cannot_convert_name_no_variant_without_one(tmp_path
     with pytest.raises(ValidationError, match="cannot convert") as info:
         t.append({"id": [1, "x"]})
     assert "variant" not in str(info.value)
+
+
+def test_a_path_given_as_an_identifier_says_how_to_open_a_table_by_path(tmp_path: Path) -> None:
+    """A path or URI where a table name belongs is named as one, with the two ways forward
+    (it was read as dotted parts: "needs a namespace", "empty part" or "does not exist")."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    directory = str(tmp_path / "wh" / "db" / "t")
+    paths = [
+        directory,
+        "wh/db/t",
+        "./wh/db/t",
+        t.location,
+        t.metadata_location,
+        t.metadata_location.removeprefix("file://"),
+    ]
+    for path in paths:
+        for call in (cat.load_table, cat.table_exists, cat.drop_table):
+            with pytest.raises(ValidationError, match="is a path or URI") as info:
+                call(path)
+            assert "StaticTable.from_metadata" in str(info.value)
+    assert cat.table_exists("db.t") and cat.table_exists(("db", "t/x")) is False

@@ -62,9 +62,28 @@ __all__ = [
 ]
 
 
+def _looks_like_a_path(value: str) -> bool:
+    """Whether an identifier string is a path or URI a user passed instead of a name."""
+    return (
+        "://" in value
+        or value.startswith(("/", "./", "../", "~/", "\\"))
+        or value.endswith((".metadata.json", ".metadata.json.gz"))
+    )
+
+
+def _path_error(value: str) -> ValidationError:
+    return ValidationError(
+        f"{value!r} is a path or URI, not a table identifier: pass the table's name in the "
+        "catalog (like 'db.events'), or open a table by path, read-only, with "
+        "icefloe.StaticTable.from_metadata(path)"
+    )
+
+
 def to_identifier(value: str | Iterable[str]) -> Identifier:
     """A namespace or table identifier as a tuple: ``"a.b"`` and ``("a", "b")`` both work."""
     if isinstance(value, str):
+        if _looks_like_a_path(value):
+            raise _path_error(value)
         parts: tuple[str, ...] = tuple(value.split(".")) if value else ()
     elif isinstance(value, Iterable) and not isinstance(value, bytes | Mapping):
         parts = tuple(value)
@@ -153,6 +172,8 @@ def split_identifier(identifier: str | Iterable[str]) -> tuple[Identifier, str]:
     """``(namespace, table name)`` of a table identifier; the namespace must not be empty."""
     parts = to_identifier(identifier)
     if len(parts) < 2:
+        if isinstance(identifier, str) and "/" in identifier:
+            raise _path_error(identifier)
         raise ValidationError(
             f"table identifier {identifier!r} needs a namespace and a name, like 'db.table'"
         )
