@@ -169,7 +169,7 @@ def test_pandas_frames(catalog: Any, tmp_path: Path) -> None:
         {"id": 20, "v": "b"},
         {"id": 30, "v": "c"},
     ]
-    with pytest.raises(ValidationError, match="cannot convert the DataFrame"):
+    with pytest.raises(ValidationError, match="column 'v' \\(string\\): a value does not fit"):
         t.append(pd.DataFrame({"id": [1, 2], "v": pd.Series([1, "a"], dtype=object)}))
     with pytest.raises(ValidationError, match="not in the table schema"):
         t.append(pd.DataFrame({"id": [1], "v": ["x"]}, index=pd.Index([5], name="other")))
@@ -608,3 +608,35 @@ def test_strings_that_are_not_utf8_are_refused_on_every_write_path(
     with pytest.raises(ValidationError, match="column 's' holds invalid values"):
         t.delete_by_keys(pa.table({"s": bad}), "s")
     assert len(t.refresh().snapshots()) == 1
+
+
+def test_python_values_arrow_cannot_infer_take_the_columns_type(catalog: Any) -> None:
+    """Integers beyond int64 go into a decimal column that holds them, from a mapping and
+    from a DataFrame (Arrow's inference refused them); values no column type holds, and naive
+    times for a zoned column, are errors naming the column and what to do."""
+    pd = pytest.importorskip("pandas")
+    schema = pa.schema(
+        [
+            ("dec", pa.decimal128(38, 0)),
+            ("l", I64),
+            ("ts", pa.timestamp("us", "UTC")),
+            ("lst", pa.list_(I64)),
+        ]
+    )
+    t = catalog.create_table("n.inference", schema)
+    t.append({"dec": [10**37, None], "l": [1, 2]})
+    t.append(pd.DataFrame({"dec": [-(10**37)], "l": [3]}))
+    rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["l"])
+    assert [r["dec"] for r in rows] == [Decimal(10**37), None, Decimal(-(10**37))]
+    for data in ({"l": [2**70]}, pd.DataFrame({"l": [2**70]})):
+        with pytest.raises(ValidationError, match=r"column 'l' \(long\): a value does not fit"):
+            t.append(data)
+    with pytest.raises(ValidationError, match=r"column 'lst' \(a list<long> column\)"):
+        t.append(pd.DataFrame({"lst": [[1, "x"]]}))
+    with pytest.raises(ValidationError, match=r"column 'l': give a list or array of values"):
+        t.append({"l": 5})
+    naive = pd.DataFrame({"ts": pd.to_datetime(["2024-01-01"])})
+    with pytest.raises(ValidationError, match=r"no time zone; .*tz_localize\('UTC'\)"):
+        t.append(naive)
+    t.append(naive.assign(ts=naive["ts"].dt.tz_localize("UTC")))
+    assert len(t.scan().to_arrow()) == 4

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from icefloe import _native
 from icefloe.arrow_fill import fill_under_null, typed_nulls
-from icefloe.arrow_schema import schema_to_arrow
+from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.geo import EXTENSION_NAME, parse_metadata, wkb_bounds
 from icefloe.schema import Schema, walk_fields
@@ -43,6 +43,7 @@ from icefloe.types import (
     ListType,
     MapType,
     NestedField,
+    NestedType,
     StructType,
     TimeType,
     VariantType,
@@ -119,14 +120,30 @@ def to_arrow_table(data: Any) -> pa.Table:
     )
 
 
-def _from_pandas(data: Any) -> pa.Table:
+def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
+    """A DataFrame as Arrow (named index levels become columns); when Arrow's conversion
+    fails, column by column, so that the error names the column, and a column Arrow cannot
+    infer (integers beyond int64 for a decimal column) is converted as ``schema``'s type."""
     named = [n for n in getattr(data.index, "names", []) if n is not None]
     try:
         if named:
             data = data.reset_index(level=named)
         return pa.Table.from_pandas(data, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
-        raise ValidationError(f"cannot convert the DataFrame to Arrow: {e}") from None
+        error = e
+    fields = {f.name: f for f in schema.fields} if schema is not None else {}
+    if len(set(map(str, data.columns))) != len(data.columns) or schema is None:
+        raise ValidationError(f"cannot convert the DataFrame to Arrow: {error}") from None
+    columns = {}
+    for name in data.columns:
+        values = data[name]
+        try:
+            columns[str(name)] = pa.Array.from_pandas(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            columns[str(name)] = _python_column(
+                str(name), values.tolist(), fields.get(str(name)), schema, from_pandas=True
+            )
+    return pa.table(columns)
 
 
 def to_table_schema_chunks(
@@ -221,38 +238,73 @@ def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Ta
 
 
 def _encode_python_variants(data: Any, schema: Schema) -> Any:
-    """Top-level variant columns given as Python values (a mapping of column name to values,
-    or a pandas object column) encoded in Rust; everything else is left to Arrow."""
-    names = {f.name for f in schema.fields if isinstance(f.field_type, VariantType)}
+    """Python values of a mapping of columns converted to Arrow column by column (variant
+    columns encoded in Rust; values Arrow's inference cannot hold, such as integers beyond
+    int64 for a decimal column, converted as the table's type), and pandas object columns of
+    variant type encoded; everything else is left to Arrow."""
+    fields = {f.name: f for f in schema.fields}
     if isinstance(data, Mapping):
         columns = {
-            k: from_pylist(v) if k in names and not isinstance(v, pa.Array | pa.ChunkedArray) else v
+            k: v
+            if isinstance(v, pa.Array | pa.ChunkedArray)
+            else _python_column(k, v, fields.get(k), schema)
             for k, v in data.items()
         }
         try:
             return pa.table(columns)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
-            nested = any(
-                ancestors and isinstance(f.field_type, VariantType)
-                for ancestors, f in walk_fields(schema.as_struct())
-            )
-            hint = (
-                " (a variant inside a list or struct is given as an Arrow array: see "
-                "icefloe.variant.from_pylist)"
-                if nested
-                else " (give a pyarrow table of the table's types to convert them exactly)"
-            )
-            raise ValidationError(
-                f"cannot convert the input's Python values to Arrow: {e}{hint}"
-            ) from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+            raise ValidationError(f"cannot make a table of the input's columns: {e}") from None
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
+        names = {n for n, f in fields.items() if isinstance(f.field_type, VariantType)}
         cols = [c for c in data.columns if c in names and data[c].dtype == object]
         if cols:
-            table = _from_pandas(data.drop(columns=cols))
+            table = _from_pandas(data.drop(columns=cols), schema)
             for c in cols:
                 table = table.append_column(c, from_pylist(data[c].tolist()))
             return table
+        return _from_pandas(data, schema)
     return data
+
+
+def _python_column(
+    name: str, values: Any, field: NestedField | None, schema: Schema, from_pandas: bool = False
+) -> Any:
+    """Column ``name``'s values as Arrow: inferred (the write then converts them to the
+    column's type with its checks), else as the column's own type; a :class:`ValidationError`
+    naming the column when neither works. ``from_pandas``: NaN is null, as pandas means it."""
+    if values is None or isinstance(values, str | bytes | int | float | decimal.Decimal):
+        raise ValidationError(
+            f"column {name!r}: give a list or array of values, not a single {type(values).__name__}"
+        )
+    if field is not None and isinstance(field.field_type, VariantType):
+        return from_pylist(values)
+    try:
+        return pa.array(values, from_pandas=from_pandas)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+        error = e
+    if field is not None:
+        try:
+            return pa.array(values, type=type_to_arrow(field.field_type), from_pandas=from_pandas)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+            if not isinstance(field.field_type, NestedType):
+                raise ValidationError(
+                    f"column {name!r} ({field.field_type}): a value does not fit the column's "
+                    f"type: {e}"
+                ) from None
+    nested = any(
+        ancestors and isinstance(f.field_type, VariantType)
+        for ancestors, f in walk_fields(schema.as_struct())
+    )
+    hint = (
+        " (a variant inside a list or struct is given as an Arrow array: see "
+        "icefloe.variant.from_pylist)"
+        if nested
+        else " (give a pyarrow table of the table's types to convert them exactly)"
+    )
+    kind = f"a {field.field_type} column" if field is not None else "a column the table lacks"
+    raise ValidationError(
+        f"column {name!r} ({kind}): cannot convert its Python values to Arrow: {error}{hint}"
+    ) from None
 
 
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
@@ -692,7 +744,22 @@ def _check_nested_required(arr: pa.Array, t: IcebergType, path: str) -> None:
 
 
 def _type_error(path: str, have: pa.DataType, want: pa.DataType) -> ValidationError:
-    return ValidationError(f"column {path!r} has type {have}, which cannot be written as {want}")
+    hint = ""
+    if pa.types.is_timestamp(have) and pa.types.is_timestamp(want):
+        if have.tz is None and want.tz is not None:
+            hint = (
+                ": the values have no time zone; say which one they are in (pandas "
+                "series.dt.tz_localize('UTC'), pyarrow.compute.assume_timezone)"
+            )
+        elif have.tz is not None and want.tz is None:
+            hint = (
+                ": the column holds times without a zone; drop it from the values (pandas "
+                "series.dt.tz_convert('UTC').dt.tz_localize(None), or a cast to "
+                f"{pa.timestamp(have.unit)})"
+            )
+    return ValidationError(
+        f"column {path!r} has type {have}, which cannot be written as {want}{hint}"
+    )
 
 
 def _storage(t: pa.DataType) -> pa.DataType:
