@@ -471,8 +471,8 @@ def test_scan_since_takes_tags_named_by_digits(world: CliWorld) -> None:
 
 def test_sql_runs_the_duckdb_query_of_views(tmp_path: Path) -> None:
     """A view runs its ``duckdb`` query, over the tables and views that query names (an
-    unqualified name in the view's namespace); views without one, or whose default namespace
-    is not their own, are refused with the reason."""
+    unqualified name in the view's default namespace, its own when it has none); views without
+    one are refused with the reason."""
     world = build_world(tmp_path / "world")
     cat = world.catalog()
     events = cat.load_table("db.events").scan().to_arrow()
@@ -496,14 +496,54 @@ def test_sql_runs_the_duckdb_query_of_views(tmp_path: Path) -> None:
     cat.create_view(
         "other.elsewhere", "select id from events", ids, dialect="duckdb", default_namespace="db"
     )
-    r = run(world, "sql", "select * from other.elsewhere")
-    assert r.exit_code == EXIT_BAD_INPUT
-    assert "default namespace 'db', not the view's own namespace" in r.stderr
+    r = run(world, "sql", "select * from other.elsewhere order by id", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [x["id"] for x in _lines(r.stdout)] == sorted(events["id"].to_pylist())
+    # a table of the view's own namespace does not stand in for one missing in its default
+    cat.create_table("other.orders", ids).append(pa.table({"id": [1]}, schema=ids))
+    cat.create_view(
+        "other.lost", "select id from orders", ids, dialect="duckdb", default_namespace="db"
+    )
+    r = run(world, "sql", "select (select count(*) from other.lost), (select 1 from other.orders)")
+    assert r.exit_code == EXIT_NOT_FOUND
+    assert r.stderr.strip() == "error: sql: no table or view db.orders in catalog"
     cat.create_view("db.loop_a", "select id from db.loop_b", ids, dialect="duckdb")
     cat.create_view("db.loop_b", "select id from db.loop_a", ids, dialect="duckdb")
     r = run(world, "sql", "select * from db.loop_a")
     assert r.exit_code == EXIT_BAD_INPUT
     assert "refers to itself (db.loop_a -> db.loop_b -> db.loop_a)" in r.stderr
+
+
+def test_sql_views_bind_names_as_the_catalog_does(tmp_path: Path) -> None:
+    """A view's names mean what they mean in the catalog wherever the view lives: a two-part
+    name inside a view of a nested namespace (DuckDB bound it in that namespace's database),
+    a CTE of the view's query (taken for a catalog view of that name), and namespaces ``a``
+    and ``a.b`` together (DuckDB found schema and database ``a`` ambiguous)."""
+    world = build_world(tmp_path / "world")
+    cat = world.catalog()
+    ids = pa.schema([("id", pa.int64())])
+    for ns in (("ns",), ("a",), ("a", "b"), ("a", "ns")):
+        if not cat.namespace_exists(ns):
+            cat.create_namespace(ns)
+    for name, rows in ((("ns", "orders"), [1, 2, 3]), (("a", "top"), [42])):
+        cat.create_table(name, ids).append(pa.table({"id": rows}, schema=ids))
+    cat.create_table(("a", "b", "t"), ids).append(pa.table({"id": [7]}, schema=ids))
+    cat.create_table(("a", "ns", "orders"), ids).append(pa.table({"id": [999]}, schema=ids))
+    cat.create_view(("a", "b", "v"), "select id from ns.orders", ids, dialect="duckdb")
+    cat.create_view(("a", "v"), "select id from a.b.t", ids, dialect="duckdb")
+    cat.create_view("ns.helper", "select id from ns.nope", ids, dialect="spark")
+    cte = "with helper as (select 5 as id) select h.id from helper h join ns.orders o using (id)"
+    cat.create_view("ns.cte", cte.replace("5", "1"), ids, dialect="duckdb")
+    for query, expected in (
+        ("select id from a.b.v order by id", [1, 2, 3]),
+        ("select * from a.b.v union all select * from a.ns.orders order by id", [1, 2, 3, 999]),
+        ("select id from a.v", [7]),
+        ("select * from a.top union all select * from a.b.t order by id", [7, 42]),
+        ("select id from ns.cte", [1]),
+    ):
+        r = run(world, "sql", query, "--json")
+        assert r.exit_code == 0, (query, r.stderr)
+        assert [x["id"] for x in _lines(r.stdout)] == expected, query
 
 
 def test_dates_python_cannot_hold_are_shown_as_text(tmp_path: Path) -> None:

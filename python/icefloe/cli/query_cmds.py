@@ -506,30 +506,57 @@ def _referenced_tables(query: str) -> list[tuple[str, ...]]:
     return sorted({_name_parts(raw) for raw in names})
 
 
-def _parsed_tables(query: str) -> list[tuple[str, ...]] | None:
-    """The tables a SELECT ``query`` names, from DuckDB's parse of it (no binding); None when
-    it cannot be parsed that way."""
+def _parse(con: Any, query: str) -> dict[str, Any] | None:
+    """DuckDB's parse tree of a SELECT ``query`` (no binding), or None when it has none."""
     import json
 
     import duckdb
 
-    with duckdb.connect() as con:
+    try:
         row = con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()
-    tree = json.loads(row[0]) if row else {"error": True}
-    if tree.get("error"):
+    except duckdb.Error:
         return None
-    found: set[tuple[str, ...]] = set()
+    tree = json.loads(row[0]) if row else {"error": True}
+    return None if tree.get("error") else tree
+
+
+def _table_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """The table references of a parse tree, leaving out those that name a CTE of the query
+    (an unqualified name a ``WITH`` of the query defines)."""
+    nodes: list[dict[str, Any]] = []
+    ctes: set[str] = set()
     todo: list[Any] = [tree]
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
             if node.get("type") == "BASE_TABLE":
-                parts = (node.get("catalog_name"), node.get("schema_name"), node.get("table_name"))
-                found.add(tuple(p for p in parts if p))
+                nodes.append(node)
+            cte_map = node.get("cte_map")
+            if isinstance(cte_map, dict):
+                ctes.update(
+                    str(e.get("key")) for e in cte_map.get("map", []) if isinstance(e, dict)
+                )
             todo.extend(node.values())
         elif isinstance(node, list):
             todo.extend(node)
-    return sorted(found)
+    return [n for n in nodes if _node_parts(n) not in {(c,) for c in ctes}]
+
+
+def _node_parts(node: dict[str, Any]) -> tuple[str, ...]:
+    parts = (node.get("catalog_name"), node.get("schema_name"), node.get("table_name"))
+    return tuple(p for p in parts if p)
+
+
+def _parsed_tables(query: str) -> list[tuple[str, ...]] | None:
+    """The tables a SELECT ``query`` names, from DuckDB's parse of it (no binding); None when
+    it cannot be parsed that way."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        tree = _parse(con, query)
+    if tree is None:
+        return None
+    return sorted({_node_parts(n) for n in _table_nodes(tree)})
 
 
 @click.command("sql", short_help="DuckDB SQL over the catalog's tables.")
@@ -561,7 +588,7 @@ def sql(
         except duckdb.BinderException as error:
             # a three-part name the catalog has no table for: DuckDB misses its database
             if _MISSING_DATABASE.search(str(error)):
-                raise NoSuchTableError(f"sql: {error}") from None
+                raise NoSuchTableError(_missing_message(names.missing, error)) from None
             raise ValidationError(f"sql: {error}") from None
         except duckdb.Error as error:
             if "NameListToString" in str(error):  # DuckDB's parser on a name of 4+ parts
@@ -693,6 +720,10 @@ class _Names:
         self.attached: set[str] = set()
         #: names of two or more parts the catalog has no table or view for
         self.missing: list[tuple[str, ...]] = []
+        #: schemas of the connection's own database holding tables (one-level namespaces)
+        self.schemas: set[str] = set()
+        row = con.execute("SELECT current_database()").fetchone()
+        self.database: str = row[0] if row else "memory"
 
     def add_query(self, query: str) -> None:
         for parts in _referenced_tables(query):
@@ -705,7 +736,7 @@ class _Names:
             self._schema_for(parts)
             view = f"__icefloe_scan_{len(self.done)}"
             self.con.register(view, self.streams.source(self.catalog.load_table(parts).scan()))
-            self.con.execute(f"CREATE VIEW {_quoted(parts)} AS SELECT * FROM {view}")
+            self.con.execute(f"CREATE VIEW {self._full(parts)} AS SELECT * FROM {view}")
         elif _is_view(self.catalog, parts):
             self._add_view(parts, chain)
         else:
@@ -715,6 +746,9 @@ class _Names:
         self.done.add(parts)
 
     def _add_view(self, parts: tuple[str, ...], chain: tuple[tuple[str, ...], ...]) -> None:
+        """Registers view ``parts`` with its query's names written out in full: DuckDB would
+        bind them from where the view lives (a two-part name inside a nested namespace's
+        catalog, an unqualified one in the view's own namespace, not its default one)."""
         name = ".".join(parts)
         if parts in chain:
             cycle = " -> ".join(".".join(p) for p in (*chain, parts))
@@ -726,22 +760,61 @@ class _Names:
             raise UnsupportedFeatureError(
                 f"sql: {exc}; DuckDB runs a view's 'duckdb' query only"
             ) from None
-        home = view.current_version.default_namespace or parts[:-1]
-        for ref in _referenced_tables(text):
-            if len(ref) == 1:
-                at_home = (*home, *ref)
-                if tuple(home) != parts[:-1]:
-                    if _in_catalog(self.catalog, at_home) or _is_view(self.catalog, at_home):
-                        raise UnsupportedFeatureError(
-                            f"sql: view {name!r} names {ref[0]!r} in its default namespace "
-                            f"{'.'.join(home)!r}, not the view's own namespace, where DuckDB "
-                            "would look for it; qualify the name in the view's query"
-                        )
-                    continue
-                ref = at_home
-            self.add(ref, (*chain, parts))
+        home = tuple(view.current_version.default_namespace or parts[:-1])
+        tree = _parse(self.con, text)
+        if tree is None:
+            refs = _referenced_tables(text)
+            nodes: list[dict[str, Any]] = []
+        else:
+            nodes = _table_nodes(tree)
+            refs = sorted({_node_parts(n) for n in nodes})
+        for ref in refs:
+            self.add((*home, *ref) if len(ref) == 1 else ref, (*chain, parts))
+        if tree is not None and nodes:
+            for node in nodes:
+                ref = _node_parts(node)
+                full = (*home, *ref) if len(ref) == 1 else ref
+                if len(ref) == 1 or full in self.done:
+                    self._point(node, full)
+            text = self._unparse(tree) or text
         self._schema_for(parts)
-        self.con.execute(f"CREATE VIEW {_quoted(parts)} AS {text}")
+        self.con.execute(f"CREATE VIEW {self._full(parts)} AS {text}")
+
+    def qualified(self, query: str) -> str:
+        """``query`` with the catalog's names written out in full when a namespace level is
+        also the first level of a nested namespace (DuckDB finds both a schema and an attached
+        database of that name, and calls the name ambiguous); else ``query`` as given."""
+        if not self.attached & self.schemas:
+            return query
+        tree = _parse(self.con, query)
+        if tree is None:
+            return query
+        for node in _table_nodes(tree):
+            if _node_parts(node) in self.done:
+                self._point(node, _node_parts(node))
+        return self._unparse(tree) or query
+
+    def _full(self, parts: tuple[str, ...]) -> str:
+        """The DuckDB name of catalog name ``parts``, quoted, with its database: unambiguous
+        when a schema and an attached database share a name."""
+        return _quoted((self.database, *parts) if len(parts) == 2 else parts)
+
+    def _point(self, node: dict[str, Any], parts: tuple[str, ...]) -> None:
+        """Makes table reference ``node`` name ``parts`` (a catalog name) in full."""
+        if len(parts) == 2:
+            parts = (self.database, *parts)
+        node["catalog_name"], node["schema_name"], node["table_name"] = parts
+
+    def _unparse(self, tree: dict[str, Any]) -> str | None:
+        import json
+
+        import duckdb
+
+        try:
+            row = self.con.execute("SELECT json_deserialize_sql(?)", [json.dumps(tree)]).fetchone()
+        except duckdb.Error:
+            return None
+        return str(row[0]) if row else None
 
     def _schema_for(self, parts: tuple[str, ...]) -> None:
         """``ns.name`` lives in schema ``ns``; ``a.b.name`` (a nested namespace) in schema ``b``
@@ -755,7 +828,10 @@ class _Names:
         if len(parts) == 3 and parts[0] not in self.attached:
             self.con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
             self.attached.add(parts[0])
-        self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {'.'.join(quoted[:-1])}")
+        schema = (self.database, parts[0]) if len(parts) == 2 else parts[:2]
+        self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quoted(schema)}")
+        if len(parts) == 2:
+            self.schemas.add(parts[0])
 
 
 def _quoted(parts: tuple[str, ...]) -> str:
@@ -767,6 +843,7 @@ def _run_sql(names: _Names, query: str) -> pa.RecordBatchReader | None:
     :class:`_Names`), run it."""
     con = names.con
     names.add_query(query)
+    query = names.qualified(query)
 
     def start() -> pa.RecordBatchReader | None:
         result = con.sql(query)
