@@ -276,3 +276,94 @@ def test_rewrites_after_adding_a_struct_column_with_required_fields(
     assert got.column("extra").null_count == got.num_rows
     assert got.column("k").to_pylist() == ([2, 3] if change == "delete" else [1, 2, 3])
     assert got.column("_row_id").null_count == 0
+
+
+def _table_with_foreign_deletes(tmp_path: Path, version: int, mode: str) -> Any:
+    """A 20-row data file whose deletes (another writer's DV on v3, position delete file on
+    v2) delete rows 0..9 and name positions 100..104, past the file's end, which every reader
+    ignores: ids 10..19 are live."""
+    import pyarrow.parquet as pq
+
+    from icefloe.arrow_schema import schema_to_arrow
+    from icefloe.catalog import load_catalog
+    from icefloe.deletes import DeletionVector
+    from icefloe.puffin import PuffinWriter
+    from support.plan_tables import HandTable, entry
+    from support.read_tables import SCHEMA
+
+    props = {"write.delete.mode": mode, "write.update.mode": mode}
+    t = HandTable(tmp_path, SCHEMA, [PartitionSpec()], version, properties=props)
+    data = tmp_path / "data-0.parquet"
+    columns = [
+        pa.array(range(20), pa.int64()),
+        pa.array([1] * 20, pa.int32()),
+        pa.array(["x"] * 20),
+    ]
+    pq.write_table(pa.table(columns, schema=schema_to_arrow(SCHEMA)), data)
+    t.commit([(0, 0, [entry(str(data), record_count=20, file_size_in_bytes=data.stat().st_size)])])
+    positions = [*range(10), *range(100, 105)]
+    if version >= 3:
+        writer = PuffinWriter()
+        blob = writer.add_deletion_vector(DeletionVector.from_positions(positions), str(data))
+        done = writer.finish()
+        (tmp_path / "dv.puffin").write_bytes(done.data)
+        deletes = entry(
+            str(tmp_path / "dv.puffin"),
+            content=1,
+            file_format="PUFFIN",
+            record_count=len(positions),
+            file_size_in_bytes=len(done.data),
+            referenced_data_file=str(data),
+            content_offset=blob.offset,
+            content_size_in_bytes=blob.length,
+        )
+    else:
+        ids = {b"PARQUET:field_id": b"2147483546"}, {b"PARQUET:field_id": b"2147483545"}
+        schema = pa.schema(
+            [
+                pa.field("file_path", pa.string(), False, ids[0]),
+                pa.field("pos", pa.int64(), False, ids[1]),
+            ]
+        )
+        rows = [pa.array([str(data)] * len(positions)), pa.array(positions, pa.int64())]
+        pq.write_table(pa.table(rows, schema=schema), tmp_path / "pos.parquet")
+        size = (tmp_path / "pos.parquet").stat().st_size
+        deletes = entry(
+            str(tmp_path / "pos.parquet"), content=1, record_count=15, file_size_in_bytes=size
+        )
+    t.commit([(0, 1, [deletes])])
+    cat = load_catalog(
+        "c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}"
+    )
+    cat.create_namespace("db")
+    return cat.register_table("db.t", t.metadata_path)
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+@pytest.mark.parametrize("op", ["delete", "upsert", "overwrite"])
+def test_deletes_past_a_files_end_do_not_make_its_live_rows_look_deleted(
+    tmp_path: Path, version: int, mode: str, op: str
+) -> None:
+    """Live rows were counted as record count minus deleted positions, positions past the end
+    included: a change matching the remaining live rows 10..14 dropped the whole file, losing
+    rows 15..19 (copy-on-write), or was refused (merge-on-read)."""
+    from icefloe.expressions import col
+
+    t = _table_with_foreign_deletes(tmp_path, version, mode)
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == list(range(10, 20))
+    match = col("id").isin([10, 11, 12, 13, 14])
+    new = pa.table(
+        {"id": pa.array([10, 500], pa.int64()), "k": pa.array([2, 2], pa.int32()), "s": ["u"] * 2}
+    )
+    if op == "delete":
+        t.delete(match)
+        expected = list(range(15, 20))
+    elif op == "upsert":
+        t.upsert(new.slice(0, 1), join_cols=["id"])
+        expected = list(range(10, 20))
+    else:
+        t.overwrite(new.slice(1), overwrite_filter=match)
+        expected = [*range(15, 20), 500]
+    assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == expected
+    assert sorted(pyiceberg_read(t)["id"].to_pylist()) == expected

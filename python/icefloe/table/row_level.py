@@ -159,8 +159,15 @@ def _live_count(ctx: RowContext, task: FileScanTask) -> int | None:
     deletes = TaskDeletes.load(
         ctx.io, task.data_file.file_path, task.delete_files, ctx.cache, ctx.mapping
     )
-    gone = deletes.positions.cardinality if deletes.positions is not None else 0
-    return task.data_file.record_count - gone
+    rows = task.data_file.record_count
+    positions = deletes.positions
+    if positions is None:
+        return rows
+    last = positions.last
+    if last is not None and last >= rows:
+        # positions past the file's end (another writer's) delete nothing: count in range only
+        return pc.sum(positions.keep_mask(0, rows)).as_py() or 0
+    return rows - positions.cardinality
 
 
 def _rewrite(

@@ -189,14 +189,11 @@ def merged_positions(
     io: FileIO, item: FileDeletes, cache: DeleteCache | None = None
 ) -> DeletionVector:
     """The new positions of ``item`` merged with every position delete already applying to its
-    data file; positions at or past the file's ``record_count`` raise ``ValidationError``."""
+    data file; new positions at or past the file's ``record_count`` raise ``ValidationError``,
+    and such positions of the existing deletes (another writer's; every reader ignores them)
+    are left out."""
     dv = _as_dv(item.positions)
     path = item.data_file.file_path
-    pos_refs = [d for d in item.existing if d.content is DeleteContent.POSITION_DELETES]
-    if pos_refs:
-        old = TaskDeletes.load(io, path, pos_refs, cache or DeleteCache(), None).positions
-        if old is not None:
-            dv = old.union(dv)
     count = item.data_file.record_count
     if count:
         last = dv.last
@@ -204,6 +201,15 @@ def merged_positions(
             raise ValidationError(
                 f"delete position {last} is past the end of {path} ({count} rows)"
             )
+    pos_refs = [d for d in item.existing if d.content is DeleteContent.POSITION_DELETES]
+    if pos_refs:
+        old = TaskDeletes.load(io, path, pos_refs, cache or DeleteCache(), None).positions
+        if old is not None:
+            last = old.last
+            if count and last is not None and last >= count:
+                kept = old.positions()
+                old = DeletionVector.from_positions(kept.filter(pc.less(kept, count)))
+            dv = old.union(dv)
     return dv
 
 
