@@ -33,11 +33,13 @@ pub const FILE_PATH_ID: i32 = 2147483546;
 pub const POS_ID: i32 = 2147483545;
 const BATCH_ROWS: usize = 65536;
 
-/// One position delete file and the data file its manifest entry says all its rows name.
+/// One position delete file, the data file its manifest entry says all its rows name, and
+/// the rows the entry counts (`record_count`; `None` or 0 when not known).
 #[derive(Debug, Clone)]
 pub struct PositionFile {
     pub path: String,
     pub referenced: String,
+    pub rows: Option<i64>,
 }
 
 /// The positions of each file in `files` (same order), or `None` for a file to read the
@@ -60,20 +62,25 @@ pub fn read_position_files(
 
 fn read_one(file: &PositionFile) -> Option<PositionBitmap> {
     match open_parquet(&file.path)? {
-        (Source::Whole(bytes), footer) => positions(bytes, &footer, &file.referenced),
-        (Source::Part(f), footer) => positions(f, &footer, &file.referenced),
+        (Source::Whole(bytes), footer) => positions(bytes, &footer, file),
+        (Source::Part(f), footer) => positions(f, &footer, file),
     }
 }
 
 fn positions<T: ChunkReader + 'static>(
     reader: T,
     footer: &[u8],
-    referenced: &str,
+    file: &PositionFile,
 ) -> Option<PositionBitmap> {
+    let referenced = file.referenced.as_str();
     check_footer(footer).ok()?;
     let metadata = ParquetMetaDataReader::decode_metadata(footer).ok()?;
     let num_rows = metadata.file_metadata().num_rows();
     if metadata.num_row_groups() == 0 {
+        return None;
+    }
+    // rows other than the manifest entry counts: the general reader names the damage
+    if matches!(file.rows, Some(rows) if rows > 0 && rows != num_rows) {
         return None;
     }
     let meta = ArrowReaderMetadata::try_new(Arc::new(metadata), ArrowReaderOptions::new()).ok()?;
@@ -189,13 +196,19 @@ mod tests {
         write(&bare, &["d.parquet"; 3], &[1, 2, 3], false);
         let negative = dir.join("neg.parquet");
         write(&negative, &["d.parquet"; 2], &[1, -2], true);
-        let req = |p: &std::path::Path, r: &str| PositionFile {
+        let counted = |p: &std::path::Path, r: &str, rows: Option<i64>| PositionFile {
             path: p.to_string_lossy().into_owned(),
             referenced: r.to_string(),
+            rows,
         };
+        let req = |p: &std::path::Path, r: &str| counted(p, r, None);
         let out = read_position_files(
             &[
                 req(&one, "d.parquet"),
+                counted(&one, "d.parquet", Some(7)),
+                counted(&one, "d.parquet", Some(0)),
+                // the manifest entry counts other rows: left to the general reader
+                counted(&one, "d.parquet", Some(6)),
                 req(&one, "x.parquet"),
                 req(&two, "d.parquet"),
                 req(&bare, "d.parquet"),
@@ -208,7 +221,8 @@ mod tests {
         let got = out[0].as_ref().expect("decoded");
         assert_eq!(got.cardinality(), 6);
         assert!(got.contains(70000) && got.contains(4) && !got.contains(2));
-        assert!(out[1..].iter().all(|o| o.is_none()));
+        assert!(out[1].is_some() && out[2].is_some());
+        assert!(out[3..].iter().all(|o| o.is_none()));
         std::fs::remove_dir_all(dir).ok();
     }
 }

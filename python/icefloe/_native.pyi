@@ -430,7 +430,10 @@ def parquet_open_stream(
     selection: RowSelection | None = None,
 ) -> ParquetFileStream | None: ...
 def parquet_read_position_deletes(
-    paths: list[str], referenced: list[str], threads: int | None = None
+    paths: list[str],
+    referenced: list[str],
+    threads: int | None = None,
+    record_counts: Sequence[int | None] | None = None,
 ) -> list[PositionBitmap | None]: ...
 def puffin_read_footer(
     data: bytes,

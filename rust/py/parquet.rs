@@ -219,14 +219,16 @@ fn parquet_read_files(
 
 /// The positions of each local position delete file in `paths` whose footer statistics prove
 /// that every row names the data file in `referenced` (same order), read by `pos` alone; `None`
-/// for a file to read the general way. Decoded in parallel without the GIL.
+/// for a file to read the general way, also when its footer counts other rows than its entry
+/// in `record_counts` (same order; `None` or 0: not known). Decoded in parallel without the GIL.
 #[pyfunction]
-#[pyo3(signature = (paths, referenced, threads = None))]
+#[pyo3(signature = (paths, referenced, threads = None, record_counts = None))]
 fn parquet_read_position_deletes(
     py: Python<'_>,
     paths: Vec<String>,
     referenced: Vec<String>,
     threads: Option<usize>,
+    record_counts: Option<Vec<Option<i64>>>,
 ) -> PyResult<Vec<Option<PositionBitmap>>> {
     guard(|| {
         if paths.len() != referenced.len() {
@@ -236,10 +238,23 @@ fn parquet_read_position_deletes(
                 referenced.len()
             )));
         }
+        let counts = record_counts.unwrap_or_else(|| vec![None; paths.len()]);
+        if counts.len() != paths.len() {
+            return Err(crate::Error::validation(format!(
+                "{} paths but {} record counts",
+                paths.len(),
+                counts.len()
+            )));
+        }
         let files: Vec<PositionFile> = paths
             .into_iter()
             .zip(referenced)
-            .map(|(path, referenced)| PositionFile { path, referenced })
+            .zip(counts)
+            .map(|((path, referenced), rows)| PositionFile {
+                path,
+                referenced,
+                rows,
+            })
             .collect();
         let out = py.detach(|| read_position_files(&files, threads))?;
         Ok(out

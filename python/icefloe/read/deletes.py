@@ -346,7 +346,7 @@ def preload_position_deletes(
     ``tasks`` whose manifest entry names the task's data file (the common v2 layout), so the
     tasks' :meth:`TaskDeletes.load` finds them decoded. A file the native reader does not
     prove to name only that data file is left for the load to read as usual."""
-    keys, paths, targets = [], [], []
+    keys, paths, targets, counts = [], [], [], []
     for task in tasks:
         data_path = task.data_file.file_path
         for d in task.delete_files:
@@ -362,9 +362,11 @@ def preload_position_deletes(
                     keys.append(key)
                     paths.append(local)
                     targets.append(data_path)
+                    counts.append(d.record_count)
     if not keys:
         return
-    found = _native.parquet_read_position_deletes(paths, targets, threads)
+    # a file whose rows differ from its entry's count is left to the load, which names it
+    found = _native.parquet_read_position_deletes(paths, targets, threads, counts)
     for key, bitmap in zip(keys, found, strict=True):
         if bitmap is not None:
             cache.get(key, partial(DeletionVector, bitmap))
