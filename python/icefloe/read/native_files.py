@@ -30,6 +30,7 @@ The row-level operations read the columns a filter or a join key needs the same 
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -194,12 +195,20 @@ def streamed_task(task: FileScanTask) -> bool:
 
 
 def _parquet_path(io: FileIO, task: FileScanTask) -> str | None:
-    """The local path of a task's data file when it is a Parquet file of known record count,
-    else None."""
+    """The local path of a task's data file when it is a Parquet file of known record count
+    and of the size its manifest entry says, else None (another file put in its place is the
+    general reader's to refuse)."""
     df = task.data_file
     if df.record_count <= 0 or df.file_format.lower() != "parquet":
         return None
-    return io.local_path(df.file_path)
+    local = io.local_path(df.file_path)
+    if local is not None and df.file_size_in_bytes > 0:
+        try:
+            if os.stat(local).st_size != df.file_size_in_bytes:
+                return None
+        except OSError:
+            return None
+    return local
 
 
 def _scan_parts(io: FileIO, task: FileScanTask) -> list[FileScanTask] | None:

@@ -181,6 +181,7 @@ def open_checked(
         schema = pf.schema_arrow
         if not reopened:
             _check_field_ids(pf, schema, path)
+            check_size(handle, path, size)
     except IcebergError as e:
         handle.close()
         if isinstance(e, CorruptFileError) and path not in str(e):
@@ -190,6 +191,14 @@ def open_checked(
         handle.close()
         raise corrupt_error(path, e) from e
     return CheckedParquetFile(pf, groups, source, schema)
+
+
+def check_size(handle: pa.NativeFile, path: str, size: int | None) -> None:
+    """Refuses a data file whose length is not the ``size`` its manifest entry says (None or
+    0: not known): another file put in its place, whose rows are not the table's."""
+    length = handle.size()
+    if size and length != size:
+        raise CorruptFileError(f"{path} is {length} bytes, its manifest entry says {size}")
 
 
 def _local_path(io: FileIO, path: str) -> str | None:

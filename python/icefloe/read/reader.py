@@ -38,6 +38,7 @@ from icefloe.read.orc_file import OrcFile
 from icefloe.read.parquet_file import (
     DECODE_ERRORS,
     CheckedParquetFile,
+    check_size,
     corrupt_error,
     int96_unit,
     open_checked,
@@ -292,7 +293,10 @@ class _TaskReader:
             num_rows, schema = other.num_rows, other.schema
         else:
             checked = open_checked(
-                self.io, self.path, handle=self._handle, int96_unit=_int96_unit(options)
+                self.io,
+                self.path,
+                handle=self._handle,
+                int96_unit=_int96_unit(options),
             )
             num_rows, schema = checked.file.metadata.num_rows, checked.schema
         if task.data_file.record_count and num_rows != task.data_file.record_count:
@@ -300,6 +304,7 @@ class _TaskReader:
                 f"data file {self.path} has {num_rows} rows but its manifest entry says "
                 f"{task.data_file.record_count}"
             )
+        check_size(self._handle, self.path, task.data_file.file_size_in_bytes or None)
         layout = self._layout(schema)
         file_schema = layout.file_schema
         raw_names, mapped = layout.raw_names, layout.mapped
