@@ -205,6 +205,18 @@ def test_times_and_ids_of_the_wrong_type_are_validation_errors(tmp_path: Path) -
     assert t.current_snapshot().snapshot_id == s2  # type: ignore[union-attr]
     result = t.expire_snapshots(older_than_ms=dt.datetime.now(dt.timezone.utc), retain_last=1)
     assert s1 in result.snapshot_ids
+    # unhashable ids and names raised a bare TypeError from the lookups
+    with pytest.raises(ValidationError, match="must be an integer"):
+        t.scan().with_snapshot([s2])  # type: ignore[arg-type]
+    t.manage_snapshots().create_branch("b", s2).commit()
+    for change in (
+        lambda ms: ms.remove_branch(["b"]),
+        lambda ms: ms.rename_branch("b", ["x"]),
+        lambda ms: ms.create_tag(["x"], s2),
+        lambda ms: ms.fast_forward("b", ["main"]),
+    ):
+        with pytest.raises(ValidationError, match="a ref name is"):
+            change(t.manage_snapshots())
 
 
 def test_a_branch_of_a_table_without_snapshots_starts_at_an_empty_snapshot(

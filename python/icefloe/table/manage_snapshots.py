@@ -55,6 +55,11 @@ def check_snapshot_id(snapshot_id: object) -> int:
     return snapshot_id
 
 
+def _check_ref_name(name: object) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError(f"a ref name is a non-empty string, got {name!r}")
+
+
 def _positive(value: int | None, what: str) -> None:
     """A ref's retention setting must be a positive integer (:class:`SnapshotRef` checks that
     its metadata field holds it)."""
@@ -96,10 +101,13 @@ class ManageSnapshots(PendingUpdate):
         return chain
 
     def _ref(self, name: str) -> SnapshotRef | None:
+        if not isinstance(name, str):
+            raise ValidationError(f"a ref name is a string, got {name!r}")
         return self._tx.metadata.refs.get(name)
 
     def _assert_ref(self, name: str) -> None:
         """Require, at commit time, that ``name`` is where the table's base had it."""
+        _check_ref_name(name)
         if name in self._asserted:
             return
         self._asserted.add(name)
@@ -107,8 +115,6 @@ class ManageSnapshots(PendingUpdate):
         self._tx.apply([], [AssertRefSnapshotId(name, base.snapshot_id if base else None)])
 
     def _set(self, name: str, ref: SnapshotRef) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise ValidationError(f"a ref name is a non-empty string, got {name!r}")
         self._assert_ref(name)
         self._tx.apply(
             [

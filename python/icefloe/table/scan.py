@@ -186,6 +186,8 @@ class TableScan:
 
     def with_snapshot(self, snapshot_id: int) -> TableScan:
         """A copy reading snapshot ``snapshot_id``."""
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
         self.table.metadata.snapshot(snapshot_id)  # raises NoSuchSnapshotError
         return self._copy(snapshot_id=snapshot_id, ref=None, as_of=None)
 
