@@ -5,6 +5,7 @@ in ``test_views_java.py``; Iceberg's view compatibility kit runs in ``test_rest_
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -17,6 +18,7 @@ from icefloe.catalog.base import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.catalog.views import new_version
 from icefloe.exceptions import (
     CommitFailedError,
     CorruptFileError,
@@ -95,8 +97,11 @@ def test_metadata_json_round_trips_with_the_specs_field_names() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda d: d.update({"format-version": 2}), "unsupported view format version: 2"),
+        (lambda d: d.update({"format-version": 0}), "unsupported view format version: 0"),
         (lambda d: d.update({"current-version-id": 7}), "current version 7 is not among"),
+        # which of two versions (or schemas) of one id is meant is undefined: Java refuses
+        (lambda d: d["versions"].append(d["versions"][0]), r"version ids \[1\] appear more"),
+        (lambda d: d["schemas"].append(d["schemas"][0]), r"schema ids \[0\] appear more"),
         (lambda d: d["versions"][0].update({"schema-id": 3}), "names schema 3"),
         (lambda d: d.pop("view-uuid"), "view-uuid"),
         (lambda d: d["versions"][0].update({"default-namespace": "ns"}), "default-namespace"),
@@ -106,6 +111,13 @@ def test_bad_metadata_is_refused_clearly(change: object, message: str) -> None:
     doc = _new_view().to_json()
     change(doc)  # type: ignore[operator]
     with pytest.raises(ValidationError, match=message):
+        ViewMetadata.from_json(doc)
+
+
+def test_a_newer_view_format_is_unsupported_not_corrupt() -> None:
+    doc = _new_view().to_json()
+    doc["format-version"] = 2
+    with pytest.raises(UnsupportedFeatureError, match="unsupported view format version 2"):
         ViewMetadata.from_json(doc)
 
 
@@ -171,6 +183,12 @@ def test_history_keeps_the_newest_versions_and_the_current_one() -> None:
         bad = ViewMetadataBuilder(m)
         bad.set_properties({"version.history.num-entries": "0"})
         bad.build()
+    # only what Java's Integer.parseInt reads (a stored " 3 " broke Java's later changes)
+    for value in (" 3 ", "1_0", "x", "3.0", str(2**31)):
+        with pytest.raises(ValidationError, match="must be an integer"):
+            bad = ViewMetadataBuilder(m)
+            bad.set_properties({"version.history.num-entries": value})
+            bad.build()
 
 
 def test_rest_updates_parse_and_apply() -> None:
@@ -301,6 +319,17 @@ def test_a_lost_race_is_retried_and_a_replaced_view_is_refused(cat: SqlCatalog) 
     # the stale object's change applies on top of the other writer's
     done = stale.update_properties({"a": "b"})
     assert done.sql() == "SELECT 2" and done.properties == {"a": "b"}
+    # a replace that lost a race becomes current after the winner: the log keeps time order
+    stale = cat.load_view("ns.v")
+    cat.replace_view("ns.v", "SELECT 'winner'", ROWS, dialect="spark")
+    late = new_version(0, ("ns", "v"), "SELECT 'late'", "spark", None, None, None)
+    late = dataclasses.replace(late, timestamp_ms=stale.metadata.version_log[-1].timestamp_ms - 1)
+    b = ViewMetadataBuilder(stale.metadata)
+    b.set_current_version(dataclasses.replace(late, version_id=99), stale.metadata.schema)
+    b.build()
+    done = cat.commit_view(stale, [AssertViewUUID(stale.metadata.view_uuid)], b.changes)
+    times = [e.timestamp_ms for e in done.metadata.version_log]
+    assert done.sql() == "SELECT 'late'" and times == sorted(times)
     # the same name, another view: the UUID requirement fails
     cat.drop_view("ns.v")
     cat.create_view("ns.v", "SELECT 3", ROWS, dialect="spark")

@@ -25,6 +25,7 @@ from icefloe.exceptions import (
 )
 from icefloe.metadata.updates import TableUpdate
 from icefloe.metadata.view_metadata import (
+    AddViewVersion,
     AssertViewUUID,
     SQLRepresentation,
     ViewHistoryEntry,
@@ -427,6 +428,25 @@ def commit_view(
             time.sleep(policy.wait_ms(attempt) / 1000)  # the view's commit.retry.* settings
             fresh = catalog.load_view(view.identifier)
             base, base_location = fresh.metadata, fresh.metadata_location
+            ups = _after_log(ups, base)
+
+
+def _after_log(updates: list[TableUpdate], base: ViewMetadata) -> list[TableUpdate]:
+    """``updates`` with each added version that is older than ``base``'s newest version-log
+    entry stamped now: the version becomes current after the commit that won the race, and
+    the log (which takes its time from the version) must not go back in time."""
+    from dataclasses import replace
+
+    newest = max((e.timestamp_ms for e in base.version_log), default=None)
+    if newest is None:
+        return updates
+    now = max(time.time_ns() // 1_000_000, newest)
+    return [
+        replace(u, view_version=replace(u.view_version, timestamp_ms=now))
+        if isinstance(u, AddViewVersion) and u.view_version.timestamp_ms < newest
+        else u
+        for u in updates
+    ]
 
 
 def read_view_metadata(catalog: Catalog, location: str) -> ViewMetadata:

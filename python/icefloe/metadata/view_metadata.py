@@ -14,12 +14,13 @@ Each change is recorded as the update a REST client sends for it.
 from __future__ import annotations
 
 import gzip
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from icefloe.exceptions import CommitFailedError, ValidationError
+from icefloe.exceptions import CommitFailedError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata._json import (
     compact,
     get_int,
@@ -249,8 +250,19 @@ class ViewMetadata:
         for name in ("schemas", "versions", "version_log"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "properties", dict(self.properties))
-        if not 0 < self.format_version <= SUPPORTED_VIEW_FORMAT_VERSION:
+        if self.format_version > SUPPORTED_VIEW_FORMAT_VERSION:
+            raise UnsupportedFeatureError(
+                f"Cannot read unsupported view format version {self.format_version}"
+            )
+        if self.format_version < 1:
             raise ValidationError(f"unsupported view format version: {self.format_version}")
+        for what, ids in (
+            ("version", [v.version_id for v in self.versions]),
+            ("schema", [s.schema_id for s in self.schemas]),
+        ):
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            if twice:  # which one is meant is undefined (Java refuses such files too)
+                raise ValidationError(f"view metadata: {what} ids {twice} appear more than once")
         versions = {v.version_id for v in self.versions}
         if self.current_version_id not in versions:
             raise ValidationError(
@@ -578,12 +590,11 @@ class ViewMetadataBuilder:
                     f"(set {REPLACE_DROP_DIALECT_ALLOWED}=true to allow it)"
                 )
         raw_size = self._properties.get(VERSION_HISTORY_SIZE, str(VERSION_HISTORY_SIZE_DEFAULT))
-        try:
-            size = int(raw_size)
-        except ValueError:
-            raise ValidationError(
-                f"{VERSION_HISTORY_SIZE} must be an integer: {raw_size!r}"
-            ) from None
+        # as Java's Integer.parseInt reads it (no spaces, no underscores): a value Java cannot
+        # read would break every later change Java makes to the view
+        if not re.fullmatch(r"[+-]?[0-9]+", raw_size) or not -(2**31) <= int(raw_size) < 2**31:
+            raise ValidationError(f"{VERSION_HISTORY_SIZE} must be an integer: {raw_size!r}")
+        size = int(raw_size)
         if size <= 0:
             raise ValidationError(f"{VERSION_HISTORY_SIZE} must be positive, got {size}")
         keep_count = max(len(self._added_versions | {self._current}), size)
