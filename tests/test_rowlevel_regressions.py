@@ -367,3 +367,65 @@ def test_deletes_past_a_files_end_do_not_make_its_live_rows_look_deleted(
         expected = [*range(15, 20), 500]
     assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == expected
     assert sorted(pyiceberg_read(t)["id"].to_pylist()) == expected
+
+
+@pytest.mark.parametrize("op", ["delete", "overwrite"])
+def test_a_deletion_vector_older_than_its_file_goes_when_a_new_one_is_written(
+    tmp_path: Path, op: str
+) -> None:
+    """A DV whose data sequence number is below its data file's does not apply; writing the
+    file's new DV left both live, and readers (icefloe, DuckDB, Java) refuse two DVs for one
+    file."""
+    import pyarrow.parquet as pq
+
+    from icefloe.arrow_schema import schema_to_arrow
+    from icefloe.catalog import load_catalog
+    from icefloe.deletes import DeletionVector
+    from icefloe.expressions import col
+    from icefloe.puffin import PuffinWriter
+    from support.plan_tables import HandTable, entry
+    from support.read_tables import SCHEMA
+
+    t = HandTable(tmp_path, SCHEMA, [PartitionSpec()], 3, {"write.delete.mode": "merge-on-read"})
+    t.commit([(0, 0, [])])  # sequence number 1
+    data = tmp_path / "data-0.parquet"
+    columns = [
+        pa.array(range(20), pa.int64()),
+        pa.array([1] * 20, pa.int32()),
+        pa.array(["x"] * 20),
+    ]
+    pq.write_table(pa.table(columns, schema=schema_to_arrow(SCHEMA)), data)
+    size = data.stat().st_size
+    t.commit([(0, 0, [entry(str(data), record_count=20, file_size_in_bytes=size)])])  # 2
+    writer = PuffinWriter()
+    blob = writer.add_deletion_vector(DeletionVector.from_positions([1, 2]), str(data))
+    done = writer.finish()
+    (tmp_path / "old.puffin").write_bytes(done.data)
+    stale = entry(
+        str(tmp_path / "old.puffin"),
+        content=1,
+        file_format="PUFFIN",
+        record_count=2,
+        file_size_in_bytes=len(done.data),
+        referenced_data_file=str(data),
+        content_offset=blob.offset,
+        content_size_in_bytes=blob.length,
+        sequence_number=1,
+        file_sequence_number=3,
+    )
+    t.commit([(0, 1, [stale])])
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    table = cat.register_table("db.t", t.metadata_path)
+    assert len(table.scan().to_arrow()) == 20  # the stale DV does not apply
+    if op == "delete":
+        table.delete(col("id") == 5)
+    else:
+        new = {"id": pa.array([100], pa.int64()), "k": pa.array([9], pa.int32()), "s": ["y"]}
+        table.overwrite(pa.table(new), overwrite_filter=col("id") == 5)
+    table = table.refresh()
+    dvs = [r for r in table.inspect.files().to_pylist() if r["content"] == 1]
+    assert len(dvs) == 1 and not dvs[0]["file_path"].endswith("old.puffin")
+    ids = sorted(table.scan().to_arrow()["id"].to_pylist())
+    assert ids == sorted({*range(20), *([100] if op == "overwrite" else [])} - {5})
+    assert sorted(pyiceberg_read(table)["id"].to_pylist()) == ids

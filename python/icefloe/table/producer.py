@@ -189,6 +189,8 @@ class SnapshotProducer:
         self._added_deletes: list[DataFile] = []
         self._removed_paths: set[str] = set()
         self._remove_predicates: list[EntryPredicate] = []
+        #: predicates that only ever select delete entries (data manifests need no reading)
+        self._delete_predicates: list[EntryPredicate] = []
         self._validators: list[Validator] = []
         self._owned: list[str] = []
         self._new_manifests: pa.RecordBatch | None = None  # reused across attempts
@@ -297,9 +299,12 @@ class SnapshotProducer:
             self._removed_paths.add(p.file_path if isinstance(p, DataFile) else p)
         return self
 
-    def remove_files_where(self, predicate: EntryPredicate) -> SnapshotProducer:
-        """Remove every live entry for which ``predicate(batch)`` is true."""
-        self._remove_predicates.append(predicate)
+    def remove_files_where(
+        self, predicate: EntryPredicate, *, deletes_only: bool = False
+    ) -> SnapshotProducer:
+        """Remove every live entry for which ``predicate(batch)`` is true; with
+        ``deletes_only`` it is asked about delete manifests' entries only."""
+        (self._delete_predicates if deletes_only else self._remove_predicates).append(predicate)
         return self
 
     def validate(self, fn: Validator) -> SnapshotProducer:
@@ -321,7 +326,12 @@ class SnapshotProducer:
     @property
     def always_applies(self) -> bool:
         """True when the change only adds files (nothing to validate against a newer base)."""
-        return not (self._removed_paths or self._remove_predicates or self._validators)
+        return not (
+            self._removed_paths
+            or self._remove_predicates
+            or self._delete_predicates
+            or self._validators
+        )
 
     @property
     def added_files(self) -> list[DataFile]:
@@ -674,11 +684,17 @@ class SnapshotProducer:
             or m.existing_files_count is None
         ]
         if not self._removed_paths and not self._remove_predicates:
-            return [rows[i] for i in live], [], [], 0  # nothing to filter
+            if not self._delete_predicates:
+                return [rows[i] for i in live], [], [], 0  # nothing to filter
+            # only delete manifests can hold what is removed: data manifests stay unread
+            kept_data = [rows[i] for i in live if not mfs[i].content]
+            live = [i for i in live if mfs[i].content]
+        else:
+            kept_data = []
         batches = read_manifest_entries(self.io, [mfs[i] for i in live])
         wanted = pa.array(sorted(self._removed_paths), pa.string())
         found: set[str] = set()
-        kept: list[dict[str, Any]] = []
+        kept: list[dict[str, Any]] = kept_data
         replaced: list[str] = []
         removed: list[pa.RecordBatch] = []
         processed = 0
@@ -688,6 +704,9 @@ class SnapshotProducer:
             mask = pc.is_in(batch.column("file_path"), value_set=wanted)
             for pred in self._remove_predicates:
                 mask = pc.or_(mask, pred(batch))
+            if mfs[i].content:
+                for pred in self._delete_predicates:
+                    mask = pc.or_(mask, pred(batch))
             mask = pc.and_(pc.fill_null(mask, False), alive)
             if not pc.any(mask).as_py():
                 kept.append(rows[i])

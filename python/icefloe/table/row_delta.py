@@ -412,6 +412,11 @@ def commit_row_delta(
         producer.remove_files(t.data_file.file_path for t in delta.removed)
         if removed_deletes:
             producer.remove_files_where(_entry_key_predicate(set(removed_deletes)))
+        if ctx.version >= 3 and dvs:
+            # a data file has one deletion vector at most: one that does not apply to it (older
+            # than the file) goes too, and readers would otherwise refuse the table
+            paths = {d.referenced_data_file for d in dvs if d.referenced_data_file}
+            producer.remove_files_where(_deletion_vectors_of(paths), deletes_only=True)
         if operation is not None:
             producer.set_operation(operation)
         if isolation is not None:
@@ -500,6 +505,22 @@ def _entry_key_predicate(keys: set[str]) -> Any:
         key = pc.binary_join_element_wise(path, pc.fill_null(off, ""), "\x00")
         hit = pc.is_in(key, value_set=wanted)
         return pc.and_(hit, pc.not_equal(batch.column("content"), 0))
+
+    return predicate
+
+
+def _deletion_vectors_of(paths: set[str]) -> Any:
+    """A ``remove_files_where`` predicate selecting the deletion vectors of the data files
+    ``paths``."""
+    wanted = pa.array(sorted(paths), pa.string())
+
+    def predicate(batch: pa.RecordBatch) -> pa.Array:
+        names = batch.schema.names
+        if "referenced_data_file" not in names or "content_offset" not in names:
+            return pa.array([False] * batch.num_rows)
+        ref = batch.column("referenced_data_file").cast(pa.string())
+        dv = pc.and_(pc.equal(batch.column("content"), 1), pc.is_valid(batch["content_offset"]))
+        return pc.fill_null(pc.and_(dv, pc.is_in(ref, value_set=wanted)), False)
 
     return predicate
 
