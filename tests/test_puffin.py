@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 
 import pytest
@@ -178,3 +179,22 @@ def test_unknown_flags_and_codecs() -> None:
         PuffinReader(bytes(data))
     with pytest.raises(UnsupportedFeatureError):
         PuffinWriter().add_blob(b"x", "t", [1], 1, 1, "snappy")
+
+
+def test_text_utf8_cannot_hold_is_a_validation_error() -> None:
+    """A lone surrogate (``os.fsdecode`` of a file name in another encoding) in any text the
+    footer holds raised a bare ``UnicodeEncodeError`` from the native writer."""
+    from icefloe.deletes import DeletionVector, PositionDeleteIndex
+    from icefloe.exceptions import ValidationError
+
+    path = os.fsdecode(b"/data/caf\xe9.parquet")
+    dv = DeletionVector.from_positions([1])
+    for call in (
+        lambda: PuffinWriter().add_deletion_vector(dv, path),
+        lambda: PuffinWriter().add_blob(b"x", "t\udc80", [1]),
+        lambda: PuffinWriter().add_blob(b"x", "t", [1], properties={"a": "\udc80"}),
+        lambda: PuffinWriter().finish({"created-by": "\ud800"}),
+    ):
+        with pytest.raises(ValidationError, match="lone surrogate"):
+            call()
+    assert PositionDeleteIndex().get(path) is None

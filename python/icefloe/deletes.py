@@ -259,6 +259,12 @@ class PositionDeleteIndex:
 
     def get(self, path: str) -> DeletionVector | None:
         """The deleted positions of ``path`` as a deletion vector, or None."""
+        if not isinstance(path, str):
+            raise ValidationError(f"a data file path is a string, got {path!r}")
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            return None  # no delete names a path UTF-8 cannot hold
         bitmap = self._index.get(path)
         return DeletionVector(bitmap) if bitmap is not None else None
 

@@ -97,7 +97,19 @@ def _str_pairs(value: object, what: str) -> list[tuple[str, str]]:
             raise ValidationError(
                 f"{what} must map strings to strings, got {k!r}: {v!r} ({type(v).__name__})"
             )
+        _utf8(k, what)
+        _utf8(v, what)
     return list(value.items())
+
+
+def _utf8(text: str, what: str) -> str:
+    """``text`` if UTF-8 can hold it (the footer is UTF-8 JSON): a lone surrogate, as
+    ``os.fsdecode`` makes of a file name in another encoding, is a :class:`ValidationError`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{what}: {text!r} is not valid Unicode (a lone surrogate)") from None
+    return text
 
 
 def _field_ids(fields: object) -> list[int]:
@@ -212,6 +224,7 @@ class PuffinWriter:
         payload = _bytes(data, "blob data")
         if not isinstance(type, str) or not type:
             raise ValidationError(f"blob type must be a non-empty string, got {type!r}")
+        _utf8(type, "blob type")
         meta = BlobMetadata._from_native(
             self._w.add_blob(
                 payload,
@@ -236,6 +249,7 @@ class PuffinWriter:
             raise ValidationError(
                 f"referenced data file must be a non-empty string, got {referenced_data_file!r}"
             )
+        _utf8(referenced_data_file, "referenced data file")
         meta = BlobMetadata._from_native(
             self._w.add_deletion_vector(dv._bitmap, referenced_data_file)
         )
