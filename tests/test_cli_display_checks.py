@@ -219,6 +219,18 @@ def test_list_quotes_names_that_hold_a_dot_and_they_paste_back(odd: CliWorld) ->
         )
 
 
+def test_json_outputs_name_tables_and_views_as_list_does(odd: CliWorld) -> None:
+    """The name fields of the JSON outputs paste back into a command (they were dotted
+    without quotes: ``db.x.y``)."""
+    for command in ("files", "snapshots", "health", "partitions", "orphans"):
+        r = run(odd, command, 'db."x.y"', "--json")
+        assert r.exit_code == 0, (command, r.stderr)
+        assert r.json()["table"] == 'db."x.y"', command
+    ids = pa.schema([("id", pa.int64())])
+    odd.catalog().create_view(("db", "v.w"), "select 1 as id", ids, dialect="spark")
+    assert run(odd, "view", 'db."v.w"', "--json").json()["view"] == 'db."v.w"'
+
+
 def test_an_unquoted_name_with_a_dot_points_to_the_quoted_one(odd: CliWorld) -> None:
     r = run(odd, "scan", "db.x.y")
     assert r.exit_code == EXIT_NOT_FOUND

@@ -8,7 +8,7 @@ from rich.tree import Tree
 
 from icefloe.catalog.base import Catalog
 from icefloe.cli.app import State, catalog_identifier, json_option, pass_state
-from icefloe.cli.names import show_name, split_name
+from icefloe.cli.names import display_name, show_name, split_name
 from icefloe.cli.render import esc, literal
 from icefloe.exceptions import (
     NoSuchTableError,
@@ -178,7 +178,7 @@ def view_cmd(state: State, view: str, as_json: bool) -> None:
     if as_json:
         state.out.json(
             {
-                "view": v.name,
+                "view": display_name(v),
                 "metadata_location": v.metadata_location,
                 "current_version": current.version_id,
                 "queries": {d: current.sql(d) for d in current.dialects},
@@ -198,7 +198,7 @@ def view_cmd(state: State, view: str, as_json: bool) -> None:
         )
         return
     out = state.out.console
-    out.print(literal(f"{v.name}", style="bold") + literal(f"  version {current.version_id}"))
+    out.print(literal(display_name(v), style="bold") + literal(f"  version {current.version_id}"))
     for dialect in current.dialects:
         out.print(literal(f"{dialect}:", style="cyan"))
         for line in (current.sql(dialect) or "").splitlines():

@@ -21,6 +21,7 @@ from icefloe.cli.analysis import (
     partition_stats,
 )
 from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.names import display_name
 from icefloe.cli.render import (
     bar,
     deletes_text,
@@ -118,7 +119,7 @@ def files(
     if as_json:
         state.out.json(
             {
-                "table": t.name,
+                "table": display_name(t),
                 "snapshot_id": snap.snapshot_id if snap else None,
                 **stats.to_json(),
                 "files": _file_json(stats.files),
@@ -127,7 +128,7 @@ def files(
         return
     console = state.out.console
     total = stats.total_data_size
-    console.print(f"[bold]{esc(t.name)}[/] · snapshot {snap.snapshot_id if snap else '-'}")
+    console.print(f"[bold]{esc(display_name(t))}[/] · snapshot {snap.snapshot_id if snap else '-'}")
     deletes = deletes_text(
         stats.delete_records, stats.equality_delete_keys, stats.equality_delete_files
     )
@@ -243,13 +244,13 @@ def partitions(
     t = state.table(table)
     stats = partition_stats(t, snapshot_id)
     if as_json:
-        state.out.json({"table": t.name, **stats.to_json()})
+        state.out.json({"table": display_name(t), **stats.to_json()})
         return
     console = state.out.console
     if not stats.rows:
-        console.print(literal(f"{t.name} has no live files"))
+        console.print(literal(f"{display_name(t)} has no live files"))
         return
-    console.print(f"[bold]{esc(t.name)}[/] · {plural(len(stats.rows), 'partition')}")
+    console.print(f"[bold]{esc(display_name(t))}[/] · {plural(len(stats.rows), 'partition')}")
     peak_rows = max(r.records for r in stats.rows) or 1
     peak_size = max(r.size for r in stats.rows) or 1
     skewed = stats.skewed  # a median over every partition: computed once

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.health import Check, run_checks
+from icefloe.cli.names import display_name
 from icefloe.cli.render import esc, literal, printable
 
 __all__ = ["VERDICT_STYLES", "prog_prefix", "register"]
@@ -53,12 +54,12 @@ def health(state: State, table: str, orphans: bool, as_json: bool) -> None:
     t = state.table(table)
     checks = run_checks(t, prog_prefix(state), orphans=orphans)
     if as_json:
-        state.out.json({"table": t.name, "checks": [c.to_json() for c in checks]})
+        state.out.json({"table": display_name(t), "checks": [c.to_json() for c in checks]})
         return
     warn = sum(1 for c in checks if c.verdict == "warn")
     console = state.out.console
     console.print(
-        f"[bold]{esc(t.name)}[/] · {len(checks)} checks · "
+        f"[bold]{esc(display_name(t))}[/] · {len(checks)} checks · "
         + (f"[bold yellow]{warn} to act on[/]" if warn else "[bold green]all healthy[/]")
     )
     console.print(checks_table(checks))

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from icefloe.cli.analysis import Timeline, axis_positions, timeline
 from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.names import display_name
 from icefloe.cli.render import OP_COLORS, bar, esc, human_size, literal, plural, printable, ts
 
 __all__ = ["draw_timeline", "duration", "register"]
@@ -282,16 +283,16 @@ def snapshots(state: State, table: str, limit: int, as_json: bool) -> None:
     t = state.table(table)
     tl = timeline(t.metadata)
     if as_json:
-        doc: dict[str, Any] = {"table": t.name, **tl.to_json()}
+        doc: dict[str, Any] = {"table": display_name(t), **tl.to_json()}
         state.out.json(doc)
         return
     console = state.out.console
     if not tl.points:
-        console.print(literal(f"{t.name} has no snapshots"))
+        console.print(literal(f"{display_name(t)} has no snapshots"))
         return
     span = duration(tl.end_ms - tl.start_ms)
     console.print(
-        f"[bold]{esc(t.name)}[/] · {plural(len(tl.points), 'snapshot')} · "
+        f"[bold]{esc(display_name(t))}[/] · {plural(len(tl.points), 'snapshot')} · "
         f"{plural(len(tl.heads), 'branch', 'branches')} · {plural(len(tl.tags), 'tag')} · "
         f"over {span}"
     )

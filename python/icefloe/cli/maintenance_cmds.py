@@ -19,6 +19,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.analysis import check_snapshot
 from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.names import display_name
 from icefloe.cli.render import esc, human_size, literal, parse_size, plural
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import MAIN_BRANCH
@@ -191,7 +192,7 @@ def expire(
         "statistics_files": r.statistics_files,
     }
     doc = {
-        "table": t.name,
+        "table": display_name(t),
         "dry_run": dry_run,
         "snapshots": list(r.snapshot_ids),
         "refs": list(r.removed_refs),
@@ -212,7 +213,7 @@ def expire(
     )
     _summary(
         state,
-        f"[bold]{esc(t.name)}[/]: {verb} {plural(len(r.snapshot_ids), 'snapshot')}",
+        f"[bold]{esc(display_name(t))}[/]: {verb} {plural(len(r.snapshot_ids), 'snapshot')}",
         [
             ("snapshots", len(r.snapshot_ids)),
             ("refs", len(r.removed_refs)),
@@ -269,7 +270,7 @@ def compact(
         args["row_filter"] = row_filter
     plan = t.plan_rewrite_data_files(**args)
     doc: dict[str, Any] = {
-        "table": t.name,
+        "table": display_name(t),
         "dry_run": dry_run,
         "target_file_size": plan.target_file_size,
         "groups": plan.groups,
@@ -311,9 +312,9 @@ def compact(
         return
     if not plan.data_files:
         if dangling is None:
-            state.out.console.print(f"[bold]{esc(t.name)}[/]: nothing to compact")
+            state.out.console.print(f"[bold]{esc(display_name(t))}[/]: nothing to compact")
         else:
-            _dangling_line(state, t.name, dangling, dry_run)
+            _dangling_line(state, display_name(t), dangling, dry_run)
         return
     verb = "would rewrite" if dry_run else "rewrote"
     rows: list[tuple[str, Any]] = [
@@ -327,13 +328,13 @@ def compact(
         rows.insert(2, ("data files out", doc["added_data_files"]))
         rows.append(("snapshot", doc["snapshot_id"]))
     files = plural(doc["rewritten_data_files"], "data file")
-    _summary(state, f"[bold]{esc(t.name)}[/]: {verb} {files}", rows)
+    _summary(state, f"[bold]{esc(display_name(t))}[/]: {verb} {files}", rows)
     if dangling is not None:
-        _dangling_line(state, t.name, dangling, dry_run)
+        _dangling_line(state, display_name(t), dangling, dry_run)
     elif remove_dangling_deletes:
         now = plural(doc["dangling_delete_files_now"], "dangling delete file")
         state.out.console.print(
-            f"[bold]{esc(t.name)}[/]: dangling delete files are found after compaction: "
+            f"[bold]{esc(display_name(t))}[/]: dangling delete files are found after compaction: "
             f"unknown in a dry run ({now} before it)"
         )
 
@@ -391,11 +392,11 @@ def orphans(
     with _progress(state, "deleting orphan files", as_json or dry_run) as progress:
         found = t.remove_orphan_files(cutoff, dry_run=dry_run, location=location, progress=progress)
     if as_json:
-        state.out.json({"table": t.name, "dry_run": dry_run, "orphan_files": found})
+        state.out.json({"table": display_name(t), "dry_run": dry_run, "orphan_files": found})
         return
     verb = "found" if dry_run else "deleted"
     console = state.out.console
-    console.print(f"[bold]{esc(t.name)}[/]: {verb} {plural(len(found), 'orphan file')}")
+    console.print(f"[bold]{esc(display_name(t))}[/]: {verb} {plural(len(found), 'orphan file')}")
     shown = found if limit == 0 else found[:limit]
     for p in shown:
         console.print(literal(f"  {p}"), soft_wrap=True)
@@ -431,7 +432,7 @@ def rewrite_manifests(
         )
     committed = not dry_run and r.rewritten_manifests > 0
     doc = {
-        "table": t.name,
+        "table": display_name(t),
         "dry_run": dry_run,
         "rewritten_manifests": r.rewritten_manifests,
         "added_manifests": r.added_manifests,
@@ -445,7 +446,8 @@ def rewrite_manifests(
         return
     if not r.rewritten_manifests:
         state.out.console.print(
-            f"[bold]{esc(t.name)}[/]: nothing to rewrite (the manifests are already grouped)"
+            f"[bold]{esc(display_name(t))}[/]: nothing to rewrite "
+            "(the manifests are already grouped)"
         )
         return
     verb = "would rewrite" if dry_run else "rewrote"
@@ -457,7 +459,7 @@ def rewrite_manifests(
     ]
     if committed:
         rows.append(("snapshot", r.snapshot_id))
-    title = f"[bold]{esc(t.name)}[/]: {verb} {plural(r.rewritten_manifests, 'manifest')}"
+    title = f"[bold]{esc(display_name(t))}[/]: {verb} {plural(r.rewritten_manifests, 'manifest')}"
     _summary(state, title, rows)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from icefloe.exceptions import ValidationError
 
-__all__ = ["quote_part", "quoted_part", "select_list", "show_name", "split_name"]
+__all__ = ["display_name", "quote_part", "quoted_part", "select_list", "show_name", "split_name"]
 
 
 def quote_part(part: str) -> str:
@@ -22,6 +22,16 @@ def show_name(parts: tuple[str, ...] | list[str]) -> str:
     """``parts`` dotted, a part that holds a dot or a quote quoted (``db."x.y"``), so that
     :func:`split_name` reads it back."""
     return ".".join(quote_part(p) if "." in p or '"' in p else p for p in parts)
+
+
+def display_name(obj: object) -> str:
+    """The name of a table or view as the commands print it: :func:`show_name` of its
+    identifier, or the metadata location of a table opened by path."""
+    from icefloe.table.static import StaticTable
+
+    if isinstance(obj, StaticTable):
+        return obj.name
+    return show_name(tuple(obj.identifier))  # type: ignore[attr-defined]
 
 
 def quoted_part(text: str, i: int) -> tuple[str, int]:

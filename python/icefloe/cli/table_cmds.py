@@ -13,7 +13,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from icefloe.cli.app import State, is_location, json_option, pass_state
-from icefloe.cli.names import show_name, split_name
+from icefloe.cli.names import display_name, show_name, split_name
 from icefloe.cli.render import esc, human_size, iso, literal, plural, printable, ts
 from icefloe.cli.stats_cmds import print_statistics, statistics_json
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
@@ -173,7 +173,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
     console = state.out.console
     snap = meta.current_snapshot()
     rows: list[tuple[str, Any]] = [
-        ("table", t.name),
+        ("table", display_name(t)),
         ("format version", meta.format_version),
         ("uuid", meta.table_uuid),
         ("location", meta.location),
@@ -255,7 +255,7 @@ def schema_cmd(state: State, table: str, as_json: bool) -> None:
     if as_json:
         state.out.json(t.schema().to_json())
         return
-    state.out.console.print(schema_tree(t.schema(), literal(t.name, style="bold")))
+    state.out.console.print(schema_tree(t.schema(), literal(display_name(t), style="bold")))
 
 
 @click.command("spec", short_help="The partition spec.")
