@@ -70,7 +70,7 @@ def dropped_column_table(root: Path, kind: str) -> None:
         commit_info(op="CREATE TABLE"),
         {"protocol": PROTOCOL},
         {"metaData": metadata(first, **{"delta.columnMapping.maxColumnId": mid})},
-        add("a.parquet", 2, base_row_id=0, version=0),
+        add("a.parquet", 2, base_row_id=0, version=0, size=(root / "a.parquet").stat().st_size),
         row_tracking(1),
     )
     drop = metadata(schema(*base), **{"delta.columnMapping.maxColumnId": mid})

@@ -90,12 +90,15 @@ def add(
     partition: dict[str, str | None] | None = None,
     stats: dict[str, Any] | None = None,
     data_change: bool = True,
+    size: int | None = None,
 ) -> dict[str, Any]:
+    """An add action; ``size`` of a file the test wrote (a made-up one otherwise, which a
+    read refuses: it checks the length of the file it opens)."""
     s = stats if stats is not None else {"numRecords": rows}
     a: dict[str, Any] = {
         "path": path,
         "partitionValues": partition or {},
-        "size": 100 + rows,
+        "size": 100 + rows if size is None else size,
         "modificationTime": 1700000000000,
         "dataChange": data_change,
         "stats": json.dumps(s),
