@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from icefloe.exceptions import CorruptFileError
+from icefloe.read import read_task
 from support import byteflip
 from support.write_util import catalog
 
@@ -76,12 +77,22 @@ def test_a_required_column_missing_from_a_file_is_corrupt_not_null(tmp_path: Pat
         ]
     )
     pq.write_table(pa.table({"id": [1, 2, 3], "s": ["a", "b", "c"]}, schema=lost_id), path)
-    with pytest.raises(CorruptFileError, match=r"required column 'id' \(id 1\) is missing"):
+    # the rewritten file's length is not the manifest's: refused before anything else
+    with pytest.raises(CorruptFileError, match="bytes, its manifest entry says"):
         t.scan().to_arrow()
+    # with the length not known (0), the missing column itself is named
+    (task,) = t.scan().plan_files()
+    task = task.__replace__(data_file=task.data_file.__replace__(file_size_in_bytes=0))
+    options = t.scan().read_options()
+    with pytest.raises(CorruptFileError, match=r"required column 'id' \(id 1\) is missing"):
+        list(read_task(t.io, task, options))
+    projected = t.scan(selected_fields=("id",)).read_options()
     with pytest.raises(CorruptFileError, match=path):
-        t.scan(selected_fields=("id",)).to_arrow()
+        list(read_task(t.io, task, projected))
     # An optional column missing from a file still reads as nulls (schema evolution).
-    assert t.scan(selected_fields=("s",)).to_arrow()["s"].to_pylist() == ["a", "b", "c"]
+    optional = t.scan(selected_fields=("s",)).read_options()
+    rows = pa.Table.from_batches(list(read_task(t.io, task, optional)))
+    assert rows["s"].to_pylist() == ["a", "b", "c"]
 
 
 def test_written_files_carry_page_checksums(tmp_path: Path) -> None:
