@@ -197,6 +197,8 @@ def test_bad_arguments(tmp_path: Path) -> None:
     _, t = _table(tmp_path, 2, appends=2)
     with pytest.raises(ValidationError, match="no partition spec with id 9"):
         t.rewrite_manifests(spec_id=9)
+    with pytest.raises(ValidationError, match="must be a partition spec id"):
+        t.rewrite_manifests(spec_id="0")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="must be positive"):
         t.rewrite_manifests(target_manifest_size=0)
 

@@ -87,6 +87,8 @@ def _plan(
     target: int,
 ) -> _Plan | None:
     """Which manifests to rewrite into how many, or None when there is nothing to gain."""
+    if spec_id is not None and (isinstance(spec_id, bool) or not isinstance(spec_id, int)):
+        raise ValidationError(f"spec_id must be a partition spec id (an int), got {spec_id!r}")
     if spec_id is not None and metadata.spec_by_id(spec_id) is None:
         raise ValidationError(f"no partition spec with id {spec_id}")
     lst = written_manifest_list(io, head)
