@@ -349,3 +349,34 @@ def test_a_published_wap_snapshot_then_a_delete_survive_a_concurrent_commit(
     head = a.current_snapshot()
     assert head is not None and head.summary is not None
     assert head.summary.operation in ("delete", "overwrite")
+
+
+@pytest.mark.parametrize("order", ["append-then-delete", "delete-then-append"])
+def test_a_delete_that_matched_nothing_still_checks_what_others_added(
+    tables: tuple[Table, Table], order: str
+) -> None:
+    """A transaction's delete whose filter matched no row made no snapshot and was dropped
+    with its serializable check: another writer's row the filter matches survived the
+    transaction's later snapshot. Now the transaction's snapshot carries the check."""
+    a, b = tables
+    with pytest.raises(CommitConflictError), a.transaction() as tx:
+        if order == "append-then-delete":
+            tx.append(_rows([50]))
+            tx.delete("id >= 10 and id < 20")
+        else:
+            tx.delete("id >= 10 and id < 20")
+            tx.append(_rows([50]))
+        b.append(_rows([15]))  # meanwhile: a row the delete's filter matches
+    assert _ids(a) == [1, 2, 3, 15]
+    # nothing committed meanwhile: the transaction commits, its delete deleting nothing
+    with a.transaction() as tx:
+        tx.delete("id >= 100")
+        tx.append(_rows([50]))
+    assert _ids(a) == [1, 2, 3, 15, 50]
+    # snapshot isolation does not check what others added
+    a.set_properties(**{"write.delete.isolation-level": "snapshot"})
+    with a.transaction() as tx:
+        tx.delete("id >= 200")
+        tx.append(_rows([60]))
+        b.refresh().append(_rows([250]))
+    assert _ids(a) == [1, 2, 3, 15, 50, 60, 250]

@@ -77,6 +77,7 @@ __all__ = [
     "delete_entries_predicate",
     "lineage_schema",
     "plan_tasks",
+    "read_check",
     "write_mode",
     "write_rows",
 ]
@@ -447,6 +448,23 @@ def commit_row_delta(
         producer.abort()
         raise
     return producer
+
+
+def read_check(
+    ctx: RowContext, delta: RowDelta, branch: str, conflict_filter: BooleanExpression
+) -> _Validator:
+    """The retry checks of a row-level change that wrote nothing: the files it read are
+    still live and (serializable isolation, the default) nothing added since matches
+    ``conflict_filter``."""
+    level = enum_property(ctx.metadata.properties, DELETE_ISOLATION, SERIALIZABLE)
+    return _Validator(
+        ctx.io,
+        branch,
+        list(delta.targets),
+        set(),
+        conflict_filter if level == SERIALIZABLE else None,
+        ctx.schema,
+    )
 
 
 def _read_files(delta: RowDelta) -> list[DataFileRef]:

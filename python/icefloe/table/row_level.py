@@ -90,6 +90,7 @@ from icefloe.table.row_delta import (
     commit_row_delta,
     plan_candidates,
     plan_tasks,
+    read_check,
     write_mode,
     write_rows,
 )
@@ -276,6 +277,10 @@ def delete(
     try:
         deleted = _delete_delta(ctx, bound, mode, delta)
         if delta.empty:
+            # nothing to commit, but the transaction's other changes are ordered after
+            # whatever others commit meanwhile: a row they add that the filter matches fails
+            # the commit, as the delete's own snapshot would have
+            tx.add_read_check(branch, read_check(ctx, delta, branch, bound))
             return 0
         commit_row_delta(
             tx,

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from icefloe.progress import ProgressArg
     from icefloe.table.maintenance import RewriteResult
     from icefloe.table.manage_snapshots import ManageSnapshots
-    from icefloe.table.producer import SnapshotProducer
+    from icefloe.table.producer import SnapshotProducer, Validator
     from icefloe.table.row_level import UpsertResult
     from icefloe.table.table import Table
     from icefloe.table.update_schema import UpdateSchema
@@ -83,6 +83,9 @@ class Transaction:
         self._ops: list[SnapshotProducer | tuple[list[TableUpdate], list[TableRequirement]]] = []
         # Files written for changes other than the producers' (statistics): deleted with them.
         self._owned_files: list[str] = []
+        # Checks of changes that made no snapshot (a delete that matched nothing), per branch,
+        # waiting for the next snapshot on that branch to carry them (see add_read_check).
+        self._pending_checks: list[tuple[str, Validator]] = []
         # A staged create into a directory that does not exist yet: discarding it removes the
         # empty directories its writes made.
         self._new_directory = not table.metadata_location and _no_directory(
@@ -142,6 +145,9 @@ class Transaction:
         change is then rebuilt on the newest state, as after a lost race (an append always
         applies; a row-level change checks what happened meanwhile)."""
         self._check_open()
+        for branch, check in [c for c in self._pending_checks if c[0] == producer.branch]:
+            producer.validate(check)
+            self._pending_checks.remove((branch, check))
         try:
             ups = producer.build(self.metadata)
         except NotFoundError:
@@ -172,6 +178,19 @@ class Transaction:
                 continue
             return True
         return False
+
+    def add_read_check(self, branch: str, check: Validator) -> None:
+        """Checks what a change that wrote nothing read (a delete whose filter matched no
+        row) against what others commit meanwhile, as if it had made a snapshot: the
+        transaction's snapshots on ``branch`` (those before it, else the next one) carry the
+        check, so a commit retried on a newer state fails if it would now change the answer.
+        A transaction making no snapshot on the branch needs no check: nothing it commits is
+        ordered after the others' commits there."""
+        made = [p for p in self._producers() if p.branch == branch]
+        if made:
+            made[-1].validate(check)
+        else:
+            self._pending_checks.append((branch, check))
 
     def _producers(self) -> list[SnapshotProducer]:
         from icefloe.table.producer import SnapshotProducer
