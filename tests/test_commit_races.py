@@ -365,6 +365,25 @@ def test_equality_upserts_of_a_new_key_do_not_both_insert_it(tmp_path: Path) -> 
     assert _ids(cat) == [1, 2, 3, 4, 5, 6, 10]
 
 
+def test_an_equality_upsert_run_again_on_a_new_schema_is_a_conflict(tmp_path: Path) -> None:
+    """The run again after a lost race met a column another writer added: the data fitted
+    the schema the caller held, so the failure is the other writer's, CommitConflictError
+    (it was a ValidationError about the caller's data)."""
+    from icefloe.types import StringType
+
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"write.upsert.mode": "equality"})
+    t.append(_rows([1, 2]))
+    stale, other = cat.load_table("db.t"), cat.load_table("db.t")
+    other.update_schema().add_column("extra", StringType()).commit()
+    other.upsert(_rows([1], "other").append_column("extra", pa.array(["e"])), ["id"])
+    with pytest.raises(CommitConflictError, match="schema changed while the upsert ran"):
+        stale.upsert(_rows([1], "stale"), ["id"])
+    rows = cat.load_table("db.t").scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "other"), (2, "x")]
+
+
 def test_a_ref_moved_and_its_old_head_removed_in_one_commit(catalog: Catalog) -> None:
     # the writer knew the ref: rolling main back and expiring the bad snapshot, or moving a
     # tag and expiring its old target, in one transaction commits (through REST too)

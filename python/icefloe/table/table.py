@@ -13,6 +13,7 @@ from icefloe.exceptions import (
     NoSuchSnapshotError,
     NoSuchTableError,
     NotFoundError,
+    ValidationError,
 )
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
@@ -503,6 +504,7 @@ class Table:
             from icefloe.write.input import to_arrow_table
 
             data = to_arrow_table(data)
+        first_schema = self.metadata.current_schema()
         for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
             try:
                 return self._replanned(
@@ -514,6 +516,16 @@ class Table:
                 if attempt == EQUALITY_UPSERT_RETRIES or not upsert_runs_again(self.metadata):
                     raise
                 self.refresh()
+            except ValidationError as exc:
+                now = self.metadata.current_schema()
+                if attempt == 0 or now.same_schema(first_schema):
+                    raise
+                # the data fitted the schema the upsert began with: another writer's schema
+                # change, not the caller's input, made the run again fail
+                raise CommitConflictError(
+                    f"the table's schema changed while the upsert ran (another writer's "
+                    f"commit), and the data does not fit the new one: {exc}"
+                ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def delete_by_keys(
