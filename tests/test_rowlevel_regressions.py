@@ -278,21 +278,19 @@ def test_rewrites_after_adding_a_struct_column_with_required_fields(
     assert got.column("_row_id").null_count == 0
 
 
-def _table_with_foreign_deletes(tmp_path: Path, version: int, mode: str) -> Any:
-    """A 20-row data file whose deletes (another writer's DV on v3, position delete file on
-    v2) delete rows 0..9 and name positions 100..104, past the file's end, which every reader
-    ignores: ids 10..19 are live."""
+def _hand_table(tmp_path: Path, version: int, props: dict[str, str], empty_first: bool) -> Any:
+    """A hand-built table (``support.plan_tables.HandTable``) with one 20-row data file,
+    ids 0..19 (after an empty snapshot when ``empty_first``, so the file's data sequence
+    number is 2); returns the table and the file's path."""
     import pyarrow.parquet as pq
 
     from icefloe.arrow_schema import schema_to_arrow
-    from icefloe.catalog import load_catalog
-    from icefloe.deletes import DeletionVector
-    from icefloe.puffin import PuffinWriter
     from support.plan_tables import HandTable, entry
     from support.read_tables import SCHEMA
 
-    props = {"write.delete.mode": mode, "write.update.mode": mode}
     t = HandTable(tmp_path, SCHEMA, [PartitionSpec()], version, properties=props)
+    if empty_first:
+        t.commit([(0, 0, [])])
     data = tmp_path / "data-0.parquet"
     columns = [
         pa.array(range(20), pa.int64()),
@@ -301,22 +299,53 @@ def _table_with_foreign_deletes(tmp_path: Path, version: int, mode: str) -> Any:
     ]
     pq.write_table(pa.table(columns, schema=schema_to_arrow(SCHEMA)), data)
     t.commit([(0, 0, [entry(str(data), record_count=20, file_size_in_bytes=data.stat().st_size)])])
+    return t, data
+
+
+def _dv_entry(path: Path, data: Path, positions: list[int], **kw: Any) -> Any:
+    """The manifest entry of a Puffin file at ``path`` holding a DV of ``positions``."""
+    from icefloe.deletes import DeletionVector
+    from icefloe.puffin import PuffinWriter
+    from support.plan_tables import entry
+
+    writer = PuffinWriter()
+    blob = writer.add_deletion_vector(DeletionVector.from_positions(positions), str(data))
+    done = writer.finish()
+    path.write_bytes(done.data)
+    return entry(
+        str(path),
+        content=1,
+        file_format="PUFFIN",
+        record_count=len(positions),
+        file_size_in_bytes=len(done.data),
+        referenced_data_file=str(data),
+        content_offset=blob.offset,
+        content_size_in_bytes=blob.length,
+        **kw,
+    )
+
+
+def _registered(tmp_path: Path, t: Any) -> Any:
+    from icefloe.catalog import load_catalog
+
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    return cat.register_table("db.t", t.metadata_path)
+
+
+def _table_with_foreign_deletes(tmp_path: Path, version: int, mode: str) -> Any:
+    """A 20-row data file whose deletes (another writer's DV on v3, position delete file on
+    v2) delete rows 0..9 and name positions 100..104, past the file's end, which every reader
+    ignores: ids 10..19 are live."""
+    import pyarrow.parquet as pq
+
+    from support.plan_tables import entry
+
+    props = {"write.delete.mode": mode, "write.update.mode": mode}
+    t, data = _hand_table(tmp_path, version, props, empty_first=False)
     positions = [*range(10), *range(100, 105)]
     if version >= 3:
-        writer = PuffinWriter()
-        blob = writer.add_deletion_vector(DeletionVector.from_positions(positions), str(data))
-        done = writer.finish()
-        (tmp_path / "dv.puffin").write_bytes(done.data)
-        deletes = entry(
-            str(tmp_path / "dv.puffin"),
-            content=1,
-            file_format="PUFFIN",
-            record_count=len(positions),
-            file_size_in_bytes=len(done.data),
-            referenced_data_file=str(data),
-            content_offset=blob.offset,
-            content_size_in_bytes=blob.length,
-        )
+        deletes = _dv_entry(tmp_path / "dv.puffin", data, positions)
     else:
         ids = {b"PARQUET:field_id": b"2147483546"}, {b"PARQUET:field_id": b"2147483545"}
         schema = pa.schema(
@@ -332,11 +361,7 @@ def _table_with_foreign_deletes(tmp_path: Path, version: int, mode: str) -> Any:
             str(tmp_path / "pos.parquet"), content=1, record_count=15, file_size_in_bytes=size
         )
     t.commit([(0, 1, [deletes])])
-    cat = load_catalog(
-        "c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}"
-    )
-    cat.create_namespace("db")
-    return cat.register_table("db.t", t.metadata_path)
+    return _registered(tmp_path, t)
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -376,47 +401,15 @@ def test_a_deletion_vector_older_than_its_file_goes_when_a_new_one_is_written(
     """A DV whose data sequence number is below its data file's does not apply; writing the
     file's new DV left both live, and readers (icefloe, DuckDB, Java) refuse two DVs for one
     file."""
-    import pyarrow.parquet as pq
-
-    from icefloe.arrow_schema import schema_to_arrow
-    from icefloe.catalog import load_catalog
-    from icefloe.deletes import DeletionVector
     from icefloe.expressions import col
-    from icefloe.puffin import PuffinWriter
-    from support.plan_tables import HandTable, entry
-    from support.read_tables import SCHEMA
 
-    t = HandTable(tmp_path, SCHEMA, [PartitionSpec()], 3, {"write.delete.mode": "merge-on-read"})
-    t.commit([(0, 0, [])])  # sequence number 1
-    data = tmp_path / "data-0.parquet"
-    columns = [
-        pa.array(range(20), pa.int64()),
-        pa.array([1] * 20, pa.int32()),
-        pa.array(["x"] * 20),
-    ]
-    pq.write_table(pa.table(columns, schema=schema_to_arrow(SCHEMA)), data)
-    size = data.stat().st_size
-    t.commit([(0, 0, [entry(str(data), record_count=20, file_size_in_bytes=size)])])  # 2
-    writer = PuffinWriter()
-    blob = writer.add_deletion_vector(DeletionVector.from_positions([1, 2]), str(data))
-    done = writer.finish()
-    (tmp_path / "old.puffin").write_bytes(done.data)
-    stale = entry(
-        str(tmp_path / "old.puffin"),
-        content=1,
-        file_format="PUFFIN",
-        record_count=2,
-        file_size_in_bytes=len(done.data),
-        referenced_data_file=str(data),
-        content_offset=blob.offset,
-        content_size_in_bytes=blob.length,
-        sequence_number=1,
-        file_sequence_number=3,
+    props = {"write.delete.mode": "merge-on-read"}
+    t, data = _hand_table(tmp_path, 3, props, empty_first=True)  # the file's sequence: 2
+    stale = _dv_entry(
+        tmp_path / "old.puffin", data, [1, 2], sequence_number=1, file_sequence_number=3
     )
     t.commit([(0, 1, [stale])])
-    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
-    cat.create_namespace("db")
-    table = cat.register_table("db.t", t.metadata_path)
+    table = _registered(tmp_path, t)
     assert len(table.scan().to_arrow()) == 20  # the stale DV does not apply
     if op == "delete":
         table.delete(col("id") == 5)
