@@ -378,10 +378,31 @@ def test_an_equality_upsert_run_again_on_a_new_schema_is_a_conflict(tmp_path: Pa
     stale, other = cat.load_table("db.t"), cat.load_table("db.t")
     other.update_schema().add_column("extra", StringType()).commit()
     other.upsert(_rows([1], "other").append_column("extra", pa.array(["e"])), ["id"])
-    with pytest.raises(CommitConflictError, match="schema changed while the upsert ran"):
+    with pytest.raises(CommitConflictError, match="schema changed while the change ran"):
         stale.upsert(_rows([1], "stale"), ["id"])
     rows = cat.load_table("db.t").scan().to_arrow().to_pylist()
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "other"), (2, "x")]
+
+
+def test_an_upsert_planned_again_after_an_expiry_on_a_new_schema_is_a_conflict(
+    tmp_path: Path,
+) -> None:
+    """The state a stale handle planned on was expired (its manifest list deleted) by a writer
+    that also added a column: the upsert planned again on the newest state is refused as a
+    conflict, not as bad input."""
+    from icefloe.types import StringType
+
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(_rows([1, 2]))
+    stale, other = cat.load_table("db.t"), cat.load_table("db.t")
+    other.update_schema().add_column("extra", StringType()).commit()
+    other.append(_rows([3]).append_column("extra", pa.array(["e"])))
+    other.expire_snapshots(older_than_ms=int(time.time() * 1000) + 1, retain_last=1)
+    with pytest.raises(CommitConflictError, match="schema changed while the change ran"):
+        stale.upsert(_rows([1], "stale"), ["id"])
+    assert _ids(cat) == [1, 2, 3]
 
 
 def test_a_ref_moved_and_its_old_head_removed_in_one_commit(catalog: Catalog) -> None:

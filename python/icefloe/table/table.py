@@ -296,12 +296,17 @@ class Table:
         deleted with its transaction). A change whose input ``data`` is a stream the attempt
         used up is not planned again (it would run without its rows): it raises
         :class:`CommitConflictError`."""
-        for _ in range(_REPLANS_AFTER_MISSING_FILES):
+        first_schema = self.metadata.current_schema()
+        for attempt in range(_REPLANS_AFTER_MISSING_FILES):
             tx = self.transaction()
             try:
                 with tx:
                     result = change(tx)
                 return result
+            except ValidationError as exc:
+                if attempt:
+                    _raise_if_schema_moved(exc, first_schema, self.metadata.current_schema())
+                raise
             except NotFoundError as exc:
                 if tx.may_have_committed:
                     raise
@@ -517,15 +522,9 @@ class Table:
                     raise
                 self.refresh()
             except ValidationError as exc:
-                now = self.metadata.current_schema()
-                if attempt == 0 or now.same_schema(first_schema):
-                    raise
-                # the data fitted the schema the upsert began with: another writer's schema
-                # change, not the caller's input, made the run again fail
-                raise CommitConflictError(
-                    f"the table's schema changed while the upsert ran (another writer's "
-                    f"commit), and the data does not fit the new one: {exc}"
-                ) from exc
+                if attempt:
+                    _raise_if_schema_moved(exc, first_schema, self.metadata.current_schema())
+                raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def delete_by_keys(
@@ -733,6 +732,17 @@ class Table:
         result = self.catalog.commit_table(self, list(requirements), list(updates))
         self.metadata = result.metadata
         self.metadata_location = result.metadata_location
+
+
+def _raise_if_schema_moved(exc: ValidationError, first: Schema, now: Schema) -> None:
+    """A change run again on a newer table state failed on its input: when another writer
+    changed the schema meanwhile (the input fitted the schema the change began with), the
+    failure is a conflict, :class:`CommitConflictError`, not the caller's bad input."""
+    if not now.same_schema(first):
+        raise CommitConflictError(
+            "the table's schema changed while the change ran (another writer's commit), and "
+            f"its input does not fit the new one: {exc}"
+        ) from exc
 
 
 def _one_shot(data: Any) -> bool:
