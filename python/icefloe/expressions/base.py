@@ -391,6 +391,8 @@ def format_literal(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"  # as the parser reads them
         return repr(value)
     if isinstance(value, Decimal):
         text = format(value, "f")

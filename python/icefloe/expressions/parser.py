@@ -23,7 +23,8 @@ parentheses are limited by the Python stack (the parser keeps explicit stacks).
     part      := name | '"' quoted name ('""' for a quote) '"' | `backquoted`
     literal   := number | string | X'hex bytes' | "true" | "false"
 
-Numbers: ``5`` and ``-5`` are ints, ``1.50`` a ``Decimal`` (exact), ``1e3`` / ``1.5E-2`` floats.
+Numbers: ``5`` and ``-5`` are ints, ``1.50`` a ``Decimal`` (exact), ``1e3`` / ``1.5E-2`` floats,
+``inf`` and ``-inf`` (also ``infinity``) the infinite floats.
 Strings are single-quoted; a quote is written ``''`` or ``\\'`` and a backslash ``\\\\``.
 ``like`` takes a prefix pattern only (``'abc%'``, with ``\\%``, ``\\_`` and ``\\\\`` for the
 literal characters) and becomes ``starts_with``; any other pattern raises ``ParseError``.
@@ -61,6 +62,10 @@ _SPATIAL = {"st_intersects": Op.ST_INTERSECTS, "st_disjoint": Op.ST_DISJOINT}
 _CMP = {"<": Op.LT, "<=": Op.LT_EQ, ">": Op.GT, ">=": Op.GT_EQ, "=": Op.EQ, "==": Op.EQ}
 _CMP.update({"!=": Op.NOT_EQ, "<>": Op.NOT_EQ})
 _NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+#: ``-inf`` (a column name cannot start with ``-``); ``inf`` alone is read where a literal
+#: must be (it could name a column elsewhere)
+_MINUS_INF = re.compile(r"-\s*(?:inf|infinity)(?![\w.])", re.IGNORECASE)
+_INF_WORDS = ("inf", "infinity")
 # a name part: letters (any script), digits and underscores, not starting with a digit
 _IDENT = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 _PART = re.compile(r"[^\W\d]\w*")
@@ -160,6 +165,9 @@ def _tokenize(text: str) -> list[_Tok]:
             if len(digits) % 2:
                 raise _error(text, i, "hex bytes literal needs an even number of digits")
             toks.append(_Tok("bytes", bytes.fromhex(digits), i))
+            i = m.end()
+        elif c == "-" and (m := _MINUS_INF.match(text, i)) is not None:
+            toks.append(_Tok("num", float("-inf"), i))
             i = m.end()
         elif c in "0123456789" or (c in "-." and (m := _NUMBER.match(text, i)) is not None):
             m = _NUMBER.match(text, i)
@@ -308,6 +316,9 @@ class _Parser:
 
     def literal(self) -> Any:
         t = self.tok
+        if t.kind == "ident" and t.value.lower() in _INF_WORDS:
+            self.advance()
+            return float("inf")
         if not self.is_literal(t):
             raise self.fail("expected a literal value (number, 'string', true or false)")
         self.advance()
