@@ -761,21 +761,23 @@ class _Names:
                 f"sql: {exc}; DuckDB runs a view's 'duckdb' query only"
             ) from None
         home = tuple(view.current_version.default_namespace or parts[:-1])
+
+        def resolved(ref: tuple[str, ...]) -> tuple[str, ...]:
+            return (*home, *ref) if len(ref) == 1 else ref
+
         tree = _parse(self.con, text)
-        if tree is None:
-            refs = _referenced_tables(text)
-            nodes: list[dict[str, Any]] = []
-        else:
-            nodes = _table_nodes(tree)
+        nodes = _table_nodes(tree) if tree is not None else []
+        if tree is not None:
             refs = sorted({_node_parts(n) for n in nodes})
+        else:
+            refs = _referenced_tables(text)
         for ref in refs:
-            self.add((*home, *ref) if len(ref) == 1 else ref, (*chain, parts))
+            self.add(resolved(ref), (*chain, parts))
         if tree is not None and nodes:
             for node in nodes:
                 ref = _node_parts(node)
-                full = (*home, *ref) if len(ref) == 1 else ref
-                if len(ref) == 1 or full in self.done:
-                    self._point(node, full)
+                if len(ref) == 1 or resolved(ref) in self.done:
+                    self._point(node, resolved(ref))
             text = self._unparse(tree) or text
         self._schema_for(parts)
         self.con.execute(f"CREATE VIEW {self._full(parts)} AS {text}")
@@ -790,20 +792,22 @@ class _Names:
         if tree is None:
             return query
         for node in _table_nodes(tree):
-            if _node_parts(node) in self.done:
-                self._point(node, _node_parts(node))
+            if (ref := _node_parts(node)) in self.done:
+                self._point(node, ref)
         return self._unparse(tree) or query
 
+    def _duck(self, parts: tuple[str, ...]) -> tuple[str, ...]:
+        """The DuckDB name of catalog name ``parts`` with its database (``ns.t`` lives in the
+        connection's own one): unambiguous when a schema and an attached database share a
+        name."""
+        return (self.database, *parts) if len(parts) == 2 else parts
+
     def _full(self, parts: tuple[str, ...]) -> str:
-        """The DuckDB name of catalog name ``parts``, quoted, with its database: unambiguous
-        when a schema and an attached database share a name."""
-        return _quoted((self.database, *parts) if len(parts) == 2 else parts)
+        return _quoted(self._duck(parts))
 
     def _point(self, node: dict[str, Any], parts: tuple[str, ...]) -> None:
         """Makes table reference ``node`` name ``parts`` (a catalog name) in full."""
-        if len(parts) == 2:
-            parts = (self.database, *parts)
-        node["catalog_name"], node["schema_name"], node["table_name"] = parts
+        node["catalog_name"], node["schema_name"], node["table_name"] = self._duck(parts)
 
     def _unparse(self, tree: dict[str, Any]) -> str | None:
         import json
@@ -828,8 +832,7 @@ class _Names:
         if len(parts) == 3 and parts[0] not in self.attached:
             self.con.execute(f"ATTACH ':memory:' AS {quoted[0]}")
             self.attached.add(parts[0])
-        schema = (self.database, parts[0]) if len(parts) == 2 else parts[:2]
-        self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quoted(schema)}")
+        self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quoted(self._duck(parts)[:-1])}")
         if len(parts) == 2:
             self.schemas.add(parts[0])
 
