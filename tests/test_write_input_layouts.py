@@ -640,3 +640,15 @@ def test_python_values_arrow_cannot_infer_take_the_columns_type(catalog: Any) ->
         t.append(naive)
     t.append(naive.assign(ts=naive["ts"].dt.tz_localize("UTC")))
     assert len(t.scan().to_arrow()) == 4
+
+
+def test_nan_in_a_mapping_is_null_only_in_pandas_values(catalog: Any) -> None:
+    """Converted column by column, a mapping keeps pyarrow's rule: a pandas Series' NaN is
+    null (pandas means missing by it), a Python list's NaN is the float NaN."""
+    pd = pytest.importorskip("pandas")
+    t = catalog.create_table("n.nan_rule", pa.schema([("i", I64), ("x", pa.float64())]))
+    t.append({"i": [1, 2], "x": pd.Series([1.0, float("nan")])})
+    t.append({"i": [3, 4], "x": [3.0, float("nan")]})
+    rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["i"])
+    assert [r["x"] for r in rows[:3]] == [1.0, None, 3.0]
+    assert rows[3]["x"] != rows[3]["x"]  # NaN

@@ -267,11 +267,16 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
 
 
 def _python_column(
-    name: str, values: Any, field: NestedField | None, schema: Schema, from_pandas: bool = False
+    name: str,
+    values: Any,
+    field: NestedField | None,
+    schema: Schema,
+    from_pandas: bool | None = None,
 ) -> Any:
     """Column ``name``'s values as Arrow: inferred (the write then converts them to the
     column's type with its checks), else as the column's own type; a :class:`ValidationError`
-    naming the column when neither works. ``from_pandas``: NaN is null, as pandas means it."""
+    naming the column when neither works. ``from_pandas``: NaN is null, as pandas means it
+    (None: for pandas objects only, as ``pyarrow.array`` decides)."""
     if values is None or isinstance(values, str | bytes | int | float | decimal.Decimal):
         raise ValidationError(
             f"column {name!r}: give a list or array of values, not a single {type(values).__name__}"
