@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import re
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -260,7 +261,7 @@ class ViewMetadata:
             ("version", [v.version_id for v in self.versions]),
             ("schema", [s.schema_id for s in self.schemas]),
         ):
-            twice = sorted({i for i in ids if ids.count(i) > 1})
+            twice = sorted(i for i, n in Counter(ids).items() if n > 1)
             if twice:  # which one is meant is undefined (Java refuses such files too)
                 raise ValidationError(f"view metadata: {what} ids {twice} appear more than once")
         versions = {v.version_id for v in self.versions}
