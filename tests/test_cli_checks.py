@@ -90,7 +90,7 @@ def test_sql_joins_two_quoted_names(odd: CliWorld) -> None:
 
 
 def test_referenced_names_are_split_as_duckdb_quotes_them() -> None:
-    from icefloe.cli.query_cmds import _name_parts
+    from icefloe.cli.sql_names import name_parts as _name_parts
 
     assert _name_parts('"my ns".t') == ("my ns", "t")
     assert _name_parts('db."we""ird" AS w') == ("db", 'we"ird')
