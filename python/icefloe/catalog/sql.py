@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -186,8 +187,15 @@ class SqlCatalog(MetastoreCatalog):
                 f"SQL catalog {name!r}: 'uri' has a port that is not a number (a ':' or '@' in "
                 "the user name or password must be percent-encoded)"
             ) from None
+        # a catalog dropped without close() hands its pooled connections back to the server
+        # (the driver would only warn about them, from whatever code the collection ran in)
+        self._finalizer = weakref.finalize(self, self.engine.dispose)
         self._has_type_column = True
-        self._init_tables(properties.get("init_catalog_tables", "true").lower() == "true")
+        try:
+            self._init_tables(properties.get("init_catalog_tables", "true").lower() == "true")
+        except BaseException:
+            self._finalizer()
+            raise
 
     def _init_tables(self, create: bool) -> None:
         names = set(inspect(self.engine).get_table_names())
