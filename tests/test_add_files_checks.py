@@ -284,3 +284,80 @@ def test_files_holding_row_lineage_columns_are_refused(tmp_path: Path, version: 
     with pytest.raises(ValidationError, match=r"metadata columns .*_row_id"):
         dst.add_files([path])
     assert len(dst.refresh().snapshots()) == 1
+
+
+def test_a_required_field_missing_inside_a_present_struct_is_refused(tmp_path: Path) -> None:
+    """A file whose struct (or list element) lacks a required child was added, and then no
+    read of the table worked: every reader needs a value for that field."""
+    cat = catalog(tmp_path)
+    # ids as create_table assigns them: struct 2 {a 3, b 4}; list 2 <element 3 {a 4, b 5}>
+    in_struct = StructType(NestedField(3, "a", LongType(), True), NestedField(4, "b", StringType()))
+    in_list = StructType(NestedField(4, "a", LongType(), True), NestedField(5, "b", StringType()))
+    for shape, field in (
+        ("struct", NestedField(2, "s", in_struct, True)),
+        ("list", NestedField(2, "s", ListType(3, in_list, True))),
+    ):
+        t = cat.create_table(f"ns.{shape}", Schema(NestedField(1, "id", LongType(), True), field))
+        if shape == "struct":
+            column, values = _f("s", pa.struct([_f("b", pa.string(), 4)]), 2, False), [{"b": "x"}]
+        else:
+            only_b = pa.struct([_f("b", pa.string(), 5)])
+            element = pa.field("element", only_b, False, metadata={"PARQUET:field_id": "3"})
+            column, values = _f("s", pa.list_(element), 2), [[{"b": "x"}]]
+        schema = pa.schema([_f("id", pa.int64(), 1, False), column])
+        path = _write(tmp_path / f"{shape}.parquet", schema, {"id": [1], "s": values})
+        with pytest.raises(ValidationError, match=r"required column 's\.(element\.)?a' is missing"):
+            t.add_files([path])
+        assert t.refresh().current_snapshot() is None
+        assert t.scan().to_arrow().num_rows == 0
+
+
+def test_a_file_with_one_field_id_on_two_columns_is_refused(tmp_path: Path) -> None:
+    """Readers pick one of the columns and the bounds came from the other: DuckDB read 'a'
+    and then pruned the file for ``v = 'a'`` by the other column's bounds."""
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t", Schema(NestedField(1, "id", LongType()), NestedField(2, "v", StringType()))
+    )
+    schema = pa.schema([_f("id", pa.int64(), 1), _f("v", pa.string(), 2), _f("w", pa.string(), 2)])
+    path = _write(tmp_path / "dup.parquet", schema, {"id": [5], "v": ["a"], "w": ["zzz"]})
+    with pytest.raises(ValidationError, match="field ids 2 are on more than one column"):
+        t.add_files([path])
+    assert t.refresh().current_snapshot() is None
+
+
+@pytest.mark.parametrize("transform", ["identity", "truncate[3]"])
+def test_truncated_string_statistics_do_not_refuse_one_partition(
+    tmp_path: Path, transform: str
+) -> None:
+    """DuckDB writes string statistics cut to 256 bytes, the maximum an incremented prefix:
+    files of one partition were refused as spanning several. The values decide."""
+    duckdb = pytest.importorskip("duckdb")
+    cat = catalog(tmp_path)
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "s", StringType()))
+    spec = PartitionSpec(PartitionField(2, 1000, parse_transform(transform), "p"))
+    t = cat.create_table("ns.t", schema, partition_spec=spec)
+    value = "a" + "é" * 200 + ("" if transform == "identity" else "' || (i % 3)::VARCHAR || '")
+    path = tmp_path / "duck.parquet"
+    with duckdb.connect() as con:
+        con.execute(
+            f"COPY (SELECT i::BIGINT AS id, '{value}' AS s FROM range(10) t(i)) TO '{path}' "
+            "(FORMAT parquet, FIELD_IDS {id: 1, s: 2})"
+        )
+    stats = pq.ParquetFile(path).metadata.row_group(0).column(1).statistics
+    assert stats.min != stats.max  # the statistics alone cannot tell
+    t.add_files([str(path)])
+    (partition,) = {repr(f["partition"]) for f in t.inspect.files().to_pylist()}
+    expected = {"identity": "a" + "é" * 200, "truncate[3]": "aéé"}[transform]
+    assert partition == repr({"p": expected})
+    assert t.scan().to_arrow().num_rows == 10
+    # a file that does hold two partitions is still refused
+    with duckdb.connect() as con:
+        con.execute(
+            f"COPY (SELECT i::BIGINT AS id, repeat('x', 300) || (i % 2)::VARCHAR || 'y' AS s "
+            f"FROM range(4) t(i)) TO '{tmp_path}/two.parquet' (FORMAT parquet, "
+            "FIELD_IDS {id: 1, s: 2})"
+        )
+    if transform == "identity":
+        with pytest.raises(ValidationError, match="spans more than one partition"):
+            t.add_files([str(tmp_path / "two.parquet")])

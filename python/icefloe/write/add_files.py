@@ -29,6 +29,7 @@ doubt:
 from __future__ import annotations
 
 import struct
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -49,6 +50,7 @@ from icefloe.schema import Schema, walk_fields
 from icefloe.schema_rules import MAX_USER_FIELD_ID, METADATA_COLUMNS
 from icefloe.transforms import Transform
 from icefloe.types import (
+    BinaryType,
     DoubleType,
     FloatType,
     GeographyType,
@@ -58,6 +60,7 @@ from icefloe.types import (
     MapType,
     NestedField,
     NestedType,
+    StringType,
     StructType,
     UnknownType,
     VariantType,
@@ -91,6 +94,24 @@ def _leaf_chains(schema: pa.Schema) -> list[tuple[pa.Field, ...]]:
     for f in schema:
         walk(f, ())
     return out
+
+
+def _repeated_ids(schema: pa.Schema) -> list[int]:
+    """The field ids on more than one field (at any depth) of ``schema``."""
+    counts: Counter[int] = Counter()
+    todo = list(schema)
+    while todo:
+        f = todo.pop()
+        if (fid := field_id_of(f)) is not None:
+            counts[fid] += 1
+        t = f.type
+        if pa.types.is_struct(t):
+            todo.extend(t.field(i) for i in range(t.num_fields))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            todo.append(t.value_field)
+        elif pa.types.is_map(t):
+            todo.extend((t.key_field, t.item_field))
+    return sorted(fid for fid, n in counts.items() if n > 1)
 
 
 def _arrow_kind(t: pa.DataType) -> str:
@@ -373,6 +394,15 @@ def _float_value(
     return _as_double(lo)
 
 
+def _exact_minmax(
+    path: str, file: pq.ParquetFile, col: int, chain: tuple[NestedField, ...]
+) -> tuple[Any, Any]:
+    """The (min, max) of a leaf column read from the file, not from its statistics."""
+    values = _leaf_values(f"{path}: column {chain[-1].name!r}", _read_leaf(file, col), chain)
+    extremes = pc.min_max(values)
+    return extremes["min"].as_py(), extremes["max"].as_py()
+
+
 def _minmax(md: pq.FileMetaData, col: int) -> tuple[Any, Any, bool, bool]:
     """Untruncated (min, max, all null, any null) of a leaf column over every row group."""
     lo: Any = None
@@ -453,6 +483,11 @@ def _partition(
             raise ValidationError(
                 f"{path}: spans more than one partition for {pf.name!r} (nulls and values)"
             )
+        if lo != hi and isinstance(source.field_type, StringType | BinaryType):
+            # writers may truncate string and binary statistics (DuckDB to 256 bytes, its
+            # maximum an incremented prefix): the values themselves tell
+            chain = (*schema.ancestors(pf.source_id), source)
+            lo, hi = _exact_minmax(path, file, col, chain)
         if lo != hi and not pf.transform.preserves_order:
             raise ValidationError(
                 f"{path}: cannot prove one partition for {pf.name!r} ({pf.transform}) from "
@@ -499,6 +534,14 @@ def data_files_from_parquet(
                         "are which"
                     )
                 chains = _leaf_chains(apply_name_mapping(arrow_schema, mapping))
+            else:
+                twice = _repeated_ids(arrow_schema)
+                if twice:
+                    # readers would each pick another of the columns, and the bounds a third
+                    raise ValidationError(
+                        f"{path}: field ids {', '.join(map(str, twice))} are on more than one "
+                        "column of the Parquet file; a file's field ids must be unique"
+                    )
             if len(chains) != md.num_columns:
                 raise ValidationError(f"{path}: {len(chains)} Arrow leaves for {md.num_columns}")
             _check_shapes(path, chains, schema)
@@ -514,9 +557,12 @@ def data_files_from_parquet(
                     f"{', '.join(map(str, reserved))}) of the table that wrote it; write the "
                     "file again without them to add it"
                 )
-            for f in schema.fields:
-                if f.required and f.initial_default is None and not _has_any(f, present):
-                    raise ValidationError(f"{path}: required column {f.name!r} is missing")
+            missing = _missing_required(schema.fields, present)
+            if missing is not None:
+                raise ValidationError(
+                    f"{path}: required column {schema.find_column_name(missing.field_id)!r} is "
+                    "missing"
+                )
             geo: dict[int, tuple[bytes, bytes] | None] = {}
             for col, (fid, chain) in enumerate(zip(ids, chains, strict=True)):
                 if fid is None or fid not in table_arrow:
@@ -574,3 +620,18 @@ def _has_any(f: NestedField, present: set[int]) -> bool:
     if isinstance(t, NestedType):
         return any(c.field_id in present for _, c in walk_fields(t))
     return False
+
+
+def _missing_required(fields: Iterable[NestedField], present: set[int]) -> NestedField | None:
+    """A required field (without an ``initial-default``) the file lacks: at the top level, or
+    inside a struct, list element or map the file has (readers would have no value for it)."""
+    for f in fields:
+        if not _has_any(f, present):
+            if f.required and f.initial_default is None:
+                return f
+            continue
+        if isinstance(f.field_type, NestedType):
+            missing = _missing_required(f.field_type.fields, present)
+            if missing is not None:
+                return missing
+    return None
