@@ -386,3 +386,28 @@ def test_staged_create_on_every_catalog(catalog: Catalog) -> None:
     for name in ("db.staged", "db.bare", "db.taken"):
         catalog.drop_table(name, purge=True)
     catalog.drop_namespace("db")
+
+
+def test_register_table_stores_a_relative_metadata_path_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stored as given, a relative path only loaded from the directory it was registered in."""
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.exceptions import ValidationError
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    local = Path(t.metadata_location.removeprefix("file://"))
+    monkeypatch.chdir(local.parent)
+    cat.register_table("db.copy", local.name)
+    monkeypatch.chdir(tmp_path)
+    copy = cat.load_table("db.copy")
+    assert copy.metadata_location == str(local)
+    assert copy.scan().to_arrow().num_rows == 1
+    for bad in (5, ""):
+        with pytest.raises(ValidationError, match="metadata location must be a non-empty string"):
+            cat.register_table("db.bad", bad)  # type: ignore[arg-type]

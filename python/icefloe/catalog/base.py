@@ -348,6 +348,17 @@ class Catalog(ABC):
     def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
         """Add an existing table to the catalog from its metadata file."""
 
+    @staticmethod
+    def _registered_location(metadata_location: str) -> str:
+        """``metadata_location`` as a catalog stores it for :meth:`register_table`: a string,
+        a local path made absolute (stored relative it would only load from one directory)."""
+        if not isinstance(metadata_location, str) or not metadata_location:
+            raise ValidationError(
+                f"register_table: the metadata location must be a non-empty string, not "
+                f"{metadata_location!r}"
+            )
+        return absolute_location(metadata_location)
+
     @abstractmethod
     def _default_table_location(self, identifier: Identifier) -> str:
         """Where a new table goes when no location is given."""

@@ -157,6 +157,7 @@ class MetastoreCatalog(Catalog):
         """Add a table whose metadata file already exists (written by any engine)."""
         ident = check_table_identifier(self._table_identifier(identifier))
         self._refuse_view_name(ident)
+        metadata_location = self._registered_location(metadata_location)
         metadata = self.read_metadata(metadata_location)
         self._create_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)

@@ -273,6 +273,7 @@ class RestTables(RestScanPlanning):
         """Register an existing metadata file as a table."""
         self._require(ep.REGISTER_TABLE)
         ident = check_table_identifier(self._table_identifier(identifier), dots=True)
+        metadata_location = self._registered_location(metadata_location)
         resp = self._call(
             "POST",
             f"{self._ns_path(ident[:-1])}/register",
