@@ -157,7 +157,14 @@ def test_a_location_outside_the_table_is_refused(
     precious.write_bytes(b"x")
     _age(precious, 10)
     elsewhere = f"s3://another-bucket{root}"  # the same path in another bucket
-    for where in (str(outside), f"file://{tmp_path}/wh", f"{root}-other", str(tmp_path), elsewhere):
+    for where in (
+        str(outside),
+        f"file:{outside}",
+        f"file://{tmp_path}/wh",
+        f"{root}-other",
+        str(tmp_path),
+        elsewhere,
+    ):
         with pytest.raises(ValidationError, match="outside the table"):
             remove_orphan_files(FileIO(), table.metadata, table.metadata_location, location=where)
     # through the table's own directory, with `..`, or a link in its data directory
@@ -175,12 +182,19 @@ def test_a_location_outside_the_table_is_refused(
     _age(stray, 10)
     monkeypatch.chdir(tmp_path)
     relative = os.path.relpath(root / "data", tmp_path)
-    # inside the table: allowed (a relative path from the working directory too)
-    for where in (f"file://{root}/data/", str(root), relative, f"./{relative}"):
+    # inside the table: allowed (a relative path from the working directory too, and the
+    # file:/x form Iceberg Java writes locations in)
+    for where in (
+        f"file://{root}/data/",
+        f"file:{root}/data",
+        str(root),
+        relative,
+        f"./{relative}",
+    ):
         got = remove_orphan_files(
             FileIO(), table.metadata, table.metadata_location, location=where, dry_run=True
         )
-        assert [p.removeprefix("file://") for p in got] == [str(stray)]
+        assert [p.removeprefix("file://").removeprefix("file:") for p in got] == [str(stray)]
     cat.close()
 
 

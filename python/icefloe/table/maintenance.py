@@ -238,12 +238,15 @@ def _hidden_below(root: str, locations: pa.Array, metadata: TableMetadata) -> pa
     return locations.filter(pc.and_(any_hidden, pc.invert(leftover)))
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
 def _from_working_directory(location: str) -> str:
     """A relative local path joined to the working directory, its ``.`` segments dropped
     (``..`` kept, for the check that refuses it); URIs and absolute paths as given."""
     location = os.path.expanduser(location)
-    if "://" in location or location.startswith("/"):
-        return location
+    if _SCHEME.match(location) or location.startswith("/"):
+        return location  # (file:/x, as Java writes locations, is a URI too)
     relative = "/".join(part for part in location.split("/") if part != ".")
     return os.path.join(os.getcwd(), relative)
 
