@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from icefloe.arrow_schema import schema_to_arrow
 from icefloe.catalog import load_catalog
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
@@ -24,6 +25,7 @@ from icefloe.types import (
     IntegerType,
     ListType,
     LongType,
+    MapType,
     NestedField,
     StringType,
     StructType,
@@ -652,3 +654,68 @@ def test_nan_in_a_mapping_is_null_only_in_pandas_values(catalog: Any) -> None:
     rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["i"])
     assert [r["x"] for r in rows[:3]] == [1.0, None, 3.0]
     assert rows[3]["x"] != rows[3]["x"]  # NaN
+
+
+def test_python_values_of_another_inferred_type_convert_when_exact(catalog: Any) -> None:
+    """Arrow infers floats as double, integers as int64 and bytes as binary; a mapping's
+    values for a float, double, fixed or uuid column are converted to the column's type when
+    each converts exactly, and refused (naming the column) when one would change."""
+    import uuid
+
+    schema = pa.schema(
+        [
+            ("f", pa.float32()),
+            ("d", pa.float64()),
+            ("x", pa.binary(2)),
+            ("u", pa.uuid()),
+        ]
+    )
+    t = catalog.create_table("n.exact_python", schema)
+    u = uuid.UUID(int=7)
+    t.append(
+        {
+            "f": [0.5, None, float("nan")],
+            "d": [1, 2, None],
+            "x": [b"ab", None, b"cd"],
+            "u": [u.bytes, None, None],
+        }
+    )
+    rows = t.scan().to_arrow().to_pylist()
+    assert [r["f"] for r in rows][:2] == [0.5, None] and rows[2]["f"] != rows[2]["f"]
+    assert [r["d"] for r in rows] == [1.0, 2.0, None]
+    assert [r["x"] for r in rows] == [b"ab", None, b"cd"]
+    assert [r["u"] for r in rows] == [u, None, None]
+    for data, column in (({"f": [0.1]}, "f"), ({"d": [2**53 + 1]}, "d"), ({"x": [b"abc"]}, "x")):
+        with pytest.raises(ValidationError, match=f"'{column}'"):
+            t.append(data)
+    assert len(t.scan().to_arrow()) == 3
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "avro", "orc"])
+def test_required_list_elements_and_map_values_hidden_under_null_rows(
+    catalog: Any, fmt: str
+) -> None:
+    """Arrow lets a null row's offsets cover any values, nulls too: a list of required
+    elements (or a map of required values) whose null row covers a null was already of the
+    table's type and went to the Avro encoder as it was, which refused it untyped."""
+    schema = Schema(
+        NestedField(1, "l", ListType(2, LongType(), element_required=True)),
+        NestedField(3, "m", MapType(4, StringType(), 5, LongType(), value_required=True)),
+    )
+    t = catalog.create_table(f"n.hidden_{fmt}", schema, properties={"write.format.default": fmt})
+    arrow = schema_to_arrow(t.schema())
+    mask = pa.array([False, True])
+    lists = pa.ListArray.from_arrays(
+        pa.array([0, 1, 3], I32), pa.array([1, None, 2]), type=arrow.field("l").type, mask=mask
+    )
+    maps = pa.MapArray.from_arrays(
+        pa.array([0, 1, 3], I32),
+        pa.array(["a", "b", "c"]),
+        pa.array([1, None, 2]),
+        type=arrow.field("m").type,
+        mask=mask,
+    )
+    t.append(pa.table({"l": lists, "m": maps}))
+    got = t.scan().to_arrow()
+    assert got.column("l").to_pylist() == [[1], None]
+    assert got.column("m").to_pylist() == [[("a", 1)], None]

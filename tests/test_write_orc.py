@@ -201,3 +201,30 @@ def test_timestamps_java_would_read_a_second_early_are_refused(tmp_path: Path) -
     good = [dt.datetime(1969, 12, 31, 23, 59, 59), dt.datetime(1970, 1, 1, 0, 0, 0, 1)]
     t.append(pa.table({"ts": pa.array(good, pa.timestamp("us"))}))
     assert t.scan().to_arrow()["ts"].to_pylist() == good
+
+
+def test_unknown_list_elements_and_map_values_are_refused_typed(tmp_path: Path) -> None:
+    """ORC has no null-only type: ``unknown`` columns and struct fields are left out of the
+    file, a list element or map value cannot be, and pyarrow's own error was untyped."""
+    from icefloe.catalog import load_catalog
+    from icefloe.exceptions import UnsupportedFeatureError
+    from icefloe.schema import Schema
+    from icefloe.types import ListType, LongType, MapType, NestedField, StringType, UnknownType
+
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    cases = {
+        "l": (ListType(3, UnknownType(), False), pa.array([[None], None], pa.list_(pa.null()))),
+        "m": (
+            MapType(3, StringType(), 4, UnknownType(), False),
+            pa.array([[("a", None)], None], pa.map_(pa.string(), pa.null())),
+        ),
+    }
+    for name, (typ, values) in cases.items():
+        schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "c", typ))
+        t = cat.create_table(
+            f"db.{name}", schema, format_version=3, properties={"write.format.default": "orc"}
+        )
+        with pytest.raises(UnsupportedFeatureError, match="type unknown cannot be written to ORC"):
+            t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "c": values}))
+        assert t.refresh().current_snapshot() is None

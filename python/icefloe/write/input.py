@@ -284,9 +284,13 @@ def _python_column(
     if field is not None and isinstance(field.field_type, VariantType):
         return from_pylist(values)
     try:
-        return pa.array(values, from_pandas=from_pandas)
+        inferred = pa.array(values, from_pandas=from_pandas)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
         error = e
+    else:
+        if field is None or isinstance(field.field_type, NestedType):
+            return inferred
+        return _as_column_type(values, inferred, type_to_arrow(field.field_type), from_pandas)
     if field is not None:
         try:
             return pa.array(values, type=type_to_arrow(field.field_type), from_pandas=from_pandas)
@@ -310,6 +314,36 @@ def _python_column(
     raise ValidationError(
         f"column {name!r} ({kind}): cannot convert its Python values to Arrow: {error}{hint}"
     ) from None
+
+
+def _as_column_type(
+    values: Any, inferred: pa.Array, want: pa.DataType, from_pandas: bool | None
+) -> pa.Array:
+    """Python ``values`` Arrow inferred as ``inferred``, as the column's type ``want`` when the
+    write would not convert ``inferred`` to it (floats for a ``float`` column, integers for a
+    ``double`` one, bytes for ``fixed`` or ``uuid``) and every value converts exactly: the
+    conversion read back equals the inferred values. ``inferred`` otherwise (the write's own
+    checks then name the column)."""
+    if inferred.type == want or pa.types.is_null(inferred.type) or _safe(inferred.type, want):
+        return inferred
+    try:
+        typed = pa.array(values, type=want, from_pandas=from_pandas)
+        back = typed.cast(inferred.type)
+    except (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        pa.ArrowNotImplementedError,
+        TypeError,
+        ValueError,
+        OverflowError,
+    ):
+        return inferred
+    if not back.is_null().equals(inferred.is_null()):
+        return inferred
+    same = pc.equal(back, inferred)
+    if pa.types.is_floating(inferred.type):
+        same = pc.or_(same, pc.and_(pc.is_nan(back), pc.is_nan(inferred)))
+    return typed if pc.all(same).as_py() is not False else inferred
 
 
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
@@ -610,11 +644,17 @@ def _hidden_nulls(arr: pa.Array, t: IcebergType) -> bool:
                 return True
         return False
     if isinstance(t, ListType):
+        # (the child array holds the values under null rows too, and those outside a slice)
+        if t.element_required and arr.values.null_count:
+            return True
         if isinstance(t.element_type, StructType | ListType | MapType):
             return _hidden_nulls(arr.flatten(), t.element_type)
         return False
-    if isinstance(t, MapType) and isinstance(t.value_type, StructType | ListType | MapType):
-        return _hidden_nulls(_compact(arr)[1].field(1), t.value_type)
+    if isinstance(t, MapType):
+        if arr.keys.null_count or (t.value_required and arr.items.null_count):
+            return True
+        if isinstance(t.value_type, StructType | ListType | MapType):
+            return _hidden_nulls(_compact(arr)[1].field(1), t.value_type)
     return False
 
 

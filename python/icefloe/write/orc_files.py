@@ -47,6 +47,7 @@ from icefloe.types import (
     TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UnknownType,
     UUIDType,
     VariantType,
 )
@@ -122,6 +123,13 @@ def _orc_type(t: IcebergType, arrow: pa.DataType) -> pa.DataType:
         raise UnsupportedFeatureError(
             f"{t} columns cannot be written to ORC files (icefloe writes them to Parquet "
             "only); set write.format.default=parquet"
+        )
+    if isinstance(t, UnknownType):
+        # (unknown columns and struct fields are left out of files; a list element or map
+        # value cannot be: ORC has no null-only type)
+        raise UnsupportedFeatureError(
+            "a list element or map value of type unknown cannot be written to ORC files; "
+            "set write.format.default=parquet"
         )
     return arrow
 

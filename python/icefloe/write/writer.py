@@ -393,7 +393,7 @@ class _FileWriter:
             if isinstance(f.field_type, StructType) and not f.field_type.fields:
                 name = ".".join(p.name for p in (*path, f))
                 raise ValidationError(
-                    f"column {name!r} is a struct with no fields, which Parquet cannot store: "
+                    f"column {name!r} is a struct with no fields, which data files cannot store: "
                     "add a field to it or drop it before writing"
                 )
         self.use_dictionary = use_dictionary
