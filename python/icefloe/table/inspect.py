@@ -20,7 +20,7 @@ commit time of a file's snapshot) loads them first (:meth:`Table.load_every_snap
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +35,13 @@ from icefloe.scan.manifests import manifest_list_of, manifest_lists, read_entrie
 from icefloe.scan.tasks import partition_field_names
 from icefloe.schema import Schema
 from icefloe.table.manifest_merge import MANIFEST_LIST_SCHEMA
+from icefloe.types import (
+    DateType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+)
 from icefloe.values import from_bytes
 from icefloe.write.files import manifest_arrow_schema
 from icefloe.write.partition_names import human_partition_value
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["InspectTable"]
 
 _TS = pa.timestamp("ms", tz="UTC")
+_INSTANT_TYPES = (DateType, TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
 _DATA_FILE_COLUMNS = [
     "content",
     "file_path",
@@ -315,8 +323,13 @@ class InspectTable:
                 continue  # a source column since dropped: an older schema has it
             try:
                 kind = pf.transform.result_type(source)
-                return human_partition_value(pf, from_bytes(kind, raw), kind)
-            except (ValidationError, ValueError):
+                if isinstance(kind, _INSTANT_TYPES):
+                    # as the integers they are: Java writes years past 9999 (Python cannot)
+                    value: Any = int.from_bytes(raw, "little", signed=True)
+                else:
+                    value = from_bytes(kind, raw)
+                return human_partition_value(pf, value, kind)
+            except (ValidationError, ValueError, OverflowError):
                 return None
         return None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import quote_plus
 
 import pyarrow as pa
@@ -136,7 +137,7 @@ def _partition_summaries(
         spec = _batch_spec(batch)
         for key in pc.unique(batch_keys).to_pylist():
             rows = batch.filter(pc.equal(batch_keys, pa.scalar(key, pa.binary())))
-            value = rows.column("partition")[0].as_py()
+            value = _partition_value(rows.column("partition")[0])
             path = _path(spec, value, metadata) if spec.fields else ""
             tally = counts.setdefault(path, {})
             if side == "added":
@@ -156,6 +157,23 @@ def _batch_spec(batch: pa.RecordBatch) -> PartitionSpec:
     meta = batch.schema.metadata or {}
     fields = json.loads(meta.get(b"partition-spec", b"[]"))
     return PartitionSpec.fields_from_json(fields, int(meta.get(b"partition-spec-id", b"0")))
+
+
+def _partition_value(scalar: pa.StructScalar) -> dict[str, Any] | None:
+    """A partition as Python values; dates and timestamps past year 9999 (Java writes them,
+    Python's types end there) as the integers they are stored as."""
+    try:
+        return scalar.as_py()  # type: ignore[no-any-return]
+    except (OverflowError, ValueError):
+        if not scalar.is_valid:
+            return None
+        values = {}
+        for name, value in scalar.items():
+            t = value.type
+            if pa.types.is_date32(t) or pa.types.is_timestamp(t):
+                value = value.cast(pa.int32() if pa.types.is_date32(t) else pa.int64())
+            values[name] = value.as_py()
+        return values
 
 
 def _path(

@@ -16,7 +16,13 @@ import numpy as np
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import DayTransform, HourTransform, MonthTransform, YearTransform
-from icefloe.types import TimestampNanoType, TimestamptzNanoType
+from icefloe.types import (
+    DateType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+)
 
 __all__ = ["human_partition_value", "partition_path"]
 
@@ -40,12 +46,19 @@ def human_partition_value(pf: PartitionField, value: Any, result_type: Any = Non
     if isinstance(t, MonthTransform):
         y, m = divmod(value, 12)
         return f"{1970 + y:04d}-{m + 1:02d}"
-    if isinstance(t, DayTransform):
-        d = value if isinstance(value, _dt.date) else _dt.date(1970, 1, 1) + _dt.timedelta(value)
-        return d.isoformat()
+    if isinstance(t, DayTransform) or (
+        isinstance(value, int) and isinstance(result_type, DateType)
+    ):
+        if isinstance(value, _dt.date):
+            value = (value - _EPOCH).days
+        return _human_day(value)
     if isinstance(t, HourTransform):
-        ts = _dt.datetime(1970, 1, 1) + _dt.timedelta(hours=value)
-        return f"{ts.year:04d}-{ts.month:02d}-{ts.day:02d}-{ts.hour:02d}"
+        days, hour = divmod(value, 24)
+        return f"{_human_day(days)}-{hour:02d}"
+    if isinstance(value, int) and isinstance(result_type, TimestampType | TimestamptzType):
+        value *= 1000  # (micros, as the nanosecond types below; years past 9999 too)
+        zoned = isinstance(result_type, TimestamptzType)
+        result_type = TimestamptzNanoType() if zoned else TimestampNanoType()
     if isinstance(value, bytes) and isinstance(result_type, UUIDType) and len(value) == 16:
         return str(uuid.UUID(bytes=value))
     if isinstance(value, bytes):
@@ -57,8 +70,7 @@ def human_partition_value(pf: PartitionField, value: Any, result_type: Any = Non
         return _java_floating(float(value), single)
     if isinstance(value, int) and isinstance(result_type, TimestampNanoType | TimestamptzNanoType):
         days, nanos = divmod(value, 86_400_000_000_000)
-        day = _dt.date(1970, 1, 1) + _dt.timedelta(days)
-        text = f"{day.isoformat()}T{_java_time(nanos)}"
+        text = f"{_iso_date(days)}T{_java_time(nanos)}"
         return text + ("Z" if isinstance(result_type, TimestamptzNanoType) else "")
     if isinstance(value, _dt.datetime):
         # a pandas Timestamp (nanosecond values) carries its nanoseconds apart
@@ -75,6 +87,39 @@ def human_partition_value(pf: PartitionField, value: Any, result_type: Any = Non
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+_EPOCH = _dt.date(1970, 1, 1)
+
+
+def _civil(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of the proleptic Gregorian date ``days`` after 1970-01-01, for any
+    ``days`` (Python's dates end with year 9999; Iceberg's and Java's do not)."""
+    z = days + 719_468  # days since 0000-03-01
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+def _human_day(days: int) -> str:
+    """A day as Java's ``TransformUtil.humanDay`` prints it (``%04d-%02d-%02d``)."""
+    year, month, day = _civil(days)
+    return f"{year:04d}-{month:02d}-{day:02d}"
+
+
+def _iso_date(days: int) -> str:
+    """A day as Java's ISO formatter prints it: a sign before years past 9999 or before 0."""
+    year, month, day = _civil(days)
+    if year > 9999:
+        return f"+{year}-{month:02d}-{day:02d}"
+    if year < 0:
+        return f"-{-year:04d}-{month:02d}-{day:02d}"
+    return f"{year:04d}-{month:02d}-{day:02d}"
 
 
 def _java_floating(value: float, single: bool) -> str:
