@@ -24,10 +24,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from icefloe.catalog.base import (
-    Catalog,
-    Identifier,
-    PropertiesUpdateSummary,
+from icefloe.catalog.base import Catalog, Identifier, PropertiesUpdateSummary
+from icefloe.catalog.identifiers import (
     check_name,
     check_namespace,
     split_identifier,
