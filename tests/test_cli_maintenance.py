@@ -160,6 +160,10 @@ def test_parse_age() -> None:
     assert parse_age("1.5h", now) == now - 5_400_000
     assert parse_age("30min", now) == now - 1_800_000
     assert parse_age("2026-01-01T00:00:00Z") == 1767225600000
+    # exact: through float seconds this was ...410 (an --as-of at a snapshot's exact time read
+    # the snapshot before it)
+    assert parse_age("2039-03-08T19:46:13.411Z") == 2183226373411
+    assert parse_age("1969-12-31T23:59:59.9995Z") == -1
     with pytest.raises(ValidationError):
         parse_age("soon", now)
 

@@ -163,3 +163,15 @@ def test_expiry_commits_even_when_files_cannot_be_deleted(
     assert all("snap-" in p for p in result.files_not_deleted)
     assert "could not be deleted" in caplog.text
     assert [s.snapshot_id for s in full.load_table("db.t").snapshots()] == [ids[2]]
+
+
+def test_with_snapshot_loads_snapshots_no_ref_points_at(
+    cats: tuple[RestCatalog, RestCatalog],
+) -> None:
+    """``scan(snapshot_id=...)`` loaded the full history for such a snapshot; the builder
+    ``scan().with_snapshot(...)`` looked only at the loaded ones and said it did not exist."""
+    full, refs = cats
+    ids = _history(full)
+    t = refs.load_table("db.t")
+    assert len(t.metadata.snapshots) == 1
+    assert t.scan().with_snapshot(ids[0]).to_arrow().column("id").to_pylist() == [0]

@@ -23,6 +23,7 @@ from icefloe.cli.names import display_name
 from icefloe.cli.render import esc, human_size, literal, parse_size, plural
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import MAIN_BRANCH
+from icefloe.values import epoch_ms
 
 __all__ = ["parse_age", "register"]
 
@@ -51,9 +52,7 @@ def parse_age(text: str, now_ms: int | None = None) -> int:
         raise ValidationError(
             f"not an age or a time: {text!r} (try 7d, 12h, 30min or 2026-01-31T00:00:00+00:00)"
         ) from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.timezone.utc)
-    return int(t.timestamp() * 1000)
+    return epoch_ms(t, "time")  # exact: float seconds can be a millisecond early
 
 
 @contextlib.contextmanager

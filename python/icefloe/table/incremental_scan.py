@@ -166,6 +166,7 @@ class IncrementalAppendScan(TableScan):
             options=options,
         )
         load_history(table)
+        self._metadata = table.metadata  # with every snapshot
         self.from_snapshot_id, self.to_snapshot_id = range_args(
             self.metadata, from_snapshot_id, to_snapshot_id, from_inclusive
         )
@@ -194,7 +195,9 @@ class IncrementalAppendScan(TableScan):
             "options": self.options,
         }
         args.update({k: v for k, v in changes.items() if k not in ("snapshot_id", "ref", "as_of")})
-        return IncrementalAppendScan(self.table, self.from_snapshot_id, self.to_snapshot_id, **args)
+        copy = IncrementalAppendScan(self.table, self.from_snapshot_id, self.to_snapshot_id, **args)
+        copy._metadata = self._metadata
+        return copy
 
     def use_ref(self, name: str) -> TableScan:
         """Refused: an incremental scan's end is ``to_snapshot_id``."""

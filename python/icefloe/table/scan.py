@@ -2,9 +2,10 @@
 
 :class:`TableScan` works with any object that has ``metadata`` (a
 :class:`~icefloe.metadata.TableMetadata`) and ``io`` (a :class:`~icefloe.io.FileIO`); it never
-touches a catalog. It is an immutable description: :meth:`TableScan.filter`,
-:meth:`TableScan.select`, :meth:`TableScan.use_ref` and :meth:`TableScan.with_snapshot` return
-copies.
+touches a catalog. It is an immutable description of a read of the table as it was when the
+scan was made (its metadata is kept: later commits and schema changes through the same table
+object are not seen): :meth:`TableScan.filter`, :meth:`TableScan.select`,
+:meth:`TableScan.use_ref` and :meth:`TableScan.with_snapshot` return copies.
 
 Snapshot selection (spec "Snapshots", "Snapshot References", Appendix F): ``snapshot_id``, or
 ``ref`` (a branch or tag), or ``as_of`` (a ``datetime`` or epoch milliseconds, resolved through
@@ -35,7 +36,7 @@ from icefloe.exceptions import NoSuchSnapshotError, UnsupportedFeatureError, Val
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse
-from icefloe.metadata import Snapshot, TableMetadata
+from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.properties import TableProperties, int_property
 from icefloe.scan.cache import DEFAULT_MAX_BYTES, MAX_BYTES_PROPERTY, manifest_cache
@@ -132,6 +133,9 @@ class TableScan:
         if options is not None and not isinstance(options, Mapping):
             raise ValidationError(f"options must be a mapping, got {options!r}")
         self.table = table
+        # the table's state when the scan was made: a schema change or commit through the
+        # same table object later changes neither the schema names bind to nor the plan
+        self._metadata: TableMetadata = table.metadata
         self.row_filter = _as_filter(row_filter)
         self.selected_fields: tuple[str, ...] = tuple(selected)
         self.case_sensitive = case_sensitive
@@ -166,7 +170,26 @@ class TableScan:
             "options": self.options,
         }
         args.update(changes)
-        return TableScan(self.table, **args)
+        return self._pinned(TableScan(self.table, **args))
+
+    def _pinned(self, copy: TableScan) -> TableScan:
+        """``copy`` reading the metadata this scan reads."""
+        copy._metadata = self._metadata
+        return copy
+
+    def _load_every_snapshot(self) -> bool:
+        """Loads the snapshots the catalog left out of the metadata (REST
+        ``snapshot-loading-mode=refs``) into the table and this scan; whether it did."""
+        load = getattr(self.table, "load_every_snapshot", None)
+        if load is None or not load():
+            return False
+        full: TableMetadata = self.table.metadata
+        if full.table_uuid == self._metadata.table_uuid and full.current_schema_id == (
+            self._metadata.current_schema_id
+        ):
+            self._metadata = full
+            return True
+        return False
 
     def filter(self, expr: str | BooleanExpression) -> TableScan:
         """A copy whose filter is this one ``and`` ``expr``."""
@@ -180,7 +203,7 @@ class TableScan:
         """A copy reading the snapshot of branch or tag ``name``."""
         if not isinstance(name, str):
             raise ValidationError(f"ref must be a branch or tag name, got {name!r}")
-        if self.table.metadata.refs.get(name) is None:
+        if self.metadata.refs.get(name) is None and name != MAIN_BRANCH:
             raise NoSuchSnapshotError(f"no branch or tag named {name!r}")
         return self._copy(ref=name, snapshot_id=None, as_of=None)
 
@@ -188,8 +211,9 @@ class TableScan:
         """A copy reading snapshot ``snapshot_id``."""
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
-        self.table.metadata.snapshot(snapshot_id)  # raises NoSuchSnapshotError
-        return self._copy(snapshot_id=snapshot_id, ref=None, as_of=None)
+        copy = self._copy(snapshot_id=snapshot_id, ref=None, as_of=None)
+        copy.snapshot()  # raises NoSuchSnapshotError (after loading every snapshot)
+        return copy
 
     def with_case_sensitive(self, case_sensitive: bool = True) -> TableScan:
         """A copy binding names case-sensitively or not."""
@@ -199,8 +223,7 @@ class TableScan:
     @property
     def metadata(self) -> TableMetadata:
         """The table metadata the scan reads."""
-        md: TableMetadata = self.table.metadata
-        return md
+        return self._metadata
 
     def snapshot(self) -> Snapshot | None:
         """The snapshot the scan reads (None: the table has no current snapshot). A snapshot
@@ -209,8 +232,7 @@ class TableScan:
         try:
             return self._snapshot()
         except NoSuchSnapshotError:
-            load = getattr(self.table, "load_every_snapshot", None)
-            if load is None or not load():
+            if not self._load_every_snapshot():
                 raise
             return self._snapshot()
 
@@ -220,6 +242,8 @@ class TableScan:
             return md.snapshot(self.snapshot_id)
         if self.ref is not None:
             r = md.refs.get(self.ref)
+            if r is None and self.ref == MAIN_BRANCH:
+                return md.current_snapshot()  # a table without snapshots: nothing to read
             if r is None:
                 raise NoSuchSnapshotError(f"no branch or tag named {self.ref!r}")
             snap = md.snapshot_by_id(r.snapshot_id)
