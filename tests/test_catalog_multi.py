@@ -133,3 +133,44 @@ def test_multi_table_commits_delete_old_metadata_files(catalog: Catalog) -> None
             s.rsplit("/", 1)[1] for s in stored
         }
         assert _ids(catalog, name) == [0, 1, 2, 3, 4]
+
+
+def test_a_discarded_part_stops_the_catalog_transaction(tmp_path: Path) -> None:
+    """A part's discard deleted its files, and the catalog transaction still committed its
+    updates: the table's current snapshot named a deleted manifest list. Now nothing commits,
+    and parts of a finished transaction refuse changes (one with nothing staged took an
+    append, whose rows were silently lost)."""
+    catalog = SqlCatalog("m", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        catalog.create_table(name, ROWS)
+    discarded = pytest.raises(ValidationError, match=r"'db\.a' were discarded")
+    with discarded, catalog.transaction() as tx:
+        part = tx.table("db.a")
+        part.append(_rows([1]))
+        tx.table("db.b").append(_rows([2]))
+        part.discard()
+    assert _ids(catalog, "db.a") == [] and _ids(catalog, "db.b") == []
+    assert not list((tmp_path / "wh").rglob("*.parquet"))
+    # a raising part's block discards it the same way
+    with pytest.raises(ValidationError, match="discarded"), catalog.transaction() as tx:
+        with pytest.raises(RuntimeError), tx.table("db.a") as part:
+            part.append(_rows([3]))
+            raise RuntimeError("boom")
+        tx.table("db.b").append(_rows([4]))
+    assert _ids(catalog, "db.a") == [] and _ids(catalog, "db.b") == []
+    # after a commit, every part is closed, those with nothing staged too
+    tx = catalog.transaction()
+    idle = tx.table("db.b")
+    tx.table("db.a").append(_rows([5]))
+    tx.commit()
+    with pytest.raises(ValidationError, match="already committed or discarded"):
+        idle.append(_rows([6]))
+    # after a raising block too
+    with pytest.raises(RuntimeError), catalog.transaction() as tx:
+        left = tx.table("db.a")
+        left.append(_rows([7]))
+        raise RuntimeError("boom")
+    with pytest.raises(ValidationError, match="already committed or discarded"):
+        left.append(_rows([8]))
+    assert _ids(catalog, "db.a") == [5] and _ids(catalog, "db.b") == []

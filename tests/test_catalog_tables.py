@@ -6,6 +6,7 @@ import gzip
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -383,6 +384,18 @@ def test_staged_create_on_every_catalog(catalog: Catalog) -> None:
     assert not catalog.table_exists("db.gone")
     assert list(tx.table.io.list_prefix(tx.table.location)) == []
     assert catalog.list_namespaces("db") == []
+    # in a nested namespace that has no directory yet (SQL catalogs make none): the
+    # namespaces' directories its writes made go too
+    catalog.create_namespace("db.sub")
+    nested = catalog.create_table_transaction("db.sub.gone", _schema())
+    parent = nested.table.location.rstrip("/").rsplit("/", 1)[0]  # <warehouse>/db/sub
+    dirs = [parent.rsplit("/", 1)[0], parent, nested.table.location]
+    before = [_missing(nested.table.io, d) for d in dirs]
+    with pytest.raises(RuntimeError), nested as tx:
+        tx.append(pa.table({"id": pa.array([5], pa.int64()), "name": ["e"]}))
+        raise RuntimeError("the job failed")
+    assert [_missing(nested.table.io, d) for d in dirs] == before
+    catalog.drop_namespace("db.sub")
     for name in ("db.staged", "db.bare", "db.taken"):
         catalog.drop_table(name, purge=True)
     catalog.drop_namespace("db")
@@ -411,3 +424,10 @@ def test_register_table_stores_a_relative_metadata_path_absolute(
     for bad in (5, ""):
         with pytest.raises(ValidationError, match="metadata location must be a non-empty string"):
             cat.register_table("db.bad", bad)  # type: ignore[arg-type]
+
+
+def _missing(io: Any, location: str) -> bool:
+    import pyarrow.fs as pafs
+
+    fs, path = io.resolve(location)
+    return bool(fs.get_file_info(path).type == pafs.FileType.NotFound)

@@ -175,3 +175,23 @@ def test_with_snapshot_loads_snapshots_no_ref_points_at(
     t = refs.load_table("db.t")
     assert len(t.metadata.snapshots) == 1
     assert t.scan().with_snapshot(ids[0]).to_arrow().column("id").to_pylist() == [0]
+
+
+def test_a_catalog_transaction_rebuilt_after_a_lost_race_sees_every_snapshot(
+    cats: tuple[RestCatalog, RestCatalog],
+) -> None:
+    """The rebuild's conflict checks walk the new commits back to the transaction's base; in
+    refs mode the refreshed tables lacked them, and a delete that conflicts with nothing was
+    refused as if its history had been expired."""
+    full, refs = cats
+    for name in ("db.a", "db.b"):
+        full.create_table(name, ROWS).append(_rows([1, 2]))
+    tx = refs.transaction()
+    tx.table("db.a").append(_rows([3]))
+    tx.table("db.b").delete("id = 2")
+    other = full.load_table("db.b")
+    other.append(_rows([8]))
+    other.append(_rows([9]))
+    tx.commit()
+    ids = lambda n: sorted(full.load_table(n).scan().to_arrow()["id"].to_pylist())  # noqa: E731
+    assert ids("db.a") == [1, 2, 3] and ids("db.b") == [1, 8, 9]

@@ -88,8 +88,7 @@ class CatalogTransaction:
             self.commit()
         else:
             self._done = True
-            for part in self._parts.values():
-                part._abort_producers()
+            self._abort(list(self._parts.values()))
 
     def _refused_by_the_catalog(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the refusal of a catalog that cannot commit several tables at
@@ -112,7 +111,18 @@ class CatalogTransaction:
         if self._done:
             raise ValidationError("this catalog transaction was already committed or discarded")
         self._done = True
+        discarded = [p.table.name for p in self._parts.values() if p._done]
+        if discarded:
+            # its files are gone: committing its updates would point the table at them
+            self._abort(list(self._parts.values()))
+            raise ValidationError(
+                f"the changes to {discarded[0]!r} were discarded, so the catalog transaction "
+                "cannot commit (nothing was committed)"
+            )
         parts = [p for p in self._parts.values() if p._updates]
+        for p in self._parts.values():
+            if not p._updates:
+                p._done = True  # nothing to commit: later changes to it are refused
         if not parts:
             return [p.table for p in self._parts.values()]
         policy = RetryPolicy.from_properties(parts[0]._base.properties)
@@ -144,6 +154,9 @@ class CatalogTransaction:
                 try:
                     for p in parts:
                         p.table.refresh()
+                        # the checks walk the new commits back to the base: a REST catalog in
+                        # refs mode leaves those no ref points at out of the refreshed metadata
+                        p.table.load_every_snapshot()
                         p._replay()
                 except BaseException:
                     self._abort(parts)

@@ -87,9 +87,12 @@ class Transaction:
         # waiting for the next snapshot on that branch to carry them (see add_read_check).
         self._pending_checks: list[tuple[str, Validator]] = []
         # A staged create into a directory that does not exist yet: discarding it removes the
-        # empty directories its writes made.
-        self._new_directory = not table.metadata_location and _no_directory(
-            table.io, table.metadata.location
+        # empty directories its writes made (from the first missing one down; a SQL catalog's
+        # namespaces have no directory of their own before a table's files make one).
+        self._new_directory = (
+            None
+            if table.metadata_location
+            else _first_missing_directory(table.io, table.metadata.location)
         )
 
     def __enter__(self) -> Transaction:
@@ -227,7 +230,7 @@ class Transaction:
             # a staged create that never happened: the directories its writes made go too (on
             # a file-system catalog a left directory reads as a namespace); only empty ones
             with contextlib.suppress(IcebergError):
-                self.table.io.delete_empty_dirs(self.table.metadata.location)
+                self.table.io.delete_empty_dirs(self._new_directory)
 
     def _replayable(self) -> bool:
         """Whether a lost race can be retried by rebuilding: only producers and properties."""
@@ -627,10 +630,22 @@ class UpdateProperties(PendingUpdate):
             self._tx.commit_transaction()
 
 
-def _no_directory(io: FileIO, location: str) -> bool:
-    """Whether nothing exists at ``location`` (false when that cannot be told)."""
-    try:
-        fs, path = io.resolve(location)
+def _first_missing_directory(io: FileIO, location: str) -> str | None:
+    """The outermost directory missing on the way to ``location`` (``location`` itself when
+    only it is missing); None when it exists or that cannot be told."""
+
+    def missing(candidate: str) -> bool:
+        fs, path = io.resolve(candidate)
         return bool(fs.get_file_info(path).type == pafs.FileType.NotFound)
+
+    try:
+        if not missing(location):
+            return None
+        top = location.rstrip("/")
+        while True:
+            parent = top.rsplit("/", 1)[0]
+            if not parent or parent.endswith((":", ":/", "//")) or not missing(parent):
+                return top
+            top = parent
     except Exception:
-        return False
+        return None
