@@ -426,3 +426,78 @@ def test_bloom_filters_asked_of_boolean_columns_are_left_out(tmp_path: Path) -> 
     }
     assert offsets == {"id": offsets["id"], "b": None, "st.on": None} and offsets["id"]
     cat.close()
+
+
+def _bitset_bytes(path: str) -> int:
+    """The bitset size of a file's first Bloom filter (its length less the filter's header,
+    the bitset being a power of two of bytes)."""
+    import pyarrow.parquet as pq
+
+    md = pq.ParquetFile(path.removeprefix("file://")).metadata
+    length = next(
+        md.row_group(0).column(i).bloom_filter_length
+        for i in range(md.num_columns)
+        if md.row_group(0).column(i).bloom_filter_length
+    )
+    return 1 << (int(length).bit_length() - 1)
+
+
+@pytest.mark.parametrize(
+    ("max_bytes", "fpp", "n"),
+    [("1024", "0.01", 20_000), (None, "0.01", 900_000), (None, "1e-300", 3_000)],
+)
+def test_bloom_filters_stay_within_max_bytes(
+    tmp_path: Path, max_bytes: str | None, fpp: str, n: int
+) -> None:
+    """Filters were sized with another formula than pyarrow's and came out up to twice the
+    cap (a tiny probability: 128 MiB for 3,000 values). Over the cap, a filter of the cap's
+    size is written (Java clamps its filters so), and it still finds every value."""
+    props = {
+        "write.parquet.bloom-filter-enabled.column.id": "true",
+        "write.parquet.bloom-filter-fpp.column.id": fpp,
+    }
+    if max_bytes:
+        props["write.parquet.bloom-filter-max-bytes"] = max_bytes
+    cap = int(max_bytes or 1 << 20)
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("ns")
+    t = cat.create_table("ns.t", pa.schema([("id", pa.int64())]), properties=props)
+    t.append(pa.table({"id": pa.array(range(n), pa.int64())}))
+    (path,) = t.inspect.files().column("file_path").to_pylist()
+    assert cap // 2 < _bitset_bytes(path) <= cap
+    for probe in (0, n // 2, n - 1):
+        assert t.scan(row_filter=f"id = {probe}").to_arrow().num_rows == 1
+    # under the cap, the filter asked for
+    props.pop("write.parquet.bloom-filter-max-bytes", None)
+    options = ParquetOptions.from_properties(props).bloom_filter_options(1_000)
+    assert options == {"id": {"ndv": 1_000, "fpp": float(fpp)}} or fpp == "1e-300"
+
+
+def test_decimals_are_stored_as_the_spec_says_by_every_writer(tmp_path: Path) -> None:
+    """decimal(P <= 9) as INT32 and decimal(P <= 18) as INT64 (the spec's Parquet types):
+    pyarrow's writer (large writes, other codecs, Bloom filters) stored them as
+    FIXED_LEN_BYTE_ARRAY, the native one as integers."""
+    import decimal
+
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [("d9", pa.decimal128(9, 2)), ("d18", pa.decimal128(18, 2)), ("d38", pa.decimal128(38, 2))]
+    )
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("ns")
+    values = [decimal.Decimal("1.25"), decimal.Decimal("-3.50"), None]
+    data = pa.table({n: pa.array(values, schema.field(n).type) for n in schema.names})
+    for name, props in (
+        ("native", {}),
+        ("gzip", {"write.parquet.compression-codec": "gzip"}),
+        ("bloom", {"write.parquet.bloom-filter-enabled.column.d9": "true"}),
+    ):
+        t = cat.create_table(f"ns.{name}", schema, properties=props)
+        t.append(data)
+        (path,) = t.inspect.files().column("file_path").to_pylist()
+        md = pq.ParquetFile(path.removeprefix("file://")).metadata
+        kinds = [md.schema.column(i).physical_type for i in range(3)]
+        assert kinds == ["INT32", "INT64", "FIXED_LEN_BYTE_ARRAY"], name
+        assert t.scan().to_arrow().equals(data)
+        assert t.scan(row_filter="d18 = -3.50").to_arrow().num_rows == 1

@@ -358,6 +358,7 @@ def _write_parquet(
                 column_encoding=_delta_encodings(table.schema) or None,
                 metadata_collector=collected,
                 write_page_checksum=True,
+                store_decimal_as_integer=True,  # as data files (the spec's Parquet types)
             )
             writer.write_table(table)
             writer.add_key_value_metadata({FIELD_IDS_DIGEST_KEY: field_ids_digest(table.schema)})

@@ -44,6 +44,7 @@ def write_partition_statistics_file(
                 write_statistics=True,
                 store_schema=False,
                 write_page_checksum=True,
+                store_decimal_as_integer=True,  # as data files (the spec's Parquet types)
             ) as w:
                 w.write_table(rows)
                 w.add_key_value_metadata(

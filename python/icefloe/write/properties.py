@@ -46,11 +46,19 @@ class ParquetOptions:
         ``write.parquet.bloom-filter-max-bytes`` (as Java caps its filters)."""
         if not self.bloom_filters:
             return None
+        # Parquet's split-block filters are a power of two of bytes (32 at least): the largest
+        # within max-bytes, a little under it, as floating point may round pyarrow's size up
+        cap = 1 << (max(_MIN_BLOOM_BYTES, self.bloom_filter_max_bytes).bit_length() - 1)
+        room = cap * 0.99
+        n = max(1, rows)
         out: dict[str, dict[str, float | int]] = {}
         for name, fpp in self.bloom_filters:
-            # bits of an optimal filter: -n ln(p) / ln(2)^2; at most max-bytes * 8 of them
-            fit = int(self.bloom_filter_max_bytes * 8 * math.log(2) ** 2 / -math.log(fpp))
-            out[name] = {"ndv": max(1, min(rows, fit)), "fpp": fpp}
+            # pyarrow's (and parquet-mr's) size of a filter of n values at probability p:
+            # -8 n / ln(1 - p^(1/8)) bits; over the cap, the probability a filter of the cap's
+            # size gives n values (Java clamps its filters to max-bytes the same way)
+            if -n / math.log1p(-(fpp**0.125)) > room:
+                fpp = min((-math.expm1(-n / room)) ** 8, math.nextafter(1.0, 0.0))
+            out[name] = {"ndv": n, "fpp": fpp}
         return out
 
     @staticmethod
@@ -80,6 +88,10 @@ class ParquetOptions:
                 _T.PARQUET_BLOOM_FILTER_MAX_BYTES_DEFAULT,
             ),
         )
+
+
+#: The smallest split-block Bloom filter Parquet writers make, in bytes.
+_MIN_BLOOM_BYTES = 32
 
 
 def _bloom_filters(props: Mapping[str, str]) -> tuple[tuple[str, float], ...]:

@@ -538,6 +538,9 @@ class _FileWriter:
             "write_statistics": True,
             "store_schema": False,
             "write_page_checksum": True,  # page CRCs, verified on read (as Java writes them)
+            # decimal(P<=9) as INT32 and decimal(P<=18) as INT64, as the spec's Parquet type
+            # table says (and the native writer and Java write them)
+            "store_decimal_as_integer": True,
         }
 
     def _encoded_size(self, rows: pa.Table) -> int:
