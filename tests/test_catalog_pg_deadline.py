@@ -245,3 +245,51 @@ def test_request_timeout_settings() -> None:
     for bad in ("0", "-1", "soon"):
         with pytest.raises(ValidationError, match="request-timeout"):
             _request_timeout({"request-timeout": bad})
+
+
+def test_a_commit_held_by_a_row_lock_fails_as_not_committed(
+    postgres_uri: str, tmp_path: Path
+) -> None:
+    """Another session holds the table's row (``SELECT ... FOR UPDATE``): the UPDATE waits,
+    the request timeout or the server's lock timeout ends it before any COMMIT was sent, so
+    the database committed nothing. That was CommitStateUnknownError with the commit's files
+    kept; it is CommitFailedError and they are deleted."""
+    import uuid
+
+    import sqlalchemy
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    name = f"c{uuid.uuid4().hex[:8]}"
+    lock_timeout = postgres_uri + "?options=-c%20lock_timeout%3D500"
+    for uri, props in (
+        (postgres_uri, {"request-timeout": "1"}),  # the client's watchdog closes it
+        (lock_timeout, {}),  # the server cancels the statement
+    ):
+        cat = SqlCatalog(name, uri=uri, warehouse=(tmp_path / "wh").as_uri(), **props)
+        if not cat.namespace_exists("db"):
+            cat.create_namespace("db")
+        ident = f"db.t{len(props)}"
+        t = cat.create_table(ident, pa.schema([("id", pa.int64())]))
+        t.set_properties({"commit.retry.num-retries": "0"})
+        holder = sqlalchemy.create_engine(postgres_uri)
+        try:
+            with holder.connect() as conn, conn.begin():
+                conn.execute(
+                    sqlalchemy.text(
+                        "SELECT * FROM iceberg_tables WHERE catalog_name = :c "
+                        "AND table_name = :t FOR UPDATE"
+                    ),
+                    {"c": name, "t": ident.split(".")[1]},
+                )
+                err = _ends_within(30, lambda t=t: t.append(pa.table({"id": [1]})))
+                assert isinstance(err, CommitFailedError), err
+                assert "nothing was committed" in str(err)
+        finally:
+            holder.dispose()
+        location = Path(t.location.removeprefix("file://"))
+        assert not list(location.rglob("*.parquet"))
+        assert len(list(location.rglob("*.metadata.json"))) == 2  # the create's, the property's
+        t.append(pa.table({"id": [2]}))  # the lock is gone: it commits
+        assert cat.load_table(ident).scan().to_arrow()["id"].to_pylist() == [2]
+        cat.close()

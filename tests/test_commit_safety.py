@@ -335,25 +335,29 @@ def test_a_replayed_commit_never_deletes_files_the_committed_table_names(
     assert sorted(t.scan(snapshot_id=first).to_arrow().column("id").to_pylist()) == [1, 2]
 
 
-def _lose_the_multi_table_commit(cat: SqlCatalog, landed: bool) -> None:
-    """The next multi-table swap raises a driver error as its transaction ends: after the
-    database committed it (``landed``) or after it rolled back, as a lost connection can."""
-    from contextlib import contextmanager
-
+def _lose_the_multi_table_commit(monkeypatch: pytest.MonkeyPatch, landed: bool) -> None:
+    """The next swap's COMMIT raises a driver error: after the database committed it
+    (``landed``) or after it rolled back, as a lost connection can."""
     from sqlalchemy.exc import OperationalError
 
-    real_begin = cat.engine.begin
+    import icefloe.catalog.sql as sql
 
-    @contextmanager
-    def begin_then_lose() -> Any:
-        lost = OperationalError("COMMIT", {"n": "secret-name"}, Exception("connection lost"))
-        with real_begin() as conn:
-            yield conn
-            if not landed:
-                raise lost  # rolls the swap back
-        raise lost
+    real = sql._committed
+    lost_once: list[int] = []
 
-    cat.engine.begin = begin_then_lose  # type: ignore[method-assign]
+    def committed_then_lost(conn: Any, work: Any) -> Any:
+        if lost_once:
+            return real(conn, work)
+        lost_once.append(1)
+        if landed:
+            real(conn, work)
+        else:
+            trans = conn.begin()
+            work(conn)
+            trans.rollback()
+        raise OperationalError("COMMIT", {"n": "secret-name"}, Exception("connection lost"))
+
+    monkeypatch.setattr(sql, "_committed", committed_then_lost)
 
 
 @pytest.mark.parametrize("outcome", ["landed", "rolled back", "check failed"])
@@ -370,24 +374,21 @@ def test_a_lost_sql_multi_table_commit_is_settled_by_its_pointers(
     for name in ("db.a", "db.b"):
         cat.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
     before = _files(tmp_path / "wh")
-    _lose_the_multi_table_commit(cat, landed=outcome != "rolled back")
+    _lose_the_multi_table_commit(monkeypatch, landed=outcome != "rolled back")
     if outcome == "check failed":
 
         def unreadable(identifiers: Any, kind: Any = None) -> list[str]:
             raise RuntimeError("still down")
 
         monkeypatch.setattr(cat, "_settled_pointers", unreadable)
-    if outcome == "rolled back":  # the retry swaps through the real engine
-        real_swap = cat._swap_all
-        calls: list[int] = []
+    real_swap = cat._swap_all
+    calls: list[int] = []
 
-        def swap_once_lost(staged: Any) -> None:
-            calls.append(1)
-            if len(calls) == 2:
-                del cat.engine.begin
-            real_swap(staged)
+    def counted_swap(staged: Any) -> None:
+        calls.append(1)
+        real_swap(staged)
 
-        monkeypatch.setattr(cat, "_swap_all", swap_once_lost)
+    monkeypatch.setattr(cat, "_swap_all", counted_swap)
 
     def write() -> None:
         with cat.transaction() as tx:
@@ -400,14 +401,11 @@ def test_a_lost_sql_multi_table_commit_is_settled_by_its_pointers(
         text = str(caught.value)
         assert "checking failed: still down" in text
         assert "COMMIT" not in text and "secret-name" not in text
-        del cat.engine.begin
         monkeypatch.undo()
     else:
         write()
-        if outcome == "landed":
-            del cat.engine.begin
-        else:
-            assert len(calls) == 2
+        # the rolled-back attempt is tried again (the retry swaps for real)
+        assert len(calls) == (2 if outcome == "rolled back" else 1)
         monkeypatch.undo()
     # the database committed the swap unless it rolled back, and then the retry did
     assert (_ids(cat.load_table("db.a")), _ids(cat.load_table("db.b"))) == ([1, 2], [1, 3])

@@ -297,6 +297,11 @@ def test_postgresql_refusals_are_typed_and_final(postgres_uri: str, tmp_path: Pa
     table = owner.create_table("db.t", pa.schema([("id", pa.int64())]))
     with pytest.raises(ValidationError, match='invalid connection option "colour"'):
         SqlCatalog(name, uri=postgres_uri + "?colour=blue", warehouse=warehouse)
+    with pytest.raises(ValidationError, match="invalid sslmode value"):
+        SqlCatalog(name, uri=postgres_uri + "?sslmode=sometimes", warehouse=warehouse)
+    missing = postgres_uri.replace("//icefloe@", f"//nobody_{name}_x@")
+    with pytest.raises(UnauthorizedError, match="does not exist"):
+        SqlCatalog(name, uri=missing, warehouse=warehouse)
     nobody, reader = f"nobody_{name}", f"reader_{name}"
     engine = sqlalchemy.create_engine(postgres_uri)
     with engine.begin() as conn:

@@ -70,6 +70,23 @@ def test_hostile_namespaces_are_refused(catalog: Catalog, namespace: tuple[str, 
     assert catalog.list_namespaces() == []
 
 
+def test_names_with_lone_surrogates_are_refused_by_every_lookup(catalog: Catalog) -> None:
+    """No catalog can store such a name (databases and URIs take UTF-8): PostgreSQL's driver
+    raised a bare UnicodeEncodeError on lookups that create_namespace refused typed."""
+    catalog.create_namespace("db")
+    lookups = [
+        lambda: catalog.namespace_exists("a\ud800"),
+        lambda: catalog.list_tables("a\ud800"),
+        lambda: catalog.table_exists(("db", "t\ud800")),
+        lambda: catalog.load_table(("db", "t\ud800")),
+        lambda: catalog.drop_table(("db", "t\ud800")),
+        lambda: catalog.create_namespace("a\ud800"),
+    ]
+    for lookup in lookups:
+        with pytest.raises(ValidationError, match=r"lone surrogates|must not contain"):
+            lookup()
+
+
 def test_longest_names_and_unicode_are_accepted(catalog: Catalog) -> None:
     name = "é" * 127 + "x"  # 255 bytes
     catalog.create_namespace(("db", "ünï cödé ns"))

@@ -54,6 +54,12 @@ def to_identifier(value: str | Iterable[str]) -> Identifier:
     for part in parts:
         if not isinstance(part, str) or not part:
             raise ValidationError(f"invalid identifier {value!r}: empty or non-string part")
+        try:
+            part.encode("utf-8")
+        except UnicodeEncodeError:  # no catalog stores such a name (databases take UTF-8)
+            raise ValidationError(
+                f"invalid identifier {value!r}: a name cannot hold lone surrogates"
+            ) from None
     return parts
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import contextlib
 import time
 import weakref
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     and_,
@@ -83,6 +83,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    IcebergError,
     MissingDependencyError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -99,6 +100,8 @@ from icefloe.metadata import (
     validate_requirements,
 )
 from icefloe.properties import parse_seconds, string_map
+
+T = TypeVar("T")
 
 __all__ = ["SqlCatalog"]
 
@@ -531,6 +534,26 @@ class SqlCatalog(MetastoreCatalog):
             raise taken_entry(self, identifier, kind) from exc
 
     @database_errors
+    def _not_committed(self, what: str, exc: SQLAlchemyError) -> IcebergError:
+        """The error for a swap the database refused or failed before its COMMIT was sent:
+        the database rolled the transaction back (a client gone before COMMIT commits
+        nothing), so nothing was committed."""
+        if isinstance(exc, DataError):  # no retry helps
+            return too_long(self.name, exc)
+        if privilege_refused(exc):
+            return CommitFailedError(
+                f"{what} failed: the database refused it ({brief(exc)}); nothing was committed"
+            )
+        failed = CommitFailedError(
+            f"{what} failed in the database before it committed ({brief(exc)}); nothing was "
+            "committed"
+        )
+        if "database is locked" in str(exc):
+            # SQLite waited its whole busy timeout for another connection's lock: trying
+            # again at once would wait as long again, attempt after attempt
+            failed.retryable = False
+        return read_only_error(self.name, exc, self.engine) or failed
+
     def _swap_pointer(
         self, identifier: Identifier, expected: str, new: str, kind: str = TABLE_TYPE
     ) -> None:
@@ -551,17 +574,14 @@ class SqlCatalog(MetastoreCatalog):
                 f"be reached ({brief(exc)}); nothing was committed"
             ) from exc
         try:
-            with conn, conn.begin():
-                rowcount = conn.execute(stmt).rowcount
-        except DataError as exc:  # the UPDATE was refused: nothing committed, no retry helps
-            raise too_long(self.name, exc) from exc
+            with conn:
+                rowcount = _committed(conn, lambda c: c.execute(stmt).rowcount)
+        except _NotCommitted as before:
+            raise self._not_committed(f"commit of {'.'.join(identifier)!r}", before.error) from (
+                before.error
+            )
         except SQLAlchemyError as exc:
-            if privilege_refused(exc):  # the UPDATE was refused, so it did nothing
-                raise CommitFailedError(
-                    f"commit of {'.'.join(identifier)!r} failed: the database refused it "
-                    f"({brief(exc)}); nothing was committed"
-                ) from exc
-            # The UPDATE may or may not have reached the database: look at the pointer. It is
+            # The COMMIT may or may not have reached the database: look at the pointer. It is
             # ours, or a later commit's whose metadata log lists ours, if the swap happened.
             try:
                 (current,) = self._settled_pointers([identifier], kind)
@@ -732,30 +752,29 @@ class SqlCatalog(MetastoreCatalog):
 
     def _swap_all(self, staged: list[tuple[Identifier, str, TableMetadata, str]]) -> None:
         """Every pointer swap in one transaction (rolled back unless every swap matched)."""
+
+        def swap(conn: Connection) -> None:
+            for ident, expected, _, location in staged:
+                namespace, name = split_identifier(ident)
+                rowcount = conn.execute(
+                    update(ICEBERG_TABLES)
+                    .where(
+                        self._table_filter(".".join(namespace), name),
+                        ICEBERG_TABLES.c.metadata_location == expected,
+                    )
+                    .values(metadata_location=location, previous_metadata_location=expected)
+                ).rowcount
+                if rowcount != 1:
+                    raise CommitFailedError(
+                        f"table {'.'.join(ident)!r} was changed by another writer"
+                    )
+
         try:
-            with self.engine.begin() as conn:
-                for ident, expected, _, location in staged:
-                    namespace, name = split_identifier(ident)
-                    rowcount = conn.execute(
-                        update(ICEBERG_TABLES)
-                        .where(
-                            self._table_filter(".".join(namespace), name),
-                            ICEBERG_TABLES.c.metadata_location == expected,
-                        )
-                        .values(metadata_location=location, previous_metadata_location=expected)
-                    ).rowcount
-                    if rowcount != 1:
-                        raise CommitFailedError(
-                            f"table {'.'.join(ident)!r} was changed by another writer"
-                        )
-        except DataError as exc:  # refused, rolled back: nothing committed, no retry helps
-            raise too_long(self.name, exc) from exc
+            with self.engine.connect() as conn:
+                _committed(conn, swap)
+        except _NotCommitted as before:
+            raise self._not_committed("multi-table commit", before.error) from before.error
         except SQLAlchemyError as exc:
-            if privilege_refused(exc):  # an UPDATE was refused: the transaction did nothing
-                raise CommitFailedError(
-                    f"multi-table commit failed: the database refused it ({brief(exc)}); "
-                    "nothing was committed"
-                ) from exc
             # The COMMIT may or may not have reached the database: look at the pointers.
             try:
                 current = self._settled_pointers([ident for ident, _, _, _ in staged])
@@ -773,3 +792,30 @@ class SqlCatalog(MetastoreCatalog):
             raise CommitStateUnknownError(
                 f"multi-table commit left an unexpected state: {brief(exc)}"
             ) from exc
+
+
+class _NotCommitted(Exception):
+    """A database error raised before a transaction's COMMIT was sent (``error``)."""
+
+    def __init__(self, error: SQLAlchemyError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _committed(conn: Connection, work: Callable[[Connection], T]) -> T:
+    """``work(conn)`` in a transaction, then COMMIT. A database error before the COMMIT was
+    sent is raised as :class:`_NotCommitted` (the transaction is rolled back: it did nothing);
+    one from the COMMIT itself as it is (the commit may have happened)."""
+    trans = conn.begin()
+    try:
+        result = work(conn)
+    except SQLAlchemyError as exc:
+        with contextlib.suppress(Exception):
+            trans.rollback()
+        raise _NotCommitted(exc) from exc
+    except BaseException:
+        with contextlib.suppress(Exception):
+            trans.rollback()
+        raise
+    trans.commit()
+    return result

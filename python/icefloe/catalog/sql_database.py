@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from sqlalchemy import Column, MetaData, String, Table, func
-from sqlalchemy.exc import DataError, ProgrammingError, SQLAlchemyError
+from sqlalchemy.exc import DataError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from icefloe.catalog.sqlite_journal import READ_ONLY_HINT, in_wal_mode
 from icefloe.exceptions import (
@@ -114,8 +114,12 @@ def database_errors(fn: _F) -> _F:
 #: libpq's words when the server turns a login away (no SQLSTATE reaches the client then).
 _LOGIN_REFUSED = re.compile(
     r"password authentication failed|authentication failed for user|no pg_hba\.conf entry|"
-    r"password is not allowed|role \S+ is not permitted to log in"
+    r"password is not allowed|role \S+ is not permitted to log in|"
+    r'role "(?:[^"]|"")*" does not exist'
 )
+#: libpq on the URI's options ("invalid connection option", "invalid sslmode value", possibly
+#: after "connection is bad: ")
+_BAD_SETTINGS = re.compile(r"\binvalid connection option\b|\binvalid \w+ value\b")
 
 
 def privilege_refused(exc: SQLAlchemyError) -> bool:
@@ -140,8 +144,8 @@ def refusal(name: str, exc: SQLAlchemyError, engine: Any) -> IcebergError | None
     if (state or "").startswith("28") or _LOGIN_REFUSED.search(text):
         return UnauthorizedError(f"SQL catalog {name!r}: the database refused the login: {text}")
     postgres = getattr(getattr(engine, "dialect", None), "name", None) == "postgresql"
-    # libpq on the URI's options ("invalid connection option", "invalid sslmode value")
-    if postgres and state is None and isinstance(exc, ProgrammingError) and text[:8] == "invalid ":
+    settings = isinstance(exc, ProgrammingError | OperationalError) and _BAD_SETTINGS.search(text)
+    if postgres and state is None and settings:
         return ValidationError(f"SQL catalog {name!r}: bad connection settings: {text}")
     return None
 
