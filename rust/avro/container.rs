@@ -32,9 +32,18 @@ impl Codec {
         Ok(match name.to_ascii_lowercase().as_str() {
             "null" | "uncompressed" | "none" | "" => Codec::Null,
             // libdeflate levels 0-12. Its level 1 compresses manifests within a few percent of
-            // zlib's default level 6 at several times the speed (docs/benchmarks.md).
-            "deflate" | "gzip" => Codec::Deflate(level.unwrap_or(1).clamp(0, 12) as u32),
-            "zstandard" | "zstd" => Codec::Zstandard(level.unwrap_or(1).clamp(-7, 22)),
+            // zlib's default level 6 at several times the speed (docs/benchmarks.md). Level -1
+            // is zlib's (and Java's Deflater's) "default compression", its level 6.
+            "deflate" | "gzip" => Codec::Deflate(match level {
+                Some(-1) => 6,
+                other => other.unwrap_or(1).clamp(0, 12) as u32,
+            }),
+            // every level zstd has, the negative (fast) ones too
+            "zstandard" | "zstd" => {
+                let levels = zstd::compression_level_range();
+                let level = level.unwrap_or(1);
+                Codec::Zstandard(level.clamp(*levels.start(), *levels.end()))
+            }
             "snappy" => Codec::Snappy,
             other => return Err(Error::unsupported(format!("Avro codec {other:?}"))),
         })
@@ -681,5 +690,39 @@ mod tests {
         put_long(&mut f, 0);
         f.extend_from_slice(&[0; 16]);
         assert!(matches!(Container::open(&f), Err(Error::Unsupported(_))));
+    }
+
+    #[test]
+    fn levels_mean_what_zlib_and_zstd_mean() {
+        // -1 is zlib's default compression (level 6), not "store"
+        assert_eq!(
+            Codec::from_name("gzip", Some(-1)).unwrap(),
+            Codec::Deflate(6)
+        );
+        assert_eq!(Codec::from_name("gzip", None).unwrap(), Codec::Deflate(1));
+        assert_eq!(
+            Codec::from_name("gzip", Some(9)).unwrap(),
+            Codec::Deflate(9)
+        );
+        // zstd's fast negative levels are kept, not raised to -7
+        assert_eq!(
+            Codec::from_name("zstd", Some(-100)).unwrap(),
+            Codec::Zstandard(-100)
+        );
+        assert_eq!(
+            Codec::from_name("zstd", Some(22)).unwrap(),
+            Codec::Zstandard(22)
+        );
+        let data: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| (i % 97).to_le_bytes())
+            .collect();
+        let mut out = Vec::new();
+        compress_here(Codec::from_name("gzip", Some(-1)).unwrap(), &data, &mut out).unwrap();
+        assert!(
+            out.len() < data.len() / 4,
+            "{} of {}",
+            out.len(),
+            data.len()
+        );
     }
 }
