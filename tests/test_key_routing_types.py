@@ -368,3 +368,24 @@ def test_upsert_matches_pyarrow_join(tmp_path: Path) -> None:
     expected = sorted([*before.filter(pc.invert(mask))["id"].to_pylist(), 500, 501])
     assert sorted(t.scan().to_arrow()["id"].to_pylist()) == expected
     assert len(_check_delete_files(t, "identity", source["k"].combine_chunks(), before)) == 2
+
+
+@pytest.mark.parametrize("key_type", [pa.float32(), pa.float64()])
+def test_float_equality_keys_are_refused_before_any_file_is_read(
+    tmp_path: Path, key_type: pa.DataType
+) -> None:
+    """The check sat in the equality delete writer, reached only when a file might hold the
+    keys: an empty table took the first batch and refused every later one."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema([("k", key_type), ("v", pa.string())])
+    t = cat.create_table("db.t", schema, properties={"write.upsert.mode": "equality"})
+    rows = pa.table({"k": pa.array([1.5], key_type), "v": ["a"]})
+    for attempt in range(2):
+        with pytest.raises(ValidationError, match="cannot be an equality delete column"):
+            t.upsert(rows, join_cols=["k"])
+        with pytest.raises(ValidationError, match="cannot be an equality delete column"):
+            t.delete_by_keys(rows.select(["k"]), ["k"])
+        if attempt == 0:
+            t.append(rows)
+    assert t.refresh().scan().to_arrow().num_rows == 1  # only the append

@@ -16,6 +16,8 @@ from icefloe.expressions.builder import col
 from icefloe.schema import Schema
 from icefloe.table.key_routing import typed_keys
 from icefloe.types import (
+    DoubleType,
+    FloatType,
     GeographyType,
     GeometryType,
     PrimitiveType,
@@ -139,6 +141,25 @@ def join_columns(
             "(table.update_schema().set_identifier_fields(...))"
         )
     return names
+
+
+def check_equality_key_types(
+    schema: Schema, join_cols: Sequence[str], case_sensitive: bool
+) -> None:
+    """Equality delete columns cannot be float or double (the spec): a
+    :class:`ValidationError` before anything is read, whether or not a file holds the keys
+    (an empty table took such a key once, and refused it from the next run on)."""
+    for name in join_cols:
+        fid = schema.find_field_id(name, case_sensitive)
+        if fid is None:
+            continue
+        t = schema.find_field(fid).field_type
+        if isinstance(t, FloatType | DoubleType):
+            raise ValidationError(
+                f"column {name!r} of type {t} cannot be an equality delete column (the spec "
+                "allows no float or double ones): delete such rows with delete(filter), upsert "
+                "them with write.upsert.mode=merge-on-read or copy-on-write"
+            )
 
 
 def check_key_types(schema: Schema, join_cols: Sequence[str], case_sensitive: bool) -> None:

@@ -43,7 +43,12 @@ from icefloe.scan.tasks import (
     DeleteContent,
     FileScanTask,
 )
-from icefloe.table.key_columns import check_key_types, join_columns, keys_filter
+from icefloe.table.key_columns import (
+    check_equality_key_types,
+    check_key_types,
+    join_columns,
+    keys_filter,
+)
 from icefloe.table.key_routing import KeyRouter
 from icefloe.types import (
     UnknownType,
@@ -621,6 +626,7 @@ def _upsert_equality(
     join_cols: Sequence[str],
     snapshot_properties: Mapping[str, str] | None,
 ) -> UpsertResult:
+    check_equality_key_types(ctx.schema, join_cols, ctx.case_sensitive)
     delta = RowDelta()
     keys = source.select(list(join_cols))
     try:
@@ -667,6 +673,7 @@ def delete_by_keys(
     if not join_cols:
         raise ValidationError("delete_by_keys needs at least one join column")
     check_key_types(ctx.schema, join_cols, ctx.case_sensitive)
+    check_equality_key_types(ctx.schema, join_cols, ctx.case_sensitive)
     missing = [c for c in join_cols if c not in table.column_names]
     if missing:
         raise ValidationError(f"keys lack join columns {missing}")
