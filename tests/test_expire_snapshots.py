@@ -473,3 +473,56 @@ def test_a_stale_table_object_keeps_the_files_of_a_branch_forked_meanwhile(
     fresh = cat.load_table("db.t")
     assert sorted(fresh.scan(ref="fix").to_arrow().column("id").to_pylist()) == [1, 2, 3, 20]
     assert fresh.scan().to_arrow().column("id").to_pylist() == [10]
+
+
+def test_statistics_files_spelled_two_ways_are_one_file(tmp_path: Path) -> None:
+    """Another writer registered one statistics file (and one partition statistics file) for
+    two snapshots, as ``/x`` and ``file:///x``: expiring one snapshot deleted the file the
+    other still names. Paths are compared as the files they name, as manifests are."""
+    import os
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("ns")
+    t = cat.create_table("ns.t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [1]}))
+    t.append(pa.table({"id": [2]}))
+    meta = json.loads(local_path(t.metadata_location).read_text())
+    first, current = meta["snapshots"][0]["snapshot-id"], meta["current-snapshot-id"]
+    metadata_dir = f"{local_path(meta['location'])}/metadata"
+    puffin = f"{metadata_dir}/shared.puffin"
+    shutil.copy(
+        os.environ["ICEFLOE_SHARED_DIR"]
+        + "/testdata/iceberg-java/puffin/empty-puffin-uncompressed.bin",
+        puffin,
+    )
+    parts = f"{metadata_dir}/shared-partition-stats.parquet"
+    pq.write_table(pa.table({"x": [1]}), parts)
+
+    def stats(snapshot: int, path: str) -> dict[str, object]:
+        size = os.path.getsize(local_path(path))
+        return {
+            "snapshot-id": snapshot,
+            "statistics-path": path,
+            "file-size-in-bytes": size,
+            "file-footer-size-in-bytes": 0,
+            "blob-metadata": [],
+        }
+
+    meta["statistics"] = [stats(first, puffin), stats(current, "file://" + puffin)]
+    meta["partition-statistics"] = [
+        {"snapshot-id": first, "statistics-path": "file://" + parts, "file-size-in-bytes": 1},
+        {"snapshot-id": current, "statistics-path": parts, "file-size-in-bytes": 1},
+    ]
+    foreign = Path(metadata_dir) / "00099-foreign.metadata.json"
+    foreign.write_text(json.dumps(meta))
+    t = cat.register_table("ns.foreign", str(foreign))
+    result = t.expire_snapshots(snapshot_ids=[first])
+    assert result.statistics_files == ()
+    assert Path(puffin).exists() and Path(parts).exists()
+    kept = cat.load_table("ns.foreign").metadata
+    assert [s.snapshot_id for s in kept.statistics] == [current]

@@ -378,7 +378,9 @@ def _unreachable_files(
     io = table.io
     lists = manifest_lists(io, [*gone, *live], threads)
     kept_lists = {s.manifest_list for s in live if s.manifest_list}
-    dead_lists = sorted({s.manifest_list for s in gone if s.manifest_list} - kept_lists)
+    dead_lists = _not_in(
+        {s.manifest_list for s in gone if s.manifest_list} - kept_lists, kept_lists
+    )
 
     gone_manifests = unique_manifests(lists[s.snapshot_id] for s in gone)
     live_manifests = unique_manifests(lists[s.snapshot_id] for s in live)
@@ -406,14 +408,27 @@ def _unreachable_files(
         for content, out in ((0, data_files), (1, delete_files), (2, delete_files)):
             paths = unreachable.filter(pc.equal(unreachable.column("content"), content))
             out.extend(paths.column("file_path").to_pylist())
-    dead_stats = _stats_paths(base, gone) - live_stats
+    dead_stats = _not_in(_stats_paths(base, gone) - live_stats, live_stats)
     return ExpireResult(
         manifest_lists=tuple(dead_lists),
         manifests=tuple(sorted(dead_manifests.column("manifest_path").to_pylist())),
         data_files=tuple(sorted(set(data_files))),
         delete_files=tuple(sorted(set(delete_files))),
-        statistics_files=tuple(sorted(dead_stats)),
+        statistics_files=tuple(dead_stats),
     )
+
+
+def _not_in(paths: set[str], kept: set[str]) -> list[str]:
+    """``paths`` (sorted) without those naming a file of ``kept`` under another spelling
+    (``/x`` and ``file:///x``: writers spell a file either way, so one may be referenced
+    under both)."""
+    if not paths:
+        return []
+    ordered = sorted(paths)
+    named = same_file_locations(pa.array(ordered, pa.string()))
+    live = same_file_locations(pa.array(sorted(kept), pa.string()))
+    keep = pc.is_in(named, value_set=live).to_pylist()
+    return [p for p, k in zip(ordered, keep, strict=True) if not k]
 
 
 def _entry_columns(batches: list[pa.RecordBatch]) -> pa.Table:
