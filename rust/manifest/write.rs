@@ -269,6 +269,29 @@ fn manifest_layout(o: &ManifestOptions) -> Result<Layout> {
     Ok(layout)
 }
 
+/// The `snapshot_id` column of a v1 manifest's entries with its nulls (or all of it, when
+/// absent) set to `snapshot_id`; None when nothing needs filling or nothing fills it.
+fn v1_snapshot_ids(batch: &RecordBatch, snapshot_id: Option<i64>) -> Result<Option<ArrayRef>> {
+    let Some(id) = snapshot_id else {
+        return Ok(None);
+    };
+    let Some(col) = batch.column_by_name("snapshot_id") else {
+        let all = arrow_array::Int64Array::from(vec![id; batch.num_rows()]);
+        return Ok(Some(Arc::new(all)));
+    };
+    if col.null_count() == 0 {
+        return Ok(None);
+    }
+    let Some(ids) = col.as_primitive_opt::<Int64Type>() else {
+        return Err(Error::validation(format!(
+            "column snapshot_id has type {}, expected Int64",
+            col.data_type()
+        )));
+    };
+    let filled: arrow_array::Int64Array = ids.iter().map(|x| Some(x.unwrap_or(id))).collect();
+    Ok(Some(Arc::new(filled)))
+}
+
 pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u8>, RecordBatch)> {
     let v = version_index(o.format_version)?;
     if !(0..=1).contains(&o.content) {
@@ -297,7 +320,18 @@ pub fn write_manifest(batch: &RecordBatch, o: &ManifestOptions) -> Result<(Vec<u
         let c = if o.content == 1 { "deletes" } else { "data" };
         meta.push(("content".into(), c.as_bytes().to_vec()));
     }
-    let get = |name: &str| batch.column_by_name(name);
+    // v1 has no inheritance: an entry's snapshot id is written out (the spec makes it
+    // required there), the manifest's own for entries that name none, as Java's v1 writer
+    // fills it
+    let v1_snapshot_ids = if v == 0 {
+        v1_snapshot_ids(batch, o.snapshot_id)?
+    } else {
+        None
+    };
+    let get = |name: &str| match (&v1_snapshot_ids, name) {
+        (Some(filled), "snapshot_id") => Some(filled),
+        _ => batch.column_by_name(name),
+    };
     let mut w = ContainerWriter::new(&schema_json, &meta, o.codec);
     // An empty batch needs no columns (Java writes no block for zero records).
     if batch.num_rows() > 0 {
