@@ -138,8 +138,8 @@ def test_a_commit_whose_answer_never_comes_is_checked_when_the_server_returns(
     tmp_path: Path, postgres_uri: str, proxy: FreezingProxy
 ) -> None:
     """The pointer swap's UPDATE is sent and the server freezes before answering: the call ends
-    after ``request-timeout`` with the commit's state unknown (never reported done) and its
-    files kept."""
+    after ``request-timeout``. No COMMIT was sent, and PostgreSQL never commits a transaction
+    whose client left before its COMMIT: the commit failed, its files are deleted."""
     from icefloe.catalog.sql import SqlCatalog
 
     cat = SqlCatalog(
@@ -150,6 +150,7 @@ def test_a_commit_whose_answer_never_comes_is_checked_when_the_server_returns(
     )
     cat.create_namespace("db")
     table = cat.create_table(("db", "t"), pa.schema([pa.field("id", pa.int64())]))
+    table.set_properties({"commit.retry.num-retries": "0"})  # the first attempt's error
 
     def freeze_before_swap(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         if statement.lstrip().upper().startswith("UPDATE ICEBERG_TABLES"):
@@ -158,10 +159,10 @@ def test_a_commit_whose_answer_never_comes_is_checked_when_the_server_returns(
     event.listen(cat.engine, "before_cursor_execute", freeze_before_swap)
     err = _ends_within(30, lambda: table.append(pa.table({"id": pa.array([1], pa.int64())})))
     event.remove(cat.engine, "before_cursor_execute", freeze_before_swap)
-    # the UPDATE went out and no answer came: its outcome is unknown, so its files are kept
-    assert isinstance(err, CommitStateUnknownError), err
-    assert "request-timeout" in str(err)
-    assert list((tmp_path / "db" / "t" / "data").rglob("*.parquet"))
+    # the UPDATE went out and no answer came, but no COMMIT did: nothing was committed
+    assert isinstance(err, CommitFailedError), err
+    assert "request-timeout" in str(err) and "nothing was committed" in str(err)
+    assert not list((tmp_path / "db" / "t" / "data").rglob("*.parquet"))
     proxy.frozen.clear()
     # the server never got the UPDATE (the proxy held it; its transaction ended unanswered)
     assert cat.load_table(("db", "t")).scan().to_arrow().num_rows == 0

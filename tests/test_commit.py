@@ -108,15 +108,14 @@ def test_unknown_state_keeps_the_file(
     real_connect = sql_catalog.engine.connect
 
     def connect_then_lose_the_update() -> Any:
+        """The COMMIT's answer is lost (the swap rolled back here; the client cannot tell)."""
         conn = real_connect()
-        real_execute = conn.execute
+        real_begin = conn.begin
 
-        def execute(stmt: Any, *args: Any, **kwargs: Any) -> Any:
-            if str(stmt).startswith("UPDATE iceberg_tables"):
-                raise OperationalError("UPDATE iceberg_tables", {}, Exception("connection lost"))
-            return real_execute(stmt, *args, **kwargs)
+        def begin() -> Any:
+            return _CommitFault(real_begin(), landed=False)
 
-        conn.execute = execute  # type: ignore[method-assign]
+        conn.begin = begin  # type: ignore[method-assign]
         return conn
 
     def broken_get(identifiers: Any, kind: Any = None) -> list[str]:
@@ -140,27 +139,19 @@ def test_database_error_after_swap_is_resolved(
     sql_catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The UPDATE reached the database but the client saw an error: the commit succeeded."""
-    from sqlalchemy.exc import OperationalError
 
     sql_catalog.create_namespace("db")
     t = sql_catalog.create_table("db.t", _schema())
     real_connect = sql_catalog.engine.connect
 
-    class LostAck:
-        def __init__(self, begin: Any) -> None:
-            self.begin = begin
-
-        def __enter__(self) -> Any:
-            self.ctx = self.begin()
-            return self.ctx.__enter__()
-
-        def __exit__(self, *exc: Any) -> None:
-            self.ctx.__exit__(None, None, None)  # commits
-            raise OperationalError("COMMIT", {}, Exception("ack lost"))
-
     def connect_then_lose_the_ack() -> Any:
         conn = real_connect()
-        conn.begin = lambda b=conn.begin: LostAck(b)  # type: ignore[method-assign]
+        real_begin = conn.begin
+
+        def begin() -> Any:
+            return _CommitFault(real_begin(), landed=True)
+
+        conn.begin = begin  # type: ignore[method-assign]
         return conn
 
     monkeypatch.setattr(sql_catalog.engine, "connect", connect_then_lose_the_ack)
@@ -299,3 +290,23 @@ def test_a_commit_that_keeps_losing_stops_at_the_total_timeout(sql_catalog: SqlC
     with pytest.raises(CommitConflictError):
         t.delete("id < 10")
     assert 2 <= len(attempts) <= 8 and time.monotonic() - started < 5
+
+
+class _CommitFault:
+    """A transaction whose COMMIT answers with a lost connection: after the database
+    committed it (``landed``) or after it rolled back."""
+
+    def __init__(self, trans: Any, landed: bool) -> None:
+        self.trans, self.landed = trans, landed
+
+    def rollback(self) -> None:
+        self.trans.rollback()
+
+    def commit(self) -> None:
+        from sqlalchemy.exc import OperationalError
+
+        if self.landed:
+            self.trans.commit()
+        else:
+            self.trans.rollback()
+        raise OperationalError("COMMIT", {}, Exception("connection lost"))
