@@ -378,9 +378,7 @@ def _unreachable_files(
     io = table.io
     lists = manifest_lists(io, [*gone, *live], threads)
     kept_lists = {s.manifest_list for s in live if s.manifest_list}
-    dead_lists = _not_in(
-        {s.manifest_list for s in gone if s.manifest_list} - kept_lists, kept_lists
-    )
+    dead_lists = _not_in({s.manifest_list for s in gone if s.manifest_list}, kept_lists)
 
     gone_manifests = unique_manifests(lists[s.snapshot_id] for s in gone)
     live_manifests = unique_manifests(lists[s.snapshot_id] for s in live)
@@ -408,7 +406,7 @@ def _unreachable_files(
         for content, out in ((0, data_files), (1, delete_files), (2, delete_files)):
             paths = unreachable.filter(pc.equal(unreachable.column("content"), content))
             out.extend(paths.column("file_path").to_pylist())
-    dead_stats = _not_in(_stats_paths(base, gone) - live_stats, live_stats)
+    dead_stats = _not_in(_stats_paths(base, gone), live_stats)
     return ExpireResult(
         manifest_lists=tuple(dead_lists),
         manifests=tuple(sorted(dead_manifests.column("manifest_path").to_pylist())),
