@@ -537,7 +537,7 @@ def data_files_from_parquet(
             else:
                 twice = _repeated_ids(arrow_schema)
                 if twice:
-                    # readers would each pick another of the columns, and the bounds a third
+                    # readers pick one of the columns, and the bounds may come from another
                     raise ValidationError(
                         f"{path}: field ids {', '.join(map(str, twice))} are on more than one "
                         "column of the Parquet file; a file's field ids must be unique"
