@@ -25,6 +25,7 @@ from icefloe.schema import Schema
 from icefloe.table import Table
 from icefloe.table.expire import expire_snapshots, retained_snapshots
 from support.evolution import SIMPLE_SCHEMA, Catalogs, append_rows, local_path, shared_catalogs
+from support.testdata import TESTDATA
 
 DAY = 86_400_000
 NOW = 100 * DAY
@@ -495,11 +496,7 @@ def test_statistics_files_spelled_two_ways_are_one_file(tmp_path: Path) -> None:
     first, current = meta["snapshots"][0]["snapshot-id"], meta["current-snapshot-id"]
     metadata_dir = f"{local_path(meta['location'])}/metadata"
     puffin = f"{metadata_dir}/shared.puffin"
-    shutil.copy(
-        os.environ["ICEFLOE_SHARED_DIR"]
-        + "/testdata/iceberg-java/puffin/empty-puffin-uncompressed.bin",
-        puffin,
-    )
+    shutil.copy(TESTDATA / "iceberg-java" / "puffin" / "empty-puffin-uncompressed.bin", puffin)
     parts = f"{metadata_dir}/shared-partition-stats.parquet"
     pq.write_table(pa.table({"x": [1]}), parts)
 
