@@ -165,6 +165,10 @@ def test_files_and_entries(tables: tuple[Catalogs, Any, Any]) -> None:
         for r in te.to_pylist()
     )
     assert flat == their_flat
+    # one type for a file's content wherever it shows, PyIceberg's
+    for table in (e, te):
+        assert table.schema.field("data_file").type.field("content").type == pa.int8()
+    assert ours.schema.field("content").type == pa.int8()
 
 
 def test_partitions(tables: tuple[Catalogs, Any, Any]) -> None:

@@ -630,6 +630,7 @@ class InspectTable:
 def _entries_table(t: pa.Table) -> pa.Table:
     """:meth:`InspectTable.entries` rows of decoded manifest entries ``t``."""
     data_cols = [c for c in _DATA_FILE_COLUMNS if c in t.column_names]
+    t = t.set_column(t.schema.get_field_index("content"), "content", _content(t))
     data_file = pa.StructArray.from_arrays(
         [t.column(c).combine_chunks() for c in data_cols], names=data_cols
     )
@@ -649,7 +650,13 @@ def _files_table(t: pa.Table) -> pa.Table:
     live = t.filter(pc.not_equal(t.column("status"), 2))
     cols = [c for c in _DATA_FILE_COLUMNS if c in live.column_names]
     out = live.select(cols)
-    return out.set_column(0, "content", out.column("content").cast(pa.int8()))
+    return out.set_column(0, "content", _content(out))
+
+
+def _content(t: pa.Table) -> pa.ChunkedArray:
+    """A file's ``content`` (0 data, 1 position deletes, 2 equality deletes) as the metadata
+    tables show it, in ``files()`` and ``entries().data_file`` alike (int8, as PyIceberg)."""
+    return t.column("content").cast(pa.int8())
 
 
 def _distinct_files(files: pa.Table) -> pa.Table:
