@@ -330,6 +330,17 @@ def test_dates_python_cannot_hold_are_validation_errors() -> None:
         variant.to_python(one.field(0)[0].as_py(), one.field(1)[0].as_py())
 
 
+def test_malformed_bytes_are_not_blamed_on_python_dates() -> None:
+    """Bytes that are no variant are refused as malformed by ``to_python`` as by ``to_json``,
+    without the hint (meant for dates Python cannot hold) that ``to_json`` would read them."""
+    metadata = bytes([0x01, 2, 0, 1, 2]) + b"ab"
+    unsorted = bytes([0x02, 2, 1, 0, 0, 2, 4, 0x0C, 1, 0x0C, 2])  # field ids out of name order
+    for read in (variant.to_python, variant.to_json):
+        with pytest.raises(ValidationError, match="malformed") as info:
+            read(metadata, unsorted)
+        assert "to_json reads it" not in str(info.value)
+
+
 @pytest.mark.parametrize("kind", ["variant", "struct", "geometry"])
 def test_keys_must_be_primitive_columns(tmp_path: Path, kind: str) -> None:
     from icefloe.catalog.sql import SqlCatalog

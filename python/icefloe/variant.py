@@ -212,15 +212,17 @@ def _pair(metadata: bytes | Variant, value: bytes | None) -> pa.StructArray:
 
 
 def _to_python(arr: pa.Array) -> list[Any]:
-    """The Python values of a column of encoded variants (in Rust): a date or timestamp that
-    Python's ``datetime`` cannot hold (before year 1 or after 9999) is a
-    :class:`ValidationError` naming the way to read it."""
+    """The Python values of a column of encoded variants (in Rust): a date, time or timestamp
+    that Python's ``datetime`` cannot hold (before year 1 or after 9999) is a
+    :class:`ValidationError` naming the way to read it; malformed bytes are one saying so."""
     try:
         out: list[Any] = _native.variant_to_python(arr)
+    except ValidationError:  # malformed bytes (a ValueError too): their message says it all
+        raise
     except ValueError as e:  # raised by Python's date and datetime constructors
         raise ValidationError(
             f"a variant value cannot be a Python value: {e} (Python's dates run from year 1 "
-            "to 9999; icefloe.variant.to_json reads it)"
+            "to 9999 and its times end before 24:00; icefloe.variant.to_json reads it)"
         ) from None
     return out
 
