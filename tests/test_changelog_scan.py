@@ -118,3 +118,33 @@ def test_merge_on_read_deletes_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="delete files"):
         t.changelog_scan().to_arrow()
     assert t.changelog_scan(to_snapshot_id=first).count() == 4
+
+
+def test_a_scan_reads_the_history_it_was_made_with(tmp_path: Path) -> None:
+    """Commits through the same table object after the scan was made do not join it (the
+    default end is the current snapshot when the scan was made, as a plain scan's)."""
+    t = _table(tmp_path, 2)
+    t.append(_rows(0, 2, "a"))
+    first = t.current_snapshot().snapshot_id
+    t.append(_rows(10, 2, "b"))
+    scan = t.changelog_scan(first)
+    t.append(_rows(20, 2, "c"))
+    with t.update_spec() as spec:
+        spec.add_field("s")
+    t.append(_rows(30, 1, "d"))
+    assert sorted(scan.to_arrow().column("id").to_pylist()) == [10, 11]
+    assert scan.count() == 2
+
+
+@pytest.mark.parametrize("name", ["_change_type", "_change_ordinal", "_commit_snapshot_id"])
+def test_a_column_named_as_a_change_column_is_refused(tmp_path: Path, name: str) -> None:
+    """A table column named like a change column would be hidden behind it (its values lost
+    in every output): refused, as Iceberg Java's changelog schema refuses duplicate names."""
+    path = tmp_path / "c"
+    path.mkdir()
+    cat = SqlCatalog("cl", uri=f"sqlite:///{path / 'c.db'}", warehouse=str(path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64()), (name, pa.string())]))
+    t.append(pa.table({"id": [1], name: ["mine"]}))
+    with pytest.raises(ValidationError, match=f"named '{name}'"):
+        t.changelog_scan()

@@ -202,3 +202,21 @@ def test_a_file_appended_again_is_read_once_per_append(tmp_path: Path) -> None:
     t.add_files([str(path)])
     assert _ids(t.incremental_append_scan().to_arrow()) == [1, 1, 2, 2]
     assert _ids(t.incremental_append_scan(first).to_arrow()) == [1, 2]
+
+
+def test_a_scan_and_its_copies_read_the_metadata_it_was_made_with(tmp_path: Path) -> None:
+    """A commit or expiry through the same table object after the scan was made moves neither
+    its end nor the range its ``filter``/``select`` copies check (as a plain scan's)."""
+    cat = _catalog(tmp_path)
+    t = cat.create_table("db.t", SCHEMA)
+    ids = []
+    for i in range(3):
+        t.append(_rows(i * 10, 2, "a"))
+        ids.append(t.current_snapshot().snapshot_id)
+    to_now = t.incremental_append_scan(ids[0])
+    ranged = t.incremental_append_scan(ids[0], ids[1])
+    t.expire_snapshots(snapshot_ids=[ids[1]], delete_files=False)
+    t.append(_rows(30, 2, "b"))
+    assert _ids(to_now.to_arrow()) == [10, 11, 20, 21]
+    assert _ids(to_now.filter("id > 10").to_arrow()) == [11, 20, 21]
+    assert _ids(ranged.filter("id > 10").select("id").to_arrow()) == [11]

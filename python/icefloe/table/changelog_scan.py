@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.exceptions import UnsupportedFeatureError
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.metadata import Snapshot
 from icefloe.scan.columnar import TaskStream
@@ -89,10 +89,21 @@ class ChangelogScan:
     ) -> None:
         load_history(table)
         self.table = table
+        # the table's state when the scan was made (as a TableScan's): later commits through
+        # the same table object move neither the default end nor the schema
+        self._metadata = table.metadata
         self.from_snapshot_id, self.to_snapshot_id = range_args(
-            table.metadata, from_snapshot_id, to_snapshot_id, from_inclusive
+            self._metadata, from_snapshot_id, to_snapshot_id, from_inclusive
         )
         self.from_inclusive = from_inclusive
+        schema = self._metadata.current_schema()
+        taken = [n for n in CHANGE_COLUMNS if schema.find_field_id(n) is not None]
+        if taken:
+            raise ValidationError(
+                f"the table has a column named {taken[0]!r}, the name of a changelog column: "
+                "its values and the change's cannot both be given (Iceberg Java refuses the "
+                "changelog too); rename the column or read with incremental_append_scan"
+            )
         # the rows' schema, projection, filter and read settings: a scan of the current schema
         chosen = (selected_fields,) if isinstance(selected_fields, str) else tuple(selected_fields)
         # the change columns named among the fields (all three when none is named)
@@ -116,7 +127,7 @@ class ChangelogScan:
     def snapshots(self) -> list[Snapshot]:
         """The snapshots whose changes the scan reads (``replace`` ones left out), oldest
         first; raises :class:`UnsupportedFeatureError` when one of them sees delete files."""
-        md = self.table.metadata
+        md = self._metadata
         chain = history_range(md, self.from_snapshot_id, self.to_snapshot_id, self.from_inclusive)
         kept = [s for s in chain if s.summary is None or s.summary.operation != "replace"]
         for snap in kept:

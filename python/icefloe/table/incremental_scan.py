@@ -156,6 +156,7 @@ class IncrementalAppendScan(TableScan):
         case_sensitive: bool = True,
         limit: int | None = None,
         options: Mapping[str, str] | None = None,
+        _metadata: TableMetadata | None = None,
     ) -> None:
         super().__init__(
             table,
@@ -165,8 +166,10 @@ class IncrementalAppendScan(TableScan):
             limit=limit,
             options=options,
         )
-        load_history(table)
-        self._metadata = table.metadata  # with every snapshot
+        if _metadata is None:  # a new scan; a copy reads the metadata of the scan it copies
+            load_history(table)
+            _metadata = table.metadata  # with every snapshot
+        self._metadata = _metadata
         self.from_snapshot_id, self.to_snapshot_id = range_args(
             self.metadata, from_snapshot_id, to_snapshot_id, from_inclusive
         )
@@ -195,9 +198,13 @@ class IncrementalAppendScan(TableScan):
             "options": self.options,
         }
         args.update({k: v for k, v in changes.items() if k not in ("snapshot_id", "ref", "as_of")})
-        copy = IncrementalAppendScan(self.table, self.from_snapshot_id, self.to_snapshot_id, **args)
-        copy._metadata = self._metadata
-        return copy
+        return IncrementalAppendScan(
+            self.table,
+            self.from_snapshot_id,
+            self.to_snapshot_id,
+            _metadata=self._metadata,
+            **args,
+        )
 
     def use_ref(self, name: str) -> TableScan:
         """Refused: an incremental scan's end is ``to_snapshot_id``."""
