@@ -115,6 +115,31 @@ def test_purge_of_a_table_located_at_the_warehouse_root(tmp_path: Path) -> None:
     cat.close()
 
 
+def test_purge_removes_only_the_directories_its_files_were_in(tmp_path: Path) -> None:
+    """Purge removes the table's directories it emptied, never another empty directory under
+    the table's location (a table created in a directory that held them removed them all);
+    a table at the root of a file system is refused at create."""
+    from icefloe.exceptions import ValidationError
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    home = tmp_path / "home"
+    keep = [home / "projects" / "empty", home / "cache", home / "data" / "theirs"]
+    for d in keep:
+        d.mkdir(parents=True)
+    t = cat.create_table("db.t", SCHEMA, location=home.as_uri())
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    owned = [_local(p) for p in t.inspect.files().column("file_path").to_pylist()]
+    cat.drop_table("db.t", purge=True)
+    assert all(d.is_dir() for d in keep)
+    assert not any(p.exists() for p in owned) and not (home / "metadata").exists()
+    assert sorted(p.name for p in home.iterdir()) == ["cache", "data", "projects"]
+    for root in ("/", "file:///", "file:/"):
+        with pytest.raises(ValidationError, match="root of a file system"):
+            cat.create_table("db.r", SCHEMA, location=root)
+    cat.close()
+
+
 def test_purge_keeps_data_files_when_gc_is_disabled(tmp_path: Path) -> None:
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
     cat.create_namespace("db")

@@ -570,6 +570,9 @@ def test_commits_check_locations_as_creates_do(rest_server: RestServer) -> None:
 
     bad = [
         {"action": "set-location", "location": "s3://bkt/wh/ns/x/../moved"},
+        # the root of a file system: stored empty, the next metadata file went to /metadata
+        {"action": "set-location", "location": "/"},
+        {"action": "set-location", "location": "file:///"},
         {"action": "set-properties", "updates": {"write.data.path": "../x"}},
         {"action": "set-properties", "updates": {"write.data.path": "s3://bkt/a/../x"}},
     ]
@@ -597,6 +600,23 @@ def test_commits_check_locations_as_creates_do(rest_server: RestServer) -> None:
     assert _call(rest_server, "POST", views, view)[0] == 200
     reply = commit({"action": "set-location", "location": "s3://bkt/wh/v/../w"}, route=f"{views}/v")
     assert reply[0] == 400 and _error(reply)["type"] == "BadRequestException"
+    tables = f"/v1/{warehouse}/namespaces/ns/tables"
+    root = {"type": "struct", "schema-id": 0, "fields": []}
+    for at in ("/", "file:///"):
+        reply = _call(rest_server, "POST", tables, {"name": "r", "schema": root, "location": at})
+        assert reply[0] == 400 and "root of a file system" in _error(reply)["message"], reply
+        staged = {
+            "requirements": [{"type": "assert-create"}],
+            "updates": [
+                {"action": "assign-uuid", "uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1"},
+                {"action": "upgrade-format-version", "format-version": 2},
+                {"action": "add-schema", "schema": root},
+                {"action": "set-current-schema", "schema-id": -1},
+                {"action": "set-location", "location": at},
+            ],
+        }
+        reply = _call(rest_server, "POST", f"{tables}/staged", staged)
+        assert reply[0] == 400 and "root of a file system" in _error(reply)["message"], reply
 
 
 def test_property_changes_of_a_table_at_an_odd_location_are_not_refused() -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "new_metadata_file_location",
     "resolve_table_paths",
     "same_file_locations",
+    "table_location",
 ]
 
 METADATA_PATH = TableProperties.METADATA_PATH
@@ -86,6 +87,28 @@ def absolute_location(location: str) -> str:
     if parsed.scheme or not location:
         return location
     return os.path.normpath(os.path.abspath(os.path.expanduser(location)))
+
+
+def table_location(location: str) -> str:
+    """A table location as it is stored: checked (:func:`icefloe.io.check_location`), made
+    absolute and plain (:func:`absolute_location`), without a trailing ``/``. The root of a
+    file system (``/``, ``file:///``) is refused with :class:`ValidationError`: a table there
+    would write ``/metadata`` and ``/data`` at the root, and purging it would walk the whole
+    file system."""
+    from icefloe.io import check_location
+
+    check_location(location)
+    stored = absolute_location(location).rstrip("/")
+    if not stored or _BARE_SCHEME.fullmatch(stored):
+        raise ValidationError(
+            f"table location {location!r} is the root of a file system; give a directory "
+            "for the table"
+        )
+    return stored
+
+
+#: A URI with a scheme and nothing else (``file:``, ``file://``: the root once ``/`` is gone).
+_BARE_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
 
 
 def _under(table_location: str, path: str) -> str:

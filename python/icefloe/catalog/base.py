@@ -39,6 +39,7 @@ from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 from icefloe.properties import gc_enabled
 from icefloe.table.committer import CommitResult, Identifier
 from icefloe.table_paths import absolute_location, resolve_table_paths
+from icefloe.table_paths import table_location as checked_table_location
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -355,8 +356,7 @@ class Catalog(ABC):
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {'.'.join(ident)!r} already exists")
         self._refuse_view_name(ident)
-        table_location = absolute_location(location or self._default_table_location(ident))
-        table_location = table_location.rstrip("/")
+        table_location = checked_table_location(location or self._default_table_location(ident))
         metadata = new_table_metadata(
             to_schema(schema),
             UNPARTITIONED_PARTITION_SPEC if partition_spec is None else partition_spec,
@@ -709,26 +709,30 @@ def files_to_purge(table: Table) -> list[list[str]]:
 
 def purge_table_files(table: Table, files: list[list[str]] | None = None) -> None:
     """Delete the files a dropped table's metadata reaches, as Java's ``dropTableData`` does
-    (``files``: :func:`files_to_purge`, computed now if not given), then the table's
-    directories left empty.
+    (``files``: :func:`files_to_purge`, computed now if not given), then the directories
+    that held them, left empty.
 
     Never a directory or a prefix: with the default layout another table (``db.a.b``) lives
     inside this one's location (``db.a``), and after a rename a new table of the old name may
     live there. Content files go first and the metadata reaching them last, so a purge cut
     short leaves no metadata of a live table pointing at deleted files. Files no metadata
-    reaches (of failed writes) are left to orphan removal.
+    reaches (of failed writes) are left to orphan removal. Of the directories, only those the
+    deleted files were in (up to the table's location) are removed, and only when empty.
     """
     from icefloe.table._remove_files import delete_all
     from icefloe.table_paths import data_location, metadata_location
 
     meta = table.metadata
     io = table.io
+    groups = files if files is not None else files_to_purge(table)
     # the table is dropped already: a file that cannot be deleted is logged and left behind
-    for group in files if files is not None else files_to_purge(table):
+    for group in groups:
         delete_all(io, group, what="purge: deleting files", keep_going=True)
-    for directory in (
-        data_location(meta.location, meta.properties),
-        metadata_location(meta.location, meta.properties),
-        meta.location,
-    ):
-        io.delete_empty_dirs(directory)
+    io.delete_emptied_dirs(
+        (f for group in groups for f in group),
+        (
+            data_location(meta.location, meta.properties),
+            metadata_location(meta.location, meta.properties),
+            meta.location,
+        ),
+    )

@@ -8,6 +8,7 @@ import contextlib
 import functools
 import logging
 import os
+import posixpath
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -492,6 +493,36 @@ class FileIO:
         except Exception as exc:
             raise map_error(exc, prefix, "delete") from exc
 
+    def delete_emptied_dirs(self, files: Iterable[str], within: Iterable[str]) -> None:
+        """Remove the directories that held ``files`` (deleted by now) and their parents up to
+        and including the directories ``within``, each only if empty, deepest first. A
+        directory none of ``files`` was in stays, empty or not: it may be another program's.
+        On S3 the "directory" marker objects of such directories are deleted; elsewhere (HDFS,
+        object stores without a signing client) nothing."""
+        roots = {r: self.resolve(r) for r in within}
+        local = {path.rstrip("/") for fs, path in roots.values() if _is_local(fs)}
+        remote = {path.rstrip("/") for fs, path in roots.values() if not _is_local(fs)}
+        emptied: dict[str, bool] = {}  # directory -> on the local file system
+        for f in files:
+            fs, path = self.resolve(f)
+            on_disk = _is_local(fs)
+            inside = local if on_disk else remote
+            directory = posixpath.dirname(path)
+            while directory not in emptied and any(
+                directory == r or directory.startswith(f"{r}/") for r in inside
+            ):
+                emptied[directory] = on_disk
+                directory = posixpath.dirname(directory)
+        for directory in sorted(emptied, key=lambda d: d.count("/"), reverse=True):
+            if emptied[directory]:
+                with contextlib.suppress(OSError):  # a directory that is not empty stays
+                    os.rmdir(directory)
+        others = {d for d, on_disk in emptied.items() if not on_disk}
+        if others:
+            for root, (fs, _) in roots.items():
+                if not _is_local(fs):
+                    self._delete_empty_markers(root, others)
+
     def delete_empty_dirs(self, location: str) -> None:
         """Remove the directory ``location`` and the directories under it that hold no file,
         deepest first; a directory with a file anywhere below stays. On S3 the "directory"
@@ -504,6 +535,12 @@ class FileIO:
                     with contextlib.suppress(OSError):  # a directory that is not empty stays
                         os.rmdir(directory)
             return
+        self._delete_empty_markers(location, None)
+
+    def _delete_empty_markers(self, location: str, only: set[str] | None) -> None:
+        """On S3, delete the markers of the empty directories under (and at) ``location``
+        (of those in ``only``, when given)."""
+        fs, path = self.resolve(location)
         client = self.s3_client(location)
         if client is None:
             return
@@ -514,7 +551,11 @@ class FileIO:
             raise map_error(exc, location, "list") from exc
         files = [i.path for i in infos if i.type == pafs.FileType.File]
         dirs = [root, *(i.path for i in infos if i.type == pafs.FileType.Directory)]
-        empty = [d for d in dirs if not any(f.startswith(f"{d}/") for f in files)]
+        empty = [
+            d
+            for d in dirs
+            if (only is None or d in only) and not any(f.startswith(f"{d}/") for f in files)
+        ]
         bucket = root.partition("/")[0]
         keys = [f"{d.partition('/')[2]}/" for d in empty if d.partition("/")[2]]
         if keys:
@@ -666,3 +707,7 @@ def _restored_file_io(
 ) -> FileIO:
     """A FileIO as unpickled: the same properties and storage credentials, no renewal."""
     return FileIO(properties, storage_credentials=storage_credentials)
+
+
+def _is_local(fs: pafs.FileSystem) -> bool:
+    return isinstance(fs, pafs.LocalFileSystem)

@@ -12,7 +12,12 @@ from icefloe.exceptions import CorruptFileError, FileIOError, NotFoundError, Val
 from icefloe.io import check_location
 from icefloe.metadata.updates import SetLocation, SetProperties
 from icefloe.properties import string_map
-from icefloe.table_paths import PATH_PROPERTIES, absolute_location, resolve_table_paths
+from icefloe.table_paths import (
+    PATH_PROPERTIES,
+    absolute_location,
+    resolve_table_paths,
+    table_location,
+)
 
 __all__ = [
     "all_strings",
@@ -104,8 +109,11 @@ def checked_locations(location: str, updates: list[Any], *, table: bool = True) 
     out = []
     for u in updates:
         if isinstance(u, SetLocation):
-            check_location(u.location)
-            location = absolute_location(u.location).rstrip("/")
+            if table:
+                location = table_location(u.location)
+            else:
+                check_location(u.location)
+                location = absolute_location(u.location).rstrip("/")
             u = SetLocation(location)
         elif table and isinstance(u, SetProperties) and PATH_PROPERTIES & set(u.updates):
             u = replace(u, updates=resolve_table_paths(location, u.updates))

@@ -32,7 +32,8 @@ from icefloe.metadata import (
 )
 from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
 from icefloe.sorting import UNSORTED_SORT_ORDER
-from icefloe.table_paths import absolute_location, resolve_table_paths
+from icefloe.table_paths import resolve_table_paths
+from icefloe.table_paths import table_location as checked_table_location
 
 __all__ = [
     "LoadTableResult",
@@ -275,7 +276,7 @@ def metadata_from_creation(
         default_sort_order_id=order.order_id,
     )
     created = apply_updates(seed, rest) if rest else seed
-    table_location = absolute_location(created.location).rstrip("/")
+    table_location = checked_table_location(created.location)
     properties = resolve_table_paths(table_location, created.properties)
     if table_location == created.location and properties == created.properties:
         return created
