@@ -403,3 +403,43 @@ def test_floating_point_partitions_are_ordered_as_java_orders_them(
     signed = [(v, math.copysign(1, v)) for v in got[1:-1]]
     assert signed == [(-inf, -1), (-2.5, -1), (0.0, -1), (0.0, 1), (1.0, 1), (inf, 1)]
     assert math.isnan(got[-1])
+
+
+@pytest.mark.parametrize("kind", ["uuid", "fixed"])
+def test_uuid_partitions_are_ordered_as_java_orders_them(tmp_path: Path, kind: str) -> None:
+    """Rows of uuid partitions follow Java's ``UUID.compareTo`` (most, then least significant
+    8 bytes compared as signed longs), with nulls first: ``80000000-…`` and ``ffffffff-…``
+    come before ``00000000-…``; ``fixed[16]`` values stay in unsigned byte order."""
+    import random
+    import uuid
+
+    from icefloe.schema import Schema
+    from icefloe.types import FixedType, LongType, NestedField, UUIDType
+
+    ptype = UUIDType() if kind == "uuid" else FixedType(16)
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "u", ptype))
+    t = w.catalog(tmp_path).create_table("ns.t", schema, format_version=2)
+    with t.update_spec() as s:
+        s.add_field("u", "identity")
+    halves = [0, 1, 0x7FFF_FFFF_FFFF_FFFF, 0x8000_0000_0000_0000, 0xFFFF_FFFF_FFFF_FFFF]
+    values = [(hi << 64 | lo).to_bytes(16, "big") for hi in halves for lo in halves]
+    shuffled: list[bytes | None] = [*values, None]
+    random.Random(3).shuffle(shuffled)
+    for batch in (shuffled[:13], shuffled[13:]):  # two snapshots, so rows come in two updates
+        n = len(batch)
+        t.append(
+            pa.table({"id": pa.array(range(n), pa.int64()), "u": pa.array(batch, pa.binary(16))})
+        )
+    stats = t.compute_partition_statistics()
+    assert stats is not None
+    rows = pq.read_table(stats.statistics_path.removeprefix("file://")).to_pylist()
+    got = [getattr(r["partition"]["u"], "bytes", r["partition"]["u"]) for r in rows]
+
+    def java_uuid(b: bytes) -> tuple[int, int]:  # java.util.UUID.compareTo
+        most, least = b[:8], b[8:]
+        return int.from_bytes(most, "big", signed=True), int.from_bytes(least, "big", signed=True)
+
+    want = sorted(values, key=java_uuid if kind == "uuid" else None)
+    assert got == [None, *want]
+    first = "80000000-0000-0000-8000-000000000000" if kind == "uuid" else str(uuid.UUID(int=0))
+    assert str(uuid.UUID(bytes=got[1])) == first

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -39,6 +40,7 @@ from icefloe.read.partition_statistics import (
 )
 from icefloe.scan.manifests import manifest_list_of, manifest_lists, read_entries
 from icefloe.table.inspect import _unify_partition
+from icefloe.types import IcebergType, UUIDType
 from icefloe.write.partition_statistics import write_partition_statistics_file
 
 if TYPE_CHECKING:
@@ -187,7 +189,13 @@ def _rows(grouped: pa.Table, schema: Schema) -> pa.Table:
     ptype = schema.find_field(1).field_type
     keys = [f"__p{i}" for i in range(len(ptype.fields))]  # type: ignore[attr-defined]
     sortable = pa.table(
-        {**{k: _total_order(grouped.column(k)) for k in keys}, "spec_id": grouped["spec_id"]}
+        {
+            **{
+                k: _total_order(grouped.column(k), f.field_type)
+                for k, f in zip(keys, ptype.fields, strict=True)  # type: ignore[attr-defined]
+            },
+            "spec_id": grouped["spec_id"],
+        }
     )
     order = pc.sort_indices(
         sortable,
@@ -214,11 +222,13 @@ def _rows(grouped: pa.Table, schema: Schema) -> pa.Table:
     return pa.table(cols).cast(schema_to_arrow(schema))
 
 
-def _total_order(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """``col`` as keys Arrow sorts in Java's order: floating-point values as signed integers
-    ordered as ``Double.compare`` orders them (``-0.0`` before ``0.0``, NaN after every number;
-    Arrow sorts NaN next to the nulls and takes ``-0.0`` for ``0.0``), other types as they
-    are."""
+def _total_order(col: pa.ChunkedArray, t: IcebergType) -> pa.ChunkedArray:
+    """``col`` (values of type ``t``) as keys Arrow sorts in Java's order: floating-point values
+    as signed integers ordered as ``Double.compare`` orders them (``-0.0`` before ``0.0``, NaN
+    after every number; Arrow sorts NaN next to the nulls and takes ``-0.0`` for ``0.0``),
+    uuids as ``UUID.compareTo`` orders them, other types as they are."""
+    if isinstance(t, UUIDType):
+        return pa.chunked_array([_uuid_order(c) for c in col.chunks], col.type)
     if pa.types.is_float64(col.type):
         bits_type, magnitude = pa.int64(), 0x7FFF_FFFF_FFFF_FFFF
     elif pa.types.is_float32(col.type):
@@ -237,6 +247,21 @@ def _total_order(col: pa.ChunkedArray) -> pa.ChunkedArray:
             )
         )
     return pa.chunked_array(chunks, bits_type)
+
+
+def _uuid_order(chunk: pa.FixedSizeBinaryArray) -> pa.FixedSizeBinaryArray:
+    """16-byte uuids whose unsigned byte order is ``UUID.compareTo``'s order: that compares
+    the big-endian most, then least significant 8 bytes as signed longs, so the sign bit of
+    each half is flipped."""
+    validity, data = chunk.buffers()
+    if data is None:
+        return chunk
+    n = chunk.offset + len(chunk)
+    raw = np.frombuffer(data, dtype=np.uint8, count=16 * n).reshape(n, 16).copy()
+    raw[:, [0, 8]] ^= 0x80
+    return pa.FixedSizeBinaryArray.from_buffers(
+        chunk.type, len(chunk), [validity, pa.py_buffer(raw)], offset=chunk.offset
+    )
 
 
 def _full(
