@@ -287,6 +287,48 @@ def test_unreadable_file_falls_back_to_full_compute(table: Any) -> None:
     _check(table.partition_statistics(), full_oracle(table, again.snapshot_id))
 
 
+@pytest.mark.parametrize(
+    "column", ["spec_id", "data_record_count", "data_file_count", "position_delete_record_count"]
+)
+def test_a_null_in_a_required_column_is_a_corrupt_file(table: Any, column: str) -> None:
+    """A file holding a null where the spec requires a value (as another writer might leave
+    one) is refused as corrupt instead of read as a null in a non-null column: the manifests
+    answer ``inspect.partitions()``, and the next computation is a full one with the true
+    counts, never one treating the null as 0."""
+    from icefloe.exceptions import CorruptFileError
+    from icefloe.metadata import PartitionStatisticsFile, SetPartitionStatistics
+
+    table.append(w.rows(0, 30))
+    first = table.compute_partition_statistics()
+    good = pq.read_table(first.statistics_path.removeprefix("file://"))
+    good = good.replace_schema_metadata(None)  # field ids stay, icefloe's footer checksum goes
+    i = good.schema.get_field_index(column)
+    values = good.column(i).to_pylist()
+    assert good.num_rows > 1
+    damaged = good.set_column(
+        i,
+        good.schema.field(i).with_nullable(True),
+        pa.array([None, *values[1:]], good.schema.field(i).type),
+    )
+    path = Path(first.statistics_path.removeprefix("file://")).with_name("foreign.parquet")
+    pq.write_table(damaged, path)
+    with table.transaction() as tx:
+        tx.remove_partition_statistics(first.snapshot_id)
+        tx.apply(
+            [
+                SetPartitionStatistics(
+                    PartitionStatisticsFile(first.snapshot_id, path.as_uri(), path.stat().st_size)
+                )
+            ]
+        )
+    with pytest.raises(CorruptFileError, match=column):
+        table.partition_statistics()
+    assert table.inspect.partitions() == table.inspect.partitions(use_statistics=False)
+    table.append(w.rows(30, 15))
+    again = table.compute_partition_statistics()
+    _check(table.partition_statistics(), full_oracle(table, again.snapshot_id))
+
+
 def test_transaction_form_and_removal(table: Any) -> None:
     table.append(w.rows(0, 10))
     with table.transaction() as tx:

@@ -92,7 +92,8 @@ def partition_statistics_schema(partition_type: StructType, format_version: int)
 def read_partition_statistics(io: FileIO, path: str, schema: Schema) -> pa.Table:
     """The rows of a partition statistics file projected onto ``schema`` by field id (a
     partition field the file lacks reads as null, ``dv_count`` as 0). Raises
-    :class:`CorruptFileError` when the file is not a readable Parquet file of that shape."""
+    :class:`CorruptFileError` when the file is not a readable Parquet file of that shape,
+    including a null in a column the schema requires."""
     if not path.lower().endswith(".parquet"):
         raise UnsupportedFeatureError(f"{path}: only Parquet partition statistics files are read")
     with open_file(io, path) as handle:
@@ -108,7 +109,13 @@ def read_partition_statistics(io: FileIO, path: str, schema: Schema) -> pa.Table
         hit = cols.top_level(field.field_id)
         arr = data.column(hit[0]) if hit is not None else None
         try:
-            arrays.append(project_field(arr, field, data.num_rows, path, {}))
+            out = project_field(arr, field, data.num_rows, path, {})
         except ValidationError as e:
             raise CorruptFileError(f"{path}: not a partition statistics file: {e}") from e
+        if field.required and out.null_count:
+            raise CorruptFileError(
+                f"{path}: not a partition statistics file: required column {field.name!r} "
+                f"(id {field.field_id}) holds {out.null_count} null(s)"
+            )
+        arrays.append(out)
     return pa.Table.from_arrays(arrays, schema=target)
