@@ -33,6 +33,7 @@ from support.delta import (
 _ARROW = {
     "integer": pa.int32(),
     "long": pa.int64(),
+    "float": pa.float32(),
     "double": pa.float64(),
     "date": pa.date32(),
     "timestamp": pa.timestamp("us", "UTC"),
@@ -216,6 +217,41 @@ def test_a_type_change_without_its_record_is_refused_by_the_sync(tmp_path: Path)
     convert(str(root), up_to_version=1)
     with pytest.raises(NotIcebergCompatibleError, match="int to double"):
         convert(str(root), check=False)
+
+
+def test_bounds_of_a_column_widened_from_float_hold_the_stored_floats(tmp_path: Path) -> None:
+    """A float column widened to double: the statistics of files written before hold float32
+    values in their shortest text (0.1 for the stored 0.1f, which reads as
+    0.10000000149011612). A full conversion used them as exact doubles, so ``x > 0.1`` or
+    ``x = 0.10000000149011612`` skipped the file holding the matching row."""
+    x = field("x", "float", 2)
+    s0 = schema_of(field("id", "long", 1), x)
+    w = DeltaTableWriter(tmp_path)
+    # what Delta writes for a float column: Jackson prints 0.1f as 0.1
+    old = {"numRecords": 2, "minValues": {"col-x": -0.3}, "maxValues": {"col-x": 0.1}}
+    f1 = data_file(tmp_path, s0, {"id": [1, 2], "x": [0.1, -0.3]}, version=0, stats=old)
+    create = {"metaData": metadata(s0)}
+    w.commit(0, commit_info(op="CREATE TABLE"), {"protocol": WIDENING}, create, f1, row_tracking(1))
+    s1 = schema_of(field("id", "long", 1), widen(x, "float", "double"))
+    w.commit(1, commit_info(op="CHANGE COLUMN"), {"metaData": metadata(s1)})
+    new = {"numRecords": 1, "minValues": {"col-x": 0.1}, "maxValues": {"col-x": 0.1}}
+    f2 = data_file(tmp_path, s1, {"id": [3], "x": [0.1]}, base_row_id=2, version=2, stats=new)
+    w.commit(2, commit_info(), f2, row_tracking(2))
+    result = convert(str(tmp_path))
+    assert result.mode == "full"
+    table = result.table
+    stored = {r["id"]: r["x"] for r in table.scan().to_arrow().to_pylist()}
+    assert stored == {1: 0.10000000149011612, 2: -0.30000001192092896, 3: 0.1}
+    for flt, want in [
+        ("x > 0.1", [1]),
+        ("x = 0.10000000149011612", [1]),
+        ("x >= 0.10000000149011612", [1]),
+        ("x < -0.3", [2]),
+        ("x = -0.30000001192092896", [2]),
+        ("x = 0.1", [3]),
+    ]:
+        got = table.scan(row_filter=flt).to_arrow().column("id").to_pylist()
+        assert sorted(got) == want, flt
 
 
 # -- relative table paths ------------------------------------------------------------------------

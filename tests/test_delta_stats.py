@@ -195,3 +195,25 @@ def test_checkpoint_read_without_json_stats_gives_the_same_metrics(
     got = file_metrics(lean.files.column("stats"), columns, lean.files.column("stats_parsed"))
     for name in ("num_records", "null_value_counts", "lower_bounds", "upper_bounds"):
         assert getattr(got, name).equals(getattr(want, name)), name
+
+
+def test_bounds_of_a_double_widened_from_float_hold_the_float32_values() -> None:
+    """A double column Delta widened from float: statistics written before (JSON or a
+    checkpoint's ``stats_parsed``) hold the shortest text of float32 values, 0.1 for the
+    stored 0.1f (0.10000000149011612); taken as exact doubles, the upper bound was below the
+    stored value and filters skipped the file. A double column never widened keeps its exact
+    bounds."""
+    widened = DeltaColumn(1, DoubleType(), "double", ("w",), ("w",), from_float=True)
+    plain = DeltaColumn(2, DoubleType(), "double", ("d",), ("d",))
+    cols = [widened, plain]
+    text = '{"numRecords":1,"minValues":{"w":0.1,"d":0.1},"maxValues":{"w":0.1,"d":0.1}}'
+    parsed = pa.array(
+        [{"numRecords": 1, "minValues": {"w": 0.1, "d": 0.1}, "maxValues": {"w": 0.1, "d": 0.1}}]
+    )
+    stored = float(np.float32(0.1))
+    for m in (file_metrics(pa.array([text]), cols), file_metrics(pa.array([None]), cols, parsed)):
+        lo = decode(m.lower_bounds, 0, 1, DoubleType())
+        hi = decode(m.upper_bounds, 0, 1, DoubleType())
+        assert lo <= 0.1 < stored <= hi  # type: ignore[operator]
+        assert decode(m.lower_bounds, 0, 2, DoubleType()) == 0.1
+        assert decode(m.upper_bounds, 0, 2, DoubleType()) == 0.1

@@ -70,13 +70,16 @@ _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 @dataclass(frozen=True)
 class DeltaColumn:
     """A leaf column with Delta statistics: its field id, Iceberg type, Delta type name and
-    physical path (the keys of the stats JSON and of ``partitionValues``)."""
+    physical path (the keys of the stats JSON and of ``partitionValues``). ``from_float``: a
+    double column Delta's type widening made of a float one, whose files written before hold
+    float32 values and statistics (float32 values in their shortest decimal form)."""
 
     field_id: int
     type: PrimitiveType
     delta_type: str
     physical_path: tuple[str, ...]
     logical_path: tuple[str, ...]
+    from_float: bool = False
 
 
 def _primitive(delta_type: str, where: str) -> PrimitiveType:
@@ -260,6 +263,17 @@ def type_change_problems(
     return out
 
 
+def _from_float(f: dict[str, Any]) -> bool:
+    """Whether field ``f`` itself (not a list element or map key or value) was widened from
+    float."""
+    meta = f.get("metadata")
+    changes = meta.get(TYPE_CHANGES) if isinstance(meta, dict) else None
+    return any(
+        isinstance(c, dict) and c.get("fromType") == "float" and not c.get("fieldPath")
+        for c in (changes if isinstance(changes, list) else [])
+    )
+
+
 def leaf_columns(delta_schema: dict[str, Any]) -> list[DeltaColumn]:
     """Primitive columns reachable through structs only (the ones Delta keeps stats for)."""
     out: list[DeltaColumn] = []
@@ -273,7 +287,7 @@ def leaf_columns(delta_schema: dict[str, Any]) -> list[DeltaColumn]:
             elif isinstance(t, str):
                 where = ".".join(lg)
                 prim = _primitive(t, where)
-                out.append(DeltaColumn(_field_id(f, where), prim, t, p, lg))
+                out.append(DeltaColumn(_field_id(f, where), prim, t, p, lg, _from_float(f)))
 
     walk(delta_schema.get("fields", []), (), ())
     return out

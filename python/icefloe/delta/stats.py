@@ -15,7 +15,9 @@ Rules (Delta PROTOCOL "Per-file Statistics" -> Iceberg metrics):
   Delta truncates timestamps to milliseconds, so upper bounds get +999 µs (a truncated max would
   otherwise prune a matching row); Delta truncates strings to 32 characters, so string upper
   bounds of 32 or more characters are dropped (lower bounds, prefixes, stay valid); NaN bounds
-  are dropped; float bounds widen by one ulp when narrowing to float32 is inexact.
+  are dropped; float bounds widen by one ulp when narrowing to float32 is inexact, and so do
+  the bounds of a double column Delta's type widening made of a float one (statistics written
+  before hold float32 values as their shortest decimal text: 0.1 for 0.1f, which is above it).
 """
 
 from __future__ import annotations
@@ -164,7 +166,10 @@ def _typed(c: DeltaColumn, raw: pa.Array, upper: bool) -> pa.Array | None:
         return raw
     if isinstance(t, DoubleType | FloatType):
         vals = pc.if_else(pc.is_nan(raw), pa.scalar(None, pa.float64()), raw)
-        if isinstance(t, FloatType):
+        # A double column widened from float may have float32 statistics written as text
+        # (0.1 for the stored 0.1f, 0.10000000149011612): the float32 bounds around the
+        # value hold both the float32 it stands for and a double written later.
+        if isinstance(t, FloatType) or c.from_float:
             wide = vals.to_numpy(zero_copy_only=False)
             # rounding past float32's maximum gives the right bound (infinity): no warning
             with np.errstate(invalid="ignore", over="ignore"):
@@ -176,6 +181,8 @@ def _typed(c: DeltaColumn, raw: pa.Array, upper: bool) -> pa.Array | None:
                     bad = narrow.astype(np.float64) > wide
                     narrow = np.where(bad, np.nextafter(narrow, np.float32(-np.inf)), narrow)
             vals = pa.array(narrow, pa.float32(), mask=pc.is_null(vals).to_numpy(False))
+            if isinstance(t, DoubleType):
+                vals = vals.cast(pa.float64())  # exact
         zero = pc.equal(vals, pa.scalar(0, vals.type))
         signed = pa.scalar(0.0 if upper else -0.0, vals.type)
         return pc.if_else(zero, signed, vals)
