@@ -508,6 +508,70 @@ def test_fallback_full_conversion_follows_schema_changes(tmp_path: Path) -> None
     assert rows(read(table, table.snapshots()[0].snapshot_id)) == delta_rows(expected(root, 1))
 
 
+def test_fallback_full_conversion_types_partition_values_with_the_new_schema(
+    tmp_path: Path,
+) -> None:
+    """A partition column Delta widened from int to long takes a value beyond int32, and Delta's
+    log cleanup removed the commits since the last sync: the full conversion on top of the
+    converted table read the partition values with the table's schema from before the widening
+    and refused the table (``DeltaLogError``: not an int value), although an incremental sync
+    and a fresh conversion convert it."""
+    from support.delta import PROTOCOL, field, metadata
+
+    widening = dict(
+        PROTOCOL,
+        readerFeatures=[*PROTOCOL["readerFeatures"], "typeWidening"],
+        writerFeatures=[*PROTOCOL["writerFeatures"], "typeWidening"],
+    )
+
+    def data_file(row: int, part: int, part_type: pa.DataType, version: int) -> Any:
+        """A one-row file (row id ``row - 1``) in partition ``part``."""
+        name = f"p={part}/v{version}.parquet"
+        (tmp_path / name).parent.mkdir()
+        t = pa.table({"col-id": pa.array([row], pa.int64()), "col-p": pa.array([part], part_type)})
+        pq.write_table(t, tmp_path / name)
+        size = (tmp_path / name).stat().st_size
+        pv = {"col-p": str(part)}
+        return add(name, 1, base_row_id=row - 1, version=version, partition=pv, size=size)
+
+    p = field("p", "integer", 2)
+    s0 = {"type": "struct", "fields": [field("id", "long", 1), p]}
+    widened = dict(
+        p,
+        type="long",
+        metadata={
+            **p["metadata"],
+            "delta.typeChanges": [{"fromType": "integer", "toType": "long"}],
+        },
+    )
+    s1 = {"type": "struct", "fields": [field("id", "long", 1), widened]}
+    w = DeltaTableWriter(tmp_path)
+    a = data_file(1, 5, pa.int32(), 0)
+    m0 = metadata(s0, ("p",))
+    w.commit(
+        0,
+        commit_info(op="CREATE TABLE"),
+        {"protocol": widening},
+        {"metaData": m0},
+        a,
+        row_tracking(0),
+    )
+    assert convert(str(tmp_path)).mode == "full"
+    m1 = metadata(s1, ("p",))
+    w.commit(1, commit_info(op="CHANGE COLUMN"), {"metaData": m1})
+    b = data_file(2, 2**40, pa.int64(), 2)
+    w.commit(2, commit_info(), b, row_tracking(1))
+    actions = [{"protocol": widening}, {"metaData": m1}, row_tracking(1), a, b]
+    w.checkpoint(2, actions)
+    for v in (0, 1):
+        (tmp_path / "_delta_log" / f"{v:020d}.json").unlink()
+    result = convert(str(tmp_path))
+    assert result.mode == "full" and result.previous_version == 0
+    got = result.table.scan().to_arrow().sort_by("id")
+    assert got.select(["id", "p"]).to_pylist() == [{"id": 1, "p": 5}, {"id": 2, "p": 2**40}]
+    assert result.table.scan(row_filter=f"p = {2**40}").to_arrow()["id"].to_pylist() == [2]
+
+
 def convert_schema_of(snap: Any) -> Any:
     from icefloe.delta.schema import convert_schema
 

@@ -149,11 +149,14 @@ def full_conversion(
         expected: str | None = None
     else:
         check_spec(table, meta)
-        base = table.metadata
         expected = table.properties.get(DELTA_VERSION)
-        taken = sequence_number_taken(snap.version, base)
+        taken = sequence_number_taken(snap.version, table.metadata)
         if taken is not None:
             raise taken
+        # the schema first: the files' partition values and the new manifests take its types
+        tx = table.transaction()
+        schema_updates(tx, meta)
+        base = tx.metadata
     _refuse_unassigned_row_ids(snap)
     _, parts = partition_spec(convert_schema(meta.schema), meta)
     # Everything that reads the Delta table (stats, DVs) runs before the table is created.
@@ -176,9 +179,8 @@ def full_conversion(
         raise
     had_snapshot = table.metadata.current_snapshot() is not None
     try:
-        tx = table.transaction()
-        if not created:  # the schema first: the new manifests are written with it
-            schema_updates(tx, meta)
+        if created:
+            tx = table.transaction()
         if had_snapshot or snap.files.num_rows:
             p = SnapshotProducer(
                 tx,
