@@ -427,6 +427,47 @@ def test_sort_orders() -> None:
         apply(md, AddSortOrder(SortOrder(SortField(9))))
 
 
+def test_default_spec_and_order_must_fit_the_current_schema() -> None:
+    """A commit may not drop the column the default partition spec or default sort order reads
+    (Iceberg Java's builder refuses it too): the table was left with a spec no writer could
+    use, so every later append failed. Older specs and orders may keep dropped columns, a void
+    partition field needs none, and metadata already in that state still loads and can be
+    repaired."""
+    only_data = Schema(NestedField(2, "data", StringType()))
+    drop_id = (AddSchema(only_data), SetCurrentSchema(-1))
+    by_id = PartitionSpec(identity(1, 1000, "id"))
+    parted = apply(base(), AddPartitionSpec(by_id), SetDefaultSpec(-1))
+    with pytest.raises(ValidationError, match=r"default partition spec 1 .*source column 1"):
+        apply(parted, *drop_id)
+    ordered = apply(base(), AddSortOrder(SortOrder(SortField(1))), SetDefaultSortOrder(-1))
+    with pytest.raises(ValidationError, match=r"default sort order 1 .*source column 1"):
+        apply(ordered, *drop_id)
+
+    # no longer the defaults, the spec and order may outlive their column, but not come back
+    both = apply(parted, AddSortOrder(SortOrder(SortField(1))), SetDefaultSortOrder(-1))
+    dropped = apply(both, SetDefaultSpec(0), SetDefaultSortOrder(0), *drop_id)
+    assert dropped.current_schema().field_ids == {2}
+    assert {s.spec_id for s in dropped.partition_specs} == {0, 1}
+    assert {o.order_id for o in dropped.sort_orders} == {0, 1}
+    assert apply(dropped, SetProperties({"k": "v"})).properties == {"k": "v"}
+    with pytest.raises(ValidationError, match="default partition spec 1"):
+        apply(dropped, SetDefaultSpec(1))
+    with pytest.raises(ValidationError, match="default sort order 1"):
+        apply(dropped, SetDefaultSortOrder(1))
+
+    # a void field (v1's stand-in for a removed partition field) reads no column
+    void = PartitionSpec(PartitionField(1, 1000, parse_transform("void"), "id"))
+    v1 = apply(base(1), AddPartitionSpec(void), SetDefaultSpec(-1))
+    assert apply(v1, *drop_id).current_schema().field_ids == {2}
+
+    # metadata written in that state loads, refuses commits keeping it, accepts a repair
+    schemas = (*parted.schemas, Schema(*only_data.fields, schema_id=1))
+    broken = TableMetadata.parse(replace(parted, schemas=schemas, current_schema_id=1).dumps())
+    with pytest.raises(ValidationError, match="default partition spec 1"):
+        apply(broken, SetProperties({"k": "v"}))
+    assert apply(broken, SetDefaultSpec(0)).default_spec_id == 0
+
+
 def test_add_snapshot_rules_v2() -> None:
     md = apply(base(), AddSnapshot(snap(1, 1, ts=3000)))
     # the commit's time is the committer's clock, not the snapshot's (as Java)

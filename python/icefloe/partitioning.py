@@ -210,34 +210,16 @@ class PartitionSpec:
                     f"cannot name partition field {f.name!r} ({f.transform}): it is the name "
                     f"of another column (id {named})"
                 )
-            for sid in f.all_source_ids:
-                try:
-                    source = schema.find_field(sid)
-                except ValidationError:
-                    raise ValidationError(
-                        f"cannot find source column {sid} for partition field {f.name!r}"
-                    ) from None
-                if not isinstance(source.field_type, PrimitiveType):
-                    raise ValidationError(
-                        f"cannot partition by non-primitive source column "
-                        f"{schema.find_column_name(sid)!r}: {source.field_type}"
-                    )
-                for a in schema.ancestors(sid):
-                    if isinstance(a.field_type, ListType | MapType):
-                        raise ValidationError(
-                            f"cannot partition by column {schema.find_column_name(sid)!r} "
-                            f"nested in a {a.field_type}"
-                        )
-                if (
-                    f.source_ids is None
-                    and not f.transform.is_unknown
-                    and not f.transform.is_void
-                    and not f.transform.can_transform(source.field_type)
-                ):
-                    raise ValidationError(
-                        f"invalid source type {source.field_type} for transform {f.transform} "
-                        f"in partition field {f.name!r}"
-                    )
+            _check_sources(f, schema)
+
+    def check_compatible(self, schema: Schema) -> None:
+        """Checks the spec can still be written under ``schema``, as every commit checks the
+        table's default spec against its current schema: the source columns of all fields but
+        ``void`` ones exist, are primitive, are not inside a list or map and suit their
+        transform."""
+        for f in self._fields:
+            if not f.transform.is_void:
+                _check_sources(f, schema)
 
     def equivalent(self, other: PartitionSpec) -> bool:
         """The spec's equivalence: same number of fields and, pairwise, the same source ids,
@@ -388,3 +370,36 @@ def partition_source_schema(
         schema_id=schema.schema_id,
         identifier_field_ids=schema.identifier_field_ids,
     )
+
+
+def _check_sources(f: PartitionField, schema: Schema) -> None:
+    """Raises unless every source column of ``f`` is in ``schema``, primitive, outside lists and
+    maps, and (single-argument, known, non-void transforms) of a type the transform accepts."""
+    for sid in f.all_source_ids:
+        try:
+            source = schema.find_field(sid)
+        except ValidationError:
+            raise ValidationError(
+                f"cannot find source column {sid} for partition field {f.name!r}"
+            ) from None
+        if not isinstance(source.field_type, PrimitiveType):
+            raise ValidationError(
+                f"cannot partition by non-primitive source column "
+                f"{schema.find_column_name(sid)!r}: {source.field_type}"
+            )
+        for a in schema.ancestors(sid):
+            if isinstance(a.field_type, ListType | MapType):
+                raise ValidationError(
+                    f"cannot partition by column {schema.find_column_name(sid)!r} "
+                    f"nested in a {a.field_type}"
+                )
+        if (
+            f.source_ids is None
+            and not f.transform.is_unknown
+            and not f.transform.is_void
+            and not f.transform.can_transform(source.field_type)
+        ):
+            raise ValidationError(
+                f"invalid source type {source.field_type} for transform {f.transform} "
+                f"in partition field {f.name!r}"
+            )

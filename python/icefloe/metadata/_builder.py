@@ -24,6 +24,9 @@ The rules follow the Java reference's ``TableMetadata.Builder``:
   with ``base``'s ``last-updated-ms`` and keeps at most ``write.metadata.previous-versions-max``
   (default 100, at least 1) entries.
 * the format version only moves up, to at most 3; upgrading to v3 starts ``next-row-id`` at 0.
+* the result's default partition spec and default sort order must fit its current schema
+  (source columns present, primitive, suiting their transforms; ``void`` partition fields are
+  exempt); historical specs and orders may refer to dropped columns.
 
 Other invalid updates raise :class:`~icefloe.exceptions.ValidationError`; the result is
 re-validated as a whole by :class:`TableMetadata`.
@@ -477,6 +480,7 @@ class _Builder:
         now_ms = self._now
         if not self.changed and metadata_location is None:
             return self.base
+        self._check_default_spec_and_order()
         last_updated = self.last_updated_ms if self.last_updated_ms is not None else now_ms
         metadata_log = list(self.base.metadata_log)
         if metadata_location is not None:
@@ -520,6 +524,29 @@ class _Builder:
             next_row_id=self.next_row_id,
             encryption_keys=tuple(self.encryption_keys),
         )
+
+    def _check_default_spec_and_order(self) -> None:
+        """Every write partitions by the default spec and sorts by the default order under the
+        current schema: updates leaving one whose source column is gone (or no longer fits its
+        transform) are refused, as Java's builder does. Other specs and orders may refer to
+        dropped columns (old data files keep their partition values)."""
+        schema = self._current_schema()
+        spec = next(s for s in self.specs if s.spec_id == self.default_spec_id)
+        order = next(o for o in self.sort_orders if o.order_id == self.default_sort_order_id)
+        try:
+            spec.check_compatible(schema)
+        except ValidationError as e:
+            raise ValidationError(
+                f"the default partition spec {spec.spec_id} does not fit schema "
+                f"{schema.schema_id}: {e}"
+            ) from None
+        try:
+            order.validate(schema)
+        except ValidationError as e:
+            raise ValidationError(
+                f"the default sort order {order.order_id} does not fit schema "
+                f"{schema.schema_id}: {e}"
+            ) from None
 
     def _final_snapshot_log(self) -> list[SnapshotLogEntry]:
         if not self.intermediate_snapshot_ids and not self.removed_snapshots:
