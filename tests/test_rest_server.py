@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.rest import RestCatalog
+from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.exceptions import IcebergError, UnauthorizedError, ValidationError
 from support.rest import (
     CLIENT_SECRET,
@@ -484,6 +485,34 @@ def test_bad_namespace_properties_and_damaged_metadata(rest_server: RestServer) 
     with pytest.raises(IcebergError, match=path.name) as caught:
         c.load_table("dmg.t")
     assert not isinstance(caught.value, ValidationError)
+
+
+def test_a_namespace_property_both_removed_and_set_is_unprocessable(
+    rest_server: RestServer,
+) -> None:
+    """A namespace property update naming a key in both ``removals`` and ``updates`` is
+    answered 422 ``UnprocessableEntityException``, as the REST spec and Iceberg Java's server
+    answer it (it was a 400), whether or not the namespace exists, and changes nothing; the
+    REST client raises ``ValidationError`` for that answer."""
+    warehouse = new_warehouse()
+    c = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("both", {"k": "v"})
+    body = json.dumps({"removals": ["k"], "updates": {"k": "w", "other": "x"}}).encode()
+    for ns in ("both", "nowhere"):
+        req = urllib.request.Request(
+            f"{rest_server.url}/v1/{warehouse}/namespaces/{ns}/properties",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(req, timeout=30)
+        status, raw = answer.value.code, answer.value.read()
+        error = json.loads(raw)["error"]
+        assert (status, error["code"], error["type"]) == (422, 422, "UnprocessableEntityException")
+        assert "'k'" in error["message"] and "'other'" not in error["message"]
+        assert isinstance(exception_for_error(status, raw, "update"), ValidationError)
+    assert c.load_namespace_properties("both") == {"k": "v"}
 
 
 def test_catalog_storage_credentials_are_picked_by_file_system() -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from icefloe.catalog.base import Catalog, Identifier, check_table_identifier
 from icefloe.catalog.rest import config as ep
+from icefloe.catalog.rest.errors import UnprocessableEntityError
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
     identifier_from_json,
@@ -219,6 +220,11 @@ class RestService(ViewRoutes):
         if not all_strings(removals):
             raise ValidationError("removals must be a list of strings")
         updates = string_properties(b.get("updates"), "namespace property updates")
+        both = sorted(set(removals) & set(updates))
+        if both:  # checked before the namespace is looked up, as Java's server does
+            raise UnprocessableEntityError(
+                f"Invalid namespace update, cannot simultaneously set and remove keys: {both}"
+            )
         summary = self.catalog.update_namespace_properties(ns, removals, updates)
         return (
             200,

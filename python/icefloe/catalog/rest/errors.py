@@ -35,6 +35,7 @@ from icefloe.exceptions import (
 __all__ = [
     "UNKNOWN_OUTCOME_STATUS",
     "IllegalArgumentError",
+    "UnprocessableEntityError",
     "error_body",
     "error_for_exception",
     "exception_for_error",
@@ -48,6 +49,12 @@ UNKNOWN_OUTCOME_STATUS = (500, 502, 503, 504)
 class IllegalArgumentError(ValidationError):
     """A request a server refuses as Iceberg Java refuses an illegal argument: answered 400
     ``IllegalArgumentException``, which Java clients raise as that exception."""
+
+
+class UnprocessableEntityError(ValidationError):
+    """A well-formed request whose content contradicts itself (a namespace property both
+    removed and set): answered 422 ``UnprocessableEntityException``, as Iceberg Java's server
+    and the REST spec answer it."""
 
 
 # icefloe exception -> (HTTP status, Java exception type), most specific first.
@@ -67,6 +74,7 @@ _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
     (UnsupportedFeatureError, 406, "UnsupportedOperationException"),
     (ServiceUnavailableError, 503, "ServiceUnavailableException"),
     (NotFoundError, 404, "NotFoundException"),
+    (UnprocessableEntityError, 422, "UnprocessableEntityException"),
     (IllegalArgumentError, 400, "IllegalArgumentException"),
     (NoSuchSnapshotError, 400, "IllegalArgumentException"),  # as Java: a bad snapshot id
     (ValidationError, 400, "BadRequestException"),
