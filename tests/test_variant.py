@@ -224,6 +224,44 @@ def test_append_accepts_every_form(table: Any) -> None:
     assert out.schema.field("v").type == variant.STORAGE_TYPE  # encoded by default
 
 
+def test_arrow_values_become_the_variants_python_values_do() -> None:
+    """An Arrow struct, list or map gives the variant its Python values give: a null field is
+    a variant null under its key (arrow-rs's cast left the key out), an ``arrow.uuid`` value a
+    variant uuid at any depth (it was binary when nested); a struct or map naming one key
+    twice is refused (one value was dropped)."""
+    u = uuid.UUID(int=(1 << 127) + 9)
+    rows = [
+        {"k": 5, "x": None, "u": u, "l": [u, None], "m": [("a", None), ("b", 2)]},
+        {"k": None, "x": "s", "u": None, "l": None, "m": None},
+    ]
+    uuids = pa.array([u.bytes, None], pa.uuid())  # pyarrow builds no nested uuids from Python
+    lists = pa.ListArray.from_arrays(
+        pa.array([0, 2, 2]), pa.array([u.bytes, None], pa.uuid()), mask=pa.array([False, True])
+    )
+    arrow = pa.StructArray.from_arrays(
+        [
+            pa.array([5, None], pa.int64()),
+            pa.array([None, "s"]),
+            uuids,
+            lists,
+            pa.array([r["m"] for r in rows], pa.map_(pa.string(), pa.int64())),
+        ],
+        names=["k", "x", "u", "l", "m"],
+    )
+    expected = [{**r, "m": dict(r["m"]) if r["m"] else None} for r in rows]
+    assert variant.to_pylist(variant.from_arrow(arrow)) == expected
+    assert variant.to_pylist(variant.from_pylist(expected)) == expected
+    top = pa.array([None, u.bytes, None], pa.uuid()).slice(1)
+    assert variant.to_pylist(variant.from_arrow(top)) == [u, None]
+    assert variant.to_pylist(variant.from_arrow(pa.chunked_array([top, top]))) == [u, None] * 2
+    twice = pa.StructArray.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+    with pytest.raises(ValidationError, match="two fields named"):
+        variant.from_arrow(twice)
+    keys = pa.array([[("a", 1), ("a", 2)]], pa.map_(pa.string(), pa.int64()))
+    with pytest.raises(ValidationError, match="twice"):
+        variant.from_arrow(keys)
+
+
 def test_a_void_partition_of_a_variant_column(table: Any) -> None:
     """A void transform takes any source (as in Iceberg Java): its partition value is always
     null, so rows of a variant column append, read, list and compact as one partition."""

@@ -39,7 +39,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, overload
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icefloe import _native
 from icefloe.exceptions import ValidationError
@@ -140,13 +142,43 @@ def from_json(data: str | ArrayLike | Sequence[str | None]) -> Variant | ArrayLi
 
 
 def from_arrow(data: ArrayLike) -> ArrayLike:
-    """Each value of any Arrow array as a variant (structs become objects, lists arrays).
+    """Each value of any Arrow array as a variant, as its Python value would be: structs and
+    maps become objects (a null field or map value a variant null under its key), lists
+    arrays, ``arrow.uuid`` values uuids. A struct or map naming a key twice is refused.
 
     A variant time holds microseconds: nanosecond times must be whole microseconds."""
+    if isinstance(data.type, pa.UuidType):
+        return _per_chunk(_uuids, data)
     chunks = data.chunks if isinstance(data, pa.ChunkedArray) else [data]
     for chunk in chunks:
         _check_times(chunk)
     return _per_chunk(_native.variant_from_arrow, data)
+
+
+#: Variant metadata with an empty dictionary, and the header byte of a uuid value.
+_EMPTY_METADATA = b"\x01\x00\x00"
+_UUID_HEADER = 20 << 2
+
+
+def _uuids(arr: pa.Array) -> pa.StructArray:
+    """``arrow.uuid`` values as variant uuids (the header byte, then the 16 bytes), at once."""
+    storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+    n = len(storage)
+    start = storage.offset * 16
+    raw = np.frombuffer(storage.buffers()[1], np.uint8, count=16 * n, offset=start)
+    value = np.empty((n, 17), np.uint8)
+    value[:, 0] = _UUID_HEADER
+    value[:, 1:] = raw.reshape(n, 16)
+    nulls = storage.is_null()
+    values = pa.FixedSizeBinaryArray.from_buffers(pa.binary(17), n, [None, pa.py_buffer(value)])
+    return pa.StructArray.from_arrays(
+        [
+            pa.repeat(pa.scalar(_EMPTY_METADATA, pa.binary()), n),
+            pc.if_else(nulls, pa.scalar(None, pa.binary()), values.cast(pa.binary())),
+        ],
+        fields=list(STORAGE_TYPE),
+        mask=nulls,
+    )
 
 
 def _check_times(arr: pa.Array) -> None:
@@ -177,7 +209,7 @@ def encode_column(data: ArrayLike) -> ArrayLike:
     """
     t = data.type
     if isinstance(t, pa.UuidType):  # variant uuids, as Python's uuid.UUID values become
-        return from_pylist(data.to_pylist())
+        return from_arrow(data)
     if isinstance(t, pa.BaseExtensionType):
         data = data.storage if isinstance(data, pa.Array) else data.cast(t.storage_type)
         t = t.storage_type

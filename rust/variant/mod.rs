@@ -8,6 +8,7 @@
 
 mod encode;
 pub mod footer;
+mod from_arrow;
 pub mod walk;
 
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use arrow_array::builder::{BinaryBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, StringArray, StructArray};
 use arrow_schema::{DataType, Field, Fields};
-use parquet_variant_compute::{cast_to_variant, unshred_variant, VariantArray};
+use parquet_variant_compute::{unshred_variant, VariantArray};
 
 use crate::quiet_panic::{catch_quietly, panic_text};
 use crate::{Error, Result};
@@ -293,15 +294,10 @@ fn deep_from_json(input: &ArrayRef) -> Result<StructArray> {
 const EMPTY_METADATA: &[u8] = &[0x01, 0x00, 0x00];
 
 /// Casts each value of any Arrow array to a variant (structs become objects, lists arrays,
-/// maps with string keys objects); null rows stay null.
+/// maps objects keyed by their keys as text; a null field, element or map value is a variant
+/// null, an `arrow.uuid` value a variant uuid); null rows stay null.
 pub fn from_arrow(input: &ArrayRef) -> Result<StructArray> {
-    let array = cast_to_variant(input.as_ref()).map_err(|e| {
-        Error::validation(format!(
-            "cannot encode {} values as variants: {e}",
-            input.data_type()
-        ))
-    })?;
-    stored(&array)
+    stored(&from_arrow::arrow_to_variants(input)?)
 }
 
 /// The JSON text of every row of an encoded variant column (shredded or not); null rows are
