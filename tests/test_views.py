@@ -34,6 +34,7 @@ from icefloe.metadata.view_metadata import (
     AssertViewUUID,
     SetCurrentViewVersion,
     SQLRepresentation,
+    UnknownRepresentation,
     ViewMetadata,
     ViewMetadataBuilder,
     ViewVersion,
@@ -127,6 +128,37 @@ def test_unknown_representations_are_kept() -> None:
     m = ViewMetadata.from_json(doc)
     assert m.current_version.dialects == ["spark"]
     assert m.to_json()["versions"][0]["representations"][1] == {"type": "substrait", "plan": "AAA"}
+    # a version with another plan is another version (it was taken for the old one, and the
+    # new plan dropped without a word)
+    version = dataclasses.replace(m.current_version, version_id=2)
+    plan = [*version.representations[:1], UnknownRepresentation("substrait", {"plan": "BBB"})]
+    b = ViewMetadataBuilder(m)
+    assert b.add_version(dataclasses.replace(version, representations=tuple(plan))) == 2
+
+
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [
+        ((), "current-version-id"),
+        ((), "format-version"),
+        (("versions", 0), "version-id"),
+        (("versions", 0), "schema-id"),
+        (("version-log", 0), "version-id"),
+    ],
+)
+def test_view_ids_are_32_bit_integers(path: tuple[object, ...], key: str) -> None:
+    """Ids the view spec types ``int`` past 2^31 - 1 are refused, as Iceberg Java refuses
+    them: written, the view was one no Java reader could load."""
+    doc = _new_view().to_json()
+    target = doc
+    for step in path:
+        target = target[step]
+    target[key] = 3_000_000_000
+    with pytest.raises(ValidationError, match=key):
+        ViewMetadata.from_json(doc)
+    update = {"action": "set-current-view-version", "view-version-id": 3_000_000_000}
+    with pytest.raises(ValidationError, match="view-version-id"):
+        view_update_from_json(update)
 
 
 def test_an_equal_version_and_schema_reuse_their_ids() -> None:
@@ -335,6 +367,39 @@ def test_a_lost_race_is_retried_and_a_replaced_view_is_refused(cat: SqlCatalog) 
     cat.create_view("ns.v", "SELECT 3", ROWS, dialect="spark")
     with pytest.raises(CommitFailedError, match="UUID does not match"):
         v.update_properties({"c": "d"})
+
+
+@pytest.mark.parametrize("same_sql", [False, True])
+def test_a_replace_that_lost_a_race_is_made_again_on_the_new_state(
+    cat: SqlCatalog, monkeypatch: pytest.MonkeyPatch, same_sql: bool
+) -> None:
+    """Another writer replaced the view between this replace's load and its commit, with the
+    same new schema (or the very same version): the replace is made again on the new state
+    and lands after the winner's version (or is the winner's version), as Java's replace is;
+    replaying its recorded updates referred to a schema or version "just added" that was not
+    added and failed with ValidationError."""
+    cat.create_view("ns.v", "SELECT 1 AS id", ROWS, dialect="spark")
+    wider = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    load = cat.load_view
+    raced = []
+
+    def load_then_lose_the_race(identifier: object) -> object:
+        view = load(identifier)  # type: ignore[arg-type]
+        if not raced:  # the other writer commits (it loads the view again: not raced)
+            raced.append(identifier)
+            cat.replace_view("ns.v", "SELECT 1, 'w'", wider, dialect="spark")
+        return view
+
+    monkeypatch.setattr(cat, "load_view", load_then_lose_the_race)
+    sql = "SELECT 1, 'w'" if same_sql else "SELECT 1, 'late'"
+    done = cat.replace_view("ns.v", sql, wider, dialect="spark")
+    history = [(v.version_id, v.representations[0].sql) for v in done.metadata.versions]
+    if same_sql:
+        assert history == [(1, "SELECT 1 AS id"), (2, "SELECT 1, 'w'")]
+    else:
+        assert history == [(1, "SELECT 1 AS id"), (2, "SELECT 1, 'w'"), (3, "SELECT 1, 'late'")]
+    assert done.sql() == sql and len(done.metadata.schemas) == 2
+    assert load("ns.v").metadata.current_version_id == done.metadata.current_version_id
 
 
 def test_a_relative_view_location_is_made_absolute(

@@ -612,13 +612,18 @@ class Catalog(ABC):
         return views.register_view(self, identifier, metadata_location)
 
     def commit_view(
-        self, view: View, requirements: Iterable[AssertViewUUID], updates: Iterable[TableUpdate]
+        self,
+        view: View,
+        requirements: Iterable[AssertViewUUID],
+        updates: Iterable[TableUpdate],
+        rebuild: Callable[[ViewMetadata], list[TableUpdate]] | None = None,
     ) -> View:
         """Apply REST view ``updates`` if ``requirements`` hold against the view's current
-        metadata (a lost race is retried on the new state while they still hold)."""
+        metadata (a lost race is retried on the new state while they still hold, with the
+        updates ``rebuild`` makes of it if given)."""
         from icefloe.catalog import views
 
-        return views.commit_view(self, view, requirements, updates)
+        return views.commit_view(self, view, requirements, updates, rebuild)
 
     def read_view_metadata(self, location: str) -> ViewMetadata:
         """Parse the view metadata file at ``location`` (plain or gzip JSON)."""

@@ -10,7 +10,7 @@ catalog has no views (as in Iceberg Java) and raises :class:`UnsupportedFeatureE
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from icefloe.exceptions import (
@@ -298,15 +298,25 @@ def replace_view(
         if not isinstance(expect_uuid, str):
             raise ValidationError(f"expect_uuid must be a UUID string, got {expect_uuid!r}")
         AssertViewUUID(expect_uuid).validate(base)
-    version = replace(version, version_id=max(v.version_id for v in base.versions) + 1)
-    b = ViewMetadataBuilder(base)
-    b.set_properties(string_map(properties, "view properties"))
-    b.set_current_version(version, schema)
-    if location:
-        b.set_location(_view_location(location))
-    b.build()  # the view's rules, checked here before a REST server sees the change
-    # a race lost to another writer is retried by commit_view on the new state
-    return catalog.commit_view(view, [AssertViewUUID(base.view_uuid)], b.changes)
+    props = string_map(properties, "view properties")
+    moved = _view_location(location) if location else None
+
+    def changes(base: ViewMetadata) -> list[TableUpdate]:
+        b = ViewMetadataBuilder(base)
+        b.set_properties(props)
+        b.set_current_version(
+            replace(version, version_id=max(v.version_id for v in base.versions) + 1), schema
+        )
+        if moved:
+            b.set_location(moved)
+        b.build()  # the view's rules, checked here before a REST server sees the change
+        return list(b.changes)
+
+    # a race lost to another writer is retried by commit_view: the replace made again on the
+    # new state (the other writer may have added this schema or this very version)
+    return catalog.commit_view(
+        view, [AssertViewUUID(base.view_uuid)], changes(base), rebuild=changes
+    )
 
 
 def load_view(catalog: Catalog, identifier: str | Iterable[str]) -> View:
@@ -400,9 +410,11 @@ def commit_view(
     view: View,
     requirements: Iterable[AssertViewUUID],
     updates: Iterable[TableUpdate],
+    rebuild: Callable[[ViewMetadata], list[TableUpdate]] | None = None,
 ) -> View:
     """Apply REST view ``updates`` to ``view`` if ``requirements`` hold against the view's
-    current metadata (a lost race is retried on the new state while they still hold)."""
+    current metadata (a lost race is retried on the new state while they still hold: with
+    the updates ``rebuild`` makes of it, if given, else the same updates)."""
     _check_views(catalog)
     from icefloe.table.committer import RetryPolicy
 
@@ -428,6 +440,10 @@ def commit_view(
             time.sleep(policy.wait_ms(attempt) / 1000)  # the view's commit.retry.* settings
             fresh = catalog.load_view(view.identifier)
             base, base_location = fresh.metadata, fresh.metadata_location
+            if rebuild is not None:
+                for r in reqs:
+                    r.validate(base)
+                ups = rebuild(base)
             ups = _after_log(ups, base)
 
 

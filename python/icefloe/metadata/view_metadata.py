@@ -25,6 +25,7 @@ from icefloe.exceptions import CommitFailedError, UnsupportedFeatureError, Valid
 from icefloe.metadata._json import (
     compact,
     get_int,
+    get_int32,
     get_list,
     get_object,
     get_str,
@@ -91,10 +92,11 @@ class SQLRepresentation:
 
 @dataclass(frozen=True)
 class UnknownRepresentation:
-    """A representation of a type this library does not know, kept as it was written."""
+    """A representation of a type this library does not know, kept as it was written (two
+    are equal when all they hold is: a version with another plan is another version)."""
 
     type: str
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.raw) or {"type": self.type}
@@ -201,9 +203,9 @@ class ViewVersion:
         if not all(isinstance(p, str) for p in namespace):
             raise ValidationError(f"{w}: default-namespace must be a list of strings")
         return ViewVersion(
-            version_id=get_int(m, "version-id", w),
+            version_id=get_int32(m, "version-id", w),
             timestamp_ms=get_int(m, "timestamp-ms", w),
-            schema_id=get_int(m, "schema-id", w),
+            schema_id=get_int32(m, "schema-id", w),
             summary=get_str_map(m, "summary", w),
             representations=tuple(
                 _representation_from_json(r) for r in get_list(m, "representations", w)
@@ -228,7 +230,7 @@ class ViewHistoryEntry:
         m = require_object(obj, "version-log entry")
         return ViewHistoryEntry(
             get_int(m, "timestamp-ms", "version-log entry"),
-            get_int(m, "version-id", "version-log entry"),
+            get_int32(m, "version-id", "version-log entry"),
         )
 
 
@@ -329,10 +331,10 @@ class ViewMetadata:
             raise ValidationError("this is table metadata, not view metadata")
         return ViewMetadata(
             view_uuid=get_str(m, "view-uuid", w),
-            format_version=get_int(m, "format-version", w),
+            format_version=get_int32(m, "format-version", w),
             location=get_str(m, "location", w),
             schemas=tuple(Schema.from_json(s) for s in get_list(m, "schemas", w)),
-            current_version_id=get_int(m, "current-version-id", w),
+            current_version_id=get_int32(m, "current-version-id", w),
             versions=tuple(ViewVersion.from_json(v) for v in get_list(m, "versions", w)),
             version_log=tuple(ViewHistoryEntry.from_json(e) for e in get_list(m, "version-log", w)),
             properties=opt_str_map(m, "properties", w),
@@ -367,7 +369,7 @@ class SetCurrentViewVersion(TableUpdate):
 
     @classmethod
     def _from_body(cls, m: Mapping[str, Any]) -> TableUpdate:
-        return cls(get_int(m, "view-version-id", cls.action))
+        return cls(get_int32(m, "view-version-id", cls.action))
 
 
 _VIEW_UPDATES: dict[str, type[TableUpdate]] = {

@@ -5,7 +5,7 @@ when the server lists none); otherwise :class:`UnsupportedFeatureError`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from icefloe.catalog.base import Identifier, to_identifier
@@ -136,11 +136,16 @@ class RestViews(RestClient):
         return True
 
     def commit_view(
-        self, view: View, requirements: Iterable[AssertViewUUID], updates: Iterable[TableUpdate]
+        self,
+        view: View,
+        requirements: Iterable[AssertViewUUID],
+        updates: Iterable[TableUpdate],
+        rebuild: Callable[[ViewMetadata], list[TableUpdate]] | None = None,
     ) -> View:
-        """Send the updates; the server checks the requirements against its current view. An
-        answer lost or a 5xx is :class:`CommitStateUnknownError` (the server may have
-        committed), as Iceberg Java's view commit error handler says."""
+        """Send the updates; the server checks the requirements against its current view (and
+        retries a lost race itself: ``rebuild`` is not used). An answer lost or a 5xx is
+        :class:`CommitStateUnknownError` (the server may have committed), as Iceberg Java's
+        view commit error handler says."""
         self._require(ep.UPDATE_VIEW)
         what = f"commit to view {view.name!r}"
         body = {
