@@ -5,8 +5,11 @@ notation, YAML values of catalog properties, out-of-range sizes and ages."""
 from __future__ import annotations
 
 import decimal
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pytest
@@ -292,6 +295,54 @@ def test_out_of_range_values_exit_2(world: CliWorld) -> None:
         r = run(world, *args)
         assert r.exit_code == 2, (args, r.stderr)
         assert r.stderr.startswith("error: "), r.stderr
+
+
+# --- metadata written oddly by other writers ------------------------------------------------------
+
+
+def _rewritten(world: CliWorld, name: str, change: Callable[[dict[str, Any]], None]) -> str:
+    """A copy of table ``name``'s metadata file changed by ``change``; its path."""
+    location = _catalog(world).load_table(name).metadata_location
+    meta = json.loads(Path(urlparse(location).path).read_text())
+    change(meta)
+    path = world.root / f"{name}.changed.metadata.json"
+    path.write_text(json.dumps(meta))
+    return str(path)
+
+
+def test_snapshot_times_out_of_the_calendar_are_shown_as_numbers(world: CliWorld) -> None:
+    """A snapshot time no calendar date holds (microseconds in timestamp-ms: year 58000;
+    or before year 1) made describe, snapshots, partitions and report fail with a bare
+    ValueError or OverflowError; they show the number and say it is out of range."""
+    t = _by_p(world, "db.when")
+    t.append(pa.table({"id": _ids(2), "p": ["a", "b"]}))
+    t.append(pa.table({"id": _ids(1), "p": ["a"]}))
+    second = t.current_snapshot().timestamp_ms
+
+    def skew(meta: dict[str, Any]) -> None:
+        meta["snapshots"][0]["timestamp-ms"] = -62_135_596_800_001  # before 0001-01-01
+        meta["snapshots"][1]["timestamp-ms"] = second * 1000
+        meta["last-updated-ms"] = second * 1000
+
+    path = _rewritten(world, "db.when", skew)
+    for args in (("describe",), ("snapshots",), ("partitions",), ("files",), ("health",)):
+        r = run(world, *args, path, width=160)
+        assert r.exit_code == 0, (args, r.stderr)
+        if args[0] in ("describe", "snapshots"):
+            assert f"{second * 1000} ms (out of range)" in r.stdout, r.stdout
+    assert "-62135596800001 ms (out of range)" in run(world, "snapshots", path, width=160).stdout
+    narrow = run(world, "snapshots", path, width=60)
+    assert narrow.exit_code == 0, narrow.stderr
+    out = world.root / "when.html"
+    r = run(world, "report", path, "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert f"{second * 1000} ms (out of range)" in out.read_text(encoding="utf-8")
+    doc = run(world, "describe", path, "--json").json()["current_snapshot"]
+    assert doc["timestamp_ms"] == second * 1000 and doc["committed_at"] is None
+    times = [s["timestamp_ms"] for s in run(world, "snapshots", path, "--json").json()["snapshots"]]
+    assert times == [-62_135_596_800_001, second * 1000]
+    records = run(world, "partitions", path, "--json").json()["partitions"]
+    assert sorted((p["label"], p["records"]) for p in records) == [("p=a", 2), ("p=b", 1)]
 
 
 # --- smaller ones -------------------------------------------------------------------------------

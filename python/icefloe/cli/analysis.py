@@ -432,13 +432,28 @@ def _distinct_labels(rows: list[PartitionRow]) -> list[PartitionRow]:
     ]
 
 
+_PARTITION_COLUMNS = (
+    "partition",
+    "spec_id",
+    "record_count",
+    "file_count",
+    "total_data_file_size_in_bytes",
+    "position_delete_file_count",
+    "position_delete_record_count",
+    "equality_delete_file_count",
+    "equality_delete_record_count",
+)
+
+
 def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStats:
     """Rows, files, size and delete files per partition (from ``inspect.partitions()``)."""
     check_snapshot(table, snapshot_id)
     t = table.inspect.partitions(snapshot_id)
     if t.num_rows == 0:
         return PartitionStats([])
-    d = t.to_pydict()
+    # only the columns used: ``last_updated_at`` may hold a time no datetime can (a writer
+    # that put microseconds in a snapshot's timestamp-ms)
+    d = {name: t.column(name).to_pylist() for name in _PARTITION_COLUMNS if name in t.column_names}
     if "partition" not in d:  # an unpartitioned table: one row, no partition columns
         d["partition"] = [None] * t.num_rows
         d["spec_id"] = [table.metadata.default_spec_id] * t.num_rows

@@ -107,9 +107,10 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
     cols = axis_positions(points, axis_w)
     x_of = {p.snapshot_id: x for p, x in zip(points, cols, strict=True)}
     lines: list[Text] = []
-    left, right = ts(points[0].timestamp_ms), ts(points[-1].timestamp_ms)
+    first, last = points[0].timestamp_ms, points[-1].timestamp_ms
+    left, right = ts(first), ts(last)
     if len(left) + len(right) + 1 > axis_w:  # a narrow terminal: without the years
-        left, right = left[5:], right[5:]
+        left, right = ts(first, year=False), ts(last, year=False)
     if len(left) + len(right) + 1 > axis_w:
         right = ""
     head = Text(" " * label_w)
@@ -167,7 +168,9 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     tag_w = max([len(" ".join(v)) for v in tags.values()] + [0])
     wide = width >= 100
     keys = any(p.equality_delete_keys for p in pts)  # equality deletes hold keys, not rows
-    fixed = 19 + 9 + 7 + 7 + 9 + tag_w + (14 + lane_w + 4 if wide else 0) + 10 + 8 * keys
+    times = [ts(p.timestamp_ms, year=False) for p in pts]
+    time_w = max([14, *(len(v) for v in times)])  # a time out of range is a longer number
+    fixed = 19 + 9 + 7 + 7 + 9 + tag_w + (time_w + lane_w + 4 if wide else 0) + 10 + 8 * keys
     bar_w = max(2, min(12, (width - fixed) // 3))
     max_rows = max([max(p.added_records, p.deleted_records) for p in pts] + [1])
     max_size = max([p.total_size or 0 for p in pts] + [1])
@@ -193,7 +196,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     def needed(op: int) -> int:
         cols = [19, widest("+rows", added), widest("-rows", deleted)]
         cols += [op] if show["op"] else []
-        cols += [14, max(4, lane_w)] if wide else []
+        cols += [time_w, max(4, lane_w)] if wide else []
         cols += [widest("eq keys", key_counts)] if keys else []
         cols += [widest("size", sizes)] if show["size"] else []
         cols += [max(4, tag_w)] if show["tags"] else []
@@ -217,7 +220,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     # ids are what a user copies into --snapshot: never cut (bars shrink first)
     t.add_column("snapshot", no_wrap=True, min_width=19)
     if wide:
-        t.add_column("time (UTC)", no_wrap=True, min_width=14)
+        t.add_column("time (UTC)", no_wrap=True, min_width=time_w)
     if not show["op"]:
         pass
     elif op_w:
@@ -243,7 +246,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     for i, p in enumerate(pts):
         row: list[Any] = [str(p.snapshot_id).ljust(19)]  # ids vary in length: fixed column
         if wide:
-            row.append(ts(p.timestamp_ms)[5:])
+            row.append(times[i])
         if show["op"]:
             row.append(literal(p.operation, style=OP_COLORS.get(p.operation, "")))
         if wide:

@@ -265,19 +265,33 @@ def parse_size(text: str) -> int:
     return size
 
 
-def ts(ms: int | None) -> str:
-    """Epoch milliseconds as ``2026-11-24 10:00:01`` (UTC)."""
+def _utc(ms: int) -> dt.datetime | None:
+    """Epoch milliseconds as a UTC datetime; None when no calendar date from year 1 to 9999
+    holds it (a writer that put microseconds there, say)."""
+    try:
+        return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
+
+
+def ts(ms: int | None, *, utc: bool = False, year: bool = True) -> str:
+    """Epoch milliseconds as ``2026-11-24 10:00:01`` (UTC), with `` UTC`` after it when
+    ``utc``, without ``2026-`` when not ``year``; a time out of the calendar's range as its
+    number: ``1795517201000000 ms (out of range)``."""
     if ms is None:
         return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    t = _utc(ms)
+    if t is None:
+        return f"{ms} ms (out of range)"
+    text = t.replace(tzinfo=None).isoformat(" ", "seconds")
+    return (text if year else text[5:]) + (" UTC" if utc else "")
 
 
 def iso(ms: int | None) -> str | None:
-    """Epoch milliseconds as an ISO 8601 string with milliseconds, UTC."""
-    if ms is None:
-        return None
-    t = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
-    return t.isoformat(timespec="milliseconds")
+    """Epoch milliseconds as an ISO 8601 string with milliseconds, UTC; None when it is out of
+    the calendar's range (years 1 to 9999)."""
+    t = None if ms is None else _utc(ms)
+    return None if t is None else t.isoformat(timespec="milliseconds")
 
 
 def bar(value: float, maximum: float, width: int, style: str = "") -> Text:

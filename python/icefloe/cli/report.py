@@ -166,7 +166,7 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         "</div>",
         f"<p class='muted'>{partitioning} Current snapshot "
         f"{snap.snapshot_id if snap else '-'}"
-        + (f" ({escape(snap.operation or '')}, {ts(snap.timestamp_ms)} UTC)" if snap else "")
+        + (f" ({escape(snap.operation or '')}, {ts(snap.timestamp_ms, utc=True)})" if snap else "")
         + ".</p></section>",
         f"<section><h2>Health</h2>{_health_html(checks)}</section>",
         "<section><h2>Snapshot timeline</h2>",

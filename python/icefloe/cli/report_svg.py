@@ -95,9 +95,9 @@ def timeline_svg(tl: Timeline) -> str:
     body.append(
         f'<line x1="{gutter}" y1="{top - 12}" x2="{gutter + plot_w}" y2="{top - 12}" class="axis"/>'
     )
-    body.append(_text(gutter, top - 18, ts(pts[0].timestamp_ms) + " UTC", "tick"))
+    body.append(_text(gutter, top - 18, ts(pts[0].timestamp_ms, utc=True), "tick"))
     if len(pts) > 1:
-        end = ts(pts[-1].timestamp_ms) + " UTC"
+        end = ts(pts[-1].timestamp_ms, utc=True)
         body.append(_text(gutter + plot_w, top - 18, end, "tick", "end"))
     if len(pts) < len(tl.points):
         older = f"{len(tl.points) - len(pts)} older snapshots not drawn"
@@ -124,7 +124,7 @@ def timeline_svg(tl: Timeline) -> str:
         x, y = x_of[p.snapshot_id], y_of[p.lane]
         color = OP_HEX.get(p.operation, _GREY)
         title = (
-            f"{p.snapshot_id} · {p.operation} · {ts(p.timestamp_ms)} UTC · "
+            f"{p.snapshot_id} · {p.operation} · {ts(p.timestamp_ms, utc=True)} · "
             f"+{p.added_records:,} / -{p.deleted_records:,} rows · {human_size(p.total_size)}"
         )
         if p.equality_delete_keys:

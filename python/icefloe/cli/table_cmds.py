@@ -178,7 +178,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
         ("uuid", meta.table_uuid),
         ("location", meta.location),
         ("metadata", t.metadata_location),
-        ("last updated", ts(meta.last_updated_ms) + " UTC"),
+        ("last updated", ts(meta.last_updated_ms, utc=True)),
         ("partition spec", Text(_spec_lines(t))),
         ("sort order", Text(_sort_lines(t))),
     ]
@@ -201,7 +201,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
         s = snap.summary.to_json() if snap.summary else {}
         console.print(
             f"[bold]current snapshot[/] {snap.snapshot_id} · {esc(snap.operation)} · "
-            f"{ts(snap.timestamp_ms)} UTC · sequence {snap.sequence_number}"
+            f"{ts(snap.timestamp_ms, utc=True)} · sequence {snap.sequence_number}"
         )
         summary = [
             ("records", s.get("total-records", "-")),
