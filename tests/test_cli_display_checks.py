@@ -19,6 +19,7 @@ import pytest
 from icefloe.cli.analysis import PartitionRow
 from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OTHER
 from icefloe.cli.names import show_name, split_name
+from icefloe.cli.report_svg import escape
 from icefloe.exceptions import ValidationError
 from support.cli import run
 from support.cli_tables import CliWorld, build_world, empty_world
@@ -171,6 +172,35 @@ def test_the_report_writes_control_characters_out(odd: CliWorld, tmp_path: Path)
     assert "col\\x1b[31mred" in html and "v\\x1b[2J" in html and "a\\nb" in html
     body = html[html.index("<body>") : html.index("</body>") + 7].replace("<br>", "<br/>")
     ElementTree.fromstring(f"<x>{body}</x>")  # well-formed
+
+
+def test_the_report_writes_characters_xml_forbids_out(tmp_path: Path) -> None:
+    """U+FFFE and U+FFFF in partition values, tag names and properties reached the report's
+    SVG charts as they were, so the charts were not well-formed XML; they are written out."""
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    t = cat.create_table(
+        "db.nc", pa.schema([("id", pa.int64()), ("p", pa.string())]), properties={"k": "v\ufffe"}
+    )
+    with t.update_spec() as spec:
+        spec.add_field("p", "identity", "p")
+    t.append(pa.table({"id": [1, 2], "p": ["ok", "bad\uffff"]}))
+    with t.manage_snapshots() as ms:
+        ms.create_tag("t\uffff", t.current_snapshot().snapshot_id)
+    out = tmp_path / "r.html"
+    r = run(w, "report", "db.nc", "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    html = out.read_text(encoding="utf-8")
+    charts = re.findall(r'<svg id="\w+".*?</svg>(?=\s*(?:<svg id=|</section>))', html, re.S)
+    assert len(charts) == 3
+    for chart in charts:
+        ElementTree.fromstring(chart)  # well-formed
+    body = html[html.index("<body>") : html.index("</body>") + 7].replace("<br>", "<br/>")
+    ElementTree.fromstring(f"<x>{body}</x>")
+    assert not re.search("[\ufffe\uffff]", html)
+    assert "bad\\uffff" in html and "t\\uffff" in html and "v\\ufffe" in html
+    assert escape("<\ud800>") == "&lt;\\ud800&gt;"  # a lone surrogate, were one to reach it
 
 
 def test_report_to_standard_output(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
+import re
 from collections.abc import Callable
 
 from icefloe.cli.analysis import FileStats, PartitionStats, Timeline, axis_positions
@@ -15,11 +16,16 @@ from icefloe.cli.render import human_size, plural, printable, ts
 __all__ = ["OP_HEX", "escape", "heatmap_svg", "histogram_svg", "timeline_svg"]
 
 
+#: Characters XML 1.0 forbids that :func:`printable` keeps: surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
 def escape(value: object) -> str:
     """``value`` for HTML text or an attribute: markup characters as entities, control
-    characters written out (``\\x1b``, ``\\n``) as the terminal shows them (XML has no
-    entity for most of them)."""
-    return html.escape(printable(value))
+    characters written out (``\\x1b``, ``\\n``) as the terminal shows them, and the other
+    characters XML forbids as ``\\uffff`` (XML has no entity for any of them)."""
+    text = _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(value))
+    return html.escape(text)
 
 
 OP_HEX = {
