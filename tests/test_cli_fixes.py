@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import decimal
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -343,6 +344,37 @@ def test_snapshot_times_out_of_the_calendar_are_shown_as_numbers(world: CliWorld
     assert times == [-62_135_596_800_001, second * 1000]
     records = run(world, "partitions", path, "--json").json()["partitions"]
     assert sorted((p["label"], p["records"]) for p in records) == [("p=a", 2), ("p=b", 1)]
+
+
+def test_counts_a_summary_lacks_are_unknown_not_zero(world: CliWorld) -> None:
+    """Summaries holding only the operation (minimal and v1 writers) made the report's cards
+    say 0 records, 0 files and 0 B and snapshots --json say 0 rows added; they are unknown:
+    ``-`` as describe shows them, null in JSON. A summary that counts and leaves a count out
+    (as Iceberg Java leaves out zeros) still means zero."""
+    t = _by_p(world, "db.bare")
+    t.append(pa.table({"id": _ids(3), "p": ["a", "a", "b"]}))
+    t.append(pa.table({"id": _ids(1), "p": ["b"]}))
+
+    def minimal(meta: dict[str, Any]) -> None:
+        for snap in meta["snapshots"]:
+            snap["summary"] = {"operation": snap["summary"]["operation"]}
+        first = meta["snapshots"][0]["summary"]
+        first.update({"total-records": "3", "added-data-files": "2"})  # no added-records
+
+    path = _rewritten(world, "db.bare", minimal)
+    out = world.root / "bare.html"
+    r = run(world, "report", path, "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    html = out.read_text(encoding="utf-8")
+    cards = dict(re.findall(r"<div class='k'>(.*?)</div><div class='v'>(.*?)</div>", html))
+    assert [cards[k] for k in ("records", "data files", "delete files", "size")] == ["-"] * 4
+    assert "3 data files" in html  # counted from the files
+    snaps = run(world, "snapshots", path, "--json").json()["snapshots"]
+    assert [(s["added_records"], s["deleted_records"]) for s in snaps] == [(0, 0), (None, None)]
+    assert [s["total_records"] for s in snaps] == [3, None]
+    shown = run(world, "snapshots", path, width=120).stdout.splitlines()
+    row = next(line for line in shown if line.startswith(str(snaps[1]["snapshot_id"])))
+    assert row.split()[-3:] == ["-", "-", "-"], row  # +rows, -rows, size
 
 
 # --- smaller ones -------------------------------------------------------------------------------

@@ -48,8 +48,8 @@ TIMELINE_SCHEMA = {
                 "properties": {
                     "snapshot_id": {"type": "integer"},
                     "operation": {"enum": ["append", "overwrite", "delete", "replace"]},
-                    "added_records": {"type": "integer", "minimum": 0},
-                    "deleted_records": {"type": "integer", "minimum": 0},
+                    "added_records": {"type": ["integer", "null"], "minimum": 0},
+                    "deleted_records": {"type": ["integer", "null"], "minimum": 0},
                     "total_size": {"type": ["integer", "null"]},
                 },
             },

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import NoSuchSnapshotError
 from icefloe.metadata import MAIN_BRANCH
+from icefloe.metadata.snapshots import SummaryKeys
 
 __all__ = [
     "FileStats",
@@ -52,6 +53,36 @@ def _int(summary: Any, key: str) -> int | None:
     return summary.get_int(key) if summary is not None else None
 
 
+#: Summary keys that count what a snapshot changed. Writers (Iceberg Java's included) leave out
+#: the counts that are zero, so a summary with any of them has zeros for the others; one with
+#: none (only ``operation``, or no summary: v1 writers) does not say what changed.
+_COUNT_KEYS = frozenset(
+    {k for keys in SummaryKeys.TOTALS for k in keys}
+    | {
+        SummaryKeys.ADDED_EQUALITY_DELETE_FILES,
+        SummaryKeys.REMOVED_EQUALITY_DELETE_FILES,
+        SummaryKeys.ADDED_POSITION_DELETE_FILES,
+        SummaryKeys.REMOVED_POSITION_DELETE_FILES,
+        SummaryKeys.ADDED_DVS,
+        SummaryKeys.REMOVED_DVS,
+        SummaryKeys.DELETED_DUPLICATE_FILES,
+        SummaryKeys.CHANGED_PARTITION_COUNT,
+        SummaryKeys.MANIFESTS_CREATED,
+        SummaryKeys.MANIFESTS_KEPT,
+        SummaryKeys.MANIFESTS_REPLACED,
+        SummaryKeys.ENTRIES_PROCESSED,
+    }
+)
+
+
+def _change(summary: Any, key: str) -> int | None:
+    """A count of what the snapshot changed: 0 when the summary counts but leaves it out, None
+    when the summary counts nothing."""
+    if summary is None or _COUNT_KEYS.isdisjoint(summary.properties):
+        return None
+    return summary.get_int(key) or 0
+
+
 @dataclass(frozen=True)
 class SnapshotPoint:
     """One snapshot on the timeline."""
@@ -62,12 +93,12 @@ class SnapshotPoint:
     operation: str
     sequence_number: int
     lane: str
-    added_records: int
-    deleted_records: int
+    added_records: int | None  # None: the summary does not say (so for the other counts)
+    deleted_records: int | None
     total_records: int | None
     total_size: int | None
-    added_size: int
-    removed_size: int
+    added_size: int | None
+    removed_size: int | None
     equality_delete_keys: int = 0  # keys of added equality deletes: not rows
 
     def to_json(self) -> dict[str, Any]:
@@ -108,13 +139,16 @@ class Timeline:
         }
 
 
-def _deleted_rows(summary: Any) -> int:
+def _deleted_rows(summary: Any) -> int | None:
     """Rows a snapshot deletes: those of removed data files and the net new positions of
     position deletes (a rewritten deletion vector removes its old positions and adds them
     again). Equality deletes hold keys, not rows: they are counted apart."""
+    deleted = _change(summary, "deleted-records")
+    if deleted is None:
+        return None
     added = _int(summary, "added-position-deletes") or 0
     removed = _int(summary, "removed-position-deletes") or 0
-    return (_int(summary, "deleted-records") or 0) + max(0, added - removed)
+    return deleted + max(0, added - removed)
 
 
 def timeline(meta: Any) -> Timeline:
@@ -145,13 +179,13 @@ def timeline(meta: Any) -> Timeline:
                 operation=s.operation or "unknown",
                 sequence_number=s.sequence_number,
                 lane=lane_of.get(s.snapshot_id, "unreferenced"),
-                added_records=_int(summary, "added-records") or 0,
+                added_records=_change(summary, "added-records"),
                 deleted_records=_deleted_rows(summary),
                 equality_delete_keys=_int(summary, "added-equality-deletes") or 0,
                 total_records=_int(summary, "total-records"),
                 total_size=_int(summary, "total-files-size"),
-                added_size=_int(summary, "added-files-size") or 0,
-                removed_size=_int(summary, "removed-files-size") or 0,
+                added_size=_change(summary, "added-files-size"),
+                removed_size=_change(summary, "removed-files-size"),
             )
         )
     used = [n for n in order if any(p.lane == n for p in points)]

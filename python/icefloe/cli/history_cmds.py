@@ -172,16 +172,19 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     time_w = max([14, *(len(v) for v in times)])  # a time out of range is a longer number
     fixed = 19 + 9 + 7 + 7 + 9 + tag_w + (time_w + lane_w + 4 if wide else 0) + 10 + 8 * keys
     bar_w = max(2, min(12, (width - fixed) // 3))
-    max_rows = max([max(p.added_records, p.deleted_records) for p in pts] + [1])
+    max_rows = max([max(p.added_records or 0, p.deleted_records or 0) for p in pts] + [1])
     max_size = max([p.total_size or 0 for p in pts] + [1])
 
     def widest(head: str, values: list[str]) -> int:
         return max([len(head), *(len(v) for v in values)])
 
     def counts(sep: str) -> tuple[list[str], list[str], list[str]]:
+        def number(n: int | None) -> str:
+            return "-" if n is None else format(n, sep)  # -: the summary does not say
+
         return (
-            [format(p.added_records, sep) for p in pts],
-            [format(p.deleted_records, sep) for p in pts],
+            [number(p.added_records) for p in pts],
+            [number(p.deleted_records) for p in pts],
             [format(p.equality_delete_keys, sep) if p.equality_delete_keys else "-" for p in pts],
         )
 
@@ -253,10 +256,10 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
             row.append(Text(_cut(p.lane)))
         row.append(added[i])
         if show["bars"]:
-            row.append(bar(p.added_records, max_rows, bar_w, "green"))
+            row.append(bar(p.added_records or 0, max_rows, bar_w, "green"))
         row.append(deleted[i])
         if show["bars"]:
-            row.append(bar(p.deleted_records, max_rows, bar_w, "red"))
+            row.append(bar(p.deleted_records or 0, max_rows, bar_w, "red"))
         if keys:
             row.append(key_counts[i])
         if show["size"]:

@@ -115,8 +115,10 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
     snap = meta.current_snapshot()
     summary = snap.summary if snap is not None and snap.summary is not None else None
 
-    def total(key: str) -> int:
-        return (summary.get_int(key) if summary is not None else None) or 0
+    def total(key: str) -> str:
+        """A total of the current snapshot's summary; ``-`` when the summary lacks it."""
+        n = summary.get_int(key) if summary is not None else None
+        return "-" if n is None else f"{n:,}"
 
     tl = timeline(meta)
     files = file_stats(table)
@@ -155,10 +157,10 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         f"</div></header><main>",
         "<section id='overview'><h2>Overview</h2><div class='cards'>",
         # rows in the data files, deleted ones included (as ``describe`` counts "records")
-        _card("records", f"{total('total-records'):,}"),
-        _card("data files", f"{total('total-data-files'):,}"),
-        _card("delete files", f"{total('total-delete-files'):,}"),
-        _card("size", human_size(total("total-files-size"))),
+        _card("records", total("total-records")),
+        _card("data files", total("total-data-files")),
+        _card("delete files", total("total-delete-files")),
+        _card("size", human_size(summary.get_int("total-files-size") if summary else None)),
         _card("snapshots", str(len(meta.snapshots))),
         _card("branches / tags", f"{len(tl.heads)} / {len(tl.tags)}"),
         _card("partitions", str(len(parts.rows))),

@@ -129,9 +129,14 @@ def timeline_svg(tl: Timeline) -> str:
     for p in pts:
         x, y = x_of[p.snapshot_id], y_of[p.lane]
         color = OP_HEX.get(p.operation, _GREY)
+        rows = (
+            "rows unknown"
+            if p.added_records is None or p.deleted_records is None
+            else f"+{p.added_records:,} / -{p.deleted_records:,} rows"
+        )
         title = (
             f"{p.snapshot_id} · {p.operation} · {ts(p.timestamp_ms, utc=True)} · "
-            f"+{p.added_records:,} / -{p.deleted_records:,} rows · {human_size(p.total_size)}"
+            f"{rows} · {human_size(p.total_size)}"
         )
         if p.equality_delete_keys:
             title += f" · {plural(p.equality_delete_keys, 'equality-delete key')}"
@@ -162,29 +167,30 @@ def timeline_svg(tl: Timeline) -> str:
             )
             body.append(_text(x + 10, y + 4, _cut(name, _REF_MAX), "taglabel"))
 
-    def count(v: int) -> str:
-        return f"{v:,}"
+    def count(v: int | None) -> str:
+        return "-" if v is None else f"{v:,}"  # -: the summary does not say
 
-    series: tuple[tuple[str, list[int], str, Callable[[int], str]], ...] = (
+    series: tuple[tuple[str, list[int | None], str, Callable[[int | None], str]], ...] = (
         ("+rows", [p.added_records for p in pts], "#2e9e4f", count),
         ("-rows", [p.deleted_records for p in pts], "#d62728", count),
-        ("size", [p.total_size or 0 for p in pts], "#1f77b4", human_size),
+        ("size", [p.total_size for p in pts], "#1f77b4", human_size),
     )
     for i, (label, values, color, fmt) in enumerate(series):
         base = bars_top + i * (bar_h + 14) + bar_h
-        peak = max([*values, 1])
+        known = [v for v in values if v is not None]
+        peak = max([*known, 1])
         body.append(_text(8, base - bar_h / 2 + 4, label, "lane"))
         body.append(
             f'<line x1="{gutter - 8}" y1="{base}" x2="{gutter + plot_w}" y2="{base}" class="axis"/>'
         )
         for p, x, v in zip(pts, xs, values, strict=True):
-            h = 0 if v <= 0 else max(1.5, bar_h * v / peak)
+            h = 0 if v is None or v <= 0 else max(1.5, bar_h * v / peak)
             body.append(
                 f'<rect data-mark="bar" data-series="{label}" x="{x - 4:.1f}" y="{base - h:.1f}" '
                 f'width="8" height="{h:.1f}" fill="{color}"><title>{escape(label)} '
                 f"{escape(fmt(v))} · {p.snapshot_id}</title></rect>"
             )
-        body.append(_text(8, base - bar_h / 2 + 18, f"max {fmt(max(values))}", "tick"))
+        body.append(_text(8, base - bar_h / 2 + 18, f"max {fmt(max(known, default=None))}", "tick"))
     return _svg("timeline", _W, height, body, f"timeline of {len(pts)} snapshots")
 
 
