@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from support.cli import run
-from support.cli_tables import build_world
+from support.cli_tables import build_world, empty_world
 
 
 def test_compute_stats_then_stale_after_a_commit(tmp_path: Path) -> None:
@@ -101,3 +101,42 @@ def test_a_missing_statistics_file_is_flagged_when_its_counts_are_in_the_metadat
     assert run(world, "describe", "db.events", "--json").json()["statistics"] == doc
     text = run(world, "stats", "db.events").stdout
     assert "the table statistics file is missing" in text and "compute-stats" in text
+
+
+def test_statistics_paths_are_shown_as_written(tmp_path: Path) -> None:
+    """A table whose location holds ``[/]`` or ``[bold]``: ``stats`` and ``describe`` read the
+    path of a missing statistics file (and the error naming an unreadable one) as rich markup,
+    so ``[bold]`` vanished and ``[/]`` stopped the command with MarkupError."""
+    import dataclasses
+    import os
+
+    import pyarrow as pa
+
+    from icefloe.catalog import load_catalog
+    from icefloe.metadata import SetStatistics
+
+    world = empty_world(tmp_path / "world")
+    warehouse = tmp_path / "wh[/]x[bold]y"
+    cat = load_catalog("h", type="hadoop", warehouse=str(warehouse))
+    cat.create_namespace("db")
+    for name, with_ndv in (("kept", True), ("bare", False)):
+        t = cat.create_table(f"db.{name}", pa.schema([("a", pa.int64())]))
+        t.append(pa.table({"a": [1, 2, 3]}))
+        st = t.compute_statistics()
+        if not with_ndv:  # the counts are only in the file: it cannot be read
+            bare = tuple(dataclasses.replace(b, properties={}) for b in st.blob_metadata)
+            with cat.load_table(f"db.{name}").transaction() as tx:
+                tx.apply([SetStatistics(dataclasses.replace(st, blob_metadata=bare))])
+        path = st.statistics_path.removeprefix("file://")
+        os.remove(path)
+        assert "[/]x[bold]y" in path
+        for cmd in ("stats", "describe"):
+            r = run(world, cmd, str(warehouse / "db" / name), width=1000)
+            assert r.exit_code == 0, (cmd, r.stderr)
+            line = next(
+                line for line in r.stdout.splitlines() if "statistics file is missing" in line
+            )
+            assert path in line, line
+            if not with_ndv:
+                line = next(line for line in r.stdout.splitlines() if "cannot be read" in line)
+                assert path in line, line

@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 from icefloe.cli.analysis import missing_statistics_files
 from icefloe.cli.app import State, json_option, pass_state
 from icefloe.cli.names import select_list
-from icefloe.cli.render import literal
+from icefloe.cli.render import esc, literal
 from icefloe.exceptions import IcebergError
 
 __all__ = ["register", "statistics_json"]
@@ -68,12 +68,12 @@ def print_statistics(state: State, doc: dict[str, Any]) -> None:
     )
     if doc.get("unreadable"):
         console.print(
-            f"[bold yellow]the statistics file cannot be read[/]: {literal(doc['unreadable'])}"
+            f"[bold yellow]the statistics file cannot be read[/]: {esc(doc['unreadable'])}"
         )
     for gone in doc.get("missing_files", []):
         console.print(
             f"[bold yellow]the {gone['kind']} statistics file is missing[/]: "
-            f"{literal(gone['path'])} (compute-stats writes it again)"
+            f"{esc(gone['path'])} (compute-stats writes it again)"
         )
     if doc["ndv"]:
         grid = RichTable("column", "distinct values", box=None, padding=(0, 2))
