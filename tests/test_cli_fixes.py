@@ -377,6 +377,23 @@ def test_counts_a_summary_lacks_are_unknown_not_zero(world: CliWorld) -> None:
     assert row.split()[-3:] == ["-", "-", "-"], row  # +rows, -rows, size
 
 
+def test_describe_refuses_a_summary_size_that_is_not_a_number(world: CliWorld) -> None:
+    """``total-files-size: "12.5"`` made describe fail with a bare ValueError (exit 1) where
+    snapshots and report refuse the metadata as bad input; describe does the same."""
+    t = _by_p(world, "db.odd")
+    t.append(pa.table({"id": _ids(3), "p": ["a", "a", "b"]}))
+
+    def odd(meta: dict[str, Any]) -> None:
+        meta["snapshots"][0]["summary"]["total-files-size"] = "12.5"
+
+    path = _rewritten(world, "db.odd", odd)
+    for cmd in ("describe", "snapshots", "report"):
+        r = run(world, cmd, path)
+        assert r.exit_code == 2, (cmd, r.stderr)
+        assert r.stderr == "error: summary property 'total-files-size' is not a number: '12.5'\n"
+        assert r.stdout == "", (cmd, r.stdout)
+
+
 # --- smaller ones -------------------------------------------------------------------------------
 
 

@@ -172,6 +172,9 @@ def describe(state: State, table: str, as_json: bool) -> None:
     meta = t.metadata
     console = state.out.console
     snap = meta.current_snapshot()
+    summary = snap.summary if snap is not None else None
+    # read before anything is printed: a size that is not a number is refused
+    size = summary.get_int("total-files-size") if summary is not None else None
     rows: list[tuple[str, Any]] = [
         ("table", display_name(t)),
         ("format version", meta.format_version),
@@ -203,15 +206,15 @@ def describe(state: State, table: str, as_json: bool) -> None:
             f"[bold]current snapshot[/] {snap.snapshot_id} · {esc(snap.operation)} · "
             f"{ts(snap.timestamp_ms, utc=True)} · sequence {snap.sequence_number}"
         )
-        summary = [
+        counts = [
             ("records", s.get("total-records", "-")),
             ("data files", s.get("total-data-files", "-")),
             ("delete files", s.get("total-delete-files", "-")),
-            ("size", human_size(int(s["total-files-size"])) if "total-files-size" in s else "-"),
+            ("size", human_size(size)),
             ("position deletes", s.get("total-position-deletes", "-")),
             ("equality deletes", s.get("total-equality-deletes", "-")),
         ]
-        console.print(_kv_table(summary))
+        console.print(_kv_table(counts))
     if snap is not None:
         console.print()
         print_statistics(state, statistics_json(t))
