@@ -261,6 +261,21 @@ def test_json_outputs_name_tables_and_views_as_list_does(odd: CliWorld) -> None:
     assert run(odd, "view", 'db."v.w"', "--json").json()["view"] == 'db."v.w"'
 
 
+def test_the_report_names_the_table_as_list_does(odd: CliWorld, tmp_path: Path) -> None:
+    """The report's title and heading named table "x.y" of db as db.x.y, the name of table y
+    of namespace db.x; they quote it as the other commands do."""
+    import html
+
+    out = tmp_path / "r.html"
+    r = run(odd, "report", 'db."x.y"', "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    page = out.read_text(encoding="utf-8")
+    title = re.search(r"<title>(.*?) · icefloe report</title>", page)
+    heading = re.search(r"<h1>(.*?)</h1>", page)
+    assert title and heading
+    assert html.unescape(title.group(1)) == html.unescape(heading.group(1)) == 'db."x.y"'
+
+
 def test_an_unquoted_name_with_a_dot_points_to_the_quoted_one(odd: CliWorld) -> None:
     r = run(odd, "scan", "db.x.y")
     assert r.exit_code == EXIT_NOT_FOUND

@@ -12,6 +12,7 @@ from typing import Any
 
 from icefloe.cli.analysis import file_stats, partition_stats, timeline
 from icefloe.cli.health import Check, run_checks
+from icefloe.cli.names import display_name
 from icefloe.cli.render import deletes_text, human_size, pct, ts
 from icefloe.cli.report_svg import OP_HEX, escape, heatmap_svg, histogram_svg, timeline_svg
 
@@ -147,12 +148,13 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
     partitioning = f"Partitioned by {escape(spec)}." if spec else "Unpartitioned."
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     warn = sum(1 for c in checks if c.verdict == "warn")
+    name = display_name(table)  # quoted as commands take it: db."x.y"
     parts_html = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{escape(table.name)} · icefloe report</title>",
+        f"<title>{escape(name)} · icefloe report</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<header><h1>{escape(table.name)}</h1><div class='sub'>Iceberg format v"
+        f"<header><h1>{escape(name)}</h1><div class='sub'>Iceberg format v"
         f"{meta.format_version} · {escape(meta.location)} · uuid {escape(str(meta.table_uuid))}"
         f"</div></header><main>",
         "<section id='overview'><h2>Overview</h2><div class='cards'>",
