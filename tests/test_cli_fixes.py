@@ -202,6 +202,8 @@ def test_scan_says_when_rows_are_left_undrawn(world: CliWorld) -> None:
         "first 3 drawn; the scan has more rows (raise --max-rows, or use another --format)"
     )
     assert run(world, "scan", "db.m", "--max-rows", "10").stderr.strip() == "10 rows"
+    one = run(world, "scan", "db.m", "--filter", "id = 4")
+    assert one.exit_code == 0 and one.stderr.strip() == "1 row"  # not "1 rows"
 
 
 def test_decimals_in_plain_notation(world: CliWorld) -> None:

@@ -29,7 +29,7 @@ from rich.table import Table as RichTable
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.cli.names import select_list, show_name
-from icefloe.cli.render import dumps, literal, open_output
+from icefloe.cli.render import dumps, literal, open_output, plural
 from icefloe.cli.sql_names import Names, Streams, run_sql
 from icefloe.exceptions import (
     MissingDependencyError,
@@ -161,7 +161,7 @@ def _write_table(
     note = (
         f"first {rows} drawn; the scan has more rows (raise --max-rows, or use another --format)"
         if more
-        else f"{rows} rows"
+        else plural(rows, "row")
     )
     state.out.err.print(f"[dim]{note}[/]")
     return rows
