@@ -14,14 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from icefloe.exceptions import ValidationError
-from icefloe.schema import Schema
+from icefloe.schema import Schema, transform_source
 from icefloe.transforms import Transform, parse_transform
 from icefloe.types import (
     IcebergType,
-    ListType,
-    MapType,
     NestedField,
-    PrimitiveType,
     StructType,
     UnknownType,
 )
@@ -376,23 +373,7 @@ def _check_sources(f: PartitionField, schema: Schema) -> None:
     """Raises unless every source column of ``f`` is in ``schema``, primitive, outside lists and
     maps, and (single-argument, known, non-void transforms) of a type the transform accepts."""
     for sid in f.all_source_ids:
-        try:
-            source = schema.find_field(sid)
-        except ValidationError:
-            raise ValidationError(
-                f"cannot find source column {sid} for partition field {f.name!r}"
-            ) from None
-        if not isinstance(source.field_type, PrimitiveType):
-            raise ValidationError(
-                f"cannot partition by non-primitive source column "
-                f"{schema.find_column_name(sid)!r}: {source.field_type}"
-            )
-        for a in schema.ancestors(sid):
-            if isinstance(a.field_type, ListType | MapType):
-                raise ValidationError(
-                    f"cannot partition by column {schema.find_column_name(sid)!r} "
-                    f"nested in a {a.field_type}"
-                )
+        source = transform_source(schema, sid, "partition", f"partition field {f.name!r}")
         if (
             f.source_ids is None
             and not f.transform.is_unknown

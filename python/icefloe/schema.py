@@ -34,7 +34,7 @@ from icefloe.types import (
     type_from_json,
 )
 
-__all__ = ["Schema", "walk_fields"]
+__all__ = ["Schema", "transform_source", "walk_fields"]
 
 
 def walk_fields(struct: NestedType) -> Iterator[tuple[tuple[NestedField, ...], NestedField]]:
@@ -377,3 +377,27 @@ def _prune(fields: Sequence[NestedField], keep: set[int]) -> list[NestedField]:
 
 def _replace_type(f: NestedField, t: IcebergType) -> NestedField:
     return NestedField(f.field_id, f.name, t, f.required, f.doc, f.initial_default, f.write_default)
+
+
+def transform_source(schema: Schema, source_id: int, verb: str, what: str) -> NestedField:
+    """The source column ``source_id`` of a partition or sort field (``what`` names the field,
+    ``verb`` says what it does: ``"partition"``, ``"sort"``): it must be in ``schema``,
+    primitive and outside lists and maps (a row holds no single value of it there), else
+    :class:`ValidationError`."""
+    try:
+        source = schema.find_field(source_id)
+    except ValidationError:
+        raise ValidationError(f"cannot find source column {source_id} for {what}") from None
+    name = schema.find_column_name(source_id)
+    if not isinstance(source.field_type, PrimitiveType):
+        raise ValidationError(
+            f"cannot {verb} by non-primitive column {name!r}: {source.field_type}"
+        )
+    for a in schema.ancestors(source_id):
+        if isinstance(a.field_type, ListType | MapType):
+            kind = "list" if isinstance(a.field_type, ListType) else "map"
+            raise ValidationError(
+                f"cannot {verb} by column {name!r}: it is nested in a {kind} "
+                f"({schema.find_column_name(a.field_id)!r})"
+            )
+    return source

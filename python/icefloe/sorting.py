@@ -12,9 +12,8 @@ from enum import Enum
 from typing import Any
 
 from icefloe.exceptions import ValidationError
-from icefloe.schema import Schema
+from icefloe.schema import Schema, transform_source
 from icefloe.transforms import IdentityTransform, Transform, parse_transform
-from icefloe.types import ListType, MapType, PrimitiveType
 
 __all__ = [
     "UNSORTED_SORT_ORDER",
@@ -231,23 +230,7 @@ class SortOrder:
         have no single value to order by) and suits its transform."""
         for f in self._fields:
             for sid in f.all_source_ids:
-                try:
-                    source = schema.find_field(sid)
-                except ValidationError:
-                    raise ValidationError(
-                        f"cannot find source column {sid} for sort field {f}"
-                    ) from None
-                if not isinstance(source.field_type, PrimitiveType):
-                    raise ValidationError(
-                        f"cannot sort by non-primitive column {schema.find_column_name(sid)!r}"
-                    )
-                for a in schema.ancestors(sid):
-                    if isinstance(a.field_type, ListType | MapType):
-                        raise ValidationError(
-                            f"cannot sort by column {schema.find_column_name(sid)!r}: it is "
-                            f"inside the {'list' if isinstance(a.field_type, ListType) else 'map'}"
-                            f" {schema.find_column_name(a.field_id)!r}"
-                        )
+                source = transform_source(schema, sid, "sort", f"sort field {f}")
                 if (
                     f.source_ids is None
                     and not f.transform.is_unknown
