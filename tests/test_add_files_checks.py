@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from icefloe.exceptions import ValidationError
+from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, create_mapping
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
@@ -323,6 +324,63 @@ def test_a_file_with_one_field_id_on_two_columns_is_refused(tmp_path: Path) -> N
     path = _write(tmp_path / "dup.parquet", schema, {"id": [5], "v": ["a"], "w": ["zzz"]})
     with pytest.raises(ValidationError, match="field ids 2 are on more than one column"):
         t.add_files([path])
+    assert t.refresh().current_snapshot() is None
+
+
+def _mapped_table(cat: Any, schema: Schema) -> Any:
+    t = cat.create_table("ns.t", schema)
+    t.set_properties({DEFAULT_NAME_MAPPING_PROPERTY: create_mapping(t.schema()).to_json_string()})
+    return t
+
+
+def test_a_file_with_some_field_ids_is_read_and_described_by_its_ids(tmp_path: Path) -> None:
+    """A file with a field id on one column and none on another is read by its ids alone, as
+    Iceberg Java reads it, by the scan and by add_files' statistics: the full scan showed the
+    mapped column's values while a filter on them returned nothing (pruned by the statistics
+    of the column carrying the id)."""
+    cat = catalog(tmp_path)
+    t = _mapped_table(cat, Schema(NestedField(1, "a", LongType()), NestedField(2, "b", LongType())))
+    schema = pa.schema([_f("a", pa.int64(), 2), pa.field("b", pa.int64())])
+    t.add_files([_write(tmp_path / "mixed.parquet", schema, {"a": [10, 11], "b": [20, 21]})])
+    full = t.scan().to_arrow().to_pylist()
+    assert full == [{"a": None, "b": 10}, {"a": None, "b": 11}]
+    for value in (10, 11, 20, 21):
+        want = [r for r in full if r["b"] == value]
+        assert t.scan(row_filter=f"b = {value}").to_arrow().to_pylist() == want
+
+
+def test_a_file_with_an_id_only_on_a_struct_reads_its_unnamed_leaves_as_null(
+    tmp_path: Path,
+) -> None:
+    """A struct column with a field id whose leaves have none: readers take the file's ids
+    and read the leaves as null, so add_files records no values for them (it applied the name
+    mapping to the leaves and a filter ``st.x is null`` returned nothing)."""
+    cat = catalog(tmp_path)
+    t = _mapped_table(
+        cat, Schema(NestedField(1, "st", StructType(NestedField(2, "x", LongType()))))
+    )
+    schema = pa.schema([_f("st", pa.struct([pa.field("x", pa.int64())]), 1)])
+    t.add_files([_write(tmp_path / "s.parquet", schema, {"st": [{"x": 1}, {"x": 2}]})])
+    full = t.scan().to_arrow().to_pylist()
+    assert full == [{"st": {"x": None}}, {"st": {"x": None}}]
+    assert t.scan(row_filter="st.x is null").to_arrow().to_pylist() == full
+    assert t.scan(row_filter="st.x = 1").to_arrow().to_pylist() == []
+
+
+def test_two_columns_the_name_mapping_gives_one_id_are_refused(tmp_path: Path) -> None:
+    """After a rename the mapping lists the old name as an alias; a file without ids holding
+    columns of both names gave the id to two columns and was added, icefloe reading one
+    column and DuckDB the other."""
+    cat = catalog(tmp_path)
+    t = _mapped_table(
+        cat, Schema(NestedField(1, "id", LongType()), NestedField(2, "c", LongType()))
+    )
+    with t.update_schema() as u:
+        u.rename_column("c", "c2")
+    path = tmp_path / "both.parquet"
+    pq.write_table(pa.table({"id": [1], "c2": [100], "c": [1]}), path)
+    with pytest.raises(ValidationError, match="field ids 2 are on more than one column"):
+        t.add_files([str(path)])
     assert t.refresh().current_snapshot() is None
 
 

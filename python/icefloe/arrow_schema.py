@@ -83,6 +83,7 @@ __all__ = [
     "arrow_to_schema",
     "field_id_of",
     "field_ids_digest",
+    "has_field_ids",
     "schema_to_arrow",
     "to_schema",
     "type_to_arrow",
@@ -405,6 +406,25 @@ def _primitive_from_arrow(t: pa.DataType, path: str) -> IcebergType:
 
 
 # --------------------------------------------------------------------------------- name mapping
+
+
+def has_field_ids(arrow_schema: pa.Schema) -> bool:
+    """Whether any field of ``arrow_schema``, at any depth, carries a field id. As in Iceberg
+    Java, a file with one is read by its field ids alone; only a file with none at all is read
+    through the table's name mapping."""
+    todo = list(arrow_schema)
+    while todo:
+        f = todo.pop()
+        if f.metadata and FIELD_ID_KEY in f.metadata:
+            return True
+        t = f.type.storage_type if isinstance(f.type, pa.BaseExtensionType) else f.type
+        if pa.types.is_map(t):
+            todo.extend((t.key_field, t.item_field))
+        elif isinstance(t, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
+            todo.append(t.value_field)
+        elif pa.types.is_struct(t):
+            todo.extend(t.field(i) for i in range(t.num_fields))
+    return False
 
 
 def apply_name_mapping(arrow_schema: pa.Schema, name_mapping: NameMapping) -> pa.Schema:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe import _native
-from icefloe.arrow_schema import apply_name_mapping, field_id_of
+from icefloe.arrow_schema import apply_name_mapping, field_id_of, has_field_ids
 from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteIndex
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO
@@ -183,7 +183,7 @@ def _plain(table: pa.Table, names: Sequence[str]) -> pa.Table:
 
 
 def _columns_by_id(schema: pa.Schema, mapping: NameMapping | None) -> dict[int, str]:
-    if mapping is not None and any(field_id_of(f) is None for f in schema):
+    if mapping is not None and not has_field_ids(schema):
         schema = apply_name_mapping(schema, mapping)
     out: dict[int, str] = {}
     for f in schema:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from icefloe import _native
 from icefloe._identity_memo import IdentityMemo
-from icefloe.arrow_schema import apply_name_mapping, field_id_of, schema_to_arrow
+from icefloe.arrow_schema import apply_name_mapping, has_field_ids, schema_to_arrow
 from icefloe.deletes import DeletionVector
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.expressions.arrow import selection_mask
@@ -206,12 +206,12 @@ class _TaskReader:
         return layout
 
     def _file_schema(self, schema: pa.Schema) -> pa.Schema:
-        if all(field_id_of(f) is not None for f in schema):
+        """``schema`` with the field ids the file is read by: its own when it has any (at any
+        depth), else the name mapping's."""
+        if has_field_ids(schema):
             return schema
         if self.options.name_mapping is not None:
             return apply_name_mapping(schema, self.options.name_mapping)
-        if any(field_id_of(f) is not None for f in schema):
-            return schema
         raise ValidationError(
             f"data file {self.path} has no field ids and the table has no name mapping "
             "(schema.name-mapping.default)"

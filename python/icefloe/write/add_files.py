@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe._concurrency import parallel_map
-from icefloe.arrow_schema import apply_name_mapping, field_id_of, type_to_arrow
+from icefloe.arrow_schema import apply_name_mapping, field_id_of, has_field_ids, type_to_arrow
 from icefloe.exceptions import CorruptFileError, ValidationError
 from icefloe.geo import wkb_bounds
 from icefloe.io import FileIO
@@ -525,23 +525,25 @@ def data_files_from_parquet(
                 arrow_schema = file.schema_arrow
             except (pa.ArrowException, OSError) as e:
                 raise CorruptFileError(f"{path}: not a readable Parquet file ({e})") from None
-            chains = _leaf_chains(arrow_schema)
-            if not any(field_id_of(c[-1]) is not None for c in chains):
+            # as readers do: the file's own ids when it has any, else the name mapping's
+            mapped = not has_field_ids(arrow_schema)
+            if mapped:
                 if mapping is None:
                     raise ValidationError(
                         f"{path}: the Parquet file has no field ids and the table has no name "
                         f"mapping ({DEFAULT_NAME_MAPPING_PROPERTY}); cannot tell which columns "
                         "are which"
                     )
-                chains = _leaf_chains(apply_name_mapping(arrow_schema, mapping))
-            else:
-                twice = _repeated_ids(arrow_schema)
-                if twice:
-                    # readers pick one of the columns, and the bounds may come from another
-                    raise ValidationError(
-                        f"{path}: field ids {', '.join(map(str, twice))} are on more than one "
-                        "column of the Parquet file; a file's field ids must be unique"
-                    )
+                arrow_schema = apply_name_mapping(arrow_schema, mapping)
+            twice = _repeated_ids(arrow_schema)
+            if twice:
+                # readers pick one of the columns, and the bounds may come from another
+                how = " (through the table's name mapping)" if mapped else ""
+                raise ValidationError(
+                    f"{path}: field ids {', '.join(map(str, twice))} are on more than one "
+                    f"column of the Parquet file{how}; a file's field ids must be unique"
+                )
+            chains = _leaf_chains(arrow_schema)
             if len(chains) != md.num_columns:
                 raise ValidationError(f"{path}: {len(chains)} Arrow leaves for {md.num_columns}")
             _check_shapes(path, chains, schema)
