@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from pyiceberg.schema import Schema as PySchema
@@ -15,6 +18,7 @@ from icefloe.name_mapping import (
     MappedField,
     NameMapping,
     create_mapping,
+    table_mapping,
     update_mapping,
 )
 from icefloe.schema import Schema
@@ -29,6 +33,7 @@ from icefloe.types import (
     StructType,
 )
 from support.schema_strategies import schemas
+from support.write_util import catalog, set_properties_elsewhere
 
 SPEC_EXAMPLE = """[ { "field-id": 1, "names": ["id", "record_id"] },
   { "field-id": 2, "names": ["data"] },
@@ -71,11 +76,51 @@ def test_optional_parts() -> None:
         [{"field-id": 1, "names": [1]}],
         [{"field-id": 1, "names": ["a"], "fields": {}}],
         [{"field-id": 1, "names": ["a"]}, {"field-id": 2, "names": ["a"]}],
+        # one field id on two fields, at one level or two (Java: "ID 1 is not unique")
+        [{"field-id": 1, "names": ["a"]}, {"field-id": 1, "names": ["b"]}],
+        [{"field-id": 1, "names": ["a"], "fields": [{"field-id": 1, "names": ["b"]}]}],
     ],
 )
 def test_invalid(bad: object) -> None:
+    """Each is a ValidationError: a mapping giving one id to two columns read one column's
+    values as the other's."""
     with pytest.raises(ValidationError):
         NameMapping.from_json(bad)
+    text = bad if isinstance(bad, str) else json.dumps(bad)
+    with pytest.raises(ValidationError, match="is not a name mapping"):
+        table_mapping({DEFAULT_NAME_MAPPING_PROPERTY: text})
+
+
+def test_a_name_listed_twice_in_one_field_is_listed_once() -> None:
+    """Names are a set, as in Iceberg Java and PyIceberg: such a mapping was refused, and a
+    table whose property held one (set by another engine) could not be read at all."""
+    text = '[{"field-id": 1, "names": ["a", "a", "b"]}]'
+    m = NameMapping.from_json(text)
+    assert m.find("a") == m.find("b") == MappedField(("a", "b"), 1)
+    assert [(f.field_id, f.names) for f in parse_mapping_from_json(text)] == [(1, ["a", "a", "b"])]
+
+
+def test_an_invalid_mapping_fails_only_reads_that_need_it(tmp_path: Path) -> None:
+    """A mapping another engine stored that icefloe refuses made every scan fail, even of
+    files carrying field ids, which never use it (Java parses it only for files without)."""
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", pa.schema([pa.field("a", pa.int64())]))
+    t.append(pa.table({"a": [1, 2]}))
+    bad = '[{"field-id":1,"names":["a"]},{"field-id":1,"names":["b"]}]'
+    set_properties_elsewhere(tmp_path, "ns.t", {DEFAULT_NAME_MAPPING_PROPERTY: bad})
+    t = cat.load_table("ns.t")
+    assert sorted(t.scan().to_arrow().column("a").to_pylist()) == [1, 2]
+    assert t.scan(row_filter="a = 2").to_arrow().to_pylist() == [{"a": 2}]
+    t.delete("a = 1")
+    assert t.scan().to_arrow().to_pylist() == [{"a": 2}]
+    # a file without field ids needs the mapping: its read names the property
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"a": [7]}), path)
+    t.set_properties({DEFAULT_NAME_MAPPING_PROPERTY: '[{"field-id":1,"names":["a"]}]'})
+    t.add_files([str(path)])
+    set_properties_elsewhere(tmp_path, "ns.t", {DEFAULT_NAME_MAPPING_PROPERTY: bad})
+    with pytest.raises(ValidationError, match="is not a name mapping"):
+        cat.load_table("ns.t").scan().to_arrow()
 
 
 SCHEMA = Schema(

@@ -39,15 +39,15 @@ class MappedField:
     fields: tuple[MappedField, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "names", tuple(self.names))
-        object.__setattr__(self, "fields", tuple(self.fields))
         for n in self.names:
             if not isinstance(n, str):
                 raise ValidationError(f"name mapping names must be strings, got {n!r}")
-        if self.field_id is not None and (
-            isinstance(self.field_id, bool) or not isinstance(self.field_id, int)
-        ):
-            raise ValidationError(f"name mapping field-id must be an int, got {self.field_id!r}")
+        # a set of names, as in Iceberg Java: a name listed twice is listed once
+        object.__setattr__(self, "names", tuple(dict.fromkeys(self.names)))
+        object.__setattr__(self, "fields", tuple(self.fields))
+        fid = self.field_id
+        if fid is not None and (isinstance(fid, bool) or not isinstance(fid, int)):
+            raise ValidationError(f"name mapping field-id must be an int, got {fid!r}")
         _check_unique(self.fields)
 
     def child(self, name: str) -> MappedField | None:
@@ -92,6 +92,7 @@ class NameMapping:
     def __init__(self, fields: Iterable[MappedField]) -> None:
         self._fields = tuple(fields)
         _check_unique(self._fields)
+        _check_unique_ids(self._fields)
 
     @property
     def fields(self) -> tuple[MappedField, ...]:
@@ -162,26 +163,67 @@ class NameMapping:
 
 
 def _check_unique(fields: Sequence[MappedField]) -> None:
+    """Refuses a name or a field id on two mapped fields of one level."""
     seen: set[str] = set()
+    ids: set[int] = set()
     for f in fields:
         for n in f.names:
             if n in seen:
                 raise ValidationError(f"name mapping lists name {n!r} more than once at one level")
             seen.add(n)
+        if f.field_id is not None:
+            if f.field_id in ids:
+                raise ValidationError(f"name mapping gives field id {f.field_id} to two fields")
+            ids.add(f.field_id)
 
 
-def table_mapping(properties: Mapping[str, str]) -> NameMapping | None:
+def _check_unique_ids(fields: Sequence[MappedField]) -> None:
+    """Refuses a field id on two mapped fields anywhere in a mapping, as Iceberg Java does."""
+    ids: set[int] = set()
+    todo = list(fields)
+    while todo:
+        f = todo.pop()
+        if f.field_id is not None:
+            if f.field_id in ids:
+                raise ValidationError(f"name mapping gives field id {f.field_id} to two fields")
+            ids.add(f.field_id)
+        todo.extend(f.fields)
+
+
+def table_mapping(properties: Mapping[str, str], deferred: bool = False) -> NameMapping | None:
     """The table's default name mapping (``schema.name-mapping.default``), or None; a value
-    that is not a mapping's JSON is a :class:`ValidationError`."""
+    that is not a mapping's JSON is a :class:`ValidationError`. A ``deferred`` mapping is
+    parsed when first used (as Iceberg Java parses it for reads): an invalid one fails only the
+    reads of files without field ids."""
     text = properties.get(DEFAULT_NAME_MAPPING_PROPERTY)
     if not text:
         return None
+    return _DeferredMapping(text) if deferred else _parsed(text)
+
+
+def _parsed(text: str) -> NameMapping:
     try:
         return NameMapping.from_json(json.loads(text))
     except (ValueError, TypeError, AttributeError, KeyError) as e:
         raise ValidationError(
             f"table property {DEFAULT_NAME_MAPPING_PROPERTY} is not a name mapping: {e}"
         ) from None
+
+
+class _DeferredMapping(NameMapping):
+    """A table property's mapping, parsed on first use."""
+
+    __slots__ = ("_parsed", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._parsed: tuple[MappedField, ...] | None = None
+
+    @property
+    def _fields(self) -> tuple[MappedField, ...]:  # type: ignore[override]
+        if self._parsed is None:
+            self._parsed = _parsed(self._text).fields
+        return self._parsed
 
 
 def create_mapping(schema: Schema) -> NameMapping:

@@ -529,7 +529,7 @@ def rewrite_data_files(
     schema = md.current_schema()
     specs = {s.spec_id: s for s in md.partition_specs}
     lineage = md.format_version >= 3
-    mapping = table_mapping(md.properties)
+    mapping = table_mapping(md.properties, deferred=True)
     cache = DeleteCache()
     delta = RowDelta()
     removed_deletes: set[tuple[str, int | None]] = set()

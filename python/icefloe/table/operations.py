@@ -171,7 +171,7 @@ def overwrite(
             parent,
             expr,
             case_sensitive=case_sensitive,
-            name_mapping=table_mapping(tx.metadata.properties),
+            name_mapping=table_mapping(tx.metadata.properties, deferred=True),
         )
         kept: list[DataFile] = []
         schema = tx.metadata.current_schema()

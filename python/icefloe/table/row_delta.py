@@ -128,7 +128,7 @@ class RowContext:
         md = self.metadata
         derived = self._derived
         if derived is None or derived[0] is not md:
-            mapping = table_mapping(md.properties)
+            mapping = table_mapping(md.properties, deferred=True)
             derived = self._derived = (md, {s.spec_id: s for s in md.partition_specs}, mapping)
         return derived
 

@@ -304,7 +304,7 @@ class TableScan:
             ids = tuple(
                 schema.find_field(n, case_sensitive=self.case_sensitive).field_id for n in names
             )
-        mapping = table_mapping(md.properties)
+        mapping = table_mapping(md.properties, deferred=True)
         return ReadOptions(
             schema=schema,
             projected_field_ids=ids,
