@@ -79,11 +79,14 @@ def test_optional_parts() -> None:
         # one field id on two fields, at one level or two (Java: "ID 1 is not unique")
         [{"field-id": 1, "names": ["a"]}, {"field-id": 1, "names": ["b"]}],
         [{"field-id": 1, "names": ["a"], "fields": [{"field-id": 1, "names": ["b"]}]}],
+        # nesting too deep to parse
+        "[" * 5000 + "]" * 5000,
+        "[" + '{"names":["a"],"fields":[' * 1500 + "]}" * 1500 + "]",
     ],
 )
 def test_invalid(bad: object) -> None:
     """Each is a ValidationError: a mapping giving one id to two columns read one column's
-    values as the other's."""
+    values as the other's, and deep nesting raised a bare RecursionError."""
     with pytest.raises(ValidationError):
         NameMapping.from_json(bad)
     text = bad if isinstance(bad, str) else json.dumps(bad)

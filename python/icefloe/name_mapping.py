@@ -138,11 +138,14 @@ class NameMapping:
         if isinstance(obj, str | bytes):
             try:
                 obj = json.loads(obj)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:
                 raise ValidationError(f"invalid name mapping JSON: {e}") from None
         if not isinstance(obj, list):
-            raise ValidationError(f"a name mapping must be a JSON list, got {obj!r}")
-        return NameMapping(MappedField.from_json(f) for f in obj)
+            raise ValidationError(f"a name mapping must be a JSON list, got {_shown(obj)}")
+        try:
+            return NameMapping(MappedField.from_json(f) for f in obj)
+        except RecursionError:
+            raise ValidationError("a name mapping nests fields too deeply") from None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NameMapping):
@@ -160,6 +163,14 @@ class NameMapping:
 
     def __repr__(self) -> str:
         return f"NameMapping({list(self._fields)!r})"
+
+
+def _shown(obj: Any) -> str:
+    try:
+        text = repr(obj)
+    except RecursionError:
+        text = f"a {type(obj).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_unique(fields: Sequence[MappedField]) -> None:
@@ -203,7 +214,7 @@ def table_mapping(properties: Mapping[str, str], deferred: bool = False) -> Name
 
 def _parsed(text: str) -> NameMapping:
     try:
-        return NameMapping.from_json(json.loads(text))
+        return NameMapping.from_json(text)
     except (ValueError, TypeError, AttributeError, KeyError) as e:
         raise ValidationError(
             f"table property {DEFAULT_NAME_MAPPING_PROPERTY} is not a name mapping: {e}"
