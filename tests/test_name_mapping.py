@@ -79,6 +79,8 @@ def test_optional_parts() -> None:
         # one field id on two fields, at one level or two (Java: "ID 1 is not unique")
         [{"field-id": 1, "names": ["a"]}, {"field-id": 1, "names": ["b"]}],
         [{"field-id": 1, "names": ["a"], "fields": [{"field-id": 1, "names": ["b"]}]}],
+        # a field id beyond Java's int
+        [{"field-id": 2**31, "names": ["a"]}],
         # nesting too deep to parse
         "[" * 5000 + "]" * 5000,
         "[" + '{"names":["a"],"fields":[' * 1500 + "]}" * 1500 + "]",
@@ -124,6 +126,16 @@ def test_an_invalid_mapping_fails_only_reads_that_need_it(tmp_path: Path) -> Non
     set_properties_elsewhere(tmp_path, "ns.t", {DEFAULT_NAME_MAPPING_PROPERTY: bad})
     with pytest.raises(ValidationError, match="is not a name mapping"):
         cat.load_table("ns.t").scan().to_arrow()
+
+
+@pytest.mark.parametrize("value", ["", " ", '[{"field-id": 2147483648, "names": ["a"]}]'])
+def test_set_properties_refuses_what_java_cannot_parse(tmp_path: Path, value: str) -> None:
+    """An empty value and a field id beyond Java's int were accepted; Iceberg Java's parser
+    refuses both, so Java engines could not read the table."""
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([pa.field("a", pa.int64())]))
+    with pytest.raises(ValidationError, match="is not a name mapping"):
+        t.set_properties({DEFAULT_NAME_MAPPING_PROPERTY: value})
+    assert DEFAULT_NAME_MAPPING_PROPERTY not in t.refresh().properties
 
 
 SCHEMA = Schema(

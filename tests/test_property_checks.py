@@ -264,7 +264,11 @@ def test_the_largest_accepted_integers_write(
         ("write.summary.partition-limit", "x", "10"),
         ("schema.name-mapping.default", "not json", '[{"field-id": 1, "names": ["id"]}]'),
         ("schema.name-mapping.default", '{"a": 1}', "[]"),
-        ("schema.name-mapping.default", '[{"field-id": "1", "names": ["id"]}]', ""),
+        (
+            "schema.name-mapping.default",
+            '[{"field-id": "1", "names": ["id"]}]',
+            '[{"names": ["id"]}]',
+        ),
     ],
 )
 def test_values_are_parsed_when_set(tmp_path: Path, key: str, bad: str, good: str) -> None:

@@ -46,7 +46,9 @@ class MappedField:
         object.__setattr__(self, "names", tuple(dict.fromkeys(self.names)))
         object.__setattr__(self, "fields", tuple(self.fields))
         fid = self.field_id
-        if fid is not None and (isinstance(fid, bool) or not isinstance(fid, int)):
+        if fid is not None and (
+            isinstance(fid, bool) or not isinstance(fid, int) or not _INT_MIN <= fid <= _INT_MAX
+        ):
             raise ValidationError(f"name mapping field-id must be an int, got {fid!r}")
         _check_unique(self.fields)
 
@@ -163,6 +165,9 @@ class NameMapping:
 
     def __repr__(self) -> str:
         return f"NameMapping({list(self._fields)!r})"
+
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 def _shown(obj: Any) -> str:

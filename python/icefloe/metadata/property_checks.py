@@ -30,6 +30,8 @@ def check_properties(
     validate_properties(updates, current)
     for key, value in updates.items():
         if key == _T.DEFAULT_NAME_MAPPING:
+            if not str(value).strip():
+                raise ValidationError(f"table property {key} is not a name mapping: it is empty")
             table_mapping({key: str(value)})
         if schema is not None and key.startswith(_T.METRICS_MODE_COLUMN_PREFIX):
             column = key[len(_T.METRICS_MODE_COLUMN_PREFIX) :]
