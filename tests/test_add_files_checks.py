@@ -384,6 +384,37 @@ def test_two_columns_the_name_mapping_gives_one_id_are_refused(tmp_path: Path) -
     assert t.refresh().current_snapshot() is None
 
 
+@pytest.mark.parametrize("by", ["name mapping", "field ids"])
+def test_a_top_level_column_with_a_nested_fields_id_is_not_described(
+    tmp_path: Path, by: str
+) -> None:
+    """Readers match each enclosing struct by id, so a top-level file column with the id of
+    the nested field st.x is never read (st reads null). add_files recorded its statistics
+    under st.x and the row groups were pruned by them: ``st.x is null`` returned nothing,
+    where DuckDB returns every row."""
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t",
+        Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "st", StructType(NestedField(3, "x", LongType()))),
+        ),
+    )
+    if by == "name mapping":
+        mapping = '[{"field-id":1,"names":["id"]},{"field-id":3,"names":["x"]}]'
+        t.set_properties({DEFAULT_NAME_MAPPING_PROPERTY: mapping})
+        schema = pa.schema([pa.field("id", pa.int64()), pa.field("x", pa.int64())])
+    else:
+        schema = pa.schema([_f("id", pa.int64(), 1), _f("x", pa.int64(), 3)])
+    t.add_files([_write(tmp_path / "f.parquet", schema, {"id": [1, 2], "x": [10, 20]})])
+    full = t.scan().to_arrow().to_pylist()
+    assert full == [{"id": 1, "st": None}, {"id": 2, "st": None}]
+    assert t.scan(row_filter="st.x is null").to_arrow().to_pylist() == full
+    assert t.scan(row_filter="st.x = 10").to_arrow().to_pylist() == []
+    (row,) = t.inspect.files().to_pylist()
+    assert {k for k, _ in row["value_counts"]} == {1}
+
+
 @pytest.mark.parametrize("transform", ["identity", "truncate[3]"])
 def test_truncated_string_statistics_do_not_refuse_one_partition(
     tmp_path: Path, transform: str

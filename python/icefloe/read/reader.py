@@ -199,7 +199,7 @@ class _TaskReader:
         for seen, layout in list(layouts):
             if seen.equals(schema, check_metadata=True):  # field ids included
                 return layout
-        layout = _FileLayout(self._file_schema(schema), schema)
+        layout = _FileLayout(self._file_schema(schema), schema, self.options.schema)
         layouts.append((schema, layout))
         if len(layouts) > _LAYOUTS_PER_SCAN:
             del layouts[0]
@@ -653,10 +653,19 @@ class _FileLayout:
     mapping applied), its column names, the field-id index, and the Parquet leaf of each
     top-level string or binary column."""
 
-    __slots__ = ("_leaves", "columns", "file_schema", "mapped", "raw_names", "string_leaves")
+    __slots__ = (
+        "_leaves",
+        "columns",
+        "file_schema",
+        "mapped",
+        "raw_names",
+        "string_leaves",
+        "table",
+    )
 
-    def __init__(self, file_schema: pa.Schema, schema: pa.Schema) -> None:
+    def __init__(self, file_schema: pa.Schema, schema: pa.Schema, table: Schema) -> None:
         self.file_schema = file_schema
+        self.table = table
         # the ids come from the name mapping: the columns read carry none in nested fields
         self.mapped = file_schema is not schema
         self.raw_names = file_schema.names  # the file's own names (name mapping renames none)
@@ -673,7 +682,7 @@ class _FileLayout:
     def leaves(self) -> dict[int, tuple[int, pa.DataType]]:
         """Field id -> (Parquet leaf index, Arrow type), for row-group pruning."""
         if self._leaves is None:
-            self._leaves = leaves_by_field_id(self.file_schema)
+            self._leaves = leaves_by_field_id(self.file_schema, self.table)
         return self._leaves
 
 

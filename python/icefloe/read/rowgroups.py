@@ -34,6 +34,7 @@ from icefloe.expressions.base import (
     Op,
     Or,
 )
+from icefloe.schema import Schema
 from icefloe.types import BinaryType, FixedType, PrimitiveType, StringType
 
 __all__ = ["RowGroupFilter", "leaves_by_field_id"]
@@ -52,32 +53,42 @@ _FALSE_ON_NULL = frozenset(
 )
 
 
-def leaves_by_field_id(schema: pa.Schema) -> dict[int, tuple[int, pa.DataType]]:
+def leaves_by_field_id(
+    schema: pa.Schema, table: Schema | None = None
+) -> dict[int, tuple[int, pa.DataType]]:
     """Field id -> (Parquet leaf column index, file Arrow type) of every leaf outside lists/maps
-    (pass it to :class:`RowGroupFilter` for the files of one schema)."""
+    (pass it to :class:`RowGroupFilter` for the files of one schema). With the ``table``
+    schema, only leaves where readers find them: each enclosing struct carrying the id of the
+    table's (a top-level column with the id of a nested field is never read)."""
     out: dict[int, tuple[int, pa.DataType]] = {}
     counter = [0]
 
-    def walk(f: pa.Field, repeated: bool) -> None:
+    def placed(fid: int, path: tuple[int | None, ...]) -> bool:
+        if table is None or fid not in table.field_ids:
+            return True
+        return path == tuple(a.field_id for a in table.ancestors(fid))
+
+    def walk(f: pa.Field, repeated: bool, path: tuple[int | None, ...]) -> None:
         t = f.type
         if isinstance(t, pa.BaseExtensionType):
             t = t.storage_type
         if pa.types.is_struct(t):
+            inner = (*path, field_id_of(f))
             for i in range(t.num_fields):
-                walk(t.field(i), repeated)
+                walk(t.field(i), repeated, inner)
         elif pa.types.is_map(t):
-            walk(t.key_field, True)
-            walk(t.item_field, True)
+            walk(t.key_field, True, path)
+            walk(t.item_field, True, path)
         elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            walk(t.value_field, True)
+            walk(t.value_field, True, path)
         else:
             fid = field_id_of(f)
-            if fid is not None and not repeated:
+            if fid is not None and not repeated and placed(fid, path):
                 out[fid] = (counter[0], t)
             counter[0] += 1
 
     for f in schema:
-        walk(f, False)
+        walk(f, False, ())
     return out
 
 

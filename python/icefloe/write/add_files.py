@@ -114,6 +114,29 @@ def _repeated_ids(schema: pa.Schema) -> list[int]:
     return sorted(fid for fid, n in counts.items() if n > 1)
 
 
+def _read_id(chain: tuple[pa.Field, ...], schema: Schema) -> int | None:
+    """The field id of the leaf at ``chain`` as readers find it: None when the table has its
+    id at another place (readers match each enclosing struct field by id, so a top-level column
+    with the id of a nested field is never read, and must not be described). A list's element
+    may have no id; a map's key and value are taken by position."""
+    fid = field_id_of(chain[-1])
+    if fid is None or fid not in schema.field_ids:
+        return fid
+    table_chain = (*schema.ancestors(fid), schema.find_field(fid))
+    if len(table_chain) != len(chain):
+        return None
+    parent: IcebergType | None = None
+    for f, want in zip(chain, table_chain, strict=True):
+        have = field_id_of(f)
+        if isinstance(parent, ListType):
+            if have not in (None, want.field_id):
+                return None
+        elif not isinstance(parent, MapType) and have != want.field_id:
+            return None
+        parent = want.field_type
+    return fid
+
+
 def _arrow_kind(t: pa.DataType) -> str:
     if pa.types.is_struct(t):
         return "struct"
@@ -547,7 +570,7 @@ def data_files_from_parquet(
             if len(chains) != md.num_columns:
                 raise ValidationError(f"{path}: {len(chains)} Arrow leaves for {md.num_columns}")
             _check_shapes(path, chains, schema)
-            ids = [field_id_of(c[-1]) for c in chains]
+            ids = [_read_id(c, schema) for c in chains]
             present = {i for i in ids if i is not None}
             reserved = sorted(i for i in present if i > MAX_USER_FIELD_ID)
             if reserved:
