@@ -176,13 +176,46 @@ def test_update_mapping_keeps_old_names_as_aliases() -> None:
         NestedField(2, "loc", StructType(NestedField(3, "latitude", DoubleType()))),
         NestedField(9, "new_col", StringType()),
     )
-    new = update_mapping(old, renamed)
+    new = update_mapping(old, renamed, SCHEMA)
     assert new.find("identifier") == new.find("id") == MappedField(("identifier", "id"), 1)
     assert new.find("loc", "lat") == MappedField(("latitude", "lat"), 3)
     assert new.find("new_col") == MappedField(("new_col",), 9)
     assert new.find("tags", "element") == MappedField(("element",), 5)  # dropped, still mapped
     # A new column that takes a dropped column's name claims it.
     reuse = Schema(NestedField(10, "tags", StringType()))
-    after = update_mapping(old, reuse)
+    after = update_mapping(old, reuse, SCHEMA)
     found = after.find("tags")
     assert found is not None and found.field_id == 10
+
+
+def test_a_schema_change_touches_only_what_it_changes_in_a_custom_mapping(
+    tmp_path: Path,
+) -> None:
+    """Adding a column rewrote the rest of a hand-written mapping: a name it gave another id
+    moved to the current column of that name and columns it left out were mapped, so old files
+    read other values. As Iceberg Java's mapping update, only the added column joins, and a
+    rename adds its new name, taken from the other fields of its level."""
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.t",
+        pa.schema(
+            [pa.field("a", pa.int64()), pa.field("b", pa.int64()), pa.field("c", pa.int64())]
+        ),
+    )
+    # the files' column 'a' holds the table's b, 'old_a' its a; their 'c' is not the table's
+    mapping = [{"field-id": 1, "names": ["old_a"]}, {"field-id": 2, "names": ["b", "a"]}]
+    t.set_properties({DEFAULT_NAME_MAPPING_PROPERTY: json.dumps(mapping)})
+    path = tmp_path / "legacy.parquet"
+    pq.write_table(pa.table({"old_a": [1], "a": [200], "c": [-999]}), path)
+    t.add_files([str(path)])
+    before = t.scan().to_arrow().to_pylist()
+    assert before == [{"a": 1, "b": 200, "c": None}]
+    with t.update_schema() as u:
+        u.add_column("z", LongType())
+    added = [*mapping, {"field-id": 4, "names": ["z"]}]
+    assert json.loads(t.properties[DEFAULT_NAME_MAPPING_PROPERTY]) == added
+    assert t.scan().to_arrow().select(["a", "b", "c"]).to_pylist() == before
+    with t.update_schema() as u:
+        u.rename_column("z", "old_a")
+    renamed = [{"field-id": 1, "names": []}, mapping[1], {"field-id": 4, "names": ["old_a", "z"]}]
+    assert json.loads(t.properties[DEFAULT_NAME_MAPPING_PROPERTY]) == renamed

@@ -261,65 +261,49 @@ def _children(t: IcebergType) -> tuple[MappedField, ...]:
     return ()
 
 
-def update_mapping(mapping: NameMapping, schema: Schema) -> NameMapping:
-    """The mapping after a schema change: every column of ``schema`` maps its current name to
-    its id, keeping earlier names as aliases (so files written before a rename still resolve),
-    and mappings of columns no longer in the schema are kept for old files."""
-    old_by_id: dict[int, MappedField] = {}
+def update_mapping(mapping: NameMapping, schema: Schema, previous: Schema) -> NameMapping:
+    """The mapping after a schema change from ``previous`` to ``schema``, as Iceberg Java's
+    ``MappingUtil.update`` makes it: a renamed column's mapped field gains its new name (earlier
+    names stay as aliases, so files written before the rename still resolve) and each added
+    column joins under its parent's mapped field. A name the change gives a column is taken
+    from the other mapped fields of its level; nothing else changes (columns the mapping leaves
+    out stay out, and entries of dropped columns stay for old files)."""
+    old_ids = previous.field_ids
+    renamed: dict[int, str] = {}
+    added: dict[int, list[NestedField]] = {}
+    for fid in schema.field_ids:
+        f = schema.find_field(fid)
+        parents = schema.ancestors(fid)
+        if fid in old_ids:
+            if f.name != previous.find_field(fid).name:
+                renamed[fid] = f.name
+        elif not parents or parents[-1].field_id in old_ids:
+            added.setdefault(parents[-1].field_id if parents else -1, []).append(f)
 
-    def index(fields: Sequence[MappedField]) -> None:
-        for f in fields:
-            if f.field_id is not None:
-                old_by_id.setdefault(f.field_id, f)
-            index(f.fields)
+    def with_added(fields: list[MappedField], parent: int) -> list[MappedField]:
+        new = added.get(parent, [])
+        taken = {f.name: f.field_id for f in new}
+        return [_without_names(m, taken) for m in fields] + [_mapped(f) for f in new]
 
-    index(mapping.fields)
+    def level(fields: Sequence[MappedField]) -> list[MappedField]:
+        out = [one(m) for m in fields]
+        taken = {renamed[m.field_id]: m.field_id for m in out if m.field_id in renamed}
+        return [_without_names(m, taken) for m in out]
 
-    def merge(f: NestedField) -> MappedField:
-        old = old_by_id.get(f.field_id)
-        names = [f.name] + [n for n in (old.names if old else ()) if n != f.name]
-        nested = _nested_fields(f.field_type)
-        children = [merge(c) for c in nested]
-        live = {c.field_id for c in nested}
-        kept = [c for c in (old.fields if old else ()) if c.field_id not in live]
-        return MappedField(tuple(names), f.field_id, _level(nested, [*children, *kept]))
+    def one(m: MappedField) -> MappedField:
+        names = m.names
+        new_name = renamed.get(m.field_id) if m.field_id is not None else None
+        if new_name is not None and new_name not in names:
+            names = (new_name, *names)
+        children = level(m.fields)
+        if m.field_id is not None:
+            children = with_added(children, m.field_id)
+        return MappedField(names, m.field_id, tuple(children))
 
-    top = [merge(f) for f in schema.fields]
-    live_top = {f.field_id for f in schema.fields}
-    kept_top = [m for m in mapping.fields if m.field_id not in live_top]
-    return NameMapping(_level(schema.fields, [*top, *kept_top]))
-
-
-def _level(current: Sequence[NestedField], fields: list[MappedField]) -> tuple[MappedField, ...]:
-    """The mapped fields of one level: a name a current column has is that column's only, as
-    Java's mapping update gives it (a column renamed from ``a`` loses the alias ``a`` when a new
-    column takes the name), then :func:`_dedupe`."""
-    taken = {f.field_id: f.name for f in current}
-    owners = {name: fid for fid, name in taken.items()}
-    out = [
-        MappedField(
-            tuple(n for n in m.names if owners.get(n, m.field_id) == m.field_id),
-            m.field_id,
-            m.fields,
-        )
-        for m in fields
-    ]
-    return _dedupe(out)
+    return NameMapping(with_added(level(mapping.fields), -1))
 
 
-def _nested_fields(t: IcebergType) -> tuple[NestedField, ...]:
-    if isinstance(t, StructType | ListType | MapType):
-        return t.fields
-    return ()
-
-
-def _dedupe(fields: list[MappedField]) -> tuple[MappedField, ...]:
-    """Drops names already claimed by an earlier (current) field at the same level."""
-    seen: set[str] = set()
-    out: list[MappedField] = []
-    for f in fields:
-        names = tuple(n for n in f.names if n not in seen)
-        seen.update(names)
-        if names or f.field_id is not None:
-            out.append(MappedField(names, f.field_id, f.fields))
-    return tuple(out)
+def _without_names(m: MappedField, taken: Mapping[str, int]) -> MappedField:
+    """``m`` without the names ``taken`` gives other field ids."""
+    names = tuple(n for n in m.names if taken.get(n, m.field_id) == m.field_id)
+    return m if names == m.names else MappedField(names, m.field_id, m.fields)

@@ -71,14 +71,16 @@ def _path(name: str | Sequence[str]) -> tuple[str, ...]:
     return parts
 
 
-def _mapping_update(properties: Mapping[str, str], schema: Schema) -> list[TableUpdate]:
-    """The table's name mapping (if any) after a schema change, as the reference keeps it:
-    new names and columns join it and earlier names stay as aliases, so files without field
-    ids keep resolving."""
+def _mapping_update(
+    properties: Mapping[str, str], schema: Schema, previous: Schema
+) -> list[TableUpdate]:
+    """The table's name mapping (if any) after a schema change from ``previous``, as the
+    reference keeps it: the change's new names and columns join it and earlier names stay as
+    aliases, so files without field ids keep resolving."""
     mapping = table_mapping(properties)
     if mapping is None:
         return []
-    text = update_mapping(mapping, schema).to_json_string()
+    text = update_mapping(mapping, schema, previous).to_json_string()
     return [SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: text})]
 
 
@@ -593,7 +595,7 @@ class UpdateSchema(PendingUpdate):
                 AddSchema(new, self._last_column_id),
                 SetCurrentSchema(-1),
             ]
-            updates += _mapping_update(self._tx.metadata.properties, new)
+            updates += _mapping_update(self._tx.metadata.properties, new, self._schema)
             updates += _metrics_updates(self._tx.metadata.properties, self._schema, new)
             self._tx.apply(updates)
         if self._autocommit:
