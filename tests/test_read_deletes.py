@@ -382,7 +382,7 @@ def test_small_files_read_dictionary_columns_plain(
     rows = [{"id": i, "cat": f"c{i % 6}", "n": i % 4} for i in range(500)]
     path = write_data(tmp_path / "dict.parquet", SCHEMA, rows, row_group_size=128).file_path
     checked = open_checked(FileIO(), path)
-    layout = rr._FileLayout(checked.schema, checked.schema)
+    layout = rr._FileLayout(checked.schema, checked.schema, SCHEMA)
     monkeypatch.setattr(rr, "MIN_DICTIONARY_VALUES", 32_768)
     assert rr._dictionary_columns(checked, layout, ["id", "cat"]) == []
     monkeypatch.setattr(rr, "MIN_DICTIONARY_VALUES", 500)
@@ -409,7 +409,7 @@ def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
 
     def dictionary_columns(path: str, names: list[str]) -> list[str]:
         checked = open_checked(io, path)
-        layout = rr._FileLayout(checked.schema, checked.schema)
+        layout = rr._FileLayout(checked.schema, checked.schema, SCHEMA)
         return rr._dictionary_columns(checked, layout, names)
 
     assert dictionary_columns(dict_file.file_path, ["id", "cat"]) == ["cat"]
@@ -430,7 +430,7 @@ def test_dictionary_encoded_strings_read_as_dictionaries_give_the_same_rows(
     nested_path = str(tmp_path / "nested.parquet")
     pq.write_table(nested, nested_path, use_dictionary=["s"])
     checked = open_checked(io, nested_path)
-    layout = rr._FileLayout(checked.schema, checked.schema)
+    layout = rr._FileLayout(checked.schema, checked.schema, SCHEMA)
     meta = checked.file.metadata
     paths = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     assert layout.string_leaves == {"s": paths["s"], "p": paths["p"]}
