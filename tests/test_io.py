@@ -67,6 +67,26 @@ def test_create_is_exclusive(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["v1.metadata.json"]
 
 
+@pytest.mark.parametrize("error", [ValueError("the producer failed"), OSError("disk full")])
+def test_a_failed_overwrite_keeps_the_previous_file(tmp_path: Path, error: Exception) -> None:
+    """A write replacing a file that fails half-way (its producer raising, or the disk) leaves
+    the previous content as it was, and no temporary file; before, the file was truncated in
+    place and then deleted."""
+    io = FileIO()
+    loc = str(tmp_path / "d" / "version-hint.text")
+    io.new_output(loc).write(b"old content")
+    with pytest.raises(Exception) as info, io.new_output(loc).writing(overwrite=True) as stream:
+        stream.write(b"new" * 100_000)
+        raise error
+    assert "producer" in str(info.value) or "disk full" in str(info.value)
+    assert (tmp_path / "d" / "version-hint.text").read_bytes() == b"old content"
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["version-hint.text"]
+    with io.new_output(loc).writing(overwrite=True) as stream:
+        stream.write(b"replaced")
+    assert io.new_input(loc).read() == b"replaced"
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["version-hint.text"]
+
+
 def test_exclusive_write_has_one_winner(tmp_path: Path) -> None:
     io = FileIO()
     loc = str(tmp_path / "race.json")

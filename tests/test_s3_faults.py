@@ -139,6 +139,38 @@ def test_a_block_that_raises_publishes_nothing(
     assert _uploads(moto_s3, location) == []
 
 
+@pytest.mark.parametrize("own_client", [False, True], ids=["pyarrow", "own-client"])
+def test_a_failed_overwrite_keeps_the_previous_object(
+    moto_s3: S3Server, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch, own_client: bool
+) -> None:
+    """Replacing an object (a hadoop catalog's version hint or namespace properties) that fails,
+    its upload refused by the store or its producer raising, leaves the previous object as it
+    was; before, the object was deleted. Without a signing client of icefloe's own (instance
+    credentials only pyarrow finds) the object is streamed through pyarrow."""
+    if not own_client:
+        monkeypatch.setattr(FileIO, "s3_client", lambda self, location: None)
+    location = f"{moto_s3.fresh_location()}/ns.json"
+    bucket, _, key = location.removeprefix("s3://").partition("/")
+    moto_s3.client().put_object(Bucket=bucket, Key=key, Body=b"old")
+    io = FileIO(_properties(moto_s3, proxy))
+    stored = lambda: moto_s3.client().get_object(Bucket=bucket, Key=key)["Body"].read()  # noqa: E731
+    proxy.add(Fault("PUT", r"/ns\.json", 500))
+    with pytest.raises((FileIOError, UnknownWriteStateError), match=re.escape(location)):
+        io.new_output(location).write(b"x" * (6 << 20), overwrite=True)
+    assert proxy.faults[0].hits
+    proxy.clear()
+    assert stored() == b"old"
+    failed = pytest.raises(ValueError, match="the producer failed")
+    with failed, io.new_output(location).writing(overwrite=True) as stream:
+        stream.write(b"new")
+        raise ValueError("the producer failed")
+    assert stored() == b"old"
+    if own_client:  # pyarrow's stream, when an upload fails, leaves it for a client to abort
+        assert _uploads(moto_s3, location) == []
+    io.new_output(location).write(b"new", overwrite=True)
+    assert stored() == b"new"
+
+
 def test_a_small_data_file_is_written_with_one_put(
     moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
 ) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from icefloe.durable import sync_directories, writeback_file
+from icefloe.durable import sync_directories, sync_files, writeback_file
 from icefloe.exceptions import AlreadyExistsError, NotFoundError, UnknownWriteStateError
 from icefloe.io.errors import map_error
 
@@ -146,12 +146,22 @@ class OutputFile:
     @contextlib.contextmanager
     def writing(self, overwrite: bool = False) -> Iterator[pa.NativeFile]:
         """:meth:`create`'s stream, closed when the block ends. An I/O failure while writing
-        or closing raises :class:`FileIOError` naming the location. A block that raises leaves
-        no file: on S3 the multipart upload in progress is aborted before the stream closes
-        (closing would complete it with what was written so far; pyarrow's stream also leaves
-        an upload behind, billed, when completing it fails), and whatever closing still wrote
-        is deleted."""
-        stream = self.create(overwrite=overwrite)
+        or closing raises :class:`FileIOError` naming the location.
+
+        A new file (``overwrite=False``) is left out when the block raises: on S3 the multipart
+        upload in progress is aborted before the stream closes (closing would complete it with
+        what was written so far; pyarrow's stream also leaves an upload behind, billed, when
+        completing it fails), and whatever closing still wrote is deleted.
+
+        With ``overwrite=True`` the file is replaced only by a complete new one, and a failure
+        leaves the previous file as it was: a local file is written to a temporary file renamed
+        over it; an object-store file is gathered in memory and uploaded when the block ends.
+        """
+        if overwrite:
+            with self._replacing() as stream:
+                yield stream
+            return
+        stream = self.create()
         try:
             yield stream
             stream.close()
@@ -168,6 +178,70 @@ class OutputFile:
             with contextlib.suppress(Exception):
                 stream.close()
             raise
+
+    @contextlib.contextmanager
+    def _replacing(self) -> Iterator[pa.NativeFile]:
+        """:meth:`writing`'s stream with ``overwrite=True``: the file at the location is
+        replaced once the block ends, and stays as it was if the block or the write fails."""
+        fs, path = self._io.resolve(self.location)
+        if not isinstance(fs, pafs.LocalFileSystem):
+            buffer = pa.BufferOutputStream()
+            yield buffer
+            self.write(buffer.getvalue().to_pybytes(), overwrite=True)
+            return
+        directory = os.path.dirname(path) or "."
+        try:
+            changed = [directory, *_make_directories(directory)]
+        except OSError as exc:
+            raise map_error(exc, self.location, "write") from exc
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        stream = pa.BufferedOutputStream(
+            pa.PythonFile(writeback_file(self._open_local(tmp, overwrite=False)), mode="w"),
+            _LOCAL_WRITE_BUFFER,
+        )
+        try:
+            yield stream
+            stream.close()
+            sync_files([tmp])
+            os.replace(tmp, path)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                stream.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise map_error(exc, self.location, "write") from exc
+            raise
+        self._sync_replaced(changed)
+
+    def _sync_replaced(self, directories: list[str]) -> None:
+        """Put the directories whose entries a local write changed on stable storage."""
+        try:
+            sync_directories(directories)
+        except Exception as exc:
+            raise UnknownWriteStateError(
+                f"{self.location} was written but its directory could not be synced, so a "
+                f"crash may still lose it: {exc}"
+            ) from exc
+
+    def _upload_replacing(self, path: str, data: bytes) -> None:
+        """Replace the object-store file at ``path`` with ``data`` through pyarrow's stream. A
+        failed upload changes nothing stored (an uncompleted multipart upload is not visible),
+        so nothing is deleted: the previous file stays; the upload is aborted."""
+        fs, _ = self._io.resolve(self.location)
+        try:
+            stream = fs.open_output_stream(path)
+        except Exception as exc:
+            raise map_error(exc, self.location, "create") from exc
+        try:
+            stream.write(data)
+            stream.close()
+        except Exception as exc:
+            self._io.abort_uploads(self.location)
+            with contextlib.suppress(Exception):
+                stream.close()
+            self._io.abort_uploads(self.location)
+            raise map_error(exc, self.location, "write") from exc
 
     def _open_local(self, path: str, overwrite: bool) -> int:
         """A descriptor of the local file ``path`` opened for writing, its directories made;
@@ -234,18 +308,16 @@ class OutputFile:
                 # error must neither hide the write's nor turn a finished write into a failure
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-            try:  # the new name, and any directory created for it, on stable storage too
-                sync_directories(changed)
-            except Exception as exc:
-                raise UnknownWriteStateError(
-                    f"{self.location} was written but its directory could not be synced, so a "
-                    f"crash may still lose it: {exc}"
-                ) from exc
+            # the new name, and any directory created for it, on stable storage too
+            self._sync_replaced(changed)
             return
         client = self._io.s3_client(self.location)
         if client is not None:
             bucket, _, key = path.partition("/")
             client.put_object(bucket, key, data, if_absent=not overwrite)
             return
-        with self.writing(overwrite=overwrite) as stream:
+        if overwrite:
+            self._upload_replacing(path, data)
+            return
+        with self.writing() as stream:
             stream.write(data)
