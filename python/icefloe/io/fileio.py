@@ -216,12 +216,17 @@ class FileIO:
             return self._s3
 
     # -- resolution ---------------------------------------------------------------------------
-    def resolve(self, location: str) -> tuple[pafs.FileSystem, str]:
-        """The pyarrow file system and the path inside it for ``location``."""
+    def resolve(self, location: str, *, exact: bool = False) -> tuple[pafs.FileSystem, str]:
+        """The pyarrow file system and the path inside it for ``location``.
+
+        An object-store location with an empty, ``.`` or ``..`` path segment is refused with
+        :class:`ValidationError` (pyarrow's clients would read it elsewhere than icefloe's own
+        writes it), unless ``exact``: for icefloe's own requests, which use the key as given.
+        """
         if not location:
             raise ValidationError("empty file location")
         if self._prefixes and (routed := self.for_location(location)) is not self:
-            return routed.resolve(location)
+            return routed.resolve(location, exact=exact)
         if CONTROL.search(location):
             check_location(location)
         if location.startswith("file:///") and not URL_SPECIAL.search(location):
@@ -237,6 +242,8 @@ class FileIO:
         if scheme in S3_SCHEMES or scheme in GCS_SCHEMES:
             if not parsed.netloc:
                 raise ValidationError(f"location {location!r} has no bucket")
+            if not exact:
+                _check_object_path(location, parsed.path)
             path = f"{parsed.netloc}{parsed.path}".rstrip("/")
             return self._filesystem(scheme, parsed.netloc), path
         if scheme in HDFS_SCHEMES:
@@ -248,6 +255,8 @@ class FileIO:
                 raise ValidationError(
                     f"location {location!r} needs the form {scheme}://<container>@<account>.../path"
                 )
+            if not exact:
+                _check_object_path(location, parsed.path)
             path = f"{container}{parsed.path}".rstrip("/")
             return self._filesystem(scheme, host.split(".", 1)[0]), path
         raise ValidationError(f"unsupported file location scheme {scheme!r} in {location!r}")
@@ -470,7 +479,8 @@ class FileIO:
                 if on_deleted is not None:
                     on_deleted(1)
                 continue
-            bucket, _, key = self.resolve(location)[1].partition("/")
+            # the key as listed: deleting it is exact, even when pyarrow would read it elsewhere
+            bucket, _, key = self.resolve(location, exact=True)[1].partition("/")
             batches.setdefault((id(client), bucket), (client, []))[1].append(key)
         for (_, bucket), (client, keys) in batches.items():
             client.delete_objects(bucket, keys, on_deleted)
@@ -670,6 +680,14 @@ def _list_local(root: str, base: str) -> Iterator[FileInfo]:
                 raise map_error(exc, base, "list") from exc
             rel = f"{rel_dir}/{name}" if rel_dir else name
             yield FileInfo(f"{base}/{rel}", st.st_size, st.st_mtime_ns // 1_000_000)
+
+
+def _check_object_path(location: str, path: str) -> None:
+    """Refuse an object-store ``location`` whose ``path`` has an empty, ``.`` or ``..``
+    segment (:func:`check_location`): icefloe's own requests would keep it in the key while
+    pyarrow's drop it, so a file written there could not be read back."""
+    if "//" in path or "/." in path:
+        check_location(location)
 
 
 def _has_keys(config: Mapping[str, str]) -> bool:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.expressions import AlwaysTrue, BooleanExpression, parse
-from icefloe.io import FileIO
+from icefloe.io import FileIO, check_location
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.scan.manifests import manifest_entries, partition_keys
@@ -272,6 +272,8 @@ def add_files(
     if not all(isinstance(p, str) for p in paths):
         raise ValidationError(f"add_files takes file paths (strings), got {paths!r}")
     wanted = [absolute_location(p) for p in paths]
+    for location in wanted:
+        check_location(location)  # a location later reads would resolve elsewhere
     comparable = same_file_locations(pa.array(wanted, pa.string()))
     if len(pc.unique(comparable)) != len(wanted):
         names = comparable.to_pylist()
