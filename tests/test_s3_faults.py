@@ -486,6 +486,42 @@ def test_secrets_echoed_by_the_server_stay_out_of_errors(
     assert "***" in str(errors[0]) and "***" in str(errors[2])
 
 
+@pytest.mark.parametrize("status", [400, 403])
+def test_secrets_echoed_by_the_server_stay_out_of_tracebacks(
+    moto_s3: S3Server, proxy: FaultProxy, status: int
+) -> None:
+    """The error pyarrow raised, chained to the typed one, holds no secret either: before, a
+    log's ``logging.exception`` or the CLI's ``--debug`` printed the session token the server
+    echoed, from the chained error's text."""
+    import traceback
+
+    props = _properties(
+        moto_s3, proxy, **{"s3.secret-access-key": SECRET, "s3.session-token": TOKEN}
+    )
+    io = FileIO(props)
+    location = f"{moto_s3.fresh_location()}/big.bin"
+    proxy.add(Fault("POST", r"/big\.bin\?uploads", status, echo=SECRET))
+    proxy.add(Fault("GET", r"/big\.bin", status, echo=SECRET))
+    failed = pytest.raises(FileIOError)
+    with failed as write, io.new_output(location).writing() as stream:  # pyarrow's upload
+        stream.write(b"x" * (6 << 20))
+    bucket, _, key = location.removeprefix("s3://").partition("/")
+    moto_s3.client().put_object(Bucket=bucket, Key=key, Body=bytes(4096))
+    with pytest.raises(FileIOError) as read:
+        io.new_input(location).read()  # pyarrow's stream
+    assert all(f.hits for f in proxy.faults), proxy.log
+    for error in (write.value, read.value):
+        printed = "".join(traceback.format_exception(error))
+        chain: list[BaseException] = []
+        current: BaseException | None = error
+        while current is not None and current not in chain:
+            chain.append(current)
+            current = current.__cause__ or current.__context__
+        texts = [printed, *(f"{e} {e!r} {e.args!r}" for e in chain)]
+        assert len(chain) > 1  # the store's error is still there to debug with
+        assert not any(TOKEN in t or SECRET in t for t in texts), texts
+
+
 # -- configuration -----------------------------------------------------------------------------
 
 

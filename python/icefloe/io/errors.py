@@ -87,11 +87,28 @@ def file_io_error(exc: BaseException, location: str, action: str) -> FileIOError
     return FileIOError(f"cannot {action} {shortened(location)}: {scrub(str(error))}")
 
 
+def scrub_exception(exc: BaseException) -> None:
+    """Remove every known secret from the text of ``exc`` and of the errors it was raised
+    from, in place: the typed error is raised from ``exc``, and a traceback (a log's
+    ``logging.exception``, the CLI's ``--debug``) prints the whole chain."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(isinstance(a, str) and scrub(a) != a for a in current.args):
+            current.args = tuple(scrub(a) if isinstance(a, str) else a for a in current.args)
+        if isinstance(current, OSError) and isinstance(current.strerror, str):
+            current.strerror = scrub(current.strerror)
+        current = current.__cause__ or current.__context__
+
+
 def map_error(exc: BaseException, location: str, action: str) -> Exception:
     """Translate an OS/Arrow error into the icefloe class, naming the location (an icefloe
-    error is returned as it is)."""
+    error is returned as it is). Secrets are removed from the text of ``exc`` too (it is
+    chained to the typed error)."""
     if isinstance(exc, IcebergError):
         return exc
+    scrub_exception(exc)
     location = shortened(location)
     if isinstance(exc, FileNotFoundError) or (
         isinstance(exc, OSError) and exc.errno == errno.ENOENT
