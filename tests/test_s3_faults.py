@@ -544,6 +544,25 @@ def test_an_access_key_without_its_secret_is_refused_before_any_request(
     assert proxy.log == []
 
 
+@pytest.mark.parametrize(
+    "extra", [{"s3.anonymous": "true"}, {"s3.role-arn": "arn:aws:iam::123456789012:role/r"}]
+)
+def test_keys_with_anonymous_access_or_a_role_are_refused_before_any_request(
+    moto_s3: S3Server, proxy: FaultProxy, extra: dict[str, str]
+) -> None:
+    """Keys together with ``s3.anonymous=true`` or ``s3.role-arn`` are a ValidationError naming
+    the properties, for icefloe's own client and pyarrow's alike; before, pyarrow raised a bare
+    ValueError from every operation while icefloe's client went anonymous silently."""
+    location = f"{moto_s3.fresh_location()}/k.bin"
+    io = FileIO(_properties(moto_s3, proxy, **extra))
+    (name,) = extra
+    for op in (lambda: io.new_output(location).write(b"x"), lambda: io.exists(location)):
+        with pytest.raises(ValidationError, match=re.escape(name)) as info:
+            op()
+        assert "s3.access-key-id" in str(info.value)
+    assert proxy.log == []
+
+
 def test_an_object_store_location_with_an_empty_or_dot_segment_is_refused(
     moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
 ) -> None:

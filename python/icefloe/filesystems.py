@@ -83,7 +83,8 @@ def secret_values(properties: Mapping[str, str]) -> list[str]:
 def check_s3_keys(props: Mapping[str, str]) -> None:
     """Refuse one of ``s3.access-key-id`` and ``s3.secret-access-key`` without the other
     (:class:`ValidationError`): requests would be signed with an empty secret, or the secret
-    ignored for other credentials found in the environment."""
+    ignored for other credentials found in the environment. Refuse keys together with
+    ``s3.anonymous=true`` or ``s3.role-arn``, which pyarrow cannot combine with them."""
     key, secret = bool(props.get(S3_ACCESS_KEY_ID)), bool(props.get(S3_SECRET_ACCESS_KEY))
     if key != secret:
         given, missing = (
@@ -92,6 +93,18 @@ def check_s3_keys(props: Mapping[str, str]) -> None:
             else (S3_SECRET_ACCESS_KEY, S3_ACCESS_KEY_ID)
         )
         raise ValidationError(f"FileIO property {given} is set without {missing}; set both")
+    keys = [k for k in (S3_ACCESS_KEY_ID, S3_SESSION_TOKEN) if props.get(k)]
+    if keys and truthy(props.get(S3_ANONYMOUS)):
+        raise ValidationError(
+            f"FileIO property {S3_ANONYMOUS}=true is set with {' and '.join(keys)}: unsigned "
+            "requests cannot use credentials; remove one or the other"
+        )
+    if keys and props.get(S3_ROLE_ARN):
+        raise ValidationError(
+            f"FileIO property {S3_ROLE_ARN} is set with {' and '.join(keys)}: a role is "
+            "assumed with the credentials the AWS SDK finds itself (an instance role, the "
+            "environment); remove one or the other"
+        )
 
 
 def truthy(value: str | None) -> bool:

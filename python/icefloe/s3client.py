@@ -147,6 +147,7 @@ class S3Client:
     def from_properties(props: Mapping[str, str]) -> S3Client | None:
         """A client for the ``s3.*`` properties, or None when no credentials can be resolved
         here (pyarrow may still find some, e.g. an instance role)."""
+        check_s3_keys(props)
         anonymous = _truthy(props.get("s3.anonymous"))
         credentials = None if anonymous else resolve_credentials(props)
         if credentials is None and not anonymous:
