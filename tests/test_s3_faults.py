@@ -563,6 +563,36 @@ def test_keys_with_anonymous_access_or_a_role_are_refused_before_any_request(
     assert proxy.log == []
 
 
+@pytest.mark.parametrize("name", ["s3.session-token", "s3.secret-access-key", "env"])
+def test_a_credential_with_a_line_break_is_refused_without_showing_it(
+    moto_s3: S3Server, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A credential ending in a newline (a YAML block scalar) is a ValidationError naming the
+    property, not holding the value; before, writes raised http.client's bare ValueError whose
+    text was the token, and reads a FileIOError holding it."""
+    location = f"{moto_s3.fresh_location()}/k.bin"
+    if name == "env":
+        for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.setenv(var, "testing")
+        monkeypatch.setenv("AWS_SESSION_TOKEN", f"{TOKEN}\n")
+        io = FileIO({"s3.endpoint": proxy.endpoint, "s3.region": "us-east-1"})
+        expected = "AWS_SESSION_TOKEN"
+    else:
+        io = FileIO(_properties(moto_s3, proxy, **{name: f"{TOKEN}\r\n"}))
+        expected = name
+    ops = [
+        lambda: io.new_output(location).write(b"x"),
+        lambda: io.new_input(location).open(size=1),
+    ]
+    if name != "env":  # pyarrow's own chain reads the environment itself
+        ops.append(lambda: io.exists(location))
+    for op in ops:
+        with pytest.raises(ValidationError, match=re.escape(expected)) as info:
+            op()
+        assert TOKEN not in f"{info.value} {info.value!r}"
+    assert proxy.log == []
+
+
 def test_an_object_store_location_with_an_empty_or_dot_segment_is_refused(
     moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
 ) -> None:

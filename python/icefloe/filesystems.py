@@ -7,6 +7,7 @@ local, S3 (``s3``, ``s3a``, ``s3n``, ``oss``), GCS, Azure (``abfs[s]``, ``wasb[s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -80,6 +81,21 @@ def secret_values(properties: Mapping[str, str]) -> list[str]:
     ]
 
 
+#: What no credential holds, and an HTTP header cannot carry: a line break or another control
+#: character (a YAML block scalar, or a file read without stripping, ends a value in one).
+_NOT_IN_CREDENTIALS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_credential_text(name: str, value: str | None, what: str) -> None:
+    """Refuse a credential holding a line break or another control character with a
+    :class:`ValidationError` naming ``name`` (never the value, a secret)."""
+    if value and _NOT_IN_CREDENTIALS.search(value):
+        raise ValidationError(
+            f"{what} {name} contains a line break or another control character (a trailing "
+            "newline, say); remove it"
+        )
+
+
 def check_s3_keys(props: Mapping[str, str]) -> None:
     """Refuse one of ``s3.access-key-id`` and ``s3.secret-access-key`` without the other
     (:class:`ValidationError`): requests would be signed with an empty secret, or the secret
@@ -93,6 +109,8 @@ def check_s3_keys(props: Mapping[str, str]) -> None:
             else (S3_SECRET_ACCESS_KEY, S3_ACCESS_KEY_ID)
         )
         raise ValidationError(f"FileIO property {given} is set without {missing}; set both")
+    for name in (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN):
+        check_credential_text(name, props.get(name), "FileIO property")
     keys = [k for k in (S3_ACCESS_KEY_ID, S3_SESSION_TOKEN) if props.get(k)]
     if keys and truthy(props.get(S3_ANONYMOUS)):
         raise ValidationError(

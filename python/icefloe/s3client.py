@@ -43,7 +43,7 @@ from icefloe.exceptions import (
     NotFoundError,
     UnknownWriteStateError,
 )
-from icefloe.filesystems import check_s3_keys
+from icefloe.filesystems import check_credential_text, check_s3_keys
 from icefloe.properties import parse_flag, parse_seconds, parse_url
 from icefloe.sigv4 import Credentials, sign_headers
 
@@ -71,6 +71,8 @@ def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
     env_key = os.environ.get("AWS_ACCESS_KEY_ID")
     env_secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
     if env_key and env_secret:
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            check_credential_text(name, os.environ.get(name), "environment variable")
         return Credentials(env_key, env_secret, os.environ.get("AWS_SESSION_TOKEN") or None)
     profile = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "default"
     path = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.expanduser("~/.aws/credentials")
