@@ -522,6 +522,24 @@ def test_secrets_echoed_by_the_server_stay_out_of_tracebacks(
         assert not any(TOKEN in t or SECRET in t for t in texts), texts
 
 
+def test_keys_xml_cannot_carry_are_deleted_one_by_one(moto_s3: S3Server, proxy: FaultProxy) -> None:
+    """Files whose names hold U+FFFE or U+FFFF (a namespace named so) are deleted by expiry and
+    purges: before, every DeleteObjects body holding one was invalid XML and deleted nothing."""
+    prefix = moto_s3.fresh_location()
+    bucket, _, root = prefix.removeprefix("s3://").partition("/")
+    names = ["sales\ufffe/a.parquet", "x\uffff.avro", "plain-1", "plain-2"]
+    for name in names:
+        moto_s3.client().put_object(Bucket=bucket, Key=f"{root}/{name}", Body=b"1")
+    io = FileIO(_properties(moto_s3, proxy))
+    deleted: list[int] = []
+    proxy.clear()
+    io.delete_files([f"{prefix}/{name}" for name in names], deleted.append)
+    assert moto_s3.client().list_objects_v2(Bucket=bucket, Prefix=root)["KeyCount"] == 0
+    assert sum(deleted) == len(names)
+    methods = sorted(m for m, _ in proxy.log)
+    assert methods == ["DELETE", "DELETE", "POST"], proxy.log  # the plain keys in one batch
+
+
 # -- configuration -----------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ import functools
 import hashlib
 import http.client
 import os
+import re
 import socket
 import ssl
 import threading
@@ -417,13 +418,30 @@ class S3Client:
         on_batch: Callable[[int], None] | None = None,
     ) -> None:
         """Delete ``keys`` with ``DeleteObjects`` requests of up to 1,000 keys (missing keys are
-        not an error); ``on_batch(n)`` is called after each request."""
-        todo = list(keys)
+        not an error); ``on_batch(n)`` is called after each request.
+
+        A key that XML 1.0 cannot carry (``U+FFFE``, a control character) or would not keep
+        (CR, LF) is deleted with a ``DeleteObject`` request of its own."""
+        todo = []
+        for key in keys:
+            if _NOT_IN_XML.search(key):
+                self._delete_one(bucket, key)
+                if on_batch is not None:
+                    on_batch(1)
+            else:
+                todo.append(key)
         for start in range(0, len(todo), DELETE_BATCH):
             batch = todo[start : start + DELETE_BATCH]
             self._delete_batch(bucket, batch)
             if on_batch is not None:
                 on_batch(len(batch))
+
+    def _delete_one(self, bucket: str, key: str) -> None:
+        """Delete one object (a missing one is not an error)."""
+        location = self._location(bucket, key)
+        response = self._retried("DELETE", bucket, key, "", location, "delete")
+        if response.status not in (200, 204, 404):
+            raise self._fail(response, location, "delete")
 
     def _delete_batch(self, bucket: str, keys: list[str]) -> None:
         root = ET.Element("Delete")
@@ -521,6 +539,10 @@ def _upload_ids(body: bytes, key: str) -> list[str]:
         for r in _xml_records(body, "Upload")
         if r.get("Key") == key and r.get("UploadId")
     ]
+
+
+#: Characters an XML 1.0 document cannot hold, and CR and LF, which its parsers normalise.
+_NOT_IN_XML = re.compile("[^\t\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _delete_errors(body: bytes) -> list[tuple[str, str, str]]:
