@@ -166,10 +166,7 @@ class OutputFile:
             yield stream
             stream.close()
         except Exception as exc:
-            self._io.abort_uploads(self.location)
-            with contextlib.suppress(Exception):
-                stream.close()
-            self._io.abort_uploads(self.location)
+            self._abandon(stream)
             self._io.delete_quietly(self.location)
             if isinstance(exc, OSError):
                 raise map_error(exc, self.location, "write") from exc
@@ -178,6 +175,15 @@ class OutputFile:
             with contextlib.suppress(Exception):
                 stream.close()
             raise
+
+    def _abandon(self, stream: pa.NativeFile) -> None:
+        """Give up a failed write's stream: the S3 multipart upload in progress is aborted
+        before the stream closes (closing would complete it with what was written so far) and
+        again after (pyarrow's stream leaves one behind when completing it fails)."""
+        self._io.abort_uploads(self.location)
+        with contextlib.suppress(Exception):
+            stream.close()
+        self._io.abort_uploads(self.location)
 
     @contextlib.contextmanager
     def _replacing(self) -> Iterator[pa.NativeFile]:
@@ -189,12 +195,7 @@ class OutputFile:
             yield buffer
             self.write(buffer.getvalue().to_pybytes(), overwrite=True)
             return
-        directory = os.path.dirname(path) or "."
-        try:
-            changed = [directory, *_make_directories(directory)]
-        except OSError as exc:
-            raise map_error(exc, self.location, "write") from exc
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        changed, tmp = self._temporary_beside(path)
         stream = pa.BufferedOutputStream(
             pa.PythonFile(writeback_file(self._open_local(tmp, overwrite=False)), mode="w"),
             _LOCAL_WRITE_BUFFER,
@@ -213,6 +214,16 @@ class OutputFile:
                 raise map_error(exc, self.location, "write") from exc
             raise
         self._sync_replaced(changed)
+
+    def _temporary_beside(self, path: str) -> tuple[list[str], str]:
+        """For a local write of ``path``: the directories whose entries it changes (made now if
+        missing) and a fresh temporary file name beside it."""
+        directory = os.path.dirname(path) or "."
+        try:
+            changed = [directory, *_make_directories(directory)]
+        except OSError as exc:
+            raise map_error(exc, self.location, "write") from exc
+        return changed, os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
 
     def _sync_replaced(self, directories: list[str]) -> None:
         """Put the directories whose entries a local write changed on stable storage."""
@@ -237,10 +248,7 @@ class OutputFile:
             stream.write(data)
             stream.close()
         except Exception as exc:
-            self._io.abort_uploads(self.location)
-            with contextlib.suppress(Exception):
-                stream.close()
-            self._io.abort_uploads(self.location)
+            self._abandon(stream)
             raise map_error(exc, self.location, "write") from exc
 
     def _open_local(self, path: str, overwrite: bool) -> int:
@@ -286,12 +294,7 @@ class OutputFile:
         """
         fs, path = self._io.resolve(self.location)
         if isinstance(fs, pafs.LocalFileSystem):
-            directory = os.path.dirname(path) or "."
-            try:
-                changed = [directory, *_make_directories(directory)]
-            except OSError as exc:
-                raise map_error(exc, self.location, "write") from exc
-            tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+            changed, tmp = self._temporary_beside(path)
             try:
                 with open(tmp, "wb") as handle:
                     handle.write(data)
