@@ -179,18 +179,14 @@ def _shown(obj: Any) -> str:
 
 
 def _check_unique(fields: Sequence[MappedField]) -> None:
-    """Refuses a name or a field id on two mapped fields of one level."""
+    """Refuses a name on two mapped fields of one level (ids are checked across the whole
+    mapping, :func:`_check_unique_ids`)."""
     seen: set[str] = set()
-    ids: set[int] = set()
     for f in fields:
         for n in f.names:
             if n in seen:
                 raise ValidationError(f"name mapping lists name {n!r} more than once at one level")
             seen.add(n)
-        if f.field_id is not None:
-            if f.field_id in ids:
-                raise ValidationError(f"name mapping gives field id {f.field_id} to two fields")
-            ids.add(f.field_id)
 
 
 def _check_unique_ids(fields: Sequence[MappedField]) -> None:
