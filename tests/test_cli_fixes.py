@@ -7,6 +7,7 @@ from __future__ import annotations
 import decimal
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -473,3 +474,21 @@ def test_scan_shows_variants_as_json_text(world: CliWorld) -> None:
     out = world.root / "var.parquet"
     run(world, "scan", "db.var", "--format", "parquet", "-o", str(out))
     assert pq.read_schema(out).field("v").type.num_fields == 2  # metadata, value
+
+
+def test_health_of_snapshots_dated_in_the_future_gives_no_negative_age(world: CliWorld) -> None:
+    """Snapshots written by a machine whose clock runs ahead: ``health`` said the oldest was
+    "-3.0 days old" (and "1 snapshots"); it says how far from now it is dated."""
+    t = _by_p(world, "db.ahead")
+    t.append(pa.table({"id": _ids(2), "p": ["a", "b"]}))
+    future = int(time.time() * 1000) + 3 * 86_400_000
+
+    def ahead(meta: dict[str, Any]) -> None:
+        meta["snapshots"][0]["timestamp-ms"] = future
+        meta["last-updated-ms"] = future
+
+    path = _rewritten(world, "db.ahead", ahead)
+    checks = run(world, "health", path, "--json").json()["checks"]
+    summary = next(c["value"] for c in checks if c["name"] == "snapshots")
+    assert "oldest dated 3.0 days from now" in summary, summary
+    assert summary.startswith("1 snapshot, "), summary
