@@ -234,6 +234,25 @@ def test_concurrent_appends_retry_after_409(
     assert _requests(rest_server, warehouse, '/tables/t" 409')
 
 
+def test_the_server_refuses_a_write_that_would_move_a_tag(cat: RestCatalog) -> None:
+    """A client whose table object still saw a branch wrote to it after another writer had
+    made it a tag at the same snapshot: the server applied the write, turning the tag back
+    into a branch and moving it. It answers 409; the client rebuilds and refuses."""
+    t = cat.create_table("db.t", ROWS)
+    t.append(_rows([1]))
+    with t.manage_snapshots() as ms:
+        ms.create_branch("release")
+    stale = cat.load_table("db.t")
+    frozen = t.current_snapshot().snapshot_id
+    with t.manage_snapshots() as ms:
+        ms.remove_branch("release")
+        ms.create_tag("release", frozen)
+    with pytest.raises(ValidationError, match="it is a tag"):
+        stale.append(_rows([2]), branch="release")
+    ref = cat.load_table("db.t").refs()["release"]
+    assert ref.ref_type == "tag" and ref.snapshot_id == frozen
+
+
 def test_conflict_that_cannot_be_rebuilt(cat: RestCatalog) -> None:
     t = cat.create_table("db.t", ROWS)
     stale = cat.load_table("db.t")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from icefloe.exceptions import CommitConflictError, ValidationError
@@ -237,3 +238,28 @@ def test_a_branch_of_a_table_without_snapshots_starts_at_an_empty_snapshot(
     append_rows(c, "t", [1, 2], branch="audit")
     assert _rows(c, ref="audit") == [1, 2]
     assert c.ours.load_table("db.t").current_snapshot() is None
+
+
+def test_a_stale_writer_keeps_ref_changes_made_meanwhile(tmp_path: Path) -> None:
+    """A table object loaded before another writer raised a branch's retention, or turned a
+    branch into a tag at the same snapshot, wrote to it: the append committed with the old
+    settings (retention back to 5, which a later expiry acts on) and turned the tag back into a
+    moved branch. The write is rebuilt on the new state: the retention stays, a tag refuses."""
+    c, admin, _ = _setup(tmp_path, 1)
+    with admin.manage_snapshots() as ms:
+        ms.create_branch("b", min_snapshots_to_keep=5)
+        ms.create_branch("release")
+    writer, writer2 = c.ours.load_table("db.t"), c.ours.load_table("db.t")
+    frozen = admin.current_snapshot().snapshot_id
+    with admin.manage_snapshots() as ms:
+        ms.set_branch_retention("b", min_snapshots_to_keep=50)
+        ms.remove_branch("release")
+        ms.create_tag("release", frozen)
+    rows = pa.table({"id": pa.array([7], pa.int64()), "data": ["r7"]})
+    writer.append(rows, branch="b")
+    with pytest.raises(ValidationError, match="it is a tag"):
+        writer2.append(rows, branch="release")
+    refs = c.ours.load_table("db.t").refs()
+    assert refs["b"].min_snapshots_to_keep == 50 and refs["b"].is_branch
+    assert refs["release"].ref_type == "tag" and refs["release"].snapshot_id == frozen
+    assert _rows(c, "b") == [0, 7]

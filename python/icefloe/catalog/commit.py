@@ -20,6 +20,7 @@ from icefloe.metadata import (
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetSnapshotRef,
+    SnapshotRef,
     SummaryKeys,
     TableMetadata,
     TableRequirement,
@@ -27,12 +28,14 @@ from icefloe.metadata import (
     apply_updates,
 )
 from icefloe.metadata import validate_requirements as _validate_requirements
+from icefloe.metadata.snapshots import BRANCH
 from icefloe.properties import TableProperties, bool_property
 from icefloe.table.committer import CommitResult, RetryPolicy
 
 __all__ = [
     "CommitResult",
     "RetryPolicy",
+    "check_refs_as_planned",
     "check_updates_fit",
     "files_to_delete_after_commit",
     "run_commit",
@@ -58,6 +61,7 @@ def run_commit(
     """
     reqs = list(requirements)
     ups = list(updates)
+    planned = base
     policy = RetryPolicy.from_properties(base.properties)
     deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
     attempt = 0
@@ -70,6 +74,7 @@ def run_commit(
                 "another writer changed it: refresh the table (table.refresh()) and make the "
                 "change again"
             ) from exc
+        check_refs_as_planned(planned, base, ups)
         check_updates_fit(base, ups)
         try:
             new = apply_updates(base, ups, base_location)
@@ -86,6 +91,34 @@ def run_commit(
             base, base_location = refresh()
 
 
+def _ref_settings(ref: SnapshotRef) -> tuple[str, int | None, int | None, int | None]:
+    return (ref.ref_type, ref.min_snapshots_to_keep, ref.max_snapshot_age_ms, ref.max_ref_age_ms)
+
+
+def check_refs_as_planned(
+    planned: TableMetadata, base: TableMetadata, updates: Iterable[TableUpdate]
+) -> None:
+    """Raise :class:`CommitConflictError` when a ref the updates move kept the settings it had
+    in ``planned`` (the state they were made on: a write copies its branch's retention) but
+    another writer changed them in ``base`` since (retention set, a branch turned into a tag
+    at the same snapshot). Applying the updates would undo that change; rebuilt on ``base``,
+    they keep it (or refuse to write to a tag)."""
+    if planned is base:
+        return
+    for u in updates:
+        if not isinstance(u, SetSnapshotRef):
+            continue
+        before, now = planned.refs.get(u.ref_name), base.refs.get(u.ref_name)
+        if before is None or now is None:
+            continue  # created or removed meanwhile: the requirements decide
+        copied = _ref_settings(u.ref()) == _ref_settings(before)
+        if copied and _ref_settings(now) != _ref_settings(before):
+            raise CommitConflictError(
+                f"another writer changed {now.ref_type} {u.ref_name!r} (its type or retention) "
+                "after this change was made: rebuild it"
+            )
+
+
 def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> None:
     """Raise :class:`CommitConflictError` when ``updates`` were planned on an older state of
     the table than ``base`` in a way the requirements of a commit do not show:
@@ -96,12 +129,26 @@ def check_updates_fit(base: TableMetadata, updates: Iterable[TableUpdate]) -> No
       which the metadata rules refuse;
     - a removed snapshot is the head of a ref the updates neither move nor remove: another
       writer created the ref (a tag of an old snapshot) after the expiration was planned, and
-      removing the snapshot would drop the ref with it.
+      removing the snapshot would drop the ref with it;
+    - a snapshot the updates add is set as the head of a branch whose name is a tag of the
+      table (one the updates do not remove first): another writer made the tag after the
+      write was planned, and the write would turn it back into a branch and move it.
     """
     ups = list(updates)
+    removed: set[str] = set()
+    added = {u.snapshot.snapshot_id for u in ups if isinstance(u, AddSnapshot)}
+    for u in ups:
+        if isinstance(u, RemoveSnapshotRef):
+            removed.add(u.ref_name)
+        elif isinstance(u, SetSnapshotRef) and u.snapshot_id in added and u.type == BRANCH:
+            ref = base.refs.get(u.ref_name)
+            if ref is not None and not ref.is_branch and u.ref_name not in removed:
+                raise CommitConflictError(
+                    f"{u.ref_name!r} is a tag of the table now (another writer made it after "
+                    "this write was planned): a write cannot move it"
+                )
     # refs the updates move or remove (anywhere among them) were known to their writer
     touched = {u.ref_name for u in ups if isinstance(u, RemoveSnapshotRef | SetSnapshotRef)}
-    added = {u.snapshot.snapshot_id for u in ups if isinstance(u, AddSnapshot)}
     for u in ups:
         if isinstance(u, RemoveSnapshots):
             gone = set(u.snapshot_ids)

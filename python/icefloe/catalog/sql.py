@@ -51,6 +51,7 @@ from icefloe.catalog.base import (
 from icefloe.catalog.commit import (
     CommitResult,
     RetryPolicy,
+    check_refs_as_planned,
     check_updates_fit,
 )
 from icefloe.catalog.metastore import MetastoreCatalog
@@ -710,7 +711,7 @@ class SqlCatalog(MetastoreCatalog):
             bases: list[TableMetadata] = []
             swapping = False
             try:
-                for ident, (_, reqs, ups) in zip(idents, items, strict=True):
+                for ident, (table, reqs, ups) in zip(idents, items, strict=True):
                     base_location = self._get_pointer(ident)
                     base = self.read_metadata(base_location)
                     try:
@@ -720,6 +721,8 @@ class SqlCatalog(MetastoreCatalog):
                             f"commit to {'.'.join(ident)!r} conflicts with its current state: "
                             f"{exc}; refresh the table and make the change again"
                         ) from exc
+                    if base_location != table.metadata_location:
+                        check_refs_as_planned(table.metadata, base, ups)
                     check_updates_fit(base, ups)
                     new = apply_updates(base, ups, base_location)
                     location = self._write_metadata(new, self._next_version(base, base_location))

@@ -498,6 +498,8 @@ class SnapshotProducer:
         if self.staged:
             return [AddSnapshot(snapshot)]
         ref = metadata.refs.get(self.branch)
+        if ref is not None and not ref.is_branch:  # made a tag since the write began
+            raise ValidationError(f"cannot write to {self.branch!r}: it is a tag, not a branch")
         return [
             AddSnapshot(snapshot),
             SetSnapshotRef(
