@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -237,3 +238,114 @@ def test_int96_timestamps_keep_their_nanoseconds_in_a_nanosecond_table(tmp_path:
     pq.write_table(rows, path, use_deprecated_int96_timestamps=True)
     t.add_files([str(path)])
     assert t.scan().to_arrow()["ts"].cast(pa.int64()).to_pylist() == [nanos]
+
+
+def _nano_table(tmp_path: Path, *fields: object) -> Any:
+    from icefloe.schema import Schema
+    from icefloe.types import LongType, NestedField
+
+    schema = Schema(NestedField(1, "id", LongType()), *fields)  # type: ignore[arg-type]
+    return catalog(tmp_path).create_table("ns.t", schema, format_version=3)
+
+
+def _int96_file(path: Path, columns: dict[str, pa.Array]) -> str:
+    """A Parquet file of INT96 timestamps with field ids (1 for id, then 2, 3, ...) and no
+    Arrow schema hint, as Hive and Impala write them."""
+    ids = {name: i for i, name in enumerate(columns, start=1)}
+    schema = pa.schema(
+        [pa.field(n, a.type, True, {b"PARQUET:field_id": str(ids[n])}) for n, a in columns.items()]
+    )
+    pq.write_table(
+        pa.table(columns, schema=schema),
+        path,
+        use_deprecated_int96_timestamps=True,
+        store_schema=False,
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "general"])
+def test_int96_timestamps_a_nanosecond_column_cannot_hold_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    """An INT96 timestamp outside 1677-2262 headed for a nanosecond timestamp column was
+    accepted by add_files and read as another instant (year 1000 read as 2169, missed by
+    filters); it is refused when the file is added, and a file registered without that check
+    fails to read instead of giving the wrong instant."""
+    from icefloe.read import native_files
+    from icefloe.types import NestedField, TimestampNanoType
+    from icefloe.write import add_files
+
+    monkeypatch.setattr(native_files, "ENABLED", native)
+    t = _nano_table(tmp_path, NestedField(2, "n", TimestampNanoType()))
+    old = [dt.datetime(1000, 1, 1), dt.datetime(2020, 1, 1)]
+    path = _int96_file(
+        tmp_path / "old.parquet",
+        {"id": pa.array([0, 1]), "n": pa.array(old, pa.timestamp("us"))},
+    )
+    with pytest.raises(ValidationError, match="'n' holds INT96 timestamps from 1000-01-01"):
+        t.add_files([path])
+    assert t.current_snapshot() is None
+    # as a file another engine registered: the read refuses it rather than wrap the value
+    monkeypatch.setattr(add_files, "int96_unit", lambda *args: "us")
+    t.add_files([path])
+    for scan in (t.scan(), t.scan(row_filter=f"n < '{dt.datetime(1900, 1, 1).isoformat()}'")):
+        with pytest.raises(ValidationError, match="nanosecond timestamp cannot hold"):
+            scan.to_arrow()
+    assert sorted(t.scan(selected_fields=("id",)).to_arrow()["id"].to_pylist()) == [0, 1]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "general"])
+def test_int96_timestamps_in_a_nanosecond_column_keep_their_nanoseconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    """INT96 values inside 1677-2262 read into a nanosecond timestamp column keep their
+    sub-microsecond digits; a microsecond column read from the same file gets them cut to
+    microseconds, as Iceberg Java reads them."""
+    from icefloe.read import native_files
+    from icefloe.types import NestedField, TimestampNanoType, TimestampType
+
+    monkeypatch.setattr(native_files, "ENABLED", native)
+    nanos = [1_600_000_000_123_456_789, -1_000_000_001]
+    t = _nano_table(tmp_path, NestedField(2, "n", TimestampNanoType()))
+    path = _int96_file(
+        tmp_path / "ns.parquet",
+        {"id": pa.array([0, 1]), "n": pa.array(nanos, pa.timestamp("ns"))},
+    )
+    t.add_files([path])
+    assert t.scan().to_arrow().sort_by("id")["n"].cast(pa.int64()).to_pylist() == nanos
+    # one file, an INT96 column for each unit: read in microseconds, none refused
+    t = _nano_table(
+        tmp_path / "both",
+        NestedField(2, "n", TimestampNanoType()),
+        NestedField(3, "u", TimestampType()),
+    )
+    both = {"id": pa.array([0, 1]), "n": pa.array(nanos, pa.timestamp("ns"))}
+    both["u"] = both["n"]
+    t.add_files([_int96_file(tmp_path / "both.parquet", both)])
+    got = t.scan().to_arrow().sort_by("id")
+    assert got["u"].cast(pa.int64()).to_pylist() == [n // 1000 for n in nanos]
+    assert got["n"].cast(pa.int64()).to_pylist() == [n // 1000 * 1000 for n in nanos]
+
+
+def test_int96_timestamps_read_the_same_after_a_nanosecond_column_is_added(
+    tmp_path: Path,
+) -> None:
+    """Adding an unrelated nanosecond timestamp column made the microsecond INT96 column of
+    existing files unreadable (read in nanoseconds, year 1000 overflowed them); a column's
+    values do not depend on the other columns of the table."""
+    from icefloe.types import NestedField, TimestampNanoType, TimestampType
+
+    t = _nano_table(tmp_path, NestedField(2, "ts", TimestampType()))
+    values = [dt.datetime(1000, 1, 1), dt.datetime(2020, 1, 1, 0, 0, 0, 5)]
+    path = _int96_file(
+        tmp_path / "old.parquet",
+        {"id": pa.array([0, 1]), "ts": pa.array(values, pa.timestamp("us"))},
+    )
+    t.add_files([path])
+    assert t.scan().to_arrow().sort_by("id")["ts"].to_pylist() == values
+    with t.update_schema() as u:
+        u.add_column("n", TimestampNanoType())
+    got = t.scan().to_arrow().sort_by("id")
+    assert got["ts"].to_pylist() == values
+    assert got["n"].to_pylist() == [None, None]

@@ -29,6 +29,7 @@ from icefloe.read.native_files import (
     row_file,
     streamed_task,
 )
+from icefloe.read.parquet_file import has_nanos
 from icefloe.scan.filters import expr_json
 from icefloe.scan.tasks import FileScanTask
 from icefloe.schema import Schema
@@ -102,7 +103,8 @@ def column_chunks(
     wanted = [*fields, *optional]
     if not native_files.ENABLED or not tasks or not all(plain_field(f) for f in wanted):
         return
-    picked = [(i, row_file(io, t)) for i, t in enumerate(tasks)]
+    nanos = has_nanos(wanted)
+    picked = [(i, row_file(io, t, nanos)) for i, t in enumerate(tasks)]
     local = [(i, p) for i, p in picked if p is not None]
     if not local:
         return

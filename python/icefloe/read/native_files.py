@@ -37,6 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import cast
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from icefloe import _native
 from icefloe._concurrency import parallel_map
@@ -47,7 +48,7 @@ from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
 from icefloe.read.deletes import DeleteCache, TaskDeletes, preload_position_deletes
-from icefloe.read.parquet_file import DECODE_ERRORS, open_checked
+from icefloe.read.parquet_file import DECODE_ERRORS, has_nanos, open_checked
 from icefloe.read.reader import BATCH_SIZE, output_schema
 from icefloe.read.rowgroups import RowGroupFilter
 from icefloe.scan.filters import referenced_field_ids
@@ -194,10 +195,12 @@ def streamed_task(task: FileScanTask) -> bool:
     return not whole_file(task) or task.data_file.file_size_in_bytes > MAX_FILE_BYTES
 
 
-def _parquet_path(io: FileIO, task: FileScanTask) -> str | None:
+def _parquet_path(io: FileIO, task: FileScanTask, nanos: bool = False) -> str | None:
     """The local path of a task's data file when it is a Parquet file of known record count
     and of the size its manifest entry says, else None (another file put in its place is the
-    general reader's to refuse)."""
+    general reader's to refuse). With ``nanos`` (nanosecond timestamps read), also None for a
+    file with INT96 columns, which the native decoder reads in nanoseconds without checking
+    that they fit (the general reader does: see :func:`int96_unit`)."""
     df = task.data_file
     if df.record_count <= 0 or df.file_format.lower() != "parquet":
         return None
@@ -208,7 +211,19 @@ def _parquet_path(io: FileIO, task: FileScanTask) -> str | None:
                 return None
         except OSError:
             return None
+    if local is not None and nanos and _has_int96(local):
+        return None
     return local
+
+
+def _has_int96(local: str) -> bool:
+    """Whether the local Parquet file ``local`` has an INT96 column (True when its footer
+    cannot be read: the general reader reports why)."""
+    try:
+        kinds = pq.read_metadata(local).schema
+    except (*DECODE_ERRORS, IcebergError):
+        return True
+    return any(kinds.column(i).physical_type == "INT96" for i in range(len(kinds)))
 
 
 def _scan_parts(io: FileIO, task: FileScanTask) -> list[FileScanTask] | None:
@@ -261,11 +276,11 @@ def _runs(groups: list[int]) -> Iterator[list[int]]:
         yield run
 
 
-def row_file(io: FileIO, task: FileScanTask) -> str | None:
+def row_file(io: FileIO, task: FileScanTask, nanos: bool = False) -> str | None:
     """:func:`_parquet_path` of a task with at most position deletes, else None."""
     if any(d.content is DeleteContent.EQUALITY_DELETES for d in task.delete_files):
         return None
-    return _parquet_path(io, task)
+    return _parquet_path(io, task, nanos)
 
 
 def _plain_columns(schema: Schema, ids: set[int]) -> list[NestedField] | None:
@@ -344,10 +359,11 @@ def native_batches(
     filtered = _residual_fields(tasks, options.schema)
     if equality is None or filtered is None:
         return None
+    nanos = has_nanos([*options.projected_schema().fields, *equality, *filtered])
     paths: list[str] = []
     parts: list[FileScanTask] = []
     for task in tasks:
-        path = _parquet_path(io, task)
+        path = _parquet_path(io, task, nanos)
         if path is None:
             return None
         split = _scan_parts(io, task)

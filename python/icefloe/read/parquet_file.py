@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from icefloe import _native
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest
-from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError
+from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO, file_io_error, is_io_failure
 from icefloe.schema import Schema, walk_fields
-from icefloe.types import TimestampNanoType, TimestamptzNanoType
+from icefloe.types import NestedField, StructType, TimestampNanoType, TimestamptzNanoType
 
 __all__ = ["CheckedParquetFile", "corrupt_error", "open_checked", "open_file", "open_parquet"]
 
@@ -210,15 +212,88 @@ def _local_path(io: FileIO, path: str) -> str | None:
     return local if isinstance(fs, pafs.LocalFileSystem) else None
 
 
-def int96_unit(schema: Schema) -> str:
-    """The unit INT96 timestamps read in for a table of ``schema``: microseconds (Iceberg's
-    unit; in nanoseconds the 0001-01-01 and 9999-12-31 sentinels would overflow), nanoseconds
-    when the table has a nanosecond timestamp column (its sub-microsecond digits kept)."""
-    nanos = any(
-        isinstance(f.field_type, TimestampNanoType | TimestamptzNanoType)
-        for _, f in walk_fields(schema.as_struct())
-    )
-    return "ns" if nanos else "us"
+_NANOS = (TimestampNanoType, TimestamptzNanoType)
+
+
+def has_nanos(fields: Iterable[NestedField]) -> bool:
+    """Whether ``fields`` hold a nanosecond timestamp (at any depth): only then may a file's
+    INT96 timestamps be read in nanoseconds (see :func:`int96_unit`)."""
+    struct = StructType(*fields)
+    return any(isinstance(f.field_type, _NANOS) for _, f in walk_fields(struct))
+
+
+def _leaf_fields(field: pa.Field) -> list[pa.Field]:
+    """The leaf fields of ``field`` in Parquet column order."""
+    t = field.type
+    if pa.types.is_struct(t):
+        return [x for i in range(t.num_fields) for x in _leaf_fields(t.field(i))]
+    if pa.types.is_map(t):
+        return _leaf_fields(t.key_field) + _leaf_fields(t.item_field)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _leaf_fields(t.value_field)
+    return [field]
+
+
+def _leaf_arrays(arr: pa.Array) -> list[pa.Array]:
+    """The leaf values of ``arr`` in Parquet column order (a struct's nulls on its fields)."""
+    t = arr.type
+    if pa.types.is_struct(t):
+        return [x for c in arr.flatten() for x in _leaf_arrays(c)]
+    if pa.types.is_map(t):
+        return _leaf_arrays(arr.keys) + _leaf_arrays(arr.items)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _leaf_arrays(arr.flatten())
+    return [arr]
+
+
+def int96_unit(
+    pf: pq.ParquetFile,
+    file_schema: pa.Schema,
+    table: Schema,
+    path: str,
+    tops: Collection[int] | None = None,
+) -> str:
+    """The unit to read the INT96 timestamps (old Spark, Hive, Impala files) of ``pf`` in, a
+    file opened in microseconds whose columns have the field ids of ``file_schema``, only its
+    top-level columns ``tops`` read (None: all). Microseconds, Iceberg's unit, unless every
+    INT96 column read goes to a nanosecond timestamp of ``table``: then nanoseconds, their
+    sub-microsecond digits kept. An INT96 value headed for a nanosecond timestamp that
+    nanoseconds cannot hold (outside 1677-09-21 to 2262-04-11) is refused."""
+    kinds = pf.metadata.schema
+    leaf = 0
+    nanos: dict[int, list[tuple[int, int]]] = {}  # top-level column -> (leaf in it, field id)
+    micros = False
+    for top, f in enumerate(file_schema):
+        for k, lf in enumerate(_leaf_fields(f)):
+            stored = kinds.column(leaf).physical_type
+            leaf += 1
+            if stored != "INT96" or (tops is not None and top not in tops):
+                continue
+            fid = int((lf.metadata or {}).get(b"PARQUET:field_id", -1))
+            want = table.find_field(fid).field_type if fid in table.field_ids else None
+            if isinstance(want, _NANOS):
+                nanos.setdefault(top, []).append((k, fid))
+            elif want is not None:
+                micros = True
+    for top, leaves in nanos.items():
+        try:
+            values = pf.read(columns=[file_schema.names[top]], use_threads=False).column(0)
+        except DECODE_ERRORS as e:
+            raise corrupt_error(path, e) from e
+        for chunk in values.chunks:
+            arrays = _leaf_arrays(chunk)
+            for k, fid in leaves:
+                got = arrays[k]
+                try:
+                    pc.cast(got, pa.timestamp("ns", got.type.tz))
+                except pa.ArrowInvalid:
+                    lo, hi = pc.min_max(got).values()
+                    raise ValidationError(
+                        f"{path}: column {table.find_column_name(fid)!r} holds INT96 "
+                        f"timestamps from {lo} to {hi}, outside 1677-09-21 to 2262-04-11, "
+                        "which a nanosecond timestamp cannot hold"
+                    ) from None
+    return "ns" if nanos and not micros else "us"
 
 
 def open_parquet(

@@ -40,6 +40,7 @@ from icefloe.read.parquet_file import (
     CheckedParquetFile,
     check_size,
     corrupt_error,
+    has_nanos,
     int96_unit,
     open_checked,
     open_file,
@@ -112,9 +113,10 @@ def _memo(options: ReadOptions, key: Hashable, build: Callable[[], T]) -> T:
     return _MEMO.get((options,), key, build)
 
 
-def _int96_unit(options: ReadOptions) -> str:
-    """:func:`int96_unit` of the scan's schema, worked out once per scan."""
-    return _memo(options, "int96", partial(int96_unit, options.schema))
+def _has_nanos(options: ReadOptions) -> bool:
+    """:func:`has_nanos` of the scan's table, worked out once per scan: without a nanosecond
+    timestamp, INT96 timestamps read in microseconds and files need no look at them."""
+    return _memo(options, "nanos", partial(has_nanos, options.schema.fields))
 
 
 def _work_schema(options: ReadOptions, extra_ids: set[int]) -> tuple[Schema, pa.Schema]:
@@ -189,6 +191,7 @@ class _TaskReader:
         self.path = task.data_file.file_path
         self.spec_id = task.spec_id if task.spec_id is not None else task.data_file.spec_id
         self._handle: pa.NativeFile | None = handle
+        self._int96 = "us"  # the unit the file's INT96 timestamps are read in
 
     # ------------------------------------------------------------------ setup
 
@@ -292,12 +295,7 @@ class _TaskReader:
             other = AvroFile(self.path, self._handle)
             num_rows, schema = other.num_rows, other.schema
         else:
-            checked = open_checked(
-                self.io,
-                self.path,
-                handle=self._handle,
-                int96_unit=_int96_unit(options),
-            )
+            checked = open_checked(self.io, self.path, handle=self._handle)
             num_rows, schema = checked.file.metadata.num_rows, checked.schema
         if task.data_file.record_count and num_rows != task.data_file.record_count:
             raise CorruptFileError(
@@ -342,6 +340,22 @@ class _TaskReader:
             hit = columns.top_level(fid)
             if hit is not None and file_schema.field(hit[0]).name not in read_names:
                 read_names.append(raw_names[hit[0]])
+        if checked is not None and _has_nanos(options):
+            tops = {raw_names.index(name) for name in read_names}
+            self._int96 = int96_unit(checked.file, file_schema, options.schema, self.path, tops)
+            if self._int96 != "us":
+                pf = open_checked(
+                    self.io,
+                    self.path,
+                    metadata=checked.file.metadata,
+                    handle=checked.source,
+                    int96_unit=self._int96,
+                ).file
+                schema = pf.schema_arrow
+                checked = CheckedParquetFile(pf, checked.row_groups, checked.source, schema)
+                layout = self._layout(checked.schema)
+                file_schema, columns = layout.file_schema, layout.columns
+                raw_names, mapped = layout.raw_names, layout.mapped
         constants = self._constants()
         filter_expr = None if isinstance(residual, AlwaysTrue) else residual
         keep_deleted = DELETED in wanted_meta
@@ -482,7 +496,7 @@ class _TaskReader:
                 dict_cols,
                 pf.metadata,
                 handle=checked.source,
-                int96_unit=_int96_unit(self.options),
+                int96_unit=self._int96,
             ).file
         # A split of at most one batch is decoded on this thread: handing its few columns to
         # pyarrow's pool costs more than decoding them (the scan already reads files in

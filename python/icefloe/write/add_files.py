@@ -45,7 +45,7 @@ from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping
 from icefloe.partitioning import PartitionSpec
-from icefloe.read.parquet_file import int96_unit
+from icefloe.read.parquet_file import has_nanos, int96_unit
 from icefloe.schema import Schema, walk_fields
 from icefloe.schema_rules import MAX_USER_FIELD_ID, METADATA_COLUMNS
 from icefloe.transforms import Transform
@@ -536,14 +536,14 @@ def data_files_from_parquet(
     mapping = table_mapping(metadata.properties)
     table_arrow = {f.field.field_id: f for f in config.leaves}
 
-    int96 = int96_unit(schema)
+    nanos = has_nanos(schema.fields)
 
     def describe(path: str) -> DataFile:
         infile = io.new_input(path)
         size = infile.length()
         with infile.open() as stream:
             try:
-                file = pq.ParquetFile(stream, coerce_int96_timestamp_unit=int96)
+                file = pq.ParquetFile(stream, coerce_int96_timestamp_unit="us")
                 md = file.metadata
                 arrow_schema = file.schema_arrow
             except (pa.ArrowException, OSError) as e:
@@ -570,6 +570,13 @@ def data_files_from_parquet(
             if len(chains) != md.num_columns:
                 raise ValidationError(f"{path}: {len(chains)} Arrow leaves for {md.num_columns}")
             _check_shapes(path, chains, schema)
+            if nanos and int96_unit(file, arrow_schema, schema, path) == "ns":
+                # read as the scan reads them: sub-microsecond digits kept
+                file = pq.ParquetFile(stream, metadata=md, coerce_int96_timestamp_unit="ns")
+                arrow_schema = file.schema_arrow
+                if mapping is not None and mapped:
+                    arrow_schema = apply_name_mapping(arrow_schema, mapping)
+                chains = _leaf_chains(arrow_schema)
             ids = [_read_id(c, schema) for c in chains]
             present = {i for i in ids if i is not None}
             reserved = sorted(i for i in present if i > MAX_USER_FIELD_ID)
@@ -595,9 +602,9 @@ def data_files_from_parquet(
                 leaf, name = chain[-1], table_arrow[fid].name
                 want = type_to_arrow(table_arrow[fid].field.field_type)
                 stored_int96 = md.schema.column(col).physical_type == "INT96"
-                if stored_int96 and pa.types.is_timestamp(want) and want.unit == int96:
+                if stored_int96 and pa.types.is_timestamp(want):
                     # instants in UTC, as Iceberg Java reads them into either timestamp type
-                    # (read in the unit the reader reads them in: see int96_unit)
+                    # (int96_unit checked that those headed for nanoseconds fit them)
                     continue
                 if not _compatible(leaf.type, want):
                     raise ValidationError(
