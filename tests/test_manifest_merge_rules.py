@@ -14,7 +14,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icefloe.manifest import manifest_files, read_manifest_list
+from icefloe.manifest import manifest_files, read_manifest, read_manifest_list
 from icefloe.table.manifest_merge import pack_from_end
 from support.write_util import (
     SCHEMA,
@@ -54,6 +54,25 @@ def test_manifests_without_live_files_leave_the_next_snapshot(
     assert checksum(t.scan(snapshot_id=before_delete).to_arrow()) == checksum(rows(0, 50))
     changes = t.changelog_scan(from_snapshot_id=before_delete, to_snapshot_id=deleted_in)
     assert checksum(changes.to_arrow().select(["id"])) == checksum(rows(0, 30).select(["id"]))
+
+
+def test_min_sequence_number_counts_only_live_entries(tmp_path: Path) -> None:
+    """A manifest a copy-on-write delete rewrote listed the removed file's older sequence
+    number as its ``min_sequence_number``, which the spec defines over live files only (as
+    Java's and PyIceberg's writers compute it); planners and Java's obsolete-delete cleanup
+    pruned less for it. A manifest without live files gets the snapshot's number."""
+    props = {"format-version": "2", "commit.manifest.min-count-to-merge": "2"}
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, properties=props)
+    t.append(rows(0, 10))  # sequence number 1
+    t.append(rows(100, 10))  # 2: merged with the first into one manifest
+    t.delete("id < 10")  # 3: the first file removed whole
+    for m in _manifests(t):
+        batch = read_manifest(t.io.new_input(m.manifest_path).read(), manifest=m)
+        entries = list(
+            zip(batch["status"].to_pylist(), batch["sequence_number"].to_pylist(), strict=True)
+        )
+        assert (2, 1) in entries, entries  # the removed file, written at sequence number 1
+        assert m.min_sequence_number == min(q for s, q in entries if s != 2) == 2, entries
 
 
 def _pyiceberg_counts(tmp_path: Path, props: dict[str, str]) -> Counter[int]:

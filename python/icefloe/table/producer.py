@@ -601,10 +601,8 @@ class SnapshotProducer:
         self._put(path, data)
         out: dict[str, Any] = row.to_pylist()[0]
         out["manifest_length"] = len(data)
-        seqs = batch.column("sequence_number") if "sequence_number" in batch.schema.names else None
-        if seqs is not None and seqs.null_count < len(seqs):
-            # Existing entries keep their numbers; added ones (null) get the new, larger one.
-            out["min_sequence_number"] = pc.min(seqs).as_py()
+        # min_sequence_number: the lowest of the live entries' (the writer leaves deleted ones
+        # out; none known: the manifest list gives it the snapshot's number)
         return out
 
     def _write_new_manifests(self, metadata: TableMetadata) -> list[dict[str, Any]]:
