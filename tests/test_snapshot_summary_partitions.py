@@ -136,11 +136,12 @@ def test_human_values_of_times_follow_the_reference() -> None:
     def human(type_: str, value: Any) -> str:
         return human_partition_value(PartitionField(1, 1000, parse_transform(type_), "p"), value)
 
-    assert human("identity", dt.datetime(2024, 1, 1)) == "2024-01-01T00:00"
+    # timestamps as Java 1.7 and later print them (ISO_LOCAL_DATE_TIME, "+00:00" when zoned)
+    assert human("identity", dt.datetime(2024, 1, 1)) == "2024-01-01T00:00:00"
     assert human("identity", dt.datetime(2024, 1, 1, 1, 2, 3)) == "2024-01-01T01:02:03"
     assert human("identity", dt.datetime(2024, 1, 1, 0, 0, 0, 5000)) == "2024-01-01T00:00:00.005"
     assert human("identity", dt.datetime(2024, 1, 1, 0, 0, 1, 5, tzinfo=UTC)) == (
-        "2024-01-01T00:00:01.000005Z"
+        "2024-01-01T00:00:01.000005+00:00"
     )
     assert human("identity", dt.time(10, 30)) == "10:30"
     assert PartitionSpec().is_unpartitioned
@@ -150,9 +151,34 @@ def test_human_values_of_times_follow_the_reference() -> None:
     assert human("hour", first + 5) == "0001-01-01-05"
 
 
+def test_zoned_timestamp_partitions_are_named_as_java_names_them(tmp_path: Path) -> None:
+    """Identity partitions of a zoned timestamp ended in ``Z`` (Java before 1.7); Iceberg
+    Java 1.7 and later and PyIceberg 0.12 write ``+00:00``: file directories and the summary's
+    partition keys carry the same name as theirs."""
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import TimestamptzType
+
+    cat = load_catalog(
+        "z", type="sql", uri=f"sqlite:///{tmp_path}/z.db", warehouse=str(tmp_path / "wh")
+    )
+    cat.create_namespace("n")
+    ts = dt.datetime(2017, 12, 1, 18, 12, 55, 38194, tzinfo=dt.UTC)
+    data = pa.table({"ts": pa.array([ts], pa.timestamp("us", "UTC"))})
+    t = cat.create_table("n.z", data.schema, properties={"write.summary.partition-limit": "10"})
+    t.update_spec().add_field("ts", "identity").commit()
+    t.append(data)
+    micros = (ts - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+    theirs = IdentityTransform().to_human_string(TimestamptzType(), micros)
+    assert theirs == "2017-12-01T18:12:55.038194+00:00"
+    (path,) = t.inspect.files()["file_path"].to_pylist()
+    assert "/ts=2017-12-01T18%3A12%3A55.038194%2B00%3A00/" in path, path
+    keys = [k for k in t.current_snapshot().summary.properties if k.startswith("partitions.")]
+    assert keys == ["partitions.ts=2017-12-01T18%3A12%3A55.038194%2B00%3A00"]
+
+
 def test_human_values_of_nanosecond_timestamps_keep_their_nanoseconds() -> None:
-    """Java prints 3, 6 or 9 fraction digits (``LocalDateTime.toString``): timestamps that
-    differ in their nanoseconds name different partitions."""
+    """Java prints as many fraction digits as a value needs: timestamps that differ in their
+    nanoseconds name different partitions."""
     import pandas as pd
 
     from icefloe.types import TimestampNanoType, TimestamptzNanoType
@@ -162,15 +188,15 @@ def test_human_values_of_nanosecond_timestamps_keep_their_nanoseconds() -> None:
         "1969-12-31T23:59:59.999999999"
     )
     assert human_partition_value(pf, pd.Timestamp("2024-01-01T00:00:00.000000001", tz="UTC")) == (
-        "2024-01-01T00:00:00.000000001Z"
+        "2024-01-01T00:00:00.000000001+00:00"
     )
     assert human_partition_value(pf, pd.Timestamp("2024-01-01T00:00:00.5")) == (
-        "2024-01-01T00:00:00.500"
+        "2024-01-01T00:00:00.5"
     )
     # as ints of nanoseconds (how manifest bounds decode), given the field's type
     assert human_partition_value(pf, -1, TimestampNanoType()) == "1969-12-31T23:59:59.999999999"
     assert human_partition_value(pf, 1_000, TimestamptzNanoType()) == (
-        "1970-01-01T00:00:00.000001Z"
+        "1970-01-01T00:00:00.000001+00:00"
     )
 
 

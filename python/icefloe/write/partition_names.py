@@ -70,15 +70,15 @@ def human_partition_value(pf: PartitionField, value: Any, result_type: Any = Non
         return _java_floating(float(value), single)
     if isinstance(value, int) and isinstance(result_type, TimestampNanoType | TimestamptzNanoType):
         days, nanos = divmod(value, 86_400_000_000_000)
-        text = f"{_iso_date(days)}T{_java_time(nanos)}"
-        return text + ("Z" if isinstance(result_type, TimestamptzNanoType) else "")
+        text = f"{_iso_date(days)}T{_iso_time(nanos)}"
+        return text + ("+00:00" if isinstance(result_type, TimestamptzNanoType) else "")
     if isinstance(value, _dt.datetime):
         # a pandas Timestamp (nanosecond values) carries its nanoseconds apart
         t_ = value.time()
         nanos = (t_.hour * 3600 + t_.minute * 60 + t_.second) * 1_000_000_000
         nanos += t_.microsecond * 1000 + int(getattr(value, "nanosecond", 0))
-        text = f"{value.date().isoformat()}T{_java_time(nanos)}"
-        return text + ("Z" if value.tzinfo is not None else "")
+        text = f"{value.date().isoformat()}T{_iso_time(nanos)}"
+        return text + ("+00:00" if value.tzinfo is not None else "")
     if isinstance(value, _dt.time):
         return _java_time(
             (value.hour * 3600 + value.minute * 60 + value.second) * 1_000_000_000
@@ -170,6 +170,17 @@ def _java_floating(value: float, single: bool) -> str:
             return f"{sign}{whole}.{digits[point + 1 :] or '0'}"
         return f"{sign}0.{'0' * (-point - 1)}{digits}"
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point}"
+
+
+def _iso_time(nanos_of_day: int) -> str:
+    """``HH:mm:ss``, with a fraction of as many digits as it needs when not zero: how the Java
+    reference (1.7 and later) prints the time of day of timestamps (``ISO_LOCAL_DATE_TIME``,
+    ``+00:00`` after it for zoned ones) in partition paths and summaries."""
+    seconds, nanos = divmod(nanos_of_day, 1_000_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{text}.{f'{nanos:09d}'.rstrip('0')}" if nanos else text
 
 
 def _java_time(nanos_of_day: int) -> str:
