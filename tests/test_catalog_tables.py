@@ -299,6 +299,29 @@ def test_hadoop_version_hint_is_only_a_hint(tmp_path: Path) -> None:
     assert not cat.table_exists("db.empty")
 
 
+def test_hadoop_directories_not_named_in_utf8_are_skipped(tmp_path: Path) -> None:
+    """A directory whose name is not UTF-8 (left by a tool in a Latin-1 locale) in the
+    warehouse or a namespace made every listing fail with a bare UnicodeDecodeError; it names
+    no namespace or table, so the listings skip it. It still keeps its namespace from being
+    dropped, as any other directory does."""
+    import os
+
+    cat = HadoopCatalog("fs", warehouse=str(tmp_path))
+    cat.create_namespace("db")
+    cat.create_table("db.t", _schema())
+    os.mkdir(bytes(tmp_path) + b"/junk\xff")
+    os.mkdir(bytes(tmp_path) + b"/db/junk\xff")
+    os.mkdir(bytes(tmp_path) + b"/db/t/metadata/junk\xff")
+    assert cat.list_namespaces() == [("db",)]
+    assert cat.list_tables("db") == [("db", "t")]
+    assert cat.list_namespaces("db") == []
+    assert cat.load_table("db.t").metadata_location.endswith("/v1.metadata.json")
+    cat.drop_table("db.t")
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace("db")
+    assert os.path.isdir(bytes(tmp_path) + b"/db/junk\xff")
+
+
 def test_purge_after_rename_keeps_the_new_table_of_the_old_name(catalog: Catalog) -> None:
     """A renamed table keeps its location; a new table of the old name gets the same default
     location. Purging the renamed one deletes only its own files."""

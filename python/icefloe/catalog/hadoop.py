@@ -177,7 +177,7 @@ class HadoopCatalog(Catalog):
         if not self._ns_exists(ns):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
         directory = self._ns_dir(ns)
-        if any(is_dir for _, is_dir in self.io.list_dir(directory)):
+        if self.io.holds_directory(directory):
             raise NamespaceNotEmptyError(f"namespace {'.'.join(ns)!r} is not empty")
         self.io.delete_prefix(directory)
 

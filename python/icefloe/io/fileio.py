@@ -601,7 +601,10 @@ class FileIO:
             raise map_error(exc, location, "stat") from exc
 
     def list_dir(self, location: str) -> list[tuple[str, bool]]:
-        """``(name, is_directory)`` of the entries directly in the directory ``location``."""
+        """``(name, is_directory)`` of the entries directly in the directory ``location``.
+
+        An entry whose name is not UTF-8 is left out: no namespace, table or metadata file is
+        named so (Iceberg's names and locations are Unicode strings)."""
         fs, path = self.resolve(location)
         root = path.rstrip("/")
         try:
@@ -614,11 +617,28 @@ class FileIO:
             if error.args[0] != location:  # the bucket itself is missing
                 raise error
             return []
-        return sorted(
-            (info.base_name, info.type == pafs.FileType.Directory)
-            for info in infos
-            if info.type in (pafs.FileType.Directory, pafs.FileType.File)
-        )
+        entries = []
+        for info in infos:
+            if info.type in (pafs.FileType.Directory, pafs.FileType.File):
+                try:
+                    name = info.base_name
+                except UnicodeDecodeError:
+                    continue  # not UTF-8
+                entries.append((name, info.type == pafs.FileType.Directory))
+        return sorted(entries)
+
+    def holds_directory(self, location: str) -> bool:
+        """Whether the directory ``location`` holds a directory, whatever its name (one
+        :meth:`list_dir` leaves out included); False when ``location`` does not exist."""
+        fs, path = self.resolve(location)
+        root = path.rstrip("/")
+        try:
+            if fs.get_file_info(root).type != pafs.FileType.Directory:
+                return False
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=False))
+        except Exception as exc:
+            raise map_error(exc, location, "list") from exc
+        return any(info.type == pafs.FileType.Directory for info in infos)
 
     def make_dirs(self, location: str) -> None:
         """Create the directory ``location`` and its parents (a no-op on object stores)."""
