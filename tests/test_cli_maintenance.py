@@ -295,6 +295,32 @@ def test_orphans(world: CliWorld) -> None:
     assert _rows(world, "db.plain") == [(1, "a"), (2, "b"), (3, "c")]
 
 
+def test_orphans_not_named_in_utf8(world: CliWorld) -> None:
+    """An orphan whose name is not UTF-8 made ``orphans`` and ``health --orphans`` fail; its
+    name is shown with the bytes that are not UTF-8 written out, in valid JSON too."""
+    import json
+
+    table = world.catalog().load_table("db.plain")
+    data_dir = os.fsencode(Path(table.location.removeprefix("file://"), "data"))
+    odd = data_dir + b"/junk\xff.parquet"
+    with open(odd, "wb") as f:
+        f.write(b"x")
+    week_ago = time.time() - 7 * 86400
+    os.utime(odd, (week_ago, week_ago))
+    r = run(world, "orphans", "db.plain", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    shown = json.loads(r.stdout.encode("utf-8"))["orphan_files"]
+    assert [p.rsplit("/", 1)[-1] for p in shown] == ["junk\\xff.parquet"]
+    r = run(world, "health", "db.plain", "--orphans", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert "junk\\\\xff.parquet" in r.stdout
+    r = run(world, "orphans", "db.plain")
+    assert r.exit_code == 0, r.stderr
+    assert "deleted 1 orphan file" in r.stdout and "junk\\xff.parquet" in r.stdout
+    assert not os.path.exists(odd)
+    assert _rows(world, "db.plain") == [(1, "a"), (2, "b"), (3, "c")]
+
+
 def test_rewrite_manifests(world: CliWorld) -> None:
     rows = _rows(world)
     table = world.catalog().load_table("db.events")

@@ -238,6 +238,30 @@ def test_temporary_files_of_killed_writes_are_orphans(tmp_path: Path) -> None:
     assert marker.exists()
 
 
+def test_a_file_not_named_in_utf8_is_an_orphan(tmp_path: Path) -> None:
+    """A file whose name is not UTF-8 in the data directory made orphan removal (a dry run
+    too) fail with a bare UnicodeEncodeError, so no orphan of the table could be listed or
+    removed. No metadata names such a file: it is listed as Python lists it (surrogate
+    escaped) and deleted by its bytes, with the other orphans."""
+    import pyarrow as pa
+
+    t, schema = _sql_table(tmp_path)
+    t.append(pa.table({"id": [1]}, schema=schema))
+    data = bytes(tmp_path / "wh" / "db" / "t" / "data")
+    odd, plain = data + b"/junk\xff.parquet", data + b"/junk.parquet"
+    for p in (odd, plain):
+        with open(p, "wb") as f:
+            f.write(b"x")
+        _age(Path(os.fsdecode(p)), 4)
+    listed = t.remove_orphan_files(dry_run=True)
+    expected = sorted(map(os.fsdecode, [odd, plain]))
+    assert sorted(r.removeprefix("file://") for r in listed) == expected
+    removed = t.remove_orphan_files()
+    assert removed == listed
+    assert sorted(n for n in os.listdir(data) if n.startswith(b"junk")) == []
+    assert t.scan().to_arrow().num_rows == 1
+
+
 def test_hidden_paths_of_other_jobs_are_kept(tmp_path: Path) -> None:
     """As the reference's hidden-path filter: files named ``_x``/``.x`` or below such a
     directory (another engine's ``_temporary/`` job output, ``_SUCCESS`` markers) are never a

@@ -27,6 +27,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from icefloe.io.files import unicode_name
+
 __all__ = [
     "OP_COLORS",
     "Output",
@@ -131,13 +133,19 @@ def dumps(document: Any, indent: int | None = None, *, ensure_ascii: bool = True
 
 def json_safe(value: Any) -> Any:
     """``value`` with every NaN and infinity (in dicts, lists and tuples too) replaced by
-    the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, and bytes by their hex."""
+    the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, bytes by their hex, and
+    strings that are not valid Unicode (a file name that is not UTF-8) by
+    :func:`~icefloe.io.files.unicode_name`."""
+    if isinstance(value, str):
+        return unicode_name(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
+        return {
+            unicode_name(k) if isinstance(k, str) else k: json_safe(v) for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
@@ -156,13 +164,14 @@ def open_output(path: str, mode: str) -> IO[Any]:
 
 def printable(value: object) -> str:
     """``str(value)`` with control characters written out (``\\x1b``, ``\\n``), so none
-    reaches the terminal raw."""
+    reaches the terminal raw, and so are the bytes of a file name that is not UTF-8
+    (:func:`~icefloe.io.files.unicode_name`)."""
 
     def written(m: re.Match[str]) -> str:
         ch = m.group()
         return _NAMED_CONTROLS.get(ch) or f"\\x{ord(ch):02x}"
 
-    return _CONTROL.sub(written, str(value))
+    return _CONTROL.sub(written, unicode_name(str(value)))
 
 
 def literal(value: object, style: str = "") -> Text:

@@ -26,7 +26,7 @@ The package's modules: :mod:`~icefloe.io.fileio` (:class:`FileIO`), :mod:`~icefl
 
 from icefloe.io.errors import file_io_error, is_io_failure
 from icefloe.io.fileio import FileIO, overlay_credentials
-from icefloe.io.files import WHOLE_READ_BYTES, FileInfo, InputFile, OutputFile
+from icefloe.io.files import WHOLE_READ_BYTES, FileInfo, InputFile, OutputFile, unicode_name
 from icefloe.io.locations import check_location, parse_location
 
 __all__ = [
@@ -40,4 +40,5 @@ __all__ = [
     "is_io_failure",
     "overlay_credentials",
     "parse_location",
+    "unicode_name",
 ]

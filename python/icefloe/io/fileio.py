@@ -421,7 +421,10 @@ class FileIO:
         """Delete the file at ``location``; :class:`NotFoundError` if there is none."""
         fs, path = self.resolve(location)
         try:
-            fs.delete_file(path)
+            if isinstance(fs, pafs.LocalFileSystem) and not _is_utf8(path):
+                os.remove(path)  # a name listed surrogate-escaped: pyarrow cannot take it
+            else:
+                fs.delete_file(path)
         except Exception as exc:
             raise map_error(exc, location, "delete") from exc
         if isinstance(fs, pafs.LocalFileSystem):
@@ -651,7 +654,11 @@ class FileIO:
     def list_prefix(self, prefix: str) -> Iterator[FileInfo]:
         """Every file under the directory ``prefix`` (recursively), as full locations.
 
-        On a local file system, symbolic links to directories are not followed (what is listed
+        On a local file system a file name that is not UTF-8 is given surrogate-escaped, as
+        Python's ``os`` module gives it (:meth:`delete` takes it back;
+        :func:`~icefloe.io.files.unicode_name` writes it out readably); elsewhere such a file
+        cannot be reached through pyarrow, and is left out with a warning. On a local file
+        system, symbolic links to directories are not followed (what is listed
         may be deleted: orphan removal and purges must not reach files outside ``prefix``); a
         link to a file is listed as itself."""
         fs, path = self.resolve(prefix)
@@ -673,7 +680,11 @@ class FileIO:
         for info in infos:
             if info.type != pafs.FileType.File:
                 continue
-            rel = info.path[len(root) :].lstrip("/")
+            try:
+                rel = info.path[len(root) :].lstrip("/")
+            except UnicodeDecodeError:
+                _log.warning("cannot list a file under %s: its name is not UTF-8", prefix)
+                continue
             mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
             yield FileInfo(f"{base}/{rel}", int(info.size), mtime)
 
@@ -700,6 +711,15 @@ def _list_local(root: str, base: str) -> Iterator[FileInfo]:
                 raise map_error(exc, base, "list") from exc
             rel = f"{rel_dir}/{name}" if rel_dir else name
             yield FileInfo(f"{base}/{rel}", st.st_size, st.st_mtime_ns // 1_000_000)
+
+
+def _is_utf8(path: str) -> bool:
+    """Whether ``path`` is valid Unicode (not a listed non-UTF-8 name, surrogate-escaped)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_object_path(location: str, path: str) -> None:

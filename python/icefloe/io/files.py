@@ -36,6 +36,23 @@ class FileInfo:
     modified_ms: int | None
 
 
+def unicode_name(name: str) -> str:
+    """``name`` as valid Unicode, for arrays, JSON and terminals: the bytes of a local file
+    name that is not UTF-8 (which listings give surrogate-escaped, as Python's ``os`` module
+    does) written out as ``\\xff``; any other name unchanged."""
+    if name.isascii():
+        return name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return name.encode("utf-8", "backslashreplace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+    return name
+
+
 def _make_directories(directory: str) -> list[str]:
     """Create ``directory`` and its missing parents; the directories whose entries changed
     (the parents of the created ones), for :func:`~icefloe.durable.sync_directories`."""

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
-from icefloe.io import FileIO
+from icefloe.io import FileIO, unicode_name
 from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation, TableMetadata
 from icefloe.name_mapping import table_mapping
@@ -158,8 +158,8 @@ def _refuse_shared_metadata_dir(
     file of the other one would count as an orphan of this one."""
     own = comparable_locations(pa.array([own_metadata_dir.rstrip("/")]))[0].as_py()
     for path in orphans:
-        if not path.endswith(".metadata.json"):
-            continue
+        if not path.endswith(".metadata.json") or unicode_name(path) != path:
+            continue  # a name that is not UTF-8 is no table's metadata file
         directory = path.rsplit("/", 1)[0]
         if comparable_locations(pa.array([directory]))[0].as_py() != own:
             continue
@@ -308,17 +308,21 @@ def remove_orphan_files(
         if location
         else [d for d in dict.fromkeys((own_data, own_meta)) if _within(d, [metadata.location])]
     )
+    # A local file name that is not UTF-8 is listed surrogate-escaped: the arrays hold it
+    # written out (no location the metadata names is such a name), the result as listed.
     listed: dict[str, int | None] = {}
     hidden: list[pa.Array] = []
     for root in roots:
         found = {f.location: f.modified_ms for f in io.list_prefix(root)}
         listed.update(found)
-        hidden.append(_hidden_below(root, pa.array(list(found), pa.string()), metadata))
+        names = pa.array([unicode_name(p) for p in found], pa.string())
+        hidden.append(_hidden_below(root, names, metadata))
     if not listed:
         return []
     if refresh is not None:
         metadata, metadata_file = refresh()
-    paths = pa.array(list(listed), pa.string())
+    as_listed = list(listed)
+    paths = pa.array([unicode_name(p) for p in as_listed], pa.string())
     modified = pa.array(list(listed.values()), pa.int64())
     reachable = pc.unique(
         comparable_locations(reachable_files(io, metadata, metadata_file, live_only=True))
@@ -328,7 +332,7 @@ def remove_orphan_files(
     mask = pc.and_(mask, pc.invert(pc.is_in(paths, value_set=pa.concat_arrays(hidden))))
     for root in _other_table_roots(paths.filter(unreached), own_meta):
         mask = pc.and_(mask, pc.invert(pc.starts_with(paths, f"{root}/")))
-    orphans = sorted(paths.filter(mask).to_pylist())
+    orphans = sorted(as_listed[i] for i in pc.indices_nonzero(mask).to_pylist())
     _refuse_shared_metadata_dir(io, metadata, orphans, own_meta)
     if not dry_run:
         delete_all(
