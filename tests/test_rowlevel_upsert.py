@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -335,3 +336,81 @@ def test_a_key_inside_a_struct_is_refused_by_name(tmp_path: Path) -> None:
             attempt()
     t.upsert(rows.set_column(2, "v", pa.array(["b"])), join_cols=["id"])  # top-level: fine
     assert t.scan().to_arrow().column("v").to_pylist() == ["b"]
+
+
+#: NaNs of other bits than Python's ``float("nan")``: a negative one (what ``inf - inf`` gives
+#: on x86) and one with a payload, per Arrow float type.
+_NAN_BITS = {
+    "double": (pa.float64(), np.uint64, np.float64, 0xFFF8000000000000, 0x7FF8000000000001),
+    "float": (pa.float32(), np.uint32, np.float32, 0xFFC00000, 0x7FC00001),
+}
+
+
+def _nans(kind: str) -> tuple[pa.DataType, float, float]:
+    """The Arrow type of ``kind`` and two NaNs of different bits (neither Python's own)."""
+    arrow, bits, floats, negative, payload = _NAN_BITS[kind]
+    a, b = np.array([negative, payload], dtype=bits).view(floats)
+    return arrow, a, b
+
+
+@pytest.mark.parametrize("kind", list(_NAN_BITS))
+@pytest.mark.parametrize("columns", [["k"], ["k", "g"]])
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_upsert_nan_keys_match_whatever_their_bits(
+    tmp_path: Path, mode: str, columns: list[str], kind: str
+) -> None:
+    """A source NaN key replaces the table's NaN row even when the two NaNs differ in their
+    bits (NaN matches NaN): the result counts it as updated, not also as inserted, and on v3
+    the row keeps its ``_row_id``. ``0.0`` stays a different key from the table's ``-0.0``."""
+    arrow, table_nan, source_nan = _nans(kind)
+    schema = pa.schema([("k", arrow), ("g", pa.string()), ("v", pa.string())])
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.nan_keys", schema, properties={"format-version": "3", "write.upsert.mode": mode}
+    )
+    old = {"k": [table_nan, -0.0, 1.5], "g": ["x"] * 3, "v": ["nan", "minus zero", "one"]}
+    t.append(pa.table(old, schema=schema))
+    before = {
+        r["v"]: r["_row_id"]
+        for r in t.scan(selected_fields=("v", "_row_id")).to_arrow().to_pylist()
+    }
+
+    source = pa.table({"k": [source_nan, 0.0], "g": ["x", "x"], "v": ["new nan", "zero"]}, schema)
+    result = t.upsert(source, join_cols=columns)
+
+    assert (result.rows_updated, result.rows_inserted) == (1, 1)
+    after = {
+        r["v"]: r["_row_id"]
+        for r in t.scan(selected_fields=("v", "_row_id")).to_arrow().to_pylist()
+    }
+    assert set(after) == {"new nan", "zero", "minus zero", "one"}
+    assert after["new nan"] == before["nan"]
+    assert after["minus zero"] == before["minus zero"]
+    assert after["zero"] not in before.values()
+
+
+@pytest.mark.parametrize("kind", list(_NAN_BITS))
+@pytest.mark.parametrize("columns", [["k"], ["k", "g"]])
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_upsert_source_nan_keys_of_different_bits_are_one_key(
+    tmp_path: Path, mode: str, columns: list[str], kind: str
+) -> None:
+    """Two source rows whose keys are NaNs of different bits name the same key: the upsert
+    is refused as it is for two equal NaNs (it wrote both rows, two rows for one key).
+    ``-0.0`` and ``0.0`` are two keys and pass."""
+    arrow, a, b = _nans(kind)
+    schema = pa.schema([("k", arrow), ("g", pa.string()), ("v", pa.string())])
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.nan_dups", schema, properties={"format-version": "2", "write.upsert.mode": mode}
+    )
+    t.append(pa.table({"k": [1.0], "g": ["x"], "v": ["one"]}, schema=schema))
+    head = t.current_snapshot().snapshot_id
+    for keys in ([a, a], [a, b], [float("nan"), b]):
+        source = pa.table({"k": keys, "g": ["x", "x"], "v": ["A", "B"]}, schema=schema)
+        with pytest.raises(ValidationError, match="duplicate rows in the source"):
+            t.upsert(source, join_cols=columns)
+    assert t.current_snapshot().snapshot_id == head
+    zeros = pa.table({"k": [-0.0, 0.0], "g": ["x", "x"], "v": ["-0", "+0"]}, schema=schema)
+    assert t.upsert(zeros, join_cols=columns).rows_inserted == 2
+    assert sorted(t.scan().to_arrow().column("v").to_pylist()) == ["+0", "-0", "one"]

@@ -13,6 +13,8 @@ Per planned task (one data file with the deletes that apply to it):
   present in a set of keys (hash-matched in Rust, null equals null like equality deletes);
   :func:`native_matching_key_positions` for many tasks at once.
 - :func:`check_unique_keys`: upsert sources must not repeat a key.
+- :func:`canonical_nans`: float keys with one NaN, as keys compare them, before Arrow hashes,
+  groups or joins them (it tells NaNs apart by their bits).
 - :func:`carry_row_ids`: the ``_row_id`` of the existing row each source row replaces (an
   Arrow hash lookup or join), so an updated row keeps its id; :func:`first_match` the lookup
   itself, :func:`matched_source_rows` how many source rows an upsert replaces.
@@ -70,6 +72,7 @@ from icefloe.types import StructType, UUIDType
 __all__ = [
     "all_rows_match",
     "bind_filter",
+    "canonical_nans",
     "carry_row_ids",
     "check_unique_keys",
     "first_match",
@@ -315,6 +318,29 @@ def _key_table(data: pa.Table | pa.RecordBatch, join_cols: Sequence[str]) -> pa.
     return table.select(list(join_cols))
 
 
+_NAN_TYPES = (pa.float32(), pa.float64())
+
+
+def canonical_nans(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``col`` with every NaN as the one NaN, for Arrow's hashing, grouping and joins, which
+    tell NaNs apart by their bits where keys do not (Java's ``Double.compare``: NaN equals
+    NaN; ``-0.0`` and ``0.0`` stay apart). Other types, and columns without NaN, as they are."""
+    if col.type not in _NAN_TYPES or col.null_count == len(col):
+        return col
+    nan = pc.is_nan(col)
+    if not pc.any(nan).as_py():
+        return col
+    out: pa.ChunkedArray = pc.if_else(nan, pa.scalar(float("nan"), col.type), col)
+    return out
+
+
+def _canonical_keys(keys: pa.Table) -> pa.Table:
+    """The key columns of ``keys`` (a table of them) with :func:`canonical_nans`."""
+    if not any(t in _NAN_TYPES for t in keys.schema.types):
+        return keys
+    return pa.Table.from_arrays([canonical_nans(c) for c in keys.columns], schema=keys.schema)
+
+
 def check_unique_keys(
     data: pa.Table, join_cols: Sequence[str], key_set: KeySet | None = None
 ) -> None:
@@ -326,7 +352,9 @@ def check_unique_keys(
     keys = _key_table(data, join_cols)
     if keys.num_rows < 2:
         return
-    keys = pa.Table.from_arrays([extension_storage(c) for c in keys.columns], keys.column_names)
+    keys = pa.Table.from_arrays(
+        [canonical_nans(extension_storage(c)) for c in keys.columns], keys.column_names
+    )
     # The set hashes floats by their bits (-0.0 is not 0.0); grouping decides those.
     exact = not any(pa.types.is_floating(t) for t in keys.schema.types)
     if key_set is not None and exact and len(key_set) == keys.num_rows:
@@ -478,7 +506,8 @@ def first_match(source: pa.Table, matched: pa.Table, join_cols: Sequence[str]) -
         return None
     # integer, date, time and timestamp keys in Rust (a map sized once), other types by
     # Arrow's lookup
-    keys, value_set = mine.combine_chunks(), theirs.combine_chunks()
+    keys = canonical_nans(mine).combine_chunks()
+    value_set = canonical_nans(theirs).combine_chunks()
     at = _native.index_in(keys, value_set)
     if at is None:
         with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -500,6 +529,7 @@ def matched_source_rows(
             c.cast(c.type.storage_type) if isinstance(c.type, pa.BaseExtensionType) else c
             for c in cols
         ]
+        cols = [canonical_nans(c) for c in cols]
         if len(cols) == 1:
             return int(pc.count_distinct(cols[0], mode="all").as_py())
         names = [f"k{i}" for i in range(len(cols))]
@@ -526,10 +556,12 @@ def carry_row_ids(
         ids = matched.column(ROW_ID).combine_chunks()  # one chunk: take is then cheap
         return ids.take(at).cast(pa.int64())
     idx = "__icefloe_source_index"
-    left = _key_table(source, join_cols).append_column(
+    left = _canonical_keys(_key_table(source, join_cols)).append_column(
         idx, pa.array(np.arange(source.num_rows, dtype=np.int64))
     )
-    right = matched.select([*join_cols, ROW_ID])
+    right = _canonical_keys(matched.select(list(join_cols))).append_column(
+        ROW_ID, matched.column(ROW_ID)
+    )
     # Drop field metadata so the join's key types compare equal.
     left = left.cast(pa.schema([f.remove_metadata() for f in left.schema]))
     right = right.cast(
