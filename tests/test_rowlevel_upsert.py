@@ -414,3 +414,43 @@ def test_upsert_source_nan_keys_of_different_bits_are_one_key(
     zeros = pa.table({"k": [-0.0, 0.0], "g": ["x", "x"], "v": ["-0", "+0"]}, schema=schema)
     assert t.upsert(zeros, join_cols=columns).rows_inserted == 2
     assert sorted(t.scan().to_arrow().column("v").to_pylist()) == ["+0", "-0", "one"]
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read", "equality"])
+def test_keys_given_as_python_values_follow_the_time_zone_rules(tmp_path: Path, mode: str) -> None:
+    """Keys given as a mapping of Python ``datetime`` lists follow the rules of Arrow keys: a
+    naive time for a zoned key column is refused, never read as UTC (``delete_by_keys`` deleted
+    the 12:00Z row for a naive 12:00, and an upsert replaced it), and a zoned time for a key
+    column without a zone is refused too (it stood for its UTC wall time)."""
+    import datetime as dt
+    import zoneinfo
+
+    noon = dt.datetime(2024, 1, 1, 12)
+    paris = dt.datetime(2024, 1, 1, 13, tzinfo=zoneinfo.ZoneInfo("Europe/Paris"))
+    schema = pa.schema(
+        [("ts", pa.timestamp("us", "UTC")), ("local", pa.timestamp("us")), ("v", pa.string())]
+    )
+    cat = catalog(tmp_path)
+    t = cat.create_table(
+        "ns.zoned_keys", schema, properties={"format-version": "2", "write.upsert.mode": mode}
+    )
+    t.append(pa.table({"ts": [noon.replace(tzinfo=dt.UTC)], "local": [noon], "v": ["a"]}, schema))
+    head = t.current_snapshot().snapshot_id
+    attempts = [
+        (lambda: t.delete_by_keys({"ts": [noon]}, ["ts"]), "no time zone"),
+        (lambda: t.upsert({"ts": [noon], "local": [noon], "v": ["b"]}, ["ts"]), "no time zone"),
+        (lambda: t.delete_by_keys({"local": [paris]}, ["local"]), "holds times without a zone"),
+        (
+            lambda: t.upsert({"ts": [paris], "local": [paris], "v": ["b"]}, ["local"]),
+            "holds times without a zone",
+        ),
+    ]
+    for attempt, message in attempts:
+        with pytest.raises(ValidationError, match=message):
+            attempt()
+    assert t.current_snapshot().snapshot_id == head
+    # the same instants, each with the zone-ness of its column, match the row
+    t.upsert({"ts": [paris], "local": [noon], "v": ["b"]}, ["ts"])
+    assert t.scan().to_arrow().column("v").to_pylist() == ["b"]
+    t.delete_by_keys({"local": [noon]}, ["local"])
+    assert t.scan().to_arrow().num_rows == 0

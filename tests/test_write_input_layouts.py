@@ -614,8 +614,13 @@ def test_strings_that_are_not_utf8_are_refused_on_every_write_path(
 
 def test_python_values_arrow_cannot_infer_take_the_columns_type(catalog: Any) -> None:
     """Integers beyond int64 go into a decimal column that holds them, from a mapping and
-    from a DataFrame (Arrow's inference refused them); values no column type holds, and naive
-    times for a zoned column, are errors naming the column and what to do."""
+    from a DataFrame (Arrow's inference refused them); values no column type holds, naive
+    times for a zoned column and zoned times for a column without a zone are errors naming
+    the column and what to do, from a mapping and from a DataFrame (a mapping's naive times
+    were stored as UTC, its zoned ones as their UTC wall time)."""
+    import datetime as dt
+    import zoneinfo
+
     pd = pytest.importorskip("pandas")
     schema = pa.schema(
         [
@@ -623,6 +628,7 @@ def test_python_values_arrow_cannot_infer_take_the_columns_type(catalog: Any) ->
             ("l", I64),
             ("ts", pa.timestamp("us", "UTC")),
             ("lst", pa.list_(I64)),
+            ("local", pa.timestamp("us")),
         ]
     )
     t = catalog.create_table("n.inference", schema)
@@ -638,10 +644,16 @@ def test_python_values_arrow_cannot_infer_take_the_columns_type(catalog: Any) ->
     with pytest.raises(ValidationError, match=r"column 'l': give a list or array of values"):
         t.append({"l": 5})
     naive = pd.DataFrame({"ts": pd.to_datetime(["2024-01-01"])})
-    with pytest.raises(ValidationError, match=r"no time zone; .*tz_localize\('UTC'\)"):
-        t.append(naive)
+    for data in (naive, {"ts": [dt.datetime(2024, 1, 1)]}):
+        with pytest.raises(ValidationError, match=r"no time zone; .*tz_localize\('UTC'\)"):
+            t.append(data)
+    paris = dt.datetime(2024, 1, 1, 13, tzinfo=zoneinfo.ZoneInfo("Europe/Paris"))
+    for data in (pd.DataFrame({"local": pd.Series([paris])}), {"local": [paris]}):
+        with pytest.raises(ValidationError, match=r"'local' .*holds times without a zone"):
+            t.append(data)
     t.append(naive.assign(ts=naive["ts"].dt.tz_localize("UTC")))
-    assert len(t.scan().to_arrow()) == 4
+    t.append({"ts": [dt.datetime(2024, 1, 1, tzinfo=dt.UTC)], "local": [dt.datetime(2024, 1, 1)]})
+    assert len(t.scan().to_arrow()) == 5
 
 
 def test_nan_in_a_mapping_is_null_only_in_pandas_values(catalog: Any) -> None:

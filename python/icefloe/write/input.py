@@ -323,8 +323,12 @@ def _as_column_type(
     write would not convert ``inferred`` to it (floats for a ``float`` column, integers for a
     ``double`` one, bytes for ``fixed`` or ``uuid``) and every value converts exactly: the
     conversion read back equals the inferred values. ``inferred`` otherwise (the write's own
-    checks then name the column)."""
+    checks then name the column). Times with a zone for a column without one, or without a
+    zone for a zoned column, stay as inferred: the write refuses them as it refuses such Arrow
+    values (a naive time is never read as UTC, nor an aware one stored as its UTC wall time)."""
     if inferred.type == want or pa.types.is_null(inferred.type) or _safe(inferred.type, want):
+        return inferred
+    if _zone_differs(inferred.type, want):
         return inferred
     try:
         typed = pa.array(values, type=want, from_pandas=from_pandas)
@@ -344,6 +348,15 @@ def _as_column_type(
     if pa.types.is_floating(inferred.type):
         same = pc.or_(same, pc.and_(pc.is_nan(back), pc.is_nan(inferred)))
     return typed if pc.all(same).as_py() is not False else inferred
+
+
+def _zone_differs(have: pa.DataType, want: pa.DataType) -> bool:
+    """Whether ``have`` and ``want`` are timestamps, one with a time zone and one without."""
+    return (
+        pa.types.is_timestamp(have)
+        and pa.types.is_timestamp(want)
+        and (have.tz is None) != (want.tz is None)
+    )
 
 
 def _missing(f: NestedField, af: pa.Field, n: int, version: int) -> pa.ChunkedArray:
