@@ -651,6 +651,12 @@ def test_python_values_arrow_cannot_infer_take_the_columns_type(catalog: Any) ->
     for data in (pd.DataFrame({"local": pd.Series([paris])}), {"local": [paris]}):
         with pytest.raises(ValidationError, match=r"'local' .*holds times without a zone"):
             t.append(data)
+    # mixed in one list, Arrow types them all as the first: the naive one was read as UTC
+    mixed = [dt.datetime(2024, 1, 1, tzinfo=dt.UTC), dt.datetime(2024, 1, 1, 12)]
+    with pytest.raises(ValidationError, match=r"'ts': its times mix values with and"):
+        t.append({"ts": mixed})
+    with pytest.raises(ValidationError, match=r"'local': its times mix values with and"):
+        t.append({"local": mixed[::-1]})
     t.append(naive.assign(ts=naive["ts"].dt.tz_localize("UTC")))
     t.append({"ts": [dt.datetime(2024, 1, 1, tzinfo=dt.UTC)], "local": [dt.datetime(2024, 1, 1)]})
     assert len(t.scan().to_arrow()) == 5

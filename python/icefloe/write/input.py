@@ -21,6 +21,7 @@ nulls. Anything else raises :class:`~icefloe.exceptions.ValidationError` naming 
 
 from __future__ import annotations
 
+import datetime
 import decimal
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -288,6 +289,8 @@ def _python_column(
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
         error = e
     else:
+        if pa.types.is_timestamp(inferred.type) and isinstance(values, list | tuple):
+            _check_one_zone_kind(name, values, inferred.type.tz is not None)
         if field is None or isinstance(field.field_type, NestedType):
             return inferred
         return _as_column_type(values, inferred, type_to_arrow(field.field_type), from_pandas)
@@ -314,6 +317,18 @@ def _python_column(
     raise ValidationError(
         f"column {name!r} ({kind}): cannot convert its Python values to Arrow: {error}{hint}"
     ) from None
+
+
+def _check_one_zone_kind(name: str, values: list[Any] | tuple[Any, ...], zoned: bool) -> None:
+    """Refuse Python times of which some carry a zone and some do not: Arrow types them all
+    as the first one, reading later naive times as UTC (or dropping later zones)."""
+    for v in values:
+        if isinstance(v, datetime.datetime) and (v.utcoffset() is not None) != zoned:
+            raise ValidationError(
+                f"column {name!r}: its times mix values with and without a time zone "
+                f"({v!r} {'has none' if zoned else 'has one'}, unlike the first): give "
+                "all of them a zone, or none"
+            )
 
 
 def _as_column_type(
