@@ -16,9 +16,13 @@ from icefloe.io import FileIO
 from icefloe.read import DeleteCache, read_task, read_tasks
 from icefloe.scan import DataFileRef, DeleteContent, DeleteFileRef, FileScanTask, ReadOptions
 from icefloe.schema import Schema
-from icefloe.types import IntegerType, LongType, NestedField, StringType
+from icefloe.table.row_delta import RowDelta, commit_row_delta
+from icefloe.types import IntegerType, LongType, NestedField, StringType, StructType
+from icefloe.write.files import DataFile
+from support.read_tables import write_file
 from support.read_util import read, write_data, write_dv, write_eq_deletes, write_pos_deletes
 from support.testdata import TESTDATA
+from support.write_util import catalog
 
 SCHEMA = Schema(
     NestedField(1, "id", IntegerType(), True),
@@ -218,6 +222,106 @@ def test_equality_delete_on_dropped_and_unprojected_column(tmp_path: Path) -> No
     # Still in the table but not projected.
     got = _ids(FileScanTask(df, (eq,)), ReadOptions(SCHEMA, projected_field_ids=(1,)))
     assert got == [r["id"] for r in ROWS if r["n"] != 2]
+
+
+@pytest.mark.parametrize("file_format", ["parquet", "orc", "avro"])
+def test_equality_deletes_on_fields_nested_in_structs(tmp_path: Path, file_format: str) -> None:
+    """Equality delete files on fields of structs, at depth one and two (written as Iceberg
+    Java writes them: the structs holding only the key field), delete the rows whose field
+    equals a key; a null key deletes the rows whose field is null, also those whose struct is
+    null (the spec: a null parent implies a null leaf). Such files made the whole table
+    unreadable ("has no column for equality ids")."""
+    inner = StructType(NestedField(6, "x", LongType()))
+    struct = StructType(
+        NestedField(3, "id", LongType()),
+        NestedField(4, "tag", StringType()),
+        NestedField(5, "inner", inner),
+    )
+    schema = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "s", struct))
+    t = catalog(tmp_path).create_table("ns.t", schema, properties={"format-version": "2"})
+    rows: list[dict[str, Any]] = [
+        {"k": 1, "s": {"id": 10, "tag": "a", "inner": {"x": 1}}},
+        {"k": 2, "s": {"id": 20, "tag": "b", "inner": {"x": 2}}},
+        {"k": 3, "s": None},
+        {"k": 4, "s": {"id": None, "tag": "x", "inner": {"x": 3}}},
+        {"k": 5, "s": {"id": 30, "tag": "c", "inner": None}},
+        {"k": 6, "s": {"id": 40, "tag": "d", "inner": {"x": 7}}},
+        {"k": 7, "s": {"id": 50, "tag": "e", "inner": {"x": None}}},
+    ]
+    t.append(pa.Table.from_pylist(rows, schema=schema_to_arrow(schema)))
+    by_id = [20, None]  # keys of s.id
+    by_x = [7]  # keys of s.inner.x
+    id_only = StructType(NestedField(3, "id", LongType()))
+    inner_only = StructType(NestedField(5, "inner", inner))
+    deletes = [
+        (3, id_only, [{"id": v} for v in by_id]),
+        (6, inner_only, [{"inner": {"x": v}} for v in by_x]),
+    ]
+    files = []
+    for fid, sub, keys in deletes:
+        path = Path(t.metadata.location.removeprefix("file://")) / f"data/eq-{fid}.{file_format}"
+        sub_arrow = schema_to_arrow(Schema(NestedField(2, "s", sub)))
+        write_file(pa.Table.from_pylist([{"s": k} for k in keys], sub_arrow), path, file_format)
+        files.append(
+            DataFile(
+                file_path=path.as_uri(),
+                file_format=file_format.upper(),
+                record_count=len(keys),
+                file_size_in_bytes=path.stat().st_size,
+                content=2,
+                equality_ids=[fid],
+            )
+        )
+    with t.transaction() as tx:
+        commit_row_delta(tx, RowDelta(added_deletes=files), operation="delete")
+    t = t.refresh()
+
+    def leaf(row: dict[str, Any], *path: str) -> Any:
+        value: Any = row
+        for name in path:
+            value = None if value is None else value[name]
+        return value
+
+    kept = [
+        r
+        for r in rows
+        if leaf(r, "s", "id") not in by_id and leaf(r, "s", "inner", "x") not in by_x
+    ]
+    assert [r["k"] for r in kept] == [1, 5, 7]
+    assert t.scan().to_arrow().sort_by("k").to_pylist() == kept
+    assert t.scan(selected_fields=("k",)).to_arrow()["k"].to_pylist() == [1, 5, 7]
+    got = t.scan(selected_fields=("k", "s.tag")).to_arrow().sort_by("k")
+    assert got.to_pylist() == [{"k": r["k"], "s": {"tag": r["s"]["tag"]}} for r in kept]
+    assert t.scan(row_filter="k > 1").to_arrow()["k"].to_pylist() == [5, 7]
+    assert t.scan().count() == 3
+
+
+def test_equality_deletes_on_a_nested_default_spare_null_structs(tmp_path: Path) -> None:
+    """A field added to a struct with an initial default reads as that default in older
+    rows, but as null where the struct itself is null; an equality delete of the default
+    value deletes only the rows holding it. It also deleted the rows whose struct was null."""
+    struct = StructType(NestedField(3, "tag", StringType()))
+    schema = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "s", struct))
+    t = catalog(tmp_path).create_table("ns.t", schema, properties={"format-version": "3"})
+    rows = [{"k": 1, "s": {"tag": "a"}}, {"k": 2, "s": None}]
+    t.append(pa.Table.from_pylist(rows, schema=schema_to_arrow(schema)))
+    with t.update_schema() as u:
+        u.add_column(("s", "id"), LongType(), initial_default=5)
+    t = t.refresh()
+    fid = t.schema().find_field("s.id").field_id
+    sub = Schema(NestedField(2, "s", StructType(NestedField(fid, "id", LongType()))))
+    path = Path(t.metadata.location.removeprefix("file://")) / "data/eq.parquet"
+    pq.write_table(pa.Table.from_pylist([{"s": {"id": 5}}], schema=schema_to_arrow(sub)), path)
+    eq = DataFile(
+        file_path=path.as_uri(),
+        record_count=1,
+        file_size_in_bytes=path.stat().st_size,
+        content=2,
+        equality_ids=[fid],
+    )
+    with t.transaction() as tx:
+        commit_row_delta(tx, RowDelta(added_deletes=[eq]), operation="delete")
+    assert t.refresh().scan().to_arrow().to_pylist() == [{"k": 2, "s": None}]
 
 
 def test_equality_delete_compared_after_promotion(tmp_path: Path) -> None:

@@ -172,16 +172,6 @@ def _equality_ids(d: DeleteFileRef) -> tuple[int, ...]:
     return tuple(dict.fromkeys(d.equality_ids))
 
 
-def _plain(table: pa.Table, names: Sequence[str]) -> pa.Table:
-    """``table`` with its columns renamed to ``names`` and no schema or field metadata: the
-    metadata of a delete file's stored Arrow schema is not needed, and a damaged one (a key
-    that is not UTF-8) must not reach the native sets."""
-    schema = pa.schema(
-        [pa.field(n, f.type, f.nullable) for n, f in zip(names, table.schema, strict=True)]
-    )
-    return pa.Table.from_arrays(table.columns, schema=schema)
-
-
 def _columns_by_id(schema: pa.Schema, mapping: NameMapping | None) -> dict[int, str]:
     if mapping is not None and not has_field_ids(schema):
         schema = apply_name_mapping(schema, mapping)
@@ -191,6 +181,60 @@ def _columns_by_id(schema: pa.Schema, mapping: NameMapping | None) -> dict[int, 
         if fid is not None:
             out[fid] = f.name
     return out
+
+
+def _equality_columns(schema: pa.Schema, mapping: NameMapping | None) -> dict[int, tuple[str, ...]]:
+    """The path of names to each column of ``schema`` an equality delete can name, by field
+    id: top-level columns and fields of structs at any depth (never inside a list or a map,
+    where the spec allows no equality column)."""
+    if mapping is not None and not has_field_ids(schema):
+        schema = apply_name_mapping(schema, mapping)
+    out: dict[int, tuple[str, ...]] = {}
+
+    def walk(fields: Sequence[pa.Field], prefix: tuple[str, ...]) -> None:
+        for f in fields:
+            path = (*prefix, f.name)
+            fid = field_id_of(f)
+            if fid is not None:
+                out.setdefault(fid, path)
+            if pa.types.is_struct(f.type):
+                walk([f.type.field(i) for i in range(f.type.num_fields)], path)
+
+    walk(list(schema), ())
+    return out
+
+
+def _key_columns(
+    path: str,
+    read: Callable[[list[str]], pa.Table],
+    eq_ids: Sequence[int],
+    by_id: dict[int, tuple[str, ...]],
+) -> pa.Table:
+    """The ``eq_ids`` columns of a delete file, named by field id, from ``read`` (which reads
+    the named top-level columns). A field nested in structs is taken out of them, null where
+    any struct above it is null (the spec: a null parent implies a null leaf). The columns
+    carry no schema or field metadata: a damaged one (a key that is not UTF-8) must not reach
+    the native sets."""
+    missing = [i for i in eq_ids if i not in by_id]
+    if missing:
+        raise ValidationError(
+            f"equality delete file {path} has no column for equality ids {missing}"
+        )
+    tops = list(dict.fromkeys(by_id[i][0] for i in eq_ids))
+    table = read(tops)
+    fields: list[pa.Field] = []
+    columns: list[pa.ChunkedArray] = []
+    for i in eq_ids:
+        top, *inner = by_id[i]
+        col = table.column(tops.index(top))
+        field = table.schema.field(tops.index(top))
+        for name in inner:
+            index = field.type.get_field_index(name)
+            field = field.type.field(index)
+            col = pc.struct_field(col, [index])
+        fields.append(pa.field(str(i), field.type, field.nullable or bool(inner)))
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
 def _single_data_file(pf: pq.ParquetFile, path_col: str) -> str | None:
@@ -433,20 +477,18 @@ def _read_equality_deletes(
         raise FileIOError(f"cannot read {d.file_path}: {e}") from e
     checked = open_checked(io, d.file_path, handle=handle)
     pf = checked.file
-    ids = _columns_by_id(checked.schema, mapping)
-    missing = [i for i in eq_ids if i not in ids]
-    if missing:
-        raise ValidationError(
-            f"equality delete file {d.file_path} has no column for equality ids {missing}"
+
+    def read(names: list[str]) -> pa.Table:
+        try:
+            table = pf.read(columns=names)
+        except DECODE_ERRORS as e:
+            raise CorruptFileError(f"{d.file_path}: cannot read equality deletes: {e}") from e
+        _check_rows(
+            d.file_path, "equality delete", table.num_rows, pf.metadata.num_rows, d.record_count
         )
-    try:
-        table = pf.read(columns=[ids[i] for i in eq_ids])
-    except DECODE_ERRORS as e:
-        raise CorruptFileError(f"{d.file_path}: cannot read equality deletes: {e}") from e
-    _check_rows(
-        d.file_path, "equality delete", table.num_rows, pf.metadata.num_rows, d.record_count
-    )
-    table = _plain(table, [str(i) for i in eq_ids])
+        return table
+
+    table = _key_columns(d.file_path, read, eq_ids, _equality_columns(checked.schema, mapping))
     if same is not None:
         same.append((data, table))
     return table
@@ -486,16 +528,13 @@ def _read_whole_eq(
 ) -> pa.Table:
     """The equality columns of the ORC or Avro equality delete file ``d``, by field id."""
     f = _open_whole(io, d)
-    ids = _columns_by_id(f.schema, mapping)
-    eq_ids = _equality_ids(d)
-    missing = [i for i in eq_ids if i not in ids]
-    if missing:
-        raise ValidationError(
-            f"equality delete file {d.file_path} has no column for equality ids {missing}"
-        )
-    table = f.read([ids[i] for i in eq_ids])
-    _check_rows(d.file_path, "equality delete", table.num_rows, f.num_rows, d.record_count)
-    return _plain(table, [str(i) for i in eq_ids])
+
+    def read(names: list[str]) -> pa.Table:
+        table = f.read(names)
+        _check_rows(d.file_path, "equality delete", table.num_rows, f.num_rows, d.record_count)
+        return table
+
+    return _key_columns(d.file_path, read, _equality_ids(d), _equality_columns(f.schema, mapping))
 
 
 def _content_key(table: pa.Table) -> tuple[Any, ...]:

@@ -765,8 +765,14 @@ def _fill(stored: pa.Array | None, inherited: pa.Array | None, n: int) -> pa.Arr
 
 
 def _column_by_id(wb: pa.RecordBatch, work: Schema, fid: int) -> pa.Array:
+    """Column ``fid`` of ``wb``, a field nested in structs taken out of them: null where a
+    struct above it is null (the spec: a null parent implies a null leaf)."""
     path = [a.name for a in work.ancestors(fid)] + [work.find_field(fid).name]
     arr: pa.Array = wb.column(path[0])
     for name in path[1:]:
-        arr = arr.field(name)
+        if not pa.types.is_struct(arr.type):
+            raise ValidationError(
+                f"equality delete field id {fid} is not a column or a field of structs"
+            )
+        arr = pc.struct_field(arr, [arr.type.get_field_index(name)])
     return arr
