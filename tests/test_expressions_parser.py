@@ -176,6 +176,11 @@ def test_infinite_literals_print_and_parse_as_inf() -> None:
     assert parse("d > inf") == (col("d") > float("inf"))
     assert parse("d in (-inf, 1.0, Infinity)") == col("d").isin([float("-inf"), 1.0, float("inf")])
     assert parse("inf > 3") == (col("inf") > 3)
+    # before a comparison with a column, the number (as `5 < d` is d > 5; it was refused)
+    assert parse("inf > d") == (col("d") < float("inf"))
+    assert parse("INFINITY >= d and -inf < d") == (
+        (col("d") <= float("inf")) & (col("d") > float("-inf"))
+    )
 
 
 def test_non_string_input() -> None:

@@ -329,7 +329,15 @@ class _Parser:
     def parse_atom(self) -> BooleanExpression:
         """A predicate or a constant."""
         t = self.tok
-        if self.is_literal(t) and self.peek().kind == "op":
+        # `inf > d`: a bare inf before a comparison with a column is the number (no column is
+        # compared with a column), while `inf > 1` names a column called inf
+        inf = (
+            t.kind == "ident"
+            and t.value.lower() in _INF_WORDS
+            and self.peek(2).kind == "ident"
+            and self.peek(2).value.lower() not in _INF_WORDS
+        )
+        if (inf or self.is_literal(t)) and self.peek().kind == "op":
             value = self.literal()
             op = _CMP[self.advance().value]
             name = self.expect("ident", "a column name after the comparison")
