@@ -262,6 +262,10 @@ def test_views_on_every_kind_of_catalog(catalog: Catalog) -> None:
         return
     catalog.create_view("ns.v", "SELECT 1", ROWS, dialect="spark")
     assert catalog.load_view("ns.v").sql() == "SELECT 1"
+    # the name is taken, by no table to load: creating a table "if not exists" says so
+    with pytest.raises(TableAlreadyExistsError, match=r"View with same name.*ns\.v"):
+        catalog.create_table_if_not_exists("ns.v", ROWS)
+    assert not catalog.table_exists("ns.v")
     v = catalog.replace_view("ns.v", "SELECT 2", ROWS, dialect="spark")
     assert v.sql() == "SELECT 2"
     catalog.drop_view("ns.v")

@@ -377,7 +377,10 @@ class Catalog(ABC):
         properties: Mapping[str, str] | None = None,
         format_version: int | None = None,
     ) -> Table:
-        """Create the table, or load it if it already exists."""
+        """Create the table, or load it if it already exists.
+
+        A view of the name is no table to load: its ``TableAlreadyExistsError`` is raised.
+        """
         try:
             return self.create_table(
                 identifier,
@@ -388,8 +391,11 @@ class Catalog(ABC):
                 properties,
                 format_version,
             )
-        except TableAlreadyExistsError:
-            return self.load_table(identifier)
+        except TableAlreadyExistsError as exists:
+            try:
+                return self.load_table(identifier)
+            except NoSuchTableError:
+                raise exists from None
 
     def drop_table(self, identifier: str | Iterable[str], purge: bool = False) -> None:
         """Remove the table from the catalog; with ``purge`` also delete its files."""
