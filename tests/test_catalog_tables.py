@@ -422,6 +422,14 @@ def test_staged_create_on_every_catalog(catalog: Catalog) -> None:
     for name in ("db.staged", "db.bare", "db.taken"):
         catalog.drop_table(name, purge=True)
     catalog.drop_namespace("db")
+    # its namespace dropped before the commit: refused, as create_table refuses a missing
+    # namespace, and the namespace is not made again (the file-system catalog made it again)
+    catalog.create_namespace("later", {"owner": "me"})
+    tx = catalog.create_table_transaction("later.t", _schema())
+    catalog.drop_namespace("later")
+    with pytest.raises(NoSuchNamespaceError, match="later"):
+        tx.commit_transaction()
+    assert not catalog.namespace_exists("later") and catalog.list_namespaces() == []
 
 
 def test_register_table_stores_a_relative_metadata_path_absolute(

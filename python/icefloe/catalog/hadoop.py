@@ -266,6 +266,9 @@ class HadoopCatalog(Catalog):
                 f"a hadoop table lives at its directory {table_dir}; "
                 f"it cannot be created at {metadata.location}"
             )
+        namespace = identifier[:-1]
+        if not self._ns_exists(namespace):  # dropped since a staged create began
+            raise NoSuchNamespaceError(f"namespace {'.'.join(namespace)!r} does not exist")
         try:
             location = self._write_version(identifier, 1, metadata)
         except CommitFailedError as exc:
