@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from icefloe.catalog import Catalog
+from icefloe.catalog.hadoop import NAMESPACE_FILE, HadoopCatalog
 from icefloe.exceptions import (
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     ValidationError,
 )
+from icefloe.schema import Schema
+from icefloe.types import LongType, NestedField
 
 
 def _props(catalog: Catalog, ns: str) -> dict[str, str]:
@@ -139,3 +145,23 @@ def test_a_level_with_a_dot_does_not_stand_for_a_nested_namespace(catalog: Catal
         catalog.drop_namespace(dotted)
     assert _props(catalog, "al.b") == {"k": "v"}  # the dotted string names the nested one
     assert catalog.table_exists(("al", "b", "t"))
+
+
+def test_a_file_system_namespace_is_located_at_its_directory(tmp_path: Path) -> None:
+    """A file-system catalog creates a namespace's tables in its directory: a ``location``
+    property naming another one is refused, and the location reported is the directory. The
+    catalog took such a property and reported it, while its tables went to the directory."""
+    cat = HadoopCatalog("fs", warehouse=(tmp_path / "wh").as_uri())
+    elsewhere = str(tmp_path / "elsewhere")
+    with pytest.raises(ValidationError, match="lives at its directory"):
+        cat.create_namespace("z", {"location": elsewhere, "owner": "me"})
+    assert not cat.namespace_exists("z")
+    cat.create_namespace("z", {"location": str(tmp_path / "wh" / "z"), "owner": "me"})
+    with pytest.raises(ValidationError, match="lives at its directory"):
+        cat.update_namespace_properties("z", updates={"location": elsewhere})
+    # a properties file written by other means names another location: not reported
+    (tmp_path / "wh" / "z" / NAMESPACE_FILE).write_text(json.dumps({"location": elsewhere}))
+    reported = cat.load_namespace_properties("z")["location"]
+    t = cat.create_table("z.t", Schema(NestedField(1, "id", LongType())))
+    assert t.location == f"{reported}/t" == (tmp_path / "wh" / "z" / "t").as_uri()
+    assert not (tmp_path / "elsewhere").exists()

@@ -97,6 +97,25 @@ class HadoopCatalog(Catalog):
             return True
         return self.io.is_dir(directory) and not self._is_table_dir(directory)
 
+    def _refuse_location(self, ns: Identifier, props: Mapping[str, str]) -> None:
+        """A ``location`` property other than the namespace's directory is refused: tables are
+        always created in that directory, which is the location reported (as in Java, whose
+        file-system catalog keeps no namespace properties). The directory itself is accepted,
+        and not stored."""
+        given = props.get("location")
+        if given is None:
+            return
+        directory = self._ns_dir(ns)
+
+        def plain(location: str) -> str:
+            return absolute_location(location).removeprefix("file://").rstrip("/")
+
+        if plain(given) != plain(directory):
+            raise ValidationError(
+                f"namespace {'.'.join(ns)!r} of a file-system (hadoop) catalog lives at its "
+                f"directory {directory}: it cannot have location {given!r}"
+            )
+
     # -- namespaces -----------------------------------------------------------------------------
     def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
         """Whether the namespace directory exists (and is not a table)."""
@@ -105,9 +124,14 @@ class HadoopCatalog(Catalog):
     def create_namespace(
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
-        """Create the namespace directory with its properties file (atomically exclusive)."""
+        """Create the namespace directory with its properties file (atomically exclusive).
+
+        Its ``location`` is its directory: another one is refused with
+        :class:`ValidationError`."""
         ns = self._check_namespace(namespace, new=True)
         props = string_map(properties, "namespace properties")
+        self._refuse_location(ns, props)
+        props.pop("location", None)
         if self._ns_exists(ns):
             raise NamespaceAlreadyExistsError(f"namespace {'.'.join(ns)!r} already exists")
         directory = self._ns_dir(ns)
@@ -141,11 +165,12 @@ class HadoopCatalog(Catalog):
         return {str(k): str(v) for k, v in loaded.items()}
 
     def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
-        """The stored properties plus ``location`` (the namespace directory)."""
+        """The stored properties plus ``location``, the namespace directory (where its tables
+        are created, whatever a properties file written by other means says)."""
         ns = self._check_namespace(namespace)
         if not self._ns_exists(ns):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
-        return {"location": self._ns_dir(ns), **self._read_properties(ns)}
+        return {**self._read_properties(ns), "location": self._ns_dir(ns)}
 
     def update_namespace_properties(
         self,
@@ -153,9 +178,12 @@ class HadoopCatalog(Catalog):
         removals: Iterable[str] | None = None,
         updates: Mapping[str, str] | None = None,
     ) -> PropertiesUpdateSummary:
-        """Rewrite the namespace's properties file."""
+        """Rewrite the namespace's properties file (``location`` is its directory: see
+        :meth:`create_namespace`)."""
         ns = self._check_namespace(namespace)
         removal_set, update_map = self._check_update(removals, updates)
+        self._refuse_location(ns, update_map)
+        update_map.pop("location", None)
         if not self._ns_exists(ns):
             raise NoSuchNamespaceError(f"namespace {'.'.join(ns)!r} does not exist")
         props = self._read_properties(ns)
