@@ -374,6 +374,29 @@ def test_a_stale_table_object_never_commits_into_its_successor(catalog: Catalog)
         assert catalog.load_table("db.moved").scan().to_arrow().num_rows == 1
 
 
+@pytest.mark.parametrize("purge", [False, True])
+def test_a_write_after_the_drop_leaves_no_directory(catalog: Catalog, purge: bool) -> None:
+    """A write through a table object loaded before the table was dropped fails and leaves
+    nothing, no directory either. Its empty directories were left, which a file-system
+    catalog listed as a namespace inside ``db`` that kept ``db`` from being dropped."""
+    import pyarrow as pa
+
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", _schema())
+    t.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    stale = catalog.load_table("db.t")
+    catalog.drop_table("db.t", purge=purge)
+    dirs = [t.location, f"{t.location}/data", f"{t.location}/metadata"]
+    files = sorted(f.location for f in t.io.list_prefix(t.location))
+    missing = [_missing(t.io, d) for d in dirs]
+    with pytest.raises(NoSuchTableError):
+        stale.append(pa.table({"id": pa.array([2], pa.int64()), "name": ["b"]}))
+    assert sorted(f.location for f in t.io.list_prefix(t.location)) == files
+    assert [_missing(t.io, d) for d in dirs] == missing
+    assert catalog.list_namespaces("db") == [] and catalog.list_tables("db") == []
+    catalog.drop_namespace("db")
+
+
 def test_staged_create_on_every_catalog(catalog: Catalog) -> None:
     import pyarrow as pa
 

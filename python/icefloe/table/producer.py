@@ -793,6 +793,11 @@ class SnapshotProducer:
         for f in self._pending:
             f.exception()  # let background writes finish before deleting their files
         self._pending = []
+        deleted = [
+            *(p for a in self._attempts for p in (a.manifest_list, *a.written)),
+            *self._new_manifest_paths,
+            *self._owned,
+        ]
         for a in self._attempts:
             self.io.delete_quietly(a.manifest_list)
             for p in a.written:
@@ -800,6 +805,7 @@ class SnapshotProducer:
         self._discard_new_manifests()
         for p in self._owned:
             self.io.delete_quietly(p)
+        self.tx._delete_emptied_dirs(deleted)
 
 
 def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:

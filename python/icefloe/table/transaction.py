@@ -22,6 +22,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitStateUnknownError,
     IcebergError,
+    NoSuchTableError,
     NotFoundError,
     ValidationError,
     commit_did_not_happen,
@@ -94,6 +95,10 @@ class Transaction:
             if table.metadata_location
             else _first_missing_directory(table.io, table.metadata.location)
         )
+        # The table was dropped since it was loaded (NoSuchTableError): deleting the files
+        # written for it, the directories they were in go too once empty (on a file-system
+        # catalog a left directory reads as a namespace; the drop removed the table's own).
+        self._table_gone = False
 
     def __enter__(self) -> Transaction:
         return self
@@ -171,7 +176,11 @@ class Transaction:
         file missing from the current state is damage, not a race)."""
         for _ in range(_REBUILDS_AFTER_MISSING_FILES):
             was = self.table.metadata_location
-            self.table.refresh()
+            try:
+                self.table.refresh()
+            except NoSuchTableError:
+                self._table_gone = True
+                raise
             if self.table.metadata_location == was:
                 return False
             self.table.load_every_snapshot()
@@ -226,11 +235,28 @@ class Transaction:
         owned, self._owned_files = self._owned_files, []
         for path in owned:
             self.table.io.delete_quietly(path)
+        self._delete_emptied_dirs(owned)
         if self._new_directory:
             # a staged create that never happened: the directories its writes made go too (on
             # a file-system catalog a left directory reads as a namespace); only empty ones
             with contextlib.suppress(IcebergError):
                 self.table.io.delete_empty_dirs(self._new_directory)
+
+    def _delete_emptied_dirs(self, deleted: Iterable[str]) -> None:
+        """Once the table is gone: remove the directories the ``deleted`` files were in, up
+        to the table's location, each only if empty (never one holding another file)."""
+        if not self._table_gone:
+            return
+        from icefloe.table_paths import data_location, metadata_location
+
+        meta = self.table.metadata
+        within = (
+            data_location(meta.location, meta.properties),
+            metadata_location(meta.location, meta.properties),
+            meta.location,
+        )
+        with contextlib.suppress(IcebergError):
+            self.table.io.delete_emptied_dirs(deleted, within)
 
     def _replayable(self) -> bool:
         """Whether a lost race can be retried by rebuilding: only producers and properties."""
@@ -541,6 +567,7 @@ class Transaction:
                     self.table.load_every_snapshot()
                 except BaseException as exc:
                     if commit_did_not_happen(exc):  # the table was dropped or replaced
+                        self._table_gone = isinstance(exc, NoSuchTableError)
                         self._abort_producers()
                         raise
                     # without the table's state, that the commit reported lost did not land
@@ -570,6 +597,7 @@ class Transaction:
                 # other (CommitStateUnknownError, an I/O error, KeyboardInterrupt, SystemExit)
                 # may have arrived after the swap: the new metadata may reference every file.
                 if commit_did_not_happen(exc):
+                    self._table_gone = isinstance(exc, NoSuchTableError)
                     self._abort_producers()
                 else:
                     self._may_have_committed = True
