@@ -8,6 +8,8 @@ must not be deleted: each case lost or duplicated rows, or failed a commit that 
   a stale sequence number (``ValidationError``) instead of rebuilding it;
 - an expiration planned before another writer tagged an old snapshot removed the tag with it;
 - two equality-mode upserts of a key new to the table both inserted it;
+- an append rebuilt after another engine replaced the table, a column keeping its field id
+  with another type, committed files the new schema cannot read;
 - orphan removal through a table object loaded before other commits deleted their files;
 - ``gc.enabled=false`` did not stop expiration or orphan removal from deleting files, and a
   ``write.data.path`` shared by two tables let one's orphan removal delete the other's files.
@@ -403,6 +405,57 @@ def test_an_upsert_planned_again_after_an_expiry_on_a_new_schema_is_a_conflict(
     with pytest.raises(CommitConflictError, match="schema changed while the change ran"):
         stale.upsert(_rows([1], "stale"), ["id"])
     assert _ids(cat) == [1, 2, 3]
+
+
+def _replace_schema(cat: Catalog, name: str, fields: list[dict[str, object]]) -> None:
+    """Replace the table as Iceberg Java's REPLACE TABLE commits it: ``main`` removed, a new
+    current schema (keeping the field ids of the columns it keeps), spec and sort order."""
+    from icefloe.metadata.requirements import requirement_from_json
+    from icefloe.metadata.updates import update_from_json
+
+    t = cat.load_table(name)
+    schema = {"type": "struct", "schema-id": 0, "fields": fields}
+    updates = [
+        {"action": "remove-snapshot-ref", "ref-name": "main"},
+        {"action": "add-schema", "schema": schema},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+    ]
+    uuid = {"type": "assert-table-uuid", "uuid": t.metadata.table_uuid}
+    cat.commit_table(t, [requirement_from_json(uuid)], [update_from_json(u) for u in updates])
+
+
+def test_a_write_rebuilt_after_a_replace_that_retyped_its_columns_is_a_conflict(
+    tmp_path: Path,
+) -> None:
+    """A table object loaded before another engine replaced the table (a column keeping its
+    field id with another type) appends: rebuilt on the new state, the write's files carry the
+    old type, which the new schema cannot read. The commit is refused, nothing is left; it
+    committed and made the table unreadable. A type the spec promotes to commits."""
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("n", pa.int32())])
+    rows = pa.table({"id": pa.array([7], pa.int64()), "n": pa.array([7], pa.int32())})
+    for name, new_type in [("db.t", "string"), ("db.u", "long")]:
+        t = cat.create_table(name, schema)
+        t.append(rows)
+        files = sorted(f.location for f in t.io.list_prefix(t.location))
+        stale = cat.load_table(name)
+        _replace_schema(cat, name, [{"id": 2, "name": "n", "required": False, "type": new_type}])
+        if new_type == "long":  # int -> long: files written as int read as long
+            stale.append(rows)
+            assert cat.load_table(name).scan().to_arrow().to_pylist() == [{"n": 7}]
+            continue
+        with pytest.raises(CommitConflictError, match=r"'n' \(id 2\), written as int, is string"):
+            stale.append(rows)
+        now = cat.load_table(name)
+        assert now.current_snapshot() is None and len(now.snapshots()) == 1
+        assert now.scan().to_arrow().num_rows == 0
+        left = sorted(f.location for f in t.io.list_prefix(t.location))
+        assert [f for f in left if f not in files] == [now.metadata_location]
 
 
 def test_a_ref_moved_and_its_old_head_removed_in_one_commit(catalog: Catalog) -> None:

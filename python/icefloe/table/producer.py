@@ -101,7 +101,9 @@ WAP_ENABLED = "write.wap.enabled"
 
 if TYPE_CHECKING:
     from icefloe._native import DataFileRef
+    from icefloe.schema import Schema
     from icefloe.table.table import Transaction
+    from icefloe.types import IcebergType
 
 __all__ = ["SnapshotProducer", "Validator"]
 
@@ -193,6 +195,8 @@ class SnapshotProducer:
         self._delete_predicates: list[EntryPredicate] = []
         self._validators: list[Validator] = []
         self._owned: list[str] = []
+        #: the table's schema at the first build, which the files it adds were written with
+        self._written_schema: Schema | None = None
         self._new_manifests: pa.RecordBatch | None = None  # reused across attempts
         self._manifests_version: int | None = None  # the format version they were written in
         self._new_manifest_paths: list[str] = []
@@ -366,8 +370,10 @@ class SnapshotProducer:
         if self._since is None:
             self._since = Since.planned_on(metadata, parent, tx_own)
             self._built_on = [earlier[i] for i in on_own]
+            self._written_schema = metadata.current_schema()
         else:
             self._check_rebuildable(on_own)
+            self._check_written_types(metadata)
         self._check_delete_formats(metadata)
         since = Since(self._since.start, tx_own)  # own ids change when a rebuild renumbers them
         for fn in self._validators:
@@ -529,6 +535,28 @@ class SnapshotProducer:
                 "a concurrent commit renumbered the transaction's earlier changes, whose rows "
                 "this change copied with their row ids or sequence numbers: run the "
                 "transaction again"
+            )
+
+    def _check_written_types(self, metadata: TableMetadata) -> None:
+        """On a rebuild: the files this change adds were written with the schema of its first
+        build. When another writer's commit (a table replace) has since given one of their
+        field ids a type they cannot be read as (other than a promotion the spec allows), the
+        snapshot would make the table unreadable: :class:`CommitConflictError`."""
+        written = self._written_schema
+        if written is None or metadata.current_schema_id == written.schema_id:
+            return
+        if not (self._added or self._added_deletes or self._entry_batches):
+            return
+        now = metadata.current_schema().index_by_id()
+        for field_id, old in written.index_by_id().items():
+            new = now.get(field_id)
+            if new is None or _readable_as(old.field_type, new.field_type, metadata):
+                continue
+            name = written.find_column_name(field_id)
+            raise CommitConflictError(
+                f"the table's schema changed while this change was committed (another "
+                f"writer's commit): column {name!r} (id {field_id}), written as "
+                f"{old.field_type}, is {new.field_type} now, which its files cannot be read as"
             )
 
     def _check_delete_formats(self, metadata: TableMetadata) -> None:
@@ -806,6 +834,18 @@ class SnapshotProducer:
         for p in self._owned:
             self.io.delete_quietly(p)
         self.tx._delete_emptied_dirs(deleted)
+
+
+def _readable_as(old: IcebergType, new: IcebergType, metadata: TableMetadata) -> bool:
+    """Whether values written as ``old`` read as ``new``: the same kind of nested type (whose
+    fields are compared by their own ids), or a primitive the spec promotes."""
+    from icefloe.evolution import can_promote
+
+    if old.is_primitive or new.is_primitive:
+        return (
+            old.is_primitive and new.is_primitive and can_promote(old, new, metadata.format_version)
+        )
+    return type(old) is type(new)
 
 
 def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:
