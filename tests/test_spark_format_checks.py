@@ -221,6 +221,47 @@ def test_nanosecond_timestamps_before_1970_are_rounded_down(spark: Any, tmp_path
     assert got == [(i, n // 1000, n // 1000) for i, n in enumerate(nanos)]
 
 
+def test_nanosecond_columns_refuse_what_microsecond_columns_refuse(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spark's TIMESTAMP (an instant) written to a ``timestamp_ns`` column, or TIMESTAMP_NTZ
+    to a ``timestamptz_ns`` one, was stored shifted by the session's zone (the microsecond
+    columns and ``Table.append`` refuse it), and a year outside 1677-2262 failed with a bare
+    Arrow error: both are ``ValidationError``s naming the column, nothing committed."""
+    from icefloe.exceptions import ValidationError
+    from icefloe.spark.errors import icefloe_errors
+
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh")
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType()),
+        NestedField(2, "ts", TimestampNanoType()),
+        NestedField(3, "tz", TimestamptzNanoType()),
+    )
+    t = cat.create_table("db.t", schema, format_version=3)
+    opts = catalog_options(cat)
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        for sql, match in (
+            ("timestamp'2024-01-01 10:00:00' ts, timestamp'2024-01-01 10:00:00' tz", "'ts'"),
+            ("timestamp_ntz'2024-01-01 10:00' ts, timestamp_ntz'2024-01-01 10:00' tz", "'tz'"),
+            ("timestamp_ntz'2300-01-01 00:00' ts, timestamp'2024-01-01 10:00' tz", "1677-2262"),
+        ):
+            df = spark.sql(f"SELECT 1L id, {sql}")
+            with pytest.raises(ValidationError, match=match), icefloe_errors():
+                df.write.format("icefloe").options(**opts).mode("append").save("db.t")
+        assert t.refresh().current_snapshot() is None
+        ok = "timestamp_ntz'2024-01-01 10:00' ts, timestamp'2024-01-01 10:00' tz"
+        spark.sql(f"SELECT 1L id, {ok}").write.format("icefloe").options(**opts).mode(
+            "append"
+        ).save("db.t")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    (row,) = t.refresh().scan().to_arrow().to_pylist()
+    assert str(row["ts"]) == "2024-01-01 10:00:00" and str(row["tz"]) == "2024-01-01 18:00:00+00:00"
+
+
 _VARIANTS = (
     'SELECT 1L id, parse_json(\'{"a": 1, "b": [true, null, "x"]}\') v '
     "UNION ALL SELECT 2L, parse_json('12345678901234567890') "

@@ -92,7 +92,15 @@ def _convert(arr: pa.Array, t: IcebergType, path: str) -> pa.Array:
         return arr.cast(pa.int64()).view(pa.time64("us"))
     if isinstance(t, TimestampNanoType | TimestamptzNanoType) and pa.types.is_timestamp(arr.type):
         tz = "UTC" if isinstance(t, TimestamptzNanoType) else None
-        return arr.cast(pa.timestamp("ns", tz=tz))
+        if (arr.type.tz is None) != (tz is None):
+            return arr  # an instant for a local time or the reverse: the write refuses it
+        try:
+            return arr.cast(pa.timestamp("ns", tz=tz))
+        except pa.ArrowInvalid:
+            raise ValidationError(
+                f"column {path!r} ({t}): a value is outside the years 1677-2262 that a "
+                "nanosecond timestamp holds"
+            ) from None
     if not _needs(t):
         return arr
     mask = arr.is_null() if arr.null_count else None
