@@ -200,6 +200,32 @@ def test_reprs_hide_url_passwords_and_authorization(tmp_path: Path) -> None:
     assert "iceberg:***@127.0.0.1" in text and "s3://bucket/wh" in text
 
 
+@pytest.mark.parametrize("password", ["ab/Pw9Qcd", "ab Pw9Qcd", "ab:Pw9Qcd", "Pw9Q?x"])
+def test_url_passwords_with_slashes_or_spaces_stay_hidden(password: str) -> None:
+    """A URL password holding ``/``, ``:``, ``?`` or a space (SQLAlchemy connects with
+    ``postgresql://user:ab/Pw9Qcd@db/iceberg``) is hidden in the FileIO repr (a SQL catalog's
+    ``uri`` is among its tables' FileIO properties) and in the errors for a REST catalog's
+    ``uri`` and ``oauth2-server-uri``: it showed in full, or in part quoted by Python's URL
+    parser (``Port could not be cast to integer value as 'Pw9Q'``)."""
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.exceptions import IcebergError
+    from icefloe.io import FileIO
+
+    text = repr(FileIO({"uri": f"postgresql://user:{password}@db.internal/iceberg"}))
+    assert "Pw9Q" not in text and "user:***@db.internal/iceberg" in text
+    for props in (
+        {"uri": f"http://user:{password}@127.0.0.1:1"},
+        {
+            "uri": "http://127.0.0.1:1",
+            "credential": "a:b",
+            "oauth2-server-uri": f"http://user:{password}@127.0.0.1:1/tok",
+        },
+    ):
+        with pytest.raises(IcebergError) as bad:  # invalid, or nothing listens there
+            RestCatalog("c", **props)
+        assert "Pw9Q" not in str(bad.value)
+
+
 @pytest.mark.postgres
 def test_javas_jdbc_settings_open_the_same_database(postgres_uri: str, tmp_path: Path) -> None:
     """``jdbc:postgresql://`` URIs with ``jdbc.user`` and ``jdbc.password``, as Iceberg Java's

@@ -373,8 +373,10 @@ def parse_flag(key: str, raw: str, what: str = "FileIO property") -> bool:
     return low in ("true", "1", "yes")
 
 
-#: The password of a URL's user information (``postgresql://user:password@host/db``).
-_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
+#: The password of a URL's user information (``postgresql://user:password@host/db``): up to
+#: the last ``@``, as a password may hold ``/``, ``:``, ``@`` or spaces (SQLAlchemy and Python's
+#: parser take such passwords); a later ``@`` in a path hides the host too, never the password.
+_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):.*@")
 #: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
 _URL_QUERY_SECRET = re.compile(
     r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
@@ -389,12 +391,22 @@ def redact_url(value: str) -> str:
 
 def parse_url(key: str, raw: str, what: str = "catalog property") -> SplitResult:
     """``raw`` split as a URL, its port checked (Python's parser raises a bare ``ValueError``
-    for a bad IPv6 host or port); an error shows it without its password."""
+    for a bad IPv6 host or port); an error shows it without its password. The parser's own
+    words quote a piece of the URL (``Port could not be cast to integer value as 'Pw9Q'``),
+    part of a password that holds ``/``, ``?`` or ``#``: for a URL with user information the
+    error says what is wrong without them."""
     try:
         parts = urlsplit(raw)
         _ = parts.port
     except ValueError as e:
-        raise _invalid(key, redact_url(raw), str(e), what) from None
+        if "@" in raw:
+            reason = (
+                "its host or port cannot be read; a user name or password holding "
+                "'/', '?', '#' or '@' must be percent-encoded"
+            )
+        else:
+            reason = str(e)
+        raise _invalid(key, redact_url(raw), reason, what) from None
     return parts
 
 
