@@ -22,7 +22,7 @@ import pytest
 
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.errors import exception_for_error
-from icefloe.exceptions import IcebergError, UnauthorizedError, ValidationError
+from icefloe.exceptions import ForbiddenError, IcebergError, UnauthorizedError, ValidationError
 from support.rest import (
     CLIENT_SECRET,
     PYTHONPATH,
@@ -253,6 +253,109 @@ def test_secrets_echoed_by_a_token_endpoint_or_in_a_uri_stay_out_of_errors(
         with pytest.raises(ValidationError) as bad:
             RestCatalog("x", uri=uri)
         assert "Pa55word-in-uri" not in str(bad.value) and "alice:***@" in str(bad.value)
+
+
+class _Echoing:
+    """A server that quotes the request in its error answers, as some token endpoints and
+    gateways do (``icefloe serve`` never does): a ``POST`` (a token request) is answered with
+    its form body in JSON, or with an HTML page naming ``secret`` at byte 190 (cut at 200 in
+    the message), or with a token; a ``GET`` with its ``Authorization`` header, in a 401 JSON
+    error or a 403 HTML page."""
+
+    def __init__(self, secret: str = "") -> None:
+        import http.server
+        import threading
+
+        self.mode = "echo"
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _reply(self, status: int, body: str, ctype: str) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                form = self.rfile.read(int(self.headers["Content-Length"])).decode()
+                if outer.mode == "echo":
+                    error = {"error": "invalid_request", "error_description": f"bad: {form}"}
+                    self._reply(400, json.dumps(error), "application/json")
+                elif outer.mode == "html":
+                    page = f"<html><body>{'x' * 170} secret {secret} rejected</body></html>"
+                    self._reply(400, page, "text/html")
+                else:
+                    token = {"access_token": ISSUED, "token_type": "bearer", "expires_in": 3600}
+                    self._reply(200, json.dumps(token), "application/json")
+
+            def do_GET(self) -> None:
+                auth = self.headers.get("Authorization", "")
+                if self.path.startswith("/json/"):
+                    message = f"token {auth} is not valid"
+                    error = {"error": {"message": message, "type": "NotAuthorizedException"}}
+                    self._reply(401, json.dumps(error), "application/json")
+                else:
+                    self._reply(403, f"<html><pre>Authorization: {auth}</pre></html>", "text/html")
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+ISSUED = "issued-access-token-0f3a9c"
+
+
+def test_a_client_secret_echoed_encoded_or_cut_stays_out_of_token_errors() -> None:
+    """A token endpoint (or a proxy) that echoes the form body shows the client secret
+    URL-encoded (``Zk8%2Bq%2FWd3s%3D...``), and an HTML error page is quoted up to 200
+    characters, which can cut the secret: neither showed in the error, which removed only
+    the secret as written."""
+    secret = "Zk8+q/Wd3s=r0tate-me"  # base64-like, as many identity providers issue
+    server = _Echoing(secret)
+    try:
+        for mode in ("echo", "html"):
+            server.mode = mode
+            with pytest.raises(UnauthorizedError) as info:
+                RestCatalog("x", uri=server.url, credential=f"app:{secret}")
+            text = str(info.value)
+            assert "***" in text and "HTTP 400" in text
+            assert "Zk8" not in text and "Wd3s" not in text, text
+    finally:
+        server.close()
+
+
+def test_bearer_tokens_quoted_by_a_server_stay_out_of_errors() -> None:
+    """A server or gateway whose 401/403 answer quotes the ``Authorization`` header: neither
+    the configured ``token`` nor an OAuth2 access token shows in the error (they did, in
+    ``UnauthorizedError``/``ForbiddenError`` messages)."""
+    token = "eyJhbGciOi.static-bearer-5e1f.sig"
+    server = _Echoing()
+    server.mode = "token"
+    try:
+        for path, props in (
+            ("/json", {"token": token}),
+            ("/html", {"token": token}),
+            ("/json", {"credential": "app:client-secret-77"}),
+            ("/html", {"credential": "app:client-secret-77"}),
+        ):
+            with pytest.raises((UnauthorizedError, ForbiddenError)) as info:
+                RestCatalog("x", uri=server.url + path, **props)
+            text = str(info.value)
+            assert "Bearer ***" in text, text
+            assert token not in text and ISSUED not in text
+    finally:
+        server.close()
 
 
 LOAD_SCRIPT = textwrap.dedent(

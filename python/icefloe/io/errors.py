@@ -8,7 +8,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from urllib.parse import urlparse
+from urllib.parse import quote, quote_plus, urlparse
 
 from icefloe.exceptions import (
     AlreadyExistsError,
@@ -56,14 +56,24 @@ def remember_secrets(values: Iterable[str]) -> None:
             del _SECRETS[next(iter(_SECRETS))]
 
 
-def scrub(text: str) -> str:
-    """``text`` with every known secret (and the environment's AWS secrets) as ``***``."""
+def _written_forms(secret: str) -> set[str]:
+    """``secret`` as it is and as a form body or a URL carries it (a server or a proxy that
+    echoes a request shows it encoded: ``Zk8%2Bq%2FWd3s%3D`` for ``Zk8+q/Wd3s=``)."""
+    return {secret, quote_plus(secret, safe=""), quote(secret, safe=""), quote(secret)}
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every known secret (and the environment's AWS secrets), and ``secrets``
+    (a caller's own, of 4 characters or more), as ``***``, also URL-encoded. Scrub a text
+    before cutting it short: a secret cut in two is no longer found."""
     with _SECRETS_LOCK:
-        secrets = list(_SECRETS)
+        known = list(_SECRETS)
     env = (os.environ.get("AWS_SECRET_ACCESS_KEY"), os.environ.get("AWS_SESSION_TOKEN"))
-    secrets += [v for v in env if v and len(v) >= 8]
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
+    known += [v for v in env if v and len(v) >= 8]
+    known += [v for v in secrets if v and len(v) >= 4]
+    forms = {form for secret in known for form in _written_forms(secret)}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, "***")
     return text
 
 

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.http import HttpSession
 from icefloe.exceptions import UnauthorizedError, ValidationError
+from icefloe.filesystems import secret_values
 
 __all__ = ["AuthManager", "BearerAuth", "NoAuth", "OAuth2ClientCredentials", "auth_from_properties"]
 
@@ -37,6 +38,10 @@ class AuthManager:
         """Forget the current credentials; true when new ones can be obtained (retry once)."""
         return False
 
+    def secrets(self) -> list[str]:
+        """The secrets held (tokens, a client secret), kept out of error messages."""
+        return []
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -53,6 +58,9 @@ class BearerAuth(AuthManager):
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"}
+
+    def secrets(self) -> list[str]:
+        return [self._token]
 
 
 class OAuth2ClientCredentials(AuthManager):
@@ -78,6 +86,7 @@ class OAuth2ClientCredentials(AuthManager):
         self._resource = resource
         self._extra = dict(extra_headers or {})
         self._token: str | None = None
+        self._former: str | None = None  # the token before, which an answer may still echo
         self._refresh_at = 0.0
         self._lock = threading.Lock()
 
@@ -102,14 +111,16 @@ class OAuth2ClientCredentials(AuthManager):
             absolute_url=self.token_url,
         )
         if resp.status != 200:
-            exc = exception_for_error(resp.status, resp.body, "OAuth2 token request")
-            # a token endpoint may echo what it was sent: never the secret
-            message = str(exc)
-            if len(self._secret) >= 4:
-                message = message.replace(self._secret, "***")
+            # a token endpoint (or a proxy) may echo what it was sent: never the secrets
+            exc = exception_for_error(
+                resp.status,
+                resp.body,
+                "OAuth2 token request",
+                secrets=[*self.secrets(), *secret_values(self._extra)],
+            )
             if resp.status in (400, 401, 403):
-                raise UnauthorizedError(message)
-            raise type(exc)(message)
+                raise UnauthorizedError(str(exc))
+            raise exc
         body = resp.json()
         token = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
@@ -120,6 +131,7 @@ class OAuth2ClientCredentials(AuthManager):
             lifetime = DEFAULT_EXPIRES_S
         # Refresh ahead of expiry: a tenth of the lifetime early, between 1 s and 5 minutes.
         margin = min(300.0, max(1.0, lifetime / 10))
+        self._former = self._token or self._former
         self._token = token
         self._refresh_at = time.monotonic() + max(0.0, lifetime - margin)
 
@@ -131,8 +143,12 @@ class OAuth2ClientCredentials(AuthManager):
 
     def invalidate(self) -> bool:
         with self._lock:
+            self._former = self._token or self._former
             self._token = None
         return True
+
+    def secrets(self) -> list[str]:
+        return [s for s in (self._secret, self._token, self._former) if s]
 
 
 def auth_from_properties(

@@ -25,7 +25,13 @@ from icefloe.catalog.rest.wire import (
     answer_object,
     merge_io_properties,
 )
-from icefloe.exceptions import IcebergError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import (
+    IcebergError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+from icefloe.filesystems import secret_values
 from icefloe.io import FileIO
 from icefloe.properties import parse_int, parse_seconds
 
@@ -65,7 +71,7 @@ class RestClient(Catalog):
         )
         resp = self._send("GET", "/v1/config", query=query)
         if resp.status != 200:
-            raise exception_for_error(resp.status, resp.body, "GET /v1/config")
+            raise self._error(resp, "GET /v1/config")
         body = answer_object(resp.json(), "GET /v1/config")
         defaults = answer_map(body.get("defaults"), "GET /v1/config defaults")
         overrides = answer_map(body.get("overrides"), "GET /v1/config overrides")
@@ -150,10 +156,24 @@ class RestClient(Catalog):
     ) -> HttpResponse:
         resp = self._send(method, path, **kwargs)
         if resp.status not in ok:
-            if exists is not None:
-                raise exception_for_error(resp.status, resp.body, what, exists)
-            raise exception_for_error(resp.status, resp.body, what)
+            raise self._error(resp, what, exists or TableAlreadyExistsError)
         return resp
+
+    def _error(
+        self,
+        resp: HttpResponse,
+        what: str,
+        exists: type[IcebergError] = TableAlreadyExistsError,
+    ) -> IcebergError:
+        """The error for the answer ``resp`` to ``what``, without the secrets this client
+        holds (its token or client secret, the OAuth2 access token, its credential
+        properties), which a server or a gateway may quote from the request."""
+        return exception_for_error(resp.status, resp.body, what, exists, self._secrets())
+
+    def _secrets(self) -> list[str]:
+        # a credential property's value shorter than 8 characters is a setting ("true")
+        held = [v for v in secret_values(self.properties) if len(v) >= 8]
+        return [*self._auth.secrets(), *held]
 
     def _ns_path(self, namespace: Iterable[str]) -> str:
         parts = self._ns_levels(namespace)

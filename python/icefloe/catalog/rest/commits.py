@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.catalog.base import Identifier
 from icefloe.catalog.commit import check_updates_fit
 from icefloe.catalog.rest import config as ep
-from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS, exception_for_error
+from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS
 from icefloe.catalog.rest.http import TransportError
 from icefloe.catalog.rest.metrics import commit_report, scan_report
 from icefloe.catalog.rest.tables import RestTables
@@ -138,11 +138,11 @@ class RestCommits(RestTables):
                     if staged:  # assert-create failed: another writer created the table
                         raise TableAlreadyExistsError(
                             f"table {'.'.join(ident)!r} already exists"
-                        ) from exception_for_error(resp.status, resp.body, what)
+                        ) from self._error(resp, what)
                     attempt += 1
                     wait = policy.wait_ms(attempt) / 1000.0
                     if attempt > policy.num_retries or time.monotonic() + wait > deadline:
-                        raise exception_for_error(resp.status, resp.body, what)
+                        raise self._error(resp, what)
                     fresh = self._load_result(ident, "all").metadata
                     try:
                         validate_requirements(reqs, fresh)
@@ -156,7 +156,7 @@ class RestCommits(RestTables):
                     continue
                 if resp is None or resp.status in UNKNOWN_OUTCOME_STATUS:
                     if resp is not None:
-                        failure = str(exception_for_error(resp.status, resp.body, what))
+                        failure = str(self._error(resp, what))
                     uncertain = True
                     attempt += 1
                     if key is not None and attempt <= policy.num_retries:
@@ -168,7 +168,7 @@ class RestCommits(RestTables):
                     raise CommitStateUnknownError(
                         f"{what}: the outcome is unknown ({failure}); no file was deleted"
                     )
-                raise exception_for_error(resp.status, resp.body, what)
+                raise self._error(resp, what)
         except Exception as exc:
             if not uncertain or isinstance(exc, CommitStateUnknownError):
                 raise
@@ -402,8 +402,8 @@ class RestCommits(RestTables):
                         )
                     state.uncertain = False  # no table shows our snapshots: it did not commit
                 if resp.status not in UNKNOWN_OUTCOME_STATUS:
-                    raise exception_for_error(resp.status, resp.body, what)
-                state.failure = str(exception_for_error(resp.status, resp.body, what))
+                    raise self._error(resp, what)
+                state.failure = str(self._error(resp, what))
                 state.uncertain = True
             if attempt + 1 < attempts:
                 time.sleep(policy.wait_ms(attempt + 1) / 1000.0)

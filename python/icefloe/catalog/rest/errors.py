@@ -9,6 +9,7 @@ client side :func:`exception_for_error`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from icefloe.exceptions import (
@@ -31,6 +32,7 @@ from icefloe.exceptions import (
     ValidationError,
     ViewAlreadyExistsError,
 )
+from icefloe.io.errors import scrub
 
 __all__ = [
     "UNKNOWN_OUTCOME_STATUS",
@@ -94,13 +96,19 @@ def error_body(status: int, type_: str, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "code": status}}
 
 
-def _parse(body: bytes) -> tuple[str, str]:
+#: Of a body that is not JSON (an HTML page of a proxy), the message quotes this many
+#: characters; this many bytes of it are read, and their secrets removed, before the cut.
+_QUOTED_CHARS = 200
+_SCRUBBED_BYTES = 65536
+
+
+def _parse(body: bytes, secrets: Iterable[str] = ()) -> tuple[str, str]:
     """``(type, message)`` from an error body; tolerant of non-JSON bodies and OAuth errors."""
     try:
         obj = json.loads(body) if body else {}
     except (ValueError, UnicodeDecodeError):
-        text = body[:200].decode("utf-8", "replace").strip()
-        return "", text
+        text = scrub(body[:_SCRUBBED_BYTES].decode("utf-8", "replace"), secrets)
+        return "", text.strip()[:_QUOTED_CHARS].strip()
     if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
         err = obj["error"]
         return str(err.get("type") or ""), str(err.get("message") or "")
@@ -114,18 +122,22 @@ def exception_for_error(
     body: bytes,
     what: str,
     exists: type[IcebergError] = TableAlreadyExistsError,
+    secrets: Iterable[str] = (),
 ) -> IcebergError:
     """The icefloe exception for an error response to operation ``what``.
 
     ``exists`` is the error for a 409 ``AlreadyExistsException`` (a table or a namespace). The
-    message names the operation, the status and the server's message; it never contains
-    request headers (where credentials travel).
+    message names the operation, the status and the server's message, with ``secrets`` (the
+    credentials the request carried, which a server or proxy may echo) and every other known
+    secret as ``***``; it never contains request headers (where credentials travel).
     """
-    type_, message = _parse(body)
-    text = (
+    secrets = list(secrets)
+    type_, message = _parse(body, secrets)
+    text = scrub(
         f"{what}: HTTP {status}"
         + (f" {type_}" if type_ else "")
-        + (f": {message}" if message else "")
+        + (f": {message}" if message else ""),
+        secrets,
     )
     if status == 404:
         if type_ == "NoSuchNamespaceException":

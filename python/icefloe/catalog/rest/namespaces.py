@@ -14,7 +14,6 @@ from icefloe.catalog.base import (
 )
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
-from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.wire import answer_list, answer_map, answer_object, namespace_from_json
 from icefloe.exceptions import NamespaceAlreadyExistsError
 from icefloe.properties import string_map
@@ -103,5 +102,5 @@ class RestNamespaces(RestClient):
         if resp.status == 404:
             return False
         if resp.status not in (200, 204):
-            raise exception_for_error(resp.status, resp.body, f"namespace {'.'.join(ns)!r}")
+            raise self._error(resp, f"namespace {'.'.join(ns)!r}")
         return True

@@ -217,7 +217,10 @@ class _Follow:
                 err: dict[str, Any] = raw_err if isinstance(raw_err, dict) else {}
                 code = err["code"] if isinstance(err.get("code"), int) else 500
                 raise exception_for_error(
-                    code, json.dumps({"error": err}).encode(), f"{self.what} (planning failed)"
+                    code,
+                    json.dumps({"error": err}).encode(),
+                    f"{self.what} (planning failed)",
+                    secrets=self.client._secrets(),
                 )
             if status == "cancelled":
                 raise ScanPlanningError(f"{self.what}: the server cancelled the plan")

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from icefloe.arrow_schema import to_schema
 from icefloe.catalog.base import Identifier, check_table_identifier, to_identifier
 from icefloe.catalog.rest import config as ep
-from icefloe.catalog.rest.errors import exception_for_error
 from icefloe.catalog.rest.scan_planning import RestScanPlanning
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
@@ -149,7 +148,7 @@ class RestTables(RestScanPlanning):
         if resp.status == 404:
             return False
         if resp.status not in (200, 204):
-            raise exception_for_error(resp.status, resp.body, f"table {'.'.join(ident)!r}")
+            raise self._error(resp, f"table {'.'.join(ident)!r}")
         return True
 
     def _create_request(

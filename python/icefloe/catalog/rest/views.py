@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.catalog.base import Identifier, to_identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.client import RestClient
-from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS, exception_for_error
+from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS
 from icefloe.catalog.rest.http import TransportError
 from icefloe.catalog.rest.wire import identifier_from_json, identifier_to_json, uuid7
 from icefloe.catalog.views import View, new_version
@@ -118,7 +118,7 @@ class RestViews(RestClient):
         if resp.status == 404:
             raise NoSuchViewError(f"view {'.'.join(ident)!r} does not exist")
         if resp.status != 200:
-            raise exception_for_error(resp.status, resp.body, what)
+            raise self._error(resp, what)
         return self._view(ident, resp.json(), what)
 
     def view_exists(self, identifier: str | Iterable[str]) -> bool:
@@ -132,7 +132,7 @@ class RestViews(RestClient):
         if resp.status == 404:
             return False
         if resp.status not in (200, 204):
-            raise exception_for_error(resp.status, resp.body, f"view {'.'.join(ident)!r}")
+            raise self._error(resp, f"view {'.'.join(ident)!r}")
         return True
 
     def commit_view(
@@ -161,10 +161,10 @@ class RestViews(RestClient):
                 raise
             raise CommitStateUnknownError(f"{what}: the outcome is unknown ({exc})") from exc
         if resp.status in UNKNOWN_OUTCOME_STATUS:
-            failure = exception_for_error(resp.status, resp.body, what)
+            failure = self._error(resp, what)
             raise CommitStateUnknownError(f"{what}: the outcome is unknown ({failure})")
         if resp.status not in (200, 204):  # a 409 is a conflict: the commit failed
-            raise exception_for_error(resp.status, resp.body, what, CommitFailedError)
+            raise self._error(resp, what, CommitFailedError)
         return self._view(view.identifier, resp.json(), what)
 
     def drop_view(self, identifier: str | Iterable[str]) -> None:
@@ -175,7 +175,7 @@ class RestViews(RestClient):
         if resp.status == 404:
             raise NoSuchViewError(f"view {'.'.join(ident)!r} does not exist")
         if resp.status not in (200, 204):
-            raise exception_for_error(resp.status, resp.body, f"drop view {'.'.join(ident)!r}")
+            raise self._error(resp, f"drop view {'.'.join(ident)!r}")
 
     def _rename_view_entry(
         self, source: str | Iterable[str], target: str | Iterable[str]
