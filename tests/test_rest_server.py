@@ -181,6 +181,38 @@ def test_token_endpoint_grants(rest_auth_server: RestServer) -> None:
     assert grant({**exchange, "subject_token": token})[0] == 401
 
 
+def test_token_endpoint_errors_follow_rfc_6749(rest_auth_server: RestServer) -> None:
+    """RFC 6749 5.2: a client that failed HTTP Basic authentication gets a 401 with a
+    ``WWW-Authenticate: Basic`` challenge (there was none), one that failed in the form gets
+    no challenge, and a request without ``grant_type`` (a JSON body, say) is
+    ``invalid_request`` (it was ``unsupported_grant_type`` for the grant type ``''``)."""
+    import base64
+
+    def post(data: bytes, headers: dict[str, str]) -> tuple[int, Any, dict[str, Any]]:
+        req = urllib.request.Request(
+            f"{rest_auth_server.url}/v1/oauth/tokens", data=data, method="POST", headers=headers
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return int(resp.status), resp.headers, json.load(resp)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.headers, json.load(exc)
+
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    basic = "Basic " + base64.b64encode(b"app:wrong").decode()
+    status, headers, body = post(b"grant_type=client_credentials", {**form, "Authorization": basic})
+    assert (status, body["error"]) == (401, "invalid_client")
+    assert headers.get("WWW-Authenticate", "").lower().startswith("basic")
+    status, headers, body = post(
+        b"grant_type=client_credentials&client_id=app&client_secret=wrong", form
+    )
+    assert (status, body["error"]) == (401, "invalid_client")
+    assert headers.get("WWW-Authenticate") is None
+    as_json = {"grant_type": "client_credentials", "client_id": "app", "client_secret": "x"}
+    status, _, body = post(json.dumps(as_json).encode(), {"Content-Type": "application/json"})
+    assert (status, body["error"]) == (400, "invalid_request")
+
+
 def test_secrets_never_reach_reprs_errors_or_logs(
     rest_auth_server: RestServer, caplog: pytest.LogCaptureFixture
 ) -> None:

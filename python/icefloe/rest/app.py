@@ -529,7 +529,13 @@ def create_app(
                 status = 401
                 body = {"error": "invalid_client", "error_description": "bad credentials"}
         _log_request(request, status, started)
-        return Response(json.dumps(body), status, _NO_STORE, JSON)
+        headers = dict(_NO_STORE)
+        scheme = (request.headers.get("authorization") or "").partition(" ")[0]
+        if body.get("error") == "invalid_client" and scheme.lower() == "basic":
+            # RFC 6749 5.2: a failed client authentication in the Authorization header is
+            # answered with the challenge of the scheme the client used
+            headers["WWW-Authenticate"] = 'Basic realm="icefloe"'
+        return Response(json.dumps(body), status, headers, JSON)
 
     def unsupported(path: str, methods: list[str], what: str) -> Route:
         """A route of the spec this server does not implement: 406 (after auth)."""

@@ -134,6 +134,8 @@ class Authenticator:
         ``Authorization: Basic`` header (``client_secret_basic``).
         """
         grant_type = form.get("grant_type", "")
+        if not grant_type:  # RFC 6749 5.2: a missing required parameter
+            return 400, {"error": "invalid_request", "error_description": "grant_type is missing"}
         if grant_type == "client_credentials":
             client_id = form.get("client_id", "")
             secret = form.get("client_secret", "")
