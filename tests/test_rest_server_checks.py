@@ -242,6 +242,39 @@ def test_idempotency_rows_of_the_earlier_format_are_still_replayed(tmp_path: Pat
         server.stop()
 
 
+@pytest.mark.rest
+def test_idempotency_store_keeps_no_table_credentials(tmp_path: Path) -> None:
+    """A createTable with an Idempotency-Key was stored whole in the catalog's database,
+    its ``config`` (``--table-config`` secret keys) and vended ``storage-credentials`` in
+    plain text: the stored answer now has neither, and its replay gets the table's config
+    anew, as a load gives it."""
+    secret = "idem-table-config-secret-7c1d"
+    base = tmp_path / "srv"
+    server = start_rest_server(base, ["--table-config", f"s3.secret-access-key={secret}"])
+    try:
+        assert _call(server, "POST", "/v1/namespaces", {"namespace": ["db"]})[0] == 200
+        schema = {"type": "struct", "schema-id": 0, "fields": []}
+        headers = {
+            "Idempotency-Key": str(uuid.uuid4()),
+            "X-Iceberg-Access-Delegation": "vended-credentials",
+        }
+        create = {"name": "t", "schema": schema}
+        path = "/v1/namespaces/db/tables"
+        first = _call(server, "POST", path, create, headers)
+        assert first[0] == 200
+        assert json.loads(first[2])["config"] == {"s3.secret-access-key": secret}
+        with sqlite3.connect(base / "catalog.db") as db:
+            stored = [bytes(r[0]) for r in db.execute("SELECT body FROM icefloe_rest_idempotency")]
+        assert len(stored) == 1 and secret.encode() not in stored[0]
+        assert "config" not in json.loads(stored[0])
+        replay = _call(server, "POST", path, create, headers)
+        assert replay[0] == 200 and json.loads(replay[2]) == json.loads(first[2])
+        loaded = _call(server, "GET", f"{path}/t", headers=headers)
+        assert json.loads(loaded[2])["config"] == json.loads(replay[2])["config"]
+    finally:
+        server.stop()
+
+
 def test_memory_replies_refuse_a_reused_key_until_it_expires() -> None:
     """The in-memory store (catalogs other than SQL) keeps one request per key, as the SQL one."""
     from icefloe.rest.idempotency import (  # here: the other checks run against any version

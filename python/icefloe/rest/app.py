@@ -127,6 +127,9 @@ def _error(exc: BaseException) -> StoredReply:
 
 
 Handler = Callable[[RestService, Request, Any], Reply]
+#: The credentials (``config``, ``storage-credentials``) of a route's answer (the last
+#: argument), for a replay by Idempotency-Key: they are not stored with the answer.
+Access = Callable[[RestService, Request, Any, dict[str, Any]], dict[str, Any]]
 
 _WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_BODY_BYTES = 64 << 20  # a commit's JSON is far smaller; refuse anything beyond
@@ -411,10 +414,12 @@ def create_app(
     else:
         base = f"/v1/{service.prefix}" if service.prefix else "/v1"
 
-    def route(path: str, methods: list[str], handler: Handler) -> Route:
+    def route(
+        path: str, methods: list[str], handler: Handler, access: Access | None = None
+    ) -> Route:
         async def endpoint(request: Request) -> Response:
             started = time.perf_counter()
-            reply = await _dispatch(request, handler)
+            reply = await _dispatch(request, handler, access)
             status = reply.status
             _log_request(request, status, started)
             headers = dict(reply.headers)
@@ -456,7 +461,9 @@ def create_app(
             return True
         return False
 
-    async def _dispatch(request: Request, handler: Handler) -> StoredReply:
+    async def _dispatch(
+        request: Request, handler: Handler, access: Access | None = None
+    ) -> StoredReply:
         principal = authenticate(request)
         if isinstance(principal, StoredReply):
             return principal
@@ -491,13 +498,37 @@ def create_app(
             method, path = request.method, request.url.path
             this = fingerprint(method, path, request.url.query, principal, body)
             try:
-                reply, _ = await run_in_threadpool(
+                reply, replayed = await run_in_threadpool(
                     store.run, key, this, run, legacy=legacy_fingerprint(method, path)
                 )
             except IdempotencyKeyReused as exc:
                 return _json_reply(422, error_body(422, "UnprocessableEntityException", str(exc)))
+            if replayed and access is not None and reply.status == 200:
+                return await run_in_threadpool(_with_access, request, body, reply, access)
             return reply
         return await run_in_threadpool(run)
+
+    def _with_access(
+        request: Request, body: Any, reply: StoredReply, access: Access
+    ) -> StoredReply:
+        """A replayed answer with the credentials it was stored without, as they are now."""
+        try:
+            out = json.loads(reply.body)
+            out.update(access(service_for(request), request, body, out))
+        except Exception as exc:
+            return _error(exc)
+        return _json_reply(reply.status, out, dict(reply.headers))
+
+    def created(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
+        return s.table_access((*ns(r), b["name"]), out["metadata"], r.headers.get(_DELEGATION))
+
+    def registered(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
+        return s.table_access((*ns(r), b["name"]), out["metadata"])
+
+    def planned(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
+        metadata = s.catalog.load_table(ident(r)).metadata.to_json()
+        found = s.table_access(ident(r), metadata, r.headers.get(_DELEGATION))
+        return {k: v for k, v in found.items() if k == "storage-credentials"}
 
     def q(request: Request) -> dict[str, str]:
         return dict(parse_qsl(request.url.query, keep_blank_values=True))
@@ -590,11 +621,13 @@ def create_app(
             base + "/namespaces/{namespace}/tables",
             ["POST"],
             lambda s, r, b: s.create_table(ns(r), b, r.headers.get(_DELEGATION)),
+            created,
         ),
         route(
             base + "/namespaces/{namespace}/register",
             ["POST"],
             lambda s, r, b: s.register_table(ns(r), b),
+            registered,
         ),
         route(t, ["HEAD"], lambda s, r, b: s.table_exists(ident(r))),
         route(
@@ -612,6 +645,7 @@ def create_app(
             t + "/plan",
             ["POST"],
             lambda s, r, b: s.plan_table_scan(ident(r), b, r.headers.get(_DELEGATION)),
+            planned,
         ),
         route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
         route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),

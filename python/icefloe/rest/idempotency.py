@@ -14,6 +14,10 @@ database (``icefloe_rest_idempotency``), so a retry after a server restart is st
 answers are deleted as new ones are stored. An answer is stored after its request finished: a
 server that dies between the two leaves the retry to run again (a commit's requirements then
 refuse it, and the client finds its own commit, see :mod:`icefloe.catalog.rest`).
+
+Credentials are never kept: an answer's ``config`` and ``storage-credentials`` (a table's
+settings and vended storage credentials, secret keys among them) are removed before it is
+stored, and the server adds them anew, as a load of the table gives them, to a replay.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ __all__ = [
     "fingerprint",
     "legacy_fingerprint",
     "parse_duration",
+    "without_credentials",
 ]
 
 log = logging.getLogger("icefloe.rest")
@@ -73,6 +78,23 @@ def parse_duration(text: str) -> float:
         + int(minutes or 0) * 60
         + float(seconds or 0)
     )
+
+
+#: The fields of an answer that carry credentials (of a ``LoadTableResult`` or a scan plan).
+CREDENTIAL_FIELDS = ("config", "storage-credentials")
+
+
+def without_credentials(reply: StoredReply) -> StoredReply:
+    """``reply`` without its :data:`CREDENTIAL_FIELDS` (the same reply when it has none)."""
+    try:
+        out = json.loads(reply.body) if reply.body else None
+    except ValueError:
+        return reply
+    if not isinstance(out, dict) or not any(f in out for f in CREDENTIAL_FIELDS):
+        return reply
+    kept = {k: v for k, v in out.items() if k not in CREDENTIAL_FIELDS}
+    body = json.dumps(kept, separators=(",", ":")).encode()
+    return StoredReply(reply.status, body, reply.media_type, reply.headers)
 
 
 class IdempotencyKeyReused(IcebergError):
@@ -264,10 +286,11 @@ class IdempotencyStore:
                     self._locks[key] = (lock, users - 1)
 
     def _keep(self, key: str, request: str, reply: StoredReply) -> None:
-        """Store a finished reply; a failure to store is logged (the request did finish)."""
+        """Store a finished reply, without credentials; a failure to store is logged (the
+        request did finish)."""
         now = time.time()
         try:
-            self.replies.put(key, request, reply, now + self.lifetime_s)
+            self.replies.put(key, request, without_credentials(reply), now + self.lifetime_s)
             if now - self._purged_at > PURGE_INTERVAL_S:
                 self._purged_at = now
                 self.replies.purge(now)

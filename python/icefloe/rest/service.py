@@ -264,6 +264,15 @@ class RestService(ViewRoutes):
             creds = self._credentials(ident, metadata)
         return LoadTableResult(metadata, location, dict(self.table_config), creds).to_json()
 
+    def table_access(
+        self, ident: Identifier, metadata: Any, delegation: str | None = None
+    ) -> dict[str, Any]:
+        """The ``config`` and ``storage-credentials`` of a ``LoadTableResult`` for the table
+        of ``metadata`` (its JSON), as a load gives them: for the replay of a stored answer,
+        which is kept without them."""
+        result = self._result(ident, TableMetadata.from_json(metadata), None, delegation)
+        return {k: result[k] for k in ("config", "storage-credentials") if k in result}
+
     def list_tables(self, ns: Identifier, query: Mapping[str, str]) -> Reply:
         found = sorted(self.catalog.list_tables(ns))
         items, token = page(found, list, query)
