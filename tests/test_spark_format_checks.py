@@ -191,17 +191,23 @@ def test_columns_differing_in_case_are_matched_as_the_session_says(
         ispark.register(spark)
 
 
-def test_nanosecond_timestamps_before_1970_are_rounded_down(spark: Any, tmp_path: Path) -> None:
-    """As Iceberg Java's ``DateTimeUtil.nanosToMicros`` (a floor division): -1 ns is -1 us."""
+def _nanosecond_table(spark: Any, tmp_path: Path, zoned: str, local: str) -> tuple[Any, Any]:
+    """A catalog and its v3 table ``db.t`` of ``id``, a ``timestamptz_ns`` column ``zoned``
+    and a ``timestamp_ns`` column ``local``."""
     ispark.register(spark)
     cat = icefloe_catalog(tmp_path / "wh")
     cat.create_namespace("db")
     schema = Schema(
         NestedField(1, "id", LongType()),
-        NestedField(2, "tz", TimestamptzNanoType()),
-        NestedField(3, "ntz", TimestampNanoType()),
+        NestedField(2, zoned, TimestamptzNanoType()),
+        NestedField(3, local, TimestampNanoType()),
     )
-    t = cat.create_table("db.t", schema, format_version=3)
+    return cat, cat.create_table("db.t", schema, format_version=3)
+
+
+def test_nanosecond_timestamps_before_1970_are_rounded_down(spark: Any, tmp_path: Path) -> None:
+    """As Iceberg Java's ``DateTimeUtil.nanosToMicros`` (a floor division): -1 ns is -1 us."""
+    cat, t = _nanosecond_table(spark, tmp_path, "tz", "ntz")
     nanos = [-1, -1500, -1000, 1999]
     t.append(
         pa.table(
@@ -231,15 +237,7 @@ def test_nanosecond_columns_refuse_what_microsecond_columns_refuse(
     from icefloe.exceptions import ValidationError
     from icefloe.spark.errors import icefloe_errors
 
-    ispark.register(spark)
-    cat = icefloe_catalog(tmp_path / "wh")
-    cat.create_namespace("db")
-    schema = Schema(
-        NestedField(1, "id", LongType()),
-        NestedField(2, "ts", TimestampNanoType()),
-        NestedField(3, "tz", TimestamptzNanoType()),
-    )
-    t = cat.create_table("db.t", schema, format_version=3)
+    cat, t = _nanosecond_table(spark, tmp_path, "tz", "ts")
     opts = catalog_options(cat)
     spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
     try:

@@ -45,7 +45,7 @@ from icefloe.filesystems import (
     secret_values,
 )
 from icefloe.io.errors import map_error, remember_secrets
-from icefloe.io.files import FileInfo, InputFile, OutputFile
+from icefloe.io.files import FileInfo, InputFile, OutputFile, unicode_name
 from icefloe.io.locations import CONTROL, URL_SPECIAL, check_location, parse_location
 
 if TYPE_CHECKING:
@@ -421,7 +421,7 @@ class FileIO:
         """Delete the file at ``location``; :class:`NotFoundError` if there is none."""
         fs, path = self.resolve(location)
         try:
-            if isinstance(fs, pafs.LocalFileSystem) and not _is_utf8(path):
+            if isinstance(fs, pafs.LocalFileSystem) and unicode_name(path) != path:
                 os.remove(path)  # a name listed surrogate-escaped: pyarrow cannot take it
             else:
                 fs.delete_file(path)
@@ -711,15 +711,6 @@ def _list_local(root: str, base: str) -> Iterator[FileInfo]:
                 raise map_error(exc, base, "list") from exc
             rel = f"{rel_dir}/{name}" if rel_dir else name
             yield FileInfo(f"{base}/{rel}", st.st_size, st.st_mtime_ns // 1_000_000)
-
-
-def _is_utf8(path: str) -> bool:
-    """Whether ``path`` is valid Unicode (not a listed non-UTF-8 name, surrogate-escaped)."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _check_object_path(location: str, path: str) -> None:
