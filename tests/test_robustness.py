@@ -179,3 +179,21 @@ def test_dv_cardinality_disagreeing_with_manifest(tmp_path: Path) -> None:
         t.delete("k = 9")
     with pytest.raises(CorruptFileError, match=os.path.basename(copy)):
         t.rewrite_data_files(min_input_files=1)
+
+
+def test_a_snapshot_naming_a_missing_schema_is_corrupt(tmp_path: Path) -> None:
+    """Time travel to a snapshot whose schema-id names no schema of the metadata read with the
+    current schema, silently; Iceberg Java's ``SnapshotUtil.schemaFor`` refuses it."""
+    import json
+
+    t = _table(tmp_path)
+    first = t.current_snapshot().snapshot_id
+    t.update_schema().add_column("n", LongType()).commit()
+    doc = json.loads(Path(_local(t.metadata_location)).read_text())
+    doc["snapshots"][0]["schema-id"] = 99
+    path = tmp_path / "damaged.metadata.json"
+    path.write_text(json.dumps(doc))
+    static = StaticTable.from_metadata(str(path))
+    assert static.scan().to_arrow().column_names == ["k", "v", "n"]  # the current snapshot
+    with pytest.raises(CorruptFileError, match=f"snapshot {first} names schema 99"):
+        static.scan(snapshot_id=first).to_arrow()

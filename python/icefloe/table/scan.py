@@ -32,7 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from icefloe.exceptions import NoSuchSnapshotError, UnsupportedFeatureError, ValidationError
+from icefloe.exceptions import (
+    CorruptFileError,
+    NoSuchSnapshotError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse
@@ -267,8 +272,12 @@ class TableScan:
             snap = self.snapshot()
             if snap is not None and snap.schema_id is not None:
                 s = md.schema_by_id(snap.schema_id)
-                if s is not None:
-                    return s
+                if s is None:  # as Java's SnapshotUtil.schemaFor refuses it
+                    raise CorruptFileError(
+                        f"snapshot {snap.snapshot_id} names schema {snap.schema_id}, which the "
+                        "table's metadata does not hold"
+                    )
+                return s
         return md.current_schema()
 
     def _metadata_names(self) -> list[str]:
