@@ -358,6 +358,34 @@ def test_v1_schema_without_type_is_accepted() -> None:
     assert [f.name for f in md.current_schema().fields] == ["x", "y", "z"]
 
 
+def test_v1_legacy_schema_without_an_id_names_the_current_schema_by_its_fields() -> None:
+    """v1 `schemas` and a legacy `schema` without a schema-id (read as 0), no
+    current-schema-id: schema 0 was taken as current though `schema` held schema 1's fields
+    (a column vanished from reads, and a commit wrote the change into the metadata)."""
+
+    def field(i: int, name: str, t: str) -> dict[str, Any]:
+        return {"id": i, "name": name, "required": False, "type": t}
+
+    s0 = {"type": "struct", "schema-id": 0, "fields": [field(1, "id", "long")]}
+    both = [field(1, "id", "long"), field(2, "n", "int")]
+    s1 = {"type": "struct", "schema-id": 1, "fields": both}
+    doc = {
+        "format-version": 1,
+        "location": "/tmp/x",
+        "last-updated-ms": 1,
+        "last-column-id": 2,
+        "schema": {"type": "struct", "fields": s1["fields"]},
+        "schemas": [s0, s1],
+        "partition-spec": [],
+    }
+    md = TableMetadata.parse(json.dumps(doc))
+    assert md.current_schema_id == 1
+    assert [f.name for f in md.current_schema().fields] == ["id", "n"]
+    doc["schema"] = {"type": "struct", "fields": [field(3, "other", "int")]}
+    with pytest.raises(ValidationError, match="'schema' is none of 'schemas'"):
+        TableMetadata.parse(json.dumps(doc))
+
+
 def test_gzip_metadata() -> None:
     data = (JAVA / "TableMetadataV2Valid.json").read_bytes()
     assert TableMetadata.parse(gzip.compress(data)) == TableMetadata.parse(data)

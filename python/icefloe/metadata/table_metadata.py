@@ -552,7 +552,17 @@ def _read_schemas(m: Mapping[str, Any], v: int) -> tuple[tuple[Schema, ...], int
                 raise ValidationError(
                     "current-schema-id is missing and there is no 'schema' to take it from"
                 )
-            current = _schema_from_json(m["schema"]).schema_id
+            legacy = _schema_from_json(m["schema"])
+            current = legacy.schema_id
+            named = next((s for s in schemas if s.schema_id == current), None)
+            if named is not None and not named.same_schema(legacy):
+                # `schema` without a schema-id reads as id 0: the schema it holds is current
+                same = [s.schema_id for s in schemas if s.same_schema(legacy)]
+                if not same:
+                    raise ValidationError(
+                        "current-schema-id is missing and 'schema' is none of 'schemas'"
+                    )
+                current = same[-1]
         if not any(s.schema_id == current for s in schemas):
             raise ValidationError(
                 f"Cannot find schema with current-schema-id={current} from schemas"
