@@ -167,6 +167,25 @@ def test_unknown_transform_kept() -> None:
     spec.validate(SCHEMA)  # unknown transforms are tolerated
 
 
+def test_widths_are_read_as_iceberg_java_reads_them() -> None:
+    """`bucket[ 4 ]` and widths in non-ASCII digits (`bucket[４]`) were read as bucket[4] and
+    written back so, used for pruning; Iceberg Java's pattern takes ASCII digits without
+    spaces: they are unknown transforms, kept as written. Decimal and fixed types take ASCII
+    digits too (spaces allowed, as in Java)."""
+    from icefloe.transforms import parse_transform
+    from icefloe.types import DecimalType, FixedType, type_from_json
+
+    for text in ("bucket[ 4 ]", "bucket[４]", "truncate[٣]"):
+        t = parse_transform(text)
+        assert t.is_unknown and str(t) == text
+    assert parse_transform("bucket[4]") == BucketTransform(4)
+    assert type_from_json("decimal( 9 , 2 )") == DecimalType(9, 2)
+    assert type_from_json("fixed[ 3 ]") == FixedType(3)
+    for text in ("decimal(９, 2)", "fixed[٣]"):
+        with pytest.raises(ValidationError):
+            type_from_json(text)
+
+
 def test_partition_type() -> None:
     spec = PartitionSpec(
         PartitionField(1, 1000, BucketTransform(16), "id_bucket"),

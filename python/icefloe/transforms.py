@@ -351,7 +351,9 @@ def _apply(name: str, values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.Chunk
         raise
 
 
-_PARAM = re.compile(r"(bucket|truncate)\[\s*(-?\d+)\s*\]")
+#: As Iceberg Java reads them: ASCII digits, no spaces (``bucket[ 4 ]`` is an unknown transform
+#: there, kept as written and never used for pruning)
+_PARAM = re.compile(r"(bucket|truncate)\[(-?[0-9]+)\]")
 _SIMPLE: dict[str, Transform] = {
     "identity": IdentityTransform(),
     "year": YearTransform(),

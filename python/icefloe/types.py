@@ -555,8 +555,9 @@ _SIMPLE: dict[str, PrimitiveType] = {
         VariantType(),
     )
 }
-_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
-_FIXED = re.compile(r"fixed\[\s*(\d+)\s*\]")
+# ASCII digits and spaces, as Iceberg Java's patterns match them
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)", re.ASCII)
+_FIXED = re.compile(r"fixed\[\s*(\d+)\s*\]", re.ASCII)
 # the reference's patterns (Types.GEOMETRY_PARAMETERS / GEOGRAPHY_PARAMETERS): the name in any
 # case, optional parameters, whitespace around each
 _GEOMETRY = re.compile(r"geometry\s*(?:\(\s*([^)]*?)\s*\))?", re.IGNORECASE | re.ASCII)
