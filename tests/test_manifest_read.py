@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 from pathlib import Path
 from typing import Any
 
 import fastavro
 import pytest
 
+from icefloe.exceptions import CorruptFileError
 from icefloe.manifest import (
     entry_views,
     manifest_files,
@@ -132,3 +134,51 @@ def test_pyiceberg_tables_decode_like_pyiceberg(tmp_path: Path, version: int, sp
     assert 2 in statuses and len(statuses) >= 2
     if spec == "unpartitioned":
         assert statuses == {0, 1, 2}
+
+
+def _without(data: bytes, field: str, inside: str | None = None) -> bytes:
+    """``data`` (an Avro file) written again by fastavro with ``field`` (of the record field
+    ``inside``, else of the top record) left out of its schema, as a writer lacking it would."""
+    reader = fastavro.reader(io.BytesIO(data))
+    schema, records = reader.writer_schema, list(reader)
+    meta = {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
+    record = schema
+    if inside is not None:
+        record = next(f for f in schema["fields"] if f["name"] == inside)["type"]
+    record["fields"] = [f for f in record["fields"] if f["name"] != field]
+    out = io.BytesIO()
+    fastavro.writer(out, schema, records, codec="deflate", metadata=meta)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "field", ["file_path", "file_format", "partition", "record_count", "file_size_in_bytes"]
+)
+def test_a_manifest_lacking_a_required_field_is_corrupt(tmp_path: Path, field: str) -> None:
+    """A writer's schema without a field the spec requires decoded as nulls: a missing size
+    failed planning with a bare ValueError, a missing partition was read as a null partition
+    and filters pruned the file away. PyIceberg refuses such files too."""
+    table = make_table(tmp_path, 2, "identity", appends=1)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    manifest = snapshot.manifests(table.io)[0]
+    data = read_bytes(table, manifest.manifest_path)
+    rows = read_manifest(data).num_rows
+    assert read_manifest(_without(data, "split_offsets", "data_file")).num_rows == rows
+    with pytest.raises(CorruptFileError, match=f"without {field} "):
+        read_manifest(_without(data, field, "data_file"))
+
+
+@pytest.mark.parametrize(
+    "field", ["manifest_path", "manifest_length", "partition_spec_id", "added_snapshot_id"]
+)
+def test_a_manifest_list_lacking_a_required_field_is_corrupt(tmp_path: Path, field: str) -> None:
+    """As for manifests: a missing spec id failed planning with a bare ValueError."""
+    table = make_table(tmp_path, 2, "identity", appends=1)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    data = read_bytes(table, snapshot.manifest_list)
+    rows = read_manifest_list(data).num_rows
+    assert read_manifest_list(_without(data, "partitions")).num_rows == rows
+    with pytest.raises(CorruptFileError, match=f"without {field} "):
+        read_manifest_list(_without(data, field))

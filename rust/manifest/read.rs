@@ -12,7 +12,8 @@ use arrow_array::{
 use arrow_schema::Schema as ArrowSchema;
 
 use super::layout::{
-    entry_target_with, manifest_list_schema, manifest_schema, partition_type, Col, DATA_FILE, ENTRY,
+    entry_target_with, manifest_list_schema, manifest_schema, partition_type, Col, DATA_FILE,
+    ENTRY, MANIFEST_FILE,
 };
 use super::partition::partition_fields;
 use crate::avro::binary::Reader;
@@ -307,6 +308,17 @@ pub fn read_manifest_projected(
             ),
         });
     }
+    // a data_file field the spec requires that the writer's schema lacks decodes as nulls:
+    // planning would take them for values (no size, a null partition pruned away)
+    for ((col, &k), a) in DATA_FILE.iter().zip(&kept).zip(&cols[ENTRY.len()..]) {
+        let needed = REQUIRED_DATA_FILE.contains(&col.id) && !(col.id == 102 && fields.is_empty());
+        if k && needed && a.null_count() > 0 {
+            return Err(Error::corrupt(format!(
+                "manifest entry without {} (field id {}), which the spec requires",
+                col.name, col.id
+            )));
+        }
+    }
     // cols: 0 status, 1 snapshot_id, 2 sequence_number, 3 file_sequence_number, 4 content,
     // ..., 8 record_count, ..., 20 first_row_id.
     let status = cols[0].as_primitive::<Int32Type>().clone();
@@ -355,11 +367,16 @@ pub fn read_manifest_projected(
     Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
 }
 
+/// The `data_file` fields every manifest holds (the spec's required fields but `content`, which
+/// v1 manifests lack and which reads as 0, data, when absent; `partition` only when the spec
+/// has fields).
+const REQUIRED_DATA_FILE: [i32; 5] = [100, 101, 102, 103, 104];
+
 /// Decodes a manifest list into one RecordBatch (see `layout::manifest_list_schema`), with the
 /// v1 defaults applied (content 0, sequence numbers 0).
 pub fn read_manifest_list(data: &[u8]) -> Result<RecordBatch> {
     let mut c = Container::open(data)?;
-    format_version(&c)?;
+    let version = format_version(&c)?;
     let schema: ArrowSchema = manifest_list_schema();
     let target = arrow_schema::DataType::Struct(schema.fields().clone());
     let mut dec = Decoder::new(&c.schema, &target)?;
@@ -367,8 +384,16 @@ pub fn read_manifest_list(data: &[u8]) -> Result<RecordBatch> {
     let arr = dec.finish()?;
     let (_, mut cols, _) = arr.as_struct().clone().into_parts();
     // 3 content, 4 sequence_number, 5 min_sequence_number.
-    if cols[0].null_count() > 0 {
-        return Err(Error::corrupt("manifest_file without a manifest_path"));
+    // fields the spec requires (added_snapshot_id from v2 on): a writer's schema lacking one
+    // decodes as nulls, which planning would take for values
+    for (i, col) in MANIFEST_FILE.iter().enumerate().take(7) {
+        let needed = matches!(col.id, 500..=502) || (col.id == 503 && version >= 2);
+        if needed && cols[i].null_count() > 0 {
+            return Err(Error::corrupt(format!(
+                "manifest_file without {} (field id {}), which the spec requires",
+                col.name, col.id
+            )));
+        }
     }
     cols[3] = fill_i32(cols[3].as_primitive::<Int32Type>(), 0);
     check_list_content(cols[3].as_primitive::<Int32Type>().values(), &cols[0])?;
