@@ -159,6 +159,10 @@ def test_a_file_system_namespace_is_located_at_its_directory(tmp_path: Path) -> 
     cat.create_namespace("z", {"location": str(tmp_path / "wh" / "z"), "owner": "me"})
     with pytest.raises(ValidationError, match="lives at its directory"):
         cat.update_namespace_properties("z", updates={"location": elsewhere})
+    # the directory however spelled (Java reports file:/x)
+    own = tmp_path / "wh" / "z"
+    for spelled in (f"file:{own}", f"file://localhost{own}", f"{own.as_uri()}/"):
+        cat.update_namespace_properties("z", updates={"location": spelled})
     # a properties file written by other means names another location: not reported
     (tmp_path / "wh" / "z" / NAMESPACE_FILE).write_text(json.dumps({"location": elsewhere}))
     reported = cat.load_namespace_properties("z")["location"]

@@ -24,6 +24,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from icefloe.catalog.base import Catalog, Identifier, PropertiesUpdateSummary
 from icefloe.catalog.identifiers import (
     check_name,
@@ -49,7 +51,12 @@ from icefloe.exceptions import (
 )
 from icefloe.metadata import TableMetadata
 from icefloe.properties import string_map
-from icefloe.table_paths import absolute_location, metadata_file_version, metadata_gzip
+from icefloe.table_paths import (
+    absolute_location,
+    comparable_locations,
+    metadata_file_version,
+    metadata_gzip,
+)
 
 if TYPE_CHECKING:
     from icefloe.table import Table
@@ -106,11 +113,10 @@ class HadoopCatalog(Catalog):
         if given is None:
             return
         directory = self._ns_dir(ns)
-
-        def plain(location: str) -> str:
-            return absolute_location(location).removeprefix("file://").rstrip("/")
-
-        if plain(given) != plain(directory):
+        # however spelled: /x, file:/x (Java's), file:///x, file://localhost/x
+        both = comparable_locations(pa.array([absolute_location(given), directory]))
+        a, b = (str(v).rstrip("/") for v in both.to_pylist())
+        if a != b:
             raise ValidationError(
                 f"namespace {'.'.join(ns)!r} of a file-system (hadoop) catalog lives at its "
                 f"directory {directory}: it cannot have location {given!r}"
