@@ -213,6 +213,9 @@ def test_url_passwords_with_slashes_or_spaces_stay_hidden(password: str) -> None
 
     text = repr(FileIO({"uri": f"postgresql://user:{password}@db.internal/iceberg"}))
     assert "Pw9Q" not in text and "user:***@db.internal/iceberg" in text
+    # a user name holding @ (an e-mail address) too
+    text = repr(FileIO({"uri": f"postgresql://me@corp.com:{password}@db.internal/iceberg"}))
+    assert "Pw9Q" not in text and "me@corp.com:***@db.internal/iceberg" in text
     for props in (
         {"uri": f"http://user:{password}@127.0.0.1:1"},
         {

@@ -375,8 +375,9 @@ def parse_flag(key: str, raw: str, what: str = "FileIO property") -> bool:
 
 #: The password of a URL's user information (``postgresql://user:password@host/db``): up to
 #: the last ``@``, as a password may hold ``/``, ``:``, ``@`` or spaces (SQLAlchemy and Python's
-#: parser take such passwords); a later ``@`` in a path hides the host too, never the password.
-_URL_PASSWORD = re.compile(r"(?<=://)([^/@:\s]*):.*@")
+#: parser take such passwords) and a user name ``@`` (``me@corp.com``); a later ``@`` in a path
+#: hides the host too, never the password.
+_URL_PASSWORD = re.compile(r"(?<=://)([^/:\s]*):.*@")
 #: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
 _URL_QUERY_SECRET = re.compile(
     r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
