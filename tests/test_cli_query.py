@@ -621,6 +621,39 @@ def test_ctrl_c_stops_a_long_sql_query(tmp_path: Path) -> None:
     assert p.returncode != 0 and "Aborted" in err
 
 
+def test_ctrl_c_before_the_query_begins_still_stops_it() -> None:
+    """A Ctrl-C that came before DuckDB had begun the query on its worker thread was lost
+    (DuckDB interrupts only a running query): the query ran to its end and the exit waited
+    for it. The interrupt is repeated until the query returns."""
+    import _thread
+    import threading
+    import time
+
+    from icefloe.cli.sql_names import _interruptible
+
+    class Con:
+        running = False
+        stopped = threading.Event()
+
+        def interrupt(self) -> None:
+            if self.running:
+                self.stopped.set()
+
+    con = Con()
+
+    def start() -> None:
+        time.sleep(0.5)  # the worker has not begun the query when Ctrl-C comes
+        con.running = True
+        if con.stopped.wait(8):
+            raise RuntimeError("INTERRUPT Error: Interrupted!")
+
+    threading.Timer(0.1, _thread.interrupt_main).start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        _interruptible(con, start)
+    assert con.stopped.is_set() and time.monotonic() - began < 5
+
+
 def test_sql_on_names_of_four_parts_says_duckdb_cannot_name_them(world: CliWorld) -> None:
     r = run(world, "sql", "select * from a.b.c.t")
     assert r.exit_code == EXIT_BAD_INPUT

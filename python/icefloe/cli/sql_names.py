@@ -358,6 +358,10 @@ def run_sql(names: Names, query: str) -> pa.RecordBatchReader | None:
     return _interruptible(con, start)
 
 
+#: How long a Ctrl-C keeps interrupting a query that has not stopped yet.
+_INTERRUPT_SECONDS = 10.0
+
+
 def _interruptible(
     con: Any, start: Callable[[], pa.RecordBatchReader | None]
 ) -> pa.RecordBatchReader | None:
@@ -365,6 +369,7 @@ def _interruptible(
     Ctrl-C is never seen, so the main thread waits and, on Ctrl-C, interrupts the query."""
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures import TimeoutError as Pending
+    from concurrent.futures import wait as futures_wait
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="icefloe-sql")
 
@@ -375,7 +380,12 @@ def _interruptible(
                 with contextlib.suppress(Pending):
                     return future.result(timeout=0.2)
         except KeyboardInterrupt:
-            con.interrupt()
+            # DuckDB interrupts only a query already running: one the worker had not begun
+            # yet ran to its end (and the exit waited for it), so interrupt until it returns
+            deadline = time.monotonic() + _INTERRUPT_SECONDS
+            while not future.done() and time.monotonic() < deadline:
+                con.interrupt()
+                futures_wait([future], timeout=0.05)
             raise
 
     try:
