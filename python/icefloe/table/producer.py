@@ -76,6 +76,7 @@ from icefloe.metadata import (
     Operation,
     SetSnapshotRef,
     Snapshot,
+    SnapshotRef,
     Summary,
     SummaryKeys,
     TableMetadata,
@@ -141,9 +142,7 @@ class SnapshotProducer:
     ) -> None:
         if not isinstance(branch, str) or not branch:
             raise ValidationError(f"branch must be a non-empty string, got {branch!r}")
-        ref = tx.metadata.refs.get(branch)
-        if ref is not None and not ref.is_branch:
-            raise ValidationError(f"cannot write to {branch!r}: it is a tag, not a branch")
+        _branch_ref(tx.metadata, branch)
         self.tx = tx
         self.io = tx.table.io
         self.branch = branch
@@ -503,9 +502,7 @@ class SnapshotProducer:
         self._attempts.append(_Attempt(snapshot, list_path, written_now, listed))
         if self.staged:
             return [AddSnapshot(snapshot)]
-        ref = metadata.refs.get(self.branch)
-        if ref is not None and not ref.is_branch:  # made a tag since the write began
-            raise ValidationError(f"cannot write to {self.branch!r}: it is a tag, not a branch")
+        ref = _branch_ref(metadata, self.branch)  # perhaps made a tag since the write began
         return [
             AddSnapshot(snapshot),
             SetSnapshotRef(
@@ -834,6 +831,14 @@ class SnapshotProducer:
         for p in self._owned:
             self.io.delete_quietly(p)
         self.tx._delete_emptied_dirs(deleted)
+
+
+def _branch_ref(metadata: TableMetadata, branch: str) -> SnapshotRef | None:
+    """The ref ``branch`` names in ``metadata`` (None: a branch to fork); a tag refuses writes."""
+    ref = metadata.refs.get(branch)
+    if ref is not None and not ref.is_branch:
+        raise ValidationError(f"cannot write to {branch!r}: it is a tag, not a branch")
+    return ref
 
 
 def _readable_as(old: IcebergType, new: IcebergType, metadata: TableMetadata) -> bool:
