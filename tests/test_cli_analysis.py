@@ -63,6 +63,9 @@ def test_histogram_buckets_are_upper_exclusive() -> None:
         ("1g", 1 << 30),
         ("4096", 4096),
         ("1.5KiB", 1536),
+        ("2PiB", 2 << 50),
+        ("1EiB", 1 << 60),
+        ("3 EB", 3 * 10**18),
     ],
 )
 def test_parse_size(text: str, size: int) -> None:
@@ -73,6 +76,13 @@ def test_parse_size(text: str, size: int) -> None:
 def test_parse_size_rejects(text: str) -> None:
     with pytest.raises(ValidationError, match="not a size"):
         parse_size(text)
+
+
+def test_parse_size_range() -> None:
+    """The range the error states is the range accepted: 8 EiB is one byte past it."""
+    assert parse_size(f"{(1 << 63) - 1}") == (1 << 63) - 1
+    with pytest.raises(ValidationError, match="out of range"):
+        parse_size("8EiB")
 
 
 def test_bars() -> None:

@@ -259,18 +259,24 @@ def parse_size(text: str) -> int:
         "t": 1024**4,
         "tb": 1000**4,
         "tib": 1024**4,
+        "p": 1024**5,
+        "pb": 1000**5,
+        "pib": 1024**5,
+        "e": 1024**6,
+        "eb": 1000**6,
+        "eib": 1024**6,
     }
-    number = raw.rstrip("abgikmt")
+    number = raw.rstrip("abegikmpt")
     unit = raw[len(number) :]
     try:
-        value = float(number)
-    except ValueError:
+        value = decimal.Decimal(number)  # exact: a float would round 2**63 - 1 up
+    except decimal.InvalidOperation:
         raise ValidationError(f"not a size: {text!r} (try 128MiB or 134217728)") from None
-    if unit not in units or not math.isfinite(value) or value <= 0:
+    if unit not in units or not value.is_finite() or value <= 0:
         raise ValidationError(f"not a size: {text!r} (try 128MiB or 134217728)")
     size = int(value * units[unit])
     if size < 1 or size > _INT64_MAX:
-        raise ValidationError(f"size out of range: {text!r} (from 1 byte to 8 EiB)")
+        raise ValidationError(f"size out of range: {text!r} (from 1 byte to 8 EiB less one byte)")
     return size
 
 
