@@ -67,6 +67,18 @@ def test_renamed_reordered_added_dropped_promoted(tmp_path: Path) -> None:
     assert "gone" not in out.column_names
 
 
+def test_invalid_default_names_its_column(tmp_path: Path) -> None:
+    """An ``initial-default`` another writer stored in the wrong JSON kind fails the read of a
+    file that lacks the column with an error naming the column, not only the bad value."""
+    df = write_data(tmp_path / "d.parquet", OLD, ROWS)
+    new = Schema(
+        NestedField(1, "id", IntegerType(), True),
+        NestedField(5, "level", IntegerType(), initial_default="high"),
+    )
+    with pytest.raises(ValidationError, match=r"column 'level' \(id 5\), initial-default"):
+        read(FileScanTask(df), ReadOptions(new))
+
+
 def test_projection_subset_by_id(tmp_path: Path) -> None:
     df = write_data(tmp_path / "d.parquet", OLD, ROWS)
     out = read(FileScanTask(df), ReadOptions(OLD, projected_field_ids=(3, 1)))

@@ -311,7 +311,7 @@ def column_default(field: NestedField, write: bool = False) -> Any:
     physical integer (days, or units since the epoch), which Arrow takes as it is."""
     try:
         return field_default(field, write)
-    except ValidationError:
+    except ValidationError as e:
         raw = field.write_default if write else field.initial_default
         t = field.field_type
         temporal = (
@@ -321,7 +321,8 @@ def column_default(field: NestedField, write: bool = False) -> Any:
             value = _native.value_from_json(str(t), raw)
             if isinstance(value, int):
                 return value
-        raise
+        kind = "write-default" if write else "initial-default"
+        raise ValidationError(f"column {field.name!r} (id {field.field_id}), {kind}: {e}") from None
 
 
 def _default(type_: IcebergType, raw: Any, write: bool) -> Any:
