@@ -229,6 +229,22 @@ def test_url_passwords_with_slashes_or_spaces_stay_hidden(password: str) -> None
         assert "Pw9Q" not in str(bad.value)
 
 
+def test_url_user_name_without_password_is_hidden() -> None:
+    """User information without a password is how Git hosts and gateways take a token
+    (``https://TOKEN@host``): it is hidden in reprs and errors like a password, and a user name
+    with a password still shows."""
+    from icefloe.io import FileIO
+    from icefloe.properties import redact_url
+
+    text = repr(FileIO({"warehouse": "https://ghp_Pw9Qtoken@lake.internal/wh"}))
+    assert "Pw9Q" not in text and "https://***@lake.internal/wh" in text
+    assert redact_url("https://a@corp.com@h:1/x") == "https://***@h:1/x"
+    assert redact_url("https://u:Pw9Q@h") == "https://u:***@h"
+    assert (
+        redact_url("s3://bucket/key@2024 file:///tmp/a@b") == "s3://bucket/key@2024 file:///tmp/a@b"
+    )
+
+
 @pytest.mark.postgres
 def test_javas_jdbc_settings_open_the_same_database(postgres_uri: str, tmp_path: Path) -> None:
     """``jdbc:postgresql://`` URIs with ``jdbc.user`` and ``jdbc.password``, as Iceberg Java's

@@ -378,6 +378,9 @@ def parse_flag(key: str, raw: str, what: str = "FileIO property") -> bool:
 #: parser take such passwords) and a user name ``@`` (``me@corp.com``); a later ``@`` in a path
 #: hides the host too, never the password.
 _URL_PASSWORD = re.compile(r"(?<=://)([^/:\s]*):.*@")
+#: User information without a password (``https://TOKEN@host``): a token, as Git hosts and
+#: gateways take it, so the whole user name is hidden.
+_URL_USER_ONLY = re.compile(r"(?<=://)[^/:\s]+@(?![^/\s]*@)")
 #: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
 _URL_QUERY_SECRET = re.compile(
     r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
@@ -386,8 +389,10 @@ _URL_QUERY_SECRET = re.compile(
 
 
 def redact_url(value: str) -> str:
-    """``value`` with a URL's password and query secrets replaced by ``***``."""
-    return _URL_QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", value))
+    """``value`` with a URL's password (or a user name given without one, which may be a token)
+    and query secrets replaced by ``***``."""
+    hidden = _URL_USER_ONLY.sub("***@", _URL_PASSWORD.sub(r"\1:***@", value))
+    return _URL_QUERY_SECRET.sub(r"\1***", hidden)
 
 
 def parse_url(key: str, raw: str, what: str = "catalog property") -> SplitResult:
