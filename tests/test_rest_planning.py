@@ -210,6 +210,32 @@ def test_a_missing_table_is_404(served: tuple[str, RestCatalog]) -> None:
     assert status == 404 and out["error"]["type"] == "NoSuchTableException"
 
 
+def test_deep_filters_are_planned(served: tuple[str, RestCatalog]) -> None:
+    """A filter of hundreds of ``or`` terms, folded to the left as Java's ``Expressions.or``
+    builds it, is planned (it was a 500 from Python's recursion limit); icefloe's client
+    writes such a chain balanced, well within JSON parsers' nesting limits."""
+    url, c = served
+    t = _table(c, 3)
+    node: Any = {"type": "eq", "term": "id", "value": 0}
+    for i in range(1, 900):
+        node = {"type": "or", "left": node, "right": {"type": "eq", "term": "id", "value": i}}
+    status, out = _plan(url, {"filter": node})
+    assert status == 200, out
+    planned = {task.data_file.file_path for task in t.scan().plan_files()}
+    assert {x["data-file"]["file-path"] for x in out["file-scan-tasks"]} == planned
+    chain = expression_from_json(node)
+    written = json.dumps(expression_to_json(chain))
+    assert written.count("{") < 10_000 and written.count('"or"') == 899
+    depth = deepest = 0
+    for ch in written:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        deepest = max(deepest, depth)
+    assert deepest <= 12  # balanced: log2(900) levels of or, not 900
+    assert set(
+        t.scan(row_filter=expression_from_json(json.loads(written))).to_arrow()["id"].to_pylist()
+    ) == (set(range(90)) - {4, 5, 61, 62})
+
+
 @pytest.mark.parametrize(
     "expr",
     [

@@ -42,11 +42,45 @@ def expression_from_json(
 
 
 def _expression(obj: Any, schemas: Sequence[Schema], case_sensitive: bool) -> BooleanExpression:
+    """Walked with an explicit stack: ``and``/``or``/``not`` nest as deep as the client built
+    them (Java's ``Expressions.or`` folds a list to the left), deeper than Python's recursion
+    limit allows at two frames a level."""
+    todo: list[tuple[Any, bool]] = [(obj, False)]
+    done: list[BooleanExpression] = []
+    while todo:
+        node, children_done = todo.pop()
+        kind = _kind(node)
+        if kind in ("and", "or"):
+            if children_done:
+                right, left = done.pop(), done.pop()
+                done.append(And(left, right) if kind == "and" else Or(left, right))
+            else:
+                todo += [
+                    (node, True),
+                    (_child(node, "right"), False),
+                    (_child(node, "left"), False),
+                ]
+        elif kind == "not":
+            if children_done:
+                done.append(Not(done.pop()))
+            else:
+                todo += [(node, True), (_child(node, "child"), False)]
+        else:
+            done.append(_leaf(node, kind, schemas, case_sensitive))
+    return done[0]
+
+
+def _kind(obj: Any) -> str:
     if isinstance(obj, bool):
-        return AlwaysTrue() if obj else AlwaysFalse()
+        return "true" if obj else "false"
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise ValidationError(f"not an expression: {obj!r}")
-    kind = obj["type"].lower()
+    return str(obj["type"]).lower()
+
+
+def _leaf(
+    obj: Any, kind: str, schemas: Sequence[Schema], case_sensitive: bool
+) -> BooleanExpression:
     if kind == "literal":
         value = obj.get("value")
         if not isinstance(value, bool):
@@ -54,12 +88,6 @@ def _expression(obj: Any, schemas: Sequence[Schema], case_sensitive: bool) -> Bo
         return AlwaysTrue() if value else AlwaysFalse()
     if kind in ("true", "false"):
         return AlwaysTrue() if kind == "true" else AlwaysFalse()
-    if kind in ("and", "or"):
-        left = _child(obj, "left", schemas, case_sensitive)
-        right = _child(obj, "right", schemas, case_sensitive)
-        return And(left, right) if kind == "and" else Or(left, right)
-    if kind == "not":
-        return Not(_child(obj, "child", schemas, case_sensitive))
     try:
         op = Op(kind)
     except ValueError:
@@ -99,12 +127,10 @@ def _expression(obj: Any, schemas: Sequence[Schema], case_sensitive: bool) -> Bo
     return UnboundPredicate(op, name, _literal(obj["value"]))
 
 
-def _child(
-    obj: dict[str, Any], key: str, schemas: Sequence[Schema], case_sensitive: bool
-) -> BooleanExpression:
+def _child(obj: dict[str, Any], key: str) -> Any:
     if key not in obj:
         raise ValidationError(f"a {obj['type']} expression needs {key!r}: {obj!r}")
-    return _expression(obj[key], schemas, case_sensitive)
+    return obj[key]
 
 
 def _term(term: Any) -> str:
@@ -127,12 +153,10 @@ def expression_to_json(expr: BooleanExpression) -> Any:
     if isinstance(expr, AlwaysFalse):
         return False
     if isinstance(expr, And | Or):
-        kind = "and" if isinstance(expr, And) else "or"
-        return {
-            "type": kind,
-            "left": expression_to_json(expr.left),
-            "right": expression_to_json(expr.right),
-        }
+        # a chain of one operator is written balanced (the same expression): JSON parsers
+        # limit nesting (Python's and Jackson's near 1,000 levels), a folded chain of 500
+        # terms would pass none
+        return _balanced("and" if isinstance(expr, And) else "or", _operands(expr))
     if isinstance(expr, Not):
         return {"type": "not", "child": expression_to_json(expr.child)}
     if isinstance(expr, BoundPredicate | UnboundPredicate):
@@ -151,3 +175,28 @@ def expression_to_json(expr: BooleanExpression) -> Any:
             out["value"] = expr.literal
         return out
     raise ValidationError(f"cannot write {expr!r} as REST expression JSON")
+
+
+def _operands(expr: And | Or) -> list[BooleanExpression]:
+    """The operands of the chain of ``expr``'s operator that ``expr`` heads, left to right."""
+    kind = type(expr)
+    out: list[BooleanExpression] = []
+    todo: list[BooleanExpression] = [expr]
+    while todo:
+        e = todo.pop()
+        if type(e) is kind:
+            todo += [e.right, e.left]
+        else:
+            out.append(e)
+    return out
+
+
+def _balanced(kind: str, operands: list[BooleanExpression]) -> Any:
+    if len(operands) == 1:
+        return expression_to_json(operands[0])
+    mid = len(operands) // 2
+    return {
+        "type": kind,
+        "left": _balanced(kind, operands[:mid]),
+        "right": _balanced(kind, operands[mid:]),
+    }
