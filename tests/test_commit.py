@@ -55,6 +55,24 @@ def test_stale_writer_retries_and_cleans_up(sql_catalog: SqlCatalog) -> None:
     ] + [t1.metadata_location]
 
 
+def test_a_commit_that_changes_nothing_writes_no_version(sql_catalog: SqlCatalog) -> None:
+    """Updates that are all already true (none, a current schema set current again, a
+    property set to its value) write no metadata file and leave the log as it was, as Java's
+    catalogs do: a new version would push a real one out of the log for nothing."""
+    sql_catalog.create_namespace("db")
+    t = sql_catalog.create_table("db.t", _schema(), properties={"a": "1"})
+    before = t.metadata_location
+    t.transaction().apply([]).commit_transaction()
+    t.transaction().apply([SetCurrentSchema(0), SetProperties({"a": "1"})]).commit_transaction()
+    t.set_properties(a="1")
+    again = sql_catalog.load_table("db.t")
+    assert again.metadata_location == before == t.metadata_location
+    assert _metadata_files(again) == [before.rsplit("/", 1)[1]] and again.metadata_log() == []
+    t.set_properties(a="2")  # a real change still commits
+    assert sql_catalog.load_table("db.t").properties["a"] == "2"
+    assert len(_metadata_files(again)) == 2
+
+
 def test_schema_race_is_a_conflict(sql_catalog: SqlCatalog) -> None:
     sql_catalog.create_namespace("db")
     t1 = sql_catalog.create_table("db.t", _schema(), properties=FAST)
@@ -208,7 +226,15 @@ def test_backoff_policy_and_retry_count(tmp_path: Path) -> None:
         {**base.to_json(), "properties": {"commit.retry.total-timeout-ms": "0"}}
     )
     with pytest.raises(CommitFailedError):
-        run_commit(timeout, "m0", [], [], always_lose, lambda: (timeout, "m0"), sleep=sleeps.append)
+        run_commit(
+            timeout,
+            "m0",
+            [],
+            [SetProperties({"k": "v"})],
+            always_lose,
+            lambda: (timeout, "m0"),
+            sleep=sleeps.append,
+        )
     assert len(attempts) == 1 and sleeps == []
 
 

@@ -353,6 +353,31 @@ def test_malformed_requests_are_400_and_change_nothing(rest_server: RestServer) 
     assert _error(reply, 400, "BadRequestException") == "invalid pageToken"
 
 
+def test_a_commit_that_changes_nothing_keeps_the_version(served: BackgroundServer) -> None:
+    """A commit whose updates are none, or all already true, answers the current metadata
+    without writing a version (Java's ``CatalogHandlers.commit``): the ETag readers cache by
+    stays, and the metadata log keeps its real entries."""
+    c = RestCatalog("r", uri=served.url)
+    c.create_namespace("n")
+    c.create_table("n.t", ROWS)
+    path = "/v1/namespaces/n/tables/t"
+    status, headers, body = _call(served.url, "GET", path)
+    before = json.loads(body)
+    for updates in (
+        [],
+        [
+            {"action": "set-current-schema", "schema-id": 0},
+            {"action": "set-default-spec", "spec-id": 0},
+        ],
+    ):
+        reply = _call(served.url, "POST", path, {"requirements": [], "updates": updates})
+        assert reply[0] == 200, reply
+        assert json.loads(reply[2])["metadata-location"] == before["metadata-location"]
+    status, again, body = _call(served.url, "GET", path)
+    assert status == 200 and again["etag"] == headers["etag"]
+    assert json.loads(body)["metadata"]["metadata-log"] == []
+
+
 def test_unpaired_surrogates_are_400_and_pairs_are_text(rest_server: RestServer) -> None:
     """Python's JSON parser accepts an escaped surrogate alone, which nothing can store or
     answer: a 500 (commit state unknown to Java's client) before."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from icefloe.exceptions import CommitConflictError, CommitFailedError
 from icefloe.metadata import (
@@ -78,6 +79,8 @@ def run_commit(
         check_updates_fit(base, ups)
         try:
             new = apply_updates(base, ups, base_location)
+            if _unchanged(base, new):  # as Java's servers and clients: nothing to commit
+                return CommitResult(base, base_location), base, base_location
             location = write_and_swap(base, base_location, new)
             return CommitResult(new, location), base, base_location
         except CommitFailedError as exc:
@@ -89,6 +92,14 @@ def run_commit(
                 raise
             sleep(wait)
             base, base_location = refresh()
+
+
+def _unchanged(base: TableMetadata, new: TableMetadata) -> bool:
+    """Whether ``new`` only logs ``base``'s file and stamps a new time: updates that were all
+    already true (none at all, a current schema set current again) write no new version, which
+    would push a real one out of the metadata log and invalidate every reader's cached copy."""
+    stamped = replace(new, last_updated_ms=base.last_updated_ms, metadata_log=base.metadata_log)
+    return stamped == base
 
 
 def _ref_settings(ref: SnapshotRef) -> tuple[str, int | None, int | None, int | None]:
