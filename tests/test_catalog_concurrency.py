@@ -142,3 +142,66 @@ def test_concurrent_namespace_property_updates(
     props = catalog.load_namespace_properties("ns")
     assert set(props) == {"owner", *(f"k{j}" for j in range(40))}
     assert {props[f"k{j}"] for j in range(40)} <= {f"w{w}" for w in range(WRITERS)}
+
+
+def _new_database(kind: str, tmp_path: Path, request: pytest.FixtureRequest, trial: int) -> str:
+    """The URL of an empty catalog database (a new SQLite file or PostgreSQL database)."""
+    if kind == "sqlite-file":
+        return f"sqlite:///{tmp_path / f'new{trial}.db'}"
+    import uuid
+
+    import sqlalchemy
+    from sqlalchemy.engine import make_url
+
+    server = request.getfixturevalue("postgres_uri")
+    name = f"new_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(server, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sqlalchemy.text(f"CREATE DATABASE {name}"))
+    finally:
+        admin.dispose()
+    return make_url(server).set(database=name).render_as_string(hide_password=False)
+
+
+def _open_at_once(uri: str, warehouse: str) -> tuple[list[SqlCatalog], list[BaseException]]:
+    """Open the catalog at ``uri`` from :data:`WRITERS` threads released together."""
+    import threading
+
+    start = threading.Barrier(WRITERS)
+    opened: list[SqlCatalog] = []
+    failed: list[BaseException] = []
+
+    def open_catalog() -> None:
+        start.wait()
+        try:
+            opened.append(SqlCatalog("c", uri=uri, warehouse=warehouse))
+        except BaseException as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=open_catalog) for _ in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return opened, failed
+
+
+@pytest.mark.parametrize(
+    "kind", ["sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_threads_opening_a_new_database_at_once_all_succeed(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Several threads opening one new catalog database at once all get a working catalog:
+    the ones whose table creation lost the race to another thread's used the tables it made,
+    rather than failing as if the database were down."""
+    warehouse = (tmp_path / "warehouse").as_uri()
+    for trial in range(4):
+        opened, failed = _open_at_once(_new_database(kind, tmp_path, request, trial), warehouse)
+        assert failed == []
+        assert len(opened) == WRITERS
+        opened[0].create_namespace("db")
+        for catalog in opened:
+            assert catalog.list_namespaces() == [("db",)]
+            catalog.close()

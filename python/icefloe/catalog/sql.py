@@ -109,6 +109,10 @@ __all__ = ["SqlCatalog"]
 #: How often a namespace property update that lost a race to another writer is tried again.
 _PROPERTY_RETRIES = 5
 
+#: How often opening a new catalog database tries to create its tables while another process
+#: or thread creates them too.
+_CREATE_ATTEMPTS = 3
+
 
 class SqlCatalog(MetastoreCatalog):
     """A catalog in a SQL database, shared with Iceberg's JDBC catalog and PyIceberg; it keeps
@@ -202,14 +206,27 @@ class SqlCatalog(MetastoreCatalog):
             raise
 
     def _init_tables(self, create: bool) -> None:
-        names = set(inspect(self.engine).get_table_names())
-        missing = {"iceberg_tables", "iceberg_namespace_properties"} - names
-        if missing:
+        attempt = 0
+        while missing := self._missing_tables():
             if not create:
                 raise ValidationError(f"catalog database lacks tables {sorted(missing)}")
-            SCHEMA.create_all(self.engine, checkfirst=True)
+            attempt += 1
+            try:
+                SCHEMA.create_all(self.engine, checkfirst=True)
+            except SQLAlchemyError:
+                # Another process or thread opening the new database may have created a table
+                # between the check and the CREATE: look again and create what is still
+                # missing (the other may not be done), as Iceberg Java's JDBC catalog does.
+                if attempt >= _CREATE_ATTEMPTS and self._missing_tables():
+                    raise
+            else:
+                break
         columns = {c["name"] for c in inspect(self.engine).get_columns("iceberg_tables")}
         self._has_type_column = "iceberg_type" in columns
+
+    def _missing_tables(self) -> set[str]:
+        names = set(inspect(self.engine).get_table_names())
+        return {"iceberg_tables", "iceberg_namespace_properties"} - names
 
     @property
     def _typed(self) -> bool:
