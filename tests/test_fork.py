@@ -80,3 +80,58 @@ def test_forked_child_appends_and_overwrites(tmp_path: Path) -> None:
     _run_child(_write_in_child, (tmp_path,), "appending or overwriting")
     table = cat.load_table("ns.t")
     assert table.scan().to_arrow().num_rows == 75
+
+
+def _use_parent_catalog_in_child(cat: SqlCatalog, k: int, round_: int) -> None:
+    try:
+        table = cat.load_table(f"db.t{k}")
+        right = f"/t{k}/" in table.metadata_location
+        table.append(rows(1_000 * k + round_, 1))
+        got = sorted(cat.load_table(f"db.t{k}").scan().to_arrow().column("id").to_pylist())
+        os._exit(0 if right and got == [1_000 * k + r for r in range(round_ + 1)] else 3)
+    except BaseException:  # a failure in the child must not run the parent's test teardown
+        import traceback
+
+        traceback.print_exc()
+        os._exit(4)
+
+
+def test_forked_children_use_the_parents_postgres_catalog(
+    postgres_uri: str, tmp_path: Path
+) -> None:
+    """Children forked from a process that has used a PostgreSQL catalog load and append
+    through that same catalog object, all at once, and the parent goes on using it. The
+    children used to share the parent's pooled connection: calls failed as if the server were
+    down, a table that exists was reported missing, and the parent's next call could wait for
+    an answer a child had read."""
+    import time
+
+    name = f"fork_{tmp_path.name[-20:]}".replace("-", "_")
+    cat = SqlCatalog(
+        name, uri=postgres_uri, warehouse=(tmp_path / "wh").as_uri(), **{"request-timeout": "20"}
+    )
+    cat.create_namespace("db")
+    for k in range(4):
+        cat.create_table(f"db.t{k}", rows(0, 1).schema).append(rows(1_000 * k, 1))
+    ctx = multiprocessing.get_context("fork")
+    for round_ in range(1, 4):
+        start = time.monotonic()
+        # the parent's pooled connection was used just before the fork
+        assert cat.list_tables("db") == [("db", f"t{k}") for k in range(4)]
+        assert time.monotonic() - start < 10
+        children = [
+            ctx.Process(target=_use_parent_catalog_in_child, args=(cat, k, round_))
+            for k in range(4)
+        ]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join(timeout=TIMEOUT)
+            if child.is_alive():
+                child.kill()
+                child.join()
+        assert [child.exitcode for child in children] == [0] * 4
+    for k in range(4):
+        got = cat.load_table(f"db.t{k}").scan().to_arrow().column("id").to_pylist()
+        assert sorted(got) == [1_000 * k + r for r in range(4)]
+    cat.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import os
 import socket
 import threading
 import time
@@ -88,6 +89,17 @@ def _shut_down(fd: int) -> None:
 
 
 _WATCHDOG = _Watchdog()
+
+
+def _new_watchdog_in_child() -> None:
+    """A child made by ``fork`` has no watchdog thread, and its lock may have been held by a
+    parent's thread at the fork: it starts afresh."""
+    global _WATCHDOG
+    _WATCHDOG = _Watchdog()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_watchdog_in_child)
 
 
 class WatchedConnection(psycopg.Connection[Any]):

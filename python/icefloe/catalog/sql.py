@@ -20,6 +20,7 @@ pointer, and reported as :class:`CommitStateUnknownError` when that is impossibl
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -109,6 +110,22 @@ __all__ = ["SqlCatalog"]
 #: How often a namespace property update that lost a race to another writer is tried again.
 _PROPERTY_RETRIES = 5
 
+#: The engines of open catalogs on a database server or file, whose pooled connections a child
+#: made by ``fork`` must not use.
+_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _forget_connections_in_child() -> None:
+    """In a child made by ``fork``: the pooled connections are the parent's (one socket or
+    file handle used by two processes mixes their requests and answers), so the child leaves
+    them to the parent, untouched, and opens its own on first use."""
+    for engine in list(_ENGINES):
+        engine.dispose(close=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_connections_in_child)
+
 #: How often opening a new catalog database tries to create its tables while another process
 #: or thread creates them too.
 _CREATE_ATTEMPTS = 3
@@ -168,6 +185,8 @@ class SqlCatalog(MetastoreCatalog):
                     password=url.password if password is None else password,
                 )
             self.engine: Engine = create_engine(url, **kwargs)
+            if not self._in_memory:  # an in-memory database lives in its one connection
+                _ENGINES.add(self.engine)
             if sqlite_mode is not None and not self._in_memory:
                 use_journal_mode(self.engine, sqlite_mode)
             if self.engine.dialect.driver == "psycopg":
