@@ -268,6 +268,60 @@ def test_an_unreachable_database_fails_the_commit_cleanly(
     cat.close()
 
 
+@pytest.mark.postgres
+def test_an_unreachable_database_fails_a_retried_commit_cleanly(
+    postgres_uri: str, tmp_path: Path
+) -> None:
+    """The database cannot be reached for the swap, nor for the reload before the next
+    attempt: the swap reported that nothing was committed, so the append fails with
+    ``CommitFailedError`` and every file it wrote goes (its data file, manifest and manifest
+    list were kept, as if the outcome were unknown)."""
+    from sqlalchemy import create_engine
+
+    cat = SqlCatalog("unreach2", uri=postgres_uri, warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"commit.retry.min-wait-ms": "1"})
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    before = _files(tmp_path / "wh")
+    live = cat.engine
+    cat.engine = create_engine(  # a server that is down: nothing listens on port 1
+        "postgresql+psycopg://icefloe@127.0.0.1:1/postgres", connect_args={"connect_timeout": 2}
+    )
+    try:
+        with pytest.raises(CommitFailedError, match=r"nothing was committed.*reloading"):
+            t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    finally:
+        cat.engine.dispose()
+        cat.engine = live
+    assert _files(tmp_path / "wh") == before
+    assert _ids(cat.load_table("db.t")) == [1]
+    cat.drop_table("db.t")
+    cat.close()
+
+
+def test_a_lost_race_a_store_may_have_misreported_keeps_the_files_when_reloading_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file-system catalog's lost race may be a write whose answer was lost: when the
+    table cannot be reloaded to tell, the append keeps every file it wrote."""
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.exceptions import ServiceUnavailableError
+
+    cat, t, calls, wrote_then_refused = _first_version_write_reported_lost(tmp_path)
+    monkeypatch.setattr(HadoopCatalog, "_write_version", wrote_then_refused)
+
+    def unreachable(self: Any, identifier: Any) -> str:
+        raise ServiceUnavailableError("the store cannot be reached")
+
+    monkeypatch.setattr(HadoopCatalog, "_current_location", unreachable)
+    with pytest.raises(ServiceUnavailableError):
+        t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    monkeypatch.undo()
+    assert len(calls) == 1  # one attempt, reported lost, then the reload failed
+    assert _ids(cat.load_table("db.t")) == [1, 2]  # the version reported lost is the table's
+    _assert_intact(cat, "db.t")
+
+
 def _first_version_write_reported_lost(
     tmp_path: Path,
 ) -> tuple[Any, Any, list[int], Callable[..., str]]:

@@ -142,6 +142,32 @@ def test_values_too_long_for_postgresql_columns_are_validation_errors(
     cat.close()
 
 
+@pytest.mark.postgres
+def test_a_table_whose_location_is_too_long_for_postgresql_leaves_no_file(
+    tmp_path: Path, postgres_uri: str
+) -> None:
+    """``create_table`` refused because its metadata location does not fit PostgreSQL's
+    column: no table, and the metadata file it wrote first is deleted again (it was left
+    behind, in a directory no table owns)."""
+    import pyarrow as pa
+
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.exceptions import ValidationError
+
+    cat = SqlCatalog(
+        f"longloc_{tmp_path.name[-12:]}".replace("-", "_"),
+        uri=postgres_uri,
+        warehouse=(tmp_path / "wh").as_uri(),
+    )
+    cat.create_namespace("db")
+    deep = tmp_path / "/".join("d" * 200 for _ in range(5))
+    with pytest.raises(ValidationError, match="does not fit"):
+        cat.create_table("db.t", pa.schema([("id", pa.int64())]), location=deep.as_uri())
+    assert not cat.table_exists("db.t")
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    cat.close()
+
+
 def test_arguments_of_the_wrong_type_are_validation_errors(tmp_path: Path) -> None:
     """A path where bytes belong, ``None`` where JSON belongs, a number where SQL belongs:
     refused as bad input, not as a Python TypeError from deep inside."""

@@ -180,6 +180,10 @@ class CommitFailedError(IcebergError):
     #: False when nothing was committed but retrying at once cannot help (the catalog
     #: database stayed locked through its whole busy timeout): the commit loop gives up.
     retryable: bool = True
+    #: True when the catalog knows the pointer did not move (its compare-and-swap was refused,
+    #: rolled back or never sent); False when a store that lost the answer to a write it did
+    #: may report the race as lost, so only the refreshed table can tell.
+    nothing_committed: bool = False
 
 
 class CommitConflictError(IcebergError):

@@ -5,7 +5,9 @@ metadata file and asks the catalog to swap its pointer from the base's file to t
 When another writer won the race (:class:`CommitFailedError`) the file of the attempt is
 deleted, the table is refreshed, the requirements are checked again (a failure now is a real
 conflict: :class:`CommitConflictError`) and the updates are re-applied, waiting with exponential
-backoff between attempts as the table's ``commit.retry.*`` properties say. When it cannot be known
+backoff between attempts as the table's ``commit.retry.*`` properties say. A refresh that fails
+after swaps the catalog knows did not happen (``CommitFailedError.nothing_committed``) ends the
+commit with :class:`CommitFailedError`, so the caller deletes its files. When it cannot be known
 whether the pointer moved (:class:`CommitStateUnknownError`) nothing is cleaned up.
 """
 
@@ -15,7 +17,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from icefloe.exceptions import CommitConflictError, CommitFailedError
+from icefloe.exceptions import (
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    commit_did_not_happen,
+)
 from icefloe.metadata import (
     AddSnapshot,
     RemoveSnapshotRef,
@@ -58,7 +65,8 @@ def run_commit(
 
     ``write_and_swap(base, base_location, new)`` writes ``new`` and swaps the pointer, returning
     the new file's location; it raises :class:`CommitFailedError` after cleaning up its own file
-    when it lost the race. ``refresh()`` reads the catalog's current metadata and location.
+    when it lost the race (with ``nothing_committed`` when the catalog knows the pointer did not
+    move). ``refresh()`` reads the catalog's current metadata and location.
     """
     reqs = list(requirements)
     ups = list(updates)
@@ -66,6 +74,7 @@ def run_commit(
     policy = RetryPolicy.from_properties(base.properties)
     deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
     attempt = 0
+    nothing_committed = True  # every attempt so far known not to have moved the pointer
     while True:
         try:
             _validate_requirements(reqs, base)
@@ -84,6 +93,7 @@ def run_commit(
             location = write_and_swap(base, base_location, new)
             return CommitResult(new, location), base, base_location
         except CommitFailedError as exc:
+            nothing_committed = nothing_committed and exc.nothing_committed
             attempt += 1
             if attempt > policy.num_retries or not exc.retryable:
                 raise
@@ -91,7 +101,19 @@ def run_commit(
             if time.monotonic() + wait > deadline:
                 raise
             sleep(wait)
-            base, base_location = refresh()
+            try:
+                base, base_location = refresh()
+            except Exception as reload_exc:
+                unknown = isinstance(reload_exc, CommitStateUnknownError)
+                if not nothing_committed or unknown or commit_did_not_happen(reload_exc):
+                    raise
+                # The catalog knows no attempt moved the pointer: the commit did not happen,
+                # whatever keeps the table from reloading (the caller may delete its files).
+                failed = CommitFailedError(
+                    f"{exc}; reloading the table to try again failed: {reload_exc}"
+                )
+                failed.nothing_committed = True
+                raise failed from reload_exc
 
 
 def _unchanged(base: TableMetadata, new: TableMetadata) -> bool:

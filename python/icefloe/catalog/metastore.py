@@ -23,10 +23,13 @@ from icefloe.exceptions import (
     CatalogReadOnlyError,
     CommitFailedError,
     FileIOError,
+    ForbiddenError,
     MetadataWriteError,
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    UnauthorizedError,
+    ValidationError,
 )
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
 from icefloe.table import Table
@@ -94,8 +97,16 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(metadata, 0)
         try:
             self._create_pointer(identifier, location)
-        except (TableAlreadyExistsError, NoSuchNamespaceError, CatalogReadOnlyError):
-            # refused before registering; after any other error the entry may exist
+        except (
+            TableAlreadyExistsError,
+            NoSuchNamespaceError,
+            CatalogReadOnlyError,
+            ValidationError,
+            ForbiddenError,
+            UnauthorizedError,
+        ):
+            # refused before registering (a location too long for the catalog, a privilege or
+            # login refused); after any other error the entry may exist
             self.table_io(metadata.properties).delete_quietly(location)
             raise
         return location
@@ -106,10 +117,12 @@ class MetastoreCatalog(Catalog):
         location = self._write_metadata(new, self._next_version(base, base_location))
         try:
             self._swap_pointer(identifier, base_location, location)
-        except (CommitFailedError, CatalogReadOnlyError):
+        except (CommitFailedError, CatalogReadOnlyError) as exc:
             # the swap is known not to have happened; after any other error (unknown outcome,
             # KeyboardInterrupt) the new file may be the table's current metadata: keep it
             self.table_io(new.properties).delete_quietly(location)
+            if isinstance(exc, CommitFailedError):
+                exc.nothing_committed = True
             raise
         return location
 
