@@ -465,8 +465,12 @@ def test_idempotency_replay_on_the_wire(rest_server: RestServer, warehouse: str)
     second = post("0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e6f")
     assert first == second
     assert len(c.load_table("db.t").metadata_log()) == 1  # one commit, replayed once
-    third = post("0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e70")
+    c.load_table("db.t").set_properties(x="2")  # a request run again would undo it
+    assert post("0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e6f") == first  # still replayed
+    assert c.load_table("db.t").properties["x"] == "2"
+    third = post("0190b0e4-6f6e-7c3a-9b1e-2f1a3c4d5e70")  # a new key runs
     assert json.loads(third[1])["metadata-location"] != json.loads(first[1])["metadata-location"]
+    assert c.load_table("db.t").properties["x"] == "1"
 
 
 def test_multi_table_commit_all_or_nothing(
