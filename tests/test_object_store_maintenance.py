@@ -11,8 +11,9 @@ from typing import Any
 
 import pyarrow.compute as pc
 
+from icefloe.io import FileIO
 from icefloe.table import Table
-from support.s3 import Warehouse
+from support.s3 import S3Server, Warehouse
 from support.write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
 
 
@@ -88,3 +89,36 @@ def test_orphans_are_removed_in_batches(
     if counter is not None and seen is not None:
         made = counter.since(seen)
         assert made["DELETE"] == 0 and made["POST"] == 1
+
+
+def _keys(server: S3Server, location: str) -> list[str]:
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    listing = server.client().list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return [f"s3://{bucket}/{o['Key']}" for o in listing.get("Contents", [])]
+
+
+def test_keys_with_an_empty_segment_are_removed_by_their_exact_key(
+    tmp_path: Path, moto_s3: S3Server
+) -> None:
+    """An object another tool wrote right below a directory with an empty segment
+    (``data//x.parquet``) is listed, removed as an orphan and deleted with its prefix by that
+    key; it used to be listed as ``data/x.parquet``, reported removed and left stored."""
+    wh = Warehouse("moto", moto_s3.fresh_location(), moto_s3.properties(), moto_s3)
+    t = catalog(tmp_path, wh).create_table("ns.t", SCHEMA)
+    t.append(rows(0, 3))
+    client, bucket = moto_s3.client(), moto_s3.bucket()
+    key = f"{t.location}/data//stray.parquet".removeprefix(f"s3://{bucket}/")
+    client.put_object(Bucket=bucket, Key=key, Body=b"orphan")
+    assert f"s3://{bucket}/{key}" in _all_files(t)
+    assert t.remove_orphan_files(timedelta(days=-1)) == [f"s3://{bucket}/{key}"]
+    assert _keys(moto_s3, f"s3://{bucket}/{key}") == []
+    assert t.scan().to_arrow().num_rows == 3
+
+    prefix = moto_s3.fresh_location()
+    written = [f"{prefix}//lead.bin", f"{prefix}/a//b.bin", f"{prefix}/plain.bin"]
+    for location in written:
+        client.put_object(Bucket=bucket, Key=location.removeprefix(f"s3://{bucket}/"), Body=b"x")
+    io = FileIO(moto_s3.properties())
+    assert sorted(f.location for f in io.list_prefix(prefix)) == sorted(written)
+    io.delete_prefix(prefix)
+    assert _keys(moto_s3, prefix) == []

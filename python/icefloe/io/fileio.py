@@ -681,7 +681,9 @@ class FileIO:
             if info.type != pafs.FileType.File:
                 continue
             try:
-                rel = info.path[len(root) :].lstrip("/")
+                # only the separator after ``root``: a key may go on with an empty segment
+                # (``root//x``, written by another tool), deleted by its exact key
+                rel = info.path[len(root) :].removeprefix("/")
             except UnicodeDecodeError:
                 _log.warning("cannot list a file under %s: its name is not UTF-8", prefix)
                 continue
