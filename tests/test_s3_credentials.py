@@ -24,6 +24,7 @@ pytestmark = pytest.mark.s3
 
 SECRET = "not-the-secret-0123456789"
 TOKEN = "session-token-abcdefghij"
+ENV_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
 def _no_keys(server: S3Server) -> dict[str, str]:
@@ -62,6 +63,64 @@ def test_profile_from_the_shared_credentials_file(
     monkeypatch.setenv("AWS_PROFILE", "other")
     with pytest.raises(FileIOError, match="access denied"):
         FileIO(_no_keys(s3proxy)).new_input(location).read()
+
+
+#: Secrets ConfigParser's interpolation would rewrite (``%%`` as ``%``) or refuse.
+PERCENT_SECRETS = ["pct%%secret-value", "pct%secret%(x)s"]
+
+
+def _use_profile_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, secret: str
+) -> None:
+    creds = tmp_path / "credentials"
+    creds.write_text(f"[default]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for var in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", *ENV_KEYS):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.mark.parametrize("secret", PERCENT_SECRETS)
+def test_a_secret_with_percent_signs_is_read_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secret: str
+) -> None:
+    """A shared credentials file's values are read literally, as the AWS SDKs read them: a
+    secret holding ``%%`` was taken as ``%`` (every request icefloe signed was refused while
+    pyarrow, reading the same file, got in) and one holding a lone ``%`` raised an untyped
+    configparser error on the first write."""
+    import botocore.session
+
+    from icefloe.s3client import resolve_credentials
+
+    _use_profile_file(tmp_path, monkeypatch, "percent-key", secret)
+    found = resolve_credentials({})
+    assert found is not None
+    assert (found.access_key_id, found.secret_access_key) == ("percent-key", secret)
+    botocore_creds = botocore.session.Session().get_credentials()
+    assert botocore_creds is not None and botocore_creds.secret_key == secret
+
+
+@pytest.mark.parametrize("secret", PERCENT_SECRETS)
+def test_a_profile_secret_with_percent_signs_signs_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secret: str
+) -> None:
+    """Against a server checking signatures with a secret holding ``%``, a write icefloe
+    signs itself and a read through pyarrow both succeed with the profile's keys."""
+    from support.s3 import s3proxy_jar, start_s3proxy
+
+    jar, why = s3proxy_jar()
+    if jar is None:
+        pytest.skip(why)
+    proc, server = start_s3proxy(tmp_path / "s3proxy", secret=secret)
+    try:
+        location = f"{server.fresh_location()}/p.bin"  # before boto3 sees the profile
+        _use_profile_file(tmp_path, monkeypatch, server.access_key, secret)
+        io = FileIO(_no_keys(server))
+        io.new_output(location).write_new(b"signed with %")  # icefloe's signed PUT
+        assert io.new_input(location).read() == b"signed with %"  # pyarrow's client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def test_vended_credentials_apply_to_their_table_only(s3proxy: S3Server, tmp_path: Path) -> None:

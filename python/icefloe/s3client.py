@@ -43,6 +43,7 @@ from icefloe.exceptions import (
     FileIOError,
     NotFoundError,
     UnknownWriteStateError,
+    ValidationError,
 )
 from icefloe.filesystems import check_credential_text, check_s3_keys
 from icefloe.properties import parse_flag, parse_seconds, parse_url
@@ -77,19 +78,26 @@ def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
         return Credentials(env_key, env_secret, os.environ.get("AWS_SESSION_TOKEN") or None)
     profile = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "default"
     path = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.expanduser("~/.aws/credentials")
-    parser = configparser.ConfigParser()
+    # values as written, `%` included, as the AWS SDKs read them
+    parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read(path)
     except configparser.Error:
         return None
-    if parser.has_section(profile):
+    if not parser.has_section(profile):
+        return None
+    try:
         section = parser[profile]
-        if section.get("aws_access_key_id") and section.get("aws_secret_access_key"):
-            return Credentials(
-                section["aws_access_key_id"],
-                section["aws_secret_access_key"],
-                section.get("aws_session_token") or None,
-            )
+        key = section.get("aws_access_key_id")
+        secret = section.get("aws_secret_access_key")
+        token = section.get("aws_session_token")
+    except configparser.Error as exc:  # its message may quote a secret
+        raise ValidationError(
+            f"cannot read profile {profile!r} of the shared credentials file {path} "
+            f"({type(exc).__name__})"
+        ) from None
+    if key and secret:
+        return Credentials(key, secret, token or None)
     return None
 
 

@@ -203,8 +203,11 @@ def _java() -> str:
     return os.path.join(home, "bin", "java") if home else "java"
 
 
-def start_s3proxy(base: Path) -> tuple[subprocess.Popen[bytes], S3Server]:
-    """Start s3proxy with its filesystem backend under ``base``; waits until it answers."""
+def start_s3proxy(
+    base: Path, secret: str = "icefloe-test-secret"
+) -> tuple[subprocess.Popen[bytes], S3Server]:
+    """Start s3proxy with its filesystem backend under ``base``, accepting the key
+    ``icefloe-test`` with ``secret``; waits until it answers."""
     jar, why = s3proxy_jar()
     if jar is None:
         raise RuntimeError(why)
@@ -218,7 +221,7 @@ def start_s3proxy(base: Path) -> tuple[subprocess.Popen[bytes], S3Server]:
                 f"s3proxy.endpoint=http://127.0.0.1:{port}",
                 "s3proxy.authorization=aws-v2-or-v4",
                 "s3proxy.identity=icefloe-test",
-                "s3proxy.credential=icefloe-test-secret",
+                f"s3proxy.credential={secret}",
                 "jclouds.provider=filesystem-nio2",
                 f"jclouds.filesystem.basedir={data}",
                 "",
@@ -246,7 +249,7 @@ def start_s3proxy(base: Path) -> tuple[subprocess.Popen[bytes], S3Server]:
                 proc.kill()
                 raise RuntimeError("s3proxy did not start within 60 s") from None
             time.sleep(0.2)
-    return proc, S3Server("s3proxy", endpoint, "icefloe-test", "icefloe-test-secret")
+    return proc, S3Server("s3proxy", endpoint, "icefloe-test", secret)
 
 
 @pytest.fixture(scope="session")
