@@ -122,3 +122,31 @@ def test_keys_with_an_empty_segment_are_removed_by_their_exact_key(
     assert sorted(f.location for f in io.list_prefix(prefix)) == sorted(written)
     io.delete_prefix(prefix)
     assert _keys(moto_s3, prefix) == []
+
+
+def test_orphans_with_a_control_character_in_their_name_are_removed(
+    tmp_path: Path, warehouse: Warehouse
+) -> None:
+    """Files another tool wrote with a tab in their name are removed as orphans with the
+    others; one such file used to fail the whole removal with a ValidationError, leaving
+    every orphan in place."""
+    t = catalog(tmp_path, warehouse).create_table("ns.t", SCHEMA)
+    t.append(rows(0, 3))
+    strays = [f"{t.location}/data/stray\tcopy.parquet", f"{t.location}/data/plain.parquet"]
+    if warehouse.server is None:
+        for location in strays:
+            Path(location.removeprefix("file://")).write_bytes(b"orphan")
+    else:
+        bucket = strays[0].removeprefix("s3://").split("/", 1)[0]
+        for location in strays:
+            key = location.removeprefix(f"s3://{bucket}/")
+            warehouse.server.client().put_object(Bucket=bucket, Key=key, Body=b"orphan")
+    before = _all_files(t)
+    assert set(strays) <= before
+    assert t.remove_orphan_files(timedelta(days=-1)) == sorted(strays)
+    assert _all_files(t) == before - set(strays)
+    if warehouse.server is None:
+        assert not any(Path(s.removeprefix("file://")).exists() for s in strays)
+    else:
+        assert all(_keys(warehouse.server, s) == [] for s in strays)
+    assert t.scan().to_arrow().num_rows == 3

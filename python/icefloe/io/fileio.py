@@ -216,18 +216,24 @@ class FileIO:
             return self._s3
 
     # -- resolution ---------------------------------------------------------------------------
-    def resolve(self, location: str, *, exact: bool = False) -> tuple[pafs.FileSystem, str]:
+    def resolve(
+        self, location: str, *, exact: bool = False, listed: bool = False
+    ) -> tuple[pafs.FileSystem, str]:
         """The pyarrow file system and the path inside it for ``location``.
 
-        An object-store location with an empty, ``.`` or ``..`` path segment is refused with
-        :class:`ValidationError` (pyarrow's clients would read it elsewhere than icefloe's own
-        writes it), unless ``exact``: for icefloe's own requests, which use the key as given.
+        A URI location holding a control character is refused with :class:`ValidationError`
+        (URI parsers drop them, so the file would be written under another name), unless
+        ``listed``: an existing file's name (another tool wrote it), taken as it is. An
+        object-store location with an empty, ``.`` or ``..`` path segment is refused too
+        (pyarrow's clients would read it elsewhere than icefloe's own writes it), unless
+        ``exact``: for icefloe's own requests, which use the key as given (``exact`` implies
+        ``listed``).
         """
         if not location:
             raise ValidationError("empty file location")
         if self._prefixes and (routed := self.for_location(location)) is not self:
-            return routed.resolve(location, exact=exact)
-        if CONTROL.search(location):
+            return routed.resolve(location, exact=exact, listed=listed)
+        if CONTROL.search(location) and not (exact or listed):
             check_location(location)
         if location.startswith("file:///") and not URL_SPECIAL.search(location):
             # what urlparse gives for these, without its cost (one call per file read)
@@ -418,8 +424,9 @@ class FileIO:
             raise map_error(exc, location, "stat") from exc
 
     def delete(self, location: str) -> None:
-        """Delete the file at ``location``; :class:`NotFoundError` if there is none."""
-        fs, path = self.resolve(location)
+        """Delete the file at ``location``; :class:`NotFoundError` if there is none. A name
+        holding control characters (another tool wrote it) is deleted as it is."""
+        fs, path = self.resolve(location, listed=True)
         try:
             if isinstance(fs, pafs.LocalFileSystem) and unicode_name(path) != path:
                 os.remove(path)  # a name listed surrogate-escaped: pyarrow cannot take it
@@ -470,6 +477,8 @@ class FileIO:
         self, locations: Iterable[str], on_deleted: Callable[[int], None] | None = None
     ) -> None:
         """Delete files (a missing file is not an error); ``on_deleted(n)`` reports progress.
+        Locations are taken as they are: a name another tool wrote with a control character
+        in it is deleted too.
 
         On S3 the deletes are batched, 1,000 keys per ``DeleteObjects`` request.
         """

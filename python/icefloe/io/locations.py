@@ -10,6 +10,8 @@ from icefloe.filesystems import AZURE_SCHEMES, GCS_SCHEMES, S3_SCHEMES
 
 #: What urlparse treats specially in a path (query, fragment, characters it removes).
 URL_SPECIAL = re.compile(r"[?#\t\r\n]")
+#: The characters of :data:`URL_SPECIAL`, kept in a path by :func:`parse_location`.
+_KEPT = "?#\t\r\n"
 #: ASCII control characters: urlparse removes tab, CR and LF from a URI silently, so a location
 #: holding one would be written under another key than the one recorded.
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -52,13 +54,16 @@ def check_location(location: str) -> None:
 def parse_location(location: str) -> ParseResult:
     """``urlparse`` of a file location, ``?`` and ``#`` taken as part of its path, as Hadoop's
     paths (Iceberg Java's file IO) take them: a location names a file, never a URL with a
-    query or fragment (parsed as one, a table's files would be written somewhere else)."""
-    if "?" not in location and "#" not in location:
+    query or fragment (parsed as one, a table's files would be written somewhere else). A
+    tab, CR or LF (which urlparse drops) is kept too: a listed name holding one is deleted
+    by that name (:func:`check_location` refuses them in locations written to)."""
+    if not URL_SPECIAL.search(location):
         return urlparse(location)
-    # control characters are refused in locations (check_location), so free to stand in
-    parsed = urlparse(location.replace("?", "\x00").replace("#", "\x01"))
-
-    def back(text: str) -> str:
-        return text.replace("\x00", "?").replace("\x01", "#")
-
-    return parsed._replace(netloc=back(parsed.netloc), path=back(parsed.path))
+    # stand-ins urlparse leaves alone: Unicode noncharacters the location does not hold
+    free = [c for c in map(chr, range(0xFDD0, 0xFDF0)) if c not in location]
+    if len(free) < len(_KEPT):
+        raise ValidationError(f"location {location!r} holds too many Unicode noncharacters")
+    there = str.maketrans(dict(zip(_KEPT, free, strict=False)))
+    back = str.maketrans(dict(zip(free, _KEPT, strict=False)))
+    parsed = urlparse(location.translate(there))
+    return parsed._replace(netloc=parsed.netloc.translate(back), path=parsed.path.translate(back))
