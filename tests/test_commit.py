@@ -3,9 +3,11 @@ ambiguous outcomes keep their files, backoff follows the commit.retry.* properti
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from icefloe.catalog.commit import RetryPolicy, run_commit
@@ -55,7 +57,9 @@ def test_stale_writer_retries_and_cleans_up(sql_catalog: SqlCatalog) -> None:
     ] + [t1.metadata_location]
 
 
-def test_a_commit_that_changes_nothing_writes_no_version(sql_catalog: SqlCatalog) -> None:
+def test_a_commit_that_changes_nothing_writes_no_version(
+    sql_catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Updates that are all already true (none, a current schema set current again, a
     property set to its value) write no metadata file and leave the log as it was, as Java's
     catalogs do: a new version would push a real one out of the log for nothing."""
@@ -68,9 +72,14 @@ def test_a_commit_that_changes_nothing_writes_no_version(sql_catalog: SqlCatalog
     again = sql_catalog.load_table("db.t")
     assert again.metadata_location == before == t.metadata_location
     assert _metadata_files(again) == [before.rsplit("/", 1)[1]] and again.metadata_log() == []
-    t.set_properties(a="2")  # a real change still commits
-    assert sql_catalog.load_table("db.t").properties["a"] == "2"
-    assert len(_metadata_files(again)) == 2
+    later = time.time_ns() + 3_600 * 10**9  # changes an hour after the last one commit
+    monkeypatch.setattr(time, "time_ns", lambda: later)
+    monkeypatch.setattr(time, "time", lambda: later / 1e9)
+    t.append(pa.table({"id": pa.array([7], pa.int64())}))
+    t.set_properties(a="2")
+    final = sql_catalog.load_table("db.t")
+    assert final.properties["a"] == "2" and final.scan().to_arrow()["id"].to_pylist() == [7]
+    assert len(_metadata_files(again)) == 3
 
 
 def test_schema_race_is_a_conflict(sql_catalog: SqlCatalog) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import fields
 
 from icefloe.exceptions import (
     CommitConflictError,
@@ -120,8 +120,14 @@ def _unchanged(base: TableMetadata, new: TableMetadata) -> bool:
     """Whether ``new`` only logs ``base``'s file and stamps a new time: updates that were all
     already true (none at all, a current schema set current again) write no new version, which
     would push a real one out of the metadata log and invalidate every reader's cached copy."""
-    stamped = replace(new, last_updated_ms=base.last_updated_ms, metadata_log=base.metadata_log)
-    return stamped == base
+    if new is base:
+        return True
+    stamps = ("last_updated_ms", "metadata_log")
+    return all(
+        getattr(new, f.name) == getattr(base, f.name)
+        for f in fields(base)
+        if f.compare and f.name not in stamps
+    )
 
 
 def _ref_settings(ref: SnapshotRef) -> tuple[str, int | None, int | None, int | None]:
