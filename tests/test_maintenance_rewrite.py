@@ -13,7 +13,9 @@ import pytest
 from icefloe._concurrency import work_threads
 from icefloe.exceptions import CommitConflictError, NoSuchSnapshotError, ValidationError
 from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
 from icefloe.transforms import parse_transform
+from icefloe.types import LongType, NestedField, StringType
 from support.rowlevel_util import live_data_files, live_deletes, ours
 from support.s3 import Warehouse, versions_and_stores
 from support.write_util import SCHEMA, catalog, checksum, duckdb_checksum, pyiceberg_read, rows
@@ -112,6 +114,61 @@ def test_compaction_writes_one_file_per_bin_however_large(
     other = catalog(tmp_path / "b").create_table("ns.u", SCHEMA)
     other.append(rows(0, 120))
     assert len(live_data_files(other)) == work_threads()
+
+
+def _id_table(tmp_path: Path, appends: int, per_append: int, **props: str) -> Any:
+    """A v2 table of ``id`` and ``s`` with ``appends`` files of ``per_append`` rows each."""
+    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "s", StringType()))
+    t = catalog(tmp_path).create_table("ns.t", schema, properties={"format-version": "2", **props})
+    for i in range(appends):
+        ids = pa.array(range(i * per_append, (i + 1) * per_append), pa.int64())
+        t.append(
+            pa.table({"id": ids, "s": pc.binary_join_element_wise("s", ids.cast(pa.string()), "")})
+        )
+    return t
+
+
+def _file_sizes(t: Any) -> list[tuple[int, int]]:
+    """(bytes, rows) of the table's data files."""
+    return sorted(
+        (f["file_size_in_bytes"], f["record_count"])
+        for f in t.refresh().inspect.files().to_pylist()
+    )
+
+
+def test_compaction_of_less_than_the_target_writes_one_file(tmp_path: Path) -> None:
+    """Small files adding up to less than the target are compacted into one file, and compacting
+    again changes nothing: the rows were not cut into a file of the target's size and a small
+    remainder file that no later compaction would ever merge."""
+    t = _id_table(tmp_path, 10, 2500)
+    before = ours(t)
+    target = sum(size for size, _ in _file_sizes(t)) + 2000
+    assert t.plan_rewrite_data_files(target_file_size=target).groups == 1
+    assert t.rewrite_data_files(target_file_size=target).added_data_files == 1
+    snap = t.current_snapshot()
+    assert [n for _, n in _file_sizes(t)] == [25000]
+    again = t.rewrite_data_files(target_file_size=target)
+    assert again.rewritten_data_files == 0
+    assert t.current_snapshot().snapshot_id == snap.snapshot_id
+    assert ours(t) == before
+
+
+@pytest.mark.parametrize(("ratio", "files"), [(1.05, 1), (2.15, 2), (2.3, 3), (2.9, 3)])
+def test_compaction_output_file_count_follows_the_input_size(
+    tmp_path: Path, ratio: float, files: int
+) -> None:
+    """A file with deletes of ``ratio`` times the target is rewritten as Iceberg Java plans it:
+    one file per target size, a remainder under 3/4 of the target spread over the others when
+    they stay within 10% above the target (1.05x: 1 file, 2.15x: 2) and written on its own
+    otherwise (2.3x: 3, 2.9x: 3), the rows split evenly in order; no small remainder file."""
+    t = _id_table(tmp_path, 1, 40000, **{"write.delete.mode": "merge-on-read"})
+    ((size, _),) = _file_sizes(t)
+    t.delete("id = 7")
+    result = t.rewrite_data_files(target_file_size=int(size / ratio))
+    assert (result.rewritten_data_files, result.added_data_files) == (1, files)
+    counts = [n for _, n in _file_sizes(t)]
+    assert sum(counts) == 39999 and max(counts) - min(counts) <= 1
+    assert ours(t)["id"].to_pylist() == [i for i in range(40000) if i != 7]
 
 
 def test_compaction_conflicts_with_concurrent_delete(tmp_path: Path) -> None:

@@ -376,6 +376,34 @@ def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
     return bins
 
 
+#: Files above this many times the target size are too large (Iceberg Java's default
+#: ``max-file-size-bytes`` ratio); a file being written rolls over half way there.
+_MAX_FILE_RATIO = 1.8
+
+
+def _write_max(target: int) -> int:
+    """The size at which a compaction's output file rolls over to another: half way from the
+    target to the largest size kept (Java's ``writeMaxFileSize``), so data that encodes a little
+    larger than its input did makes no small remainder file."""
+    return target + int((target * _MAX_FILE_RATIO - target) * 0.5)
+
+
+def _output_files(input_size: int, target: int) -> int:
+    """The number of files a group of ``input_size`` input bytes is written as (as Iceberg Java
+    plans it): one below the target; otherwise one per target size, where a remainder under the
+    small-file size (3/4 of the target) is spread over the other files when that keeps them
+    within 10% above the target, and written as a file of its own otherwise."""
+    if input_size < target:
+        return 1
+    fewer, remainder = divmod(input_size, target)
+    more = fewer + (remainder > 0)
+    if remainder > target * 3 // 4:
+        return more
+    if input_size // fewer < min(1.1 * target, _write_max(target)):
+        return fewer
+    return more
+
+
 @dataclass(frozen=True)
 class RewritePlan:
     """What :func:`rewrite_data_files` would rewrite now (see :func:`plan_rewrite_data_files`):
@@ -505,14 +533,18 @@ def rewrite_data_files(
     Per partition, files smaller than 3/4 of the target size (``write.target-file-size-bytes``
     unless ``target_file_size`` is given) and files with deletes are bin-packed into groups of
     at most the target size; a group is rewritten when it has ``min_input_files`` files or any
-    deletes. Rewritten rows are written in the table's current partition spec, as Iceberg Java
-    does (files of an older spec move to the current one, which also works when an old spec's
-    source column has been dropped), and keep ``_row_id`` and
-    ``_last_updated_sequence_number`` (v3). The new files keep the data sequence number of the
-    snapshot the compaction started from, as Java's does by default, so equality deletes
-    committed meanwhile apply to them too. The commit fails with ``CommitConflictError`` if a
-    concurrent commit removed one of the input files or added position deletes or deletion
-    vectors for it (or equality deletes of another partition spec than the output's).
+    deletes. As in Iceberg Java, a group is written as one file when its input is below the
+    target, else as about one file per target size of input (a remainder under 3/4 of the
+    target spread over the others when they stay within 10% above it), its rows split evenly
+    in order; a file only rolls over to another at 1.4 times the target. Rewritten rows are
+    written in the table's current partition spec, as Iceberg Java does (files of an older spec
+    move to the current one, which also works when an old spec's source column has been
+    dropped), and keep ``_row_id`` and ``_last_updated_sequence_number`` (v3). The new files
+    keep the data sequence number of the snapshot the compaction started from, as Java's does
+    by default, so equality deletes committed meanwhile apply to them too. The commit fails
+    with ``CommitConflictError`` if a concurrent commit removed one of the input files or added
+    position deletes or deletion vectors for it (or equality deletes of another partition spec
+    than the output's).
     ``progress`` counts the input files as their rows are read (see :mod:`icefloe.progress`).
 
     Delete files that only applied to rewritten files are dropped when they name them (deletion
@@ -558,14 +590,23 @@ def rewrite_data_files(
                 delta.removed.extend(group)
                 removed_deletes |= _applied_deletes(group)
                 if batches:
+                    rows = pa.Table.from_batches(batches)
+                    # as Java's: the number of files follows from the input's size, each
+                    # partition of the output taking its share by rows
+                    size = sum(t.data_file.file_size_in_bytes for t in group)
+                    total = rows.num_rows
+
+                    def file_count(n: int, size: int = size, total: int = total) -> int:
+                        return _output_files(size * n // total, target)
+
                     delta.added_data.extend(
                         write_rows(
                             tx,
-                            pa.Table.from_batches(batches),
+                            rows,
                             lineage=lineage,
                             spec=md.spec(),
-                            target_file_size=target,
-                            spread=False,  # files of the target size, not one per thread
+                            target_file_size=_write_max(target),
+                            file_count=file_count,
                         )
                     )
         if delta.removed:

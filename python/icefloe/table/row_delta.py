@@ -11,7 +11,7 @@ commit is retried on a newer table state. :func:`plan_tasks` plans the live file
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -206,18 +206,19 @@ def write_rows(
     lineage: bool,
     spec: PartitionSpec | None = None,
     target_file_size: int | None = None,
-    spread: bool = True,
+    file_count: Callable[[int], int] | None = None,
 ) -> list[DataFile]:
     """Writes rows already typed as the table schema (plus, with ``lineage``, ``_row_id`` and
     ``_last_updated_sequence_number``) as data files of ``spec`` (default: the table's).
-    ``spread=False`` keeps one file per partition up to the target size (compaction)."""
+    ``file_count`` gives the number of files a partition's rows are written as (compaction;
+    see :class:`~icefloe.write.writer.WriteOptions`)."""
     md = tx.metadata
     schema = md.current_schema()
     write_schema = lineage_schema(schema) if lineage else schema
     target = schema_to_arrow(write_schema)
     if not rows.schema.equals(target, check_metadata=True):
         rows = pa.Table.from_arrays([rows.column(f.name) for f in target], schema=target)
-    options = WriteOptions(target_file_size=target_file_size, spread=spread)
+    options = WriteOptions(target_file_size=target_file_size, file_count=file_count)
     # The writer recognises the lineage columns and stores them with their reserved ids.
     return write_parquet_files(
         md, tx.table.io, rows, schema=schema, spec=spec or md.spec(), options=options

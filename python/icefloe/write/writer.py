@@ -6,7 +6,8 @@ order when it has one) with one Arrow sort (keys from :mod:`icefloe.write.groupi
 each partition's rows into Parquet files of about ``write.target-file-size-bytes``, rolling over
 to a new file when the bytes written so far reach the target (below the row-group size, row
 groups are cut from the bytes a row took on disk so that files close near the target; see
-:class:`_SizeModel`). New files go where
+:class:`_SizeModel`), or, as compaction asks, into a given number of files per partition of
+about equal rows each (``WriteOptions.file_count``). New files go where
 :mod:`icefloe.write.locations` says (hashed directories with ``write.object-storage.enabled``).
 Files are encoded in parallel; with fewer partitions than threads, a large partition's rows are
 split into one file per thread. Small partitions of flat primitive columns are encoded in Rust,
@@ -88,9 +89,13 @@ class WriteOptions:
     #: Files written at once (default: one per core, at most 8).
     max_workers: int | None = None
     #: With fewer partitions than workers, a large partition is written as several files at
-    #: once (see :data:`SPLIT_BYTES`). Compaction turns it off (it writes files of the target
-    #: size), and so do Spark tasks (their parallelism is the tasks').
+    #: once (see :data:`SPLIT_BYTES`). Spark tasks turn it off (their parallelism is the
+    #: tasks').
     spread: bool = True
+    #: How many files a partition of this many rows is written as (rows split evenly, in
+    #: order; a file still rolls over past ``target_file_size``), instead of files cut to the
+    #: target by their size: compaction sizes its output by its input's bytes. No spreading.
+    file_count: Callable[[int], int] | None = None
 
 
 def _without_unknown(schema: Schema) -> Schema:
@@ -273,9 +278,12 @@ def write_parquet_files(
         {pf.name: values[i][g] for i, pf in enumerate(spec.fields)} if parts else {}
         for g in range(len(bounds))
     ]
+    spread = opts.spread and opts.file_count is None
+    if opts.file_count is not None:
+        bounds, partitions = _divided(bounds, partitions, opts.file_count)
     threads = opts.max_workers or work_threads()
     # Partitions _spread would split over the threads stay with pyarrow's writer.
-    spreading = opts.spread and threads >= 2 and len(bounds) < threads
+    spreading = spread and threads >= 2 and len(bounds) < threads
     native = writer.native_groups(table, bounds, 2 * SPLIT_BYTES - 1 if spreading else None)
     files: dict[int, list[DataFile]] = {}
     try:
@@ -292,7 +300,7 @@ def write_parquet_files(
         # parallel, results kept in partition order.
         results = parallel_map(
             lambda g: (g[0], writer.write_group(g[1], g[2])),
-            _spread(groups, threads) if opts.spread else groups,
+            _spread(groups, threads) if spread else groups,
             threads=threads,
             kind="work",
         )
@@ -312,6 +320,23 @@ SPLIT_BYTES = 32 << 20
 
 
 _Group = tuple[int, pa.Table, dict[str, Any]]  # group index, its rows, its partition
+
+
+def _divided(
+    bounds: list[tuple[int, int]],
+    partitions: list[dict[str, Any]],
+    file_count: Callable[[int], int],
+) -> tuple[list[tuple[int, int]], list[dict[str, Any]]]:
+    """``bounds`` (rows of one partition each) cut into ``file_count(rows)`` runs of about
+    equal rows each (at least one row), one file each, with their partitions."""
+    out_bounds: list[tuple[int, int]] = []
+    out_partitions: list[dict[str, Any]] = []
+    for (start, end), partition in zip(bounds, partitions, strict=True):
+        n = max(1, min(end - start, file_count(end - start)))
+        cuts = [start + (end - start) * i // n for i in range(n + 1)]
+        out_bounds += itertools.pairwise(cuts)
+        out_partitions += [partition] * n
+    return out_bounds, out_partitions
 
 
 def _spread(groups: list[_Group], threads: int) -> list[_Group]:
@@ -402,6 +427,7 @@ class _FileWriter:
         self.spec = spec
         self.parquet = _without_boolean_bloom_filters(ParquetOptions.from_properties(props), schema)
         self.target = opts.target_file_size or target_file_size(props)
+        self.by_size = opts.file_count is None  # files cut to the target by their size
         self.metrics = MetricsConfig(schema, props, metadata.sort_order())
         self.locations = LocationProvider.of(metadata.location, props)
         self.write_id = uuid.uuid4()
@@ -509,11 +535,11 @@ class _FileWriter:
     def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
         rows = self._rows_per_group(table)
         # Below the row-group size, files are cut to the target from the bytes a row takes on
-        # disk (see _SizeModel); at or above it, row groups are written whole until the file
-        # reaches the target.
+        # disk (see _SizeModel); at or above it, or when the rows were already divided into
+        # files, row groups are written whole until the file reaches the target.
         sized = (
             _SizeModel(table, self._encoded_size)
-            if self.target < self.parquet.row_group_size_bytes
+            if self.by_size and self.target < self.parquet.row_group_size_bytes
             else None
         )
         out: list[DataFile] = []
@@ -613,10 +639,11 @@ class _FileWriter:
         self, path: str, table: pa.Table, pos: int, partition: dict[str, Any]
     ) -> tuple[int, DataFile]:
         """Rows from ``pos`` as one ORC or Avro file: as many as fit the target file size by
-        their Arrow size (the file's own size is only known once it is encoded)."""
+        their Arrow size (the file's own size is only known once it is encoded), or all of them
+        when the rows were already divided into files."""
         n = table.num_rows
         per_row = max(1, int(table.nbytes) // max(1, n))
-        take = max(1, min(n - pos, self.target // per_row))
+        take = max(1, min(n - pos, self.target // per_row)) if self.by_size else n - pos
         written = table.slice(pos, take)
         try:
             with self.io.new_output(path).writing() as sink:
