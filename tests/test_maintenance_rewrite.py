@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from icefloe._concurrency import work_threads
@@ -217,3 +218,59 @@ def test_compaction_writes_the_current_spec(tmp_path: Path, version: int) -> Non
         i for i in (*range(60), *range(100, 120)) if i not in (3, 101)
     ]
     assert after.sort_by("id").drop(["x"]) == before.sort_by("id").drop(["x"])
+
+
+def _by_k(tmp_path: Path, version: int) -> Any:
+    """A table partitioned by identity(k) with one file of 12 rows for each k in 0..4."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), True),
+        NestedField(2, "k", LongType()),
+        NestedField(3, "j", LongType()),
+    )
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        schema,
+        partition_spec=PartitionSpec(PartitionField(2, 1000, parse_transform("identity"), "k")),
+        properties={"format-version": str(version)},
+    )
+    ids = pa.array(range(60), pa.int64())
+    t.append(pa.table({"id": ids, "k": pc.remainder(ids, 5), "j": pc.remainder(ids, 3)}))
+    return t
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_compaction_groups_files_of_older_specs_together(tmp_path: Path, version: int) -> None:
+    """Small files of an older partition spec are compacted together into the current spec, as
+    Iceberg Java does: after a table stopped being partitioned by ``k``, its five one-partition
+    files become one file, where each was alone in its old partition and left as it was."""
+    t = _by_k(tmp_path, version)
+    meta = ("_row_id", "_last_updated_sequence_number") if version >= 3 else ()
+    before = ours(t, *meta)
+    t.update_spec().remove_field("k").commit()
+    assert t.plan_rewrite_data_files().groups == 1
+    result = t.rewrite_data_files()
+    assert (result.rewritten_data_files, result.added_data_files) == (5, 1)
+    assert t.refresh().inspect.files().column("spec_id").to_pylist() == [t.spec().spec_id]
+    assert ours(t, *meta) == before
+    assert pyiceberg_read(t).sort_by("id") == before.select(["id", "k", "j"])
+
+
+@pytest.mark.parametrize(("transform", "source"), [("bucket[3]", "id"), ("identity", "j")])
+def test_compaction_of_older_specs_writes_the_rows_in_their_new_partitions(
+    tmp_path: Path, transform: str, source: str
+) -> None:
+    """Files of an older spec compacted together are written in the current spec's partitions:
+    each new file holds the rows of its partition only, one file per partition."""
+    t = _by_k(tmp_path, 2)
+    before = ours(t)
+    t.update_spec().remove_field("k").add_field(source, transform, "p").commit()
+    assert t.rewrite_data_files().rewritten_data_files == 5
+    files = t.refresh().inspect.files().to_pylist()
+    assert {f["spec_id"] for f in files} == {t.spec().spec_id}
+    assert sorted(f["partition"]["p"] for f in files) == [0, 1, 2]
+    tr = parse_transform(transform)
+    for f in files:
+        values = tr.apply(pq.read_table(f["file_path"].removeprefix("file://"))[source])
+        assert set(values.to_pylist()) == {f["partition"]["p"]}
+    assert ours(t) == before
+    assert pyiceberg_read(t).sort_by("id") == before

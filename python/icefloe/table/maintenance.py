@@ -434,7 +434,8 @@ def _rewrite_groups(
     row_filter: BooleanExpression | str,
     branch: str,
 ) -> tuple[int, list[tuple[int, list[FileScanTask]]]]:
-    """The target size and the (spec id, files) groups a rewrite would merge."""
+    """The target size and the groups of files a rewrite would merge (each with its spec id,
+    or -1 for files of older specs)."""
     from icefloe.table.branch_heads import existing_branch_head
     from icefloe.table.row_delta import plan_tasks
     from icefloe.write.properties import target_file_size as _target
@@ -450,7 +451,11 @@ def _rewrite_groups(
     for task in plan_tasks(tx, row_filter, branch=branch):
         small = task.data_file.file_size_in_bytes < target * 3 // 4
         if small or task.delete_files:
-            key = (task.data_file.spec_id, repr(task.data_file.partition))
+            f = task.data_file
+            # as Java's: files of older specs are grouped together whatever their partition
+            # (they are all rewritten in the current spec), so that they make fewer files
+            current = f.spec_id == md.default_spec_id
+            key = (f.spec_id, repr(f.partition)) if current else (-1, "")
             groups.setdefault(key, []).append(task)
     todo = [
         (spec_id, group)
@@ -532,7 +537,8 @@ def rewrite_data_files(
 
     Per partition, files smaller than 3/4 of the target size (``write.target-file-size-bytes``
     unless ``target_file_size`` is given) and files with deletes are bin-packed into groups of
-    at most the target size; a group is rewritten when it has ``min_input_files`` files or any
+    at most the target size (files of older partition specs all count as one partition, as in
+    Iceberg Java); a group is rewritten when it has ``min_input_files`` files or any
     deletes. As in Iceberg Java, a group is written as one file when its input is below the
     target, else as about one file per target size of input (a remainder under 3/4 of the
     target spread over the others when they stay within 10% above it), its rows split evenly
