@@ -124,6 +124,21 @@ def test_encodings_of_python_types() -> None:
     assert variant.from_python(u).to_python() == u
 
 
+def test_pandas_timestamps_keep_their_nanoseconds() -> None:
+    """A ``pandas.Timestamp`` with nanoseconds is a nanosecond timestamp (the variant type
+    ids 18 and 19, as Arrow nanosecond values become); its sub-microsecond digits were
+    dropped. One without them stays a microsecond timestamp."""
+    pd = pytest.importorskip("pandas")
+    naive = variant.from_python(pd.Timestamp("2020-01-01 00:00:00.000000001"))
+    assert naive.value[0] >> 2 == 19 and naive.to_json() == '"2020-01-01T00:00:00.000000001"'
+    aware = variant.from_python({"t": pd.Timestamp("2020-01-01 02:00:00.123456789+02:00")})
+    assert json.loads(aware.to_json()) == {"t": "2020-01-01T00:00:00.123456789+00:00"}
+    whole = variant.from_python(pd.Timestamp("2020-01-01 00:00:00.000001"))
+    assert whole.value[0] >> 2 == 13 and whole.to_python() == dt.datetime(2020, 1, 1, 0, 0, 0, 1)
+    ns = pa.array([pd.Timestamp("2020-01-01 00:00:00.000000001")], pa.timestamp("ns"))
+    assert variant.to_json(variant.from_arrow(ns)).to_pylist() == [naive.to_json()]
+
+
 @pytest.mark.parametrize(
     "bad",
     [

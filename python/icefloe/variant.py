@@ -19,7 +19,8 @@ Columns (Arrow arrays or chunked arrays, or Python sequences)::
 Python to variant: ``None`` -> variant null (a null *row* at the top level of
 :func:`from_pylist`), ``bool``, ``int`` (the smallest of int8..int64, a decimal(38, 0) beyond),
 ``float`` -> double, ``str``, ``bytes``, ``dict`` with ``str`` keys -> object, ``list``/``tuple``
--> array, ``datetime`` (naive -> timestamp_ntz, aware -> timestamp in UTC), ``date``, naive
+-> array, ``datetime`` (naive -> timestamp_ntz, aware -> timestamp in UTC; a
+``pandas.Timestamp`` with nanoseconds -> the nanosecond timestamp types), ``date``, naive
 ``time``, ``Decimal`` (up to 38 digits), ``UUID``. Decoding returns the same Python types (int8
 to int64 all as ``int``, float as ``float``); nanosecond timestamps with a non-zero sub-microsecond
 part have no exact ``datetime`` and raise: read them with :func:`to_json`.

@@ -265,18 +265,34 @@ fn append_leaf<B: VariantBuilderExt>(
     } else if let Ok(v) = obj.cast::<PyByteArray>() {
         b.append_value(v.to_vec().as_slice());
     } else if obj.is_instance(&cls.datetime)? {
-        let naive = NaiveDateTime::new(naive_date(obj)?, naive_time(obj)?);
+        let mut naive = NaiveDateTime::new(naive_date(obj)?, naive_time(obj)?);
+        // a pandas Timestamp is a datetime with nanoseconds past its microseconds: kept in
+        // a nanosecond timestamp rather than dropped
+        let nanos = match obj.getattr("nanosecond") {
+            Ok(n) => n.extract::<i64>().unwrap_or(0),
+            Err(_) => 0,
+        };
+        if nanos != 0 {
+            naive += chrono::Duration::nanoseconds(nanos);
+        }
         let offset = obj.call_method0("utcoffset")?;
         if offset.is_none() {
-            b.append_value(Variant::TimestampNtzMicros(naive));
+            b.append_value(if nanos != 0 {
+                Variant::TimestampNtzNanos(naive)
+            } else {
+                Variant::TimestampNtzMicros(naive)
+            });
         } else {
             let us = int_attr(&offset, "days")? * 86_400_000_000
                 + int_attr(&offset, "seconds")? * 1_000_000
                 + int_attr(&offset, "microseconds")?;
             let utc = naive - chrono::Duration::microseconds(us);
-            b.append_value(Variant::TimestampMicros(
-                DateTime::<Utc>::from_naive_utc_and_offset(utc, Utc),
-            ));
+            let instant = DateTime::<Utc>::from_naive_utc_and_offset(utc, Utc);
+            b.append_value(if nanos != 0 {
+                Variant::TimestampNanos(instant)
+            } else {
+                Variant::TimestampMicros(instant)
+            });
         }
     } else if obj.is_instance(&cls.date)? {
         b.append_value(naive_date(obj)?);
