@@ -318,3 +318,43 @@ fn arrays_give_file_boxes_and_masks() {
         "{e}"
     );
 }
+
+/// A triangle (17) with one ring of four points, in a TIN (16) and alone.
+fn triangle(xs: &[f64]) -> Vec<u8> {
+    let mut t = head(17);
+    u(&mut t, 1);
+    u(&mut t, 4);
+    f(&mut t, xs);
+    t
+}
+
+#[test]
+fn surfaces_and_tins_are_read_but_not_written() {
+    let tri = triangle(&[0.0, 0.0, 4.0, 0.0, 0.0, 3.0, 0.0, 0.0]);
+    let mut tin = head(16);
+    u(&mut tin, 2);
+    tin.extend_from_slice(&tri);
+    tin.extend_from_slice(&triangle(&[-1.0, 5.0, 1.0, 5.0, 0.0, 6.0, -1.0, 5.0]));
+    let b = lenient(&tin).unwrap();
+    assert_eq!(
+        (b.min[0], b.min[1], b.max[0], b.max[1]),
+        (-1.0, 0.0, 4.0, 6.0)
+    );
+    let mut surface = head(15);
+    u(&mut surface, 1);
+    let mut poly = head(3);
+    u(&mut poly, 1);
+    u(&mut poly, 4);
+    f(&mut poly, &[1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0]);
+    surface.extend_from_slice(&poly);
+    assert_eq!(lenient(&surface).unwrap().max[0], 2.0);
+    assert_eq!(lenient(&tri).unwrap().max[1], 3.0);
+    for (g, name) in [
+        (&tri, "Triangle"),
+        (&tin, "TIN"),
+        (&surface, "PolyhedralSurface"),
+    ] {
+        let m = err(g);
+        assert!(m.contains(name) && m.contains("GEOS and DuckDB"), "{m}");
+    }
+}

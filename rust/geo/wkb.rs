@@ -4,9 +4,11 @@
 //! Accepted: byte order 0 (big-endian) or 1 (little-endian) per (sub)geometry; ISO type codes
 //! 1-7 plus 1000 (Z), 2000 (M) or 3000 (ZM); the EWKB flags 0x80000000 (Z), 0x40000000 (M) and
 //! 0x20000000 (an SRID follows, skipped), which PostGIS and shapely write by default for 3D.
-//! Anything else (curves, surfaces, TINs, truncated input, counts that exceed the bytes left,
-//! nesting deeper than [`MAX_DEPTH`], trailing bytes) is a [`crate::Error::Validation`] naming
-//! the byte offset; nothing here panics or allocates in proportion to a count it read.
+//! Polyhedral surfaces (15), TINs (16) and triangles (17) are read by [`visit_lenient`] only
+//! (GEOS and DuckDB read none of them). Anything else (curves, truncated input, counts that
+//! exceed the bytes left, nesting deeper than [`MAX_DEPTH`], trailing bytes) is a
+//! [`crate::Error::Validation`] naming the byte offset; nothing here panics or allocates in
+//! proportion to a count it read.
 //!
 //! [`visit`] (used on write) also refuses what GEOS or DuckDB refuse to read, so that every
 //! engine can read what icefloe writes: a member of a MultiPoint / MultiLineString /
@@ -184,7 +186,8 @@ impl Reader<'_> {
         }
         if let (true, Some(e)) = (self.strict, expect) {
             if let Some(want) = e.kind.filter(|w| *w != kind) {
-                let (w, k) = (KIND_NAMES[want as usize], KIND_NAMES.get(kind as usize));
+                let w = KIND_NAMES.get(want as usize).unwrap_or(&"Geometry");
+                let k = KIND_NAMES.get(kind as usize);
                 return Err(malformed(
                     start,
                     format!(
@@ -219,7 +222,12 @@ impl Reader<'_> {
                 }
                 self.coords(le, dims, n, v)
             }
-            3 => {
+            15..=17 if self.strict => Err(Error::validation(format!(
+                "geometry type {code} ({}) is not written: GEOS and DuckDB read no polyhedral \
+                 surfaces, TINs or triangles (Point .. GeometryCollection are)",
+                ["PolyhedralSurface", "TIN", "Triangle"][(kind - 15) as usize]
+            ))),
+            3 | 17 => {
                 let rings = self.count(le, 4)?;
                 for _ in 0..rings {
                     let at = self.pos;
@@ -234,11 +242,17 @@ impl Reader<'_> {
                 }
                 Ok(())
             }
-            4..=7 => {
-                // each part is a whole geometry with its own header (at least 5 bytes)
+            4..=7 | 15 | 16 => {
+                // each part is a whole geometry with its own header (at least 5 bytes); a
+                // polyhedral surface holds polygons, a TIN triangles
                 let parts = self.count(le, 5)?;
                 let member = Expect {
-                    kind: (kind < 7).then_some(kind - 3),
+                    kind: match kind {
+                        4..=6 => Some(kind - 3),
+                        15 => Some(3),
+                        16 => Some(17),
+                        _ => None,
+                    },
                     dims,
                 };
                 for _ in 0..parts {
