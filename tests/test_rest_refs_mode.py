@@ -195,3 +195,23 @@ def test_a_catalog_transaction_rebuilt_after_a_lost_race_sees_every_snapshot(
     tx.commit()
     ids = lambda n: sorted(full.load_table(n).scan().to_arrow()["id"].to_pylist())  # noqa: E731
     assert ids("db.a") == [1, 2, 3] and ids("db.b") == [1, 8, 9]
+
+
+def test_publish_changes_finds_a_staged_snapshot_no_ref_points_at(
+    cats: tuple[RestCatalog, RestCatalog],
+) -> None:
+    """A write-audit-publish job's staged snapshot is referenced by no branch; in refs mode
+    ``publish_changes`` said no snapshot was staged with its ``wap.id`` (while
+    ``cherry_pick`` of its id worked)."""
+    full, refs = cats
+    t = full.create_table("db.t", ROWS, properties={"write.wap.enabled": "true"})
+    t.append(_rows([1]))
+    t.append(_rows([2]), snapshot_properties={"wap.id": "w1"})
+    assert full.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+    staged = refs.load_table("db.t")
+    assert len(staged.metadata.snapshots) == 1  # only main's head was loaded
+    staged.manage_snapshots().publish_changes("w1").commit()
+    published = full.load_table("db.t")
+    assert sorted(published.scan().to_arrow()["id"].to_pylist()) == [1, 2]
+    # the staged snapshot's parent is main's head: main fast-forwards to it
+    assert published.current_snapshot().summary.properties["wap.id"] == "w1"

@@ -373,8 +373,18 @@ class ManageSnapshots(PendingUpdate):
 
         if not isinstance(wap_id, str) or not wap_id:
             raise ValidationError(f"a wap.id is a non-empty string, got {wap_id!r}")
-        staged = [s for s in self._tx.metadata.snapshots if s.summary]
-        found = next((s for s in staged if s.summary and s.summary.get(WAP_ID) == wap_id), None)
+
+        def staged() -> Snapshot | None:
+            for s in self._tx.metadata.snapshots:
+                if s.summary is not None and s.summary.get(WAP_ID) == wap_id:
+                    return s
+            return None
+
+        # a staged snapshot no ref points at may be missing from a table loaded with
+        # snapshot-loading-mode=refs
+        found = staged()
+        if found is None and self._load_every_snapshot():
+            found = staged()
         if found is None:
             raise ValidationError(f"cannot publish: no snapshot was staged with wap.id {wap_id!r}")
         return self.cherry_pick(found.snapshot_id)
