@@ -502,6 +502,69 @@ def test_multi_table_commit_all_or_nothing(
     assert sorted(cat.load_table("db.a").scan().to_arrow()["id"].to_pylist()) == [1, 4, 5]
 
 
+def _files(root: Path) -> set[Path]:
+    return {f for f in root.rglob("*") if f.is_file()}
+
+
+def test_a_multi_table_commit_the_server_does_not_offer_leaves_nothing_behind(
+    tmp_path: Path,
+) -> None:
+    """A server over a file-system catalog lists no ``POST /transactions/commit``: the client
+    refuses the commit before sending anything, yet every data file, manifest and manifest list
+    the transaction wrote was left behind and each table reported it may have committed."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.catalog.rest.config import COMMIT_TRANSACTION
+
+    backing = HadoopCatalog("h", warehouse=(tmp_path / "wh").as_uri())
+    backing.create_namespace("db")
+    for name in ("db.a", "db.b"):
+        backing.create_table(name, ROWS).append(_rows([1]))
+    with rest.start(backing) as server:
+        c = RestCatalog("r", uri=server.url)
+        assert COMMIT_TRANSACTION not in c.endpoints
+        heads = {n: c.load_table(n).metadata_location for n in ("db.a", "db.b")}
+        before = _files(tmp_path / "wh")
+        tx = c.transaction()
+        parts = [tx.table("db.a"), tx.table("db.b")]
+        for p in parts:
+            p.append(_rows([2]))
+        with pytest.raises(UnsupportedFeatureError, match="does not offer"):
+            tx.commit()
+        assert [p.may_have_committed for p in parts] == [False, False]
+        assert _files(tmp_path / "wh") == before
+        for name, head in heads.items():
+            assert c.load_table(name).metadata_location == head
+            assert c.load_table(name).scan().to_arrow()["id"].to_pylist() == [1]
+        c.close()
+
+
+def test_a_table_commit_the_server_does_not_offer_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A commit to a server that lists no table-update endpoint is refused before any request:
+    its data file, manifest and manifest list were left behind as if it might have landed."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+    from icefloe.catalog.hadoop import HadoopCatalog
+    from icefloe.catalog.rest.config import UPDATE_TABLE
+
+    backing = HadoopCatalog("h", warehouse=(tmp_path / "wh").as_uri())
+    backing.create_namespace("db")
+    backing.create_table("db.t", ROWS).append(_rows([1]))
+    with rest.start(backing) as server:
+        c = RestCatalog("r", uri=server.url)
+        c.endpoints = c.endpoints - {UPDATE_TABLE}
+        before = _files(tmp_path / "wh")
+        tx = c.load_table("db.t").transaction()
+        tx.append(_rows([2]))
+        with pytest.raises(UnsupportedFeatureError, match="does not offer"):
+            tx.commit_transaction()
+        assert not tx.may_have_committed
+        assert _files(tmp_path / "wh") == before
+        assert c.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+        c.close()
+
+
 def test_errors_are_typed(cat: RestCatalog) -> None:
     with pytest.raises(NoSuchTableError, match=r"HTTP 404 NoSuchTableException"):
         cat.load_table("db.missing")

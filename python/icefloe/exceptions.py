@@ -28,6 +28,7 @@ __all__ = [
     "NoSuchViewError",
     "NotFoundError",
     "NotIcebergCompatibleError",
+    "OperationNotOfferedError",
     "ParseError",
     "ScanPlanningError",
     "ServiceUnavailableError",
@@ -68,6 +69,12 @@ class CorruptFileError(IcebergError):
 
 class UnsupportedFeatureError(IcebergError):
     """Valid input that this version of icefloe does not support (for example format version 4)."""
+
+
+class OperationNotOfferedError(UnsupportedFeatureError):
+    """The catalog does not offer an operation: a REST server that does not list its endpoint,
+    a catalog that cannot commit several tables at once. Raised before any request is sent or
+    pointer touched, so a commit refused with it changed nothing (its files may be deleted)."""
 
 
 class DeltaLogError(CorruptFileError):

@@ -30,6 +30,7 @@ from icefloe.exceptions import (
     NoSuchNamespaceError,
     NoSuchTableError,
     NotFoundError,
+    OperationNotOfferedError,
     TableAlreadyExistsError,
     UnsupportedFeatureError,
     ValidationError,
@@ -489,9 +490,10 @@ class Catalog(ABC):
 
         Returns each table's result in order, or ``None`` when the catalog does not report the
         new metadata (the tables must then be reloaded). Catalogs that cannot swap several
-        pointers atomically raise :class:`UnsupportedFeatureError`.
+        pointers atomically raise :class:`OperationNotOfferedError` (an
+        :class:`UnsupportedFeatureError`) before writing anything.
         """
-        raise UnsupportedFeatureError(
+        raise OperationNotOfferedError(
             f"{type(self).__name__} cannot commit several tables atomically"
         )
 

@@ -21,6 +21,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     IcebergError,
+    OperationNotOfferedError,
     ValidationError,
     commit_did_not_happen,
 )
@@ -90,15 +91,6 @@ class CatalogTransaction:
             self._done = True
             self._abort(list(self._parts.values()))
 
-    def _refused_by_the_catalog(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is the refusal of a catalog that cannot commit several tables at
-        once (raised before anything is written)."""
-        from icefloe.catalog.base import Catalog
-        from icefloe.exceptions import UnsupportedFeatureError
-
-        own = type(self.catalog).commit_tables is Catalog.commit_tables
-        return own and isinstance(exc, UnsupportedFeatureError)
-
     def commit(self) -> list[Table]:
         """Commit every table's changes at once; returns the committed tables.
 
@@ -163,10 +155,11 @@ class CatalogTransaction:
                     raise
                 continue
             except BaseException as exc:
-                # Only an error proving no pointer moved allows deleting the files; after
-                # CommitStateUnknownError, an interrupt or any other error the new metadata may
-                # reference them (see commit_did_not_happen).
-                if commit_did_not_happen(exc) or self._refused_by_the_catalog(exc):
+                # Only an error proving no pointer moved allows deleting the files (a catalog
+                # or REST server that does not offer multi-table commits refuses before any
+                # request); after CommitStateUnknownError, an interrupt or any other error the
+                # new metadata may reference them (see commit_did_not_happen).
+                if commit_did_not_happen(exc) or isinstance(exc, OperationNotOfferedError):
                     self._abort(parts)
                 else:
                     for p in parts:

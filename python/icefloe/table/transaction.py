@@ -24,6 +24,7 @@ from icefloe.exceptions import (
     IcebergError,
     NoSuchTableError,
     NotFoundError,
+    OperationNotOfferedError,
     ValidationError,
     commit_did_not_happen,
 )
@@ -593,10 +594,11 @@ class Transaction:
                     raise
                 continue
             except BaseException as exc:
-                # Only an error proving the pointer did not move allows deleting the files. Any
+                # Only an error proving the pointer did not move allows deleting the files (a
+                # REST server that does not offer commits is refused before any request). Any
                 # other (CommitStateUnknownError, an I/O error, KeyboardInterrupt, SystemExit)
                 # may have arrived after the swap: the new metadata may reference every file.
-                if commit_did_not_happen(exc):
+                if commit_did_not_happen(exc) or isinstance(exc, OperationNotOfferedError):
                     self._table_gone = isinstance(exc, NoSuchTableError)
                     self._abort_producers()
                 else:

@@ -27,8 +27,8 @@ from icefloe.catalog.rest.wire import (
 )
 from icefloe.exceptions import (
     IcebergError,
+    OperationNotOfferedError,
     TableAlreadyExistsError,
-    UnsupportedFeatureError,
     ValidationError,
 )
 from icefloe.filesystems import secret_values
@@ -116,7 +116,7 @@ class RestClient(Catalog):
 
     def _require(self, endpoint: str) -> None:
         if endpoint not in self.endpoints:
-            raise UnsupportedFeatureError(f"the REST server does not offer {endpoint}")
+            raise OperationNotOfferedError(f"the REST server does not offer {endpoint}")
 
     def _send(
         self,
