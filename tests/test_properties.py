@@ -126,6 +126,10 @@ def test_booleans_read_as_java_does_but_refuse_anything_else() -> None:
         ("commit.retry.num-retries", "-1"),
         ("commit.retry.min-wait-ms", "abc"),
         ("write.metadata.delete-after-commit.enabled", "yes"),
+        # accepted before, a mistyped value left write-audit-publish off: a write with a wap.id
+        # meant to be staged for audit went straight to main
+        ("write.wap.enabled", "yes"),
+        ("write.wap.enabled", " true"),
         ("write.parquet.bloom-filter-enabled.column.x", "maybe"),
         ("write.manifest.compression-codec", "bogus"),
         ("write.metadata.compression-codec", "zstd"),
@@ -224,6 +228,22 @@ def test_bad_commit_properties_written_elsewhere_never_brick_the_table(
     t = cat.load_table("ns.t")
     assert t.properties == {"unrelated": "1"}
     assert sorted(pyiceberg_read(t)["id"].to_pylist()) == list(range(6))
+
+
+def test_a_bad_wap_switch_written_elsewhere_reads_as_off_as_java_reads_it(tmp_path: Path) -> None:
+    """Refused when set, ``write.wap.enabled=yes`` stored by another engine still loads; Java's
+    ``Boolean.parseBoolean`` reads it as false, so a write with a ``wap.id`` goes to main (with
+    a warning naming the value) until the value is repaired."""
+    cat = catalog(tmp_path)
+    cat.create_table("ns.t", SCHEMA)
+    set_properties_elsewhere(tmp_path, "ns.t", {"write.wap.enabled": "yes"})
+    t = cat.load_table("ns.t")
+    with pytest.warns(InvalidPropertyWarning, match=_named("write.wap.enabled", "yes")):
+        t.append(rows(0, 2), snapshot_properties={"wap.id": "a"})
+    assert t.scan().to_arrow().num_rows == 2
+    t.set_properties({"write.wap.enabled": "TRUE"})  # the repair
+    t.append(rows(2, 2), snapshot_properties={"wap.id": "b"})
+    assert t.scan().to_arrow().num_rows == 2  # staged
 
 
 def test_bad_data_properties_written_elsewhere_refuse_writes_but_allow_the_repair(

@@ -97,6 +97,10 @@ class TableProperties:
     #: false: the table's files may be shared with other tables, nothing deletes them
     GC_ENABLED = "gc.enabled"
     METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT = False
+    #: true: a write whose snapshot properties carry a ``wap.id`` is staged, not committed to
+    #: ``main`` (write-audit-publish)
+    WAP_ENABLED = "write.wap.enabled"
+    WAP_ENABLED_DEFAULT = False
 
     TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
     TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
@@ -256,6 +260,7 @@ KNOWN: dict[str, _Kind] = {
     _T.METADATA_PREVIOUS_VERSIONS_MAX: _ANY_INT,  # below 1 means 1, as in the reference
     _T.METADATA_DELETE_AFTER_COMMIT_ENABLED: _BOOL,
     _T.GC_ENABLED: _BOOL,
+    _T.WAP_ENABLED: _BOOL,
     _T.OBJECT_STORE_ENABLED: _BOOL,
     _T.OBJECT_STORE_PARTITIONED_PATHS: _BOOL,
     _T.TARGET_FILE_SIZE_BYTES: _long(1),

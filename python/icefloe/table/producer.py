@@ -98,7 +98,7 @@ from icefloe.write.files import DataFile, entries_batch
 #: Summary property naming a write-audit-publish job's snapshot (Spark's ``spark.wap.id``).
 WAP_ID = "wap.id"
 #: Table property: snapshots with a ``wap.id`` are staged rather than committed to ``main``.
-WAP_ENABLED = "write.wap.enabled"
+WAP_ENABLED = TableProperties.WAP_ENABLED
 
 if TYPE_CHECKING:
     from icefloe._native import DataFileRef
@@ -175,7 +175,7 @@ class SnapshotProducer:
                 )
         #: A write-audit-publish snapshot: added without moving any branch (see above).
         self.staged = WAP_ID in self.snapshot_properties and bool_property(
-            tx.metadata.properties, WAP_ENABLED, False, lenient=True
+            tx.metadata.properties, WAP_ENABLED, TableProperties.WAP_ENABLED_DEFAULT, lenient=True
         )
         if self.staged and branch != MAIN_BRANCH:
             raise ValidationError(
