@@ -283,3 +283,102 @@ def test_partitions_of_a_table_partitioned_once(tmp_path: Path) -> None:
     now = t.refresh().inspect.partitions()
     assert now.column_names == ["partition", "spec_id", *_PARTITION_COUNTS]
     assert [r["partition"] for r in now.to_pylist()] == [{"data": None}]
+
+
+def _partition_rows(t: Any, use_statistics: bool) -> pa.Table:
+    """``t.inspect.partitions()`` from the manifests, or from a partition statistics file only
+    (the manifests deleted from disk first)."""
+    if not use_statistics:
+        return t.inspect.partitions(use_statistics=False)
+    t.compute_partition_statistics()
+    for m in t.inspect.manifests().to_pylist():
+        Path(m["path"].removeprefix("file://")).unlink()
+    return t.inspect.partitions()
+
+
+@pytest.mark.parametrize("use_statistics", [False, True])
+def test_partitions_after_a_partition_field_rename(tmp_path: Path, use_statistics: bool) -> None:
+    """Files written before and after a partition field was renamed are one partition, as in
+    Iceberg Java's ``partitionSpecRenameFields`` test: each partition was listed once per spec,
+    with half its files. (PyIceberg 0.12 keys by field name and also lists them twice.) The
+    partition statistics file keeps one row per spec, as Java writes it."""
+    c = shared_catalogs(tmp_path)
+    rows = pa.table({"data": ["c1", "c2"], "category": ["d1", "d2"]})
+    t = c.ours.create_table("db.t", rows.schema, format_version=2)
+    with t.update_spec() as u:
+        u.add_field("data", "identity")
+        u.add_field("category", "identity")
+    t.append(rows)
+    with t.update_spec() as u:
+        u.rename_field("category", "category_another_name")
+    t.append(rows)
+    t.refresh()
+    parts = _partition_rows(t, use_statistics)
+    assert sorted(
+        (tuple(r["partition"].values()), r["spec_id"], r["file_count"], r["record_count"])
+        for r in parts.to_pylist()
+    ) == [(("c1", "d1"), t.spec().spec_id, 2, 2), (("c2", "d2"), t.spec().spec_id, 2, 2)]
+    newest = t.current_snapshot()
+    assert set(parts.column("last_updated_snapshot_id").to_pylist()) == {newest.snapshot_id}
+    if use_statistics:
+        assert t.partition_statistics().num_rows == 4
+
+
+@pytest.mark.parametrize("use_statistics", [False, True])
+def test_partitions_after_a_partition_source_column_is_dropped(
+    tmp_path: Path, use_statistics: bool
+) -> None:
+    """A partition field whose source column was dropped leaves the unified partition type, so
+    files of the spec that had it and of the spec without it are one partition per bucket (as
+    Java's ``PartitionsTable`` groups them; PyIceberg 0.12 cannot list them): each bucket was
+    listed once per spec."""
+    c = shared_catalogs(tmp_path)
+    schema = pa.schema([("id", pa.int64()), ("cat", pa.string())])
+    t = c.ours.create_table("db.t", schema, format_version=2)
+    with t.update_spec() as u:
+        u.add_field("cat", "identity")
+        u.add_field("id", "bucket[3]")
+    ids = pa.array([1, 2, 3, 4], pa.int64())
+    t.append(pa.table({"id": ids, "cat": ["a", "b", "a", "b"]}))
+    with t.update_spec() as u:
+        u.remove_field("cat")
+    with t.update_schema() as u:
+        u.delete_column("cat")
+    t.append(pa.table({"id": ids}))
+    t.refresh()
+    files = t.inspect.files().to_pylist()  # the oracle: data files and rows per bucket
+    expected: dict[int, list[int]] = {}
+    for f in files:
+        counts = expected.setdefault(f["partition"]["id_bucket_3"], [0, 0])
+        counts[0] += 1
+        counts[1] += f["record_count"]
+    parts = _partition_rows(t, use_statistics)
+    got = {
+        r["partition"]["id_bucket_3"]: [r["file_count"], r["record_count"]]
+        for r in parts.to_pylist()
+    }
+    assert parts.num_rows == len(got) == len(expected) and got == expected
+    assert set(parts.column("spec_id").to_pylist()) == {t.spec().spec_id}
+
+
+@pytest.mark.parametrize("use_statistics", [False, True])
+def test_a_spec_lacking_a_field_is_another_partition_than_a_null(
+    tmp_path: Path, use_statistics: bool
+) -> None:
+    """A file whose spec lacks a partition field (shown null) and a file whose spec holds null
+    there are two partitions, as Java's ``PartitionsTable`` keys them (by the values and by how
+    many of the unified fields the spec has) and PyIceberg 0.12 lists them."""
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table("db.t", Schema.from_json(SIMPLE_SCHEMA))
+    with t.update_spec() as u:
+        u.add_field("data", "identity")
+    t.append(pa.table({"id": pa.array([1], pa.int64()), "data": ["r1"]}))
+    with t.refresh().update_spec() as u:
+        u.add_field("id", "identity")
+    t.refresh().append(pa.table({"id": pa.array([None], pa.int64()), "data": ["r1"]}))
+    t.refresh()
+    cols = ["partition", "spec_id", "file_count", "record_count"]
+    expected = _rows(c.theirs.load_table("db.t").inspect.partitions(), cols)
+    r1 = (("data", "r1"), ("id", None))
+    assert expected == [(r1, 1, 1, 1), (r1, 2, 1, 1)]
+    assert _rows(_partition_rows(t, use_statistics), cols) == expected

@@ -393,7 +393,8 @@ class InspectTable:
             return None
         if "dv_count" not in rows.column_names:
             rows = rows.append_column("dv_count", pa.array([0] * rows.num_rows, pa.int32()))
-        return _stats_to_partitions(rows)
+        merged = _merge_specs(_stats_to_partitions(rows), self._projected_fields())
+        return merged.filter(pc.greater(_file_total(merged), 0))
 
     def entries(self, snapshot_id: int | None = None) -> pa.Table:
         """Every manifest entry (including deleted ones) of a snapshot."""
@@ -511,7 +512,14 @@ class InspectTable:
         )
 
     def partitions(self, snapshot_id: int | None = None, use_statistics: bool = True) -> pa.Table:
-        """Per partition (and spec): record, file and delete counts, and the last update.
+        """Per partition: record, file and delete counts, and the last update.
+
+        As in Java's ``PartitionsTable``, a partition is a tuple of the unified ``partition``
+        type together with how many of its fields the file's spec has: files of specs that
+        give the same values (a field renamed, a partition field whose source column was
+        dropped) are one partition, while a spec lacking a field (shown null) is another than
+        one holding null there. ``spec_id`` is the spec of the partition's newest row (by last
+        update).
 
         When the snapshot has a partition statistics file (and ``use_statistics``), the rows
         come from it instead of the manifests: the same counts (deletion vectors count as
@@ -527,18 +535,14 @@ class InspectTable:
         unpartitioned = self._partition_type().num_fields == 0
         if use_statistics and self._meta.partition_statistics:
             from_stats = self._partitions_from_statistics(snapshot_id)
-            if from_stats is not None and not unpartitioned:
-                return from_stats
-            if from_stats is not None and from_stats.num_rows <= 1:
-                return from_stats.drop_columns(["partition", "spec_id"])
+            if from_stats is not None:
+                return (
+                    from_stats.drop_columns(["partition", "spec_id"])
+                    if unpartitioned
+                    else from_stats
+                )
         t = self._entries(snapshot_id)
         live = t.filter(pc.not_equal(t.column("status"), 2))
-        if unpartitioned:  # every file in one row, whatever (unpartitioned) spec it has
-            live = live.set_column(
-                live.column_names.index("spec_id"),
-                "spec_id",
-                pa.repeat(pa.scalar(0, pa.int32()), live.num_rows),
-            )
         ptype = live.schema.field("partition").type
         keys = [f"__p{i}" for i in range(ptype.num_fields)]
         content = live.column("content")
@@ -613,7 +617,16 @@ class InspectTable:
                 "last_updated_snapshot_id": g.column("snapshot_id_last"),
             }
         )
+        out = _merge_specs(out, self._projected_fields())
         return out.drop_columns(["partition", "spec_id"]) if unpartitioned else out
+
+    def _projected_fields(self) -> dict[int, int]:
+        """How many fields of the unified partition type each spec has (by spec id)."""
+        ids = {int((f.metadata or {})[b"PARQUET:field_id"]) for f in self._partition_type()}
+        return {
+            s.spec_id: sum(pf.field_id in ids for pf in s.fields)
+            for s in self._meta.partition_specs
+        }
 
     def _commit_times(self, snapshot_ids: pa.ChunkedArray) -> pa.ChunkedArray:
         """Each snapshot's commit time in epoch ms, null for one not kept; the snapshots the
@@ -673,13 +686,9 @@ def _distinct_files(files: pa.Table) -> pa.Table:
     return files.take(pc.take(first, pc.sort_indices(first)))
 
 
-def _stats_to_partitions(rows: pa.Table) -> pa.Table:
-    """Partition statistics rows as :meth:`InspectTable.partitions` rows."""
-    files = pc.add(
-        pc.add(rows["data_file_count"], rows["position_delete_file_count"]),
-        pc.add(rows["equality_delete_file_count"], rows["dv_count"]),
-    )
-    r = rows.filter(pc.greater(files, 0))
+def _stats_to_partitions(r: pa.Table) -> pa.Table:
+    """Partition statistics rows (one per spec and partition, emptied ones included) as
+    :meth:`InspectTable.partitions` rows."""
     return pa.table(
         {
             "partition": r["partition"],
@@ -695,6 +704,64 @@ def _stats_to_partitions(rows: pa.Table) -> pa.Table:
             "equality_delete_file_count": r["equality_delete_file_count"],
             "last_updated_at": r["last_updated_at"].cast(_TS),
             "last_updated_snapshot_id": r["last_updated_snapshot_id"],
+        }
+    )
+
+
+def _file_total(rows: pa.Table) -> pa.ChunkedArray:
+    """The data and delete files of each :meth:`InspectTable.partitions` row."""
+    return pc.add(
+        pc.add(rows["file_count"], rows["position_delete_file_count"]),
+        rows["equality_delete_file_count"],
+    )
+
+
+def _merge_specs(rows: pa.Table, projected: dict[int, int]) -> pa.Table:
+    """:meth:`InspectTable.partitions` rows of one spec each as one row per partition: the same
+    unified tuple from specs having as many of its fields (``projected``, by spec id). Counts
+    add up; ``spec_id`` and the last update are the newest row's (the latest
+    ``last_updated_at``, then one with files, then the highest spec id)."""
+    ptype = rows.schema.field("partition").type
+    keys = [f"__p{i}" for i in range(ptype.num_fields)]
+    counts = [c for c in rows.column_names if c.endswith("_count") or c.startswith("total_")]
+    found = pc.index_in(rows["spec_id"], value_set=pa.array(list(projected), pa.int32()))
+    newest = rows["last_updated_at"].cast(pa.int64())
+    work = pa.table(
+        {
+            # extension-typed values (uuid, geometry) group by their storage (see group_key)
+            **{k: group_key(pc.struct_field(rows["partition"], [i])) for i, k in enumerate(keys)},
+            "__fields": pc.fill_null(pc.take(pa.array(list(projected.values())), found), 0),
+            "__at": pc.fill_null(newest, np.iinfo(np.int64).min),
+            "__live": pc.greater(_file_total(rows), 0),
+            **{c: rows[c] for c in ["spec_id", *counts, "last_updated_snapshot_id"]},
+            "last_updated_at": newest,
+        }
+    )
+    work = work.sort_by([(c, "ascending") for c in ("__at", "__live", "spec_id")])
+    g = work.group_by([*keys, "__fields"], use_threads=False).aggregate(
+        [
+            *((c, "sum") for c in counts),
+            # "last" skips the nulls of rows without a (kept) last update
+            *((c, "last") for c in ("spec_id", "last_updated_at", "last_updated_snapshot_id")),
+        ]
+    )
+    if keys:
+        partition = pa.StructArray.from_arrays(
+            [
+                from_group_key(g.column(k), f.type).combine_chunks()
+                for k, f in zip(keys, ptype, strict=True)
+            ],
+            fields=list(ptype),
+        )
+    else:
+        partition = pa.array([{}] * g.num_rows, pa.struct([]))
+    return pa.table(
+        {
+            "partition": partition,
+            "spec_id": g.column("spec_id_last"),
+            **{c: g.column(f"{c}_sum").cast(rows.schema.field(c).type) for c in counts},
+            "last_updated_at": g.column("last_updated_at_last").cast(_TS),
+            "last_updated_snapshot_id": g.column("last_updated_snapshot_id_last"),
         }
     )
 
