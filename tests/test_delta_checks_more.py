@@ -544,6 +544,39 @@ def test_renaming_a_partition_column_keeps_the_sync_going(tmp_path: Path) -> Non
         convert(str(tmp_path))
 
 
+def test_a_renamed_partition_column_renames_the_partition_field(tmp_path: Path) -> None:
+    """After a Delta partition column is renamed, the synced table's partition field carries the
+    new name (as a full conversion names it) instead of keeping the old one; a column that then
+    takes the old name is refused with advice, since earlier specs keep that name."""
+    s0 = schema_of(field("id", "long", 1), field("p", "integer", 2))
+    w = DeltaTableWriter(tmp_path)
+    conf = {"delta.columnMapping.maxColumnId": "2"}
+    f1 = data_file(tmp_path, s0, {"id": [1], "p": [7]}, version=0, partition={"col-p": "7"})
+    meta0 = {"metaData": metadata(s0, ("p",), **conf)}
+    w.commit(0, commit_info(op="CREATE TABLE"), {"protocol": PROTOCOL}, meta0, f1, row_tracking(0))
+    convert(str(tmp_path))
+    renamed = json.loads(json.dumps(s0))
+    renamed["fields"][1]["name"] = "q"  # the physical name and id stay
+    w.commit(1, commit_info(op="RENAME COLUMN"), {"metaData": metadata(renamed, ("q",), **conf)})
+    synced = convert(str(tmp_path)).table
+    full = convert(str(tmp_path), metadata_location=str(tmp_path / "full")).table
+
+    def fields(spec: Any) -> list[tuple[int, int, str, str]]:
+        return [(f.source_id, f.field_id, str(f.transform), f.name) for f in spec.fields]
+
+    assert fields(synced.spec()) == fields(full.spec()) == [(2, 1000, "identity", "q")]
+    assert synced.scan(row_filter="q = 7").to_arrow().column("id").to_pylist() == [1]
+    added = field("p", "string", 3)
+    added["metadata"]["delta.columnMapping.physicalName"] = "col-p2"
+    s2 = schema_of(*renamed["fields"], added)
+    conf2 = {"delta.columnMapping.maxColumnId": "3"}
+    w.commit(2, commit_info(op="ADD COLUMNS"), {"metaData": metadata(s2, ("q",), **conf2)})
+    with pytest.raises(UnsupportedFeatureError, match="convert into a new table"):
+        convert(str(tmp_path))
+    fresh = convert(str(tmp_path), metadata_location=str(tmp_path / "fresh")).table
+    assert fresh.scan().to_arrow().to_pylist() == [{"id": 1, "q": 7, "p": None}]
+
+
 @pytest.mark.parametrize(
     ("f", "partitions", "match"),
     [

@@ -28,7 +28,12 @@ from icefloe.delta.state import (
     parse_int,
     sequence_number_taken,
 )
-from icefloe.delta.table_metadata import check_spec, partition_columns, schema_updates
+from icefloe.delta.table_metadata import (
+    check_spec,
+    partition_columns,
+    schema_updates,
+    spec_updates,
+)
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import SetProperties
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
@@ -114,6 +119,7 @@ def apply_commit(
             )
         check_spec(table, commit.metadata)
         schema_updates(tx, commit.metadata)
+        spec_updates(tx, commit.metadata)
     md = tx.metadata
     mapping = NameMapping.from_json(json.loads(md.properties[DEFAULT_NAME_MAPPING_PROPERTY]))
     schema = md.current_schema()

@@ -3,6 +3,7 @@ spec on the partition columns, name mapping, and how a Delta metadata change upd
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -21,7 +22,14 @@ from icefloe.delta.schema import (
 )
 from icefloe.evolution import check_schema_evolution
 from icefloe.exceptions import NotIcebergCompatibleError, UnsupportedFeatureError, ValidationError
-from icefloe.metadata import AddSchema, SetCurrentSchema, SetProperties, TableMetadata
+from icefloe.metadata import (
+    AddPartitionSpec,
+    AddSchema,
+    SetCurrentSchema,
+    SetDefaultSpec,
+    SetProperties,
+    TableMetadata,
+)
 from icefloe.name_mapping import (
     DEFAULT_NAME_MAPPING_PROPERTY,
     MappedField,
@@ -222,6 +230,37 @@ def check_spec(table: Table, meta: DeltaMetadata) -> None:
         )
 
 
+def spec_updates(tx: Any, meta: DeltaMetadata) -> None:
+    """Follow renamed partition columns (see :func:`check_spec`): when a partition field's name
+    is no longer its column's, add a spec whose fields carry the columns' current names (the
+    field ids kept, so data files of either spec share one partition tuple) and make it the
+    default, as a full conversion of the Delta table names them."""
+    spec = tx.metadata.spec()
+    names = tuple(meta.partition_columns)
+    if tuple(f.name for f in spec.fields) == names:
+        return
+    fields = [dataclasses.replace(f, name=n) for f, n in zip(spec.fields, names, strict=True)]
+    tx.apply([AddPartitionSpec(PartitionSpec(*fields)), SetDefaultSpec(-1)])
+
+
+def _refuse_partition_name_clash(metadata: TableMetadata, schema: Schema) -> None:
+    """Refuse a column that takes the name of an earlier spec's partition field whose column was
+    renamed but is still in the table: Iceberg Java checks every spec against the current
+    schema and cannot load such metadata, and a spec in use cannot be renamed."""
+    for spec in metadata.partition_specs:
+        for f in spec.fields:
+            if schema.find_column_name(f.source_id) is None:
+                continue
+            found = schema.find_field_id(f.name)
+            if found is not None and found != f.source_id:
+                raise UnsupportedFeatureError(
+                    f"the Delta table's new column {f.name!r} takes the name its partition "
+                    f"column {schema.find_column_name(f.source_id)!r} had before a rename; the "
+                    "Iceberg table keeps partition specs by that name (its older files use "
+                    "them), so it cannot follow: convert into a new table"
+                )
+
+
 def schema_updates(tx: Any, meta: DeltaMetadata) -> None:
     """Add Delta's current schema (if changed) and name mapping to transaction ``tx``; the
     mapping keeps the table's earlier one merged in (files may hold dropped columns). A change
@@ -244,6 +283,7 @@ def schema_updates(tx: Any, meta: DeltaMetadata) -> None:
                 f"Iceberg cannot follow the Delta table's schema change: {e}",
                 ("schema-evolution",),
             ) from e
+        _refuse_partition_name_clash(tx.metadata, schema)
         tx.apply([AddSchema(schema, last_column_id(schema, meta)), SetCurrentSchema(-1)])
     previous = table_mapping(tx.metadata.properties)
     tx.apply([SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta, previous)})])
