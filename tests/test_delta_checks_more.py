@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -252,6 +253,43 @@ def test_bounds_of_a_column_widened_from_float_hold_the_stored_floats(tmp_path: 
     ]:
         got = table.scan(row_filter=flt).to_arrow().column("id").to_pylist()
         assert sorted(got) == want, flt
+
+
+@pytest.mark.parametrize("before_restore", ["not synced", "synced", "synced, state unset"])
+def test_a_file_restored_after_widening_from_float_keeps_float32_bounds(
+    tmp_path: Path, before_restore: str
+) -> None:
+    """A file written while ``x`` was a float, removed after ``x`` became a double and re-added
+    by RESTORE: the incremental sync took its statistics (0.1 for the stored 0.1f) as exact
+    doubles, so ``x > 0.1`` skipped the file and lost its row; it now widens them to the
+    float32 bounds, as a full conversion does (also for a table converted before the sync
+    recorded the widened columns)."""
+    x = field("x", "float", 2)
+    s0 = schema_of(field("id", "long", 1), x)
+    w = DeltaTableWriter(tmp_path)
+    stats = {"numRecords": 1, "minValues": {"col-x": 0.1}, "maxValues": {"col-x": 0.1}}
+    f1 = data_file(tmp_path, s0, {"id": [1], "x": [0.1]}, version=0, stats=stats)
+    create = {"metaData": metadata(s0)}
+    w.commit(0, commit_info(op="CREATE TABLE"), {"protocol": WIDENING}, create, f1, row_tracking(0))
+    assert convert(str(tmp_path)).mode == "full"
+    s1 = schema_of(field("id", "long", 1), widen(x, "float", "double"))
+    w.commit(1, commit_info(op="CHANGE COLUMN"), {"metaData": metadata(s1)})
+    gone = remove(f1["add"]["path"])
+    w.commit(2, commit_info(op="DELETE"), gone)
+    if before_restore != "not synced":  # the sync of the RESTORE then sees no metaData action
+        synced = convert(str(tmp_path))
+        assert synced.mode == "incremental"
+        assert synced.table.properties["delta-float-widened"] == "2"
+        if before_restore == "synced, state unset":
+            synced.table.remove_properties("delta-float-widened")
+    w.commit(3, commit_info(op="RESTORE"), f1)
+    result = convert(str(tmp_path))
+    assert result.mode == "incremental"
+    table = result.table
+    assert table.scan().to_arrow().to_pylist() == [{"id": 1, "x": float(np.float32(0.1))}]
+    for flt in ("x > 0.1", "x = 0.10000000149011612", "x >= 0.10000000149011612"):
+        assert table.scan(row_filter=flt).to_arrow().column("id").to_pylist() == [1], flt
+    assert table.scan(row_filter="x = 0.1").to_arrow().num_rows == 0
 
 
 # -- relative table paths ------------------------------------------------------------------------

@@ -3,6 +3,7 @@ delete, overwrite, or replace for rearrangements), sequence number = the commit'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pyarrow as pa
@@ -16,8 +17,9 @@ from icefloe.delta.files import absolute_paths
 from icefloe.delta.log import DeltaCommit, DeltaLog
 from icefloe.delta.protocol import check_readable
 from icefloe.delta.replay import decode_paths
-from icefloe.delta.schema import columns_from_iceberg
+from icefloe.delta.schema import DeltaColumn, columns_from_iceberg
 from icefloe.delta.state import (
+    DELTA_FLOAT_WIDENED,
     DELTA_HWM,
     DELTA_OPERATION,
     DELTA_TABLE_ID,
@@ -25,6 +27,8 @@ from icefloe.delta.state import (
     DELTA_VERSION,
     commit_high_water_mark,
     expect_version,
+    float_widened,
+    float_widened_property,
     parse_int,
     sequence_number_taken,
 )
@@ -35,11 +39,12 @@ from icefloe.delta.table_metadata import (
     spec_updates,
 )
 from icefloe.exceptions import ValidationError
-from icefloe.metadata import SetProperties
+from icefloe.metadata import SetProperties, TableMetadata
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.progress import Progress, ProgressArg
 from icefloe.table import Table
 from icefloe.table.producer import SnapshotProducer
+from icefloe.types import DoubleType
 
 
 def sync_commits(
@@ -93,6 +98,26 @@ def _not_live(table: Table, root: str, adds: pa.Table) -> pa.Table:
     paths = absolute_paths(root, adds.column("path").combine_chunks())
     again = pc.and_(quiet, pc.is_in(paths, value_set=live))
     return adds.filter(pc.invert(again))
+
+
+def _mark_float_widened(
+    log: DeltaLog,
+    md: TableMetadata,
+    commit: DeltaCommit,
+    columns: list[DeltaColumn],
+    state: dict[str, str],
+) -> list[DeltaColumn]:
+    """``columns`` with those Delta widened from float marked (their older files' statistics
+    are float32 text). A table converted before the table property recorded them reads the
+    Delta metadata in effect once, and the property (added to ``state``) keeps the answer."""
+    if not any(isinstance(c.type, DoubleType) for c in columns):
+        return columns
+    ids = float_widened(md.properties.get(DELTA_FLOAT_WIDENED))
+    if ids is None:
+        prop = float_widened_property(log.metadata_at(commit.version))
+        state.update(prop)
+        ids = float_widened(prop[DELTA_FLOAT_WIDENED]) or frozenset()
+    return [dataclasses.replace(c, from_float=c.field_id in ids) for c in columns]
 
 
 def apply_commit(
@@ -155,6 +180,7 @@ def apply_commit(
     }
     if hwm is not None:
         props[DELTA_HWM] = str(hwm)
+    state: dict[str, str] = {}  # properties that are no snapshot's
     made = 0
     if data_change:
         taken = sequence_number_taken(commit.version, md)
@@ -162,6 +188,8 @@ def apply_commit(
             raise taken
         tag = f"v{commit.version}"
         # Read the Delta side first (stats, DVs); nothing is left behind when that fails.
+        if new_files.num_rows:
+            columns = _mark_float_widened(log, md, commit, columns, state)
         prepared = prepare(log.io, root, md, new_files, columns, parts, dv_mode, tag)
         try:
             if dv_changed.num_rows:
@@ -200,6 +228,6 @@ def apply_commit(
             p.abort()
             raise
         made = 1
-    tx.apply([SetProperties(props)])
+    tx.apply([SetProperties({**state, **props})])
     tx.commit_transaction()
     return made

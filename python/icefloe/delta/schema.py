@@ -354,9 +354,15 @@ def json_arrow_type(c: DeltaColumn) -> pa.DataType:
     return pa.string()  # strings, dates, timestamps, binary (never has stats), variant
 
 
+def widened_from_float(delta_schema: dict[str, Any]) -> frozenset[int]:
+    """Field ids of the leaf columns Delta's type widening made doubles of floats."""
+    return frozenset(c.field_id for c in leaf_columns(delta_schema) if c.from_float)
+
+
 def columns_from_iceberg(schema: Schema, mapping: NameMapping) -> list[DeltaColumn]:
     """:func:`leaf_columns` rebuilt from a converted table's schema and name mapping (whose
-    last name of each field is the physical one), so a sync needs no Delta snapshot."""
+    last name of each field is the physical one), so a sync needs no Delta snapshot (which
+    columns are :func:`widened_from_float` comes from the Delta metadata)."""
     out: list[DeltaColumn] = []
 
     def walk(

@@ -7,6 +7,7 @@ import json
 
 from icefloe.delta.log import DeltaCommit
 from icefloe.delta.protocol import DeltaMetadata
+from icefloe.delta.schema import widened_from_float
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.table.concurrent_commits import Since
@@ -17,6 +18,8 @@ DELTA_TIMESTAMP = "delta-timestamp"
 DELTA_HWM = "delta-high-water-mark"
 DELTA_TABLE_ID = "delta-table-id"
 DELTA_OPERATION = "delta-operation"
+#: Field ids (comma-separated) of the double columns Delta's type widening made of floats.
+DELTA_FLOAT_WIDENED = "delta-float-widened"
 SOURCE = "icefloe.source"
 
 
@@ -32,7 +35,23 @@ def state_properties(
     }
     if hwm is not None:
         props[DELTA_HWM] = str(hwm)
+    props.update(float_widened_property(delta_meta))
     return props
+
+
+def float_widened_property(delta_meta: DeltaMetadata) -> dict[str, str]:
+    """The table property naming the columns of ``delta_meta`` widened from float (whose
+    older files hold float32 statistics): with it a sync reads such a file's statistics right
+    when the file comes back after the widening (RESTORE) without reading Delta's schema."""
+    ids = sorted(widened_from_float(delta_meta.schema))
+    return {DELTA_FLOAT_WIDENED: ",".join(map(str, ids))}
+
+
+def float_widened(raw: str | None) -> frozenset[int] | None:
+    """The field ids of :data:`DELTA_FLOAT_WIDENED`'s value, None when it is not set."""
+    if raw is None:
+        return None
+    return frozenset(int(x) for x in raw.split(",") if x.strip().isdigit())
 
 
 def expect_version(

@@ -20,6 +20,7 @@ from icefloe.delta.schema import (
     name_mapping,
     type_change_problems,
 )
+from icefloe.delta.state import float_widened_property
 from icefloe.evolution import check_schema_evolution
 from icefloe.exceptions import NotIcebergCompatibleError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata import (
@@ -286,4 +287,5 @@ def schema_updates(tx: Any, meta: DeltaMetadata) -> None:
         _refuse_partition_name_clash(tx.metadata, schema)
         tx.apply([AddSchema(schema, last_column_id(schema, meta)), SetCurrentSchema(-1)])
     previous = table_mapping(tx.metadata.properties)
-    tx.apply([SetProperties({DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta, previous)})])
+    props = {DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta, previous)}
+    tx.apply([SetProperties({**props, **float_widened_property(meta)})])
