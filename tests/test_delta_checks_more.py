@@ -365,6 +365,41 @@ def test_an_absolute_path_dv_is_uri_decoded(tmp_path: Path, dv_mode: str) -> Non
         assert deletes == [f"file://{dv_file}"]
 
 
+def test_dvs_sharing_a_delta_dv_file_record_its_whole_size(tmp_path: Path) -> None:
+    """``dv_mode="reference"`` with two DVs in one Delta DV file: each delete-file entry gave
+    the end of its own DV as ``file_size_in_bytes`` (the first less than the file); the
+    field is the whole file's size, the same for both."""
+    s = schema_of(field("id", "long", 1))
+    w = DeltaTableWriter(tmp_path)
+    files = [data_file(tmp_path, s, {"id": [i * 3, i * 3 + 1, i * 3 + 2]}) for i in range(2)]
+    meta = {"metaData": metadata(s, **{"delta.columnMapping.maxColumnId": "1"})}
+    w.commit(0, commit_info(op="CREATE TABLE"), {"protocol": PROTOCOL}, meta, *files)
+    blobs = [DeletionVector.from_positions(p).to_blob() for p in ([0], [1, 2])]
+    dv_file = tmp_path / f"deletion_vector_{uuid.uuid4()}.bin"
+    dv_file.write_bytes(b"\x01" + b"".join(blobs))
+    actions, offset = [], 1
+    for f, blob, n in zip(files, blobs, (1, 2), strict=True):
+        dv = {
+            "storageType": "p",
+            "pathOrInlineDv": dv_file.as_uri(),
+            "offset": offset,
+            "sizeInBytes": len(blob) - 8,
+            "cardinality": n,
+        }
+        offset += len(blob)
+        actions += [remove(f["add"]["path"]), {"add": dict(f["add"], deletionVector=dv)}]
+    w.commit(1, commit_info(op="DELETE"), *actions)
+    table = convert(str(tmp_path), dv_mode="reference").table
+    deletes = table.inspect.delete_files().to_pylist()
+    assert [d["content_offset"] for d in sorted(deletes, key=lambda d: d["content_offset"])] == [
+        1,
+        1 + len(blobs[0]),
+    ]
+    size = dv_file.stat().st_size
+    assert [d["file_size_in_bytes"] for d in deletes] == [size, size]
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+
+
 # -- statistics that cannot be parsed ------------------------------------------------------------
 
 

@@ -85,11 +85,12 @@ def dv_entries(
                 f"{inline[0]} has an inline deletion vector, which dv_mode='reference' cannot "
                 "point to; use dv_mode='puffin'"
             )
-        read_dv_blobs(io, root, dvs)  # checks every DV
+        file_sizes: dict[str, int] = {}
+        read_dv_blobs(io, root, dvs, file_sizes)  # checks every DV
         paths = [dv_file_path(root, d.storage_type, d.path_or_inline) for d in dvs]
         offsets = [d.offset or 0 for d in dvs]
         lengths = [d.size_in_bytes + 8 for d in dvs]
-        sizes = [o + n_ for o, n_ in zip(offsets, lengths, strict=True)]
+        sizes = [file_sizes[p] for p in paths]  # the whole file's, however many DVs it holds
     else:
         blobs = read_dv_blobs(io, root, dvs)
         w = PuffinWriter()

@@ -84,8 +84,11 @@ def _frame(data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + data + struct.pack(">I", zlib.crc32(data))
 
 
-def read_dv_blobs(io: FileIO, table_root: str, dvs: list[DeltaDV]) -> list[bytes]:
-    """The checked ``deletion-vector-v1`` blob of each DV (each DV file read once)."""
+def read_dv_blobs(
+    io: FileIO, table_root: str, dvs: list[DeltaDV], file_sizes: dict[str, int] | None = None
+) -> list[bytes]:
+    """The checked ``deletion-vector-v1`` blob of each DV (each DV file read once); the length
+    of each DV file read goes into ``file_sizes`` when given."""
     files: dict[str, bytes] = {}
     out: list[bytes] = []
     for dv in dvs:
@@ -118,4 +121,6 @@ def read_dv_blobs(io: FileIO, table_root: str, dvs: list[DeltaDV]) -> list[bytes
                 f"corrupt deletion vector in {where} (for {dv.data_file}): {e}", where
             ) from e
         out.append(blob)
+    if file_sizes is not None:
+        file_sizes.update((where, len(data)) for where, data in files.items())
     return out
