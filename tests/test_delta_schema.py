@@ -37,7 +37,7 @@ def test_types_ids_and_literal_defaults() -> None:
                 field("ntz", "timestamp_ntz", 4),
                 field("v", "variant", 5),
                 with_default("n", "long", 6, "42"),
-                with_default("t", "string", 7, "'it''s'"),
+                with_default("t", "string", 7, r"'it\'s'"),
                 field(
                     "m",
                     {
@@ -85,6 +85,44 @@ def test_types_ids_and_literal_defaults() -> None:
     assert leaves == {12: ("col-st", "col-x")}
     mapping = name_mapping({"type": "struct", "fields": [field("b", "byte", 1)]}).to_json()
     assert mapping == [{"field-id": 1, "names": ["b", "col-b"]}]
+
+
+#: Spark SQL DEFAULT texts and the values Spark 4.1's ``SELECT <text>`` gives for them.
+SPARK_STRING_DEFAULTS = [
+    (r"'it\'s'", "it's"),
+    (r"'C:\\tmp'", "C:\\tmp"),
+    (r"'tab\there'", "tab\there"),
+    (r"'\n\r\b'", "\n\r\b"),
+    (r"'\0end'", "\x00end"),
+    (r"'a\Zb'", "a\x1ab"),
+    (r"'a\%b\_c'", "a\\%b\\_c"),
+    (r"'\q\y'", "qy"),
+    (r"'\u00e9\u0041'", "\u00e9A"),
+    (r"'\101\060x'", "A0x"),
+    (r"'\777'", "777"),
+    (r"'\\'", "\\"),
+    ('"dq"', "dq"),
+    (r'"say \"hi\""', 'say "hi"'),
+    (r"'dq\"in'", 'dq"in'),
+    (r"r'raw\n'", "raw\\n"),
+    ("'a' 'b'", "ab"),
+]
+
+
+@pytest.mark.parametrize(("text", "value"), SPARK_STRING_DEFAULTS)
+def test_string_defaults_read_as_spark_reads_them(text: str, value: str) -> None:
+    """A Delta column default is the SQL text of its DEFAULT clause: backslash escapes were
+    kept as written ('it\\'s' became it\\'s, 'C:\\\\tmp' kept both backslashes)."""
+    schema = convert_schema({"type": "struct", "fields": [with_default("s", "string", 1, text)]})
+    assert schema.find_field("s").write_default == value
+
+
+@pytest.mark.parametrize("text", ["'it''s'", '"a""b"', r"'\U0001F600'", r"'\u12'", r"'\ud83d'"])
+def test_string_defaults_whose_value_depends_on_the_spark_version_are_refused(text: str) -> None:
+    """Doubled quotes are an escaped quote in Spark 4.1 but two literals before; \\U escapes
+    and \\u without four hex digits differ between versions too."""
+    with pytest.raises(UnsupportedFeatureError, match="default"):
+        convert_schema({"type": "struct", "fields": [with_default("s", "string", 1, text)]})
 
 
 def test_refusals() -> None:

@@ -123,6 +123,90 @@ def _field_id(f: dict[str, Any], where: str) -> int:
     return mapping_id(meta[ID], f"the {ID} of column {where}")
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+#: Spark's one-character escapes (``\\%`` and ``\\_`` keep their backslash; any other
+#: character stands for itself).
+_ESCAPES = {
+    "0": "\0",
+    "b": "\b",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "Z": "\x1a",
+    "%": "\\%",
+    "_": "\\_",
+}
+
+
+def _unescape(body: str, where: str) -> str:
+    """The value of a quoted Spark SQL string literal's ``body`` (between its quotes), by the
+    rules of Spark's ``unescapeSQLString``: backslash escapes, ``\\uXXXX``, three-digit
+    octal ``\\[01][0-7][0-7]``. Forms whose value depends on the Spark version are refused."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        nxt = body[i + 1]  # a literal never ends in a lone backslash (it escapes the quote)
+        if nxt == "u":
+            if not set(body[i + 2 : i + 6]) <= _HEX or i + 6 > n:
+                raise _ambiguous(where, "\\u not followed by four hex digits")
+            out.append(chr(int(body[i + 2 : i + 6], 16)))
+            i += 6
+        elif nxt == "U" and i + 10 <= n and set(body[i + 2 : i + 10]) <= _HEX:
+            raise _ambiguous(where, "\\U with eight hex digits")
+        elif i + 4 <= n and body[i + 1] in "01" and set(body[i + 2 : i + 4]) <= set("01234567"):
+            out.append(chr(int(body[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+    try:  # \\u escapes of a surrogate pair make one character, as in Java's strings
+        return "".join(out).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError as e:
+        raise UnsupportedFeatureError(
+            f"Delta column {where}: default has an unpaired surrogate escape"
+        ) from e
+
+
+def _ambiguous(where: str, form: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        f"Delta column {where}: default string literal with {form}, whose value differs "
+        "between Spark versions; icefloe does not guess it"
+    )
+
+
+def _spark_string(text: str, where: str) -> str | None:
+    """The value of ``text`` when it is Spark SQL string literals ('...', "...", raw r'...'),
+    several separated by blanks concatenated as Spark does; None when it is none."""
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+            continue
+        raw = text[i] in "rR" and i + 1 < n and text[i + 1] in "'\""
+        start = i + 1 if raw else i
+        quote = text[start] if start < n else ""
+        if quote not in ("'", '"'):
+            return None
+        j = start + 1
+        while j < n and text[j] != quote:
+            j += 1 if raw or text[j] != "\\" else 2
+        if j >= n:
+            return None  # unterminated
+        if j + 1 < n and text[j + 1] == quote:
+            doubled = quote * 2
+            raise _ambiguous(where, f"{doubled} inside (an escaped quote or two literals)")
+        body = text[start + 1 : j]
+        parts.append(body if raw else _unescape(body, where))
+        i = j + 1
+    return "".join(parts) if parts else None
+
+
 def _default(f: dict[str, Any], t: IcebergType, where: str) -> Any:
     raw = (f.get("metadata") or {}).get(DEFAULT)
     if raw is None:
@@ -131,8 +215,10 @@ def _default(f: dict[str, Any], t: IcebergType, where: str) -> Any:
     if text.upper() == "NULL":
         return None
     try:
-        if isinstance(t, StringType) and len(text) >= 2 and text[0] == text[-1] == "'":
-            return text[1:-1].replace("''", "'")
+        if isinstance(t, StringType):
+            value = _spark_string(text, where)
+            if value is not None:
+                return value
         if isinstance(t, BooleanType) and text.lower() in ("true", "false"):
             return text.lower() == "true"
         if isinstance(t, IntegerType | LongType):
