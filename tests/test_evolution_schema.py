@@ -303,6 +303,48 @@ def test_case_insensitive_lookup(tmp_path: Path) -> None:
         t.update_schema(case_sensitive=False).add_column("PAYLOAD", LongType())
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda u: u.delete_column("a"),
+        lambda u: u.rename_column("A", "b"),
+        lambda u: u.update_column("a", doc="d"),
+        lambda u: u.delete_column("s.x"),
+        lambda u: u.rename_column("S.X", "y"),
+        lambda u: u.update_column("s.x", required=False),
+    ],
+)
+def test_case_insensitive_name_matching_two_columns_is_ambiguous(
+    fn: Callable[[Any], Any], tmp_path: Path
+) -> None:
+    """Without case sensitivity, a name matching two columns (``a`` and ``A``, or ``s.x`` and
+    ``s.X``) used to pick one of them silently: ``delete_column("a")`` dropped ``A``."""
+    t = shared_catalogs(tmp_path).ours.create_table(
+        "db.amb",
+        pa.schema(
+            [
+                ("a", pa.int64()),
+                ("A", pa.int64()),
+                ("s", pa.struct([("x", pa.int64()), ("X", pa.int64())])),
+            ]
+        ),
+    )
+    t.append(pa.table({"a": [1], "A": [10], "s": [{"x": 2, "X": 20}]}))
+    before = t.metadata_location
+    with (
+        pytest.raises(ValidationError, match="ambiguous"),
+        t.update_schema(case_sensitive=False) as u,
+    ):
+        fn(u)
+    assert t.refresh().metadata_location == before
+    for name in ("a", "A", "s.x", "S.X"):
+        with pytest.raises(ValidationError, match="ambiguous"):
+            t.scan(selected_fields=(name,), case_sensitive=False).to_arrow()
+    # exact names still resolve, and an unambiguous one still matches case-insensitively
+    assert t.scan(selected_fields=("A",)).to_arrow().to_pylist() == [{"A": 10}]
+    assert t.scan(selected_fields=("S",), case_sensitive=False).to_arrow().num_columns == 1
+
+
 def test_identifier_fields_follow_renames_and_can_be_replaced(tmp_path: Path) -> None:
     t = _table(tmp_path)
     with t.update_schema() as u:

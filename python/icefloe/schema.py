@@ -85,12 +85,22 @@ class _Index:
             short.setdefault(short_name, f.field_id)
         # Full names win over short names (e.g. a real column named like a short name).
         self.id_by_name: dict[str, int] = {**short, **full}
-        lower: dict[str, int] = {}
-        for n, i in short.items():
-            lower.setdefault(n.lower(), i)
+        # Case-insensitive lookups: full names again win over short names; a lower-case name
+        # matching several fields (``a`` and ``A``, ``s.x`` and ``s.X``) is ambiguous.
+        full_lower: dict[str, dict[int, str]] = {}
         for n, i in full.items():
-            lower[n.lower()] = i
-        self.id_by_lower_name = lower
+            full_lower.setdefault(n.lower(), {})[i] = n
+        short_lower: dict[str, dict[int, str]] = {}
+        for n, i in short.items():
+            if n.lower() not in full_lower:
+                short_lower.setdefault(n.lower(), {}).setdefault(i, n)
+        self.id_by_lower_name: dict[str, int] = {}
+        self.ambiguous_lower_names: dict[str, list[str]] = {}
+        for key, matches in (*short_lower.items(), *full_lower.items()):
+            if len(matches) == 1:
+                self.id_by_lower_name[key] = next(iter(matches))
+            else:
+                self.ambiguous_lower_names[key] = sorted(matches.values())
 
 
 def _join(ancestors: tuple[NestedField, ...], f: NestedField) -> str:
@@ -218,10 +228,16 @@ class Schema:
         return self._index.by_id[field_id]
 
     def find_field_id(self, name: str, case_sensitive: bool = True) -> int | None:
-        """The id of the column with this dotted name, or ``None``."""
+        """The id of the column with this dotted name, or ``None``. Without case sensitivity,
+        a name matching several fields (``a`` and ``A``) raises :class:`ValidationError`."""
         if case_sensitive:
             return self._index.id_by_name.get(name)
-        return self._index.id_by_lower_name.get(name.lower())
+        key = name.lower()
+        found = self._index.id_by_lower_name.get(key)
+        if found is None and key in self._index.ambiguous_lower_names:
+            names = self._index.ambiguous_lower_names[key]
+            raise ValidationError(f"column {name!r} is ambiguous without case sensitivity: {names}")
+        return found
 
     def find_type(self, name_or_id: str | int, case_sensitive: bool = True) -> IcebergType:
         """The type of the field with this id or dotted column name."""
