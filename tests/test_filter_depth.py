@@ -4,8 +4,10 @@ never raises a bare ``RecursionError``."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import operator
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,30 @@ def test_a_left_deep_chain_built_in_a_loop(table: Any) -> None:
     for i in range(1, N):
         expr = expr | (col("id") == i)
     assert _ids(table, expr) == [i for i in range(3000) if i != 7]
+
+
+@pytest.mark.parametrize("op", [operator.or_, operator.and_])
+def test_a_chain_built_in_a_loop_prints_hashes_pickles_and_copies(table: Any, op: Any) -> None:
+    """A 10,000-term chain built with ``|`` or ``&`` in a loop scanned fine, but ``str()``,
+    ``repr()``, ``hash()``, pickling, ``copy.deepcopy`` and ``repr()`` of a scan with it
+    raised RecursionError."""
+    terms = [col("id") == i for i in range(N)]
+    built = functools.reduce(op, terms)
+    word = " or " if op is operator.or_ else " and "
+    assert str(built) == word.join(f"id = {i}" for i in range(N))
+    name = "Or(" if op is operator.or_ else "And("
+    assert repr(built) == name * (N - 1) + repr(terms[0]) + "".join(f", {t!r})" for t in terms[1:])
+    again = functools.reduce(op, [col("id") == i for i in range(N)])
+    assert hash(built) == hash(again) and built == again
+    assert built != functools.reduce(op, [col("id") == i for i in range(1, N + 1)])
+    for copied in (pickle.loads(pickle.dumps(built)), copy.deepcopy(built), copy.copy(built)):
+        assert copied == built and hash(copied) == hash(built)
+        assert isinstance(copied, type(built)) and str(copied) == str(built)
+    assert pickle.loads(pickle.dumps(~built)) == ~built
+    assert str(built.negate()).startswith("id != 0")
+    assert str(table.scan(row_filter=built)).startswith("TableScan(filter='id = 0")
+    # and the text parses back into the same filter
+    assert _ids(table, str(built)) == _ids(table, built)
 
 
 def test_deep_parentheses_and_not_chains(table: Any) -> None:

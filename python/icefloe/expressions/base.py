@@ -139,11 +139,19 @@ class BooleanExpression(ABC):
     def _key(self) -> tuple[Any, ...]:
         """What equality and hashing compare."""
 
+    def _children(self) -> tuple[BooleanExpression, ...]:
+        """The sub-expressions (of ``and``, ``or`` and ``not``); none for the others."""
+        return ()
+
+    def _node_key(self) -> tuple[Any, ...]:
+        """What equality compares besides the children (all of :meth:`_key` for a leaf)."""
+        return self._key()
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, BooleanExpression) and self._key() == other._key()
+        return isinstance(other, BooleanExpression) and _equal(self, other)
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return _hash(self)
 
     def __and__(self, other: BooleanExpression) -> BooleanExpression:
         return And(self, other)
@@ -158,12 +166,6 @@ class BooleanExpression(ABC):
         """Refused: Python's ``and``/``or``/``not`` and chained comparisons would silently
         drop conditions (``2 <= col("x") <= 3`` keeps only ``col("x") <= 3``)."""
         raise ValidationError(NO_TRUTH_VALUE)
-
-    def _wrap(self, parent_prec: int, strict: bool = False) -> str:
-        s = str(self)
-        if self._prec < parent_prec or (strict and self._prec == parent_prec):
-            return f"({s})"
-        return s
 
 
 class AlwaysTrue(BooleanExpression):
@@ -251,20 +253,32 @@ class _Junction(BooleanExpression):
         return obj
 
     def negate(self) -> BooleanExpression:
-        return self._dual()(self.left.negate(), self.right.negate())
+        done: list[BooleanExpression] = []
+        for node in _postorder(self, _Junction):
+            if isinstance(node, _Junction):
+                right = done.pop()
+                done.append(node._dual()(done.pop(), right))
+            else:
+                done.append(node.negate())
+        return done[0]
 
     def _key(self) -> tuple[Any, ...]:
         return (self._word, self.left, self.right)
 
+    def _children(self) -> tuple[BooleanExpression, ...]:
+        return (self.left, self.right)
+
+    def _node_key(self) -> tuple[Any, ...]:
+        return (self._word,)
+
     def __str__(self) -> str:
-        left, right = self.left._wrap(self._prec), self.right._wrap(self._prec, strict=True)
-        return f"{left} {self._word} {right}"
+        return _render(self, text=True)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.left!r}, {self.right!r})"
+        return _render(self, text=False)
 
-    def __getnewargs__(self) -> tuple[BooleanExpression, BooleanExpression]:
-        return (self.left, self.right)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _from_postfix, (_postfix(self),)
 
 
 class And(_Junction):
@@ -321,14 +335,137 @@ class Not(BooleanExpression):
     def _key(self) -> tuple[Any, ...]:
         return ("not", self.child)
 
+    def _children(self) -> tuple[BooleanExpression, ...]:
+        return (self.child,)
+
+    def _node_key(self) -> tuple[Any, ...]:
+        return ("not",)
+
     def __str__(self) -> str:
-        return f"not {self.child._wrap(_PREC_NOT)}"
+        return _render(self, text=True)
 
     def __repr__(self) -> str:
-        return f"Not({self.child!r})"
+        return _render(self, text=False)
 
-    def __getnewargs__(self) -> tuple[BooleanExpression]:
-        return (self.child,)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _from_postfix, (_postfix(self),)
+
+
+# ``and``, ``or`` and ``not`` are walked without recursion: a chain of 10,000 terms built with
+# ``|`` in a loop nests 10,000 levels deep until it is balanced.
+
+
+def _postorder(
+    expr: BooleanExpression, kinds: type | tuple[type, ...] = (_Junction, Not)
+) -> Iterator[BooleanExpression]:
+    """``expr``'s nodes, children before parents, descending only into ``kinds``."""
+    todo: list[tuple[BooleanExpression, bool]] = [(expr, False)]
+    while todo:
+        node, expanded = todo.pop()
+        if expanded or not isinstance(node, kinds):
+            yield node
+        else:
+            todo.append((node, True))
+            todo.extend((c, False) for c in reversed(node._children()))
+
+
+def _postfix(expr: BooleanExpression) -> list[Any]:
+    """``expr`` flattened: leaves, each ``and``/``or``/``not`` as its class after its operands."""
+    return [type(n) if n._children() else n for n in _postorder(expr)]
+
+
+def _from_postfix(items: list[Any]) -> BooleanExpression:
+    """The expression :func:`_postfix` flattened."""
+    done: list[BooleanExpression] = []
+    for item in items:
+        if item is Not:
+            done.append(Not(done.pop()))
+        elif isinstance(item, type) and issubclass(item, _Junction):
+            right = done.pop()
+            done.append(item(done.pop(), right))
+        else:
+            done.append(item)
+    return done[0]
+
+
+def _hash(expr: BooleanExpression) -> int:
+    """The hash of ``expr``, kept on each ``and``/``or``/``not`` node (they are immutable)."""
+    if not expr._children():
+        return hash(expr._key())
+    done: list[int] = []
+    todo: list[tuple[BooleanExpression, bool]] = [(expr, False)]
+    while todo:
+        node, expanded = todo.pop()
+        children = node._children()
+        if not children:
+            done.append(hash(node._key()))
+        elif "_hash" in node.__dict__:
+            done.append(node.__dict__["_hash"])
+        elif not expanded:
+            todo.append((node, True))
+            todo.extend((c, False) for c in reversed(children))
+        else:
+            parts = done[len(done) - len(children) :]
+            del done[len(done) - len(children) :]
+            node.__dict__["_hash"] = h = hash((node._node_key(), *parts))
+            done.append(h)
+    return done[0]
+
+
+def _equal(a: BooleanExpression, b: BooleanExpression) -> bool:
+    todo = [(a, b)]
+    while todo:
+        x, y = todo.pop()
+        if x is y:
+            continue
+        hx, hy = x.__dict__.get("_hash"), y.__dict__.get("_hash")
+        if hx is not None and hy is not None and hx != hy:
+            return False
+        if x._node_key() != y._node_key():
+            return False
+        cx, cy = x._children(), y._children()
+        if len(cx) != len(cy):
+            return False
+        todo.extend(zip(cx, cy, strict=True))
+    return True
+
+
+def _render(expr: BooleanExpression, text: bool) -> str:
+    """``str(expr)`` (``text``) or ``repr(expr)``."""
+    out: list[str] = []
+    # an expression with its parent's precedence and whether it is a right operand, or a piece
+    todo: list[tuple[BooleanExpression, int, bool] | str] = [(expr, 0, False)]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        node, parent_prec, right = item
+        if not text:
+            if isinstance(node, _Junction):
+                todo += [")", (node.right, 0, False), ", ", (node.left, 0, False)]
+                todo.append(f"{type(node).__name__}(")
+            elif isinstance(node, Not):
+                todo += [")", (node.child, 0, False), "Not("]
+            else:
+                out.append(repr(node))
+            continue
+        wrap = node._prec < parent_prec or (right and node._prec == parent_prec)
+        if wrap:
+            todo.append(")")
+        if isinstance(node, _Junction):
+            todo += [
+                (node.right, node._prec, True),
+                f" {node._word} ",
+                (node.left, node._prec, False),
+            ]
+        elif isinstance(node, Not):
+            todo += [(node.child, _PREC_NOT, False), "not "]
+        else:
+            todo.append(str(node))
+        if wrap:
+            todo.append("(")
+    return "".join(out)
 
 
 def _check_expr(e: object) -> None:
@@ -659,13 +796,16 @@ def rewrite_not(expr: BooleanExpression) -> BooleanExpression:
     :meth:`BoundPredicate.negate`); unbound, column types are not known, so an ordering
     comparison negates into its opposite alone, as in Iceberg's reference, which drops nulls
     and NaN the ``Not`` kept: bind first."""
-    if isinstance(expr, Not):
-        return rewrite_not(expr.child.negate())
-    if isinstance(expr, And):
-        return And(rewrite_not(expr.left), rewrite_not(expr.right))
-    if isinstance(expr, Or):
-        return Or(rewrite_not(expr.left), rewrite_not(expr.right))
-    return expr
+    done: list[BooleanExpression] = []
+    for node in _postorder(expr, _Junction):
+        if isinstance(node, _Junction):
+            right = done.pop()
+            done.append(type(node)(done.pop(), right))
+        elif isinstance(node, Not):
+            done.append(rewrite_not(node.child.negate()))
+        else:
+            done.append(node)
+    return done[0]
 
 
 #: The deepest expression tree icefloe evaluates (after balancing associative chains): deeper
