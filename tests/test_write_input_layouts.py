@@ -737,3 +737,51 @@ def test_required_list_elements_and_map_values_hidden_under_null_rows(
     got = t.scan().to_arrow()
     assert got.column("l").to_pylist() == [[1], None]
     assert got.column("m").to_pylist() == [[("a", 1)], None]
+
+
+def test_python_dicts_for_map_columns_at_any_depth(catalog: Any) -> None:
+    """A mapping of columns with Python dicts for a map column (Arrow guesses a struct of
+    their keys) was refused; a list of pairs worked. Dicts now convert as the column's map
+    type, inside lists and structs too, and a struct's dict with a key the table lacks is
+    still refused."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "tags", MapType(3, StringType(), 4, LongType())),
+        NestedField(5, "l", ListType(6, MapType(7, StringType(), 8, IntegerType()))),
+        NestedField(
+            9,
+            "s",
+            StructType(
+                NestedField(10, "m", MapType(11, StringType(), 12, StringType())),
+                NestedField(13, "x", LongType()),
+            ),
+        ),
+    )
+    t = catalog.create_table("n.dict_maps", schema)
+    t.append({"id": [1], "tags": [[("p", 0)]]})
+    t.append(
+        {
+            "id": [2, 3],
+            "tags": [{"a": 1, "b": 2}, None],
+            "l": [[{"c": 3}, {}], None],
+            "s": [{"m": {"k": "v"}, "x": 4}, None],
+        }
+    )
+    rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [
+        {"id": 1, "tags": [("p", 0)], "l": None, "s": None},
+        {
+            "id": 2,
+            "tags": [("a", 1), ("b", 2)],
+            "l": [[("c", 3)], []],
+            "s": {"m": [("k", "v")], "x": 4},
+        },
+        {"id": 3, "tags": None, "l": None, "s": None},
+    ]
+    with pytest.raises(ValidationError, match=r"s\.typo is not in the table schema"):
+        t.append({"id": [4], "s": [{"m": {"k": "v"}, "typo": 5}]})
+    with pytest.raises(ValidationError, match=r"column 'tags'"):
+        t.append({"id": [4], "tags": [{"a": "not a number"}]})
+    with pytest.raises(ValidationError, match=r"column 'l'"):
+        t.append({"id": [4], "l": [[{"c": 2**40}]]})
+    assert len(t.scan().to_arrow()) == 3

@@ -284,6 +284,7 @@ def _python_column(
         )
     if field is not None and isinstance(field.field_type, VariantType):
         return from_pylist(values)
+    error: Exception | None = None
     try:
         inferred = pa.array(values, from_pandas=from_pandas)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
@@ -291,9 +292,15 @@ def _python_column(
     else:
         if pa.types.is_timestamp(inferred.type) and isinstance(values, list | tuple):
             _check_one_zone_kind(name, values, inferred.type.tz is not None)
-        if field is None or isinstance(field.field_type, NestedType):
+        if field is None:
             return inferred
-        return _as_column_type(values, inferred, type_to_arrow(field.field_type), from_pandas)
+        if not isinstance(field.field_type, NestedType):
+            return _as_column_type(values, inferred, type_to_arrow(field.field_type), from_pandas)
+        if not _map_read_as_struct(inferred.type, field.field_type):
+            return inferred
+        # dicts for a map (Arrow guessed a struct of their keys): convert as the column's type,
+        # refusing struct keys the table lacks (which that conversion would drop)
+        _check_struct_keys(name, values, field.field_type)
     if field is not None:
         try:
             return pa.array(values, type=type_to_arrow(field.field_type), from_pandas=from_pandas)
@@ -303,6 +310,7 @@ def _python_column(
                     f"column {name!r} ({field.field_type}): a value does not fit the column's "
                     f"type: {e}"
                 ) from None
+            error = e if error is None else error
     nested = any(
         ancestors and isinstance(f.field_type, VariantType)
         for ancestors, f in walk_fields(schema.as_struct())
@@ -317,6 +325,54 @@ def _python_column(
     raise ValidationError(
         f"column {name!r} ({kind}): cannot convert its Python values to Arrow: {error}{hint}"
     ) from None
+
+
+def _map_read_as_struct(inferred: pa.DataType, t: IcebergType) -> bool:
+    """Whether Arrow's inference made a struct where type ``t`` has a map (Python dicts given
+    for a map, at any depth): such values convert only as ``t``."""
+    if isinstance(t, MapType):
+        if pa.types.is_struct(inferred):
+            return True
+        return pa.types.is_map(inferred) and (
+            _map_read_as_struct(inferred.key_type, t.key_type)
+            or _map_read_as_struct(inferred.item_type, t.value_type)
+        )
+    if isinstance(t, ListType):
+        return (
+            pa.types.is_list(inferred) or pa.types.is_large_list(inferred)
+        ) and _map_read_as_struct(inferred.value_type, t.element_type)
+    if isinstance(t, StructType) and pa.types.is_struct(inferred):
+        given = {inferred.field(i).name: inferred.field(i).type for i in range(inferred.num_fields)}
+        return any(
+            f.name in given and _map_read_as_struct(given[f.name], f.field_type) for f in t.fields
+        )
+    return False
+
+
+def _check_struct_keys(name: str, values: Iterable[Any], t: IcebergType) -> None:
+    """Refuse a Python dict given for a struct of type ``t`` (at any depth in ``values``) with
+    a key that is not one of the struct's fields."""
+    todo: list[tuple[str, Iterable[Any], IcebergType]] = [(name, values, t)]
+    while todo:
+        path, items, typ = todo.pop()
+        for v in items:
+            if v is None:
+                continue
+            if isinstance(typ, StructType) and isinstance(v, Mapping):
+                known = {f.name: f for f in typ.fields}
+                for k, child in v.items():
+                    if k not in known:
+                        raise ValidationError(f"input field {path}.{k} is not in the table schema")
+                    todo.append((f"{path}.{k}", [child], known[k].field_type))
+            elif isinstance(typ, ListType) and isinstance(v, Iterable):
+                todo.append((f"{path}.element", v, typ.element_type))
+            elif isinstance(typ, MapType):
+                pairs = v.items() if isinstance(v, Mapping) else v
+                if isinstance(pairs, Iterable):
+                    for pair in pairs:
+                        if isinstance(pair, tuple | list) and len(pair) == 2:
+                            todo.append((f"{path}.key", [pair[0]], typ.key_type))
+                            todo.append((f"{path}.value", [pair[1]], typ.value_type))
 
 
 def _check_one_zone_kind(name: str, values: list[Any] | tuple[Any, ...], zoned: bool) -> None:
