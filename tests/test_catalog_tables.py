@@ -118,6 +118,19 @@ def test_property_commits_and_refresh(catalog: Catalog) -> None:
     assert len(catalog.load_table("db.t").metadata_log()) == 3
 
 
+def test_a_property_named_properties_is_set_from_keywords(catalog: Catalog) -> None:
+    """``set_properties(**{"properties": "x"})`` filled the mapping parameter instead of
+    setting a property named ``properties`` (and type checkers refused ``**dict`` calls)."""
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", _schema())
+    t.set_properties(**{"properties": "x", "write.wap.enabled": "true"})
+    assert t.properties["properties"] == "x" and t.properties["write.wap.enabled"] == "true"
+    with t.transaction() as tx:
+        tx.set_properties({"a": "1"}, **{"properties": "y"})
+    assert catalog.load_table("db.t").properties["properties"] == "y"
+    assert t.properties["a"] == "1"
+
+
 def test_gzip_metadata_and_version_numbers(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     t = catalog.create_table(

@@ -328,8 +328,11 @@ class Table:
         """Set and remove properties in one commit: ``with t.update_properties() as u: ...``."""
         return UpdateProperties(self.transaction(), autocommit=True)
 
-    def set_properties(self, properties: Mapping[str, str] | None = None, **kwargs: str) -> Table:
-        """Set table properties in one commit."""
+    def set_properties(
+        self, properties: Mapping[str, str] | None = None, /, **kwargs: str
+    ) -> Table:
+        """Set table properties in one commit: from a mapping, keyword arguments, or both
+        (``properties`` is positional, so a property may be named ``properties``)."""
         with self.transaction() as tx:
             tx.set_properties(properties, **kwargs)
         return self

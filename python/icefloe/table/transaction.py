@@ -474,9 +474,10 @@ class Transaction:
         return self
 
     def set_properties(
-        self, properties: Mapping[str, str] | None = None, **kwargs: str
+        self, properties: Mapping[str, str] | None = None, /, **kwargs: str
     ) -> Transaction:
-        """Set table properties."""
+        """Set table properties: from a mapping, keyword arguments, or both (``properties``
+        is positional, so a property may be named ``properties``)."""
         merged = {**string_map(properties, "table properties"), **kwargs}
         for key, value in merged.items():
             if not isinstance(value, str):
