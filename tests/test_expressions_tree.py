@@ -114,6 +114,18 @@ def test_str_and_repr() -> None:
     assert repr(Not(a)) == "Not(UnboundPredicate('gt', 'a', 5))"
 
 
+def test_repr_of_sets_shows_values_ordered_by_value() -> None:
+    """``repr`` of an ``in`` predicate showed its values as quoted strings ordered as text:
+    ``isin([10, 9, 1])`` read ``['1', '10', '9']``."""
+    assert repr(col("id").isin([10, 9, 1])) == "UnboundPredicate('in', 'id', [1, 9, 10])"
+    assert repr(col("s").notin(["b", "a"])) == "UnboundPredicate('not-in', 's', ['a', 'b'])"
+    # values of kinds that do not compare: ordered by their repr
+    assert repr(col("m").isin([2, "1"])) == "UnboundPredicate('in', 'm', ['1', 2])"
+    values = [Decimal("10.5"), Decimal("9.25"), Decimal("-1")]
+    expected = f"UnboundPredicate('in', 'd', {sorted(values)!r})"
+    assert repr(col("d").isin(values)) == expected
+
+
 def test_pickle_round_trip() -> None:
     e = Or(And(a, Not(b)), col("c").isin([1, 2]))
     assert pickle.loads(pickle.dumps(e)) == e

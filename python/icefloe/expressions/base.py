@@ -574,6 +574,16 @@ def format_predicate(op: Op, name: str, literal: Any, literals: Iterable[Any]) -
     return f"{n} {_SYMBOL[op]} {format_literal(literal)}"
 
 
+def _set_repr(literals: Iterable[Any]) -> str:
+    """A set's literals as a list of their reprs, ordered by value when they are comparable
+    (``[1, 9, 10]``), else by repr."""
+    try:
+        ordered = sorted(literals)
+    except TypeError:
+        ordered = sorted(literals, key=repr)
+    return f"[{', '.join(map(repr, ordered))}]"
+
+
 class Predicate(BooleanExpression):
     """Shared shape of unbound and bound predicates: an op, a term, and its literal(s)."""
 
@@ -666,7 +676,7 @@ class UnboundPredicate(Predicate):
 
     def __repr__(self) -> str:
         if self.op.is_set:
-            lits = sorted(map(repr, self.literals))
+            lits = _set_repr(self.literals)
             return f"UnboundPredicate({self.op.value!r}, {self.term!r}, {lits})"
         if self.op.is_literal:
             return f"UnboundPredicate({self.op.value!r}, {self.term!r}, {self.literal!r})"
@@ -775,7 +785,7 @@ class BoundPredicate(Predicate):
 
     def __repr__(self) -> str:
         if self.op.is_set:
-            lits = sorted(map(repr, self.literals))
+            lits = _set_repr(self.literals)
             return f"BoundPredicate({self.op.value!r}, {self.ref!r}, {lits})"
         if self.op.is_literal:
             return f"BoundPredicate({self.op.value!r}, {self.ref!r}, {self.literal!r})"
