@@ -7,6 +7,8 @@ NumPy scalars and arrays (``df.id.max()``, ``df.id.unique()``, ``numpy.datetime6
 from __future__ import annotations
 
 import datetime as dt
+import math
+import operator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -361,3 +363,51 @@ def test_integral_numbers_bind_for_every_integer_taking_type() -> None:
     assert convert_literal(np.datetime64(5, "ns"), TimestampNanoType()) == 5
     assert convert_literal(np.datetime64(1, "D"), TimestampNanoType()) == 86_400 * 10**9
     assert convert_literal(np.datetime64(-1, "W"), DateType()) == -7
+
+
+# --- double literals closer to zero than any float -------------------------------------------
+
+_TINY_FLOATS = [
+    -math.inf,
+    -1.0,
+    -(2.0**-149),  # the negative float nearest zero
+    -0.0,
+    0.0,
+    2.0**-149,  # the smallest positive float
+    0.5,
+    math.inf,
+    math.nan,
+    None,
+]
+_PY_COMPARE = {
+    Op.LT: operator.lt,
+    Op.LT_EQ: operator.le,
+    Op.GT: operator.gt,
+    Op.GT_EQ: operator.ge,
+    Op.EQ: operator.eq,
+}
+
+
+@pytest.mark.parametrize("literal", [1e-50, -1e-50, "5e-46", "-5e-46"])
+def test_tiny_literals_on_a_float_column_compare_exactly(tmp_path: Path, literal: Any) -> None:
+    """A double literal closer to zero than any float rounded to 0.0 when bound to a float
+    column, so ``f < 1e-50`` dropped the rows holding 0.0, ``f = 1e-50`` selected them and
+    ``f > -1e-50`` dropped them. Checked against Python comparing the float32 values with the
+    double exactly (one file per value, so file pruning is exercised too)."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("f", pa.float32())])
+    t = catalog(tmp_path).create_table("ns.tiny", schema)
+    for i, v in enumerate(_TINY_FLOATS):
+        t.append(pa.table({"id": [i], "f": pa.array([v], pa.float32())}, schema=schema))
+    d = float(literal)
+    everything = list(range(len(_TINY_FLOATS)))
+    for op, compare in _PY_COMPARE.items():
+        expected = [i for i, v in enumerate(_TINY_FLOATS) if v is not None and compare(v, d)]
+        expr = UnboundPredicate(op, "f", literal)
+        assert _ids(t, expr) == expected, (op, literal)
+        # a negation is the exact complement (nulls and NaN included)
+        assert _ids(t, ~expr) == [i for i in everything if i not in expected], (op, literal)
+    assert _ids(t, col("f") != literal) == everything
+    assert _ids(t, col("f").isin([literal, 0.5])) == [_TINY_FLOATS.index(0.5)]
+    assert _ids(t, col("f").notin([literal, 0.5])) == [
+        i for i in everything if i != _TINY_FLOATS.index(0.5)
+    ]

@@ -38,7 +38,14 @@ from icefloe.expressions.base import (
     UnboundPredicate,
     balance,
 )
-from icefloe.expressions.literals import ABOVE_MAX, BELOW_MIN, convert_literal
+from icefloe.expressions.literals import (
+    ABOVE_MAX,
+    ABOVE_ZERO,
+    BELOW_MIN,
+    BELOW_ZERO,
+    OutOfRange,
+    convert_literal,
+)
 from icefloe.types import (
     DoubleType,
     FloatType,
@@ -161,7 +168,7 @@ class _Binder:
         try:
             if op.is_set:
                 values = [convert_literal(v, t) for v in pred.literals]
-                kept = [v for v in values if v is not ABOVE_MAX and v is not BELOW_MIN]
+                kept = [v for v in values if not isinstance(v, OutOfRange)]
                 return BoundPredicate(op, ref, kept)
             value = convert_literal(pred.literal, t)
         except ValidationError as e:
@@ -180,6 +187,20 @@ class _Binder:
                 # every value of the column compares so, but a null compares as nothing does
                 return AlwaysTrue() if field.required else BoundPredicate(Op.NOT_NULL, ref)
             return AlwaysTrue() if holds else AlwaysFalse()
+        if value is ABOVE_ZERO or value is BELOW_ZERO:
+            # a nonzero literal too small for a float column: equal to none of its values, and
+            # compared as the same rows are by the zero on its side (0.0 above -0.0 in
+            # Iceberg's order; both are zero to IEEE comparisons)
+            if op not in _ORDERING:
+                return AlwaysTrue() if op is Op.NOT_EQ else AlwaysFalse()
+            if value is ABOVE_ZERO:
+                less = Op.LT_EQ, 0.0
+                more = Op.GT, 0.0
+            else:
+                less = Op.LT, -0.0
+                more = Op.GT_EQ, -0.0
+            new_op, zero = less if op in (Op.LT, Op.LT_EQ) else more
+            return BoundPredicate(new_op, ref, zero)
         return BoundPredicate(op, ref, value)
 
 

@@ -77,7 +77,9 @@ from icefloe.types import (
 
 __all__ = [
     "ABOVE_MAX",
+    "ABOVE_ZERO",
     "BELOW_MIN",
+    "BELOW_ZERO",
     "Nanos",
     "OutOfRange",
     "convert_literal",
@@ -100,6 +102,10 @@ class OutOfRange:
 
 ABOVE_MAX = OutOfRange("ABOVE_MAX")
 BELOW_MIN = OutOfRange("BELOW_MIN")
+#: A positive (negative) literal closer to zero than any float but zero: it compares above
+#: (below) both zeros and below (above) every other float, and equals none.
+ABOVE_ZERO = OutOfRange("ABOVE_ZERO")
+BELOW_ZERO = OutOfRange("BELOW_ZERO")
 
 _LONG_MAX = 2**63 - 1
 _INT_RANGE = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-_LONG_MAX - 1, _LONG_MAX)}
@@ -332,12 +338,16 @@ def _to_float(value: Any, t: IcebergType) -> float | OutOfRange:
             return ABOVE_MAX
         if f < -_FLOAT32_MAX:
             return BELOW_MIN
-        f = struct.unpack("<f", struct.pack("<f", f))[0]
+        rounded: float = struct.unpack("<f", struct.pack("<f", f))[0]
+        if rounded == 0 and f != 0:  # beyond the smallest float: no nearest float keeps its sign
+            return ABOVE_ZERO if f > 0 else BELOW_ZERO
+        f = rounded
     return f
 
 
 def convert_literal(value: Any, t: IcebergType) -> Any:
-    """``value`` in the internal representation of ``t``, or ABOVE_MAX / BELOW_MIN."""
+    """``value`` in the internal representation of ``t``, or ABOVE_MAX / BELOW_MIN (or, for a
+    float column, ABOVE_ZERO / BELOW_ZERO)."""
     value = plain_scalar(value)
     if isinstance(value, bytearray | memoryview):
         value = bytes(value)
