@@ -672,3 +672,20 @@ def test_nested_values_in_the_table_format_read_as_json(world: CliWorld) -> None
     row = r.stdout.splitlines()[2]
     for cell in ('{"x": 1, "y": null}', '[["k", "v"]]', "[1, null]", "true", '{"name": "é"}'):
         assert cell in row, row
+
+
+def test_sql_columns_of_the_same_name_keep_their_own_values(world: CliWorld) -> None:
+    """A self-join selecting ``a.k, b.k`` showed the last ``k``'s value in both columns of the
+    table, and its JSON kept one ``k`` only: columns are read by position, and JSON names
+    repeated ones as DuckDB's clients do (``k``, ``k_1``)."""
+    query = (
+        "select a.k, b.k, b.k as k_1 from (select 1 as k union all select 2) a, "
+        "(select 1 as k union all select 2) b order by a.k, b.k"
+    )
+    r = run(world, "sql", query)
+    assert r.exit_code == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines()[2:] if line.strip()]
+    assert rows == [["1", "1", "1"], ["1", "2", "2"], ["2", "1", "1"], ["2", "2", "2"]]
+    r = run(world, "sql", query, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert _lines(r.stdout)[1] == {"k": 1, "k_1": 2, "k_1_1": 2}

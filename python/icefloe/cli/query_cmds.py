@@ -91,15 +91,34 @@ def _column_values(values: pa.Array) -> list[Any]:
         return shown
 
 
-def _records(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-    """The rows of ``batch`` as dicts (see :func:`_column_values` for far dates)."""
-    try:
-        rows: list[dict[str, Any]] = batch.to_pylist()
-        return rows
-    except (OverflowError, ValueError):
-        columns = [_column_values(c) for c in batch.columns]
-        names = batch.schema.names
-        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+def _rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+    """The rows of ``batch`` as tuples of its columns' values, by position (two columns may
+    share a name; see :func:`_column_values` for far dates)."""
+    columns = [_column_values(c) for c in batch.columns]
+    return list(zip(*columns, strict=True)) if columns else [() for _ in range(batch.num_rows)]
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    """``names`` with each repeated one renamed as DuckDB's own clients rename it: the second
+    ``k`` becomes ``k_1``, the third ``k_2`` (a suffix already taken is skipped; names compare
+    case-insensitively, as DuckDB's do)."""
+    taken: dict[str, int] = {}
+    out: list[str] = []
+    for name in names:
+        if name.lower() not in taken:
+            taken[name.lower()] = 0
+            out.append(name)
+            continue
+        index = taken[name.lower()]
+        while True:
+            index += 1
+            candidate = f"{name}_{index}"
+            if candidate.lower() not in taken:
+                break
+        taken[name.lower()] = index
+        taken[candidate.lower()] = 0
+        out.append(candidate)
+    return out
 
 
 def _open_output(output: str | None, mode: str) -> IO[Any] | None:
@@ -148,11 +167,11 @@ def _write_table(
     rows, more = 0, False
     with _text_output(output) as out:
         for b in batches:
-            for rec in _records(b):
+            for rec in _rows(b):
                 if rows >= max_rows:
                     more = True
                     break
-                t.add_row(*(literal(_cell(rec[n])) for n in schema.names))
+                t.add_row(*(literal(_cell(value)) for value in rec))
                 rows += 1
             if more:
                 break
@@ -247,12 +266,14 @@ def _write_csv(schema: pa.Schema, batches: Iterator[pa.RecordBatch], output: str
 
 
 def _write_json(batches: Iterator[pa.RecordBatch], output: str | None) -> int:
-    """JSON Lines: one strict JSON object per row."""
+    """JSON Lines: one strict JSON object per row (repeated column names made unique, see
+    :func:`_unique_names`)."""
     rows = 0
     with _text_output(output) as out:
         for b in batches:
-            for rec in _records(b):
-                out.write(dumps(rec) + "\n")
+            names = _unique_names(b.schema.names)
+            for rec in _rows(b):
+                out.write(dumps(dict(zip(names, rec, strict=True))) + "\n")
             rows += b.num_rows
     return rows
 
