@@ -689,3 +689,24 @@ def test_sql_columns_of_the_same_name_keep_their_own_values(world: CliWorld) -> 
     r = run(world, "sql", query, "--json")
     assert r.exit_code == 0, r.stderr
     assert _lines(r.stdout)[1] == {"k": 1, "k_1": 2, "k_1_1": 2}
+
+
+def test_sql_intervals_read_as_iso_durations(world: CliWorld, tmp_path: Path) -> None:
+    """An interval result (``max(ts) - min(ts)``) failed half-way through CSV, left an empty
+    Parquet file and showed a raw [months, days, nanoseconds] triple elsewhere."""
+    query = (
+        "select interval '1 year 2 months 3 days 04:05:06.5' as i, "
+        "timestamp '2026-01-09 22:00' - timestamp '2026-01-01' as span, -interval 3 hours as neg"
+    )
+    r = run(world, "sql", query, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert _lines(r.stdout) == [{"i": "P1Y2M3DT4H5M6.5S", "span": "P8DT22H", "neg": "PT-3H"}]
+    r = run(world, "sql", query, "--format", "csv")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.splitlines()[1] == '"P1Y2M3DT4H5M6.5S","P8DT22H","PT-3H"'
+    r = run(world, "sql", query)
+    assert r.exit_code == 0 and "P8DT22H" in r.stdout, r.stderr
+    out = tmp_path / "i.parquet"
+    r = run(world, "sql", query, "--format", "parquet", "-o", str(out))
+    assert r.exit_code == EXIT_BAD_INPUT and "Parquet cannot hold" in r.stderr
+    assert not out.exists()

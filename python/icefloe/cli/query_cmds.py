@@ -4,9 +4,10 @@ and ``icefloe sql`` (DuckDB over icefloe scans, when DuckDB is installed).
 Output formats: ``table`` (a terminal table, at most ``--max-rows`` rows drawn, values shown
 as written), ``csv`` (uuids and binary as ``json`` writes them; no nested columns), ``json``
 (JSON Lines, one object per row: decimals as exact strings, binary as hex, uuids in their
-canonical form, dates and times in ISO 8601, NaN and infinities as strings) and ``parquet`` (to
-``--output`` or a pipe). Rows are streamed batch by batch for ``csv``, ``json`` and
-``parquet``; ``--output`` takes every format (a table is drawn into the file without colour).
+canonical form, dates and times in ISO 8601, NaN and infinities as strings; intervals are ISO
+8601 durations in these three) and ``parquet`` (to ``--output`` or a pipe). Rows are streamed
+batch by batch for ``csv``, ``json`` and ``parquet``; ``--output`` takes every format (a table
+is drawn into the file without colour).
 """
 
 from __future__ import annotations
@@ -75,9 +76,39 @@ def _text_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _iso_interval(months: int, days: int, nanos: int) -> str:
+    """An interval as an ISO 8601 duration (``P1Y2M3DT4H5M6.5S``; each part keeps its own
+    sign, as PostgreSQL's ``iso_8601`` style writes mixed-sign intervals)."""
+    sign = -1 if months < 0 else 1
+    years, months = divmod(abs(months), 12)
+    date = [(sign * years, "Y"), (sign * months, "M"), (days, "D")]
+    text = "".join(f"{n}{unit}" for n, unit in date if n)
+    whole, frac = divmod(abs(nanos), 1_000_000_000)
+    hours, rest = divmod(whole, 3600)
+    minutes, seconds = divmod(rest, 60)
+    minus = "-" if nanos < 0 else ""
+    clock = [f"{minus}{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n]
+    if seconds or frac:
+        fraction = f".{frac:09d}".rstrip("0") if frac else ""
+        clock.append(f"{minus}{seconds}{fraction}S")
+    if clock:
+        text += "T" + "".join(clock)
+    return "P" + text if text else "PT0S"
+
+
+def _interval_text(values: pa.Array) -> pa.Array:
+    """An interval column as ISO 8601 durations (see :func:`_iso_interval`)."""
+    text = [None if v is None else _iso_interval(*v) for v in values.to_pylist()]
+    return pa.array(text, pa.string())
+
+
 def _column_values(values: pa.Array) -> list[Any]:
     """``values`` as Python values; a column with a date or timestamp Python cannot hold
-    (before year 1, after 9999) has its dates and timestamps as Arrow's text instead."""
+    (before year 1, after 9999) has its dates and timestamps as Arrow's text instead, an
+    interval column ISO 8601 durations."""
+    if pa.types.is_interval(values.type):
+        durations: list[Any] = _interval_text(values).to_pylist()
+        return durations
     try:
         plain: list[Any] = values.to_pylist()
         return plain
@@ -191,6 +222,12 @@ def _write_parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], output:
 
     if output in (None, "-") and sys.stdout.isatty():
         raise ValidationError("--format parquet needs --output FILE (or a pipe)")
+    try:  # refuse, before any file is created, the columns Parquet cannot hold
+        pq.ParquetWriter(io.BytesIO(), schema).close()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise ValidationError(
+            f"Parquet cannot hold these columns ({error}): use --format json or csv"
+        ) from None
     rows = 0
     with _binary_output(output) as stream, pq.ParquetWriter(stream, schema) as writer:
         for b in batches:
@@ -225,6 +262,8 @@ def _csv_column(values: pa.Array) -> pa.Array:
         return _csv_column(values.dictionary_decode())
     if any(is_kind(t) for is_kind in _BINARY_KINDS):
         return _hex(values)
+    if pa.types.is_interval(t):
+        return _interval_text(values)
     if pa.types.is_string_view(t):
         return values.cast(pa.string())
     if pa.types.is_decimal(t):  # plain notation (Arrow's cast writes 0E-10)
