@@ -710,3 +710,47 @@ def test_sql_intervals_read_as_iso_durations(world: CliWorld, tmp_path: Path) ->
     r = run(world, "sql", query, "--format", "parquet", "-o", str(out))
     assert r.exit_code == EXIT_BAD_INPUT and "Parquet cannot hold" in r.stderr
     assert not out.exists()
+
+
+def test_dates_arrow_cannot_write_are_shown_as_iso_text(tmp_path: Path) -> None:
+    """Timestamps and dates too far out for Arrow's text cast showed Arrow's placeholder,
+    garbled to ``<valueTout of range: N>``; they are written by proleptic Gregorian
+    arithmetic (numpy's datetime64 is the oracle)."""
+    import numpy as np
+
+    world = build_world(tmp_path / "world")
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("ts", pa.timestamp("us")),
+            ("d", pa.date32()),
+            ("l", pa.list_(pa.date32())),
+        ]
+    )
+    t = world.catalog().create_table("db.far", schema)
+    micros = [2**63 - 1, -(2**63) + 1]
+    days = [2**31 - 1, -(2**31)]
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "ts": pa.array(micros, pa.int64()).cast(pa.timestamp("us")),
+                "d": pa.array(days, pa.int32()).cast(pa.date32()),
+                "l": pa.array([[days[0]], [days[1]]], pa.list_(pa.int32())).cast(
+                    pa.list_(pa.date32())
+                ),
+            }
+        )
+    )
+    want_ts = [str(np.datetime64(m, "us")) for m in micros]
+    want_d = [str(np.datetime64(d, "D")) for d in days]
+    want_d = [w if w[0] == "-" else w.lstrip("+") for w in want_d]
+    for command in (["scan", "db.far"], ["sql", "select * from db.far"]):
+        r = run(world, *command, "--json")
+        assert r.exit_code == 0, r.stderr
+        rows = sorted(_lines(r.stdout), key=lambda x: x["id"])  # type: ignore[arg-type, return-value]
+        assert [row["ts"] for row in rows] == want_ts
+        assert [row["d"] for row in rows] == want_d
+        assert [row["l"] for row in rows] == [[w] for w in want_d]
+        r = run(world, *command, width=200)
+        assert r.exit_code == 0 and want_ts[0] in r.stdout and "out of range" not in r.stdout

@@ -102,6 +102,60 @@ def _interval_text(values: pa.Array) -> pa.Array:
     return pa.array(text, pa.string())
 
 
+_OUT_OF_RANGE = "<value out of range: "
+_FRACTION_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+
+def _civil_date(days: int) -> str:
+    """Days since 1970-01-01 as a proleptic Gregorian date in Arrow's text (astronomical
+    years: 0 is 1 BC, ``-0001`` 2 BC; years after 9999 in full)."""
+    z = days + 719468
+    era, doe = divmod(z, 146097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    text = f"-{-year:04d}" if year < 0 else f"{year:04d}"
+    return f"{text}-{month:02d}-{day:02d}"
+
+
+def _far_text(value: int, t: pa.DataType) -> str:
+    """A date or timestamp that Arrow's text cast cannot write, by integer arithmetic."""
+    if pa.types.is_date32(t):
+        return _civil_date(value)
+    if pa.types.is_date64(t):
+        return _civil_date(value // 86_400_000)
+    digits = _FRACTION_DIGITS[t.unit]
+    days, rest = divmod(value, 86_400 * 10**digits)
+    seconds, fraction = divmod(rest, 10**digits)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    text = f"{_civil_date(days)} {hours:02d}:{minutes:02d}:{seconds:02d}"
+    if digits:
+        text += f".{fraction:0{digits}d}"
+    return text + ("Z" if t.tz is not None else "")
+
+
+def _far_values(value: Any, t: pa.DataType) -> Any:
+    """``value`` (Arrow's text cast of type ``t``) with each placeholder Arrow writes for a
+    date or timestamp it cannot format replaced by the value's text."""
+    if value is None:
+        return None
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        if isinstance(value, str) and value.startswith(_OUT_OF_RANGE):
+            return _far_text(int(value[len(_OUT_OF_RANGE) : -1]), t)
+        return value
+    if pa.types.is_struct(t):
+        return {f.name: _far_values(value.get(f.name), f.type) for f in t}
+    if pa.types.is_map(t):
+        return [(_far_values(k, t.key_type), _far_values(v, t.item_type)) for k, v in value]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_far_values(v, t.value_type) for v in value]
+    return value
+
+
 def _column_values(values: pa.Array) -> list[Any]:
     """``values`` as Python values; a column with a date or timestamp Python cannot hold
     (before year 1, after 9999) has its dates and timestamps as Arrow's text instead, an
@@ -113,12 +167,10 @@ def _column_values(values: pa.Array) -> list[Any]:
         plain: list[Any] = values.to_pylist()
         return plain
     except (OverflowError, ValueError):
-        import pyarrow.compute as pc
-
-        text = values.cast(_text_type(values.type))
+        text = values.cast(_text_type(values.type)).to_pylist()
+        shown = [_far_values(v, values.type) for v in text]
         if pa.types.is_timestamp(values.type):  # ISO 8601, as Python writes the others
-            text = pc.replace_substring(text, " ", "T", max_replacements=1)
-        shown: list[Any] = text.to_pylist()
+            shown = [None if v is None else v.replace(" ", "T", 1) for v in shown]
         return shown
 
 
