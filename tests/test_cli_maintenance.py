@@ -435,3 +435,30 @@ def test_ctrl_c_says_whether_the_change_was_committed(
     assert r.exit_code == EXIT_INTERRUPTED, r.stderr
     assert "interrupted before the commit: db.events is unchanged" in r.stderr
     assert world.catalog().load_table("db.events").metadata_location == location
+
+
+def test_ctrl_c_in_orphans_and_in_reading_commands_exits_130(
+    world: CliWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``orphans`` and the commands that only read ended a Ctrl-C with click's bare
+    "Aborted!" and exit code 1; they exit 130, and orphans says how far it got."""
+    from icefloe.table.table import Table
+
+    def interrupted_deleting(self: Table, *args: object, **kwargs: object) -> object:
+        progress = kwargs["progress"]
+        assert callable(progress)
+        progress(3, 10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Table, "remove_orphan_files", interrupted_deleting)
+    r = run(world, "orphans", "db.events")
+    assert r.exit_code == 130, r.stderr
+    assert "interrupted: db.events is unchanged" in r.stderr
+    assert "at least 3 orphan files deleted" in r.stderr and "Aborted" not in r.stderr
+
+    def interrupted_reading(self: Table, *args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Table, "scan", interrupted_reading)
+    r = run(world, "scan", "db.events")
+    assert r.exit_code == 130 and r.stderr.strip() == "interrupted", r.stderr

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import click
 
-from icefloe.cli.errors import exit_code, one_line
+from icefloe.cli.errors import EXIT_INTERRUPTED, exit_code, one_line
 from icefloe.cli.names import show_name, split_name
 from icefloe.cli.render import Output, printable
 
@@ -159,6 +159,11 @@ class _Root(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C in a command that says nothing more itself (the changing ones say
+            # whether they committed): one line and 128 + SIGINT, as shells report it
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             # the reader went away (``icefloe scan ... | head``): stop quietly, and keep
             # Python from complaining again when it flushes standard output at exit

@@ -8,7 +8,7 @@ code   meaning
 2      bad input: usage errors, invalid values, filters that do not parse
 3      not found: table, namespace, snapshot, branch or tag, file
 4      conflict: already exists, namespace not empty, a concurrent commit won
-130    interrupted (Ctrl-C) in a changing command, which says whether it committed
+130    interrupted (Ctrl-C); a changing command says whether it committed
 =====  ===========================================================================
 """
 
@@ -32,12 +32,21 @@ from icefloe.exceptions import (
     ViewAlreadyExistsError,
 )
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_CONFLICT", "EXIT_NOT_FOUND", "EXIT_OTHER", "exit_code"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_CONFLICT",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FOUND",
+    "EXIT_OTHER",
+    "exit_code",
+]
 
 EXIT_OTHER = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_FOUND = 3
 EXIT_CONFLICT = 4
+#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 _CODES: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
     (

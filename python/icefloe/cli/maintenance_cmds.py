@@ -19,6 +19,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.analysis import check_snapshot
 from icefloe.cli.app import State, json_option, pass_state
+from icefloe.cli.errors import EXIT_INTERRUPTED
 from icefloe.cli.names import display_name
 from icefloe.cli.render import esc, human_size, literal, parse_size, plural
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
@@ -82,10 +83,6 @@ def _progress(state: State, what: str, quiet: bool) -> Iterator[Callable[[int, i
     finally:
         if task:
             bar.stop()
-
-
-#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
-EXIT_INTERRUPTED = 130
 
 
 @contextlib.contextmanager
@@ -388,8 +385,26 @@ def orphans(
             "use --older-than 1d or more, or --allow-recent when no other writer is running"
         )
     t = state.table(table)
-    with _progress(state, "deleting orphan files", as_json or dry_run) as progress:
-        found = t.remove_orphan_files(cutoff, dry_run=dry_run, location=location, progress=progress)
+    deleted = [0]  # files deleted so far, as the progress callback counts them
+    try:
+        with _progress(state, "deleting orphan files", as_json or dry_run) as bar:
+
+            def progress(done: int, total: int) -> None:
+                deleted[0] = done
+                if bar is not None:
+                    bar(done, total)
+
+            found = t.remove_orphan_files(
+                cutoff, dry_run=dry_run, location=location, progress=progress
+            )
+    except KeyboardInterrupt:
+        state.out.err.print(
+            f"interrupted: {esc(display_name(t))} is unchanged (orphans changes no metadata); "
+            f"at least {plural(deleted[0], 'orphan file')} deleted before the stop, run the "
+            "command again to finish",
+            soft_wrap=True,
+        )
+        raise SystemExit(EXIT_INTERRUPTED) from None
     if as_json:
         state.out.json({"table": display_name(t), "dry_run": dry_run, "orphan_files": found})
         return
