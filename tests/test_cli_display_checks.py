@@ -421,6 +421,25 @@ def test_partitions_fit_long_labels_without_cutting_columns(tmp_path: Path) -> N
             assert "█" not in r.stdout and all(line.split()[-1] == "-" for line in rows)
 
 
+def test_partitions_with_short_labels_keep_the_header_whole(tmp_path: Path) -> None:
+    """Labels shorter than the word "partition" (``p=a``) sized the column below its header,
+    which folded to ``parti`` / ``tion``."""
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("p", pa.string()), ("k", pa.int64())]))
+    with t.update_spec() as u:
+        u.add_field("p", "identity", "p")
+    t.append(pa.table({"p": ["a", "a", "a", "b"], "k": pa.array([1, 2, 3, 4], pa.int64())}))
+    cat.close()
+    for width in (80, 100, 50):
+        r = run(w, "partitions", "db.t", width=width)
+        assert r.exit_code == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines[1].split()[0] == "partition" and "tion" not in lines[2], (width, r.stdout)
+        assert all(len(line) <= width for line in lines), (width, r.stdout)
+
+
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_pictures_draw_with_ascii_stand_ins_where_the_terminal_lacks_their_characters(
     world: CliWorld, encoding: str

@@ -270,7 +270,8 @@ def partitions(
     if not bars:
         room += 4  # two columns fewer: their padding and separators
     longest = max(len(r.label) for r in shown)
-    label_w = min(longest, max(len("partition"), room - 4 if bars else room))
+    # never narrower than the header, which would fold instead
+    label_w = max(len("partition"), min(longest, room - 4 if bars else room))
     bar_w = max(2, min(24, (room - label_w) // 2))
     out = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     out.add_column("partition", overflow="fold", min_width=label_w)
