@@ -301,6 +301,30 @@ def test_files_keeps_its_numbers_with_long_partition_labels(tmp_path: Path) -> N
         assert all(len(line) <= width for line in lines if "─" in line)
 
 
+def test_files_keeps_content_and_sizes_whole_on_a_narrow_terminal(tmp_path: Path) -> None:
+    """At 40 columns with a position-delete file the file and partition columns took more
+    than the room left, so the size (``1.4 K…``) and content (``pos-delet…``) were cut."""
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    t = cat.create_table(
+        "db.t",
+        pa.schema([("k", pa.int64()), ("v", pa.string())]),
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    t.append(pa.table({"k": pa.array(range(100), pa.int64()), "v": [f"s{i}" for i in range(100)]}))
+    t.delete("k = 5")
+    cat.close()
+    for width in (40, 50):
+        r = run(w, "files", "db.t", width=width)
+        assert r.exit_code == 0, r.stderr
+        rows = [line for line in r.stdout.splitlines() if line.startswith(("data ", "pos-"))]
+        assert [line.split()[0] for line in rows] == ["data", "pos-deletes"], r.stdout
+        for line in rows:
+            assert len(line) <= width and "…" not in line.split()[-1], (width, line)
+            assert line.split()[-1] in ("B", "KiB"), (width, line)
+
+
 # -- 6. the report's row count and skew ---------------------------------------------------------
 
 

@@ -187,8 +187,11 @@ def _name_widths(rows: Sequence[tuple[str, ...]], width: int) -> tuple[int, int]
     natural = [max([len(r[k]) for r in rows] + [len(h)]) for k, h in enumerate(_LISTING_HEADERS)]
     room = width - natural[0] - natural[3] - natural[4] - 9  # 8 for gaps, one to spare
     file_min = min(natural[1], max(12, room // 2))
-    part_w = max(min(natural[2], room - file_min), len("partition"))
-    return max(room - part_w, len("file")), part_w
+    part_w = min(natural[2], max(room - file_min, len("partition")))
+    # the two never take more than the room (else the numbers are cut): on a narrow terminal
+    # the partition gives way down to the file's header, and both headers are cut past that
+    part_w = max(1, min(part_w, room - min(len("file"), natural[1])))
+    return max(1, room - part_w), part_w
 
 
 def _skew_line(stats: PartitionStats) -> Text:
