@@ -122,3 +122,22 @@ def test_the_browser_check_sees_requests_and_errors(browser: Chromium, tmp_path:
     errors = browser.console_errors()
     assert any("boom" in e for e in errors)
     assert any("undefined_function" in e for e in errors)
+
+
+def test_the_report_timeline_gives_each_snapshot_its_own_x() -> None:
+    """150 snapshots were drawn on an axis of 141 slots: snapshots shared an x and their
+    circles lay on top of each other, hiding some."""
+    from collections import Counter
+
+    from icefloe.cli.analysis import SnapshotPoint, Timeline
+    from icefloe.cli.report_svg import timeline_svg
+
+    points = tuple(
+        SnapshotPoint(i + 1, i or None, 1_700_000_000_000 + i, "append", i + 1, "main",
+                      1, 0, i + 1, 100, 100, 0)
+        for i in range(300)
+    )  # fmt: skip
+    svg = timeline_svg(Timeline(points, ("main",), {"main": 300}, {}))
+    xs = re.findall(r'<circle data-mark="snapshot"[^>]*cx="([\d.]+)"', svg)
+    assert len(xs) >= 100 and max(Counter(xs).values()) == 1
+    assert f"{300 - len(xs)} older snapshots not drawn" in svg

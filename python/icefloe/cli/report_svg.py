@@ -51,8 +51,11 @@ def _text(x: float, y: float, s: str, cls: str = "", anchor: str = "start") -> s
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{c}>{escape(s)}</text>'
 
 
-#: The report draws at most this many snapshots (the newest).
-MAX_TIMELINE_SNAPSHOTS = 150
+#: The timeline's left gutter (lane names), right margin and pixels per axis slot.
+_GUTTER, _RIGHT, _STEP = 90, 24, 6
+#: The report draws at most this many snapshots (the newest): one per axis slot, so no two
+#: share an x.
+MAX_TIMELINE_SNAPSHOTS = (_W - _GUTTER - _RIGHT) // _STEP
 #: Characters of a lane name that fit in the timeline's left gutter; longer ones are cut (the
 #: whole name is the label's tooltip), and clipped to the gutter whatever their glyphs' width.
 _LANE_CHARS = 11
@@ -80,7 +83,7 @@ def timeline_svg(tl: Timeline) -> str:
     """Lanes per branch with one circle per snapshot (coloured by operation), tags as
     diamonds, then bars for added rows, deleted rows and total size per snapshot; the newest
     :data:`MAX_TIMELINE_SNAPSHOTS` are drawn."""
-    gutter, right = 90, 24
+    gutter, right = _GUTTER, _RIGHT
     plot_w = _W - gutter - right
     lane_h, bar_h = 34, 46
     pts = tl.points[-MAX_TIMELINE_SNAPSHOTS:]
@@ -94,7 +97,7 @@ def timeline_svg(tl: Timeline) -> str:
     body: list[str] = []
     if not pts:
         return _svg("timeline", _W, 60, [_text(10, 30, "no snapshots")], "no snapshots")
-    step = 6
+    step = _STEP
     xs = [gutter + c * step for c in axis_positions(pts, max(plot_w // step, 2))]
     x_of = {p.snapshot_id: x for p, x in zip(pts, xs, strict=True)}
     # time axis
