@@ -465,3 +465,30 @@ def test_pictures_draw_with_ascii_stand_ins_where_the_terminal_lacks_their_chara
         assert code == 0 and "UnicodeEncodeError" not in err, (command, err)
     code, out, _ = icefloe("snapshots", "db.events", "--json")
     assert code == 0 and json.loads(out)
+
+
+def test_ascii_stand_ins_take_the_cells_of_the_characters_they_replace(tmp_path: Path) -> None:
+    """A two-cell character (CJK, emoji) was written as a single ``?`` on an ASCII terminal,
+    shifting the rest of its row left of the columns laid out for it."""
+    import os
+    import subprocess
+
+    from support.cli import PYTHON_DIR, subprocess_command
+
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    t = cat.create_table("db.c", pa.schema([("city", pa.string()), ("n", pa.int64())]))
+    t.append(pa.table({"city": ["Zurich", "東京", "😀x"], "n": pa.array([1, 2, 3], pa.int64())}))
+    cat.close()
+    env = {**os.environ, **w.env, "NO_COLOR": "1", "PYTHONIOENCODING": "ascii"}
+    env["PYTHONPATH"] = str(PYTHON_DIR)
+    p = subprocess.run(
+        [*subprocess_command(), "--width", "60", "scan", "db.c"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    rows = [line.rstrip() for line in p.stdout.decode("ascii").splitlines()[2:] if line.strip()]
+    assert rows == ["Zurich | 1", "????   | 2", "??x    | 3"]

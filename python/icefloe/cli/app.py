@@ -225,8 +225,12 @@ _STAND_INS = {
 def _stand_in(error: UnicodeError) -> tuple[str, int]:
     if not isinstance(error, UnicodeEncodeError):
         raise error
+    from rich.cells import cell_len
+
     text = error.object[error.start : error.end]
-    return "".join(_STAND_INS.get(c, "?") for c in text), error.end
+    # a character without a stand-in becomes one "?" per terminal cell it takes, so the
+    # columns laid out for it stay aligned (a CJK character or an emoji takes two)
+    return "".join(_STAND_INS.get(c) or "?" * cell_len(c) for c in text), error.end
 
 
 def _encodable_output() -> None:
