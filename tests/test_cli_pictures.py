@@ -427,3 +427,19 @@ def test_json_documents_are_strict_with_nan_and_infinite_partition_values(
         "Infinity",
         "NaN",
     ]
+
+
+def test_without_colour_the_marks_name_their_operations(world: CliWorld) -> None:
+    """Without colour every snapshot was the same ``●``, and a narrow terminal drops the
+    table's operation column: nothing said which snapshot appended and which deleted. The
+    marks are then the operations' first letters, and the legend is never cut."""
+    ops = {s.operation for s in world.catalog().load_table("db.events").snapshots()}
+    assert {"append", "delete"} <= ops
+    for width in (40, 100):
+        r = run(world, "snapshots", "db.events", width=width)
+        assert r.exit_code == 0, r.stderr
+        picture = r.stdout.split("\n\n")[1]
+        assert "●" not in picture
+        for op in ops:
+            assert f"{op[0]} {op}" in picture, (width, picture)
+        assert all(len(line) <= width for line in picture.splitlines()), picture

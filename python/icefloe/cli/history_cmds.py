@@ -94,8 +94,16 @@ def _ref_cells(
     return cells
 
 
-def draw_timeline(tl: Timeline, width: int) -> list[Text]:
-    """The lanes of ``tl`` drawn for a terminal ``width`` columns wide."""
+def _op_mark(operation: str, letters: bool) -> str:
+    """A snapshot's mark: ``●`` in its operation's colour, or without colour the operation's
+    first letter (``a`` append, ``d`` delete, ``o`` overwrite, ``r`` replace)."""
+    text = printable(operation)
+    return text[0].lower() if letters and text else _MARK
+
+
+def draw_timeline(tl: Timeline, width: int, letters: bool = False) -> list[Text]:
+    """The lanes of ``tl`` drawn for a terminal ``width`` columns wide; ``letters`` marks the
+    snapshots by their operation's first letter (for output without colour)."""
     bare = tl.bare_heads
     label_w = max([len(_cut(n)) for n in tl.lanes] + [8 if bare else 4]) + 2
     axis_w = max(width - label_w - 1, 10)
@@ -136,7 +144,10 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
             if cells[x][0] == " ":
                 cells[x] = ("─", "dim")
         for p, x in mine:
-            cells[x] = (_MARK, f"bold {OP_COLORS.get(p.operation, 'white')}")
+            cells[x] = (
+                _op_mark(p.operation, letters),
+                f"bold {OP_COLORS.get(p.operation, 'white')}",
+            )
         lines.append(_line(_cut(lane), label_w, cells))
     if bare:  # branches with no snapshot of their own: marked where their head is
         lines.append(_line("branches", label_w, _ref_cells(bare, _HEAD, "bold cyan", x_of, axis_w)))
@@ -146,8 +157,12 @@ def draw_timeline(tl: Timeline, width: int) -> list[Text]:
         )
     legend = Text(" " * label_w)
     for op in sorted({p.operation for p in points}):
-        legend.append(_MARK + " ", style=f"bold {OP_COLORS.get(op, 'white')}")
-        legend.append(printable(op) + "  ")
+        entry = f"{_op_mark(op, letters)} {printable(op)}"
+        if legend.cell_len > label_w and legend.cell_len + len(entry) > width:
+            lines.append(legend)  # the legend goes on over more lines rather than be cut
+            legend = Text(" " * label_w)
+        legend.append(entry[0], style=f"bold {OP_COLORS.get(op, 'white')}")
+        legend.append(entry[1:] + "  ")
     lines.append(legend)
     if dropped:
         lines.append(Text(f"({dropped} older snapshots not drawn)", style="dim"))
@@ -217,7 +232,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
         op_w = 0  # as wide as it needs
     elif op_w - over >= 4:
         op_w -= over
-    else:  # not even "app…" fits: the colour-coded picture above has the operations
+    else:  # not even "app…" fits: the picture above marks the operations (by colour or letter)
         show["op"] = False
     t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     # ids are what a user copies into --snapshot: never cut (bars shrink first)
@@ -303,7 +318,8 @@ def snapshots(state: State, table: str, limit: int, as_json: bool) -> None:
         f"over {span}"
     )
     console.print()
-    for line in draw_timeline(tl, console.width):
+    letters = console.no_color or console.color_system is None  # marks told apart by letter
+    for line in draw_timeline(tl, console.width, letters):
         console.print(line, no_wrap=True, overflow="crop")
     console.print()
     console.print(_table(tl, console.width, limit))
