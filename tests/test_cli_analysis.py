@@ -121,3 +121,16 @@ def test_a_tag_off_every_branch_has_a_lane_of_its_own(tmp_path: Path) -> None:
     assert tl.lanes == ("main", "release-1", "unreferenced")
     assert [lane[i] for i in ids] == ["main", "release-1", "release-1", "unreferenced"]
     assert lane[t.current_snapshot().snapshot_id] == "main"
+
+
+def test_human_size_picks_the_unit_after_rounding() -> None:
+    """1,048,575 bytes showed as ``1024.0 KiB``: the unit was chosen before rounding."""
+    from icefloe.cli.render import human_size
+
+    assert human_size(1_048_575) == "1.0 MiB"
+    assert human_size(1024**3 - 1) == "1.0 GiB"
+    assert human_size(1_048_524) == "1023.9 KiB"  # rounds to under 1024: stays in KiB
+    assert human_size(1023) == "1023 B" and human_size(1024) == "1.0 KiB"
+    for n in range(0, 2**40, 2**40 // 997):
+        number, _unit = human_size(n).split()
+        assert float(number) < 1024, n

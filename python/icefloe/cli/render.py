@@ -233,8 +233,11 @@ def human_size(n: int | float | None) -> str:
         return "-"
     value = float(n)
     for unit in _UNITS:
-        if abs(value) < 1024 or unit == _UNITS[-1]:
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        if unit == "B" and abs(value) < 1024:
+            return f"{int(value)} B"
+        shown = f"{value:.1f}"
+        if unit != "B" and (abs(float(shown)) < 1024 or unit == _UNITS[-1]):
+            return f"{shown} {unit}"  # the unit chosen after rounding: 1.0 MiB, not 1024.0 KiB
         value /= 1024
     raise AssertionError("unreachable")
 
