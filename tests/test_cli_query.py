@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import uuid
 from collections.abc import Iterator
@@ -754,3 +755,19 @@ def test_dates_arrow_cannot_write_are_shown_as_iso_text(tmp_path: Path) -> None:
         assert [row["l"] for row in rows] == [[w] for w in want_d]
         r = run(world, *command, width=200)
         assert r.exit_code == 0 and want_ts[0] in r.stdout and "out of range" not in r.stdout
+
+
+def test_a_nan_literal_in_a_filter_points_to_the_filter_syntax(tmp_path: Path) -> None:
+    """``--filter "f = 'NaN'"`` advised ``is_nan/not_nan``, which the filter text does not
+    parse; it names the syntax that works, which reads the NaN row."""
+    world = build_world(tmp_path / "world")
+    t = world.catalog().create_table("db.f", pa.schema([("f", pa.float64())]))
+    t.append(pa.table({"f": [1.0, float("nan")]}))
+    r = run(world, "scan", "db.f", "--filter", "f = 'NaN'")
+    assert r.exit_code == EXIT_BAD_INPUT and "f is nan" not in r.stderr
+    advice = re.search(r"in filter text: (x is nan), (x is not nan)", r.stderr)
+    assert advice is not None, r.stderr
+    for syntax, want in zip(advice.groups(), (["NaN"], [1.0]), strict=True):
+        r = run(world, "scan", "db.f", "--filter", syntax.replace("x", "f"), "--json")
+        assert r.exit_code == 0, r.stderr
+        assert [row["f"] for row in _lines(r.stdout)] == want

@@ -332,7 +332,11 @@ def _to_float(value: Any, t: IcebergType) -> float | OutOfRange:
     else:
         raise _bad(value, t)
     if math.isnan(f):
-        raise _bad(value, t, "NaN is not a literal: use is_nan/not_nan")
+        raise _bad(
+            value,
+            t,
+            "NaN is not a literal: use is_nan/not_nan (in filter text: x is nan, x is not nan)",
+        )
     if isinstance(t, FloatType) and not math.isinf(f):
         if f > _FLOAT32_MAX:
             return ABOVE_MAX
