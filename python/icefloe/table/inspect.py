@@ -592,16 +592,7 @@ class InspectTable:
                 ("snapshot_id", "last"),
             ]
         )
-        if keys:
-            partition = pa.StructArray.from_arrays(
-                [
-                    from_group_key(g.column(k), f.type).combine_chunks()
-                    for k, f in zip(keys, ptype, strict=True)
-                ],
-                fields=list(ptype),
-            )
-        else:
-            partition = pa.array([{}] * g.num_rows, pa.struct([]))
+        partition = _partitions_of_groups(g, keys, ptype)
         out = pa.table(
             {
                 "partition": partition,
@@ -716,6 +707,20 @@ def _file_total(rows: pa.Table) -> pa.ChunkedArray:
     )
 
 
+def _partitions_of_groups(g: pa.Table, keys: list[str], ptype: pa.StructType) -> pa.Array:
+    """The ``partition`` struct column of grouped rows whose key columns ``keys`` hold each
+    field of ``ptype`` as its group key."""
+    if not keys:
+        return pa.array([{}] * g.num_rows, pa.struct([]))
+    return pa.StructArray.from_arrays(
+        [
+            from_group_key(g.column(k), f.type).combine_chunks()
+            for k, f in zip(keys, ptype, strict=True)
+        ],
+        fields=list(ptype),
+    )
+
+
 def _merge_specs(rows: pa.Table, projected: dict[int, int]) -> pa.Table:
     """:meth:`InspectTable.partitions` rows of one spec each as one row per partition: the same
     unified tuple from specs having as many of its fields (``projected``, by spec id). Counts
@@ -745,16 +750,7 @@ def _merge_specs(rows: pa.Table, projected: dict[int, int]) -> pa.Table:
             *((c, "last") for c in ("spec_id", "last_updated_at", "last_updated_snapshot_id")),
         ]
     )
-    if keys:
-        partition = pa.StructArray.from_arrays(
-            [
-                from_group_key(g.column(k), f.type).combine_chunks()
-                for k, f in zip(keys, ptype, strict=True)
-            ],
-            fields=list(ptype),
-        )
-    else:
-        partition = pa.array([{}] * g.num_rows, pa.struct([]))
+    partition = _partitions_of_groups(g, keys, ptype)
     return pa.table(
         {
             "partition": partition,
