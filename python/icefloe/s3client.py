@@ -43,7 +43,6 @@ from icefloe.exceptions import (
     FileIOError,
     NotFoundError,
     UnknownWriteStateError,
-    ValidationError,
 )
 from icefloe.filesystems import check_credential_text, check_s3_keys
 from icefloe.properties import parse_flag, parse_seconds, parse_url
@@ -86,16 +85,10 @@ def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
         return None
     if not parser.has_section(profile):
         return None
-    try:
-        section = parser[profile]
-        key = section.get("aws_access_key_id")
-        secret = section.get("aws_secret_access_key")
-        token = section.get("aws_session_token")
-    except configparser.Error as exc:  # its message may quote a secret
-        raise ValidationError(
-            f"cannot read profile {profile!r} of the shared credentials file {path} "
-            f"({type(exc).__name__})"
-        ) from None
+    section = parser[profile]  # without interpolation, reading a value cannot fail
+    key = section.get("aws_access_key_id")
+    secret = section.get("aws_secret_access_key")
+    token = section.get("aws_session_token")
     if key and secret:
         return Credentials(key, secret, token or None)
     return None
