@@ -214,16 +214,19 @@ def test_backoff_policy_and_retry_count(tmp_path: Path) -> None:
         attempts.append(new)
         raise CommitFailedError("lost")
 
-    with pytest.raises(CommitFailedError):
-        run_commit(
-            base,
-            "m0",
-            [],
-            [SetProperties({"k": "v"})],
-            always_lose,
-            lambda: (base, "m0"),
-            sleep=sleeps.append,
-        )
+    def commit_losing(meta: TableMetadata) -> None:
+        with pytest.raises(CommitFailedError):
+            run_commit(
+                meta,
+                "m0",
+                [],
+                [SetProperties({"k": "v"})],
+                always_lose,
+                lambda: (meta, "m0"),
+                sleep=sleeps.append,
+            )
+
+    commit_losing(base)
     assert len(attempts) == 4  # first try + 3 retries
     assert len(sleeps) == 3
     # doubling from min-wait (100, 200, 250 capped), each jittered into [50%, 100%]
@@ -234,16 +237,7 @@ def test_backoff_policy_and_retry_count(tmp_path: Path) -> None:
     timeout = TableMetadata.from_json(
         {**base.to_json(), "properties": {"commit.retry.total-timeout-ms": "0"}}
     )
-    with pytest.raises(CommitFailedError):
-        run_commit(
-            timeout,
-            "m0",
-            [],
-            [SetProperties({"k": "v"})],
-            always_lose,
-            lambda: (timeout, "m0"),
-            sleep=sleeps.append,
-        )
+    commit_losing(timeout)
     assert len(attempts) == 1 and sleeps == []
 
 
