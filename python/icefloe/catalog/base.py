@@ -93,10 +93,16 @@ class Catalog(ABC):
     def __init__(self, name: str, **properties: str) -> None:
         self.name = name
         self.properties: dict[str, str] = dict(properties)
+        self._given = dict(properties)
         self._io: FileIO | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy opens the catalog afresh from the properties it was given (its connections,
+        # sessions and locks belong to this process); tables pickle with their catalog.
+        return (_reopened, (type(self), self.name, self._given))
 
     def close(self) -> None:
         """Release what the catalog holds open (database connections, HTTP sessions); a
@@ -681,6 +687,11 @@ class Catalog(ABC):
     def _table_identifier(self, identifier: str | Iterable[str]) -> Identifier:
         namespace, name = split_identifier(identifier)
         return (*namespace, name)
+
+
+def _reopened(kind: type[Catalog], name: str, properties: dict[str, str]) -> Catalog:
+    """The catalog a pickled one stands for, opened again from its given properties."""
+    return kind(name, **properties)
 
 
 def loaded_after_rename(dst: Identifier, load: Callable[[Identifier], T]) -> T:

@@ -257,6 +257,14 @@ class SqlCatalog(MetastoreCatalog):
             self._has_type_column = "iceberg_type" in columns
         return self._has_type_column
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._in_memory:
+            raise ValidationError(
+                f"SQL catalog {self.name!r} keeps its tables in an in-memory database of this "
+                "process: it (and its tables) cannot be pickled; use a database file or server"
+            )
+        return super().__reduce__()
+
     def close(self) -> None:
         """Release the database connections (a later call connects again, except to an
         in-memory database, which closing discards)."""
