@@ -22,6 +22,7 @@ def test_compute_stats_then_stale_after_a_commit(tmp_path: Path) -> None:
     r = run(world, "compute-stats", "db.events", "--json")
     assert r.exit_code == 0, r.stderr
     doc = r.json()
+    assert doc.pop("table") == "db.events"  # as every command's JSON names its table
     t = world.catalog().load_table("db.events")
     sid = t.current_snapshot().snapshot_id
     assert doc["table_statistics"] == {"snapshot_id": sid, "snapshots_behind": 0}
@@ -44,6 +45,7 @@ def test_compute_stats_then_stale_after_a_commit(tmp_path: Path) -> None:
 
     t.append(rows.slice(0, 3))  # a new snapshot: the statistics are one behind
     stale = run(world, "stats", "db.events", "--json").json()
+    assert stale["table"] == "db.events"
     assert stale["table_statistics"] == {"snapshot_id": sid, "snapshots_behind": 1}
     assert stale["ndv"] == doc["ndv"]
     assert "stale: computed for snapshot" in run(world, "stats", "db.events").stdout
@@ -96,6 +98,7 @@ def test_a_missing_statistics_file_is_flagged_when_its_counts_are_in_the_metadat
     path = st.statistics_path
     os.remove(path.removeprefix("file://"))
     doc = run(world, "stats", "db.events", "--json").json()
+    assert doc.pop("table") == "db.events"
     assert doc["ndv"] and "unreadable" not in doc  # the counts still come from the metadata
     assert doc["missing_files"] == [{"kind": "table", "path": path}]
     assert run(world, "describe", "db.events", "--json").json()["statistics"] == doc

@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 
 from icefloe.cli.analysis import missing_statistics_files
 from icefloe.cli.app import State, json_option, pass_state
-from icefloe.cli.names import select_list
+from icefloe.cli.names import display_name, select_list
 from icefloe.cli.render import esc, literal
 from icefloe.exceptions import IcebergError
 
@@ -89,9 +89,10 @@ def print_statistics(state: State, doc: dict[str, Any]) -> None:
 def stats(state: State, table: str, as_json: bool) -> None:
     """The distinct-value counts per column of TABLE (from its newest statistics file on the
     current snapshot's history) and whether the table and partition statistics are current."""
-    doc = statistics_json(state.table(table))
+    t = state.table(table)
+    doc = statistics_json(t)
     if as_json:
-        state.out.json(doc)
+        state.out.json({"table": display_name(t), **doc})
         return
     print_statistics(state, doc)
 
@@ -112,7 +113,7 @@ def compute_stats(state: State, table: str, columns: str | None, full: bool, as_
         t.compute_partition_statistics(incremental=not full)
     doc = statistics_json(t)
     if as_json:
-        state.out.json(doc)
+        state.out.json({"table": display_name(t), **doc})
         return
     print_statistics(state, doc)
 
