@@ -433,6 +433,13 @@ class TableMetadata:
         return TableMetadata.from_json(parse_document(data, _WHAT))
 
     @staticmethod
+    def parse_uuid(data: str | bytes | bytearray | memoryview) -> str | None:
+        """The ``table-uuid`` of metadata JSON text or bytes (None when absent), without
+        building the rest: for looking at many old versions, each listing every snapshot."""
+        uuid = require_object(parse_document(data, _WHAT), _WHAT).get("table-uuid")
+        return uuid if isinstance(uuid, str) else None
+
+    @staticmethod
     def from_json(obj: Any) -> TableMetadata:
         """Builds metadata from a parsed JSON object (see the module docstring for the rules).
 

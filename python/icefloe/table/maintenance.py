@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe._concurrency import parallel_map
 from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO, unicode_name
@@ -157,20 +158,26 @@ def _refuse_shared_metadata_dir(
     share the location (a table renamed and another created under its old name), and every
     file of the other one would count as an orphan of this one."""
     own = comparable_locations(pa.array([own_metadata_dir.rstrip("/")]))[0].as_py()
-    for path in orphans:
-        if not path.endswith(".metadata.json") or unicode_name(path) != path:
-            continue  # a name that is not UTF-8 is no table's metadata file
-        directory = path.rsplit("/", 1)[0]
-        if comparable_locations(pa.array([directory]))[0].as_py() != own:
-            continue
+    # a name that is not UTF-8 is no table's metadata file
+    named = [p for p in orphans if p.endswith(".metadata.json") and unicode_name(p) == p]
+    if not named or not metadata.table_uuid:
+        return
+    directories = comparable_locations(pa.array([p.rsplit("/", 1)[0] for p in named]))
+    candidates = [p for p, d in zip(named, directories.to_pylist(), strict=True) if d == own]
+
+    def uuid_of(path: str) -> str | None:
+        # only the uuid is needed: building the whole metadata of each old version (every
+        # snapshot it lists) made this quadratic in the table's number of commits
         try:
-            other = TableMetadata.parse(io.new_input(path).read())
+            return TableMetadata.parse_uuid(io.new_input(path).read())
         except IcebergError:
-            continue  # unreadable: no evidence of another table
-        if other.table_uuid and metadata.table_uuid and other.table_uuid != metadata.table_uuid:
+            return None  # unreadable: no evidence of another table
+
+    for path, other in zip(candidates, parallel_map(uuid_of, candidates), strict=True):
+        if other and other != metadata.table_uuid:
             raise ValidationError(
                 f"remove_orphan_files: {path} is metadata of another table (uuid "
-                f"{other.table_uuid}) in this table's metadata directory: the two tables share "
+                f"{other}) in this table's metadata directory: the two tables share "
                 "their location, and the other table's files would count as orphans; nothing "
                 "was deleted"
             )
