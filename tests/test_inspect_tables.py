@@ -382,3 +382,44 @@ def test_a_spec_lacking_a_field_is_another_partition_than_a_null(
     r1 = (("data", "r1"), ("id", None))
     assert expected == [(r1, 1, 1, 1), (r1, 2, 1, 1)]
     assert _rows(_partition_rows(t, use_statistics), cols) == expected
+
+
+def test_partition_fields_are_taken_from_one_array_however_many_specs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table whose spec changed many times: the partition tuple of ``inspect.partitions()``
+    and of partition statistics has a field per partition field of every spec, read from a
+    chunk per manifest. Each field was taken chunk by chunk (manifests x fields squared: 16
+    seconds at 400 specs, where PyIceberg took half a second); now from one array, with the
+    same rows as PyIceberg."""
+    import pyarrow.compute as pc
+    from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSql
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    uri, warehouse = f"sqlite:///{tmp_path}/c.db", (tmp_path / "wh").as_uri()
+    cat = SqlCatalog("s", uri=uri, warehouse=warehouse)
+    cat.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    table = cat.create_table("db.t", schema)
+    for k in range(12):
+        with table.update_spec() as spec:
+            spec.add_field("id", f"bucket[{k + 2}]", f"b{k}")
+            if k:
+                spec.remove_field(f"b{k - 1}")
+        table.append(pa.table({"id": pa.array([k, k + 1000], pa.int64())}))
+    chunks: list[int] = []
+    real = pc.struct_field
+
+    def counting(values: Any, *args: Any, **kwargs: Any) -> Any:
+        chunks.append(values.num_chunks if isinstance(values, pa.ChunkedArray) else 1)
+        return real(values, *args, **kwargs)
+
+    monkeypatch.setattr(pc, "struct_field", counting)
+    rows = table.inspect.partitions()
+    table.compute_partition_statistics()
+    monkeypatch.undo()
+    assert chunks and max(chunks) == 1, max(chunks)
+    theirs = PyIcebergSql("s", uri=uri, warehouse=warehouse).load_table("db.t")
+    assert rows.num_rows == theirs.inspect.partitions().num_rows
+    assert sum(rows.column("record_count").to_pylist()) == 24

@@ -164,10 +164,11 @@ def _aggregate(entries: pa.Table, metadata: TableMetadata, incremental: bool) ->
 
 
 def _flatten(partition: pa.ChunkedArray) -> dict[str, pa.ChunkedArray]:
-    # extension-typed values (uuid, geometry) group by their storage (see group_key)
+    # extension-typed values (uuid, geometry) group by their storage (see group_key); one
+    # array, not a chunk per manifest: field access per chunk cost chunks x fields each
+    whole = pa.chunked_array([partition.combine_chunks()])
     return {
-        f"__p{i}": group_key(pc.struct_field(partition, [i]))
-        for i in range(partition.type.num_fields)
+        f"__p{i}": group_key(pc.struct_field(whole, [i])) for i in range(partition.type.num_fields)
     }
 
 
