@@ -292,11 +292,17 @@ class InspectTable:
         """The manifests' partition summaries with their bounds as people read them (``0``,
         ``x``, ``2024-01-02``), as Spark's and PyIceberg's ``manifests`` tables give them."""
         rows = []
-        for spec_id, summaries in zip(
+        # a manifest's summaries once, however many snapshots list it (``all_manifests``)
+        done: dict[str, list[dict[str, Any]]] = {}
+        for path, spec_id, summaries in zip(
+            ml.column("manifest_path").to_pylist(),
             ml.column("partition_spec_id").to_pylist(),
             ml.column("partitions").to_pylist(),
             strict=True,
         ):
+            if path in done:
+                rows.append(done[path])
+                continue
             spec = self._meta.spec_by_id(spec_id)
             fields = list(spec.fields) if spec is not None else []
             out = []
@@ -311,6 +317,7 @@ class InspectTable:
                     }
                 )
             rows.append(out)
+            done[path] = out
         return pa.array(rows, _SUMMARIES)
 
     def _readable_bound(self, pf: PartitionField | None, raw: bytes | None) -> str | None:
