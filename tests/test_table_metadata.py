@@ -767,3 +767,25 @@ def test_deeply_nested_json_is_a_validation_error() -> None:
     deep = '{"a":' * 100_000 + "1" + "}" * 100_000
     with pytest.raises(ValidationError, match="nested too deeply"):
         TableMetadata.parse(deep)
+
+
+def test_the_uuid_of_a_metadata_file_from_its_first_bytes() -> None:
+    """``parse_uuid(..., whole=False)`` answers from the keys before a file's first bytes end
+    (plain or gzip), says when they do not settle it (cut inside a value, or before the key),
+    and agrees with parsing the whole file."""
+    from icefloe.metadata import TableMetadata
+
+    doc = {"format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1"}
+    doc["snapshots"] = [{"snapshot-id": i} for i in range(2000)]  # type: ignore[assignment]
+    raw = json.dumps(doc, indent=2).encode()
+    uuid = doc["table-uuid"]
+    assert TableMetadata.parse_uuid(raw) == (True, uuid)
+    for data in (raw[:200], gzip.compress(raw)[:4000], raw):
+        assert TableMetadata.parse_uuid(data, whole=False) == (True, uuid)
+    cut = raw.index(b"9c12") + 4
+    assert TableMetadata.parse_uuid(raw[:cut], whole=False) == (False, None)
+    late = json.dumps({"snapshots": doc["snapshots"], "table-uuid": uuid}).encode()
+    assert TableMetadata.parse_uuid(late[:16384], whole=False) == (False, None)
+    assert TableMetadata.parse_uuid(late) == (True, uuid)
+    assert TableMetadata.parse_uuid(b'{"format-version": 1}', whole=False) == (True, None)
+    assert TableMetadata.parse_uuid(b"[1, 2]", whole=False) == (False, None)

@@ -14,9 +14,11 @@ lone UTF-16 surrogates (which cannot be written back as UTF-8).
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -323,3 +325,55 @@ def parse_document(data: str | bytes | bytearray | memoryview, what: str) -> Any
     except UnicodeDecodeError as e:
         raise ValidationError(f"{what} is not UTF-8: {e}") from None
     return loads(text, what)
+
+
+_WHITESPACE = " \t\n\r"
+
+
+def leading_value(prefix: bytes, key: str) -> tuple[bool, Any]:
+    """The value of the top-level ``key`` of a JSON object document of which ``prefix`` is
+    the start (gzip detected by its magic number): ``(True, value)`` when a key before the
+    prefix ends is ``key``, ``(True, None)`` when the document ends without it, and
+    ``(False, None)`` when the prefix does not settle it (cut short, or not JSON): read the
+    whole document then. Writers put ``format-version`` and ``table-uuid`` first, so a few
+    kilobytes answer for metadata files of any size."""
+    raw = prefix
+    if raw[:2] == _GZIP_MAGIC:
+        try:
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
+        except zlib.error:
+            return False, None
+    text = codecs.getincrementaldecoder("utf-8")(errors="strict")
+    try:
+        doc = text.decode(raw)  # a character cut at the end is held back, not an error
+    except UnicodeDecodeError:
+        return False, None
+    decoder = json.JSONDecoder()
+    i = _skip(doc, 0)
+    if doc[i : i + 1] != "{":
+        return False, None
+    i += 1
+    while True:
+        i = _skip(doc, i)
+        if doc[i : i + 1] == "}":
+            return True, None
+        try:
+            name, i = decoder.raw_decode(doc, i)
+            i = _skip(doc, i)
+            if doc[i : i + 1] != ":" or not isinstance(name, str):
+                return False, None
+            value, i = decoder.raw_decode(doc, _skip(doc, i + 1))
+        except (ValueError, RecursionError):
+            return False, None  # cut short inside a value
+        if name == key:
+            return True, value
+        i = _skip(doc, i)
+        if doc[i : i + 1] != ",":
+            return (True, None) if doc[i : i + 1] == "}" else (False, None)
+        i += 1
+
+
+def _skip(doc: str, i: int) -> int:
+    while i < len(doc) and doc[i] in _WHITESPACE:
+        i += 1
+    return i

@@ -35,6 +35,7 @@ from icefloe.metadata._json import (
     get_int32,
     get_list,
     get_str,
+    leading_value,
     opt_int,
     opt_int32,
     opt_list,
@@ -433,11 +434,19 @@ class TableMetadata:
         return TableMetadata.from_json(parse_document(data, _WHAT))
 
     @staticmethod
-    def parse_uuid(data: str | bytes | bytearray | memoryview) -> str | None:
-        """The ``table-uuid`` of metadata JSON text or bytes (None when absent), without
-        building the rest: for looking at many old versions, each listing every snapshot."""
-        uuid = require_object(parse_document(data, _WHAT), _WHAT).get("table-uuid")
-        return uuid if isinstance(uuid, str) else None
+    def parse_uuid(data: bytes, whole: bool = True) -> tuple[bool, str | None]:
+        """The ``table-uuid`` of metadata JSON bytes (None when absent), without building the
+        rest: for looking at many old versions, each of which lists every snapshot before
+        it. With ``whole=False`` the bytes are the file's first ones and the answer comes
+        from the keys before they end (writers put ``table-uuid`` near the start); the flag
+        returned is False when they do not settle it: parse the whole file then."""
+        if whole:
+            uuid = require_object(parse_document(data, _WHAT), _WHAT).get("table-uuid")
+        else:
+            found, uuid = leading_value(data, "table-uuid")
+            if not found:
+                return False, None
+        return True, uuid if isinstance(uuid, str) else None
 
     @staticmethod
     def from_json(obj: Any) -> TableMetadata:

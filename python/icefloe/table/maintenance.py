@@ -150,6 +150,10 @@ def _other_table_roots(unreached: pa.Array, own_metadata_dir: str) -> list[str]:
     return sorted(roots)
 
 
+#: How much of an old metadata file is read for its ``table-uuid`` (the rest when not found).
+_UUID_PREFIX = 16 * 1024
+
+
 def _refuse_shared_metadata_dir(
     io: FileIO, metadata: TableMetadata, orphans: list[str], own_metadata_dir: str
 ) -> None:
@@ -169,7 +173,14 @@ def _refuse_shared_metadata_dir(
         # only the uuid is needed: building the whole metadata of each old version (every
         # snapshot it lists) made this quadratic in the table's number of commits
         try:
-            return TableMetadata.parse_uuid(io.new_input(path).read())
+            file = io.new_input(path)
+            try:
+                with file.open(seekable=False) as stream:
+                    head = bytes(stream.read(_UUID_PREFIX))
+            except OSError:
+                head = b""  # the whole read below says what is wrong
+            found, uuid = TableMetadata.parse_uuid(head, whole=False)
+            return uuid if found else TableMetadata.parse_uuid(file.read())[1]
         except IcebergError:
             return None  # unreadable: no evidence of another table
 
