@@ -493,3 +493,21 @@ def test_ascii_stand_ins_take_the_cells_of_the_characters_they_replace(tmp_path:
     assert p.returncode == 0, p.stderr
     rows = [line.rstrip() for line in p.stdout.decode("ascii").splitlines()[2:] if line.strip()]
     assert rows == ["Zurich | 1", "????   | 2", "??x    | 3"]
+
+
+def test_describe_into_a_pipe_keeps_each_value_on_its_line(tmp_path: Path) -> None:
+    """``icefloe describe t | grep metadata`` found half a path: output into a pipe or file
+    was folded at 80 columns. Without ``--width`` such output keeps each value whole; with
+    it, values fold to the width asked for."""
+    from click.testing import CliRunner
+
+    from icefloe.cli.app import cli
+
+    world = build_world(tmp_path / "world")
+    location = world.catalog().load_table("db.events").metadata_location
+    assert len(location) > 80
+    env = {**world.env, "COLUMNS": "60"}
+    out = CliRunner().invoke(cli, ["--no-color", "describe", "db.events"], env=env).stdout
+    assert f"metadata        {location}\n" in out
+    folded = run(world, "describe", "db.events", width=60).stdout
+    assert location not in folded and location[:40] in folded.replace("\n", "")

@@ -59,6 +59,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NAMED_CONTROLS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _INT64_MAX = 2**63 - 1
+#: The width of :attr:`Output.unwrapped` output into files and pipes: no line is folded.
+_UNWRAPPED_WIDTH = 100_000
 
 
 class Output:
@@ -100,6 +102,24 @@ class Output:
         if self._err is None:
             self._err = self._make(stderr=True)
         return self._err
+
+    @property
+    def unwrapped(self) -> Console:
+        """Standard output for text without pictures (key/value facts, trees): into a file
+        or pipe without ``--width``, lines as long as their values (a path folded at 80
+        columns is no path for ``grep`` or ``cut``); on a terminal, :attr:`console`."""
+        if self.width or sys.stdout.isatty():
+            return self.console
+        return Console(
+            file=cast(IO[str], _Trimmed()),
+            width=_UNWRAPPED_WIDTH,
+            highlight=False,
+            soft_wrap=False,
+            emoji=False,
+            no_color=self.color is not True,
+            color_system="256" if self.color is True else None,
+            force_terminal=self.color is True,
+        )
 
     def file_console(self, stream: IO[str]) -> Console:
         """A console that draws into ``stream`` (a file): no colour, the output's width."""

@@ -170,7 +170,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
         state.out.json(_describe_json(t))
         return
     meta = t.metadata
-    console = state.out.console
+    console = state.out.unwrapped
     snap = meta.current_snapshot()
     summary = snap.summary if snap is not None else None
     # read before anything is printed: a size that is not a number is refused
@@ -243,7 +243,7 @@ def _describe_namespace(state: State, levels: tuple[str, ...], as_json: bool) ->
     if as_json:
         state.out.json({"namespace": namespace, "properties": props, "tables": tables})
         return
-    console = state.out.console
+    console = state.out.unwrapped
     console.print(f"[bold]namespace {esc(namespace)}[/] · {plural(len(tables), 'table')}")
     console.print(_kv_table(sorted(props.items())) if props else "properties: none")
 
