@@ -329,3 +329,32 @@ def test_a_rewritten_data_file_takes_java_file_scoped_deletes_along(tmp_path: Pa
     assert _read(t) == [0, 3, 4, 6, 7, 8, 9]
     assert t.refresh().inspect.delete_files().num_rows == 0
     assert _summaries(t)[-1]["total-delete-files"] == "0"
+
+
+def test_dangling_deletes_of_a_table_without_delete_files_read_no_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no delete manifest in the snapshot nothing can dangle: the check (also run by
+    ``icefloe health``) decoded every manifest anyway, seconds on a table of thousands of
+    appends. A table with a delete file still has its manifests read."""
+    import icefloe.table.dangling_deletes as dangling
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "w").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table(
+        "db.t",
+        pa.schema([pa.field("id", pa.int64())]),
+        properties={"format-version": "2", "write.delete.mode": "merge-on-read"},
+    )
+    for i in range(5):
+        t.append(pa.table({"id": pa.array([i, i + 10], pa.int64())}))
+    decoded: list[int] = []
+    real = dangling.read_manifests
+    monkeypatch.setattr(
+        dangling, "read_manifests", lambda *a, **k: decoded.append(1) or real(*a, **k)
+    )
+    found = t.remove_dangling_deletes(dry_run=True)
+    assert found.removed_delete_files == 0 and decoded == []
+    t.delete("id = 3")
+    assert t.remove_dangling_deletes(dry_run=True).removed_delete_files == 0
+    assert decoded

@@ -217,6 +217,9 @@ def dangling_delete_files(
     snapshot = existing_branch_head(metadata, branch, "remove the dangling deletes of")
     if snapshot is None or metadata.format_version < 2:
         return ENTRY_SCHEMA.empty_table()
+    lst = written_manifest_list(io, snapshot)
+    if lst is None or not pc.any(pc.not_equal(lst.column("content"), 0)).as_py():
+        return ENTRY_SCHEMA.empty_table()  # no delete manifests: no manifest need be read
     return dangling_entries(live_entries(io, metadata, snapshot))
 
 
