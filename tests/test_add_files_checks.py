@@ -450,3 +450,55 @@ def test_truncated_string_statistics_do_not_refuse_one_partition(
     if transform == "identity":
         with pytest.raises(ValidationError, match="spans more than one partition"):
             t.add_files([str(tmp_path / "two.parquet")])
+
+
+def test_dictionary_and_view_partition_sources_are_checked_by_value(tmp_path: Path) -> None:
+    """A partition source column of a pandas categorical (dictionary) or a ``string_view``
+    hint, holding several values: a file within one partition was refused with pyarrow's
+    ``ArrowNotImplementedError`` (no ``min_max`` kernel), and one spanning two partitions got
+    that error instead of the ``ValidationError`` saying so."""
+    cat = catalog(tmp_path)
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "s", StringType()))
+    for k, kind in enumerate(("dictionary", "view")):
+        for transform, values, fits in (
+            ("truncate[2]", ["abc", "abz"], True),
+            ("identity", ["a", "b"], False),
+        ):
+            spec = PartitionSpec(PartitionField(2, 1000, parse_transform(transform), "p"))
+            t = cat.create_table(f"ns.{kind}_{transform[:5]}", schema, partition_spec=spec)
+            arr = pa.array(values)
+            arr = arr.dictionary_encode() if kind == "dictionary" else arr.cast(pa.string_view())
+            file_schema = pa.schema([_f("id", pa.int64(), 1), _f("s", arr.type, 2)])
+            path = _write(
+                tmp_path / f"{k}_{transform[:5]}.parquet", file_schema, {"id": [1, 2], "s": arr}
+            )
+            if fits:
+                t.add_files([path])
+                assert t.scan().to_arrow()["s"].to_pylist() == values
+                assert t.inspect.partitions()["partition"].to_pylist() == [{"p": values[0][:2]}]
+            else:
+                with pytest.raises(ValidationError, match="spans more than one partition"):
+                    t.add_files([path])
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_a_fixed_size_list_hint_is_added_and_read_as_a_list(tmp_path: Path, required: bool) -> None:
+    """pyarrow writes a ``fixed_size_list`` column as a plain Parquet LIST with a schema hint:
+    such a file was accepted and then every read of the table failed (or, with a required
+    element, refused as missing it); PyIceberg and DuckDB read it as a list."""
+    t = catalog(tmp_path).create_table(
+        "ns.fixed",
+        Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "l", ListType(3, LongType(), element_required=required)),
+        ),
+    )
+    element = _f("element", pa.int64(), 3, nullable=not required)
+    file_schema = pa.schema([_f("id", pa.int64(), 1), _f("l", pa.list_(element, 2), 2)])
+    rows = [[1, 2], [5, 6 if required else None]]
+    path = _write(tmp_path / "f.parquet", file_schema, {"id": [1, 2], "l": rows})
+    t.add_files([path])
+    assert t.scan().to_arrow().to_pylist() == [{"id": 1, "l": rows[0]}, {"id": 2, "l": rows[1]}]
+    assert t.scan(row_filter="id = 2").to_arrow()["l"].to_pylist() == [rows[1]]
+    (value_counts,) = t.inspect.files()["value_counts"].to_pylist()
+    assert dict(value_counts)[3] == 4  # the element's metrics, as for a list

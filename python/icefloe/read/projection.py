@@ -213,6 +213,9 @@ def project_field(
             target
         )
     if isinstance(t, ListType):
+        if pa.types.is_fixed_size_list(arr.type):
+            # pyarrow's schema hint in a file whose Parquet column is a plain LIST
+            arr = arr.cast(pa.list_(arr.type.value_field))
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
             raise _conflict(path, field, arr.type)
         element_id = field_id_of(arr.type.value_field)

@@ -72,6 +72,12 @@ from icefloe.write.metrics import MetricsConfig, footer_metrics, split_offsets
 __all__ = ["data_files_from_parquet"]
 
 
+def _is_list(t: pa.DataType) -> bool:
+    """Whether ``t`` is a list: pyarrow's schema hint may say ``fixed_size_list`` for what the
+    Parquet file stores as a plain LIST (read as a list, as every reader does)."""
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t))
+
+
 def _leaf_chains(schema: pa.Schema) -> list[tuple[pa.Field, ...]]:
     """Every leaf field with its ancestors, outermost first, in Parquet column order (a list's
     element and a map's key and value are fields of their own, as in Iceberg)."""
@@ -83,7 +89,7 @@ def _leaf_chains(schema: pa.Schema) -> list[tuple[pa.Field, ...]]:
         if pa.types.is_struct(t):
             for i in range(t.num_fields):
                 walk(t.field(i), chain)
-        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        elif _is_list(t):
             walk(t.value_field, chain)
         elif pa.types.is_map(t):
             walk(t.key_field, chain)
@@ -107,7 +113,7 @@ def _repeated_ids(schema: pa.Schema) -> list[int]:
         t = f.type
         if pa.types.is_struct(t):
             todo.extend(t.field(i) for i in range(t.num_fields))
-        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        elif _is_list(t):
             todo.append(t.value_field)
         elif pa.types.is_map(t):
             todo.extend((t.key_field, t.item_field))
@@ -140,7 +146,7 @@ def _read_id(chain: tuple[pa.Field, ...], schema: Schema) -> int | None:
 def _arrow_kind(t: pa.DataType) -> str:
     if pa.types.is_struct(t):
         return "struct"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+    if _is_list(t):
         return "list"
     return "map" if pa.types.is_map(t) else "primitive"
 
@@ -248,7 +254,7 @@ def _entries(where: str, arr: pa.Array) -> pa.Array:
     if pa.types.is_map(t):
         entries = pa.struct([t.key_field, t.item_field])
         arr = arr.cast(pa.list_(pa.field("entries", entries, nullable=False)))
-    elif not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+    elif not _is_list(t):
         raise ValidationError(f"{where}: read as {t}, not the table's structure")
     return arr.flatten()
 
@@ -422,6 +428,13 @@ def _exact_minmax(
 ) -> tuple[Any, Any]:
     """The (min, max) of a leaf column read from the file, not from its statistics."""
     values = _leaf_values(f"{path}: column {chain[-1].name!r}", _read_leaf(file, col), chain)
+    # as plain values: min_max has no kernel for dictionaries (pandas categoricals) or views
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    if pa.types.is_string_view(values.type):
+        values = values.cast(pa.large_string())
+    elif pa.types.is_binary_view(values.type):
+        values = values.cast(pa.large_binary())
     extremes = pc.min_max(values)
     return extremes["min"].as_py(), extremes["max"].as_py()
 
