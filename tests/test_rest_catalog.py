@@ -964,3 +964,37 @@ def test_new_rest_levels_may_hold_a_dot_that_other_catalogs_refuse() -> None:
         check_table_identifier(("a.b", "t"))
     with pytest.raises(ValidationError, match="relative directory"):
         check_table_identifier(("a.b", ".."), dots=True)
+
+
+def test_a_committed_multi_table_commit_whose_reload_fails_is_not_an_error(
+    rest_server: RestServer, warehouse: str, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """``POST /transactions/commit`` answers 204 without the new metadata, so the client
+    reloads its tables: when that failed (the server going away just after committing) the
+    transaction raised an ``IcebergError``, and a caller retrying on errors committed the
+    rows twice. It now returns, warning that the tables are to be refreshed."""
+    import logging
+
+    from icefloe.exceptions import ServiceUnavailableError
+    from icefloe.table import Table
+
+    c = RestCatalog("p", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("db")
+    c.create_table("db.t", ROWS)
+    c.create_table("db.u", ROWS)
+
+    def unreachable(self: Any) -> Any:
+        raise ServiceUnavailableError("the catalog went away")
+
+    with (
+        caplog.at_level(logging.WARNING, logger="icefloe.catalog.multi"),
+        c.transaction() as tx,
+    ):
+        tx.table("db.t").append(_rows([1]))
+        tx.table("db.u").append(_rows([2]))
+        monkeypatch.setattr(Table, "refresh", unreachable)
+    monkeypatch.undo()
+    assert "committed, but reloading its tables failed" in caplog.text
+    assert "call refresh()" in caplog.text
+    assert c.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+    assert c.load_table("db.u").scan().to_arrow()["id"].to_pylist() == [2]

@@ -12,6 +12,7 @@ first table's ``commit.retry.*`` properties say; other changes fail with the cat
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from types import TracebackType
@@ -20,13 +21,14 @@ from typing import TYPE_CHECKING
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
-    IcebergError,
     OperationNotOfferedError,
     ValidationError,
     commit_did_not_happen,
 )
 from icefloe.metadata import RemoveProperties, SetProperties, requirements_for
 from icefloe.table import Transaction
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from icefloe.catalog.base import Catalog, Identifier
@@ -182,10 +184,13 @@ class CatalogTransaction:
                 except Exception as exc:  # the commit happened: never report it as refused
                     reload_error = reload_error or exc
             if reload_error is not None:
-                raise IcebergError(
-                    "the catalog transaction committed, but reloading its tables failed: "
-                    f"{reload_error}"
-                ) from reload_error
+                # the commit happened: an error would read as refused, and a retry would
+                # commit the changes twice; the tables keep their state from before it
+                _log.warning(
+                    "the catalog transaction committed, but reloading its tables failed (%s); "
+                    "call refresh() on them to see the commit",
+                    reload_error,
+                )
             return [p.table for p in parts]
 
     @staticmethod
