@@ -502,3 +502,24 @@ def test_a_fixed_size_list_hint_is_added_and_read_as_a_list(tmp_path: Path, requ
     assert t.scan(row_filter="id = 2").to_arrow()["l"].to_pylist() == [rows[1]]
     (value_counts,) = t.inspect.files()["value_counts"].to_pylist()
     assert dict(value_counts)[3] == 4  # the element's metrics, as for a list
+
+
+def test_a_required_view_typed_leaf_under_a_null_parent_is_checked(tmp_path: Path) -> None:
+    """A required string under an optional struct, written from a ``string_view`` column: the
+    null check failed with pyarrow's ``ArrowNotImplementedError`` (no ``take`` kernel for
+    views), for the valid file (nulls only where the struct is) and the invalid one alike."""
+    t = catalog(tmp_path).create_table(
+        "ns.req",
+        Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "st", StructType(NestedField(3, "s", StringType(), required=True))),
+        ),
+    )
+    inner = pa.struct([_f("s", pa.string_view(), 3)])
+    file_schema = pa.schema([_f("id", pa.int64(), 1), _f("st", inner, 2)])
+    bad = _write(tmp_path / "bad.parquet", file_schema, {"id": [1, 2], "st": [{"s": None}, None]})
+    with pytest.raises(ValidationError, match=r"required column 'st\.s' has 1 null values"):
+        t.add_files([bad])
+    good = _write(tmp_path / "good.parquet", file_schema, {"id": [1, 2], "st": [{"s": "a"}, None]})
+    t.add_files([good])
+    assert t.scan().to_arrow()["st"].to_pylist() == [{"s": "a"}, None]

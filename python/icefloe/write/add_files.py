@@ -236,9 +236,36 @@ def _finer(have: pa.DataType, want: pa.DataType) -> bool:
 
 
 def _read_leaf(file: pq.ParquetFile, col: int) -> pa.Array:
-    """Leaf column ``col`` read alone, as its top-level column holding only that leaf."""
+    """Leaf column ``col`` read alone, as its top-level column holding only that leaf, with
+    plain types where the file's schema hint says dictionary or view (pandas categoricals,
+    ``string_view``): compute kernels such as ``min_max`` and ``take`` have none for them."""
     path = file.metadata.schema.column(col).path
-    return file.read(columns=[path]).column(0).combine_chunks()
+    arr = file.read(columns=[path]).column(0).combine_chunks()
+    plain = _plain_type(arr.type)
+    return arr if plain == arr.type else arr.cast(plain)
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with dictionaries as their values and view types as large string or binary."""
+    if pa.types.is_dictionary(t):
+        return _plain_type(t.value_type)
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_struct(t):
+        return pa.struct([_plain_field(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(_plain_field(t.key_field), _plain_field(t.item_field))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_plain_field(t.value_field))
+    if _is_list(t):  # list, and a fixed-size list's hint: the column is a plain LIST
+        return pa.list_(_plain_field(t.value_field))
+    return t
+
+
+def _plain_field(f: pa.Field) -> pa.Field:
+    return f.with_type(_plain_type(f.type))
 
 
 def _only_child(where: str, arr: pa.Array) -> pa.Array:
@@ -428,13 +455,6 @@ def _exact_minmax(
 ) -> tuple[Any, Any]:
     """The (min, max) of a leaf column read from the file, not from its statistics."""
     values = _leaf_values(f"{path}: column {chain[-1].name!r}", _read_leaf(file, col), chain)
-    # as plain values: min_max has no kernel for dictionaries (pandas categoricals) or views
-    if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
-    if pa.types.is_string_view(values.type):
-        values = values.cast(pa.large_string())
-    elif pa.types.is_binary_view(values.type):
-        values = values.cast(pa.large_binary())
     extremes = pc.min_max(values)
     return extremes["min"].as_py(), extremes["max"].as_py()
 
