@@ -238,7 +238,8 @@ def test_backoff_policy_and_retry_count(tmp_path: Path) -> None:
         {**base.to_json(), "properties": {"commit.retry.total-timeout-ms": "0"}}
     )
     commit_losing(timeout)
-    assert len(attempts) == 1 and sleeps == []
+    # as Java's Tasks: the total timeout ends the retries once one has happened
+    assert len(attempts) == 2 and len(sleeps) == 1
 
 
 def _crashing_commit(uri: str, warehouse: str, name: str, when: str) -> None:
@@ -339,3 +340,29 @@ class _CommitFault:
         else:
             self.trans.rollback()
         raise OperationalError("COMMIT", {}, Exception("connection lost"))
+
+
+@pytest.mark.parametrize("operation", ["set_properties", "append", "delete"])
+def test_a_total_timeout_below_the_first_wait_still_retries_once(
+    sql_catalog: SqlCatalog, operation: str
+) -> None:
+    """``commit.retry.total-timeout-ms`` shorter than the first back-off: a commit from a
+    table object loaded before another writer's commit failed at once, without the retry
+    Java's ``Tasks`` always makes (it stops on the timeout only after a retry)."""
+    import pyarrow as pa
+
+    sql_catalog.create_namespace("db")
+    props = {"commit.retry.num-retries": "4", "commit.retry.total-timeout-ms": "1"}
+    t = sql_catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64())]), properties=props)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    stale = sql_catalog.load_table("db.t")
+    t.append(pa.table({"id": pa.array([3], pa.int64())}))
+    if operation == "set_properties":
+        stale.set_properties(a="1")
+    elif operation == "append":
+        stale.append(pa.table({"id": pa.array([4], pa.int64())}))
+    else:
+        stale.delete("id = 1")
+    rows = sorted(sql_catalog.load_table("db.t").scan().to_arrow()["id"].to_pylist())
+    expected = {"set_properties": [1, 2, 3], "append": [1, 2, 3, 4], "delete": [2, 3]}
+    assert rows == expected[operation]

@@ -98,8 +98,8 @@ def run_commit(
             if attempt > policy.num_retries or not exc.retryable:
                 raise
             wait = policy.wait_ms(attempt) / 1000.0
-            if time.monotonic() + wait > deadline:
-                raise
+            if attempt > 1 and time.monotonic() + wait > deadline:
+                raise  # the total timeout ends retries once one has happened, as Java's
             sleep(wait)
             try:
                 base, base_location = refresh()

@@ -140,7 +140,7 @@ class CatalogTransaction:
                 if (
                     not replayable
                     or attempt > policy.num_retries
-                    or time.monotonic() + wait > deadline
+                    or (attempt > 1 and time.monotonic() + wait > deadline)
                 ):
                     self._abort(parts)
                     raise

@@ -778,7 +778,8 @@ class SqlCatalog(MetastoreCatalog):
                 self._delete_staged(staged)
                 attempt += 1
                 wait = policy.wait_ms(attempt) / 1000.0
-                if attempt > policy.num_retries or time.monotonic() + wait > deadline:
+                late = attempt > 1 and time.monotonic() + wait > deadline  # after one retry
+                if attempt > policy.num_retries or late:
                     raise
                 time.sleep(wait)
                 continue

@@ -557,7 +557,7 @@ class Transaction:
                 # others stop at num-retries, or at the total timeout once retried (as Java's
                 # Tasks: attempts >= max, or duration > max and attempt > 1)
                 retried_out = attempt > policy.num_retries or (late and attempt > 1)
-                exhausted = late if always else retried_out
+                exhausted = (late and attempt > 1) if always else retried_out
                 if not self._replayable() or exhausted:
                     self._abort_producers()
                     raise
