@@ -13,6 +13,7 @@ import pytest
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
+from icefloe.properties import InvalidPropertyWarning
 from icefloe.table_paths import data_location, metadata_location
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
@@ -108,6 +109,33 @@ def test_stored_relative_values_resolve_under_the_table_location() -> None:
     props = {"write.data.path": "d", "write.metadata.path": "m/"}
     assert data_location("s3://b/wh/t", props) == "s3://b/wh/t/d"
     assert metadata_location("s3://b/wh/t", props) == "s3://b/wh/t/m"
+
+
+@pytest.mark.parametrize("key", ["write.data.path", "write.metadata.path"])
+def test_a_stored_relative_path_leaving_the_table_is_refused_at_write(
+    tmp_path: Path, key: str
+) -> None:
+    """Another engine stored a relative path with ``..`` (icefloe refuses it when set): an
+    append wrote its data files (or metadata) outside the table location. A data write is
+    now refused, metadata goes to the default directory with a warning (as other commit-path
+    properties are read), nothing is written outside, and the property can be repaired."""
+    from support.write_util import catalog, set_properties_elsewhere
+
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", SCHEMA)
+    set_properties_elsewhere(tmp_path, "ns.t", {key: "../../escape"})
+    t = cat.load_table("ns.t")
+    if key == "write.data.path":
+        with pytest.raises(ValidationError, match="outside the table location"):
+            t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    else:
+        with pytest.warns(InvalidPropertyWarning, match="outside the table location"):
+            t.append(pa.table({"id": pa.array([0], pa.int64())}))
+        assert "/ns/t/metadata/" in cat.load_table("ns.t").metadata_location
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "wh" / "escape").exists()
+    t.remove_properties(key)
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    assert 1 in cat.load_table("ns.t").scan().to_arrow()["id"].to_pylist()
 
 
 def test_relative_table_location_and_warehouse_are_made_absolute(

@@ -8,13 +8,14 @@ import os
 import posixpath
 import re
 import uuid
+import warnings
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
 import pyarrow as pa
 
 from icefloe.exceptions import ValidationError
-from icefloe.properties import TableProperties, enum_property
+from icefloe.properties import InvalidPropertyWarning, TableProperties, enum_property
 
 __all__ = [
     "DATA_PATH",
@@ -111,7 +112,14 @@ def table_location(location: str) -> str:
 _BARE_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
 
 
-def _under(table_location: str, path: str) -> str:
+def _under(table_location: str, path: str, key: str | None = None) -> str:
+    if key is not None:  # a stored relative path (another engine's): it must stay inside
+        segments = path.replace("\\", "/").strip("/").split("/")
+        if any(seg in (".", "..") for seg in segments):
+            raise ValidationError(
+                f"table property {key}={path!r}: a relative path with '.' or '..' segments "
+                "would lead outside the table location; set an absolute location"
+            )
     return f"{table_location.rstrip('/')}/{path.strip('/')}"
 
 
@@ -120,7 +128,14 @@ def metadata_location(table_location: str, properties: Mapping[str, str]) -> str
     a relative path is under the table location)."""
     custom = properties.get(METADATA_PATH)
     if custom:
-        return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
+        if not _is_relative(custom):
+            return custom.rstrip("/")
+        try:
+            return _under(table_location, custom, METADATA_PATH)
+        except ValidationError as exc:
+            # read leniently, as every commit-path property: a commit (the one repairing
+            # the property too) must be able to write its metadata file
+            warnings.warn(f"{exc}; using the default", InvalidPropertyWarning, stacklevel=2)
     return f"{table_location.rstrip('/')}/metadata"
 
 
@@ -130,7 +145,9 @@ def data_location(table_location: str, properties: Mapping[str, str]) -> str:
     for key in (DATA_PATH, *_LEGACY_DATA_PATHS):
         custom = properties.get(key)
         if custom:
-            return _under(table_location, custom) if _is_relative(custom) else custom.rstrip("/")
+            return (
+                _under(table_location, custom, key) if _is_relative(custom) else custom.rstrip("/")
+            )
     return f"{table_location.rstrip('/')}/data"
 
 
