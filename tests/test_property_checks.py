@@ -505,3 +505,27 @@ def test_decimals_are_stored_as_the_spec_says_by_every_writer(tmp_path: Path) ->
         assert kinds == ["INT32", "INT64", "FIXED_LEN_BYTE_ARRAY"], name
         assert t.scan().to_arrow().equals(data)
         assert t.scan(row_filter="d18 = -3.50").to_arrow().num_rows == 1
+
+
+def test_manifest_codecs_and_levels_are_the_ones_java_writes(tmp_path: Path) -> None:
+    """``write.manifest.compression-codec`` took Avro's own names (``deflate``, ``null``,
+    ``zstandard``, ``none``), and its level any integer (gzip 99 was clamped): Java's manifest
+    writer knows gzip, zstd, snappy and uncompressed, with gzip levels -1 to 9, so every Java
+    commit to such a table failed. They are refused when set; the valid ones still write."""
+    from support.write_util import catalog
+
+    t = catalog(tmp_path).create_table("ns.m", pa.schema([pa.field("id", pa.int64())]))
+    for codec in ("deflate", "null", "zstandard", "none"):
+        with pytest.raises(ValidationError, match=r"write\.manifest\.compression-codec"):
+            t.set_properties({"write.manifest.compression-codec": codec})
+    with pytest.raises(ValidationError, match="gzip takes a level from -1 to 9"):
+        t.set_properties({"write.manifest.compression-level": "99"})
+    with pytest.raises(ValidationError, match="zstd takes a level"):
+        t.set_properties(
+            {"write.manifest.compression-codec": "zstd", "write.manifest.compression-level": "40"}
+        )
+    t.set_properties(
+        {"write.manifest.compression-codec": "zstd", "write.manifest.compression-level": "3"}
+    )
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    assert t.scan().to_arrow()["id"].to_pylist() == [1]

@@ -42,6 +42,7 @@ __all__ = [
     "enum_property",
     "gc_enabled",
     "int_property",
+    "manifest_compression_level",
     "parquet_compression_level",
     "parse_bool",
     "parse_enum",
@@ -207,8 +208,9 @@ ORC_CODECS = {
 PARQUET_CODEC_LEVELS = {"zstd": (-131072, 22), "gzip": (-1, 9), "brotli": (0, 11)}
 #: Avro codec names (Iceberg's, lower case) for data files.
 AVRO_CODECS = ("gzip", "zstd", "snappy", "uncompressed")
-#: Avro codec names the manifest writer accepts.
-MANIFEST_CODECS = ("gzip", "deflate", "zstd", "zstandard", "snappy", "uncompressed", "none", "null")
+#: Manifest codec names: Java hands the property to its Avro writer, which knows these alone
+#: (Avro's own names such as ``deflate`` or ``null`` would fail every Java commit).
+MANIFEST_CODECS = AVRO_CODECS
 _METRICS = re.compile(r"(none|counts|full|truncate\((\d+)\))")
 #: Java's ``Integer`` and ``Long`` limits: a property Java reads with ``Integer.parseInt`` or
 #: ``Long.parseLong`` must fit them (and the writers icefloe hands the value to).
@@ -462,6 +464,17 @@ def avro_compression_level(props: Mapping[str, str]) -> int | None:
     )
 
 
+def manifest_compression_level(props: Mapping[str, str]) -> int | None:
+    """``write.manifest.compression-level``, checked as :func:`avro_compression_level` (Java
+    hands it to the same Avro codecs)."""
+    return _codec_level(
+        props,
+        _T.MANIFEST_COMPRESSION,
+        _T.MANIFEST_COMPRESSION_DEFAULT,
+        _T.MANIFEST_COMPRESSION_LEVEL,
+    )
+
+
 def _codec_level(
     props: Mapping[str, str], codec_key: str, codec_default: str, level_key: str
 ) -> int | None:
@@ -538,6 +551,8 @@ def validate_properties(
         parquet_compression_level({**(current or {}), **values})
     if _T.AVRO_COMPRESSION in updates or _T.AVRO_COMPRESSION_LEVEL in updates:
         avro_compression_level({**(current or {}), **values})
+    if _T.MANIFEST_COMPRESSION in updates or _T.MANIFEST_COMPRESSION_LEVEL in updates:
+        manifest_compression_level({**(current or {}), **values})
 
 
 def _read(

@@ -82,7 +82,13 @@ from icefloe.metadata import (
     TableMetadata,
     TableUpdate,
 )
-from icefloe.properties import TableProperties, bool_property, enum_property, int_property
+from icefloe.properties import (
+    TableProperties,
+    bool_property,
+    enum_property,
+    int_property,
+    manifest_compression_level,
+)
 from icefloe.scan.manifests import (
     read_manifest_entries,
     written_manifest_list,
@@ -857,9 +863,7 @@ def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:
     codec = enum_property(
         props, TableProperties.MANIFEST_COMPRESSION, TableProperties.MANIFEST_COMPRESSION_DEFAULT
     )
-    key = TableProperties.MANIFEST_COMPRESSION_LEVEL
-    level = None if props.get(key, "") == "" else int_property(props, key, 0)
-    return codec, level
+    return codec, manifest_compression_level(props)
 
 
 def _new_snapshot_id(metadata: TableMetadata) -> int:
