@@ -400,3 +400,28 @@ def test_old_metadata_versions_are_read_for_their_uuid_only(
     (metadata_dir / "99999-stranger.metadata.json").write_text(stranger)
     with pytest.raises(ValidationError, match="another table"):
         table.remove_orphan_files(older_than=future, dry_run=True)
+
+
+def test_orphans_left_in_the_default_data_directory_after_the_data_path_moved(
+    tmp_path: Path,
+) -> None:
+    """After ``write.data.path`` moved to another directory of the table, the orphans in the
+    old ``data/`` directory (which still holds live files) were never listed; Java lists the
+    whole table location. Live files there stay."""
+    import pyarrow as pa
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    t.set_properties({"write.data.path": "custom"})
+    t.append(pa.table({"id": pa.array([2], pa.int64())}))
+    old_data = Path(t.location.removeprefix("file://")) / "data"
+    stray = old_data / "stray.parquet"
+    stray.write_bytes(b"x")
+    future = datetime.now() + timedelta(days=1)
+    found = t.remove_orphan_files(older_than=future, dry_run=True)
+    assert [f for f in found if f.endswith(".parquet")] == [stray.as_uri()]
+    t.remove_orphan_files(older_than=future)
+    assert not stray.exists() and any(old_data.iterdir())
+    assert sorted(cat.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]

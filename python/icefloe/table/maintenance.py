@@ -321,10 +321,18 @@ def remove_orphan_files(
     if location:
         location = _from_working_directory(location)
         _check_own_location(location, [metadata.location, own_data, own_meta])
+    # the default directories too: files written before write.data.path (or
+    # write.metadata.path) moved stay there, live ones and orphans alike
+    base = metadata.location.rstrip("/")
+    defaults = (f"{base}/data", f"{base}/metadata")
     roots = (
         [location]
         if location
-        else [d for d in dict.fromkeys((own_data, own_meta)) if _within(d, [metadata.location])]
+        else [
+            d
+            for d in dict.fromkeys((own_data, own_meta, *defaults))
+            if _within(d, [metadata.location])
+        ]
     )
     # A local file name that is not UTF-8 is listed surrogate-escaped: the arrays hold it
     # written out (no location the metadata names is such a name), the result as listed.
