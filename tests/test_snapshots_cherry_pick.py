@@ -378,3 +378,33 @@ def test_wap_enabled_tables_stage_writes_with_a_wap_id(tmp_path: Path, version: 
     if version == 3:
         ids = t.scan(selected_fields=("id", "_row_id")).to_arrow()["_row_id"].to_pylist()
         assert len(set(ids)) == 2 and None not in ids
+
+
+def test_a_pick_whose_files_main_already_holds_is_refused(tmp_path: Path) -> None:
+    """A file added to main and to a branch (``add_files`` checks only the branch it adds
+    to), then the branch's snapshot picked onto main: the commit listed the file twice among
+    main's live entries, and every read of the table failed as corrupt. It is refused."""
+    import pyarrow.parquet as pq
+
+    _, t = _setup(tmp_path)
+    t.append(_rows([1]))
+    path = tmp_path / "shared.parquet"
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), metadata={"PARQUET:field_id": "1"}),
+            pa.field("data", pa.string(), metadata={"PARQUET:field_id": "2"}),
+        ]
+    )
+    pq.write_table(_rows([7]).cast(schema), path)
+    with t.manage_snapshots() as ms:
+        ms.create_branch("b1", _head(t))
+    t.add_files([str(path)])
+    t.add_files([str(path)], branch="b1")
+    staged = t.refs()["b1"].snapshot_id
+    head = _head(t)
+    with (
+        pytest.raises(ValidationError, match="already a data file of main"),
+        t.manage_snapshots() as ms,
+    ):
+        ms.cherry_pick(staged)
+    assert _head(t.refresh()) == head and _ids(t) == [1, 7]

@@ -45,6 +45,7 @@ from icefloe.scan.manifests import manifest_list_of, partition_keys, read_entrie
 from icefloe.table.branch_heads import parent_snapshot
 from icefloe.table.concurrent_commits import Since
 from icefloe.table.producer import ADDED, DELETED, WAP_ID, SnapshotProducer
+from icefloe.table_paths import same_file_locations
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -217,6 +218,7 @@ class CherryPick(SnapshotProducer):
         )
         keys: list[pa.Array] = []
         removed: list[pa.Array] = []
+        added_paths: list[pa.Array] = []
         added_any = False
         spec_ids = own.column("partition_spec_id").to_pylist()
         for batch, spec_id in zip(read_entries(io, own), spec_ids, strict=True):
@@ -229,6 +231,7 @@ class CherryPick(SnapshotProducer):
                 # new rows of the table: v3 assigns them new row ids
                 self.add_entries(_null_column(added, "first_row_id"), content=0, spec_id=spec_id)
                 keys.append(partition_keys(added, spec_id))
+                added_paths.append(added.column("file_path"))
             if self._replaces:
                 gone = batch.filter(pc.and_(mine, pc.equal(batch.column("status"), DELETED)))
                 removed.append(gone.column("file_path"))
@@ -237,6 +240,12 @@ class CherryPick(SnapshotProducer):
                 f"cannot cherry-pick snapshot {s.snapshot_id}: it added no data files"
             )
         self._files_read = True
+        from icefloe.table.operations import not_live
+
+        # main may hold them already (added there too, or picked by way of a merged branch):
+        # a file live twice is a corrupt table to every reader
+        picked = same_file_locations(pa.chunked_array(added_paths, pa.string()).combine_chunks())
+        self.validate(not_live(io, picked, "main"))
         if self._replaces:
             replaced = pc.unique(pa.chunked_array(keys, pa.binary()).combine_chunks())
             self.remove_files(pa.chunked_array(removed, pa.string()).to_pylist())

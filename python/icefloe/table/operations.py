@@ -10,7 +10,7 @@ remove are still live.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -253,6 +253,25 @@ def dynamic_partition_overwrite(
     return _commit(producer)
 
 
+def not_live(
+    io: FileIO, targets: pa.Array, where: str
+) -> Callable[[TableMetadata, Snapshot | None, Since], None]:
+    """A commit check refusing (``ValidationError``) when a file of ``targets`` (as
+    :func:`same_file_locations` gives them) is live in the snapshot the commit builds on: a
+    file listed twice among the live entries is a corrupt table to every reader."""
+
+    def check(md: TableMetadata, parent: Snapshot | None, since: Since) -> None:
+        for _, batch in manifest_entries(io, parent):
+            live = pc.not_equal(batch.column("status"), 2)
+            paths = same_file_locations(batch.column("file_path"))
+            hit = pc.and_(live, pc.is_in(paths, value_set=targets))
+            if pc.any(hit).as_py():
+                path = batch.filter(hit).column("file_path")[0].as_py()
+                raise ValidationError(f"{path} is already a data file of {where}")
+
+    return check
+
+
 def add_files(
     tx: Transaction,
     paths: Iterable[str],
@@ -282,18 +301,6 @@ def add_files(
     producer = SnapshotProducer(tx, branch=branch, snapshot_properties=snapshot_properties)
     files = data_files_from_parquet(tx.metadata, tx.table.io, wanted)
     if check_duplicate_files:
-        targets = comparable
-        io = tx.table.io
-
-        def not_in_table(md: TableMetadata, parent: Snapshot | None, since: Since) -> None:
-            for _, batch in manifest_entries(io, parent):
-                live = pc.not_equal(batch.column("status"), 2)
-                paths = same_file_locations(batch.column("file_path"))
-                hit = pc.and_(live, pc.is_in(paths, value_set=targets))
-                if pc.any(hit).as_py():
-                    path = batch.filter(hit).column("file_path")[0].as_py()
-                    raise ValidationError(f"{path} is already a data file of the table")
-
-        producer.validate(not_in_table)
+        producer.validate(not_live(tx.table.io, comparable, "the table"))
     producer.add_data_files(files)
     return _commit(producer)
