@@ -19,6 +19,7 @@ from icefloe.transforms import parse_transform
 from icefloe.types import LongType
 from icefloe.write import writer as writer_module
 from icefloe.write.writer import WriteOptions, write_data_files
+from support.parquet_pages import DATA_PAGE, DATA_PAGE_V2, column_pages
 from support.s3 import Warehouse, versions_and_stores
 from support.write_util import (
     SCHEMA,
@@ -219,6 +220,51 @@ def test_parquet_properties_and_field_ids(tmp_path: Path) -> None:
     assert md.row_group(0).column(0).compression == "SNAPPY"
     schema = pq.read_schema(path)
     assert [f.metadata[b"PARQUET:field_id"] for f in schema] == [b"1", b"2", b"3", b"4"]
+
+
+def _distinct_strings(n: int) -> pa.Table:
+    """``n`` rows of a long id and a 40-character string, all distinct (so written plain)."""
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "s": pa.array([f"{i:040x}" for i in range(n)], pa.string()),
+        }
+    )
+
+
+def test_small_page_size_is_honoured_by_large_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write.parquet.page-size-bytes`` below the 1 MiB default cuts pages near that size
+    in files written by pyarrow too (large partitions): they used to hold 1024 values each,
+    pages of 45 KB for a page size of 8 KB; the default page size keeps pyarrow's default
+    batch of values, as fast as before."""
+    cat = catalog(tmp_path)
+    data = _distinct_strings(30_000)  # over 1 MB of strings: written by pyarrow
+    t = cat.create_table(
+        "ns.small_pages", data.schema, properties={"write.parquet.page-size-bytes": "8192"}
+    )
+    t.append(data)
+    path = _manifest_entries(t)["file_path"][0].as_py().removeprefix("file://")
+    assert pq.ParquetFile(path).metadata.created_by.startswith("parquet-cpp-arrow")
+    sizes = sorted(
+        p.uncompressed_size for p in column_pages(path, 1) if p.type in (DATA_PAGE, DATA_PAGE_V2)
+    )
+    typical = sizes[len(sizes) // 2]
+    assert 8192 // 2 <= typical <= 2 * 8192, sizes[:5]
+    assert pyiceberg_read(t).sort_by("id").equals(data)
+
+    batches: list[Any] = []
+    real = pq.ParquetWriter
+
+    def recording(*args: Any, **kwargs: Any) -> pq.ParquetWriter:
+        batches.append(kwargs.get("write_batch_size"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer_module.pq, "ParquetWriter", recording)
+    default = cat.create_table("ns.default_pages", data.schema)
+    default.append(data)
+    assert batches and set(batches) <= {None, 1024}  # pyarrow's default
 
 
 def test_transaction_with_two_appends_commits_once(tmp_path: Path) -> None:

@@ -40,6 +40,17 @@ class ParquetOptions:
     bloom_filters: tuple[tuple[str, float], ...] = ()
     bloom_filter_max_bytes: int = _T.PARQUET_BLOOM_FILTER_MAX_BYTES_DEFAULT
 
+    @property
+    def write_batch_size(self) -> int:
+        """pyarrow's ``write_batch_size``: how many values it writes between page-size checks.
+
+        Its default (1024) keeps pages near the 1 MiB default page size, but cuts pages of
+        a smaller ``write.parquet.page-size-bytes`` at many times the size; below the default
+        the size is checked every 100 values, as parquet-mr checks it at least."""
+        if self.page_size_bytes < _T.PARQUET_PAGE_SIZE_BYTES_DEFAULT:
+            return _SMALL_PAGE_WRITE_BATCH
+        return _DEFAULT_WRITE_BATCH
+
     def bloom_filter_options(self, rows: int) -> dict[str, dict[str, float | int]] | None:
         """pyarrow's ``bloom_filter_options`` for a file of at most ``rows`` rows: each
         filter sized for that many distinct values, but no larger than
@@ -89,6 +100,11 @@ class ParquetOptions:
             ),
         )
 
+
+#: pyarrow's default ``write_batch_size``, and the one for page sizes below the default
+#: (parquet-mr's ``parquet.page.size.row.check.min``).
+_DEFAULT_WRITE_BATCH = 1024
+_SMALL_PAGE_WRITE_BATCH = 100
 
 #: The smallest split-block Bloom filter Parquet writers make, in bytes.
 _MIN_BLOOM_BYTES = 32

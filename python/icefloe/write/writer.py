@@ -559,6 +559,7 @@ class _FileWriter:
             "compression": p.compression,
             "compression_level": p.compression_level,
             "data_page_size": p.page_size_bytes,
+            "write_batch_size": p.write_batch_size,  # so small pages are cut near their size
             "dictionary_pagesize_limit": p.dict_size_bytes,
             "use_dictionary": self.use_dictionary,
             "write_statistics": True,
