@@ -78,12 +78,13 @@ def test_large_writes_roll_files_and_partitions_stay_apart(tmp_path: Path, fmt: 
     rows = pa.table(
         {"id": pa.array(range(n), pa.int64()), "s": [f"value-{i % 977}" for i in range(n)]}
     )
-    # Reads split files above 64 KiB: only Parquet files are split (by row group), the others
-    # are read whole by one task (a byte range of them would read every row again).
+    # Files roll at 32 KiB on disk; reads split files above 16 KiB: only Parquet files are
+    # split (by row group), the others are read whole by one task (a byte range of them would
+    # read every row again).
     props = {
         "write.format.default": fmt,
-        "write.target-file-size-bytes": str(1 << 20),
-        "read.split.target-size": str(64 << 10),
+        "write.target-file-size-bytes": str(32 << 10),
+        "read.split.target-size": str(16 << 10),
     }
     t = cat.create_table("db.t", schema, properties=props)
     t.append(to_table_schema(rows, schema, 2))

@@ -4,7 +4,8 @@ The size of a Parquet file is only known once a row group is written, and a row 
 ``write.parquet.row-group-size-bytes`` (128 MiB of Arrow data by default): a target below that
 used to make one file of the whole row group (a 256 KiB target gave a 2.9 MB file). Rows are now
 cut into row groups sized from the bytes a row took on disk so far, so each file closes near the
-target, as Iceberg Java's rolling writer does.
+target, as Iceberg Java's rolling writer does. ORC and Avro files are cut by their bytes on
+disk too.
 """
 
 from __future__ import annotations
@@ -168,3 +169,51 @@ def test_target_at_or_above_the_row_group_size_writes_whole_row_groups(
     u.append(data)
     assert [groups for _, groups, _ in _sizes(u)] == [1]
     assert checksum(t.scan().to_arrow()) == checksum(u.scan().to_arrow()) == checksum(data)
+
+
+def _compressible(n: int) -> pa.Table:
+    """``n`` rows of :data:`SCHEMA` that take several times less room on disk than in Arrow
+    (ids counting up, fifty repeated strings, a small random number)."""
+    rng = np.random.default_rng(5)
+    return pa.table(
+        {
+            "id": np.arange(n, dtype=np.int64),
+            "s": [f"event-{i % 50:02d}-payload" for i in range(n)],
+            "k": rng.integers(0, 1 << 20, n),
+        }
+    )
+
+
+@pytest.mark.parametrize("fmt", ["avro", "orc"])
+def test_avro_and_orc_files_roll_near_the_target_on_disk(tmp_path: Path, fmt: str) -> None:
+    """ORC and Avro files roll at the target's bytes on disk, as Parquet files do: rows that
+    compress well used to be cut by their Arrow size, making many files of a small fraction of
+    the target (ORC files of 1% of it)."""
+    target = 64 << 10
+    cat = catalog(tmp_path)
+    props = {"write.format.default": fmt, "write.target-file-size-bytes": str(target)}
+    t = cat.create_table("ns.t", SCHEMA, properties=props)
+    data = _compressible(200_000)
+    t.append(data)
+    sizes = sorted(t.inspect.files().column("file_size_in_bytes").to_pylist())
+    on_disk = [
+        Path(p.removeprefix("file://")).stat().st_size
+        for p in t.inspect.files().column("file_path").to_pylist()
+    ]
+    assert sorted(on_disk) == sizes
+    assert sum(sizes) > 4 * target  # several files' worth
+    assert all(size <= 1.5 * target for size in sizes), sizes
+    # only the file of the rows left over may be well short of the target
+    assert all(size >= target // 2 for size in sizes[1:]), sizes
+    back = t.scan().to_arrow().sort_by("id")
+    assert back.select(["id", "s", "k"]).equals(data.cast(back.schema))
+
+    # rows larger than the target in Arrow but not on disk make one file
+    u = cat.create_table("ns.u", SCHEMA, properties=props)
+    small = data.slice(0, 5_000)
+    assert small.nbytes > 2 * target
+    u.append(small)
+    assert len(u.inspect.files()) == 1
+    assert (
+        u.scan().to_arrow().sort_by("id").select(["id", "s", "k"]).equals(small.cast(back.schema))
+    )

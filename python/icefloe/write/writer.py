@@ -6,8 +6,9 @@ order when it has one) with one Arrow sort (keys from :mod:`icefloe.write.groupi
 each partition's rows into Parquet files of about ``write.target-file-size-bytes``, rolling over
 to a new file when the bytes written so far reach the target (below the row-group size, row
 groups are cut from the bytes a row took on disk so that files close near the target; see
-:class:`_SizeModel`), or, as compaction asks, into a given number of files per partition of
-about equal rows each (``WriteOptions.file_count``). New files go where
+:class:`_SizeModel`; ORC and Avro files are cut from the bytes a row took on disk in the last
+file, see :meth:`_FileWriter._row_file_rows`), or, as compaction asks, into a given number of
+files per partition of about equal rows each (``WriteOptions.file_count``). New files go where
 :mod:`icefloe.write.locations` says (hashed directories with ``write.object-storage.enabled``).
 Files are encoded in parallel; with fewer partitions than threads, a large partition's rows are
 split into one file per thread. Small partitions of flat primitive columns are encoded in Rust,
@@ -21,10 +22,11 @@ It writes files only; committing them is the job of a producer
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -358,6 +360,8 @@ def _spread(groups: list[_Group], threads: int) -> list[_Group]:
 #: A file cut to a target below the row-group size closes once it is within 1/4 of the target
 #: (another row group would be a small one).
 _CLOSE_SHORT_BY = 4
+#: The most encodings of the rows of one ORC or Avro file before it is written.
+_ROW_FILE_TRIES = 3
 #: Rows of the sample that checks that rows about to be written compress as the last ones did.
 _PROBE_ROWS = 1024
 #: The fewest rows a row group cut to the target takes (Java's rolling writer checks the size
@@ -533,6 +537,8 @@ class _FileWriter:
         return out
 
     def write_group(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
+        if self.orc is not None or self.avro is not None:
+            return self._write_row_files(table, partition)
         rows = self._rows_per_group(table)
         # Below the row-group size, files are cut to the target from the bytes a row takes on
         # disk (see _SizeModel); at or above it, or when the rows were already divided into
@@ -586,8 +592,6 @@ class _FileWriter:
         partition: dict[str, Any],
         sized: _SizeModel | None = None,
     ) -> tuple[int, DataFile]:
-        if self.orc is not None or self.avro is not None:
-            return self._write_row_file(path, table, pos, partition)
         chunks = []
         # an I/O failure is a FileIOError, and leaves no incomplete upload behind
         with self.io.new_output(path).writing() as sink:
@@ -636,39 +640,83 @@ class _FileWriter:
         )
         return pos, df
 
+    def _write_row_files(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
+        """One partition's rows as ORC or Avro files of about the target size on disk (or as
+        one file when the rows were already divided into files)."""
+        out: list[DataFile] = []
+        pos = 0
+        per_row: float | None = None  # bytes on disk a row of the last file took
+        while pos < table.num_rows:
+            rows, encoded, per_row = self._row_file_rows(table, pos, per_row)
+            written = table.slice(pos, rows)
+            out.append(self._write_row_file(self._path(partition), written, partition, encoded))
+            pos += rows
+        return out
+
+    def _row_file_rows(
+        self, table: pa.Table, pos: int, per_row: float | None
+    ) -> tuple[int, pa.Buffer | None, float | None]:
+        """How many rows from ``pos`` make the next ORC or Avro file, those rows already
+        encoded (``None`` when they are to be encoded into the file directly), and the bytes
+        on disk a row took.
+
+        A file's size is only known once its rows are encoded. When the rows left fit the
+        target by their Arrow size (and nothing was encoded yet), they make one file. Otherwise
+        rows are taken by the bytes a row of this partition took in the last file (by its Arrow
+        size before the first), encoded, and, when the file misses the target by more than a
+        quarter, taken again by the bytes a row took in that encoding."""
+        left = table.num_rows - pos
+        if not self.by_size:
+            return left, None, per_row
+        guess = per_row or max(1e-3, int(table.nbytes) / max(1, table.num_rows))
+        least = min(left, _MIN_ROWS)
+        take = max(least, min(left, int(self.target / guess)))
+        if per_row is None and take == left:
+            return left, None, None
+        short, over = self.target - self.target // _CLOSE_SHORT_BY, self.target * 5 // 4
+        for _ in range(_ROW_FILE_TRIES):
+            buf = pa.BufferOutputStream()
+            self._encode_rows(table.slice(pos, take), buf)
+            encoded = buf.getvalue()
+            per_row = max(1e-3, encoded.size / take)
+            if (encoded.size >= short or take == left) and (encoded.size <= over or take == least):
+                break
+            again = max(least, min(left, int(self.target / per_row)))
+            if again == take:
+                break
+            take = again
+        return take, encoded, per_row
+
+    def _encode_rows(self, rows: pa.Table, out: pa.NativeFile) -> None:
+        """``rows`` encoded as one ORC or Avro file into ``out``."""
+        with _refusing_invalid(rows):
+            if self.orc is not None:
+                orc_schema = self._orc_schemas.get(rows.schema)
+                if orc_schema is None:
+                    orc_schema = self._orc_schemas[rows.schema] = orc_arrow_schema(
+                        self.schema, rows.schema
+                    )
+                write_orc(out, to_orc_table(rows, orc_schema), self.orc)
+            else:
+                assert self.avro is not None
+                write_avro(out, rows, self.schema, self.avro_schema, self.avro)
+
     def _write_row_file(
-        self, path: str, table: pa.Table, pos: int, partition: dict[str, Any]
-    ) -> tuple[int, DataFile]:
-        """Rows from ``pos`` as one ORC or Avro file: as many as fit the target file size by
-        their Arrow size (the file's own size is only known once it is encoded), or all of them
-        when the rows were already divided into files."""
-        n = table.num_rows
-        per_row = max(1, int(table.nbytes) // max(1, n))
-        take = max(1, min(n - pos, self.target // per_row)) if self.by_size else n - pos
-        written = table.slice(pos, take)
-        try:
-            with self.io.new_output(path).writing() as sink:
-                self.created.append(path)
-                if self.orc is not None:
-                    orc_schema = self._orc_schemas.get(table.schema)
-                    if orc_schema is None:
-                        orc_schema = self._orc_schemas[table.schema] = orc_arrow_schema(
-                            self.schema, table.schema
-                        )
-                    write_orc(sink, to_orc_table(written, orc_schema), self.orc)
-                else:
-                    assert self.avro is not None
-                    write_avro(sink, written, self.schema, self.avro_schema, self.avro)
-                size = sink.tell()
-            self.io.sync_soon(path)
+        self, path: str, written: pa.Table, partition: dict[str, Any], encoded: pa.Buffer | None
+    ) -> DataFile:
+        """``written`` as one ORC or Avro file at ``path`` (``encoded``: its bytes, when they
+        were encoded already)."""
+        with self.io.new_output(path).writing() as sink:
+            self.created.append(path)
+            if encoded is None:
+                self._encode_rows(written, sink)
+            else:
+                sink.write(encoded)
+            size = sink.tell()
+        self.io.sync_soon(path)
+        with _refusing_invalid(written):
             m = compute_metrics(written, None, self.metrics)
-        except (pa.ArrowException, UnicodeDecodeError) as exc:
-            # invalid input (a string that is not UTF-8) fails in Arrow's or Python's codecs
-            invalid = invalid_values(zip(written.column_names, written.columns, strict=True))
-            if invalid is not None:
-                raise invalid from exc
-            raise
-        df = DataFile(
+        return DataFile(
             file_path=path,
             file_format="ORC" if self.orc is not None else "AVRO",
             record_count=written.num_rows,
@@ -683,7 +731,19 @@ class _FileWriter:
             upper_bounds=m.upper_bounds,
             sort_order_id=self.sort_order_id,
         )
-        return pos + take, df
+
+
+@contextlib.contextmanager
+def _refusing_invalid(rows: pa.Table) -> Iterator[None]:
+    """Invalid input (a string that is not UTF-8), failing in Arrow's or Python's codecs,
+    raised as the :class:`ValidationError` naming its column."""
+    try:
+        yield
+    except (pa.ArrowException, UnicodeDecodeError) as exc:
+        invalid = invalid_values(zip(rows.column_names, rows.columns, strict=True))
+        if invalid is not None:
+            raise invalid from exc
+        raise
 
 
 def _without_boolean_bloom_filters(options: ParquetOptions, schema: Schema) -> ParquetOptions:
