@@ -95,7 +95,7 @@ def test_overwrite_by_filter_rewrites_partial_files(
                 assert ids_before[k] == rid
         assert set(after) == set(keep["id"].to_pylist()) | set(range(1000, 1005))
     # A filter on the partition (a whole day) removes whole files and adds none.
-    t.overwrite(None, "ts < '2024-01-04T00:00:00'")
+    t.overwrite(rows(0, 0), "ts < '2024-01-04T00:00:00'")
     cutoff = pa.scalar(dt.datetime(2024, 1, 4), pa.timestamp("us"))
     both = pa.concat_tables([keep, rows(1000, 5)])
     _expect(t, both.filter(pc.greater_equal(both["ts"], cutoff)), duckdb_con)
@@ -152,7 +152,7 @@ def test_overwrite_respects_existing_position_deletes(tmp_path: Path, duckdb_con
             ]
         )
         p.commit()
-    t.overwrite(None, "id < 5")
+    t.overwrite(rows(0, 0), "id < 5")
     want = rows(0, 20).filter(
         pc.and_(pc.greater_equal(rows(0, 20)["id"], 5), pc.not_equal(rows(0, 20)["id"], 15))
     )
@@ -176,7 +176,7 @@ def test_overwrite_conflicts_with_concurrent_matching_append(tmp_path: Path) -> 
     t.refresh()
     stale = cat.load_table("ns.t")
     t.append(rows(200, 1))  # 2024-01-09
-    stale.overwrite(None, "ts < '2024-01-02T00:00:00'")
+    stale.overwrite(rows(0, 0), "ts < '2024-01-02T00:00:00'")
     got = pyiceberg_read(stale.refresh())
     assert 200 in got["id"].to_pylist() and 0 not in got["id"].to_pylist()
 
@@ -352,3 +352,19 @@ def test_dynamic_overwrite_sees_concurrent_data_in_merged_manifests(tmp_path: Pa
         stale.dynamic_partition_overwrite(rows(0, 1))
     t.dynamic_partition_overwrite(rows(0, 1))
     assert t.refresh().current_snapshot().summary.get("replace-partitions") == "true"
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_overwrite_of_none_is_refused_and_keeps_every_row(tmp_path: Path, mode: str) -> None:
+    """``table.overwrite(None)`` (an unset variable) committed an overwrite that deleted every
+    row; ``append(None)`` is refused, and so is this now, committing nothing."""
+    t = catalog(tmp_path).create_table(
+        "ns.t", SCHEMA, partition_spec=SPEC, properties={"write.delete.mode": mode}
+    )
+    t.append(rows(0, 3))
+    head = t.current_snapshot()
+    with pytest.raises(ValidationError, match="got None; to remove rows"):
+        t.overwrite(None)
+    with pytest.raises(ValidationError, match="got None"), t.transaction() as tx:
+        tx.overwrite(None, "id > 0")
+    assert t.refresh().current_snapshot() == head and t.scan().count() == 3

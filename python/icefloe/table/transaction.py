@@ -308,6 +308,12 @@ class Transaction:
         from icefloe.table import operations
 
         self._check_open()
+        if data is None:
+            # an unset variable must not empty the table: deleting rows is delete()'s job
+            raise ValidationError(
+                "overwrite needs the rows to write (a table, batches, a stream or a DataFrame), "
+                "got None; to remove rows without writing any, use delete()"
+            )
         return operations.overwrite(
             self,
             data,
