@@ -483,3 +483,25 @@ def test_differential_against_pyiceberg_core(
     ]:
         assert ours.apply(ta).equals(theirs(ta))
     assert DayTransform().apply(ta).equals(pcore.day(ta))  # both date32
+
+
+@pytest.mark.parametrize("arg", [1.5, 2.0, True, None, "4"])
+def test_transform_arguments_that_are_not_integers_are_refused(tmp_path: Any, arg: Any) -> None:
+    """``BucketTransform(1.5)`` (or ``True``, ``2.0``) was accepted and committed into a spec
+    as ``bucket[1.5]``: icefloe's appends failed after, and PyIceberg could not load the table.
+    ``None`` raised a bare ``TypeError``."""
+    from icefloe.exceptions import ValidationError
+    from icefloe.transforms import BucketTransform, TruncateTransform
+
+    for make in (BucketTransform, TruncateTransform):
+        with pytest.raises(ValidationError, match="must be an integer"):
+            make(arg)
+
+
+def test_numpy_integer_transform_arguments_are_taken_as_ints() -> None:
+    import numpy as np
+
+    from icefloe.transforms import BucketTransform, TruncateTransform
+
+    assert str(BucketTransform(np.int64(16))) == "bucket[16]"
+    assert TruncateTransform(np.int32(4)) == TruncateTransform(4)

@@ -157,3 +157,30 @@ def test_nested_round_trip_matches_spec_examples() -> None:
 def test_invalid_nested_raise(bad: Any) -> None:
     with pytest.raises(ValidationError):
         type_from_json(bad)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DecimalType(9.0, 2),
+        lambda: DecimalType(True, 1),
+        lambda: DecimalType("9", "2"),
+        lambda: DecimalType(9, 2.5),
+        lambda: FixedType(1.5),
+        lambda: FixedType("4"),
+        lambda: FixedType(None),
+    ],
+)
+def test_type_parameters_that_are_not_integers_are_refused(make: Any) -> None:
+    """``FixedType(1.5)`` and ``DecimalType(9.0, 2)`` were accepted and written into the
+    metadata as ``fixed[1.5]`` and ``decimal(9.0,2)``: the table could not be loaded again,
+    by icefloe or any engine. Strings raised a bare ``TypeError``."""
+    with pytest.raises(ValidationError, match="must be an integer"):
+        make()
+
+
+def test_numpy_integer_type_parameters_are_taken_as_ints() -> None:
+    import numpy as np
+
+    assert str(DecimalType(np.int32(9), np.int64(2))) == "decimal(9,2)"
+    assert FixedType(np.int64(4)) == FixedType(4) and type(FixedType(np.int64(4)).length) is int

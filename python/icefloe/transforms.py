@@ -25,6 +25,7 @@ storage. Any other type raises :class:`~icefloe.exceptions.ValidationError` nami
 
 from __future__ import annotations
 
+import operator
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -89,11 +90,20 @@ _TRUNCATE_SOURCES = (IntegerType, LongType, DecimalType, StringType, BinaryType)
 _INT_MAX = 2**31 - 1
 
 
-def _check_int_arg(what: str, n: int) -> None:
-    """A bucket count or truncate width: a positive int (the spec's and the reference's Java
-    ``int``; the Rust transforms take an ``i32``)."""
-    if not 0 < n <= _INT_MAX:
-        raise ValidationError(f"{what} must be between 1 and {_INT_MAX}, got {n}")
+def _check_int_arg(what: str, n: object) -> int:
+    """A bucket count or truncate width as an ``int`` (numpy integers too): a positive int
+    (the spec's and the reference's Java ``int``; the Rust transforms take an ``i32``). A
+    float, a bool or a string is refused: written into a spec as ``bucket[1.5]``, it made
+    the table unloadable to other engines."""
+    try:
+        value = operator.index(n)  # type: ignore[arg-type]
+    except TypeError:
+        value = None
+    if isinstance(n, bool) or value is None:
+        raise ValidationError(f"{what} must be an integer, got {n!r}")
+    if not 0 < value <= _INT_MAX:
+        raise ValidationError(f"{what} must be between 1 and {_INT_MAX}, got {value}")
+    return int(value)
 
 
 class Transform(ABC):
@@ -167,7 +177,7 @@ class BucketTransform(Transform):
     num_buckets: int
 
     def __post_init__(self) -> None:
-        _check_int_arg("bucket count", self.num_buckets)
+        object.__setattr__(self, "num_buckets", _check_int_arg("bucket count", self.num_buckets))
 
     def __str__(self) -> str:
         return f"bucket[{self.num_buckets}]"
@@ -188,7 +198,7 @@ class TruncateTransform(Transform):
     preserves_order = True
 
     def __post_init__(self) -> None:
-        _check_int_arg("truncate width", self.width)
+        object.__setattr__(self, "width", _check_int_arg("truncate width", self.width))
 
     def __str__(self) -> str:
         return f"truncate[{self.width}]"

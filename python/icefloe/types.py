@@ -13,6 +13,7 @@ the Python value.
 from __future__ import annotations
 
 import json
+import operator
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -129,6 +130,18 @@ class DoubleType(PrimitiveType):
     name: ClassVar[str] = "double"
 
 
+def _integer_parameter(what: str, value: object) -> int:
+    """A type parameter as an ``int`` (numpy integers too); a float, a bool or a string is
+    refused: written into the metadata as ``fixed[1.5]``, it made the table unloadable to
+    every engine."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    raise ValidationError(f"{what} must be an integer, got {value!r}")
+
+
 @dataclass(frozen=True)
 class DecimalType(PrimitiveType):
     """Fixed-point decimal with ``precision`` <= 38 digits and ``scale`` digits after the point."""
@@ -137,6 +150,10 @@ class DecimalType(PrimitiveType):
     scale: int
 
     def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "precision", _integer_parameter("decimal precision", self.precision)
+        )
+        object.__setattr__(self, "scale", _integer_parameter("decimal scale", self.scale))
         if not 1 <= self.precision <= 38:
             raise ValidationError(f"decimal precision must be 1..38, got {self.precision}")
         if not 0 <= self.scale <= self.precision:
@@ -217,6 +234,7 @@ class FixedType(PrimitiveType):
     length: int
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "length", _integer_parameter("fixed length", self.length))
         if not 1 <= self.length <= _MAX_FIXED_LENGTH:
             raise ValidationError(
                 f"fixed length must be between 1 and {_MAX_FIXED_LENGTH}, got {self.length}"
