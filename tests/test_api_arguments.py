@@ -14,7 +14,7 @@ import pytest
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.table import Table
-from icefloe.types import LongType
+from icefloe.types import LongType, NestedField
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 
@@ -47,6 +47,18 @@ CALLS: list[tuple[str, Callable[[Table], Any], str]] = [
         "append-properties-list",
         lambda t: t.append(pa.table({"id": [9]}, schema=SCHEMA), snapshot_properties=[("a", "b")]),
         "snapshot_properties",
+    ),
+    # names given as lists, None or ints raised bare TypeError / AttributeError from deep inside
+    ("delete-column-list", lambda t: t.update_schema().delete_column(["id"]), "named by a string"),
+    ("move-after-none", lambda t: t.update_schema().move_after(None, "id"), "named by a string"),
+    ("remove-field-list", lambda t: t.update_spec().remove_field(["id"]), "named by a string"),
+    ("remove-properties-list", lambda t: t.remove_properties(["a"]), "name is a string"),
+    ("property-set-list", lambda t: t.update_properties().set(["a"], "x"), "name is a string"),
+    ("property-remove-int", lambda t: t.update_properties().remove(1), "name is a string"),
+    (
+        "field-type-name",
+        lambda t: NestedField(5, "x", "long"),  # type: ignore[arg-type]
+        "must be an icefloe type",
     ),
 ]
 

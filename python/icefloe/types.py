@@ -387,6 +387,11 @@ class NestedField:
         # written to the metadata as given: any other JSON type makes the table unreadable
         if not isinstance(self.name, str):
             raise ValidationError(f"field name must be a string, got {self.name!r}")
+        if not isinstance(self.field_type, IcebergType):
+            raise ValidationError(
+                f"the type of field {self.name!r} must be an icefloe type (LongType(), ...; "
+                f"type_from_json('long') reads a name), got {self.field_type!r}"
+            )
         if "\x00" in self.name:  # Arrow's C data interface ends a name at its first NUL
             raise ValidationError(f"field name {self.name!r} holds a NUL character")
         if self.required and isinstance(self.field_type, UnknownType):  # always null

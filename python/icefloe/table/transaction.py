@@ -497,6 +497,8 @@ class Transaction:
         """Remove table properties (missing keys are ignored)."""
         if not keys:
             return self
+        for key in keys:
+            _property_key(key)
         return self.apply([RemoveProperties(tuple(keys))])
 
     def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
@@ -634,6 +636,11 @@ class Transaction:
         return any(landed)
 
 
+def _property_key(key: object) -> None:
+    if not isinstance(key, str):
+        raise ValidationError(f"a table property's name is a string, got {key!r}")
+
+
 class UpdateProperties(PendingUpdate):
     """A property change: ``set(key, value)`` and ``remove(key)``, committed on ``commit()``."""
 
@@ -645,6 +652,7 @@ class UpdateProperties(PendingUpdate):
 
     def set(self, key: str, value: str) -> UpdateProperties:
         """Set one property."""
+        _property_key(key)
         if key in self._remove:
             raise ValidationError(f"property {key!r} is both set and removed")
         self._set[key] = value
@@ -652,6 +660,7 @@ class UpdateProperties(PendingUpdate):
 
     def remove(self, key: str) -> UpdateProperties:
         """Remove one property."""
+        _property_key(key)
         if key in self._set:
             raise ValidationError(f"property {key!r} is both set and removed")
         self._remove.add(key)

@@ -143,6 +143,8 @@ class UpdateSchema(PendingUpdate):
     # ------------------------------------------------------------------ lookups
 
     def _find(self, name: str) -> NestedField:
+        if not isinstance(name, str):
+            raise ValidationError(f"a column is named by a string (a.b for nested), got {name!r}")
         fid = self._schema.find_field_id(name, self._case_sensitive)
         if fid is None:
             raise ValidationError(
@@ -373,6 +375,8 @@ class UpdateSchema(PendingUpdate):
 
     def _resolve_any(self, name: str) -> int:
         """A column id by name, in the current schema or among the pending additions."""
+        if not isinstance(name, str):
+            raise ValidationError(f"a column is named by a string (a.b for nested), got {name!r}")
         fid = self._schema.find_field_id(name, self._case_sensitive)
         if fid is not None:
             self._check_not_deleted(fid, "move")

@@ -200,6 +200,8 @@ class UpdateSpec(PendingUpdate):
 
     def remove_field(self, name: str) -> UpdateSpec:
         """Stop partitioning by the field called ``name``."""
+        if not isinstance(name, str):
+            raise ValidationError(f"a partition field is named by a string, got {name!r}")
         if any(a.name == name for a in self._adds):
             raise ValidationError(f"cannot delete newly added partition field {name!r}")
         f = self._existing(name)
