@@ -133,6 +133,15 @@ def group_key(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return col
 
 
+def group_keys(struct: pa.ChunkedArray, names: list[str]) -> dict[str, pa.ChunkedArray]:
+    """The fields of a struct column (a partition tuple) as :func:`group_key` columns named
+    ``names``, in field order. They are taken from one combined array: a column of a chunk
+    per manifest whose struct has a field per partition field of every spec cost chunks x
+    fields per field taken chunk by chunk."""
+    whole = pa.chunked_array([struct.combine_chunks()], struct.type)
+    return {name: group_key(pc.struct_field(whole, [i])) for i, name in enumerate(names)}
+
+
 def from_group_key(col: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
     """Grouped keys (:func:`group_key`) cast to ``t`` (or its storage type) and typed ``t``
     again."""

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.arrow_fill import from_group_key, group_key
+from icefloe.arrow_fill import from_group_key, group_keys
 from icefloe.arrow_schema import type_to_arrow
 from icefloe.exceptions import NoSuchSnapshotError, ValidationError
 from icefloe.metadata import MetadataLogEntry, Snapshot
@@ -561,13 +561,10 @@ class InspectTable:
         is_data, is_pos, is_eq = (pc.equal(content, k) for k in (0, 1, 2))
         committed_at = self._commit_times(live.column("snapshot_id"))
         kept = pc.is_valid(committed_at)
-        # one chunk per manifest, a field per partition field of every spec: field access per
-        # chunk made the partition columns cost manifests x fields^2; one array costs fields
-        partition = pa.chunked_array([live.column("partition").combine_chunks()])
         work = pa.table(
             {
                 # extension-typed values (uuid, geometry) group by their storage (see group_key)
-                **{k: group_key(pc.struct_field(partition, [i])) for i, k in enumerate(keys)},
+                **group_keys(live.column("partition"), keys),
                 "spec_id": live.column("spec_id"),
                 "data_records": where(is_data, "record_count"),
                 "data_files": pc.cast(is_data, pa.int32()),
@@ -738,12 +735,10 @@ def _merge_specs(rows: pa.Table, projected: dict[int, int]) -> pa.Table:
     counts = [c for c in rows.column_names if c.endswith("_count") or c.startswith("total_")]
     found = pc.index_in(rows["spec_id"], value_set=pa.array(list(projected), pa.int32()))
     newest = rows["last_updated_at"].cast(pa.int64())
-    # field access per chunk costs chunks x fields: one chunk
-    partition = pa.chunked_array([rows["partition"].combine_chunks()])
     work = pa.table(
         {
             # extension-typed values (uuid, geometry) group by their storage (see group_key)
-            **{k: group_key(pc.struct_field(partition, [i])) for i, k in enumerate(keys)},
+            **group_keys(rows["partition"], keys),
             "__fields": pc.fill_null(pc.take(pa.array(list(projected.values())), found), 0),
             "__at": pc.fill_null(newest, np.iinfo(np.int64).min),
             "__live": pc.greater(_file_total(rows), 0),

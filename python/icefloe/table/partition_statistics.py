@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.arrow_fill import from_group_key, group_key
+from icefloe.arrow_fill import from_group_key, group_keys
 from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import IcebergError, NoSuchSnapshotError, ValidationError
 from icefloe.metadata import PartitionStatisticsFile, SetPartitionStatistics, TableMetadata
@@ -164,12 +164,8 @@ def _aggregate(entries: pa.Table, metadata: TableMetadata, incremental: bool) ->
 
 
 def _flatten(partition: pa.ChunkedArray) -> dict[str, pa.ChunkedArray]:
-    # extension-typed values (uuid, geometry) group by their storage (see group_key); one
-    # array, not a chunk per manifest: field access per chunk cost chunks x fields each
-    whole = pa.chunked_array([partition.combine_chunks()])
-    return {
-        f"__p{i}": group_key(pc.struct_field(whole, [i])) for i in range(partition.type.num_fields)
-    }
+    # extension-typed values (uuid, geometry) group by their storage (see group_key)
+    return group_keys(partition, [f"__p{i}" for i in range(partition.type.num_fields)])
 
 
 def _group(work: pa.Table, keys: list[str]) -> pa.Table:
