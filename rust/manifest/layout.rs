@@ -296,13 +296,10 @@ pub fn sanitize(name: &str) -> String {
 
 fn avro_field(col: &Col, v: usize, partition: &[PartitionField], list: bool) -> Value {
     let t = avro_type(col.kind, partition, list && v == 0);
-    // Java's v1 manifest list names the file counts `*_data_files_count`.
-    let name = match (list, v, col.id) {
-        (true, 0, 504) => "added_data_files_count",
-        (true, 0, 505) => "existing_data_files_count",
-        (true, 0, 506) => "deleted_data_files_count",
-        _ => col.name,
-    };
+    // Field names as the spec and Java (since 1.5) write them, in v1 too: the older v1 names
+    // `*_data_files_count` are read by id, but readers that resolve by name (DuckDB) take the
+    // counts as 0 and write them so when they carry the manifest over, hiding its files.
+    let name = col.name;
     if col.required[v] {
         json!({"name": name, "type": t, "field-id": col.id})
     } else {
