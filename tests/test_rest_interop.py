@@ -50,6 +50,8 @@ def test_pyiceberg_creates_appends_and_reads_through_icefloe_serve(rest_server: 
 
 
 def test_duckdb_attaches_reads_inserts_creates_and_deletes(rest_server: RestServer) -> None:
+    import duckdb
+
     from support.peers import duckdb_connect, duckdb_extension_path
 
     warehouse = new_warehouse()
@@ -83,6 +85,16 @@ def test_duckdb_attaches_reads_inserts_creates_and_deletes(rest_server: RestServ
         f"(TYPE iceberg, ENDPOINT '{rest_server.url}', AUTHORIZATION_TYPE 'none')"
     )
     assert con.execute("SELECT x FROM ice.db.d ORDER BY x").fetchall() == [(7,), (8,), (9,)]
+    # DuckDB's inserts into a v1 table send a v2 snapshot (sequence-number 1) and carry the
+    # earlier manifests over with zero file counts, so readers that trust the counts (Java,
+    # icefloe) would lose the earlier rows: the server refuses the commit, the table is intact
+    v1 = ours.create_table("db.v1", schema, properties={"format-version": "1"})
+    v1.append(pa.table({"id": pa.array([1], pa.int64()), "s": ["a"]}))
+    with pytest.raises(duckdb.Error, match=r"must be 0 in v1.*upgrade the table"):
+        con.execute("INSERT INTO ice.db.v1 VALUES (2, 'b')")
+    v1 = ours.load_table("db.v1")
+    assert len(v1.snapshots()) == 1 and v1.scan().to_arrow()["id"].to_pylist() == [1]
+    assert con.execute("SELECT id FROM ice.db.v1").fetchall() == [(1,)]
 
 
 def test_pyiceberg_and_duckdb_log_in_with_oauth2_client_credentials(

@@ -327,9 +327,13 @@ class _Builder:
                 f"'operation' of {', '.join(Operation.ALL)}, got {operation!r}"
             )
         if self.format_version == 1 and s.sequence_number != 0:
+            # Kept stricter than Java's builder: the client that sends one (DuckDB 1.5.5) also
+            # writes zero file counts for the manifests it carries over in v1, and readers that
+            # trust the counts (Java, icefloe) would then skip the table's earlier rows.
             raise ValidationError(
                 f"snapshot {s.snapshot_id}: sequence-number must be 0 in v1, "
-                f"got {s.sequence_number}"
+                f"got {s.sequence_number} (this client writes v1 snapshots as v2 ones; "
+                "upgrade the table to format version 2 to write it with this client)"
             )
         if (
             self.format_version >= 2
