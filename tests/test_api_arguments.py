@@ -60,6 +60,7 @@ CALLS: list[tuple[str, Callable[[Table], Any], str]] = [
         lambda t: NestedField(5, "x", "long"),  # type: ignore[arg-type]
         "must be an icefloe type",
     ),
+    ("changelog-fields-int", lambda t: t.changelog_scan(selected_fields=5), "selected_fields"),
 ]
 
 
@@ -99,11 +100,30 @@ def test_create_table_with_wrong_types(tmp_path: Path, kwargs: dict[str, Any], n
 
 
 def test_scan_without_selected_fields_reads_every_column(tmp_path: Path) -> None:
+    """``selected_fields=None`` is every column in each kind of scan (the changelog scan
+    iterated None: TypeError); a name alone is one column, anything else is refused."""
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
     cat.create_namespace("db")
-    t = cat.create_table("db.t", SCHEMA)
-    t.append(pa.table({"id": [7]}, schema=SCHEMA))
+    schema = pa.schema([*SCHEMA, pa.field("x", pa.string())])
+    t = cat.create_table("db.t", schema)
+    t.append(pa.table({"id": [7], "x": ["a"]}, schema=schema))
     assert t.scan(selected_fields=None).to_arrow().column("id").to_pylist() == [7]
+    assert t.scan(selected_fields=None).to_arrow().column_names == ["id", "x"]
+    incremental = t.incremental_append_scan(selected_fields=None).to_arrow()
+    assert incremental.column_names == ["id", "x"]
+    changes = t.changelog_scan(selected_fields=None).to_arrow()
+    assert changes.column_names == [
+        "id",
+        "x",
+        "_change_type",
+        "_change_ordinal",
+        "_commit_snapshot_id",
+    ]
+    assert t.changelog_scan(selected_fields="x").to_arrow().column_names[0] == "x"
+    for make in (t.scan, t.incremental_append_scan, t.changelog_scan):
+        for bad in (5, [1], b"id", {"id": 1}):
+            with pytest.raises(ValidationError, match="selected_fields must be column names"):
+                make(selected_fields=bad)
 
 
 @pytest.mark.parametrize("kind", ["sql", "hadoop"])

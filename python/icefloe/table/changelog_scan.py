@@ -36,7 +36,7 @@ from icefloe.scan.manifests import DATA_COLUMNS, planning_manifest_list, read_en
 from icefloe.scan.planner import PlannedBatch
 from icefloe.scan.tasks import FileScanTask
 from icefloe.table.incremental_scan import history_range, load_history, range_args
-from icefloe.table.scan import TableScan
+from icefloe.table.scan import TableScan, selected_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,10 +83,11 @@ class ChangelogScan:
         *,
         from_inclusive: bool = False,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: Sequence[str] = ("*",),
+        selected_fields: Sequence[str] | None = ("*",),
         case_sensitive: bool = True,
         options: Mapping[str, str] | None = None,
     ) -> None:
+        chosen = selected_names(selected_fields)  # checked before the history is loaded
         load_history(table)
         self.table = table
         # the table's state when the scan was made (as a TableScan's): later commits through
@@ -105,7 +106,6 @@ class ChangelogScan:
                 "changelog too); rename the column or read with incremental_append_scan"
             )
         # the rows' schema, projection, filter and read settings: a scan of the current schema
-        chosen = (selected_fields,) if isinstance(selected_fields, str) else tuple(selected_fields)
         # the change columns named among the fields (all three when none is named)
         self._change_columns = [n for n in CHANGE_COLUMNS if n in chosen] or list(CHANGE_COLUMNS)
         self._rows = TableScan(

@@ -152,7 +152,7 @@ class IncrementalAppendScan(TableScan):
         *,
         from_inclusive: bool = False,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: Sequence[str] = ("*",),
+        selected_fields: Sequence[str] | None = ("*",),
         case_sensitive: bool = True,
         limit: int | None = None,
         options: Mapping[str, str] | None = None,

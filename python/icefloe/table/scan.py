@@ -91,6 +91,22 @@ def _epoch_ms(as_of: dt.datetime | int) -> int:
     return epoch_ms(as_of, "as_of")
 
 
+def selected_names(selected_fields: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The column names a scan's ``selected_fields`` gives, as a tuple: any iterable of names
+    (a list too), or a single name; None is every column (``("*",)``)."""
+    if selected_fields is None:
+        return ("*",)
+    if isinstance(selected_fields, str):
+        return (selected_fields,)
+    if isinstance(selected_fields, Iterable) and not isinstance(selected_fields, Mapping):
+        selected = tuple(selected_fields)
+        if all(isinstance(n, str) for n in selected):
+            return selected
+    raise ValidationError(
+        f"selected_fields must be column names (strings), got {selected_fields!r}"
+    )
+
+
 class TableScan:
     """A read of one snapshot of a table: filter, projection and snapshot selection."""
 
@@ -125,16 +141,7 @@ class TableScan:
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
             raise ValidationError(f"limit must be a non-negative integer, got {limit!r}")
-        # any sequence of names (a list too), or a single name, None for all; kept as a tuple
-        if selected_fields is None:
-            selected_fields = ("*",)
-        selected = (selected_fields,) if isinstance(selected_fields, str) else selected_fields
-        if isinstance(selected, Iterable):
-            selected = tuple(selected)
-        if not isinstance(selected, tuple) or not all(isinstance(n, str) for n in selected):
-            raise ValidationError(
-                f"selected_fields must be column names (strings), got {selected_fields!r}"
-            )
+        selected = selected_names(selected_fields)
         if options is not None and not isinstance(options, Mapping):
             raise ValidationError(f"options must be a mapping, got {options!r}")
         self.table = table

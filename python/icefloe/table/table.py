@@ -200,7 +200,7 @@ class Table:
     def scan(
         self,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: Sequence[str] = ("*",),
+        selected_fields: Sequence[str] | None = ("*",),
         case_sensitive: bool = True,
         snapshot_id: int | None = None,
         ref: str | None = None,
@@ -230,7 +230,7 @@ class Table:
         *,
         from_inclusive: bool = False,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: Sequence[str] = ("*",),
+        selected_fields: Sequence[str] | None = ("*",),
         case_sensitive: bool = True,
         limit: int | None = None,
         options: Mapping[str, str] | None = None,
@@ -260,7 +260,7 @@ class Table:
         *,
         from_inclusive: bool = False,
         row_filter: str | BooleanExpression = AlwaysTrue(),  # noqa: B008 (a singleton)
-        selected_fields: Sequence[str] = ("*",),
+        selected_fields: Sequence[str] | None = ("*",),
         case_sensitive: bool = True,
         options: Mapping[str, str] | None = None,
     ) -> ChangelogScan:
