@@ -60,7 +60,14 @@ CALLS: list[tuple[str, Callable[[Table], Any], str]] = [
         lambda t: NestedField(5, "x", "long"),  # type: ignore[arg-type]
         "must be an icefloe type",
     ),
+    # a snapshot id given as a list (or a dict) was looked up as a dict key: TypeError
     ("changelog-fields-int", lambda t: t.changelog_scan(selected_fields=5), "selected_fields"),
+    ("statistics-list", lambda t: t.statistics([t.metadata.current_snapshot_id]), "an integer"),
+    ("statistics-text", lambda t: t.statistics("1"), "snapshot_id must be an integer"),
+    ("partition-statistics-list", lambda t: t.partition_statistics([1]), "an integer"),
+    ("compute-statistics-dict", lambda t: t.compute_statistics(snapshot_id={}), "an integer"),
+    ("compute-partition-statistics-list", lambda t: t.compute_partition_statistics([1]), "integer"),
+    ("snapshot-by-id-list", lambda t: t.snapshot_by_id([1]), "an integer"),
 ]
 
 

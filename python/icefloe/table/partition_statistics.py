@@ -40,6 +40,7 @@ from icefloe.read.partition_statistics import (
 )
 from icefloe.scan.manifests import manifest_list_of, manifest_lists, read_entries
 from icefloe.table.inspect import _unify_partition
+from icefloe.table.statistics import check_optional_snapshot_id
 from icefloe.types import IcebergType, UUIDType
 from icefloe.write.partition_statistics import write_partition_statistics_file
 
@@ -61,6 +62,7 @@ _ADDED, _DELETED = 1, 2
 
 
 def _snapshot(metadata: TableMetadata, snapshot_id: int | None) -> Snapshot:
+    check_optional_snapshot_id(snapshot_id)
     snap = (
         metadata.current_snapshot() if snapshot_id is None else metadata.snapshot_by_id(snapshot_id)
     )

@@ -60,8 +60,17 @@ def _sketchable(t: IcebergType) -> bool:
     return t.is_primitive and not isinstance(t, _NO_SKETCH)
 
 
+def check_optional_snapshot_id(snapshot_id: object) -> None:
+    """A :class:`ValidationError` unless ``snapshot_id`` is None or an integer (not a bool)."""
+    if snapshot_id is not None and (
+        isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)
+    ):
+        raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+
+
 def _snapshot_schema(metadata: TableMetadata, snapshot_id: int | None) -> tuple[int, int, Schema]:
     """(snapshot id, sequence number, schema) of the chosen snapshot (default: current)."""
+    check_optional_snapshot_id(snapshot_id)
     snap = (
         metadata.current_snapshot() if snapshot_id is None else metadata.snapshot_by_id(snapshot_id)
     )
@@ -281,6 +290,7 @@ def _newest_on_ancestry(
 
 def statistics_status(metadata: TableMetadata, snapshot_id: int | None = None) -> StatisticsStatus:
     """The :class:`StatisticsStatus` of ``snapshot_id`` (default: current)."""
+    check_optional_snapshot_id(snapshot_id)
     if snapshot_id is None:
         snap = metadata.current_snapshot()
         if snap is None:

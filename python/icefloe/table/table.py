@@ -150,6 +150,8 @@ class Table:
 
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
         """The snapshot with that id, if kept."""
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
         found = self.metadata.snapshot_by_id(snapshot_id)
         if found is None and self.load_every_snapshot():
             found = self.metadata.snapshot_by_id(snapshot_id)
