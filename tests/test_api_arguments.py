@@ -68,6 +68,11 @@ CALLS: list[tuple[str, Callable[[Table], Any], str]] = [
     ("compute-statistics-dict", lambda t: t.compute_statistics(snapshot_id={}), "an integer"),
     ("compute-partition-statistics-list", lambda t: t.compute_partition_statistics([1]), "integer"),
     ("snapshot-by-id-list", lambda t: t.snapshot_by_id([1]), "an integer"),
+    (
+        "previous-versions-negative",
+        lambda t: t.set_properties({"write.metadata.previous-versions-max": "-1"}),
+        "must be at least 0",
+    ),
 ]
 
 
@@ -131,6 +136,21 @@ def test_scan_without_selected_fields_reads_every_column(tmp_path: Path) -> None
         for bad in (5, [1], b"id", {"id": 1}):
             with pytest.raises(ValidationError, match="selected_fields must be column names"):
                 make(selected_fields=bad)
+
+
+def test_a_negative_previous_versions_max_is_refused_at_create(tmp_path: Path) -> None:
+    """Java reads it as an int and keeps at least one file; a negative count means nothing
+    (0 is taken, and keeps one, as there)."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    key = "write.metadata.previous-versions-max"
+    with pytest.raises(ValidationError, match=f"{key}='-1' is invalid: must be at least 0"):
+        cat.create_table("db.t", SCHEMA, properties={key: "-1"})
+    assert not cat.table_exists("db.t")
+    t = cat.create_table("db.t", SCHEMA, properties={key: "0"})
+    t.append(pa.table({"id": [1]}, schema=SCHEMA))
+    t.append(pa.table({"id": [2]}, schema=SCHEMA))
+    assert len(t.metadata.metadata_log) == 1
 
 
 @pytest.mark.parametrize("kind", ["sql", "hadoop"])

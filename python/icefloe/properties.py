@@ -259,7 +259,9 @@ KNOWN: dict[str, _Kind] = {
     _T.MANIFEST_COMPRESSION: _enum(*MANIFEST_CODECS),
     _T.MANIFEST_COMPRESSION_LEVEL: _ANY_INT,
     _T.METADATA_COMPRESSION: _enum("none", "gzip"),
-    _T.METADATA_PREVIOUS_VERSIONS_MAX: _ANY_INT,  # below 1 means 1, as in the reference
+    # a count: negative is refused; 0 keeps one previous file, as in the reference (which
+    # reads any int and keeps at least one)
+    _T.METADATA_PREVIOUS_VERSIONS_MAX: _int(0),
     _T.METADATA_DELETE_AFTER_COMMIT_ENABLED: _BOOL,
     _T.GC_ENABLED: _BOOL,
     _T.WAP_ENABLED: _BOOL,
