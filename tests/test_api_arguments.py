@@ -153,6 +153,31 @@ def test_a_negative_previous_versions_max_is_refused_at_create(tmp_path: Path) -
     assert len(t.metadata.metadata_log) == 1
 
 
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        ({"dialect": {"spark": "select 1"}}, "dialect must be a name"),
+        ({"dialect": ["spark"]}, "dialect must be a name"),
+        ({"dialect": 5}, "dialect must be a name"),
+        ({"dialect": "  "}, "invalid query for dialect"),
+    ],
+    ids=["dict", "list", "int", "blank"],
+)
+def test_view_dialect_of_the_wrong_type(
+    tmp_path: Path, kwargs: dict[str, Any], needle: str
+) -> None:
+    """A dict or list as the dialect was used as a dict key (TypeError: unhashable)."""
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    with pytest.raises(ValidationError, match=needle):
+        cat.create_view("db.v", "select 1", SCHEMA, **kwargs)
+    assert not cat.view_exists("db.v")
+    cat.create_view("db.v", "select 1", SCHEMA, dialect="spark")
+    with pytest.raises(ValidationError, match=needle):
+        cat.replace_view("db.v", "select 2", SCHEMA, **kwargs)
+    assert cat.load_view("db.v").sql() == "select 1"
+
+
 @pytest.mark.parametrize("kind", ["sql", "hadoop"])
 @pytest.mark.parametrize(
     "call,needle",

@@ -169,6 +169,8 @@ class View:
 
 
 def _representations(sql: str | Mapping[str, str], dialect: str | None) -> list[SQLRepresentation]:
+    if dialect is not None and not isinstance(dialect, str):
+        raise ValidationError(f"dialect must be a name (a string), got {dialect!r}")
     if isinstance(sql, str):
         if not dialect:
             raise ValidationError("name the SQL dialect of the query (dialect='spark', ...)")
@@ -185,7 +187,7 @@ def _representations(sql: str | Mapping[str, str], dialect: str | None) -> list[
         raise ValidationError("a view needs a query")
     out = []
     for d, q in queries.items():
-        if not isinstance(d, str) or not d or not isinstance(q, str) or not q.strip():
+        if not isinstance(d, str) or not d.strip() or not isinstance(q, str) or not q.strip():
             raise ValidationError(f"invalid query for dialect {d!r}: {q!r}")
         out.append(SQLRepresentation(q, d))
     return out
