@@ -14,6 +14,18 @@ import pytest
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.table import Table
+from icefloe.transforms import (
+    BucketTransform,
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    Transform,
+    TruncateTransform,
+    UnknownTransform,
+    VoidTransform,
+    YearTransform,
+)
 from icefloe.types import LongType, NestedField
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
@@ -280,3 +292,36 @@ def test_a_path_given_as_an_identifier_says_how_to_open_a_table_by_path(tmp_path
                 call(path)
             assert "StaticTable.from_metadata" in str(info.value)
     assert cat.table_exists("db.t") and cat.table_exists(("db", "t/x")) is False
+
+
+TRANSFORMS = [
+    IdentityTransform(),
+    BucketTransform(4),
+    TruncateTransform(3),
+    YearTransform(),
+    MonthTransform(),
+    DayTransform(),
+    HourTransform(),
+    VoidTransform(),
+    UnknownTransform("zorder"),
+]
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS, ids=str)
+@pytest.mark.parametrize("bad", [None, "day", 5], ids=["none", "name", "int"])
+def test_transforms_refuse_arguments_of_the_wrong_type(transform: Transform, bad: Any) -> None:
+    """identity raised AttributeError; the others answered False (void: can transform a
+    None, its result type None) instead of naming the mistake."""
+    with pytest.raises(ValidationError, match="compares with a transform"):
+        transform.satisfies_order_of(bad)
+    with pytest.raises(ValidationError, match="source type must be an icefloe type"):
+        transform.can_transform(bad)
+    with pytest.raises(ValidationError, match="source type must be an icefloe type"):
+        transform.result_type(bad)
+    assert transform.satisfies_order_of(transform)  # each transform orders as itself
+    assert isinstance(transform.can_transform(LongType()), bool)
+
+
+def test_an_unknown_transform_is_named_by_a_string() -> None:
+    with pytest.raises(ValidationError, match="name is a string"):
+        UnknownTransform(None)  # type: ignore[arg-type]

@@ -106,6 +106,17 @@ def _check_int_arg(what: str, n: object) -> int:
     return int(value)
 
 
+def _check_type(source: object) -> IcebergType:
+    """``source`` when it is an icefloe type; a :class:`ValidationError` naming it otherwise
+    (a name such as ``"long"`` was answered "cannot transform", or by ``void`` "can")."""
+    if not isinstance(source, IcebergType):
+        raise ValidationError(
+            "a transform's source type must be an icefloe type (LongType(), ...; "
+            f"type_from_json('long') reads a name), got {source!r}"
+        )
+    return source
+
+
 class Transform(ABC):
     """A function from a source column's values to partition values."""
 
@@ -119,13 +130,19 @@ class Transform(ABC):
     def to_json(self) -> str:
         return str(self)
 
-    @abstractmethod
     def can_transform(self, source: IcebergType) -> bool:
         """Whether the spec allows this transform on a column of type ``source``."""
+        return self._can_transform(_check_type(source))
 
-    @abstractmethod
     def result_type(self, source: IcebergType) -> IcebergType:
         """The type of the partition values produced from a ``source`` column."""
+        return self._result_type(_check_type(source))
+
+    @abstractmethod
+    def _can_transform(self, source: IcebergType) -> bool: ...
+
+    @abstractmethod
+    def _result_type(self, source: IcebergType) -> IcebergType: ...
 
     @property
     def is_unknown(self) -> bool:
@@ -137,6 +154,14 @@ class Transform(ABC):
 
     def satisfies_order_of(self, other: Transform) -> bool:
         """Whether ordering by this transform also orders by ``other``."""
+        if not isinstance(other, Transform):
+            raise ValidationError(
+                f"satisfies_order_of compares with a transform (DayTransform(), ...; "
+                f"parse_transform('day') reads a name), got {other!r}"
+            )
+        return self._satisfies_order_of(other)
+
+    def _satisfies_order_of(self, other: Transform) -> bool:
         return self == other
 
     def _check(self, source: IcebergType) -> None:
@@ -157,16 +182,16 @@ class IdentityTransform(Transform):
     def __str__(self) -> str:
         return "identity"
 
-    def can_transform(self, source: IcebergType) -> bool:
+    def _can_transform(self, source: IcebergType) -> bool:
         return isinstance(source, PrimitiveType) and not isinstance(
             source, GeometryType | GeographyType | VariantType
         )
 
-    def result_type(self, source: IcebergType) -> IcebergType:
+    def _result_type(self, source: IcebergType) -> IcebergType:
         self._check(source)
         return source
 
-    def satisfies_order_of(self, other: Transform) -> bool:
+    def _satisfies_order_of(self, other: Transform) -> bool:
         return other.preserves_order
 
 
@@ -182,10 +207,10 @@ class BucketTransform(Transform):
     def __str__(self) -> str:
         return f"bucket[{self.num_buckets}]"
 
-    def can_transform(self, source: IcebergType) -> bool:
+    def _can_transform(self, source: IcebergType) -> bool:
         return isinstance(source, _BUCKET_SOURCES)
 
-    def result_type(self, source: IcebergType) -> IcebergType:
+    def _result_type(self, source: IcebergType) -> IcebergType:
         self._check(source)
         return IntegerType()
 
@@ -203,14 +228,14 @@ class TruncateTransform(Transform):
     def __str__(self) -> str:
         return f"truncate[{self.width}]"
 
-    def can_transform(self, source: IcebergType) -> bool:
+    def _can_transform(self, source: IcebergType) -> bool:
         return isinstance(source, _TRUNCATE_SOURCES)
 
-    def result_type(self, source: IcebergType) -> IcebergType:
+    def _result_type(self, source: IcebergType) -> IcebergType:
         self._check(source)
         return source
 
-    def satisfies_order_of(self, other: Transform) -> bool:
+    def _satisfies_order_of(self, other: Transform) -> bool:
         # The rule depends on the source type, which a transform does not know: strings sorted
         # by a longer prefix are sorted by any shorter one (width >= other's), numbers sorted by
         # width W are sorted by width W' only when W divides W'. Only equal widths satisfy both.
@@ -226,14 +251,14 @@ class _TimeTransform(Transform):
     _granularity: int = 0  # hour 0 < day 1 < month 2 < year 3
     _accepts_date = True
 
-    def can_transform(self, source: IcebergType) -> bool:
+    def _can_transform(self, source: IcebergType) -> bool:
         return isinstance(source, _TIMESTAMPS) or (self._accepts_date and source == DateType())
 
-    def result_type(self, source: IcebergType) -> IcebergType:
+    def _result_type(self, source: IcebergType) -> IcebergType:
         self._check(source)
         return IntegerType()
 
-    def satisfies_order_of(self, other: Transform) -> bool:
+    def _satisfies_order_of(self, other: Transform) -> bool:
         if isinstance(other, _TimeTransform):
             return self._granularity <= other._granularity
         return False
@@ -275,7 +300,7 @@ class DayTransform(_TimeTransform):
     def __str__(self) -> str:
         return "day"
 
-    def result_type(self, source: IcebergType) -> IcebergType:
+    def _result_type(self, source: IcebergType) -> IcebergType:
         self._check(source)
         return DateType()
 
@@ -297,10 +322,10 @@ class VoidTransform(Transform):
     def __str__(self) -> str:
         return "void"
 
-    def can_transform(self, source: IcebergType) -> bool:
+    def _can_transform(self, source: IcebergType) -> bool:
         return True
 
-    def result_type(self, source: IcebergType) -> IcebergType:
+    def _result_type(self, source: IcebergType) -> IcebergType:
         return source
 
     @property
@@ -314,13 +339,17 @@ class UnknownTransform(Transform):
 
     name: str
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ValidationError(f"a transform's name is a string, got {self.name!r}")
+
     def __str__(self) -> str:
         return self.name
 
-    def can_transform(self, source: IcebergType) -> bool:
+    def _can_transform(self, source: IcebergType) -> bool:
         return False
 
-    def result_type(self, source: IcebergType) -> IcebergType:
+    def _result_type(self, source: IcebergType) -> IcebergType:
         # Partition values of an unknown transform are opaque; the reference reports string.
         return StringType()
 
