@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from icefloe import variant
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import ValidationError
 from icefloe.table import Table
@@ -325,3 +326,54 @@ def test_transforms_refuse_arguments_of_the_wrong_type(transform: Transform, bad
 def test_an_unknown_transform_is_named_by_a_string() -> None:
     with pytest.raises(ValidationError, match="name is a string"):
         UnknownTransform(None)  # type: ignore[arg-type]
+
+
+_META = variant.from_python(1).metadata
+
+VARIANT_CALLS: list[tuple[str, Callable[[], Any], str]] = [
+    ("from-pylist-none", lambda: variant.from_pylist(None), "takes a list of Python values"),
+    ("from-pylist-bytes", lambda: variant.from_pylist(b"ab"), "takes a list of Python values"),
+    ("from-pylist-str", lambda: variant.from_pylist("ab"), "takes a list of Python values"),
+    ("from-pylist-dict", lambda: variant.from_pylist({"a": 1}), "takes a list of Python values"),
+    ("from-json-none", lambda: variant.from_json(None), "takes JSON text"),
+    ("from-json-bytes", lambda: variant.from_json(b"{}"), "decode bytes to str first"),
+    ("from-json-int-item", lambda: variant.from_json(["1", 5]), "got int 5 among them"),
+    ("from-arrow-none", lambda: variant.from_arrow(None), "from_arrow takes a pyarrow Array"),
+    ("from-arrow-list", lambda: variant.from_arrow([1]), "from_arrow takes a pyarrow Array"),
+    ("encode-none", lambda: variant.encode_column(None), "encode_column takes a pyarrow"),
+    ("encode-bytes", lambda: variant.encode_column(b"ab"), "encode_column takes a pyarrow"),
+    ("normalize-none", lambda: variant.normalize(None), "normalize takes a pyarrow Array"),
+    ("normalize-bytes", lambda: variant.normalize(b"ab"), "normalize takes a pyarrow Array"),
+    ("to-pylist-none", lambda: variant.to_pylist(None), "to_pylist takes a pyarrow Array"),
+    ("to-pylist-bytes", lambda: variant.to_pylist(b"ab"), "to_pylist takes a pyarrow Array"),
+    ("to-python-none", lambda: variant.to_python(None), "got NoneType None for the metadata"),
+    ("to-python-bytes-alone", lambda: variant.to_python(_META), "the metadata alone"),
+    ("to-python-value-int", lambda: variant.to_python(_META, 5), "got int 5 for the value"),
+    ("to-json-metadata-none", lambda: variant.to_json(None, b"\x0c\x01"), "for the metadata"),
+    ("to-json-text", lambda: variant.to_json("a", "b"), "got str 'a' for the metadata"),
+    ("variant-none", lambda: variant.Variant(None, None), "metadata is bytes"),  # type: ignore[arg-type]
+    (
+        "variant-and-value",
+        lambda: variant.to_json(variant.from_python(1), b"\x00"),
+        "a Variant alone",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "call,needle", [c[1:] for c in VARIANT_CALLS], ids=[c[0] for c in VARIANT_CALLS]
+)
+def test_variant_functions_refuse_arguments_of_the_wrong_type(
+    call: Callable[[], Any], needle: str
+) -> None:
+    """None or bytes where an Arrow array, a list or a variant belongs raised TypeError or
+    AttributeError, or was taken apart (a string as one row per character, bytes as one per
+    byte, a dict as one per key)."""
+    with pytest.raises(ValidationError, match=needle):
+        call()
+
+
+def test_variant_bytes_may_be_any_bytes_like() -> None:
+    v = variant.from_python({"a": 1})
+    assert variant.to_python(bytearray(v.metadata), memoryview(v.value)) == {"a": 1}
+    assert variant.Variant(bytearray(v.metadata), v.value) == v

@@ -36,7 +36,7 @@ Malformed bytes raise :class:`~icefloe.exceptions.ValidationError`; shredded col
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, overload
 
@@ -66,6 +66,9 @@ STORAGE_TYPE = pa.struct(
     [pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary())]
 )
 
+#: What a variant's metadata and value bytes may be given as.
+_BYTES = (bytes, bytearray, memoryview)
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -73,6 +76,13 @@ class Variant:
 
     metadata: bytes
     value: bytes
+
+    def __post_init__(self) -> None:
+        for name in ("metadata", "value"):
+            got = getattr(self, name)
+            if not isinstance(got, _BYTES):
+                raise ValidationError(f"a Variant's {name} is bytes, got {_kind(got)}")
+            object.__setattr__(self, name, bytes(got))
 
     def to_python(self) -> Any:
         """The value as Python objects."""
@@ -84,6 +94,23 @@ class Variant:
 
 
 ArrayLike: TypeAlias = pa.Array | pa.ChunkedArray
+
+
+def _kind(value: object) -> str:
+    """``value`` named for an error message: its type, and the value when it is short."""
+    text = repr(value)
+    return f"{type(value).__name__} {text}" if len(text) <= 40 else type(value).__name__
+
+
+def _arrow_arg(data: object, fn: str, chunked: bool = True) -> None:
+    """A :class:`ValidationError` unless ``data`` is a pyarrow Array (or ChunkedArray)."""
+    kinds = (pa.Array, pa.ChunkedArray) if chunked else (pa.Array,)
+    if not isinstance(data, kinds):
+        what = "a pyarrow Array or ChunkedArray" if chunked else "a pyarrow Array"
+        raise ValidationError(
+            f"icefloe.variant.{fn} takes {what}, got {_kind(data)} (from_python and "
+            "from_pylist take Python values, to_python and to_json one variant's bytes)"
+        )
 
 
 def _chunks(arr: ArrayLike) -> list[pa.Array]:
@@ -124,6 +151,14 @@ def from_python(obj: Any) -> Variant:
 
 def from_pylist(values: Iterable[Any]) -> pa.StructArray:
     """A variant column from Python values; ``None`` items are null rows."""
+    if isinstance(
+        values, str | bytes | bytearray | Mapping | pa.Array | pa.ChunkedArray
+    ) or not isinstance(values, Iterable):
+        # a string or bytes was one row per character or byte, a dict one per key
+        raise ValidationError(
+            "icefloe.variant.from_pylist takes a list of Python values, one per row, got "
+            f"{_kind(values)} (from_python encodes one value, from_arrow an Arrow array)"
+        )
     return _from_python(values if isinstance(values, Sequence) else list(values), True)
 
 
@@ -138,7 +173,20 @@ def from_json(data: str | ArrayLike | Sequence[str | None]) -> Variant | ArrayLi
     if isinstance(data, str):
         return _one(_native.variant_from_json(pa.array([data], pa.string())))
     if not isinstance(data, pa.Array | pa.ChunkedArray):
-        data = pa.array(list(data), pa.string())
+        if isinstance(data, bytes | bytearray | Mapping) or not isinstance(data, Iterable):
+            raise ValidationError(
+                "icefloe.variant.from_json takes JSON text (a str), or strings as a list or "
+                f"an Arrow array, got {_kind(data)}"
+                + (" (decode bytes to str first)" if isinstance(data, bytes | bytearray) else "")
+            )
+        texts = list(data)
+        bad = next((t for t in texts if t is not None and not isinstance(t, str)), None)
+        if bad is not None:
+            raise ValidationError(
+                f"icefloe.variant.from_json takes JSON texts (str, or None for a null row), "
+                f"got {_kind(bad)} among them"
+            )
+        data = pa.array(texts, pa.string())
     return _per_chunk(_native.variant_from_json, data)
 
 
@@ -148,6 +196,7 @@ def from_arrow(data: ArrayLike) -> ArrayLike:
     arrays, ``arrow.uuid`` values uuids. A struct or map naming a key twice is refused.
 
     A variant time holds microseconds: nanosecond times must be whole microseconds."""
+    _arrow_arg(data, "from_arrow")
     if isinstance(data.type, pa.UuidType):
         return _per_chunk(_uuids, data)
     chunks = data.chunks if isinstance(data, pa.ChunkedArray) else [data]
@@ -208,6 +257,7 @@ def encode_column(data: ArrayLike) -> ArrayLike:
     strings are parsed as JSON; a null column stays null; ``arrow.uuid`` values are variant
     uuids; any other type is cast value by value with :func:`from_arrow`.
     """
+    _arrow_arg(data, "encode_column")
     t = data.type
     if isinstance(t, pa.UuidType):  # variant uuids, as Python's uuid.UUID values become
         return from_arrow(data)
@@ -232,16 +282,33 @@ def encode_column(data: ArrayLike) -> ArrayLike:
 def normalize(data: pa.Array) -> pa.StructArray:
     """An encoded variant column (``struct<metadata, value[, typed_value]>``, any binary type)
     validated and in the stored form, shredded values merged back into ``value``."""
+    _arrow_arg(data, "normalize", chunked=False)
     out: pa.StructArray = _native.variant_normalize(data)
     return out
 
 
+def _not_bytes(name: str, got: object) -> ValidationError:
+    return ValidationError(
+        f"to_python/to_json take a Variant, or a variant's metadata and value as bytes; got "
+        f"{_kind(got)} for the {name}"
+    )
+
+
 def _pair(metadata: bytes | Variant, value: bytes | None) -> pa.StructArray:
     if isinstance(metadata, Variant):
+        if value is not None:
+            raise ValidationError("to_python/to_json take a Variant alone, or two bytes values")
         return _scalar_array(metadata.metadata, metadata.value)
+    if not isinstance(metadata, _BYTES):
+        raise _not_bytes("metadata", metadata)
     if value is None:
-        raise ValidationError("to_python/to_json need both metadata and value bytes")
-    return _scalar_array(metadata, value)
+        raise ValidationError(
+            "to_python/to_json need both metadata and value bytes (or a Variant), got the "
+            "metadata alone"
+        )
+    if not isinstance(value, _BYTES):
+        raise _not_bytes("value", value)
+    return _scalar_array(bytes(metadata), bytes(value))
 
 
 def _to_python(arr: pa.Array) -> list[Any]:
@@ -280,6 +347,7 @@ def to_json(metadata: bytes | Variant | ArrayLike, value: bytes | None = None) -
 
 def to_pylist(column: ArrayLike) -> list[Any]:
     """The Python values of every row of a variant column (null rows are ``None``)."""
+    _arrow_arg(column, "to_pylist")
     out: list[Any] = []
     for chunk in _chunks(column):
         if isinstance(chunk.type, pa.BaseExtensionType):
