@@ -110,13 +110,41 @@ def test_failed_requirement_is_a_conflict(sql_catalog: SqlCatalog) -> None:
     assert "a" not in sql_catalog.load_table("db.t").properties
 
 
-def test_retries_exhausted(sql_catalog: SqlCatalog) -> None:
+def test_without_retries_a_stale_table_commits(sql_catalog: SqlCatalog) -> None:
+    # commit.retry.num-retries=0 gives up after a lost race, not on a table loaded before
+    # another commit: as Java's commits, the only attempt starts from the current state
     sql_catalog.create_namespace("db")
     t1 = sql_catalog.create_table(
         "db.t", _schema(), properties={**FAST, "commit.retry.num-retries": "0"}
     )
     t2 = sql_catalog.load_table("db.t")
     t1.set_properties(a="1")
+    t2.set_properties(b="2")
+    final = sql_catalog.load_table("db.t")
+    assert final.properties["a"] == "1" and final.properties["b"] == "2"
+    assert len(_metadata_files(final)) == 3  # no attempt was lost
+    # a requirement the other writer's change broke still fails
+    t1.update_schema().add_column("x", StringType()).commit()
+    with pytest.raises(CommitConflictError):
+        t2.update_schema().add_column("y", IntegerType()).commit()
+    assert [f.name for f in sql_catalog.load_table("db.t").schema().fields] == ["id", "x"]
+
+
+def test_retries_exhausted(sql_catalog: SqlCatalog) -> None:
+    sql_catalog.create_namespace("db")
+    t1 = sql_catalog.create_table(
+        "db.t", _schema(), properties={**FAST, "commit.retry.num-retries": "0"}
+    )
+    t2 = sql_catalog.load_table("db.t")
+    real = sql_catalog._swap_pointer
+
+    def another_writer_first(*args: Any) -> None:
+        """Another writer commits between the read of the current state and the swap."""
+        del sql_catalog._swap_pointer
+        t1.set_properties(a="1")
+        real(*args)
+
+    sql_catalog._swap_pointer = another_writer_first  # type: ignore[method-assign]
     with pytest.raises(CommitFailedError, match="another writer"):
         t2.set_properties(b="2")
     assert len(_metadata_files(t1)) == 2  # the failed attempt left nothing behind

@@ -322,15 +322,61 @@ def test_without_retries_a_lost_race_fails_and_keeps_the_table(tmp_path: Path) -
     # commit.retry.num-retries=0: the first lost race is final (as in Java), appends included
     cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
     cat.create_namespace("db")
-    cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
-    stale = cat.load_table("db.t")
-    cat.load_table("db.t").append(_rows([1]))
+    t = cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    real = cat._swap_pointer
+
+    def another_writer_first(*args: object) -> None:
+        """Another writer commits between the read of the current state and the swap."""
+        del cat._swap_pointer
+        cat.load_table("db.t").append(_rows([1]))
+        real(*args)  # type: ignore[arg-type]
+
+    cat._swap_pointer = another_writer_first  # type: ignore[method-assign]
     with pytest.raises(CommitFailedError):
-        stale.append(_rows([2]))
+        t.append(_rows([2]))
     assert _ids(cat) == [1]
-    stale.refresh()
-    stale.append(_rows([2]))
+    t.append(_rows([2]))
     assert _ids(cat) == [1, 2]
+
+
+def test_without_retries_a_stale_table_commits_unless_a_change_conflicts(
+    tmp_path: Path,
+) -> None:
+    # Java's commits refresh the table before every attempt, the first included: with
+    # commit.retry.num-retries=0 a table loaded before another writer's commit still commits
+    # (it failed with CommitFailedError); a real conflict still fails
+    cat = SqlCatalog("s", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    other = cat.create_table("db.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    stale = cat.load_table("db.t")
+    other.append(_rows([1, 2, 3]))
+    stale.append(_rows([4]))
+    for change in (
+        lambda t: t.delete("id = 1"),
+        lambda t: t.overwrite(_rows([22]), "id = 2"),
+        lambda t: t.set_properties(k="v"),
+    ):
+        stale.refresh()
+        other.append(_rows([10]))
+        change(stale)
+    assert _ids(cat) == [3, 4, 10, 10, 10, 22]
+    assert cat.load_table("db.t").properties["k"] == "v"
+    # several tables at once: the stale one's append is rebuilt too
+    cat.create_table("db.u", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    with cat.transaction() as tx:
+        tx.table("db.u").append(_rows([5]))
+        tx.table("db.t").append(_rows([6]))
+        other.append(_rows([11]))  # the transaction's db.t is stale now
+    assert _ids(cat) == [3, 4, 6, 10, 10, 10, 11, 22]
+    assert _ids(cat, "db.u") == [5]
+    # a real conflict: another writer deleted the row (its file) this delete deletes
+    stale.refresh()
+    other.delete("id = 4")
+    before = {p for p in (tmp_path / "wh").rglob("*") if p.is_file()}
+    with pytest.raises(CommitConflictError):
+        stale.delete("id = 4")
+    assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()} == before
+    assert _ids(cat) == [3, 6, 10, 10, 10, 11, 22]
 
 
 def test_expire_keeps_a_tag_created_after_it_was_planned(catalog: Catalog) -> None:

@@ -243,7 +243,7 @@ def test_interrupt_after_the_sql_multi_table_swap_keeps_the_metadata_files(
 @pytest.mark.parametrize(
     ("retries", "message"),
     [
-        ({"commit.retry.num-retries": "0"}, r"could not be reached.*nothing was committed"),
+        ({"commit.retry.num-retries": "0"}, r"nothing was committed.*current state"),
         ({"commit.retry.min-wait-ms": "1"}, r"nothing was committed.*reloading"),
     ],
     ids=["no-retry", "retried"],
@@ -251,8 +251,9 @@ def test_interrupt_after_the_sql_multi_table_swap_keeps_the_metadata_files(
 def test_an_unreachable_database_fails_the_commit_cleanly(
     postgres_uri: str, tmp_path: Path, retries: dict[str, str], message: str
 ) -> None:
-    """The database cannot be reached when the pointer is to be swapped: no UPDATE was sent,
-    so the commit failed for certain (``CommitFailedError``) and its files go. Retried, the
+    """The database cannot be reached when the commit is made: no UPDATE was sent, so the
+    commit failed for certain (``CommitFailedError``) and its files go. Without retries the
+    table's current state is read first (as Java's commits do), which fails so. Retried, the
     reload before the next attempt cannot reach it either: the swap reported that nothing
     was committed, so the append still fails with ``CommitFailedError`` and every file it
     wrote goes (its data file, manifest and manifest list were kept, as if the outcome were

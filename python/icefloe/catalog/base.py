@@ -461,6 +461,8 @@ class Catalog(ABC):
 
         def refresh() -> tuple[TableMetadata, str]:
             location = self._current_location(ident)
+            if location == table.metadata_location:
+                return table.metadata, location  # a metadata file never changes
             return self.read_metadata(location), location
 
         result, base, base_location = run_commit(

@@ -8,7 +8,9 @@ conflict: :class:`CommitConflictError`) and the updates are re-applied, waiting 
 backoff between attempts as the table's ``commit.retry.*`` properties say. A refresh that fails
 after swaps the catalog knows did not happen (``CommitFailedError.nothing_committed``) ends the
 commit with :class:`CommitFailedError`, so the caller deletes its files. When it cannot be known
-whether the pointer moved (:class:`CommitStateUnknownError`) nothing is cleaned up.
+whether the pointer moved (:class:`CommitStateUnknownError`) nothing is cleaned up. Without
+retries (``commit.retry.num-retries`` 0) the single attempt starts from the refreshed table, as
+Java's commits refresh before every attempt: only a race lost during it fails.
 """
 
 from __future__ import annotations
@@ -75,6 +77,20 @@ def run_commit(
     deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
     attempt = 0
     nothing_committed = True  # every attempt so far known not to have moved the pointer
+    if policy.num_retries <= 0:
+        # No retry will absorb a stale base: as Java's commits, which refresh before every
+        # attempt (the first included), start from the catalog's current state. With retries
+        # a stale base is one lost race, retried on the refreshed state: no extra read there.
+        try:
+            base, base_location = refresh()
+        except Exception as exc:
+            if isinstance(exc, CommitStateUnknownError) or commit_did_not_happen(exc):
+                raise
+            failed = CommitFailedError(
+                f"nothing was committed: reading the table's current state failed: {exc}"
+            )
+            failed.nothing_committed = True  # nothing was sent
+            raise failed from exc
     while True:
         try:
             _validate_requirements(reqs, base)

@@ -121,6 +121,17 @@ class CatalogTransaction:
             return [p.table for p in self._parts.values()]
         policy = RetryPolicy.from_properties(parts[0]._base.properties)
         deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
+        if policy.num_retries <= 0:
+            # no retry will absorb a stale table: rebuild the snapshots on the current state
+            # first, as a table transaction does (the catalog checks the other changes against
+            # the current state itself)
+            try:
+                for p in parts:
+                    if p._producers():
+                        p._rebuild_on_current()
+            except BaseException:
+                self._abort(parts)
+                raise
         attempt = 0
         while True:
             changes = [

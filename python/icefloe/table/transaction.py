@@ -20,6 +20,7 @@ import pyarrow.fs as pafs
 
 from icefloe.exceptions import (
     CommitConflictError,
+    CommitFailedError,
     CommitStateUnknownError,
     IcebergError,
     NoSuchTableError,
@@ -552,6 +553,8 @@ class Transaction:
         # giving up after commit.retry.num-retries lost races.
         always = self._replayable() and all(p.always_applies for p in self._producers())
         deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
+        if policy.num_retries <= 0 and self.table.metadata_location and self._producers():
+            self._rebuild_on_current()
         attempt = 0
         while True:
             requirements = requirements_for(self._base, self._updates) + self._requirements
@@ -614,6 +617,40 @@ class Transaction:
                     self._may_have_committed = True
                 raise
             return self._finish()
+
+    def _rebuild_on_current(self) -> None:
+        """Before the only attempt of a commit without retries (``commit.retry.num-retries``
+        0): rebuild the snapshots on the table's current state when it moved since they were
+        made, as Java's snapshot producers and transactions refresh before every attempt, the
+        first included. A stale handle then commits when nothing conflicts; a real conflict
+        (another writer deleted the files this change deletes) fails while rebuilding, as on a
+        retry. With retries the lost race itself leads to the rebuild: no extra read there.
+        Changes that cannot be rebuilt are checked against the current state by the catalog."""
+        if not self._replayable():
+            return
+        was = self.table.metadata_location
+        try:
+            self.table.refresh()
+            if self.table.metadata_location == was:
+                return
+            # the checks walk the new commits back to the base (see commit_transaction)
+            self.table.load_every_snapshot()
+            try:
+                self._replay()
+            except NotFoundError:
+                if not self._rebuilt_after_missing_file():
+                    raise
+        except BaseException as exc:
+            # nothing was sent to the catalog: the files written for the change go
+            self._table_gone = isinstance(exc, NoSuchTableError)
+            self._abort_producers()
+            if isinstance(exc, Exception) and not commit_did_not_happen(exc):
+                failed = CommitFailedError(
+                    f"nothing was committed: reading the table's current state failed: {exc}"
+                )
+                failed.nothing_committed = True
+                raise failed from exc
+            raise
 
     def _finish(self) -> Table:
         """The commit happened: the producers drop what the committed table does not use."""
