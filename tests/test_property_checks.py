@@ -122,7 +122,7 @@ def test_create_table_takes_a_numpy_int_format_version(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("native", [True, False])
-@pytest.mark.parametrize("codec", ["snappy", "lz4", "uncompressed", "none"])
+@pytest.mark.parametrize("codec", ["snappy", "lz4", "lz4_raw", "uncompressed"])
 def test_a_level_is_ignored_for_codecs_without_levels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str, native: bool
 ) -> None:
@@ -208,6 +208,106 @@ def test_a_bad_level_stored_by_another_engine_fails_writes_with_a_validation_err
     with pytest.raises(ValidationError, match=LEVEL):
         ParquetOptions.from_properties({CODEC: "gzip", LEVEL: "99"})
     assert ParquetOptions.from_properties({CODEC: "snappy", LEVEL: "99"}).compression_level is None
+
+
+# ---------------------------------------------------------------- Parquet codec names
+
+DELETE_CODEC = "write.delete.parquet.compression-codec"
+
+
+def _codecs(table: Table) -> tuple[set[str], set[str]]:
+    """The codecs of the column chunks of ``table``'s data files and of its delete files, as
+    pyarrow names them (``LZ4`` is the ``LZ4_RAW`` of the Parquet format, its ``LZ4`` being
+    pyarrow's ``LZ4_HADOOP``)."""
+    import pyarrow.parquet as pq
+
+    def codecs(paths: list[str]) -> set[str]:
+        out = set()
+        for path in paths:
+            meta = pq.ParquetFile(path.removeprefix("file://")).metadata
+            for rg in range(meta.num_row_groups):
+                row_group = meta.row_group(rg)
+                out |= {row_group.column(c).compression for c in range(row_group.num_columns)}
+        return out
+
+    files = table.inspect.files().to_pydict()
+    data = [p for p, c in zip(files["file_path"], files["content"], strict=True) if c == 0]
+    deletes = [p for p, c in zip(files["file_path"], files["content"], strict=True) if c != 0]
+    return codecs(data), codecs(deletes)
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize(
+    ("codec", "written"),
+    [
+        ("zstd", "ZSTD"),
+        ("gzip", "GZIP"),
+        ("snappy", "SNAPPY"),
+        ("brotli", "BROTLI"),
+        ("lz4", "LZ4"),  # LZ4_RAW, which Java reads (pyarrow writes no Hadoop-framed LZ4)
+        ("lz4_raw", "LZ4"),
+        ("LZ4_RAW", "LZ4"),  # Java's names in any case
+        ("uncompressed", "UNCOMPRESSED"),
+        ("UNCOMPRESSED", "UNCOMPRESSED"),
+    ],
+)
+def test_javas_parquet_codec_names_are_accepted_and_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str, written: str, native: bool
+) -> None:
+    """Java maps the codec with ``CompressionCodecName.valueOf(name.toUpperCase())``: ``lz4_raw``
+    is one of its names (refused here before), for data and delete files."""
+    monkeypatch.setattr(native_writer, "ENABLED", native)
+    props = {"format-version": "2", "write.delete.mode": "merge-on-read"}
+    _, t = _table(tmp_path, properties={**props, CODEC: codec, DELETE_CODEC: codec})
+    t.append(rows(0, 200))
+    t.delete("id = 3")
+    assert _codecs(t) == ({written}, {written})
+    t.set_properties({CODEC: "zstd", DELETE_CODEC: codec.upper()})
+    t.set_properties({CODEC: codec, DELETE_CODEC: "snappy"})  # both ways round
+    assert t.properties[CODEC] == codec
+    if codec.lower() == "lz4_raw":
+        duckdb = pytest.importorskip("duckdb")
+        path = t.inspect.files().column("file_path")[0].as_py().removeprefix("file://")
+        found = duckdb.sql(f"SELECT DISTINCT compression FROM parquet_metadata('{path}')")
+        assert found.fetchall() == [("LZ4_RAW",)]
+
+
+@pytest.mark.parametrize("key", [CODEC, DELETE_CODEC])
+def test_codec_none_is_refused_when_set_suggesting_uncompressed(tmp_path: Path, key: str) -> None:
+    """Java's Parquet writer knows no codec ``none``: a table with it fails every Java write."""
+    cat = catalog(tmp_path)
+    for value in ("none", "NONE"):
+        with pytest.raises(ValidationError, match=f"{key}.*use 'uncompressed'"):
+            cat.create_table("ns.t", SCHEMA, properties={key: value})
+    t = cat.create_table("ns.t", SCHEMA)
+    with pytest.raises(ValidationError, match=f"{key}.*use 'uncompressed'"):
+        t.set_properties({key: "none"})
+    assert key not in cat.load_table("ns.t").properties
+
+
+def test_a_table_with_codec_none_from_another_engine_stays_writable(tmp_path: Path) -> None:
+    """PyIceberg stores ``none`` (its name for no compression): icefloe writes such a table
+    uncompressed, and its other changes commit, though ``none`` cannot be set here."""
+    from support.write_util import set_properties_elsewhere
+
+    props = {"format-version": "2", "write.delete.mode": "merge-on-read"}
+    cat, t = _table(tmp_path, properties=props)
+    cat.close()
+    set_properties_elsewhere(tmp_path, "ns.t", {CODEC: "none", DELETE_CODEC: "none"})
+    t = catalog_again(tmp_path).load_table("ns.t")
+    assert t.properties[CODEC] == "none"
+    assert ParquetOptions.from_properties(t.properties).compression == "none"
+    t.append(rows(0, 200))
+    t.delete("id = 3")
+    assert _codecs(t) == ({"UNCOMPRESSED"}, {"UNCOMPRESSED"})
+    t.set_properties({LEVEL: "5", "k": "v"})  # ignored for uncompressed, as in Java
+    assert t.properties[CODEC] == "none" and t.properties["k"] == "v"
+    assert t.scan().count() == 199
+
+
+def catalog_again(tmp_path: Path) -> SqlCatalog:
+    """The SQLite catalog of :func:`catalog` opened again (its namespace exists)."""
+    return SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
 
 
 # ---------------------------------------------------------------- integer ranges

@@ -33,6 +33,7 @@ __all__ = [
     "MANIFEST_CODECS",
     "ORC_CODECS",
     "PARQUET_CODECS",
+    "PARQUET_CODEC_ALIASES",
     "PARQUET_CODEC_LEVELS",
     "RESERVED_PROPERTIES",
     "InvalidPropertyWarning",
@@ -43,6 +44,7 @@ __all__ = [
     "gc_enabled",
     "int_property",
     "manifest_compression_level",
+    "parquet_codec",
     "parquet_compression_level",
     "parse_bool",
     "parse_enum",
@@ -184,16 +186,21 @@ RESERVED_PROPERTIES = frozenset(
 _T = TableProperties
 _V = TypeVar("_V")
 _WRITE_MODES = ("copy-on-write", "merge-on-read")
-#: Parquet codec names (Iceberg's, lower case) to pyarrow's.
+#: Parquet codec names to pyarrow's: those of Java's Parquet writer (parquet-mr's
+#: ``CompressionCodecName``, any case) but ``lzo``, which pyarrow cannot write. pyarrow's
+#: ``lz4`` writes ``LZ4_RAW`` (no Hadoop framing), which Java reads, for ``lz4`` as well.
 PARQUET_CODECS = {
     "zstd": "zstd",
     "gzip": "gzip",
     "snappy": "snappy",
     "lz4": "lz4",
+    "lz4_raw": "lz4",
     "brotli": "brotli",
     "uncompressed": "none",
-    "none": "none",
 }
+#: Parquet codec names other engines store (PyIceberg's ``none``) that Java's writer refuses,
+#: with the name Java knows: never set, but a table that has one is written as that codec.
+PARQUET_CODEC_ALIASES = {"none": "uncompressed"}
 #: ORC codec names (Iceberg's, lower case) to pyarrow's.
 ORC_CODECS = {
     "zlib": "zlib",
@@ -211,6 +218,10 @@ AVRO_CODECS = ("gzip", "zstd", "snappy", "uncompressed")
 #: Manifest codec names: Java hands the property to its Avro writer, which knows these alone
 #: (Avro's own names such as ``deflate`` or ``null`` would fail every Java commit).
 MANIFEST_CODECS = AVRO_CODECS
+_PARQUET_CODEC_KEYS = (
+    TableProperties.PARQUET_COMPRESSION,
+    TableProperties.DELETE_PARQUET_COMPRESSION,
+)
 _METRICS = re.compile(r"(none|counts|full|truncate\((\d+)\))")
 #: Java's ``Integer`` and ``Long`` limits: a property Java reads with ``Integer.parseInt`` or
 #: ``Long.parseLong`` must fit them (and the writers icefloe hands the value to).
@@ -448,39 +459,43 @@ def parse_metrics_mode(key: str, raw: str, what: str = "table property") -> tupl
     return "truncate", n
 
 
+def parquet_codec(
+    props: Mapping[str, str],
+    key: str = _T.PARQUET_COMPRESSION,
+    default: str = _T.PARQUET_COMPRESSION_DEFAULT,
+) -> str:
+    """The Parquet codec (a key of :data:`PARQUET_CODECS`) files are written with: ``key``
+    (``write.parquet.compression-codec`` or ``write.delete.parquet.compression-codec``), else
+    ``default``. A name of :data:`PARQUET_CODEC_ALIASES` (stored by another engine; setting it
+    is refused) reads as the codec it stands for, so such a table stays writable."""
+    raw = props.get(key)
+    alias = PARQUET_CODEC_ALIASES.get(raw.lower()) if raw is not None else None
+    return alias if alias is not None else enum_property(props, key, default)
+
+
 def parquet_compression_level(props: Mapping[str, str]) -> int | None:
     """The level Parquet files are compressed with: ``write.parquet.compression-level`` for a
     codec that takes one (:data:`PARQUET_CODEC_LEVELS`), else None, as Java ignores the level
     of snappy, lz4 and uncompressed. A level outside the codec's range is a
     :class:`ValidationError`."""
-    return _codec_level(
-        props, _T.PARQUET_COMPRESSION, _T.PARQUET_COMPRESSION_DEFAULT, _T.PARQUET_COMPRESSION_LEVEL
-    )
+    return _codec_level(props, parquet_codec(props), _T.PARQUET_COMPRESSION_LEVEL)
 
 
 def avro_compression_level(props: Mapping[str, str]) -> int | None:
     """``write.avro.compression-level`` as :func:`parquet_compression_level` reads Parquet's
     (gzip -1 to 9, zstd its range; a level Java's Avro codecs would refuse is refused)."""
-    return _codec_level(
-        props, _T.AVRO_COMPRESSION, _T.AVRO_COMPRESSION_DEFAULT, _T.AVRO_COMPRESSION_LEVEL
-    )
+    codec = enum_property(props, _T.AVRO_COMPRESSION, _T.AVRO_COMPRESSION_DEFAULT)
+    return _codec_level(props, codec, _T.AVRO_COMPRESSION_LEVEL)
 
 
 def manifest_compression_level(props: Mapping[str, str]) -> int | None:
     """``write.manifest.compression-level``, checked as :func:`avro_compression_level` (Java
     hands it to the same Avro codecs)."""
-    return _codec_level(
-        props,
-        _T.MANIFEST_COMPRESSION,
-        _T.MANIFEST_COMPRESSION_DEFAULT,
-        _T.MANIFEST_COMPRESSION_LEVEL,
-    )
+    codec = enum_property(props, _T.MANIFEST_COMPRESSION, _T.MANIFEST_COMPRESSION_DEFAULT)
+    return _codec_level(props, codec, _T.MANIFEST_COMPRESSION_LEVEL)
 
 
-def _codec_level(
-    props: Mapping[str, str], codec_key: str, codec_default: str, level_key: str
-) -> int | None:
-    codec = enum_property(props, codec_key, codec_default)
+def _codec_level(props: Mapping[str, str], codec: str, level_key: str) -> int | None:
     raw = props.get(level_key, "")
     limits = PARQUET_CODEC_LEVELS.get(codec)
     if raw == "" or limits is None:
@@ -500,6 +515,15 @@ def parse_value(key: str, raw: str, what: str = "table property") -> object:
     kind = _kind_of(key)
     if kind is None:
         return raw
+    alias = PARQUET_CODEC_ALIASES.get(raw.lower()) if key in _PARQUET_CODEC_KEYS else None
+    if alias is not None:
+        raise _invalid(
+            key,
+            raw,
+            f"Java's Parquet writer knows no codec {raw!r} (every Java write to the table would "
+            f"fail): use {alias!r}",
+            what,
+        )
     if kind.kind == "int":
         return parse_int(key, raw, kind.minimum, what, kind.maximum)
     if kind.kind == "bool":

@@ -35,7 +35,7 @@ from icefloe.deletes import DeletionVector
 from icefloe.exceptions import AlreadyExistsError, IcebergError, ValidationError
 from icefloe.io import FileIO
 from icefloe.partitioning import PartitionSpec
-from icefloe.properties import PARQUET_CODECS, TableProperties, enum_property
+from icefloe.properties import PARQUET_CODECS, TableProperties, parquet_codec
 from icefloe.puffin import PuffinWriter
 from icefloe.read.deletes import DeleteCache, TaskDeletes
 from icefloe.scan.tasks import (
@@ -341,10 +341,8 @@ def _write_parquet(
 ) -> tuple[int, pq.FileMetaData]:
     """Writes a delete file: integer-stored columns delta-encoded, the ``dictionary`` columns
     dictionary-encoded, the others plain."""
-    codec = enum_property(
-        properties, TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT
-    )
-    codec = enum_property(properties, TableProperties.DELETE_PARQUET_COMPRESSION, codec)
+    codec = parquet_codec(properties)
+    codec = parquet_codec(properties, TableProperties.DELETE_PARQUET_COMPRESSION, codec)
     compression = PARQUET_CODECS[codec]
     try:
         # an I/O failure is a FileIOError, and leaves no incomplete upload behind

@@ -11,8 +11,8 @@ from icefloe.properties import (
     PARQUET_CODECS,
     TableProperties,
     bool_property,
-    enum_property,
     int_property,
+    parquet_codec,
     parquet_compression_level,
     parse_probability,
 )
@@ -76,9 +76,8 @@ class ParquetOptions:
     def from_properties(props: Mapping[str, str]) -> ParquetOptions:
         """Reads the options, validating codec names, levels and sizes (a
         :class:`~icefloe.exceptions.ValidationError` when malformed or out of range)."""
-        codec = enum_property(props, _T.PARQUET_COMPRESSION, _T.PARQUET_COMPRESSION_DEFAULT)
         return ParquetOptions(
-            compression=PARQUET_CODECS[codec],
+            compression=PARQUET_CODECS[parquet_codec(props)],
             compression_level=parquet_compression_level(props),
             row_group_size_bytes=int_property(
                 props, _T.PARQUET_ROW_GROUP_SIZE_BYTES, _T.PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT
