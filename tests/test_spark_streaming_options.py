@@ -90,6 +90,8 @@ def test_java_skip_delete_snapshots_skips_them(spark: Any, tmp_path: Path) -> No
             {"streaming-skip-delete-snapshots": "true", "skip-delete-snapshots": "false"},
             "name the same setting with different values",
         ),
+        ({"max-files-per-micro-batch": "0"}, "must be positive, got 0"),
+        ({"branch": "b"}, "a stream reads the appends of the main branch"),
     ],
 )
 def test_java_options_without_a_meaning_here_are_refused(
@@ -99,6 +101,8 @@ def test_java_options_without_a_meaning_here_are_refused(
     with pytest.raises(Exception, match="ValidationError") as info:
         _batches(spark, cat, tmp_path / "ck", **options)
     assert message in str(info.value)
+    # the refusal is the error reported, not PySpark's stream runner failing after it
+    assert "UnboundLocalError" not in str(info.value)
 
 
 @pytest.mark.parametrize("empty", [False, True])

@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import IcebergError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.metadata import Snapshot
 from icefloe.scan.tasks import FileScanTask
@@ -169,6 +169,19 @@ class IcefloeStreamReader(DataSourceStreamReader):
     """Micro-batches of the files appended to a table (see the module docs)."""
 
     def __init__(self, options: Mapping[str, str], schema: Any = None) -> None:
+        #: the error of a refused option, raised by the first call Spark makes: raised here,
+        #: PySpark's stream runner would report its own ``UnboundLocalError`` first
+        self._refused: IcebergError | None = None
+        try:
+            self._configure(options, schema)
+        except IcebergError as exc:
+            self._refused = exc
+
+    def _check_options(self) -> None:
+        if self._refused is not None:
+            raise self._refused
+
+    def _configure(self, options: Mapping[str, str], schema: Any) -> None:
         self.options = with_java_options(options)
         refused = [k for k in _NOT_STREAMED if self.options.get(k)]
         if refused:
@@ -207,6 +220,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
     # -- offsets --------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, int]:
         with planner_step():
+            self._check_options()
             table = table_from_options(self.options)
             start_id = _int_option(self.options, "start-snapshot-id")
             if start_id is not None:
@@ -259,6 +273,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
 
     def latestOffset(self) -> dict[str, int]:
         with planner_step():
+            self._check_options()
             table = table_from_options(self.options)
             current = table.metadata.current_snapshot()
             start = self.start if self.start is not None else self.initialOffset()
@@ -287,6 +302,7 @@ class IcefloeStreamReader(DataSourceStreamReader):
     # -- reading ---------------------------------------------------------------------------------
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TasksPartition]:
         with planner_step():
+            self._check_options()
             table, scan, options, fields = plan_read(self.options, self.row_filter)
             # bound to the stream's schema: older snapshots are planned with its field ids
             bound = scan.bound_filter() if self.row_filter is not None else None
@@ -323,4 +339,5 @@ class IcefloeStreamReader(DataSourceStreamReader):
         return read_partition(partition)
 
     def commit(self, end: dict[str, int]) -> None:
+        self._check_options()
         self.start = dict(end)
