@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -521,3 +522,51 @@ def test_tables_catalogs_and_scans_pickle_on_every_catalog(catalog: Catalog) -> 
     reloaded = pickle.loads(pickle.dumps(catalog)).load_table("pk.t")
     assert sorted(reloaded.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3, 4]
     copy.catalog.close()
+
+
+CODEC = "write.parquet.compression-codec"
+
+
+def test_new_tables_store_zstd_as_javas_create_does(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every new table stores ``write.parquet.compression-codec=zstd`` (as Iceberg Java 1.4+
+    does, so engines whose default is gzip write zstd too); a codec the creator gives is kept,
+    and a table made elsewhere without the property keeps its properties as they are."""
+    from dataclasses import replace
+
+    sent: list[dict[str, Any]] = []
+    if isinstance(catalog, RestCatalog):
+        # the server adds the default, not the client (as Java's client)
+        call = catalog._call
+
+        def spy(method: str, path: str, what: str, **kw: Any) -> Any:
+            if method == "POST" and path.endswith("/tables"):
+                sent.append(kw["body"]["properties"])
+            return call(method, path, what, **kw)
+
+        monkeypatch.setattr(catalog, "_call", spy)
+    catalog.create_namespace("db")
+    plain = catalog.create_table("db.plain", _schema(), properties={"owner": "me"})
+    assert plain.properties == {CODEC: "zstd", "owner": "me"}
+    assert catalog.load_table("db.plain").properties == plain.properties
+    gzip_table = catalog.create_table("db.gzip", _schema(), properties={CODEC: "gzip"})
+    assert catalog.load_table("db.gzip").properties == {CODEC: "gzip"}
+    assert gzip_table.properties == {CODEC: "gzip"}
+    with catalog.create_table_transaction("db.staged", _schema(), format_version=3) as tx:
+        tx.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    assert catalog.load_table("db.staged").properties == {CODEC: "zstd"}
+    if isinstance(catalog, RestCatalog):
+        assert sent == [{"owner": "me"}, {CODEC: "gzip"}, {"format-version": "3"}]
+    # a table another engine created without the property (Java before 1.4, or one that
+    # removed it): registering it and committing to it leave its properties as they are
+    if isinstance(catalog, HadoopCatalog):
+        return  # cannot register
+    made = replace(plain.metadata, table_uuid=str(uuid.uuid4()), properties={"owner": "java"})
+    location = f"{plain.location}/metadata/00000-java.metadata.json"
+    plain.io.new_output(location).write(made.dumps().encode())
+    java = catalog.register_table("db.java", location)
+    assert java.properties == {"owner": "java"}
+    java.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    java.set_properties(other="1")
+    assert catalog.load_table("db.java").properties == {"owner": "java", "other": "1"}

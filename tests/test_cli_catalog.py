@@ -133,7 +133,9 @@ def test_describe_matches_the_table_api(world: CliWorld) -> None:
         "5 note: string optional  — free text",
         f"current snapshot {snap.snapshot_id} · append",
         f"records           {snap.summary.get('total-records')}",
-        "write.delete.mode  merge-on-read",
+        # a new table stores zstd as its Parquet codec, as Java's create does
+        "write.delete.mode                merge-on-read\n",
+        "write.parquet.compression-codec  zstd\n",
     ):
         assert needle in text, needle
 
@@ -156,7 +158,9 @@ def test_properties_get_set_remove(scratch: CliWorld) -> None:
     assert r.exit_code == 0, r.stderr
     r = run(scratch, "properties", "set", "db.plain", "a=1", "b=2")
     assert r.exit_code == 0, r.stderr
+    zstd = {"write.parquet.compression-codec": "zstd"}  # stored by the create
     assert scratch.catalog().load_table("db.plain").properties == {
+        **zstd,
         "owner": "me",
         "a": "1",
         "b": "2",
@@ -166,6 +170,7 @@ def test_properties_get_set_remove(scratch: CliWorld) -> None:
         "a": "1",
         "b": "2",
         "owner": "me",
+        **zstd,
     }
     assert run(scratch, "properties", "set", "db.plain", "c", "3", "d", "4").exit_code == 0
     assert scratch.catalog().load_table("db.plain").properties["d"] == "4"
@@ -173,7 +178,7 @@ def test_properties_get_set_remove(scratch: CliWorld) -> None:
     assert r.exit_code == EXIT_BAD_INPUT
     assert r.stderr.strip() == "error: property 'd' has no value (KEY VALUE or KEY=VALUE)"
     assert run(scratch, "properties", "remove", "db.plain", "a", "b", "c", "d").exit_code == 0
-    assert scratch.catalog().load_table("db.plain").properties == {"owner": "me"}
+    assert scratch.catalog().load_table("db.plain").properties == {**zstd, "owner": "me"}
     r = run(scratch, "properties", "get", "db.plain", "missing")
     assert r.exit_code == EXIT_NOT_FOUND
     assert r.stderr.strip() == "error: table db.plain has no property 'missing'"

@@ -70,6 +70,10 @@ SCHEMA = Schema(
 )
 
 
+#: the properties a new table stores without being asked (as Iceberg Java's create)
+CREATED = {"write.parquet.compression-codec": "zstd"}
+
+
 def base(version: int = 2) -> TableMetadata:
     return new_table_metadata(
         SCHEMA,
@@ -449,7 +453,7 @@ def test_default_spec_and_order_must_fit_the_current_schema() -> None:
     assert dropped.current_schema().field_ids == {2}
     assert {s.spec_id for s in dropped.partition_specs} == {0, 1}
     assert {o.order_id for o in dropped.sort_orders} == {0, 1}
-    assert apply(dropped, SetProperties({"k": "v"})).properties == {"k": "v"}
+    assert apply(dropped, SetProperties({"k": "v"})).properties == {**CREATED, "k": "v"}
     with pytest.raises(ValidationError, match="default partition spec 1"):
         apply(dropped, SetDefaultSpec(1))
     with pytest.raises(ValidationError, match="default sort order 1"):
@@ -521,7 +525,7 @@ def test_a_snapshot_from_a_clock_running_ahead_is_refused_not_the_next_commits()
     ahead = apply(base(), AddSnapshot(snap(1, 1, ts=10**12)))
     assert ahead.last_updated_ms == 5000
     later = apply(ahead, SetProperties({"k": "v"}), now_ms=6000)
-    assert later.last_updated_ms == 6000 and later.properties == {"k": "v"}
+    assert later.last_updated_ms == 6000 and later.properties == {**CREATED, "k": "v"}
 
 
 def test_set_snapshot_ref_main_moves_current_and_logs() -> None:
@@ -595,7 +599,7 @@ def test_location_and_properties() -> None:
         SetProperties({"a": "1", "b": "2"}),
         RemoveProperties(("a",)),
     )
-    assert md.location == "s3://new" and md.properties == {"b": "2"}
+    assert md.location == "s3://new" and md.properties == {**CREATED, "b": "2"}
     assert md.last_updated_ms == 5000
 
 

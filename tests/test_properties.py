@@ -27,6 +27,8 @@ from support.write_util import SCHEMA, catalog, pyiceberg_read, rows, set_proper
 INTS = sorted(k for k, v in KNOWN.items() if v.kind == "int")
 BOOLS = sorted(k for k, v in KNOWN.items() if v.kind == "bool")
 ENUMS = sorted(k for k, v in KNOWN.items() if v.kind == "enum")
+#: what a new table stores without being asked (as Iceberg Java's create)
+CREATED = {TableProperties.PARQUET_COMPRESSION: "zstd"}
 
 
 def _named(key: str, value: str) -> str:
@@ -148,7 +150,7 @@ def test_bad_values_are_refused_when_set(tmp_path: Path, key: str, value: str) -
     with pytest.raises(ValidationError, match=_named(key, value)), t.transaction() as tx:
         tx.set_properties({"ok": "1"})
         tx.set_properties({key: value})
-    assert cat.load_table("ns.t").properties == {}
+    assert cat.load_table("ns.t").properties == CREATED
 
 
 def test_format_version_is_not_a_stored_property(tmp_path: Path) -> None:
@@ -215,7 +217,7 @@ def test_bad_commit_properties_written_elsewhere_never_brick_the_table(
     else:
         set_properties_elsewhere(tmp_path, "ns.t", bad)
     t = cat.load_table("ns.t")
-    assert t.properties == bad
+    assert t.properties == {**CREATED, **bad}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t.append(rows(3, 3))  # a data commit works on the defaults
@@ -226,7 +228,7 @@ def test_bad_commit_properties_written_elsewhere_never_brick_the_table(
     assert any(issubclass(w.category, InvalidPropertyWarning) for w in caught)
     assert all(re.search(r"=.* is invalid", str(w.message)) for w in caught)
     t = cat.load_table("ns.t")
-    assert t.properties == {"unrelated": "1"}
+    assert t.properties == {**CREATED, "unrelated": "1"}
     assert sorted(pyiceberg_read(t)["id"].to_pylist()) == list(range(6))
 
 

@@ -629,7 +629,8 @@ def test_new_table_metadata_assigns_fresh_ids() -> None:
     assert md.last_partition_id == 1000
     assert md.sort_order().order_id == 1 and md.sort_order().fields[0].source_id == 1
     assert md.format_version == 3 and md.next_row_id == 0
-    assert md.properties == {"owner": "me"}
+    # format-version is reserved (not stored); zstd is stored for every new table, as Java does
+    assert md.properties == {"write.parquet.compression-codec": "zstd", "owner": "me"}
     assert md.location == "s3://b/t" and md.last_updated_ms == 5
     assert md.to_json()["current-snapshot-id"] is None
     assert TableMetadata.parse(md.dumps()) == md

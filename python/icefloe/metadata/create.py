@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from icefloe.exceptions import ValidationError
 from icefloe.metadata.property_checks import check_properties
@@ -19,9 +20,30 @@ from icefloe.schema import Schema
 from icefloe.schema_rules import assign_fresh_ids, validate_schema
 from icefloe.sorting import SortField, SortOrder
 
-__all__ = ["RESERVED_PROPERTIES", "check_create_args", "new_table_metadata"]
+__all__ = [
+    "NEW_TABLE_PROPERTIES",
+    "RESERVED_PROPERTIES",
+    "check_create_args",
+    "new_table_metadata",
+    "persisted_properties",
+]
 
 DEFAULT_FORMAT_VERSION = 2
+
+#: Properties every new table gets unless its creator gives them, as Iceberg Java (1.4 and
+#: later) persists them: with ``write.parquet.compression-codec=zstd`` stored, engines whose
+#: default is another codec (Java's is gzip when the property is absent) write zstd too.
+NEW_TABLE_PROPERTIES: Mapping[str, str] = MappingProxyType(
+    {TableProperties.PARQUET_COMPRESSION: TableProperties.PARQUET_COMPRESSION_DEFAULT}
+)
+
+
+def persisted_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties a new table stores: :data:`NEW_TABLE_PROPERTIES`, overlaid with
+    ``properties`` without the reserved ones (so a property the creator gives wins)."""
+    stored = dict(NEW_TABLE_PROPERTIES)
+    stored.update((k, v) for k, v in properties.items() if k not in RESERVED_PROPERTIES)
+    return stored
 
 
 def _map_id(old: Schema, fresh: Schema, source_id: int, what: str) -> int:
@@ -82,7 +104,9 @@ def new_table_metadata(
     ``format_version`` defaults to the ``format-version`` property (both given, they must
     agree: :class:`ValidationError`), else 2. Reserved properties
     (:data:`RESERVED_PROPERTIES`) are not stored; the others are validated
-    (:func:`icefloe.metadata.property_checks.check_properties`).
+    (:func:`icefloe.metadata.property_checks.check_properties`). The table also stores
+    :data:`NEW_TABLE_PROPERTIES` (``write.parquet.compression-codec=zstd``) unless
+    ``properties`` sets them, as Java's create does.
     """
     check_create_args(spec, sort_order, properties)
     props = dict(properties or {})
@@ -91,7 +115,7 @@ def new_table_metadata(
         raise ValidationError(
             f"Unsupported format version: v{format_version} (format-version must be 1, 2 or 3)"
         )
-    stored = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
+    stored = persisted_properties(props)
     check_properties(stored, schema=schema)
     fresh = assign_fresh_ids(schema, schema_id=0)
     validate_schema(fresh, format_version)
