@@ -53,6 +53,24 @@ def test_purge_and_expiry_of_the_mirror_keep_the_delta_files(tmp_path: Path) -> 
     assert again.table.properties["gc.enabled"] == "true"
 
 
+def test_a_converted_table_stores_zstd_as_javas_conversion_does(tmp_path: Path) -> None:
+    """Java's Delta conversion creates its table through a catalog create, which stores
+    ``write.parquet.compression-codec=zstd``; a codec the caller gives wins, and syncs keep it."""
+    root = fixture("dml", tmp_path)
+    cat = _catalog(tmp_path)
+    codec = "write.parquet.compression-codec"
+    table = icefloe.delta.convert(str(root), catalog=cat, identifier="db.t", up_to_version=2).table
+    assert table.properties[codec] == "zstd"
+    assert (
+        icefloe.delta.convert(str(root), catalog=cat, identifier="db.t").table.properties[codec]
+        == "zstd"
+    )
+    given = icefloe.delta.convert(
+        str(root), catalog=cat, identifier="db.u", properties={codec: "snappy"}
+    )
+    assert cat.load_table("db.u").properties[codec] == "snappy" == given.table.properties[codec]
+
+
 def test_a_foreign_write_to_the_mirror_is_named_when_it_blocks_a_sync(tmp_path: Path) -> None:
     root = fixture("dml", tmp_path)
     cat = _catalog(tmp_path)

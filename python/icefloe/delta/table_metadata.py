@@ -31,6 +31,7 @@ from icefloe.metadata import (
     SetProperties,
     TableMetadata,
 )
+from icefloe.metadata.create import NEW_TABLE_PROPERTIES
 from icefloe.name_mapping import (
     DEFAULT_NAME_MAPPING_PROPERTY,
     MappedField,
@@ -190,7 +191,11 @@ def refuse_type_changes(meta: DeltaMetadata) -> None:
 
 
 def new_metadata(meta: DeltaMetadata, location: str, props: dict[str, str]) -> TableMetadata:
-    """Metadata of a new Iceberg v3 table (no snapshot yet) for the Delta metadata ``meta``."""
+    """Metadata of a new Iceberg v3 table (no snapshot yet) for the Delta metadata ``meta``.
+
+    The table stores ``props`` over :data:`~icefloe.metadata.create.NEW_TABLE_PROPERTIES`
+    (``write.parquet.compression-codec=zstd``), as a table Java's Delta conversion creates
+    through its catalog."""
     refuse_type_changes(meta)
     schema = convert_schema(meta.schema)
     spec, _ = partition_spec(schema, meta)
@@ -206,7 +211,7 @@ def new_metadata(meta: DeltaMetadata, location: str, props: dict[str, str]) -> T
         partition_specs=(spec,),
         default_spec_id=0,
         last_partition_id=spec.last_assigned_field_id if spec.fields else 999,
-        properties=props,
+        properties={**NEW_TABLE_PROPERTIES, **props},
         next_row_id=0,
     )
 
