@@ -76,6 +76,7 @@ LAYERS: dict[str, int] = {
     "rest": 10,
     # 11, applications: the command line and the demo
     "cli": 11,
+    "__main__": 11,
     "demo": 11,
 }
 ROOT = "__init__"

@@ -3,6 +3,7 @@ numbers and JSON checked against the table API, exit codes per kind of error."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -294,3 +295,7 @@ def test_a_real_process_describes_the_table(world: CliWorld) -> None:
     assert r.json()["current_snapshot"]["snapshot_id"] == table.current_snapshot().snapshot_id
     r = run_process(world, "list")
     assert r.exit_code == 0 and "events" in r.stdout
+    # the package runs as the command too, as the CLI's own module does
+    for module in ("icefloe", "icefloe.cli"):
+        r = run_process(world, "list", command=[sys.executable, "-m", module])
+        assert r.exit_code == 0 and "events" in r.stdout, (module, r.stderr)

@@ -56,14 +56,17 @@ def subprocess_command() -> list[str]:
     return [sys.executable, "-m", "icefloe.cli"]
 
 
-def run_process(world: CliWorld, *args: str, timeout: float = 120) -> Result:
-    """``icefloe ARGS`` in a child process with the world's environment."""
+def run_process(
+    world: CliWorld, *args: str, timeout: float = 120, command: list[str] | None = None
+) -> Result:
+    """``icefloe ARGS`` (or ``command ARGS``) in a child process with the world's
+    environment."""
     env = {**os.environ, **world.env, "COLUMNS": "100", "NO_COLOR": "1"}
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(PYTHON_DIR), env.get("PYTHONPATH", "")) if p
     )
     p = subprocess.run(
-        [*subprocess_command(), *args],
+        [*(command or subprocess_command()), *args],
         env=env,
         capture_output=True,
         text=True,
