@@ -333,6 +333,11 @@ def test_v3_encryption_keys_and_key_id() -> None:
     assert snap is not None and snap.key_id == "1fb95f04-7f98-4b1f-a08f-e810cfb907ff"
     assert md.encryption_key(snap.key_id) == md.encryption_keys[1]
     assert md.to_json()["encryption-keys"] == raw(RUST / name)["encryption-keys"]
+    # the repr is a summary: no key material, no list of every snapshot
+    shown = repr(md)
+    assert md.encryption_keys[0].encrypted_key_metadata not in shown
+    assert f"snapshots={len(md.snapshots)}" in shown and repr(md.location) in shown
+    assert f"current_snapshot_id={md.current_snapshot_id}" in shown and len(shown) < 400
     # the spec table's spelling of the wrapping key id is read too
     alt = EncryptedKey.from_json(
         {"key-id": "k", "encrypted-key-metadata": "AA==", "encrypted-by-id-metadata": "m"}

@@ -121,6 +121,19 @@ class TableMetadata:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __repr__(self) -> str:
+        # a summary: a table's full metadata can hold thousands of snapshots (and encryption
+        # keys); ``to_json()`` gives all of it
+        return (
+            f"TableMetadata(format_version={self.format_version}, "
+            f"table_uuid={self.table_uuid!r}, location={self.location!r}, "
+            f"current_snapshot_id={self.current_snapshot_id}, "
+            f"current_schema_id={self.current_schema_id}, default_spec_id={self.default_spec_id}, "
+            f"snapshots={len(self.snapshots)}, refs={len(self.refs)}, "
+            f"schemas={len(self.schemas)}, partition_specs={len(self.partition_specs)}, "
+            f"properties={len(self.properties)})"
+        )
+
     def __post_init__(self) -> None:
         for name in (
             "schemas",
