@@ -450,6 +450,32 @@ def test_narrow_pictures_keep_ids_labels_and_tag_names(world: CliWorld) -> None:
     assert "◆ta◆" not in tags_line and "tag-0-release" in tags_line, tags_line
 
 
+def test_snapshots_count_the_refs_of_a_snapshot_with_many(world: CliWorld) -> None:
+    """Hundreds of refs on one snapshot: the picture names the first of each kind and counts
+    the others, the table lists what fits and counts the rest."""
+    t = _catalog(world).create_table("db.refs", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": _ids(2)}))
+    sid = t.current_snapshot().snapshot_id
+    with t.manage_snapshots() as m:
+        for k in range(120):
+            m.create_tag(f"tag{k:03}", sid)
+        for k in range(30):
+            m.create_branch(f"br{k:02}", sid)
+    t.append(pa.table({"id": _ids(1)}))
+    out = run(world, "snapshots", "db.refs", width=120).stdout
+    lines = out.splitlines()
+    assert next(x for x in lines if x.startswith("tags")).split() == ["tags", "◆tag000", "+119"]
+    assert next(x for x in lines if x.startswith("branches")).split() == [
+        "branches",
+        "⎇br00",
+        "+29",
+    ]
+    row = next(x for x in lines if x.startswith(str(sid)))
+    assert row.endswith("more") and "⎇br00 ⎇br01" in row, row
+    shown = row.count("⎇") + row.count("◆")
+    assert row.endswith(f"+{150 - shown} more"), row
+
+
 def test_scan_shows_variants_as_json_text(world: CliWorld) -> None:
     """A variant column is drawn, and written as JSON Lines or CSV, as its JSON text; Parquet
     output keeps the encoded value."""

@@ -69,14 +69,18 @@ def _line(label: str, label_w: int, cells: list[tuple[str, str]]) -> Text:
 def _ref_cells(
     refs: dict[str, int], glyph: str, style: str, x_of: dict[int, int], axis_w: int
 ) -> list[tuple[str, str]]:
-    """A lane of refs (tags, or branch heads): ``glyph`` and the name at each ref's snapshot,
-    the name left out where it would run into another's."""
+    """A lane of refs (tags, or branch heads): ``glyph`` and the name at each ref's snapshot
+    (``+N`` for the snapshot's other refs), the name left out where it would run into
+    another's."""
     cells: list[tuple[str, str]] = [(" ", "")] * axis_w
-    for name, sid in sorted(refs.items(), key=lambda kv: x_of.get(kv[1], -1)):
+    at: dict[int, list[str]] = {}  # the refs of each snapshot: the first named, the rest counted
+    for name, sid in sorted(refs.items()):
+        at.setdefault(sid, []).append(name)
+    for sid, names in sorted(at.items(), key=lambda kv: x_of.get(kv[0], -1)):
         if sid not in x_of:
             continue
         x = x_of[sid]
-        text = _cut(name)
+        text = _cut(names[0]) + (f" +{len(names) - 1}" if len(names) > 1 else "")
 
         def free(lo: int, hi: int) -> bool:
             return lo >= 0 and hi <= axis_w and all(cells[i][0] == " " for i in range(lo, hi))
@@ -169,6 +173,23 @@ def draw_timeline(tl: Timeline, width: int, letters: bool = False) -> list[Text]
     return lines
 
 
+#: The widest list of one snapshot's refs in the table; the rest are counted.
+_REFS_MAX = 40
+
+
+def _ref_list(labels: list[str]) -> str:
+    """A snapshot's refs, sorted, as many as fit :data:`_REFS_MAX` and ``+N more``."""
+    shown: list[str] = []
+    names = sorted(labels)
+    for i, label in enumerate(names):
+        rest = len(names) - i - 1
+        more = f" +{rest} more" if rest else ""
+        if shown and len(" ".join([*shown, label])) + len(more) > _REFS_MAX:
+            return " ".join(shown) + f" +{len(names) - len(shown)} more"
+        shown.append(label)
+    return " ".join(shown)
+
+
 def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     """One row per snapshot (the newest ``limit``, 0 for all); narrow terminals drop the time
     and lane columns."""
@@ -179,8 +200,9 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     bare = tl.bare_heads
     for name, sid in bare.items():  # branches with no lane of their own
         tags.setdefault(sid, []).append(_HEAD + _cut(name))
+    ref_text = {sid: _ref_list(names) for sid, names in tags.items()}
     lane_w = min(_LANE_MAX, max(len(printable(n)) for n in tl.lanes))
-    tag_w = max([len(" ".join(v)) for v in tags.values()] + [0])
+    tag_w = max([len(v) for v in ref_text.values()] + [0])
     wide = width >= 100
     keys = any(p.equality_delete_keys for p in pts)  # equality deletes hold keys, not rows
     times = [ts(p.timestamp_ms, year=False) for p in pts]
@@ -282,7 +304,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
             if show["bars"]:
                 row.append(bar(p.total_size or 0, max_size, bar_w, "blue"))
         if show["tags"]:
-            row.append(Text(" ".join(sorted(tags.get(p.snapshot_id, [])))))
+            row.append(Text(ref_text.get(p.snapshot_id, "")))
         t.add_row(*row)
     return t
 
