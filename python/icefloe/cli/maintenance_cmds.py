@@ -59,8 +59,9 @@ def parse_age(text: str, now_ms: int | None = None) -> int:
 @contextlib.contextmanager
 def _progress(state: State, what: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress bar on standard error, fed by the table API's ``progress=`` callback;
-    it appears with the first step, so failures before any work draw no bar."""
-    if quiet:
+    it appears with the first step, so failures before any work draw no bar. Only on a
+    terminal (or with ``--color``): a log file or pipe gets no bar."""
+    if quiet or not state.out.err.is_terminal:
         yield None
         return
     bar = Progress(
