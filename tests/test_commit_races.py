@@ -655,3 +655,52 @@ def test_hadoop_base_behind_newer_versions_is_stale_without_a_hint(
     stale.append(_rows([99]))
     assert stale.metadata_location.endswith("/v5.metadata.json")
     assert _ids(cat) == [1, 2, 3, 99]
+
+
+def test_a_shared_table_keeps_the_later_of_two_threads_commits(tmp_path: Path) -> None:
+    """Two threads share one table object. B's commit lands, then B is held before it takes
+    its result; A appends on top of B meanwhile. B's older result must not replace A's: the
+    object went back, A no longer saw its rows, and A's delete of them found nothing and
+    silently did nothing."""
+    import threading
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    real_commit = cat.commit_table
+    landed, release = threading.Event(), threading.Event()
+
+    def held_commit(*args: object) -> object:
+        result = real_commit(*args)  # type: ignore[arg-type]
+        if threading.current_thread().name == "B":
+            landed.set()
+            release.wait(30)
+        return result
+
+    cat.commit_table = held_commit  # type: ignore[method-assign]
+    b = threading.Thread(target=lambda: t.set_properties({"owner": "B"}), name="B")
+    b.start()
+    assert landed.wait(30)
+    t.append(_rows(list(range(20))))  # conflicts with B's commit, retried on top of it
+    release.set()
+    b.join(30)
+    assert t.scan().count() == 20 and t.properties["owner"] == "B"
+    t.delete("id >= 2 and id < 8")
+    assert _ids(cat) == [0, 1, *range(8, 20)]
+    # a refresh whose read of the catalog ends after a later commit through the object keeps
+    # that commit
+    stale, real_load = cat.load_table("db.t"), cat.load_table
+
+    def racing_load(*_: object) -> object:
+        cat.load_table = real_load  # type: ignore[method-assign]
+        t.append(_rows([100]))  # lands while the refresh reads
+        return stale
+
+    cat.load_table = racing_load  # type: ignore[assignment, method-assign]
+    t.refresh()
+    assert t.scan().count() == 15
+    # with no commit in between, a refresh takes what the catalog says, older or not (a
+    # pointer moved back to an earlier file)
+    cat.load_table = lambda *_: stale  # type: ignore[assignment, method-assign]
+    t.refresh()
+    assert t.scan().count() == 14

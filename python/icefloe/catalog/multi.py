@@ -187,8 +187,7 @@ class CatalogTransaction:
                 for producer in p._producers():
                     producer.committed(True, results[i].metadata if results is not None else None)
                 if results is not None:
-                    p.table.metadata = results[i].metadata
-                    p.table.metadata_location = results[i].metadata_location
+                    p.table._adopt(results[i].metadata, results[i].metadata_location)
                     continue
                 try:
                     p.table.refresh()

@@ -5,6 +5,7 @@ every table change takes; ``Transaction`` and ``UpdateProperties`` are re-export
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -59,8 +60,32 @@ _R = TypeVar("_R")
 _REPLANS_AFTER_MISSING_FILES = 5
 
 
+#: Held while a table object takes a new version (see :meth:`Table._adopt`): short, and one
+#: for every table so that tables stay picklable.
+_ADOPT_LOCK = threading.Lock()
+
+
+def _supersedes(
+    current: TableMetadata, current_location: str, other: TableMetadata, other_location: str
+) -> bool:
+    """Whether ``current`` is a later version of the table than ``other``: its metadata log
+    names ``other``'s file, or (the log cut short) it has a higher sequence number."""
+    if current_location == other_location:
+        return False
+    if any(e.metadata_file == other_location for e in current.metadata_log):
+        return True
+    return (
+        current.table_uuid is not None
+        and current.table_uuid == other.table_uuid
+        and current.last_sequence_number > other.last_sequence_number
+    )
+
+
 class Table:
-    """A table as last loaded or committed: identifier, metadata, metadata file, IO, catalog."""
+    """A table as last loaded or committed: identifier, metadata, metadata file, IO, catalog.
+
+    Threads may share one: a commit or refresh that ends after another thread's gave the
+    object a later version of the table leaves that later version in place."""
 
     def __init__(
         self,
@@ -91,6 +116,7 @@ class Table:
         Raises :class:`NoSuchTableError` when the name now holds another table (dropped and
         created again, or renamed away and replaced: its UUID differs), as the reference
         does: a change made through this object must not land in that table."""
+        since = self.metadata
         fresh = self.catalog.load_table(self.identifier)
         was, now = self.metadata.table_uuid, fresh.metadata.table_uuid
         if was and now and was != now:
@@ -98,10 +124,26 @@ class Table:
                 f"table {self.name} is not the table this object loaded (its UUID was {was}, "
                 f"now {now}: it was dropped or renamed and another took its name); load it again"
             )
-        self.metadata = fresh.metadata
-        self.metadata_location = fresh.metadata_location
+        # the catalog's version, unless another thread's commit or refresh meanwhile gave
+        # this object a later one (a pointer the catalog moved back is taken otherwise)
+        self._adopt(fresh.metadata, fresh.metadata_location, since)
         self.io = fresh.io
         return self
+
+    def _adopt(
+        self, metadata: TableMetadata, location: str, since: TableMetadata | None = None
+    ) -> None:
+        """Take ``metadata`` (at ``location``) as this object's version of the table, unless
+        the object holds a later version that it did not hold when the caller began (the
+        metadata ``since``; None: never take an older version)."""
+        with _ADOPT_LOCK:
+            current = self.metadata
+            if current is not since and _supersedes(
+                current, self.metadata_location, metadata, location
+            ):
+                return
+            self.metadata_location = location
+            self.metadata = metadata
 
     # -- read access ----------------------------------------------------------------------------
     @property
@@ -735,8 +777,9 @@ class Table:
         self, requirements: Iterable[TableRequirement], updates: Iterable[TableUpdate]
     ) -> None:
         result = self.catalog.commit_table(self, list(requirements), list(updates))
-        self.metadata = result.metadata
-        self.metadata_location = result.metadata_location
+        # a thread sharing this object may have committed after this commit landed and taken
+        # its own result first: the later version stays
+        self._adopt(result.metadata, result.metadata_location)
 
 
 def _raise_if_schema_moved(exc: ValidationError, first: Schema, now: Schema) -> None:
