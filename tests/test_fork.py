@@ -135,3 +135,39 @@ def test_forked_children_use_the_parents_postgres_catalog(
         got = cat.load_table(f"db.t{k}").scan().to_arrow().column("id").to_pylist()
         assert sorted(got) == [1_000 * k + r for r in range(4)]
     cat.close()
+
+
+def _commit_through_parent_catalog(cat: SqlCatalog) -> None:
+    try:
+        cat.load_table("ns.t").set_properties({"child": str(os.getpid())})
+        os._exit(0)
+    except BaseException:  # a failure in the child must not run the parent's test teardown
+        import traceback
+
+        traceback.print_exc()
+        os._exit(4)
+
+
+def test_a_fork_waits_for_another_threads_sqlite_transaction(tmp_path: Path) -> None:
+    """A fork while another thread is inside a SQLite catalog transaction copied that
+    transaction's locks into the child, which then waited on them for the whole busy timeout
+    and failed its commit. The fork now waits for the transaction to end."""
+    import threading
+    import time
+
+    cat = catalog(tmp_path)
+    cat.create_table("ns.t", rows(0, 1).schema).set_properties({"warm": "up"})
+    inside = threading.Event()
+
+    def hold_a_write_transaction() -> None:
+        with cat.engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE iceberg_tables SET table_name = table_name WHERE 0")
+            inside.set()
+            time.sleep(1.0)
+
+    holder = threading.Thread(target=hold_a_write_transaction)
+    holder.start()
+    assert inside.wait(30)
+    _run_child(_commit_through_parent_catalog, (cat,), "committing after the fork")
+    holder.join()
+    assert "child" in cat.load_table("ns.t").properties

@@ -80,6 +80,7 @@ from icefloe.catalog.sql_views import (
     missing_entry,
     taken_entry,
 )
+from icefloe.catalog.sqlite_fork import guard_forks
 from icefloe.catalog.sqlite_journal import journal_mode, use_journal_mode
 from icefloe.exceptions import (
     CommitConflictError,
@@ -189,6 +190,8 @@ class SqlCatalog(MetastoreCatalog):
                 _ENGINES.add(self.engine)
             if sqlite_mode is not None and not self._in_memory:
                 use_journal_mode(self.engine, sqlite_mode)
+            if self.engine.dialect.name == "sqlite" and not self._in_memory:
+                guard_forks(self.engine)
             if self.engine.dialect.driver == "psycopg":
                 from icefloe.catalog.pg_deadline import watch_connections
 
