@@ -377,6 +377,14 @@ def test_without_retries_a_stale_table_commits_unless_a_change_conflicts(
         stale.delete("id = 4")
     assert {p for p in (tmp_path / "wh").rglob("*") if p.is_file()} == before
     assert _ids(cat) == [3, 6, 10, 10, 10, 11, 22]
+    # a transaction whose own table object moved on before it commits (a commit through the
+    # same object, as a thread sharing it makes) is rebuilt too
+    t = cat.load_table("db.t")
+    tx = t.transaction()
+    tx.delete("id = 3")
+    t.append(_rows([12]))
+    tx.commit_transaction()
+    assert _ids(cat) == [6, 10, 10, 10, 11, 12, 22]
 
 
 def test_expire_keeps_a_tag_created_after_it_was_planned(catalog: Catalog) -> None:
@@ -699,6 +707,17 @@ def test_a_shared_table_keeps_the_later_of_two_threads_commits(tmp_path: Path) -
     cat.load_table = racing_load  # type: ignore[assignment, method-assign]
     t.refresh()
     assert t.scan().count() == 15
+    # the whole metadata of the version it held (a REST catalog loading refs only) does not
+    # replace a version a commit gave the object meanwhile
+    whole = t.metadata
+
+    def every_snapshot_racing(table: object) -> object:
+        t.append(_rows([200]))
+        return whole
+
+    cat.load_every_snapshot = every_snapshot_racing  # type: ignore[method-assign]
+    assert t.load_every_snapshot()
+    assert t.scan().count() == 16 and t.metadata_and_location()[0] is t.metadata
     # with no commit in between, a refresh takes what the catalog says, older or not (a
     # pointer moved back to an earlier file)
     cat.load_table = lambda *_: stale  # type: ignore[assignment, method-assign]

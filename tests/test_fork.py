@@ -171,3 +171,20 @@ def test_a_fork_waits_for_another_threads_sqlite_transaction(tmp_path: Path) -> 
     _run_child(_commit_through_parent_catalog, (cat,), "committing after the fork")
     holder.join()
     assert "child" in cat.load_table("ns.t").properties
+
+
+def test_a_connection_back_from_another_thread_is_not_counted_in_use(tmp_path: Path) -> None:
+    """A connection taken by one thread and returned by another (or by the garbage
+    collector) leaves no count behind, or every later fork would wait for it."""
+    import threading
+
+    from icefloe.catalog import sqlite_fork
+
+    cat = catalog(tmp_path)
+    taken: list[object] = []
+    thread = threading.Thread(target=lambda: taken.append(cat.engine.connect()))
+    thread.start()
+    thread.join()
+    assert len(sqlite_fork._in_use) == 1
+    taken.pop().close()  # type: ignore[attr-defined]
+    assert sqlite_fork._in_use == {}

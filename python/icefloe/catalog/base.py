@@ -461,13 +461,15 @@ class Catalog(ABC):
 
         def refresh() -> tuple[TableMetadata, str]:
             location = self._current_location(ident)
-            if location == table.metadata_location:
-                return table.metadata, location  # a metadata file never changes
+            known, known_location = table.metadata_and_location()
+            if location == known_location:
+                return known, location  # a metadata file never changes
             return self.read_metadata(location), location
 
+        start, start_location = table.metadata_and_location()
         result, base, base_location = run_commit(
-            table.metadata,
-            table.metadata_location,
+            start,
+            start_location,
             requirements,
             updates,
             write_and_swap,

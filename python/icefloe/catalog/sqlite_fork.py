@@ -26,27 +26,24 @@ FORK_WAIT_SECONDS = 60.0
 
 _log = logging.getLogger(__name__)
 _cond = threading.Condition()
-_in_use: dict[int, int] = {}  # thread id -> connections it has checked out
+#: the pool records of the connections in use (``id`` of the record) -> the thread that took
+#: each: a connection may go back to its pool from another thread (or the garbage collector)
+_in_use: dict[int, int] = {}
 _forking = False
 
 
-def _checkout(*_: Any) -> None:
+def _checkout(_dbapi_connection: Any, record: Any, *_: Any) -> None:
     me = threading.get_ident()
     with _cond:
         # a thread that already holds a connection goes on: the fork waits for it anyway
-        while _forking and not _in_use.get(me):
+        while _forking and me not in _in_use.values():
             _cond.wait()
-        _in_use[me] = _in_use.get(me, 0) + 1
+        _in_use[id(record)] = me
 
 
-def _checkin(*_: Any) -> None:
-    me = threading.get_ident()
+def _checkin(_dbapi_connection: Any, record: Any, *_: Any) -> None:
     with _cond:
-        left = _in_use.get(me, 0) - 1
-        if left > 0:
-            _in_use[me] = left
-        else:
-            _in_use.pop(me, None)
+        _in_use.pop(id(record), None)
         _cond.notify_all()
 
 
@@ -55,7 +52,7 @@ def _before_fork() -> None:
     me = threading.get_ident()
 
     def none_in_use_elsewhere() -> bool:
-        return not any(n for t, n in _in_use.items() if t != me)
+        return all(t == me for t in _in_use.values())
 
     with _cond:
         _forking = True

@@ -96,14 +96,38 @@ class Table:
         catalog: Committer,
     ) -> None:
         self.identifier = identifier
-        self.metadata = metadata
-        self.metadata_location = metadata_location
+        #: the metadata and its file, stored together so that a reader never pairs one
+        #: version's metadata with another's file (see :meth:`metadata_and_location`)
+        self._state: tuple[TableMetadata, str] = (metadata, metadata_location)
         self.io = io
         self.catalog = catalog
         self._complete: TableMetadata | None = None  # metadata known to hold every snapshot
 
     def __repr__(self) -> str:
         return f"Table({'.'.join(self.identifier)!r}, {self.metadata_location!r})"
+
+    @property
+    def metadata(self) -> TableMetadata:
+        """The table's metadata as last loaded or committed."""
+        return self._state[0]
+
+    @metadata.setter
+    def metadata(self, value: TableMetadata) -> None:
+        self._state = (value, self._state[1])
+
+    @property
+    def metadata_location(self) -> str:
+        """The file of :attr:`metadata` ("" for a table not created yet)."""
+        return self._state[1]
+
+    @metadata_location.setter
+    def metadata_location(self, value: str) -> None:
+        self._state = (self._state[0], value)
+
+    def metadata_and_location(self) -> tuple[TableMetadata, str]:
+        """:attr:`metadata` and :attr:`metadata_location` of one version, read at once (a
+        commit through the same object from another thread may change both meanwhile)."""
+        return self._state
 
     @property
     def name(self) -> str:
@@ -137,13 +161,10 @@ class Table:
         the object holds a later version that it did not hold when the caller began (the
         metadata ``since``; None: never take an older version)."""
         with _ADOPT_LOCK:
-            current = self.metadata
-            if current is not since and _supersedes(
-                current, self.metadata_location, metadata, location
-            ):
+            current, current_location = self._state
+            if current is not since and _supersedes(current, current_location, metadata, location):
                 return
-            self.metadata_location = location
-            self.metadata = metadata
+            self._state = (metadata, location)
 
     # -- read access ----------------------------------------------------------------------------
     @property
@@ -226,12 +247,17 @@ class Table:
         with ``snapshot-loading-mode=refs`` loads only those refs point at); True when there
         were some. Time travel calls it when a snapshot it needs is missing; once the metadata
         is known to be whole, it asks the catalog no more."""
-        if self.metadata is self._complete:
+        since, location = self._state
+        if since is self._complete:
             return False
         full = self.catalog.load_every_snapshot(self) if self.catalog is not None else None
-        if full is not None:
-            self.metadata = full
-        self._complete = self.metadata
+        with _ADOPT_LOCK:
+            if full is None:
+                self._complete = since  # the catalog left nothing out of it
+            elif self._state[0] is since:
+                # the same version, whole; a commit that moved the object meanwhile stays
+                self._state = (full, location)
+                self._complete = full
         return full is not None
 
     @property

@@ -74,8 +74,8 @@ class Transaction:
 
     def __init__(self, table: Table) -> None:
         self.table = table
-        self._base = table.metadata
-        self.metadata = table.metadata
+        self._base, self._base_location = table.metadata_and_location()
+        self.metadata = self._base
         self._updates: list[TableUpdate] = []
         self._requirements: list[TableRequirement] = []
         self._done = False
@@ -273,8 +273,8 @@ class Transaction:
 
     def _replay(self) -> None:
         """Rebuild every change on the table's (refreshed) metadata."""
-        self._base = self.table.metadata
-        self.metadata = self.table.metadata
+        self._base, self._base_location = self.table.metadata_and_location()
+        self.metadata = self._base
         self._updates = []
         for op in self._ops:
             ups = op[0] if isinstance(op, tuple) else op.build(self.metadata)
@@ -628,10 +628,11 @@ class Transaction:
         Changes that cannot be rebuilt are checked against the current state by the catalog."""
         if not self._replayable():
             return
-        was = self.table.metadata_location
         try:
             self.table.refresh()
-            if self.table.metadata_location == was:
+            # the table may have moved before the refresh too (a commit through the same
+            # object after this transaction began): compare with what the changes were built on
+            if self.table.metadata_location == self._base_location:
                 return
             # the checks walk the new commits back to the base (see commit_transaction)
             self.table.load_every_snapshot()
