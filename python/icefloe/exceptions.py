@@ -41,6 +41,7 @@ __all__ = [
     "ValidationError",
     "ViewAlreadyExistsError",
     "commit_did_not_happen",
+    "state_read_failed",
 ]
 
 
@@ -202,6 +203,16 @@ class CommitStateUnknownError(IcebergError):
 
     Files written by the attempt are kept, since the new metadata may reference them.
     """
+
+
+def state_read_failed(exc: BaseException) -> CommitFailedError:
+    """The error of a commit that stopped before sending anything because reading the
+    table's current state raised ``exc`` (``nothing_committed``: its files may go)."""
+    failed = CommitFailedError(
+        f"nothing was committed: reading the table's current state failed: {exc}"
+    )
+    failed.nothing_committed = True
+    return failed
 
 
 def commit_did_not_happen(exc: BaseException) -> bool:

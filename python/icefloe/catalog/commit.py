@@ -24,6 +24,7 @@ from icefloe.exceptions import (
     CommitFailedError,
     CommitStateUnknownError,
     commit_did_not_happen,
+    state_read_failed,
 )
 from icefloe.metadata import (
     AddSnapshot,
@@ -86,11 +87,7 @@ def run_commit(
         except Exception as exc:
             if isinstance(exc, CommitStateUnknownError) or commit_did_not_happen(exc):
                 raise
-            failed = CommitFailedError(
-                f"nothing was committed: reading the table's current state failed: {exc}"
-            )
-            failed.nothing_committed = True  # nothing was sent
-            raise failed from exc
+            raise state_read_failed(exc) from exc
     while True:
         try:
             _validate_requirements(reqs, base)

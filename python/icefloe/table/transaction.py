@@ -20,7 +20,6 @@ import pyarrow.fs as pafs
 
 from icefloe.exceptions import (
     CommitConflictError,
-    CommitFailedError,
     CommitStateUnknownError,
     IcebergError,
     NoSuchTableError,
@@ -28,6 +27,7 @@ from icefloe.exceptions import (
     OperationNotOfferedError,
     ValidationError,
     commit_did_not_happen,
+    state_read_failed,
 )
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import (
@@ -646,11 +646,7 @@ class Transaction:
             self._table_gone = isinstance(exc, NoSuchTableError)
             self._abort_producers()
             if isinstance(exc, Exception) and not commit_did_not_happen(exc):
-                failed = CommitFailedError(
-                    f"nothing was committed: reading the table's current state failed: {exc}"
-                )
-                failed.nothing_committed = True
-                raise failed from exc
+                raise state_read_failed(exc) from exc
             raise
 
     def _finish(self) -> Table:
