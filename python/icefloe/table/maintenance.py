@@ -18,7 +18,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -53,6 +53,7 @@ from icefloe.write.partition_names import escape_path_part
 if TYPE_CHECKING:
     from icefloe.metadata import Snapshot
     from icefloe.table.table import Transaction
+    from icefloe.write.files import DataFile
 
 __all__ = [
     "DEFAULT_ORPHAN_AGE",
@@ -548,6 +549,62 @@ def plan_rewrite_data_files(
     )
 
 
+def _streams_groups(md: TableMetadata) -> bool:
+    """Whether groups of files of the current spec are written as their rows are read (see
+    :func:`_stream_group`): Parquet tables without a sort order (a sort orders a group's rows
+    as a whole)."""
+    from icefloe.write.avro_files import is_avro
+    from icefloe.write.orc_files import is_orc
+
+    props = md.properties
+    return not (md.sort_order().is_sorted or is_orc(props) or is_avro(props))
+
+
+def _stream_group(
+    tx: Transaction,
+    group: list[FileScanTask],
+    rows: Callable[[FileScanTask], Iterator[pa.RecordBatch]],
+    target: int,
+    lineage: bool,
+    bar: Progress,
+) -> list[DataFile]:
+    """A group of files of the current spec rewritten as their rows are read (``rows``), a
+    row group at a time: memory holds about a row group, not the group's rows.
+
+    As :func:`rewrite_data_files` says, the group makes as many files as its input's size calls
+    for, with about equal rows each: the rows per file follow from the input's record counts
+    less the rows its deletion vectors and file-scoped position deletes remove (equality
+    deletes can only make the last file shorter)."""
+    from icefloe.table.row_delta import _file_scoped, typed_rows
+    from icefloe.write.rolling import RollingWriter
+
+    md = tx.metadata
+    schema = md.current_schema()
+    size = sum(t.data_file.file_size_in_bytes for t in group)
+    files = _output_files(size, target)
+    live = sum(
+        max(
+            0,
+            t.data_file.record_count
+            - sum(d.record_count for d in _file_scoped(t.data_file.file_path, t.delete_files)),
+        )
+        for t in group
+    )
+    writer = RollingWriter(
+        md,
+        tx.table.io,
+        md.spec(),
+        max_file_bytes=_write_max(target),
+        rows_per_file=-(-live // files) if files > 1 and live else None,
+    )
+    with writer:
+        for t in group:
+            for batch in rows(t):
+                writer.write(typed_rows(pa.Table.from_batches([batch]), schema, lineage=lineage))
+            bar.advance()
+        return writer.finish()
+
+
 def rewrite_data_files(
     tx: Transaction,
     *,
@@ -601,14 +658,15 @@ def rewrite_data_files(
     cache = DeleteCache()
     delta = RowDelta()
     removed_deletes: set[tuple[str, int | None]] = set()
+    streamed = _streams_groups(md)
     try:
         with Progress(
             progress, sum(len(g) for _, g in todo), "rewrite_data_files: rewriting files"
         ) as bar:
-            for _, group in todo:
-                batches: list[pa.RecordBatch] = []
-                for t in group:
-                    batches += surviving_rows(
+            for spec_id, group in todo:
+
+                def read(t: FileScanTask) -> Iterator[pa.RecordBatch]:
+                    return surviving_rows(
                         tx.table.io,
                         t,
                         schema,
@@ -618,9 +676,16 @@ def rewrite_data_files(
                         cache=cache,
                         lineage=lineage,
                     )
-                    bar.advance()
+
                 delta.removed.extend(group)
                 removed_deletes |= _applied_deletes(group)
+                if spec_id >= 0 and streamed:
+                    delta.added_data.extend(_stream_group(tx, group, read, target, lineage, bar))
+                    continue
+                batches: list[pa.RecordBatch] = []
+                for t in group:
+                    batches += read(t)
+                    bar.advance()
                 if batches:
                     rows = pa.Table.from_batches(batches)
                     # as Java's: the number of files follows from the input's size, each

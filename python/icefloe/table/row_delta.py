@@ -199,6 +199,16 @@ def lineage_schema(schema: Schema) -> Schema:
     )
 
 
+def typed_rows(rows: pa.Table, schema: Schema, *, lineage: bool) -> pa.Table:
+    """Rows read in ``schema`` (plus, with ``lineage``, ``_row_id`` and
+    ``_last_updated_sequence_number``) in exactly the Arrow schema files are written from."""
+    write_schema = lineage_schema(schema) if lineage else schema
+    target = schema_to_arrow(write_schema)
+    if rows.schema.equals(target, check_metadata=True):
+        return rows
+    return pa.Table.from_arrays([rows.column(f.name) for f in target], schema=target)
+
+
 def write_rows(
     tx: Transaction,
     rows: pa.Table,
@@ -214,10 +224,7 @@ def write_rows(
     see :class:`~icefloe.write.writer.WriteOptions`)."""
     md = tx.metadata
     schema = md.current_schema()
-    write_schema = lineage_schema(schema) if lineage else schema
-    target = schema_to_arrow(write_schema)
-    if not rows.schema.equals(target, check_metadata=True):
-        rows = pa.Table.from_arrays([rows.column(f.name) for f in target], schema=target)
+    rows = typed_rows(rows, schema, lineage=lineage)
     options = WriteOptions(target_file_size=target_file_size, file_count=file_count)
     # The writer recognises the lineage columns and stores them with their reserved ids.
     return write_parquet_files(

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,10 +78,14 @@ from icefloe.values import to_bytes
 
 __all__ = [
     "ColumnMetrics",
+    "LeafValues",
     "MetricsConfig",
     "MetricsMode",
     "compute_metrics",
+    "float_leaves",
     "footer_metrics",
+    "leaf_values",
+    "nan_count",
     "split_offsets",
     "truncate_lower",
     "truncate_upper",
@@ -316,19 +320,50 @@ def _chunk_stats(md: pq.FileMetaData, ncols: int) -> _Chunks:
     return _Chunks(sizes, values, nulls, all_stats, group_rows)
 
 
+#: A leaf column's values by its path (see :class:`_Leaf`), for metrics the footer lacks.
+LeafValues = Callable[[tuple[int, ...]], pa.ChunkedArray]
+
+
+def leaf_values(table: pa.Table) -> LeafValues:
+    """The leaf columns of ``table`` (in the schema's column order) by path."""
+    return functools.partial(_leaf_array, table)
+
+
+def float_leaves(config: MetricsConfig) -> list[tuple[int, tuple[int, ...]]]:
+    """Field id and path of the float and double leaves that keep metrics (those with NaN
+    counts)."""
+    return [
+        (leaf.field.field_id, leaf.path)
+        for leaf in config.leaves
+        if _type_facts(type(leaf.field.field_type)).floating
+        and config.mode(leaf.field.field_id).kind != "none"
+    ]
+
+
+def nan_count(values: pa.ChunkedArray) -> int:
+    """The NaN values of a float or double column."""
+    return int(pc.sum(pc.is_nan(values)).as_py() or 0)
+
+
 def compute_metrics(
-    table: pa.Table,
+    table: pa.Table | LeafValues,
     md: pq.FileMetaData | None,
     config: MetricsConfig,
     *,
     footer_bounds: bool = True,
+    nan_counts: Mapping[int, int] | None = None,
 ) -> ColumnMetrics:
     """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``.
 
     ``footer_bounds=False`` computes every bound from ``table`` (the slower path that the
     footer's statistics are tested against). Without a footer (``md`` None: an ORC file) every
     metric comes from ``table``: value counts are the values of each leaf (a list's elements,
-    not Parquet's slots for empty lists), and there are no column sizes."""
+    not Parquet's slots for empty lists), and there are no column sizes.
+
+    ``table`` may instead be a function giving a leaf's values by path, asked only for what the
+    footer lacks; ``nan_counts`` (by field id) then gives the NaN counts of the float and
+    double leaves (see :func:`float_leaves`), counted as the rows were written."""
+    get = leaf_values(table) if isinstance(table, pa.Table) else table
     leaves = config.leaves
     # A variant is one schema leaf and two Parquet columns (metadata, value).
     widths = [2 if isinstance(leaf.field.field_type, VariantType) else 1 for leaf in leaves]
@@ -350,7 +385,7 @@ def compute_metrics(
         facts = _type_facts(type(t))
         arr: pa.ChunkedArray | None = None
         if chunks is None:
-            arr = _leaf_array(table, leaf.path)
+            arr = get(leaf.path)
             out.value_counts[fid] = len(arr)
             out.null_value_counts[fid] = arr.null_count
             if facts.variant:
@@ -367,12 +402,15 @@ def compute_metrics(
             out.value_counts[fid] = chunks.values[i]
             null_count = chunks.nulls[i]
             if null_count is None:
-                arr = _leaf_array(table, leaf.path)
+                arr = get(leaf.path)
                 null_count = arr.null_count
             out.null_value_counts[fid] = null_count
         if facts.floating:
-            arr = _leaf_array(table, leaf.path) if arr is None else arr
-            out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(arr)).as_py() or 0)
+            if nan_counts is not None and arr is None:
+                out.nan_value_counts[fid] = nan_counts[fid]
+            else:
+                arr = get(leaf.path) if arr is None else arr
+                out.nan_value_counts[fid] = nan_count(arr)
         if mode.kind == "counts" or not facts.bounded:
             continue
         extremes = _footer_extremes(chunks, i, t, leaf) if footer_bounds and chunks else None
@@ -380,7 +418,7 @@ def compute_metrics(
         if extremes is not None:
             bounds = _encode_bounds(t, mode, *extremes)
         else:
-            arr = _leaf_array(table, leaf.path) if arr is None else arr
+            arr = get(leaf.path) if arr is None else arr
             if isinstance(t, GeometryType):
                 bounds = wkb_bounds(arr)
             else:

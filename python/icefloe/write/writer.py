@@ -7,7 +7,7 @@ each partition's rows into Parquet files of about ``write.target-file-size-bytes
 to a new file when the bytes written so far reach the target (below the row-group size, row
 groups are cut from the bytes a row took on disk so that files close near the target; see
 :class:`_SizeModel`; ORC and Avro files are cut from the bytes a row took on disk in the last
-file, see :meth:`_FileWriter._row_file_rows`), or, as compaction asks, into a given number of
+file, see :meth:`FileWriter._row_file_rows`), or, as compaction asks, into a given number of
 files per partition of about equal rows each (``WriteOptions.file_count``). New files go where
 :mod:`icefloe.write.locations` says (hashed directories with ``write.object-storage.enabled``).
 Files are encoded in parallel; with fewer partitions than threads, a large partition's rows are
@@ -67,7 +67,7 @@ from icefloe.write.grouping import (
 )
 from icefloe.write.input import invalid_values, to_table_schema_chunks
 from icefloe.write.locations import LocationProvider
-from icefloe.write.metrics import MetricsConfig, compute_metrics, split_offsets
+from icefloe.write.metrics import ColumnMetrics, MetricsConfig, compute_metrics, split_offsets
 from icefloe.write.orc_files import OrcOptions, is_orc, orc_arrow_schema, to_orc_table, write_orc
 from icefloe.write.partition_names import partition_path
 from icefloe.write.properties import ParquetOptions, target_file_size
@@ -148,6 +148,49 @@ def _select(table: pa.Table, target: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=target)
 
 
+def with_lineage_columns(table: pa.Table, schema: Schema) -> tuple[pa.Table, Schema]:
+    """``table`` (in ``schema``'s Arrow form) and the schema its files are written in: with
+    ``_row_id`` and ``_last_updated_sequence_number`` columns (rewritten rows keep their
+    lineage), those go into the file with their reserved ids."""
+    own = {f.name for f in schema.fields}  # a v1 or v2 table may have columns of these names
+    lineage = [
+        n
+        for n in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+        if n in table.column_names and n not in own
+    ]
+    if not lineage:
+        return table, schema
+    extra = [metadata_field(n) for n in lineage]
+    file_schema = Schema(*schema.fields, *extra, schema_id=schema.schema_id)
+    target = schema_to_arrow(file_schema)
+    table = table.select([f.name for f in file_schema.fields])
+    try:
+        table = table.cast(target)
+    except pa.ArrowInvalid:
+        # a struct column added since some rows' files were written: null structs whose
+        # required children are null too, which no cast to the required type takes
+        filled = [
+            fill_required(c.combine_chunks(), f.type)
+            for c, f in zip(table.columns, target, strict=True)
+        ]
+        table = pa.Table.from_arrays(filled, names=table.column_names).cast(target)
+    return table, file_schema
+
+
+def stored_columns(table: pa.Table, file_schema: Schema) -> tuple[pa.Table, Schema]:
+    """``table`` and ``file_schema`` without their ``unknown`` columns, which data files do not
+    store (readers give them nulls)."""
+    stored = _without_unknown(file_schema)
+    if not stored.fields:
+        raise ValidationError(
+            "every column is of type unknown, which data files do not store, and a data file "
+            "without a column cannot hold rows: add a column of another type first"
+        )
+    if stored is file_schema:
+        return table, file_schema
+    return _select(table, schema_to_arrow(stored)), stored
+
+
 def write_data_files(
     metadata: TableMetadata,
     io: FileIO,
@@ -188,30 +231,7 @@ def write_parquet_files(
     opts = options or WriteOptions()
     if table.num_rows == 0:
         return []
-    own = {f.name for f in schema.fields}  # a v1 or v2 table may have columns of these names
-    lineage = [
-        n
-        for n in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
-        if n in table.column_names and n not in own
-    ]
-    if lineage:
-        # Rewritten rows keep their lineage: the columns go into the file with reserved ids.
-        extra = [metadata_field(n) for n in lineage]
-        file_schema = Schema(*schema.fields, *extra, schema_id=schema.schema_id)
-        target = schema_to_arrow(file_schema)
-        table = table.select([f.name for f in file_schema.fields])
-        try:
-            table = table.cast(target)
-        except pa.ArrowInvalid:
-            # a struct column added since some rows' files were written: null structs whose
-            # required children are null too, which no cast to the required type takes
-            filled = [
-                fill_required(c.combine_chunks(), f.type)
-                for c, f in zip(table.columns, target, strict=True)
-            ]
-            table = pa.Table.from_arrays(filled, names=table.column_names).cast(target)
-    else:
-        file_schema = schema
+    table, file_schema = with_lineage_columns(table, schema)
     order = metadata.sort_order()
     sort_here = opts.sort and order.is_sorted
     use_dictionary = dictionary_columns(table)  # sampled once, before rows are regrouped
@@ -254,19 +274,10 @@ def write_parquet_files(
             bounds = [(0, table.num_rows)]
     else:
         bounds = [(0, table.num_rows)]
-    stored = _without_unknown(file_schema)
-    if not stored.fields:
-        raise ValidationError(
-            "every column is of type unknown, which data files do not store, and a data file "
-            "without a column cannot hold rows: add a column of another type first"
-        )
-    if stored is not file_schema:
-        # ``unknown`` columns are not stored in data files: readers give them nulls (dropped
-        # after partition and sort keys were taken by position from the whole schema)
-        table = _select(table, schema_to_arrow(stored))
-        file_schema = stored
+    # (after partition and sort keys were taken by position from the whole schema)
+    table, file_schema = stored_columns(table, file_schema)
     values = [partition_values(pf, p) for pf, p in zip(spec.fields, parts, strict=True)]
-    writer = _FileWriter(
+    writer = FileWriter(
         metadata,
         io,
         file_schema,
@@ -405,7 +416,9 @@ class _SizeModel:
             self.per_row = disk / rows
 
 
-class _FileWriter:
+class FileWriter:
+    """Writes the files of one write: paths, encodings and metrics under the table's properties."""
+
     def __init__(
         self,
         metadata: TableMetadata,
@@ -457,7 +470,8 @@ class _FileWriter:
             else native_writer.native_columns(schema, self.metrics, self.parquet)
         )
 
-    def _path(self, partition: Mapping[str, Any]) -> str:
+    def path(self, partition: Mapping[str, Any]) -> str:
+        """The location of a new file of ``partition``."""
         ext = "orc" if self.orc is not None else "avro" if self.avro is not None else "parquet"
         name = f"00000-{self.task_id}-{self.write_id}-{next(self._counter):05d}.{ext}"
         directory = partition_path(self.spec, partition, self.schema) if self.spec.fields else ""
@@ -511,7 +525,7 @@ class _FileWriter:
                 {FIELD_IDS_DIGEST_KEY: self.digest},
                 threads,
             )
-            paths = [self._path(partitions[groups[k]]) for k in wave]
+            paths = [self.path(partitions[groups[k]]) for k in wave]
 
             items = [(p, f["data"]) for p, f in zip(paths, encoded, strict=True)]
             self.io.write_new_all(items, self.created)
@@ -552,12 +566,12 @@ class _FileWriter:
         pos = 0
         n = table.num_rows
         while pos < n:
-            path = self._path(partition)
+            path = self.path(partition)
             pos, written = self._write_file(path, table, pos, rows, partition, sized)
             out.append(written)
         return out
 
-    def _parquet_options(self, rows: int = 0) -> dict[str, Any]:
+    def parquet_options(self, rows: int = 0) -> dict[str, Any]:
         """The options of pyarrow's Parquet writer for data files of at most ``rows`` rows."""
         p = self.parquet
         return {
@@ -579,7 +593,7 @@ class _FileWriter:
     def _encoded_size(self, rows: pa.Table) -> int:
         """The bytes ``rows`` take encoded as the data files are (in memory)."""
         buf = pa.BufferOutputStream()
-        with pq.ParquetWriter(buf, rows.schema, **self._parquet_options()) as w:
+        with pq.ParquetWriter(buf, rows.schema, **self.parquet_options()) as w:
             w.write_table(rows)
         return int(buf.tell())
 
@@ -599,7 +613,7 @@ class _FileWriter:
             # Variant columns get the Parquet VARIANT annotation, patched into the footer.
             held = TailHoldingSink(sink) if self.variant_ids else None
             out = held or sink
-            options = self._parquet_options(table.num_rows - pos)
+            options = self.parquet_options(table.num_rows - pos)
             with pq.ParquetWriter(out, table.schema, **options) as w:
                 n = table.num_rows
                 while pos < n:
@@ -623,9 +637,20 @@ class _FileWriter:
         self.io.sync_soon(path)  # the disk writes it while the next files are encoded
         written = pa.concat_tables(chunks)
         m = compute_metrics(written, md, self.metrics)
-        df = DataFile(
+        return pos, self.parquet_file(path, size, md, partition, m)
+
+    def parquet_file(
+        self,
+        path: str,
+        size: int,
+        md: pq.FileMetaData,
+        partition: dict[str, Any],
+        m: ColumnMetrics,
+    ) -> DataFile:
+        """The entry of the Parquet file at ``path`` (``size`` bytes, footer ``md``)."""
+        return DataFile(
             file_path=path,
-            record_count=written.num_rows,
+            record_count=md.num_rows,
             file_size_in_bytes=size,
             spec_id=self.spec.spec_id,
             partition=partition,
@@ -638,7 +663,6 @@ class _FileWriter:
             split_offsets=split_offsets(md),
             sort_order_id=self.sort_order_id,
         )
-        return pos, df
 
     def _write_row_files(self, table: pa.Table, partition: dict[str, Any]) -> list[DataFile]:
         """One partition's rows as ORC or Avro files of about the target size on disk (or as
@@ -649,7 +673,7 @@ class _FileWriter:
         while pos < table.num_rows:
             rows, encoded, per_row = self._row_file_rows(table, pos, per_row)
             written = table.slice(pos, rows)
-            out.append(self._write_row_file(self._path(partition), written, partition, encoded))
+            out.append(self._write_row_file(self.path(partition), written, partition, encoded))
             pos += rows
         return out
 

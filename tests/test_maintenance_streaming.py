@@ -1,0 +1,122 @@
+"""Compaction writes a group of files as their rows are read: its memory follows the row-group
+size, not the group's size, and a failure part way leaves neither new files nor a new
+snapshot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from support.rowlevel_util import live_data_files, ours
+from support.write_util import catalog
+
+_COLUMNS = 8
+_ROWS = 25_000
+_FILES = 80
+
+_COMPACT = textwrap.dedent(
+    """
+    import gc, json, resource, sys
+    from icefloe.catalog.sql import SqlCatalog
+
+    directory = sys.argv[1]
+    cat = SqlCatalog("c", uri=f"sqlite:///{directory}/c.db", warehouse=sys.argv[2])
+    t = cat.load_table("ns.t")
+    t.scan(limit=10).to_arrow()  # the read path loaded and warmed up
+    gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = t.rewrite_data_files()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"grown": (after - before) * 1024, "added": result.added_data_files}))
+    """
+)
+
+
+def test_compaction_memory_follows_the_row_group_size(tmp_path: Path) -> None:
+    """Eighty files of random doubles (128 MB of Arrow data in all) compact into one file
+    while the process grows by a fraction of that: before, the group's rows were all read
+    before the file was written (2.2 times the data)."""
+    cat = catalog(tmp_path)
+    rng = np.random.default_rng(7)
+
+    def batch() -> pa.Table:
+        return pa.table({f"c{i}": pa.array(rng.random(_ROWS)) for i in range(_COLUMNS)})
+
+    first = batch()
+    t = cat.create_table(
+        "ns.t", first.schema, properties={"write.parquet.row-group-size-bytes": str(4 << 20)}
+    )
+    t.append(first)
+    for _ in range(_FILES - 1):
+        t.append(batch())
+    data = _FILES * _ROWS * _COLUMNS * 8
+    run = subprocess.run(
+        [sys.executable, "-c", _COMPACT, str(tmp_path), (tmp_path / "wh").as_uri()],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    import json
+
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["added"] == 1
+    assert got["grown"] < data * 0.4, (got["grown"], data)
+    t.refresh()
+    (path,) = live_data_files(t)
+    md = pq.read_metadata(path.removeprefix("file://"))
+    assert md.num_rows == _FILES * _ROWS
+    assert md.num_row_groups > 10
+
+
+def test_a_failure_part_way_leaves_no_new_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import icefloe.table.maintenance as maintenance
+
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        pa.schema([pa.field("id", pa.int64())]),
+        properties={"write.parquet.row-group-size-bytes": "1"},  # a row group per input file
+    )
+    for i in range(6):
+        t.append(pa.table({"id": pa.array(range(i * 100, (i + 1) * 100), pa.int64())}))
+    snapshot = t.current_snapshot().snapshot_id
+    data = Path(t.metadata.location.removeprefix("file://")) / "data"
+    files = {p for p in data.rglob("*") if p.is_file()}
+    real = maintenance.surviving_rows
+    calls = 0
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        if calls == 4:
+            raise OSError("the disk went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(maintenance, "surviving_rows", failing)
+    with pytest.raises(OSError, match="went away"):
+        t.rewrite_data_files()
+    assert calls == 4
+    assert {p for p in data.rglob("*") if p.is_file()} == files
+    assert t.refresh().current_snapshot().snapshot_id == snapshot
+    assert ours(t)["id"].to_pylist() == list(range(600))
+
+
+def test_a_sorted_table_is_still_compacted_in_order(tmp_path: Path) -> None:
+    """A sort order orders a group's rows as a whole: such groups are read whole first."""
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([pa.field("id", pa.int64())]))
+    t.replace_sort_order().asc("id").commit()
+    for i in range(5):
+        t.append(pa.table({"id": pa.array(range(i, 500, 5), pa.int64())}))
+    t.rewrite_data_files()
+    (path,) = live_data_files(t)
+    ids = pq.read_table(path.removeprefix("file://")).column("id").to_pylist()
+    assert ids == list(range(500))

@@ -1,0 +1,177 @@
+"""Files kept open across pieces of rows (icefloe.write.rolling): their rows, their rolling by
+rows and bytes, their metrics against a write of the same rows at once, and a failure leaving
+no file behind."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.partitioning import PartitionField, PartitionSpec
+from icefloe.schema import Schema
+from icefloe.transforms import parse_transform
+from icefloe.types import (
+    DoubleType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    UUIDType,
+)
+from icefloe.write.files import DataFile
+from icefloe.write.input import to_table_schema
+from icefloe.write.rolling import RollingWriter
+from icefloe.write.writer import write_data_files
+from support.write_util import catalog
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), True),
+    NestedField(2, "x", DoubleType()),
+    NestedField(3, "s", StringType()),
+    NestedField(4, "u", UUIDType()),
+    NestedField(5, "tags", ListType(6, StringType())),
+    NestedField(7, "attrs", MapType(8, StringType(), 9, LongType())),
+    NestedField(
+        10,
+        "st",
+        StructType(NestedField(11, "a", IntegerType()), NestedField(12, "b", DoubleType())),
+    ),
+    NestedField(13, "k", IntegerType()),
+)
+
+
+def _rows(n: int) -> pa.Table:
+    """``n`` rows whose second fifth of ``x`` is all NaN and whose fourth fifth of ``s`` is all
+    null (row groups the footer has no minimum and maximum for)."""
+    fifth = n // 5
+    xs = [
+        math.nan if fifth <= i < 2 * fifth else (None if i % 7 == 0 else (i % 113) - 50.5)
+        for i in range(n)
+    ]
+    ss = [
+        None if 3 * fifth <= i < 4 * fifth else f"value {i:06d} with a long tail" for i in range(n)
+    ]
+    data = {
+        "id": list(range(n)),
+        "x": xs,
+        "s": ss,
+        "u": pa.array(
+            [uuid.UUID(int=(i * 0x9E3779B97F4A7C15) % (1 << 128)).bytes for i in range(n)],
+            pa.binary(16),
+        ),
+        "tags": [[f"t{i % 5}", f"z{i % 3}"] if i % 4 else None for i in range(n)],
+        "attrs": pa.array([[(f"k{i % 4}", i)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
+        "st": [{"a": i % 9, "b": -0.0 if i % 11 == 0 else float(i)} for i in range(n)],
+        "k": [i % 3 for i in range(n)],
+    }
+    return to_table_schema(pa.table(data), SCHEMA, 2)
+
+
+def _table(tmp_path: Path, spec: PartitionSpec | None = None, **props: str):  # type: ignore[no-untyped-def]
+    cat = catalog(tmp_path)
+    return cat.create_table(
+        "ns.t", SCHEMA, partition_spec=spec or PartitionSpec(), properties=props
+    )
+
+
+def _metrics(f: DataFile) -> tuple[object, ...]:
+    return (
+        f.record_count,
+        f.value_counts,
+        f.null_value_counts,
+        f.nan_value_counts,
+        f.lower_bounds,
+        f.upper_bounds,
+    )
+
+
+def _path(f: DataFile) -> str:
+    return f.file_path.removeprefix("file://")
+
+
+def _write(t, rows: pa.Table, piece: int, **kw: int | None) -> list[DataFile]:  # type: ignore[no-untyped-def]
+    writer = RollingWriter(
+        t.metadata, t.io, t.metadata.spec(), max_file_bytes=kw.pop("max_file_bytes", 1 << 30), **kw
+    )
+    with writer:
+        for start in range(0, rows.num_rows, piece):
+            writer.write(rows.slice(start, piece))
+        return writer.finish()
+
+
+def test_a_file_written_in_pieces_has_the_metrics_of_one_write(tmp_path: Path) -> None:
+    # every piece its own row group: the NaN-only and null-only pieces leave the footer
+    # without bounds, which are then read back from the file
+    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "1"})
+    rows = _rows(2500)
+    (rolled,) = _write(t, rows, piece=500)
+    plain = _table(tmp_path / "plain")  # default row groups: the rows in one
+    (once,) = write_data_files(plain.metadata, plain.io, rows)
+    assert pq.read_metadata(_path(rolled)).num_row_groups == 5
+    assert pq.read_metadata(_path(once)).num_row_groups == 1
+    assert _metrics(rolled) == _metrics(once)
+    assert rolled.nan_value_counts[2] == 500
+    assert rolled.lower_bounds[4] == once.lower_bounds[4]  # UUIDs: read back, not in the footer
+    assert pq.read_table(_path(rolled)).column("id").to_pylist() == list(range(2500))
+
+
+def test_pieces_are_buffered_into_row_groups(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    rows = _rows(3000)
+    (f,) = _write(t, rows, piece=100)
+    md = pq.read_metadata(_path(f))
+    assert md.num_row_groups == 1  # thirty pieces, one row group of the default size
+    assert f.record_count == 3000
+    assert f.split_offsets == [4]
+
+
+def test_files_roll_at_the_rows_per_file_in_row_order(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    files = _write(t, _rows(3000), piece=400, rows_per_file=700)
+    assert [f.record_count for f in files] == [700, 700, 700, 700, 200]
+    ids = [i for f in files for i in pq.read_table(_path(f)).column("id").to_pylist()]
+    assert ids == list(range(3000))
+    # a file's rows start a row group of their own, not a slice left from the last file
+    assert [pq.read_metadata(_path(f)).num_row_groups for f in files] == [1, 1, 1, 1, 1]
+
+
+def test_files_roll_when_they_reach_the_size(tmp_path: Path) -> None:
+    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "1"})
+    files = _write(t, _rows(4000), piece=250, max_file_bytes=15_000)
+    assert len(files) > 2
+    for f in files[:-1]:
+        assert f.file_size_in_bytes >= 15_000
+    assert sum(f.record_count for f in files) == 4000
+
+
+def test_rows_go_to_their_partition_files(tmp_path: Path) -> None:
+    spec = PartitionSpec(PartitionField(13, 1000, parse_transform("identity"), "k"))
+    t = _table(tmp_path, spec)
+    files = _write(t, _rows(3000), piece=250)  # every piece holds rows of all three
+    assert sorted(f.partition["k"] for f in files) == [0, 1, 2]
+    for f in files:
+        got = pq.read_table(_path(f))
+        assert set(got.column("k").to_pylist()) == {f.partition["k"]}
+        assert got.column("id").to_pylist() == list(range(f.partition["k"], 3000, 3))
+        assert f"/k={f.partition['k']}/" in f.file_path
+
+
+def test_a_failure_leaves_no_file(tmp_path: Path) -> None:
+    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "1"})
+    rows = _rows(2000)
+    writer = RollingWriter(t.metadata, t.io, t.metadata.spec(), max_file_bytes=20_000)
+    with pytest.raises(RuntimeError, match="stop"), writer:
+        for start in range(0, 2000, 250):
+            writer.write(rows.slice(start, 250))
+        raise RuntimeError("stop")
+    data = Path(t.metadata.location.removeprefix("file://")) / "data"
+    assert not [p for p in data.rglob("*") if p.is_file()] if data.exists() else True
+    assert writer.files == []
