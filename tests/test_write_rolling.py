@@ -175,3 +175,161 @@ def test_a_failure_leaves_no_file(tmp_path: Path) -> None:
     data = Path(t.metadata.location.removeprefix("file://")) / "data"
     assert not [p for p in data.rglob("*") if p.is_file()] if data.exists() else True
     assert writer.files == []
+
+
+# ------------------------------------------------------------------ partitioned streams
+
+_EVENTS = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("s", pa.string())])
+
+
+def _events(n: int, partitions: int, start: int = 0) -> pa.RecordBatch:
+    ids = pa.array(range(start, start + n), pa.int64())
+    return pa.record_batch(
+        [
+            ids,
+            pa.array([i % partitions for i in range(start, start + n)], pa.int32()),
+            pa.array([f"row {i}" for i in range(start, start + n)]),
+        ],
+        schema=_EVENTS,
+    )
+
+
+def _stream(batches: int, rows: int, partitions: int, fail_at: int | None = None):  # type: ignore[no-untyped-def]
+    def gen():  # type: ignore[no-untyped-def]
+        for b in range(batches):
+            if b == fail_at:
+                raise RuntimeError("the source broke")
+            yield _events(rows, partitions, b * rows)
+
+    return pa.RecordBatchReader.from_batches(_EVENTS, gen())
+
+
+def _events_table(tmp_path: Path):  # type: ignore[no-untyped-def]
+    t = catalog(tmp_path).create_table("ns.events", _EVENTS)
+    t.update_spec().add_field("k", "identity").commit()
+    return t
+
+
+def _data_files(t) -> list[Path]:  # type: ignore[no-untyped-def]
+    data = Path(t.location.removeprefix("file://")) / "data"
+    return sorted(data.rglob("*.parquet")) if data.exists() else []
+
+
+def test_a_partitioned_stream_keeps_one_file_per_partition_across_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, duckdb_con: object
+) -> None:
+    """Forty batches of a stream over five partitions make five files, not one per piece; PyIceberg
+    and DuckDB read them."""
+    import icefloe.write.input as input_mod
+    import icefloe.write.rolling as rolling
+    from support.write_util import checksum, duckdb_checksum, pyiceberg_read
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(rolling, "STREAM_BUFFER_BYTES", 40_000)
+    t = _events_table(tmp_path)
+    t.append(_stream(40, 1000, 5))
+    files = t.inspect.files().to_pylist()
+    assert len(files) == 5
+    assert sorted(f["record_count"] for f in files) == [8000] * 5
+    got = t.scan().to_arrow().sort_by("id")
+    assert got.column("id").to_pylist() == list(range(40_000))
+    assert got.column("k").to_pylist() == [i % 5 for i in range(40_000)]
+    assert checksum(pyiceberg_read(t)) == (40_000, sum(range(40_000)))
+    assert duckdb_checksum(duckdb_con, t) == (40_000, sum(range(40_000)))
+    # past the buffer's size, rows went into row groups of the open files
+    assert max(pq.read_metadata(_path_of(f)).num_row_groups for f in files) > 1
+
+
+def _path_of(f: dict) -> str:  # type: ignore[type-arg]
+    return str(f["file_path"]).removeprefix("file://")
+
+
+def test_a_partitioned_stream_rolls_its_files_at_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import icefloe.write.input as input_mod
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    t = _events_table(tmp_path)
+    t.set_properties({"write.target-file-size-bytes": "30000"})
+    t.append(_stream(40, 1000, 2))
+    files = t.inspect.files().to_pylist()
+    assert len(files) > 2
+    assert sum(f["record_count"] for f in files) == 40_000
+
+
+def test_a_stream_of_more_partitions_than_open_files_writes_each_piece_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import icefloe.write.input as input_mod
+    import icefloe.write.rolling as rolling
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(rolling, "STREAM_OPEN_FILES", 4)
+    t = _events_table(tmp_path)
+    t.append(_stream(8, 1000, 5))
+    files = t.inspect.files().to_pylist()
+    assert len(files) > 5  # a file per partition of each piece
+    assert t.scan().to_arrow().num_rows == 8000
+
+
+def test_open_files_are_capped_and_rows_kept(tmp_path: Path) -> None:
+    """With two files open at most, rows of five partitions arriving interleaved go to files
+    closed and reopened as new ones, every row once."""
+    t = _events_table(tmp_path)
+    t.set_properties({"write.parquet.row-group-size-bytes": "1"})
+    rows = to_table_schema(pa.Table.from_batches([_events(5000, 5)]), t.schema(), 2)
+    writer = RollingWriter(t.metadata, t.io, t.metadata.spec(), max_file_bytes=1 << 30, max_open=2)
+    opened: list[int] = []
+    with writer:
+        for start in range(0, 5000, 500):
+            writer.write(rows.slice(start, 500))
+            opened.append(sum(1 for p in writer._partitions.values() if p.file is not None))
+        files = writer.finish()
+    assert max(opened) <= 2
+    ids = sorted(i for f in files for i in pq.read_table(_path(f)).column("id").to_pylist())
+    assert ids == list(range(5000))
+    for f in files:
+        assert set(pq.read_table(_path(f)).column("k").to_pylist()) == {f.partition["k"]}
+
+
+def test_a_partitioned_stream_failing_part_way_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import icefloe.write.input as input_mod
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    t = _events_table(tmp_path)
+    t.append(_stream(4, 1000, 3))
+    before = _data_files(t)
+    snapshot = t.current_snapshot().snapshot_id
+    with pytest.raises(RuntimeError, match="broke"):
+        t.append(_stream(40, 1000, 3, fail_at=25))
+    assert _data_files(t) == before
+    assert t.refresh().current_snapshot().snapshot_id == snapshot
+
+
+def test_a_partitioned_stream_with_invalid_text_is_a_typed_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import icefloe.write.input as input_mod
+    from icefloe.exceptions import ValidationError
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    t = _events_table(tmp_path)
+    bad = pa.Array.from_buffers(
+        pa.string(),
+        1,
+        [None, pa.py_buffer(b"\x00\x00\x00\x00\x02\x00\x00\x00"), pa.py_buffer(b"\xff\xfe")],
+    )
+
+    def gen():  # type: ignore[no-untyped-def]
+        for b in range(30):
+            yield _events(1000, 3, b * 1000)
+        yield pa.record_batch(
+            [pa.array([1], pa.int64()), pa.array([1], pa.int32()), bad], schema=_EVENTS
+        )
+
+    with pytest.raises(ValidationError, match="'s'"):
+        t.append(pa.RecordBatchReader.from_batches(_EVENTS, gen()))
+    assert _data_files(t) == []

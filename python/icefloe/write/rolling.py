@@ -19,7 +19,10 @@ Compaction writes its groups of files through it (see :mod:`icefloe.table.mainte
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import dataclasses
+import itertools
+import threading
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
@@ -27,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe._concurrency import work_threads
+from icefloe._concurrency import parallel_map, work_threads
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
@@ -36,6 +39,7 @@ from icefloe.schema import Schema
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.grouping import partition_arrays, partition_group_codes, partition_values
+from icefloe.write.input import STREAM_CHUNK_BYTES, invalid_values
 from icefloe.write.metrics import (
     LeafValues,
     compute_metrics,
@@ -43,11 +47,18 @@ from icefloe.write.metrics import (
     leaf_values,
     nan_count,
 )
+from icefloe.write.properties import target_file_size
 from icefloe.write.regroup import regroup
 from icefloe.write.variant_footer import TailHoldingSink
-from icefloe.write.writer import FileWriter, WriteOptions, stored_columns, with_lineage_columns
+from icefloe.write.writer import (
+    FileWriter,
+    WriteOptions,
+    stored_columns,
+    with_lineage_columns,
+    write_apart,
+)
 
-__all__ = ["RollingWriter", "split_by_partition", "write_pieces"]
+__all__ = ["RollingWriter", "split_by_partition", "write_pieces", "write_stream"]
 
 
 def split_by_partition(
@@ -65,7 +76,13 @@ def split_by_partition(
         parts = [p.slice(0, 1) for p in parts]
         bounds = [(0, table.num_rows)]
     else:
-        grouped, bounds, firsts = regroup(table, group, threads)
+        try:
+            grouped, bounds, firsts = regroup(table, group, threads)
+        except pa.ArrowException:  # Arrow refused a column on its way to the regrouping
+            invalid = invalid_values(zip(table.column_names, table.columns, strict=True))
+            if invalid is None:
+                raise
+            raise invalid from None
         parts = [p.take(firsts) for p in parts]
         rows = [grouped.slice(start, end - start) for start, end in bounds]
     values = [partition_values(pf, p) for pf, p in zip(spec.fields, parts, strict=True)]
@@ -128,6 +145,8 @@ class _Partition:
         self.pending_rows = 0
         self.pending_bytes = 0
         self.file: _OpenFile | None = None
+        self.used = 0  # when a row group last went to its file (a count of flushes)
+        self.fresh = 0  # buffered tables that are slices of the piece being written
 
 
 class RollingWriter:
@@ -136,8 +155,11 @@ class RollingWriter:
     ``spec``, one file open per partition.
 
     A file closes once it holds ``rows_per_file`` rows (None: no limit) or reaches
-    ``max_file_bytes`` on disk. Use as a context manager, or call :meth:`finish` (the files
-    written) or :meth:`abort` (every file deleted)."""
+    ``max_file_bytes`` on disk. A partition's rows are buffered until they make a row group;
+    with ``buffer_bytes``, once the rows buffered over all partitions pass it, the largest
+    buffers are written until half of it is left. At most ``max_open`` files are open at once:
+    past it, the file a row group went to longest ago closes. Use as a context manager, or call
+    :meth:`finish` (the files written) or :meth:`abort` (every file deleted)."""
 
     def __init__(
         self,
@@ -147,17 +169,27 @@ class RollingWriter:
         *,
         max_file_bytes: int,
         rows_per_file: int | None = None,
+        buffer_bytes: int | None = None,
+        max_open: int | None = None,
+        options: WriteOptions | None = None,
     ) -> None:
+        opts = options or WriteOptions()
         self._metadata = metadata
         self._io = io
         self._schema = metadata.current_schema()
         self._spec = spec
         self._max_bytes = max_file_bytes
         self._rows_per_file = rows_per_file
-        self._threads = work_threads()
+        self._buffer_bytes = buffer_bytes
+        self._max_open = max_open
+        self._options = dataclasses.replace(opts, target_file_size=max_file_bytes, sort=False)
+        self._threads = opts.max_workers or work_threads()
         self._writer: FileWriter | None = None
         self._arrow: pa.Schema | None = None
         self._partitions: dict[str, _Partition] = {}
+        self._pending_bytes = 0
+        self._flushes = itertools.count(1)
+        self._lock = threading.Lock()
         self.files: list[DataFile] = []
 
     def __enter__(self) -> RollingWriter:
@@ -176,6 +208,7 @@ class RollingWriter:
         """Routes ``rows`` to their partitions' files."""
         if rows.num_rows == 0:
             return
+        due: list[_Partition] = []
         for partition, part in split_by_partition(rows, self._schema, self._spec, self._threads):
             table, file_schema = stored_columns(*with_lineage_columns(part, self._schema))
             writer = self._file_writer(table, file_schema)
@@ -183,16 +216,27 @@ class RollingWriter:
             if p is None:
                 p = self._partitions[repr(partition)] = _Partition(partition)
             self._buffer(p, table)
-            if self._file_full(p, writer) or p.pending_bytes >= writer.parquet.row_group_size_bytes:
-                self._flush(p, writer)
+            if self._file_full(p) or p.pending_bytes >= self._row_group_bytes(writer):
+                due.append(p)
+        if self._buffer_bytes is not None and self._pending_bytes > self._buffer_bytes:
+            left = self._pending_bytes - sum(p.pending_bytes for p in due)
+            chosen = {id(p) for p in due}
+            for p in sorted(self._partitions.values(), key=lambda p: -p.pending_bytes):
+                if left <= self._buffer_bytes // 2 or not p.pending:
+                    break
+                if id(p) not in chosen:
+                    due.append(p)
+                    left -= p.pending_bytes
+        self._flush_all(due)
+        # Rows left buffered are slices of this piece: copied, so that the piece is freed
+        for p in self._partitions.values():
+            if p.fresh:
+                p.pending[-p.fresh :] = [_copied(t) for t in p.pending[-p.fresh :]]
+                p.fresh = 0
 
     def finish(self) -> list[DataFile]:
         """Writes what is buffered, closes every file and gives all files written."""
-        for p in self._partitions.values():
-            if self._writer is not None:
-                self._flush(p, self._writer, last=True)
-                if p.file is not None:
-                    self._close(p, self._writer)
+        self._flush_all(list(self._partitions.values()), last=True)
         self._partitions.clear()
         return self.files
 
@@ -217,21 +261,59 @@ class RollingWriter:
                 self._io,
                 file_schema,
                 self._spec,
-                WriteOptions(target_file_size=self._max_bytes, sort=False),
+                self._options,
                 None,
                 dictionary_columns(table),  # sampled once, from the first rows
                 field_ids_digest(table.schema),
             )
-        elif not table.schema.equals(self._arrow):
-            raise AssertionError("rows of another Arrow schema than the first")  # pragma: no cover
         return self._writer
 
-    def _file_full(self, p: _Partition, writer: FileWriter) -> bool:
+    def _file_full(self, p: _Partition) -> bool:
         """Whether the rows buffered fill the rest of the open (or next) file."""
         if self._rows_per_file is None:
             return False
         written = p.file.rows if p.file is not None else 0
         return p.pending_rows >= self._rows_per_file - written
+
+    def _flush_all(self, due: list[_Partition], *, last: bool = False) -> None:
+        """Writes the buffered rows of ``due``, a partition per thread (and, when ``last``,
+        closes their files), at most ``max_open`` partitions at a time, each time first closing
+        the files a row group went to longest ago to stay within ``max_open`` open files."""
+        due = [p for p in due if p.pending or (last and p.file is not None)]
+        writer = self._writer
+        if not due or writer is None:
+            return
+        step = self._max_open or len(due)
+        for start in range(0, len(due), step):
+            batch = due[start : start + step]
+            if self._max_open is not None and not last:
+                self._make_room(batch)
+
+            def run(p: _Partition, writer: FileWriter = writer) -> None:
+                self._flush(p, writer, last=last)
+                if last and p.file is not None:
+                    self._close(p, writer)
+
+            parallel_map(run, batch, threads=self._threads, kind="work")
+
+    def _make_room(self, batch: list[_Partition]) -> None:
+        """Closes the least recently used open files of partitions not in ``batch`` so that
+        ``batch`` can open theirs within ``max_open``."""
+        assert self._max_open is not None
+        opening = sum(1 for p in batch if p.file is None)
+        open_now = [p for p in self._partitions.values() if p.file is not None]
+        excess = len(open_now) + opening - self._max_open
+        if excess > 0:
+            flushing = {id(p) for p in batch}
+            idle = sorted((p for p in open_now if id(p) not in flushing), key=lambda p: p.used)
+            self._close_all(idle[:excess])
+
+    def _close_all(self, parts: list[_Partition]) -> None:
+        writer = self._writer
+        if parts and writer is not None:
+            parallel_map(
+                lambda p: self._close(p, writer), parts, threads=self._threads, kind="work"
+            )
 
     def _flush(self, p: _Partition, writer: FileWriter, *, last: bool = False) -> None:
         """Writes ``p``'s buffered rows as row groups, closing files as they fill; rows left
@@ -239,7 +321,10 @@ class RollingWriter:
         if not p.pending:
             return
         rows = pa.concat_tables(p.pending)
-        p.pending, p.pending_rows, p.pending_bytes = [], 0, 0
+        with self._lock:
+            self._pending_bytes -= p.pending_bytes
+        p.pending, p.pending_rows, p.pending_bytes, p.fresh = [], 0, 0, 0
+        p.used = next(self._flushes)
         limit = writer.parquet.row_group_limit
         pos = 0
         while pos < rows.num_rows:
@@ -259,18 +344,27 @@ class RollingWriter:
                     self._buffer(p, rest)
                     return
 
+    def _row_group_bytes(self, writer: FileWriter) -> int:
+        """The Arrow bytes buffered that make a row group: ``write.parquet.row-group-size-bytes``,
+        or less for a smaller target (Arrow data is rarely smaller on disk, so a file then
+        rolls at about the target rather than at the row group)."""
+        return min(writer.parquet.row_group_size_bytes, self._max_bytes)
+
     def _file_full_after(self, rest: pa.Table, writer: FileWriter) -> bool:
         """Whether ``rest`` (rows for a new file) make a row group or a file of their own."""
         if self._rows_per_file is not None and rest.num_rows >= self._rows_per_file:
             return True
-        return int(rest.nbytes) >= writer.parquet.row_group_size_bytes
+        return int(rest.nbytes) >= self._row_group_bytes(writer)
 
-    @staticmethod
-    def _buffer(p: _Partition, rows: pa.Table) -> None:
+    def _buffer(self, p: _Partition, rows: pa.Table) -> None:
         if rows.num_rows:
+            size = int(rows.nbytes)
             p.pending.append(rows)
+            p.fresh += 1
             p.pending_rows += rows.num_rows
-            p.pending_bytes += int(rows.nbytes)
+            p.pending_bytes += size
+            with self._lock:
+                self._pending_bytes += size
 
     def _close(self, p: _Partition, writer: FileWriter) -> None:
         f = p.file
@@ -284,7 +378,15 @@ class RollingWriter:
             writer.metrics,
             nan_counts=f.nans,
         )
-        self.files.append(writer.parquet_file(f.path, size, md, p.partition, m))
+        with self._lock:
+            self.files.append(writer.parquet_file(f.path, size, md, p.partition, m))
+
+
+def _copied(table: pa.Table) -> pa.Table:
+    """``table`` in buffers of its own (a slice keeps the whole of the buffers it is cut from
+    alive)."""
+    columns = [pa.concat_arrays(c.chunks) if c.num_chunks else c for c in table.columns]
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def _read_back(io: FileIO, path: str, schema: Schema) -> LeafValues:
@@ -311,3 +413,43 @@ def write_pieces(
         for piece in pieces:
             writer.write(piece if isinstance(piece, pa.Table) else pa.Table.from_batches([piece]))
         return writer.finish()
+
+
+#: Arrow data a partitioned stream buffers over all its partitions before it writes the
+#: largest buffers: half a piece of the stream (``STREAM_CHUNK_BYTES``).
+STREAM_BUFFER_BYTES = STREAM_CHUNK_BYTES // 2
+#: The most files a partitioned stream keeps open at once.
+STREAM_OPEN_FILES = 64
+
+
+def write_stream(
+    metadata: TableMetadata,
+    io: FileIO,
+    pieces: Iterator[pa.Table],
+    spec: PartitionSpec,
+    options: WriteOptions | None = None,
+) -> list[DataFile]:
+    """A partitioned stream's pieces (already in the current schema's Arrow form) written into
+    files of about ``write.target-file-size-bytes`` kept open across pieces, when its first
+    piece holds at most :data:`STREAM_OPEN_FILES` partitions; a stream of more partitions
+    than files it may keep open could not keep its files open anyway, and writes each piece's
+    files apart (see :func:`~icefloe.write.writer.write_apart`)."""
+    opts = options or WriteOptions()
+    first = next(pieces)
+    if _partition_count(first, metadata.current_schema(), spec) > STREAM_OPEN_FILES:
+        return write_apart(metadata, io, itertools.chain([first], pieces), spec, options)
+    writer = RollingWriter(
+        metadata,
+        io,
+        spec,
+        max_file_bytes=opts.target_file_size or target_file_size(metadata.properties),
+        buffer_bytes=STREAM_BUFFER_BYTES,
+        max_open=STREAM_OPEN_FILES,
+        options=opts,
+    )
+    return write_pieces(writer, itertools.chain([first], pieces))
+
+
+def _partition_count(table: pa.Table, schema: Schema, spec: PartitionSpec) -> int:
+    group = partition_group_codes(partition_arrays(table, schema, spec))
+    return 1 if group is None else int(pc.count_distinct(group).as_py())

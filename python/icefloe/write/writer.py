@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 import itertools
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,22 +200,61 @@ def write_data_files(
     spec: PartitionSpec | None = None,
 ) -> list[DataFile]:
     """Write ``data`` as Parquet files for ``metadata``'s current schema and default spec (a
-    stream in pieces, as it is read: see :func:`~icefloe.write.input.to_table_schema_chunks`).
+    stream in pieces, as it is read: see :func:`~icefloe.write.input.to_table_schema_chunks`;
+    the pieces of a partitioned stream go to files kept open across pieces, see
+    :mod:`icefloe.write.rolling`).
 
     Nothing is registered in the table. On error every file written so far is deleted.
     """
     schema = metadata.current_schema()
+    spec = spec or metadata.spec()
+    pieces = to_table_schema_chunks(data, schema, metadata.format_version)
+    first = next(pieces)
+    second = next(pieces, None)
+    if second is not None and _fans_out(metadata, spec, options or WriteOptions()):
+        from icefloe.write.rolling import write_stream
+
+        return write_stream(metadata, io, itertools.chain([first, second], pieces), spec, options)
+    rest = itertools.chain([second], pieces) if second is not None else pieces
+    return write_apart(metadata, io, itertools.chain([first], rest), spec, options)
+
+
+def write_apart(
+    metadata: TableMetadata,
+    io: FileIO,
+    pieces: Iterable[pa.Table],
+    spec: PartitionSpec,
+    options: WriteOptions | None = None,
+) -> list[DataFile]:
+    """Each of ``pieces`` (in the current schema's Arrow form) written into files of its own;
+    on error every file written so far is deleted."""
+    schema = metadata.current_schema()
     files: list[DataFile] = []
     try:
-        for table in to_table_schema_chunks(data, schema, metadata.format_version):
+        for table in pieces:
             files += write_parquet_files(
-                metadata, io, table, schema=schema, spec=spec or metadata.spec(), options=options
+                metadata, io, table, schema=schema, spec=spec, options=options
             )
     except BaseException:
         for f in files:
             io.delete_quietly(f.file_path)
         raise
     return files
+
+
+def _fans_out(metadata: TableMetadata, spec: PartitionSpec, opts: WriteOptions) -> bool:
+    """Whether a stream of several pieces is written through files kept open across pieces
+    (:mod:`icefloe.write.rolling`): partitioned Parquet writes whose rows are not sorted (a
+    sort orders each piece's rows as a whole) and whose files are cut by size."""
+    props = metadata.properties
+    sorted_ = opts.sort and metadata.sort_order().is_sorted
+    return bool(
+        spec.fields
+        and not sorted_
+        and opts.file_count is None
+        and not is_orc(props)
+        and not is_avro(props)
+    )
 
 
 def write_parquet_files(
