@@ -120,3 +120,36 @@ def test_a_sorted_table_is_still_compacted_in_order(tmp_path: Path) -> None:
     (path,) = live_data_files(t)
     ids = pq.read_table(path.removeprefix("file://")).column("id").to_pylist()
     assert ids == list(range(500))
+
+
+def test_overlapping_position_deletes_do_not_cut_the_output_into_small_files(
+    tmp_path: Path,
+) -> None:
+    """Two position delete files (written by two engines, say) deleting the same half of a
+    file: the rows per output file do not follow from subtracting both (which made 77 files of
+    100-200 rows where three were planned)."""
+    from icefloe.table.producer import SnapshotProducer
+    from icefloe.write.delete_files import write_position_deletes
+
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        pa.schema([pa.field("id", pa.int64()), pa.field("x", pa.float64())]),
+        properties={"format-version": "2", "write.delete.mode": "merge-on-read"},
+    )
+    n = 30_000
+    rng = np.random.default_rng(1)
+    t.append(pa.table({"id": pa.array(np.arange(n)), "x": pa.array(rng.random(n))}))
+    (f,) = t.inspect.data_files().to_pylist()
+    gone = list(range(int(n * 0.49)))
+    for j in range(2):
+        df = write_position_deletes(
+            t.io, f"{t.location}/data/pos-{j}.parquet", {f["file_path"]: gone}, 0, {}
+        )
+        with t.transaction() as tx:
+            SnapshotProducer(tx).add_delete_files([df]).commit()
+    result = t.refresh().rewrite_data_files(target_file_size=f["file_size_in_bytes"] // 3)
+    counts = sorted(t.refresh().inspect.data_files().column("record_count").to_pylist())
+    assert result.added_data_files <= 3
+    assert sum(counts) == n - len(gone)
+    assert min(counts) >= 5000
+    assert ours(t)["id"].to_pylist() == list(range(len(gone), n))

@@ -107,12 +107,31 @@ def _write(t, rows: pa.Table, piece: int, **kw: int | None) -> list[DataFile]:  
         return writer.finish()
 
 
-def test_a_file_written_in_pieces_has_the_metrics_of_one_write(tmp_path: Path) -> None:
-    # every piece its own row group: the NaN-only and null-only pieces leave the footer
-    # without bounds, which are then read back from the file
+def test_a_file_written_in_pieces_has_the_metrics_of_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every piece its own row group: the NaN-only and null-only pieces leave the footer without
+    bounds for them, and UUIDs have none in the footer; none of it is read back from the file
+    (a read-back column held a whole output file's column in memory)."""
+    import icefloe.write.rolling as rolling
+
+    asked: list[tuple[int, ...]] = []
+    real = rolling._read_back
+
+    def counting(*args):  # type: ignore[no-untyped-def]
+        get = real(*args)
+
+        def values(path):  # type: ignore[no-untyped-def]
+            asked.append(path)
+            return get(path)
+
+        return values
+
+    monkeypatch.setattr(rolling, "_read_back", counting)
     t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "1"})
     rows = _rows(2500)
     (rolled,) = _write(t, rows, piece=500)
+    assert asked == []
     plain = _table(tmp_path / "plain")  # default row groups: the rows in one
     (once,) = write_data_files(plain.metadata, plain.io, rows)
     assert pq.read_metadata(_path(rolled)).num_row_groups == 5
@@ -333,3 +352,33 @@ def test_a_partitioned_stream_with_invalid_text_is_a_typed_error(
     with pytest.raises(ValidationError, match="'s'"):
         t.append(pa.RecordBatchReader.from_batches(_EVENTS, gen()))
     assert _data_files(t) == []
+
+
+def test_geometry_bounds_are_read_back_from_the_closed_file(tmp_path: Path) -> None:
+    shapely = pytest.importorskip("shapely")
+    from icefloe.types import GeometryType
+
+    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "g", GeometryType()))
+    t = catalog(tmp_path).create_table(
+        "ns.g", schema, format_version=3, properties={"write.parquet.row-group-size-bytes": "1"}
+    )
+    points = [shapely.Point(i % 17 - 3, -(i % 5)) for i in range(300)]
+    rows = to_table_schema(
+        pa.table(
+            {
+                "id": pa.array(range(300), pa.int64()),
+                "g": pa.array(
+                    [p.wkb for p in points[:100]] + [None] * 100 + [p.wkb for p in points[200:]],
+                    pa.binary(),
+                ),
+            }
+        ),
+        schema,
+        3,
+    )
+    (rolled,) = _write(t, rows, piece=100)
+    plain = catalog(tmp_path / "plain").create_table("ns.g", schema, format_version=3)
+    (once,) = write_data_files(plain.metadata, plain.io, rows)
+    assert pq.read_metadata(_path(rolled)).num_row_groups == 3
+    assert rolled.lower_bounds[2] == once.lower_bounds[2]
+    assert rolled.upper_bounds[2] == once.upper_bounds[2]

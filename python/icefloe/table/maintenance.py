@@ -573,8 +573,9 @@ def _stream_group(
 
     As :func:`rewrite_data_files` says, the group makes as many files as its input's size calls
     for, with about equal rows each: the rows per file follow from the input's record counts
-    less the rows its deletion vectors and file-scoped position deletes remove (equality
-    deletes can only make the last file shorter)."""
+    less the rows its deletion vectors or file-scoped position deletes remove (overlapping
+    position delete files, partition-scoped and equality deletes can only make the last file
+    shorter, or leave it out)."""
     from icefloe.table.row_delta import _file_scoped, typed_rows
     from icefloe.write.rolling import RollingWriter
 
@@ -582,11 +583,17 @@ def _stream_group(
     schema = md.current_schema()
     size = sum(t.data_file.file_size_in_bytes for t in group)
     files = _output_files(size, target)
+    # Rows deleted: the largest count among the DV and position delete files naming only the
+    # file, a lower bound (a data file has one DV at most, and position delete files written by
+    # different engines may delete the same rows), so the estimate of live rows never falls short
     live = sum(
         max(
             0,
             t.data_file.record_count
-            - sum(d.record_count for d in _file_scoped(t.data_file.file_path, t.delete_files)),
+            - max(
+                (d.record_count for d in _file_scoped(t.data_file.file_path, t.delete_files)),
+                default=0,
+            ),
         )
         for t in group
     )

@@ -81,6 +81,7 @@ __all__ = [
     "LeafValues",
     "MetricsConfig",
     "MetricsMode",
+    "UuidBounds",
     "compute_metrics",
     "float_leaves",
     "footer_metrics",
@@ -345,6 +346,36 @@ def nan_count(values: pa.ChunkedArray) -> int:
     return int(pc.sum(pc.is_nan(values)).as_py() or 0)
 
 
+class UuidBounds:
+    """The bounds of a file's UUID leaves, merged row group by row group as they are written
+    (a UUID's bounds are its 16 bytes, ordered as :func:`compute_metrics` orders them)."""
+
+    def __init__(self, config: MetricsConfig) -> None:
+        self._leaves = [
+            (leaf.field.field_id, leaf.path, config.mode(leaf.field.field_id))
+            for leaf in config.leaves
+            if isinstance(leaf.field.field_type, UUIDType)
+            and config.mode(leaf.field.field_id).kind not in ("none", "counts")
+        ]
+        self.bounds: dict[int, tuple[bytes, bytes | None] | None] = {
+            fid: None for fid, _, _ in self._leaves
+        }
+
+    def add(self, rows: pa.Table) -> None:
+        """Merges the bounds of ``rows`` (a row group about to be written)."""
+        if not self._leaves:
+            return
+        get = leaf_values(rows)
+        for fid, path, mode in self._leaves:
+            got = _bounds(get(path), UUIDType(), mode, 0)
+            had = self.bounds[fid]
+            if got is None or had is None:
+                self.bounds[fid] = had or got
+                continue
+            assert had[1] is not None and got[1] is not None  # UUID bounds are never cut
+            self.bounds[fid] = (min(had[0], got[0]), max(had[1], got[1]))
+
+
 def compute_metrics(
     table: pa.Table | LeafValues,
     md: pq.FileMetaData | None,
@@ -352,6 +383,7 @@ def compute_metrics(
     *,
     footer_bounds: bool = True,
     nan_counts: Mapping[int, int] | None = None,
+    known_bounds: Mapping[int, tuple[bytes, bytes | None] | None] | None = None,
 ) -> ColumnMetrics:
     """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``.
 
@@ -362,7 +394,9 @@ def compute_metrics(
 
     ``table`` may instead be a function giving a leaf's values by path, asked only for what the
     footer lacks; ``nan_counts`` (by field id) then gives the NaN counts of the float and
-    double leaves (see :func:`float_leaves`), counted as the rows were written."""
+    double leaves (see :func:`float_leaves`), counted as the rows were written, and
+    ``known_bounds`` the bounds of leaves the footer holds none for (UUIDs: see
+    :class:`UuidBounds`)."""
     get = leaf_values(table) if isinstance(table, pa.Table) else table
     leaves = config.leaves
     # A variant is one schema leaf and two Parquet columns (metadata, value).
@@ -413,9 +447,15 @@ def compute_metrics(
                 out.nan_value_counts[fid] = nan_count(arr)
         if mode.kind == "counts" or not facts.bounded:
             continue
-        extremes = _footer_extremes(chunks, i, t, leaf) if footer_bounds and chunks else None
+        extremes = (
+            _footer_extremes(chunks, i, t, leaf, skip_null_chunks=True, own_file=True)
+            if footer_bounds and chunks
+            else None
+        )
         bounds: tuple[bytes, bytes | None] | None
-        if extremes is not None:
+        if known_bounds is not None and fid in known_bounds:
+            bounds = known_bounds[fid]
+        elif extremes is not None:
             bounds = _encode_bounds(t, mode, *extremes)
         else:
             arr = get(leaf.path) if arr is None else arr
@@ -514,21 +554,33 @@ _BOUNDED = (*_FOOTER_ORDERED, UUIDType)
 
 
 def _footer_extremes(
-    chunks: _Chunks, column: int, t: IcebergType, leaf: _Leaf, *, skip_null_chunks: bool = False
+    chunks: _Chunks,
+    column: int,
+    t: IcebergType,
+    leaf: _Leaf,
+    *,
+    skip_null_chunks: bool = False,
+    own_file: bool = False,
 ) -> tuple[Any, Any] | None:
     """The smallest and largest value of Parquet column ``column`` over every row group, from
     the footer's statistics (``chunks``); None when the type is not footer-ordered or a row
-    group has none (``skip_null_chunks``: a row group whose every row is null adds nothing
-    instead). Date and time types come back as integers in Iceberg's unit (days, micro- or
-    nanoseconds)."""
+    group has none, ``(None, None)`` when no row group holds a value. With
+    ``skip_null_chunks`` a row group whose values are all null adds nothing instead; with
+    ``own_file`` (a file icefloe wrote: pyarrow leaves NaN out of a float column's minimum and
+    maximum) neither does a float row group without a minimum and maximum, whose values are
+    all null or NaN. Date and time types come back as integers in Iceberg's unit (days, micro-
+    or nanoseconds)."""
     facts = _type_facts(type(t))
     if not facts.footer_ordered:
         return None
     lo: Any = None
     hi: Any = None
-    for stats, rows in zip(chunks.stats[column], chunks.group_rows, strict=True):
+    for stats in chunks.stats[column]:
         if stats is None or not stats.has_min_max:
-            if skip_null_chunks and stats is not None and stats.null_count == rows:
+            if stats is not None and (
+                (skip_null_chunks and stats.has_null_count and stats.num_values == 0)
+                or (own_file and facts.floating)
+            ):
                 continue
             return None
         try:
@@ -544,7 +596,7 @@ def _footer_extremes(
         if hi is None or b > hi:
             hi = b
     if lo is None or hi is None:
-        return None
+        return (None, None) if chunks.stats[column] else None
     if facts.floating and (math.isnan(lo) or math.isnan(hi)):
         return None
     return lo, hi

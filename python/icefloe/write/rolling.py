@@ -9,9 +9,9 @@ data) and written as a row group of the open file, which closes when it holds
 per open partition, however many rows pass through.
 
 Files are written by pyarrow's Parquet writer with the options, names and footers of the other
-writes. Metrics come from the footer; the NaN counts are counted as row groups are written, and
-what the footer lacks (UUID and geometry bounds, a row group without statistics) is read back
-from the closed file, column by column.
+writes. Metrics come from the footer; NaN counts and UUID bounds are counted as row groups are
+written, and what the footer still lacks (geometry bounds) is read back from the closed file,
+a column at a time.
 
 Compaction writes its groups of files through it (see :mod:`icefloe.table.maintenance`).
 """
@@ -42,6 +42,7 @@ from icefloe.write.grouping import partition_arrays, partition_group_codes, part
 from icefloe.write.input import STREAM_CHUNK_BYTES, invalid_values
 from icefloe.write.metrics import (
     LeafValues,
+    UuidBounds,
     compute_metrics,
     float_leaves,
     leaf_values,
@@ -104,14 +105,20 @@ class _OpenFile:
         self.held = TailHoldingSink(sink) if writer.variant_ids else None
         self.sink = sink
         self.out = self.held or sink
-        self.parquet = pq.ParquetWriter(self.out, schema, **writer.parquet_options())
+        try:
+            self.parquet = pq.ParquetWriter(self.out, schema, **writer.parquet_options())
+        except BaseException:
+            self.abandon()
+            raise
         self.rows = 0
-        self.nans = {fid: 0 for fid, _ in float_leaves(writer.metrics)}
         self.floats = float_leaves(writer.metrics)
+        self.nans = {fid: 0 for fid, _ in self.floats}
+        self.uuids = UuidBounds(writer.metrics)
 
     def write(self, rows: pa.Table, limit: int) -> None:
         self.parquet.write_table(rows, row_group_size=max(1, min(limit, rows.num_rows)))
         self.rows += rows.num_rows
+        self.uuids.add(rows)
         if self.floats:
             get = leaf_values(rows)
             for fid, path in self.floats:
@@ -377,6 +384,7 @@ class RollingWriter:
             md,
             writer.metrics,
             nan_counts=f.nans,
+            known_bounds=f.uuids.bounds,
         )
         with self._lock:
             self.files.append(writer.parquet_file(f.path, size, md, p.partition, m))
@@ -391,12 +399,14 @@ def _copied(table: pa.Table) -> pa.Table:
 
 def _read_back(io: FileIO, path: str, schema: Schema) -> LeafValues:
     """The leaf columns of the Parquet file at ``path`` (written in ``schema``) by path, read
-    from the file a top-level column at a time when asked for."""
+    from the file a top-level column at a time when asked for (only the last one kept: the
+    metrics ask for leaves in column order)."""
     read: dict[int, pa.Table] = {}
 
     def values(path_in: tuple[int, ...]) -> pa.ChunkedArray:
         top = path_in[0]
         if top not in read:
+            read.clear()
             name = schema.fields[top].name
             with io.new_input(path).open() as f:
                 read[top] = pq.ParquetFile(f).read(columns=[name])
