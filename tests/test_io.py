@@ -18,6 +18,7 @@ from icefloe.table_paths import (
     absolute_location,
     comparable_locations,
     data_location,
+    metadata_file_order,
     metadata_file_version,
     metadata_location,
     new_metadata_file_location,
@@ -176,6 +177,24 @@ def test_location_rules() -> None:
     assert metadata_file_version("/w/t/metadata/v7.metadata.json") == 7
     assert metadata_file_version("/w/t/metadata/v7.gz.metadata.json") == 7
     assert metadata_file_version("/w/t/metadata/snap-1.avro") is None
+    # the stricter reading that orders two versions of a table (Table objects shared by threads)
+    assert metadata_file_order(loc) == ("file:///w/t/metadata", "numbered", 3)
+    assert metadata_file_order(gz) == ("/w/t/metadata", "numbered", 12)
+    assert metadata_file_order("/w/t/metadata/v7.gz.metadata.json") == (
+        "/w/t/metadata",
+        "hadoop",
+        7,
+    )
+    assert metadata_file_order("/w/t/metadata/v7.metadata.json.gz") == (
+        "/w/t/metadata",
+        "hadoop",
+        7,
+    )
+    # a file named by a bare UUID whose first group is all digits carries no version
+    bare = "/w/t/metadata/12345678-9abc-4def-8123-456789abcdef.metadata.json"
+    assert metadata_file_version(bare) == 12345678 and metadata_file_order(bare) is None
+    assert metadata_file_order("/w/t/metadata/00003-x.metadata.json") is None
+    assert metadata_file_order("/w/t/metadata/snap-1.avro") is None
     # Every commit reads the codec: a bad stored value warns and writes plain JSON.
     with pytest.warns(InvalidPropertyWarning, match="compression-codec='zstd'"):
         plain = new_metadata_file_location("/w/t", {"write.metadata.compression-codec": "zstd"}, 1)

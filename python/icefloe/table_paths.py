@@ -25,6 +25,7 @@ __all__ = [
     "absolute_location",
     "comparable_locations",
     "data_location",
+    "metadata_file_order",
     "metadata_file_version",
     "metadata_gzip",
     "metadata_location",
@@ -219,3 +220,26 @@ def metadata_file_version(location: str) -> int | None:
     name = location.rstrip("/").rsplit("/", 1)[-1]
     match = _VERSIONED.match(name) or _HADOOP.match(name)
     return int(match.group(1)) if match else None
+
+
+_EXTENSION = r"(?:\.gz\.metadata\.json|\.metadata\.json(?:\.gz)?)"
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_STRICT_NAMES = (
+    ("numbered", re.compile(rf"^(\d+)-{_UUID}{_EXTENSION}$")),
+    ("hadoop", re.compile(rf"^v(\d+){_EXTENSION}$")),
+)
+
+
+def metadata_file_order(location: str) -> tuple[str, str, int] | None:
+    """``(directory, naming scheme, version)`` of a metadata file named as the catalogs number
+    them, each commit one more than its base: ``<V>-<uuid>`` (Java's metastore catalogs and
+    REST servers, icefloe's SQL catalog) or ``v<N>`` (file-system tables), optionally
+    gzip-compressed; None for any other name. Stricter than :func:`metadata_file_version`:
+    the ``<V>-`` form needs a whole UUID after the number, so a file named by a bare random
+    UUID whose first group happens to be all digits is not read as a version."""
+    directory, _, name = location.rpartition("/")
+    for scheme, pattern in _STRICT_NAMES:
+        match = pattern.match(name)
+        if match:
+            return directory, scheme, int(match.group(1))
+    return None
