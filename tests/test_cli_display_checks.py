@@ -511,3 +511,26 @@ def test_describe_into_a_pipe_keeps_each_value_on_its_line(tmp_path: Path) -> No
     assert f"metadata        {location}\n" in out
     folded = run(world, "describe", "db.events", width=60).stdout
     assert location not in folded and location[:40] in folded.replace("\n", "")
+
+
+def test_a_closed_output_pipe_stops_quietly_with_141(world: CliWorld) -> None:
+    """``icefloe files t | head`` exited 1, as a failure would; a program the closed pipe
+    stopped reports 141 (128 + SIGPIPE) in the shell, and nothing on standard error."""
+    import os
+    import subprocess
+
+    from support.cli import PYTHON_DIR, subprocess_command
+
+    env = {**os.environ, **world.env, "NO_COLOR": "1", "PYTHONPATH": str(PYTHON_DIR)}
+    with subprocess.Popen(
+        [*subprocess_command(), "files", "db.events"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as p:
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()  # before the command writes its first line
+        err = p.stderr.read()
+        code = p.wait(timeout=120)
+    assert code == 141, err
+    assert err == b""

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import click
 
-from icefloe.cli.errors import EXIT_INTERRUPTED, exit_code, one_line
+from icefloe.cli.errors import EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, exit_code, one_line
 from icefloe.cli.names import show_name, split_name
 from icefloe.cli.render import Output, printable
 
@@ -169,7 +169,7 @@ class _Root(click.Group):
             # Python from complaining again when it flushes standard output at exit
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            ctx.exit(1)
+            ctx.exit(EXIT_PIPE_CLOSED)
         except Exception as error:
             state = ctx.obj if isinstance(ctx.obj, State) else None
             if state is not None and state.debug:

@@ -38,6 +38,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_NOT_FOUND",
     "EXIT_OTHER",
+    "EXIT_PIPE_CLOSED",
     "exit_code",
 ]
 
@@ -47,6 +48,9 @@ EXIT_NOT_FOUND = 3
 EXIT_CONFLICT = 4
 #: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
+#: Exit code of a command whose reader went away (``icefloe files t | head``): 128 + SIGPIPE,
+#: what shells report for a process that the closed pipe stopped.
+EXIT_PIPE_CLOSED = 141
 
 _CODES: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
     (

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import errno
 import io
 import json
 import math
@@ -63,6 +64,14 @@ _INT64_MAX = 2**63 - 1
 _UNWRAPPED_WIDTH = 100_000
 
 
+class _Console(Console):
+    """rich's console, whose closed output pipe reaches the command line's handler (rich's
+    own exits with 1, as a failure would)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "the output pipe was closed")
+
+
 class Output:
     """Where a command writes: ``console`` for people, :meth:`json` for scripts."""
 
@@ -87,7 +96,7 @@ class Output:
             kwargs.update(force_terminal=True, color_system="256")
         elif self.color is False:
             kwargs.update(no_color=True, color_system=None)
-        return Console(**kwargs)
+        return _Console(**kwargs)
 
     @property
     def console(self) -> Console:
@@ -110,7 +119,7 @@ class Output:
         columns is no path for ``grep`` or ``cut``); on a terminal, :attr:`console`."""
         if self.width or sys.stdout.isatty():
             return self.console
-        return Console(
+        return _Console(
             file=cast(IO[str], _Trimmed()),
             width=_UNWRAPPED_WIDTH,
             highlight=False,
@@ -123,7 +132,7 @@ class Output:
 
     def file_console(self, stream: IO[str]) -> Console:
         """A console that draws into ``stream`` (a file): no colour, the output's width."""
-        return Console(
+        return _Console(
             file=cast(IO[str], _Trimmed(stream)),
             width=self.width or self.console.width,
             highlight=False,
