@@ -153,3 +153,36 @@ def test_overlapping_position_deletes_do_not_cut_the_output_into_small_files(
     assert sum(counts) == n - len(gone)
     assert min(counts) >= 5000
     assert ours(t)["id"].to_pylist() == list(range(len(gone), n))
+
+
+def _half_files(tmp_path: Path, sort: bool) -> tuple[object, int]:
+    """A table of three files of about half of the target size each (returned)."""
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([pa.field("id", pa.int64())]))
+    if sort:
+        t.replace_sort_order().asc("id").commit()
+    for i in range(3):
+        t.append(pa.table({"id": pa.array(range(i * 20_000, (i + 1) * 20_000), pa.int64())}))
+    sizes = [f["file_size_in_bytes"] for f in t.inspect.data_files().to_pylist()]
+    return t, max(sizes) * 2 + 16
+
+
+def test_small_files_of_a_partition_make_one_group_as_in_java(tmp_path: Path) -> None:
+    """Three files of half the target: Iceberg Java packs them into one group of 1.5 times the
+    target and writes it as two files; packing groups to the target size wrote one file and
+    left the third file alone, small."""
+    t, target = _half_files(tmp_path, sort=False)
+    plan = t.plan_rewrite_data_files(target_file_size=target)  # type: ignore[attr-defined]
+    assert (plan.groups, plan.data_files) == (1, 3)
+    result = t.rewrite_data_files(target_file_size=target)  # type: ignore[attr-defined]
+    assert (result.rewritten_data_files, result.added_data_files) == (3, 2)
+    counts = sorted(f["record_count"] for f in t.inspect.data_files().to_pylist())  # type: ignore[attr-defined]
+    assert counts == [30_000, 30_000]
+    assert sorted(ours(t)["id"].to_pylist()) == list(range(60_000))
+
+
+def test_groups_read_whole_are_still_packed_to_the_target(tmp_path: Path) -> None:
+    """A sorted table's groups are sorted as a whole in memory: they stay within the target."""
+    t, target = _half_files(tmp_path, sort=True)
+    assert t.plan_rewrite_data_files(target_file_size=target).groups == 1  # type: ignore[attr-defined]
+    result = t.rewrite_data_files(target_file_size=target)  # type: ignore[attr-defined]
+    assert (result.rewritten_data_files, result.added_data_files) == (2, 1)

@@ -408,6 +408,11 @@ def _bins(tasks: list[FileScanTask], target: int) -> list[list[FileScanTask]]:
 _MAX_FILE_RATIO = 1.8
 
 
+#: The most input bytes of one group of files rewritten together when the group is streamed
+#: (Iceberg Java's ``max-file-group-size-bytes`` default).
+MAX_GROUP_BYTES = 100 << 30
+
+
 def _write_max(target: int) -> int:
     """The size at which a compaction's output file rolls over to another: half way from the
     target to the largest size kept (Java's ``writeMaxFileSize``), so data that encodes a little
@@ -484,11 +489,17 @@ def _rewrite_groups(
             current = f.spec_id == md.default_spec_id
             key = (f.spec_id, repr(f.partition)) if current else (-1, "")
             groups.setdefault(key, []).append(task)
+    # Groups streamed as they are read are packed as Java packs them (up to 100 GiB, so a
+    # partition's small files make one group, divided into files afterwards); groups read
+    # whole before they are written are packed to the target size, which bounds their memory.
+    streamed = _streams_groups(md)
     todo = [
         (spec_id, group)
         for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0])
-        for group in _bins(tasks, target)
-        if len(group) >= min_input_files or any(t.delete_files for t in group)
+        for group in _bins(tasks, MAX_GROUP_BYTES if streamed and spec_id >= 0 else target)
+        if len(group) >= min_input_files
+        or (len(group) > 1 and sum(t.data_file.file_size_in_bytes for t in group) > target)
+        or any(t.delete_files for t in group)
     ]
     # the v2 file-scoped position deletes Java writes name their data file by bounds only
     resolved = iter(_with_referenced_files(tx.table.io, head, [t for _, g in todo for t in g]))
@@ -627,8 +638,10 @@ def rewrite_data_files(
 
     Per partition, files smaller than 3/4 of the target size (``write.target-file-size-bytes``
     unless ``target_file_size`` is given) and files with deletes are bin-packed into groups of
-    at most the target size (files of older partition specs all count as one partition, as in
-    Iceberg Java); a group is rewritten when it has ``min_input_files`` files or any
+    up to :data:`MAX_GROUP_BYTES`, as in Iceberg Java (groups read whole before they are
+    written, see :func:`_streams_groups`, to the target size; files of older partition specs
+    all count as one partition, as in Java); a group is rewritten when it has
+    ``min_input_files`` files, more than one file adding up to more than the target, or any
     deletes. As in Iceberg Java, a group is written as one file when its input is below the
     target, else as about one file per target size of input (a remainder under 3/4 of the
     target spread over the others when they stay within 10% above it), its rows split evenly
