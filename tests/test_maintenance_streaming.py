@@ -84,7 +84,7 @@ def test_a_failure_part_way_leaves_no_new_file(
     t = catalog(tmp_path).create_table(
         "ns.t",
         pa.schema([pa.field("id", pa.int64())]),
-        properties={"write.parquet.row-group-size-bytes": "1"},  # a row group per input file
+        properties={"write.parquet.row-group-size-bytes": "800"},  # a row group per input file
     )
     for i in range(6):
         t.append(pa.table({"id": pa.array(range(i * 100, (i + 1) * 100), pa.int64())}))

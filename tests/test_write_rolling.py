@@ -110,7 +110,7 @@ def _write(t, rows: pa.Table, piece: int, **kw: int | None) -> list[DataFile]:  
 def test_a_file_written_in_pieces_has_the_metrics_of_one_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every piece its own row group: the NaN-only and null-only pieces leave the footer without
+    """Row groups of 500 rows: the NaN-only and null-only ones leave the footer without
     bounds for them, and UUIDs have none in the footer; none of it is read back from the file
     (a read-back column held a whole output file's column in memory)."""
     import icefloe.write.rolling as rolling
@@ -128,7 +128,7 @@ def test_a_file_written_in_pieces_has_the_metrics_of_one_write(
         return values
 
     monkeypatch.setattr(rolling, "_read_back", counting)
-    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "1"})
+    t = _table(tmp_path, **{"write.parquet.row-group-limit": "500"})
     rows = _rows(2500)
     (rolled,) = _write(t, rows, piece=500)
     assert asked == []
@@ -163,7 +163,7 @@ def test_files_roll_at_the_rows_per_file_in_row_order(tmp_path: Path) -> None:
 
 
 def test_files_roll_when_they_reach_the_size(tmp_path: Path) -> None:
-    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "1"})
+    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "20000"})
     files = _write(t, _rows(4000), piece=250, max_file_bytes=15_000)
     assert len(files) > 2
     for f in files[:-1]:
@@ -184,7 +184,7 @@ def test_rows_go_to_their_partition_files(tmp_path: Path) -> None:
 
 
 def test_a_failure_leaves_no_file(tmp_path: Path) -> None:
-    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "1"})
+    t = _table(tmp_path, **{"write.parquet.row-group-size-bytes": "20000"})
     rows = _rows(2000)
     writer = RollingWriter(t.metadata, t.io, t.metadata.spec(), max_file_bytes=20_000)
     with pytest.raises(RuntimeError, match="stop"), writer:
@@ -296,7 +296,7 @@ def test_open_files_are_capped_and_rows_kept(tmp_path: Path) -> None:
     """With two files open at most, rows of five partitions arriving interleaved go to files
     closed and reopened as new ones, every row once."""
     t = _events_table(tmp_path)
-    t.set_properties({"write.parquet.row-group-size-bytes": "1"})
+    t.set_properties({"write.parquet.row-group-size-bytes": "20000"})
     rows = to_table_schema(pa.Table.from_batches([_events(5000, 5)]), t.schema(), 2)
     writer = RollingWriter(t.metadata, t.io, t.metadata.spec(), max_file_bytes=1 << 30, max_open=2)
     opened: list[int] = []
@@ -360,7 +360,7 @@ def test_geometry_bounds_are_read_back_from_the_closed_file(tmp_path: Path) -> N
 
     schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "g", GeometryType()))
     t = catalog(tmp_path).create_table(
-        "ns.g", schema, format_version=3, properties={"write.parquet.row-group-size-bytes": "1"}
+        "ns.g", schema, format_version=3, properties={"write.parquet.row-group-limit": "100"}
     )
     points = [shapely.Point(i % 17 - 3, -(i % 5)) for i in range(300)]
     rows = to_table_schema(
@@ -382,3 +382,74 @@ def test_geometry_bounds_are_read_back_from_the_closed_file(tmp_path: Path) -> N
     assert pq.read_metadata(_path(rolled)).num_row_groups == 3
     assert rolled.lower_bounds[2] == once.lower_bounds[2]
     assert rolled.upper_bounds[2] == once.upper_bounds[2]
+
+
+def test_stream_files_and_row_groups_keep_to_their_sizes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition's buffered rows were written as one row group however many bytes they
+    held: row groups of 18 times the configured size, files of 3.4 times the target."""
+    import icefloe.write.input as input_mod
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 400_000)
+    t = _events_table(tmp_path)
+    t.set_properties(
+        {"write.target-file-size-bytes": "100000", "write.parquet.row-group-size-bytes": "50000"}
+    )
+    t.append(_stream(60, 2000, 2))
+    files = t.inspect.files().to_pylist()
+    assert sum(f["record_count"] for f in files) == 120_000
+    assert max(f["file_size_in_bytes"] for f in files) < 2 * 100_000
+    for f in files:
+        md = pq.read_metadata(_path_of(f))
+        for g in range(md.num_row_groups):
+            assert md.row_group(g).total_byte_size < 2 * 50_000
+
+
+def test_a_stream_gives_the_same_files_in_the_same_order_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files closed by threads were listed as they closed, so a v3 table's row ids went to
+    partitions in a different order from run to run."""
+    import icefloe.write.input as input_mod
+    import icefloe.write.rolling as rolling
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(rolling, "STREAM_BUFFER_BYTES", 30_000)
+    seen = []
+    for run in range(4):
+        t = catalog(tmp_path / str(run)).create_table("ns.events", _EVENTS, format_version=3)
+        t.update_spec().add_field("k", "identity").commit()
+        t.append(_stream(30, 1000, 7))
+        files = t.inspect.data_files().to_pylist()
+        seen.append([(f["partition"], f["first_row_id"], f["record_count"]) for f in files])
+    assert all(s == seen[0] for s in seen)
+    assert [p["k"] for p, _, _ in sorted(seen[0], key=lambda f: f[1])][:7] == list(range(7))
+
+
+def test_a_file_failing_to_close_gives_its_descriptor_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import os
+
+    import icefloe.write.input as input_mod
+    import icefloe.write.rolling as rolling
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    t = _events_table(tmp_path)
+
+    def failing(self, *args):  # type: ignore[no-untyped-def]
+        raise OSError("no space left while writing the footer")
+
+    monkeypatch.setattr(rolling._OpenFile, "close", failing)
+    gc.disable()
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        with pytest.raises(OSError, match="no space"):
+            t.append(_stream(10, 1000, 3))
+        after = len(os.listdir("/proc/self/fd"))
+    finally:
+        gc.enable()
+    assert after == before
+    assert _data_files(t) == []

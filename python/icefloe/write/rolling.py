@@ -146,8 +146,10 @@ class _Partition:
     """The rows of one partition on their way to files: a buffer of at most a row group and
     the file open now."""
 
-    def __init__(self, partition: dict[str, Any]) -> None:
+    def __init__(self, partition: dict[str, Any], index: int) -> None:
         self.partition = partition
+        self.index = index
+        self.made = 0  # files closed
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
         self.pending_bytes = 0
@@ -196,7 +198,9 @@ class RollingWriter:
         self._partitions: dict[str, _Partition] = {}
         self._pending_bytes = 0
         self._flushes = itertools.count(1)
+        self._seen = itertools.count()  # partitions in the order their rows first came
         self._lock = threading.Lock()
+        self._made: list[tuple[int, int, DataFile]] = []  # partition index, file index, file
         self.files: list[DataFile] = []
 
     def __enter__(self) -> RollingWriter:
@@ -221,7 +225,7 @@ class RollingWriter:
             writer = self._file_writer(table, file_schema)
             p = self._partitions.get(repr(partition))
             if p is None:
-                p = self._partitions[repr(partition)] = _Partition(partition)
+                p = self._partitions[repr(partition)] = _Partition(partition, next(self._seen))
             self._buffer(p, table)
             if self._file_full(p) or p.pending_bytes >= self._row_group_bytes(writer):
                 due.append(p)
@@ -242,9 +246,15 @@ class RollingWriter:
                 p.fresh = 0
 
     def finish(self) -> list[DataFile]:
-        """Writes what is buffered, closes every file and gives all files written."""
-        self._flush_all(list(self._partitions.values()), last=True)
+        """Writes what is buffered, closes every file and gives all files written: by
+        partition in the order their rows first came, each partition's in the order they were
+        written (so row ids assigned in file order do not depend on thread timing)."""
+        parts = list(self._partitions.values())
+        # the open files first: the others open theirs only as those close
+        self._flush_all([p for p in parts if p.file is not None], last=True)
+        self._flush_all([p for p in parts if p.file is None], last=True)
         self._partitions.clear()
+        self.files = [f for _, _, f in sorted(self._made, key=lambda m: m[:2])]
         return self.files
 
     def abort(self) -> None:
@@ -254,6 +264,7 @@ class RollingWriter:
                 p.file.abandon()
                 p.file = None
         self._partitions.clear()
+        self._made.clear()
         if self._writer is not None:
             for path in self._writer.created:
                 self._io.delete_quietly(path)
@@ -333,12 +344,15 @@ class RollingWriter:
         p.pending, p.pending_rows, p.pending_bytes, p.fresh = [], 0, 0, 0
         p.used = next(self._flushes)
         limit = writer.parquet.row_group_limit
+        # rows of a row group: a row group's bytes, at the rows' average width
+        per_row = max(1.0, int(rows.nbytes) / max(1, rows.num_rows))
+        group = max(1, min(limit, int(self._row_group_bytes(writer) / per_row)))
         pos = 0
         while pos < rows.num_rows:
             if p.file is None:
                 assert self._arrow is not None
                 p.file = _OpenFile(writer, p.partition, self._arrow)
-            take = rows.num_rows - pos
+            take = min(rows.num_rows - pos, group)
             if self._rows_per_file is not None:
                 take = min(take, self._rows_per_file - p.file.rows)
             p.file.write(rows.slice(pos, take), limit)
@@ -376,8 +390,8 @@ class RollingWriter:
     def _close(self, p: _Partition, writer: FileWriter) -> None:
         f = p.file
         assert f is not None
+        md, size = f.close(writer.digest, writer.variant_ids)  # failing, left to abort()
         p.file = None
-        md, size = f.close(writer.digest, writer.variant_ids)
         self._io.sync_soon(f.path)  # the disk writes it while the next rows are encoded
         m = compute_metrics(
             _read_back(self._io, f.path, writer.schema),
@@ -386,8 +400,10 @@ class RollingWriter:
             nan_counts=f.nans,
             known_bounds=f.uuids.bounds,
         )
+        p.made += 1
+        made = writer.parquet_file(f.path, size, md, p.partition, m)
         with self._lock:
-            self.files.append(writer.parquet_file(f.path, size, md, p.partition, m))
+            self._made.append((p.index, p.made, made))
 
 
 def _copied(table: pa.Table) -> pa.Table:
