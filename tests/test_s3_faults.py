@@ -110,6 +110,62 @@ def test_a_failed_streamed_upload_is_a_file_io_error_and_leaves_no_upload(
     assert t.refresh().scan().to_arrow().num_rows == 0
 
 
+def _partitioned_stream(batches: int, fail_at: int | None = None) -> pa.RecordBatchReader:
+    """A stream of ``batches`` batches of 1,000 rows over four values of ``s``."""
+
+    def gen() -> Iterator[pa.RecordBatch]:
+        for b in range(batches):
+            if b == fail_at:
+                raise RuntimeError("the source broke")
+            ids = pa.array(range(b * 1000, (b + 1) * 1000), pa.int64())
+            yield pa.record_batch(
+                [ids, pa.array([f"p{i % 4}" for i in range(1000)])], schema=SCHEMA
+            )
+
+    return pa.RecordBatchReader.from_batches(SCHEMA, gen())
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault("POST", r"\.parquet\?uploadId=", 503, skip=2), None],
+    ids=["third-complete-503", "stream-breaks"],
+)
+def test_a_partitioned_stream_failing_part_way_leaves_no_object_and_no_upload(
+    moto_s3: S3Server,
+    proxy: FaultProxy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: Fault | None,
+) -> None:
+    """A partitioned stream keeps a file per partition open across its pieces: a failure
+    (an upload that cannot complete after two others did, or the source breaking) deletes
+    the objects completed and aborts the uploads still open."""
+    import icefloe.write.input as input_mod
+    import icefloe.write.rolling as rolling
+
+    monkeypatch.setattr(input_mod, "STREAM_CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(rolling, "STREAM_BUFFER_BYTES", 15_000)
+    t, location = _table(moto_s3, proxy, tmp_path)
+    t.update_spec().add_field("s", "identity").commit()
+    t.set_properties({"write.target-file-size-bytes": "9000"})  # files close along the way
+    if fault is not None:
+        proxy.add(fault)
+        with pytest.raises(FileIOError, match=r"cannot write s3://\S+/data/\S+\.parquet"):
+            t.append(_partitioned_stream(40))
+        assert fault.hits, "the fault was not reached"
+    else:
+        with pytest.raises(RuntimeError, match="broke"):
+            t.append(_partitioned_stream(40, fail_at=30))
+    proxy.clear()
+    assert _uploads(moto_s3, location) == []
+    assert _data_files(moto_s3, location) == []
+    assert t.refresh().current_snapshot() is None
+    t.append(_partitioned_stream(40))
+    got = t.scan().to_arrow()
+    assert sorted(got.column("id").to_pylist()) == list(range(40_000))
+    assert len(_data_files(moto_s3, location)) < 40  # files rolled at the target, not per piece
+
+
 def test_a_failed_output_stream_aborts_its_upload(moto_s3: S3Server, proxy: FaultProxy) -> None:
     """:meth:`OutputFile.writing`, which data, delete and statistics files are written
     through: a failed completion is a FileIOError and its upload is aborted."""

@@ -138,6 +138,9 @@ class _OpenFile:
 
     def abandon(self) -> None:
         """Gives the file up (after a failure): its upload aborted, what was written deleted."""
+        parquet = getattr(self, "parquet", None)
+        if parquet is not None:
+            parquet.is_open = False  # no footer: pyarrow would write one when collected
         with contextlib.suppress(Exception):
             self._stack.__exit__(RuntimeError, RuntimeError("abandoned"), None)
 
