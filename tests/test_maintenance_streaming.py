@@ -186,3 +186,44 @@ def test_groups_read_whole_are_still_packed_to_the_target(tmp_path: Path) -> Non
     assert t.plan_rewrite_data_files(target_file_size=target).groups == 1  # type: ignore[attr-defined]
     result = t.rewrite_data_files(target_file_size=target)  # type: ignore[attr-defined]
     assert (result.rewritten_data_files, result.added_data_files) == (2, 1)
+
+
+def test_a_group_that_would_not_make_fewer_files_is_left_alone(tmp_path: Path) -> None:
+    """Two files of 0.7 times the target make a group of 1.4 times it, written as two files
+    of 0.7 again: every compaction rewrote them and committed a snapshot."""
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([pa.field("id", pa.int64())]))
+    for i in range(2):
+        t.append(pa.table({"id": pa.array(range(i * 20_000, (i + 1) * 20_000), pa.int64())}))
+    size = max(f["file_size_in_bytes"] for f in t.inspect.data_files().to_pylist())
+    target = int(size / 0.7)
+    snapshot = t.current_snapshot().snapshot_id
+    assert t.plan_rewrite_data_files(target_file_size=target).groups == 0
+    assert t.rewrite_data_files(target_file_size=target).rewritten_data_files == 0
+    assert t.current_snapshot().snapshot_id == snapshot
+    # with more files than the rewrite makes, the group is rewritten
+    t.append(pa.table({"id": pa.array(range(40_000, 41_000), pa.int64())}))
+    assert t.rewrite_data_files(target_file_size=target).rewritten_data_files == 3
+
+
+def test_compacted_files_keep_bloom_filters_sized_for_their_rows(tmp_path: Path) -> None:
+    """A streamed group's file was given Bloom filters sized for one value (a few dozen bytes,
+    saturated: they pruned nothing); they are sized for a row group's rows, as appends' are."""
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        pa.schema([pa.field("id", pa.int64())]),
+        properties={"write.parquet.bloom-filter-enabled.column.id": "true"},
+    )
+    for i in range(4):
+        t.append(pa.table({"id": pa.array(range(i * 50_000, (i + 1) * 50_000), pa.int64())}))
+
+    def bloom_bytes(path: str) -> int:
+        md = pq.read_metadata(path.removeprefix("file://"))
+        return sum(
+            md.row_group(g).column(0).to_dict().get("bloom_filter_length") or 0
+            for g in range(md.num_row_groups)
+        )
+
+    appended = [bloom_bytes(p) for p in live_data_files(t)]
+    t.rewrite_data_files()
+    (compacted,) = [bloom_bytes(p) for p in live_data_files(t)]
+    assert compacted >= 3 * min(appended)  # 200,000 rows, where each append had 50,000

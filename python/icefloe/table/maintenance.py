@@ -497,13 +497,25 @@ def _rewrite_groups(
         (spec_id, group)
         for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: kv[0])
         for group in _bins(tasks, MAX_GROUP_BYTES if streamed and spec_id >= 0 else target)
-        if len(group) >= min_input_files
-        or (len(group) > 1 and sum(t.data_file.file_size_in_bytes for t in group) > target)
-        or any(t.delete_files for t in group)
+        if _worth_rewriting(group, min_input_files, target)
     ]
     # the v2 file-scoped position deletes Java writes name their data file by bounds only
     resolved = iter(_with_referenced_files(tx.table.io, head, [t for _, g in todo for t in g]))
     return target, [(spec_id, [next(resolved) for _ in group]) for spec_id, group in todo]
+
+
+def _worth_rewriting(group: list[FileScanTask], min_input_files: int, target: int) -> bool:
+    """Whether a group of files is rewritten: it has deletes to apply; or it has
+    ``min_input_files`` files, or more than one adding up to more than the target (Java's
+    rules), and makes fewer files than it has (two files of 0.7 times the target would be
+    written as two such files again, at every compaction). ``min_input_files=1`` asks for
+    every group to be rewritten."""
+    if any(t.delete_files for t in group) or min_input_files <= 1:
+        return True
+    size = sum(t.data_file.file_size_in_bytes for t in group)
+    if not (len(group) >= min_input_files or (len(group) > 1 and size > target)):
+        return False
+    return _output_files(size, target) < len(group)
 
 
 def _applied_deletes(tasks: list[FileScanTask]) -> set[tuple[str, int | None]]:

@@ -384,6 +384,7 @@ def compute_metrics(
     footer_bounds: bool = True,
     nan_counts: Mapping[int, int] | None = None,
     known_bounds: Mapping[int, tuple[bytes, bytes | None] | None] | None = None,
+    own_file: bool = False,
 ) -> ColumnMetrics:
     """Metrics of ``table`` (exactly the rows written) whose Parquet footer is ``md``.
 
@@ -396,7 +397,9 @@ def compute_metrics(
     footer lacks; ``nan_counts`` (by field id) then gives the NaN counts of the float and
     double leaves (see :func:`float_leaves`), counted as the rows were written, and
     ``known_bounds`` the bounds of leaves the footer holds none for (UUIDs: see
-    :class:`UuidBounds`)."""
+    :class:`UuidBounds`). ``own_file``: icefloe wrote the file with pyarrow, whose float
+    row groups without a minimum and maximum hold only nulls and NaN (another writer may
+    leave them out for a row group holding any NaN)."""
     get = leaf_values(table) if isinstance(table, pa.Table) else table
     leaves = config.leaves
     # A variant is one schema leaf and two Parquet columns (metadata, value).
@@ -448,7 +451,7 @@ def compute_metrics(
         if mode.kind == "counts" or not facts.bounded:
             continue
         extremes = (
-            _footer_extremes(chunks, i, t, leaf, skip_null_chunks=True, own_file=True)
+            _footer_extremes(chunks, i, t, leaf, skip_null_chunks=True, own_file=own_file)
             if footer_bounds and chunks
             else None
         )

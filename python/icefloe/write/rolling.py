@@ -36,6 +36,7 @@ from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
+from icefloe.write.columns import stored_columns, with_lineage_columns
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.grouping import partition_arrays, partition_group_codes, partition_values
@@ -51,13 +52,7 @@ from icefloe.write.metrics import (
 from icefloe.write.properties import target_file_size
 from icefloe.write.regroup import regroup
 from icefloe.write.variant_footer import TailHoldingSink
-from icefloe.write.writer import (
-    FileWriter,
-    WriteOptions,
-    stored_columns,
-    with_lineage_columns,
-    write_apart,
-)
+from icefloe.write.writer import FileWriter, WriteOptions, write_apart
 
 __all__ = ["RollingWriter", "split_by_partition", "write_pieces", "write_stream"]
 
@@ -96,7 +91,9 @@ def split_by_partition(
 class _OpenFile:
     """One partition's file being written: its stream, Parquet writer and NaN counts."""
 
-    def __init__(self, writer: FileWriter, partition: dict[str, Any], schema: pa.Schema) -> None:
+    def __init__(
+        self, writer: FileWriter, partition: dict[str, Any], schema: pa.Schema, rows: int
+    ) -> None:
         self.path = writer.path(partition)
         self._stack = contextlib.ExitStack()
         # an I/O failure is a FileIOError, and leaves no incomplete upload behind
@@ -106,7 +103,8 @@ class _OpenFile:
         self.sink = sink
         self.out = self.held or sink
         try:
-            self.parquet = pq.ParquetWriter(self.out, schema, **writer.parquet_options())
+            # Bloom filters (one per row group) are sized for ``rows``, a row group's rows
+            self.parquet = pq.ParquetWriter(self.out, schema, **writer.parquet_options(rows))
         except BaseException:
             self.abandon()
             raise
@@ -354,7 +352,7 @@ class RollingWriter:
         while pos < rows.num_rows:
             if p.file is None:
                 assert self._arrow is not None
-                p.file = _OpenFile(writer, p.partition, self._arrow)
+                p.file = _OpenFile(writer, p.partition, self._arrow, group)
             take = min(rows.num_rows - pos, group)
             if self._rows_per_file is not None:
                 take = min(take, self._rows_per_file - p.file.rows)
@@ -402,6 +400,7 @@ class RollingWriter:
             writer.metrics,
             nan_counts=f.nans,
             known_bounds=f.uuids.bounds,
+            own_file=True,
         )
         p.made += 1
         made = writer.parquet_file(f.path, size, md, p.partition, m)
@@ -458,15 +457,23 @@ def write_stream(
     spec: PartitionSpec,
     options: WriteOptions | None = None,
 ) -> list[DataFile]:
-    """A partitioned stream's pieces (already in the current schema's Arrow form) written into
-    files of about ``write.target-file-size-bytes`` kept open across pieces, when its first
-    piece holds at most :data:`STREAM_OPEN_FILES` partitions; a stream of more partitions
-    than files it may keep open could not keep its files open anyway, and writes each piece's
-    files apart (see :func:`~icefloe.write.writer.write_apart`)."""
+    """A partitioned stream's pieces (in the current schema's Arrow form, read as they are
+    needed) written into files of about ``write.target-file-size-bytes`` kept open across
+    pieces, when it has more than one piece and its first piece holds at most
+    :data:`STREAM_OPEN_FILES` partitions. Otherwise each piece's files are written apart (see
+    :func:`~icefloe.write.writer.write_apart`): a stream of more partitions than files it may
+    keep open could not keep its files open anyway."""
     opts = options or WriteOptions()
     first = next(pieces)
-    if _partition_count(first, metadata.current_schema(), spec) > STREAM_OPEN_FILES:
-        return write_apart(metadata, io, itertools.chain([first], pieces), spec, options)
+    second = next(pieces, None)
+    ahead = [first] if second is None else [first, second]
+    rolls = second is not None and (
+        _partition_count(first, metadata.current_schema(), spec) <= STREAM_OPEN_FILES
+    )
+    stream = itertools.chain(ahead, pieces)
+    del first, second, ahead  # the pieces are freed once written
+    if not rolls:
+        return write_apart(metadata, io, stream, spec, options)
     writer = RollingWriter(
         metadata,
         io,
@@ -476,7 +483,7 @@ def write_stream(
         max_open=STREAM_OPEN_FILES,
         options=opts,
     )
-    return write_pieces(writer, itertools.chain([first], pieces))
+    return write_pieces(writer, stream)
 
 
 def _partition_count(table: pa.Table, schema: Schema, spec: PartitionSpec) -> int:
