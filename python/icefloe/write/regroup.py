@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe import _native
+from icefloe.write.input import invalid_values
 
 __all__ = ["native_takeable", "regroup", "take_rows"]
 
@@ -96,7 +97,20 @@ def regroup(
     """``table``'s rows grouped by ``key`` (one non-negative int64 per row, no nulls): groups
     in ascending key order and rows in their order within each, as a ``take`` of a stable
     sort by key gives them. Returns the regrouped table, the ``(start, end)`` of each group in
-    it, and the input row of each group's first row."""
+    it, and the input row of each group's first row. A column Arrow refuses on its way (a
+    string that is not UTF-8, say) is the :class:`ValidationError` naming it."""
+    try:
+        return _regroup(table, key, threads)
+    except pa.ArrowException:
+        invalid = invalid_values(zip(table.column_names, table.columns, strict=True))
+        if invalid is None:
+            raise
+        raise invalid from None
+
+
+def _regroup(
+    table: pa.Table, key: pa.Array | pa.ChunkedArray, threads: int
+) -> tuple[pa.Table, list[tuple[int, int]], pa.Array]:
     if isinstance(key, pa.ChunkedArray):
         key = _one_array(key)
     if len(key) and pc.max(key).as_py() >= len(key) + KEY_SLACK:

@@ -40,7 +40,7 @@ from icefloe.write.columns import stored_columns, with_lineage_columns
 from icefloe.write.encoding import dictionary_columns
 from icefloe.write.files import DataFile
 from icefloe.write.grouping import partition_arrays, partition_group_codes, partition_values
-from icefloe.write.input import STREAM_CHUNK_BYTES, invalid_values
+from icefloe.write.input import STREAM_CHUNK_BYTES
 from icefloe.write.metrics import (
     LeafValues,
     UuidBounds,
@@ -72,13 +72,7 @@ def split_by_partition(
         parts = [p.slice(0, 1) for p in parts]
         bounds = [(0, table.num_rows)]
     else:
-        try:
-            grouped, bounds, firsts = regroup(table, group, threads)
-        except pa.ArrowException:  # Arrow refused a column on its way to the regrouping
-            invalid = invalid_values(zip(table.column_names, table.columns, strict=True))
-            if invalid is None:
-                raise
-            raise invalid from None
+        grouped, bounds, firsts = regroup(table, group, threads)
         parts = [p.take(firsts) for p in parts]
         rows = [grouped.slice(start, end - start) for start, end in bounds]
     values = [partition_values(pf, p) for pf, p in zip(spec.fields, parts, strict=True)]
@@ -433,13 +427,11 @@ def _read_back(io: FileIO, path: str, schema: Schema) -> LeafValues:
     return values
 
 
-def write_pieces(
-    writer: RollingWriter, pieces: Iterable[pa.Table | pa.RecordBatch]
-) -> list[DataFile]:
+def write_pieces(writer: RollingWriter, pieces: Iterable[pa.Table]) -> list[DataFile]:
     """Writes ``pieces`` through ``writer`` and finishes it (every file deleted on error)."""
     with writer:
         for piece in pieces:
-            writer.write(piece if isinstance(piece, pa.Table) else pa.Table.from_batches([piece]))
+            writer.write(piece)
         return writer.finish()
 
 

@@ -185,13 +185,7 @@ def write_parquet_files(
         bounds = [(0, table.num_rows)]
     elif group is not None and not sort_here:
         # Rows are scattered to their partitions in one pass (see icefloe.write.regroup).
-        try:
-            table, bounds, firsts = regroup(table, group, opts.max_workers or work_threads())
-        except pa.ArrowException:  # Arrow refused a column on its way to the regrouping
-            invalid = invalid_values(zip(table.column_names, table.columns, strict=True))
-            if invalid is None:
-                raise
-            raise invalid from None
+        table, bounds, firsts = regroup(table, group, opts.max_workers or work_threads())
         parts = [p.take(firsts) for p in parts]
     elif group is not None or sort_here:
         # Rows are grouped by one int64 partition key (dense codes: Arrow sorts it by counting)
