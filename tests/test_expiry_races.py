@@ -175,3 +175,47 @@ def test_a_staged_write_whose_parent_was_rolled_back_and_expired_is_rebuilt(
     ]
     _every_snapshot_reads(t)
     assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 1000, dry_run=True) == []
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_two_expiries_at_once_delete_every_file_they_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overlap: bool
+) -> None:
+    """B plans to expire the two oldest snapshots; A expires the oldest (and deletes its files)
+    just before B's catalog commit, which then applies on A's metadata. B still deletes every
+    file only its expired snapshots reached: before, reading the manifest list A had deleted
+    stopped B's clean-up and left the second snapshot's files behind for orphan removal."""
+    mk = _catalog(tmp_path)
+    cat = mk()
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    for i in range(3):
+        t.overwrite(_ids([i]))
+    first, second, _ = (s.snapshot_id for s in t.snapshots())
+
+    def writer_a() -> None:
+        mk().load_table("db.t").expire_snapshots(snapshot_ids=[first])
+
+    b = mk().load_table("db.t")
+    _before_catalog_commit(monkeypatch, cat, writer_a)
+    result = b.expire_snapshots(snapshot_ids=[first, second] if overlap else [second])
+    assert result.files_deleted and not result.files_not_deleted
+
+    t = mk().load_table("db.t")
+    assert len(t.snapshots()) == 1
+    reached = {p.rsplit("/", 1)[1] for p in t.inspect.all_files().column("file_path").to_pylist()}
+    reached |= {m.rsplit("/", 1)[1] for m in _manifest_files(t)}
+    on_disk = {
+        p.name
+        for p in (tmp_path / "wh").rglob("*")
+        if p.is_file() and not p.name.endswith(".metadata.json")
+    }
+    assert on_disk == reached
+    assert t.scan().to_arrow().column("id").to_pylist() == [2]
+
+
+def _manifest_files(t: Table) -> list[str]:
+    """The manifest lists and manifests of ``t``'s snapshots."""
+    snap = t.current_snapshot()
+    assert snap is not None and snap.manifest_list
+    return [snap.manifest_list, *t.inspect.manifests().column("path").to_pylist()]

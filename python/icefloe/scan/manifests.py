@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from icefloe import _native
 from icefloe._concurrency import io_executor, parallel_map
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NotFoundError, ValidationError
 from icefloe.io import FileIO
 from icefloe.manifest import ManifestFile, manifest_files, read_manifest_list, read_manifests
 from icefloe.metadata import Snapshot
@@ -73,6 +73,19 @@ def reader(io: FileIO) -> Reader:
         return data
 
     return read
+
+
+def _read_if_present(io: FileIO, paths: Sequence[str], threads: int | None) -> list[bytes | None]:
+    """The bytes of each file, in order, ``None`` for a file that does not exist."""
+    read = reader(io)
+
+    def read_or_none(path: str) -> bytes | None:
+        try:
+            return read(path)
+        except NotFoundError:
+            return None
+
+    return parallel_map(read_or_none, list(paths), threads=threads)
 
 
 def fetch(
@@ -380,15 +393,22 @@ def _v1_manifest_list(snapshot: Snapshot) -> pa.RecordBatch:
 
 
 def manifest_lists(
-    io: FileIO, snapshots: Iterable[Snapshot], threads: int | None = None
+    io: FileIO,
+    snapshots: Iterable[Snapshot],
+    threads: int | None = None,
+    *,
+    missing_ok: bool = False,
 ) -> dict[int, pa.RecordBatch]:
-    """Each snapshot's decoded manifest list, by snapshot id."""
+    """Each snapshot's decoded manifest list, by snapshot id; with ``missing_ok`` a snapshot
+    whose manifest list does not exist is left out (else ``NotFoundError``)."""
     snaps = list(snapshots)
     with_list = [s for s in snaps if s.manifest_list]
-    datas = fetch(io, [s.manifest_list for s in with_list if s.manifest_list], threads)
+    paths = [s.manifest_list for s in with_list if s.manifest_list]
+    datas = _read_if_present(io, paths, threads) if missing_ok else fetch(io, paths, threads)
     out = {
         s.snapshot_id: read_manifest_list(d, name=s.manifest_list or "")
         for s, d in zip(with_list, datas, strict=True)
+        if d is not None
     }
     for s in snaps:
         if not s.manifest_list:
@@ -457,19 +477,35 @@ def manifest_entries(
 
 
 def read_entries(
-    io: FileIO, manifests: pa.Table | pa.RecordBatch, threads: int | None = None
+    io: FileIO,
+    manifests: pa.Table | pa.RecordBatch,
+    threads: int | None = None,
+    *,
+    missing_ok: bool = False,
 ) -> list[pa.RecordBatch]:
     """The entries of every manifest listed in ``manifests`` (manifest-list rows), one batch
-    per manifest, with snapshot ids, sequence numbers and row ids inherited."""
+    per manifest, with snapshot ids, sequence numbers and row ids inherited; with
+    ``missing_ok`` a manifest that does not exist is left out (else ``NotFoundError``)."""
     if manifests.num_rows == 0:
         return []
     if isinstance(manifests, pa.Table):
         batch = manifests.combine_chunks().to_batches()[0]
     else:
         batch = manifests
-    files = manifest_files(batch)
-    paths = [m.manifest_path for m in files]
-    data = fetch(io, paths, threads)
+    if missing_ok:
+        found = _read_if_present(io, batch.column("manifest_path").to_pylist(), threads)
+        present = [d is not None for d in found]
+        if not all(present):
+            batch = batch.filter(pa.array(present, pa.bool_()))
+            if batch.num_rows == 0:
+                return []
+        files = manifest_files(batch)
+        paths = [m.manifest_path for m in files]
+        data = [d for d in found if d is not None]
+    else:
+        files = manifest_files(batch)
+        paths = [m.manifest_path for m in files]
+        data = fetch(io, paths, threads)
     if "partition_spec_id" in batch.schema.names and batch.column("partition_spec_id").null_count:
         return read_manifests(data, threads=threads, names=paths)
     return read_manifests(data, files, threads=threads)

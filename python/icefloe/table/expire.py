@@ -288,11 +288,12 @@ def expire_snapshots(
                     max_workers,
                 )
             except NotFoundError as exc:
-                # another writer's expiry of the same snapshots deleted their files first
-                # (and what only they reached); anything left is for orphan removal
+                # a file of a snapshot still in the table went (another writer expired it
+                # since): what is live cannot be told, so nothing is deleted; orphan removal
+                # takes what is left
                 log.warning(
                     "expire_snapshots of %s: committed, files not deleted: another writer "
-                    "removed files of the expired snapshots first (%s)",
+                    "removed files of the table's snapshots meanwhile (%s)",
                     table.name,
                     exc,
                 )
@@ -376,11 +377,17 @@ def _unreachable_files(
     if not gone:
         return ExpireResult()
     io = table.io
-    lists = manifest_lists(io, [*gone, *live], threads)
+    lists = manifest_lists(io, live, threads)
+    # a file of an expired snapshot that is gone was deleted by another writer's expiry of the
+    # same snapshot (with what only it reached); the rest of what it reached is still listed
+    gone_lists = manifest_lists(io, gone, threads, missing_ok=True)
     kept_lists = {s.manifest_list for s in live if s.manifest_list}
-    dead_lists = _not_in({s.manifest_list for s in gone if s.manifest_list}, kept_lists)
+    dead_lists = _not_in(
+        {s.manifest_list for s in gone if s.manifest_list and s.snapshot_id in gone_lists},
+        kept_lists,
+    )
 
-    gone_manifests = unique_manifests(lists[s.snapshot_id] for s in gone)
+    gone_manifests = unique_manifests(gone_lists.values())
     live_manifests = unique_manifests(lists[s.snapshot_id] for s in live)
     # paths compared as the files they name: ``/x`` and ``file:///x`` are one file (add_files
     # takes either spelling, so a file may be referenced under both)
@@ -393,7 +400,8 @@ def _unreachable_files(
     data_files: list[str] = []
     delete_files: list[str] = []
     if dead_manifests.num_rows:
-        candidates = _entry_columns(read_entries(io, dead_manifests, threads))
+        entries = read_entries(io, dead_manifests, threads, missing_ok=True)
+        candidates = _entry_columns(entries)
         live_entries = _entry_columns(read_entries(io, live_manifests, threads))
         live_files = live_entries.filter(pc.not_equal(live_entries.column("status"), 2)).column(
             "file_path"
