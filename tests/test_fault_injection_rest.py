@@ -108,6 +108,13 @@ class HttpInjector(Injector):
     ``kind`` is ``interrupt`` (the base class's ``KeyboardInterrupt``), a key of
     :data:`_AFTER_SERVER`, ``503`` or ``garbled``; ``down`` makes every later request fail to
     connect. Network faults fire after the real request (the server acted).
+
+    Only requests made on the thread that installed the injector (the one that runs the
+    operation) are steps. A request from another thread is the catalog's metrics reporter
+    sending a report in the background: the operation never waits for it, so whether it falls
+    inside the operation's run depends on the timing, and counting it would make the steps of
+    a run differ from the dry run's. It goes out unfaulted (but not while the server is
+    ``down``) and is listed in :attr:`background`, which :func:`_only_reports` checks.
     """
 
     def __init__(
@@ -131,17 +138,28 @@ class HttpInjector(Injector):
         self.strip_keys = strip_keys
         self._is_down = False
         self._fail_read: threading.local = threading.local()
+        self._caller: int | None = None
+        #: (thread name, method, path) of each request made off the caller's thread.
+        self.background: list[tuple[str, str, str]] = []
 
     def _http_step(self, real: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         injector = self
 
-        def request(session: HttpSession, *args: Any, **kwargs: Any) -> HttpResponse:
+        def request(
+            session: HttpSession, method: str, path: str, *args: Any, **kwargs: Any
+        ) -> HttpResponse:
+            if threading.get_ident() != injector._caller:
+                with injector._lock:
+                    injector.background.append((threading.current_thread().name, method, path))
+                return real(session, method, path, *args, **kwargs)
             with injector._lock:
                 ordinal = injector._requests
                 injector._requests += 1
 
             def call() -> HttpResponse:
-                return injector._network_fault(ordinal, real, session, *args, **kwargs)
+                return injector._network_fault(
+                    ordinal, real, session, method, path, *args, **kwargs
+                )
 
             result: HttpResponse = injector.call("HttpSession.request", call)
             return result
@@ -206,6 +224,7 @@ class HttpInjector(Injector):
             for n in ("commit_table", "commit_tables")
         }
         saved = {n: owner.__dict__[n] for n, owner in commits.items()}
+        self._caller = threading.get_ident()
         for n, owner in commits.items():
             setattr(owner, n, self._wrap(f"RestCatalog.{n}", saved[n], container=True))
         HttpSession.request = self._http_step(real_request)  # type: ignore[method-assign]
@@ -220,6 +239,14 @@ class HttpInjector(Injector):
             HttpSession.request = real_request  # type: ignore[method-assign]
             http.client.HTTPConnection.request = real_send  # type: ignore[method-assign]
             http.client.HTTPConnection.getresponse = real_getresponse  # type: ignore[method-assign]
+
+
+def _only_reports(inj: HttpInjector, where: str) -> None:
+    """The requests ``inj`` saw off the operation's thread were metrics reports: anything else
+    would be a request of the operation that no sweep aims at (requests are aimed at by their
+    order on the operation's thread)."""
+    other = [r for r in inj.background if not (r[1] == "POST" and r[2].endswith("/metrics"))]
+    assert other == [], f"{where}: requests off the operation's thread: {other}"
 
 
 @dataclass
@@ -283,6 +310,7 @@ def _expect(site: RestSite, name: str) -> tuple[Expected, Expected]:
     new = _table_rows(cat.load_table(IDENT)), _table_rows(cat.load_table(OTHER))
     cat.close()
     assert any("HttpSession" in s for s in inj.steps)
+    _only_reports(inj, f"{name}: the run without faults")
     return (
         Expected(site.pristine[IDENT], old[0], new[0], inj.steps),
         Expected(site.pristine[OTHER], old[1], new[1], inj.steps),
@@ -347,6 +375,7 @@ def _sweep(site: RestSite, name: str, con: Any) -> dict[str, int]:
                 raised = exc
         where = f"{name}: {inj.fired or (k, mode, kind)} (step {k}, keys={site.keys})"
         assert inj.fired or kind == "garbled", where  # a garbled non-200 answer is no fault
+        _only_reports(inj, where)
         peers = con if i % PEER_EVERY == 0 else None
         try:
             moved = _check(cat, exp, peers)
