@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import struct
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,3 +92,19 @@ def test_the_spec_id_comes_from_the_batch_metadata() -> None:
     )
     assert partition_keys(batch).equals(partition_keys(batch, 7))
     assert not partition_keys(batch).equals(partition_keys(batch, 0))
+
+
+def _double(bits: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<Q", bits))[0])
+
+
+def test_every_nan_is_one_partition_value_and_signed_zeros_two() -> None:
+    """Java compares partition doubles by ``doubleToLongBits``: NaNs of any payload (numpy's
+    ``inf - inf`` sets the sign bit) are equal, -0.0 and 0.0 are not."""
+    nans = [float("nan"), _double(0xFFF8000000000000), _double(0x7FF0000000000001)]
+    for t in (pa.float64(), pa.float32()):
+        part = pa.StructArray.from_arrays([pa.array([*nans, 0.0, -0.0, 1.0], t)], names=["f"])
+        keys = partition_keys(pa.RecordBatch.from_arrays([part], names=["partition"]), 0)
+        got = keys.to_pylist()
+        assert got[0] == got[1] == got[2], t
+        assert len({got[0], got[3], got[4], got[5]}) == 4, t

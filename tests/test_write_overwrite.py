@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,30 @@ def test_dynamic_partition_overwrite(tmp_path: Path, version: int, duckdb_con: A
     assert new_parts
     with pytest.raises(ValidationError, match="partitioned"):
         catalog(tmp_path / "u").create_table("ns.u", SCHEMA).dynamic_partition_overwrite(new)
+
+
+@pytest.mark.parametrize("float_type", [pa.float64(), pa.float32()])
+def test_every_nan_is_one_identity_partition(tmp_path: Path, float_type: pa.DataType) -> None:
+    """NaNs of other payloads (numpy's ``inf - inf`` sets the sign bit) are one partition, as
+    Java's double comparison has it: one append writes one NaN file, and a dynamic overwrite
+    with a NaN row replaces the NaN rows of every payload, the earlier appends' included."""
+    from icefloe.partitioning import PartitionField, PartitionSpec
+    from icefloe.transforms import parse_transform
+
+    signed_nan = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
+    schema = pa.schema([("f", float_type), ("v", pa.int64())])
+    spec = PartitionSpec(PartitionField(1, 1000, parse_transform("identity"), "f"))
+    t = catalog(tmp_path).create_table("ns.n", schema, partition_spec=spec)
+
+    def data(f: list[float], v: list[int]) -> pa.Table:
+        return pa.table({"f": pa.array(f, float_type), "v": v}, schema=schema)
+
+    t.append(data([float("nan"), signed_nan, 1.0, -0.0, 0.0], [1, 2, 3, 4, 5]))
+    assert len(t.inspect.partitions()) == 4  # NaN, 1.0, -0.0, 0.0
+    t.append(data([signed_nan], [6]))
+    assert len(t.inspect.partitions()) == 4
+    t.dynamic_partition_overwrite(data([float("nan")], [10]))
+    assert sorted(t.scan().to_arrow()["v"].to_pylist()) == [3, 4, 5, 10]
 
 
 def _new_partitions(table: Any) -> list[dict[str, Any]]:

@@ -130,6 +130,12 @@ def group_key(col: pa.ChunkedArray) -> pa.ChunkedArray:
         if col.null_count != len(col):
             raise ValidationError(f"cannot group by values of type {col.type}")
         return pa.chunked_array([pa.nulls(len(col), pa.int8())])
+    if pa.types.is_float32(col.type) or pa.types.is_float64(col.type):
+        # Arrow groups floats by their bits: NaNs of other payloads (numpy's ``inf - inf``
+        # sets the sign bit) would be partitions apart; Java folds them into one
+        nan = pc.is_nan(col)
+        if pc.any(nan).as_py():
+            return pc.if_else(nan, pa.scalar(float("nan"), col.type), col)
     return col
 
 

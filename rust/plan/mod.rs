@@ -120,6 +120,9 @@ fn encode_value(buf: &mut Vec<u8>, v: Option<&Value>) {
             buf.extend_from_slice(&i.to_le_bytes());
         }
         Some(Value::Float(f)) => {
+            // every NaN is one partition value (Java compares doubles by
+            // `doubleToLongBits`, which folds NaN payloads); -0.0 and 0.0 stay apart
+            let f = if f.is_nan() { f64::NAN } else { *f };
             buf.push(3);
             buf.extend_from_slice(&f.to_bits().to_le_bytes());
         }
