@@ -443,6 +443,7 @@ def test_a_file_failing_to_close_gives_its_descriptor_back(
         raise OSError("no space left while writing the footer")
 
     monkeypatch.setattr(rolling._OpenFile, "close", failing)
+
     def open_here() -> list[str]:
         """Descriptors of files under ``tmp_path`` (other threads of the test process, such as
         a previous test's executors, open and close descriptors of their own meanwhile)."""
