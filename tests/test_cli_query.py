@@ -771,3 +771,30 @@ def test_a_nan_literal_in_a_filter_points_to_the_filter_syntax(tmp_path: Path) -
         r = run(world, "scan", "db.f", "--filter", syntax.replace("x", "f"), "--json")
         assert r.exit_code == 0, r.stderr
         assert [row["f"] for row in _lines(r.stdout)] == want
+
+
+def test_sql_over_a_table_missing_a_data_file_fails_as_scan_does(tmp_path: Path) -> None:
+    """An error a scan raises while DuckDB reads it reached DuckDB as text, traceback and all,
+    and came back as one long 'bad input' line: it is the scan's own error, as scan gives it."""
+    world = build_world(tmp_path / "world")
+    t = world.catalog().create_table("db.holes", pa.schema([("id", pa.int64())]))
+    for start in (0, 10):
+        t.append(pa.table({"id": pa.array(range(start, start + 3), pa.int64())}))
+    path = sorted(task.data_file.file_path for task in t.scan().plan_files())[0]
+    Path(path.removeprefix("file://")).unlink()
+    scan = run(world, "scan", "db.holes", "--json")
+    assert scan.exit_code == EXIT_NOT_FOUND
+    assert scan.stderr.startswith("error: cannot open ") and "file not found" in scan.stderr
+    for query, fmt in (
+        ("select count(*) as n from db.holes", "json"),
+        ("select * from db.holes", "csv"),
+        ("select * from db.holes", "table"),
+    ):
+        r = run(world, "sql", query, "--format", fmt)
+        assert r.exit_code == EXIT_NOT_FOUND, r.stderr
+        assert r.stderr == scan.stderr
+    # a query DuckDB itself refuses stays bad input, in DuckDB's words, without a traceback
+    r = run(world, "sql", "select nope from db.holes")
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert r.stderr.startswith("error: sql: Binder Error") and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -598,29 +598,50 @@ def sql(
     try:
         try:
             reader = run_sql(names, query)
-        except duckdb.CatalogException as error:
-            raise NoSuchTableError(_missing_message(names.missing, error)) from None
-        except duckdb.BinderException as error:
-            # a three-part name the catalog has no table for: DuckDB misses its database
-            if _MISSING_DATABASE.search(str(error)):
-                raise NoSuchTableError(_missing_message(names.missing, error)) from None
-            raise ValidationError(f"sql: {error}") from None
-        except duckdb.Error as error:
-            if "NameListToString" in str(error):  # DuckDB's parser on a name of 4+ parts
-                raise UnsupportedFeatureError(
-                    "sql: DuckDB names have at most three parts (database.schema.table), so "
-                    "tables of namespaces deeper than two levels cannot be queried; read them "
-                    "with icefloe scan"
-                ) from None
-            raise ValidationError(f"sql: {error}") from None
-        if reader is not None:
-            fmt = _output_format(fmt, as_json)
-            write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
+            if reader is not None:
+                fmt = _output_format(fmt, as_json)
+                write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
+        except (duckdb.Error, pa.ArrowException) as error:
+            if streams.failure is not None:
+                # a table's scan failed while DuckDB read it: that error, as icefloe scan
+                # gives it, not DuckDB's text of it (which holds the Python traceback)
+                raise streams.failure from None
+            if isinstance(error, pa.ArrowException):
+                raise
+            raise _sql_error(error, names.missing) from None
     finally:
         if reader is not None:
             reader.close()
         streams.close()
         con.close()
+
+
+def _sql_error(error: Exception, missing: list[tuple[str, ...]]) -> Exception:
+    """The icefloe error for DuckDB's ``error`` running a query."""
+    import duckdb
+
+    if isinstance(error, duckdb.CatalogException):
+        return NoSuchTableError(_missing_message(missing, error))
+    # a three-part name the catalog has no table for: DuckDB misses its database
+    if isinstance(error, duckdb.BinderException) and _MISSING_DATABASE.search(str(error)):
+        return NoSuchTableError(_missing_message(missing, error))
+    if "NameListToString" in str(error):  # DuckDB's parser on a name of 4+ parts
+        return UnsupportedFeatureError(
+            "sql: DuckDB names have at most three parts (database.schema.table), so "
+            "tables of namespaces deeper than two levels cannot be queried; read them "
+            "with icefloe scan"
+        )
+    return ValidationError(f"sql: {_without_traceback(str(error))}")
+
+
+def _without_traceback(text: str) -> str:
+    """DuckDB's error ``text`` without the Python traceback it appends when Python code it
+    called failed (the error's own message comes before it)."""
+    for marker in ("Detail: Python exception:", "Traceback (most recent call last):"):
+        head, sep, _ = text.partition(marker)
+        if sep:
+            return head.rstrip().rstrip(".").rstrip() or text
+    return text
 
 
 def _missing_message(missing: list[tuple[str, ...]], error: Exception) -> str:

@@ -117,12 +117,16 @@ def _parsed_tables(query: str) -> list[tuple[str, ...]] | None:
 
 
 def _batches(
-    reader: pa.RecordBatchReader, schema: pa.Schema | None
+    reader: pa.RecordBatchReader, schema: pa.Schema | None, failed: Callable[[Exception], None]
 ) -> Generator[pa.RecordBatch, None, None]:
-    """The batches of ``reader``, as ``schema`` (:func:`_for_duckdb`) when it is given."""
+    """The batches of ``reader``, as ``schema`` (:func:`_for_duckdb`) when it is given; an
+    error reading them is handed to ``failed`` before it goes on to DuckDB."""
     try:
         for batch in reader:
             yield batch if schema is None else _for_duckdb_batch(batch, schema)
+    except Exception as exc:
+        failed(exc)
+        raise
     finally:
         reader.close()
 
@@ -153,10 +157,20 @@ class Streams:
 
     A scan DuckDB stopped reading part way (a ``LIMIT``) kept its reader threads, and DuckDB's
     own threads its generator, until the interpreter shut down, which then hung or aborted
-    the process. :meth:`close` ends every stream here, in the main thread."""
+    the process. :meth:`close` ends every stream here, in the main thread.
+
+    An error a scan raises while DuckDB reads it reaches DuckDB as text only (its Python
+    traceback included, its kind lost): :attr:`failure` keeps the first one, for the command
+    to raise in place of the error DuckDB then gives."""
 
     def __init__(self) -> None:
         self._open: list[Generator[pa.RecordBatch, None, None]] = []
+        #: the first error a scan raised while DuckDB read it, None while there is none
+        self.failure: Exception | None = None
+
+    def _failed(self, exc: Exception) -> None:
+        if self.failure is None:
+            self.failure = exc
 
     def source(self, scan: Any) -> Any:
         """An object DuckDB reads ``scan`` from (the Arrow PyCapsule stream interface)."""
@@ -164,10 +178,14 @@ class Streams:
 
         class _Source:
             def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-                reader = scan.to_batches()
+                try:
+                    reader = scan.to_batches()
+                except Exception as exc:
+                    owner._failed(exc)
+                    raise
                 given = reader.schema
                 schema = _for_duckdb(given)
-                gen = _batches(reader, None if schema is given else schema)
+                gen = _batches(reader, None if schema is given else schema, owner._failed)
                 owner._open.append(gen)
                 stream = pa.RecordBatchReader.from_batches(schema, gen)
                 return stream.__arrow_c_stream__(requested_schema)
