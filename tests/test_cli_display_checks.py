@@ -250,6 +250,38 @@ def test_list_quotes_names_that_hold_a_dot_and_they_paste_back(odd: CliWorld) ->
         )
 
 
+def test_a_table_whose_name_holds_a_slash_is_named_in_quotes(tmp_path: Path) -> None:
+    """Other engines name tables with a slash (``a</b>``): ``list`` printed ``db.a</b>``,
+    which every command took for a path. ``list`` quotes such a part, and a slash inside a
+    quoted part is part of a name; unquoted, the path error points to the quoted name."""
+    import sqlite3
+
+    w = empty_world(tmp_path / "world")
+    cat = w.catalog()
+    cat.create_namespace("db")
+    cat.create_table("db.ab", pa.schema([("id", pa.int64())])).append(pa.table({"id": [1, 2]}))
+    cat.close()
+    with sqlite3.connect(tmp_path / "world" / "catalog.db") as db:  # as PyIceberg names it
+        db.execute("UPDATE iceberg_tables SET table_name = 'a</b>' WHERE table_name = 'ab'")
+    assert show_name(("db", "a/b")) == 'db."a/b"' and show_name(("db", "a\\b")) == 'db."a\\b"'
+    assert split_name('db."a</b>"') == ("db", "a</b>")
+    assert run(w, "list", "--json").json()["tables"] == ['db."a</b>"']
+    assert '"a</b>"' in run(w, "list").stdout
+    name = 'db."a</b>"'
+    r = run(w, "scan", name, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2
+    for command in ("describe", "snapshots", "files", "health"):
+        r = run(w, command, name, "--json")
+        assert r.exit_code == 0, (command, r.stderr)
+    assert run(w, "properties", "set", name, "k=v").exit_code == 0
+    assert run(w, "properties", "get", name, "k").stdout.strip() == "v"
+    r = run(w, "describe", "db.a</b>")
+    assert r.exit_code == EXIT_NOT_FOUND
+    assert "neither a metadata file nor a table directory" in r.stderr
+    assert 'the catalog has a table named db."a</b>"' in r.stderr
+
+
 def test_json_outputs_name_tables_and_views_as_list_does(odd: CliWorld) -> None:
     """The name fields of the JSON outputs paste back into a command (they were dotted
     without quotes: ``db.x.y``)."""

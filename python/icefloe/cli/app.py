@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import click
 
 from icefloe.cli.errors import EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, exit_code, one_line
-from icefloe.cli.names import show_name, split_name
+from icefloe.cli.names import show_name, split_name, unquoted_text
 from icefloe.cli.render import Output, printable
 
 __all__ = [
@@ -79,12 +79,22 @@ class State:
         """Load a table by its dotted identifier (``db."x.y"`` for a name with a dot, see
         :func:`split_name`), or open the metadata file or table directory a path or URI
         names, read-only (see :func:`is_location`)."""
+        from icefloe.exceptions import NoSuchTableError
+
         if is_location(identifier):
             from icefloe.table.static import StaticTable
 
             props = self.catalog().properties if self.catalog_name is not None else {}
-            return StaticTable.from_metadata(identifier, properties=props)
-        from icefloe.exceptions import NoSuchTableError
+            try:
+                return StaticTable.from_metadata(identifier, properties=props)
+            except NoSuchTableError as exc:
+                hint = self._slashed_table(identifier)
+                if hint is None:
+                    raise
+                raise NoSuchTableError(
+                    f"{exc}; the catalog has a table named {hint} (quote a part that holds a "
+                    "slash: a slash outside quotes makes a path)"
+                ) from None
 
         parts = split_name(identifier)
         try:
@@ -104,6 +114,25 @@ class State:
         # in refs mode left the snapshots no ref points at out
         table.load_every_snapshot()
         return table
+
+    def _slashed_table(self, argument: str) -> str | None:
+        """The table of a configured catalog that path ``argument`` names when read as a
+        dotted identifier (``db.a/b`` for the table ``a/b`` of ``db``), as commands take it
+        (``db."a/b"``); None when there is no such table, or ``argument`` is a URI or an
+        existing local path."""
+        if "://" in argument or os.path.exists(argument):
+            return None
+        try:
+            from icefloe.catalog.config import catalog_properties
+
+            if not catalog_properties(self.catalog_name, {})[2]:
+                return None  # the local default catalog: not opened (created) just for a hint
+            parts = split_name(argument)
+            if len(parts) < 2 or not self.catalog().table_exists(parts):
+                return None
+        except Exception:  # a name the catalog cannot hold, a catalog that cannot be reached
+            return None
+        return show_name(parts)
 
     def _dotted_table(self, identifier: str, parts: tuple[str, ...]) -> str | None:
         """A table whose name holds the dots of unquoted ``identifier`` (``db.x.y`` for the
@@ -137,8 +166,13 @@ def catalog_identifier(table: str, command: str) -> tuple[str, ...]:
 def is_location(table: str) -> bool:
     """Whether a TABLE argument is a path or URI (a metadata file, or a file-system table
     directory with ``metadata/version-hint.text``) rather than a dotted identifier: it has a
-    slash, or names a ``*.metadata.json`` file. Identifiers never hold a slash."""
-    return "/" in table or "\\" in table or bool(_METADATA_FILE.search(table))
+    slash or a backslash outside double quotes, or names a ``*.metadata.json`` file. A
+    slash inside a quoted part is part of a name (``db."a/b"``, as ``icefloe list`` prints
+    the table ``a/b``)."""
+    outside = unquoted_text(table)
+    if outside is None:
+        outside = table
+    return "/" in outside or "\\" in outside or bool(_METADATA_FILE.search(table))
 
 
 pass_state = click.make_pass_decorator(State)

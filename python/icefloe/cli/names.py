@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from icefloe.exceptions import ValidationError
 
-__all__ = ["display_name", "quote_part", "quoted_part", "select_list", "show_name", "split_name"]
+__all__ = [
+    "display_name",
+    "quote_part",
+    "quoted_part",
+    "select_list",
+    "show_name",
+    "split_name",
+    "unquoted_text",
+]
 
 
 def quote_part(part: str) -> str:
@@ -18,10 +26,44 @@ def quote_part(part: str) -> str:
     return '"' + part.replace('"', '""') + '"'
 
 
+#: Characters that get a part quoted: a dot or a quote (:func:`split_name` would split or
+#: misread it) and a slash or a backslash (an unquoted one makes the argument a path).
+_NEEDS_QUOTES = frozenset('."/\\')
+
+
 def show_name(parts: tuple[str, ...] | list[str]) -> str:
-    """``parts`` dotted, a part that holds a dot or a quote quoted (``db."x.y"``), so that
-    :func:`split_name` reads it back."""
-    return ".".join(quote_part(p) if "." in p or '"' in p else p for p in parts)
+    """``parts`` dotted, a part that holds a dot, a quote, a slash or a backslash quoted
+    (``db."x.y"``, ``db."a/b"``), so that :func:`split_name` reads it back and the commands
+    take it for a name, not a path."""
+    return ".".join(quote_part(p) if _NEEDS_QUOTES.intersection(p) else p for p in parts)
+
+
+def unquoted_text(text: str) -> str | None:
+    """The text of dotted name ``text`` outside its quoted parts (``db."a/b"`` -> ``db.``);
+    None when ``text`` has no quoted part or is not a well-formed name."""
+    if '"' not in text:
+        return None
+    outside: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == '"':
+            try:
+                _, i = quoted_part(text, i)
+            except ValidationError:
+                return None
+            if i < n and text[i] != ".":
+                return None
+        else:
+            j = text.find(".", i)
+            j = n if j < 0 else j
+            if '"' in text[i:j]:  # a quote inside an unquoted part: not a name
+                return None
+            outside.append(text[i:j])
+            i = j
+        if i < n:
+            outside.append(".")
+            i += 1
+    return "".join(outside)
 
 
 def display_name(obj: object) -> str:
