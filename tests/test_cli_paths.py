@@ -17,6 +17,7 @@ from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 from support.cli import run
 from support.cli_tables import CliWorld, build_world
+from support.testdata import TESTDATA
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,21 @@ def test_read_commands_take_a_metadata_file(world: CliWorld) -> None:
     health = run(world, "health", _local(uri))
     assert health.exit_code == 0, health.stderr
     assert "small files" in health.stdout
+
+
+def test_read_commands_take_a_metadata_file_under_any_name(tmp_path: Path) -> None:
+    """Iceberg Java's golden metadata files are named ``*.json``: they were refused as
+    neither a metadata file nor a table directory (exit 3)."""
+    minimal = TESTDATA / "iceberg-java" / "metadata" / "TableMetadataV2ValidMinimal.json"
+    world = build_world(tmp_path / "world")
+    r = run(world, "describe", str(minimal), "--json")
+    assert r.exit_code == 0, r.stderr
+    assert r.json()["metadata_location"] == str(minimal)
+    assert r.json()["uuid"] == "9c12d441-03fe-4693-9a96-a0705ddf69c1"
+    (tmp_path / "notes.json").write_text('{"hello": "world"}')
+    r = run(world, "schema", str(tmp_path / "notes.json"))
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "notes.json is not a table metadata file" in r.stderr
 
 
 def test_a_table_directory_needs_no_catalog(tmp_path: Path) -> None:

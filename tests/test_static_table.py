@@ -17,6 +17,7 @@ from icefloe.exceptions import (
     CorruptFileError,
     NoSuchTableError,
     UnsupportedFeatureError,
+    ValidationError,
 )
 from icefloe.table.static import StaticTable, resolve_metadata_location
 
@@ -113,6 +114,34 @@ def test_errors_name_the_location(tmp_path: Path) -> None:
     (tmp_path / "bad.metadata.json").write_text("{not json")
     with pytest.raises(CorruptFileError, match=r"bad\.metadata\.json"):
         StaticTable.from_metadata(str(tmp_path / "bad.metadata.json"))
+
+
+def test_a_metadata_file_opens_whatever_its_name(tmp_path: Path) -> None:
+    """A metadata file not named ``*.metadata.json`` (Java's golden files, an exported copy)
+    was taken for a table directory and refused as neither; a file given is now read as a
+    metadata file, and one that is none is bad input that names it."""
+    cat, _ = _hadoop_table(tmp_path)
+    loaded = cat.load_table("db.t")
+    for name, data in (
+        ("exported.json", Path(loaded.metadata_location.removeprefix("file://")).read_bytes()),
+        ("v1-copy", Path(loaded.metadata_location.removeprefix("file://")).read_bytes()),
+    ):
+        (tmp_path / name).write_bytes(data)
+        static = StaticTable.from_metadata(str(tmp_path / name))
+        assert static.metadata == loaded.metadata
+        assert static.metadata_location == str(tmp_path / name)
+        assert static.refresh().metadata == loaded.metadata
+    with gzip.open(tmp_path / "zipped.json.gz", "wb") as f:
+        f.write((tmp_path / "exported.json").read_bytes())
+    assert StaticTable.from_metadata(str(tmp_path / "zipped.json.gz")).metadata == loaded.metadata
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    with pytest.raises(ValidationError, match=r"other\.json is not a table metadata file"):
+        StaticTable.from_metadata(str(tmp_path / "other.json"))
+    (tmp_path / "data.parquet").write_bytes(b"PAR1" + bytes(100_000))
+    with pytest.raises(ValidationError, match=r"data\.parquet is not a table metadata file"):
+        StaticTable.from_metadata(str(tmp_path / "data.parquet"))
+    with pytest.raises(NoSuchTableError, match="neither a metadata file nor a table directory"):
+        StaticTable.from_metadata(str(tmp_path / "missing.json"))
 
 
 def test_a_catalog_tables_directory_points_to_its_catalog(tmp_path: Path) -> None:

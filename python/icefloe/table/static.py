@@ -2,11 +2,12 @@
 (Hadoop-layout) table directory through its ``metadata/version-hint.text``.
 
 ``StaticTable.from_metadata("s3://b/t/metadata/00003-....metadata.json")`` opens exactly that
-metadata file (plain or gzip). Given a table directory (or its ``metadata`` directory) instead,
-the current version is found as Iceberg Java's ``HadoopTableOperations`` finds it: the number in
-``version-hint.text`` (a bare number, or a metadata file name some writers put there), its
-``v<N>.metadata.json`` / ``v<N>.gz.metadata.json`` / ``v<N>.metadata.json.gz`` file, and newer
-versions written after the hint; without a usable hint, the highest ``v<N>`` in the directory.
+metadata file (plain or gzip); any file given is read as a metadata file, whatever its name.
+Given a table directory (or its ``metadata`` directory) instead, the current version is found
+as Iceberg Java's ``HadoopTableOperations`` finds it: the number in ``version-hint.text`` (a
+bare number, or a metadata file name some writers put there), its ``v<N>.metadata.json`` /
+``v<N>.gz.metadata.json`` / ``v<N>.metadata.json.gz`` file, and newer versions written after
+the hint; without a usable hint, the highest ``v<N>`` in the directory.
 A static table reads (scans, snapshots, schemas) like any table; changes raise
 :class:`~icefloe.exceptions.UnsupportedFeatureError`.
 """
@@ -27,6 +28,7 @@ from icefloe.exceptions import (
     ValidationError,
 )
 from icefloe.io import FileIO
+from icefloe.io.errors import map_error
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.table import Table, Transaction
 
@@ -55,13 +57,17 @@ def _version_file(io: FileIO, meta_dir: str, version: int) -> str | None:
 
 
 def resolve_metadata_location(location: str, io: FileIO) -> str:
-    """The metadata file ``location`` names: itself if it is one, else the current version of
-    the Hadoop-layout table in that directory (see the module docstring)."""
+    """The metadata file ``location`` names: itself if it is named as one
+    (``*.metadata.json``) or is a file (a metadata file under any name: ``v2.json``, an
+    exported copy), else the current version of the Hadoop-layout table in that directory
+    (see the module docstring)."""
     location = location.rstrip("/")
     if _is_metadata_file(location):
         return location
     meta_dir = location if location.endswith("/metadata") else f"{location}/metadata"
     if not io.is_dir(meta_dir):
+        if io.exists(location):  # a file, whatever its name: read as a metadata file
+            return location
         raise NoSuchTableError(f"{location} is neither a metadata file nor a table directory")
     version: int | None = None
     try:
@@ -118,15 +124,47 @@ def _no_versions_message(io: FileIO, meta_dir: str) -> str:
 
 def _read_metadata(location: str, io: FileIO) -> TableMetadata:
     try:
-        raw = io.new_input(location).read()
+        raw = (
+            io.new_input(location).read()
+            if _is_metadata_file(location)
+            else _read_json(location, io)
+        )
     except NotFoundError as exc:
         raise NoSuchTableError(f"metadata file {location} does not exist") from exc
     except FileIOError:
         raise
     try:
         return TableMetadata.parse(raw)
-    except ValidationError as exc:  # the file is damaged, not the caller's input
+    except ValidationError as exc:
+        if not _is_metadata_file(location):  # a file given as metadata that is none
+            raise ValidationError(
+                f"{location} is not a table metadata file (nor a table directory): {exc}"
+            ) from exc
+        # named as a metadata file: the file is damaged, not the caller's input
         raise CorruptFileError(f"metadata file {location}: {exc}") from exc
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _read_json(location: str, io: FileIO) -> bytes:
+    """The content of ``location``, a file not named as a metadata file, once its first bytes
+    show JSON (or gzip) text: a data file or any other large file given by mistake is refused
+    without reading it whole."""
+    with io.new_input(location).open(seekable=False) as stream:
+        try:
+            head = bytes(stream.read(256))
+            text = head.lstrip(b" \t\r\n\xef\xbb\xbf")  # blanks, a UTF-8 byte order mark
+            if not head.startswith(_GZIP_MAGIC) and text[:1] not in (b"{", b""):
+                raise ValidationError(
+                    f"{location} is not a table metadata file (nor a table directory): it does "
+                    "not hold JSON"
+                )
+            return head + bytes(stream.read())
+        except ValidationError:
+            raise
+        except Exception as exc:
+            raise map_error(exc, location, "read") from exc
 
 
 class StaticTable(Table):
@@ -147,9 +185,10 @@ class StaticTable(Table):
         io: FileIO | None = None,
         properties: Mapping[str, str] | None = None,
     ) -> StaticTable:
-        """Open the table at ``location``: a metadata file, or a table directory whose
-        ``metadata/version-hint.text`` names the current version. ``properties`` configure the
-        :class:`FileIO` (``s3.*``, ...) when ``io`` is not given."""
+        """Open the table at ``location``: a metadata file (under any name), or a table
+        directory whose ``metadata/version-hint.text`` names the current version.
+        ``properties`` configure the :class:`FileIO` (``s3.*``, ...) when ``io`` is not
+        given."""
         io = io if io is not None else FileIO(dict(properties or {}))
         if "://" not in location and not location.startswith("/"):
             # A relative local path: made absolute, as the table's own locations are (a
