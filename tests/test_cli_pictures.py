@@ -352,6 +352,35 @@ def test_health_finds_orphans_and_metadata_log_pressure(tmp_path: Path) -> None:
     )
 
 
+def test_health_does_not_call_a_location_that_does_not_exist_free_of_orphans(
+    tmp_path: Path,
+) -> None:
+    """A table whose ``location`` names a directory that does not exist has its files
+    elsewhere: the orphan scan listed nothing there and reported "no orphan files" (OK)."""
+    import json
+
+    world = build_world(tmp_path / "world")
+    table = world.catalog().load_table("db.plain")
+    doc = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    gone = (tmp_path / "nowhere").as_uri()
+    doc["location"] = gone
+    moved = tmp_path / "moved.metadata.json"
+    moved.write_text(json.dumps(doc))
+    r = run(world, "health", str(moved), "--orphans", "--json")
+    assert r.exit_code == 0, r.stderr
+    check_schema(r.json(), HEALTH_SCHEMA)
+    check = {c["name"]: c for c in r.json()["checks"]}["unreferenced files"]
+    assert check["verdict"] == "warn" and check["fix"] is None
+    assert check["value"] == f"not checked: the table's location {gone} does not exist"
+    assert check["measured"]["location_exists"] is False
+    text = run(world, "health", str(moved), "--orphans", width=200).stdout
+    assert "no orphan files" not in text
+    # the table itself, at its own location, still has none
+    doc = run(world, "health", "db.plain", "--orphans", "--json").json()
+    check = {c["name"]: c for c in doc["checks"]}["unreferenced files"]
+    assert check["verdict"] == "ok" and check["detail"] == "no orphan files"
+
+
 def test_pictures_in_a_real_process(world: CliWorld) -> None:
     r = run_process(world, "snapshots", "db.events")
     assert r.exit_code == 0, r.stderr

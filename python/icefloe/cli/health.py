@@ -327,6 +327,18 @@ def _orphans(table: Any, scan: bool, cmd: str, health_cmd: str) -> Check:
             {},
         )
     orphans = table.remove_orphan_files(dry_run=True)
+    if not orphans and not _location_exists(table):
+        # nothing was listed there: the table's files live elsewhere, none was looked at
+        where = table.location
+        return Check(
+            "unreferenced files",
+            f"not checked: the table's location {where} does not exist",
+            "warn",
+            "the location holds none of the table's files (they live elsewhere), so orphan "
+            "files cannot be looked for; the metadata's location may be wrong",
+            None,
+            {"files": None, "bytes": None, "paths": [], "location_exists": False},
+        )
     sizes = {f.location: f.size for f in table.io.list_prefix(table.location)} if orphans else {}
     total = sum(sizes.get(o, 0) for o in orphans)
     return Check(
@@ -337,6 +349,15 @@ def _orphans(table: Any, scan: bool, cmd: str, health_cmd: str) -> Check:
         cmd if orphans else None,
         {"files": len(orphans), "bytes": total, "paths": orphans[:100]},
     )
+
+
+def _location_exists(table: Any) -> bool:
+    """Whether the table's location is a directory (on object stores: a non-empty prefix);
+    True when that cannot be told (the listing itself would have failed)."""
+    try:
+        return bool(table.io.is_dir(table.location))
+    except Exception:
+        return True
 
 
 def _statistics(table: Any, cmd: str) -> Check:
