@@ -697,6 +697,40 @@ def test_an_object_store_location_with_an_empty_or_dot_segment_is_refused(
     check_location(f"{tmp_path}/a/../t")  # a local path: the file system resolves it
 
 
+def test_credentials_in_a_location_and_bad_bucket_names_are_refused(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``s3://key:secret@bucket`` was taken for a bucket named ``key:secret@bucket`` (its
+    errors and clean-up warnings naming the secret); a non-ASCII bucket raised a raw
+    ``UnicodeEncodeError`` from the request line. Both are refused before anything is written,
+    naming no secret; an Azure ``container@account`` is left alone."""
+    secret = "Pw-in-a-location-42"
+    props = _properties(moto_s3, proxy)
+    bucket = moto_s3.fresh_location().partition("://")[2].partition("/")[0]
+    for warehouse, message in (
+        (f"s3://AKIAX:{secret}@{bucket}/wh", "holds credentials"),
+        ("s3://bü/wh", "not a valid bucket name"),
+        ("gs://a b/wh", "not a valid bucket name"),
+    ):
+        cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=warehouse, **props)
+        cat.create_namespace(f"db{len(message)}{len(warehouse)}")
+        proxy.clear()
+        with caplog.at_level("WARNING"), pytest.raises(ValidationError, match=message) as info:
+            cat.create_table(f"db{len(message)}{len(warehouse)}.t", SCHEMA)
+        assert secret not in f"{info.value} {info.value!r}" and secret not in caplog.text
+        assert [m for m, _ in proxy.log if m in ("PUT", "POST")] == []
+    check_location("abfss://container@account.dfs.core.windows.net/wh/t")
+
+
+def test_a_password_in_a_url_is_scrubbed_from_texts() -> None:
+    from icefloe.io.errors import scrub
+
+    text = "cannot delete s3://AKIAX:pw%2Fx@b/k, postgresql://u:p@h/db, s3://b/k@v, http://h:80/"
+    assert scrub(text) == (
+        "cannot delete s3://AKIAX:***@b/k, postgresql://u:***@h/db, s3://b/k@v, http://h:80/"
+    )
+
+
 def test_a_file_location_with_a_dot_segment_is_refused_on_object_stores(
     moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path
 ) -> None:

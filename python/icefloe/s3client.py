@@ -43,6 +43,7 @@ from icefloe.exceptions import (
     FileIOError,
     NotFoundError,
     UnknownWriteStateError,
+    ValidationError,
 )
 from icefloe.filesystems import check_credential_text, check_s3_keys
 from icefloe.properties import parse_flag, parse_seconds, parse_url
@@ -181,6 +182,8 @@ class S3Client:
     # -- transport ------------------------------------------------------------------------------
     def _target(self, bucket: str, key: str, query: str) -> tuple[str, str]:
         """(host, path with query) of an object or bucket request."""
+        if not bucket.isascii():  # no request line can carry it
+            raise ValidationError(f"{bucket!r} is not a valid bucket name: it is not ASCII")
         encoded = quote(key, safe="/-_.~")
         if self._path_style or "." in bucket:
             host = self._host

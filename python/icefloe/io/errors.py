@@ -74,7 +74,11 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     forms = {form for secret in known for form in _written_forms(secret)}
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, "***")
-    return text
+    return _URL_PASSWORD.sub(r"\1***@", text)
+
+
+#: The password of a URL's userinfo (``s3://key:secret@bucket/...``, which pyarrow reads).
+_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^/@\s]+@")
 
 
 def is_io_failure(exc: BaseException) -> bool:
@@ -94,7 +98,7 @@ def file_io_error(exc: BaseException, location: str, action: str) -> FileIOError
     error = map_error(exc, location, action)
     if isinstance(error, FileIOError):
         return error
-    return FileIOError(f"cannot {action} {shortened(location)}: {scrub(str(error))}")
+    return FileIOError(f"cannot {action} {shortened(scrub(location))}: {scrub(str(error))}")
 
 
 def scrub_exception(exc: BaseException) -> None:
@@ -119,7 +123,7 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
     if isinstance(exc, IcebergError):
         return exc
     scrub_exception(exc)
-    location = shortened(location)
+    location = shortened(scrub(location))  # a location may hold a secret as its userinfo
     if isinstance(exc, FileNotFoundError) or (
         isinstance(exc, OSError) and exc.errno == errno.ENOENT
     ):

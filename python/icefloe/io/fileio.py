@@ -44,7 +44,7 @@ from icefloe.filesystems import (
     redacted,
     secret_values,
 )
-from icefloe.io.errors import map_error, remember_secrets
+from icefloe.io.errors import map_error, remember_secrets, scrub
 from icefloe.io.files import FileInfo, InputFile, OutputFile, unicode_name
 from icefloe.io.locations import CONTROL, URL_SPECIAL, check_location, parse_location
 
@@ -454,7 +454,9 @@ class FileIO:
         except NotFoundError:
             return False
         except FileIOError as e:
-            _log.warning("cannot delete %s (left for orphan removal): %s", location, e)
+            _log.warning(
+                "cannot delete %s (left for orphan removal): %s", scrub(location), scrub(str(e))
+            )
             return False
         return True
 

@@ -37,7 +37,10 @@ def check_location(location: str) -> None:
         )
     scheme, sep, rest = location.partition("://")
     if sep and scheme.lower() in _OBJECT_STORE_SCHEMES:
-        path = rest.partition("/")[2].rstrip("/")
+        bucket, _, path = rest.partition("/")
+        path = path.rstrip("/")
+        if scheme.lower() not in AZURE_SCHEMES:  # ``container@account`` is Azure's own form
+            _check_bucket(scheme, bucket)
         if path.startswith("/") or "//" in path:
             raise ValidationError(
                 f"location {location!r} has an empty path segment ('//'), which object stores "
@@ -49,6 +52,23 @@ def check_location(location: str) -> None:
                 "as part of the key while pyarrow's clients remove it, so files written there "
                 "could not be read back; use the location without it"
             )
+
+
+def _check_bucket(scheme: str, bucket: str) -> None:
+    """Refuse credentials in an S3 or GCS location (``s3://key:secret@bucket``: icefloe's
+    clients would take them for part of the bucket name) and a bucket name no request can
+    carry (non-ASCII characters, blanks)."""
+    if "@" in bucket:
+        raise ValidationError(
+            f"an {scheme}:// location holds credentials before its bucket (user@bucket), which "
+            "icefloe does not read from locations; give them as FileIO properties "
+            "(s3.access-key-id and s3.secret-access-key, or the environment)"
+        )
+    if not bucket.isascii() or any(c.isspace() for c in bucket):
+        raise ValidationError(
+            f"{bucket!r} is not a valid bucket name ({scheme}://): bucket names are ASCII "
+            "letters, digits, dots and hyphens"
+        )
 
 
 def parse_location(location: str) -> ParseResult:
