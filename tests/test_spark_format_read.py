@@ -33,6 +33,7 @@ from icefloe.exceptions import (
 )
 from icefloe.spark.errors import icefloe_errors
 from icefloe.spark.schema import FIELD_ID
+from icefloe.spark.source import IcefloeDataSource
 
 pytestmark = pytest.mark.spark
 
@@ -226,3 +227,34 @@ def test_empty_table_and_unicode_catalog_options(spark: Any, tmp_path: Path) -> 
     df = spark.read.format("icefloe").options(**catalog_options(cat)).load("db.empty")
     assert df.count() == 0
     assert df.columns[:3] == ["id", "b", "i"]
+
+
+def test_read_options_match_names_as_the_session_says(spark: Any, tables: Any) -> None:
+    """The ``columns`` and ``filter`` options name columns ignoring case under Spark's default
+    ``spark.sql.caseSensitive=false``, as the format's writes and Iceberg Java's reads match
+    them (the read has the table's names); option ``case-sensitive`` or a case-sensitive
+    session matches exactly. Streams resolve their ``filter`` the same way."""
+    assert spark.conf.get("spark.sql.caseSensitive") == "false"
+    ispark.register(spark)
+    df = fmt_read(spark, tables, "db.u", columns="ID,St.A", filter="ID < 5")
+    assert df.columns == ["id", "st"]
+    assert sorted(r["id"] for r in df.collect()) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValidationError, match="ID"), icefloe_errors():
+        fmt_read(spark, tables, "db.u", columns="ID", case_sensitive="true").collect()
+    # a stream's filter is bound with the registered setting too (checked without a query)
+    opts = {**catalog_options(tables), "path": "db.u", "filter": "ID < 5"}
+    for exact in (False, True):
+        source = type("Registered", (IcefloeDataSource,), {"case_sensitive": exact})
+        stream = source(opts).streamReader(None)
+        assert (stream._refused is not None) == exact
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        ispark.register(spark)
+        with pytest.raises(ValidationError, match="ID"), icefloe_errors():
+            fmt_read(spark, tables, "db.u", columns="ID").collect()
+        assert fmt_read(spark, tables, "db.u", columns="ID", case_sensitive="false").columns == [
+            "id"
+        ]
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+        ispark.register(spark)

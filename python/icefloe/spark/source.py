@@ -20,7 +20,10 @@ otherwise make fewer partitions than the session has cores, see :func:`adaptive_
 the columns read; Spark 4.1's Python data sources get no column pruning from Spark, so this
 is how a read reads fewer columns), ``metadata-columns`` (comma-separated, e.g.
 ``_file,_pos``; Python data sources cannot expose hidden metadata columns, so they are
-requested by this option and become ordinary columns), ``case-sensitive`` (default true),
+requested by this option and become ordinary columns), ``case-sensitive`` (whether
+``columns`` and ``filter`` name columns exactly; default the session's
+``spark.sql.caseSensitive`` when :func:`register` ran, false unless set: names then match
+ignoring case, as Iceberg Java's Spark reads and this format's writes match them),
 ``start-snapshot-id`` (exclusive) with optionally ``end-snapshot-id`` (inclusive, default the
 current snapshot): only the rows the ``append`` snapshots between them added, as Iceberg's
 options of the same names read them (see
@@ -105,9 +108,10 @@ def register(spark: Any) -> None:
     The registered class carries the session's default parallelism and its
     ``spark.sql.caseSensitive``: Spark plans a Python source's reads and writes in a Python
     worker that cannot ask the session. Reads use the parallelism to make at least one
-    partition per core (:func:`adaptive_split_size`); writes match DataFrame columns to the
-    table's case-insensitively unless the setting was true (call ``register`` again after
-    changing it, or give the write option ``case-sensitive``)."""
+    partition per core (:func:`adaptive_split_size`); reads resolve the ``columns`` and
+    ``filter`` options' names, and writes match DataFrame columns to the table's,
+    case-insensitively unless the setting was true (call ``register`` again after changing
+    it, or give the read or write option ``case-sensitive``)."""
     ensure_worker_python(spark)
     spark.conf.set(FILTER_PUSHDOWN, "true")
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
@@ -447,47 +451,55 @@ class IcefloeDataSource(DataSource):
     #: Partitions a read aims for at least (set by :func:`register`; else the planner
     #: worker's CPU count).
     parallelism: int | None = None
-    #: The session's ``spark.sql.caseSensitive`` when :func:`register` ran: whether writes
-    #: match DataFrame columns to the table's exactly (else ignoring case).
+    #: The session's ``spark.sql.caseSensitive`` when :func:`register` ran: whether reads
+    #: resolve column names and writes match DataFrame columns to the table's exactly (else
+    #: ignoring case), unless option ``case-sensitive`` says.
     case_sensitive: bool = True
 
     @classmethod
     def name(cls) -> str:
         return FORMAT
 
+    def _case_sensitive(self) -> bool:
+        """Whether names match exactly: option ``case-sensitive``, by default the session's
+        ``spark.sql.caseSensitive`` (see :func:`register`)."""
+        return _bool_option(self.options, "case-sensitive", self.case_sensitive)
+
+    def _read_options(self) -> dict[str, str]:
+        """The options with ``case-sensitive`` always given (the session's setting unless
+        the user gave it): the readers, pickled for Spark's planner workers, plan with them
+        and cannot see this class's setting. A bad value is refused where it is read."""
+        options = dict(self.options)  # keys are lower case (Spark's CaseInsensitiveDict)
+        options.setdefault("case-sensitive", "true" if self.case_sensitive else "false")
+        return options
+
     def schema(self) -> Any:
         with planner_step():
-            _, _, _, fields = plan_read(self.options)
+            _, _, _, fields = plan_read(self._read_options())
             return spark_type(StructType(*fields))
 
     def reader(self, schema: Any) -> IcefloeReader:
         with planner_step():
-            check_batch_options(self.options)
-            if _bool_option(self.options, "filter-pushdown", False):
-                return IcefloePushdownReader(self.options, self.parallelism, schema)
-            return IcefloeReader(self.options, self.parallelism, schema)
-
-    def _write_case_sensitive(self) -> bool:
-        """Whether a write matches column names exactly: option ``case-sensitive``, by
-        default the session's ``spark.sql.caseSensitive`` (see :func:`register`)."""
-        return _bool_option(self.options, "case-sensitive", self.case_sensitive)
+            options = self._read_options()
+            check_batch_options(options)
+            if _bool_option(options, "filter-pushdown", False):
+                return IcefloePushdownReader(options, self.parallelism, schema)
+            return IcefloeReader(options, self.parallelism, schema)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from icefloe.spark.format_write import IcefloeWriter
 
         with planner_step():
-            return IcefloeWriter(self.options, schema, overwrite, self._write_case_sensitive())
+            return IcefloeWriter(self.options, schema, overwrite, self._case_sensitive())
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         from icefloe.spark.format_write import IcefloeStreamWriter
 
         with planner_step():
-            return IcefloeStreamWriter(
-                self.options, schema, overwrite, self._write_case_sensitive()
-            )
+            return IcefloeStreamWriter(self.options, schema, overwrite, self._case_sensitive())
 
     def streamReader(self, schema: Any) -> Any:
         from icefloe.spark.streaming import IcefloeStreamReader
 
         with planner_step():
-            return IcefloeStreamReader(self.options, schema)
+            return IcefloeStreamReader(self._read_options(), schema)

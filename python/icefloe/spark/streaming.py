@@ -13,7 +13,9 @@ a starting point (an incremental append scan), in commit order. Options:
 - ``filter``: an icefloe filter, as for batch reads: the files it rules out are pruned and
   the rows of each micro-batch filtered (it is bound to the stream's schema, so snapshots
   written before a column it names was added are planned by field id); a malformed one stops
-  the query when it starts. Offsets count every added file, pruned or not;
+  the query when it starts. Offsets count every added file, pruned or not; its column names
+  match as option ``case-sensitive`` says, by default as the session's
+  ``spark.sql.caseSensitive`` (see :mod:`icefloe.spark.source`);
 - ``skip-delete-snapshots`` / ``skip-overwrite-snapshots`` (default false): a ``delete`` or
   ``overwrite`` snapshot stops the stream with a clear error unless it is to be skipped
   (its changes are not streamed). ``replace`` snapshots (compactions) add no new rows and
