@@ -284,3 +284,58 @@ def test_every_planner_step_prepares_its_worker(
     step("stream partitions", lambda: stream_reader.partitions(start, end))
     ids = catalog.load_table("db.t").scan().to_arrow()["id"].to_pylist()
     assert sorted(ids) == [0, 1, 2, 3, 4]
+
+
+def test_column_types_are_checked_when_the_write_is_planned(spark: Any, tmp_path: Path) -> None:
+    """A DataFrame column whose type cannot be written to the table's (by the rules the tasks
+    apply) is refused on the driver before any task runs, naming the column and Spark's cast
+    that fixes it; nothing is committed. Value checks stay with the tasks."""
+    from icefloe.types import FloatType, TimestampType
+
+    ispark.register(spark)
+    cat = icefloe_catalog(tmp_path / "wh", name="types")
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "ts", TimestampType()),
+        NestedField(3, "f", FloatType()),
+    )
+    t = cat.create_table("db.t", schema, format_version=2)
+    ts = "timestamp_ntz'2024-01-01 12:00:00'"
+    group = "icefloe-type-check"
+    spark.sparkContext.setJobGroup(group, "writes refused when planned")
+    try:
+        for sql, match in (
+            (
+                "1L id, timestamp'2024-01-01 12:00:00' ts",
+                r'"ts", col\("ts"\).cast\("timestamp_ntz"\)',
+            ),
+            (f"1L id, {ts} ts, 1.5D f", r"'f' has Spark type double.*cast\(\"float\"\)"),
+            (f"1L id, {ts} ts, 1 F", r"'F' has Spark type int.*col\(\"F\"\).cast\(\"float\"\)"),
+            ("'1' id", r"'id' has Spark type string.*cast\(\"bigint\"\)"),
+            (f"{ts} ts", "required column 'id' is missing"),
+        ):
+            with pytest.raises(ValidationError, match=match), icefloe_errors():
+                _save(spark.sql(f"SELECT {sql}"), cat, "db.t")
+        assert list(spark.sparkContext.statusTracker().getJobIdsForGroup(group)) == []
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert t.refresh().current_snapshot() is None and _files_on_disk(t) == []
+    df = spark.sql("SELECT 1L id, timestamp'2024-01-01 12:00:00' ts, 1.5D f")
+    _save(df.selectExpr("id", "CAST(ts AS timestamp_ntz) ts", "CAST(f AS float) f"), cat, "db.t")
+    assert t.refresh().scan().to_arrow().to_pylist()[0]["f"] == 1.5
+
+
+def test_the_stream_sink_checks_column_types_when_it_starts(tmp_path: Path) -> None:
+    """The streaming sink's writer (made when the query starts) refuses the same types."""
+    from pyspark.sql.types import DoubleType, StructField, StructType
+
+    from icefloe.spark.format_write import IcefloeStreamWriter
+
+    catalog = icefloe_catalog(tmp_path / "wh")
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", KV)
+    options = {**catalog_options(catalog), "path": "db.t", "checkpointlocation": str(tmp_path)}
+    spark_schema = StructType([StructField("id", DoubleType())])
+    with pytest.raises(ValidationError, match=r"'id' has Spark type double.*cast\(\"bigint\"\)"):
+        IcefloeStreamWriter(options, spark_schema, overwrite=False)

@@ -11,6 +11,16 @@ DataFrame columns are matched to the table's by name (:func:`match_columns`): ig
 unless the session's ``spark.sql.caseSensitive`` was true when the format was registered
 (:func:`icefloe.spark.source.register`), or as write option ``case-sensitive`` says.
 
+Their types are checked when the write is planned, on the driver, before any task runs (when
+a streaming query starts, for the sink): the Arrow schema Spark sends the tasks goes through
+the tasks' own conversion with no rows (:func:`icefloe.spark.writing.check_spark_types`). A
+column that cannot be written as the table's type (Spark's ``timestamp`` into an Iceberg
+``timestamp`` without zone, ``double`` into ``float``, ``string`` into ``long``...) or a
+required column missing from the DataFrame raises
+:class:`~icefloe.exceptions.ValidationError` naming the column and the Spark cast that makes
+it fit. What depends on the values (decimals that would lose digits, nulls in required
+columns) is checked by the tasks, which fail the job; nothing is committed.
+
 The driver's ``commit`` adds all the files in one snapshot; a commit that loses a race with
 another writer is retried on the new table state. Batch write options:
 
@@ -72,6 +82,7 @@ from icefloe.spark.source import table_from_options
 from icefloe.spark.worker import planner_step, profile_scope
 from icefloe.spark.writing import (
     LINEAGE,
+    check_spark_types,
     cleanup_job,
     commit_files,
     job_tag,
@@ -247,6 +258,8 @@ class _FileWriter:
         given = list(schema.fieldNames())
         #: the table's names of the DataFrame's columns (batches are renamed when they differ)
         self.columns: list[str] = match_columns(given, table, case_sensitive)
+        # the column types are checked here, before any task runs, by the tasks' own rules
+        check_spark_types(schema, self.columns, table.metadata, table.name)
         self.rename = self.columns != given
         self.metadata: TableMetadata = table.metadata
         self.metadata_location = table.metadata_location

@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.arrow_schema import schema_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
@@ -71,16 +72,19 @@ from icefloe.transforms import (
     TruncateTransform,
     YearTransform,
 )
+from icefloe.types import NestedField
 from icefloe.write import DataFile
-from icefloe.write.input import to_table_schema
+from icefloe.write.input import coerce_column, to_table_schema
 from icefloe.write.matching import proven_by_metrics
 from icefloe.write.writer import WriteOptions, write_parquet_files
 
 __all__ = [
+    "check_spark_types",
     "cleanup_job",
     "cluster",
     "collect_files",
     "commit_files",
+    "conform",
     "job_tag",
     "write",
     "write_batches",
@@ -200,8 +204,7 @@ def write_batches(
 
         def flush(buf: list[pa.RecordBatch]) -> None:
             batch = pa.Table.from_batches(buf)
-            table = from_spark(batch.select(data_columns), schema)
-            data = to_table_schema(table, schema, metadata.format_version)
+            data = conform(batch, schema, data_columns, metadata.format_version)
             for name in lineage:
                 data = data.append_column(name, batch.column(name).cast(pa.int64()))
             written.extend(
@@ -225,6 +228,79 @@ def write_batches(
                 io.delete_quietly(f.file_path)
             raise
         return written
+
+
+def conform(
+    rows: pa.Table, schema: Schema, columns: Sequence[str], format_version: int
+) -> pa.Table:
+    """Spark's Arrow rows of data ``columns`` (named as the table's) as the table writes them:
+    the Iceberg forms Spark has no type for restored (:func:`from_spark`), then the write rules
+    (:func:`~icefloe.write.input.to_table_schema`: only safe casts, values checked)."""
+    return to_table_schema(from_spark(rows.select(list(columns)), schema), schema, format_version)
+
+
+def check_spark_types(
+    spark_schema: Any, columns: Sequence[str], metadata: TableMetadata, table_name: str
+) -> None:
+    """On the driver, before any task runs: refuses a DataFrame of ``spark_schema`` (its
+    columns named ``columns`` in the table) whose types cannot be written to the table. The
+    Arrow schema Spark sends the tasks is put through the tasks' own conversion
+    (:func:`conform`) with no rows, so the type rules are the tasks' and only they apply here;
+    what depends on the values (decimals that lose digits, nulls in required columns, ...) is
+    left to the tasks. The error names the DataFrame column and suggests Spark's cast. A
+    column type Spark's Arrow conversion here does not know leaves the check to the tasks."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    given: list[tuple[Any, str, pa.DataType]] = []
+    for sf, name in zip(spark_schema.fields, columns, strict=True):
+        if name in LINEAGE:
+            continue
+        try:
+            given.append((sf, name, to_arrow_type(sf.dataType, timestamp_utc=True)))
+        except Exception:  # Spark's own error types: not a verdict on the write
+            return
+    schema = metadata.current_schema()
+    version = metadata.format_version
+    empty = pa.schema([pa.field(name, at) for _, name, at in given]).empty_table()
+    try:
+        conform(empty, schema, empty.column_names, version)
+    except ValidationError as e:
+        target = schema_to_arrow(schema)
+        for sf, name, at in given:  # the DataFrame column to blame, when one is
+            one = from_spark(pa.schema([pa.field(name, at)]).empty_table(), schema)
+            field = next(f for f in schema.fields if f.name == name)
+            try:
+                coerce_column(one.column(0), field, target.field(name))
+            except ValidationError:
+                raise _spark_type_error(sf, field, table_name) from None
+        raise ValidationError(f"cannot write the DataFrame to {table_name}: {e}") from None
+
+
+def _spark_type_error(sf: Any, field: NestedField, table_name: str) -> ValidationError:
+    """The error for DataFrame column ``sf`` (a Spark field) that cannot be written as
+    ``field``, suggesting the cast to the table's Spark type."""
+    from pyspark.sql import types as T
+
+    target = spark_type(field.field_type).simpleString()
+    why = ""
+    if isinstance(sf.dataType, T.TimestampType) and target == "timestamp_ntz":
+        why = (
+            ": Spark's timestamp is an instant, the column holds date-times without a zone "
+            "(a cast to timestamp_ntz takes the instant's date-time in the session time zone)"
+        )
+    elif isinstance(sf.dataType, T.TimestampNTZType) and target == "timestamp":
+        why = (
+            ": the column holds instants, Spark's timestamp_ntz date-times without a zone (a "
+            "cast to timestamp takes them as date-times of the session time zone)"
+        )
+    # a nested Iceberg type's text (field ids, optional) says less than Spark's
+    table_type = f"{field.field_type}, " if field.field_type.is_primitive else ""
+    return ValidationError(
+        f"DataFrame column {sf.name!r} has Spark type {sf.dataType.simpleString()}, which "
+        f"cannot be written to column {field.name!r} of {table_name} ({table_type}Spark type "
+        f"{target}){why}; cast it to the table's type first, e.g. "
+        f'df.withColumn("{sf.name}", col("{sf.name}").cast("{target}"))'
+    )
 
 
 #: After a failed job, how long its cleanup waits for files that tasks Spark is still
