@@ -219,3 +219,24 @@ def _manifest_files(t: Table) -> list[str]:
     snap = t.current_snapshot()
     assert snap is not None and snap.manifest_list
     return [snap.manifest_list, *t.inspect.manifests().column("path").to_pylist()]
+
+
+def test_a_live_snapshot_missing_a_manifest_is_reported_not_called_clean(tmp_path: Path) -> None:
+    """A manifest of the snapshot left is gone (a damaged table): the expiry stands, deletes
+    nothing and says why in ``files_error``; it used to report a clean deletion."""
+    import os
+
+    cat = _catalog(tmp_path)()
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    t.overwrite(_ids([1]))
+    first = t.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    t.overwrite(_ids([2]))
+    live_manifest = t.inspect.manifests().column("path").to_pylist()[0]
+    os.remove(live_manifest.removeprefix("file://"))
+    before = sorted(p for p in (tmp_path / "wh").rglob("*") if p.is_file())
+    result = t.expire_snapshots(snapshot_ids=[first])
+    assert result.snapshot_ids == (first,)
+    assert not result.files_deleted and "not found" in (result.files_error or "")
+    after = sorted(p for p in (tmp_path / "wh").rglob("*") if p.is_file())
+    assert [p for p in before if p not in after] == []

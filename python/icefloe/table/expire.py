@@ -37,7 +37,6 @@ import pyarrow.compute as pc
 from icefloe.exceptions import (
     CommitConflictError,
     IcebergError,
-    NotFoundError,
     ValidationError,
 )
 from icefloe.metadata import (
@@ -287,20 +286,11 @@ def expire_snapshots(
                     _stats_paths(committed, committed.snapshots),
                     max_workers,
                 )
-            except NotFoundError as exc:
-                # a file of a snapshot still in the table went (another writer expired it
-                # since): what is live cannot be told, so nothing is deleted; orphan removal
-                # takes what is left
-                log.warning(
-                    "expire_snapshots of %s: committed, files not deleted: another writer "
-                    "removed files of the table's snapshots meanwhile (%s)",
-                    table.name,
-                    exc,
-                )
-                return _result(expired, removed_refs, ExpireResult(), dry_run=False, deleted=True)
             except IcebergError as exc:
-                # committed: a manifest that cannot be read now leaves the files to orphan
-                # removal; raising would report the committed expiry as failed
+                # committed: a manifest that cannot be read now (a snapshot still in the table
+                # lost a file: the table is damaged, or another writer expired it since) leaves
+                # the files to orphan removal; raising would report the committed expiry as
+                # failed
                 log.warning(
                     "expire_snapshots of %s: committed, files not deleted: %s", table.name, exc
                 )
