@@ -709,6 +709,8 @@ def test_credentials_in_a_location_and_bad_bucket_names_are_refused(
     bucket = moto_s3.fresh_location().partition("://")[2].partition("/")[0]
     for warehouse, message in (
         (f"s3://AKIAX:{secret}@{bucket}/wh", "holds credentials"),
+        (f"s3://AKIAX:{secret[:4]}/{secret[4:]}+x@{bucket}/wh", "holds credentials"),
+        (f"s3://{bucket}:9000/wh", "or a port"),
         ("s3://bü/wh", "not a valid bucket name"),
         ("gs://a b/wh", "not a valid bucket name"),
     ):
@@ -729,6 +731,8 @@ def test_a_password_in_a_url_is_scrubbed_from_texts() -> None:
     assert scrub(text) == (
         "cannot delete s3://AKIAX:***@b/k, postgresql://u:***@h/db, s3://b/k@v, http://h:80/"
     )
+    # AWS secrets hold '/' and '+'
+    assert scrub("s3://AKIAX:wJal/K7M+d@b/k/f.parquet") == "s3://AKIAX:***@b/k/f.parquet"
 
 
 def test_a_file_location_with_a_dot_segment_is_refused_on_object_stores(

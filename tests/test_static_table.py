@@ -125,6 +125,10 @@ def test_a_metadata_file_opens_whatever_its_name(tmp_path: Path) -> None:
     for name, data in (
         ("exported.json", Path(loaded.metadata_location.removeprefix("file://")).read_bytes()),
         ("v1-copy", Path(loaded.metadata_location.removeprefix("file://")).read_bytes()),
+        (
+            "with-bom.json",  # saved by an editor that marks UTF-8
+            b"\xef\xbb\xbf" + Path(loaded.metadata_location.removeprefix("file://")).read_bytes(),
+        ),
     ):
         (tmp_path / name).write_bytes(data)
         static = StaticTable.from_metadata(str(tmp_path / name))

@@ -77,8 +77,10 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     return _URL_PASSWORD.sub(r"\1***@", text)
 
 
-#: The password of a URL's userinfo (``s3://key:secret@bucket/...``, which pyarrow reads).
-_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^/@\s]+@")
+#: The password of a URL's userinfo (``s3://key:secret@bucket/...``, which pyarrow reads),
+#: up to the first ``@``: AWS secrets hold ``/`` and ``+`` (text between a port and an ``@``
+#: later in a path is masked too, which loses nothing secret).
+_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^@\s]+@")
 
 
 def is_io_failure(exc: BaseException) -> bool:

@@ -56,13 +56,16 @@ def check_location(location: str) -> None:
 
 def _check_bucket(scheme: str, bucket: str) -> None:
     """Refuse credentials in an S3 or GCS location (``s3://key:secret@bucket``: icefloe's
-    clients would take them for part of the bucket name) and a bucket name no request can
-    carry (non-ASCII characters, blanks)."""
-    if "@" in bucket:
+    clients would take them for part of the bucket name; a secret holding ``/`` ends the
+    "bucket" early) and a bucket name no request can carry (non-ASCII characters, blanks).
+    Bucket names hold no ``:`` or ``@``, so either means credentials or a port; the error
+    never repeats the text, which may hold a secret."""
+    if "@" in bucket or ":" in bucket:
         raise ValidationError(
-            f"an {scheme}:// location holds credentials before its bucket (user@bucket), which "
-            "icefloe does not read from locations; give them as FileIO properties "
-            "(s3.access-key-id and s3.secret-access-key, or the environment)"
+            f"an object-store location ({scheme}://) holds credentials or a port before its bucket "
+            "(user:secret@bucket), which icefloe does not read from locations; give "
+            "credentials as FileIO properties (such as s3.access-key-id and "
+            "s3.secret-access-key) or in the environment"
         )
     if not bucket.isascii() or any(c.isspace() for c in bucket):
         raise ValidationError(

@@ -160,7 +160,8 @@ def _read_json(location: str, io: FileIO) -> bytes:
                     f"{location} is not a table metadata file (nor a table directory): it does "
                     "not hold JSON"
                 )
-            return head + bytes(stream.read())
+            data = head + bytes(stream.read())
+            return data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
         except ValidationError:
             raise
         except Exception as exc:
