@@ -194,6 +194,7 @@ def test_describe_a_namespace(world: CliWorld) -> None:
     }
     text = run(world, "describe", "db").stdout
     assert "namespace db · 2 tables" in text and "owner  data-team" in text
+    assert "  db.events\n  db.plain\n" in text  # the guide says it lists them
 
 
 def test_create_rename_drop(scratch: CliWorld) -> None:

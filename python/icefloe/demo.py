@@ -1,4 +1,4 @@
-"""The main job of the README: an end-to-end pipeline on the embedded SQLite catalog.
+"""An end-to-end pipeline on the embedded SQLite catalog, without Spark.
 
 1. create a SQLite catalog and a partitioned v3 table ``demo.orders``
    (``day(ts), bucket[4](customer_id)``);
@@ -280,7 +280,9 @@ def run(rows: int, batches: int, warehouse: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m icefloe.demo", description=(__doc__ or "").splitlines()[0]
+    )
     ap.add_argument("--rows", type=int, default=3_000_000, help="rows to ingest")
     ap.add_argument("--batches", type=int, default=6, help="append commits")
     ap.add_argument("--warehouse", type=Path, help="keep the catalog and table here")

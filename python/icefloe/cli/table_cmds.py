@@ -245,6 +245,8 @@ def _describe_namespace(state: State, levels: tuple[str, ...], as_json: bool) ->
         return
     console = state.out.unwrapped
     console.print(f"[bold]namespace {esc(namespace)}[/] · {plural(len(tables), 'table')}")
+    for name in tables:
+        console.print(f"  {esc(name)}", soft_wrap=True)
     console.print(_kv_table(sorted(props.items())) if props else "properties: none")
 
 

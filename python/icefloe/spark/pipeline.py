@@ -416,7 +416,9 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Command line entry point; exits with status 2 when Spark cannot run here."""
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m icefloe.spark.pipeline", description=(__doc__ or "").splitlines()[0]
+    )
     ap.add_argument(
         "--rows",
         type=int,
