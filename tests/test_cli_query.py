@@ -609,6 +609,9 @@ def test_ctrl_c_stops_a_long_sql_query(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a test run started in the background of a shell without job control ignores SIGINT,
+        # and the child would inherit that: it gets Ctrl-C as a terminal would give it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         time.sleep(4)  # started and computing
@@ -622,13 +625,19 @@ def test_ctrl_c_stops_a_long_sql_query(tmp_path: Path) -> None:
     assert p.returncode == 130 and err.strip().endswith("interrupted"), err
 
 
-def test_ctrl_c_before_the_query_begins_still_stops_it() -> None:
+def test_ctrl_c_before_the_query_begins_still_stops_it(request: pytest.FixtureRequest) -> None:
     """A Ctrl-C that came before DuckDB had begun the query on its worker thread was lost
     (DuckDB interrupts only a running query): the query ran to its end and the exit waited
     for it. The interrupt is repeated until the query returns."""
     import _thread
+    import signal
     import threading
     import time
+
+    # Python's own handler, also when the run was started ignoring SIGINT (in the background
+    # of a shell without job control), where interrupt_main would do nothing
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
 
     from icefloe.cli.sql_names import _interruptible
 
