@@ -494,18 +494,12 @@ def read_entries(
         batch = manifests
     if missing_ok:
         found = _read_if_present(io, batch.column("manifest_path").to_pylist(), threads)
-        present = [d is not None for d in found]
-        if not all(present):
-            batch = batch.filter(pa.array(present, pa.bool_()))
-            if batch.num_rows == 0:
-                return []
-        files = manifest_files(batch)
-        paths = [m.manifest_path for m in files]
-        data = [d for d in found if d is not None]
-    else:
-        files = manifest_files(batch)
-        paths = [m.manifest_path for m in files]
-        data = fetch(io, paths, threads)
+        batch = batch.filter(pa.array([d is not None for d in found], pa.bool_()))
+        if batch.num_rows == 0:
+            return []
+    files = manifest_files(batch)
+    paths = [m.manifest_path for m in files]
+    data = [d for d in found if d is not None] if missing_ok else fetch(io, paths, threads)
     if "partition_spec_id" in batch.schema.names and batch.column("partition_spec_id").null_count:
         return read_manifests(data, threads=threads, names=paths)
     return read_manifests(data, files, threads=threads)
