@@ -324,3 +324,34 @@ def test_delete_names_columns_as_the_session_compares_them(spark: Any, tmp_path:
     finally:
         spark.conf.unset("spark.sql.caseSensitive")
     assert t.refresh().scan().to_arrow().num_rows == 7
+
+
+# ------------------------------------------------------------------ types checked when planned
+
+
+def test_write_and_merge_check_column_types_before_any_job(spark: Any, tmp_path: Path) -> None:
+    """``ispark.write`` and ``ispark.merge`` refuse a DataFrame column whose type cannot be
+    written to the table on the driver, naming the column and Spark's cast, before any Spark
+    job runs (before, the tasks failed with a pandas hint); nothing is committed."""
+    cat = icefloe_catalog(tmp_path / "wh", name="plantypes")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", KV, format_version=2)
+    t.append(kv(range(3)))
+    before = t.refresh().current_snapshot()
+    bad = spark.sql("SELECT 1.5D id, 'x' k")
+    group = "icefloe-plan-types"
+    spark.sparkContext.setJobGroup(group, "refused when planned")
+    try:
+        match = r"'id' has Spark type double.*cast\(\"bigint\"\)"
+        with pytest.raises(ValidationError, match=match):
+            ispark.write(bad, t.refresh())
+        with pytest.raises(ValidationError, match=match):
+            ispark.merge(bad, t.refresh(), on=["k"])
+        with pytest.raises(ValidationError, match=r"'ID' has Spark type double.*'id'"):
+            ispark.write(spark.sql("SELECT 1.5D ID, 'x' k"), t.refresh())
+        assert list(spark.sparkContext.statusTracker().getJobIdsForGroup(group)) == []
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert t.refresh().current_snapshot() == before
+    ispark.merge(spark.sql("SELECT 7L id, 'x' k"), t.refresh(), on=["id"])
+    assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == [0, 1, 2, 7]

@@ -42,7 +42,7 @@ from icefloe.spark.reading import (
 )
 from icefloe.spark.schema import arrow_for_spark, spark_type, to_spark_batch
 from icefloe.spark.worker import prepare_worker
-from icefloe.spark.writing import cleanup_job, job_tag, write_files
+from icefloe.spark.writing import cleanup_job, frame_columns, job_tag, write_files
 from icefloe.table import Table
 from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_candidates, plan_tasks
 from icefloe.types import StructType
@@ -313,6 +313,7 @@ def merge(
     for c in df.columns:
         if c in (FILE, POS, ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER, FILE_NUMBER):
             raise ValidationError(f"merge source column {c!r} is a reserved metadata column")
+    frame_columns(df, t)  # unknown columns and types that cannot be written, before any job
     missing = [f.name for f in schema.fields if f.name not in df.columns]
     if when_matched == "update" and missing:
         # filled with nulls, an update would wipe the rows' values (as SQL's UPDATE SET * says)

@@ -85,6 +85,7 @@ __all__ = [
     "collect_files",
     "commit_files",
     "conform",
+    "frame_columns",
     "job_tag",
     "write",
     "write_batches",
@@ -354,18 +355,27 @@ def write_files(
     they are written into the files with their reserved field ids, and where null the reader
     inherits them from the file's ``first_row_id`` and sequence number. Otherwise they are
     refused (rows written anew get new ids)."""
-    from icefloe.spark.format_write import match_columns
-    from icefloe.spark.source import CASE_SENSITIVE
-
     metadata = table.metadata
-    conf = str(df.sparkSession.conf.get(CASE_SENSITIVE, "false")).strip().lower()
-    columns = match_columns(list(df.columns), table, case_sensitive=conf == "true", lineage=lineage)
+    columns = frame_columns(df, table, lineage=lineage)
     if columns != list(df.columns):
         df = df.toDF(*columns)  # the table's names (they differed in case only)
     ensure_worker_python(df.sparkSession)
     df = cluster(df, table)
     fn = _writer(metadata, table.io, columns, tag, flush_bytes)
     return collect_files(df.mapInArrow(fn, "file binary"), table, tag)
+
+
+def frame_columns(df: Any, table: Table, lineage: bool = False) -> list[str]:
+    """The table's names of DataFrame ``df``'s columns (:func:`match_columns` under the
+    session's ``spark.sql.caseSensitive``), their types checked on the driver before any task
+    runs (:func:`check_spark_types`)."""
+    from icefloe.spark.format_write import match_columns
+    from icefloe.spark.source import CASE_SENSITIVE
+
+    conf = str(df.sparkSession.conf.get(CASE_SENSITIVE, "false")).strip().lower()
+    columns = match_columns(list(df.columns), table, case_sensitive=conf == "true", lineage=lineage)
+    check_spark_types(df.schema, columns, table.metadata, table.name)
+    return columns
 
 
 def _rewriter(
