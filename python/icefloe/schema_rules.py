@@ -122,6 +122,12 @@ def check_default_value(field: NestedField, name: str | None = None) -> None:
                     f"(sub-field defaults belong to the sub-fields), got {value!r}"
                 )
             continue
+        if isinstance(t, ListType | MapType):
+            raise ValidationError(
+                f"column {label!r}: a {'list' if isinstance(t, ListType) else 'map'} column's "
+                f"{key} must be null, got {value!r}: Iceberg Java and PyIceberg refuse to load "
+                "a table whose schemas give one another default, even after the column is gone"
+            )
         try:
             values.from_json(t, value)
         except ValidationError as e:
