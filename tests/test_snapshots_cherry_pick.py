@@ -364,6 +364,10 @@ def test_wap_enabled_tables_stage_writes_with_a_wap_id(tmp_path: Path, version: 
     with pytest.raises(ValidationError, match="cannot also go to branch 'b'"):
         t.append(_rows([3]), branch="b", snapshot_properties={"wap.id": "j3"})
     assert "b" not in t.refresh().refs()
+    before = t.refresh().metadata_location  # staged under "", publish_changes could not name it
+    with pytest.raises(ValidationError, match=r"give a non-empty one"):
+        t.append(_rows([4]), snapshot_properties={"wap.id": ""})
+    assert t.refresh().metadata_location == before
     with pytest.raises(ValidationError, match=r"no snapshot was staged with wap\.id 'nope'"):
         t.manage_snapshots().publish_changes("nope")
     # no id is not the id of every snapshot without one (those are not staged)

@@ -183,6 +183,11 @@ class SnapshotProducer:
         self.staged = WAP_ID in self.snapshot_properties and bool_property(
             tx.metadata.properties, WAP_ENABLED, TableProperties.WAP_ENABLED_DEFAULT, lenient=True
         )
+        if self.staged and not self.snapshot_properties[WAP_ID]:
+            # staged under "", it could be published only by its snapshot id
+            raise ValidationError(
+                f"a {WAP_ID!r} names the staged write for publish_changes: give a non-empty one"
+            )
         if self.staged and branch != MAIN_BRANCH:
             raise ValidationError(
                 f"a write with a {WAP_ID!r} on a table with {WAP_ENABLED}=true is staged for "
