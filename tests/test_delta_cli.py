@@ -88,3 +88,22 @@ def test_a_missing_delta_version_is_not_found_for_both_commands(tmp_path: Path) 
         r = runner.invoke(cli, args)
         assert r.exit_code == 3, r.output
         assert "has no version 99 (latest is" in r.output
+
+
+def test_the_metadata_location_of_a_file_uri_conversion_opens(tmp_path: Path) -> None:
+    """A Delta table given as Hadoop's ``file:/path`` converts to a metadata location of that
+    form; StaticTable and the read commands open it (it was taken for a relative path)."""
+    from click.testing import CliRunner
+
+    from icefloe.cli import cli
+    from icefloe.delta import convert
+    from icefloe.table.static import StaticTable
+
+    root = fixture("basic", tmp_path)
+    location = convert(f"file:{root}").metadata_location
+    assert location.startswith(f"file:{root}/")
+    rows = StaticTable.from_metadata(location).scan().to_arrow().num_rows
+    assert rows > 0
+    assert StaticTable.from_metadata(f"file:{root}/_icefloe").metadata_location == location
+    done = CliRunner().invoke(cli, ["uuid", location])
+    assert done.exit_code == 0, done.output

@@ -10,6 +10,7 @@ needs; a file that cannot be read is a :class:`~icefloe.exceptions.DeltaLogError
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,8 @@ from icefloe.io import FileIO
 
 __all__ = ["CheckpointContent", "CheckpointRef", "read_checkpoint"]
 
+# An absolute sidecar path: from the root, or a URI (s3://..., Hadoop's file:/...).
+_ABSOLUTE = re.compile(r"/|[A-Za-z][A-Za-z0-9+.\-]*:/")
 _COLUMNS = ("add", "metaData", "protocol", "domainMetadata", "sidecar")
 
 
@@ -199,7 +202,7 @@ def read_checkpoint(
             tables.append((path, t))
             sidecars += [_sidecar_path(s, path) for s in _struct_rows(t, "sidecar")]
     for rel in sidecars:
-        sc = rel if "://" in rel or rel.startswith("/") else f"{log_dir}/_sidecars/{rel}"
+        sc = rel if _ABSOLUTE.match(rel) else f"{log_dir}/_sidecars/{rel}"
         tables.append((sc, _read_parquet(io, sc, json_stats)))
     parts = _from_parquet_tables(tables, ref.version, out)
     if json_actions:

@@ -42,6 +42,9 @@ __all__ = ["StaticTable", "resolve_metadata_location"]
 VERSION_HINT = "version-hint.text"
 _METADATA_FILE = re.compile(r"\.metadata\.json(\.gz)?$")
 _HADOOP_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json(\.gz)?$")
+# A URI: a scheme of two or more characters and a colon (s3://..., Hadoop's file:/...); a
+# single letter is a drive letter, as FileIO takes it, so ``c:/x`` stays a relative path here.
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 
 
 def _is_metadata_file(location: str) -> bool:
@@ -191,9 +194,10 @@ class StaticTable(Table):
         ``properties`` configure the :class:`FileIO` (``s3.*``, ...) when ``io`` is not
         given."""
         io = io if io is not None else FileIO(dict(properties or {}))
-        if "://" not in location and not location.startswith("/"):
+        if not _URI.match(location) and not location.startswith("/"):
             # A relative local path: made absolute, as the table's own locations are (a
             # relative name would match none of them, and the table would not know its file).
+            # A URI (s3://..., Hadoop's file:/...) is kept as given.
             location = os.path.abspath(location)
         resolved = resolve_metadata_location(location, io)
         return cls(_read_metadata(resolved, io), resolved, io, location)
