@@ -17,7 +17,16 @@ from icefloe.delta.actions import file_actions_from_dicts
 from icefloe.delta.deletes import dv_descriptors
 from icefloe.delta.protocol import DeltaProtocol
 from icefloe.exceptions import DeltaLogError
-from support.delta import fixture
+from support.delta import (
+    PROTOCOL,
+    DeltaTableWriter,
+    add,
+    commit_info,
+    fixture,
+    metadata,
+    row_tracking,
+)
+from support.delta import field as delta_field
 
 
 def _edit(root: Path, version: int, kind: str, path: list[str], value: Any) -> str:
@@ -228,6 +237,85 @@ def test_partition_values_that_are_not_of_their_type_are_named(
         _convert(root)
     assert "Z'" not in str(info.value)  # the value as the log holds it
     assert not list(root.glob("metadata/*.json"))  # nothing committed
+
+
+def _partitioned_by(root: Path, delta_type: str, value: str) -> None:
+    """A Delta table partitioned by ``p`` of ``delta_type``: one file with ``p`` = ``value``."""
+    fields = [delta_field("id", "long", 1), delta_field("p", delta_type, 2)]
+    schema = {"type": "struct", "fields": fields}
+    DeltaTableWriter(root).commit(
+        0,
+        commit_info(),
+        {"protocol": PROTOCOL},
+        {"metaData": metadata(schema, ("p",))},
+        add("a.parquet", 1, version=0, partition={"col-p": value}),
+        row_tracking(0),
+    )
+
+
+def _add_partition(root: Path, value: str) -> None:
+    DeltaTableWriter(root).commit(
+        1,
+        commit_info(),
+        add("b.parquet", 1, base_row_id=1, partition={"col-p": value}),
+        row_tracking(1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("delta_type", "good", "bad"),
+    [
+        ("boolean", "TRUE", "maybe"),
+        ("boolean", "false", "1"),
+        ("byte", "-128", "128"),
+        ("byte", "127", "300"),
+        ("short", "-32768", "-32769"),
+        ("short", "32767", "70000"),
+    ],
+)
+def test_partition_values_outside_their_delta_type_are_refused(
+    tmp_path: Path, delta_type: str, good: str, bad: str
+) -> None:
+    """A boolean partition value other than true or false read as false, and Delta's byte and
+    short (Iceberg int) took any int; Delta's readers refuse them: so does a conversion, full
+    or incremental."""
+    full = tmp_path / "full"
+    _partitioned_by(full, delta_type, bad)
+    with pytest.raises(DeltaLogError, match=f"holds '{bad}', which is not a valid {delta_type}"):
+        icefloe.delta.convert(str(full))
+    assert not list(full.glob("_icefloe/metadata/*.json"))  # nothing committed
+
+    synced = tmp_path / "synced"
+    _partitioned_by(synced, delta_type, good)
+    first = icefloe.delta.convert(str(synced))
+    expected = good.lower() == "true" if delta_type == "boolean" else int(good)
+    values = first.table.inspect.data_files().column("partition").to_pylist()
+    assert values == [{"p": expected}]
+    _add_partition(synced, bad)
+    with pytest.raises(DeltaLogError, match=f"holds '{bad}', which is not a valid {delta_type}"):
+        icefloe.delta.convert(str(synced))
+    _add_partition(synced, good)  # the same commit, now valid: synced
+    assert icefloe.delta.convert(str(synced)).mode == "incremental"
+
+
+@pytest.mark.parametrize("delta_type", ["byte", "short"])
+def test_a_sync_without_the_narrow_ints_property_reads_the_delta_schema(
+    tmp_path: Path, delta_type: str
+) -> None:
+    """A table converted before the ``delta-narrow-ints`` property existed: the sync reads
+    the Delta schema in effect, refuses the out-of-range value, and records the property."""
+    root = tmp_path / "t"
+    _partitioned_by(root, delta_type, "1")
+    table = icefloe.delta.convert(str(root)).table
+    assert table.properties["delta-narrow-ints"] == f"2:{delta_type}"
+    table.remove_properties("delta-narrow-ints")
+    _add_partition(root, "99999")
+    with pytest.raises(DeltaLogError, match=f"which is not a valid {delta_type}"):
+        icefloe.delta.convert(str(root))
+    _add_partition(root, "2")
+    synced = icefloe.delta.convert(str(root))
+    assert synced.mode == "incremental"
+    assert synced.table.properties["delta-narrow-ints"] == f"2:{delta_type}"
 
 
 @pytest.mark.parametrize("stats", [{"numRecords": -5}, {"numRecords": 3, "nullCount": -1}])

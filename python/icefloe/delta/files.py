@@ -43,6 +43,13 @@ class PartitionColumn:
     name: str  # the partition field name (the logical column name)
     physical_name: str
     field_id: int
+    # the column's Delta type name ("byte", "short", ...); "" when not known. Delta's byte and
+    # short become Iceberg int: their values are checked against the narrower range.
+    delta_type: str = ""
+
+
+# The ranges of the Delta integer types narrower than the Iceberg int they become.
+_NARROW_INTS = {"byte": (-(2**7), 2**7 - 1), "short": (-(2**15), 2**15 - 1)}
 
 
 def absolute_paths(root: str, paths: pa.Array) -> pa.Array:
@@ -69,31 +76,37 @@ def partition_values(
         raw = pc.if_else(pc.equal(raw, ""), pa.scalar(None, pa.string()), raw)
         t = schema.find_field(pcol.field_id).field_type
         try:
-            children.append(pc.cast(_typed_partition(raw, t, field.type), field.type))
+            typed = _typed_partition(raw, t, field.type, pcol.delta_type)
+            children.append(pc.cast(typed, field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            raise _bad_partition_value(raw, t, field.type, pcol.name) from None
+            raise _bad_partition_value(raw, t, field.type, pcol) from None
     return pa.StructArray.from_arrays(children, fields=list(type_))
 
 
 def _bad_partition_value(
-    raw: pa.Array, t: IcebergType, arrow: pa.DataType, name: str
+    raw: pa.Array, t: IcebergType, arrow: pa.DataType, pcol: PartitionColumn
 ) -> DeltaLogError:
     """The error naming the first of ``raw`` (a partition column's strings) that is not a
-    value of ``t``."""
+    value of ``t`` (of the column's Delta type, when known)."""
+    name, kind = pcol.name, pcol.delta_type or t
     for value in raw.to_pylist():
         if value is None:
             continue
         try:
-            _typed_partition(pa.array([value], pa.string()), t, arrow).cast(arrow)
+            _typed_partition(pa.array([value], pa.string()), t, arrow, pcol.delta_type).cast(arrow)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             return DeltaLogError(
-                f"Delta partition column {name!r} holds {value!r}, which is not a {t} value"
+                f"Delta partition column {name!r} holds {value!r}, which is not a valid {kind}"
             )
-    return DeltaLogError(f"Delta partition column {name!r} holds values that are not {t}")
+    return DeltaLogError(f"Delta partition column {name!r} holds values that are not {kind}")
 
 
-def _typed_partition(raw: pa.Array, t: IcebergType, arrow: pa.DataType) -> pa.Array:
-    """A partition column's strings (Delta's serialisation) as values of ``t``."""
+def _typed_partition(
+    raw: pa.Array, t: IcebergType, arrow: pa.DataType, delta_type: str = ""
+) -> pa.Array:
+    """A partition column's strings (Delta's serialisation) as values of ``t``; a value that
+    is not one of ``t`` (or of ``delta_type``, a narrower Delta integer type) raises
+    ``pa.ArrowInvalid``."""
     if isinstance(t, TimestamptzType | TimestampType):
         tz = "UTC" if isinstance(t, TimestamptzType) else None
         text = pc.replace_substring(raw, " ", "T")
@@ -105,12 +118,23 @@ def _typed_partition(raw: pa.Array, t: IcebergType, arrow: pa.DataType) -> pa.Ar
             text = pc.replace_substring_regex(text, r"(Z|[+-]00:?00)$", "")
         return pc.cast(text, pa.timestamp("us", tz))
     if isinstance(t, BooleanType):
-        return pc.equal(pc.utf8_lower(raw), "true")
+        # "true" or "false" in any case, as Delta's readers take them; nothing else
+        lower = pc.utf8_lower(raw)
+        known = pc.is_in(lower, value_set=pa.array(["true", "false"]))
+        if not pc.all(pc.fill_null(known, True)).as_py():
+            raise pa.ArrowInvalid("not a boolean")
+        return pc.equal(lower, "true")
     if isinstance(t, BinaryType):
         return pc.cast(raw, pa.binary())
     if isinstance(t, DateType):
         return pc.cast(raw, pa.date32())
-    return pc.cast(raw, arrow)
+    typed = pc.cast(raw, arrow)
+    if delta_type in _NARROW_INTS:
+        low, high = _NARROW_INTS[delta_type]
+        outside = pc.or_(pc.less(typed, low), pc.greater(typed, high))
+        if pc.any(outside).as_py():
+            raise pa.ArrowInvalid(f"not a {delta_type}")
+    return typed
 
 
 def _check_counts(files: pa.Table, records: pa.Array, null_counts: pa.Array) -> None:

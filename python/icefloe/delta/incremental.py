@@ -13,7 +13,7 @@ from icefloe.delta.actions import dv_unique_ids
 from icefloe.delta.compat import CompatReport, Failure, check_actions, refuse_unreadable_mapping
 from icefloe.delta.deletes import delete_entries_of, dv_entries
 from icefloe.delta.entries import dv_partitions, prepare
-from icefloe.delta.files import absolute_paths
+from icefloe.delta.files import PartitionColumn, absolute_paths
 from icefloe.delta.log import DeltaCommit, DeltaLog
 from icefloe.delta.protocol import check_readable
 from icefloe.delta.replay import decode_paths
@@ -21,6 +21,7 @@ from icefloe.delta.schema import DeltaColumn, columns_from_iceberg
 from icefloe.delta.state import (
     DELTA_FLOAT_WIDENED,
     DELTA_HWM,
+    DELTA_NARROW_INTS,
     DELTA_OPERATION,
     DELTA_TABLE_ID,
     DELTA_TIMESTAMP,
@@ -29,6 +30,8 @@ from icefloe.delta.state import (
     expect_version,
     float_widened,
     float_widened_property,
+    narrow_ints,
+    narrow_ints_property,
     parse_int,
     sequence_number_taken,
 )
@@ -44,7 +47,7 @@ from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, NameMapping
 from icefloe.progress import Progress, ProgressArg
 from icefloe.table import Table
 from icefloe.table.producer import SnapshotProducer
-from icefloe.types import DoubleType
+from icefloe.types import DoubleType, IntegerType
 
 
 def sync_commits(
@@ -120,6 +123,28 @@ def _mark_float_widened(
     return [dataclasses.replace(c, from_float=c.field_id in ids) for c in columns]
 
 
+def _with_narrow_ints(
+    log: DeltaLog,
+    md: TableMetadata,
+    commit: DeltaCommit,
+    parts: list[PartitionColumn],
+    state: dict[str, str],
+) -> list[PartitionColumn]:
+    """``parts`` with the Delta type of those of Delta's byte or short (Iceberg int), whose
+    partition values are checked against that range. A table converted before the table
+    property recorded them reads the Delta metadata in effect once, and the property (added
+    to ``state``) keeps the answer."""
+    schema = md.current_schema()
+    if not any(isinstance(schema.find_field(p.field_id).field_type, IntegerType) for p in parts):
+        return parts
+    types = narrow_ints(md.properties.get(DELTA_NARROW_INTS))
+    if types is None:
+        prop = narrow_ints_property(log.metadata_at(commit.version))
+        state.update(prop)
+        types = narrow_ints(prop[DELTA_NARROW_INTS]) or {}
+    return [dataclasses.replace(p, delta_type=types.get(p.field_id, "")) for p in parts]
+
+
 def apply_commit(
     log: DeltaLog, table: Table, commit: DeltaCommit, dv_mode: str, check: bool = True
 ) -> int:
@@ -190,6 +215,7 @@ def apply_commit(
         # Read the Delta side first (stats, DVs); nothing is left behind when that fails.
         if new_files.num_rows:
             columns = _mark_float_widened(log, md, commit, columns, state)
+            parts = _with_narrow_ints(log, md, commit, parts, state)
         prepared = prepare(log.io, root, md, new_files, columns, parts, dv_mode, tag)
         try:
             if dv_changed.num_rows:

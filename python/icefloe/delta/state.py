@@ -7,7 +7,7 @@ import json
 
 from icefloe.delta.log import DeltaCommit
 from icefloe.delta.protocol import DeltaMetadata
-from icefloe.delta.schema import widened_from_float
+from icefloe.delta.schema import leaf_columns, widened_from_float
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.metadata import Snapshot, TableMetadata
 from icefloe.table.concurrent_commits import Since
@@ -20,6 +20,8 @@ DELTA_TABLE_ID = "delta-table-id"
 DELTA_OPERATION = "delta-operation"
 #: Field ids (comma-separated) of the double columns Delta's type widening made of floats.
 DELTA_FLOAT_WIDENED = "delta-float-widened"
+#: Delta's byte and short columns (Iceberg int), as ``id:type`` pairs (comma-separated).
+DELTA_NARROW_INTS = "delta-narrow-ints"
 SOURCE = "icefloe.source"
 
 
@@ -36,6 +38,7 @@ def state_properties(
     if hwm is not None:
         props[DELTA_HWM] = str(hwm)
     props.update(float_widened_property(delta_meta))
+    props.update(narrow_ints_property(delta_meta))
     return props
 
 
@@ -52,6 +55,31 @@ def float_widened(raw: str | None) -> frozenset[int] | None:
     if raw is None:
         return None
     return frozenset(int(x) for x in raw.split(",") if x.strip().isdigit())
+
+
+def narrow_ints_property(delta_meta: DeltaMetadata) -> dict[str, str]:
+    """The table property naming the columns of ``delta_meta`` of Delta's byte and short
+    types (Iceberg int): a sync checks their partition values against those ranges without
+    reading Delta's schema."""
+    pairs = [
+        f"{c.field_id}:{c.delta_type}"
+        for c in leaf_columns(delta_meta.schema)
+        if c.delta_type in ("byte", "short")
+    ]
+    return {DELTA_NARROW_INTS: ",".join(pairs)}
+
+
+def narrow_ints(raw: str | None) -> dict[int, str] | None:
+    """The field ids and Delta types of :data:`DELTA_NARROW_INTS`'s value, None when it is
+    not set."""
+    if raw is None:
+        return None
+    out = {}
+    for pair in raw.split(","):
+        fid, _, kind = pair.partition(":")
+        if fid.strip().isdigit():
+            out[int(fid)] = kind.strip()
+    return out
 
 
 def expect_version(

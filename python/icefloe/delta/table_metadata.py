@@ -7,6 +7,7 @@ import dataclasses
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from icefloe.delta.files import PartitionColumn
@@ -20,7 +21,7 @@ from icefloe.delta.schema import (
     name_mapping,
     type_change_problems,
 )
-from icefloe.delta.state import float_widened_property
+from icefloe.delta.state import float_widened_property, narrow_ints_property
 from icefloe.evolution import check_schema_evolution
 from icefloe.exceptions import NotIcebergCompatibleError, UnsupportedFeatureError, ValidationError
 from icefloe.metadata import (
@@ -57,19 +58,29 @@ def partition_spec(
         fid = schema.find_field(name).field_id
         fields.append(PartitionField(fid, 1000 + i, IdentityTransform(), name))
         phys = str((f.get("metadata") or {}).get("delta.columnMapping.physicalName", name))
-        cols.append(PartitionColumn(name, phys, fid))
+        cols.append(PartitionColumn(name, phys, fid, _delta_type(f)))
     return PartitionSpec(*fields, spec_id=0), cols
 
 
+def _delta_type(field: dict[str, Any]) -> str:
+    """A Delta schema field's type name ("" for a nested type)."""
+    return field["type"] if isinstance(field.get("type"), str) else ""
+
+
 def partition_columns(
-    spec: PartitionSpec, schema: Schema, mapping: NameMapping
+    spec: PartitionSpec,
+    schema: Schema,
+    mapping: NameMapping,
+    delta_types: Mapping[int, str] | None = None,
 ) -> list[PartitionColumn]:
-    """The partition columns of a converted table's spec, physical names from its name mapping."""
+    """The partition columns of a converted table's spec, physical names from its name mapping
+    and Delta types (by field id) from ``delta_types``, when given."""
     out = []
     for f in spec.fields:
         m = next((m for m in mapping.fields if m.field_id == f.source_id), None)
         phys = m.names[-1] if m is not None else schema.find_field(f.source_id).name
-        out.append(PartitionColumn(f.name, phys, f.source_id))
+        kind = (delta_types or {}).get(f.source_id, "")
+        out.append(PartitionColumn(f.name, phys, f.source_id, kind))
     return out
 
 
@@ -293,4 +304,5 @@ def schema_updates(tx: Any, meta: DeltaMetadata) -> None:
         tx.apply([AddSchema(schema, last_column_id(schema, meta)), SetCurrentSchema(-1)])
     previous = table_mapping(tx.metadata.properties)
     props = {DEFAULT_NAME_MAPPING_PROPERTY: mapping_json(meta, previous)}
-    tx.apply([SetProperties({**props, **float_widened_property(meta)})])
+    props.update(float_widened_property(meta))
+    tx.apply([SetProperties({**props, **narrow_ints_property(meta)})])
