@@ -435,11 +435,12 @@ def test_an_equality_upsert_run_again_on_a_new_schema_is_a_conflict(tmp_path: Pa
     t.append(_rows([1, 2]))
     stale, other = cat.load_table("db.t"), cat.load_table("db.t")
     other.update_schema().add_column("extra", StringType()).commit()
-    other.upsert(_rows([1], "other").append_column("extra", pa.array(["e"])), ["id"])
+    # a key new to the table: the stale upsert's deletes do not reach the other's row of it
+    other.upsert(_rows([3], "other").append_column("extra", pa.array(["e"])), ["id"])
     with pytest.raises(CommitConflictError, match="schema changed while the change ran"):
-        stale.upsert(_rows([1], "stale"), ["id"])
+        stale.upsert(_rows([3], "stale"), ["id"])
     rows = cat.load_table("db.t").scan().to_arrow().to_pylist()
-    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "other"), (2, "x")]
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x"), (2, "x"), (3, "other")]
 
 
 def test_an_upsert_planned_again_after_an_expiry_on_a_new_schema_is_a_conflict(
@@ -772,3 +773,61 @@ def test_a_shared_table_keeps_the_later_of_commits_that_add_no_snapshot(
     cat.load_table = lambda *_: earlier  # type: ignore[assignment, method-assign]
     t.refresh()
     assert t.metadata_location == earlier.metadata_location and "c" not in t.properties
+
+
+def _keyed_by_id_partitioned_by_v(tmp_path: Path) -> SqlCatalog:
+    """A table keyed on ``id`` and partitioned by ``v``: a key's rows may be in any partition."""
+    cat = SqlCatalog("kp", uri=f"sqlite:///{tmp_path}/kp.db", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "v"))
+    t = cat.create_table("db.t", SCHEMA, partition_spec=spec, format_version=2)
+    t.append(_rows([1, 2], "a"))
+    return cat
+
+
+def test_delete_by_keys_reaches_rows_another_writer_added_to_a_new_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``delete_by_keys`` writes equality deletes only for the partitions whose files may hold
+    its keys. Another writer's rows of a key added to a partition it did not reach, committed
+    first, stayed (the same rows in a reached partition were deleted): the commit now
+    conflicts under serializable isolation, and ``Table.delete_by_keys`` runs again on the
+    newer table."""
+    from icefloe.table import row_level
+
+    cat = _keyed_by_id_partitioned_by_v(tmp_path)
+    keys = pa.table({"id": pa.array([1], pa.int64())})
+    stale = cat.load_table("db.t")
+    with pytest.raises(CommitConflictError, match="may hold rows"), stale.transaction() as tx:
+        tx.delete_by_keys(keys, ["id"])
+        cat.load_table("db.t").append(_rows([1], "new"))  # committed first
+    assert _ids(cat) == [1, 1, 2]  # nothing of the delete landed
+    # in the same partition the later deletes apply: no conflict
+    stale = cat.load_table("db.t")
+    with stale.transaction() as tx:
+        tx.delete_by_keys(pa.table({"id": pa.array([2], pa.int64())}), ["id"])
+        cat.load_table("db.t").append(_rows([2], "a"))
+    assert _ids(cat) == [1, 1]
+    # the table method runs again, and the second run reaches the new partition
+    plan = row_level._equality_files
+    raced: list[bool] = []
+
+    def racing(*args: object, **kwargs: object) -> object:
+        out = plan(*args, **kwargs)  # type: ignore[arg-type]
+        if not raced:
+            raced.append(True)
+            cat.load_table("db.t").append(_rows([1], "newer"))
+        return out
+
+    monkeypatch.setattr(row_level, "_equality_files", racing)
+    cat.load_table("db.t").delete_by_keys(keys, ["id"])
+    assert raced and _ids(cat) == []
+    # under snapshot isolation the other writer's rows stay, as the setting says
+    monkeypatch.setattr(row_level, "_equality_files", plan)
+    t = cat.load_table("db.t")
+    t.set_properties(**{"write.delete.isolation-level": "snapshot"})
+    t.append(_rows([5], "a"))
+    with t.refresh().transaction() as tx:
+        tx.delete_by_keys(pa.table({"id": pa.array([5], pa.int64())}), ["id"])
+        cat.load_table("db.t").append(_rows([5], "other"))
+    assert _ids(cat) == [5]

@@ -630,12 +630,23 @@ class _Validator:
                 content == 0
                 and self.conflict_filter is not None
                 and metrics_may_match
+                and not self._reached_by_equality_deletes(metadata, spec_id, part)
                 and _may_match(self.conflict_filter, self.schema, metadata, spec_id, row)
             ):
                 raise CommitConflictError(
                     f"a concurrent commit added data file {path} that may hold rows this "
                     "change's filter matches (serializable isolation)"
                 )
+
+    def _reached_by_equality_deletes(
+        self, metadata: TableMetadata, spec_id: int, part: Any
+    ) -> bool:
+        """Whether this change's equality deletes (written for the ``routed`` partitions, with
+        every key that can be in each) apply to a data file another writer added in ``part``
+        of ``spec_id``: its rows are deleted as if it had come first, so it cannot conflict."""
+        return (spec_id, part) in self.covered or any(
+            _global(metadata, covered_spec) for covered_spec, _ in self.covered
+        )
 
     def _check_moved_rows(
         self, metadata: TableMetadata, entries: Sequence[tuple[dict[str, Any], int, bool]]

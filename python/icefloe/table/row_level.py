@@ -87,7 +87,6 @@ from icefloe.table.row_delta import (
     MERGE_MODE,
     MERGE_ON_READ,
     SERIALIZABLE,
-    SNAPSHOT,
     UPDATE_MODE,
     UPSERT_MODE,
     RowContext,
@@ -688,12 +687,15 @@ def delete_by_keys(
     delta.added_deletes, delta.routed = _equality_files(ctx, table, join_cols)
     if not delta.added_deletes:
         return 0
+    # The deletes reach only the partitions whose files may hold the keys: a data file
+    # another writer added meanwhile elsewhere may hold them too, and its rows would stay.
+    # Under serializable isolation (write.delete.isolation-level, the default) that conflicts.
     commit_row_delta(
         tx,
         delta,
         branch=branch,
         snapshot_properties=snapshot_properties,
         operation=Operation.DELETE,
-        isolation=SNAPSHOT,
+        conflict_filter=bind_filter(ctx.schema, keys_filter(table, join_cols)),
     )
     return len(delta.added_deletes)

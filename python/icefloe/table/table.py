@@ -634,17 +634,31 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
         """Delete the rows whose ``join_cols`` (by default the schema's identifier fields)
-        equal a row of ``keys`` (equality delete files, no data read)."""
+        equal a row of ``keys`` (equality delete files, no data read).
+
+        Its deletes reach only the partitions whose files may hold the keys; when another
+        writer adds data that may hold them to another partition meanwhile (serializable
+        isolation, the default of ``write.delete.isolation-level``), it runs again on the
+        newer table, whose deletes then reach that data too."""
+        from icefloe.table.row_level import EQUALITY_UPSERT_RETRIES
+
         if _one_shot(keys):  # the keys are held anyway; read once, tried again
             from icefloe.write.input import to_arrow_table
 
             keys = to_arrow_table(keys)
-        self._replanned(
-            lambda tx: tx.delete_by_keys(
-                keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
-            )
-        )
-        return self
+        for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
+            try:
+                self._replanned(
+                    lambda tx: tx.delete_by_keys(
+                        keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
+                    )
+                )
+                return self
+            except CommitConflictError:
+                if attempt == EQUALITY_UPSERT_RETRIES:
+                    raise
+                self.refresh()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def rewrite_data_files(
         self,
