@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyiceberg.schema import Schema as PySchema
 from pyiceberg.schema import index_by_name as py_index_by_name
 
@@ -259,6 +260,31 @@ def test_name_index_matches_pyiceberg(schema: Schema) -> None:
     assert schema.index_by_name() == py_index_by_name(py)
     for fid in schema.field_ids:
         assert schema.find_column_name(fid) == py.find_column_name(fid)
+
+
+def test_select_prunes_list_elements_and_map_values() -> None:
+    s = nested_schema()
+    only_x = ListType(9, StructType(req(10, "x", LongType())))
+    assert s.select("points.element.x").find_field("points").field_type == only_x
+    assert s.select("points.x").find_field("points").field_type == only_x
+    # the element, or a map's key or value, named itself keeps the whole list or map
+    assert s.select("points.element").find_field(8) == s.find_field(8)
+    assert s.select("props.key").find_field(12) == s.find_field(12)
+    assert s.select("props.value").find_field(12) == s.find_field(12)
+
+
+@given(schemas(), st.data())
+@settings(max_examples=60, deadline=None)
+def test_select_matches_pyiceberg(schema: Schema, data: st.DataObject) -> None:
+    # PyIceberg's select prunes as Iceberg Java's TypeUtil.select: through structs, list
+    # elements and map values (a map keeps its key)
+    names = sorted(schema.index_by_name())
+    if not names:
+        return
+    chosen = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=3))
+    py = PySchema.model_validate(schema.to_json())
+    theirs = json.loads(py.select(*chosen).model_dump_json(by_alias=True))
+    assert schema.select(*chosen).as_struct() == Schema.from_json(theirs).as_struct()
 
 
 def test_identifier_fields_are_a_set_when_schemas_are_compared() -> None:

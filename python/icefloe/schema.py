@@ -379,16 +379,34 @@ class Schema:
 
 
 def _prune(fields: Sequence[NestedField], keep: set[int]) -> list[NestedField]:
-    """The fields in ``keep``, with struct children pruned the same way."""
+    """The fields in ``keep``, with nested types pruned the same way (:func:`_prune_type`)."""
     out: list[NestedField] = []
     for f in fields:
         if f.field_id not in keep:
             continue
         t = f.field_type
-        if isinstance(t, StructType):
-            f = _replace_type(f, StructType(*_prune(t.fields, keep)))
+        if isinstance(t, NestedType):
+            f = _replace_type(f, _prune_type(t, keep))
         out.append(f)
     return out
+
+
+def _prune_type(t: IcebergType, keep: set[int]) -> IcebergType:
+    """``t`` with only the struct fields in ``keep``, through list elements and map values.
+    A map keeps its key whole, and a map whose value is not kept (its key alone selected)
+    stays whole, as Iceberg Java's ``TypeUtil.select`` and PyIceberg do."""
+    if isinstance(t, StructType):
+        return StructType(*_prune(t.fields, keep))
+    if isinstance(t, ListType):
+        if t.element_id not in keep:
+            return t
+        return ListType(t.element_id, _prune_type(t.element_type, keep), t.element_required)
+    if isinstance(t, MapType):
+        if t.value_id not in keep:
+            return t
+        value = _prune_type(t.value_type, keep)
+        return MapType(t.key_id, t.key_type, t.value_id, value, t.value_required)
+    return t
 
 
 def _replace_type(f: NestedField, t: IcebergType) -> NestedField:

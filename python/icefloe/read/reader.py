@@ -124,8 +124,10 @@ def _work_schema(options: ReadOptions, extra_ids: set[int]) -> tuple[Schema, pa.
     projected = options.projected_schema()
     if not extra_ids:
         return projected, schema_to_arrow(projected)
-    names = [f.name for f in projected.fields]
-    names += [options.schema.find_column_name(i) or "" for i in sorted(extra_ids)]
+    # Selected by their innermost fields, so nested columns stay pruned as projected.
+    ids = projected.field_ids | extra_ids
+    parents = {options.schema.find_parent_id(i) for i in ids}
+    names = [options.schema.find_column_name(i) or "" for i in sorted(ids) if i not in parents]
     work = options.schema.select(*names)
     return work, schema_to_arrow(work)
 
