@@ -47,6 +47,7 @@ from icefloe.table import Table
 from icefloe.table.row_delta import RowDelta, commit_row_delta, plan_candidates, plan_tasks
 from icefloe.types import StructType
 from icefloe.write.delete_files import FileDeletes
+from icefloe.write.input import missing_nested_fields
 from icefloe.write.matching import bind_filter
 
 MERGE_ISOLATION = TableProperties.MERGE_ISOLATION_LEVEL
@@ -100,6 +101,20 @@ def _matching_positions(file_io: FileIO, options: ReadOptions, payloads: list[by
                 )
 
     return run
+
+
+def _arrow_schema(spark_schema: Any) -> pa.Schema:
+    """The Arrow schema Spark sends of a DataFrame of ``spark_schema`` (columns whose type
+    Spark cannot convert left out: the tasks' checks judge them)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for sf in spark_schema.fields:
+        try:
+            fields.append(pa.field(sf.name, to_arrow_type(sf.dataType, timestamp_utc=True)))
+        except Exception:  # Spark's own error types: not a verdict on the merge
+            continue
+    return pa.schema(fields)
 
 
 def _case_sensitive(spark: Any) -> bool:
@@ -320,6 +335,14 @@ def merge(
         raise ValidationError(
             f"the merge source lacks the columns {missing}: an update replaces whole rows"
         )
+    if when_matched == "update":
+        nested = missing_nested_fields(
+            schema, _arrow_schema(df.schema), _case_sensitive(df.sparkSession)
+        )
+        if nested:
+            raise ValidationError(
+                f"the merge source lacks the nested fields {nested}: an update replaces whole rows"
+            )
     lineage = t.metadata.format_version >= 3
     spark = df.sparkSession
     tx = t.transaction()

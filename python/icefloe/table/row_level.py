@@ -60,7 +60,12 @@ from icefloe.write.delete_files import (
     write_equality_deletes,
 )
 from icefloe.write.files import DataFile
-from icefloe.write.input import check_valid_columns, to_schema_arrow_table, to_table_schema
+from icefloe.write.input import (
+    check_valid_columns,
+    missing_nested_fields,
+    to_schema_arrow_table,
+    to_table_schema,
+)
 from icefloe.write.matching import (
     KeySet,
     all_rows_match,
@@ -416,6 +421,13 @@ def _source(ctx: RowContext, data: Any, join_cols: Sequence[str]) -> pa.Table:
             f"the data to upsert lacks the columns {missing}: an upsert replaces whole rows, "
             "so it needs every column of the table (Spark's MERGE ... UPDATE SET * refuses "
             "such a source too)"
+        )
+    nested = missing_nested_fields(ctx.schema, data.schema, ctx.case_sensitive)
+    if nested:
+        raise ValidationError(
+            f"the data to upsert lacks the nested fields {nested}: an upsert replaces whole "
+            "rows, so it needs every field of the table's structs (filled with nulls or "
+            "defaults, the update would wipe the rows' values)"
         )
     return to_table_schema(data, ctx.schema, ctx.version)
 

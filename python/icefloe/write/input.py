@@ -46,6 +46,7 @@ from icefloe.types import (
     NestedType,
     StructType,
     TimeType,
+    UnknownType,
     VariantType,
 )
 from icefloe.values import column_default, field_default
@@ -54,6 +55,7 @@ from icefloe.write.input_decimals import to_decimal, within_precision
 
 __all__ = [
     "STREAM_CHUNK_BYTES",
+    "missing_nested_fields",
     "to_arrow_table",
     "to_schema_arrow_table",
     "to_table_schema",
@@ -76,6 +78,57 @@ def invalid_values(
         except pa.ArrowInvalid as exc:
             return ValidationError(f"column {name!r} holds invalid values: {exc}")
     return None
+
+
+def missing_nested_fields(
+    schema: Schema, given: pa.Schema, case_sensitive: bool = True
+) -> list[str]:
+    """The full names (``s.b``, ``l.element.q``, ``m.value.v``) of the fields nested in the
+    columns of ``schema`` that data of Arrow schema ``given`` has, which that data lacks:
+    struct fields, also inside list elements and map keys and values. A write fills them with
+    nulls (or their write-default); an update replacing whole rows would wipe their values.
+    Missing top-level columns are not listed, nor ``unknown`` fields (always null); a column
+    whose type is not shaped as the table's is left to the type checks."""
+    fold = (lambda n: n) if case_sensitive else str.lower
+    by_name = {fold(f.name): f.type for f in given}
+    out: list[str] = []
+    for f in schema.fields:
+        have = by_name.get(fold(f.name))
+        if have is not None:
+            _missing_in(f.field_type, have, f.name, fold, out)
+    return out
+
+
+def _missing_in(t: IcebergType, have: pa.DataType, path: str, fold: Any, out: list[str]) -> None:
+    if pa.types.is_dictionary(have):
+        have = have.value_type
+    if isinstance(t, StructType):
+        if not pa.types.is_struct(have):
+            return
+        kids = {fold(have.field(i).name): have.field(i).type for i in range(have.num_fields)}
+        for child in t.fields:
+            cpath = f"{path}.{child.name}"
+            ct = kids.get(fold(child.name))
+            if ct is not None:
+                _missing_in(child.field_type, ct, cpath, fold, out)
+            elif not isinstance(child.field_type, UnknownType):
+                out.append(cpath)
+    elif isinstance(t, ListType) and _is_list(have):
+        _missing_in(t.element_type, have.value_type, f"{path}.element", fold, out)
+    elif isinstance(t, MapType) and pa.types.is_map(have):
+        _missing_in(t.key_type, have.key_type, f"{path}.key", fold, out)
+        _missing_in(t.value_type, have.item_type, f"{path}.value", fold, out)
+
+
+def _is_list(have: pa.DataType) -> bool:
+    """Whether ``have`` is one of the Arrow list layouts a list column is written from."""
+    return bool(
+        pa.types.is_list(have)
+        or pa.types.is_large_list(have)
+        or pa.types.is_fixed_size_list(have)
+        or pa.types.is_list_view(have)
+        or pa.types.is_large_list_view(have)
+    )
 
 
 def check_valid_columns(table: pa.Table, names: Iterable[str]) -> None:
