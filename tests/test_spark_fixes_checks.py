@@ -355,3 +355,32 @@ def test_write_and_merge_check_column_types_before_any_job(spark: Any, tmp_path:
     assert t.refresh().current_snapshot() == before
     ispark.merge(spark.sql("SELECT 7L id, 'x' k"), t.refresh(), on=["id"])
     assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == [0, 1, 2, 7]
+
+
+def test_merge_refuses_a_source_struct_lacking_fields_before_any_job(
+    spark: Any, tmp_path: Path
+) -> None:
+    """An update replaces whole rows: a source struct without one of the table's fields would
+    null it in every matched row, so it is refused, as a missing column is."""
+    from icefloe.arrow_schema import schema_to_arrow
+    from icefloe.schema import Schema
+    from icefloe.types import LongType, NestedField, StringType, StructType
+
+    cat = icefloe_catalog(tmp_path / "wh", name="mergenested")
+    cat.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType()),
+        NestedField(
+            2, "s", StructType(NestedField(3, "a", LongType()), NestedField(4, "b", StringType()))
+        ),
+    )
+    t = cat.create_table("db.t", schema, format_version=2)
+    t.append(
+        pa.table({"id": [1], "s": [{"a": 1, "b": "keep"}]}, schema=schema_to_arrow(t.schema()))
+    )
+    before = t.refresh().current_snapshot()
+    source = spark.sql("SELECT 1L id, named_struct('a', 2L) s")
+    with pytest.raises(ValidationError, match=r"lacks the nested fields \['s\.b'\]"):
+        ispark.merge(source, t.refresh(), on=["id"])
+    assert t.refresh().current_snapshot() == before
+    assert t.scan().to_arrow().to_pylist() == [{"id": 1, "s": {"a": 1, "b": "keep"}}]
