@@ -670,3 +670,152 @@ def test_equality_delete_files_with_equal_bytes_are_decoded_once(tmp_path: Path)
     # The same bytes asked for other equality ids are decoded again (and lack column 2).
     with pytest.raises(ValidationError, match="equality ids"):
         rd._read_equality_deletes(FileIO(), ref("b.parquet", (1, 2)), None, cache)
+
+
+def _add_eq_deletes(t: Any, name: str, keys: pa.Table, file_format: str, ids: list[int]) -> Any:
+    """``keys`` (columns with ``PARQUET:field_id``) committed as an equality delete file of
+    ``file_format`` on ``ids``; the table refreshed."""
+    path = Path(t.metadata.location.removeprefix("file://")) / "data" / f"{name}.{file_format}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_file(keys, path, file_format)
+    eq = DataFile(
+        file_path=path.as_uri(),
+        file_format=file_format.upper(),
+        record_count=keys.num_rows,
+        file_size_in_bytes=path.stat().st_size,
+        content=2,
+        equality_ids=ids,
+    )
+    with t.transaction() as tx:
+        commit_row_delta(tx, RowDelta(added_deletes=[eq]), operation="delete")
+    return t.refresh()
+
+
+@pytest.mark.parametrize("key", [5, None])
+@pytest.mark.parametrize("default", [None, 5])
+def test_equality_delete_on_a_dropped_column_older_files_lack(
+    tmp_path: Path, default: int | None, key: int | None
+) -> None:
+    """A column added to the table, used by an equality delete, then dropped: the delete still
+    applies (spec), and a data file written before the column existed reads it as null, or as
+    its initial default, as before the drop. The read raised a ValidationError."""
+    version = "2" if default is None else "3"
+    t = catalog(tmp_path).create_table(
+        "ns.t", pa.schema([("id", pa.int64())]), properties={"format-version": version}
+    )
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    with t.update_schema() as u:
+        u.add_column("k", LongType(), initial_default=default)
+    t = t.refresh()
+    t.append(pa.table({"id": [3, 4, 6], "k": pa.array([None, 5, 7], pa.int64())}))
+    t = t.refresh()
+    t.delete_by_keys({"k": [key]}, ["k"])
+    t = t.refresh()
+    before = sorted(t.scan().to_arrow()["id"].to_pylist())
+    k_of = {1: default, 2: default, 3: None, 4: 5, 6: 7}  # a null key deletes null values
+    assert before == [i for i, k in k_of.items() if k != key]
+    with t.update_schema() as u:
+        u.delete_column("k")
+    t = t.refresh()
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == before
+    assert t.scan().count() == len(before)
+    assert sorted(t.scan(row_filter="id > 1").to_arrow()["id"].to_pylist()) == [
+        i for i in before if i > 1
+    ]
+    t.rewrite_data_files(min_input_files=1)
+    assert sorted(t.refresh().scan().to_arrow()["id"].to_pylist()) == before
+
+
+@pytest.mark.parametrize("file_format", ["parquet", "orc"])
+@pytest.mark.parametrize("dropped", ["s.id", "s"])
+def test_equality_delete_on_a_dropped_nested_field(
+    tmp_path: Path, dropped: str, file_format: str
+) -> None:
+    """An equality delete on a field of a struct (as Iceberg Java writes them) still applies
+    once that field, or its whole struct, is dropped: the data files still hold it. The read
+    raised a ValidationError."""
+    struct = StructType(NestedField(3, "id", LongType()), NestedField(4, "tag", StringType()))
+    schema = Schema(NestedField(1, "k", LongType(), True), NestedField(2, "s", struct))
+    t = catalog(tmp_path).create_table(
+        "ns.t",
+        schema,
+        properties={"format-version": "2", "write.format.default": file_format},
+    )
+    rows: list[dict[str, Any]] = [
+        {"k": 1, "s": {"id": 10, "tag": "a"}},
+        {"k": 2, "s": {"id": 20, "tag": "b"}},
+        {"k": 3, "s": None},
+        {"k": 4, "s": {"id": None, "tag": "c"}},
+        {"k": 5, "s": {"id": 30, "tag": "d"}},
+    ]
+    t.append(pa.Table.from_pylist(rows, schema=schema_to_arrow(schema)))
+    sub = schema_to_arrow(Schema(NestedField(2, "s", StructType(NestedField(3, "id", LongType())))))
+    keys = pa.Table.from_pylist([{"s": {"id": 20}}, {"s": {"id": None}}], schema=sub)
+    t = _add_eq_deletes(t.refresh(), "eq", keys, "parquet", [3])
+    before = sorted(t.scan().to_arrow()["k"].to_pylist())
+    assert before == [1, 5]
+    with t.update_schema() as u:
+        u.delete_column(dropped)
+    t = t.refresh()
+    assert sorted(t.scan().to_arrow()["k"].to_pylist()) == before
+    assert t.scan().count() == len(before)
+    t.rewrite_data_files(min_input_files=1)
+    assert sorted(t.refresh().scan().to_arrow()["k"].to_pylist()) == before
+
+
+def _keys(name: str, field_id: int, values: pa.Array) -> pa.Table:
+    field = pa.field(name, values.type, metadata={b"PARQUET:field_id": str(field_id).encode()})
+    return pa.table([values], schema=pa.schema([field]))
+
+
+_DAY_US = 86_400_000_000
+
+
+@pytest.mark.parametrize("data_format", ["parquet", "orc"])
+@pytest.mark.parametrize(
+    ("table_type", "stored"),
+    [
+        (pa.timestamp("us"), pa.timestamp("ns")),
+        (pa.timestamp("us", tz="UTC"), pa.timestamp("ns", tz="UTC")),
+        (pa.timestamp("us"), pa.timestamp("ms")),
+        (pa.time64("us"), pa.int64()),  # ORC: an Iceberg time as a long of microseconds
+    ],
+)
+def test_equality_delete_keys_stored_as_another_unit(
+    tmp_path: Path, data_format: str, table_type: pa.DataType, stored: pa.DataType
+) -> None:
+    """Equality delete files whose key column is stored as another physical type than the
+    table's (ORC: timestamps in nanoseconds, times as longs; Parquet TIMESTAMP(MILLIS)) are
+    converted as data files are, so they match, also mixed with files of the table's type.
+    Such files made the table unreadable ("not comparable", "disagree on the types")."""
+    step = 3_600_000_000 if pa.types.is_time(table_type) else _DAY_US
+    micros = [i * step for i in range(4)]
+    data = pa.table(
+        {"id": pa.array(range(4), pa.int64()), "k": pa.array(micros, pa.int64()).cast(table_type)}
+    )
+    t = catalog(tmp_path).create_table(
+        "ns.t", data.schema, properties={"format-version": "2", "write.format.default": data_format}
+    )
+    t.append(data)
+    t = t.refresh()
+    per_unit = {"ns": 1000, "ms": 1 / 1000}.get(getattr(stored, "unit", "us"), 1)
+    other = pa.array([int(micros[1] * per_unit)], pa.int64()).cast(stored)
+    delete_format = "parquet" if stored == pa.timestamp("ms") else "orc"
+    t = _add_eq_deletes(t, "other", _keys("k", 2, other), delete_format, [2])
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [0, 2, 3]
+    own = pa.array([micros[2]], pa.int64()).cast(table_type)
+    t = _add_eq_deletes(t, "own", _keys("k", 2, own), "avro", [2])
+    assert sorted(t.scan().to_arrow()["id"].to_pylist()) == [0, 3]
+    assert sorted(t.scan(selected_fields=("id", "_pos")).to_arrow()["id"].to_pylist()) == [0, 3]
+
+
+def test_equality_delete_key_finer_than_the_table_is_refused(tmp_path: Path) -> None:
+    """An ORC delete key in nanoseconds that is no whole microsecond is refused for a
+    microsecond column, as a data file's value would be (never rounded into another key)."""
+    data = pa.table({"id": [0, 1], "k": pa.array([0, 1000], pa.timestamp("us"))})
+    t = catalog(tmp_path).create_table("ns.t", data.schema, properties={"format-version": "2"})
+    t.append(data)
+    keys = _keys("k", 2, pa.array([1_000_001], pa.timestamp("ns")))
+    t = _add_eq_deletes(t.refresh(), "eq", keys, "orc", [2])
+    with pytest.raises(ValidationError, match="would lose data"):
+        t.scan().to_arrow()

@@ -8,6 +8,7 @@ id (``"<id>"``), so a column renamed or dropped later in the table still matches
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -19,7 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe import _native
-from icefloe.arrow_schema import apply_name_mapping, field_id_of, has_field_ids
+from icefloe._identity_memo import IdentityMemo
+from icefloe.arrow_schema import apply_name_mapping, field_id_of, has_field_ids, type_to_arrow
 from icefloe.deletes import DeletionVector, EqualityDeleteSet, PositionDeleteIndex
 from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
 from icefloe.io import FileIO
@@ -33,15 +35,117 @@ from icefloe.read.parquet_file import (
     open_checked,
     open_file,
 )
+from icefloe.read.projection import project_field
 from icefloe.scan.tasks import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
     DeleteContent,
     DeleteFileRef,
     FileScanTask,
+    ReadOptions,
 )
+from icefloe.types import NestedField, StructType
 
-__all__ = ["DeleteCache", "TaskDeletes", "open_file", "preload_position_deletes"]
+__all__ = [
+    "DeleteCache",
+    "TaskDeletes",
+    "dropped_field",
+    "equality_field",
+    "open_file",
+    "preload_position_deletes",
+]
+
+#: Fields of equality delete columns worked out once per scan, by read options object.
+_FIELDS = IdentityMemo(256)
+
+
+def dropped_field(
+    options: ReadOptions, field_id: int
+) -> tuple[NestedField, tuple[str, ...]] | None:
+    """The field ``field_id`` that the scan's schema no longer has, as the newest of the
+    table's schemas holding it defines it: the top-level field holding it, pruned to the path
+    down to it, and the names of that path below the top level (empty for a top-level field).
+    None when no schema of ``options.schemas`` holds it. Worked out once per scan."""
+    return _FIELDS.get((options,), ("dropped", field_id), partial(_dropped, options, field_id))
+
+
+def _dropped(options: ReadOptions, field_id: int) -> tuple[NestedField, tuple[str, ...]] | None:
+    for schema in sorted(options.schemas, key=lambda s: s.schema_id, reverse=True):
+        if field_id not in schema.field_ids:
+            continue
+        chain = [*schema.ancestors(field_id), schema.find_field(field_id)]
+        field = chain[-1]
+        for parent in reversed(chain[:-1]):
+            if not isinstance(parent.field_type, StructType):
+                raise ValidationError(
+                    f"equality delete field id {field_id} is not a column or a field of structs"
+                )
+            field = dataclasses.replace(parent, field_type=StructType(field))
+        return field, tuple(f.name for f in chain[1:])
+    return None
+
+
+def equality_field(options: ReadOptions, field_id: int) -> NestedField | None:
+    """The field an equality delete column ``field_id`` is compared as: the scan schema's, or
+    for a field it no longer has, the one :func:`dropped_field` finds (None: neither)."""
+    if field_id in options.schema.field_ids:
+        return options.schema.find_field(field_id)
+    found = dropped_field(options, field_id)
+    if found is None:
+        return None
+    field = found[0]
+    for _ in found[1]:
+        assert isinstance(field.field_type, StructType)
+        field = field.field_type.fields[0]
+    return field
+
+
+def _equality_fields(
+    options: ReadOptions, ids: set[int]
+) -> tuple[dict[str, NestedField], tuple[tuple[str, str], ...]]:
+    """The fields of equality delete columns ``ids`` (see :func:`equality_field`) by column
+    name (the id as text), and their names and types; worked out once per scan."""
+
+    def build() -> tuple[dict[str, NestedField], tuple[tuple[str, str], ...]]:
+        fields = {}
+        for fid in sorted(ids):
+            field = equality_field(options, fid)
+            if field is not None:
+                fields[str(fid)] = field
+        return fields, tuple((k, str(f.field_type)) for k, f in fields.items())
+
+    return _FIELDS.get((options,), ("fields", frozenset(ids)), build)
+
+
+def _converted(src: pa.DataType, target: pa.DataType) -> bool:
+    """Whether a delete file's key column of Arrow type ``src`` is converted to the table's
+    ``target`` before matching: timestamps and times of another unit (ORC stores timestamps
+    in nanoseconds, some Parquet writers in milliseconds) and times stored as integers (ORC
+    stores an Iceberg time as a long of microseconds), as their data files are read."""
+    if src == target:
+        return False
+    if pa.types.is_timestamp(target):
+        return bool(pa.types.is_timestamp(src))
+    if pa.types.is_time(target):
+        return bool(pa.types.is_time(src) or pa.types.is_integer(src))
+    return False
+
+
+def _as_table_types(table: pa.Table, fields: dict[str, NestedField], path: str) -> pa.Table:
+    """``table`` (equality delete columns named by field id) with the columns whose type
+    :func:`_converted` says converted to the table's type, by the rules data files are read
+    with (exact conversions only: a value the table's type cannot hold is refused)."""
+    for i, f in enumerate(table.schema):
+        field = fields.get(f.name)
+        if field is None:
+            continue
+        target = type_to_arrow(field.field_type)
+        if not _converted(f.type, target):
+            continue
+        key = dataclasses.replace(field, required=False, initial_default=None)
+        col = project_field(table.column(i), key, table.num_rows, path, {})
+        table = table.set_column(i, pa.field(f.name, target, f.nullable), col)
+    return table
 
 
 class DeleteCache:
@@ -635,8 +739,11 @@ class TaskDeletes:
         delete_files: Sequence[DeleteFileRef],
         cache: DeleteCache,
         mapping: NameMapping | None,
+        options: ReadOptions | None = None,
     ) -> TaskDeletes:
-        """Reads (or takes from ``cache``) every delete file of the task."""
+        """Reads (or takes from ``cache``) every delete file of the task. With ``options``
+        (the scan's), equality delete columns stored as another unit of time or timestamp
+        than the table's (see :func:`_converted`) are converted to the table's type."""
         positions: DeletionVector | None = None
         eq_files: list[DeleteFileRef] = []
         for d in delete_files:
@@ -671,7 +778,11 @@ class TaskDeletes:
         equality: EqualityDeleteSet | None = None
         eq_ids: set[int] = set()
         if eq_files:
-            key = ("eqset", tuple(sorted(d.file_path for d in eq_files)))
+            for d in eq_files:
+                eq_ids.update(_equality_ids(d))
+            fields, types = ({}, ()) if options is None else _equality_fields(options, eq_ids)
+            # the types keys are converted to belong to the set (another scan's may differ)
+            key = ("eqset", tuple(sorted(d.file_path for d in eq_files)), types)
 
             def build() -> EqualityDeleteSet:
                 tables = []
@@ -682,12 +793,9 @@ class TaskDeletes:
                             f"{d.file_format}"
                         )
                     read = _read_equality_deletes if d.file_format == "parquet" else _read_whole_eq
-                    tables.append(
-                        cache.get(("eq", d.file_path), partial(read, io, d, mapping, cache))
-                    )
+                    table = cache.get(("eq", d.file_path), partial(read, io, d, mapping, cache))
+                    tables.append(_as_table_types(table, fields, d.file_path))
                 return _shared_equality_set(cache, tables, [d.file_path for d in eq_files])
 
             equality = cache.get(key, build)
-            for d in eq_files:
-                eq_ids.update(_equality_ids(d))
         return TaskDeletes(positions, equality, tuple(sorted(eq_ids)))

@@ -391,6 +391,7 @@ def native_batches(
         cache,
         options.name_mapping,
         streamed=[streamed_task(t) for t in tasks],
+        options=options,
     )
     window = _stream_window(decoded, workers if together else 1)
     return _batches(tasks, window, fallback, width if extra else None)
@@ -537,6 +538,7 @@ def decode_chunks(
     positions: bool = False,
     streamed: Sequence[bool] = (),
     selection: _native.RowSelection | None = None,
+    options: ReadOptions | None = None,
 ) -> Generator[tuple[int, Decoded], None, None]:
     """(index of the first task, what :func:`icefloe._native.parquet_read_files` gave for each
     task) a chunk of tasks at a time, the next chunk decoded while the caller takes one; the
@@ -544,14 +546,15 @@ def decode_chunks(
     (positions, equality deletes on the columns of ``field_ids``) dropped in the decode. A
     task flagged in ``streamed`` is a chunk of its own, given as the stream
     :func:`icefloe._native.parquet_open_stream` opened (or None). With a ``selection``, the
-    batches hold only the positions of the live rows it selects."""
+    batches hold only the positions of the live rows it selects. ``options`` (the scan's) gives
+    the types equality delete keys are compared as (see :meth:`TaskDeletes.load`)."""
     rows = [t.data_file.record_count for t in tasks]
 
     def load(task: FileScanTask) -> TaskDeletes | None:
         if not task.delete_files:
             return None
         path = task.data_file.file_path
-        return TaskDeletes.load(io, path, task.delete_files, cache, name_mapping)
+        return TaskDeletes.load(io, path, task.delete_files, cache, name_mapping, options)
 
     def decode(span: tuple[int, int]) -> Decoded:
         a, b = span

@@ -33,7 +33,7 @@ from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import WHOLE_READ_BYTES, FileIO
 from icefloe.read.avro_file import AvroFile
-from icefloe.read.deletes import DeleteCache, TaskDeletes
+from icefloe.read.deletes import DeleteCache, TaskDeletes, dropped_field
 from icefloe.read.orc_file import OrcFile
 from icefloe.read.parquet_file import (
     DECODE_ERRORS,
@@ -283,7 +283,7 @@ class _TaskReader:
             # ORC and Avro files are read whole, by the split that starts at their first byte.
             return
         deletes = TaskDeletes.load(
-            self.io, self.path, task.delete_files, self.cache, options.name_mapping
+            self.io, self.path, task.delete_files, self.cache, options.name_mapping, options
         )
         if self._handle is None:
             size = task.data_file.file_size_in_bytes or None
@@ -319,13 +319,16 @@ class _TaskReader:
         work, work_arrow = _memo(
             options, ("work", tuple(sorted(extra_ids))), partial(_work_schema, options, extra_ids)
         )
-        dropped_eq = [i for i in deletes.equality_ids if i not in table_ids]
-        for i in dropped_eq:
-            if columns.top_level(i) is None:
+        # Equality delete fields the table dropped still apply (spec): read as the newest
+        # schema holding them defines them, from the top-level column holding them.
+        dropped = {i: dropped_field(options, i) for i in deletes.equality_ids if i not in table_ids}
+        for i, found in dropped.items():
+            if found is None and columns.top_level(i) is None:
                 raise ValidationError(
                     f"data file {self.path} has no column for equality delete field id {i}, "
-                    "which the table schema no longer has"
+                    "which no schema of the table has"
                 )
+        dropped_eq = [i if found is None else found[0].field_id for i, found in dropped.items()]
 
         meta_fields, out_schema = _memo(
             options, ("out", self.spec_id), partial(_out_schema, options, self.spec_id)
@@ -453,8 +456,20 @@ class _TaskReader:
                 project_field(file_col(f.field_id), f, n, self.path, constants) for f in work.fields
             ]
             wb = _make_batch(work_cols, work_arrow, n)
+
+            def dropped_col(fid: int, file_col: Any = file_col, n: int = n) -> pa.Array:
+                found = dropped.get(fid)
+                if found is None:
+                    # no schema of the options holds it: the file's top-level column as stored
+                    return file_col(fid)
+                top, names = found
+                arr = project_field(file_col(top.field_id), top, n, self.path, constants)
+                for _ in names:  # each struct of the pruned path holds one field
+                    arr = pc.struct_field(arr, [0])
+                return arr
+
             keep = self._keep_mask(
-                deletes, wb, work, file_col, base, n, early is None, eq_early is None
+                deletes, wb, work, dropped_col, base, n, early is None, eq_early is None
             )
             out_cols: list[pa.Array] = []
             for f in projected.fields:
@@ -531,14 +546,15 @@ class _TaskReader:
         deletes: TaskDeletes,
         wb: pa.RecordBatch,
         work: Schema,
-        file_col: Any,
+        dropped_col: Callable[[int], pa.Array],
         base: int,
         n: int,
         positions: bool = True,
         equality: bool = True,
     ) -> pa.Array | None:
         """The keep-mask of the batch: equality deletes and deleted positions, unless they
-        were already dropped (``equality``, ``positions`` false)."""
+        were already dropped (``equality``, ``positions`` false). ``dropped_col`` gives the
+        column of an equality field the table dropped."""
         keep: pa.Array | None = None
         if positions and deletes.positions is not None:
             keep = deletes.positions.keep_mask(base, n)
@@ -548,8 +564,7 @@ class _TaskReader:
                 if fid in work.field_ids:
                     arrays.append(_column_by_id(wb, work, fid))
                 else:
-                    arr = file_col(fid)
-                    arrays.append(arr if arr is not None else pa.nulls(n))
+                    arrays.append(dropped_col(fid))
             eq_batch = pa.RecordBatch.from_arrays(
                 arrays, names=[str(i) for i in deletes.equality_ids]
             )

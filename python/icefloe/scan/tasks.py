@@ -172,7 +172,10 @@ class ReadOptions:
     its ancestors); ``None`` projects every column. ``metadata_columns`` are names from
     :data:`METADATA_COLUMNS`, appended after the data columns in the order given.
     ``partition_type`` fixes the type of ``_partition`` (a planner passes the union over specs);
-    by default it is the task spec's partition type.
+    by default it is the task spec's partition type. ``schemas`` are the table's schemas (its
+    metadata's ``schemas``): an equality delete on a field that ``schema`` no longer has (a
+    dropped column, or a dropped field of a struct) takes the field's type and initial default
+    from the newest of them holding it, and still applies.
     """
 
     schema: Schema
@@ -183,8 +186,10 @@ class ReadOptions:
     metadata_columns: tuple[str, ...] = ()
     partition_type: IcebergType | None = None
     format_version: int = 2
+    schemas: tuple[Schema, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "schemas", tuple(self.schemas))
         if self.projected_field_ids is not None:
             object.__setattr__(self, "projected_field_ids", tuple(self.projected_field_ids))
             ids = self.schema.field_ids

@@ -69,6 +69,7 @@ def _options(table: Table, field_ids: tuple[int, ...], metadata: tuple[str, ...]
         name_mapping=NameMapping.from_json(json.loads(text)) if text else None,
         metadata_columns=metadata,
         format_version=md.format_version,
+        schemas=md.schemas,
     )
 
 

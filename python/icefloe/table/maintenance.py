@@ -706,6 +706,7 @@ def rewrite_data_files(
                         specs=specs,
                         name_mapping=mapping,
                         cache=cache,
+                        schemas=md.schemas,
                         lineage=lineage,
                     )
 

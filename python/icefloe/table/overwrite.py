@@ -170,6 +170,7 @@ def plan_overwrite(
         case_sensitive=case_sensitive,
         metadata_columns=lineage,
         format_version=version,
+        schemas=metadata.schemas,
     )
     arrow_filter = bound
     removed: set[str] = set()

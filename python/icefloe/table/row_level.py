@@ -214,6 +214,7 @@ def _delete_delta(
             bound,
             specs=ctx.specs,
             name_mapping=ctx.mapping,
+            schemas=ctx.metadata.schemas,
             cache=cache,
         )
 
@@ -258,6 +259,7 @@ def _delete_delta(
                     bound,
                     specs=ctx.specs,
                     name_mapping=ctx.mapping,
+                    schemas=ctx.metadata.schemas,
                     cache=ctx.cache,
                     lineage=ctx.version >= 3,
                 ),
@@ -378,6 +380,7 @@ def _count_live(ctx: RowContext, task: FileScanTask) -> int:
             AlwaysTrue(),
             specs=ctx.specs,
             name_mapping=ctx.mapping,
+            schemas=ctx.metadata.schemas,
             cache=ctx.cache,
         )
     )
@@ -496,6 +499,7 @@ def upsert(
                 keys,
                 specs=ctx.specs,
                 name_mapping=ctx.mapping,
+                schemas=ctx.metadata.schemas,
                 cache=cache,
                 with_row_ids=lineage,
             )
@@ -566,6 +570,7 @@ def _rows_without_keys(
         AlwaysFalse(),
         specs=ctx.specs,
         name_mapping=ctx.mapping,
+        schemas=ctx.metadata.schemas,
         cache=ctx.cache,
         lineage=lineage,
     ):

@@ -329,6 +329,7 @@ class TableScan:
             case_sensitive=self.case_sensitive,
             metadata_columns=tuple(self._metadata_names()),
             format_version=md.format_version,
+            schemas=tuple(md.schemas),
         )
 
     # -- planning -------------------------------------------------------------------------------

@@ -110,11 +110,13 @@ def _options(
     name_mapping: NameMapping | None,
     metadata_columns: tuple[str, ...],
     format_version: int,
+    schemas: tuple[Schema, ...] = (),
 ) -> ReadOptions:
     """Read options, the same object for the same arguments: the reader memoizes the schemas
-    it derives per options object, which the tasks of one operation then share."""
+    it derives per options object, which the tasks of one operation then share. ``schemas``:
+    the table's (equality deletes on fields it dropped still apply, see :class:`ReadOptions`)."""
     return _OPTIONS.get(
-        (schema, specs, name_mapping),
+        (schema, specs, name_mapping, schemas),
         (projected, metadata_columns, format_version),
         lambda: ReadOptions(
             schema,
@@ -123,6 +125,7 @@ def _options(
             name_mapping=name_mapping,
             metadata_columns=metadata_columns,
             format_version=format_version,
+            schemas=schemas,
         ),
     )
 
@@ -136,6 +139,7 @@ def matching_positions(
     specs: Mapping[int, PartitionSpec] | None = None,
     name_mapping: NameMapping | None = None,
     cache: DeleteCache | None = None,
+    schemas: tuple[Schema, ...] = (),
 ) -> pa.Array:
     """Positions (int64, ascending) of the rows of ``task``'s data file that are live (not
     deleted by the task's deletes) and match ``bound_filter``. Rows where the filter is null
@@ -143,7 +147,7 @@ def matching_positions(
     if bound_filter is AlwaysFalse():
         return _EMPTY_POSITIONS
     whole = replace_task(task, residual=bound_filter, start=0, length=None)
-    options = _options(schema, (), specs or _NO_SPECS, name_mapping, (POS,), 2)
+    options = _options(schema, (), specs or _NO_SPECS, name_mapping, (POS,), 2, schemas)
     arrays = [b.column(0) for b in read_task(io, whole, options, cache)]
     if not arrays:
         return _EMPTY_POSITIONS
@@ -188,6 +192,7 @@ def surviving_rows(
     specs: Mapping[int, PartitionSpec] | None = None,
     name_mapping: NameMapping | None = None,
     cache: DeleteCache | None = None,
+    schemas: tuple[Schema, ...] = (),
     lineage: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """The live rows of ``task``'s data file that do not match ``bound_filter`` (null counts as
@@ -195,7 +200,8 @@ def surviving_rows(
     ``_last_updated_sequence_number`` appended (null when the table has no row lineage)."""
     whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
     meta = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER) if lineage else ()
-    options = _options(schema, None, specs or _NO_SPECS, name_mapping, meta, 3 if lineage else 2)
+    version = 3 if lineage else 2
+    options = _options(schema, None, specs or _NO_SPECS, name_mapping, meta, version, schemas)
     expr = None if bound_filter is AlwaysFalse() else bound_filter
     for batch in read_task(io, whole, options, cache):
         if expr is None:
@@ -407,6 +413,7 @@ def matching_key_positions(
     specs: Mapping[int, PartitionSpec] | None = None,
     name_mapping: NameMapping | None = None,
     cache: DeleteCache | None = None,
+    schemas: tuple[Schema, ...] = (),
     with_row_ids: bool = False,
 ) -> pa.Table:
     """The live rows of ``task``'s data file whose key is in ``keys``: a table of the join
@@ -414,7 +421,7 @@ def matching_key_positions(
     ids = _join_ids(schema, keys)
     meta = (POS, ROW_ID) if with_row_ids else (POS,)
     whole = replace_task(task, residual=AlwaysTrue(), start=0, length=None)
-    options = _options(schema, tuple(ids), specs or _NO_SPECS, name_mapping, meta, 3)
+    options = _options(schema, tuple(ids), specs or _NO_SPECS, name_mapping, meta, 3, schemas)
     parts = []
     for batch in read_task(io, whole, options, cache):
         hit = keys.match_mask(batch)
