@@ -325,6 +325,8 @@ def test_postgresql_refusals_are_typed_and_final(postgres_uri: str, tmp_path: Pa
         SqlCatalog(name, uri=postgres_uri + "?colour=blue", warehouse=warehouse)
     with pytest.raises(ValidationError, match="invalid sslmode value"):
         SqlCatalog(name, uri=postgres_uri + "?sslmode=sometimes", warehouse=warehouse)
+    with pytest.raises(ValidationError, match="bad value for connect_timeout"):  # psycopg's check
+        SqlCatalog(name, uri=postgres_uri + "?connect_timeout=abc", warehouse=warehouse)
     missing = postgres_uri.replace("//icefloe@", f"//nobody_{name}_x@")
     with pytest.raises(UnauthorizedError, match="does not exist"):
         SqlCatalog(name, uri=missing, warehouse=warehouse)

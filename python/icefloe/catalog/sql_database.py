@@ -119,7 +119,9 @@ _LOGIN_REFUSED = re.compile(
 )
 #: libpq on the URI's options ("invalid connection option", "invalid sslmode value", possibly
 #: after "connection is bad: ")
-_BAD_SETTINGS = re.compile(r"\binvalid connection option\b|\binvalid \w+ value\b")
+_BAD_SETTINGS = re.compile(
+    r"\binvalid connection option\b|\binvalid \w+ value\b|\bbad value for \w+"
+)
 
 
 def privilege_refused(exc: SQLAlchemyError) -> bool:
