@@ -377,3 +377,51 @@ def test_variant_bytes_may_be_any_bytes_like() -> None:
     v = variant.from_python({"a": 1})
     assert variant.to_python(bytearray(v.metadata), memoryview(v.value)) == {"a": 1}
     assert variant.Variant(bytearray(v.metadata), v.value) == v
+
+
+def test_numpy_integers_are_snapshot_ids_and_times(tmp_path: Path) -> None:
+    """Ids read from a table with ``to_numpy()`` are numpy integers: every snapshot-id and
+    epoch-millisecond argument takes them as Python ints (they were refused, and where a
+    check let one through, the metadata JSON could not hold it); bools and floats are still
+    refused."""
+    import json
+
+    import numpy as np
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA, format_version=2)
+    for i in range(3):
+        t.append(pa.table({"id": [i]}, schema=SCHEMA))
+    ids = t.inspect.snapshots().column("snapshot_id").to_numpy()
+    first, second, third = (ids[i] for i in range(3))
+    assert isinstance(first, np.int64)
+    when = np.int64(t.history()[1].timestamp_ms)
+    assert t.scan(snapshot_id=first).count() == 1
+    assert t.scan().with_snapshot(second).count() == 2
+    assert t.scan(as_of=when).count() == 2
+    assert t.snapshot_as_of(when).snapshot_id == int(second)
+    assert t.snapshot_by_id(first).snapshot_id == int(first)
+    assert t.inspect.files(snapshot_id=second).num_rows == 2
+    assert t.incremental_append_scan(first, third).count() == 2
+    assert t.changelog_scan(first).to_arrow().num_rows == 2
+    t.compute_statistics(snapshot_id=second)
+    with t.manage_snapshots() as ms:
+        ms.create_tag("tg", first)
+        ms.create_branch("b", first)
+    with t.manage_snapshots() as ms:
+        ms.replace_branch("b", second)
+        ms.rollback_to(second)
+    with t.manage_snapshots() as ms:
+        ms.set_current_snapshot(third)
+    t.manage_snapshots().remove_tag("tg").commit()
+    assert t.expire_snapshots(snapshot_ids=[first]).snapshot_ids == (int(first),)
+    t = cat.load_table("db.t")
+    assert t.refs()["b"].snapshot_id == int(second) and t.scan().count() == 3
+    assert type(t.refs()["b"].snapshot_id) is int
+    json.loads((tmp_path / "wh").joinpath(t.metadata_location.split("/wh/", 1)[1]).read_text())
+    for bad in (True, 1.0, np.float64(1.0)):
+        with pytest.raises(ValidationError, match="integer"):
+            t.scan(snapshot_id=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="integer"):
+            t.manage_snapshots().rollback_to(bad)  # type: ignore[arg-type]

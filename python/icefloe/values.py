@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import operator
 import uuid as _uuid
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -84,10 +85,34 @@ _EPOCH_TZ = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _Physical = bool | int | float | str | bytes
 
 
+def integer_arg(value: object) -> int | None:
+    """``value`` as a Python ``int`` when it is an integer: an ``int`` or another integral
+    type (numpy's, as ``to_numpy()`` gives ids read from a table); None for anything else,
+    bools included."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def snapshot_id_arg(value: object, what: str = "snapshot_id") -> int:
+    """A snapshot id argument as a Python ``int`` (:func:`integer_arg`); anything else is a
+    :class:`ValidationError` naming ``what``."""
+    out = integer_arg(value)
+    if out is None:
+        raise ValidationError(f"{what} must be an integer, got {value!r}")
+    return out
+
+
 def epoch_ms(value: object, what: str) -> int:
-    """``value`` (a ``datetime``, naive ones being UTC, or epoch milliseconds) as epoch
-    milliseconds; anything else is a :class:`ValidationError` naming ``what``."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    """``value`` (a ``datetime``, naive ones being UTC, or epoch milliseconds, any integral
+    type) as epoch milliseconds; anything else is a :class:`ValidationError` naming
+    ``what``."""
+    as_int = integer_arg(value)
+    if as_int is not None:
+        value = as_int
         if not -(2**63) <= value < 2**63:
             raise ValidationError(
                 f"{what} must be epoch milliseconds that fit a 64-bit long, got {value!r}"

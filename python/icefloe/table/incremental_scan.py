@@ -33,6 +33,7 @@ from icefloe.scan.manifests import planning_manifest_list, read_entries, reader,
 from icefloe.scan.planner import Plan
 from icefloe.schema import Schema
 from icefloe.table.scan import TableScan
+from icefloe.values import integer_arg
 
 __all__ = [
     "IncrementalAppendScan",
@@ -58,9 +59,10 @@ def snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int |
         if ref.is_branch:
             raise ValidationError(f"{what}: {value!r} is a branch, not a tag")
         return ref.snapshot_id
-    if isinstance(value, bool) or not isinstance(value, int):
+    out = integer_arg(value)
+    if out is None:
         raise ValidationError(f"{what} must be a snapshot id or a tag name, got {value!r}")
-    return value
+    return out
 
 
 def range_args(

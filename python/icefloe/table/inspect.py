@@ -42,7 +42,7 @@ from icefloe.types import (
     TimestamptzNanoType,
     TimestamptzType,
 )
-from icefloe.values import from_bytes
+from icefloe.values import from_bytes, snapshot_id_arg
 from icefloe.write.files import manifest_arrow_schema
 from icefloe.write.partition_names import human_partition_value
 
@@ -241,8 +241,7 @@ class InspectTable:
         """The snapshot ``snapshot_id`` (default: the current one, None for an empty table)."""
         if snapshot_id is None:
             return self._meta.current_snapshot()
-        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
-            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+        snapshot_id = snapshot_id_arg(snapshot_id)
         s = self._meta.snapshot_by_id(snapshot_id)
         if s is None and self._load_every_snapshot():
             s = self._meta.snapshot_by_id(snapshot_id)

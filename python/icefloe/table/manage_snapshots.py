@@ -36,7 +36,7 @@ from icefloe.metadata import (
 )
 from icefloe.table.cherry_pick import SOURCE_SNAPSHOT_ID, CherryPick
 from icefloe.table.pending import PendingUpdate
-from icefloe.values import epoch_ms
+from icefloe.values import epoch_ms, integer_arg
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
@@ -50,9 +50,10 @@ _TAG = "tag"
 def check_snapshot_id(snapshot_id: object) -> int:
     """``snapshot_id`` when it is an integer (not a bool); a :class:`ValidationError` naming
     the type otherwise."""
-    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+    out = integer_arg(snapshot_id)
+    if out is None:
         raise ValidationError(f"a snapshot id is an integer, got {snapshot_id!r}")
-    return snapshot_id
+    return out
 
 
 def _check_ref_name(name: object) -> None:
@@ -166,7 +167,7 @@ class ManageSnapshots(PendingUpdate):
                 snapshot_id = producer.snapshot_id
             else:
                 snapshot_id = current.snapshot_id
-        self._snapshot(snapshot_id)
+        snapshot_id = self._snapshot(snapshot_id).snapshot_id  # an int, whatever was given
         self._set(
             name,
             SnapshotRef(
@@ -181,7 +182,7 @@ class ManageSnapshots(PendingUpdate):
         """Tag a snapshot."""
         if self._ref(name) is not None:
             raise ValidationError(f"cannot create tag {name!r}: a ref with that name exists")
-        self._snapshot(snapshot_id)
+        snapshot_id = self._snapshot(snapshot_id).snapshot_id  # an int, whatever was given
         _positive(max_ref_age_ms, "max-ref-age-ms")
         self._set(name, SnapshotRef(snapshot_id, _TAG, None, None, max_ref_age_ms))
         return self
@@ -217,14 +218,14 @@ class ManageSnapshots(PendingUpdate):
     def replace_branch(self, name: str, snapshot_id: int) -> ManageSnapshots:
         """Point an existing branch at any snapshot (retention settings are kept)."""
         ref = self._existing(name, _BRANCH)
-        self._snapshot(snapshot_id)
+        snapshot_id = self._snapshot(snapshot_id).snapshot_id  # an int, whatever was given
         self._set(name, _with_snapshot(ref, snapshot_id))
         return self
 
     def replace_tag(self, name: str, snapshot_id: int) -> ManageSnapshots:
         """Point an existing tag at another snapshot."""
         ref = self._existing(name, _TAG)
-        self._snapshot(snapshot_id)
+        snapshot_id = self._snapshot(snapshot_id).snapshot_id  # an int, whatever was given
         self._set(name, _with_snapshot(ref, snapshot_id))
         return self
 
@@ -297,13 +298,13 @@ class ManageSnapshots(PendingUpdate):
 
     def set_current_snapshot(self, snapshot_id: int) -> ManageSnapshots:
         """Make any kept snapshot the current one (``main`` moves to it)."""
-        self._snapshot(snapshot_id)
+        snapshot_id = self._snapshot(snapshot_id).snapshot_id  # an int, whatever was given
         self._set_main(snapshot_id)
         return self
 
     def rollback_to(self, snapshot_id: int) -> ManageSnapshots:
         """Roll ``main`` back to one of its ancestors."""
-        self._snapshot(snapshot_id)
+        snapshot_id = self._snapshot(snapshot_id).snapshot_id  # an int, whatever was given
         current = self._tx.metadata.current_snapshot()
         ancestors = (
             {s.snapshot_id for s in self._ancestors(current.snapshot_id)}

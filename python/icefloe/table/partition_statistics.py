@@ -62,7 +62,7 @@ _ADDED, _DELETED = 1, 2
 
 
 def _snapshot(metadata: TableMetadata, snapshot_id: int | None) -> Snapshot:
-    check_optional_snapshot_id(snapshot_id)
+    snapshot_id = check_optional_snapshot_id(snapshot_id)
     snap = (
         metadata.current_snapshot() if snapshot_id is None else metadata.snapshot_by_id(snapshot_id)
     )

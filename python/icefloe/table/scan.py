@@ -66,7 +66,7 @@ from icefloe.scan.tasks import (
     ReadOptions,
 )
 from icefloe.schema import Schema
-from icefloe.values import epoch_ms
+from icefloe.values import epoch_ms, snapshot_id_arg
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,10 +131,8 @@ class TableScan:
         ]
         if len(chosen) > 1:
             raise ValidationError(f"choose one of snapshot_id, ref and as_of, got {chosen}")
-        if snapshot_id is not None and (
-            isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)
-        ):
-            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+        if snapshot_id is not None:
+            snapshot_id = snapshot_id_arg(snapshot_id)
         if ref is not None and not isinstance(ref, str):
             raise ValidationError(f"ref must be a branch or tag name, got {ref!r}")
         if limit is not None and (
@@ -221,8 +219,7 @@ class TableScan:
 
     def with_snapshot(self, snapshot_id: int) -> TableScan:
         """A copy reading snapshot ``snapshot_id``."""
-        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
-            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+        snapshot_id = snapshot_id_arg(snapshot_id)
         copy = self._copy(snapshot_id=snapshot_id, ref=None, as_of=None)
         copy.snapshot()  # raises NoSuchSnapshotError (after loading every snapshot)
         return copy

@@ -34,6 +34,7 @@ from icefloe.types import (
     UnknownType,
     VariantType,
 )
+from icefloe.values import snapshot_id_arg
 from icefloe.write.statistics import THETA_SKETCH_V1, check_codec, write_statistics_file
 
 if TYPE_CHECKING:
@@ -60,17 +61,15 @@ def _sketchable(t: IcebergType) -> bool:
     return t.is_primitive and not isinstance(t, _NO_SKETCH)
 
 
-def check_optional_snapshot_id(snapshot_id: object) -> None:
-    """A :class:`ValidationError` unless ``snapshot_id`` is None or an integer (not a bool)."""
-    if snapshot_id is not None and (
-        isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)
-    ):
-        raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+def check_optional_snapshot_id(snapshot_id: object) -> int | None:
+    """``snapshot_id`` as a Python ``int`` (numpy integers too) or None; a
+    :class:`ValidationError` for anything else."""
+    return None if snapshot_id is None else snapshot_id_arg(snapshot_id)
 
 
 def _snapshot_schema(metadata: TableMetadata, snapshot_id: int | None) -> tuple[int, int, Schema]:
     """(snapshot id, sequence number, schema) of the chosen snapshot (default: current)."""
-    check_optional_snapshot_id(snapshot_id)
+    snapshot_id = check_optional_snapshot_id(snapshot_id)
     snap = (
         metadata.current_snapshot() if snapshot_id is None else metadata.snapshot_by_id(snapshot_id)
     )
@@ -290,7 +289,7 @@ def _newest_on_ancestry(
 
 def statistics_status(metadata: TableMetadata, snapshot_id: int | None = None) -> StatisticsStatus:
     """The :class:`StatisticsStatus` of ``snapshot_id`` (default: current)."""
-    check_optional_snapshot_id(snapshot_id)
+    snapshot_id = check_optional_snapshot_id(snapshot_id)
     if snapshot_id is None:
         snap = metadata.current_snapshot()
         if snap is None:

@@ -21,6 +21,7 @@ from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, Table
 from icefloe.table.committer import Committer, Identifier
 from icefloe.table.transaction import Transaction, UpdateProperties
 from icefloe.table_paths import metadata_file_order
+from icefloe.values import snapshot_id_arg
 
 if TYPE_CHECKING:
     import datetime
@@ -238,8 +239,7 @@ class Table:
 
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
         """The snapshot with that id, if kept."""
-        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
-            raise ValidationError(f"snapshot_id must be an integer, got {snapshot_id!r}")
+        snapshot_id = snapshot_id_arg(snapshot_id)
         found = self.metadata.snapshot_by_id(snapshot_id)
         if found is None and self.load_every_snapshot():
             found = self.metadata.snapshot_by_id(snapshot_id)
