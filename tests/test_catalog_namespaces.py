@@ -143,8 +143,30 @@ def test_a_level_with_a_dot_does_not_stand_for_a_nested_namespace(catalog: Catal
         catalog.load_table(("al.b", "t"))
     with pytest.raises(NoSuchNamespaceError):
         catalog.drop_namespace(dotted)
+    # nor do listing, dropping and renaming reach its tables and views (they dropped, moved
+    # and listed the entries of ("al", "b"))
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.list_tables(dotted)
+    with pytest.raises(NoSuchTableError):
+        catalog.drop_table(("al.b", "t"))
+    if not isinstance(catalog, HadoopCatalog):  # which cannot rename tables
+        with pytest.raises(NoSuchTableError):
+            catalog.rename_table(("al.b", "t"), ("al", "b", "moved"))
+    if catalog.keeps_views:
+        from icefloe.exceptions import NoSuchViewError
+
+        catalog.create_view(
+            ("al", "b", "v"), "select 1", pa.schema([("id", pa.int64())]), dialect="spark"
+        )
+        with pytest.raises(NoSuchNamespaceError):
+            catalog.list_views(dotted)
+        with pytest.raises(NoSuchViewError):
+            catalog.drop_view(("al.b", "v"))
+        with pytest.raises(NoSuchViewError):
+            catalog.rename_view(("al.b", "v"), ("al", "b", "w"))
+        assert catalog.list_views(("al", "b")) == [("al", "b", "v")]
     assert _props(catalog, "al.b") == {"k": "v"}  # the dotted string names the nested one
-    assert catalog.table_exists(("al", "b", "t"))
+    assert catalog.list_tables(("al", "b")) == [("al", "b", "t")]
 
 
 def test_a_file_system_namespace_is_located_at_its_directory(tmp_path: Path) -> None:

@@ -510,12 +510,19 @@ class SqlCatalog(MetastoreCatalog):
             )
 
     # -- table pointers -------------------------------------------------------------------------
-    @database_errors
-    def _get_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> str:
+    @staticmethod
+    def _entry_key(identifier: Identifier, kind: str = TABLE_TYPE) -> tuple[str, str]:
+        """``(stored namespace, name)`` of a table or view; a namespace level holding a dot
+        names no entry (:class:`NoSuchTableError` / :class:`NoSuchViewError`): stored dotted,
+        ``("a.b", "t")`` would be the entry ``a.b.t`` of namespace ``("a", "b")``."""
         namespace, name = split_identifier(identifier)
         if any("." in p for p in namespace):
-            raise missing_entry(kind, identifier)  # stored dotted: it would name another
-        ns = ".".join(namespace)
+            raise missing_entry(kind, identifier)
+        return ".".join(namespace), name
+
+    @database_errors
+    def _get_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> str:
+        ns, name = self._entry_key(identifier, kind)
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(ICEBERG_TABLES.c.metadata_location).where(self._table_filter(ns, name, kind))
@@ -544,10 +551,10 @@ class SqlCatalog(MetastoreCatalog):
                     wait_ms = max(1, int(self._request_timeout * 1000 * 0.8))
                     conn.execute(text(f"SET LOCAL lock_timeout = {wait_ms}"))
                 for identifier in identifiers:
-                    namespace, name = split_identifier(identifier)
+                    ns, name = self._entry_key(identifier, kind)
                     row = conn.execute(
                         select(ICEBERG_TABLES.c.metadata_location)
-                        .where(self._table_filter(".".join(namespace), name, kind))
+                        .where(self._table_filter(ns, name, kind))
                         .with_for_update()
                     ).first()
                     if row is None or not row[0]:
@@ -563,7 +570,7 @@ class SqlCatalog(MetastoreCatalog):
         self, identifier: Identifier, metadata_location: str, kind: str = TABLE_TYPE
     ) -> None:
         namespace, name = split_identifier(identifier)
-        ns = ".".join(namespace)
+        ns = self._ns_string(namespace)  # a level with a dot names no namespace
         values: dict[str, Any] = {
             "catalog_name": self.name,
             "table_namespace": ns,
@@ -605,8 +612,7 @@ class SqlCatalog(MetastoreCatalog):
     def _swap_pointer(
         self, identifier: Identifier, expected: str, new: str, kind: str = TABLE_TYPE
     ) -> None:
-        namespace, name = split_identifier(identifier)
-        ns = ".".join(namespace)
+        ns, name = self._entry_key(identifier, kind)
         stmt = (
             update(ICEBERG_TABLES)
             .where(
@@ -662,10 +668,10 @@ class SqlCatalog(MetastoreCatalog):
 
     @database_errors
     def _drop_pointer(self, identifier: Identifier, kind: str = TABLE_TYPE) -> None:
-        namespace, name = split_identifier(identifier)
+        ns, name = self._entry_key(identifier, kind)
         with self.engine.begin() as conn:
             deleted = conn.execute(
-                delete(ICEBERG_TABLES).where(self._table_filter(".".join(namespace), name, kind))
+                delete(ICEBERG_TABLES).where(self._table_filter(ns, name, kind))
             ).rowcount
         if deleted == 0:
             raise missing_entry(kind, identifier)
@@ -674,16 +680,16 @@ class SqlCatalog(MetastoreCatalog):
     def _rename_pointer(
         self, source: Identifier, target: Identifier, kind: str = TABLE_TYPE
     ) -> None:
-        src_ns, src_name = split_identifier(source)
+        src, src_name = self._entry_key(source, kind)
         dst_ns, dst_name = split_identifier(target)
-        dst = ".".join(dst_ns)
+        dst = self._ns_string(dst_ns)  # a level with a dot names no namespace
         try:
             with self.engine.begin() as conn:
                 if not self._ns_exists(conn, dst):
                     raise NoSuchNamespaceError(f"namespace {dst!r} does not exist")
                 moved = conn.execute(
                     update(ICEBERG_TABLES)
-                    .where(self._table_filter(".".join(src_ns), src_name, kind))
+                    .where(self._table_filter(src, src_name, kind))
                     .values(table_namespace=dst, table_name=dst_name)
                 ).rowcount
                 if moved == 0:
@@ -693,7 +699,7 @@ class SqlCatalog(MetastoreCatalog):
 
     @database_errors
     def _list_table_names(self, namespace: Identifier, kind: str = TABLE_TYPE) -> list[str]:
-        ns = ".".join(namespace)
+        ns = self._ns_string(namespace)  # a level with a dot names no namespace
         with self.engine.connect() as conn:
             if not self._ns_exists(conn, ns):
                 raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
@@ -806,11 +812,11 @@ class SqlCatalog(MetastoreCatalog):
 
         def swap(conn: Connection) -> None:
             for ident, expected, _, location in staged:
-                namespace, name = split_identifier(ident)
+                ns, name = self._entry_key(ident)
                 rowcount = conn.execute(
                     update(ICEBERG_TABLES)
                     .where(
-                        self._table_filter(".".join(namespace), name),
+                        self._table_filter(ns, name),
                         ICEBERG_TABLES.c.metadata_location == expected,
                     )
                     .values(metadata_location=location, previous_metadata_location=expected)
