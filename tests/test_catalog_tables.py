@@ -190,15 +190,17 @@ def test_rename_drop_purge_register(catalog: Catalog, tmp_path: Path) -> None:
             catalog.rename_table("db.t", "db2.r")
         with pytest.raises(NoSuchNamespaceError):
             catalog.rename_table("db2.r", "nowhere.r")
-        # register the renamed table's metadata under a second name
+        # the current metadata of a table cannot be registered under a second name
+        with pytest.raises(TableAlreadyExistsError, match=r"'db2\.r'"):
+            catalog.register_table("db.copy", renamed.metadata_location)
+        catalog.drop_table("db2.r")  # no purge: files stay
+        assert catalog.io.exists(renamed.metadata_location)
         reg = catalog.register_table("db.copy", renamed.metadata_location)
         assert reg.metadata == renamed.metadata
         with pytest.raises(TableAlreadyExistsError):
             catalog.register_table("db.copy", renamed.metadata_location)
-        catalog.drop_table("db.copy")  # no purge: files stay
-        assert catalog.io.exists(renamed.metadata_location)
-        catalog.drop_table("db2.r", purge=True)
-        assert not catalog.table_exists("db2.r")
+        catalog.drop_table("db.copy", purge=True)
+        assert not catalog.table_exists("db.copy")
     else:
         with pytest.raises(UnsupportedFeatureError, match="rename"):
             catalog.rename_table("db.t", "db2.r")
@@ -209,6 +211,38 @@ def test_rename_drop_purge_register(catalog: Catalog, tmp_path: Path) -> None:
     assert not list(catalog.io.list_prefix(location))
     with pytest.raises(NoSuchTableError):
         catalog.drop_table("db.t2")
+
+
+def test_one_table_registered_under_two_names_keeps_its_files_when_either_is_purged(
+    catalog: Catalog,
+) -> None:
+    """Registering a table's current metadata under a second name is refused (the twin's
+    purge deleted the first table's metadata and data). A twin registered from an older
+    metadata file of the table is the same table too (same UUID): purging either drops only
+    its entry and keeps the files the other still reads."""
+    if isinstance(catalog, HadoopCatalog):
+        pytest.skip("the file-system catalog cannot register tables")
+    catalog.create_namespace("a")
+    y = catalog.create_table("a.y", _schema())
+    y.append(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", "c"]}))
+    first = catalog.load_table("a.y").metadata_location
+    with pytest.raises(TableAlreadyExistsError, match=r"'a\.y'"):
+        catalog.register_table("a.twin", first)
+    if first.startswith("file://"):  # the same file, written as a path
+        with pytest.raises(TableAlreadyExistsError, match=r"'a\.y'"):
+            catalog.register_table("a.twin", first[len("file://") :])
+    assert catalog.list_tables("a") == [("a", "y")]
+
+    y.append(pa.table({"id": pa.array([4], pa.int64()), "name": ["d"]}))
+    catalog.register_table("a.old", first)  # an older file of the live a.y
+    catalog.purge_table("a.old")
+    assert catalog.list_tables("a") == [("a", "y")]
+    assert catalog.load_table("a.y").scan().to_arrow().num_rows == 4
+
+    catalog.register_table("a.old", first)
+    catalog.purge_table("a.y")  # its metadata log holds a.old's file
+    assert catalog.list_tables("a") == [("a", "old")]
+    assert catalog.load_table("a.old").scan().to_arrow().num_rows == 3
 
 
 def test_tables_and_views_whose_metadata_is_gone_are_renamed_and_dropped(
@@ -483,6 +517,7 @@ def test_register_table_stores_a_relative_metadata_path_absolute(
     t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
     t.append(pa.table({"id": pa.array([1], pa.int64())}))
     local = Path(t.metadata_location.removeprefix("file://"))
+    cat.drop_table("db.t")  # its current metadata file is registered once only
     monkeypatch.chdir(local.parent)
     cat.register_table("db.copy", local.name)
     monkeypatch.chdir(tmp_path)

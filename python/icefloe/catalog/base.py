@@ -422,6 +422,18 @@ class Catalog(ABC):
                     e,
                 )
         files = files_to_purge(table) if table is not None else []  # read before the drop
+        if table is not None:
+            sharing = self._tables_sharing(ident, table, files[-1])
+            if sharing:
+                # another entry is this same table (its metadata registered twice): deleting
+                # the files would destroy that one
+                _log.warning(
+                    "table %s shares its metadata and files with %s of this catalog (the same "
+                    "table registered twice): dropping it without deleting its files",
+                    ".".join(ident),
+                    ", ".join(".".join(t) for t in sharing),
+                )
+                table = None
         self._drop_entry(ident)
         if table is not None:
             purge_table_files(table, files)
@@ -429,6 +441,13 @@ class Catalog(ABC):
     def purge_table(self, identifier: str | Iterable[str]) -> None:
         """Drop the table and delete its files."""
         self.drop_table(identifier, purge=True)
+
+    def _tables_sharing(
+        self, identifier: Identifier, table: Table, metadata_files: list[str]
+    ) -> list[Identifier]:
+        """Other tables of this catalog that are the table being purged (its metadata
+        registered under another name too), whose files a purge must not delete."""
+        return []
 
     def commit_table(
         self,

@@ -69,6 +69,11 @@ class MetastoreCatalog(Catalog):
     def _list_table_names(self, namespace: Identifier) -> list[str]:
         """Names of the tables directly in ``namespace``."""
 
+    def _table_at(self, metadata_location: str) -> Identifier | None:
+        """A table of this catalog whose current metadata is ``metadata_location``, if the
+        store can tell cheaply (else None)."""
+        return None
+
     # -- Catalog primitives ---------------------------------------------------------------------
     def _current_location(self, identifier: Identifier) -> str:
         return self._get_pointer(identifier)
@@ -172,5 +177,13 @@ class MetastoreCatalog(Catalog):
         self._refuse_view_name(ident)
         metadata_location = self._registered_location(metadata_location)
         metadata = self.read_metadata(metadata_location)
+        holder = self._table_at(metadata_location)
+        if holder is not None:
+            # two entries of one table: a purge of either would delete the other's files
+            raise TableAlreadyExistsError(
+                f"cannot register {'.'.join(ident)!r}: its metadata file is the current "
+                f"metadata of table {'.'.join(holder)!r} of this catalog (rename that table "
+                "instead, or drop it first)"
+            )
         self._create_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)

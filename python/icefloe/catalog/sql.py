@@ -24,7 +24,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import (
     and_,
@@ -103,6 +103,9 @@ from icefloe.metadata import (
     validate_requirements,
 )
 from icefloe.properties import parse_seconds, string_map
+
+if TYPE_CHECKING:
+    from icefloe.table import Table
 
 T = TypeVar("T")
 
@@ -712,6 +715,60 @@ class SqlCatalog(MetastoreCatalog):
                 return []
             return sorted(str(n) for n in conn.execute(query).scalars())
 
+    # -- one table under two names ---------------------------------------------------------------
+    @database_errors
+    def _table_at(self, metadata_location: str) -> Identifier | None:
+        c = ICEBERG_TABLES.c
+        query = select(c.table_namespace, c.table_name).where(
+            c.catalog_name == self.name, c.metadata_location.in_(_spellings(metadata_location))
+        )
+        if self._typed:
+            query = query.where(self._type_filter())
+        with self.engine.connect() as conn:
+            row = conn.execute(query.limit(1)).first()
+        return None if row is None else (*str(row[0]).split("."), str(row[1]))
+
+    @database_errors
+    def _tables_sharing(
+        self, identifier: Identifier, table: Table, metadata_files: list[str]
+    ) -> list[Identifier]:
+        """Other entries pointing at one of the purged table's metadata files, or at a file of
+        its metadata directories that is metadata of the same table (same UUID: an older file
+        registered under another name). An entry whose metadata cannot be read there counts
+        too: deleting files is only done when no other entry can be this table."""
+        ns, name = self._entry_key(identifier)
+        files = {v for f in (*metadata_files, table.metadata_location) for v in _spellings(f)}
+        dirs = sorted({f.rsplit("/", 1)[0] + "/" for f in files if "/" in f})
+        c = ICEBERG_TABLES.c
+        wanted = [c.metadata_location.startswith(d, autoescape=True) for d in dirs]
+        ordered = sorted(files)
+        wanted += [
+            c.metadata_location.in_(ordered[i : i + 500]) for i in range(0, len(ordered), 500)
+        ]
+        query = select(c.table_namespace, c.table_name, c.metadata_location).where(
+            c.catalog_name == self.name,
+            or_(c.table_namespace != ns, c.table_name != name),
+            or_(*wanted),
+        )
+        if self._typed:
+            query = query.where(self._type_filter())
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        sharing = []
+        for other_ns, other_name, location in rows:
+            if not location:
+                continue
+            same = location in files
+            if not same:
+                try:
+                    other = self.read_metadata(str(location))
+                    same = other.table_uuid == table.metadata.table_uuid
+                except IcebergError:
+                    same = True  # cannot tell: keep the files
+            if same:
+                sharing.append((*str(other_ns).split("."), str(other_name)))
+        return sorted(sharing)
+
     # -- views: rows of iceberg_type 'VIEW' -----------------------------------------------------
     def _view_pointer(self, identifier: Identifier) -> str:
         if not self._typed:  # the older layout has no views
@@ -849,6 +906,21 @@ class SqlCatalog(MetastoreCatalog):
             raise CommitStateUnknownError(
                 f"multi-table commit left an unexpected state: {brief(exc)}"
             ) from exc
+
+
+def _spellings(location: str) -> list[str]:
+    """``location`` and the other ways a local file's location is written (``/p``,
+    ``file:/p``, ``file:///p``), as one file may be stored under any of them."""
+    path = None
+    if location.startswith("/"):
+        path = location
+    elif location.startswith("file:///"):
+        path = location[len("file://") :]
+    elif location.startswith("file:/"):
+        path = location[len("file:") :]
+    if path is None:
+        return [location]
+    return sorted({location, path, f"file:{path}", f"file://{path}"})
 
 
 class _NotCommitted(Exception):
