@@ -95,6 +95,20 @@ def test_longest_names_and_unicode_are_accepted(catalog: Catalog) -> None:
     assert catalog.load_table(("db", "ünï cödé ns", name)).scan().to_arrow().num_rows == 1
 
 
+def test_a_name_too_long_for_a_directory_names_no_table(catalog: Catalog) -> None:
+    """Over 255 bytes no catalog created the table: it does not exist (the file-system
+    catalog failed with the store's ENAMETOOLONG instead)."""
+    from icefloe.exceptions import NoSuchTableError
+
+    catalog.create_namespace("db")
+    for ident in (("db", "x" * 300), ("db", "y" * 300, "t")):
+        assert not catalog.table_exists(ident)
+        with pytest.raises(NoSuchTableError):
+            catalog.load_table(ident)
+        with pytest.raises(NoSuchTableError):
+            catalog.drop_table(ident)
+
+
 def test_rename_and_register_check_the_new_name(tmp_path: Path) -> None:
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
     cat.create_namespace("db")

@@ -256,6 +256,10 @@ class HadoopCatalog(Catalog):
         return max(versions) if versions else None
 
     def _current_location(self, identifier: Identifier) -> str:
+        if any(too_long(part) for part in identifier):
+            # longer than a directory name can be: no table is there (the store would fail
+            # to look, ENAMETOOLONG)
+            raise NoSuchTableError(f"table {'.'.join(identifier)[:60]!r}... does not exist")
         version = self._hint(identifier)
         if version is None or self._existing_version_file(identifier, version) is None:
             version = self._newest_listed(identifier)  # no usable hint
