@@ -518,3 +518,27 @@ def test_health_of_snapshots_dated_in_the_future_gives_no_negative_age(world: Cl
     summary = next(c["value"] for c in checks if c["name"] == "snapshots")
     assert "oldest dated 3.0 days from now" in summary, summary
     assert summary.startswith("1 snapshot, "), summary
+
+
+def test_describe_names_a_few_refs_and_counts_the_rest(world: CliWorld) -> None:
+    """A table with hundreds of refs: ``describe`` printed every one (a line per ref); it
+    names ``main``, then branches, then tags up to a few and counts the others, while
+    ``--json`` still lists them all."""
+    import json
+
+    t = _catalog(world).create_table("db.manyrefs", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": _ids(2)}))
+    sid = t.current_snapshot().snapshot_id
+    with t.manage_snapshots() as m:
+        for k in range(200):
+            m.create_tag(f"tag{k:03}", sid)
+        for k in range(3):
+            m.create_branch(f"br{k}", sid)
+    out = run(world, "describe", "db.manyrefs", width=120).stdout
+    assert len(out.splitlines()) < 60, out
+    flat = " ".join(out.split())
+    assert f"main (branch) -> {sid}, br0 (branch)" in flat, flat
+    assert "tag003 (tag)" in flat and "tag004" not in flat, flat
+    assert "and 196 tags more (--json lists them)" in flat, flat
+    doc = json.loads(run(world, "describe", "db.manyrefs", "--json").stdout)
+    assert len(doc["refs"]) == 204

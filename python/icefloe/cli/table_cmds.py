@@ -81,6 +81,26 @@ def snapshot_json(snapshot: Any) -> dict[str, Any] | None:
     }
 
 
+#: Refs ``describe`` names before it counts the rest (``--json`` lists every one).
+_REFS_SHOWN = 8
+
+
+def _refs_text(refs: dict[str, Any]) -> str:
+    """The refs, ``main`` and then branches before tags, by name: the first
+    :data:`_REFS_SHOWN` named, the others counted (a table may have thousands)."""
+    order = sorted(
+        refs.items(), key=lambda kv: (kv[0] != "main", kv[1].ref_type != "branch", kv[0])
+    )
+    shown = [f"{n} ({r.ref_type}) -> {r.snapshot_id}" for n, r in order[:_REFS_SHOWN]]
+    rest = order[_REFS_SHOWN:]
+    if rest:
+        branches = sum(1 for _, r in rest if r.ref_type == "branch")
+        counts = ((branches, "branch", "branches"), (len(rest) - branches, "tag", "tags"))
+        kinds = [f"{k} {one if k == 1 else many}" for k, one, many in counts if k]
+        shown.append(f"and {' and '.join(kinds)} more (--json lists them)")
+    return ", ".join(shown) or "-"
+
+
 def _describe_json(table: Any) -> dict[str, Any]:
     meta = table.metadata
     return {
@@ -189,8 +209,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
         rows.append(("row lineage", f"enabled, next row id {meta.next_row_id}"))
     else:
         rows.append(("row lineage", "off (format version < 3)"))
-    refs = ", ".join(f"{n} ({r.ref_type}) -> {r.snapshot_id}" for n, r in sorted(meta.refs.items()))
-    rows.append(("refs", refs or "-"))
+    rows.append(("refs", _refs_text(meta.refs)))
     rows.append(("snapshots", len(meta.snapshots)))
     console.print(_kv_table(rows))
     console.print()
