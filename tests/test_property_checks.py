@@ -631,3 +631,16 @@ def test_manifest_codecs_and_levels_are_the_ones_java_writes(tmp_path: Path) -> 
     )
     t.append(pa.table({"id": pa.array([1], pa.int64())}))
     assert t.scan().to_arrow()["id"].to_pylist() == [1]
+
+
+@pytest.mark.parametrize("value", [" none ", "full ", "\tcounts", " truncate(8)"])
+def test_a_metrics_mode_with_blanks_is_refused(tmp_path: Path, value: str) -> None:
+    """Iceberg Java reads a mode with blanks as invalid and falls back to its default, so
+    icefloe, which took it trimmed, wrote other metrics than Java for the same table."""
+    cat = catalog(tmp_path)
+    with pytest.raises(ValidationError, match="metrics mode"):
+        cat.create_table("ns.t", SCHEMA, properties={"write.metadata.metrics.default": value})
+    t = cat.create_table("ns.t", SCHEMA)
+    with pytest.raises(ValidationError, match="metrics mode"):
+        t.set_properties({f"{METRICS}id": value})
+    assert f"{METRICS}id" not in t.refresh().properties

@@ -266,9 +266,10 @@ def test_only_order_preserving_sort_columns_gain_bounds() -> None:
 
 def test_parse_modes() -> None:
     assert MetricsMode.parse("Truncate(8)") == MetricsMode("truncate", 8)
-    assert str(MetricsMode.parse(" full ")) == "full"
-    with pytest.raises(ValidationError):
-        MetricsMode.parse("truncate(0)")
+    assert str(MetricsMode.parse("FULL")) == "full"
+    for bad in ("truncate(0)", " full "):  # Java takes a mode with blanks for no mode
+        with pytest.raises(ValidationError):
+            MetricsMode.parse(bad)
 
 
 def test_truncate_upper_edge_cases() -> None:
@@ -290,3 +291,52 @@ def test_truncated_string_bounds_bound_every_value(values: list[str], n: int) ->
         assert all(v.encode() <= up.encode() for v in values)
     lo = min(values)[:n]
     assert all(lo.encode() <= v.encode() for v in values)
+
+
+@pytest.mark.parametrize(
+    ("props", "name", "code"),
+    [
+        ({"write.metadata.metrics.default": "none"}, None, None),
+        ({"write.metadata.metrics.column.name": "none"}, None, (b"1", b"1")),
+        ({"write.metadata.metrics.default": "counts"}, (), ()),
+        (
+            {"write.metadata.metrics.column.name": "truncate(2)"},
+            (b"zy", b"\xc3\xa9d"),
+            (b"1", b"3"),
+        ),
+        ({"write.metadata.metrics.default": "full"}, (b"zy", b"\xc3\xa9cole"), (b"1", b"3")),
+        ({}, (b"zy", b"\xc3\xa9cole"), (b"1", b"3")),
+    ],
+)
+def test_equality_delete_files_keep_the_metrics_the_table_keeps(
+    tmp_path: Path, props: dict[str, str], name: Any, code: Any
+) -> None:
+    """An equality delete file's metrics follow ``write.metadata.metrics.*`` as a data file's
+    do (as Iceberg Java's writers do): with ``none`` its keys' values stayed in the manifest,
+    which is what the setting keeps out (a column of personal data, say). ``None``: no
+    metrics of the column; ``()``: counts only; else (lower, upper) bounds."""
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema([("code", pa.int64()), ("name", pa.string())])
+    t = cat.create_table("db.t", schema, format_version=2, properties=props)
+    t.append(pa.table({"code": [1, 2, 3, 4], "name": ["école", "x", "zy", "w"]}, schema=schema))
+    t.delete_by_keys(
+        pa.table({"code": [1, 3], "name": ["école", "zy"]}, schema=schema), ["code", "name"]
+    )
+    entry = next(e for e in t.refresh().inspect.delete_files().to_pylist() if e["content"] == 2)
+    for fid, want in ((2, name), (1, code)):
+        counts = dict(entry["value_counts"] or [])
+        bounds = (dict(entry["lower_bounds"] or []), dict(entry["upper_bounds"] or []))
+        if want is None:
+            assert fid not in counts and fid not in bounds[0] and fid not in bounds[1]
+            continue
+        assert counts[fid] == 2
+        if want == ():
+            assert fid not in bounds[0] and fid not in bounds[1]
+        elif fid == 1:
+            assert (bounds[0][fid][:1], bounds[1][fid][:1]) == (b"\x01", b"\x03")
+        else:
+            assert (bounds[0][fid], bounds[1][fid]) == want
+    assert sorted(t.scan().to_arrow().column("code").to_pylist()) == [2, 4]

@@ -448,7 +448,7 @@ def parse_enum(key: str, raw: str, choices: Iterable[str], what: str = "table pr
 def parse_metrics_mode(key: str, raw: str, what: str = "table property") -> tuple[str, int]:
     """A metrics mode (``none``, ``counts``, ``full``, ``truncate(N)`` with N > 0) as
     (kind, truncate length)."""
-    m = _METRICS.fullmatch(raw.strip().lower())
+    m = _METRICS.fullmatch(raw.lower())  # no blanks: Java reads " none " as invalid
     if m is None:
         raise _invalid(key, raw, "must be a metrics mode: none, counts, full or truncate(N)", what)
     if m.group(2) is None:

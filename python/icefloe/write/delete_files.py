@@ -61,6 +61,12 @@ from icefloe.values import to_bytes
 from icefloe.write.files import DataFile
 from icefloe.write.input import coerce_column
 from icefloe.write.locations import LocationProvider
+from icefloe.write.metrics import (
+    MetricsConfig,
+    truncate_lower,
+    truncate_upper,
+    truncate_upper_str,
+)
 
 __all__ = [
     "POSITION_DELETE_SCHEMA",
@@ -490,6 +496,9 @@ def write_equality_deletes(
     )
     size, metadata = _write_parquet(io, location, table, properties or {})
     sizes, values, nulls, lower, upper = _column_metrics(table, sub, metadata)
+    _apply_metrics_modes(
+        MetricsConfig(schema, properties or {}), sub, sizes, values, nulls, lower, upper
+    )
     return DataFile(
         file_path=location,
         record_count=table.num_rows,
@@ -504,6 +513,44 @@ def write_equality_deletes(
         lower_bounds=lower,
         upper_bounds=upper,
     )
+
+
+def _apply_metrics_modes(
+    config: MetricsConfig,
+    schema: Schema,
+    sizes: dict[int, int],
+    values: dict[int, int],
+    nulls: dict[int, int],
+    lower: dict[int, bytes],
+    upper: dict[int, bytes],
+) -> None:
+    """Keeps, of the metrics of ``schema``'s columns, what the table's metrics modes
+    (``write.metadata.metrics.*``) keep, as Iceberg Java's equality delete writers do: nothing
+    for ``none``, counts for ``counts``, bounds cut to ``truncate(N)`` (strings by code
+    points, binary by bytes; an upper bound that cannot be cut is left out)."""
+    for f in schema.fields:
+        fid, mode = f.field_id, config.mode(f.field_id)
+        if mode.kind == "none":
+            for metric in (sizes, values, nulls, lower, upper):
+                metric.pop(fid, None)
+        elif mode.kind == "counts":
+            lower.pop(fid, None)
+            upper.pop(fid, None)
+        elif mode.kind == "truncate" and fid in lower:
+            n = mode.length
+            if isinstance(f.field_type, StringType):
+                lower[fid] = lower[fid].decode("utf-8")[:n].encode("utf-8")
+                cut = truncate_upper_str(upper[fid].decode("utf-8"), n)
+                high = None if cut is None else cut.encode("utf-8")
+            elif isinstance(f.field_type, BinaryType):
+                lower[fid] = truncate_lower(lower[fid], n)
+                high = truncate_upper(upper[fid], n)
+            else:
+                continue
+            if high is None:
+                upper.pop(fid)
+            else:
+                upper[fid] = high
 
 
 def write_file_scoped_position_deletes(
