@@ -74,9 +74,6 @@ def test_compaction_min_input_files_and_target(tmp_path: Path) -> None:
     t = _table(tmp_path, 2, appends=3)
     r = t.rewrite_data_files(target_file_size=10 * 1024 * 1024, min_input_files=4)
     assert r.rewritten_data_files == 0  # 3 files per bucket, no deletes
-    # a target below the file size leaves every file alone
-    r = t.rewrite_data_files(target_file_size=100)
-    assert r.rewritten_data_files == 0
     with pytest.raises(ValidationError):
         t.rewrite_data_files(min_input_files=0)
 
@@ -152,6 +149,22 @@ def test_compaction_of_less_than_the_target_writes_one_file(tmp_path: Path) -> N
     assert again.rewritten_data_files == 0
     assert t.current_snapshot().snapshot_id == snap.snapshot_id
     assert ours(t) == before
+
+
+def test_compaction_splits_files_over_1_8_times_the_target(tmp_path: Path) -> None:
+    """A file larger than 1.8 times the target (Iceberg Java's default largest file, say after
+    the target was lowered) is split into files of about the target, as Java's planner does;
+    one within 0.75-1.8 times the target is left alone. Before, only small files and files
+    with deletes were rewritten, and a large file stayed as it was."""
+    t = _id_table(tmp_path, 1, 40000)
+    ((size, _),) = _file_sizes(t)
+    before = ours(t)
+    assert t.rewrite_data_files(target_file_size=int(size / 1.7)).rewritten_data_files == 0
+    result = t.rewrite_data_files(target_file_size=size // 4)
+    assert (result.rewritten_data_files, result.added_data_files) == (1, 4)
+    assert all(n == 10000 for _, n in _file_sizes(t))
+    assert ours(t) == before
+    assert t.rewrite_data_files(target_file_size=size // 4).rewritten_data_files == 0
 
 
 @pytest.mark.parametrize(("ratio", "files"), [(1.05, 1), (2.15, 2), (2.3, 3), (2.9, 3)])

@@ -481,8 +481,9 @@ def _rewrite_groups(
     head = existing_branch_head(md, branch, "compact")
     groups: dict[tuple[int, str], list[FileScanTask]] = {}
     for task in plan_tasks(tx, row_filter, branch=branch):
-        small = task.data_file.file_size_in_bytes < target * 3 // 4
-        if small or task.delete_files:
+        f = task.data_file
+        small = f.file_size_in_bytes < target * 3 // 4
+        if small or _too_large(f.file_size_in_bytes, f.record_count, target) or task.delete_files:
             f = task.data_file
             # as Java's: files of older specs are grouped together whatever their partition
             # (they are all rewritten in the current spec), so that they make fewer files
@@ -504,13 +505,24 @@ def _rewrite_groups(
     return target, [(spec_id, [next(resolved) for _ in group]) for spec_id, group in todo]
 
 
+def _too_large(size: int, rows: int, target: int) -> bool:
+    """Whether a file of ``size`` bytes is over Iceberg Java's largest wanted file, 1.8 times
+    the target (its ``max-file-size-bytes`` default): compaction splits it (unless it holds
+    one row, which no split makes smaller)."""
+    return size > target * 9 // 5 and rows > 1
+
+
 def _worth_rewriting(group: list[FileScanTask], min_input_files: int, target: int) -> bool:
-    """Whether a group of files is rewritten: it has deletes to apply; or it has
-    ``min_input_files`` files, or more than one adding up to more than the target (Java's
-    rules), and makes fewer files than it has (two files of 0.7 times the target would be
-    written as two such files again, at every compaction). ``min_input_files=1`` asks for
-    every group to be rewritten."""
+    """Whether a group of files is rewritten: it has deletes to apply or a file to split
+    (:func:`_too_large`); or it has ``min_input_files`` files, or more than one adding up to
+    more than the target (Java's rules), and makes fewer files than it has (two files of 0.7
+    times the target would be written as two such files again, at every compaction).
+    ``min_input_files=1`` asks for every group to be rewritten."""
     if any(t.delete_files for t in group) or min_input_files <= 1:
+        return True
+    if any(
+        _too_large(t.data_file.file_size_in_bytes, t.data_file.record_count, target) for t in group
+    ):
         return True
     size = sum(t.data_file.file_size_in_bytes for t in group)
     if not (len(group) >= min_input_files or (len(group) > 1 and size > target)):
@@ -649,7 +661,8 @@ def rewrite_data_files(
     """Compacts small data files and applies their deletes, in one ``replace`` snapshot.
 
     Per partition, files smaller than 3/4 of the target size (``write.target-file-size-bytes``
-    unless ``target_file_size`` is given) and files with deletes are bin-packed into groups of
+    unless ``target_file_size`` is given), files larger than 1.8 times it (split, as Java's
+    ``max-file-size-bytes`` default) and files with deletes are bin-packed into groups of
     up to :data:`MAX_GROUP_BYTES`, as in Iceberg Java (groups read whole before they are
     written, see :func:`_streams_groups`, to the target size; files of older partition specs
     all count as one partition, as in Java); a group is rewritten when it has
