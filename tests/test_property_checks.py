@@ -364,6 +364,11 @@ def test_the_largest_accepted_integers_write(
         ("write.object-storage.enabled", "maybe", "TRUE"),
         ("write.summary.partition-limit", "-1", "0"),
         ("write.summary.partition-limit", "x", "10"),
+        # Iceberg Java's Spark writes fail on another distribution mode
+        ("write.distribution-mode", "bogus", "hash"),
+        ("write.delete.distribution-mode", "sorted", "NONE"),
+        ("write.update.distribution-mode", "", "range"),
+        ("write.merge.distribution-mode", "hash ", "hash"),
         ("schema.name-mapping.default", "not json", '[{"field-id": 1, "names": ["id"]}]'),
         ("schema.name-mapping.default", '{"a": 1}', "[]"),
         (

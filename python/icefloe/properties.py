@@ -152,6 +152,12 @@ class TableProperties:
     DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
     DELETE_ISOLATION_LEVEL_DEFAULT = "serializable"
     MERGE_ISOLATION_LEVEL = "write.merge.isolation-level"
+    #: Iceberg Java's Spark writes: how rows are distributed to writers (icefloe always
+    #: clusters by partition); checked so that Java's writes do not fail on a bad value.
+    DISTRIBUTION_MODE = "write.distribution-mode"
+    DELETE_DISTRIBUTION_MODE = "write.delete.distribution-mode"
+    UPDATE_DISTRIBUTION_MODE = "write.update.distribution-mode"
+    MERGE_DISTRIBUTION_MODE = "write.merge.distribution-mode"
 
     MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
     MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000
@@ -302,6 +308,10 @@ KNOWN: dict[str, _Kind] = {
     _T.DELETE_GRANULARITY: _enum("file", "partition"),
     _T.DELETE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
     _T.MERGE_ISOLATION_LEVEL: _enum("serializable", "snapshot"),
+    _T.DISTRIBUTION_MODE: _enum("none", "hash", "range"),
+    _T.DELETE_DISTRIBUTION_MODE: _enum("none", "hash", "range"),
+    _T.UPDATE_DISTRIBUTION_MODE: _enum("none", "hash", "range"),
+    _T.MERGE_DISTRIBUTION_MODE: _enum("none", "hash", "range"),
     # 0 is Java's "no minimum": expire every snapshot (every ref) older than now
     _T.MAX_SNAPSHOT_AGE_MS: _long(0),
     _T.MIN_SNAPSHOTS_TO_KEEP: _int(0),
