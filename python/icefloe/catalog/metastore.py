@@ -178,7 +178,7 @@ class MetastoreCatalog(Catalog):
         metadata_location = self._registered_location(metadata_location)
         metadata = self.read_metadata(metadata_location)
         holder = self._table_at(metadata_location)
-        if holder is not None:
+        if holder is not None and tuple(holder) != tuple(ident):  # the name taken: said below
             # two entries of one table: a purge of either would delete the other's files
             raise TableAlreadyExistsError(
                 f"cannot register {'.'.join(ident)!r}: its metadata file is the current "
