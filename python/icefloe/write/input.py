@@ -583,13 +583,7 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
     if isinstance(t, ListType):
         # fixed-size lists and list views too: _compact reads any layout by value lengths
         # (no cast: pyarrow 26's list_view -> list cast builds too short an offsets buffer)
-        if not (
-            pa.types.is_list(have)
-            or pa.types.is_large_list(have)
-            or pa.types.is_fixed_size_list(have)
-            or pa.types.is_list_view(have)
-            or pa.types.is_large_list_view(have)
-        ):
+        if not _is_list(have):
             raise _type_error(path, have, want)
         offsets, flat = _compact(arr)
         vals = _coerce_array(flat, t.element_type, want.value_type, f"{path}.element")
