@@ -610,3 +610,36 @@ def test_new_tables_store_zstd_as_javas_create_does(
     java.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
     java.set_properties(other="1")
     assert catalog.load_table("db.java").properties == {"owner": "java", "other": "1"}
+
+
+def test_a_purge_the_store_does_not_answer_keeps_the_table(
+    sql_catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A purge whose read of the table's metadata the store refused or did not answer (an
+    outage, wrong keys) dropped the table and deleted none of its files, which then could
+    never be found to delete: it now fails and keeps the table, to be dropped again. Only
+    metadata that is gone or unreadable still lets the table be dropped without its files."""
+    from icefloe.exceptions import FileIOError
+    from icefloe.io import InputFile
+
+    sql_catalog.create_namespace("db")
+    t = sql_catalog.create_table("db.t", _schema())
+    t.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    root = _local(t.location)
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    read = InputFile.read
+
+    def down(self: InputFile, *args: Any, **kwargs: Any) -> Any:
+        if self.location.endswith(".metadata.json"):
+            raise FileIOError(f"cannot read {self.location}: the endpoint did not answer")
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(InputFile, "read", down)
+    with pytest.raises(FileIOError, match="did not answer"):
+        sql_catalog.drop_table("db.t", purge=True)
+    monkeypatch.setattr(InputFile, "read", read)
+    assert sql_catalog.table_exists("db.t")
+    assert sorted(p for p in root.rglob("*") if p.is_file()) == files
+    sql_catalog.drop_table("db.t", purge=True)
+    assert not sql_catalog.table_exists("db.t")
+    assert not [p for p in root.rglob("*") if p.is_file()]

@@ -26,12 +26,16 @@ from icefloe.catalog.identifiers import (
 )
 from icefloe.exceptions import (
     CorruptFileError,
+    FileIOError,
+    ForbiddenError,
     IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
     NotFoundError,
     OperationNotOfferedError,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
+    UnauthorizedError,
     UnsupportedFeatureError,
     ValidationError,
 )
@@ -413,14 +417,14 @@ class Catalog(ABC):
                 table = self.load_table(ident)
             except NoSuchTableError:
                 raise
-            except IcebergError as e:
-                # as Java's catalogs: a table whose metadata cannot be read is still dropped,
-                # its files left (to orphan removal of the warehouse)
-                _log.warning(
-                    "cannot read the metadata of %s (%s): dropping it without deleting its files",
-                    ".".join(ident),
-                    e,
-                )
+            except (FileIOError, ServiceUnavailableError, UnauthorizedError, ForbiddenError) as e:
+                if not isinstance(e, NotFoundError):
+                    # the store did not answer or refused: the table stays, to be dropped
+                    # again (dropped now, its files could never be found to delete)
+                    raise
+                self._warn_unpurged(ident, e)
+            except (CorruptFileError, ValidationError, UnsupportedFeatureError) as e:
+                self._warn_unpurged(ident, e)
         files = files_to_purge(table) if table is not None else []  # read before the drop
         if table is not None:
             sharing = self._tables_sharing(ident, table, files[-1])
@@ -437,6 +441,16 @@ class Catalog(ABC):
         self._drop_entry(ident)
         if table is not None:
             purge_table_files(table, files)
+
+    @staticmethod
+    def _warn_unpurged(ident: Identifier, error: IcebergError) -> None:
+        """As Java's catalogs do, a table whose metadata is gone or cannot be read is still
+        dropped, its files left (to orphan removal of the warehouse)."""
+        _log.warning(
+            "cannot read the metadata of %s (%s): dropping it without deleting its files",
+            ".".join(ident),
+            error,
+        )
 
     def purge_table(self, identifier: str | Iterable[str]) -> None:
         """Drop the table and delete its files."""
