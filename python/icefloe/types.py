@@ -49,6 +49,8 @@ __all__ = [
     "UUIDType",
     "UnknownType",
     "VariantType",
+    "integer_arg",
+    "integer_parameter",
     "type_from_json",
 ]
 
@@ -130,16 +132,27 @@ class DoubleType(PrimitiveType):
     name: ClassVar[str] = "double"
 
 
-def _integer_parameter(what: str, value: object) -> int:
-    """A type parameter as an ``int`` (numpy integers too); a float, a bool or a string is
-    refused: written into the metadata as ``fixed[1.5]``, it made the table unloadable to
-    every engine."""
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)  # type: ignore[arg-type]
-        except TypeError:
-            pass
-    raise ValidationError(f"{what} must be an integer, got {value!r}")
+def integer_arg(value: object) -> int | None:
+    """``value`` as a Python ``int`` when it is an integer: an ``int`` or another integral
+    type (numpy's, as ``to_numpy()`` gives ids read from a table); None for anything else,
+    bools included."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def integer_parameter(what: str, value: object) -> int:
+    """An integer argument (a type parameter, a snapshot id, ...) as an ``int``
+    (:func:`integer_arg`: numpy integers too); a float, a bool or a string is a
+    :class:`ValidationError` naming ``what`` (written into the metadata as ``fixed[1.5]``, a
+    type parameter made the table unloadable to every engine)."""
+    out = integer_arg(value)
+    if out is None:
+        raise ValidationError(f"{what} must be an integer, got {value!r}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -151,9 +164,9 @@ class DecimalType(PrimitiveType):
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self, "precision", _integer_parameter("decimal precision", self.precision)
+            self, "precision", integer_parameter("decimal precision", self.precision)
         )
-        object.__setattr__(self, "scale", _integer_parameter("decimal scale", self.scale))
+        object.__setattr__(self, "scale", integer_parameter("decimal scale", self.scale))
         if not 1 <= self.precision <= 38:
             raise ValidationError(f"decimal precision must be 1..38, got {self.precision}")
         if not 0 <= self.scale <= self.precision:
@@ -234,7 +247,7 @@ class FixedType(PrimitiveType):
     length: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "length", _integer_parameter("fixed length", self.length))
+        object.__setattr__(self, "length", integer_parameter("fixed length", self.length))
         if not 1 <= self.length <= _MAX_FIXED_LENGTH:
             raise ValidationError(
                 f"fixed length must be between 1 and {_MAX_FIXED_LENGTH}, got {self.length}"

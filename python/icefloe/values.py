@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import operator
 import uuid as _uuid
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -64,6 +63,8 @@ from icefloe.types import (
     TimeType,
     UnknownType,
     UUIDType,
+    integer_arg,
+    integer_parameter,
 )
 
 __all__ = [
@@ -85,25 +86,10 @@ _EPOCH_TZ = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _Physical = bool | int | float | str | bytes
 
 
-def integer_arg(value: object) -> int | None:
-    """``value`` as a Python ``int`` when it is an integer: an ``int`` or another integral
-    type (numpy's, as ``to_numpy()`` gives ids read from a table); None for anything else,
-    bools included."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        return None
-
-
 def snapshot_id_arg(value: object, what: str = "snapshot_id") -> int:
-    """A snapshot id argument as a Python ``int`` (:func:`integer_arg`); anything else is a
-    :class:`ValidationError` naming ``what``."""
-    out = integer_arg(value)
-    if out is None:
-        raise ValidationError(f"{what} must be an integer, got {value!r}")
-    return out
+    """A snapshot id argument as a Python ``int`` (:func:`~icefloe.types.integer_parameter`:
+    numpy integers too); anything else is a :class:`ValidationError` naming ``what``."""
+    return integer_parameter(what, value)
 
 
 def epoch_ms(value: object, what: str) -> int:

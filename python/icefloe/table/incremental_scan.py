@@ -33,7 +33,7 @@ from icefloe.scan.manifests import planning_manifest_list, read_entries, reader,
 from icefloe.scan.planner import Plan
 from icefloe.schema import Schema
 from icefloe.table.scan import TableScan
-from icefloe.values import integer_arg
+from icefloe.types import integer_arg
 
 __all__ = [
     "IncrementalAppendScan",

@@ -36,7 +36,8 @@ from icefloe.metadata import (
 )
 from icefloe.table.cherry_pick import SOURCE_SNAPSHOT_ID, CherryPick
 from icefloe.table.pending import PendingUpdate
-from icefloe.values import epoch_ms, integer_arg
+from icefloe.types import integer_arg
+from icefloe.values import epoch_ms
 
 if TYPE_CHECKING:
     from icefloe.table.table import Transaction
