@@ -613,6 +613,9 @@ def test_commits_check_locations_as_creates_do(rest_server: RestServer) -> None:
         # the root of a file system: stored empty, the next metadata file went to /metadata
         {"action": "set-location", "location": "/"},
         {"action": "set-location", "location": "file:///"},
+        # relative: the server resolved it against its own working directory
+        {"action": "set-location", "location": "moved/elsewhere"},
+        {"action": "set-location", "location": "~/moved"},
         {"action": "set-properties", "updates": {"write.data.path": "../x"}},
         {"action": "set-properties", "updates": {"write.data.path": "s3://bkt/a/../x"}},
     ]

@@ -144,36 +144,38 @@ def test_pyiceberg_create_table_transaction_refuses_bad_names(
 def test_create_by_commit_stores_locations_as_a_plain_create_does(
     served: tuple[RestServer, str, str],
 ) -> None:
-    """A relative table location is made absolute against the server's working directory (the
-    session server runs in its base directory), relative data and metadata paths are resolved
-    under the table location, and ``..`` in them is refused, as for a plain create."""
+    """Relative data and metadata paths are resolved under the table location, and ``..`` in
+    them is refused, as for a plain create. A relative table location is refused by every kind
+    of create: the server would resolve it against its own working directory."""
     server, _, base = served
-    sub = f"rel-{uuid.uuid4().hex[:8]}"
+    sub = server.base / f"rel-{uuid.uuid4().hex[:8]}"
     ok, body = _create_by_commit(
         server,
         base,
         "rel",
-        {"action": "set-location", "location": f"{sub}/commit"},
+        {"action": "set-location", "location": f"{sub}/x/../commit"},
         {"action": "set-properties", "updates": {"write.data.path": "d2"}},
     )
     assert ok == 200, body
     location = body["metadata"]["location"]
-    assert location == str(server.base / sub / "commit")
+    assert location == str(sub / "commit")
     assert body["metadata"]["properties"]["write.data.path"] == f"{location}/d2"
     assert body["metadata-location"].startswith(f"{location}/metadata/")
     assert _local(body["metadata-location"]).is_file()
-    # the plain create stores the same kind of location
-    plain = _call(
-        server,
-        "POST",
-        f"{base}/tables",
-        {"name": "p", "schema": SCHEMA, "location": f"{sub}/plain"},
+    relative = f"rel-{uuid.uuid4().hex[:8]}"
+    kind, message = _error(
+        _create_by_commit(
+            server, base, "relc", {"action": "set-location", "location": f"{relative}/c"}
+        )
     )
-    assert plain[0] == 200 and plain[1]["metadata"]["location"] == str(server.base / sub / "plain")
-    # and a stage-create too
-    staged = {"name": "s", "schema": SCHEMA, "stage-create": True, "location": f"{sub}/staged"}
-    reply = _call(server, "POST", f"{base}/tables", staged)
-    assert reply[0] == 200 and reply[1]["metadata"]["location"] == str(server.base / sub / "staged")
+    assert kind == "BadRequestException" and "relative path" in message
+    for name, extra in [("p", {}), ("s", {"stage-create": True})]:
+        body = {"name": name, "schema": SCHEMA, "location": f"{relative}/{name}", **extra}
+        kind, message = _error(_call(server, "POST", f"{base}/tables", body))
+        assert kind == "BadRequestException" and "relative path" in message
+        assert _call(server, "HEAD", f"{base}/tables/{name}")[0] == 404
+    assert _call(server, "HEAD", f"{base}/tables/relc")[0] == 404
+    assert not (server.base / relative).exists()
     escape = {"action": "set-properties", "updates": {"write.data.path": "../../elsewhere"}}
     kind, message = _error(_create_by_commit(server, base, "esc", escape))
     assert kind == "BadRequestException" and "write.data.path" in message
@@ -318,3 +320,33 @@ def test_the_request_log_writes_out_control_characters(rest_server: RestServer) 
     assert f'a{marker}\\x1b[31mRED\\nfake\\tline\\x7f" 404' in lines[0]
     assert not re.search(r"[\x00-\x1f\x7f]", lines[0])
     assert not any(line.startswith("fake") for line in rest_server.log_text().splitlines())
+
+
+def test_registers_and_views_refuse_relative_locations(
+    served: tuple[RestServer, str, str],
+) -> None:
+    """A relative metadata file to register or view location names a path in the server's
+    working directory, not the client's: refused, nothing created."""
+    server, _, base = served
+    for route in ("register", "register-view"):
+        body = {"name": "r", "metadata-location": "metadata/00000-x.metadata.json"}
+        kind, message = _error(_call(server, "POST", f"{base}/{route}", body))
+        assert kind == "BadRequestException" and "relative path" in message, route
+    view = {
+        "name": "v",
+        "location": "views/v",
+        "schema": {"type": "struct", "schema-id": 0, "fields": []},
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": 0,
+            "schema-id": 0,
+            "summary": {},
+            "default-namespace": ["db"],
+            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+        },
+        "properties": {},
+    }
+    kind, message = _error(_call(server, "POST", f"{base}/views", view))
+    assert kind == "BadRequestException" and "relative path" in message
+    assert _call(server, "HEAD", f"{base}/views/v")[0] == 404
+    assert _call(server, "HEAD", f"{base}/tables/r")[0] == 404

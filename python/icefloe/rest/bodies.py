@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlparse
 
 from icefloe.exceptions import CorruptFileError, FileIOError, NotFoundError, ValidationError
 from icefloe.io import check_location
@@ -26,6 +28,7 @@ __all__ = [
     "checked_locations",
     "flag",
     "nonempty_string",
+    "server_location",
     "string_properties",
 ]
 
@@ -100,6 +103,19 @@ def _is_dir(io: Any, location: str) -> bool:
         return False
 
 
+def server_location(location: str, what: str = "location") -> str:
+    """``location`` if a server can resolve it as its client means it: a URI or an absolute
+    path. A relative path (or ``~``) is refused with :class:`ValidationError`: the server
+    would resolve it against its own working directory, not the client's."""
+    check_location(location)
+    if urlparse(location).scheme or os.path.isabs(location):
+        return location
+    raise ValidationError(
+        f"{what} {location!r} is a relative path; give an absolute path or a URI (a server "
+        "resolves relative paths against its own working directory)"
+    )
+
+
 def checked_locations(location: str, updates: list[Any], *, table: bool = True) -> list[Any]:
     """``updates`` of a table (or, ``table=False``, a view) at ``location`` with its
     locations checked and stored as a create stores them: a ``set-location`` made absolute
@@ -109,6 +125,7 @@ def checked_locations(location: str, updates: list[Any], *, table: bool = True) 
     out = []
     for u in updates:
         if isinstance(u, SetLocation):
+            server_location(u.location)
             if table:
                 location = table_location(u.location)
             else:

@@ -52,6 +52,7 @@ from icefloe.exceptions import (
 from icefloe.metadata import (
     AssertCreate,
     AssignUUID,
+    SetLocation,
     SetProperties,
     TableMetadata,
     requirement_from_json,
@@ -66,6 +67,7 @@ from icefloe.rest.bodies import (
     flag,
     nonempty_string,
     registered_file,
+    server_location,
     string_properties,
 )
 from icefloe.rest.paging import page
@@ -293,6 +295,8 @@ class RestService(ViewRoutes):
         location = b.get("location") or None  # "": the default location
         if location is not None and not isinstance(location, str):
             raise ValidationError(f"location must be a string, got {location!r}")
+        if location is not None:
+            server_location(location)
         if flag(b, "stage-create"):
             # the checks and the metadata of a plain create, without writing it
             ident, metadata = self.catalog._new_table(
@@ -409,7 +413,7 @@ class RestService(ViewRoutes):
         Java answers both); other storage failures stay the server's."""
         b = body_object(body, "name", "metadata-location")
         name = nonempty_string(b, "name")
-        location = nonempty_string(b, "metadata-location")
+        location = server_location(nonempty_string(b, "metadata-location"), "metadata-location")
         if flag(b, "overwrite"):
             raise UnsupportedFeatureError("register with overwrite is not supported")
         with registered_file(self.catalog.io, location):
@@ -456,6 +460,9 @@ class RestService(ViewRoutes):
         if self.catalog.table_exists(ident):
             raise CommitFailedError("Requirement failed: table already exists")
         self.catalog._refuse_view_name(ident)
+        for u in ups:
+            if isinstance(u, SetLocation):
+                server_location(u.location)
         metadata = metadata_from_creation(ups, self.catalog._default_table_location(ident))
         try:
             location = self.catalog._create_entry(ident, metadata)

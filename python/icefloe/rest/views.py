@@ -28,6 +28,7 @@ from icefloe.rest.bodies import (
     checked_locations,
     nonempty_string,
     registered_file,
+    server_location,
     string_properties,
 )
 from icefloe.rest.paging import page
@@ -84,6 +85,8 @@ class ViewRoutes:
         location = b.get("location") or None
         if location is not None and not isinstance(location, str):
             raise ValidationError(f"location must be a string, got {location!r}")
+        if location is not None:
+            server_location(location)
         with _view_rules():
             view = create_view_from(
                 self.catalog,
@@ -137,7 +140,7 @@ class ViewRoutes:
     def register_view(self, ns: Identifier, body: Any) -> Reply:
         b = body_object(body)
         name = nonempty_string(b, "name")
-        location = nonempty_string(b, "metadata-location")
+        location = server_location(nonempty_string(b, "metadata-location"), "metadata-location")
         with registered_file(self.catalog.io, location):
             view = self.catalog.register_view((*ns, name), location)
         return 200, self._view_result(view), {}
