@@ -327,6 +327,34 @@ def test_a_file_with_one_field_id_on_two_columns_is_refused(tmp_path: Path) -> N
     assert t.refresh().current_snapshot() is None
 
 
+def test_field_ids_the_table_never_assigned_are_refused(tmp_path: Path) -> None:
+    """A file of another Iceberg table can carry ids above the table's last column id. They
+    were ignored, and the next added column took one over: it read the other table's values
+    for the added rows (same type), or every read of the table failed (another type)."""
+    cat = catalog(tmp_path)
+    t = cat.create_table("ns.t", pa.schema([_f("id", pa.int64(), 1)]))
+    nested = pa.struct([_f("x", pa.int64(), 5)])
+    for name, extra in [("top", _f("secret", pa.string(), 2)), ("nested", _f("s", nested, 1))]:
+        schema = pa.schema([_f("id", pa.int64(), 1), extra])
+        values: list[Any] = ["alice"] if name == "top" else [{"x": 7}]
+        if name == "nested":  # id 1 twice is refused first: give the struct a new top id
+            schema = pa.schema([_f("id", pa.int64(), 1), _f("s", nested, 3)])
+        path = _write(tmp_path / f"{name}.parquet", schema, {"id": [1], schema[1].name: values})
+        with pytest.raises(ValidationError, match=r"field ids (2|3, 5) in the file were never"):
+            t.add_files([path])
+    assert t.refresh().current_snapshot() is None
+    # ids the table assigned and dropped since are the table's own: still accepted
+    with t.update_schema() as u:
+        u.add_column("gone", StringType())
+    with t.update_schema() as u:
+        u.delete_column("gone")
+    schema = pa.schema([_f("id", pa.int64(), 1), _f("gone", pa.string(), 2)])
+    t.add_files([_write(tmp_path / "own.parquet", schema, {"id": [4], "gone": ["z"]})])
+    with t.update_schema() as u:
+        u.add_column("note", StringType())
+    assert t.scan().to_arrow().to_pylist() == [{"id": 4, "note": None}]
+
+
 def _mapped_table(cat: Any, schema: Schema) -> Any:
     t = cat.create_table("ns.t", schema)
     t.set_properties({DEFAULT_NAME_MAPPING_PROPERTY: create_mapping(t.schema()).to_json_string()})

@@ -102,8 +102,8 @@ def _leaf_chains(schema: pa.Schema) -> list[tuple[pa.Field, ...]]:
     return out
 
 
-def _repeated_ids(schema: pa.Schema) -> list[int]:
-    """The field ids on more than one field (at any depth) of ``schema``."""
+def _id_counts(schema: pa.Schema) -> Counter[int]:
+    """How many fields (at any depth) of ``schema`` carry each field id."""
     counts: Counter[int] = Counter()
     todo = list(schema)
     while todo:
@@ -117,7 +117,7 @@ def _repeated_ids(schema: pa.Schema) -> list[int]:
             todo.append(t.value_field)
         elif pa.types.is_map(t):
             todo.extend((t.key_field, t.item_field))
-    return sorted(fid for fid, n in counts.items() if n > 1)
+    return counts
 
 
 def _read_id(chain: tuple[pa.Field, ...], schema: Schema) -> int | None:
@@ -591,7 +591,8 @@ def data_files_from_parquet(
                         "are which"
                     )
                 arrow_schema = apply_name_mapping(arrow_schema, mapping)
-            twice = _repeated_ids(arrow_schema)
+            counts = _id_counts(arrow_schema)
+            twice = sorted(fid for fid, n in counts.items() if n > 1)
             if twice:
                 # readers pick one of the columns, and the bounds may come from another
                 how = " (through the table's name mapping)" if mapped else ""
@@ -621,6 +622,19 @@ def data_files_from_parquet(
                     f"{path}: holds the metadata columns {', '.join(names)} (field ids "
                     f"{', '.join(map(str, reserved))}) of the table that wrote it; write the "
                     "file again without them to add it"
+                )
+            unassigned = sorted(
+                i for i in counts if metadata.last_column_id < i <= MAX_USER_FIELD_ID
+            )
+            if unassigned:
+                # ignored today, but the table assigns them to the next columns it adds, which
+                # would then read this file's values (or fail on their type)
+                raise ValidationError(
+                    f"{path}: field ids {', '.join(map(str, unassigned))} in the file were never "
+                    f"assigned by the table (its last column id is {metadata.last_column_id}); "
+                    "a column added later would take them over and read this file's values. "
+                    "Write the file again without those columns, or without field ids (the "
+                    "table's name mapping then matches columns by name)"
                 )
             missing = _missing_required(schema.fields, present)
             if missing is not None:
