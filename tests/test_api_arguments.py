@@ -249,20 +249,6 @@ def test_add_files_takes_one_path_or_a_list(tmp_path: Path) -> None:
     assert len(t.snapshots()) == 1
 
 
-def test_renaming_a_table_to_its_own_name_is_refused(tmp_path: Path) -> None:
-    """As the CLI and Java's REST catalog (409): the target name is taken, by the table."""
-    from icefloe.exceptions import NoSuchTableError, TableAlreadyExistsError
-
-    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
-    cat.create_namespace("db")
-    cat.create_table("db.t", SCHEMA)
-    with pytest.raises(TableAlreadyExistsError, match="itself"):
-        cat.rename_table("db.t", "db.t")
-    with pytest.raises(NoSuchTableError):
-        cat.rename_table("db.u", "db.u")
-    assert cat.table_exists("db.t")
-
-
 def test_python_values_arrow_cannot_convert_name_no_variant_without_one(tmp_path: Path) -> None:
     cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
     cat.create_namespace("db")

@@ -375,6 +375,24 @@ def test_hadoop_directories_not_named_in_utf8_are_skipped(tmp_path: Path) -> Non
     assert os.path.isdir(bytes(tmp_path) + b"/db/junk\xff")
 
 
+def test_renaming_a_table_to_its_own_name_changes_nothing(catalog: Catalog) -> None:
+    """As Java's JDBC and in-memory catalogs (and icefloe's views): nothing to do, the table
+    returned; a table that does not exist is still NoSuchTableError. Through ``icefloe serve``
+    too. The file-system catalog renames nothing (as Java's)."""
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", _schema())
+    if isinstance(catalog, HadoopCatalog):
+        with pytest.raises(UnsupportedFeatureError, match="rename"):
+            catalog.rename_table("db.t", "db.t")
+        return
+    same = catalog.rename_table("db.t", ("db", "t"))
+    assert same.identifier == ("db", "t") and same.metadata_location == t.metadata_location
+    assert catalog.list_tables("db") == [("db", "t")]
+    with pytest.raises(NoSuchTableError):
+        catalog.rename_table("db.u", "db.u")
+    assert not catalog.table_exists("db.u")
+
+
 def test_purge_after_rename_keeps_the_new_table_of_the_old_name(catalog: Catalog) -> None:
     """A renamed table keeps its location; a new table of the old name gets the same default
     location. Purging the renamed one deletes only its own files."""

@@ -161,12 +161,10 @@ class MetastoreCatalog(Catalog):
         """Rename a table; its files stay where they are."""
         src = self._table_identifier(source)
         dst = check_table_identifier(self._table_identifier(target))
-        if src == dst:  # as Java's REST catalog answers (409): the name is taken, by itself
+        if src == dst:  # nothing to do, as Java's JDBC and in-memory catalogs (and views)
             if not self.table_exists(src):
                 raise NoSuchTableError(f"table {'.'.join(src)!r} does not exist")
-            raise TableAlreadyExistsError(
-                f"cannot rename {'.'.join(src)!r} to itself: the table already exists"
-            )
+            return dst
         self._refuse_view_name(dst, renaming=src)
         self._rename_pointer(src, dst)
         return dst

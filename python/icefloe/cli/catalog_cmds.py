@@ -10,12 +10,7 @@ from icefloe.catalog.base import Catalog
 from icefloe.cli.app import State, catalog_identifier, json_option, pass_state
 from icefloe.cli.names import display_name, show_name, split_name
 from icefloe.cli.render import esc, literal
-from icefloe.exceptions import (
-    NoSuchTableError,
-    TableAlreadyExistsError,
-    UnsupportedFeatureError,
-    ValidationError,
-)
+from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 
 __all__ = ["register"]
 
@@ -154,17 +149,11 @@ def rename(state: State, source: str, target: str) -> None:
     """Rename table SOURCE to TARGET."""
     old = catalog_identifier(source, "rename")
     new = catalog_identifier(target, "rename")
-    catalog = state.catalog()
+    state.catalog().rename_table(old, new)  # to its own name: nothing to do, as Java
     if old == new:
-        # as Java's REST catalog answers (409): the target name is taken, by the table itself
-        if not catalog.table_exists(old):
-            raise NoSuchTableError(f"table {source!r} does not exist")
-        raise TableAlreadyExistsError(
-            f"cannot rename {source} to {target}: table {target!r} already exists (it is the "
-            "same table)"
-        )
-    catalog.rename_table(old, new)
-    state.out.console.print(literal(f"renamed {source} to {target}"))
+        state.out.console.print(literal(f"{source} already has that name: nothing changed"))
+    else:
+        state.out.console.print(literal(f"renamed {source} to {target}"))
 
 
 @click.command("view", short_help="A view: its query, schema and versions.")
