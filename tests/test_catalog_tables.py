@@ -287,6 +287,69 @@ def test_tables_and_views_whose_metadata_is_gone_are_renamed_and_dropped(
         assert "dropping it without deleting its files" in caplog.text
 
 
+def test_concurrent_registrations_of_one_file_under_two_names_one_wins(
+    sql_catalog: SqlCatalog,
+) -> None:
+    """Two registrations of one metadata file under two names, each checking that no table's
+    current metadata is that file before inserting its entry: held at the insert until both
+    are there, both passed the check and both entries were made (each one's purge would then
+    delete the other's files). The check and the insert are one transaction under a lock:
+    one registration wins, the other is refused naming the winner."""
+    import contextlib
+    import threading
+
+    from sqlalchemy import event
+
+    if sql_catalog.properties["uri"].endswith(":memory:"):
+        pytest.skip("its one connection serves one thread at a time: no insert can be held")
+    sql_catalog.create_namespace("db")
+    t = sql_catalog.create_table("db.t", _schema())
+    t.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    location = sql_catalog.load_table("db.t").metadata_location
+    sql_catalog.drop_table("db.t")  # the files stay: free to register
+    other = SqlCatalog(**{"name": sql_catalog.name, **sql_catalog.properties})
+    catalogs = [sql_catalog, other]  # two objects on one database, as two processes
+    both_at_insert = threading.Barrier(2, timeout=3)
+
+    def hold_insert(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO ICEBERG_TABLES"):
+            # a lock keeps the other registration out: then the wait times out
+            with contextlib.suppress(threading.BrokenBarrierError):
+                both_at_insert.wait()
+
+    engines = [c.engine for c in catalogs]
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", hold_insert)
+    outcomes: dict[str, BaseException | None] = {}
+
+    def register(catalog: SqlCatalog, name: str) -> None:
+        try:
+            catalog.register_table(f"db.{name}", location)
+            outcomes[name] = None
+        except BaseException as exc:
+            outcomes[name] = exc
+
+    threads = [
+        threading.Thread(target=register, args=(c, n))
+        for c, n in zip(catalogs, ["a", "b"], strict=True)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", hold_insert)
+        other.close()
+    winners = sorted(n for n, exc in outcomes.items() if exc is None)
+    assert len(winners) == 1, outcomes
+    (loser,) = (exc for exc in outcomes.values() if exc is not None)
+    assert isinstance(loser, TableAlreadyExistsError), loser
+    assert f"'db.{winners[0]}'" in str(loser)
+    assert sql_catalog.list_tables("db") == [("db", winners[0])]
+
+
 def test_sql_location_rules(sql_catalog: SqlCatalog, tmp_path: Path) -> None:
     sql_catalog.create_namespace("a", {"location": (tmp_path / "ns_a").as_uri()})
     sql_catalog.create_namespace("b.c")

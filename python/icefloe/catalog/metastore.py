@@ -175,13 +175,23 @@ class MetastoreCatalog(Catalog):
         self._refuse_view_name(ident)
         metadata_location = self._registered_location(metadata_location)
         metadata = self.read_metadata(metadata_location)
-        holder = self._table_at(metadata_location)
-        if holder is not None and tuple(holder) != tuple(ident):  # the name taken: said below
-            # two entries of one table: a purge of either would delete the other's files
-            raise TableAlreadyExistsError(
-                f"cannot register {'.'.join(ident)!r}: its metadata file is the current "
-                f"metadata of table {'.'.join(holder)!r} of this catalog (rename that table "
-                "instead, or drop it first)"
-            )
-        self._create_pointer(ident, metadata_location)
+        self._register_pointer(ident, metadata_location)
         return self._table(ident, metadata, metadata_location)
+
+    def _register_pointer(self, identifier: Identifier, metadata_location: str) -> None:
+        """Add the entry of a registered table, refusing a metadata file that is another
+        table's current metadata (:meth:`_refuse_shared`). Here the check and the insert are
+        two steps; a store that can make them one (the SQL catalog) does."""
+        holder = self._table_at(metadata_location)
+        if holder is not None and tuple(holder) != tuple(identifier):  # the name taken: below
+            raise self._refuse_shared(identifier, holder)
+        self._create_pointer(identifier, metadata_location)
+
+    @staticmethod
+    def _refuse_shared(identifier: Identifier, holder: Identifier) -> TableAlreadyExistsError:
+        """Two entries of one table: a purge of either would delete the other's files."""
+        return TableAlreadyExistsError(
+            f"cannot register {'.'.join(identifier)!r}: its metadata file is the current "
+            f"metadata of table {'.'.join(holder)!r} of this catalog (rename that table "
+            "instead, or drop it first)"
+        )

@@ -20,6 +20,7 @@ pointer, and reported as :class:`CommitStateUnknownError` when that is impossibl
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 import weakref
@@ -572,6 +573,20 @@ class SqlCatalog(MetastoreCatalog):
     def _create_pointer(
         self, identifier: Identifier, metadata_location: str, kind: str = TABLE_TYPE
     ) -> None:
+        self._insert_pointer(identifier, metadata_location, kind, registering=False)
+
+    @database_errors
+    def _register_pointer(self, identifier: Identifier, metadata_location: str) -> None:
+        """The check that no other table's current metadata is ``metadata_location`` and the
+        insert, in one transaction that holds a lock two registrations of one file both take:
+        SQLite's write lock from the transaction's start (``BEGIN IMMEDIATE``), PostgreSQL's
+        transaction-level advisory lock on the catalog and location. Two concurrent
+        registrations of one file under two names: one wins, the other sees its entry."""
+        self._insert_pointer(identifier, metadata_location, TABLE_TYPE, registering=True)
+
+    def _insert_pointer(
+        self, identifier: Identifier, metadata_location: str, kind: str, registering: bool
+    ) -> None:
         namespace, name = split_identifier(identifier)
         ns = self._ns_string(namespace)  # a level with a dot names no namespace
         values: dict[str, Any] = {
@@ -585,11 +600,52 @@ class SqlCatalog(MetastoreCatalog):
             values["iceberg_type"] = kind
         try:
             with self.engine.begin() as conn:
+                if registering:
+                    self._lock_location(conn, metadata_location)
                 if not self._ns_exists(conn, ns):
                     raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
+                if registering:
+                    holder = self._other_table_at(conn, metadata_location, ns, name)
+                    if holder is not None:
+                        raise self._refuse_shared(identifier, holder)
                 conn.execute(insert(ICEBERG_TABLES).values(**values))
         except IntegrityError as exc:
             raise taken_entry(self, identifier, kind) from exc
+
+    def _lock_location(self, conn: Connection, metadata_location: str) -> None:
+        """Take, as the transaction's first statement, the lock that makes a registration's
+        check and insert one step (see :meth:`_register_pointer`); held until it ends. Other
+        databases get no lock: there the check and the insert can interleave."""
+        dialect = self.engine.dialect.name
+        if dialect == "sqlite":
+            # pysqlite begins a transaction only before the INSERT: the check would read
+            # outside it. BEGIN IMMEDIATE takes the write lock first (waiting the busy
+            # timeout for another writer), so the check sees every committed entry.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        elif dialect == "postgresql":
+            # an entry inserted by a concurrent transaction is invisible to this one's check
+            # (and the two rows do not conflict): registrations of one file take turns
+            key = "\0".join((self.name, *_spellings(metadata_location)))
+            digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+            conn.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"),
+                {"key": int.from_bytes(digest, "big", signed=True)},
+            )
+
+    def _other_table_at(
+        self, conn: Connection, metadata_location: str, ns: str, name: str
+    ) -> Identifier | None:
+        """A table other than ``ns.name`` whose current metadata is ``metadata_location``."""
+        c = ICEBERG_TABLES.c
+        query = select(c.table_namespace, c.table_name).where(
+            c.catalog_name == self.name,
+            c.metadata_location.in_(_spellings(metadata_location)),
+            or_(c.table_namespace != ns, c.table_name != name),
+        )
+        if self._typed:
+            query = query.where(self._type_filter())
+        row = conn.execute(query.limit(1)).first()
+        return None if row is None else (*str(row[0]).split("."), str(row[1]))
 
     @database_errors
     def _not_committed(self, what: str, exc: SQLAlchemyError) -> IcebergError:
@@ -716,18 +772,6 @@ class SqlCatalog(MetastoreCatalog):
             return sorted(str(n) for n in conn.execute(query).scalars())
 
     # -- one table under two names ---------------------------------------------------------------
-    @database_errors
-    def _table_at(self, metadata_location: str) -> Identifier | None:
-        c = ICEBERG_TABLES.c
-        query = select(c.table_namespace, c.table_name).where(
-            c.catalog_name == self.name, c.metadata_location.in_(_spellings(metadata_location))
-        )
-        if self._typed:
-            query = query.where(self._type_filter())
-        with self.engine.connect() as conn:
-            row = conn.execute(query.limit(1)).first()
-        return None if row is None else (*str(row[0]).split("."), str(row[1]))
-
     @database_errors
     def _tables_sharing(
         self, identifier: Identifier, table: Table, metadata_files: list[str]
