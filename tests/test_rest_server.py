@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -22,7 +23,14 @@ import pytest
 
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.errors import exception_for_error
-from icefloe.exceptions import ForbiddenError, IcebergError, UnauthorizedError, ValidationError
+from icefloe.exceptions import (
+    FileIOError,
+    ForbiddenError,
+    IcebergError,
+    NotFoundError,
+    UnauthorizedError,
+    ValidationError,
+)
 from support.rest import (
     CLIENT_SECRET,
     PYTHONPATH,
@@ -624,6 +632,85 @@ def test_bad_namespace_properties_and_damaged_metadata(rest_server: RestServer) 
     with pytest.raises(IcebergError, match=path.name) as caught:
         c.load_table("dmg.t")
     assert not isinstance(caught.value, ValidationError)
+
+
+def _storage_error(server: RestServer, path: str) -> tuple[int, dict[str, Any]]:
+    req = urllib.request.Request(server.url + path)
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(req, timeout=60)
+    return answer.value.code, json.loads(answer.value.read())["error"]
+
+
+def test_a_storage_failure_of_the_server_is_a_file_io_error_of_the_client(
+    rest_server: RestServer,
+) -> None:
+    """A metadata file the server cannot read (a directory in its place): a 500 of type
+    ``RuntimeIOException`` (Iceberg Java's type) saying the server's storage failed and
+    naming the file, which the client raises as ``FileIOError`` (it was a plain
+    ``IcebergError`` of type ``ServerError``). A file that is gone stays ``NotFoundError``."""
+    warehouse = new_warehouse()
+    c = RestCatalog("c", uri=rest_server.url, warehouse=warehouse)
+    c.create_namespace("db")
+    t = c.create_table("db.t", ROWS)
+    path = Path(t.metadata_location.removeprefix("file://"))
+    path.unlink()
+    path.mkdir()
+    try:
+        status, error = _storage_error(rest_server, f"/v1/{warehouse}/namespaces/db/tables/t")
+        assert (status, error["code"], error["type"]) == (500, 500, "RuntimeIOException")
+        assert error["message"].startswith("the server's storage failed: ")
+        with pytest.raises(FileIOError, match=r"the server's storage failed: .*" + path.name) as e:
+            c.load_table("db.t")
+        assert not isinstance(e.value, NotFoundError)
+    finally:
+        path.rmdir()
+    with pytest.raises(NotFoundError):
+        c.load_table("db.t")
+    c.close()
+
+
+def test_an_object_store_the_server_cannot_reach_is_a_file_io_error_of_the_client(
+    tmp_path: Path,
+) -> None:
+    """``icefloe serve`` over an S3 warehouse whose endpoint does not answer: creating a table
+    (its metadata file cannot be written) and loading one (it cannot be read) are the
+    client's ``FileIOError`` saying the server's storage failed, with the server's storage
+    secret in neither the error nor the server's log."""
+    from support.rest import free_port
+
+    secret = "srv-s3-secret-4d9f7e2a1b"
+    endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    server = start_rest_server(
+        tmp_path,
+        [
+            *("-p", "warehouse=s3://bucket/wh"),
+            *("-p", f"s3.endpoint={endpoint}", "-p", "s3.region=us-east-1"),
+            *("-p", "s3.access-key-id=AKIASERVERKEY", "-p", f"s3.secret-access-key={secret}"),
+        ],
+    )
+    try:
+        c = RestCatalog("c", uri=server.url)
+        c.create_namespace("db")
+        with pytest.raises(FileIOError, match="the server's storage failed") as created:
+            c.create_table("db.t", ROWS)
+        assert "s3://bucket/wh/db/t/metadata/" in str(created.value)
+        with sqlite3.connect(tmp_path / "catalog.db") as db:  # a table whose file is there
+            (name,) = db.execute("SELECT catalog_name FROM iceberg_namespace_properties").fetchone()
+            db.execute(
+                "INSERT INTO iceberg_tables VALUES (?, 'db', 'u', "
+                "'s3://bucket/wh/db/u/metadata/00001-a.metadata.json', NULL, 'TABLE')",
+                (name,),
+            )
+        with pytest.raises(FileIOError, match="the server's storage failed") as loaded:
+            c.load_table("db.u")
+        assert not isinstance(loaded.value, NotFoundError)
+        assert "00001-a.metadata.json" in str(loaded.value)
+        for text in (str(created.value), str(loaded.value), server.log_text()):
+            assert secret not in text
+        c.close()
+    finally:
+        server.stop()
+    assert "the server's storage failed" in server.log_text()
 
 
 def test_a_namespace_property_both_removed_and_set_is_unprocessable(

@@ -41,7 +41,7 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.rest.errors import error_body, error_for_exception
+from icefloe.catalog.rest.errors import STORAGE_ERROR_TYPE, error_body, error_for_exception
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
@@ -49,6 +49,7 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
+from icefloe.io.errors import scrub
 from icefloe.rest.browsers import JSON, browser_refusal
 from icefloe.rest.idempotency import (
     IdempotencyKeyReused,
@@ -121,6 +122,11 @@ def _error(exc: BaseException) -> StoredReply:
     if status == 500 and not isinstance(exc, IcebergError):
         log.exception("internal error")
         message = f"internal server error ({type(exc).__name__})"
+    elif type_ == STORAGE_ERROR_TYPE:
+        # said as the server's failure, not the client's; the message names the file (as
+        # a load answer would) and holds no secret of the server's storage
+        message = f"the server's storage failed: {scrub(_message(exc))}"
+        log.warning("%s", printable(message))
     else:
         message = _message(exc)
     return _json_reply(status, error_body(status, type_, message))

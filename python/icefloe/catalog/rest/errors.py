@@ -4,6 +4,12 @@ The wire form is ``{"error": {"message", "type", "code"}}``; ``type`` names the 
 (``NoSuchTableException``, ...), which tells apart errors that share a status code (a 404 for a
 missing namespace or a missing table). The server side uses :func:`error_for_exception` and the
 client side :func:`exception_for_error`.
+
+A failure of the server's own storage (its object store unreachable, a file it cannot read or
+write) is a 500 of type ``RuntimeIOException``, as Iceberg Java's server answers its
+``RuntimeIOException`` (Java clients raise ``ServiceFailureException``); icefloe's client raises
+:class:`FileIOError` for it, as for a failure of its own storage. A file that does not exist
+stays a 404 ``NotFoundException``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    FileIOError,
     ForbiddenError,
     IcebergError,
     NamespaceAlreadyExistsError,
@@ -35,6 +42,7 @@ from icefloe.exceptions import (
 from icefloe.io.errors import scrub
 
 __all__ = [
+    "STORAGE_ERROR_TYPE",
     "UNKNOWN_OUTCOME_STATUS",
     "IllegalArgumentError",
     "UnprocessableEntityError",
@@ -46,6 +54,11 @@ __all__ = [
 #: Answers to a commit after which the server may or may not have committed (as Iceberg
 #: Java's commit error handlers say).
 UNKNOWN_OUTCOME_STATUS = (500, 502, 503, 504)
+
+#: The error ``type`` of a failure of the server's storage (Iceberg Java's exception).
+STORAGE_ERROR_TYPE = "RuntimeIOException"
+#: Error types a server answers for its storage failing (Java's own and the JDK's).
+_STORAGE_ERROR_TYPES = (STORAGE_ERROR_TYPE, "UncheckedIOException")
 
 
 class IllegalArgumentError(ValidationError):
@@ -76,6 +89,7 @@ _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
     (UnsupportedFeatureError, 406, "UnsupportedOperationException"),
     (ServiceUnavailableError, 503, "ServiceUnavailableException"),
     (NotFoundError, 404, "NotFoundException"),
+    (FileIOError, 500, STORAGE_ERROR_TYPE),  # the server's storage failed
     (UnprocessableEntityError, 422, "UnprocessableEntityException"),
     (IllegalArgumentError, 400, "IllegalArgumentException"),
     (NoSuchSnapshotError, 400, "IllegalArgumentException"),  # as Java: a bad snapshot id
@@ -161,6 +175,8 @@ def exception_for_error(
         return UnsupportedFeatureError(text)
     if status == 503:
         return ServiceUnavailableError(text)
+    if status >= 500 and type_ in _STORAGE_ERROR_TYPES:
+        return FileIOError(text)
     if status in (400, 422):
         return ValidationError(text)
     return IcebergError(text)
