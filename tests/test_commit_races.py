@@ -443,6 +443,52 @@ def test_an_equality_upsert_run_again_on_a_new_schema_is_a_conflict(tmp_path: Pa
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "x"), (2, "x"), (3, "other")]
 
 
+def test_run_again_on_conflict_bounds_the_runs() -> None:
+    """The loop shared by ``upsert`` and ``delete_by_keys``: a conflict reloads and runs again
+    at most ``retries`` times, the last conflict propagating; ``runs_again`` stops it at once;
+    a ValidationError goes to ``rerun_failed`` only on a run again."""
+    from icefloe.table.committer import run_again_on_conflict
+
+    log: list[str] = []
+
+    def conflicting(times: int) -> object:
+        def run() -> str:
+            log.append("run")
+            if log.count("run") <= times:
+                raise CommitConflictError("lost")
+            return "done"
+
+        return run
+
+    assert run_again_on_conflict(conflicting(4), lambda: log.append("reload"), 4) == "done"
+    assert log == ["run", "reload"] * 4 + ["run"]
+    log.clear()
+    with pytest.raises(CommitConflictError, match="lost"):
+        run_again_on_conflict(conflicting(5), lambda: log.append("reload"), 4)
+    assert log == ["run", "reload"] * 4 + ["run"]
+    log.clear()
+    with pytest.raises(CommitConflictError):
+        run_again_on_conflict(
+            conflicting(1), lambda: log.append("reload"), 4, runs_again=lambda: False
+        )
+    assert log == ["run"]
+
+    def moved(exc: ValidationError) -> None:
+        raise CommitConflictError(f"moved: {exc}") from exc
+
+    def bad() -> str:
+        log.append("bad")
+        if len(log) == 1:
+            raise CommitConflictError("lost")
+        raise ValidationError("bad input")
+
+    log.clear()
+    with pytest.raises(CommitConflictError, match="moved: bad input"):
+        run_again_on_conflict(bad, lambda: None, 4, rerun_failed=moved)
+    with pytest.raises(ValidationError, match="bad input"):  # a first run: not passed on
+        run_again_on_conflict(bad, lambda: None, 4, rerun_failed=moved)
+
+
 def test_an_upsert_planned_again_after_an_expiry_on_a_new_schema_is_a_conflict(
     tmp_path: Path,
 ) -> None:

@@ -7,27 +7,31 @@ updates to apply; the catalog checks, applies, writes and swaps, or raises
 :class:`~icefloe.exceptions.CommitFailedError` (retries ran out) or
 :class:`~icefloe.exceptions.CommitStateUnknownError`. :class:`RetryPolicy` is the table's
 ``commit.retry.*`` settings, shared by the catalog's retries and the transaction's replays.
+:func:`run_again_on_conflict` runs a whole change again on a newer table after a conflict (the
+row-level changes that plan by key).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
+from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.metadata import TableMetadata, TableRequirement, TableUpdate
 from icefloe.properties import TableProperties, int_property
 
 if TYPE_CHECKING:
     from icefloe.table.table import Table
 
-__all__ = ["CommitResult", "Committer", "Identifier", "RetryPolicy"]
+__all__ = ["CommitResult", "Committer", "Identifier", "RetryPolicy", "run_again_on_conflict"]
 
 #: A table's identifier: its namespace levels, then its name.
 Identifier: TypeAlias = tuple[str, ...]
 
 _T = TableProperties
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,32 @@ class RetryPolicy:
         """Backoff before retry ``attempt`` (1-based): doubling from min-wait, capped, jittered."""
         base = min(self.max_wait_ms, self.min_wait_ms * (2 ** (attempt - 1)))
         return float(base) * (0.5 + random.random() / 2)
+
+
+def run_again_on_conflict(
+    run: Callable[[], _R],
+    reload: Callable[[], object],
+    retries: int,
+    *,
+    runs_again: Callable[[], bool] | None = None,
+    rerun_failed: Callable[[ValidationError], None] | None = None,
+) -> _R:
+    """``run()``; after a :class:`CommitConflictError`, ``reload()`` the table and ``run()`` the
+    whole change again, at most ``retries`` times and only while ``runs_again()`` (when given)
+    says so; the last conflict propagates. A :class:`ValidationError` of a run again is first
+    passed to ``rerun_failed`` (when given), which may raise another error instead."""
+    for attempt in range(retries + 1):
+        try:
+            return run()
+        except CommitConflictError:
+            if attempt == retries or (runs_again is not None and not runs_again()):
+                raise
+            reload()
+        except ValidationError as exc:
+            if attempt and rerun_failed is not None:
+                rerun_failed(exc)
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class Committer(Protocol):

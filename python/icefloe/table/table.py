@@ -18,7 +18,7 @@ from icefloe.exceptions import (
 )
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
-from icefloe.table.committer import Committer, Identifier
+from icefloe.table.committer import Committer, Identifier, run_again_on_conflict
 from icefloe.table.transaction import Transaction, UpdateProperties
 from icefloe.table_paths import metadata_file_order
 from icefloe.values import snapshot_id_arg
@@ -608,22 +608,19 @@ class Table:
 
             data = to_arrow_table(data)
         first_schema = self.metadata.current_schema()
-        for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
-            try:
-                return self._replanned(
-                    lambda tx: tx.upsert(
-                        data, join_cols, branch=branch, snapshot_properties=snapshot_properties
-                    )
+        return run_again_on_conflict(
+            lambda: self._replanned(
+                lambda tx: tx.upsert(
+                    data, join_cols, branch=branch, snapshot_properties=snapshot_properties
                 )
-            except CommitConflictError:
-                if attempt == EQUALITY_UPSERT_RETRIES or not upsert_runs_again(self.metadata):
-                    raise
-                self.refresh()
-            except ValidationError as exc:
-                if attempt:
-                    _raise_if_schema_moved(exc, first_schema, self.metadata.current_schema())
-                raise
-        raise AssertionError("unreachable")  # pragma: no cover
+            ),
+            self.refresh,
+            EQUALITY_UPSERT_RETRIES,
+            runs_again=lambda: upsert_runs_again(self.metadata),
+            rerun_failed=lambda exc: _raise_if_schema_moved(
+                exc, first_schema, self.metadata.current_schema()
+            ),
+        )
 
     def delete_by_keys(
         self,
@@ -646,19 +643,16 @@ class Table:
             from icefloe.write.input import to_arrow_table
 
             keys = to_arrow_table(keys)
-        for attempt in range(EQUALITY_UPSERT_RETRIES + 1):
-            try:
-                self._replanned(
-                    lambda tx: tx.delete_by_keys(
-                        keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
-                    )
+        run_again_on_conflict(
+            lambda: self._replanned(
+                lambda tx: tx.delete_by_keys(
+                    keys, join_cols, branch=branch, snapshot_properties=snapshot_properties
                 )
-                return self
-            except CommitConflictError:
-                if attempt == EQUALITY_UPSERT_RETRIES:
-                    raise
-                self.refresh()
-        raise AssertionError("unreachable")  # pragma: no cover
+            ),
+            self.refresh,
+            EQUALITY_UPSERT_RETRIES,
+        )
+        return self
 
     def rewrite_data_files(
         self,
