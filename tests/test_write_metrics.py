@@ -294,6 +294,73 @@ def test_truncated_string_bounds_bound_every_value(values: list[str], n: int) ->
 
 
 @pytest.mark.parametrize(
+    "props",
+    [
+        {},
+        {"write.metadata.metrics.default": "full"},
+        {"write.metadata.metrics.default": "truncate(3)"},
+        {"write.metadata.metrics.default": "counts"},
+        {"write.metadata.metrics.column.s": "none", "write.metadata.metrics.column.u": "full"},
+        {"write.metadata.metrics.max-inferred-column-defaults": "2"},
+    ],
+)
+def test_equality_delete_files_take_the_metrics_a_data_file_of_the_keys_takes(
+    tmp_path: Path, props: dict[str, str]
+) -> None:
+    """An equality delete file's metrics are computed as a data file's: deleting every row by
+    its (unique) keys gives the key columns the counts and bounds the data file has, for every
+    key type (uuid, decimal, fixed, nanosecond timestamps, strings and binary past the
+    truncation width) and metrics mode, the max-inferred-column limit counting the table's
+    columns."""
+    import uuid
+
+    from icefloe.catalog.sql import SqlCatalog
+
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=(tmp_path / "wh").as_uri())
+    cat.create_namespace("db")
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("s", pa.string()),
+            ("b", pa.binary()),
+            ("u", pa.uuid()),
+            ("d", pa.decimal128(9, 2)),
+            ("f", pa.binary(4)),
+            ("ns", pa.timestamp("ns")),
+            ("day", pa.date32()),
+        ]
+    )
+    rows = pa.table(
+        {
+            "id": [3, 1, 2],
+            "s": ["a long string past sixteen", "école", None],
+            "b": [b"\x00" * 20, b"\xff" * 20, b"m"],
+            "u": pa.array(
+                [uuid.UUID(int=n).bytes for n in (5, 2**127 + 1, 2**64)], pa.binary(16)
+            ).cast(pa.uuid()),
+            "d": [Decimal("1.25"), Decimal("-3.50"), None],
+            "f": [b"abcd", b"zzzz", b"\x00\x01\x02\x03"],
+            "ns": [1, 1_700_000_000_123_456_789, -5],
+            "day": [dt.date(2024, 1, 1), dt.date(1969, 12, 31), None],
+        },
+        schema=schema,
+    )
+    t = cat.create_table("db.t", schema, format_version=3, properties=props)
+    t.append(rows)
+    keys = ["id", "s", "b", "u", "d", "f", "ns", "day"]
+    t.delete_by_keys(rows, keys)
+    files = t.refresh().inspect.files().to_pylist()
+    data = next(e for e in files if e["content"] == 0)
+    eq = next(e for e in files if e["content"] == 2)
+    for metric in ("value_counts", "null_value_counts", "lower_bounds", "upper_bounds"):
+        assert dict(eq[metric] or []) == dict(data[metric] or []), metric
+    assert set(dict(eq["column_sizes"] or [])) == set(dict(data["column_sizes"] or []))
+    if not props:  # every key type has bounds
+        assert len(dict(eq["lower_bounds"])) == len(keys)
+    assert t.scan().to_arrow().num_rows == 0
+
+
+@pytest.mark.parametrize(
     ("props", "name", "code"),
     [
         ({"write.metadata.metrics.default": "none"}, None, None),

@@ -9,7 +9,9 @@
   it covers one data file. :func:`write_file_scoped_position_deletes` writes one such file per
   data file (``write.delete.granularity=file``), each merged with the file-scoped deletes the
   data file already had, which it supersedes.
-- :func:`write_equality_deletes` writes an equality delete file holding the equality columns.
+- :func:`write_equality_deletes` writes an equality delete file holding the equality columns,
+  its metrics computed as a data file's (:func:`~icefloe.write.metrics.compute_metrics`, under
+  the table's ``write.metadata.metrics.*`` modes).
 
 Every function returns :class:`~icefloe.write.files.DataFile` values (content 1 or 2) ready for
 the snapshot producer; :func:`delete_ref` gives the reader's view of one.
@@ -61,12 +63,7 @@ from icefloe.values import to_bytes
 from icefloe.write.files import DataFile
 from icefloe.write.input import coerce_column
 from icefloe.write.locations import LocationProvider
-from icefloe.write.metrics import (
-    MetricsConfig,
-    truncate_lower,
-    truncate_upper,
-    truncate_upper_str,
-)
+from icefloe.write.metrics import MetricsConfig, compute_metrics
 
 __all__ = [
     "POSITION_DELETE_SCHEMA",
@@ -291,7 +288,8 @@ def _bound(t: PrimitiveType, value: Any) -> bytes | None:
 def _column_metrics(
     table: pa.Table, schema: Schema, metadata: pq.FileMetaData
 ) -> tuple[dict[int, int], dict[int, int], dict[int, int], dict[int, bytes], dict[int, bytes]]:
-    """Column sizes, value and null counts and bounds of the top-level primitive columns.
+    """Column sizes, value and null counts and bounds of the top-level primitive columns (of a
+    position delete file).
 
     Bounds are exact (never truncated): they are kept only for integer-like types and for
     strings/binary no longer than 16, else omitted (which is always safe for pruning)."""
@@ -495,10 +493,10 @@ def write_equality_deletes(
         schema=pa.schema([af.with_nullable(True) for af in target]),
     )
     size, metadata = _write_parquet(io, location, table, properties or {})
-    sizes, values, nulls, lower, upper = _column_metrics(table, sub, metadata)
-    _apply_metrics_modes(
-        MetricsConfig(schema, properties or {}), sub, sizes, values, nulls, lower, upper
-    )
+    # the metrics of a data file of these columns, each column under its mode in the table
+    # (no NaN counts: float and double keys are refused above)
+    config = MetricsConfig(schema, properties or {}).select(sub)
+    m = compute_metrics(table, metadata, config, own_file=True)
     return DataFile(
         file_path=location,
         record_count=table.num_rows,
@@ -507,50 +505,12 @@ def write_equality_deletes(
         partition=dict(partition),
         content=EQUALITY_DELETES,
         equality_ids=list(ids),
-        column_sizes=sizes,
-        value_counts=values,
-        null_value_counts=nulls,
-        lower_bounds=lower,
-        upper_bounds=upper,
+        column_sizes=m.column_sizes,
+        value_counts=m.value_counts,
+        null_value_counts=m.null_value_counts,
+        lower_bounds=m.lower_bounds,
+        upper_bounds=m.upper_bounds,
     )
-
-
-def _apply_metrics_modes(
-    config: MetricsConfig,
-    schema: Schema,
-    sizes: dict[int, int],
-    values: dict[int, int],
-    nulls: dict[int, int],
-    lower: dict[int, bytes],
-    upper: dict[int, bytes],
-) -> None:
-    """Keeps, of the metrics of ``schema``'s columns, what the table's metrics modes
-    (``write.metadata.metrics.*``) keep, as Iceberg Java's equality delete writers do: nothing
-    for ``none``, counts for ``counts``, bounds cut to ``truncate(N)`` (strings by code
-    points, binary by bytes; an upper bound that cannot be cut is left out)."""
-    for f in schema.fields:
-        fid, mode = f.field_id, config.mode(f.field_id)
-        if mode.kind == "none":
-            for metric in (sizes, values, nulls, lower, upper):
-                metric.pop(fid, None)
-        elif mode.kind == "counts":
-            lower.pop(fid, None)
-            upper.pop(fid, None)
-        elif mode.kind == "truncate" and fid in lower:
-            n = mode.length
-            if isinstance(f.field_type, StringType):
-                lower[fid] = lower[fid].decode("utf-8")[:n].encode("utf-8")
-                cut = truncate_upper_str(upper[fid].decode("utf-8"), n)
-                high = None if cut is None else cut.encode("utf-8")
-            elif isinstance(f.field_type, BinaryType):
-                lower[fid] = truncate_lower(lower[fid], n)
-                high = truncate_upper(upper[fid], n)
-            else:
-                continue
-            if high is None:
-                upper.pop(fid)
-            else:
-                upper[fid] = high
 
 
 def write_file_scoped_position_deletes(

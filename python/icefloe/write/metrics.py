@@ -31,6 +31,7 @@ value per column and row group.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from collections.abc import Callable, Iterator, Mapping
@@ -227,6 +228,14 @@ class MetricsConfig:
 
     def mode(self, field_id: int) -> MetricsMode:
         return self.modes.get(field_id, _DEFAULT)
+
+    def select(self, schema: Schema) -> MetricsConfig:
+        """This configuration for a file holding only ``schema``'s columns, some columns of
+        the schema it was made for (an equality delete file's keys): each keeps its mode in
+        the whole table (the max-inferred-column limit counts the table's columns)."""
+        out = copy.copy(self)
+        out.leaves = _leaves(schema)
+        return out
 
 
 @dataclass
