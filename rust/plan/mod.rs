@@ -29,9 +29,49 @@ use crate::expr::value::array_values;
 use crate::serde::Value;
 use crate::{Error, Result};
 
+/// `path` as it names a file, so that two spellings of one file compare equal, as the add-files
+/// check compares them: a `file:` URI as its plain path (`file:///x`, `file:/x` and
+/// `file://host/x` as `/x`), `s3a:`/`s3n:` as `s3:`, and repeated slashes after the scheme's
+/// collapsed. Borrowed when nothing changes (the common case costs one scan for `//`).
+pub fn same_file_key(path: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let lower = |n: usize| path.get(..n).map(|h| h.to_ascii_lowercase());
+    let (scheme_end, mut out): (usize, Option<String>) = if lower(5).as_deref() == Some("file:") {
+        let rest = &path[5..];
+        let after = match rest.strip_prefix("//") {
+            Some(r) => r.find('/').map_or("", |i| &r[i..]),
+            None => rest,
+        };
+        (0, Some(after.to_string()))
+    } else if matches!(lower(6).as_deref(), Some("s3a://") | Some("s3n://")) {
+        (5, Some(format!("s3://{}", &path[6..])))
+    } else {
+        (path.find("://").map_or(0, |i| i + 3), None)
+    };
+    let body = out.as_deref().unwrap_or(path);
+    if body[scheme_end.min(body.len())..].contains("//") {
+        let (head, tail) = body.split_at(scheme_end.min(body.len()));
+        let mut plain = String::with_capacity(body.len());
+        plain.push_str(head);
+        let mut prev = '\0';
+        for ch in tail.chars() {
+            if !(ch == '/' && prev == '/') {
+                plain.push(ch);
+            }
+            prev = ch;
+        }
+        out = Some(plain);
+    }
+    match out {
+        Some(s) => Cow::Owned(s),
+        None => Cow::Borrowed(path),
+    }
+}
+
 /// Checks that no data file path occurs twice across `paths` (the `file_path` columns of the
-/// planned batches, checked in place: nothing is concatenated). A null path or a duplicate is an
-/// error naming it, the same errors as [`DeleteIndex::match_all`] gives.
+/// planned batches, checked in place: nothing is concatenated), however a path is spelled
+/// ([`same_file_key`]). A null path or a duplicate is an error naming it, the same errors as
+/// [`DeleteIndex::match_all`] gives.
 pub fn check_unique_paths(paths: &[ArrayRef]) -> Result<()> {
     use rayon::prelude::*;
     use std::hash::BuildHasher;
@@ -62,9 +102,10 @@ pub fn check_unique_paths(paths: &[ArrayRef]) -> Result<()> {
             .par_iter()
             .enumerate()
             .flat_map_iter(|(b, col)| {
-                col.iter()
-                    .enumerate()
-                    .map(move |(r, p)| (state.hash_one(p.unwrap_or("")), b as u32, r as u32))
+                col.iter().enumerate().map(move |(r, p)| {
+                    let key = same_file_key(p.unwrap_or(""));
+                    (state.hash_one(key.as_ref()), b as u32, r as u32)
+                })
             })
             .collect();
         keys.par_sort_unstable();
@@ -78,7 +119,8 @@ pub fn check_unique_paths(paths: &[ArrayRef]) -> Result<()> {
             continue;
         }
         let p = path(&keys[i]);
-        if keys[start..i].iter().any(|k| path(k) == p) {
+        let key = same_file_key(p);
+        if keys[start..i].iter().any(|k| same_file_key(path(k)) == key) {
             return Err(Error::corrupt(format!(
                 "data file {p} is listed twice among the live entries of the snapshot"
             )));
@@ -413,7 +455,8 @@ impl<'a> DeleteIndex<'a> {
         let spec = c.i32("spec_id")?;
         let key = c.bin("partition_key")?;
         let n = data.len();
-        let mut seen: hashbrown::HashSet<&str> = hashbrown::HashSet::with_capacity(n);
+        let mut seen: hashbrown::HashSet<std::borrow::Cow<'_, str>> =
+            hashbrown::HashSet::with_capacity(n);
         let mut offsets = Vec::with_capacity(n + 1);
         let mut indices = Vec::new();
         offsets.push(0i32);
@@ -424,7 +467,7 @@ impl<'a> DeleteIndex<'a> {
                 )));
             }
             let p = path.value(i);
-            if !seen.insert(p) {
+            if !seen.insert(same_file_key(p)) {
                 return Err(Error::corrupt(format!(
                     "data file {p} is listed twice among the live entries of the snapshot"
                 )));

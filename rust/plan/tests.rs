@@ -181,6 +181,41 @@ fn two_dvs_for_one_file_and_duplicate_data_paths_are_errors() {
 }
 
 #[test]
+fn spellings_of_one_file_are_one_path() {
+    use super::same_file_key as k;
+    for (a, b) in [
+        ("/w/x.parquet", "file:///w/x.parquet"),
+        ("/w/x.parquet", "file:/w/x.parquet"),
+        ("/w/x.parquet", "FILE://localhost/w/x.parquet"),
+        ("/w/x.parquet", "/w//x.parquet"),
+        ("s3://b/x", "s3a://b/x"),
+        ("s3://b/x", "S3N://b//x"),
+        ("gs://b/a/x", "gs://b/a//x"),
+    ] {
+        assert_eq!(k(a), k(b), "{a} {b}");
+    }
+    for (a, b) in [
+        ("s3://b/x", "s3://c/x"),
+        ("s3://b/x", "gs://b/x"),
+        ("/w/x", "/w/y"),
+    ] {
+        assert_ne!(k(a), k(b), "{a} {b}");
+    }
+    assert!(matches!(k("s3://b/x/y"), std::borrow::Cow::Borrowed(_)));
+    for (a, b) in [("f", "file:f"), ("/a/f", "file:///a/f")] {
+        let dels = deletes(&[]);
+        let ix = DeleteIndex::new(&dels).unwrap();
+        let err = ix
+            .match_all(&data(&[(a, 1, 0, b""), (b, 2, 0, b"")]))
+            .unwrap_err();
+        assert!(err.message().contains("is listed twice"), "{err:?}");
+        let col: ArrayRef = Arc::new(StringArray::from(vec![a, "other", b]));
+        let err = super::check_unique_paths(&[col]).unwrap_err();
+        assert!(err.message().contains("is listed twice"), "{err:?}");
+    }
+}
+
+#[test]
 fn partition_keys_distinguish_null_and_values() {
     let s = struct_of(vec![
         (
