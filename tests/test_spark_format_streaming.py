@@ -210,6 +210,33 @@ def test_a_stream_with_a_given_schema_reads_its_columns(spark: Any, tmp_path: Pa
     assert [tuple(r) for r in sorted(rows)] == [(i,) for i in range(12)]
 
 
+def test_a_given_schema_that_does_not_fit_says_so(spark: Any, tmp_path: Path) -> None:
+    """A schema given to a read or a stream that does not fit the table is reported as such:
+    it was reported as the table's schema having changed, with advice (restart, read again)
+    that could never help."""
+    cat, _ = src_dst(spark, tmp_path, "misfit")
+    for given, problem in [
+        ("nope bigint", "column 'nope' is not in it"),
+        ("id int", "column 'id' is bigint in it, not int"),
+    ]:
+        message = f"schema given to the read does not fit the table: {problem}"
+        reader = spark.read.format("icefloe").options(**catalog_options(cat)).schema(given)
+        with pytest.raises(Exception, match=message):
+            reader.load("db.src").collect()
+        df = (
+            spark.readStream.format("icefloe")
+            .options(**catalog_options(cat))
+            .schema(given)
+            .load("db.src")
+        )
+        q = df.writeStream.format("memory").queryName(f"misfit_{given.split()[0]}").start()
+        try:
+            with pytest.raises(Exception, match=message):
+                q.processAllAvailable()
+        finally:
+            q.stop()
+
+
 def test_a_column_made_optional_while_streaming_stops_the_query(spark: Any, tmp_path: Path) -> None:
     """Spark analysed the column as NOT NULL: once it is optional (and a null arrives), the
     query stops with the stream's error, not Spark's "Value at index is null"."""

@@ -274,12 +274,14 @@ def fit_to_analysed(
     by_id = {f.field_id: f for f in fields}
     by_name = {(f.name if case_sensitive else f.name.lower()): f for f in fields}
     chosen: list[NestedField] = []
+    # a schema the user gave carries no field ids: a mismatch is that schema's, not a change
+    given = not any(sf.metadata.get(FIELD_ID) is not None for sf in analysed.fields)
     for sf in analysed.fields:
         fid = sf.metadata.get(FIELD_ID)
         key = sf.name if case_sensitive else sf.name.lower()
         found = by_id.get(fid) if fid is not None else by_name.get(key)
         if found is None:
-            problem = f"column {sf.name!r} is no longer in it"
+            problem = f"column {sf.name!r} is {'not' if given else 'no longer'} in it"
         elif found.name != sf.name:
             problem = f"column {sf.name!r} was renamed to {found.name!r}"
         else:
@@ -288,10 +290,19 @@ def fit_to_analysed(
             if loosened or without_metadata(now) != without_metadata(sf.dataType):
                 was = sf.dataType.simpleString() + ("" if sf.nullable else " not null")
                 new = now.simpleString() + (" not null" if found.required else "")
-                problem = f"column {sf.name!r} changed from {was} to {new}"
+                problem = (
+                    f"column {sf.name!r} is {new} in it, not {was}"
+                    if given
+                    else f"column {sf.name!r} changed from {was} to {new}"
+                )
             else:
                 chosen.append(found)
                 continue
+        if given:
+            raise error(
+                f"the schema given to the read does not fit the table: {problem}; give the "
+                "table's columns and types (a subset of them), or no schema"
+            )
         raise error(f"the table's schema changed {when}: {problem}; {advice}")
     ids = [f.field_id for f in chosen]
     if ids == [f.field_id for f in fields]:
