@@ -80,6 +80,15 @@ def test_infinite_literals_filter_and_delete(tmp_path: Path) -> None:
     assert _ids(t, col("d") == inf) == [2]
     assert _ids(t, col("d").isin([-inf, 1.0])) == [1, 3]
     assert _ids(t, "d > 1e400") == []  # parses as infinity
+    # decimals beyond every double compare exactly, as integers that large do (they became
+    # infinity: `d > 10**400` dropped the infinite row, `d = ...` selected it)
+    huge = Decimal("1e400")
+    assert _ids(t, col("d") > huge) == _ids(t, col("d") > 10**400) == [2]
+    assert _ids(t, col("d") < -huge) == [3]
+    assert _ids(t, col("d") == huge) == []
+    assert _ids(t, "d > " + "1" + "0" * 400 + ".0") == [2]
+    assert _ids(t, col("d") <= "1e400") == [1, 3]
+    assert str(col("d") == Decimal("Infinity")) == "d = inf"
     assert _ids(t, col("d") != -inf) == [1, 2, 4]
     t.delete(col("d") == -inf)
     assert sorted(pyiceberg_read(t)["id"].to_pylist()) == [1, 2, 4]

@@ -532,6 +532,8 @@ def format_literal(value: Any) -> str:
             return "inf" if value > 0 else "-inf"  # as the parser reads them
         return repr(value)
     if isinstance(value, Decimal):
+        if value.is_infinite():
+            return "inf" if value > 0 else "-inf"
         text = format(value, "f")
         return text if "." in text else text + ".0"
     if isinstance(value, bytes):

@@ -44,6 +44,7 @@ silently round, since rounding would change which rows a comparison selects.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import numbers
@@ -337,6 +338,11 @@ def _to_float(value: Any, t: IcebergType) -> float | OutOfRange:
             t,
             "NaN is not a literal: use is_nan/not_nan (in filter text: x is nan, x is not nan)",
         )
+    if math.isinf(f) and isinstance(value, Decimal | str):
+        with contextlib.suppress(InvalidOperation):
+            d = Decimal(value.strip() if isinstance(value, str) else value)
+            if d.is_finite():  # beyond every double, as an integer that large is
+                return ABOVE_MAX if d > 0 else BELOW_MIN
     if isinstance(t, FloatType) and not math.isinf(f):
         if f > _FLOAT32_MAX:
             return ABOVE_MAX
