@@ -3,6 +3,7 @@ numbers and JSON checked against the table API, exit codes per kind of error."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -183,6 +184,72 @@ def test_properties_get_set_remove(scratch: CliWorld) -> None:
     r = run(scratch, "properties", "get", "db.plain", "missing")
     assert r.exit_code == EXIT_NOT_FOUND
     assert r.stderr.strip() == "error: table db.plain has no property 'missing'"
+
+
+#: Credential-bearing properties, and what each command shows of them.
+SECRETS = {
+    "s3.secret-access-key": "S3-SECRET-VALUE",
+    "adls.sas-token": "SAS-SECRET-VALUE",
+    "token": "TOKEN-SECRET-VALUE",
+    "password": "PASSWORD-SECRET-VALUE",
+    "rest.uri": "https://ann:URL-SECRET-VALUE@host/x",
+}
+SHOWN = {k: "***" for k in SECRETS} | {"rest.uri": "https://ann:***@host/x"}
+
+
+def _no_secret(text: str) -> None:
+    assert "SECRET-VALUE" not in text, text
+
+
+def test_credential_properties_read_as_stars(scratch: CliWorld) -> None:
+    import pyarrow as pa
+
+    cat = scratch.catalog()
+    cat.create_namespace("vault", dict(SECRETS))
+    cat.load_table("db.plain").set_properties(SECRETS)
+    schema = pa.schema([("x", pa.int64())])
+    cat.create_view("db.v", "SELECT 1", schema, dialect="spark", properties=SECRETS)
+    for args in (
+        ["describe", "db.plain"],
+        ["properties", "get", "db.plain"],
+        ["describe", "vault"],
+        ["view", "db.v"],
+        *(["properties", "get", "db.plain", k] for k in SECRETS),
+    ):
+        r = run(scratch, *args)
+        assert r.exit_code == 0, r.stderr
+        _no_secret(r.stdout + r.stderr)
+    text = run(scratch, "describe", "db.plain").stdout
+    assert re.search(r"\ns3\.secret-access-key +\*\*\*\n", text)
+    assert re.search(r"\nrest\.uri +https://ann:\*\*\*@host/x\n", text)
+    assert "password=***" in run(scratch, "properties", "get", "db.plain").stdout
+    assert run(scratch, "properties", "get", "db.plain", "token").stdout == "***\n"
+    assert run(scratch, "properties", "get", "db.plain", "token", "--json").json() == {
+        "token": "***"
+    }
+    assert re.search(r"\npassword +\*\*\*\n", run(scratch, "describe", "vault").stdout)
+    assert "password = ***" in run(scratch, "view", "db.v").stdout
+    for args in (
+        ["describe", "db.plain", "--json"],
+        ["properties", "get", "db.plain", "--json"],
+        ["describe", "vault", "--json"],
+        ["view", "db.v", "--json"],
+    ):
+        r = run(scratch, *args)
+        assert r.exit_code == 0, r.stderr
+        _no_secret(r.stdout)
+        props = r.json().get("properties", r.json())
+        assert {k: props[k] for k in SECRETS} == SHOWN
+    r = run(scratch, "properties", "set", "db.plain", "s3.secret-access-key", "NEW-SECRET-VALUE")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == "set s3.secret-access-key=***\n"
+    r = run(scratch, "properties", "set", "db.plain", "rest.uri=https://a:NEW-SECRET-VALUE@h")
+    assert r.stdout == "set rest.uri=https://a:***@h\n"
+    # the table API returns the values themselves
+    props = cat.load_table("db.plain").properties
+    assert props["s3.secret-access-key"] == "NEW-SECRET-VALUE"
+    assert props["rest.uri"] == "https://a:NEW-SECRET-VALUE@h"
+    assert props["token"] == "TOKEN-SECRET-VALUE"
 
 
 def test_describe_a_namespace(world: CliWorld) -> None:

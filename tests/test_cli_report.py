@@ -63,6 +63,20 @@ def test_a_report_path_that_cannot_be_written_is_bad_input(world: CliWorld, tmp_
     assert not bad.parent.exists()
 
 
+def test_report_shows_credential_properties_as_stars(tmp_path: Path) -> None:
+    world = build_world(tmp_path / "world")
+    world.catalog().load_table("db.plain").set_properties(
+        {"s3.secret-access-key": "S3-SECRET-VALUE", "rest.uri": "https://a:URL-SECRET-VALUE@h"}
+    )
+    out = tmp_path / "report.html"
+    r = run(world, "report", "db.plain", "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    html = out.read_text()
+    assert "SECRET-VALUE" not in html
+    assert "<tr><td><code>s3.secret-access-key</code></td><td>***</td></tr>" in html
+    assert "<td>https://a:***@h</td>" in html
+
+
 def test_report_renders_offline_in_chromium(
     world: CliWorld, browser: Chromium, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -9,7 +9,7 @@ from rich.tree import Tree
 from icefloe.catalog.base import Catalog
 from icefloe.cli.app import State, catalog_identifier, json_option, pass_state
 from icefloe.cli.names import display_name, show_name, split_name
-from icefloe.cli.render import esc, literal
+from icefloe.cli.render import esc, literal, shown_properties
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 
 __all__ = ["register"]
@@ -174,7 +174,7 @@ def view_cmd(state: State, view: str, as_json: bool) -> None:
                 "default_namespace": list(current.default_namespace),
                 "default_catalog": current.default_catalog,
                 "schema": [[f.name, str(f.field_type)] for f in v.schema.fields],
-                "properties": v.properties,
+                "properties": shown_properties(v.properties),
                 "versions": [
                     {
                         "version_id": x.version_id,
@@ -203,7 +203,7 @@ def view_cmd(state: State, view: str, as_json: bool) -> None:
     if current.default_catalog:
         names += f", catalog {current.default_catalog}"
     out.print(literal(f"names resolve in: {names}", style="dim"))
-    for key, value in sorted(v.properties.items()):
+    for key, value in shown_properties(v.properties).items():
         out.print(literal(f"{key} = {value}", style="dim"))
     out.print(literal(f"{len(v.versions)} version(s) kept", style="dim"))
 

@@ -44,6 +44,7 @@ __all__ = [
     "parse_size",
     "plural",
     "printable",
+    "shown_properties",
     "ts",
 ]
 
@@ -201,6 +202,16 @@ def printable(value: object) -> str:
         return _NAMED_CONTROLS.get(ch) or f"\\x{ord(ch):02x}"
 
     return _CONTROL.sub(written, unicode_name(str(value)))
+
+
+def shown_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """``properties`` as every command shows them, in order of key: credential values (keys
+    naming a secret, token, password, key, ...) read ``***`` and URLs show no password, as
+    :func:`icefloe.filesystems.redacted` hides them in reprs and errors. The table API still
+    returns the values themselves."""
+    from icefloe.filesystems import redacted
+
+    return dict(sorted(redacted(properties).items()))
 
 
 def literal(value: object, style: str = "") -> Text:

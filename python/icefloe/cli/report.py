@@ -13,7 +13,7 @@ from typing import Any
 from icefloe.cli.analysis import file_stats, partition_stats, timeline
 from icefloe.cli.health import Check, run_checks
 from icefloe.cli.names import display_name
-from icefloe.cli.render import deletes_text, human_size, pct, ts
+from icefloe.cli.render import deletes_text, human_size, pct, shown_properties, ts
 from icefloe.cli.report_svg import OP_HEX, escape, heatmap_svg, histogram_svg, timeline_svg
 
 __all__ = ["render_report"]
@@ -142,7 +142,7 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         )
     props = "".join(
         f"<tr><td><code>{escape(k)}</code></td><td>{escape(v)}</td></tr>"
-        for k, v in sorted(meta.properties.items())
+        for k, v in shown_properties(meta.properties).items()
     )
     spec = ", ".join(f"{f.name} = {f.transform}" for f in meta.spec().fields)
     partitioning = f"Partitioned by {escape(spec)}." if spec else "Unpartitioned."

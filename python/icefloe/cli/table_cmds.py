@@ -14,7 +14,16 @@ from rich.tree import Tree
 
 from icefloe.cli.app import State, is_location, json_option, pass_state
 from icefloe.cli.names import display_name, show_name, split_name
-from icefloe.cli.render import esc, human_size, iso, literal, plural, printable, ts
+from icefloe.cli.render import (
+    esc,
+    human_size,
+    iso,
+    literal,
+    plural,
+    printable,
+    shown_properties,
+    ts,
+)
 from icefloe.cli.stats_cmds import print_statistics, statistics_json
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 
@@ -113,7 +122,7 @@ def _describe_json(table: Any) -> dict[str, Any]:
         "schema": meta.current_schema().to_json(),
         "partition_spec": meta.spec().to_json(),
         "sort_order": meta.sort_order().to_json(),
-        "properties": dict(meta.properties),
+        "properties": shown_properties(meta.properties),
         "current_snapshot": snapshot_json(meta.current_snapshot()),
         "refs": {name: ref.to_json() for name, ref in sorted(meta.refs.items())},
         "snapshot_count": len(meta.snapshots),
@@ -238,7 +247,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
         console.print()
         print_statistics(state, statistics_json(t))
     console.print()
-    props = sorted(meta.properties.items())
+    props = list(shown_properties(meta.properties).items())
     console.print("[bold]properties[/]" + ("" if props else ": none"))
     if props:
         console.print(_kv_table(props))
@@ -257,7 +266,7 @@ def _is_view(catalog: Any, parts: tuple[str, ...]) -> bool:
 def _describe_namespace(state: State, levels: tuple[str, ...], as_json: bool) -> None:
     catalog = state.catalog()
     namespace = show_name(levels)
-    props = catalog.load_namespace_properties(levels)
+    props = shown_properties(catalog.load_namespace_properties(levels))
     tables = [show_name(i) for i in sorted(catalog.list_tables(levels))]
     if as_json:
         state.out.json({"namespace": namespace, "properties": props, "tables": tables})
@@ -266,7 +275,7 @@ def _describe_namespace(state: State, levels: tuple[str, ...], as_json: bool) ->
     console.print(f"[bold]namespace {esc(namespace)}[/] · {plural(len(tables), 'table')}")
     for name in tables:
         console.print(f"  {esc(name)}", soft_wrap=True)
-    console.print(_kv_table(sorted(props.items())) if props else "properties: none")
+    console.print(_kv_table(list(props.items())) if props else "properties: none")
 
 
 @click.command("schema", short_help="The current schema as a tree.")
@@ -332,22 +341,25 @@ def properties() -> None:
 @json_option
 @pass_state
 def properties_get(state: State, table: str, key: str | None, as_json: bool) -> None:
-    """Every property of TABLE, or the value of KEY."""
+    """Every property of TABLE, or the value of KEY (credentials read ``***``: the table API
+    returns them)."""
     props = state.table(table).properties
     if key is not None:
         if key not in props:
             from icefloe.exceptions import NotFoundError
 
             raise NotFoundError(f"table {table} has no property {key!r}")
+        value = shown_properties({key: props[key]})[key]
         if as_json:
-            state.out.json({key: props[key]})
+            state.out.json({key: value})
         else:
-            click.echo(printable(props[key]))
+            click.echo(printable(value))
         return
+    shown = shown_properties(props)
     if as_json:
-        state.out.json(dict(sorted(props.items())))
+        state.out.json(shown)
         return
-    for k, v in sorted(props.items()):
+    for k, v in shown.items():
         click.echo(printable(f"{k}={v}"))
 
 
@@ -370,8 +382,9 @@ def properties_set(state: State, table: str, pairs: tuple[str, ...]) -> None:
                 raise ValidationError(f"expected KEY VALUE or KEY=VALUE pairs, got {p!r}")
             updates[k] = v
     state.table(table).set_properties(updates)
-    for k, v in updates.items():
-        state.out.console.print(literal(f"set {k}={v}"))
+    shown = shown_properties(updates)
+    for k in updates:  # in the order given
+        state.out.console.print(literal(f"set {k}={shown[k]}"))
 
 
 @properties.command("remove")
