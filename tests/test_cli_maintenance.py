@@ -295,6 +295,36 @@ def test_orphans(world: CliWorld) -> None:
     assert _rows(world, "db.plain") == [(1, "a"), (2, "b"), (3, "c")]
 
 
+def test_orphans_in_a_location_that_does_not_exist(world: CliWorld, tmp_path: Path) -> None:
+    """``orphans`` where nothing could be listed (a table location, or a ``--location``, that
+    does not exist) said "found 0 orphan files" and exited 0; it says the location does not
+    exist and exits 3, as ``health --orphans`` calls the check not done."""
+    import json
+
+    table = world.catalog().load_table("db.plain")
+    doc = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    gone = (tmp_path / "nowhere").as_uri()
+    doc["location"] = gone
+    moved = tmp_path / "moved.metadata.json"
+    moved.write_text(json.dumps(doc))
+    for args in (["--dry-run"], ["--dry-run", "--json"]):
+        r = run(world, "orphans", str(moved), *args)
+        assert r.exit_code == EXIT_NOT_FOUND, r.stdout
+        assert r.stdout == ""
+        assert r.stderr == (
+            f"error: cannot look for orphan files: the table's location {gone} does not exist "
+            "(its files live elsewhere, or the metadata's location is wrong)\n"
+        )
+    nope = f"{table.location}/data/nope"
+    for args in (["--dry-run"], []):
+        r = run(world, "orphans", "db.plain", "--location", nope, *args)
+        assert r.exit_code == EXIT_NOT_FOUND, r.stdout
+        assert r.stderr == f"error: cannot look for orphan files: location {nope} does not exist\n"
+    # an existing directory with nothing orphaned in it is still 0 found
+    r = run(world, "orphans", "db.plain", "--location", f"{table.location}/data", "--dry-run")
+    assert r.exit_code == 0 and "found 0 orphan files" in r.stdout, r.stderr
+
+
 def test_orphans_not_named_in_utf8(world: CliWorld) -> None:
     """An orphan whose name is not UTF-8 made ``orphans`` and ``health --orphans`` fail; its
     name is shown with the bytes that are not UTF-8 written out, in valid JSON too."""

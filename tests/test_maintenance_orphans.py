@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.exceptions import ValidationError
+from icefloe.exceptions import NotFoundError, ValidationError
 from icefloe.io import FileIO
 from icefloe.table.maintenance import reachable_files, remove_orphan_files
 from support.manifest_tables import make_table
@@ -425,3 +425,22 @@ def test_orphans_left_in_the_default_data_directory_after_the_data_path_moved(
     t.remove_orphan_files(older_than=future)
     assert not stray.exists() and any(old_data.iterdir())
     assert sorted(cat.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+
+
+def test_a_location_that_does_not_exist_is_not_found(tmp_path: Path) -> None:
+    """Nothing listed because the location does not exist returned no orphans, as if the
+    storage had been looked at and found clean: it raises NotFoundError naming the location
+    (an existing directory holding nothing orphaned still gives [])."""
+    import dataclasses
+
+    table, _ = _sql_table(tmp_path)
+    nope = f"{table.location}/data/nope"
+    for dry_run in (True, False):
+        with pytest.raises(NotFoundError, match=f"location {nope} does not exist$"):
+            table.remove_orphan_files(location=nope, dry_run=dry_run)
+    gone = (tmp_path / "nowhere").as_uri()
+    moved = dataclasses.replace(table.metadata, location=gone)
+    with pytest.raises(NotFoundError, match=f"the table's location {gone} does not exist"):
+        remove_orphan_files(FileIO(), moved, table.metadata_location, dry_run=True)
+    assert table.remove_orphan_files(dry_run=True) == []
+    assert table.remove_orphan_files(location=f"{table.location}/metadata", dry_run=True) == []

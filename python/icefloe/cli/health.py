@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 from icefloe.cli.analysis import FileStats, file_stats, missing_statistics_files
 from icefloe.cli.names import show_name
 from icefloe.cli.render import deletes_text, human_size, pct, plural, printable
+from icefloe.exceptions import NotFoundError
 
 __all__ = ["Check", "run_checks"]
 
@@ -326,8 +327,11 @@ def _orphans(table: Any, scan: bool, cmd: str, health_cmd: str) -> Check:
             health_cmd,
             {},
         )
-    orphans = table.remove_orphan_files(dry_run=True)
-    if not orphans and not _location_exists(table):
+    try:
+        orphans = table.remove_orphan_files(dry_run=True)
+    except NotFoundError:
+        if _location_exists(table):
+            raise
         # nothing was listed there: the table's files live elsewhere, none was looked at
         where = table.location
         return Check(

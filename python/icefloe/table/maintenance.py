@@ -27,14 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe._concurrency import parallel_map
-from icefloe.exceptions import IcebergError, ValidationError
+from icefloe.exceptions import FileIOError, IcebergError, NotFoundError, ValidationError
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO, unicode_name
 from icefloe.manifest import read_manifests
 from icefloe.metadata import MAIN_BRANCH, Operation, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.progress import Progress, ProgressArg
-from icefloe.properties import gc_enabled
+from icefloe.properties import gc_enabled, redact_url
 from icefloe.read.deletes import DeleteCache
 from icefloe.scan.manifests import fetch, manifest_lists
 from icefloe.scan.tasks import FileScanTask, replace_task
@@ -270,6 +270,28 @@ def _from_working_directory(location: str) -> str:
     return os.path.join(os.getcwd(), relative)
 
 
+def _refuse_missing(io: FileIO, root: str, *, given: bool) -> None:
+    """Raise :class:`NotFoundError` when ``root`` (the ``location`` given, else the table's
+    location) is not a directory: nothing was listed, and "no orphan files" would hide that
+    none was looked for. On object stores an empty prefix counts as missing; a store that
+    cannot say leaves the empty listing as it is."""
+    try:
+        missing = not io.is_dir(root)
+    except NotFoundError:  # the bucket itself
+        missing = True
+    except FileIOError:
+        return
+    if not missing:
+        return
+    where = redact_url(root)
+    if given:
+        raise NotFoundError(f"cannot look for orphan files: location {where} does not exist")
+    raise NotFoundError(
+        f"cannot look for orphan files: the table's location {where} does not exist (its "
+        "files live elsewhere, or the metadata's location is wrong)"
+    )
+
+
 def remove_orphan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -299,7 +321,9 @@ def remove_orphan_files(
     :func:`_other_table_roots`), nor hidden files (``.name``,
     ``_name``, or under such a directory, except partition directories).
 
-    Returns the orphan locations, sorted. Files without a modification time are kept. The
+    Returns the orphan locations, sorted. Files without a modification time are kept. A
+    ``location`` (or, by default, a table location) that does not exist raises
+    :class:`~icefloe.exceptions.NotFoundError`: nothing could be looked for there. The
     deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
     (see :mod:`icefloe.progress`).
     """
@@ -345,6 +369,7 @@ def remove_orphan_files(
         names = pa.array([unicode_name(p) for p in found], pa.string())
         hidden.append(_hidden_below(root, names, metadata))
     if not listed:
+        _refuse_missing(io, location or metadata.location, given=bool(location))
         return []
     if refresh is not None:
         metadata, metadata_file = refresh()

@@ -811,7 +811,9 @@ class Table:
         references and that are older than ``older_than`` (default: 3 days), in
         ``max_workers`` threads; ``progress=True`` shows a bar (see
         :func:`icefloe.table.maintenance.remove_orphan_files`). The table is refreshed after
-        the files are listed: what other writers committed meanwhile is kept."""
+        the files are listed: what other writers committed meanwhile is kept. A ``location``
+        (or table location) that does not exist raises
+        :class:`~icefloe.exceptions.NotFoundError`."""
         from icefloe.table.maintenance import remove_orphan_files
 
         def current() -> tuple[TableMetadata, str | None]:
