@@ -542,3 +542,44 @@ def test_describe_names_a_few_refs_and_counts_the_rest(world: CliWorld) -> None:
     assert "and 196 tags more (--json lists them)" in flat, flat
     doc = json.loads(run(world, "describe", "db.manyrefs", "--json").stdout)
     assert len(doc["refs"]) == 204
+
+
+def test_counts_read_as_words_with_thousands_separators(world: CliWorld) -> None:
+    """``health`` said "in 1 groups" and "1 delete manifests", ``partitions`` and the report
+    called the largest partition "((unpartitioned))", and ``files`` wrote "2000 of 2000" next
+    to "2,000 data files"."""
+    t = _catalog(world).create_table(
+        "db.evolved",
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "p", StringType())),
+        format_version=2,
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    t.append(pa.table({"id": _ids(2), "p": ["x", "x"]}))
+    t.append(pa.table({"id": _ids(1), "p": ["x"]}))
+    with t.update_spec() as s:
+        s.add_field("p", "identity")
+    t.append(pa.table({"id": pa.array([10, 11, 12, 13], pa.int64()), "p": ["a", "a", "b", "b"]}))
+    t.delete("id = 1")  # a position delete in the first unpartitioned file
+    checks = {c["name"]: c for c in run(world, "health", "db.evolved", "--json").json()["checks"]}
+    assert checks["small files"]["detail"].endswith(" in 1 group"), checks["small files"]
+    assert checks["small files"]["detail"].startswith("compaction would rewrite 2 files (")
+    assert checks["manifests"]["value"].startswith("2 data manifests, 1 delete manifest,")
+    text = run(world, "partitions", "db.evolved").stdout
+    assert "balanced: the largest partition (unpartitioned) has 1.5x the median's rows" in text
+    assert "((" not in text
+    html = run(world, "report", "db.evolved", "-o", "-").stdout
+    assert "the largest partition (unpartitioned) holds" in html and "((" not in html
+
+    many = _catalog(world).create_table(
+        "db.many",
+        Schema(NestedField(1, "id", LongType(), required=True)),
+        partition_spec=PartitionSpec(PartitionField(1, 1000, parse_transform("identity"), "id")),
+        format_version=2,
+    )
+    many.append(pa.table({"id": _ids(1000)}))
+    text = run(world, "files", "db.many", "--limit", "1").stdout
+    assert "1,000 data files (" in text and "small files: 1,000 of 1,000 (100.0%)" in text, text
+    value = {c["name"]: c for c in run(world, "health", "db.many", "--json").json()["checks"]}[
+        "small files"
+    ]["value"]
+    assert value.startswith("1,000 of 1,000 data files (100.0%)"), value

@@ -24,6 +24,7 @@ __all__ = [
     "SnapshotPoint",
     "Timeline",
     "axis_positions",
+    "bracketed",
     "check_snapshot",
     "file_stats",
     "missing_statistics_files",
@@ -39,6 +40,8 @@ SMALL_FILE_SHARE = 0.75
 #: A partition is called out as skewed when it holds this many times the median's rows (of
 #: two partitions: the other one's, so from 80% of the rows).
 SKEW_RATIO = 4.0
+#: The label of the partition of files written unpartitioned.
+UNPARTITIONED = "(unpartitioned)"
 #: Upper edges of the file-size histogram buckets (powers of four from 4 KiB to 1 GiB).
 SIZE_EDGES: tuple[int, ...] = tuple(4**k * 1024 for k in range(1, 11))
 
@@ -415,6 +418,12 @@ class PartitionStats:
         }
 
 
+def bracketed(label: str) -> str:
+    """A partition label in brackets, as a sentence mentions it (``(region=eu)``); the
+    unpartitioned one already has its own."""
+    return label if label == UNPARTITIONED else f"({label})"
+
+
 def partition_labeller(meta: Any) -> Callable[[dict[str, Any] | None, int | None], str]:
     """A function of (partition tuple from an inspect table, spec id) giving
     ``name=value, ...``, values as people read them (``d_month=2024-02`` rather than 649; a
@@ -432,7 +441,7 @@ def partition_labeller(meta: Any) -> Callable[[dict[str, Any] | None, int | None
 
     def label(value: dict[str, Any] | None, spec_id: int | None = None) -> str:
         if not value:
-            return "(unpartitioned)"
+            return UNPARTITIONED
         spec = meta.spec_by_id(spec_id) if spec_id is not None else None
         own = (
             None
@@ -449,7 +458,7 @@ def partition_labeller(meta: Any) -> Callable[[dict[str, Any] | None, int | None
             if v is not None and text == "null":
                 text = '"null"'
             parts.append(f"{name}={text}")
-        return ", ".join(parts) or "(unpartitioned)"
+        return ", ".join(parts) or UNPARTITIONED
 
     return label
 

@@ -16,6 +16,7 @@ from icefloe.cli.analysis import (
     FileStats,
     PartitionRow,
     PartitionStats,
+    bracketed,
     file_stats,
     partition_labeller,
     partition_stats,
@@ -142,7 +143,7 @@ def files(
     share = pct(stats.small_files, stats.data_files)
     style = "yellow" if stats.small_files >= 2 else "green"
     console.print(
-        f"small files: [{style}]{stats.small_files} of {stats.data_files} ({share})[/] under "
+        f"small files: [{style}]{stats.small_files:,} of {stats.data_files:,} ({share})[/] under "
         f"{human_size(stats.small_threshold)} (3/4 of the target file size)"
     )
     console.print()
@@ -197,6 +198,7 @@ def _name_widths(rows: Sequence[tuple[str, ...]], width: int) -> tuple[int, int]
 def _skew_line(stats: PartitionStats) -> Text:
     top = stats.rows[0]
     label = printable(top.label)
+    where = printable(bracketed(top.label))
     total = sum(r.records for r in stats.rows)
     line = Text()
     base = stats.baseline  # the median partition, or of two the other one
@@ -211,7 +213,7 @@ def _skew_line(stats: PartitionStats) -> Text:
         line.append("balanced: ", style="bold green")
         whose = "the other's" if len(stats.rows) == 2 else "the median's"
         line.append(
-            f"the largest partition ({label}) has {stats.skew:.1f}x {whose} rows "
+            f"the largest partition {where} has {stats.skew:.1f}x {whose} rows "
             f"(called out from {SKEW_RATIO:.0f}x)"
         )
     return line

@@ -69,11 +69,11 @@ def _small_files(stats: FileStats, plan: Any, cmd: str) -> Check:
     act = plan.data_files > 0
     return Check(
         "small files",
-        f"{stats.small_files} of {stats.data_files} data files "
+        f"{stats.small_files:,} of {plural(stats.data_files, 'data file')} "
         f"({pct(stats.small_files, stats.data_files)}) under {human_size(stats.small_threshold)}",
         "warn" if act else "ok",
-        f"compaction would rewrite {plan.data_files} files ({human_size(plan.data_bytes)}) "
-        f"in {plan.groups} groups"
+        f"compaction would rewrite {plural(plan.data_files, 'file')} "
+        f"({human_size(plan.data_bytes)}) in {plural(plan.groups, 'group')}"
         if act
         else "compaction has nothing to merge",
         cmd if act else None,
@@ -210,7 +210,7 @@ def _manifests(table: Any, cmd: str) -> Check:
     avg = total / count if count else 0
     return Check(
         "manifests",
-        f"{count} data manifests, {m.num_rows - count} delete manifests, "
+        f"{plural(count, 'data manifest')}, {plural(m.num_rows - count, 'delete manifest')}, "
         f"average {human_size(avg)} (target {human_size(target)})",
         "warn" if advise else "ok",
         f"their size needs {needed}; rewriting regroups entries by partition"
@@ -304,7 +304,7 @@ def _metadata_log(table: Any, set_cmd: str) -> Check:
     warn = full and not cleans
     return Check(
         "metadata log",
-        f"{log} previous metadata files (max {limit}, delete-after-commit "
+        f"{plural(log, 'previous metadata file')} (max {limit}, delete-after-commit "
         f"{'on' if cleans else 'off'})",
         "warn" if warn else "ok",
         "metadata files dropped from the log stay on storage until deleted"
@@ -347,7 +347,8 @@ def _orphans(table: Any, scan: bool, cmd: str, health_cmd: str) -> Check:
     total = sum(sizes.get(o, 0) for o in orphans)
     return Check(
         "unreferenced files",
-        f"{len(orphans)} files ({human_size(total)}) older than 3 days that no metadata reaches",
+        f"{plural(len(orphans), 'file')} ({human_size(total)}) older than 3 days that no "
+        "metadata reaches",
         "warn" if orphans else "ok",
         "leftovers of failed or interrupted writes" if orphans else "no orphan files",
         cmd if orphans else None,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from icefloe.cli.analysis import file_stats, partition_stats, timeline
+from icefloe.cli.analysis import bracketed, file_stats, partition_stats, timeline
 from icefloe.cli.health import Check, run_checks
 from icefloe.cli.names import display_name
-from icefloe.cli.render import deletes_text, human_size, pct, shown_properties, ts
+from icefloe.cli.render import deletes_text, human_size, pct, plural, shown_properties, ts
 from icefloe.cli.report_svg import OP_HEX, escape, heatmap_svg, histogram_svg, timeline_svg
 
 __all__ = ["render_report"]
@@ -136,7 +136,7 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         top = parts.rows[0]
         word = "skewed" if parts.skewed else "balanced"
         skew = (
-            f"<p><b>{word}</b>: the largest partition ({escape(top.label)}) holds "
+            f"<p><b>{word}</b>: the largest partition {escape(bracketed(top.label))} holds "
             f"{pct(top.records, sum(r.records for r in parts.rows))} of the rows, "
             f"{parts.skew:.1f}× {parts.baseline}.</p>"
         )
@@ -184,10 +184,12 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
         timeline_svg(tl),
         "</section>",
         "<section><h2>File sizes</h2>",
-        f"<p>{files.data_files} data files, {human_size(files.total_data_size)}; "
-        f"<b>{files.small_files}</b> ({pct(files.small_files, files.data_files)}) are small "
-        f"(under {human_size(files.small_threshold)}). {files.delete_files} delete files "
-        f"hold {deletes}.</p>",
+        f"<p>{plural(files.data_files, 'data file')}, {human_size(files.total_data_size)}; "
+        f"<b>{files.small_files:,}</b> ({pct(files.small_files, files.data_files)}) "
+        f"{'is' if files.small_files == 1 else 'are'} small "
+        f"(under {human_size(files.small_threshold)}). "
+        f"{plural(files.delete_files, 'delete file')} "
+        f"{'holds' if files.delete_files == 1 else 'hold'} {deletes}.</p>",
         histogram_svg(files),
         "</section>",
         f"<section><h2>Partitions</h2>{skew}{heatmap_svg(parts)}</section>",

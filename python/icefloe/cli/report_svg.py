@@ -221,7 +221,7 @@ def histogram_svg(stats: FileStats) -> str:
         body.append(
             f'<rect data-mark="bucket" x="{x}" y="{top + plot_h - bh:.1f}" width="{slot - 12}" '
             f'height="{bh:.1f}" fill="{"#e0a100" if small else "#4c78a8"}">'
-            f"<title>{escape(label)}: {n} files</title></rect>"
+            f"<title>{escape(label)}: {plural(n, 'file')}</title></rect>"
         )
         if n:
             body.append(_text(x + (slot - 12) / 2, top + plot_h - bh - 4, str(n), "val", "middle"))
@@ -263,14 +263,14 @@ def heatmap_svg(stats: PartitionStats, max_cells: int = 400) -> str:
         dark = r.records / peak > 0.35
         hot = stats.skewed and i == 0
         title = (
-            f"{r.label}: {r.records:,} rows in {r.files} files, {human_size(r.size)}, "
-            f"{r.delete_records:,} deleted rows in "
-            f"{r.delete_files - r.equality_delete_files} delete files"
+            f"{r.label}: {plural(r.records, 'row')} in {plural(r.files, 'file')}, "
+            f"{human_size(r.size)}, {plural(r.delete_records, 'deleted row')} in "
+            f"{plural(r.delete_files - r.equality_delete_files, 'delete file')}"
         )
         if r.equality_delete_files:
             title += (
-                f", {r.equality_delete_keys:,} equality-delete keys in "
-                f"{r.equality_delete_files} equality delete files"
+                f", {plural(r.equality_delete_keys, 'equality-delete key')} in "
+                f"{plural(r.equality_delete_files, 'equality delete file')}"
             )
         body.append(
             f'<rect data-mark="partition" x="{x + 2}" y="{y + 2}" width="{cell_w - 4}" '
@@ -281,7 +281,9 @@ def heatmap_svg(stats: PartitionStats, max_cells: int = 400) -> str:
         label = r.label if len(r.label) <= cell_w // 7 else r.label[: cell_w // 7 - 1] + "…"
         cls = "cell dark" if dark else "cell"
         body.append(_text(x + 10, y + 22, label, cls))
-        body.append(_text(x + 10, y + 40, f"{r.records:,} rows · {r.files} files", cls))
+        body.append(
+            _text(x + 10, y + 40, f"{plural(r.records, 'row')} · {plural(r.files, 'file')}", cls)
+        )
     height = 20 + n_rows * cell_h
     if len(stats.rows) > len(rows):
         body.append(
