@@ -411,6 +411,62 @@ def test_an_error_after_an_unknown_outcome_never_deletes_committed_files(
         proxy.close()
 
 
+def _readable(c: RestCatalog, name: str) -> list[int]:
+    """The rows of ``name``; every snapshot of it is read (each file it references exists)."""
+    t = c.load_table(name)
+    for snap in t.snapshots():
+        t.scan(snapshot_id=snap.snapshot_id).to_arrow()
+    return sorted(t.scan().to_arrow()["id"].to_pylist())
+
+
+@pytest.mark.parametrize("keys", [True, False], ids=["keys", "no-keys"])
+@pytest.mark.parametrize("status", [400, 422, 404, 409])
+def test_a_gateways_error_page_after_a_commit_keeps_its_files(
+    rest_server: RestServer, warehouse: str, status: int, keys: bool
+) -> None:
+    """A gateway forwards the commit, the server commits, and the gateway answers with its own
+    error page: that status proves nothing (it is not the catalog's error response), so the
+    client resolves it as an unknown outcome instead of deleting the files of a snapshot that
+    is now current. A catalog's own 400 stays a final ``ValidationError``."""
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        if not keys:
+            c.idempotency_lifetime = None
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS, properties={"commit.retry.min-wait-ms": "1"})
+        t.append(_rows([1]))
+        proxy.fail(f"page:{status}", times=1)
+        t.append(_rows([2]))  # replayed by its key, or its snapshot found on the table
+        assert proxy.failed == 1
+        assert _readable(c, "db.t") == [1, 2]
+        proxy.fail(f"page:{status}", times=1)
+        if keys:
+            t.set_properties(k="v")  # the replay tells
+        else:
+            with pytest.raises(CommitStateUnknownError, match="unknown"):
+                t.set_properties(k="v")  # nothing on the table can tell
+        assert c.load_table("db.t").properties["k"] == "v"
+        c.create_table("db.u", ROWS)
+        proxy.fail(f"page:{status}", times=1, target="/transactions/commit")
+        with c.transaction() as tx:
+            tx.table("db.t").append(_rows([3]))
+            tx.table("db.u").append(_rows([4]))
+        assert proxy.failed == 1
+        assert _readable(c, "db.t") == [1, 2, 3]
+        assert _readable(c, "db.u") == [4]
+        # the catalog's own error response is final: nothing committed, the files deleted
+        data = Path(t.location.removeprefix("file://")) / "data"
+        before = set(data.rglob("*.parquet"))
+        proxy.fail("status:400", times=1)
+        with pytest.raises(ValidationError, match="400"):
+            c.load_table("db.t").append(_rows([5]))
+        assert set(data.rglob("*.parquet")) == before
+        assert _readable(c, "db.t") == [1, 2, 3]
+    finally:
+        proxy.close()
+
+
 def test_idempotency_key_retries(rest_server: RestServer, warehouse: str) -> None:
     proxy = FaultyProxy(rest_server.url)
     try:

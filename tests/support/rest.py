@@ -176,9 +176,10 @@ class FaultyProxy:
     ``"pass"`` forwards, ``"drop-response"`` forwards and then closes the connection without
     answering (the server acted, the client cannot know), ``"drop-request"`` closes without
     forwarding, ``"status:<N>"`` answers N without forwarding, ``"after:<N>"`` forwards and
-    answers N instead of the server's answer. ``times`` limits how many requests
-    are failed (then it passes again); :meth:`fail_sequence` gives each request its own mode.
-    Everything else is forwarded unchanged.
+    answers N instead of the server's answer (an empty body), ``"page:<N>"`` forwards and
+    answers N with an HTML page of its own (a gateway's error page). ``times`` limits how many
+    requests are failed (then it passes again); :meth:`fail_sequence` gives each request its own
+    mode. Everything else is forwarded unchanged.
     """
 
     def __init__(self, upstream: str) -> None:
@@ -254,6 +255,15 @@ class FaultyProxy:
                     self.send_response(resp_status)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
+                    return
+                if fail and proxy.mode.startswith("page:"):  # acted on, then the gateway's page
+                    proxy.failed += 1
+                    page = b"<html><body><h1>Bad Request</h1>Header Too Large</body></html>"
+                    self.send_response(int(proxy.mode.split(":")[1]))
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    self.wfile.write(page)
                     return
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():

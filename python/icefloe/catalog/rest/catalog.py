@@ -20,9 +20,11 @@ A commit sends the table's requirements and updates; the server checks and appli
 means another writer moved the table: the table is reloaded and the requirements checked again
 here; if they still hold the same changes are sent again (waiting as the table's
 ``commit.retry.*`` properties say), else :class:`CommitConflictError` lets the transaction
-rebuild its changes on the new state. 500/502/503/504 and timeouts raise
-:class:`CommitStateUnknownError` (nothing is deleted), unless the server advertises
-``Idempotency-Key`` support, in which case the same request is retried with the same key.
+rebuild its changes on the new state. 500/502/503/504, timeouts and answers that are not the
+catalog's (a body that is not an Iceberg error response: a gateway's page) raise
+:class:`CommitStateUnknownError` (nothing is deleted) unless the table shows the commit's
+snapshots; when the server advertises ``Idempotency-Key`` support the same request is retried
+with the same key first.
 """
 
 from __future__ import annotations

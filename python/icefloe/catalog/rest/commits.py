@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.catalog.base import Identifier
 from icefloe.catalog.commit import check_updates_fit
 from icefloe.catalog.rest import config as ep
-from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS
+from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS, is_error_response
 from icefloe.catalog.rest.http import TransportError
 from icefloe.catalog.rest.metrics import commit_report, scan_report
 from icefloe.catalog.rest.tables import RestTables
@@ -122,7 +122,7 @@ class RestCommits(RestTables):
                         table.io = self._result_io(ident, result)
                     self._report_commit(ident, ups, result.metadata, attempt + 1, started)
                     return CommitResult(result.metadata, result.metadata_location or "")
-                if resp is not None and resp.status == 409:
+                if resp is not None and resp.status == 409 and is_error_response(resp.body):
                     if uncertain:
                         # A retry after an unknown outcome may conflict with our own first attempt:
                         # rebuilding now could apply the same change twice.
@@ -154,7 +154,7 @@ class RestCommits(RestTables):
                     time.sleep(wait)
                     key = uuid7() if self.idempotency_lifetime else None  # a 409 is final per key
                     continue
-                if resp is None or resp.status in UNKNOWN_OUTCOME_STATUS:
+                if resp is None or _unknown_outcome(resp.status, resp.body):
                     if resp is not None:
                         failure = str(self._error(resp, what))
                     uncertain = True
@@ -388,7 +388,7 @@ class RestCommits(RestTables):
                         for t, _, _ in items:
                             self._etags.pop(t.identifier, None)
                     return
-                if resp.status == 409 and state.uncertain:
+                if resp.status == 409 and state.uncertain and is_error_response(resp.body):
                     # the conflict may be with our own first attempt (see commit_table)
                     done = [self._committed(t.identifier, ups) for t, _, ups in items]
                     if all(d is not None for d in done):
@@ -401,7 +401,7 @@ class RestCommits(RestTables):
                             "that may be with the first attempt); no file was deleted"
                         )
                     state.uncertain = False  # no table shows our snapshots: it did not commit
-                if resp.status not in UNKNOWN_OUTCOME_STATUS:
+                if not _unknown_outcome(resp.status, resp.body):
                     raise self._error(resp, what)
                 state.failure = str(self._error(resp, what))
                 state.uncertain = True
@@ -420,6 +420,13 @@ class _Outcome:
 
     uncertain: bool = False
     failure: str = ""
+
+
+def _unknown_outcome(status: int, body: bytes) -> bool:
+    """Whether an answer to a commit leaves its outcome unknown: a 500/502/503/504, or an
+    answer that is not the catalog's (its body no Iceberg error response: a gateway's page
+    after it may have forwarded the commit), whatever its status says."""
+    return status in UNKNOWN_OUTCOME_STATUS or not is_error_response(body)
 
 
 def _adds_snapshots(updates: Iterable[TableUpdate]) -> set[int]:

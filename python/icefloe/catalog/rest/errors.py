@@ -49,6 +49,7 @@ __all__ = [
     "error_body",
     "error_for_exception",
     "exception_for_error",
+    "is_error_response",
 ]
 
 #: Answers to a commit after which the server may or may not have committed (as Iceberg
@@ -114,6 +115,17 @@ def error_body(status: int, type_: str, message: str) -> dict[str, Any]:
 #: characters; this many bytes of it are read, and their secrets removed, before the cut.
 _QUOTED_CHARS = 200
 _SCRUBBED_BYTES = 65536
+
+
+def is_error_response(body: bytes) -> bool:
+    """Whether ``body`` is an Iceberg error response (``{"error": {...}}``), the answer of a
+    catalog server; a gateway's or proxy's own page (HTML, an empty body, other JSON) is not,
+    and its status says nothing about what the server did with the request."""
+    try:
+        obj = json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(obj, dict) and isinstance(obj.get("error"), dict)
 
 
 def _parse(body: bytes, secrets: Iterable[str] = ()) -> tuple[str, str]:
