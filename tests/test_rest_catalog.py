@@ -467,6 +467,34 @@ def test_a_gateways_error_page_after_a_commit_keeps_its_files(
         proxy.close()
 
 
+def test_an_unreadable_200_is_resent_with_its_key(rest_server: RestServer, warehouse: str) -> None:
+    """A 200 whose body cannot be read (a proxy's page) is resent with the same key when the
+    server advertises keys: the server replays its answer, so a change without a snapshot
+    (properties, a new column) returns normally instead of an unknown outcome."""
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        assert c.idempotency_lifetime
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS, properties={"commit.retry.min-wait-ms": "1"})
+        proxy.fail("page:200", times=1)
+        t.set_properties(a="1")
+        assert proxy.failed == 1
+        proxy.fail("page:200", times=1)
+        t.update_schema().add_column("extra", LongType()).commit()
+        assert proxy.failed == 1
+        loaded = c.load_table("db.t")
+        assert loaded.properties["a"] == "1"
+        assert "extra" in [f.name for f in loaded.schema().fields]
+        assert len(loaded.metadata_log()) == 2  # each change committed once
+        c.idempotency_lifetime = None  # without keys only the table can tell: it cannot here
+        proxy.fail("page:200", times=1)
+        with pytest.raises(CommitStateUnknownError, match="unreadable"):
+            t.set_properties(b="2")
+    finally:
+        proxy.close()
+
+
 def test_idempotency_key_retries(rest_server: RestServer, warehouse: str) -> None:
     proxy = FaultyProxy(rest_server.url)
     try:

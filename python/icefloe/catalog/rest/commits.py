@@ -105,15 +105,21 @@ class RestCommits(RestTables):
                     try:
                         result = LoadTableResult.from_json(resp.json())
                     except Exception as exc:  # an answer that cannot be read (a proxy's error page)
-                        # HTTP 200 says the server committed, its body says nothing: only the
+                        # HTTP 200 says the server committed, its body says nothing: a resend
+                        # with the same key gets the server's stored answer; else only the
                         # table's state can tell, and until it does nothing may be deleted.
-                        done = self._committed(ident, ups)
-                        if done is not None:
-                            return done
-                        raise CommitStateUnknownError(
-                            f"{what}: the outcome is unknown (HTTP 200 with an unreadable answer: "
-                            f"{type(exc).__name__}); no file was deleted"
-                        ) from exc
+                        unreadable = f"HTTP 200 with an unreadable answer: {type(exc).__name__}"
+                        if key is None:
+                            done = self._committed(ident, ups)
+                            if done is not None:
+                                return done
+                            raise CommitStateUnknownError(
+                                f"{what}: the outcome is unknown ({unreadable}); no file was "
+                                "deleted"
+                            ) from exc
+                        failure = unreadable
+                        resp = None  # resent below with the same key, as a lost answer
+                if resp is not None and resp.status == 200:
                     with self._etag_lock:
                         self._etags.pop(ident, None)
                     if staged and (result.config or result.storage_credentials):
