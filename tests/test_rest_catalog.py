@@ -495,6 +495,38 @@ def test_an_unreadable_200_is_resent_with_its_key(rest_server: RestServer, wareh
         proxy.close()
 
 
+def test_retries_after_an_unknown_outcome_stop_at_the_total_timeout(
+    rest_server: RestServer, warehouse: str
+) -> None:
+    """``commit.retry.total-timeout-ms`` ends the retries of a commit whose outcome is unknown
+    (resent with its key) once one retry was made, single- and multi-table, as it ends those
+    after a conflict: then the table is checked and the outcome stays unknown."""
+    proxy = FaultyProxy(rest_server.url)
+    props = {
+        "commit.retry.num-retries": "10",
+        "commit.retry.min-wait-ms": "400",
+        "commit.retry.max-wait-ms": "400",
+        "commit.retry.total-timeout-ms": "300",
+    }
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        assert c.idempotency_lifetime
+        c.create_namespace("db")
+        t = c.create_table("db.t", ROWS, properties=props)
+        c.create_table("db.u", ROWS, properties=props)
+        proxy.fail("status:503")
+        with pytest.raises(CommitStateUnknownError, match="503"):
+            t.set_properties(a="1")
+        assert proxy.failed == 2  # the first attempt and one retry, not 11
+        proxy.fail("status:503", target="/transactions/commit")
+        with pytest.raises(CommitStateUnknownError, match="503"), c.transaction() as tx:
+            tx.table("db.t").set_properties(b="1")
+            tx.table("db.u").set_properties(b="1")
+        assert proxy.failed == 2
+    finally:
+        proxy.close()
+
+
 def test_idempotency_key_retries(rest_server: RestServer, warehouse: str) -> None:
     proxy = FaultyProxy(rest_server.url)
     try:

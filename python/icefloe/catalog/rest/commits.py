@@ -165,8 +165,14 @@ class RestCommits(RestTables):
                         failure = str(self._error(resp, what))
                     uncertain = True
                     attempt += 1
-                    if key is not None and attempt <= policy.num_retries:
-                        time.sleep(policy.wait_ms(attempt) / 1000.0)
+                    wait = policy.wait_ms(attempt) / 1000.0
+                    if (
+                        key is not None
+                        and attempt <= policy.num_retries
+                        # total-timeout ends the retries once one was made, as Java's Tasks
+                        and not (attempt > 1 and time.monotonic() + wait > deadline)
+                    ):
+                        time.sleep(wait)
                         continue  # the same key: the server replays the first outcome if any
                     done = self._committed(ident, ups)
                     if done is not None:
@@ -338,9 +344,10 @@ class RestCommits(RestTables):
             RetryPolicy.from_properties(items[0][0].metadata.properties) if items else RetryPolicy()
         )
         attempts = 1 + (policy.num_retries if key else 0)
+        deadline = time.monotonic() + policy.total_timeout_ms / 1000.0
         state = _Outcome()
         try:
-            self._send_tables(items, body, what, key, policy, attempts, state)
+            self._send_tables(items, body, what, key, policy, attempts, deadline, state)
         except Exception as exc:
             if not state.uncertain or isinstance(exc, CommitStateUnknownError):
                 raise
@@ -373,10 +380,11 @@ class RestCommits(RestTables):
         key: str | None,
         policy: RetryPolicy,
         attempts: int,
+        deadline: float,
         state: _Outcome,
     ) -> None:
-        """The attempts of :meth:`commit_tables`; ``state`` says whether one may have
-        committed."""
+        """The attempts of :meth:`commit_tables` (no retry starts past ``deadline`` once one
+        was made); ``state`` says whether one may have committed."""
         for attempt in range(attempts):
             headers = {"Idempotency-Key": key} if key else {}
             try:
@@ -411,8 +419,12 @@ class RestCommits(RestTables):
                     raise self._error(resp, what)
                 state.failure = str(self._error(resp, what))
                 state.uncertain = True
-            if attempt + 1 < attempts:
-                time.sleep(policy.wait_ms(attempt + 1) / 1000.0)
+            if attempt + 1 >= attempts:
+                break
+            wait = policy.wait_ms(attempt + 1) / 1000.0
+            if attempt >= 1 and time.monotonic() + wait > deadline:
+                break  # total-timeout ends the retries once one was made, as Java's Tasks
+            time.sleep(wait)
         if self._all_committed(items):
             return
         raise CommitStateUnknownError(
