@@ -527,6 +527,59 @@ def test_retries_after_an_unknown_outcome_stop_at_the_total_timeout(
         proxy.close()
 
 
+@pytest.mark.parametrize("fault", ["dup", "drop-response", "after:502"])
+def test_mutations_carry_an_idempotency_key(
+    rest_server: RestServer, warehouse: str, fault: str
+) -> None:
+    """Creates, drops, renames and registers of tables, namespaces and views carry an
+    Idempotency-Key when the server advertises keys: a gateway that repeats the request gets
+    the first answer replayed, and a lost answer is sent again with the same key, so an
+    operation that happened reports success (not a missing table or a name already taken)."""
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        assert c.idempotency_lifetime
+        c.create_namespace("db")
+        for name in ("a", "b", "p", "r"):
+            c.create_table(f"db.{name}", ROWS)
+        c.create_view("db.v", "SELECT 1", ROWS, dialect="spark")
+        c.create_view("db.w", "SELECT 1", ROWS, dialect="spark")
+        c.create_namespace("gone")
+        registered = c.load_table("db.r").metadata_location
+        c.drop_table("db.r")
+        post, delete = ("POST",), ("DELETE",)
+        cases: list[tuple[str, tuple[str, ...], Any]] = [
+            ("/namespaces/db/tables", post, lambda: c.create_table("db.c", ROWS)),
+            ("/tables/a", delete, lambda: c.drop_table("db.a")),
+            ("/tables/p", delete, lambda: c.drop_table("db.p", purge=True)),
+            ("/tables/rename", post, lambda: c.rename_table("db.b", "db.b2")),
+            ("/namespaces/db/register", post, lambda: c.register_table("db.r2", registered)),
+            (f"/{warehouse}/namespaces", post, lambda: c.create_namespace("ns")),
+            ("/namespaces/gone", delete, lambda: c.drop_namespace("gone")),
+            (
+                "/namespaces/db/views",
+                post,
+                lambda: c.create_view("db.x", "SELECT 1", ROWS, dialect="spark"),
+            ),
+            ("/views/v", delete, lambda: c.drop_view("db.v")),
+            ("/views/rename", post, lambda: c.rename_view("db.w", "db.w2")),
+        ]
+        for target, methods, op in cases:
+            proxy.fail(fault, times=1, target=target, methods=methods)
+            op()  # it happened: success, whatever the gateway did
+            assert proxy.failed == 1, target
+        proxy.fail("pass")
+        assert [c.table_exists(f"db.{n}") for n in ("c", "a", "p", "b", "b2", "r2")] == [
+            True, False, False, False, True, True,
+        ]  # fmt: skip
+        assert ("ns",) in c.list_namespaces() and ("gone",) not in c.list_namespaces()
+        assert [c.view_exists(f"db.{n}") for n in ("x", "v", "w", "w2")] == [
+            True, False, False, True,
+        ]  # fmt: skip
+    finally:
+        proxy.close()
+
+
 def test_idempotency_key_retries(rest_server: RestServer, warehouse: str) -> None:
     proxy = FaultyProxy(rest_server.url)
     try:

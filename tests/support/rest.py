@@ -177,7 +177,9 @@ class FaultyProxy:
     answering (the server acted, the client cannot know), ``"drop-request"`` closes without
     forwarding, ``"status:<N>"`` answers N without forwarding, ``"after:<N>"`` forwards and
     answers N instead of the server's answer (an empty body), ``"page:<N>"`` forwards and
-    answers N with an HTML page of its own (a gateway's error page). ``times`` limits how many
+    answers N with an HTML page of its own (a gateway's error page), ``"dup"`` forwards twice
+    and answers the second answer (a gateway repeating a request). ``methods`` of :meth:`fail`
+    names the methods that fail (``POST`` by default). ``times`` limits how many
     requests are failed (then it passes again); :meth:`fail_sequence` gives each request its own
     mode. Everything else is forwarded unchanged.
     """
@@ -193,6 +195,7 @@ class FaultyProxy:
         #: rewrites the body of every answer to a GET (path, body) -> body, when set
         self.rewrite_get: Callable[[str, bytes], bytes] | None = None
         self.target = "/tables/"
+        self.methods: tuple[str, ...] = ("POST",)
         self.times = 1 << 30
         self.failed = 0
         self.sequence: list[str] = []
@@ -210,11 +213,11 @@ class FaultyProxy:
                 body = self.rfile.read(length) if length else None
                 # metrics reports (sent in the background) only fail when targeted
                 reports = self.path.endswith("/metrics") and "metrics" not in proxy.target
-                posted = self.command == "POST" and proxy.target in self.path and not reports
+                posted = self.command in proxy.methods and proxy.target in self.path and not reports
                 if proxy.sequence and posted:
                     proxy.mode, proxy.times, proxy.failed = proxy.sequence.pop(0), 1, 0
                 fail = (
-                    self.command == "POST"
+                    self.command in proxy.methods
                     and proxy.target in self.path
                     and not reports
                     and proxy.mode != "pass"
@@ -243,6 +246,13 @@ class FaultyProxy:
                 resp = conn.getresponse()
                 data = resp.read()
                 conn.close()
+                if fail and proxy.mode == "dup":  # the gateway sends it again: the second wins
+                    proxy.failed += 1
+                    conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                    conn.close()
                 if self.command == "GET" and proxy.rewrite_get is not None:
                     data = proxy.rewrite_get(self.path, data)
                 if fail and proxy.mode == "drop-response":
@@ -282,8 +292,15 @@ class FaultyProxy:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
-    def fail(self, mode: str, times: int = 1 << 30, target: str = "/tables/") -> None:
+    def fail(
+        self,
+        mode: str,
+        times: int = 1 << 30,
+        target: str = "/tables/",
+        methods: tuple[str, ...] = ("POST",),
+    ) -> None:
         self.mode, self.times, self.failed, self.target = mode, times, 0, target
+        self.methods = methods
 
     def fail_sequence(self, modes: list[str], target: str = "/tables/") -> None:
         """The next ``POST`` requests to ``target`` fail in ``modes``, one each, in order."""

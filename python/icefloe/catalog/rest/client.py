@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from icefloe.catalog.base import Catalog, Identifier
 from icefloe.catalog.rest import config as ep
 from icefloe.catalog.rest.auth import auth_from_properties
-from icefloe.catalog.rest.errors import exception_for_error
-from icefloe.catalog.rest.http import HttpResponse, HttpSession, request_path
+from icefloe.catalog.rest.errors import UNKNOWN_OUTCOME_STATUS, exception_for_error
+from icefloe.catalog.rest.http import HttpResponse, HttpSession, TransportError, request_path
 from icefloe.catalog.rest.sigv4 import signer_from_properties
 from icefloe.catalog.rest.wire import (
     LoadTableResult,
@@ -24,6 +25,7 @@ from icefloe.catalog.rest.wire import (
     answer_map,
     answer_object,
     merge_io_properties,
+    uuid7,
 )
 from icefloe.exceptions import (
     IcebergError,
@@ -152,9 +154,30 @@ class RestClient(Catalog):
         *,
         ok: tuple[int, ...] = (200, 204),
         exists: type[IcebergError] | None = None,
+        mutation: bool = False,
         **kwargs: Any,
     ) -> HttpResponse:
-        resp = self._send(method, path, **kwargs)
+        """One request; an answer not in ``ok`` raises its error.
+
+        A ``mutation`` (create, drop, rename, register) carries an ``Idempotency-Key`` when the
+        server advertises keys, the same on each send: a gateway repeating it gets the first
+        answer replayed (a drop that happened is not reported as a missing table), and a lost
+        answer or a 500/502/503/504 is sent again (:data:`MUTATION_RESENDS` times) with it.
+        """
+        key = uuid7() if mutation and self.idempotency_lifetime else None
+        if key is not None:
+            kwargs["headers"] = {**(kwargs.get("headers") or {}), "Idempotency-Key": key}
+        for resend in range(MUTATION_RESENDS + 1):
+            last = key is None or resend == MUTATION_RESENDS
+            try:
+                resp = self._send(method, path, **kwargs)
+            except TransportError:
+                if last:
+                    raise
+            else:
+                if last or resp.status not in UNKNOWN_OUTCOME_STATUS:
+                    break
+            time.sleep(MUTATION_RESEND_WAIT * (resend + 1))
         if resp.status not in ok:
             raise self._error(resp, what, exists or TableAlreadyExistsError)
         return resp
@@ -257,6 +280,12 @@ class RestClient(Catalog):
     def _view_path(self, ident: Identifier) -> str:
         _check_segment(ident[-1], "view name")
         return f"{self._ns_path(ident[:-1])}/views/{ep.encode_name(ident[-1])}"
+
+
+#: Times a mutation whose answer was lost (or a 500/502/503/504) is sent again with its
+#: Idempotency-Key, and the wait before the first resend in seconds (doubled for the next).
+MUTATION_RESENDS = 2
+MUTATION_RESEND_WAIT = 0.2
 
 
 def _check_segment(part: str, what: str) -> None:

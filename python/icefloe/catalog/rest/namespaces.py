@@ -37,6 +37,7 @@ class RestNamespaces(RestClient):
             f"create namespace {'.'.join(ns)!r}",
             exists=NamespaceAlreadyExistsError,
             body={"namespace": list(ns), "properties": string_map(properties, "properties")},
+            mutation=True,
         )
 
     def list_namespaces(self, namespace: str | Iterable[str] = ()) -> list[Identifier]:
@@ -78,6 +79,7 @@ class RestNamespaces(RestClient):
             f"{self._ns_path(ns)}/properties",
             what,
             body={"removals": sorted(removal_set), "updates": update_map},
+            mutation=True,
         ).json()
         body = answer_object(body, what)
         return PropertiesUpdateSummary(
@@ -91,7 +93,7 @@ class RestNamespaces(RestClient):
         self._require(ep.DROP_NAMESPACE)
         ns = to_identifier(namespace)
         self._ns_string(ns)
-        self._call("DELETE", self._ns_path(ns), f"drop namespace {'.'.join(ns)!r}")
+        self._call("DELETE", self._ns_path(ns), f"drop namespace {'.'.join(ns)!r}", mutation=True)
 
     def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
         """Whether the namespace exists (HEAD, or GET when the server lists no HEAD)."""

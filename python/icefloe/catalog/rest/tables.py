@@ -187,6 +187,7 @@ class RestTables(RestScanPlanning):
             f"{self._ns_path(ident[:-1])}/tables",
             f"create table {'.'.join(ident)!r}",
             body=body,
+            mutation=True,
         )
         return LoadTableResult.from_json(resp.json())
 
@@ -246,7 +247,11 @@ class RestTables(RestScanPlanning):
         ident = self._table_identifier(identifier)
         query = {"purgeRequested": "true"} if purge else {}
         self._call(
-            "DELETE", self._table_path(ident), f"drop table {'.'.join(ident)!r}", query=query
+            "DELETE",
+            self._table_path(ident),
+            f"drop table {'.'.join(ident)!r}",
+            query=query,
+            mutation=True,
         )
         with self._etag_lock:
             self._etags.pop(ident, None)
@@ -263,6 +268,7 @@ class RestTables(RestScanPlanning):
             f"{self._prefix}/tables/rename",
             f"rename table {'.'.join(src)!r} to {'.'.join(dst)!r}",
             body={"source": identifier_to_json(src), "destination": identifier_to_json(dst)},
+            mutation=True,
         )
         with self._etag_lock:
             self._etags.pop(src, None)
@@ -278,6 +284,7 @@ class RestTables(RestScanPlanning):
             f"{self._ns_path(ident[:-1])}/register",
             f"register table {'.'.join(ident)!r}",
             body={"name": ident[-1], "metadata-location": metadata_location},
+            mutation=True,
         )
         return self._result_table(ident, LoadTableResult.from_json(resp.json()))
 

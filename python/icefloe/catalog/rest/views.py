@@ -106,6 +106,7 @@ class RestViews(RestClient):
             what,
             body=body,
             exists=ViewAlreadyExistsError,
+            mutation=True,
         )
         return self._view(ident, resp.json(), what)
 
@@ -171,11 +172,15 @@ class RestViews(RestClient):
         """Drop a view (the server decides what happens to its files)."""
         self._require(ep.DROP_VIEW)
         ident = self._table_identifier(identifier)
-        resp = self._send("DELETE", self._view_path(ident))
+        resp = self._call(
+            "DELETE",
+            self._view_path(ident),
+            f"drop view {'.'.join(ident)!r}",
+            ok=(200, 204, 404),
+            mutation=True,
+        )
         if resp.status == 404:
             raise NoSuchViewError(f"view {'.'.join(ident)!r} does not exist")
-        if resp.status not in (200, 204):
-            raise self._error(resp, f"drop view {'.'.join(ident)!r}")
 
     def _rename_view_entry(
         self, source: str | Iterable[str], target: str | Iterable[str]
@@ -190,6 +195,7 @@ class RestViews(RestClient):
             f"rename view {'.'.join(src)!r} to {'.'.join(dst)!r}",
             body={"source": identifier_to_json(src), "destination": identifier_to_json(dst)},
             exists=ViewAlreadyExistsError,
+            mutation=True,
         )
         return dst
 
@@ -204,5 +210,6 @@ class RestViews(RestClient):
             what,
             body={"name": ident[-1], "metadata-location": metadata_location},
             exists=ViewAlreadyExistsError,
+            mutation=True,
         )
         return self._view(ident, resp.json(), what)
