@@ -15,7 +15,7 @@ from icefloe.cli.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.exceptions import ValidationError
 from support.cli import check_schema, run, run_process
-from support.cli_tables import CliWorld, build_world
+from support.cli_tables import CliWorld, build_world, moved_to_nowhere
 
 
 @pytest.fixture
@@ -299,14 +299,9 @@ def test_orphans_in_a_location_that_does_not_exist(world: CliWorld, tmp_path: Pa
     """``orphans`` where nothing could be listed (a table location, or a ``--location``, that
     does not exist) said "found 0 orphan files" and exited 0; it says the location does not
     exist and exits 3, as ``health --orphans`` calls the check not done."""
-    import json
-
     table = world.catalog().load_table("db.plain")
-    doc = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    moved = moved_to_nowhere(world, tmp_path)
     gone = (tmp_path / "nowhere").as_uri()
-    doc["location"] = gone
-    moved = tmp_path / "moved.metadata.json"
-    moved.write_text(json.dumps(doc))
     for args in (["--dry-run"], ["--dry-run", "--json"]):
         r = run(world, "orphans", str(moved), *args)
         assert r.exit_code == EXIT_NOT_FOUND, r.stdout

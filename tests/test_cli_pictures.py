@@ -15,7 +15,7 @@ import pytest
 from icefloe.cli import cli
 from icefloe.cli.analysis import SKEW_RATIO
 from support.cli import assert_golden, check_schema, run, run_process
-from support.cli_tables import CliWorld, build_world
+from support.cli_tables import CliWorld, build_world, moved_to_nowhere
 
 
 @pytest.fixture(scope="module")
@@ -357,15 +357,9 @@ def test_health_does_not_call_a_location_that_does_not_exist_free_of_orphans(
 ) -> None:
     """A table whose ``location`` names a directory that does not exist has its files
     elsewhere: the orphan scan listed nothing there and reported "no orphan files" (OK)."""
-    import json
-
     world = build_world(tmp_path / "world")
-    table = world.catalog().load_table("db.plain")
-    doc = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    moved = moved_to_nowhere(world, tmp_path)
     gone = (tmp_path / "nowhere").as_uri()
-    doc["location"] = gone
-    moved = tmp_path / "moved.metadata.json"
-    moved.write_text(json.dumps(doc))
     r = run(world, "health", str(moved), "--orphans", "--json")
     assert r.exit_code == 0, r.stderr
     check_schema(r.json(), HEALTH_SCHEMA)

@@ -35,6 +35,7 @@ from support.rest import (
     RestServer,
     new_warehouse,
     start_rest_server,
+    view_body,
 )
 from support.s3 import S3Server
 
@@ -627,19 +628,7 @@ def test_commits_check_locations_as_creates_do(rest_server: RestServer) -> None:
     loaded = c.load_table("ns.t")
     assert loaded.metadata_location != t.metadata_location
     assert loaded.properties["write.data.path"] == f"{t.location}/rel/x"
-    view = {
-        "name": "v",
-        "schema": {"type": "struct", "schema-id": 0, "fields": []},
-        "view-version": {
-            "version-id": 1,
-            "timestamp-ms": 0,
-            "schema-id": 0,
-            "summary": {},
-            "default-namespace": ["ns"],
-            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
-        },
-        "properties": {},
-    }
+    view = view_body("v", ["ns"])
     assert _call(rest_server, "POST", views, view)[0] == 200
     reply = commit({"action": "set-location", "location": "s3://bkt/wh/v/../w"}, route=f"{views}/v")
     assert reply[0] == 400 and _error(reply)["type"] == "BadRequestException"

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.rest import RestCatalog
-from support.rest import RestServer, new_warehouse
+from support.rest import RestServer, new_warehouse, view_body
 
 pytestmark = [pytest.mark.rest]
 
@@ -332,20 +332,7 @@ def test_registers_and_views_refuse_relative_locations(
         body = {"name": "r", "metadata-location": "metadata/00000-x.metadata.json"}
         kind, message = _error(_call(server, "POST", f"{base}/{route}", body))
         assert kind == "BadRequestException" and "relative path" in message, route
-    view = {
-        "name": "v",
-        "location": "views/v",
-        "schema": {"type": "struct", "schema-id": 0, "fields": []},
-        "view-version": {
-            "version-id": 1,
-            "timestamp-ms": 0,
-            "schema-id": 0,
-            "summary": {},
-            "default-namespace": ["db"],
-            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
-        },
-        "properties": {},
-    }
+    view = view_body("v", ["db"], location="views/v")
     kind, message = _error(_call(server, "POST", f"{base}/views", view))
     assert kind == "BadRequestException" and "relative path" in message
     assert _call(server, "HEAD", f"{base}/views/v")[0] == 404

@@ -161,3 +161,16 @@ def empty_world(root: Path, name: str = CATALOG) -> CliWorld:
         "ICEFLOE_CONFIG": str(config),
     }
     return CliWorld(root, env)
+
+
+def moved_to_nowhere(world: CliWorld, tmp_path: Path, name: str = "db.plain") -> Path:
+    """A copy of ``name``'s current metadata file whose ``location`` is a directory that does
+    not exist (the table's files stay where they are)."""
+    import json
+
+    table = world.catalog().load_table(name)
+    doc = json.loads(Path(table.metadata_location.removeprefix("file://")).read_text())
+    doc["location"] = (tmp_path / "nowhere").as_uri()
+    moved = tmp_path / "moved.metadata.json"
+    moved.write_text(json.dumps(doc))
+    return moved

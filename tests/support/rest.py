@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,6 +162,24 @@ def rest_auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestS
         yield server
     finally:
         server.stop()
+
+
+def view_body(name: str, namespace: Sequence[str], **extra: Any) -> dict[str, Any]:
+    """A create-view request body: an empty schema and one Spark SQL representation."""
+    return {
+        "name": name,
+        "schema": {"type": "struct", "schema-id": 0, "fields": []},
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": 0,
+            "schema-id": 0,
+            "summary": {},
+            "default-namespace": list(namespace),
+            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+        },
+        "properties": {},
+        **extra,
+    }
 
 
 def new_warehouse() -> str:
