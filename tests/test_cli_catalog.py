@@ -245,6 +245,15 @@ def test_credential_properties_read_as_stars(scratch: CliWorld) -> None:
     assert r.stdout == "set s3.secret-access-key=***\n"
     r = run(scratch, "properties", "set", "db.plain", "rest.uri=https://a:NEW-SECRET-VALUE@h")
     assert r.stdout == "set rest.uri=https://a:***@h\n"
+    # settings whose names only mention a key are shown: a column's, a key id, `keys`
+    plain = {
+        "write.parquet.bloom-filter-enabled.column.user_key": "true",
+        "encryption.key-id": "kid-1",
+        "write.upsert.keys": "id",
+    }
+    cat.load_table("db.plain").set_properties(plain)
+    shown = run(scratch, "properties", "get", "db.plain", "--json").json()
+    assert {k: shown[k] for k in plain} == plain
     # the table API returns the values themselves
     props = cat.load_table("db.plain").properties
     assert props["s3.secret-access-key"] == "NEW-SECRET-VALUE"

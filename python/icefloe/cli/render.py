@@ -204,14 +204,31 @@ def printable(value: object) -> str:
     return _CONTROL.sub(written, unicode_name(str(value)))
 
 
-def shown_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    """``properties`` as every command shows them, in order of key: credential values (keys
-    naming a secret, token, password, key, ...) read ``***`` and URLs show no password, as
-    :func:`icefloe.filesystems.redacted` hides them in reprs and errors. The table API still
-    returns the values themselves."""
-    from icefloe.filesystems import redacted
+#: Words of a property name that make its value a credential (``s3.secret-access-key``,
+#: ``adls.sas-token.<account>``, ``password``, ``api_key``, ``connection-string``).
+_SECRET_WORDS = frozenset(
+    {"secret", "token", "password", "passwd", "credential", "credentials", "key", "sas"}
+)
 
-    return dict(sorted(redacted(properties).items()))
+
+def _is_secret(key: str) -> bool:
+    """Whether a property's value is a credential, by the words of its name: a column's
+    setting (``...column.<name>``) is named by its setting alone, and a key id (``encryption
+    .key-id``, ``s3.access-key-id``) is no secret."""
+    name = key.lower().split(".column.", 1)[0]
+    if name.endswith("key-id") or name.endswith("key_id"):
+        return False
+    words = set(re.split(r"[^a-z0-9]+", name))
+    return bool(words & _SECRET_WORDS) or "connection-string" in name or ("authorization" in words)
+
+
+def shown_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """``properties`` as every command shows them, in order of key: credential values (see
+    :func:`_is_secret`) read ``***`` and URLs show no password. The table API still returns
+    the values themselves."""
+    from icefloe.properties import redact_url
+
+    return {k: "***" if _is_secret(k) else redact_url(v) for k, v in sorted(properties.items())}
 
 
 def literal(value: object, style: str = "") -> Text:
