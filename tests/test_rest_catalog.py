@@ -24,6 +24,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    ForbiddenError,
     IcebergError,
     NoSuchNamespaceError,
     NoSuchTableError,
@@ -463,6 +464,16 @@ def test_a_gateways_error_page_after_a_commit_keeps_its_files(
             c.load_table("db.t").append(_rows([5]))
         assert set(data.rglob("*.parquet")) == before
         assert _readable(c, "db.t") == [1, 2, 3]
+        # a gateway's refusal before forwarding (authentication, size, rate) stays final
+        proxy.fail("refuse:403", times=1)
+        with pytest.raises(ForbiddenError):
+            c.load_table("db.t").append(_rows([6]))
+        assert _readable(c, "db.t") == [1, 2, 3]
+        # a catalog's conflict without the error wrapper is still a conflict: rebuilt, retried
+        proxy.fail("bare:409", times=1)
+        c.load_table("db.t").append(_rows([7]))
+        assert proxy.failed == 1
+        assert _readable(c, "db.t") == [1, 2, 3, 7]
     finally:
         proxy.close()
 

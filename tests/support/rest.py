@@ -195,7 +195,9 @@ class FaultyProxy:
     ``"pass"`` forwards, ``"drop-response"`` forwards and then closes the connection without
     answering (the server acted, the client cannot know), ``"drop-request"`` closes without
     forwarding, ``"status:<N>"`` answers N without forwarding, ``"after:<N>"`` forwards and
-    answers N instead of the server's answer (an empty body), ``"page:<N>"`` forwards and
+    answers N instead of the server's answer (an empty body), ``"refuse:<N>"`` answers N
+    with an HTML page without forwarding, ``"bare:<N>"`` answers N with error fields lacking
+    the ``error`` wrapper without forwarding, ``"page:<N>"`` forwards and
     answers N with an HTML page of its own (a gateway's error page), ``"dup"`` forwards twice
     and answers the second answer (a gateway repeating a request). ``methods`` of :meth:`fail`
     names the methods that fail (``POST`` by default). ``times`` limits how many
@@ -257,6 +259,26 @@ class FaultyProxy:
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                    return
+                if fail and proxy.mode.startswith(("refuse:", "bare:")):
+                    # not forwarded: a gateway's own refusal page, or a catalog's error fields
+                    # sent without Iceberg's {"error": ...} wrapper
+                    proxy.failed += 1
+                    kind, code = proxy.mode.split(":")
+                    body, ctype = (
+                        (b"<html><body>Forbidden</body></html>", "text/html")
+                        if kind == "refuse"
+                        else (
+                            b'{"message":"injected","type":"CommitFailedException","code":%s}'
+                            % code.encode(),
+                            "application/json",
+                        )
+                    )
+                    self.send_response(int(code))
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
                     return
                 conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
                 dropped = {"host"} | ({"idempotency-key"} if proxy.strip_keys else set())

@@ -440,11 +440,18 @@ class _Outcome:
     failure: str = ""
 
 
+#: Refusals a gateway gives before it forwards a request (authentication, size, rate): final
+#: whoever answered them.
+_REFUSED_BEFORE_FORWARDING = (401, 403, 407, 413, 429, 431)
+
+
 def _unknown_outcome(status: int, body: bytes) -> bool:
     """Whether an answer to a commit leaves its outcome unknown: a 500/502/503/504, or an
-    answer that is not the catalog's (its body no Iceberg error response: a gateway's page
-    after it may have forwarded the commit), whatever its status says."""
-    return status in UNKNOWN_OUTCOME_STATUS or not is_error_response(body)
+    answer that is not the catalog's (its body no error response: a gateway's page after it
+    may have forwarded the commit), except the refusals given before forwarding."""
+    if status in UNKNOWN_OUTCOME_STATUS:
+        return True
+    return status not in _REFUSED_BEFORE_FORWARDING and not is_error_response(body)
 
 
 def _adds_snapshots(updates: Iterable[TableUpdate]) -> set[int]:

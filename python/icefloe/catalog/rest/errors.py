@@ -118,14 +118,19 @@ _SCRUBBED_BYTES = 65536
 
 
 def is_error_response(body: bytes) -> bool:
-    """Whether ``body`` is an Iceberg error response (``{"error": {...}}``), the answer of a
-    catalog server; a gateway's or proxy's own page (HTML, an empty body, other JSON) is not,
-    and its status says nothing about what the server did with the request."""
+    """Whether ``body`` is a catalog server's error response: Iceberg's (``{"error": {...}}``)
+    or the same fields unwrapped (``{"message": ..., "type": ...}``, as some catalogs send
+    them). A gateway's or proxy's own page (HTML, an empty body, other JSON) is not, and its
+    status says nothing about what the server did with the request."""
     try:
         obj = json.loads(body) if body else None
     except (ValueError, UnicodeDecodeError):
         return False
-    return isinstance(obj, dict) and isinstance(obj.get("error"), dict)
+    if not isinstance(obj, dict):
+        return False
+    if isinstance(obj.get("error"), dict):
+        return True
+    return isinstance(obj.get("message"), str) and isinstance(obj.get("type"), str)
 
 
 def _parse(body: bytes, secrets: Iterable[str] = ()) -> tuple[str, str]:
