@@ -442,5 +442,15 @@ def test_a_location_that_does_not_exist_is_not_found(tmp_path: Path) -> None:
     moved = dataclasses.replace(table.metadata, location=gone)
     with pytest.raises(NotFoundError, match=f"the table's location {gone} does not exist"):
         remove_orphan_files(FileIO(), moved, table.metadata_location, dry_run=True)
+    # metadata and data written outside the table location (which was never made): nothing
+    # says files belong there, so there is nothing to look for
+    elsewhere = {
+        "write.metadata.path": str(tmp_path / "meta"),
+        "write.data.path": str(tmp_path / "data"),
+    }
+    outside = dataclasses.replace(
+        table.metadata, location=gone, properties={**table.metadata.properties, **elsewhere}
+    )
+    assert remove_orphan_files(FileIO(), outside, table.metadata_location, dry_run=True) == []
     assert table.remove_orphan_files(dry_run=True) == []
     assert table.remove_orphan_files(location=f"{table.location}/metadata", dry_run=True) == []

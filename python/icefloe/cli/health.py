@@ -332,6 +332,8 @@ def _orphans(table: Any, scan: bool, cmd: str, health_cmd: str) -> Check:
     except NotFoundError:
         if _location_exists(table):
             raise
+        orphans = []
+    if not orphans and not _location_exists(table):
         # nothing was listed there: the table's files live elsewhere, none was looked at
         where = table.location
         return Check(

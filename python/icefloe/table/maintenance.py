@@ -322,8 +322,10 @@ def remove_orphan_files(
     ``_name``, or under such a directory, except partition directories).
 
     Returns the orphan locations, sorted. Files without a modification time are kept. A
-    ``location`` (or, by default, a table location) that does not exist raises
-    :class:`~icefloe.exceptions.NotFoundError`: nothing could be looked for there. The
+    ``location`` that does not exist raises :class:`~icefloe.exceptions.NotFoundError`, and
+    so does a table location that does not exist while it should hold the table's metadata:
+    nothing could be looked for there. A table whose metadata and data paths both lie
+    outside its location gets ``[]`` then. The
     deletions run in ``max_workers`` threads (default 8) and are reported to ``progress``
     (see :mod:`icefloe.progress`).
     """
@@ -369,7 +371,9 @@ def remove_orphan_files(
         names = pa.array([unicode_name(p) for p in found], pa.string())
         hidden.append(_hidden_below(root, names, metadata))
     if not listed:
-        _refuse_missing(io, location or metadata.location, given=bool(location))
+        if location or _within(own_meta, [metadata.location]):
+            # where the table's metadata (or the caller) says files are: nothing there
+            _refuse_missing(io, location or metadata.location, given=bool(location))
         return []
     if refresh is not None:
         metadata, metadata_file = refresh()
