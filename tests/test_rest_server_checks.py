@@ -617,6 +617,7 @@ def test_commits_check_locations_as_creates_do(rest_server: RestServer) -> None:
         # relative: the server resolved it against its own working directory
         {"action": "set-location", "location": "moved/elsewhere"},
         {"action": "set-location", "location": "~/moved"},
+        {"action": "set-location", "location": "file:moved/elsewhere"},
         {"action": "set-properties", "updates": {"write.data.path": "../x"}},
         {"action": "set-properties", "updates": {"write.data.path": "s3://bkt/a/../x"}},
     ]

@@ -108,7 +108,12 @@ def server_location(location: str, what: str = "location") -> str:
     path. A relative path (or ``~``) is refused with :class:`ValidationError`: the server
     would resolve it against its own working directory, not the client's."""
     check_location(location)
-    if urlparse(location).scheme or os.path.isabs(location):
+    parsed = urlparse(location)
+    if parsed.scheme.lower() == "file":
+        relative = not parsed.path.startswith("/")  # file:rel/t
+    else:
+        relative = not parsed.scheme and not os.path.isabs(location)
+    if not relative:
         return location
     raise ValidationError(
         f"{what} {location!r} is a relative path; give an absolute path or a URI (a server "
