@@ -4,6 +4,7 @@ metrics reports; the retry rules are in the docstring of :mod:`icefloe.catalog.r
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -109,7 +110,7 @@ class RestCommits(RestTables):
                         # with the same key gets the server's stored answer; else only the
                         # table's state can tell, and until it does nothing may be deleted.
                         unreadable = f"HTTP 200 with an unreadable answer: {type(exc).__name__}"
-                        if key is None:
+                        if key is None or _is_json(resp.body):  # the server's: it stays so
                             done = self._committed(ident, ups)
                             if done is not None:
                                 return done
@@ -443,6 +444,16 @@ class _Outcome:
 #: Refusals a gateway gives before it forwards a request (authentication, size, rate): final
 #: whoever answered them.
 _REFUSED_BEFORE_FORWARDING = (401, 403, 407, 413, 429, 431)
+
+
+def _is_json(body: bytes) -> bool:
+    """Whether ``body`` parses as JSON: an answer the server wrote (one a resend would only
+    replay), not a proxy's page."""
+    try:
+        json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def _unknown_outcome(status: int, body: bytes) -> bool:
