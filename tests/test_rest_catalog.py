@@ -538,6 +538,32 @@ def test_retries_after_an_unknown_outcome_stop_at_the_total_timeout(
         proxy.close()
 
 
+def test_a_resent_mutation_reports_the_first_failure_not_its_effect(
+    rest_server: RestServer, warehouse: str
+) -> None:
+    """A drop the server acted on and then answered 500 (an answer it does not keep for its
+    key) is sent again and meets its own effect: that is the first failure, not a missing
+    table, nor a name taken for a create."""
+    proxy = FaultyProxy(rest_server.url)
+    try:
+        c = RestCatalog("p", uri=proxy.url, warehouse=warehouse)
+        c.create_namespace("db")
+        c.create_table("db.a", ROWS)
+        proxy.strip_keys = True  # the server keeps no answer: the resend runs the drop again
+        proxy.fail("after:500", times=1, target="/tables/a", methods=("DELETE",))
+        with pytest.raises(IcebergError, match="500") as info:
+            c.drop_table("db.a")
+        assert not isinstance(info.value, NoSuchTableError)
+        proxy.fail("after:500", times=1, target="/namespaces/db/tables", methods=("POST",))
+        with pytest.raises(IcebergError, match="500") as info:
+            c.create_table("db.c", ROWS)
+        assert not isinstance(info.value, TableAlreadyExistsError)
+        proxy.fail("pass")
+        assert not c.table_exists("db.a") and c.table_exists("db.c")
+    finally:
+        proxy.close()
+
+
 @pytest.mark.parametrize("fault", ["dup", "drop-response", "after:502"])
 def test_mutations_carry_an_idempotency_key(
     rest_server: RestServer, warehouse: str, fault: str

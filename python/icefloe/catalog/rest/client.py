@@ -167,18 +167,28 @@ class RestClient(Catalog):
         key = uuid7() if mutation and self.idempotency_lifetime else None
         if key is not None:
             kwargs["headers"] = {**(kwargs.get("headers") or {}), "Idempotency-Key": key}
+        earlier: HttpResponse | TransportError | None = None  # a failure a resend followed
         for resend in range(MUTATION_RESENDS + 1):
             last = key is None or resend == MUTATION_RESENDS
             try:
                 resp = self._send(method, path, **kwargs)
-            except TransportError:
+            except TransportError as exc:
                 if last:
                     raise
+                earlier = exc
             else:
                 if last or resp.status not in UNKNOWN_OUTCOME_STATUS:
                     break
+                earlier = resp
             time.sleep(MUTATION_RESEND_WAIT * (resend + 1))
         if resp.status not in ok:
+            if earlier is not None and resp.status in (404, 409):
+                # the server stores no 5xx answer, so the resend ran again and may have met
+                # what the failed send did (a drop that removed the entry, then failed): the
+                # first failure is the answer, not "no such table" or "already exists"
+                if isinstance(earlier, TransportError):
+                    raise earlier
+                raise self._error(earlier, what, exists or TableAlreadyExistsError)
             raise self._error(resp, what, exists or TableAlreadyExistsError)
         return resp
 
