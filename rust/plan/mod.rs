@@ -29,43 +29,53 @@ use crate::expr::value::array_values;
 use crate::serde::Value;
 use crate::{Error, Result};
 
-/// `path` as it names a file, so that two spellings of one file compare equal, as the add-files
-/// check compares them: a `file:` URI as its plain path (`file:///x`, `file:/x` and
-/// `file://host/x` as `/x`), `s3a:`/`s3n:` as `s3:`, and repeated slashes after the scheme's
-/// collapsed. Borrowed when nothing changes (the common case costs one scan for `//`).
+/// `path` as it names a file, so that two spellings of one file compare equal: a `file:` URI
+/// as its plain path (`file:///x`, `file:/x` and `file://host/x` as `/x`), repeated slashes
+/// of a local path collapsed, and `s3a:`/`s3n:` (in any case) as `s3:`. Object store keys
+/// keep their slashes (`a//x` and `a/x` are two objects). Borrowed unless a slash collapses
+/// or a scheme is rewritten.
 pub fn same_file_key(path: &str) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
-    let lower = |n: usize| path.get(..n).map(|h| h.to_ascii_lowercase());
-    let (scheme_end, mut out): (usize, Option<String>) = if lower(5).as_deref() == Some("file:") {
+    let head = |n: usize| path.get(..n).map(|h| h.to_ascii_lowercase());
+    if head(5).as_deref() == Some("file:") {
         let rest = &path[5..];
-        let after = match rest.strip_prefix("//") {
-            Some(r) => r.find('/').map_or("", |i| &r[i..]),
+        let local = match rest.strip_prefix("//") {
+            Some(r) => match r.find('/') {
+                Some(i) => &r[i..],
+                None => return Cow::Borrowed(path), // no path: no file
+            },
             None => rest,
         };
-        (0, Some(after.to_string()))
-    } else if matches!(lower(6).as_deref(), Some("s3a://") | Some("s3n://")) {
-        (5, Some(format!("s3://{}", &path[6..])))
+        return collapse_slashes(local);
+    }
+    match head(6).as_deref() {
+        Some("s3a://") | Some("s3n://") => return Cow::Owned(format!("s3://{}", &path[6..])),
+        _ => {}
+    }
+    if head(5).as_deref() == Some("s3://") && !path.starts_with("s3://") {
+        return Cow::Owned(format!("s3://{}", &path[5..]));
+    }
+    if path.contains("://") {
+        Cow::Borrowed(path) // another store: its keys as they are
     } else {
-        (path.find("://").map_or(0, |i| i + 3), None)
-    };
-    let body = out.as_deref().unwrap_or(path);
-    if body[scheme_end.min(body.len())..].contains("//") {
-        let (head, tail) = body.split_at(scheme_end.min(body.len()));
-        let mut plain = String::with_capacity(body.len());
-        plain.push_str(head);
-        let mut prev = '\0';
-        for ch in tail.chars() {
-            if !(ch == '/' && prev == '/') {
-                plain.push(ch);
-            }
-            prev = ch;
+        collapse_slashes(path)
+    }
+}
+
+/// A local path with each run of slashes as one slash (borrowed when there is none).
+fn collapse_slashes(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.contains("//") {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let mut plain = String::with_capacity(path.len());
+    let mut prev = '\0';
+    for ch in path.chars() {
+        if !(ch == '/' && prev == '/') {
+            plain.push(ch);
         }
-        out = Some(plain);
+        prev = ch;
     }
-    match out {
-        Some(s) => Cow::Owned(s),
-        None => Cow::Borrowed(path),
-    }
+    std::borrow::Cow::Owned(plain)
 }
 
 /// Checks that no data file path occurs twice across `paths` (the `file_path` columns of the

@@ -188,9 +188,10 @@ fn spellings_of_one_file_are_one_path() {
         ("/w/x.parquet", "file:/w/x.parquet"),
         ("/w/x.parquet", "FILE://localhost/w/x.parquet"),
         ("/w/x.parquet", "/w//x.parquet"),
+        ("file:/w//x.parquet", "/w/x.parquet"),
         ("s3://b/x", "s3a://b/x"),
-        ("s3://b/x", "S3N://b//x"),
-        ("gs://b/a/x", "gs://b/a//x"),
+        ("s3://b/x", "S3N://b/x"),
+        ("s3://b/x", "S3://b/x"),
     ] {
         assert_eq!(k(a), k(b), "{a} {b}");
     }
@@ -198,9 +199,18 @@ fn spellings_of_one_file_are_one_path() {
         ("s3://b/x", "s3://c/x"),
         ("s3://b/x", "gs://b/x"),
         ("/w/x", "/w/y"),
+        // object store keys keep their slashes: two objects
+        ("s3://b/a//x", "s3://b/a/x"),
+        ("gs://b/a//x", "gs://b/a/x"),
+        // a file: URI without a path names no file: never equal to another
+        ("file://h1", "file://h2"),
     ] {
         assert_ne!(k(a), k(b), "{a} {b}");
     }
+    assert!(matches!(
+        k("file:///w/x"),
+        std::borrow::Cow::Borrowed("/w/x")
+    ));
     assert!(matches!(k("s3://b/x/y"), std::borrow::Cow::Borrowed(_)));
     for (a, b) in [("f", "file:f"), ("/a/f", "file:///a/f")] {
         let dels = deletes(&[]);
