@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from icefloe.exceptions import ValidationError
 from icefloe.expressions import col, parse
-from icefloe.expressions.base import MAX_DEPTH, And, BooleanExpression, Not, Or, balance
+from icefloe.expressions.base import (
+    And,
+    BooleanExpression,
+    Not,
+    Or,
+)
+from icefloe.expressions.rewrite import MAX_DEPTH, balance
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.schema import Schema
 from icefloe.transforms import parse_transform

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icefloe.expressions import BoundPredicate, Op, Or, bind, col
-from icefloe.expressions.base import balance
+from icefloe.expressions.rewrite import balance
 from icefloe.schema import Schema
 from icefloe.types import (
     BinaryType,

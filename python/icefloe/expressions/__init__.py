@@ -25,11 +25,11 @@ from icefloe.expressions.base import (
     Op,
     Or,
     UnboundPredicate,
-    rewrite_not,
 )
 from icefloe.expressions.binding import bind
 from icefloe.expressions.builder import Column, col, st_disjoint, st_intersects
 from icefloe.expressions.parser import parse
+from icefloe.expressions.rewrite import rewrite_not
 from icefloe.geo import BoundingBox
 
 __all__ = [

@@ -34,8 +34,8 @@ from icefloe.expressions.base import (
     Not,
     Op,
     Or,
-    balance,
 )
+from icefloe.expressions.rewrite import balance
 from icefloe.geo import intersects_mask
 from icefloe.types import (
     DoubleType,

@@ -36,7 +36,6 @@ from icefloe.expressions.base import (
     Op,
     Or,
     UnboundPredicate,
-    balance,
 )
 from icefloe.expressions.literals import (
     ABOVE_MAX,
@@ -46,6 +45,7 @@ from icefloe.expressions.literals import (
     OutOfRange,
     convert_literal,
 )
+from icefloe.expressions.rewrite import balance
 from icefloe.types import (
     DoubleType,
     FloatType,

@@ -51,8 +51,8 @@ from icefloe.expressions.base import (
     Op,
     Or,
     UnboundPredicate,
-    balance,
 )
+from icefloe.expressions.rewrite import balance
 from icefloe.geo import BoundingBox
 
 __all__ = ["parse"]

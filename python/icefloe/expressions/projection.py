@@ -41,9 +41,9 @@ from icefloe.expressions.base import (
     Op,
     Or,
     UnboundPredicate,
-    rewrite_not,
 )
 from icefloe.expressions.binding import bind
+from icefloe.expressions.rewrite import rewrite_not
 from icefloe.transforms import (
     BucketTransform,
     DayTransform,

@@ -20,11 +20,11 @@ from icefloe.expressions.base import (
     BooleanExpression,
     BoundPredicate,
     Or,
-    rewrite_not,
 )
 from icefloe.expressions.binding import bind
 from icefloe.expressions.evaluator import evaluate
 from icefloe.expressions.projection import project_predicate
+from icefloe.expressions.rewrite import rewrite_not
 
 __all__ = ["ResidualEvaluator"]
 

@@ -38,9 +38,14 @@ from icefloe.exceptions import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from icefloe.expressions.base import AlwaysTrue, And, BooleanExpression, rewrite_not
+from icefloe.expressions.base import (
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+)
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse
+from icefloe.expressions.rewrite import rewrite_not
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
 from icefloe.properties import TableProperties, int_property

@@ -34,10 +34,10 @@ from icefloe.expressions.base import (
     Not,
     Or,
     Predicate,
-    rewrite_not,
 )
 from icefloe.expressions.binding import bind
 from icefloe.expressions.rest_json import expression_from_json, expression_to_json
+from icefloe.expressions.rewrite import rewrite_not
 from icefloe.scan.content_json import data_file_from_json, delete_file_from_json
 from icefloe.scan.tasks import FileScanTask
 
