@@ -545,6 +545,25 @@ def test_describe_into_a_pipe_keeps_each_value_on_its_line(tmp_path: Path) -> No
     assert location not in folded and location[:40] in folded.replace("\n", "")
 
 
+def test_lines_of_text_into_a_pipe_keep_paths_whole(tmp_path: Path) -> None:
+    """The heading lines of ``files`` and ``health`` (text, not tables) were folded at 80
+    columns into a pipe or file, cutting a metadata path in two; without ``--width`` they
+    stay one line each, and with it they fold as asked."""
+    from click.testing import CliRunner
+
+    from icefloe.cli.app import cli
+
+    world = build_world(tmp_path / "world")
+    location = world.catalog().load_table("db.events").metadata_location
+    assert len(location) > 80
+    env = {**world.env, "COLUMNS": "60"}
+    for command in ("files", "health"):
+        out = CliRunner().invoke(cli, ["--no-color", command, location], env=env).stdout
+        assert out.splitlines()[0].startswith(f"{location} · "), (command, out)
+        folded = run(world, command, location, width=60).stdout
+        assert location not in folded.splitlines()[0], (command, folded)
+
+
 def test_a_closed_output_pipe_stops_quietly_with_141(world: CliWorld) -> None:
     """``icefloe files t | head`` exited 1, as a failure would; a program the closed pipe
     stopped reports 141 (128 + SIGPIPE) in the shell, and nothing on standard error."""

@@ -83,10 +83,13 @@ class Output:
         self._err: Console | None = None
 
     def _make(self, stderr: bool) -> Console:
+        piped = not (sys.stderr if stderr else sys.stdout).isatty()
         kwargs: dict[str, Any] = {
             "stderr": stderr,
             "highlight": False,
-            "soft_wrap": False,
+            # into a file or pipe without --width, a line of text is not folded at 80 columns
+            # (a path cut in two is no path for grep); tables and pictures keep the width
+            "soft_wrap": piped and not self.width,
             "emoji": False,
         }
         if not stderr and not sys.stdout.isatty():
