@@ -516,8 +516,19 @@ def test_health_of_snapshots_dated_in_the_future_gives_no_negative_age(world: Cl
     path = _rewritten(world, "db.ahead", ahead)
     checks = run(world, "health", path, "--json").json()["checks"]
     summary = next(c["value"] for c in checks if c["name"] == "snapshots")
-    assert "oldest dated 3.0 days from now" in summary, summary
+    assert "oldest dated 3 days from now" in summary, summary
     assert summary.startswith("1 snapshot, "), summary
+
+
+def test_health_gives_a_new_table_its_age_in_units_people_read(world: CliWorld) -> None:
+    """A table written a minute ago was "0.0 days old; 0 past retention"."""
+    t = _by_p(world, "db.fresh")
+    t.append(pa.table({"id": _ids(2), "p": ["a", "b"]}))
+    checks = run(world, "health", "db.fresh", "--json").json()["checks"]
+    summary = next(c["value"] for c in checks if c["name"] == "snapshots")
+    assert re.fullmatch(
+        r"1 snapshot, oldest [\d.]+ (ms|seconds?|minutes?) old; none past retention", summary
+    ), summary
 
 
 def test_describe_names_a_few_refs_and_counts_the_rest(world: CliWorld) -> None:

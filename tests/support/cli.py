@@ -102,7 +102,7 @@ def mask(text: str) -> str:
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden" / "cli"
 _MORE_VOLATILE = [
     (re.compile(r"[0-9a-f]{4,}(?:-[0-9a-f]{2,})+"), "<HEX>"),
-    (re.compile(r"\d+\.\d days old"), "<N> days old"),
+    (re.compile(r"[\d,]+(\.\d)? days? old"), "<N> days old"),
     # deletion-vector Puffin files name their data files, so their size follows the path
     (re.compile(r"\b\d+(?:\.\d)? (?:B|KiB)\b"), "<SIZE>"),
     (re.compile(r"\(\d[\d,]* bytes\)"), "(<N> bytes)"),

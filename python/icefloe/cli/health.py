@@ -262,13 +262,13 @@ def _snapshots(table: Any, cmd: str) -> Check:
     oldest = min((s.timestamp_ms for s in meta.snapshots), default=None)
     age = ""
     if oldest is not None:
-        days = f"{abs(now - oldest) / 86_400_000:.1f} days"
+        span = _span(str(abs(now - oldest)))
         # Writers whose clocks run ahead of this machine's date snapshots in the future.
-        age = f", oldest {days} old" if oldest <= now else f", oldest dated {days} from now"
+        age = f", oldest {span} old" if oldest <= now else f", oldest dated {span} from now"
     max_age = meta.properties.get("history.expire.max-snapshot-age-ms", str(5 * 86_400_000))
     return Check(
         "snapshots",
-        f"{plural(len(meta.snapshots), 'snapshot')}{age}; {len(expired)} past retention",
+        f"{plural(len(meta.snapshots), 'snapshot')}{age}; {len(expired) or 'none'} past retention",
         "warn" if expired or refs else "ok",
         f"retention keeps {_span(max_age)} and at least "
         f"{meta.properties.get('history.expire.min-snapshots-to-keep', '1')} per branch"
