@@ -189,6 +189,34 @@ def test_inputs_that_are_not_tables_are_refused_typed(catalog: Any) -> None:
     assert t.scan().to_arrow().num_rows == 0
 
 
+def test_unsupported_inputs_list_what_is_accepted_and_how_to_convert(catalog: Any) -> None:
+    import pyarrow.dataset as ds
+
+    t = catalog.create_table("n.unsupported", pa.schema([("id", I64)]))
+    rows = pa.table({"id": pa.array([1], I64)})
+    cases: list[tuple[Any, str]] = [
+        ([{"id": 1}], "pyarrow.Table.from_pylist(rows)"),
+        (rows.to_batches(), "pyarrow.Table.from_batches(batches)"),
+        ((b for b in rows.to_batches()), "pyarrow.RecordBatchReader.from_batches"),
+        (ds.dataset(rows), "dataset.to_table() or dataset.scanner().to_reader()"),
+        (None, ""),
+    ]
+    writes = [
+        lambda d: t.append(d),
+        lambda d: t.overwrite(d),
+        lambda d: t.upsert(d, "id"),
+    ]
+    for data, hint in cases:
+        for write in writes:
+            with pytest.raises(ValidationError) as info:
+                write(data)
+            message = str(info.value)
+            for accepted in ("pyarrow Table", "RecordBatchReader", "pandas DataFrame", "dict of"):
+                assert accepted in message, message
+            assert hint in message
+    assert t.scan().to_arrow().num_rows == 0
+
+
 def test_times_outside_a_day_are_refused(catalog: Any) -> None:
     """A time is microseconds from midnight: 25:00 or a negative time is no time (filters
     already refuse such literals); nothing is committed."""

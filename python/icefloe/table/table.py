@@ -503,7 +503,13 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Append Arrow data (table, batches, stream, pandas) in one ``append`` snapshot.
+        """Append ``data`` in one ``append`` snapshot.
+
+        ``data`` is a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame, a
+        dict of column names to arrays or lists, or an object exporting an Arrow stream (a
+        table scan, a polars DataFrame, a DuckDB result); a list of dicts needs
+        ``pyarrow.Table.from_pylist(rows)`` first, a pyarrow dataset ``dataset.to_table()`` or
+        ``dataset.scanner().to_reader()``.
 
         Data without rows commits nothing: no snapshot, no metadata file, no catalog request.
         """
@@ -520,7 +526,8 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Replace the rows matching ``overwrite_filter`` (default: all) by ``data``."""
+        """Replace the rows matching ``overwrite_filter`` (default: all) by ``data`` (any
+        input :meth:`append` accepts)."""
         self._replanned(
             lambda tx: tx.overwrite(
                 data,
@@ -540,7 +547,8 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Replace the partitions ``data`` touches by ``data`` in one commit."""
+        """Replace the partitions ``data`` touches by ``data`` in one commit (any input
+        :meth:`append` accepts)."""
         self._replanned(
             lambda tx: tx.dynamic_partition_overwrite(
                 data, branch=branch, snapshot_properties=snapshot_properties
@@ -596,11 +604,12 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> UpsertResult:
-        """Update rows whose ``join_cols`` key exists and insert the others, in one snapshot.
-        Without ``join_cols`` the key is the schema's identifier fields (as in PyIceberg;
-        :class:`ValidationError` when the table has none). An equality-mode upsert
-        (``write.upsert.mode=equality``) that conflicts with another writer's rows of its keys
-        runs again on the newer table (see :func:`icefloe.table.row_level.upsert_runs_again`)."""
+        """Update rows whose ``join_cols`` key exists and insert the others, in one snapshot
+        (``data``: any input :meth:`append` accepts). Without ``join_cols`` the key is the
+        schema's identifier fields (as in PyIceberg; :class:`ValidationError` when the table has
+        none). An equality-mode upsert (``write.upsert.mode=equality``) that conflicts with
+        another writer's rows of its keys runs again on the newer table (see
+        :func:`icefloe.table.row_level.upsert_runs_again`)."""
         from icefloe.table.row_level import EQUALITY_UPSERT_RETRIES, upsert_runs_again
 
         if _one_shot(data):  # an upsert holds its rows anyway; read once, tried again
@@ -631,7 +640,8 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
         """Delete the rows whose ``join_cols`` (by default the schema's identifier fields)
-        equal a row of ``keys`` (equality delete files, no data read).
+        equal a row of ``keys`` (any input :meth:`append` accepts; equality delete files, no
+        data read).
 
         Its deletes reach only the partitions whose files may hold the keys; when another
         writer adds data that may hold them to another partition meanwhile (serializable

@@ -288,8 +288,9 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
-        """Write ``data`` as data files and add them in an ``append`` snapshot; data without
-        rows adds nothing (no snapshot; checked against the schema all the same)."""
+        """Write ``data`` (any input :meth:`Table.append` accepts) as data files and add them
+        in an ``append`` snapshot; data without rows adds nothing (no snapshot; checked against
+        the schema all the same)."""
         from icefloe.table import operations
 
         self._check_open()
@@ -305,15 +306,18 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Replace the rows matching ``overwrite_filter`` (default: every row) by ``data``
-        in one ``overwrite`` snapshot (files partly matching are rewritten)."""
+        (any input :meth:`Table.append` accepts) in one ``overwrite`` snapshot (files partly
+        matching are rewritten)."""
         from icefloe.table import operations
 
         self._check_open()
         if data is None:
             # an unset variable must not empty the table: deleting rows is delete()'s job
+            from icefloe.write.input import ACCEPTED_INPUT
+
             raise ValidationError(
-                "overwrite needs the rows to write (a table, batches, a stream or a DataFrame), "
-                "got None; to remove rows without writing any, use delete()"
+                f"overwrite needs the rows to write ({ACCEPTED_INPUT}), got None; to remove "
+                "rows without writing any, use delete()"
             )
         return operations.overwrite(
             self,
@@ -331,7 +335,8 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
-        """Replace the partitions ``data`` touches by ``data``."""
+        """Replace the partitions ``data`` touches by ``data`` (any input
+        :meth:`Table.append` accepts)."""
         from icefloe.table import operations
 
         self._check_open()

@@ -169,9 +169,36 @@ def to_arrow_table(data: Any) -> pa.Table:
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise ValidationError(f"cannot read the input as Arrow data: {e}") from e
     raise ValidationError(
-        f"cannot write data of type {type(data).__name__}: expected a pyarrow Table, "
-        "RecordBatch, RecordBatchReader, an Arrow stream or a pandas DataFrame"
+        f"cannot write data of type {type(data).__name__}: expected {ACCEPTED_INPUT}"
+        f"{_input_hint(data)}"
     )
+
+
+#: What a write accepts as its rows, as error messages and docstrings say it.
+ACCEPTED_INPUT = (
+    "a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame, a dict of column "
+    "names to arrays or lists, or an object exporting an Arrow stream (a table scan, a polars "
+    "DataFrame, a DuckDB result)"
+)
+
+
+def _input_hint(data: Any) -> str:
+    """How to turn the common kinds of input that are not accepted into one that is."""
+    if isinstance(data, list | tuple):
+        if data and all(isinstance(x, Mapping) for x in data):
+            return "; for a list of rows as dicts use pyarrow.Table.from_pylist(rows)"
+        if data and all(isinstance(x, pa.RecordBatch) for x in data):
+            return "; for a list of record batches use pyarrow.Table.from_batches(batches)"
+    elif isinstance(data, Iterator):
+        return (
+            "; for an iterator of record batches use "
+            "pyarrow.RecordBatchReader.from_batches(schema, batches)"
+        )
+    elif type(data).__module__.startswith("pyarrow") and hasattr(data, "scanner"):
+        return "; for a pyarrow dataset use dataset.to_table() or dataset.scanner().to_reader()"
+    elif type(data).__module__.startswith("pyarrow") and hasattr(data, "to_reader"):
+        return "; for a pyarrow dataset scanner use scanner.to_reader()"
+    return ""
 
 
 def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
