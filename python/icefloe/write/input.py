@@ -851,6 +851,11 @@ def _type_error(path: str, have: pa.DataType, want: pa.DataType) -> ValidationEr
                 "series.dt.tz_convert('UTC').dt.tz_localize(None), or a cast to "
                 f"{pa.timestamp(have.unit)})"
             )
+    elif pa.types.is_floating(have) and pa.types.is_integer(want):
+        hint = (
+            ": pandas stores an integer column with missing values (None) as float64 with NaN; "
+            "give it pandas' nullable integer dtype (series.astype('Int64')), or give integers"
+        )
     return ValidationError(
         f"column {path!r} has type {have}, which cannot be written as {want}{hint}"
     )
