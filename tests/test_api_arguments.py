@@ -81,6 +81,13 @@ CALLS: list[tuple[str, Callable[[Table], Any], str]] = [
     ("compute-statistics-dict", lambda t: t.compute_statistics(snapshot_id={}), "an integer"),
     ("compute-partition-statistics-list", lambda t: t.compute_partition_statistics([1]), "integer"),
     ("snapshot-by-id-list", lambda t: t.snapshot_by_id([1]), "an integer"),
+    # a filter that is neither a string nor an expression: "cannot bind None" from binding
+    ("delete-none", lambda t: t.delete(None), "a row filter must be a string or an expression"),
+    (
+        "delete-tuple",
+        lambda t: t.delete(("id", 1)),
+        r"a row filter must be a string or an expression, got \('id', 1\)",
+    ),
     (
         "previous-versions-negative",
         lambda t: t.set_properties({"write.metadata.previous-versions-max": "-1"}),

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from icefloe.exceptions import ParseError
+from icefloe.exceptions import ParseError, ValidationError
 from icefloe.expressions.base import (
     KEYWORDS,
     AlwaysFalse,
@@ -55,7 +55,7 @@ from icefloe.expressions.base import (
 from icefloe.expressions.rewrite import balance
 from icefloe.geo import BoundingBox
 
-__all__ = ["parse"]
+__all__ = ["parse", "parse_filter"]
 
 _SPATIAL = {"st_intersects": Op.ST_INTERSECTS, "st_disjoint": Op.ST_DISJOINT}
 
@@ -442,3 +442,13 @@ def parse(text: str) -> BooleanExpression:
     if not isinstance(text, str):
         raise ParseError(f"a filter string must be a str, got {type(text).__name__}", None)
     return _Parser(text).parse()
+
+
+def parse_filter(expr: str | BooleanExpression) -> BooleanExpression:
+    """A row filter given as a filter string (parsed) or an expression; anything else (None,
+    a tuple) is refused with a :class:`ValidationError`."""
+    if isinstance(expr, str):
+        return parse(expr)
+    if not isinstance(expr, BooleanExpression):
+        raise ValidationError(f"a row filter must be a string or an expression, got {expr!r}")
+    return expr

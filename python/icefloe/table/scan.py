@@ -44,7 +44,7 @@ from icefloe.expressions.base import (
     BooleanExpression,
 )
 from icefloe.expressions.binding import bind
-from icefloe.expressions.parser import parse
+from icefloe.expressions.parser import parse_filter
 from icefloe.expressions.rewrite import rewrite_not
 from icefloe.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icefloe.name_mapping import table_mapping
@@ -82,14 +82,6 @@ log = logging.getLogger("icefloe.scan")
 
 SPLIT_SIZE_PROPERTY = TableProperties.SPLIT_SIZE
 DEFAULT_SPLIT_SIZE = TableProperties.SPLIT_SIZE_DEFAULT
-
-
-def _as_filter(expr: str | BooleanExpression) -> BooleanExpression:
-    if isinstance(expr, str):
-        return parse(expr)
-    if not isinstance(expr, BooleanExpression):
-        raise ValidationError(f"a row filter must be a string or an expression, got {expr!r}")
-    return expr
 
 
 def _epoch_ms(as_of: dt.datetime | int) -> int:
@@ -151,7 +143,7 @@ class TableScan:
         # the table's state when the scan was made: a schema change or commit through the
         # same table object later changes neither the schema names bind to nor the plan
         self._metadata: TableMetadata = table.metadata
-        self.row_filter = _as_filter(row_filter)
+        self.row_filter = parse_filter(row_filter)
         self.selected_fields: tuple[str, ...] = tuple(selected)
         self.case_sensitive = case_sensitive
         self.snapshot_id = snapshot_id
@@ -208,7 +200,7 @@ class TableScan:
 
     def filter(self, expr: str | BooleanExpression) -> TableScan:
         """A copy whose filter is this one ``and`` ``expr``."""
-        return self._copy(row_filter=And(self.row_filter, _as_filter(expr)))
+        return self._copy(row_filter=And(self.row_filter, parse_filter(expr)))
 
     def select(self, *names: str) -> TableScan:
         """A copy reading only the named columns (``"*"``: all)."""

@@ -47,7 +47,7 @@ from icefloe.expressions.arrow import selection_mask
 from icefloe.expressions.base import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.evaluator import evaluate
-from icefloe.expressions.parser import parse
+from icefloe.expressions.parser import parse_filter
 from icefloe.expressions.projection import project
 from icefloe.io import FileIO
 from icefloe.name_mapping import NameMapping
@@ -96,8 +96,7 @@ def bind_filter(
     schema: Schema, row_filter: BooleanExpression | str, case_sensitive: bool = True
 ) -> BooleanExpression:
     """``row_filter`` (an expression or a filter string) bound to ``schema``."""
-    expr = parse(row_filter) if isinstance(row_filter, str) else row_filter
-    return bind(schema, expr, case_sensitive)
+    return bind(schema, parse_filter(row_filter), case_sensitive)
 
 
 _OPTIONS = IdentityMemo(32)
