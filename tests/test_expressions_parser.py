@@ -183,6 +183,25 @@ def test_infinite_literals_print_and_parse_as_inf() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ("s = null", "write 's is null'"),
+        ("s == NULL", "write 's is null'"),
+        ("s != null", "write 's is not null'"),
+        ('"a b" <> null', """write '"a b" is not null'"""),
+        ("s < null", "'s is null' or 's is not null'"),
+        ("d = nan", "write 'd is nan'"),
+    ],
+)
+def test_comparing_with_null_says_to_use_is_null(text: str, fix: str) -> None:
+    with pytest.raises(ParseError) as info:
+        parse(text)
+    assert "expected a literal value" in str(info.value)
+    assert fix in str(info.value)
+    assert info.value.position == text.rindex(" ") + 1  # at the null
+
+
 def test_non_string_input() -> None:
     with pytest.raises(ParseError):
         parse(5)  # type: ignore[arg-type]

@@ -381,10 +381,30 @@ class _Parser:
     def make(self, op: Op, name: _Tok, value: Any = None) -> BooleanExpression:
         return UnboundPredicate(op, name.value, value)
 
+    def compared_with_null(self, name: _Tok, op: _Tok) -> ParseError:
+        """The error for ``name = null`` (or ``nan``, or another comparison): null and NaN are
+        tested with ``is``, as in SQL."""
+        word = self.tok.value.lower()
+        column = self.text[name.pos : op.pos].strip()
+        if op.value in ("=", "=="):
+            fix = f"write '{column} is {word}'"
+        elif op.value in ("!=", "<>"):
+            fix = f"write '{column} is not {word}'"
+        else:
+            fix = f"test it with '{column} is {word}' or '{column} is not {word}'"
+        return _error(
+            self.text,
+            self.tok.pos,
+            f"expected a literal value (number, 'string', true or false), found {word!r}: "
+            f"{word} is not a value to compare with; {fix}",
+        )
+
     def parse_predicate(self, name: _Tok) -> BooleanExpression:
         t = self.tok
         if t.kind == "op":
             self.advance()
+            if self.is_kw("null") or self.is_kw("nan"):
+                raise self.compared_with_null(name, t)
             return self.make(_CMP[t.value], name, self.literal())
         if self.is_kw("is"):
             self.advance()
