@@ -88,6 +88,22 @@ def test_invalid_ref_changes(action, match: str, tmp_path: Path) -> None:  # typ
     assert t.refresh().metadata_location == before
 
 
+def test_an_unknown_snapshot_is_named_with_the_table_not_its_repr(tmp_path: Path) -> None:
+    _, t, ids = _setup(tmp_path, 1)
+    actions = [
+        lambda ms: ms.rollback_to(12345),
+        lambda ms: ms.create_tag("x", 12345),
+        lambda ms: ms.create_branch("b", 12345),
+        lambda ms: ms.set_current_snapshot(12345),
+        lambda ms: ms.cherry_pick(12345),
+    ]
+    for action in actions:
+        with pytest.raises(ValidationError) as info:
+            action(t.manage_snapshots()).commit()
+        assert str(info.value) == "cannot find snapshot 12345 in table db.t"
+    assert t.current_snapshot().snapshot_id == ids[0]  # type: ignore[union-attr]
+
+
 def test_rollback_and_set_current(tmp_path: Path) -> None:
     c, t, (s1, s2, s3) = _setup(tmp_path)
     with t.manage_snapshots() as ms:

@@ -85,7 +85,9 @@ class ManageSnapshots(PendingUpdate):
         if s is None and self._load_every_snapshot():
             s = self._tx.metadata.snapshot_by_id(snapshot_id)
         if s is None:
-            raise ValidationError(f"cannot find snapshot {snapshot_id} in table {self._tx.table}")
+            name = getattr(self._tx.table, "name", None)
+            where = f" in table {name}" if isinstance(name, str) else ""
+            raise ValidationError(f"cannot find snapshot {snapshot_id}{where}")
         return s
 
     def _load_every_snapshot(self) -> bool:
