@@ -176,6 +176,24 @@ def test_bad_ranges_are_clear_errors(history: tuple[Any, list[int]]) -> None:
     assert t.incremental_append_scan(ids[-1], ids[-1]).to_arrow().num_rows == 0
 
 
+def test_a_snapshot_id_given_as_a_string_says_ids_are_integers(
+    history: tuple[Any, list[int]],
+) -> None:
+    t, ids = history
+    with pytest.raises(NoSuchSnapshotError) as info:
+        t.incremental_append_scan(str(ids[0]))
+    message = str(info.value)
+    assert f"no tag named '{ids[0]}'" in message
+    assert f"a snapshot id is given as an integer: from_snapshot_id={ids[0]}" in message
+    with pytest.raises(NoSuchSnapshotError, match="to_snapshot_id=12"):
+        t.incremental_append_scan(ids[0], "12")
+    with pytest.raises(NoSuchSnapshotError) as info:
+        t.incremental_append_scan("nope")
+    assert "integer" not in str(info.value)  # a name that is no number: only the tag
+    t.manage_snapshots().create_tag("2024", ids[1]).commit()  # a numeric tag is a tag
+    assert _ids(t.incremental_append_scan("2024").to_arrow()) == [100, 101]
+
+
 def test_an_expired_start_still_bounds_the_range(history: tuple[Any, list[int]]) -> None:
     """A pipeline's last consumed snapshot may have been expired since: as the parent of a
     snapshot still in the history it still says where the new appends begin."""

@@ -20,6 +20,7 @@ projections, limits and the readers (:meth:`to_arrow`, :meth:`to_batches`, :meth
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,7 +56,10 @@ def snapshot_arg(md: TableMetadata, value: int | str | None, what: str) -> int |
     if isinstance(value, str):
         ref = md.refs.get(value)
         if ref is None:
-            raise NoSuchSnapshotError(f"{what}: no tag named {value!r}")
+            hint = ""
+            if re.fullmatch(r"\s*-?[0-9]+\s*", value):
+                hint = f"; a snapshot id is given as an integer: {what}={int(value)}"
+            raise NoSuchSnapshotError(f"{what}: no tag named {value!r}{hint}")
         if ref.is_branch:
             raise ValidationError(f"{what}: {value!r} is a branch, not a tag")
         return ref.snapshot_id
