@@ -116,6 +116,20 @@ def test_forbidden_promotion() -> None:
     check_schema_evolution(BASE, s(opt(9, "d", TimestampType())), 3)
 
 
+def test_a_narrowing_names_no_format_version() -> None:
+    """Iceberg never narrows a type: the message must not suggest another format version
+    allows it, while one a later version allows still names the table's version."""
+    old = s(opt(1, "n", LongType()))
+    for version in (2, 3):
+        with pytest.raises(ValidationError) as info:
+            check_schema_evolution(old, s(opt(1, "n", IntegerType())), version)
+        message = str(info.value)
+        assert message.startswith("cannot change column 'n' from long to int: Iceberg only")
+        assert "widens" in message and f"v{version} table" not in message
+    with pytest.raises(ValidationError, match=r"in a v2 table \(format version 3 allows it\)"):
+        check_schema_evolution(BASE, s(opt(9, "d", TimestampType())), 2)
+
+
 def test_map_keys_cannot_change() -> None:
     new = s(opt(6, "m", MapType(7, LongType(), 8, LongType())))
     with pytest.raises(ValidationError, match=r"map key 'm\.key'"):

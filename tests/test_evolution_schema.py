@@ -243,7 +243,7 @@ def _raises(t: Table, fn: Callable[[Any], Any], match: str) -> None:
         (lambda u: u.delete_column("id"), "cannot delete identifier field 'id'"),
         (lambda u: u.rename_column("data", "amount"), "name already exists"),
         (lambda u: u.rename_column("loc.lat", "lon"), "name already exists"),
-        (lambda u: u.update_column("id", IntegerType()), "from long to int"),
+        (lambda u: u.update_column("id", IntegerType()), "from long to int: Iceberg only widens"),
         (lambda u: u.update_column("data", LongType()), "from string to long"),
         (lambda u: u.update_column("loc", LongType()), "only primitive types"),
         # a type name, a pyarrow type or a type class is not a type (it said "only primitive

@@ -26,6 +26,7 @@ from typing import Any
 
 from icefloe import values
 from icefloe.exceptions import ValidationError
+from icefloe.metadata.table_metadata import SUPPORTED_FORMAT_VERSION
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema
 from icefloe.schema_rules import validate_schema
@@ -51,7 +52,7 @@ from icefloe.types import (
     UnknownType,
 )
 
-__all__ = ["can_promote", "check_schema_evolution", "promote_default"]
+__all__ = ["can_promote", "check_schema_evolution", "promote_default", "promotion_refused"]
 
 
 def can_promote(old: IcebergType, new: IcebergType, format_version: int) -> bool:
@@ -75,6 +76,23 @@ def can_promote(old: IcebergType, new: IcebergType, format_version: int) -> bool
         if isinstance(old, UnknownType):
             return True
     return False
+
+
+def promotion_refused(
+    name: str | None, old: IcebergType, new: IcebergType, format_version: int
+) -> ValidationError:
+    """The error for changing column ``name`` from ``old`` to ``new`` when :func:`can_promote`
+    refuses it: it names the format version only when a later one allows the change."""
+    if can_promote(old, new, SUPPORTED_FORMAT_VERSION):
+        return ValidationError(
+            f"cannot change column {name!r} from {old} to {new} in a v{format_version} table "
+            f"(format version {SUPPORTED_FORMAT_VERSION} allows it)"
+        )
+    return ValidationError(
+        f"cannot change column {name!r} from {old} to {new}: Iceberg only widens a type "
+        "(int to long, float to double, a decimal to more digits of the same scale; in format "
+        "version 3 also date to timestamp and unknown to any type)"
+    )
 
 
 def _kind(t: IcebergType) -> str:
@@ -183,10 +201,7 @@ def check_schema_evolution(
             if _is_map_key(old, fid):
                 raise ValidationError(f"cannot change the type of map key {name!r}")
             if not can_promote(of.field_type, nf.field_type, format_version):
-                raise ValidationError(
-                    f"cannot change column {name!r} from {of.field_type} to {nf.field_type} "
-                    f"in a v{format_version} table"
-                )
+                raise promotion_refused(name, of.field_type, nf.field_type, format_version)
         if of.optional and nf.required:
             raise ValidationError(f"cannot change optional column {name!r} to required")
         if not _same_default(of, nf):

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from icefloe import values
-from icefloe.evolution import can_promote, check_schema_evolution, promote_default
+from icefloe.evolution import (
+    can_promote,
+    check_schema_evolution,
+    promote_default,
+    promotion_refused,
+)
 from icefloe.exceptions import ValidationError
 from icefloe.metadata import (
     AddSchema,
@@ -322,10 +327,7 @@ class UpdateSchema(PendingUpdate):
                     "only primitive types can be promoted"
                 )
             if not can_promote(cur.field_type, field_type, self._format_version):
-                raise ValidationError(
-                    f"cannot change column {name!r} from {cur.field_type} to {field_type} "
-                    f"in a v{self._format_version} table"
-                )
+                raise promotion_refused(name, cur.field_type, field_type, self._format_version)
             cur = replace(
                 cur,
                 field_type=field_type,
