@@ -76,7 +76,8 @@ pub fn decode_bound(t: &PrimitiveType, data: &[u8]) -> Result<Value> {
 }
 
 /// For each row of an int-keyed map column, the index into the map's value array of the entry
-/// keyed `id` (for each of `ids`), or `None` when the row, the map, or the entry is missing.
+/// keyed `id` (for each of `ids`), or `None` when the row, the map, or the entry is missing,
+/// or when the map holds the key twice.
 pub fn map_lookup(
     col: Option<&MapArray>,
     ids: &[i32],
@@ -102,8 +103,17 @@ pub fn map_lookup(
             let k = keys.value(e);
             for (slot, id) in ids.iter().enumerate() {
                 if *id == k {
-                    out[slot][row] = Some(e);
+                    out[slot][row] = match out[slot][row] {
+                        None => Some(e),
+                        // a key given twice (a damaged map) has no one value: unknown
+                        Some(_) => Some(usize::MAX),
+                    };
                 }
+            }
+        }
+        for slot in &mut out {
+            if slot[row] == Some(usize::MAX) {
+                slot[row] = None;
             }
         }
     }

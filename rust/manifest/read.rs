@@ -336,6 +336,16 @@ pub fn read_manifest_projected(
             cols[i] = fill_i64(i64_col(&cols[i]), seq, |r| seq == 0 || status[r] == 1);
         }
     }
+    check_sequence_numbers(
+        i64_col(&cols[2]),
+        inherit.sequence_number,
+        "sequence number",
+    )?;
+    check_sequence_numbers(
+        i64_col(&cols[3]),
+        inherit.sequence_number,
+        "file sequence number",
+    )?;
     cols[4] = fill_i32(cols[4].as_primitive::<Int32Type>(), 0);
     check_entries(
         &status,
@@ -365,6 +375,24 @@ pub fn read_manifest_projected(
     }
     let schema = manifest_schema(&ptype).with_metadata(user_metadata(&c));
     Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
+}
+
+/// Sequence numbers are never negative and never after the sequence number of what holds them
+/// (`max`: a manifest's for its entries, a list's for its manifests). A damaged one would move
+/// deletes before or after the data they apply to: deleted rows would come back, or live rows
+/// vanish.
+fn check_sequence_numbers(col: &Int64Array, max: Option<i64>, what: &str) -> Result<()> {
+    let bad = col
+        .iter()
+        .flatten()
+        .find(|&v| v < 0 || max.is_some_and(|m| v > m));
+    match (bad, max) {
+        (None, _) => Ok(()),
+        (Some(v), Some(m)) if v >= 0 => Err(Error::corrupt(format!(
+            "{what} {v} is after the sequence number {m} of the file holding it"
+        ))),
+        (Some(v), _) => Err(Error::corrupt(format!("{what} {v} is negative"))),
+    }
 }
 
 /// The `data_file` fields every manifest holds (the spec's required fields but `content`, which
@@ -400,6 +428,17 @@ pub fn read_manifest_list(data: &[u8]) -> Result<RecordBatch> {
     for i in [4, 5] {
         cols[i] = fill_i64(i64_col(&cols[i]), 0, |_| true);
     }
+    // the list's own sequence number (v2 on) is its snapshot's, which no manifest follows
+    let list_seq = match c.meta_str("sequence-number")? {
+        Some(v) => Some(v.trim().parse::<i64>().map_err(|_| {
+            Error::corrupt(format!(
+                "manifest list sequence-number {v:?} is not a number"
+            ))
+        })?),
+        None => None,
+    };
+    check_sequence_numbers(i64_col(&cols[4]), list_seq, "manifest sequence number")?;
+    check_sequence_numbers(i64_col(&cols[5]), list_seq, "manifest min sequence number")?;
     let schema = schema.with_metadata(user_metadata(&c));
     Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
 }

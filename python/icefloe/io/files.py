@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +15,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from icefloe.durable import sync_directories, sync_files, writeback_file
-from icefloe.exceptions import AlreadyExistsError, NotFoundError, UnknownWriteStateError
+from icefloe.exceptions import (
+    AlreadyExistsError,
+    FileIOError,
+    NotFoundError,
+    UnknownWriteStateError,
+)
 from icefloe.io.errors import map_error
 
 if TYPE_CHECKING:
@@ -98,6 +104,8 @@ class InputFile:
         fetched whole with one ``GET``, instead of a ``HEAD``, a footer read and the data reads.
         """
         fs, path = self._io.resolve(self.location)
+        if isinstance(fs, pafs.LocalFileSystem):
+            self._check_regular(path)
         try:
             if seekable and size is not None and size <= WHOLE_READ_BYTES:
                 client = self._io.s3_client(self.location)
@@ -112,6 +120,16 @@ class InputFile:
             if isinstance(error, NotFoundError):
                 error = self._io.explain_missing(self.location, "open", error)
             raise error from exc
+
+    def _check_regular(self, path: str) -> None:
+        """A local location naming a device or a pipe (``/dev/zero``, a FIFO) is refused:
+        reading one never ends, or blocks until another process writes."""
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return  # opening it reports why, as for any missing file
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise FileIOError(f"cannot open {self.location}: not a regular file")
 
     def read(self) -> bytes:
         """The whole content of the file."""
