@@ -173,3 +173,32 @@ def test_a_manifest_list_that_is_a_pipe_is_refused_at_once(tmp_path: Path) -> No
         pytest.fail("the scan blocked on the pipe")
     assert isinstance(outcome[0], FileIOError), outcome
     assert "not a regular file" in str(outcome[0])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_data_file_that_is_a_pipe_is_refused_at_once(tmp_path: Path) -> None:
+    """The native Parquet reader opened a data file replaced by a FIFO and waited for a
+    writer forever; it is refused with the error a device gets."""
+    t = _with_deletes(tmp_path / "wh")
+    data_file = _path(next(iter(t.scan().plan_files())).data_file.file_path)
+    data_file.unlink()
+    os.mkfifo(data_file)
+    outcome: list[BaseException | None] = []
+
+    def scan() -> None:
+        try:
+            StaticTable.from_metadata(t.metadata_location).scan().to_arrow()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=scan, daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # release the blocked open before failing
+        with open(data_file, "wb"):
+            pass
+        worker.join(30)
+        pytest.fail("the scan blocked on the pipe")
+    assert isinstance(outcome[0], FileIOError), outcome
+    assert "not a regular file" in str(outcome[0])

@@ -194,8 +194,12 @@ pub(crate) enum Source {
 }
 
 /// Opens a local Parquet file: its bytes (all of them when it is at most 1 MiB) and the Thrift
-/// footer; `None` when it cannot be opened or has no footer.
+/// footer; `None` when it cannot be opened, is not a regular file (opening a pipe waits for a
+/// writer) or has no footer.
 pub(crate) fn open_parquet(path: &str) -> Option<(Source, Vec<u8>)> {
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let mut file = File::open(path).ok()?;
     let size = file.metadata().ok()?.len();
     if size < 12 {
