@@ -39,9 +39,14 @@ S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
 GCS_SCHEMES = ("gs", "gcs")
 HDFS_SCHEMES = ("hdfs", "viewfs")
 AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
+ADLS_ACCOUNT_NAME = "adls.account-name"
+ADLS_ACCOUNT_KEY = "adls.account-key"
+ADLS_SAS_TOKEN = "adls.sas-token"
+ADLS_CONNECTION_STRING = "adls.connection-string"
+#: Iceberg Java's shared key: used for the account it names.
+ADLS_SHARED_KEY_ACCOUNT_NAME = "adls.auth.shared-key.account.name"
+ADLS_SHARED_KEY_ACCOUNT_KEY = "adls.auth.shared-key.account.key"
 _ADLS_OPTIONS = {  # Iceberg/PyIceberg property -> pyarrow.fs.AzureFileSystem argument
-    "adls.account-key": "account_key",
-    "adls.sas-token": "sas_token",
     "adls.blob-storage-authority": "blob_storage_authority",
     "adls.dfs-storage-authority": "dfs_storage_authority",
     "adls.blob-storage-scheme": "blob_storage_scheme",
@@ -192,11 +197,7 @@ def make_filesystem(scheme: str, netloc: str, props: Mapping[str, str]) -> pafs.
         gcs["retry_time_limit"] = timedelta(seconds=seconds)
         return pafs.GcsFileSystem(**gcs)
     if scheme in AZURE_SCHEMES:
-        azure = {arg: props[key] for key, arg in _ADLS_OPTIONS.items() if props.get(key)}
-        try:
-            return pafs.AzureFileSystem(props.get("adls.account-name") or netloc, **azure)
-        except Exception as exc:
-            raise FileIOError(f"cannot configure Azure storage account {netloc!r}: {exc}") from exc
+        return _azure_filesystem(netloc, props)
     host, _, port = netloc.partition(":")
     try:
         return pafs.HadoopFileSystem(
@@ -207,3 +208,112 @@ def make_filesystem(scheme: str, netloc: str, props: Mapping[str, str]) -> pafs.
         )
     except Exception as exc:
         raise FileIOError(f"cannot connect to HDFS at {scheme}://{netloc}: {exc}") from exc
+
+
+class TokenCredentialAzureFileSystem(pafs.AzureFileSystem):  # type: ignore[misc]
+    """An Azure file system that authenticates with an Azure AD token (the default credential
+    chain, or ``adls.client-id``/``adls.client-secret``/``adls.tenant-id``), not with a key or a
+    SAS token. pyarrow's ``open_input_file`` lets a failure to get the token escape as a C++
+    exception, which aborts the process; :meth:`~icefloe.io.InputFile.open` asks for the
+    file's info first on these, which reports that failure as an error."""
+
+
+def azure_account_option(props: Mapping[str, str], prefix: str, account: str) -> str | None:
+    """The value of ``<prefix>.<account>`` or ``<prefix>.<account>.<host suffix>`` (Iceberg
+    Java's per-account forms, ``adls.sas-token.myaccount.dfs.core.windows.net``), else of
+    ``<prefix>`` itself."""
+    per_account = f"{prefix}.{account}".lower()
+    for key, value in props.items():
+        name = key.lower()
+        if value and (name == per_account or name.startswith(per_account + ".")):
+            return value
+    return props.get(prefix) or None
+
+
+def _connection_string(props: Mapping[str, str], account: str) -> dict[str, str]:
+    """The parts of an Azure connection string (``adls.connection-string[.<account>]``,
+    ``AccountName=...;AccountKey=...;BlobEndpoint=...``) as lower-case names; an endpoint URL
+    alone (Iceberg Java's form) as ``blobendpoint``."""
+    raw = azure_account_option(props, ADLS_CONNECTION_STRING, account)
+    if not raw:
+        return {}
+    if "=" not in raw.split("?", 1)[0]:
+        return {"blobendpoint": raw.strip()}
+    parts: dict[str, str] = {}
+    for item in raw.split(";"):
+        name, eq, value = item.partition("=")
+        if eq and name.strip():
+            parts[name.strip().lower()] = value.strip()
+    return parts
+
+
+def _endpoint_authority(endpoint: str, account: str) -> tuple[str, str]:
+    """(scheme, authority) for pyarrow from a connection string's endpoint URL: the host of
+    ``https://<account>.blob.core.windows.net`` as ``.blob.core.windows.net`` (pyarrow puts the
+    account in front), an emulator's ``http://127.0.0.1:10000/<account>`` as
+    ``127.0.0.1:10000`` (pyarrow puts the account in the path)."""
+    parsed = urlparse(endpoint)
+    host = parsed.netloc
+    if host.lower().startswith(account.lower() + "."):
+        host = host[len(account) :]
+    return parsed.scheme or "https", host
+
+
+def _azure_filesystem(account: str, props: Mapping[str, str]) -> pafs.FileSystem:
+    """The file system for Azure storage account ``account`` (named by the location, else
+    ``adls.account-name``), with the credential given for it: its own
+    ``adls.sas-token.<account>[...]``, else ``adls.sas-token``, ``adls.account-key``, or a
+    connection string; without one pyarrow uses Azure AD (``adls.client-id`` and co., or the
+    default credential chain)."""
+    azure: dict[str, Any] = {a: props[k] for k, a in _ADLS_OPTIONS.items() if props.get(k)}
+    conn = _connection_string(props, account)
+    if conn.get("accountname") and conn["accountname"].lower() != account.lower():
+        raise ValidationError(
+            f"FileIO property {ADLS_CONNECTION_STRING} is for storage account "
+            f"{conn['accountname']!r}, not {account!r}"
+        )
+    endpoint = conn.get("blobendpoint")
+    if endpoint:
+        scheme, authority = _endpoint_authority(endpoint, account)
+        for kind in ("blob", "dfs"):
+            azure.setdefault(f"{kind}_storage_scheme", scheme)
+            azure.setdefault(f"{kind}_storage_authority", authority)
+    elif conn.get("defaultendpointsprotocol"):
+        azure.setdefault("blob_storage_scheme", conn["defaultendpointsprotocol"])
+        azure.setdefault("dfs_storage_scheme", conn["defaultendpointsprotocol"])
+    sas = azure_account_option(props, ADLS_SAS_TOKEN, account) or conn.get("sharedaccesssignature")
+    key = props.get(ADLS_ACCOUNT_KEY) or conn.get("accountkey")
+    shared_name = props.get(ADLS_SHARED_KEY_ACCOUNT_NAME)
+    if not key and shared_name and shared_name.lower() == account.lower():
+        key = props.get(ADLS_SHARED_KEY_ACCOUNT_KEY)
+    if sas:
+        check_credential_text(ADLS_SAS_TOKEN, sas, "FileIO property")
+        # pyarrow appends the token to each URL as it is; Azure gives it without the "?"
+        azure["sas_token"] = sas if sas.startswith("?") else "?" + sas
+    elif key:
+        check_credential_text(ADLS_ACCOUNT_KEY, key, "FileIO property")
+        azure["account_key"] = key
+    else:
+        plain = [k for k in ("blob_storage_scheme", "dfs_storage_scheme") if azure.get(k) == "http"]
+        if plain:
+            # Azure AD tokens are refused over http (pyarrow would abort the process)
+            raise ValidationError(
+                f"Azure storage account {account!r} is reached over http ("
+                + ", ".join(f"adls.{k.replace('_', '-')}=http" for k in plain)
+                + f") without a key or SAS token: set {ADLS_ACCOUNT_KEY}, {ADLS_SAS_TOKEN} "
+                f"(or {ADLS_SAS_TOKEN}.<account>) or {ADLS_CONNECTION_STRING}; Azure AD "
+                "credentials need https"
+            )
+    cls = (
+        pafs.AzureFileSystem
+        if ("sas_token" in azure or "account_key" in azure)
+        else (TokenCredentialAzureFileSystem)
+    )
+    try:
+        return cls(account, **azure)
+    except Exception as exc:
+        from icefloe.io.errors import scrub  # icefloe.io imports this module
+
+        raise FileIOError(
+            f"cannot configure Azure storage account {account!r}: {scrub(str(exc))}"
+        ) from exc

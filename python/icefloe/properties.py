@@ -411,9 +411,13 @@ _URL_PASSWORD = re.compile(r"(?<=://)([^/:\s]*):.*@")
 #: User information without a password (``https://TOKEN@host``): a token, as Git hosts and
 #: gateways take it, so the whole user name is hidden.
 _URL_USER_ONLY = re.compile(r"(?<=://)[^/:\s]+@(?![^/\s]*@)")
-#: Secrets in a URL's query (``?password=...``, a SAS signature, a token).
-_URL_QUERY_SECRET = re.compile(
-    r"([?&;](?:password|pwd|passwd|secret|token|sig|access_token|apikey|api_key)=)[^&;\s]*",
+#: Secrets in a URL's query (``?password=...``, a token, an Azure SAS signature ``sig``, the
+#: signature and credentials of an S3 or GCS presigned URL), up to the next ``&``, ``;``,
+#: space or quote (an error message quotes the URL).
+URL_QUERY_SECRET = re.compile(
+    r"([?&;](?:password|pwd|passwd|secret|token|sig|signature|access_token|apikey|api_key"
+    r"|x-amz-signature|x-amz-credential|x-amz-security-token"
+    r"|x-goog-signature|x-goog-credential)=)[^&;\s'\"<>]*",
     re.IGNORECASE,
 )
 
@@ -422,7 +426,7 @@ def redact_url(value: str) -> str:
     """``value`` with a URL's password (or a user name given without one, which may be a token)
     and query secrets replaced by ``***``."""
     hidden = _URL_USER_ONLY.sub("***@", _URL_PASSWORD.sub(r"\1:***@", value))
-    return _URL_QUERY_SECRET.sub(r"\1***", hidden)
+    return URL_QUERY_SECRET.sub(r"\1***", hidden)
 
 
 def parse_url(key: str, raw: str, what: str = "catalog property") -> SplitResult:

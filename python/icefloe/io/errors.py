@@ -16,6 +16,7 @@ from icefloe.exceptions import (
     IcebergError,
     NotFoundError,
 )
+from icefloe.properties import URL_QUERY_SECRET
 
 #: How pyarrow's file systems word a failure to reach or use the storage (as opposed to bytes
 #: that do not decode): the S3 SDK, curl, GCS, Azure, HDFS and the OS.
@@ -64,7 +65,8 @@ def _written_forms(secret: str) -> set[str]:
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every known secret (and the environment's AWS secrets), and ``secrets``
-    (a caller's own, of 4 characters or more), as ``***``, also URL-encoded. Scrub a text
+    (a caller's own, of 4 characters or more), as ``***``, also URL-encoded, and the value of
+    a URL's credential query parameters (``sig=``, ``X-Amz-Signature=``...) too. Scrub a text
     before cutting it short: a secret cut in two is no longer found."""
     with _SECRETS_LOCK:
         known = list(_SECRETS)
@@ -74,6 +76,9 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     forms = {form for secret in known for form in _written_forms(secret)}
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, "***")
+    # a client quotes a request's URL with its query re-ordered and re-encoded (pyarrow's
+    # Azure errors, with a SAS token's parameters sorted): its signature is not found above
+    text = URL_QUERY_SECRET.sub(r"\1***", text)
     return _URL_PASSWORD.sub(r"\1***@", text)
 
 
@@ -81,6 +86,14 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
 #: up to the first ``@``: AWS secrets hold ``/`` and ``+`` (text between a port and an ``@``
 #: later in a path is masked too, which loses nothing secret).
 _URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^@\s]+@")
+
+
+#: How the stores word a refused credential: S3 (the SDK and the XML codes) and Azure (a
+#: wrong key or SAS token, a SAS or role without the permission).
+_ACCESS_DENIED = re.compile(
+    r"ACCESS_DENIED|AccessDenied|SignatureDoesNotMatch"
+    r"|AuthenticationFailed|AuthorizationFailure|AuthorizationPermissionMismatch"
+)
 
 
 def is_io_failure(exc: BaseException) -> bool:
@@ -132,11 +145,18 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
         return NotFoundError(f"cannot {action} {location}: file not found")
     if isinstance(exc, FileExistsError):
         return AlreadyExistsError(f"cannot {action} {location}: file already exists")
-    text = shortened(scrub(str(exc)))
+    full = scrub(str(exc))
+    text = shortened(full)
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
         bucket = urlparse(location).netloc
         return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
-    if "ACCESS_DENIED" in text or "AccessDenied" in text or "SignatureDoesNotMatch" in text:
+    if "AuthenticationException" in full:  # Azure: no Azure AD token could be had
+        return FileIOError(
+            f"cannot {action} {location}: no Azure credential; set adls.account-key, "
+            f"adls.sas-token or adls.connection-string, or configure Azure's default "
+            f"credential (environment, managed identity, Azure CLI) ({text})"
+        )
+    if _ACCESS_DENIED.search(full):
         return FileIOError(
             f"cannot {action} {location}: access denied; check the credentials and their "
             f"permissions ({text})"

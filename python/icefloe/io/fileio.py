@@ -255,16 +255,21 @@ class FileIO:
         if scheme in HDFS_SCHEMES:
             return self._filesystem(scheme, parsed.netloc), parsed.path
         if scheme in AZURE_SCHEMES:
-            # <container>@<account>.<dfs|blob>.core.windows.net/<path>
-            container, _, host = parsed.netloc.rpartition("@")
-            if not container or not host:
+            # <container>@<account>.<dfs|blob>.core.windows.net/<path>: the account is the
+            # location's (as for Iceberg Java); adls.account-name is for <container>/<path>
+            container, at, host = parsed.netloc.rpartition("@")
+            if not at:
+                container = host
+            account = host.split(".", 1)[0] if at else self.properties.get("adls.account-name")
+            if not container or not account:
                 raise ValidationError(
                     f"location {location!r} needs the form {scheme}://<container>@<account>.../path"
+                    " (or adls.account-name set)"
                 )
             if not exact:
                 _check_object_path(location, parsed.path)
             path = f"{container}{parsed.path}".rstrip("/")
-            return self._filesystem(scheme, host.split(".", 1)[0]), path
+            return self._filesystem(scheme, account), path
         raise ValidationError(f"unsupported file location scheme {scheme!r} in {location!r}")
 
     def _refresh_if_expiring(self) -> None:

@@ -21,6 +21,7 @@ from icefloe.exceptions import (
     NotFoundError,
     UnknownWriteStateError,
 )
+from icefloe.filesystems import TokenCredentialAzureFileSystem
 from icefloe.io.errors import map_error
 
 if TYPE_CHECKING:
@@ -112,6 +113,9 @@ class InputFile:
                 if client is not None:
                     bucket, _, key = path.partition("/")
                     return pa.BufferReader(client.get_object(bucket, key))
+            if isinstance(fs, TokenCredentialAzureFileSystem):
+                # a token that cannot be had aborts the process in open_input_file, not here
+                fs.get_file_info(path)
             if seekable:
                 return fs.open_input_file(path)
             return fs.open_input_stream(path)
