@@ -1,5 +1,6 @@
 """Tables on Azure Blob Storage (Azurite) and Google Cloud Storage (fake-gcs-server): create,
-append, delete with deletion vectors, read (icefloe and PyIceberg), drop with purge."""
+append, delete with deletion vectors, read with icefloe (on Azure, the data files also with
+pyarrow's own Azure client), drop with purge."""
 
 from __future__ import annotations
 

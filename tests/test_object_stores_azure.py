@@ -1,0 +1,223 @@
+"""Azure storage credentials and accounts on Azurite: SAS tokens in the forms Azure, Iceberg
+Java and PyIceberg give them, per-account tokens and connection strings, the account a location
+names, and errors that neither leak a SAS signature nor abort the process."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import hmac
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from icefloe.exceptions import FileIOError, NotFoundError, ValidationError
+from icefloe.filesystems import TokenCredentialAzureFileSystem, make_filesystem
+from icefloe.io import FileIO
+from icefloe.io.errors import scrub
+from support.emulators import AZURITE_ACCOUNT, AZURITE_KEY, Azurite
+
+PYTHON_DIR = str(Path(__file__).resolve().parents[1] / "python")
+
+
+def _endpoint(azurite: Azurite) -> dict[str, str]:
+    """Azurite's endpoint without a credential."""
+    props = azurite.properties()
+    del props["adls.account-key"]
+    return props
+
+
+def account_sas(permissions: str) -> tuple[str, str]:
+    """An account SAS for Azurite's account as Azure gives it (no leading ``?``), and its
+    signature."""
+    expiry = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    to_sign = "\n".join(
+        [AZURITE_ACCOUNT, permissions, "b", "sco", "", expiry, "", "https,http", "2021-08-06", ""]
+    )
+    digest = hmac.new(base64.b64decode(AZURITE_KEY), (to_sign + "\n").encode(), hashlib.sha256)
+    sig = base64.b64encode(digest.digest()).decode()
+    token = (
+        f"sv=2021-08-06&ss=b&srt=sco&sp={permissions}&se={quote(expiry, safe='')}"
+        f"&spr=https%2Chttp&sig={quote(sig, safe='')}"
+    )
+    return token, sig
+
+
+@pytest.fixture
+def blob(azurite: Azurite) -> str:
+    """A file holding ``hello`` in a new container of Azurite's account."""
+    container = f"az{uuid.uuid4().hex[:10]}"
+    io = FileIO(azurite.properties())
+    io.make_dirs(azurite.location(container, ""))
+    location = azurite.location(container, "d/f.txt")
+    io.new_output(location).write(b"hello")
+    return location
+
+
+def _read(props: dict[str, str], location: str) -> bytes:
+    with FileIO(props).new_input(location).open() as f:
+        return bytes(f.read())
+
+
+def test_sas_signature_stays_out_of_errors(azurite: Azurite, blob: str) -> None:
+    """pyarrow quotes the request URL with the SAS token's parameters sorted and re-encoded:
+    the signature is masked there too, for a refused read, a refused write and a missing
+    file."""
+    token, sig = account_sas("l")  # list only: reading and writing are refused
+    io = FileIO({**_endpoint(azurite), "adls.sas-token": "?" + token})
+    messages = []
+    for attempt in (
+        lambda: io.new_input(blob).open().read(),
+        lambda: io.new_output(blob.replace("f.txt", "g.txt")).write(b"x"),
+    ):
+        with pytest.raises(FileIOError) as info:
+            attempt()
+        messages.append(str(info.value))
+    assert "access denied" in messages[0] and "sig=***" in messages[0]
+    readable, sig_read = account_sas("rl")
+    missing = FileIO({**_endpoint(azurite), "adls.sas-token": readable})
+    with pytest.raises(NotFoundError) as info:
+        missing.new_input(blob.replace("f.txt", "nothing.txt")).open().read()
+    messages.append(str(info.value))
+    for text, signature in zip(messages, (sig, sig, sig_read), strict=True):
+        assert "sig=" not in text.replace("sig=***", "")
+        assert signature[:12] not in text and quote(signature, safe="")[:12] not in text
+
+
+@pytest.mark.parametrize("leading", ["", "?"])
+def test_sas_token_with_or_without_leading_question_mark(
+    azurite: Azurite, blob: str, leading: str
+) -> None:
+    """``adls.sas-token`` as Azure, Iceberg Java and PyIceberg give it (``sv=...``) works as
+    well as pyarrow's own form (``?sv=...``)."""
+    token, _ = account_sas("rl")
+    assert _read({**_endpoint(azurite), "adls.sas-token": leading + token}, blob) == b"hello"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        f"adls.sas-token.{AZURITE_ACCOUNT}",
+        f"adls.sas-token.{AZURITE_ACCOUNT}.dfs.core.windows.net",
+        f"adls.sas-token.{AZURITE_ACCOUNT}.blob.core.windows.net",
+    ],
+)
+def test_per_account_sas_token(azurite: Azurite, blob: str, key: str) -> None:
+    """Iceberg Java's per-account SAS tokens (which ``icefloe serve`` vends) are used for the
+    location's account, before a plain ``adls.sas-token``; another account's are not."""
+    token, _ = account_sas("rl")
+    wrong, _ = account_sas("l")
+    props = {**_endpoint(azurite), key: token, "adls.sas-token": wrong}
+    assert _read(props, blob) == b"hello"
+    other = {**_endpoint(azurite), key.replace(AZURITE_ACCOUNT, "otheraccount"): token}
+    with pytest.raises(ValidationError, match="without a key or SAS token"):
+        _read(other, blob)
+
+
+def test_connection_strings(azurite: Azurite, blob: str) -> None:
+    """An Azure connection string (PyIceberg's ``adls.connection-string``) gives the endpoint
+    and the credential; Iceberg Java's ``adls.connection-string.<account>`` is the endpoint."""
+    endpoint = f"http://{azurite.authority}/{AZURITE_ACCOUNT}"
+    azure_form = (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
+        f"AccountKey={AZURITE_KEY};BlobEndpoint={endpoint};"
+    )
+    assert _read({"adls.connection-string": azure_form}, blob) == b"hello"
+    token, _ = account_sas("rl")
+    with_sas = f"BlobEndpoint={endpoint};SharedAccessSignature={token}"
+    assert _read({f"adls.connection-string.{AZURITE_ACCOUNT}": with_sas}, blob) == b"hello"
+    java_form = {f"adls.connection-string.{AZURITE_ACCOUNT}": endpoint}
+    assert _read({**java_form, "adls.account-key": AZURITE_KEY}, blob) == b"hello"
+    with pytest.raises(ValidationError, match="not 'devstoreaccount1'"):
+        _read({"adls.connection-string": azure_form.replace("=devstore", "=other")}, blob)
+
+
+def test_account_is_the_locations(azurite: Azurite, blob: str) -> None:
+    """A location naming another storage account is not served from ``adls.account-name``'s
+    (Azurite keeps each account's containers apart); a location naming none is."""
+    props = azurite.properties()
+    io = FileIO(props)
+    other = blob.replace(f"@{AZURITE_ACCOUNT}.", "@someotheraccount.")
+    with pytest.raises((NotFoundError, FileIOError)):
+        _read(props, other)
+    with pytest.raises((NotFoundError, FileIOError)):
+        io.new_output(other.replace("f.txt", "g.txt")).write(b"meant for someotheraccount")
+    assert not io.exists(blob.replace("f.txt", "g.txt"))
+    container_path = blob.replace(f"@{AZURITE_ACCOUNT}.dfs.core.windows.net", "")
+    assert _read(props, container_path) == b"hello"
+    with pytest.raises(ValidationError, match=r"adls\.account-name"):
+        FileIO(_endpoint(azurite) | {"adls.account-name": ""}).resolve(container_path)
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "MSI_", "IDENTITY_"))}
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_no_credential_on_http_is_refused_not_aborted(azurite: Azurite, blob: str) -> None:
+    """Without a key or SAS token, pyarrow falls back to an Azure AD token, which the Azure
+    SDK refuses over http by aborting the process: icefloe refuses the configuration."""
+    done = _run(
+        "from icefloe.io import FileIO\n"
+        "from icefloe.exceptions import ValidationError\n"
+        f"io = FileIO({_endpoint(azurite)!r})\n"
+        "try:\n"
+        f"    io.new_input({blob!r}).open().read()\n"
+        "except ValidationError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "refused:" in done.stdout and "adls.account-key" in done.stdout
+    assert "adls.blob-storage-scheme=http" in done.stdout
+
+
+def test_default_credential_failure_is_an_error_not_an_abort(tmp_path: Path) -> None:
+    """Reading a metadata file on real Azure with no credential anywhere: pyarrow's
+    ``open_input_file`` lets the failure to get a token abort the process; icefloe asks for the
+    file's info first, which reports it. The default-credential path itself stays allowed."""
+    props = {
+        "adls.blob-storage-authority": ".blob.invalid",
+        "adls.dfs-storage-authority": ".dfs.invalid",
+    }
+    fs = make_filesystem("abfss", "someaccount", props)
+    assert isinstance(fs, TokenCredentialAzureFileSystem)
+    done = subprocess.run(
+        [sys.executable, "-m", "icefloe", "describe",
+         "abfss://c@someaccount.dfs.core.windows.net/t/metadata/v1.metadata.json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "PYTHONPATH": PYTHON_DIR,
+        },
+    )  # fmt: skip
+    assert done.returncode not in (-6, 134), done.stderr[-500:]
+    assert done.returncode != 0
+    assert "terminate called" not in done.stderr
+
+
+def test_scrub_masks_url_query_credentials() -> None:
+    """Signatures and credentials in a quoted URL's query are masked whatever their order or
+    encoding; other parameters stay."""
+    text = (
+        "GET 'https://a.blob.core.windows.net/c/f?se=2026&sig=AbC%2Bd%3D&sp=r' failed; "
+        "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F1&X-Amz-Signature=deadbeef "
+        "and ?X-Amz-Security-Token=FwoG;x=1"
+    )
+    out = scrub(text)
+    for secret in ("AbC", "AKIA", "deadbeef", "FwoG"):
+        assert secret not in out
+    assert "sig=***&sp=r'" in out and "se=2026" in out and ";x=1" in out
