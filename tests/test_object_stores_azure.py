@@ -140,6 +140,21 @@ def test_connection_strings(azurite: Azurite, blob: str) -> None:
         _read({"adls.connection-string": azure_form.replace("=devstore", "=other")}, blob)
 
 
+def test_iceberg_java_shared_key(azurite: Azurite, blob: str) -> None:
+    """Iceberg Java's ``adls.auth.shared-key.account.name``/``.key`` sign requests for the
+    account they name; the account name is not masked as a secret."""
+    props = {
+        **_endpoint(azurite),
+        "adls.auth.shared-key.account.name": AZURITE_ACCOUNT,
+        "adls.auth.shared-key.account.key": AZURITE_KEY,
+    }
+    assert _read(props, blob) == b"hello"
+    assert AZURITE_ACCOUNT in repr(FileIO(props)) and AZURITE_KEY not in repr(FileIO(props))
+    props["adls.auth.shared-key.account.name"] = "otheraccount"
+    with pytest.raises(ValidationError, match="without a key or SAS token"):
+        _read(props, blob)
+
+
 def test_account_is_the_locations(azurite: Azurite, blob: str) -> None:
     """A location naming another storage account is not served from ``adls.account-name``'s
     (Azurite keeps each account's containers apart); a location naming none is."""

@@ -756,6 +756,8 @@ def test_catalog_storage_credentials_are_picked_by_file_system() -> None:
                 "gcs.project-id": "p",
                 "gcs.oauth2.token": "ya29",
                 "adls.sas-token.acct.dfs.core.windows.net": "sv=1",
+                "adls.connection-string.other": "AccountName=other;AccountKey=a2V5",
+                "adls.blob-storage-authority": "127.0.0.1:10000",
             }
         )
     )
@@ -765,7 +767,10 @@ def test_catalog_storage_credentials_are_picked_by_file_system() -> None:
         == {"s3.access-key-id": "AK", "s3.secret-access-key": "SK"}
     )
     assert found["gs://"] == {"gcs.oauth2.token": "ya29"}
-    assert found["abfss://"] == {"adls.sas-token.acct.dfs.core.windows.net": "sv=1"}
+    assert found["abfss://"] == {
+        "adls.sas-token.acct.dfs.core.windows.net": "sv=1",
+        "adls.connection-string.other": "AccountName=other;AccountKey=a2V5",
+    }
     assert catalog_storage_credentials({"s3.endpoint": "http://x", "warehouse": "/w"}) == []
 
 

@@ -67,22 +67,23 @@ _SECRET_KEYS = (
 )
 
 
+def _is_secret(key: str) -> bool:
+    """Whether property ``key`` holds a credential (a shared key's account name aside)."""
+    name = key.lower()
+    return any(s in name for s in _SECRET_KEYS) and name != ADLS_SHARED_KEY_ACCOUNT_NAME
+
+
 def redacted(properties: Mapping[str, str]) -> dict[str, str]:
     """The properties with every credential value replaced by ``***`` (and the password of a
     URL, such as a SQL catalog's ``uri``, hidden)."""
-    return {
-        k: "***" if any(s in k.lower() for s in _SECRET_KEYS) else redact_url(v)
-        for k, v in properties.items()
-    }
+    return {k: "***" if _is_secret(k) else redact_url(v) for k, v in properties.items()}
 
 
 def secret_values(properties: Mapping[str, str]) -> list[str]:
     """The credential values among ``properties`` (access key ids aside), for removing them
     from error messages."""
     return [
-        v
-        for k, v in properties.items()
-        if v and any(s in k.lower() for s in _SECRET_KEYS) and not k.lower().endswith("key-id")
+        v for k, v in properties.items() if v and _is_secret(k) and not k.lower().endswith("key-id")
     ]
 
 
