@@ -236,3 +236,42 @@ def test_scrub_masks_url_query_credentials() -> None:
     for secret in ("AbC", "AKIA", "deadbeef", "FwoG"):
         assert secret not in out
     assert "sig=***&sp=r'" in out and "se=2026" in out and ";x=1" in out
+
+
+@pytest.mark.parametrize(
+    ("connection_string", "want"),
+    [
+        (
+            "DefaultEndpointsProtocol=https;AccountName=acc;AccountKey=a2V5;"
+            "EndpointSuffix=core.chinacloudapi.cn",
+            {
+                "blob_storage_authority": ".blob.core.chinacloudapi.cn",
+                "dfs_storage_authority": ".dfs.core.chinacloudapi.cn",
+                "account_key": "a2V5",
+            },
+        ),
+        (
+            "BlobEndpoint=https://acc.blob.core.windows.net/;SharedAccessSignature=sv=1&sig=x",
+            {
+                "blob_storage_authority": ".blob.core.windows.net",
+                "dfs_storage_authority": ".dfs.core.windows.net",
+                "sas_token": "?sv=1&sig=x",
+            },
+        ),
+        (  # Iceberg Java's form: the endpoint URL
+            "https://acc.dfs.core.windows.net?sv=1&sig=y",
+            {
+                "blob_storage_authority": ".blob.core.windows.net",
+                "dfs_storage_authority": ".dfs.core.windows.net",
+                "sas_token": "?sv=1&sig=y",
+            },
+        ),
+    ],
+)
+def test_connection_string_endpoints(connection_string: str, want: dict[str, str]) -> None:
+    """A connection string's endpoints become pyarrow's authorities (the account in front),
+    its key or SAS token the credential."""
+    fs = make_filesystem("abfss", "acc", {"adls.connection-string.acc": connection_string})
+    options = fs.__reduce__()[1][0]
+    assert {k: options[k] for k in want} == want
+    assert options["blob_storage_scheme"] == options["dfs_storage_scheme"] == "https"

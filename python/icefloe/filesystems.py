@@ -234,12 +234,15 @@ def azure_account_option(props: Mapping[str, str], prefix: str, account: str) ->
 def _connection_string(props: Mapping[str, str], account: str) -> dict[str, str]:
     """The parts of an Azure connection string (``adls.connection-string[.<account>]``,
     ``AccountName=...;AccountKey=...;BlobEndpoint=...``) as lower-case names; an endpoint URL
-    alone (Iceberg Java's form) as ``blobendpoint``."""
+    alone (Iceberg Java's form) as ``blobendpoint`` or ``dfsendpoint``, a query it has as
+    ``sharedaccesssignature``."""
     raw = azure_account_option(props, ADLS_CONNECTION_STRING, account)
     if not raw:
         return {}
     if "=" not in raw.split("?", 1)[0]:
-        return {"blobendpoint": raw.strip()}
+        endpoint, _, query = raw.strip().partition("?")
+        kind = "dfs" if ".dfs." in urlparse(endpoint).netloc.lower() else "blob"
+        return {f"{kind}endpoint": endpoint, "sharedaccesssignature": query}
     parts: dict[str, str] = {}
     for item in raw.split(";"):
         name, eq, value = item.partition("=")
@@ -267,21 +270,28 @@ def _azure_filesystem(account: str, props: Mapping[str, str]) -> pafs.FileSystem
     connection string; without one pyarrow uses Azure AD (``adls.client-id`` and co., or the
     default credential chain)."""
     azure: dict[str, Any] = {a: props[k] for k, a in _ADLS_OPTIONS.items() if props.get(k)}
+    props_args = set(azure)
     conn = _connection_string(props, account)
     if conn.get("accountname") and conn["accountname"].lower() != account.lower():
         raise ValidationError(
             f"FileIO property {ADLS_CONNECTION_STRING} is for storage account "
             f"{conn['accountname']!r}, not {account!r}"
         )
-    endpoint = conn.get("blobendpoint")
-    if endpoint:
-        scheme, authority = _endpoint_authority(endpoint, account)
-        for kind in ("blob", "dfs"):
-            azure.setdefault(f"{kind}_storage_scheme", scheme)
-            azure.setdefault(f"{kind}_storage_authority", authority)
-    elif conn.get("defaultendpointsprotocol"):
-        azure.setdefault("blob_storage_scheme", conn["defaultendpointsprotocol"])
-        azure.setdefault("dfs_storage_scheme", conn["defaultendpointsprotocol"])
+    endpoints = {kind: conn.get(f"{kind}endpoint") for kind in ("blob", "dfs")}
+    for kind, other in (("blob", "dfs"), ("dfs", "blob")):
+        given = endpoints[other]
+        if not endpoints[kind] and given:  # an emulator serves both at one address
+            endpoints[kind] = given.replace(f".{other}.", f".{kind}.", 1)
+    protocol, suffix = conn.get("defaultendpointsprotocol"), conn.get("endpointsuffix")
+    for kind, endpoint in endpoints.items():
+        if endpoint:
+            scheme, authority = _endpoint_authority(endpoint, account)
+        elif protocol or suffix:
+            scheme, authority = protocol or "https", f".{kind}.{suffix or 'core.windows.net'}"
+        else:
+            continue
+        azure.setdefault(f"{kind}_storage_scheme", scheme)
+        azure.setdefault(f"{kind}_storage_authority", authority)
     sas = azure_account_option(props, ADLS_SAS_TOKEN, account) or conn.get("sharedaccesssignature")
     key = props.get(ADLS_ACCOUNT_KEY) or conn.get("accountkey")
     shared_name = props.get(ADLS_SHARED_KEY_ACCOUNT_NAME)
@@ -298,9 +308,10 @@ def _azure_filesystem(account: str, props: Mapping[str, str]) -> pafs.FileSystem
         plain = [k for k in ("blob_storage_scheme", "dfs_storage_scheme") if azure.get(k) == "http"]
         if plain:
             # Azure AD tokens are refused over http (pyarrow would abort the process)
+            http = [f"adls.{k.replace('_', '-')}=http" for k in plain if k in props_args]
             raise ValidationError(
                 f"Azure storage account {account!r} is reached over http ("
-                + ", ".join(f"adls.{k.replace('_', '-')}=http" for k in plain)
+                + (", ".join(http) or f"its {ADLS_CONNECTION_STRING}")
                 + f") without a key or SAS token: set {ADLS_ACCOUNT_KEY}, {ADLS_SAS_TOKEN} "
                 f"(or {ADLS_SAS_TOKEN}.<account>) or {ADLS_CONNECTION_STRING}; Azure AD "
                 "credentials need https"
