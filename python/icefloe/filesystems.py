@@ -324,8 +324,8 @@ def _azure_filesystem(account: str, props: Mapping[str, str]) -> pafs.FileSystem
     try:
         return cls(account, **azure)
     except Exception as exc:
-        from icefloe.io.errors import scrub  # icefloe.io imports this module
-
-        raise FileIOError(
-            f"cannot configure Azure storage account {account!r}: {scrub(str(exc))}"
-        ) from exc
+        text = redact_url(str(exc))
+        for secret in (azure.get(k) for k in ("sas_token", "account_key", "client_secret")):
+            if secret and len(secret) >= 4:
+                text = text.replace(secret, "***").replace(secret.lstrip("?"), "***")
+        raise FileIOError(f"cannot configure Azure storage account {account!r}: {text}") from exc
