@@ -158,19 +158,16 @@ class UpdateSpec(PendingUpdate):
         return self
 
     def _check_column_name(self, name: str, field: PartitionField) -> None:
-        """A partition field may not take a column's name, except an identity (or v1 void)
-        field its own source column's name (the reference's ``checkAndAddPartitionName``)."""
+        """A partition field may not take another column's name; its own source column's name
+        it may take, whatever its transform (``truncate[2](cat) AS cat``), as Iceberg Java's
+        spec updates allow (``PartitionSpec.Builder.add`` checks the name against the source
+        id, and not at all once the source column is dropped)."""
         fid = self._schema.find_field_id(name)
-        if fid is None:
+        if fid is None or fid == field.source_id:
             return
-        if fid != field.source_id:
+        if self._schema.find_field(field.source_id) is not None:
             raise ValidationError(
                 f"cannot name partition field {name!r}: it is the name of another column"
-            )
-        if not (isinstance(field.transform, IdentityTransform) or field.transform.is_void):
-            raise ValidationError(
-                f"cannot name partition field {name!r}: it is the name of a column, which only "
-                f"an identity field of that column may take"
             )
 
     def _recycle_or_create(self, sid: int, tr: Transform, name: str | None) -> PartitionField:
