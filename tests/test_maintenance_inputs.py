@@ -132,3 +132,22 @@ def test_an_age_beyond_epoch_milliseconds_is_refused(tmp_path: Path, value: int)
     with pytest.raises(ValidationError, match="64-bit"):
         t.expire_snapshots(older_than_ms=value, dry_run=True)
     assert _ids(t) == [1]
+
+
+def test_pandas_not_a_time_is_no_cutoff(tmp_path: Path) -> None:
+    """``older_than_ms=df.cutoff.max()`` of an empty column is pandas' ``NaT``, a datetime that
+    is no time: it became NaN, every comparison with it was false, and expiry removed every
+    snapshot but the current one with its files. It is refused, as NaN is."""
+    pd = pytest.importorskip("pandas")
+    t = _catalog(tmp_path).create_table("db.t", pa.schema([("id", pa.int64())]))
+    for i in range(3):
+        t.append(pa.table({"id": [i]}))
+    before = _files(tmp_path / "wh")
+    with pytest.raises(ValidationError, match="point in time"):
+        t.expire_snapshots(older_than_ms=pd.NaT)
+    with pytest.raises(ValidationError, match="point in time"):
+        t.snapshot_as_of(pd.NaT)
+    with pytest.raises(ValidationError, match="point in time"):
+        t.remove_orphan_files(older_than=pd.NaT)
+    assert len(t.refresh().snapshots()) == 3
+    assert _files(tmp_path / "wh") == before

@@ -105,6 +105,8 @@ def epoch_ms(value: object, what: str) -> int:
             )
         return value
     if isinstance(value, _dt.datetime):
+        if value != value:  # pandas' NaT is a datetime that is no time (the max of no rows)
+            raise ValidationError(f"{what} must be a point in time, got {value!r}")
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.timezone.utc)
         return (value - _EPOCH_TZ) // _dt.timedelta(milliseconds=1)
