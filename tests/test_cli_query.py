@@ -9,6 +9,7 @@ import re
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -202,6 +203,33 @@ def test_sql_over_catalog_tables(world: CliWorld) -> None:
     assert r.exit_code == EXIT_NOT_FOUND and r.stderr.startswith("error: sql: Catalog Error")
     r = run(world, "sql", "selec 1")
     assert r.exit_code == EXIT_BAD_INPUT and r.stderr.startswith("error: sql: Parser Error")
+
+
+def test_sql_days_and_times_are_utc_whatever_the_machines_zone(world: CliWorld) -> None:
+    """DuckDB took the machine's zone: under St. John's (UTC-3:30) ``ts::date`` grouped by
+    local days and printed times at -02:30/-03:30, while every other command (and Iceberg's
+    day partitions) is UTC."""
+    query = (
+        "select strftime(ts, '%Y-%m-%d %H:%M:%S') as t, ts::date as d from db.events "
+        "where ts is not null order by id"
+    )
+    utc = run_process(replace(world, env={**world.env, "TZ": "UTC"}), "sql", query, "--json")
+    local = run_process(
+        replace(world, env={**world.env, "TZ": "America/St_Johns"}), "sql", query, "--json"
+    )
+    assert utc.exit_code == 0 and local.exit_code == 0, (utc.stderr, local.stderr)
+    assert _lines(local.stdout) == _lines(utc.stdout)
+    data = world.catalog().load_table("db.events").scan().to_arrow().sort_by("id")
+    first = next(v for v in data.column("ts").to_pylist() if v is not None)
+    assert _lines(utc.stdout)[0]["t"] == first.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def test_sql_refuses_a_query_holding_a_byte_that_is_not_text(world: CliWorld) -> None:
+    """A Latin-1 byte in a UTF-8 locale reaches Python as a lone surrogate: DuckDB's name
+    lookup failed with an untyped TypeError (exit 1); it is bad input, as in ``scan``."""
+    r = run(world, "sql", "select * from db.events where region = '\udce4'")
+    assert r.exit_code == EXIT_BAD_INPUT, r.stderr
+    assert "not text in this locale's encoding (at character 41)" in r.stderr
 
 
 def test_sql_joins_using_columns(world: CliWorld) -> None:

@@ -590,8 +590,18 @@ def sql(
         raise MissingDependencyError.install(
             f"icefloe sql needs DuckDB ({exc})", "duckdb", name=exc.name or "duckdb"
         ) from exc
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a byte the locale could not decode (surrogateescape)
+        raise ValidationError(
+            f"sql: the query holds a byte that is not text in this locale's encoding "
+            f"(at character {exc.start + 1}); write it as UTF-8"
+        ) from None
     catalog = state.catalog()
     con = duckdb.connect()
+    with contextlib.suppress(duckdb.Error):  # DuckDB without its ICU extension has no zones
+        # times and days in UTC as everywhere else in icefloe, not in the machine's zone
+        con.execute("SET TimeZone = 'UTC'")
     streams = Streams()
     reader = None
     names = Names(con, catalog, streams)
