@@ -136,7 +136,8 @@ def test_connection_strings(azurite: Azurite, blob: str) -> None:
     assert _read({f"adls.connection-string.{AZURITE_ACCOUNT}": with_sas}, blob) == b"hello"
     java_form = {f"adls.connection-string.{AZURITE_ACCOUNT}": endpoint}
     assert _read({**java_form, "adls.account-key": AZURITE_KEY}, blob) == b"hello"
-    with pytest.raises(ValidationError, match="not 'devstoreaccount1'"):
+    # another account's string, given for no account in particular, is no credential here
+    with pytest.raises(FileIOError, match="no Azure credential"):
         _read({"adls.connection-string": azure_form.replace("=devstore", "=other")}, blob)
 
 
@@ -161,11 +162,20 @@ def test_account_is_the_locations(azurite: Azurite, blob: str) -> None:
     props = azurite.properties()
     io = FileIO(props)
     other = blob.replace(f"@{AZURITE_ACCOUNT}.", "@someotheraccount.")
-    with pytest.raises((NotFoundError, FileIOError)):
+    # the key given is adls.account-name's: never sent to the account a location names
+    with pytest.raises(ValidationError, match="'someotheraccount' is reached over http"):
         _read(props, other)
-    with pytest.raises((NotFoundError, FileIOError)):
+    with pytest.raises(ValidationError, match="'someotheraccount' is reached over http"):
         io.new_output(other.replace("f.txt", "g.txt")).write(b"meant for someotheraccount")
     assert not io.exists(blob.replace("f.txt", "g.txt"))
+    # with a key of its own, the other account is asked (Azurite has no such account)
+    own_key = f"AccountName=someotheraccount;AccountKey={AZURITE_KEY}"
+    own = props | {"adls.connection-string.someotheraccount": own_key}
+    with pytest.raises((NotFoundError, FileIOError)):
+        _read(own, other)
+    # an emulator's address names no account: adls.account-name's is used
+    host = blob.split("@", 1)[1].split("/", 1)[0]
+    assert _read(props, blob.replace(host, props["adls.blob-storage-authority"])) == b"hello"
     container_path = blob.replace(f"@{AZURITE_ACCOUNT}.dfs.core.windows.net", "")
     assert _read(props, container_path) == b"hello"
     with pytest.raises(ValidationError, match=r"adls\.account-name"):
@@ -275,3 +285,41 @@ def test_connection_string_endpoints(connection_string: str, want: dict[str, str
     options = fs.__reduce__()[1][0]
     assert {k: options[k] for k in want} == want
     assert options["blob_storage_scheme"] == options["dfs_storage_scheme"] == "https"
+
+
+def test_a_shared_connection_string_of_another_account_is_not_in_the_way(
+    azurite: Azurite, blob: str
+) -> None:
+    """A connection string given for no account in particular whose AccountName is another
+    account's made every read of this account fail, its own SAS token notwithstanding."""
+    token, _ = account_sas("rl")
+    props = _endpoint(azurite) | {
+        "adls.connection-string": f"AccountName=elsewhere;AccountKey={AZURITE_KEY}",
+        f"adls.sas-token.{AZURITE_ACCOUNT}": token,
+    }
+    assert _read(props, blob) == b"hello"
+    mine = _endpoint(azurite) | {
+        f"adls.connection-string.{AZURITE_ACCOUNT}": "AccountName=elsewhere;AccountKey=x"
+    }
+    with pytest.raises(ValidationError, match="is for storage account 'elsewhere'"):
+        _read(mine, blob)
+
+
+def test_an_azure_ad_token_is_checked_once_in_a_while_not_on_every_open() -> None:
+    """Asking for a file's info before each open (so a token that cannot be had is an error,
+    not an abort) cost a request per file read; once a request got a token, opens within
+    the next minutes go straight to the file."""
+
+    asked: list[str] = []
+
+    class Counting(TokenCredentialAzureFileSystem):  # type: ignore[misc]
+        def get_file_info(self, path: str) -> None:
+            asked.append(path)
+
+    fs = Counting("acct", blob_storage_authority="127.0.0.1:1", dfs_storage_authority="127.0.0.1:1")
+    for name in ("c/a", "c/b", "c/c"):
+        fs.token_checked(name)
+    assert asked == ["c/a"]
+    fs._token_checked_at -= 301
+    fs.token_checked("c/d")
+    assert asked == ["c/a", "c/d"]

@@ -8,6 +8,7 @@ local, S3 (``s3``, ``s3a``, ``s3n``, ``oss``), GCS, Azure (``abfs[s]``, ``wasb[s
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -215,20 +216,50 @@ class TokenCredentialAzureFileSystem(pafs.AzureFileSystem):  # type: ignore[misc
     """An Azure file system that authenticates with an Azure AD token (the default credential
     chain, or ``adls.client-id``/``adls.client-secret``/``adls.tenant-id``), not with a key or a
     SAS token. pyarrow's ``open_input_file`` lets a failure to get the token escape as a C++
-    exception, which aborts the process; :meth:`~icefloe.io.InputFile.open` asks for the
-    file's info first on these, which reports that failure as an error."""
+    exception, which aborts the process; :meth:`~icefloe.io.InputFile.open` asks for a file's
+    info first (:meth:`token_checked`), which reports that failure as an error, once per
+    :data:`TOKEN_CHECK_SECONDS` (the SDK keeps a token it got for about an hour)."""
+
+    _token_checked_at: float | None = None
+
+    def token_checked(self, path: str) -> None:
+        """Ask for ``path``'s info if no request got a token in the last
+        :data:`TOKEN_CHECK_SECONDS` (its errors raise as pyarrow raises them)."""
+        now = time.monotonic()
+        last = self._token_checked_at
+        if last is not None and now - last < TOKEN_CHECK_SECONDS:
+            return
+        self.get_file_info(path)
+        self._token_checked_at = now
 
 
-def azure_account_option(props: Mapping[str, str], prefix: str, account: str) -> str | None:
+#: How long a token an Azure AD read got counts as there (the SDK refreshes it minutes
+#: before its expiry, which is an hour or more away when it is issued).
+TOKEN_CHECK_SECONDS = 300.0
+
+
+def azure_account_option(
+    props: Mapping[str, str], prefix: str, account: str, shared: bool = True
+) -> str | None:
     """The value of ``<prefix>.<account>`` or ``<prefix>.<account>.<host suffix>`` (Iceberg
-    Java's per-account forms, ``adls.sas-token.myaccount.dfs.core.windows.net``), else of
-    ``<prefix>`` itself."""
+    Java's per-account forms, ``adls.sas-token.myaccount.dfs.core.windows.net``), else (with
+    ``shared``) of ``<prefix>`` itself."""
     per_account = f"{prefix}.{account}".lower()
     for key, value in props.items():
         name = key.lower()
         if value and (name == per_account or name.startswith(per_account + ".")):
             return value
-    return props.get(prefix) or None
+    return (props.get(prefix) or None) if shared else None
+
+
+def _shared_credentials_for(props: Mapping[str, str], account: str) -> bool:
+    """Whether the credentials given for no account in particular (``adls.sas-token``,
+    ``adls.account-key``, ``adls.connection-string``) are for ``account``: with
+    ``adls.account-name`` set they are that account's, and a location naming another account
+    gets only its own ``<property>.<account>`` ones (a metadata file must not draw a token to
+    an account it names)."""
+    named = props.get("adls.account-name")
+    return not named or named.lower() == account.lower()
 
 
 def _connection_string(props: Mapping[str, str], account: str) -> dict[str, str]:
@@ -236,7 +267,8 @@ def _connection_string(props: Mapping[str, str], account: str) -> dict[str, str]
     ``AccountName=...;AccountKey=...;BlobEndpoint=...``) as lower-case names; an endpoint URL
     alone (Iceberg Java's form) as ``blobendpoint`` or ``dfsendpoint``, a query it has as
     ``sharedaccesssignature``."""
-    raw = azure_account_option(props, ADLS_CONNECTION_STRING, account)
+    shared = _shared_credentials_for(props, account)
+    raw = azure_account_option(props, ADLS_CONNECTION_STRING, account, shared)
     if not raw:
         return {}
     if "=" not in raw.split("?", 1)[0]:
@@ -269,14 +301,20 @@ def _azure_filesystem(account: str, props: Mapping[str, str]) -> pafs.FileSystem
     ``adls.sas-token.<account>[...]``, else ``adls.sas-token``, ``adls.account-key``, or a
     connection string; without one pyarrow uses Azure AD (``adls.client-id`` and co., or the
     default credential chain)."""
+    shared = _shared_credentials_for(props, account)
     azure: dict[str, Any] = {a: props[k] for k, a in _ADLS_OPTIONS.items() if props.get(k)}
+    if not shared:
+        azure.pop("sas_token", None)
+        azure.pop("account_key", None)
     props_args = set(azure)
     conn = _connection_string(props, account)
     if conn.get("accountname") and conn["accountname"].lower() != account.lower():
-        raise ValidationError(
-            f"FileIO property {ADLS_CONNECTION_STRING} is for storage account "
-            f"{conn['accountname']!r}, not {account!r}"
-        )
+        if azure_account_option(props, ADLS_CONNECTION_STRING, account, shared=False):
+            raise ValidationError(
+                f"FileIO property {ADLS_CONNECTION_STRING}.{account} is for storage account "
+                f"{conn['accountname']!r}, not {account!r}"
+            )
+        conn = {}  # the shared string is another account's: not this one's credential
     endpoints = {kind: conn.get(f"{kind}endpoint") for kind in ("blob", "dfs")}
     for kind, other in (("blob", "dfs"), ("dfs", "blob")):
         given = endpoints[other]
@@ -292,8 +330,10 @@ def _azure_filesystem(account: str, props: Mapping[str, str]) -> pafs.FileSystem
             continue
         azure.setdefault(f"{kind}_storage_scheme", scheme)
         azure.setdefault(f"{kind}_storage_authority", authority)
-    sas = azure_account_option(props, ADLS_SAS_TOKEN, account) or conn.get("sharedaccesssignature")
-    key = props.get(ADLS_ACCOUNT_KEY) or conn.get("accountkey")
+    sas = azure_account_option(props, ADLS_SAS_TOKEN, account, shared) or conn.get(
+        "sharedaccesssignature"
+    )
+    key = (props.get(ADLS_ACCOUNT_KEY) if shared else None) or conn.get("accountkey")
     shared_name = props.get(ADLS_SHARED_KEY_ACCOUNT_NAME)
     if not key and shared_name and shared_name.lower() == account.lower():
         key = props.get(ADLS_SHARED_KEY_ACCOUNT_KEY)

@@ -428,15 +428,13 @@ pub fn read_manifest_list(data: &[u8]) -> Result<RecordBatch> {
     for i in [4, 5] {
         cols[i] = fill_i64(i64_col(&cols[i]), 0, |_| true);
     }
-    // the list's own sequence number (v2 on) is its snapshot's, which no manifest follows
-    let list_seq = match c.meta_str("sequence-number")? {
-        Some(v) => Some(v.trim().parse::<i64>().map_err(|_| {
-            Error::corrupt(format!(
-                "manifest list sequence-number {v:?} is not a number"
-            ))
-        })?),
-        None => None,
-    };
+    // the list's own sequence number (v2 on) is its snapshot's, which no manifest follows;
+    // the header is informational, so one that is not a number bounds nothing
+    let list_seq = c
+        .meta_str("sequence-number")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<i64>().ok());
     check_sequence_numbers(i64_col(&cols[4]), list_seq, "manifest sequence number")?;
     check_sequence_numbers(i64_col(&cols[5]), list_seq, "manifest min sequence number")?;
     let schema = schema.with_metadata(user_metadata(&c));

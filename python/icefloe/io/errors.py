@@ -16,6 +16,7 @@ from icefloe.exceptions import (
     IcebergError,
     NotFoundError,
 )
+from icefloe.filesystems import AZURE_SCHEMES
 from icefloe.properties import URL_QUERY_SECRET
 
 #: How pyarrow's file systems word a failure to reach or use the storage (as opposed to bytes
@@ -150,7 +151,8 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
         bucket = urlparse(location).netloc
         return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
-    if "AuthenticationException" in full:  # Azure: no Azure AD token could be had
+    azure = urlparse(location).scheme.lower() in AZURE_SCHEMES
+    if azure and "AuthenticationException" in full:  # no Azure AD token could be had
         return FileIOError(
             f"cannot {action} {location}: no Azure credential; set adls.account-key, "
             f"adls.sas-token or adls.connection-string, or configure Azure's default "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
 import logging
 import os
 import posixpath
@@ -260,7 +261,10 @@ class FileIO:
             container, at, host = parsed.netloc.rpartition("@")
             if not at:
                 container = host
-            account = host.split(".", 1)[0] if at else self.properties.get("adls.account-name")
+            named = self.properties.get("adls.account-name")
+            account = host.split(".", 1)[0] if at and not _is_address(host) else named
+            if at and not account:
+                account = host.split(".", 1)[0]
             if not container or not account:
                 raise ValidationError(
                     f"location {location!r} needs the form {scheme}://<container>@<account>.../path"
@@ -778,3 +782,19 @@ def _restored_file_io(
 
 def _is_local(fs: pafs.FileSystem) -> bool:
     return isinstance(fs, pafs.LocalFileSystem)
+
+
+def _is_address(host: str) -> bool:
+    """Whether a location's host is an IP address or ``localhost`` (an emulator's or a private
+    endpoint's), whose first label names no storage account."""
+    if host.startswith("["):  # [v6 address]:port
+        name = host[1:].partition("]")[0]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if name.lower() == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True

@@ -115,7 +115,7 @@ class InputFile:
                     return pa.BufferReader(client.get_object(bucket, key))
             if isinstance(fs, TokenCredentialAzureFileSystem):
                 # a token that cannot be had aborts the process in open_input_file, not here
-                fs.get_file_info(path)
+                fs.token_checked(path)
             if seekable:
                 return fs.open_input_file(path)
             return fs.open_input_stream(path)

@@ -165,7 +165,7 @@ class UpdateSpec(PendingUpdate):
         fid = self._schema.find_field_id(name)
         if fid is None or fid == field.source_id:
             return
-        if self._schema.find_field(field.source_id) is not None:
+        if self._schema.find_column_name(field.source_id) is not None:
             raise ValidationError(
                 f"cannot name partition field {name!r}: it is the name of another column"
             )
