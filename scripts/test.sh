@@ -43,6 +43,8 @@ echo "==> pytest"
 # fixed hypothesis examples (tests/conftest.py): a gate that passes or fails the same way on
 # every machine; scripts/soak.sh hunts with random seeds and many more examples
 export ICEFLOE_HYPOTHESIS_PROFILE="${ICEFLOE_HYPOTHESIS_PROFILE:-ci}"
+# the GCS tests build fake-gcs-server from its Go module (cached under ~/.cache/icefloe/tools)
+export ICEFLOE_BUILD_FAKE_GCS="${ICEFLOE_BUILD_FAKE_GCS:-1}"
 set +e
 python -m pytest "$@"
 rc=$?

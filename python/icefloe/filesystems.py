@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from icefloe.exceptions import FileIOError, ValidationError
+from icefloe.exceptions import FileIOError, UnsupportedFeatureError, ValidationError
 from icefloe.properties import parse_flag, parse_seconds, parse_url, redact_url
 
 S3_ENDPOINT = "s3.endpoint"
@@ -180,24 +180,7 @@ def make_filesystem(scheme: str, netloc: str, props: Mapping[str, str]) -> pafs.
             )
         return pafs.S3FileSystem(**kwargs)
     if scheme in GCS_SCHEMES:
-        gcs: dict[str, Any] = {}
-        if "gcs.project-id" in props:
-            gcs["project_id"] = props["gcs.project-id"]
-        if "gcs.service.host" in props:
-            parsed = urlparse(props["gcs.service.host"])
-            gcs["scheme"] = parsed.scheme or "https"
-            gcs["endpoint_override"] = parsed.netloc or props["gcs.service.host"]
-        if "gcs.oauth2.token" in props:
-            gcs["access_token"] = props["gcs.oauth2.token"]
-        if truthy(props.get("gcs.anonymous")):
-            gcs["anonymous"] = True
-        from datetime import timedelta
-
-        key, seconds = "gcs.retry-time-limit-seconds", GCS_RETRY_TIME_LIMIT_SECONDS
-        if key in props:
-            seconds = parse_seconds(key, props[key], what="FileIO property")
-        gcs["retry_time_limit"] = timedelta(seconds=seconds)
-        return pafs.GcsFileSystem(**gcs)
+        return _gcs_filesystem(props)
     if scheme in AZURE_SCHEMES:
         return _azure_filesystem(netloc, props)
     host, _, port = netloc.partition(":")
@@ -236,6 +219,82 @@ class TokenCredentialAzureFileSystem(pafs.AzureFileSystem):  # type: ignore[misc
 #: How long a token an Azure AD read got counts as there (the SDK refreshes it minutes
 #: before its expiry, which is an hour or more away when it is issued).
 TOKEN_CHECK_SECONDS = 300.0
+
+
+#: Iceberg Java's GCS settings icefloe's client (pyarrow's) cannot apply; ignoring them would
+#: write objects without the customer-supplied key the user asked for.
+_GCS_UNSUPPORTED = ("gcs.encryption-key", "gcs.decryption-key")
+#: A token with no ``gcs.oauth2.token-expires-at`` is taken as good for this long (pyarrow
+#: needs an expiry; the store refuses the token when it really expires).
+_GCS_TOKEN_DAYS = 365
+
+
+def _gcs_filesystem(props: Mapping[str, str]) -> pafs.FileSystem:
+    """The GCS file system of Iceberg's ``gcs.*`` properties (PyIceberg's and Java's names):
+    ``gcs.project-id``, ``gcs.service.host``, ``gcs.oauth2.token`` with
+    ``gcs.oauth2.token-expires-at`` (epoch ms), ``gcs.anonymous`` or Java's ``gcs.no-auth``,
+    ``gcs.impersonate.service-account``, ``gcs.default-bucket-location`` and
+    ``gcs.retry-time-limit-seconds``."""
+    from datetime import datetime, timedelta, timezone
+
+    for key in _GCS_UNSUPPORTED:
+        if props.get(key):
+            raise UnsupportedFeatureError(
+                f"FileIO property {key}: customer-supplied encryption keys are not supported "
+                "by icefloe's GCS client (pyarrow); objects would be written or read without it"
+            )
+    gcs: dict[str, Any] = {}
+    if props.get("gcs.project-id"):
+        gcs["project_id"] = props["gcs.project-id"]
+    if props.get("gcs.service.host"):
+        host = props["gcs.service.host"]
+        try:
+            parsed = urlparse(host)
+            parsed.port  # noqa: B018 - a port that is not a number raises here
+        except ValueError as exc:
+            raise ValidationError(f"FileIO property gcs.service.host {host!r}: {exc}") from None
+        gcs["scheme"] = parsed.scheme or "https"
+        gcs["endpoint_override"] = parsed.netloc or host
+    anonymous = any(
+        parse_flag(key, props[key]) for key in ("gcs.anonymous", "gcs.no-auth") if key in props
+    )
+    token = props.get("gcs.oauth2.token")
+    if token and anonymous:
+        raise ValidationError(
+            "FileIO properties gcs.oauth2.token and gcs.anonymous (or gcs.no-auth) contradict "
+            "each other: give one of them"
+        )
+    if anonymous:
+        gcs["anonymous"] = True
+    elif token:
+        gcs["access_token"] = token
+        expires = props.get("gcs.oauth2.token-expires-at")
+        if expires:
+            try:
+                at = datetime.fromtimestamp(int(expires) / 1000, timezone.utc)
+            except (ValueError, OverflowError, OSError):
+                raise ValidationError(
+                    f"FileIO property gcs.oauth2.token-expires-at must be epoch milliseconds, "
+                    f"got {expires!r}"
+                ) from None
+        else:
+            at = datetime.now(timezone.utc) + timedelta(days=_GCS_TOKEN_DAYS)
+        gcs["credential_token_expiration"] = at
+    if props.get("gcs.impersonate.service-account"):
+        gcs["target_service_account"] = props["gcs.impersonate.service-account"]
+    if props.get("gcs.default-bucket-location"):
+        gcs["default_bucket_location"] = props["gcs.default-bucket-location"]
+    key, seconds = "gcs.retry-time-limit-seconds", GCS_RETRY_TIME_LIMIT_SECONDS
+    if key in props:
+        seconds = parse_seconds(key, props[key], what="FileIO property")
+    try:
+        gcs["retry_time_limit"] = timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValidationError(
+            f"FileIO property {key} must be a number of seconds a timedelta holds, "
+            f"got {props[key]!r}"
+        ) from None
+    return pafs.GcsFileSystem(**gcs)
 
 
 def azure_account_option(
