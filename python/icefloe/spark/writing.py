@@ -74,7 +74,8 @@ from icefloe.transforms import (
 )
 from icefloe.types import NestedField
 from icefloe.write import DataFile
-from icefloe.write.input import coerce_column, to_table_schema
+from icefloe.write.coerce import coerce_column
+from icefloe.write.input import to_table_schema
 from icefloe.write.matching import proven_by_metrics
 from icefloe.write.writer import WriteOptions, write_parquet_files
 

@@ -48,7 +48,7 @@ from icefloe.types import (
     UUIDType,
 )
 from icefloe.values import to_physical
-from icefloe.write.input import coerce_column
+from icefloe.write.coerce import coerce_column
 
 __all__ = ["KeyRouter", "typed_keys"]
 

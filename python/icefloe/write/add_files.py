@@ -65,8 +65,8 @@ from icefloe.types import (
     UnknownType,
     VariantType,
 )
+from icefloe.write.coerce import check_geoarrow_type
 from icefloe.write.files import DataFile
-from icefloe.write.input import check_geoarrow_type
 from icefloe.write.metrics import MetricsConfig, footer_metrics, split_offsets
 
 __all__ = ["data_files_from_parquet"]

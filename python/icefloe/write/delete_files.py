@@ -60,8 +60,8 @@ from icefloe.types import (
     TimestamptzType,
 )
 from icefloe.values import to_bytes
+from icefloe.write.coerce import coerce_column
 from icefloe.write.files import DataFile
-from icefloe.write.input import coerce_column
 from icefloe.write.locations import LocationProvider
 from icefloe.write.metrics import MetricsConfig, compute_metrics
 
