@@ -97,6 +97,7 @@ from icefloe.table.branch_heads import parent_snapshot
 from icefloe.table.concurrent_commits import Since
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
 from icefloe.table.manifest_partitions import cast_partition_type, spec_schema
+from icefloe.table.rebuild_checks import check_delete_formats, check_written_types
 from icefloe.table.snapshot_summary import computed_summary_key, snapshot_summary
 from icefloe.table_paths import metadata_location
 from icefloe.write.files import DataFile, entries_batch
@@ -110,7 +111,6 @@ if TYPE_CHECKING:
     from icefloe._native import DataFileRef
     from icefloe.schema import Schema
     from icefloe.table.table import Transaction
-    from icefloe.types import IcebergType
 
 __all__ = ["SnapshotProducer", "Validator"]
 
@@ -383,8 +383,8 @@ class SnapshotProducer:
             self._written_schema = metadata.current_schema()
         else:
             self._check_rebuildable(on_own)
-            self._check_written_types(metadata)
-        self._check_delete_formats(metadata)
+            check_written_types(self._written_schema, self._adds_files(), metadata)
+        check_delete_formats(self._added_deletes, self._entry_batches, metadata)
         since = Since(self._since.start, tx_own)  # own ids change when a rebuild renumbers them
         for fn in self._validators:
             fn(metadata, parent, since)
@@ -545,49 +545,8 @@ class SnapshotProducer:
                 "transaction again"
             )
 
-    def _check_written_types(self, metadata: TableMetadata) -> None:
-        """On a rebuild: the files this change adds were written with the schema of its first
-        build. When another writer's commit (a table replace) has since given one of their
-        field ids a type they cannot be read as (other than a promotion the spec allows), the
-        snapshot would make the table unreadable: :class:`CommitConflictError`."""
-        written = self._written_schema
-        if written is None or metadata.current_schema_id == written.schema_id:
-            return
-        if not (self._added or self._added_deletes or self._entry_batches):
-            return
-        now = metadata.current_schema().index_by_id()
-        for field_id, old in written.index_by_id().items():
-            new = now.get(field_id)
-            if new is None or _readable_as(old.field_type, new.field_type, metadata):
-                continue
-            name = written.find_column_name(field_id)
-            raise CommitConflictError(
-                f"the table's schema changed while this change was committed (another "
-                f"writer's commit): column {name!r} (id {field_id}), written as "
-                f"{old.field_type}, is {new.field_type} now, which its files cannot be read as"
-            )
-
-    def _check_delete_formats(self, metadata: TableMetadata) -> None:
-        """A v3 table takes deletion vectors only: position delete files written for the v2
-        state the change was planned on (before a concurrent upgrade) are refused."""
-        if metadata.format_version < 3:
-            return
-        old = [
-            f.file_path
-            for f in self._added_deletes
-            if f.content == 1 and f.file_format.upper() != "PUFFIN"
-        ]
-        for content, _, batch in self._entry_batches:
-            if content == 1:
-                fmt = pc.utf8_upper(batch.column("file_format").cast(pa.string()))
-                hit = batch.filter(pc.not_equal(fmt, "PUFFIN")).column("file_path")
-                old += [str(x) for x in hit.to_pylist()]
-        if old:
-            raise CommitConflictError(
-                f"position delete file {old[0]} was written for format version 2, but a "
-                "concurrent commit upgraded the table to version 3, which takes deletion "
-                "vectors only: make the change again"
-            )
+    def _adds_files(self) -> bool:
+        return bool(self._added or self._added_deletes or self._entry_batches)
 
     def _put(self, path: str, data: bytes) -> None:
         """Write a file in the background: the durable writes (fsync) of one build overlap."""
@@ -850,18 +809,6 @@ def _branch_ref(metadata: TableMetadata, branch: str) -> SnapshotRef | None:
     if ref is not None and not ref.is_branch:
         raise ValidationError(f"cannot write to {branch!r}: it is a tag, not a branch")
     return ref
-
-
-def _readable_as(old: IcebergType, new: IcebergType, metadata: TableMetadata) -> bool:
-    """Whether values written as ``old`` read as ``new``: the same kind of nested type (whose
-    fields are compared by their own ids), or a primitive the spec promotes."""
-    from icefloe.evolution import can_promote
-
-    if old.is_primitive or new.is_primitive:
-        return (
-            old.is_primitive and new.is_primitive and can_promote(old, new, metadata.format_version)
-        )
-    return type(old) is type(new)
 
 
 def _manifest_codec(props: Mapping[str, str]) -> tuple[str, int | None]:
