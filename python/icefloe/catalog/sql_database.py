@@ -118,9 +118,18 @@ _LOGIN_REFUSED = re.compile(
     r'role "(?:[^"]|"")*" does not exist'
 )
 #: libpq on the URI's options ("invalid connection option", "invalid sslmode value", possibly
-#: after "connection is bad: ")
+#: after "connection is bad: "), on a database or TLS or GSSAPI setting the server or the
+#: client cannot meet, and on certificate and key files it cannot use.
 _BAD_SETTINGS = re.compile(
-    r"\binvalid connection option\b|\binvalid \w+ value\b|\bbad value for \w+"
+    r"\binvalid connection option\b|\binvalid \w+ value\b|\bbad value for \w+|"
+    r"\bvalue \"\w+\" invalid when \w+ support is not compiled in|"
+    r'database "(?:[^"]|"")*" does not exist|'
+    r"server does not support SSL, but SSL was required|"
+    r"GSSAPI encryption required but|"
+    r"could not (?:read|open|load) (?:root )?(?:certificate|private key) file|"
+    r"root certificate file .* does not exist|certificate present, but not private key|"
+    r"private key file .* has group or world access|"
+    r"certificate verify failed|server certificate for .* does not match host name"
 )
 
 
@@ -134,8 +143,9 @@ def refusal(name: str, exc: SQLAlchemyError, engine: Any) -> IcebergError | None
     """The error for a database that refused on its own terms, which no retry changes: a
     read-only database (:func:`read_only_error`), a missing privilege
     (:class:`ForbiddenError`), a login turned away (:class:`UnauthorizedError`), or
-    connection settings the driver cannot use (:class:`ValidationError`); else None (the
-    database may be down for a while)."""
+    connection settings the driver or server cannot use (:class:`ValidationError`: a database
+    or search-path schema that does not exist, TLS required of a server without it, unusable
+    certificate or key files); else None (the database may be down for a while)."""
     read_only = read_only_error(name, exc, engine)
     if read_only is not None:
         return read_only
@@ -145,6 +155,11 @@ def refusal(name: str, exc: SQLAlchemyError, engine: Any) -> IcebergError | None
         return ForbiddenError(f"SQL catalog {name!r}: the database refused: {text}")
     if (state or "").startswith("28") or _LOGIN_REFUSED.search(text):
         return UnauthorizedError(f"SQL catalog {name!r}: the database refused the login: {text}")
+    if state == "3F000":  # the search path names no schema that exists
+        return ValidationError(
+            f"SQL catalog {name!r}: bad connection settings: {text} (the search path, as "
+            "Iceberg Java's 'jdbc.currentSchema' sets it, names no schema that exists)"
+        )
     postgres = getattr(getattr(engine, "dialect", None), "name", None) == "postgresql"
     settings = isinstance(exc, ProgrammingError | OperationalError) and _BAD_SETTINGS.search(text)
     if postgres and state is None and settings:
