@@ -268,3 +268,28 @@ def test_javas_jdbc_settings_open_the_same_database(postgres_uri: str, tmp_path:
     assert ("shared",) in admin.list_namespaces()
     assert "p@ss" not in repr(java_style) and "p@ss" not in repr(java_style.io)
     java_style.close()
+
+
+def test_javas_catalog_and_timeout_settings(tmp_path: Path) -> None:
+    """Iceberg Java's ``jdbc.init-catalog-tables`` is read (icefloe's own name wins), and
+    pgjdbc's ``connectTimeout`` / ``loginTimeout`` bound opening a connection unless
+    ``connect-timeout`` or the URI's ``connect_timeout`` says otherwise."""
+    from icefloe.catalog.sql_jdbc import postgres_connect_args
+
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    with pytest.raises(ValidationError, match="lacks tables"):
+        SqlCatalog("s", uri=db, **{"jdbc.init-catalog-tables": "false"})
+    SqlCatalog(
+        "s", uri=db, init_catalog_tables="true", **{"jdbc.init-catalog-tables": "false"}
+    ).close()
+    java = {"jdbc.connectTimeout": "10", "jdbc.loginTimeout": "3"}
+    assert postgres_connect_args("s", java, {})["connect_timeout"] == 3
+    assert postgres_connect_args("s", {**java, "connect-timeout": "7"}, {})["connect_timeout"] == 7
+    assert "connect_timeout" not in postgres_connect_args("s", java, {"connect_timeout": "5"})
+    assert "connect_timeout" not in postgres_connect_args("s", {"jdbc.loginTimeout": "0"}, {})
+    assert postgres_connect_args("s", {}, {})["connect_timeout"] == 10
+    args = postgres_connect_args("s", {"jdbc.ssl": "true", "jdbc.tcpKeepAlive": "false"}, {})
+    assert args["sslmode"] == "verify-full" and args["keepalives"] == 0
+    with pytest.raises(ValidationError, match=r"'jdbc\.sslmode' must be one of") as bad:
+        postgres_connect_args("s", {"jdbc.sslmode": "Pw9Q"}, {})
+    assert "Pw9Q" not in str(bad.value)

@@ -65,6 +65,7 @@ from icefloe.catalog.sql_database import (
     said,
     too_long,
 )
+from icefloe.catalog.sql_jdbc import create_tables, postgres_connect_args, warn_sqlite_keys
 from icefloe.catalog.sql_namespaces import SqlNamespaces
 from icefloe.catalog.sql_views import (
     NO_TYPE_COLUMN,
@@ -93,7 +94,6 @@ from icefloe.metadata import (
     apply_updates,
     validate_requirements,
 )
-from icefloe.properties import parse_seconds
 
 if TYPE_CHECKING:
     from icefloe.table import Table
@@ -134,11 +134,23 @@ class SqlCatalog(SqlNamespaces):
     ``postgresql+psycopg://user:pw@host:port/db``, or Iceberg Java's ``jdbc:sqlite:path`` and
     ``jdbc:postgresql://host:port/db``), ``jdbc.user`` and ``jdbc.password`` (override the URI's),
     ``warehouse`` (where new tables go), ``init_catalog_tables`` (create the two tables if
-    absent, default true), ``echo``, ``connect-timeout`` (seconds to open a PostgreSQL
-    connection, default 10), ``request-timeout`` (seconds to wait for PostgreSQL's answer on an
-    open connection, default 60; or Java's ``jdbc.socketTimeout``), ``sqlite.journal-mode``
-    (a SQLite file's journal: ``wal``, the default, or ``delete`` for a file on a network
-    file system; see :mod:`icefloe.catalog.sqlite_journal`).
+    absent, default true; or Java's ``jdbc.init-catalog-tables``), ``echo``,
+    ``connect-timeout`` (seconds to open a PostgreSQL connection, default 10; or Java's
+    ``jdbc.connectTimeout`` / ``jdbc.loginTimeout``, the smaller), ``request-timeout`` (seconds
+    to wait for PostgreSQL's answer on an open connection, default 60; or Java's
+    ``jdbc.socketTimeout``), ``sqlite.journal-mode`` (a SQLite file's journal: ``wal``, the
+    default, or ``delete`` for a file on a network file system; see
+    :mod:`icefloe.catalog.sqlite_journal`).
+
+    For PostgreSQL, pgjdbc's connection properties among Java's ``jdbc.*`` are applied as
+    libpq's: ``sslmode``, ``ssl`` (true: ``verify-full``), ``sslrootcert``, ``sslcert``,
+    ``sslkey``, ``sslpassword``, ``gssEncMode``, ``channelBinding``, ``kerberosServerName``,
+    ``ApplicationName``, ``currentSchema`` (the search path: the catalog's tables are those of
+    its first schema, as Java's), ``options``, ``readOnly``, ``tcpKeepAlive``,
+    ``targetServerType``, ``loadBalanceHosts`` and ``service``; a setting in the URI wins. Any
+    other ``jdbc.*`` key on security or on which database is used is a
+    :class:`ValidationError`; others are ignored with a warning (see
+    :mod:`icefloe.catalog.sql_jdbc`).
     """
 
     keeps_views = True
@@ -164,16 +176,15 @@ class SqlCatalog(SqlNamespaces):
                 kwargs.update(poolclass=QueuePool, pool_size=1, max_overflow=0, pool_timeout=600)
         else:
             kwargs["pool_pre_ping"] = True
-            if uri.startswith("postgresql") and "connect_timeout" not in uri:
-                # a database host that accepts connections and never answers would otherwise
-                # block every call for libpq's two minutes
-                seconds = parse_seconds("connect-timeout", properties.get("connect-timeout", "10"))
-                kwargs["connect_args"] = {"connect_timeout": max(1, round(seconds))}
         user, password = properties.get("jdbc.user"), properties.get("jdbc.password")
         request_timeout = request_timeout_seconds(properties)
         self._request_timeout = request_timeout
         try:
             url = make_url(uri)
+            if url.get_backend_name() == "postgresql":  # Java's jdbc.* settings as libpq's
+                kwargs["connect_args"] = postgres_connect_args(name, properties, url.query)
+            elif url.get_backend_name() == "sqlite":
+                warn_sqlite_keys(name, properties)
             if user is not None or password is not None:  # as Iceberg Java's JDBC catalog
                 url = url.set(
                     username=url.username if user is None else user,
@@ -206,7 +217,16 @@ class SqlCatalog(SqlNamespaces):
             raise ValidationError(
                 f"SQL catalog {name!r}: 'uri' is not a usable SQLAlchemy URL ({exc})"
             ) from exc
+        except ValidationError:
+            raise
         except ValueError:  # a port that is not a number; the text would echo the URI
+            if "," in uri.partition("://")[2].partition("/")[0].rpartition("@")[2]:
+                raise ValidationError(
+                    f"SQL catalog {name!r}: 'uri' names several hosts ('h1:5432,h2:5432'), "
+                    "which is not read in that form: give them as query parameters, as in "
+                    "jdbc:postgresql:///db?host=h1:5432&host=h2:5432 (or "
+                    "postgresql+psycopg:///db?host=h1:5432&host=h2:5432)"
+                ) from None
             raise ValidationError(
                 f"SQL catalog {name!r}: 'uri' has a port that is not a number (a ':' or '@' in "
                 "the user name or password must be percent-encoded)"
@@ -216,7 +236,7 @@ class SqlCatalog(SqlNamespaces):
         self._finalizer = weakref.finalize(self, self.engine.dispose)
         self._has_type_column = True
         try:
-            self._init_tables(properties.get("init_catalog_tables", "true").lower() == "true")
+            self._init_tables(create_tables(properties))
         except BaseException:
             self._finalizer()
             raise
