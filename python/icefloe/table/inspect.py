@@ -9,7 +9,9 @@ batches; partition tuples of every spec are shown in one struct with a field per
 id of any spec (named as in the newest spec having it), null where a file's spec lacks it. A name
 a newer field took over (a field removed, then another one added under its name) is suffixed
 with the older field's id, ``<name>_<field id>``, as removing a field of a v1 table renames it.
-A table without a snapshot gives the same columns, with no rows. ``partitions()`` of an
+The file tables and the entries tables carry Java's ``readable_metrics`` column (see
+:mod:`icefloe.table.readable_metrics`). A table without a snapshot gives the same columns, with
+no rows. ``partitions()`` of an
 unpartitioned table (no partition field of any spec has its source column in the schema, Java's
 rule) has no ``partition`` and ``spec_id`` columns, and one row for the whole table.
 
@@ -35,6 +37,7 @@ from icefloe.scan.manifests import manifest_list_of, manifest_lists, read_entrie
 from icefloe.scan.tasks import partition_field_names
 from icefloe.schema import Schema
 from icefloe.table.manifest_merge import MANIFEST_LIST_SCHEMA
+from icefloe.table.readable_metrics import readable_metrics
 from icefloe.types import (
     DateType,
     TimestampNanoType,
@@ -403,12 +406,19 @@ class InspectTable:
         return merged.filter(pc.greater(_file_total(merged), 0))
 
     def entries(self, snapshot_id: int | None = None) -> pa.Table:
-        """Every manifest entry (including deleted ones) of a snapshot."""
-        return _entries_table(self._entries(snapshot_id))
+        """Every manifest entry (including deleted ones) of a snapshot, with the file's
+        ``readable_metrics`` (see :mod:`icefloe.table.readable_metrics`)."""
+        return _entries_table(self._entries(snapshot_id), self._schema())
 
     def files(self, snapshot_id: int | None = None) -> pa.Table:
-        """The live data and delete files of a snapshot."""
-        return _files_table(self._entries(snapshot_id))
+        """The live data and delete files of a snapshot, with their ``readable_metrics``: per
+        primitive column of the current schema, its metrics, with the bounds as values of the
+        column's type (see :mod:`icefloe.table.readable_metrics`)."""
+        return _files_table(self._entries(snapshot_id), self._schema())
+
+    def _schema(self) -> Schema:
+        """The schema ``readable_metrics`` shows the columns of: the table's current one."""
+        return self._meta.current_schema()
 
     def data_files(self, snapshot_id: int | None = None) -> pa.Table:
         """The live data files of a snapshot."""
@@ -464,22 +474,22 @@ class InspectTable:
         """Every manifest entry (deleted ones too) of every distinct manifest reachable from a
         kept snapshot, each manifest's once, as Java's ``AllEntriesTable``; the columns of
         :meth:`entries`."""
-        return _entries_table(self._reachable_entries())
+        return _entries_table(self._reachable_entries(), self._schema())
 
     def all_files(self) -> pa.Table:
         """The data and delete files live in some manifest reachable from a kept snapshot,
         each file once (Java's ``AllFilesTable`` and PyIceberg may repeat a file several
         manifests list); the columns of :meth:`files`."""
-        return _distinct_files(_files_table(self._reachable_entries()))
+        return _distinct_files(_files_table(self._reachable_entries(), self._schema()))
 
     def all_data_files(self) -> pa.Table:
         """:meth:`all_files` of the data manifests: the data files of every kept snapshot."""
-        return _distinct_files(_files_table(self._reachable_entries(0)))
+        return _distinct_files(_files_table(self._reachable_entries(0), self._schema()))
 
     def all_delete_files(self) -> pa.Table:
         """:meth:`all_files` of the delete manifests: position and equality delete files and
         deletion vectors of every kept snapshot."""
-        return _distinct_files(_files_table(self._reachable_entries(1)))
+        return _distinct_files(_files_table(self._reachable_entries(1), self._schema()))
 
     def metadata_log_entries(self) -> pa.Table:
         """One row per ``metadata-log`` entry and one for the current metadata file: its
@@ -634,8 +644,9 @@ class InspectTable:
         return pc.take(pa.array([s.timestamp_ms for s in snaps], pa.int64()), found)
 
 
-def _entries_table(t: pa.Table) -> pa.Table:
-    """:meth:`InspectTable.entries` rows of decoded manifest entries ``t``."""
+def _entries_table(t: pa.Table, schema: Schema) -> pa.Table:
+    """:meth:`InspectTable.entries` rows of decoded manifest entries ``t``, with the
+    ``readable_metrics`` of the columns of ``schema``."""
     data_cols = [c for c in _DATA_FILE_COLUMNS if c in t.column_names]
     t = t.set_column(t.schema.get_field_index("content"), "content", _content(t))
     data_file = pa.StructArray.from_arrays(
@@ -648,16 +659,19 @@ def _entries_table(t: pa.Table) -> pa.Table:
             "sequence_number": t.column("sequence_number"),
             "file_sequence_number": t.column("file_sequence_number"),
             "data_file": data_file,
+            "readable_metrics": readable_metrics(schema, t),
         }
     )
 
 
-def _files_table(t: pa.Table) -> pa.Table:
-    """:meth:`InspectTable.files` rows of decoded manifest entries ``t``: the live ones."""
+def _files_table(t: pa.Table, schema: Schema) -> pa.Table:
+    """:meth:`InspectTable.files` rows of decoded manifest entries ``t``: the live ones, with
+    the ``readable_metrics`` of the columns of ``schema``."""
     live = t.filter(pc.not_equal(t.column("status"), 2))
     cols = [c for c in _DATA_FILE_COLUMNS if c in live.column_names]
     out = live.select(cols)
-    return out.set_column(0, "content", _content(out))
+    out = out.set_column(0, "content", _content(out))
+    return out.append_column("readable_metrics", readable_metrics(schema, live))
 
 
 def _content(t: pa.Table) -> pa.ChunkedArray:
