@@ -268,6 +268,26 @@ def test_readable_metrics_of_an_empty_and_an_unpartitioned_table(tmp_path: Path)
     assert rm == theirs
 
 
+def test_readable_metrics_can_be_left_out(tmp_path: Path) -> None:
+    """``with_readable_metrics=False`` gives the same rows without the column; the data and
+    delete file tables select their rows the same way either way."""
+    c = shared_catalogs(tmp_path)
+    t = c.ours.create_table("db.o", Schema.from_json(SIMPLE_SCHEMA))
+    append_rows(c, "o", [1, 2, 3])
+    append_rows(c, "o", [4])
+    t.refresh()
+    t.delete("id = 2")
+    for name in ("files", "data_files", "delete_files", "entries"):
+        full = getattr(t.inspect, name)()
+        bare = getattr(t.inspect, name)(with_readable_metrics=False)
+        assert "readable_metrics" not in bare.column_names
+        assert bare.equals(full.drop_columns(["readable_metrics"])), name
+    assert t.inspect.data_files(with_readable_metrics=False).num_rows >= 2
+    assert t.inspect.data_files().num_rows + t.inspect.delete_files().num_rows == (
+        t.inspect.files().num_rows
+    )
+
+
 def test_readable_metrics_of_damaged_or_odd_bounds(tmp_path: Path) -> None:
     """A bound no type of the column has (a 3-byte long, a 5-byte uuid) is null; decimals of
     every length decode; a 4-byte bound under a ``timestamp_ns`` is a date."""

@@ -308,7 +308,7 @@ def file_stats(
     """Live data and delete files of a snapshot (default: current), optionally only the data
     files a scan with ``row_filter`` would read and their delete files."""
     check_snapshot(table, snapshot_id)
-    files = table.inspect.files(snapshot_id)
+    files = table.inspect.files(snapshot_id, with_readable_metrics=False)
     if row_filter:
         scan = table.scan(row_filter=row_filter, snapshot_id=snapshot_id)
         tasks = scan.plan_files()

@@ -97,7 +97,9 @@ def _not_live(table: Table, root: str, adds: pa.Table) -> pa.Table:
     quiet = pc.invert(pc.fill_null(adds.column("data_change"), True))
     if adds.num_rows == 0 or not pc.any(quiet).as_py():
         return adds
-    live = table.inspect.data_files().column("file_path").combine_chunks()
+    live = (
+        table.inspect.data_files(with_readable_metrics=False).column("file_path").combine_chunks()
+    )
     paths = absolute_paths(root, adds.column("path").combine_chunks())
     again = pc.and_(quiet, pc.is_in(paths, value_set=live))
     return adds.filter(pc.invert(again))

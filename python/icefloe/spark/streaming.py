@@ -128,7 +128,7 @@ def _added_paths(table: Table, snapshot: Snapshot) -> list[str]:
     """The paths of the data files ``snapshot`` added, sorted (what offsets count)."""
     import pyarrow.compute as pc
 
-    entries = table.inspect.entries(snapshot.snapshot_id)
+    entries = table.inspect.entries(snapshot.snapshot_id, with_readable_metrics=False)
     if entries.num_rows == 0:
         return []
     mine = pc.and_(

@@ -405,30 +405,49 @@ class InspectTable:
         merged = _merge_specs(_stats_to_partitions(rows), self._projected_fields())
         return merged.filter(pc.greater(_file_total(merged), 0))
 
-    def entries(self, snapshot_id: int | None = None) -> pa.Table:
+    def entries(
+        self, snapshot_id: int | None = None, *, with_readable_metrics: bool = True
+    ) -> pa.Table:
         """Every manifest entry (including deleted ones) of a snapshot, with the file's
-        ``readable_metrics`` (see :mod:`icefloe.table.readable_metrics`)."""
-        return _entries_table(self._entries(snapshot_id), self._schema())
+        ``readable_metrics`` (see :mod:`icefloe.table.readable_metrics`; left out with
+        ``with_readable_metrics=False``, which spares decoding every bound)."""
+        return _entries_table(
+            self._entries(snapshot_id), self._schema() if with_readable_metrics else None
+        )
 
-    def files(self, snapshot_id: int | None = None) -> pa.Table:
+    def files(
+        self, snapshot_id: int | None = None, *, with_readable_metrics: bool = True
+    ) -> pa.Table:
         """The live data and delete files of a snapshot, with their ``readable_metrics``: per
         primitive column of the current schema, its metrics, with the bounds as values of the
-        column's type (see :mod:`icefloe.table.readable_metrics`)."""
-        return _files_table(self._entries(snapshot_id), self._schema())
+        column's type (see :mod:`icefloe.table.readable_metrics`; left out with
+        ``with_readable_metrics=False``)."""
+        return self._files(snapshot_id, None, with_readable_metrics)
+
+    def _files(self, snapshot_id: int | None, data: bool | None, metrics: bool) -> pa.Table:
+        """Live files: data files (``data``), delete files (not ``data``) or both (None)."""
+        t = self._entries(snapshot_id)
+        if data is not None:
+            content = t.column("content")
+            t = t.filter(pc.equal(content, 0) if data else pc.not_equal(content, 0))
+        return _files_table(t, self._schema() if metrics else None)
 
     def _schema(self) -> Schema:
         """The schema ``readable_metrics`` shows the columns of: the table's current one."""
         return self._meta.current_schema()
 
-    def data_files(self, snapshot_id: int | None = None) -> pa.Table:
-        """The live data files of a snapshot."""
-        f = self.files(snapshot_id)
-        return f.filter(pc.equal(f.column("content"), 0))
+    def data_files(
+        self, snapshot_id: int | None = None, *, with_readable_metrics: bool = True
+    ) -> pa.Table:
+        """The live data files of a snapshot (columns as :meth:`files`)."""
+        return self._files(snapshot_id, True, with_readable_metrics)
 
-    def delete_files(self, snapshot_id: int | None = None) -> pa.Table:
-        """The live delete files (position, equality, deletion vectors) of a snapshot."""
-        f = self.files(snapshot_id)
-        return f.filter(pc.not_equal(f.column("content"), 0))
+    def delete_files(
+        self, snapshot_id: int | None = None, *, with_readable_metrics: bool = True
+    ) -> pa.Table:
+        """The live delete files (position, equality, deletion vectors) of a snapshot (columns
+        as :meth:`files`)."""
+        return self._files(snapshot_id, False, with_readable_metrics)
 
     # ------------------------------------------------------------------ every kept snapshot
 
@@ -644,33 +663,35 @@ class InspectTable:
         return pc.take(pa.array([s.timestamp_ms for s in snaps], pa.int64()), found)
 
 
-def _entries_table(t: pa.Table, schema: Schema) -> pa.Table:
+def _entries_table(t: pa.Table, schema: Schema | None) -> pa.Table:
     """:meth:`InspectTable.entries` rows of decoded manifest entries ``t``, with the
-    ``readable_metrics`` of the columns of ``schema``."""
+    ``readable_metrics`` of the columns of ``schema`` (none without one)."""
     data_cols = [c for c in _DATA_FILE_COLUMNS if c in t.column_names]
     t = t.set_column(t.schema.get_field_index("content"), "content", _content(t))
     data_file = pa.StructArray.from_arrays(
         [t.column(c).combine_chunks() for c in data_cols], names=data_cols
     )
-    return pa.table(
-        {
-            "status": t.column("status").cast(pa.int8()),
-            "snapshot_id": t.column("snapshot_id"),
-            "sequence_number": t.column("sequence_number"),
-            "file_sequence_number": t.column("file_sequence_number"),
-            "data_file": data_file,
-            "readable_metrics": readable_metrics(schema, t),
-        }
-    )
+    columns = {
+        "status": t.column("status").cast(pa.int8()),
+        "snapshot_id": t.column("snapshot_id"),
+        "sequence_number": t.column("sequence_number"),
+        "file_sequence_number": t.column("file_sequence_number"),
+        "data_file": data_file,
+    }
+    if schema is not None:
+        columns["readable_metrics"] = readable_metrics(schema, t)
+    return pa.table(columns)
 
 
-def _files_table(t: pa.Table, schema: Schema) -> pa.Table:
+def _files_table(t: pa.Table, schema: Schema | None) -> pa.Table:
     """:meth:`InspectTable.files` rows of decoded manifest entries ``t``: the live ones, with
-    the ``readable_metrics`` of the columns of ``schema``."""
+    the ``readable_metrics`` of the columns of ``schema`` (none without one)."""
     live = t.filter(pc.not_equal(t.column("status"), 2))
     cols = [c for c in _DATA_FILE_COLUMNS if c in live.column_names]
     out = live.select(cols)
     out = out.set_column(0, "content", _content(out))
+    if schema is None:
+        return out
     return out.append_column("readable_metrics", readable_metrics(schema, live))
 
 
