@@ -23,7 +23,8 @@ from hypothesis import settings
 from support.peers import duckdb_connect
 
 # Fixtures from tests/support: the PostgreSQL server and per-backend catalogs, S3 servers and
-# warehouses, Azure and GCS emulators, the Spark session and Iceberg Java catalogs, icefloe serve.
+# warehouses, Azure and GCS emulators, the Spark session and Iceberg Java catalogs, icefloe serve,
+# Trino.
 pytest_plugins = [
     "support.postgres",
     "support.catalogs",
@@ -31,6 +32,7 @@ pytest_plugins = [
     "support.s3",
     "support.emulators",
     "support.rest",
+    "support.trino",
 ]
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
@@ -60,6 +62,7 @@ _FIXTURE_MARKERS = {
     "iceberg_spark_module": "spark",
     "postgres_uri": "postgres",
     "duckdb_con": "interop",
+    "trino": "trino",
 }
 
 
