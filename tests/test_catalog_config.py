@@ -240,6 +240,10 @@ def test_url_user_name_without_password_is_hidden() -> None:
     assert "Pw9Q" not in text and "https://***@lake.internal/wh" in text
     assert redact_url("https://a@corp.com@h:1/x") == "https://***@h:1/x"
     assert redact_url("https://u:Pw9Q@h") == "https://u:***@h"
+    # libpq's key passphrase in a PostgreSQL URI's query
+    assert redact_url("postgresql+psycopg:///db?sslpassword=Pw9Q&password=P") == (
+        "postgresql+psycopg:///db?sslpassword=***&password=***"
+    )
     assert (
         redact_url("s3://bucket/key@2024 file:///tmp/a@b") == "s3://bucket/key@2024 file:///tmp/a@b"
     )
@@ -286,7 +290,14 @@ def test_javas_catalog_and_timeout_settings(tmp_path: Path) -> None:
     assert postgres_connect_args("s", java, {})["connect_timeout"] == 3
     assert postgres_connect_args("s", {**java, "connect-timeout": "7"}, {})["connect_timeout"] == 7
     assert "connect_timeout" not in postgres_connect_args("s", java, {"connect_timeout": "5"})
-    assert "connect_timeout" not in postgres_connect_args("s", {"jdbc.loginTimeout": "0"}, {})
+    # pgjdbc's defaults: connectTimeout 10 s, loginTimeout 0 (none); only both 0 are no limit
+    assert postgres_connect_args("s", {"jdbc.loginTimeout": "0"}, {})["connect_timeout"] == 10
+    assert postgres_connect_args("s", {"jdbc.loginTimeout": "30"}, {})["connect_timeout"] == 10
+    assert (
+        postgres_connect_args("s", {"jdbc.connectTimeout": "0"}, {}).get("connect_timeout") is None
+    )
+    no_limit = {"jdbc.connectTimeout": "0", "jdbc.loginTimeout": "4"}
+    assert postgres_connect_args("s", no_limit, {})["connect_timeout"] == 4
     assert postgres_connect_args("s", {}, {})["connect_timeout"] == 10
     args = postgres_connect_args("s", {"jdbc.ssl": "true", "jdbc.tcpKeepAlive": "false"}, {})
     assert args["sslmode"] == "verify-full" and args["keepalives"] == 0

@@ -411,12 +411,12 @@ _URL_PASSWORD = re.compile(r"(?<=://)([^/:\s]*):.*@")
 #: User information without a password (``https://TOKEN@host``): a token, as Git hosts and
 #: gateways take it, so the whole user name is hidden.
 _URL_USER_ONLY = re.compile(r"(?<=://)[^/:\s]+@(?![^/\s]*@)")
-#: Secrets in a URL's query (``?password=...``, a token, an Azure SAS signature ``sig``, the
-#: signature and credentials of an S3 or GCS presigned URL), up to the next ``&``, ``;``,
-#: space or quote (an error message quotes the URL).
+#: Secrets in a URL's query (``?password=...``, libpq's ``sslpassword``, a token, an Azure SAS
+#: signature ``sig``, the signature and credentials of an S3 or GCS presigned URL), up to the
+#: next ``&``, ``;``, space or quote (an error message quotes the URL).
 URL_QUERY_SECRET = re.compile(
-    r"([?&;](?:password|pwd|passwd|secret|token|sig|signature|access_token|apikey|api_key"
-    r"|x-amz-signature|x-amz-credential|x-amz-security-token"
+    r"([?&;](?:password|sslpassword|pwd|passwd|secret|token|sig|signature|access_token|apikey"
+    r"|api_key|x-amz-signature|x-amz-credential|x-amz-security-token"
     r"|x-goog-signature|x-goog-credential)=)[^&;\s'\"<>]*",
     re.IGNORECASE,
 )

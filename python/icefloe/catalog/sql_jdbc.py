@@ -162,7 +162,8 @@ def postgres_connect_args(
     the URI's ``query`` is left to the URI."""
     args: dict[str, Any] = {}
     options: list[str] = []
-    timeouts: list[float] = []
+    # pgjdbc's defaults: 10 s to open the socket, no limit on the whole log-in; 0 is none
+    timeouts: dict[str, float] = {"connectTimeout": 10.0, "loginTimeout": 0.0}
     for key, value in sorted(_driver_keys(properties).items()):
         if key in _RENAMED:
             args[_RENAMED[key]] = value
@@ -178,8 +179,8 @@ def postgres_connect_args(
         elif key == "channelBinding":
             args["channel_binding"] = _choice(name, key, value, _CHANNEL_BINDING)
         elif key in ("connectTimeout", "loginTimeout"):
-            if value.strip() != "0":  # 0: no limit
-                timeouts.append(parse_seconds(f"jdbc.{key}", value))
+            zero = value.strip() in ("0", "0.0")
+            timeouts[key] = 0.0 if zero else parse_seconds(f"jdbc.{key}", value)
         elif key == "tcpKeepAlive":
             args["keepalives"] = 1 if _flag(name, key, value) else 0
         elif key == "targetServerType":
@@ -219,14 +220,14 @@ def postgres_connect_args(
                 "'jdbc.readOnly' cannot be combined with an 'options' setting in 'uri'"
             )
         args["options"] = " ".join(options)
-    java_timeout = any(f"jdbc.{k}" in properties for k in ("connectTimeout", "loginTimeout"))
-    if "connect-timeout" in properties or not java_timeout:
-        # a host that accepts connections and never answers would otherwise block every call
-        # for libpq's two minutes
-        seconds = parse_seconds("connect-timeout", properties.get("connect-timeout", "10"))
+    limits = [t for t in timeouts.values() if t > 0]
+    if "connect-timeout" in properties:
+        seconds = parse_seconds("connect-timeout", properties["connect-timeout"])
         args["connect_timeout"] = max(1, round(seconds))
-    elif timeouts:  # (pgjdbc's 0 is no limit)
-        args["connect_timeout"] = max(1, round(min(timeouts)))
+    elif limits:
+        # (a host that accepts connections and never answers would otherwise block every
+        # call for libpq's two minutes)
+        args["connect_timeout"] = max(1, round(min(limits)))
     return {key: value for key, value in args.items() if key not in query}
 
 
