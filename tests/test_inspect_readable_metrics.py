@@ -8,6 +8,7 @@ import datetime
 import decimal
 import math
 import struct
+import tracemalloc
 import uuid
 from pathlib import Path
 from typing import Any
@@ -360,6 +361,33 @@ def test_a_metrics_map_giving_a_field_id_twice_shows_no_value() -> None:
     ]
     sliced = readable_metrics(schema, pa.table({"value_counts": maps.slice(2)})).to_pylist()
     assert [(r["id"]["value_count"], r["data"]["value_count"]) for r in sliced] == [(None, 8)]
+
+
+def test_readable_metrics_of_the_largest_field_ids() -> None:
+    """Field ids up to 2**31 - 1 are valid: the lookup must not size anything by them (it
+    allocated 8 bytes per possible id, 16 GiB for this schema)."""
+    from icefloe.table.readable_metrics import readable_metrics
+
+    big = 2**31 - 1
+    schema = Schema.from_json(
+        {
+            "type": "struct",
+            "schema-id": 0,
+            "fields": [
+                {"id": big, "name": "a", "required": False, "type": "long"},
+                {"id": 3, "name": "b", "required": False, "type": "long"},
+            ],
+        }
+    )
+    maps = pa.array([[(big, 5), (3, 6), (7, 9)], [(3, 1)]], pa.map_(pa.int32(), pa.int64()))
+    tracemalloc.start()
+    try:
+        got = readable_metrics(schema, pa.table({"value_counts": maps})).to_pylist()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(r["a"]["value_count"], r["b"]["value_count"]) for r in got] == [(5, 6), (None, 1)]
+    assert peak < 16 << 20  # numpy's buffers are traced
 
 
 @pytest.mark.parametrize("n", [0, 1])

@@ -141,11 +141,13 @@ class _Lookup:
         keys = col.keys.slice(first, last - first)
         self.items = col.items.slice(first, last - first)
         rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-        # field id -> position in ids, by a table (ids are small), -1 for untracked ones
-        lut = np.full(max(ids) + 2, -1, np.int64)
-        lut[ids] = np.arange(len(ids))
+        # field id -> position in ids, -1 for untracked ones (by a binary search: field ids
+        # may be as large as 2**31 - 1, too many for a table indexed by id)
+        order_ids = np.argsort(np.asarray(ids, np.int64), kind="stable")
+        sorted_ids = np.asarray(ids, np.int64)[order_ids]
         key = keys.to_numpy(zero_copy_only=False).astype(np.int64)
-        slots = lut[np.where((key >= 0) & (key <= max(ids)), key, -1)]
+        at = np.minimum(np.searchsorted(sorted_ids, key), len(ids) - 1)
+        slots = np.where(sorted_ids[at] == key, order_ids[at], -1)
         valid = slots >= 0
         if self.items.null_count:
             valid &= self.items.is_valid().to_numpy(zero_copy_only=False)
