@@ -136,7 +136,8 @@ class SqlCatalog(SqlNamespaces):
     ``warehouse`` (where new tables go), ``init_catalog_tables`` (create the two tables if
     absent, default true; or Java's ``jdbc.init-catalog-tables``), ``echo``,
     ``connect-timeout`` (seconds to open a PostgreSQL connection, default 10; or Java's
-    ``jdbc.connectTimeout`` / ``jdbc.loginTimeout``, the smaller), ``request-timeout`` (seconds
+    ``jdbc.connectTimeout`` / ``jdbc.loginTimeout`` with pgjdbc's defaults, the smaller that
+    is not 0), ``request-timeout`` (seconds
     to wait for PostgreSQL's answer on an open connection, default 60; or Java's
     ``jdbc.socketTimeout``), ``sqlite.journal-mode`` (a SQLite file's journal: ``wal``, the
     default, or ``delete`` for a file on a network file system; see

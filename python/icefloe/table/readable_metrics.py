@@ -37,7 +37,6 @@ from icefloe.types import (
     FloatType,
     GeographyType,
     GeometryType,
-    IcebergType,
     IntegerType,
     LongType,
     PrimitiveType,
@@ -77,14 +76,8 @@ def _leaves(schema: Schema) -> list[tuple[str, int, PrimitiveType]]:
     return sorted(out, key=lambda leaf: leaf[0].encode("utf-16-be"))
 
 
-def _bound_type(t: IcebergType) -> pa.DataType:
-    """The Arrow type of a bound of a column of type ``t``: the column's own (a geometry or
-    geography bound, a point, shows as a WKB point)."""
-    return type_to_arrow(t)
-
-
 def _column_type(t: PrimitiveType) -> pa.StructType:
-    bound = _bound_type(t)
+    bound = type_to_arrow(t)  # (a geometry or geography bound, a point, as a WKB point)
     return pa.struct(
         [
             *(pa.field(name, pa.int64()) for name, _ in _COUNTS),
@@ -231,7 +224,7 @@ class _Raw:
 
 def _decode(t: PrimitiveType, raw: _Raw) -> pa.Array:
     """Serialized bounds ``raw`` as values of the column type."""
-    at = _bound_type(t)
+    at = type_to_arrow(t)
     n = len(raw)
     if isinstance(t, UnknownType) or not (raw.index >= 0).any():
         return pa.nulls(n, at)
