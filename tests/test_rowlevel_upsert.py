@@ -552,3 +552,79 @@ def test_keys_given_as_python_values_follow_the_time_zone_rules(tmp_path: Path, 
     assert t.scan().to_arrow().column("v").to_pylist() == ["b"]
     t.delete_by_keys({"local": [noon]}, ["local"])
     assert t.scan().to_arrow().num_rows == 0
+
+
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_v2_upsert_whose_matching_fails_leaves_no_files_of_its_overlapped_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """On v2 the new rows are written while the keys are matched; when the matching fails,
+    the files already written are removed and the table is unchanged."""
+    import threading
+
+    import icefloe.table.row_level as row_level
+
+    t = _table(tmp_path, 2, {"write.update.mode": mode})
+    before = t.current_snapshot().snapshot_id
+    data_dir = Path(t.location.removeprefix("file://")) / "data"
+    files_before = {p for p in data_dir.rglob("*") if p.is_file()}
+    written = threading.Event()
+    real_write = row_level.write_rows
+
+    def write(*args: Any, **kwargs: Any) -> Any:
+        out = real_write(*args, **kwargs)
+        written.set()
+        return out
+
+    def matching(*args: Any, **kwargs: Any) -> Any:
+        assert written.wait(30)  # the overlapped write has finished its files
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(row_level, "write_rows", write)
+    monkeypatch.setattr(row_level, "native_matching_key_positions", matching)
+    with pytest.raises(OSError, match="disk gone"):
+        t.upsert(_source(), join_cols=["id"])
+    assert t.refresh().current_snapshot().snapshot_id == before
+    assert {p for p in data_dir.rglob("*") if p.is_file()} == files_before
+    assert checksum(t.scan().to_arrow()) == checksum(rows(0, 100))
+
+
+def test_v2_upsert_whose_overlapped_write_fails_raises_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import icefloe.table.row_level as row_level
+
+    t = _table(tmp_path, 2, {"write.update.mode": "merge-on-read"})
+    before = t.current_snapshot().snapshot_id
+
+    def write(*args: Any, **kwargs: Any) -> Any:
+        raise ValidationError("no room for the new rows")
+
+    monkeypatch.setattr(row_level, "write_rows", write)
+    with pytest.raises(ValidationError, match="no room"):
+        t.upsert(_source(), join_cols=["id"])
+    assert t.refresh().current_snapshot().snapshot_id == before
+    assert t.scan().to_arrow().num_rows == 100
+
+
+def test_an_overlapped_write_no_worker_starts_runs_on_the_calling_thread() -> None:
+    """Every worker busy (perhaps with the caller itself): the write runs inline, not never."""
+    import threading
+
+    from icefloe._concurrency import work_executor, work_threads
+    from icefloe.table.row_level import _Overlapped
+
+    release = threading.Event()
+    pool = work_executor()
+    busy = [pool.submit(release.wait, 30) for _ in range(work_threads())]
+    try:
+        ran_on: list[str] = []
+        job = _Overlapped(lambda: ran_on.append(threading.current_thread().name) or [])
+        assert job.result() == []
+        assert ran_on == [threading.current_thread().name]
+        abandoned = _Overlapped(lambda: [])
+        assert abandoned.abandon() == []  # cancelled before it started
+    finally:
+        release.set()
+        for f in busy:
+            f.result()

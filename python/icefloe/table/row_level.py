@@ -21,7 +21,6 @@ delete call it with the positions their executors found).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -330,9 +329,7 @@ def replace_rows(
     delta.added_data.extend(written)
     # The new rows are encoded while the matching rows are found: neither reads the other.
     writing = (
-        None
-        if data is None
-        else work_executor().submit(write_data_files, tx.metadata, ctx.io, data)
+        None if data is None else _Overlapped(lambda: write_data_files(tx.metadata, ctx.io, data))
     )
     try:
         try:
@@ -342,18 +339,11 @@ def replace_rows(
                 else _delete_delta(ctx, bound, MERGE_ON_READ, delta, drop_emptied=True)
             )
         except BaseException:
-            if writing is not None and not writing.cancel():
-                with contextlib.suppress(BaseException):  # a failed write removed its files
-                    delta.added_data.extend(writing.result())  # removed below
+            if writing is not None:
+                delta.added_data.extend(writing.abandon())  # removed below
             raise
         if writing is not None:
-            # not started (every worker busy, perhaps with this call's caller): run it here
-            new_files = (
-                write_data_files(tx.metadata, ctx.io, data)
-                if writing.cancel()
-                else writing.result()
-            )
-            delta.added_data.extend(new_files)
+            delta.added_data.extend(writing.result())
         commit_row_delta(
             tx,
             delta,
@@ -369,6 +359,29 @@ def replace_rows(
             ctx.io.delete_quietly(f.file_path)
         raise
     return deleted
+
+
+class _Overlapped:
+    """Files written on a worker while the calling thread finds the rows they replace."""
+
+    def __init__(self, write: Callable[[], list[DataFile]]) -> None:
+        self._write = write
+        self._future = work_executor().submit(write)
+
+    def result(self) -> list[DataFile]:
+        """The written files; a write no worker started (every one busy, perhaps with this
+        call's caller) runs here."""
+        return self._write() if self._future.cancel() else self._future.result()
+
+    def abandon(self) -> list[DataFile]:
+        """After a failure elsewhere: the files the write left, for the caller to remove (a
+        write that failed removed its own)."""
+        if self._future.cancel():
+            return []
+        try:
+            return self._future.result()
+        except BaseException:
+            return []
 
 
 def _count_live(ctx: RowContext, task: FileScanTask) -> int:
@@ -488,6 +501,9 @@ def upsert(
     key_filter = keys_filter(source, join_cols)
     delta = RowDelta()
     matched_parts: list[pa.Table] = []
+    # Without row lineage the new rows do not depend on the matching: they are encoded
+    # meanwhile. On v3 the updated rows carry the row ids the matching finds.
+    writing = None if lineage else _Overlapped(lambda: write_rows(tx, source, lineage=False))
     try:
         tasks = plan_tasks(tx, key_filter, branch=branch)
 
@@ -541,7 +557,11 @@ def upsert(
             rows = rows.append_column(ROW_ID, ids).append_column(
                 LAST_UPDATED_SEQUENCE_NUMBER, pa.nulls(source.num_rows, pa.int64())
             )
-        delta.added_data.extend(write_rows(tx, rows, lineage=lineage))
+        if writing is None:
+            delta.added_data.extend(write_rows(tx, rows, lineage=lineage))
+        else:
+            written, writing = writing.result(), None
+            delta.added_data.extend(written)
         commit_row_delta(
             tx,
             delta,
@@ -551,6 +571,8 @@ def upsert(
             conflict_filter=bind_filter(ctx.schema, key_filter),
         )
     except BaseException:
+        if writing is not None:
+            delta.added_data.extend(writing.abandon())
         for f in delta.added_data:
             ctx.io.delete_quietly(f.file_path)
         raise
