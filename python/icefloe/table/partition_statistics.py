@@ -39,7 +39,7 @@ from icefloe.read.partition_statistics import (
     unified_partition_type,
 )
 from icefloe.scan.manifests import manifest_list_of, manifest_lists, read_entries
-from icefloe.table.inspect import _unify_partition
+from icefloe.table.inspect_partitions import _unify_partition
 from icefloe.table.statistics import check_optional_snapshot_id
 from icefloe.types import IcebergType, UUIDType
 from icefloe.write.partition_statistics import write_partition_statistics_file
