@@ -13,7 +13,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import FileIOError, ValidationError
 from icefloe.io import FileIO, OutputFile
 from icefloe.table import Table
-from icefloe.table.maintenance import reachable_files
+from icefloe.table.orphan_files import reachable_files
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 

@@ -15,7 +15,7 @@ import pytest
 from icefloe.catalog import Catalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import CommitFailedError
-from icefloe.table.maintenance import reachable_files
+from icefloe.table.orphan_files import reachable_files
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 

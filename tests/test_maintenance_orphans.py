@@ -12,7 +12,7 @@ import pytest
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import NotFoundError, ValidationError
 from icefloe.io import FileIO
-from icefloe.table.maintenance import reachable_files, remove_orphan_files
+from icefloe.table.orphan_files import reachable_files, remove_orphan_files
 from support.manifest_tables import make_table
 
 
@@ -311,7 +311,7 @@ def test_a_naive_cutoff_is_utc_whatever_the_local_zone(monkeypatch: pytest.Monke
     fell hours in the future and deleted files being written."""
     from datetime import timezone
 
-    from icefloe.table.maintenance import _threshold_ms
+    from icefloe.table.orphan_files import _threshold_ms
 
     monkeypatch.setenv("TZ", "America/St_Johns")
     time.tzset()

@@ -20,7 +20,7 @@ from icefloe.catalog import Catalog
 from icefloe.catalog.hadoop import HadoopCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.table import Table
-from icefloe.table.maintenance import reachable_files
+from icefloe.table.orphan_files import reachable_files
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 

@@ -747,7 +747,7 @@ def files_to_purge(table: Table) -> list[list[str]]:
     statistics files, then the metadata files of the metadata log and the current one. When a
     manifest list or manifest is already gone, what the metadata itself names; any other
     failure to read one is raised (the table is still there to drop again)."""
-    from icefloe.table.maintenance import reachable_files
+    from icefloe.table.orphan_files import reachable_files
 
     meta = table.metadata
     io = table.io

@@ -780,11 +780,11 @@ class Table:
         """Delete (or with ``dry_run`` list) files under the table location that no metadata
         references and that are older than ``older_than`` (default: 3 days), in
         ``max_workers`` threads; ``progress=True`` shows a bar (see
-        :func:`icefloe.table.maintenance.remove_orphan_files`). The table is refreshed after
+        :func:`icefloe.table.orphan_files.remove_orphan_files`). The table is refreshed after
         the files are listed: what other writers committed meanwhile is kept. A ``location``
         (or table location) that does not exist raises
         :class:`~icefloe.exceptions.NotFoundError`."""
-        from icefloe.table.maintenance import remove_orphan_files
+        from icefloe.table.orphan_files import remove_orphan_files
 
         def current() -> tuple[TableMetadata, str | None]:
             self.refresh()
