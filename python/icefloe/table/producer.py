@@ -65,8 +65,6 @@ import pyarrow.compute as pc
 from icefloe._concurrency import io_executor
 from icefloe.exceptions import CommitConflictError, ValidationError
 from icefloe.manifest import (
-    ManifestFile,
-    manifest_files,
     write_manifest,
     write_manifest_list,
 )
@@ -89,12 +87,9 @@ from icefloe.properties import (
     int_property,
     manifest_compression_level,
 )
-from icefloe.scan.manifests import (
-    read_manifest_entries,
-    written_manifest_list,
-)
 from icefloe.table.branch_heads import parent_snapshot
 from icefloe.table.concurrent_commits import Since
+from icefloe.table.manifest_filter import EntryPredicate, ManifestFilter
 from icefloe.table.manifest_merge import merge_manifests, rows_batch
 from icefloe.table.manifest_partitions import cast_partition_type, spec_schema
 from icefloe.table.rebuild_checks import check_delete_formats, check_written_types
@@ -118,7 +113,6 @@ __all__ = ["SnapshotProducer", "Validator"]
 #: applied on ``metadata`` (whose branch head is ``parent``); ``since.snapshots(metadata,
 #: parent)`` are the commits of others it did not see (:mod:`icefloe.table.concurrent_commits`).
 Validator = Callable[[TableMetadata, Snapshot | None, Since], None]
-EntryPredicate = Callable[[pa.RecordBatch], pa.Array]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
 
@@ -131,7 +125,7 @@ class _Attempt:
     listed: frozenset[str] = frozenset()  # every manifest of its manifest list
 
 
-class SnapshotProducer:
+class SnapshotProducer(ManifestFilter):
     """Builds one snapshot from added and removed files (see the module docstring)."""
 
     #: Whether the producer copies another snapshot's files (a cherry-pick): only then may
@@ -656,98 +650,6 @@ class SnapshotProducer:
         self._new_manifest_paths = []
         self._new_manifests = None
         self._added_batches = []
-
-    def _filter(
-        self, metadata: TableMetadata, parent: Snapshot | None, written: list[str]
-    ) -> tuple[list[dict[str, Any]], list[str], list[pa.RecordBatch], int]:
-        """Kept manifest rows, replaced paths, removed entries, entries processed."""
-        lst = written_manifest_list(self.io, parent)
-        if lst is None:
-            if self._removed_paths:
-                missing = sorted(self._removed_paths)[0]
-                raise CommitConflictError(f"cannot remove {missing}: the table has no snapshot")
-            return [], [], [], 0
-        rows: list[dict[str, Any]] = list(lst.to_pylist())
-        mfs = manifest_files(lst)
-        # A manifest with no live files (only the DELETED entries of an earlier delete or
-        # compaction) is left out of the new snapshot, as Java's merging producers do.
-        live = [
-            i
-            for i, m in enumerate(mfs)
-            if (m.added_files_count or 0) + (m.existing_files_count or 0) > 0
-            or m.added_files_count is None
-            or m.existing_files_count is None
-        ]
-        if not self._removed_paths and not self._remove_predicates:
-            if not self._delete_predicates:
-                return [rows[i] for i in live], [], [], 0  # nothing to filter
-            # only delete manifests can hold what is removed: data manifests stay unread
-            kept_data = [rows[i] for i in live if not mfs[i].content]
-            live = [i for i in live if mfs[i].content]
-        else:
-            kept_data = []
-        batches = read_manifest_entries(self.io, [mfs[i] for i in live])
-        wanted = pa.array(sorted(self._removed_paths), pa.string())
-        found: set[str] = set()
-        kept: list[dict[str, Any]] = kept_data
-        replaced: list[str] = []
-        removed: list[pa.RecordBatch] = []
-        processed = 0
-        for i, batch in zip(live, batches, strict=True):
-            processed += batch.num_rows
-            alive = pc.not_equal(batch.column("status"), DELETED)
-            mask = pc.is_in(batch.column("file_path"), value_set=wanted)
-            for pred in self._remove_predicates:
-                mask = pc.or_(mask, pred(batch))
-            if mfs[i].content:
-                for pred in self._delete_predicates:
-                    mask = pc.or_(mask, pred(batch))
-            mask = pc.and_(pc.fill_null(mask, False), alive)
-            if not pc.any(mask).as_py():
-                kept.append(rows[i])
-                continue
-            gone = batch.filter(mask)
-            found.update(str(p) for p in gone.column("file_path").to_pylist())
-            removed.append(gone)
-            replaced.append(rows[i]["manifest_path"])
-            row = self._rewrite(metadata, mfs[i], batch, mask, alive)
-            written.append(row["manifest_path"])
-            kept.append(row)
-        not_live = self._removed_paths - found
-        if not_live:
-            raise CommitConflictError(
-                f"cannot remove {sorted(not_live)[0]}: it is not a live file of the table "
-                f"(branch {self.branch!r}); another commit may have removed it"
-            )
-        return kept, replaced, removed, processed
-
-    def _rewrite(
-        self,
-        metadata: TableMetadata,
-        mf: ManifestFile,
-        batch: pa.RecordBatch,
-        mask: pa.Array,
-        alive: pa.Array,
-    ) -> dict[str, Any]:
-        keep = pc.or_(mask, alive)
-        sub = batch.filter(keep)
-        sub_mask = mask.filter(keep)
-        status = pc.if_else(sub_mask, DELETED, EXISTING).cast(pa.int32())
-        snap = pc.if_else(
-            sub_mask, pa.scalar(self.snapshot_id, pa.int64()), sub.column("snapshot_id")
-        )
-        sub = sub.set_column(sub.schema.get_field_index("status"), "status", status)
-        sub = sub.set_column(sub.schema.get_field_index("snapshot_id"), "snapshot_id", snap)
-        content = 1 if mf.content else 0
-        row = self._write(metadata, sub, mf.partition_spec_id, content)
-        # Every entry keeps the explicit first_row_id it was read with, so the manifest's own
-        # value is never inherited: keeping the old one spares assigning (and wasting) a new
-        # range for existing rows. Entries without one (not possible after inheritance in v3,
-        # but in a table upgraded from v2) need a fresh range.
-        ids = sub.column("first_row_id") if "first_row_id" in sub.schema.names else None
-        keep = content == 0 and ids is not None and ids.null_count == 0 and sub.num_rows > 0
-        row["first_row_id"] = mf.first_row_id if keep else None
-        return row
 
     # -- outcome --------------------------------------------------------------------------------
     def landed_in(self, metadata: TableMetadata) -> bool:
