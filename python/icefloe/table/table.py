@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from icefloe.exceptions import (
     CommitConflictError,
-    NoSuchSnapshotError,
     NoSuchTableError,
     NotFoundError,
     ValidationError,
@@ -19,29 +18,18 @@ from icefloe.exceptions import (
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.metadata import MAIN_BRANCH, TableMetadata, TableRequirement, TableUpdate
 from icefloe.table.committer import Committer, Identifier, run_again_on_conflict
+from icefloe.table.metadata_access import MetadataAccess
 from icefloe.table.transaction import Transaction, UpdateProperties
 from icefloe.table.versions import supersedes
-from icefloe.values import snapshot_id_arg
 
 if TYPE_CHECKING:
     import datetime
 
-    import pyarrow as pa
-
     from icefloe.expressions.base import BooleanExpression
     from icefloe.io import FileIO
-    from icefloe.metadata import (
-        MetadataLogEntry,
-        PartitionStatisticsFile,
-        Snapshot,
-        SnapshotLogEntry,
-        SnapshotRef,
-        StatisticsFile,
-    )
-    from icefloe.partitioning import PartitionSpec
+    from icefloe.metadata import PartitionStatisticsFile, StatisticsFile
     from icefloe.progress import ProgressArg
     from icefloe.schema import Schema
-    from icefloe.sorting import SortOrder
     from icefloe.table.changelog_scan import ChangelogScan
     from icefloe.table.dangling_deletes import RemoveDanglingDeletesResult
     from icefloe.table.expire import ExpireResult
@@ -67,7 +55,7 @@ _REPLANS_AFTER_MISSING_FILES = 5
 _ADOPT_LOCK = threading.Lock()
 
 
-class Table:
+class Table(MetadataAccess):
     """A table as last loaded or committed: identifier, metadata, metadata file, IO, catalog.
 
     Threads may share one: a commit or refresh that ends after another thread's gave the
@@ -152,81 +140,7 @@ class Table:
                 return
             self._state = (metadata, location)
 
-    # -- read access ----------------------------------------------------------------------------
-    @property
-    def location(self) -> str:
-        """The table's base location."""
-        return self.metadata.location
-
-    @property
-    def format_version(self) -> int:
-        """The table format version (1, 2 or 3)."""
-        return self.metadata.format_version
-
-    @property
-    def properties(self) -> dict[str, str]:
-        """The table properties."""
-        return dict(self.metadata.properties)
-
-    def schema(self) -> Schema:
-        """The current schema."""
-        return self.metadata.current_schema()
-
-    def schemas(self) -> dict[int, Schema]:
-        """Every schema by id."""
-        return {s.schema_id: s for s in self.metadata.schemas}
-
-    def spec(self) -> PartitionSpec:
-        """The default partition spec."""
-        return self.metadata.spec()
-
-    def specs(self) -> dict[int, PartitionSpec]:
-        """Every partition spec by id."""
-        return {s.spec_id: s for s in self.metadata.partition_specs}
-
-    def sort_order(self) -> SortOrder:
-        """The default sort order."""
-        return self.metadata.sort_order()
-
-    def current_snapshot(self) -> Snapshot | None:
-        """The current snapshot of ``main``, or None for an empty table."""
-        return self.metadata.current_snapshot()
-
-    def snapshots(self) -> list[Snapshot]:
-        """Every snapshot of the table (those a partly loaded table left out fetched first)."""
-        self.load_every_snapshot()
-        return list(self.metadata.snapshots)
-
-    def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
-        """The snapshot with that id, if kept."""
-        snapshot_id = snapshot_id_arg(snapshot_id)
-        found = self.metadata.snapshot_by_id(snapshot_id)
-        if found is None and self.load_every_snapshot():
-            found = self.metadata.snapshot_by_id(snapshot_id)
-        return found
-
-    def history(self) -> list[SnapshotLogEntry]:
-        """The snapshot log: when each snapshot became current."""
-        return list(self.metadata.snapshot_log)
-
-    def metadata_log(self) -> list[MetadataLogEntry]:
-        """Previous metadata files."""
-        return list(self.metadata.metadata_log)
-
-    def refs(self) -> dict[str, SnapshotRef]:
-        """Branches and tags by name."""
-        return dict(self.metadata.refs)
-
-    def snapshot_as_of(self, timestamp_ms: int | datetime.datetime) -> Snapshot:
-        """The snapshot that was current at ``timestamp_ms`` (from the snapshot log; epoch ms
-        or a datetime)."""
-        try:
-            return self.metadata.snapshot_as_of(timestamp_ms)
-        except NoSuchSnapshotError:
-            if not self.load_every_snapshot():
-                raise
-            return self.metadata.snapshot_as_of(timestamp_ms)
-
+    # -- read access (the metadata's own values: icefloe.table.metadata_access) -----------------
     def load_every_snapshot(self) -> bool:
         """Load the snapshots the catalog left out of this table's metadata (a REST catalog
         with ``snapshot-loading-mode=refs`` loads only those refs point at); True when there
@@ -753,20 +667,6 @@ class Table:
             return stats
         tx.commit_transaction()
         return stats
-
-    def partition_statistics(self, snapshot_id: int | None = None) -> pa.Table | None:
-        """The rows of the partition statistics file of ``snapshot_id`` (default: current), or
-        None when that snapshot has none."""
-        from icefloe.table.partition_statistics import read_current_partition_statistics
-
-        return read_current_partition_statistics(self.io, self.metadata, snapshot_id)
-
-    def statistics(self, snapshot_id: int | None = None) -> dict[str, int]:
-        """Distinct-value counts per column name from the statistics file of ``snapshot_id``
-        (default: current); empty when that snapshot has none."""
-        from icefloe.table.statistics import ndvs
-
-        return ndvs(self.io, self.metadata, snapshot_id)
 
     def remove_orphan_files(
         self,
