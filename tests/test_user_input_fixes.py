@@ -1,6 +1,7 @@
 """Regressions of user input: repeated join columns, upserts keyed by the identifier fields,
-dates after 9999-12-31 in ``to_pandas()``, and partition directory names of uuid, double and
-float identity partitions as Iceberg Java names them."""
+dates after 9999-12-31 in ``to_pandas()``, partition directory names of uuid, double and
+float identity partitions as Iceberg Java names them, and the fix a float column refused by an
+integer column is told (pandas' only for data from pandas)."""
 
 from __future__ import annotations
 
@@ -354,3 +355,26 @@ def test_uuid_and_float_partition_directories_are_named_as_java_names_them(
     assert snapshot is not None
     keys = {k for k in snapshot.summary.properties if k.startswith("partitions.")}
     assert "partitions.u=00000000-0000-0000-0000-000000000001/x=1.0E20/f=1.1" in keys
+
+
+def test_pandas_integers_with_missing_values_say_to_use_int64(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = catalog(tmp_path).create_table("ns.pandas_ints", schema)
+    frame = pd.DataFrame({"id": [1, None], "v": ["a", "b"]})  # pandas makes id float64
+    for data in (frame, pa.Table.from_pandas(frame)):  # a DataFrame, or Arrow made from one
+        with pytest.raises(ValidationError, match=r"column 'id' has type double.*'Int64'"):
+            t.append(data)
+    t.append(frame.astype({"id": "Int64"}))  # what the message says to do
+    assert t.scan().to_arrow().column("id").to_pylist() == [1, None]
+
+
+def test_plain_arrow_doubles_for_an_integer_column_get_no_pandas_hint(tmp_path: Path) -> None:
+    t = catalog(tmp_path).create_table("ns.arrow_ints", pa.schema([("id", pa.int64())]))
+    for data in (pa.table({"id": pa.array([1.5, 2.0])}), {"id": [1.5, 2.0]}):
+        with pytest.raises(ValidationError) as info:
+            t.append(data)
+        message = str(info.value)
+        assert "column 'id' has type double, which cannot be written as int64" in message
+        assert "pandas" not in message and "pyarrow.compute.cast" in message
+    assert t.current_snapshot() is None

@@ -217,16 +217,6 @@ def test_unsupported_inputs_list_what_is_accepted_and_how_to_convert(catalog: An
     assert t.scan().to_arrow().num_rows == 0
 
 
-def test_pandas_integers_with_missing_values_say_to_use_int64(catalog: Any) -> None:
-    pd = pytest.importorskip("pandas")
-    t = catalog.create_table("n.pandas_ints", pa.schema([("id", I64), ("v", pa.string())]))
-    frame = pd.DataFrame({"id": [1, None], "v": ["a", "b"]})  # pandas makes id float64
-    with pytest.raises(ValidationError, match=r"column 'id' has type double.*'Int64'"):
-        t.append(frame)
-    t.append(frame.astype({"id": "Int64"}))  # what the message says to do
-    assert t.scan().to_arrow().column("id").to_pylist() == [1, None]
-
-
 def test_times_outside_a_day_are_refused(catalog: Any) -> None:
     """A time is microseconds from midnight: 25:00 or a negative time is no time (filters
     already refuse such literals); nothing is committed."""

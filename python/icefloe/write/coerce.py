@@ -61,9 +61,15 @@ def _check_required_child(parent: pa.Array, child: pa.Array, f: NestedField, pat
             raise ValidationError(f"required field {path!r} has {bad} null values")
 
 
-def coerce_column(col: pa.ChunkedArray, f: NestedField, af: pa.Field) -> pa.ChunkedArray:
+def coerce_column(
+    col: pa.ChunkedArray, f: NestedField, af: pa.Field, *, from_pandas: bool = False
+) -> pa.ChunkedArray:
     """``col`` as column ``f`` (Arrow field ``af``) holds it, by the write rules: only safe
-    casts, values checked; anything else is a :class:`ValidationError` naming the column."""
+    casts, values checked; anything else is a :class:`ValidationError` naming the column.
+    ``from_pandas``: the column came from a pandas DataFrame, so a float column refused by an
+    integer column gets pandas' fix in its message."""
+    if from_pandas and pa.types.is_floating(col.type) and pa.types.is_integer(af.type):
+        raise _type_error(f.name, col.type, af.type, from_pandas=True)
     return _coerce(col, f, af, f.name)
 
 
@@ -360,7 +366,9 @@ def _check_nested_required(arr: pa.Array, t: IcebergType, path: str) -> None:
             _check_nested_required(vals, t.value_type, f"{path}.value")
 
 
-def _type_error(path: str, have: pa.DataType, want: pa.DataType) -> ValidationError:
+def _type_error(
+    path: str, have: pa.DataType, want: pa.DataType, from_pandas: bool = False
+) -> ValidationError:
     hint = ""
     if pa.types.is_timestamp(have) and pa.types.is_timestamp(want):
         if have.tz is None and want.tz is not None:
@@ -374,10 +382,15 @@ def _type_error(path: str, have: pa.DataType, want: pa.DataType) -> ValidationEr
                 "series.dt.tz_convert('UTC').dt.tz_localize(None), or a cast to "
                 f"{pa.timestamp(have.unit)})"
             )
-    elif pa.types.is_floating(have) and pa.types.is_integer(want):
+    elif pa.types.is_floating(have) and pa.types.is_integer(want) and from_pandas:
         hint = (
             ": pandas stores an integer column with missing values (None) as float64 with NaN; "
             "give it pandas' nullable integer dtype (series.astype('Int64')), or give integers"
+        )
+    elif pa.types.is_floating(have) and pa.types.is_integer(want):
+        hint = (
+            ": give integers (pyarrow.compute.cast(values, 'int64') converts floats that "
+            "hold whole numbers and refuses the others)"
         )
     return ValidationError(
         f"column {path!r} has type {have}, which cannot be written as {want}{hint}"

@@ -291,11 +291,15 @@ def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Ta
     if len(given) != len(names):
         raise ValidationError(f"input has duplicate column names: {names}")
     n = table.num_rows
+    # a DataFrame, or Arrow data converted from one (pyarrow records pandas' metadata)
+    from_pandas = type(data).__module__.startswith("pandas") or b"pandas" in (
+        table.schema.metadata or {}
+    )
     columns: list[pa.ChunkedArray] = []
     for f, af in zip(schema.fields, target, strict=True):
         if f.name in given:
             col = table.column(f.name)
-            columns.append(coerce_column(col, f, af))
+            columns.append(coerce_column(col, f, af, from_pandas=from_pandas))
         else:
             columns.append(_missing(f, af, n, format_version))
     return pa.Table.from_arrays(columns, schema=target)
