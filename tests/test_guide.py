@@ -83,7 +83,7 @@ def _filters(tmp: Path) -> dict[str, Any]:
 
 
 def _null_filters(tmp: Path) -> dict[str, Any]:
-    return {"catalog": _catalog(tmp)}
+    return {}  # the block opens the default catalog itself
 
 
 def _properties(tmp: Path) -> dict[str, Any]:
