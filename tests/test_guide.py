@@ -303,3 +303,12 @@ def test_guide_block_runs(index: int, tmp_path: Path, monkeypatch: pytest.Monkey
     for i, text in enumerate(lines):
         if text.startswith("# -> "):
             assert str(eval(lines[i - 1], ns)) == text.removeprefix("# -> ")
+
+
+def test_delta_packages_are_the_jars_the_tests_use() -> None:
+    """The Maven coordinates the Delta sync section gives are those of tests/support/spark.py."""
+    from support.spark import DELTA_JARS
+
+    (code,) = [code for _, code in guide_blocks() if "DELTA_PACKAGES = " in code]
+    given = re.findall(r'"([\w.-]+:[\w.-]+:[\w.-]+)"', code)
+    assert given == [":".join(jar) for jar in DELTA_JARS]
