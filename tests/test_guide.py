@@ -112,6 +112,12 @@ def _rest(tmp: Path) -> dict[str, Any]:
     return {}
 
 
+def _duckdb_extensions(tmp: Path) -> dict[str, Any]:
+    for name in ("avro", "iceberg", "httpfs"):
+        pytest.importorskip(f"duckdb_extension_{name}")
+    return {}
+
+
 def _writing(tmp: Path) -> dict[str, Any]:
     from icefloe.catalog import load_catalog
 
@@ -257,6 +263,7 @@ SETUPS: list[Callable[[Path], dict[str, Any]] | object] = [
     _properties,
     _views,
     _rest,
+    _duckdb_extensions,
     _writing,
     _variant,
     SKIP,  # Spark: needs a Spark session; tests/test_spark_*.py run these calls
