@@ -4,7 +4,8 @@ Every request is logged once at INFO on the ``icefloe.rest`` logger (client, met
 status, milliseconds; never headers or bodies; control characters of the decoded path written
 out as ``\\x1b``, ``\\n``). Auth is checked before anything else; a
 mutating request with an ``Idempotency-Key`` goes through the
-:class:`~icefloe.rest.idempotency.IdempotencyStore`. Catalog work runs in worker threads. Bodies
+:class:`~icefloe.rest.idempotency.IdempotencyStore` (a failed lookup of its stored answers is
+answered as the catalog's errors are: a database that cannot be reached is a 503). Catalog work runs in worker threads. Bodies
 are read up to a limit (:data:`MAX_BODY_BYTES`, :data:`MAX_TOKEN_BODY_BYTES` for the token
 endpoint) and refused with 413 beyond it; every error, unknown routes included, is an
 ``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors). A path with an encoded
@@ -334,7 +335,7 @@ def _replies_for(catalog: Catalog) -> Replies:
     from icefloe.catalog.sql import SqlCatalog
 
     if isinstance(catalog, SqlCatalog):
-        return SqlReplies(catalog.engine)
+        return SqlReplies(catalog.engine, catalog.name)
     return MemoryReplies()
 
 
@@ -509,6 +510,8 @@ def create_app(
                 )
             except IdempotencyKeyReused as exc:
                 return _json_reply(422, error_body(422, "UnprocessableEntityException", str(exc)))
+            except Exception as exc:  # the stored answers could not be looked up: nothing ran
+                return _error(exc)
             if replayed and access is not None and reply.status == 200:
                 return await run_in_threadpool(_with_access, request, body, reply, access)
             return reply

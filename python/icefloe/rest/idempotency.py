@@ -11,9 +11,16 @@ failure runs again. Requests with the same key wait for each other within one se
 Where the answers are kept: :class:`SqlReplies` keeps them in a table of the SQL catalog's own
 database (``icefloe_rest_idempotency``), so a retry after a server restart is still recognised;
 :class:`MemoryReplies` keeps them in the server process. Expiry is by wall-clock time; expired
-answers are deleted as new ones are stored. An answer is stored after its request finished: a
-server that dies between the two leaves the retry to run again (a commit's requirements then
-refuse it, and the client finds its own commit, see :mod:`icefloe.catalog.rest`).
+answers are deleted as new ones are stored.
+
+When the database fails: a lookup of the stored answers that fails raises the catalog's error
+for it (:class:`~icefloe.exceptions.ServiceUnavailableError` for a database that cannot be
+reached, answered 503), and the request is not run. An answer is stored after its request
+finished, in a transaction of its own: a failure to store it is logged and the answer is still
+given (the change did happen), and a server that dies between the two leaves the retry to run
+again. A commit's requirements then refuse it (and icefloe's client finds its own commit, see
+:mod:`icefloe.catalog.rest`), but a create, drop or rename run again answers 409 or 404
+although the first attempt succeeded.
 
 Credentials are never kept: an answer's ``config`` and ``storage-credentials`` (a table's
 settings and vended storage credentials, secret keys among them) are removed before it is
@@ -28,11 +35,13 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from icefloe.exceptions import IcebergError
+from icefloe.exceptions import IcebergError, ServiceUnavailableError
+from icefloe.rest.service import printable
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -160,9 +169,11 @@ class MemoryReplies:
 
 class SqlReplies:
     """Answers in table ``icefloe_rest_idempotency`` of a SQL catalog's database (created if
-    absent); rows are keyed by the key and the request's fingerprint (``request_hash``)."""
+    absent); rows are keyed by the key and the request's fingerprint (``request_hash``).
+    Database errors are raised as the SQL catalog ``name`` raises them (a database that cannot
+    be reached: :class:`~icefloe.exceptions.ServiceUnavailableError`)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, name: str = "") -> None:
         from sqlalchemy import (
             BigInteger,
             Column,
@@ -175,6 +186,7 @@ class SqlReplies:
         )
 
         self.engine = engine
+        self.name = name
         self.table = Table(
             "icefloe_rest_idempotency",
             MetaData(),
@@ -186,7 +198,24 @@ class SqlReplies:
             Column("headers", Text, nullable=False),
             Column("body", LargeBinary, nullable=False),
         )
-        self.table.create(engine, checkfirst=True)
+        with self._database_errors():
+            self.table.create(engine, checkfirst=True)
+
+    @contextmanager
+    def _database_errors(self) -> Iterator[None]:
+        """Database errors as icefloe's, with the driver's message and no SQL statement or
+        parameters (see :func:`~icefloe.catalog.sql_database.database_errors`)."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from icefloe.catalog.sql_database import brief, refusal
+
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise refusal(self.name, exc, self.engine) or ServiceUnavailableError(
+                f"SQL catalog {self.name!r}: the database of the Idempotency-Key answers "
+                f"failed: {brief(exc)}"
+            ) from exc
 
     def get(self, key: str, now: float) -> dict[str, StoredReply]:
         """The unexpired answers under ``key``, by request fingerprint."""
@@ -196,7 +225,7 @@ class SqlReplies:
         stmt = select(t.c.request_hash, t.c.status, t.c.body, t.c.media_type, t.c.headers).where(
             t.c.idempotency_key == key, t.c.expires_at_ms >= int(now * 1000)
         )
-        with self.engine.connect() as conn:
+        with self._database_errors(), self.engine.connect() as conn:
             rows = conn.execute(stmt).all()
         out = {}
         for row in rows:
@@ -220,7 +249,8 @@ class SqlReplies:
             "body": reply.body,
         }
         expired = t.c.expires_at_ms < int(time.time() * 1000)
-        with self.engine.begin() as conn:  # an expired answer under the same key is replaced
+        # an expired answer under the same key is replaced
+        with self._database_errors(), self.engine.begin() as conn:
             conn.execute(
                 delete(t).where(
                     t.c.idempotency_key == key, (t.c.request_hash == fingerprint) | expired
@@ -231,7 +261,7 @@ class SqlReplies:
     def purge(self, now: float) -> None:
         from sqlalchemy import delete
 
-        with self.engine.begin() as conn:
+        with self._database_errors(), self.engine.begin() as conn:
             conn.execute(delete(self.table).where(self.table.c.expires_at_ms < int(now * 1000)))
 
 
@@ -258,7 +288,10 @@ class IdempotencyStore:
 
         ``request`` is the request's :func:`fingerprint`; a live reply under the key for
         another fingerprint raises :class:`IdempotencyKeyReused`. ``legacy`` (see
-        :func:`legacy_fingerprint`) also matches rows stored by earlier versions."""
+        :func:`legacy_fingerprint`) also matches rows stored by earlier versions.
+
+        A failure to look up the stored replies is raised (``fn`` is not run); a failure to
+        store the reply is logged and the reply returned (its request did finish)."""
         with self._guard:
             lock, users = self._locks.get(key, (threading.Lock(), 0))
             self._locks[key] = (lock, users + 1)
@@ -286,13 +319,28 @@ class IdempotencyStore:
                     self._locks[key] = (lock, users - 1)
 
     def _keep(self, key: str, request: str, reply: StoredReply) -> None:
-        """Store a finished reply, without credentials; a failure to store is logged (the
-        request did finish)."""
+        """Store a finished reply, without credentials; a failure to store it is logged (the
+        request did finish: its reply is given all the same)."""
         now = time.time()
         try:
             self.replies.put(key, request, without_credentials(reply), now + self.lifetime_s)
-            if now - self._purged_at > PURGE_INTERVAL_S:
-                self._purged_at = now
-                self.replies.purge(now)
         except Exception as exc:
-            log.warning("cannot keep the reply for an Idempotency-Key: %s", type(exc).__name__)
+            log.warning(
+                "the answer (%d) was given but not kept for its Idempotency-Key, so a retry "
+                "with the key runs the request again: %s",
+                reply.status,
+                _said(exc),
+            )
+            return
+        if now - self._purged_at > PURGE_INTERVAL_S:
+            self._purged_at = now
+            try:
+                self.replies.purge(now)
+            except Exception as exc:
+                log.warning("cannot delete expired Idempotency-Key answers: %s", _said(exc))
+
+
+def _said(exc: Exception) -> str:
+    """What a log line may say of a failure to keep answers: icefloe's message (without SQL
+    statements or parameters), else only the exception's type."""
+    return printable(exc) if isinstance(exc, IcebergError) else type(exc).__name__
