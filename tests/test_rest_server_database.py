@@ -208,3 +208,40 @@ def test_an_unreachable_postgresql_is_a_503_with_or_without_an_idempotency_key(
         with admin.connect() as conn:
             conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}"'))
         admin.dispose()
+
+
+@pytest.mark.postgres
+def test_a_key_wider_than_its_column_is_still_kept_on_postgresql(
+    postgres_uri: str, tmp_path: Path
+) -> None:
+    """PostgreSQL refuses a value wider than the key column (255): a 300-character key's
+    answer was given but not kept, so its retry ran again (409). It is kept as a digest."""
+    pytest.importorskip("uvicorn")
+    import sqlalchemy
+    from sqlalchemy.engine import make_url
+
+    from icefloe import rest
+
+    name = f"idem_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(postgres_uri, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    uri = make_url(postgres_uri).set(database=name).render_as_string(hide_password=False)
+    backing = SqlCatalog("pg", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+    try:
+        with rest.start(backing) as server:
+            wide = {"Idempotency-Key": "k" * 300}
+            other = {"Idempotency-Key": "k" * 299 + "j"}
+            first = _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, wide)
+            assert first[0] == 200
+            again = _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, wide)
+            assert again == first  # replayed, not run again
+            # another wide key is another key (its digest differs): run, and refused as taken
+            assert (
+                _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, other)[0] == 409
+            )
+    finally:
+        backing.close()
+        with admin.connect() as conn:
+            conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -2,12 +2,12 @@
 
 Every request is logged once at INFO on the ``icefloe.rest`` logger (client, method, path,
 status, milliseconds; never headers or bodies; control characters of the decoded path written
-out as ``\\x1b``, ``\\n``). Auth is checked before anything else; a
-mutating request with an ``Idempotency-Key`` goes through the
-:class:`~icefloe.rest.idempotency.IdempotencyStore` (a failed lookup of its stored answers is
-answered as the catalog's errors are: a database that cannot be reached is a 503). Catalog work runs in worker threads. Bodies
-are read up to a limit (:data:`MAX_BODY_BYTES`, :data:`MAX_TOKEN_BODY_BYTES` for the token
-endpoint) and refused with 413 beyond it; every error, unknown routes included, is an
+out as ``\\x1b``, ``\\n``). Auth is checked before anything else; a mutating request with an
+``Idempotency-Key`` goes through the :class:`~icefloe.rest.idempotency.IdempotencyStore` (a
+failed lookup of its stored answers is answered as the catalog's errors are: a database that
+cannot be reached is a 503). Catalog work runs in worker threads. Bodies are read up to a
+limit (:data:`MAX_BODY_BYTES`, :data:`MAX_TOKEN_BODY_BYTES` for the token endpoint) and
+refused with 413 beyond it; every error, unknown routes included, is an
 ``IcebergErrorResponse`` (the token endpoint answers OAuth2 errors). A path with an encoded
 ``/`` or ``\\`` (``%2F``, ``%5C``) is refused with 400 before routing: routes match the decoded
 path, so it would address another resource (a namespace named ``a/tables/t`` is table ``a.t``).

@@ -167,6 +167,11 @@ class MemoryReplies:
                     del self._replies[key]
 
 
+#: The longest key stored as sent, in bytes (the column's width); longer ones are stored as a
+#: digest (:func:`_stored_key`).
+_KEY_WIDTH = 255
+
+
 class SqlReplies:
     """Answers in table ``icefloe_rest_idempotency`` of a SQL catalog's database (created if
     absent); rows are keyed by the key and the request's fingerprint (``request_hash``).
@@ -190,7 +195,7 @@ class SqlReplies:
         self.table = Table(
             "icefloe_rest_idempotency",
             MetaData(),
-            Column("idempotency_key", String(255), primary_key=True, nullable=False),
+            Column("idempotency_key", String(_KEY_WIDTH), primary_key=True, nullable=False),
             Column("request_hash", String(64), primary_key=True, nullable=False),
             Column("expires_at_ms", BigInteger, nullable=False, index=True),
             Column("status", Integer, nullable=False),
@@ -223,7 +228,7 @@ class SqlReplies:
 
         t = self.table
         stmt = select(t.c.request_hash, t.c.status, t.c.body, t.c.media_type, t.c.headers).where(
-            t.c.idempotency_key == key, t.c.expires_at_ms >= int(now * 1000)
+            t.c.idempotency_key == _stored_key(key), t.c.expires_at_ms >= int(now * 1000)
         )
         with self._database_errors(), self.engine.connect() as conn:
             rows = conn.execute(stmt).all()
@@ -239,6 +244,7 @@ class SqlReplies:
         from sqlalchemy import delete, insert
 
         t = self.table
+        key = _stored_key(key)
         row = {
             "idempotency_key": key,
             "request_hash": fingerprint,
@@ -338,6 +344,13 @@ class IdempotencyStore:
                 self.replies.purge(now)
             except Exception as exc:
                 log.warning("cannot delete expired Idempotency-Key answers: %s", _said(exc))
+
+
+def _stored_key(key: str) -> str:
+    """``key`` as the SQL table holds it: a key wider than its column (PostgreSQL refuses
+    one, so its answer would not be kept) becomes ``sha256:`` and the key's digest."""
+    raw = key.encode("utf-8", "surrogatepass")
+    return key if len(raw) <= _KEY_WIDTH else "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def _said(exc: Exception) -> str:
