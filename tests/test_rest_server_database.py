@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,29 @@ def _logged(caplog: pytest.LogCaptureFixture, request: str, status: int) -> int:
     ``status``."""
     line = f'"{request}" {status} '
     return sum(line in r.getMessage() for r in caplog.records if r.name == "icefloe.rest")
+
+
+@contextmanager
+def _own_database(postgres_uri: str) -> Iterator[tuple[str, str, Any]]:
+    """A database of the test's own in the shared PostgreSQL server, dropped after: its name,
+    its URI and an AUTOCOMMIT engine on the server's default database."""
+    import sqlalchemy
+    from sqlalchemy.engine import make_url
+
+    name = f"idem_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(postgres_uri, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield (
+            name,
+            make_url(postgres_uri).set(database=name).render_as_string(hide_password=False),
+            admin,
+        )
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture
@@ -146,13 +170,17 @@ def test_an_unreachable_postgresql_is_a_503_with_or_without_an_idempotency_key(
     and a request log line, as without a key, and nothing answered then is replayed once the
     database is back."""
     pytest.importorskip("uvicorn")
-    import sqlalchemy
-    from sqlalchemy.engine import make_url
 
     from icefloe import rest
 
-    name = f"idem_{uuid.uuid4().hex[:12]}"
-    admin = sqlalchemy.create_engine(postgres_uri, isolation_level="AUTOCOMMIT")
+    with _own_database(postgres_uri) as (name, uri, admin):
+        _unreachable_postgresql(rest, name, uri, admin, tmp_path, caplog)
+
+
+def _unreachable_postgresql(
+    rest: Any, name: str, uri: str, admin: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlalchemy
 
     def admit(allowed: bool) -> None:
         """Let connections to the test's own database in, or refuse them and end those open."""
@@ -166,9 +194,6 @@ def test_an_unreachable_postgresql_is_a_503_with_or_without_an_idempotency_key(
                     {"n": name},
                 )
 
-    with admin.connect() as conn:
-        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    uri = make_url(postgres_uri).set(database=name).render_as_string(hide_password=False)
     backing = SqlCatalog("pg", uri=uri, warehouse=(tmp_path / "wh").as_uri())
     try:
         with rest.start(backing) as server:
@@ -205,9 +230,6 @@ def test_an_unreachable_postgresql_is_a_503_with_or_without_an_idempotency_key(
     finally:
         backing.close()
         admit(False)
-        with admin.connect() as conn:
-            conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
 
 
 @pytest.mark.postgres
@@ -217,31 +239,22 @@ def test_a_key_wider_than_its_column_is_still_kept_on_postgresql(
     """PostgreSQL refuses a value wider than the key column (255): a 300-character key's
     answer was given but not kept, so its retry ran again (409). It is kept as a digest."""
     pytest.importorskip("uvicorn")
-    import sqlalchemy
-    from sqlalchemy.engine import make_url
-
     from icefloe import rest
 
-    name = f"idem_{uuid.uuid4().hex[:12]}"
-    admin = sqlalchemy.create_engine(postgres_uri, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    uri = make_url(postgres_uri).set(database=name).render_as_string(hide_password=False)
-    backing = SqlCatalog("pg", uri=uri, warehouse=(tmp_path / "wh").as_uri())
-    try:
-        with rest.start(backing) as server:
-            wide = {"Idempotency-Key": "k" * 300}
-            other = {"Idempotency-Key": "k" * 299 + "j"}
-            first = _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, wide)
-            assert first[0] == 200
-            again = _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, wide)
-            assert again == first  # replayed, not run again
-            # another wide key is another key (its digest differs): run, and refused as taken
-            assert (
-                _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, other)[0] == 409
-            )
-    finally:
-        backing.close()
-        with admin.connect() as conn:
-            conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with _own_database(postgres_uri) as (_, uri, _admin):
+        backing = SqlCatalog("pg", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+        try:
+            with rest.start(backing) as server:
+                wide = {"Idempotency-Key": "k" * 300}
+                other = {"Idempotency-Key": "k" * 299 + "j"}
+                first = _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, wide)
+                assert first[0] == 200
+                again = _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, wide)
+                assert again == first  # replayed, not run again
+                # another wide key is another key (its digest differs): run, and refused as taken
+                assert (
+                    _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, other)[0]
+                    == 409
+                )
+        finally:
+            backing.close()
