@@ -7,7 +7,8 @@ as written), ``csv`` (uuids and binary as ``json`` writes them; no nested column
 canonical form, dates and times in ISO 8601, NaN and infinities as strings; intervals are ISO
 8601 durations in these three) and ``parquet`` (to ``--output`` or a pipe). Rows are streamed
 batch by batch for ``csv``, ``json`` and ``parquet``; ``--output`` takes every format (a table
-is drawn into the file without colour).
+is drawn into the file without colour) and is written whole or not at all: a command that fails
+or is interrupted part way leaves no file, and a file it would have replaced as it was.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from rich.table import Table as RichTable
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.cli.names import select_list, show_name
-from icefloe.cli.render import dumps, literal, open_output, plural
+from icefloe.cli.output_file import replaced_file
+from icefloe.cli.render import dumps, literal, plural
 from icefloe.cli.sql_names import Names, Streams, run_sql
 from icefloe.exceptions import (
     MissingDependencyError,
@@ -204,36 +206,31 @@ def _unique_names(names: list[str]) -> list[str]:
     return out
 
 
-def _open_output(output: str | None, mode: str) -> IO[Any] | None:
-    """The file ``--output`` names, opened for writing (None: standard output); a path that
-    cannot be written is bad input."""
-    if not output or output == "-":
-        return None
-    return open_output(output, mode)
-
-
 @contextlib.contextmanager
 def _binary_output(output: str | None) -> Iterator[IO[bytes]]:
-    stream = _open_output(output, "wb")
+    """The file ``--output`` names (written whole or not at all, see
+    :func:`~icefloe.cli.output_file.replaced_file`), else standard output."""
+    if output and output != "-":
+        with replaced_file(output, "wb") as stream:
+            yield stream
+        return
     try:
-        yield stream or sys.stdout.buffer
+        yield sys.stdout.buffer
     finally:
-        if stream is not None:
-            stream.close()
-        else:
-            sys.stdout.buffer.flush()
+        sys.stdout.buffer.flush()
 
 
 @contextlib.contextmanager
 def _text_output(output: str | None) -> Iterator[IO[str]]:
-    stream = _open_output(output, "w")
+    """As :func:`_binary_output`, for text (UTF-8 in a file)."""
+    if output and output != "-":
+        with replaced_file(output, "w") as stream:
+            yield stream
+        return
     try:
-        yield stream or sys.stdout
+        yield sys.stdout
     finally:
-        if stream is not None:
-            stream.close()
-        else:
-            sys.stdout.flush()
+        sys.stdout.flush()
 
 
 def _write_table(
