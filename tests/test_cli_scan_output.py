@@ -4,16 +4,29 @@ time-travel errors in the command's own option names."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from icefloe import variant
 from icefloe.cli.output_file import replaced_file
 from icefloe.cli.query_cmds import write_batches
+from icefloe.schema import Schema
+from icefloe.types import (
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    VariantType,
+)
 from support.cli import run
 from support.cli_tables import CliWorld, empty_world
 
@@ -33,8 +46,37 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> CliWorld:
         t.append(pa.table({"id": pa.array(range(i * 1000, i * 1000 + 1000), pa.int64())}))
     last = [task.data_file.file_path for task in t.scan().plan_files()][-1]
     os.remove(last.removeprefix("file://"))  # the last file the scan reads
+    _variant_table(cat)
     cat.close()
     return w
+
+
+def _variant_table(cat: Any) -> None:
+    """``db.var``: a variant column and variants inside a struct, a list and a map."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "v", VariantType()),
+        NestedField(3, "s", StructType(NestedField(4, "inner", VariantType()))),
+        NestedField(5, "l", ListType(6, VariantType(), element_required=False)),
+        NestedField(7, "m", MapType(8, StringType(), 9, VariantType(), value_required=False)),
+    )
+    t = cat.create_table("db.var", schema, format_version=3)
+    keys = pa.array(["k", "k"])
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "v": variant.from_pylist([{"a": 1, "b": [1, 2]}, None]),
+                "s": pa.StructArray.from_arrays([variant.from_pylist([{"b": 2}, "x"])], ["inner"]),
+                "l": pa.ListArray.from_arrays(
+                    pa.array([0, 1, 2], pa.int32()), variant.from_pylist([{"c": 3}, 4])
+                ),
+                "m": pa.MapArray.from_arrays(
+                    pa.array([0, 1, 2], pa.int32()), keys, variant.from_pylist([[5], True])
+                ),
+            }
+        )
+    )
 
 
 def _leftovers(directory: Path) -> list[str]:
@@ -128,3 +170,71 @@ def test_output_into_a_missing_directory_is_bad_input(world: CliWorld, tmp_path:
     out = tmp_path / "nowhere" / "rows.json"
     r = run(world, "scan", "db.whole", "--json", "-o", str(out))
     assert r.exit_code == 2 and "cannot write --output" in r.stderr, r.stderr
+
+
+#: ``db.var``'s rows as ``scan --json`` writes them: every variant as its JSON text.
+VARIANT_ROWS = [
+    {
+        "id": 1,
+        "v": '{"a":1,"b":[1,2]}',
+        "s": {"inner": '{"b":2}'},
+        "l": ['{"c":3}'],
+        "m": [["k", "[5]"]],
+    },
+    {"id": 2, "v": None, "s": {"inner": '"x"'}, "l": ["4"], "m": [["k", "true"]]},
+]
+
+
+def test_scan_shows_nested_variants_as_json_text(world: CliWorld) -> None:
+    r = run(world, "scan", "db.var", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == VARIANT_ROWS
+    table = run(world, "scan", "db.var").stdout
+    assert "metadata" not in table and '\\"b\\":2' in table, table
+
+
+def test_scan_parquet_keeps_the_variant_annotation(world: CliWorld, tmp_path: Path) -> None:
+    """The table's own files carry the Parquet VARIANT annotation; so does ``scan --format
+    parquet``, so DuckDB reads its variants (nested ones too) as VARIANT."""
+    duckdb = pytest.importorskip("duckdb")
+    out = tmp_path / "var.parquet"
+    r = run(world, "scan", "db.var", "--format", "parquet", "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert pq.read_table(out).num_rows == 2
+    with duckdb.connect() as con:
+        types = con.execute(
+            "SELECT typeof(v), typeof(s), typeof(l), typeof(m) FROM read_parquet(?)", [str(out)]
+        ).fetchone()
+        assert types == (
+            "VARIANT",
+            'STRUCT("inner" VARIANT)',
+            "VARIANT[]",
+            "MAP(VARCHAR, VARIANT)",
+        )
+        got = con.execute(
+            "SELECT v.a::INT, s.inner.b::INT, l[1].c::INT FROM read_parquet(?) ORDER BY id",
+            [str(out)],
+        ).fetchall()
+    assert got == [(1, 2, 3), (None, None, None)]
+
+
+def test_sql_reads_variants_as_duckdb_variants(world: CliWorld) -> None:
+    pytest.importorskip("duckdb")
+    r = run(world, "sql", "select * from db.var order by id", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == VARIANT_ROWS
+    r = run(
+        world,
+        "sql",
+        "select typeof(v) as t, v.a::INT as a, variant_extract(v, 'b')[2]::INT as b2, "
+        "s.inner.b::INT as sb, v::JSON->>'a' as ja from db.var where id = 1",
+        "--json",
+    )
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == {"t": "VARIANT", "a": 1, "b2": 2, "sb": 2, "ja": "1"}
+    shown = run(world, "sql", "select v, s from db.var where id = 1").stdout
+    assert '{"a":1,"b":[1,2]}' in shown and "metadata" not in shown, shown
+    # a VARIANT a query makes leaves DuckDB as JSON text too
+    r = run(world, "sql", "select 1::VARIANT as x, [{'k': 'y'::VARIANT}] as y", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == {"x": "1", "y": [{"k": '"y"'}]}

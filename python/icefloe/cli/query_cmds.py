@@ -34,6 +34,7 @@ from icefloe.cli.names import select_list, show_name
 from icefloe.cli.output_file import replaced_file
 from icefloe.cli.render import dumps, literal, plural
 from icefloe.cli.sql_names import Names, Streams, run_sql
+from icefloe.cli.variant_columns import annotated_ids, as_json_text
 from icefloe.exceptions import (
     MissingDependencyError,
     NoSuchTableError,
@@ -269,6 +270,8 @@ def _write_table(
 def _write_parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], output: str | None) -> int:
     import pyarrow.parquet as pq
 
+    from icefloe.write.variant_footer import TailHoldingSink
+
     if output in (None, "-") and sys.stdout.isatty():
         raise ValidationError("--format parquet needs --output FILE (or a pipe)")
     try:  # refuse, before any file is created, the columns Parquet cannot hold
@@ -278,10 +281,16 @@ def _write_parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], output:
             f"Parquet cannot hold these columns ({error}): use --format json or csv"
         ) from None
     rows = 0
-    with _binary_output(output) as stream, pq.ParquetWriter(stream, schema) as writer:
-        for b in batches:
-            writer.write_batch(b)
-            rows += b.num_rows
+    variant_ids = annotated_ids(schema)
+    with _binary_output(output) as stream:
+        # variant columns get the Parquet VARIANT annotation, as the table's own files do
+        held = TailHoldingSink(stream) if variant_ids else None
+        with pq.ParquetWriter(held or stream, schema) as writer:
+            for b in batches:
+                writer.write_batch(b)
+                rows += b.num_rows
+        if held is not None:
+            held.finish(variant_ids)
     return rows
 
 
@@ -519,36 +528,8 @@ def scan(
         ).to_batches()
     schema, batches = _in_order(reader.schema, iter(reader), kwargs.get("selected_fields", ()))
     if fmt != "parquet":  # Parquet keeps the encoded variant; people read its JSON text
-        schema, batches = _variants_as_json(schema, batches, t.schema())
+        schema, batches = as_json_text(schema, batches)
     write_batches(state, schema, batches, fmt, output, max_rows)
-
-
-def _variants_as_json(
-    schema: pa.Schema, batches: Iterator[pa.RecordBatch], table_schema: Any
-) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """Top-level ``variant`` columns as their JSON text (a scan gives the encoded
-    ``struct<metadata, value>``, whose bytes say nothing to a reader)."""
-    from icefloe import variant
-    from icefloe.types import VariantType
-
-    wanted = {
-        i
-        for i, name in enumerate(schema.names)
-        if (fid := table_schema.find_field_id(name)) is not None
-        and isinstance(table_schema.find_type(fid), VariantType)
-    }
-    if not wanted:
-        return schema, batches
-    out = pa.schema(
-        [pa.field(f.name, pa.string()) if i in wanted else f for i, f in enumerate(schema)],
-        metadata=schema.metadata,
-    )
-
-    def convert(b: pa.RecordBatch) -> pa.RecordBatch:
-        cols = [variant.to_json(c) if i in wanted else c for i, c in enumerate(b.columns)]
-        return pa.RecordBatch.from_arrays(cols, schema=out)
-
-    return out, (convert(b) for b in batches)
 
 
 def _in_order(

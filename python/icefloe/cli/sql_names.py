@@ -14,6 +14,12 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe.cli.names import quote_part, quoted_part
+from icefloe.cli.variant_columns import (
+    JSON_TAG,
+    json_results,
+    json_text_converter,
+    variant_view_columns,
+)
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
 from icefloe.geo import WkbType
 
@@ -117,13 +123,15 @@ def _parsed_tables(query: str) -> list[tuple[str, ...]] | None:
 
 
 def _batches(
-    reader: pa.RecordBatchReader, schema: pa.Schema | None, failed: Callable[[Exception], None]
+    reader: pa.RecordBatchReader,
+    convert: Callable[[pa.RecordBatch], pa.RecordBatch] | None,
+    failed: Callable[[Exception], None],
 ) -> Generator[pa.RecordBatch, None, None]:
-    """The batches of ``reader``, as ``schema`` (:func:`_for_duckdb`) when it is given; an
-    error reading them is handed to ``failed`` before it goes on to DuckDB."""
+    """The batches of ``reader``, through ``convert`` (:func:`_for_duckdb`) when it is given;
+    an error reading them is handed to ``failed`` before it goes on to DuckDB."""
     try:
         for batch in reader:
-            yield batch if schema is None else _for_duckdb_batch(batch, schema)
+            yield batch if convert is None else convert(batch)
     except Exception as exc:
         failed(exc)
         raise
@@ -135,21 +143,41 @@ def _is_geography(t: pa.DataType) -> bool:
     return isinstance(t, WkbType) and t.edges not in (None, "planar")
 
 
-def _for_duckdb(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with geography columns (``geoarrow.wkb`` with spherical edges, which
-    DuckDB refuses to import, failing the whole query) as their WKB ``binary`` storage;
-    geometry columns stay typed (DuckDB reads them as GEOMETRY)."""
-    if not any(_is_geography(f.type) for f in schema):
-        return schema
-    return pa.schema(
-        [f.with_type(f.type.storage_type) if _is_geography(f.type) else f for f in schema],
-        metadata=schema.metadata,
-    )
+def _for_duckdb(
+    schema: pa.Schema,
+) -> tuple[pa.Schema, Callable[[pa.RecordBatch], pa.RecordBatch] | None]:
+    """The schema DuckDB reads a scan of ``schema`` as, and the conversion of its batches
+    (None: none needed): geography columns (``geoarrow.wkb`` with spherical edges, which
+    DuckDB refuses to import, failing the whole query) as their WKB ``binary`` storage
+    (geometry columns stay typed: DuckDB reads them as GEOMETRY), and variants (nested ones
+    too) as JSON text tagged as DuckDB's JSON type (the view over the scan casts them to
+    VARIANT, see :func:`~icefloe.cli.variant_columns.variant_view_columns`)."""
+    steps: list[Callable[[pa.RecordBatch], pa.RecordBatch]] = []
+    if any(_is_geography(f.type) for f in schema):
+        schema = pa.schema(
+            [f.with_type(f.type.storage_type) if _is_geography(f.type) else f for f in schema],
+            metadata=schema.metadata,
+        )
+        geo_schema = schema
 
+        def storage(batch: pa.RecordBatch) -> pa.RecordBatch:
+            cols = [c.storage if _is_geography(c.type) else c for c in batch.columns]
+            return pa.RecordBatch.from_arrays(cols, schema=geo_schema)
 
-def _for_duckdb_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    cols = [c.storage if _is_geography(c.type) else c for c in batch.columns]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
+        steps.append(storage)
+    variants = json_text_converter(schema, JSON_TAG)
+    if variants is not None:
+        schema = variants[0]
+        steps.append(variants[1])
+    if not steps:
+        return schema, None
+
+    def convert(batch: pa.RecordBatch) -> pa.RecordBatch:
+        for step in steps:
+            batch = step(batch)
+        return batch
+
+    return schema, convert
 
 
 class Streams:
@@ -183,9 +211,8 @@ class Streams:
                 except Exception as exc:
                     owner._failed(exc)
                     raise
-                given = reader.schema
-                schema = _for_duckdb(given)
-                gen = _batches(reader, None if schema is given else schema, owner._failed)
+                schema, convert = _for_duckdb(reader.schema)
+                gen = _batches(reader, convert, owner._failed)
                 owner._open.append(gen)
                 stream = pa.RecordBatchReader.from_batches(schema, gen)
                 return stream.__arrow_c_stream__(requested_schema)
@@ -206,6 +233,14 @@ class Streams:
                         break
                     time.sleep(0.01)
         self._open.clear()
+
+
+def _scan_schema(scan: Any) -> pa.Schema:
+    """The Arrow schema of ``scan``'s rows, known without reading a file."""
+    from icefloe.read.scan_output import scan_schema
+
+    schema: pa.Schema = scan_schema(scan.read_options())
+    return schema
 
 
 def _in_catalog(catalog: Any, parts: tuple[str, ...]) -> bool:
@@ -252,8 +287,10 @@ class Names:
         if _in_catalog(self.catalog, parts):
             self._schema_for(parts)
             view = f"__icefloe_scan_{len(self.done)}"
-            self.con.register(view, self.streams.source(self.catalog.load_table(parts).scan()))
-            self.con.execute(f"CREATE VIEW {self._full(parts)} AS SELECT * FROM {view}")
+            scan = self.catalog.load_table(parts).scan()
+            self.con.register(view, self.streams.source(scan))
+            columns = variant_view_columns(self.con, _for_duckdb(_scan_schema(scan))[0])
+            self.con.execute(f"CREATE VIEW {self._full(parts)} AS SELECT {columns} FROM {view}")
         elif _is_view(self.catalog, parts):
             self._add_view(parts, chain)
         else:
@@ -369,6 +406,7 @@ def run_sql(names: Names, query: str) -> pa.RecordBatchReader | None:
         result = con.sql(query)
         if result is None:
             return None
+        result = json_results(result)  # DuckDB hands no VARIANT to Arrow
         to_reader = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
         reader: pa.RecordBatchReader = to_reader()
         return reader

@@ -10,7 +10,7 @@ every variant group, and only then written out. Data pages never move.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 
@@ -51,7 +51,7 @@ class TailHoldingSink:
     """A write-only file object for pyarrow that passes bytes on to ``inner`` while holding
     back the last ``hold`` bytes, so the footer can be rewritten before it is written."""
 
-    def __init__(self, inner: pa.NativeFile, hold: int = HOLD_BYTES) -> None:
+    def __init__(self, inner: pa.NativeFile | IO[bytes], hold: int = HOLD_BYTES) -> None:
         self._inner = inner
         self._hold = hold
         self._pending: list[bytes] = []
