@@ -17,6 +17,7 @@ import pytest
 from icefloe import variant
 from icefloe.cli.output_file import replaced_file
 from icefloe.cli.query_cmds import write_batches
+from icefloe.cli.render import iso
 from icefloe.schema import Schema
 from icefloe.types import (
     ListType,
@@ -41,6 +42,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> CliWorld:
     t = cat.create_table("db.whole", pa.schema([pa.field("id", pa.int64())]), format_version=2)
     for i in range(3):
         t.append(pa.table({"id": pa.array(range(i * 1000, i * 1000 + 1000), pa.int64())}))
+    first = t.history()[0].snapshot_id
+    with t.manage_snapshots() as ms:
+        ms.create_tag("t1", first)
+        ms.create_branch("audit")
     t = cat.create_table("db.broken", pa.schema([pa.field("id", pa.int64())]), format_version=2)
     for i in range(3):
         t.append(pa.table({"id": pa.array(range(i * 1000, i * 1000 + 1000), pa.int64())}))
@@ -238,3 +243,34 @@ def test_sql_reads_variants_as_duckdb_variants(world: CliWorld) -> None:
     r = run(world, "sql", "select 1::VARIANT as x, [{'k': 'y'::VARIANT}] as y", "--json")
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout) == {"x": "1", "y": [{"k": '"y"'}]}
+
+
+def test_since_and_until_errors_name_the_options(world: CliWorld) -> None:
+    r = run(world, "scan", "db.whole", "--since", "t1", "--until", "audit")
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.startswith("error: --until: 'audit' is a branch;"), r.stderr
+    assert "to_snapshot_id" not in r.stderr
+    r = run(world, "scan", "db.whole", "--changes", "--since", "audit")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --since: 'audit' is a branch;")
+    r = run(world, "scan", "db.whole", "--since", "nosuch")
+    assert r.exit_code == 3, r.stderr
+    assert r.stderr.startswith("error: --since: no tag named 'nosuch'"), r.stderr
+    r = run(world, "scan", "db.whole", "--since", "t1", "--json")  # a tag still reads
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 2000, r.stderr
+
+
+def test_as_of_errors_give_iso_times(world: CliWorld) -> None:
+    t = world.catalog().load_table("db.whole")
+    start = iso(min(e.timestamp_ms for e in t.metadata.snapshot_log))
+    r = run(world, "scan", "db.whole", "--as-of", "2001-01-01T00:00:00+00:00")
+    assert r.exit_code == 3, r.stderr
+    assert r.stderr.strip() == (
+        "error: --as-of: no snapshot was current at 2001-01-01T00:00:00.000+00:00: the "
+        f"snapshot log starts at {start}"
+    )
+    r = run(world, "scan", "db.whole", "--as-of", "1000")  # epoch milliseconds
+    assert r.exit_code == 3 and "current at 1970-01-01T00:00:01.000+00:00:" in r.stderr
+    r = run(world, "scan", "db.whole", "--as-of", "next tuesday")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --as-of: not an age or a time")
+    now = run(world, "scan", "db.whole", "--as-of", "0s", "--json")
+    assert now.exit_code == 0 and len(now.stdout.splitlines()) == 3000, now.stderr

@@ -32,11 +32,12 @@ from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.cli.names import select_list, show_name
 from icefloe.cli.output_file import replaced_file
-from icefloe.cli.render import dumps, literal, plural
+from icefloe.cli.render import dumps, iso, literal, plural
 from icefloe.cli.sql_names import Names, Streams, run_sql
 from icefloe.cli.variant_columns import annotated_ids, as_json_text
 from icefloe.exceptions import (
     MissingDependencyError,
+    NoSuchSnapshotError,
     NoSuchTableError,
     UnsupportedFeatureError,
     ValidationError,
@@ -417,11 +418,45 @@ def _format_options(fn: Any) -> Any:
 
 
 def _as_of(text: str) -> int:
+    """``--as-of`` (epoch milliseconds, an ISO time or an age) as epoch milliseconds."""
     if text.strip().isdigit():
         if int(text) > 2**63 - 1:
             raise ValidationError(f"--as-of out of range: {text.strip()} (epoch milliseconds)")
         return int(text)
-    return parse_age(text)
+    try:
+        return parse_age(text)
+    except ValidationError as error:
+        raise ValidationError(f"--as-of: {error}") from None
+
+
+def _when(ms: int) -> str:
+    """Epoch milliseconds as an ISO 8601 UTC time (its number when no calendar holds it)."""
+    return iso(ms) or f"{ms} (epoch milliseconds, beyond the calendar)"
+
+
+def _as_of_snapshot(table: Any, text: str) -> int:
+    """The id of the snapshot current at ``--as-of`` ``text``; a time the snapshot log does
+    not cover is an error that gives the time, and the log's start, in ISO 8601 UTC."""
+    ms = _as_of(text)
+    try:
+        snapshot_id: int = table.snapshot_as_of(ms).snapshot_id
+        return snapshot_id
+    except NoSuchSnapshotError:
+        log = list(table.metadata.snapshot_log)
+    earlier = [e for e in log if e.timestamp_ms <= ms]
+    if earlier:
+        raise NoSuchSnapshotError(
+            f"--as-of: snapshot {earlier[-1].snapshot_id}, current at {_when(ms)}, has been expired"
+        )
+    if not log:
+        raise NoSuchSnapshotError(
+            f"--as-of: no snapshot was current at {_when(ms)}: the table's snapshot log is empty"
+        )
+    first = min(e.timestamp_ms for e in log)
+    raise NoSuchSnapshotError(
+        f"--as-of: no snapshot was current at {_when(ms)}: the snapshot log starts at "
+        f"{_when(first)}"
+    )
 
 
 def _limited(reader: pa.RecordBatchReader, limit: int | None) -> pa.RecordBatchReader:
@@ -440,14 +475,24 @@ def _limited(reader: pa.RecordBatchReader, limit: int | None) -> pa.RecordBatchR
     return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
-def _snapshot_or_tag(table: Any, text: str | None) -> int | str | None:
-    """A tag's name (a tag of that name wins, digits or not), else a snapshot id."""
+def _snapshot_or_tag(table: Any, text: str | None, option: str) -> int | None:
+    """``--since`` or ``--until`` (``option``) as a snapshot id: a tag's (a tag of that name
+    wins, digits or not), else the id given."""
     if text is None:
         return None
-    if text in table.metadata.refs:
-        return text
+    ref = table.metadata.refs.get(text)
+    if ref is not None:
+        if ref.is_branch:
+            raise ValidationError(
+                f"{option}: {text!r} is a branch; {option} takes a tag or a snapshot id "
+                "(a branch moves on with each commit)"
+            )
+        snapshot_id: int = ref.snapshot_id
+        return snapshot_id
     body = text.strip()
-    return int(body) if body.lstrip("-").isdigit() else text
+    if body.lstrip("-").isdigit():
+        return int(body)
+    raise NoSuchSnapshotError(f"{option}: no tag named {text!r} (give a tag or a snapshot id)")
 
 
 @click.command("scan", short_help="Read rows (filter, select, time travel).")
@@ -511,21 +556,18 @@ def scan(
     fmt = _output_format(fmt, as_json)
     if fmt == "table" and limit is None:
         limit = max_rows + 1  # read no more than is drawn (and one to tell there is more)
-    if changes:
-        log = t.changelog_scan(_snapshot_or_tag(t, since), _snapshot_or_tag(t, until), **kwargs)
-        reader = _limited(log.to_batches(), limit)
-    elif since is not None:
-        reader = t.incremental_append_scan(
-            _snapshot_or_tag(t, since), _snapshot_or_tag(t, until), limit=limit, **kwargs
-        ).to_batches()
+    if changes or since is not None:
+        start = _snapshot_or_tag(t, since, "--since")
+        end = _snapshot_or_tag(t, until, "--until")
+        if changes:
+            reader = _limited(t.changelog_scan(start, end, **kwargs).to_batches(), limit)
+        else:
+            scan = t.incremental_append_scan(start, end, limit=limit, **kwargs)
+            reader = scan.to_batches()
     else:
-        reader = t.scan(
-            snapshot_id=snapshot_id,
-            ref=ref,
-            as_of=_as_of(as_of) if as_of else None,
-            limit=limit,
-            **kwargs,
-        ).to_batches()
+        if as_of is not None:
+            snapshot_id = _as_of_snapshot(t, as_of)
+        reader = t.scan(snapshot_id=snapshot_id, ref=ref, limit=limit, **kwargs).to_batches()
     schema, batches = _in_order(reader.schema, iter(reader), kwargs.get("selected_fields", ()))
     if fmt != "parquet":  # Parquet keeps the encoded variant; people read its JSON text
         schema, batches = as_json_text(schema, batches)
