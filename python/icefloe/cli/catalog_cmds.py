@@ -75,7 +75,9 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
             }
         )
         return
-    title = f"[bold]{esc(state.catalog().name)}[/]" + (f" · {esc(namespace)}" if namespace else "")
+    # into a pipe, the heading and each name whole on its line (never cut at 80 columns); on
+    # a terminal or with --width, a long one folds to the width
+    title = f"[bold]{esc(state.catalog().name)}[/]" + (f" · {esc(show_name(root))}" if root else "")
     tree = Tree(title)
     nodes: dict[tuple[str, ...], Tree] = {root: tree}
     for ns in namespaces:
@@ -86,7 +88,7 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
             node.add(literal(show_name(t[-1:])))
         for v in views[ns]:
             node.add(literal(show_name(v[-1:]), style="magenta") + literal(" (view)", style="dim"))
-    state.out.console.print(tree)
+    state.out.unwrapped.print(tree)
 
 
 @click.group("create", short_help="Create a namespace.")

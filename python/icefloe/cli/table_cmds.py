@@ -288,7 +288,8 @@ def schema_cmd(state: State, table: str, as_json: bool) -> None:
     if as_json:
         state.out.json(t.schema().to_json())
         return
-    state.out.console.print(schema_tree(t.schema(), literal(display_name(t), style="bold")))
+    # a tree of names: into a pipe, each name whole on its line (never cut at 80 columns)
+    state.out.unwrapped.print(schema_tree(t.schema(), literal(display_name(t), style="bold")))
 
 
 @click.command("spec", short_help="The partition spec.")
