@@ -16,7 +16,8 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
@@ -33,6 +34,7 @@ __all__ = [
     "is_location",
     "json_option",
     "main",
+    "named_as_given",
     "pass_state",
     "register",
 ]
@@ -161,6 +163,36 @@ def catalog_identifier(table: str, command: str) -> tuple[str, ...]:
             "table opened by path is read-only; change it through its catalog"
         )
     return split_name(table)
+
+
+@contextmanager
+def named_as_given(*names: tuple[str, ...]) -> Iterator[None]:
+    """Inside, a not-found error that names one of ``names`` the catalog's way (its parts
+    joined by dots, ``'db.x/y'``, or as a tuple, ``('a.b',)``) names it as commands take it
+    (``'db."x/y"'``, see :func:`show_name`), so the name in the message can be pasted back."""
+    from icefloe.exceptions import (
+        NoSuchNamespaceError,
+        NoSuchTableError,
+        NoSuchViewError,
+        NotFoundError,
+    )
+
+    try:
+        yield
+    except (NoSuchTableError, NoSuchViewError, NoSuchNamespaceError, NotFoundError) as error:
+        text = str(error)
+        for parts in names:
+            shown = repr(show_name(parts))
+            for plain in (repr(tuple(parts)), repr(".".join(parts))):
+                if plain != shown:
+                    text = text.replace(plain, shown)
+        if text == str(error):
+            raise
+        try:
+            renamed = type(error)(text)
+        except Exception:  # an error class built otherwise: its own words
+            raise error from None
+        raise renamed from None
 
 
 def is_location(table: str) -> bool:

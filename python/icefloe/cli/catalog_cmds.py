@@ -7,7 +7,7 @@ import click
 from rich.tree import Tree
 
 from icefloe.catalog.base import Catalog
-from icefloe.cli.app import State, catalog_identifier, json_option, pass_state
+from icefloe.cli.app import State, catalog_identifier, json_option, named_as_given, pass_state
 from icefloe.cli.names import display_name, show_name, split_name
 from icefloe.cli.render import esc, literal, shown_properties
 from icefloe.exceptions import UnsupportedFeatureError, ValidationError
@@ -51,7 +51,7 @@ def list_cmd(state: State, namespace: str | None, as_json: bool) -> None:
     if root and not catalog.namespace_exists(root):
         from icefloe.exceptions import NoSuchNamespaceError
 
-        raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist")
+        raise NoSuchNamespaceError(f"namespace {show_name(root)!r} does not exist")
     namespaces: list[tuple[str, ...]] = []
     tables: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
     views: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
@@ -105,7 +105,8 @@ def create_namespace(state: State, namespace: str, props: tuple[str, ...]) -> No
     levels = split_name(namespace)
     if not all(levels):
         raise ValidationError(f"not a namespace name: {namespace!r} (an empty part)")
-    state.catalog().create_namespace(levels, _parse_properties(props))
+    with named_as_given(levels, levels[:-1]):
+        state.catalog().create_namespace(levels, _parse_properties(props))
     state.out.console.print(literal(f"created namespace {namespace}"))
 
 
@@ -120,7 +121,9 @@ def drop() -> None:
 @pass_state
 def drop_table(state: State, table: str, purge: bool) -> None:
     """Drop TABLE from the catalog (its files stay unless --purge)."""
-    state.catalog().drop_table(catalog_identifier(table, "drop table"), purge=purge)
+    parts = catalog_identifier(table, "drop table")
+    with named_as_given(parts):
+        state.catalog().drop_table(parts, purge=purge)
     done = f"dropped table {table}" + (" and deleted its files" if purge else "")
     state.out.console.print(literal(done))
 
@@ -130,7 +133,9 @@ def drop_table(state: State, table: str, purge: bool) -> None:
 @pass_state
 def drop_view(state: State, view: str) -> None:
     """Drop VIEW from the catalog (its current metadata file too, unless gc.enabled=false)."""
-    state.catalog().drop_view(catalog_identifier(view, "drop view"))
+    parts = catalog_identifier(view, "drop view")
+    with named_as_given(parts):
+        state.catalog().drop_view(parts)
     state.out.console.print(literal(f"dropped view {view}"))
 
 
@@ -139,7 +144,9 @@ def drop_view(state: State, view: str) -> None:
 @pass_state
 def drop_namespace(state: State, namespace: str) -> None:
     """Drop NAMESPACE (it must be empty)."""
-    state.catalog().drop_namespace(split_name(namespace))
+    levels = split_name(namespace)
+    with named_as_given(levels):
+        state.catalog().drop_namespace(levels)
     state.out.console.print(literal(f"dropped namespace {namespace}"))
 
 
@@ -151,7 +158,8 @@ def rename(state: State, source: str, target: str) -> None:
     """Rename table SOURCE to TARGET."""
     old = catalog_identifier(source, "rename")
     new = catalog_identifier(target, "rename")
-    state.catalog().rename_table(old, new)  # to its own name: nothing to do, as Java
+    with named_as_given(old, new, new[:-1]):
+        state.catalog().rename_table(old, new)  # to its own name: nothing to do, as Java
     if old == new:
         state.out.console.print(literal(f"{source} already has that name: nothing changed"))
     else:
@@ -164,7 +172,9 @@ def rename(state: State, source: str, target: str) -> None:
 @pass_state
 def view_cmd(state: State, view: str, as_json: bool) -> None:
     """Show VIEW: the current query in every dialect, the schema it returns, its versions."""
-    v = state.catalog().load_view(catalog_identifier(view, "view"))
+    parts = catalog_identifier(view, "view")
+    with named_as_given(parts):
+        v = state.catalog().load_view(parts)
     current = v.current_version
     if as_json:
         state.out.json(
