@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -217,10 +218,36 @@ def json_option(fn: F) -> F:
     )(fn)
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """A warning as one ``warning: ...`` line on standard error (no source file, line or
+    code): icefloe's own by their message, others with their category first."""
+    text = " ".join(str(message).split())
+    if not category.__module__.startswith("icefloe."):
+        text = f"{category.__name__}: {text}"
+    click.echo(printable(f"warning: {text}"), err=True)
+
+
 class _Root(click.Group):
-    """The root group: turns errors into one line on stderr and an exit code."""
+    """The root group: turns errors into one line on stderr and an exit code, and warnings
+    into one ``warning:`` line each (a property icefloe refuses and reads as its default is
+    named once)."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            from icefloe.properties import InvalidPropertyWarning
+
+            warnings.simplefilter("once", InvalidPropertyWarning)
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):

@@ -113,9 +113,18 @@ def files(
     as_json: bool,
 ) -> None:
     """Live data and delete files of TABLE, their size histogram and the small-file share."""
+    from icefloe.cli.property_defaults import invalid_properties, using_defaults, warn_defaults
+    from icefloe.properties import TableProperties
+
     t = state.table(table)
     target = parse_size(target_file_size) if target_file_size else None
-    stats = file_stats(t, snapshot_id, row_filter, target)
+    # a value icefloe refuses (another engine's) is read as its default; the one the small-file
+    # share needs is named on standard error
+    invalid = invalid_properties(t.properties)
+    if target is None:
+        key = TableProperties.TARGET_FILE_SIZE_BYTES
+        warn_defaults({k: v for k, v in invalid.items() if k == key}, t.properties)
+    stats = file_stats(using_defaults(t, invalid), snapshot_id, row_filter, target)
     snap = t.metadata.snapshot_by_id(snapshot_id) if snapshot_id else t.current_snapshot()
     if as_json:
         state.out.json(

@@ -17,7 +17,9 @@ Each check measures one thing an operator acts on, gives a verdict (``ok``, ``in
   whether old ones are deleted after commits;
 - unreferenced files: an optional dry-run orphan scan (it lists the table's storage);
 - statistics: whether the current snapshot has table and partition statistics files, or only
-  stale ones computed for an older snapshot.
+  stale ones computed for an older snapshot;
+- properties (only when some stored value is invalid): the properties icefloe refuses, which
+  the other checks read as their defaults, and the command that removes them.
 
 A table opened from a metadata file is read-only: its checks suggest no command that changes
 the table, and say instead that it must be opened through its catalog for the fix.
@@ -428,6 +430,27 @@ def _statistics(table: Any, cmd: str) -> Check:
     )
 
 
+def _properties(table: Any, invalid: dict[str, str], cmd: str) -> Check:
+    """The stored properties icefloe refuses (another engine wrote them): the other checks
+    read their defaults; writes that read one refuse the table until it is fixed."""
+    from icefloe.cli.property_defaults import how_read
+
+    props = table.properties
+    return Check(
+        "properties",
+        "; ".join(
+            f"{reason.removeprefix('table property ')} ({how_read(k, props)})"
+            for k, reason in invalid.items()
+        ),
+        "warn",
+        "the other checks read them as noted; a write may refuse the table until they are "
+        "removed (back to their defaults) or set to valid values (properties set TABLE KEY "
+        "VALUE)",
+        f"{cmd} {' '.join(shlex.quote(k) for k in invalid)}",
+        {"invalid": {k: props[k] for k in invalid}, "reasons": dict(invalid)},
+    )
+
+
 def _needs_catalog(check: Check, name: str) -> Check:
     """``check`` of a table opened read-only from a metadata file: its fix, which changes the
     table, becomes a note that the table must be opened through its catalog to run it."""
@@ -444,7 +467,9 @@ def _needs_catalog(check: Check, name: str) -> Check:
 def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list[Check]:
     """Every check on ``table``; ``prog`` prefixes the fixing commands (e.g. with
     ``--catalog``); ``orphans`` runs the dry-run orphan scan. A read-only table (opened from
-    a metadata file) gets only fixes that work on it."""
+    a metadata file) gets only fixes that work on it. Properties icefloe refuses get a check
+    of their own and their defaults in the other checks."""
+    from icefloe.cli.property_defaults import invalid_properties, using_defaults
     from icefloe.table.dangling_deletes import dangling_delete_files
     from icefloe.table.static import StaticTable
 
@@ -452,6 +477,8 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
     name = shlex.quote(
         table.name if isinstance(table, StaticTable) else show_name(tuple(table.identifier))
     )
+    invalid = invalid_properties(table.properties)
+    stored, table = table, using_defaults(table, invalid)
     stats = file_stats(table)
     plan = table.plan_rewrite_data_files()
     dangling = dangling_delete_files(table.io, table.metadata)
@@ -469,6 +496,8 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
         _orphans(table, orphans, f"{prog} orphans {name}", rescan),
         _statistics(table, f"{prog} compute-stats {name}"),
     ]
+    if invalid:
+        checks.append(_properties(stored, invalid, f"{prog} properties remove {name}"))
     if not isinstance(table, StaticTable):
         return checks
     return [c if c.fix == rescan else _needs_catalog(c, name) for c in checks]

@@ -111,8 +111,14 @@ def _card(key: str, value: str) -> str:
 
 
 def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> str:
-    """The report of ``table`` as one HTML document."""
-    meta = table.metadata
+    """The report of ``table`` as one HTML document. Stored properties icefloe refuses are
+    read as their defaults (a warning each, and a health check) and shown as stored."""
+    from icefloe.cli.property_defaults import invalid_properties, using_defaults, warn_defaults
+
+    invalid = invalid_properties(table.properties)
+    warn_defaults(invalid, table.properties)
+    stored, table = table, using_defaults(table, invalid)
+    meta = stored.metadata
     snap = meta.current_snapshot()
     summary = snap.summary if snap is not None and snap.summary is not None else None
 
@@ -124,7 +130,7 @@ def render_report(table: Any, prog: str = "icefloe", orphans: bool = False) -> s
     tl = timeline(meta)
     files = file_stats(table)
     parts = partition_stats(table)
-    checks = run_checks(table, prog, orphans=orphans)
+    checks = run_checks(stored, prog, orphans=orphans)
     deletes = deletes_text(
         files.delete_records, files.equality_delete_keys, files.equality_delete_files
     )
