@@ -63,7 +63,8 @@ def test_scan_shows_values_and_names_as_written(world: CliWorld) -> None:
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ("files", ["p[/]=[/]", "p[/]=[bold]important[/bold]", "p[/]=\\x1b[31mRED\\x1b[0m"]),
+        # a value with control characters is quoted, with them written out
+        ("files", ["p[/]=[/]", "p[/]=[bold]important[/bold]", 'p[/]="\\x1b[31mRED\\x1b[0m"']),
         ("partitions", ["p[/]=[/]", "p[/]=[bold]important[/bold]", "p[/]=:thumbs_up:"]),
         ("describe", ["k[/]", "[/] [bold]x", "\\x1b[31mred", "[/] (tag)", "[red]b (branch)"]),
         ("spec", ["p[/] = identity(s[/])"]),

@@ -122,6 +122,7 @@ PARTITIONS_SCHEMA = {
                     "delete_records": {"type": "integer", "minimum": 0},
                     "equality_delete_files": {"type": "integer", "minimum": 0},
                     "equality_delete_keys": {"type": "integer", "minimum": 0},
+                    "partition": {"type": ["object", "null"]},
                 },
             },
         },

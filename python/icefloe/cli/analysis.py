@@ -5,6 +5,7 @@ the snapshot timeline, file-size histograms and partition skew. Pure data, no dr
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -363,6 +364,8 @@ class PartitionRow:
     delete_records: int  # rows deleted by position deletes and DVs
     equality_delete_files: int = 0
     equality_delete_keys: int = 0  # keys, not rows
+    #: the partition's values by field name, as ``files --json`` gives them (None unpartitioned)
+    partition: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -424,11 +427,38 @@ def bracketed(label: str) -> str:
     return label if label == UNPARTITIONED else f"({label})"
 
 
+#: Words a string partition value is quoted as, so that it differs from what labels write
+#: for no value.
+_LABEL_WORDS = frozenset({"null"})
+#: A string partition value quoted in a label: one that a label's separators (``, `` and
+#: ``=``), a quote or a backslash, blanks at either end or control characters would make
+#: ambiguous or unreadable.
+_NEEDS_LABEL_QUOTES = re.compile(r'[,="\\\x00-\x1f\x7f-\x9f]|^\s|\s$')
+_LABEL_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def label_value(value: str) -> str:
+    """String partition value ``value`` as a label writes it: as is, or in double quotes
+    when it is empty, a special word (``null``), or holds what would make the label ambiguous
+    (``,``, ``=``, a quote, a backslash, blanks at either end, control characters); inside the
+    quotes a quote and a backslash are escaped with a backslash, control characters written
+    out (``\\n``, ``\\x1b``)."""
+    if value and value not in _LABEL_WORDS and not _NEEDS_LABEL_QUOTES.search(value):
+        return value
+
+    def escaped(m: re.Match[str]) -> str:
+        ch = m.group()
+        return _LABEL_ESCAPES.get(ch) or f"\\x{ord(ch):02x}"
+
+    return '"' + re.sub(r'["\\\x00-\x1f\x7f-\x9f]', escaped, value) + '"'
+
+
 def partition_labeller(meta: Any) -> Callable[[dict[str, Any] | None, int | None], str]:
     """A function of (partition tuple from an inspect table, spec id) giving
     ``name=value, ...``, values as people read them (``d_month=2024-02`` rather than 649; a
-    string ``null`` quoted, so it differs from a null value). The tuple is the union of every
-    spec's fields; with a spec id only that spec's fields are named (not its void ones)."""
+    string value quoted where it could be misread, see :func:`label_value`: ``k="null"``,
+    ``k="a, b=c"``). The tuple is the union of every spec's fields; with a spec id only that
+    spec's fields are named (not its void ones)."""
     from icefloe.read.partition_statistics import unified_partition_type
     from icefloe.write.partition_names import human_partition_value
 
@@ -454,9 +484,12 @@ def partition_labeller(meta: Any) -> Callable[[dict[str, Any] | None, int | None
             if own is not None and fid not in own:
                 continue
             pf = fields.get(fid) if fid is not None else None
-            text = "null" if v is None else (human_partition_value(pf, v) if pf else str(v))
-            if v is not None and text == "null":
-                text = '"null"'
+            if v is None:
+                text = "null"
+            elif isinstance(v, str):
+                text = label_value(v)
+            else:
+                text = human_partition_value(pf, v) if pf else str(v)
             parts.append(f"{name}={text}")
         return ", ".join(parts) or UNPARTITIONED
 
@@ -513,6 +546,7 @@ def partition_stats(table: Any, snapshot_id: int | None = None) -> PartitionStat
             delete_records=d["position_delete_record_count"][i] or 0,
             equality_delete_files=d["equality_delete_file_count"][i] or 0,
             equality_delete_keys=d["equality_delete_record_count"][i] or 0,
+            partition=d["partition"][i] or None,
         )
         for i in range(t.num_rows)
     ]
