@@ -34,6 +34,7 @@ from icefloe.cli.names import select_list, show_name
 from icefloe.cli.output_file import replaced_file
 from icefloe.cli.render import dumps, iso, literal, plural
 from icefloe.cli.sql_names import Names, Streams, run_sql
+from icefloe.cli.sql_statements import refuse_changes
 from icefloe.cli.variant_columns import annotated_ids, as_json_text
 from icefloe.exceptions import (
     MissingDependencyError,
@@ -617,6 +618,7 @@ def sql(
             f"sql: the query holds a byte that is not text in this locale's encoding "
             f"(at character {exc.start + 1}); write it as UTF-8"
         ) from None
+    refuse_changes(query)  # DROP, INSERT, ...: never run (DuckDB gets read-only scans)
     catalog = state.catalog()
     con = duckdb.connect()
     with contextlib.suppress(duckdb.Error):  # DuckDB without its ICU extension has no zones
