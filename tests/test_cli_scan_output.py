@@ -255,6 +255,9 @@ def test_since_and_until_errors_name_the_options(world: CliWorld) -> None:
     r = run(world, "scan", "db.whole", "--since", "nosuch")
     assert r.exit_code == 3, r.stderr
     assert r.stderr.startswith("error: --since: no tag named 'nosuch'"), r.stderr
+    r = run(world, "scan", "db.whole", "--since", "t1", "--until", "999")
+    assert r.exit_code == 3, r.stderr
+    assert r.stderr.startswith("error: --until: the table has no snapshot 999"), r.stderr
     r = run(world, "scan", "db.whole", "--since", "t1", "--json")  # a tag still reads
     assert r.exit_code == 0 and len(r.stdout.splitlines()) == 2000, r.stderr
 

@@ -492,6 +492,11 @@ def _snapshot_or_tag(table: Any, text: str | None, option: str) -> int | None:
         return snapshot_id
     body = text.strip()
     if body.lstrip("-").isdigit():
+        # a --since snapshot may be expired yet the parent of a kept one (the scan checks it)
+        if option == "--until" and table.snapshot_by_id(int(body)) is None:
+            raise NoSuchSnapshotError(
+                f"{option}: the table has no snapshot {body} (nor a tag of that name)"
+            )
         return int(body)
     raise NoSuchSnapshotError(f"{option}: no tag named {text!r} (give a tag or a snapshot id)")
 
