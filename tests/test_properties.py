@@ -119,6 +119,18 @@ def test_booleans_read_as_java_does_but_refuse_anything_else() -> None:
             bool_property({key: bad}, key, False)
 
 
+def test_gc_enabled_is_true_only_for_true_as_java_parses_it() -> None:
+    """Java's Boolean.parseBoolean ignores case but does not trim: a padded ``true`` stored by
+    another engine leaves deletion off there, and must here too."""
+    from icefloe.properties import gc_enabled
+
+    key = TableProperties.GC_ENABLED
+    assert gc_enabled({}) is True
+    assert gc_enabled({key: "TRUE"}) is True
+    for off in (" true", "true ", "yes", "1", "", "false"):
+        assert gc_enabled({key: off}) is False, off
+
+
 # ---------------------------------------------------------------- validated when set
 
 

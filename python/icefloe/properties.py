@@ -647,7 +647,7 @@ def gc_enabled(props: Mapping[str, str]) -> bool:
     set by another engine counts as true only when it is ``true`` (any case), as Java reads
     it, so a value icefloe would refuse never enables deletion."""
     raw = props.get(TableProperties.GC_ENABLED)
-    return raw is None or raw.strip().lower() == "true"
+    return raw is None or raw.lower() == "true"  # Java's parseBoolean: no trimming
 
 
 def enum_property(

@@ -430,12 +430,24 @@ def _statistics(table: Any, cmd: str) -> Check:
     )
 
 
-def _properties(table: Any, invalid: dict[str, str], cmd: str) -> Check:
+def _properties(table: Any, invalid: dict[str, str], prog: str, name: str) -> Check:
     """The stored properties icefloe refuses (another engine wrote them): the other checks
-    read their defaults; writes that read one refuse the table until it is fixed."""
+    read their defaults; writes that read one refuse the table until it is fixed. The fix
+    removes them (back to their defaults), except ``gc.enabled``, which is set to what it is
+    read as: its default (true) would let expiry and orphan removal delete files the table's
+    owner turned deletion off for."""
     from icefloe.cli.property_defaults import how_read
+    from icefloe.properties import TableProperties, gc_enabled
 
     props = table.properties
+    gc_key = TableProperties.GC_ENABLED
+    removed = [k for k in invalid if k != gc_key]
+    fixes = []
+    if removed:
+        fixes.append(f"{prog} properties remove {name} {' '.join(shlex.quote(k) for k in removed)}")
+    if gc_key in invalid:
+        value = str(gc_enabled(props)).lower()
+        fixes.append(f"{prog} properties set {name} {gc_key} {value}")
     return Check(
         "properties",
         "; ".join(
@@ -444,9 +456,9 @@ def _properties(table: Any, invalid: dict[str, str], cmd: str) -> Check:
         ),
         "warn",
         "the other checks read them as noted; a write may refuse the table until they are "
-        "removed (back to their defaults) or set to valid values (properties set TABLE KEY "
-        "VALUE)",
-        f"{cmd} {' '.join(shlex.quote(k) for k in invalid)}",
+        "removed (back to their defaults; gc.enabled is set to what it is read as) or set to "
+        "valid values (properties set TABLE KEY VALUE)",
+        " && ".join(fixes),
         {"invalid": {k: props[k] for k in invalid}, "reasons": dict(invalid)},
     )
 
@@ -456,7 +468,7 @@ def _needs_catalog(check: Check, name: str) -> Check:
     table, becomes a note that the table must be opened through its catalog to run it."""
     if check.fix is None:
         return check
-    command = check.fix.replace(f" {name}", " TABLE", 1)
+    command = check.fix.replace(f" {name}", " TABLE")  # each command of a joined fix
     detail = (
         f"{check.detail}; to fix, open the table through its catalog (a metadata file opens "
         f"read-only): {command}"
@@ -497,7 +509,7 @@ def run_checks(table: Any, prog: str = "icefloe", orphans: bool = False) -> list
         _statistics(table, f"{prog} compute-stats {name}"),
     ]
     if invalid:
-        checks.append(_properties(stored, invalid, f"{prog} properties remove {name}"))
+        checks.append(_properties(stored, invalid, prog, name))
     if not isinstance(table, StaticTable):
         return checks
     return [c if c.fix == rescan else _needs_catalog(c, name) for c in checks]
