@@ -171,6 +171,42 @@ def test_replaced_file_through_a_symlink_and_into_a_device(tmp_path: Path) -> No
     assert _leftovers(tmp_path) == [] and _leftovers(Path(os.devnull).parent) == []
 
 
+def test_replaced_file_keeps_hard_links_and_refuses_what_it_cannot_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icefloe.exceptions import ValidationError
+
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    other = tmp_path / "other.txt"
+    os.link(real, other)
+    with replaced_file(str(real), "w") as f:  # written in place: both names see it
+        f.write("new")
+    assert other.read_text() == "new" and os.stat(real).st_ino == os.stat(other).st_ino
+    plain = tmp_path / "plain.txt"
+    plain.write_text("kept")
+    monkeypatch.setattr(os, "replace", _refused)
+    with (
+        pytest.raises(ValidationError, match="cannot write --output"),
+        replaced_file(str(plain), "w") as f,
+    ):
+        f.write("new")
+    assert plain.read_text() == "kept" and _leftovers(tmp_path) == []
+    monkeypatch.undo()
+    if os.geteuid() != 0:  # root may write a read-only file
+        plain.chmod(0o444)
+        with (
+            pytest.raises(ValidationError, match="cannot write --output"),
+            replaced_file(str(plain), "w") as f,
+        ):
+            f.write("new")
+        assert plain.read_text() == "kept"
+
+
+def _refused(src: str, dst: str) -> None:
+    raise PermissionError(13, "Permission denied")
+
+
 def test_output_into_a_missing_directory_is_bad_input(world: CliWorld, tmp_path: Path) -> None:
     out = tmp_path / "nowhere" / "rows.json"
     r = run(world, "scan", "db.whole", "--json", "-o", str(out))

@@ -7,8 +7,9 @@ Ctrl-C) removes that file: a file it would have replaced is left as it was, and 
 file that still reads as valid is left behind.
 
 A name that is not a regular file (``/dev/stdout``, a named pipe) is written to directly; so is
-a file in a directory where no new file can be created. A symbolic link keeps pointing where
-it did: the file it points to is replaced.
+a file with other names (hard links), and a file in a directory where no new file can be
+created. A file that could not be written in place (read-only) is refused, not replaced. A
+symbolic link keeps pointing where it did: the file it points to is replaced.
 """
 
 from __future__ import annotations
@@ -53,9 +54,15 @@ def replaced_file(path: str, mode: str) -> Iterator[IO[Any]]:
     a path that cannot be written is bad input."""
     target = os.path.realpath(path)
     try:
-        special = not stat.S_ISREG(os.stat(target).st_mode)
+        st = os.stat(target)
     except OSError:
         special = False  # no file yet (or none that can be looked at): make one
+    else:
+        # another name's file (a hard link) is written in place, so it stays shared
+        special = not stat.S_ISREG(st.st_mode) or st.st_nlink > 1
+        if not special:
+            # refused as writing it in place would be (a read-only file is not replaced)
+            open_output(path, "ab").close()
     created = None if special else _create_beside(target)
     if created is None:
         stream = open_output(path, mode)
@@ -66,7 +73,13 @@ def replaced_file(path: str, mode: str) -> Iterator[IO[Any]]:
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as stream:
             yield stream
-        os.replace(temp, target)
+        try:
+            os.replace(temp, target)
+        except OSError as error:
+            from icefloe.exceptions import ValidationError
+
+            reason = error.strerror or type(error).__name__
+            raise ValidationError(f"cannot write --output {path}: {reason}") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
