@@ -82,6 +82,9 @@ from icefloe.write.matching import (
 from icefloe.write.writer import write_data_files
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from icefloe.io import FileIO
     from icefloe.table.table import Transaction
 
 from icefloe.table.row_delta import (
@@ -340,7 +343,7 @@ def replace_rows(
             )
         except BaseException:
             if writing is not None:
-                delta.added_data.extend(writing.abandon())  # removed below
+                writing.abandon(ctx.io)
             raise
         if writing is not None:
             delta.added_data.extend(writing.result())
@@ -373,15 +376,19 @@ class _Overlapped:
         call's caller) runs here."""
         return self._write() if self._future.cancel() else self._future.result()
 
-    def abandon(self) -> list[DataFile]:
-        """After a failure elsewhere: the files the write left, for the caller to remove (a
-        write that failed removed its own)."""
-        if self._future.cancel():
-            return []
-        try:
-            return self._future.result()
-        except BaseException:
-            return []
+    def abandon(self, io: FileIO) -> None:
+        """After a failure elsewhere: the files the write leaves are removed when it ends (a
+        write that failed removed its own). Nothing waits for it here, so a second Ctrl-C
+        cannot stop the removal."""
+
+        def remove(done: Future[list[DataFile]]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            for f in done.result():
+                io.delete_quietly(f.file_path)
+
+        if not self._future.cancel():
+            self._future.add_done_callback(remove)
 
 
 def _count_live(ctx: RowContext, task: FileScanTask) -> int:
@@ -572,7 +579,7 @@ def upsert(
         )
     except BaseException:
         if writing is not None:
-            delta.added_data.extend(writing.abandon())
+            writing.abandon(ctx.io)
         for f in delta.added_data:
             ctx.io.delete_quietly(f.file_path)
         raise
