@@ -137,3 +137,40 @@ def test_a_warehouse_with_a_control_character_writes_nothing(
     bucket, _, key = prefix.removeprefix("s3://").partition("/")
     listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=key)
     assert listed.get("KeyCount", 0) == 0
+
+
+def test_a_metadata_write_to_an_unreachable_store_is_not_cleaned_up_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing reached the store, so no delete is sent after the failed write: on GCS each
+    one waited out the retry limit again (a closed port took four times the limit)."""
+    from icefloe.catalog.sql import SqlCatalog
+    from icefloe.exceptions import MetadataWriteError
+    from icefloe.io.errors import never_connected
+    from support.rest import free_port
+
+    deletes: list[str] = []
+    monkeypatch.setattr(FileIO, "delete_quietly", lambda self, loc: deletes.append(loc))
+    cat = SqlCatalog(
+        "c",
+        uri=f"sqlite:///{tmp_path}/c.db",
+        warehouse="s3://lake/wh",
+        **{
+            "s3.endpoint": f"http://127.0.0.1:{free_port()}",
+            "s3.access-key-id": "k",
+            "s3.secret-access-key": "s",
+            "s3.region": "us-east-1",
+        },
+    )
+    cat.create_namespace("db")
+    with pytest.raises(MetadataWriteError) as caught:
+        cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    assert never_connected(caught.value)
+    assert deletes == []
+    gcs = (
+        "google::cloud::Status(UNAVAILABLE: Retry policy exhausted, with a last message of "
+        "PerformWork() - CURL error [7]=Could not connect to server)"
+    )
+    assert never_connected(OSError(gcs))
+    for sent in ("AWS Error ACCESS_DENIED during PutObject", "curlCode: 28, Timeout was reached"):
+        assert not never_connected(OSError(sent)), sent  # the request may have been written

@@ -31,6 +31,7 @@ from icefloe.exceptions import (
     UnauthorizedError,
     ValidationError,
 )
+from icefloe.io.errors import never_connected
 from icefloe.metadata import TableMetadata, is_gzip_metadata_path
 from icefloe.table import Table
 from icefloe.table_paths import metadata_file_version, new_metadata_file_location
@@ -87,7 +88,8 @@ class MetastoreCatalog(Catalog):
         try:
             io.new_output(location).write(data)
         except FileIOError as exc:
-            io.delete_quietly(location)  # the store may have written it: nothing references it
+            if not never_connected(exc):  # else nothing was written, and a delete would wait
+                io.delete_quietly(location)  # the store may have written it: nothing refers to it
             raise MetadataWriteError(
                 f"the table did not change: cannot write its new metadata file: {exc}"
             ) from exc

@@ -132,6 +132,28 @@ def scrub_exception(exc: BaseException) -> None:
         current = current.__cause__ or current.__context__
 
 
+#: How stores' clients say no connection was made (curl's codes 6 and 7 as pyarrow's S3 and
+#: GCS clients report them, the socket's own words): the request never left.
+_NEVER_CONNECTED = re.compile(
+    r"Could(?: not|n't) (?:connect|resolve host)|Connection refused|CURL error \[[67]\]"
+    r"|curlCode: [67]\b|Name or service not known|nodename nor servname"
+)
+
+
+def never_connected(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says the store was never reached, so
+    the operation wrote nothing and no clean-up of it is needed (one would only wait on the
+    same unreachable endpoint)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or _NEVER_CONNECTED.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def map_error(exc: BaseException, location: str, action: str) -> Exception:
     """Translate an OS/Arrow error into the icefloe class, naming the location (an icefloe
     error is returned as it is). Secrets are removed from the text of ``exc`` too (it is
