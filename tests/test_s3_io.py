@@ -174,3 +174,21 @@ def test_a_metadata_write_to_an_unreachable_store_is_not_cleaned_up_after(
     assert never_connected(OSError(gcs))
     for sent in ("AWS Error ACCESS_DENIED during PutObject", "curlCode: 28, Timeout was reached"):
         assert not never_connected(OSError(sent)), sent  # the request may have been written
+
+
+def test_a_dotted_bucket_without_path_style_is_read_as_it_was_written(
+    s3_server: S3Server, tmp_path: Path
+) -> None:
+    """``s3.path-style-access=false`` and a bucket name with a dot: icefloe's S3 client wrote
+    path-style (no host name holds the dot) while pyarrow forced virtual hosts
+    (``my.dotted.bucket.127.0.0.1``), so a table committed and then no read of it worked."""
+    from icefloe.catalog.sql import SqlCatalog
+
+    bucket = s3_server.bucket("my.dotted.bucket")
+    props = s3_server.properties(**{"s3.path-style-access": "false"})
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"s3://{bucket}/wh", **props)
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [1, 2, 3]}))
+    assert sorted(cat.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    cat.close()

@@ -138,8 +138,9 @@ def truthy(value: str | None) -> bool:
 
 
 def make_filesystem(scheme: str, netloc: str, props: Mapping[str, str]) -> pafs.FileSystem:
-    """The pyarrow file system for ``scheme`` (and, for HDFS and Azure, ``netloc``) configured
-    by Iceberg's ``s3.*``, ``gcs.*``, ``adls.*`` and ``hdfs.*`` properties."""
+    """The pyarrow file system for ``scheme`` (and, for HDFS and Azure, ``netloc``; for S3,
+    whether the bucket ``netloc`` holds a dot) configured by Iceberg's ``s3.*``, ``gcs.*``,
+    ``adls.*`` and ``hdfs.*`` properties."""
     if scheme in LOCAL_SCHEMES:
         return pafs.LocalFileSystem()
     if scheme in S3_SCHEMES:
@@ -154,8 +155,14 @@ def make_filesystem(scheme: str, netloc: str, props: Mapping[str, str]) -> pafs.
             else:
                 kwargs["endpoint_override"] = endpoint
             # Arrow uses path-style requests with an endpoint override unless told otherwise.
+            # A bucket name with a dot stays path-style (no TLS certificate or DNS name holds
+            # it as a host), as icefloe's own S3 client and the AWS SDKs address it.
             path_style = props.get(S3_PATH_STYLE_ACCESS)
-            if path_style is not None and not parse_flag(S3_PATH_STYLE_ACCESS, path_style):
+            if (
+                path_style is not None
+                and not parse_flag(S3_PATH_STYLE_ACCESS, path_style)
+                and "." not in netloc
+            ):
                 kwargs["force_virtual_addressing"] = True
         check_s3_keys(props)
         if props.get(S3_ACCESS_KEY_ID):

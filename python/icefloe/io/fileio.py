@@ -316,6 +316,9 @@ class FileIO:
     def _filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
         if scheme in AZURE_SCHEMES:
             key = ("azure", netloc)  # one file system per storage account
+        elif scheme in S3_SCHEMES:
+            # a bucket with a dot is addressed path-style (as icefloe's own S3 client does)
+            key = (scheme, "." if "." in netloc else "")
         else:
             key = (scheme, netloc if scheme in HDFS_SCHEMES else "")
         with self._lock:
