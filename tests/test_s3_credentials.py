@@ -445,3 +445,30 @@ def test_without_a_region_property_both_clients_pick_the_same_region(
         [sys.executable, "-c", _REGIONS], env=run_env, capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == [expected, expected]
+
+
+def test_a_named_aws_profile_found_nowhere_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``AWS_PROFILE`` naming a profile in neither shared file went on without credentials and
+    failed later as access denied; the AWS SDKs refuse it (ProfileNotFound). A profile only in
+    the config file (SSO, a role) is left to the SDK's chain."""
+    from icefloe.exceptions import ValidationError
+    from icefloe.s3client import resolve_credentials
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    credentials, config = tmp_path / "credentials", tmp_path / "config"
+    credentials.write_text("[dev]\naws_access_key_id = AKID\naws_secret_access_key = s\n")
+    config.write_text("[profile sso]\nsso_start_url = https://example.invalid/start\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "nosuch")
+    with pytest.raises(ValidationError, match="AWS profile 'nosuch'") as caught:
+        resolve_credentials({})
+    assert "AKID" not in str(caught.value)
+    monkeypatch.setenv("AWS_PROFILE", "sso")
+    assert resolve_credentials({}) is None  # the SDK's chain finds them
+    monkeypatch.setenv("AWS_PROFILE", "dev")
+    found = resolve_credentials({})
+    assert found is not None and found.access_key_id == "AKID"

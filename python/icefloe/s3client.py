@@ -76,7 +76,8 @@ def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
             check_credential_text(name, os.environ.get(name), "environment variable")
         return Credentials(env_key, env_secret, os.environ.get("AWS_SESSION_TOKEN") or None)
-    profile = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "default"
+    named = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
+    profile = named or "default"
     path = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.expanduser("~/.aws/credentials")
     # values as written, `%` included, as the AWS SDKs read them
     parser = configparser.ConfigParser(interpolation=None)
@@ -85,6 +86,12 @@ def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
     except configparser.Error:
         return None
     if not parser.has_section(profile):
+        if named and named != "default" and not _in_config_file(named):
+            # the AWS SDKs refuse it (ProfileNotFound) rather than go on without credentials
+            raise ValidationError(
+                f"the AWS profile {named!r} (AWS_PROFILE) is in neither the credentials file "
+                f"{path} nor the config file {_config_file()}"
+            )
         return None
     section = parser[profile]  # without interpolation, reading a value cannot fail
     key = section.get("aws_access_key_id")
@@ -93,6 +100,23 @@ def resolve_credentials(props: Mapping[str, str]) -> Credentials | None:
     if key and secret:
         return Credentials(key, secret, token or None)
     return None
+
+
+def _config_file() -> str:
+    return os.environ.get("AWS_CONFIG_FILE") or os.path.expanduser("~/.aws/config")
+
+
+def _in_config_file(profile: str) -> bool:
+    """Whether the shared config file has ``profile`` (``[profile NAME]``, or ``[default]``),
+    whose credentials the AWS SDK's chain may find elsewhere (SSO, a role, a process)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(_config_file())
+    except configparser.Error:
+        return True  # unreadable here; the SDK's chain decides
+    return parser.has_section(f"profile {profile}") or (
+        profile == "default" and parser.has_section("default")
+    )
 
 
 class _NotSent(Exception):
