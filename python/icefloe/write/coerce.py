@@ -68,9 +68,12 @@ def coerce_column(
     casts, values checked; anything else is a :class:`ValidationError` naming the column.
     ``from_pandas``: the column came from a pandas DataFrame, so a float column refused by an
     integer column gets pandas' fix in its message."""
-    if from_pandas and pa.types.is_floating(col.type) and pa.types.is_integer(af.type):
-        raise _type_error(f.name, col.type, af.type, from_pandas=True)
-    return _coerce(col, f, af, f.name)
+    try:
+        return _coerce(col, f, af, f.name)
+    except ValidationError:
+        if from_pandas and pa.types.is_floating(col.type) and pa.types.is_integer(af.type):
+            raise _type_error(f.name, col.type, af.type, from_pandas=True) from None
+        raise
 
 
 def _decoded(arr: pa.DictionaryArray) -> pa.Array:
