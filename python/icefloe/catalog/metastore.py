@@ -108,12 +108,13 @@ class MetastoreCatalog(Catalog):
             TableAlreadyExistsError,
             NoSuchNamespaceError,
             CatalogReadOnlyError,
+            CommitFailedError,
             ValidationError,
             ForbiddenError,
             UnauthorizedError,
         ):
             # refused before registering (a location too long for the catalog, a privilege or
-            # login refused); after any other error the entry may exist
+            # login refused, a hook's refusal); after any other error the entry may exist
             self.table_io(metadata.properties).delete_quietly(location)
             raise
         return location

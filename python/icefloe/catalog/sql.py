@@ -14,7 +14,9 @@ three can open one database:
 Namespaces are stored dotted (``a.b``). The pointer swap of a commit is one compare-and-swap
 ``UPDATE ... WHERE metadata_location = :expected``: no row updated means another writer won
 (:class:`CommitFailedError`); a database error during the swap is resolved by re-reading the
-pointer, and reported as :class:`CommitStateUnknownError` when that is impossible.
+pointer, and reported as :class:`CommitStateUnknownError` when that is impossible. Every
+transaction that changes an entry calls the hook of :mod:`icefloe.catalog.sql_hook` before its
+COMMIT, on its own connection.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import hashlib
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     and_,
@@ -55,8 +57,10 @@ from icefloe.catalog.commit import (
 from icefloe.catalog.sql_database import (
     ICEBERG_TABLES,
     SCHEMA,
+    NotCommitted,
     brief,
     check_credentials,
+    committed,
     database_errors,
     normalise_uri,
     privilege_refused,
@@ -65,6 +69,7 @@ from icefloe.catalog.sql_database import (
     said,
     too_long,
 )
+from icefloe.catalog.sql_hook import PointerChange, announce
 from icefloe.catalog.sql_jdbc import create_tables, postgres_connect_args, warn_sqlite_keys
 from icefloe.catalog.sql_namespaces import SqlNamespaces
 from icefloe.catalog.sql_views import (
@@ -97,8 +102,6 @@ from icefloe.metadata import (
 
 if TYPE_CHECKING:
     from icefloe.table import Table
-
-T = TypeVar("T")
 
 __all__ = ["SqlCatalog"]
 
@@ -390,6 +393,8 @@ class SqlCatalog(SqlNamespaces):
         }
         if self._typed:
             values["iceberg_type"] = kind
+        action = "register" if registering else "create"
+        inserted = False
         try:
             with self.engine.begin() as conn:
                 if registering:
@@ -401,7 +406,12 @@ class SqlCatalog(SqlNamespaces):
                     if holder is not None:
                         raise self._refuse_shared(identifier, holder)
                 conn.execute(insert(ICEBERG_TABLES).values(**values))
+                inserted = True
+                change = PointerChange(action, kind, (identifier,), (metadata_location,))
+                announce(conn, change)
         except IntegrityError as exc:
+            if inserted:  # the hook's statement, not the name taken
+                raise
             raise taken_entry(self, identifier, kind) from exc
 
     def _lock_location(self, conn: Connection, metadata_location: str) -> None:
@@ -478,10 +488,17 @@ class SqlCatalog(SqlNamespaces):
                 f"commit of {'.'.join(identifier)!r} failed: the catalog database could not "
                 f"be reached ({brief(exc)}); nothing was committed"
             ) from exc
+
+        def swap(c: Connection) -> int:
+            rowcount: int = c.execute(stmt).rowcount
+            if rowcount == 1:
+                announce(c, PointerChange("commit", kind, (identifier,), (new,)))
+            return rowcount
+
         try:
             with conn:
-                rowcount = _committed(conn, lambda c: c.execute(stmt).rowcount)
-        except _NotCommitted as before:
+                rowcount = committed(conn, swap)
+        except NotCommitted as before:
             raise self._not_committed(f"commit of {'.'.join(identifier)!r}", before.error) from (
                 before.error
             )
@@ -524,6 +541,8 @@ class SqlCatalog(SqlNamespaces):
             deleted = conn.execute(
                 delete(ICEBERG_TABLES).where(self._table_filter(ns, name, kind))
             ).rowcount
+            if deleted:
+                announce(conn, PointerChange("drop", kind, (identifier,)))
         if deleted == 0:
             raise missing_entry(kind, identifier)
 
@@ -534,6 +553,7 @@ class SqlCatalog(SqlNamespaces):
         src, src_name = self._entry_key(source, kind)
         dst_ns, dst_name = split_identifier(target)
         dst = self._ns_string(dst_ns)  # a level with a dot names no namespace
+        moved = 0
         try:
             with self.engine.begin() as conn:
                 if not self._ns_exists(conn, dst):
@@ -545,7 +565,10 @@ class SqlCatalog(SqlNamespaces):
                 ).rowcount
                 if moved == 0:
                     raise missing_entry(kind, source)
+                announce(conn, PointerChange("rename", kind, (source, target)))
         except IntegrityError as exc:
+            if moved:  # the hook's statement, not the name taken
+                raise
             raise taken_entry(self, target, kind) from exc
 
     @database_errors
@@ -676,12 +699,12 @@ class SqlCatalog(SqlNamespaces):
                     bases.append(base)
                 swapping = True  # from here on only CommitFailedError proves nothing moved
                 self._swap_all(staged)
-            except CommitFailedError:
+            except CommitFailedError as exc:
                 self._delete_staged(staged)
                 attempt += 1
                 wait = policy.wait_ms(attempt) / 1000.0
                 late = attempt > 1 and time.monotonic() + wait > deadline  # after one retry
-                if attempt > policy.num_retries or late:
+                if attempt > policy.num_retries or late or not exc.retryable:
                     raise
                 time.sleep(wait)
                 continue
@@ -718,11 +741,14 @@ class SqlCatalog(SqlNamespaces):
                     raise CommitFailedError(
                         f"table {'.'.join(ident)!r} was changed by another writer"
                     )
+            idents = tuple(ident for ident, _, _, _ in staged)
+            locations = tuple(location for _, _, _, location in staged)
+            announce(conn, PointerChange("commit-tables", TABLE_TYPE, idents, locations))
 
         try:
             with self.engine.connect() as conn:
-                _committed(conn, swap)
-        except _NotCommitted as before:
+                committed(conn, swap)
+        except NotCommitted as before:
             raise self._not_committed("multi-table commit", before.error) from before.error
         except SQLAlchemyError as exc:
             # The COMMIT may or may not have reached the database: look at the pointers.
@@ -757,30 +783,3 @@ def _spellings(location: str) -> list[str]:
     if path is None:
         return [location]
     return sorted({location, path, f"file:{path}", f"file://{path}"})
-
-
-class _NotCommitted(Exception):
-    """A database error raised before a transaction's COMMIT was sent (``error``)."""
-
-    def __init__(self, error: SQLAlchemyError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _committed(conn: Connection, work: Callable[[Connection], T]) -> T:
-    """``work(conn)`` in a transaction, then COMMIT. A database error before the COMMIT was
-    sent is raised as :class:`_NotCommitted` (the transaction is rolled back: it did nothing);
-    one from the COMMIT itself as it is (the commit may have happened)."""
-    trans = conn.begin()
-    try:
-        result = work(conn)
-    except SQLAlchemyError as exc:
-        with contextlib.suppress(Exception):
-            trans.rollback()
-        raise _NotCommitted(exc) from exc
-    except BaseException:
-        with contextlib.suppress(Exception):
-            trans.rollback()
-        raise
-    trans.commit()
-    return result

@@ -4,6 +4,7 @@ SQL statement or its parameters, which may hold names and locations)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import re
@@ -11,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from sqlalchemy import Column, MetaData, String, Table, func
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from icefloe.catalog.sqlite_journal import READ_ONLY_HINT, in_wal_mode
@@ -29,9 +31,11 @@ __all__ = [
     "ICEBERG_TABLES",
     "NAMESPACE_PROPERTIES",
     "SCHEMA",
+    "NotCommitted",
     "brief",
     "check_credentials",
     "check_reserved",
+    "committed",
     "database_errors",
     "normalise_uri",
     "privilege_refused",
@@ -86,6 +90,7 @@ def normalise_uri(uri: str) -> str:
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 
 def database_errors(fn: _F) -> _F:
@@ -237,3 +242,30 @@ def under(column: Any, namespace: str) -> Any:
     stops at a NUL and refuses long patterns."""
     prefix = namespace + "."
     return func.substr(column, 1, len(prefix)) == prefix
+
+
+class NotCommitted(Exception):
+    """A database error raised before a transaction's COMMIT was sent (``error``)."""
+
+    def __init__(self, error: SQLAlchemyError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def committed(conn: Connection, work: Callable[[Connection], _T]) -> _T:
+    """``work(conn)`` in a transaction, then COMMIT. A database error before the COMMIT was
+    sent is raised as :class:`NotCommitted` (the transaction is rolled back: it did nothing);
+    one from the COMMIT itself as it is (the commit may have happened)."""
+    trans = conn.begin()
+    try:
+        result = work(conn)
+    except SQLAlchemyError as exc:
+        with contextlib.suppress(Exception):
+            trans.rollback()
+        raise NotCommitted(exc) from exc
+    except BaseException:
+        with contextlib.suppress(Exception):
+            trans.rollback()
+        raise
+    trans.commit()
+    return result

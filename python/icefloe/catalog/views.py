@@ -435,9 +435,10 @@ def commit_view(
         try:
             location = _write_and_swap_view(catalog, view.identifier, base_location, new)
             return View(view.identifier, new, location, catalog)
-        except CommitFailedError:
+        except CommitFailedError as exc:
             attempt += 1
-            if attempt > policy.num_retries or time.monotonic() > deadline:
+            late = time.monotonic() > deadline
+            if attempt > policy.num_retries or late or not exc.retryable:
                 raise
             time.sleep(policy.wait_ms(attempt) / 1000)  # the view's commit.retry.* settings
             fresh = catalog.load_view(view.identifier)
@@ -493,7 +494,12 @@ def _create_view_entry(catalog: Catalog, ident: Identifier, metadata: ViewMetada
     )
     try:
         catalog._create_view_pointer(ident, location)
-    except (ViewAlreadyExistsError, NoSuchNamespaceError, UnsupportedFeatureError):
+    except (
+        ViewAlreadyExistsError,
+        NoSuchNamespaceError,
+        UnsupportedFeatureError,
+        CommitFailedError,
+    ):
         # refused before registering; after any other error the entry may exist
         io.delete_quietly(location)
         raise
