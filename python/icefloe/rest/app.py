@@ -43,6 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.rest.errors import STORAGE_ERROR_TYPE, error_body, error_for_exception
+from icefloe.catalog.sql_hook import PointerChange
 from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
@@ -137,6 +138,9 @@ Handler = Callable[[RestService, Request, Any], Reply]
 #: The credentials (``config``, ``storage-credentials``) of a route's answer (the last
 #: argument), for a replay by Idempotency-Key: they are not stored with the answer.
 Access = Callable[[RestService, Request, Any, dict[str, Any]], dict[str, Any]]
+#: The answer of a route's request from the catalog change it committed (recorded in the
+#: request's marker row, see :mod:`icefloe.rest.idempotency`), without credentials.
+Pending = Callable[[RestService, Request, PointerChange], Reply]
 
 _WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_BODY_BYTES = 64 << 20  # a commit's JSON is far smaller; refuse anything beyond
@@ -422,11 +426,15 @@ def create_app(
         base = f"/v1/{service.prefix}" if service.prefix else "/v1"
 
     def route(
-        path: str, methods: list[str], handler: Handler, access: Access | None = None
+        path: str,
+        methods: list[str],
+        handler: Handler,
+        access: Access | None = None,
+        pending: Pending | None = None,
     ) -> Route:
         async def endpoint(request: Request) -> Response:
             started = time.perf_counter()
-            reply = await _dispatch(request, handler, access)
+            reply = await _dispatch(request, handler, access, pending)
             status = reply.status
             _log_request(request, status, started)
             headers = dict(reply.headers)
@@ -469,7 +477,10 @@ def create_app(
         return False
 
     async def _dispatch(
-        request: Request, handler: Handler, access: Access | None = None
+        request: Request,
+        handler: Handler,
+        access: Access | None = None,
+        pending: Pending | None = None,
     ) -> StoredReply:
         principal = authenticate(request)
         if isinstance(principal, StoredReply):
@@ -500,13 +511,26 @@ def create_app(
                 return _error(exc)
             return _json_reply(status, out, headers)
 
+        def rebuild(change: PointerChange) -> StoredReply:
+            assert pending is not None
+            try:
+                status, out, headers = pending(service_for(request), request, change)
+            except Exception as exc:
+                return _error(exc)
+            return _json_reply(status, out, headers)
+
         key = request.headers.get("idempotency-key")
         if store is not None and key and request.method in ("POST", "DELETE"):
             method, path = request.method, request.url.path
             this = fingerprint(method, path, request.url.query, principal, body)
             try:
                 reply, replayed = await run_in_threadpool(
-                    store.run, key, this, run, legacy=legacy_fingerprint(method, path)
+                    store.run,
+                    key,
+                    this,
+                    run,
+                    legacy=legacy_fingerprint(method, path),
+                    rebuild=rebuild if pending is not None else None,
                 )
             except IdempotencyKeyReused as exc:
                 return _json_reply(422, error_body(422, "UnprocessableEntityException", str(exc)))
@@ -533,6 +557,21 @@ def create_app(
 
     def registered(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
         return s.table_access((*ns(r), b["name"]), out["metadata"])
+
+    def view_config(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
+        return {"config": {}}  # a view's answer has no settings (stored without it)
+
+    def no_content(s: RestService, r: Request, c: PointerChange) -> Reply:
+        return 204, None, {}
+
+    def committed(s: RestService, r: Request, c: PointerChange) -> Reply:
+        return s.committed_table(c)
+
+    def loaded(s: RestService, r: Request, c: PointerChange) -> Reply:
+        return s.created_table(c)
+
+    def viewed(s: RestService, r: Request, c: PointerChange) -> Reply:
+        return s.changed_view(c)
 
     def planned(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
         metadata = s.catalog.load_table(ident(r)).metadata.to_json()
@@ -631,12 +670,14 @@ def create_app(
             ["POST"],
             lambda s, r, b: s.create_table(ns(r), b, r.headers.get(_DELEGATION)),
             created,
+            loaded,
         ),
         route(
             base + "/namespaces/{namespace}/register",
             ["POST"],
             lambda s, r, b: s.register_table(ns(r), b),
             registered,
+            loaded,
         ),
         route(t, ["HEAD"], lambda s, r, b: s.table_exists(ident(r))),
         route(
@@ -646,8 +687,8 @@ def create_app(
                 ident(r), q(r), r.headers.get("if-none-match"), r.headers.get(_DELEGATION)
             ),
         ),
-        route(t, ["POST"], lambda s, r, b: s.commit_table(ident(r), b)),
-        route(t, ["DELETE"], lambda s, r, b: s.drop_table(ident(r), q(r))),
+        route(t, ["POST"], lambda s, r, b: s.commit_table(ident(r), b), pending=committed),
+        route(t, ["DELETE"], lambda s, r, b: s.drop_table(ident(r), q(r)), pending=no_content),
         route(t + "/metrics", ["POST"], lambda s, r, b: s.report_metrics(ident(r), b)),
         route(t + "/credentials", ["GET"], lambda s, r, b: s.load_credentials(ident(r))),
         route(
@@ -656,8 +697,18 @@ def create_app(
             lambda s, r, b: s.plan_table_scan(ident(r), b, r.headers.get(_DELEGATION)),
             planned,
         ),
-        route(base + "/tables/rename", ["POST"], lambda s, r, b: s.rename_table(b)),
-        route(base + "/transactions/commit", ["POST"], lambda s, r, b: s.commit_transaction(b)),
+        route(
+            base + "/tables/rename",
+            ["POST"],
+            lambda s, r, b: s.rename_table(b),
+            pending=no_content,
+        ),
+        route(
+            base + "/transactions/commit",
+            ["POST"],
+            lambda s, r, b: s.commit_transaction(b),
+            pending=no_content,
+        ),
         route(
             base + "/namespaces/{namespace}/views",
             ["GET"],
@@ -667,17 +718,23 @@ def create_app(
             base + "/namespaces/{namespace}/views",
             ["POST"],
             lambda s, r, b: s.create_view(ns(r), b),
+            view_config,
+            viewed,
         ),
         route(
             base + "/namespaces/{namespace}/register-view",
             ["POST"],
             lambda s, r, b: s.register_view(ns(r), b),
+            view_config,
+            viewed,
         ),
         route(v, ["HEAD"], lambda s, r, b: s.view_exists(view(r))),
         route(v, ["GET"], lambda s, r, b: s.load_view(view(r))),
-        route(v, ["POST"], lambda s, r, b: s.replace_view(view(r), b)),
-        route(v, ["DELETE"], lambda s, r, b: s.drop_view(view(r))),
-        route(base + "/views/rename", ["POST"], lambda s, r, b: s.rename_view(b)),
+        route(v, ["POST"], lambda s, r, b: s.replace_view(view(r), b), view_config, viewed),
+        route(v, ["DELETE"], lambda s, r, b: s.drop_view(view(r)), pending=no_content),
+        route(
+            base + "/views/rename", ["POST"], lambda s, r, b: s.rename_view(b), pending=no_content
+        ),
         *(unsupported(base + path, methods, what) for path, methods, what in _UNSUPPORTED_ROUTES),
     ]
     app = Starlette(

@@ -13,14 +13,31 @@ database (``icefloe_rest_idempotency``), so a retry after a server restart is st
 :class:`MemoryReplies` keeps them in the server process. Expiry is by wall-clock time; expired
 answers are deleted as new ones are stored.
 
+Changes and their answers (SQL catalog): a request that creates, registers, commits, drops or
+renames a table or view, or commits several tables, records its change in the answers' table
+inside the catalog transaction that makes the change (through the hook of
+:mod:`icefloe.catalog.sql_hook`): a marker row (status :data:`PENDING_STATUS`, type
+:data:`PENDING_MEDIA_TYPE`) under its key and fingerprint, whose body is the change (kind,
+identifiers, new metadata locations; no credentials). The marker therefore exists if and only
+if the change committed; a request that fails before its change commits leaves none. Once the
+answer is built it replaces the marker, in a transaction of its own. When that fails (the
+failure is logged and the answer still given) or the server dies in between, the retry finds
+the marker and is answered from it as the first attempt was: a commit with the recorded
+metadata, a create or register with the table's or view's load answer, a drop, rename or
+multi-table commit with its empty success; that answer is then stored in the marker's place.
+A request whose change committed but that then failed (a 5xx, not stored) is replayed from its
+marker too. Another server process that runs a request with the same key at the same time
+cannot insert a second marker: its transaction rolls back and it answers the first one's
+answer (looked up again), or 409 ``CommitFailedException`` when there is none yet. Namespace
+requests are not recorded this way: a server that dies before storing the answer of one leaves
+its retry to run again (answering 409 or 404). Markers are not replayed by earlier versions of
+the server.
+
 When the database fails: a lookup of the stored answers that fails raises the catalog's error
 for it (:class:`~icefloe.exceptions.ServiceUnavailableError` for a database that cannot be
-reached, answered 503), and the request is not run. An answer is stored after its request
-finished, in a transaction of its own: a failure to store it is logged and the answer is still
-given (the change did happen), and a server that dies between the two leaves the retry to run
-again. A commit's requirements then refuse it (and icefloe's client finds its own commit, see
-:mod:`icefloe.catalog.rest`), but a create, drop or rename run again answers 409 or 404
-although the first attempt succeeded.
+reached, answered 503), and the request is not run. A marker that cannot be inserted fails the
+change with it (nothing is committed). With :class:`MemoryReplies` the answer is stored after
+its request finished and nothing survives the server process anyway.
 
 Credentials are never kept: an answer's ``config`` and ``storage-credentials`` (a table's
 settings and vended storage credentials, secret keys among them) are removed before it is
@@ -36,18 +53,23 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from icefloe.exceptions import IcebergError, ServiceUnavailableError
+from icefloe.exceptions import CommitFailedError, IcebergError, ServiceUnavailableError
 from icefloe.rest.service import printable
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
+    from sqlalchemy.engine import Connection, Engine
+
+    from icefloe.catalog.sql_hook import PointerChange
 
 __all__ = [
+    "PENDING_MEDIA_TYPE",
+    "PENDING_STATUS",
     "IdempotencyKeyReused",
+    "IdempotencyKeyTaken",
     "IdempotencyStore",
     "MemoryReplies",
     "Replies",
@@ -63,6 +85,12 @@ log = logging.getLogger("icefloe.rest")
 
 #: Seconds between deletions of expired answers.
 PURGE_INTERVAL_S = 60.0
+
+#: The status of a marker row: the request's change committed, its answer is not stored yet
+#: (no HTTP status: a marker is not an answer).
+PENDING_STATUS = 0
+#: The content type of a marker row; its body is the change (``PointerChange.to_json``).
+PENDING_MEDIA_TYPE = "application/vnd.icefloe.committed-change+json"
 
 
 @dataclass(frozen=True)
@@ -110,6 +138,14 @@ class IdempotencyKeyReused(IcebergError):
     """An Idempotency-Key sent with another request than the one it was first used for."""
 
 
+class IdempotencyKeyTaken(CommitFailedError):
+    """A change refused because another request with its Idempotency-Key committed first (in
+    another server process): nothing was committed, and retrying the change cannot help."""
+
+    retryable = False
+    nothing_committed = True
+
+
 def fingerprint(method: str, path: str, query: str, principal: str, body: Any) -> str:
     """A digest of what makes a request the one its key was made for: method, path, query,
     the caller's principal and the JSON body (parsed, so whitespace and key order do not
@@ -131,7 +167,11 @@ def legacy_fingerprint(method: str, path: str) -> str:
 
 class Replies(Protocol):
     """Where finished answers are kept, by key and request fingerprint, until they expire
-    (``expires_at``: epoch seconds)."""
+    (``expires_at``: epoch seconds).
+
+    An implementation may also offer ``marking(key, fingerprint, expires_at)``, a context
+    manager yielding a :class:`Marking`, within which the catalog changes a request makes
+    record a marker row with them (see :meth:`SqlReplies.marking`)."""
 
     def get(self, key: str, now: float) -> dict[str, StoredReply]: ...
 
@@ -165,6 +205,15 @@ class MemoryReplies:
                     self._replies[key] = live
                 else:
                     del self._replies[key]
+
+
+class Marking:
+    """What a request's changes did to its marker: ``marked`` once one was inserted,
+    ``taken`` when another request's row under the key refused it."""
+
+    def __init__(self) -> None:
+        self.marked = False
+        self.taken = False
 
 
 #: The longest key stored as sent, in bytes (the column's width); longer ones are stored as a
@@ -264,6 +313,64 @@ class SqlReplies:
             )
             conn.execute(insert(t).values(**row))
 
+    @contextmanager
+    def marking(self, key: str, fingerprint: str, expires_at: float) -> Iterator[Marking]:
+        """Within the block, each change the SQL catalog commits inserts (in the change's own
+        transaction) the marker row of this request, recording the change; see the module.
+        A row of another request under the key refuses the change
+        (:class:`IdempotencyKeyTaken`, ``taken`` set)."""
+        from icefloe.catalog.sql_hook import hooked
+
+        state = Marking()
+
+        def mark(conn: Connection, change: PointerChange) -> None:
+            self._mark(conn, _stored_key(key), fingerprint, expires_at, change, state)
+
+        with hooked(mark):
+            yield state
+
+    def _mark(
+        self,
+        conn: Connection,
+        key: str,
+        fingerprint: str,
+        expires_at: float,
+        change: PointerChange,
+        state: Marking,
+    ) -> None:
+        from sqlalchemy import delete, insert, select, update
+        from sqlalchemy.exc import IntegrityError
+
+        t = self.table
+        this = (t.c.idempotency_key == key) & (t.c.request_hash == fingerprint)
+        body = json.dumps(change.to_json(), separators=(",", ":")).encode()
+        # a second change of the request: its marker records the last one
+        if state.marked and conn.execute(update(t).where(this).values(body=body)).rowcount:
+            return
+        now_ms = int(time.time() * 1000)
+        conn.execute(delete(t).where(t.c.idempotency_key == key, t.c.expires_at_ms < now_ms))
+        taken = IdempotencyKeyTaken(
+            "another request with this Idempotency-Key committed first; the change was not made"
+        )
+        if conn.execute(select(t.c.request_hash).where(t.c.idempotency_key == key)).first():
+            state.taken = True
+            raise taken
+        row = {
+            "idempotency_key": key,
+            "request_hash": fingerprint,
+            "expires_at_ms": int(expires_at * 1000),
+            "status": PENDING_STATUS,
+            "media_type": PENDING_MEDIA_TYPE,
+            "headers": "[]",
+            "body": body,
+        }
+        try:
+            conn.execute(insert(t).values(**row))
+        except IntegrityError as exc:  # inserted by another process meanwhile
+            state.taken = True
+            raise taken from exc
+        state.marked = True
+
     def purge(self, now: float) -> None:
         from sqlalchemy import delete
 
@@ -289,12 +396,19 @@ class IdempotencyStore:
         fn: Callable[[], StoredReply],
         *,
         legacy: str | None = None,
+        rebuild: Callable[[PointerChange], StoredReply] | None = None,
     ) -> tuple[StoredReply, bool]:
         """The stored reply for ``key`` (``True``: replayed) or the result of running ``fn``.
 
         ``request`` is the request's :func:`fingerprint`; a live reply under the key for
         another fingerprint raises :class:`IdempotencyKeyReused`. ``legacy`` (see
         :func:`legacy_fingerprint`) also matches rows stored by earlier versions.
+
+        With ``rebuild`` (the answer of the request for the catalog change it made), ``fn``
+        runs marking its changes where the replies can (see :meth:`SqlReplies.marking`), and a
+        marker found is answered by ``rebuild``. When another process's row under the key
+        refused the change, the key's replies are looked up again: the other request's reply
+        is returned if it is this request's, else :class:`IdempotencyKeyTaken` raised.
 
         A failure to look up the stored replies is raised (``fn`` is not run); a failure to
         store the reply is logged and the reply returned (its request did finish)."""
@@ -303,16 +417,19 @@ class IdempotencyStore:
             self._locks[key] = (lock, users + 1)
         try:
             with lock:
-                found = self.replies.get(key, time.time())
-                for fp in (request, legacy):
-                    if fp is not None and fp in found:
-                        return found[fp], True
-                if found:
-                    raise IdempotencyKeyReused(
-                        "this Idempotency-Key was used for another request (method, path, "
-                        "body or caller); use a new key for a new request"
-                    )
-                reply = fn()
+                found = self._found(key, request, legacy, rebuild)
+                if found is not None:
+                    return found, True
+                with self._marking(key, request, rebuild) as state:
+                    reply = fn()
+                if state is not None and state.taken:
+                    found = self._found(key, request, legacy, rebuild)
+                    if found is None:
+                        raise IdempotencyKeyTaken(
+                            "a request with this Idempotency-Key is being run by another "
+                            "server; retry with the key for its answer"
+                        )
+                    return found, True
                 if reply.status < 500:
                     self._keep(key, request, reply)
                 return reply, False
@@ -324,6 +441,53 @@ class IdempotencyStore:
                 else:
                     self._locks[key] = (lock, users - 1)
 
+    def _found(
+        self,
+        key: str,
+        request: str,
+        legacy: str | None,
+        rebuild: Callable[[PointerChange], StoredReply] | None,
+    ) -> StoredReply | None:
+        """The live reply for this request, a marker answered by ``rebuild`` (and kept in
+        its place); None when there is none. :class:`IdempotencyKeyReused` for another
+        request's."""
+        found = self.replies.get(key, time.time())
+        for fp in (request, legacy):
+            if fp is None or fp not in found:
+                continue
+            reply = found[fp]
+            if reply.media_type != PENDING_MEDIA_TYPE:
+                return reply
+            if rebuild is None:
+                raise ServiceUnavailableError(
+                    "the change of this Idempotency-Key's request was made, and its answer "
+                    "cannot be rebuilt here"
+                )
+            from icefloe.catalog.sql_hook import PointerChange
+
+            reply = without_credentials(rebuild(PointerChange.from_json(json.loads(reply.body))))
+            if reply.status < 400:  # a failure to rebuild it keeps the marker
+                self._keep(key, fp, reply)
+            return reply
+        if found:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used for another request (method, path, "
+                "body or caller); use a new key for a new request"
+            )
+        return None
+
+    def _marking(
+        self, key: str, request: str, rebuild: Callable[[PointerChange], StoredReply] | None
+    ) -> AbstractContextManager[Marking | None]:
+        """The replies' ``marking`` for a request whose marker ``rebuild`` can answer."""
+        marking = getattr(self.replies, "marking", None)
+        if rebuild is None or marking is None:
+            return nullcontext()
+        context: AbstractContextManager[Marking] = marking(
+            key, request, time.time() + self.lifetime_s
+        )
+        return context
+
     def _keep(self, key: str, request: str, reply: StoredReply) -> None:
         """Store a finished reply, without credentials; a failure to store it is logged (the
         request did finish: its reply is given all the same)."""
@@ -332,8 +496,9 @@ class IdempotencyStore:
             self.replies.put(key, request, without_credentials(reply), now + self.lifetime_s)
         except Exception as exc:
             log.warning(
-                "the answer (%d) was given but not kept for its Idempotency-Key, so a retry "
-                "with the key runs the request again: %s",
+                "the answer (%d) was given but not kept for its Idempotency-Key: a retry with "
+                "the key is answered from the catalog change recorded with it, or runs the "
+                "request again if it recorded none: %s",
                 reply.status,
                 _said(exc),
             )

@@ -40,6 +40,7 @@ from icefloe.catalog.rest.wire import (
     identifier_to_json,
     metadata_from_creation,
 )
+from icefloe.catalog.sql_hook import PointerChange
 from icefloe.exceptions import (
     CommitFailedError,
     FileIOError,
@@ -419,6 +420,19 @@ class RestService(ViewRoutes):
         with registered_file(self.catalog.io, location):
             table = self.catalog.register_table((*ns, name), location)
         return 200, self._result(table.identifier, table.metadata, table.metadata_location), {}
+
+    def committed_table(self, change: PointerChange) -> Reply:
+        """The answer of a table commit (or the create that ends a staged create) that made
+        ``change``: the new metadata, read back from its file."""
+        location = change.metadata_locations[0]
+        metadata = self.catalog.read_metadata(location)
+        return 200, {"metadata-location": location, "metadata": metadata.to_json()}, {}
+
+    def created_table(self, change: PointerChange) -> Reply:
+        """The answer of a create or register that made ``change``: the table's load answer
+        (its credentials are added as a replay adds them)."""
+        ident, location = change.identifiers[0], change.metadata_locations[0]
+        return 200, self._result(ident, self.catalog.read_metadata(location), location), {}
 
     def _parse_change(self, b: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
         reqs = body_list(b.get("requirements"), "requirements")

@@ -13,7 +13,8 @@ from typing import Any
 from icefloe.catalog.base import Catalog, Identifier
 from icefloe.catalog.rest.errors import IllegalArgumentError
 from icefloe.catalog.rest.wire import identifier_from_json, identifier_to_json
-from icefloe.catalog.views import View, create_view_from
+from icefloe.catalog.sql_hook import PointerChange
+from icefloe.catalog.views import View, create_view_from, read_view_metadata
 from icefloe.exceptions import ValidationError
 from icefloe.metadata.updates import SetProperties
 from icefloe.metadata.view_metadata import (
@@ -97,6 +98,13 @@ class ViewRoutes:
                 location,
             )
         return 200, self._view_result(view), {}
+
+    def changed_view(self, change: PointerChange) -> Reply:
+        """The answer of a create, register or replace that made ``change``: the view's
+        metadata as it was committed, read back from its file."""
+        ident, location = change.identifiers[0], change.metadata_locations[0]
+        metadata = read_view_metadata(self.catalog, location)
+        return 200, self._view_result(View(ident, metadata, location, self.catalog)), {}
 
     def load_view(self, ident: Identifier) -> Reply:
         return 200, self._view_result(self.catalog.load_view(ident)), {}
