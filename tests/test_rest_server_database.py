@@ -1,14 +1,17 @@
 """The REST server when its SQL catalog's database fails: a request with an ``Idempotency-Key``
 is answered as one without (503 ``ServiceUnavailableException`` with an Iceberg error body and
 the request's log line, not uvicorn's plain-text 500), because the lookup of the stored answers
-goes through the same error mapping as the catalog's work; and an answer that cannot be stored
-after its change happened is still given."""
+goes through the same error mapping as the catalog's work; an answer that cannot be stored
+after its change happened is still given; and the retry of a table or view change whose answer
+was not stored is answered from the marker row its change's transaction wrote."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sqlite3
+import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -135,7 +138,7 @@ def test_an_answer_that_cannot_be_kept_is_still_given(
 ) -> None:
     """A change that happened is answered as such when storing its answer fails (the failure
     logged): an error would have the client resend a change that was made. The retry with the
-    key then runs again, as documented."""
+    key then runs again, as documented for namespace requests (they record no change)."""
     url, db = sqlite_server
     with sqlite3.connect(db) as conn:
         conn.execute(
@@ -256,5 +259,263 @@ def test_a_key_wider_than_its_column_is_still_kept_on_postgresql(
                     _call(server.url, "POST", "/v1/namespaces", {"namespace": ["a"]}, other)[0]
                     == 409
                 )
+        finally:
+            backing.close()
+
+
+# -- the change and its answer: a marker row in the change's own transaction ----------------------
+
+SECRET = "s3cret-key-of-the-server-0123"
+SCHEMA = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}],
+}
+
+
+def _with_field(last_id: int) -> dict[str, Any]:
+    """A commit body that adds a field after ``last_id``, required to find ``last_id`` the
+    last assigned field id: run twice, the second is refused (409)."""
+    field = {"id": last_id + 1, "name": f"f{last_id + 1}", "required": False, "type": "long"}
+    schema = {**SCHEMA, "schema-id": last_id, "fields": [*SCHEMA["fields"], field]}
+    return {
+        "requirements": [
+            {"type": "assert-last-assigned-field-id", "last-assigned-field-id": last_id}
+        ],
+        "updates": [
+            {"action": "add-schema", "schema": schema, "last-column-id": last_id + 1},
+            {"action": "set-current-schema", "schema-id": -1},
+        ],
+    }
+
+
+class _Answers:
+    """Storing answers (``SqlReplies.put``) fails while ``failing`` is set; ``hidden`` keys
+    are not found by the next lookup (a request that slipped past it)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from icefloe.rest.idempotency import SqlReplies
+
+        self.failing = True
+        self.hidden: set[str] = set()
+        put, get = SqlReplies.put, SqlReplies.get
+
+        def failing_put(replies: Any, key: str, *args: Any) -> None:
+            if self.failing:
+                raise ServiceUnavailableError("the answers' database went away")
+            put(replies, key, *args)
+
+        def hiding_get(replies: Any, key: str, now: float) -> Any:
+            if key in self.hidden:
+                self.hidden.discard(key)
+                return {}
+            return get(replies, key, now)
+
+        monkeypatch.setattr(SqlReplies, "put", failing_put)
+        monkeypatch.setattr(SqlReplies, "get", hiding_get)
+
+
+def _rows(uri: str) -> dict[str, tuple[int, str, bytes]]:
+    """The answers' table: key -> (status, request fingerprint, body)."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(uri)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sqlalchemy.text(
+                    "SELECT idempotency_key, status, request_hash, body "
+                    "FROM icefloe_rest_idempotency"
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    return {str(k): (int(s), str(h), bytes(b)) for k, s, h, b in rows}
+
+
+def _same_twice(
+    url: str, method: str, path: str, body: object = None, headers: Mapping[str, str] = {}
+) -> Reply:
+    """Send a keyed request twice: both answers alike and successful; the first returned."""
+    key = {"Idempotency-Key": str(uuid.uuid4()), **headers}
+    first = _call(url, method, path, body, key)
+    assert first[0] in (200, 204), first
+    again = _call(url, method, path, body, key)
+    assert again[0] == first[0] and json.loads(again[2] or b"null") == json.loads(
+        first[2] or b"null"
+    ), (first, again)
+    return first
+
+
+def _crash_window(url: str, uri: str, answers: _Answers, warehouse: Path) -> None:
+    """Every change of a keyed request made while its answer cannot be stored: the retry gets
+    the first answer, rebuilt from the marker, and the catalog changed once."""
+    t = "/v1/namespaces/a/tables"
+    assert _call(url, "POST", "/v1/namespaces", {"namespace": ["a"]})[0] == 200
+    vended = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+    created = _same_twice(url, "POST", t, {"name": "t", "schema": SCHEMA}, vended)
+    assert json.loads(created[2])["config"]["s3.secret-access-key"] == SECRET
+    assert all(s == 0 and SECRET.encode() not in b for s, _, b in _rows(uri).values())
+
+    committed = json.loads(_same_twice(url, "POST", f"{t}/t", _with_field(1))[2])
+    loaded = json.loads(_call(url, "GET", f"{t}/t")[2])
+    assert loaded["metadata-location"] == committed["metadata-location"]
+    assert len(loaded["metadata"]["metadata-log"]) == 1  # committed once
+
+    staged = {"name": "s", "schema": SCHEMA, "stage-create": True}
+    meta = json.loads(_call(url, "POST", t, staged)[2])["metadata"]
+    create = {
+        "requirements": [{"type": "assert-create"}],
+        "updates": [
+            {"action": "assign-uuid", "uuid": meta["table-uuid"]},
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": SCHEMA, "last-column-id": 1},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "set-location", "location": meta["location"]},
+        ],
+    }
+    _same_twice(url, "POST", f"{t}/s", create)
+    assert _call(url, "GET", f"{t}/s")[0] == 200
+
+    both = {
+        "table-changes": [
+            {"identifier": {"namespace": ["a"], "name": n}, **_with_field(k)}
+            for n, k in (("t", 2), ("s", 1))
+        ]
+    }
+    _same_twice(url, "POST", "/v1/transactions/commit", both)
+    fields = json.loads(_call(url, "GET", f"{t}/t")[2])["metadata"]["last-column-id"]
+    assert fields == 3  # committed once
+
+    rename = {
+        "source": {"namespace": ["a"], "name": "s"},
+        "destination": {"namespace": ["a"], "name": "r"},
+    }
+    _same_twice(url, "POST", "/v1/tables/rename", rename)
+    assert _call(url, "GET", f"{t}/r")[0] == 200 and _call(url, "GET", f"{t}/s")[0] == 404
+    _same_twice(url, "DELETE", f"{t}/r")
+    assert _call(url, "GET", f"{t}/r")[0] == 404
+
+    from tests.support.rest import view_body
+
+    v = "/v1/namespaces/a/views"
+    made = json.loads(_same_twice(url, "POST", v, view_body("v", ["a"]))[2])
+    assert json.loads(_call(url, "GET", f"{v}/v")[2]) == made
+    _same_twice(url, "DELETE", f"{v}/v")
+
+    # a request that fails leaves no marker: its transaction rolled back
+    marked = set(_rows(uri))
+    for method, path, body in [
+        ("POST", "/v1/namespaces/b/tables", {"name": "t", "schema": SCHEMA}),
+        ("POST", f"{t}/t", _with_field(1)),
+        ("DELETE", f"{t}/gone", None),
+    ]:
+        key = {"Idempotency-Key": str(uuid.uuid4())}
+        assert _call(url, method, path, body, key)[0] in (404, 409)
+    assert set(_rows(uri)) == marked
+
+    # answers stored again: a marker found is replaced by the answer it gives
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    first = _call(url, "POST", f"{t}/t", _with_field(3), key)
+    assert _rows(uri)[key["Idempotency-Key"]][0] == 0
+    answers.failing = False
+    assert _call(url, "POST", f"{t}/t", _with_field(3), key) == first
+    assert _rows(uri)[key["Idempotency-Key"]][0] == 200
+
+
+def _slipped_past(url: str, uri: str, answers: _Answers, warehouse: Path) -> None:
+    """A second request with a key whose first committed (in another process, the lookup
+    having found nothing yet) cannot insert its marker: its change rolls back, its metadata
+    file is deleted, and it answers the first one's answer."""
+    import sqlalchemy
+
+    t = "/v1/namespaces/a/tables/t"
+    assert _call(url, "POST", "/v1/namespaces", {"namespace": ["a"]})[0] == 200
+    assert _call(url, "POST", "/v1/namespaces/a/tables", {"name": "t", "schema": SCHEMA})[0] == 200
+    change = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"p": "1"}}]}
+    key, other = str(uuid.uuid4()), str(uuid.uuid4())
+    first = _call(url, "POST", t, change, {"Idempotency-Key": key})
+    assert first[0] == 200 and _rows(uri)[key][0] == 0
+    unset = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"p": "0"}}]}
+    assert _call(url, "POST", t, unset)[0] == 200
+    # the same request's marker under another key, as a process running it inserts it: its
+    # transaction commits while this one runs (PostgreSQL: the second insert waits for it,
+    # then fails; SQLite: the change waits for its lock, then finds the row)
+    files = sorted(warehouse.rglob("*.metadata.json"))
+    engine = sqlalchemy.create_engine(uri)
+    answers.hidden.add(other)
+    sent: list[Reply] = []
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sqlalchemy.text(
+                    "INSERT INTO icefloe_rest_idempotency SELECT :other, request_hash, "
+                    "expires_at_ms, status, media_type, headers, body "
+                    "FROM icefloe_rest_idempotency WHERE idempotency_key = :key"
+                ),
+                {"other": other, "key": key},
+            )
+            racer = threading.Thread(
+                target=lambda: sent.append(
+                    _call(url, "POST", t, change, {"Idempotency-Key": other})
+                )
+            )
+            racer.start()
+            time.sleep(1.5)
+    finally:
+        engine.dispose()
+    racer.join(60)
+    assert sent == [first], sent
+    assert json.loads(_call(url, "GET", t)[2])["metadata"]["properties"]["p"] == "0"
+    assert sorted(warehouse.rglob("*.metadata.json")) == files
+
+    # a row of another request under the key: refused as a key used for another request
+    answers.hidden.add(other)
+    other_change = {
+        "requirements": [],
+        "updates": [{"action": "remove-properties", "removals": ["p"]}],
+    }
+    refused = _call(url, "POST", t, other_change, {"Idempotency-Key": other})
+    assert refused[0] == 422, refused
+    assert "p" in json.loads(_call(url, "GET", t)[2])["metadata"]["properties"]
+
+
+@pytest.mark.parametrize("scenario", [_crash_window, _slipped_past])
+def test_a_change_whose_answer_was_not_stored_is_replayed_on_sqlite(
+    scenario: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storing answers fails after each change (as if the server died in between): a retry
+    with the key ran the request again (a create answered 409, a drop 404, a commit 409); it
+    gets the first answer, rebuilt from the marker the change's transaction wrote."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    warehouse = tmp_path / "wh"
+    backing = SqlCatalog("c", uri=uri, warehouse=warehouse.as_uri())
+    answers = _Answers(monkeypatch)
+    try:
+        with rest.start(backing, table_config={"s3.secret-access-key": SECRET}) as server:
+            scenario(server.url, uri, answers, warehouse)
+    finally:
+        backing.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("scenario", [_crash_window, _slipped_past])
+def test_a_change_whose_answer_was_not_stored_is_replayed_on_postgresql(
+    scenario: Any, postgres_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on SQLite, with PostgreSQL's transactions."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+
+    with _own_database(postgres_uri) as (_, uri, _admin):
+        warehouse = tmp_path / "wh"
+        backing = SqlCatalog("pg", uri=uri, warehouse=warehouse.as_uri())
+        answers = _Answers(monkeypatch)
+        try:
+            with rest.start(backing, table_config={"s3.secret-access-key": SECRET}) as server:
+                scenario(server.url, uri, answers, warehouse)
         finally:
             backing.close()
