@@ -379,7 +379,7 @@ def _lose_the_multi_table_commit(monkeypatch: pytest.MonkeyPatch, landed: bool) 
 
     import icefloe.catalog.sql as sql
 
-    real = sql._committed
+    real = sql.committed
     lost_once: list[int] = []
 
     def committed_then_lost(conn: Any, work: Any) -> Any:
@@ -394,7 +394,7 @@ def _lose_the_multi_table_commit(monkeypatch: pytest.MonkeyPatch, landed: bool) 
             trans.rollback()
         raise OperationalError("COMMIT", {"n": "secret-name"}, Exception("connection lost"))
 
-    monkeypatch.setattr(sql, "_committed", committed_then_lost)
+    monkeypatch.setattr(sql, "committed", committed_then_lost)
 
 
 @pytest.mark.parametrize("outcome", ["landed", "rolled back", "check failed"])
