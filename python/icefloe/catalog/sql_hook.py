@@ -10,9 +10,10 @@ called when no hook is set, nor for a change that did not happen (a compare-and-
 another pointer, a drop of a missing entry).
 
 An exception the hook raises rolls the transaction back and is raised out of the catalog call
-as it is; a hook that refuses the change should raise :class:`~icefloe.exceptions.
-CommitFailedError` with ``retryable`` false and ``nothing_committed`` true, which every caller
-takes for a change that did not happen and is not to be retried. A database error of the
+as it is; a hook that refuses the change should raise
+:class:`~icefloe.exceptions.CommitFailedError` with ``retryable`` false and
+``nothing_committed`` true, which every caller takes for a change that did not happen and is
+not to be retried. A database error of the
 hook's own statements counts as one of the transaction (nothing committed).
 
 The REST server uses it to record, inside the change's transaction, that a request with an
