@@ -813,3 +813,33 @@ def test_python_dicts_for_map_columns_at_any_depth(catalog: Any) -> None:
     with pytest.raises(ValidationError, match=r"column 'l'"):
         t.append({"id": [4], "l": [[{"c": 2**40}]]})
     assert len(t.scan().to_arrow()) == 3
+
+
+def test_key_value_tuples_for_maps_whose_keys_and_values_share_a_type(catalog: Any) -> None:
+    """Tuples of a string key and a string value were inferred as lists of strings and the
+    append refused them; they convert as the map now, at any depth."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "m", MapType(3, StringType(), 4, StringType())),
+        NestedField(5, "n", MapType(6, LongType(), 7, LongType())),
+        NestedField(
+            8, "s", StructType(NestedField(9, "inner", MapType(10, StringType(), 11, StringType())))
+        ),
+    )
+    t = catalog.create_table("n.pair_maps", schema)
+    t.append(
+        {
+            "id": [1, 2],
+            "m": [[("a", "1")], [("b", "2"), ("c", "3")]],
+            "n": [[(1, 2)], None],
+            "s": [{"inner": [("k", "v")]}, None],
+        }
+    )
+    rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [
+        {"id": 1, "m": [("a", "1")], "n": [(1, 2)], "s": {"inner": [("k", "v")]}},
+        {"id": 2, "m": [("b", "2"), ("c", "3")], "n": None, "s": None},
+    ]
+    with pytest.raises(ValidationError, match=r"column 'm'"):
+        t.append({"id": [3], "m": [[("a", "b", "c")]]})
+    assert len(t.scan().to_arrow()) == 2

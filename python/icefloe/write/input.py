@@ -363,10 +363,11 @@ def _python_column(
             return inferred
         if not isinstance(field.field_type, NestedType):
             return _as_column_type(values, inferred, type_to_arrow(field.field_type), from_pandas)
-        if not _map_read_as_struct(inferred.type, field.field_type):
+        if not _map_inferred_otherwise(inferred.type, field.field_type):
             return inferred
-        # dicts for a map (Arrow guessed a struct of their keys): convert as the column's type,
-        # refusing struct keys the table lacks (which that conversion would drop)
+        # dicts or pairs for a map (Arrow guessed a struct of the dicts' keys, or lists of
+        # pairs whose keys and values share a type): convert as the column's type, refusing
+        # struct keys the table lacks (which that conversion would drop)
         _check_struct_keys(name, values, field.field_type)
     if field is not None:
         try:
@@ -394,24 +395,30 @@ def _python_column(
     ) from None
 
 
-def _map_read_as_struct(inferred: pa.DataType, t: IcebergType) -> bool:
-    """Whether Arrow's inference made a struct where type ``t`` has a map (Python dicts given
-    for a map, at any depth): such values convert only as ``t``."""
+def _map_inferred_otherwise(inferred: pa.DataType, t: IcebergType) -> bool:
+    """Whether Arrow's inference made something else than a map where type ``t`` has one, at
+    any depth: a struct (Python dicts given for a map) or a list (key-value tuples whose key
+    and value are of one type, inferred as lists): such values convert only as ``t``."""
     if isinstance(t, MapType):
-        if pa.types.is_struct(inferred):
+        if (
+            pa.types.is_struct(inferred)
+            or pa.types.is_list(inferred)
+            or pa.types.is_large_list(inferred)
+        ):
             return True
         return pa.types.is_map(inferred) and (
-            _map_read_as_struct(inferred.key_type, t.key_type)
-            or _map_read_as_struct(inferred.item_type, t.value_type)
+            _map_inferred_otherwise(inferred.key_type, t.key_type)
+            or _map_inferred_otherwise(inferred.item_type, t.value_type)
         )
     if isinstance(t, ListType):
         return (
             pa.types.is_list(inferred) or pa.types.is_large_list(inferred)
-        ) and _map_read_as_struct(inferred.value_type, t.element_type)
+        ) and _map_inferred_otherwise(inferred.value_type, t.element_type)
     if isinstance(t, StructType) and pa.types.is_struct(inferred):
         given = {inferred.field(i).name: inferred.field(i).type for i in range(inferred.num_fields)}
         return any(
-            f.name in given and _map_read_as_struct(given[f.name], f.field_type) for f in t.fields
+            f.name in given and _map_inferred_otherwise(given[f.name], f.field_type)
+            for f in t.fields
         )
     return False
 
