@@ -198,6 +198,39 @@ def test_concurrent_append_matching_filter_conflicts_when_serializable(tmp_path:
     assert pc.sum(ours(t)["v"]).as_py() == 10007
 
 
+@pytest.mark.parametrize("version", [2, 3])
+def test_concurrent_compaction_of_other_files_does_not_conflict(
+    tmp_path: Path, version: int
+) -> None:
+    """A compaction adds no rows: a file it writes may span the change's filter (its bounds
+    cover those of the files it merged) without being a concurrent append, as Java validates
+    only appends and overwrites for new data under serializable isolation."""
+    t = catalog(tmp_path).create_table(
+        "ns.c",
+        SCHEMA,
+        properties={"format-version": str(version), "write.delete.mode": "merge-on-read"},
+    )
+    t.append(_rows([5], 0))  # the file the delete reads
+    t.append(_rows([0, 1, 2, 3, 4], 0))  # two files whose merge spans k = 5
+    t.append(_rows([6, 7, 8, 9], 0))
+    other = t.catalog.load_table("ns.c")
+    tx = t.transaction()
+    tx.delete("k = 5")
+    assert other.rewrite_data_files(row_filter="k <= 4 or k >= 6").rewritten_data_files == 2
+    assert other.current_snapshot().operation == "replace"
+    tx.commit_transaction()
+    t.refresh()
+    assert sorted(ours(t)["k"].to_pylist()) == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+    # a compaction that rewrote the file the change read still conflicts
+    t.append(_rows([10], 0))
+    tx = t.transaction()
+    tx.delete("k = 9")
+    other.refresh()
+    assert other.rewrite_data_files().rewritten_data_files == 2
+    with pytest.raises(CommitConflictError, match="removed by a concurrent commit"):
+        tx.commit_transaction()
+
+
 # ---------------------------------------------------------------- evolution and overwrites
 # The model above extended with overwrite-by-filter, dynamic partition overwrite, upsert in
 # equality mode, partition spec evolution and adding a column with a default mid-sequence.

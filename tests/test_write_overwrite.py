@@ -379,6 +379,23 @@ def test_dynamic_overwrite_sees_concurrent_data_in_merged_manifests(tmp_path: Pa
     assert t.refresh().current_snapshot().summary.get("replace-partitions") == "true"
 
 
+def test_dynamic_overwrite_replaces_what_a_concurrent_compaction_wrote(tmp_path: Path) -> None:
+    """A compaction of a replaced partition adds no rows: the overwrite commits over it and
+    replaces the compacted file too (Java validates only appends and overwrites)."""
+    t = catalog(tmp_path).create_table("ns.t", SCHEMA, partition_spec=SPEC, format_version=2)
+    t.append(rows(0, 1))
+    t.append(rows(0, 1))
+    t.append(rows(200, 1))
+    stale = t.catalog.load_table("ns.t")
+    assert t.rewrite_data_files().rewritten_data_files == 2
+    assert t.current_snapshot().operation == "replace"
+    new = rows(0, 1).set_column(1, "s", pa.array(["new"]))
+    stale.dynamic_partition_overwrite(new)
+    got = t.refresh().scan().to_arrow().sort_by("id")
+    assert got["id"].to_pylist() == [0, 200]
+    assert got["s"].to_pylist()[0] == "new"
+
+
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
 def test_overwrite_of_none_is_refused_and_keeps_every_row(tmp_path: Path, mode: str) -> None:
     """``table.overwrite(None)`` (an unset variable) committed an overwrite that deleted every

@@ -590,7 +590,7 @@ class _Validator:
         entries = _entries_of(self.io, others, metrics_json)
         if self.routed_paths:
             self._check_moved_rows(metadata, entries)
-        for row, spec_id, metrics_may_match in entries:
+        for row, spec_id, metrics_may_match, operation in entries:
             path = row["file_path"]
             status, content = row["status"], row["content"]
             if status == 2 and content == 0 and path in self.paths:
@@ -628,6 +628,7 @@ class _Validator:
                 )
             elif (
                 content == 0
+                and operation != "replace"  # a rewrite adds no rows (as Java validates)
                 and self.conflict_filter is not None
                 and metrics_may_match
                 and not self._reached_by_equality_deletes(metadata, spec_id, part)
@@ -648,9 +649,7 @@ class _Validator:
             _global(metadata, covered_spec) for covered_spec, _ in self.covered
         )
 
-    def _check_moved_rows(
-        self, metadata: TableMetadata, entries: Sequence[tuple[dict[str, Any], int, bool]]
-    ) -> None:
+    def _check_moved_rows(self, metadata: TableMetadata, entries: Sequence[_Entry]) -> None:
         """Equality deletes written for the partitions of the ``routed`` files: a concurrent
         commit that removed one of those files and added data files in other partitions may
         have moved the keys' rows where the deletes do not apply (a rewrite into a new spec)."""
@@ -658,10 +657,10 @@ class _Validator:
             return  # the deletes apply everywhere
         if not any(
             row["status"] == 2 and row["content"] == 0 and row["file_path"] in self.routed_paths
-            for row, _, _ in entries
+            for row, _, _, _ in entries
         ):
             return
-        for row, spec_id, _ in entries:
+        for row, spec_id, _, _ in entries:
             if row["status"] != 1 or row["content"] != 0:
                 continue
             if (spec_id, partition_key(_partition_tuple(row))) not in self.covered:
@@ -708,17 +707,22 @@ def _may_match(
         return True  # cannot tell: assume it may match
 
 
+#: A manifest entry of a concurrent snapshot (as a row), its spec id, whether its metrics may
+#: match the change's filter, and the snapshot's operation.
+_Entry = tuple[dict[str, Any], int, bool, str | None]
+
+
 def _entries_of(
     io: FileIO, snapshots: Sequence[Snapshot], metrics_json: str | None = None
-) -> list[tuple[dict[str, Any], int, bool]]:
-    """Entries added or deleted by ``snapshots``, each with whether its column metrics
-    (bounds, null and value counts) say the file may hold a row matching the filter in
+) -> list[_Entry]:
+    """Entries added or deleted by ``snapshots``, each with its spec id, whether its column
+    metrics (bounds, null and value counts) say the file may hold a row matching the filter in
     ``metrics_json`` (the inclusive metrics evaluation the scan planner uses; always true
-    without a filter, and for delete files)."""
+    without a filter, and for delete files), and the operation of the snapshot that made it."""
     from icefloe.manifest import manifest_files
     from icefloe.scan.manifests import manifest_list_of, read_manifest_entries
 
-    out: list[tuple[dict[str, Any], int, bool]] = []
+    out: list[_Entry] = []
     for s in snapshots:
         if s.manifest_list is None:
             continue
@@ -742,5 +746,7 @@ def _entries_of(
                 content = sub.column("content").to_pylist()
                 may = [bool(k) or c != 0 for k, c in zip(mask, content, strict=True)]
             rows = sub.to_pylist()
-            out.extend((r, m.partition_spec_id, k) for r, k in zip(rows, may, strict=True))
+            out.extend(
+                (r, m.partition_spec_id, k, s.operation) for r, k in zip(rows, may, strict=True)
+            )
     return out
