@@ -225,3 +225,35 @@ def test_icefloe_reads_what_trino_wrote(trino: TrinoServer, rest_server: RestSer
         )
     )
     assert trino.query(f"SELECT s, extra FROM {name} WHERE id = 60") == [["ours", 8]]
+
+
+def test_icefloe_filters_uuid_partitions_trino_summarised_as_signed(
+    trino: TrinoServer, rest_server: RestServer
+) -> None:
+    """Trino 476 (Iceberg Java 1.9) orders uuids as signed numbers in a manifest's partition
+    summary: with values on both sides of ``80000000-...`` its lower bound is above its upper
+    one as bytes. icefloe keeps such a manifest for a filter either order lets match (as Java
+    now does); pruning it by the unsigned order alone read no rows and deleted none."""
+    ns = _namespace()
+    location = (rest_server.base / "warehouse" / WAREHOUSE / ns).as_uri()
+    trino.query(f"CREATE SCHEMA iceberg.{ns} WITH (location = '{location}')")
+    name = f"iceberg.{ns}.u"
+    trino.query(
+        f"CREATE TABLE {name} (id bigint, u uuid) "
+        "WITH (format_version = 2, partitioning = ARRAY['u'])"
+    )
+    uuids = [
+        "00000000-0000-0000-0000-000000000001",
+        "7fffffff-ffff-ffff-ffff-ffffffffffff",
+        "80000000-0000-0000-0000-000000000000",
+        "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    ]
+    values = ", ".join(f"({i}, UUID '{u}')" for i, u in enumerate(uuids))
+    trino.query(f"INSERT INTO {name} VALUES {values}")
+    t = _catalog(rest_server).load_table(f"{ns}.u")
+    for i, u in enumerate(uuids):
+        assert t.scan(row_filter=f"u = '{u}'").to_arrow()["id"].to_pylist() == [i]
+    got = t.scan(row_filter=f"u > '{uuids[1]}'").to_arrow()["id"].to_pylist()
+    assert sorted(got) == [2, 3]
+    t.delete(f"u = '{uuids[0]}'")
+    assert sorted(r[0] for r in trino.query(f"SELECT id FROM {name}")) == [1, 2, 3]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, BooleanArray, ListArray, StructArray};
 
-use super::value::{bytes, cmp, decode_bound, has_bounds, is_nan};
+use super::value::{bytes, cmp, decode_bound, has_bounds, is_nan, signed_uuid_ranges};
 use super::{Expr, Op, Pred};
 use crate::serde::{PrimitiveType, Value};
 use crate::{Error, Result};
@@ -79,8 +79,27 @@ fn truncated_cmp(bound: &[u8], prefix: &[u8]) -> std::cmp::Ordering {
     bound[..bound.len().min(prefix.len())].cmp(prefix)
 }
 
-/// Whether a manifest with summary `s` may hold a partition satisfying `p`.
+/// Whether a manifest with summary `s` may hold a partition satisfying `p`. Uuid bounds in
+/// signed order (see [`signed_uuid_ranges`]) are the two ranges they stand for.
 pub fn may_match(p: &Pred, s: &Summary) -> bool {
+    if p.term.ty == PrimitiveType::Uuid {
+        if let (Some(l), Some(u)) = (&s.lower, &s.upper) {
+            if let Some(ranges) = signed_uuid_ranges(l, u) {
+                return ranges.into_iter().any(|(lower, upper)| {
+                    let part = Summary {
+                        lower: Some(lower),
+                        upper: Some(upper),
+                        ..s.clone()
+                    };
+                    may_match_ordered(p, &part)
+                });
+            }
+        }
+    }
+    may_match_ordered(p, s)
+}
+
+fn may_match_ordered(p: &Pred, s: &Summary) -> bool {
     let float = matches!(p.term.ty, PrimitiveType::Float | PrimitiveType::Double);
     let lower = s.lower.as_ref();
     let upper = s.upper.as_ref();

@@ -15,9 +15,9 @@ use arrow_array::types::Int64Type;
 use arrow_array::{Array, BooleanArray, MapArray, RecordBatch};
 
 use super::manifest::IN_PREDICATE_LIMIT;
-use super::value::{bytes, cmp, decode_bound, has_bounds, is_nan, map_lookup};
+use super::value::{bytes, cmp, decode_bound, has_bounds, is_nan, map_lookup, signed_uuid_ranges};
 use super::{Expr, Op, Pred, Term};
-use crate::serde::Value;
+use crate::serde::{PrimitiveType, Value};
 use crate::{Error, Result};
 
 /// The statistics of one field for every row of a batch.
@@ -161,7 +161,27 @@ fn truncated_cmp(bound: &[u8], prefix: &[u8]) -> std::cmp::Ordering {
 }
 
 /// Whether a file whose statistics for the predicate's field are `s` may hold a matching row.
+///
+/// Uuid bounds in signed order (see [`signed_uuid_ranges`]) are the two ranges they stand for.
 pub fn may_match(p: &Pred, s: &Stats<'_>) -> bool {
+    if p.term.ty == PrimitiveType::Uuid {
+        if let (Some(l), Some(u)) = (s.lower, s.upper) {
+            if let Some(ranges) = signed_uuid_ranges(l, u) {
+                return ranges.iter().any(|(lower, upper)| {
+                    let part = Stats {
+                        lower: Some(lower),
+                        upper: Some(upper),
+                        ..*s
+                    };
+                    may_match_ordered(p, &part)
+                });
+            }
+        }
+    }
+    may_match_ordered(p, s)
+}
+
+fn may_match_ordered(p: &Pred, s: &Stats<'_>) -> bool {
     // a NaN bound (not allowed by the spec) prunes nothing
     let lower = s.lower.filter(|v| !is_nan(v));
     let upper = s.upper.filter(|v| !is_nan(v));

@@ -829,3 +829,71 @@ fn strict_uuids_prove_only_single_values() {
 fn uuid_text(b: u8) -> String {
     crate::serde::json::fmt_uuid(&[b; 16])
 }
+
+/// A uuid of 16 bytes: `first`, then `rest`.
+fn uuid_bytes(first: u8, rest: u8) -> Vec<u8> {
+    let mut b = vec![rest; 16];
+    b[0] = first;
+    b
+}
+
+fn uuid_lit(first: u8, rest: u8) -> String {
+    format!(
+        "\"{}\"",
+        crate::serde::json::fmt_uuid(&uuid_bytes(first, rest))
+    )
+}
+
+#[test]
+fn uuid_bounds_in_either_order_may_match() {
+    // signed order (older Iceberg Java): lower 0x80.. (negative), upper 0x7f.. (positive);
+    // unsigned order: lower 0x00.., upper 0xff..; a file holding 0x01.. only
+    let signed = F {
+        lower: Some(uuid_bytes(0x80, 0)),
+        upper: Some(uuid_bytes(0x7f, 0xff)),
+        ..ints(0, 0)
+    };
+    let unsigned = F {
+        lower: Some(uuid_bytes(0x00, 0)),
+        upper: Some(uuid_bytes(0xff, 0xff)),
+        ..ints(0, 0)
+    };
+    let one = F {
+        lower: Some(uuid_bytes(0x01, 0)),
+        upper: Some(uuid_bytes(0x01, 0)),
+        ..ints(0, 0)
+    };
+    let files = [signed, unsigned, one];
+    let m = |op: &str, lit: &str| metrics(&pred(op, 1, "uuid", lit), &files);
+    assert_eq!(m("eq", &uuid_lit(0x01, 0)), [true, true, true]);
+    assert_eq!(m("eq", &uuid_lit(0xc0, 0)), [true, true, false]);
+    assert_eq!(m("gt", &uuid_lit(0x7f, 0xfe)), [true, true, false]);
+    assert_eq!(m("lt", &uuid_lit(0x01, 0)), [true, true, false]);
+    let both = format!("[{}, {}]", uuid_lit(0x90, 0), uuid_lit(0x02, 0));
+    assert_eq!(m("in", &both), [true, true, false]);
+}
+
+#[test]
+fn uuid_summaries_in_signed_order_are_two_ranges() {
+    let sum = |l: Vec<u8>, u: Vec<u8>| Some(vec![(false, None, Some(l), Some(u))]);
+    let col = summaries(&[
+        // signed order: every value from 0x80.. up and from 0x00.. to 0x7fff..
+        sum(uuid_bytes(0x80, 0), uuid_bytes(0x7f, 0xff)),
+        sum(uuid_bytes(0x01, 0), uuid_bytes(0x01, 0)),
+        sum(uuid_bytes(0x90, 0), uuid_bytes(0xa0, 0)),
+        // signed order: 0xc0.. up and up to 0x10..; nothing in between
+        sum(uuid_bytes(0xc0, 0), uuid_bytes(0x10, 0)),
+    ]);
+    let m = |op: &str, lit: &str| {
+        bits(&manifest_mask(&col, &parse(&pred(op, 1000, "uuid", lit)).unwrap(), &[1000]).unwrap())
+    };
+    assert_eq!(m("eq", &uuid_lit(0x01, 0)), [true, true, false, true]);
+    assert_eq!(m("eq", &uuid_lit(0x95, 0)), [true, false, true, false]);
+    assert_eq!(m("eq", &uuid_lit(0x50, 0)), [true, false, false, false]);
+    assert_eq!(m("gt", &uuid_lit(0x7f, 0xff)), [true, false, true, true]);
+    assert_eq!(m("gt", &uuid_lit(0xb0, 0)), [true, false, false, true]);
+    assert_eq!(m("lt", &uuid_lit(0x00, 0x10)), [true, false, false, true]);
+    assert_eq!(m("lt", &uuid_lit(0x01, 0)), [true, false, false, true]);
+    let between = format!("[{}, {}]", uuid_lit(0x50, 0), uuid_lit(0x60, 0));
+    assert_eq!(m("in", &between), [true, false, false, false]);
+}

@@ -29,6 +29,20 @@ pub fn cmp(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
+/// The two unsigned ranges of uuid bounds `lower` and `upper` written in signed order (lower
+/// above upper as bytes): older Iceberg Java releases ordered uuids as signed 128-bit numbers
+/// in partition summaries and metrics, so such bounds hold the values from `lower` to the
+/// largest uuid and from the smallest to `upper`. `None` for bounds in unsigned order.
+pub fn signed_uuid_ranges(lower: &Value, upper: &Value) -> Option<[(Value, Value); 2]> {
+    match (lower, upper) {
+        (Value::Bytes(l), Value::Bytes(u)) if l.len() == 16 && u.len() == 16 && l > u => Some([
+            (lower.clone(), Value::Bytes(vec![0xff; 16])),
+            (Value::Bytes(vec![0; 16]), upper.clone()),
+        ]),
+        _ => None,
+    }
+}
+
 /// Whether `v` is a float NaN.
 pub fn is_nan(v: &Value) -> bool {
     matches!(v, Value::Float(f) if f.is_nan())
