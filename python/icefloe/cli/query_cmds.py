@@ -1,14 +1,15 @@
 """Reading data: ``icefloe scan`` (a table read with filter, projection, limit and time travel)
 and ``icefloe sql`` (DuckDB over icefloe scans, when DuckDB is installed).
 
-Output formats: ``table`` (a terminal table, at most ``--max-rows`` rows drawn, values shown
-as written), ``csv`` (uuids and binary as ``json`` writes them; no nested columns), ``json``
-(JSON Lines, one object per row: decimals as exact strings, binary as hex, uuids in their
-canonical form, dates and times in ISO 8601, NaN and infinities as strings; intervals are ISO
-8601 durations in these three) and ``parquet`` (to ``--output`` or a pipe). Rows are streamed
-batch by batch for ``csv``, ``json`` and ``parquet``; ``--output`` takes every format (a table
-is drawn into the file without colour) and is written whole or not at all: a command that fails
-or is interrupted part way leaves no file, and a file it would have replaced as it was.
+Output formats: ``table`` (a terminal table, at most ``--max-rows`` rows drawn, values shown as
+written on one line each, as many columns as fit the width), ``csv`` (uuids and binary as
+``json`` writes them; no nested columns), ``json`` (JSON Lines, one object per row: decimals as
+exact strings, binary as hex, uuids in their canonical form, dates and times in ISO 8601, NaN
+and infinities as strings; intervals are ISO 8601 durations in these three) and ``parquet`` (to
+``--output`` or a pipe). Rows are streamed batch by batch for ``csv``, ``json`` and
+``parquet``; ``--output`` takes every format (a table is drawn into the file without colour)
+and is written whole or not at all: a command that fails or is interrupted part way leaves no
+file, and a file it would have replaced as it was.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ from typing import IO, Any
 import click
 import pyarrow as pa
 from rich import box
+from rich.cells import cell_len
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from icefloe.cli.app import State, pass_state
 from icefloe.cli.maintenance_cmds import parse_age
 from icefloe.cli.names import select_list, show_name
 from icefloe.cli.output_file import replaced_file
-from icefloe.cli.render import dumps, iso, literal, plural
+from icefloe.cli.render import dumps, esc, fit_widths, iso, plural, printable
 from icefloe.cli.sql_names import Names, Streams, run_sql
 from icefloe.cli.sql_statements import refuse_changes
 from icefloe.cli.variant_columns import annotated_ids, as_json_text
@@ -236,36 +239,62 @@ def _text_output(output: str | None) -> Iterator[IO[str]]:
         sys.stdout.flush()
 
 
+#: Cells between two columns of the drawn table: a cell of padding each side and the rule's.
+_GAP = 3
+#: How each command's table points to the columns it left out.
+_FEWER_COLUMNS = {"scan": "name columns with --select", "sql": "name fewer columns in the query"}
+
+
 def _write_table(
     state: State,
     schema: pa.Schema,
     batches: Iterator[pa.RecordBatch],
     output: str | None,
     max_rows: int,
+    command: str,
 ) -> int:
-    """Draw at most ``max_rows`` rows as a table, values shown as written."""
-    t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name in schema.names:
-        t.add_column(literal(name), overflow="fold")
-    rows, more = 0, False
+    """Draw at most ``max_rows`` rows as a table, values shown as written on one line each:
+    as many columns as fit the width (see :func:`~icefloe.cli.render.fit_widths`), long values
+    cut with an ellipsis, and a note on standard error of the columns left out."""
+    names = [printable(name) for name in schema.names]
+    cells: list[list[str]] = []
+    more = False
     with _text_output(output) as out:
         for b in batches:
             for rec in _rows(b):
-                if rows >= max_rows:
+                if len(cells) >= max_rows:
                     more = True
                     break
-                t.add_row(*(literal(_cell(value)) for value in rec))
-                rows += 1
+                cells.append([printable(_cell(value)) for value in rec])
             if more:
                 break
         console = state.out.console if out is sys.stdout else state.out.file_console(out)
+        natural = [
+            max([cell_len(name), *(cell_len(row[j]) for row in cells)])
+            for j, name in enumerate(names)
+        ]
+        widths = fit_widths(natural, console.width, _GAP)
+        t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for name, w in zip(names, widths, strict=False):
+            t.add_column(Text(name), no_wrap=True, overflow="ellipsis", width=w)
+        for row in cells:
+            t.add_row(*(Text(cell) for cell in row[: len(widths)]))
         console.print(t)
+    rows = len(cells)
     note = (
-        f"first {rows} drawn; the scan has more rows (raise --max-rows, or use another --format)"
+        f"first {rows} drawn; the {'query' if command == 'sql' else 'scan'} has more rows "
+        "(raise --max-rows, or use another --format)"
         if more
         else plural(rows, "row")
     )
     state.out.err.print(f"[dim]{note}[/]")
+    left_out = len(names) - len(widths)
+    if left_out:
+        state.out.err.print(
+            f"[yellow]{left_out:,} of {plural(len(names), 'column')} not shown, from "
+            f"{esc(names[len(widths)])} on ({console.width} cells wide): "
+            f"{_FEWER_COLUMNS[command]}, widen with --width, or use --format csv or json[/]"
+        )
     return rows
 
 
@@ -384,10 +413,12 @@ def write_batches(
     fmt: str,
     output: str | None,
     max_rows: int,
+    command: str = "scan",
 ) -> int:
-    """Write a stream of batches in ``fmt``; returns the number of rows written."""
+    """Write a stream of batches in ``fmt`` for ``command`` (``scan`` or ``sql``); returns the
+    number of rows written."""
     if fmt == "table":
-        return _write_table(state, schema, batches, output, max_rows)
+        return _write_table(state, schema, batches, output, max_rows, command)
     if fmt == "parquet":
         return _write_parquet(schema, batches, output)
     if fmt == "csv":
@@ -637,7 +668,7 @@ def sql(
             reader = run_sql(names, query)
             if reader is not None:
                 fmt = _output_format(fmt, as_json)
-                write_batches(state, reader.schema, iter(reader), fmt, output, max_rows)
+                write_batches(state, reader.schema, iter(reader), fmt, output, max_rows, "sql")
         except (duckdb.Error, pa.ArrowException) as error:
             if streams.failure is not None:
                 # a table's scan failed while DuckDB read it: that error, as icefloe scan

@@ -21,7 +21,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, Any, cast
 
 from rich.console import Console
@@ -37,6 +37,7 @@ __all__ = [
     "deletes_text",
     "dumps",
     "esc",
+    "fit_widths",
     "human_size",
     "json_safe",
     "literal",
@@ -381,6 +382,41 @@ def bar(value: float, maximum: float, width: int, style: str = "") -> Text:
     full, part = divmod(eighths, 8)
     s = "█" * full + (_EIGHTHS[part] if part else "")
     return Text(s.ljust(width), style=style)
+
+
+#: The narrowest a column of values is cut to (with an ellipsis) before columns are left out.
+MIN_CELL = 10
+
+
+def fit_widths(natural: Sequence[int], width: int, gap: int, least: int = MIN_CELL) -> list[int]:
+    """Widths for the leading columns of a table drawn in ``width`` cells, ``gap`` cells apart,
+    whose values are ``natural`` cells wide: as many columns as fit at ``least`` cells each (at
+    least one; a column narrower than that at its own width), then the room left given to
+    them: whole, those that want least first, and what cannot make the rest whole shared
+    evenly. Fewer widths than columns means the others are left out; a value is cut (with
+    an ellipsis), never folded."""
+    if not natural:
+        return []
+    floors = [max(1, min(n, least, width)) for n in natural]
+    used = floors[0]
+    shown = 1
+    for f in floors[1:]:
+        if used + gap + f > width:
+            break
+        used += gap + f
+        shown += 1
+    widths = floors[:shown]
+    room = width - used
+    wanting = sorted(range(shown), key=lambda j: natural[j] - widths[j])
+    while wanting and natural[wanting[0]] - widths[wanting[0]] <= room:  # whole, if it can
+        j = wanting.pop(0)
+        room -= natural[j] - widths[j]
+        widths[j] = natural[j]
+    for k, j in enumerate(wanting):  # the others share what is left
+        give = room // (len(wanting) - k)
+        widths[j] += give
+        room -= give
+    return widths
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
