@@ -1,8 +1,10 @@
 """``icefloe scan`` and ``icefloe sql`` in the table format on results wider than the
-terminal: as many columns as fit, values on one line, a note naming the columns left out."""
+terminal (as many columns as fit, values on one line, a note naming the columns left out),
+and scan's JSON and CSV keeping column names that differ only by case."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,6 +33,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> CliWorld:
         }
     )
     cat.create_table("db.long", long.schema).append(long)
+    cased = pa.schema([("Case", pa.int64()), ("case", pa.string())])
+    cat.create_table("db.cased", cased).append(
+        pa.table({"Case": pa.array([1], pa.int64()), "case": ["x"]})
+    )
     cat.close()
     return w
 
@@ -113,6 +119,26 @@ def test_a_wide_sql_result_says_what_it_left_out(world: CliWorld) -> None:
     note = " ".join(r.stderr.split())
     assert f"{30 - len(header)} of 30 columns not shown" in note
     assert "name fewer columns in the query" in note
+
+
+def test_scan_json_and_csv_keep_names_that_differ_by_case(world: CliWorld) -> None:
+    """Iceberg names are case-sensitive, and so are JSON keys: ``case`` was written
+    ``case_1`` beside ``Case``."""
+    r = run(world, "scan", "db.cased", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == {"Case": 1, "case": "x"}
+    r = run(world, "scan", "db.cased", "--format", "csv")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.splitlines()[0] == '"Case","case"'
+
+
+def test_sql_json_still_tells_names_apart_as_duckdb_does(world: CliWorld) -> None:
+    """DuckDB's names are case-insensitive: its clients make ``case`` beside ``Case``
+    ``case_1``, and so does ``sql``'s JSON."""
+    query = 'select 1 as "Case", \'x\' as "case"'
+    r = run(world, "sql", query, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == {"Case": 1, "case_1": "x"}
 
 
 def test_fit_widths() -> None:

@@ -189,25 +189,30 @@ def _rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True)) if columns else [() for _ in range(batch.num_rows)]
 
 
-def _unique_names(names: list[str]) -> list[str]:
+def _unique_names(names: list[str], *, fold_case: bool) -> list[str]:
     """``names`` with each repeated one renamed as DuckDB's own clients rename it: the second
-    ``k`` becomes ``k_1``, the third ``k_2`` (a suffix already taken is skipped; names compare
-    case-insensitively, as DuckDB's do)."""
+    ``k`` becomes ``k_1``, the third ``k_2`` (a suffix already taken is skipped). With
+    ``fold_case`` names compare case-insensitively, as DuckDB's do (``sql``'s results);
+    without, as Iceberg's and JSON's do (``scan`` keeps ``Case`` and ``case`` apart)."""
+
+    def key(name: str) -> str:
+        return name.lower() if fold_case else name
+
     taken: dict[str, int] = {}
     out: list[str] = []
     for name in names:
-        if name.lower() not in taken:
-            taken[name.lower()] = 0
+        if key(name) not in taken:
+            taken[key(name)] = 0
             out.append(name)
             continue
-        index = taken[name.lower()]
+        index = taken[key(name)]
         while True:
             index += 1
             candidate = f"{name}_{index}"
-            if candidate.lower() not in taken:
+            if key(candidate) not in taken:
                 break
-        taken[name.lower()] = index
-        taken[candidate.lower()] = 0
+        taken[key(name)] = index
+        taken[key(candidate)] = 0
         out.append(candidate)
     return out
 
@@ -393,13 +398,13 @@ def _write_csv(schema: pa.Schema, batches: Iterator[pa.RecordBatch], output: str
     return rows
 
 
-def _write_json(batches: Iterator[pa.RecordBatch], output: str | None) -> int:
+def _write_json(batches: Iterator[pa.RecordBatch], output: str | None, command: str) -> int:
     """JSON Lines: one strict JSON object per row (repeated column names made unique, see
-    :func:`_unique_names`)."""
+    :func:`_unique_names`: as DuckDB tells names apart for ``sql``, exactly for ``scan``)."""
     rows = 0
     with _text_output(output) as out:
         for b in batches:
-            names = _unique_names(b.schema.names)
+            names = _unique_names(b.schema.names, fold_case=command == "sql")
             for rec in _rows(b):
                 out.write(dumps(dict(zip(names, rec, strict=True))) + "\n")
             rows += b.num_rows
@@ -423,7 +428,7 @@ def write_batches(
         return _write_parquet(schema, batches, output)
     if fmt == "csv":
         return _write_csv(schema, batches, output)
-    return _write_json(batches, output)
+    return _write_json(batches, output, command)
 
 
 def _output_format(fmt: str, as_json: bool) -> str:
