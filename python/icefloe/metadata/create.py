@@ -10,6 +10,7 @@ from types import MappingProxyType
 from icefloe.exceptions import ValidationError
 from icefloe.metadata.property_checks import check_properties
 from icefloe.metadata.table_metadata import SUPPORTED_FORMAT_VERSION, TableMetadata
+from icefloe.nesting import check_nesting
 from icefloe.partitioning import PartitionField, PartitionSpec
 from icefloe.properties import (
     RESERVED_PROPERTIES,
@@ -119,6 +120,7 @@ def new_table_metadata(
     check_properties(stored, schema=schema)
     fresh = assign_fresh_ids(schema, schema_id=0)
     validate_schema(fresh, format_version)
+    check_nesting(fresh, "cannot create the table")
     fields = []
     for i, f in enumerate(spec.fields):
         what = f"partition field {f.name!r}"

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from icefloe.exceptions import MissingDependencyError, ValidationError
 from icefloe.expressions.base import AlwaysTrue
 from icefloe.io import FileIO
+from icefloe.nesting import check_nesting
 from icefloe.read.deletes import DeleteCache
 from icefloe.read.native_files import native_batches, whole_file
 from icefloe.read.reader import BATCH_SIZE, output_schema, prefetch_file, read_task
@@ -101,7 +102,16 @@ def scan_options(options: ReadOptions) -> ReadOptions:
 
 def scan_schema(options: ReadOptions) -> pa.Schema:
     """The Arrow schema of every batch a scan with ``options`` returns."""
+    _check_readable(options)
     return output_schema(scan_options(options))
+
+
+def _check_readable(options: ReadOptions) -> None:
+    """Refuses columns nested deeper than pyarrow takes (a table another engine wrote)."""
+    check_nesting(
+        options.projected_schema(),
+        "cannot read the table (select other columns to read those)",
+    )
 
 
 class _Done:
@@ -198,6 +208,7 @@ def iter_batches(
     (and starting up to ``max_tasks_ahead(max_workers)`` ahead of the consumer). ``together``:
     the caller keeps every batch, so large files of few columns may be decoded several at
     once (see :func:`native_batches`)."""
+    _check_readable(options)
     options = scan_options(options)
     cache = cache if cache is not None else DeleteCache()
     workers = default_workers() if max_workers is None else max_workers

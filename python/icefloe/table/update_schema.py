@@ -34,6 +34,7 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping, update_mapping
+from icefloe.nesting import check_nesting, deepest_column
 from icefloe.properties import TableProperties
 from icefloe.schema import Schema
 from icefloe.table.pending import PendingUpdate
@@ -540,6 +541,8 @@ class UpdateSchema(PendingUpdate):
             sort_order=meta.sort_order(),
             last_column_id=meta.last_column_id,
         )
+        if deepest_column(new)[0] > deepest_column(self._schema)[0]:
+            check_nesting(new, "cannot change the schema")
         return new
 
     def _apply_struct(self, fields: Sequence[NestedField], parent_id: int) -> list[NestedField]:

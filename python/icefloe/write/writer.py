@@ -44,6 +44,7 @@ from icefloe.arrow_schema import (
 from icefloe.exceptions import ValidationError
 from icefloe.io import FileIO
 from icefloe.metadata import TableMetadata
+from icefloe.nesting import check_nesting
 from icefloe.partitioning import PartitionSpec
 from icefloe.schema import Schema, walk_fields
 from icefloe.types import (
@@ -113,6 +114,7 @@ def write_data_files(
     Nothing is registered in the table. On error every file written so far is deleted.
     """
     schema = metadata.current_schema()
+    check_nesting(schema, "cannot write to the table")
     spec = spec or metadata.spec()
     pieces = to_table_schema_chunks(data, schema, metadata.format_version)
     if _fans_out(metadata, spec, options or WriteOptions()):

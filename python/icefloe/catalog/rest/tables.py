@@ -163,6 +163,7 @@ class RestTables(RestScanPlanning):
         stage: bool,
     ) -> LoadTableResult:
         from icefloe.metadata.create import check_create_args, requested_format_version
+        from icefloe.nesting import check_nesting
 
         check_create_args(partition_spec, sort_order, properties, location)
         check_table_identifier(ident, dots=True)  # a new name, before any request
@@ -170,9 +171,11 @@ class RestTables(RestScanPlanning):
         props = dict(properties or {})
         if format_version is not None:
             props["format-version"] = str(requested_format_version(format_version, props))
+        table_schema = to_schema(schema)
+        check_nesting(table_schema, "cannot create the table")
         body: dict[str, Any] = {
             "name": ident[-1],
-            "schema": to_schema(schema).to_json(),
+            "schema": table_schema.to_json(),
             "stage-create": stage,
             "properties": props,
         }
