@@ -108,10 +108,7 @@ def scan_schema(options: ReadOptions) -> pa.Schema:
 
 def _check_readable(options: ReadOptions) -> None:
     """Refuses columns nested deeper than pyarrow takes (a table another engine wrote)."""
-    check_nesting(
-        options.projected_schema(),
-        "cannot read the table (select other columns to read those)",
-    )
+    check_nesting(options.projected_schema(), "cannot read the table")
 
 
 class _Done:

@@ -34,7 +34,7 @@ from icefloe.metadata import (
     TableUpdate,
 )
 from icefloe.name_mapping import DEFAULT_NAME_MAPPING_PROPERTY, table_mapping, update_mapping
-from icefloe.nesting import check_nesting, deepest_column
+from icefloe.nesting import check_nesting, nesting_levels
 from icefloe.properties import TableProperties
 from icefloe.schema import Schema
 from icefloe.table.pending import PendingUpdate
@@ -541,7 +541,9 @@ class UpdateSchema(PendingUpdate):
             sort_order=meta.sort_order(),
             last_column_id=meta.last_column_id,
         )
-        if deepest_column(new)[0] > deepest_column(self._schema)[0]:
+        # a table another engine nested too deeply may still change without nesting deeper
+        deeper = zip(nesting_levels(new), nesting_levels(self._schema), strict=True)
+        if any(n > o for n, o in deeper):
             check_nesting(new, "cannot change the schema")
         return new
 
