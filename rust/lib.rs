@@ -11,6 +11,7 @@ pub mod expr;
 pub mod geo;
 pub mod local_fs;
 pub mod manifest;
+pub mod nested_json;
 pub mod parquet_deletes;
 pub mod parquet_footer;
 pub mod parquet_pages;

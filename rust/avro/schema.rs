@@ -48,8 +48,7 @@ pub struct Field {
 impl Schema {
     /// Parses the `avro.schema` JSON of a container file.
     pub fn parse(json: &[u8]) -> Result<Schema> {
-        let v: Value = serde_json::from_slice(json)
-            .map_err(|e| Error::corrupt(format!("avro.schema is not valid JSON: {e}")))?;
+        let v = crate::nested_json::parse(json, "avro.schema")?;
         let mut names = HashMap::new();
         parse(&v, &mut names, 0)
     }
@@ -175,8 +174,12 @@ fn full_name(obj: &serde_json::Map<String, Value>) -> Option<String> {
 }
 
 fn parse(v: &Value, names: &mut HashMap<String, Schema>, depth: usize) -> Result<Schema> {
-    if depth > 64 {
-        return Err(bad("nested too deeply"));
+    // parsed JSON nests at most this deep, so this only keeps the recursion bounded
+    if depth > crate::nested_json::MAX_DEPTH {
+        return Err(Error::unsupported(format!(
+            "avro.schema nests more than {} types deep",
+            crate::nested_json::MAX_DEPTH
+        )));
     }
     match v {
         Value::String(s) => primitive(s)
@@ -312,5 +315,26 @@ mod tests {
         ));
         assert!(Schema::parse(b"{\"type\":\"nope\"}").is_err());
         assert!(Schema::parse(b"[").is_err());
+    }
+
+    #[test]
+    fn parses_deeply_nested_optional_records() {
+        // 100 optional records: four JSON levels each, well past serde_json's default limit
+        let mut ty = r#"["null","long"]"#.to_owned();
+        for i in 0..100 {
+            ty = format!(
+                r#"["null",{{"type":"record","name":"r{i}","fields":[{{"name":"f","type":{ty},"field-id":{i}}}]}}]"#
+            );
+        }
+        let mut s = &Schema::parse(ty.as_bytes()).unwrap();
+        let mut levels = 0;
+        while let Some((_, _, Schema::Record(r))) = s.as_optional() {
+            s = &r.fields[0].schema;
+            levels += 1;
+        }
+        assert_eq!(levels, 100);
+        let deep = "[".repeat(2000);
+        let e = Schema::parse(deep.as_bytes()).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
     }
 }

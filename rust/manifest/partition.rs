@@ -183,7 +183,8 @@ pub struct PartitionField {
 }
 
 fn collect_types(v: &Value, out: &mut HashMap<i64, String>, depth: usize) {
-    if depth > 64 {
+    // parsed JSON nests at most this deep; the guard only keeps the recursion bounded
+    if depth > crate::nested_json::MAX_DEPTH {
         return;
     }
     match v {
@@ -254,8 +255,7 @@ pub fn partition_fields(
     };
     let mut types = HashMap::new();
     if let Some(s) = schema_json {
-        let v: Value = serde_json::from_str(s)
-            .map_err(|e| Error::corrupt(format!("schema is not valid JSON: {e}")))?;
+        let v = crate::nested_json::parse(s.as_bytes(), "schema")?;
         collect_types(&v, &mut types, 0);
     }
     let avro_fields = match avro_partition {
@@ -308,6 +308,32 @@ pub fn partition_fields(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn types_a_source_nested_deeper_than_serde_json_parses_by_default() {
+        // a date column under 60 nested structs: about 180 levels of JSON
+        let mut ty =
+            r#"{"type":"struct","fields":[{"id":1000,"name":"d","required":false,"type":"date"}]}"#
+                .to_owned();
+        for i in 0..60 {
+            ty = format!(
+                r#"{{"type":"struct","fields":[{{"id":{},"name":"f","required":false,"type":{ty}}}]}}"#,
+                i + 2
+            );
+        }
+        let schema = format!(
+            r#"{{"type":"struct","schema-id":0,"fields":[{{"id":1,"name":"x","required":false,"type":{ty}}}]}}"#
+        );
+        let spec = r#"[{"name":"m","transform":"month","source-id":1000,"field-id":1000},
+            {"name":"d","transform":"identity","source-id":1000,"field-id":1001}]"#;
+        let f = partition_fields(Some(spec), Some(&schema), None).unwrap();
+        assert_eq!(f[0].ptype, PType::Int);
+        assert_eq!(f[1].ptype, PType::Date);
+        // beyond the bound: refused as unsupported, not called corrupt
+        let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        let e = partition_fields(Some(spec), Some(&deep), None).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
+    }
 
     #[test]
     fn types_partition_fields() {
