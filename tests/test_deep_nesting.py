@@ -1,0 +1,178 @@
+"""Deeply nested columns: icefloe writes and reads them as deep as pyarrow can exchange them
+(the manifests' and Avro files' schema JSON nests far beyond serde_json's default limit of 128),
+and refuses deeper ones with a typed error naming the column and the limit, at create, schema
+change, write and read (a table another engine wrote)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.arrow_schema import to_schema
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.exceptions import UnsupportedFeatureError
+from icefloe.nesting import (
+    ARROW_C_MAX_LEVELS,
+    MAX_COLUMN_LEVELS,
+    MAX_PARQUET_LEVELS,
+    deepest_column,
+    nesting_levels,
+)
+from icefloe.table import Table
+from icefloe.types import LongType, NestedField, StructType
+from support.evolution import shared_catalogs
+
+
+def _nested(kind: str, depth: int) -> tuple[pa.DataType, Any]:
+    """An int64 wrapped ``depth`` times in a struct (field ``f``), list or map, and a value."""
+    ty: pa.DataType = pa.int64()
+    value: Any = 7
+    for _ in range(depth):
+        if kind == "struct":
+            ty, value = pa.struct([pa.field("f", ty)]), {"f": value}
+        elif kind == "list":
+            ty, value = pa.list_(ty), [value]
+        else:
+            ty, value = pa.map_(pa.string(), ty), [("k", value)]
+    return ty, value
+
+
+def _table(kind: str, depth: int) -> pa.Table:
+    ty, value = _nested(kind, depth)
+    return pa.table({"id": pa.array([1, 2], pa.int64()), "x": pa.array([value, None], ty)})
+
+
+def _catalog(tmp_path: Path) -> SqlCatalog:
+    cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=tmp_path.as_uri())
+    cat.create_namespace("db")
+    return cat
+
+
+def _round_trip(t: Table, rows: pa.Table) -> None:
+    t.append(rows)
+    out = t.scan().to_arrow().sort_by("id")
+    assert out.column("x").to_pylist() == rows.column("x").to_pylist()
+    assert t.scan(row_filter="id = 2").to_arrow().column("x").to_pylist() == [None]
+
+
+#: The deepest nesting of each kind icefloe takes.
+DEEPEST = {"struct": 62, "list": 49, "map": 31}
+
+
+def test_pyarrow_takes_exactly_the_levels_icefloe_allows() -> None:
+    """The limits are pyarrow's: the deepest column of each kind crosses the C data interface
+    and reads back from Parquet with pyarrow's default reader settings, one level more fails
+    one or the other."""
+    assert MAX_COLUMN_LEVELS == ARROW_C_MAX_LEVELS - 1
+    for kind, depth in DEEPEST.items():
+        fits = pa.schema([pa.field("x", _nested(kind, depth)[0])])
+        over = pa.schema([pa.field("x", _nested(kind, depth + 1)[0])])
+        levels = nesting_levels(to_schema(fits))
+        assert levels[0] <= MAX_COLUMN_LEVELS and levels[1] <= MAX_PARQUET_LEVELS
+        assert MAX_COLUMN_LEVELS in levels or MAX_PARQUET_LEVELS - 1 in levels
+        assert pa.Schema._import_from_c_capsule(fits.__arrow_c_schema__()) == fits
+        assert _parquet_read_back(fits) == fits.empty_table()
+        levels = nesting_levels(to_schema(over))
+        assert levels[0] > MAX_COLUMN_LEVELS or levels[1] > MAX_PARQUET_LEVELS
+        with pytest.raises((pa.ArrowInvalid, OSError)):
+            pa.Schema._import_from_c_capsule(over.__arrow_c_schema__())
+            _parquet_read_back(over)
+
+
+def _parquet_read_back(schema: pa.Schema) -> pa.Table:
+    out = io.BytesIO()
+    pq.write_table(schema.empty_table(), out)
+    return pq.ParquetFile(pa.BufferReader(out.getvalue())).read()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "avro", "orc"])
+def test_struct_nested_sixty_times_round_trips(tmp_path: Path, fmt: str) -> None:
+    rows = _table("struct", 60)
+    t = _catalog(tmp_path).create_table(
+        "db.t", rows.schema, properties={"write.format.default": fmt}
+    )
+    _round_trip(t, rows)
+
+
+def test_deepest_list_and_map_round_trip(tmp_path: Path) -> None:
+    cat = _catalog(tmp_path)
+    for kind in ("list", "map"):
+        rows = _table(kind, DEEPEST[kind])
+        _round_trip(cat.create_table(f"db.{kind}", rows.schema), rows)
+
+
+def test_partition_source_deep_in_structs(tmp_path: Path) -> None:
+    """The manifests type a partition field from its source column in the schema JSON, found
+    however deep the source sits; scans prune by it."""
+    rows = _table("struct", 50)
+    leaf = ".".join(["x"] + ["f"] * 50)
+    t = _catalog(tmp_path).create_table("db.t", rows.schema)
+    with t.update_spec() as s:
+        s.add_field(leaf, "identity")
+    _round_trip(t, rows)
+    assert len(t.scan().plan_files()) == 2
+    assert len(t.scan(row_filter=f"{leaf} = 7").plan_files()) == 1
+    assert t.scan(row_filter=f"{leaf} = 7").to_arrow().column("id").to_pylist() == [1]
+
+
+@pytest.mark.parametrize(
+    ("kind", "depth"), [("list", 50), ("list", 63), ("struct", 63), ("map", 32)]
+)
+def test_too_deep_columns_are_refused_at_create(tmp_path: Path, kind: str, depth: int) -> None:
+    cat = _catalog(tmp_path)
+    with pytest.raises(UnsupportedFeatureError, match=r"column 'x\..*' nests \d+ ") as e:
+        cat.create_table("db.t", _table(kind, depth).schema)
+    limit = MAX_PARQUET_LEVELS if (kind, depth) == ("list", 50) else MAX_COLUMN_LEVELS
+    assert f"at most {limit}" in str(e.value)
+    if kind == "list":  # a long path is shortened
+        assert f"<{depth - 6} more>" in str(e.value)
+    assert not cat.table_exists("db.t")
+
+
+def test_schema_change_may_not_nest_too_deep(tmp_path: Path) -> None:
+    rows = _table("struct", 62)
+    t = _catalog(tmp_path).create_table("db.t", rows.schema)
+    parent = ".".join(["x"] + ["f"] * 61)
+    deeper = StructType(NestedField(999, "h", LongType()))
+    u = t.update_schema().add_column((*parent.split("."), "g"), deeper)
+    with pytest.raises(UnsupportedFeatureError, match="cannot change the schema"):
+        u.commit()
+    assert deepest_column(t.schema())[0] == MAX_COLUMN_LEVELS
+    with t.update_schema() as u:  # a change that nests no deeper is fine
+        u.add_column("y", LongType())
+    _round_trip(t, rows)
+
+
+def test_peer_written_deep_struct_is_read(tmp_path: Path) -> None:
+    """A 50-deep struct table that PyIceberg created and wrote: icefloe reads and appends."""
+    c = shared_catalogs(tmp_path)
+    rows = _table("struct", 50)
+    theirs = c.theirs.create_table("db.t", rows.schema)
+    theirs.append(rows)
+    t = c.ours.load_table("db.t")
+    assert t.scan().to_arrow().sort_by("id").column("x").to_pylist() == rows.column("x").to_pylist()
+    assert t.scan(row_filter="id = 1").to_arrow().num_rows == 1
+    t.append(rows)
+    assert c.theirs.load_table("db.t").scan().to_arrow().num_rows == 4
+
+
+@pytest.mark.parametrize("depth", [50, 63])
+def test_peer_written_too_deep_lists_are_refused_typed(tmp_path: Path, depth: int) -> None:
+    """PyIceberg writes lists nested deeper than pyarrow can pass between Arrow libraries or
+    read back from Parquet: icefloe refuses to read or write them with a typed error (before,
+    a raw ``ArrowInvalid`` or a ``CorruptFileError``)."""
+    c = shared_catalogs(tmp_path)
+    rows = _table("list", depth)
+    theirs = c.theirs.create_table("db.t", rows.schema)
+    theirs.append(rows)
+    t = c.ours.load_table("db.t")
+    for read in (lambda: t.scan().to_arrow(), lambda: t.scan().to_batches().read_all()):
+        with pytest.raises(UnsupportedFeatureError, match="cannot read the table: column 'x"):
+            read()
+    with pytest.raises(UnsupportedFeatureError, match="cannot write to the table"):
+        t.append(rows)
