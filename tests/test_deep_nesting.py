@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from icefloe.arrow_schema import to_schema
+from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import UnsupportedFeatureError
 from icefloe.nesting import (
@@ -26,6 +27,7 @@ from icefloe.nesting import (
 from icefloe.table import Table
 from icefloe.types import LongType, NestedField, StructType
 from support.evolution import shared_catalogs
+from support.rest import RestServer, new_warehouse
 
 
 def _nested(kind: str, depth: int) -> tuple[pa.DataType, Any]:
@@ -132,6 +134,24 @@ def test_too_deep_columns_are_refused_at_create(tmp_path: Path, kind: str, depth
     if kind == "list":  # a long path is shortened
         assert f"<{depth - 6} more>" in str(e.value)
     assert not cat.table_exists("db.t")
+
+
+@pytest.mark.rest
+def test_a_rest_client_refuses_too_deep_columns_before_any_request(
+    rest_server: RestServer,
+) -> None:
+    warehouse = new_warehouse()
+    cat = RestCatalog("rest", uri=rest_server.url, warehouse=warehouse)
+    try:
+        cat.create_namespace("db")
+        with pytest.raises(UnsupportedFeatureError, match="cannot create the table"):
+            cat.create_table("db.t", _table("list", 63).schema)
+        assert not cat.table_exists("db.t")
+        cat.create_table("db.ok", _table("list", 2).schema)
+    finally:
+        cat.close()
+    creates = f'"POST /v1/{warehouse}/namespaces/db/tables'
+    assert len([line for line in rest_server.log_text().splitlines() if creates in line]) == 1
 
 
 def test_schema_change_may_not_nest_too_deep(tmp_path: Path) -> None:
