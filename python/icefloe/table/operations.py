@@ -82,9 +82,7 @@ def added_data_since(
     and still live at ``parent``: those snapshots' files whether their entries are still
     ``ADDED`` or were merged into a later snapshot's manifest as ``EXISTING``. A ``replace``
     (a compaction) adds no rows, so its files are not counted, as Java validates."""
-    new_ids = {
-        s.snapshot_id for s in since.snapshots(metadata, parent) if s.operation != "replace"
-    }
+    new_ids = {s.snapshot_id for s in since.snapshots(metadata, parent) if s.operation != "replace"}
     if parent is None or not new_ids:
         return []
     out = []
