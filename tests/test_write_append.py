@@ -117,6 +117,19 @@ def test_pyiceberg_filters_use_our_metrics(tmp_path: Path) -> None:
     assert got["id"].to_pylist() == [17]
 
 
+def test_files_of_an_unsorted_table_name_its_order_zero(tmp_path: Path) -> None:
+    """Iceberg Java and Trino write sort order id 0 on the data files of unsorted tables (the
+    spec asks data files to carry one); icefloe wrote none, partitioned or not."""
+    cat = catalog(tmp_path)
+    for name, spec in (("ns.u", PartitionSpec()), ("ns.p", SPEC)):
+        t = cat.create_table(name, SCHEMA, partition_spec=spec, format_version=2)
+        t.append(rows(0, 50))
+        more = pa.concat_tables([rows(50, 10), rows(60, 10)])
+        t.append(pa.RecordBatchReader.from_batches(more.schema, more.to_batches(max_chunksize=10)))
+        ids = _manifest_entries(t)["sort_order_id"].to_pylist()
+        assert ids and set(ids) == {0}, (name, ids)
+
+
 def test_unpartitioned_sorted_append(tmp_path: Path, duckdb_con: Any) -> None:
     cat = catalog(tmp_path)
     order = SortOrder(

@@ -387,7 +387,9 @@ class FileWriter:
         self.locations = LocationProvider.of(metadata.location, props)
         self.write_id = uuid.uuid4()
         self.task_id = opts.task_id
-        self.sort_order_id = sort_order_id
+        # rows of an unsorted table are in its order 0, the id Java and Trino write for them
+        unsorted = not metadata.sort_order().is_sorted
+        self.sort_order_id = 0 if sort_order_id is None and unsorted else sort_order_id
         self._counter = itertools.count(1)
         self.created: list[str] = []
         self.variant_ids = variant_field_ids(schema)
