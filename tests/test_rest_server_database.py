@@ -487,18 +487,7 @@ def test_a_change_whose_answer_was_not_stored_is_replayed_on_sqlite(
     """Storing answers fails after each change (as if the server died in between): a retry
     with the key ran the request again (a create answered 409, a drop 404, a commit 409); it
     gets the first answer, rebuilt from the marker the change's transaction wrote."""
-    pytest.importorskip("uvicorn")
-    from icefloe import rest
-
-    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
-    warehouse = tmp_path / "wh"
-    backing = SqlCatalog("c", uri=uri, warehouse=warehouse.as_uri())
-    answers = _Answers(monkeypatch)
-    try:
-        with rest.start(backing, table_config={"s3.secret-access-key": SECRET}) as server:
-            scenario(server.url, uri, answers, warehouse)
-    finally:
-        backing.close()
+    _serve(scenario, "c", f"sqlite:///{tmp_path / 'catalog.db'}", tmp_path, monkeypatch)
 
 
 @pytest.mark.postgres
@@ -507,15 +496,23 @@ def test_a_change_whose_answer_was_not_stored_is_replayed_on_postgresql(
     scenario: Any, postgres_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As on SQLite, with PostgreSQL's transactions."""
+    with _own_database(postgres_uri) as (_, uri, _admin):
+        _serve(scenario, "pg", uri, tmp_path, monkeypatch)
+
+
+def _serve(
+    scenario: Any, name: str, uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run ``scenario`` against a server over SQL catalog ``name`` at ``uri`` whose answers
+    are stored through :class:`_Answers`."""
     pytest.importorskip("uvicorn")
     from icefloe import rest
 
-    with _own_database(postgres_uri) as (_, uri, _admin):
-        warehouse = tmp_path / "wh"
-        backing = SqlCatalog("pg", uri=uri, warehouse=warehouse.as_uri())
-        answers = _Answers(monkeypatch)
-        try:
-            with rest.start(backing, table_config={"s3.secret-access-key": SECRET}) as server:
-                scenario(server.url, uri, answers, warehouse)
-        finally:
-            backing.close()
+    warehouse = tmp_path / "wh"
+    backing = SqlCatalog(name, uri=uri, warehouse=warehouse.as_uri())
+    answers = _Answers(monkeypatch)
+    try:
+        with rest.start(backing, table_config={"s3.secret-access-key": SECRET}) as server:
+            scenario(server.url, uri, answers, warehouse)
+    finally:
+        backing.close()

@@ -50,6 +50,15 @@ def _namespace() -> str:
     return f"ns_{uuid.uuid4().hex[:10]}"
 
 
+def _trino_schema(trino: TrinoServer, rest_server: RestServer) -> str:
+    """A new namespace created by Trino, with a location: Trino creates tables only under
+    one (see docs/guide.md)."""
+    ns = _namespace()
+    location = (rest_server.base / "warehouse" / WAREHOUSE / ns).as_uri()
+    trino.query(f"CREATE SCHEMA iceberg.{ns} WITH (location = '{location}')")
+    return ns
+
+
 def _data(ids: range) -> pa.Table:
     return pa.table(
         {
@@ -170,10 +179,7 @@ def test_trino_creates_tables_only_in_schemas_with_a_location(
 
 
 def test_icefloe_reads_what_trino_wrote(trino: TrinoServer, rest_server: RestServer) -> None:
-    ns = _namespace()
-    # a schema with a location: Trino creates tables under it (see docs/guide.md)
-    location = (rest_server.base / "warehouse" / WAREHOUSE / ns).as_uri()
-    trino.query(f"CREATE SCHEMA iceberg.{ns} WITH (location = '{location}')")
+    ns = _trino_schema(trino, rest_server)
     name = f"iceberg.{ns}.t"
     trino.query(
         f"CREATE TABLE {name} (id bigint, s varchar, ts timestamp(6)) "
@@ -234,9 +240,7 @@ def test_icefloe_filters_uuid_partitions_trino_summarised_as_signed(
     summary: with values on both sides of ``80000000-...`` its lower bound is above its upper
     one as bytes. icefloe keeps such a manifest for a filter either order lets match (as Java
     now does); pruning it by the unsigned order alone read no rows and deleted none."""
-    ns = _namespace()
-    location = (rest_server.base / "warehouse" / WAREHOUSE / ns).as_uri()
-    trino.query(f"CREATE SCHEMA iceberg.{ns} WITH (location = '{location}')")
+    ns = _trino_schema(trino, rest_server)
     name = f"iceberg.{ns}.u"
     trino.query(
         f"CREATE TABLE {name} (id bigint, u uuid) "
