@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "variant": 2,
     "schema": 2,
     "schema_rules": 2,
+    "nesting": 2,
     "evolution": 2,
     "name_mapping": 2,
     "arrow_schema": 2,
