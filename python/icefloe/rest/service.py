@@ -425,8 +425,7 @@ class RestService(ViewRoutes):
         """The answer of a table commit (or the create that ends a staged create) that made
         ``change``: the new metadata, read back from its file."""
         location = change.metadata_locations[0]
-        metadata = self.catalog.read_metadata(location)
-        return 200, {"metadata-location": location, "metadata": metadata.to_json()}, {}
+        return _commit_answer(location, self.catalog.read_metadata(location))
 
     def created_table(self, change: PointerChange) -> Reply:
         """The answer of a create or register that made ``change``: the table's load answer
@@ -455,14 +454,7 @@ class RestService(ViewRoutes):
         ups = _check_assign_uuid(ident, ups, table.metadata.table_uuid)
         ups = checked_locations(table.metadata.location, ups)
         result = self.catalog.commit_table(table, reqs, ups)
-        return (
-            200,
-            {
-                "metadata-location": result.metadata_location,
-                "metadata": result.metadata.to_json(),
-            },
-            {},
-        )
+        return _commit_answer(result.metadata_location, result.metadata)
 
     def _create_by_commit(self, ident: Identifier, ups: list[Any]) -> Reply:
         """The second half of a staged create: the name and location are checked as a plain
@@ -482,7 +474,7 @@ class RestService(ViewRoutes):
             location = self.catalog._create_entry(ident, metadata)
         except TableAlreadyExistsError as exc:
             raise CommitFailedError("Requirement failed: table already exists") from exc
-        return 200, {"metadata-location": location, "metadata": metadata.to_json()}, {}
+        return _commit_answer(location, metadata)
 
     def commit_transaction(self, body: Any) -> Reply:
         if not self.multi_table:
@@ -579,3 +571,8 @@ def _spec(value: Any) -> PartitionSpec | None:
     if isinstance(obj, dict) and "spec-id" not in obj:
         return PartitionSpec.fields_from_json(obj.get("fields") or [])
     return PartitionSpec.from_json(obj)
+
+
+def _commit_answer(location: str, metadata: TableMetadata) -> Reply:
+    """The ``CommitTableResponse`` of a commit that made ``metadata`` current at ``location``."""
+    return 200, {"metadata-location": location, "metadata": metadata.to_json()}, {}
