@@ -1,7 +1,8 @@
 """Namespaces of the SQL catalog: rows of ``iceberg_namespace_properties``, each namespace
 holding the reserved, hidden ``exists=true`` as Iceberg Java's JDBC catalog stores it, and
 stored dotted (``a.b``). A namespace also exists while only tables (or child namespaces) name
-it, as in Java's catalog."""
+it, as in Java's catalog. A create, drop or property update announces its change to the hook
+of :mod:`icefloe.catalog.sql_hook` inside its transaction, as the table and view changes do."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from icefloe.catalog.sql_database import (
     database_errors,
     under,
 )
+from icefloe.catalog.sql_hook import PointerChange, announce
 from icefloe.exceptions import (
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -38,6 +40,8 @@ __all__ = ["SqlNamespaces"]
 
 #: How often a namespace property update that lost a race to another writer is tried again.
 _PROPERTY_RETRIES = 5
+#: The kind of the namespace changes announced to the hook (see :mod:`~icefloe.catalog.sql_hook`).
+_NAMESPACE = "NAMESPACE"
 
 
 class SqlNamespaces(MetastoreCatalog):
@@ -91,10 +95,12 @@ class SqlNamespaces(MetastoreCatalog):
         self, namespace: str | Iterable[str], properties: Mapping[str, str] | None = None
     ) -> None:
         """Create a namespace with properties (stored with the reserved ``exists=true``)."""
-        ns = self._ns_string(check_namespace(to_identifier(namespace)))
+        parts = check_namespace(to_identifier(namespace))
+        ns = self._ns_string(parts)
         props = string_map(properties, "namespace properties")
         check_reserved(props)
         props[EXISTS] = "true"
+        inserted = False
         try:
             with self.engine.begin() as conn:
                 if self._ns_exists(conn, ns):
@@ -111,7 +117,11 @@ class SqlNamespaces(MetastoreCatalog):
                         for k, v in props.items()
                     ],
                 )
+                inserted = True
+                announce(conn, PointerChange("create", _NAMESPACE, (parts,)))
         except IntegrityError as exc:
+            if inserted:  # the hook's statement, not the namespace taken
+                raise
             raise NamespaceAlreadyExistsError(f"namespace {ns!r} already exists") from exc
 
     @database_errors
@@ -171,16 +181,17 @@ class SqlNamespaces(MetastoreCatalog):
         ns = self._ns_string(namespace)
         removal_set, update_map = self._check_update(removals, updates)
         check_reserved(update_map)
+        parts = to_identifier(namespace)
         for attempt in range(_PROPERTY_RETRIES):
             try:
-                return self._update_properties(ns, removal_set, update_map)
+                return self._update_properties(parts, ns, removal_set, update_map)
             except IntegrityError:
                 if attempt == _PROPERTY_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
 
     def _update_properties(
-        self, ns: str, removal_set: set[str], update_map: dict[str, str]
+        self, parts: Identifier, ns: str, removal_set: set[str], update_map: dict[str, str]
     ) -> PropertiesUpdateSummary:
         summary = PropertiesUpdateSummary()
         match = and_(
@@ -227,12 +238,22 @@ class SqlNamespaces(MetastoreCatalog):
                         )
                     )
             summary.updated = sorted(update_map)
+            change = PointerChange(
+                "update-properties",
+                _NAMESPACE,
+                (parts,),
+                updated=tuple(summary.updated),
+                removed=tuple(summary.removed),
+                missing=tuple(summary.missing),
+            )
+            announce(conn, change)
         return summary
 
     @database_errors
     def drop_namespace(self, namespace: str | Iterable[str]) -> None:
         """Drop the namespace if it holds no tables and no child namespaces."""
-        ns = self._ns_string(namespace)
+        parts = to_identifier(namespace)
+        ns = self._ns_string(parts)
         with self.engine.begin() as conn:
             if not self._ns_exists(conn, ns):
                 raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
@@ -263,3 +284,4 @@ class SqlNamespaces(MetastoreCatalog):
                     NAMESPACE_PROPERTIES.c.namespace == ns,
                 )
             )
+            announce(conn, PointerChange("drop", _NAMESPACE, (parts,)))
