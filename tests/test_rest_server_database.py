@@ -2,13 +2,16 @@
 is answered as one without (503 ``ServiceUnavailableException`` with an Iceberg error body and
 the request's log line, not uvicorn's plain-text 500), because the lookup of the stored answers
 goes through the same error mapping as the catalog's work; an answer that cannot be stored
-after its change happened is still given; and the retry of a table or view change whose answer
-was not stored is answered from the marker row its change's transaction wrote."""
+after its change happened is still given; and the retry of a table, view or namespace change
+whose answer was not stored (storing it failed, or the server was killed) is answered from the
+marker row its change's transaction wrote."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import signal
 import sqlite3
 import threading
 import time
@@ -138,12 +141,13 @@ def test_an_answer_that_cannot_be_kept_is_still_given(
 ) -> None:
     """A change that happened is answered as such when storing its answer fails (the failure
     logged): an error would have the client resend a change that was made. The retry with the
-    key then runs again, as documented for namespace requests (they record no change)."""
+    key is answered from the marker the change's transaction wrote (answers are refused, the
+    marker is not), not run again."""
     url, db = sqlite_server
     with sqlite3.connect(db) as conn:
         conn.execute(
             "CREATE TRIGGER no_room BEFORE INSERT ON icefloe_rest_idempotency "
-            "BEGIN SELECT RAISE(ABORT, 'no room for answers'); END"
+            "WHEN NEW.status <> 0 BEGIN SELECT RAISE(ABORT, 'no room for answers'); END"
         )
     caplog.set_level(logging.INFO, logger="icefloe.rest")
     key = {"Idempotency-Key": str(uuid.uuid4())}
@@ -153,7 +157,8 @@ def test_an_answer_that_cannot_be_kept_is_still_given(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("not kept" in w and "no room for answers" in w for w in warnings), warnings
     assert _call(url, "GET", "/v1/namespaces/a")[0] == 200
-    assert _call(url, "POST", "/v1/namespaces", create, key)[0] == 409  # run again
+    again = _call(url, "POST", "/v1/namespaces", create, key)
+    assert again[0] == 200 and json.loads(again[2]) == json.loads(body)  # not run again
 
     with sqlite3.connect(db) as conn:
         conn.execute("DROP TRIGGER no_room")
@@ -480,18 +485,116 @@ def _slipped_past(url: str, uri: str, answers: _Answers, warehouse: Path) -> Non
     assert "p" in json.loads(_call(url, "GET", t)[2])["metadata"]["properties"]
 
 
-@pytest.mark.parametrize("scenario", [_crash_window, _slipped_past])
+def _namespace_crash_window(url: str, uri: str, answers: _Answers, warehouse: Path) -> None:
+    """Namespace creates, property updates and drops made while their answers cannot be
+    stored: the retry gets the first answer, rebuilt from the marker (a create's namespace and
+    properties, the keys an update set, removed and found missing as it found them), and the
+    catalog changed once."""
+    create = {"namespace": ["n"], "properties": {"k": "v", "owner": "me"}}
+    assert json.loads(_same_twice(url, "POST", "/v1/namespaces", create)[2]) == create
+    nested = json.loads(_same_twice(url, "POST", "/v1/namespaces", {"namespace": ["n", "m"]})[2])
+    assert nested == {"namespace": ["n", "m"], "properties": {}}
+    assert _rows(uri) and all(s == 0 for s, _, _ in _rows(uri).values())  # markers only
+
+    # the retry of an update answers what the first found, though another request changed
+    # the properties since (run again, it would set "u" again and call "k" missing)
+    props = "/v1/namespaces/n/properties"
+    update = {"removals": ["k", "gone"], "updates": {"u": "1"}}
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    first = _call(url, "POST", props, update, key)
+    assert first[0] == 200, first
+    assert json.loads(first[2]) == {"updated": ["u"], "removed": ["k"], "missing": ["gone"]}
+    assert _call(url, "POST", props, {"removals": ["u"]})[0] == 200
+    assert _call(url, "POST", props, update, key) == first
+    loaded = json.loads(_call(url, "GET", "/v1/namespaces/n")[2])
+    assert loaded["properties"] == {"owner": "me"}
+
+    _same_twice(url, "DELETE", "/v1/namespaces/n%1Fm")
+    assert _call(url, "GET", "/v1/namespaces/n%1Fm")[0] == 404
+    _same_twice(url, "DELETE", "/v1/namespaces/n")
+    assert _call(url, "GET", "/v1/namespaces/n")[0] == 404
+
+    # a request that fails leaves no marker: its transaction rolled back
+    assert _call(url, "POST", "/v1/namespaces", {"namespace": ["a"]})[0] == 200
+    assert _call(url, "POST", "/v1/namespaces/a/tables", {"name": "t", "schema": SCHEMA})[0] == 200
+    marked = set(_rows(uri))
+    for method, path, body in [
+        ("POST", "/v1/namespaces", {"namespace": ["a"]}),  # exists
+        ("DELETE", "/v1/namespaces/a", None),  # not empty
+        ("DELETE", "/v1/namespaces/gone", None),
+        ("POST", "/v1/namespaces/gone/properties", {"updates": {"x": "1"}}),
+    ]:
+        key = {"Idempotency-Key": str(uuid.uuid4())}
+        assert _call(url, method, path, body, key)[0] in (404, 409)
+    assert set(_rows(uri)) == marked
+
+    # answers stored again: a marker found is replaced by the answer it gives
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    change = {"updates": {"x": "1"}, "removals": ["y"]}
+    first = _call(url, "POST", "/v1/namespaces/a/properties", change, key)
+    assert first[0] == 200 and _rows(uri)[key["Idempotency-Key"]][0] == 0
+    answers.failing = False
+    assert _call(url, "POST", "/v1/namespaces/a/properties", change, key) == first
+    assert _rows(uri)[key["Idempotency-Key"]][0] == 200
+
+
+def _namespace_slipped_past(url: str, uri: str, answers: _Answers, warehouse: Path) -> None:
+    """A second namespace property update with a key whose first committed (in another
+    process, the lookup having found nothing yet) cannot insert its marker: its change rolls
+    back and it answers the first one's answer."""
+    import sqlalchemy
+
+    props = "/v1/namespaces/a/properties"
+    create = {"namespace": ["a"], "properties": {"p": "1"}}
+    assert _call(url, "POST", "/v1/namespaces", create)[0] == 200
+    change = {"removals": ["p"], "updates": {"q": "1"}}
+    key, other = str(uuid.uuid4()), str(uuid.uuid4())
+    first = _call(url, "POST", props, change, {"Idempotency-Key": key})
+    assert first[0] == 200 and _rows(uri)[key][0] == 0
+    assert _call(url, "POST", props, {"removals": ["q"], "updates": {"p": "2"}})[0] == 200
+    engine = sqlalchemy.create_engine(uri)
+    answers.hidden.add(other)
+    sent: list[Reply] = []
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sqlalchemy.text(
+                    "INSERT INTO icefloe_rest_idempotency SELECT :other, request_hash, "
+                    "expires_at_ms, status, media_type, headers, body "
+                    "FROM icefloe_rest_idempotency WHERE idempotency_key = :key"
+                ),
+                {"other": other, "key": key},
+            )
+            racer = threading.Thread(
+                target=lambda: sent.append(
+                    _call(url, "POST", props, change, {"Idempotency-Key": other})
+                )
+            )
+            racer.start()
+            time.sleep(1.5)
+    finally:
+        engine.dispose()
+    racer.join(60)
+    assert sent == [first], sent
+    assert json.loads(_call(url, "GET", "/v1/namespaces/a")[2])["properties"] == {"p": "2"}
+
+
+_SCENARIOS = [_crash_window, _slipped_past, _namespace_crash_window, _namespace_slipped_past]
+
+
+@pytest.mark.parametrize("scenario", _SCENARIOS)
 def test_a_change_whose_answer_was_not_stored_is_replayed_on_sqlite(
     scenario: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Storing answers fails after each change (as if the server died in between): a retry
-    with the key ran the request again (a create answered 409, a drop 404, a commit 409); it
-    gets the first answer, rebuilt from the marker the change's transaction wrote."""
+    with the key ran the request again (a create answered 409, a drop 404, a commit 409, a
+    namespace property update its changes again); it gets the first answer, rebuilt from the
+    marker the change's transaction wrote."""
     _serve(scenario, "c", f"sqlite:///{tmp_path / 'catalog.db'}", tmp_path, monkeypatch)
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("scenario", [_crash_window, _slipped_past])
+@pytest.mark.parametrize("scenario", _SCENARIOS)
 def test_a_change_whose_answer_was_not_stored_is_replayed_on_postgresql(
     scenario: Any, postgres_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -516,3 +619,74 @@ def _serve(
             scenario(server.url, uri, answers, warehouse)
     finally:
         backing.close()
+
+
+# -- a real server process killed between the change and storing its answer ------------------------
+
+#: ``python -m`` this (from the server's directory) for an ``icefloe serve`` that kills itself
+#: (SIGKILL: nothing cleans up) when it is about to store an answer for an Idempotency-Key, so
+#: after the change of the request committed.
+_DYING_SERVER = """\
+import os
+import signal
+import sys
+
+from icefloe.rest.__main__ import main
+from icefloe.rest.idempotency import SqlReplies
+
+
+def _die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+SqlReplies.put = _die
+sys.exit(main())
+"""
+
+
+def test_a_namespace_change_of_a_killed_server_is_replayed_after_a_restart(tmp_path: Path) -> None:
+    """``icefloe serve`` killed after a namespace create, property update or drop committed
+    and before its answer was stored: the client sees the connection drop, and its retry with
+    the key, sent to the restarted server, gets the answer the first attempt would have given
+    (it ran again: a create answered 409, an update its changes again, a drop 404)."""
+    from support.rest import start_rest_server
+
+    base = tmp_path / "srv"
+    base.mkdir()
+    (base / "dying_server.py").write_text(_DYING_SERVER)
+    create = {"namespace": ["n"], "properties": {"k": "v"}}
+    update = {"removals": ["k", "gone"], "updates": {"u": "1"}}
+    steps: list[tuple[str, str, object, int, object, dict[str, str] | None]] = [
+        ("POST", "/v1/namespaces", create, 200, create, {"k": "v"}),
+        (
+            "POST",
+            "/v1/namespaces/n/properties",
+            update,
+            200,
+            {"updated": ["u"], "removed": ["k"], "missing": ["gone"]},
+            {"u": "1"},
+        ),
+        ("DELETE", "/v1/namespaces/n", None, 204, None, None),
+    ]
+    for method, path, body, status, answer, properties in steps:
+        key = {"Idempotency-Key": str(uuid.uuid4())}
+        dying = start_rest_server(base, command=("dying_server",))
+        try:
+            with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+                _call(dying.url, method, path, body, key)
+            assert dying.process.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            dying.stop()
+        server = start_rest_server(base)
+        try:
+            again = _call(server.url, method, path, body, key)
+            assert again[0] == status, again
+            assert json.loads(again[2] or b"null") == answer
+            assert _call(server.url, method, path, body, key) == again  # stored now
+            found = _call(server.url, "GET", "/v1/namespaces/n")
+            if properties is None:
+                assert found[0] == 404
+            else:
+                assert json.loads(found[2])["properties"] == properties
+        finally:
+            server.stop()

@@ -138,9 +138,11 @@ Handler = Callable[[RestService, Request, Any], Reply]
 #: The credentials (``config``, ``storage-credentials``) of a route's answer (the last
 #: argument), for a replay by Idempotency-Key: they are not stored with the answer.
 Access = Callable[[RestService, Request, Any, dict[str, Any]], dict[str, Any]]
-#: The answer of a route's request from the catalog change it committed (recorded in the
-#: request's marker row, see :mod:`icefloe.rest.idempotency`), without credentials.
-Pending = Callable[[RestService, Request, PointerChange], Reply]
+#: The answer of a route's request (its parsed body the third argument: the same as the first
+#: attempt's, which the request's fingerprint holds it to) from the catalog change it
+#: committed (recorded in the request's marker row, see :mod:`icefloe.rest.idempotency`),
+#: without credentials.
+Pending = Callable[[RestService, Request, Any, PointerChange], Reply]
 
 _WAREHOUSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 MAX_BODY_BYTES = 64 << 20  # a commit's JSON is far smaller; refuse anything beyond
@@ -514,7 +516,7 @@ def create_app(
         def rebuild(change: PointerChange) -> StoredReply:
             assert pending is not None
             try:
-                status, out, headers = pending(service_for(request), request, change)
+                status, out, headers = pending(service_for(request), request, body, change)
             except Exception as exc:
                 return _error(exc)
             return _json_reply(status, out, headers)
@@ -561,17 +563,23 @@ def create_app(
     def view_config(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
         return {"config": {}}  # a view's answer has no settings (stored without it)
 
-    def no_content(s: RestService, r: Request, c: PointerChange) -> Reply:
+    def no_content(s: RestService, r: Request, b: Any, c: PointerChange) -> Reply:
         return 204, None, {}
 
-    def committed(s: RestService, r: Request, c: PointerChange) -> Reply:
+    def committed(s: RestService, r: Request, b: Any, c: PointerChange) -> Reply:
         return s.committed_table(c)
 
-    def loaded(s: RestService, r: Request, c: PointerChange) -> Reply:
+    def loaded(s: RestService, r: Request, b: Any, c: PointerChange) -> Reply:
         return s.created_table(c)
 
-    def viewed(s: RestService, r: Request, c: PointerChange) -> Reply:
+    def viewed(s: RestService, r: Request, b: Any, c: PointerChange) -> Reply:
         return s.changed_view(c)
+
+    def namespace_created(s: RestService, r: Request, b: Any, c: PointerChange) -> Reply:
+        return s.created_namespace(b)
+
+    def namespace_updated(s: RestService, r: Request, b: Any, c: PointerChange) -> Reply:
+        return s.updated_namespace(c)
 
     def planned(s: RestService, r: Request, b: Any, out: dict[str, Any]) -> dict[str, Any]:
         metadata = s.catalog.load_table(ident(r)).metadata.to_json()
@@ -646,19 +654,28 @@ def create_app(
         route("/v1/config", ["GET"], config),
         Route("/v1/oauth/tokens", token_endpoint, methods=["POST"]),
         route(base + "/namespaces", ["GET"], lambda s, r, b: s.list_namespaces(q(r))),
-        route(base + "/namespaces", ["POST"], lambda s, r, b: s.create_namespace(b)),
+        route(
+            base + "/namespaces",
+            ["POST"],
+            lambda s, r, b: s.create_namespace(b),
+            pending=namespace_created,
+        ),
         # HEAD before GET: Starlette's GET routes also answer HEAD.
         route(
             base + "/namespaces/{namespace}", ["HEAD"], lambda s, r, b: s.namespace_exists(ns(r))
         ),
         route(base + "/namespaces/{namespace}", ["GET"], lambda s, r, b: s.load_namespace(ns(r))),
         route(
-            base + "/namespaces/{namespace}", ["DELETE"], lambda s, r, b: s.drop_namespace(ns(r))
+            base + "/namespaces/{namespace}",
+            ["DELETE"],
+            lambda s, r, b: s.drop_namespace(ns(r)),
+            pending=no_content,
         ),
         route(
             base + "/namespaces/{namespace}/properties",
             ["POST"],
             lambda s, r, b: s.update_namespace(ns(r), b),
+            pending=namespace_updated,
         ),
         route(
             base + "/namespaces/{namespace}/tables",

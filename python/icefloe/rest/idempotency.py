@@ -14,24 +14,25 @@ database (``icefloe_rest_idempotency``), so a retry after a server restart is st
 answers are deleted as new ones are stored.
 
 Changes and their answers (SQL catalog): a request that creates, registers, commits, drops or
-renames a table or view, or commits several tables, records its change in the answers' table
-inside the catalog transaction that makes the change (through the hook of
-:mod:`icefloe.catalog.sql_hook`): a marker row (status :data:`PENDING_STATUS`, type
-:data:`PENDING_MEDIA_TYPE`) under its key and fingerprint, whose body is the change (kind,
-identifiers, new metadata locations; no credentials). The marker therefore exists if and only
-if the change committed; a request that fails before its change commits leaves none. Once the
-answer is built it replaces the marker, in a transaction of its own. When that fails (the
-failure is logged and the answer still given) or the server dies in between, the retry finds
-the marker and is answered from it as the first attempt was: a commit with the recorded
-metadata, a create or register with the table's or view's load answer, a drop, rename or
-multi-table commit with its empty success; that answer is then stored in the marker's place.
-A request whose change committed but that then failed (a 5xx, not stored) is replayed from its
-marker too. Another server process that runs a request with the same key at the same time
-cannot insert a second marker: its transaction rolls back and it answers the first one's
-answer (looked up again), or 409 ``CommitFailedException`` when there is none yet. Namespace
-requests are not recorded this way: a server that dies before storing the answer of one leaves
-its retry to run again (answering 409 or 404). Markers are not replayed by earlier versions of
-the server.
+renames a table or view, commits several tables, or creates, drops or updates the properties of
+a namespace, records its change in the answers' table inside the catalog transaction that
+makes the change (through the hook of :mod:`icefloe.catalog.sql_hook`): a marker row (status
+:data:`PENDING_STATUS`, type :data:`PENDING_MEDIA_TYPE`) under its key and fingerprint, whose
+body is the change (kind, identifiers, new metadata locations, and for a namespace property
+update the keys it set, removed and found missing; no credentials). The marker therefore
+exists if and only if the change committed; a request that fails before its change commits
+leaves none. Once the answer is built it replaces the marker, in a transaction of its own.
+When that fails (the failure is logged and the answer still given) or the server dies in
+between, the retry finds the marker and is answered from it as the first attempt was: a commit
+with the recorded metadata, a create or register with the table's or view's load answer, a
+namespace create with the namespace and the properties of its request (the same body: the
+fingerprint holds a retry to it), a namespace property update with the recorded keys, a drop,
+rename or multi-table commit with its empty success; that answer is then stored in the
+marker's place. A request whose change committed but that then failed (a 5xx, not stored) is
+replayed from its marker too. Another server process that runs a request with the same key at
+the same time cannot insert a second marker: its transaction rolls back and it answers the
+first one's answer (looked up again), or 409 ``CommitFailedException`` when there is none yet.
+Markers are not replayed by earlier versions of the server.
 
 When the database fails: a lookup of the stored answers that fails raises the catalog's error
 for it (:class:`~icefloe.exceptions.ServiceUnavailableError` for a database that cannot be

@@ -125,6 +125,14 @@ def decode_namespace(raw: str) -> Identifier:
     return parts
 
 
+def _summary_answer(
+    updated: Sequence[str], removed: Sequence[str], missing: Sequence[str]
+) -> Reply:
+    """The answer of a namespace property update (``UpdateNamespacePropertiesResponse``)."""
+    body = {"updated": list(updated), "removed": list(removed), "missing": list(missing)}
+    return 200, body, {}
+
+
 def _etag(metadata_location: str, mode: str) -> str:
     return '"' + hashlib.sha256(f"{metadata_location}|{mode}".encode()).hexdigest()[:40] + '"'
 
@@ -194,6 +202,16 @@ class RestService(ViewRoutes):
         return 200, {"namespaces": [list(ns) for ns in items], "next-page-token": token}, {}
 
     def create_namespace(self, body: Any) -> Reply:
+        reply = self.created_namespace(body)  # the body checked before the catalog is touched
+        out = reply[1]
+        self.catalog.create_namespace(tuple(out["namespace"]), out["properties"])
+        return reply
+
+    def created_namespace(self, body: Any) -> Reply:
+        """The answer of a create of the namespace ``body`` asks for, once it is made: the
+        namespace and the properties it was given (checked here; the catalog is not read). A
+        replay of a create whose change committed gets it from the same body, which the
+        request's fingerprint holds to the first one's."""
         b = body_object(body, "namespace")
         ns = b["namespace"]
         if not isinstance(ns, list) or not all(isinstance(p, str) for p in ns):
@@ -201,7 +219,6 @@ class RestService(ViewRoutes):
         if not ns:
             raise ValidationError("the empty namespace cannot be created")
         props = string_properties(b.get("properties"), "namespace properties")
-        self.catalog.create_namespace(tuple(ns), props)
         return 200, {"namespace": ns, "properties": props}, {}
 
     def load_namespace(self, ns: Identifier) -> Reply:
@@ -229,11 +246,13 @@ class RestService(ViewRoutes):
                 f"Invalid namespace update, cannot simultaneously set and remove keys: {both}"
             )
         summary = self.catalog.update_namespace_properties(ns, removals, updates)
-        return (
-            200,
-            {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing},
-            {},
-        )
+        return _summary_answer(summary.updated, summary.removed, summary.missing)
+
+    def updated_namespace(self, change: PointerChange) -> Reply:
+        """The answer of a namespace property update that made ``change``: what it set,
+        removed and found missing, as its transaction recorded them (the properties may have
+        changed since)."""
+        return _summary_answer(change.updated, change.removed, change.missing)
 
     # -- tables ---------------------------------------------------------------------------------
     def _credentials(
