@@ -579,7 +579,57 @@ def _namespace_slipped_past(url: str, uri: str, answers: _Answers, warehouse: Pa
     assert json.loads(_call(url, "GET", "/v1/namespaces/a")[2])["properties"] == {"p": "2"}
 
 
-_SCENARIOS = [_crash_window, _slipped_past, _namespace_crash_window, _namespace_slipped_past]
+def _failed_after_the_first(url: str, uri: str, answers: _Answers, warehouse: Path) -> None:
+    """A keyed request that fails because the same request, run at once by another server
+    process (its lookup having found nothing yet), committed first: a create finds the name
+    taken, a drop nothing to drop. It answered its own 409 or 404 (and kept it in place of the
+    first one's marker); it answers the first one's answer."""
+    import sqlalchemy
+
+    def copied(key: str) -> str:
+        """The marker under ``key`` also under a new key, as the other process committed it;
+        the new key is hidden from this server's next lookup."""
+        other = str(uuid.uuid4())
+        engine = sqlalchemy.create_engine(uri)
+        try:
+            with engine.begin() as conn:
+                conn.execute(
+                    sqlalchemy.text(
+                        "INSERT INTO icefloe_rest_idempotency SELECT :other, request_hash, "
+                        "expires_at_ms, status, media_type, headers, body "
+                        "FROM icefloe_rest_idempotency WHERE idempotency_key = :key"
+                    ),
+                    {"other": other, "key": key},
+                )
+        finally:
+            engine.dispose()
+        answers.hidden.add(other)
+        return other
+
+    tables = "/v1/namespaces/a/tables"
+    for method, path, body in [
+        ("POST", "/v1/namespaces", {"namespace": ["a"], "properties": {"p": "1"}}),
+        ("POST", tables, {"name": "t", "schema": SCHEMA}),
+        ("DELETE", f"{tables}/t", None),
+        ("DELETE", "/v1/namespaces/a", None),
+    ]:
+        key = str(uuid.uuid4())
+        first = _call(url, method, path, body, {"Idempotency-Key": key})
+        assert first[0] in (200, 204) and _rows(uri)[key][0] == 0, first
+        other = copied(key)
+        again = _call(url, method, path, body, {"Idempotency-Key": other})
+        assert again[0] == first[0], again
+        assert json.loads(again[2] or b"null") == json.loads(first[2] or b"null")
+        assert _rows(uri)[other][0] == 0  # the marker stays (storing answers fails)
+
+
+_SCENARIOS = [
+    _crash_window,
+    _slipped_past,
+    _namespace_crash_window,
+    _namespace_slipped_past,
+    _failed_after_the_first,
+]
 
 
 @pytest.mark.parametrize("scenario", _SCENARIOS)

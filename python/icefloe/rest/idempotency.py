@@ -32,6 +32,9 @@ marker's place. A request whose change committed but that then failed (a 5xx, no
 replayed from its marker too. Another server process that runs a request with the same key at
 the same time cannot insert a second marker: its transaction rolls back and it answers the
 first one's answer (looked up again), or 409 ``CommitFailedException`` when there is none yet.
+One whose request fails before its change (a create that finds the name taken by the first
+one's) looks again too, and answers the first one's answer when there is one, instead of
+its own error (which would also have replaced the first one's marker).
 Markers are not replayed by earlier versions of the server.
 
 When the database fails: a lookup of the stored answers that fails raises the catalog's error
@@ -409,7 +412,8 @@ class IdempotencyStore:
         runs marking its changes where the replies can (see :meth:`SqlReplies.marking`), and a
         marker found is answered by ``rebuild``. When another process's row under the key
         refused the change, the key's replies are looked up again: the other request's reply
-        is returned if it is this request's, else :class:`IdempotencyKeyTaken` raised.
+        is returned if it is this request's, else :class:`IdempotencyKeyTaken` raised. A
+        failure that committed nothing looks again too (see :meth:`_committed_meanwhile`).
 
         A failure to look up the stored replies is raised (``fn`` is not run); a failure to
         store the reply is logged and the reply returned (its request did finish)."""
@@ -431,6 +435,10 @@ class IdempotencyStore:
                             "server; retry with the key for its answer"
                         )
                     return found, True
+                if state is not None and not state.marked and reply.status >= 400:
+                    found = self._committed_meanwhile(key, request, legacy, rebuild)
+                    if found is not None:
+                        return found, True
                 if reply.status < 500:
                     self._keep(key, request, reply)
                 return reply, False
@@ -476,6 +484,24 @@ class IdempotencyStore:
                 "body or caller); use a new key for a new request"
             )
         return None
+
+    def _committed_meanwhile(
+        self,
+        key: str,
+        request: str,
+        legacy: str | None,
+        rebuild: Callable[[PointerChange], StoredReply] | None,
+    ) -> StoredReply | None:
+        """The answer of this request found after it failed without committing anything: the
+        same request, run at once by another server process, committed first (its marker or
+        answer now under the key), which is why this one failed (a create found the name
+        taken, a drop nothing to drop). None when there is none, or it cannot be told: then
+        this request's own answer stands."""
+        try:
+            return self._found(key, request, legacy, rebuild)
+        except Exception as exc:  # another request's row, or the lookup failed
+            log.debug("no answer of this Idempotency-Key's request found: %s", _said(exc))
+            return None
 
     def _marking(
         self, key: str, request: str, rebuild: Callable[[PointerChange], StoredReply] | None
