@@ -6,6 +6,9 @@ change, write and read (a table another engine wrote)."""
 from __future__ import annotations
 
 import io
+import json
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from icefloe.arrow_schema import to_schema
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.exceptions import UnsupportedFeatureError
+from icefloe.metadata import TableMetadata
 from icefloe.nesting import (
     ARROW_C_MAX_LEVELS,
     MAX_COLUMN_LEVELS,
@@ -24,8 +28,9 @@ from icefloe.nesting import (
     deepest_column,
     nesting_levels,
 )
+from icefloe.schema import Schema
 from icefloe.table import Table
-from icefloe.types import LongType, NestedField, StructType
+from icefloe.types import IcebergType, ListType, LongType, NestedField, StructType
 from support.evolution import shared_catalogs
 from support.rest import RestServer, new_warehouse
 
@@ -196,3 +201,123 @@ def test_peer_written_too_deep_lists_are_refused_typed(tmp_path: Path, depth: in
             read()
     with pytest.raises(UnsupportedFeatureError, match="cannot write to the table"):
         t.append(rows)
+
+
+def _http(server: RestServer, method: str, path: str, body: object = None) -> tuple[int, Any]:
+    """A raw request to ``server`` (what a client of another engine sends): status, JSON."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    req = urllib.request.Request(server.url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return int(resp.status), json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), json.loads(exc.read() or b"null")
+
+
+def _deep_list_column(name: str, first_id: int, depth: int) -> NestedField:
+    """Column ``name``: a long in ``depth`` nested lists, ids from ``first_id``."""
+    ty: IcebergType = LongType()
+    for i in range(depth):
+        ty = ListType(first_id + depth - i, ty, element_required=False)
+    return NestedField(first_id, name, ty, required=False)
+
+
+def _refused_by_icefloe(t: Table, rows: pa.Table) -> None:
+    """icefloe's own client refuses to read or write ``t`` with a typed error."""
+    with pytest.raises(UnsupportedFeatureError, match="cannot write to the table: column 'x"):
+        t.append(rows)
+    with pytest.raises(UnsupportedFeatureError, match="cannot read the table: column 'x"):
+        t.scan().to_arrow()
+
+
+@pytest.mark.rest
+def test_the_rest_server_stores_schemas_deeper_than_icefloe_reads(rest_server: RestServer) -> None:
+    """A REST catalog stores any valid schema: a table whose struct nests 63 deep (more than
+    pyarrow exchanges) is staged and created through ``icefloe serve`` with the requests
+    Iceberg Java sends, loads back unchanged, and takes a schema-change commit adding a
+    list nested 63 deep; icefloe's own client loads it but refuses to create such a table,
+    read it or write it (the server answered the create 406 before, as if it were the
+    client)."""
+    warehouse = new_warehouse()
+    base = f"/v1/{warehouse}/namespaces"
+    assert _http(rest_server, "POST", base, {"namespace": ["db"]})[0] == 200
+    rows = _table("struct", 63)
+    deep = to_schema(rows.schema)
+    create = {"name": "t", "schema": deep.to_json(), "stage-create": True, "properties": {}}
+    status, staged = _http(rest_server, "POST", f"{base}/db/tables", create)
+    assert status == 200, staged
+    metadata = TableMetadata.from_json(staged["metadata"])
+    commit = {
+        "identifier": {"namespace": ["db"], "name": "t"},
+        "requirements": [{"type": "assert-create"}],
+        "updates": [
+            {"action": "assign-uuid", "uuid": metadata.table_uuid},
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": metadata.current_schema().to_json()},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+            {"action": "set-default-spec", "spec-id": -1},
+            {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+            {"action": "set-default-sort-order", "sort-order-id": -1},
+            {"action": "set-location", "location": metadata.location},
+        ],
+    }
+    status, created = _http(rest_server, "POST", f"{base}/db/tables/t", commit)
+    assert status == 200, created
+    status, loaded = _http(rest_server, "GET", f"{base}/db/tables/t")
+    assert status == 200, loaded
+    schema = TableMetadata.from_json(loaded["metadata"]).current_schema()
+    assert deepest_column(schema) == deepest_column(deep)
+    assert deepest_column(schema)[0] == MAX_COLUMN_LEVELS + 1
+
+    # a schema change a client sends as a commit: a column nested deeper still
+    last = TableMetadata.from_json(loaded["metadata"]).last_column_id
+    wider = Schema(*schema.fields, _deep_list_column("y", last + 1, 63), schema_id=1)
+    change = {
+        "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 0}],
+        "updates": [
+            {"action": "add-schema", "schema": wider.to_json()},
+            {"action": "set-current-schema", "schema-id": -1},
+        ],
+    }
+    status, changed = _http(rest_server, "POST", f"{base}/db/tables/t", change)
+    assert status == 200, changed
+    assert Schema.from_json(changed["metadata"]["schemas"][-1]) == wider
+
+    cat = RestCatalog("rest", uri=rest_server.url, warehouse=warehouse)
+    try:
+        t = cat.load_table("db.t")
+        assert t.schema() == wider
+        _refused_by_icefloe(t, rows)
+        with pytest.raises(UnsupportedFeatureError, match="cannot create the table"):
+            cat.create_table("db.u", rows.schema)
+    finally:
+        cat.close()
+
+
+@pytest.mark.rest
+@pytest.mark.interop
+def test_pyiceberg_creates_and_writes_too_deep_tables_through_the_rest_server(
+    rest_server: RestServer,
+) -> None:
+    """PyIceberg creates a table with a list nested 50 deep (deeper than pyarrow's Parquet
+    reader takes) through ``icefloe serve`` and appends to it; icefloe loads the table and
+    refuses to read or write it with a typed error."""
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    warehouse = new_warehouse()
+    py = PyRestCatalog("py", uri=rest_server.url, warehouse=warehouse)
+    py.create_namespace("db")
+    rows = _table("list", 50)
+    theirs = py.create_table("db.t", schema=rows.schema)
+    theirs.append(rows)
+    cat = RestCatalog("rest", uri=rest_server.url, warehouse=warehouse)
+    try:
+        t = cat.load_table("db.t")
+        assert deepest_column(t.schema(), parquet=True)[0] == MAX_PARQUET_LEVELS + 1
+        assert len(t.snapshots()) == 1
+        _refused_by_icefloe(t, rows)
+    finally:
+        cat.close()

@@ -353,8 +353,11 @@ class Catalog(ABC):
         sort_order: SortOrder | None,
         properties: Mapping[str, str] | None,
         format_version: int | None,
+        *,
+        limit_nesting: bool = True,
     ) -> tuple[Identifier, TableMetadata]:
-        """The checked identifier and first metadata of a table to create."""
+        """The checked identifier and first metadata of a table to create (a REST server
+        passes ``limit_nesting=False``: see :func:`icefloe.metadata.new_table_metadata`)."""
         from icefloe.metadata import new_table_metadata
         from icefloe.metadata.create import check_create_args
         from icefloe.partitioning import UNPARTITIONED_PARTITION_SPEC
@@ -375,6 +378,7 @@ class Catalog(ABC):
             table_location,
             resolve_table_paths(table_location, properties or {}),
             format_version,
+            limit_nesting=limit_nesting,
         )
         return ident, metadata
 

@@ -96,6 +96,7 @@ def new_table_metadata(
     *,
     table_uuid: str | None = None,
     now_ms: int | None = None,
+    limit_nesting: bool = True,
 ) -> TableMetadata:
     """Metadata for a new table at ``location``.
 
@@ -108,6 +109,11 @@ def new_table_metadata(
     (:func:`icefloe.metadata.property_checks.check_properties`). The table also stores
     :data:`NEW_TABLE_PROPERTIES` (``write.parquet.compression-codec=zstd``) unless
     ``properties`` sets them, as Java's create does.
+
+    A column nested deeper than icefloe reads and writes data is refused
+    (:func:`icefloe.nesting.check_nesting`, :class:`UnsupportedFeatureError`); a catalog server,
+    which stores schemas and never reads data, passes ``limit_nesting=False`` to store any
+    valid schema another engine creates.
     """
     check_create_args(spec, sort_order, properties)
     props = dict(properties or {})
@@ -120,7 +126,8 @@ def new_table_metadata(
     check_properties(stored, schema=schema)
     fresh = assign_fresh_ids(schema, schema_id=0)
     validate_schema(fresh, format_version)
-    check_nesting(fresh, "cannot create the table")
+    if limit_nesting:
+        check_nesting(fresh, "cannot create the table")
     fields = []
     for i, f in enumerate(spec.fields):
         what = f"partition field {f.name!r}"

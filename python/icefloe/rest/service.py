@@ -8,7 +8,9 @@ the requirements still hold, so no update is lost); a failed requirement is a 40
 with ``assert-create`` creates the table (the second half of a staged create); the name and
 location of a staged create are checked and stored as a plain create's are, and a staged create
 on a local file system makes ``<location>/metadata`` (clients write manifests there before the
-create commits). ``assign-uuid`` cannot change the UUID a table has (400). Multi-table
+create commits). Creates and commits store any valid schema: icefloe's nesting limits
+(:mod:`icefloe.nesting`) bound the data icefloe reads and writes, and the server reads none.
+``assign-uuid`` cannot change the UUID a table has (400). Multi-table
 commits use :meth:`Catalog.commit_tables` (one database transaction in the SQL catalog) and
 are only offered when the catalog implements it; views (:mod:`icefloe.rest.views`) when the
 catalog keeps them.
@@ -317,15 +319,17 @@ class RestService(ViewRoutes):
             raise ValidationError(f"location must be a string, got {location!r}")
         if location is not None:
             server_location(location)
-        if flag(b, "stage-create"):
-            # the checks and the metadata of a plain create, without writing it
-            ident, metadata = self.catalog._new_table(
-                ident, schema, location, spec, sort, props, None
-            )
+        # the checks and the metadata of the catalog's create_table, without icefloe's own
+        # nesting limits: they bound what icefloe reads and writes, and the server reads no
+        # data, so it stores any valid schema a client creates (a Java table's 50-deep list)
+        ident, metadata = self.catalog._new_table(
+            ident, schema, location, spec, sort, props, None, limit_nesting=False
+        )
+        if flag(b, "stage-create"):  # nothing written until the create commits
             self._make_local_metadata_dirs(metadata)
             return 200, self._result(ident, metadata, None, delegation), {}
-        table = self.catalog.create_table(ident, schema, location, spec, sort, props)
-        return 200, self._result(ident, table.metadata, table.metadata_location, delegation), {}
+        metadata_location = self.catalog._create_entry(ident, metadata)
+        return 200, self._result(ident, metadata, metadata_location, delegation), {}
 
     def _make_local_metadata_dirs(self, metadata: TableMetadata) -> None:
         """Create the metadata directory of a staged table on a local file system.
