@@ -42,7 +42,12 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.rest.errors import STORAGE_ERROR_TYPE, error_body, error_for_exception
+from icefloe.catalog.rest.errors import (
+    CORRUPT_FILE_ERROR_TYPE,
+    STORAGE_ERROR_TYPE,
+    error_body,
+    error_for_exception,
+)
 from icefloe.catalog.sql_hook import PointerChange
 from icefloe.exceptions import (
     CommitConflictError,
@@ -128,6 +133,11 @@ def _error(exc: BaseException) -> StoredReply:
         # said as the server's failure, not the client's; the message names the file (as
         # a load answer would) and holds no secret of the server's storage
         message = f"the server's storage failed: {scrub(_message(exc))}"
+        log.warning("%s", printable(message))
+    elif type_ == CORRUPT_FILE_ERROR_TYPE:
+        # a file the server keeps is damaged (a metadata file it cannot parse): named, so
+        # whoever runs the server can repair it
+        message = f"a file on the server's storage is damaged: {scrub(_message(exc))}"
         log.warning("%s", printable(message))
     else:
         message = _message(exc)

@@ -9,7 +9,11 @@ A failure of the server's own storage (its object store unreachable, a file it c
 write) is a 500 of type ``RuntimeIOException``, as Iceberg Java's server answers its
 ``RuntimeIOException`` (Java clients raise ``ServiceFailureException``); icefloe's client raises
 :class:`FileIOError` for it, as for a failure of its own storage. A file that does not exist
-stays a 404 ``NotFoundException``.
+stays a 404 ``NotFoundException``. A file the server read but cannot parse (a damaged metadata
+file) is a 500 of type ``CorruptFileException``: a server-side failure the client cannot fix
+(the REST spec's 5XX answer; Java clients raise ``ServiceFailureException`` for it as for any
+500); icefloe's client raises :class:`CorruptFileError` for it, as for a damaged file it read
+itself.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from icefloe.exceptions import (
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    CorruptFileError,
     FileIOError,
     ForbiddenError,
     IcebergError,
@@ -42,6 +47,7 @@ from icefloe.exceptions import (
 from icefloe.io.errors import scrub
 
 __all__ = [
+    "CORRUPT_FILE_ERROR_TYPE",
     "STORAGE_ERROR_TYPE",
     "UNKNOWN_OUTCOME_STATUS",
     "IllegalArgumentError",
@@ -60,6 +66,8 @@ UNKNOWN_OUTCOME_STATUS = (500, 502, 503, 504)
 STORAGE_ERROR_TYPE = "RuntimeIOException"
 #: Error types a server answers for its storage failing (Java's own and the JDK's).
 _STORAGE_ERROR_TYPES = (STORAGE_ERROR_TYPE, "UncheckedIOException")
+#: The error ``type`` of a damaged file on the server's storage (one it cannot parse).
+CORRUPT_FILE_ERROR_TYPE = "CorruptFileException"
 
 
 class IllegalArgumentError(ValidationError):
@@ -91,6 +99,7 @@ _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
     (ServiceUnavailableError, 503, "ServiceUnavailableException"),
     (NotFoundError, 404, "NotFoundException"),
     (FileIOError, 500, STORAGE_ERROR_TYPE),  # the server's storage failed
+    (CorruptFileError, 500, CORRUPT_FILE_ERROR_TYPE),  # a file on it is damaged
     (UnprocessableEntityError, 422, "UnprocessableEntityException"),
     (IllegalArgumentError, 400, "IllegalArgumentException"),
     (NoSuchSnapshotError, 400, "IllegalArgumentException"),  # as Java: a bad snapshot id
@@ -194,6 +203,8 @@ def exception_for_error(
         return ServiceUnavailableError(text)
     if status >= 500 and type_ in _STORAGE_ERROR_TYPES:
         return FileIOError(text)
+    if status >= 500 and type_ == CORRUPT_FILE_ERROR_TYPE:
+        return CorruptFileError(text)
     if status in (400, 422):
         return ValidationError(text)
     return IcebergError(text)
