@@ -1,6 +1,7 @@
 """Spark with Iceberg Java's ``RESTCatalog`` against ``icefloe serve``: a v3 table created,
 written, deleted from and updated merge-on-read by Java, read by icefloe with the rows Java
-reads; icefloe's commits seen by Spark; a CTAS through the staged-create path."""
+reads; icefloe's commits seen by Spark; a CTAS through the staged-create path; tables nested
+deeper than icefloe reads stored for Java; a damaged metadata file a valid error for Java."""
 
 from __future__ import annotations
 
@@ -274,3 +275,64 @@ def test_server_plans_carry_every_partition_type_and_equality_deletes(
         assert local, q
     ids = sorted(r[0] for r in spark.sql(f"SELECT id FROM {planned}.db.p").collect())
     assert ids == [i for i in range(n) if i not in (3, 8, 11, 30, 33)]
+
+
+def test_spark_creates_and_changes_too_deep_tables_through_the_server(
+    spark: Any, rest_server: RestServer
+) -> None:
+    """Iceberg Java stores any valid schema through ``icefloe serve``: Spark creates a table
+    whose column nests 50 lists deep (deeper than pyarrow's Parquet reader takes), writes and
+    reads a row, and adds a column; icefloe loads the table but refuses to read or write it
+    with a typed error (the server refused Java's create with 406 before)."""
+    from icefloe.exceptions import UnsupportedFeatureError
+    from icefloe.nesting import MAX_PARQUET_LEVELS, deepest_column
+
+    warehouse = new_warehouse()
+    c = _rest_catalog_on_spark(spark, rest_server, warehouse)
+    spark.sql(f"CREATE NAMESPACE {c}.db")
+    depth = 50
+    spark.sql(f"CREATE TABLE {c}.db.t (id BIGINT, x {'ARRAY<' * depth}BIGINT{'>' * depth})")
+    spark.sql(f"INSERT INTO {c}.db.t SELECT 1, {'array(' * depth}7L{')' * depth}")
+    row = spark.sql(f"SELECT id, x FROM {c}.db.t").collect()[0]
+    value = row["x"]
+    for _ in range(depth):
+        value = value[0]
+    assert (row["id"], value) == (1, 7)
+    spark.sql(f"ALTER TABLE {c}.db.t ADD COLUMN y STRING")
+    ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
+    try:
+        t = ours.load_table("db.t")
+        assert [f.name for f in t.schema().fields] == ["id", "x", "y"]
+        assert deepest_column(t.schema(), parquet=True)[0] == MAX_PARQUET_LEVELS + 1
+        assert len(t.snapshots()) == 1
+        with pytest.raises(UnsupportedFeatureError, match="cannot read the table: column 'x"):
+            t.scan().to_arrow()
+        rows = pa.table({"id": pa.array([2], pa.int64())})
+        with pytest.raises(UnsupportedFeatureError, match="cannot write to the table: column 'x"):
+            t.append(rows)
+    finally:
+        ours.close()
+
+
+def test_java_reads_a_damaged_metadata_file_as_a_server_failure(
+    spark: Any, rest_server: RestServer
+) -> None:
+    """A table whose metadata file is damaged on the server's storage: Iceberg Java reads the
+    500 ``CorruptFileException`` answer as a valid error response and raises its
+    ``ServiceFailureException`` naming the type and the file."""
+    from pathlib import Path
+
+    warehouse = new_warehouse()
+    c = _rest_catalog_on_spark(spark, rest_server, warehouse)
+    ours = RestCatalog("ours", uri=rest_server.url, warehouse=warehouse)
+    try:
+        ours.create_namespace("db")
+        t = ours.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    finally:
+        ours.close()
+    path = Path(t.metadata_location.removeprefix("file://"))
+    path.write_bytes(b'{"format-version": 2}')
+    with pytest.raises(Exception, match="ServiceFailureException") as e:
+        spark.sql(f"SELECT * FROM {c}.db.t").collect()
+    assert "CorruptFileException" in str(e.value)
+    assert path.name in str(e.value)
