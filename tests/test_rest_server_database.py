@@ -740,3 +740,101 @@ def test_a_namespace_change_of_a_killed_server_is_replayed_after_a_restart(tmp_p
                 assert json.loads(found[2])["properties"] == properties
         finally:
             server.stop()
+
+
+def test_keyed_requests_to_warehouses_of_an_in_memory_database_are_answered(
+    tmp_path: Path,
+) -> None:
+    """Served per warehouse over an in-memory SQLite database, each warehouse's catalog has a
+    database of its own, without the table of stored answers: a keyed change was refused
+    with 503 (no such table) and made nothing. It is not marked, and is answered as before."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+    from icefloe.rest.app import warehouse_catalogs
+
+    backing = SqlCatalog("c", uri="sqlite:///:memory:", warehouse=(tmp_path / "wh").as_uri())
+    try:
+        with rest.start(backing, warehouses=warehouse_catalogs(backing)) as server:
+            key = {"Idempotency-Key": str(uuid.uuid4())}
+            created = _call(server.url, "POST", "/v1/w1/namespaces", {"namespace": ["a"]}, key)
+            assert created[0] == 200, created
+            again = _call(server.url, "POST", "/v1/w1/namespaces", {"namespace": ["a"]}, key)
+            assert again[0] == 200 and json.loads(again[2]) == json.loads(created[2])
+            table = _call(
+                server.url,
+                "POST",
+                "/v1/w1/namespaces/a/tables",
+                {"name": "t", "schema": SCHEMA},
+                {"Idempotency-Key": str(uuid.uuid4())},
+            )
+            assert table[0] == 200, table
+            client = RestCatalog("r", uri=server.url, warehouse="w1")
+            client.create_namespace("b")
+            assert sorted(client.list_namespaces()) == [("a",), ("b",)]
+    finally:
+        backing.close()
+
+
+def test_a_namespace_dropped_meanwhile_is_not_dropped_twice(tmp_path: Path) -> None:
+    """Two drops of one namespace, the second checking before the first committed: both
+    answered done (and a keyed one kept that answer). The second finds nothing left to
+    delete and raises ``NoSuchNamespaceError``, announcing no change."""
+    from icefloe.catalog.sql_hook import hooked
+    from icefloe.exceptions import NoSuchNamespaceError
+
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    first = SqlCatalog("c", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+    second = SqlCatalog("c", uri=uri, warehouse=(tmp_path / "wh").as_uri())
+    try:
+        first.create_namespace("gone")
+        first.drop_namespace("gone")
+        # the second drop's check ran before the first drop committed
+        second._ns_exists = lambda conn, ns: True  # type: ignore[method-assign]
+        announced: list[Any] = []
+        with (
+            hooked(lambda conn, change: announced.append(change)),
+            pytest.raises(NoSuchNamespaceError, match="gone"),
+        ):
+            second.drop_namespace("gone")
+        assert announced == []
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.postgres
+def test_one_key_for_two_requests_at_once_runs_one_on_postgresql(postgres_uri: str) -> None:
+    """Two requests with one key and different bodies, their changes' transactions open at
+    the same time: under READ COMMITTED neither saw the other's uncommitted marker, so both
+    changes committed. The second's marker now waits for the first transaction and refuses
+    its change (``IdempotencyKeyTaken``)."""
+    from icefloe.catalog.sql_hook import PointerChange
+    from icefloe.rest.idempotency import IdempotencyKeyTaken, Marking, SqlReplies
+
+    with _own_database(postgres_uri) as (_, uri, _admin):
+        import sqlalchemy
+
+        engine = sqlalchemy.create_engine(uri)
+        try:
+            replies = SqlReplies(engine, "pg")
+            change = PointerChange("create", "NAMESPACE", (("n",),))
+            expires = time.time() + 600
+            outcome: list[BaseException | None] = []
+
+            def second() -> None:
+                try:
+                    with engine.begin() as conn:
+                        replies._mark(conn, "k", "b" * 64, expires, change, Marking())
+                    outcome.append(None)
+                except BaseException as exc:  # reported to the test
+                    outcome.append(exc)
+
+            with engine.begin() as conn:
+                replies._mark(conn, "k", "a" * 64, expires, change, Marking())
+                other = threading.Thread(target=second)
+                other.start()
+                other.join(1.0)
+            other.join(30)
+            assert len(outcome) == 1 and isinstance(outcome[0], IdempotencyKeyTaken), outcome
+        finally:
+            engine.dispose()

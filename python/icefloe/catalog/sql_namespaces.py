@@ -278,10 +278,14 @@ class SqlNamespaces(MetastoreCatalog):
             ).first()
             if inside is not None or child is not None:
                 raise NamespaceNotEmptyError(f"namespace {ns!r} is not empty")
-            conn.execute(
+            dropped = conn.execute(
                 delete(NAMESPACE_PROPERTIES).where(
                     NAMESPACE_PROPERTIES.c.catalog_name == self.name,
                     NAMESPACE_PROPERTIES.c.namespace == ns,
                 )
-            )
+            ).rowcount
+            # holding no tables and no children, the namespace exists only through its
+            # property rows: none deleted means another drop committed after the check above
+            if not dropped:
+                raise NoSuchNamespaceError(f"namespace {ns!r} does not exist")
             announce(conn, PointerChange("drop", _NAMESPACE, (parts,)))

@@ -328,10 +328,22 @@ class SqlReplies:
         state = Marking()
 
         def mark(conn: Connection, change: PointerChange) -> None:
-            self._mark(conn, _stored_key(key), fingerprint, expires_at, change, state)
+            if self._same_database(conn.engine):
+                self._mark(conn, _stored_key(key), fingerprint, expires_at, change, state)
 
         with hooked(mark):
             yield state
+
+    def _same_database(self, engine: Engine) -> bool:
+        """Whether ``engine`` (of the catalog making a change) reaches the database the replies
+        are kept in. A warehouse catalog of ``--per-warehouse`` over an in-memory SQLite
+        database has a database of its own: its changes are not marked (a marker there could
+        not be found by a replay), as for catalogs of other kinds."""
+        if engine is self.engine:
+            return True
+        url, ours = engine.url, self.engine.url
+        in_memory = url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+        return not in_memory and url == ours
 
     def _mark(
         self,
@@ -342,7 +354,7 @@ class SqlReplies:
         change: PointerChange,
         state: Marking,
     ) -> None:
-        from sqlalchemy import delete, insert, select, update
+        from sqlalchemy import delete, insert, select, text, update
         from sqlalchemy.exc import IntegrityError
 
         t = self.table
@@ -351,6 +363,15 @@ class SqlReplies:
         # a second change of the request: its marker records the last one
         if state.marked and conn.execute(update(t).where(this).values(body=body)).rowcount:
             return
+        if conn.dialect.name == "postgresql":
+            # under READ COMMITTED two requests of one key with different fingerprints would
+            # each miss the other's uncommitted row (their primary keys differ): the second
+            # waits here until the first's transaction ends, then sees its row below
+            digest = hashlib.sha256(key.encode()).digest()[:8]
+            conn.execute(
+                text("SELECT pg_advisory_xact_lock(:lock)"),
+                {"lock": int.from_bytes(digest, "big", signed=True)},
+            )
         now_ms = int(time.time() * 1000)
         conn.execute(delete(t).where(t.c.idempotency_key == key, t.c.expires_at_ms < now_ms))
         taken = IdempotencyKeyTaken(
