@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
@@ -472,3 +473,30 @@ def test_a_named_aws_profile_found_nowhere_is_refused(
     monkeypatch.setenv("AWS_PROFILE", "dev")
     found = resolve_credentials({})
     assert found is not None and found.access_key_id == "AKID"
+
+
+def test_creating_a_table_in_a_missing_bucket_is_not_found(
+    s3_server: S3Server, tmp_path: Path
+) -> None:
+    """A table created where the bucket does not exist: ``NotFoundError`` naming the bucket
+    (still a ``MetadataWriteError``: nothing changed), no entry registered, so the same create
+    works once the bucket is there."""
+    from icefloe.exceptions import MetadataWriteError, commit_did_not_happen
+
+    bucket = f"missing-{os.urandom(4).hex()}"
+    cat = SqlCatalog(
+        "c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"s3://{bucket}/wh",
+        **s3_server.properties(),
+    )  # fmt: skip
+    cat.create_namespace("db")
+    schema = pa.schema([("id", pa.int64())])
+    with pytest.raises(NotFoundError, match=f"bucket '{bucket}' does not exist") as info:
+        cat.create_table("db.t", schema)
+    assert isinstance(info.value, MetadataWriteError) and commit_did_not_happen(info.value)
+    assert getattr(info.value, "bucket", None) == bucket
+    assert not cat.table_exists("db.t") and cat.list_tables("db") == []
+    s3_server.bucket(bucket)
+    assert s3_server.client().list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+    cat.create_table("db.t", schema).append(pa.table({"id": [1]}))
+    assert cat.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
+    cat.close()

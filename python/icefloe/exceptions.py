@@ -18,6 +18,7 @@ __all__ = [
     "ForbiddenError",
     "IcebergError",
     "InternalError",
+    "MetadataBucketNotFoundError",
     "MetadataWriteError",
     "MissingDependencyError",
     "NamespaceAlreadyExistsError",
@@ -265,3 +266,13 @@ class UnknownWriteStateError(FileIOError):
 class MetadataWriteError(FileIOError):
     """A commit's new metadata file could not be written, so the commit did not happen: the
     table is unchanged and the files the attempt wrote were deleted. Retrying may succeed."""
+
+
+class MetadataBucketNotFoundError(MetadataWriteError, NotFoundError):
+    """The new metadata file of a create or commit could not be written because the bucket
+    (or container) of the table's location does not exist: a :class:`NotFoundError` naming
+    ``bucket``, and a :class:`MetadataWriteError` (nothing was registered or changed)."""
+
+    def __init__(self, message: str, bucket: str | None = None) -> None:
+        super().__init__(message)
+        self.bucket = bucket

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from icefloe.catalog.base import (
     Catalog,
@@ -24,9 +25,11 @@ from icefloe.exceptions import (
     CommitFailedError,
     FileIOError,
     ForbiddenError,
+    MetadataBucketNotFoundError,
     MetadataWriteError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NotFoundError,
     TableAlreadyExistsError,
     UnauthorizedError,
     ValidationError,
@@ -88,6 +91,14 @@ class MetastoreCatalog(Catalog):
         try:
             io.new_output(location).write(data)
         except FileIOError as exc:
+            if isinstance(exc, NotFoundError):
+                # a write finds nothing missing but the bucket (or container): nothing was
+                # written, and it is the error the user is told to expect for that
+                bucket = urlsplit(location).netloc.partition("@")[0]
+                raise MetadataBucketNotFoundError(
+                    f"the table did not change: cannot write its new metadata file: {exc}",
+                    bucket=bucket or None,
+                ) from exc
             if not never_connected(exc):  # else nothing was written, and a delete would wait
                 io.delete_quietly(location)  # the store may have written it: nothing refers to it
             raise MetadataWriteError(
