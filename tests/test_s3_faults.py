@@ -815,3 +815,55 @@ def test_partition_directories_are_escaped_as_iceberg_java_does(value: str) -> N
     if value in JAVA:
         expected = f"p+q={JAVA[value]}"
     assert got == expected
+
+
+# -- a bucket in another region ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("told", [True, False], ids=["region-told", "region-not-told"])
+def test_a_bucket_in_another_region_is_named_with_the_setting_to_fix(
+    moto_s3: S3Server, proxy: FaultProxy, tmp_path: Path, told: bool
+) -> None:
+    """S3 answers ``301 PermanentRedirect`` to every request for a bucket of another region
+    (moto has no regions: the proxy answers for it, as S3 does, with the bucket's region in
+    ``x-amz-bucket-region`` or without it). Reads through icefloe's client and pyarrow's
+    raise ``WrongRegionError`` naming the bucket, its region when S3 gave it and
+    ``s3.region``, not pyarrow's bare "HTTP status 301"."""
+    from icefloe.exceptions import WrongRegionError
+
+    cat = SqlCatalog(
+        "c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=moto_s3.fresh_location(),
+        **moto_s3.properties(),
+    )  # fmt: skip
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA).append(_rows(3))
+    t = cat.load_table("db.t")
+    data = t.scan().plan_files()[0].data_file.file_path
+    bucket = t.location.split("/")[2]
+    headers = {"x-amz-bucket-region": "eu-west-1"} if told else {}
+    for method in ("GET", "HEAD", "PUT", "POST"):
+        proxy.add(Fault(method, rf"^/{bucket}(/|\?|$)", 301, code="PermanentRedirect",
+                        headers=headers))  # fmt: skip
+    io = FileIO(_properties(moto_s3, proxy))
+    moved = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", **_properties(moto_s3, proxy))
+    for action in (
+        lambda: io.new_input(data).open(size=10),  # icefloe's single GET
+        lambda: io.new_input(data).read(),  # pyarrow's HEAD and GET
+        lambda: io.new_input(data).length(),
+        lambda: io.exists(data),
+        lambda: list(io.list_prefix(t.location)),  # pyarrow's ListObjectsV2
+        lambda: io.new_output(f"{t.location}/x.bin").write(b"x"),  # icefloe's PUT
+        lambda: moved.load_table("db.t").scan().to_arrow(),
+    ):
+        with pytest.raises(WrongRegionError) as info:
+            action()
+        text = str(info.value)
+        assert info.value.bucket == bucket and f"bucket {bucket!r}" in text
+        assert "s3.region" in text and "HTTP status 301" not in text
+        assert t.location in text
+        if told:
+            assert info.value.region == "eu-west-1" and "'eu-west-1'" in text
+        else:
+            assert info.value.region is None
+    cat.close()
+    moved.close()

@@ -41,6 +41,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "ValidationError",
     "ViewAlreadyExistsError",
+    "WrongRegionError",
     "commit_did_not_happen",
     "state_read_failed",
 ]
@@ -276,3 +277,40 @@ class MetadataBucketNotFoundError(MetadataWriteError, NotFoundError):
     def __init__(self, message: str, bucket: str | None = None) -> None:
         super().__init__(message)
         self.bucket = bucket
+
+
+class WrongRegionError(FileIOError):
+    """The S3 bucket is in another region than the one requests were sent to (S3 answered
+    ``301 PermanentRedirect``); ``region`` is the bucket's, when S3 said it (set ``s3.region``
+    to it), ``bucket`` names the bucket."""
+
+    def __init__(self, message: str, bucket: str | None = None, region: str | None = None) -> None:
+        super().__init__(message)
+        self.bucket = bucket
+        self.region = region
+
+    @classmethod
+    def at(
+        cls,
+        location: str,
+        action: str,
+        bucket: str,
+        region: str | None,
+        configured: str | None = None,
+    ) -> WrongRegionError:
+        """The error for S3's ``301 PermanentRedirect`` to ``action`` at ``location``: the
+        bucket is in another region (``region``, when S3 said which) than the one requests
+        went to (``configured``, when known)."""
+        sent = f" (requests went to {configured})" if configured else ""
+        if region:
+            fix = f"set s3.region to {region!r}"
+            where = f"in region {region!r}{sent}, not the one configured"
+        else:
+            fix = "set s3.region to the bucket's region"
+            where = f"in another region than the one configured{sent}"
+        return cls(
+            f"cannot {action} {location}: bucket {bucket!r} is {where} (S3 answered 301 "
+            f"PermanentRedirect); {fix}",
+            bucket=bucket,
+            region=region,
+        )

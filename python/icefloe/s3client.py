@@ -44,6 +44,7 @@ from icefloe.exceptions import (
     NotFoundError,
     UnknownWriteStateError,
     ValidationError,
+    WrongRegionError,
 )
 from icefloe.filesystems import check_credential_text, check_s3_keys
 from icefloe.properties import parse_flag, parse_seconds, parse_url
@@ -131,6 +132,8 @@ class _NoAnswer(Exception):
 class _Response:
     status: int
     body: bytes
+    #: the ``x-amz-bucket-region`` header: S3 names the bucket's region in its answers
+    region: str | None = None
 
     def error(self) -> tuple[str, str]:
         """(code, message) of an S3 XML error body."""
@@ -255,7 +258,7 @@ class S3Client:
                 raise _NoAnswer(_describe(exc)) from None
             if response.will_close:
                 self._discard(host)
-            return _Response(response.status, data)
+            return _Response(response.status, data, response.getheader("x-amz-bucket-region"))
         raise AssertionError("unreachable")
 
     def _connection(self, host: str) -> tuple[http.client.HTTPConnection, bool]:
@@ -297,6 +300,9 @@ class S3Client:
         if code == "NoSuchBucket":
             bucket = location.split("/")[2]
             return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
+        if response.status == 301 or code == "PermanentRedirect":
+            bucket = location.split("/")[2]
+            return WrongRegionError.at(location, action, bucket, response.region, self.region)
         if code == "NoSuchKey" or (response.status == 404 and not code):
             return NotFoundError(f"cannot {action} {location}: file not found")
         if response.status == 403 or code in ("SignatureDoesNotMatch", "InvalidAccessKeyId"):
@@ -390,6 +396,14 @@ class S3Client:
         if maybe_written:
             raise UnknownWriteStateError(f"cannot tell whether {location} was written: {last}")
         raise self._unreachable(location, "write", last)
+
+    def bucket_region(self, bucket: str) -> str | None:
+        """The region S3 names for ``bucket`` (its ``x-amz-bucket-region`` header, which a
+        ``HEAD`` of the bucket carries from any region), or None when it does not say."""
+        try:
+            return self._send("HEAD", bucket, "").region
+        except (_NotSent, _NoAnswer):
+            return None
 
     def get_object(self, bucket: str, key: str) -> bytes:
         """The whole object, in one ``GET`` (retried when the server does not answer)."""

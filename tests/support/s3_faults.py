@@ -18,7 +18,7 @@ import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
 __all__ = ["Fault", "FaultProxy", "fault_proxy"]
@@ -28,7 +28,9 @@ __all__ = ["Fault", "FaultProxy", "fault_proxy"]
 class Fault:
     """Answer requests of ``method`` whose path matches ``pattern`` with ``status`` (0: reset
     the connection), ``times`` times, after letting the first ``skip`` through. With
-    ``forward`` the request reaches the server first (done, but its answer lost)."""
+    ``forward`` the request reaches the server first (done, but its answer lost). The error
+    body's code is ``code`` (else the status's reason without spaces); ``headers`` are added
+    to the answer (S3's ``x-amz-bucket-region`` of a ``301``, say)."""
 
     method: str
     pattern: str
@@ -38,6 +40,8 @@ class Fault:
     echo: str = ""
     hits: int = 0
     forward: bool = False
+    code: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class FaultProxy:
@@ -86,12 +90,15 @@ class FaultProxy:
             def _error(self, fault: Fault) -> None:
                 token = self.headers.get("x-amz-security-token", "")
                 text = escape(f"refused; you sent {token} {fault.echo}".strip())
+                code = fault.code or http.client.responses.get(fault.status, "Error")
                 payload = (
                     "<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
-                    f"{http.client.responses.get(fault.status, 'Error').replace(' ', '')}"
+                    f"{code.replace(' ', '')}"
                     f"</Code><Message>{text}</Message></Error>"
                 ).encode()
                 self.send_response(fault.status)
+                for key, value in fault.headers.items():
+                    self.send_header(key, value)
                 self.send_header("content-type", "application/xml")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()

@@ -15,8 +15,9 @@ from icefloe.exceptions import (
     FileIOError,
     IcebergError,
     NotFoundError,
+    WrongRegionError,
 )
-from icefloe.filesystems import AZURE_SCHEMES
+from icefloe.filesystems import AZURE_SCHEMES, S3_SCHEMES
 from icefloe.properties import URL_QUERY_SECRET
 
 #: How pyarrow's file systems word a failure to reach or use the storage (as opposed to bytes
@@ -154,6 +155,13 @@ def never_connected(exc: BaseException) -> bool:
     return False
 
 
+#: How pyarrow's S3 client words S3's answer that a bucket is in another region (a ``301``,
+#: with the ``PermanentRedirect`` code when the answer has a body), and the bucket's region
+#: when its SDK found it in the answer.
+_WRONG_REGION = re.compile(r"HTTP status 301\b|PermanentRedirect")
+_BUCKET_REGION = re.compile(r"bucket is located in '([A-Za-z0-9-]+)'")
+
+
 def map_error(exc: BaseException, location: str, action: str) -> Exception:
     """Translate an OS/Arrow error into the icefloe class, naming the location (an icefloe
     error is returned as it is). Secrets are removed from the text of ``exc`` too (it is
@@ -170,10 +178,11 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
         return AlreadyExistsError(f"cannot {action} {location}: file already exists")
     full = scrub(str(exc))
     text = shortened(full)
+    parsed = urlparse(location)
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
         bucket = urlparse(location).netloc
         return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
-    azure = urlparse(location).scheme.lower() in AZURE_SCHEMES
+    azure = parsed.scheme.lower() in AZURE_SCHEMES
     if azure and "AuthenticationException" in full:  # no Azure AD token could be had
         return FileIOError(
             f"cannot {action} {location}: no Azure credential; set adls.account-key, "
@@ -185,6 +194,10 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
             f"cannot {action} {location}: access denied; check the credentials and their "
             f"permissions ({text})"
         )
+    if parsed.scheme.lower() in S3_SCHEMES and _WRONG_REGION.search(full):
+        found = _BUCKET_REGION.search(full)
+        region = found.group(1) if found else None
+        return WrongRegionError.at(location, action, parsed.netloc, region)
     if "NETWORK_CONNECTION" in text or "curlCode" in text:
         return FileIOError(f"cannot {action} {location}: the endpoint did not answer ({text})")
     if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():

@@ -93,7 +93,8 @@ class InputFile:
         try:
             info = fs.get_file_info(path)
         except Exception as exc:
-            raise map_error(exc, self.location, "stat") from exc
+            error = map_error(exc, self.location, "stat")
+            raise self._io.explain_region(self.location, "stat", error) from exc
         if info.type != pafs.FileType.File:
             raise NotFoundError(f"cannot stat {self.location}: file not found")
         return int(info.size)
@@ -123,7 +124,7 @@ class InputFile:
             error = map_error(exc, self.location, "open")
             if isinstance(error, NotFoundError):
                 error = self._io.explain_missing(self.location, "open", error)
-            raise error from exc
+            raise self._io.explain_region(self.location, "open", error) from exc
 
     def _check_regular(self, path: str) -> None:
         """A local location naming a device or a pipe (``/dev/zero``, a FIFO) is refused:
