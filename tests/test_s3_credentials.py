@@ -344,6 +344,36 @@ def test_unreachable_endpoint_fails_in_bounded_time(kind: str, silent_port: int)
         assert SECRET not in str(info.value)
 
 
+def test_a_virtual_host_that_does_not_answer_is_named() -> None:
+    """With virtual-host addressing a request goes to ``<bucket>.<endpoint host>``: the error
+    names that host (it was the endpoint, which may well be up), for icefloe's own requests
+    and for pyarrow's."""
+    port = _closed_port()
+    io = FileIO(
+        {
+            "s3.endpoint": f"http://localhost:{port}",
+            "s3.path-style-access": "false",
+            "s3.access-key-id": "k",
+            "s3.secret-access-key": SECRET,
+            "s3.region": REGION,
+            "s3.connect-timeout": "1",
+            "s3.request-timeout": "1",
+        }
+    )
+    location = "s3://vhbucket/t/x.bin"
+    for action in (
+        lambda: io.new_output(location).write(b"x"),  # icefloe's signed PUT
+        lambda: io.new_input(location).open(size=1),  # icefloe's single GET
+        lambda: io.new_input(location).read(),  # pyarrow
+    ):
+        with pytest.raises(FileIOError, match=r"s3://vhbucket/t/x\.bin") as info:
+            action()
+        assert f"vhbucket.localhost:{port}" in str(info.value)
+        assert "did not answer" in str(info.value)
+        assert f"endpoint http://localhost:{port} did not answer" not in str(info.value)
+        assert SECRET not in str(info.value)
+
+
 def test_without_resolvable_credentials_exclusive_creates_warn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

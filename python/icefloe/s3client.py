@@ -312,11 +312,18 @@ class S3Client:
             )
         return FileIOError(f"cannot {action} {location}: {detail}")
 
-    def _unreachable(self, location: str, action: str, why: str) -> FileIOError:
-        return FileIOError(
-            f"cannot {action} {location}: S3 endpoint {self._scheme}://{self._host} did not "
-            f"answer ({why})"
-        )
+    def _unreachable(self, bucket: str, location: str, action: str, why: str) -> FileIOError:
+        """The error of a request to ``bucket`` that got no answer, naming the host it was
+        sent to: with virtual-host addressing the bucket's own host, not the endpoint's."""
+        host = self._target(bucket, "", "")[0]
+        where = f"S3 endpoint {self._scheme}://{host}"
+        if host != self._host:
+            where = (
+                f"S3 host {self._scheme}://{host} (bucket {bucket!r} as a virtual host of "
+                f"endpoint {self._scheme}://{self._host}; s3.path-style-access=true sends "
+                "requests to the endpoint itself)"
+            )
+        return FileIOError(f"cannot {action} {location}: {where} did not answer ({why})")
 
     # -- operations -----------------------------------------------------------------------------
     #: 5xx answers that say the server did not process the request (501 Not Implemented: for
@@ -395,7 +402,7 @@ class S3Client:
             raise self._fail(response, location, "write")
         if maybe_written:
             raise UnknownWriteStateError(f"cannot tell whether {location} was written: {last}")
-        raise self._unreachable(location, "write", last)
+        raise self._unreachable(bucket, location, "write", last)
 
     def bucket_region(self, bucket: str) -> str | None:
         """The region S3 names for ``bucket`` (its ``x-amz-bucket-region`` header, which a
@@ -413,7 +420,7 @@ class S3Client:
             return response.body
         if response is not None and response.status < 500:
             raise self._fail(response, location, "read")
-        raise self._unreachable(location, "read", last)
+        raise self._unreachable(bucket, location, "read", last)
 
     def _holds(self, bucket: str, key: str, body: bytes) -> bool:
         """Whether the object that refused a conditional create is ``body`` (an earlier attempt
@@ -523,7 +530,7 @@ class S3Client:
                     f"{self._scrub(f'{code} {message}')} ({len(errors)} of {len(keys)} keys failed)"
                 )
             return
-        raise self._unreachable(location, f"delete {what}", last)
+        raise self._unreachable(bucket, location, f"delete {what}", last)
 
     def abort_uploads(self, bucket: str, key: str) -> int:
         """Abort the incomplete multipart uploads of ``key``; how many there were."""
@@ -557,7 +564,7 @@ class S3Client:
             if response.status < 500:
                 return response
             last = f"{response.status} {response.error()[0]}".strip()
-        raise self._unreachable(location, action, last)
+        raise self._unreachable(bucket, location, action, last)
 
 
 def _xml_records(body: bytes, tag: str) -> list[dict[str, str]]:

@@ -141,6 +141,11 @@ _NEVER_CONNECTED = re.compile(
 )
 
 
+#: The host a client's words say it tried to reach (curl's, as pyarrow's S3 client reports
+#: them): with virtual-host addressing the bucket's own host, not the configured endpoint.
+_CONTACTED_HOST = re.compile(r"(?:Failed to connect to|Could not resolve host:) ([^\s;,]+)")
+
+
 def never_connected(exc: BaseException) -> bool:
     """Whether ``exc`` (or an error it was raised from) says the store was never reached, so
     the operation wrote nothing and no clean-up of it is needed (one would only wait on the
@@ -199,7 +204,9 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
         region = found.group(1) if found else None
         return WrongRegionError.at(location, action, parsed.netloc, region)
     if "NETWORK_CONNECTION" in text or "curlCode" in text:
-        return FileIOError(f"cannot {action} {location}: the endpoint did not answer ({text})")
+        contacted = _CONTACTED_HOST.search(text)
+        host = f"host {contacted.group(1)}" if contacted else "the endpoint"
+        return FileIOError(f"cannot {action} {location}: {host} did not answer ({text})")
     if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():
         return NotFoundError(f"cannot {action} {location}: {text}")
     return FileIOError(f"cannot {action} {location}: {text}")
