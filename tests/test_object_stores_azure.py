@@ -323,3 +323,30 @@ def test_an_azure_ad_token_is_checked_once_in_a_while_not_on_every_open() -> Non
     fs._token_checked_at -= 301
     fs.token_checked("c/d")
     assert asked == ["c/a", "c/d"]
+
+
+def test_an_azure_container_is_shown_in_reprs_and_its_secrets_are_not() -> None:
+    """The container of ``abfss://<container>@<account>...`` is a name, not user information
+    to hide: reprs and shown settings keep it, while a key, a SAS token's signature and the
+    password or token of another URL stay masked."""
+    from icefloe.cli.render import shown_properties
+    from icefloe.properties import redact_url
+
+    sig = "c2lnbmF0dXJlLW9mLXRoZS1zYXM="
+    props = {
+        "warehouse": "abfss://lakehouse@myaccount.dfs.core.windows.net/wh",
+        "location": f"wasbs://raw@myaccount.blob.core.windows.net/t?sv=2021&sig={sig}",
+        "adls.account-key": AZURITE_KEY,
+        "adls.sas-token": f"sv=2021-08-06&sig={sig}",
+        "uri": "https://ghp_Pw9Qtoken@lake.internal/wh",
+    }
+    for text in (repr(FileIO(props)), repr(shown_properties(props))):
+        assert "abfss://lakehouse@myaccount.dfs.core.windows.net/wh" in text
+        assert "wasbs://raw@myaccount.blob.core.windows.net/t?sv=2021&sig=***" in text
+        assert "https://***@lake.internal/wh" in text
+        for secret in (sig, AZURITE_KEY, "Pw9Q"):
+            assert secret not in text
+    assert (
+        redact_url("ABFS://c@acct.dfs.core.windows.net/x") == "ABFS://c@acct.dfs.core.windows.net/x"
+    )
+    assert redact_url("abfss://c:Pw9Q@acct/x") == "abfss://c:***@acct/x"  # a password still goes

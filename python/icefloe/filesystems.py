@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from icefloe.exceptions import FileIOError, UnsupportedFeatureError, ValidationError
+from icefloe.properties import AZURE_SCHEMES as AZURE_SCHEMES  # the schemes of Azure locations
 from icefloe.properties import parse_flag, parse_seconds, parse_url, redact_url
 
 S3_ENDPOINT = "s3.endpoint"
@@ -39,7 +40,6 @@ LOCAL_SCHEMES = ("", "file")
 S3_SCHEMES = ("s3", "s3a", "s3n", "oss")
 GCS_SCHEMES = ("gs", "gcs")
 HDFS_SCHEMES = ("hdfs", "viewfs")
-AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
 ADLS_ACCOUNT_NAME = "adls.account-name"
 ADLS_ACCOUNT_KEY = "adls.account-key"
 ADLS_SAS_TOKEN = "adls.sas-token"

@@ -409,8 +409,12 @@ def parse_flag(key: str, raw: str, what: str = "FileIO property") -> bool:
 #: hides the host too, never the password.
 _URL_PASSWORD = re.compile(r"(?<=://)([^/:\s]*):.*@")
 #: User information without a password (``https://TOKEN@host``): a token, as Git hosts and
-#: gateways take it, so the whole user name is hidden.
-_URL_USER_ONLY = re.compile(r"(?<=://)[^/:\s]+@(?![^/\s]*@)")
+#: gateways take it, so the whole user name is hidden; the scheme is captured to tell Azure's
+#: locations apart.
+_URL_USER_ONLY = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)?://([^/:\s]+)@(?![^/\s]*@)")
+#: Azure's location schemes, whose user information is the container
+#: (``abfss://container@account.dfs.core.windows.net/path``): a name, not a secret.
+AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
 #: Secrets in a URL's query (``?password=...``, libpq's ``sslpassword``, a token, an Azure SAS
 #: signature ``sig``, the signature and credentials of an S3 or GCS presigned URL), up to the
 #: next ``&``, ``;``, space or quote (an error message quotes the URL).
@@ -425,8 +429,17 @@ URL_QUERY_SECRET = re.compile(
 def redact_url(value: str) -> str:
     """``value`` with a URL's password (or a user name given without one, which may be a token)
     and query secrets replaced by ``***``."""
-    hidden = _URL_USER_ONLY.sub("***@", _URL_PASSWORD.sub(r"\1:***@", value))
+    hidden = _URL_USER_ONLY.sub(_user_only_hidden, _URL_PASSWORD.sub(r"\1:***@", value))
     return URL_QUERY_SECRET.sub(r"\1***", hidden)
+
+
+def _user_only_hidden(match: re.Match[str]) -> str:
+    """A URL's user name given without a password as ``***``, unless the URL is an Azure
+    location, where it names the container."""
+    scheme = match.group(1) or ""
+    if scheme.lower() in AZURE_SCHEMES:
+        return match.group(0)
+    return f"{scheme}://***@"
 
 
 def parse_url(key: str, raw: str, what: str = "catalog property") -> SplitResult:
