@@ -530,3 +530,29 @@ def test_creating_a_table_in_a_missing_bucket_is_not_found(
     cat.create_table("db.t", schema).append(pa.table({"id": [1]}))
     assert cat.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
     cat.close()
+
+
+def test_tls_settings_icefloe_does_not_read_are_warned_about_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key that looks like a TLS setting (``s3.ssl.*``, ``ssl.*``, ``*.tls.*``) is not read
+    by icefloe: one warning names it (never its value), once per process; ``jdbc.*`` keys
+    are the SQL catalog's own."""
+    tag = os.urandom(4).hex()
+    keys = [f"s3.ssl.enabled-{tag}", f"ssl.cabundle-{tag}", f"adls.tls.verify-{tag}",
+            f"s3.ssl-verify-{tag}"]  # fmt: skip
+    value = f"value-never-logged-{tag}"
+    props = {**dict.fromkeys(keys, value), f"jdbc.ssl-{tag}": value, "s3.region": REGION,
+             f"s3.sslish-{tag}": value, f"write.hostless-{tag}": value}  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="icefloe"):
+        FileIO(props)
+        FileIO(props)  # once per key
+        cat = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path), **props)
+        assert isinstance(cat.io, FileIO)
+        cat.close()
+    warned = [m for r in caplog.records if "TLS setting" in (m := r.getMessage()) and tag in m]
+    assert sorted(warned) == sorted(
+        f"property {k!r} looks like a TLS setting, which icefloe does not read: it is ignored"
+        for k in keys
+    )
+    assert value not in caplog.text

@@ -7,7 +7,9 @@ local, S3 (``s3``, ``s3a``, ``s3n``, ``oss``), GCS, Azure (``abfs[s]``, ``wasb[s
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -86,6 +88,33 @@ def secret_values(properties: Mapping[str, str]) -> list[str]:
     return [
         v for k, v in properties.items() if v and _is_secret(k) and not k.lower().endswith("key-id")
     ]
+
+
+#: A key that looks like a TLS setting (``ssl.*``, ``s3.ssl.*``, ``*.tls.*``, ``s3.ssl-enabled``):
+#: icefloe reads none, so one given is ignored with a warning (``jdbc.*`` keys are the SQL
+#: catalog's, which reads or refuses them itself).
+_TLS_KEY = re.compile(r"(?:^|\.)(?:ssl|tls)(?:$|[._-])", re.IGNORECASE)
+#: TLS-like keys already warned about (once per process each).
+_WARNED_TLS_KEYS: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+_log = logging.getLogger(__name__)
+
+
+def warn_unread_tls_keys(properties: Mapping[str, str]) -> None:
+    """Log one warning for each key of ``properties`` that looks like a TLS setting icefloe
+    does not read (once per process per key), naming the key, never its value: a setting
+    that turns certificate checks on or off, or names a CA bundle, would otherwise be ignored
+    without a word."""
+    for key in properties:
+        if not _TLS_KEY.search(key) or key.lower().startswith("jdbc."):
+            continue
+        with _WARNED_LOCK:
+            if key in _WARNED_TLS_KEYS:
+                continue
+            _WARNED_TLS_KEYS.add(key)
+        _log.warning(
+            "property %r looks like a TLS setting, which icefloe does not read: it is ignored", key
+        )
 
 
 #: What no credential holds, and an HTTP header cannot carry: a line break or another control

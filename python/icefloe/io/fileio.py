@@ -45,6 +45,7 @@ from icefloe.filesystems import (
     make_filesystem,
     redacted,
     secret_values,
+    warn_unread_tls_keys,
 )
 from icefloe.io.errors import map_error, remember_secrets, scrub, shortened
 from icefloe.io.files import FileInfo, InputFile, OutputFile, unicode_name
@@ -111,6 +112,7 @@ class FileIO:
     ) -> None:
         self.properties: dict[str, str] = dict(properties or {})
         remember_secrets(secret_values(self.properties))
+        warn_unread_tls_keys(self.properties)
         self._refresh_credentials = refresh_credentials
         self._renew_after_ms = 0.0
         self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
