@@ -301,13 +301,13 @@ class WrongRegionError(FileIOError):
         """The error for S3's ``301 PermanentRedirect`` to ``action`` at ``location``: the
         bucket is in another region (``region``, when S3 said which) than the one requests
         went to (``configured``, when known)."""
-        sent = f" (requests went to {configured})" if configured else ""
+        configured_one = f"{configured}, the one configured" if configured else "the one configured"
         if region:
             fix = f"set s3.region to {region!r}"
-            where = f"in region {region!r}{sent}, not the one configured"
+            where = f"in region {region!r}, not {configured_one}"
         else:
             fix = "set s3.region to the bucket's region"
-            where = f"in another region than the one configured{sent}"
+            where = f"in another region than {configured_one}"
         return cls(
             f"cannot {action} {location}: bucket {bucket!r} is {where} (S3 answered 301 "
             f"PermanentRedirect); {fix}",
