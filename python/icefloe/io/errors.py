@@ -8,6 +8,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus, urlparse
 
 from icefloe.exceptions import (
@@ -19,6 +20,9 @@ from icefloe.exceptions import (
 )
 from icefloe.filesystems import AZURE_SCHEMES, S3_SCHEMES
 from icefloe.properties import URL_QUERY_SECRET
+
+if TYPE_CHECKING:
+    from icefloe.io.fileio import FileIO
 
 #: How pyarrow's file systems word a failure to reach or use the storage (as opposed to bytes
 #: that do not decode): the S3 SDK, curl, GCS, Azure, HDFS and the OS.
@@ -210,3 +214,23 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
     if "Path does not exist" in text or "NoSuchKey" in text or "not found" in text.lower():
         return NotFoundError(f"cannot {action} {location}: {text}")
     return FileIOError(f"cannot {action} {location}: {text}")
+
+
+def explain_region(io: FileIO, location: str, action: str, error: Exception) -> Exception:
+    """``error``, or, when it is a :class:`WrongRegionError` that does not name the bucket's
+    region (pyarrow's client does not show the answer's headers), the same error naming the
+    region S3 gives for the bucket, asked with ``io``'s own S3 client."""
+    if not isinstance(error, WrongRegionError) or error.region or not error.bucket:
+        return error
+    client = io.s3_client(location)
+    if client is None:
+        return error
+    try:
+        region = client.bucket_region(error.bucket)
+    except FileIOError:  # the original error is the better one
+        return error
+    if not region:
+        return error
+    return WrongRegionError.at(
+        shortened(scrub(location)), action, error.bucket, region, client.region
+    )

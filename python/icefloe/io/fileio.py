@@ -30,7 +30,6 @@ from icefloe.exceptions import (
     FileIOError,
     NotFoundError,
     ValidationError,
-    WrongRegionError,
 )
 from icefloe.filesystems import (
     AZURE_SCHEMES,
@@ -47,7 +46,7 @@ from icefloe.filesystems import (
     secret_values,
     warn_unread_tls_keys,
 )
-from icefloe.io.errors import map_error, remember_secrets, scrub, shortened
+from icefloe.io.errors import explain_region, map_error, remember_secrets, scrub
 from icefloe.io.files import FileInfo, InputFile, OutputFile, unicode_name
 from icefloe.io.locations import CONTROL, URL_SPECIAL, check_location, parse_location
 
@@ -436,7 +435,8 @@ class FileIO:
         try:
             return bool(fs.get_file_info(path).type == pafs.FileType.File)
         except Exception as exc:
-            raise self.explain_region(location, "stat", map_error(exc, location, "stat")) from exc
+            error = map_error(exc, location, "stat")
+            raise explain_region(self, location, "stat", error) from exc
 
     def delete(self, location: str) -> None:
         """Delete the file at ``location``; :class:`NotFoundError` if there is none. A name
@@ -489,25 +489,6 @@ class FileIO:
         if missing:
             return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
         return error
-
-    def explain_region(self, location: str, action: str, error: Exception) -> Exception:
-        """``error``, or, when it is a :class:`WrongRegionError` that does not name the
-        bucket's region (pyarrow's client does not show the answer's headers), the same error
-        naming the region S3 gives for the bucket, asked with icefloe's own client."""
-        if not isinstance(error, WrongRegionError) or error.region or not error.bucket:
-            return error
-        client = self.s3_client(location)
-        if client is None:
-            return error
-        try:
-            region = client.bucket_region(error.bucket)
-        except FileIOError:  # the original error is the better one
-            return error
-        if not region:
-            return error
-        return WrongRegionError.at(
-            shortened(scrub(location)), action, error.bucket, region, client.region
-        )
 
     def delete_files(
         self, locations: Iterable[str], on_deleted: Callable[[int], None] | None = None
@@ -716,7 +697,7 @@ class FileIO:
             missing = fs.get_file_info(root).type == pafs.FileType.NotFound
             infos = [] if missing else fs.get_file_info(pafs.FileSelector(root, recursive=True))
         except Exception as exc:
-            raise self.explain_region(prefix, "list", map_error(exc, prefix, "list")) from exc
+            raise explain_region(self, prefix, "list", map_error(exc, prefix, "list")) from exc
         if missing:
             error = self.explain_missing(prefix, "list", NotFoundError(prefix))
             if error.args[0] != prefix:  # the bucket itself is missing

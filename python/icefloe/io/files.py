@@ -22,7 +22,7 @@ from icefloe.exceptions import (
     UnknownWriteStateError,
 )
 from icefloe.filesystems import TokenCredentialAzureFileSystem
-from icefloe.io.errors import map_error
+from icefloe.io.errors import explain_region, map_error
 
 if TYPE_CHECKING:
     from icefloe.io.fileio import FileIO
@@ -94,7 +94,7 @@ class InputFile:
             info = fs.get_file_info(path)
         except Exception as exc:
             error = map_error(exc, self.location, "stat")
-            raise self._io.explain_region(self.location, "stat", error) from exc
+            raise explain_region(self._io, self.location, "stat", error) from exc
         if info.type != pafs.FileType.File:
             raise NotFoundError(f"cannot stat {self.location}: file not found")
         return int(info.size)
@@ -124,7 +124,7 @@ class InputFile:
             error = map_error(exc, self.location, "open")
             if isinstance(error, NotFoundError):
                 error = self._io.explain_missing(self.location, "open", error)
-            raise self._io.explain_region(self.location, "open", error) from exc
+            raise explain_region(self._io, self.location, "open", error) from exc
 
     def _check_regular(self, path: str) -> None:
         """A local location naming a device or a pipe (``/dev/zero``, a FIFO) is refused:
