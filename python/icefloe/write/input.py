@@ -3,7 +3,8 @@
 Accepted input: :class:`pyarrow.Table`, :class:`pyarrow.RecordBatch`,
 :class:`pyarrow.RecordBatchReader`, anything with ``__arrow_c_stream__`` or
 ``__arrow_c_array__`` (polars, DuckDB results, ...), pandas DataFrames, and a mapping of column
-names to arrays or Python lists.
+names to arrays or Python lists. There, a map column's values (at any depth) may be dicts or
+lists of ``(key, value)`` pairs, each a tuple or a 2-element list (as JSON decoding gives them).
 
 A variant column accepts an encoded ``struct<metadata, value>`` (validated; a shredded one with
 ``typed_value`` is merged back), JSON strings, any other Arrow values (cast value by value), and
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Any
 
 import pyarrow as pa
@@ -351,6 +352,8 @@ def _python_column(
         )
     if field is not None and isinstance(field.field_type, VariantType):
         return from_pylist(values)
+    # pandas values are read with pandas' null rule even once they are copied into a list
+    original_from_pandas = type(values).__module__.startswith("pandas") or None
     error: Exception | None = None
     try:
         inferred = pa.array(values, from_pandas=from_pandas)
@@ -370,6 +373,10 @@ def _python_column(
         # struct keys the table lacks (which that conversion would drop)
         _check_struct_keys(name, values, field.field_type)
     if field is not None:
+        # map entries given as 2-element lists (JSON's pairs) as the tuples pyarrow takes
+        values, changed = _map_pairs(name, values, field.field_type)
+        if changed and from_pandas is None:
+            from_pandas = original_from_pandas
         try:
             return pa.array(values, type=type_to_arrow(field.field_type), from_pandas=from_pandas)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
@@ -397,8 +404,9 @@ def _python_column(
 
 def _map_inferred_otherwise(inferred: pa.DataType, t: IcebergType) -> bool:
     """Whether Arrow's inference made something else than a map where type ``t`` has one, at
-    any depth: a struct (Python dicts given for a map) or a list (key-value tuples whose key
-    and value are of one type, inferred as lists): such values convert only as ``t``."""
+    any depth: a struct (Python dicts given for a map) or a list (key-value pairs whose key
+    and value are of one type, tuples or lists, inferred as lists): such values convert only
+    as ``t``."""
     if isinstance(t, MapType):
         if (
             pa.types.is_struct(inferred)
@@ -421,6 +429,115 @@ def _map_inferred_otherwise(inferred: pa.DataType, t: IcebergType) -> bool:
             for f in t.fields
         )
     return False
+
+
+def _map_pairs(name: str, values: Iterable[Any], t: IcebergType) -> tuple[Any, bool]:
+    """Column ``name``'s Python ``values`` for type ``t`` with each map entry given as a
+    2-element list (as JSON decoding gives pairs) made a ``(key, value)`` tuple, at any depth,
+    and whether any was: pyarrow takes only tuples (and dicts) for a map. ``values`` itself
+    when none was. An entry that is not a pair, a pair with a null key (pyarrow's conversion
+    aborts the process on a null entry) or a map given as something else than a dict or a
+    sequence of pairs raises :class:`ValidationError` naming the column and the path to it;
+    lists that are list values are left as they are."""
+    convert = _pair_converter(name, name, t)
+    if convert is None:
+        return values, False
+    out = []
+    changed = False
+    for v in values:
+        new = convert(v)
+        changed = changed or new is not v
+        out.append(new)
+    return (out, True) if changed else (values, False)
+
+
+_Convert = Callable[[Any], Any]
+
+
+def _pair_converter(column: str, path: str, t: IcebergType) -> _Convert | None:
+    """The function :func:`_map_pairs` applies to one value of type ``t`` at ``path``; None
+    when ``t`` holds no map (its values are left as they are)."""
+    if isinstance(t, MapType):
+        key = _pair_converter(column, f"{path}.key", t.key_type)
+        value = _pair_converter(column, f"{path}.value", t.value_type)
+        at = "" if path == column else f" at {path}"
+        return lambda v: _map_entries(column, at, v, key, value)
+    if isinstance(t, ListType):
+        element = _pair_converter(column, f"{path}.element", t.element_type)
+        return None if element is None else lambda v: _list_elements(v, element)
+    if isinstance(t, StructType):
+        fields = {
+            f.name: c
+            for f in t.fields
+            if (c := _pair_converter(column, f"{path}.{f.name}", f.field_type)) is not None
+        }
+        return (lambda v: _struct_fields(v, fields)) if fields else None
+    return None
+
+
+def _shown_value(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Convert | None) -> Any:
+    """A map value ``v`` of column ``column`` (``at``: where in it, for errors) with its
+    entries as ``(key, value)`` tuples (``key`` and ``value`` convert maps inside them), see
+    :func:`_map_pairs`."""
+    if v is None:
+        return v
+    if key is None and value is None and type(v) is list:
+        for entry in v:  # the common case (tuples of primitives), checked without copying
+            if type(entry) is not tuple or len(entry) != 2 or entry[0] is None:
+                break
+        else:
+            return v
+    if isinstance(v, Mapping):
+        if value is None:
+            return v
+        items = {k: value(x) for k, x in v.items()}
+        return v if all(items[k] is x for k, x in v.items()) else items
+    if isinstance(v, float) and v != v:  # NaN: null in pandas values, else pyarrow refuses it
+        return v
+    if isinstance(v, str | bytes | bytearray) or not isinstance(v, Iterable):
+        raise ValidationError(
+            f"column {column!r}: {_shown_value(v)}{at} is a {type(v).__name__}, not a map: "
+            "give a dict or a list of (key, value) pairs"
+        )
+    pairs = []
+    for entry in v:
+        if not isinstance(entry, tuple | list) or len(entry) != 2:
+            raise ValidationError(
+                f"column {column!r}: map entry {_shown_value(entry)}{at} is not a "
+                "(key, value) pair: give each entry as a 2-element tuple or list, or the map "
+                "as a dict"
+            )
+        k, x = entry
+        if k is None:
+            raise ValidationError(
+                f"column {column!r}: map entry {_shown_value(entry)}{at} has a null key "
+                "(map keys cannot be null)"
+            )
+        pairs.append((k if key is None else key(k), x if value is None else value(x)))
+    return pairs
+
+
+def _list_elements(v: Any, element: _Convert) -> Any:
+    """A list value ``v`` with maps in its elements converted by ``element``."""
+    if v is None or isinstance(v, str | bytes | bytearray | Mapping) or not isinstance(v, Iterable):
+        return v  # null, or not a list: pyarrow's conversion refuses it
+    elements = [element(e) for e in v]
+    if isinstance(v, Sized) and all(a is b for a, b in zip(elements, v, strict=False)):
+        return v
+    return elements
+
+
+def _struct_fields(v: Any, fields: dict[str, _Convert]) -> Any:
+    """A struct value ``v`` (a dict) with maps in ``fields`` (name: converter) converted."""
+    if not isinstance(v, Mapping):
+        return v  # null, or a tuple of field values, as pyarrow takes them
+    out = {k: fields[k](x) if k in fields else x for k, x in v.items()}
+    return v if all(out[k] is x for k, x in v.items()) else out
 
 
 def _check_struct_keys(name: str, values: Iterable[Any], t: IcebergType) -> None:
