@@ -321,3 +321,41 @@ def test_pyiceberg_creates_and_writes_too_deep_tables_through_the_rest_server(
         _refused_by_icefloe(t, rows)
     finally:
         cat.close()
+
+
+@pytest.mark.parametrize(("kind", "depth"), [("list", 50), ("list", 63), ("map", 32)])
+def test_spark_reads_refuse_too_deep_columns_when_planned(
+    spark: Any, tmp_path: Path, kind: str, depth: int
+) -> None:
+    """A Spark read of a table another engine made with columns deeper than icefloe reads is
+    refused with the typed error when it is planned, on the driver (``icefloe.spark.read``)
+    and when the format defines the DataFrame, before any task runs; executors given such a
+    read refuse it the same way (before, the read was planned and every task failed with a
+    ``CorruptFileError`` calling the data file corrupt). Maps too deep for Arrow's C data
+    interface but not for pyarrow's Parquet reader: the other columns are still read."""
+    import icefloe.spark as ispark
+    from icefloe.spark.errors import icefloe_errors
+    from icefloe.spark.reading import spark_batches
+
+    c = shared_catalogs(tmp_path)
+    rows = _table(kind, depth)
+    theirs = c.theirs.create_table("db.t", rows.schema)
+    theirs.append(rows)
+    t = c.ours.load_table("db.t")
+    refused = "cannot read the table: column 'x"
+    with pytest.raises(UnsupportedFeatureError, match=refused):
+        ispark.read(spark, t)
+    ispark.register(spark)
+    catalog = {"catalog.type": "sql", "catalog.uri": c.uri, "catalog.warehouse": c.warehouse}
+    reader = spark.read.format("icefloe").option("catalog", "shared").options(**catalog)
+    with pytest.raises(UnsupportedFeatureError, match=refused), icefloe_errors():
+        reader.load("db.t")
+    scan = t.scan()
+    options = scan.read_options()
+    fields = list(options.projected_schema().fields)
+    with pytest.raises(UnsupportedFeatureError, match=refused):
+        list(spark_batches(t.io, options, fields, scan.plan_files()))
+    if kind == "map":
+        assert ispark.read(spark, t, selected_fields=["id"]).count() == 2
+        ids = reader.option("columns", "id").load("db.t").collect()
+        assert sorted(r.id for r in ids) == [1, 2]

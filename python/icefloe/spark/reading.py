@@ -22,6 +22,7 @@ import pyarrow as pa
 from icefloe.exceptions import NotFoundError, StaleReadError, ValidationError
 from icefloe.expressions.base import AlwaysTrue, BooleanExpression
 from icefloe.io import FileIO
+from icefloe.nesting import check_nesting
 from icefloe.scan.tasks import (
     METADATA_COLUMNS,
     PARTITION,
@@ -49,6 +50,10 @@ __all__ = [
     "spark_batches",
     "task_frame",
 ]
+
+
+#: What a read of columns nested deeper than icefloe can read says it cannot do.
+READ_REFUSED = "cannot read the table"
 
 
 def resolve_table(table_or_identifier: Table | str | Sequence[str], catalog: Any = None) -> Table:
@@ -142,8 +147,9 @@ def spark_batches(
     from icefloe.read import DeleteCache, read_task
 
     prepare_worker()
-    target = arrow_for_spark(fields)
     with executor_errors():
+        check_nesting(options.projected_schema(), READ_REFUSED)  # a read planned elsewhere
+        target = arrow_for_spark(fields)
         io = file_io
         cache = DeleteCache()
         for task in tasks:
@@ -230,6 +236,8 @@ def read_scan(
             options=scan_options,
         )
     options = scan.read_options()
+    # refused here, when the read is planned, not by every executor's first task
+    check_nesting(options.projected_schema(), READ_REFUSED)
     if PARTITION in options.metadata_columns:
         options = replace(
             options, partition_type=union_partition_type(options.schema, options.specs)
