@@ -359,3 +359,30 @@ def test_spark_reads_refuse_too_deep_columns_when_planned(
         assert ispark.read(spark, t, selected_fields=["id"]).count() == 2
         ids = reader.option("columns", "id").load("db.t").collect()
         assert sorted(r.id for r in ids) == [1, 2]
+    else:  # pyarrow's Parquet reader, which executors read with, opens no such file
+        with pytest.raises(UnsupportedFeatureError, match=UNOPENED), icefloe_errors():
+            ispark.read(spark, t, selected_fields=["id"]).collect()
+
+
+#: What a read says of a Parquet file whose schema pyarrow's Parquet reader does not open.
+UNOPENED = r"cannot read Parquet file .*: its schema nests more than 100 levels deep"
+
+
+@pytest.mark.parametrize("depth", [50, 63])
+def test_files_too_deep_for_pyarrows_parquet_reader_are_not_called_corrupt(
+    tmp_path: Path, depth: int
+) -> None:
+    """A task read with pyarrow's Parquet reader (as Spark executors read) of a file whose
+    schema nests deeper than that reader opens, even for a shallow column: the error is a typed
+    limit naming the file, not a ``CorruptFileError`` calling a valid file corrupt."""
+    from icefloe.read import read_task
+
+    c = shared_catalogs(tmp_path)
+    rows = _table("list", depth)
+    c.theirs.create_table("db.t", rows.schema).append(rows)
+    t = c.ours.load_table("db.t")
+    scan = t.scan(selected_fields=("id",))
+    options = scan.read_options()
+    for task in scan.plan_files():
+        with pytest.raises(UnsupportedFeatureError, match=UNOPENED):
+            list(read_task(t.io, task, options))

@@ -7,7 +7,8 @@ returns the page offsets of every column chunk, so the reader never needs ``colu
 them; statistics are read through pyarrow only after the check passed. Data pages are read with
 CRC verification (icefloe writes page checksums). Every failure is a
 :class:`~icefloe.exceptions.CorruptFileError` or :class:`~icefloe.exceptions.FileIOError`
-naming the file.
+naming the file (an :class:`~icefloe.exceptions.UnsupportedFeatureError` for a schema nested
+deeper than pyarrow's Parquet reader opens).
 """
 
 from __future__ import annotations
@@ -24,8 +25,15 @@ import pyarrow.parquet as pq
 
 from icefloe import _native
 from icefloe.arrow_schema import FIELD_IDS_DIGEST_KEY, field_ids_digest
-from icefloe.exceptions import CorruptFileError, FileIOError, IcebergError, ValidationError
+from icefloe.exceptions import (
+    CorruptFileError,
+    FileIOError,
+    IcebergError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from icefloe.io import FileIO, file_io_error, is_io_failure
+from icefloe.nesting import MAX_PARQUET_LEVELS
 from icefloe.schema import Schema, walk_fields
 from icefloe.types import NestedField, StructType, TimestampNanoType, TimestamptzNanoType
 
@@ -43,12 +51,23 @@ WHOLE_FILE_BYTES = 1024 * 1024
 #: from column names or key-value metadata that are not UTF-8), and on failures to read them
 #: (an ``OSError`` too: :func:`corrupt_error` tells them apart).
 DECODE_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError, ValueError, IndexError)
+#: What pyarrow's Parquet reader says of a schema nested deeper than it opens.
+_TOO_DEEP = "Parquet schema too deeply nested"
 
 
-def corrupt_error(path: str, e: BaseException) -> CorruptFileError | FileIOError:
+def corrupt_error(
+    path: str, e: BaseException
+) -> CorruptFileError | FileIOError | UnsupportedFeatureError:
     """``e`` raised while decoding ``path`` as the typed error naming the file: a failure to
     read it (network, timeout, an error the store answered, ``EIO``) is a
-    :class:`FileIOError`, bytes that do not decode a :class:`CorruptFileError`."""
+    :class:`FileIOError`, a valid schema nested deeper than pyarrow's Parquet reader opens an
+    :class:`UnsupportedFeatureError`, bytes that do not decode a :class:`CorruptFileError`."""
+    if isinstance(e, OSError) and _TOO_DEEP in str(e):
+        return UnsupportedFeatureError(
+            f"cannot read Parquet file {path}: its schema nests more than {MAX_PARQUET_LEVELS} "
+            "levels deep, and pyarrow's Parquet reader opens no such file, whichever of its "
+            "columns are read"
+        )
     if is_io_failure(e):
         return file_io_error(e, path, "read")
     return CorruptFileError(f"cannot read Parquet file {path}: {type(e).__name__}: {e}")
