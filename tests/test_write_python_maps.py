@@ -110,6 +110,19 @@ def test_pairs_given_as_lists_convert_as_map_entries(catalog: Any) -> None:
     ]
 
 
+def test_pairs_as_lists_in_pandas_values() -> None:
+    """A DataFrame of JSON records (its map column holds lists of 2-element lists) and a
+    pandas Series in a mapping of columns (whose NaN stays null) convert as tuples do."""
+    pd = pytest.importorskip("pandas")
+    schema = Schema(NestedField(1, "i", LongType()), *SCHEMA.fields[1:2])
+    records = json.loads('[{"i": 1, "m": [["a", 1], ["b", null]]}, {"i": 2}]')
+    got = to_table_schema(pd.DataFrame(records), schema).to_pylist()
+    assert got == [{"i": 1, "m": [("a", 1), ("b", None)]}, {"i": 2, "m": None}]
+    series = pd.Series([[["a", 1]], None, float("nan")])
+    got = to_table_schema({"i": [1, 2, 3], "m": series}, schema).column("m").to_pylist()
+    assert got == [[("a", 1)], None, None]
+
+
 _TABLES = itertools.count()
 
 
