@@ -525,11 +525,29 @@ def test_creating_a_table_in_a_missing_bucket_is_not_found(
     assert isinstance(info.value, MetadataWriteError) and commit_did_not_happen(info.value)
     assert getattr(info.value, "bucket", None) == bucket
     assert not cat.table_exists("db.t") and cat.list_tables("db") == []
+    _served_create_in_a_missing_bucket(cat, bucket)
     s3_server.bucket(bucket)
     assert s3_server.client().list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
     cat.create_table("db.t", schema).append(pa.table({"id": [1]}))
     assert cat.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [1]
     cat.close()
+
+
+def _served_create_in_a_missing_bucket(cat: SqlCatalog, bucket: str) -> None:
+    """Through ``icefloe serve`` over ``cat``, the same create is the server's storage failing
+    (500 ``RuntimeIOException``), not a 404 other clients read as a missing namespace or
+    table."""
+    pytest.importorskip("uvicorn")
+    from icefloe import rest
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.exceptions import FileIOError
+
+    with rest.start(cat) as server:
+        client = RestCatalog("r", uri=server.url)
+        with pytest.raises(FileIOError, match=f"500 RuntimeIOException.*bucket '{bucket}'"):
+            client.create_table("db.t", pa.schema([("id", pa.int64())]))
+        client.close()
+    assert not cat.table_exists("db.t")
 
 
 def test_tls_settings_icefloe_does_not_read_are_warned_about_once(

@@ -30,6 +30,7 @@ from icefloe.exceptions import (
     FileIOError,
     ForbiddenError,
     IcebergError,
+    MetadataWriteError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
@@ -97,6 +98,9 @@ _TO_WIRE: list[tuple[type[BaseException], int, str]] = [
     (ForbiddenError, 403, "ForbiddenException"),
     (UnsupportedFeatureError, 406, "UnsupportedOperationException"),
     (ServiceUnavailableError, 503, "ServiceUnavailableException"),
+    # a metadata file the server could not write (its bucket missing too) is the server's
+    # storage failing, not a missing namespace or table (as a 404 would be read)
+    (MetadataWriteError, 500, STORAGE_ERROR_TYPE),
     (NotFoundError, 404, "NotFoundException"),
     (FileIOError, 500, STORAGE_ERROR_TYPE),  # the server's storage failed
     (CorruptFileError, 500, CORRUPT_FILE_ERROR_TYPE),  # a file on it is damaged
