@@ -123,6 +123,27 @@ def test_pairs_as_lists_in_pandas_values() -> None:
     assert got == [[("a", 1)], None, None]
 
 
+def test_pandas_null_markers_and_pairs_of_one_type_in_map_columns() -> None:
+    """``pd.NA`` and ``pd.NaT`` for a map are null (they were refused as "not a map"), and a
+    DataFrame whose key-value pairs have one type (Arrow infers lists of lists) converts as the
+    table's map instead of being refused."""
+    pd = pytest.importorskip("pandas")
+    longs = Schema(NestedField(1, "m", MapType(2, StringType(), 3, LongType())))
+    for null in (pd.NA, pd.NaT):
+        for first in ([("a", 1)], [["a", 1]], {"a": 1}):
+            series = pd.Series([first, null], dtype=object)
+            assert to_table_schema({"m": series}, longs).column("m").to_pylist() == [
+                [("a", 1)],
+                None,
+            ]
+            frame = pd.DataFrame({"m": series})
+            assert to_table_schema(frame, longs).column("m").to_pylist() == [[("a", 1)], None]
+    strings = Schema(NestedField(1, "m", MapType(2, StringType(), 3, StringType(), False)))
+    records = json.loads('[{"m": [["a", "x"], ["b", null]]}, {"m": null}, {}]')
+    got = to_table_schema(pd.DataFrame(records), strings).column("m").to_pylist()
+    assert got == [[("a", "x"), ("b", None)], None, None]
+
+
 _TABLES = itertools.count()
 
 

@@ -190,13 +190,25 @@ def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
     fails, column by column, so that the error names the column, and a column Arrow cannot
     infer (integers beyond int64 for a decimal column) is converted as ``schema``'s type."""
     named = [n for n in getattr(data.index, "names", []) if n is not None]
+    fields = {f.name: f for f in schema.fields} if schema is not None else {}
     try:
         if named:
             data = data.reset_index(level=named)
-        return pa.Table.from_pandas(data, preserve_index=False)
+        table = pa.Table.from_pandas(data, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
         error = e
-    fields = {f.name: f for f in schema.fields} if schema is not None else {}
+    else:
+        if schema is None or len(set(table.column_names)) != table.num_columns:
+            return table
+        for i, name in enumerate(table.column_names):
+            # key-value pairs of one type (JSON records) inferred as lists: converted as the
+            # map the table has there
+            f = fields.get(name)
+            if f is not None and _map_inferred_otherwise(table.schema.field(i).type, f.field_type):
+                values = data[name].tolist()
+                column = _python_column(name, values, f, schema, from_pandas=True)
+                table = table.set_column(i, name, column)
+        return table
     if len(set(map(str, data.columns))) != len(data.columns) or schema is None:
         raise ValidationError(f"cannot convert the DataFrame to Arrow: {error}") from None
     columns = {}
@@ -480,6 +492,10 @@ def _shown_value(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: pandas' null markers by type name: the top-level module that defines each
+_PANDAS_NULLS = {"NAType": "pandas", "NaTType": "pandas"}
+
+
 def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Convert | None) -> Any:
     """A map value ``v`` of column ``column`` (``at``: where in it, for errors) with its
     entries as ``(key, value)`` tuples (``key`` and ``value`` convert maps inside them), see
@@ -499,6 +515,8 @@ def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Con
         return v if all(items[k] is x for k, x in v.items()) else items
     if isinstance(v, float) and v != v:  # NaN: null in pandas values, else pyarrow refuses it
         return v
+    if _PANDAS_NULLS.get(type(v).__name__) == type(v).__module__.split(".")[0]:
+        return v  # pd.NA, pd.NaT: null in pandas values (pandas is not imported for this)
     if isinstance(v, str | bytes | bytearray) or not isinstance(v, Iterable):
         raise ValidationError(
             f"column {column!r}: {_shown_value(v)}{at} is a {type(v).__name__}, not a map: "
