@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Any
 
@@ -41,6 +42,11 @@ from icefloe.types import (
     NestedField,
     NestedType,
     StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
     UnknownType,
     VariantType,
 )
@@ -204,7 +210,11 @@ def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
             # key-value pairs of one type (JSON records) inferred as lists: converted as the
             # map the table has there
             f = fields.get(name)
-            if f is not None and _map_inferred_otherwise(table.schema.field(i).type, f.field_type):
+            if f is None:
+                continue
+            if _arrow_time(table.schema.field(i).type) and _python_objects(data[name]):
+                _check_no_integer_times(name, data[name], f.field_type)
+            if _map_inferred_otherwise(table.schema.field(i).type, f.field_type):
                 values = data[name].tolist()
                 column = _python_column(name, values, f, schema, from_pandas=True)
                 table = table.set_column(i, name, column)
@@ -374,6 +384,9 @@ def _python_column(
     else:
         if pa.types.is_timestamp(inferred.type) and isinstance(values, list | tuple):
             _check_one_zone_kind(name, values, inferred.type.tz is not None)
+        if field is not None and _python_objects(values) and _arrow_time(inferred.type):
+            # pyarrow's inference takes integers after a time as times in its unit
+            _check_no_integer_times(name, values, field.field_type)
         if field is None:
             return inferred
         if not isinstance(field.field_type, NestedType):
@@ -385,6 +398,8 @@ def _python_column(
         # struct keys the table lacks (which that conversion would drop)
         _check_struct_keys(name, values, field.field_type)
     if field is not None:
+        # pyarrow's conversion to the column's type takes integers as times in its unit
+        _check_no_integer_times(name, values, field.field_type)
         # map entries given as 2-element lists (JSON's pairs) as the tuples pyarrow takes
         values, changed = _map_pairs(name, values, field.field_type)
         if changed and from_pandas is None:
@@ -463,6 +478,93 @@ def _map_pairs(name: str, values: Iterable[Any], t: IcebergType) -> tuple[Any, b
     return (out, True) if changed else (values, False)
 
 
+_TIME_TYPES = (TimeType, TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
+
+
+def _is_time(t: pa.DataType) -> bool:
+    return bool(pa.types.is_timestamp(t) or pa.types.is_time(t))
+
+
+def _python_objects(values: Any) -> bool:
+    """Whether ``values`` are Python objects (a list, a tuple, an object-dtype pandas Series
+    or NumPy array), of which pyarrow converts integers after times as times."""
+    return isinstance(values, list | tuple) or str(getattr(values, "dtype", "")) == "object"
+
+
+def _arrow_time(t: pa.DataType) -> bool:
+    """Whether Arrow type ``t`` has a time or timestamp at any depth."""
+    if _is_time(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_arrow_time(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _arrow_time(t.key_type) or _arrow_time(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _arrow_time(t.value_type)
+    return False
+
+
+def _holds_time(t: IcebergType) -> bool:
+    if isinstance(t, _TIME_TYPES):
+        return True
+    return isinstance(t, NestedType) and any(_holds_time(f.field_type) for f in t.fields)
+
+
+def _check_no_integer_times(name: str, values: Iterable[Any], t: IcebergType) -> None:
+    """Refuse a Python integer given for a time or timestamp anywhere in column ``name``'s
+    ``values`` of type ``t`` (pyarrow would take it in the column's unit, so epoch seconds or
+    milliseconds would silently become times in 1970), naming the column."""
+    if not _holds_time(t):
+        return
+    if isinstance(t, _TIME_TYPES) and not any(  # the types present, found at C speed
+        issubclass(k, numbers.Integral) for k in set(map(type, values))
+    ):
+        return
+    for v in values:
+        found = _integer_time(v, t)
+        if found is not None:
+            raise ValidationError(
+                f"column {name!r} ({t}): {_shown_value(found)} is an integer, not a time: give "
+                "datetime values (or a pyarrow timestamp array), since a number has no unit"
+            )
+
+
+def _integer_time(v: Any, t: IcebergType) -> Any:
+    """The first integer in value ``v`` of type ``t`` where ``t`` has a time, else None."""
+    if v is None:
+        return None
+    if isinstance(t, _TIME_TYPES):
+        return v if isinstance(v, numbers.Integral) else None
+    if not _holds_time(t) or isinstance(v, str | bytes):
+        return None
+    items: Iterable[tuple[Any, IcebergType]]
+    if isinstance(t, StructType):
+        if not isinstance(v, Mapping):
+            return None
+        items = ((v.get(f.name), f.field_type) for f in t.fields)
+    elif isinstance(t, ListType):
+        if not isinstance(v, Iterable):
+            return None
+        items = ((x, t.element_type) for x in v)
+    elif isinstance(t, MapType):
+        pairs = v.items() if isinstance(v, Mapping) else v
+        if not isinstance(pairs, Iterable):
+            return None
+        items = (
+            (part, typ)
+            for pair in pairs
+            if isinstance(pair, tuple | list) and len(pair) == 2
+            for part, typ in zip(pair, (t.key_type, t.value_type), strict=True)
+        )
+    else:
+        return None
+    for x, xt in items:
+        found = _integer_time(x, xt)
+        if found is not None:
+            return found
+    return None
+
+
 _Convert = Callable[[Any], Any]
 
 
@@ -507,6 +609,7 @@ def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Con
             if type(entry) is not tuple or len(entry) != 2 or entry[0] is None:
                 break
         else:
+            _check_unique_keys(column, at, v)
             return v
     if isinstance(v, Mapping):
         if value is None:
@@ -537,7 +640,30 @@ def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Con
                 "(map keys cannot be null)"
             )
         pairs.append((k if key is None else key(k), x if value is None else value(x)))
+    _check_unique_keys(column, at, pairs)
     return pairs
+
+
+def _check_unique_keys(column: str, at: str, pairs: list[Any]) -> None:
+    """Refuse a map given as ``(key, value)`` pairs with a key twice: engines disagree on
+    such a map (Iceberg Java keeps the last value, DuckDB refuses to read the table)."""
+    if len(pairs) < 2:
+        return
+    try:
+        seen = len({k for k, _ in pairs})
+    except TypeError:  # struct keys given as dicts: compared as their items
+        seen = len({repr(k) for k, _ in pairs})
+    if seen == len(pairs):
+        return
+    found: set[Any] = set()
+    for k, _ in pairs:
+        mark = k if not isinstance(k, dict | list) else repr(k)
+        if mark in found:
+            raise ValidationError(
+                f"column {column!r}: map key {_shown_value(k)}{at} is given twice (map keys "
+                "must be unique)"
+            )
+        found.add(mark)
 
 
 def _list_elements(v: Any, element: _Convert) -> Any:
@@ -614,6 +740,8 @@ def _as_column_type(
         return inferred
     if _zone_differs(inferred.type, want):
         return inferred
+    if pa.types.is_integer(inferred.type) and _is_time(want):
+        return inferred  # refused by the write, as Arrow integers are: of which unit?
     try:
         typed = pa.array(values, type=want, from_pandas=from_pandas)
         back = typed.cast(inferred.type)

@@ -1,0 +1,156 @@
+"""Python values that pyarrow would take silently as something else: integers given for times
+or timestamps (pyarrow reads them in the column's unit, so epoch seconds or milliseconds from
+JSON became times in 1970) and map keys given twice as ``(key, value)`` pairs (Iceberg Java
+keeps the last value, DuckDB refuses to read the table) are refused naming the column, and
+nothing is committed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog import load_catalog
+from icefloe.exceptions import ValidationError
+from icefloe.schema import Schema
+from icefloe.types import (
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+)
+from icefloe.write.input import to_table_schema
+
+UTC = dt.timezone.utc
+NOON = dt.datetime(2024, 2, 29, 12, tzinfo=UTC)
+EPOCH_MS = 1709208000000  # the same instant in epoch milliseconds
+
+
+def _one(name: str, t: Any) -> Schema:
+    return Schema(NestedField(1, name, t))
+
+
+TIMES: list[tuple[str, Schema, Any]] = [
+    ("a timestamptz after a time", _one("ts", TimestamptzType()), [NOON, EPOCH_MS]),
+    ("a timestamptz before a time", _one("ts", TimestamptzType()), [EPOCH_MS, NOON]),
+    ("only integers", _one("ts", TimestamptzType()), [EPOCH_MS]),
+    ("a timestamp", _one("ts", TimestampType()), [NOON.replace(tzinfo=None), 1709208000]),
+    ("a time of day", _one("tm", TimeType()), [3600]),
+    ("a time of day after one", _one("tm", TimeType()), [dt.time(1), 3600]),
+    (
+        "a struct field",
+        _one("s", StructType(NestedField(2, "ts", TimestamptzType()))),
+        [{"ts": NOON}, {"ts": EPOCH_MS}],
+    ),
+    (
+        "a list element",
+        _one("l", ListType(2, TimestamptzType(), False)),
+        [[NOON, EPOCH_MS]],
+    ),
+    (
+        "a map value",
+        _one("m", MapType(2, StringType(), 3, TimestamptzType(), False)),
+        [{"a": NOON, "b": EPOCH_MS}],
+    ),
+    (
+        "a map value as pairs",
+        _one("m", MapType(2, StringType(), 3, TimestamptzType(), False)),
+        [[["a", NOON], ["b", EPOCH_MS]]],
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("units")
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{root}/c.db", warehouse=str(root / "w"))
+    cat.create_namespace("n")
+    yield cat
+    cat.close()
+
+
+@pytest.mark.parametrize(("case", "schema", "values"), TIMES, ids=[c[0] for c in TIMES])
+def test_integers_for_times_are_refused(
+    case: str, schema: Schema, values: Any, catalog: Any
+) -> None:
+    name = schema.fields[0].name
+    table = catalog.create_table(f"n.t{TIMES.index((case, schema, values))}", schema)
+    with pytest.raises(ValidationError, match=rf"column '{name}'.*(is an integer|int64)"):
+        table.append({name: values})
+    assert catalog.load_table(table.identifier).snapshots() == []
+
+
+def test_integers_for_times_in_pandas_objects_are_refused() -> None:
+    pd = pytest.importorskip("pandas")
+    schema = _one("ts", TimestamptzType())
+    mixed = pd.Series([NOON, EPOCH_MS], dtype=object)
+    for data in ({"ts": mixed}, pd.DataFrame({"ts": mixed})):
+        with pytest.raises(ValidationError, match=r"column 'ts'.*1709208000000 is an integer"):
+            to_table_schema(data, schema)
+    times = pd.DataFrame({"ts": pd.Series([NOON, None], dtype=object)})
+    assert to_table_schema(times, schema).column("ts").to_pylist() == [NOON, None]
+
+
+def test_times_still_convert() -> None:
+    schema = Schema(
+        NestedField(1, "ts", TimestamptzType()),
+        NestedField(2, "s", StructType(NestedField(3, "t", TimeType()))),
+    )
+    got = to_table_schema({"ts": [NOON, None], "s": [{"t": dt.time(1)}, None]}, schema)
+    assert got.to_pylist() == [{"ts": NOON, "s": {"t": dt.time(1)}}, {"ts": None, "s": None}]
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        ([[("k", 1), ("k", 2)]], ""),
+        ([[["k", 1], ["j", 3], ["k", 2]]], ""),
+    ],
+)
+def test_map_keys_given_twice_are_refused(values: Any, path: str) -> None:
+    schema = _one("m", MapType(2, StringType(), 3, LongType(), False))
+    with pytest.raises(ValidationError, match=r"column 'm': map key 'k'.* given twice"):
+        to_table_schema({"m": values}, schema)
+
+
+def test_nested_map_keys_given_twice_are_refused() -> None:
+    schema = _one(
+        "l", ListType(2, MapType(3, LongType(), 4, StringType(), False), False)
+    )  # fmt: skip
+    assert to_table_schema({"l": [[[(1, "a"), (2, "b")]]]}, schema).column("l").to_pylist() == [
+        [[(1, "a"), (2, "b")]]
+    ]
+    with pytest.raises(ValidationError, match=r"column 'l': map key 1 .*given twice"):
+        to_table_schema({"l": [[[[1, "a"], [1, "b"]]]]}, schema)
+
+
+def test_appends_refused_commit_nothing(tmp_path: Any) -> None:
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    cat.create_namespace("n")
+    table = cat.create_table(
+        "n.t",
+        pa.schema(
+            [
+                ("ts", pa.timestamp("us", tz="UTC")),
+                ("m", pa.map_(pa.string(), pa.string())),
+            ]
+        ),
+    )
+    table.append({"ts": [NOON], "m": [[["a", "x"]]]})
+    for bad in (
+        {"ts": [NOON, EPOCH_MS], "m": [None, None]},
+        {"ts": [NOON], "m": [[["k", "1"], ["k", "2"]]]},
+    ):
+        with pytest.raises(ValidationError):
+            table.append(bad)
+    table = cat.load_table("n.t")
+    assert len(table.snapshots()) == 1
+    assert table.scan().to_arrow().to_pylist() == [{"ts": NOON, "m": [("a", "x")]}]
+    cat.close()
