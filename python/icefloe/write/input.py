@@ -4,7 +4,9 @@ Accepted input: :class:`pyarrow.Table`, :class:`pyarrow.RecordBatch`,
 :class:`pyarrow.RecordBatchReader`, anything with ``__arrow_c_stream__`` or
 ``__arrow_c_array__`` (polars, DuckDB results, ...), pandas DataFrames, and a mapping of column
 names to arrays or Python lists. There, a map column's values (at any depth) may be dicts or
-lists of ``(key, value)`` pairs, each a tuple or a 2-element list (as JSON decoding gives them).
+lists of ``(key, value)`` pairs, each a tuple or a 2-element list (as JSON decoding gives them),
+and a struct's dict may only have the struct's field names as keys (as text, or as UTF-8
+bytes): any other is refused naming the column and the path to it.
 
 A variant column accepts an encoded ``struct<metadata, value>`` (validated; a shredded one with
 ``typed_value`` is merged back), JSON strings, any other Arrow values (cast value by value), and
@@ -376,6 +378,16 @@ def _python_column(
         return from_pylist(values)
     # pandas values are read with pandas' null rule even once they are copied into a list
     original_from_pandas = type(values).__module__.startswith("pandas") or None
+    if not isinstance(values, Sized):  # a generator, say: read once, for every use below
+        values = list(values)
+    if field is not None:
+        # one pass over the values of a column holding structs or maps (none for others):
+        # struct keys the table lacks refused (Arrow's typed conversion drops them, its
+        # inference loses values when some dicts' keys are bytes), map entries given as
+        # 2-element lists (JSON's pairs) made the tuples pyarrow takes
+        values, changed = _prepared(name, values, field.field_type)
+        if changed and from_pandas is None:
+            from_pandas = original_from_pandas
     error: Exception | None = None
     try:
         inferred = pa.array(values, from_pandas=from_pandas)
@@ -394,16 +406,10 @@ def _python_column(
         if not _map_inferred_otherwise(inferred.type, field.field_type):
             return inferred
         # dicts or pairs for a map (Arrow guessed a struct of the dicts' keys, or lists of
-        # pairs whose keys and values share a type): convert as the column's type, refusing
-        # struct keys the table lacks (which that conversion would drop)
-        _check_struct_keys(name, values, field.field_type)
+        # pairs whose keys and values share a type): converted as the column's type
     if field is not None:
         # pyarrow's conversion to the column's type takes integers as times in its unit
         _check_no_integer_times(name, values, field.field_type)
-        # map entries given as 2-element lists (JSON's pairs) as the tuples pyarrow takes
-        values, changed = _map_pairs(name, values, field.field_type)
-        if changed and from_pandas is None:
-            from_pandas = original_from_pandas
         try:
             return pa.array(values, type=type_to_arrow(field.field_type), from_pandas=from_pandas)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
@@ -458,15 +464,20 @@ def _map_inferred_otherwise(inferred: pa.DataType, t: IcebergType) -> bool:
     return False
 
 
-def _map_pairs(name: str, values: Iterable[Any], t: IcebergType) -> tuple[Any, bool]:
-    """Column ``name``'s Python ``values`` for type ``t`` with each map entry given as a
-    2-element list (as JSON decoding gives pairs) made a ``(key, value)`` tuple, at any depth,
-    and whether any was: pyarrow takes only tuples (and dicts) for a map. ``values`` itself
-    when none was. An entry that is not a pair, a pair with a null key (pyarrow's conversion
-    aborts the process on a null entry) or a map given as something else than a dict or a
-    sequence of pairs raises :class:`ValidationError` naming the column and the path to it;
-    lists that are list values are left as they are."""
-    convert = _pair_converter(name, name, t)
+def _prepared(name: str, values: Iterable[Any], t: IcebergType) -> tuple[Any, bool]:
+    """Column ``name``'s Python ``values`` for type ``t``, ready for ``pyarrow.array`` with
+    ``t``'s Arrow type, in one pass over them, and whether any value changed: each map entry
+    given as a 2-element list (as JSON decoding gives pairs) made a ``(key, value)`` tuple, at
+    any depth (pyarrow takes only tuples and dicts for a map), a dict given for a struct with
+    a key that is not one of its fields refused (pyarrow's typed conversion drops it), and one
+    with ``bytes`` keys given them as text (pyarrow reads every dict's keys as the first one's
+    kind, losing the values of the others).
+    ``values`` itself when none changed, without a pass when ``t`` holds no map or struct.
+    An entry that is not a pair, a pair with a null key (pyarrow's conversion aborts the
+    process on a null entry), a map given as something else than a dict or a sequence of
+    pairs, or an unknown struct key raises :class:`ValidationError` naming the column and the
+    path to it; lists that are list values are left as they are."""
+    convert = _converter(name, name, t)
     if convert is None:
         return values, False
     out = []
@@ -568,24 +579,19 @@ def _integer_time(v: Any, t: IcebergType) -> Any:
 _Convert = Callable[[Any], Any]
 
 
-def _pair_converter(column: str, path: str, t: IcebergType) -> _Convert | None:
-    """The function :func:`_map_pairs` applies to one value of type ``t`` at ``path``; None
-    when ``t`` holds no map (its values are left as they are)."""
+def _converter(column: str, path: str, t: IcebergType) -> _Convert | None:
+    """The function :func:`_prepared` applies to one value of type ``t`` at ``path``; None
+    when ``t`` holds no map or struct (its values are left as they are)."""
     if isinstance(t, MapType):
-        key = _pair_converter(column, f"{path}.key", t.key_type)
-        value = _pair_converter(column, f"{path}.value", t.value_type)
+        key = _converter(column, f"{path}.key", t.key_type)
+        value = _converter(column, f"{path}.value", t.value_type)
         at = "" if path == column else f" at {path}"
         return lambda v: _map_entries(column, at, v, key, value)
     if isinstance(t, ListType):
-        element = _pair_converter(column, f"{path}.element", t.element_type)
+        element = _converter(column, f"{path}.element", t.element_type)
         return None if element is None else lambda v: _list_elements(v, element)
     if isinstance(t, StructType):
-        fields = {
-            f.name: c
-            for f in t.fields
-            if (c := _pair_converter(column, f"{path}.{f.name}", f.field_type)) is not None
-        }
-        return (lambda v: _struct_fields(v, fields)) if fields else None
+        return _struct_converter(column, path, t)
     return None
 
 
@@ -601,7 +607,7 @@ _PANDAS_NULLS = {"NAType": "pandas", "NaTType": "pandas"}
 def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Convert | None) -> Any:
     """A map value ``v`` of column ``column`` (``at``: where in it, for errors) with its
     entries as ``(key, value)`` tuples (``key`` and ``value`` convert maps inside them), see
-    :func:`_map_pairs`."""
+    :func:`_prepared`."""
     if v is None:
         return v
     if key is None and value is None and type(v) is list:
@@ -667,7 +673,13 @@ def _check_unique_keys(column: str, at: str, pairs: list[Any]) -> None:
 
 
 def _list_elements(v: Any, element: _Convert) -> Any:
-    """A list value ``v`` with maps in its elements converted by ``element``."""
+    """A list value ``v`` with the maps and structs in its elements converted by ``element``."""
+    if type(v) is list:  # the common case: copied only once an element changes
+        for i, e in enumerate(v):
+            new = element(e)
+            if new is not e:
+                return [*v[:i], new, *map(element, v[i + 1 :])]
+        return v
     if v is None or isinstance(v, str | bytes | bytearray | Mapping) or not isinstance(v, Iterable):
         return v  # null, or not a list: pyarrow's conversion refuses it
     elements = [element(e) for e in v]
@@ -676,38 +688,54 @@ def _list_elements(v: Any, element: _Convert) -> Any:
     return elements
 
 
-def _struct_fields(v: Any, fields: dict[str, _Convert]) -> Any:
-    """A struct value ``v`` (a dict) with maps in ``fields`` (name: converter) converted."""
-    if not isinstance(v, Mapping):
-        return v  # null, or a tuple of field values, as pyarrow takes them
-    out = {k: fields[k](x) if k in fields else x for k, x in v.items()}
-    return v if all(out[k] is x for k, x in v.items()) else out
+def _struct_converter(column: str, path: str, t: StructType) -> _Convert:
+    """The converter of a struct value of type ``t`` at ``path`` of column ``column``: a dict
+    with a key that is not one of the struct's fields is refused; the maps and structs in its
+    fields' values are converted. Anything else (null, a tuple of field values, as pyarrow
+    takes them) is left as it is."""
+    known = frozenset(f.name for f in t.fields)
+    fields = {
+        f.name: c
+        for f in t.fields
+        if (c := _converter(column, f"{path}.{f.name}", f.field_type)) is not None
+    }
+
+    def convert(v: Any) -> Any:
+        if type(v) is not dict and not isinstance(v, Mapping):
+            return v
+        if not v.keys() <= known:
+            v = _named_by_text(column, path, t, known, v)
+        if not fields:
+            return v
+        out = {k: fields[k](x) if k in fields else x for k, x in v.items()}
+        return v if all(out[k] is x for k, x in v.items()) else out
+
+    return convert
 
 
-def _check_struct_keys(name: str, values: Iterable[Any], t: IcebergType) -> None:
-    """Refuse a Python dict given for a struct of type ``t`` (at any depth in ``values``) with
-    a key that is not one of the struct's fields."""
-    todo: list[tuple[str, Iterable[Any], IcebergType]] = [(name, values, t)]
-    while todo:
-        path, items, typ = todo.pop()
-        for v in items:
-            if v is None:
-                continue
-            if isinstance(typ, StructType) and isinstance(v, Mapping):
-                known = {f.name: f for f in typ.fields}
-                for k, child in v.items():
-                    if k not in known:
-                        raise ValidationError(f"input field {path}.{k} is not in the table schema")
-                    todo.append((f"{path}.{k}", [child], known[k].field_type))
-            elif isinstance(typ, ListType) and isinstance(v, Iterable):
-                todo.append((f"{path}.element", v, typ.element_type))
-            elif isinstance(typ, MapType):
-                pairs = v.items() if isinstance(v, Mapping) else v
-                if isinstance(pairs, Iterable):
-                    for pair in pairs:
-                        if isinstance(pair, tuple | list) and len(pair) == 2:
-                            todo.append((f"{path}.key", [pair[0]], typ.key_type))
-                            todo.append((f"{path}.value", [pair[1]], typ.value_type))
+def _named_by_text(
+    column: str, path: str, t: StructType, known: frozenset[str], v: Mapping[Any, Any]
+) -> dict[str, Any]:
+    """Struct value ``v`` (a dict with a key not in ``known``, its type ``t``'s field names)
+    with its ``bytes`` keys that are UTF-8 field names as those names (Arrow reads a dict's keys
+    as bytes or as text after the first dict it sees, losing the other kind's values); any
+    other key, or a field given twice, raises :class:`ValidationError`."""
+    out: dict[str, Any] = {}
+    for key, x in v.items():
+        name = key.decode(errors="replace") if isinstance(key, bytes) else key
+        if not isinstance(name, str) or name not in known:
+            at = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+            raise ValidationError(
+                f"column {column!r}: input field {at} is not in the table schema (the fields "
+                f"of {path}: {', '.join(f.name for f in t.fields)})"
+            )
+        if name in out:
+            raise ValidationError(
+                f"column {column!r}: struct {path!r} has field {name!r} more than once (as "
+                "text and as bytes)"
+            )
+        out[name] = x
+    return out
 
 
 def _check_one_zone_kind(name: str, values: list[Any] | tuple[Any, ...], zoned: bool) -> None:
