@@ -180,6 +180,8 @@ def test_bytes_keys_name_fields_as_text_does() -> None:
     data = {"id": [1, 2, 3], "s": [{b"a": "x"}, {"a": "y"}, {b"d": BIG, "a": "z"}]}
     want = [{"a": "x", "d": None}, {"a": "y", "d": None}, {"a": "z", "d": Decimal(BIG)}]
     assert to_table_schema(data, SCHEMA).column("s").to_pylist() == want
+    frame = pd.DataFrame({"id": [1, 2], "s": [{b"a": "x"}, {"a": "y"}]})
+    assert to_table_schema(frame, SCHEMA).column("s").to_pylist() == want[:2]
     with pytest.raises(ValidationError, match=r"s\[b'b'\] is not in the table"):
         to_table_schema({"id": [1, 2], "s": [{"a": "x"}, {b"b": "y"}]}, SCHEMA)
     with pytest.raises(ValidationError, match=r"s\[1\] is not in the table"):
@@ -193,6 +195,25 @@ def test_a_generator_of_values_is_read_once() -> None:
     data = {"id": [1, 2], "s": (v for v in [{"d": BIG}, {"a": "x"}])}
     got = to_table_schema(data, SCHEMA).column("s").to_pylist()
     assert got == [{"a": None, "d": Decimal(BIG)}, {"a": "x", "d": None}]
+
+
+def test_pandas_object_columns_of_dicts_convert_as_a_mappings_values() -> None:
+    """Dicts for a map column in a DataFrame were refused (Arrow guessed a struct of their
+    keys); they convert as in a mapping of columns, NaN a null as pandas means it."""
+    frame = pd.DataFrame(
+        {
+            "id": [1, 2, 3],
+            "m": [{"k": {"a": "x", "d": float("nan")}}, {"j": None}, float("nan")],
+            "s": [{"a": "x"}, float("nan"), {"a": None, "d": 1}],
+        }
+    )
+    table = to_table_schema(frame, SCHEMA)
+    assert table.column("m").to_pylist() == [[("k", {"a": "x", "d": None})], [("j", None)], None]
+    assert table.column("s").to_pylist() == [
+        {"a": "x", "d": None},
+        None,
+        {"a": None, "d": Decimal(1)},
+    ]
 
 
 def test_row_dicts_are_refused_with_a_hint_and_their_arrow_form_is_checked() -> None:

@@ -3,10 +3,10 @@
 Accepted input: :class:`pyarrow.Table`, :class:`pyarrow.RecordBatch`,
 :class:`pyarrow.RecordBatchReader`, anything with ``__arrow_c_stream__`` or
 ``__arrow_c_array__`` (polars, DuckDB results, ...), pandas DataFrames, and a mapping of column
-names to arrays or Python lists. There, a map column's values (at any depth) may be dicts or
-lists of ``(key, value)`` pairs, each a tuple or a 2-element list (as JSON decoding gives them),
-and a struct's dict may only have the struct's field names as keys (as text, or as UTF-8
-bytes): any other is refused naming the column and the path to it.
+names to arrays or Python lists. There, and in a pandas object column, a map column's values
+(at any depth) may be dicts or lists of ``(key, value)`` pairs, each a tuple or a 2-element list
+(as JSON decoding gives them), and a struct's dict may only have the struct's field names as
+keys (as text, or as UTF-8 bytes): any other is refused naming the column and the path to it.
 
 A variant column accepts an encoded ``struct<metadata, value>`` (validated; a shredded one with
 ``typed_value`` is merged back), JSON strings, any other Arrow values (cast value by value), and
@@ -298,7 +298,7 @@ def _stream(data: Any) -> pa.RecordBatchReader | None:
 def to_schema_arrow_table(data: Any, schema: Schema) -> pa.Table:
     """Any supported input as a :class:`pyarrow.Table` with its own columns, Python values of
     ``schema``'s variant columns encoded (see :func:`to_arrow_table`)."""
-    return to_arrow_table(_encode_python_variants(data, schema))
+    return to_arrow_table(_python_values_converted(data, schema))
 
 
 def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Table:
@@ -330,11 +330,12 @@ def to_table_schema(data: Any, schema: Schema, format_version: int = 2) -> pa.Ta
     return pa.Table.from_arrays(columns, schema=target)
 
 
-def _encode_python_variants(data: Any, schema: Schema) -> Any:
+def _python_values_converted(data: Any, schema: Schema) -> Any:
     """Python values of a mapping of columns converted to Arrow column by column (variant
     columns encoded in Rust; values Arrow's inference cannot hold, such as integers beyond
-    int64 for a decimal column, converted as the table's type), and pandas object columns of
-    variant type encoded; everything else is left to Arrow."""
+    int64 for a decimal column, converted as the table's type), and so are pandas object
+    columns of variant type or holding structs or maps (their dicts checked as a mapping's
+    are); everything else is left to Arrow."""
     fields = {f.name: f for f in schema.fields}
     if isinstance(data, Mapping):
         columns = {
@@ -348,15 +349,26 @@ def _encode_python_variants(data: Any, schema: Schema) -> Any:
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
             raise ValidationError(f"cannot make a table of the input's columns: {e}") from None
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
-        names = {n for n, f in fields.items() if isinstance(f.field_type, VariantType)}
+        names = {n for n, f in fields.items() if _holds_python_objects(f.field_type)}
         cols = [c for c in data.columns if c in names and data[c].dtype == object]
-        if cols:
+        if cols and len(set(map(str, data.columns))) == len(data.columns):
             table = _from_pandas(data.drop(columns=cols), schema)
             for c in cols:
-                table = table.append_column(c, from_pylist(data[c].tolist()))
+                values = data[c].tolist()
+                table = table.append_column(
+                    c, _python_column(c, values, fields[c], schema, from_pandas=True)
+                )
             return table
         return _from_pandas(data, schema)
     return data
+
+
+def _holds_python_objects(t: IcebergType) -> bool:
+    """Whether a pandas object column of type ``t`` is converted as a mapping's Python values
+    are: a variant, or a struct or a map, also as list elements (their dicts are checked)."""
+    while isinstance(t, ListType):
+        t = t.element_type
+    return isinstance(t, VariantType | StructType | MapType)
 
 
 def _python_column(
