@@ -352,13 +352,14 @@ def _python_values_converted(data: Any, schema: Schema) -> Any:
         names = {n for n, f in fields.items() if _holds_python_objects(f.field_type)}
         cols = [c for c in data.columns if c in names and data[c].dtype == object]
         if cols and len(set(map(str, data.columns))) == len(data.columns):
-            table = _from_pandas(data.drop(columns=cols), schema)
-            for c in cols:
-                values = data[c].tolist()
-                table = table.append_column(
-                    c, _python_column(c, values, fields[c], schema, from_pandas=True)
-                )
-            return table
+            rest = _from_pandas(data.drop(columns=cols), schema)
+            converted = {
+                str(c): _python_column(c, data[c].tolist(), fields[c], schema, from_pandas=True)
+                for c in cols
+            }
+            # the other columns' table has no rows when there are none of them
+            others = dict(zip(rest.column_names, rest.columns, strict=True))
+            return pa.table({**others, **converted})
         return _from_pandas(data, schema)
     return data
 
