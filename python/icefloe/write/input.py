@@ -6,7 +6,8 @@ Accepted input: :class:`pyarrow.Table`, :class:`pyarrow.RecordBatch`,
 names to arrays or Python lists. There, and in a pandas object column, a map column's values
 (at any depth) may be dicts or lists of ``(key, value)`` pairs, each a tuple or a 2-element list
 (as JSON decoding gives them), and a struct's dict may only have the struct's field names as
-keys (as text, or as UTF-8 bytes): any other is refused naming the column and the path to it.
+keys (as text, or as UTF-8 bytes): any other is refused naming the column and the path to it;
+Python numbers for ``double`` and ``float`` fields convert at any depth when exact in them.
 
 A variant column accepts an encoded ``struct<metadata, value>`` (validated; a shredded one with
 ``typed_value`` is merged back), JSON strings, any other Arrow values (cast value by value), and
@@ -38,6 +39,8 @@ from icefloe.arrow_schema import schema_to_arrow, type_to_arrow
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema, walk_fields
 from icefloe.types import (
+    DoubleType,
+    FloatType,
     IcebergType,
     ListType,
     MapType,
@@ -414,6 +417,9 @@ def _python_column(
             _check_no_integer_times(name, values, field.field_type)
         if field is None:
             return inferred
+        numbers = _python_numbers_as(name, inferred, field.field_type)
+        if numbers is not None:
+            return numbers
         if not isinstance(field.field_type, NestedType):
             return _as_column_type(values, inferred, type_to_arrow(field.field_type), from_pandas)
         if not _map_inferred_otherwise(inferred.type, field.field_type):
@@ -424,7 +430,15 @@ def _python_column(
         # pyarrow's conversion to the column's type takes integers as times in its unit
         _check_no_integer_times(name, values, field.field_type)
         try:
-            return pa.array(values, type=type_to_arrow(field.field_type), from_pandas=from_pandas)
+            # Python floats for a float field are converted as doubles, then checked to be
+            # exact in 32 bits (pyarrow's own conversion would round them)
+            typed = pa.array(
+                values,
+                type=_doubles_for_floats(type_to_arrow(field.field_type)),
+                from_pandas=from_pandas,
+            )
+            numbers = _python_numbers_as(name, typed, field.field_type)
+            return typed if numbers is None else numbers
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
             if not isinstance(field.field_type, NestedType):
                 raise ValidationError(
@@ -446,6 +460,117 @@ def _python_column(
     raise ValidationError(
         f"column {name!r} ({kind}): cannot convert its Python values to Arrow: {error}{hint}"
     ) from None
+
+
+#: The floating types Python numbers are converted to, with the magnitude up to which each
+#: holds every integer exactly.
+_FLOATING: dict[type[IcebergType], tuple[pa.DataType, int]] = {
+    DoubleType: (pa.float64(), 2**53),
+    FloatType: (pa.float32(), 2**24),
+}
+
+
+def _python_numbers_as(name: str, arr: pa.Array, t: IcebergType) -> pa.Array | None:
+    """Python values Arrow converted to ``arr`` with the numbers given for ``double`` and
+    ``float`` fields of type ``t``, at any depth (struct fields, list elements, map keys and
+    values), converted to those fields' types: integers, and doubles for a ``float`` field.
+    Each value must be exactly representable in its field's type, else
+    :class:`ValidationError` names it and the path to it (icefloe never rounds). None when
+    ``arr`` holds no such numbers."""
+    want = _numbers_type(name, arr, t)
+    return None if want is None else arr.cast(want)
+
+
+def _numbers_type(path: str, arr: pa.Array, t: IcebergType) -> pa.DataType | None:
+    """The type :func:`_python_numbers_as` casts ``arr`` (at ``path``, of field type ``t``) to,
+    after checking its values; None when it stays as it is."""
+    have = arr.type
+    floating = _FLOATING.get(type(t))
+    if floating is not None:
+        want, exact = floating
+        if pa.types.is_integer(have):
+            _check_exact_ints(path, arr, t, exact)
+            return want
+        if pa.types.is_float64(have) and want == pa.float32():
+            _check_exact_float32(path, arr, t)
+            return want
+        return None
+    if isinstance(t, StructType) and pa.types.is_struct(have):
+        types = {f.name: f.field_type for f in t.fields}
+        fields, changed = [], False
+        for i in range(have.num_fields):
+            f = have.field(i)
+            sub = None
+            if f.name in types:
+                sub = _numbers_type(f"{path}.{f.name}", arr.field(i), types[f.name])
+            changed = changed or sub is not None
+            fields.append(f if sub is None else f.with_type(sub))
+        return pa.struct(fields) if changed else None
+    if isinstance(t, ListType) and (pa.types.is_list(have) or pa.types.is_large_list(have)):
+        sub = _numbers_type(f"{path}.element", arr.flatten(), t.element_type)
+        if sub is None:
+            return None
+        element = have.value_field.with_type(sub)
+        return pa.list_(element) if pa.types.is_list(have) else pa.large_list(element)
+    if isinstance(t, MapType) and pa.types.is_map(have):
+        key = _numbers_type(f"{path}.key", arr.keys, t.key_type)
+        item = _numbers_type(f"{path}.value", arr.items, t.value_type)
+        if key is None and item is None:
+            return None
+        return pa.map_(
+            have.key_field.with_type(key or have.key_type),
+            have.item_field.with_type(item or have.item_type),
+            keys_sorted=have.keys_sorted,
+        )
+    return None
+
+
+def _check_exact_ints(path: str, arr: pa.Array, t: IcebergType, exact: int) -> None:
+    """Refuse integers beyond ``exact`` in magnitude for a floating field of type ``t``."""
+    beyond = pc.or_(pc.greater(arr, exact), pc.less(arr, -exact))
+    if pc.any(beyond).as_py():
+        v = arr.filter(beyond)[0].as_py()
+        raise ValidationError(
+            f"column {path!r} ({t}): the integer {v} cannot be represented exactly as a {t} "
+            f"(a {t} holds every integer up to 2**{exact.bit_length() - 1} in magnitude); "
+            "icefloe never rounds: give it as a Python float to store it rounded"
+        )
+
+
+def _check_exact_float32(path: str, arr: pa.Array, t: IcebergType) -> None:
+    """Refuse Python floats that a ``float`` (32-bit) field of type ``t`` would round."""
+    back = arr.cast(pa.float32()).cast(pa.float64())
+    differs = pc.and_(pc.not_equal(back, arr), pc.invert(pc.and_(pc.is_nan(back), pc.is_nan(arr))))
+    if pc.any(differs).as_py():
+        v = arr.filter(differs)[0].as_py()
+        raise ValidationError(
+            f"column {path!r} ({t}): {v!r} cannot be represented exactly as a 32-bit {t} "
+            "(Python floats are 64-bit); icefloe never rounds: give the values as a pyarrow "
+            "float32 array to store them rounded, or make the column a double"
+        )
+
+
+def _doubles_for_floats(t: pa.DataType) -> pa.DataType:
+    """Arrow type ``t`` with ``float32`` made ``float64`` at any depth."""
+    if pa.types.is_float32(t):
+        return pa.float64()
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [
+                t.field(i).with_type(_doubles_for_floats(t.field(i).type))
+                for i in range(t.num_fields)
+            ]
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element = t.value_field.with_type(_doubles_for_floats(t.value_type))
+        return pa.list_(element) if pa.types.is_list(t) else pa.large_list(element)
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(_doubles_for_floats(t.key_type)),
+            t.item_field.with_type(_doubles_for_floats(t.item_type)),
+            keys_sorted=t.keys_sorted,
+        )
+    return t
 
 
 def _map_inferred_otherwise(inferred: pa.DataType, t: IcebergType) -> bool:
