@@ -186,6 +186,27 @@ def test_snapshots_picture(world: CliWorld) -> None:
     assert_golden("snapshots-72", narrow)
 
 
+def test_narrow_snapshots_drop_bars_tags_and_size_before_the_time(world: CliWorld) -> None:
+    ids = [str(s.snapshot_id) for s in world.catalog().load_table("db.events").snapshots()]
+    for width in range(64, 132, 4):
+        out = run(world, "snapshots", "db.events", width=width).stdout
+        assert all(len(line) <= width for line in out.splitlines())
+        header = next(line for line in out.splitlines() if line.startswith("snapshot "))
+        columns = header.split()
+        # what goes first: bars (headless), tags, size, lane; the time (--as-of) stays
+        assert "time" in columns, (width, header)
+        if "lane" in columns:
+            assert "size" in columns or "tags" not in columns, (width, header)
+        if "size" in columns or "tags" in columns:
+            assert "lane" in columns, (width, header)
+        if "tags" in columns:
+            assert "size" in columns, (width, header)
+        assert all(i in out for i in ids)  # ids are never cut
+    at_80 = run(world, "snapshots", "db.events", width=80).stdout
+    header = next(line for line in at_80.splitlines() if line.startswith("snapshot "))
+    assert header.split()[:4] == ["snapshot", "time", "(UTC)", "operation"]
+
+
 def test_colour_marks_operations(world: CliWorld) -> None:
     from click.testing import CliRunner
 

@@ -191,8 +191,8 @@ def _ref_list(labels: list[str]) -> str:
 
 
 def _table(tl: Timeline, width: int, limit: int) -> RichTable:
-    """One row per snapshot (the newest ``limit``, 0 for all); narrow terminals drop the time
-    and lane columns."""
+    """One row per snapshot (the newest ``limit``, 0 for all); narrow terminals drop the bars,
+    tags, size and lane columns, in that order, before the time (which ``--as-of`` takes)."""
     pts = tl.points if limit == 0 else tl.points[-limit:]
     tags: dict[int, list[str]] = {}
     for name, sid in tl.tags.items():
@@ -203,11 +203,10 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
     ref_text = {sid: _ref_list(names) for sid, names in tags.items()}
     lane_w = min(_LANE_MAX, max(len(printable(n)) for n in tl.lanes))
     tag_w = max([len(v) for v in ref_text.values()] + [0])
-    wide = width >= 100
     keys = any(p.equality_delete_keys for p in pts)  # equality deletes hold keys, not rows
     times = [ts(p.timestamp_ms, year=False) for p in pts]
     time_w = max([14, *(len(v) for v in times)])  # a time out of range is a longer number
-    fixed = 19 + 9 + 7 + 7 + 9 + tag_w + (time_w + lane_w + 4 if wide else 0) + 10 + 8 * keys
+    fixed = 19 + 9 + 7 + 7 + 9 + tag_w + time_w + lane_w + 4 + 10 + 8 * keys
     bar_w = max(2, min(12, (width - fixed) // 3))
     max_rows = max([max(p.added_records or 0, p.deleted_records or 0) for p in pts] + [1])
     max_size = max([p.total_size or 0 for p in pts] + [1])
@@ -225,41 +224,48 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
             [format(p.equality_delete_keys, sep) if p.equality_delete_keys else "-" for p in pts],
         )
 
-    added, deleted, key_counts = counts(",")
     sizes = [human_size(p.total_size) for p in pts]
-    op_w = widest("operation", [printable(p.operation) for p in pts])
+    natural_op = widest("operation", [printable(p.operation) for p in pts])
     # numbers and ids are never cut: on a narrow terminal the bars go first, then the tags
-    # (the picture has them), then the sizes and the thousands separators, and last the
-    # operation column narrows, or goes
-    show = {"bars": True, "tags": bool(tags), "size": True, "op": True}
+    # (the picture has them), the sizes, the lanes (the picture has them too) and the
+    # thousands separators; then the operation column narrows, or goes; and when even that
+    # is not enough the time (what --as-of takes) goes, the rest laid out again without it
+    show: dict[str, bool] = {}
 
     def needed(op: int) -> int:
         cols = [19, widest("+rows", added), widest("-rows", deleted)]
         cols += [op] if show["op"] else []
-        cols += [time_w, max(4, lane_w)] if wide else []
+        cols += [time_w] if show["time"] else []
+        cols += [max(4, lane_w)] if show["lane"] else []
         cols += [widest("eq keys", key_counts)] if keys else []
         cols += [widest("size", sizes)] if show["size"] else []
         cols += [max(4, tag_w)] if show["tags"] else []
         cols += [bar_w] * (2 + show["size"]) if show["bars"] else []
         return sum(cols) + 2 * (len(cols) - 1)  # a blank and the padding between columns
 
-    for part in ("bars", "tags", "size"):
+    for with_time in (True, False):
+        show.update(bars=True, tags=bool(tags), size=True, lane=True, time=with_time, op=True)
+        added, deleted, key_counts = counts(",")
+        op_w = natural_op
+        for part in ("bars", "tags", "size", "lane"):
+            if needed(op_w) <= width:
+                break
+            show[part] = False
+        if needed(op_w) > width:
+            added, deleted, key_counts = counts("")
+        over = needed(op_w) - width
+        if over <= 0:
+            op_w = 0  # as wide as it needs
+        elif op_w - over >= 4:
+            op_w -= over
+        else:  # not even "app…" fits: the picture above marks the operations (by colour)
+            show["op"] = False
         if needed(op_w) <= width:
             break
-        show[part] = False
-    if needed(op_w) > width:
-        added, deleted, key_counts = counts("")
-    over = needed(op_w) - width
-    if over <= 0:
-        op_w = 0  # as wide as it needs
-    elif op_w - over >= 4:
-        op_w -= over
-    else:  # not even "app…" fits: the picture above marks the operations (by colour or letter)
-        show["op"] = False
     t = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     # ids are what a user copies into --snapshot: never cut (bars shrink first)
     t.add_column("snapshot", no_wrap=True, min_width=19)
-    if wide:
+    if show["time"]:
         t.add_column("time (UTC)", no_wrap=True, min_width=time_w)
     if not show["op"]:
         pass
@@ -267,7 +273,7 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
         t.add_column("op" if op_w < 9 else "operation", no_wrap=True, width=op_w)
     else:
         t.add_column("operation", no_wrap=True)
-    if wide:
+    if show["lane"]:
         t.add_column("lane", no_wrap=True, max_width=_LANE_MAX)
     t.add_column("+rows", justify="right", no_wrap=True)
     if show["bars"]:
@@ -285,11 +291,11 @@ def _table(tl: Timeline, width: int, limit: int) -> RichTable:
         t.add_column("refs" if bare else "tags", no_wrap=True, style="magenta")
     for i, p in enumerate(pts):
         row: list[Any] = [str(p.snapshot_id).ljust(19)]  # ids vary in length: fixed column
-        if wide:
+        if show["time"]:
             row.append(times[i])
         if show["op"]:
             row.append(literal(p.operation, style=OP_COLORS.get(p.operation, "")))
-        if wide:
+        if show["lane"]:
             row.append(Text(_cut(p.lane)))
         row.append(added[i])
         if show["bars"]:
