@@ -1,0 +1,452 @@
+"""Python values (a mapping's lists, pandas object columns) made ready for Arrow's conversion
+to a table's types, in one pass per column and only for columns that need it: map entries given
+as 2-element lists (as JSON decoding gives them) made ``(key, value)`` tuples, struct dicts
+checked against the struct's fields, repeated map keys and integers given for times refused,
+and Python numbers for ``double`` and ``float`` fields converted alike at any depth when exact.
+Every refusal is a :class:`~icefloe.exceptions.ValidationError` naming the column."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sized
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.exceptions import ValidationError
+from icefloe.types import (
+    DoubleType,
+    FloatType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+)
+
+__all__ = [
+    "arrow_time",
+    "check_no_integer_times",
+    "doubles_for_floats",
+    "is_time",
+    "map_inferred_otherwise",
+    "prepared",
+    "python_numbers_as",
+    "python_objects",
+]
+
+
+#: the Arrow type of a floating field and the largest integer magnitude it holds exactly
+_FLOATING: dict[type[IcebergType], tuple[pa.DataType, int]] = {
+    DoubleType: (pa.float64(), 2**53),
+    FloatType: (pa.float32(), 2**24),
+}
+
+
+def python_numbers_as(name: str, arr: pa.Array, t: IcebergType) -> pa.Array | None:
+    """Python values Arrow converted to ``arr`` with the numbers given for ``double`` and
+    ``float`` fields of type ``t``, at any depth (struct fields, list elements, map keys and
+    values), converted to those fields' types: integers, and doubles for a ``float`` field.
+    Each value must be exactly representable in its field's type, else
+    :class:`ValidationError` names it and the path to it (icefloe never rounds). None when
+    ``arr`` holds no such numbers."""
+    want = _numbers_type(name, arr, t)
+    return None if want is None else arr.cast(want)
+
+
+def _numbers_type(path: str, arr: pa.Array, t: IcebergType) -> pa.DataType | None:
+    """The type :func:`python_numbers_as` casts ``arr`` (at ``path``, of field type ``t``) to,
+    after checking its values; None when it stays as it is."""
+    have = arr.type
+    floating = _FLOATING.get(type(t))
+    if floating is not None:
+        want, exact = floating
+        if pa.types.is_integer(have):
+            _check_exact_ints(path, arr, t, exact)
+            return want
+        if pa.types.is_float64(have) and want == pa.float32():
+            _check_exact_float32(path, arr, t)
+            return want
+        return None
+    if isinstance(t, StructType) and pa.types.is_struct(have):
+        types = {f.name: f.field_type for f in t.fields}
+        fields, changed = [], False
+        for i in range(have.num_fields):
+            f = have.field(i)
+            sub = None
+            if f.name in types:
+                sub = _numbers_type(f"{path}.{f.name}", arr.field(i), types[f.name])
+            changed = changed or sub is not None
+            fields.append(f if sub is None else f.with_type(sub))
+        return pa.struct(fields) if changed else None
+    if isinstance(t, ListType) and (pa.types.is_list(have) or pa.types.is_large_list(have)):
+        sub = _numbers_type(f"{path}.element", arr.flatten(), t.element_type)
+        if sub is None:
+            return None
+        element = have.value_field.with_type(sub)
+        return pa.list_(element) if pa.types.is_list(have) else pa.large_list(element)
+    if isinstance(t, MapType) and pa.types.is_map(have):
+        key = _numbers_type(f"{path}.key", arr.keys, t.key_type)
+        item = _numbers_type(f"{path}.value", arr.items, t.value_type)
+        if key is None and item is None:
+            return None
+        return pa.map_(
+            have.key_field.with_type(key or have.key_type),
+            have.item_field.with_type(item or have.item_type),
+            keys_sorted=have.keys_sorted,
+        )
+    return None
+
+
+def _check_exact_ints(path: str, arr: pa.Array, t: IcebergType, exact: int) -> None:
+    """Refuse integers beyond ``exact`` in magnitude for a floating field of type ``t``."""
+    beyond = pc.or_(pc.greater(arr, exact), pc.less(arr, -exact))
+    if pc.any(beyond).as_py():
+        v = arr.filter(beyond)[0].as_py()
+        raise ValidationError(
+            f"column {path!r} ({t}): the integer {v} cannot be represented exactly as a {t} "
+            f"(a {t} holds every integer up to 2**{exact.bit_length() - 1} in magnitude); "
+            "icefloe never rounds: give it as a Python float to store it rounded"
+        )
+
+
+def _check_exact_float32(path: str, arr: pa.Array, t: IcebergType) -> None:
+    """Refuse Python floats that a ``float`` (32-bit) field of type ``t`` would round."""
+    back = arr.cast(pa.float32()).cast(pa.float64())
+    differs = pc.and_(pc.not_equal(back, arr), pc.invert(pc.and_(pc.is_nan(back), pc.is_nan(arr))))
+    if pc.any(differs).as_py():
+        v = arr.filter(differs)[0].as_py()
+        raise ValidationError(
+            f"column {path!r} ({t}): {v!r} cannot be represented exactly as a 32-bit {t} "
+            "(Python floats are 64-bit); icefloe never rounds: give the values as a pyarrow "
+            "float32 array to store them rounded, or make the column a double"
+        )
+
+
+def doubles_for_floats(t: pa.DataType) -> pa.DataType:
+    """Arrow type ``t`` with ``float32`` made ``float64`` at any depth."""
+    if pa.types.is_float32(t):
+        return pa.float64()
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [t.field(i).with_type(doubles_for_floats(t.field(i).type)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element = t.value_field.with_type(doubles_for_floats(t.value_type))
+        return pa.list_(element) if pa.types.is_list(t) else pa.large_list(element)
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(doubles_for_floats(t.key_type)),
+            t.item_field.with_type(doubles_for_floats(t.item_type)),
+            keys_sorted=t.keys_sorted,
+        )
+    return t
+
+
+def map_inferred_otherwise(inferred: pa.DataType, t: IcebergType) -> bool:
+    """Whether Arrow's inference made something else than a map where type ``t`` has one, at
+    any depth: a struct (Python dicts given for a map) or a list (key-value pairs whose key
+    and value are of one type, tuples or lists, inferred as lists): such values convert only
+    as ``t``."""
+    if isinstance(t, MapType):
+        if (
+            pa.types.is_struct(inferred)
+            or pa.types.is_list(inferred)
+            or pa.types.is_large_list(inferred)
+        ):
+            return True
+        return pa.types.is_map(inferred) and (
+            map_inferred_otherwise(inferred.key_type, t.key_type)
+            or map_inferred_otherwise(inferred.item_type, t.value_type)
+        )
+    if isinstance(t, ListType):
+        return (
+            pa.types.is_list(inferred) or pa.types.is_large_list(inferred)
+        ) and map_inferred_otherwise(inferred.value_type, t.element_type)
+    if isinstance(t, StructType) and pa.types.is_struct(inferred):
+        given = {inferred.field(i).name: inferred.field(i).type for i in range(inferred.num_fields)}
+        return any(
+            f.name in given and map_inferred_otherwise(given[f.name], f.field_type)
+            for f in t.fields
+        )
+    return False
+
+
+def prepared(name: str, values: Iterable[Any], t: IcebergType) -> tuple[Any, bool]:
+    """Column ``name``'s Python ``values`` for type ``t``, ready for ``pyarrow.array`` with
+    ``t``'s Arrow type, in one pass over them, and whether any value changed: each map entry
+    given as a 2-element list (as JSON decoding gives pairs) made a ``(key, value)`` tuple, at
+    any depth (pyarrow takes only tuples and dicts for a map), a dict given for a struct with
+    a key that is not one of its fields refused (pyarrow's typed conversion drops it), and one
+    with ``bytes`` keys given them as text (pyarrow reads every dict's keys as the first one's
+    kind, losing the values of the others).
+    ``values`` itself when none changed, without a pass when ``t`` holds no map or struct.
+    An entry that is not a pair, a pair with a null key (pyarrow's conversion aborts the
+    process on a null entry), a map given as something else than a dict or a sequence of
+    pairs, or an unknown struct key raises :class:`ValidationError` naming the column and the
+    path to it; lists that are list values are left as they are."""
+    convert = _converter(name, name, t)
+    if convert is None:
+        return values, False
+    out = []
+    changed = False
+    for v in values:
+        new = convert(v)
+        changed = changed or new is not v
+        out.append(new)
+    return (out, True) if changed else (values, False)
+
+
+_TIME_TYPES = (TimeType, TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
+
+
+def is_time(t: pa.DataType) -> bool:
+    return bool(pa.types.is_timestamp(t) or pa.types.is_time(t))
+
+
+def python_objects(values: Any) -> bool:
+    """Whether ``values`` are Python objects (a list, a tuple, an object-dtype pandas Series
+    or NumPy array), of which pyarrow converts integers after times as times."""
+    return isinstance(values, list | tuple) or str(getattr(values, "dtype", "")) == "object"
+
+
+def arrow_time(t: pa.DataType) -> bool:
+    """Whether Arrow type ``t`` has a time or timestamp at any depth."""
+    if is_time(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(arrow_time(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return arrow_time(t.key_type) or arrow_time(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return arrow_time(t.value_type)
+    return False
+
+
+def _holds_time(t: IcebergType) -> bool:
+    if isinstance(t, _TIME_TYPES):
+        return True
+    return isinstance(t, NestedType) and any(_holds_time(f.field_type) for f in t.fields)
+
+
+def check_no_integer_times(name: str, values: Iterable[Any], t: IcebergType) -> None:
+    """Refuse a Python integer given for a time or timestamp anywhere in column ``name``'s
+    ``values`` of type ``t`` (pyarrow would take it in the column's unit, so epoch seconds or
+    milliseconds would silently become times in 1970), naming the column."""
+    if not _holds_time(t):
+        return
+    if isinstance(t, _TIME_TYPES) and not any(  # the types present, found at C speed
+        issubclass(k, numbers.Integral) for k in set(map(type, values))
+    ):
+        return
+    for v in values:
+        found = _integer_time(v, t)
+        if found is not None:
+            raise ValidationError(
+                f"column {name!r} ({t}): {_shown_value(found)} is an integer, not a time: give "
+                "datetime values (or a pyarrow timestamp array), since a number has no unit"
+            )
+
+
+def _integer_time(v: Any, t: IcebergType) -> Any:
+    """The first integer in value ``v`` of type ``t`` where ``t`` has a time, else None."""
+    if v is None:
+        return None
+    if isinstance(t, _TIME_TYPES):
+        return v if isinstance(v, numbers.Integral) else None
+    if not _holds_time(t) or isinstance(v, str | bytes):
+        return None
+    items: Iterable[tuple[Any, IcebergType]]
+    if isinstance(t, StructType):
+        if not isinstance(v, Mapping):
+            return None
+        items = ((v.get(f.name), f.field_type) for f in t.fields)
+    elif isinstance(t, ListType):
+        if not isinstance(v, Iterable):
+            return None
+        items = ((x, t.element_type) for x in v)
+    elif isinstance(t, MapType):
+        pairs = v.items() if isinstance(v, Mapping) else v
+        if not isinstance(pairs, Iterable):
+            return None
+        items = (
+            (part, typ)
+            for pair in pairs
+            if isinstance(pair, tuple | list) and len(pair) == 2
+            for part, typ in zip(pair, (t.key_type, t.value_type), strict=True)
+        )
+    else:
+        return None
+    for x, xt in items:
+        found = _integer_time(x, xt)
+        if found is not None:
+            return found
+    return None
+
+
+_Convert = Callable[[Any], Any]
+
+
+def _converter(column: str, path: str, t: IcebergType) -> _Convert | None:
+    """The function :func:`prepared` applies to one value of type ``t`` at ``path``; None
+    when ``t`` holds no map or struct (its values are left as they are)."""
+    if isinstance(t, MapType):
+        key = _converter(column, f"{path}.key", t.key_type)
+        value = _converter(column, f"{path}.value", t.value_type)
+        at = "" if path == column else f" at {path}"
+        return lambda v: _map_entries(column, at, v, key, value)
+    if isinstance(t, ListType):
+        element = _converter(column, f"{path}.element", t.element_type)
+        return None if element is None else lambda v: _list_elements(v, element)
+    if isinstance(t, StructType):
+        return _struct_converter(column, path, t)
+    return None
+
+
+def _shown_value(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: pandas' null markers by type name: the top-level module that defines each
+_PANDAS_NULLS = {"NAType": "pandas", "NaTType": "pandas"}
+
+
+def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Convert | None) -> Any:
+    """A map value ``v`` of column ``column`` (``at``: where in it, for errors) with its
+    entries as ``(key, value)`` tuples (``key`` and ``value`` convert maps inside them), see
+    :func:`prepared`."""
+    if v is None:
+        return v
+    if key is None and value is None and type(v) is list:
+        for entry in v:  # the common case (tuples of primitives), checked without copying
+            if type(entry) is not tuple or len(entry) != 2 or entry[0] is None:
+                break
+        else:
+            _check_unique_keys(column, at, v)
+            return v
+    if isinstance(v, Mapping):
+        if value is None:
+            return v
+        items = {k: value(x) for k, x in v.items()}
+        return v if all(items[k] is x for k, x in v.items()) else items
+    if isinstance(v, float) and v != v:  # NaN: null in pandas values, else pyarrow refuses it
+        return v
+    if _PANDAS_NULLS.get(type(v).__name__) == type(v).__module__.split(".")[0]:
+        return v  # pd.NA, pd.NaT: null in pandas values (pandas is not imported for this)
+    if isinstance(v, str | bytes | bytearray) or not isinstance(v, Iterable):
+        raise ValidationError(
+            f"column {column!r}: {_shown_value(v)}{at} is a {type(v).__name__}, not a map: "
+            "give a dict or a list of (key, value) pairs"
+        )
+    pairs = []
+    for entry in v:
+        if not isinstance(entry, tuple | list) or len(entry) != 2:
+            raise ValidationError(
+                f"column {column!r}: map entry {_shown_value(entry)}{at} is not a "
+                "(key, value) pair: give each entry as a 2-element tuple or list, or the map "
+                "as a dict"
+            )
+        k, x = entry
+        if k is None:
+            raise ValidationError(
+                f"column {column!r}: map entry {_shown_value(entry)}{at} has a null key "
+                "(map keys cannot be null)"
+            )
+        pairs.append((k if key is None else key(k), x if value is None else value(x)))
+    _check_unique_keys(column, at, pairs)
+    return pairs
+
+
+def _check_unique_keys(column: str, at: str, pairs: list[Any]) -> None:
+    """Refuse a map given as ``(key, value)`` pairs with a key twice: engines disagree on
+    such a map (Iceberg Java keeps the last value, DuckDB refuses to read the table)."""
+    if len(pairs) < 2:
+        return
+    try:
+        seen = len({k for k, _ in pairs})
+    except TypeError:  # struct keys given as dicts: compared as their items
+        seen = len({repr(k) for k, _ in pairs})
+    if seen == len(pairs):
+        return
+    found: set[Any] = set()
+    for k, _ in pairs:
+        mark = k if not isinstance(k, dict | list) else repr(k)
+        if mark in found:
+            raise ValidationError(
+                f"column {column!r}: map key {_shown_value(k)}{at} is given twice (map keys "
+                "must be unique)"
+            )
+        found.add(mark)
+
+
+def _list_elements(v: Any, element: _Convert) -> Any:
+    """A list value ``v`` with the maps and structs in its elements converted by ``element``."""
+    if type(v) is list:  # the common case: copied only once an element changes
+        for i, e in enumerate(v):
+            new = element(e)
+            if new is not e:
+                return [*v[:i], new, *map(element, v[i + 1 :])]
+        return v
+    if v is None or isinstance(v, str | bytes | bytearray | Mapping) or not isinstance(v, Iterable):
+        return v  # null, or not a list: pyarrow's conversion refuses it
+    elements = [element(e) for e in v]
+    if isinstance(v, Sized) and all(a is b for a, b in zip(elements, v, strict=False)):
+        return v
+    return elements
+
+
+def _struct_converter(column: str, path: str, t: StructType) -> _Convert:
+    """The converter of a struct value of type ``t`` at ``path`` of column ``column``: a dict
+    with a key that is not one of the struct's fields is refused; the maps and structs in its
+    fields' values are converted. Anything else (null, a tuple of field values, as pyarrow
+    takes them) is left as it is."""
+    known = frozenset(f.name for f in t.fields)
+    fields = {
+        f.name: c
+        for f in t.fields
+        if (c := _converter(column, f"{path}.{f.name}", f.field_type)) is not None
+    }
+
+    def convert(v: Any) -> Any:
+        if type(v) is not dict and not isinstance(v, Mapping):
+            return v
+        if not v.keys() <= known:
+            v = _named_by_text(column, path, t, known, v)
+        if not fields:
+            return v
+        out = {k: fields[k](x) if k in fields else x for k, x in v.items()}
+        return v if all(out[k] is x for k, x in v.items()) else out
+
+    return convert
+
+
+def _named_by_text(
+    column: str, path: str, t: StructType, known: frozenset[str], v: Mapping[Any, Any]
+) -> dict[str, Any]:
+    """Struct value ``v`` (a dict with a key not in ``known``, its type ``t``'s field names)
+    with its ``bytes`` keys that are UTF-8 field names as those names (Arrow reads a dict's keys
+    as bytes or as text after the first dict it sees, losing the other kind's values); any
+    other key, or a field given twice, raises :class:`ValidationError`."""
+    out: dict[str, Any] = {}
+    for key, x in v.items():
+        name = key.decode(errors="replace") if isinstance(key, bytes) else key
+        if not isinstance(name, str) or name not in known:
+            at = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+            raise ValidationError(
+                f"column {column!r}: input field {at} is not in the table schema (the fields "
+                f"of {path}: {', '.join(f.name for f in t.fields)})"
+            )
+        if name in out:
+            raise ValidationError(
+                f"column {column!r}: struct {path!r} has field {name!r} more than once (as "
+                "text and as bytes)"
+            )
+        out[name] = x
+    return out
