@@ -16,6 +16,8 @@ from icefloe.catalog import load_catalog
 from icefloe.exceptions import ValidationError
 from icefloe.schema import Schema
 from icefloe.types import (
+    DateType,
+    DoubleType,
     ListType,
     LongType,
     MapType,
@@ -154,3 +156,117 @@ def test_appends_refused_commit_nothing(tmp_path: Any) -> None:
     assert len(table.snapshots()) == 1
     assert table.scan().to_arrow().to_pylist() == [{"ts": NOON, "m": [("a", "x")]}]
     cat.close()
+
+
+BERLIN = dt.timezone(dt.timedelta(hours=1))
+NAIVE = dt.datetime(2024, 1, 1, 12)
+LATE = dt.datetime(2024, 1, 1, 23, 59)
+
+CONVERTED_AS_SOMETHING_ELSE: list[tuple[str, Schema, Any, str]] = [
+    (
+        "a float cut to a long in a map",
+        _one("m", MapType(2, StringType(), 3, LongType(), False)),
+        [{"a": 1.9}],
+        "1.9 is not a whole number",
+    ),
+    (
+        "a float key cut to a long",
+        _one("m", MapType(2, LongType(), 3, StringType(), False)),
+        [[(1.5, "x")]],
+        "1.5 is not a whole number",
+    ),
+    (
+        "a struct field in a map value",
+        _one(
+            "m",
+            MapType(2, StringType(), 3, StructType(NestedField(4, "n", LongType())), False),
+        ),
+        [{"a": {"n": 1.5}}],
+        "1.5 is not a whole number",
+    ),
+    (
+        "a datetime for a date in a map",
+        _one("m", MapType(2, StringType(), 3, DateType(), False)),
+        [{"a": LATE}],
+        "is a datetime, not a date",
+    ),
+    (
+        "a naive time in a zoned map",
+        _one("m", MapType(2, StringType(), 3, TimestamptzType(), False)),
+        [{"a": NAIVE}],
+        "has no time zone",
+    ),
+    (
+        "a naive key in pairs",
+        _one("m", MapType(2, TimestamptzType(), 3, StringType(), False)),
+        [[[NAIVE, "x"]]],
+        "has no time zone",
+    ),
+    (
+        "a zoned time in a map without zones",
+        _one("m", MapType(2, StringType(), 3, TimestampType(), False)),
+        [{"a": NAIVE.replace(tzinfo=BERLIN)}],
+        "has a zone",
+    ),
+    (
+        "a naive time after a zoned one in a struct",
+        _one("s", StructType(NestedField(2, "t", TimestamptzType()))),
+        [{"t": NOON}, {"t": NAIVE}],
+        "has no time zone",
+    ),
+    (
+        "a naive time after a zoned one in a list",
+        _one("l", ListType(2, TimestamptzType(), False)),
+        [[NOON, NAIVE]],
+        "has no time zone",
+    ),
+    ("a datetime after a date", _one("d", DateType()), [dt.date(2024, 1, 1), LATE], "not a date"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "schema", "values", "message"),
+    CONVERTED_AS_SOMETHING_ELSE,
+    ids=[c[0] for c in CONVERTED_AS_SOMETHING_ELSE],
+)
+def test_values_pyarrow_would_convert_as_something_else_are_refused(
+    case: str, schema: Schema, values: Any, message: str
+) -> None:
+    """pyarrow's conversion to a nested type cuts floats for integers and datetimes for dates,
+    reads naive times as UTC and stores zoned ones as their UTC wall time, and its inference
+    types a list's times as the first one's: each was written silently."""
+    name = schema.fields[0].name
+    with pytest.raises(ValidationError, match=f"column '{name}'.*{message}"):
+        to_table_schema({name: values}, schema)
+
+
+def test_whole_floats_and_matching_times_still_convert_in_maps() -> None:
+    schema = Schema(
+        NestedField(1, "m", MapType(2, StringType(), 3, LongType(), False)),
+        NestedField(4, "z", MapType(5, StringType(), 6, TimestamptzType(), False)),
+        NestedField(7, "d", MapType(8, DoubleType(), 9, StringType(), False)),
+    )
+    got = to_table_schema(
+        {"m": [{"a": 2.0}], "z": [{"a": NOON}], "d": [[(0.0, "a"), (-0.0, "b")]]}, schema
+    )
+    assert got.to_pylist() == [
+        {"m": [("a", 2)], "z": [("a", NOON)], "d": [(0.0, "a"), (-0.0, "b")]}
+    ]
+
+
+def test_dataframes_mixing_time_kinds_are_refused_and_labels_need_not_be_text() -> None:
+    pd = pytest.importorskip("pandas")
+    zoned = _one("ts", TimestamptzType())
+    with pytest.raises(ValidationError, match=r"column 'ts'.*has no time zone"):
+        to_table_schema(pd.DataFrame({"ts": pd.Series([NOON, NAIVE], dtype=object)}), zoned)
+    dates = _one("d", DateType())
+    frame = pd.DataFrame({"d": pd.Series([dt.date(2024, 1, 1), LATE], dtype=object)})
+    with pytest.raises(ValidationError, match=r"column 'd'.*not a date"):
+        to_table_schema(frame, dates)
+    numbered = pd.DataFrame({0: pd.Series([NOON, None], dtype=object)})
+    assert to_table_schema(numbered, _one("0", TimestamptzType())).column(0).to_pylist() == [
+        NOON,
+        None,
+    ]
+    with pytest.raises(ValidationError):
+        to_table_schema(pd.DataFrame({"c": [1 + 2j]}), _one("c", DoubleType()))

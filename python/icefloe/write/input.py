@@ -52,10 +52,11 @@ from icefloe.variant import from_pylist
 from icefloe.write.coerce import coerce_column, is_list_layout, is_safe_cast
 from icefloe.write.python_values import (
     arrow_time,
-    check_no_integer_times,
+    check_leaves,
     doubles_for_floats,
     is_time,
     map_inferred_otherwise,
+    needs_preparing,
     prepared,
     python_numbers_as,
     python_objects,
@@ -198,6 +199,17 @@ def _input_hint(data: Any) -> str:
     return ""
 
 
+#: what pyarrow raises for Python values it cannot convert (complex numbers: not implemented)
+_CONVERSION_ERRORS = (
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+    TypeError,
+    ValueError,
+    OverflowError,
+)
+
+
 def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
     """A DataFrame as Arrow (named index levels become columns); when Arrow's conversion
     fails, column by column, so that the error names the column, and a column Arrow cannot
@@ -208,7 +220,7 @@ def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
         if named:
             data = data.reset_index(level=named)
         table = pa.Table.from_pandas(data, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+    except _CONVERSION_ERRORS as e:
         error = e
     else:
         if schema is None or len(set(table.column_names)) != table.num_columns:
@@ -219,10 +231,12 @@ def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
             f = fields.get(name)
             if f is None:
                 continue
-            if arrow_time(table.schema.field(i).type) and python_objects(data[name]):
-                check_no_integer_times(name, data[name], f.field_type)
+            column_values = data.iloc[:, i]  # by position: labels need not be text
+            if arrow_time(table.schema.field(i).type) and python_objects(column_values):
+                # pandas types an object column's times as the first one's
+                check_leaves(name, column_values.tolist(), f.field_type, zones=True)
             if map_inferred_otherwise(table.schema.field(i).type, f.field_type):
-                values = data[name].tolist()
+                values = column_values.tolist()
                 column = _python_column(name, values, f, schema, from_pandas=True)
                 table = table.set_column(i, name, column)
         return table
@@ -233,7 +247,7 @@ def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
         values = data[name]
         try:
             columns[str(name)] = pa.Array.from_pandas(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        except _CONVERSION_ERRORS:
             columns[str(name)] = _python_column(
                 str(name), values.tolist(), fields.get(str(name)), schema, from_pandas=True
             )
@@ -398,25 +412,24 @@ def _python_column(
     original_from_pandas = type(values).__module__.startswith("pandas") or None
     if not isinstance(values, Sized):  # a generator, say: read once, for every use below
         values = list(values)
-    if field is not None:
-        # one pass over the values of a column holding structs or maps (none for others):
-        # struct keys the table lacks refused (Arrow's typed conversion drops them, its
-        # inference loses values when some dicts' keys are bytes), map entries given as
-        # 2-element lists (JSON's pairs) made the tuples pyarrow takes
+    ready = False
+    if field is not None and needs_preparing(values, field.field_type):
+        # struct dicts with keys that are not text (Arrow's inference would lose values)
         values, changed = prepared(name, values, field.field_type)
+        ready = True
         if changed and from_pandas is None:
             from_pandas = original_from_pandas
     error: Exception | None = None
     try:
         inferred = pa.array(values, from_pandas=from_pandas)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+    except _CONVERSION_ERRORS as e:
         error = e
     else:
         if pa.types.is_timestamp(inferred.type) and isinstance(values, list | tuple):
             _check_one_zone_kind(name, values, inferred.type.tz is not None)
         if field is not None and python_objects(values) and arrow_time(inferred.type):
             # pyarrow's inference takes integers after a time as times in its unit
-            check_no_integer_times(name, values, field.field_type)
+            check_leaves(name, values, field.field_type)
         if field is None:
             return inferred
         numbers = python_numbers_as(name, inferred, field.field_type)
@@ -429,8 +442,16 @@ def _python_column(
         # dicts or pairs for a map (Arrow guessed a struct of the dicts' keys, or lists of
         # pairs whose keys and values share a type): converted as the column's type
     if field is not None:
-        # pyarrow's conversion to the column's type takes integers as times in its unit
-        check_no_integer_times(name, values, field.field_type)
+        # pyarrow's conversion to the column's type cuts floats for integers, datetimes for
+        # dates, reads naive times as UTC and integers as times in its unit
+        check_leaves(name, values, field.field_type, typed=True)
+        if not ready:
+            # one pass over the values of a column holding structs or maps: struct keys the
+            # table lacks refused (Arrow's typed conversion drops them), map entries given as
+            # 2-element lists (JSON's pairs) made the tuples pyarrow takes
+            values, changed = prepared(name, values, field.field_type)
+            if changed and from_pandas is None:
+                from_pandas = original_from_pandas
         try:
             # Python floats for a float field are converted as doubles, then checked to be
             # exact in 32 bits (pyarrow's own conversion would round them)
@@ -441,7 +462,7 @@ def _python_column(
             )
             numbers = python_numbers_as(name, typed, field.field_type)
             return typed if numbers is None else numbers
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+        except _CONVERSION_ERRORS as e:
             if not isinstance(field.field_type, NestedType):
                 raise ValidationError(
                     f"column {name!r} ({field.field_type}): a value does not fit the column's "

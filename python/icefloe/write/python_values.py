@@ -7,8 +7,11 @@ Every refusal is a :class:`~icefloe.exceptions.ValidationError` naming the colum
 
 from __future__ import annotations
 
+import datetime
+import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sized
+from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -16,10 +19,13 @@ import pyarrow.compute as pc
 
 from icefloe.exceptions import ValidationError
 from icefloe.types import (
+    DateType,
     DoubleType,
     FloatType,
     IcebergType,
+    IntegerType,
     ListType,
+    LongType,
     MapType,
     NestedType,
     StructType,
@@ -32,10 +38,11 @@ from icefloe.types import (
 
 __all__ = [
     "arrow_time",
-    "check_no_integer_times",
+    "check_leaves",
     "doubles_for_floats",
     "is_time",
     "map_inferred_otherwise",
+    "needs_preparing",
     "prepared",
     "python_numbers_as",
     "python_objects",
@@ -203,6 +210,55 @@ def prepared(name: str, values: Iterable[Any], t: IcebergType) -> tuple[Any, boo
     return (out, True) if changed else (values, False)
 
 
+def needs_preparing(values: list[Any], t: IcebergType) -> bool:
+    """Whether Python ``values`` of type ``t`` must go through :func:`prepared` before pyarrow
+    infers their types: a dict for a struct, at any depth, has a key that is not text (pyarrow
+    reads every dict's keys as the first one's kind, losing the values of the others). Struct
+    keys the table lacks are refused by the write after inference, and map pairs are only
+    converted when pyarrow converts to the column's type; both are looked at column-wise."""
+    if not _holds_struct(t):
+        return False
+    others = [v for v in values if v is not None and type(v) not in _PLAIN]
+    if isinstance(t, StructType):
+        if {type(k) for v in values if type(v) is dict for k in v} - {str}:
+            return True
+        mappings = [v for v in others if isinstance(v, Mapping)]
+        if any(type(k) is not str for v in mappings for k in v):
+            return True
+        return any(
+            needs_preparing(
+                [v.get(f.name) for v in values if type(v) is dict]
+                + [v.get(f.name) for v in mappings],
+                f.field_type,
+            )
+            for f in t.fields
+            if _holds_struct(f.field_type)
+        )
+    if isinstance(t, ListType):
+        got = [x for v in values if type(v) in _SEQUENCES for x in v]
+        got += [
+            x
+            for v in others
+            if not isinstance(v, str | bytes | Mapping) and isinstance(v, Iterable)
+            for x in v
+        ]
+        return needs_preparing(got, t.element_type)
+    if isinstance(t, MapType):
+        items = [x for v in values if type(v) is dict for x in v.values()]
+        pairs = [p for v in values if type(v) in _SEQUENCES for p in v]
+        items += [p[1] for p in pairs if type(p) in _SEQUENCES and len(p) == 2]
+        keys = [k for v in values if type(v) is dict for k in v]
+        keys += [p[0] for p in pairs if type(p) in _SEQUENCES and len(p) == 2]
+        return needs_preparing(keys, t.key_type) or needs_preparing(items, t.value_type)
+    return False
+
+
+def _holds_struct(t: IcebergType) -> bool:
+    if isinstance(t, StructType):
+        return True
+    return isinstance(t, NestedType) and any(_holds_struct(f.field_type) for f in t.fields)
+
+
 _TIME_TYPES = (TimeType, TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
 
 
@@ -217,8 +273,8 @@ def python_objects(values: Any) -> bool:
 
 
 def arrow_time(t: pa.DataType) -> bool:
-    """Whether Arrow type ``t`` has a time or timestamp at any depth."""
-    if is_time(t):
+    """Whether Arrow type ``t`` has a time, timestamp or date at any depth."""
+    if is_time(t) or pa.types.is_date(t):
         return True
     if pa.types.is_struct(t):
         return any(arrow_time(t.field(i).type) for i in range(t.num_fields))
@@ -229,64 +285,133 @@ def arrow_time(t: pa.DataType) -> bool:
     return False
 
 
-def _holds_time(t: IcebergType) -> bool:
-    if isinstance(t, _TIME_TYPES):
+def check_leaves(
+    name: str,
+    values: Iterable[Any],
+    t: IcebergType,
+    typed: bool = False,
+    zones: bool | None = None,
+) -> None:
+    """Refuse, naming column ``name``, a Python value that pyarrow would convert to type
+    ``t`` (at any depth) as something else: an integer for a time, timestamp or date (taken
+    in the column's unit: epoch seconds or milliseconds would become times in 1970), a naive
+    datetime for a zoned timestamp (read as UTC) or a zoned one for a timestamp without a
+    zone (stored as its UTC wall time), a datetime for a date (its time of day dropped), and,
+    when pyarrow converts to ``t`` itself (``typed``: it does not when it infers the values'
+    types), a float that is not a whole number for an int or long (truncated). ``zones``:
+    whether a column of times (not nested) has its zone kinds checked (the default: when
+    ``typed``; pyarrow's inference of a list types every time as the first one).
+    The values at each depth are gathered column-wise and looked at by the set of their types,
+    so a column of valid values costs a few list passes, not a Python call per value."""
+    if not _checked(t, typed):
+        return
+    # a column of times (not nested) that pyarrow infers has one zone kind, which the write
+    # checks against the column's with its hints; values mixing kinds are refused before
+    if zones is None:
+        zones = typed or isinstance(t, NestedType)
+    found = _leaf_problem(values if type(values) is list else list(values), t, typed, zones)
+    if found is not None:
+        raise ValidationError(f"column {name!r} ({t}): {found}")
+
+
+_ZONED = (TimestamptzType, TimestamptzNanoType)
+_WHOLE = (IntegerType, LongType)
+_DATED = (*_TIME_TYPES, DateType)
+_SEQUENCES = (list, tuple)
+
+
+def _checked(t: IcebergType, typed: bool) -> bool:
+    """Whether type ``t`` has, at any depth, a leaf :func:`check_leaves` checks."""
+    if isinstance(t, _DATED):
         return True
-    return isinstance(t, NestedType) and any(_holds_time(f.field_type) for f in t.fields)
+    if isinstance(t, _WHOLE):
+        return typed
+    return isinstance(t, NestedType) and any(_checked(f.field_type, typed) for f in t.fields)
 
 
-def check_no_integer_times(name: str, values: Iterable[Any], t: IcebergType) -> None:
-    """Refuse a Python integer given for a time or timestamp anywhere in column ``name``'s
-    ``values`` of type ``t`` (pyarrow would take it in the column's unit, so epoch seconds or
-    milliseconds would silently become times in 1970), naming the column."""
-    if not _holds_time(t):
-        return
-    if isinstance(t, _TIME_TYPES) and not any(  # the types present, found at C speed
-        issubclass(k, numbers.Integral) for k in set(map(type, values))
-    ):
-        return
-    for v in values:
-        found = _integer_time(v, t)
-        if found is not None:
-            raise ValidationError(
-                f"column {name!r} ({t}): {_shown_value(found)} is an integer, not a time: give "
-                "datetime values (or a pyarrow timestamp array), since a number has no unit"
-            )
-
-
-def _integer_time(v: Any, t: IcebergType) -> Any:
-    """The first integer in value ``v`` of type ``t`` where ``t`` has a time, else None."""
-    if v is None:
+def _leaf_problem(vals: list[Any], t: IcebergType, typed: bool, zones: bool = True) -> str | None:
+    """Why a value in ``vals`` (Python values of type ``t``, nulls included) is refused
+    (``zones``: datetimes whose zone kind is not the column's too)."""
+    if isinstance(t, (*_DATED, *_WHOLE)):
+        return _leaves_refused(vals, t, typed, zones)
+    if not _checked(t, typed):
         return None
-    if isinstance(t, _TIME_TYPES):
-        return v if isinstance(v, numbers.Integral) else None
-    if not _holds_time(t) or isinstance(v, str | bytes):
-        return None
-    items: Iterable[tuple[Any, IcebergType]]
+    others = [v for v in vals if v is not None and type(v) not in _PLAIN]
+    parts: list[tuple[list[Any], IcebergType]] = []
     if isinstance(t, StructType):
-        if not isinstance(v, Mapping):
-            return None
-        items = ((v.get(f.name), f.field_type) for f in t.fields)
+        for f in t.fields:
+            if _checked(f.field_type, typed):
+                got = [v.get(f.name) for v in vals if type(v) is dict]
+                got += [v.get(f.name) for v in others if isinstance(v, Mapping)]
+                parts.append((got, f.field_type))
     elif isinstance(t, ListType):
-        if not isinstance(v, Iterable):
-            return None
-        items = ((x, t.element_type) for x in v)
+        got = [x for v in vals if type(v) in _SEQUENCES for x in v]
+        got += [
+            x
+            for v in others
+            if not isinstance(v, str | bytes | Mapping) and isinstance(v, Iterable)
+            for x in v
+        ]
+        parts.append((got, t.element_type))
     elif isinstance(t, MapType):
-        pairs = v.items() if isinstance(v, Mapping) else v
-        if not isinstance(pairs, Iterable):
-            return None
-        items = (
-            (part, typ)
-            for pair in pairs
-            if isinstance(pair, tuple | list) and len(pair) == 2
-            for part, typ in zip(pair, (t.key_type, t.value_type), strict=True)
-        )
-    else:
-        return None
-    for x, xt in items:
-        found = _integer_time(x, xt)
+        keys = [k for v in vals if type(v) is dict for k in v]
+        items = [x for v in vals if type(v) is dict for x in v.values()]
+        pairs = [p for v in vals if type(v) in _SEQUENCES for p in v]
+        pairs += [p for v in others if isinstance(v, Mapping) for p in v.items()]
+        pairs = [p for p in pairs if type(p) in _SEQUENCES and len(p) == 2]
+        parts.append((keys + [p[0] for p in pairs], t.key_type))
+        parts.append((items + [p[1] for p in pairs], t.value_type))
+    for got, child in parts:
+        found = _leaf_problem(got, child, typed)
         if found is not None:
             return found
+    return None
+
+
+#: the containers :func:`_leaf_problem` takes apart without asking about their kind
+_PLAIN = (dict, list, tuple)
+
+
+def _leaves_refused(vals: list[Any], t: IcebergType, typed: bool, zones: bool) -> str | None:
+    """Why a value of leaf type ``t`` in ``vals`` is refused, from the set of their types."""
+    kinds = set(map(type, vals))
+    if isinstance(t, _WHOLE):
+        if typed and any(issubclass(k, float) for k in kinds):
+            for v in vals:
+                if isinstance(v, float) and v == v and not v.is_integer():
+                    return f"{_shown_value(v)} is not a whole number (it would be cut to one)"
+        return None
+    if any(issubclass(k, numbers.Integral) for k in kinds):
+        what = "date" if isinstance(t, DateType) else "time"
+        v = next(v for v in vals if isinstance(v, numbers.Integral))
+        return (
+            f"{_shown_value(v)} is an integer, not a {what}: give {what} values (or a pyarrow "
+            "array of the column's type), since a number has no unit"
+        )
+    if isinstance(t, TimeType) or not any(issubclass(k, datetime.datetime) for k in kinds):
+        return None
+    if isinstance(t, DateType):
+        v = next(v for v in vals if isinstance(v, datetime.datetime))
+        return (
+            f"{_shown_value(v)} is a datetime, not a date: give date values (its time of day "
+            "would be dropped)"
+        )
+    if not zones:
+        return None
+    stamps = [v for v in vals if isinstance(v, datetime.datetime)]
+    found = set(map(attrgetter("tzinfo"), stamps))
+    if isinstance(t, _ZONED) and None in found:
+        v = next(v for v in stamps if v.tzinfo is None)
+        return (
+            f"{_shown_value(v)} has no time zone; say which one it is in (datetime's "
+            "replace(tzinfo=...), pandas tz_localize('UTC')): a naive time is never read as UTC"
+        )
+    if not isinstance(t, _ZONED) and found - {None}:
+        v = next(v for v in stamps if v.tzinfo is not None)
+        return (
+            f"{_shown_value(v)} has a zone, and the column holds times without a zone; drop it "
+            "from the values (datetime's replace(tzinfo=None) after converting to UTC)"
+        )
     return None
 
 
@@ -377,13 +502,26 @@ def _check_unique_keys(column: str, at: str, pairs: list[Any]) -> None:
         return
     found: set[Any] = set()
     for k, _ in pairs:
-        mark = k if not isinstance(k, dict | list) else repr(k)
+        mark = _key_mark(k)
         if mark in found:
             raise ValidationError(
                 f"column {column!r}: map key {_shown_value(k)}{at} is given twice (map keys "
                 "must be unique)"
             )
         found.add(mark)
+
+
+def _key_mark(k: Any) -> Any:
+    """What map key ``k`` is compared as: keys Python finds equal that Arrow stores apart are
+    told apart (0.0 and -0.0, a bool and the integer it equals, which the conversion refuses
+    for a number key); dicts and lists by their text."""
+    if isinstance(k, dict | list):
+        return ("text", repr(k))
+    if type(k) is bool:
+        return ("bool", k)
+    if type(k) is float and k == 0.0:
+        return ("zero", math.copysign(1.0, k))
+    return k
 
 
 def _list_elements(v: Any, element: _Convert) -> Any:
