@@ -270,3 +270,18 @@ def test_dataframes_mixing_time_kinds_are_refused_and_labels_need_not_be_text() 
     ]
     with pytest.raises(ValidationError):
         to_table_schema(pd.DataFrame({"c": [1 + 2j]}), _one("c", DoubleType()))
+
+
+def test_a_dataframe_of_rows_without_columns_keeps_its_rows(tmp_path: Any) -> None:
+    """``pd.DataFrame(index=range(3))`` became a table of no rows: an append committed
+    nothing and an overwrite deleted every row and wrote none. Its rows are nulls, as for
+    the Arrow table of three rows and no columns."""
+    pd = pytest.importorskip("pandas")
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    cat.create_namespace("n")
+    table = cat.create_table("n.t", pa.schema([("a", pa.int64()), ("s", pa.string())]))
+    table.append(pd.DataFrame(index=range(3)))
+    assert table.scan().to_arrow().to_pylist() == [{"a": None, "s": None}] * 3
+    table.overwrite(pd.DataFrame(index=range(2)))
+    assert cat.load_table("n.t").scan().to_arrow().num_rows == 2
+    cat.close()

@@ -220,6 +220,8 @@ def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
         if named:
             data = data.reset_index(level=named)
         table = pa.Table.from_pandas(data, preserve_index=False)
+        if table.num_columns == 0 and len(data):  # Arrow's conversion loses the row count
+            table = pa.table({"_": pa.nulls(len(data))}).drop_columns(["_"])
     except _CONVERSION_ERRORS as e:
         error = e
     else:
