@@ -285,3 +285,20 @@ def test_a_dataframe_of_rows_without_columns_keeps_its_rows(tmp_path: Any) -> No
     table.overwrite(pd.DataFrame(index=range(2)))
     assert cat.load_table("n.t").scan().to_arrow().num_rows == 2
     cat.close()
+
+
+def test_a_dataframe_given_for_a_schema_is_named_not_shown(tmp_path: Any) -> None:
+    """A DataFrame given where a schema is wanted put its rows into the error (and so the
+    logs); the error names its kind and how to get its schema."""
+    pd = pytest.importorskip("pandas")
+    cat = load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    cat.create_namespace("n")
+    frame = pd.DataFrame({"secret": ["row-value-7f3a"]})
+    with pytest.raises(ValidationError, match="from_pandas") as info:
+        cat.create_table("n.t", frame)  # type: ignore[arg-type]
+    assert "row-value-7f3a" not in str(info.value)
+    table = cat.create_table("n.u", pa.schema([("a", pa.int64())]))
+    with pytest.raises(ValidationError, match="from_pandas") as info:
+        table.update_schema().union_by_name(frame).commit()  # type: ignore[arg-type]
+    assert "row-value-7f3a" not in str(info.value)
+    cat.close()

@@ -84,6 +84,7 @@ __all__ = [
     "field_id_of",
     "field_ids_digest",
     "has_field_ids",
+    "not_a_schema",
     "schema_to_arrow",
     "to_schema",
     "type_to_arrow",
@@ -462,6 +463,18 @@ def _map_field(f: pa.Field, mapping: tuple[MappedField, ...], name: str) -> pa.F
     return pa.field(f.name, t, nullable=f.nullable, metadata=meta or None)
 
 
+def not_a_schema(value: object) -> str:
+    """What ``value``, given where a schema is wanted, is (its kind, never its data: a
+    DataFrame's rows would reach the logs), with the schema of data that has one."""
+    kind = type(value).__name__
+    if hasattr(value, "schema") or hasattr(value, "dtypes"):
+        return (
+            f"a {kind}: give its schema (pyarrow.Schema.from_pandas(df) for a pandas DataFrame, "
+            "table.schema for Arrow data)"
+        )
+    return f"a {kind}"
+
+
 def to_schema(schema: Schema | pa.Schema) -> Schema:
     """An icefloe Schema from an icefloe or pyarrow schema.
 
@@ -475,12 +488,9 @@ def to_schema(schema: Schema | pa.Schema) -> Schema:
     if isinstance(schema, Schema):
         return schema
     if not isinstance(schema, pa.Schema):
-        shown = repr(schema)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
         raise ValidationError(
             "a table schema must be an icefloe.schema.Schema or a pyarrow.Schema, got "
-            f"{type(schema).__name__} {shown}"
+            f"{not_a_schema(schema)}"
         )
     given: list[int] = []
     _check_fields([(f.name, f) for f in schema], "", given)

@@ -428,11 +428,13 @@ class UpdateSchema(PendingUpdate):
         """Merge a schema into the table's by column name: missing columns are added (as
         optional), existing ones are widened, made optional or get the new doc as needed;
         columns absent from ``new_schema`` are kept. An incompatible type raises."""
-        from icefloe.arrow_schema import to_schema
+        from icefloe.arrow_schema import not_a_schema, to_schema
 
         other = to_schema(new_schema) if isinstance(new_schema, pa.Schema) else new_schema
         if not isinstance(other, Schema):
-            raise ValidationError(f"union_by_name needs a Schema or pyarrow.Schema: {other!r}")
+            raise ValidationError(
+                f"union_by_name needs a Schema or pyarrow.Schema, got {not_a_schema(other)}"
+            )
         self._union_struct(other.as_struct(), ())
         return self
 
