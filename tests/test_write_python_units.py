@@ -302,3 +302,15 @@ def test_a_dataframe_given_for_a_schema_is_named_not_shown(tmp_path: Any) -> Non
         table.update_schema().union_by_name(frame).commit()  # type: ignore[arg-type]
     assert "row-value-7f3a" not in str(info.value)
     cat.close()
+
+
+def test_an_index_level_named_as_a_column_is_refused() -> None:
+    """Named index levels are written as columns; one with a column's name was silently
+    left out (pandas refused to insert it and the frame was converted without its index)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"v": [1, 2]}, index=pd.Index([7, 8], name="v"))
+    with pytest.raises(ValidationError, match="index level 'v' has the name of one of its"):
+        to_table_schema(frame, _one("v", LongType()))
+    kept = pd.DataFrame({"v": [1, 2]}, index=pd.Index([7, 8], name="i"))
+    schema = Schema(NestedField(1, "i", LongType()), NestedField(2, "v", LongType()))
+    assert to_table_schema(kept, schema).to_pylist() == [{"i": 7, "v": 1}, {"i": 8, "v": 2}]

@@ -215,6 +215,13 @@ def _from_pandas(data: Any, schema: Schema | None = None) -> pa.Table:
     fails, column by column, so that the error names the column, and a column Arrow cannot
     infer (integers beyond int64 for a decimal column) is converted as ``schema``'s type."""
     named = [n for n in getattr(data.index, "names", []) if n is not None]
+    taken = [n for n in named if n in data.columns]
+    if taken:
+        raise ValidationError(
+            f"the DataFrame's index level {taken[0]!r} has the name of one of its columns, and "
+            "named index levels are written as columns: rename it (df.rename_axis(...)) or "
+            "leave the index out (df.reset_index(drop=True))"
+        )
     fields = {f.name: f for f in schema.fields} if schema is not None else {}
     try:
         if named:
