@@ -867,3 +867,60 @@ def test_a_bucket_in_another_region_is_named_with_the_setting_to_fix(
             assert info.value.region is None
     cat.close()
     moved.close()
+
+
+def test_a_redirect_that_is_not_about_regions_is_not_called_one() -> None:
+    """A server in front of S3 sending every request elsewhere (301 with a ``Location`` and
+    no S3 answer: http to https, say) is not a bucket in another region, and neither is a key
+    whose name holds ``PermanentRedirect`` on an endpoint that does not answer."""
+    import http.server
+    import threading
+
+    from icefloe.exceptions import FileIOError, WrongRegionError
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.send_response(301)
+            self.send_header("Location", f"https://{self.headers.get('Host')}{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_HEAD = do_PUT = answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    props = {
+        "s3.region": "us-east-1",
+        "s3.access-key-id": "AKIDEXAMPLE",
+        "s3.secret-access-key": "not-a-real-secret-0000",
+        "s3.path-style-access": "true",
+        "s3.connect-timeout": "3",
+        "s3.request-timeout": "3",
+    }
+    try:
+        io = FileIO({**props, "s3.endpoint": f"http://127.0.0.1:{server.server_address[1]}"})
+        for act in (
+            lambda: io.new_input("s3://bkt/a/b.parquet").open(size=10),
+            lambda: io.new_output("s3://bkt/a/c.bin").write(b"x"),
+        ):
+            with pytest.raises(FileIOError, match="301") as info:
+                act()
+            assert not isinstance(info.value, WrongRegionError)
+    finally:
+        server.shutdown()
+        server.server_close()
+    closed = FileIO({**props, "s3.endpoint": f"http://127.0.0.1:{_free_port()}"})
+    with pytest.raises(FileIOError, match="did not answer") as info:
+        closed.new_input("s3://bkt/docs/PermanentRedirect.json").read()
+    assert not isinstance(info.value, WrongRegionError)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

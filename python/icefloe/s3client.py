@@ -300,7 +300,9 @@ class S3Client:
         if code == "NoSuchBucket":
             bucket = location.split("/")[2]
             return NotFoundError(f"cannot {action} {location}: bucket {bucket!r} does not exist")
-        if response.status == 301 or code == "PermanentRedirect":
+        if code == "PermanentRedirect" or (response.status == 301 and response.region):
+            # S3's answer for a bucket in another region (a 301 of another server, say a
+            # proxy sending http to https, is not: it names no region)
             bucket = location.split("/")[2]
             return WrongRegionError.at(location, action, bucket, response.region, self.region)
         if code == "NoSuchKey" or (response.status == 404 and not code):

@@ -169,6 +169,7 @@ def never_connected(exc: BaseException) -> bool:
 #: when its SDK found it in the answer.
 _WRONG_REGION = re.compile(r"HTTP status 301\b|PermanentRedirect")
 _BUCKET_REGION = re.compile(r"bucket is located in '([A-Za-z0-9-]+)'")
+_QUOTED = re.compile(r"'[^']*'")
 
 
 def map_error(exc: BaseException, location: str, action: str) -> Exception:
@@ -203,7 +204,8 @@ def map_error(exc: BaseException, location: str, action: str) -> Exception:
             f"cannot {action} {location}: access denied; check the credentials and their "
             f"permissions ({text})"
         )
-    if parsed.scheme.lower() in S3_SCHEMES and _WRONG_REGION.search(full):
+    # quoted parts (pyarrow quotes the key and bucket) are left out: a key may hold the words
+    if parsed.scheme.lower() in S3_SCHEMES and _WRONG_REGION.search(_QUOTED.sub("''", full)):
         found = _BUCKET_REGION.search(full)
         region = found.group(1) if found else None
         return WrongRegionError.at(location, action, parsed.netloc, region)
@@ -222,12 +224,12 @@ def explain_region(io: FileIO, location: str, action: str, error: Exception) -> 
     region S3 gives for the bucket, asked with ``io``'s own S3 client."""
     if not isinstance(error, WrongRegionError) or error.region or not error.bucket:
         return error
-    client = io.s3_client(location)
-    if client is None:
-        return error
     try:
+        client = io.s3_client(location)
+        if client is None:
+            return error
         region = client.bucket_region(error.bucket)
-    except FileIOError:  # the original error is the better one
+    except IcebergError:  # the original error is the better one (credentials, settings)
         return error
     if not region:
         return error
